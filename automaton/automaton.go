@@ -1,0 +1,248 @@
+// Package automaton defines the contract every Synod protocol role obeys.
+//
+// A role (an ABD coordinator and replica, a Paxos acceptor, an ESDS front end, ...)
+// is written as an I/O automaton in the sense of seed 000, chapter 2.1: a state
+// machine that takes one input action at a time and emits output actions. The
+// mapping to a program follows seed 000, chapter 3: every input action of the
+// composition becomes one call of Step, and every output action becomes one value
+// in the slice Step returns.
+//
+// # The contract
+//
+// Inputs, delivered one at a time by a runtime:
+//
+//   - Start: the first input after creation or after a crash, carrying every
+//     record the role persisted (and the runtime made durable) before the crash.
+//   - ClientRequest: a request from a client, identified by (client, sequence).
+//   - PeerMessage: an encoded message from another node's automaton of the same
+//     namespace.
+//   - TimerFired: a timer the automaton set earlier and has not cancelled.
+//
+// Outputs, returned in order from Step:
+//
+//   - Send: an encoded message to a peer. Delivery is not guaranteed: the
+//     network may lose, duplicate, delay or reorder it.
+//   - Respond: the answer to a ClientRequest.
+//   - Persist: write (or delete) one record in the role's durable store.
+//   - SetTimer / CancelTimer: ask for a TimerFired after a duration.
+//
+// The durability rule (the etcd raft "Ready" discipline): a runtime makes every
+// Persist record durable before it releases any Send or Respond that the same
+// Step, or any later Step, emitted after it. Runtimes may hold outputs back longer
+// (to batch fsyncs: group commit) but never release them earlier.
+//
+// Protocol code is pure. Step never reads the clock, starts a goroutine, touches
+// a socket or file, or uses global randomness. The only randomness a role may use
+// is Config.Rand, seeded by the runtime (from the simulation seed, or from the
+// operating system in the live runtime). Because of this, the simulator can run a
+// whole cluster from one seed and replay it exactly.
+//
+// Step must not retain the Input's byte slices beyond the call unless it copies
+// them, and the runtime must not modify slices in outputs it has received.
+package automaton
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"time"
+
+	"github.com/synod-dev/synod/service"
+)
+
+// NodeID names a node in the cluster configuration, for example "n1".
+type NodeID string
+
+// RequestID identifies a client request. Client ids are chosen at random by
+// clients (64 bits); Seq increases by one per request of that client. A retry of
+// the same request carries the same RequestID.
+type RequestID struct {
+	Client uint64
+	Seq    uint64
+}
+
+func (r RequestID) String() string { return fmt.Sprintf("%x:%d", r.Client, r.Seq) }
+
+// ReadMode selects the consistency of a read, per request.
+type ReadMode uint8
+
+const (
+	// ReadDefault is the protocol's strongest read (linearizable where offered).
+	ReadDefault ReadMode = iota
+	// ReadRegular skips the steps that make a read linearizable (ABD: no
+	// write-back). It may return a value older than a previously returned one.
+	ReadRegular
+	// ReadLocal answers from the contacted replica's state alone (may be stale).
+	ReadLocal
+)
+
+// ParseReadMode parses "linearizable"/"default", "regular" and "local".
+func ParseReadMode(s string) (ReadMode, error) {
+	switch s {
+	case "", "default", "linearizable":
+		return ReadDefault, nil
+	case "regular":
+		return ReadRegular, nil
+	case "local":
+		return ReadLocal, nil
+	}
+	return 0, fmt.Errorf("unknown read mode %q (want linearizable, regular or local)", s)
+}
+
+func (m ReadMode) String() string {
+	switch m {
+	case ReadDefault:
+		return "linearizable"
+	case ReadRegular:
+		return "regular"
+	case ReadLocal:
+		return "local"
+	}
+	return fmt.Sprintf("ReadMode(%d)", uint8(m))
+}
+
+// Options are per-request options.
+type Options struct {
+	Read ReadMode
+}
+
+// Request is one client operation on a namespace.
+type Request struct {
+	ID   RequestID
+	Op   service.Op
+	Opts Options
+}
+
+// Response answers a Request.
+type Response struct {
+	ID     RequestID
+	Result service.Result
+}
+
+// Input is one input action.
+type Input interface{ isInput() }
+
+// Start is the first input of every incarnation of a role.
+type Start struct {
+	// Records holds every durable record, keyed by record key. Empty on first boot.
+	Records map[string][]byte
+}
+
+// ClientRequest delivers a client's request to the node the client contacted.
+type ClientRequest struct{ Req Request }
+
+// PeerMessage delivers an encoded message sent by From.
+type PeerMessage struct {
+	From NodeID
+	Msg  []byte
+}
+
+// TimerFired reports that timer ID, set earlier and not cancelled, expired.
+type TimerFired struct{ ID TimerID }
+
+func (Start) isInput()         {}
+func (ClientRequest) isInput() {}
+func (PeerMessage) isInput()   {}
+func (TimerFired) isInput()    {}
+
+// TimerID names a timer within one automaton. Setting a timer that is already
+// set replaces it.
+type TimerID uint64
+
+// Output is one output action.
+type Output interface{ isOutput() }
+
+// Send an encoded message to a peer (never to self; runtimes reject that).
+type Send struct {
+	To  NodeID
+	Msg []byte
+}
+
+// Respond answers a client request.
+type Respond struct{ Resp Response }
+
+// Persist writes Value under Key, or removes Key when Delete is set.
+type Persist struct {
+	Key    string
+	Value  []byte
+	Delete bool
+}
+
+// SetTimer asks for TimerFired{ID} after After (virtual time in simulation).
+type SetTimer struct {
+	ID    TimerID
+	After time.Duration
+}
+
+// CancelTimer cancels timer ID if it is set.
+type CancelTimer struct{ ID TimerID }
+
+func (Send) isOutput()        {}
+func (Respond) isOutput()     {}
+func (Persist) isOutput()     {}
+func (SetTimer) isOutput()    {}
+func (CancelTimer) isOutput() {}
+
+// Automaton is one role instance of one namespace on one node.
+type Automaton interface {
+	// Step performs the input action and returns the output actions in order.
+	Step(in Input) []Output
+}
+
+// Config is what a runtime hands to a protocol to create a role instance.
+type Config struct {
+	Self      NodeID
+	Nodes     []NodeID // every member, including Self, in configuration order
+	Namespace string
+	Service   service.Service
+	// Params holds protocol-specific settings from the cluster file.
+	Params map[string]string
+	// Rand is the only source of randomness the automaton may use.
+	Rand *rand.Rand
+}
+
+// Protocol describes a replication protocol to runtimes, the CLI and the simulator.
+type Protocol interface {
+	Name() string
+	// New creates the role instance for cfg.Self. It returns an error for an
+	// invalid configuration (unknown parameter, unsupported service).
+	New(cfg Config) (Automaton, error)
+	// IdempotentRetry reports whether a request retried with the same RequestID
+	// at a different node takes effect at most once. Protocols without a
+	// replicated deduplication table (ABD) return false; clients then retry
+	// only reads elsewhere and report writes as of unknown outcome.
+	IdempotentRetry() bool
+}
+
+var registry = map[string]Protocol{}
+
+// Register makes a protocol available by name. It panics on a duplicate name;
+// call it from the protocol package's init.
+func Register(p Protocol) {
+	if _, dup := registry[p.Name()]; dup {
+		panic("automaton: protocol registered twice: " + p.Name())
+	}
+	registry[p.Name()] = p
+}
+
+// Lookup returns a registered protocol.
+func Lookup(name string) (Protocol, error) {
+	p, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown protocol %q (known: %v)", name, Names())
+	}
+	return p, nil
+}
+
+// Names lists the registered protocols, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Majority returns the size of a majority quorum of n members.
+func Majority(n int) int { return n/2 + 1 }

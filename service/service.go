@@ -1,0 +1,246 @@
+// Package service defines Synod's replicated data types: the state a namespace
+// holds and the operations on it.
+//
+// A Service is a deterministic data type. Every operation says whether it only
+// reads; Apply is a pure function of (state, operation); operations and results
+// have a binary encoding; and the state can be snapshotted and restored. State
+// machine protocols (Paxos, ESDS, primary-backup) replicate any Service. Register
+// protocols (ABD, the blocking lock protocol) store one opaque value per key and
+// therefore accept only the register subset of KV (get, set, del, exists).
+//
+// Two services ship: KV (get, set [nx|xx], del, exists, cas, append, incr) and
+// Counter (read, add), the latter from seed 000 chapter 4.
+package service
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/synod-dev/synod/wire"
+)
+
+// MaxValueSize is the largest value a client may store (Redis's proto-max-bulk-len
+// is 512 MB; Synod keeps values small enough to replicate in one message).
+const MaxValueSize = 8 << 20
+
+// MaxKeySize bounds a key.
+const MaxKeySize = 64 << 10
+
+// Op is one operation on a service. Kind names it ("get", "set", "add", ...);
+// Key selects the object inside the namespace (empty for single-object services
+// such as Counter); Args holds the operands.
+type Op struct {
+	Kind string
+	Key  string
+	Args [][]byte
+}
+
+func (o Op) String() string {
+	s := o.Kind
+	if o.Key != "" {
+		s += " " + o.Key
+	}
+	for _, a := range o.Args {
+		if len(a) > 32 {
+			s += fmt.Sprintf(" <%d bytes>", len(a))
+		} else {
+			s += fmt.Sprintf(" %q", a)
+		}
+	}
+	return s
+}
+
+// ResultType tells how to read a Result; it maps one to one onto RESP replies.
+type ResultType uint8
+
+const (
+	ResultNil   ResultType = iota // no value (RESP null bulk)
+	ResultOK                      // success without a value (RESP +OK)
+	ResultBytes                   // Bytes holds a value (RESP bulk string)
+	ResultInt                     // Int holds an integer (RESP integer)
+	ResultErr                     // Err holds an error (RESP -ERR ...)
+)
+
+// Result is an operation's outcome.
+type Result struct {
+	Type  ResultType
+	Bytes []byte
+	Int   int64
+	Err   string
+}
+
+// Convenience constructors.
+func Nil() Result           { return Result{Type: ResultNil} }
+func OK() Result            { return Result{Type: ResultOK} }
+func Bytes(b []byte) Result { return Result{Type: ResultBytes, Bytes: b} }
+func Int(i int64) Result    { return Result{Type: ResultInt, Int: i} }
+func Errorf(f string, a ...any) Result {
+	return Result{Type: ResultErr, Err: fmt.Sprintf(f, a...)}
+}
+
+// IsErr reports whether the result is an error.
+func (r Result) IsErr() bool { return r.Type == ResultErr }
+
+func (r Result) String() string {
+	switch r.Type {
+	case ResultNil:
+		return "(nil)"
+	case ResultOK:
+		return "OK"
+	case ResultBytes:
+		return fmt.Sprintf("%q", r.Bytes)
+	case ResultInt:
+		return fmt.Sprintf("(integer) %d", r.Int)
+	case ResultErr:
+		return "(error) " + r.Err
+	}
+	return fmt.Sprintf("Result(%d)", r.Type)
+}
+
+// Equal compares two results by content.
+func (r Result) Equal(o Result) bool {
+	return r.Type == o.Type && string(r.Bytes) == string(o.Bytes) && r.Int == o.Int && r.Err == o.Err
+}
+
+// Service is a replicated data type.
+type Service interface {
+	// Name is the name used in cluster files ("kv", "counter").
+	Name() string
+	// Validate checks an operation's kind and arity before it is replicated, so
+	// that bad input is refused at the edge rather than inside the log.
+	Validate(op Op) error
+	// IsRead reports whether op leaves the state unchanged.
+	IsRead(op Op) bool
+	// NewState returns the initial state.
+	NewState() State
+}
+
+// State is one replica's copy of a service's state.
+type State interface {
+	// Apply performs op and returns its result. It must be deterministic.
+	Apply(op Op) Result
+	// Snapshot encodes the whole state.
+	Snapshot() []byte
+	// Restore replaces the state by a snapshot.
+	Restore(snap []byte) error
+}
+
+var registry = map[string]Service{}
+
+// Register makes a service available by name; call it from init.
+func Register(s Service) {
+	if _, dup := registry[s.Name()]; dup {
+		panic("service: registered twice: " + s.Name())
+	}
+	registry[s.Name()] = s
+}
+
+// Lookup returns a registered service.
+func Lookup(name string) (Service, error) {
+	s, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown service %q (known: %v)", name, Names())
+	}
+	return s, nil
+}
+
+// Names lists registered services, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+const codecVersion = 1
+
+// maxArgs bounds the argument count of an encoded operation.
+const maxArgs = 1 << 16
+
+// EncodeOp appends op's binary form to e.
+func EncodeOp(e *wire.Encoder, op Op) {
+	e.String(op.Kind)
+	e.String(op.Key)
+	e.Uvarint(uint64(len(op.Args)))
+	for _, a := range op.Args {
+		e.Bytes(a)
+	}
+}
+
+// DecodeOp reads an operation written by EncodeOp. Argument slices are copied.
+func DecodeOp(d *wire.Decoder) Op {
+	op := Op{Kind: d.String(), Key: d.String()}
+	n := d.Count(maxArgs, 1)
+	if n > 0 {
+		op.Args = make([][]byte, n)
+		for i := range op.Args {
+			op.Args[i] = d.BytesCopy()
+		}
+	}
+	return op
+}
+
+// EncodeResult appends r's binary form to e.
+func EncodeResult(e *wire.Encoder, r Result) {
+	e.Byte(byte(r.Type))
+	switch r.Type {
+	case ResultBytes:
+		e.Bytes(r.Bytes)
+	case ResultInt:
+		e.Varint(r.Int)
+	case ResultErr:
+		e.String(r.Err)
+	}
+}
+
+// DecodeResult reads a result written by EncodeResult.
+func DecodeResult(d *wire.Decoder) Result {
+	r := Result{Type: ResultType(d.Byte())}
+	switch r.Type {
+	case ResultNil, ResultOK:
+	case ResultBytes:
+		r.Bytes = d.BytesCopy()
+		if r.Bytes == nil {
+			r.Bytes = []byte{}
+		}
+	case ResultInt:
+		r.Int = d.Varint()
+	case ResultErr:
+		r.Err = d.String()
+	default:
+		d.Fail(fmt.Errorf("service: bad result type %d", r.Type))
+	}
+	return r
+}
+
+// MarshalOp encodes op alone, with a version byte.
+func MarshalOp(op Op) []byte {
+	e := wire.Encoder{B: []byte{codecVersion}}
+	EncodeOp(&e, op)
+	return e.B
+}
+
+// UnmarshalOp decodes MarshalOp's output.
+func UnmarshalOp(b []byte) (Op, error) {
+	d := wire.NewDecoder(b)
+	if v := d.Byte(); v != codecVersion {
+		return Op{}, fmt.Errorf("service: op codec version %d, want %d", v, codecVersion)
+	}
+	op := DecodeOp(d)
+	return op, d.Done()
+}
+
+// ErrArity is wrapped by Validate errors about argument counts.
+var ErrArity = errors.New("wrong number of arguments")
+
+func arity(op Op, want ...int) error {
+	for _, w := range want {
+		if len(op.Args) == w {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w for '%s' command", ErrArity, op.Kind)
+}
