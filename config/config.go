@@ -1,0 +1,220 @@
+// Package config reads and validates the cluster file, one YAML document shared
+// by every node of a cluster:
+//
+//	cluster: demo              # cluster name; peers from another cluster are refused
+//	durability: fsync          # fsync (default) or memory
+//	data_dir: /var/lib/synod   # each node stores under data_dir/<id>; relative to the file
+//	password: ""               # when set, clients must AUTH
+//	nodes:
+//	  - id: n1
+//	    peer: 127.0.0.1:7001   # peer-to-peer TCP address
+//	    client: 127.0.0.1:6381 # Redis-protocol address
+//	    metrics: 127.0.0.1:9101 # optional: Prometheus /metrics and /debug/pprof
+//	namespaces:
+//	  - name: default
+//	    protocol: abd
+//	    service: kv
+//	    params: {}             # protocol-specific settings
+//
+// Validation errors name the offending field, for example
+// `nodes[1].peer: "127.0.0.1" is not host:port`.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Durability modes.
+const (
+	Fsync  = "fsync"
+	Memory = "memory"
+)
+
+// Node is one member.
+type Node struct {
+	ID      string `yaml:"id"`
+	Peer    string `yaml:"peer"`
+	Client  string `yaml:"client"`
+	Metrics string `yaml:"metrics,omitempty"`
+}
+
+// Namespace is one replicated object.
+type Namespace struct {
+	Name     string            `yaml:"name"`
+	Protocol string            `yaml:"protocol"`
+	Service  string            `yaml:"service"`
+	Params   map[string]string `yaml:"params,omitempty"`
+}
+
+// Cluster is the whole file.
+type Cluster struct {
+	Cluster    string      `yaml:"cluster"`
+	Durability string      `yaml:"durability,omitempty"`
+	DataDir    string      `yaml:"data_dir,omitempty"`
+	Password   string      `yaml:"password,omitempty"`
+	Nodes      []Node      `yaml:"nodes"`
+	Namespaces []Namespace `yaml:"namespaces"`
+
+	// Path is the file the config was loaded from (not part of the YAML).
+	Path string `yaml:"-"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// Load reads and validates a cluster file. Unknown fields are errors.
+func Load(path string) (*Cluster, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Path = path
+	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
+		c.DataDir = filepath.Join(filepath.Dir(path), c.DataDir)
+	}
+	return c, nil
+}
+
+// Parse decodes and validates YAML.
+func Parse(b []byte) (*Cluster, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var c Cluster
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("bad cluster file: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Marshal encodes the config as YAML.
+func (c *Cluster) Marshal() ([]byte, error) { return yaml.Marshal(c) }
+
+// Save writes the config as YAML to path.
+func (c *Cluster) Save(path string) error {
+	b, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// Validate checks every field and applies defaults (Durability = fsync).
+func (c *Cluster) Validate() error {
+	var errs []error
+	bad := func(field, f string, a ...any) { errs = append(errs, fmt.Errorf(field+": "+f, a...)) }
+	if !nameRE.MatchString(c.Cluster) {
+		bad("cluster", "%q must be 1-63 letters, digits, '_', '.' or '-'", c.Cluster)
+	}
+	switch c.Durability {
+	case "":
+		c.Durability = Fsync
+	case Fsync, Memory:
+	default:
+		bad("durability", "%q must be %q or %q", c.Durability, Fsync, Memory)
+	}
+	if c.Durability == Fsync && c.DataDir == "" {
+		bad("data_dir", "required when durability is fsync")
+	}
+	if len(c.Nodes) == 0 {
+		bad("nodes", "at least one node is required")
+	}
+	ids := map[string]bool{}
+	addrs := map[string]string{}
+	for i, n := range c.Nodes {
+		f := fmt.Sprintf("nodes[%d]", i)
+		if !nameRE.MatchString(n.ID) {
+			bad(f+".id", "%q must be 1-63 letters, digits, '_', '.' or '-'", n.ID)
+		} else if ids[n.ID] {
+			bad(f+".id", "duplicate node id %q", n.ID)
+		}
+		ids[n.ID] = true
+		for _, a := range []struct{ name, v string }{{"peer", n.Peer}, {"client", n.Client}, {"metrics", n.Metrics}} {
+			if a.v == "" && a.name == "metrics" {
+				continue
+			}
+			if err := checkAddr(a.v); err != nil {
+				bad(f+"."+a.name, "%v", err)
+				continue
+			}
+			if prev, dup := addrs[a.v]; dup {
+				bad(f+"."+a.name, "address %s already used by %s", a.v, prev)
+			}
+			addrs[a.v] = f + "." + a.name
+		}
+	}
+	if len(c.Namespaces) == 0 {
+		bad("namespaces", "at least one namespace is required")
+	}
+	nss := map[string]bool{}
+	for i, ns := range c.Namespaces {
+		f := fmt.Sprintf("namespaces[%d]", i)
+		if !nameRE.MatchString(ns.Name) {
+			bad(f+".name", "%q must be 1-63 letters, digits, '_', '.' or '-'", ns.Name)
+		} else if nss[ns.Name] {
+			bad(f+".name", "duplicate namespace %q", ns.Name)
+		}
+		nss[ns.Name] = true
+		if _, err := automaton.Lookup(ns.Protocol); err != nil {
+			bad(f+".protocol", "%v", err)
+		}
+		if _, err := service.Lookup(ns.Service); err != nil {
+			bad(f+".service", "%v", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkAddr(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", a)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: port must be 1-65535", a)
+	}
+	if host == "" {
+		return fmt.Errorf("%q: host is empty", a)
+	}
+	return nil
+}
+
+// Node returns the node with the given id.
+func (c *Cluster) Node(id string) (Node, error) {
+	for _, n := range c.Nodes {
+		if n.ID == id {
+			return n, nil
+		}
+	}
+	return Node{}, fmt.Errorf("node %q is not in cluster %q (members: %v)", id, c.Cluster, c.NodeIDs())
+}
+
+// NodeIDs lists member ids in file order.
+func (c *Cluster) NodeIDs() []automaton.NodeID {
+	out := make([]automaton.NodeID, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = automaton.NodeID(n.ID)
+	}
+	return out
+}
+
+// NodeDataDir is where node id keeps its data.
+func (c *Cluster) NodeDataDir(id string) string { return filepath.Join(c.DataDir, id) }

@@ -1,0 +1,25 @@
+// Package gateway serves clients: a Redis-protocol (RESP2/RESP3) server that
+// turns commands into service operations on a namespace and hands them to a
+// Backend (the node runtime, or a fake in tests).
+package gateway
+
+import (
+	"context"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+)
+
+// Backend executes requests on this node's namespaces.
+type Backend interface {
+	// Do submits req to namespace ns and waits for its response. It returns an
+	// error (and no response) when ns is unknown, when the context ends first
+	// (the request's outcome is then unknown), or when the node is shutting down.
+	// Protocol-level failures (unsupported operation, no quorum) come back as a
+	// response whose Result is an error.
+	Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error)
+	// Namespaces lists the namespaces this node serves; the first is the default.
+	Namespaces() []config.Namespace
+	// Info returns "key:value" facts for the INFO command, grouped by section.
+	Info() map[string]map[string]string
+}

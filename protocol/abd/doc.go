@@ -1,0 +1,2 @@
+// Package abd is multi-writer ABD (placeholder; implementation in progress).
+package abd

@@ -1,0 +1,6 @@
+// Package all links every protocol into a binary: import it for its side effect.
+package all
+
+import (
+	_ "github.com/synod-dev/synod/protocol/abd"
+)
