@@ -1,2 +1,66 @@
-// Package abd is multi-writer ABD (placeholder; implementation in progress).
+// Package abd implements multi-writer ABD atomic registers (Attiya, Bar-Noy and
+// Dolev, "Sharing memory robustly in message-passing systems", PODC 1990) as
+// described in seed 001 (CSE 511 Project 3, section 3.1) and in the published
+// multi-writer algorithm, over the register subset of the KV service.
+//
+// # Roles
+//
+// Every node runs one automaton per namespace that plays both roles:
+//
+//   - Replica (seed 001 §3.1.1): keeps, per key, the highest tag it has seen and
+//     the value written with it. It answers Query with its (tag, value) and
+//     applies Store only when the stored tag is higher than its own, then
+//     acknowledges. A replica persists a new (tag, value) before it acknowledges
+//     (the Persist output precedes the acknowledgement, and the runtime releases
+//     no send before the record is durable).
+//   - Coordinator (the seed's "ABD capable client", §3.1.2): runs the two
+//     phases for a client request on whichever node the client reached.
+//
+// Write (set, del): query a majority for the highest tag; choose
+// (ts+1, writer); store (tag, value) at a majority; answer.
+//
+// Read (get, exists): query a majority; take the highest tag; unless a majority
+// of the answers already carries that tag, write it back to a majority; answer.
+//
+// # How the seed's gaps and errors are resolved
+//
+//   - Tags are compared lexicographically as (ts, writer). The seed's server
+//     compares timestamps only (§3.1.1), which lets two concurrent writers with
+//     the same timestamp leave replicas with different values under equal tags;
+//     that variant is kept, deliberately broken, as protocol "abd-broken-nowriterid".
+//   - The writer id is (node id, operation id), not the client id: one node
+//     coordinates many clients at once, and a client may pipeline. The operation
+//     id is (incarnation << 32 | counter); the incarnation is persisted and
+//     incremented at every Start, so a restarted coordinator never reuses a tag
+//     that a minority of replicas may still hold from before the crash.
+//   - Reads write back (the seed describes a one-phase read, §3.1.2, which is
+//     not linearizable: new/old inversion). The seed's one-phase read is offered
+//     per request as the "regular" read mode (automaton.ReadRegular), documented
+//     as not linearizable, and kept as the broken variant "abd-broken-nowriteback".
+//   - Quorums are majorities, (N/2)+1 as in the seed, for both phases; any N >= 1
+//     works, and f < N/2 crashed replicas are tolerated.
+//   - Writes wait for a majority of acknowledgements, not all (§3.1.2 leaves it
+//     open; a majority is the ABD rule and keeps the protocol non-blocking).
+//   - Delete, absent from the seed's ABD, is a write of a tagged tombstone.
+//     Tombstones are kept (they carry the tag that orders later writes).
+//   - PUT/INSERT distinctions of the seed's Lab-2 store are dropped: set writes
+//     whether or not the key exists. Conditional writes (SET NX/XX), cas, append
+//     and incr need an atomic read-modify-write, which registers do not give; they
+//     are refused with an error naming a consensus protocol instead.
+//   - DEL's integer reply is 1 when the highest tag seen in the query phase held
+//     a value. It is a hint, not part of the linearizable guarantee: a concurrent
+//     write may be ordered between that tag and the tombstone.
+//   - Lost messages are retransmitted by the coordinator every "retransmit"
+//     (default 50ms) to replicas that have not answered; after "op_timeout"
+//     (default 5s) without a quorum the request fails with a TRYAGAIN error. For
+//     a write that error means the outcome is unknown: the value may still take
+//     effect.
+//   - Retries: a request retried with the same id at the same coordinator joins
+//     the operation in flight or gets the remembered answer. ABD keeps no
+//     replicated deduplication table, so a write retried at another node could
+//     take effect twice; Protocol.IdempotentRetry is false and clients must not
+//     resend writes elsewhere.
+//
+// Persisted records: "inc" (the incarnation) and "k/<key>" (tag, tombstone flag,
+// value) per key.
 package abd

@@ -1,0 +1,417 @@
+package abd
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+func init() {
+	automaton.Register(protocol{name: "abd"})
+	// Deliberately broken variants, kept so that the checkers can be shown to
+	// catch them (see the package doc). Never use them for data.
+	automaton.Register(protocol{name: "abd-broken-nowriteback", noWriteBack: true})
+	automaton.Register(protocol{name: "abd-broken-nowriterid", tsOnly: true})
+}
+
+type protocol struct {
+	name        string
+	noWriteBack bool // reads never write back (seed 001's one-phase read)
+	tsOnly      bool // tags compare by timestamp only (seed 001's server rule)
+}
+
+func (p protocol) Name() string          { return p.name }
+func (p protocol) IdempotentRetry() bool { return false }
+
+// Defaults for the protocol parameters.
+const (
+	DefaultRetransmit = 50 * time.Millisecond
+	DefaultOpTimeout  = 5 * time.Second
+	doneCacheSize     = 4096
+)
+
+func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
+	if cfg.Service == nil || cfg.Service.Name() != "kv" {
+		return nil, fmt.Errorf("abd replicates registers: namespace %q needs service kv", cfg.Namespace)
+	}
+	a := &ABD{
+		proto:      p,
+		cfg:        cfg,
+		index:      map[automaton.NodeID]int{},
+		store:      map[string]*entry{},
+		ops:        map[uint64]*op{},
+		byReq:      map[automaton.RequestID]uint64{},
+		done:       map[automaton.RequestID]service.Result{},
+		retransmit: DefaultRetransmit,
+		opTimeout:  DefaultOpTimeout,
+	}
+	self := -1
+	for i, n := range cfg.Nodes {
+		if _, dup := a.index[n]; dup {
+			return nil, fmt.Errorf("abd: node %s listed twice", n)
+		}
+		a.index[n] = i
+		if n == cfg.Self {
+			self = i
+		}
+	}
+	if self < 0 {
+		return nil, fmt.Errorf("abd: self %s is not among the nodes %v", cfg.Self, cfg.Nodes)
+	}
+	a.self = self
+	for k, v := range cfg.Params {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("abd: parameter %s: %q is not a positive duration", k, v)
+		}
+		switch k {
+		case "retransmit":
+			a.retransmit = d
+		case "op_timeout":
+			a.opTimeout = d
+		default:
+			return nil, fmt.Errorf("abd: unknown parameter %q (known: retransmit, op_timeout)", k)
+		}
+	}
+	return a, nil
+}
+
+// ABD is one node's replica and coordinator for one namespace.
+type ABD struct {
+	proto protocol
+	cfg   automaton.Config
+	index map[automaton.NodeID]int
+	self  int
+
+	retransmit, opTimeout time.Duration
+
+	// Replica state.
+	store map[string]*entry
+
+	// Coordinator state.
+	incarnation uint64
+	counter     uint64
+	ops         map[uint64]*op
+	byReq       map[automaton.RequestID]uint64
+	done        map[automaton.RequestID]service.Result
+	doneOrder   []automaton.RequestID
+
+	out []automaton.Output
+}
+
+// op is one client request being coordinated.
+type op struct {
+	id    uint64
+	req   automaton.Request
+	write bool
+	phase int // 1 query, 2 store
+
+	replied []bool
+	count   int
+	elapsed time.Duration
+
+	// Query phase: highest (tag, value) seen, and how many replies carry it.
+	max  entry
+	nMax int
+
+	// Store phase: what is being stored.
+	put entry
+}
+
+func (a *ABD) quorum() int { return automaton.Majority(len(a.cfg.Nodes)) }
+
+// Step implements automaton.Automaton.
+func (a *ABD) Step(in automaton.Input) []automaton.Output {
+	a.out = nil
+	switch in := in.(type) {
+	case automaton.Start:
+		a.onStart(in)
+	case automaton.ClientRequest:
+		a.onRequest(in.Req)
+	case automaton.PeerMessage:
+		a.onMessage(in.From, in.Msg)
+	case automaton.TimerFired:
+		a.onTimer(uint64(in.ID))
+	}
+	return a.out
+}
+
+func (a *ABD) emit(o automaton.Output) { a.out = append(a.out, o) }
+
+// onStart restores the replica's registers and starts a new incarnation.
+func (a *ABD) onStart(s automaton.Start) {
+	a.store = map[string]*entry{}
+	for k, v := range s.Records {
+		switch {
+		case k == "inc":
+			if len(v) == 8 {
+				a.incarnation = binary.BigEndian.Uint64(v)
+			}
+		case len(k) > 2 && k[:2] == "k/":
+			e, err := unmarshalEntry(v)
+			if err != nil {
+				panic(fmt.Sprintf("abd: corrupt record %q: %v", k, err))
+			}
+			a.store[k[2:]] = &e
+		}
+	}
+	if a.incarnation == 0 {
+		// First boot, or a memory-mode restart: start from a random incarnation
+		// so that operation ids from a forgotten earlier life are not reused.
+		a.incarnation = uint64(a.cfg.Rand.Uint32()) | 1
+	} else {
+		a.incarnation++
+	}
+	a.incarnation &= 0xffffffff
+	a.counter = 0
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], a.incarnation)
+	a.emit(automaton.Persist{Key: "inc", Value: b[:]})
+}
+
+// onRequest starts coordinating a client request (seed 001 §3.1.2).
+func (a *ABD) onRequest(req automaton.Request) {
+	if id, busy := a.byReq[req.ID]; busy && a.ops[id] != nil {
+		return // a retry of a request in flight: it is answered when that completes
+	}
+	if res, ok := a.done[req.ID]; ok {
+		a.respond(req.ID, res)
+		return
+	}
+	o := req.Op
+	if !service.RegisterKinds[o.Kind] || (o.Kind == "set" && len(o.Args) != 1) {
+		what := o.Kind
+		if o.Kind == "set" {
+			what = "set with a condition (NX/XX)"
+		}
+		a.respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses abd, which offers get, set, del and exists: use a consensus protocol", what, a.cfg.Namespace))
+		return
+	}
+	if err := a.cfg.Service.Validate(o); err != nil {
+		a.respond(req.ID, service.Errorf("ERR %v", err))
+		return
+	}
+	if !a.cfg.Service.IsRead(o) || req.Opts.Read != automaton.ReadLocal {
+		a.begin(req)
+		return
+	}
+	// Local read: this replica's register alone; may be stale.
+	a.respond(req.ID, a.readResult(o, a.entry(o.Key)))
+}
+
+func (a *ABD) begin(req automaton.Request) {
+	a.counter++
+	o := &op{
+		id:      a.incarnation<<32 | (a.counter & 0xffffffff),
+		req:     req,
+		write:   !a.cfg.Service.IsRead(req.Op),
+		phase:   1,
+		replied: make([]bool, len(a.cfg.Nodes)),
+	}
+	a.ops[o.id] = o
+	a.byReq[req.ID] = o.id
+	a.emit(automaton.SetTimer{ID: automaton.TimerID(o.id), After: a.retransmit})
+	a.broadcast(o)
+}
+
+// broadcast sends the current phase's message to every replica that has not
+// answered it. This replica answers itself first, without the network; if that
+// answer completes the phase (N = 1, or the last missing vote), the recursive
+// call has already moved the operation on and this call stops.
+func (a *ABD) broadcast(o *op) {
+	m := a.phaseMessage(o)
+	if !o.replied[a.self] {
+		phase := o.phase
+		a.selfReply(o, m)
+		if a.ops[o.id] != o || o.phase != phase {
+			return
+		}
+	}
+	var enc []byte
+	for i, n := range a.cfg.Nodes {
+		if o.replied[i] {
+			continue
+		}
+		if enc == nil {
+			enc = m.marshal()
+		}
+		a.emit(automaton.Send{To: n, Msg: enc})
+	}
+}
+
+func (a *ABD) phaseMessage(o *op) *message {
+	if o.phase == 1 {
+		return &message{Kind: kindQuery, Op: o.id, Key: o.req.Op.Key}
+	}
+	return &message{Kind: kindStore, Op: o.id, Key: o.req.Op.Key, Tag: o.put.Tag, Tomb: o.put.Tomb, Value: o.put.Value}
+}
+
+func (a *ABD) selfReply(o *op, m *message) {
+	switch m.Kind {
+	case kindQuery:
+		e := a.entry(m.Key)
+		a.onQueryReply(a.self, &message{Kind: kindQueryReply, Op: o.id, Key: m.Key, Tag: e.Tag, Tomb: e.Tomb, Value: e.Value})
+	case kindStore:
+		a.applyStore(m)
+		a.onStoreAck(a.self, o.id)
+	}
+}
+
+func (a *ABD) entry(key string) entry {
+	if e := a.store[key]; e != nil {
+		return *e
+	}
+	return entry{}
+}
+
+func (a *ABD) onMessage(from automaton.NodeID, b []byte) {
+	i, ok := a.index[from]
+	if !ok || i == a.self {
+		return // not a member: ignore
+	}
+	m, err := unmarshal(b)
+	if err != nil {
+		return // corrupt message: drop (the sender retransmits)
+	}
+	switch m.Kind {
+	case kindQuery: // replica (seed 001 §3.1.1, GET)
+		e := a.entry(m.Key)
+		r := message{Kind: kindQueryReply, Op: m.Op, Key: m.Key, Tag: e.Tag, Tomb: e.Tomb, Value: e.Value}
+		a.emit(automaton.Send{To: from, Msg: r.marshal()})
+	case kindStore: // replica (seed 001 §3.1.1, PUT)
+		a.applyStore(&m)
+		r := message{Kind: kindStoreAck, Op: m.Op}
+		a.emit(automaton.Send{To: from, Msg: r.marshal()})
+	case kindQueryReply:
+		a.onQueryReply(i, &m)
+	case kindStoreAck:
+		a.onStoreAck(i, m.Op)
+	}
+}
+
+// applyStore installs (tag, value) if the tag is higher than the register's,
+// persisting it first; a lower or equal tag is acknowledged and ignored.
+func (a *ABD) applyStore(m *message) {
+	cur := a.store[m.Key]
+	if cur != nil && !cur.Tag.Less(m.Tag, a.proto.tsOnly) {
+		return
+	}
+	e := &entry{Tag: m.Tag, Tomb: m.Tomb, Value: m.Value}
+	a.store[m.Key] = e
+	a.emit(automaton.Persist{Key: "k/" + m.Key, Value: e.marshal()})
+}
+
+func (a *ABD) onQueryReply(from int, m *message) {
+	o := a.ops[m.Op]
+	if o == nil || o.phase != 1 || o.replied[from] {
+		return
+	}
+	o.replied[from] = true
+	o.count++
+	e := entry{Tag: m.Tag, Tomb: m.Tomb, Value: m.Value}
+	switch {
+	case o.count == 1 || o.max.Tag.Less(e.Tag, a.proto.tsOnly):
+		o.max, o.nMax = e, 1
+	case !e.Tag.Less(o.max.Tag, a.proto.tsOnly):
+		o.nMax++ // equal tag
+	}
+	if o.count < a.quorum() {
+		return
+	}
+	// A majority answered the query.
+	if !o.write {
+		if o.req.Opts.Read == automaton.ReadRegular || a.proto.noWriteBack || o.nMax >= a.quorum() {
+			a.finish(o, a.readResult(o.req.Op, o.max))
+			return
+		}
+		o.put = o.max // write back
+	} else {
+		o.put = entry{Tag: Tag{TS: o.max.Tag.TS + 1, Node: string(a.cfg.Self), Seq: o.id}}
+		if o.req.Op.Kind == "del" {
+			o.put.Tomb = true
+		} else {
+			o.put.Value = o.req.Op.Args[0]
+		}
+	}
+	o.phase = 2
+	o.count = 0
+	for i := range o.replied {
+		o.replied[i] = false
+	}
+	a.broadcast(o)
+}
+
+func (a *ABD) onStoreAck(from int, id uint64) {
+	o := a.ops[id]
+	if o == nil || o.phase != 2 || o.replied[from] {
+		return
+	}
+	o.replied[from] = true
+	o.count++
+	if o.count < a.quorum() {
+		return
+	}
+	var res service.Result
+	switch o.req.Op.Kind {
+	case "set":
+		res = service.OK()
+	case "del":
+		res = service.Int(0)
+		if o.max.present() {
+			res = service.Int(1)
+		}
+	default:
+		res = a.readResult(o.req.Op, o.put)
+	}
+	a.finish(o, res)
+}
+
+func (a *ABD) readResult(op service.Op, e entry) service.Result {
+	if op.Kind == "exists" {
+		if e.present() {
+			return service.Int(1)
+		}
+		return service.Int(0)
+	}
+	if !e.present() {
+		return service.Nil()
+	}
+	return service.Bytes(e.Value)
+}
+
+func (a *ABD) onTimer(id uint64) {
+	o := a.ops[id]
+	if o == nil {
+		return
+	}
+	o.elapsed += a.retransmit
+	if o.elapsed >= a.opTimeout {
+		a.finish(o, service.Errorf("TRYAGAIN no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
+			o.count, len(a.cfg.Nodes), a.opTimeout))
+		return
+	}
+	a.emit(automaton.SetTimer{ID: automaton.TimerID(id), After: a.retransmit})
+	a.broadcast(o)
+}
+
+func (a *ABD) finish(o *op, res service.Result) {
+	delete(a.ops, o.id)
+	delete(a.byReq, o.req.ID)
+	a.emit(automaton.CancelTimer{ID: automaton.TimerID(o.id)})
+	if !res.IsErr() {
+		if len(a.doneOrder) >= doneCacheSize {
+			delete(a.done, a.doneOrder[0])
+			a.doneOrder = a.doneOrder[1:]
+		}
+		a.done[o.req.ID] = res
+		a.doneOrder = append(a.doneOrder, o.req.ID)
+	}
+	a.respond(o.req.ID, res)
+}
+
+func (a *ABD) respond(id automaton.RequestID, res service.Result) {
+	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+}
