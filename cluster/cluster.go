@@ -1,0 +1,460 @@
+// Package cluster starts, inspects and stops a local Synod cluster made of real
+// processes on 127.0.0.1: the `synod cluster` commands and the live tests use it.
+//
+// A cluster lives in one directory, DIR:
+//
+//	DIR/cluster.yaml   the cluster file every node reads (see package config)
+//	DIR/binary         the path of the synod binary the nodes were started with
+//	DIR/nK.pid         the PID of node nK while it runs (absent when stopped)
+//	DIR/nK.log         node nK's stdout and stderr, appended across restarts
+//	DIR/data/nK/       node nK's durable state (kept by Down unless purged)
+//
+// Each node is a separate process, `synod node --config DIR/cluster.yaml --id nK`,
+// started in its own session (setsid) so that it outlives the command that
+// started it and does not receive the terminal's Ctrl-C. A node counts as ready
+// when its client port answers a RESP PING with +PONG.
+//
+// # Safety of signals
+//
+// The package only ever signals the PIDs recorded in DIR's pid files, and only
+// after checking /proc/PID/cmdline: the process must be a synod binary (the
+// command line contains "synod") running exactly `node --config
+// DIR/cluster.yaml --id nK` for that directory and that node. A pid file whose
+// process is gone, is a zombie, or has been reused by an unrelated program is
+// treated as stale: it is removed and nothing is signalled. This needs Linux's
+// /proc; on other systems Kill and Down refuse to signal anything.
+//
+// # Deliberate choices
+//
+//   - Up on a directory that holds a stopped cluster (cluster.yaml present, no
+//     node running) starts that same cluster again, with its name, ports and
+//     data, provided the requested shape (node count, protocol, service,
+//     durability, password, base port) matches; otherwise it fails and suggests
+//     `synod cluster down --purge`. Up on a directory with any node running fails.
+//   - Free ports (BasePort 0) are found by binding 127.0.0.1:0 and releasing the
+//     port just before the nodes start: another program could take one in
+//     between, in which case Up fails with that node's log and can be retried.
+//   - With BasePort N, node i (0-based) gets client port N+i, peer port N+100+i
+//     and metrics port N+200+i; Up checks that each is free first.
+//   - Up validates the cluster file in-process (protocol and service names
+//     included, so this package links every protocol) before starting anything.
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/synod-dev/synod/config"
+	// Up validates protocol names; link every protocol.
+	_ "github.com/synod-dev/synod/protocol/all"
+)
+
+// File names inside a cluster directory.
+const (
+	ConfigFile = "cluster.yaml"
+	BinaryFile = "binary"
+	DataDir    = "data"
+)
+
+// Timeouts.
+const (
+	// ReadyTimeout bounds how long Up and Restart wait for a node's first PONG.
+	ReadyTimeout = 15 * time.Second
+	// StopTimeout is how long Down waits after SIGTERM before it sends SIGKILL.
+	StopTimeout = 5 * time.Second
+	// killWait bounds how long Kill and Down wait for a SIGKILLed process to go.
+	killWait = 5 * time.Second
+)
+
+// UpOptions describe a cluster to start.
+type UpOptions struct {
+	// Dir is the cluster directory (required). It is created if missing.
+	Dir string
+	// Nodes is the number of nodes (1-99), named n1..nN.
+	Nodes int
+	// Protocol and Service of the namespace "default" (defaults: abd, kv).
+	Protocol string
+	Service  string
+	// Durability is "fsync" (default) or "memory".
+	Durability string
+	// Binary is the synod executable to run; default os.Executable().
+	Binary string
+	// BasePort 0 picks free ports on 127.0.0.1; see the package comment.
+	BasePort int
+	// Password, when set, makes clients AUTH.
+	Password string
+}
+
+// Node is one member of a running cluster.
+type Node struct {
+	ID      string
+	Client  string // RESP address, host:port
+	Peer    string
+	Metrics string
+	PID     int
+}
+
+// Cluster is a cluster started (or resumed) by Up.
+type Cluster struct {
+	Dir    string // absolute, symlinks resolved
+	Config *config.Cluster
+	Nodes  []Node
+	// Resumed is true when Up restarted a stopped cluster found in Dir.
+	Resumed bool
+}
+
+// ClientAddrs lists the nodes' client addresses in node order.
+func (c *Cluster) ClientAddrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Client
+	}
+	return out
+}
+
+// Status, Kill, Restart and Down act on c.Dir.
+func (c *Cluster) Status() ([]NodeStatus, error) { return Status(c.Dir) }
+func (c *Cluster) Kill(id string) error          { return Kill(c.Dir, id) }
+func (c *Cluster) Restart(id string) error       { return Restart(c.Dir, id) }
+func (c *Cluster) Down(purge bool) ([]string, error) {
+	return Down(c.Dir, purge)
+}
+
+// Up starts a cluster in opts.Dir and waits until every node answers PING. On
+// failure it stops every process it started and returns an error quoting the
+// end of the failing node's log.
+func Up(opts UpOptions) (*Cluster, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("cluster: no directory given")
+	}
+	if opts.Nodes < 1 || opts.Nodes > 99 {
+		return nil, fmt.Errorf("cluster: --nodes %d: must be 1-99", opts.Nodes)
+	}
+	if opts.Protocol == "" {
+		opts.Protocol = "abd"
+	}
+	if opts.Service == "" {
+		opts.Service = "kv"
+	}
+	if opts.Durability == "" {
+		opts.Durability = config.Fsync
+	}
+	if opts.BasePort < 0 || (opts.BasePort > 0 && opts.BasePort+200+opts.Nodes > 65535) {
+		return nil, fmt.Errorf("cluster: --base-port %d: ports %d-%d must lie in 1-65535", opts.BasePort, opts.BasePort, opts.BasePort+200+opts.Nodes)
+	}
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: cannot find the synod binary: %w", err)
+		}
+		opts.Binary = exe
+	}
+	bin, err := filepath.Abs(opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("cluster: synod binary: %w", err)
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("cluster: synod binary %s is not an executable file", bin)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	dir, err := canonDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if running, err := runningNodes(dir); err != nil {
+		return nil, err
+	} else if len(running) > 0 {
+		return nil, fmt.Errorf("cluster: %s already has a running cluster (%s); stop it first with `synod cluster down --dir %s`",
+			dir, strings.Join(running, ", "), dir)
+	}
+
+	cfgPath := filepath.Join(dir, ConfigFile)
+	resumed := false
+	var cfg *config.Cluster
+	if _, err := os.Stat(cfgPath); err == nil {
+		cfg, err = loadConfig(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := compatible(cfg, opts, dir); err != nil {
+			return nil, err
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("cluster: %s: %w", cfgPath, err)
+		}
+		resumed = true
+	} else {
+		cfg, err = newConfig(dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		if err := writeFileAtomic(cfgPath, mustMarshal(cfg)); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	if err := checkPortsFree(cfg); err != nil {
+		if !resumed {
+			os.Remove(cfgPath)
+		}
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, BinaryFile), []byte(bin+"\n")); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+
+	// Start every node, then wait for all of them together.
+	var started []*proc
+	fail := func(err error) (*Cluster, error) {
+		for _, p := range started {
+			p.stop()
+			os.Remove(pidPath(dir, p.id))
+		}
+		if !resumed {
+			// Nothing was ever acknowledged by this cluster: leave the logs
+			// for diagnosis, remove the rest so the next Up starts clean.
+			os.Remove(cfgPath)
+			os.RemoveAll(filepath.Join(dir, DataDir))
+		}
+		return nil, err
+	}
+	for _, n := range cfg.Nodes {
+		p, err := startNode(dir, bin, n.ID)
+		if err != nil {
+			return fail(err)
+		}
+		started = append(started, p)
+	}
+	errs := make(chan error, len(started))
+	for i, p := range started {
+		go func() { errs <- p.waitReady(cfg.Nodes[i].Client, cfg.Password, ReadyTimeout) }()
+	}
+	var first error
+	for range started {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return fail(first)
+	}
+	c := &Cluster{Dir: dir, Config: cfg, Resumed: resumed}
+	for i, n := range cfg.Nodes {
+		c.Nodes = append(c.Nodes, Node{ID: n.ID, Client: n.Client, Peer: n.Peer, Metrics: n.Metrics, PID: started[i].cmd.Process.Pid})
+	}
+	return c, nil
+}
+
+// newConfig builds a fresh cluster file for opts.
+func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
+	var rb [4]byte
+	if _, err := rand.Read(rb[:]); err != nil {
+		return nil, err
+	}
+	cfg := &config.Cluster{
+		Cluster:    "local-" + hex.EncodeToString(rb[:]),
+		Durability: opts.Durability,
+		DataDir:    filepath.Join(dir, DataDir),
+		Password:   opts.Password,
+		Namespaces: []config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service}},
+	}
+	var ports []int
+	if opts.BasePort == 0 {
+		var err error
+		if ports, err = freePorts(3 * opts.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < opts.Nodes; i++ {
+		var client, peer, metrics int
+		if opts.BasePort == 0 {
+			client, peer, metrics = ports[3*i], ports[3*i+1], ports[3*i+2]
+		} else {
+			client, peer, metrics = opts.BasePort+i, opts.BasePort+100+i, opts.BasePort+200+i
+		}
+		cfg.Nodes = append(cfg.Nodes, config.Node{
+			ID:      fmt.Sprintf("n%d", i+1),
+			Client:  hostPort(client),
+			Peer:    hostPort(peer),
+			Metrics: hostPort(metrics),
+		})
+	}
+	return cfg, nil
+}
+
+// compatible checks that a stopped cluster found in dir has the shape opts ask for.
+func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
+	var diffs []string
+	if len(cfg.Nodes) != opts.Nodes {
+		diffs = append(diffs, fmt.Sprintf("it has %d nodes, not %d", len(cfg.Nodes), opts.Nodes))
+	}
+	if len(cfg.Namespaces) == 0 || cfg.Namespaces[0].Protocol != opts.Protocol || cfg.Namespaces[0].Service != opts.Service {
+		diffs = append(diffs, fmt.Sprintf("its default namespace is not protocol %s, service %s", opts.Protocol, opts.Service))
+	}
+	dur := cfg.Durability
+	if dur == "" {
+		dur = config.Fsync
+	}
+	if dur != opts.Durability {
+		diffs = append(diffs, fmt.Sprintf("its durability is %s, not %s", dur, opts.Durability))
+	}
+	if cfg.Password != opts.Password {
+		diffs = append(diffs, "its password differs")
+	}
+	if opts.BasePort != 0 && (len(cfg.Nodes) == 0 || cfg.Nodes[0].Client != hostPort(opts.BasePort)) {
+		diffs = append(diffs, fmt.Sprintf("its first client address is not %s", hostPort(opts.BasePort)))
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("cluster: %s holds a stopped cluster %q that does not match: %s; remove it with `synod cluster down --purge --dir %s` or choose another --dir",
+			dir, cfg.Cluster, strings.Join(diffs, "; "), dir)
+	}
+	return nil
+}
+
+func hostPort(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+
+// freePorts reserves n distinct free ports on 127.0.0.1 and releases them.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: finding a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// checkPortsFree fails naming the first address of cfg that cannot be bound.
+func checkPortsFree(cfg *config.Cluster) error {
+	for _, n := range cfg.Nodes {
+		for _, a := range []struct{ name, addr string }{{"client", n.Client}, {"peer", n.Peer}, {"metrics", n.Metrics}} {
+			if a.addr == "" {
+				continue
+			}
+			l, err := net.Listen("tcp", a.addr)
+			if err != nil {
+				return fmt.Errorf("cluster: %s %s address %s is not free: %w", n.ID, a.name, a.addr, err)
+			}
+			l.Close()
+		}
+	}
+	return nil
+}
+
+// loadConfig reads DIR/cluster.yaml without validating protocol names, so that
+// Status, Kill and Down work even with a binary that lost a protocol.
+func loadConfig(dir string) (*config.Cluster, error) {
+	path := filepath.Join(dir, ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cluster: no cluster in %s (%s is missing); start one with `synod cluster up --dir %s`", dir, ConfigFile, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	var cfg config.Cluster
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", path, err)
+	}
+	cfg.Path = path
+	return &cfg, nil
+}
+
+func mustMarshal(cfg *config.Cluster) []byte {
+	b, err := cfg.Marshal()
+	if err != nil {
+		panic(err) // a plain struct of strings always marshals
+	}
+	return b
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// canonDir makes dir absolute with symlinks resolved, so that the --config
+// argument recorded in a node's command line is the same whichever way the
+// directory is named later.
+func canonDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	return real, nil
+}
+
+// existingDir is canonDir for a directory that must already exist.
+func existingDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("cluster: no directory given")
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("cluster: no cluster in %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("cluster: %s is not a directory", dir)
+	}
+	return canonDir(dir)
+}
+
+// logTail returns the last lines of a node's log written since its latest start.
+func logTail(path string, maxLines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	if i := bytes.LastIndex(b, []byte(startMarker)); i >= 0 {
+		if j := bytes.IndexByte(b[i:], '\n'); j >= 0 {
+			b = b[i+j+1:]
+		}
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > maxLines {
+			lines = lines[1:]
+		}
+	}
+	if len(lines) == 0 {
+		return "(log is empty)"
+	}
+	return strings.Join(lines, "\n")
+}
