@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,15 +189,16 @@ func (r *runner) connectAll(ctx context.Context) ([]*client, error) {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range clients {
-			if c.t != nil {
-				c.t.Close()
-			}
-		}
-		return nil, fmt.Errorf("connecting: %w", err)
+	err := firstError(errs)
+	if err == nil {
+		return clients, nil
 	}
-	return clients, nil
+	for _, c := range clients {
+		if c.t != nil {
+			c.t.Close()
+		}
+	}
+	return nil, fmt.Errorf("connecting: %w", err)
 }
 
 // preload SETs every key once, keys dealt round-robin to the clients. A failure
@@ -220,7 +222,26 @@ func (r *runner) preload(ctx context.Context, clients []*client) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return firstError(errs)
+}
+
+// firstError returns the first non-nil error of a per-client slice, noting how
+// many clients failed when several did (their messages are usually the same).
+func firstError(errs []error) error {
+	var first error
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if failed > 1 {
+		return fmt.Errorf("%w (%d of %d clients failed)", first, failed, len(errs))
+	}
+	return first
 }
 
 // nextOp draws the client's next operation.
@@ -256,7 +277,7 @@ func (r *runner) exec(ctx, dialCtx context.Context, c *client, op service.Op, re
 			}
 		}
 		r.reconnect(dialCtx, c)
-		return service.Result{}, err.Error()
+		return service.Result{}, transportMessage(err)
 	case res.IsErr():
 		if p != nil {
 			if read {
@@ -298,6 +319,18 @@ func (r *runner) reconnect(ctx context.Context, c *client) {
 		}
 		backoff = min(backoff*2, time.Second)
 	}
+}
+
+// transportMessage describes a transport error without the local address, so
+// that the same failure seen by many clients reads the same in the report.
+func transportMessage(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		o := *op
+		o.Source = nil
+		return o.Error()
+	}
+	return err.Error()
 }
 
 func stopped(ctx context.Context, stop <-chan struct{}) bool {
