@@ -92,9 +92,9 @@ func (h *History) Sorted() []Op {
 	return ops
 }
 
-// Save writes the history as JSON.
+// Save writes the history as compact JSON (histories of long runs are large).
 func (h *History) Save(path string) error {
-	b, err := json.MarshalIndent(h, "", " ")
+	b, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
