@@ -1,0 +1,971 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
+)
+
+// Command mapping.
+//
+// In a namespace whose service is "kv" the Redis commands map onto KV
+// operations (service/kv.go):
+//
+//	GET k               get k
+//	SET k v [NX|XX]     set k v [nx|xx]     (EX, PX, EXAT, PXAT, KEEPTTL, GET: refused, keys never expire)
+//	SETNX k v           set k v nx          (replies 1 or 0)
+//	DEL k [k ...]       del, per key        (replies the sum)
+//	EXISTS k [k ...]    exists, per key     (replies the sum)
+//	MGET k [k ...]      get, per key        (requests issued concurrently)
+//	INCR/DECR k         incr k 1 / -1
+//	INCRBY/DECRBY k n   incr k n / -n
+//	APPEND k v          append k v
+//
+// Multi-key commands are not atomic: each key is a separate request, as in a
+// Redis cluster. In a namespace whose service is "counter" (one integer, seed
+// 000 chapter 4.4) the key is ignored: GET maps to read (the value is replied
+// as a bulk string, like GET of a number in Redis) and INCR, INCRBY, DECR,
+// DECRBY map to add. Any service's operation can be sent directly with
+// SYNOD OP kind key [arg ...].
+//
+// Synod's own commands:
+//
+//	SYNOD NS [name]                            show or select the connection's namespace
+//	SYNOD READ [linearizable|regular|local]    show or select the read consistency
+//	SYNOD NAMESPACES                           list namespaces as [name, protocol, service]
+//	SYNOD OP kind key [arg ...]                run one service operation
+//
+// Every operation is checked with the namespace's Service.Validate before it
+// reaches the Backend, so bad input never enters a replicated log.
+
+type handler func(c *conn, args [][]byte)
+
+type command struct {
+	name  string
+	arity int // Redis convention: n means exactly n, -n means at least n (name included)
+	flags []string
+	// first, last, step locate key arguments, for COMMAND INFO.
+	first, last, step int
+	noAuth            bool // allowed before authentication
+	fn                handler
+}
+
+var commands = map[string]*command{}
+
+func init() {
+	for _, c := range []*command{
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdGet},
+		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, fn: cmdSet},
+		{name: "setnx", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdSetNX},
+		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, fn: cmdDel},
+		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
+		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdMGet},
+		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
+		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
+		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
+		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
+		{name: "append", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdAppend},
+		{name: "ping", arity: -1, flags: []string{"fast", "stale"}, fn: cmdPing},
+		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
+		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
+		{name: "command", arity: -1, flags: []string{"loading", "stale"}, fn: cmdCommand},
+		{name: "client", arity: -2, flags: []string{"loading", "stale"}, fn: cmdClient},
+		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, fn: cmdHello},
+		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, fn: cmdAuth},
+		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, fn: cmdQuit},
+		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
+		{name: "config", arity: -2, flags: []string{"admin", "loading", "stale"}, fn: cmdConfig},
+		{name: "synod", arity: -2, flags: []string{"loading", "stale"}, fn: cmdSynod},
+	} {
+		commands[c.name] = c
+	}
+}
+
+// exec runs one command and writes its reply.
+func (c *conn) exec(args [][]byte) {
+	name := strings.ToLower(string(args[0]))
+	cmd, ok := commands[name]
+	if !ok {
+		var b strings.Builder
+		for i := 1; i < len(args) && b.Len() < 128; i++ {
+			a := args[i]
+			if len(a) > 128-b.Len() {
+				a = a[:128-b.Len()]
+			}
+			fmt.Fprintf(&b, "'%s' ", a)
+		}
+		n := args[0]
+		if len(n) > 128 {
+			n = n[:128]
+		}
+		c.w.WriteError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", n, b.String()))
+		return
+	}
+	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
+		c.w.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+		return
+	}
+	if !c.authed && !cmd.noAuth {
+		c.w.WriteError("NOAUTH Authentication required.")
+		return
+	}
+	c.mu.Lock()
+	c.lastCmd = name
+	c.mu.Unlock()
+	cmd.fn(c, args)
+}
+
+func arityErr(name string) string {
+	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", name)
+}
+
+// --- running operations ---------------------------------------------------
+
+// errResult builds an error result whose text already carries its code.
+func errResult(f string, a ...any) service.Result {
+	return service.Result{Type: service.ResultErr, Err: fmt.Sprintf(f, a...)}
+}
+
+// withCode makes msg a Redis error: it keeps a leading upper-case code
+// ("NOQUORUM no majority reachable") and otherwise prefixes "ERR ".
+func withCode(msg string) string {
+	code, _, found := strings.Cut(msg, " ")
+	if found && len(code) >= 2 && strings.IndexFunc(code, func(r rune) bool { return !unicode.IsUpper(r) && r != '_' }) < 0 {
+		return msg
+	}
+	return "ERR " + msg
+}
+
+// nextSeq returns the next request sequence number of this connection.
+func (c *conn) nextSeq() uint64 {
+	c.seq++
+	return c.seq
+}
+
+// run validates op against the connection's namespace and submits it.
+// Every failure comes back as an error Result with its Redis error code.
+func (c *conn) run(op service.Op, seq uint64) service.Result {
+	c.mu.Lock()
+	ns, svc, read := c.ns, c.svc, c.read
+	c.mu.Unlock()
+	if svc == nil {
+		return errResult("ERR this node serves no namespace")
+	}
+	if err := svc.Validate(op); err != nil {
+		return errResult("%s", withCode(err.Error()))
+	}
+	timeout := c.s.opts.RequestTimeout
+	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
+	defer cancel()
+	req := automaton.Request{ID: automaton.RequestID{Client: c.client, Seq: seq}, Op: op, Opts: automaton.Options{Read: read}}
+	res, err := c.s.b.Do(ctx, ns.Name, req)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrShuttingDown) || (errors.Is(err, context.Canceled) && c.s.ctx.Err() != nil):
+			return errResult("TRYAGAIN node is shutting down; the outcome of request %v is unknown", req.ID)
+		case errors.Is(err, context.DeadlineExceeded):
+			return errResult("TRYAGAIN request %v timed out after %v; its outcome is unknown (a write may or may not have taken effect)", req.ID, timeout)
+		}
+		return errResult("ERR %v", err)
+	}
+	if res.Result.Type == service.ResultErr {
+		res.Result.Err = withCode(res.Result.Err)
+	}
+	return res.Result
+}
+
+// runAll runs independent operations concurrently (at most 32 at a time) and
+// returns their results in order.
+func (c *conn) runAll(ops []service.Op) []service.Result {
+	out := make([]service.Result, len(ops))
+	if len(ops) == 1 {
+		out[0] = c.run(ops[0], c.nextSeq())
+		return out
+	}
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		seq := c.nextSeq()
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = c.run(op, seq)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *conn) writeResult(r service.Result) {
+	switch r.Type {
+	case service.ResultNil:
+		c.w.WriteNull()
+	case service.ResultOK:
+		c.w.WriteSimple("OK")
+	case service.ResultBytes:
+		c.w.WriteBulk(r.Bytes)
+	case service.ResultInt:
+		c.w.WriteInt(r.Int)
+	case service.ResultErr:
+		c.w.WriteError(withCode(r.Err))
+	default:
+		c.w.WriteError(fmt.Sprintf("ERR internal error: result type %d", r.Type))
+	}
+}
+
+// serviceName is the connection's namespace service ("" when none).
+func (c *conn) serviceName() (ns, svc string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ns.Name, c.ns.Service
+}
+
+// kvOnly reports (and answers) when the namespace is not a KV namespace.
+func (c *conn) kvOnly(name string) bool {
+	ns, svc := c.serviceName()
+	switch svc {
+	case "kv":
+		return true
+	case "counter":
+		c.w.WriteError(fmt.Sprintf("ERR '%s' is not supported in namespace '%s' (service counter supports GET, INCR, INCRBY, DECR, DECRBY)", name, ns))
+	case "":
+		c.w.WriteError("ERR this node serves no namespace")
+	default:
+		c.w.WriteError(fmt.Sprintf("ERR namespace '%s' has service '%s', which has no Redis command mapping; use SYNOD OP", ns, svc))
+	}
+	return false
+}
+
+// --- data commands -------------------------------------------------------------
+
+func cmdGet(c *conn, args [][]byte) {
+	if _, svc := c.serviceName(); svc == "counter" {
+		r := c.run(service.Op{Kind: "read"}, c.nextSeq())
+		if r.Type == service.ResultInt {
+			r = service.Bytes([]byte(strconv.FormatInt(r.Int, 10)))
+		}
+		c.writeResult(r)
+		return
+	}
+	if !c.kvOnly("get") {
+		return
+	}
+	c.writeResult(c.run(service.Op{Kind: "get", Key: string(args[1])}, c.nextSeq()))
+}
+
+func cmdSet(c *conn, args [][]byte) {
+	if !c.kvOnly("set") {
+		return
+	}
+	cond := ""
+	for _, o := range args[3:] {
+		switch opt := strings.ToUpper(string(o)); opt {
+		case "NX", "XX":
+			if cond != "" && cond != strings.ToLower(opt) {
+				c.w.WriteError("ERR syntax error")
+				return
+			}
+			cond = strings.ToLower(opt)
+		case "EX", "PX", "EXAT", "PXAT", "KEEPTTL":
+			c.w.WriteError(fmt.Sprintf("ERR SET option '%s' is not supported: Synod keys do not expire", opt))
+			return
+		case "GET":
+			c.w.WriteError("ERR SET option 'GET' is not supported: use GET, then SET")
+			return
+		default:
+			c.w.WriteError("ERR syntax error")
+			return
+		}
+	}
+	op := service.Op{Kind: "set", Key: string(args[1]), Args: [][]byte{args[2]}}
+	if cond != "" {
+		op.Args = append(op.Args, []byte(cond))
+	}
+	c.writeResult(c.run(op, c.nextSeq()))
+}
+
+func cmdSetNX(c *conn, args [][]byte) {
+	if !c.kvOnly("setnx") {
+		return
+	}
+	r := c.run(service.Op{Kind: "set", Key: string(args[1]), Args: [][]byte{args[2], []byte("nx")}}, c.nextSeq())
+	switch r.Type {
+	case service.ResultOK:
+		c.w.WriteInt(1)
+	case service.ResultNil:
+		c.w.WriteInt(0)
+	default:
+		c.writeResult(r)
+	}
+}
+
+// sumPerKey runs kind on every key and replies the sum of the integer results.
+func (c *conn) sumPerKey(name, kind string, keys [][]byte) {
+	if !c.kvOnly(name) {
+		return
+	}
+	ops := make([]service.Op, len(keys))
+	for i, k := range keys {
+		ops[i] = service.Op{Kind: kind, Key: string(k)}
+	}
+	var sum int64
+	for _, r := range c.runAll(ops) {
+		switch r.Type {
+		case service.ResultInt:
+			sum += r.Int
+		case service.ResultErr:
+			msg := withCode(r.Err)
+			if len(keys) > 1 {
+				msg += fmt.Sprintf(" (%s is not atomic across keys: the other keys were processed)", strings.ToUpper(name))
+			}
+			c.w.WriteError(msg)
+			return
+		default:
+			c.w.WriteError(fmt.Sprintf("ERR internal error: %s returned %v", kind, r))
+			return
+		}
+	}
+	c.w.WriteInt(sum)
+}
+
+func cmdDel(c *conn, args [][]byte)    { c.sumPerKey("del", "del", args[1:]) }
+func cmdExists(c *conn, args [][]byte) { c.sumPerKey("exists", "exists", args[1:]) }
+
+func cmdMGet(c *conn, args [][]byte) {
+	if !c.kvOnly("mget") {
+		return
+	}
+	ops := make([]service.Op, len(args)-1)
+	for i, k := range args[1:] {
+		ops[i] = service.Op{Kind: "get", Key: string(k)}
+	}
+	res := c.runAll(ops)
+	for _, r := range res {
+		if r.Type == service.ResultErr {
+			c.writeResult(r)
+			return
+		}
+	}
+	c.w.WriteArray(len(res))
+	for _, r := range res {
+		c.writeResult(r)
+	}
+}
+
+func cmdIncr(c *conn, args [][]byte) {
+	name := strings.ToLower(string(args[0]))
+	var delta int64 = 1
+	switch name {
+	case "decr":
+		delta = -1
+	case "incrby", "decrby":
+		n, err := strconv.ParseInt(string(args[2]), 10, 64)
+		if err != nil {
+			c.w.WriteError("ERR value is not an integer or out of range")
+			return
+		}
+		delta = n
+		if name == "decrby" {
+			if n == math.MinInt64 {
+				c.w.WriteError("ERR decrement would overflow")
+				return
+			}
+			delta = -n
+		}
+	}
+	d := []byte(strconv.FormatInt(delta, 10))
+	if _, svc := c.serviceName(); svc == "counter" {
+		c.writeResult(c.run(service.Op{Kind: "add", Args: [][]byte{d}}, c.nextSeq()))
+		return
+	}
+	if !c.kvOnly(name) {
+		return
+	}
+	c.writeResult(c.run(service.Op{Kind: "incr", Key: string(args[1]), Args: [][]byte{d}}, c.nextSeq()))
+}
+
+func cmdAppend(c *conn, args [][]byte) {
+	if !c.kvOnly("append") {
+		return
+	}
+	c.writeResult(c.run(service.Op{Kind: "append", Key: string(args[1]), Args: [][]byte{args[2]}}, c.nextSeq()))
+}
+
+// --- connection commands ---------------------------------------------------------
+
+func cmdPing(c *conn, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.w.WriteSimple("PONG")
+	case 2:
+		c.w.WriteBulk(args[1])
+	default:
+		c.w.WriteError(arityErr("ping"))
+	}
+}
+
+func cmdEcho(c *conn, args [][]byte) { c.w.WriteBulk(args[1]) }
+
+func cmdQuit(c *conn, args [][]byte) {
+	c.w.WriteSimple("OK")
+	c.quit = true
+}
+
+func cmdSelect(c *conn, args [][]byte) {
+	n, err := strconv.Atoi(string(args[1]))
+	switch {
+	case err != nil:
+		c.w.WriteError("ERR value is not an integer or out of range")
+	case n != 0:
+		c.w.WriteError("ERR DB index is out of range: Synod has no numbered databases; choose a namespace with SYNOD NS <name>")
+	default:
+		c.w.WriteSimple("OK")
+	}
+}
+
+func (c *conn) checkPassword(user, pass string) bool {
+	if user != "default" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(pass), []byte(c.s.opts.Password)) == 1
+}
+
+func cmdAuth(c *conn, args [][]byte) {
+	if len(args) > 3 {
+		c.w.WriteError("ERR syntax error")
+		return
+	}
+	if c.s.opts.Password == "" {
+		c.w.WriteError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	user, pass := "default", string(args[len(args)-1])
+	if len(args) == 3 {
+		user = string(args[1])
+	}
+	if !c.checkPassword(user, pass) {
+		c.s.log.Warn("authentication failed", "id", c.id, "remote", c.nc.RemoteAddr().String())
+		c.w.WriteError("WRONGPASS invalid username-password pair or user is disabled.")
+		return
+	}
+	c.authed = true
+	c.w.WriteSimple("OK")
+}
+
+func cmdHello(c *conn, args [][]byte) {
+	proto := c.w.Protocol()
+	if len(args) >= 2 {
+		v, err := strconv.Atoi(string(args[1]))
+		if err != nil {
+			c.w.WriteError("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			c.w.WriteError("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = v
+	}
+	var user, pass, name string
+	hasAuth, hasName := false, false
+	for i := 2; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch {
+		case opt == "AUTH" && i+2 < len(args):
+			user, pass, hasAuth = string(args[i+1]), string(args[i+2]), true
+			i += 2
+		case opt == "SETNAME" && i+1 < len(args):
+			name, hasName = string(args[i+1]), true
+			i++
+		default:
+			c.w.WriteError(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
+			return
+		}
+	}
+	if hasAuth {
+		if c.s.opts.Password == "" {
+			c.w.WriteError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return
+		}
+		if !c.checkPassword(user, pass) {
+			c.w.WriteError("WRONGPASS invalid username-password pair or user is disabled.")
+			return
+		}
+		c.authed = true
+	}
+	if !c.authed {
+		c.w.WriteError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if hasName {
+		if msg := badClientName(name); msg != "" {
+			c.w.WriteError(msg)
+			return
+		}
+		c.mu.Lock()
+		c.name = name
+		c.mu.Unlock()
+	}
+	c.w.SetProtocol(proto)
+	c.w.WriteMap(7)
+	c.w.WriteBulkString("server")
+	c.w.WriteBulkString("synod")
+	c.w.WriteBulkString("version")
+	c.w.WriteBulkString(redisVersion)
+	c.w.WriteBulkString("proto")
+	c.w.WriteInt(int64(proto))
+	c.w.WriteBulkString("id")
+	c.w.WriteInt(c.id)
+	c.w.WriteBulkString("mode")
+	c.w.WriteBulkString("standalone")
+	c.w.WriteBulkString("role")
+	c.w.WriteBulkString("master")
+	c.w.WriteBulkString("modules")
+	c.w.WriteArray(0)
+}
+
+// redisVersion is the Redis version Synod reports, for clients that gate
+// features (HELLO, CLIENT SETINFO) on it.
+const redisVersion = "7.0.0"
+
+func badClientName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if name[i] < '!' || name[i] > '~' {
+			return "ERR Client names cannot contain spaces, newlines or special characters."
+		}
+	}
+	return ""
+}
+
+func cmdClient(c *conn, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
+	n, ok := want[sub]
+	if !ok {
+		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", args[1]))
+		return
+	}
+	if len(args) != n && !(sub == "list" && len(args) > n) {
+		c.w.WriteError(arityErr("client|" + sub))
+		return
+	}
+	switch sub {
+	case "id":
+		c.w.WriteInt(c.id)
+	case "getname":
+		c.mu.Lock()
+		name := c.name
+		c.mu.Unlock()
+		if name == "" {
+			c.w.WriteNull()
+		} else {
+			c.w.WriteBulkString(name)
+		}
+	case "setname":
+		name := string(args[2])
+		if msg := badClientName(name); msg != "" {
+			c.w.WriteError(msg)
+			return
+		}
+		c.mu.Lock()
+		c.name = name
+		c.mu.Unlock()
+		c.w.WriteSimple("OK")
+	case "setinfo":
+		val := string(args[3])
+		switch strings.ToLower(string(args[2])) {
+		case "lib-name":
+			if msg := badClientName(val); msg != "" {
+				c.w.WriteError(msg)
+				return
+			}
+			c.mu.Lock()
+			c.libName = val
+			c.mu.Unlock()
+		case "lib-ver":
+			c.mu.Lock()
+			c.libVer = val
+			c.mu.Unlock()
+		default:
+			c.w.WriteError(fmt.Sprintf("ERR Unrecognized option '%s'", args[2]))
+			return
+		}
+		c.w.WriteSimple("OK")
+	case "info":
+		c.w.WriteBulkString(c.infoLine(c.w.Protocol()) + "\n")
+	case "list":
+		c.s.mu.Lock()
+		all := make([]*conn, 0, len(c.s.conns))
+		for o := range c.s.conns {
+			all = append(all, o)
+		}
+		c.s.mu.Unlock()
+		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+		var b strings.Builder
+		for _, o := range all {
+			proto := 0 // another connection's writer is not ours to read
+			if o == c {
+				proto = c.w.Protocol()
+			}
+			b.WriteString(o.infoLine(proto))
+			b.WriteString("\n")
+		}
+		c.w.WriteBulkString(b.String())
+	}
+}
+
+// infoLine is a CLIENT INFO / CLIENT LIST line. proto 0 omits resp=.
+func (c *conn) infoLine(proto int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=0 cmd=%s lib-name=%s lib-ver=%s synod-client=%016x ns=%s read=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), c.lastCmd, c.libName, c.libVer,
+		c.client, c.ns.Name, c.read)
+	if proto != 0 {
+		s += fmt.Sprintf(" resp=%d", proto)
+	}
+	return s
+}
+
+// configParams answer CONFIG GET (redis-benchmark asks for "save" and
+// "appendonly"). They describe Synod in Redis terms and cannot be set.
+func (c *conn) configParams() map[string]string {
+	return map[string]string{
+		"save":               "",
+		"appendonly":         "no",
+		"databases":          "1",
+		"maxclients":         strconv.Itoa(c.s.opts.MaxClients),
+		"timeout":            "0",
+		"maxmemory":          "0",
+		"proto-max-bulk-len": strconv.Itoa(service.MaxValueSize),
+	}
+}
+
+func cmdConfig(c *conn, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "get":
+		if len(args) < 3 {
+			c.w.WriteError(arityErr("config|get"))
+			return
+		}
+		params := c.configParams()
+		names := make([]string, 0, len(params))
+		for k := range params {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var match []string
+		for _, k := range names {
+			for _, p := range args[2:] {
+				if ok, _ := path.Match(strings.ToLower(string(p)), k); ok {
+					match = append(match, k)
+					break
+				}
+			}
+		}
+		c.w.WriteMap(len(match))
+		for _, k := range match {
+			c.w.WriteBulkString(k)
+			c.w.WriteBulkString(params[k])
+		}
+	case "set", "resetstat", "rewrite":
+		c.w.WriteError(fmt.Sprintf("ERR CONFIG %s is not supported by Synod (configure the cluster file instead)", strings.ToUpper(sub)))
+	default:
+		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1]))
+	}
+}
+
+// --- INFO ---------------------------------------------------------------------------
+
+type infoSection struct {
+	name   string
+	fields map[string]string
+}
+
+func cmdInfo(c *conn, args [][]byte) {
+	c.mu.Lock()
+	nsName, read := c.ns.Name, c.read
+	c.mu.Unlock()
+	s := c.s
+	s.mu.Lock()
+	nconn := len(s.conns)
+	s.mu.Unlock()
+	_, port, _ := net.SplitHostPort(c.nc.LocalAddr().String())
+	nss := s.b.Namespaces()
+	names := make([]string, len(nss))
+	keyspace := map[string]string{}
+	for i, ns := range nss {
+		names[i] = ns.Name
+		keyspace["ns_"+ns.Name] = fmt.Sprintf("protocol=%s,service=%s", ns.Protocol, ns.Service)
+	}
+	def := ""
+	if len(names) > 0 {
+		def = names[0]
+	}
+	sections := []infoSection{
+		{"Server", map[string]string{
+			"redis_version":     redisVersion,
+			"redis_mode":        "standalone",
+			"synod_server":      "synod",
+			"os":                runtime.GOOS,
+			"arch_bits":         strconv.Itoa(strconv.IntSize),
+			"go_version":        runtime.Version(),
+			"process_id":        strconv.Itoa(os.Getpid()),
+			"run_id":            s.runID,
+			"tcp_port":          port,
+			"uptime_in_seconds": strconv.Itoa(int(time.Since(s.start).Seconds())),
+		}},
+		{"Clients", map[string]string{
+			"connected_clients":          strconv.Itoa(nconn),
+			"maxclients":                 strconv.Itoa(s.opts.MaxClients),
+			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
+			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
+		}},
+		{"Keyspace", keyspace},
+		{"Synod", map[string]string{
+			"namespaces":               strings.Join(names, ","),
+			"default_namespace":        def,
+			"client_namespace":         nsName,
+			"client_read_mode":         read.String(),
+			"total_commands_processed": strconv.FormatInt(s.totalCommands.Load(), 10),
+			"request_timeout_ms":       strconv.FormatInt(s.opts.RequestTimeout.Milliseconds(), 10),
+		}},
+	}
+	// Backend sections: merged into ours when the name matches, else appended.
+	extra := s.b.Info()
+	enames := make([]string, 0, len(extra))
+	for n := range extra {
+		enames = append(enames, n)
+	}
+	sort.Strings(enames)
+	for _, n := range enames {
+		merged := false
+		for _, sec := range sections {
+			if strings.EqualFold(sec.name, n) {
+				for k, v := range extra[n] {
+					if _, dup := sec.fields[k]; !dup {
+						sec.fields[k] = v
+					}
+				}
+				merged = true
+			}
+		}
+		if !merged && n != "" {
+			fields := make(map[string]string, len(extra[n]))
+			for k, v := range extra[n] {
+				fields[k] = v
+			}
+			sections = append(sections, infoSection{strings.ToUpper(n[:1]) + n[1:], fields})
+		}
+	}
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	var b strings.Builder
+	for _, sec := range sections {
+		if !all && !want[strings.ToLower(sec.name)] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		fmt.Fprintf(&b, "# %s\r\n", sec.name)
+		keys := make([]string, 0, len(sec.fields))
+		for k := range sec.fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s:%s\r\n", k, sec.fields[k])
+		}
+	}
+	c.w.WriteBulkString(b.String())
+}
+
+// --- COMMAND ----------------------------------------------------------------------
+
+func (c *conn) writeCommandInfo(cmd *command) {
+	c.w.WriteArray(10)
+	c.w.WriteBulkString(cmd.name)
+	c.w.WriteInt(int64(cmd.arity))
+	c.w.WriteSet(len(cmd.flags))
+	for _, f := range cmd.flags {
+		c.w.WriteSimple(f)
+	}
+	c.w.WriteInt(int64(cmd.first))
+	c.w.WriteInt(int64(cmd.last))
+	c.w.WriteInt(int64(cmd.step))
+	c.w.WriteSet(0) // ACL categories
+	c.w.WriteSet(0) // tips
+	c.w.WriteArray(0)
+	c.w.WriteArray(0)
+}
+
+func sortedCommands() []*command {
+	out := make([]*command, 0, len(commands))
+	for _, cmd := range commands {
+		out = append(out, cmd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func cmdCommand(c *conn, args [][]byte) {
+	if len(args) == 1 {
+		all := sortedCommands()
+		c.w.WriteArray(len(all))
+		for _, cmd := range all {
+			c.writeCommandInfo(cmd)
+		}
+		return
+	}
+	switch sub := strings.ToLower(string(args[1])); sub {
+	case "count":
+		c.w.WriteInt(int64(len(commands)))
+	case "docs":
+		// Documentation is optional: redis-cli only uses it for hints.
+		c.w.WriteMap(0)
+	case "list":
+		all := sortedCommands()
+		c.w.WriteArray(len(all))
+		for _, cmd := range all {
+			c.w.WriteBulkString(cmd.name)
+		}
+	case "info":
+		if len(args) == 2 {
+			cmdCommand(c, args[:1])
+			return
+		}
+		c.w.WriteArray(len(args) - 2)
+		for _, a := range args[2:] {
+			if cmd, ok := commands[strings.ToLower(string(a))]; ok {
+				c.writeCommandInfo(cmd)
+			} else {
+				c.w.WriteNullArray()
+			}
+		}
+	default:
+		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", args[1]))
+	}
+}
+
+// --- SYNOD ------------------------------------------------------------------------
+
+var synodHelp = []string{
+	"SYNOD NS [name] -- Show or select this connection's namespace.",
+	"SYNOD READ [linearizable|regular|local] -- Show or select the read consistency.",
+	"SYNOD NAMESPACES -- List namespaces as [name, protocol, service].",
+	"SYNOD OP kind key [arg ...] -- Run one operation of the namespace's service.",
+}
+
+func cmdSynod(c *conn, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "ns":
+		if len(args) > 3 {
+			c.w.WriteError(arityErr("synod|ns"))
+			return
+		}
+		if len(args) == 2 {
+			c.mu.Lock()
+			name := c.ns.Name
+			c.mu.Unlock()
+			c.w.WriteBulkString(name)
+			return
+		}
+		want := string(args[2])
+		nss := c.s.b.Namespaces()
+		var names []string
+		for _, ns := range nss {
+			if ns.Name == want {
+				svc, err := service.Lookup(ns.Service)
+				if err != nil {
+					c.w.WriteError(fmt.Sprintf("ERR namespace '%s': %v", want, err))
+					return
+				}
+				c.setNamespace(ns, svc)
+				c.w.WriteSimple("OK")
+				return
+			}
+			names = append(names, ns.Name)
+		}
+		c.w.WriteError(fmt.Sprintf("ERR unknown namespace '%s' (namespaces: %s)", want, strings.Join(names, ", ")))
+	case "read":
+		if len(args) > 3 {
+			c.w.WriteError(arityErr("synod|read"))
+			return
+		}
+		if len(args) == 2 {
+			c.mu.Lock()
+			m := c.read
+			c.mu.Unlock()
+			c.w.WriteBulkString(m.String())
+			return
+		}
+		m, err := automaton.ParseReadMode(strings.ToLower(string(args[2])))
+		if err != nil {
+			c.w.WriteError("ERR " + err.Error())
+			return
+		}
+		c.mu.Lock()
+		c.read = m
+		c.mu.Unlock()
+		c.w.WriteSimple("OK")
+	case "namespaces":
+		if len(args) != 2 {
+			c.w.WriteError(arityErr("synod|namespaces"))
+			return
+		}
+		nss := c.s.b.Namespaces()
+		c.w.WriteArray(len(nss))
+		for _, ns := range nss {
+			c.w.WriteArray(3)
+			c.w.WriteBulkString(ns.Name)
+			c.w.WriteBulkString(ns.Protocol)
+			c.w.WriteBulkString(ns.Service)
+		}
+	case "op":
+		if len(args) < 4 {
+			c.w.WriteError(arityErr("synod|op"))
+			return
+		}
+		op := service.Op{Kind: strings.ToLower(string(args[2])), Key: string(args[3])}
+		if len(args) > 4 {
+			op.Args = args[4:]
+		}
+		c.writeResult(c.run(op, c.nextSeq()))
+	case "help":
+		c.w.WriteArray(len(synodHelp))
+		for _, l := range synodHelp {
+			c.w.WriteSimple(l)
+		}
+	default:
+		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))
+	}
+}
+
+func (c *conn) setNamespace(ns config.Namespace, svc service.Service) {
+	c.mu.Lock()
+	c.ns, c.svc = ns, svc
+	c.mu.Unlock()
+}

@@ -1,0 +1,275 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/resp"
+	"github.com/synod-dev/synod/service"
+)
+
+// The RESP server.
+//
+// Each connection is served by one goroutine that reads a command, executes
+// it, and writes its reply, strictly in order; pipelined commands therefore
+// take effect in the order they were sent. Replies are buffered and flushed
+// when the read buffer holds no further command, so a pipeline of N commands
+// costs about one write system call rather than N. The only concurrency inside
+// a connection is in multi-key commands (MGET, DEL, EXISTS), whose per-key
+// requests are independent and are issued together.
+//
+// Every request a connection sends to the Backend carries the RequestID
+// (client, seq): client is a random 64-bit number chosen when the connection
+// opens, seq counts that connection's requests from 1. The gateway never
+// retries a request by itself: a timeout is reported to the client as
+// "-TRYAGAIN ... outcome is unknown", and whether to retry is the client's
+// decision.
+//
+// Malformed input (a RESP protocol error) is answered with
+// "-ERR Protocol error: ..." and the connection is closed, as Redis does; it is
+// logged, and the server and its other connections carry on.
+
+// ErrShuttingDown may be returned (or wrapped) by a Backend whose node is
+// stopping; the gateway answers "-TRYAGAIN node is shutting down".
+var ErrShuttingDown = errors.New("node is shutting down")
+
+// ServerOptions configure a Server. Zero values take the defaults noted.
+type ServerOptions struct {
+	// Password, when set, is required (AUTH or HELLO ... AUTH) before any
+	// command other than AUTH, HELLO and QUIT. The user name, when given,
+	// must be "default".
+	Password string
+	// MaxClients bounds concurrent connections (default 10000). Connections
+	// beyond it get "-ERR max number of clients reached" and are closed.
+	MaxClients int
+	// Logger receives protocol errors and connection events (default: discard).
+	Logger *slog.Logger
+	// RequestTimeout bounds each Backend.Do call (default 10 s).
+	RequestTimeout time.Duration
+}
+
+// Server is a Redis-protocol server in front of a Backend.
+type Server struct {
+	b     Backend
+	opts  ServerOptions
+	log   *slog.Logger
+	start time.Time
+	runID string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	nextID    int64
+	wg        sync.WaitGroup
+
+	totalConns    atomic.Int64
+	totalCommands atomic.Int64
+	rejected      atomic.Int64
+}
+
+// NewServer returns a server for b. Call Serve to accept connections.
+func NewServer(b Backend, opts ServerOptions) *Server {
+	if opts.MaxClients <= 0 {
+		opts.MaxClients = 10000
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 10 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var id [20]byte
+	rand.Read(id[:])
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		b: b, opts: opts, log: log, start: time.Now(), runID: hex.EncodeToString(id[:]),
+		ctx: ctx, cancel: cancel,
+		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+	}
+}
+
+// Serve accepts connections on l until Close is called (it then returns nil)
+// or l fails permanently (it returns the error). l is closed on return.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Error("accept failed; retrying", "addr", l.Addr().String(), "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		if len(s.conns) >= s.opts.MaxClients {
+			s.mu.Unlock()
+			s.rejected.Add(1)
+			s.log.Warn("connection refused: max clients reached", "remote", nc.RemoteAddr().String(), "max", s.opts.MaxClients)
+			nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			io.WriteString(nc, "-ERR max number of clients reached\r\n")
+			nc.Close()
+			continue
+		}
+		s.nextID++
+		c := s.newConn(nc, s.nextID)
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.totalConns.Add(1)
+		go c.serve()
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close stops every Serve call, closes all client connections, cancels
+// requests in flight (their clients see "-TRYAGAIN": outcome unknown) and
+// waits for the connection goroutines to end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		for l := range s.listeners {
+			l.Close()
+		}
+		for c := range s.conns {
+			c.nc.Close()
+		}
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// conn is one client connection. Fields without a comment are used only by
+// the connection's goroutine; mu guards those that CLIENT LIST reads from
+// other connections.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	r       *resp.Reader
+	w       *resp.Writer
+	id      int64
+	client  uint64 // RequestID.Client
+	seq     uint64 // last RequestID.Seq used
+	created time.Time
+	authed  bool
+	quit    bool
+
+	mu      sync.Mutex
+	ns      config.Namespace
+	svc     service.Service // nil when the node serves no namespace
+	read    automaton.ReadMode
+	name    string
+	libName string
+	libVer  string
+	lastCmd string
+}
+
+func (s *Server) newConn(nc net.Conn, id int64) *conn {
+	var b [8]byte
+	rand.Read(b[:])
+	c := &conn{
+		s: s, nc: nc, id: id, client: binary.LittleEndian.Uint64(b[:]), created: time.Now(),
+		r:      resp.NewReader(bufio.NewReaderSize(nc, 16<<10), resp.Limits{}),
+		w:      resp.NewWriter(nc),
+		authed: s.opts.Password == "",
+	}
+	if nss := s.b.Namespaces(); len(nss) > 0 {
+		c.ns = nss[0]
+		c.svc, _ = service.Lookup(nss[0].Service)
+	}
+	return c
+}
+
+func (c *conn) serve() {
+	s := c.s
+	defer func() {
+		c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	remote := c.nc.RemoteAddr().String()
+	s.log.Debug("client connected", "id", c.id, "remote", remote)
+	for {
+		args, err := c.r.ReadCommand()
+		if err != nil {
+			switch {
+			case resp.IsProtocolError(err):
+				s.log.Warn("closing client connection after protocol error", "id", c.id, "remote", remote, "err", err)
+				c.w.WriteError("ERR " + err.Error())
+				c.w.Flush()
+			case errors.Is(err, io.EOF), s.isClosed():
+				s.log.Debug("client disconnected", "id", c.id, "remote", remote)
+			default:
+				s.log.Debug("client connection failed", "id", c.id, "remote", remote, "err", err)
+			}
+			return
+		}
+		s.totalCommands.Add(1)
+		c.exec(args)
+		if c.quit || c.r.Buffered() == 0 {
+			if err := c.w.Flush(); err != nil {
+				s.log.Debug("writing reply failed", "id", c.id, "remote", remote, "err", err)
+				return
+			}
+		}
+		if c.quit {
+			return
+		}
+	}
+}

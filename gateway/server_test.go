@@ -1,0 +1,535 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/resp"
+	"github.com/synod-dev/synod/service"
+)
+
+func startServer(t *testing.T, b Backend, opts ServerOptions) (*Server, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(b, opts)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve returned %v after Close", err)
+		}
+	})
+	return s, l.Addr().String()
+}
+
+type tconn struct {
+	t  *testing.T
+	nc net.Conn
+	r  *resp.Reader
+	w  *resp.Writer
+}
+
+func dial(t *testing.T, addr string) *tconn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { nc.Close() })
+	return &tconn{t: t, nc: nc, r: resp.NewReader(bufio.NewReader(nc), resp.Limits{}), w: resp.NewWriter(nc)}
+}
+
+func (c *tconn) send(args ...string) {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	c.w.WriteCommand(b)
+}
+
+func (c *tconn) reply() resp.Reply {
+	c.t.Helper()
+	if err := c.w.Flush(); err != nil {
+		c.t.Fatal(err)
+	}
+	r, err := c.r.ReadReply()
+	if err != nil {
+		c.t.Fatalf("reading reply: %v", err)
+	}
+	return r
+}
+
+// do sends one command and returns its reply in redis-cli's rendering.
+func (c *tconn) do(args ...string) string {
+	c.t.Helper()
+	c.send(args...)
+	return c.reply().String()
+}
+
+// expectClosed checks that the server closes the connection.
+func (c *tconn) expectClosed() {
+	c.t.Helper()
+	c.w.Flush()
+	if r, err := c.r.ReadReply(); err == nil {
+		c.t.Fatalf("expected the server to close the connection, got reply %s", r)
+	}
+}
+
+type step struct {
+	args []string
+	want string
+}
+
+func run(t *testing.T, c *tconn, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		if got := c.do(s.args...); got != s.want {
+			t.Errorf("%q:\n got %s\nwant %s", s.args, got, s.want)
+		}
+	}
+}
+
+func cmd(s string, want string) step { return step{strings.Fields(s), want} }
+
+func TestKVCommands(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("GET k", "(nil)"),
+		cmd("SET k v1", "OK"),
+		cmd("get k", `"v1"`),
+		cmd("SET k v2 NX", "(nil)"),
+		cmd("SET k v2 xx", "OK"),
+		cmd("SET n 1 XX", "(nil)"),
+		cmd("SET n 1 NX", "OK"),
+		cmd("SET k v NX XX", "(error) ERR syntax error"),
+		cmd("SET k v FOO", "(error) ERR syntax error"),
+		cmd("SET k v EX 10", "(error) ERR SET option 'EX' is not supported: Synod keys do not expire"),
+		cmd("SET k v KEEPTTL", "(error) ERR SET option 'KEEPTTL' is not supported: Synod keys do not expire"),
+		cmd("SET k v GET", "(error) ERR SET option 'GET' is not supported: use GET, then SET"),
+		cmd("GET k", `"v2"`),
+		cmd("SETNX k x", "(integer) 0"),
+		cmd("SETNX fresh x", "(integer) 1"),
+		cmd("EXISTS k n missing k", "(integer) 3"),
+		cmd("MGET k missing n", "1) \"v2\"\n2) (nil)\n3) \"1\""),
+		cmd("INCR n", "(integer) 2"),
+		cmd("INCRBY n 40", "(integer) 42"),
+		cmd("DECR n", "(integer) 41"),
+		cmd("DECRBY n 50", "(integer) -9"),
+		cmd("INCRBY n x", "(error) ERR value is not an integer or out of range"),
+		cmd("DECRBY n -9223372036854775808", "(error) ERR decrement would overflow"),
+		cmd("INCR k", "(error) ERR value is not an integer or out of range"),
+		cmd("SET big 9223372036854775807", "OK"),
+		cmd("INCR big", "(error) ERR increment or decrement would overflow"),
+		cmd("APPEND a hello", "(integer) 5"),
+		cmd("APPEND a world", "(integer) 10"),
+		cmd("GET a", `"helloworld"`),
+		cmd("DEL k n missing", "(integer) 2"),
+		cmd("EXISTS k n", "(integer) 0"),
+		cmd("GET", "(error) ERR wrong number of arguments for 'get' command"),
+		cmd("SET k", "(error) ERR wrong number of arguments for 'set' command"),
+		cmd("INCRBY k", "(error) ERR wrong number of arguments for 'incrby' command"),
+		cmd("FOO a b", "(error) ERR unknown command 'FOO', with args beginning with: 'a' 'b' "),
+		cmd("FLUSHALL", "(error) ERR unknown command 'FLUSHALL', with args beginning with: "),
+	})
+}
+
+func TestConnectionCommands(t *testing.T) {
+	b := gatewaytest.New(
+		config.Namespace{Name: "main", Protocol: "p", Service: "kv"},
+		config.Namespace{Name: "other", Protocol: "q", Service: "kv"},
+	)
+	_, addr := startServer(t, b, ServerOptions{MaxClients: 77})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("PING", "PONG"),
+		cmd("PING hi", `"hi"`),
+		cmd("PING a b", "(error) ERR wrong number of arguments for 'ping' command"),
+		cmd("ECHO x", `"x"`),
+		cmd("SELECT 0", "OK"),
+		cmd("SELECT 1", "(error) ERR DB index is out of range: Synod has no numbered databases; choose a namespace with SYNOD NS <name>"),
+		cmd("SELECT x", "(error) ERR value is not an integer or out of range"),
+		cmd("CONFIG GET save", "1) \"save\"\n2) \"\""),
+		cmd("CONFIG GET appendonly", "1) \"appendonly\"\n2) \"no\""),
+		cmd("CONFIG GET maxc*", "1) \"maxclients\"\n2) \"77\""),
+		cmd("CONFIG GET nothing", "(empty array)"),
+		cmd("CONFIG SET save x", "(error) ERR CONFIG SET is not supported by Synod (configure the cluster file instead)"),
+		cmd("CLIENT GETNAME", "(nil)"),
+		cmd("CLIENT SETNAME worker-1", "OK"),
+		cmd("CLIENT GETNAME", `"worker-1"`),
+		step{[]string{"CLIENT", "SETNAME", "a b"}, "(error) ERR Client names cannot contain spaces, newlines or special characters."},
+		cmd("CLIENT SETINFO LIB-NAME go-synod", "OK"),
+		cmd("CLIENT SETINFO LIB-VER 1.0", "OK"),
+		cmd("CLIENT SETINFO color red", "(error) ERR Unrecognized option 'color'"),
+		cmd("CLIENT NOPE", "(error) ERR unknown subcommand 'NOPE'. Try CLIENT HELP."),
+		cmd("CLIENT SETNAME", "(error) ERR wrong number of arguments for 'client|setname' command"),
+		cmd("COMMAND DOCS", "(empty array)"),
+		cmd("COMMAND COUNT", fmt.Sprintf("(integer) %d", len(commands))),
+		cmd("COMMAND INFO nope", "1) (nil)"),
+		cmd("SYNOD NS", `"main"`),
+		cmd("SYNOD NS nope", "(error) ERR unknown namespace 'nope' (namespaces: main, other)"),
+		cmd("SET k in-main", "OK"),
+		cmd("SYNOD NS other", "OK"),
+		cmd("SYNOD NS", `"other"`),
+		cmd("GET k", "(nil)"),
+		cmd("SYNOD NS main", "OK"),
+		cmd("GET k", `"in-main"`),
+		cmd("SYNOD READ", `"linearizable"`),
+		cmd("SYNOD READ local", "OK"),
+		cmd("SYNOD READ", `"local"`),
+		cmd("SYNOD READ stale", `(error) ERR unknown read mode "stale" (want linearizable, regular or local)`),
+		cmd("SYNOD NAMESPACES", "1) 1) \"main\"\n   2) \"p\"\n   3) \"kv\"\n2) 1) \"other\"\n   2) \"q\"\n   3) \"kv\""),
+		cmd("SYNOD OP cas k in-main swapped", "(integer) 1"),
+		cmd("SYNOD OP cas k in-main again", "(integer) 0"),
+		cmd("SYNOD OP frob k", `(error) ERR unknown kv operation "frob"`),
+		cmd("SYNOD WHAT", "(error) ERR unknown subcommand 'WHAT'. Try SYNOD HELP."),
+		cmd("GET k", `"swapped"`),
+	})
+	id := c.do("CLIENT", "ID")
+	info := c.do("CLIENT", "INFO")
+	for _, want := range []string{"id=" + strings.TrimPrefix(id, "(integer) ") + " ", "name=worker-1", "lib-name=go-synod", "ns=main", "read=local", "resp=2", "cmd=client"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("CLIENT INFO %s lacks %q", info, want)
+		}
+	}
+	// COMMAND INFO get: name, arity, flags, key positions.
+	if got := c.do("COMMAND", "INFO", "get"); !strings.HasPrefix(got, "1)  1) \"get\"\n    2) (integer) 2\n    3) 1) readonly\n       2) fast\n    4) (integer) 1") {
+		t.Errorf("COMMAND INFO get:\n%s", got)
+	}
+	// INFO: our sections, the backend's, and section selection.
+	all := c.do("INFO")
+	for _, want := range []string{"# Server", "redis_version:7.0.0", "# Clients", "connected_clients:1", "maxclients:77",
+		"# Keyspace", "ns_other:protocol=q,service=kv", "# Synod", "client_namespace:main", "client_read_mode:local",
+		"namespaces:main,other", "# Memory", "backend:memory"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("INFO lacks %q:\n%s", want, all)
+		}
+	}
+	if only := c.do("INFO", "synod"); strings.Contains(only, "# Server") || !strings.Contains(only, "# Synod") {
+		t.Errorf("INFO synod:\n%s", only)
+	}
+	// Requests carry the read mode and namespace chosen on this connection.
+	c.do("SET", "x", "1")
+	c.do("SYNOD", "NS", "other")
+	c.do("GET", "x")
+	log := b.Log()
+	last := log[len(log)-1]
+	if last.NS != "other" || last.Req.Opts.Read != automaton.ReadLocal || last.Req.Op.Kind != "get" {
+		t.Errorf("last request %+v", last)
+	}
+	if got := c.do("QUIT"); got != "OK" {
+		t.Errorf("QUIT: %s", got)
+	}
+	c.expectClosed()
+}
+
+func TestRequestIDs(t *testing.T) {
+	b := gatewaytest.KV()
+	_, addr := startServer(t, b, ServerOptions{})
+	c1, c2 := dial(t, addr), dial(t, addr)
+	c1.do("SET", "a", "1")
+	c1.do("MGET", "a", "b", "c")
+	c2.do("GET", "a")
+	c1.do("DEL", "a", "b")
+	byClient := map[uint64][]uint64{}
+	for _, r := range b.Log() {
+		byClient[r.Req.ID.Client] = append(byClient[r.Req.ID.Client], r.Req.ID.Seq)
+	}
+	if len(byClient) != 2 {
+		t.Fatalf("want 2 client ids, got %v", byClient)
+	}
+	for id, seqs := range byClient {
+		seen := map[uint64]bool{}
+		for _, s := range seqs {
+			if seen[s] || s == 0 || s > uint64(len(seqs)) {
+				t.Errorf("client %x: sequence numbers %v are not 1..%d each once", id, seqs, len(seqs))
+			}
+			seen[s] = true
+		}
+	}
+}
+
+func TestCounterNamespace(t *testing.T) {
+	b := gatewaytest.New(config.Namespace{Name: "hits", Protocol: "p", Service: "counter"})
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("GET anything", `"0"`),
+		cmd("INCR x", "(integer) 1"),
+		cmd("INCRBY y 10", "(integer) 11"),
+		cmd("DECR z", "(integer) 10"),
+		cmd("DECRBY z 4", "(integer) 6"),
+		cmd("GET other", `"6"`),
+		cmd("SET k v", "(error) ERR 'set' is not supported in namespace 'hits' (service counter supports GET, INCR, INCRBY, DECR, DECRBY)"),
+		cmd("MGET a", "(error) ERR 'mget' is not supported in namespace 'hits' (service counter supports GET, INCR, INCRBY, DECR, DECRBY)"),
+		step{[]string{"SYNOD", "OP", "add", "", "5"}, "(integer) 11"},
+	})
+	for _, r := range b.Log() {
+		if r.Req.Op.Key != "" || (r.Req.Op.Kind != "read" && r.Req.Op.Kind != "add") {
+			t.Errorf("counter got op %v", r.Req.Op)
+		}
+	}
+}
+
+func TestPipelining(t *testing.T) {
+	b := gatewaytest.KV()
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	const n = 2000
+	// Everything in one write, replies read afterwards: the server must keep
+	// order and answer every command.
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			fmt.Fprintf(&sb, "*2\r\n$4\r\nINCR\r\n$3\r\nctr\r\n")
+		} else {
+			fmt.Fprintf(&sb, "GET ctr\r\n") // inline commands mix with multibulk
+		}
+	}
+	if _, err := io.WriteString(c.nc, sb.String()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		r, err := c.r.ReadReply()
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		want := fmt.Sprintf("(integer) %d", i/2+1)
+		if i%2 == 1 {
+			want = fmt.Sprintf("%q", fmt.Sprint(i/2+1))
+		}
+		if r.String() != want {
+			t.Fatalf("reply %d = %s, want %s", i, r, want)
+		}
+	}
+}
+
+func TestRESP3(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	c := dial(t, addr)
+	c.send("HELLO", "3", "SETNAME", "r3")
+	h := c.reply()
+	if h.Kind != resp.Map || len(h.Elems) != 14 || string(h.Elems[4].Str) != "proto" || h.Elems[5].Int != 3 {
+		t.Fatalf("HELLO 3 reply: %v %s", h.Kind, h)
+	}
+	c.send("GET", "missing")
+	if r := c.reply(); r.Kind != resp.Null {
+		t.Errorf("RESP3 null: got %v", r.Kind)
+	}
+	c.send("CONFIG", "GET", "save")
+	if r := c.reply(); r.Kind != resp.Map || len(r.Elems) != 2 {
+		t.Errorf("RESP3 CONFIG GET: %v %s", r.Kind, r)
+	}
+	c.send("SET", "k", "v")
+	c.send("MGET", "k", "nope")
+	c.reply()
+	if r := c.reply(); r.Kind != resp.Array || r.Elems[1].Kind != resp.Null {
+		t.Errorf("RESP3 MGET: %s", r)
+	}
+	if got := c.do("CLIENT", "GETNAME"); got != `"r3"` {
+		t.Errorf("name set by HELLO: %s", got)
+	}
+	if got := c.do("HELLO", "4"); got != "(error) NOPROTO unsupported protocol version" {
+		t.Errorf("HELLO 4: %s", got)
+	}
+	// Back to RESP2.
+	c.send("HELLO", "2")
+	if r := c.reply(); r.Kind != resp.Array || len(r.Elems) != 14 {
+		t.Errorf("HELLO 2 reply: %v", r.Kind)
+	}
+	if _, err := io.WriteString(c.nc, "GET missing\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 5)
+	if _, err := io.ReadFull(c.nc, line); err != nil || string(line) != "$-1\r\n" {
+		t.Errorf("RESP2 null after HELLO 2: %q %v", line, err)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{Password: "s3cret"})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("GET k", "(error) NOAUTH Authentication required."),
+		cmd("PING", "(error) NOAUTH Authentication required."),
+		cmd("NOPE", "(error) ERR unknown command 'NOPE', with args beginning with: "),
+		cmd("AUTH wrong", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+		cmd("AUTH bob s3cret", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+		cmd("HELLO 3", "(error) NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"),
+		cmd("GET k", "(error) NOAUTH Authentication required."),
+		cmd("AUTH s3cret", "OK"),
+		cmd("SET k v", "OK"),
+		cmd("AUTH default s3cret", "OK"),
+	})
+	c2 := dial(t, addr)
+	c2.send("HELLO", "3", "AUTH", "default", "s3cret")
+	if r := c2.reply(); r.Kind != resp.Map {
+		t.Fatalf("HELLO 3 AUTH: %s", r)
+	}
+	if got := c2.do("GET", "k"); got != `"v"` {
+		t.Errorf("after HELLO AUTH: %s", got)
+	}
+	// No password configured: AUTH is an error, commands need none.
+	_, open := startServer(t, gatewaytest.KV(), ServerOptions{})
+	c3 := dial(t, open)
+	if got := c3.do("AUTH", "x"); !strings.HasPrefix(got, "(error) ERR AUTH <password> called without any password configured") {
+		t.Errorf("AUTH without password: %s", got)
+	}
+}
+
+func TestGarbageClosesOnlyThatConnection(t *testing.T) {
+	logger, logs := testLogger()
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{Logger: logger})
+	good := dial(t, addr)
+	good.do("SET", "k", "v")
+	for _, garbage := range []string{
+		"*1\r\n:5\r\n",
+		"*2\r\n$3\r\nGET\r\n$x\r\n",
+		"*abc\r\n",
+		"SET k \"unbalanced\r\n",
+		"*1\r\n$3\r\nGETXX",
+		"\x00\x01\x02\x03\r\n*1\r\n$-5\r\n",
+	} {
+		bad := dial(t, addr)
+		if _, err := io.WriteString(bad.nc, garbage); err != nil {
+			t.Fatal(err)
+		}
+		var replies []string
+		for {
+			r, err := bad.r.ReadReply()
+			if err != nil {
+				break
+			}
+			replies = append(replies, r.String())
+		}
+		if len(replies) == 0 || !strings.HasPrefix(replies[len(replies)-1], "(error) ERR Protocol error: ") {
+			t.Errorf("%q: replies %q, want a final protocol error and close", garbage, replies)
+		}
+		if got := good.do("GET", "k"); got != `"v"` {
+			t.Fatalf("after garbage on another connection: %s", got)
+		}
+	}
+	if !strings.Contains(logs(), "protocol error") {
+		t.Errorf("protocol errors were not logged:\n%s", logs())
+	}
+}
+
+func TestOversizedValues(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	// A value over the service limit but within the RESP bulk limit is
+	// refused by validation, and the connection stays usable.
+	c := dial(t, addr)
+	big := strings.Repeat("x", service.MaxValueSize+1)
+	if got := c.do("SET", "k", big); got != fmt.Sprintf("(error) ERR value too large (%d bytes, limit %d)", len(big), service.MaxValueSize) {
+		t.Errorf("SET of %d bytes: %s", len(big), got)
+	}
+	if got := c.do("SET", "k", big[:service.MaxValueSize]); got != "OK" {
+		t.Errorf("SET of the largest value: %.80s", got)
+	}
+	if got := c.do("APPEND", "k", "y"); got != "(error) ERR string exceeds maximum allowed size" {
+		t.Errorf("APPEND past the limit: %s", got)
+	}
+	// A bulk length beyond the RESP limit closes the connection before the
+	// body is read.
+	c2 := dial(t, addr)
+	fmt.Fprintf(c2.nc, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n", resp.MaxBulk+1)
+	r, err := c2.r.ReadReply()
+	if err != nil || r.String() != "(error) ERR Protocol error: invalid bulk length" {
+		t.Errorf("oversized bulk: %s %v", r, err)
+	}
+	c2.expectClosed()
+}
+
+func TestRequestTimeoutAndBackendErrors(t *testing.T) {
+	b := gatewaytest.KV()
+	_, addr := startServer(t, b, ServerOptions{RequestTimeout: 50 * time.Millisecond})
+	c := dial(t, addr)
+	b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		switch string(req.Op.Key) {
+		case "slow":
+			<-ctx.Done()
+			return ctx.Err()
+		case "down":
+			return fmt.Errorf("wrapped: %w", ErrShuttingDown)
+		case "broken":
+			return errors.New("disk on fire")
+		case "noquorum":
+			return nil
+		}
+		return nil
+	})
+	got := c.do("SET", "slow", "1")
+	if !strings.HasPrefix(got, "(error) TRYAGAIN request ") || !strings.Contains(got, "timed out after 50ms; its outcome is unknown") {
+		t.Errorf("timeout: %s", got)
+	}
+	if got := c.do("GET", "down"); !strings.HasPrefix(got, "(error) TRYAGAIN node is shutting down") {
+		t.Errorf("shutdown: %s", got)
+	}
+	if got := c.do("GET", "broken"); got != "(error) ERR disk on fire" {
+		t.Errorf("backend error: %s", got)
+	}
+	if got := c.do("DEL", "a", "broken"); got != "(error) ERR disk on fire (DEL is not atomic across keys: the other keys were processed)" {
+		t.Errorf("partial DEL: %s", got)
+	}
+	if got := c.do("MGET", "a", "slow"); !strings.HasPrefix(got, "(error) TRYAGAIN") {
+		t.Errorf("MGET with a timeout: %s", got)
+	}
+	if got := c.do("PING"); got != "PONG" {
+		t.Errorf("connection unusable after errors: %s", got)
+	}
+}
+
+func TestMaxClientsAndClose(t *testing.T) {
+	s, addr := startServer(t, gatewaytest.KV(), ServerOptions{MaxClients: 2})
+	c1, c2 := dial(t, addr), dial(t, addr)
+	c1.do("PING")
+	c2.do("PING")
+	c3 := dial(t, addr)
+	if r, err := c3.r.ReadReply(); err != nil || r.String() != "(error) ERR max number of clients reached" {
+		t.Errorf("third client: %s %v", r, err)
+	}
+	c3.expectClosed()
+	// Closing a client frees its slot.
+	c1.nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c4 := dial(t, addr)
+		c4.send("PING")
+		c4.w.Flush()
+		if r, err := c4.r.ReadReply(); err == nil && r.String() == "PONG" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("slot not freed after a client disconnected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Close ends open connections.
+	s.Close()
+	c2.expectClosed()
+}
+
+func TestNoNamespaces(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.New(), ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("PING", "PONG"),
+		cmd("GET k", "(error) ERR this node serves no namespace"),
+		cmd("SYNOD NS x", "(error) ERR unknown namespace 'x' (namespaces: )"),
+	})
+}
