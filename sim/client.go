@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/service"
+)
+
+// noNodeBackoff is how long a client waits when it finds no live node.
+const noNodeBackoff = 10 * time.Millisecond
+
+// client is a closed-loop simulated client: one operation at a time.
+type client struct {
+	idx int
+	id  uint64
+	seq uint64 // sequence number of the current (or last) request
+	ops int    // operations issued (for unique values)
+
+	busy    bool
+	req     automaton.Request
+	isRead  bool
+	pending *history.Pending
+	node    int    // node of the current attempt
+	nodeInc uint64 // its incarnation when the attempt was sent
+	attempt int    // attempts made for the current operation
+}
+
+// onClientNext issues the client's next operation, if any remain.
+func (s *simulator) onClientNext(c *client) {
+	if c.busy {
+		s.fail("client %d asked for a new operation while one is open", c.idx)
+		return
+	}
+	if s.stopping || s.issued >= s.cfg.Ops {
+		return
+	}
+	op := s.genOp(c)
+	c.seq++
+	c.ops++
+	c.req = automaton.Request{ID: automaton.RequestID{Client: c.id, Seq: c.seq}, Op: op}
+	c.isRead = s.svc.IsRead(op)
+	readMode := ""
+	if c.isRead {
+		c.req.Opts.Read = s.cfg.ReadMode
+		readMode = s.cfg.ReadMode.String()
+	}
+	c.pending = s.rec.Invoke(c.idx, Namespace, op, readMode)
+	c.busy = true
+	c.attempt = 0
+	c.node = -1
+	s.busy++
+	s.issued++
+	s.tracef("client %d invokes %v as %v", c.idx, op, c.req.ID)
+	s.sendAttempt(c)
+	if s.issued >= s.cfg.Ops {
+		s.tracef("last operation issued")
+		s.stopIssuing()
+	}
+}
+
+// genOp draws an operation from the mix over the key set; written values are
+// unique ("c<client>-<n>") so that a read identifies the write it saw.
+func (s *simulator) genOp(c *client) service.Op {
+	r := s.rngClient.Intn(s.mixTotal)
+	kind := s.mix[len(s.mix)-1].kind
+	for _, m := range s.mix {
+		if r < m.weight {
+			kind = m.kind
+			break
+		}
+		r -= m.weight
+	}
+	op := service.Op{Kind: kind, Key: "k" + strconv.Itoa(s.rngClient.Intn(s.cfg.Keys))}
+	if kind == "set" {
+		op.Args = [][]byte{[]byte("c" + strconv.Itoa(c.idx) + "-" + strconv.Itoa(c.ops))}
+	}
+	return op
+}
+
+// sendAttempt sends the current request to a random live node, preferring a
+// different node from the previous attempt, over a reliable connection.
+func (s *simulator) sendAttempt(c *client) {
+	var live []int
+	for _, n := range s.nodes {
+		if n.up && (n.idx != c.node || len(s.nodes) == 1) {
+			live = append(live, n.idx)
+		}
+	}
+	if len(live) == 0 && c.node >= 0 && s.nodes[c.node].up {
+		live = []int{c.node}
+	}
+	if len(live) == 0 {
+		s.tracef("client %d finds no live node", c.idx)
+		s.after(noNodeBackoff, &event{kind: evClientRetry, client: c.idx, opSeq: c.seq, attempt: c.attempt})
+		return
+	}
+	k := live[s.rngClient.Intn(len(live))]
+	if c.attempt > 0 {
+		s.stats.Retries++
+	}
+	c.attempt++
+	c.node = k
+	c.nodeInc = s.nodes[k].inc
+	s.after(s.clientLat.Sample(s.rngNet), &event{kind: evClientReq, node: k, inc: c.nodeInc, client: c.idx, req: cloneRequest(c.req)})
+	s.after(s.cfg.RequestTimeout, &event{kind: evClientTimeout, client: c.idx, opSeq: c.seq, attempt: c.attempt})
+}
+
+// onClientTrouble handles a timeout, a dropped connection, or a retry after
+// finding no live node, for the attempt named in e (stale events are ignored).
+func (s *simulator) onClientTrouble(e *event) {
+	c := s.clients[e.client]
+	if !c.busy || c.seq != e.opSeq || c.attempt != e.attempt {
+		return
+	}
+	switch e.kind {
+	case evClientRetry:
+		// Nothing was sent in this round: try again, no policy question.
+		s.sendAttempt(c)
+	case evClientTimeout:
+		s.tracef("client %d: %v timed out at %s", c.idx, c.req.ID, s.ids[c.node])
+		s.retryOrGiveUp(c)
+	case evConnLost:
+		s.tracef("client %d: connection to %s lost", c.idx, s.ids[c.node])
+		s.retryOrGiveUp(c)
+	}
+}
+
+// retryOrGiveUp applies the retry policy after a failed attempt.
+//
+// A request is resent with the same RequestID to another node when the
+// protocol promises that such a retry takes effect at most once
+// (IdempotentRetry), and always for reads, which have no effect. A write of a
+// protocol without that promise is recorded as of unknown outcome and the
+// client moves on: ABD, for example, has no replicated deduplication table, so
+// a second coordinator would run the write again with a new tag, and the value
+// could be applied twice (overwriting a later write in between). The checker
+// treats an unknown write as possibly applied at any time after its call.
+func (s *simulator) retryOrGiveUp(c *client) {
+	if c.attempt >= s.cfg.MaxAttempts || !(c.isRead || s.proto.IdempotentRetry()) {
+		s.giveUp(c)
+		return
+	}
+	s.sendAttempt(c)
+}
+
+// giveUp records the current operation as of unknown outcome. Late replies to
+// it are ignored.
+func (s *simulator) giveUp(c *client) {
+	if c.isRead {
+		s.stats.UnknownReads++
+	} else {
+		s.stats.UnknownWrites++
+	}
+	s.tracef("client %d gives up on %v (unknown outcome)", c.idx, c.req.ID)
+	s.digestClient(c, 'U', nil)
+	c.pending.Unknown()
+	s.finishOp(c)
+}
+
+func (s *simulator) finishOp(c *client) {
+	c.busy = false
+	c.pending = nil
+	s.busy--
+	s.after(s.think.Sample(s.rngClient), &event{kind: evClientNext, client: c.idx})
+}
+
+func (s *simulator) onClientResp(e *event) {
+	c := s.clients[e.client]
+	if !c.busy || c.req.ID != e.resp.ID {
+		s.stats.LateReplies++
+		return
+	}
+	res := e.resp.Result
+	if res.IsErr() {
+		// For example ABD's TRYAGAIN after its own timeout: like a timeout, the
+		// outcome of a write is unknown and a read may be retried.
+		s.stats.ErrorReplies++
+		s.tracef("client %d: %v error reply: %s", c.idx, c.req.ID, res.Err)
+		s.retryOrGiveUp(c)
+		return
+	}
+	s.tracef("client %d: %v -> %v", c.idx, c.req.ID, res)
+	s.digestClient(c, 'C', &res)
+	c.pending.Complete(res)
+	s.finishOp(c)
+}

@@ -1,0 +1,356 @@
+package sim
+
+import (
+	"math/rand"
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// node is one simulated server: an automaton, its disk and its timers.
+type node struct {
+	idx int
+	id  automaton.NodeID
+	a   automaton.Automaton
+
+	up     bool
+	paused bool
+	// inc is bumped at every crash. Events carry the incarnation they were
+	// meant for; a mismatch means the event was lost with a crash. (A message
+	// sent while the node is down carries the new incarnation: if it arrives
+	// after the restart, it is delivered, like a datagram to a new process.)
+	inc uint64
+
+	// Disk. durable survives crashes; buf holds persisted-but-unsynced records
+	// in order. persistSeq numbers every Persist of this incarnation; syncedSeq
+	// is the highest one an fsync has made durable.
+	durable    map[string][]byte
+	buf        []bufRec
+	persistSeq uint64
+	syncedSeq  uint64
+	fsyncing   bool
+	slowDisk   float64 // fsync time multiplier while a slow window is on (0 = off)
+
+	// held are Send/Respond outputs waiting for the fsync of every Persist
+	// emitted before them (need).
+	held []heldOut
+
+	// timers maps a set timer to its generation; a TimerFired event with an
+	// older generation was cancelled or replaced. Only looked up, never iterated.
+	timers   map[automaton.TimerID]uint64
+	timerGen uint64
+
+	// pausedQ holds the inputs that arrived while paused, in arrival order.
+	pausedQ []*event
+}
+
+type bufRec struct {
+	seq uint64
+	p   automaton.Persist
+}
+
+type heldOut struct {
+	need uint64
+	out  automaton.Output
+}
+
+// boot creates a new incarnation of n's automaton and starts it with its
+// durable records.
+func (s *simulator) boot(n *node) {
+	n.up, n.paused = true, false
+	n.timers = map[automaton.TimerID]uint64{}
+	cfg := automaton.Config{
+		Self:      n.id,
+		Nodes:     append([]automaton.NodeID(nil), s.ids...),
+		Namespace: Namespace,
+		Service:   s.svc,
+		Params:    copyParams(s.cfg.Params),
+		Rand:      rand.New(rand.NewSource(s.rngNode.Int63())),
+	}
+	a, err := s.proto.New(cfg)
+	if err != nil {
+		s.fail("creating %s on %s: %v", s.cfg.Protocol, n.id, err)
+		return
+	}
+	n.a = a
+	recs := make(map[string][]byte, len(n.durable))
+	for k, v := range n.durable {
+		recs[k] = append([]byte(nil), v...)
+	}
+	s.tracef("%s start (incarnation %d, %d records)", n.id, n.inc, len(recs))
+	s.step(n, automaton.Start{Records: recs})
+}
+
+func copyParams(p map[string]string) map[string]string {
+	if p == nil {
+		return nil
+	}
+	out := make(map[string]string, len(p))
+	for k, v := range p {
+		out[k] = v
+	}
+	return out
+}
+
+// crash loses n's volatile state: the automaton, unsynced writes, held
+// outputs, timers, queued inputs and (through the incarnation) every message
+// in flight to it. Clients connected to it see their connection drop.
+func (s *simulator) crash(n *node) {
+	s.tracef("%s crash (%d unsynced records, %d held outputs lost)", n.id, len(n.buf), len(n.held))
+	s.digestEvent(n.idx, 'X', nil)
+	s.stats.Crashes++
+	oldInc := n.inc
+	n.up, n.paused = false, false
+	n.inc++
+	n.a = nil
+	n.buf, n.held, n.pausedQ = nil, nil, nil
+	n.persistSeq, n.syncedSeq, n.fsyncing = 0, 0, false
+	n.timers = nil
+	for _, c := range s.clients {
+		if c.busy && c.node == n.idx && c.nodeInc == oldInc {
+			s.after(s.clientLat.Sample(s.rngNet), &event{kind: evConnLost, client: c.idx, opSeq: c.req.ID.Seq, attempt: c.attempt})
+		}
+	}
+}
+
+// step delivers one input to n's automaton and carries out its outputs.
+func (s *simulator) step(n *node, in automaton.Input) {
+	s.stats.Steps++
+	s.digestInput(n, in)
+	outs := n.a.Step(in)
+	for _, o := range outs {
+		s.digestOutput(n, o)
+		switch o := o.(type) {
+		case automaton.Send:
+			to := s.nodeIndex(o.To)
+			if to < 0 {
+				s.fail("%s sent to unknown node %q", n.id, o.To)
+				return
+			}
+			if to == n.idx {
+				s.fail("%s sent a message to itself (the contract forbids sends to self)", n.id)
+				return
+			}
+			s.emitOrHold(n, o)
+		case automaton.Respond:
+			s.emitOrHold(n, o)
+		case automaton.Persist:
+			if o.Key == "" {
+				s.fail("%s persisted a record with an empty key", n.id)
+				return
+			}
+			s.stats.Persists++
+			n.persistSeq++
+			p := automaton.Persist{Key: o.Key, Delete: o.Delete}
+			if !o.Delete {
+				p.Value = append([]byte{}, o.Value...)
+			}
+			n.buf = append(n.buf, bufRec{seq: n.persistSeq, p: p})
+		case automaton.SetTimer:
+			if o.After < 0 {
+				s.fail("%s set timer %d with negative duration %v", n.id, o.ID, o.After)
+				return
+			}
+			n.timerGen++
+			n.timers[o.ID] = n.timerGen
+			s.after(o.After, &event{kind: evTimer, node: n.idx, inc: n.inc, timer: o.ID, gen: n.timerGen})
+		case automaton.CancelTimer:
+			delete(n.timers, o.ID)
+		case nil:
+			s.fail("%s emitted a nil output", n.id)
+			return
+		default:
+			s.fail("%s emitted an unknown output %T", n.id, o)
+			return
+		}
+	}
+	if n.persistSeq > n.syncedSeq && !n.fsyncing {
+		s.startFsync(n)
+	}
+}
+
+func (s *simulator) nodeIndex(id automaton.NodeID) int {
+	for i, x := range s.ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// emitOrHold releases a Send or Respond now, or holds it until every Persist
+// emitted before it is durable (the contract's durability rule).
+func (s *simulator) emitOrHold(n *node, o automaton.Output) {
+	if n.persistSeq > n.syncedSeq {
+		n.held = append(n.held, heldOut{need: n.persistSeq, out: o})
+		return
+	}
+	s.release(n, o)
+}
+
+func (s *simulator) release(n *node, o automaton.Output) {
+	switch o := o.(type) {
+	case automaton.Send:
+		s.netSend(n.idx, s.nodeIndex(o.To), o.Msg)
+	case automaton.Respond:
+		s.respond(n, o.Resp)
+	}
+}
+
+// releaseHeld releases, in order, the held outputs whose persists are durable.
+func (s *simulator) releaseHeld(n *node) {
+	i := 0
+	for ; i < len(n.held) && n.held[i].need <= n.syncedSeq; i++ {
+		s.release(n, n.held[i].out)
+	}
+	n.held = n.held[i:]
+	if len(n.held) == 0 {
+		n.held = nil
+	}
+}
+
+// startFsync begins one fsync covering everything buffered now (group commit).
+func (s *simulator) startFsync(n *node) {
+	n.fsyncing = true
+	s.stats.Fsyncs++
+	d := s.fsyncLat.Sample(s.rngDisk)
+	if n.slowDisk > 0 {
+		d = durationTimes(d, n.slowDisk)
+	}
+	s.after(d, &event{kind: evFsync, node: n.idx, inc: n.inc, upto: n.persistSeq})
+}
+
+// onFsync makes the covered records durable and releases what waited on them.
+// A paused process cannot run, but the disk finishes: records become durable
+// during a pause and the held outputs go out when it resumes.
+func (s *simulator) onFsync(e *event) {
+	n := s.nodes[e.node]
+	if !n.up || n.inc != e.inc {
+		return // the crash lost this fsync with the rest of the buffer
+	}
+	n.fsyncing = false
+	i := 0
+	for ; i < len(n.buf) && n.buf[i].seq <= e.upto; i++ {
+		p := n.buf[i].p
+		if p.Delete {
+			delete(n.durable, p.Key)
+		} else {
+			n.durable[p.Key] = p.Value
+		}
+	}
+	n.buf = n.buf[i:]
+	n.syncedSeq = e.upto
+	s.digestEvent(n.idx, 'F', nil)
+	if n.paused {
+		return
+	}
+	s.releaseHeld(n)
+	if n.persistSeq > n.syncedSeq {
+		s.startFsync(n)
+	}
+}
+
+// deliverable reports whether e may be delivered to its node now; if the
+// node is paused the event is queued and false returned.
+func (s *simulator) deliverable(e *event) bool {
+	n := s.nodes[e.node]
+	if !n.up || n.inc != e.inc {
+		return false
+	}
+	if n.paused {
+		e.arrived = true
+		n.pausedQ = append(n.pausedQ, e)
+		return false
+	}
+	return true
+}
+
+func (s *simulator) onPeer(e *event) {
+	n := s.nodes[e.node]
+	if !e.arrived && s.net.cut(e.from, e.node) {
+		s.stats.MsgsDropped++
+		s.tracef("%s -> %s dropped by partition on arrival", s.ids[e.from], n.id)
+		return
+	}
+	if !n.up || n.inc != e.inc {
+		s.stats.MsgsDropped++
+		return
+	}
+	if !s.deliverable(e) {
+		return
+	}
+	s.tracef("%s <- %s msg %d bytes", n.id, s.ids[e.from], len(e.msg))
+	s.step(n, automaton.PeerMessage{From: s.ids[e.from], Msg: e.msg})
+}
+
+func (s *simulator) onClientReq(e *event) {
+	if !s.deliverable(e) {
+		return
+	}
+	n := s.nodes[e.node]
+	s.tracef("%s <- client %d request %v %v", n.id, e.client, e.req.ID, e.req.Op)
+	s.step(n, automaton.ClientRequest{Req: cloneRequest(e.req)})
+}
+
+func (s *simulator) onTimer(e *event) {
+	n := s.nodes[e.node]
+	if !n.up || n.inc != e.inc || n.timers[e.timer] != e.gen {
+		return
+	}
+	if !s.deliverable(e) {
+		return // fires on resume (if still set then)
+	}
+	delete(n.timers, e.timer)
+	s.tracef("%s timer %d fired", n.id, e.timer)
+	s.step(n, automaton.TimerFired{ID: e.timer})
+}
+
+// pause stops n: inputs queue up and timers are delayed until it resumes.
+func (s *simulator) pause(n *node) {
+	s.tracef("%s pause", n.id)
+	s.digestEvent(n.idx, 'P', nil)
+	s.stats.Pauses++
+	n.paused = true
+}
+
+// resume restarts a paused node: held outputs whose fsync finished go out,
+// then queued inputs are delivered in arrival order.
+func (s *simulator) resume(n *node) {
+	if !n.up || !n.paused {
+		return
+	}
+	s.tracef("%s resume (%d queued inputs)", n.id, len(n.pausedQ))
+	s.digestEvent(n.idx, 'R', nil)
+	n.paused = false
+	s.releaseHeld(n)
+	if n.persistSeq > n.syncedSeq && !n.fsyncing {
+		s.startFsync(n)
+	}
+	q := n.pausedQ
+	n.pausedQ = nil
+	for _, e := range q {
+		s.schedule(s.now, e)
+	}
+}
+
+func cloneRequest(r automaton.Request) automaton.Request {
+	out := r
+	if r.Op.Args != nil {
+		out.Op.Args = make([][]byte, len(r.Op.Args))
+		for i, a := range r.Op.Args {
+			out.Op.Args[i] = append([]byte{}, a...)
+		}
+	}
+	return out
+}
+
+// sortedKeys returns m's keys in order (for digests: never iterate a map
+// where the order matters).
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

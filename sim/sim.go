@@ -1,0 +1,482 @@
+package sim
+
+import (
+	"container/heap"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"math/rand"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Namespace and ServiceName are the one namespace every simulated run serves.
+const (
+	Namespace   = "default"
+	ServiceName = "kv"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultLatency        = "uniform:1ms:5ms"
+	DefaultClientLatency  = "uniform:50us:300us"
+	DefaultFsync          = "uniform:100us:1ms"
+	DefaultThink          = "uniform:0s:1ms"
+	DefaultReorderDelay   = "uniform:0s:20ms"
+	DefaultMix            = "get:4,set:4,del:1,exists:1"
+	DefaultKeys           = 5
+	DefaultRequestTimeout = time.Second
+	DefaultMaxAttempts    = 10
+	DefaultMaxTime        = 10 * time.Minute
+	DefaultDrainTime      = time.Minute
+	DefaultMaxEvents      = 50_000_000
+	DefaultCheckTimeout   = 30 * time.Second
+)
+
+// Config describes one simulated run. Zero values take the defaults above.
+type Config struct {
+	// Protocol is a registered automaton.Protocol name ("abd", ...).
+	Protocol string
+	// Nodes, Clients: cluster size and number of closed-loop clients.
+	Nodes, Clients int
+	// Ops is the total number of operations the clients issue.
+	Ops int
+	// Seed determines everything else about the run.
+	Seed int64
+	// Faults is "none" (or ""), "all", or a comma list of crash, partition,
+	// loss, dup, pause, slow and reorder.
+	Faults string
+	// Latency is the one-way node-to-node latency distribution (ParseDist),
+	// the same for every directed link. Default DefaultLatency.
+	Latency string
+	// ReadMode is the read option clients put on reads.
+	ReadMode automaton.ReadMode
+
+	// ClientLatency is the one-way client<->node latency (default DefaultClientLatency).
+	ClientLatency string
+	// Fsync is the fsync duration distribution (default DefaultFsync).
+	Fsync string
+	// Think is a client's pause between operations (default DefaultThink).
+	Think string
+	// Keys is the number of distinct keys ("k0".."k<Keys-1>"); few keys force
+	// contention. Default DefaultKeys.
+	Keys int
+	// Mix weighs the operation kinds, e.g. "get:4,set:4,del:1,exists:1".
+	Mix string
+	// Loss and Dup are the base probabilities that a message is dropped or
+	// delivered twice, on every link, all run long (faults add windows on top).
+	Loss, Dup float64
+	// ReorderFrac is the base fraction of messages that get an extra delay drawn
+	// from ReorderDelay (default DefaultReorderDelay), on top of the reordering
+	// that latency variance already causes.
+	ReorderFrac  float64
+	ReorderDelay string
+	// RequestTimeout is how long a client waits for an answer before retrying
+	// or giving up (default DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// MaxAttempts bounds the attempts per operation (default DefaultMaxAttempts).
+	MaxAttempts int
+	// MaxTime: no operation is issued after this virtual time (default DefaultMaxTime).
+	MaxTime time.Duration
+	// DrainTime bounds the virtual time, after the final heal, given to
+	// outstanding operations; those still open are recorded as unknown.
+	DrainTime time.Duration
+	// MaxEvents bounds the events of a run; exceeding it is an error (a
+	// protocol that reschedules zero-length timers forever, for example).
+	MaxEvents int
+	// Params are protocol parameters passed to every automaton.
+	Params map[string]string
+	// CheckTimeout bounds the linearizability check (default DefaultCheckTimeout).
+	CheckTimeout time.Duration
+	// NoCheck skips the history check.
+	NoCheck bool
+	// Trace, when set, receives a human-readable line per event.
+	Trace io.Writer
+}
+
+// Stats counts what happened during a run.
+type Stats struct {
+	Events        int
+	Steps         int
+	MsgsSent      int // Send outputs released to the network
+	MsgsDropped   int // lost, cut by a partition, or sent to a dead incarnation
+	MsgsDuped     int
+	Persists      int
+	Fsyncs        int
+	Crashes       int
+	Pauses        int
+	Partitions    int
+	Windows       int // loss, dup, reorder and slow windows
+	Retries       int // client attempts after the first
+	ErrorReplies  int // responses carrying an error result
+	LateReplies   int // responses to given-up or already answered requests
+	UnknownWrites int
+	UnknownReads  int
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d duped=%d persists=%d fsyncs=%d crashes=%d pauses=%d partitions=%d windows=%d retries=%d errors=%d late=%d unknown-writes=%d unknown-reads=%d",
+		s.Events, s.Steps, s.MsgsSent, s.MsgsDropped, s.MsgsDuped, s.Persists, s.Fsyncs, s.Crashes, s.Pauses, s.Partitions, s.Windows, s.Retries, s.ErrorReplies, s.LateReplies, s.UnknownWrites, s.UnknownReads)
+}
+
+// faultSet says which fault kinds the nemesis may inject.
+type faultSet struct {
+	crash, partition, loss, dup, pause, slow, reorder bool
+}
+
+// FaultKinds lists the individual fault kinds accepted in Config.Faults.
+var FaultKinds = []string{"crash", "partition", "loss", "dup", "pause", "slow", "reorder"}
+
+// ParseFaults parses Config.Faults.
+func ParseFaults(s string) (faultSet, error) {
+	var f faultSet
+	switch s {
+	case "", "none":
+		return f, nil
+	case "all":
+		return faultSet{true, true, true, true, true, true, true}, nil
+	}
+	for _, k := range strings.Split(s, ",") {
+		switch strings.TrimSpace(k) {
+		case "crash":
+			f.crash = true
+		case "partition":
+			f.partition = true
+		case "loss":
+			f.loss = true
+		case "dup":
+			f.dup = true
+		case "pause":
+			f.pause = true
+		case "slow":
+			f.slow = true
+		case "reorder":
+			f.reorder = true
+		default:
+			return f, fmt.Errorf("unknown fault %q in %q (want none, all, or a comma list of %s)", k, s, strings.Join(FaultKinds, ","))
+		}
+	}
+	return f, nil
+}
+
+func (f faultSet) kinds() []string {
+	var out []string
+	for i, on := range []bool{f.crash, f.partition, f.loss, f.dup, f.pause, f.slow, f.reorder} {
+		if on {
+			out = append(out, FaultKinds[i])
+		}
+	}
+	return out
+}
+
+type mixEntry struct {
+	kind   string
+	weight int
+}
+
+func parseMix(s string) ([]mixEntry, int, error) {
+	var out []mixEntry
+	total := 0
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		k, w, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return nil, 0, fmt.Errorf("mix %q: %q is not kind:weight", s, part)
+		}
+		switch k {
+		case "get", "set", "del", "exists":
+		default:
+			return nil, 0, fmt.Errorf("mix %q: unsupported operation %q (want get, set, del, exists)", s, k)
+		}
+		if seen[k] {
+			return nil, 0, fmt.Errorf("mix %q: %s listed twice", s, k)
+		}
+		seen[k] = true
+		n, err := strconv.Atoi(w)
+		if err != nil || n < 0 {
+			return nil, 0, fmt.Errorf("mix %q: weight %q is not a non-negative integer", s, w)
+		}
+		out = append(out, mixEntry{k, n})
+		total += n
+	}
+	if total == 0 {
+		return nil, 0, fmt.Errorf("mix %q: weights sum to zero", s)
+	}
+	return out, total, nil
+}
+
+// simulator is one run's whole world. It is used by one goroutine only.
+type simulator struct {
+	cfg    Config
+	proto  automaton.Protocol
+	svc    service.Service
+	ids    []automaton.NodeID
+	nodes  []*node
+	faults faultSet
+
+	clients    []*client
+	clientByID map[uint64]*client
+
+	now time.Duration
+	seq uint64
+	q   eventQueue
+
+	// Independent streams, all derived from the seed, so that (for example)
+	// the workload does not change when only the fault schedule does.
+	rngNode, rngNet, rngDisk, rngClient, rngFault *rand.Rand
+
+	lat, clientLat, fsyncLat, think, reorderDelay Dist
+	mix                                           []mixEntry
+	mixTotal                                      int
+
+	net netState
+
+	issued   int  // operations invoked so far
+	busy     int  // clients with an operation outstanding
+	stopping bool // no more operations will be issued
+	healed   bool // the final heal has happened
+	finished bool // the run is over
+
+	rec     *history.Recorder
+	digest  hash.Hash
+	scratch wire.Encoder
+	err     error
+	stats   Stats
+}
+
+// fail records the first fatal error; the run stops at the next event.
+func (s *simulator) fail(format string, a ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf("sim seed %d at %v: %s", s.cfg.Seed, s.now, fmt.Sprintf(format, a...))
+	}
+}
+
+func (s *simulator) tracef(format string, a ...any) {
+	if s.cfg.Trace != nil {
+		fmt.Fprintf(s.cfg.Trace, "%12v %s\n", s.now, fmt.Sprintf(format, a...))
+	}
+}
+
+// withDefaults fills zero fields and validates cfg.
+func (cfg Config) withDefaults() (Config, error) {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&cfg.Latency, DefaultLatency)
+	def(&cfg.ClientLatency, DefaultClientLatency)
+	def(&cfg.Fsync, DefaultFsync)
+	def(&cfg.Think, DefaultThink)
+	def(&cfg.ReorderDelay, DefaultReorderDelay)
+	def(&cfg.Mix, DefaultMix)
+	if cfg.Faults == "" {
+		cfg.Faults = "none"
+	}
+	if cfg.Keys == 0 {
+		cfg.Keys = DefaultKeys
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxTime == 0 {
+		cfg.MaxTime = DefaultMaxTime
+	}
+	if cfg.DrainTime == 0 {
+		cfg.DrainTime = DefaultDrainTime
+	}
+	if cfg.MaxEvents == 0 {
+		cfg.MaxEvents = DefaultMaxEvents
+	}
+	if cfg.CheckTimeout == 0 {
+		cfg.CheckTimeout = DefaultCheckTimeout
+	}
+	switch {
+	case cfg.Protocol == "":
+		return cfg, fmt.Errorf("sim: no protocol given (known: %v)", automaton.Names())
+	case cfg.Nodes < 1:
+		return cfg, fmt.Errorf("sim: need at least 1 node, got %d", cfg.Nodes)
+	case cfg.Clients < 1:
+		return cfg, fmt.Errorf("sim: need at least 1 client, got %d", cfg.Clients)
+	case cfg.Ops < 0:
+		return cfg, fmt.Errorf("sim: negative operation count %d", cfg.Ops)
+	case cfg.Keys < 1:
+		return cfg, fmt.Errorf("sim: need at least 1 key, got %d", cfg.Keys)
+	case cfg.Loss < 0 || cfg.Loss > 1 || cfg.Dup < 0 || cfg.Dup > 1 || cfg.ReorderFrac < 0 || cfg.ReorderFrac > 1:
+		return cfg, fmt.Errorf("sim: loss, dup and reorder fractions must be within [0, 1]")
+	case cfg.RequestTimeout < 0 || cfg.MaxTime < 0 || cfg.DrainTime < 0 || cfg.MaxAttempts < 0 || cfg.MaxEvents < 0 || cfg.CheckTimeout < 0:
+		return cfg, fmt.Errorf("sim: negative timeout or limit")
+	}
+	return cfg, nil
+}
+
+func newSimulator(cfg Config) (*simulator, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &simulator{cfg: cfg, clientByID: map[uint64]*client{}, digest: sha256.New()}
+	if s.proto, err = automaton.Lookup(cfg.Protocol); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if s.svc, err = service.Lookup(ServiceName); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if s.faults, err = ParseFaults(cfg.Faults); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	for _, d := range []struct {
+		name string
+		src  string
+		dst  *Dist
+	}{
+		{"latency", cfg.Latency, &s.lat},
+		{"client latency", cfg.ClientLatency, &s.clientLat},
+		{"fsync", cfg.Fsync, &s.fsyncLat},
+		{"think time", cfg.Think, &s.think},
+		{"reorder delay", cfg.ReorderDelay, &s.reorderDelay},
+	} {
+		if *d.dst, err = ParseDist(d.src); err != nil {
+			return nil, fmt.Errorf("sim: %s: %w", d.name, err)
+		}
+	}
+	if s.mix, s.mixTotal, err = parseMix(cfg.Mix); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+
+	master := rand.New(rand.NewSource(cfg.Seed))
+	sub := func() *rand.Rand { return rand.New(rand.NewSource(master.Int63())) }
+	s.rngNode, s.rngNet, s.rngDisk, s.rngClient, s.rngFault = sub(), sub(), sub(), sub(), sub()
+
+	s.rec = history.NewRecorder(func() int64 { return int64(s.now) })
+	for i := 0; i < cfg.Nodes; i++ {
+		s.ids = append(s.ids, automaton.NodeID("n"+strconv.Itoa(i+1)))
+	}
+	s.net.init(cfg.Nodes)
+	for i := range s.ids {
+		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}})
+	}
+	for i := 0; i < cfg.Clients; i++ {
+		c := &client{idx: i}
+		for {
+			c.id = s.rngClient.Uint64()
+			if _, dup := s.clientByID[c.id]; c.id != 0 && !dup {
+				break
+			}
+		}
+		s.clients = append(s.clients, c)
+		s.clientByID[c.id] = c
+	}
+	return s, nil
+}
+
+// run executes the simulation until every operation has finished.
+func (s *simulator) run() error {
+	for _, n := range s.nodes {
+		s.boot(n)
+		if s.err != nil {
+			return s.err
+		}
+	}
+	for _, c := range s.clients {
+		s.after(s.think.Sample(s.rngClient), &event{kind: evClientNext, client: c.idx})
+	}
+	if s.faults != (faultSet{}) {
+		s.after(s.nemesisGap(), &event{kind: evNemesis})
+	}
+	s.schedule(s.cfg.MaxTime, &event{kind: evDeadline})
+	if s.cfg.Ops == 0 {
+		s.stopIssuing()
+	}
+	for !s.finished && s.err == nil {
+		if s.stopping && s.busy == 0 {
+			break
+		}
+		if len(s.q) == 0 {
+			// Cannot happen while a client waits (it has a timeout queued).
+			s.fail("event queue empty with %d clients waiting", s.busy)
+			break
+		}
+		e := heap.Pop(&s.q).(*event)
+		s.now = e.at
+		s.stats.Events++
+		if s.stats.Events > s.cfg.MaxEvents {
+			s.fail("more than %d events: the protocol may be looping (raise MaxEvents if not)", s.cfg.MaxEvents)
+			break
+		}
+		s.handle(e)
+	}
+	return s.err
+}
+
+func (s *simulator) handle(e *event) {
+	switch e.kind {
+	case evPeer:
+		s.onPeer(e)
+	case evClientReq:
+		s.onClientReq(e)
+	case evClientResp:
+		s.onClientResp(e)
+	case evTimer:
+		s.onTimer(e)
+	case evFsync:
+		s.onFsync(e)
+	case evClientNext:
+		s.onClientNext(s.clients[e.client])
+	case evClientRetry, evClientTimeout, evConnLost:
+		s.onClientTrouble(e)
+	case evNemesis:
+		s.onNemesis()
+	case evRestart:
+		s.onRestart(e)
+	case evResume:
+		s.onResume(e)
+	case evHealPartition:
+		s.onHealPartition(e)
+	case evWindowEnd:
+		s.onWindowEnd(e)
+	case evDeadline:
+		s.tracef("deadline: no more operations")
+		s.stopIssuing()
+	case evDrainEnd:
+		s.onDrainEnd()
+	default:
+		s.fail("unknown event kind %d", e.kind)
+	}
+}
+
+// stopIssuing ends the workload: heal every fault and give outstanding
+// operations DrainTime to finish.
+func (s *simulator) stopIssuing() {
+	if s.stopping {
+		return
+	}
+	s.stopping = true
+	s.healAll()
+	s.after(s.cfg.DrainTime, &event{kind: evDrainEnd})
+}
+
+// onDrainEnd records the operations still open as unknown and ends the run.
+func (s *simulator) onDrainEnd() {
+	s.tracef("drain time over: %d operations still open", s.busy)
+	for _, c := range s.clients {
+		if c.busy {
+			s.giveUp(c)
+		}
+	}
+	s.finished = true
+}
+
+// digestSum returns the hex trace digest.
+func (s *simulator) digestSum() string { return hex.EncodeToString(s.digest.Sum(nil)) }
