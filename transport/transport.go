@@ -1,0 +1,495 @@
+// Package transport carries automaton messages between Synod nodes over TCP.
+//
+// # Design
+//
+// Every node listens on its peer address. For each other member it keeps one
+// outgoing connection, owned by a writer goroutine that is fed by a bounded
+// queue. Messages therefore flow one way on a connection: node A's messages to
+// B travel on the connection A dialed, and B's replies on the one B dialed.
+// This keeps each connection's state machine trivial (no tie-breaking between
+// simultaneous dials) and makes per-destination ordering FIFO while connected.
+//
+// Loss is allowed. The automata tolerate lost, duplicated and reordered
+// messages (see package automaton), so the transport never blocks a sender:
+// Send drops the message and counts it when the destination's queue is full,
+// and frames buffered on a connection that fails are lost. The writer batches
+// queued frames through a bufio.Writer and flushes when the queue is empty, so
+// a burst costs one write system call. After a connection fails the writer
+// redials with capped exponential backoff (with jitter).
+//
+// # Wire format
+//
+// A new connection starts with a handshake: "SYND", a version byte, the
+// cluster name, the sender's node id and the receiver's node id (uvarint
+// length-prefixed strings). The acceptor answers "SYND", version, and a status
+// byte (0 accepted; 1 refused, followed by a reason). It refuses, logs at error
+// level and closes a peer from another cluster, an unknown node id, or one that
+// meant to reach a different node (a mis-wired address), so configuration
+// mistakes show up in the logs of both sides instead of as silent message loss.
+//
+// Then frames follow: a 4-byte big-endian payload length (at most MaxFrame,
+// 64 MiB by default), and the payload: the namespace name (uvarint length +
+// bytes) and the automaton's message bytes up to the end of the frame. A
+// decoding error (garbage on the peer port, a frame over the limit, a bad
+// handshake) closes that one connection and is logged; the node is unaffected.
+// Both decoders are fuzzed.
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// Handler receives a message from peer from for namespace ns. msg is freshly
+// allocated and owned by the handler. It is called from the connection's
+// reader goroutine: a handler that blocks applies TCP back-pressure to that
+// one peer.
+type Handler func(from automaton.NodeID, ns string, msg []byte)
+
+// Options configure a Transport.
+type Options struct {
+	Cluster string
+	Self    automaton.NodeID
+	// Peers maps every other member to its peer address. An entry for Self is ignored.
+	Peers map[automaton.NodeID]string
+	// Listener, when set, is used instead of listening on ListenAddr (tests
+	// pass a ":0" listener). The transport closes it.
+	Listener   net.Listener
+	ListenAddr string
+	Handler    Handler
+	Logger     *slog.Logger
+
+	QueueLen         int           // per-peer queue, default 4096 frames
+	MaxFrame         int           // default DefaultMaxFrame
+	MinBackoff       time.Duration // default 50ms
+	MaxBackoff       time.Duration // default 2s
+	DialTimeout      time.Duration // default 2s
+	HandshakeTimeout time.Duration // default 5s
+	WriteTimeout     time.Duration // default 10s
+}
+
+// PeerStats counts one peer's traffic.
+type PeerStats struct {
+	Sent      uint64 // frames written to a connection
+	Dropped   uint64 // frames dropped (queue full, or lost with a failed connection)
+	Received  uint64 // frames received from this peer
+	Connected bool   // the outgoing connection is up
+}
+
+// Errors returned by Send.
+var (
+	ErrDropped     = errors.New("transport: queue full, message dropped")
+	ErrUnknownPeer = errors.New("transport: unknown peer")
+	ErrClosed      = errors.New("transport: closed")
+)
+
+// Transport is one node's peer network endpoint.
+type Transport struct {
+	o     Options
+	log   *slog.Logger
+	ln    net.Listener
+	peers map[automaton.NodeID]*peer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{} // accepted connections
+	closed bool
+}
+
+type peer struct {
+	t    *Transport
+	id   automaton.NodeID
+	addr string
+	q    chan []byte
+
+	sent, dropped, received atomic.Uint64
+	connected               atomic.Bool
+	lastErr                 string // writer goroutine only
+}
+
+// New validates opts, listens, and starts the accept loop and one writer per peer.
+func New(o Options) (*Transport, error) {
+	if o.Cluster == "" || o.Self == "" {
+		return nil, errors.New("transport: Cluster and Self are required")
+	}
+	if o.Handler == nil {
+		return nil, errors.New("transport: Handler is required")
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = 4096
+	}
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = DefaultMaxFrame
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 50 * time.Millisecond
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(2*time.Second, o.MinBackoff)
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 2 * time.Second
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	t := &Transport{o: o, log: lg.With("component", "transport"), peers: map[automaton.NodeID]*peer{}, conns: map[net.Conn]struct{}{}}
+	for id, addr := range o.Peers {
+		if id == o.Self {
+			continue
+		}
+		if id == "" || addr == "" {
+			return nil, fmt.Errorf("transport: peer %q has an empty id or address", id)
+		}
+		t.peers[id] = &peer{t: t, id: id, addr: addr, q: make(chan []byte, o.QueueLen)}
+	}
+	t.ln = o.Listener
+	if t.ln == nil {
+		ln, err := net.Listen("tcp", o.ListenAddr)
+		if err != nil {
+			return nil, fmt.Errorf("transport: listen on peer address: %w", err)
+		}
+		t.ln = ln
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.wg.Add(1)
+	go t.acceptLoop()
+	for _, p := range t.peers {
+		t.wg.Add(1)
+		go p.run()
+	}
+	return t, nil
+}
+
+// Addr is the listening address.
+func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
+
+// Peers lists the other members, sorted.
+func (t *Transport) Peers() []automaton.NodeID {
+	out := make([]automaton.NodeID, 0, len(t.peers))
+	for id := range t.peers {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Send queues msg for namespace ns to peer to. It never blocks. It returns
+// ErrDropped when the peer's queue is full (the drop is counted), and an error
+// for an unknown peer, an oversized message or a closed transport. msg is
+// copied; the caller may reuse it.
+func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
+	p, ok := t.peers[to]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownPeer, to)
+	}
+	if ns == "" || len(ns) > maxName {
+		return fmt.Errorf("transport: bad namespace name %q", ns)
+	}
+	if FrameSize(ns, msg)-4 > t.o.MaxFrame {
+		p.dropped.Add(1)
+		return fmt.Errorf("%w: message of %d bytes to %s (limit %d)", ErrFrameTooLarge, len(msg), to, t.o.MaxFrame)
+	}
+	if t.ctx.Err() != nil {
+		return ErrClosed
+	}
+	f := AppendFrame(make([]byte, 0, FrameSize(ns, msg)), ns, msg)
+	select {
+	case p.q <- f:
+		return nil
+	default:
+		p.dropped.Add(1)
+		return ErrDropped
+	}
+}
+
+// Stats returns per-peer counters.
+func (t *Transport) Stats() map[automaton.NodeID]PeerStats {
+	out := make(map[automaton.NodeID]PeerStats, len(t.peers))
+	for id, p := range t.peers {
+		out[id] = PeerStats{Sent: p.sent.Load(), Dropped: p.dropped.Load(), Received: p.received.Load(), Connected: p.connected.Load()}
+	}
+	return out
+}
+
+// Close stops accepting, closes every connection and waits for the
+// transport's goroutines. Queued messages are discarded.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	for c := range t.conns {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.cancel()
+	err := t.ln.Close()
+	t.wg.Wait()
+	return err
+}
+
+// ---- accepting side ----
+
+func (t *Transport) acceptLoop() {
+	defer t.wg.Done()
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// EMFILE and friends: keep serving after a pause.
+			t.log.Error("accept on peer port failed", "err", err)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-t.ctx.Done():
+				return
+			}
+			continue
+		}
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			c.Close()
+			return
+		}
+		t.conns[c] = struct{}{}
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go t.serve(c)
+	}
+}
+
+// check validates a handshake and returns a refusal reason, or "".
+func (t *Transport) check(h Handshake) string {
+	if h.Cluster != t.o.Cluster {
+		return fmt.Sprintf("cluster mismatch: peer is in cluster %q, this node (%s) is in cluster %q", h.Cluster, t.o.Self, t.o.Cluster)
+	}
+	if automaton.NodeID(h.To) != t.o.Self {
+		return fmt.Sprintf("wrong node: peer %q meant to reach node %q, but this is node %q", h.From, h.To, t.o.Self)
+	}
+	if _, ok := t.peers[automaton.NodeID(h.From)]; !ok {
+		return fmt.Sprintf("unknown node id %q: not a member of cluster %q as configured on node %s", h.From, t.o.Cluster, t.o.Self)
+	}
+	return ""
+}
+
+func (t *Transport) serve(c net.Conn) {
+	defer t.wg.Done()
+	defer func() {
+		c.Close()
+		t.mu.Lock()
+		delete(t.conns, c)
+		t.mu.Unlock()
+	}()
+	remote := c.RemoteAddr().String()
+	c.SetDeadline(time.Now().Add(t.o.HandshakeTimeout))
+	br := bufio.NewReaderSize(c, 64<<10)
+	h, err := ReadHandshake(br)
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.log.Warn("bad handshake on peer port, closing connection", "remote", remote, "err", err)
+		}
+		return
+	}
+	if reason := t.check(h); reason != "" {
+		t.log.Error("refused peer connection", "remote", remote, "peer", h.From, "reason", reason)
+		c.Write(AppendAck(nil, reason))
+		return
+	}
+	if _, err := c.Write(AppendAck(nil, "")); err != nil {
+		t.log.Warn("peer handshake reply failed", "remote", remote, "peer", h.From, "err", err)
+		return
+	}
+	c.SetDeadline(time.Time{})
+	p := t.peers[automaton.NodeID(h.From)]
+	t.log.Debug("peer connected", "peer", h.From, "remote", remote)
+	for {
+		payload, err := ReadFrame(br, t.o.MaxFrame)
+		if err != nil {
+			switch {
+			case t.ctx.Err() != nil:
+			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+				t.log.Debug("peer disconnected", "peer", h.From, "remote", remote)
+			default:
+				t.log.Warn("bad frame from peer, closing connection", "peer", h.From, "remote", remote, "err", err)
+			}
+			return
+		}
+		ns, msg, err := DecodePayload(payload)
+		if err != nil {
+			t.log.Warn("bad frame from peer, closing connection", "peer", h.From, "remote", remote, "err", err)
+			return
+		}
+		p.received.Add(1)
+		t.o.Handler(p.id, ns, msg)
+	}
+}
+
+// ---- dialing side ----
+
+func (p *peer) run() {
+	t := p.t
+	defer t.wg.Done()
+	backoff := t.o.MinBackoff
+	for {
+		c, err := p.dial()
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			p.noteFailure(err)
+			// Full jitter in [backoff/2, backoff].
+			d := backoff/2 + rand.N(backoff/2+1)
+			select {
+			case <-time.After(d):
+			case <-t.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, t.o.MaxBackoff)
+			continue
+		}
+		backoff = t.o.MinBackoff
+		if p.lastErr != "" {
+			t.log.Info("peer connection restored", "peer", p.id, "addr", p.addr)
+		} else {
+			t.log.Debug("connected to peer", "peer", p.id, "addr", p.addr)
+		}
+		p.lastErr = ""
+		p.connected.Store(true)
+		err = p.pump(c)
+		p.connected.Store(false)
+		if t.ctx.Err() != nil {
+			return
+		}
+		p.noteFailure(err)
+	}
+}
+
+// noteFailure logs a connection problem once per distinct error, so a peer
+// that stays down does not flood the log.
+func (p *peer) noteFailure(err error) {
+	s := err.Error()
+	if s == p.lastErr {
+		return
+	}
+	p.lastErr = s
+	var rf *refusedError
+	if errors.As(err, &rf) {
+		p.t.log.Error("peer refused our connection", "peer", p.id, "addr", p.addr, "reason", rf.reason)
+		return
+	}
+	p.t.log.Warn("peer connection down, retrying", "peer", p.id, "addr", p.addr, "err", err)
+}
+
+type refusedError struct{ reason string }
+
+func (e *refusedError) Error() string { return "refused: " + e.reason }
+
+func (p *peer) dial() (net.Conn, error) {
+	t := p.t
+	d := net.Dialer{Timeout: t.o.DialTimeout}
+	c, err := d.DialContext(t.ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	// Closing the transport interrupts a handshake in progress.
+	stop := context.AfterFunc(t.ctx, func() { c.Close() })
+	defer stop()
+	c.SetDeadline(time.Now().Add(t.o.HandshakeTimeout))
+	hs := AppendHandshake(nil, Handshake{Version: Version, Cluster: t.o.Cluster, From: string(t.o.Self), To: string(p.id)})
+	if _, err := c.Write(hs); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("handshake: %w", err)
+	}
+	br := bufio.NewReaderSize(c, 64)
+	reason, err := ReadAck(br)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("handshake reply: %w", err)
+	}
+	if reason != "" {
+		c.Close()
+		return nil, &refusedError{reason}
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+var errPeerClosed = errors.New("peer closed the connection")
+
+// pump writes queued frames to c until c fails or the transport closes.
+func (p *peer) pump(c net.Conn) error {
+	t := p.t
+	defer c.Close()
+	// The peer never sends after the handshake; reading detects its close
+	// (for example a restart) at once instead of at the next failed write.
+	dead := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, c)
+		close(dead)
+	}()
+	defer func() { c.Close(); <-dead }()
+	bw := bufio.NewWriterSize(c, 64<<10)
+	pending := uint64(0) // frames in bw not yet flushed
+	fail := func(err error) error {
+		p.dropped.Add(pending)
+		return err
+	}
+	for {
+		select {
+		case f := <-p.q:
+			c.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
+			for {
+				if _, err := bw.Write(f); err != nil {
+					pending++
+					return fail(err)
+				}
+				pending++
+				select {
+				case f = <-p.q:
+					continue
+				default:
+				}
+				break
+			}
+			if err := bw.Flush(); err != nil {
+				return fail(err)
+			}
+			p.sent.Add(pending)
+			pending = 0
+		case <-dead:
+			return errPeerClosed
+		case <-t.ctx.Done():
+			return nil
+		}
+	}
+}
