@@ -2,9 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/check"
 	"github.com/synod-dev/synod/history"
 )
@@ -97,4 +100,94 @@ func (s *simulator) setMeta(digest string) {
 	} {
 		s.rec.SetMeta(k, v)
 	}
+}
+
+// Command returns the "synod sim" command line that replays this Config's
+// seed. Fields without a command-line flag (MaxAttempts, MaxTime, DrainTime,
+// MaxEvents, ReorderDelay, NoCheck, Trace) are not rendered.
+func (c Config) Command() string {
+	d, err := c.withDefaults()
+	if err == nil {
+		c = d
+	}
+	args := []string{"synod", "sim",
+		"--protocol", shellQuote(c.Protocol),
+		"--nodes", fmt.Sprint(c.Nodes),
+		"--clients", fmt.Sprint(c.Clients),
+		"--ops", fmt.Sprint(c.Ops),
+		"--faults", shellQuote(c.Faults),
+		"--latency", shellQuote(c.Latency),
+	}
+	opt := func(flag string, val, def any) {
+		if fmt.Sprint(val) != fmt.Sprint(def) {
+			args = append(args, flag, shellQuote(fmt.Sprint(val)))
+		}
+	}
+	opt("--read-mode", c.ReadMode, automaton.ReadDefault)
+	opt("--keys", c.Keys, DefaultKeys)
+	opt("--mix", c.Mix, DefaultMix)
+	opt("--loss", c.Loss, 0.0)
+	opt("--dup", c.Dup, 0.0)
+	opt("--reorder", c.ReorderFrac, 0.0)
+	opt("--fsync", c.Fsync, DefaultFsync)
+	opt("--client-latency", c.ClientLatency, DefaultClientLatency)
+	opt("--think", c.Think, DefaultThink)
+	opt("--timeout", c.RequestTimeout, DefaultRequestTimeout)
+	opt("--check-timeout", c.CheckTimeout, DefaultCheckTimeout)
+	keys := make([]string, 0, len(c.Params))
+	for k := range c.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--param", shellQuote(k+"="+c.Params[k]))
+	}
+	args = append(args, "--seeds", fmt.Sprint(c.Seed))
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:,/=+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ParseSeeds parses a seed list: "N", "A-B", or a comma list of those
+// ("1-100,250"). Duplicates are dropped; at most 10 million seeds.
+func ParseSeeds(spec string) ([]int64, error) {
+	const limit = 10_000_000
+	var out []int64
+	seen := map[int64]bool{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi := part, part
+		if a, b, ok := strings.Cut(part, "-"); ok && a != "" {
+			lo, hi = a, b
+		}
+		a, err1 := strconv.ParseInt(lo, 10, 64)
+		b, err2 := strconv.ParseInt(hi, 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("seeds %q: %q is not N or A-B", spec, part)
+		}
+		if b < a {
+			return nil, fmt.Errorf("seeds %q: range %q is backwards", spec, part)
+		}
+		if b-a >= limit || len(out)+int(b-a) >= limit {
+			return nil, fmt.Errorf("seeds %q: more than %d seeds", spec, limit)
+		}
+		for s := a; ; s++ {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+			if s == b {
+				break
+			}
+		}
+	}
+	return out, nil
 }

@@ -466,3 +466,34 @@ func maxDur(a, b time.Duration) time.Duration {
 	}
 	return b
 }
+
+func TestParseSeeds(t *testing.T) {
+	for in, want := range map[string]string{
+		"7":         "[7]",
+		"1-3":       "[1 2 3]",
+		"1-3,2,9":   "[1 2 3 9]",
+		" 5 , 4-4 ": "[5 4]",
+		"0":         "[0]",
+		"-3":        "[-3]",
+		"9223372036854775806-9223372036854775807": "[9223372036854775806 9223372036854775807]",
+	} {
+		got, err := ParseSeeds(in)
+		if err != nil || fmt.Sprint(got) != want {
+			t.Errorf("ParseSeeds(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "3-1", "1-", "1-2-3", "0-99999999"} {
+		if _, err := ParseSeeds(bad); err == nil {
+			t.Errorf("ParseSeeds(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestCommandRendersSettings(t *testing.T) {
+	c := Config{Protocol: "abd", Nodes: 3, Clients: 2, Ops: 10, Seed: 5, Keys: 2, Loss: 0.1,
+		ReadMode: automaton.ReadRegular, Params: map[string]string{"b": "2", "a": "x y"}}
+	want := "synod sim --protocol abd --nodes 3 --clients 2 --ops 10 --faults none --latency uniform:1ms:5ms --read-mode regular --keys 2 --loss 0.1 --param 'a=x y' --param b=2 --seeds 5"
+	if got := c.Command(); got != want {
+		t.Errorf("Command:\n got %s\nwant %s", got, want)
+	}
+}

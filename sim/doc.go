@@ -1,0 +1,79 @@
+// Package sim is Synod's deterministic simulator, in the spirit of
+// FoundationDB's simulation testing and TigerBeetle's VOPR: a whole cluster
+// and its clients run in one goroutine, in virtual time, from one seed. The
+// same seed and Config give the same run, byte for byte (on the same binary
+// and platform); the trace digest (Result.Digest) proves it.
+//
+// # The world
+//
+// An event queue, a heap ordered by (virtual time, sequence number), drives
+// everything. All randomness comes from the seed: a master math/rand source
+// derives independent streams for automata (each incarnation's Config.Rand),
+// the network, the disks, the clients and the fault injector, so changing the
+// fault schedule does not change the workload's random choices. No Go map is
+// iterated where the order could matter.
+//
+// Nodes run automata of one registered protocol (automaton.Lookup), one
+// namespace ("default", service kv). Inputs follow the automaton contract:
+// Start{Records} first, then ClientRequest, PeerMessage and TimerFired. A send
+// to self, to an unknown node, a negative timer or an unknown output is a
+// contract violation and fails the run with an error.
+//
+// Disk: each node has a durable map and an unsynced buffer. Persist outputs go
+// to the buffer; an fsync (Config.Fsync latency) starts when records are
+// buffered and none is running, and covers everything buffered when it starts
+// (group commit). A Send or Respond emitted after a Persist, in the same step
+// or any later step while that Persist is unsynced, is held and released in
+// order when the covering fsync completes.
+//
+// Crash: the automaton, unsynced writes, held outputs, pending timers, queued
+// inputs and every message in flight to the node are lost (events carry the
+// incarnation they were sent to; a crash bumps it). Messages already sent by the
+// node still arrive. Restart creates a new automaton and starts it with a copy
+// of the durable map. Pause: inputs to the node queue up, in order, and timers
+// are delayed, until it resumes; its disk finishes the fsync in progress.
+//
+// Network, per directed link: latency from a distribution (constant, uniform,
+// normal, pareto; see ParseDist), loss and duplication probabilities, extra
+// delay for a fraction of messages (reordering beyond what latency variance
+// gives), partitions (node groups; messages across groups are dropped when
+// sent and when they arrive) that heal.
+//
+// # Clients
+//
+// Config.Clients closed-loop clients share Config.Ops operations. Each draws a
+// kind from Config.Mix (get, set, del, exists) and a key from a small key set
+// (few keys force contention); written values are unique ("c3-17"). Client ids
+// are random 64-bit numbers from the seed; requests carry RequestID{Client,
+// Seq}. A client sends to a random live node over a connection with its own
+// small latency that is reliable while the node is up. On a timeout, an error
+// reply, or the node's crash, the request is resent with the same RequestID
+// to another node if the protocol's IdempotentRetry is true, or if it is a
+// read; a write of a protocol without idempotent retries is recorded as of
+// unknown outcome and the client moves on (ABD has no replicated dedup table:
+// re-running a write at a second coordinator could apply it twice). Late
+// replies to a given-up request are ignored. Every operation is recorded with
+// history.Recorder in virtual nanoseconds.
+//
+// # Faults
+//
+// Config.Faults "all", "none" or a list (crash, partition, loss, dup, pause,
+// slow, reorder). A nemesis acts every 20–200ms of virtual time with one random
+// enabled fault: a crash (restart after 20ms–1s) or pause (10–500ms), never
+// taking more than (N-1)/2 nodes away at once; a partition cutting off 1 to
+// (N-1)/2 nodes for 50ms–1s; windows of loss, duplication or reordering; a
+// latency spike on one node's links or a slow fsync (x10–x50). So a majority is
+// mostly available and runs make progress. When the last operation has been
+// issued (or Config.MaxTime passes) every fault is healed — crashed nodes
+// restart, paused ones resume, partitions heal, windows close — and open
+// operations get Config.DrainTime to finish; the rest are recorded as unknown.
+//
+// # Checking and replay
+//
+// Run checks the history with check.Linearizable (IgnoreDelCount for register
+// protocols, whose names start with "abd"). Result.Digest is a SHA-256 over
+// every delivered input and every output (virtual time, node, kind, bytes),
+// fault events and client outcomes; replaying a seed gives the same digest.
+// The command "synod sim" runs many seeds in parallel and prints the command
+// that replays each failing seed.
+package sim
