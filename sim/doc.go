@@ -34,7 +34,7 @@
 // are delayed, until it resumes; its disk finishes the fsync in progress.
 //
 // Network, per directed link: latency from a distribution (constant, uniform,
-// normal, pareto; see ParseDist), loss and duplication probabilities, extra
+// normal, pareto; see ParseDist; Config.LinkLatency overrides single links), loss and duplication probabilities, extra
 // delay for a fraction of messages (reordering beyond what latency variance
 // gives), partitions (node groups; messages across groups are dropped when
 // sent and when they arrive) that heal.

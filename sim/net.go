@@ -64,7 +64,7 @@ func (s *simulator) netSend(from, to int, msg []byte) {
 		s.stats.MsgsDuped++
 	}
 	for i := 0; i < copies; i++ {
-		d := s.lat.Sample(s.rngNet) + s.net.spike[from] + s.net.spike[to]
+		d := s.linkLat[from][to].Sample(s.rngNet) + s.net.spike[from] + s.net.spike[to]
 		if p := s.cfg.ReorderFrac + s.net.reorderWin; p > 0 && s.rngNet.Float64() < p {
 			d += s.reorderDelay.Sample(s.rngNet)
 		}

@@ -134,6 +134,14 @@ func (c Config) Command() string {
 	opt("--think", c.Think, DefaultThink)
 	opt("--timeout", c.RequestTimeout, DefaultRequestTimeout)
 	opt("--check-timeout", c.CheckTimeout, DefaultCheckTimeout)
+	links := make([]string, 0, len(c.LinkLatency))
+	for l := range c.LinkLatency {
+		links = append(links, l)
+	}
+	sort.Strings(links)
+	for _, l := range links {
+		args = append(args, "--link", shellQuote(l+"="+c.LinkLatency[l]))
+	}
 	keys := make([]string, 0, len(c.Params))
 	for k := range c.Params {
 		keys = append(keys, k)

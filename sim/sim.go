@@ -57,6 +57,9 @@ type Config struct {
 	// Latency is the one-way node-to-node latency distribution (ParseDist),
 	// the same for every directed link. Default DefaultLatency.
 	Latency string
+	// LinkLatency overrides Latency on individual directed links, keyed
+	// "n1->n2" (node names are n1..nN), for asymmetric or slow links.
+	LinkLatency map[string]string
 	// ReadMode is the read option clients put on reads.
 	ReadMode automaton.ReadMode
 
@@ -234,6 +237,7 @@ type simulator struct {
 	rngNode, rngNet, rngDisk, rngClient, rngFault *rand.Rand
 
 	lat, clientLat, fsyncLat, think, reorderDelay Dist
+	linkLat                                       [][]Dist // [from][to]
 	mix                                           []mixEntry
 	mixTotal                                      int
 
@@ -364,6 +368,9 @@ func newSimulator(cfg Config) (*simulator, error) {
 		s.ids = append(s.ids, automaton.NodeID("n"+strconv.Itoa(i+1)))
 	}
 	s.net.init(cfg.Nodes)
+	if err := s.initLinks(); err != nil {
+		return nil, err
+	}
 	for i := range s.ids {
 		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}})
 	}
@@ -379,6 +386,30 @@ func newSimulator(cfg Config) (*simulator, error) {
 		s.clientByID[c.id] = c
 	}
 	return s, nil
+}
+
+// initLinks builds the per-link latency table from Latency and LinkLatency.
+func (s *simulator) initLinks() error {
+	s.linkLat = make([][]Dist, len(s.ids))
+	for i := range s.linkLat {
+		s.linkLat[i] = make([]Dist, len(s.ids))
+		for j := range s.linkLat[i] {
+			s.linkLat[i][j] = s.lat
+		}
+	}
+	for link, spec := range s.cfg.LinkLatency {
+		a, b, ok := strings.Cut(link, "->")
+		from, to := s.nodeIndex(automaton.NodeID(a)), s.nodeIndex(automaton.NodeID(b))
+		if !ok || from < 0 || to < 0 || from == to {
+			return fmt.Errorf("sim: link %q: want FROM->TO between two of the nodes n1..n%d", link, len(s.ids))
+		}
+		d, err := ParseDist(spec)
+		if err != nil {
+			return fmt.Errorf("sim: link %s: %w", link, err)
+		}
+		s.linkLat[from][to] = d
+	}
+	return nil
 }
 
 // run executes the simulation until every operation has finished.

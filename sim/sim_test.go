@@ -497,3 +497,33 @@ func TestCommandRendersSettings(t *testing.T) {
 		t.Errorf("Command:\n got %s\nwant %s", got, want)
 	}
 }
+
+func TestLinkLatencyOverride(t *testing.T) {
+	var got []time.Duration
+	var s *simulator
+	s = newScripted(t, 3, func(self automaton.NodeID, in automaton.Input) []automaton.Output {
+		switch in.(type) {
+		case automaton.Start:
+			if self == "n1" {
+				return []automaton.Output{automaton.Send{To: "n2", Msg: []byte("a")}, automaton.Send{To: "n3", Msg: []byte("b")}}
+			}
+			if self == "n2" {
+				return []automaton.Output{automaton.Send{To: "n1", Msg: []byte("c")}}
+			}
+		case automaton.PeerMessage:
+			got = append(got, s.now)
+		}
+		return nil
+	}, func(c *Config) { c.LinkLatency = map[string]string{"n1->n2": "constant:7ms"} })
+	s.runUntil(time.Second)
+	// n2->n1 (c) and n1->n3 (b) take the default 1ms, n1->n2 (a) 7ms.
+	if fmt.Sprint(got) != "[1ms 1ms 7ms]" {
+		t.Fatalf("arrival times %v", got)
+	}
+	for _, bad := range []string{"n1->n1", "n1-n2", "n1->n9"} {
+		_, err := newSimulator(Config{Protocol: "test-script", Nodes: 3, Clients: 1, LinkLatency: map[string]string{bad: "constant:1ms"}})
+		if err == nil {
+			t.Errorf("link %q accepted", bad)
+		}
+	}
+}

@@ -23,7 +23,7 @@ func init() {
 	var (
 		cfg                                     sim.Config
 		seedsSpec, readMode, saveDir, traceFile string
-		params                                  []string
+		params, links                           []string
 		workers                                 int
 		verbose                                 bool
 	)
@@ -67,6 +67,16 @@ constant:D, uniform:MIN:MAX, normal:MEAN:STDDEV or pareto:SCALE:SHAPE.`,
 					cfg.Params[k] = v
 				}
 			}
+			if len(links) > 0 {
+				cfg.LinkLatency = map[string]string{}
+				for _, l := range links {
+					k, v, ok := strings.Cut(l, "=")
+					if !ok {
+						return fmt.Errorf("--link %q: want FROM->TO=DISTRIBUTION", l)
+					}
+					cfg.LinkLatency[k] = v
+				}
+			}
 			if workers < 1 {
 				return fmt.Errorf("--workers must be at least 1, got %d", workers)
 			}
@@ -108,12 +118,13 @@ constant:D, uniform:MIN:MAX, normal:MEAN:STDDEV or pareto:SCALE:SHAPE.`,
 	f.StringVar(&cfg.ClientLatency, "client-latency", sim.DefaultClientLatency, "client-to-node one-way latency distribution")
 	f.StringVar(&cfg.Think, "think", sim.DefaultThink, "client think time between operations")
 	f.DurationVar(&cfg.RequestTimeout, "timeout", sim.DefaultRequestTimeout, "client request timeout (virtual time)")
+	f.StringArrayVar(&links, "link", nil, "latency of one directed link, e.g. n1->n2=pareto:5ms:1.5 (repeatable)")
 	f.StringArrayVar(&params, "param", nil, "protocol parameter key=value (repeatable)")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", sim.DefaultCheckTimeout, "time limit of each linearizability check (real time)")
 	f.StringVar(&saveDir, "save-failing", "sim-failures", "directory for the histories and HTML views of failing seeds")
 	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "seeds simulated in parallel")
 	f.StringVar(&traceFile, "trace", "", "write a per-event trace of the (single) seed to this file")
-	f.BoolVarP(&verbose, "verbose", "v", false, "print one line per seed")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print one line per seed (verdict, ops, times, digest); always on for a single seed")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -159,9 +170,10 @@ func runSims(stdout, stderr io.Writer, cfg sim.Config, seeds []int64, workers in
 				if o.violation || o.err != nil {
 					violations.Add(1)
 				}
-				if verbose {
+				if verbose || len(seeds) == 1 {
 					mu.Lock()
-					fmt.Fprintf(stderr, "%s%s\n", clr, o.line())
+					fmt.Fprint(stderr, clr)
+					fmt.Fprintln(stdout, o.line())
 					mu.Unlock()
 				}
 			}
