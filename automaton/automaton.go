@@ -246,3 +246,22 @@ func Names() []string {
 
 // Majority returns the size of a majority quorum of n members.
 func Majority(n int) int { return n/2 + 1 }
+
+// RegisterProtocol is implemented by protocols that replicate one register per
+// key rather than a state machine (ABD, the blocking lock protocol). Such a
+// protocol cannot answer DEL with a linearizable count of removed keys, so
+// checkers do not hold that reply to linearizability.
+type RegisterProtocol interface {
+	RegisterSemantics() bool
+}
+
+// HasRegisterSemantics reports whether the named protocol is registered and
+// replicates registers.
+func HasRegisterSemantics(name string) bool {
+	p, ok := registry[name]
+	if !ok {
+		return false
+	}
+	r, ok := p.(RegisterProtocol)
+	return ok && r.RegisterSemantics()
+}

@@ -77,7 +77,7 @@ func Run(cfg Config) (*Result, error) {
 func checkOptions(cfg Config) check.Options {
 	return check.Options{
 		Timeout:        cfg.CheckTimeout,
-		IgnoreDelCount: strings.HasPrefix(cfg.Protocol, "abd"),
+		IgnoreDelCount: automaton.HasRegisterSemantics(cfg.Protocol),
 		Services:       map[string]string{Namespace: ServiceName},
 	}
 }

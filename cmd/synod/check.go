@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/check"
 	"github.com/synod-dev/synod/history"
 )
@@ -36,11 +37,15 @@ extension). It exits non-zero unless the history is linearizable.`,
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
+			if proto := h.Meta["protocol"]; !opt.IgnoreDelCount && automaton.HasRegisterSemantics(proto) {
+				opt.IgnoreDelCount = true
+				fmt.Fprintf(out, "protocol %s replicates registers: DEL reply counts are not checked\n", proto)
+			}
 			r, err := check.Linearizable(h, opt)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s%s\n", describeRun(path, h), r)
 
 			if htmlPath == "" && r.Result != check.Ok {

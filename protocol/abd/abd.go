@@ -26,6 +26,9 @@ type protocol struct {
 func (p protocol) Name() string          { return p.name }
 func (p protocol) IdempotentRetry() bool { return false }
 
+// RegisterSemantics implements automaton.RegisterProtocol.
+func (p protocol) RegisterSemantics() bool { return true }
+
 // Defaults for the protocol parameters.
 const (
 	DefaultRetransmit = 50 * time.Millisecond
