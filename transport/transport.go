@@ -120,6 +120,7 @@ type peer struct {
 	sent, dropped, received atomic.Uint64
 	connected               atomic.Bool
 	lastErr                 string // writer goroutine only
+	everUp                  bool   // writer goroutine only
 }
 
 // New validates opts, listens, and starts the accept loop and one writer per peer.
@@ -384,6 +385,7 @@ func (p *peer) run() {
 			t.log.Debug("connected to peer", "peer", p.id, "addr", p.addr)
 		}
 		p.lastErr = ""
+		p.everUp = true
 		p.connected.Store(true)
 		err = p.pump(c)
 		p.connected.Store(false)
@@ -405,6 +407,11 @@ func (p *peer) noteFailure(err error) {
 	var rf *refusedError
 	if errors.As(err, &rf) {
 		p.t.log.Error("peer refused our connection", "peer", p.id, "addr", p.addr, "reason", rf.reason)
+		return
+	}
+	if !p.everUp {
+		// Peers of a starting cluster come up in any order.
+		p.t.log.Info("peer not reachable yet, retrying", "peer", p.id, "addr", p.addr, "err", err)
 		return
 	}
 	p.t.log.Warn("peer connection down, retrying", "peer", p.id, "addr", p.addr, "err", err)

@@ -1,0 +1,101 @@
+package node
+
+import (
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/synod-dev/synod/transport"
+)
+
+// metrics are one node's Prometheus series. Each node has its own registry
+// (several nodes can share a test process), labelled with node=<id>.
+type metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	responses    *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	commit       *prometheus.HistogramVec
+	batchInputs  *prometheus.HistogramVec
+	batchPersist *prometheus.HistogramVec
+	persists     *prometheus.CounterVec
+	fsyncs       *prometheus.CounterVec
+	msgsIn       *prometheus.CounterVec
+	msgsOut      *prometheus.CounterVec
+}
+
+func newMetrics(id string) *metrics {
+	reg := prometheus.NewRegistry()
+	cl := prometheus.Labels{"node": id}
+	ns := []string{"namespace"}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "synod", Name: name, Help: help, ConstLabels: cl}, ns)
+	}
+	hist := func(name, help string, b []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "synod", Name: name, Help: help, ConstLabels: cl, Buckets: b}, ns)
+	}
+	lat := prometheus.ExponentialBucketsRange(20e-6, 10, 20)
+	sizes := prometheus.ExponentialBuckets(1, 2, 12)
+	m := &metrics{
+		reg:          reg,
+		requests:     counter("requests_total", "Client requests submitted to a namespace's automaton."),
+		responses:    counter("responses_total", "Responses released to clients."),
+		latency:      hist("request_duration_seconds", "Client request latency inside the node (submit to response).", lat),
+		commit:       hist("storage_commit_duration_seconds", "Latency of one storage batch commit (an fsync in durability fsync).", lat),
+		batchInputs:  hist("batch_inputs", "Inputs stepped per event-loop batch.", sizes),
+		batchPersist: hist("batch_persists", "Persist records per storage batch.", sizes),
+		persists:     counter("persists_total", "Persist records committed."),
+		fsyncs:       counter("fsyncs_total", "Storage batches committed with fsync."),
+		msgsIn:       counter("peer_messages_received_total", "Peer messages delivered to the automaton."),
+		msgsOut:      counter("peer_messages_sent_total", "Peer messages handed to the transport."),
+	}
+	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.batchInputs, m.batchPersist,
+		m.persists, m.fsyncs, m.msgsIn, m.msgsOut,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// registerTransport exports per-peer transport counters, read at scrape time.
+func (m *metrics) registerTransport(id string, tr *transport.Transport) {
+	for _, p := range tr.Peers() {
+		p := p
+		cl := prometheus.Labels{"node": id, "peer": string(p)}
+		stat := func(f func(transport.PeerStats) uint64) func() float64 {
+			return func() float64 { return float64(f(tr.Stats()[p])) }
+		}
+		m.reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "transport_dropped_total",
+				Help: "Peer frames dropped (queue full or lost with a failed connection).", ConstLabels: cl},
+				stat(func(s transport.PeerStats) uint64 { return s.Dropped })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "transport_sent_total",
+				Help: "Peer frames written to a connection.", ConstLabels: cl},
+				stat(func(s transport.PeerStats) uint64 { return s.Sent })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "transport_received_total",
+				Help: "Peer frames received.", ConstLabels: cl},
+				stat(func(s transport.PeerStats) uint64 { return s.Received })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "synod", Name: "transport_connected",
+				Help: "1 when the outgoing connection to the peer is up.", ConstLabels: cl},
+				func() float64 {
+					if tr.Stats()[p].Connected {
+						return 1
+					}
+					return 0
+				}),
+		)
+	}
+}
+
+// handler serves /metrics and /debug/pprof/.
+func (m *metrics) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}

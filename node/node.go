@@ -1,0 +1,563 @@
+// Package node is Synod's live runtime: it runs the pure automata of package
+// automaton as a real server process, with TCP between nodes, a real clock and
+// a real disk.
+//
+// # Design
+//
+// A Node hosts one automaton per namespace of the cluster file. Each automaton
+// has its own event-loop goroutine and inbox; the automaton itself is only ever
+// touched by that goroutine, so protocol code needs no locks. Inputs come from
+// three places: clients (Backend.Do, called by the Redis gateway), peers (the
+// transport's reader goroutines) and timers (time.AfterFunc).
+//
+// The loop steps every input that is already queued (up to Options.BatchLimit)
+// before it writes anything, then commits all Persist records of that batch in
+// ONE storage batch (one fsync in durability fsync), and only after Commit has
+// returned releases the batch's Sends and Responds, in the order the automaton
+// emitted them. That is the durability rule of package automaton, made cheap
+// by group commit: under load, inputs pile up while an fsync is running, and
+// the next batch is larger. SetTimer and CancelTimer take effect at once: they
+// are not visible outside the node, so holding them back would only delay
+// timers. If a Commit fails the node logs the error and exits the process
+// without releasing the batch's outputs (Options.Fatal overrides the exit for
+// tests): continuing would risk answering clients from state that is not on
+// disk.
+//
+// Timers carry a generation number. Replacing or cancelling a timer stops it
+// and forgets its generation, so a firing that raced with the Stop is dropped
+// by the loop instead of reaching the automaton.
+//
+// Backend.Do registers a waiter under the request's RequestID before injecting
+// the request, and removes it when the caller's context ends. A client retry
+// carries the same RequestID; when two waiters share an id, the first Respond
+// for that id answers both.
+//
+// Storage is chosen by the cluster's durability: Pebble under
+// data_dir/<node id> for fsync, or memory (nothing survives a restart). The
+// node also serves the Redis protocol (package gateway) on its client address,
+// peers on its peer address (package transport), and, when the node has a
+// metrics address, Prometheus /metrics and net/http/pprof under /debug/pprof/.
+package node
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/storage"
+	"github.com/synod-dev/synod/transport"
+)
+
+// Options tune a Node. Zero values take the defaults noted.
+type Options struct {
+	Logger *slog.Logger // default: discard
+
+	// Storage replaces the engine chosen by the cluster's durability (tests
+	// use it to observe commits). The node closes it on shutdown.
+	Storage storage.Engine
+	// Pre-opened listeners replace listening on the configured addresses
+	// (tests use ":0" listeners). The node closes them.
+	PeerListener, ClientListener, MetricsListener net.Listener
+
+	BatchLimit int // inputs per batch, default 1024
+	InboxLen   int // per-namespace inbox, default 4096
+	// Fatal is called when storage fails. Default: exit the process with
+	// status 1 after the error has been logged. When Fatal returns, the node
+	// shuts down and Run returns the error.
+	Fatal func(error)
+	// Transport tunes the peer transport; Cluster, Self, Peers, Listener,
+	// Handler and Logger are set by the node.
+	Transport transport.Options
+}
+
+// Node is one running Synod server.
+type Node struct {
+	cfg     *config.Cluster
+	self    config.Node
+	id      automaton.NodeID
+	opts    Options
+	log     *slog.Logger
+	m       *metrics
+	durable bool
+
+	loops map[string]*nsLoop
+	nss   []config.Namespace
+
+	engine  storage.Engine
+	tr      *transport.Transport
+	gw      *gateway.Server
+	httpSrv *http.Server
+
+	peerAddr, clientAddr, metricsAddr net.Addr
+
+	wg       sync.WaitGroup // event loops
+	bg       sync.WaitGroup // server goroutines
+	ready    chan struct{}
+	stopping chan struct{}
+	closeReq chan struct{}
+	runDone  chan struct{}
+	once     sync.Once
+	stopOnce sync.Once
+	started  bool
+	startMu  sync.Mutex
+
+	fatalMu  sync.Mutex
+	fatalErr error
+	fatalCh  chan struct{}
+	fatalOne sync.Once
+	begun    time.Time
+}
+
+// New checks the configuration for node id and creates its automata. Nothing
+// is opened until Run.
+func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
+	if cfg == nil {
+		return nil, errors.New("node: nil cluster config")
+	}
+	self, err := cfg.Node(id)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BatchLimit <= 0 {
+		opts.BatchLimit = 1024
+	}
+	if opts.InboxLen <= 0 {
+		opts.InboxLen = 4096
+	}
+	if opts.Fatal == nil {
+		opts.Fatal = func(error) { os.Exit(1) }
+	}
+	n := &Node{
+		cfg: cfg, self: self, id: automaton.NodeID(id), opts: opts,
+		log:      opts.Logger.With("node", id),
+		m:        newMetrics(id),
+		loops:    map[string]*nsLoop{},
+		nss:      append([]config.Namespace(nil), cfg.Namespaces...),
+		ready:    make(chan struct{}),
+		stopping: make(chan struct{}),
+		closeReq: make(chan struct{}),
+		runDone:  make(chan struct{}),
+		fatalCh:  make(chan struct{}),
+	}
+	n.durable = cfg.Durability != config.Memory
+	if opts.Storage != nil {
+		n.durable = opts.Storage.Durability() == config.Fsync
+	}
+	for _, ns := range cfg.Namespaces {
+		proto, err := automaton.Lookup(ns.Protocol)
+		if err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+		}
+		svc, err := service.Lookup(ns.Service)
+		if err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+		}
+		var seed [8]byte
+		if _, err := crand.Read(seed[:]); err != nil {
+			return nil, fmt.Errorf("node: seeding randomness: %w", err)
+		}
+		params := map[string]string{}
+		for k, v := range ns.Params {
+			params[k] = v
+		}
+		a, err := proto.New(automaton.Config{
+			Self: n.id, Nodes: cfg.NodeIDs(), Namespace: ns.Name, Service: svc, Params: params,
+			Rand: rand.New(rand.NewSource(int64(binary.LittleEndian.Uint64(seed[:])))),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("namespace %s: protocol %s: %w", ns.Name, ns.Protocol, err)
+		}
+		n.loops[ns.Name] = n.newLoop(ns, svc, a)
+	}
+	return n, nil
+}
+
+// ID is the node's id.
+func (n *Node) ID() automaton.NodeID { return n.id }
+
+// Ready is closed once Run has opened storage and listeners and started the
+// automata.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// PeerAddr, ClientAddr and MetricsAddr are the bound addresses (valid after
+// Ready; MetricsAddr is nil without a metrics address).
+func (n *Node) PeerAddr() net.Addr    { return n.peerAddr }
+func (n *Node) ClientAddr() net.Addr  { return n.clientAddr }
+func (n *Node) MetricsAddr() net.Addr { return n.metricsAddr }
+
+// Run opens storage, starts the transport, the automata, the gateway and the
+// metrics server, and serves until ctx ends or Close is called; then it shuts
+// down cleanly and returns. It returns an error if startup fails or storage
+// fails. Run may be called once.
+func (n *Node) Run(ctx context.Context) error {
+	n.startMu.Lock()
+	if n.started {
+		n.startMu.Unlock()
+		return errors.New("node: Run called twice")
+	}
+	n.started = true
+	n.startMu.Unlock()
+	defer close(n.runDone)
+	n.begun = time.Now()
+
+	err := n.start()
+	if err != nil {
+		n.shutdown()
+		return err
+	}
+	close(n.ready)
+	n.log.Info("node started", "cluster", n.cfg.Cluster, "clients", n.clientAddr.String(),
+		"peers", n.peerAddr.String(), "durability", n.Durability(), "namespaces", len(n.nss))
+	select {
+	case <-ctx.Done():
+	case <-n.closeReq:
+	case <-n.fatalCh:
+	}
+	n.shutdown()
+	n.fatalMu.Lock()
+	defer n.fatalMu.Unlock()
+	return n.fatalErr
+}
+
+func (n *Node) listen(given net.Listener, addr, what string) (net.Listener, error) {
+	if given != nil {
+		return given, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: listen for %s on %s: %w", n.id, what, addr, err)
+	}
+	return ln, nil
+}
+
+func (n *Node) start() error {
+	var err error
+	n.engine = n.opts.Storage
+	if n.engine == nil {
+		if n.engine, err = storage.Open(n.cfg, string(n.id)); err != nil {
+			return err
+		}
+	}
+	starts := map[string]automaton.Start{}
+	for _, ns := range n.nss {
+		l := n.loops[ns.Name]
+		if l.store, err = n.engine.Namespace(ns.Name); err != nil {
+			return err
+		}
+		recs, err := l.store.Load()
+		if err != nil {
+			return fmt.Errorf("namespace %s: loading records: %w", ns.Name, err)
+		}
+		starts[ns.Name] = automaton.Start{Records: recs}
+		if len(recs) > 0 {
+			l.log.Info("recovered durable records", "records", len(recs))
+		}
+	}
+
+	peerLn, err := n.listen(n.opts.PeerListener, n.self.Peer, "peers")
+	if err != nil {
+		return err
+	}
+	n.peerAddr = peerLn.Addr()
+	peers := map[automaton.NodeID]string{}
+	for _, m := range n.cfg.Nodes {
+		peers[automaton.NodeID(m.ID)] = m.Peer
+	}
+	to := n.opts.Transport
+	to.Cluster, to.Self, to.Peers, to.Listener, to.Logger = n.cfg.Cluster, n.id, peers, peerLn, n.log
+	to.Handler = n.deliver
+	if n.tr, err = transport.New(to); err != nil {
+		peerLn.Close()
+		return err
+	}
+	n.m.registerTransport(string(n.id), n.tr)
+
+	clientLn, err := n.listen(n.opts.ClientListener, n.self.Client, "clients")
+	if err != nil {
+		return err
+	}
+	n.clientAddr = clientLn.Addr()
+
+	var metricsLn net.Listener
+	if n.opts.MetricsListener != nil || n.self.Metrics != "" {
+		if metricsLn, err = n.listen(n.opts.MetricsListener, n.self.Metrics, "metrics"); err != nil {
+			clientLn.Close()
+			return err
+		}
+		n.metricsAddr = metricsLn.Addr()
+	}
+
+	for _, ns := range n.nss {
+		n.wg.Add(1)
+		go n.loops[ns.Name].run(starts[ns.Name])
+	}
+
+	n.gw = gateway.NewServer(n, gateway.ServerOptions{Password: n.cfg.Password, Logger: n.log.With("component", "gateway")})
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		if err := n.gw.Serve(clientLn); err != nil {
+			n.log.Error("client listener failed", "err", err)
+		}
+	}()
+	if metricsLn != nil {
+		n.httpSrv = &http.Server{Handler: n.m.handler(), ReadHeaderTimeout: 10 * time.Second}
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			if err := n.httpSrv.Serve(metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				n.log.Error("metrics server failed", "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// shutdown stops everything Run started, in dependency order: no new client
+// or peer input, then the loops (each finishes its batch: commit, release),
+// then storage.
+func (n *Node) shutdown() {
+	n.stopOnce.Do(func() {
+		close(n.stopping)
+		if n.gw != nil {
+			n.gw.Close()
+		} else if n.opts.ClientListener != nil {
+			n.opts.ClientListener.Close()
+		}
+		if n.httpSrv != nil {
+			n.httpSrv.Close()
+		} else if n.opts.MetricsListener != nil {
+			n.opts.MetricsListener.Close()
+		}
+		if n.tr != nil {
+			n.tr.Close()
+		} else if n.opts.PeerListener != nil {
+			n.opts.PeerListener.Close()
+		}
+		n.wg.Wait()
+		n.bg.Wait()
+		for _, l := range n.loops {
+			if l.store != nil {
+				l.store.Close()
+			}
+		}
+		if n.engine != nil {
+			if err := n.engine.Close(); err != nil {
+				n.log.Error("closing storage", "err", err)
+			}
+		}
+		n.log.Info("node stopped")
+	})
+}
+
+// Close stops a running node and waits for Run to return. It is safe to call
+// more than once, and before Run (the node then never starts).
+func (n *Node) Close() error {
+	n.once.Do(func() { close(n.closeReq) })
+	n.startMu.Lock()
+	started := n.started
+	n.startMu.Unlock()
+	if started {
+		<-n.runDone
+	}
+	return nil
+}
+
+// fatal reports a storage failure: log, then Options.Fatal (which by default
+// exits the process), then shut down.
+func (n *Node) fatal(ns string, err error) {
+	n.log.Error("storage commit failed; stopping without releasing the batch's outputs", "namespace", ns, "err", err)
+	n.fatalMu.Lock()
+	if n.fatalErr == nil {
+		n.fatalErr = fmt.Errorf("namespace %s: storage commit failed: %w", ns, err)
+	}
+	n.fatalMu.Unlock()
+	n.opts.Fatal(err)
+	n.fatalOne.Do(func() { close(n.fatalCh) })
+}
+
+// deliver is the transport's handler.
+func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
+	l := n.loops[ns]
+	if l == nil {
+		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
+		return
+	}
+	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}}) {
+		l.msgsIn.Add(1)
+		l.mIn.Inc()
+	}
+}
+
+// ---- gateway.Backend ----
+
+var _ gateway.Backend = (*Node)(nil)
+
+// Do implements gateway.Backend.
+func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	l := n.loops[ns]
+	if l == nil {
+		return automaton.Response{}, fmt.Errorf("unknown namespace %q (this node serves %s)", ns, n.nsNames())
+	}
+	select {
+	case <-n.stopping:
+		return automaton.Response{}, gateway.ErrShuttingDown
+	default:
+	}
+	if err := l.svc.Validate(req.Op); err != nil {
+		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
+	}
+	// The request may sit in the inbox after Do returns (context ended); the
+	// caller may then reuse its buffers, so the automaton gets its own copy.
+	req.Op.Args = cloneArgs(req.Op.Args)
+	t0 := time.Now()
+	ch := make(chan automaton.Response, 1)
+	l.addWaiter(req.ID, ch)
+	select {
+	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case <-ctx.Done():
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
+	case <-n.stopping:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, gateway.ErrShuttingDown
+	}
+	l.requests.Add(1)
+	l.mRequests.Inc()
+	select {
+	case r := <-ch:
+		l.mLatency.Observe(time.Since(t0).Seconds())
+		return r, nil
+	case <-ctx.Done():
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, ctx.Err())
+	case <-n.stopping:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, gateway.ErrShuttingDown)
+	}
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	if args == nil {
+		return nil
+	}
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		if a == nil {
+			continue
+		}
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}
+
+// Namespaces implements gateway.Backend: the cluster file's order, so the
+// first is the default.
+func (n *Node) Namespaces() []config.Namespace {
+	return append([]config.Namespace(nil), n.nss...)
+}
+
+func (n *Node) nsNames() string {
+	names := make([]string, len(n.nss))
+	for i, ns := range n.nss {
+		names[i] = ns.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Durability is the storage mode in force.
+func (n *Node) Durability() string {
+	if n.opts.Storage != nil {
+		return n.opts.Storage.Durability()
+	}
+	return n.cfg.Durability
+}
+
+// Counters are one namespace's runtime counters.
+type Counters struct {
+	Requests, Responses, Persists, Fsyncs, MessagesIn, MessagesOut uint64
+	Orphans                                                        uint64 // responses nobody waited for (client gave up; duplicates)
+	Waiting                                                        int    // clients waiting now
+	BadSends                                                       uint64 // sends to self or unknown nodes
+}
+
+// Counters returns the counters of namespace ns.
+func (n *Node) Counters(ns string) (Counters, bool) {
+	l := n.loops[ns]
+	if l == nil {
+		return Counters{}, false
+	}
+	return Counters{
+		Requests: l.requests.Load(), Responses: l.responses.Load(), Persists: l.persisted.Load(),
+		Fsyncs: l.fsyncs.Load(), MessagesIn: l.msgsIn.Load(), MessagesOut: l.msgsOut.Load(),
+		Orphans: l.orphans.Load(), Waiting: l.waiting(), BadSends: l.badSends.Load(),
+	}, true
+}
+
+// Info implements gateway.Backend. Sections: "synod" (merged into the
+// gateway's Synod section), "namespaces" (one line per namespace with its
+// protocol, service and counters) and "peers" (transport state per peer).
+func (n *Node) Info() map[string]map[string]string {
+	syn := map[string]string{
+		"node_id":                string(n.id),
+		"cluster":                n.cfg.Cluster,
+		"durability":             n.Durability(),
+		"peer_addr":              n.self.Peer,
+		"client_addr":            n.self.Client,
+		"node_uptime_in_seconds": strconv.Itoa(int(time.Since(n.begun).Seconds())),
+	}
+	if n.self.Metrics != "" {
+		syn["metrics_addr"] = n.self.Metrics
+	}
+	nss := map[string]string{}
+	for _, ns := range n.nss {
+		c, _ := n.Counters(ns.Name)
+		nss[ns.Name] = fmt.Sprintf("protocol=%s,service=%s,requests=%d,responses=%d,persists=%d,fsyncs=%d,messages_in=%d,messages_out=%d,waiting=%d",
+			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting)
+	}
+	out := map[string]map[string]string{"synod": syn, "namespaces": nss}
+	if n.tr != nil {
+		peers := map[string]string{}
+		st := n.tr.Stats()
+		ids := make([]string, 0, len(st))
+		for id := range st {
+			ids = append(ids, string(id))
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			s := st[automaton.NodeID(id)]
+			conn := 0
+			if s.Connected {
+				conn = 1
+			}
+			peers[id] = fmt.Sprintf("connected=%d,sent=%d,dropped=%d,received=%d", conn, s.Sent, s.Dropped, s.Received)
+		}
+		out["peers"] = peers
+	}
+	return out
+}

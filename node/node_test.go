@@ -1,0 +1,560 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	_ "github.com/synod-dev/synod/protocol/abd"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/storage"
+)
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// listeners for one node: peer, client, metrics.
+type lns struct{ peer, client, metrics net.Listener }
+
+// mkCluster builds a validated cluster config of size nodes whose addresses
+// are those of freshly opened loopback listeners.
+func mkCluster(t *testing.T, size int, durability string, nss ...config.Namespace) (*config.Cluster, []lns) {
+	t.Helper()
+	cfg := &config.Cluster{Cluster: "test", Durability: durability, Namespaces: nss}
+	if durability == config.Fsync {
+		cfg.DataDir = t.TempDir()
+	}
+	var ls []lns
+	for i := 0; i < size; i++ {
+		l := lns{listen(t), listen(t), listen(t)}
+		ls = append(ls, l)
+		cfg.Nodes = append(cfg.Nodes, config.Node{ID: fmt.Sprintf("n%d", i+1),
+			Peer: l.peer.Addr().String(), Client: l.client.Addr().String(), Metrics: l.metrics.Addr().String()})
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, ls
+}
+
+// startNode runs a node until the test ends.
+func startNode(t *testing.T, cfg *config.Cluster, id string, l lns, opts Options) *Node {
+	t.Helper()
+	opts.PeerListener, opts.ClientListener, opts.MetricsListener = l.peer, l.client, l.metrics
+	n, err := New(cfg, id, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- n.Run(context.Background()) }()
+	select {
+	case <-n.Ready():
+	case err := <-errc:
+		t.Fatalf("node %s: %v", id, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("node %s not ready", id)
+	}
+	t.Cleanup(func() {
+		n.Close()
+		if err := <-errc; err != nil && opts.Fatal == nil {
+			t.Errorf("node %s: Run: %v", id, err)
+		}
+	})
+	return n
+}
+
+var clientSeq atomic.Uint64
+
+func req(kind, key string, args ...string) automaton.Request {
+	op := service.Op{Kind: kind, Key: key}
+	for _, a := range args {
+		op.Args = append(op.Args, []byte(a))
+	}
+	return automaton.Request{ID: automaton.RequestID{Client: 42, Seq: clientSeq.Add(1)}, Op: op}
+}
+
+func do(t *testing.T, n *Node, ns string, r automaton.Request) service.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := n.Do(ctx, ns, r)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v", ns, r.Op, n.ID(), err)
+	}
+	if resp.ID != r.ID {
+		t.Fatalf("response for %v, want %v", resp.ID, r.ID)
+	}
+	return resp.Result
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var (
+	nsABD  = config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
+	nsReg  = config.Namespace{Name: "reg", Protocol: "nodetest-reg", Service: "kv"}
+	nsMisc = config.Namespace{Name: "misc", Protocol: "nodetest-misc", Service: "kv"}
+)
+
+func TestThreeNodeCluster(t *testing.T) {
+	cfg, ls := mkCluster(t, 3, config.Fsync, nsABD, nsReg)
+	var nodes []*Node
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, cfg.Nodes[i].ID, l, Options{}))
+	}
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+
+	// The test protocol: a write persists, broadcasts, answers; every node applies it.
+	if r := do(t, n1, "reg", req("set", "k", "v1")); r.Type != service.ResultOK {
+		t.Fatalf("set: %v", r)
+	}
+	for _, n := range nodes[1:] {
+		eventually(t, "broadcast reaches "+string(n.ID()), func() bool {
+			return do(t, n, "reg", req("get", "k")).Equal(service.Bytes([]byte("v1")))
+		})
+	}
+	if c, _ := n2.Counters("reg"); c.MessagesIn != 1 || c.Persists != 1 || c.Fsyncs != 1 {
+		t.Fatalf("n2 reg counters %+v", c)
+	}
+	if c, _ := n1.Counters("reg"); c.MessagesOut != 2 || c.Requests != 1 || c.Responses != 1 {
+		t.Fatalf("n1 reg counters %+v", c)
+	}
+
+	// ABD: a write on n1 is seen by a linearizable read on n3 at once.
+	if r := do(t, n1, "default", req("set", "x", "abd-value")); r.Type != service.ResultOK {
+		t.Fatalf("abd set: %v", r)
+	}
+	if r := do(t, n3, "default", req("get", "x")); !r.Equal(service.Bytes([]byte("abd-value"))) {
+		t.Fatalf("abd get on n3: %v", r)
+	}
+
+	// Unknown namespace.
+	if _, err := n1.Do(context.Background(), "nope", req("get", "k")); err == nil || !strings.Contains(err.Error(), "unknown namespace") {
+		t.Fatalf("unknown namespace: %v", err)
+	}
+	// An invalid operation is refused before it reaches the automaton.
+	if r := do(t, n1, "reg", req("frobnicate", "k")); !r.IsErr() {
+		t.Fatalf("invalid op: %v", r)
+	}
+
+	// The gateway serves the Redis protocol on the client address; the first
+	// namespace is the default.
+	resp := func(n *Node, args ...string) string {
+		c, err := net.Dial("tcp", n.ClientAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(c, "$%d\r\n%s\r\n", len(a), a)
+		}
+		br := bufio.NewReader(c)
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, "$") && line != "$-1\r\n" {
+			v, _ := br.ReadString('\n')
+			line += v
+		}
+		return line
+	}
+	if got := resp(n2, "SET", "foo", "bar"); got != "+OK\r\n" {
+		t.Fatalf("RESP SET: %q", got)
+	}
+	if got := resp(n3, "GET", "foo"); got != "$3\r\nbar\r\n" {
+		t.Fatalf("RESP GET: %q", got)
+	}
+
+	// INFO facts.
+	info := n1.Info()
+	if info["synod"]["node_id"] != "n1" || info["synod"]["cluster"] != "test" || info["synod"]["durability"] != "fsync" {
+		t.Fatalf("info synod: %v", info["synod"])
+	}
+	if s := info["namespaces"]["reg"]; !strings.Contains(s, "protocol=nodetest-reg,service=kv,requests=1,responses=1,persists=1,fsyncs=1") {
+		t.Fatalf("info reg: %q", s)
+	}
+	eventually(t, "peers connected in INFO", func() bool {
+		p := n1.Info()["peers"]
+		return strings.HasPrefix(p["n2"], "connected=1") && strings.HasPrefix(p["n3"], "connected=1")
+	})
+
+	// Metrics and pprof.
+	get := func(path string) string {
+		r, err := http.Get("http://" + n1.MetricsAddr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		if r.StatusCode != 200 {
+			t.Fatalf("GET %s: %s", path, r.Status)
+		}
+		return string(b)
+	}
+	m := get("/metrics")
+	for _, want := range []string{
+		`synod_requests_total{namespace="reg",node="n1"} 1`,
+		`synod_transport_dropped_total{node="n1",peer="n2"} 0`,
+		`synod_storage_commit_duration_seconds_count{namespace="reg",node="n1"} 1`,
+		`synod_request_duration_seconds_bucket`,
+		`synod_batch_inputs_bucket`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if p := get("/debug/pprof/"); !strings.Contains(p, "goroutine") {
+		t.Errorf("pprof index: %.200s", p)
+	}
+}
+
+func TestRestartRecoversDurableRecords(t *testing.T) {
+	for _, d := range []string{config.Fsync, config.Memory} {
+		t.Run(d, func(t *testing.T) {
+			cfg, ls := mkCluster(t, 1, d, nsReg)
+			n := startNode(t, cfg, "n1", ls[0], Options{})
+			do(t, n, "reg", req("set", "k", "kept"))
+			n.Close()
+			// The same node again, on new listeners.
+			n = startNode(t, cfg, "n1", lns{listen(t), listen(t), listen(t)}, Options{})
+			r := do(t, n, "reg", req("get", "k"))
+			want := service.Bytes([]byte("kept"))
+			if d == config.Memory {
+				want = service.Nil() // memory durability loses everything on restart
+			}
+			if !r.Equal(want) {
+				t.Fatalf("after restart: %v, want %v", r, want)
+			}
+		})
+	}
+}
+
+// gateEngine wraps the memory engine, records the order of commits, and can
+// hold commits until released or make them fail.
+type gateEngine struct {
+	*storage.Memory
+	block chan struct{} // Commit waits until it is closed (nil: never waits)
+	fail  error
+
+	mu      sync.Mutex
+	events  []string
+	batches []int
+}
+
+func (g *gateEngine) note(e string) {
+	g.mu.Lock()
+	g.events = append(g.events, e)
+	g.mu.Unlock()
+}
+
+func (g *gateEngine) snapshot() ([]string, []int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.events...), append([]int(nil), g.batches...)
+}
+
+func (g *gateEngine) Durability() string { return config.Fsync }
+
+func (g *gateEngine) Namespace(name string) (storage.Store, error) {
+	s, err := g.Memory.Namespace(name)
+	if err != nil {
+		return nil, err
+	}
+	return &gateStore{Store: s, g: g}, nil
+}
+
+type gateStore struct {
+	storage.Store
+	g *gateEngine
+}
+
+func (s *gateStore) Commit(b []automaton.Persist) error {
+	s.g.note("commit-start")
+	if s.g.block != nil {
+		<-s.g.block
+	}
+	if s.g.fail != nil {
+		s.g.note("commit-failed")
+		return s.g.fail
+	}
+	err := s.Store.Commit(b)
+	s.g.mu.Lock()
+	s.g.batches = append(s.g.batches, len(b))
+	s.g.mu.Unlock()
+	s.g.note("commit-done")
+	return err
+}
+
+func TestResponseWaitsForCommit(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsReg)
+	g := &gateEngine{Memory: storage.NewMemory(), block: make(chan struct{})}
+	var openGate sync.Once
+	release := func() { openGate.Do(func() { close(g.block) }) }
+	n := startNode(t, cfg, "n1", ls[0], Options{Storage: g})
+	t.Cleanup(release) // runs before the node's cleanup, so a failed test cannot hang in Commit
+
+	first := make(chan service.Result, 1)
+	go func() {
+		r, _ := n.Do(context.Background(), "reg", req("set", "a", "1"))
+		g.note("response")
+		first <- r.Result
+	}()
+	eventually(t, "first commit started", func() bool { ev, _ := g.snapshot(); return len(ev) > 0 })
+	// While the commit is in progress, more writes queue up.
+	rest := make(chan service.Result, 5)
+	for i := 0; i < 5; i++ {
+		go func() {
+			r, _ := n.Do(context.Background(), "reg", req("set", fmt.Sprint("b", i), "2"))
+			rest <- r.Result
+		}()
+	}
+	eventually(t, "requests queued", func() bool { c, _ := n.Counters("reg"); return c.Requests == 6 })
+	select {
+	case r := <-first:
+		t.Fatalf("response %v released before its record was committed", r)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if r := <-first; r.Type != service.ResultOK {
+		t.Fatalf("first: %v", r)
+	}
+	for i := 0; i < 5; i++ {
+		if r := <-rest; r.Type != service.ResultOK {
+			t.Fatalf("rest: %v", r)
+		}
+	}
+	ev, batches := g.snapshot()
+	if len(ev) < 3 || ev[0] != "commit-start" || ev[1] != "commit-done" || ev[2] != "response" && ev[2] != "commit-start" {
+		t.Fatalf("event order %v", ev)
+	}
+	// Group commit: the five writes that arrived during the first commit share one batch.
+	if len(batches) != 2 || batches[0] != 1 || batches[1] != 5 {
+		t.Fatalf("commit batches %v, want [1 5]", batches)
+	}
+	if c, _ := n.Counters("reg"); c.Fsyncs != 2 || c.Persists != 6 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestCommitFailureStopsNodeWithoutReleasing(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsReg)
+	g := &gateEngine{Memory: storage.NewMemory(), fail: errors.New("disk on fire")}
+	fatal := make(chan error, 1)
+	opts := Options{Storage: g, Fatal: func(err error) { fatal <- err }}
+	opts.PeerListener, opts.ClientListener, opts.MetricsListener = ls[0].peer, ls[0].client, ls[0].metrics
+	n, err := New(cfg, "n1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- n.Run(context.Background()) }()
+	<-n.Ready()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := n.Do(ctx, "reg", req("set", "a", "1"))
+	if err == nil {
+		t.Fatalf("got response %v although the commit failed", resp)
+	}
+	if e := <-fatal; e == nil || e.Error() != "disk on fire" {
+		t.Fatalf("Fatal got %v", e)
+	}
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("Run returned %v", err)
+	}
+	if c, _ := n.Counters("reg"); c.Responses != 0 {
+		t.Fatalf("responses released: %+v", c)
+	}
+}
+
+func TestTimers(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	set := func(key, arg string) { do(t, n, "misc", req("set", key, arg)) }
+	set("arm/1", "30")    // fires
+	set("arm/2", "30")    // cancelled below: never fires
+	set("cancel/2", "x")  //
+	set("arm/3", "5000")  // replaced by a short timer: fires once, early
+	set("arm/3", "20")    //
+	set("arm/4", "10")    // replaced by a long timer: does not fire in time
+	set("arm/4", "60000") //
+	set("arm/5", "0")     // zero duration fires
+	set("cancel/9", "x")  // cancelling an unknown timer is harmless
+	eventually(t, "timers 1, 3 and 5 fire", func() bool {
+		return string(do(t, n, "misc", req("get", "fired")).Bytes) == "1,3,5"
+	})
+	time.Sleep(150 * time.Millisecond) // past every short deadline, including the replaced ones
+	if got := string(do(t, n, "misc", req("get", "fired")).Bytes); got != "1,3,5" {
+		t.Fatalf("fired %q, want 1,3,5 (cancelled or replaced timers fired)", got)
+	}
+}
+
+// Cancel/replace racing with the firing: a timer replaced right as it expires
+// must still fire exactly once for the new generation.
+func TestTimerReplaceRace(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	for i := 0; i < 30; i++ {
+		do(t, n, "misc", req("set", "arm/7", "1"))
+		time.Sleep(time.Duration(i%3) * 300 * time.Microsecond)
+		do(t, n, "misc", req("set", "cancel/7", "x"))
+	}
+	do(t, n, "misc", req("set", "arm/8", "1"))
+	do(t, n, "misc", req("set", "cancel/8", "x"))
+	time.Sleep(50 * time.Millisecond)
+	got := string(do(t, n, "misc", req("get", "fired")).Bytes)
+	if strings.Contains(got, "8") {
+		t.Fatalf("cancelled timer fired: %q", got)
+	}
+}
+
+func TestWaitersShareRequestID(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	r := req("get", "hold")
+	results := make(chan string, 2)
+	for i := 0; i < 2; i++ { // a client and its retry: same RequestID
+		go func() {
+			resp, err := n.Do(context.Background(), "misc", r)
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			results <- string(resp.Result.Bytes)
+		}()
+	}
+	eventually(t, "two waiters", func() bool { c, _ := n.Counters("misc"); return c.Waiting == 2 && c.Requests == 2 })
+	do(t, n, "misc", req("set", "release", "x"))
+	for i := 0; i < 2; i++ {
+		if got := <-results; got != "released" {
+			t.Fatalf("waiter %d got %q", i, got)
+		}
+	}
+
+	// A caller whose context ends is removed; a late response goes nowhere.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := n.Do(ctx, "misc", req("get", "hold")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("expired request: %v", err)
+	}
+	if c, _ := n.Counters("misc"); c.Waiting != 0 {
+		t.Fatalf("waiter left behind: %+v", c)
+	}
+	do(t, n, "misc", req("set", "release", "x"))
+	eventually(t, "orphan counted", func() bool { c, _ := n.Counters("misc"); return c.Orphans == 1 })
+}
+
+func TestSendToSelfDropped(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	if r := do(t, n, "misc", req("set", "self", "x")); r.Type != service.ResultOK {
+		t.Fatal(r)
+	}
+	if c, _ := n.Counters("misc"); c.BadSends != 1 || c.MessagesOut != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	cfg, _ := mkCluster(t, 1, config.Memory, nsReg)
+	if _, err := New(cfg, "n9", Options{}); err == nil || !strings.Contains(err.Error(), `node "n9" is not in cluster`) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	cfg.Namespaces[0].Params = map[string]string{"x": "1"}
+	if _, err := New(cfg, "n1", Options{}); err == nil || !strings.Contains(err.Error(), "namespace reg") {
+		t.Fatalf("bad params: %v", err)
+	}
+}
+
+func TestShutdownFailsPendingRequests(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := n.Do(context.Background(), "misc", req("get", "hold"))
+		errc <- err
+	}()
+	eventually(t, "waiting", func() bool { c, _ := n.Counters("misc"); return c.Waiting == 1 })
+	n.Close()
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("pending request after Close: %v", err)
+	}
+	if _, err := n.Do(context.Background(), "misc", req("get", "fired")); err == nil {
+		t.Fatal("Do after Close succeeded")
+	}
+}
+
+// A timer that fired (its event already queued) and was then cancelled or
+// replaced must not reach the automaton: the loop drops the stale generation.
+// This drives the loop by hand to make the race deterministic.
+func TestStaleTimerFiringIgnored(t *testing.T) {
+	cfg, _ := mkCluster(t, 1, config.Memory, nsMisc)
+	n, err := New(cfg, "n1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close(n.stopping)
+	l := n.loops["misc"]
+	defer l.stopTimers()
+	client := func(kind, key string, args ...string) {
+		l.step(event{in: automaton.ClientRequest{Req: req(kind, key, args...)}})
+	}
+	fired := func() event {
+		t.Helper()
+		select {
+		case ev := <-l.inbox:
+			return ev
+		case <-time.After(5 * time.Second):
+			t.Fatal("timer did not fire")
+		}
+		return event{}
+	}
+
+	client("set", "arm/8", "0")
+	stale := fired()
+	client("set", "cancel/8", "x")
+	l.step(stale) // cancelled after firing: dropped
+
+	client("set", "arm/9", "0")
+	stale = fired()
+	client("set", "arm/9", "0") // replaced after firing
+	fresh := fired()
+	l.step(stale) // the old generation: dropped
+	l.step(fresh) // the new one: delivered
+	l.step(fresh) // delivered once only
+
+	l.pending = l.pending[:0]
+	client("get", "fired")
+	got := string(l.pending[0].(automaton.Respond).Resp.Result.Bytes)
+	if got != "9" {
+		t.Fatalf("automaton saw timers %q, want just one firing of 9", got)
+	}
+}
