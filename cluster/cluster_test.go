@@ -1,0 +1,352 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// synodBin is the real synod binary, built once by TestMain.
+var synodBin string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "synod-cluster-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	synodBin, err = BuildSynod(tmp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(tmp)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+// up starts a cluster in a fresh directory and always stops it at the end.
+func up(t *testing.T, opts UpOptions) *Cluster {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	if opts.Binary == "" {
+		opts.Binary = synodBin
+	}
+	c, err := Up(opts)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := os.Stat(c.Dir); errors.Is(err, os.ErrNotExist) {
+			return // purged by the test
+		}
+		if _, err := Down(c.Dir, false); err != nil {
+			t.Errorf("cleanup Down: %v", err)
+		}
+	})
+	return c
+}
+
+// gone waits until no process has pid (it was reaped, not just a zombie).
+func gone(pid int) bool {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func pidFromFile(t *testing.T, dir, id string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, id+".pid"))
+	if err != nil {
+		t.Fatalf("pid file of %s: %v", id, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file of %s: %v", id, err)
+	}
+	return pid
+}
+
+func statusOf(t *testing.T, dir string) map[string]NodeStatus {
+	t.Helper()
+	st, err := Status(dir)
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	out := map[string]NodeStatus{}
+	for _, s := range st {
+		out[s.ID] = s
+	}
+	return out
+}
+
+func TestLifecycle(t *testing.T) {
+	c := up(t, UpOptions{Nodes: 3, Protocol: "abd", Durability: "fsync"})
+	if len(c.Nodes) != 3 || c.Config.Namespaces[0].Protocol != "abd" || c.Config.DataDir != filepath.Join(c.Dir, "data") {
+		t.Fatalf("unexpected cluster: %+v %+v", c.Nodes, c.Config)
+	}
+	if !strings.HasPrefix(c.Config.Cluster, "local-") {
+		t.Errorf("cluster name %q", c.Config.Cluster)
+	}
+	st := statusOf(t, c.Dir)
+	for _, n := range c.Nodes {
+		s := st[n.ID]
+		if !s.Alive || !s.PingOK || s.PID != n.PID || s.PID != pidFromFile(t, c.Dir, n.ID) || s.Client != n.Client {
+			t.Fatalf("status of %s = %+v, node %+v", n.ID, s, n)
+		}
+	}
+
+	// A second Up on the same directory is refused and names the way out.
+	if _, err := Up(UpOptions{Dir: c.Dir, Nodes: 3, Binary: synodBin}); err == nil || !strings.Contains(err.Error(), "synod cluster down --dir "+c.Dir) {
+		t.Fatalf("second Up: %v", err)
+	}
+
+	// kill -9 n2: the process is really gone and the others are untouched.
+	victim := c.Nodes[1]
+	if err := c.Kill("n2"); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if !gone(victim.PID) {
+		t.Fatalf("pid %d of n2 still exists after Kill", victim.PID)
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, "n2.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("n2.pid after Kill: %v", err)
+	}
+	st = statusOf(t, c.Dir)
+	if s := st["n2"]; s.Alive || s.PingOK || s.PID != 0 {
+		t.Fatalf("status of killed n2 = %+v", s)
+	}
+	if s := st["n1"]; !s.Alive || !s.PingOK {
+		t.Fatalf("status of n1 after killing n2 = %+v", s)
+	}
+	if err := Ping(victim.Client, "", 300*time.Millisecond); err == nil {
+		t.Fatal("killed n2 still answers PING")
+	}
+	if err := c.Kill("n2"); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("Kill of a dead node: %v", err)
+	}
+	if err := c.Kill("n9"); err == nil || !strings.Contains(err.Error(), "n9") {
+		t.Fatalf("Kill of an unknown node: %v", err)
+	}
+
+	// Restart refuses a running node and brings a killed one back.
+	if err := c.Restart("n1"); err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("Restart of a running node: %v", err)
+	}
+	if err := c.Restart("n2"); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	if err := Ping(victim.Client, "", time.Second); err != nil {
+		t.Fatalf("PING after restart: %v", err)
+	}
+	newPID := pidFromFile(t, c.Dir, "n2")
+	if newPID == victim.PID {
+		t.Fatalf("restarted n2 kept pid %d", newPID)
+	}
+	log, _ := os.ReadFile(filepath.Join(c.Dir, "n2.log"))
+	if strings.Count(string(log), startMarker) != 2 {
+		t.Errorf("n2.log should record two starts:\n%s", log)
+	}
+
+	// Down stops everything, removes pid files, keeps the data.
+	pids := []int{c.Nodes[0].PID, newPID, c.Nodes[2].PID}
+	stopped, err := c.Down(false)
+	if err != nil || len(stopped) != 3 {
+		t.Fatalf("Down: %v %v", stopped, err)
+	}
+	for _, pid := range pids {
+		if !gone(pid) {
+			t.Fatalf("pid %d survived Down", pid)
+		}
+	}
+	for _, s := range statusOf(t, c.Dir) {
+		if s.Alive || s.PingOK {
+			t.Fatalf("after Down: %+v", s)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(c.Dir, "*.pid")); len(m) != 0 {
+		t.Fatalf("pid files left: %v", m)
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, "data")); err != nil {
+		t.Fatalf("data dir after Down: %v", err)
+	}
+	if stopped, err := c.Down(false); err != nil || len(stopped) != 0 {
+		t.Fatalf("second Down: %v %v", stopped, err)
+	}
+
+	// Up on the stopped cluster resumes it (same name and ports) when the
+	// shape matches, and refuses a different shape.
+	if _, err := Up(UpOptions{Dir: c.Dir, Nodes: 5, Binary: synodBin}); err == nil || !strings.Contains(err.Error(), "--purge") {
+		t.Fatalf("Up with another shape: %v", err)
+	}
+	c2, err := Up(UpOptions{Dir: c.Dir, Nodes: 3, Protocol: "abd", Binary: synodBin})
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if !c2.Resumed || c2.Config.Cluster != c.Config.Cluster || c2.Nodes[0].Client != c.Nodes[0].Client {
+		t.Fatalf("resumed cluster differs: %+v vs %+v", c2.Config, c.Config)
+	}
+	if _, err := Down(c.Dir, true); err != nil {
+		t.Fatalf("Down --purge: %v", err)
+	}
+	for _, n := range c2.Nodes {
+		if !gone(n.PID) {
+			t.Fatalf("pid %d survived Down --purge", n.PID)
+		}
+	}
+	if _, err := os.Stat(c.Dir); !errors.Is(err, os.ErrNotExist) {
+		left, _ := os.ReadDir(c.Dir)
+		t.Fatalf("Down --purge left %s: %v %v", c.Dir, err, left)
+	}
+}
+
+func TestMemoryClusterWithPassword(t *testing.T) {
+	c := up(t, UpOptions{Nodes: 1, Durability: "memory", Password: "s3cret"})
+	if c.Config.Durability != "memory" || c.Config.Password != "s3cret" {
+		t.Fatalf("config %+v", c.Config)
+	}
+	if err := Ping(c.Nodes[0].Client, "s3cret", time.Second); err != nil {
+		t.Fatalf("PING with AUTH: %v", err)
+	}
+	if err := Ping(c.Nodes[0].Client, "", time.Second); err == nil {
+		t.Fatal("PING without AUTH succeeded on a password-protected node")
+	}
+	if st := statusOf(t, c.Dir); !st["n1"].PingOK {
+		t.Fatalf("Status does not AUTH: %+v", st["n1"])
+	}
+}
+
+// A node that cannot start: Up fails with the end of its log and leaves no
+// process, pid file or cluster file behind.
+func TestUpFailureQuotesLog(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(t.TempDir(), "synod-fake")
+	script := "#!/bin/sh\necho \"fatal: fake node $5 refuses to start\" >&2\nexit 3\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := Up(UpOptions{Dir: dir, Nodes: 2, Binary: fake})
+	if err == nil || !strings.Contains(err.Error(), "refuses to start") || !strings.Contains(err.Error(), "exited during startup") {
+		t.Fatalf("Up with a failing binary: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("Up took %v to notice an exited node", time.Since(start))
+	}
+	for _, f := range []string{"n1.pid", "n2.pid", ConfigFile, DataDir} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "n1.log")); err != nil {
+		t.Errorf("log should be kept for diagnosis: %v", err)
+	}
+}
+
+func TestBasePortBusy(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	if port+200+2 > 65535 {
+		t.Skipf("ephemeral port %d too high for a base port", port)
+	}
+	dir := t.TempDir()
+	_, err = Up(UpOptions{Dir: dir, Nodes: 2, BasePort: port, Binary: synodBin})
+	if err == nil || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("Up on a busy base port: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cluster file left behind: %v", err)
+	}
+}
+
+// Kill, Status, Restart and Down never signal a PID that is not the node
+// named by the pid file, even when the pid file points at a live process.
+func TestSignalsOnlyVerifiedPIDs(t *testing.T) {
+	c := up(t, UpOptions{Nodes: 1, Durability: "memory"})
+	if err := c.Kill("n1"); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { other.Wait(); close(exited) }()
+	defer func() { other.Process.Kill(); <-exited }()
+	plant := func() {
+		if err := os.WriteFile(filepath.Join(c.Dir, "n1.pid"), []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stillAlive := func(what string) {
+		t.Helper()
+		select {
+		case <-exited:
+			t.Fatalf("%s killed an unrelated process", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	plant()
+	if s := statusOf(t, c.Dir)["n1"]; s.Alive || s.PID != 0 {
+		t.Fatalf("Status trusts a foreign pid: %+v", s)
+	}
+	plant()
+	if err := c.Kill("n1"); err == nil {
+		t.Fatal("Kill of a foreign pid succeeded")
+	}
+	stillAlive("Kill")
+	plant()
+	if stopped, err := c.Down(false); err != nil || len(stopped) != 0 {
+		t.Fatalf("Down with a foreign pid: %v %v", stopped, err)
+	}
+	stillAlive("Down")
+	plant()
+	if err := c.Restart("n1"); err != nil {
+		t.Fatalf("Restart over a stale pid file: %v", err)
+	}
+	stillAlive("Restart")
+	if err := Ping(c.Nodes[0].Client, "", time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCmdlineMatches(t *testing.T) {
+	cfg, id := "/d/cluster.yaml", "n2"
+	for _, tc := range []struct {
+		cmd  string
+		want bool
+	}{
+		{"/usr/bin/synod\x00node\x00--config\x00/d/cluster.yaml\x00--id\x00n2\x00", true},
+		{"/usr/bin/synod\x00node\x00--config=/d/cluster.yaml\x00--id=n2\x00", true},
+		{"/usr/bin/synod\x00node\x00--config\x00/d/cluster.yaml\x00--id\x00n1\x00", false},
+		{"/usr/bin/synod\x00node\x00--config\x00/e/cluster.yaml\x00--id\x00n2\x00", false},
+		{"/usr/bin/synod\x00bench\x00--config\x00/d/cluster.yaml\x00--id\x00n2\x00", false},
+		{"/usr/bin/other\x00node\x00--config\x00/d/cluster.yaml\x00--id\x00n2\x00", false},
+		{"", false},
+	} {
+		if got := cmdlineMatches([]byte(tc.cmd), cfg, id); got != tc.want {
+			t.Errorf("cmdlineMatches(%q) = %v, want %v", tc.cmd, got, tc.want)
+		}
+	}
+}
