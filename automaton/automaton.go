@@ -44,9 +44,9 @@ package automaton
 import (
 	"fmt"
 	"math/rand"
-	"sort"
 	"time"
 
+	"github.com/synod-dev/synod/internal/registry"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -214,35 +214,17 @@ type Protocol interface {
 	IdempotentRetry() bool
 }
 
-var registry = map[string]Protocol{}
+var known = registry.New[Protocol]("protocol")
 
-// Register makes a protocol available by name. It panics on a duplicate name;
-// call it from the protocol package's init.
-func Register(p Protocol) {
-	if _, dup := registry[p.Name()]; dup {
-		panic("automaton: protocol registered twice: " + p.Name())
-	}
-	registry[p.Name()] = p
-}
+// Register makes a protocol available by name; call it from the protocol
+// package's init.
+func Register(p Protocol) { known.Register(p.Name(), p) }
 
 // Lookup returns a registered protocol.
-func Lookup(name string) (Protocol, error) {
-	p, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown protocol %q (known: %v)", name, Names())
-	}
-	return p, nil
-}
+func Lookup(name string) (Protocol, error) { return known.Lookup(name) }
 
 // Names lists the registered protocols, sorted.
-func Names() []string {
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return known.Names() }
 
 // Majority returns the size of a majority quorum of n members.
 func Majority(n int) int { return n/2 + 1 }
@@ -258,8 +240,8 @@ type RegisterProtocol interface {
 // HasRegisterSemantics reports whether the named protocol is registered and
 // replicates registers.
 func HasRegisterSemantics(name string) bool {
-	p, ok := registry[name]
-	if !ok {
+	p, err := known.Lookup(name)
+	if err != nil {
 		return false
 	}
 	r, ok := p.(RegisterProtocol)

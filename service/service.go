@@ -15,8 +15,8 @@ package service
 import (
 	"errors"
 	"fmt"
-	"sort"
 
+	"github.com/synod-dev/synod/internal/registry"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -126,34 +126,16 @@ type State interface {
 	Restore(snap []byte) error
 }
 
-var registry = map[string]Service{}
+var known = registry.New[Service]("service")
 
 // Register makes a service available by name; call it from init.
-func Register(s Service) {
-	if _, dup := registry[s.Name()]; dup {
-		panic("service: registered twice: " + s.Name())
-	}
-	registry[s.Name()] = s
-}
+func Register(s Service) { known.Register(s.Name(), s) }
 
 // Lookup returns a registered service.
-func Lookup(name string) (Service, error) {
-	s, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown service %q (known: %v)", name, Names())
-	}
-	return s, nil
-}
+func Lookup(name string) (Service, error) { return known.Lookup(name) }
 
 // Names lists registered services, sorted.
-func Names() []string {
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return known.Names() }
 
 const codecVersion = 1
 
