@@ -63,47 +63,68 @@ type RequestID struct {
 
 func (r RequestID) String() string { return fmt.Sprintf("%x:%d", r.Client, r.Seq) }
 
-// ReadMode selects the consistency of a read, per request.
+// ReadMode selects how a read is served, per request. Every protocol documents
+// which modes it offers; a protocol answers a mode it does not offer with an
+// error, except that a protocol may serve any of the linearizable modes
+// (ReadDefault, ReadLog, ReadQuorum, ReadLease) by its own linearizable read.
 type ReadMode uint8
 
 const (
-	// ReadDefault is the protocol's strongest read (linearizable where offered).
+	// ReadDefault is the protocol's own linearizable read.
 	ReadDefault ReadMode = iota
 	// ReadRegular skips the steps that make a read linearizable (ABD: no
 	// write-back). It may return a value older than a previously returned one.
 	ReadRegular
 	// ReadLocal answers from the contacted replica's state alone (may be stale).
 	ReadLocal
+	// ReadLog orders the read through the replicated log (state machine
+	// protocols): linearizable, at the cost of a log write.
+	ReadLog
+	// ReadQuorum: the leader answers after a majority confirms it still leads:
+	// linearizable, no log write.
+	ReadQuorum
+	// ReadLease: the leader answers under a time lease, with no message at all;
+	// linearizable while clock drift stays within the protocol's stated bound.
+	ReadLease
 )
 
-// ParseReadMode parses "linearizable"/"default", "regular" and "local".
+var readModeNames = []string{"linearizable", "regular", "local", "log", "quorum", "lease"}
+
+// ParseReadMode parses a read mode name ("default" means "linearizable").
 func ParseReadMode(s string) (ReadMode, error) {
-	switch s {
-	case "", "default", "linearizable":
+	if s == "" || s == "default" {
 		return ReadDefault, nil
-	case "regular":
-		return ReadRegular, nil
-	case "local":
-		return ReadLocal, nil
 	}
-	return 0, fmt.Errorf("unknown read mode %q (want linearizable, regular or local)", s)
+	for i, n := range readModeNames {
+		if s == n {
+			return ReadMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown read mode %q (want one of %v)", s, readModeNames)
 }
 
 func (m ReadMode) String() string {
-	switch m {
-	case ReadDefault:
-		return "linearizable"
-	case ReadRegular:
-		return "regular"
-	case ReadLocal:
-		return "local"
+	if int(m) < len(readModeNames) {
+		return readModeNames[m]
 	}
 	return fmt.Sprintf("ReadMode(%d)", uint8(m))
+}
+
+// Linearizable reports whether the mode promises linearizable reads.
+func (m ReadMode) Linearizable() bool {
+	return m == ReadDefault || m == ReadLog || m == ReadQuorum || m == ReadLease
 }
 
 // Options are per-request options.
 type Options struct {
 	Read ReadMode
+
+	// ESDS (seed 000): a client-chosen unique operation id, the ids of
+	// operations that must be ordered before this one, and whether the answer
+	// must wait until the operation is stable. Other protocols ignore them.
+	OpID   string
+	Prev   []string
+	Strict bool
 }
 
 // Request is one client operation on a namespace.
@@ -246,4 +267,37 @@ func HasRegisterSemantics(name string) bool {
 	}
 	r, ok := p.(RegisterProtocol)
 	return ok && r.RegisterSemantics()
+}
+
+// Consistency names the guarantee a protocol's histories are checked against.
+type Consistency string
+
+const (
+	// Linearizable: every operation takes effect at one instant between its
+	// invocation and its response (Herlihy and Wing).
+	Linearizable Consistency = "linearizable"
+	// Sequential: one total order that respects each client's program order
+	// (Lamport), without real-time order across clients.
+	Sequential Consistency = "sequential"
+	// EventuallySerializable: seed 000's ESDS guarantee (prev constraints,
+	// strict answers agree with the eventual total order, convergence).
+	EventuallySerializable Consistency = "eventually-serializable"
+)
+
+// ConsistencyModel is implemented by protocols whose guarantee is not
+// linearizability; protocols that do not implement it are Linearizable.
+type ConsistencyModel interface {
+	Consistency() Consistency
+}
+
+// ConsistencyOf returns the named protocol's guarantee.
+func ConsistencyOf(name string) (Consistency, error) {
+	p, err := known.Lookup(name)
+	if err != nil {
+		return "", err
+	}
+	if c, ok := p.(ConsistencyModel); ok {
+		return c.Consistency(), nil
+	}
+	return Linearizable, nil
 }

@@ -192,7 +192,7 @@ func TestConnectionCommands(t *testing.T) {
 		cmd("SYNOD READ", `"linearizable"`),
 		cmd("SYNOD READ local", "OK"),
 		cmd("SYNOD READ", `"local"`),
-		cmd("SYNOD READ stale", `(error) ERR unknown read mode "stale" (want linearizable, regular or local)`),
+		cmd("SYNOD READ stale", `(error) ERR unknown read mode "stale" (want one of [linearizable regular local log quorum lease])`),
 		cmd("SYNOD NAMESPACES", "1) 1) \"main\"\n   2) \"p\"\n   3) \"kv\"\n2) 1) \"other\"\n   2) \"q\"\n   3) \"kv\""),
 		cmd("SYNOD OP cas k in-main swapped", "(integer) 1"),
 		cmd("SYNOD OP cas k in-main again", "(integer) 0"),

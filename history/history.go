@@ -59,8 +59,13 @@ type Op struct {
 	Kind      string   `json:"kind"`
 	Key       string   `json:"key"`
 	Args      []string `json:"args,omitempty"`
-	// Read mode used for reads ("linearizable", "regular", "local").
+	// Read mode used for reads ("linearizable", "regular", "local", ...).
 	ReadMode string `json:"read_mode,omitempty"`
+	// ESDS request options (seed 000): the operation's id, the ids it must
+	// follow, and whether it was strict.
+	ID     string   `json:"id,omitempty"`
+	Prev   []string `json:"prev,omitempty"`
+	Strict bool     `json:"strict,omitempty"`
 	// Call and Return are nanoseconds since the history began (virtual time in
 	// simulation). Return is meaningless when Outcome is Unknown.
 	Call    int64   `json:"call"`

@@ -37,6 +37,9 @@
 //     not linearizable: new/old inversion). The seed's one-phase read is offered
 //     per request as the "regular" read mode (automaton.ReadRegular), documented
 //     as not linearizable, and kept as the broken variant "abd-broken-nowriteback".
+//   - Read modes: "regular" and "local" as above; every linearizable mode
+//     (log, quorum, lease) is served by the ordinary two-phase ABD read, which is
+//     linearizable without a log or a leader.
 //   - Quorums are majorities, (N/2)+1 as in the seed, for both phases; any N >= 1
 //     works, and f < N/2 crashed replicas are tolerated.
 //   - Writes wait for a majority of acknowledgements, not all (§3.1.2 leaves it
