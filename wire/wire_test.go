@@ -31,7 +31,7 @@ func TestRoundTrip(t *testing.T) {
 	if got := d.BytesCopy(); string(got) != "hello" {
 		t.Fatalf("bytes: %q", got)
 	}
-	d.String()
+	_ = d.String()
 	d.Uvarint()
 	if err := d.Done(); err != nil {
 		t.Fatal(err)
