@@ -50,6 +50,7 @@ import (
 //	SYNOD READ [linearizable|regular|local]    show or select the read consistency
 //	SYNOD NAMESPACES                           list namespaces as [name, protocol, service]
 //	SYNOD OP kind key [arg ...]                run one service operation
+//	SYNOD STRICT/PREV/OPID/LASTID              ESDS request options (esds.go)
 //
 // Every operation is checked with the namespace's Service.Validate before it
 // reaches the Backend, so bad input never enters a replicated log.
@@ -128,6 +129,9 @@ func (c *conn) exec(args [][]byte) {
 	c.mu.Lock()
 	c.lastCmd = name
 	c.mu.Unlock()
+	if !c.esdsBegin(cmd, args) {
+		return
+	}
 	cmd.fn(c, args)
 }
 
@@ -173,7 +177,8 @@ func (c *conn) run(op service.Op, seq uint64) service.Result {
 	timeout := c.s.opts.RequestTimeout
 	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
 	defer cancel()
-	req := automaton.Request{ID: automaton.RequestID{Client: c.client, Seq: seq}, Op: op, Opts: automaton.Options{Read: read}}
+	id := automaton.RequestID{Client: c.client, Seq: seq}
+	req := automaton.Request{ID: id, Op: op, Opts: c.esdsOptions(read, id)}
 	res, err := c.s.b.Do(ctx, ns.Name, req)
 	if err != nil {
 		switch {
@@ -960,6 +965,9 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteSimple(l)
 		}
 	default:
+		if c.esdsCommand(sub, args) {
+			return
+		}
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))
 	}
 }

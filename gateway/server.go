@@ -207,6 +207,7 @@ type conn struct {
 	created time.Time
 	authed  bool
 	quit    bool
+	esds    esdsConn // ESDS options (esds.go)
 
 	mu      sync.Mutex
 	ns      config.Namespace
