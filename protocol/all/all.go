@@ -3,4 +3,6 @@ package all
 
 import (
 	_ "github.com/synod-dev/synod/protocol/abd"
+	_ "github.com/synod-dev/synod/protocol/paxos"
+	_ "github.com/synod-dev/synod/protocol/esds"
 )

@@ -1,0 +1,117 @@
+// Package esds implements the eventually-serializable data service of seed 000
+// (Cheiner, "Implementation and Evaluation of an Eventually-Serializable Data
+// Service", MIT 1997, after Fekete, Gupta, Luchangco, Lynch and Shvartsman,
+// PODC 1996) over any service.Service (Counter, String, KV, ...).
+//
+// Protocols: "esds" is ESDSOptAlg (Fig. 4.5: incremental gossip, no
+// self-gossip with solidify for one replica, memoised stable state);
+// "esds-unopt" is ESDSAlg (Figs. 4.1, 4.2: full-state gossip, values
+// recomputed from the initial state every time, no garbage collection). The
+// parameter variant=opt|unopt selects either under any name.
+//
+// # Roles
+//
+// One automaton per node plays both roles. The front end (Fig. 4.1) is the node
+// the client reached: it submits the operation to its own replica
+// (receive_{f,r}("request", x) without a network hop) and answers the client
+// when that replica produces the response; wait_f is the pending table, and a
+// retry at another node is another front end submitting the same operation
+// (the seed lets a front end send to any replica any number of times). The
+// replica keeps pending, rcvd (the operation table), done_r[i] and solid_r[i]
+// (a bit per replica on each operation), minlabel_r (one label per operation;
+// an operation has a label iff it is in done_r[r]) and lbl-counter_r.
+//
+//   - do_it (x, l): when x is received, not done, and every id in x.prev is done
+//     here (or garbage-collected), label it (counter+1, r). The counter is
+//     advanced past the counter of every label seen, so the new label exceeds
+//     every label in done_r[r] (notes §1.4: the seed needs this and does not
+//     say it).
+//   - gossip merge: rcvd ∪= R; done[r'], done[r] ∪= D ∪ S; done[i] ∪= S;
+//     labels by minimum; solid[r'] ∪= S; solid[r] ∪= S ∪ ⋂ done (Fig. 4.2).
+//   - response: non-strict operations once done here, with val_r(x) in the
+//     current label order; strict ones once x ∈ ⋂_i solid_r[i], with
+//     stable-value_r(x).
+//
+// Operation ids: Options.OpID, or DerivedID(RequestID) =
+// "<client as 16 hex digits>-<seq>" when empty (the gateway assigns the same
+// form). A retry carries the same id, so it joins the one operation:
+// IdempotentRetry is true. Ids are the client's responsibility (seed §4.2.2):
+// two different operations under one id are one operation (the first
+// descriptor a replica sees wins). An operation naming itself in prev is
+// refused. Read modes (Options.Read) do not apply: ESDS has no linearizable
+// read; per-request consistency is the strict flag.
+//
+// # How the seed's gaps and typos are resolved
+//
+//   - Replica ids are 0..N-1, the positions in the node list (§4.2.3), not
+//     Fig. 4.5's P = {1..n}. At most 64 replicas (bit masks).
+//   - Fig. 4.5's gossip precondition reads gossip_r[r]; it means gossip_r[r']
+//     (the prose: "only the operations in the gossip_r[r'] set are gossiped").
+//     Its degenerate terms (solid_r[r] ∩ solid_r[r], done_r[r] ∩ done_r[r]) are
+//     read as the prose says: an operation is queued for gossip to everyone
+//     whenever this replica learns anything new about it.
+//   - The stable state advances per Fig. 4.5 ("≤ max-stable", up to and
+//     including), as soon as operations are stable here (the thesis's variant,
+//     not [1]'s).
+//   - solidify (one replica) is folded into do_it: with one member, done here
+//     is done everywhere. The same holds after removals leave one member.
+//   - Values: ESDSAlg recomputes from σ0 (esds-unopt does, every time);
+//     ESDSOptAlg keeps the tentative state (stable state plus non-stable
+//     operations in label order) and extends it in place when a new label is
+//     the largest, rebuilding it from the stable state when a label changes
+//     under it.
+//
+// # Beyond the seed
+//
+//   - Unreliable channels (seed §6.2): incremental gossip runs over one
+//     numbered stream per ordered pair of replicas. A message carries a range
+//     From..To of the stream (the current state of each operation queued at
+//     those positions) and acknowledges the reverse stream. The receiver
+//     applies only a contiguous prefix (a gap or a new stream that does not
+//     start at 1 is dropped), acknowledges, and the sender retransmits the
+//     unacknowledged window every "retransmit". This keeps the property the
+//     stability rule needs: when r learns that i has done x, it has learned
+//     every operation i did before x. Full-state gossip (unopt) is idempotent
+//     and needs none of this.
+//   - Crash and restart: a replica persists, before any send or response that
+//     reveals it, every operation it has done (descriptor, label, stable-here
+//     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
+//     ("m"), and at each garbage collection the stable state ("s": snapshot,
+//     last label, counter, id summary, collected ids not yet acknowledged by
+//     every peer). Every start has a new incarnation number; a peer that sees
+//     it change starts a new stream carrying its whole state, and ignores late
+//     messages from the old incarnation. Operations received but not done are
+//     not persisted: their sender (a client retry or a peer's stream) resends
+//     them. The values of operations applied to the stable state before a
+//     crash are not kept; a retry of one that is still pending then gets an
+//     error naming this. Memory durability mode gives none of this: a replica
+//     that forgets what it gossiped breaks the guarantee.
+//   - Garbage collection (seed §4.3.1, §6.1): an operation applied here and
+//     stable at every member is discarded; its id goes to a summary (per
+//     client, sorted ranges of sequence numbers for ids of DerivedID's form:
+//     a watermark plus the gaps; other ids one by one, as the seed keeps them)
+//     and its value to a cache of the last 4096. Each peer is told ("gone"
+//     entry: stable at every member) until it acknowledges, so that replicas
+//     that have not yet heard every stable flag still learn it.
+//   - Membership: a dead replica blocks stability, hence strict operations. The
+//     parameter removed=n3,n4 or the admin request Op{Kind: "esds.remove",
+//     Key: "n3"} (through any node: SYNOD OP esds.remove n3) removes it; the
+//     removed set is gossiped and merged by union, and persisted. Stability is
+//     then computed over the remaining members. A removed replica is ignored
+//     for good: operations only it had done are lost, and it must not rejoin
+//     with its old state (re-adding a replica is not implemented).
+//
+// # For runtimes and tests
+//
+// *ESDS has two methods outside the automaton contract: RecordOrder (before
+// Start: keep the ids applied to the stable state, across collection and
+// restarts) and FinalOrder (this replica's total order of the operations it
+// has done). The simulator uses them after quiescence to check convergence
+// (package check, ESDS).
+//
+// # Broken variants
+//
+// "esds-broken-earlystrict" answers strict operations once done locally;
+// "esds-broken-maxlabel" merges labels by maximum. The ESDS checker catches
+// both in simulation.
+package esds

@@ -1,0 +1,200 @@
+package esds
+
+import (
+	"fmt"
+
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Label is a minlabel (seed 000 §4.2.2): a pair (counter value, replica id),
+// ordered lexicographically. Replica ids are positions in the configured node
+// list (0..N-1). The zero Label with Set false is the seed's ∞ ("no label").
+type Label struct {
+	C   uint64
+	R   uint32
+	Set bool
+}
+
+// Less reports whether l orders before m; ∞ (unset) orders after everything.
+func (l Label) Less(m Label) bool {
+	switch {
+	case !l.Set:
+		return false
+	case !m.Set:
+		return true
+	case l.C != m.C:
+		return l.C < m.C
+	}
+	return l.R < m.R
+}
+
+func (l Label) String() string {
+	if !l.Set {
+		return "∞"
+	}
+	return fmt.Sprintf("(%d,%d)", l.C, l.R)
+}
+
+// Message kinds.
+const (
+	msgVersion = 1
+
+	// kindStream is the optimised variant's incremental gossip: a numbered
+	// range of one sender's gossip stream to this receiver, plus the
+	// acknowledgement of the reverse stream.
+	kindStream = 1
+	// kindFull is the unoptimised variant's full-state gossip (Fig. 4.2):
+	// every operation in rcvd with its done/solid flags and label.
+	kindFull = 2
+)
+
+const (
+	flagDone  = 1 // the sender has done the operation (it carries a label)
+	flagSolid = 2 // the operation is stable at the sender
+	// flagGone: the sender has garbage-collected the operation (it was
+	// stable at every member); the entry carries the id alone and means
+	// "stable at the sender".
+	flagGone = 4
+	// flagAll: the sender knows the operation is stable at every member
+	// (x ∈ ⋂_i solid[i]); knowledge of knowledge, sound to pass on.
+	flagAll = 8
+
+	maxEntries = 1 << 20
+	maxPrev    = 1 << 16
+)
+
+// entry is what gossip (and the persisted record) says about one operation:
+// its descriptor (id, prev, strict, op) and the sender's knowledge about it.
+type entry struct {
+	ID     string
+	Prev   []string
+	Strict bool
+	Op     service.Op
+	Flags  byte
+	Label  Label
+}
+
+// message is the union of the two gossip messages.
+type message struct {
+	Kind byte
+	// Inc is the sender's incarnation (a fresh number at every start).
+	Inc uint64
+	// Removed is the sender's set of removed members (a bit per replica id).
+	Removed uint64
+
+	// kindStream: the sender's stream id to this receiver, the sequence
+	// numbers From..To this message covers (entries of operations since
+	// garbage-collected are omitted), and the acknowledgement of the
+	// receiver's stream AckStream up to AckSeq.
+	Stream, From, To  uint64
+	AckStream, AckSeq uint64
+
+	Entries []entry
+}
+
+func encodeEntry(e *wire.Encoder, x *entry) {
+	e.String(x.ID)
+	e.Byte(x.Flags)
+	if x.Flags&flagGone != 0 {
+		return
+	}
+	e.Uvarint(uint64(len(x.Prev)))
+	for _, p := range x.Prev {
+		e.String(p)
+	}
+	e.Bool(x.Strict)
+	service.EncodeOp(e, x.Op)
+	if x.Flags&flagDone != 0 {
+		e.Uvarint(x.Label.C)
+		e.Uvarint(uint64(x.Label.R))
+	}
+}
+
+func decodeEntry(d *wire.Decoder) entry {
+	x := entry{ID: d.String(), Flags: d.Byte()}
+	if x.Flags == flagGone {
+		return x
+	}
+	if x.Flags&^(flagDone|flagSolid|flagAll) != 0 {
+		d.Fail(fmt.Errorf("esds: bad entry flags %#x", x.Flags))
+	}
+	if n := d.Count(maxPrev, 1); n > 0 {
+		x.Prev = make([]string, n)
+		for i := range x.Prev {
+			x.Prev[i] = d.String()
+		}
+	}
+	x.Strict = d.Bool()
+	x.Op = service.DecodeOp(d)
+	if x.Flags&(flagSolid|flagAll) != 0 && x.Flags&flagDone == 0 {
+		d.Fail(fmt.Errorf("esds: entry %q is solid but not done", x.ID))
+	}
+	if x.Flags&flagDone != 0 {
+		x.Label.C = d.Uvarint()
+		r := d.Uvarint()
+		if r >= maxReplicas {
+			d.Fail(fmt.Errorf("esds: label replica id %d out of range", r))
+		}
+		x.Label.R = uint32(r)
+		x.Label.Set = true
+	}
+	return x
+}
+
+func (m *message) marshal() []byte {
+	e := wire.Encoder{B: make([]byte, 0, 64+48*len(m.Entries))}
+	e.Byte(msgVersion)
+	e.Byte(m.Kind)
+	e.Uvarint(m.Inc)
+	e.Uvarint(m.Removed)
+	if m.Kind == kindStream {
+		e.Uvarint(m.Stream)
+		e.Uvarint(m.From)
+		e.Uvarint(m.To)
+		e.Uvarint(m.AckStream)
+		e.Uvarint(m.AckSeq)
+	}
+	e.Uvarint(uint64(len(m.Entries)))
+	for i := range m.Entries {
+		encodeEntry(&e, &m.Entries[i])
+	}
+	return e.B
+}
+
+func unmarshal(b []byte) (message, error) {
+	d := wire.NewDecoder(b)
+	var m message
+	if v := d.Byte(); d.Err() == nil && v != msgVersion {
+		return m, fmt.Errorf("esds: message version %d, want %d", v, msgVersion)
+	}
+	m.Kind = d.Byte()
+	m.Inc = d.Uvarint()
+	m.Removed = d.Uvarint()
+	switch m.Kind {
+	case kindStream:
+		m.Stream = d.Uvarint()
+		m.From = d.Uvarint()
+		m.To = d.Uvarint()
+		m.AckStream = d.Uvarint()
+		m.AckSeq = d.Uvarint()
+		if d.Err() == nil && m.To+1 < m.From {
+			return m, fmt.Errorf("esds: stream range %d..%d is backwards", m.From, m.To)
+		}
+	case kindFull:
+	default:
+		if d.Err() == nil {
+			return m, fmt.Errorf("esds: unknown message kind %d", m.Kind)
+		}
+	}
+	if n := d.Count(maxEntries, 4); n > 0 {
+		m.Entries = make([]entry, n)
+		for i := range m.Entries {
+			m.Entries[i] = decodeEntry(d)
+		}
+	}
+	if err := d.Done(); err != nil {
+		return message{}, err
+	}
+	return m, nil
+}

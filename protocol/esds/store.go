@@ -1,0 +1,267 @@
+package esds
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/synod-dev/synod/wire"
+)
+
+// Persisted records.
+const (
+	recOp      = "o/" // o/<id>: an operation done here (entry: descriptor, label, stable-here flag)
+	recStable  = "s"  // the stable state standing for garbage-collected operations
+	recMembers = "m"  // the removed members (bit mask)
+
+	stableVersion = 1
+)
+
+func uvarintBytes(v uint64) []byte {
+	e := wire.Encoder{}
+	e.Uvarint(v)
+	return e.B
+}
+
+func (a *ESDS) marshalOp(o *op) []byte {
+	e := wire.Encoder{B: []byte{msgVersion}}
+	x := a.entryOf(o)
+	encodeEntry(&e, &x)
+	return e.B
+}
+
+// marshalStable encodes the stable state, the label of the last operation in
+// it, the label counter, the id summary and (when recording) the order log.
+func (a *ESDS) marshalStable() []byte {
+	e := wire.Encoder{B: []byte{stableVersion}}
+	e.Bytes(a.stable.Snapshot())
+	e.Bool(a.stableMax.Set)
+	e.Uvarint(a.stableMax.C)
+	e.Uvarint(uint64(a.stableMax.R))
+	e.Uvarint(a.counter)
+	a.gcd.encode(&e)
+	e.Uvarint(uint64(len(a.orderLog)))
+	for _, id := range a.orderLog {
+		e.String(id)
+	}
+	gone := make([]string, 0, len(a.goneQ))
+	for id := range a.goneQ {
+		gone = append(gone, id)
+	}
+	sort.Strings(gone)
+	e.Uvarint(uint64(len(gone)))
+	for _, id := range gone {
+		e.String(id)
+	}
+	return e.B
+}
+
+// restore rebuilds the replica from its records (see the package doc).
+func (a *ESDS) restore(recs map[string][]byte) error {
+	if b, ok := recs[recMembers]; ok {
+		d := wire.NewDecoder(b)
+		m := d.Uvarint()
+		if err := d.Done(); err != nil {
+			return fmt.Errorf("record %q: %w", recMembers, err)
+		}
+		a.removed |= m &^ a.bit() & a.all
+	}
+	if b, ok := recs[recStable]; ok {
+		d := wire.NewDecoder(b)
+		if v := d.Byte(); d.Err() == nil && v != stableVersion {
+			return fmt.Errorf("record %q: version %d", recStable, v)
+		}
+		snap := d.Bytes()
+		a.stableMax.Set = d.Bool()
+		a.stableMax.C = d.Uvarint()
+		a.stableMax.R = uint32(d.Uvarint())
+		a.counter = d.Uvarint()
+		a.gcd.decode(d)
+		n := d.Count(maxEntries*64, 1)
+		log := make([]string, 0, n)
+		for i := 0; i < n; i++ {
+			log = append(log, d.String())
+		}
+		n = d.Count(maxEntries*64, 1)
+		for i := 0; i < n; i++ {
+			a.goneQ[d.String()] = a.all &^ a.bit()
+		}
+		if err := d.Done(); err != nil {
+			return fmt.Errorf("record %q: %w", recStable, err)
+		}
+		if err := a.stable.Restore(snap); err != nil {
+			return fmt.Errorf("record %q: %w", recStable, err)
+		}
+		if a.recording {
+			a.orderLog = log
+		}
+	}
+	keys := make([]string, 0, len(recs))
+	for k := range recs {
+		if strings.HasPrefix(k, recOp) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := wire.NewDecoder(recs[k])
+		if v := d.Byte(); d.Err() == nil && v != msgVersion {
+			return fmt.Errorf("record %q: version %d", k, v)
+		}
+		x := decodeEntry(d)
+		if err := d.Done(); err != nil {
+			return fmt.Errorf("record %q: %w", k, err)
+		}
+		if x.ID != k[len(recOp):] || !x.Label.Set {
+			return fmt.Errorf("record %q: holds operation %q (label %v)", k, x.ID, x.Label)
+		}
+		if a.gcd.has(x.ID) {
+			continue // collected; its delete was lost with a crash
+		}
+		o := &op{id: x.ID, prev: x.Prev, strict: x.Strict, sop: x.Op, label: x.Label, done: a.bit()}
+		if x.Flags&flagSolid != 0 {
+			o.solid = a.bit()
+		}
+		if x.Flags&flagAll != 0 {
+			o.done, o.solid = a.all, a.all
+		}
+		if a.stableMax.Set && !a.stableMax.Less(o.label) {
+			o.applied = true // inside the persisted stable state; its value is gone
+		}
+		if o.label.C > a.counter {
+			a.counter = o.label.C
+		}
+		a.arrival++
+		o.arrival = a.arrival
+		a.ops[o.id] = o
+	}
+	return nil
+}
+
+// idSummary is the compact set of garbage-collected operation ids (seed §6.1's
+// future work: ids need not be kept for ever). Ids of the form
+// "<client as 16 hex digits>-<seq decimal>" (DerivedID's form, which
+// is also the gateway's assigned op id) are kept per client as
+// sorted disjoint ranges of sequence numbers, a watermark plus the gaps; other
+// ids are kept one by one.
+type idSummary struct {
+	clients map[uint64][]span
+	other   map[string]bool
+}
+
+type span struct{ lo, hi uint64 }
+
+// parseDerived parses an id of DerivedID's form, in its canonical spelling.
+func parseDerived(id string) (client, seq uint64, ok bool) {
+	c, s, found := strings.Cut(id, "-")
+	if !found || len(c) != 16 {
+		return 0, 0, false
+	}
+	cv, err1 := strconv.ParseUint(c, 16, 64)
+	sv, err2 := strconv.ParseUint(s, 10, 64)
+	if err1 != nil || err2 != nil || strings.ToLower(c) != c || strconv.FormatUint(sv, 10) != s {
+		return 0, 0, false
+	}
+	return cv, sv, true
+}
+
+func (s *idSummary) has(id string) bool {
+	if c, q, ok := parseDerived(id); ok {
+		l := s.clients[c]
+		i := sort.Search(len(l), func(i int) bool { return l[i].hi >= q })
+		return i < len(l) && l[i].lo <= q
+	}
+	return s.other[id]
+}
+
+func (s *idSummary) add(id string) {
+	c, q, ok := parseDerived(id)
+	if !ok {
+		if s.other == nil {
+			s.other = map[string]bool{}
+		}
+		s.other[id] = true
+		return
+	}
+	if s.clients == nil {
+		s.clients = map[uint64][]span{}
+	}
+	l := s.clients[c]
+	i := sort.Search(len(l), func(i int) bool { return l[i].hi+1 >= q })
+	switch {
+	case i < len(l) && l[i].lo <= q && q <= l[i].hi:
+		return
+	case i < len(l) && l[i].hi+1 == q:
+		l[i].hi = q
+		if i+1 < len(l) && l[i+1].lo == q+1 {
+			l[i].hi = l[i+1].hi
+			l = append(l[:i+1], l[i+2:]...)
+		}
+	case i < len(l) && q+1 == l[i].lo:
+		l[i].lo = q
+	default:
+		l = append(l, span{})
+		copy(l[i+1:], l[i:])
+		l[i] = span{q, q}
+	}
+	s.clients[c] = l
+}
+
+// size is the number of ranges and explicit ids kept.
+func (s *idSummary) size() int {
+	n := len(s.other)
+	for _, l := range s.clients {
+		n += len(l)
+	}
+	return n
+}
+
+func (s *idSummary) encode(e *wire.Encoder) {
+	cs := make([]uint64, 0, len(s.clients))
+	for c := range s.clients {
+		cs = append(cs, c)
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i] < cs[j] })
+	e.Uvarint(uint64(len(cs)))
+	for _, c := range cs {
+		e.Uvarint(c)
+		e.Uvarint(uint64(len(s.clients[c])))
+		for _, sp := range s.clients[c] {
+			e.Uvarint(sp.lo)
+			e.Uvarint(sp.hi)
+		}
+	}
+	os := make([]string, 0, len(s.other))
+	for id := range s.other {
+		os = append(os, id)
+	}
+	sort.Strings(os)
+	e.Uvarint(uint64(len(os)))
+	for _, id := range os {
+		e.String(id)
+	}
+}
+
+func (s *idSummary) decode(d *wire.Decoder) {
+	*s = idSummary{clients: map[uint64][]span{}, other: map[string]bool{}}
+	n := d.Count(maxEntries*64, 2)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		c := d.Uvarint()
+		m := d.Count(maxEntries*64, 2)
+		l := make([]span, 0, m)
+		for k := 0; k < m; k++ {
+			sp := span{d.Uvarint(), d.Uvarint()}
+			if sp.hi < sp.lo || (k > 0 && sp.lo <= l[k-1].hi+1) {
+				d.Fail(fmt.Errorf("esds: id summary of client %x: bad range %d..%d", c, sp.lo, sp.hi))
+				return
+			}
+			l = append(l, sp)
+		}
+		s.clients[c] = l
+	}
+	n = d.Count(maxEntries*64, 1)
+	for i := 0; i < n; i++ {
+		s.other[d.String()] = true
+	}
+}
