@@ -170,10 +170,10 @@ type ESDS struct {
 	tentMax   Label
 	tentValid bool
 
-	gcd     idSummary
+	gcd idSummary
 	// goneQ: collected operations whose "gone" entry some peers (bits) have
 	// not acknowledged yet.
-	goneQ map[string]uint64
+	goneQ   map[string]uint64
 	results map[string]service.Result // values of garbage-collected operations
 	resultQ []string
 
