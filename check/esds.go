@@ -1,0 +1,211 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/service"
+)
+
+// ESDSReport is the verdict of ESDS.
+type ESDSReport struct {
+	// Ok is false when Violations is not empty.
+	Ok         bool
+	Violations []string
+	// Replicas is the number of final orders compared; Ordered the length of
+	// the agreed order.
+	Replicas, Ordered int
+	// Strict and NonStrict count the OK operations checked by kind.
+	Strict, NonStrict int
+	// Inconsistent counts non-strict responses that differ from the
+	// operation's value in the final order (seed 000 Def. 3);
+	// Inconsistency is Inconsistent/NonStrict (Def. 4, as a fraction).
+	Inconsistent  int
+	Inconsistency float64
+}
+
+// maxViolations bounds the violations listed in a report.
+const maxViolations = 20
+
+// ESDS checks a history against seed 000's eventually-serializable guarantee:
+//
+//   - Convergence: every replica's final order (finalOrders: replica -> its
+//     total order of op ids after quiescence) is the same order, and holds
+//     each id at most once.
+//   - That order contains every operation that completed with a non-error
+//     reply, and only ids of the history's operations.
+//   - Every prev constraint holds: each id in an operation's prev set is
+//     ordered before it.
+//   - Every strict response equals the operation's value when the service
+//     applies the operations in that order.
+//
+// Non-strict responses may differ from their value in the order; the report
+// counts them (the seed's degree of inconsistency). Operations of unknown
+// outcome may or may not be in the order; failed ones and error replies are
+// not checked. Every operation must carry an id (history.Op.ID). An error
+// return means the input cannot be judged (no orders, duplicate ids).
+func ESDS(h *history.History, finalOrders map[string][]string, svc service.Service) (*ESDSReport, error) {
+	if len(finalOrders) == 0 {
+		return nil, fmt.Errorf("esds check: no final orders")
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("esds check: no service")
+	}
+	rep := &ESDSReport{Replicas: len(finalOrders)}
+	bad := func(f string, a ...any) {
+		if len(rep.Violations) < maxViolations {
+			rep.Violations = append(rep.Violations, fmt.Sprintf(f, a...))
+		} else if len(rep.Violations) == maxViolations {
+			rep.Violations = append(rep.Violations, "(more violations not listed)")
+		}
+	}
+	byID := map[string]*history.Op{}
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		if o.ID == "" {
+			return nil, fmt.Errorf("esds check: operation %d (%s %s) has no id", i, o.Kind, o.Key)
+		}
+		if p, dup := byID[o.ID]; dup {
+			// A client may record one operation once; two history entries
+			// with one id are two operations the service cannot tell apart.
+			return nil, fmt.Errorf("esds check: id %q recorded twice (%s %s and %s %s)", o.ID, p.Kind, p.Key, o.Kind, o.Key)
+		}
+		byID[o.ID] = o
+	}
+
+	// Convergence.
+	names := make([]string, 0, len(finalOrders))
+	for n := range finalOrders {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	ref := finalOrders[names[0]]
+	for _, n := range names[1:] {
+		if d := firstDiff(ref, finalOrders[n]); d >= 0 {
+			bad("replicas %s and %s did not converge: their orders differ at position %d (%s vs %s; lengths %d and %d)",
+				names[0], n, d, at(ref, d), at(finalOrders[n], d), len(ref), len(finalOrders[n]))
+		}
+	}
+	rep.Ordered = len(ref)
+
+	// The order: ids known, once each, prev respected; values.
+	pos := make(map[string]int, len(ref))
+	val := make(map[string]service.Result, len(ref))
+	st := svc.NewState()
+	for i, id := range ref {
+		o := byID[id]
+		if o == nil {
+			bad("replica %s's order holds %q, which no client invoked", names[0], id)
+			continue
+		}
+		if _, dup := pos[id]; dup {
+			bad("replica %s's order holds %q twice", names[0], id)
+			continue
+		}
+		for _, p := range o.Prev {
+			if q, ok := pos[p]; !ok {
+				if _, later := indexOf(ref, p, i); later {
+					bad("%q is ordered at %d, before %q from its prev set", id, i, p)
+				} else {
+					bad("%q (ordered at %d) names %q in its prev set, which is not in the order", id, i, p)
+				}
+			} else if q >= i {
+				bad("%q is ordered before %q from its prev set", id, p)
+			}
+		}
+		pos[id] = i
+		val[id] = st.Apply(o.ServiceOp())
+	}
+
+	// Responses.
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		o := byID[id]
+		if o.Outcome != history.OK || o.Result.Type == "err" {
+			continue
+		}
+		if _, in := pos[id]; !in {
+			bad("%q (%s %s) completed with %s but no replica ordered it", id, o.Kind, o.Key, showResult(o.Result))
+			continue
+		}
+		want := history.FromResult(val[id])
+		same := sameResult(o.Result, want)
+		if o.Strict {
+			rep.Strict++
+			if !same {
+				bad("strict %q (%s %s) answered %s, but its value in the final order (position %d) is %s",
+					id, o.Kind, o.Key, showResult(o.Result), pos[id], showResult(want))
+			}
+			continue
+		}
+		rep.NonStrict++
+		if !same {
+			rep.Inconsistent++
+		}
+	}
+	if rep.NonStrict > 0 {
+		rep.Inconsistency = float64(rep.Inconsistent) / float64(rep.NonStrict)
+	}
+	rep.Ok = len(rep.Violations) == 0
+	return rep, nil
+}
+
+// Detail renders the report for people.
+func (r *ESDSReport) Detail() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "esds: %d replicas, %d ordered, %d strict, %d non-strict (%d inconsistent, %.1f%%)",
+		r.Replicas, r.Ordered, r.Strict, r.NonStrict, r.Inconsistent, 100*r.Inconsistency)
+	for _, v := range r.Violations {
+		b.WriteString("\n  violation: " + v)
+	}
+	return b.String()
+}
+
+func showResult(r history.Result) string {
+	switch r.Type {
+	case "bytes":
+		return fmt.Sprintf("%q", r.Bytes)
+	case "int":
+		return fmt.Sprint(r.Int)
+	case "err":
+		return "error " + r.Err
+	}
+	return r.Type
+}
+
+func firstDiff(a, b []string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return len(a)
+		}
+		return len(b)
+	}
+	return -1
+}
+
+func at(l []string, i int) string {
+	if i < len(l) {
+		return fmt.Sprintf("%q", l[i])
+	}
+	return "(end)"
+}
+
+func indexOf(l []string, s string, from int) (int, bool) {
+	for i := from; i < len(l); i++ {
+		if l[i] == s {
+			return i, true
+		}
+	}
+	return -1, false
+}
