@@ -1,0 +1,302 @@
+// Package grpcserver serves Synod's gRPC API (api/synod.proto, service
+// synod.v1.Synod) on top of a gateway.Backend: the node runtime, or
+// gatewaytest.MemBackend in tests.
+//
+// Every request is checked before it reaches the backend: the namespace must
+// exist (NOT_FOUND), the operation must pass the namespace's
+// Service.Validate, and the read mode and ESDS options must be valid
+// (INVALID_ARGUMENT). Such refusals executed nothing.
+//
+// Choices where the issue is silent:
+//
+//   - Request identity. The client chooses (client_id, seq); a retry of the
+//     same request carries the same pair, so protocols with replicated
+//     deduplication answer it once. client_id 0 makes the server pick a
+//     random client id with seq 1 for that one request (convenient for
+//     grpcurl; such a request cannot be retried safely). A non-zero client_id
+//     needs seq >= 1.
+//   - Op ids. An empty op_id is replaced by gateway.AssignedOpID(client_id,
+//     seq), the same "<16 hex>-<seq>" form the Redis gateway assigns, so a
+//     retry gets the same op id; the response echoes the op id used.
+//     Client-chosen ids of that form are refused (gateway.CheckOpID).
+//   - Outcomes. A request that timed out at the node (Options.RequestTimeout,
+//     or the caller's deadline if earlier) fails with DEADLINE_EXCEEDED; one
+//     cut short by shutdown or a backend failure with UNAVAILABLE; one the
+//     caller cancelled with CANCELED. All three messages say that the
+//     outcome is unknown. Protocol-level errors are results, not statuses,
+//     with the same upper-case code the Redis gateway replies ("ERR ...",
+//     "TRYAGAIN ...").
+//   - Size limits: messages up to synodpb.MaxMessageSize in both directions.
+//   - Password: when Options.Password is set, every call must carry it in
+//     the metadata key synodpb.PasswordKey; otherwise UNAUTHENTICATED. There
+//     is no TLS: like Redis AUTH, the password crosses the network in clear.
+package grpcserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+	"unicode"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/service"
+)
+
+// Options configure a Server. Zero values take the defaults noted.
+type Options struct {
+	// Password, when set, must accompany every call (metadata key
+	// synodpb.PasswordKey).
+	Password string
+	// RequestTimeout bounds each Backend.Do call (default 10 s).
+	RequestTimeout time.Duration
+	// Logger receives authentication failures and backend errors (default: discard).
+	Logger *slog.Logger
+}
+
+// Server implements synod.v1.Synod.
+type Server struct {
+	synodpb.UnimplementedSynodServer
+
+	b    gateway.Backend
+	opts Options
+	log  *slog.Logger
+	g    *grpc.Server
+
+	nss  []config.Namespace
+	svcs map[string]service.Service
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+}
+
+// New returns a server for b. Namespaces are read once, here: a node's
+// namespaces do not change while it runs.
+func New(b gateway.Backend, opts Options) *Server {
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 10 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{b: b, opts: opts, log: log, svcs: map[string]service.Service{}, ctx: ctx, cancel: cancel}
+	for _, ns := range b.Namespaces() {
+		svc, err := service.Lookup(ns.Service)
+		if err != nil {
+			log.Error("namespace has an unknown service; its requests will be refused", "namespace", ns.Name, "err", err)
+		}
+		s.nss = append(s.nss, ns)
+		s.svcs[ns.Name] = svc
+	}
+	s.g = grpc.NewServer(
+		grpc.MaxRecvMsgSize(synodpb.MaxMessageSize),
+		grpc.MaxSendMsgSize(synodpb.MaxMessageSize),
+		grpc.MaxConcurrentStreams(1024),
+		grpc.UnaryInterceptor(s.authenticate),
+	)
+	synodpb.RegisterSynodServer(s.g, s)
+	return s
+}
+
+// Serve accepts connections on l until Close (it then returns nil) or until
+// l fails.
+func (s *Server) Serve(l net.Listener) error {
+	err := s.g.Serve(l)
+	if s.ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Close cancels requests in flight (their callers see UNAVAILABLE, outcome
+// unknown), stops accepting, and waits up to 2 s for handlers to return
+// before closing connections.
+func (s *Server) Close() {
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		s.g.Stop()
+		<-done
+	}
+}
+
+func (s *Server) authenticate(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if s.opts.Password != "" {
+		md, _ := metadata.FromIncomingContext(ctx)
+		vals := md.Get(synodpb.PasswordKey)
+		if len(vals) != 1 || subtle.ConstantTimeCompare([]byte(vals[0]), []byte(s.opts.Password)) != 1 {
+			s.log.Warn("gRPC call refused: missing or wrong password", "method", info.FullMethod)
+			return nil, status.Errorf(codes.Unauthenticated, "missing or wrong password: send the cluster password in the %q metadata", synodpb.PasswordKey)
+		}
+	}
+	return handler(ctx, req)
+}
+
+// namespace resolves a request's namespace ("" is the default).
+func (s *Server) namespace(name string) (config.Namespace, service.Service, error) {
+	if len(s.nss) == 0 {
+		return config.Namespace{}, nil, status.Error(codes.FailedPrecondition, "this node serves no namespace")
+	}
+	if name == "" {
+		return s.nss[0], s.svcs[s.nss[0].Name], nil
+	}
+	for _, ns := range s.nss {
+		if ns.Name == name {
+			return ns, s.svcs[name], nil
+		}
+	}
+	names := make([]string, len(s.nss))
+	for i, ns := range s.nss {
+		names[i] = ns.Name
+	}
+	return config.Namespace{}, nil, status.Errorf(codes.NotFound, "unknown namespace %q (namespaces: %s)", name, strings.Join(names, ", "))
+}
+
+// Do implements synod.v1.Synod.
+func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response, error) {
+	ns, svc, err := s.namespace(in.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	if svc == nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
+	}
+	pop := in.GetOp()
+	if pop == nil {
+		return nil, status.Error(codes.InvalidArgument, "request has no op")
+	}
+	op := service.Op{Kind: pop.GetKind(), Key: pop.GetKey(), Args: pop.GetArgs()}
+	if err := svc.Validate(op); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
+	}
+	read, err := synodpb.ToReadMode(in.GetRead())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if in.GetOpId() != "" {
+		if err := gateway.CheckOpID(in.GetOpId()); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+	}
+	if err := gateway.CheckPrev(in.GetPrev()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	id := automaton.RequestID{Client: in.GetClientId(), Seq: in.GetSeq()}
+	switch {
+	case id.Client == 0:
+		var b [8]byte
+		for id.Client == 0 {
+			rand.Read(b[:])
+			id.Client = binary.LittleEndian.Uint64(b[:])
+		}
+		id.Seq = 1
+	case id.Seq == 0:
+		return nil, status.Error(codes.InvalidArgument, "seq must be at least 1 when client_id is set")
+	}
+	opts := automaton.Options{Read: read, OpID: in.GetOpId(), Prev: in.GetPrev(), Strict: in.GetStrict()}
+	if opts.OpID == "" {
+		opts.OpID = gateway.AssignedOpID(id)
+	}
+	if len(opts.Prev) == 0 {
+		opts.Prev = nil
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	res, err := s.b.Do(rctx, ns.Name, automaton.Request{ID: id, Op: op, Opts: opts})
+	if err != nil {
+		return nil, s.doError(ctx, rctx, id, err)
+	}
+	r := res.Result
+	if r.Type == service.ResultErr {
+		r.Err = withCode(r.Err)
+	}
+	return &synodpb.Response{Result: synodpb.FromResult(r), OpId: opts.OpID}, nil
+}
+
+// doError maps a Backend.Do error to a status. Every such error leaves the
+// outcome unknown: the request may have been submitted.
+func (s *Server) doError(ctx, rctx context.Context, id automaton.RequestID, err error) error {
+	switch {
+	case errors.Is(err, gateway.ErrShuttingDown) || s.ctx.Err() != nil:
+		return status.Errorf(codes.Unavailable, "node is shutting down; the outcome of request %v is unknown", id)
+	case ctx.Err() == context.Canceled:
+		return status.Errorf(codes.Canceled, "request %v cancelled by the caller; its outcome is unknown", id)
+	case errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil:
+		return status.Errorf(codes.DeadlineExceeded, "request %v timed out; its outcome is unknown (a write may or may not have taken effect)", id)
+	}
+	s.log.Warn("backend failed a gRPC request", "request", id.String(), "err", err)
+	return status.Errorf(codes.Unavailable, "request %v failed at the node (%v); its outcome is unknown", id, err)
+}
+
+// withCode makes msg a Redis-style error: it keeps a leading upper-case code
+// and otherwise prefixes "ERR " (as the Redis gateway replies).
+func withCode(msg string) string {
+	code, _, found := strings.Cut(msg, " ")
+	if found && len(code) >= 2 && strings.IndexFunc(code, func(r rune) bool { return !unicode.IsUpper(r) && r != '_' }) < 0 {
+		return msg
+	}
+	return "ERR " + msg
+}
+
+// Namespaces implements synod.v1.Synod.
+func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (*synodpb.NamespacesResponse, error) {
+	out := &synodpb.NamespacesResponse{}
+	for _, ns := range s.nss {
+		m := &synodpb.Namespace{Name: ns.Name, Protocol: ns.Protocol, Service: ns.Service}
+		if p, err := automaton.Lookup(ns.Protocol); err == nil {
+			m.IdempotentRetry = p.IdempotentRetry()
+			if c, err := automaton.ConsistencyOf(ns.Protocol); err == nil {
+				m.Consistency = string(c)
+			}
+		}
+		out.Namespaces = append(out.Namespaces, m)
+	}
+	return out, nil
+}
+
+// Info implements synod.v1.Synod.
+func (s *Server) Info(ctx context.Context, _ *synodpb.InfoRequest) (*synodpb.InfoResponse, error) {
+	out := &synodpb.InfoResponse{Sections: map[string]*synodpb.InfoSection{}}
+	for name, fields := range s.b.Info() {
+		sec := &synodpb.InfoSection{Fields: map[string]string{}}
+		for k, v := range fields {
+			sec.Fields[k] = v
+		}
+		out.Sections[name] = sec
+	}
+	names := make([]string, len(s.nss))
+	for i, ns := range s.nss {
+		names[i] = ns.Name
+	}
+	grpcSec := out.Sections["grpc"]
+	if grpcSec == nil {
+		grpcSec = &synodpb.InfoSection{Fields: map[string]string{}}
+		out.Sections["grpc"] = grpcSec
+	}
+	grpcSec.Fields["namespaces"] = strings.Join(names, ",")
+	grpcSec.Fields["request_timeout_ms"] = fmt.Sprint(s.opts.RequestTimeout.Milliseconds())
+	grpcSec.Fields["max_message_bytes"] = fmt.Sprint(synodpb.MaxMessageSize)
+	return out, nil
+}
