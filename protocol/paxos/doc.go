@@ -1,0 +1,150 @@
+// Package paxos implements Multi-Paxos state machine replication over any
+// service.Service (KV, Counter, ...), as a pure automaton: Classic Paxos of
+// seed 002 chapter V (prepare/promise, accept/accepted, majority quorums), run
+// as a sequence of instances with one stable leader, the batched leader
+// recovery of chapter VI.A.2, and the log of <request> values of chapter VI.
+//
+// # Roles and ballots
+//
+// Every node is acceptor, learner and potential leader. A ballot is
+// (round, node), node being the index in the configuration plus one; ballots
+// compare by round, then node, so two nodes never share one. An acceptor keeps
+// one promised ballot for all instances (Multi-Paxos) and, per instance, the
+// ballot and value it accepted.
+//
+// # Values: <request> batches, not <request, state>
+//
+// Seed 002 chooses <request, state-after-request> per instance so that
+// nondeterministic services stay consistent, and therefore allows only one
+// outstanding proposal (a gap would break the state chain). Synod's services
+// are deterministic (service.State.Apply is a pure function), so an instance
+// chooses a batch of client commands (param "batch") and every replica
+// executes the chosen batches strictly in instance order. That removes the
+// one-outstanding restriction: phase 2 is pipelined over a window of
+// instances (param "window"), and gaps are harmless because execution waits
+// for the chosen prefix. The empty batch is the no-op.
+//
+// # Leader election (stable leader, no disruption)
+//
+// A follower that has not heard a live leader for election_timeout starts
+// phase 1 after a further random delay (election_timeout plus up to
+// election_timeout << min(failures,3): randomised, backing off after failed
+// attempts; Config.Rand only). Leader stability (the "Ω meets Paxos" property
+// seed 002 VI.A.5 relies on) is a pre-vote / check-quorum rule:
+//
+//   - A follower that received an Accept or Heartbeat with a ballot at least
+//     its promise within the last election_timeout (timer "alive") refuses to
+//     promise a higher ballot to any other node. It also refuses while it is a
+//     candidate or leader itself. A restarted node with durable records
+//     refuses for one election_timeout after Start (it may have acknowledged a
+//     lease before the crash).
+//   - A leader that has not seen a majority acknowledge a heartbeat for an
+//     election_timeout steps down (check quorum).
+//   - A leader rejected by an acceptor holding a higher ballot (a node that ran
+//     for election while cut off and came back) runs phase 1 again above it:
+//     its own followers promise again at once, so the returning node does not
+//     depose it; a deposed leader doing the same is refused by the real
+//     leader's followers and steps down.
+//
+// # Phase 1 (one message for all instances)
+//
+// A candidate sends one Prepare(ballot, f) where f is the first instance it
+// does not know chosen. An acceptor answers with its chosen prefix C and every
+// instance > max(C, f-1) it accepted (ballot, value, chosen flag). With a
+// majority, for every instance above the highest reported prefix Cmax the
+// leader proposes the value known chosen, else the value with the highest
+// accepted ballot, else a no-op (gap filling), all in one Accept message.
+// Instances up to Cmax are chosen already; the leader fetches them by
+// catch-up instead of proposing. The broken variant
+// "paxos-broken-skipphase1values" ignores the reported values (it fills
+// everything with no-ops) and loses acknowledged writes; the simulator
+// catches it.
+//
+// # Phase 2, commit and execution
+//
+// The leader accepts its own proposal (Persist first), sends Accept to all,
+// and an instance is chosen when a majority accepted it. Commit notices (the
+// leader's chosen prefix and ballot) ride on every Accept and Heartbeat
+// (every "heartbeat"); a follower marks chosen every instance up to it that
+// it accepted under that ballot and fetches the rest. Instances execute in
+// order; a client is answered after its command executed. Unacknowledged
+// Accepts are retransmitted every heartbeat.
+//
+// # Durability
+//
+// Records: "p" (promised ballot), "a/<instance>" (accepted ballot, chosen
+// flag, value), "c" (chosen prefix: every slot record up to it holds the
+// chosen value), "s" (snapshot). Promises and accepted values are persisted
+// in the step that sends the Promise or Accepted, before it; the runtime
+// releases the send only once the record is durable (automaton contract).
+// Start restores the snapshot, reloads the log and re-executes the chosen
+// prefix; the executed state itself is never persisted separately.
+//
+// # Catch-up, snapshots, compaction
+//
+// A replica that learns it is behind asks a peer for the chosen range
+// (CatchupReq: at most 512 instances / 1 MiB per answer, repeated until
+// level). When the range was truncated, the peer sends a snapshot of its
+// state machine instead (service Snapshot plus the dedup table). Every
+// "snapshot_every" executed instances a replica persists a snapshot and
+// deletes the log behind the previous one (memory and records): the log
+// holds at most about 2 x snapshot_every instances, the disk one snapshot.
+//
+// # Reads (automaton.Options.Read)
+//
+//   - default, log: the read is a command in the log (linearizable, one
+//     phase 2).
+//   - quorum: the leader notes read index = the highest instance it has
+//     proposed, waits until it has executed it and until a majority
+//     acknowledged a heartbeat round sent after the read arrived, then
+//     answers from its state (ReadIndex; seed 002's X-Paxos confirms).
+//   - lease: as quorum, but a valid lease replaces the round. The lease rule:
+//     each heartbeat round r sets a timer of lease = election_timeout /
+//     (1+lease_drift) - lease_margin when it is sent; once a majority
+//     acknowledged r, the leader holds the lease until that timer fires.
+//     Followers that acknowledged r promise no other node for
+//     election_timeout after receiving it (which is after it was sent), also
+//     across a restart. This is safe while clocks run at rates within a
+//     factor (1+lease_drift) of each other and timers do not fire early; a
+//     process pause longer than lease_margin between the check and the
+//     answer is not covered (defaults: drift 0.1, margin = heartbeat). Without
+//     a valid lease the read falls back to a quorum round.
+//   - local: the contacted replica answers from its state (may be stale).
+//   - regular: served as local (documented, not refused).
+//
+// # Clients, forwarding, exactly-once
+//
+// A follower forwards requests to the leader it last heard and answers its
+// client when the leader's ForwardReply arrives, or when it executes the
+// command itself, whichever is first; it forwards again every four heartbeats
+// and after a leader change. The deduplication table (client id -> results of
+// its last 64 writes by sequence number) is part of the replicated state and
+// of snapshots, so a write retried with the same RequestID at any node after
+// a fail-over returns the first result (IdempotentRetry is true). A write
+// older than the client's window is refused with an error; the table keeps at
+// most "dedup_clients" clients, evicting the least recently active tenth
+// (by instance) when full, deterministically on every replica. Requests not
+// done within "op_timeout" are answered TRYAGAIN (outcome unknown).
+//
+// # Parameters
+//
+//	heartbeat         50ms   leader heartbeat and retransmission interval
+//	election_timeout  500ms  silence before an election; at least 3 heartbeats
+//	op_timeout        5s     a request's time limit at a node
+//	window            32     instances in phase 2 at once
+//	batch             64     commands per instance
+//	snapshot_every    1000   executed instances between snapshots
+//	lease_drift       0.1    clock rate bound for leases, in [0, 1)
+//	lease_margin      heartbeat  subtracted from the lease
+//	dedup_clients     100000 rows of the deduplication table
+//
+// Unknown parameters are errors.
+//
+// # Not done
+//
+// Membership change (adding or removing replicas) is not implemented: the
+// configuration is fixed at New. "paxos-broken-stickyleader" (followers never
+// give up on the first leader they heard) is kept to show that the
+// simulator's liveness mode catches a protocol that is safe but stops making
+// progress.
+package paxos

@@ -1,0 +1,174 @@
+package paxos
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/wire"
+)
+
+// dedupWindow is how many write results are kept per client. A gateway
+// connection has at most 32 requests in flight, the simulator's clients one.
+const dedupWindow = 64
+
+// session is one client's row in the deduplication table: the results of its
+// most recent writes, by sequence number. Writes below floor were forgotten.
+type session struct {
+	floor uint64
+	last  uint64 // instance of the client's latest write (for eviction)
+	res   map[uint64]service.Result
+}
+
+// machine is the replicated state machine: the service state plus the
+// deduplication table. Every replica applies the same commands in the same
+// order, so every replica holds the same table.
+type machine struct {
+	svc        service.Service
+	st         service.State
+	clients    map[uint64]*session
+	maxClients int
+}
+
+func newMachine(svc service.Service, maxClients int) *machine {
+	return &machine{svc: svc, st: svc.NewState(), clients: map[uint64]*session{}, maxClients: maxClients}
+}
+
+// lookup returns the remembered result of a write, if the table has it.
+func (m *machine) lookup(id automaton.RequestID) (service.Result, bool) {
+	s := m.clients[id.Client]
+	if s == nil {
+		return service.Result{}, false
+	}
+	r, ok := s.res[id.Seq]
+	return r, ok
+}
+
+// apply executes one command of instance i exactly once: a write already in
+// the table returns its first result; a write older than the client's window
+// is refused (its outcome is unknown to the caller, and it is not applied).
+// Reads are not recorded: running one twice has no effect.
+func (m *machine) apply(c cmd, i uint64) service.Result {
+	if m.svc.IsRead(c.Op) {
+		return m.st.Apply(c.Op)
+	}
+	s := m.clients[c.ID.Client]
+	if s != nil {
+		if r, ok := s.res[c.ID.Seq]; ok {
+			return r
+		}
+		if c.ID.Seq < s.floor {
+			return service.Errorf("ERR request %v is older than this client's deduplication window (%d writes); its outcome is unknown", c.ID, dedupWindow)
+		}
+	} else {
+		s = &session{res: map[uint64]service.Result{}}
+		m.clients[c.ID.Client] = s
+		m.evict()
+	}
+	r := m.st.Apply(c.Op)
+	s.res[c.ID.Seq] = r
+	s.last = i
+	if len(s.res) > dedupWindow {
+		min := c.ID.Seq
+		for q := range s.res {
+			if q < min {
+				min = q
+			}
+		}
+		delete(s.res, min)
+		if min+1 > s.floor {
+			s.floor = min + 1
+		}
+	}
+	return r
+}
+
+// evict keeps the table within maxClients rows: when it grows past the limit,
+// the tenth of the rows idle the longest (by instance of their last write,
+// then by id, so every replica evicts the same rows) is dropped. A retry from
+// an evicted client is applied again: the limit is a documented bound.
+func (m *machine) evict() {
+	if len(m.clients) <= m.maxClients {
+		return
+	}
+	ids := make([]uint64, 0, len(m.clients))
+	for id := range m.clients {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		sa, sb := m.clients[ids[a]], m.clients[ids[b]]
+		if sa.last != sb.last {
+			return sa.last < sb.last
+		}
+		return ids[a] < ids[b]
+	})
+	drop := len(ids) - m.maxClients + m.maxClients/10
+	for _, id := range ids[:drop] {
+		delete(m.clients, id)
+	}
+}
+
+// snapshot encodes the state machine (service state and dedup table) as of
+// instance index, deterministically.
+func (m *machine) snapshot(index uint64) []byte {
+	svc := m.st.Snapshot()
+	e := wire.Encoder{B: make([]byte, 0, len(svc)+64+len(m.clients)*32)}
+	e.Byte(msgVersion)
+	e.Uvarint(index)
+	e.Bytes(svc)
+	ids := make([]uint64, 0, len(m.clients))
+	for id := range m.clients {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	e.Uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		s := m.clients[id]
+		e.Uvarint(id)
+		e.Uvarint(s.floor)
+		e.Uvarint(s.last)
+		seqs := make([]uint64, 0, len(s.res))
+		for q := range s.res {
+			seqs = append(seqs, q)
+		}
+		sort.Slice(seqs, func(a, b int) bool { return seqs[a] < seqs[b] })
+		e.Uvarint(uint64(len(seqs)))
+		for _, q := range seqs {
+			e.Uvarint(q)
+			service.EncodeResult(&e, s.res[q])
+		}
+	}
+	return e.B
+}
+
+// restore replaces the state machine by a snapshot and returns its index.
+func (m *machine) restore(b []byte) (uint64, error) {
+	d := wire.NewDecoder(b)
+	if v := d.Byte(); v != msgVersion {
+		return 0, fmt.Errorf("paxos: snapshot version %d", v)
+	}
+	index := d.Uvarint()
+	svc := d.Bytes()
+	n := d.Count(1<<30, 4)
+	clients := make(map[uint64]*session, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		id := d.Uvarint()
+		s := &session{floor: d.Uvarint(), last: d.Uvarint(), res: map[uint64]service.Result{}}
+		k := d.Count(1<<20, 2)
+		for j := 0; j < k && d.Err() == nil; j++ {
+			q := d.Uvarint()
+			s.res[q] = service.DecodeResult(d)
+		}
+		clients[id] = s
+	}
+	if err := d.Done(); err != nil {
+		return 0, fmt.Errorf("paxos: bad snapshot: %w", err)
+	}
+	st := m.svc.NewState()
+	if err := st.Restore(svc); err != nil {
+		return 0, err
+	}
+	m.st, m.clients = st, clients
+	return index, nil
+}
