@@ -1,0 +1,6 @@
+// Package all links every experiment into a binary: import it for its side effect.
+package all
+
+import (
+	_ "github.com/synod-dev/synod/experiment/seed001"
+)

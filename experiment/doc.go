@@ -1,0 +1,43 @@
+// Package experiment runs Synod's reproducible experiments: `synod experiment
+// list` and `synod experiment run NAME`. Each experiment reproduces what a seed
+// measured (and, where the seed only described a scenario, measures it), prints
+// the seed's reported figures beside ours, and writes results.json and plots.
+//
+// # Adding an experiment
+//
+// Implement Experiment (Name, Description, Flags, Cells, RunCell, Seed,
+// Report) in a sub-package, call Register from its init, and import the
+// sub-package from experiment/all. A cell is one parameter combination
+// (NewCell("protocol", "abd", "N", "3")); RunCell measures it and returns
+// metrics by name. Seed returns the seed's figures under the same cell keys and
+// metric names, so the table and the plots put them side by side. Optional:
+// Deriver computes metrics across cells (applied to ours and the seed's alike,
+// e.g. throughput relative to N=1), Summarizer states whether the seed's
+// claims hold.
+//
+// # What the framework does
+//
+//   - Runs the cells in order with a progress display: each line names the
+//     cell (i/n and its parameters) and the time since it began; drivers such
+//     as bench.Run print their live ops/s through Env.Progress.
+//   - Owns everything a cell starts: clusters (Env.Up, or Env.Cluster to share
+//     one cluster between consecutive cells with the same key), paused nodes
+//     (Env.Pause), helper processes such as redis-server (Env.Start). All of
+//     it is stopped by PID when the run ends, when a cell fails and on Ctrl-C
+//     (the command cancels the context; the cell returns; cleanup runs).
+//     Clusters live in a scratch directory that is removed at the end; the
+//     node logs of a failed cell are kept in OUT/logs/.
+//   - A cell that cannot run here returns Unavailable(reason) (say, a protocol
+//     that is not registered in this binary): its row says so and the run goes
+//     on. Any other error marks the cell failed; the run goes on and the
+//     command exits non-zero at the end.
+//   - Prints the table (our row, then the seed's, per cell; labels such as
+//     the durability mode beside our numbers; reasons as numbered notes),
+//     the summary and the notes; writes OUT/results.json (every cell with its
+//     parameters, status, metrics, labels, detail and the seed's figures) and
+//     OUT/<plot>.png and .svg for each PlotSpec, drawn with gonum/plot: ours in
+//     solid colours, the seed's in a lighter shade (bars) or dashed (lines).
+//
+// Metrics must be finite numbers (JSON has no NaN): a value that is not is
+// dropped and shows as "-".
+package experiment

@@ -1,0 +1,257 @@
+package seed001
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/cluster"
+	"github.com/synod-dev/synod/experiment"
+)
+
+// The embedded tables are the seed's, line for line (when the seed text is
+// present in this checkout's shared folder).
+func TestSeedTablesMatchSeedText(t *testing.T) {
+	paths, _ := filepath.Glob("../../../shared/seeds/001_*.txt")
+	if len(paths) != 1 {
+		t.Skip("seed 001 text not found beside the repository")
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	caption := regexp.MustCompile(`^Table (\d): Response times for (ABD|blocking) protocol, \$N=(\d)\$$`)
+	lines := strings.Split(string(b), "\n")
+	found := 0
+	for i, l := range lines {
+		m := caption.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil {
+			continue
+		}
+		k, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[3])
+		// The caption, a blank line, the header and two rows.
+		text := strings.Join(lines[i+2:i+5], "\n") + "\n"
+		st := seedTables[k-1]
+		if st.table != k || st.protocol != strings.ToLower(m[2]) || st.n != n || st.text != text {
+			t.Errorf("table %d: embedded %+v, seed text has %s N=%d:\n%q", k, st, m[2], n, text)
+		}
+		found++
+	}
+	if found != 6 {
+		t.Fatalf("found %d table captions in the seed text, want 6", found)
+	}
+}
+
+func TestSeedFiguresKeyedLikeCells(t *testing.T) {
+	figs, err := seedFigures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := NewThroughput().Cells(experiment.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 12 || len(figs) != 12 {
+		t.Fatalf("%d cells, %d seed cells; want 12 each", len(cells), len(figs))
+	}
+	for _, c := range cells {
+		if len(figs[c.Key]) != 5 {
+			t.Errorf("cell %s: seed metrics %v", c.Key, figs[c.Key])
+		}
+	}
+	// Spot checks against the seed's tables: Table 6 row 0.1, Table 2 row 0.9.
+	for _, want := range []struct {
+		key, metric string
+		v           float64
+	}{
+		{"protocol=blocking,N=5,get=0.1", mThroughput, 1320},
+		{"protocol=blocking,N=5,get=0.1", mP99, 10.1},
+		{"protocol=abd,N=3,get=0.9", mP50, 6.31},
+		{"protocol=abd,N=1,get=0.1", mMean, 6.43},
+	} {
+		if v, ok := figs.Get(want.key, want.metric); !ok || v != want.v {
+			t.Errorf("%s %s = %v (%v), want %v", want.key, want.metric, v, ok, want.v)
+		}
+	}
+}
+
+func figsFrom(tput map[string]float64) experiment.Figures {
+	f := experiment.Figures{}
+	for k, v := range tput {
+		f.Set(k, mThroughput, v)
+		f.Set(k, mMean, 1000/v)
+	}
+	return f
+}
+
+func TestDeriveAndClaimVerdict(t *testing.T) {
+	e := NewThroughput()
+	e.Ratios = []string{"0.9"}
+	holds := figsFrom(map[string]float64{
+		cellKey("abd", 1, "0.9"): 1000, cellKey("abd", 3, "0.9"): 900, cellKey("abd", 5, "0.9"): 800,
+		cellKey("blocking", 1, "0.9"): 2000, cellKey("blocking", 3, "0.9"): 1000, cellKey("blocking", 5, "0.9"): 600,
+	})
+	e.Derive(holds)
+	if v, _ := holds.Get(cellKey("blocking", 5, "0.9"), mRelThroughput); v != 0.3 {
+		t.Fatalf("blocking N=5 relative throughput %v, want 0.3", v)
+	}
+	if v, _ := holds.Get(cellKey("abd", 3, "0.9"), mRelMean); v < 1.11 || v > 1.12 {
+		t.Fatalf("abd N=3 relative mean %v, want 1000/900", v)
+	}
+	lines := strings.Join(e.Summary(holds, experiment.Figures{}), "\n")
+	if !strings.Contains(lines, "synod get=0.9: N=3: abd 0.90 vs blocking 0.50") || !strings.Contains(lines, "ABD degrades less: HOLDS") {
+		t.Fatalf("summary:\n%s", lines)
+	}
+	if !strings.Contains(lines, "seed  get=0.9: not enough cells") {
+		t.Fatalf("summary without seed figures:\n%s", lines)
+	}
+
+	// Blocking keeps more of its N=1 throughput at N=5: the claim fails.
+	fails := figsFrom(map[string]float64{
+		cellKey("abd", 1, "0.9"): 1000, cellKey("abd", 3, "0.9"): 900, cellKey("abd", 5, "0.9"): 500,
+		cellKey("blocking", 1, "0.9"): 1000, cellKey("blocking", 3, "0.9"): 800, cellKey("blocking", 5, "0.9"): 700,
+	})
+	e.Derive(fails)
+	if lines := strings.Join(e.Summary(fails, experiment.Figures{}), "\n"); !strings.Contains(lines, "DOES NOT HOLD") {
+		t.Fatalf("summary for a failing claim:\n%s", lines)
+	}
+}
+
+func ms2d(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+func every(from, to, step float64) []time.Duration {
+	var out []time.Duration
+	for t := from; t < to; t += step {
+		out = append(out, ms2d(t))
+	}
+	return out
+}
+
+func TestWindows(t *testing.T) {
+	iv := 10 * time.Millisecond
+	// Writes every 10 ms, none from 995 ms to 3500 ms, then steady again.
+	succ := append(every(5, 1000, 10), every(3500, 5000, 10)...)
+	w := windows(succ, ms2d(1000), ms2d(5000), iv)
+	if w.longestGap != ms2d(3500-995) || w.gapFrom != ms2d(995) {
+		t.Errorf("longest gap %v from %v, want 2.505s from 995ms", w.longestGap, w.gapFrom)
+	}
+	if !w.recovered || w.recovery != ms2d(2500) {
+		t.Errorf("recovery %v (recovered %v), want 2.5s", w.recovery, w.recovered)
+	}
+	if w.baselineGap != iv || w.threshold != 100*time.Millisecond {
+		t.Errorf("baseline %v threshold %v", w.baselineGap, w.threshold)
+	}
+
+	// No write after the fault: not recovered, the gap runs to the end.
+	w = windows(every(5, 1000, 10), ms2d(1000), ms2d(4000), iv)
+	if w.recovered || w.longestGap != ms2d(4000-995) {
+		t.Errorf("no recovery: %+v", w)
+	}
+
+	// Unaffected (ABD): writes go on; recovery is the first write after the fault.
+	w = windows(every(5, 5000, 10), ms2d(1000), ms2d(5000), iv)
+	if !w.recovered || w.recovery != ms2d(5) || w.longestGap != ms2d(10) {
+		t.Errorf("unaffected: %+v", w)
+	}
+
+	// A later stall longer than the threshold moves the recovery past it;
+	// a short one (under 100 ms) does not.
+	succ = append(append(every(5, 2000, 10), every(2300, 2400, 10)...), every(2600, 5000, 10)...)
+	w = windows(succ, ms2d(1000), ms2d(5000), iv)
+	if w.recovery != ms2d(1600) || w.longestGap != ms2d(2300-1995) {
+		t.Errorf("late stall: recovery %v gap %v", w.recovery, w.longestGap)
+	}
+	succ = append(every(5, 2000, 10), every(2050, 5000, 10)...)
+	w = windows(succ, ms2d(1000), ms2d(5000), iv)
+	if w.recovery != ms2d(5) {
+		t.Errorf("short blip: recovery %v, want 5ms", w.recovery)
+	}
+}
+
+func TestCellsValidation(t *testing.T) {
+	e := NewThroughput()
+	e.Durability = "paper"
+	if _, err := e.Cells(experiment.Options{}); err == nil || !strings.Contains(err.Error(), "--durability") {
+		t.Errorf("bad durability: %v", err)
+	}
+	e = NewThroughput()
+	e.Ratios = []string{"1.5"}
+	if _, err := e.Cells(experiment.Options{}); err == nil || !strings.Contains(err.Error(), "--get-ratios") {
+		t.Errorf("bad ratio: %v", err)
+	}
+	f := NewFaults()
+	f.Nodes = []int{1}
+	if _, err := f.Cells(experiment.Options{}); err == nil || !strings.Contains(err.Error(), "2-99") {
+		t.Errorf("N=1 faults: %v", err)
+	}
+	f = NewFaults()
+	f.Scenarios = []string{"flood"}
+	if _, err := f.Cells(experiment.Options{}); err == nil || !strings.Contains(err.Error(), "unknown scenario") {
+		t.Errorf("bad scenario: %v", err)
+	}
+	f = NewFaults()
+	f.Stall = 20 * time.Second
+	if _, err := f.Cells(experiment.Options{}); err == nil || !strings.Contains(err.Error(), "shorter than --observe") {
+		t.Errorf("stall longer than observation: %v", err)
+	}
+}
+
+// One real cell, live: ABD at N=1, 2 s, through cluster.Up and bench.Run;
+// then the cluster is gone.
+func TestLiveQuickCell(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real node process")
+	}
+	bin, err := cluster.BuildSynod(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewThroughput()
+	e.Protocols = []string{"abd", "no-such-protocol"}
+	e.Nodes = []int{1}
+	e.Ratios = []string{"0.9"}
+	work := t.TempDir()
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{
+		Options: experiment.Options{Duration: 2 * time.Second},
+		Out:     out, Binary: bin, Work: work, Stdout: &stdout,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout.String())
+	}
+	c := res.Cells[0]
+	if c.Status != experiment.StatusOK || c.Metrics[mThroughput] <= 0 || c.Metrics[mP99] < c.Metrics[mP50] || c.Labels["durability"] != "fsync" {
+		t.Fatalf("abd cell: %+v", c)
+	}
+	if c.Seed[mThroughput] != 9000 {
+		t.Fatalf("abd cell's seed figures: %v", c.Seed)
+	}
+	if res.Cells[1].Status != experiment.StatusUnavailable || !strings.Contains(res.Cells[1].Reason, "not available") {
+		t.Fatalf("unregistered protocol cell: %+v", res.Cells[1])
+	}
+	if !strings.Contains(stdout.String(), "fsync") {
+		t.Fatalf("table does not state the durability:\n%s", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.json")); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing of the cluster is left: no process runs a config under work.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(work)) {
+			t.Errorf("process %s still runs: %q", p, b)
+		}
+	}
+	if _, err := os.Stat(work); !os.IsNotExist(err) {
+		t.Errorf("work directory %s not removed: %v", work, err)
+	}
+}
