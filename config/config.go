@@ -10,6 +10,7 @@
 //	    peer: 127.0.0.1:7001   # peer-to-peer TCP address
 //	    client: 127.0.0.1:6381 # Redis-protocol address
 //	    metrics: 127.0.0.1:9101 # optional: Prometheus /metrics and /debug/pprof
+//	    grpc: 127.0.0.1:7401   # optional: gRPC API (api/synod.proto)
 //	namespaces:
 //	  - name: default
 //	    protocol: abd
@@ -48,6 +49,7 @@ type Node struct {
 	Peer    string `yaml:"peer"`
 	Client  string `yaml:"client"`
 	Metrics string `yaml:"metrics,omitempty"`
+	GRPC    string `yaml:"grpc,omitempty"` // optional gRPC API address
 }
 
 // Namespace is one replicated object.
@@ -146,8 +148,8 @@ func (c *Cluster) Validate() error {
 			bad(f+".id", "duplicate node id %q", n.ID)
 		}
 		ids[n.ID] = true
-		for _, a := range []struct{ name, v string }{{"peer", n.Peer}, {"client", n.Client}, {"metrics", n.Metrics}} {
-			if a.v == "" && a.name == "metrics" {
+		for _, a := range []struct{ name, v string }{{"peer", n.Peer}, {"client", n.Client}, {"metrics", n.Metrics}, {"grpc", n.GRPC}} {
+			if a.v == "" && (a.name == "metrics" || a.name == "grpc") {
 				continue
 			}
 			if err := checkAddr(a.v); err != nil {

@@ -35,7 +35,8 @@
 // Storage is chosen by the cluster's durability: Pebble under
 // data_dir/<node id> for fsync, or memory (nothing survives a restart). The
 // node also serves the Redis protocol (package gateway) on its client address,
-// peers on its peer address (package transport), and, when the node has a
+// peers on its peer address (package transport), the gRPC API (package
+// gateway/grpcserver) when the node has a grpc address, and, when the node has a
 // metrics address, Prometheus /metrics and net/http/pprof under /debug/pprof/.
 package node
 
@@ -59,6 +60,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/gateway/grpcserver"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
 	"github.com/synod-dev/synod/transport"
@@ -74,6 +76,8 @@ type Options struct {
 	// Pre-opened listeners replace listening on the configured addresses
 	// (tests use ":0" listeners). The node closes them.
 	PeerListener, ClientListener, MetricsListener net.Listener
+	// GRPCListener serves the gRPC API even when the node has no grpc address.
+	GRPCListener net.Listener
 
 	BatchLimit int // inputs per batch, default 1024
 	InboxLen   int // per-namespace inbox, default 4096
@@ -102,9 +106,10 @@ type Node struct {
 	engine  storage.Engine
 	tr      *transport.Transport
 	gw      *gateway.Server
+	grpc    *grpcserver.Server // nil without a grpc address
 	httpSrv *http.Server
 
-	peerAddr, clientAddr, metricsAddr net.Addr
+	peerAddr, clientAddr, metricsAddr, grpcAddr net.Addr
 
 	wg       sync.WaitGroup // event loops
 	bg       sync.WaitGroup // server goroutines
@@ -203,6 +208,9 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 func (n *Node) PeerAddr() net.Addr    { return n.peerAddr }
 func (n *Node) ClientAddr() net.Addr  { return n.clientAddr }
 func (n *Node) MetricsAddr() net.Addr { return n.metricsAddr }
+
+// GRPCAddr is the gRPC API's bound address (nil without a grpc address).
+func (n *Node) GRPCAddr() net.Addr { return n.grpcAddr }
 
 // Run opens storage, starts the transport, the automata, the gateway and the
 // metrics server, and serves until ctx ends or Close is called; then it shuts
@@ -305,6 +313,17 @@ func (n *Node) start() error {
 		}
 		n.metricsAddr = metricsLn.Addr()
 	}
+	var grpcLn net.Listener
+	if n.opts.GRPCListener != nil || n.self.GRPC != "" {
+		if grpcLn, err = n.listen(n.opts.GRPCListener, n.self.GRPC, "gRPC clients"); err != nil {
+			clientLn.Close()
+			if metricsLn != nil {
+				metricsLn.Close()
+			}
+			return err
+		}
+		n.grpcAddr = grpcLn.Addr()
+	}
 
 	for _, ns := range n.nss {
 		n.wg.Add(1)
@@ -319,6 +338,16 @@ func (n *Node) start() error {
 			n.log.Error("client listener failed", "err", err)
 		}
 	}()
+	if grpcLn != nil {
+		n.grpc = grpcserver.New(n, grpcserver.Options{Password: n.cfg.Password, Logger: n.log.With("component", "grpc")})
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			if err := n.grpc.Serve(grpcLn); err != nil {
+				n.log.Error("gRPC listener failed", "err", err)
+			}
+		}()
+	}
 	if metricsLn != nil {
 		n.httpSrv = &http.Server{Handler: n.m.handler(), ReadHeaderTimeout: 10 * time.Second}
 		n.bg.Add(1)
@@ -342,6 +371,11 @@ func (n *Node) shutdown() {
 			n.gw.Close()
 		} else if n.opts.ClientListener != nil {
 			n.opts.ClientListener.Close()
+		}
+		if n.grpc != nil {
+			n.grpc.Close()
+		} else if n.opts.GRPCListener != nil {
+			n.opts.GRPCListener.Close()
 		}
 		if n.httpSrv != nil {
 			n.httpSrv.Close()
@@ -533,6 +567,9 @@ func (n *Node) Info() map[string]map[string]string {
 	}
 	if n.self.Metrics != "" {
 		syn["metrics_addr"] = n.self.Metrics
+	}
+	if n.self.GRPC != "" {
+		syn["grpc_addr"] = n.self.GRPC
 	}
 	nss := map[string]string{}
 	for _, ns := range n.nss {
