@@ -170,6 +170,9 @@ func (r *ESDSReport) Detail() string {
 func showResult(r history.Result) string {
 	switch r.Type {
 	case "bytes":
+		if len(r.Bytes) > 48 {
+			return fmt.Sprintf("%q...(%d bytes)", r.Bytes[:24], len(r.Bytes))
+		}
 		return fmt.Sprintf("%q", r.Bytes)
 	case "int":
 		return fmt.Sprint(r.Int)

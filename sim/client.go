@@ -26,6 +26,8 @@ type client struct {
 	node    int    // node of the current attempt
 	nodeInc uint64 // its incarnation when the attempt was sent
 	attempt int    // attempts made for the current operation
+
+	lastDone string // ESDS: id of this client's last completed operation
 }
 
 // onClientNext issues the client's next operation, if any remain.
@@ -48,6 +50,12 @@ func (s *simulator) onClientNext(c *client) {
 		readMode = s.cfg.ReadMode.String()
 	}
 	c.pending = s.rec.Invoke(c.idx, Namespace, op, readMode)
+	if s.esds {
+		opts := s.esdsOptions(c, c.req.ID)
+		opts.Read = c.req.Opts.Read
+		c.req.Opts = opts
+		c.pending.SetESDS(c.req.Opts.OpID, c.req.Opts.Prev, c.req.Opts.Strict)
+	}
 	c.busy = true
 	c.attempt = 0
 	c.node = -1
@@ -72,6 +80,9 @@ func (s *simulator) genOp(c *client) service.Op {
 			break
 		}
 		r -= m.weight
+	}
+	if s.cfg.Service != ServiceName {
+		return s.genServiceOp(c, kind)
 	}
 	op := service.Op{Kind: kind, Key: "k" + strconv.Itoa(s.rngClient.Intn(s.cfg.Keys))}
 	if kind == "set" {
@@ -185,5 +196,6 @@ func (s *simulator) onClientResp(e *event) {
 	s.tracef("client %d: %v -> %v", c.idx, c.req.ID, res)
 	s.digestClient(c, 'C', &res)
 	c.pending.Complete(res)
+	s.noteCompleted(c)
 	s.finishOp(c)
 }

@@ -73,6 +73,9 @@ func (s *simulator) boot(n *node) {
 		return
 	}
 	n.a = a
+	if r, ok := a.(orderRecorder); ok {
+		r.RecordOrder() // ESDS: keep the final order complete (esds.go)
+	}
 	recs := make(map[string][]byte, len(n.durable))
 	for k, v := range n.durable {
 		recs[k] = append([]byte(nil), v...)

@@ -27,7 +27,11 @@ type Result struct {
 	History *history.History
 	// Check is the linearizability report (nil with Config.NoCheck).
 	Check *check.Report
-	// Violation is set when the checker found the history not linearizable.
+	// ESDS is the eventual-serializability report of protocols whose
+	// consistency model is EventuallySerializable (Check is nil then).
+	ESDS *check.ESDSReport
+	// Violation is set when the checker found the history not linearizable
+	// (or, for ESDS protocols, not eventually serializable).
 	Violation bool
 	Stats     Stats
 }
@@ -57,7 +61,11 @@ func Run(cfg Config) (*Result, error) {
 			res.Unknown++
 		}
 	}
-	if !s.cfg.NoCheck {
+	if !s.cfg.NoCheck && s.esds {
+		if err := s.checkESDS(res); err != nil {
+			return nil, err
+		}
+	} else if !s.cfg.NoCheck {
 		rep, err := check.Linearizable(res.History, checkOptions(s.cfg))
 		if err != nil {
 			return nil, fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
@@ -78,7 +86,7 @@ func checkOptions(cfg Config) check.Options {
 	return check.Options{
 		Timeout:        cfg.CheckTimeout,
 		IgnoreDelCount: automaton.HasRegisterSemantics(cfg.Protocol),
-		Services:       map[string]string{Namespace: ServiceName},
+		Services:       map[string]string{Namespace: cfg.Service},
 	}
 }
 
@@ -95,6 +103,7 @@ func (s *simulator) setMeta(digest string) {
 		"faults":    c.Faults,
 		"latency":   c.Latency,
 		"read_mode": c.ReadMode.String(),
+		"service":   c.Service,
 		"digest":    digest,
 		"sim_time":  s.now.String(),
 	} {
@@ -125,7 +134,12 @@ func (c Config) Command() string {
 	}
 	opt("--read-mode", c.ReadMode, automaton.ReadDefault)
 	opt("--keys", c.Keys, DefaultKeys)
-	opt("--mix", c.Mix, DefaultMix)
+	opt("--service", c.Service, ServiceName)
+	if m, ok := serviceMixes[c.Service]; ok {
+		opt("--mix", c.Mix, m.def)
+	}
+	opt("--strict", c.StrictFrac, 0.0)
+	opt("--prev", c.PrevProb, 0.0)
 	opt("--loss", c.Loss, 0.0)
 	opt("--dup", c.Dup, 0.0)
 	opt("--reorder", c.ReorderFrac, 0.0)

@@ -62,6 +62,16 @@ type Config struct {
 	LinkLatency map[string]string
 	// ReadMode is the read option clients put on reads.
 	ReadMode automaton.ReadMode
+	// Service is the namespace's data type: kv (default), counter or string.
+	Service string
+	// StrictFrac and PrevProb shape the ESDS request options of
+	// eventually-serializable protocols (see esds.go): the fraction of strict
+	// operations, and the probability that an operation names an earlier
+	// completed one in its prev set.
+	StrictFrac, PrevProb float64
+	// SettleTime bounds the quiescence phase of eventually-serializable
+	// protocols (default DefaultSettleTime).
+	SettleTime time.Duration
 
 	// ClientLatency is the one-way client<->node latency (default DefaultClientLatency).
 	ClientLatency string
@@ -185,7 +195,11 @@ type mixEntry struct {
 	weight int
 }
 
-func parseMix(s string) ([]mixEntry, int, error) {
+// parseMix parses a KV operation mix.
+func parseMix(s string) ([]mixEntry, int, error) { return parseMixKinds(s, serviceMixes["kv"].kinds) }
+
+// parseMixKinds parses an operation mix over the given kinds.
+func parseMixKinds(s string, kinds []string) ([]mixEntry, int, error) {
 	var out []mixEntry
 	total := 0
 	seen := map[string]bool{}
@@ -194,10 +208,12 @@ func parseMix(s string) ([]mixEntry, int, error) {
 		if !ok {
 			return nil, 0, fmt.Errorf("mix %q: %q is not kind:weight", s, part)
 		}
-		switch k {
-		case "get", "set", "del", "exists":
-		default:
-			return nil, 0, fmt.Errorf("mix %q: unsupported operation %q (want get, set, del, exists)", s, k)
+		known := false
+		for _, x := range kinds {
+			known = known || x == k
+		}
+		if !known {
+			return nil, 0, fmt.Errorf("mix %q: unsupported operation %q (want %s)", s, k, strings.Join(kinds, ", "))
 		}
 		if seen[k] {
 			return nil, 0, fmt.Errorf("mix %q: %s listed twice", s, k)
@@ -249,6 +265,10 @@ type simulator struct {
 	healed   bool // the final heal has happened
 	finished bool // the run is over
 
+	// ESDS: the protocol is eventually serializable; ids of completed operations.
+	esds         bool
+	completedIDs []string
+
 	rec     *history.Recorder
 	digest  hash.Hash
 	scratch wire.Encoder
@@ -281,7 +301,13 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.Fsync, DefaultFsync)
 	def(&cfg.Think, DefaultThink)
 	def(&cfg.ReorderDelay, DefaultReorderDelay)
-	def(&cfg.Mix, DefaultMix)
+	def(&cfg.Service, ServiceName)
+	if m, ok := serviceMixes[cfg.Service]; ok {
+		def(&cfg.Mix, m.def)
+	}
+	if cfg.SettleTime == 0 {
+		cfg.SettleTime = DefaultSettleTime
+	}
 	if cfg.Faults == "" {
 		cfg.Faults = "none"
 	}
@@ -317,6 +343,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("sim: negative operation count %d", cfg.Ops)
 	case cfg.Keys < 1:
 		return cfg, fmt.Errorf("sim: need at least 1 key, got %d", cfg.Keys)
+	case serviceMixes[cfg.Service].kinds == nil:
+		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter or string)", cfg.Service)
+	case cfg.StrictFrac < 0 || cfg.StrictFrac > 1 || cfg.PrevProb < 0 || cfg.PrevProb > 1 || cfg.SettleTime < 0:
+		return cfg, fmt.Errorf("sim: strict fraction and prev probability must be within [0, 1], settle time non-negative")
 	case cfg.Loss < 0 || cfg.Loss > 1 || cfg.Dup < 0 || cfg.Dup > 1 || cfg.ReorderFrac < 0 || cfg.ReorderFrac > 1:
 		return cfg, fmt.Errorf("sim: loss, dup and reorder fractions must be within [0, 1]")
 	case cfg.RequestTimeout < 0 || cfg.MaxTime < 0 || cfg.DrainTime < 0 || cfg.MaxAttempts < 0 || cfg.MaxEvents < 0 || cfg.CheckTimeout < 0:
@@ -334,7 +364,8 @@ func newSimulator(cfg Config) (*simulator, error) {
 	if s.proto, err = automaton.Lookup(cfg.Protocol); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	if s.svc, err = service.Lookup(ServiceName); err != nil {
+	s.esds = esdsMode(cfg.Protocol)
+	if s.svc, err = service.Lookup(cfg.Service); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if s.faults, err = ParseFaults(cfg.Faults); err != nil {
@@ -355,7 +386,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 			return nil, fmt.Errorf("sim: %s: %w", d.name, err)
 		}
 	}
-	if s.mix, s.mixTotal, err = parseMix(cfg.Mix); err != nil {
+	if s.mix, s.mixTotal, err = parseMixKinds(cfg.Mix, serviceMixes[cfg.Service].kinds); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/check"
+	"github.com/synod-dev/synod/service"
+)
+
+// ESDS support (seed 000): services other than kv, ESDS request options,
+// quiescence and final orders.
+//
+// For a protocol whose automaton.ConsistencyOf is EventuallySerializable, each
+// client operation gets an OpID ("<client id as 16 hex digits>-<seq>", the
+// form ESDS derives and the gateway assigns), is strict with probability
+// Config.StrictFrac, and with probability Config.PrevProb names in its prev
+// set one earlier operation that completed: the client's own last completed
+// one, or (half the time) a random operation completed by any client. After
+// the last operation, once every fault is healed, the run continues for up to
+// Config.SettleTime of virtual time so that gossip quiesces, checking every
+// 100ms whether every replica reports the same final order; then each
+// replica's FinalOrder is collected and check.ESDS judges the history.
+//
+// Automata expose their final order through this optional interface (see
+// package protocol/esds); RecordOrder, if present, is called before Start so
+// that the order stays complete across garbage collection and restarts.
+type finalOrderer interface{ FinalOrder() []string }
+type orderRecorder interface{ RecordOrder() }
+
+// DefaultSettleTime bounds the quiescence phase of ESDS runs.
+const DefaultSettleTime = 10 * time.Second
+
+// serviceMixes are the operation kinds the simulated clients draw, per service,
+// and the default mix.
+var serviceMixes = map[string]struct {
+	kinds []string
+	def   string
+}{
+	"kv":      {[]string{"get", "set", "del", "exists"}, DefaultMix},
+	"counter": {[]string{"read", "add"}, "read:1,add:2"},
+	"string":  {[]string{"read", "append"}, "read:1,append:2"},
+}
+
+// esdsMode reports whether the protocol is checked as eventually serializable.
+func esdsMode(protocol string) bool {
+	c, err := automaton.ConsistencyOf(protocol)
+	return err == nil && c == automaton.EventuallySerializable
+}
+
+// genServiceOp draws an operation of a non-kv service.
+func (s *simulator) genServiceOp(c *client, kind string) service.Op {
+	switch kind {
+	case "add":
+		return service.Op{Kind: "add", Args: [][]byte{[]byte(strconv.Itoa(1 + s.rngClient.Intn(9)))}}
+	case "append":
+		return service.Op{Kind: "append", Args: [][]byte{[]byte(fmt.Sprintf("<%d.%d>", c.idx, c.ops))}}
+	}
+	return service.Op{Kind: kind}
+}
+
+// esdsOptions draws the ESDS request options for the client's next request.
+func (s *simulator) esdsOptions(c *client, id automaton.RequestID) automaton.Options {
+	o := automaton.Options{OpID: fmt.Sprintf("%016x-%d", id.Client, id.Seq)}
+	if s.cfg.StrictFrac > 0 && s.rngClient.Float64() < s.cfg.StrictFrac {
+		o.Strict = true
+	}
+	if s.cfg.PrevProb > 0 && s.rngClient.Float64() < s.cfg.PrevProb {
+		if c.lastDone != "" && s.rngClient.Intn(2) == 0 {
+			o.Prev = []string{c.lastDone}
+		} else if len(s.completedIDs) > 0 {
+			o.Prev = []string{s.completedIDs[s.rngClient.Intn(len(s.completedIDs))]}
+		}
+	}
+	return o
+}
+
+// noteCompleted remembers an operation that completed, for later prev sets.
+func (s *simulator) noteCompleted(c *client) {
+	if !s.esds || c.req.Opts.OpID == "" {
+		return
+	}
+	c.lastDone = c.req.Opts.OpID
+	s.completedIDs = append(s.completedIDs, c.req.Opts.OpID)
+}
+
+// settle runs the quiescence phase and returns every replica's final order.
+func (s *simulator) settle() (map[string][]string, error) {
+	end := s.now + s.cfg.SettleTime
+	next := s.now
+	for s.err == nil {
+		if s.now >= next {
+			next = s.now + 100*time.Millisecond
+			if orders, ok := s.finalOrders(); ok && converged(orders) {
+				return orders, nil
+			}
+		}
+		if s.now >= end || len(s.q) == 0 {
+			break
+		}
+		e := popEvent(&s.q)
+		s.now = e.at
+		s.stats.Events++
+		if s.stats.Events > s.cfg.MaxEvents {
+			s.fail("more than %d events while settling", s.cfg.MaxEvents)
+			break
+		}
+		s.handle(e)
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	orders, ok := s.finalOrders()
+	if !ok {
+		return nil, fmt.Errorf("sim seed %d: protocol %s does not expose FinalOrder", s.cfg.Seed, s.cfg.Protocol)
+	}
+	return orders, nil // not converged: the checker says so
+}
+
+func (s *simulator) finalOrders() (map[string][]string, bool) {
+	out := map[string][]string{}
+	for _, n := range s.nodes {
+		if !n.up || n.a == nil {
+			continue
+		}
+		f, ok := n.a.(finalOrderer)
+		if !ok {
+			return nil, false
+		}
+		out[string(n.id)] = f.FinalOrder()
+	}
+	return out, len(out) > 0
+}
+
+func converged(orders map[string][]string) bool {
+	var first []string
+	names := make([]string, 0, len(orders))
+	for n := range orders {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		if i == 0 {
+			first = orders[n]
+		} else if !reflect.DeepEqual(first, orders[n]) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkESDS settles the run and judges it with check.ESDS.
+func (s *simulator) checkESDS(res *Result) error {
+	orders, err := s.settle()
+	if err != nil {
+		return err
+	}
+	rep, err := check.ESDS(res.History, orders, s.svc)
+	if err != nil {
+		return fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
+	}
+	res.ESDS = rep
+	res.Violation = !rep.Ok
+	return nil
+}
+
+func popEvent(q *eventQueue) *event { return heap.Pop(q).(*event) }
