@@ -78,11 +78,19 @@ func PrintTable(w io.Writer, r *Results, spec ReportSpec) {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		if len(cr.Seed) > 0 || cr.SeedNote != "" {
 			row := []string{pad(""), SeedLabel}
-			for _, c := range spec.Columns {
-				row = append(row, formatValue(cr.Seed, c))
-			}
-			if cr.SeedNote != "" {
-				row[len(row)-1] += " " + note("the seed, on "+cr.Label()+": "+cr.SeedNote)
+			if len(cr.Seed) == 0 {
+				// A statement without figures: only its note.
+				row = append(row, note("the seed, on "+cr.Label()+": "+cr.SeedNote))
+				for i := 1; i < len(spec.Columns); i++ {
+					row = append(row, "")
+				}
+			} else {
+				for _, c := range spec.Columns {
+					row = append(row, formatValue(cr.Seed, c))
+				}
+				if cr.SeedNote != "" {
+					row[len(row)-1] += " " + note("the seed, on "+cr.Label()+": "+cr.SeedNote)
+				}
 			}
 			for range spec.Labels {
 				row = append(row, "")
