@@ -34,8 +34,9 @@
 //   - Free ports (BasePort 0) are found by binding 127.0.0.1:0 and releasing the
 //     port just before the nodes start: another program could take one in
 //     between, in which case Up fails with that node's log and can be retried.
-//   - With BasePort N, node i (0-based) gets client port N+i, peer port N+100+i
-//     and metrics port N+200+i; Up checks that each is free first.
+//   - With BasePort N, node i (0-based) gets client port N+i, peer port N+100+i,
+//     metrics port N+200+i and gRPC port N+300+i; Up checks that each is free
+//     first. A stopped cluster whose file predates gRPC resumes without it.
 //   - Up validates the cluster file in-process (protocol and service names
 //     included, so this package links every protocol) before starting anything.
 package cluster
@@ -103,6 +104,7 @@ type Node struct {
 	Client  string // RESP address, host:port
 	Peer    string
 	Metrics string
+	GRPC    string // gRPC API address ("" when the cluster file has none)
 	PID     int
 }
 
@@ -151,8 +153,8 @@ func Up(opts UpOptions) (*Cluster, error) {
 	if opts.Durability == "" {
 		opts.Durability = config.Fsync
 	}
-	if opts.BasePort < 0 || (opts.BasePort > 0 && opts.BasePort+200+opts.Nodes > 65535) {
-		return nil, fmt.Errorf("cluster: --base-port %d: ports %d-%d must lie in 1-65535", opts.BasePort, opts.BasePort, opts.BasePort+200+opts.Nodes)
+	if opts.BasePort < 0 || (opts.BasePort > 0 && opts.BasePort+300+opts.Nodes > 65535) {
+		return nil, fmt.Errorf("cluster: --base-port %d: ports %d-%d must lie in 1-65535", opts.BasePort, opts.BasePort, opts.BasePort+300+opts.Nodes)
 	}
 	if opts.Binary == "" {
 		exe, err := os.Executable()
@@ -258,7 +260,7 @@ func Up(opts UpOptions) (*Cluster, error) {
 	}
 	c := &Cluster{Dir: dir, Config: cfg, Resumed: resumed}
 	for i, n := range cfg.Nodes {
-		c.Nodes = append(c.Nodes, Node{ID: n.ID, Client: n.Client, Peer: n.Peer, Metrics: n.Metrics, PID: started[i].cmd.Process.Pid})
+		c.Nodes = append(c.Nodes, Node{ID: n.ID, Client: n.Client, Peer: n.Peer, Metrics: n.Metrics, GRPC: n.GRPC, PID: started[i].cmd.Process.Pid})
 	}
 	return c, nil
 }
@@ -279,22 +281,23 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 	var ports []int
 	if opts.BasePort == 0 {
 		var err error
-		if ports, err = freePorts(3 * opts.Nodes); err != nil {
+		if ports, err = freePorts(4 * opts.Nodes); err != nil {
 			return nil, err
 		}
 	}
 	for i := 0; i < opts.Nodes; i++ {
-		var client, peer, metrics int
+		var client, peer, metrics, grpc int
 		if opts.BasePort == 0 {
-			client, peer, metrics = ports[3*i], ports[3*i+1], ports[3*i+2]
+			client, peer, metrics, grpc = ports[4*i], ports[4*i+1], ports[4*i+2], ports[4*i+3]
 		} else {
-			client, peer, metrics = opts.BasePort+i, opts.BasePort+100+i, opts.BasePort+200+i
+			client, peer, metrics, grpc = opts.BasePort+i, opts.BasePort+100+i, opts.BasePort+200+i, opts.BasePort+300+i
 		}
 		cfg.Nodes = append(cfg.Nodes, config.Node{
 			ID:      fmt.Sprintf("n%d", i+1),
 			Client:  hostPort(client),
 			Peer:    hostPort(peer),
 			Metrics: hostPort(metrics),
+			GRPC:    hostPort(grpc),
 		})
 	}
 	return cfg, nil
@@ -354,7 +357,7 @@ func freePorts(n int) ([]int, error) {
 // checkPortsFree fails naming the first address of cfg that cannot be bound.
 func checkPortsFree(cfg *config.Cluster) error {
 	for _, n := range cfg.Nodes {
-		for _, a := range []struct{ name, addr string }{{"client", n.Client}, {"peer", n.Peer}, {"metrics", n.Metrics}} {
+		for _, a := range []struct{ name, addr string }{{"client", n.Client}, {"peer", n.Peer}, {"metrics", n.Metrics}, {"grpc", n.GRPC}} {
 			if a.addr == "" {
 				continue
 			}

@@ -42,7 +42,11 @@ with "synod cluster down".`,
 			fmt.Fprintf(out, "cluster %s %s in %s (%d nodes, protocol %s, service %s, durability %s)\n",
 				c.Config.Cluster, verb, c.Dir, len(c.Nodes), ns.Protocol, ns.Service, c.Config.Durability)
 			for _, n := range c.Nodes {
-				fmt.Fprintf(out, "%s %s\n", n.ID, n.Client)
+				if n.GRPC != "" {
+					fmt.Fprintf(out, "%s %s grpc %s\n", n.ID, n.Client, n.GRPC)
+				} else {
+					fmt.Fprintf(out, "%s %s\n", n.ID, n.Client)
+				}
 			}
 			if len(c.Nodes) > 0 {
 				_, port, _ := strings.Cut(c.Nodes[0].Client, ":")
