@@ -33,7 +33,9 @@ func init() {
 		Long: `Simulate a whole cluster and its clients in one goroutine, in virtual time, from a
 seed (FoundationDB simulation testing / TigerBeetle VOPR style), with crashes,
 pauses, partitions, loss, duplication, reordering, latency spikes and slow fsync,
-then check each history for linearizability.
+then check each history: for linearizability, or for eventual serializability
+(seed 000: --service, --strict, --prev; replicas converge, strict answers agree
+with the final order, prev sets hold) for ESDS protocols.
 
 The same seed and flags replay the same run byte for byte: the printed trace
 digest is identical. Seeds run in parallel on --workers goroutines. For every
@@ -110,7 +112,10 @@ constant:D, uniform:MIN:MAX, normal:MEAN:STDDEV or pareto:SCALE:SHAPE.`,
 	f.StringVar(&cfg.Latency, "latency", sim.DefaultLatency, "node-to-node one-way latency distribution")
 	f.StringVar(&readMode, "read-mode", "linearizable", "read mode clients request: linearizable, regular or local (the checker still demands linearizability)")
 	f.IntVar(&cfg.Keys, "keys", sim.DefaultKeys, "number of distinct keys (few keys force contention)")
-	f.StringVar(&cfg.Mix, "mix", sim.DefaultMix, "operation mix as kind:weight (get, set, del, exists)")
+	f.StringVar(&cfg.Mix, "mix", "", "operation mix as kind:weight (kv: get, set, del, exists; counter: read, add; string: read, append); default per service")
+	f.StringVar(&cfg.Service, "service", sim.ServiceName, "data type of the namespace: kv, counter or string")
+	f.Float64Var(&cfg.StrictFrac, "strict", 0, "ESDS protocols: fraction of strict operations")
+	f.Float64Var(&cfg.PrevProb, "prev", 0, "ESDS protocols: probability that an operation names an earlier completed one in its prev set")
 	f.Float64Var(&cfg.Loss, "loss", 0, "base message loss probability on every link")
 	f.Float64Var(&cfg.Dup, "dup", 0, "base message duplication probability on every link")
 	f.Float64Var(&cfg.ReorderFrac, "reorder", 0, "base fraction of messages delayed by an extra "+sim.DefaultReorderDelay)
@@ -284,6 +289,13 @@ func runSeed(cfg sim.Config, seed int64, saveDir string) seedOutcome {
 		o.verdict = r.Check.Result
 		o.summary = r.Check.String()
 	}
+	if r.ESDS != nil {
+		o.verdict = "ok"
+		if !r.ESDS.Ok {
+			o.verdict = "illegal"
+		}
+		o.summary = r.ESDS.Detail()
+	}
 	if !o.violation {
 		return o
 	}
@@ -298,6 +310,9 @@ func runSeed(cfg sim.Config, seed int64, saveDir string) seedOutcome {
 		return o
 	}
 	o.saved = append(o.saved, base+".json")
+	if r.Check == nil {
+		return o
+	}
 	if err := r.Check.WriteHTML(base + ".html"); err != nil {
 		o.saveErr = err
 		return o
