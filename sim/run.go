@@ -34,6 +34,8 @@ type Result struct {
 	// (or, for ESDS protocols, not eventually serializable).
 	Violation bool
 	Stats     Stats
+	// Liveness describes a liveness failure (Config.Liveness); "" if none.
+	Liveness string
 }
 
 // Run simulates cfg and checks the resulting history. It returns an error for
@@ -73,6 +75,7 @@ func Run(cfg Config) (*Result, error) {
 		res.Check = rep
 		res.Violation = rep.Result == check.Illegal
 	}
+	res.Liveness = s.checkLiveness(res.History)
 	res.WallTime = time.Since(start)
 	return res, nil
 }
@@ -133,6 +136,10 @@ func (c Config) Command() string {
 		}
 	}
 	opt("--read-mode", c.ReadMode, automaton.ReadDefault)
+	opt("--liveness", c.Liveness, time.Duration(0))
+	if c.Liveness > 0 {
+		opt("--liveness-bound", c.LivenessBound, time.Duration(0))
+	}
 	opt("--keys", c.Keys, DefaultKeys)
 	opt("--service", c.Service, ServiceName)
 	if m, ok := serviceMixes[c.Service]; ok {

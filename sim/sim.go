@@ -62,6 +62,10 @@ type Config struct {
 	LinkLatency map[string]string
 	// ReadMode is the read option clients put on reads.
 	ReadMode automaton.ReadMode
+	// Liveness, when positive, is the virtual time T at which every fault
+	// heals for good while clients keep issuing operations; progress must
+	// then resume within LivenessBound (see liveness.go).
+	Liveness, LivenessBound time.Duration
 	// Service is the namespace's data type: kv (default), counter or string.
 	Service string
 	// StrictFrac and PrevProb shape the ESDS request options of
@@ -458,6 +462,7 @@ func (s *simulator) run() error {
 		s.after(s.nemesisGap(), &event{kind: evNemesis})
 	}
 	s.schedule(s.cfg.MaxTime, &event{kind: evDeadline})
+	s.scheduleLiveness()
 	if s.cfg.Ops == 0 {
 		s.stopIssuing()
 	}
@@ -513,6 +518,8 @@ func (s *simulator) handle(e *event) {
 		s.stopIssuing()
 	case evDrainEnd:
 		s.onDrainEnd()
+	case evLivenessHeal:
+		s.onLivenessHeal()
 	default:
 		s.fail("unknown event kind %d", e.kind)
 	}

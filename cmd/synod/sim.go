@@ -125,6 +125,8 @@ constant:D, uniform:MIN:MAX, normal:MEAN:STDDEV or pareto:SCALE:SHAPE.`,
 	f.DurationVar(&cfg.RequestTimeout, "timeout", sim.DefaultRequestTimeout, "client request timeout (virtual time)")
 	f.StringArrayVar(&links, "link", nil, "latency of one directed link, e.g. n1->n2=pareto:5ms:1.5 (repeatable)")
 	f.StringArrayVar(&params, "param", nil, "protocol parameter key=value (repeatable)")
+	f.DurationVar(&cfg.Liveness, "liveness", 0, "liveness mode: heal every fault at this virtual time while clients continue, then require every operation invoked after it plus --liveness-bound to complete within the bound")
+	f.DurationVar(&cfg.LivenessBound, "liveness-bound", sim.DefaultLivenessBound, "liveness mode: the time progress may take to resume, and the latency bound after it")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", sim.DefaultCheckTimeout, "time limit of each linearizability check (real time)")
 	f.StringVar(&saveDir, "save-failing", "sim-failures", "directory for the histories and HTML views of failing seeds")
 	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "seeds simulated in parallel")
@@ -288,6 +290,10 @@ func runSeed(cfg sim.Config, seed int64, saveDir string) seedOutcome {
 	if r.Check != nil {
 		o.verdict = r.Check.Result
 		o.summary = r.Check.String()
+	}
+	if r.Liveness != "" {
+		o.violation = true
+		o.summary = r.Liveness + "; " + o.summary
 	}
 	if r.ESDS != nil {
 		o.verdict = "ok"
