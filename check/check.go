@@ -88,11 +88,25 @@ type Options struct {
 	// Services maps a namespace to its service name ("kv" or "counter").
 	// Namespaces not listed are "kv".
 	Services map[string]string
+	// MaxStates bounds the configurations Sequential explores (0 means
+	// DefaultMaxStates); Linearizable ignores it.
+	MaxStates int
 }
+
+// Consistency models a Report judges against (Report.Model).
+const (
+	ModelLinearizable = "linearizable"
+	ModelSequential   = "sequential"
+)
 
 // Report is the outcome of a check.
 type Report struct {
 	Result string // Ok, Illegal or Unknown
+	// Model is ModelLinearizable (from Linearizable; also when empty) or
+	// ModelSequential (from Sequential).
+	Model string
+	// States counts the configurations Sequential explored.
+	States int
 
 	Ops          int // operations checked (including MaybeApplied)
 	MaybeApplied int // writes modelled as maybe applied (Unknown, or error replies)
@@ -444,6 +458,9 @@ func (r *Report) describe(c cop) string {
 
 // String is a one-paragraph summary.
 func (r *Report) String() string {
+	if r.Model == ModelSequential {
+		return r.sequentialString()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d operations (%d maybe applied, %d dropped) in %d partitions, checked in %v: ",
 		r.Ops, r.MaybeApplied, r.Dropped, r.Partitions, r.Elapsed.Round(time.Millisecond))
@@ -464,6 +481,9 @@ func (r *Report) String() string {
 // (this re-runs the check across all partitions, within Options.Timeout, to
 // build one combined view).
 func (r *Report) WriteHTML(path string) error {
+	if r.Model == ModelSequential {
+		return errors.New("check: no HTML view for sequential-consistency reports (Porcupine draws linearizability only)")
+	}
 	switch r.Result {
 	case Illegal, Unknown:
 		name := r.FailedPartition

@@ -94,6 +94,16 @@ func (s *simulator) genOp(c *client) service.Op {
 // sendAttempt sends the current request to a random live node, preferring a
 // different node from the previous attempt, over a reliable connection.
 func (s *simulator) sendAttempt(c *client) {
+	if s.cfg.StickyClients {
+		c.node = c.idx % len(s.nodes)
+		if !s.nodes[c.node].up {
+			s.tracef("client %d waits for its node %s", c.idx, s.ids[c.node])
+			s.after(noNodeBackoff, &event{kind: evClientRetry, client: c.idx, opSeq: c.seq, attempt: c.attempt})
+			return
+		}
+		s.sendTo(c, c.node)
+		return
+	}
 	var live []int
 	for _, n := range s.nodes {
 		if n.up && (n.idx != c.node || len(s.nodes) == 1) {
@@ -108,7 +118,11 @@ func (s *simulator) sendAttempt(c *client) {
 		s.after(noNodeBackoff, &event{kind: evClientRetry, client: c.idx, opSeq: c.seq, attempt: c.attempt})
 		return
 	}
-	k := live[s.rngClient.Intn(len(live))]
+	s.sendTo(c, live[s.rngClient.Intn(len(live))])
+}
+
+// sendTo sends the current request to node k.
+func (s *simulator) sendTo(c *client, k int) {
 	if c.attempt > 0 {
 		s.stats.Retries++
 	}

@@ -25,7 +25,9 @@ type Result struct {
 	// the same digest.
 	Digest  string
 	History *history.History
-	// Check is the linearizability report (nil with Config.NoCheck).
+	// Check is the report of the protocol's checker: check.Linearizable, or
+	// check.Sequential for protocols whose automaton.ConsistencyOf is
+	// Sequential (nil with Config.NoCheck).
 	Check *check.Report
 	// ESDS is the eventual-serializability report of protocols whose
 	// consistency model is EventuallySerializable (Check is nil then).
@@ -68,7 +70,11 @@ func Run(cfg Config) (*Result, error) {
 			return nil, err
 		}
 	} else if !s.cfg.NoCheck {
-		rep, err := check.Linearizable(res.History, checkOptions(s.cfg))
+		checker := check.Linearizable
+		if s.consistency == automaton.Sequential {
+			checker = check.Sequential
+		}
+		rep, err := checker(res.History, checkOptions(s.cfg))
 		if err != nil {
 			return nil, fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
 		}

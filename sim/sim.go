@@ -66,6 +66,12 @@ type Config struct {
 	// heals for good while clients keep issuing operations; progress must
 	// then resume within LivenessBound (see liveness.go).
 	Liveness, LivenessBound time.Duration
+	// StickyClients makes every client send all its requests, retries
+	// included, to one node (client i uses node i mod Nodes); a client whose
+	// node is down waits for it to restart. Sequential consistency is promised
+	// to clients that stay with one server, so it is turned on automatically
+	// for protocols whose consistency model is automaton.Sequential.
+	StickyClients bool
 	// Service is the namespace's data type: kv (default), counter or string.
 	Service string
 	// StrictFrac and PrevProb shape the ESDS request options of
@@ -238,12 +244,13 @@ func parseMixKinds(s string, kinds []string) ([]mixEntry, int, error) {
 
 // simulator is one run's whole world. It is used by one goroutine only.
 type simulator struct {
-	cfg    Config
-	proto  automaton.Protocol
-	svc    service.Service
-	ids    []automaton.NodeID
-	nodes  []*node
-	faults faultSet
+	cfg         Config
+	proto       automaton.Protocol
+	consistency automaton.Consistency
+	svc         service.Service
+	ids         []automaton.NodeID
+	nodes       []*node
+	faults      faultSet
 
 	clients    []*client
 	clientByID map[uint64]*client
@@ -367,6 +374,12 @@ func newSimulator(cfg Config) (*simulator, error) {
 	s := &simulator{cfg: cfg, clientByID: map[uint64]*client{}, digest: sha256.New()}
 	if s.proto, err = automaton.Lookup(cfg.Protocol); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if s.consistency, err = automaton.ConsistencyOf(cfg.Protocol); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if s.consistency == automaton.Sequential {
+		s.cfg.StickyClients = true
 	}
 	s.esds = esdsMode(cfg.Protocol)
 	if s.svc, err = service.Lookup(cfg.Service); err != nil {
