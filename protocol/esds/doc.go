@@ -95,7 +95,8 @@
 //     that have not yet heard every stable flag still learn it.
 //   - Membership: a dead replica blocks stability, hence strict operations. The
 //     parameter removed=n3,n4 or the admin request Op{Kind: "esds.remove",
-//     Key: "n3"} (through any node: SYNOD OP esds.remove n3) removes it; the
+//     Key: "n3"} (to any node; the RESP gateway validates operations against the
+//     service and does not pass it through yet) removes it; the
 //     removed set is gossiped and merged by union, and persisted. Stability is
 //     then computed over the remaining members. A removed replica is ignored
 //     for good: operations only it had done are lost, and it must not rejoin
