@@ -48,6 +48,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -96,6 +97,9 @@ type UpOptions struct {
 	BasePort int
 	// Password, when set, makes clients AUTH.
 	Password string
+	// Params are the protocol parameters of the namespace "default" (the
+	// cluster file's params; nil: the protocol's defaults).
+	Params map[string]string
 }
 
 // Node is one member of a running cluster.
@@ -276,7 +280,7 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		Durability: opts.Durability,
 		DataDir:    filepath.Join(dir, DataDir),
 		Password:   opts.Password,
-		Namespaces: []config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service}},
+		Namespaces: []config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params}},
 	}
 	var ports []int
 	if opts.BasePort == 0 {
@@ -311,6 +315,9 @@ func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
 	}
 	if len(cfg.Namespaces) == 0 || cfg.Namespaces[0].Protocol != opts.Protocol || cfg.Namespaces[0].Service != opts.Service {
 		diffs = append(diffs, fmt.Sprintf("its default namespace is not protocol %s, service %s", opts.Protocol, opts.Service))
+	}
+	if len(cfg.Namespaces) > 0 && !maps.Equal(cfg.Namespaces[0].Params, opts.Params) {
+		diffs = append(diffs, "its protocol parameters differ")
 	}
 	dur := cfg.Durability
 	if dur == "" {

@@ -39,6 +39,7 @@ type Faults struct {
 	ProbeInterval time.Duration
 	ProbeTimeout  time.Duration
 	InFlight      int
+	Params        []string
 }
 
 // Scenario names.
@@ -82,6 +83,7 @@ func (f *Faults) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.ProbeInterval, "probe-interval", f.ProbeInterval, "time between probe writes per probing client")
 	fs.DurationVar(&f.ProbeTimeout, "probe-timeout", f.ProbeTimeout, "timeout of one probe write (then the client reconnects)")
 	fs.IntVar(&f.InFlight, "in-flight", f.InFlight, "clients writing through the faulty node")
+	paramFlag(fs, &f.Params)
 }
 
 // timing resolves the durations from the flags and --quick/--duration.
@@ -107,6 +109,9 @@ func (f *Faults) timing(o experiment.Options) (warm, stall, restart, observe tim
 
 func (f *Faults) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	if err := checkDurability(f.Durability); err != nil {
+		return nil, err
+	}
+	if _, err := parseParams(f.Params); err != nil {
 		return nil, err
 	}
 	_, stall, restart, observe := f.timing(o)
@@ -168,30 +173,28 @@ type DefaultParamser interface {
 	DefaultParams() map[string]string
 }
 
-// settings describes the protocol parameters in force (cluster.Up sets none,
-// so the protocol's defaults).
-func settings(proto string) string {
-	if proto == "abd" {
-		return fmt.Sprintf("abd defaults: retransmit %v, op_timeout %v", abd.DefaultRetransmit, abd.DefaultOpTimeout)
-	}
-	p, err := automaton.Lookup(proto)
-	if err != nil {
-		return "protocol not registered"
-	}
-	if d, ok := p.(DefaultParamser); ok {
-		m := d.DefaultParams()
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
+// settings describes the protocol parameters in force: the protocol's
+// defaults (from the protocol when it implements DefaultParamser, from package
+// abd's constants for ABD) and the --param overrides.
+func settings(proto string, overrides map[string]string) string {
+	var def string
+	switch p, err := automaton.Lookup(proto); {
+	case proto == "abd":
+		def = fmt.Sprintf("retransmit %v, op_timeout %v", abd.DefaultRetransmit, abd.DefaultOpTimeout)
+	case err != nil:
+		return proto + ": not registered"
+	default:
+		if d, ok := p.(DefaultParamser); ok {
+			def = formatParams(d.DefaultParams())
+		} else {
+			def = "not reported by the protocol; see protocol/" + proto + "'s package doc"
 		}
-		sort.Strings(keys)
-		var parts []string
-		for _, k := range keys {
-			parts = append(parts, k+" "+m[k])
-		}
-		return proto + " defaults: " + strings.Join(parts, ", ")
 	}
-	return proto + " defaults (the protocol does not report them; see protocol/" + proto + "'s package doc)"
+	s := proto + " defaults: " + def
+	if len(overrides) > 0 {
+		s += "; set with --param: " + formatParams(overrides)
+	}
+	return s
 }
 
 // victim is the node that is crashed or stalled.
@@ -204,7 +207,8 @@ func (f *Faults) RunCell(ctx context.Context, env *experiment.Env, c experiment.
 		return experiment.Outcome{}, err
 	}
 	warm, stall, restartAfter, observe := f.timing(env.Options)
-	cl, err := env.Up(fmt.Sprintf("%s-n%d-%s", proto, n, scenario), cluster.UpOptions{Nodes: n, Protocol: proto, Durability: f.Durability})
+	pp, _ := parseParams(f.Params)
+	cl, err := env.Up(fmt.Sprintf("%s-n%d-%s", proto, n, scenario), cluster.UpOptions{Nodes: n, Protocol: proto, Durability: f.Durability, Params: pp[proto]})
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -326,7 +330,7 @@ func (f *Faults) RunCell(ctx context.Context, env *experiment.Env, c experiment.
 		Labels: map[string]string{
 			"durability": f.Durability,
 			"fault":      what,
-			"settings":   settings(proto),
+			"settings":   settings(proto, pp[proto]),
 			"recovered":  "no (not within the observation)",
 		},
 	}
@@ -533,9 +537,10 @@ func (f *Faults) Report() experiment.ReportSpec {
 }
 
 func (f *Faults) settingsNote() string {
+	pp, _ := parseParams(f.Params)
 	var parts []string
 	for _, p := range f.Protocols {
-		parts = append(parts, settings(p))
+		parts = append(parts, settings(p, pp[p]))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -28,6 +28,7 @@ type Throughput struct {
 	Ratios     []string
 	Protocols  []string
 	Clients    int
+	Params     []string
 }
 
 // NewThroughput returns the experiment with the seed's parameters.
@@ -57,6 +58,7 @@ func (t *Throughput) Flags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&t.Ratios, "get-ratios", t.Ratios, "fractions of GETs (the seed's \"GET/PUT ratio\")")
 	fs.StringSliceVar(&t.Protocols, "protocols", t.Protocols, "protocols to compare")
 	fs.IntVar(&t.Clients, "clients", 0, "closed-loop clients (default: the seed's 25)")
+	paramFlag(fs, &t.Params)
 }
 
 func checkDurability(d string) error {
@@ -68,6 +70,9 @@ func checkDurability(d string) error {
 
 func (t *Throughput) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	if err := checkDurability(t.Durability); err != nil {
+		return nil, err
+	}
+	if _, err := parseParams(t.Params); err != nil {
 		return nil, err
 	}
 	if t.Clients < 0 {
@@ -109,7 +114,8 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 		return experiment.Outcome{}, err
 	}
 	// One cluster per protocol and N, shared by that pair's mixes.
-	cl, err := env.Cluster(fmt.Sprintf("%s-n%d", proto, n), cluster.UpOptions{Nodes: n, Protocol: proto, Durability: t.Durability})
+	pp, _ := parseParams(t.Params)
+	cl, err := env.Cluster(fmt.Sprintf("%s-n%d", proto, n), cluster.UpOptions{Nodes: n, Protocol: proto, Durability: t.Durability, Params: pp[proto]})
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -140,7 +146,7 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 			mThroughput: a.Throughput, mMean: a.MeanMs, mP50: a.P50Ms, mP95: a.P95Ms, mP99: a.P99Ms,
 			mErrors: float64(a.Errors),
 		},
-		Labels: map[string]string{"durability": t.Durability, "clients": strconv.Itoa(cfg.Clients)},
+		Labels: map[string]string{"durability": t.Durability, "clients": strconv.Itoa(cfg.Clients), "settings": settings(proto, pp[proto])},
 		Detail: rep,
 	}, nil
 }

@@ -255,3 +255,21 @@ func TestLiveQuickCell(t *testing.T) {
 		t.Errorf("work directory %s not removed: %v", work, err)
 	}
 }
+
+func TestParseParams(t *testing.T) {
+	pp, err := parseParams([]string{"abd.retransmit=20ms", "blocking.lease=2s", "abd.op_timeout=1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pp["abd"]["retransmit"] != "20ms" || pp["abd"]["op_timeout"] != "1s" || pp["blocking"]["lease"] != "2s" {
+		t.Fatalf("parsed %v", pp)
+	}
+	if s := settings("abd", pp["abd"]); !strings.Contains(s, "retransmit 50ms") || !strings.Contains(s, "set with --param: op_timeout 1s, retransmit 20ms") {
+		t.Fatalf("settings: %s", s)
+	}
+	for _, bad := range []string{"lease=2s", "blocking.lease", ".lease=1s", "blocking.=1s", "blocking.lease="} {
+		if _, err := parseParams([]string{bad}); err == nil {
+			t.Errorf("--param %q accepted", bad)
+		}
+	}
+}
