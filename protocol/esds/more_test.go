@@ -1,0 +1,142 @@
+package esds
+
+import (
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// A dead replica blocks strict operations; removing it (admin request at one
+// node, gossiped to the others) lets them complete.
+func TestRemoveDeadReplicaUnblocksStrict(t *testing.T) {
+	c := newCluster(t, "esds", 3, service.Counter{}, nil)
+	c.crash("n3")
+	s := c.request("n1", automaton.Options{OpID: "s", Strict: true}, "add", "4")
+	c.settle(10)
+	if _, ok := c.answer(s); ok {
+		t.Fatal("strict operation answered while n3 (a member) is dead")
+	}
+	self := c.request("n1", automaton.Options{}, AdminRemove)
+	if got := c.mustAnswer(self); !got.IsErr() {
+		t.Fatalf("removal without a node accepted: %v", got)
+	}
+	c.seq++
+	rid := automaton.RequestID{Client: 7, Seq: c.seq}
+	c.step("n2", automaton.ClientRequest{Req: automaton.Request{ID: rid, Op: service.Op{Kind: AdminRemove, Key: "n3"}}})
+	if got := c.mustAnswer(rid); !got.Equal(service.OK()) {
+		t.Fatalf("remove n3: %v", got)
+	}
+	c.settle(10)
+	if got := c.mustAnswer(s); !got.Equal(service.Int(4)) {
+		t.Fatalf("strict add answered %v after removing n3", got)
+	}
+	// The removal survives a restart.
+	c.crash("n1")
+	c.boot("n1")
+	if c.a["n1"].removed&(1<<2) == 0 {
+		t.Fatal("n1 forgot the removal across a restart")
+	}
+	if _, err := (protocol{name: "esds"}).New(automaton.Config{Self: "n1", Nodes: c.ids, Service: service.Counter{}, Params: map[string]string{"removed": "n1"}}); err == nil {
+		t.Fatal("a replica removing itself by parameter was accepted")
+	}
+}
+
+func TestBrokenEarlyStrictAnswersBeforeStability(t *testing.T) {
+	c := newCluster(t, "esds-broken-earlystrict", 3, service.Counter{}, nil)
+	s := c.request("n1", automaton.Options{OpID: "s", Strict: true}, "add", "1")
+	if _, ok := c.answer(s); !ok {
+		t.Fatal("the broken variant should answer a strict operation at once")
+	}
+	c2 := newCluster(t, "esds", 3, service.Counter{}, nil)
+	s2 := c2.request("n1", automaton.Options{OpID: "s", Strict: true}, "add", "1")
+	if _, ok := c2.answer(s2); ok {
+		t.Fatal("esds answered a strict operation before stability")
+	}
+}
+
+func TestGarbageCollectionKeepsSummaryCompact(t *testing.T) {
+	c := newCluster(t, "esds", 3, service.Counter{}, nil)
+	var last automaton.RequestID
+	for i := 0; i < 200; i++ {
+		last = c.request(c.ids[i%3], automaton.Options{}, "add", "1")
+		if i%10 == 0 {
+			c.settle(1)
+		}
+	}
+	c.settle(4 * gcEveryTicks)
+	for _, id := range c.ids {
+		a := c.a[id]
+		if len(a.ops) != 0 || a.gcd.size() != 1 {
+			t.Fatalf("%s: %d live operations, summary of %d ranges (want 0 and 1: one client, contiguous)", id, len(a.ops), a.gcd.size())
+		}
+	}
+	// A retry of a collected operation gets its cached stable value (its
+	// value in the final order), not a second add.
+	c.step("n2", automaton.ClientRequest{Req: automaton.Request{ID: last, Op: service.Op{Kind: "add", Args: [][]byte{[]byte("1")}}}})
+	got := c.resp[last][len(c.resp[last])-1]
+	if got.Type != service.ResultInt || got.Int < 1 || got.Int > 200 {
+		t.Fatalf("retry of a collected op answered %v, first answer %v", got, c.resp[last][0])
+	}
+	r := c.request("n3", automaton.Options{Strict: true}, "read")
+	c.settle(6)
+	if got := c.mustAnswer(r); !got.Equal(service.Int(200)) {
+		t.Fatalf("counter reads %v after 200 adds and a retry", got)
+	}
+}
+
+func TestIDSummary(t *testing.T) {
+	var s idSummary
+	id := func(q uint64) string { return DerivedID(automaton.RequestID{Client: 0xab, Seq: q}) }
+	for _, q := range []uint64{1, 2, 5, 4, 3, 9} {
+		s.add(id(q))
+	}
+	s.add("custom-id")
+	for q, want := range map[uint64]bool{1: true, 3: true, 5: true, 6: false, 9: true, 10: false, 0: false} {
+		if s.has(id(q)) != want {
+			t.Fatalf("has(%d) = %v", q, !want)
+		}
+	}
+	if !s.has("custom-id") || s.has("00000000000000ab-01") || s.size() != 3 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+func FuzzUnmarshal(f *testing.F) {
+	m := message{Kind: kindStream, Inc: 3, Stream: 9, From: 1, To: 2, AckStream: 4, AckSeq: 1,
+		Entries: []entry{{ID: "a", Prev: []string{"b"}, Strict: true, Op: service.Op{Kind: "add", Args: [][]byte{[]byte("1")}}, Flags: flagDone | flagSolid, Label: Label{C: 4, R: 1, Set: true}},
+			{ID: "g", Flags: flagGone}}}
+	f.Add(m.marshal())
+	f.Add((&message{Kind: kindFull, Removed: 2}).marshal())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := unmarshal(b)
+		if err != nil {
+			return
+		}
+		again, err := unmarshal(m.marshal())
+		if err != nil {
+			t.Fatalf("re-decoding a decoded message: %v", err)
+		}
+		if len(again.Entries) != len(m.Entries) {
+			t.Fatal("entries changed in a round trip")
+		}
+	})
+}
+
+func TestParams(t *testing.T) {
+	cfg := automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1", "n2"}, Service: service.Counter{}}
+	for _, bad := range []map[string]string{{"gossip": "0s"}, {"batch": "x"}, {"variant": "fast"}, {"removed": "n9"}, {"nope": "1"}} {
+		cfg.Params = bad
+		if _, err := (protocol{name: "esds"}).New(cfg); err == nil {
+			t.Errorf("params %v accepted", bad)
+		}
+	}
+	cfg.Params = map[string]string{"gossip": "5ms", "retransmit": "50ms", "batch": "64", "variant": "unopt", "removed": "n2"}
+	a, err := (protocol{name: "esds"}).New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := a.(*ESDS); !e.unopt || e.batch != 64 || e.removedParam != 2 {
+		t.Fatalf("params not applied: %+v", e)
+	}
+}
