@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/compare"
+)
+
+func init() {
+	def := compare.DefaultOptions()
+	var (
+		protocol, clients, systems, dir, jsonPath string
+		duration                                  time.Duration
+		keys, keySize, valueSize                  int
+		keep                                      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Benchmark a 3-node Synod cluster beside 3-member etcd and ZooKeeper clusters (fsync on)",
+		Long: `Start a 3-member etcd, a 3-server ZooKeeper and a 3-node Synod cluster on
+127.0.0.1 (free ports, fsync on in all three, data in a temporary directory),
+preload the keys, then measure puts and linearizable gets separately at each
+client count, systems taking turns cell by cell. Prints throughput, p50 and p99
+per system and cell, and the ratios Synod/etcd and Synod/ZooKeeper; writes the
+same as JSON. A peer that is not installed is skipped with its install command
+printed. Every process started is stopped at the end, on error and on Ctrl-C.
+
+etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
+(/usr/share/java/zookeeper.jar, run with java).`,
+		Example: `  synod compare --protocol abd --duration 5s --clients 1,16,64,256
+  synod compare --protocol abd --systems synod,etcd --json cmp.json --dir /tmp/cmp`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o := def
+			o.Protocol = protocol
+			if _, err := automaton.Lookup(protocol); err != nil {
+				return fmt.Errorf("--protocol: %w", err)
+			}
+			cs, err := compare.ParseClients(clients)
+			if err != nil {
+				return err
+			}
+			o.Clients = cs
+			o.Duration = duration
+			o.Keys, o.KeySize, o.ValueSize = keys, keySize, valueSize
+			o.Dir, o.Keep = dir, keep
+			var sys []compare.System
+			for _, s := range strings.Split(systems, ",") {
+				switch strings.TrimSpace(s) {
+				case "synod":
+					sys = append(sys, compare.SynodSystem(protocol, ""))
+				case "etcd":
+					sys = append(sys, compare.EtcdSystem())
+				case "zookeeper":
+					sys = append(sys, compare.ZooKeeperSystem())
+				default:
+					return fmt.Errorf("--systems: unknown system %q (want synod, etcd, zookeeper)", s)
+				}
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			// Signals stay caught until the deferred stop, that is until every
+			// started process has been stopped.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := compare.Run(ctx, o, sys, cmd.OutOrStdout(), os.Stderr)
+			if res != nil && (len(res.Cells) > 0 || err == nil) {
+				fmt.Fprintln(cmd.OutOrStdout())
+				res.Print(cmd.OutOrStdout())
+				if jsonPath != "" {
+					if jerr := res.WriteJSON(jsonPath); jerr != nil {
+						return fmt.Errorf("writing %s: %w", jsonPath, jerr)
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "  JSON: %s\n", jsonPath)
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&protocol, "protocol", "", "Synod protocol replicating the benchmark namespace (required)")
+	f.StringVar(&clients, "clients", "1,16,64,256", "client counts, comma-separated; one cell per count, op and system")
+	f.DurationVar(&duration, "duration", def.Duration, "measured time per cell")
+	f.IntVar(&keys, "keys", def.Keys, "number of keys (all preloaded)")
+	f.IntVar(&keySize, "key-size", def.KeySize, "bytes per key")
+	f.IntVar(&valueSize, "value-size", def.ValueSize, "bytes per value")
+	f.StringVar(&systems, "systems", "synod,etcd,zookeeper", "systems to run, comma-separated (synod is the one the ratios divide)")
+	f.StringVar(&dir, "dir", "", "directory for all data and logs (empty or new; default a temporary directory, removed after a successful run)")
+	f.BoolVar(&keep, "keep", false, "keep the temporary directory after a successful run")
+	f.StringVar(&jsonPath, "json", "compare.json", "write the results as JSON to this file (empty: do not)")
+	cmd.MarkFlagRequired("protocol")
+	rootCmd.AddCommand(cmd)
+}

@@ -1,0 +1,50 @@
+// Package compare measures Synod beside etcd and ZooKeeper in one run on one
+// machine: `synod compare`.
+//
+// It starts a 3-member etcd (Debian's etcd-server), a 3-server ZooKeeper
+// ensemble (Debian's zookeeper 3.8 jar, run with java directly) and a 3-node
+// Synod cluster (package cluster), all on 127.0.0.1 with free ports, all with
+// fsync on, data and logs in one directory. A peer that is not installed is
+// skipped with the exact install command printed; the others still run.
+//
+// # Workload
+//
+// Keys are exactly KeySize bytes (16 by default: a fixed prefix and the
+// driver's zero-padded index, "synod-com:000042"), values ValueSize bytes
+// (100), Keys keys (10,000), chosen uniformly. Every system is first preloaded
+// with every key. Then each cell runs the closed-loop driver (package bench)
+// for Duration with one connection per client: puts only, or linearizable
+// gets only, for each client count. Systems take turns cell by cell.
+//
+//   - Synod: RESP SET, and GET with SYNOD READ linearizable (the protocol's
+//     linearizable read).
+//   - etcd: v3 Put, and Range with the default (linearizable) consistency.
+//   - ZooKeeper: setData (create on first write), and sync + getData, the
+//     strongest read ZooKeeper offers (see bench.NewZooKeeperTarget for why
+//     it is not strictly linearizable).
+//
+// # Figures
+//
+// Each cell reports throughput (successful operations per second), p50 and p99
+// latency (ms) and the error count; and, per cell, the ratios Synod/etcd and
+// Synod/ZooKeeper of throughput, p50 and p99. Only ratios from the same run are
+// meaningful; absolute figures depend on the machine.
+//
+// # Processes
+//
+// etcd and java processes are children of the synod command, each in its own
+// process group; they are stopped by PID (SIGTERM, then SIGKILL after a grace
+// period) at the end, on error and on Ctrl-C, and the kernel kills them should
+// the synod command itself die (see procGroup). Synod's nodes are stopped with
+// cluster.Down, which signals the PIDs it recorded after verifying them.
+//
+// # Choices
+//
+//   - ZooKeeper's per-IP connection limit (60) is lifted: every benchmark
+//     client connects from 127.0.0.1. Its AdminServer (port 8080) is off. The
+//     JVM heap is capped at 1 GiB per server.
+//   - etcd runs with its defaults apart from addresses and logging: fsync on,
+//     no compaction (the runs are short).
+//   - A cell whose clients cannot connect is reported as FAILED in the table
+//     and the run continues; a system that cannot start fails the run.
+package compare

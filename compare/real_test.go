@@ -1,0 +1,119 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/service"
+)
+
+// These tests run the real peers and exercise the etcd and ZooKeeper adapters
+// against them. etcd and ZooKeeper are optional peers, not part of Synod: the
+// tests skip when they are not installed.
+
+func startReal(t *testing.T, s System) *Instance {
+	t.Helper()
+	if install := s.Missing(); install != "" {
+		t.Skipf("%s not installed (%s)", s.Name, install)
+	}
+	g := newProcGroup()
+	t.Cleanup(func() {
+		// etcd members take seconds to shut down cleanly once their peers
+		// go; the data is thrown away, so the grace is short.
+		if _, err := g.stopAll(2 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	inst, err := s.Start(ctx, &Env{Dir: t.TempDir(), Procs: g, ReadyTimeout: 60 * time.Second, OpTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inst.Addrs) != Members {
+		t.Fatalf("%d addresses, want %d", len(inst.Addrs), Members)
+	}
+	return inst
+}
+
+// exerciseAdapter: a write through one member is read back through every
+// other member (the reads are linearizable, or sync+get for ZooKeeper), a
+// missing key reads nil, overwrites and deletes behave, and unsupported
+// operations are error replies, not transport failures.
+func exerciseAdapter(t *testing.T, inst *Instance) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ts []bench.Target
+	for i, a := range inst.Addrs {
+		tg, err := inst.NewTarget(ctx, a, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tg.Close()
+		ts = append(ts, tg)
+	}
+	do := func(tg bench.Target, op service.Op) service.Result {
+		t.Helper()
+		r, err := tg.Do(ctx, op)
+		if err != nil {
+			t.Fatalf("%v: %v", op, err)
+		}
+		return r
+	}
+	key := fmt.Sprintf("adapter-test-%d", time.Now().UnixNano())
+	if r := do(ts[0], service.Op{Kind: "get", Key: key}); r.Type != service.ResultNil {
+		t.Fatalf("missing key read %v, want nil", r)
+	}
+	for round, writer := range []int{0, 1, 2, 0} {
+		val := fmt.Sprintf("value-%d-%s", round, key)
+		if r := do(ts[writer], service.Op{Kind: "set", Key: key, Args: [][]byte{[]byte(val)}}); r.Type != service.ResultOK {
+			t.Fatalf("set: %v", r)
+		}
+		for i, tg := range ts {
+			if r := do(tg, service.Op{Kind: "get", Key: key}); r.Type != service.ResultBytes || string(r.Bytes) != val {
+				t.Fatalf("round %d: member %d read %v after member %d wrote %q", round, i, r, writer, val)
+			}
+		}
+	}
+	if r := do(ts[1], service.Op{Kind: "del", Key: key}); r.Type != service.ResultInt || r.Int != 1 {
+		t.Fatalf("del: %v", r)
+	}
+	if r := do(ts[2], service.Op{Kind: "get", Key: key}); r.Type != service.ResultNil {
+		t.Fatalf("read after del: %v", r)
+	}
+	if r := do(ts[0], service.Op{Kind: "del", Key: key}); r.Type != service.ResultInt || r.Int != 0 {
+		t.Fatalf("del of a missing key: %v", r)
+	}
+	if r := do(ts[0], service.Op{Kind: "incr", Key: key, Args: [][]byte{[]byte("1")}}); !r.IsErr() {
+		t.Fatalf("incr: %v, want an error reply", r)
+	}
+	// The driver runs on it: a short closed-loop mixed run with a recorded
+	// outcome and no errors.
+	cfg := bench.DefaultConfig()
+	cfg.Addrs = inst.Addrs
+	cfg.NewTarget = inst.NewTarget
+	cfg.Clients = 6
+	cfg.Keys = 20
+	cfg.Ops = 300
+	cfg.Preload = true
+	rep, err := bench.Run(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.All.Count != 300 || rep.All.Errors != 0 || rep.Reads.Count == 0 || rep.Writes.Count == 0 {
+		t.Fatalf("driver run: %+v errors %v", rep.All, rep.ErrorSamples)
+	}
+}
+
+func TestRealEtcd(t *testing.T) {
+	inst := startReal(t, EtcdSystem())
+	exerciseAdapter(t, inst)
+}
+
+func TestRealZooKeeper(t *testing.T) {
+	inst := startReal(t, ZooKeeperSystem())
+	exerciseAdapter(t, inst)
+}

@@ -1,0 +1,359 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/service"
+)
+
+// Options describe a comparison.
+type Options struct {
+	// Protocol replicates Synod's namespace (required).
+	Protocol string
+	// SynodBinary is the synod executable for the Synod nodes ("" = this one).
+	SynodBinary string
+	// Clients lists the client counts, one cell per count, op and system.
+	Clients []int
+	// Duration is the measured time of each cell.
+	Duration time.Duration
+	// Keys, KeySize and ValueSize shape the data: Keys keys of exactly
+	// KeySize bytes, values of ValueSize bytes.
+	Keys, KeySize, ValueSize int
+	// Ops are the operations measured, in order: OpPut, OpGet.
+	Ops []string
+	// Dir holds every system's data and logs; "" makes a temporary directory.
+	// A given directory must be empty or absent.
+	Dir string
+	// Keep keeps Dir after a successful run (it is always kept after a failure,
+	// for the logs, and when it was given).
+	Keep bool
+	// Seed seeds the driver's key and value choices.
+	Seed int64
+	// OpTimeout bounds one operation; ReadyTimeout a cluster's start.
+	OpTimeout, ReadyTimeout time.Duration
+	// StopGrace is how long peers get after SIGTERM before SIGKILL.
+	StopGrace time.Duration
+}
+
+// DefaultOptions returns the defaults of `synod compare`.
+func DefaultOptions() Options {
+	return Options{
+		Clients:      []int{1, 16, 64, 256},
+		Duration:     10 * time.Second,
+		Keys:         10000,
+		KeySize:      16,
+		ValueSize:    100,
+		Ops:          []string{OpPut, OpGet},
+		Seed:         1,
+		OpTimeout:    5 * time.Second,
+		ReadyTimeout: 60 * time.Second,
+		StopGrace:    10 * time.Second,
+	}
+}
+
+// Validate checks the options and explains the first problem.
+func (o *Options) Validate() error {
+	if o.Protocol == "" {
+		return errors.New("no Synod protocol given (--protocol)")
+	}
+	if len(o.Clients) == 0 {
+		return errors.New("no client counts given")
+	}
+	for _, c := range o.Clients {
+		if c < 1 {
+			return fmt.Errorf("client count %d: must be at least 1", c)
+		}
+	}
+	if o.Duration <= 0 {
+		return fmt.Errorf("duration per cell must be positive (got %v)", o.Duration)
+	}
+	if o.Keys < 1 {
+		return fmt.Errorf("keys must be at least 1 (got %d)", o.Keys)
+	}
+	if o.ValueSize < bench.MinValueSize {
+		return fmt.Errorf("value size must be at least %d bytes (got %d)", bench.MinValueSize, o.ValueSize)
+	}
+	if _, err := KeyPrefix(o.KeySize, o.Keys); err != nil {
+		return err
+	}
+	if len(o.Ops) == 0 {
+		return errors.New("no operations given")
+	}
+	for _, op := range o.Ops {
+		if op != OpPut && op != OpGet {
+			return fmt.Errorf("unknown operation %q (want %s or %s)", op, OpPut, OpGet)
+		}
+	}
+	if o.OpTimeout <= 0 || o.ReadyTimeout <= 0 || o.StopGrace <= 0 {
+		return errors.New("timeouts must be positive")
+	}
+	return nil
+}
+
+// KeyPrefix returns the prefix that makes every driver key name exactly
+// keySize bytes long for a run over keys keys.
+func KeyPrefix(keySize, keys int) (string, error) {
+	digits := len(bench.KeyName("", keys, 0))
+	n := keySize - digits
+	if n < 2 {
+		return "", fmt.Errorf("key size %d is too small for %d keys: the zero-padded index alone takes %d bytes; use at least %d", keySize, keys, digits, digits+2)
+	}
+	const filler = "synod-compare-key"
+	p := filler
+	for len(p) < n-1 {
+		p += "x"
+	}
+	return p[:n-1] + ":", nil
+}
+
+// readyOp is the read with which Start probes a cluster.
+var readyOp = service.Op{Kind: "get", Key: "synod-compare-ready"}
+
+// Run starts every system of systems that is installed (printing the install
+// command of the others on out), preloads the keys, measures every cell, and
+// stops everything it started: on success, on error and when ctx ends
+// (Ctrl-C). progress (nil: none) gets a line per step. The result is returned
+// also when ctx ended early (Interrupted set); err is then non-nil.
+func Run(ctx context.Context, o Options, systems []System, out, progress io.Writer) (res *Result, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	prefix, _ := KeyPrefix(o.KeySize, o.Keys)
+
+	dir, made, err := prepareDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	res = &Result{
+		Start: time.Now(),
+		Config: ReportConfig{Members: Members, Protocol: o.Protocol, Keys: o.Keys, KeySize: o.KeySize,
+			ValueSize: o.ValueSize, Clients: o.Clients, Ops: o.Ops, DurationSec: o.Duration.Seconds(),
+			Seed: o.Seed, Dir: dir},
+	}
+
+	procs := newProcGroup()
+	var running []*Instance
+	defer func() {
+		if serr := stopAll(running, procs, o.StopGrace, progress); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(progress, "data and logs kept in %s\n", dir)
+		case made && !o.Keep:
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				err = fmt.Errorf("removing %s: %w", dir, rerr)
+			}
+		default:
+			fmt.Fprintf(progress, "data and logs kept in %s\n", dir)
+		}
+	}()
+
+	type live struct {
+		sys  System
+		inst *Instance
+	}
+	var lives []live
+	for _, s := range systems {
+		if install := s.Missing(); install != "" {
+			fmt.Fprintf(out, "%s is not installed; install it with:\n    %s\n  running the others without it.\n", s.Name, install)
+			res.Skipped = append(res.Skipped, Skipped{Name: s.Name, Install: install})
+			continue
+		}
+		sdir := filepath.Join(dir, s.Name)
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(progress, "starting %s (%d members) in %s\n", s.Name, Members, sdir)
+		t0 := time.Now()
+		inst, err := s.Start(ctx, &Env{Dir: sdir, Procs: procs, ReadyTimeout: o.ReadyTimeout, OpTimeout: o.OpTimeout})
+		if err != nil {
+			return res, fmt.Errorf("starting %s: %w", s.Name, err)
+		}
+		running = append(running, inst)
+		fmt.Fprintf(progress, "  %s ready in %.1fs at %s\n", s.Name, time.Since(t0).Seconds(), strings.Join(inst.Addrs, ","))
+		lives = append(lives, live{s, inst})
+		res.Systems = append(res.Systems, SystemReport{Name: s.Name, Version: inst.Version, Durability: inst.Durability, Addrs: inst.Addrs})
+	}
+	if len(lives) == 0 {
+		return res, errors.New("no system to run")
+	}
+
+	for _, l := range lives {
+		fmt.Fprintf(progress, "preloading %d keys into %s\n", o.Keys, l.sys.Name)
+		if err := preload(ctx, l.inst, o, prefix); err != nil {
+			return res, fmt.Errorf("preloading %s: %w", l.sys.Name, err)
+		}
+	}
+
+	total := len(o.Clients) * len(o.Ops) * len(lives)
+	n := 0
+	// Systems take turns cell by cell, so that drift over the run (page
+	// cache, other load) falls on all of them alike.
+	for _, clients := range o.Clients {
+		for _, op := range o.Ops {
+			for _, l := range lives {
+				if ctx.Err() != nil {
+					break
+				}
+				n++
+				cell := runCell(ctx, l.sys.Name, l.inst, o, prefix, op, clients)
+				if ctx.Err() != nil {
+					break // an interrupted cell's figures mean nothing
+				}
+				res.Cells = append(res.Cells, cell)
+				if cell.Failed != "" {
+					fmt.Fprintf(progress, "[%2d/%d] %-3s clients %3d  %-9s FAILED: %s\n", n, total, op, clients, l.sys.Name, cell.Failed)
+				} else {
+					fmt.Fprintf(progress, "[%2d/%d] %-3s clients %3d  %-9s %10.1f ops/s  p50 %7.3f ms  p99 %7.3f ms  errors %d\n",
+						n, total, op, clients, l.sys.Name, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.Errors)
+				}
+			}
+		}
+	}
+	var peers []string
+	for _, l := range lives {
+		if l.sys.Name != Synod {
+			peers = append(peers, l.sys.Name)
+		}
+	}
+	res.Ratios = ComputeRatios(res.Cells, peers)
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		return res, fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	return res, nil
+}
+
+// prepareDir makes a temporary directory when dir is "", and otherwise
+// checks that dir is empty (creating it if absent): a leftover Synod cluster
+// there would be resumed instead of started fresh.
+func prepareDir(dir string) (string, bool, error) {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "synod-compare-")
+		return d, true, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false, err
+	}
+	ents, err := os.ReadDir(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return abs, false, os.MkdirAll(abs, 0o755)
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if len(ents) > 0 {
+		return "", false, fmt.Errorf("--dir %s is not empty; give an empty or new directory", abs)
+	}
+	return abs, false, nil
+}
+
+// stopAll stops every running instance and every process of the group.
+func stopAll(running []*Instance, procs *procGroup, grace time.Duration, progress io.Writer) error {
+	var errs []error
+	for _, inst := range running {
+		if inst.Stop != nil {
+			if err := inst.Stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	killed, err := procs.stopAll(grace)
+	if len(killed) > 0 {
+		fmt.Fprintf(progress, "SIGKILLed after %v: %s\n", grace, strings.Join(killed, ", "))
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// preload writes every key once, from up to 32 clients.
+func preload(ctx context.Context, inst *Instance, o Options, prefix string) error {
+	workers := min(32, o.Keys)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr := inst.Addrs[w%len(inst.Addrs)]
+			t, err := inst.NewTarget(ctx, addr, w)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			defer t.Close()
+			val := make([]byte, o.ValueSize)
+			for k := w; k < o.Keys; k += workers {
+				key := bench.KeyName(prefix, o.Keys, k)
+				copy(val, key)
+				for i := len(key); i < len(val); i++ {
+					val[i] = 'p'
+				}
+				r, err := t.Do(ctx, service.Op{Kind: "set", Key: key, Args: [][]byte{val}})
+				if err == nil && r.IsErr() {
+					err = errors.New(r.Err)
+				}
+				if err != nil {
+					errs[w] = fmt.Errorf("set %s: %w", key, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runCell measures one system, one op, one client count.
+func runCell(ctx context.Context, name string, inst *Instance, o Options, prefix, op string, clients int) Cell {
+	cfg := bench.DefaultConfig()
+	cfg.Addrs = inst.Addrs
+	cfg.Duration = o.Duration
+	cfg.Clients = clients
+	cfg.Keys = o.Keys
+	cfg.ValueSize = o.ValueSize
+	cfg.KeyPrefix = prefix
+	cfg.Dist = "uniform"
+	cfg.Seed = o.Seed
+	cfg.OpTimeout = o.OpTimeout
+	cfg.NewTarget = inst.NewTarget
+	cfg.TargetName = name
+	cfg.DurabilityLabel = inst.Durability
+	cfg.ReadRatio = 0
+	if op == OpGet {
+		cfg.ReadRatio = 1
+	}
+	cell := Cell{System: name, Op: op, Clients: clients}
+	rep, err := bench.Run(ctx, cfg, nil)
+	if err != nil && rep == nil {
+		cell.Failed = err.Error()
+		return cell
+	}
+	st := rep.Writes
+	if op == OpGet {
+		st = rep.Reads
+	}
+	cell.Throughput, cell.P50Ms, cell.P99Ms = st.Throughput, st.P50Ms, st.P99Ms
+	cell.Count, cell.Errors = st.Count, st.Errors
+	cell.ErrorSamples = rep.ErrorSamples
+	if err != nil {
+		cell.Failed = err.Error()
+	}
+	return cell
+}

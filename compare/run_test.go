@@ -1,0 +1,234 @@
+package compare
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/service"
+)
+
+// fakeStore is an in-process key-value "cluster" behind fake targets.
+type fakeStore struct {
+	mu      sync.Mutex
+	data    map[string][]byte
+	ops     map[string]int
+	delay   time.Duration
+	stopped atomic.Bool
+}
+
+type fakeTarget struct{ s *fakeStore }
+
+func (t fakeTarget) Do(ctx context.Context, op service.Op) (service.Result, error) {
+	time.Sleep(t.s.delay)
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	t.s.ops[op.Kind]++
+	switch op.Kind {
+	case "set":
+		t.s.data[op.Key] = append([]byte(nil), op.Args[0]...)
+		return service.OK(), nil
+	case "get":
+		if v, ok := t.s.data[op.Key]; ok {
+			return service.Bytes(v), nil
+		}
+		return service.Nil(), nil
+	}
+	return service.Errorf("unsupported"), nil
+}
+
+func (fakeTarget) Close() error { return nil }
+
+// fakeSystem starts one helper process (so that stopping is observable) and
+// serves from a fakeStore. procs receives the helper.
+func fakeSystem(t *testing.T, name string, delay time.Duration, procs *[]*proc) (System, *fakeStore) {
+	s := &fakeStore{data: map[string][]byte{}, ops: map[string]int{}, delay: delay}
+	return System{
+		Name:    name,
+		Missing: func() string { return "" },
+		Start: func(ctx context.Context, env *Env) (*Instance, error) {
+			p, err := env.Procs.start(name+" helper", []string{os.Args[0]}, append(os.Environ(), helperEnv+"=sleep"), filepath.Join(env.Dir, "helper.log"))
+			if err != nil {
+				return nil, err
+			}
+			*procs = append(*procs, p)
+			return &Instance{
+				Addrs:      []string{"a1", "a2", "a3"},
+				NewTarget:  func(context.Context, string, int) (bench.Target, error) { return fakeTarget{s}, nil },
+				Durability: "fake",
+				Version:    name + " fake",
+				Stop:       func() error { s.stopped.Store(true); return nil },
+			}, nil
+		},
+	}, s
+}
+
+func testOptions() Options {
+	o := DefaultOptions()
+	o.Protocol = "abd"
+	o.Clients = []int{1, 3}
+	o.Duration = 150 * time.Millisecond
+	o.Keys = 50
+	o.StopGrace = 2 * time.Second
+	return o
+}
+
+func checkStopped(t *testing.T, procs []*proc) {
+	t.Helper()
+	for _, p := range procs {
+		if p.running() || alive(p.PID()) {
+			t.Errorf("%s (pid %d) still runs after Run returned", p.name, p.PID())
+		}
+	}
+}
+
+func TestRunWithFakes(t *testing.T) {
+	var procs []*proc
+	synod, ss := fakeSystem(t, "synod", 100*time.Microsecond, &procs)
+	etcd, es := fakeSystem(t, "etcd", 400*time.Microsecond, &procs)
+	zk := System{Name: "zookeeper", Missing: func() string { return ZooKeeperInstall },
+		Start: func(context.Context, *Env) (*Instance, error) { t.Fatal("started a missing system"); return nil, nil }}
+	var out, progress bytes.Buffer
+	res, err := Run(context.Background(), testOptions(), []System{synod, etcd, zk}, &out, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if !strings.Contains(out.String(), "zookeeper is not installed") || !strings.Contains(out.String(), "    "+ZooKeeperInstall+"\n") {
+		t.Errorf("no install command for the missing peer:\n%s", out.String())
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].Name != "zookeeper" || len(res.Systems) != 2 {
+		t.Errorf("systems %+v, skipped %+v", res.Systems, res.Skipped)
+	}
+	if len(res.Cells) != 2*2*2 {
+		t.Fatalf("%d cells, want clients(2) x ops(2) x systems(2)", len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		if c.Failed != "" || c.Count == 0 || c.Errors != 0 || c.Throughput <= 0 || c.P99Ms < c.P50Ms {
+			t.Errorf("cell %+v", c)
+		}
+	}
+	if len(res.Ratios) != 4 {
+		t.Fatalf("%d ratios, want 4 (Synod cells x 1 peer)", len(res.Ratios))
+	}
+	for _, r := range res.Ratios {
+		if r.Peer != "etcd" || r.Throughput == nil || r.P50 == nil || r.P99 == nil {
+			t.Errorf("ratio %+v", r)
+		}
+	}
+	for name, s := range map[string]*fakeStore{"synod": ss, "etcd": es} {
+		if len(s.data) != 50 {
+			t.Errorf("%s holds %d keys, want the 50 preloaded", name, len(s.data))
+		}
+		for k, v := range s.data {
+			if len(k) != 16 || len(v) != 100 {
+				t.Errorf("%s: key %q (%d bytes) value of %d bytes, want 16 and 100", name, k, len(k), len(v))
+				break
+			}
+		}
+		if s.ops["get"] == 0 || s.ops["set"] <= 50 {
+			t.Errorf("%s saw ops %v", name, s.ops)
+		}
+		if !s.stopped.Load() {
+			t.Errorf("%s: Stop not called", name)
+		}
+	}
+	checkStopped(t, procs)
+	if _, err := os.Stat(res.Config.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary directory %s left behind: %v", res.Config.Dir, err)
+	}
+}
+
+func TestRunStartFailureStopsEverything(t *testing.T) {
+	var procs []*proc
+	synod, ss := fakeSystem(t, "synod", 0, &procs)
+	broken := System{Name: "etcd", Missing: func() string { return "" },
+		Start: func(ctx context.Context, env *Env) (*Instance, error) {
+			p, err := env.Procs.start("etcd helper", []string{os.Args[0]}, append(os.Environ(), helperEnv+"=ignore-term"), filepath.Join(env.Dir, "h.log"))
+			if err != nil {
+				return nil, err
+			}
+			procs = append(procs, p)
+			return nil, errors.New("member e2 exited")
+		}}
+	o := testOptions()
+	o.StopGrace = 200 * time.Millisecond
+	var progress bytes.Buffer
+	res, err := Run(context.Background(), o, []System{synod, broken}, &bytes.Buffer{}, &progress)
+	if err == nil || !strings.Contains(err.Error(), "starting etcd: member e2 exited") {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(procs) != 2 {
+		t.Fatalf("%d helpers started, want 2", len(procs))
+	}
+	checkStopped(t, procs)
+	if !ss.stopped.Load() {
+		t.Error("the system started before the failure was not stopped")
+	}
+	if _, err := os.Stat(res.Config.Dir); err != nil {
+		t.Errorf("directory with the logs not kept after a failure: %v", err)
+	} else {
+		os.RemoveAll(res.Config.Dir)
+	}
+	if !strings.Contains(progress.String(), "data and logs kept in "+res.Config.Dir) {
+		t.Errorf("progress does not say where the logs are:\n%s", progress.String())
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	var procs []*proc
+	synod, _ := fakeSystem(t, "synod", 0, &procs)
+	etcd, _ := fakeSystem(t, "etcd", 0, &procs)
+	o := testOptions()
+	o.Clients = []int{1, 2, 3, 4, 5}
+	o.Duration = 200 * time.Millisecond
+	o.Dir = filepath.Join(t.TempDir(), "given")
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, o, []System{synod, etcd}, &bytes.Buffer{}, nil)
+	if err == nil || !res.Interrupted {
+		t.Fatalf("Run after the context ended: err %v, interrupted %v", err, res.Interrupted)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Run took %v after a 700ms context", d)
+	}
+	if n := len(res.Cells); n == 0 || n >= 20 {
+		t.Fatalf("%d cells measured, want some but not all 20", n)
+	}
+	checkStopped(t, procs)
+	if _, err := os.Stat(o.Dir); err != nil {
+		t.Errorf("given directory removed: %v", err)
+	}
+}
+
+func TestRunRefusesNonEmptyDirAndBadOptions(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x"), nil, 0o644)
+	o := testOptions()
+	o.Dir = dir
+	if _, err := Run(context.Background(), o, nil, &bytes.Buffer{}, nil); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("non-empty dir: %v", err)
+	}
+	for name, mut := range map[string]func(*Options){
+		"protocol": func(o *Options) { o.Protocol = "" },
+		"duration": func(o *Options) { o.Duration = 0 },
+		"clients":  func(o *Options) { o.Clients = nil },
+		"value":    func(o *Options) { o.ValueSize = 3 },
+		"key size": func(o *Options) { o.KeySize = 4 },
+		"op":       func(o *Options) { o.Ops = []string{"incr"} },
+	} {
+		o := testOptions()
+		mut(&o)
+		if err := o.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,351 @@
+package compare
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/cluster"
+)
+
+// System is one replicated store the comparison can run.
+type System struct {
+	// Name is "synod", "etcd" or "zookeeper" (table and JSON key).
+	Name string
+	// Missing returns "" when the system can be started on this machine, or
+	// the command that installs what is missing.
+	Missing func() string
+	// Start starts a 3-member cluster on 127.0.0.1, data and logs under
+	// env.Dir, and waits until every member serves requests.
+	Start func(ctx context.Context, env *Env) (*Instance, error)
+}
+
+// Env is what a System's Start gets.
+type Env struct {
+	// Dir is this system's own directory (created, empty).
+	Dir string
+	// Procs owns the processes Start launches; Run stops them all at the end.
+	Procs *procGroup
+	// ReadyTimeout bounds the wait for the cluster to serve.
+	ReadyTimeout time.Duration
+	// OpTimeout bounds one operation of the benchmark clients.
+	OpTimeout time.Duration
+}
+
+// Instance is a running cluster.
+type Instance struct {
+	// Addrs are the members' client addresses; benchmark clients are spread
+	// over them round-robin.
+	Addrs []string
+	// NewTarget connects one benchmark client.
+	NewTarget bench.TargetFactory
+	// Durability states what is on disk before a write is acknowledged.
+	Durability string
+	// Version names the software (for the report).
+	Version string
+	// Stop, when set, stops processes that Procs does not own.
+	Stop func() error
+}
+
+// Members is the cluster size of every system in the comparison.
+const Members = 3
+
+// EtcdBinary and the ZooKeeper paths are where Debian's packages put them.
+var (
+	EtcdBinary   = "/usr/bin/etcd"
+	ZooKeeperJar = "/usr/share/java/zookeeper.jar"
+	// Slf4jSimpleJar, when present, sends ZooKeeper's log to its log file
+	// (without a binding slf4j discards it).
+	Slf4jSimpleJar = "/usr/share/java/slf4j-simple.jar"
+	JavaBinary     = "java"
+)
+
+// Install commands printed when a peer is missing.
+const (
+	EtcdInstall      = "apt-get install -y etcd-server"
+	ZooKeeperInstall = "apt-get install -y zookeeperd"
+	JavaInstall      = "apt-get install -y default-jre-headless"
+)
+
+// SynodSystem runs a 3-node Synod cluster with package cluster, durability
+// fsync, the namespace "default" replicated by protocol, reads in the
+// protocol's linearizable mode (SYNOD READ linearizable on every connection).
+// binary is the synod executable ("" means this one).
+func SynodSystem(protocol, binary string) System {
+	return System{
+		Name:    "synod",
+		Missing: func() string { return "" },
+		Start: func(ctx context.Context, env *Env) (*Instance, error) {
+			c, err := cluster.Up(cluster.UpOptions{
+				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: "fsync", Binary: binary,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &Instance{
+				Addrs: c.ClientAddrs(),
+				NewTarget: bench.RedisFactory(bench.RedisOptions{
+					ReadMode: "linearizable", Timeout: env.OpTimeout,
+				}),
+				Durability: "fsync: records on disk (Pebble, group commit) before a reply",
+				Version:    "synod, protocol " + protocol,
+				Stop: func() error {
+					_, err := cluster.Down(c.Dir, false)
+					return err
+				},
+			}, nil
+		},
+	}
+}
+
+// EtcdSystem runs 3 etcd members (Debian's etcd-server) on free ports.
+// etcd's defaults are kept: its WAL is fsynced before an entry counts as
+// persisted, so a put is acknowledged after a majority fsynced it. Clients use
+// the v3 API (bench.EtcdTarget): puts and linearizable gets.
+func EtcdSystem() System {
+	return System{
+		Name: "etcd",
+		Missing: func() string {
+			if !isExecutable(EtcdBinary) {
+				return EtcdInstall
+			}
+			return ""
+		},
+		Start: startEtcd,
+	}
+}
+
+func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
+	ports, err := freePorts(2 * Members)
+	if err != nil {
+		return nil, err
+	}
+	url := func(p int) string { return "http://" + hostPort(p) }
+	var initial []string
+	for i := 0; i < Members; i++ {
+		initial = append(initial, fmt.Sprintf("e%d=%s", i+1, url(ports[2*i+1])))
+	}
+	token := fmt.Sprintf("synod-compare-%d-%d", os.Getpid(), time.Now().UnixNano())
+	// ETCD_* variables would conflict with the flags (etcd refuses to start).
+	var childEnv []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ETCD_") {
+			childEnv = append(childEnv, kv)
+		}
+	}
+	var procs []*proc
+	var addrs []string
+	for i := 0; i < Members; i++ {
+		name := fmt.Sprintf("e%d", i+1)
+		client, peer := ports[2*i], ports[2*i+1]
+		argv := []string{EtcdBinary,
+			"--name", name,
+			"--data-dir", filepath.Join(env.Dir, name),
+			"--listen-client-urls", url(client),
+			"--advertise-client-urls", url(client),
+			"--listen-peer-urls", url(peer),
+			"--initial-advertise-peer-urls", url(peer),
+			"--initial-cluster", strings.Join(initial, ","),
+			"--initial-cluster-token", token,
+			"--initial-cluster-state", "new",
+			"--logger", "zap",
+			"--log-outputs", "stderr",
+		}
+		p, err := env.Procs.start("etcd "+name, argv, childEnv, filepath.Join(env.Dir, name+".log"))
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+		addrs = append(addrs, hostPort(client))
+	}
+	factory := bench.EtcdFactory(bench.EtcdOptions{Timeout: env.OpTimeout})
+	// Ready when every member answers a linearizable get (a leader exists and
+	// the member reaches it).
+	err = waitReady(ctx, "etcd", env.ReadyTimeout, procs, func(ctx context.Context) error {
+		return probe(ctx, factory, addrs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Instance{
+		Addrs:      addrs,
+		NewTarget:  factory,
+		Durability: "fsync: WAL fsynced before a put is acknowledged (etcd default)",
+		Version:    strings.Replace(commandVersion(EtcdBinary, "--version"), "etcd Version:", "etcd", 1),
+	}, nil
+}
+
+// ZooKeeperSystem runs a 3-server ZooKeeper ensemble (Debian's zookeeper
+// 3.8 jar) with java directly: one QuorumPeerMain per server, each with its
+// own zoo.cfg, dataDir and myid, ports free on 127.0.0.1. forceSync=yes (the
+// default, written out) fsyncs the transaction log before a write is
+// acknowledged. maxClientCnxns=0 lifts the per-IP limit of 60 connections
+// (all benchmark clients come from 127.0.0.1), and the AdminServer (port 8080
+// by default) is off. Clients: bench.ZooKeeperTarget (setData, sync+getData).
+func ZooKeeperSystem() System {
+	return System{
+		Name: "zookeeper",
+		Missing: func() string {
+			if _, err := os.Stat(ZooKeeperJar); err != nil {
+				return ZooKeeperInstall
+			}
+			if _, err := exec.LookPath(JavaBinary); err != nil {
+				return JavaInstall
+			}
+			return ""
+		},
+		Start: startZooKeeper,
+	}
+}
+
+// zooCfg renders server id's zoo.cfg; ports holds client, quorum and election
+// ports for each server in turn.
+func zooCfg(dataDir string, id int, ports []int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=2000\ninitLimit=10\nsyncLimit=5\n")
+	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
+	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", ports[3*(id-1)])
+	fmt.Fprintf(&b, "forceSync=yes\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n")
+	for i := 0; i < len(ports)/3; i++ {
+		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
+	}
+	return b.String()
+}
+
+func startZooKeeper(ctx context.Context, env *Env) (*Instance, error) {
+	ports, err := freePorts(3 * Members)
+	if err != nil {
+		return nil, err
+	}
+	cp := ZooKeeperJar
+	if _, err := os.Stat(Slf4jSimpleJar); err == nil {
+		cp += ":" + Slf4jSimpleJar
+	}
+	var procs []*proc
+	var addrs []string
+	for id := 1; id <= Members; id++ {
+		dir := filepath.Join(env.Dir, fmt.Sprintf("zk%d", id))
+		data := filepath.Join(dir, "data")
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(id)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		cfg := filepath.Join(dir, "zoo.cfg")
+		if err := os.WriteFile(cfg, []byte(zooCfg(data, id, ports)), 0o644); err != nil {
+			return nil, err
+		}
+		argv := []string{JavaBinary, "-Xms256m", "-Xmx1g",
+			"-Dzookeeper.log.dir=" + dir,
+			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+			"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg}
+		p, err := env.Procs.start(fmt.Sprintf("zookeeper %d", id), argv, nil, filepath.Join(dir, "zookeeper.log"))
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+		addrs = append(addrs, hostPort(ports[3*(id-1)]))
+	}
+	factory := bench.ZooKeeperFactory(bench.ZooKeeperOptions{Timeout: env.OpTimeout})
+	var version string
+	err = waitReady(ctx, "zookeeper", env.ReadyTimeout, procs, func(ctx context.Context) error {
+		for _, a := range addrs {
+			v, err := zkServing(ctx, a)
+			if err != nil {
+				return err
+			}
+			version = v
+		}
+		return probe(ctx, factory, addrs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Instance{
+		Addrs:      addrs,
+		NewTarget:  factory,
+		Durability: "fsync: transaction log fsynced before a write is acknowledged (forceSync=yes)",
+		Version:    version,
+	}, nil
+}
+
+// zkServing asks a ZooKeeper server "srvr" and succeeds when it reports
+// itself leader or follower; it returns the version line's value.
+func zkServing(ctx context.Context, addr string) (string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return "", err
+	}
+	var version, mode string
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "Zookeeper version: "); ok {
+			// "3.8.0-${mvngit.commit.id}, built on ..." in Debian's build.
+			v, _, _ = strings.Cut(v, ",")
+			v, _, _ = strings.Cut(v, "-")
+			version = "zookeeper " + v
+		}
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			mode = m
+		}
+		if strings.Contains(line, "not currently serving") {
+			return "", fmt.Errorf("%s: %s", addr, line)
+		}
+	}
+	if mode != "leader" && mode != "follower" {
+		return "", fmt.Errorf("%s: not serving yet (mode %q)", addr, mode)
+	}
+	return version, nil
+}
+
+// probe connects one client to each address and reads a key through it.
+func probe(ctx context.Context, factory bench.TargetFactory, addrs []string) error {
+	for i, a := range addrs {
+		t, err := factory(ctx, a, i)
+		if err != nil {
+			return err
+		}
+		res, err := t.Do(ctx, readyOp)
+		t.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+		if res.IsErr() {
+			return fmt.Errorf("%s: %s", a, res.Err)
+		}
+	}
+	return nil
+}
+
+func hostPort(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// commandVersion returns the first line of `bin args...`, or bin's base name.
+func commandVersion(bin string, args ...string) string {
+	out, err := exec.Command(bin, args...).Output()
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if err != nil || first == "" {
+		return filepath.Base(bin)
+	}
+	return first
+}
