@@ -1,4 +1,5 @@
-// Package client is a Go client for Synod nodes over the Redis protocol.
+// Package client is a Go client for Synod nodes: Client over the Redis
+// protocol, GRPC over the gRPC API (grpc.go, same fail-over rules).
 //
 // A Client knows several node addresses and keeps a pool of connections to
 // each. Every connection is prepared once, when it is opened, with the
@@ -28,7 +29,7 @@
 // request still does.
 //
 // Commands that change a connection's state (AUTH, HELLO, SELECT, QUIT,
-// SYNOD NS/READ with an argument) are refused by Do: pooled connections are
+// SYNOD NS/READ/STRICT/OPID with an argument, SYNOD PREV) are refused by Do: pooled connections are
 // shared, so set them through Options instead.
 package client
 
@@ -177,9 +178,12 @@ func changesState(args [][]byte) bool {
 	case "auth", "hello", "select", "quit", "reset":
 		return true
 	case "synod":
+		if len(args) >= 2 && strings.EqualFold(string(args[1]), "prev") {
+			return true // even without ids: the pending set is per connection
+		}
 		if len(args) >= 3 {
 			sub := strings.ToLower(string(args[1]))
-			return sub == "ns" || sub == "read"
+			return sub == "ns" || sub == "read" || sub == "strict" || sub == "opid"
 		}
 	}
 	return false

@@ -1,0 +1,513 @@
+package client
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// The gRPC transport.
+//
+// GRPC talks to the nodes' gRPC API (api/synod.proto) and offers the typed
+// methods of Client plus DoOp, which runs any service operation with the ESDS
+// options. It keeps one gRPC connection per address and sends each request
+// to the address that last answered, failing over round robin, with the same
+// rules as Client:
+//
+//   - A request that certainly never left this process (the connection to
+//     the address could not be established) is tried at the next address.
+//   - A request that may have reached a node and failed without an answer
+//     (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELED, ... or a TRYAGAIN result) is
+//     retried at the next address if it is a read. A write is retried there
+//     only if the namespace's protocol deduplicates retries
+//     (Namespace.idempotent_retry: a replicated dedup table); the retry
+//     carries the same (client id, seq), so the operation takes effect once.
+//     Otherwise the write fails with an error wrapping ErrUnknownOutcome.
+//   - Refusals (INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
+//     RESOURCE_EXHAUSTED, ...) executed nothing and are returned at once.
+//
+// Before each attempt the client waits (within Options.Timeout) until the
+// address's connection is ready, redialling a connection that broke, so a
+// node restart does not turn the next write into an unknown outcome; a
+// connection that breaks between that check and the request still does.
+//
+// Whether an operation reads is decided by the namespace's service
+// (Service.IsRead); the client learns each namespace's service and protocol
+// properties with one Namespaces call, on first use.
+//
+// Options.PoolSize is ignored: gRPC multiplexes requests over one
+// connection per address.
+
+// OpOptions are per-operation options of GRPC.DoOp.
+type OpOptions struct {
+	// Read is the read mode; the zero value (ReadDefault) means the client's
+	// Options.ReadMode.
+	Read automaton.ReadMode
+	// ESDS (seed 000): the operation's id (empty: the node assigns
+	// "<client id>-<seq>", returned by DoOp), the ids of operations that must
+	// precede it, and whether to answer only once it is stable.
+	OpID   string
+	Prev   []string
+	Strict bool
+}
+
+// GRPC is a client over the gRPC API. It is safe for concurrent use.
+type GRPC struct {
+	opts   Options
+	conns  []*gconn
+	client uint64
+	seq    atomic.Uint64
+
+	mu     sync.Mutex
+	cur    int
+	closed bool
+	nss    []*synodpb.Namespace // nil until fetched
+}
+
+type gconn struct {
+	addr string
+	cc   *grpc.ClientConn
+	stub synodpb.SynodClient
+
+	mu      sync.Mutex
+	failed  chan struct{} // closed (and replaced) when a dial fails
+	dialErr error
+}
+
+func (g *gconn) failures() (<-chan struct{}, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failed, g.dialErr
+}
+
+func (g *gconn) dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		g.mu.Lock()
+		g.dialErr = err
+		close(g.failed)
+		g.failed = make(chan struct{})
+		g.mu.Unlock()
+	}
+	return nc, err
+}
+
+var errNotConnected = errors.New("not connected")
+
+// ready waits until the connection can carry a request, dialling if needed.
+// An error means nothing was sent.
+func (g *gconn) ready(ctx context.Context) error {
+	resetDone := false
+	attempted := false // a connection attempt began during this call
+	for {
+		s := g.cc.GetState()
+		failed, dialErr := g.failures()
+		switch s {
+		case connectivity.Ready:
+			return nil
+		case connectivity.Shutdown:
+			return ErrClosed
+		case connectivity.Idle:
+			g.cc.Connect()
+			attempted = true
+		case connectivity.Connecting:
+			attempted = true
+		case connectivity.TransientFailure:
+			if attempted || resetDone {
+				return fmt.Errorf("%w (%v)", errNotConnected, dialErr)
+			}
+			// A failure from before this call: dial again now rather than
+			// wait for gRPC's reconnect backoff.
+			g.cc.ResetConnectBackoff()
+			g.cc.Connect()
+			resetDone = true
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-failed:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		changed := g.cc.WaitForStateChange(wctx, s)
+		cancel()
+		if !changed {
+			select {
+			case <-failed:
+				_, dialErr = g.failures()
+				return fmt.Errorf("%w (%v)", errNotConnected, dialErr)
+			default:
+			}
+			return fmt.Errorf("%w: %v", errNotConnected, ctx.Err())
+		}
+	}
+}
+
+// NewGRPC returns a gRPC client for the nodes' gRPC addresses ("host:port").
+// It does not connect until the first request.
+func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("client: no addresses")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	var b [8]byte
+	c := &GRPC{opts: opts}
+	for c.client == 0 {
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		c.client = binary.LittleEndian.Uint64(b[:])
+	}
+	for _, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("client: address %q is not host:port", a)
+		}
+		g := &gconn{addr: a, failed: make(chan struct{})}
+		bo := backoff.DefaultConfig
+		bo.MaxDelay = 2 * time.Second
+		cc, err := grpc.NewClient("passthrough:///"+a,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithContextDialer(g.dial),
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: opts.Timeout}),
+			grpc.WithDefaultCallOptions(
+				grpc.MaxCallRecvMsgSize(synodpb.MaxMessageSize),
+				grpc.MaxCallSendMsgSize(synodpb.MaxMessageSize)),
+		)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("client: %s: %w", a, err)
+		}
+		g.cc, g.stub = cc, synodpb.NewSynodClient(cc)
+		c.conns = append(c.conns, g)
+	}
+	return c, nil
+}
+
+// ClientID is the client id carried by every request.
+func (c *GRPC) ClientID() uint64 { return c.client }
+
+// Close closes the connections; requests in flight fail.
+func (c *GRPC) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	for _, g := range c.conns {
+		if g.cc != nil {
+			g.cc.Close()
+		}
+	}
+	return nil
+}
+
+func (c *GRPC) withAuth(ctx context.Context) context.Context {
+	if c.opts.Password == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, synodpb.PasswordKey, c.opts.Password)
+}
+
+// definite reports status codes under which a request was refused without
+// being executed (retrying elsewhere would only be refused again).
+func definite(code codes.Code) bool {
+	switch code {
+	case codes.InvalidArgument, codes.NotFound, codes.Unauthenticated, codes.PermissionDenied,
+		codes.ResourceExhausted, codes.FailedPrecondition, codes.Unimplemented, codes.OutOfRange,
+		codes.AlreadyExists:
+		return true
+	}
+	return false
+}
+
+// Namespaces returns the nodes' namespaces (the first is the default),
+// fetched once and cached.
+func (c *GRPC) Namespaces(ctx context.Context) ([]*synodpb.Namespace, error) {
+	c.mu.Lock()
+	nss, start, closed := c.nss, c.cur, c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if nss != nil {
+		return nss, nil
+	}
+	var errs []error
+	for i := range c.conns {
+		g := c.conns[(start+i)%len(c.conns)]
+		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		err := g.ready(actx)
+		var resp *synodpb.NamespacesResponse
+		if err == nil {
+			resp, err = g.stub.Namespaces(c.withAuth(actx), &synodpb.NamespacesRequest{})
+		}
+		cancel()
+		if err == nil {
+			nss = resp.GetNamespaces()
+			if nss == nil {
+				nss = []*synodpb.Namespace{}
+			}
+			c.mu.Lock()
+			c.nss = nss
+			c.mu.Unlock()
+			return nss, nil
+		}
+		if definite(status.Code(err)) {
+			return nil, fmt.Errorf("client: listing namespaces at %s: %w", g.addr, err)
+		}
+		if cerr := ctxDone(ctx); cerr != nil {
+			return nil, fmt.Errorf("client: listing namespaces: %w (last error: %v)", cerr, err)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
+	}
+	return nil, fmt.Errorf("client: listing namespaces failed at every address: %w", errors.Join(errs...))
+}
+
+// nsProps returns whether op reads and whether the namespace deduplicates
+// retries. Unknown namespaces and services count as writes without
+// deduplication (the node will refuse an unknown namespace anyway).
+func (c *GRPC) nsProps(ctx context.Context, ns string, op service.Op) (read, idempotent bool, err error) {
+	nss, err := c.Namespaces(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	for i, n := range nss {
+		if n.GetName() == ns || (ns == "" && i == 0) {
+			if svc, err := service.Lookup(n.GetService()); err == nil {
+				read = svc.IsRead(op)
+			}
+			return read, n.GetIdempotentRetry(), nil
+		}
+	}
+	return false, false, nil
+}
+
+// DoOp runs op on namespace ns ("" means Options.Namespace, and then the
+// node's default). It returns the result and the operation's id (the one in
+// o, or the one the node assigned). A result of type service.ResultErr is a
+// protocol- or service-level refusal and comes with a nil error, except
+// TRYAGAIN (outcome unknown), which is also returned as a *Error wrapping
+// ErrUnknownOutcome for writes. Errors from gRPC keep their status code
+// (status.Code(err)).
+func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) (service.Result, string, error) {
+	if ns == "" {
+		ns = c.opts.Namespace
+	}
+	read := o.Read
+	if read == automaton.ReadDefault {
+		read = c.opts.ReadMode
+	}
+	isRead, idem, err := c.nsProps(ctx, ns, op)
+	if err != nil {
+		return service.Result{}, "", err
+	}
+	req := &synodpb.Request{
+		Namespace: ns, ClientId: c.client, Seq: c.seq.Add(1),
+		Op:   &synodpb.Op{Kind: op.Kind, Key: op.Key, Args: op.Args},
+		Read: synodpb.FromReadMode(read), OpId: o.OpID, Prev: o.Prev, Strict: o.Strict,
+	}
+	c.mu.Lock()
+	start, closed := c.cur, c.closed
+	c.mu.Unlock()
+	if closed {
+		return service.Result{}, "", ErrClosed
+	}
+	what := fmt.Sprintf("%s (request %x:%d)", op.Kind, req.ClientId, req.Seq)
+	maySent := false // an earlier attempt may have taken effect
+	var errs []error
+	for i := range c.conns {
+		idx := (start + i) % len(c.conns)
+		g := c.conns[idx]
+		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		err := g.ready(actx)
+		if err != nil {
+			cancel()
+			if cerr := ctxDone(ctx); cerr != nil {
+				return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %v)", cerr, err))
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
+			continue
+		}
+		resp, err := g.stub.Do(c.withAuth(actx), req)
+		cancel()
+		if err == nil {
+			res, perr := synodpb.ToResult(resp.GetResult())
+			if perr != nil {
+				return service.Result{}, "", fmt.Errorf("client: %s at %s: %w", what, g.addr, perr)
+			}
+			e := &Error{Msg: res.Err}
+			if res.Type != service.ResultErr || e.Code() != "TRYAGAIN" {
+				c.prefer(idx)
+				return res, resp.GetOpId(), nil
+			}
+			if !isRead && !idem {
+				e.unknown = true
+				return res, resp.GetOpId(), e
+			}
+			maySent = maySent || !isRead
+			errs = append(errs, fmt.Errorf("%s: %w", g.addr, e))
+			continue
+		}
+		if definite(status.Code(err)) {
+			return service.Result{}, "", fmt.Errorf("client: %s at %s: %w", what, g.addr, err)
+		}
+		if !isRead {
+			maySent = true
+		}
+		if cerr := ctxDone(ctx); cerr != nil {
+			return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %w)", cerr, err))
+		}
+		if !isRead && !idem {
+			return service.Result{}, "", fmt.Errorf("client: %s at %s failed after it was sent: %w: %w", what, g.addr, err, ErrUnknownOutcome)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
+	}
+	return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("failed at every address: %w", errors.Join(errs...)))
+}
+
+func (c *GRPC) giveUp(what string, isRead, maySent bool, err error) error {
+	if !isRead && maySent {
+		return fmt.Errorf("client: %s: %w: %w", what, err, ErrUnknownOutcome)
+	}
+	return fmt.Errorf("client: %s: %w", what, err)
+}
+
+func (c *GRPC) prefer(idx int) {
+	c.mu.Lock()
+	c.cur = idx
+	c.mu.Unlock()
+}
+
+// --- typed methods (the same as Client's) ----------------------------------
+
+func (c *GRPC) do(ctx context.Context, kind, key string, args ...[]byte) (service.Result, error) {
+	res, _, err := c.DoOp(ctx, "", service.Op{Kind: kind, Key: key, Args: args}, OpOptions{})
+	if err != nil {
+		return res, err
+	}
+	if res.Type == service.ResultErr {
+		return res, &Error{Msg: res.Err}
+	}
+	return res, nil
+}
+
+func unexpectedResult(kind string, r service.Result) error {
+	return fmt.Errorf("client: unexpected result to %s: %v", kind, r)
+}
+
+// Get returns key's value; found is false when the key does not exist.
+func (c *GRPC) Get(ctx context.Context, key string) (value []byte, found bool, err error) {
+	r, err := c.do(ctx, "get", key)
+	if err != nil {
+		return nil, false, err
+	}
+	switch r.Type {
+	case service.ResultNil:
+		return nil, false, nil
+	case service.ResultBytes:
+		return r.Bytes, true, nil
+	}
+	return nil, false, unexpectedResult("get", r)
+}
+
+// Set stores value under key.
+func (c *GRPC) Set(ctx context.Context, key string, value []byte) error {
+	r, err := c.do(ctx, "set", key, value)
+	if err != nil {
+		return err
+	}
+	if r.Type != service.ResultOK {
+		return unexpectedResult("set", r)
+	}
+	return nil
+}
+
+// SetNX stores value under key if the key does not exist, and reports
+// whether it did.
+func (c *GRPC) SetNX(ctx context.Context, key string, value []byte) (bool, error) {
+	r, err := c.do(ctx, "set", key, value, []byte("nx"))
+	if err != nil {
+		return false, err
+	}
+	switch r.Type {
+	case service.ResultOK:
+		return true, nil
+	case service.ResultNil:
+		return false, nil
+	}
+	return false, unexpectedResult("set nx", r)
+}
+
+func (c *GRPC) intOp(ctx context.Context, kind, key string, args ...[]byte) (int64, error) {
+	r, err := c.do(ctx, kind, key, args...)
+	if err != nil {
+		return 0, err
+	}
+	if r.Type != service.ResultInt {
+		return 0, unexpectedResult(kind, r)
+	}
+	return r.Int, nil
+}
+
+func (c *GRPC) sumKeys(ctx context.Context, kind string, keys []string) (int64, error) {
+	if len(keys) == 0 {
+		return 0, fmt.Errorf("client: %s needs at least one key", kind)
+	}
+	var sum int64
+	for _, k := range keys {
+		n, err := c.intOp(ctx, kind, k)
+		if err != nil {
+			return sum, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// Del deletes keys and returns how many existed. Keys are deleted one by
+// one, not atomically; on error, the count so far is returned with it.
+func (c *GRPC) Del(ctx context.Context, keys ...string) (int64, error) {
+	return c.sumKeys(ctx, "del", keys)
+}
+
+// Exists returns how many of keys exist.
+func (c *GRPC) Exists(ctx context.Context, keys ...string) (int64, error) {
+	return c.sumKeys(ctx, "exists", keys)
+}
+
+// Incr adds one to key's integer value and returns the new value.
+func (c *GRPC) Incr(ctx context.Context, key string) (int64, error) {
+	return c.IncrBy(ctx, key, 1)
+}
+
+// IncrBy adds delta to key's integer value and returns the new value.
+func (c *GRPC) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
+	return c.intOp(ctx, "incr", key, []byte(strconv.FormatInt(delta, 10)))
+}
+
+// Append appends value to key's value and returns the new length.
+func (c *GRPC) Append(ctx context.Context, key string, value []byte) (int64, error) {
+	return c.intOp(ctx, "append", key, value)
+}
