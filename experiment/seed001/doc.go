@@ -50,11 +50,16 @@
 //
 // Probe clients, one on each other node, write their own key every
 // --probe-interval (10 ms) with a --probe-timeout (1 s; a timed-out client
-// reconnects). From the completion times of the successful probe writes:
-// the longest gap (from the last success before the fault to the end of the
-// observation) and the time to recovery (from the fault to the first success
-// after which no gap exceeds max(10 intervals, 100 ms, twice the pre-fault
-// gap)). Protocol settings are the protocol's defaults (cluster.Up sets no
-// parameters); they are printed with the results, read from the protocol when
-// it implements DefaultParamser, from package abd's constants for ABD.
+// reconnects). From the successful probe writes: the longest gap between
+// completions (from the last success before the fault to the end of the
+// observation), and the time to recovery (from the fault until the first write
+// issued after the fault succeeded; writes issued earlier that complete late
+// do not count as recovery, nor does a later jitter gap undo it), beside the
+// longest gap before the fault as the jitter baseline.
+//
+// Protocol settings are the protocol's defaults unless --param
+// PROTOCOL.KEY=VALUE sets some (they go into the cluster file's namespace
+// params). They are printed with the results: the defaults are read from the
+// protocol when it implements DefaultParamser, from package abd's constants
+// for ABD; otherwise the output points at the protocol's package doc.
 package seed001

@@ -163,7 +163,6 @@ const (
 	mFaultEnd  = "fault_end_ms"
 	mProbesOK  = "probes_ok"
 	mProbesBad = "probes_failed"
-	mThreshold = "steady_threshold_ms"
 )
 
 // DefaultParamser is implemented by protocols that report their parameter
@@ -317,7 +316,7 @@ func (f *Faults) RunCell(ctx context.Context, env *experiment.Env, c experiment.
 	stopAll()
 
 	succ, bad := pr.result()
-	w := windows(succ, fault, end, f.ProbeInterval)
+	w := windows(succ, fault, end)
 	out := experiment.Outcome{
 		Metrics: map[string]float64{
 			mGap:       ms(w.longestGap),
@@ -325,7 +324,6 @@ func (f *Faults) RunCell(ctx context.Context, env *experiment.Env, c experiment.
 			mFaultEnd:  ms(faultEnd),
 			mProbesOK:  float64(len(succ)),
 			mProbesBad: float64(bad),
-			mThreshold: ms(w.threshold),
 		},
 		Labels: map[string]string{
 			"durability": f.Durability,
@@ -357,15 +355,19 @@ func (f *Faults) RunCell(ctx context.Context, env *experiment.Env, c experiment.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // probes are clients, one per node other than the victim, each writing its
-// own key every interval; they record when each successful write completed.
+// own key every interval; they record when each successful write was issued
+// and when it completed.
 type probes struct {
 	interval, timeout time.Duration
 	since             func() time.Duration
 
 	mu   sync.Mutex
-	succ []time.Duration
+	succ []probeWrite
 	bad  int
 }
+
+// probeWrite is one successful probe write, times from the start of the run.
+type probeWrite struct{ issued, done time.Duration }
 
 func (p *probes) counts() (int, int) {
 	p.mu.Lock()
@@ -373,11 +375,12 @@ func (p *probes) counts() (int, int) {
 	return len(p.succ), p.bad
 }
 
-func (p *probes) result() ([]time.Duration, int) {
+// result returns the successful writes ordered by completion time.
+func (p *probes) result() ([]probeWrite, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := append([]time.Duration(nil), p.succ...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	s := append([]probeWrite(nil), p.succ...)
+	sort.Slice(s, func(i, j int) bool { return s[i].done < s[j].done })
 	return s, p.bad
 }
 
@@ -412,14 +415,15 @@ func (p *probes) run(ctx context.Context, id, addr string) {
 				continue
 			}
 		}
+		issued := p.since()
 		res, err := t.Do(ctx, service.Op{Kind: "set", Key: key, Args: [][]byte{[]byte(strconv.Itoa(seq))}})
-		at := p.since()
+		done := p.since()
 		if ctx.Err() != nil {
 			return // the run ended: this write's outcome does not count
 		}
 		p.mu.Lock()
 		if err == nil && !res.IsErr() {
-			p.succ = append(p.succ, at)
+			p.succ = append(p.succ, probeWrite{issued, done})
 		} else {
 			p.bad++
 		}
@@ -435,60 +439,46 @@ func (p *probes) run(ctx context.Context, id, addr string) {
 type window struct {
 	// baselineGap is the longest gap between successful writes before the fault.
 	baselineGap time.Duration
-	// longestGap is the longest time without a successful write, counted from
-	// the last success before the fault (the gap the fault falls into) to the
-	// end of the observation; gapFrom is when it began.
+	// longestGap is the longest time without a successful write completing,
+	// counted from the last success before the fault (the gap the fault falls
+	// into) to the end of the observation; gapFrom is when it began.
 	longestGap, gapFrom time.Duration
-	// threshold: a gap longer than this means writes are not flowing steadily
-	// (max(10 probe intervals, 100 ms, twice the baseline gap)).
-	threshold time.Duration
-	// recovery is the time from the fault to the first success after which no
-	// gap exceeds threshold until the end; recovered is false when the record
-	// ends in such a gap.
+	// recovery is the time from the fault until the first write issued after
+	// the fault succeeded; recovered is false when none did.
 	recovery  time.Duration
 	recovered bool
 }
 
-// windows computes the window from successful write completion times (sorted,
-// measured from the start of the run), the fault time and the end time.
-func windows(succ []time.Duration, fault, end, interval time.Duration) window {
+// windows computes the window from the successful writes (ordered by
+// completion), the fault time and the end of the observation.
+func windows(succ []probeWrite, fault, end time.Duration) window {
 	var w window
 	prev := time.Duration(-1)
 	for _, s := range succ {
-		if s >= fault {
+		if s.done >= fault {
 			break
 		}
-		if prev >= 0 && s-prev > w.baselineGap {
-			w.baselineGap = s - prev
+		if prev >= 0 && s.done-prev > w.baselineGap {
+			w.baselineGap = s.done - prev
 		}
-		prev = s
+		prev = s.done
 	}
-	w.threshold = max(10*interval, 100*time.Millisecond, 2*w.baselineGap)
-	last := prev
-	if last < 0 {
-		last = 0 // no success before the fault: the gap runs from the start
-	}
+	last := max(prev, 0) // no success before the fault: the gap runs from the start
 	w.gapFrom = last
-	steadyFrom := time.Duration(-1)
 	for _, s := range succ {
-		if s < fault {
+		if s.done < fault {
 			continue
 		}
-		gap := s - last
-		if gap > w.longestGap {
+		if gap := s.done - last; gap > w.longestGap {
 			w.longestGap, w.gapFrom = gap, last
 		}
-		if gap > w.threshold || steadyFrom < 0 {
-			steadyFrom = s
+		last = s.done
+		if !w.recovered && s.issued >= fault {
+			w.recovered, w.recovery = true, s.done-fault
 		}
-		last = s
 	}
 	if tail := end - last; tail > w.longestGap {
 		w.longestGap, w.gapFrom = tail, last
-	}
-	if steadyFrom >= 0 && end-last <= w.threshold {
-		w.recovered = true
-		w.recovery = max(steadyFrom-fault, 0)
 	}
 	return w
 }
@@ -527,8 +517,9 @@ func (f *Faults) Report() experiment.ReportSpec {
 		Notes: []string{
 			"Times are from the fault (kill -9 or SIGSTOP of n1). \"longest gap\": the longest time with no probe write",
 			"completing, from the last success before the fault to the end of the observation. \"recovered after\": from the",
-			"fault to the first success after which no gap exceeds the steady threshold (max(10 probe intervals, 100 ms,",
-			"2x the gap before)). \"fault ended at\": when n1 answered PING again after its restart, or got SIGCONT.",
+			"fault until the first probe write issued after the fault succeeded. \"gap before\": the longest gap before the",
+			"fault (disk and scheduling jitter: with fsync, gaps of a few hundred ms occur here without any fault).",
+			"\"fault ended at\": when n1 answered PING again after its restart, or got SIGCONT.",
 			"Settings: " + f.settingsNote(),
 			"The seed's \"crashing/slow client\" holding the lock is, in Synod, the node whose gateway holds the lock for",
 			"its client's write: n1, which serves a stream of writes from --in-flight clients when the fault hits.",

@@ -126,52 +126,52 @@ func TestDeriveAndClaimVerdict(t *testing.T) {
 
 func ms2d(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
-func every(from, to, step float64) []time.Duration {
-	var out []time.Duration
+// every returns writes issued every step ms from from to to, each taking lat ms.
+func every(from, to, step, lat float64) []probeWrite {
+	var out []probeWrite
 	for t := from; t < to; t += step {
-		out = append(out, ms2d(t))
+		out = append(out, probeWrite{ms2d(t), ms2d(t + lat)})
 	}
 	return out
 }
 
 func TestWindows(t *testing.T) {
-	iv := 10 * time.Millisecond
-	// Writes every 10 ms, none from 995 ms to 3500 ms, then steady again.
-	succ := append(every(5, 1000, 10), every(3500, 5000, 10)...)
-	w := windows(succ, ms2d(1000), ms2d(5000), iv)
+	// Writes every 10 ms taking 1 ms; a write issued at 2000 ms blocks until
+	// 3500 ms (issued after the fault at 1000 ms); nothing else completes
+	// between 995 ms and 3500 ms.
+	succ := append(every(4, 1000, 10, 1), probeWrite{ms2d(2000), ms2d(3500)})
+	succ = append(succ, every(3500, 5000, 10, 1)...)
+	w := windows(succ, ms2d(1000), ms2d(5000))
 	if w.longestGap != ms2d(3500-995) || w.gapFrom != ms2d(995) {
 		t.Errorf("longest gap %v from %v, want 2.505s from 995ms", w.longestGap, w.gapFrom)
 	}
 	if !w.recovered || w.recovery != ms2d(2500) {
 		t.Errorf("recovery %v (recovered %v), want 2.5s", w.recovery, w.recovered)
 	}
-	if w.baselineGap != iv || w.threshold != 100*time.Millisecond {
-		t.Errorf("baseline %v threshold %v", w.baselineGap, w.threshold)
+	if w.baselineGap != 10*time.Millisecond {
+		t.Errorf("baseline %v", w.baselineGap)
+	}
+
+	// A write issued before the fault that completes after it is no recovery.
+	succ = append(every(4, 1000, 10, 1), probeWrite{ms2d(990), ms2d(1200)})
+	succ = append(succ, every(3000, 4000, 10, 1)...)
+	w = windows(succ, ms2d(1000), ms2d(4000))
+	if w.recovery != ms2d(2001) || w.longestGap != ms2d(3001-1200) {
+		t.Errorf("late pre-fault write: recovery %v gap %v", w.recovery, w.longestGap)
 	}
 
 	// No write after the fault: not recovered, the gap runs to the end.
-	w = windows(every(5, 1000, 10), ms2d(1000), ms2d(4000), iv)
+	w = windows(every(4, 1000, 10, 1), ms2d(1000), ms2d(4000))
 	if w.recovered || w.longestGap != ms2d(4000-995) {
 		t.Errorf("no recovery: %+v", w)
 	}
 
-	// Unaffected (ABD): writes go on; recovery is the first write after the fault.
-	w = windows(every(5, 5000, 10), ms2d(1000), ms2d(5000), iv)
-	if !w.recovered || w.recovery != ms2d(5) || w.longestGap != ms2d(10) {
-		t.Errorf("unaffected: %+v", w)
-	}
-
-	// A later stall longer than the threshold moves the recovery past it;
-	// a short one (under 100 ms) does not.
-	succ = append(append(every(5, 2000, 10), every(2300, 2400, 10)...), every(2600, 5000, 10)...)
-	w = windows(succ, ms2d(1000), ms2d(5000), iv)
-	if w.recovery != ms2d(1600) || w.longestGap != ms2d(2300-1995) {
-		t.Errorf("late stall: recovery %v gap %v", w.recovery, w.longestGap)
-	}
-	succ = append(every(5, 2000, 10), every(2050, 5000, 10)...)
-	w = windows(succ, ms2d(1000), ms2d(5000), iv)
-	if w.recovery != ms2d(5) {
-		t.Errorf("short blip: recovery %v, want 5ms", w.recovery)
+	// Unaffected (ABD): the first write after the fault succeeds at once, and a
+	// later jitter gap is reported as the longest gap without undoing recovery.
+	succ = append(every(4, 3000, 10, 1), every(3300, 5000, 10, 1)...)
+	w = windows(succ, ms2d(1000), ms2d(5000))
+	if !w.recovered || w.recovery != ms2d(5) || w.longestGap != ms2d(3301-2995) || w.gapFrom != ms2d(2995) {
+		t.Errorf("unaffected with jitter: %+v", w)
 	}
 }
 
