@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
@@ -45,10 +46,12 @@ import (
 //   - Refusals (INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
 //     RESOURCE_EXHAUSTED, ...) executed nothing and are returned at once.
 //
-// Before each attempt the client waits (within Options.Timeout) until the
-// address's connection is ready, redialling a connection that broke, so a
-// node restart does not turn the next write into an unknown outcome; a
-// connection that breaks between that check and the request still does.
+// A request counts as sent once gRPC opened a stream for it on a connection
+// (grpc.Peer reports the peer then); a request that failed before that is
+// certainly not executed. Before each attempt the client also waits (within
+// Options.Timeout) until the address's connection is ready, redialling at
+// once a connection that broke instead of waiting out gRPC's reconnect
+// backoff, so a node restart does not cost the next request a failure.
 //
 // Whether an operation reads is decided by the namespace's service
 // (Service.IsRead); the client learns each namespace's service and protocol
@@ -88,23 +91,25 @@ type gconn struct {
 	cc   *grpc.ClientConn
 	stub synodpb.SynodClient
 
-	mu      sync.Mutex
-	failed  chan struct{} // closed (and replaced) when a dial fails
-	dialErr error
-}
-
-func (g *gconn) failures() (<-chan struct{}, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.failed, g.dialErr
+	mu         sync.Mutex
+	starts     uint64        // dials started
+	lastFailed uint64        // number of the latest dial that failed
+	dialErr    error         // its error
+	failed     chan struct{} // closed (and replaced) when a dial fails
 }
 
 func (g *gconn) dial(ctx context.Context, addr string) (net.Conn, error) {
+	g.mu.Lock()
+	g.starts++
+	n := g.starts
+	g.mu.Unlock()
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		g.mu.Lock()
-		g.dialErr = err
+		if n > g.lastFailed {
+			g.lastFailed, g.dialErr = n, err
+		}
 		close(g.failed)
 		g.failed = make(chan struct{})
 		g.mu.Unlock()
@@ -115,13 +120,21 @@ func (g *gconn) dial(ctx context.Context, addr string) (net.Conn, error) {
 var errNotConnected = errors.New("not connected")
 
 // ready waits until the connection can carry a request, dialling if needed.
+// It fails when a dial that started during the call fails, or when ctx ends.
 // An error means nothing was sent.
 func (g *gconn) ready(ctx context.Context) error {
+	g.mu.Lock()
+	since := g.starts
+	g.mu.Unlock()
 	resetDone := false
-	attempted := false // a connection attempt began during this call
 	for {
 		s := g.cc.GetState()
-		failed, dialErr := g.failures()
+		g.mu.Lock()
+		failed, lastFailed, dialErr := g.failed, g.lastFailed, g.dialErr
+		g.mu.Unlock()
+		if lastFailed > since {
+			return fmt.Errorf("%w (%v)", errNotConnected, dialErr)
+		}
 		switch s {
 		case connectivity.Ready:
 			return nil
@@ -129,18 +142,13 @@ func (g *gconn) ready(ctx context.Context) error {
 			return ErrClosed
 		case connectivity.Idle:
 			g.cc.Connect()
-			attempted = true
-		case connectivity.Connecting:
-			attempted = true
 		case connectivity.TransientFailure:
-			if attempted || resetDone {
-				return fmt.Errorf("%w (%v)", errNotConnected, dialErr)
+			if !resetDone {
+				// Dial again now rather than wait out gRPC's reconnect backoff.
+				g.cc.ResetConnectBackoff()
+				g.cc.Connect()
+				resetDone = true
 			}
-			// A failure from before this call: dial again now rather than
-			// wait for gRPC's reconnect backoff.
-			g.cc.ResetConnectBackoff()
-			g.cc.Connect()
-			resetDone = true
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		go func() {
@@ -152,13 +160,7 @@ func (g *gconn) ready(ctx context.Context) error {
 		}()
 		changed := g.cc.WaitForStateChange(wctx, s)
 		cancel()
-		if !changed {
-			select {
-			case <-failed:
-				_, dialErr = g.failures()
-				return fmt.Errorf("%w (%v)", errNotConnected, dialErr)
-			default:
-			}
+		if !changed && ctx.Err() != nil {
 			return fmt.Errorf("%w: %v", errNotConnected, ctx.Err())
 		}
 	}
@@ -350,7 +352,8 @@ func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) 
 			errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
 			continue
 		}
-		resp, err := g.stub.Do(c.withAuth(actx), req)
+		var pr peer.Peer // set only if the request got onto a connection
+		resp, err := g.stub.Do(c.withAuth(actx), req, grpc.Peer(&pr))
 		cancel()
 		if err == nil {
 			res, perr := synodpb.ToResult(resp.GetResult())
@@ -372,6 +375,14 @@ func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) 
 		}
 		if definite(status.Code(err)) {
 			return service.Result{}, "", fmt.Errorf("client: %s at %s: %w", what, g.addr, err)
+		}
+		if pr.Addr == nil {
+			// No stream was opened: the request was not sent.
+			if cerr := ctxDone(ctx); cerr != nil {
+				return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %w)", cerr, err))
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
+			continue
 		}
 		if !isRead {
 			maySent = true
