@@ -33,8 +33,8 @@ type Options struct {
 	// Dir holds every system's data and logs; "" makes a temporary directory.
 	// A given directory must be empty or absent.
 	Dir string
-	// Keep keeps Dir after a successful run (it is always kept after a failure,
-	// for the logs, and when it was given).
+	// Keep keeps Dir after a successful or interrupted run (it is always kept
+	// after a failure, for the logs, and when it was given).
 	Keep bool
 	// Seed seeds the driver's key and value choices.
 	Seed int64
@@ -150,7 +150,8 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 			err = errors.Join(err, serr)
 		}
 		switch {
-		case err != nil:
+		case err != nil && ctx.Err() == nil:
+			// A failure: keep the logs for diagnosis.
 			fmt.Fprintf(progress, "data and logs kept in %s\n", dir)
 		case made && !o.Keep:
 			if rerr := os.RemoveAll(dir); rerr != nil {
@@ -282,9 +283,9 @@ func stopAll(running []*Instance, procs *procGroup, grace time.Duration, progres
 	return errors.Join(errs...)
 }
 
-// preload writes every key once, from up to 32 clients.
+// preload writes every key once, from up to 64 clients.
 func preload(ctx context.Context, inst *Instance, o Options, prefix string) error {
-	workers := min(32, o.Keys)
+	workers := min(64, o.Keys)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -317,6 +318,9 @@ func preload(ctx context.Context, inst *Instance, o Options, prefix string) erro
 		}()
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", ctx.Err()) // not one error per worker
+	}
 	return errors.Join(errs...)
 }
 

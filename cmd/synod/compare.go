@@ -36,7 +36,8 @@ printed. Every process started is stopped at the end, on error and on Ctrl-C.
 
 etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 (/usr/share/java/zookeeper.jar, run with java).`,
-		Example: `  synod compare --protocol abd --duration 5s --clients 1,16,64,256
+		Example: `  synod compare --duration 5s --clients 1,16,64,256
+  synod compare --protocol abd --duration 5s
   synod compare --protocol abd --systems synod,etcd --json cmp.json --dir /tmp/cmp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -88,7 +89,14 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&protocol, "protocol", "", "Synod protocol replicating the benchmark namespace (required)")
+	// Multi-Paxos is the natural counterpart of etcd's Raft and ZooKeeper's
+	// Zab; the flag is required in a binary built without it.
+	if _, err := automaton.Lookup("paxos"); err == nil {
+		f.StringVar(&protocol, "protocol", "paxos", "Synod protocol replicating the benchmark namespace")
+	} else {
+		f.StringVar(&protocol, "protocol", "", "Synod protocol replicating the benchmark namespace (required)")
+		cmd.MarkFlagRequired("protocol")
+	}
 	f.StringVar(&clients, "clients", "1,16,64,256", "client counts, comma-separated; one cell per count, op and system")
 	f.DurationVar(&duration, "duration", def.Duration, "measured time per cell")
 	f.IntVar(&keys, "keys", def.Keys, "number of keys (all preloaded)")
@@ -98,6 +106,5 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 	f.StringVar(&dir, "dir", "", "directory for all data and logs (empty or new; default a temporary directory, removed after a successful run)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory after a successful run")
 	f.StringVar(&jsonPath, "json", "compare.json", "write the results as JSON to this file (empty: do not)")
-	cmd.MarkFlagRequired("protocol")
 	rootCmd.AddCommand(cmd)
 }
