@@ -13,10 +13,12 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/resp"
+	"github.com/synod-dev/synod/service"
 )
 
 // synod kv: get, set and delete keys on a running cluster over the Redis
-// protocol, through the Go client (with its fail-over). Output follows
+// protocol (or the gRPC API with --grpc), through the Go client (with its
+// fail-over). Output follows
 // redis-cli: quoted values and "(integer) n" on a terminal, raw values
 // otherwise; a missing key prints "(nil)" either way.
 
@@ -27,6 +29,7 @@ var kvFlags struct {
 	password string
 	timeout  time.Duration
 	nx, xx   bool
+	grpc     bool
 }
 
 func init() {
@@ -40,12 +43,16 @@ func init() {
 	pf.StringVar(&kvFlags.read, "read", "linearizable", "read consistency: linearizable, regular or local")
 	pf.StringVar(&kvFlags.password, "password", "", "password (default: $SYNOD_PASSWORD)")
 	pf.DurationVar(&kvFlags.timeout, "timeout", 10*time.Second, "timeout per attempt at one node")
+	pf.BoolVar(&kvFlags.grpc, "grpc", false, "use the gRPC API (--addr then lists the nodes' grpc addresses)")
 
 	getCmd := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Print a key's value",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kvFlags.grpc {
+				return kvRunGRPC(service.Op{Kind: "get", Key: args[0]})
+			}
 			return kvRun(func(ctx context.Context, c *client.Client) (resp.Reply, error) {
 				return c.Do(ctx, "GET", args[0])
 			})
@@ -65,6 +72,13 @@ func init() {
 			} else if kvFlags.xx {
 				cmdArgs = append(cmdArgs, "XX")
 			}
+			if kvFlags.grpc {
+				op := service.Op{Kind: "set", Key: args[0], Args: [][]byte{[]byte(args[1])}}
+				if len(cmdArgs) == 4 {
+					op.Args = append(op.Args, []byte(strings.ToLower(cmdArgs[3])))
+				}
+				return kvRunGRPC(op)
+			}
 			return kvRun(func(ctx context.Context, c *client.Client) (resp.Reply, error) {
 				return c.Do(ctx, cmdArgs...)
 			})
@@ -77,6 +91,13 @@ func init() {
 		Short: "Delete keys and print how many existed",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kvFlags.grpc {
+				ops := make([]service.Op, len(args))
+				for i, k := range args {
+					ops[i] = service.Op{Kind: "del", Key: k}
+				}
+				return kvRunGRPC(ops...)
+			}
 			return kvRun(func(ctx context.Context, c *client.Client) (resp.Reply, error) {
 				return c.Do(ctx, append([]string{"DEL"}, args...)...)
 			})
@@ -86,10 +107,10 @@ func init() {
 	rootCmd.AddCommand(kvCmd)
 }
 
-func kvRun(f func(context.Context, *client.Client) (resp.Reply, error)) error {
+func kvOptions() ([]string, client.Options, error) {
 	mode, err := automaton.ParseReadMode(kvFlags.read)
 	if err != nil {
-		return err
+		return nil, client.Options{}, err
 	}
 	var addrs []string
 	for _, a := range strings.Split(kvFlags.addrs, ",") {
@@ -101,7 +122,52 @@ func kvRun(f func(context.Context, *client.Client) (resp.Reply, error)) error {
 	if pw == "" {
 		pw = os.Getenv("SYNOD_PASSWORD")
 	}
-	c, err := client.New(addrs, client.Options{Namespace: kvFlags.ns, ReadMode: mode, Password: pw, Timeout: kvFlags.timeout, PoolSize: 1})
+	return addrs, client.Options{Namespace: kvFlags.ns, ReadMode: mode, Password: pw, Timeout: kvFlags.timeout, PoolSize: 1}, nil
+}
+
+// kvRunGRPC runs ops over the gRPC API and prints the result (for several
+// ops, all integers, their sum: DEL of several keys).
+func kvRunGRPC(ops ...service.Op) error {
+	addrs, opts, err := kvOptions()
+	if err != nil {
+		return err
+	}
+	c, err := client.NewGRPC(addrs, opts)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var rep resp.Reply
+	var sum int64
+	for _, op := range ops {
+		r, _, err := c.DoOp(context.Background(), "", op, client.OpOptions{})
+		if err != nil {
+			return err
+		}
+		switch r.Type {
+		case service.ResultNil:
+			rep = resp.Reply{Kind: resp.Null}
+		case service.ResultOK:
+			rep = resp.Reply{Kind: resp.SimpleString, Str: []byte("OK")}
+		case service.ResultBytes:
+			rep = resp.Reply{Kind: resp.Bulk, Str: r.Bytes}
+		case service.ResultInt:
+			sum += r.Int
+			rep = resp.Reply{Kind: resp.Integer, Int: sum}
+		case service.ResultErr:
+			return errors.New(r.Err)
+		}
+	}
+	fmt.Println(kvFormat(rep, kvIsTerminal()))
+	return nil
+}
+
+func kvRun(f func(context.Context, *client.Client) (resp.Reply, error)) error {
+	addrs, opts, err := kvOptions()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(addrs, opts)
 	if err != nil {
 		return err
 	}
