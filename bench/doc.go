@@ -1,6 +1,6 @@
 // Package bench is Synod's benchmark driver: YCSB-style load against Synod or
-// any other server reached through a Target adapter (a Redis-protocol adapter
-// ships here; etcd and ZooKeeper adapters plug in the same way).
+// any other server reached through a Target adapter: Redis protocol (RedisTarget),
+// etcd v3 (EtcdTarget) and ZooKeeper (ZooKeeperTarget) ship here.
 //
 // # Shape of a run
 //
