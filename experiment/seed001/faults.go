@@ -64,8 +64,9 @@ func NewFaults() *Faults {
 func (f *Faults) Name() string { return "seed001-lock-holder-faults" }
 
 func (f *Faults) Description() string {
-	return "Seed 001's section 4.4, measured: a lock holder that crashes (kill -9, restarted later) and " +
-		"one that stalls (SIGSTOP for --stall, then SIGCONT), for ABD and the blocking protocol. " +
+	return "A crashed and a stalled lock holder, ABD vs blocking (seed 001, section 4.4, measured). " +
+		"The lock holder crashes (kill -9, restarted later) or " +
+		"stalls (SIGSTOP for --stall, then SIGCONT), for ABD and the blocking protocol. " +
 		"The faulty node n1 serves a stream of writes (so that, under the blocking protocol, it holds or " +
 		"awaits the lock when the fault hits); clients on every other node probe with a write every " +
 		"--probe-interval. Reported: the longest gap between successful probe writes after the fault, " +

@@ -44,8 +44,8 @@ func NewThroughput() *Throughput {
 func (t *Throughput) Name() string { return "seed001-abd-vs-blocking" }
 
 func (t *Throughput) Description() string {
-	return "Seed 001's comparison (Tables 1-6): ABD vs the blocking lock protocol at N = 1, 3, 5 " +
-		"and GET fractions 0.1 and 0.9, on live local clusters, with the seed's workload " +
+	return "ABD vs the blocking lock protocol on live clusters (seed 001, Tables 1-6). N = 1, 3, 5 " +
+		"and GET fractions 0.1 and 0.9, with the seed's workload " +
 		"(1000 keys preloaded, 1 KB values, Zipf 1.345675, 25 closed-loop clients): throughput and " +
 		"mean/median/p95/p99 latency per cell beside the seed's tables, and each protocol's " +
 		"degradation with N (does \"ABD degrades less with N than blocking\" hold?). " +
