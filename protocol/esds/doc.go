@@ -7,7 +7,10 @@
 // self-gossip with solidify for one replica, memoised stable state);
 // "esds-unopt" is ESDSAlg (Figs. 4.1, 4.2: full-state gossip, values
 // recomputed from the initial state every time, no garbage collection). The
-// parameter variant=opt|unopt selects either under any name.
+// parameter variant=opt|unopt selects either under any name. Other parameters:
+// gossip (interval, or off), retransmit, batch, values=memo|recompute, removed;
+// gossip=off and values=recompute exist for seed 000's experiments
+// (experiments.go).
 //
 // # Roles
 //

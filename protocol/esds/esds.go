@@ -92,6 +92,10 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	for k, v := range cfg.Params {
 		switch k {
 		case "gossip", "retransmit":
+			if k == "gossip" && v == "off" {
+				a.gossipOff = true // experiments.go: replicas learn only through front ends
+				continue
+			}
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
 				return nil, fmt.Errorf("esds: parameter %s: %q is not a positive duration", k, v)
@@ -116,6 +120,15 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 			default:
 				return nil, fmt.Errorf("esds: parameter variant: %q (want opt or unopt)", v)
 			}
+		case "values":
+			switch v {
+			case "memo":
+				a.recompute = false
+			case "recompute":
+				a.recompute = true
+			default:
+				return nil, fmt.Errorf("esds: parameter values: %q (want memo or recompute)", v)
+			}
 		case "removed":
 			for _, s := range strings.Split(v, ",") {
 				i, ok := a.index[automaton.NodeID(strings.TrimSpace(s))]
@@ -128,7 +141,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 				a.removedParam |= 1 << i
 			}
 		default:
-			return nil, fmt.Errorf("esds: unknown parameter %q (known: gossip, retransmit, batch, variant, removed)", k)
+			return nil, fmt.Errorf("esds: unknown parameter %q (known: gossip, retransmit, batch, variant, values, removed)", k)
 		}
 	}
 	a.retxTicks = int((a.retransmit + a.gossipIvl - 1) / a.gossipIvl)
@@ -148,6 +161,7 @@ type ESDS struct {
 	gossipIvl, retransmit time.Duration
 	retxTicks, batch      int
 	removedParam          uint64
+	gossipOff, recompute  bool // experiments.go
 
 	inc     uint64 // this incarnation
 	removed uint64 // replicas removed from the membership
@@ -603,7 +617,7 @@ func (a *ESDS) onTick() {
 	a.tick++
 	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	for j := range a.peers {
-		if j == a.self || a.removed&(1<<j) != 0 {
+		if j == a.self || a.removed&(1<<j) != 0 || a.gossipOff {
 			continue
 		}
 		if a.unopt {
@@ -682,7 +696,7 @@ func (a *ESDS) doIt(o *op) {
 	o.done |= a.bit()
 	a.dirty[o.id] = true
 	a.newInfo(o)
-	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt {
+	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt && !a.recompute {
 		a.tentApply(o)
 	} else {
 		a.tentValid = false
@@ -716,7 +730,7 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 	if o.applied {
 		return o.sval, o.svalOK
 	}
-	if !o.tvalOK || a.unopt {
+	if !o.tvalOK || a.unopt || a.recompute {
 		a.recomputeTent()
 	}
 	return o.tval, o.tvalOK
