@@ -189,6 +189,10 @@ func (s *simulator) finishOp(c *client) {
 	c.busy = false
 	c.pending = nil
 	s.busy--
+	if s.openLoop() {
+		s.openLoopDone(c)
+		return
+	}
 	s.after(s.think.Sample(s.rngClient), &event{kind: evClientNext, client: c.idx})
 }
 

@@ -39,6 +39,10 @@
 // gives), partitions (node groups; messages across groups are dropped when
 // sent and when they arrive) that heal.
 //
+// CPU time (cpu.go, off by default): Config.OpCost, ApplyCost and MsgCost
+// give steps a processing time on their node's processor, during which
+// inputs queue; Config.CPUs lets nodes share processors.
+//
 // # Clients
 //
 // Config.Clients closed-loop clients share Config.Ops operations. Each draws a

@@ -80,6 +80,7 @@ func (s *simulator) respond(n *node, r automaton.Response) {
 		s.fail("%s responded to request %v of an unknown client", n.id, r.ID)
 		return
 	}
+	s.noteReplicaTime(n, r.ID)
 	resp := r
 	resp.Result.Bytes = append([]byte(nil), r.Result.Bytes...)
 	if r.Result.Bytes != nil && resp.Result.Bytes == nil {

@@ -42,6 +42,9 @@ type node struct {
 
 	// pausedQ holds the inputs that arrived while paused, in arrival order.
 	pausedQ []*event
+
+	// applies counts the service Apply calls of the current step (cpu.go).
+	applies int
 }
 
 type bufRec struct {
@@ -63,7 +66,7 @@ func (s *simulator) boot(n *node) {
 		Self:      n.id,
 		Nodes:     append([]automaton.NodeID(nil), s.ids...),
 		Namespace: Namespace,
-		Service:   s.svc,
+		Service:   s.nodeService(n),
 		Params:    copyParams(s.cfg.Params),
 		Rand:      rand.New(rand.NewSource(s.rngNode.Int63())),
 	}
@@ -120,7 +123,22 @@ func (s *simulator) crash(n *node) {
 func (s *simulator) step(n *node, in automaton.Input) {
 	s.stats.Steps++
 	s.digestInput(n, in)
+	if cr, ok := in.(automaton.ClientRequest); ok && s.replicaT != nil {
+		s.replicaT[n.idx][cr.Req.ID] = s.now
+	}
+	n.applies = 0
 	outs := n.a.Step(in)
+	if s.cpuOn {
+		if _, start := in.(automaton.Start); !start {
+			s.cpuRun(n, in, outs) // cpu.go: the outputs leave when the step's CPU time is over
+			return
+		}
+	}
+	s.carryOut(n, outs)
+}
+
+// carryOut carries out the outputs of one step of n.
+func (s *simulator) carryOut(n *node, outs []automaton.Output) {
 	for _, o := range outs {
 		s.digestOutput(n, o)
 		switch o := o.(type) {
@@ -279,7 +297,7 @@ func (s *simulator) onPeer(e *event) {
 		s.stats.MsgsDropped++
 		return
 	}
-	if !s.deliverable(e) {
+	if !s.deliverable(e) || s.cpuDefer(n, e) {
 		return
 	}
 	s.tracef("%s <- %s msg %d bytes", n.id, s.ids[e.from], len(e.msg))
@@ -287,7 +305,7 @@ func (s *simulator) onPeer(e *event) {
 }
 
 func (s *simulator) onClientReq(e *event) {
-	if !s.deliverable(e) {
+	if !s.deliverable(e) || s.cpuDefer(s.nodes[e.node], e) {
 		return
 	}
 	n := s.nodes[e.node]
@@ -302,6 +320,9 @@ func (s *simulator) onTimer(e *event) {
 	}
 	if !s.deliverable(e) {
 		return // fires on resume (if still set then)
+	}
+	if s.cpuDefer(n, e) {
+		return // fires when the processor is free (if still set then)
 	}
 	delete(n.timers, e.timer)
 	s.tracef("%s timer %d fired", n.id, e.timer)

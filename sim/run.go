@@ -38,6 +38,9 @@ type Result struct {
 	Stats     Stats
 	// Liveness describes a liveness failure (Config.Liveness); "" if none.
 	Liveness string
+	// ReplicaTimes are the replica response times of the answered requests,
+	// in the order answered (cpu.go: seed 000's T_r).
+	ReplicaTimes []time.Duration
 }
 
 // Run simulates cfg and checks the resulting history. It returns an error for
@@ -53,7 +56,8 @@ func Run(cfg Config) (*Result, error) {
 	if err := s.run(); err != nil {
 		return nil, err
 	}
-	res := &Result{Seed: s.cfg.Seed, SimTime: s.now, Digest: s.digestSum(), Stats: s.stats}
+	s.stats.CPUQueued, s.stats.CPUMaxQueue = s.cpu.queued, s.cpu.maxQueue
+	res := &Result{Seed: s.cfg.Seed, SimTime: s.now, Digest: s.digestSum(), Stats: s.stats, ReplicaTimes: s.replicaTimes}
 	s.setMeta(res.Digest)
 	res.History = s.rec.History()
 	for _, op := range res.History.Ops {

@@ -123,6 +123,19 @@ type Config struct {
 	NoCheck bool
 	// Trace, when set, receives a human-readable line per event.
 	Trace io.Writer
+
+	// OpCost, ApplyCost and MsgCost (distributions, ParseDist) turn on the
+	// CPU model of cpu.go: processing time per client request, per service
+	// Apply and per peer message, inputs queueing while a node's processor
+	// is busy. CPUs, when positive, is the number of processors the nodes
+	// share (node i on processor i mod CPUs).
+	OpCost, ApplyCost, MsgCost string
+	CPUs                       int
+	// Rate, when positive, makes the clients open-loop (openloop.go): Ops
+	// operations arrive at Rate per second in total, at fixed intervals or,
+	// with PoissonArrivals, exponential ones.
+	Rate            float64
+	PoissonArrivals bool
 }
 
 // Stats counts what happened during a run.
@@ -143,6 +156,10 @@ type Stats struct {
 	LateReplies   int // responses to given-up or already answered requests
 	UnknownWrites int
 	UnknownReads  int
+	// CPU model and open loop (cpu.go, openloop.go): inputs that waited for a
+	// busy processor, the longest such queue, and arrivals that found every
+	// client busy.
+	CPUQueued, CPUMaxQueue, Backlogged int
 }
 
 func (s Stats) String() string {
@@ -275,6 +292,14 @@ type simulator struct {
 	stopping bool // no more operations will be issued
 	healed   bool // the final heal has happened
 	finished bool // the run is over
+
+	// CPU model and open loop (cpu.go, openloop.go).
+	cpuOn        bool
+	cpu          cpuModel
+	replicaT     []map[automaton.RequestID]time.Duration // per node: when a request's step began
+	replicaTimes []time.Duration
+	nextClient   int
+	backlog      int
 
 	// ESDS: the protocol is eventually serializable; ids of completed operations.
 	esds         bool
@@ -410,6 +435,16 @@ func newSimulator(cfg Config) (*simulator, error) {
 	master := rand.New(rand.NewSource(cfg.Seed))
 	sub := func() *rand.Rand { return rand.New(rand.NewSource(master.Int63())) }
 	s.rngNode, s.rngNet, s.rngDisk, s.rngClient, s.rngFault = sub(), sub(), sub(), sub(), sub()
+	if err := s.initCPU(master.Int63); err != nil {
+		return nil, err
+	}
+	if err := s.initOpenLoop(); err != nil {
+		return nil, err
+	}
+	s.replicaT = make([]map[automaton.RequestID]time.Duration, cfg.Nodes)
+	for i := range s.replicaT {
+		s.replicaT[i] = map[automaton.RequestID]time.Duration{}
+	}
 
 	s.rec = history.NewRecorder(func() int64 { return int64(s.now) })
 	for i := 0; i < cfg.Nodes; i++ {
@@ -468,8 +503,12 @@ func (s *simulator) run() error {
 			return s.err
 		}
 	}
-	for _, c := range s.clients {
-		s.after(s.think.Sample(s.rngClient), &event{kind: evClientNext, client: c.idx})
+	if s.openLoop() {
+		s.schedule(0, &event{kind: evArrival})
+	} else {
+		for _, c := range s.clients {
+			s.after(s.think.Sample(s.rngClient), &event{kind: evClientNext, client: c.idx})
+		}
 	}
 	if s.faults != (faultSet{}) {
 		s.after(s.nemesisGap(), &event{kind: evNemesis})
@@ -533,6 +572,10 @@ func (s *simulator) handle(e *event) {
 		s.onDrainEnd()
 	case evLivenessHeal:
 		s.onLivenessHeal()
+	case evCPUDone:
+		s.onCPUDone(e)
+	case evArrival:
+		s.onArrival()
 	default:
 		s.fail("unknown event kind %d", e.kind)
 	}
