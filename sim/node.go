@@ -177,6 +177,8 @@ func (s *simulator) carryOut(n *node, outs []automaton.Output) {
 			s.after(o.After, &event{kind: evTimer, node: n.idx, inc: n.inc, timer: o.ID, gen: n.timerGen})
 		case automaton.CancelTimer:
 			delete(n.timers, o.ID)
+		case automaton.Members:
+			// Simulated links exist between all nodes: nothing to connect.
 		case nil:
 			s.fail("%s emitted a nil output", n.id)
 			return

@@ -29,10 +29,12 @@ type machine struct {
 	st         service.State
 	clients    map[uint64]*session
 	maxClients int
+	// conf is the configuration after the executed prefix (membership.go).
+	conf *conf
 }
 
-func newMachine(svc service.Service, maxClients int) *machine {
-	return &machine{svc: svc, st: svc.NewState(), clients: map[uint64]*session{}, maxClients: maxClients}
+func newMachine(svc service.Service, maxClients int, boot *conf) *machine {
+	return &machine{svc: svc, st: svc.NewState(), clients: map[uint64]*session{}, maxClients: maxClients, conf: boot}
 }
 
 // lookup returns the remembered result of a write, if the table has it.
@@ -50,7 +52,7 @@ func (m *machine) lookup(id automaton.RequestID) (service.Result, bool) {
 // is refused (its outcome is unknown to the caller, and it is not applied).
 // Reads are not recorded: running one twice has no effect.
 func (m *machine) apply(c cmd, i uint64) service.Result {
-	if m.svc.IsRead(c.Op) {
+	if !automaton.IsMemberOp(c.Op) && m.svc.IsRead(c.Op) {
 		return m.st.Apply(c.Op)
 	}
 	s := m.clients[c.ID.Client]
@@ -66,7 +68,12 @@ func (m *machine) apply(c cmd, i uint64) service.Result {
 		m.clients[c.ID.Client] = s
 		m.evict()
 	}
-	r := m.st.Apply(c.Op)
+	var r service.Result
+	if automaton.IsMemberOp(c.Op) {
+		r = m.applyChange(c.Op, i)
+	} else {
+		r = m.st.Apply(c.Op)
+	}
 	s.res[c.ID.Seq] = r
 	s.last = i
 	if len(s.res) > dedupWindow {
@@ -82,6 +89,23 @@ func (m *machine) apply(c cmd, i uint64) service.Result {
 		}
 	}
 	return r
+}
+
+// applyChange executes a membership change at instance i: the
+// configuration of every later instance is the new one. An invalid change
+// (adding a member, removing a non-member or the last one) changes nothing
+// and answers an error, deterministically on every replica.
+func (m *machine) applyChange(op service.Op, i uint64) service.Result {
+	ch, err := parseChange(op)
+	if err != nil {
+		return service.Errorf("ERR %v", err)
+	}
+	n, err := m.conf.apply(ch, i)
+	if err != nil {
+		return service.Errorf("ERR member %s: %v", op.Key, err)
+	}
+	m.conf = n
+	return service.OK()
 }
 
 // evict keeps the table within maxClients rows: when it grows past the limit,
@@ -139,6 +163,7 @@ func (m *machine) snapshot(index uint64) []byte {
 			service.EncodeResult(&e, s.res[q])
 		}
 	}
+	encodeConf(&e, m.conf)
 	return e.B
 }
 
@@ -162,6 +187,10 @@ func (m *machine) restore(b []byte) (uint64, error) {
 		}
 		clients[id] = s
 	}
+	cf := m.conf
+	if d.Err() == nil && len(d.B) > 0 {
+		cf = decodeConf(d) // snapshots from before membership changes have none
+	}
 	if err := d.Done(); err != nil {
 		return 0, fmt.Errorf("paxos: bad snapshot: %w", err)
 	}
@@ -169,6 +198,6 @@ func (m *machine) restore(b []byte) (uint64, error) {
 	if err := st.Restore(svc); err != nil {
 		return 0, err
 	}
-	m.st, m.clients = st, clients
+	m.st, m.clients, m.conf = st, clients, cf
 	return index, nil
 }

@@ -252,6 +252,15 @@ var noop = encodeBatch(nil)
 
 func decodeBatch(b []byte) ([]cmd, error) {
 	d := wire.NewDecoder(b)
+	if isChangeValue(b) {
+		d.Byte()
+		c := cmd{ID: automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}}
+		c.Op = service.DecodeOp(d)
+		if d.Err() == nil && !automaton.IsMemberOp(c.Op) {
+			d.Fail(fmt.Errorf("paxos: change value holds a %q operation", c.Op.Kind))
+		}
+		return []cmd{c}, d.Done()
+	}
 	if v := d.Byte(); v != msgVersion {
 		return nil, fmt.Errorf("paxos: batch version %d", v)
 	}

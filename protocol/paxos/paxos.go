@@ -140,26 +140,45 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Rand == nil {
 		return nil, fmt.Errorf("paxos: no Config.Rand")
 	}
-	if len(cfg.Nodes) < 1 || len(cfg.Nodes) > maxNodes {
-		return nil, fmt.Errorf("paxos: %d nodes (want 1 to %d)", len(cfg.Nodes), maxNodes)
+	if len(cfg.Nodes) < 1 {
+		return nil, fmt.Errorf("paxos: no nodes")
 	}
-	prm, err := ParseParams(cfg.Params)
+	params := map[string]string{}
+	for k, v := range cfg.Params {
+		params[k] = v
+	}
+	boot := cfg.Nodes
+	if v, ok := params["members"]; ok {
+		// The bootstrap membership, when the cluster file lists more nodes
+		// than the configuration began with (nodes added since).
+		var err error
+		if boot, err = parseMembers(v); err != nil {
+			return nil, err
+		}
+		delete(params, "members")
+	}
+	if len(boot) > maxNodes {
+		return nil, fmt.Errorf("paxos: %d nodes (want 1 to %d)", len(boot), maxNodes)
+	}
+	prm, err := ParseParams(params)
 	if err != nil {
 		return nil, err
 	}
-	a := &Paxos{proto: p, cfg: cfg, prm: prm, index: map[automaton.NodeID]int{}, self: -1}
-	for i, n := range cfg.Nodes {
-		if _, dup := a.index[n]; dup {
+	a := &Paxos{proto: p, cfg: cfg, prm: prm, index: map[automaton.NodeID]int{}}
+	seen := map[automaton.NodeID]bool{}
+	selfListed := false
+	for _, n := range cfg.Nodes {
+		if seen[n] {
 			return nil, fmt.Errorf("paxos: node %s listed twice", n)
 		}
-		a.index[n] = i
-		if n == cfg.Self {
-			a.self = i
-		}
+		seen[n] = true
+		selfListed = selfListed || n == cfg.Self
 	}
-	if a.self < 0 {
+	if !selfListed {
 		return nil, fmt.Errorf("paxos: self %s is not among the nodes %v", cfg.Self, cfg.Nodes)
 	}
+	a.boot = bootstrapConf(boot)
+	a.self = a.handle(cfg.Self)
 	a.reset()
 	return a, nil
 }
@@ -188,9 +207,9 @@ type slot struct {
 
 // flight is a leader's phase 2 bookkeeping for one instance.
 type flight struct {
-	acks  uint64 // bit per node
-	count int
-	sent  uint64 // tick of the last (re)transmission
+	acks nodeSet // handles of the nodes that accepted
+	conf *conf   // the configuration of this instance
+	sent uint64  // tick of the last (re)transmission
 }
 
 // Request states at the node that holds them.
@@ -199,6 +218,7 @@ const (
 	pQueued          // leader: waiting for a proposal slot
 	pProposed        // leader: in an instance not yet executed
 	pRead            // leader: quorum or lease read waiting for its conditions
+	pLearner         // leader: a member add waiting for its node to catch up
 )
 
 // pend is a client request this node must answer: to a local client, and/or
@@ -222,8 +242,19 @@ type Paxos struct {
 	proto protocol
 	cfg   automaton.Config
 	prm   Params
+	// Nodes are named inside the automaton by local handles, indices into
+	// nodes given in the order this replica first heard of them (self is 0).
+	// Handles are not shared between replicas: ballots carry member numbers.
 	index map[automaton.NodeID]int
+	nodes []automaton.NodeID
 	self  int
+	boot  *conf // bootstrap configuration (Config.Nodes or param members)
+	// nums: the ballot number of every node of any configuration seen.
+	nums map[automaton.NodeID]uint32
+	// book: addresses of nodes named by configurations and changes seen, and
+	// of learners; lastMembers is the Members output last emitted.
+	book        map[automaton.NodeID]member
+	lastMembers string
 
 	// Acceptor.
 	promised Ballot
@@ -246,6 +277,7 @@ type Paxos struct {
 	leaderHint  int    // where to forward (-1: unknown)
 	maxRound    uint64
 	promises    map[int]*message
+	p1Confs     []*conf // configurations phase 1 needs a majority of
 	p1Ticks     int
 	failures    int
 
@@ -256,11 +288,17 @@ type Paxos struct {
 	queue       []automaton.RequestID
 	tick        uint64
 	hbRound     uint64
-	ackRound    []uint64
+	ackRound    map[int]uint64
 	quorumRound uint64
 	quorumTick  uint64
 	leaseFired  uint64 // highest heartbeat round whose lease timer fired
 	inLog       map[automaton.RequestID]uint64
+	// changes in flight (proposed, not executed) with the configuration each
+	// one makes, in instance order. While there is one the leader proposes
+	// nothing new: the configuration of later instances is not known yet.
+	changes []pendingChange
+	// learners: nodes being added, caught up before their add is proposed.
+	learners map[automaton.NodeID]*learner
 
 	// Requests this node must answer.
 	pending map[automaton.RequestID]*pend
@@ -280,34 +318,38 @@ func (a *Paxos) reset() {
 	a.log = map[uint64]*slot{}
 	a.logStart, a.maxInst = 1, 0
 	a.chosenUpTo, a.executed, a.snapIndex, a.savedC = 0, 0, 0, 0
-	a.sm = newMachine(a.cfg.Service, a.prm.DedupClients)
+	a.sm = newMachine(a.cfg.Service, a.prm.DedupClients, a.boot)
+	a.nums = map[automaton.NodeID]uint32{}
+	a.book = map[automaton.NodeID]member{}
+	a.lastMembers = ""
+	a.noteConf(a.boot)
+	a.changes = nil
+	a.learners = map[automaton.NodeID]*learner{}
 	a.role = follower
 	a.aliveLeader, a.leaderHint, a.catchupFrom, a.behindPeer = -1, -1, -1, -1
 	a.behindTo = 0
 	a.pending = map[automaton.RequestID]*pend{}
 	a.inflight = map[uint64]*flight{}
 	a.inLog = map[automaton.RequestID]uint64{}
-	a.ackRound = make([]uint64, len(a.cfg.Nodes))
+	a.ackRound = map[int]uint64{}
 }
 
-func (a *Paxos) n() int         { return len(a.cfg.Nodes) }
-func (a *Paxos) quorum() int    { return automaton.Majority(a.n()) }
-func (a *Paxos) myNode() uint32 { return uint32(a.self + 1) }
+func (a *Paxos) myNode() uint32 { return a.nums[a.cfg.Self] }
 func (a *Paxos) emit(o automaton.Output) {
 	a.out = append(a.out, o)
 }
 func (a *Paxos) send(to int, m *message) {
-	a.emit(automaton.Send{To: a.cfg.Nodes[to], Msg: m.marshal()})
+	a.emit(automaton.Send{To: a.nodes[to], Msg: m.marshal()})
 }
+
+// broadcast sends m to every peer of the leader (peers).
 func (a *Paxos) broadcast(m *message) {
-	if a.n() == 1 {
-		return
-	}
-	b := m.marshal()
-	for i, id := range a.cfg.Nodes {
-		if i != a.self {
-			a.emit(automaton.Send{To: id, Msg: b})
+	var b []byte
+	for _, h := range a.peers(false) {
+		if b == nil {
+			b = m.marshal()
 		}
+		a.emit(automaton.Send{To: a.nodes[h], Msg: b})
 	}
 }
 func (a *Paxos) persist(k string, v []byte) { a.emit(automaton.Persist{Key: k, Value: v}) }
@@ -356,6 +398,7 @@ func (a *Paxos) onStart(s automaton.Start) {
 		}
 		a.snapIndex, a.executed, a.chosenUpTo = idx, idx, idx
 		a.logStart = idx + 1
+		a.noteConf(a.sm.conf)
 	}
 	if v, ok := s.Records[recCommit]; ok {
 		c, err := decodeUint(v)
@@ -410,6 +453,7 @@ func (a *Paxos) onStart(s automaton.Start) {
 	}
 	a.armElection()
 	a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
+	a.emitMembers()
 }
 
 // armElection (re)starts the randomised election timer: election_timeout
@@ -441,8 +485,8 @@ func (a *Paxos) onTimer(id automaton.TimerID) {
 }
 
 func (a *Paxos) onElectionTimeout() {
-	if a.role != follower {
-		return
+	if a.role != follower || !a.isMember() {
+		return // only members stand for election
 	}
 	if a.leaderAlive {
 		a.armElection()
@@ -500,6 +544,9 @@ func (a *Paxos) onTick() {
 	if a.catchupFrom < 0 && a.behindTo > a.chosenUpTo && a.behindPeer >= 0 {
 		a.requestCatchup(a.behindPeer, a.chosenUpTo+1, a.behindTo)
 	}
+	if a.role == leader && len(a.learners) > 0 {
+		a.checkLearners()
+	}
 }
 
 func sortIDs(ids []automaton.RequestID) {
@@ -522,6 +569,9 @@ func (a *Paxos) startPhase1() {
 	if a.promised.Round > r {
 		r = a.promised.Round
 	}
+	if !a.isMember() {
+		return
+	}
 	a.ballot = Ballot{Round: r + 1, Node: a.myNode()}
 	a.maxRound = a.ballot.Round
 	a.role = candidate
@@ -531,21 +581,30 @@ func (a *Paxos) startPhase1() {
 	a.promised = a.ballot
 	a.persist(recPromised, encodeBallotRec(a.promised))
 	a.promises[a.self] = a.promiseFor(a.chosenUpTo + 1)
+	a.p1Confs = []*conf{a.sm.conf}
 	a.sendPrepares()
 	a.checkPhase1()
 }
 
+// sendPrepares asks every member of the configurations phase 1 needs (the
+// current one, and those that changes found in the promises make) that has
+// not promised yet.
 func (a *Paxos) sendPrepares() {
 	m := &message{Kind: kindPrepare, Ballot: a.ballot, From: a.chosenUpTo + 1}
 	var b []byte
-	for i := range a.cfg.Nodes {
-		if i == a.self || a.promises[i] != nil {
-			continue
+	sent := map[int]bool{}
+	for _, c := range a.p1Confs {
+		for _, mb := range c.members {
+			h := a.handle(mb.ID)
+			if h == a.self || a.promises[h] != nil || sent[h] {
+				continue
+			}
+			sent[h] = true
+			if b == nil {
+				b = m.marshal()
+			}
+			a.emit(automaton.Send{To: mb.ID, Msg: b})
 		}
-		if b == nil {
-			b = m.marshal()
-		}
-		a.emit(automaton.Send{To: a.cfg.Nodes[i], Msg: b})
 	}
 }
 
@@ -570,8 +629,14 @@ func (a *Paxos) promiseFor(from uint64) *message {
 // live leader within election_timeout does not promise anyone else.
 func (a *Paxos) onPrepare(from int, m *message) {
 	b := m.Ballot
-	if b.Node != uint32(from+1) {
+	if !a.ballotOf(from, b) {
 		return // a ballot names its proposer
+	}
+	if !a.sm.conf.has(a.nodes[from]) {
+		// Not a member as far as this replica knows: no promise, and the
+		// commit index, so that a removed node catches up and learns it.
+		a.send(from, &message{Kind: kindPromise, Ballot: b, OK: false, Promised: a.promised, Commit: a.chosenUpTo})
+		return
 	}
 	if b.Round > a.maxRound {
 		a.maxRound = b.Round
@@ -579,7 +644,7 @@ func (a *Paxos) onPrepare(from int, m *message) {
 	grant := b == a.promised ||
 		(a.promised.Less(b) && a.role == follower && (!a.leaderAlive || a.aliveLeader == from))
 	if !grant {
-		a.send(from, &message{Kind: kindPromise, Ballot: b, OK: false, Promised: a.promised})
+		a.send(from, &message{Kind: kindPromise, Ballot: b, OK: false, Promised: a.promised, Commit: a.chosenUpTo})
 		return
 	}
 	if b != a.promised {
@@ -607,6 +672,9 @@ func (a *Paxos) onPromise(from int, m *message) {
 		return
 	}
 	if !m.OK {
+		if m.Commit > a.chosenUpTo {
+			a.requestCatchup(from, a.chosenUpTo+1, m.Commit)
+		}
 		if a.ballot.Less(m.Promised) {
 			if m.Promised.Round > a.maxRound {
 				a.maxRound = m.Promised.Round
@@ -620,29 +688,43 @@ func (a *Paxos) onPromise(from int, m *message) {
 	a.checkPhase1()
 }
 
-// checkPhase1 completes phase 1 once a majority promised: for every instance
-// from the first not chosen here to the highest reported, the value is the
-// chosen one if any acceptor knows it, else the one accepted with the highest
-// ballot, else a no-op; all of them are proposed again, in one Accept message.
-// Instances up to the highest reported chosen prefix are chosen already: they
-// are fetched by catch-up, not proposed.
+// checkPhase1 completes phase 1 once a majority of every configuration
+// involved promised. For every instance from the first not chosen here to the
+// highest reported, the value is the chosen one if any acceptor knows it,
+// else the one accepted with the highest ballot, else a no-op; all of them
+// are proposed again, in one Accept message. Instances up to the highest
+// reported chosen prefix are chosen already: the candidate fetches them by
+// catch-up first (it must know every value before an instance to know that
+// instance's configuration), and completes phase 1 after.
+//
+// Configurations (membership.go): the configuration of instance i is the one
+// after executing instances < i. Walking the values in instance order, every
+// change met makes the configuration of the instances after it; the
+// candidate needs promises from a majority of each configuration met, and
+// asks the members it did not know yet.
 func (a *Paxos) checkPhase1() {
-	if len(a.promises) < a.quorum() {
+	if a.role != candidate {
 		return
 	}
+	a.promises[a.self] = a.promiseFor(a.chosenUpTo + 1)
 	var cmax uint64
 	cfrom := -1
 	top := a.chosenUpTo
 	best := map[uint64]entry{}
-	for i := 0; i < a.n(); i++ {
-		p := a.promises[i]
-		if p == nil {
-			continue
-		}
+	hs := make([]int, 0, len(a.promises))
+	for h := range a.promises {
+		hs = append(hs, h)
+	}
+	sort.Ints(hs)
+	for _, h := range hs {
+		p := a.promises[h]
 		if p.Commit > cmax {
-			cmax, cfrom = p.Commit, i
+			cmax, cfrom = p.Commit, h
 		}
 		for _, e := range p.Entries {
+			if e.I <= a.chosenUpTo {
+				continue
+			}
 			if e.I > top {
 				top = e.I
 			}
@@ -655,8 +737,64 @@ func (a *Paxos) checkPhase1() {
 			}
 		}
 	}
-	if cmax > top {
-		top = cmax
+	if cmax > a.chosenUpTo {
+		if !a.hasMajority(a.sm.conf, a.promises) {
+			return
+		}
+		// Chosen instances this candidate lacks: fetch them, then decide.
+		if cfrom != a.self {
+			a.requestCatchup(cfrom, a.chosenUpTo+1, cmax)
+		}
+		return
+	}
+	// Walk the values, building each instance's configuration.
+	type seg struct {
+		at uint64 // the change's instance
+		c  *conf  // configuration of the instances after it
+	}
+	vals := map[uint64][]byte{}
+	confs := []*conf{a.sm.conf}
+	var segs []seg
+	cur := a.sm.conf
+	for i := a.chosenUpTo + 1; i <= top; i++ {
+		v := noop
+		if s := a.log[i]; s != nil && s.chosen {
+			v = s.val
+		} else if e, ok := best[i]; ok {
+			v = e.Value
+		}
+		vals[i] = v
+		if ch, ok := valueChange(v); ok {
+			a.noteChange(ch)
+			if n, err := cur.apply(ch, i); err == nil {
+				cur = n
+				segs = append(segs, seg{i, n})
+				confs = append(confs, n)
+			}
+		}
+	}
+	asked := map[automaton.NodeID]bool{}
+	for _, c := range a.p1Confs {
+		for _, m := range c.members {
+			asked[m.ID] = true
+		}
+	}
+	a.p1Confs = confs
+	for _, c := range confs {
+		if !a.hasMajority(c, a.promises) {
+			a.emitMembers()
+			// Ask the members of configurations met for the first time.
+			prep := (&message{Kind: kindPrepare, Ballot: a.ballot, From: a.chosenUpTo + 1}).marshal()
+			for _, c := range confs {
+				for _, m := range c.members {
+					if !asked[m.ID] && m.ID != a.cfg.Self {
+						asked[m.ID] = true
+						a.emit(automaton.Send{To: m.ID, Msg: prep})
+					}
+				}
+			}
+			return
+		}
 	}
 	a.role = leader
 	a.ready = true
@@ -664,31 +802,32 @@ func (a *Paxos) checkPhase1() {
 	a.leaderHint = a.self
 	a.aliveLeader = a.self
 	a.promises = nil
+	a.p1Confs = nil
 	a.inflight = map[uint64]*flight{}
 	a.inLog = map[automaton.RequestID]uint64{}
-	for i := range a.ackRound {
-		a.ackRound[i] = 0
+	a.ackRound = map[int]uint64{}
+	a.changes = nil
+	for _, sg := range segs {
+		a.changes = append(a.changes, pendingChange{at: sg.at, conf: sg.c})
 	}
 	a.quorumRound, a.quorumTick = a.hbRound, a.tick
 	a.emit(automaton.CancelTimer{ID: tmElection})
-	if cmax > a.chosenUpTo && cfrom != a.self {
-		a.requestCatchup(cfrom, a.chosenUpTo+1, cmax)
-	}
 	var entries []entry
+	c := a.sm.conf
+	k := 0
 	for i := a.chosenUpTo + 1; i <= top; i++ {
-		if i <= cmax {
-			continue
+		ci := c
+		if k < len(segs) && segs[k].at == i {
+			c = segs[k].c
+			k++
 		}
 		if s := a.log[i]; s != nil && s.chosen {
 			continue
 		}
-		v := noop
-		if e, ok := best[i]; ok {
-			v = e.Value
-		}
-		entries = append(entries, a.proposeAt(i, v))
+		entries = append(entries, a.proposeAt(i, vals[i], ci))
 	}
 	a.next = top + 1
+	a.emitMembers()
 	if len(entries) > 0 {
 		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
 	}
@@ -708,14 +847,28 @@ func (a *Paxos) checkPhase1() {
 	a.propose()
 }
 
+// hasMajority reports whether the nodes in set (by handle) hold a majority of c.
+func (a *Paxos) hasMajority(c *conf, set map[int]*message) bool {
+	n := 0
+	for _, m := range c.members {
+		if h, ok := a.index[m.ID]; ok && set[h] != nil {
+			n++
+		}
+	}
+	return n >= c.majority()
+}
+
+
 // proposeAt accepts v at instance i under the leader's own ballot (as
 // acceptor: persisted before any send of this step is released) and starts
 // counting acceptances.
-func (a *Paxos) proposeAt(i uint64, v []byte) entry {
+func (a *Paxos) proposeAt(i uint64, v []byte, c *conf) entry {
 	s := &slot{bal: a.ballot, val: v}
 	a.putSlot(i, s)
 	a.persist(slotKey(i), encodeSlot(s))
-	a.inflight[i] = &flight{acks: 1 << uint(a.self), count: 1, sent: a.tick}
+	f := &flight{conf: c, sent: a.tick}
+	f.acks.add(a.self)
+	a.inflight[i] = f
 	if cmds, err := decodeBatch(v); err == nil {
 		for _, c := range cmds {
 			a.inLog[c.ID] = i
@@ -746,6 +899,9 @@ func (a *Paxos) stepDown() {
 	a.inflight = map[uint64]*flight{}
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.queue = nil
+	a.changes = nil
+	a.p1Confs = nil
+	a.learners = map[automaton.NodeID]*learner{}
 	a.leaderAlive = false
 	a.aliveLeader = -1
 	if a.leaderHint == a.self {
@@ -755,6 +911,7 @@ func (a *Paxos) stepDown() {
 		p.state = pWaiting
 		p.fwdTo = -1 // forward at the first chance
 	}
+	a.emitMembers()
 	a.armElection()
 }
 
@@ -764,10 +921,15 @@ func (a *Paxos) sendHeartbeat() {
 	a.hbRound++
 	a.ackRound[a.self] = a.hbRound
 	a.emit(automaton.SetTimer{ID: leaseTimerBase + automaton.TimerID(a.hbRound), After: a.prm.Lease()})
-	a.broadcast(&message{Kind: kindHeartbeat, Ballot: a.ballot, Commit: a.chosenUpTo, Round: a.hbRound})
-	if a.n() == 1 {
-		a.updateQuorumRound()
+	m := &message{Kind: kindHeartbeat, Ballot: a.ballot, Commit: a.chosenUpTo, Round: a.hbRound}
+	var b []byte
+	for _, h := range a.peers(true) {
+		if b == nil {
+			b = m.marshal()
+		}
+		a.emit(automaton.Send{To: a.nodes[h], Msg: b})
 	}
+	a.updateQuorumRound()
 }
 
 // retransmitAccepts resends, in one Accept per peer, the instances in flight
@@ -783,13 +945,10 @@ func (a *Paxos) retransmitAccepts() {
 		}
 	}
 	sort.Slice(ids, func(x, y int) bool { return ids[x] < ids[y] })
-	for to := range a.cfg.Nodes {
-		if to == a.self {
-			continue
-		}
+	for _, to := range a.peers(false) {
 		var entries []entry
 		for _, i := range ids {
-			if a.inflight[i].acks&(1<<uint(to)) == 0 {
+			if !a.inflight[i].acks.has(to) {
 				entries = append(entries, entry{I: i, Value: a.log[i].val})
 			}
 		}
@@ -806,7 +965,7 @@ func (a *Paxos) retransmitAccepts() {
 func (a *Paxos) lead(p *pend) {
 	id := p.req.ID
 	op := p.req.Op
-	if a.cfg.Service.IsRead(op) && (p.req.Opts.Read == automaton.ReadQuorum || p.req.Opts.Read == automaton.ReadLease) {
+	if !automaton.IsMemberOp(op) && a.cfg.Service.IsRead(op) && (p.req.Opts.Read == automaton.ReadQuorum || p.req.Opts.Read == automaton.ReadLease) {
 		// Everything acknowledged before the read arrived is at or below the
 		// highest instance this leader has proposed.
 		p.state = pRead
@@ -820,7 +979,7 @@ func (a *Paxos) lead(p *pend) {
 		a.serveReads()
 		return
 	}
-	if !a.cfg.Service.IsRead(op) {
+	if !a.cfg.Service.IsRead(op) || automaton.IsMemberOp(op) {
 		if res, ok := a.sm.lookup(id); ok {
 			a.finish(id, res)
 			return
@@ -830,7 +989,11 @@ func (a *Paxos) lead(p *pend) {
 		p.state = pProposed
 		return
 	}
-	if p.state == pQueued {
+	if p.state == pQueued || p.state == pLearner {
+		return
+	}
+	if automaton.IsMemberOp(op) {
+		a.leadChange(p)
 		return
 	}
 	p.state = pQueued
@@ -870,24 +1033,50 @@ func (a *Paxos) serveReads() {
 
 // propose fills the phase 2 window with batches of queued commands, all sent
 // in one Accept message.
+//
+// A membership change is proposed alone in its instance k, and nothing is
+// proposed after it until it has executed: the configuration of the
+// instances after k is the one k makes, known only once k is chosen.
 func (a *Paxos) propose() {
-	if a.role != leader || !a.ready {
+	if a.role != leader || !a.ready || len(a.changes) > 0 || !a.isMember() {
 		return
 	}
 	var entries []entry
-	for len(a.queue) > 0 && a.next-1-a.chosenUpTo < uint64(a.prm.Window) {
+	for len(a.queue) > 0 && a.next-1-a.chosenUpTo < uint64(a.prm.Window) && len(a.changes) == 0 {
 		var cmds []cmd
 		for len(a.queue) > 0 && len(cmds) < a.prm.Batch {
 			id := a.queue[0]
-			a.queue = a.queue[1:]
 			p := a.pending[id]
 			if p == nil || p.state != pQueued {
+				a.queue = a.queue[1:]
 				continue
 			}
 			if _, ok := a.inLog[id]; ok {
+				a.queue = a.queue[1:]
 				p.state = pProposed
 				continue
 			}
+			if automaton.IsMemberOp(p.req.Op) {
+				if len(cmds) > 0 {
+					break // close the batch before the change
+				}
+				a.queue = a.queue[1:]
+				p.state = pProposed
+				a.inLog[id] = a.next
+				c := cmd{ID: id, Op: p.req.Op}
+				entries = append(entries, a.proposeAt(a.next, encodeChange(c), a.sm.conf))
+				if ch, err := parseChange(c.Op); err == nil {
+					if n, err := a.sm.conf.apply(ch, a.next); err == nil {
+						a.noteChange(ch)
+						a.changes = append(a.changes, pendingChange{at: a.next, conf: n})
+						a.quorumRound = 0 // leases and reads count against both configurations now
+						a.emitMembers()
+					}
+				}
+				a.next++
+				break
+			}
+			a.queue = a.queue[1:]
 			p.state = pProposed
 			cmds = append(cmds, cmd{ID: id, Op: p.req.Op})
 			a.inLog[id] = a.next
@@ -895,8 +1084,11 @@ func (a *Paxos) propose() {
 		if len(cmds) == 0 {
 			continue
 		}
-		entries = append(entries, a.proposeAt(a.next, encodeBatch(cmds)))
+		entries = append(entries, a.proposeAt(a.next, encodeBatch(cmds), a.sm.conf))
 		a.next++
+	}
+	if len(a.changes) > 0 {
+		a.updateQuorumRound()
 	}
 	if len(entries) > 0 {
 		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
@@ -913,12 +1105,9 @@ func (a *Paxos) onAccepted(from int, m *message) {
 		return
 	}
 	for _, i := range m.Acks {
-		f := a.inflight[i]
-		if f == nil || f.acks&(1<<uint(from)) != 0 {
-			continue
+		if f := a.inflight[i]; f != nil {
+			f.acks.add(from)
 		}
-		f.acks |= 1 << uint(from)
-		f.count++
 	}
 	a.checkChosen()
 }
@@ -943,7 +1132,7 @@ func (a *Paxos) onRejected(promised Ballot) {
 func (a *Paxos) checkChosen() {
 	any := false
 	for i, f := range a.inflight {
-		if f.count >= a.quorum() {
+		if a.chosenBy(f) {
 			if s := a.log[i]; s != nil {
 				s.chosen = true
 			}
@@ -965,6 +1154,13 @@ func (a *Paxos) onHeartbeatAck(from int, m *message) {
 		a.onRejected(m.Promised)
 		return
 	}
+	if l := a.learners[a.nodes[from]]; l != nil {
+		if m.Commit > l.commit {
+			l.commit = m.Commit
+			a.checkLearners()
+		}
+		return // a learner's acknowledgement confirms nothing
+	}
 	if m.Round > a.ackRound[from] {
 		a.ackRound[from] = m.Round
 		a.updateQuorumRound()
@@ -973,10 +1169,25 @@ func (a *Paxos) onHeartbeatAck(from int, m *message) {
 	// asks for itself (catch-up).
 }
 
+// updateQuorumRound: the highest heartbeat round acknowledged by a majority
+// of the current configuration and of every configuration a change in flight
+// makes (a competing candidate may need either).
 func (a *Paxos) updateQuorumRound() {
-	r := append([]uint64(nil), a.ackRound...)
-	sort.Slice(r, func(x, y int) bool { return r[x] > r[y] })
-	q := r[a.quorum()-1]
+	var q uint64
+	for i, c := range a.leaderConfs() {
+		r := make([]uint64, 0, len(c.members))
+		for _, m := range c.members {
+			if h, ok := a.index[m.ID]; ok {
+				r = append(r, a.ackRound[h])
+			} else {
+				r = append(r, 0)
+			}
+		}
+		sort.Slice(r, func(x, y int) bool { return r[x] > r[y] })
+		if v := r[c.majority()-1]; i == 0 || v < q {
+			q = v
+		}
+	}
 	if q > a.quorumRound {
 		a.quorumRound = q
 		a.quorumTick = a.tick
@@ -997,7 +1208,7 @@ func (a *Paxos) updateQuorumRound() {
 // message from a ballot at least the promised one makes its sender the live
 // leader (and the promise follows the ballot).
 func (a *Paxos) acceptBallot(from int, b Ballot) bool {
-	if b.Node != uint32(from+1) || b.Less(a.promised) {
+	if !a.ballotOf(from, b) || b.Less(a.promised) {
 		return false
 	}
 	if b != a.promised {
@@ -1041,6 +1252,10 @@ func (a *Paxos) onAccept(from int, m *message) {
 		a.putSlot(e.I, s)
 		a.persist(slotKey(e.I), encodeSlot(s))
 		acks = append(acks, e.I)
+		if ch, ok := valueChange(e.Value); ok && ch.add {
+			a.noteChange(ch)
+			a.emitMembers()
+		}
 	}
 	a.send(from, &message{Kind: kindAccepted, Ballot: m.Ballot, OK: true, Acks: acks})
 	a.learnCommit(from, m.Ballot, m.Commit)
@@ -1136,6 +1351,7 @@ func (a *Paxos) onCatchup(from int, m *message) {
 	if m.Commit > a.chosenUpTo && len(m.Entries) > 0 {
 		a.requestCatchup(from, a.chosenUpTo+1, m.Commit)
 	}
+	a.checkPhase1() // a candidate may have been waiting for these
 }
 
 // onSnapshot installs a snapshot newer than the executed state.
@@ -1146,6 +1362,7 @@ func (a *Paxos) onSnapshot(from int, m *message) {
 	if idx, err := snapshotIndex(m.Data); err != nil || idx != m.Index || m.Index <= a.executed {
 		return
 	}
+	confBefore := a.sm.conf
 	idx, err := a.sm.restore(m.Data)
 	if err != nil {
 		return // corrupt: ignored (restore replaces the state only on success)
@@ -1192,7 +1409,11 @@ func (a *Paxos) onSnapshot(from int, m *message) {
 		r, _ := a.sm.lookup(id)
 		a.finish(id, r)
 	}
+	if a.sm.conf != confBefore {
+		a.onConfChange(idx)
+	}
 	a.advance(true)
+	a.checkPhase1()
 }
 
 // ---------------------------------------------------------------- learning
@@ -1218,6 +1439,7 @@ func (a *Paxos) advance(persist bool) {
 		if err != nil {
 			panic(fmt.Sprintf("paxos: instance %d holds a corrupt value: %v", i, err))
 		}
+		before := a.sm.conf
 		for _, c := range cmds {
 			res := a.sm.apply(c, i)
 			delete(a.inLog, c.ID)
@@ -1226,6 +1448,9 @@ func (a *Paxos) advance(persist bool) {
 			}
 		}
 		a.executed = i
+		if a.sm.conf != before {
+			a.onConfChange(i)
+		}
 	}
 	if persist && a.executed-a.snapIndex >= uint64(a.prm.SnapshotEvery) {
 		a.takeSnapshot()
@@ -1256,6 +1481,14 @@ func (a *Paxos) takeSnapshot() {
 // ---------------------------------------------------------------- clients
 
 func (a *Paxos) onClientRequest(req automaton.Request) {
+	if !a.isMember() {
+		a.respond(req.ID, a.notMemberError())
+		return
+	}
+	if automaton.IsMemberOp(req.Op) {
+		a.onMemberRequest(req)
+		return
+	}
 	if err := a.cfg.Service.Validate(req.Op); err != nil {
 		a.respond(req.ID, service.Errorf("ERR %v", err))
 		return
@@ -1312,13 +1545,23 @@ func (a *Paxos) forwardPending() {
 }
 
 func (a *Paxos) onForward(from int, m *message) {
-	if err := a.cfg.Service.Validate(m.Req.Op); err != nil || m.Req.Opts.Read > automaton.ReadLease {
+	var bad error
+	if automaton.IsMemberOp(m.Req.Op) {
+		_, bad = parseChange(m.Req.Op)
+	} else {
+		bad = a.cfg.Service.Validate(m.Req.Op)
+	}
+	if bad != nil || m.Req.Opts.Read > automaton.ReadLease {
 		a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: service.Errorf("ERR invalid forwarded request")})
+		return
+	}
+	if !a.isMember() {
+		a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: a.notMemberError()})
 		return
 	}
 	p := a.pending[m.Req.ID]
 	if p == nil {
-		if !a.cfg.Service.IsRead(m.Req.Op) {
+		if automaton.IsMemberOp(m.Req.Op) || !a.cfg.Service.IsRead(m.Req.Op) {
 			if res, ok := a.sm.lookup(m.Req.ID); ok {
 				a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: res})
 				return
@@ -1367,10 +1610,10 @@ func (a *Paxos) respond(id automaton.RequestID, res service.Result) {
 // --------------------------------------------------------------- messages
 
 func (a *Paxos) onPeerMessage(fromID automaton.NodeID, b []byte) {
-	from, ok := a.index[fromID]
-	if !ok || from == a.self {
+	if fromID == a.cfg.Self || fromID == "" {
 		return
 	}
+	from := a.handle(fromID)
 	m, err := unmarshal(b)
 	if err != nil {
 		return // corrupt: dropped (senders retransmit)
@@ -1409,6 +1652,11 @@ type Status struct {
 	LogLen, Pending                         int
 	Leader                                  automaton.NodeID
 	LeaseValid                              bool
+	// Members is the current configuration (after the executed prefix),
+	// made by instance ConfEpoch (0: bootstrap); Member: this node is in it.
+	Members   []automaton.NodeID
+	ConfEpoch uint64
+	Member    bool
 }
 
 // Status reports the replica's state.
@@ -1417,7 +1665,12 @@ func (a *Paxos) Status() Status {
 		ChosenUpTo: a.chosenUpTo, Executed: a.executed, SnapIndex: a.snapIndex, MaxLog: a.maxInst,
 		LogLen: len(a.log), Pending: len(a.pending), LeaseValid: a.leaseValid()}
 	if a.leaderHint >= 0 {
-		s.Leader = a.cfg.Nodes[a.leaderHint]
+		s.Leader = a.nodes[a.leaderHint]
 	}
+	s.Member = a.isMember()
+	for _, m := range a.sm.conf.members {
+		s.Members = append(s.Members, m.ID)
+	}
+	s.ConfEpoch = a.sm.conf.epoch
 	return s
 }

@@ -397,7 +397,7 @@ func TestCatchupByRange(t *testing.T) {
 // again, also after a snapshot round trip; a write older than the window is
 // refused rather than applied.
 func TestDedupTable(t *testing.T) {
-	m := newMachine(service.KV{}, 10)
+	m := newMachine(service.KV{}, 10, bootstrapConf([]automaton.NodeID{"n1"}))
 	inc := cmd{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: service.Op{Kind: "incr", Key: "n", Args: [][]byte{[]byte("1")}}}
 	if r := m.apply(inc, 1); r.Int != 1 {
 		t.Fatal(r)
@@ -405,7 +405,7 @@ func TestDedupTable(t *testing.T) {
 	if r := m.apply(inc, 2); r.Int != 1 {
 		t.Fatalf("duplicate applied again: %v", r)
 	}
-	m2 := newMachine(service.KV{}, 10)
+	m2 := newMachine(service.KV{}, 10, bootstrapConf([]automaton.NodeID{"n1"}))
 	if _, err := m2.restore(m.snapshot(2)); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestDedupTable(t *testing.T) {
 // Snapshot install: a replica receiving a newer snapshot adopts it, persists
 // it and truncates its log.
 func TestSnapshotInstall(t *testing.T) {
-	src := newMachine(service.KV{}, 10)
+	src := newMachine(service.KV{}, 10, bootstrapConf([]automaton.NodeID{"n1"}))
 	src.apply(cmd{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: set("k", "v")}, 1)
 	snap := src.snapshot(40)
 	ids := []automaton.NodeID{"n1", "n2", "n3"}
