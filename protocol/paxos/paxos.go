@@ -858,7 +858,6 @@ func (a *Paxos) hasMajority(c *conf, set map[int]*message) bool {
 	return n >= c.majority()
 }
 
-
 // proposeAt accepts v at instance i under the leader's own ballot (as
 // acceptor: persisted before any send of this step is released) and starts
 // counting acceptances.
