@@ -1,0 +1,294 @@
+package paxos
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// newMemberCluster boots n1..nN as the bootstrap configuration and keeps
+// spares more nodes (known to the runtime, outside the configuration) down
+// until a test starts them with join.
+func newMemberCluster(t *testing.T, n, spares int, params map[string]string) *cluster {
+	p := map[string]string{}
+	for k, v := range params {
+		p[k] = v
+	}
+	var boot []string
+	for i := 1; i <= n; i++ {
+		boot = append(boot, fmt.Sprintf("n%d", i))
+	}
+	p["members"] = strings.Join(boot, ",")
+	c := newCluster(t, n, "kv", p)
+	for i := n + 1; i <= n+spares; i++ {
+		id := automaton.NodeID(fmt.Sprintf("n%d", i))
+		c.ids = append(c.ids, id)
+		c.records[id] = map[string][]byte{}
+		c.down[id] = true
+	}
+	return c
+}
+
+// join starts a spare node with empty records.
+func (c *cluster) join(id automaton.NodeID) { c.boot(id, 99) }
+
+// restart boots a crashed node from its records.
+func (c *cluster) restart(id automaton.NodeID) { c.boot(id, 7) }
+
+func (c *cluster) members(id automaton.NodeID) []automaton.NodeID { return c.nodes[id].Status().Members }
+
+// admin submits a membership change at node at and ticks the leader until
+// it is answered (the learner of an add catches up over heartbeats).
+func (c *cluster) admin(at, leader automaton.NodeID, seq uint64, op service.Op) (service.Result, bool) {
+	id := automaton.RequestID{Client: 1 << 40, Seq: seq}
+	r, ok := c.do(at, id, op, 0)
+	for i := 0; !ok && i < 20; i++ {
+		c.fire(leader, tmTick)
+		r, ok = c.resps[id]
+	}
+	return r, ok
+}
+
+func mustOK(t *testing.T, what string, r service.Result, ok bool) {
+	t.Helper()
+	if !ok || r.IsErr() {
+		t.Fatalf("%s: answered=%v %v", what, ok, r)
+	}
+}
+
+func (c *cluster) mustDo(what string, at automaton.NodeID, id automaton.RequestID, op service.Op) {
+	c.t.Helper()
+	r, ok := c.do(at, id, op, 0)
+	mustOK(c.t, what, r, ok)
+}
+
+func ids(s ...string) []automaton.NodeID {
+	out := make([]automaton.NodeID, len(s))
+	for i, x := range s {
+		out[i] = automaton.NodeID(x)
+	}
+	return out
+}
+
+// Adding a node: it refuses clients while outside the configuration, catches
+// up as a learner, and is in the configuration of every replica after its
+// add executed, with the data. Its add instance k is decided by a majority
+// of the old configuration; instance k+1 needs a majority of the new one.
+func TestMemberAddQuorumSwitchesAfterTheChange(t *testing.T) {
+	c := newMemberCluster(t, 3, 1, map[string]string{"window": "2"})
+	c.elect("n1")
+	for i := 0; i < 5; i++ {
+		c.mustDo("write", "n2", automaton.RequestID{Client: 7, Seq: uint64(i + 1)}, set(fmt.Sprint("k", i), "v"))
+	}
+	c.join("n4")
+	r, ok := c.do("n4", automaton.RequestID{Client: 8, Seq: 1}, get("k0"), automaton.ReadLocal)
+	if !ok || !r.IsErr() || !strings.Contains(r.Err, "not a member") {
+		t.Fatalf("a node outside the configuration answered a client: %v %v", ok, r)
+	}
+	// n4 catches up as a learner; then n3 and n4 go down: the add (instance
+	// k) is still chosen by n1+n2, a majority of {n1,n2,n3}.
+	id := automaton.RequestID{Client: 1 << 40, Seq: 1}
+	c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberAdd("n4", "p4", "c4")}})
+	c.pump()
+	if _, done := c.resps[id]; done {
+		t.Fatal("add answered before its learner caught up")
+	}
+	for i := 0; i < 5 && c.nodes["n4"].Status().Executed < c.nodes["n1"].Status().Executed; i++ {
+		c.fire("n1", tmTick)
+	}
+	if c.nodes["n4"].Status().Executed != c.nodes["n1"].Status().Executed {
+		t.Fatalf("learner did not catch up: %+v vs %+v", c.nodes["n4"].Status(), c.nodes["n1"].Status())
+	}
+	// One more heartbeat: the learner's ack makes the leader propose the
+	// add. n3 and n4 go down the moment it is proposed.
+	c.step("n1", automaton.TimerFired{ID: tmTick})
+	for len(c.q) > 0 {
+		m := c.q[0]
+		c.q = c.q[1:]
+		c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
+		if len(c.nodes["n1"].changes) > 0 {
+			c.crash("n3")
+			c.crash("n4")
+		}
+	}
+	if !c.down["n4"] {
+		t.Fatal("the add was not proposed after the learner caught up")
+	}
+	res, done := c.resps[id]
+	mustOK(t, "add with n1+n2 of {n1,n2,n3}", res, done)
+	k := c.nodes["n1"].Status().ConfEpoch
+	if want := ids("n1", "n2", "n3", "n4"); !reflect.DeepEqual(c.members("n1"), want) || k == 0 {
+		t.Fatalf("members %v epoch %d, want %v", c.members("n1"), k, want)
+	}
+	// Instance k+1 needs 3 of {n1..n4}: n1+n2 are not enough.
+	if _, ok := c.do("n1", automaton.RequestID{Client: 7, Seq: 100}, set("after", "x"), 0); ok {
+		t.Fatal("a write was chosen by 2 of 4 members")
+	}
+	c.restart("n4")
+	for i := 0; i < 10; i++ {
+		c.fire("n1", tmTick)
+	}
+	if r, ok := c.resps[automaton.RequestID{Client: 7, Seq: 100}]; !ok || r.IsErr() {
+		t.Fatalf("write with n1+n2+n4 of 4: %v %v", ok, r)
+	}
+	if st := c.nodes["n4"].Status(); !st.Member || !reflect.DeepEqual(st.Members, ids("n1", "n2", "n3", "n4")) {
+		t.Fatalf("n4 after its add: %+v", st)
+	}
+	if r, ok := c.do("n4", automaton.RequestID{Client: 8, Seq: 2}, get("k3"), automaton.ReadLocal); !ok || string(r.Bytes) != "v" {
+		t.Fatalf("n4 lacks the data written before it joined: %v %v", ok, r)
+	}
+}
+
+// Removing the leader: the change executes, the old leader steps down and
+// refuses clients, and the remaining members elect a leader and serve with
+// majorities of the new configuration.
+func TestMemberRemoveLeader(t *testing.T) {
+	c := newMemberCluster(t, 3, 0, nil)
+	c.elect("n1")
+	c.mustDo("write", "n1", automaton.RequestID{Client: 7, Seq: 1}, set("a", "1"))
+	r, ok := c.admin("n2", "n1", 1, automaton.MemberRemove("n1"))
+	mustOK(t, "remove the leader", r, ok)
+	st := c.nodes["n1"].Status()
+	if st.Role != "follower" || st.Member {
+		t.Fatalf("removed leader: %+v", st)
+	}
+	r, ok = c.do("n1", automaton.RequestID{Client: 7, Seq: 2}, set("a", "2"), 0)
+	if !ok || !r.IsErr() || !strings.Contains(r.Err, "removed") {
+		t.Fatalf("removed node answered a write: %v %v", ok, r)
+	}
+	c.tickAll()
+	c.elect("n2")
+	if got := c.members("n3"); !reflect.DeepEqual(got, ids("n2", "n3")) {
+		t.Fatalf("n3's members %v", got)
+	}
+	c.mustDo("write after the removal", "n3", automaton.RequestID{Client: 7, Seq: 3}, set("a", "3"))
+	// {n2,n3}: both are needed now.
+	c.crash("n3")
+	if _, ok := c.do("n2", automaton.RequestID{Client: 7, Seq: 4}, set("a", "4"), 0); ok {
+		t.Fatal("a write was chosen by 1 of 2 members")
+	}
+}
+
+// Replacing a dead node: remove it, add a fresh one; the cluster serves with
+// the dead node gone for good, and the configuration survives restarts from
+// the records, also when it is only in a snapshot.
+func TestMemberReplaceDeadNodeAndRestart(t *testing.T) {
+	c := newMemberCluster(t, 3, 1, map[string]string{"snapshot_every": "2"})
+	c.elect("n1")
+	c.crash("n3")
+	r, ok := c.admin("n1", "n1", 1, automaton.MemberRemove("n3"))
+	mustOK(t, "remove dead n3", r, ok)
+	c.join("n4")
+	r, ok = c.admin("n2", "n1", 2, automaton.MemberAdd("n4", "p4", "c4"))
+	mustOK(t, "add n4", r, ok)
+	c.tickAll() // n4 learns that its add executed
+	for i := 0; i < 6; i++ {
+		c.mustDo("write", "n4", automaton.RequestID{Client: 7, Seq: uint64(i + 1)}, set("x", fmt.Sprint(i)))
+	}
+	want := ids("n1", "n2", "n4")
+	if got := c.members("n2"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("members %v, want %v", got, want)
+	}
+	if r, ok := c.admin("n1", "n1", 3, automaton.MemberAdd("n4", "p4", "c4")); !ok || !r.IsErr() || !strings.Contains(r.Err, "already") {
+		t.Fatalf("second add of n4: %v %v", ok, r)
+	}
+	for _, id := range ids("n1", "n2", "n4") {
+		c.crash(id)
+		c.restart(id)
+		if _, ok := c.records[id][recSnapshot]; !ok {
+			t.Fatalf("%s has no snapshot with snapshot_every=2", id)
+		}
+		if got := c.members(id); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s after restart: members %v, want %v", id, got, want)
+		}
+	}
+	c.elect("n4")
+	c.mustDo("write under the new leader n4", "n2", automaton.RequestID{Client: 7, Seq: 50}, set("y", "1"))
+}
+
+// A candidate that finds an add in the promises needs a majority of the
+// configuration it makes as well: n1 chose "add n4" with n2 and crashed;
+// n2 (knowing only that it accepted it) needs n4's promise besides n3's.
+func TestPhase1NeedsTheNewConfiguration(t *testing.T) {
+	c := newMemberCluster(t, 3, 1, nil)
+	c.elect("n1")
+	c.join("n4")
+	id := automaton.RequestID{Client: 1 << 40, Seq: 1}
+	c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberAdd("n4", "p4", "c4")}})
+	c.pump()
+	c.crash("n3")
+	for i := 0; i < 5; i++ {
+		if _, done := c.resps[id]; done {
+			break
+		}
+		c.fire("n1", tmTick)
+	}
+	if r, ok := c.resps[id]; !ok || r.IsErr() {
+		t.Fatalf("add: %v %v", ok, r)
+	}
+	if c.nodes["n2"].Status().ConfEpoch != 0 {
+		t.Skip("n2 learnt the commit already; the scenario needs it not to")
+	}
+	c.crash("n1")
+	c.restart("n3")
+	c.crash("n4")
+	for _, o := range ids("n2", "n3") {
+		c.fire(o, tmAlive)
+	}
+	c.fire("n2", tmElection)
+	if st := c.nodes["n2"].Status(); st.Role == "leader" {
+		t.Fatalf("n2 led with n2+n3, 2 of the 4 members its promises showed: %+v", st)
+	}
+	c.restart("n4")
+	c.fire("n4", tmAlive)
+	c.fire("n2", tmTick) // retransmits the Prepare
+	if st := c.nodes["n2"].Status(); st.Role != "leader" {
+		t.Fatalf("n2 with n2+n3+n4: %+v", st)
+	}
+	if got := c.members("n2"); !reflect.DeepEqual(got, ids("n1", "n2", "n3", "n4")) {
+		t.Fatalf("members %v", got)
+	}
+}
+
+// Changes are validated in the log; bad syntax is refused at once.
+func TestMemberChangeErrors(t *testing.T) {
+	c := newMemberCluster(t, 1, 0, nil)
+	c.elect("n1")
+	r, ok := c.admin("n1", "n1", 1, automaton.MemberRemove("n1"))
+	if !ok || !strings.Contains(r.Err, "last member") {
+		t.Fatalf("removing the last member: %v %v", ok, r)
+	}
+	r, ok = c.admin("n1", "n1", 2, automaton.MemberRemove("n9"))
+	if !ok || !strings.Contains(r.Err, "not a member") {
+		t.Fatalf("removing a non-member: %v %v", ok, r)
+	}
+	r, ok = c.admin("n1", "n1", 3, service.Op{Kind: automaton.MemberOpKind, Key: "add", Args: [][]byte{[]byte("n2")}})
+	if !ok || !strings.Contains(r.Err, "needs id, peer address and client address") {
+		t.Fatalf("add without addresses: %v %v", ok, r)
+	}
+}
+
+func TestChangeValueAndConfCodec(t *testing.T) {
+	v := encodeChange(cmd{ID: automaton.RequestID{Client: 3, Seq: 4}, Op: automaton.MemberAdd("n7", "h:1", "h:2")})
+	ch, ok := valueChange(v)
+	if !ok || !ch.add || ch.id != "n7" || ch.peer != "h:1" || ch.client != "h:2" {
+		t.Fatalf("change round trip: %v %+v", ok, ch)
+	}
+	if _, ok := valueChange(noop); ok {
+		t.Fatal("no-op read as a change")
+	}
+	m := newMachine(service.KV{}, 10, bootstrapConf(ids("a", "b")))
+	m.apply(cmd{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: automaton.MemberAdd("c", "p", "q")}, 5)
+	snap := m.snapshot(5)
+	m2 := newMachine(service.KV{}, 10, bootstrapConf(ids("x")))
+	if _, err := m2.restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if m2.conf.String() != "a b c" || m2.conf.epoch != 5 || m2.conf.get("c").Num != 3 || m2.conf.nextNum != 4 {
+		t.Fatalf("restored configuration %v epoch %d", m2.conf, m2.conf.epoch)
+	}
+}
