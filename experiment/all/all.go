@@ -2,5 +2,6 @@
 package all
 
 import (
+	_ "github.com/synod-dev/synod/experiment/seed000"
 	_ "github.com/synod-dev/synod/experiment/seed001"
 )
