@@ -25,6 +25,25 @@ type timerEntry struct {
 	t   *time.Timer
 }
 
+// batch is what one pass of the event loop produced: the Persist records to
+// make durable and the Sends and Responds (in emission order) to release once
+// they are.
+type batch struct {
+	persists []automaton.Persist
+	outputs  []automaton.Output
+}
+
+func (b *batch) reset() {
+	clear(b.persists)
+	b.persists = b.persists[:0]
+	clear(b.outputs)
+	b.outputs = b.outputs[:0]
+}
+
+// commitQueueLen bounds the batches handed to the committer and not yet
+// released; the loop waits when it is full.
+const commitQueueLen = 256
+
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
 // only by the loop goroutine.
 type nsLoop struct {
@@ -32,23 +51,29 @@ type nsLoop struct {
 	ns    config.Namespace
 	svc   service.Service
 	a     automaton.Automaton
-	store storage.Store
+	store storage.Store // used by the committer goroutine only, after Load
 	log   *slog.Logger
 	inbox chan event
 
 	// loop only
-	timers   map[automaton.TimerID]*timerEntry
-	gen      uint64
-	persists []automaton.Persist
-	pending  []automaton.Output // Sends and Responds, in emission order
-	steps    int
+	timers map[automaton.TimerID]*timerEntry
+	gen    uint64
+	cur    *batch // the batch being stepped
+	steps  int
+
+	// Pipeline between the loop and its committer goroutine.
+	commitQ       chan *batch   // batches waiting for (or in) a commit, in order
+	free          chan *batch   // recycled batches
+	queued        atomic.Int64  // batches sent on commitQ and not yet released
+	failed        atomic.Bool   // a Commit failed: release nothing any more
+	committerDone chan struct{} // closed when the committer has drained commitQ
 
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID][]chan automaton.Response
 
 	requests, responses, orphans       atomic.Uint64
 	persisted, fsyncs, msgsIn, msgsOut atomic.Uint64
-	badSends                           atomic.Uint64
+	badSends, stepped                  atomic.Uint64
 
 	mRequests, mResponses, mPersists, mFsyncs, mIn, mOut prometheus.Counter
 	mLatency, mCommit, mBatchIn, mBatchPersist           prometheus.Observer
@@ -57,10 +82,14 @@ type nsLoop struct {
 func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Automaton) *nsLoop {
 	l := &nsLoop{
 		n: n, ns: ns, svc: svc, a: a,
-		log:     n.log.With("namespace", ns.Name),
-		inbox:   make(chan event, n.opts.InboxLen),
-		timers:  map[automaton.TimerID]*timerEntry{},
-		waiters: map[automaton.RequestID][]chan automaton.Response{},
+		log:           n.log.With("namespace", ns.Name),
+		inbox:         make(chan event, n.opts.InboxLen),
+		timers:        map[automaton.TimerID]*timerEntry{},
+		waiters:       map[automaton.RequestID][]chan automaton.Response{},
+		cur:           &batch{},
+		commitQ:       make(chan *batch, commitQueueLen),
+		free:          make(chan *batch, commitQueueLen),
+		committerDone: make(chan struct{}),
 	}
 	m := n.m
 	l.mRequests = m.requests.WithLabelValues(ns.Name)
@@ -89,11 +118,26 @@ func (l *nsLoop) push(ev event) bool {
 
 // run is the event loop. It steps the automaton with Start, then repeatedly:
 // takes one input (waiting for it), takes every further input that is already
-// queued (up to BatchLimit), commits the batch's Persist records in one storage
-// batch, and only then releases the batch's Sends and Responds, in order.
+// queued (up to BatchLimit), and hands the batch to the committer (flush). It
+// does not wait for the commit: while the committer's fsync runs, the loop
+// steps the next inputs, and the committer commits everything queued behind
+// the running commit in one storage batch when it finishes (group commit).
+//
+// Release rule: the outputs of batch k leave the node only after the commits
+// of batches 1..k have returned, and in batch order. The committer releases
+// every batch it was handed, in order, after the commit that covers it; the
+// loop releases a batch itself only when it has no records and nothing is
+// queued at the committer (every earlier batch is released already).
 func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
+	go l.committer()
+	// On return: no more batches; the committer commits and releases what it
+	// holds (unless a commit failed) before the node closes storage.
+	defer func() {
+		close(l.commitQ)
+		<-l.committerDone
+	}()
 	l.step(event{in: start})
 	if !l.flush() {
 		return
@@ -129,12 +173,13 @@ func (l *nsLoop) step(ev event) {
 		delete(l.timers, tf.ID)
 	}
 	l.steps++
+	b := l.cur
 	for _, o := range l.a.Step(ev.in) {
 		switch o := o.(type) {
 		case automaton.Persist:
-			l.persists = append(l.persists, o)
+			b.persists = append(b.persists, o)
 		case automaton.Send, automaton.Respond:
-			l.pending = append(l.pending, o)
+			b.outputs = append(b.outputs, o)
 		case automaton.SetTimer:
 			l.setTimer(o)
 		case automaton.CancelTimer:
@@ -146,6 +191,7 @@ func (l *nsLoop) step(ev event) {
 			l.log.Error("automaton emitted an unknown output; ignored", "output", o)
 		}
 	}
+	l.stepped.Add(1)
 }
 
 func (l *nsLoop) setTimer(o automaton.SetTimer) {
@@ -166,34 +212,136 @@ func (l *nsLoop) stopTimers() {
 	}
 }
 
-// flush makes the batch's records durable, then releases its outputs. It
-// returns false after a storage failure, which ends the loop (and the node).
+// flush ends the current batch: it releases the batch's outputs at once when
+// it has no records and nothing is queued at the committer, and otherwise
+// queues it for the committer. It returns false after a storage failure (or
+// when the node stops while the committer's queue is full), which ends the
+// loop.
 func (l *nsLoop) flush() bool {
 	if l.steps > 0 {
 		l.mBatchIn.Observe(float64(l.steps))
 		l.steps = 0
 	}
-	if len(l.persists) > 0 {
-		t0 := time.Now()
-		err := l.store.Commit(l.persists)
-		if err != nil {
-			// The batch's outputs are never released: a client must not see an
-			// answer, nor a peer a message, that depends on a lost record.
-			l.n.fatal(l.ns.Name, err)
-			return false
-		}
-		l.mCommit.Observe(time.Since(t0).Seconds())
-		l.mBatchPersist.Observe(float64(len(l.persists)))
-		l.persisted.Add(uint64(len(l.persists)))
-		l.mPersists.Add(float64(len(l.persists)))
-		if l.n.durable {
-			l.fsyncs.Add(1)
-			l.mFsyncs.Inc()
-		}
-		clear(l.persists)
-		l.persists = l.persists[:0]
+	b := l.cur
+	if len(b.persists) == 0 && len(b.outputs) == 0 {
+		return !l.failed.Load()
 	}
-	for _, o := range l.pending {
+	// Read queued before failed: the committer sets failed before it
+	// forgets the failed batches, so "nothing queued" and "not failed" seen
+	// in this order mean every earlier batch was committed and released.
+	idle := l.queued.Load() == 0
+	if l.failed.Load() {
+		return false
+	}
+	if idle && len(b.persists) == 0 {
+		l.release(b.outputs)
+		b.reset()
+		return true
+	}
+	l.queued.Add(1)
+	select {
+	case l.commitQ <- b:
+	case <-l.n.stopping:
+		// Never committed, never released.
+		l.queued.Add(-1)
+		return false
+	}
+	select {
+	case l.cur = <-l.free:
+	default:
+		l.cur = &batch{}
+	}
+	return true
+}
+
+// committer commits the batches the loop queues and releases their outputs.
+// It takes every batch already queued behind the first and commits all their
+// records in one Commit (one fsync), so commits grow with the load. Batches
+// at the head of such a group that have no records are released before the
+// commit: everything before them is released already.
+func (l *nsLoop) committer() {
+	defer close(l.committerDone)
+	var group []*batch
+	var recs []automaton.Persist
+	for b := range l.commitQ {
+		group = append(group[:0], b)
+	more:
+		for len(group) < commitQueueLen {
+			select {
+			case b2, ok := <-l.commitQ:
+				if !ok {
+					break more
+				}
+				group = append(group, b2)
+			default:
+				break more
+			}
+		}
+		if l.failed.Load() {
+			l.recycle(group) // never released
+			continue
+		}
+		head := 0
+		for head < len(group) && len(group[head].persists) == 0 {
+			l.release(group[head].outputs)
+			head++
+		}
+		if head < len(group) {
+			recs = recs[:0]
+			for _, g := range group[head:] {
+				recs = append(recs, g.persists...)
+			}
+			if !l.commit(recs) {
+				// The outputs are never released: a client must not see an
+				// answer, nor a peer a message, that depends on a lost record.
+				l.failed.Store(true)
+				clear(recs)
+				l.recycle(group)
+				continue
+			}
+			clear(recs)
+			for _, g := range group[head:] {
+				l.release(g.outputs)
+			}
+		}
+		l.recycle(group)
+	}
+}
+
+// recycle forgets a group of batches the committer is done with.
+func (l *nsLoop) recycle(group []*batch) {
+	for i, g := range group {
+		g.reset()
+		select {
+		case l.free <- g:
+		default:
+		}
+		group[i] = nil
+	}
+	l.queued.Add(-int64(len(group)))
+}
+
+// commit makes recs durable. It reports a failure to the node, which stops.
+func (l *nsLoop) commit(recs []automaton.Persist) bool {
+	t0 := time.Now()
+	if err := l.store.Commit(recs); err != nil {
+		l.n.fatal(l.ns.Name, err)
+		return false
+	}
+	l.mCommit.Observe(time.Since(t0).Seconds())
+	l.mBatchPersist.Observe(float64(len(recs)))
+	l.persisted.Add(uint64(len(recs)))
+	l.mPersists.Add(float64(len(recs)))
+	if l.n.durable {
+		l.fsyncs.Add(1)
+		l.mFsyncs.Inc()
+	}
+	return true
+}
+
+// release sends a batch's messages and answers its clients, in order.
+func (l *nsLoop) release(outs []automaton.Output) {
+	for _, o := range outs {
 		switch o := o.(type) {
 		case automaton.Send:
 			l.send(o)
@@ -201,9 +349,6 @@ func (l *nsLoop) flush() bool {
 			l.respond(o.Resp)
 		}
 	}
-	clear(l.pending)
-	l.pending = l.pending[:0]
-	return true
 }
 
 func (l *nsLoop) send(s automaton.Send) {

@@ -11,17 +11,23 @@
 // transport's reader goroutines) and timers (time.AfterFunc).
 //
 // The loop steps every input that is already queued (up to Options.BatchLimit)
-// before it writes anything, then commits all Persist records of that batch in
-// ONE storage batch (one fsync in durability fsync), and only after Commit has
-// returned releases the batch's Sends and Responds, in the order the automaton
-// emitted them. That is the durability rule of package automaton, made cheap
-// by group commit: under load, inputs pile up while an fsync is running, and
-// the next batch is larger. SetTimer and CancelTimer take effect at once: they
-// are not visible outside the node, so holding them back would only delay
-// timers. If a Commit fails the node logs the error and exits the process
-// without releasing the batch's outputs (Options.Fatal overrides the exit for
-// tests): continuing would risk answering clients from state that is not on
-// disk.
+// and hands the batch (its Persist records and, in emission order, its Sends
+// and Responds) to the namespace's committer goroutine, then goes on stepping
+// new inputs without waiting. The committer commits the records of every
+// batch queued at that moment in ONE storage batch (one fsync in durability
+// fsync), and only after Commit has returned releases those batches' Sends
+// and Responds, batch after batch, in emission order. So the outputs of batch
+// k leave the node only after the commits of batches 1..k: that is the
+// durability rule of package automaton (a Persist is durable before any later
+// Send or Respond is released), made cheap by group commit. Under load inputs
+// are stepped while an fsync runs, and the next commit covers all of them. A
+// batch with no records is released by the loop itself when nothing is queued
+// at the committer (reads then skip the hand-off). SetTimer and CancelTimer
+// take effect at once: they are not visible outside the node, so holding
+// them back would only delay timers. If a Commit fails the node logs the
+// error and exits the process without releasing the outputs of that batch or
+// any later one (Options.Fatal overrides the exit for tests): continuing
+// would risk answering clients from state that is not on disk.
 //
 // Timers carry a generation number. Replacing or cancelling a timer stops it
 // and forgets its generation, so a firing that raced with the Stop is dropped
@@ -538,6 +544,7 @@ type Counters struct {
 	Orphans                                                        uint64 // responses nobody waited for (client gave up; duplicates)
 	Waiting                                                        int    // clients waiting now
 	BadSends                                                       uint64 // sends to self or unknown nodes
+	Stepped                                                        uint64 // inputs stepped by the automaton (Start included)
 }
 
 // Counters returns the counters of namespace ns.
@@ -550,6 +557,7 @@ func (n *Node) Counters(ns string) (Counters, bool) {
 		Requests: l.requests.Load(), Responses: l.responses.Load(), Persists: l.persisted.Load(),
 		Fsyncs: l.fsyncs.Load(), MessagesIn: l.msgsIn.Load(), MessagesOut: l.msgsOut.Load(),
 		Orphans: l.orphans.Load(), Waiting: l.waiting(), BadSends: l.badSends.Load(),
+		Stepped: l.stepped.Load(),
 	}, true
 }
 

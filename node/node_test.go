@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -263,7 +264,11 @@ func TestRestartRecoversDurableRecords(t *testing.T) {
 type gateEngine struct {
 	*storage.Memory
 	block chan struct{} // Commit waits until it is closed (nil: never waits)
-	fail  error
+	// Commit takes one token per call when tokens is set (or goes on once
+	// open is closed).
+	tokens chan struct{}
+	open   chan struct{}
+	fail   error
 
 	mu      sync.Mutex
 	events  []string
@@ -301,6 +306,12 @@ func (s *gateStore) Commit(b []automaton.Persist) error {
 	s.g.note("commit-start")
 	if s.g.block != nil {
 		<-s.g.block
+	}
+	if s.g.tokens != nil {
+		select {
+		case <-s.g.tokens:
+		case <-s.g.open:
+		}
 	}
 	if s.g.fail != nil {
 		s.g.note("commit-failed")
@@ -362,6 +373,104 @@ func TestResponseWaitsForCommit(t *testing.T) {
 	}
 	if c, _ := n.Counters("reg"); c.Fsyncs != 2 || c.Persists != 6 {
 		t.Fatalf("counters %+v", c)
+	}
+}
+
+// The pipelined loop steps new inputs while a commit is running, but releases
+// each batch's outputs only after its own commit and every earlier one, in
+// order. A read that has no records of its own still waits for the commit of
+// the write it observed.
+func TestPipelinedReleaseOrder(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsReg)
+	g := &gateEngine{Memory: storage.NewMemory(), tokens: make(chan struct{}), open: make(chan struct{})}
+	n := startNode(t, cfg, "n1", ls[0], Options{Storage: g})
+	t.Cleanup(func() { close(g.open) }) // before the node's cleanup: never hang in Commit
+
+	type answer struct {
+		name string
+		res  service.Result
+	}
+	answers := make(chan answer, 3)
+	ask := func(name string, r automaton.Request) {
+		go func() {
+			resp, err := n.Do(context.Background(), "reg", r)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			g.note("response " + name)
+			answers <- answer{name, resp.Result}
+		}()
+	}
+	stepped := func(want uint64) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("%d inputs stepped", want), func() bool { c, _ := n.Counters("reg"); return c.Stepped >= want })
+	}
+	none := func(when string) {
+		t.Helper()
+		select {
+		case a := <-answers:
+			t.Fatalf("%s: %s answered (%v) before its commit", when, a.name, a.res)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	want := func(names ...string) {
+		t.Helper()
+		got := map[string]service.Result{}
+		for range names {
+			select {
+			case a := <-answers:
+				got[a.name] = a.res
+			case <-time.After(5 * time.Second):
+				t.Fatalf("answers %v, want %v", got, names)
+			}
+		}
+		for _, name := range names {
+			if _, ok := got[name]; !ok {
+				t.Fatalf("answers %v, want %v", got, names)
+			}
+		}
+		if r := got["get a"]; r.Type != 0 && string(r.Bytes) != "1" {
+			t.Fatalf("get a = %v, want 1", r)
+		}
+	}
+
+	stepped(1) // Start
+	ask("set a", req("set", "a", "1"))
+	eventually(t, "first commit started", func() bool { ev, _ := g.snapshot(); return len(ev) > 0 })
+	ask("get a", req("get", "a")) // no record, but it saw a=1
+	stepped(3)                    // stepped while the commit runs
+	ask("set b", req("set", "b", "2"))
+	stepped(4)
+	none("commit 1 running")
+
+	g.tokens <- struct{}{} // commit 1 returns
+	want("set a", "get a")
+	eventually(t, "second commit started", func() bool {
+		ev, _ := g.snapshot()
+		return slices.Index(ev[1:], "commit-start") >= 0
+	})
+	none("commit 2 running")
+
+	g.tokens <- struct{}{}
+	want("set b")
+	ev, batches := g.snapshot()
+	if len(batches) != 2 || batches[0] != 1 || batches[1] != 1 {
+		t.Fatalf("commit batches %v, want [1 1]", batches)
+	}
+	done := 0
+	for _, e := range ev {
+		switch e {
+		case "commit-done":
+			done++
+		case "response set a", "response get a":
+			if done < 1 {
+				t.Fatalf("%s before commit 1: %v", e, ev)
+			}
+		case "response set b":
+			if done < 2 {
+				t.Fatalf("%s before commit 2: %v", e, ev)
+			}
+		}
 	}
 }
 
@@ -551,9 +660,9 @@ func TestStaleTimerFiringIgnored(t *testing.T) {
 	l.step(fresh) // the new one: delivered
 	l.step(fresh) // delivered once only
 
-	l.pending = l.pending[:0]
+	l.cur.reset()
 	client("get", "fired")
-	got := string(l.pending[0].(automaton.Respond).Resp.Result.Bytes)
+	got := string(l.cur.outputs[0].(automaton.Respond).Resp.Result.Bytes)
 	if got != "9" {
 		t.Fatalf("automaton saw timers %q, want just one firing of 9", got)
 	}
