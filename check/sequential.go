@@ -150,13 +150,13 @@ func Sequential(h *history.History, opt Options) (*Report, error) {
 		if s.states >= s.maxState {
 			why = fmt.Sprintf("the state limit (%d configurations)", s.maxState)
 		}
-		r.Detail = fmt.Sprintf("%s passed before the search finished; no order was found so far (the longest places %d of %d operations)",
-			why, s.best, s.total)
+		r.Detail = fmt.Sprintf("%s passed before the search finished; no order was found so far; %s",
+			why, s.explain(h))
 	default:
 		r.Result = Illegal
 		r.FailedPartition = "(all keys)"
 		r.FailedPartitions = []string{r.FailedPartition}
-		r.Detail = s.explain(h)
+		r.Detail = "no sequential order exists: " + s.explain(h)
 	}
 	return r, nil
 }
@@ -253,6 +253,7 @@ func (r *Report) buildSequential(h *history.History) (*scSearch, error) {
 	}
 	s.pos = make([]int, len(s.procs))
 	s.pool = make([]bool, len(s.floats))
+	s.abstractUnread()
 	s.prune = true
 	for _, ops := range s.procs {
 		for _, o := range ops {
@@ -276,6 +277,33 @@ func (r *Report) buildSequential(h *history.History) (*scSearch, error) {
 		}
 	}
 	return s, nil
+}
+
+// unreadValue stands for every written value that no read returns.
+const unreadValue = "\x00unread"
+
+// abstractUnread replaces the value of every set whose value no get returns
+// by one placeholder. This is exact: such a value is only ever observed as
+// "present" (by exists, or a DEL count), so all of them are interchangeable,
+// and the search then merges states that differ only in unread values.
+func (s *scSearch) abstractUnread() {
+	read := map[string]bool{}
+	for _, ops := range s.procs {
+		for _, o := range ops {
+			if o.in.kind == "get" && o.res.Type == "bytes" {
+				read[pair(o.key, o.res.Bytes)] = true
+			}
+		}
+	}
+	for pi := range s.procs {
+		for j := range s.procs[pi] {
+			o := &s.procs[pi][j]
+			if o.in.kind == "set" && !read[pair(o.key, o.in.args[0])] {
+				args := append([]string{unreadValue}, o.in.args[1:]...)
+				o.in.args = args
+			}
+		}
+	}
 }
 
 // keyHash hashes one key's state; the state hash is the XOR over keys, so it
@@ -454,11 +482,13 @@ type cand struct {
 	p, f    int
 	o       *scOp
 	awaited bool
+	harmful bool // overwrites a value some unplaced read still expects
 }
 
 // candidates lists the branches of the current configuration, the most
 // promising first: writes that produce a value some blocked read waits for,
-// then by invocation time (real histories are nearly linearizable, so real
+// then writes that destroy no value an unplaced read still expects, then by
+// invocation time (real histories are nearly linearizable, so real
 // time is a good guide; it only orders the search, never prunes it).
 func (s *scSearch) candidates() []cand {
 	awaited := map[string]bool{}
@@ -471,26 +501,69 @@ func (s *scSearch) candidates() []cand {
 	}
 	var cs []cand
 	produces := func(o *scOp) bool { return o.in.kind == "set" && awaited[pair(o.key, o.in.args[0])] }
+	harmful := func(o *scOp) bool {
+		cur, ok := s.kv[o.key]
+		return ok && s.prune && s.readsLeft[pair(o.key, cur.value)] > 0
+	}
 	for p, ops := range s.procs {
 		if s.pos[p] < len(ops) {
 			if o := &ops[s.pos[p]]; !o.read {
-				cs = append(cs, cand{p: p, f: -1, o: o, awaited: produces(o)})
+				cs = append(cs, cand{p: p, f: -1, o: o, awaited: produces(o), harmful: harmful(o)})
 			}
 		}
 	}
+	tried := map[string]bool{}
 	for f, in := range s.pool {
 		if in {
 			o := s.floats[f]
-			cs = append(cs, cand{p: -1, f: f, o: o, awaited: produces(o)})
+			// Pooled writes with the same effect are interchangeable: try one.
+			eff := o.in.kind + "\x00" + o.key + "\x00" + strings.Join(o.in.args, "\x00")
+			if tried[eff] || (s.prune && !s.observedNext(o)) {
+				continue
+			}
+			tried[eff] = true
+			cs = append(cs, cand{p: -1, f: f, o: o, awaited: produces(o), harmful: harmful(o)})
 		}
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
 		if cs[i].awaited != cs[j].awaited {
 			return cs[i].awaited
 		}
+		if cs[i].harmful != cs[j].harmful {
+			return !cs[i].harmful
+		}
 		return cs[i].o.call < cs[j].o.call
 	})
 	return cs
+}
+
+// observedNext reports whether applying the floating write o right now
+// would let some process's next operation, one whose result depends on o's
+// key (a read, a counted DEL, SET NX/XX), succeed. Only such floats are
+// worth applying (register operations): in any valid order a floating write
+// can be moved later up to the first operation that observes it, and one
+// that is overwritten before anything observes it can be dropped.
+func (s *scSearch) observedNext(o *scOp) bool {
+	old := s.kv[o.key]
+	_, next := applyKV(old, o.in)
+	for p, ops := range s.procs {
+		if s.pos[p] >= len(ops) {
+			continue
+		}
+		n := &ops[s.pos[p]]
+		if n.key != o.key {
+			continue
+		}
+		observer := n.read || (n.in.kind == "del" && !s.opt.IgnoreDelCount) || (n.in.kind == "set" && len(n.in.args) == 2)
+		if !observer {
+			continue
+		}
+		want, _ := applyKV(next, n.in)
+		if sameResult(want, n.res) {
+			return true
+		}
+	}
+	return false
 }
 
 // dfs reports whether the current configuration extends to a full order.
@@ -552,7 +625,7 @@ func (s *scSearch) dfs() bool {
 // explain describes the deepest configuration the search reached.
 func (s *scSearch) explain(h *history.History) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "no sequential order exists (%d configurations explored). The longest valid prefix places %d of %d operations; there, ",
+	fmt.Fprintf(&b, "%d configurations explored; the longest valid prefix places %d of %d operations; there, ",
 		s.states, s.best, s.total)
 	var stuck []string
 	for p, ops := range s.procs {
@@ -566,8 +639,13 @@ func (s *scSearch) explain(h *history.History) string {
 		if st.present {
 			cur = quote(st.value)
 		}
+		if st.present && st.value == unreadValue {
+			cur = "(a value no read returns)"
+		}
+		in := o.in
+		in.args = op.Args
 		stuck = append(stuck, fmt.Sprintf("process %d's next op %d [%d..%d] %s finds %s = %s",
-			s.ids[p], o.orig, op.Call, op.Return, describeOp(o.in, output{res: o.res}, s.opt), quote(o.in.key), cur))
+			s.ids[p], o.orig, op.Call, op.Return, describeOp(in, output{res: o.res}, s.opt), quote(o.in.key), cur))
 	}
 	const show = 6
 	if len(stuck) > show {

@@ -166,6 +166,11 @@ func bruteSC(t *testing.T, h *history.History) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for pi := range s.procs { // the reference sees the real values, not the abstraction
+		for j := range s.procs[pi] {
+			s.procs[pi][j].in.args = h.Ops[s.procs[pi][j].orig].Args
+		}
+	}
 	// Items: every non-float op in program order, and every float op as an
 	// optional item constrained to come after its program predecessors.
 	var try func(pos []int, pool []bool, st map[string]kvState, left int) bool
