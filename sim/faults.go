@@ -20,12 +20,20 @@ var (
 
 func (s *simulator) nemesisGap() time.Duration { return nemesisGapDist.Sample(s.rngFault) }
 
-func (s *simulator) faultBudget() int { return (len(s.nodes) - 1) / 2 }
+func (s *simulator) faultBudget() int {
+	k := 0
+	for _, n := range s.nodes {
+		if !n.out {
+			k++
+		}
+	}
+	return (k - 1) / 2
+}
 
 func (s *simulator) unavailable() int {
 	k := 0
 	for _, n := range s.nodes {
-		if !n.up || n.paused {
+		if !n.out && (!n.up || n.paused) {
 			k++
 		}
 	}
@@ -173,7 +181,7 @@ func (s *simulator) onWindowEnd(e *event) {
 }
 
 func (s *simulator) onRestart(e *event) {
-	if n := s.nodes[e.node]; !n.up {
+	if n := s.nodes[e.node]; !n.up && !n.out {
 		s.boot(n)
 	}
 }
@@ -221,7 +229,7 @@ func (s *simulator) healAll() {
 	}
 	for _, n := range s.nodes {
 		switch {
-		case !n.up:
+		case !n.up && !n.out:
 			s.boot(n)
 		case n.paused:
 			s.resume(n)

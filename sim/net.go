@@ -75,6 +75,9 @@ func (s *simulator) netSend(from, to int, msg []byte) {
 // respond sends a response over the client's connection to its client.
 // Responses already sent survive a later crash of the node (they are on the wire).
 func (s *simulator) respond(n *node, r automaton.Response) {
+	if s.adminResponse(r) {
+		return
+	}
 	c, ok := s.clientByID[r.ID.Client]
 	if !ok {
 		s.fail("%s responded to request %v of an unknown client", n.id, r.ID)

@@ -12,6 +12,8 @@ type node struct {
 	idx int
 	id  automaton.NodeID
 	a   automaton.Automaton
+	// out: not in the run (a spare not added yet, or removed; membership.go).
+	out bool
 
 	up     bool
 	paused bool

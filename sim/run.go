@@ -165,6 +165,7 @@ func (c Config) Command() string {
 	opt("--think", c.Think, DefaultThink)
 	opt("--timeout", c.RequestTimeout, DefaultRequestTimeout)
 	opt("--check-timeout", c.CheckTimeout, DefaultCheckTimeout)
+	opt("--membership", MembershipSpec(c.Membership), "")
 	links := make([]string, 0, len(c.LinkLatency))
 	for l := range c.LinkLatency {
 		links = append(links, l)

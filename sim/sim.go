@@ -123,6 +123,8 @@ type Config struct {
 	NoCheck bool
 	// Trace, when set, receives a human-readable line per event.
 	Trace io.Writer
+	// Membership schedules membership changes (membership.go).
+	Membership []MemberChange
 
 	// OpCost, ApplyCost and MsgCost (distributions, ParseDist) turn on the
 	// CPU model of cpu.go: processing time per client request, per service
@@ -156,6 +158,7 @@ type Stats struct {
 	LateReplies   int // responses to given-up or already answered requests
 	UnknownWrites int
 	UnknownReads  int
+	MemberChanges int // scheduled membership changes that completed
 	// CPU model and open loop (cpu.go, openloop.go): inputs that waited for a
 	// busy processor, the longest such queue, and arrivals that found every
 	// client busy.
@@ -305,6 +308,8 @@ type simulator struct {
 	esds         bool
 	completedIDs []string
 
+	mem *membership // nil without Config.Membership
+
 	rec     *history.Recorder
 	digest  hash.Hash
 	scratch wire.Encoder
@@ -441,21 +446,24 @@ func newSimulator(cfg Config) (*simulator, error) {
 	if err := s.initOpenLoop(); err != nil {
 		return nil, err
 	}
-	s.replicaT = make([]map[automaton.RequestID]time.Duration, cfg.Nodes)
+	s.replicaT = make([]map[automaton.RequestID]time.Duration, cfg.Nodes+cfg.spareNodes())
 	for i := range s.replicaT {
 		s.replicaT[i] = map[automaton.RequestID]time.Duration{}
 	}
 
 	s.rec = history.NewRecorder(func() int64 { return int64(s.now) })
-	for i := 0; i < cfg.Nodes; i++ {
+	for i := 0; i < cfg.Nodes+cfg.spareNodes(); i++ {
 		s.ids = append(s.ids, automaton.NodeID("n"+strconv.Itoa(i+1)))
 	}
-	s.net.init(cfg.Nodes)
+	s.net.init(len(s.ids))
 	if err := s.initLinks(); err != nil {
 		return nil, err
 	}
 	for i := range s.ids {
 		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}})
+	}
+	if err := s.initMembership(); err != nil {
+		return nil, err
 	}
 	for i := 0; i < cfg.Clients; i++ {
 		c := &client{idx: i}
@@ -498,6 +506,9 @@ func (s *simulator) initLinks() error {
 // run executes the simulation until every operation has finished.
 func (s *simulator) run() error {
 	for _, n := range s.nodes {
+		if n.out {
+			continue
+		}
 		s.boot(n)
 		if s.err != nil {
 			return s.err
@@ -572,6 +583,12 @@ func (s *simulator) handle(e *event) {
 		s.onDrainEnd()
 	case evLivenessHeal:
 		s.onLivenessHeal()
+	case evMember:
+		s.onMember(e)
+	case evMemberRetry:
+		s.onMemberRetry(e)
+	case evMemberStop:
+		s.onMemberStop(e)
 	case evCPUDone:
 		s.onCPUDone(e)
 	case evArrival:

@@ -24,6 +24,7 @@ func init() {
 		cfg                                     sim.Config
 		seedsSpec, readMode, saveDir, traceFile string
 		params, links                           []string
+		membershipSpec                          string
 		workers                                 int
 		verbose                                 bool
 	)
@@ -79,6 +80,9 @@ constant:D, uniform:MIN:MAX, normal:MEAN:STDDEV or pareto:SCALE:SHAPE.`,
 					cfg.LinkLatency[k] = v
 				}
 			}
+			if cfg.Membership, err = sim.ParseMembership(membershipSpec); err != nil {
+				return err
+			}
 			if workers < 1 {
 				return fmt.Errorf("--workers must be at least 1, got %d", workers)
 			}
@@ -130,6 +134,7 @@ constant:D, uniform:MIN:MAX, normal:MEAN:STDDEV or pareto:SCALE:SHAPE.`,
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", sim.DefaultCheckTimeout, "time limit of each linearizability check (real time)")
 	f.StringVar(&saveDir, "save-failing", "sim-failures", "directory for the histories and HTML views of failing seeds")
 	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "seeds simulated in parallel")
+	f.StringVar(&membershipSpec, "membership", "", `membership changes (paxos), e.g. "add@2s,remove:n1@4s": add a fresh node / remove a node at that virtual time`)
 	f.StringVar(&traceFile, "trace", "", "write a per-event trace of the (single) seed to this file")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print one line per seed (verdict, ops, times, digest); always on for a single seed")
 	rootCmd.AddCommand(cmd)
