@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/synod-dev/synod/automaton")
+	"github.com/synod-dev/synod/automaton"
+)
 
 // Membership changes during a run (Config.Membership), for protocols that
 // change their membership through their log (paxos).

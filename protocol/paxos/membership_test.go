@@ -39,7 +39,9 @@ func (c *cluster) join(id automaton.NodeID) { c.boot(id, 99) }
 // restart boots a crashed node from its records.
 func (c *cluster) restart(id automaton.NodeID) { c.boot(id, 7) }
 
-func (c *cluster) members(id automaton.NodeID) []automaton.NodeID { return c.nodes[id].Status().Members }
+func (c *cluster) members(id automaton.NodeID) []automaton.NodeID {
+	return c.nodes[id].Status().Members
+}
 
 // admin submits a membership change at node at and ticks the leader until
 // it is answered (the learner of an add catches up over heartbeats).
