@@ -100,6 +100,7 @@ type Transport struct {
 	o     Options
 	log   *slog.Logger
 	ln    net.Listener
+	pmu   sync.RWMutex // guards peers (peers.go adds and removes at run time)
 	peers map[automaton.NodeID]*peer
 
 	ctx    context.Context
@@ -112,10 +113,12 @@ type Transport struct {
 }
 
 type peer struct {
-	t    *Transport
-	id   automaton.NodeID
-	addr string
-	q    chan []byte
+	t      *Transport
+	id     automaton.NodeID
+	addr   string
+	q      chan []byte
+	ctx    context.Context // ends with the transport, or when the peer is removed
+	cancel context.CancelFunc
 
 	sent, dropped, received atomic.Uint64
 	connected               atomic.Bool
@@ -178,6 +181,7 @@ func New(o Options) (*Transport, error) {
 	t.wg.Add(1)
 	go t.acceptLoop()
 	for _, p := range t.peers {
+		p.ctx, p.cancel = context.WithCancel(t.ctx)
 		t.wg.Add(1)
 		go p.run()
 	}
@@ -189,6 +193,8 @@ func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
 
 // Peers lists the other members, sorted.
 func (t *Transport) Peers() []automaton.NodeID {
+	t.pmu.RLock()
+	defer t.pmu.RUnlock()
 	out := make([]automaton.NodeID, 0, len(t.peers))
 	for id := range t.peers {
 		out = append(out, id)
@@ -202,7 +208,7 @@ func (t *Transport) Peers() []automaton.NodeID {
 // for an unknown peer, an oversized message or a closed transport. msg is
 // copied; the caller may reuse it.
 func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
-	p, ok := t.peers[to]
+	p, ok := t.peer(to)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownPeer, to)
 	}
@@ -228,6 +234,8 @@ func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
 
 // Stats returns per-peer counters.
 func (t *Transport) Stats() map[automaton.NodeID]PeerStats {
+	t.pmu.RLock()
+	defer t.pmu.RUnlock()
 	out := make(map[automaton.NodeID]PeerStats, len(t.peers))
 	for id, p := range t.peers {
 		out[id] = PeerStats{Sent: p.sent.Load(), Dropped: p.dropped.Load(), Received: p.received.Load(), Connected: p.connected.Load()}
@@ -297,7 +305,7 @@ func (t *Transport) check(h Handshake) string {
 	if automaton.NodeID(h.To) != t.o.Self {
 		return fmt.Sprintf("wrong node: peer %q meant to reach node %q, but this is node %q", h.From, h.To, t.o.Self)
 	}
-	if _, ok := t.peers[automaton.NodeID(h.From)]; !ok {
+	if _, ok := t.peer(automaton.NodeID(h.From)); !ok {
 		return fmt.Sprintf("unknown node id %q: not a member of cluster %q as configured on node %s", h.From, t.o.Cluster, t.o.Self)
 	}
 	return ""
@@ -331,7 +339,10 @@ func (t *Transport) serve(c net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
-	p := t.peers[automaton.NodeID(h.From)]
+	p, ok := t.peer(automaton.NodeID(h.From))
+	if !ok {
+		return // removed meanwhile
+	}
 	t.log.Debug("peer connected", "peer", h.From, "remote", remote)
 	for {
 		payload, err := ReadFrame(br, t.o.MaxFrame)
@@ -344,6 +355,9 @@ func (t *Transport) serve(c net.Conn) {
 				t.log.Warn("bad frame from peer, closing connection", "peer", h.From, "remote", remote, "err", err)
 			}
 			return
+		}
+		if p.ctx.Err() != nil {
+			return // the peer was removed (peers.go)
 		}
 		ns, msg, err := DecodePayload(payload)
 		if err != nil {
@@ -364,7 +378,7 @@ func (p *peer) run() {
 	for {
 		c, err := p.dial()
 		if err != nil {
-			if t.ctx.Err() != nil {
+			if p.ctx.Err() != nil {
 				return
 			}
 			p.noteFailure(err)
@@ -372,7 +386,7 @@ func (p *peer) run() {
 			d := backoff/2 + rand.N(backoff/2+1)
 			select {
 			case <-time.After(d):
-			case <-t.ctx.Done():
+			case <-p.ctx.Done():
 				return
 			}
 			backoff = min(2*backoff, t.o.MaxBackoff)
@@ -389,7 +403,7 @@ func (p *peer) run() {
 		p.connected.Store(true)
 		err = p.pump(c)
 		p.connected.Store(false)
-		if t.ctx.Err() != nil {
+		if p.ctx.Err() != nil {
 			return
 		}
 		p.noteFailure(err)
@@ -424,12 +438,12 @@ func (e *refusedError) Error() string { return "refused: " + e.reason }
 func (p *peer) dial() (net.Conn, error) {
 	t := p.t
 	d := net.Dialer{Timeout: t.o.DialTimeout}
-	c, err := d.DialContext(t.ctx, "tcp", p.addr)
+	c, err := d.DialContext(p.ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
 	// Closing the transport interrupts a handshake in progress.
-	stop := context.AfterFunc(t.ctx, func() { c.Close() })
+	stop := context.AfterFunc(p.ctx, func() { c.Close() })
 	defer stop()
 	c.SetDeadline(time.Now().Add(t.o.HandshakeTimeout))
 	hs := AppendHandshake(nil, Handshake{Version: Version, Cluster: t.o.Cluster, From: string(t.o.Self), To: string(p.id)})
@@ -495,7 +509,7 @@ func (p *peer) pump(c net.Conn) error {
 			pending = 0
 		case <-dead:
 			return errPeerClosed
-		case <-t.ctx.Done():
+		case <-p.ctx.Done():
 			return nil
 		}
 	}
