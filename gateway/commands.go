@@ -881,6 +881,7 @@ var synodHelp = []string{
 	"SYNOD READ [linearizable|regular|local] -- Show or select the read consistency.",
 	"SYNOD NAMESPACES -- List namespaces as [name, protocol, service].",
 	"SYNOD OP kind key [arg ...] -- Run one operation of the namespace's service.",
+	"SYNOD MEMBER ADD id peer client | REMOVE id -- Change the namespace's membership (paxos).",
 }
 
 func cmdSynod(c *conn, args [][]byte) {
@@ -965,7 +966,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteSimple(l)
 		}
 	default:
-		if c.esdsCommand(sub, args) {
+		if c.esdsCommand(sub, args) || c.memberCommand(sub, args) {
 			return
 		}
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))

@@ -187,6 +187,8 @@ func (l *nsLoop) step(ev event) {
 				e.t.Stop()
 				delete(l.timers, o.ID)
 			}
+		case automaton.Members:
+			l.n.setMembers(l.ns.Name, o) // membership.go
 		default:
 			l.log.Error("automaton emitted an unknown output; ignored", "output", o)
 		}

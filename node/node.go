@@ -108,6 +108,7 @@ type Node struct {
 
 	loops map[string]*nsLoop
 	nss   []config.Namespace
+	mem   memberState // live membership per namespace (membership.go)
 
 	engine  storage.Engine
 	tr      *transport.Transport
@@ -583,7 +584,7 @@ func (n *Node) Info() map[string]map[string]string {
 	for _, ns := range n.nss {
 		c, _ := n.Counters(ns.Name)
 		nss[ns.Name] = fmt.Sprintf("protocol=%s,service=%s,requests=%d,responses=%d,persists=%d,fsyncs=%d,messages_in=%d,messages_out=%d,waiting=%d",
-			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting)
+			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting) + n.membersFact(ns.Name)
 	}
 	out := map[string]map[string]string{"synod": syn, "namespaces": nss}
 	if n.tr != nil {

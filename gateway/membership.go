@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// MembershipBackend is implemented by backends whose namespaces can change
+// their membership at run time (node.Node, for paxos namespaces).
+type MembershipBackend interface {
+	// ChangeMembership submits automaton.MemberAdd or MemberRemove to
+	// namespace ns and waits for its result.
+	ChangeMembership(ctx context.Context, ns string, op service.Op) (service.Result, error)
+}
+
+// memberTimeout bounds one SYNOD MEMBER command.
+const memberTimeout = 30 * time.Second
+
+// memberCommand handles the administrative membership commands on the
+// connection's namespace:
+//
+//	SYNOD MEMBER ADD id peer-addr client-addr
+//	SYNOD MEMBER REMOVE id
+//
+// The change goes through the namespace's log (an add first waits for the
+// new node to catch up). The reply is +OK once the change has executed, an
+// error otherwise (TRYAGAIN: outcome unknown, retry). This is the only way
+// to submit a membership change: SYNOD OP with the reserved kind is refused
+// by the service's validation.
+func (c *conn) memberCommand(sub string, args [][]byte) bool {
+	if sub != "member" {
+		return false
+	}
+	mb, ok := c.s.b.(MembershipBackend)
+	if !ok {
+		c.w.WriteError("ERR this server cannot change memberships")
+		return true
+	}
+	if len(args) < 3 {
+		c.w.WriteError(arityErr("synod|member"))
+		return true
+	}
+	var op service.Op
+	switch strings.ToLower(string(args[2])) {
+	case "add":
+		if len(args) != 6 {
+			c.w.WriteError("ERR usage: SYNOD MEMBER ADD id peer-addr client-addr")
+			return true
+		}
+		op = automaton.MemberAdd(automaton.NodeID(args[3]), string(args[4]), string(args[5]))
+	case "remove":
+		if len(args) != 4 {
+			c.w.WriteError("ERR usage: SYNOD MEMBER REMOVE id")
+			return true
+		}
+		op = automaton.MemberRemove(automaton.NodeID(args[3]))
+	default:
+		c.w.WriteError(fmt.Sprintf("ERR unknown SYNOD MEMBER action '%s' (want ADD or REMOVE)", args[2]))
+		return true
+	}
+	c.mu.Lock()
+	ns := c.ns.Name
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), memberTimeout)
+	defer cancel()
+	r, err := mb.ChangeMembership(ctx, ns, op)
+	if err != nil {
+		c.w.WriteError("TRYAGAIN " + err.Error())
+		return true
+	}
+	c.writeResult(r)
+	return true
+}
