@@ -42,7 +42,12 @@ extension). It exits non-zero unless the history is linearizable.`,
 				opt.IgnoreDelCount = true
 				fmt.Fprintf(out, "protocol %s replicates registers: DEL reply counts are not checked\n", proto)
 			}
-			r, err := check.Linearizable(h, opt)
+			checker := check.Linearizable
+			if c, err := automaton.ConsistencyOf(h.Meta["protocol"]); err == nil && c == automaton.Sequential {
+				checker = check.Sequential // the recorded protocol promises sequential consistency
+				fmt.Fprintf(out, "protocol %s is sequentially consistent: checking sequential consistency\n", h.Meta["protocol"])
+			}
+			r, err := checker(h, opt)
 			if err != nil {
 				return err
 			}
@@ -67,6 +72,9 @@ extension). It exits non-zero unless the history is linearizable.`,
 			}
 			switch r.Result {
 			case check.Illegal:
+				if r.Model == check.ModelSequential {
+					return fmt.Errorf("%s: not sequentially consistent", path)
+				}
 				return fmt.Errorf("%s: not linearizable (partition %s)", path, r.FailedPartition)
 			case check.Unknown:
 				return fmt.Errorf("%s: check did not finish within %v", path, opt.Timeout)
