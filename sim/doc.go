@@ -75,7 +75,10 @@
 // # Checking and replay
 //
 // Run checks the history with check.Linearizable (IgnoreDelCount for register
-// protocols, whose names start with "abd"). Result.Digest is a SHA-256 over
+// protocols, whose names start with "abd"), or with check.Sequential when the
+// protocol's automaton.ConsistencyOf is Sequential; for those, clients stick
+// to one node each (Config.StickyClients), since sequential consistency is
+// promised per server session. Result.Digest is a SHA-256 over
 // every delivered input and every output (virtual time, node, kind, bytes),
 // fault events and client outcomes; replaying a seed gives the same digest.
 // The command "synod sim" runs many seeds in parallel and prints the command
