@@ -19,7 +19,19 @@ type PebbleOptions struct {
 	Sync bool
 	// Logger receives Pebble's own messages (at debug level). Nil: discard.
 	Logger *slog.Logger
+	// MemTableSize is Pebble's memtable size; 0 means DefaultMemTableSize.
+	MemTableSize uint64
 }
+
+// DefaultMemTableSize is the memtable size of OpenPebble (Pebble's own default
+// is 4 MiB). Protocol logs are short-lived records (a Paxos slot is deleted
+// after the next snapshot, a snapshot record is overwritten by the next one),
+// so with a large memtable most of them die in memory and never cost a flush
+// or a compaction: under a 256-client Paxos write load, flushes and
+// compactions took about 7% of the nodes' CPU with 4 MiB memtables. Pebble
+// starts with a 256 KiB memtable and doubles it up to this size, so a node
+// that writes little never holds that much memory.
+const DefaultMemTableSize = 64 << 20
 
 // Pebble is the durable engine: one Pebble database per node.
 type Pebble struct {
@@ -44,7 +56,11 @@ func OpenPebble(dir string, o PebbleOptions) (*Pebble, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{lg}})
+	mts := o.MemTableSize
+	if mts == 0 {
+		mts = DefaultMemTableSize
+	}
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{lg}, MemTableSize: mts})
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
