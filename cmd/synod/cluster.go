@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -89,7 +90,22 @@ with "synod cluster down".`,
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", s.ID, pid, s.Alive, ping, s.Client, s.Peer)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			// The live membership of namespaces that change it through their
+			// log (the cluster file is only the bootstrap membership).
+			if mem, from, err := cluster.Members(dir); err == nil {
+				names := make([]string, 0, len(mem))
+				for ns := range mem {
+					names = append(names, ns)
+				}
+				sort.Strings(names)
+				for _, ns := range names {
+					fmt.Fprintf(cmd.OutOrStdout(), "members of %s (from the log, as %s reports): %s\n", ns, from, strings.Join(mem[ns], " "))
+				}
+			}
+			return nil
 		},
 	}
 
@@ -137,6 +153,40 @@ with "synod cluster down".`,
 			return nil
 		},
 	}
-	clusterCmd.AddCommand(upCmd, statusCmd, downCmd, killCmd, restartCmd)
+	addCmd := &cobra.Command{
+		Use:   "add",
+		Short: "Start a new node and add it to the live membership (paxos namespaces)",
+		Long: `Starts node n<next> on free ports (written into DIR's cluster file, so that
+restart, kill and down work), then submits the add through a running member
+(SYNOD MEMBER ADD). It returns once the new node has caught up and the change
+has executed in every namespace's log. Replace a dead node with
+"synod cluster remove ID" then "synod cluster add".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := cluster.Add(dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "added %s %s (peer %s, pid %d)\n", n.ID, n.Client, n.Peer, n.PID)
+			return nil
+		},
+	}
+	removeCmd := &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a node from the live membership, then stop it (paxos namespaces)",
+		Long: `Submits the removal through a running member other than ID (SYNOD MEMBER
+REMOVE), waits until it has executed in every namespace's log, then stops ID if
+it runs and drops it from the cluster file (its log and data stay in DIR). A
+dead node is removed the same way.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cluster.Remove(dir, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+			return nil
+		},
+	}
+	clusterCmd.AddCommand(upCmd, statusCmd, downCmd, killCmd, restartCmd, addCmd, removeCmd)
 	rootCmd.AddCommand(clusterCmd)
 }
