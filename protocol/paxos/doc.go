@@ -137,14 +137,56 @@
 //	lease_drift       0.1    clock rate bound for leases, in [0, 1)
 //	lease_margin      heartbeat  subtracted from the lease
 //	dedup_clients     100000 rows of the deduplication table
+//	members           (Config.Nodes) bootstrap configuration, comma-separated ids
 //
 // Unknown parameters are errors.
 //
+// # Membership changes (membership.go, reconfig.go)
+//
+// The configuration (members with their ballot numbers and addresses) is
+// part of the replicated state: it starts as the bootstrap configuration
+// (Config.Nodes, or the parameter "members" when the runtime lists nodes
+// added since), changes only by executing a change command from the log,
+// and is in every snapshot. A change is a request whose operation has the
+// reserved kind automaton.MemberOpKind (add id peer client, or remove id),
+// submitted by the runtime's admin path (the gateway's SYNOD MEMBER); the
+// service validation in node.Do refuses that kind to ordinary clients.
+//
+// The rule (Lamport's SMR with alpha, alpha = 1 around changes): the
+// configuration of instance i is the one after executing instances < i. A
+// change is alone in its instance k; the leader proposes nothing after k
+// until k has executed, so it always knows the configuration of what it
+// proposes; commands before k pipeline as usual. So k itself is decided by
+// a majority of the old configuration, and k+1 onwards by majorities of the
+// new one. Only single-node changes exist, so old and new majorities always
+// intersect. Phase 1 follows the rule too: a candidate first fetches every
+// instance it lacks that some promiser knows chosen, then walks the values
+// it would propose in instance order; every change met makes the
+// configuration of the instances after it, and the candidate needs promises
+// from a majority of each configuration met (it sends Prepare to members it
+// learns of that way). While a change is in flight, heartbeat rounds (lease,
+// quorum reads, check quorum) need majorities of both configurations.
+//
+// Adds: the leader first makes the new node a learner (heartbeats, catch-up
+// by ranges or snapshot; it counts in no quorum) and proposes the add once
+// the learner's acknowledged chosen prefix is within one window of its own;
+// the new node is numbered at execution (next unused number). A node
+// outside the configuration (joining, or removed) answers every client
+// request with TRYAGAIN "not a member", never stands for election, and
+// members refuse it promises. Removes: a removed leader steps down when its
+// removal executes (the others elect after election_timeout) and answers
+// its waiting requests TRYAGAIN; the remove request itself is answered OK.
+// A removed node that was cut off when its removal was chosen may not learn
+// it (members stop talking to it); it cannot gather promises and only
+// answers TRYAGAIN. The runtime learns peer addresses from the
+// automaton.Members output (the configuration, learners and nodes named by
+// adds not yet executed) and drops removed nodes.
+//
 // # Not done
 //
-// Membership change (adding or removing replicas) is not implemented: the
-// configuration is fixed at New. "paxos-broken-stickyleader" (followers never
-// give up on the first leader they heard) is kept to show that the
-// simulator's liveness mode catches a protocol that is safe but stops making
-// progress.
+// Changes of more than one node at once (joint consensus) and a leader
+// transfer before removing the leader (the cluster waits one election
+// timeout). "paxos-broken-stickyleader" (followers never give up on the
+// first leader they heard) is kept to show that the simulator's liveness
+// mode catches a protocol that is safe but stops making progress.
 package paxos
