@@ -398,6 +398,11 @@ func (c *common) runLive(ctx context.Context, env *experiment.Env, l load, ops i
 		if err != nil {
 			return nil, err
 		}
+		// Connect and learn the namespaces now, not in the first measured call.
+		if _, err := g.Namespaces(ctx); err != nil {
+			g.Close()
+			return nil, err
+		}
 		return &esdsTarget{g: g, svc: l.Service, rec: rec}, nil
 	}
 	rep, err := bench.Run(ctx, cfg, env.Progress())

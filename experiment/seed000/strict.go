@@ -178,9 +178,9 @@ func (s *Strict) Summary(ours, _ experiment.Figures) []string {
 			if len(slopes) >= 2 {
 				inc := true
 				for i := 1; i < len(slopes); i++ {
-					inc = inc && slopes[i] > slopes[i-1]
+					inc = inc && slopes[i] > 1.05*slopes[i-1]
 				}
-				out = append(out, fmt.Sprintf("  %s %s: latency slope grows with N (%v): %s", mode, svc, fmtFloats(slopes), verdict(inc)))
+				out = append(out, fmt.Sprintf("  %s %s: latency slope grows with N (%v; each > 1.05x the previous): %s", mode, svc, fmtFloats(slopes), verdict(inc)))
 			}
 		}
 		if c, ok1 := meanIncons["counter"]; ok1 {
