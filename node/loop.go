@@ -126,8 +126,10 @@ func (l *nsLoop) push(ev event) bool {
 // Release rule: the outputs of batch k leave the node only after the commits
 // of batches 1..k have returned, and in batch order. The committer releases
 // every batch it was handed, in order, after the commit that covers it; the
-// loop releases a batch itself only when it has no records and nothing is
-// queued at the committer (every earlier batch is released already).
+// loop releases outputs itself only when nothing is queued at the committer
+// (every earlier batch is released already) and the batch has no records
+// before them: a batch without records at flush, and, while stepping, the
+// outputs a batch emits before its first record.
 func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
@@ -179,6 +181,13 @@ func (l *nsLoop) step(ev event) {
 		case automaton.Persist:
 			b.persists = append(b.persists, o)
 		case automaton.Send, automaton.Respond:
+			if len(b.persists) == 0 && len(b.outputs) == 0 && l.idle() {
+				// Nothing emitted before it waits for storage: release it
+				// now (a protocol may send before it persists, for example
+				// a leader's Accept ahead of its own vote).
+				l.release1(o)
+				continue
+			}
 			b.outputs = append(b.outputs, o)
 		case automaton.SetTimer:
 			l.setTimer(o)
@@ -228,10 +237,7 @@ func (l *nsLoop) flush() bool {
 	if len(b.persists) == 0 && len(b.outputs) == 0 {
 		return !l.failed.Load()
 	}
-	// Read queued before failed: the committer sets failed before it
-	// forgets the failed batches, so "nothing queued" and "not failed" seen
-	// in this order mean every earlier batch was committed and released.
-	idle := l.queued.Load() == 0
+	idle := l.idle()
 	if l.failed.Load() {
 		return false
 	}
@@ -341,15 +347,29 @@ func (l *nsLoop) commit(recs []automaton.Persist) bool {
 	return true
 }
 
+// idle reports that every batch handed to the committer has been committed
+// and released, and no commit failed.
+func (l *nsLoop) idle() bool {
+	// Read queued before failed: the committer sets failed before it
+	// forgets the failed batches, so "nothing queued" and "not failed" seen
+	// in this order mean every earlier batch was committed and released.
+	q := l.queued.Load()
+	return q == 0 && !l.failed.Load()
+}
+
 // release sends a batch's messages and answers its clients, in order.
 func (l *nsLoop) release(outs []automaton.Output) {
 	for _, o := range outs {
-		switch o := o.(type) {
-		case automaton.Send:
-			l.send(o)
-		case automaton.Respond:
-			l.respond(o.Resp)
-		}
+		l.release1(o)
+	}
+}
+
+func (l *nsLoop) release1(o automaton.Output) {
+	switch o := o.(type) {
+	case automaton.Send:
+		l.send(o)
+	case automaton.Respond:
+		l.respond(o.Resp)
 	}
 }
 

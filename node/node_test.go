@@ -474,6 +474,51 @@ func TestPipelinedReleaseOrder(t *testing.T) {
 	}
 }
 
+// Outputs a step emits before its first Persist need no commit of their own:
+// they leave at once when nothing earlier waits for storage, and wait behind
+// an earlier batch's commit otherwise.
+func TestOutputsBeforePersistLeaveEarly(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
+	g := &gateEngine{Memory: storage.NewMemory(), tokens: make(chan struct{}), open: make(chan struct{})}
+	n := startNode(t, cfg, "n1", ls[0], Options{Storage: g})
+	t.Cleanup(func() { close(g.open) })
+
+	// Nothing queued: the answer leaves while its own record's commit runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r, err := n.Do(ctx, "misc", req("set", "early/a", "1")); err != nil || r.Result.Type != service.ResultOK {
+		t.Fatalf("set early/a: %v %v", r, err)
+	}
+	// Its commit cannot finish before a token is given.
+	eventually(t, "first commit started", func() bool { ev, _ := g.snapshot(); return len(ev) > 0 })
+	if ev, _ := g.snapshot(); len(ev) != 1 || ev[0] != "commit-start" {
+		t.Fatalf("events %v, want the commit still running", ev)
+	}
+	// The first commit is still running: a second early answer must wait
+	// for it, since the automaton's state already depends on that record.
+	second := make(chan error, 1)
+	go func() {
+		_, err := n.Do(context.Background(), "misc", req("set", "early/b", "2"))
+		g.note("response b")
+		second <- err
+	}()
+	eventually(t, "second request stepped", func() bool { c, _ := n.Counters("misc"); return c.Stepped >= 3 })
+	select {
+	case err := <-second:
+		t.Fatalf("second answer (%v) released before the earlier commit", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.tokens <- struct{}{}
+	g.tokens <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := g.snapshot()
+	if i, j := slices.Index(ev, "commit-done"), slices.Index(ev, "response b"); i < 0 || j < i {
+		t.Fatalf("events %v: response b before the first commit", ev)
+	}
+}
+
 func TestCommitFailureStopsNodeWithoutReleasing(t *testing.T) {
 	cfg, ls := mkCluster(t, 1, config.Memory, nsReg)
 	g := &gateEngine{Memory: storage.NewMemory(), fail: errors.New("disk on fire")}
@@ -661,7 +706,9 @@ func TestStaleTimerFiringIgnored(t *testing.T) {
 	l.step(fresh) // delivered once only
 
 	l.cur.reset()
+	l.queued.Store(1) // as if a commit were running: the answer stays in the batch
 	client("get", "fired")
+	l.queued.Store(0)
 	got := string(l.cur.outputs[0].(automaton.Respond).Resp.Result.Bytes)
 	if got != "9" {
 		t.Fatalf("automaton saw timers %q, want just one firing of 9", got)

@@ -90,6 +90,7 @@ func (r *reg) Step(in automaton.Input) []automaton.Output {
 //	get hold            no answer until "set release x"
 //	set release x       answers every held request once ("released"), then OK
 //	set self x          emits a Send to itself (runtimes must drop it), then OK
+//	set early/<k> v     answers OK, then persists v under early/<k>
 type miscProto struct{}
 
 func (miscProto) Name() string          { return "nodetest-misc" }
@@ -137,6 +138,9 @@ func (m *misc) Step(in automaton.Input) []automaton.Output {
 			}
 			clear(m.held)
 			return append(out, ok)
+		case op.Kind == "set" && strings.HasPrefix(op.Key, "early/"):
+			// Answers before it persists: the answer needs no record.
+			return []automaton.Output{ok, automaton.Persist{Key: op.Key, Value: op.Args[0]}}
 		case op.Kind == "set" && op.Key == "self":
 			return []automaton.Output{automaton.Send{To: m.cfg.Self, Msg: []byte("loop")}, ok}
 		}
