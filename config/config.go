@@ -3,6 +3,7 @@
 //
 //	cluster: demo              # cluster name; peers from another cluster are refused
 //	durability: fsync          # fsync (default) or memory
+//	storage: pebble            # engine for durability fsync: pebble (default) or wal
 //	data_dir: /var/lib/synod   # each node stores under data_dir/<id>; relative to the file
 //	password: ""               # when set, clients must AUTH
 //	nodes:
@@ -43,6 +44,12 @@ const (
 	Memory = "memory"
 )
 
+// Storage engines (for durability fsync; see package storage).
+const (
+	StoragePebble = "pebble"
+	StorageWAL    = "wal"
+)
+
 // Node is one member.
 type Node struct {
 	ID      string `yaml:"id"`
@@ -65,6 +72,7 @@ type Cluster struct {
 	Cluster    string      `yaml:"cluster"`
 	Durability string      `yaml:"durability,omitempty"`
 	DataDir    string      `yaml:"data_dir,omitempty"`
+	Storage    string      `yaml:"storage,omitempty"` // "" means pebble
 	Password   string      `yaml:"password,omitempty"`
 	Nodes      []Node      `yaml:"nodes"`
 	Namespaces []Namespace `yaml:"namespaces"`
@@ -131,6 +139,11 @@ func (c *Cluster) Validate() error {
 	case Fsync, Memory:
 	default:
 		bad("durability", "%q must be %q or %q", c.Durability, Fsync, Memory)
+	}
+	switch c.Storage {
+	case "", StoragePebble, StorageWAL:
+	default:
+		bad("storage", "%q must be %q or %q", c.Storage, StoragePebble, StorageWAL)
 	}
 	if c.Durability == Fsync && c.DataDir == "" {
 		bad("data_dir", "required when durability is fsync")

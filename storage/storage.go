@@ -31,6 +31,8 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
@@ -65,15 +67,35 @@ type Engine interface {
 var ErrClosed = errors.New("storage: closed")
 
 // Open opens the engine that cfg's durability mode asks for, for node id:
-// Pebble in cfg.NodeDataDir(id) for "fsync", or a fresh Memory engine.
+// for "fsync", the engine named by cfg.Storage (Pebble when empty, or the
+// WAL) in cfg.NodeDataDir(id); for "memory", a fresh Memory engine. It
+// refuses a directory that holds the other engine's files.
 func Open(cfg *config.Cluster, id string) (Engine, error) {
 	switch cfg.Durability {
 	case config.Fsync, "":
-		return OpenPebble(cfg.NodeDataDir(id), PebbleOptions{Sync: true})
+		dir := cfg.NodeDataDir(id)
+		switch cfg.Storage {
+		case config.StoragePebble, "":
+			if exists(filepath.Join(dir, WALFile)) {
+				return nil, fmt.Errorf("storage: %s holds a wal log (%s) but storage is %q: set storage: wal, or move the directory away", dir, WALFile, config.StoragePebble)
+			}
+			return OpenPebble(dir, PebbleOptions{Sync: true})
+		case config.StorageWAL:
+			if exists(filepath.Join(dir, "CURRENT")) {
+				return nil, fmt.Errorf("storage: %s holds a Pebble database but storage is %q: set storage: pebble, or move the directory away", dir, config.StorageWAL)
+			}
+			return OpenWAL(dir, WALOptions{Sync: true})
+		}
+		return nil, fmt.Errorf("storage: unknown storage engine %q (want %q or %q)", cfg.Storage, config.StoragePebble, config.StorageWAL)
 	case config.Memory:
 		return NewMemory(), nil
 	}
 	return nil, fmt.Errorf("storage: unknown durability %q (want %q or %q)", cfg.Durability, config.Fsync, config.Memory)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func checkNamespace(name string) error {

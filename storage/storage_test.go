@@ -50,7 +50,7 @@ func equal(t *testing.T, got map[string][]byte, want map[string]string) {
 }
 
 // engines runs f against each engine kind; reopen returns an engine over the
-// same data (for Pebble: the same directory; for Memory: the same value, since
+// same data (for Pebble and the WAL: the same directory; for Memory: the same value, since
 // memory data does not outlive the engine).
 func engines(t *testing.T, f func(t *testing.T, open func() Engine, persistent bool)) {
 	t.Run("pebble", func(t *testing.T) {
@@ -61,6 +61,16 @@ func engines(t *testing.T, f func(t *testing.T, open func() Engine, persistent b
 				t.Fatal(err)
 			}
 			return p
+		}, true)
+	})
+	t.Run("wal", func(t *testing.T) {
+		dir := t.TempDir()
+		f(t, func() Engine {
+			w, err := OpenWAL(dir, WALOptions{Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
 		}, true)
 	})
 	t.Run("memory", func(t *testing.T) {
@@ -198,7 +208,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestCrashKeepsCommitted")
 	}
-	e, err := OpenPebble(dir, PebbleOptions{Sync: true})
+	e, err := openKind(os.Getenv(crashEnv+"_ENGINE"), dir)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
@@ -218,13 +228,30 @@ func TestCrashChild(t *testing.T) {
 	}
 }
 
+// openKind opens a durable engine by its config name.
+func openKind(kind, dir string) (Engine, error) {
+	switch kind {
+	case config.StoragePebble:
+		return OpenPebble(dir, PebbleOptions{Sync: true})
+	case config.StorageWAL:
+		return OpenWAL(dir, WALOptions{Sync: true})
+	}
+	return nil, fmt.Errorf("unknown engine %q", kind)
+}
+
 func TestCrashKeepsCommitted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}
+	for _, kind := range []string{config.StoragePebble, config.StorageWAL} {
+		t.Run(kind, func(t *testing.T) { crashKeepsCommitted(t, kind) })
+	}
+}
+
+func crashKeepsCommitted(t *testing.T, kind string) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir, crashEnv+"_ENGINE="+kind)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +287,7 @@ func TestCrashKeepsCommitted(t *testing.T) {
 	if acked < 0 {
 		t.Fatal("child acknowledged no commit")
 	}
-	e, err := OpenPebble(dir, PebbleOptions{Sync: true})
+	e, err := openKind(kind, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,620 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+)
+
+// WAL file names inside the node's data directory.
+const (
+	WALFile    = "synod.wal"     // the log
+	walTmpFile = "synod.wal.tmp" // a compaction in progress
+)
+
+const (
+	walHeader   = 8       // uint32 payload length, uint32 CRC32C
+	walAlign    = 8       // frames start at multiples of 8
+	walMaxFrame = 1 << 30 // payload length limit
+	walOpPut    = 1
+	walOpDelete = 2
+)
+
+// DefaultWALChunk is how far ahead the WAL preallocates its file (fallocate).
+const DefaultWALChunk = 4 << 20
+
+// DefaultWALCompactMin is the log size below which the WAL never compacts.
+const DefaultWALCompactMin = 64 << 20
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// WALOptions configure OpenWAL.
+type WALOptions struct {
+	// Sync makes every Commit wait for fdatasync. Without it Commit returns
+	// once the frame is written to the OS (survives a process crash only);
+	// the node always uses Sync, the mode exists for storage benchmarks.
+	Sync bool
+	// DSync opens the log with O_DSYNC instead of calling fdatasync after
+	// each write (same guarantee; see the package doc for the measurement).
+	DSync bool
+	// Chunk is the preallocation step in bytes: 0 means DefaultWALChunk,
+	// negative disables preallocation (the file grows with each write).
+	Chunk int64
+	// CompactMin is the minimum log size that triggers a compaction; 0 means
+	// DefaultWALCompactMin. The log is compacted when it exceeds
+	// max(CompactMin, 2 x live size).
+	CompactMin int64
+	// Logger receives recovery and compaction messages. Nil: slog.Default().
+	Logger *slog.Logger
+
+	// crashAfter, when set (tests), is called after each compaction step;
+	// returning true abandons the compaction there, as a crash would, and
+	// fails the engine.
+	crashAfter func(step string) bool
+}
+
+// WAL is the append-only log engine: one log file per node holding the
+// records of every namespace (see the package doc).
+type WAL struct {
+	dir  string
+	opts WALOptions
+	lg   *slog.Logger
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending []byte // encoded records of the next frame, after walHeader reserved bytes
+	spare   []byte
+	nextSeq uint64 // sequence number of the last Commit appended to pending
+	doneSeq uint64 // every Commit up to this one is written (and synced)
+	writing bool   // one committer writes at a time; it owns f, off, alloc
+	err     error  // sticky: a failed write or sync fails the engine
+	closed  bool
+	data    map[string]map[string][]byte
+	live    int64 // encoded size of the live records
+	open    map[string]bool
+
+	f     *os.File
+	off   int64 // end of the written frames
+	alloc int64 // preallocated file size
+}
+
+// OpenWAL opens (creating if needed) the log in dir and replays it.
+func OpenWAL(dir string, o WALOptions) (*WAL, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("storage: empty data directory")
+	}
+	if o.Chunk == 0 {
+		o.Chunk = DefaultWALChunk
+	}
+	if o.CompactMin == 0 {
+		o.CompactMin = DefaultWALCompactMin
+	}
+	w := &WAL{dir: dir, opts: o, lg: o.Logger, data: map[string]map[string][]byte{}, open: map[string]bool{}}
+	if w.lg == nil {
+		w.lg = slog.Default()
+	}
+	w.cond = sync.NewCond(&w.mu)
+	w.pending = make([]byte, walHeader, 4096)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	// A leftover compaction output was never renamed into place: the log
+	// beside it is complete, the temporary file may not be.
+	tmp := filepath.Join(dir, walTmpFile)
+	if err := os.Remove(tmp); err == nil {
+		w.lg.Warn("storage: wal: removed an unfinished compaction", "file", tmp)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	path := filepath.Join(dir, WALFile)
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	created := errors.Is(err, os.ErrNotExist)
+	end, torn, err := w.replay(b)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", path, err)
+	}
+	flags := os.O_RDWR | os.O_CREATE
+	if o.DSync && o.Sync {
+		flags |= syscall.O_DSYNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	w.f, w.off, w.alloc = f, end, int64(len(b))
+	if torn {
+		// Cut the torn frame off so that later frames are never followed by
+		// its remains, and make the cut durable before appending.
+		w.lg.Warn("storage: wal: truncated a torn frame at the end of the log", "file", path, "offset", end, "dropped_bytes", int64(len(b))-end)
+		if err := f.Truncate(end); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("storage: truncate %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("storage: sync %s: %w", path, err)
+		}
+		w.alloc = end
+	}
+	if created {
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// replay applies every valid frame of b to w.data and returns the end of the
+// last valid frame. A frame that fails its check is the torn tail of the log
+// (torn=true, or false when only zeros follow: preallocated space) unless a
+// valid frame starts after it, which is corruption in the middle: an error.
+func (w *WAL) replay(b []byte) (end int64, torn bool, err error) {
+	off := 0
+	for {
+		payload, next, ok := walFrameAt(b, off)
+		if !ok {
+			break
+		}
+		if err := w.applyPayload(payload); err != nil {
+			return 0, false, fmt.Errorf("frame at offset %d: %w", off, err)
+		}
+		off = next
+	}
+	if allZero(b[off:]) {
+		return int64(off), false, nil
+	}
+	for p := off + walAlign; p+walHeader <= len(b); p += walAlign {
+		if _, _, ok := walFrameAt(b, p); ok {
+			return 0, false, fmt.Errorf("corrupt frame at offset %d followed by a valid frame at offset %d", off, p)
+		}
+	}
+	return int64(off), true, nil
+}
+
+// walFrameAt decodes the frame at off: its payload, the offset of the next
+// frame, and whether it is complete and its checksum matches.
+func walFrameAt(b []byte, off int) (payload []byte, next int, ok bool) {
+	if off+walHeader > len(b) {
+		return nil, 0, false
+	}
+	n := int(binary.LittleEndian.Uint32(b[off:]))
+	if n == 0 || n > walMaxFrame || off+walHeader+n > len(b) {
+		return nil, 0, false
+	}
+	payload = b[off+walHeader : off+walHeader+n]
+	if walCRC(b[off:off+4], payload) != binary.LittleEndian.Uint32(b[off+4:]) {
+		return nil, 0, false
+	}
+	return payload, walPad(off + walHeader + n), true
+}
+
+func walCRC(lenField, payload []byte) uint32 {
+	return crc32.Update(crc32.Checksum(lenField, crc32c), crc32c, payload)
+}
+
+func walPad(n int) int { return (n + walAlign - 1) &^ (walAlign - 1) }
+
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// applyPayload applies the records of one frame to w.data.
+func (w *WAL) applyPayload(p []byte) error {
+	for len(p) > 0 {
+		op := p[0]
+		p = p[1:]
+		var ns, key, val []byte
+		var err error
+		if ns, p, err = walField(p); err != nil {
+			return err
+		}
+		if key, p, err = walField(p); err != nil {
+			return err
+		}
+		switch op {
+		case walOpPut:
+			if val, p, err = walField(p); err != nil {
+				return err
+			}
+			w.apply(string(ns), string(key), bytes.Clone(val), false)
+		case walOpDelete:
+			w.apply(string(ns), string(key), nil, true)
+		default:
+			return fmt.Errorf("bad record op %d", op)
+		}
+	}
+	return nil
+}
+
+func walField(p []byte) (field, rest []byte, err error) {
+	n, k := binary.Uvarint(p)
+	if k <= 0 || n > uint64(len(p)-k) {
+		return nil, nil, fmt.Errorf("bad record field")
+	}
+	return p[k : k+int(n)], p[k+int(n):], nil
+}
+
+func walRecSize(ns, key string, val []byte) int64 {
+	return int64(1 + 3*binary.MaxVarintLen32 + len(ns) + len(key) + len(val))
+}
+
+// apply updates the live records (w.mu held, or during OpenWAL).
+func (w *WAL) apply(ns, key string, val []byte, del bool) {
+	m := w.data[ns]
+	if m == nil {
+		m = map[string][]byte{}
+		w.data[ns] = m
+	}
+	if old, ok := m[key]; ok {
+		w.live -= walRecSize(ns, key, old)
+	}
+	if del {
+		delete(m, key)
+		return
+	}
+	m[key] = val
+	w.live += walRecSize(ns, key, val)
+}
+
+func walAppendRec(b []byte, op byte, ns, key string, val []byte) []byte {
+	b = append(b, op)
+	b = binary.AppendUvarint(b, uint64(len(ns)))
+	b = append(b, ns...)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	if op == walOpPut {
+		b = binary.AppendUvarint(b, uint64(len(val)))
+		b = append(b, val...)
+	}
+	return b
+}
+
+// Durability implements Engine.
+func (w *WAL) Durability() string {
+	if w.opts.Sync {
+		return config.Fsync
+	}
+	return "nosync"
+}
+
+// Dir is the data directory.
+func (w *WAL) Dir() string { return w.dir }
+
+// Size is the length of the log's frames (not counting preallocated space).
+func (w *WAL) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.writing {
+		w.cond.Wait()
+	}
+	return w.off
+}
+
+// Namespace implements Engine.
+func (w *WAL) Namespace(name string) (Store, error) {
+	if err := checkNamespace(name); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, ErrClosed
+	}
+	if w.open[name] {
+		return nil, fmt.Errorf("storage: namespace %q is already open", name)
+	}
+	w.open[name] = true
+	return &walStore{w: w, name: name}, nil
+}
+
+// Close implements Engine: it waits for a commit in progress and closes the
+// file.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.writing {
+		w.cond.Wait()
+	}
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	w.cond.Broadcast()
+	return w.f.Close()
+}
+
+// commit appends batch to the next frame and waits until a frame holding it
+// is on disk. Concurrent commits (different namespaces) share one write and
+// one fdatasync: the first to find no write in progress writes everything
+// appended so far.
+func (w *WAL) commit(ns string, batch []automaton.Persist) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	for _, r := range batch {
+		if r.Delete {
+			w.pending = walAppendRec(w.pending, walOpDelete, ns, r.Key, nil)
+			w.apply(ns, r.Key, nil, true)
+		} else {
+			w.pending = walAppendRec(w.pending, walOpPut, ns, r.Key, r.Value)
+			w.apply(ns, r.Key, bytes.Clone(r.Value), false)
+		}
+	}
+	if len(w.pending)-walHeader > walMaxFrame {
+		w.err = fmt.Errorf("storage: wal: frame of %d bytes exceeds the %d-byte limit", len(w.pending)-walHeader, walMaxFrame)
+		return w.err
+	}
+	w.nextSeq++
+	seq := w.nextSeq
+	for w.doneSeq < seq {
+		if w.err != nil {
+			return w.err
+		}
+		if w.closed {
+			return ErrClosed
+		}
+		if w.writing {
+			w.cond.Wait()
+			continue
+		}
+		w.writing = true
+		buf, upto := w.pending, w.nextSeq
+		w.pending = append(w.spare[:0], make([]byte, walHeader)...)
+		w.mu.Unlock()
+		err := w.writeFrame(buf)
+		w.mu.Lock()
+		w.spare = buf[:0]
+		if err == nil {
+			w.doneSeq = upto
+			if w.off > max(w.opts.CompactMin, 2*w.live) {
+				err = w.compact()
+			}
+		}
+		if err != nil {
+			w.err = fmt.Errorf("storage: wal: %w", err)
+		}
+		w.writing = false
+		w.cond.Broadcast()
+	}
+	return nil
+}
+
+// writeFrame fills in buf's header, pads it, writes it at w.off with one
+// write, and syncs. Called by the one writer, without w.mu.
+func (w *WAL) writeFrame(buf []byte) error {
+	n := len(buf) - walHeader
+	binary.LittleEndian.PutUint32(buf[0:], uint32(n))
+	binary.LittleEndian.PutUint32(buf[4:], walCRC(buf[0:4], buf[walHeader:]))
+	for len(buf)%walAlign != 0 {
+		buf = append(buf, 0)
+	}
+	if err := w.prealloc(int64(len(buf))); err != nil {
+		return err
+	}
+	if _, err := w.f.WriteAt(buf, w.off); err != nil {
+		return err
+	}
+	if w.opts.Sync && !w.opts.DSync {
+		if err := fdatasync(w.f); err != nil {
+			return err
+		}
+	}
+	w.off += int64(len(buf))
+	return nil
+}
+
+// prealloc makes sure n more bytes fit in the allocated file.
+func (w *WAL) prealloc(n int64) error {
+	if w.opts.Chunk < 0 || w.off+n <= w.alloc {
+		return nil
+	}
+	size := w.off + n + w.opts.Chunk
+	if err := syscall.Fallocate(int(w.f.Fd()), 0, w.alloc, size-w.alloc); err != nil {
+		if errors.Is(err, syscall.EOPNOTSUPP) {
+			w.opts.Chunk = -1 // the file system cannot: grow with each write
+			return nil
+		}
+		return fmt.Errorf("fallocate: %w", err)
+	}
+	w.alloc = size
+	return nil
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			if err != nil {
+				return fmt.Errorf("fdatasync %s: %w", f.Name(), err)
+			}
+			return nil
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("storage: sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+type walStore struct {
+	w      *WAL
+	name   string
+	closed bool // guarded by w.mu
+}
+
+func (s *walStore) Load() (map[string][]byte, error) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	if s.closed || s.w.closed {
+		return nil, ErrClosed
+	}
+	m := s.w.data[s.name]
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		out[k] = bytes.Clone(v)
+		if out[k] == nil {
+			out[k] = []byte{}
+		}
+	}
+	return out, nil
+}
+
+func (s *walStore) Commit(batch []automaton.Persist) error {
+	s.w.mu.Lock()
+	c := s.closed
+	s.w.mu.Unlock()
+	if c {
+		return ErrClosed
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	return s.w.commit(s.name, batch)
+}
+
+func (s *walStore) Close() error {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		delete(s.w.open, s.name)
+	}
+	return nil
+}
+
+// errWALCrash is the error of a compaction that a test stopped.
+var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
+
+// compact rewrites the log with only the live records: it writes them to a
+// temporary file, fsyncs it, fsyncs the directory, renames the file over the
+// log and fsyncs the directory again, then appends to the new file. Called by
+// the writer with w.mu held; the file work happens without w.mu (commits
+// keep queueing behind the writer meanwhile).
+func (w *WAL) compact() error {
+	old := w.off
+	var snap []byte
+	// Frames of at most ~4 MiB of records each.
+	start := -1
+	seal := func() {
+		if start < 0 {
+			return
+		}
+		n := len(snap) - start - walHeader
+		binary.LittleEndian.PutUint32(snap[start:], uint32(n))
+		binary.LittleEndian.PutUint32(snap[start+4:], walCRC(snap[start:start+4], snap[start+walHeader:]))
+		for len(snap)%walAlign != 0 {
+			snap = append(snap, 0)
+		}
+		start = -1
+	}
+	for ns, m := range w.data {
+		for k, v := range m {
+			if start < 0 {
+				start = len(snap)
+				snap = append(snap, make([]byte, walHeader)...)
+			}
+			snap = walAppendRec(snap, walOpPut, ns, k, v)
+			if len(snap)-start > 4<<20 {
+				seal()
+			}
+		}
+	}
+	seal()
+	w.mu.Unlock()
+	f, err := w.writeSnapshot(snap)
+	w.mu.Lock()
+	if err != nil {
+		return fmt.Errorf("compaction: %w", err)
+	}
+	w.f.Close()
+	w.f, w.off, w.alloc = f, int64(len(snap)), int64(len(snap))
+	w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", len(snap))
+	return nil
+}
+
+// writeSnapshot carries out the file steps of a compaction.
+func (w *WAL) writeSnapshot(snap []byte) (*os.File, error) {
+	tmp := filepath.Join(w.dir, walTmpFile)
+	stop := func(step string) bool { return w.opts.crashAfter != nil && w.opts.crashAfter(step) }
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if w.opts.DSync && w.opts.Sync {
+		flags |= syscall.O_DSYNC
+	}
+	f, err := os.OpenFile(tmp, flags, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*os.File, error) {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Write(snap); err != nil {
+		return fail(err)
+	}
+	if stop("write") {
+		return fail(errWALCrash)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if stop("sync") {
+		return fail(errWALCrash)
+	}
+	if err := syncDir(w.dir); err != nil {
+		return fail(err)
+	}
+	if stop("syncdir") {
+		return fail(errWALCrash)
+	}
+	if err := os.Rename(tmp, filepath.Join(w.dir, WALFile)); err != nil {
+		return fail(err)
+	}
+	if stop("rename") {
+		return fail(errWALCrash)
+	}
+	if err := syncDir(w.dir); err != nil {
+		return fail(err)
+	}
+	if stop("syncdir2") {
+		return fail(errWALCrash)
+	}
+	return f, nil
+}
