@@ -61,12 +61,14 @@ func TestPaxosReplay(t *testing.T) {
 // The broken variant whose new leaders ignore the values reported in phase 1
 // must be caught. The workload makes it likely: one key, few clients (so that
 // a chosen write's commit notice waits for the next heartbeat), slow
-// heartbeats, and leader crashes.
+// heartbeats, think times long enough that the next Accept does not carry
+// the commit notice at once (the leader sends it before its own fsync), and
+// leader crashes.
 func TestPaxosBrokenSkipPhase1Caught(t *testing.T) {
 	const maxSeed = 20
 	for seed := int64(1); seed <= maxSeed; seed++ {
 		cfg := sim.Config{Protocol: "paxos-broken-skipphase1values", Nodes: 3, Clients: 3, Ops: 300, Seed: seed,
-			Keys: 1, Mix: "get:5,set:5", Faults: "crash", Params: map[string]string{"heartbeat": "100ms"}}
+			Keys: 1, Mix: "get:5,set:5", Faults: "crash", Think: "uniform:10ms:50ms", Params: map[string]string{"heartbeat": "100ms"}}
 		r, err := sim.Run(cfg)
 		if err != nil {
 			t.Fatalf("%v\nreplay: %s", err, cfg.Command())

@@ -19,6 +19,22 @@ type session struct {
 	floor uint64
 	last  uint64 // instance of the client's latest write (for eviction)
 	res   map[uint64]service.Result
+	seqs  []uint64 // the keys of res, ascending (the oldest is evicted first)
+}
+
+// add records the result of write seq; the caller checked it is new.
+// Sequence numbers mostly arrive in order, so this is an append.
+func (s *session) add(seq uint64, r service.Result) {
+	s.res[seq] = r
+	n := len(s.seqs)
+	if n == 0 || s.seqs[n-1] < seq {
+		s.seqs = append(s.seqs, seq)
+		return
+	}
+	k := sort.Search(n, func(j int) bool { return s.seqs[j] > seq })
+	s.seqs = append(s.seqs, 0)
+	copy(s.seqs[k+1:], s.seqs[k:])
+	s.seqs[k] = seq
 }
 
 // machine is the replicated state machine: the service state plus the
@@ -64,7 +80,7 @@ func (m *machine) apply(c cmd, i uint64) service.Result {
 			return service.Errorf("ERR request %v is older than this client's deduplication window (%d writes); its outcome is unknown", c.ID, dedupWindow)
 		}
 	} else {
-		s = &session{res: map[uint64]service.Result{}}
+		s = &session{res: make(map[uint64]service.Result, dedupWindow+1), seqs: make([]uint64, 0, dedupWindow+1)}
 		m.clients[c.ID.Client] = s
 		m.evict()
 	}
@@ -74,15 +90,11 @@ func (m *machine) apply(c cmd, i uint64) service.Result {
 	} else {
 		r = m.st.Apply(c.Op)
 	}
-	s.res[c.ID.Seq] = r
+	s.add(c.ID.Seq, r)
 	s.last = i
-	if len(s.res) > dedupWindow {
-		min := c.ID.Seq
-		for q := range s.res {
-			if q < min {
-				min = q
-			}
-		}
+	if len(s.seqs) > dedupWindow {
+		min := s.seqs[0]
+		s.seqs = append(s.seqs[:0], s.seqs[1:]...)
 		delete(s.res, min)
 		if min+1 > s.floor {
 			s.floor = min + 1
@@ -152,13 +164,8 @@ func (m *machine) snapshot(index uint64) []byte {
 		e.Uvarint(id)
 		e.Uvarint(s.floor)
 		e.Uvarint(s.last)
-		seqs := make([]uint64, 0, len(s.res))
-		for q := range s.res {
-			seqs = append(seqs, q)
-		}
-		sort.Slice(seqs, func(a, b int) bool { return seqs[a] < seqs[b] })
-		e.Uvarint(uint64(len(seqs)))
-		for _, q := range seqs {
+		e.Uvarint(uint64(len(s.seqs)))
+		for _, q := range s.seqs {
 			e.Uvarint(q)
 			service.EncodeResult(&e, s.res[q])
 		}
@@ -183,7 +190,10 @@ func (m *machine) restore(b []byte) (uint64, error) {
 		k := d.Count(1<<20, 2)
 		for j := 0; j < k && d.Err() == nil; j++ {
 			q := d.Uvarint()
-			s.res[q] = service.DecodeResult(d)
+			r := service.DecodeResult(d)
+			if _, dup := s.res[q]; !dup {
+				s.add(q, r)
+			}
 		}
 		clients[id] = s
 	}

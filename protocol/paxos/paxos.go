@@ -266,6 +266,7 @@ type Paxos struct {
 	chosenUpTo uint64 // every instance up to it is chosen (and here)
 	executed   uint64
 	snapIndex  uint64 // instance of the last persisted snapshot
+	sinceSnap  int    // commands executed since that snapshot
 	savedC     uint64 // commit index last persisted
 	sm         *machine
 
@@ -293,6 +294,9 @@ type Paxos struct {
 	quorumTick  uint64
 	leaseFired  uint64 // highest heartbeat round whose lease timer fired
 	inLog       map[automaton.RequestID]uint64
+	// ownUnsaved: instances proposed in this step whose own acceptance is
+	// persisted after the Accept is broadcast (persistOwn).
+	ownUnsaved []uint64
 	// changes in flight (proposed, not executed) with the configuration each
 	// one makes, in instance order. While there is one the leader proposes
 	// nothing new: the configuration of later instances is not known yet.
@@ -300,8 +304,13 @@ type Paxos struct {
 	// learners: nodes being added, caught up before their add is proposed.
 	learners map[automaton.NodeID]*learner
 
-	// Requests this node must answer.
+	// Requests this node must answer; reads: those in state pRead; fwdQ:
+	// requests routed to the leader since the last forwarding pass, which
+	// went to fwdHint (-1: the next pass looks at every pending request).
 	pending map[automaton.RequestID]*pend
+	reads   map[automaton.RequestID]*pend
+	fwdQ    []automaton.RequestID
+	fwdHint int
 
 	// Catch-up: the outstanding request's peer, and the highest chosen
 	// instance some peer is known to have.
@@ -318,6 +327,7 @@ func (a *Paxos) reset() {
 	a.log = map[uint64]*slot{}
 	a.logStart, a.maxInst = 1, 0
 	a.chosenUpTo, a.executed, a.snapIndex, a.savedC = 0, 0, 0, 0
+	a.sinceSnap = 0
 	a.sm = newMachine(a.cfg.Service, a.prm.DedupClients, a.boot)
 	a.nums = map[automaton.NodeID]uint32{}
 	a.book = map[automaton.NodeID]member{}
@@ -329,6 +339,8 @@ func (a *Paxos) reset() {
 	a.aliveLeader, a.leaderHint, a.catchupFrom, a.behindPeer = -1, -1, -1, -1
 	a.behindTo = 0
 	a.pending = map[automaton.RequestID]*pend{}
+	a.reads = map[automaton.RequestID]*pend{}
+	a.fwdQ, a.fwdHint = nil, -1
 	a.inflight = map[uint64]*flight{}
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.ackRound = map[int]uint64{}
@@ -533,6 +545,7 @@ func (a *Paxos) onTick() {
 		a.finish(id, service.Errorf("TRYAGAIN paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
 	}
 	if a.role != leader {
+		a.fwdHint = -1 // a full pass: re-forward what waited four ticks
 		a.forwardPending()
 	}
 	if a.catchupFrom >= 0 {
@@ -831,6 +844,7 @@ func (a *Paxos) checkPhase1() {
 	if len(entries) > 0 {
 		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
 	}
+	a.persistOwn()
 	a.sendHeartbeat()
 	a.checkChosen()
 	// Requests that waited for a leader.
@@ -858,13 +872,16 @@ func (a *Paxos) hasMajority(c *conf, set map[int]*message) bool {
 	return n >= c.majority()
 }
 
-// proposeAt accepts v at instance i under the leader's own ballot (as
-// acceptor: persisted before any send of this step is released) and starts
-// counting acceptances.
+// proposeAt accepts v at instance i under the leader's own ballot and starts
+// counting acceptances, the leader's own included. The leader's acceptance
+// record is not persisted here: the caller broadcasts the Accept first and
+// then calls persistOwn, so the Accept leaves before the leader's fsync (see
+// "Phase 2, commit and execution" in the package doc for why counting the
+// vote at once is safe).
 func (a *Paxos) proposeAt(i uint64, v []byte, c *conf) entry {
 	s := &slot{bal: a.ballot, val: v}
 	a.putSlot(i, s)
-	a.persist(slotKey(i), encodeSlot(s))
+	a.ownUnsaved = append(a.ownUnsaved, i)
 	f := &flight{conf: c, sent: a.tick}
 	f.acks.add(a.self)
 	a.inflight[i] = f
@@ -874,6 +891,21 @@ func (a *Paxos) proposeAt(i uint64, v []byte, c *conf) entry {
 		}
 	}
 	return entry{I: i, Value: v}
+}
+
+// persistOwn emits the Persist of the leader's own acceptances proposed
+// in this step (proposeAt), after the Accept that carries them. Every output
+// emitted from here on, in this step or a later one, is released only once
+// these records are durable (automaton contract), and every output that
+// depends on the leader's own vote (a choice it completes, a commit notice,
+// an answer) is emitted after this call.
+func (a *Paxos) persistOwn() {
+	for _, i := range a.ownUnsaved {
+		if s := a.log[i]; s != nil && s.bal == a.ballot {
+			a.persist(slotKey(i), encodeSlot(s))
+		}
+	}
+	a.ownUnsaved = a.ownUnsaved[:0]
 }
 
 func (a *Paxos) putSlot(i uint64, s *slot) {
@@ -910,6 +942,8 @@ func (a *Paxos) stepDown() {
 		p.state = pWaiting
 		p.fwdTo = -1 // forward at the first chance
 	}
+	a.fwdHint = -1
+	clear(a.reads)
 	a.emitMembers()
 	a.armElection()
 }
@@ -968,6 +1002,7 @@ func (a *Paxos) lead(p *pend) {
 		// Everything acknowledged before the read arrived is at or below the
 		// highest instance this leader has proposed.
 		p.state = pRead
+		a.reads[id] = p
 		p.readIndex = a.next - 1
 		p.round = a.hbRound + 1
 		if p.req.Opts.Read == automaton.ReadLease && a.leaseValid() {
@@ -1009,8 +1044,11 @@ func (a *Paxos) leaseValid() bool {
 
 // serveReads answers the quorum and lease reads whose conditions hold.
 func (a *Paxos) serveReads() {
+	if len(a.reads) == 0 {
+		return
+	}
 	var done []automaton.RequestID
-	for id, p := range a.pending {
+	for id, p := range a.reads {
 		if p.state != pRead || p.readIndex > a.executed {
 			continue
 		}
@@ -1091,6 +1129,7 @@ func (a *Paxos) propose() {
 	}
 	if len(entries) > 0 {
 		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
+		a.persistOwn()
 		a.checkChosen()
 	}
 }
@@ -1192,7 +1231,7 @@ func (a *Paxos) updateQuorumRound() {
 		a.quorumTick = a.tick
 		a.serveReads()
 		// Reads waiting for a round that has not been sent yet.
-		for _, p := range a.pending {
+		for _, p := range a.reads {
 			if p.state == pRead && p.round > a.hbRound {
 				a.sendHeartbeat()
 				break
@@ -1378,6 +1417,7 @@ func (a *Paxos) onSnapshot(from int, m *message) {
 		a.maxInst = idx
 	}
 	a.executed, a.snapIndex = idx, idx
+	a.sinceSnap = 0
 	if a.chosenUpTo < idx {
 		a.chosenUpTo = idx
 	}
@@ -1428,10 +1468,6 @@ func (a *Paxos) advance(persist bool) {
 		}
 		a.chosenUpTo++
 	}
-	if persist && a.chosenUpTo > a.savedC {
-		a.savedC = a.chosenUpTo
-		a.persist(recCommit, encodeUint(a.chosenUpTo))
-	}
 	for a.executed < a.chosenUpTo {
 		i := a.executed + 1
 		cmds, err := decodeBatch(a.log[i].val)
@@ -1447,11 +1483,20 @@ func (a *Paxos) advance(persist bool) {
 			}
 		}
 		a.executed = i
+		a.sinceSnap += len(cmds)
 		if a.sm.conf != before {
 			a.onConfChange(i)
 		}
 	}
-	if persist && a.executed-a.snapIndex >= uint64(a.prm.SnapshotEvery) {
+	// The chosen-prefix record is persisted after the answers above: they
+	// depend only on the instances being chosen, which a majority's durable
+	// acceptances already guarantee; "c" only spares a restarted replica
+	// from learning the prefix again (package doc, "Durability").
+	if persist && a.chosenUpTo > a.savedC {
+		a.savedC = a.chosenUpTo
+		a.persist(recCommit, encodeUint(a.chosenUpTo))
+	}
+	if persist && a.executed > a.snapIndex && a.sinceSnap >= a.prm.SnapshotEvery {
 		a.takeSnapshot()
 	}
 	if a.role == leader {
@@ -1466,6 +1511,7 @@ func (a *Paxos) takeSnapshot() {
 	prev := a.snapIndex
 	a.persist(recSnapshot, a.sm.snapshot(a.executed))
 	a.snapIndex = a.executed
+	a.sinceSnap = 0
 	for i := a.logStart; i <= prev && i <= a.maxInst; i++ {
 		if a.log[i] != nil {
 			delete(a.log, i)
@@ -1518,6 +1564,7 @@ func (a *Paxos) route(p *pend) {
 	}
 	p.state = pWaiting
 	p.fwdTo = -1
+	a.fwdQ = append(a.fwdQ, p.req.ID)
 	a.forwardPending()
 }
 
@@ -1527,15 +1574,30 @@ func (a *Paxos) route(p *pend) {
 func (a *Paxos) forwardPending() {
 	to := a.leaderHint
 	if to < 0 || to == a.self || a.role == leader {
+		if len(a.fwdQ) > 0 {
+			a.fwdQ, a.fwdHint = a.fwdQ[:0], -1 // the next pass is a full one
+		}
 		return
 	}
 	var ids []automaton.RequestID
-	for id, p := range a.pending {
-		if p.state == pWaiting && (p.fwdTo != to || p.fwdAge >= 4) {
-			ids = append(ids, id)
+	if to != a.fwdHint {
+		// Everything waiting (leader change, step down, tick): a full pass.
+		for id, p := range a.pending {
+			if p.state == pWaiting && (p.fwdTo != to || p.fwdAge >= 4) {
+				ids = append(ids, id)
+			}
+		}
+		sortIDs(ids)
+		a.fwdHint = to
+	} else {
+		// The same leader as the last pass: only the requests routed since.
+		for _, id := range a.fwdQ {
+			if p := a.pending[id]; p != nil && p.state == pWaiting && p.fwdTo != to {
+				ids = append(ids, id)
+			}
 		}
 	}
-	sortIDs(ids)
+	a.fwdQ = a.fwdQ[:0]
 	for _, id := range ids {
 		p := a.pending[id]
 		p.fwdAge, p.fwdTo = 0, to
@@ -1594,6 +1656,7 @@ func (a *Paxos) finish(id automaton.RequestID, res service.Result) {
 		return
 	}
 	delete(a.pending, id)
+	delete(a.reads, id)
 	if p.local {
 		a.respond(id, res)
 	}

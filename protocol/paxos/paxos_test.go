@@ -172,8 +172,8 @@ func keys(m map[string]string) string {
 }
 
 // Phase 1 adopts, per instance, the value accepted with the highest ballot,
-// fills gaps with no-ops, and persists its own acceptance before sending the
-// Accept message.
+// fills gaps with no-ops, and persists its own acceptance in the step that
+// sends the Accept message.
 func TestPhase1AdoptsHighestBallotAndFillsGaps(t *testing.T) {
 	ids := []automaton.NodeID{"n1", "n2", "n3", "n4", "n5"}
 	a0, _ := protocol{name: "paxos"}.New(automaton.Config{Self: "n1", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
@@ -210,12 +210,16 @@ func TestPhase1AdoptsHighestBallotAndFillsGaps(t *testing.T) {
 			}
 			if m.Kind == kindAccept && acc == nil {
 				acc = m
-				for i := uint64(1); i <= 3; i++ {
-					if !persisted[slotKey(i)] {
-						t.Fatalf("Accept sent before instance %d was persisted", i)
-					}
-				}
 			}
+		}
+	}
+	// The leader's own acceptances are persisted in the step that sends the
+	// Accept (after it: the Accept may leave before the leader's fsync), so
+	// everything that depends on its vote, in this step or later, is held
+	// until they are durable.
+	for i := uint64(1); i <= 3; i++ {
+		if !persisted[slotKey(i)] {
+			t.Fatalf("leader did not persist its acceptance of instance %d in the proposing step", i)
 		}
 	}
 	if acc == nil || len(acc.Entries) != 3 {
@@ -480,4 +484,58 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("re-encoding failed: %v", err)
 		}
 	})
+}
+
+// A leader answers only after the Persist of its own acceptance (in the same
+// step, or an earlier one: the runtime holds the answer until it is
+// durable), and before the Persist of the chosen-prefix record "c" (the
+// answer needs a majority's durable acceptances, not "c").
+func TestLeaderAnswerOrdering(t *testing.T) {
+	// One node: the instance is chosen in the step that proposes it.
+	c := newCluster(t, 1, "kv", nil)
+	c.elect("n1")
+	id := automaton.RequestID{Client: 5, Seq: 1}
+	outs := c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: set("k", "v")}})
+	order := func(outs []automaton.Output) (slot, resp, commit int) {
+		slot, resp, commit = -1, -1, -1
+		for k, o := range outs {
+			switch o := o.(type) {
+			case automaton.Persist:
+				if strings.HasPrefix(o.Key, recSlotPfx) && slot < 0 {
+					slot = k
+				}
+				if o.Key == recCommit {
+					commit = k
+				}
+			case automaton.Respond:
+				resp = k
+			}
+		}
+		return
+	}
+	s, r, cm := order(outs)
+	if s < 0 || r < 0 || cm < 0 || !(s < r && r < cm) {
+		t.Fatalf("single node: own acceptance at %d, answer at %d, commit record at %d; want acceptance < answer < commit (%v)", s, r, cm, outs)
+	}
+	// Three nodes: the leader persists its acceptance in the proposing step
+	// (no answer there); the answer comes in the step of the follower's
+	// Accepted, before "c".
+	c = newCluster(t, 3, "kv", nil)
+	c.elect("n1")
+	outs = c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: set("k", "v")}})
+	if s, r, _ := order(outs); s < 0 || r >= 0 {
+		t.Fatalf("proposing step: acceptance at %d, answer at %d (%v)", s, r, outs)
+	}
+	for len(c.q) > 0 {
+		m := c.q[0]
+		c.q = c.q[1:]
+		outs := c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
+		if _, r, cm := order(outs); m.to == "n1" && r >= 0 {
+			if cm < 0 || cm < r {
+				t.Fatalf("answer at %d, commit record at %d: want the answer first (%v)", r, cm, outs)
+			}
+			return
+		}
+	}
+	t.Fatal("the leader never answered")
 }
