@@ -184,6 +184,11 @@ type ESDS struct {
 	tentMax   Label
 	tentValid bool
 
+	// Indexes (index.go).
+	dna         []*op
+	maxSolid    Label
+	appliedLive []*op
+
 	gcd idSummary
 	// goneQ: collected operations whose "gone" entry some peers (bits) have
 	// not acknowledged yet.
@@ -221,6 +226,13 @@ type op struct {
 	tval    service.Result
 	tvalOK  bool
 	arrival uint64
+	inWait  bool // in a.waiting
+	inDNA   bool // in a.dna (index.go)
+	// What the record o/<id> last persisted says (flushDirty skips rewriting
+	// an identical record).
+	pFlags byte
+	pLabel Label
+	pOK    bool
 }
 
 // peer is the gossip stream state towards (and from) one other replica.
@@ -247,7 +259,11 @@ func (a *ESDS) bit() uint64     { return 1 << a.self }
 // Step implements automaton.Automaton.
 func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	a.out, a.post = nil, nil
-	a.dirty = map[string]bool{}
+	if a.dirty == nil {
+		a.dirty = map[string]bool{}
+	} else {
+		clear(a.dirty)
+	}
 	switch in := in.(type) {
 	case automaton.Start:
 		a.onStart(in)
@@ -289,15 +305,9 @@ func (a *ESDS) FinalOrder() []string {
 }
 
 // doneNotApplied lists the done, non-applied operations in label order.
+// The caller must not keep the slice across a change.
 func (a *ESDS) doneNotApplied() []*op {
-	var l []*op
-	for _, o := range a.ops {
-		if o.label.Set && !o.applied {
-			l = append(l, o)
-		}
-	}
-	sort.Slice(l, func(i, j int) bool { return l[i].label.Less(l[j].label) })
-	return l
+	return a.dna
 }
 
 // ---- input actions ----
@@ -307,6 +317,7 @@ func (a *ESDS) doneNotApplied() []*op {
 func (a *ESDS) onStart(s automaton.Start) {
 	a.ops = map[string]*op{}
 	a.waiting = nil
+	a.dna, a.maxSolid, a.appliedLive = nil, Label{}, nil
 	a.pending = map[string][]automaton.RequestID{}
 	a.results = map[string]service.Result{}
 	a.resultQ = nil
@@ -383,6 +394,7 @@ func (a *ESDS) receive(o *op) {
 	a.ops[o.id] = o
 	if !o.label.Set {
 		a.waiting = append(a.waiting, o)
+		o.inWait = true
 	}
 	a.newInfo(o)
 }
@@ -505,6 +517,7 @@ func (a *ESDS) merge(j int, entries []entry) {
 				o.solid |= a.all
 				a.dirty[o.id] = true
 				a.newInfo(o)
+				a.noteSolid(o)
 			}
 			continue
 		}
@@ -526,6 +539,7 @@ func (a *ESDS) merge(j int, entries []entry) {
 				// (A stable operation's label is final in the correct
 				// protocol; only the broken maxlabel variant changes one.)
 				wasDone := o.label.Set
+				a.dnaRemove(o) // re-inserted under the new label
 				o.label = x.Label
 				changed = true
 				a.labelChanged(o, wasDone)
@@ -565,6 +579,7 @@ func (a *ESDS) merge(j int, entries []entry) {
 			a.dirty[o.id] = true
 		}
 		a.checkSolid(o) // solid_r[r] ∪= ⋂_i done_r[i]
+		a.noteSolid(o)
 	}
 	if a.unopt {
 		// ESDSAlg's self-gossip (the replica's gossip to itself) does nothing
@@ -580,7 +595,15 @@ func (a *ESDS) labelChanged(o *op, wasDone bool) {
 		a.unwait(o)
 		o.done |= a.bit()
 	}
+	a.dnaInsert(o)
+	a.noteSolid(o) // (only the broken maxlabel variant moves a stable label)
 	o.tvalOK = false
+	if !o.applied && a.svc.IsRead(o.sop) {
+		// A read leaves the state unchanged: wherever it lands in the label
+		// order, the tentative state and the other operations' values are
+		// those without it. Its own value is computed when asked for.
+		return
+	}
 	if !a.tentValid || !a.tentMax.Less(o.label) || wasDone {
 		a.tentValid = false
 		return
@@ -590,6 +613,10 @@ func (a *ESDS) labelChanged(o *op, wasDone bool) {
 }
 
 func (a *ESDS) unwait(o *op) {
+	if !o.inWait {
+		return
+	}
+	o.inWait = false
 	for i, w := range a.waiting {
 		if w == o {
 			a.waiting = append(a.waiting[:i], a.waiting[i+1:]...)
@@ -609,6 +636,7 @@ func (a *ESDS) checkSolid(o *op) {
 		o.solid |= a.bit()
 		a.dirty[o.id] = true
 		a.newInfo(o)
+		a.noteSolid(o)
 	}
 }
 
@@ -642,6 +670,7 @@ func (a *ESDS) progress() {
 			o := a.waiting[i]
 			if a.prevDone(o) {
 				a.waiting = append(a.waiting[:i], a.waiting[i+1:]...)
+				o.inWait = false
 				a.doIt(o)
 				changed = true
 				i--
@@ -694,6 +723,7 @@ func (a *ESDS) doIt(o *op) {
 	a.counter++
 	o.label = Label{C: a.counter, R: uint32(a.self), Set: true}
 	o.done |= a.bit()
+	a.dnaInsert(o)
 	a.dirty[o.id] = true
 	a.newInfo(o)
 	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt && !a.recompute {
@@ -742,11 +772,10 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 // unoptimised variant, which recomputes every value from scratch as ESDSImpl
 // does) plus every non-applied done operation in label order.
 func (a *ESDS) recomputeTent() {
-	a.tent = a.svc.NewState()
 	if a.stableMax.Set {
-		if err := a.tent.Restore(a.stable.Snapshot()); err != nil {
-			panic(fmt.Sprintf("esds: restoring the stable state: %v", err))
-		}
+		a.tent = a.copyStable()
+	} else {
+		a.tent = a.svc.NewState()
 	}
 	a.tentMax = a.stableMax
 	for _, o := range a.doneNotApplied() {
@@ -768,27 +797,27 @@ func (a *ESDS) tentApply(o *op) {
 // apply, in label order, every operation whose label is at most the label of
 // max-stable_r, the highest-labelled operation stable here.
 func (a *ESDS) advanceStable() {
-	var maxStable Label
-	for _, o := range a.ops {
-		if o.solid&a.bit() != 0 && !o.applied && (!maxStable.Set || maxStable.Less(o.label)) {
-			maxStable = o.label
-		}
-	}
+	maxStable := a.maxSolid // max-stable_r (index.go)
 	if !maxStable.Set {
 		return
 	}
-	for _, o := range a.doneNotApplied() {
-		if maxStable.Less(o.label) {
-			break
-		}
-		a.applyStable(o)
+	a.maxSolid = Label{} // every operation stable here is applied below
+	n := 0
+	for n < len(a.dna) && !maxStable.Less(a.dna[n].label) {
+		a.applyStable(a.dna[n])
+		n++
 	}
+	rest := copy(a.dna, a.dna[n:])
+	clear(a.dna[rest:])
+	a.dna = a.dna[:rest]
 }
 
 func (a *ESDS) applyStable(o *op) {
 	o.sval = a.stable.Apply(o.sop)
 	o.svalOK = true
 	o.applied = true
+	o.inDNA = false
+	a.appliedLive = append(a.appliedLive, o)
 	a.stableMax = o.label
 	if a.recording {
 		a.orderLog = append(a.orderLog, o.id)
@@ -931,11 +960,16 @@ func (a *ESDS) sendFull(j int) {
 func (a *ESDS) collect() {
 	m := a.members()
 	var gone []*op
-	for _, o := range a.ops {
+	live := a.appliedLive[:0]
+	for _, o := range a.appliedLive {
 		if o.applied && o.solid&m == m && len(a.pending[o.id]) == 0 {
 			gone = append(gone, o)
+		} else {
+			live = append(live, o)
 		}
 	}
+	clear(a.appliedLive[len(live):])
+	a.appliedLive = live
 	if len(gone) == 0 {
 		return
 	}
@@ -996,6 +1030,11 @@ func (a *ESDS) flushDirty() {
 		o := a.ops[k]
 		if o == nil || !o.label.Set {
 			continue
+		}
+		if f := a.entryOf(o).Flags; o.pOK && o.pFlags == f && o.pLabel == o.label {
+			continue // the record already says this
+		} else {
+			o.pOK, o.pFlags, o.pLabel = true, f, o.label
 		}
 		a.out = append(a.out, automaton.Persist{Key: recOp + k, Value: a.marshalOp(o)})
 	}

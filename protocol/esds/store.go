@@ -135,6 +135,16 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		a.arrival++
 		o.arrival = a.arrival
 		a.ops[o.id] = o
+		o.pOK, o.pFlags, o.pLabel = true, x.Flags, x.Label
+	}
+	// Indexes (index.go), in label order.
+	for _, o := range a.sortedOps() {
+		if o.applied {
+			a.appliedLive = append(a.appliedLive, o)
+		} else {
+			a.dnaInsert(o)
+			a.noteSolid(o)
+		}
 	}
 	return nil
 }
