@@ -62,21 +62,60 @@
 //
 // # Phase 2, commit and execution
 //
-// The leader accepts its own proposal (Persist first), sends Accept to all,
-// and an instance is chosen when a majority accepted it. Commit notices (the
-// leader's chosen prefix and ballot) ride on every Accept and Heartbeat
-// (every "heartbeat"); a follower marks chosen every instance up to it that
-// it accepted under that ballot and fetches the rest. Instances execute in
-// order; a client is answered after its command executed. Unacknowledged
-// Accepts are retransmitted every heartbeat.
+// The leader proposes what is queued (up to "batch" commands per instance,
+// up to "window" instances not yet chosen): requests that arrive while the
+// window is full wait and go out together in the next instance, so the
+// instance size grows with the load. It broadcasts the Accept first and then
+// persists its own acceptance in the same step, counting its own vote at
+// once; an instance is chosen when a majority of its configuration accepted
+// it. Commit notices (the leader's chosen prefix and ballot) ride on every
+// Accept and Heartbeat (every "heartbeat"); a follower marks chosen every
+// instance up to it that it accepted under that ballot and fetches the rest.
+// Instances execute in order; a client is answered after its command
+// executed. Unacknowledged Accepts are retransmitted every heartbeat.
+//
+// Why the leader may send before its own fsync and count its vote at once.
+// The automaton contract releases a Send or Respond only after every Persist
+// emitted before it, in the same step or any earlier one, is durable (both
+// runtimes: the live loop releases batches in order after their commits, the
+// simulator holds outputs behind unsynced records and loses both on a
+// crash). The Accept itself depends on nothing unsynced of this step: it
+// carries the leader's ballot (persisted as its promise when phase 1
+// began) and values no acceptor has to trust the leader for. Everything that
+// depends on the leader's own vote, that is on the instance being chosen
+// when the leader's acceptance is part of the majority (its marking chosen,
+// execution, answers to clients and forwarding followers, commit notices in
+// later Accepts and Heartbeats, catch-up answers, snapshots, promises
+// reporting the instance as chosen), is emitted after that Persist, in the
+// same step or a later one, and so leaves the node only once the
+// acceptance is durable. If the leader crashes first, the record and all
+// those outputs are lost together: the vote was never observed, and the
+// instance is chosen only if a majority of other acceptors durably accepted
+// it, which phase 1 then finds as usual. The leader never reuses the ballot
+// after a restart (a new ballot is above the persisted promise), so it
+// cannot accept a second value for the instance under it.
 //
 // # Durability
 //
 // Records: "p" (promised ballot), "a/<instance>" (accepted ballot, chosen
 // flag, value), "c" (chosen prefix: every slot record up to it holds the
-// chosen value), "s" (snapshot). Promises and accepted values are persisted
-// in the step that sends the Promise or Accepted, before it; the runtime
-// releases the send only once the record is durable (automaton contract).
+// chosen value), "s" (snapshot). Promises and followers' accepted values
+// are persisted in the step that sends the Promise or Accepted, before it;
+// the runtime releases the send only once the record is durable (automaton
+// contract). The leader's own acceptances: see phase 2.
+//
+// Answers go out before the "c" record of the step that executes them: an
+// answer needs only that its instance and every one before it are chosen,
+// which holds once a majority durably accepted them (each follower's
+// Accepted left after its record was durable; the leader's own vote as
+// above). "c" is a hint for recovery: a replica that loses it (crash before
+// its fsync) restarts with a shorter known prefix and learns the rest from
+// commit notices, phase 1 or catch-up, exactly as for instances it never
+// heard of. It is still written in order after the slot records it
+// covers, so a durable "c" never names an instance whose record is not.
+// So a put costs the leader's fsync in parallel with one round trip plus a
+// follower's fsync, instead of three fsyncs in a row.
+//
 // Start restores the snapshot, reloads the log and re-executes the chosen
 // prefix; the executed state itself is never persisted separately.
 //
@@ -85,10 +124,13 @@
 // A replica that learns it is behind asks a peer for the chosen range
 // (CatchupReq: at most 512 instances / 1 MiB per answer, repeated until
 // level). When the range was truncated, the peer sends a snapshot of its
-// state machine instead (service Snapshot plus the dedup table). Every
-// "snapshot_every" executed instances a replica persists a snapshot and
-// deletes the log behind the previous one (memory and records): the log
-// holds at most about 2 x snapshot_every instances, the disk one snapshot.
+// state machine instead (service Snapshot plus the dedup table). Once
+// "snapshot_every" commands executed since the last snapshot (counted in
+// commands, not instances: a snapshot costs the whole state, so it is
+// amortised over the work done, whatever the batch sizes), a replica
+// persists a snapshot and deletes the log behind the previous one (memory
+// and records): the log holds at most about 2 x snapshot_every commands,
+// the disk one snapshot.
 //
 // # Reads (automaton.Options.Read)
 //
@@ -117,8 +159,11 @@
 // A follower forwards requests to the leader it last heard and answers its
 // client when the leader's ForwardReply arrives, or when it executes the
 // command itself, whichever is first; it forwards again every four heartbeats
-// and after a leader change. The deduplication table (client id -> results of
-// its last 64 writes by sequence number) is part of the replicated state and
+// and after a leader change (a pass over the waiting requests only on a
+// leader change or a tick; otherwise only the newly routed ones). The
+// deduplication table (client id -> results of its last 64 writes by
+// sequence number, with the sequence numbers kept sorted so that recording
+// and evicting a result are O(1) for in-order writes) is part of the replicated state and
 // of snapshots, so a write retried with the same RequestID at any node after
 // a fail-over returns the first result (IdempotentRetry is true). A write
 // older than the client's window is refused with an error; the table keeps at
@@ -131,9 +176,9 @@
 //	heartbeat         50ms   leader heartbeat and retransmission interval
 //	election_timeout  500ms  silence before an election; at least 3 heartbeats
 //	op_timeout        5s     a request's time limit at a node
-//	window            32     instances in phase 2 at once
-//	batch             64     commands per instance
-//	snapshot_every    1000   executed instances between snapshots
+//	window            8      instances in phase 2 at once
+//	batch             256    commands per instance (at most)
+//	snapshot_every    20000  executed commands between snapshots
 //	lease_drift       0.1    clock rate bound for leases, in [0, 1)
 //	lease_margin      heartbeat  subtracted from the lease
 //	dedup_clients     100000 rows of the deduplication table

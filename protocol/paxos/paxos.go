@@ -31,9 +31,9 @@ const (
 	DefaultHeartbeat       = 50 * time.Millisecond
 	DefaultElectionTimeout = 500 * time.Millisecond
 	DefaultOpTimeout       = 5 * time.Second
-	DefaultWindow          = 32
-	DefaultBatch           = 64
-	DefaultSnapshotEvery   = 1000
+	DefaultWindow          = 8
+	DefaultBatch           = 256
+	DefaultSnapshotEvery   = 20000
 	DefaultLeaseDrift      = 0.1
 	DefaultDedupClients    = 100000
 	maxNodes               = 63
