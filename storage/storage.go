@@ -77,6 +77,10 @@
 // its sync, so only the last frame can be torn): the file is truncated there,
 // synced, and a warning logged; if a valid frame follows, the damage is in the
 // middle of the log and OpenWAL fails rather than drop acknowledged batches.
+// Limits: damage to the last frame itself cannot be told from a torn write,
+// so that batch is dropped (as a lost fsync would lose it); and a value that
+// happens to contain a whole valid frame at an 8-byte boundary inside a torn
+// frame makes OpenWAL fail instead of truncating (it fails closed).
 //
 // Compaction: when the log is longer than max(64 MiB, 2 x live size)
 // (DefaultWALCompactMin; live size = encoded size of the live records), the
