@@ -25,23 +25,30 @@ type timerEntry struct {
 	t   *time.Timer
 }
 
-// batch is what one pass of the event loop produced: the Persist records to
-// make durable and the Sends and Responds (in emission order) to release once
-// they are.
+// batch is the Persist records one pass of the event loop produced, and the
+// sequence number of the last of them.
 type batch struct {
 	persists []automaton.Persist
-	outputs  []automaton.Output
+	last     uint64
 }
 
 func (b *batch) reset() {
 	clear(b.persists)
 	b.persists = b.persists[:0]
-	clear(b.outputs)
-	b.outputs = b.outputs[:0]
+	b.last = 0
+}
+
+// pendingOut is a Send or Respond waiting for the records emitted before it:
+// it may leave once the Persist numbered req is durable.
+type pendingOut struct {
+	o   automaton.Output
+	req uint64
 }
 
 // commitQueueLen bounds the batches handed to the committer and not yet
-// released; the loop waits when it is full.
+// taken into a commit; the loop waits when it is full. It also bounds the
+// outputs waiting in nsLoop.pend, since each waits for one of those batches
+// or for the one being committed.
 const commitQueueLen = 256
 
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
@@ -58,15 +65,24 @@ type nsLoop struct {
 	// loop only
 	timers map[automaton.TimerID]*timerEntry
 	gen    uint64
-	cur    *batch // the batch being stepped
+	cur    *batch // the records of the batch being stepped
 	steps  int
+	seq    uint64 // the number of the last Persist emitted (0: none yet)
 
 	// Pipeline between the loop and its committer goroutine.
 	commitQ       chan *batch   // batches waiting for (or in) a commit, in order
 	free          chan *batch   // recycled batches
-	queued        atomic.Int64  // batches sent on commitQ and not yet released
 	failed        atomic.Bool   // a Commit failed: release nothing any more
 	committerDone chan struct{} // closed when the committer has drained commitQ
+
+	// Outputs not yet released, in emission order, and the number of the
+	// last durable Persist. Under rmu, which is also held while outputs are
+	// released, so that they leave in emission order whichever goroutine
+	// releases them.
+	rmu     sync.Mutex
+	pend    []pendingOut // pend[ph:] wait, oldest first
+	ph      int
+	durable uint64
 
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID][]chan automaton.Response
@@ -118,18 +134,21 @@ func (l *nsLoop) push(ev event) bool {
 
 // run is the event loop. It steps the automaton with Start, then repeatedly:
 // takes one input (waiting for it), takes every further input that is already
-// queued (up to BatchLimit), and hands the batch to the committer (flush). It
-// does not wait for the commit: while the committer's fsync runs, the loop
-// steps the next inputs, and the committer commits everything queued behind
-// the running commit in one storage batch when it finishes (group commit).
+// queued (up to BatchLimit), and hands the batch's records to the committer
+// (flush). It does not wait for the commit: while the committer's fsync runs,
+// the loop steps the next inputs, and the committer commits everything queued
+// behind the running commit in one storage batch when it finishes (group
+// commit).
 //
-// Release rule: the outputs of batch k leave the node only after the commits
-// of batches 1..k have returned, and in batch order. The committer releases
-// every batch it was handed, in order, after the commit that covers it; the
-// loop releases outputs itself only when nothing is queued at the committer
-// (every earlier batch is released already) and the batch has no records
-// before them: a batch without records at flush, and, while stepping, the
-// outputs a batch emits before its first record.
+// Release rule, the finest the automaton contract allows: every Persist gets
+// the next sequence number (l.seq), and every Send or Respond requires the
+// number of the last Persist emitted before it, in its own step or any
+// earlier one. The committer records the number of the last durable Persist
+// (l.durable) after each commit. Outputs leave in emission order, each as
+// soon as its requirement is durable: at step time when nothing earlier
+// waits and its requirement is durable already (whatever later records are
+// pending), and otherwise from the committer, after the commit that makes
+// its requirement durable.
 func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
@@ -179,16 +198,11 @@ func (l *nsLoop) step(ev event) {
 	for _, o := range l.a.Step(ev.in) {
 		switch o := o.(type) {
 		case automaton.Persist:
+			l.seq++
 			b.persists = append(b.persists, o)
+			b.last = l.seq
 		case automaton.Send, automaton.Respond:
-			if len(b.persists) == 0 && len(b.outputs) == 0 && l.idle() {
-				// Nothing emitted before it waits for storage: release it
-				// now (a protocol may send before it persists, for example
-				// a leader's Accept ahead of its own vote).
-				l.release1(o)
-				continue
-			}
-			b.outputs = append(b.outputs, o)
+			l.offer(o, l.seq)
 		case automaton.SetTimer:
 			l.setTimer(o)
 		case automaton.CancelTimer:
@@ -223,35 +237,59 @@ func (l *nsLoop) stopTimers() {
 	}
 }
 
-// flush ends the current batch: it releases the batch's outputs at once when
-// it has no records and nothing is queued at the committer, and otherwise
-// queues it for the committer. It returns false after a storage failure (or
-// when the node stops while the committer's queue is full), which ends the
-// loop.
+// offer releases a Send or Respond that requires the Persist numbered req, at
+// once if nothing emitted earlier waits and req is durable, and otherwise
+// queues it behind the outputs that wait.
+func (l *nsLoop) offer(o automaton.Output, req uint64) {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.ph == len(l.pend) && req <= l.durable && !l.failed.Load() {
+		l.release1(o)
+		return
+	}
+	l.pend = append(l.pend, pendingOut{o, req})
+}
+
+// setDurable records that every Persist up to number d is durable and
+// releases, in order, the waiting outputs that need nothing later.
+func (l *nsLoop) setDurable(d uint64) {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	l.durable = max(l.durable, d)
+	for l.ph < len(l.pend) && l.pend[l.ph].req <= l.durable {
+		l.release1(l.pend[l.ph].o)
+		l.pend[l.ph] = pendingOut{}
+		l.ph++
+	}
+	switch {
+	case l.ph == len(l.pend):
+		l.pend, l.ph = l.pend[:0], 0
+	case l.ph >= 1024 && l.ph > len(l.pend)/2:
+		n := copy(l.pend, l.pend[l.ph:])
+		clear(l.pend[n:])
+		l.pend, l.ph = l.pend[:n], 0
+	}
+}
+
+// flush ends the current batch: it queues the batch's records, if any, for
+// the committer. It returns false after a storage failure (or when the node
+// stops while the committer's queue is full), which ends the loop.
 func (l *nsLoop) flush() bool {
 	if l.steps > 0 {
 		l.mBatchIn.Observe(float64(l.steps))
 		l.steps = 0
 	}
-	b := l.cur
-	if len(b.persists) == 0 && len(b.outputs) == 0 {
-		return !l.failed.Load()
-	}
-	idle := l.idle()
 	if l.failed.Load() {
 		return false
 	}
-	if idle && len(b.persists) == 0 {
-		l.release(b.outputs)
-		b.reset()
+	b := l.cur
+	if len(b.persists) == 0 {
 		return true
 	}
-	l.queued.Add(1)
 	select {
 	case l.commitQ <- b:
 	case <-l.n.stopping:
-		// Never committed, never released.
-		l.queued.Add(-1)
+		// Never committed: the outputs that need it are never released.
 		return false
 	}
 	select {
@@ -262,11 +300,10 @@ func (l *nsLoop) flush() bool {
 	return true
 }
 
-// committer commits the batches the loop queues and releases their outputs.
-// It takes every batch already queued behind the first and commits all their
-// records in one Commit (one fsync), so commits grow with the load. Batches
-// at the head of such a group that have no records are released before the
-// commit: everything before them is released already.
+// committer commits the batches the loop queues and then releases the
+// outputs that waited for them. It takes every batch already queued behind
+// the first and commits all their records in one Commit (one fsync), so
+// commits grow with the load.
 func (l *nsLoop) committer() {
 	defer close(l.committerDone)
 	var group []*batch
@@ -289,30 +326,21 @@ func (l *nsLoop) committer() {
 			l.recycle(group) // never released
 			continue
 		}
-		head := 0
-		for head < len(group) && len(group[head].persists) == 0 {
-			l.release(group[head].outputs)
-			head++
+		recs = recs[:0]
+		for _, g := range group {
+			recs = append(recs, g.persists...)
 		}
-		if head < len(group) {
-			recs = recs[:0]
-			for _, g := range group[head:] {
-				recs = append(recs, g.persists...)
-			}
-			if !l.commit(recs) {
-				// The outputs are never released: a client must not see an
-				// answer, nor a peer a message, that depends on a lost record.
-				l.failed.Store(true)
-				clear(recs)
-				l.recycle(group)
-				continue
-			}
-			clear(recs)
-			for _, g := range group[head:] {
-				l.release(g.outputs)
-			}
-		}
+		last := group[len(group)-1].last
+		ok := l.commit(recs)
+		clear(recs)
 		l.recycle(group)
+		if !ok {
+			// What waits is never released: a client must not see an
+			// answer, nor a peer a message, that depends on a lost record.
+			l.failed.Store(true)
+			continue
+		}
+		l.setDurable(last)
 	}
 }
 
@@ -326,7 +354,6 @@ func (l *nsLoop) recycle(group []*batch) {
 		}
 		group[i] = nil
 	}
-	l.queued.Add(-int64(len(group)))
 }
 
 // commit makes recs durable. It reports a failure to the node, which stops.
@@ -347,23 +374,7 @@ func (l *nsLoop) commit(recs []automaton.Persist) bool {
 	return true
 }
 
-// idle reports that every batch handed to the committer has been committed
-// and released, and no commit failed.
-func (l *nsLoop) idle() bool {
-	// Read queued before failed: the committer sets failed before it
-	// forgets the failed batches, so "nothing queued" and "not failed" seen
-	// in this order mean every earlier batch was committed and released.
-	q := l.queued.Load()
-	return q == 0 && !l.failed.Load()
-}
-
-// release sends a batch's messages and answers its clients, in order.
-func (l *nsLoop) release(outs []automaton.Output) {
-	for _, o := range outs {
-		l.release1(o)
-	}
-}
-
+// release1 sends a message or answers a client. Called under rmu.
 func (l *nsLoop) release1(o automaton.Output) {
 	switch o := o.(type) {
 	case automaton.Send:

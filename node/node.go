@@ -11,22 +11,23 @@
 // transport's reader goroutines) and timers (time.AfterFunc).
 //
 // The loop steps every input that is already queued (up to Options.BatchLimit)
-// and hands the batch (its Persist records and, in emission order, its Sends
-// and Responds) to the namespace's committer goroutine, then goes on stepping
-// new inputs without waiting. The committer commits the records of every
-// batch queued at that moment in ONE storage batch (one fsync in durability
-// fsync), and only after Commit has returned releases those batches' Sends
-// and Responds, batch after batch, in emission order. So the outputs of batch
-// k leave the node only after the commits of batches 1..k: that is the
-// durability rule of package automaton (a Persist is durable before any later
-// Send or Respond is released), made cheap by group commit. Under load inputs
-// are stepped while an fsync runs, and the next commit covers all of them. A
-// batch with no records is released by the loop itself when nothing is queued
-// at the committer (reads then skip the hand-off). SetTimer and CancelTimer
+// and hands the batch's Persist records to the namespace's committer
+// goroutine, then goes on stepping new inputs without waiting. The committer
+// commits the records of every batch queued at that moment in ONE storage
+// batch (one fsync in durability fsync). Persists are numbered in emission
+// order; each Send and Respond waits for the last Persist emitted before it
+// (in its own step or an earlier one) and no longer: it leaves, in emission
+// order, as soon as that record is durable — at step time when it is durable
+// already and nothing earlier waits, else right after the commit that covers
+// it. That is the durability rule of package automaton (a Persist is durable
+// before any later Send or Respond is released) at its finest grain, made
+// cheap by group commit: reads and messages that depend on no pending record
+// skip the commit, and under load inputs are stepped while an fsync runs and
+// the next commit covers all of them. SetTimer and CancelTimer
 // take effect at once: they are not visible outside the node, so holding
 // them back would only delay timers. If a Commit fails the node logs the
-// error and exits the process without releasing the outputs of that batch or
-// any later one (Options.Fatal overrides the exit for tests): continuing
+// error and exits the process without releasing any output still waiting,
+// nor any emitted later (Options.Fatal overrides the exit for tests): continuing
 // would risk answering clients from state that is not on disk.
 //
 // Timers carry a generation number. Replacing or cancelling a timer stops it

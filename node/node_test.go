@@ -377,7 +377,7 @@ func TestResponseWaitsForCommit(t *testing.T) {
 }
 
 // The pipelined loop steps new inputs while a commit is running, but releases
-// each batch's outputs only after its own commit and every earlier one, in
+// each output only after the commit of the records emitted before it, in
 // order. A read that has no records of its own still waits for the commit of
 // the write it observed.
 func TestPipelinedReleaseOrder(t *testing.T) {
@@ -475,8 +475,9 @@ func TestPipelinedReleaseOrder(t *testing.T) {
 }
 
 // Outputs a step emits before its first Persist need no commit of their own:
-// they leave at once when nothing earlier waits for storage, and wait behind
-// an earlier batch's commit otherwise.
+// they leave at once when every record emitted before them is durable, and
+// otherwise as soon as it is, while the records emitted after them are still
+// being committed.
 func TestOutputsBeforePersistLeaveEarly(t *testing.T) {
 	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
 	g := &gateEngine{Memory: storage.NewMemory(), tokens: make(chan struct{}), open: make(chan struct{})}
@@ -508,14 +509,119 @@ func TestOutputsBeforePersistLeaveEarly(t *testing.T) {
 		t.Fatalf("second answer (%v) released before the earlier commit", err)
 	case <-time.After(50 * time.Millisecond):
 	}
+	// Once the first record is durable, the second answer leaves although
+	// the record its step emitted after it is still being committed.
 	g.tokens <- struct{}{}
-	g.tokens <- struct{}{}
-	if err := <-second; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("second answer still held although the record before it is durable")
 	}
+	eventually(t, "second commit started", func() bool {
+		ev, _ := g.snapshot()
+		return slices.Index(ev[1:], "commit-start") >= 0
+	})
 	ev, _ := g.snapshot()
 	if i, j := slices.Index(ev, "commit-done"), slices.Index(ev, "response b"); i < 0 || j < i {
 		t.Fatalf("events %v: response b before the first commit", ev)
+	}
+	if n := strings.Count(strings.Join(ev, " "), "commit-done"); n != 1 {
+		t.Fatalf("events %v: want the second commit still held", ev)
+	}
+	g.tokens <- struct{}{}
+}
+
+// scripted is an automaton that answers every input with the outputs the
+// test put in next.
+type scripted struct{ next []automaton.Output }
+
+func (s *scripted) Step(automaton.Input) []automaton.Output {
+	out := s.next
+	s.next = nil
+	return out
+}
+
+// The release rule output by output, driving the loop by hand: every Send or
+// Respond waits exactly for the last Persist emitted before it (in its step
+// or an earlier one), and outputs leave in emission order.
+func TestReleaseFollowsPersistSequence(t *testing.T) {
+	cfg, _ := mkCluster(t, 1, config.Memory, nsMisc)
+	n, err := New(cfg, "n1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close(n.stopping)
+	l := n.loops["misc"]
+	sa := &scripted{}
+	l.a = sa
+	// One channel for every request id: it receives the answers in the
+	// order the loop releases them.
+	released := make(chan automaton.Response, 32)
+	for i := uint64(1); i <= 20; i++ {
+		l.addWaiter(automaton.RequestID{Client: 7, Seq: i}, released)
+	}
+	r := func(i uint64) automaton.Output {
+		return automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Client: 7, Seq: i}}}
+	}
+	p := func(k string) automaton.Output { return automaton.Persist{Key: k, Value: []byte(k)} }
+	step := func(outs ...automaton.Output) {
+		sa.next = outs
+		l.step(event{in: automaton.ClientRequest{}})
+	}
+	expect := func(when string, want ...uint64) {
+		t.Helper()
+		var got []uint64
+		for len(released) > 0 {
+			got = append(got, (<-released).ID.Seq)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: released %v, want %v", when, got, want)
+		}
+	}
+
+	step(r(1), p("a"), r(2))     // 1 needs nothing; 2 needs a (#1)
+	step(r(3), p("b"), r(4))     // 3 needs a; 4 needs b (#2)
+	step(r(5))                   // needs b
+	expect("nothing durable", 1) // only what needs no record
+	l.setDurable(1)
+	expect("a durable, b pending", 2, 3)
+	step(r(6), p("c"), r(7)) // 6 needs b: waits behind 4 and 5; 7 needs c (#3)
+	expect("b still pending")
+	l.setDurable(2)
+	expect("b durable", 4, 5, 6)
+	step(r(8), p("d"), r(9)) // 8 needs c: waits behind 7
+	expect("c pending")
+	l.setDurable(3)
+	expect("c durable", 7, 8)
+	l.setDurable(4)
+	expect("d durable", 9)
+	// Nothing waits and d is durable: an output needing d leaves at step
+	// time although a later record is pending, and the one after that
+	// record waits for it.
+	step(r(10), p("e"))        // 10 leaves at once
+	step(r(11), r(12), p("f")) // both need e, from the step before
+	expect("e, f pending", 10)
+	l.setDurable(3) // stale reports change nothing
+	expect("stale durable")
+	l.setDurable(6) // one commit covering e and f
+	expect("e, f durable", 11, 12)
+	if len(l.pend) != 0 || l.ph != 0 {
+		t.Fatalf("pending outputs left: %d from %d", len(l.pend), l.ph)
+	}
+	// The records went into the batch, numbered in emission order.
+	if got := len(l.cur.persists); got != 6 || l.cur.last != 6 {
+		t.Fatalf("batch has %d records, last #%d; want 6, #6", got, l.cur.last)
+	}
+	// After a failed commit nothing is released any more, even what needs
+	// no new record (the committer reports nothing durable after a failure).
+	l.failed.Store(true)
+	step(r(13))
+	expect("after a failure")
+	if len(l.pend)-l.ph != 1 {
+		t.Fatalf("%d outputs wait after a failure, want 1", len(l.pend)-l.ph)
 	}
 }
 
@@ -705,11 +811,9 @@ func TestStaleTimerFiringIgnored(t *testing.T) {
 	l.step(fresh) // the new one: delivered
 	l.step(fresh) // delivered once only
 
-	l.cur.reset()
-	l.queued.Store(1) // as if a commit were running: the answer stays in the batch
+	l.seq++ // as if a Persist were pending: the answer waits
 	client("get", "fired")
-	l.queued.Store(0)
-	got := string(l.cur.outputs[0].(automaton.Respond).Resp.Result.Bytes)
+	got := string(l.pend[l.ph].o.(automaton.Respond).Resp.Result.Bytes)
 	if got != "9" {
 		t.Fatalf("automaton saw timers %q, want just one firing of 9", got)
 	}
