@@ -186,6 +186,7 @@ type ESDS struct {
 
 	// Indexes (index.go).
 	dna         []*op
+	dnaNew      []*op
 	maxSolid    Label
 	appliedLive []*op
 
@@ -307,6 +308,7 @@ func (a *ESDS) FinalOrder() []string {
 // doneNotApplied lists the done, non-applied operations in label order.
 // The caller must not keep the slice across a change.
 func (a *ESDS) doneNotApplied() []*op {
+	a.dnaSettle()
 	return a.dna
 }
 
@@ -317,7 +319,7 @@ func (a *ESDS) doneNotApplied() []*op {
 func (a *ESDS) onStart(s automaton.Start) {
 	a.ops = map[string]*op{}
 	a.waiting = nil
-	a.dna, a.maxSolid, a.appliedLive = nil, Label{}, nil
+	a.dna, a.dnaNew, a.maxSolid, a.appliedLive = nil, nil, Label{}, nil
 	a.pending = map[string][]automaton.RequestID{}
 	a.results = map[string]service.Result{}
 	a.resultQ = nil
@@ -802,6 +804,7 @@ func (a *ESDS) advanceStable() {
 		return
 	}
 	a.maxSolid = Label{} // every operation stable here is applied below
+	a.dnaSettle()
 	n := 0
 	for n < len(a.dna) && !maxStable.Less(a.dna[n].label) {
 		a.applyStable(a.dna[n])

@@ -12,7 +12,7 @@ import (
 //
 //   - dna: the done, non-applied operations in label order (the tentative
 //     order past the stable state). New local labels exceed every label seen,
-//     so they append; a label learned by gossip is inserted by binary search.
+//     so they append; labels learned by gossip are merged in once per read.
 //     The stable-state advance takes a prefix of it.
 //   - maxSolid: the largest label of an operation stable here and not yet
 //     applied (max-stable_r of Fig. 4.5), maintained as operations become
@@ -26,20 +26,44 @@ func (a *ESDS) dnaPos(l Label) int {
 	return sort.Search(len(a.dna), func(i int) bool { return !a.dna[i].label.Less(l) })
 }
 
-// dnaInsert puts o (done, not applied) at its place in label order.
+// dnaInsert puts o (done, not applied) at its place in label order: at the
+// end when its label is the largest (a local do_it), otherwise into dnaNew,
+// merged in one pass by dnaSettle before dna is next read.
 func (a *ESDS) dnaInsert(o *op) {
 	if o.inDNA || o.applied || !o.label.Set {
 		return
 	}
 	o.inDNA = true
-	if n := len(a.dna); n == 0 || a.dna[n-1].label.Less(o.label) {
+	if n := len(a.dna); len(a.dnaNew) == 0 && (n == 0 || a.dna[n-1].label.Less(o.label)) {
 		a.dna = append(a.dna, o)
 		return
 	}
-	i := a.dnaPos(o.label)
-	a.dna = append(a.dna, nil)
-	copy(a.dna[i+1:], a.dna[i:])
-	a.dna[i] = o
+	a.dnaNew = append(a.dnaNew, o)
+}
+
+// dnaSettle merges dnaNew into dna: O(len(dna) + k log k) for k arrivals,
+// where inserting them one by one would move dna k times.
+func (a *ESDS) dnaSettle() {
+	if len(a.dnaNew) == 0 {
+		return
+	}
+	sort.Slice(a.dnaNew, func(i, j int) bool { return a.dnaNew[i].label.Less(a.dnaNew[j].label) })
+	old := a.dna
+	merged := make([]*op, 0, len(old)+len(a.dnaNew)+len(old)/4)
+	i, j := 0, 0
+	for i < len(old) && j < len(a.dnaNew) {
+		if a.dnaNew[j].label.Less(old[i].label) {
+			merged = append(merged, a.dnaNew[j])
+			j++
+		} else {
+			merged = append(merged, old[i])
+			i++
+		}
+	}
+	merged = append(append(merged, old[i:]...), a.dnaNew[j:]...)
+	a.dna = merged
+	clear(a.dnaNew)
+	a.dnaNew = a.dnaNew[:0]
 }
 
 // dnaRemove takes o out of dna; call it before o's label changes.
@@ -47,6 +71,7 @@ func (a *ESDS) dnaRemove(o *op) {
 	if !o.inDNA {
 		return
 	}
+	a.dnaSettle()
 	o.inDNA = false
 	for i := a.dnaPos(o.label); i < len(a.dna); i++ {
 		if a.dna[i] == o {
