@@ -76,6 +76,18 @@
 //     stability rule needs: when r learns that i has done x, it has learned
 //     every operation i did before x. Full-state gossip (unopt) is idempotent
 //     and needs none of this.
+//   - Descriptors travel once per stream: after the receiver has acknowledged
+//     an entry carrying an operation's descriptor, later entries for it (done
+//     elsewhere, stable) carry id, flags and label only (flagBare). A restart
+//     of the receiver starts a new stream, which carries them again.
+//   - Costs per step follow what changed, not the operations held
+//     (index.go): the done, non-applied operations are kept in label order,
+//     max-stable_r is maintained as operations become stable, collection
+//     looks at the applied operations only, a read landing below the
+//     tentative state's last label leaves that state valid (reads do not
+//     change it), and the tentative copy of the stable state uses the
+//     state's Clone when it has one (KV). values=recompute keeps the
+//     snapshot copy, and esds-unopt its recomputation from σ0.
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members

@@ -245,6 +245,9 @@ type peer struct {
 	sentUpTo uint64
 	lastSeq  map[string]uint64
 	lastRetx int
+	// has: live operations whose descriptor the peer has acknowledged on
+	// this stream; later entries for them are sent bare (flagBare).
+	has map[string]bool
 	// What we know of the peer: its incarnation, and incarnations it left.
 	inc     uint64
 	retired map[uint64]bool
@@ -467,6 +470,9 @@ func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
 			for _, id := range p.queue[:n] {
 				if p.lastSeq[id] <= m.AckSeq {
 					delete(p.lastSeq, id)
+					if a.ops[id] != nil {
+						p.has[id] = true
+					}
 					if g, ok := a.goneQ[id]; ok && a.ops[id] == nil {
 						if g &^= 1 << j; g == 0 {
 							delete(a.goneQ, id)
@@ -497,6 +503,14 @@ func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
 		}
 		if m.To < p.inNext {
 			return // a duplicate
+		}
+		for i := range m.Entries {
+			if x := &m.Entries[i]; x.Flags&flagBare != 0 && a.ops[x.ID] == nil && !a.gcd.has(x.ID) {
+				// Cannot happen (the sender saw us acknowledge the
+				// descriptor, and a restart of ours starts a new stream);
+				// refuse the message rather than skip what it says.
+				return
+			}
 		}
 		a.merge(j, m.Entries)
 		p.inNext = m.To + 1
@@ -872,6 +886,7 @@ func (a *ESDS) resetStream(j int) {
 	p.stream = a.cfg.Rand.Uint64() | 1
 	p.queue, p.acked, p.sentUpTo, p.lastRetx = nil, 0, 0, a.tick
 	p.lastSeq = map[string]uint64{}
+	p.has = map[string]bool{}
 	if a.unopt {
 		return
 	}
@@ -932,7 +947,12 @@ func (a *ESDS) sendStream(j int) {
 			continue // sent again later in the stream
 		}
 		if o := a.ops[id]; o != nil {
-			m.Entries = append(m.Entries, a.entryOf(o))
+			x := a.entryOf(o)
+			if p.has[id] {
+				x.Flags |= flagBare
+				x.Prev, x.Strict, x.Op = nil, false, service.Op{}
+			}
+			m.Entries = append(m.Entries, x)
 		} else if a.gcd.has(id) {
 			m.Entries = append(m.Entries, entry{ID: id, Flags: flagGone})
 		}
@@ -991,6 +1011,7 @@ func (a *ESDS) collect() {
 		delete(a.dirty, o.id)
 		a.goneQ[o.id] = m &^ a.bit()
 		for j := range a.peers {
+			delete(a.peers[j].has, o.id)
 			if j != a.self && m&(1<<j) != 0 {
 				a.enqueue(j, o.id)
 			}

@@ -99,6 +99,9 @@ func (c *cluster) step(id automaton.NodeID, in automaton.Input) {
 		}
 		_ = persisted
 	}
+	if err := c.a[id].checkIndexes(); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // request submits an operation at node id and returns its request id.

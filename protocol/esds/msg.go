@@ -59,6 +59,10 @@ const (
 	// flagAll: the sender knows the operation is stable at every member
 	// (x ∈ ⋂_i solid[i]); knowledge of knowledge, sound to pass on.
 	flagAll = 8
+	// flagBare (stream messages only): the entry omits the descriptor (prev,
+	// strict, op) because the receiver has acknowledged an earlier entry of
+	// this stream that carried it.
+	flagBare = 16
 
 	maxEntries = 1 << 20
 	maxPrev    = 1 << 16
@@ -99,12 +103,14 @@ func encodeEntry(e *wire.Encoder, x *entry) {
 	if x.Flags&flagGone != 0 {
 		return
 	}
-	e.Uvarint(uint64(len(x.Prev)))
-	for _, p := range x.Prev {
-		e.String(p)
+	if x.Flags&flagBare == 0 {
+		e.Uvarint(uint64(len(x.Prev)))
+		for _, p := range x.Prev {
+			e.String(p)
+		}
+		e.Bool(x.Strict)
+		service.EncodeOp(e, x.Op)
 	}
-	e.Bool(x.Strict)
-	service.EncodeOp(e, x.Op)
 	if x.Flags&flagDone != 0 {
 		e.Uvarint(x.Label.C)
 		e.Uvarint(uint64(x.Label.R))
@@ -116,17 +122,19 @@ func decodeEntry(d *wire.Decoder) entry {
 	if x.Flags == flagGone {
 		return x
 	}
-	if x.Flags&^(flagDone|flagSolid|flagAll) != 0 {
+	if x.Flags&^(flagDone|flagSolid|flagAll|flagBare) != 0 {
 		d.Fail(fmt.Errorf("esds: bad entry flags %#x", x.Flags))
 	}
-	if n := d.Count(maxPrev, 1); n > 0 {
-		x.Prev = make([]string, n)
-		for i := range x.Prev {
-			x.Prev[i] = d.String()
+	if x.Flags&flagBare == 0 {
+		if n := d.Count(maxPrev, 1); n > 0 {
+			x.Prev = make([]string, n)
+			for i := range x.Prev {
+				x.Prev[i] = d.String()
+			}
 		}
+		x.Strict = d.Bool()
+		x.Op = service.DecodeOp(d)
 	}
-	x.Strict = d.Bool()
-	x.Op = service.DecodeOp(d)
 	if x.Flags&(flagSolid|flagAll) != 0 && x.Flags&flagDone == 0 {
 		d.Fail(fmt.Errorf("esds: entry %q is solid but not done", x.ID))
 	}
