@@ -205,19 +205,8 @@ func TestABDKillNodeUnderLoad(t *testing.T) {
 	)
 	c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "abd", Durability: "fsync"})
 	addrs := c.ClientAddrs()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%02d", i)
-	}
-	start := time.Now()
-	r := &recorder{
-		Recorder: history.NewRecorder(func() int64 { return int64(time.Since(start)) }),
-		keys:     &keyLog{acked: map[string]bool{}},
-		stats:    &loadStats{},
-	}
-	r.SetMeta("test", t.Name())
-	r.SetMeta("protocol", "abd")
-	r.SetMeta("durability", "fsync")
+	keys := keyNames(nkeys)
+	r := newRecorder(t, "abd", "fsync")
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

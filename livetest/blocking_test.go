@@ -14,7 +14,6 @@ import (
 	"github.com/synod-dev/synod/check"
 	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
-	"github.com/synod-dev/synod/history"
 )
 
 // outage records when writes resumed after a kill: the acknowledgement time
@@ -68,19 +67,8 @@ func TestBlockingKillLockHolder(t *testing.T) {
 	const nkeys = 10
 	c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "blocking", Durability: "fsync"})
 	addrs := c.ClientAddrs()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%02d", i)
-	}
-	start := time.Now()
-	r := &recorder{
-		Recorder: history.NewRecorder(func() int64 { return int64(time.Since(start)) }),
-		keys:     &keyLog{acked: map[string]bool{}},
-		stats:    &loadStats{},
-	}
-	r.SetMeta("test", t.Name())
-	r.SetMeta("protocol", "blocking")
-	r.SetMeta("durability", "fsync")
+	keys := keyNames(nkeys)
+	r := newRecorder(t, "blocking", "fsync")
 
 	// Four writers on n1; one mixed client each on n2 and n3 (their write
 	// acknowledgements time the outage); one reader each.

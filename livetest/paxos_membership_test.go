@@ -1,14 +1,12 @@
 package livetest
 
 import (
-	"fmt"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/synod-dev/synod/cluster"
-	"github.com/synod-dev/synod/history"
 )
 
 // TestPaxosMembershipUnderLoad: a 3-node Multi-Paxos cluster (fsync) under
@@ -19,18 +17,8 @@ import (
 func TestPaxosMembershipUnderLoad(t *testing.T) {
 	const nkeys = 8
 	c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "paxos", Durability: "fsync"})
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%02d", i)
-	}
-	start := time.Now()
-	r := &recorder{
-		Recorder: history.NewRecorder(func() int64 { return int64(time.Since(start)) }),
-		keys:     &keyLog{acked: map[string]bool{}},
-		stats:    &loadStats{},
-	}
-	r.SetMeta("test", t.Name())
-	r.SetMeta("protocol", "paxos")
+	keys := keyNames(nkeys)
+	r := newRecorder(t, "paxos", "")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	load := func(id int, addrs []string) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
-	"github.com/synod-dev/synod/history"
 )
 
 // TestPaxosKillUnderLoad runs 6 clients against a 3-node Multi-Paxos cluster
@@ -26,19 +25,8 @@ func TestPaxosKillUnderLoad(t *testing.T) {
 	)
 	c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "paxos", Durability: "fsync"})
 	addrs := c.ClientAddrs()
-	keys := make([]string, nkeys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%02d", i)
-	}
-	start := time.Now()
-	r := &recorder{
-		Recorder: history.NewRecorder(func() int64 { return int64(time.Since(start)) }),
-		keys:     &keyLog{acked: map[string]bool{}},
-		stats:    &loadStats{},
-	}
-	r.SetMeta("test", t.Name())
-	r.SetMeta("protocol", "paxos")
-	r.SetMeta("durability", "fsync")
+	keys := keyNames(nkeys)
+	r := newRecorder(t, "paxos", "fsync")
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
