@@ -68,14 +68,35 @@
 //
 //   - Unreliable channels (seed §6.2): incremental gossip runs over one
 //     numbered stream per ordered pair of replicas. A message carries a range
-//     From..To of the stream (the current state of each operation queued at
-//     those positions) and acknowledges the reverse stream. The receiver
-//     applies only a contiguous prefix (a gap or a new stream that does not
-//     start at 1 is dropped), acknowledges, and the sender retransmits the
-//     unacknowledged window every "retransmit". This keeps the property the
-//     stability rule needs: when r learns that i has done x, it has learned
-//     every operation i did before x. Full-state gossip (unopt) is idempotent
-//     and needs none of this.
+//     From..To of the stream (at most "batch" positions) and acknowledges the
+//     reverse stream. The receiver applies only a contiguous prefix (a gap or
+//     a new stream that does not start at 1 is dropped), acknowledges, and
+//     the sender retransmits the unacknowledged window every "retransmit".
+//     Full-state gossip (unopt) is idempotent and needs none of this.
+//   - What a stream position says (the stability rule's premise): the seed's
+//     channels are reliable and FIFO, so a replica always knows some past
+//     state of each peer's. The stream keeps that: a position holds the
+//     operation's flags and label as they were when it was queued, and says
+//     exactly that every time it is sent; any later news about the operation
+//     is queued at a new position, behind everything learned in between
+//     (only the last position, while never sent, is updated in place:
+//     nothing follows it). So every prefix the receiver applies is the
+//     sender's state at one moment, and when r learns that i has done x, it
+//     knows every operation i did before x, with a label at most the one i
+//     gave it: no operation can later come to precede a stable one. A
+//     message is merged whole before the receiver acts on it, so it carries
+//     only the last of an operation's positions in its range. Two
+//     departures are sound: "gone" is sent for a position whose operation
+//     has since been collected (collected means stable at every member, the
+//     receiver included, so nothing must precede it), and a new stream
+//     starts with the sender's whole state at one moment in label order (a
+//     prefix of it holds every operation labelled below its last). Before this rule the stream sent each operation's current
+//     state at its first unsent position and skipped positions queued again
+//     later: with a batch smaller than what piled up between two sends
+//     (batch=4 easily; the default 512 under load) a receiver could learn
+//     "x done at i" before operations i did earlier, apply x to its stable
+//     state first, and converge to a different order
+//     (TestStreamPositionSaysWhatWasQueued).
 //   - Descriptors travel once per stream: after the receiver has acknowledged
 //     an entry carrying an operation's descriptor, later entries for it (done
 //     elsewhere, stable) carry id, flags and label only (flagBare). A restart

@@ -3,6 +3,7 @@ package esds
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -207,6 +208,7 @@ type ESDS struct {
 	orderLog  []string
 
 	dirty map[string]bool
+	seen  map[string]bool    // sendStream's scratch
 	out   []automaton.Output // persists of this step
 	post  []automaton.Output // sends and responses, released after out
 }
@@ -236,14 +238,25 @@ type op struct {
 	pOK    bool
 }
 
+// qent is one position of an outgoing stream: what this replica knew about
+// the operation when the position was queued (the flags and label of its
+// entry; the descriptor, which never changes, is read when sending). It is
+// sent as it is, however often, so that every prefix of the stream is this
+// replica's state at some past moment (see the package doc).
+type qent struct {
+	id    string
+	flags byte // flagGone: collected when queued
+	label Label
+}
+
 // peer is the gossip stream state towards (and from) one other replica.
 type peer struct {
 	// Outgoing stream (optimised variant).
 	stream   uint64
-	queue    []string // queue[k] has sequence number acked+1+k
+	queue    []qent // queue[k] has sequence number acked+1+k
 	acked    uint64
-	sentUpTo uint64
-	lastSeq  map[string]uint64
+	sentUpTo uint64 // next to send is sentUpTo+1 (back to acked on retransmission)
+	hiSent   uint64 // highest position ever sent on this stream
 	lastRetx int
 	// has: live operations whose descriptor the peer has acknowledged on
 	// this stream; later entries for them are sent bare (flagBare).
@@ -467,21 +480,20 @@ func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
 	case kindStream:
 		if m.AckStream == p.stream && m.AckSeq > p.acked && m.AckSeq <= p.acked+uint64(len(p.queue)) {
 			n := m.AckSeq - p.acked
-			for _, id := range p.queue[:n] {
-				if p.lastSeq[id] <= m.AckSeq {
-					delete(p.lastSeq, id)
-					if a.ops[id] != nil {
-						p.has[id] = true
-					}
-					if g, ok := a.goneQ[id]; ok && a.ops[id] == nil {
-						if g &^= 1 << j; g == 0 {
-							delete(a.goneQ, id)
-						} else {
-							a.goneQ[id] = g
-						}
+			for _, q := range p.queue[:n] {
+				if a.ops[q.id] != nil {
+					// Live now, so live when sent: the entry carried the
+					// descriptor, or the peer had acknowledged one before.
+					p.has[q.id] = true
+				} else if g, ok := a.goneQ[q.id]; ok && q.flags == flagGone {
+					if g &^= 1 << j; g == 0 {
+						delete(a.goneQ, q.id)
+					} else {
+						a.goneQ[q.id] = g
 					}
 				}
 			}
+			clear(p.queue[:n])
 			p.queue = p.queue[n:]
 			p.acked = m.AckSeq
 			if p.sentUpTo < p.acked {
@@ -871,21 +883,29 @@ func (a *ESDS) newInfo(o *op) {
 	}
 }
 
+// enqueue appends to j's stream what this replica knows about id now. The
+// stream's last position, if it has never been sent, is updated instead:
+// nothing was queued after it, so it still marks a moment of this replica's
+// state. Any earlier position keeps what it said (see the package doc).
 func (a *ESDS) enqueue(j int, id string) {
 	p := &a.peers[j]
-	if s, ok := p.lastSeq[id]; ok && s > p.sentUpTo {
-		return // queued and not yet sent: it will go with its current state
+	q := qent{id: id, flags: flagGone}
+	if o := a.ops[id]; o != nil {
+		x := a.entryOf(o)
+		q.flags, q.label = x.Flags, x.Label
 	}
-	p.queue = append(p.queue, id)
-	p.lastSeq[id] = p.acked + uint64(len(p.queue))
+	if n := len(p.queue); n > 0 && p.acked+uint64(n) > p.hiSent && p.queue[n-1].id == id {
+		p.queue[n-1] = q
+		return
+	}
+	p.queue = append(p.queue, q)
 }
 
 // resetStream starts a new stream to peer j carrying every operation.
 func (a *ESDS) resetStream(j int) {
 	p := &a.peers[j]
 	p.stream = a.cfg.Rand.Uint64() | 1
-	p.queue, p.acked, p.sentUpTo, p.lastRetx = nil, 0, 0, a.tick
-	p.lastSeq = map[string]uint64{}
+	p.queue, p.acked, p.sentUpTo, p.hiSent, p.lastRetx = nil, 0, 0, 0, a.tick
 	p.has = map[string]bool{}
 	if a.unopt {
 		return
@@ -940,24 +960,42 @@ func (a *ESDS) sendStream(j int) {
 	if p.inNext > 0 {
 		m.AckSeq = p.inNext - 1
 	}
-	for s := p.sentUpTo + 1; s <= end && len(m.Entries) < a.batch; s++ {
-		m.To = s
-		id := p.queue[s-p.acked-1]
-		if p.lastSeq[id] != s {
-			continue // sent again later in the stream
+	m.To = min(end, p.sentUpTo+uint64(a.batch))
+	// The receiver merges a message as a whole before it acts on it, so an
+	// operation queued at several of its positions needs only its last
+	// entry (which says at least what the earlier ones said). Built
+	// backwards, then reversed.
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	clear(a.seen)
+	for s := m.To; s > p.sentUpTo; s-- {
+		q := p.queue[s-p.acked-1]
+		if a.seen[q.id] {
+			continue
 		}
-		if o := a.ops[id]; o != nil {
-			x := a.entryOf(o)
-			if p.has[id] {
-				x.Flags |= flagBare
-				x.Prev, x.Strict, x.Op = nil, false, service.Op{}
+		a.seen[q.id] = true
+		o := a.ops[q.id]
+		switch {
+		case o == nil:
+			// Collected since (or when) queued: stable at every member,
+			// the receiver included, which therefore needs nothing else
+			// first (see the package doc). Only "gone" can be said
+			// without the descriptor.
+			if a.gcd.has(q.id) {
+				m.Entries = append(m.Entries, entry{ID: q.id, Flags: flagGone})
 			}
-			m.Entries = append(m.Entries, x)
-		} else if a.gcd.has(id) {
-			m.Entries = append(m.Entries, entry{ID: id, Flags: flagGone})
+		case p.has[q.id]:
+			m.Entries = append(m.Entries, entry{ID: q.id, Flags: q.flags | flagBare, Label: q.label})
+		default:
+			m.Entries = append(m.Entries, entry{ID: q.id, Prev: o.prev, Strict: o.strict, Op: o.sop, Flags: q.flags, Label: q.label})
 		}
 	}
+	slices.Reverse(m.Entries)
 	p.sentUpTo = m.To
+	if p.hiSent < m.To {
+		p.hiSent = m.To
+	}
 	p.ackDue = false
 	a.send(j, m.marshal())
 }

@@ -2,6 +2,7 @@ package esds
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -67,9 +68,25 @@ func (a *ESDS) checkIndexes() error {
 // after every step (the cluster checks), the replicas converge, and
 // everything is collected at the end.
 func TestIndexesMatchScansKV(t *testing.T) {
-	const crash = true
-	for seed := int64(1); seed <= 4; seed++ {
-		c := newCluster(t, "esds", 3, service.KV{}, nil)
+	for _, batch := range []string{"4", "512"} {
+		for _, crash := range []bool{false, true} {
+			t.Run(fmt.Sprintf("batch=%s,crash=%v", batch, crash), func(t *testing.T) {
+				kvLoad(t, map[string]string{"batch": batch}, crash)
+			})
+		}
+	}
+}
+
+// kvLoad runs a random KV load on three replicas over a lossy, duplicating,
+// reordering network (with crashes and restarts if crash), then checks that
+// the replicas agree on one order and collect everything.
+func kvLoad(t *testing.T, params map[string]string, crash bool) {
+	kvLoadSeeds(t, params, crash, 1, 4)
+}
+
+func kvLoadSeeds(t *testing.T, params map[string]string, crash bool, from, to int64) {
+	for seed := from; seed <= to; seed++ {
+		c := newCluster(t, "esds", 3, service.KV{}, params)
 		c.rng.Seed(seed)
 		for i := 0; i < 150; i++ {
 			n := c.ids[c.rng.Intn(len(c.ids))]
@@ -150,4 +167,73 @@ func kvRequest(c *cluster, id automaton.NodeID, opts automaton.Options, kind, ke
 	}
 	c.step(id, automaton.ClientRequest{Req: automaton.Request{ID: r, Op: o, Opts: opts}})
 	return r
+}
+
+// A stream position says what was true when it was queued, never more. Here
+// n1 queues x (waiting for its prev p), then does y and p, then x; with one
+// entry per message, n2 must not hear "x done at n1" before it has heard of
+// y and p, which n1 did before x: x would be stable at n2 (done at both)
+// while y and p, labelled below it, are still unknown there. (The stream used
+// to send each operation's current state at its first unsent position.)
+func TestStreamPositionSaysWhatWasQueued(t *testing.T) {
+	c := newCluster(t, "esds", 2, service.KV{}, map[string]string{"batch": "1"})
+	x := kvRequest(c, "n1", automaton.Options{OpID: "x", Prev: []string{"p"}}, "set", "k", "x")
+	kvRequest(c, "n1", automaton.Options{OpID: "y"}, "set", "k", "y")
+	kvRequest(c, "n1", automaton.Options{OpID: "p"}, "set", "k", "p")
+	c.mustAnswer(x)
+	for round := 0; round < 20; round++ {
+		c.tick()
+		c.deliver(0, 0, 0)
+		for _, id := range c.a["n2"].orderLog {
+			if id == "x" && len(c.a["n2"].orderLog) < 3 {
+				t.Fatalf("round %d: n2 applied x to its stable state before y and p: %v", round, c.a["n2"].orderLog)
+			}
+		}
+	}
+	if got := c.agreedOrder(); !reflect.DeepEqual(got, []string{"y", "p", "x"}) {
+		t.Fatalf("order %v, want [y p x]", got)
+	}
+}
+
+// News about an operation whose position has been sent is queued at a new
+// position, even while a retransmission (one position per message here) has
+// not yet reached the old one again: the receiver, which got the old position
+// the first time, drops it as a duplicate when it comes again.
+func TestStreamNewsAfterSentPositionIsNotLost(t *testing.T) {
+	c := newCluster(t, "esds", 3, service.KV{}, map[string]string{"batch": "1"})
+	kvRequest(c, "n1", automaton.Options{OpID: "a"}, "set", "k", "a")
+	kvRequest(c, "n1", automaton.Options{OpID: "x"}, "set", "k", "x")
+	// Only n1 -> n2 traffic gets through: n2's acknowledgements are lost.
+	deliverN1N2 := func() {
+		msgs := c.msgs
+		c.msgs = nil
+		for _, m := range msgs {
+			if m.from == "n1" && m.to == "n2" {
+				c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
+			}
+		}
+		c.msgs = nil
+	}
+	for i := 0; i < 6; i++ { // a, x, then the retransmission of a
+		c.step("n1", automaton.TimerFired{ID: timerGossip})
+		deliverN1N2()
+	}
+	if p := c.a["n1"].peers[1]; p.acked != 0 || p.sentUpTo != 1 || len(p.queue) != 2 {
+		t.Fatalf("setup: n1's stream to n2: acked %d, sent up to %d, %d queued", p.acked, p.sentUpTo, len(p.queue))
+	}
+	// n3 says x is stable there: x is now stable at n1 too.
+	x := c.a["n1"].ops["x"]
+	m := message{Kind: kindStream, Inc: 5, Stream: 9, From: 1, To: 1, Entries: []entry{
+		{ID: "x", Op: x.sop, Flags: flagDone | flagSolid, Label: x.label}}}
+	c.step("n1", automaton.PeerMessage{From: "n3", Msg: m.marshal()})
+	if x.solid&1 == 0 {
+		t.Fatal("setup: x not stable at n1")
+	}
+	for i := 0; i < 3; i++ {
+		c.step("n1", automaton.TimerFired{ID: timerGossip})
+		deliverN1N2()
+	}
+	if got := c.a["n2"].ops["x"]; got == nil || got.solid&1 == 0 {
+		t.Fatal("n2 did not learn that x is stable at n1")
+	}
 }

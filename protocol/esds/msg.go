@@ -88,9 +88,9 @@ type message struct {
 	Removed uint64
 
 	// kindStream: the sender's stream id to this receiver, the sequence
-	// numbers From..To this message covers (entries of operations since
-	// garbage-collected are omitted), and the acknowledgement of the
-	// receiver's stream AckStream up to AckSeq.
+	// numbers From..To this message covers (one entry per operation: what
+	// its last position in the range says; see the package doc), and the
+	// acknowledgement of the receiver's stream AckStream up to AckSeq.
 	Stream, From, To  uint64
 	AckStream, AckSeq uint64
 
