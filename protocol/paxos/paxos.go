@@ -46,6 +46,9 @@ type Params struct {
 	Heartbeat, ElectionTimeout, OpTimeout, LeaseMargin time.Duration
 	Window, Batch, SnapshotEvery, DedupClients         int
 	LeaseDrift                                         float64
+	// Read is the mode a request asking for the default linearizable read
+	// gets: ReadQuorum (the default), ReadLog or ReadLease.
+	Read automaton.ReadMode
 }
 
 // Lease is the lease a leader assumes after a majority acknowledged a
@@ -54,7 +57,7 @@ func (p Params) Lease() time.Duration {
 	return time.Duration(float64(p.ElectionTimeout)/(1+p.LeaseDrift)) - p.LeaseMargin
 }
 
-var paramNames = "heartbeat, election_timeout, op_timeout, window, batch, snapshot_every, lease_drift, lease_margin, dedup_clients"
+var paramNames = "heartbeat, election_timeout, op_timeout, window, batch, snapshot_every, lease_drift, lease_margin, dedup_clients, read"
 
 // ParseParams parses the namespace parameters; unknown names are errors.
 func ParseParams(m map[string]string) (Params, error) {
@@ -62,6 +65,7 @@ func ParseParams(m map[string]string) (Params, error) {
 		Heartbeat: DefaultHeartbeat, ElectionTimeout: DefaultElectionTimeout, OpTimeout: DefaultOpTimeout,
 		Window: DefaultWindow, Batch: DefaultBatch, SnapshotEvery: DefaultSnapshotEvery,
 		LeaseDrift: DefaultLeaseDrift, DedupClients: DefaultDedupClients, LeaseMargin: -1,
+		Read: automaton.ReadQuorum,
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -114,6 +118,17 @@ func ParseParams(m map[string]string) (Params, error) {
 				err = fmt.Errorf("paxos: parameter %s: %q is not a number in [0, 1)", k, v)
 			}
 			p.LeaseDrift = f
+		case "read":
+			switch v {
+			case "quorum":
+				p.Read = automaton.ReadQuorum
+			case "log":
+				p.Read = automaton.ReadLog
+			case "lease":
+				p.Read = automaton.ReadLease
+			default:
+				err = fmt.Errorf("paxos: parameter %s: %q is not one of quorum, log, lease", k, v)
+			}
 		default:
 			err = fmt.Errorf("paxos: unknown parameter %q (known: %s)", k, paramNames)
 		}
@@ -998,14 +1013,18 @@ func (a *Paxos) retransmitAccepts() {
 func (a *Paxos) lead(p *pend) {
 	id := p.req.ID
 	op := p.req.Op
-	if !automaton.IsMemberOp(op) && a.cfg.Service.IsRead(op) && (p.req.Opts.Read == automaton.ReadQuorum || p.req.Opts.Read == automaton.ReadLease) {
+	mode := p.req.Opts.Read
+	if mode == automaton.ReadDefault {
+		mode = a.prm.Read
+	}
+	if !automaton.IsMemberOp(op) && a.cfg.Service.IsRead(op) && (mode == automaton.ReadQuorum || mode == automaton.ReadLease) {
 		// Everything acknowledged before the read arrived is at or below the
 		// highest instance this leader has proposed.
 		p.state = pRead
 		a.reads[id] = p
 		p.readIndex = a.next - 1
 		p.round = a.hbRound + 1
-		if p.req.Opts.Read == automaton.ReadLease && a.leaseValid() {
+		if mode == automaton.ReadLease && a.leaseValid() {
 			p.round = 0 // the lease stands in for the confirmation round
 		} else if a.quorumRound >= a.hbRound {
 			a.sendHeartbeat() // no round in flight: start one now

@@ -151,7 +151,7 @@ func TestParams(t *testing.T) {
 	}
 	for _, bad := range []map[string]string{
 		{"colour": "blue"}, {"window": "0"}, {"batch": "x"}, {"heartbeat": "-1s"},
-		{"election_timeout": "60ms"}, {"lease_drift": "1.5"}, {"lease_margin": "1s"},
+		{"election_timeout": "60ms"}, {"lease_drift": "1.5"}, {"lease_margin": "1s"}, {"read": "local"},
 	} {
 		if _, err := ParseParams(bad); err == nil {
 			t.Errorf("%v: no error", bad)
@@ -161,6 +161,32 @@ func TestParams(t *testing.T) {
 	}
 	if _, err := (protocol{name: "paxos"}).New(automaton.Config{Self: "n9", Nodes: []automaton.NodeID{"n1"}, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))}); err == nil {
 		t.Error("self outside the configuration accepted")
+	}
+}
+
+// The default read is what the parameter "read" names: quorum unless set
+// (no instance used), log (one instance per read), lease.
+func TestDefaultReadMode(t *testing.T) {
+	for _, tc := range []struct {
+		param     string
+		instances uint64 // instances a default read adds
+	}{{"", 0}, {"quorum", 0}, {"lease", 0}, {"log", 1}} {
+		params := map[string]string{}
+		if tc.param != "" {
+			params["read"] = tc.param
+		}
+		c := newCluster(t, 3, "kv", params)
+		c.elect("n1")
+		if r, ok := c.do("n2", automaton.RequestID{Client: 1, Seq: 1}, set("a", "1"), 0); !ok || r.IsErr() {
+			t.Fatalf("read=%q: set: %v %v", tc.param, r, ok)
+		}
+		before := c.nodes["n1"].Status().MaxLog
+		if r, ok := c.do("n2", automaton.RequestID{Client: 2, Seq: 1}, get("a"), automaton.ReadDefault); !ok || string(r.Bytes) != "1" {
+			t.Fatalf("read=%q: default read: %v %v", tc.param, r, ok)
+		}
+		if got := c.nodes["n1"].Status().MaxLog - before; got != tc.instances {
+			t.Errorf("read=%q: a default read used %d instances, want %d", tc.param, got, tc.instances)
+		}
 	}
 }
 
