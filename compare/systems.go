@@ -95,7 +95,7 @@ func SynodSystem(protocol, binary string) System {
 				NewTarget: bench.RedisFactory(bench.RedisOptions{
 					ReadMode: "linearizable", Timeout: env.OpTimeout,
 				}),
-				Durability: "fsync: records on disk (Pebble, group commit) before a reply",
+				Durability: "fsync: records on disk (WAL engine, fdatasync, group commit) before a reply",
 				Version:    "synod, protocol " + protocol,
 				Stop: func() error {
 					_, err := cluster.Down(c.Dir, false)

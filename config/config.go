@@ -3,7 +3,7 @@
 //
 //	cluster: demo              # cluster name; peers from another cluster are refused
 //	durability: fsync          # fsync (default) or memory
-//	storage: pebble            # engine for durability fsync: pebble (default) or wal
+//	storage: wal               # engine for durability fsync: wal (default) or pebble
 //	data_dir: /var/lib/synod   # each node stores under data_dir/<id>; relative to the file
 //	password: ""               # when set, clients must AUTH
 //	nodes:
@@ -72,7 +72,7 @@ type Cluster struct {
 	Cluster    string      `yaml:"cluster"`
 	Durability string      `yaml:"durability,omitempty"`
 	DataDir    string      `yaml:"data_dir,omitempty"`
-	Storage    string      `yaml:"storage,omitempty"` // "" means pebble
+	Storage    string      `yaml:"storage,omitempty"` // "" means wal
 	Password   string      `yaml:"password,omitempty"`
 	Nodes      []Node      `yaml:"nodes"`
 	Namespaces []Namespace `yaml:"namespaces"`

@@ -39,8 +39,9 @@
 // carries the same RequestID; when two waiters share an id, the first Respond
 // for that id answers both.
 //
-// Storage is chosen by the cluster's durability: Pebble under
-// data_dir/<node id> for fsync, or memory (nothing survives a restart). The
+// Storage is chosen by the cluster's durability and storage fields: the WAL
+// engine (or Pebble, storage: pebble) under data_dir/<node id> for fsync, or
+// memory (nothing survives a restart). The
 // node also serves the Redis protocol (package gateway) on its client address,
 // peers on its peer address (package transport), the gRPC API (package
 // gateway/grpcserver) when the node has a grpc address, and, when the node has a

@@ -331,10 +331,19 @@ func TestOpenRefusesOtherEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.Close()
-		cfg.Storage = map[string]string{config.StoragePebble: config.StorageWAL, config.StorageWAL: ""}[first]
+		cfg.Storage = map[string]string{config.StoragePebble: "", config.StorageWAL: config.StoragePebble}[first]
 		if _, err := Open(cfg, first); err == nil || !strings.Contains(err.Error(), "holds a") {
 			t.Fatalf("storage %q over a %s directory: error %v", cfg.Storage, first, err)
 		}
+	}
+	// Unset means the WAL.
+	cfg.Storage = ""
+	if e, err := Open(cfg, "fresh"); err != nil {
+		t.Fatal(err)
+	} else if _, ok := e.(*WAL); !ok {
+		t.Fatalf("storage unset opened %T, want the WAL", e)
+	} else {
+		e.Close()
 	}
 	cfg.Storage = "tape"
 	if _, err := Open(cfg, "n1"); err == nil || !strings.Contains(err.Error(), "tape") {
