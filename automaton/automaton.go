@@ -301,3 +301,14 @@ func ConsistencyOf(name string) (Consistency, error) {
 	}
 	return Linearizable, nil
 }
+
+// LeaderReporter is implemented by automata that route requests through one
+// distinguished node (paxos: the leader). Leader returns the node this
+// replica believes leads now, itself included, or "" when it knows none. It
+// is a hint, not a guarantee: the runtime calls it from the loop goroutine
+// after each batch of steps and tells clients that ask (SYNOD LEADER), so that
+// a client can send to the leader directly and save the forwarding hop; a
+// request sent to any other replica is still served (forwarded).
+type LeaderReporter interface {
+	Leader() NodeID
+}

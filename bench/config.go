@@ -42,6 +42,10 @@ type Config struct {
 	// SYNOD NS / SYNOD READ (Synod only).
 	Namespace string
 	ReadMode  string
+	// Leader sends each client to the namespace's leader, as the server it
+	// first connects to names it (SYNOD LEADER; Synod only). Without it,
+	// clients are spread over Addrs and followers forward to the leader.
+	Leader bool
 	// Seed seeds key, operation, value and arrival choices.
 	Seed int64
 	// OpTimeout bounds dialing and one operation of the default Redis target (a

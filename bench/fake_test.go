@@ -29,6 +29,8 @@ type fakeServer struct {
 	// refuseSynod makes SYNOD commands fail, as on Redis.
 	refuseSynod bool
 	password    string
+	// leader is the client address SYNOD LEADER names ("": none known).
+	leader string
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
@@ -161,6 +163,11 @@ func (s *fakeServer) serve(c net.Conn, idx int) {
 					reply = "+OK\r\n"
 				} else {
 					reply = "-WRONGPASS invalid password\r\n"
+				}
+			case name == "SYNOD" && !s.refuseSynod && len(args) == 2 && strings.EqualFold(args[1], "leader"):
+				reply = "*-1\r\n"
+				if s.leader != "" {
+					reply = "*2\r\n" + bulk("nX") + bulk(s.leader)
 				}
 			case name == "SYNOD" && !s.refuseSynod:
 				reply = "+OK\r\n"

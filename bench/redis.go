@@ -22,6 +22,12 @@ type RedisOptions struct {
 	// connecting (Synod only; Redis answers them with an error).
 	Namespace string
 	ReadMode  string
+	// Leader, after the setup, asks the server for the namespace's leader
+	// (SYNOD LEADER) and moves the connection there when it names another
+	// server. The first server's connection is kept when it names none (an
+	// election, or a protocol without a leader) or the leader cannot be
+	// reached; an error reply (not a Synod server) fails the connection.
+	Leader bool
 	// Timeout bounds dialing and each operation (0: no bound beyond the context).
 	Timeout time.Duration
 }
@@ -41,8 +47,30 @@ func RedisFactory(o RedisOptions) TargetFactory {
 }
 
 // NewRedisTarget connects to a Redis-protocol server and runs the per-connection
-// setup (AUTH, SYNOD NS, SYNOD READ) that o asks for.
+// setup (AUTH, SYNOD NS, SYNOD READ) that o asks for, then moves to the
+// leader when o.Leader asks for it.
 func NewRedisTarget(ctx context.Context, addr string, o RedisOptions) (*RedisTarget, error) {
+	t, err := dialRedis(ctx, addr, o)
+	if err != nil || !o.Leader {
+		return t, err
+	}
+	leader, err := t.leader(ctx)
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if leader == "" || leader == addr {
+		return t, nil // no leader known, or this is it
+	}
+	lt, err := dialRedis(ctx, leader, o)
+	if err != nil {
+		return t, nil // keep the follower: it forwards
+	}
+	t.Close()
+	return lt, nil
+}
+
+func dialRedis(ctx context.Context, addr string, o RedisOptions) (*RedisTarget, error) {
 	d := net.Dialer{Timeout: o.Timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -105,6 +133,42 @@ func (t *RedisTarget) Do(ctx context.Context, op service.Op) (service.Result, er
 	res, err := t.command(ctx, args)
 	clear(t.args)
 	return res, err
+}
+
+// leader asks SYNOD LEADER and returns the leader's client address ("" when
+// the server knows none).
+func (t *RedisTarget) leader(ctx context.Context) (string, error) {
+	if t.timeout > 0 {
+		t.conn.SetDeadline(time.Now().Add(t.timeout))
+	}
+	stop := context.AfterFunc(ctx, func() { t.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := t.write([][]byte{[]byte("SYNOD"), []byte("LEADER")}); err != nil {
+		return "", err
+	}
+	line, err := readLine(t.br)
+	if err != nil {
+		return "", err
+	}
+	switch string(line) {
+	case "*-1", "_":
+		return "", nil
+	case "*2":
+		var parts [2]service.Result
+		for i := range parts {
+			if parts[i], err = t.readReply(); err != nil {
+				return "", err
+			}
+			if parts[i].Type != service.ResultBytes {
+				return "", fmt.Errorf("%w: SYNOD LEADER reply element %d is %v", errProtocol, i, parts[i])
+			}
+		}
+		return string(parts[1].Bytes), nil
+	}
+	if len(line) > 0 && line[0] == '-' {
+		return "", fmt.Errorf("server refused SYNOD LEADER: %s", line[1:])
+	}
+	return "", fmt.Errorf("%w: unexpected SYNOD LEADER reply %q", errProtocol, line)
 }
 
 // command writes one command and reads its reply, within the timeout and ctx.

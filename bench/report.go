@@ -55,6 +55,7 @@ type ReportConfig struct {
 	KeyPrefix   string   `json:"key_prefix"`
 	Namespace   string   `json:"namespace,omitempty"`
 	ReadMode    string   `json:"read_mode,omitempty"`
+	Leader      bool     `json:"leader,omitempty"`
 	Seed        int64    `json:"seed"`
 	History     string   `json:"history,omitempty"`
 }
@@ -105,7 +106,7 @@ func (r *runner) report(elapsed time.Duration) *Report {
 			Target: cfg.TargetName, Addrs: cfg.Addrs, Workload: cfg.Workload, Clients: cfg.Clients,
 			Keys: cfg.Keys, ValueSize: cfg.ValueSize, ReadRatio: cfg.ReadRatio, Dist: r.spec.String(),
 			Rate: cfg.Rate, DurationSec: cfg.Duration.Seconds(), Ops: cfg.Ops, Preload: cfg.Preload,
-			KeyPrefix: cfg.KeyPrefix, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Seed: cfg.Seed,
+			KeyPrefix: cfg.KeyPrefix, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Seed: cfg.Seed,
 			History: cfg.HistoryPath,
 		},
 		Durability:   cfg.DurabilityLabel,
@@ -152,6 +153,9 @@ func (rep *Report) Print(w io.Writer) {
 	}
 	if c.ReadMode != "" {
 		fmt.Fprintf(w, ", read mode %s", c.ReadMode)
+	}
+	if c.Leader {
+		fmt.Fprint(w, ", clients sent to the leader")
 	}
 	fmt.Fprintln(w)
 	loop := "closed loop"

@@ -68,7 +68,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	spec, _ := ParseDist(cfg.Dist, cfg.Keys)
 	r := &runner{cfg: cfg, spec: spec, factory: cfg.NewTarget, namer: newKeyNamer(cfg.KeyPrefix, cfg.Keys)}
 	if r.factory == nil {
-		r.factory = RedisFactory(RedisOptions{Password: cfg.Password, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Timeout: cfg.OpTimeout})
+		r.factory = RedisFactory(RedisOptions{Password: cfg.Password, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Timeout: cfg.OpTimeout})
 	}
 	nShards := min(cfg.Clients, maxShards)
 	r.st = newStats(nShards)

@@ -318,6 +318,36 @@ func TestConnectionSetupCommands(t *testing.T) {
 	}
 }
 
+// With Leader, every client moves to the server SYNOD LEADER names; a
+// server that knows no leader keeps its clients; one that refuses SYNOD
+// fails the run.
+func TestLeaderOption(t *testing.T) {
+	follower, leader := newFakeServer(t), newFakeServer(t)
+	follower.leader = leader.addr()
+	leader.leader = leader.addr()
+	cfg := testConfig(follower.addr())
+	cfg.Ops = 30
+	cfg.Clients = 3
+	cfg.Leader = true
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, l := follower.count("GET")+follower.count("SET"), leader.count("GET")+leader.count("SET"); f != 0 || l < 30 {
+		t.Fatalf("operations at the follower %d, at the leader %d (want 0, >= 30)", f, l)
+	}
+	follower.leader = ""
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f := follower.count("GET") + follower.count("SET"); f < 30 {
+		t.Fatalf("with no leader known, %d operations stayed at the first server", f)
+	}
+	follower.refuseSynod = true
+	if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "SYNOD LEADER") {
+		t.Fatalf("a server refusing SYNOD LEADER: err %v", err)
+	}
+}
+
 func TestPreloadFailureAborts(t *testing.T) {
 	s := newFakeServer(t)
 	s.inject = func(name string, n int) string {

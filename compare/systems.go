@@ -77,7 +77,12 @@ const (
 
 // SynodSystem runs a 3-node Synod cluster with package cluster, durability
 // fsync, the namespace "default" replicated by protocol, reads in the
-// protocol's linearizable mode (SYNOD READ linearizable on every connection).
+// protocol's linearizable mode (SYNOD READ linearizable on every connection;
+// for paxos a quorum-confirmed read). Each client connection moves to the
+// leader the server it first reaches names (SYNOD LEADER; protocols without a
+// leader stay spread over the nodes); the peers' clients are spread over
+// their members and rely on the server forwarding to the leader, as their
+// standard clients do.
 // binary is the synod executable ("" means this one).
 func SynodSystem(protocol, binary string) System {
 	return System{
@@ -93,7 +98,7 @@ func SynodSystem(protocol, binary string) System {
 			return &Instance{
 				Addrs: c.ClientAddrs(),
 				NewTarget: bench.RedisFactory(bench.RedisOptions{
-					ReadMode: "linearizable", Timeout: env.OpTimeout,
+					ReadMode: "linearizable", Leader: true, Timeout: env.OpTimeout,
 				}),
 				Durability: "fsync: records on disk (WAL engine, fdatasync, group commit) before a reply",
 				Version:    "synod, protocol " + protocol,

@@ -882,6 +882,7 @@ var synodHelp = []string{
 	"SYNOD NAMESPACES -- List namespaces as [name, protocol, service].",
 	"SYNOD OP kind key [arg ...] -- Run one operation of the namespace's service.",
 	"SYNOD MEMBER ADD id peer client | REMOVE id -- Change the namespace's membership (paxos).",
+	"SYNOD LEADER -- The namespace's leader as [id, client address], or nil while unknown (paxos).",
 }
 
 func cmdSynod(c *conn, args [][]byte) {
@@ -966,7 +967,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteSimple(l)
 		}
 	default:
-		if c.esdsCommand(sub, args) || c.memberCommand(sub, args) {
+		if c.esdsCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) {
 			return
 		}
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))

@@ -18,6 +18,52 @@ type MembershipBackend interface {
 	ChangeMembership(ctx context.Context, ns string, op service.Op) (service.Result, error)
 }
 
+// LeaderBackend is implemented by backends that can name the leader of a
+// namespace (node.Node, for protocols with one: paxos).
+type LeaderBackend interface {
+	// Leader returns the node that namespace ns's replica on this node
+	// believes leads, with its client address; "", "" when it knows none or
+	// the protocol has no leader. It fails for an unknown namespace.
+	Leader(ns string) (automaton.NodeID, string, error)
+}
+
+// leaderCommand answers SYNOD LEADER on the connection's namespace: an array
+// [node id, client address] of the leader this node knows, or a null array
+// when it knows none (an election is under way, or the protocol has no
+// leader: any node serves it as well). It is a hint for clients
+// that want to send to the leader directly; every node serves every request
+// whichever it is sent to.
+func (c *conn) leaderCommand(sub string, args [][]byte) bool {
+	if sub != "leader" {
+		return false
+	}
+	if len(args) != 2 {
+		c.w.WriteError(arityErr("synod|leader"))
+		return true
+	}
+	lb, ok := c.s.b.(LeaderBackend)
+	if !ok {
+		c.w.WriteError("ERR this server does not know leaders")
+		return true
+	}
+	c.mu.Lock()
+	ns := c.ns.Name
+	c.mu.Unlock()
+	id, addr, err := lb.Leader(ns)
+	if err != nil {
+		c.w.WriteError("ERR " + err.Error())
+		return true
+	}
+	if id == "" {
+		c.w.WriteNullArray()
+		return true
+	}
+	c.w.WriteArray(2)
+	c.w.WriteBulkString(string(id))
+	c.w.WriteBulkString(addr)
+	return true
+}
+
 // memberTimeout bounds one SYNOD MEMBER command.
 const memberTimeout = 30 * time.Second
 

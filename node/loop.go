@@ -91,6 +91,11 @@ type nsLoop struct {
 	persisted, fsyncs, msgsIn, msgsOut atomic.Uint64
 	badSends, stepped                  atomic.Uint64
 
+	// lr is the automaton's leader hint (nil if it has none); leader is its
+	// latest answer, noted after each batch of steps (leader.go).
+	lr     automaton.LeaderReporter
+	leader atomic.Pointer[automaton.NodeID]
+
 	mRequests, mResponses, mPersists, mFsyncs, mIn, mOut prometheus.Counter
 	mLatency, mCommit, mBatchIn, mBatchPersist           prometheus.Observer
 }
@@ -107,6 +112,7 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 		free:          make(chan *batch, commitQueueLen),
 		committerDone: make(chan struct{}),
 	}
+	l.lr, _ = a.(automaton.LeaderReporter)
 	m := n.m
 	l.mRequests = m.requests.WithLabelValues(ns.Name)
 	l.mResponses = m.responses.WithLabelValues(ns.Name)
@@ -160,6 +166,7 @@ func (l *nsLoop) run(start automaton.Start) {
 		<-l.committerDone
 	}()
 	l.step(event{in: start})
+	l.noteLeader()
 	if !l.flush() {
 		return
 	}
@@ -179,6 +186,7 @@ func (l *nsLoop) run(start automaton.Start) {
 				break more
 			}
 		}
+		l.noteLeader()
 		if !l.flush() {
 			return
 		}

@@ -25,7 +25,7 @@ func init() {
 		ops, seed                                               int64
 		clients, keys, valueSize                                int
 		readRatio, rate                                         float64
-		preload, quiet                                          bool
+		preload, quiet, leader                                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -81,6 +81,7 @@ through their own client libraries instead of RESP, one session per client.`,
 			cfg.Password = password
 			cfg.Namespace = ns
 			cfg.ReadMode = readMode
+			cfg.Leader = leader
 			cfg.HistoryPath = historyPath
 			cfg.DurabilityLabel = durability
 			cfg.Ops = ops
@@ -135,6 +136,7 @@ through their own client libraries instead of RESP, one session per client.`,
 	f.StringVar(&password, "password", "", "send AUTH with this password on every connection")
 	f.StringVar(&ns, "ns", "", "Synod namespace, selected with SYNOD NS on every connection (Synod only)")
 	f.StringVar(&readMode, "read-mode", "", "Synod read mode (linearizable, regular, local), set with SYNOD READ (Synod only)")
+	f.BoolVar(&leader, "leader", false, "send every client to the namespace's leader, as the first server names it with SYNOD LEADER (Synod paxos only; without it followers forward)")
 	f.Int64Var(&seed, "seed", def.Seed, "seed for key, operation, value and arrival choices")
 	f.DurationVar(&timeout, "timeout", def.OpTimeout, "per-operation timeout (a timed-out write counts as an error of unknown outcome)")
 	f.StringVar(&workload, "workload", "", "preset workload: "+strings.Join(bench.Workloads(), ", "))

@@ -23,6 +23,9 @@ func applyBenchTarget(name string, cfg *bench.Config) error {
 				return fmt.Errorf("%s applies to --target resp only, not %s", s.flag, name)
 			}
 		}
+		if cfg.Leader {
+			return fmt.Errorf("--leader applies to --target resp only, not %s", name)
+		}
 		cfg.TargetName = name
 		if name == "etcd" {
 			cfg.NewTarget = bench.EtcdFactory(bench.EtcdOptions{Timeout: cfg.OpTimeout})

@@ -1,0 +1,69 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/gateway"
+)
+
+var _ gateway.LeaderBackend = (*Node)(nil)
+
+// noteLeader publishes the automaton's leader hint, if it gives one. Loop
+// goroutine only.
+func (l *nsLoop) noteLeader() {
+	if l.lr == nil {
+		return
+	}
+	id := l.lr.Leader()
+	if cur := l.leader.Load(); cur == nil || *cur != id {
+		l.leader.Store(&id)
+	}
+}
+
+// Leader implements gateway.LeaderBackend: the node that namespace ns's
+// replica here believes leads, and that node's client address ("", "" when
+// it knows none, and always for protocols without a leader, such as ABD:
+// every node serves them alike). It fails for an unknown namespace.
+func (n *Node) Leader(ns string) (automaton.NodeID, string, error) {
+	l := n.loops[ns]
+	if l == nil {
+		return "", "", fmt.Errorf("unknown namespace %q (namespaces: %s)", ns, n.nsNames())
+	}
+	if l.lr == nil {
+		return "", "", nil
+	}
+	p := l.leader.Load()
+	if p == nil || *p == "" {
+		return "", "", nil
+	}
+	return *p, n.clientAddrOf(ns, *p), nil
+}
+
+// clientAddrOf is node id's client address: from namespace ns's live
+// membership when it names one (nodes added at run time), else from the
+// cluster file ("" when neither knows the node).
+func (n *Node) clientAddrOf(ns string, id automaton.NodeID) string {
+	if id == n.id {
+		if n.clientAddr != nil && strings.HasSuffix(n.self.Client, ":0") {
+			return n.clientAddr.String() // the port the node actually got
+		}
+		return n.self.Client
+	}
+	ms := n.members()
+	ms.mu.Lock()
+	for _, m := range ms.byNS[ns] {
+		if m.ID == id && m.Client != "" {
+			ms.mu.Unlock()
+			return m.Client
+		}
+	}
+	ms.mu.Unlock()
+	for _, m := range n.cfg.Nodes {
+		if automaton.NodeID(m.ID) == id {
+			return m.Client
+		}
+	}
+	return ""
+}

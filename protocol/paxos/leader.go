@@ -1,0 +1,22 @@
+package paxos
+
+import "github.com/synod-dev/synod/automaton"
+
+var _ automaton.LeaderReporter = (*Paxos)(nil)
+
+// Leader implements automaton.LeaderReporter: this node when it leads and
+// has finished phase 1, otherwise the leader it last heard from ("" when
+// none). A client that sends there saves the forwarding hop; one that sends
+// anywhere else is forwarded.
+func (a *Paxos) Leader() automaton.NodeID {
+	if a.role == leader {
+		if a.ready {
+			return a.cfg.Self
+		}
+		return ""
+	}
+	if a.leaderHint >= 0 && a.leaderHint < len(a.nodes) && a.leaderHint != a.self {
+		return a.nodes[a.leaderHint]
+	}
+	return ""
+}
