@@ -239,4 +239,12 @@
 // timeout). "paxos-broken-stickyleader" (followers never give up on the
 // first leader they heard) is kept to show that the simulator's liveness
 // mode catches a protocol that is safe but stops making progress.
+//
+// "paxos-broken-bootquorum" counts phase 2 majorities in the bootstrap
+// configuration instead of the instance's (as if the membership were the
+// static node list). It behaves like paxos until the membership changes;
+// after two adds to n1..n3, n1+n2 decide instances that a leader elected by
+// n3, n4, n5 (a majority of the new configuration) never sees, and
+// acknowledged writes are lost. The simulator catches it with
+// --membership add@1s,add@2s (sim/membership_test.go).
 package paxos

@@ -294,3 +294,26 @@ func TestChangeValueAndConfCodec(t *testing.T) {
 		t.Fatalf("restored configuration %v epoch %d", m2.conf, m2.conf.epoch)
 	}
 }
+
+// After an add, instance k+1 needs a majority of the new configuration:
+// with n3 and n4 down, n1+n2 (2 of 4) do not decide a write. The broken
+// variant paxos-broken-bootquorum counts majorities of the bootstrap
+// configuration and does (the simulator catches it: sim/membership_test.go).
+func TestBootQuorumVariantDecidesWithTheOldMajority(t *testing.T) {
+	for _, p := range []protocol{{name: "paxos"}, {name: "paxos-broken-bootquorum", bootQuorum: true}} {
+		c := newMemberCluster(t, 3, 1, nil)
+		c.join("n4")
+		for _, id := range c.ids {
+			c.nodes[id].proto = p
+		}
+		c.elect("n1")
+		r, ok := c.admin("n1", "n1", 1, automaton.MemberAdd("n4", "p4", "c4"))
+		mustOK(t, p.name+": add n4", r, ok)
+		c.crash("n3")
+		c.crash("n4")
+		_, decided := c.do("n1", automaton.RequestID{Client: 7, Seq: 1}, set("k", "v"), 0)
+		if decided != p.bootQuorum {
+			t.Errorf("%s: a write with n1+n2 of {n1,n2,n3,n4} answered=%v", p.name, decided)
+		}
+	}
+}

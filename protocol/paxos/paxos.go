@@ -15,12 +15,14 @@ func init() {
 	// Deliberately broken variants (see the package doc). Never use them for data.
 	automaton.Register(protocol{name: "paxos-broken-skipphase1values", skipPhase1Values: true})
 	automaton.Register(protocol{name: "paxos-broken-stickyleader", stickyLeader: true})
+	automaton.Register(protocol{name: "paxos-broken-bootquorum", bootQuorum: true})
 }
 
 type protocol struct {
 	name             string
 	skipPhase1Values bool // a new leader ignores the values reported in phase 1
 	stickyLeader     bool // a follower never gives up on the first leader it heard of
+	bootQuorum       bool // phase 2 counts majorities of the bootstrap configuration
 }
 
 func (p protocol) Name() string          { return p.name }

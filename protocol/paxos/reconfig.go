@@ -79,13 +79,20 @@ func (a *Paxos) leaderConfs() []*conf {
 
 // chosenBy reports whether a majority of f's configuration accepted.
 func (a *Paxos) chosenBy(f *flight) bool {
+	c := f.conf
+	if a.proto.bootQuorum {
+		// Broken on purpose (paxos-broken-bootquorum): the majority is
+		// counted in the bootstrap configuration, as if the membership were
+		// the static list the node started with.
+		c = a.boot
+	}
 	n := 0
-	for _, m := range f.conf.members {
+	for _, m := range c.members {
 		if h, ok := a.index[m.ID]; ok && f.acks.has(h) {
 			n++
 		}
 	}
-	return n >= f.conf.majority()
+	return n >= c.majority()
 }
 
 // peers returns the handles a leader sends to, sorted: the members of every
