@@ -39,6 +39,7 @@ type ReportConfig struct {
 	Clients     []int    `json:"clients"`
 	Ops         []string `json:"ops"`
 	DurationSec float64  `json:"duration_per_cell_s"`
+	WarmupSec   float64  `json:"warmup_per_cell_s"`
 	Seed        int64    `json:"seed"`
 	Dir         string   `json:"dir"`
 }
@@ -164,8 +165,8 @@ func fmtRatio(r *float64) string {
 func (r *Result) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "synod compare: %d-member clusters on 127.0.0.1, fsync on for every system\n", c.Members)
-	fmt.Fprintf(w, "  workload: %d keys of %d bytes, %d-byte values, uniform keys, closed loop, %gs per cell; puts and linearizable gets measured separately\n",
-		c.Keys, c.KeySize, c.ValueSize, c.DurationSec)
+	fmt.Fprintf(w, "  workload: %d keys of %d bytes, %d-byte values, uniform keys, closed loop, %gs per cell after %gs unmeasured; puts and linearizable gets measured separately\n",
+		c.Keys, c.KeySize, c.ValueSize, c.DurationSec, c.WarmupSec)
 	var names []string
 	for _, s := range r.Systems {
 		names = append(names, s.Name)

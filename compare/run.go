@@ -25,6 +25,10 @@ type Options struct {
 	Clients []int
 	// Duration is the measured time of each cell.
 	Duration time.Duration
+	// Warmup runs each cell's workload this long, unmeasured, before the
+	// measured run (same clients, ops and keys; 0: none): JIT compilation
+	// (ZooKeeper), caches and connection set-up stay out of the figures.
+	Warmup time.Duration
 	// Keys, KeySize and ValueSize shape the data: Keys keys of exactly
 	// KeySize bytes, values of ValueSize bytes.
 	Keys, KeySize, ValueSize int
@@ -49,6 +53,7 @@ func DefaultOptions() Options {
 	return Options{
 		Clients:      []int{1, 16, 64, 256},
 		Duration:     10 * time.Second,
+		Warmup:       time.Second,
 		Keys:         10000,
 		KeySize:      16,
 		ValueSize:    100,
@@ -75,6 +80,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Duration <= 0 {
 		return fmt.Errorf("duration per cell must be positive (got %v)", o.Duration)
+	}
+	if o.Warmup < 0 {
+		return fmt.Errorf("warm-up per cell must be 0 or positive (got %v)", o.Warmup)
 	}
 	if o.Keys < 1 {
 		return fmt.Errorf("keys must be at least 1 (got %d)", o.Keys)
@@ -139,7 +147,7 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 	res = &Result{
 		Start: time.Now(),
 		Config: ReportConfig{Members: Members, Protocol: o.Protocol, Keys: o.Keys, KeySize: o.KeySize,
-			ValueSize: o.ValueSize, Clients: o.Clients, Ops: o.Ops, DurationSec: o.Duration.Seconds(),
+			ValueSize: o.ValueSize, Clients: o.Clients, Ops: o.Ops, DurationSec: o.Duration.Seconds(), WarmupSec: o.Warmup.Seconds(),
 			Seed: o.Seed, Dir: dir},
 	}
 
@@ -344,6 +352,12 @@ func runCell(ctx context.Context, name string, inst *Instance, o Options, prefix
 		cfg.ReadRatio = 1
 	}
 	cell := Cell{System: name, Op: op, Clients: clients}
+	if o.Warmup > 0 {
+		// Unmeasured; a failure here shows again in the measured run.
+		w := cfg
+		w.Duration = o.Warmup
+		bench.Run(ctx, w, nil)
+	}
 	rep, err := bench.Run(ctx, cfg, nil)
 	if err != nil && rep == nil {
 		cell.Failed = err.Error()

@@ -76,6 +76,7 @@ func testOptions() Options {
 	o.Protocol = "abd"
 	o.Clients = []int{1, 3}
 	o.Duration = 150 * time.Millisecond
+	o.Warmup = 0
 	o.Keys = 50
 	o.StopGrace = 2 * time.Second
 	return o
@@ -220,6 +221,7 @@ func TestRunRefusesNonEmptyDirAndBadOptions(t *testing.T) {
 	for name, mut := range map[string]func(*Options){
 		"protocol": func(o *Options) { o.Protocol = "" },
 		"duration": func(o *Options) { o.Duration = 0 },
+		"warm-up":  func(o *Options) { o.Warmup = -time.Second },
 		"clients":  func(o *Options) { o.Clients = nil },
 		"value":    func(o *Options) { o.ValueSize = 3 },
 		"key size": func(o *Options) { o.KeySize = 4 },
@@ -231,4 +233,33 @@ func TestRunRefusesNonEmptyDirAndBadOptions(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// The warm-up runs the cell's workload against the system before the
+// measured run, and its operations are not counted.
+func TestWarmupIsNotMeasured(t *testing.T) {
+	var procs []*proc
+	synod, ss := fakeSystem(t, "synod", time.Millisecond, &procs)
+	o := testOptions()
+	o.Clients, o.Ops = []int{1}, []string{OpPut}
+	o.Duration, o.Warmup = 100*time.Millisecond, 100*time.Millisecond
+	var out bytes.Buffer
+	res, err := Run(context.Background(), o, []System{synod}, &out, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cells) != 1 {
+		t.Fatalf("cells %+v", res.Cells)
+	}
+	measured := res.Cells[0].Count
+	unmeasured := int64(ss.ops["set"]) - int64(o.Keys) - measured
+	if measured == 0 || unmeasured < 10 {
+		t.Fatalf("%d sets measured, %d more beside the preload (want a warm-up's worth, >= 10)", measured, unmeasured)
+	}
+	var rep bytes.Buffer
+	res.Print(&rep)
+	if !strings.Contains(rep.String(), "after 0.1s unmeasured") {
+		t.Errorf("the report does not state the warm-up:\n%s", rep.String())
+	}
+	checkStopped(t, procs)
 }

@@ -19,7 +19,7 @@ func init() {
 	def := compare.DefaultOptions()
 	var (
 		protocol, clients, systems, dir, jsonPath string
-		duration                                  time.Duration
+		duration, warmup                          time.Duration
 		keys, keySize, valueSize                  int
 		keep                                      bool
 	)
@@ -52,6 +52,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 			}
 			o.Clients = cs
 			o.Duration = duration
+			o.Warmup = warmup
 			o.Keys, o.KeySize, o.ValueSize = keys, keySize, valueSize
 			o.Dir, o.Keep = dir, keep
 			var sys []compare.System
@@ -99,6 +100,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 	}
 	f.StringVar(&clients, "clients", "1,16,64,256", "client counts, comma-separated; one cell per count, op and system")
 	f.DurationVar(&duration, "duration", def.Duration, "measured time per cell")
+	f.DurationVar(&warmup, "warmup", def.Warmup, "unmeasured run of each cell's workload before its measured time (0: none)")
 	f.IntVar(&keys, "keys", def.Keys, "number of keys (all preloaded)")
 	f.IntVar(&keySize, "key-size", def.KeySize, "bytes per key")
 	f.IntVar(&valueSize, "value-size", def.ValueSize, "bytes per value")
