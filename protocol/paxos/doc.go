@@ -34,8 +34,10 @@
 //
 //   - A follower that received an Accept or Heartbeat with a ballot at least
 //     its promise within the last election_timeout (timer "alive") refuses to
-//     promise a higher ballot to any other node. It also refuses while it is a
-//     candidate or leader itself. A restarted node with durable records
+//     promise a higher ballot to any other node, unless that leader's removal
+//     has executed here (leader hand-off, see Membership changes). It also
+//     refuses while it is a candidate or leader itself. A restarted node with
+//     durable records
 //     refuses for one election_timeout after Start (it may have acknowledged a
 //     lease before the crash).
 //   - A leader that has not seen a majority acknowledge a heartbeat for an
@@ -224,8 +226,33 @@
 // outside the configuration (joining, or removed) answers every client
 // request with TRYAGAIN "not a member", never stands for election, and
 // members refuse it promises. Removes: a removed leader steps down when its
-// removal executes (the others elect after election_timeout) and answers
-// its waiting requests TRYAGAIN; the remove request itself is answered OK.
+// removal executes and answers its waiting requests TRYAGAIN; the remove
+// request itself is answered OK.
+//
+// Leader hand-off (like Raft's TimeoutNow). A leader whose removal executes
+// sends every remaining member a TakeOver (its ballot and chosen prefix, a
+// commit notice like a heartbeat's) that names one of them: the member that
+// acknowledged the highest instance (Accepted instances, heartbeat-ack
+// chosen prefixes; ties to the lowest number, deterministically). The named
+// member, if it has executed the removal on receipt (the TakeOver's commit
+// notice lets it, when it accepted the removal), starts phase 1 at once
+// with a ballot above every one it has seen. The others grant it promises at once
+// by one more promise rule: a follower does not protect a live leader that
+// is outside the configuration it has executed (its removal executed
+// there). That is safe for leases and for stability: commit notices leave a
+// leader only after it executed the prefix they name, so the removed leader
+// had retired (stepped down, its waiting requests answered) before any follower could
+// execute its removal; and a node whose add a follower has not executed
+// does not count as removed. A follower that refuses a Prepare whose first
+// instance is beyond its chosen prefix fetches the missing chosen instances
+// from the candidate (catch-up), so a retransmitted Prepare finds it past
+// the removal even when the TakeOver was lost. A candidate does not give up
+// for a late Accept or Heartbeat of a removed leader. A TakeOver below the
+// receiver's promise is stale and ignored. Everything else in phase 1 is
+// unchanged (promises persisted before they are sent, majorities of every
+// configuration met). When the hand-off fails (the named member is down,
+// messages lost), the members elect after election_timeout as before.
+//
 // A removed node that was cut off when its removal was chosen may not learn
 // it (members stop talking to it); it cannot gather promises and only
 // answers TRYAGAIN. The runtime learns peer addresses from the
@@ -234,10 +261,11 @@
 //
 // # Not done
 //
-// Changes of more than one node at once (joint consensus) and a leader
-// transfer before removing the leader (the cluster waits one election
-// timeout). "paxos-broken-stickyleader" (followers never give up on the
-// first leader they heard) is kept to show that the simulator's liveness
+// Changes of more than one node at once (joint consensus), and leader
+// transfer on request (only a removed leader hands off).
+//
+// "paxos-broken-stickyleader" (followers never give up on the first leader
+// they heard) is kept to show that the simulator's liveness
 // mode catches a protocol that is safe but stops making progress.
 //
 // "paxos-broken-bootquorum" counts phase 2 majorities in the bootstrap

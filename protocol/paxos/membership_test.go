@@ -175,6 +175,118 @@ func TestMemberRemoveLeader(t *testing.T) {
 	}
 }
 
+// Removing the leader hands off: the removed leader names the remaining
+// member that acknowledged the most (n2; ties go to the lower number) in a
+// TakeOver, n2 runs phase 1 at once, and n3 promises although it heard n1
+// alive within election_timeout (its "alive" timer is still set): n1 is not
+// in the configuration n3 executed. No election or alive timer fires here;
+// without the hand-off nobody would stand for election.
+func TestMemberRemoveLeaderHandsOff(t *testing.T) {
+	c := newMemberCluster(t, 3, 0, nil)
+	c.elect("n1")
+	c.mustDo("write", "n2", automaton.RequestID{Client: 7, Seq: 1}, set("a", "1"))
+	c.tickAll() // heartbeats: every node hears n1 alive
+	for _, id := range ids("n2", "n3") {
+		if !c.timers[id][tmAlive] {
+			t.Fatalf("%s has no alive timer after n1's heartbeat", id)
+		}
+	}
+	r, ok := c.admin("n3", "n1", 1, automaton.MemberRemove("n1"))
+	mustOK(t, "remove the leader", r, ok)
+	if st := c.nodes["n1"].Status(); st.Role != "follower" || st.Member {
+		t.Fatalf("removed leader: %+v", st)
+	}
+	st2, st3 := c.nodes["n2"].Status(), c.nodes["n3"].Status()
+	if st2.Role != "leader" || st3.Leader != "n2" {
+		t.Fatalf("no hand-off to n2: n2 %+v, n3 %+v", st2, st3)
+	}
+	if !c.nodes["n1"].Status().Ballot.Less(st2.Ballot) {
+		t.Fatalf("n2's ballot %v is not above n1's %v", st2.Ballot, c.nodes["n1"].Status().Ballot)
+	}
+	if !c.timers["n3"][tmAlive] {
+		t.Fatal("n3's alive timer is gone: the test no longer shows that the protection was dropped")
+	}
+	// The new leader serves with n2+n3, a majority of {n2,n3}, at once.
+	c.mustDo("write after the hand-off", "n3", automaton.RequestID{Client: 7, Seq: 2}, set("a", "2"))
+	if r, ok := c.do("n2", automaton.RequestID{Client: 8, Seq: 1}, get("a"), automaton.ReadDefault); !ok || string(r.Bytes) != "2" {
+		t.Fatalf("read after the hand-off: %v %v", ok, r)
+	}
+	// A stale TakeOver (from n1's old ballot, below n3's promise now) is ignored.
+	stale := (&message{Kind: kindTakeOver, Ballot: c.nodes["n1"].Status().Ballot, Commit: 1, OK: true}).marshal()
+	c.step("n3", automaton.PeerMessage{From: "n1", Msg: stale})
+	c.pump()
+	if st := c.nodes["n3"].Status(); st.Role != "follower" || st.Leader != "n2" || c.nodes["n2"].Status().Role != "leader" {
+		t.Fatalf("a stale TakeOver disturbed the new leader: n3 %+v", st)
+	}
+}
+
+// The hand-off survives a lost TakeOver and a late heartbeat of the removed
+// leader: n3 never gets its TakeOver (it has not executed the removal when
+// n2's Prepare comes, and refuses), but it fetches the chosen instances the
+// Prepare shows n2 has, and grants n2's Prepare retransmitted on n2's next
+// heartbeat tick; a heartbeat n1 sent before its removal, delivered to the
+// candidate n2 late, does not make it give up. Still no election timer.
+func TestMemberRemoveLeaderHandOffLostTakeOver(t *testing.T) {
+	c := newMemberCluster(t, 3, 0, nil)
+	c.elect("n1")
+	c.mustDo("write", "n2", automaton.RequestID{Client: 7, Seq: 1}, set("a", "1"))
+	var late *netMsg
+	c.step("n1", automaton.TimerFired{ID: tmTick})
+	id := automaton.RequestID{Client: 1 << 40, Seq: 1}
+	c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberRemove("n1")}})
+	for len(c.q) > 0 {
+		m := c.q[0]
+		c.q = c.q[1:]
+		pm, err := unmarshal(m.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if late == nil && m.from == "n1" && m.to == "n2" && pm.Kind == kindHeartbeat {
+			late = &m // held back
+			continue
+		}
+		if pm.Kind == kindTakeOver && m.to == "n3" {
+			continue // lost
+		}
+		c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
+	}
+	r, ok := c.resps[id]
+	mustOK(t, "remove the leader", r, ok)
+	if st := c.nodes["n2"].Status(); st.Role != "candidate" {
+		t.Fatalf("n2 after the TakeOver with n3's promise missing: %+v", st)
+	}
+	if st := c.nodes["n3"].Status(); !reflect.DeepEqual(st.Members, ids("n2", "n3")) {
+		t.Fatalf("n3 did not catch up to the removal from the candidate's Prepare: %+v", st)
+	}
+	c.step("n2", automaton.PeerMessage{From: late.from, Msg: late.b})
+	c.pump()
+	if st := c.nodes["n2"].Status(); st.Role != "candidate" {
+		t.Fatalf("n2 gave up its candidacy for a removed leader's late heartbeat: %+v", st)
+	}
+	c.fire("n2", tmTick)
+	if st := c.nodes["n2"].Status(); st.Role != "leader" {
+		t.Fatalf("n2 not elected after its retransmitted Prepare: %+v", st)
+	}
+	c.mustDo("write after the hand-off", "n3", automaton.RequestID{Client: 7, Seq: 2}, set("a", "2"))
+}
+
+// A follower keeps protecting a live leader that is still a member: a
+// Prepare from another member is refused while n1 leads (the hand-off rule
+// only drops the protection for a leader outside the executed configuration).
+func TestFollowerStillProtectsAMemberLeader(t *testing.T) {
+	c := newMemberCluster(t, 3, 0, nil)
+	c.elect("n1")
+	c.tickAll()
+	c.fire("n2", tmAlive) // n2 alone stops hearing n1 and runs
+	c.fire("n2", tmElection)
+	if st := c.nodes["n2"].Status(); st.Role != "candidate" {
+		t.Fatalf("n2 did not run: %+v", st)
+	}
+	if st := c.nodes["n2"].Status(); st.Role == "leader" {
+		t.Fatalf("n2 was elected while n1 led: %+v", st)
+	}
+}
+
 // Replacing a dead node: remove it, add a fresh one; the cluster serves with
 // the dead node gone for good, and the configuration survives restarts from
 // the records, also when it is only in a snapshot.
@@ -314,6 +426,19 @@ func TestBootQuorumVariantDecidesWithTheOldMajority(t *testing.T) {
 		_, decided := c.do("n1", automaton.RequestID{Client: 7, Seq: 1}, set("k", "v"), 0)
 		if decided != p.bootQuorum {
 			t.Errorf("%s: a write with n1+n2 of {n1,n2,n3,n4} answered=%v", p.name, decided)
+		}
+	}
+}
+
+func TestTakeOverCodec(t *testing.T) {
+	for _, ok := range []bool{true, false} {
+		m := &message{Kind: kindTakeOver, Ballot: Ballot{Round: 7, Node: 3}, Commit: 1 << 40, OK: ok}
+		got, err := unmarshal(m.marshal())
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("round trip: %+v %v, want %+v", got, err, m)
+		}
+		if _, err := unmarshal(m.marshal()[:4]); err == nil {
+			t.Fatal("truncated TakeOver decoded")
 		}
 	}
 }

@@ -55,6 +55,7 @@ const (
 	kindSnapshot     = 9 // a service snapshot at Index
 	kindForward      = 10
 	kindForwardReply = 11
+	kindTakeOver     = 12 // a removed leader's hand-off: its ballot, commit index; OK: start phase 1 now
 )
 
 // entry is one log instance in a message. In Promise it carries the
@@ -131,6 +132,10 @@ func (m *message) marshal() []byte {
 		encodeBallot(&e, m.Ballot)
 		e.Uvarint(m.Commit)
 		e.Uvarint(m.Round)
+	case kindTakeOver:
+		encodeBallot(&e, m.Ballot)
+		e.Bool(m.OK)
+		e.Uvarint(m.Commit)
 	case kindHeartbeatAck:
 		encodeBallot(&e, m.Ballot)
 		e.Bool(m.OK)
@@ -198,6 +203,10 @@ func unmarshal(b []byte) (*message, error) {
 		m.Ballot = decodeBallot(d)
 		m.Commit = d.Uvarint()
 		m.Round = d.Uvarint()
+	case kindTakeOver:
+		m.Ballot = decodeBallot(d)
+		m.OK = d.Bool()
+		m.Commit = d.Uvarint()
 	case kindHeartbeatAck:
 		m.Ballot = decodeBallot(d)
 		m.OK = d.Bool()

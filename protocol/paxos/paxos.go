@@ -307,6 +307,7 @@ type Paxos struct {
 	tick        uint64
 	hbRound     uint64
 	ackRound    map[int]uint64
+	acked       map[int]uint64 // highest instance (or chosen prefix) each peer acknowledged
 	quorumRound uint64
 	quorumTick  uint64
 	leaseFired  uint64 // highest heartbeat round whose lease timer fired
@@ -361,6 +362,7 @@ func (a *Paxos) reset() {
 	a.inflight = map[uint64]*flight{}
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.ackRound = map[int]uint64{}
+	a.acked = map[int]uint64{}
 }
 
 func (a *Paxos) myNode() uint32 { return a.nums[a.cfg.Self] }
@@ -672,8 +674,13 @@ func (a *Paxos) onPrepare(from int, m *message) {
 		a.maxRound = b.Round
 	}
 	grant := b == a.promised ||
-		(a.promised.Less(b) && a.role == follower && (!a.leaderAlive || a.aliveLeader == from))
+		(a.promised.Less(b) && a.role == follower && (!a.leaderAlive || a.aliveLeader == from || a.leaderRemoved()))
 	if !grant {
+		if m.From > a.chosenUpTo+1 {
+			// The candidate knows more chosen (a removed leader's successor
+			// does): learn it, the retransmitted Prepare may then be granted.
+			a.requestCatchup(from, a.chosenUpTo+1, m.From-1)
+		}
 		a.send(from, &message{Kind: kindPromise, Ballot: b, OK: false, Promised: a.promised, Commit: a.chosenUpTo})
 		return
 	}
@@ -836,6 +843,7 @@ func (a *Paxos) checkPhase1() {
 	a.inflight = map[uint64]*flight{}
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.ackRound = map[int]uint64{}
+	a.acked = map[int]uint64{}
 	a.changes = nil
 	for _, sg := range segs {
 		a.changes = append(a.changes, pendingChange{at: sg.at, conf: sg.c})
@@ -1167,6 +1175,7 @@ func (a *Paxos) onAccepted(from int, m *message) {
 		if f := a.inflight[i]; f != nil {
 			f.acks.add(from)
 		}
+		a.acked[from] = max(a.acked[from], i)
 	}
 	a.checkChosen()
 }
@@ -1220,6 +1229,7 @@ func (a *Paxos) onHeartbeatAck(from int, m *message) {
 		}
 		return // a learner's acknowledgement confirms nothing
 	}
+	a.acked[from] = max(a.acked[from], m.Commit)
 	if m.Round > a.ackRound[from] {
 		a.ackRound[from] = m.Round
 		a.updateQuorumRound()
@@ -1289,7 +1299,7 @@ func (a *Paxos) acceptBallot(from int, b Ballot) bool {
 
 func (a *Paxos) onAccept(from int, m *message) {
 	if !a.acceptBallot(from, m.Ballot) {
-		if a.role == candidate && m.Ballot.Less(a.ballot) {
+		if a.role == candidate && m.Ballot.Less(a.ballot) && !a.removed(from) {
 			// A live leader with a lower ballot: give up the candidacy; the
 			// rejection below makes that leader take a higher ballot.
 			a.stepDown()
@@ -1322,7 +1332,7 @@ func (a *Paxos) onAccept(from int, m *message) {
 
 func (a *Paxos) onHeartbeat(from int, m *message) {
 	if !a.acceptBallot(from, m.Ballot) {
-		if a.role == candidate && m.Ballot.Less(a.ballot) {
+		if a.role == candidate && m.Ballot.Less(a.ballot) && !a.removed(from) {
 			a.stepDown()
 		}
 		a.send(from, &message{Kind: kindHeartbeatAck, Ballot: m.Ballot, OK: false, Promised: a.promised, Round: m.Round})
@@ -1724,6 +1734,8 @@ func (a *Paxos) onPeerMessage(fromID automaton.NodeID, b []byte) {
 		a.onForward(from, m)
 	case kindForwardReply:
 		a.onForwardReply(m)
+	case kindTakeOver:
+		a.onTakeOver(from, m)
 	}
 }
 

@@ -216,9 +216,12 @@ func (a *Paxos) onConfChange(i uint64) {
 }
 
 // retire: this node is not in the current configuration (its removal
-// executed). A leader steps down; waiting requests are answered with an
-// error telling the client to go to a member.
+// executed). A leader hands off and steps down; waiting requests are
+// answered with an error telling the client to go to a member.
 func (a *Paxos) retire() {
+	if a.role == leader {
+		a.handOff()
+	}
 	if a.role != follower {
 		a.stepDown()
 	}
@@ -231,6 +234,65 @@ func (a *Paxos) retire() {
 	for _, id := range ids {
 		a.finish(id, a.notMemberError())
 	}
+}
+
+// handOff: a leader whose removal just executed tells every remaining
+// member that the chosen prefix reaches its removal (a TakeOver with its
+// ballot and commit index, a commit notice like a heartbeat's) and names one
+// of them, the one that acknowledged the highest instance (ties: lowest
+// number), to start phase 1 at once. Members that executed the removal no
+// longer protect this node as their live leader (leaderRemoved), so the
+// successor's promises come without waiting for an election timeout.
+func (a *Paxos) handOff() {
+	best := -1
+	for _, m := range a.sm.conf.members { // sorted by number
+		if h := a.handle(m.ID); h != a.self && (best < 0 || a.acked[h] > a.acked[best]) {
+			best = h
+		}
+	}
+	for _, m := range a.sm.conf.members {
+		if h := a.handle(m.ID); h != a.self {
+			a.send(h, &message{Kind: kindTakeOver, Ballot: a.ballot, Commit: a.chosenUpTo, OK: h == best})
+		}
+	}
+}
+
+// onTakeOver applies a removed leader's hand-off: its commit notice, and,
+// for the named successor that has executed the removal, phase 1 at once
+// (with a ballot above every one seen, as always). A hand-off from a ballot
+// below the promised one is stale (an election happened since): ignored.
+func (a *Paxos) onTakeOver(from int, m *message) {
+	if !a.ballotOf(from, m.Ballot) || m.Ballot.Less(a.promised) {
+		return
+	}
+	if m.Ballot.Round > a.maxRound {
+		a.maxRound = m.Ballot.Round
+	}
+	a.learnCommit(from, m.Ballot, m.Commit)
+	if m.OK && a.role == follower && a.isMember() && a.removed(from) {
+		a.startPhase1()
+	}
+}
+
+// leaderRemoved reports whether the leader this node heard alive is outside
+// the configuration it has executed. That leader executed its removal before
+// anyone could learn it chosen (commit notices leave after the leader's own
+// execution, which retires it), so it leads no more and holds no lease: its
+// followers may promise others at once.
+func (a *Paxos) leaderRemoved() bool {
+	return a.aliveLeader >= 0 && a.removed(a.aliveLeader)
+}
+
+// removed reports whether node h was a member of a configuration this node
+// executed (it has a number here) and is not in the current one: its
+// removal executed. A node whose add has not executed here is not removed
+// (it may lead legitimately). A candidate does not give up for a late
+// Accept or Heartbeat of a removed node (a removed leader's, overtaken by
+// its TakeOver).
+func (a *Paxos) removed(h int) bool {
+	id := a.nodes[h]
+	_, known := a.nums[id]
+	return known && !a.sm.conf.has(id)
 }
 
 // notMemberError is the answer of a node outside the configuration.
