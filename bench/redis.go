@@ -138,11 +138,7 @@ func (t *RedisTarget) Do(ctx context.Context, op service.Op) (service.Result, er
 // leader asks SYNOD LEADER and returns the leader's client address ("" when
 // the server knows none).
 func (t *RedisTarget) leader(ctx context.Context) (string, error) {
-	if t.timeout > 0 {
-		t.conn.SetDeadline(time.Now().Add(t.timeout))
-	}
-	stop := context.AfterFunc(ctx, func() { t.conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer t.arm(ctx)()
 	if err := t.write([][]byte{[]byte("SYNOD"), []byte("LEADER")}); err != nil {
 		return "", err
 	}
@@ -173,6 +169,22 @@ func (t *RedisTarget) leader(ctx context.Context) (string, error) {
 
 // command writes one command and reads its reply, within the timeout and ctx.
 func (t *RedisTarget) command(ctx context.Context, args [][]byte) (service.Result, error) {
+	defer t.arm(ctx)()
+	if err := t.write(args); err != nil {
+		return service.Result{}, err
+	}
+	res, err := t.readReply()
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return res, err
+}
+
+// arm bounds one round trip on the connection: its deadline is the earlier
+// of the timeout and ctx's deadline, and its I/O is unblocked at once if ctx
+// ends (Ctrl-C) rather than at the deadline. Call the returned func when the
+// round trip is over.
+func (t *RedisTarget) arm(ctx context.Context) (stop func() bool) {
 	dl, ok := ctx.Deadline()
 	if t.timeout > 0 {
 		if d := time.Now().Add(t.timeout); !ok || d.Before(dl) {
@@ -184,17 +196,7 @@ func (t *RedisTarget) command(ctx context.Context, args [][]byte) (service.Resul
 	} else {
 		t.conn.SetDeadline(time.Time{})
 	}
-	// Unblock I/O at once if ctx ends (Ctrl-C) rather than waiting for the deadline.
-	stop := context.AfterFunc(ctx, func() { t.conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	if err := t.write(args); err != nil {
-		return service.Result{}, err
-	}
-	res, err := t.readReply()
-	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-	}
-	return res, err
+	return context.AfterFunc(ctx, func() { t.conn.SetDeadline(time.Unix(1, 0)) })
 }
 
 func (t *RedisTarget) write(args [][]byte) error {

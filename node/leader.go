@@ -60,10 +60,8 @@ func (n *Node) clientAddrOf(ns string, id automaton.NodeID) string {
 		}
 	}
 	ms.mu.Unlock()
-	for _, m := range n.cfg.Nodes {
-		if automaton.NodeID(m.ID) == id {
-			return m.Client
-		}
+	if m, err := n.cfg.Node(string(id)); err == nil {
+		return m.Client
 	}
 	return ""
 }

@@ -1171,12 +1171,14 @@ func (a *Paxos) onAccepted(from int, m *message) {
 		a.onRejected(m.Promised)
 		return
 	}
+	top := a.acked[from]
 	for _, i := range m.Acks {
 		if f := a.inflight[i]; f != nil {
 			f.acks.add(from)
 		}
-		a.acked[from] = max(a.acked[from], i)
+		top = max(top, i)
 	}
+	a.acked[from] = top
 	a.checkChosen()
 }
 
