@@ -6,10 +6,26 @@ import "maps"
 // plus Restore. Values are shared: Apply never modifies a stored value in
 // place (it replaces it), so sharing them is safe. Protocols that keep a
 // second copy of a state (ESDS's tentative state) use it when present.
+//
+// The transfer bookkeeping costs the copy nothing beyond the map: the
+// journal and tombstone queue are shared as capacity-limited slices (a
+// later append on either side never writes where the other reads), and the
+// Merkle tree and tombstone map are shared copy-on-write (the first write
+// on either side that touches them copies them).
 func (s *KVState) Clone() State {
 	m := maps.Clone(s.m)
 	if m == nil {
-		m = map[string][]byte{}
+		m = map[string]kvEntry{}
 	}
-	return &KVState{m: m}
+	c := *s
+	c.m = m
+	c.journal = s.journal[:len(s.journal):len(s.journal)]
+	c.tq = s.tq[:len(s.tq):len(s.tq)]
+	if s.tree != nil {
+		s.treeShared, c.treeShared = true, true
+	}
+	if s.tomb != nil {
+		s.tombShared, c.tombShared = true, true
+	}
+	return &c
 }

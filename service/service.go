@@ -117,6 +117,10 @@ type Service interface {
 }
 
 // State is one replica's copy of a service's state.
+//
+// A state may also implement DeltaState (versions, deltas for state updates
+// and catch-up), HashedState (an incremental Merkle hash) and RangeState
+// (incremental transfer of differing ranges); see transfer.go.
 type State interface {
 	// Apply performs op and returns its result. It must be deterministic.
 	Apply(op Op) Result
