@@ -46,7 +46,6 @@ import (
 	"math/rand"
 	"time"
 
-	"github.com/synod-dev/synod/internal/registry"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -115,22 +114,26 @@ func (m ReadMode) Linearizable() bool {
 	return m == ReadDefault || m == ReadLog || m == ReadQuorum || m == ReadLease
 }
 
-// Options are per-request options.
-type Options struct {
-	Read ReadMode
-
-	// ESDS (seed 000): a client-chosen unique operation id, the ids of
-	// operations that must be ordered before this one, and whether the answer
-	// must wait until the operation is stable. Other protocols ignore them.
-	OpID   string
-	Prev   []string
-	Strict bool
-}
-
-// Request is one client operation on a namespace.
+// Request is one client operation on a namespace, or an atomic group of
+// operations, or one step of an interactive transaction (txn.go).
 type Request struct {
-	ID   RequestID
-	Op   service.Op
+	ID RequestID
+	// Op is the operation; unused when Ops is set.
+	Op service.Op
+	// Ops, when non-empty, is an atomic group (MULTI/EXEC, per-request
+	// atomicity): the operations take effect together, in order, all or
+	// none, with nothing interleaved; Response.Results answers each.
+	// Protocols whose TxnSupport lacks Atomic refuse it before applying
+	// anything.
+	Ops []service.Op
+	// Txn, when set, makes the request a step of an interactive
+	// transaction (txn.go).
+	Txn *TxnStep
+	// Env is the environment the runtime observed when the request arrived
+	// (time, fresh randomness). Only nondeterministic services read it, and
+	// only through the protocol, which decides whose environment the
+	// replicas use (env.go).
+	Env  service.Env
 	Opts Options
 }
 
@@ -138,6 +141,10 @@ type Request struct {
 type Response struct {
 	ID     RequestID
 	Result service.Result
+	// Results answers an atomic group, one result per operation, when the
+	// group was applied; Result is then OK. A refused or aborted group has
+	// Result set to the error and no Results.
+	Results []service.Result
 }
 
 // Input is one input action.
@@ -223,6 +230,11 @@ type Config struct {
 }
 
 // Protocol describes a replication protocol to runtimes, the CLI and the simulator.
+// Everything else a protocol offers is declared by optional interfaces
+// (capability.go): its consistency model, request options, transactions,
+// membership changes, nondeterministic services, invariants, default
+// parameters. Code outside the protocol's package asks for capabilities and
+// never names a protocol.
 type Protocol interface {
 	Name() string
 	// New creates the role instance for cfg.Self. It returns an error for an
@@ -235,72 +247,8 @@ type Protocol interface {
 	IdempotentRetry() bool
 }
 
-var known = registry.New[Protocol]("protocol")
-
-// Register makes a protocol available by name; call it from the protocol
-// package's init.
-func Register(p Protocol) { known.Register(p.Name(), p) }
-
-// Lookup returns a registered protocol.
-func Lookup(name string) (Protocol, error) { return known.Lookup(name) }
-
-// Names lists the registered protocols, sorted.
-func Names() []string { return known.Names() }
-
 // Majority returns the size of a majority quorum of n members.
 func Majority(n int) int { return n/2 + 1 }
-
-// RegisterProtocol is implemented by protocols that replicate one register per
-// key rather than a state machine (ABD, the blocking lock protocol). Such a
-// protocol cannot answer DEL with a linearizable count of removed keys, so
-// checkers do not hold that reply to linearizability.
-type RegisterProtocol interface {
-	RegisterSemantics() bool
-}
-
-// HasRegisterSemantics reports whether the named protocol is registered and
-// replicates registers.
-func HasRegisterSemantics(name string) bool {
-	p, err := known.Lookup(name)
-	if err != nil {
-		return false
-	}
-	r, ok := p.(RegisterProtocol)
-	return ok && r.RegisterSemantics()
-}
-
-// Consistency names the guarantee a protocol's histories are checked against.
-type Consistency string
-
-const (
-	// Linearizable: every operation takes effect at one instant between its
-	// invocation and its response (Herlihy and Wing).
-	Linearizable Consistency = "linearizable"
-	// Sequential: one total order that respects each client's program order
-	// (Lamport), without real-time order across clients.
-	Sequential Consistency = "sequential"
-	// EventuallySerializable: seed 000's ESDS guarantee (prev constraints,
-	// strict answers agree with the eventual total order, convergence).
-	EventuallySerializable Consistency = "eventually-serializable"
-)
-
-// ConsistencyModel is implemented by protocols whose guarantee is not
-// linearizability; protocols that do not implement it are Linearizable.
-type ConsistencyModel interface {
-	Consistency() Consistency
-}
-
-// ConsistencyOf returns the named protocol's guarantee.
-func ConsistencyOf(name string) (Consistency, error) {
-	p, err := known.Lookup(name)
-	if err != nil {
-		return "", err
-	}
-	if c, ok := p.(ConsistencyModel); ok {
-		return c.Consistency(), nil
-	}
-	return Linearizable, nil
-}
 
 // LeaderReporter is implemented by automata that route requests through one
 // distinguished node (paxos: the leader). Leader returns the node this

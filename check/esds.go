@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"github.com/synod-dev/synod/automaton"
 	"sort"
 	"strings"
 
@@ -44,7 +45,7 @@ const maxViolations = 20
 // Non-strict responses may differ from their value in the order; the report
 // counts them (the seed's degree of inconsistency). Operations of unknown
 // outcome may or may not be in the order; failed ones and error replies are
-// not checked. Every operation must carry an id (history.Op.ID). An error
+// not checked. Every operation must carry an id (the option automaton.OptOpID). An error
 // return means the input cannot be judged (no orders, duplicate ids).
 func ESDS(h *history.History, finalOrders map[string][]string, svc service.Service) (*ESDSReport, error) {
 	if len(finalOrders) == 0 {
@@ -64,15 +65,15 @@ func ESDS(h *history.History, finalOrders map[string][]string, svc service.Servi
 	byID := map[string]*history.Op{}
 	for i := range h.Ops {
 		o := &h.Ops[i]
-		if o.ID == "" {
+		if o.Opt(automaton.OptOpID) == "" {
 			return nil, fmt.Errorf("esds check: operation %d (%s %s) has no id", i, o.Kind, o.Key)
 		}
-		if p, dup := byID[o.ID]; dup {
+		if p, dup := byID[o.Opt(automaton.OptOpID)]; dup {
 			// A client may record one operation once; two history entries
 			// with one id are two operations the service cannot tell apart.
-			return nil, fmt.Errorf("esds check: id %q recorded twice (%s %s and %s %s)", o.ID, p.Kind, p.Key, o.Kind, o.Key)
+			return nil, fmt.Errorf("esds check: id %q recorded twice (%s %s and %s %s)", o.Opt(automaton.OptOpID), p.Kind, p.Key, o.Kind, o.Key)
 		}
-		byID[o.ID] = o
+		byID[o.Opt(automaton.OptOpID)] = o
 	}
 
 	// Convergence.
@@ -104,7 +105,7 @@ func ESDS(h *history.History, finalOrders map[string][]string, svc service.Servi
 			bad("replica %s's order holds %q twice", names[0], id)
 			continue
 		}
-		for _, p := range o.Prev {
+		for _, p := range o.Opts[automaton.OptPrev] {
 			if q, ok := pos[p]; !ok {
 				if _, later := indexOf(ref, p, i); later {
 					bad("%q is ordered at %d, before %q from its prev set", id, i, p)
@@ -136,7 +137,7 @@ func ESDS(h *history.History, finalOrders map[string][]string, svc service.Servi
 		}
 		want := history.FromResult(val[id])
 		same := sameResult(o.Result, want)
-		if o.Strict {
+		if o.Opt(automaton.OptStrict) == "1" {
 			rep.Strict++
 			if !same {
 				bad("strict %q (%s %s) answered %s, but its value in the final order (position %d) is %s",

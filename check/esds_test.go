@@ -9,7 +9,10 @@ import (
 )
 
 func esdsOp(id, kind, arg string, strict bool, res history.Result, prev ...string) history.Op {
-	o := history.Op{ID: id, Kind: kind, Strict: strict, Prev: prev, Outcome: history.OK, Result: res}
+	o := history.Op{Opts: map[string][]string{"opid": {id}, "prev": prev}, Kind: kind, Outcome: history.OK, Result: res}
+	if strict {
+		o.Opts["strict"] = []string{"1"}
+	}
 	if arg != "" {
 		o.Args = []string{arg}
 	}
@@ -22,7 +25,7 @@ func TestESDSAcceptsAndMeasuresInconsistency(t *testing.T) {
 		esdsOp("b", "append", "b", false, resBytes("b")), // saw only itself: inconsistent
 		esdsOp("c", "append", "c", true, resBytes("abc"), "a"),
 		esdsOp("r", "read", "", false, resBytes("abc")),
-		{ID: "u", Kind: "append", Args: []string{"u"}, Outcome: history.Unknown}, // never ordered: fine
+		{Opts: map[string][]string{"opid": {"u"}}, Kind: "append", Args: []string{"u"}, Outcome: history.Unknown}, // never ordered: fine
 	}}
 	orders := map[string][]string{"n1": {"a", "b", "c", "r"}, "n2": {"a", "b", "c", "r"}}
 	rep, err := ESDS(h, orders, service.String{})
@@ -83,7 +86,7 @@ func TestESDSBadInput(t *testing.T) {
 	if _, err := ESDS(h, map[string][]string{"n1": nil}, service.Counter{}); err == nil {
 		t.Fatal("operation without id accepted")
 	}
-	h = &history.History{Ops: []history.Op{{ID: "a", Kind: "read"}, {ID: "a", Kind: "read"}}}
+	h = &history.History{Ops: []history.Op{{Opts: map[string][]string{"opid": {"a"}}, Kind: "read"}, {Opts: map[string][]string{"opid": {"a"}}, Kind: "read"}}}
 	if _, err := ESDS(h, map[string][]string{"n1": nil}, service.Counter{}); err == nil {
 		t.Fatal("duplicate id accepted")
 	}

@@ -29,8 +29,12 @@
 // request still does.
 //
 // Commands that change a connection's state (AUTH, HELLO, SELECT, QUIT,
-// SYNOD NS/READ/STRICT/OPID with an argument, SYNOD PREV) are refused by Do: pooled connections are
-// shared, so set them through Options instead.
+// RESET, SYNOD NS/READ with an argument, SYNOD OPT name value..., SYNOD
+// OPTRESET, and the option aliases SYNOD STRICT/OPID with an argument and
+// SYNOD PREV) are refused by Do: pooled connections are shared, so a request
+// option set on one would apply to whichever request next used it. Set the
+// namespace and read mode through Options; for per-request options
+// (automaton.OptionSpec) use GRPC.DoOp, which carries them in the request.
 package client
 
 import (
@@ -178,12 +182,16 @@ func changesState(args [][]byte) bool {
 	case "auth", "hello", "select", "quit", "reset":
 		return true
 	case "synod":
-		if len(args) >= 2 && strings.EqualFold(string(args[1]), "prev") {
-			return true // even without ids: the pending set is per connection
+		if len(args) < 2 {
+			return false
 		}
-		if len(args) >= 3 {
-			sub := strings.ToLower(string(args[1]))
-			return sub == "ns" || sub == "read" || sub == "strict" || sub == "opid"
+		switch sub := strings.ToLower(string(args[1])); sub {
+		case "prev", "optreset":
+			return true // even without arguments: they change the connection's options
+		case "opt":
+			return len(args) >= 4 // SYNOD OPT name value...; listing and showing are fine
+		case "ns", "read", "strict", "opid":
+			return len(args) >= 3
 		}
 	}
 	return false

@@ -347,3 +347,26 @@ func TestNew(t *testing.T) {
 		t.Errorf("Get after Close: %v", err)
 	}
 }
+
+func TestDoRefusesConnectionState(t *testing.T) {
+	// Pooled connections are shared: a command that sets per-connection
+	// state (including a request option, SYNOD OPT) would leak into other
+	// requests. Showing and listing are fine.
+	n := start(t, gatewaytest.KV(), gateway.ServerOptions{})
+	c := newClient(t, []string{n.addr}, Options{})
+	ctx := context.Background()
+	for _, cmd := range [][]string{
+		{"SELECT", "1"}, {"synod", "ns", "default"}, {"SYNOD", "READ", "local"},
+		{"SYNOD", "OPT", "strict", "on"}, {"synod", "opt", "prev", "a", "b"}, {"SYNOD", "OPTRESET"}, {"SYNOD", "OPTRESET", "prev"},
+		{"SYNOD", "STRICT", "on"}, {"SYNOD", "OPID", "x"}, {"SYNOD", "PREV"}, {"SYNOD", "PREV", "a"},
+	} {
+		if _, err := c.Do(ctx, cmd...); err == nil || !strings.Contains(err.Error(), "changes the connection's state") {
+			t.Errorf("%v: %v, want refused", cmd, err)
+		}
+	}
+	for _, cmd := range [][]string{{"SYNOD", "OPT"}, {"SYNOD", "OPT", "strict"}, {"SYNOD", "STRICT"}, {"SYNOD", "LASTOPT", "opid"}, {"SYNOD", "NS"}} {
+		if _, err := c.Do(ctx, cmd...); err != nil && strings.Contains(err.Error(), "changes the connection's state") {
+			t.Errorf("%v refused: %v", cmd, err)
+		}
+	}
+}

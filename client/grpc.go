@@ -29,8 +29,9 @@ import (
 // The gRPC transport.
 //
 // GRPC talks to the nodes' gRPC API (api/synod.proto) and offers the typed
-// methods of Client plus DoOp, which runs any service operation with the ESDS
-// options. It keeps one gRPC connection per address and sends each request
+// methods of Client plus DoOp, which runs any service operation with any
+// request options the namespace's protocol declares, and DoGroup, which runs
+// an atomic group of operations. It keeps one gRPC connection per address and sends each request
 // to the address that last answered, failing over round robin, with the same
 // rules as Client:
 //
@@ -54,23 +55,65 @@ import (
 // backoff, so a node restart does not cost the next request a failure.
 //
 // Whether an operation reads is decided by the namespace's service
-// (Service.IsRead); the client learns each namespace's service and protocol
+// (Service.IsRead; a group reads when all its operations do); the client learns each namespace's service and protocol
 // properties with one Namespaces call, on first use.
 //
 // Options.PoolSize is ignored: gRPC multiplexes requests over one
 // connection per address.
 
-// OpOptions are per-operation options of GRPC.DoOp.
+// OpOptions are per-request options of GRPC.DoOp and GRPC.DoGroup.
 type OpOptions struct {
 	// Read is the read mode; the zero value (ReadDefault) means the client's
 	// Options.ReadMode.
 	Read automaton.ReadMode
-	// ESDS (seed 000): the operation's id (empty: the node assigns
-	// "<client id>-<seq>", returned by DoOp), the ids of operations that must
-	// precede it, and whether to answer only once it is stable.
+	// Ext holds request options the namespace's protocol declares, by name
+	// (Namespaces lists them: Namespace.options), with values as the node
+	// parses them: one for a string option, "on"/"off" for a bool, any
+	// number for a list. The node refuses unknown names and invalid values
+	// (INVALID_ARGUMENT); nothing is then executed.
+	Ext map[string][]string
+	// OpID, Prev and Strict are shorthands for the eventually-serializable
+	// model's options (seed 000 chapter 3; automaton.OptOpID, OptPrev,
+	// OptStrict): the operation's id (empty: the node assigns
+	// "<client id as 16 hex>-<seq>", returned by DoOp), the ids of
+	// operations that must precede it, and whether to answer only once it
+	// is stable. A zero value leaves the option out; setting a shorthand and
+	// the same Ext entry is an error.
 	OpID   string
 	Prev   []string
 	Strict bool
+}
+
+// options returns the request's options map, shorthands included.
+func (o OpOptions) options() (map[string]*synodpb.OptionValues, error) {
+	ext := make(map[string][]string, len(o.Ext)+3)
+	for k, v := range o.Ext {
+		ext[k] = v
+	}
+	for _, sh := range []struct {
+		field, name string
+		vals        []string
+	}{
+		{"OpID", automaton.OptOpID, nonEmpty(o.OpID)},
+		{"Prev", automaton.OptPrev, o.Prev},
+		{"Strict", automaton.OptStrict, automaton.BoolOption(o.Strict)},
+	} {
+		if len(sh.vals) == 0 {
+			continue
+		}
+		if _, dup := ext[sh.name]; dup {
+			return nil, fmt.Errorf("client: option %s set twice: in OpOptions.Ext and as OpOptions.%s", sh.name, sh.field)
+		}
+		ext[sh.name] = sh.vals
+	}
+	return synodpb.FromOptions(ext), nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // GRPC is a client over the gRPC API. It is safe for concurrent use.
@@ -287,10 +330,10 @@ func (c *GRPC) Namespaces(ctx context.Context) ([]*synodpb.Namespace, error) {
 	return nil, fmt.Errorf("client: listing namespaces failed at every address: %w", errors.Join(errs...))
 }
 
-// nsProps returns whether op reads and whether the namespace deduplicates
-// retries. Unknown namespaces and services count as writes without
-// deduplication (the node will refuse an unknown namespace anyway).
-func (c *GRPC) nsProps(ctx context.Context, ns string, op service.Op) (read, idempotent bool, err error) {
+// nsProps returns whether every op reads and whether the namespace
+// deduplicates retries. Unknown namespaces and services count as writes
+// without deduplication (the node will refuse an unknown namespace anyway).
+func (c *GRPC) nsProps(ctx context.Context, ns string, ops ...service.Op) (read, idempotent bool, err error) {
 	nss, err := c.Namespaces(ctx)
 	if err != nil {
 		return false, false, err
@@ -298,7 +341,10 @@ func (c *GRPC) nsProps(ctx context.Context, ns string, op service.Op) (read, ide
 	for i, n := range nss {
 		if n.GetName() == ns || (ns == "" && i == 0) {
 			if svc, err := service.Lookup(n.GetService()); err == nil {
-				read = svc.IsRead(op)
+				read = true
+				for _, op := range ops {
+					read = read && svc.IsRead(op)
+				}
 			}
 			return read, n.GetIdempotentRetry(), nil
 		}
@@ -307,13 +353,70 @@ func (c *GRPC) nsProps(ctx context.Context, ns string, op service.Op) (read, ide
 }
 
 // DoOp runs op on namespace ns ("" means Options.Namespace, and then the
-// node's default). It returns the result and the operation's id (the one in
-// o, or the one the node assigned). A result of type service.ResultErr is a
-// protocol- or service-level refusal and comes with a nil error, except
-// TRYAGAIN (outcome unknown), which is also returned as a *Error wrapping
-// ErrUnknownOutcome for writes. Errors from gRPC keep their status code
-// (status.Code(err)).
+// node's default). It returns the result and the operation's id: the
+// option automaton.OptOpID as the node handed it to the protocol (o's, or
+// the one the node assigned), "" when the protocol has no such option. A
+// result of type service.ResultErr is a protocol- or service-level refusal
+// and comes with a nil error, except TRYAGAIN (outcome unknown), which is
+// also returned as a *Error wrapping ErrUnknownOutcome for writes. Errors
+// from gRPC keep their status code (status.Code(err)).
 func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) (service.Result, string, error) {
+	req, err := c.request(ns, o)
+	if err != nil {
+		return service.Result{}, "", err
+	}
+	req.Op = synodpb.FromOp(op)
+	resp, res, err := c.send(ctx, req, op.Kind, op)
+	var id string
+	if v := resp.GetOptions()[automaton.OptOpID].GetValues(); len(v) > 0 {
+		id = v[0]
+	}
+	return res, id, err
+}
+
+// DoGroup runs ops on namespace ns as one atomic group: they take effect
+// together, in order, all or none, with nothing interleaved. It needs a
+// protocol that applies groups atomically (Namespace.atomic_groups); others
+// refuse the group with FAILED_PRECONDITION before anything runs. It
+// returns one result per operation (an operation's own error, such as INCR
+// of a non-integer, is its result). A group the protocol refused or
+// aborted as a whole is returned as a *Error, wrapping ErrUnknownOutcome
+// for TRYAGAIN on a group that writes; retries follow DoOp's rules, the
+// group counting as a read when all its operations read. o's options apply
+// to the group as a whole.
+func (c *GRPC) DoGroup(ctx context.Context, ns string, ops []service.Op, o OpOptions) ([]service.Result, error) {
+	if len(ops) == 0 {
+		return nil, errors.New("client: an atomic group needs at least one operation")
+	}
+	req, err := c.request(ns, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range ops {
+		req.Ops = append(req.Ops, synodpb.FromOp(op))
+	}
+	resp, res, err := c.send(ctx, req, fmt.Sprintf("group of %d operations", len(ops)), ops...)
+	if err != nil {
+		return nil, err
+	}
+	if res.Type == service.ResultErr {
+		return nil, &Error{Msg: res.Err}
+	}
+	if len(resp.GetResults()) != len(ops) {
+		return nil, fmt.Errorf("client: group of %d operations answered with %d results", len(ops), len(resp.GetResults()))
+	}
+	out := make([]service.Result, len(ops))
+	for i, m := range resp.GetResults() {
+		if out[i], err = synodpb.ToResult(m); err != nil {
+			return nil, fmt.Errorf("client: result %d of a group: %w", i+1, err)
+		}
+	}
+	return out, nil
+}
+
+// request returns a request on ns with o's options and the next sequence
+// number.
+func (c *GRPC) request(ns string, o OpOptions) (*synodpb.Request, error) {
 	if ns == "" {
 		ns = c.opts.Namespace
 	}
@@ -321,22 +424,32 @@ func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) 
 	if read == automaton.ReadDefault {
 		read = c.opts.ReadMode
 	}
-	isRead, idem, err := c.nsProps(ctx, ns, op)
+	opts, err := o.options()
 	if err != nil {
-		return service.Result{}, "", err
+		return nil, err
 	}
-	req := &synodpb.Request{
+	return &synodpb.Request{
 		Namespace: ns, ClientId: c.client, Seq: c.seq.Add(1),
-		Op:   &synodpb.Op{Kind: op.Kind, Key: op.Key, Args: op.Args},
-		Read: synodpb.FromReadMode(read), OpId: o.OpID, Prev: o.Prev, Strict: o.Strict,
+		Read: synodpb.FromReadMode(read), Options: opts,
+	}, nil
+}
+
+// send runs req (whose operations are ops), failing over as the package
+// doc says. It returns the response and its result; a TRYAGAIN result of a
+// write that may not be retried comes with a *Error wrapping
+// ErrUnknownOutcome, other error results with a nil error.
+func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops ...service.Op) (*synodpb.Response, service.Result, error) {
+	isRead, idem, err := c.nsProps(ctx, req.Namespace, ops...)
+	if err != nil {
+		return nil, service.Result{}, err
 	}
 	c.mu.Lock()
 	start, closed := c.cur, c.closed
 	c.mu.Unlock()
 	if closed {
-		return service.Result{}, "", ErrClosed
+		return nil, service.Result{}, ErrClosed
 	}
-	what := fmt.Sprintf("%s (request %x:%d)", op.Kind, req.ClientId, req.Seq)
+	what := fmt.Sprintf("%s (request %x:%d)", kind, req.ClientId, req.Seq)
 	maySent := false // an earlier attempt may have taken effect
 	var errs []error
 	for i := range c.conns {
@@ -347,7 +460,7 @@ func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) 
 		if err != nil {
 			cancel()
 			if cerr := ctxDone(ctx); cerr != nil {
-				return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %v)", cerr, err))
+				return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %v)", cerr, err))
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
 			continue
@@ -358,28 +471,28 @@ func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) 
 		if err == nil {
 			res, perr := synodpb.ToResult(resp.GetResult())
 			if perr != nil {
-				return service.Result{}, "", fmt.Errorf("client: %s at %s: %w", what, g.addr, perr)
+				return nil, service.Result{}, fmt.Errorf("client: %s at %s: %w", what, g.addr, perr)
 			}
 			e := &Error{Msg: res.Err}
 			if res.Type != service.ResultErr || e.Code() != "TRYAGAIN" {
 				c.prefer(idx)
-				return res, resp.GetOpId(), nil
+				return resp, res, nil
 			}
 			if !isRead && !idem {
 				e.unknown = true
-				return res, resp.GetOpId(), e
+				return resp, res, e
 			}
 			maySent = maySent || !isRead
 			errs = append(errs, fmt.Errorf("%s: %w", g.addr, e))
 			continue
 		}
 		if definite(status.Code(err)) {
-			return service.Result{}, "", fmt.Errorf("client: %s at %s: %w", what, g.addr, err)
+			return nil, service.Result{}, fmt.Errorf("client: %s at %s: %w", what, g.addr, err)
 		}
 		if pr.Addr == nil {
 			// No stream was opened: the request was not sent.
 			if cerr := ctxDone(ctx); cerr != nil {
-				return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %w)", cerr, err))
+				return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %w)", cerr, err))
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
 			continue
@@ -388,14 +501,14 @@ func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) 
 			maySent = true
 		}
 		if cerr := ctxDone(ctx); cerr != nil {
-			return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %w)", cerr, err))
+			return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %w)", cerr, err))
 		}
 		if !isRead && !idem {
-			return service.Result{}, "", fmt.Errorf("client: %s at %s failed after it was sent: %w: %w", what, g.addr, err, ErrUnknownOutcome)
+			return nil, service.Result{}, fmt.Errorf("client: %s at %s failed after it was sent: %w: %w", what, g.addr, err, ErrUnknownOutcome)
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
 	}
-	return service.Result{}, "", c.giveUp(what, isRead, maySent, fmt.Errorf("failed at every address: %w", errors.Join(errs...)))
+	return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("failed at every address: %w", errors.Join(errs...)))
 }
 
 func (c *GRPC) giveUp(what string, isRead, maySent bool, err error) error {

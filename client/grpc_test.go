@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -22,6 +23,8 @@ import (
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/gateway/grpcserver"
 	"github.com/synod-dev/synod/service"
+
+	_ "github.com/synod-dev/synod/protocol/esds" // declares the request options the tests send
 )
 
 // dedupProto stands for a protocol with a replicated deduplication table:
@@ -34,7 +37,63 @@ func (dedupProto) New(automaton.Config) (automaton.Automaton, error) {
 }
 func (dedupProto) IdempotentRetry() bool { return true }
 
-func init() { automaton.Register(dedupProto{}) }
+// RequestOptions declares an assigned option, to show that a retry carries
+// the value assigned from its (unchanged) request id.
+func (dedupProto) RequestOptions() []automaton.OptionSpec {
+	return []automaton.OptionSpec{{Name: "tag", Type: automaton.OptString,
+		Assign: func(id automaton.RequestID) []string { return []string{fmt.Sprintf("t%d-%d", id.Client, id.Seq)} }}}
+}
+
+// atomicProto stands for a protocol that applies atomic groups.
+type atomicProto struct{}
+
+func (atomicProto) Name() string { return "test-grpc-atomic" }
+func (atomicProto) New(automaton.Config) (automaton.Automaton, error) {
+	return nil, errors.New("test only")
+}
+func (atomicProto) IdempotentRetry() bool { return false }
+func (atomicProto) Transactions() automaton.TxnSupport {
+	return automaton.TxnSupport{Atomic: true}
+}
+
+func init() {
+	automaton.Register(dedupProto{})
+	automaton.Register(atomicProto{})
+}
+
+// groupBackend is a MemBackend that also answers atomic groups, applying a
+// group's operations in order under one lock to a KV state of its own, as
+// a protocol that honours groups would; abort, when set, answers every
+// group with that error instead.
+type groupBackend struct {
+	*gatewaytest.MemBackend
+
+	mu     sync.Mutex
+	state  service.State
+	groups []automaton.Request
+	abort  string
+}
+
+func newGroupBackend(nss ...config.Namespace) *groupBackend {
+	kv, err := service.Lookup("kv")
+	if err != nil {
+		panic(err)
+	}
+	return &groupBackend{MemBackend: gatewaytest.New(nss...), state: kv.NewState()}
+}
+
+func (g *groupBackend) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	if len(req.Ops) == 0 {
+		return g.MemBackend.Do(ctx, ns, req)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.groups = append(g.groups, req)
+	if g.abort != "" {
+		return automaton.Response{ID: req.ID, Result: service.Errorf("%s", g.abort)}, nil
+	}
+	return automaton.Response{ID: req.ID, Result: service.OK(), Results: automaton.ApplyGroup(g.state, req.Ops, req.Env)}, nil
+}
 
 type gnode struct {
 	addr string
@@ -106,8 +165,11 @@ func kvNS(protocol string) *gatewaytest.MemBackend {
 	)
 }
 
+// assigned is the op id ESDS assigns to a request that carries none.
+func assigned(id automaton.RequestID) string { return fmt.Sprintf("%016x-%d", id.Client, id.Seq) }
+
 func TestGRPCTypedMethodsAndOptions(t *testing.T) {
-	n := startGRPC(t, kvNS("memory"), grpcserver.Options{})
+	n := startGRPC(t, kvNS("esds"), grpcserver.Options{})
 	c := newGRPC(t, []string{n.addr}, Options{ReadMode: automaton.ReadRegular})
 	x := tctx(t)
 
@@ -149,13 +211,14 @@ func TestGRPCTypedMethodsAndOptions(t *testing.T) {
 	}
 
 	// One client id; sequence numbers 1, 2, 3, ... (typed methods send one
-	// request per key). The client's read mode reaches every request.
+	// request per key). The client's read mode reaches every request, and
+	// each gets ESDS's assigned op id.
 	log := n.b.Log()
 	for i, r := range log {
 		if r.Req.ID.Client != c.ClientID() || r.Req.ID.Seq != uint64(i+1) {
 			t.Errorf("request %d has id %v, want %x:%d", i, r.Req.ID, c.ClientID(), i+1)
 		}
-		if r.Req.Opts.Read != automaton.ReadRegular || r.Req.Opts.OpID != gateway.AssignedOpID(r.Req.ID) {
+		if r.Req.Opts.Read != automaton.ReadRegular || r.Req.Opts.String(automaton.OptOpID) != assigned(r.Req.ID) || len(r.Req.Opts.Ext) != 1 {
 			t.Errorf("request %d options %+v", i, r.Req.Opts)
 		}
 	}
@@ -167,14 +230,22 @@ func TestGRPCTypedMethodsAndOptions(t *testing.T) {
 		t.Fatalf("DoOp add = %v %q %v", res, id, err)
 	}
 	r := n.b.Log()[len(n.b.Log())-1]
-	if r.NS != "hits" || r.Req.Opts.Read != automaton.ReadLocal || r.Req.Opts.OpID != "a1" ||
-		!slices.Equal(r.Req.Opts.Prev, []string{"p1", "p2"}) || !r.Req.Opts.Strict {
+	if r.NS != "hits" || r.Req.Opts.Read != automaton.ReadLocal || r.Req.Opts.String(automaton.OptOpID) != "a1" ||
+		!slices.Equal(r.Req.Opts.Get(automaton.OptPrev), []string{"p1", "p2"}) || !r.Req.Opts.Bool(automaton.OptStrict) {
 		t.Fatalf("DoOp reached the backend as %s %+v", r.NS, r.Req.Opts)
 	}
 	res, id, err = c.DoOp(x, "hits", service.Op{Kind: "read"}, OpOptions{Prev: []string{"a1"}})
 	r = n.b.Log()[len(n.b.Log())-1]
-	if err != nil || !res.Equal(service.Int(3)) || id != gateway.AssignedOpID(r.Req.ID) || r.Req.Opts.Strict || r.Req.Opts.Read != automaton.ReadRegular {
+	if err != nil || !res.Equal(service.Int(3)) || id != assigned(r.Req.ID) || r.Req.Opts.Bool(automaton.OptStrict) || r.Req.Opts.Read != automaton.ReadRegular {
 		t.Fatalf("DoOp read = %v %q %v; backend saw %+v", res, id, err, r.Req.Opts)
+	}
+	// The same options through Ext, by name: a bool as "on", a list.
+	res, id, err = c.DoOp(x, "hits", service.Op{Kind: "read"},
+		OpOptions{Ext: map[string][]string{automaton.OptOpID: {"a2"}, automaton.OptPrev: {"a1", "x"}, automaton.OptStrict: {"on"}}})
+	r = n.b.Log()[len(n.b.Log())-1]
+	if err != nil || !res.Equal(service.Int(3)) || id != "a2" || !slices.Equal(r.Req.Opts.Get(automaton.OptPrev), []string{"a1", "x"}) ||
+		!slices.Equal(r.Req.Opts.Get(automaton.OptStrict), []string{"1"}) {
+		t.Fatalf("DoOp with Ext = %v %q %v; backend saw %+v", res, id, err, r.Req.Opts)
 	}
 	// A result error from DoOp is the result, not an error.
 	res, _, err = c.DoOp(x, "", service.Op{Kind: "incr", Key: "new", Args: [][]byte{[]byte("1")}}, OpOptions{})
@@ -188,7 +259,7 @@ func TestGRPCTypedMethodsAndOptions(t *testing.T) {
 }
 
 func TestGRPCErrorCodesAuthAndLimits(t *testing.T) {
-	n := startGRPC(t, kvNS("memory"), grpcserver.Options{Password: "pw"})
+	n := startGRPC(t, kvNS("esds"), grpcserver.Options{Password: "pw"})
 	x := tctx(t)
 
 	bad := newGRPC(t, []string{n.addr}, Options{Password: "nope"})
@@ -206,8 +277,16 @@ func TestGRPCErrorCodesAuthAndLimits(t *testing.T) {
 	if _, _, err := c.DoOp(x, "", service.Op{Kind: "frob", Key: "k"}, OpOptions{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("unknown op: %v", err)
 	}
-	if _, _, err := c.DoOp(x, "", service.Op{Kind: "get", Key: "k"}, OpOptions{OpID: "0000000000000001-1"}); status.Code(err) != codes.InvalidArgument {
+	if _, _, err := c.DoOp(x, "", service.Op{Kind: "get", Key: "k"}, OpOptions{OpID: "0000000000000001-1"}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("reserved op id: %v", err)
+	}
+	if _, _, err := c.DoOp(x, "", service.Op{Kind: "get", Key: "k"}, OpOptions{Ext: map[string][]string{"color": {"red"}}}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `"color"`) {
+		t.Fatalf("unknown option: %v", err)
+	}
+	// A shorthand and the same Ext entry: refused before sending.
+	_, _, err := c.DoOp(x, "", service.Op{Kind: "get", Key: "k"}, OpOptions{Strict: true, Ext: map[string][]string{automaton.OptStrict: {"off"}}})
+	if err == nil || status.Code(err) != codes.Unknown || !strings.Contains(err.Error(), "option strict set twice") {
+		t.Fatalf("shorthand and Ext entry: %v", err)
 	}
 	// The largest value goes both ways; a message over the limit is refused
 	// before it is sent.
@@ -264,11 +343,11 @@ func TestGRPCFailOver(t *testing.T) {
 	})
 	t.Run("writes with dedup retry with the same id", func(t *testing.T) {
 		a, b, c := failing(t, "test-grpc-dedup")
-		var seen []automaton.RequestID
+		var seen []automaton.Request
 		var mu sync.Mutex
 		a.b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
 			mu.Lock()
-			seen = append(seen, req.ID)
+			seen = append(seen, req)
 			mu.Unlock()
 			return errors.New("replica lost its disk")
 		})
@@ -276,8 +355,10 @@ func TestGRPCFailOver(t *testing.T) {
 			t.Fatalf("Set = %v", err)
 		}
 		log := b.b.Log()
-		if len(seen) != 1 || len(log) != 1 || log[0].Req.ID != seen[0] || log[0].Req.Opts.OpID != gateway.AssignedOpID(seen[0]) {
-			t.Fatalf("first attempt %v, retry %v: want one retry with the same request id", seen, log)
+		if len(seen) != 1 || len(log) != 1 || log[0].Req.ID != seen[0].ID ||
+			log[0].Req.Opts.String("tag") != fmt.Sprintf("t%d-%d", seen[0].ID.Client, seen[0].ID.Seq) ||
+			seen[0].Opts.String("tag") != log[0].Req.Opts.String("tag") {
+			t.Fatalf("first attempt %v, retry %v: want one retry with the same request id and assigned option", seen, log)
 		}
 		// The client now prefers b.
 		c.Set(x, "k2", []byte("v"))
@@ -368,4 +449,58 @@ func TestGRPCFailOver(t *testing.T) {
 			t.Fatalf("Set with every node down: %v", err)
 		}
 	})
+}
+
+func TestGRPCGroups(t *testing.T) {
+	b := newGroupBackend(
+		config.Namespace{Name: "default", Protocol: "test-grpc-atomic", Service: "kv"},
+		config.Namespace{Name: "ev", Protocol: "esds", Service: "kv"},
+	)
+	n := startGRPCOver(t, b, b.MemBackend, grpcserver.Options{})
+	c := newGRPC(t, []string{n.addr}, Options{})
+	x := tctx(t)
+	op := func(kind, key string, args ...string) service.Op {
+		o := service.Op{Kind: kind, Key: key}
+		for _, a := range args {
+			o.Args = append(o.Args, []byte(a))
+		}
+		return o
+	}
+
+	res, err := c.DoGroup(x, "", []service.Op{op("set", "k", "1"), op("incr", "k", "2"), op("append", "k", "x"), op("incr", "k", "1"), op("get", "k")}, OpOptions{})
+	want := []service.Result{service.OK(), service.Int(3), service.Int(2), service.Errorf("ERR value is not an integer or out of range"), service.Bytes([]byte("3x"))}
+	if err != nil || len(res) != len(want) {
+		t.Fatalf("DoGroup = %v, %v; want %v", res, err, want)
+	}
+	for i := range want {
+		if !res[i].Equal(want[i]) {
+			t.Errorf("result %d: %v, want %v", i, res[i], want[i])
+		}
+	}
+	b.mu.Lock()
+	if len(b.groups) != 1 || len(b.groups[0].Ops) != 5 || b.groups[0].ID.Client != c.ClientID() {
+		t.Errorf("backend received groups %+v", b.groups)
+	}
+	b.abort = "EXECABORT transaction aborted"
+	b.mu.Unlock()
+
+	// A group refused or aborted as a whole is an error.
+	_, err = c.DoGroup(x, "", []service.Op{op("set", "k", "1")}, OpOptions{})
+	var e *Error
+	if !errors.As(err, &e) || e.Code() != "EXECABORT" || errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("aborted group: %v", err)
+	}
+	// A protocol without atomic groups: FAILED_PRECONDITION, nothing sent on.
+	_, err = c.DoGroup(x, "ev", []service.Op{op("set", "k", "1"), op("get", "k")}, OpOptions{})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), fmt.Sprintf(automaton.ErrNoAtomic, "esds")) {
+		t.Fatalf("group on esds: %v", err)
+	}
+	if _, err := c.DoGroup(x, "", nil, OpOptions{}); err == nil {
+		t.Fatal("empty group accepted")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.groups) != 2 || len(b.MemBackend.Log()) != 0 {
+		t.Errorf("backend received %d groups and %d single requests, want 2 and 0", len(b.groups), len(b.MemBackend.Log()))
+	}
 }

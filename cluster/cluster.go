@@ -48,6 +48,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/synod-dev/synod/automaton"
 	"maps"
 	"net"
 	"os"
@@ -149,7 +150,7 @@ func Up(opts UpOptions) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: --nodes %d: must be 1-99", opts.Nodes)
 	}
 	if opts.Protocol == "" {
-		opts.Protocol = "abd"
+		opts.Protocol = automaton.DefaultProtocol
 	}
 	if opts.Service == "" {
 		opts.Service = "kv"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/synod-dev/synod/automaton"
 	"io"
 	"net"
 	"os"
@@ -47,8 +48,9 @@ var AdminTimeout = 90 * time.Second
 
 func membershipCapable(cfg *config.Cluster) error {
 	for _, ns := range cfg.Namespaces {
-		if !strings.HasPrefix(ns.Protocol, "paxos") {
-			return fmt.Errorf("cluster: namespace %s uses %s, which has a fixed membership; add and remove need every namespace to use paxos", ns.Name, ns.Protocol)
+		if !automaton.SupportsMembership(ns.Protocol) {
+			return fmt.Errorf("cluster: namespace %s uses %s, which has a fixed membership; add and remove need every namespace to use a protocol that changes its membership (%s)",
+				ns.Name, ns.Protocol, strings.Join(membershipProtocols(), ", "))
 		}
 	}
 	return nil
@@ -359,4 +361,16 @@ func infoText(addr, password string) (string, error) {
 		return "", err
 	}
 	return string(buf[:n]), nil
+}
+
+// membershipProtocols lists the registered protocols that change their
+// membership at run time.
+func membershipProtocols() []string {
+	var out []string
+	for _, n := range automaton.Names() {
+		if automaton.SupportsMembership(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

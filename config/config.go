@@ -69,13 +69,17 @@ type Namespace struct {
 
 // Cluster is the whole file.
 type Cluster struct {
-	Cluster    string      `yaml:"cluster"`
-	Durability string      `yaml:"durability,omitempty"`
-	DataDir    string      `yaml:"data_dir,omitempty"`
-	Storage    string      `yaml:"storage,omitempty"` // "" means wal
-	Password   string      `yaml:"password,omitempty"`
-	Nodes      []Node      `yaml:"nodes"`
-	Namespaces []Namespace `yaml:"namespaces"`
+	Cluster    string `yaml:"cluster"`
+	Durability string `yaml:"durability,omitempty"`
+	DataDir    string `yaml:"data_dir,omitempty"`
+	Storage    string `yaml:"storage,omitempty"` // "" means wal
+	Password   string `yaml:"password,omitempty"`
+	// AllowBroken admits the deliberately broken protocol variants
+	// (automaton.RegisterBroken), which exist to show that checkers catch
+	// them. Never set it for data you care about.
+	AllowBroken bool        `yaml:"allow_broken,omitempty"`
+	Nodes       []Node      `yaml:"nodes"`
+	Namespaces  []Namespace `yaml:"namespaces"`
 
 	// Path is the file the config was loaded from (not part of the YAML).
 	Path string `yaml:"-"`
@@ -187,11 +191,22 @@ func (c *Cluster) Validate() error {
 			bad(f+".name", "duplicate namespace %q", ns.Name)
 		}
 		nss[ns.Name] = true
-		if _, err := automaton.Lookup(ns.Protocol); err != nil {
-			bad(f+".protocol", "%v", err)
+		lookup := automaton.Lookup
+		if c.AllowBroken {
+			lookup = automaton.LookupAny
 		}
-		if _, err := service.Lookup(ns.Service); err != nil {
-			bad(f+".service", "%v", err)
+		_, perr := lookup(ns.Protocol)
+		if perr != nil {
+			bad(f+".protocol", "%v", perr)
+		}
+		svc, serr := service.Lookup(ns.Service)
+		if serr != nil {
+			bad(f+".service", "%v", serr)
+		}
+		if perr == nil && serr == nil {
+			if err := automaton.CheckService(ns.Protocol, svc); err != nil {
+				bad(f+".service", "%v", err)
+			}
 		}
 	}
 	return errors.Join(errs...)

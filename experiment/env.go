@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/synod-dev/synod/automaton"
 	"io"
 	"os"
 	"os/exec"
@@ -109,7 +110,7 @@ func (e *Env) Up(name string, opts cluster.UpOptions) (*cluster.Cluster, error) 
 			return nil, fmt.Errorf("clearing %s: %w", opts.Dir, err)
 		}
 	}
-	e.Logf("starting %d-node %s cluster (durability %s) in %s", opts.Nodes, orDefault(opts.Protocol, "abd"), orDefault(opts.Durability, "fsync"), opts.Dir)
+	e.Logf("starting %d-node %s cluster (durability %s) in %s", opts.Nodes, orDefault(opts.Protocol, automaton.DefaultProtocol), orDefault(opts.Durability, "fsync"), opts.Dir)
 	c, err := cluster.Up(opts)
 	if err != nil {
 		return nil, err

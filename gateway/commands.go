@@ -50,7 +50,7 @@ import (
 //	SYNOD READ [linearizable|regular|local]    show or select the read consistency
 //	SYNOD NAMESPACES                           list namespaces as [name, protocol, service]
 //	SYNOD OP kind key [arg ...]                run one service operation
-//	SYNOD STRICT/PREV/OPID/LASTID              ESDS request options (esds.go)
+//	SYNOD OPT/OPTRESET/LASTOPT                 protocol request options (options.go)
 //
 // Every operation is checked with the namespace's Service.Validate before it
 // reaches the Backend, so bad input never enters a replicated log.
@@ -129,7 +129,7 @@ func (c *conn) exec(args [][]byte) {
 	c.mu.Lock()
 	c.lastCmd = name
 	c.mu.Unlock()
-	if !c.esdsBegin(cmd, args) {
+	if !c.optBegin(cmd, args) {
 		return
 	}
 	cmd.fn(c, args)
@@ -178,7 +178,7 @@ func (c *conn) run(op service.Op, seq uint64) service.Result {
 	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
 	defer cancel()
 	id := automaton.RequestID{Client: c.client, Seq: seq}
-	req := automaton.Request{ID: id, Op: op, Opts: c.esdsOptions(read, id)}
+	req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id)}
 	res, err := c.s.b.Do(ctx, ns.Name, req)
 	if err != nil {
 		switch {
@@ -882,7 +882,7 @@ var synodHelp = []string{
 	"SYNOD NAMESPACES -- List namespaces as [name, protocol, service].",
 	"SYNOD OP kind key [arg ...] -- Run one operation of the namespace's service.",
 	"SYNOD MEMBER ADD id peer client | REMOVE id -- Change the namespace's membership (paxos).",
-	"SYNOD LEADER -- The namespace's leader as [id, client address], or nil while unknown (paxos).",
+	"SYNOD LEADER -- The namespace's leader as [id, client address], or nil while unknown or leaderless.",
 }
 
 func cmdSynod(c *conn, args [][]byte) {
@@ -911,6 +911,7 @@ func cmdSynod(c *conn, args [][]byte) {
 					return
 				}
 				c.setNamespace(ns, svc)
+				c.resetOptions()
 				c.w.WriteSimple("OK")
 				return
 			}
@@ -967,7 +968,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteSimple(l)
 		}
 	default:
-		if c.esdsCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) {
+		if c.optCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) {
 			return
 		}
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))

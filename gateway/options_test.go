@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
+	_ "github.com/synod-dev/synod/protocol/esds" // the options under test are ESDS's
 )
 
 // lastReq returns the options of the backend's last n requests.
@@ -20,7 +22,7 @@ func lastRecords(t *testing.T, b *gatewaytest.MemBackend, n int) []gatewaytest.R
 }
 
 func TestESDSOptionsReachBackend(t *testing.T) {
-	b := gatewaytest.KV()
+	b := esdsBackend()
 	_, addr := startServer(t, b, ServerOptions{})
 	c := dial(t, addr)
 
@@ -30,7 +32,7 @@ func TestESDSOptionsReachBackend(t *testing.T) {
 	}
 	r := lastRecords(t, b, 1)[0].Req
 	want := fmt.Sprintf("%016x-%d", r.ID.Client, r.ID.Seq)
-	if r.Opts.OpID != want || r.Opts.Strict || len(r.Opts.Prev) != 0 {
+	if r.Opts.String("opid") != want || r.Opts.Bool("strict") || len(r.Opts.Get("prev")) != 0 {
 		t.Fatalf("default options: %+v, want op id %s, not strict, no prev", r.Opts, want)
 	}
 	if got := c.do("SYNOD", "LASTID"); got != fmt.Sprintf("%q", want) {
@@ -55,10 +57,10 @@ func TestESDSOptionsReachBackend(t *testing.T) {
 	})
 	recs := lastRecords(t, b, 2)
 	incr, get := recs[0].Req, recs[1].Req
-	if incr.Op.Kind != "incr" || incr.Opts.OpID != "my-op-1" || !incr.Opts.Strict || !slices.Equal(incr.Opts.Prev, []string{first, "other-op"}) {
+	if incr.Op.Kind != "incr" || incr.Opts.String("opid") != "my-op-1" || !incr.Opts.Bool("strict") || !slices.Equal(incr.Opts.Get("prev"), []string{first, "other-op"}) {
 		t.Fatalf("INCR options: %+v", incr.Opts)
 	}
-	if get.Opts.OpID != fmt.Sprintf("%016x-%d", get.ID.Client, get.ID.Seq) || !get.Opts.Strict || len(get.Opts.Prev) != 0 {
+	if get.Opts.String("opid") != fmt.Sprintf("%016x-%d", get.ID.Client, get.ID.Seq) || !get.Opts.Bool("strict") || len(get.Opts.Get("prev")) != 0 {
 		t.Fatalf("GET after the pending options were consumed: %+v (strict stays on, prev and op id do not)", get.Opts)
 	}
 
@@ -73,11 +75,11 @@ func TestESDSOptionsReachBackend(t *testing.T) {
 	var maxSeq uint64
 	var lastOp string
 	for _, rec := range recs {
-		if !slices.Equal(rec.Req.Opts.Prev, []string{"my-op-1"}) || rec.Req.Opts.Strict {
+		if !slices.Equal(rec.Req.Opts.Get("prev"), []string{"my-op-1"}) || rec.Req.Opts.Bool("strict") {
 			t.Errorf("MGET %s options: %+v", rec.Req.Op.Key, rec.Req.Opts)
 		}
 		if rec.Req.ID.Seq > maxSeq {
-			maxSeq, lastOp = rec.Req.ID.Seq, rec.Req.Opts.OpID
+			maxSeq, lastOp = rec.Req.ID.Seq, rec.Req.Opts.String("opid")
 		}
 	}
 	if got := c.do("SYNOD", "LASTID"); got != fmt.Sprintf("%q", lastOp) || !strings.HasSuffix(lastOp, fmt.Sprintf("-%d", maxSeq)) {
@@ -89,24 +91,24 @@ func TestESDSOptionsReachBackend(t *testing.T) {
 		cmd("SYNOD OPID op-x", "OK"),
 		cmd("SYNOD OP append a z", "(integer) 2"),
 	})
-	if r := lastRecords(t, b, 1)[0].Req; r.Opts.OpID != "op-x" {
-		t.Errorf("SYNOD OP op id %q, want op-x", r.Opts.OpID)
+	if r := lastRecords(t, b, 1)[0].Req; r.Opts.String("opid") != "op-x" {
+		t.Errorf("SYNOD OP op id %q, want op-x", r.Opts.String("opid"))
 	}
 
 	// Options are per connection.
 	c2 := dial(t, addr)
 	c.do("SYNOD", "STRICT", "on")
 	c2.do("GET", "a")
-	if r := lastRecords(t, b, 1)[0].Req; r.Opts.Strict {
+	if r := lastRecords(t, b, 1)[0].Req; r.Opts.Bool("strict") {
 		t.Errorf("strict leaked to another connection: %+v", r.Opts)
 	}
-	if got := c2.do("SYNOD", "LASTID"); got != fmt.Sprintf("%q", lastRecords(t, b, 1)[0].Req.Opts.OpID) {
+	if got := c2.do("SYNOD", "LASTID"); got != fmt.Sprintf("%q", lastRecords(t, b, 1)[0].Req.Opts.String("opid")) {
 		t.Errorf("second connection's LASTID = %s", got)
 	}
 }
 
 func TestESDSBadInput(t *testing.T) {
-	b := gatewaytest.KV()
+	b := esdsBackend()
 	_, addr := startServer(t, b, ServerOptions{})
 	c := dial(t, addr)
 	if got := c.do("SYNOD", "LASTID"); got != "(nil)" {
@@ -116,13 +118,13 @@ func TestESDSBadInput(t *testing.T) {
 		args []string
 		want string // prefix of the error
 	}{
-		{[]string{"SYNOD", "STRICT", "maybe"}, "(error) ERR SYNOD STRICT takes 'on' or 'off'"},
+		{[]string{"SYNOD", "STRICT", "maybe"}, "(error) ERR option strict: \"maybe\" is not on or off"},
 		{[]string{"SYNOD", "STRICT", "on", "off"}, "(error) ERR wrong number of arguments"},
-		{[]string{"SYNOD", "OPID", "0123456789abcdef-7"}, "(error) ERR op id \"0123456789abcdef-7\" has the form of an assigned id"},
-		{[]string{"SYNOD", "OPID", "has space"}, "(error) ERR op id \"has space\": only printable"},
-		{[]string{"SYNOD", "OPID", strings.Repeat("x", MaxOpIDLen+1)}, "(error) ERR op id too long"},
+		{[]string{"SYNOD", "OPID", "0123456789abcdef-7"}, "(error) ERR option opid: "},
+		{[]string{"SYNOD", "OPID", "has space"}, "(error) ERR option opid: "},
+		{[]string{"SYNOD", "OPID", strings.Repeat("x", 257)}, "(error) ERR option opid: "},
 		{[]string{"SYNOD", "OPID", "a", "b"}, "(error) ERR wrong number of arguments"},
-		{[]string{"SYNOD", "PREV", "ok", ""}, "(error) ERR prev: op id is empty"},
+		{[]string{"SYNOD", "PREV", "ok", ""}, "(error) ERR option prev: "},
 		{[]string{"SYNOD", "LASTID", "x"}, "(error) ERR wrong number of arguments"},
 	} {
 		if got := c.do(s.args...); !strings.HasPrefix(got, s.want) {
@@ -130,10 +132,10 @@ func TestESDSBadInput(t *testing.T) {
 		}
 	}
 	big := []string{"SYNOD", "PREV"}
-	for i := 0; i <= MaxPrevIDs; i++ {
+	for i := 0; i <= 1024; i++ {
 		big = append(big, fmt.Sprint("p", i))
 	}
-	if got := c.do(big...); !strings.HasPrefix(got, "(error) ERR prev set too large") {
+	if got := c.do(big...); !strings.HasPrefix(got, "(error) ERR option prev: ") {
 		t.Errorf("oversized prev set: %s", got)
 	}
 	if n := len(b.Log()); n != 0 {
@@ -144,12 +146,12 @@ func TestESDSBadInput(t *testing.T) {
 		cmd("SYNOD PREV 0123456789abcdef-7", "OK"),
 		cmd("SYNOD OPID mine", "OK"),
 		// Several operations cannot share one op id: refused, options discarded.
-		{[]string{"DEL", "a", "b"}, "(error) ERR SYNOD OPID names one operation, but DEL with 2 keys runs one per key; the pending op id and prev set were discarded"},
+		{[]string{"DEL", "a", "b"}, "(error) ERR option opid names one operation, but DEL with 2 keys runs one per key; the pending options were discarded"},
 		cmd("SYNOD OPID", "(nil)"),
 		cmd("SYNOD PREV", "(empty array)"),
 		cmd("DEL a", "(integer) 0"),
 	})
-	if r := lastRecords(t, b, 1)[0].Req; r.Opts.OpID == "mine" || len(r.Opts.Prev) != 0 {
+	if r := lastRecords(t, b, 1)[0].Req; r.Opts.String("opid") == "mine" || len(r.Opts.Get("prev")) != 0 {
 		t.Errorf("discarded options reached the backend: %+v", r.Opts)
 	}
 	if n := len(b.Log()); n != 1 {
@@ -157,7 +159,40 @@ func TestESDSBadInput(t *testing.T) {
 	}
 	// A pending OPID with a single-key DEL is fine.
 	run(t, c, []step{cmd("SYNOD OPID mine", "OK"), cmd("DEL a", "(integer) 0")})
-	if r := lastRecords(t, b, 1)[0].Req; r.Opts.OpID != "mine" {
-		t.Errorf("single-key DEL op id %q", r.Opts.OpID)
+	if r := lastRecords(t, b, 1)[0].Req; r.Opts.String("opid") != "mine" {
+		t.Errorf("single-key DEL op id %q", r.Opts.String("opid"))
 	}
+}
+
+// esdsBackend is an in-memory backend whose one namespace claims the esds
+// protocol, so that the gateway offers ESDS's request options.
+func esdsBackend() *gatewaytest.MemBackend {
+	return gatewaytest.New(config.Namespace{Name: "default", Protocol: "esds", Service: "kv"})
+}
+
+func TestOptionsGeneric(t *testing.T) {
+	b := esdsBackend()
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("SYNOD OPT strict", `"off"`),
+		cmd("SYNOD OPT strict on", "OK"),
+		cmd("SYNOD OPT prev a b", "OK"),
+		cmd("SYNOD OPT prev", "1) \"a\"\n2) \"b\""),
+		cmd("SYNOD OPT nosuch 1", "(error) ERR protocol esds has no request option \"nosuch\" (it has: opid, prev, strict)"),
+		cmd("SET k v", "OK"),
+		cmd("SYNOD LASTOPT strict", `"on"`),
+		cmd("SYNOD LASTOPT prev", "1) \"a\"\n2) \"b\""),
+		cmd("SYNOD OPTRESET", "OK"),
+		cmd("SET k w", "OK"),
+		cmd("SYNOD LASTOPT strict", `"off"`),
+	})
+	if r := lastRecords(t, b, 1)[0].Req; r.Opts.Bool("strict") || r.Opts.Get("prev") != nil {
+		t.Fatalf("options after OPTRESET: %+v", r.Opts)
+	}
+	// A namespace whose protocol declares no options refuses them.
+	b2 := gatewaytest.KV()
+	_, addr2 := startServer(t, b2, ServerOptions{})
+	c2 := dial(t, addr2)
+	run(t, c2, []step{cmd("SYNOD OPT strict on", "(error) ERR protocol memory has no request options")})
 }

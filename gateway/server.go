@@ -207,7 +207,7 @@ type conn struct {
 	created time.Time
 	authed  bool
 	quit    bool
-	esds    esdsConn // ESDS options (esds.go)
+	opts    optConn // protocol request options (options.go)
 
 	mu      sync.Mutex
 	ns      config.Namespace

@@ -61,17 +61,43 @@ type Op struct {
 	Args      []string `json:"args,omitempty"`
 	// Read mode used for reads ("linearizable", "regular", "local", ...).
 	ReadMode string `json:"read_mode,omitempty"`
-	// ESDS request options (seed 000): the operation's id, the ids it must
-	// follow, and whether it was strict.
-	ID     string   `json:"id,omitempty"`
-	Prev   []string `json:"prev,omitempty"`
-	Strict bool     `json:"strict,omitempty"`
+	// Opts holds the protocol-declared request options the operation
+	// carried, by name (automaton.Options.Ext): ESDS's id, prev and strict,
+	// for example.
+	Opts map[string][]string `json:"opts,omitempty"`
+	// Txn, set on an operation whose Kind is TxnKind or MultiKind, holds the
+	// operations of a transaction (interactive) or atomic group (MULTI/EXEC),
+	// in the order the client issued them, each with the result the client
+	// saw. The outer Outcome is the transaction's: OK committed, Failed
+	// aborted (its effects invisible), Unknown (the commit may or may not
+	// have taken effect, all or nothing). The outer Key and Args are empty;
+	// Call is the first step's invocation and Return the commit's response.
+	Txn []Op `json:"txn,omitempty"`
 	// Call and Return are nanoseconds since the history began (virtual time in
 	// simulation). Return is meaningless when Outcome is Unknown.
 	Call    int64   `json:"call"`
 	Return  int64   `json:"return"`
 	Outcome Outcome `json:"outcome"`
 	Result  Result  `json:"result"`
+}
+
+// Kinds of history entries that group operations.
+const (
+	// TxnKind: an interactive transaction (begin, operations, commit/abort).
+	TxnKind = "txn"
+	// MultiKind: an atomic group sent as one request (MULTI/EXEC).
+	MultiKind = "multi"
+)
+
+// IsTxn reports whether the entry is a transaction or atomic group.
+func (o Op) IsTxn() bool { return o.Kind == TxnKind || o.Kind == MultiKind }
+
+// Opt returns the first value of option name ("" when absent).
+func (o Op) Opt(name string) string {
+	if v := o.Opts[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // ServiceOp returns the operation as a service.Op.

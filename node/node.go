@@ -68,7 +68,6 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
-	"github.com/synod-dev/synod/gateway/grpcserver"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
 	"github.com/synod-dev/synod/transport"
@@ -86,6 +85,11 @@ type Options struct {
 	PeerListener, ClientListener, MetricsListener net.Listener
 	// GRPCListener serves the gRPC API even when the node has no grpc address.
 	GRPCListener net.Listener
+	// GRPC builds the gRPC API server over the node (a gateway.Backend).
+	// The runtime does not link a gRPC server itself: the process that
+	// assembles a node (package daemon, used by `synod node`) supplies it.
+	// Nil with a grpc address configured is an error at Run.
+	GRPC func(b gateway.Backend, password string, log *slog.Logger) ClientServer
 
 	BatchLimit int // inputs per batch, default 1024
 	InboxLen   int // per-namespace inbox, default 4096
@@ -115,7 +119,7 @@ type Node struct {
 	engine  storage.Engine
 	tr      *transport.Transport
 	gw      *gateway.Server
-	grpc    *grpcserver.Server // nil without a grpc address
+	grpc    ClientServer // nil without a grpc address
 	httpSrv *http.Server
 
 	peerAddr, clientAddr, metricsAddr, grpcAddr net.Addr
@@ -177,12 +181,19 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		n.durable = opts.Storage.Durability() == config.Fsync
 	}
 	for _, ns := range cfg.Namespaces {
-		proto, err := automaton.Lookup(ns.Protocol)
+		lookup := automaton.Lookup
+		if cfg.AllowBroken {
+			lookup = automaton.LookupAny
+		}
+		proto, err := lookup(ns.Protocol)
 		if err != nil {
 			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
 		}
 		svc, err := service.Lookup(ns.Service)
 		if err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+		}
+		if err := automaton.CheckService(ns.Protocol, svc); err != nil {
 			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
 		}
 		var seed [8]byte
@@ -203,6 +214,13 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		n.loops[ns.Name] = n.newLoop(ns, svc, a)
 	}
 	return n, nil
+}
+
+// ClientServer serves clients over a listener on the node's behalf (the
+// gRPC API).
+type ClientServer interface {
+	Serve(net.Listener) error
+	Close()
 }
 
 // ID is the node's id.
@@ -324,6 +342,13 @@ func (n *Node) start() error {
 	}
 	var grpcLn net.Listener
 	if n.opts.GRPCListener != nil || n.self.GRPC != "" {
+		if n.opts.GRPC == nil {
+			clientLn.Close()
+			if metricsLn != nil {
+				metricsLn.Close()
+			}
+			return fmt.Errorf("node %s has a grpc address but this program links no gRPC server (node.Options.GRPC)", n.id)
+		}
 		if grpcLn, err = n.listen(n.opts.GRPCListener, n.self.GRPC, "gRPC clients"); err != nil {
 			clientLn.Close()
 			if metricsLn != nil {
@@ -348,7 +373,7 @@ func (n *Node) start() error {
 		}
 	}()
 	if grpcLn != nil {
-		n.grpc = grpcserver.New(n, grpcserver.Options{Password: n.cfg.Password, Logger: n.log.With("component", "grpc")})
+		n.grpc = n.opts.GRPC(n, n.cfg.Password, n.log.With("component", "grpc"))
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
@@ -466,12 +491,28 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 		return automaton.Response{}, gateway.ErrShuttingDown
 	default:
 	}
-	if err := l.svc.Validate(req.Op); err != nil {
+	if err := automaton.ValidateRequest(l.svc, req); err != nil {
 		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
+	}
+	// A transaction shape the protocol cannot honour is refused here, before
+	// anything is applied (automaton/txn.go).
+	if res, refused := automaton.RefuseUnsupported(l.ns.Protocol, req); refused {
+		return automaton.Response{ID: req.ID, Result: res}, nil
 	}
 	// The request may sit in the inbox after Do returns (context ended); the
 	// caller may then reuse its buffers, so the automaton gets its own copy.
 	req.Op.Args = cloneArgs(req.Op.Args)
+	if req.Ops != nil {
+		ops := make([]service.Op, len(req.Ops))
+		for i, op := range req.Ops {
+			op.Args = cloneArgs(op.Args)
+			ops[i] = op
+		}
+		req.Ops = ops
+	}
+	// The environment observed on arrival (service/env.go); only
+	// nondeterministic services read it, through the protocol.
+	req.Env = newEnv()
 	t0 := time.Now()
 	ch := make(chan automaton.Response, 1)
 	l.addWaiter(req.ID, ch)

@@ -43,19 +43,31 @@ func (s *simulator) onClientNext(c *client) {
 	c.seq++
 	c.ops++
 	c.req = automaton.Request{ID: automaton.RequestID{Client: c.id, Seq: c.seq}, Op: op}
-	c.isRead = s.svc.IsRead(op)
-	readMode := ""
-	if c.isRead {
-		c.req.Opts.Read = s.cfg.ReadMode
-		readMode = s.cfg.ReadMode.String()
+	if s.cfg.Groups > 0 && s.rngGroup.Float64() < s.cfg.Groups {
+		// An atomic group (automaton/txn.go): GroupSize operations drawn
+		// from the same mix, recorded as one history entry.
+		c.req.Ops = []service.Op{op}
+		for len(c.req.Ops) < s.cfg.GroupSize {
+			c.ops++
+			c.req.Ops = append(c.req.Ops, s.genOp(c))
+		}
+		c.req.Op = service.Op{}
+		c.isRead = automaton.IsReadRequest(s.svc, c.req)
+		c.pending = s.rec.InvokeTxn(c.idx, Namespace, history.MultiKind)
+	} else {
+		c.isRead = s.svc.IsRead(op)
+		readMode := ""
+		if c.isRead {
+			c.req.Opts.Read = s.cfg.ReadMode
+			readMode = s.cfg.ReadMode.String()
+		}
+		c.pending = s.rec.Invoke(c.idx, Namespace, op, readMode)
 	}
-	c.pending = s.rec.Invoke(c.idx, Namespace, op, readMode)
 	if s.esds {
-		opts := s.esdsOptions(c, c.req.ID)
-		opts.Read = c.req.Opts.Read
-		c.req.Opts = opts
-		c.pending.SetESDS(c.req.Opts.OpID, c.req.Opts.Prev, c.req.Opts.Strict)
+		s.drawESDSOptions(c)
 	}
+	c.req.Opts = automaton.AssignOptions(s.optSpecs, c.req.ID, c.req.Opts)
+	c.pending.SetOpts(c.req.Opts.Ext)
 	c.busy = true
 	c.attempt = 0
 	c.node = -1
@@ -181,6 +193,9 @@ func (s *simulator) giveUp(c *client) {
 	}
 	s.tracef("client %d gives up on %v (unknown outcome)", c.idx, c.req.ID)
 	s.digestClient(c, 'U', nil)
+	for _, op := range c.req.Ops {
+		c.pending.StepUnknown(op) // answers never seen
+	}
 	c.pending.Unknown()
 	s.finishOp(c)
 }
@@ -213,6 +228,15 @@ func (s *simulator) onClientResp(e *event) {
 	}
 	s.tracef("client %d: %v -> %v", c.idx, c.req.ID, res)
 	s.digestClient(c, 'C', &res)
+	if c.req.Ops != nil {
+		if len(e.resp.Results) != len(c.req.Ops) {
+			s.fail("client %d: group %v of %d operations answered with %d results", c.idx, c.req.ID, len(c.req.Ops), len(e.resp.Results))
+			return
+		}
+		for i, op := range c.req.Ops {
+			c.pending.Step(op, e.resp.Results[i])
+		}
+	}
 	c.pending.Complete(res)
 	s.noteCompleted(c)
 	s.finishOp(c)

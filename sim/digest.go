@@ -96,4 +96,15 @@ func encodeRequest(e *wire.Encoder, r automaton.Request) {
 	e.Uvarint(r.ID.Seq)
 	e.Byte(byte(r.Opts.Read))
 	service.EncodeOp(e, r.Op)
+	// Groups and options only when present, so that digests of runs without
+	// them are unchanged.
+	for _, op := range r.Ops {
+		service.EncodeOp(e, op)
+	}
+	for _, k := range r.Opts.Names() {
+		e.String(k)
+		for _, v := range r.Opts.Ext[k] {
+			e.String(v)
+		}
+	}
 }

@@ -75,12 +75,21 @@
 // # Checking and replay
 //
 // Run checks the history with check.Linearizable (IgnoreDelCount for register
-// protocols, whose names start with "abd"), or with check.Sequential when the
+// protocols: automaton.RegisterProtocol), or with check.Sequential when the
 // protocol's automaton.ConsistencyOf is Sequential; for those, clients stick
 // to one node each (Config.StickyClients), since sequential consistency is
 // promised per server session. Result.Digest is a SHA-256 over
 // every delivered input and every output (virtual time, node, kind, bytes),
 // fault events and client outcomes; replaying a seed gives the same digest.
 // The command "synod sim" runs many seeds in parallel and prints the command
-// that replays each failing seed.
+// that replays each failing seed (the seed runner is RunSeeds; the CLI's
+// flags are Flags, which ParseArgs also serves to the conformance suite).
+//
+// The checker is chosen by the protocol's declared consistency model
+// (check.For); a history holding atomic groups (Config.Groups) is judged for
+// strict serializability (check.ForHistory). Protocols that state invariants
+// (automaton.InvariantStater) have them checked after every step
+// (invariant.go); the first violation ends the run as Result.Invariant.
+// Requests carry an Env drawn from a stream of their own (virtual time and
+// randomness) for nondeterministic services.
 package sim

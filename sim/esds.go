@@ -64,36 +64,37 @@ func (s *simulator) genServiceOp(c *client, kind string) service.Op {
 	return service.Op{Kind: kind}
 }
 
-// esdsOptions draws the ESDS request options for the client's next request.
-func (s *simulator) esdsOptions(c *client, id automaton.RequestID) automaton.Options {
-	o := automaton.Options{OpID: fmt.Sprintf("%016x-%d", id.Client, id.Seq)}
+// drawESDSOptions draws the eventually-serializable request options of the
+// client's next request (automaton.OptStrict, automaton.OptPrev); the op id
+// is the protocol's assigned one (automaton.OptOpID's Assign).
+func (s *simulator) drawESDSOptions(c *client) {
 	if s.cfg.StrictFrac > 0 && s.rngClient.Float64() < s.cfg.StrictFrac {
-		o.Strict = true
+		c.req.Opts.Set(automaton.OptStrict, automaton.BoolOption(true))
 	}
 	if s.cfg.PrevProb > 0 && s.rngClient.Float64() < s.cfg.PrevProb {
 		if c.lastDone != "" && s.rngClient.Intn(2) == 0 {
-			o.Prev = []string{c.lastDone}
+			c.req.Opts.Set(automaton.OptPrev, []string{c.lastDone})
 		} else if len(s.completedIDs) > 0 {
-			o.Prev = []string{s.completedIDs[s.rngClient.Intn(len(s.completedIDs))]}
+			c.req.Opts.Set(automaton.OptPrev, []string{s.completedIDs[s.rngClient.Intn(len(s.completedIDs))]})
 		}
 	}
-	return o
 }
 
 // noteCompleted remembers an operation that completed, for later prev sets.
 func (s *simulator) noteCompleted(c *client) {
-	if !s.esds || c.req.Opts.OpID == "" {
+	id := c.req.Opts.String(automaton.OptOpID)
+	if !s.esds || id == "" {
 		return
 	}
-	c.lastDone = c.req.Opts.OpID
-	s.completedIDs = append(s.completedIDs, c.req.Opts.OpID)
+	c.lastDone = id
+	s.completedIDs = append(s.completedIDs, id)
 }
 
 // settle runs the quiescence phase and returns every replica's final order.
 func (s *simulator) settle() (map[string][]string, error) {
 	end := s.now + s.cfg.SettleTime
 	next := s.now
-	for s.err == nil {
+	for s.err == nil && s.invErr == "" {
 		if s.now >= next {
 			next = s.now + 100*time.Millisecond
 			if orders, ok := s.finalOrders(); ok && converged(orders) {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
 )
 
 // node is one simulated server: an automaton, its disk and its timers.
@@ -130,6 +131,7 @@ func (s *simulator) step(n *node, in automaton.Input) {
 	}
 	n.applies = 0
 	outs := n.a.Step(in)
+	s.checkInvariants(n)
 	if s.cpuOn {
 		if _, start := in.(automaton.Start); !start {
 			s.cpuRun(n, in, outs) // cpu.go: the outputs leave when the step's CPU time is over
@@ -314,7 +316,12 @@ func (s *simulator) onClientReq(e *event) {
 	}
 	n := s.nodes[e.node]
 	s.tracef("%s <- client %d request %v %v", n.id, e.client, e.req.ID, e.req.Op)
-	s.step(n, automaton.ClientRequest{Req: cloneRequest(e.req)})
+	req := cloneRequest(e.req)
+	// The environment the node observes on arrival (service/env.go): virtual
+	// time and a draw from a stream of its own, so that runs of
+	// deterministic services keep their digests.
+	req.Env = service.Env{Time: int64(s.now), Seed: s.rngEnv.Uint64()}
+	s.step(n, automaton.ClientRequest{Req: req})
 }
 
 func (s *simulator) onTimer(e *event) {
@@ -363,13 +370,35 @@ func (s *simulator) resume(n *node) {
 
 func cloneRequest(r automaton.Request) automaton.Request {
 	out := r
-	if r.Op.Args != nil {
-		out.Op.Args = make([][]byte, len(r.Op.Args))
-		for i, a := range r.Op.Args {
-			out.Op.Args[i] = append([]byte{}, a...)
+	out.Op = cloneOp(r.Op)
+	if r.Ops != nil {
+		out.Ops = make([]service.Op, len(r.Ops))
+		for i, op := range r.Ops {
+			out.Ops[i] = cloneOp(op)
+		}
+	}
+	if r.Txn != nil {
+		t := *r.Txn
+		out.Txn = &t
+	}
+	if r.Opts.Ext != nil {
+		out.Opts.Ext = make(map[string][]string, len(r.Opts.Ext))
+		for k, v := range r.Opts.Ext {
+			out.Opts.Ext[k] = append([]string(nil), v...)
 		}
 	}
 	return out
+}
+
+func cloneOp(op service.Op) service.Op {
+	if op.Args != nil {
+		args := make([][]byte, len(op.Args))
+		for i, a := range op.Args {
+			args[i] = append([]byte{}, a...)
+		}
+		op.Args = args
+	}
+	return op
 }
 
 // sortedKeys returns m's keys in order (for digests: never iterate a map

@@ -36,6 +36,11 @@ type Result struct {
 	// (or, for ESDS protocols, not eventually serializable).
 	Violation bool
 	Stats     Stats
+	// Invariant describes the first violated protocol invariant
+	// (automaton/invariant.go); "" if none. InvariantChecks counts the
+	// checks made (0 when the protocol states no invariants).
+	Invariant       string
+	InvariantChecks int
 	// Liveness describes a liveness failure (Config.Liveness); "" if none.
 	Liveness string
 	// ReplicaTimes are the replica response times of the answered requests,
@@ -69,15 +74,19 @@ func Run(cfg Config) (*Result, error) {
 			res.Unknown++
 		}
 	}
+	res.InvariantChecks = s.invChecked
+	if s.invErr != "" {
+		res.Invariant = s.invErr
+		res.Violation = true
+		res.WallTime = time.Since(start)
+		return res, nil
+	}
 	if !s.cfg.NoCheck && s.esds {
 		if err := s.checkESDS(res); err != nil {
 			return nil, err
 		}
 	} else if !s.cfg.NoCheck {
-		checker := check.Linearizable
-		if s.consistency == automaton.Sequential {
-			checker = check.Sequential
-		}
+		checker := check.ForHistory(s.consistency, res.History)
 		rep, err := checker(res.History, checkOptions(s.cfg))
 		if err != nil {
 			return nil, fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
@@ -91,7 +100,7 @@ func Run(cfg Config) (*Result, error) {
 }
 
 // checkOptions chooses the checker options for a run. Register protocols
-// (names starting with "abd") cannot give a linearizable DEL count: the reply
+// (automaton.RegisterProtocol: ABD, blocking) cannot give a linearizable DEL count: the reply
 // says whether the highest tag seen in the query phase held a value, and a
 // concurrent write may be ordered between that tag and the tombstone. Their
 // DEL replies are therefore not checked (the delete itself still is).
@@ -154,6 +163,13 @@ func (c Config) Command() string {
 	opt("--service", c.Service, ServiceName)
 	if m, ok := serviceMixes[c.Service]; ok {
 		opt("--mix", c.Mix, m.def)
+	}
+	if c.NoInvariants {
+		args = append(args, "--no-invariants")
+	}
+	opt("--groups", c.Groups, 0.0)
+	if c.Groups > 0 {
+		opt("--group-size", c.GroupSize, 3)
 	}
 	opt("--strict", c.StrictFrac, 0.0)
 	opt("--prev", c.PrevProb, 0.0)

@@ -43,7 +43,7 @@ const (
 
 // Config describes one simulated run. Zero values take the defaults above.
 type Config struct {
-	// Protocol is a registered automaton.Protocol name ("abd", ...).
+	// Protocol is a registered automaton.Protocol name, or a broken variant's.
 	Protocol string
 	// Nodes, Clients: cluster size and number of closed-loop clients.
 	Nodes, Clients int
@@ -79,6 +79,14 @@ type Config struct {
 	// operations, and the probability that an operation names an earlier
 	// completed one in its prev set.
 	StrictFrac, PrevProb float64
+	// Groups is the fraction of client operations sent as atomic groups of
+	// GroupSize (default 3) operations (automaton.Request.Ops), for
+	// protocols that apply groups atomically; the history then records
+	// them as groups and is checked for strict serializability.
+	Groups    float64
+	GroupSize int
+	// NoInvariants skips the protocol's invariant checks.
+	NoInvariants bool
 	// SettleTime bounds the quiescence phase of eventually-serializable
 	// protocols (default DefaultSettleTime).
 	SettleTime time.Duration
@@ -282,6 +290,19 @@ type simulator struct {
 	// Independent streams, all derived from the seed, so that (for example)
 	// the workload does not change when only the fault schedule does.
 	rngNode, rngNet, rngDisk, rngClient, rngFault *rand.Rand
+	// rngEnv draws the environments of requests (service.Env): a stream of
+	// its own, so that adding it changed no other stream.
+	rngEnv *rand.Rand
+	// rngGroup decides which operations are sent as atomic groups.
+	rngGroup *rand.Rand
+	// inv checks the protocol's invariants after every step (nil when it
+	// states none); invErr is the first violation.
+	inv        automaton.InvariantChecker
+	invNames   []string
+	invErr     string
+	invChecked int
+	// optSpecs are the protocol's request options (automaton.OptionSpec).
+	optSpecs []automaton.OptionSpec
 
 	lat, clientLat, fsyncLat, think, reorderDelay Dist
 	linkLat                                       [][]Dist // [from][to]
@@ -349,6 +370,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.SettleTime == 0 {
 		cfg.SettleTime = DefaultSettleTime
 	}
+	if cfg.GroupSize == 0 {
+		cfg.GroupSize = 3
+	}
 	if cfg.Faults == "" {
 		cfg.Faults = "none"
 	}
@@ -388,6 +412,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter or string)", cfg.Service)
 	case cfg.StrictFrac < 0 || cfg.StrictFrac > 1 || cfg.PrevProb < 0 || cfg.PrevProb > 1 || cfg.SettleTime < 0:
 		return cfg, fmt.Errorf("sim: strict fraction and prev probability must be within [0, 1], settle time non-negative")
+	case cfg.Groups < 0 || cfg.Groups > 1 || cfg.GroupSize < 1:
+		return cfg, fmt.Errorf("sim: the group fraction must be within [0, 1] and the group size at least 1")
 	case cfg.Loss < 0 || cfg.Loss > 1 || cfg.Dup < 0 || cfg.Dup > 1 || cfg.ReorderFrac < 0 || cfg.ReorderFrac > 1:
 		return cfg, fmt.Errorf("sim: loss, dup and reorder fractions must be within [0, 1]")
 	case cfg.RequestTimeout < 0 || cfg.MaxTime < 0 || cfg.DrainTime < 0 || cfg.MaxAttempts < 0 || cfg.MaxEvents < 0 || cfg.CheckTimeout < 0:
@@ -402,19 +428,31 @@ func newSimulator(cfg Config) (*simulator, error) {
 		return nil, err
 	}
 	s := &simulator{cfg: cfg, clientByID: map[uint64]*client{}, digest: sha256.New()}
-	if s.proto, err = automaton.Lookup(cfg.Protocol); err != nil {
+	if s.proto, err = automaton.LookupAny(cfg.Protocol); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if s.consistency, err = automaton.ConsistencyOf(cfg.Protocol); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	if s.consistency == automaton.Sequential {
+	if automaton.NeedsStickyClients(cfg.Protocol) {
 		s.cfg.StickyClients = true
 	}
 	s.esds = esdsMode(cfg.Protocol)
 	if s.svc, err = service.Lookup(cfg.Service); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
+	if err := automaton.CheckService(cfg.Protocol, s.svc); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if cfg.Groups > 0 && !automaton.TransactionsOf(cfg.Protocol).Atomic {
+		return nil, fmt.Errorf("sim: --groups: protocol %s cannot apply a group of operations atomically", cfg.Protocol)
+	}
+	s.optSpecs = automaton.RequestOptions(cfg.Protocol)
+	if !cfg.NoInvariants {
+		s.inv, s.invNames = automaton.NewInvariantChecker(cfg.Protocol)
+	}
+	s.rngEnv = rand.New(rand.NewSource(cfg.Seed ^ 0x5eed_e4f))
+	s.rngGroup = rand.New(rand.NewSource(cfg.Seed ^ 0x6a0c))
 	if s.faults, err = ParseFaults(cfg.Faults); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -529,7 +567,7 @@ func (s *simulator) run() error {
 	if s.cfg.Ops == 0 {
 		s.stopIssuing()
 	}
-	for !s.finished && s.err == nil {
+	for !s.finished && s.err == nil && s.invErr == "" {
 		if s.stopping && s.busy == 0 {
 			break
 		}

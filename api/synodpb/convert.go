@@ -60,3 +60,49 @@ func ToReadMode(m ReadMode) (automaton.ReadMode, error) {
 	}
 	return automaton.ReadMode(m), nil
 }
+
+// FromOp converts a service operation to its message.
+func FromOp(op service.Op) *Op { return &Op{Kind: op.Kind, Key: op.Key, Args: op.Args} }
+
+// ToOp converts an operation message to a service operation.
+func ToOp(m *Op) service.Op { return service.Op{Kind: m.GetKind(), Key: m.GetKey(), Args: m.GetArgs()} }
+
+// FromOptions converts request options (automaton.Options.Ext) to the
+// options map of a message; nil for none.
+func FromOptions(ext map[string][]string) map[string]*OptionValues {
+	if len(ext) == 0 {
+		return nil
+	}
+	m := make(map[string]*OptionValues, len(ext))
+	for k, v := range ext {
+		m[k] = &OptionValues{Values: v}
+	}
+	return m
+}
+
+// ToOptions converts a message's options map to automaton.Options.Ext form;
+// nil for none. An entry without values becomes an empty, non-nil list (a
+// list option given with no values is set, not absent).
+func ToOptions(m map[string]*OptionValues) map[string][]string {
+	if len(m) == 0 {
+		return nil
+	}
+	ext := make(map[string][]string, len(m))
+	for k, v := range m {
+		vals := v.GetValues()
+		if vals == nil {
+			vals = []string{}
+		}
+		ext[k] = vals
+	}
+	return ext
+}
+
+// FromOptionSpecs describes a protocol's request options.
+func FromOptionSpecs(specs []automaton.OptionSpec) []*OptionSpec {
+	var out []*OptionSpec
+	for _, s := range specs {
+		out = append(out, &OptionSpec{Name: s.Name, Type: s.Type.String(), Sticky: s.Sticky, Doc: s.Doc})
+	}
+	return out
+}

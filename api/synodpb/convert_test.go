@@ -57,3 +57,38 @@ func TestResultRoundTrip(t *testing.T) {
 		t.Error("a result without a value was accepted")
 	}
 }
+
+func TestOptionsRoundTrip(t *testing.T) {
+	// Through the wire: values in order, and a list option set to no values
+	// stays set (an empty list, not absent).
+	ext := map[string][]string{"opid": {"a1"}, "prev": {"p1", "p2"}, "empty": {}}
+	b, err := proto.Marshal(&Request{Options: FromOptions(ext)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Request
+	if err := proto.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	got := ToOptions(m.GetOptions())
+	if len(got) != len(ext) {
+		t.Fatalf("options %v, want %v", got, ext)
+	}
+	for k, v := range ext {
+		g, ok := got[k]
+		if !ok || g == nil || strings.Join(g, ",") != strings.Join(v, ",") || len(g) != len(v) {
+			t.Errorf("option %s: %#v, want %#v", k, g, v)
+		}
+	}
+	if FromOptions(nil) != nil || ToOptions(nil) != nil {
+		t.Error("no options should convert to nil")
+	}
+}
+
+func TestOpRoundTrip(t *testing.T) {
+	op := service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v"), []byte("nx")}}
+	back := ToOp(FromOp(op))
+	if back.Kind != op.Kind || back.Key != op.Key || len(back.Args) != 2 || string(back.Args[1]) != "nx" {
+		t.Errorf("round trip of %v: %v", op, back)
+	}
+}

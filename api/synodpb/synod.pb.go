@@ -1,5 +1,7 @@
 // Synod's client API over gRPC: every namespace, every service operation,
-// every read mode and the ESDS request options (seed 000).
+// every read mode, the request options each protocol declares (for example
+// ESDS's op id, prev set and strict flag, seed 000 chapter 3) and atomic
+// groups of operations.
 //
 // Regenerate the Go code in api/synodpb with scripts/gen-proto after editing
 // this file; the generated code is committed so that builds need no protoc.
@@ -170,20 +172,40 @@ type Request struct {
 	// the same request (at any node) carries the same pair, so protocols with a
 	// replicated deduplication table answer it once. client_id 0 asks the node
 	// to pick a fresh random identity for this one request (no safe retries).
-	ClientId uint64   `protobuf:"varint,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	Seq      uint64   `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
-	Op       *Op      `protobuf:"bytes,4,opt,name=op,proto3" json:"op,omitempty"`
-	Read     ReadMode `protobuf:"varint,5,opt,name=read,proto3,enum=synod.v1.ReadMode" json:"read,omitempty"`
-	// ESDS options (seed 000); other protocols ignore them.
+	ClientId uint64 `protobuf:"varint,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Seq      uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The operation; leave it unset when ops is set.
+	Op   *Op      `protobuf:"bytes,4,opt,name=op,proto3" json:"op,omitempty"`
+	Read ReadMode `protobuf:"varint,5,opt,name=read,proto3,enum=synod.v1.ReadMode" json:"read,omitempty"`
+	// Compatibility aliases for the eventually-serializable model's options
+	// (seed 000 chapter 3): op_id is options["opid"], prev is
+	// options["prev"], strict is options["strict"] ("1" when true). The node
+	// merges them into options; a request that sets an alias and the same
+	// options entry is INVALID_ARGUMENT. Like every option, they are refused
+	// when the namespace's protocol does not declare them.
+	//
 	// op_id: the operation's unique id. Empty: the node assigns
 	// "<client_id as 16 hex digits>-<seq>" (ids of that form are reserved for
-	// assigned ids). At most 256 printable ASCII characters, no spaces.
+	// assigned ids).
 	OpId string `protobuf:"bytes,6,opt,name=op_id,json=opId,proto3" json:"op_id,omitempty"`
-	// prev: ids of operations that must be ordered before this one (at most 1024).
+	// prev: ids of operations that must be ordered before this one.
 	Prev []string `protobuf:"bytes,7,rep,name=prev,proto3" json:"prev,omitempty"`
 	// strict: answer only once the operation is stable (its place in the
 	// eventual total order is fixed).
-	Strict        bool `protobuf:"varint,8,opt,name=strict,proto3" json:"strict,omitempty"`
+	Strict bool `protobuf:"varint,8,opt,name=strict,proto3" json:"strict,omitempty"`
+	// Request options the namespace's protocol declares, by name
+	// (Namespace.options lists them with their types). A bool option takes
+	// one value, "on"/"off" (or "1"/"0", "true"/"false", "yes"/"no"); a
+	// string option one value; a list option any number. Unknown names and
+	// invalid values are INVALID_ARGUMENT. Options with an assigned default
+	// (ESDS's opid) get it when absent; Response.options reports it.
+	Options map[string]*OptionValues `protobuf:"bytes,9,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// An atomic group: the operations take effect together, in order, all or
+	// none, with nothing interleaved, and Response.results answers each. When
+	// set, op must be unset. Only protocols whose Namespace.atomic_groups is
+	// true accept groups (FAILED_PRECONDITION otherwise). Options apply to the
+	// group as a whole.
+	Ops           []*Op `protobuf:"bytes,10,rep,name=ops,proto3" json:"ops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,6 +296,65 @@ func (x *Request) GetStrict() bool {
 	return false
 }
 
+func (x *Request) GetOptions() map[string]*OptionValues {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *Request) GetOps() []*Op {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+// OptionValues holds an option's values (one for a bool or string option).
+type OptionValues struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OptionValues) Reset() {
+	*x = OptionValues{}
+	mi := &file_synod_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OptionValues) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptionValues) ProtoMessage() {}
+
+func (x *OptionValues) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptionValues.ProtoReflect.Descriptor instead.
+func (*OptionValues) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OptionValues) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // Empty marks the nil and ok results.
 type Empty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -283,7 +364,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +376,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +389,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{2}
+	return file_synod_proto_rawDescGZIP(), []int{3}
 }
 
 // Result is an operation's outcome (service.Result).
@@ -328,7 +409,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -340,7 +421,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -353,7 +434,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{3}
+	return file_synod_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Result) GetValue() isResult_Value {
@@ -445,17 +526,27 @@ func (*Result_Int) isResult_Value() {}
 func (*Result_Err) isResult_Value() {}
 
 type Response struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Result *Result                `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
-	// The operation's id: the request's op_id, or the one the node assigned.
-	OpId          string `protobuf:"bytes,2,opt,name=op_id,json=opId,proto3" json:"op_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operation's result. For an atomic group: ok when the group was
+	// applied (results then holds each operation's result), or the error that
+	// refused or aborted the whole group (results is then empty).
+	Result *Result `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// Compatibility alias of options["opid"]: the operation's id (the
+	// request's, or the one the node assigned); empty when the namespace's
+	// protocol has no "opid" option.
+	OpId string `protobuf:"bytes,2,opt,name=op_id,json=opId,proto3" json:"op_id,omitempty"`
+	// The options the node handed to the protocol, assigned values included
+	// (a bool option that is on holds "1"; one that is off is absent).
+	Options map[string]*OptionValues `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// One result per operation of an atomic group, in order.
+	Results       []*Result `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +558,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +571,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{4}
+	return file_synod_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Response) GetResult() *Result {
@@ -497,6 +588,20 @@ func (x *Response) GetOpId() string {
 	return ""
 }
 
+func (x *Response) GetOptions() map[string]*OptionValues {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *Response) GetResults() []*Result {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type NamespacesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -505,7 +610,7 @@ type NamespacesRequest struct {
 
 func (x *NamespacesRequest) Reset() {
 	*x = NamespacesRequest{}
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +622,7 @@ func (x *NamespacesRequest) String() string {
 func (*NamespacesRequest) ProtoMessage() {}
 
 func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +635,7 @@ func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesRequest.ProtoReflect.Descriptor instead.
 func (*NamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{5}
+	return file_synod_proto_rawDescGZIP(), []int{6}
 }
 
 type Namespace struct {
@@ -545,13 +650,17 @@ type Namespace struct {
 	// takes effect at most once. When false, a client must not retry a write
 	// whose outcome is unknown.
 	IdempotentRetry bool `protobuf:"varint,5,opt,name=idempotent_retry,json=idempotentRetry,proto3" json:"idempotent_retry,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The request options the protocol declares (Request.options).
+	Options []*OptionSpec `protobuf:"bytes,6,rep,name=options,proto3" json:"options,omitempty"`
+	// Whether the protocol applies atomic groups (Request.ops).
+	AtomicGroups  bool `protobuf:"varint,7,opt,name=atomic_groups,json=atomicGroups,proto3" json:"atomic_groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +672,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +685,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{6}
+	return file_synod_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Namespace) GetName() string {
@@ -614,6 +723,95 @@ func (x *Namespace) GetIdempotentRetry() bool {
 	return false
 }
 
+func (x *Namespace) GetOptions() []*OptionSpec {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *Namespace) GetAtomicGroups() bool {
+	if x != nil {
+		return x.AtomicGroups
+	}
+	return false
+}
+
+// OptionSpec describes a request option a protocol declares.
+type OptionSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "bool", "string" or "list".
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Sticky options stay set on a Redis-protocol connection until changed
+	// (SYNOD OPT); the others apply to the next command only. Over gRPC every
+	// option is per request; this tells clients that keep options across
+	// requests which ones to keep.
+	Sticky bool `protobuf:"varint,3,opt,name=sticky,proto3" json:"sticky,omitempty"`
+	// A one-line description.
+	Doc           string `protobuf:"bytes,4,opt,name=doc,proto3" json:"doc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OptionSpec) Reset() {
+	*x = OptionSpec{}
+	mi := &file_synod_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OptionSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptionSpec) ProtoMessage() {}
+
+func (x *OptionSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptionSpec.ProtoReflect.Descriptor instead.
+func (*OptionSpec) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *OptionSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OptionSpec) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *OptionSpec) GetSticky() bool {
+	if x != nil {
+		return x.Sticky
+	}
+	return false
+}
+
+func (x *OptionSpec) GetDoc() string {
+	if x != nil {
+		return x.Doc
+	}
+	return ""
+}
+
 type NamespacesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Namespaces    []*Namespace           `protobuf:"bytes,1,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
@@ -623,7 +821,7 @@ type NamespacesResponse struct {
 
 func (x *NamespacesResponse) Reset() {
 	*x = NamespacesResponse{}
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +833,7 @@ func (x *NamespacesResponse) String() string {
 func (*NamespacesResponse) ProtoMessage() {}
 
 func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +846,7 @@ func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesResponse.ProtoReflect.Descriptor instead.
 func (*NamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{7}
+	return file_synod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NamespacesResponse) GetNamespaces() []*Namespace {
@@ -666,7 +864,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +876,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +889,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{8}
+	return file_synod_proto_rawDescGZIP(), []int{10}
 }
 
 type InfoSection struct {
@@ -703,7 +901,7 @@ type InfoSection struct {
 
 func (x *InfoSection) Reset() {
 	*x = InfoSection{}
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +913,7 @@ func (x *InfoSection) String() string {
 func (*InfoSection) ProtoMessage() {}
 
 func (x *InfoSection) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +926,7 @@ func (x *InfoSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoSection.ProtoReflect.Descriptor instead.
 func (*InfoSection) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{9}
+	return file_synod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InfoSection) GetFields() map[string]string {
@@ -747,7 +945,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +957,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +970,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{10}
+	return file_synod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InfoResponse) GetSections() map[string]*InfoSection {
@@ -790,7 +988,7 @@ const file_synod_proto_rawDesc = "" +
 	"\x02Op\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
-	"\x04args\x18\x03 \x03(\fR\x04args\"\xdd\x01\n" +
+	"\x04args\x18\x03 \x03(\fR\x04args\"\x8b\x03\n" +
 	"\aRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\x04R\bclientId\x12\x10\n" +
@@ -799,7 +997,15 @@ const file_synod_proto_rawDesc = "" +
 	"\x04read\x18\x05 \x01(\x0e2\x12.synod.v1.ReadModeR\x04read\x12\x13\n" +
 	"\x05op_id\x18\x06 \x01(\tR\x04opId\x12\x12\n" +
 	"\x04prev\x18\a \x03(\tR\x04prev\x12\x16\n" +
-	"\x06strict\x18\b \x01(\bR\x06strict\"\a\n" +
+	"\x06strict\x18\b \x01(\bR\x06strict\x128\n" +
+	"\aoptions\x18\t \x03(\v2\x1e.synod.v1.Request.OptionsEntryR\aoptions\x12\x1e\n" +
+	"\x03ops\x18\n" +
+	" \x03(\v2\f.synod.v1.OpR\x03ops\x1aR\n" +
+	"\fOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"&\n" +
+	"\fOptionValues\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\a\n" +
 	"\x05Empty\"\x99\x01\n" +
 	"\x06Result\x12#\n" +
 	"\x03nil\x18\x01 \x01(\v2\x0f.synod.v1.EmptyH\x00R\x03nil\x12!\n" +
@@ -807,17 +1013,30 @@ const file_synod_proto_rawDesc = "" +
 	"\x05bytes\x18\x03 \x01(\fH\x00R\x05bytes\x12\x12\n" +
 	"\x03int\x18\x04 \x01(\x12H\x00R\x03int\x12\x12\n" +
 	"\x03err\x18\x05 \x01(\tH\x00R\x03errB\a\n" +
-	"\x05value\"I\n" +
+	"\x05value\"\x84\x02\n" +
 	"\bResponse\x12(\n" +
 	"\x06result\x18\x01 \x01(\v2\x10.synod.v1.ResultR\x06result\x12\x13\n" +
-	"\x05op_id\x18\x02 \x01(\tR\x04opId\"\x13\n" +
-	"\x11NamespacesRequest\"\xa2\x01\n" +
+	"\x05op_id\x18\x02 \x01(\tR\x04opId\x129\n" +
+	"\aoptions\x18\x03 \x03(\v2\x1f.synod.v1.Response.OptionsEntryR\aoptions\x12*\n" +
+	"\aresults\x18\x04 \x03(\v2\x10.synod.v1.ResultR\aresults\x1aR\n" +
+	"\fOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\x13\n" +
+	"\x11NamespacesRequest\"\xf7\x01\n" +
 	"\tNamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x18\n" +
 	"\aservice\x18\x03 \x01(\tR\aservice\x12 \n" +
 	"\vconsistency\x18\x04 \x01(\tR\vconsistency\x12)\n" +
-	"\x10idempotent_retry\x18\x05 \x01(\bR\x0fidempotentRetry\"I\n" +
+	"\x10idempotent_retry\x18\x05 \x01(\bR\x0fidempotentRetry\x12.\n" +
+	"\aoptions\x18\x06 \x03(\v2\x14.synod.v1.OptionSpecR\aoptions\x12#\n" +
+	"\ratomic_groups\x18\a \x01(\bR\fatomicGroups\"^\n" +
+	"\n" +
+	"OptionSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
+	"\x06sticky\x18\x03 \x01(\bR\x06sticky\x12\x10\n" +
+	"\x03doc\x18\x04 \x01(\tR\x03doc\"I\n" +
 	"\x12NamespacesResponse\x123\n" +
 	"\n" +
 	"namespaces\x18\x01 \x03(\v2\x13.synod.v1.NamespaceR\n" +
@@ -859,44 +1078,55 @@ func file_synod_proto_rawDescGZIP() []byte {
 }
 
 var file_synod_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_synod_proto_goTypes = []any{
 	(ReadMode)(0),              // 0: synod.v1.ReadMode
 	(*Op)(nil),                 // 1: synod.v1.Op
 	(*Request)(nil),            // 2: synod.v1.Request
-	(*Empty)(nil),              // 3: synod.v1.Empty
-	(*Result)(nil),             // 4: synod.v1.Result
-	(*Response)(nil),           // 5: synod.v1.Response
-	(*NamespacesRequest)(nil),  // 6: synod.v1.NamespacesRequest
-	(*Namespace)(nil),          // 7: synod.v1.Namespace
-	(*NamespacesResponse)(nil), // 8: synod.v1.NamespacesResponse
-	(*InfoRequest)(nil),        // 9: synod.v1.InfoRequest
-	(*InfoSection)(nil),        // 10: synod.v1.InfoSection
-	(*InfoResponse)(nil),       // 11: synod.v1.InfoResponse
-	nil,                        // 12: synod.v1.InfoSection.FieldsEntry
-	nil,                        // 13: synod.v1.InfoResponse.SectionsEntry
+	(*OptionValues)(nil),       // 3: synod.v1.OptionValues
+	(*Empty)(nil),              // 4: synod.v1.Empty
+	(*Result)(nil),             // 5: synod.v1.Result
+	(*Response)(nil),           // 6: synod.v1.Response
+	(*NamespacesRequest)(nil),  // 7: synod.v1.NamespacesRequest
+	(*Namespace)(nil),          // 8: synod.v1.Namespace
+	(*OptionSpec)(nil),         // 9: synod.v1.OptionSpec
+	(*NamespacesResponse)(nil), // 10: synod.v1.NamespacesResponse
+	(*InfoRequest)(nil),        // 11: synod.v1.InfoRequest
+	(*InfoSection)(nil),        // 12: synod.v1.InfoSection
+	(*InfoResponse)(nil),       // 13: synod.v1.InfoResponse
+	nil,                        // 14: synod.v1.Request.OptionsEntry
+	nil,                        // 15: synod.v1.Response.OptionsEntry
+	nil,                        // 16: synod.v1.InfoSection.FieldsEntry
+	nil,                        // 17: synod.v1.InfoResponse.SectionsEntry
 }
 var file_synod_proto_depIdxs = []int32{
 	1,  // 0: synod.v1.Request.op:type_name -> synod.v1.Op
 	0,  // 1: synod.v1.Request.read:type_name -> synod.v1.ReadMode
-	3,  // 2: synod.v1.Result.nil:type_name -> synod.v1.Empty
-	3,  // 3: synod.v1.Result.ok:type_name -> synod.v1.Empty
-	4,  // 4: synod.v1.Response.result:type_name -> synod.v1.Result
-	7,  // 5: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
-	12, // 6: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
-	13, // 7: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
-	10, // 8: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
-	2,  // 9: synod.v1.Synod.Do:input_type -> synod.v1.Request
-	6,  // 10: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
-	9,  // 11: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
-	5,  // 12: synod.v1.Synod.Do:output_type -> synod.v1.Response
-	8,  // 13: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
-	11, // 14: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
-	12, // [12:15] is the sub-list for method output_type
-	9,  // [9:12] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	14, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
+	1,  // 3: synod.v1.Request.ops:type_name -> synod.v1.Op
+	4,  // 4: synod.v1.Result.nil:type_name -> synod.v1.Empty
+	4,  // 5: synod.v1.Result.ok:type_name -> synod.v1.Empty
+	5,  // 6: synod.v1.Response.result:type_name -> synod.v1.Result
+	15, // 7: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
+	5,  // 8: synod.v1.Response.results:type_name -> synod.v1.Result
+	9,  // 9: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
+	8,  // 10: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
+	16, // 11: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
+	17, // 12: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
+	3,  // 13: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	3,  // 14: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	12, // 15: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
+	2,  // 16: synod.v1.Synod.Do:input_type -> synod.v1.Request
+	7,  // 17: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
+	11, // 18: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
+	6,  // 19: synod.v1.Synod.Do:output_type -> synod.v1.Response
+	10, // 20: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
+	13, // 21: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
+	19, // [19:22] is the sub-list for method output_type
+	16, // [16:19] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_synod_proto_init() }
@@ -904,7 +1134,7 @@ func file_synod_proto_init() {
 	if File_synod_proto != nil {
 		return
 	}
-	file_synod_proto_msgTypes[3].OneofWrappers = []any{
+	file_synod_proto_msgTypes[4].OneofWrappers = []any{
 		(*Result_Nil)(nil),
 		(*Result_Ok)(nil),
 		(*Result_Bytes)(nil),
@@ -917,7 +1147,7 @@ func file_synod_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_synod_proto_rawDesc), len(file_synod_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

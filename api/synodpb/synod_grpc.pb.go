@@ -1,5 +1,7 @@
 // Synod's client API over gRPC: every namespace, every service operation,
-// every read mode and the ESDS request options (seed 000).
+// every read mode, the request options each protocol declares (for example
+// ESDS's op id, prev set and strict flag, seed 000 chapter 3) and atomic
+// groups of operations.
 //
 // Regenerate the Go code in api/synodpb with scripts/gen-proto after editing
 // this file; the generated code is committed so that builds need no protoc.
@@ -40,12 +42,17 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type SynodClient interface {
-	// Do runs one operation of a namespace's service.
+	// Do runs one operation of a namespace's service, or an atomic group of
+	// operations (Request.ops).
 	//
 	// Status codes:
 	//
-	//	INVALID_ARGUMENT   the operation, read mode or ESDS options are invalid
-	//	                   (nothing was executed)
+	//	INVALID_ARGUMENT   an operation, the read mode or an option is invalid,
+	//	                   or the namespace's protocol declares no option of
+	//	                   that name (nothing was executed)
+	//	FAILED_PRECONDITION the request is an atomic group and the namespace's
+	//	                   protocol cannot apply groups atomically (nothing was
+	//	                   executed)
 	//	NOT_FOUND          the namespace does not exist (nothing was executed)
 	//	UNAUTHENTICATED    missing or wrong password (nothing was executed)
 	//	RESOURCE_EXHAUSTED the message exceeds the size limit (nothing was executed)
@@ -107,12 +114,17 @@ func (c *synodClient) Info(ctx context.Context, in *InfoRequest, opts ...grpc.Ca
 // All implementations must embed UnimplementedSynodServer
 // for forward compatibility.
 type SynodServer interface {
-	// Do runs one operation of a namespace's service.
+	// Do runs one operation of a namespace's service, or an atomic group of
+	// operations (Request.ops).
 	//
 	// Status codes:
 	//
-	//	INVALID_ARGUMENT   the operation, read mode or ESDS options are invalid
-	//	                   (nothing was executed)
+	//	INVALID_ARGUMENT   an operation, the read mode or an option is invalid,
+	//	                   or the namespace's protocol declares no option of
+	//	                   that name (nothing was executed)
+	//	FAILED_PRECONDITION the request is an atomic group and the namespace's
+	//	                   protocol cannot apply groups atomically (nothing was
+	//	                   executed)
 	//	NOT_FOUND          the namespace does not exist (nothing was executed)
 	//	UNAUTHENTICATED    missing or wrong password (nothing was executed)
 	//	RESOURCE_EXHAUSTED the message exceeds the size limit (nothing was executed)

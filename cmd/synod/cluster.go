@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/synod-dev/synod/automaton"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -63,7 +64,7 @@ with "synod cluster down".`,
 	}
 	f := upCmd.Flags()
 	f.IntVar(&up.Nodes, "nodes", 3, "number of nodes")
-	f.StringVar(&up.Protocol, "protocol", "abd", "replication protocol of the default namespace")
+	f.StringVar(&up.Protocol, "protocol", automaton.DefaultProtocol, "replication protocol of the default namespace")
 	f.StringVar(&up.Service, "service", "kv", "data type of the default namespace")
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
 	f.IntVar(&up.BasePort, "base-port", 0, "client ports N.., peer ports N+100.., metrics ports N+200..; 0 picks free ports")

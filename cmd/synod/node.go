@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/daemon"
 	"github.com/synod-dev/synod/node"
 )
 
@@ -52,7 +53,7 @@ failure exits 1 without answering the requests of the failed batch.`,
 			if err != nil {
 				return err
 			}
-			n, err := node.New(cfg, id, node.Options{Logger: slog.New(h)})
+			n, err := daemon.New(cfg, id, node.Options{Logger: slog.New(h)})
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/bench"
 	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
@@ -239,7 +240,7 @@ func opMetrics(h *history.History) map[string]float64 {
 		last = max(last, o.Return)
 		d := time.Duration(o.Return - o.Call)
 		all = append(all, d)
-		if o.Strict {
+		if o.Opt(automaton.OptStrict) == "1" {
 			st = append(st, d)
 		} else {
 			ns = append(ns, d)

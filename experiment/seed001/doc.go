@@ -60,6 +60,6 @@
 // Protocol settings are the protocol's defaults unless --param
 // PROTOCOL.KEY=VALUE sets some (they go into the cluster file's namespace
 // params). They are printed with the results: the defaults are read from the
-// protocol when it implements DefaultParamser, from package abd's constants
-// for ABD; otherwise the output points at the protocol's package doc.
+// protocol's registration (automaton.DefaultParams); a protocol that declares
+// none is pointed at its package doc.
 package seed001

@@ -16,7 +16,6 @@ import (
 	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/experiment"
-	"github.com/synod-dev/synod/protocol/abd"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -166,29 +165,17 @@ const (
 	mProbesBad = "probes_failed"
 )
 
-// DefaultParamser is implemented by protocols that report their parameter
-// defaults (lease length, timeouts); the experiment prints them beside the
-// measured windows.
-type DefaultParamser interface {
-	DefaultParams() map[string]string
-}
-
 // settings describes the protocol parameters in force: the protocol's
-// defaults (from the protocol when it implements DefaultParamser, from package
-// abd's constants for ABD) and the --param overrides.
+// defaults (automaton.DefaultParams) and the --param overrides.
 func settings(proto string, overrides map[string]string) string {
 	var def string
-	switch p, err := automaton.Lookup(proto); {
-	case proto == "abd":
-		def = fmt.Sprintf("retransmit %v, op_timeout %v", abd.DefaultRetransmit, abd.DefaultOpTimeout)
-	case err != nil:
+	if _, err := automaton.LookupAny(proto); err != nil {
 		return proto + ": not registered"
-	default:
-		if d, ok := p.(DefaultParamser); ok {
-			def = formatParams(d.DefaultParams())
-		} else {
-			def = "not reported by the protocol; see protocol/" + proto + "'s package doc"
-		}
+	}
+	if d := automaton.DefaultParams(proto); d != nil {
+		def = formatParams(d)
+	} else {
+		def = "not reported by the protocol; see protocol/" + proto + "'s package doc"
 	}
 	s := proto + " defaults: " + def
 	if len(overrides) > 0 {

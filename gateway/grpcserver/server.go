@@ -3,9 +3,18 @@
 // gatewaytest.MemBackend in tests.
 //
 // Every request is checked before it reaches the backend: the namespace must
-// exist (NOT_FOUND), the operation must pass the namespace's
-// Service.Validate, and the read mode and ESDS options must be valid
-// (INVALID_ARGUMENT). Such refusals executed nothing.
+// exist (NOT_FOUND); an atomic group (Request.ops) needs a protocol that
+// applies groups atomically (automaton.TransactionsOf(protocol).Atomic,
+// FAILED_PRECONDITION with automaton.ErrNoAtomic's text otherwise); every
+// operation must pass the namespace's Service.Validate
+// (automaton.ValidateRequest), and the read mode and the request options
+// must be valid (INVALID_ARGUMENT). Such refusals executed nothing.
+//
+// Request options are the ones the namespace's protocol declares
+// (automaton.RequestOptions); the server knows none by meaning. It checks
+// them with automaton.ValidateOptions, which normalises values and fills in
+// assigned ones, and returns in Response.options what it handed to the
+// protocol.
 //
 // Choices where the issue is silent:
 //
@@ -15,10 +24,20 @@
 //     random client id with seq 1 for that one request (convenient for
 //     grpcurl; such a request cannot be retried safely). A non-zero client_id
 //     needs seq >= 1.
-//   - Op ids. An empty op_id is replaced by gateway.AssignedOpID(client_id,
-//     seq), the same "<16 hex>-<seq>" form the Redis gateway assigns, so a
-//     retry gets the same op id; the response echoes the op id used.
-//     Client-chosen ids of that form are refused (gateway.CheckOpID).
+//   - Option aliases. The Request fields op_id, prev and strict predate the
+//     options map; they spell the options automaton.OptOpID, OptPrev and
+//     OptStrict and are merged into the map (an empty op_id or prev, or a
+//     false strict, is absent). A request that gives an alias and the same
+//     map entry is refused rather than one silently winning. Aliases are
+//     refused like any option when the protocol does not declare them:
+//     silently dropping strict would weaken what the client asked for.
+//     Response.op_id echoes
+//     options["opid"], which a protocol that declares it (ESDS) assigns as
+//     "<client id as 16 hex>-<seq>" when absent, so a retry with the same
+//     (client_id, seq) gets the same op id.
+//   - Atomic groups: options apply to the group as a whole (one request, one
+//     RequestID); Response.results answers each operation when the group
+//     was applied, and Response.result is then the protocol's group result.
 //   - Outcomes. A request that timed out at the node (Options.RequestTimeout,
 //     or the caller's deadline if earlier) fails with DEADLINE_EXCEEDED; one
 //     cut short by shutdown or a backend failure with UNAVAILABLE; one the
@@ -180,26 +199,68 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 	if svc == nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
 	}
-	pop := in.GetOp()
-	if pop == nil {
+	id, err := requestID(in)
+	if err != nil {
+		return nil, err
+	}
+	req := automaton.Request{ID: id}
+	switch {
+	case len(in.GetOps()) > 0 && in.GetOp() != nil:
+		return nil, status.Error(codes.InvalidArgument, "request has both op and ops: an atomic group goes in ops alone")
+	case len(in.GetOps()) > 0:
+		for _, m := range in.GetOps() {
+			req.Ops = append(req.Ops, synodpb.ToOp(m))
+		}
+	case in.GetOp() != nil:
+		req.Op = synodpb.ToOp(in.GetOp())
+	default:
 		return nil, status.Error(codes.InvalidArgument, "request has no op")
 	}
-	op := service.Op{Kind: pop.GetKind(), Key: pop.GetKey(), Args: pop.GetArgs()}
-	if err := svc.Validate(op); err != nil {
+	if res, refused := automaton.RefuseUnsupported(ns.Protocol, req); refused {
+		return nil, status.Error(codes.FailedPrecondition, res.Err)
+	}
+	if err := automaton.ValidateRequest(svc, req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
 	}
 	read, err := synodpb.ToReadMode(in.GetRead())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if in.GetOpId() != "" {
-		if err := gateway.CheckOpID(in.GetOpId()); err != nil {
-			return nil, status.Error(codes.InvalidArgument, err.Error())
-		}
+	req.Opts, err = requestOptions(ns, id, read, in)
+	if err != nil {
+		return nil, err
 	}
-	if err := gateway.CheckPrev(in.GetPrev()); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+
+	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	res, err := s.b.Do(rctx, ns.Name, req)
+	if err != nil {
+		return nil, s.doError(ctx, rctx, id, err)
 	}
+	out := &synodpb.Response{
+		Result:  fromResult(res.Result),
+		OpId:    req.Opts.String(automaton.OptOpID),
+		Options: synodpb.FromOptions(req.Opts.Ext),
+	}
+	for _, r := range res.Results {
+		out.Results = append(out.Results, fromResult(r))
+	}
+	return out, nil
+}
+
+// fromResult converts a result, giving errors a Redis-style code.
+func fromResult(r service.Result) *synodpb.Result {
+	if r.Type == service.ResultErr {
+		r.Err = withCode(r.Err)
+	}
+	return synodpb.FromResult(r)
+}
+
+// requestID returns the request's identity, picking a fresh random client
+// id with seq 1 when client_id is 0.
+func requestID(in *synodpb.Request) (automaton.RequestID, error) {
 	id := automaton.RequestID{Client: in.GetClientId(), Seq: in.GetSeq()}
 	switch {
 	case id.Client == 0:
@@ -210,29 +271,57 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 		}
 		id.Seq = 1
 	case id.Seq == 0:
-		return nil, status.Error(codes.InvalidArgument, "seq must be at least 1 when client_id is set")
+		return id, status.Error(codes.InvalidArgument, "seq must be at least 1 when client_id is set")
 	}
-	opts := automaton.Options{Read: read, OpID: in.GetOpId(), Prev: in.GetPrev(), Strict: in.GetStrict()}
-	if opts.OpID == "" {
-		opts.OpID = gateway.AssignedOpID(id)
-	}
-	if len(opts.Prev) == 0 {
-		opts.Prev = nil
-	}
+	return id, nil
+}
 
-	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
-	res, err := s.b.Do(rctx, ns.Name, automaton.Request{ID: id, Op: op, Opts: opts})
+// aliases are the Request fields that spell the eventually-serializable
+// model's options (api/synod.proto).
+var aliases = []struct {
+	field, option string
+	get           func(*synodpb.Request) []string
+}{
+	{"op_id", automaton.OptOpID, func(in *synodpb.Request) []string {
+		if in.GetOpId() == "" {
+			return nil
+		}
+		return []string{in.GetOpId()}
+	}},
+	{"prev", automaton.OptPrev, func(in *synodpb.Request) []string {
+		if len(in.GetPrev()) == 0 {
+			return nil
+		}
+		return in.GetPrev()
+	}},
+	{"strict", automaton.OptStrict, func(in *synodpb.Request) []string { return automaton.BoolOption(in.GetStrict()) }},
+}
+
+// requestOptions merges the alias fields into the request's options,
+// validates them against the namespace protocol's specs and fills in
+// assigned values. Every error is INVALID_ARGUMENT and names the option.
+func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.ReadMode, in *synodpb.Request) (automaton.Options, error) {
+	o := automaton.Options{Read: read, Ext: synodpb.ToOptions(in.GetOptions())}
+	for _, a := range aliases {
+		vals := a.get(in)
+		if vals == nil {
+			continue
+		}
+		if _, dup := o.Ext[a.option]; dup {
+			return o, status.Errorf(codes.InvalidArgument, "option %s given twice: in options and as the %s field (its alias); give one", a.option, a.field)
+		}
+		o.Set(a.option, vals)
+	}
+	for _, name := range o.Names() {
+		if _, err := automaton.FindOption(ns.Protocol, name); err != nil {
+			return o, status.Errorf(codes.InvalidArgument, "namespace %q: option %q refused: %v", ns.Name, name, err)
+		}
+	}
+	o, err := automaton.ValidateOptions(ns.Protocol, id, o)
 	if err != nil {
-		return nil, s.doError(ctx, rctx, id, err)
+		return o, status.Errorf(codes.InvalidArgument, "namespace %q: %v", ns.Name, err)
 	}
-	r := res.Result
-	if r.Type == service.ResultErr {
-		r.Err = withCode(r.Err)
-	}
-	return &synodpb.Response{Result: synodpb.FromResult(r), OpId: opts.OpID}, nil
+	return o, nil
 }
 
 // doError maps a Backend.Do error to a status. Every such error leaves the
@@ -264,7 +353,11 @@ func withCode(msg string) string {
 func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (*synodpb.NamespacesResponse, error) {
 	out := &synodpb.NamespacesResponse{}
 	for _, ns := range s.nss {
-		m := &synodpb.Namespace{Name: ns.Name, Protocol: ns.Protocol, Service: ns.Service}
+		m := &synodpb.Namespace{
+			Name: ns.Name, Protocol: ns.Protocol, Service: ns.Service,
+			Options:      synodpb.FromOptionSpecs(automaton.RequestOptions(ns.Protocol)),
+			AtomicGroups: automaton.TransactionsOf(ns.Protocol).Atomic,
+		}
 		if p, err := automaton.Lookup(ns.Protocol); err == nil {
 			m.IdempotentRetry = p.IdempotentRetry()
 			if c, err := automaton.ConsistencyOf(ns.Protocol); err == nil {

@@ -11,16 +11,20 @@ import (
 
 func init() {
 	automaton.Register(protocol{name: "abd"})
-	// Deliberately broken variants, kept so that the checkers can be shown to
-	// catch them (see the package doc). Never use them for data.
-	automaton.Register(protocol{name: "abd-broken-nowriteback", noWriteBack: true})
-	automaton.Register(protocol{name: "abd-broken-nowriterid", tsOnly: true})
+	// Deliberately broken variants, kept so that the checkers and the
+	// invariants can be shown to catch them (see the package doc). Never use
+	// them for data.
+	automaton.RegisterBroken("abd", protocol{name: "abd-broken-nowriteback", noWriteBack: true,
+		doc: "reads never write back (seed 001 §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it"})
+	automaton.RegisterBroken("abd", protocol{name: "abd-broken-nowriterid", tsOnly: true,
+		doc: "tags compare by timestamp only (seed 001 §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it"})
 }
 
 type protocol struct {
 	name        string
 	noWriteBack bool // reads never write back (seed 001's one-phase read)
 	tsOnly      bool // tags compare by timestamp only (seed 001's server rule)
+	doc         string
 }
 
 func (p protocol) Name() string          { return p.name }
@@ -28,6 +32,19 @@ func (p protocol) IdempotentRetry() bool { return false }
 
 // RegisterSemantics implements automaton.RegisterProtocol.
 func (p protocol) RegisterSemantics() bool { return true }
+
+// Describe implements automaton.Describer.
+func (p protocol) Describe() string {
+	if p.doc != "" {
+		return p.doc
+	}
+	return "multi-writer ABD atomic registers (seed 001 §3.1), linearizable, non-blocking with a majority"
+}
+
+// DefaultParams implements automaton.ParamDefaulter.
+func (p protocol) DefaultParams() map[string]string {
+	return map[string]string{"retransmit": DefaultRetransmit.String(), "op_timeout": DefaultOpTimeout.String()}
+}
 
 // Defaults for the protocol parameters.
 const (
@@ -96,6 +113,7 @@ type ABD struct {
 
 	// Coordinator state.
 	incarnation uint64
+	fresh       bool // started without records (first boot, or a wiped disk)
 	counter     uint64
 	ops         map[uint64]*op
 	byReq       map[automaton.RequestID]uint64
@@ -103,6 +121,15 @@ type ABD struct {
 	doneOrder   []automaton.RequestID
 
 	out []automaton.Output
+	// What this step did, for the invariant checker (invariant.go): stores
+	// applied or acknowledged, and operations completed.
+	stepStores []keyTag
+	stepDone   []keyTag
+}
+
+type keyTag struct {
+	key string
+	tag Tag
 }
 
 // op is one client request being coordinated.
@@ -129,6 +156,7 @@ func (a *ABD) quorum() int { return automaton.Majority(len(a.cfg.Nodes)) }
 // Step implements automaton.Automaton.
 func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	a.out = nil
+	a.stepStores, a.stepDone = a.stepStores[:0], a.stepDone[:0]
 	switch in := in.(type) {
 	case automaton.Start:
 		a.onStart(in)
@@ -147,6 +175,7 @@ func (a *ABD) emit(o automaton.Output) { a.out = append(a.out, o) }
 // onStart restores the replica's registers and starts a new incarnation.
 func (a *ABD) onStart(s automaton.Start) {
 	a.store = map[string]*entry{}
+	a.fresh = len(s.Records) == 0
 	for k, v := range s.Records {
 		switch {
 		case k == "inc":
@@ -177,6 +206,10 @@ func (a *ABD) onStart(s automaton.Start) {
 
 // onRequest starts coordinating a client request (seed 001 §3.1.2).
 func (a *ABD) onRequest(req automaton.Request) {
+	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+		a.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
+		return
+	}
 	if id, busy := a.byReq[req.ID]; busy && a.ops[id] != nil {
 		return // a retry of a request in flight: it is answered when that completes
 	}
@@ -298,6 +331,7 @@ func (a *ABD) onMessage(from automaton.NodeID, b []byte) {
 // applyStore installs (tag, value) if the tag is higher than the register's,
 // persisting it first; a lower or equal tag is acknowledged and ignored.
 func (a *ABD) applyStore(m *message) {
+	a.stepStores = append(a.stepStores, keyTag{m.Key, m.Tag})
 	cur := a.store[m.Key]
 	if cur != nil && !cur.Tag.Less(m.Tag, a.proto.tsOnly) {
 		return
@@ -327,6 +361,9 @@ func (a *ABD) onQueryReply(from int, m *message) {
 	// A majority answered the query.
 	if !o.write {
 		if o.req.Opts.Read == automaton.ReadRegular || a.proto.noWriteBack || o.nMax >= a.quorum() {
+			if o.req.Opts.Read != automaton.ReadRegular {
+				a.stepDone = append(a.stepDone, keyTag{o.req.Op.Key, o.max.Tag})
+			}
 			a.finish(o, a.readResult(o.req.Op, o.max))
 			return
 		}
@@ -357,6 +394,7 @@ func (a *ABD) onStoreAck(from int, id uint64) {
 	if o.count < a.quorum() {
 		return
 	}
+	a.stepDone = append(a.stepDone, keyTag{o.req.Op.Key, o.put.Tag})
 	var res service.Result
 	switch o.req.Op.Kind {
 	case "set":

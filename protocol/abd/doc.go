@@ -63,6 +63,26 @@
 //     replicated deduplication table, so a write retried at another node could
 //     take effect twice; Protocol.IdempotentRetry is false and clients must not
 //     resend writes elsewhere.
+//   - Atomic groups (Request.Ops) and interactive transactions (Request.Txn)
+//     are refused with automaton.ErrNoAtomic / ErrNoInteractive before
+//     anything is applied: registers give no multi-key atomicity. ABD
+//     applies writes independently at each replica, so it declares no
+//     automaton.NondeterminismSupport and is refused nondeterministic
+//     services.
+//
+// # Invariants and broken variants
+//
+// The protocol states four invariants (invariant.go), checked after every
+// step in simulation and in the test harness: a replica's tag never
+// decreases (across restarts: never below what it restored at its previous
+// start), a replica that acknowledged Store(t) holds t or higher, one tag
+// names one value, and a completed write or linearizable read's tag is held
+// by a majority. The broken variants are registered with
+// automaton.RegisterBroken: "abd-broken-nowriterid" trips store-held (a
+// replica acknowledges an equal-timestamp store it ignored) and
+// "abd-broken-nowriteback" trips majority-holds (a read returns a tag only
+// one replica holds), both at the first offending step, long before a
+// client reads a wrong value (testdata/ shows both).
 //
 // Persisted records: "inc" (the incarnation) and "k/<key>" (tag, tombstone flag,
 // value) per key.

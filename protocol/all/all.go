@@ -6,4 +6,5 @@ import (
 	_ "github.com/synod-dev/synod/protocol/blocking"
 	_ "github.com/synod-dev/synod/protocol/esds"
 	_ "github.com/synod-dev/synod/protocol/paxos"
+	_ "github.com/synod-dev/synod/protocol/unreplicated"
 )

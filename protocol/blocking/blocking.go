@@ -14,7 +14,7 @@ func init() {
 	// Deliberately broken (see the package doc): the holder answers and
 	// releases the lock without waiting for acknowledgements, and replicas
 	// apply writes as they arrive. Never use it for data.
-	automaton.Register(protocol{name: "blocking-broken-noack", noAck: true})
+	automaton.RegisterBroken("blocking", protocol{name: "blocking-broken-noack", noAck: true})
 }
 
 type protocol struct {
@@ -23,6 +23,20 @@ type protocol struct {
 }
 
 func (p protocol) Name() string { return p.name }
+
+// Describe implements automaton.Describer.
+func (p protocol) Describe() string {
+	if p.noAck {
+		return "the lock holder answers and releases without waiting for acknowledgements, replicas apply writes as they arrive (seed 001 §3.2.2 without the wait): two writes get one tag and replicas diverge; the invariant \"tag-unique\" and the sequential checker catch it"
+	}
+	return "seed 001 §3.2's blocking protocol: writes under a Lamport mutex, written to every server, local reads (sequentially consistent), with views for failures (§4.4)"
+}
+
+// DefaultParams implements automaton.ParamDefaulter.
+func (p protocol) DefaultParams() map[string]string {
+	return map[string]string{"lock": "global", "heartbeat": DefaultHeartbeat.String(),
+		"fail_timeout": DefaultFailTimeout.String(), "lease": DefaultLease.String(), "op_timeout": DefaultOpTimeout.String()}
+}
 
 // IdempotentRetry is false: there is no replicated deduplication table, so a
 // write retried at another node could apply twice.
@@ -163,6 +177,9 @@ type Blocking struct {
 	inflight  map[automaton.RequestID]bool
 
 	out []automaton.Output
+	// changed lists the keys whose committed register this step changed
+	// (for the invariant checker, invariant.go).
+	changed []string
 }
 
 // peer is what this node knows of another node.
@@ -232,6 +249,7 @@ func (b *Blocking) lockOf(key string) string {
 // Step implements automaton.Automaton.
 func (b *Blocking) Step(in automaton.Input) []automaton.Output {
 	b.out = nil
+	b.changed = b.changed[:0]
 	switch in := in.(type) {
 	case automaton.Start:
 		b.onStart(in)
@@ -343,6 +361,10 @@ func (b *Blocking) canServe() bool {
 // onRequest serves a read locally, or queues a write for the lock (seed 001
 // §3.2.1).
 func (b *Blocking) onRequest(req automaton.Request) {
+	if res, refused := automaton.RefuseUnsupported(b.proto.name, req); refused {
+		b.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
+		return
+	}
 	if b.inflight[req.ID] {
 		return // a retry of a request in progress: answered when it completes
 	}
@@ -480,6 +502,7 @@ func (b *Blocking) enter(l string) {
 	if b.proto.noAck {
 		// Broken: commit, answer and release at once; replicas apply on arrival.
 		b.store[ke.Key] = ke.E
+		b.changed = append(b.changed, ke.Key)
 		b.persist("k/"+ke.Key, marshalKEntry(ke))
 		m := &message{Kind: kindWrite, View: b.view, Lock: l, Seq: seq, W: ke}
 		b.toMembers(m)
@@ -548,6 +571,7 @@ func (b *Blocking) commitPending(l string) {
 	b.unpersist("p/" + l)
 	if cur, ok := b.store[ke.Key]; !ok || cur.Tag.Less(ke.E.Tag) {
 		b.store[ke.Key] = ke.E
+		b.changed = append(b.changed, ke.Key)
 		b.persist("k/"+ke.Key, marshalKEntry(ke))
 	}
 }
@@ -720,6 +744,7 @@ func (b *Blocking) onWrite(j int, m *message) {
 	}
 	if b.proto.noAck {
 		b.store[m.W.Key] = m.W.E
+		b.changed = append(b.changed, m.W.Key)
 		b.persist("k/"+m.W.Key, marshalKEntry(m.W))
 		return
 	}
@@ -1138,6 +1163,9 @@ func (b *Blocking) activate() {
 		}
 	}
 	b.store = start
+	for _, ke := range b.staged {
+		b.changed = append(b.changed, ke.Key)
+	}
 	b.staged = nil
 	b.unpersist("staged")
 	b.active = true

@@ -1,103 +1,42 @@
 package blocking
 
 import (
+	"fmt"
 	"math/rand"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/harness"
 	"github.com/synod-dev/synod/service"
 )
 
-// net is a tiny deterministic harness: automata exchange messages through a
-// FIFO queue (optionally shuffled), and ticks are delivered by hand.
+// net drives blocking automata through the shared harness: a FIFO queue
+// (optionally shuffled), ticks fired by hand, and the protocol's invariants
+// (mutual exclusion among them) checked after every step.
 type net struct {
-	t     *testing.T
-	ids   []automaton.NodeID
-	nodes map[automaton.NodeID]*Blocking
-	q     []delivery
-	resp  map[automaton.RequestID]service.Result
-	rng   *rand.Rand
-	down  map[automaton.NodeID]bool
-}
-
-type delivery struct {
-	from, to automaton.NodeID
-	msg      []byte
+	*harness.Cluster
+	rng *rand.Rand
 }
 
 func newNet(t *testing.T, n int, params map[string]string) *net {
-	kv, err := service.Lookup("kv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &net{t: t, nodes: map[automaton.NodeID]*Blocking{}, resp: map[automaton.RequestID]service.Result{},
-		rng: rand.New(rand.NewSource(1)), down: map[automaton.NodeID]bool{}}
-	for i := 1; i <= n; i++ {
-		w.ids = append(w.ids, automaton.NodeID("n"+string(rune('0'+i))))
-	}
-	p, _ := automaton.Lookup("blocking")
-	for _, id := range w.ids {
-		a, err := p.New(automaton.Config{Self: id, Nodes: w.ids, Namespace: "default", Service: kv, Params: params, Rand: rand.New(rand.NewSource(2))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.nodes[id] = a.(*Blocking)
-		w.step(id, automaton.Start{})
-	}
-	return w
+	t.Helper()
+	return &net{Cluster: harness.New(t, harness.Options{Protocol: "blocking", Nodes: n, Params: params}), rng: rand.New(rand.NewSource(1))}
 }
 
-func (w *net) step(id automaton.NodeID, in automaton.Input) {
-	if w.down[id] {
-		return
-	}
-	for _, o := range w.nodes[id].Step(in) {
-		switch o := o.(type) {
-		case automaton.Send:
-			if o.To == id {
-				w.t.Fatalf("%s sent to itself", id)
-			}
-			w.q = append(w.q, delivery{from: id, to: o.To, msg: o.Msg})
-		case automaton.Respond:
-			w.resp[o.Resp.ID] = o.Resp.Result
-		}
-	}
-	w.checkMutex()
-}
-
-// checkMutex: no two live nodes ever hold the global lock of one view at once.
-func (w *net) checkMutex() {
-	holders := map[Ballot]int{}
-	for id, n := range w.nodes {
-		if !w.down[id] && n.holding[""] != nil && n.participating() {
-			holders[n.view]++
-		}
-	}
-	for _, k := range holders {
-		if k > 1 {
-			w.t.Fatalf("%d nodes hold the lock at once", k)
-		}
-	}
-}
+func (w *net) node(id automaton.NodeID) *Blocking { return w.Node(id).(*Blocking) }
 
 func (w *net) deliverAll(shuffle bool) {
-	for i := 0; len(w.q) > 0 && i < 100000; i++ {
-		k := 0
-		if shuffle {
-			k = w.rng.Intn(len(w.q))
-		}
-		d := w.q[k]
-		w.q = append(w.q[:k], w.q[k+1:]...)
-		w.step(d.to, automaton.PeerMessage{From: d.from, Msg: d.msg})
+	if shuffle {
+		w.DeliverRandom(harness.Faults{Rand: w.rng, Reorder: 1})
+	} else {
+		w.DeliverAll()
 	}
 }
 
 func (w *net) tick(shuffle bool) {
-	for _, id := range w.ids {
-		w.step(id, automaton.TimerFired{ID: timerTick})
-	}
+	w.FireAllNodes()
 	w.deliverAll(shuffle)
 }
 
@@ -111,27 +50,27 @@ func TestViewFormsAndWritesReplicate(t *testing.T) {
 	for _, shuffle := range []bool{false, true} {
 		w := newNet(t, 3, nil)
 		w.settle(5, shuffle)
-		for _, id := range w.ids {
-			if n := w.nodes[id]; !n.participating() || !n.canServe() {
+		for _, id := range w.IDs() {
+			if n := w.node(id); !n.participating() || !n.canServe() {
 				t.Fatalf("%s not active after boot: view %v promised %v active %v", id, n.view, n.promised, n.active)
 			}
 		}
 		// Concurrent writes at every node, to one key.
-		for i, id := range w.ids {
+		for i, id := range w.IDs() {
 			req := automaton.Request{ID: automaton.RequestID{Client: uint64(i + 1), Seq: 1},
 				Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v" + string(id))}}}
-			w.step(id, automaton.ClientRequest{Req: req})
+			w.Submit(id, req)
 		}
 		w.deliverAll(shuffle)
 		w.settle(3, shuffle)
-		for i := range w.ids {
-			if r, ok := w.resp[automaton.RequestID{Client: uint64(i + 1), Seq: 1}]; !ok || r.IsErr() {
+		for i := range w.IDs() {
+			if r, ok := w.Response(automaton.RequestID{Client: uint64(i + 1), Seq: 1}); !ok || r.IsErr() {
 				t.Fatalf("write %d: %v %v", i+1, ok, r)
 			}
 		}
 		var first map[string]entry
-		for _, id := range w.ids {
-			n := w.nodes[id]
+		for _, id := range w.IDs() {
+			n := w.node(id)
 			if len(n.pending) != 0 {
 				t.Errorf("%s still has pending writes %v", id, n.pending)
 			}
@@ -152,7 +91,7 @@ func TestViewFormsAndWritesReplicate(t *testing.T) {
 func TestFenceRefusesOldViewWrites(t *testing.T) {
 	w := newNet(t, 3, nil)
 	w.settle(5, false)
-	n2 := w.nodes["n2"]
+	n2 := w.node("n2")
 	old := n2.view
 	write := &message{Kind: kindWrite, View: old, Lock: "", Seq: 1, W: kentry{Key: "k", E: entry{Tag: Tag{View: old, Seq: 1}, Value: []byte("x")}}}
 	acks := func(outs []automaton.Output) int {
@@ -184,8 +123,8 @@ func TestFenceRefusesOldViewWrites(t *testing.T) {
 	// A fresh node in the old view would have acknowledged it.
 	w2 := newNet(t, 3, nil)
 	w2.settle(5, false)
-	write.View, write.W.E.Tag.View = w2.nodes["n2"].view, w2.nodes["n2"].view
-	if k := acks(w2.nodes["n2"].Step(automaton.PeerMessage{From: "n1", Msg: write.marshal()})); k != 1 {
+	write.View, write.W.E.Tag.View = w2.node("n2").view, w2.node("n2").view
+	if k := acks(w2.node("n2").Step(automaton.PeerMessage{From: "n1", Msg: write.marshal()})); k != 1 {
 		t.Errorf("write of the current view: %d acknowledgements, want 1", k)
 	}
 }
@@ -196,26 +135,24 @@ func TestCrashedHolderRevoked(t *testing.T) {
 	w.settle(5, false)
 	// n1 takes the lock and sends its write, then crashes before any ack.
 	req := automaton.Request{ID: automaton.RequestID{Client: 9, Seq: 1}, Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("a")}}}
-	w.step("n1", automaton.ClientRequest{Req: req})
-	for i := 0; i < 20 && w.nodes["n1"].holding[""] == nil; i++ {
-		d := w.q[0]
-		w.q = w.q[1:]
-		w.step(d.to, automaton.PeerMessage{From: d.from, Msg: d.msg})
+	w.Submit("n1", req)
+	for i := 0; i < 20 && w.node("n1").holding[""] == nil; i++ {
+		w.DeliverOne()
 	}
-	if w.nodes["n1"].holding[""] == nil {
+	if w.node("n1").holding[""] == nil {
 		t.Fatal("n1 never took the lock")
 	}
-	w.down["n1"] = true
+	w.Crash("n1")
 	w.deliverAll(false) // n2, n3 store the write as pending; their acks are lost
 	req2 := automaton.Request{ID: automaton.RequestID{Client: 10, Seq: 1}, Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("b")}}}
-	w.step("n2", automaton.ClientRequest{Req: req2})
+	w.Submit("n2", req2)
 	w.settle(60, false) // > fail_timeout (15 heartbeats) and a view change
-	r, ok := w.resp[req2.ID]
+	r, ok := w.Response(req2.ID)
 	if !ok || r.IsErr() {
 		t.Fatalf("write after the holder crashed: %v %v", ok, r)
 	}
 	for _, id := range []automaton.NodeID{"n2", "n3"} {
-		n := w.nodes[id]
+		n := w.node(id)
 		if n.members[0] {
 			t.Errorf("%s: crashed n1 still a member", id)
 		}
@@ -276,4 +213,94 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("re-encoding a decoded message fails: %v", err)
 		}
 	})
+}
+
+// The interaction scripts under testdata (go test -rewrite regenerates them).
+func TestInteractions(t *testing.T) { harness.RunDataDriven(t, "testdata") }
+
+// The real protocol is registered as such, the broken variant apart with a
+// description; the default parameters are accepted and are New's defaults.
+func TestRegistration(t *testing.T) {
+	if _, err := automaton.Lookup("blocking-broken-noack"); err == nil {
+		t.Error("the broken variant is among the real protocols")
+	}
+	p, err := automaton.LookupAny("blocking-broken-noack")
+	if err != nil || automaton.BrokenOf("blocking-broken-noack") != "blocking" {
+		t.Fatalf("broken variant: %v", err)
+	}
+	if d, ok := p.(automaton.Describer); !ok || d.Describe() == "" {
+		t.Error("the broken variant has no description")
+	}
+	params := automaton.DefaultParams("blocking")
+	if len(params) != 5 || params["lock"] != "global" {
+		t.Fatalf("default params %v", params)
+	}
+	real, _ := automaton.Lookup("blocking")
+	a, err := real.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Service: service.KV{}, Params: params, Rand: rand.New(rand.NewSource(1))})
+	if err != nil {
+		t.Fatalf("the default params are refused: %v", err)
+	}
+	d, _ := real.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
+	x, y := a.(*Blocking), d.(*Blocking)
+	if x.hb != y.hb || x.failTicks != y.failTicks || x.leaseTicks != y.leaseTicks || x.opTicks != y.opTicks || x.perKey != y.perKey {
+		t.Fatalf("default params differ from the defaults: %+v vs %+v", x, y)
+	}
+	if _, names := automaton.NewInvariantChecker("blocking"); len(names) < 2 {
+		t.Fatalf("invariants %v", names)
+	}
+}
+
+// Atomic groups and interactive transactions are refused before anything
+// is applied: no lock is requested.
+func TestRefusesGroupsAndTransactions(t *testing.T) {
+	w := newNet(t, 3, nil)
+	w.settle(5, false)
+	group := automaton.Request{ID: automaton.RequestID{Client: 4, Seq: 1}, Ops: []service.Op{
+		{Kind: "set", Key: "a", Args: [][]byte{[]byte("1")}}, {Kind: "set", Key: "b", Args: [][]byte{[]byte("2")}}}}
+	if outs := w.Submit("n1", group); len(outs) != 1 {
+		t.Fatalf("a refused group produced %v, want only the answer", outs)
+	}
+	if r, _ := w.Response(group.ID); !r.IsErr() || r.Err != fmt.Sprintf(automaton.ErrNoAtomic, "blocking") {
+		t.Fatalf("atomic group answered %v", r)
+	}
+	txn := automaton.Request{ID: automaton.RequestID{Client: 4, Seq: 2}, Op: service.Op{Kind: "get", Key: "a"},
+		Txn: &automaton.TxnStep{Txn: automaton.RequestID{Client: 4, Seq: 1}, Action: automaton.TxnOp}}
+	if outs := w.Submit("n1", txn); len(outs) != 1 {
+		t.Fatalf("a refused transaction step produced %v", outs)
+	}
+	if r, _ := w.Response(txn.ID); !r.IsErr() || r.Err != fmt.Sprintf(automaton.ErrNoInteractive, "blocking") {
+		t.Fatalf("transaction step answered %v", r)
+	}
+	if n := w.node("n1"); len(n.waiting) != 0 || len(n.myReq) != 0 {
+		t.Fatal("a refused request waits for the lock")
+	}
+}
+
+// The invariants catch a view that goes down and two holders of one lock.
+func TestInvariantsCatchTamperedState(t *testing.T) {
+	var got []string
+	c := harness.New(t, harness.Options{Protocol: "blocking", Nodes: 3,
+		OnViolation: func(_ int, _ automaton.NodeID, err error) { got = append(got, err.Error()) }})
+	w := &net{Cluster: c, rng: rand.New(rand.NewSource(1))}
+	w.settle(5, false)
+	if len(got) != 0 {
+		t.Fatalf("violations %q in a healthy cluster", got)
+	}
+	n1, n2 := w.node("n1"), w.node("n2")
+	n1.holding[""] = &wop{}
+	n2.holding[""] = &wop{}
+	w.Step("n2", automaton.PeerMessage{From: "n1"}) // an empty message: ignored, but a step
+	if len(got) != 1 || !strings.HasPrefix(got[0], "mutex") {
+		t.Fatalf("violations %q, want mutex", got)
+	}
+	got = nil
+	c = harness.New(t, harness.Options{Protocol: "blocking", Nodes: 3,
+		OnViolation: func(_ int, _ automaton.NodeID, err error) { got = append(got, err.Error()) }})
+	w = &net{Cluster: c, rng: rand.New(rand.NewSource(1))}
+	w.settle(5, false)
+	w.node("n3").promised = Ballot{}
+	w.Step("n3", automaton.PeerMessage{From: "n1"})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "view-monotonic") {
+		t.Fatalf("violations %q, want view-monotonic", got)
+	}
 }

@@ -112,10 +112,28 @@
 // DEL's reply is 1 when the holder's committed store held the key when it
 // took the lock: a hint, as for ABD (register semantics).
 //
+// Atomic groups (Request.Ops) and interactive transactions (Request.Txn)
+// are refused with automaton.ErrNoAtomic / ErrNoInteractive before anything
+// is applied (the seed writes one register at a time). Replicas apply writes
+// independently, so the protocol declares no automaton.NondeterminismSupport
+// and is refused nondeterministic services.
+//
+// # Invariants
+//
+// Checked after every step in simulation and in the test harness
+// (invariant.go): a node's view and promise never decrease (across
+// restarts: never below what it restored at its previous start) and the
+// view never exceeds the promise; at most one node participating in a view
+// holds a given lock of it; one tag (view, sequence) names one committed
+// value.
+//
 // # Broken variant
 //
-// "blocking-broken-noack" answers and releases the lock as soon as the write
-// is sent, and replicas apply writes as they arrive, in any order (the seed's
-// SERVER_WRITE without waiting). Replicas then diverge and the sequential
-// checker catches it in simulation.
+// "blocking-broken-noack" (automaton.RegisterBroken) answers and releases
+// the lock as soon as the write is sent, and replicas apply writes as they
+// arrive, in any order (the seed's SERVER_WRITE without waiting). Replicas
+// do not learn the write's sequence number, so the next holder reuses it:
+// the tag-unique invariant trips at the first such commit
+// (testdata/broken_noack.txt), and the sequential checker sees the
+// diverged replicas later.
 package blocking

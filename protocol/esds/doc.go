@@ -35,14 +35,31 @@
 //     current label order; strict ones once x ∈ ⋂_i solid_r[i], with
 //     stable-value_r(x).
 //
-// Operation ids: Options.OpID, or DerivedID(RequestID) =
-// "<client as 16 hex digits>-<seq>" when empty (the gateway assigns the same
-// form). A retry carries the same id, so it joins the one operation:
-// IdempotentRetry is true. Ids are the client's responsibility (seed §4.2.2):
-// two different operations under one id are one operation (the first
-// descriptor a replica sees wins). An operation naming itself in prev is
-// refused. Read modes (Options.Read) do not apply: ESDS has no linearizable
-// read; per-request consistency is the strict flag.
+// Operation ids: the request option opid (automaton.OptOpID), or, when a
+// request carries none, AssignedOpID(RequestID) = "<client as 16 hex
+// digits>-<seq>" (the edges fill in the same id from the option's Assign;
+// options.go declares the options and their validation). A retry carries the
+// same id, so it joins the one operation: IdempotentRetry is true. Ids are
+// the client's responsibility (seed §4.2.2): two different operations under
+// one id are one operation (the first descriptor a replica sees wins). An
+// operation naming itself in prev is refused. Read modes (Options.Read) do
+// not apply: ESDS has no linearizable read; per-request consistency is the
+// strict option. Atomic groups (Request.Ops) and interactive transaction
+// steps (Request.Txn) are refused before anything is applied: the replicas
+// label operations one by one, and nothing keeps a group together.
+// Nondeterministic services are refused at configuration time (the
+// protocol does not implement automaton.NondeterminismSupport): every
+// replica applies every operation itself.
+//
+// # Files
+//
+//   - esds.go: registration, parameters, the automaton's state, Step.
+//   - request.go: receive_{f,r}("request", x) (Figs. 4.1, 4.2).
+//   - apply.go: do_it, the stable-state advance, send_{r,f}("response").
+//   - gossip.go: send_{r,r'}("gossip") and receive_{r',r}("gossip").
+//   - stream.go: the reliable stream layer under incremental gossip (§6.2).
+//   - gc.go, membership.go, store.go (records, restart), index.go.
+//   - options.go: the request options; invariant.go: the invariants.
 //
 // # How the seed's gaps and typos are resolved
 //
@@ -124,7 +141,7 @@
 //     that forgets what it gossiped breaks the guarantee.
 //   - Garbage collection (seed §4.3.1, §6.1): an operation applied here and
 //     stable at every member is discarded; its id goes to a summary (per
-//     client, sorted ranges of sequence numbers for ids of DerivedID's form:
+//     client, sorted ranges of sequence numbers for ids of AssignedOpID's form:
 //     a watermark plus the gaps; other ids one by one, as the seed keeps them)
 //     and its value to a cache of the last 4096. Each peer is told ("gone"
 //     entry: stable at every member) until it acknowledges, so that replicas
@@ -148,7 +165,18 @@
 //
 // # Broken variants
 //
-// "esds-broken-earlystrict" answers strict operations once done locally;
-// "esds-broken-maxlabel" merges labels by maximum. The ESDS checker catches
-// both in simulation.
+// Registered apart (automaton.RegisterBroken), for the workbench only:
+// "esds-broken-earlystrict" answers strict operations once done locally (the
+// ESDS checker catches it); "esds-broken-maxlabel" merges labels by maximum
+// (the invariant "labels only decrease" catches it at the first merge that
+// raises a label, the checker later); "esds-broken-duplabel" labels
+// operations (counter, 0) whatever the replica (the invariant "labels
+// unique" catches it at the second replica's first do_it).
+//
+// # Invariants
+//
+// invariant.go states what must hold after every step, from the seed's
+// claims (§4.2.3, Figs. 4.2 and 4.5, §4.3.1): labels unique, labels only
+// decrease, done and solid sets only grow, knowledge is true, stable implies
+// done everywhere, stable orders agree.
 package esds

@@ -9,140 +9,87 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/harness"
 	"github.com/synod-dev/synod/service"
 )
 
-// cluster drives ESDS automata input by input over a test network that the
-// test controls: messages wait in a list until delivered, dropped, duplicated
-// or reordered; persisted records go straight to a per-node disk.
+// cluster is a harness.Cluster of ESDS automata with this package's
+// helpers; the harness is the network (lossy, duplicating, reordering on
+// demand), the disks and the timers. Every replica records its order
+// (RecordOrder), its indexes are compared with the scans they stand for
+// after every step (checkIndexes), and the invariant checker runs after
+// every step: the first violation fails the test unless tolerateInv is
+// set, and is kept in invErr.
 type cluster struct {
+	*harness.Cluster
 	t     *testing.T
 	proto string
 	svc   service.Service
-	ids   []automaton.NodeID
-	a     map[automaton.NodeID]*ESDS
-	disk  map[automaton.NodeID]map[string][]byte
-	down  map[automaton.NodeID]bool
-	msgs  []tmsg
-	resp  map[automaton.RequestID][]service.Result
-	rng   *rand.Rand
-	seq   uint64
-	param map[string]string
-}
-
-type tmsg struct {
-	from, to automaton.NodeID
-	b        []byte
+	// rng decides the faulty deliveries (deliver) and the random loads.
+	rng         *rand.Rand
+	invErr      error
+	tolerateInv bool
 }
 
 func newCluster(t *testing.T, proto string, n int, svc service.Service, params map[string]string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, proto: proto, svc: svc, a: map[automaton.NodeID]*ESDS{}, disk: map[automaton.NodeID]map[string][]byte{},
-		down: map[automaton.NodeID]bool{}, resp: map[automaton.RequestID][]service.Result{}, rng: rand.New(rand.NewSource(1)), param: params}
-	for i := 0; i < n; i++ {
-		c.ids = append(c.ids, automaton.NodeID(fmt.Sprintf("n%d", i+1)))
+	return newClusterOpts(t, harness.Options{Protocol: proto, Nodes: n, Service: svc, Params: params})
+}
+
+// newClusterOpts builds a cluster from harness options (RandFor, OnBoot,
+// AfterStep and OnViolation are this package's). Every boot draws its
+// automaton's seed from c.rng, which starts at seed 1: a test that reseeds
+// c.rng after creation decides every later boot and delivery.
+func newClusterOpts(t *testing.T, o harness.Options) *cluster {
+	t.Helper()
+	c := &cluster{t: t, proto: o.Protocol, svc: o.Service, rng: rand.New(rand.NewSource(1))}
+	o.RandFor = func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }
+	o.OnBoot = func(_ automaton.NodeID, a automaton.Automaton) { a.(*ESDS).RecordOrder() }
+	o.AfterStep = func(_ automaton.NodeID, a automaton.Automaton) error {
+		// (esds-broken-duplabel's equal labels leave the label order of its
+		// index undecided: the scan may sort ties either way.)
+		if e := a.(*ESDS); !e.proto.dupLabel {
+			return e.checkIndexes()
+		}
+		return nil
 	}
-	for _, id := range c.ids {
-		c.disk[id] = map[string][]byte{}
-		c.boot(id)
+	o.OnViolation = func(step int, id automaton.NodeID, err error) {
+		c.invErr = err
+		if !c.tolerateInv {
+			t.Fatalf("%s after step %d of %s: %v", c.proto, step, id, err)
+		}
 	}
+	c.Cluster = harness.New(t, o)
 	return c
 }
 
-func (c *cluster) boot(id automaton.NodeID) {
-	p, err := automaton.Lookup(c.proto)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	a, err := p.New(automaton.Config{Self: id, Nodes: c.ids, Namespace: "default", Service: c.svc, Params: c.param,
-		Rand: rand.New(rand.NewSource(c.rng.Int63()))})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	e := a.(*ESDS)
-	e.RecordOrder()
-	c.a[id] = e
-	c.down[id] = false
-	recs := map[string][]byte{}
-	for k, v := range c.disk[id] {
-		recs[k] = append([]byte(nil), v...)
-	}
-	c.step(id, automaton.Start{Records: recs})
-}
-
-func (c *cluster) crash(id automaton.NodeID) {
-	c.down[id] = true
-	c.a[id] = nil
-}
-
-func (c *cluster) step(id automaton.NodeID, in automaton.Input) {
-	persisted := false
-	for _, o := range c.a[id].Step(in) {
-		switch o := o.(type) {
-		case automaton.Persist:
-			persisted = true
-			if o.Delete {
-				delete(c.disk[id], o.Key)
-			} else {
-				c.disk[id][o.Key] = append([]byte(nil), o.Value...)
-			}
-		case automaton.Send:
-			if o.To == id {
-				c.t.Fatalf("%s sent to itself", id)
-			}
-			c.msgs = append(c.msgs, tmsg{id, o.To, o.Msg})
-		case automaton.Respond:
-			c.resp[o.Resp.ID] = append(c.resp[o.Resp.ID], o.Resp.Result)
-		case automaton.SetTimer, automaton.CancelTimer:
-		default:
-			c.t.Fatalf("unexpected output %T", o)
-		}
-		_ = persisted
-	}
-	if err := c.a[id].checkIndexes(); err != nil {
-		c.t.Fatal(err)
-	}
+// esds returns the automaton of node id (nil when it is down).
+func (c *cluster) esds(id automaton.NodeID) *ESDS {
+	a, _ := c.Node(id).(*ESDS)
+	return a
 }
 
 // request submits an operation at node id and returns its request id.
 func (c *cluster) request(id automaton.NodeID, opts automaton.Options, kind string, args ...string) automaton.RequestID {
-	c.seq++
-	r := automaton.RequestID{Client: 7, Seq: c.seq}
 	o := service.Op{Kind: kind}
 	for _, a := range args {
 		o.Args = append(o.Args, []byte(a))
 	}
-	c.step(id, automaton.ClientRequest{Req: automaton.Request{ID: r, Op: o, Opts: opts}})
-	return r
+	return c.Request(id, o, opts)
 }
 
-// deliver delivers queued messages until none is left, with the given loss,
-// duplication and reordering probabilities; messages to down nodes are lost.
+// deliver delivers messages in flight until none is left, with the given
+// loss, duplication and reordering probabilities (drawn from c.rng);
+// messages to down nodes are lost.
 func (c *cluster) deliver(loss, dup, reorder float64) {
-	for n := 0; len(c.msgs) > 0; n++ {
-		if n > 1_000_000 {
-			c.t.Fatal("message storm")
-		}
-		i := 0
-		if reorder > 0 && c.rng.Float64() < reorder {
-			i = c.rng.Intn(len(c.msgs))
-		}
-		m := c.msgs[i]
-		c.msgs = append(c.msgs[:i], c.msgs[i+1:]...)
-		if c.down[m.to] || c.a[m.to] == nil || (loss > 0 && c.rng.Float64() < loss) {
-			continue
-		}
-		c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
-		if dup > 0 && c.rng.Float64() < dup {
-			c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
-		}
-	}
+	c.DeliverRandom(harness.Faults{Rand: c.rng, Loss: loss, Dup: dup, Reorder: reorder})
 }
 
+// tick fires the gossip timer of every up node.
 func (c *cluster) tick() {
-	for _, id := range c.ids {
-		if !c.down[id] {
-			c.step(id, automaton.TimerFired{ID: timerGossip})
+	for _, id := range c.IDs() {
+		if c.Up(id) && !c.FireTimer(id, timerGossip) {
+			c.t.Fatalf("%s has no gossip timer", id)
 		}
 	}
 }
@@ -151,17 +98,11 @@ func (c *cluster) tick() {
 func (c *cluster) settle(rounds int) {
 	for i := 0; i < rounds; i++ {
 		c.tick()
-		c.deliver(0, 0, 0)
+		c.DeliverAll()
 	}
 }
 
-func (c *cluster) answer(r automaton.RequestID) (service.Result, bool) {
-	l := c.resp[r]
-	if len(l) == 0 {
-		return service.Result{}, false
-	}
-	return l[len(l)-1], true
-}
+func (c *cluster) answer(r automaton.RequestID) (service.Result, bool) { return c.Response(r) }
 
 func (c *cluster) mustAnswer(r automaton.RequestID) service.Result {
 	c.t.Helper()
@@ -172,24 +113,40 @@ func (c *cluster) mustAnswer(r automaton.RequestID) service.Result {
 	return res
 }
 
-// orders returns every live replica's FinalOrder, failing unless they agree.
+// agreedOrder returns every live replica's FinalOrder, failing unless they
+// agree.
 func (c *cluster) agreedOrder() []string {
 	c.t.Helper()
 	var first []string
-	for i, id := range c.ids {
-		if c.down[id] {
+	var firstID automaton.NodeID
+	for _, id := range c.IDs() {
+		if !c.Up(id) {
 			continue
 		}
-		o := c.a[id].FinalOrder()
-		if i == 0 || first == nil {
-			first = o
+		o := c.esds(id).FinalOrder()
+		if firstID == "" {
+			first, firstID = o, id
 			continue
 		}
 		if !reflect.DeepEqual(o, first) {
-			c.t.Fatalf("replicas disagree:\n%s: %v\n%s: %v", c.ids[0], first, id, o)
+			c.t.Fatalf("replicas disagree:\n%s: %v\n%s: %v", firstID, first, id, o)
 		}
 	}
 	return first
+}
+
+// opts builds a request's ESDS options: id ("" leaves it to the protocol),
+// strict, prev.
+func opts(id string, strict bool, prev ...string) automaton.Options {
+	var o automaton.Options
+	if id != "" {
+		o.Set(automaton.OptOpID, []string{id})
+	}
+	if prev != nil {
+		o.Set(automaton.OptPrev, prev)
+	}
+	o.Set(automaton.OptStrict, automaton.BoolOption(strict))
+	return o
 }
 
 func counterAdd(n int) (string, []string) { return "add", []string{fmt.Sprint(n)} }
@@ -197,9 +154,9 @@ func counterAdd(n int) (string, []string) { return "add", []string{fmt.Sprint(n)
 func TestOneReplicaSolidifies(t *testing.T) {
 	for _, proto := range []string{"esds", "esds-unopt"} {
 		c := newCluster(t, proto, 1, service.Counter{}, nil)
-		r1 := c.request("n1", automaton.Options{}, "add", "5")
-		r2 := c.request("n1", automaton.Options{Strict: true}, "add", "2")
-		r3 := c.request("n1", automaton.Options{Strict: true}, "read")
+		r1 := c.request("n1", opts("", false), "add", "5")
+		r2 := c.request("n1", opts("", true), "add", "2")
+		r3 := c.request("n1", opts("", true), "read")
 		for r, want := range map[automaton.RequestID]int64{r1: 5, r2: 7, r3: 7} {
 			if got := c.mustAnswer(r); !got.Equal(service.Int(want)) {
 				t.Fatalf("%s: %v answered %v, want %d", proto, r, got, want)
@@ -211,11 +168,11 @@ func TestOneReplicaSolidifies(t *testing.T) {
 func TestNonStrictAnsweredAtOnceStrictAfterStability(t *testing.T) {
 	for _, proto := range []string{"esds", "esds-unopt"} {
 		c := newCluster(t, proto, 3, service.String{}, nil)
-		a := c.request("n1", automaton.Options{OpID: "a"}, "append", "a")
+		a := c.request("n1", opts("a", false), "append", "a")
 		if got := c.mustAnswer(a); string(got.Bytes) != "a" {
 			t.Fatalf("%s: non-strict append answered %v", proto, got)
 		}
-		b := c.request("n2", automaton.Options{OpID: "b", Strict: true}, "append", "b")
+		b := c.request("n2", opts("b", true), "append", "b")
 		if _, ok := c.answer(b); ok {
 			t.Fatalf("%s: strict op answered before any gossip", proto)
 		}
@@ -236,8 +193,8 @@ func TestNonStrictAnsweredAtOnceStrictAfterStability(t *testing.T) {
 func TestPrevWaitsForDependencies(t *testing.T) {
 	c := newCluster(t, "esds", 3, service.String{}, nil)
 	// y names x, which n2 has not seen: y waits at n2.
-	x := c.request("n1", automaton.Options{OpID: "x"}, "append", "x")
-	y := c.request("n2", automaton.Options{OpID: "y", Prev: []string{"x"}}, "append", "y")
+	x := c.request("n1", opts("x", false), "append", "x")
+	y := c.request("n2", opts("y", false, "x"), "append", "y")
 	if _, ok := c.answer(y); ok {
 		t.Fatal("y answered before its prev x was done locally")
 	}
@@ -250,7 +207,7 @@ func TestPrevWaitsForDependencies(t *testing.T) {
 		t.Fatalf("order %v", o)
 	}
 	// A self-reference is refused.
-	z := c.request("n1", automaton.Options{OpID: "z", Prev: []string{"z"}}, "read")
+	z := c.request("n1", opts("z", false, "z"), "read")
 	if got := c.mustAnswer(z); !got.IsErr() {
 		t.Fatalf("self-prev accepted: %v", got)
 	}
@@ -258,16 +215,16 @@ func TestPrevWaitsForDependencies(t *testing.T) {
 
 func TestRetryIsIdempotent(t *testing.T) {
 	c := newCluster(t, "esds", 3, service.Counter{}, nil)
-	opts := automaton.Options{OpID: "once"}
-	c.request("n1", opts, "add", "10")
-	c.request("n2", opts, "add", "10") // the same operation retried elsewhere
-	c.request("n3", automaton.Options{OpID: "r"}, "read")
+	once := opts("once", false)
+	c.request("n1", once, "add", "10")
+	c.request("n2", once, "add", "10") // the same operation retried elsewhere
+	c.request("n3", opts("r", false), "read")
 	c.settle(8)
 	order := c.agreedOrder()
 	if len(order) != 2 {
 		t.Fatalf("order %v: the retried operation is not there exactly once", order)
 	}
-	s := c.request("n3", automaton.Options{OpID: "final", Strict: true}, "read")
+	s := c.request("n3", opts("final", true), "read")
 	c.settle(8)
 	if got := c.mustAnswer(s); got.Int != 10 {
 		t.Fatalf("counter reads %v after one add of 10 submitted twice", got)
@@ -294,31 +251,31 @@ func randomLoad(t *testing.T, proto string, seed int64, ops int, crash bool) {
 	var answered []string
 	for i := 0; i < ops; i++ {
 		if crash && c.rng.Intn(8) == 0 {
-			victim := c.ids[c.rng.Intn(len(c.ids))]
-			if c.down[victim] {
-				c.boot(victim)
+			victim := c.IDs()[c.rng.Intn(len(c.IDs()))]
+			if c.Up(victim) {
+				c.Crash(victim)
 			} else {
-				c.crash(victim)
+				c.Boot(victim)
 			}
 		}
-		n := c.ids[c.rng.Intn(len(c.ids))]
-		if c.down[n] {
+		n := c.IDs()[c.rng.Intn(len(c.IDs()))]
+		if !c.Up(n) {
 			continue
 		}
 		id := fmt.Sprintf("op%d", i)
-		opts := automaton.Options{OpID: id, Strict: c.rng.Intn(3) == 0}
+		strict := c.rng.Intn(3) == 0
+		var prev []string
 		if len(answered) > 0 && c.rng.Intn(2) == 0 {
-			opts.Prev = []string{answered[c.rng.Intn(len(answered))]}
+			prev = []string{answered[c.rng.Intn(len(answered))]}
 		}
+		o1 := opts(id, strict, prev...)
 		o := service.Op{Kind: "append", Args: [][]byte{[]byte(fmt.Sprintf("<%d>", i))}}
 		if c.rng.Intn(3) == 0 {
 			o = service.Op{Kind: "read"}
 		}
 		sops[id] = o
-		c.seq++
-		rid := automaton.RequestID{Client: 9, Seq: c.seq}
-		c.step(n, automaton.ClientRequest{Req: automaton.Request{ID: rid, Op: o, Opts: opts}})
-		reqs[id] = req{rid, opts.Strict, opts.Prev}
+		rid := c.Request(n, o, o1)
+		reqs[id] = req{rid, strict, prev}
 		for k := 0; k < 1+c.rng.Intn(3); k++ {
 			c.tick()
 			c.deliver(0.3, 0.2, 0.4)
@@ -330,9 +287,9 @@ func randomLoad(t *testing.T, proto string, seed int64, ops int, crash bool) {
 		}
 		sort.Strings(answered)
 	}
-	for _, id := range c.ids {
-		if c.down[id] {
-			c.boot(id)
+	for _, id := range c.IDs() {
+		if !c.Up(id) {
+			c.Boot(id)
 		}
 	}
 	c.settle(60)
@@ -378,11 +335,15 @@ func randomLoad(t *testing.T, proto string, seed int64, ops int, crash bool) {
 	if strict == 0 {
 		t.Fatalf("%s seed %d: no strict operation was answered", proto, seed)
 	}
-	if !c.a[c.ids[0]].unopt {
+	if !c.esds("n1").unopt {
 		c.settle(2 * gcEveryTicks)
-		for _, id := range c.ids {
-			if n := len(c.a[id].ops); n != 0 {
-				t.Fatalf("%s seed %d: %s still holds %d operations after quiescence\n%s", proto, seed, id, n, c.a["n1"].dump()+c.a["n2"].dump()+c.a["n3"].dump()+c.a["n4"].dump())
+		for _, id := range c.IDs() {
+			if n := len(c.esds(id).ops); n != 0 {
+				var dump []string
+				for _, id := range c.IDs() {
+					dump = append(dump, string(id)+": "+c.esds(id).Dump())
+				}
+				t.Fatalf("%s seed %d: %s still holds %d operations after quiescence\n%s", proto, seed, id, n, strings.Join(dump, "\n"))
 			}
 		}
 	}
@@ -410,3 +371,7 @@ func TestRandomLoadCrashRestart(t *testing.T) {
 		randomLoad(t, "esds-unopt", seed, 40, true)
 	}
 }
+
+// The interaction scripts under testdata (go test -run TestInteractions
+// -rewrite regenerates them; read the diff before keeping it).
+func TestInteractions(t *testing.T) { harness.RunDataDriven(t, "testdata") }

@@ -12,12 +12,12 @@ import (
 // operations wait for ever).
 func TestGossipOffKeepsReplicasApart(t *testing.T) {
 	c := newCluster(t, "esds", 2, service.Counter{}, map[string]string{"gossip": "off"})
-	r1 := c.request("n1", automaton.Options{}, "add", "5")
-	r2 := c.request("n2", automaton.Options{}, "add", "2")
-	r3 := c.request("n2", automaton.Options{Strict: true}, "add", "1")
+	r1 := c.request("n1", opts("", false), "add", "5")
+	r2 := c.request("n2", opts("", false), "add", "2")
+	r3 := c.request("n2", opts("", true), "add", "1")
 	c.settle(20)
-	if len(c.msgs) != 0 {
-		t.Fatalf("%d messages queued with gossip off", len(c.msgs))
+	if c.Pending() != 0 {
+		t.Fatalf("%d messages queued with gossip off", c.Pending())
 	}
 	if v := c.mustAnswer(r1); v.Int != 5 {
 		t.Errorf("n1's add = %v, want 5", v)
@@ -30,8 +30,8 @@ func TestGossipOffKeepsReplicasApart(t *testing.T) {
 	}
 	// The same load with gossip on converges and answers the strict add.
 	c = newCluster(t, "esds", 2, service.Counter{}, nil)
-	c.request("n1", automaton.Options{}, "add", "5")
-	r3 = c.request("n2", automaton.Options{Strict: true}, "add", "1")
+	c.request("n1", opts("", false), "add", "5")
+	r3 = c.request("n2", opts("", true), "add", "1")
 	c.settle(20)
 	if v := c.mustAnswer(r3); v.Int != 6 && v.Int != 1 {
 		t.Errorf("strict add = %v", v)
@@ -47,7 +47,7 @@ func TestValuesRecomputeSameValuesMoreApplies(t *testing.T) {
 		c := newCluster(t, "esds", 2, svc, map[string]string{"values": values, "gossip": "off"})
 		var ids []automaton.RequestID
 		for i := 1; i <= 20; i++ {
-			ids = append(ids, c.request("n1", automaton.Options{}, "add", "1"))
+			ids = append(ids, c.request("n1", opts("", false), "add", "1"))
 		}
 		var vals []int64
 		for _, r := range ids {

@@ -11,19 +11,17 @@ import (
 // node, gossiped to the others) lets them complete.
 func TestRemoveDeadReplicaUnblocksStrict(t *testing.T) {
 	c := newCluster(t, "esds", 3, service.Counter{}, nil)
-	c.crash("n3")
-	s := c.request("n1", automaton.Options{OpID: "s", Strict: true}, "add", "4")
+	c.Crash("n3")
+	s := c.request("n1", opts("s", true), "add", "4")
 	c.settle(10)
 	if _, ok := c.answer(s); ok {
 		t.Fatal("strict operation answered while n3 (a member) is dead")
 	}
-	self := c.request("n1", automaton.Options{}, AdminRemove)
+	self := c.request("n1", opts("", false), AdminRemove)
 	if got := c.mustAnswer(self); !got.IsErr() {
 		t.Fatalf("removal without a node accepted: %v", got)
 	}
-	c.seq++
-	rid := automaton.RequestID{Client: 7, Seq: c.seq}
-	c.step("n2", automaton.ClientRequest{Req: automaton.Request{ID: rid, Op: service.Op{Kind: AdminRemove, Key: "n3"}}})
+	rid := c.Request("n2", service.Op{Kind: AdminRemove, Key: "n3"}, automaton.Options{})
 	if got := c.mustAnswer(rid); !got.Equal(service.OK()) {
 		t.Fatalf("remove n3: %v", got)
 	}
@@ -32,24 +30,24 @@ func TestRemoveDeadReplicaUnblocksStrict(t *testing.T) {
 		t.Fatalf("strict add answered %v after removing n3", got)
 	}
 	// The removal survives a restart.
-	c.crash("n1")
-	c.boot("n1")
-	if c.a["n1"].removed&(1<<2) == 0 {
+	c.Crash("n1")
+	c.Boot("n1")
+	if c.esds("n1").removed&(1<<2) == 0 {
 		t.Fatal("n1 forgot the removal across a restart")
 	}
-	if _, err := (protocol{name: "esds"}).New(automaton.Config{Self: "n1", Nodes: c.ids, Service: service.Counter{}, Params: map[string]string{"removed": "n1"}}); err == nil {
+	if _, err := (protocol{name: "esds"}).New(automaton.Config{Self: "n1", Nodes: c.IDs(), Service: service.Counter{}, Params: map[string]string{"removed": "n1"}}); err == nil {
 		t.Fatal("a replica removing itself by parameter was accepted")
 	}
 }
 
 func TestBrokenEarlyStrictAnswersBeforeStability(t *testing.T) {
 	c := newCluster(t, "esds-broken-earlystrict", 3, service.Counter{}, nil)
-	s := c.request("n1", automaton.Options{OpID: "s", Strict: true}, "add", "1")
+	s := c.request("n1", opts("s", true), "add", "1")
 	if _, ok := c.answer(s); !ok {
 		t.Fatal("the broken variant should answer a strict operation at once")
 	}
 	c2 := newCluster(t, "esds", 3, service.Counter{}, nil)
-	s2 := c2.request("n1", automaton.Options{OpID: "s", Strict: true}, "add", "1")
+	s2 := c2.request("n1", opts("s", true), "add", "1")
 	if _, ok := c2.answer(s2); ok {
 		t.Fatal("esds answered a strict operation before stability")
 	}
@@ -59,26 +57,27 @@ func TestGarbageCollectionKeepsSummaryCompact(t *testing.T) {
 	c := newCluster(t, "esds", 3, service.Counter{}, nil)
 	var last automaton.RequestID
 	for i := 0; i < 200; i++ {
-		last = c.request(c.ids[i%3], automaton.Options{}, "add", "1")
+		last = c.request(c.IDs()[i%3], opts("", false), "add", "1")
 		if i%10 == 0 {
 			c.settle(1)
 		}
 	}
 	c.settle(4 * gcEveryTicks)
-	for _, id := range c.ids {
-		a := c.a[id]
+	for _, id := range c.IDs() {
+		a := c.esds(id)
 		if len(a.ops) != 0 || a.gcd.size() != 1 {
 			t.Fatalf("%s: %d live operations, summary of %d ranges (want 0 and 1: one client, contiguous)", id, len(a.ops), a.gcd.size())
 		}
 	}
 	// A retry of a collected operation gets its cached stable value (its
 	// value in the final order), not a second add.
-	c.step("n2", automaton.ClientRequest{Req: automaton.Request{ID: last, Op: service.Op{Kind: "add", Args: [][]byte{[]byte("1")}}}})
-	got := c.resp[last][len(c.resp[last])-1]
-	if got.Type != service.ResultInt || got.Int < 1 || got.Int > 200 {
-		t.Fatalf("retry of a collected op answered %v, first answer %v", got, c.resp[last][0])
+	c.Submit("n2", automaton.Request{ID: last, Op: service.Op{Kind: "add", Args: [][]byte{[]byte("1")}}})
+	answers := c.Responses(last)
+	got := answers[len(answers)-1]
+	if len(answers) != 2 || got.Type != service.ResultInt || got.Int < 1 || got.Int > 200 {
+		t.Fatalf("retry of a collected op answered %v, first answer %v", got, answers[0])
 	}
-	r := c.request("n3", automaton.Options{Strict: true}, "read")
+	r := c.request("n3", opts("", true), "read")
 	c.settle(6)
 	if got := c.mustAnswer(r); !got.Equal(service.Int(200)) {
 		t.Fatalf("counter reads %v after 200 adds and a retry", got)
@@ -87,7 +86,7 @@ func TestGarbageCollectionKeepsSummaryCompact(t *testing.T) {
 
 func TestIDSummary(t *testing.T) {
 	var s idSummary
-	id := func(q uint64) string { return DerivedID(automaton.RequestID{Client: 0xab, Seq: q}) }
+	id := func(q uint64) string { return AssignedOpID(automaton.RequestID{Client: 0xab, Seq: q}) }
 	for _, q := range []uint64{1, 2, 5, 4, 3, 9} {
 		s.add(id(q))
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -151,7 +152,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 
 // idSummary is the compact set of garbage-collected operation ids (seed §6.1's
 // future work: ids need not be kept for ever). Ids of the form
-// "<client as 16 hex digits>-<seq decimal>" (DerivedID's form, which
+// "<client as 16 hex digits>-<seq decimal>" (AssignedOpID's form, which
 // is also the gateway's assigned op id) are kept per client as
 // sorted disjoint ranges of sequence numbers, a watermark plus the gaps; other
 // ids are kept one by one.
@@ -162,7 +163,7 @@ type idSummary struct {
 
 type span struct{ lo, hi uint64 }
 
-// parseDerived parses an id of DerivedID's form, in its canonical spelling.
+// parseDerived parses an id of AssignedOpID's form, in its canonical spelling.
 func parseDerived(id string) (client, seq uint64, ok bool) {
 	c, s, found := strings.Cut(id, "-")
 	if !found || len(c) != 16 {
@@ -273,5 +274,34 @@ func (s *idSummary) decode(d *wire.Decoder) {
 	n = d.Count(maxEntries*64, 1)
 	for i := 0; i < n; i++ {
 		s.other[d.String()] = true
+	}
+}
+
+// flushDirty persists every operation whose durable part changed in this step,
+// ahead of the step's sends and responses.
+func (a *ESDS) flushDirty() {
+	if a.membersDirty {
+		a.membersDirty = false
+		a.out = append(a.out, automaton.Persist{Key: recMembers, Value: uvarintBytes(a.removed)})
+	}
+	if len(a.dirty) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(a.dirty))
+	for k := range a.dirty {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		o := a.ops[k]
+		if o == nil || !o.label.Set {
+			continue
+		}
+		if f := a.entryOf(o).Flags; o.pOK && o.pFlags == f && o.pLabel == o.label {
+			continue // the record already says this
+		} else {
+			o.pOK, o.pFlags, o.pLabel = true, f, o.label
+		}
+		a.out = append(a.out, automaton.Persist{Key: recOp + k, Value: a.marshalOp(o)})
 	}
 }

@@ -10,23 +10,23 @@ import (
 // follows a fail-over.
 func TestLeaderHint(t *testing.T) {
 	c := newCluster(t, 3, "kv", nil)
-	for _, id := range c.ids {
-		if l := c.nodes[id].Leader(); l != "" {
+	for _, id := range c.IDs() {
+		if l := c.node(id).Leader(); l != "" {
 			t.Fatalf("%s reports leader %q before any election", id, l)
 		}
 	}
 	c.elect("n2")
 	c.tickAll()
-	for _, id := range c.ids {
-		if l := c.nodes[id].Leader(); l != "n2" {
+	for _, id := range c.IDs() {
+		if l := c.node(id).Leader(); l != "n2" {
 			t.Errorf("%s reports leader %q, want n2", id, l)
 		}
 	}
-	c.crash("n2")
+	c.Crash("n2")
 	c.elect("n3")
 	c.tickAll()
 	for _, id := range []automaton.NodeID{"n1", "n3"} {
-		if l := c.nodes[id].Leader(); l != "n3" {
+		if l := c.node(id).Leader(); l != "n3" {
 			t.Errorf("after fail-over %s reports leader %q, want n3", id, l)
 		}
 	}

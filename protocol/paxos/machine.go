@@ -13,18 +13,26 @@ import (
 // connection has at most 32 requests in flight, the simulator's clients one.
 const dedupWindow = 64
 
-// session is one client's row in the deduplication table: the results of its
-// most recent writes, by sequence number. Writes below floor were forgotten.
+// outcome is the answer to one command: its result, and for an atomic group
+// one result per operation (Result is then OK; automaton.Response).
+type outcome struct {
+	res     service.Result
+	results []service.Result
+}
+
+// session is one client's row in the deduplication table: the outcomes of
+// its most recent writes (single writes and groups that write), by sequence
+// number. Writes below floor were forgotten.
 type session struct {
 	floor uint64
 	last  uint64 // instance of the client's latest write (for eviction)
-	res   map[uint64]service.Result
+	res   map[uint64]outcome
 	seqs  []uint64 // the keys of res, ascending (the oldest is evicted first)
 }
 
-// add records the result of write seq; the caller checked it is new.
+// add records the outcome of write seq; the caller checked it is new.
 // Sequence numbers mostly arrive in order, so this is an append.
-func (s *session) add(seq uint64, r service.Result) {
+func (s *session) add(seq uint64, r outcome) {
 	s.res[seq] = r
 	n := len(s.seqs)
 	if n == 0 || s.seqs[n-1] < seq {
@@ -47,50 +55,117 @@ type machine struct {
 	maxClients int
 	// conf is the configuration after the executed prefix (membership.go).
 	conf *conf
+	// parts: the results so far of groups executed part by part
+	// (paxos-broken-splitgroup only; not in snapshots).
+	parts map[automaton.RequestID][]service.Result
 }
 
 func newMachine(svc service.Service, maxClients int, boot *conf) *machine {
 	return &machine{svc: svc, st: svc.NewState(), clients: map[uint64]*session{}, maxClients: maxClients, conf: boot}
 }
 
-// lookup returns the remembered result of a write, if the table has it.
-func (m *machine) lookup(id automaton.RequestID) (service.Result, bool) {
+// lookup returns the remembered outcome of a write, if the table has it.
+func (m *machine) lookup(id automaton.RequestID) (outcome, bool) {
 	s := m.clients[id.Client]
 	if s == nil {
-		return service.Result{}, false
+		return outcome{}, false
 	}
 	r, ok := s.res[id.Seq]
 	return r, ok
 }
 
-// apply executes one command of instance i exactly once: a write already in
-// the table returns its first result; a write older than the client's window
-// is refused (its outcome is unknown to the caller, and it is not applied).
-// Reads are not recorded: running one twice has no effect.
-func (m *machine) apply(c cmd, i uint64) service.Result {
-	if !automaton.IsMemberOp(c.Op) && m.svc.IsRead(c.Op) {
-		return m.st.Apply(c.Op)
+// reads reports whether command c only reads (a group: every operation).
+func (m *machine) reads(c cmd) bool {
+	if len(c.Ops) > 0 {
+		for _, op := range c.Ops {
+			if !m.svc.IsRead(op) {
+				return false
+			}
+		}
+		return true
+	}
+	return !automaton.IsMemberOp(c.Op) && m.svc.IsRead(c.Op)
+}
+
+// run applies c's operations to the service state in c's environment: an
+// atomic group through automaton.ApplyGroup, in one go, so nothing
+// interleaves (seed 002 VI: one log value, one state transition).
+func (m *machine) run(c cmd) outcome {
+	if len(c.Ops) > 0 {
+		return outcome{res: service.OK(), results: automaton.ApplyGroup(m.st, c.Ops, c.Env)}
+	}
+	return outcome{res: service.ApplyEnv(m.st, c.Op, c.Env)}
+}
+
+// apply executes one command of instance i exactly once: a write (or a
+// group that writes) already in the table returns its first outcome; a
+// write older than the client's window is refused (its outcome is unknown to
+// the caller, and it is not applied). Reads are not recorded: running one
+// twice has no effect. done is false only for a part of a group that
+// paxos-broken-splitgroup executes part by part, before its last part.
+func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {
+	if c.parts > 0 {
+		return m.applyPart(c, i)
+	}
+	if m.reads(c) {
+		return m.run(c), true
 	}
 	s := m.clients[c.ID.Client]
 	if s != nil {
 		if r, ok := s.res[c.ID.Seq]; ok {
-			return r
+			return r, true
 		}
 		if c.ID.Seq < s.floor {
-			return service.Errorf("ERR request %v is older than this client's deduplication window (%d writes); its outcome is unknown", c.ID, dedupWindow)
+			return outcome{res: service.Errorf("ERR request %v is older than this client's deduplication window (%d writes); its outcome is unknown", c.ID, dedupWindow)}, true
 		}
 	} else {
-		s = &session{res: make(map[uint64]service.Result, dedupWindow+1), seqs: make([]uint64, 0, dedupWindow+1)}
-		m.clients[c.ID.Client] = s
-		m.evict()
+		s = m.newSession(c.ID.Client)
 	}
-	var r service.Result
-	if automaton.IsMemberOp(c.Op) {
-		r = m.applyChange(c.Op, i)
+	if automaton.IsMemberOp(c.Op) && len(c.Ops) == 0 {
+		r = outcome{res: m.applyChange(c.Op, i)}
 	} else {
-		r = m.st.Apply(c.Op)
+		r = m.run(c)
 	}
-	s.add(c.ID.Seq, r)
+	m.record(s, c.ID.Seq, r, i)
+	return r, true
+}
+
+func (m *machine) newSession(client uint64) *session {
+	s := &session{res: make(map[uint64]outcome, dedupWindow+1), seqs: make([]uint64, 0, dedupWindow+1)}
+	m.clients[client] = s
+	m.evict()
+	return s
+}
+
+// applyPart is paxos-broken-splitgroup's execution of one operation of a
+// group as a command of its own: the group's outcome is known (and
+// recorded) only at its last part, and other commands ran in between.
+func (m *machine) applyPart(c cmd, i uint64) (outcome, bool) {
+	if r, ok := m.lookup(c.ID); ok {
+		return r, c.part == c.parts-1
+	}
+	if m.parts == nil {
+		m.parts = map[automaton.RequestID][]service.Result{}
+	}
+	res := append(m.parts[c.ID], service.ApplyEnv(m.st, c.Op, c.Env.For(c.part)))
+	if c.part < c.parts-1 {
+		m.parts[c.ID] = res
+		return outcome{}, false
+	}
+	delete(m.parts, c.ID)
+	r := outcome{res: service.OK(), results: res}
+	s := m.clients[c.ID.Client]
+	if s == nil {
+		s = m.newSession(c.ID.Client)
+	}
+	m.record(s, c.ID.Seq, r, i)
+	return r, true
+}
+
+// record stores the outcome of write seq in s at instance i and keeps the
+// client's window.
+func (m *machine) record(s *session, seq uint64, r outcome, i uint64) {
+	s.add(seq, r)
 	s.last = i
 	if len(s.seqs) > dedupWindow {
 		min := s.seqs[0]
@@ -100,7 +175,6 @@ func (m *machine) apply(c cmd, i uint64) service.Result {
 			s.floor = min + 1
 		}
 	}
-	return r
 }
 
 // applyChange executes a membership change at instance i: the
@@ -145,12 +219,32 @@ func (m *machine) evict() {
 	}
 }
 
+// Snapshot versions. Version 2 adds the results of atomic groups to the
+// dedup table; a snapshot whose table holds none is written as version 1,
+// byte for byte as before groups existed, so that a replica of the previous
+// release still reads every snapshot it could have made itself.
+const (
+	snapVersion1 = msgVersion
+	snapVersion2 = 2
+)
+
 // snapshot encodes the state machine (service state and dedup table) as of
 // instance index, deterministically.
 func (m *machine) snapshot(index uint64) []byte {
 	svc := m.st.Snapshot()
 	e := wire.Encoder{B: make([]byte, 0, len(svc)+64+len(m.clients)*32)}
-	e.Byte(msgVersion)
+	version := byte(snapVersion1)
+	for _, s := range m.clients {
+		for _, r := range s.res {
+			if r.results != nil {
+				version = snapVersion2
+			}
+		}
+		if version == snapVersion2 {
+			break
+		}
+	}
+	e.Byte(version)
 	e.Uvarint(index)
 	e.Bytes(svc)
 	ids := make([]uint64, 0, len(m.clients))
@@ -167,7 +261,19 @@ func (m *machine) snapshot(index uint64) []byte {
 		e.Uvarint(uint64(len(s.seqs)))
 		for _, q := range s.seqs {
 			e.Uvarint(q)
-			service.EncodeResult(&e, s.res[q])
+			r := s.res[q]
+			service.EncodeResult(&e, r.res)
+			if version == snapVersion2 {
+				// 0: a single write; n+1: a group's n results.
+				if r.results == nil {
+					e.Uvarint(0)
+				} else {
+					e.Uvarint(uint64(len(r.results)) + 1)
+					for _, x := range r.results {
+						service.EncodeResult(&e, x)
+					}
+				}
+			}
 		}
 	}
 	encodeConf(&e, m.conf)
@@ -177,8 +283,9 @@ func (m *machine) snapshot(index uint64) []byte {
 // restore replaces the state machine by a snapshot and returns its index.
 func (m *machine) restore(b []byte) (uint64, error) {
 	d := wire.NewDecoder(b)
-	if v := d.Byte(); v != msgVersion {
-		return 0, fmt.Errorf("paxos: snapshot version %d", v)
+	version := d.Byte()
+	if version != snapVersion1 && version != snapVersion2 {
+		return 0, fmt.Errorf("paxos: snapshot version %d", version)
 	}
 	index := d.Uvarint()
 	svc := d.Bytes()
@@ -186,11 +293,23 @@ func (m *machine) restore(b []byte) (uint64, error) {
 	clients := make(map[uint64]*session, n)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		id := d.Uvarint()
-		s := &session{floor: d.Uvarint(), last: d.Uvarint(), res: map[uint64]service.Result{}}
+		s := &session{floor: d.Uvarint(), last: d.Uvarint(), res: map[uint64]outcome{}}
 		k := d.Count(1<<20, 2)
 		for j := 0; j < k && d.Err() == nil; j++ {
 			q := d.Uvarint()
-			r := service.DecodeResult(d)
+			r := outcome{res: service.DecodeResult(d)}
+			if version == snapVersion2 {
+				if n := d.Uvarint(); n > 0 {
+					if n-1 > uint64(len(d.B)) {
+						d.Fail(fmt.Errorf("paxos: snapshot: group of %d results", n-1))
+						n = 1
+					}
+					r.results = make([]service.Result, 0, n-1)
+					for x := uint64(0); x < n-1 && d.Err() == nil; x++ {
+						r.results = append(r.results, service.DecodeResult(d))
+					}
+				}
+			}
 			if _, dup := s.res[q]; !dup {
 				s.add(q, r)
 			}

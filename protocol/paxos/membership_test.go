@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/harness"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -14,6 +15,11 @@ import (
 // spares more nodes (known to the runtime, outside the configuration) down
 // until a test starts them with join.
 func newMemberCluster(t *testing.T, n, spares int, params map[string]string) *cluster {
+	return newMemberClusterOf(t, "paxos", n, spares, params)
+}
+
+// newMemberClusterOf is newMemberCluster running protocol proto.
+func newMemberClusterOf(t *testing.T, proto string, n, spares int, params map[string]string) *cluster {
 	p := map[string]string{}
 	for k, v := range params {
 		p[k] = v
@@ -23,24 +29,16 @@ func newMemberCluster(t *testing.T, n, spares int, params map[string]string) *cl
 		boot = append(boot, fmt.Sprintf("n%d", i))
 	}
 	p["members"] = strings.Join(boot, ",")
-	c := newCluster(t, n, "kv", p)
+	c := newClusterOf(t, proto, n, "kv", p)
 	for i := n + 1; i <= n+spares; i++ {
 		id := automaton.NodeID(fmt.Sprintf("n%d", i))
-		c.ids = append(c.ids, id)
-		c.records[id] = map[string][]byte{}
-		c.down[id] = true
+		c.AddNode(id)
 	}
 	return c
 }
 
-// join starts a spare node with empty records.
-func (c *cluster) join(id automaton.NodeID) { c.boot(id, 99) }
-
-// restart boots a crashed node from its records.
-func (c *cluster) restart(id automaton.NodeID) { c.boot(id, 7) }
-
 func (c *cluster) members(id automaton.NodeID) []automaton.NodeID {
-	return c.nodes[id].Status().Members
+	return c.node(id).Status().Members
 }
 
 // admin submits a membership change at node at and ticks the leader until
@@ -50,7 +48,7 @@ func (c *cluster) admin(at, leader automaton.NodeID, seq uint64, op service.Op) 
 	r, ok := c.do(at, id, op, 0)
 	for i := 0; !ok && i < 20; i++ {
 		c.fire(leader, tmTick)
-		r, ok = c.resps[id]
+		r, ok = c.Response(id)
 	}
 	return r, ok
 }
@@ -66,6 +64,16 @@ func (c *cluster) mustDo(what string, at automaton.NodeID, id automaton.RequestI
 	c.t.Helper()
 	r, ok := c.do(at, id, op, 0)
 	mustOK(c.t, what, r, ok)
+}
+
+// memberOf finds node id in a Members output.
+func memberOf(ms []automaton.Member, id automaton.NodeID) (automaton.Member, bool) {
+	for _, m := range ms {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return automaton.Member{}, false
 }
 
 func ids(s ...string) []automaton.NodeID {
@@ -86,7 +94,7 @@ func TestMemberAddQuorumSwitchesAfterTheChange(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		c.mustDo("write", "n2", automaton.RequestID{Client: 7, Seq: uint64(i + 1)}, set(fmt.Sprint("k", i), "v"))
 	}
-	c.join("n4")
+	c.Boot("n4")
 	r, ok := c.do("n4", automaton.RequestID{Client: 8, Seq: 1}, get("k0"), automaton.ReadLocal)
 	if !ok || !r.IsErr() || !strings.Contains(r.Err, "not a member") {
 		t.Fatalf("a node outside the configuration answered a client: %v %v", ok, r)
@@ -94,50 +102,57 @@ func TestMemberAddQuorumSwitchesAfterTheChange(t *testing.T) {
 	// n4 catches up as a learner; then n3 and n4 go down: the add (instance
 	// k) is still chosen by n1+n2, a majority of {n1,n2,n3}.
 	id := automaton.RequestID{Client: 1 << 40, Seq: 1}
-	c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberAdd("n4", "p4", "c4")}})
-	c.pump()
-	if _, done := c.resps[id]; done {
+	c.Step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberAdd("n4", "p4", "c4")}})
+	c.DeliverAll()
+	if _, done := c.Response(id); done {
 		t.Fatal("add answered before its learner caught up")
 	}
-	for i := 0; i < 5 && c.nodes["n4"].Status().Executed < c.nodes["n1"].Status().Executed; i++ {
+	for i := 0; i < 5 && c.node("n4").Status().Executed < c.node("n1").Status().Executed; i++ {
 		c.fire("n1", tmTick)
 	}
-	if c.nodes["n4"].Status().Executed != c.nodes["n1"].Status().Executed {
-		t.Fatalf("learner did not catch up: %+v vs %+v", c.nodes["n4"].Status(), c.nodes["n1"].Status())
+	if c.node("n4").Status().Executed != c.node("n1").Status().Executed {
+		t.Fatalf("learner did not catch up: %+v vs %+v", c.node("n4").Status(), c.node("n1").Status())
+	}
+	// The leader tells its runtime to talk to the learner (addresses from
+	// the add), not yet as a voter.
+	if m, ok := memberOf(c.Members("n1"), "n4"); !ok || m.Voting || m.Peer != "p4" || m.Client != "c4" {
+		t.Fatalf("n1's Members output while n4 learns: %+v", c.Members("n1"))
 	}
 	// One more heartbeat: the learner's ack makes the leader propose the
 	// add. n3 and n4 go down the moment it is proposed.
-	c.step("n1", automaton.TimerFired{ID: tmTick})
-	for len(c.q) > 0 {
-		m := c.q[0]
-		c.q = c.q[1:]
-		c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
-		if len(c.nodes["n1"].changes) > 0 {
-			c.crash("n3")
-			c.crash("n4")
+	if !c.FireTimer("n1", tmTick) {
+		t.Fatal("the leader n1 has no tick timer")
+	}
+	for c.DeliverOne() {
+		if len(c.node("n1").changes) > 0 {
+			c.Crash("n3")
+			c.Crash("n4")
 		}
 	}
-	if !c.down["n4"] {
+	if c.Up("n4") {
 		t.Fatal("the add was not proposed after the learner caught up")
 	}
-	res, done := c.resps[id]
+	res, done := c.Response(id)
 	mustOK(t, "add with n1+n2 of {n1,n2,n3}", res, done)
-	k := c.nodes["n1"].Status().ConfEpoch
+	k := c.node("n1").Status().ConfEpoch
 	if want := ids("n1", "n2", "n3", "n4"); !reflect.DeepEqual(c.members("n1"), want) || k == 0 {
 		t.Fatalf("members %v epoch %d, want %v", c.members("n1"), k, want)
+	}
+	if m, ok := memberOf(c.Members("n1"), "n4"); !ok || !m.Voting {
+		t.Fatalf("n1's Members output after the add: %+v", c.Members("n1"))
 	}
 	// Instance k+1 needs 3 of {n1..n4}: n1+n2 are not enough.
 	if _, ok := c.do("n1", automaton.RequestID{Client: 7, Seq: 100}, set("after", "x"), 0); ok {
 		t.Fatal("a write was chosen by 2 of 4 members")
 	}
-	c.restart("n4")
+	c.Restart("n4")
 	for i := 0; i < 10; i++ {
 		c.fire("n1", tmTick)
 	}
-	if r, ok := c.resps[automaton.RequestID{Client: 7, Seq: 100}]; !ok || r.IsErr() {
+	if r, ok := c.Response(automaton.RequestID{Client: 7, Seq: 100}); !ok || r.IsErr() {
 		t.Fatalf("write with n1+n2+n4 of 4: %v %v", ok, r)
 	}
-	if st := c.nodes["n4"].Status(); !st.Member || !reflect.DeepEqual(st.Members, ids("n1", "n2", "n3", "n4")) {
+	if st := c.node("n4").Status(); !st.Member || !reflect.DeepEqual(st.Members, ids("n1", "n2", "n3", "n4")) {
 		t.Fatalf("n4 after its add: %+v", st)
 	}
 	if r, ok := c.do("n4", automaton.RequestID{Client: 8, Seq: 2}, get("k3"), automaton.ReadLocal); !ok || string(r.Bytes) != "v" {
@@ -154,7 +169,7 @@ func TestMemberRemoveLeader(t *testing.T) {
 	c.mustDo("write", "n1", automaton.RequestID{Client: 7, Seq: 1}, set("a", "1"))
 	r, ok := c.admin("n2", "n1", 1, automaton.MemberRemove("n1"))
 	mustOK(t, "remove the leader", r, ok)
-	st := c.nodes["n1"].Status()
+	st := c.node("n1").Status()
 	if st.Role != "follower" || st.Member {
 		t.Fatalf("removed leader: %+v", st)
 	}
@@ -169,7 +184,7 @@ func TestMemberRemoveLeader(t *testing.T) {
 	}
 	c.mustDo("write after the removal", "n3", automaton.RequestID{Client: 7, Seq: 3}, set("a", "3"))
 	// {n2,n3}: both are needed now.
-	c.crash("n3")
+	c.Crash("n3")
 	if _, ok := c.do("n2", automaton.RequestID{Client: 7, Seq: 4}, set("a", "4"), 0); ok {
 		t.Fatal("a write was chosen by 1 of 2 members")
 	}
@@ -187,23 +202,23 @@ func TestMemberRemoveLeaderHandsOff(t *testing.T) {
 	c.mustDo("write", "n2", automaton.RequestID{Client: 7, Seq: 1}, set("a", "1"))
 	c.tickAll() // heartbeats: every node hears n1 alive
 	for _, id := range ids("n2", "n3") {
-		if !c.timers[id][tmAlive] {
+		if !c.timerSet(id, tmAlive) {
 			t.Fatalf("%s has no alive timer after n1's heartbeat", id)
 		}
 	}
 	r, ok := c.admin("n3", "n1", 1, automaton.MemberRemove("n1"))
 	mustOK(t, "remove the leader", r, ok)
-	if st := c.nodes["n1"].Status(); st.Role != "follower" || st.Member {
+	if st := c.node("n1").Status(); st.Role != "follower" || st.Member {
 		t.Fatalf("removed leader: %+v", st)
 	}
-	st2, st3 := c.nodes["n2"].Status(), c.nodes["n3"].Status()
+	st2, st3 := c.node("n2").Status(), c.node("n3").Status()
 	if st2.Role != "leader" || st3.Leader != "n2" {
 		t.Fatalf("no hand-off to n2: n2 %+v, n3 %+v", st2, st3)
 	}
-	if !c.nodes["n1"].Status().Ballot.Less(st2.Ballot) {
-		t.Fatalf("n2's ballot %v is not above n1's %v", st2.Ballot, c.nodes["n1"].Status().Ballot)
+	if !c.node("n1").Status().Ballot.Less(st2.Ballot) {
+		t.Fatalf("n2's ballot %v is not above n1's %v", st2.Ballot, c.node("n1").Status().Ballot)
 	}
-	if !c.timers["n3"][tmAlive] {
+	if !c.timerSet("n3", tmAlive) {
 		t.Fatal("n3's alive timer is gone: the test no longer shows that the protection was dropped")
 	}
 	// The new leader serves with n2+n3, a majority of {n2,n3}, at once.
@@ -212,10 +227,10 @@ func TestMemberRemoveLeaderHandsOff(t *testing.T) {
 		t.Fatalf("read after the hand-off: %v %v", ok, r)
 	}
 	// A stale TakeOver (from n1's old ballot, below n3's promise now) is ignored.
-	stale := (&message{Kind: kindTakeOver, Ballot: c.nodes["n1"].Status().Ballot, Commit: 1, OK: true}).marshal()
-	c.step("n3", automaton.PeerMessage{From: "n1", Msg: stale})
-	c.pump()
-	if st := c.nodes["n3"].Status(); st.Role != "follower" || st.Leader != "n2" || c.nodes["n2"].Status().Role != "leader" {
+	stale := (&message{Kind: kindTakeOver, Ballot: c.node("n1").Status().Ballot, Commit: 1, OK: true}).marshal()
+	c.Step("n3", automaton.PeerMessage{From: "n1", Msg: stale})
+	c.DeliverAll()
+	if st := c.node("n3").Status(); st.Role != "follower" || st.Leader != "n2" || c.node("n2").Status().Role != "leader" {
 		t.Fatalf("a stale TakeOver disturbed the new leader: n3 %+v", st)
 	}
 }
@@ -230,41 +245,41 @@ func TestMemberRemoveLeaderHandOffLostTakeOver(t *testing.T) {
 	c := newMemberCluster(t, 3, 0, nil)
 	c.elect("n1")
 	c.mustDo("write", "n2", automaton.RequestID{Client: 7, Seq: 1}, set("a", "1"))
-	var late *netMsg
-	c.step("n1", automaton.TimerFired{ID: tmTick})
+	var late *harness.Message
+	if !c.FireTimer("n1", tmTick) {
+		t.Fatal("the leader n1 has no tick timer")
+	}
 	id := automaton.RequestID{Client: 1 << 40, Seq: 1}
-	c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberRemove("n1")}})
-	for len(c.q) > 0 {
-		m := c.q[0]
-		c.q = c.q[1:]
-		pm, err := unmarshal(m.b)
+	c.Step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberRemove("n1")}})
+	for m, ok := c.Pop(); ok; m, ok = c.Pop() {
+		pm, err := unmarshal(m.Msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if late == nil && m.from == "n1" && m.to == "n2" && pm.Kind == kindHeartbeat {
+		if late == nil && m.From == "n1" && m.To == "n2" && pm.Kind == kindHeartbeat {
 			late = &m // held back
 			continue
 		}
-		if pm.Kind == kindTakeOver && m.to == "n3" {
+		if pm.Kind == kindTakeOver && m.To == "n3" {
 			continue // lost
 		}
-		c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
+		c.DeliverMessage(m)
 	}
-	r, ok := c.resps[id]
+	r, ok := c.Response(id)
 	mustOK(t, "remove the leader", r, ok)
-	if st := c.nodes["n2"].Status(); st.Role != "candidate" {
+	if st := c.node("n2").Status(); st.Role != "candidate" {
 		t.Fatalf("n2 after the TakeOver with n3's promise missing: %+v", st)
 	}
-	if st := c.nodes["n3"].Status(); !reflect.DeepEqual(st.Members, ids("n2", "n3")) {
+	if st := c.node("n3").Status(); !reflect.DeepEqual(st.Members, ids("n2", "n3")) {
 		t.Fatalf("n3 did not catch up to the removal from the candidate's Prepare: %+v", st)
 	}
-	c.step("n2", automaton.PeerMessage{From: late.from, Msg: late.b})
-	c.pump()
-	if st := c.nodes["n2"].Status(); st.Role != "candidate" {
+	c.DeliverMessage(*late)
+	c.DeliverAll()
+	if st := c.node("n2").Status(); st.Role != "candidate" {
 		t.Fatalf("n2 gave up its candidacy for a removed leader's late heartbeat: %+v", st)
 	}
 	c.fire("n2", tmTick)
-	if st := c.nodes["n2"].Status(); st.Role != "leader" {
+	if st := c.node("n2").Status(); st.Role != "leader" {
 		t.Fatalf("n2 not elected after its retransmitted Prepare: %+v", st)
 	}
 	c.mustDo("write after the hand-off", "n3", automaton.RequestID{Client: 7, Seq: 2}, set("a", "2"))
@@ -279,10 +294,10 @@ func TestFollowerStillProtectsAMemberLeader(t *testing.T) {
 	c.tickAll()
 	c.fire("n2", tmAlive) // n2 alone stops hearing n1 and runs
 	c.fire("n2", tmElection)
-	if st := c.nodes["n2"].Status(); st.Role != "candidate" {
+	if st := c.node("n2").Status(); st.Role != "candidate" {
 		t.Fatalf("n2 did not run: %+v", st)
 	}
-	if st := c.nodes["n2"].Status(); st.Role == "leader" {
+	if st := c.node("n2").Status(); st.Role == "leader" {
 		t.Fatalf("n2 was elected while n1 led: %+v", st)
 	}
 }
@@ -293,10 +308,10 @@ func TestFollowerStillProtectsAMemberLeader(t *testing.T) {
 func TestMemberReplaceDeadNodeAndRestart(t *testing.T) {
 	c := newMemberCluster(t, 3, 1, map[string]string{"snapshot_every": "2"})
 	c.elect("n1")
-	c.crash("n3")
+	c.Crash("n3")
 	r, ok := c.admin("n1", "n1", 1, automaton.MemberRemove("n3"))
 	mustOK(t, "remove dead n3", r, ok)
-	c.join("n4")
+	c.Boot("n4")
 	r, ok = c.admin("n2", "n1", 2, automaton.MemberAdd("n4", "p4", "c4"))
 	mustOK(t, "add n4", r, ok)
 	c.tickAll() // n4 learns that its add executed
@@ -311,9 +326,9 @@ func TestMemberReplaceDeadNodeAndRestart(t *testing.T) {
 		t.Fatalf("second add of n4: %v %v", ok, r)
 	}
 	for _, id := range ids("n1", "n2", "n4") {
-		c.crash(id)
-		c.restart(id)
-		if _, ok := c.records[id][recSnapshot]; !ok {
+		c.Crash(id)
+		c.Restart(id)
+		if _, ok := c.Disk(id)[recSnapshot]; !ok {
 			t.Fatalf("%s has no snapshot with snapshot_every=2", id)
 		}
 		if got := c.members(id); !reflect.DeepEqual(got, want) {
@@ -330,37 +345,37 @@ func TestMemberReplaceDeadNodeAndRestart(t *testing.T) {
 func TestPhase1NeedsTheNewConfiguration(t *testing.T) {
 	c := newMemberCluster(t, 3, 1, nil)
 	c.elect("n1")
-	c.join("n4")
+	c.Boot("n4")
 	id := automaton.RequestID{Client: 1 << 40, Seq: 1}
-	c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberAdd("n4", "p4", "c4")}})
-	c.pump()
-	c.crash("n3")
+	c.Step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberAdd("n4", "p4", "c4")}})
+	c.DeliverAll()
+	c.Crash("n3")
 	for i := 0; i < 5; i++ {
-		if _, done := c.resps[id]; done {
+		if _, done := c.Response(id); done {
 			break
 		}
 		c.fire("n1", tmTick)
 	}
-	if r, ok := c.resps[id]; !ok || r.IsErr() {
+	if r, ok := c.Response(id); !ok || r.IsErr() {
 		t.Fatalf("add: %v %v", ok, r)
 	}
-	if c.nodes["n2"].Status().ConfEpoch != 0 {
+	if c.node("n2").Status().ConfEpoch != 0 {
 		t.Skip("n2 learnt the commit already; the scenario needs it not to")
 	}
-	c.crash("n1")
-	c.restart("n3")
-	c.crash("n4")
+	c.Crash("n1")
+	c.Restart("n3")
+	c.Crash("n4")
 	for _, o := range ids("n2", "n3") {
 		c.fire(o, tmAlive)
 	}
 	c.fire("n2", tmElection)
-	if st := c.nodes["n2"].Status(); st.Role == "leader" {
+	if st := c.node("n2").Status(); st.Role == "leader" {
 		t.Fatalf("n2 led with n2+n3, 2 of the 4 members its promises showed: %+v", st)
 	}
-	c.restart("n4")
+	c.Restart("n4")
 	c.fire("n4", tmAlive)
 	c.fire("n2", tmTick) // retransmits the Prepare
-	if st := c.nodes["n2"].Status(); st.Role != "leader" {
+	if st := c.node("n2").Status(); st.Role != "leader" {
 		t.Fatalf("n2 with n2+n3+n4: %+v", st)
 	}
 	if got := c.members("n2"); !reflect.DeepEqual(got, ids("n1", "n2", "n3", "n4")) {
@@ -413,16 +428,13 @@ func TestChangeValueAndConfCodec(t *testing.T) {
 // configuration and does (the simulator catches it: sim/membership_test.go).
 func TestBootQuorumVariantDecidesWithTheOldMajority(t *testing.T) {
 	for _, p := range []protocol{{name: "paxos"}, {name: "paxos-broken-bootquorum", bootQuorum: true}} {
-		c := newMemberCluster(t, 3, 1, nil)
-		c.join("n4")
-		for _, id := range c.ids {
-			c.nodes[id].proto = p
-		}
+		c := newMemberClusterOf(t, p.name, 3, 1, nil)
+		c.Boot("n4")
 		c.elect("n1")
 		r, ok := c.admin("n1", "n1", 1, automaton.MemberAdd("n4", "p4", "c4"))
 		mustOK(t, p.name+": add n4", r, ok)
-		c.crash("n3")
-		c.crash("n4")
+		c.Crash("n3")
+		c.Crash("n4")
 		_, decided := c.do("n1", automaton.RequestID{Client: 7, Seq: 1}, set("k", "v"), 0)
 		if decided != p.bootQuorum {
 			t.Errorf("%s: a write with n1+n2 of {n1,n2,n3,n4} answered=%v", p.name, decided)

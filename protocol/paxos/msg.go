@@ -84,9 +84,19 @@ type message struct {
 	Data     []byte   // Snapshot
 	Req      automaton.Request
 	Result   service.Result
+	Results  []service.Result // ForwardReply: an atomic group's results
 }
 
-const maxEntries = 1 << 20
+const (
+	maxEntries  = 1 << 20
+	maxGroupOps = 1 << 20
+)
+
+// Forward trailer flags.
+const (
+	fwdEnv   = 1 << 0
+	fwdGroup = 1 << 1
+)
 
 func (m *message) marshal() []byte {
 	size := 32
@@ -153,10 +163,38 @@ func (m *message) marshal() []byte {
 		e.Uvarint(m.Req.ID.Seq)
 		e.Byte(byte(m.Req.Opts.Read))
 		service.EncodeOp(&e, m.Req.Op)
+		// A trailer only when there is something to carry, so that a
+		// single deterministic request is encoded as before groups and
+		// environments existed: flags, the Env, the group's operations.
+		var flags uint64
+		if m.Req.Env != (service.Env{}) {
+			flags |= fwdEnv
+		}
+		if len(m.Req.Ops) > 0 {
+			flags |= fwdGroup
+		}
+		if flags != 0 {
+			e.Uvarint(flags)
+			if flags&fwdEnv != 0 {
+				service.EncodeEnv(&e, m.Req.Env)
+			}
+			if flags&fwdGroup != 0 {
+				e.Uvarint(uint64(len(m.Req.Ops)))
+				for _, op := range m.Req.Ops {
+					service.EncodeOp(&e, op)
+				}
+			}
+		}
 	case kindForwardReply:
 		e.Uvarint(m.Req.ID.Client)
 		e.Uvarint(m.Req.ID.Seq)
 		service.EncodeResult(&e, m.Result)
+		if m.Results != nil { // a group's results, as a trailer
+			e.Uvarint(uint64(len(m.Results)))
+			for _, r := range m.Results {
+				service.EncodeResult(&e, r)
+			}
+		}
 	}
 	return e.B
 }
@@ -224,10 +262,35 @@ func unmarshal(b []byte) (*message, error) {
 		m.Req.ID.Seq = d.Uvarint()
 		m.Req.Opts.Read = automaton.ReadMode(d.Byte())
 		m.Req.Op = service.DecodeOp(d)
+		if d.Err() == nil && len(d.B) > 0 {
+			flags := d.Uvarint()
+			if flags&^(fwdEnv|fwdGroup) != 0 {
+				d.Fail(fmt.Errorf("paxos: forward flags %x", flags))
+			}
+			if flags&fwdEnv != 0 {
+				m.Req.Env = service.DecodeEnv(d)
+			}
+			if flags&fwdGroup != 0 {
+				n := d.Count(maxGroupOps, 2)
+				if n == 0 && d.Err() == nil {
+					d.Fail(fmt.Errorf("paxos: forward: empty group"))
+				}
+				for i := 0; i < n && d.Err() == nil; i++ {
+					m.Req.Ops = append(m.Req.Ops, service.DecodeOp(d))
+				}
+			}
+		}
 	case kindForwardReply:
 		m.Req.ID.Client = d.Uvarint()
 		m.Req.ID.Seq = d.Uvarint()
 		m.Result = service.DecodeResult(d)
+		if d.Err() == nil && len(d.B) > 0 {
+			n := d.Count(maxGroupOps, 1)
+			m.Results = make([]service.Result, 0, n)
+			for i := 0; i < n && d.Err() == nil; i++ {
+				m.Results = append(m.Results, service.DecodeResult(d))
+			}
+		}
 	default:
 		d.Fail(fmt.Errorf("paxos: unknown message kind %d", m.Kind))
 	}
@@ -237,22 +300,86 @@ func unmarshal(b []byte) (*message, error) {
 	return m, nil
 }
 
-// cmd is one client command inside a log value.
+// cmd is one client command inside a log value: a single operation, or an
+// atomic group (Ops, one command in one instance, never split), with the
+// environment the leader put beside it (nondeterministic services only;
+// zero otherwise).
 type cmd struct {
-	ID automaton.RequestID
-	Op service.Op
+	ID  automaton.RequestID
+	Op  service.Op
+	Ops []service.Op
+	Env service.Env
+	// part of parts: paxos-broken-splitgroup orders the operations of a
+	// group as separate commands; Op is then the part-th operation.
+	part, parts int
 }
+
+// Batch versions. Version 1 is the batch of plain commands (client, seq,
+// operation); version 3 (2 marks a membership change) adds per command a
+// flags field, the environment, a group's operations. A batch with no
+// environment and no group is written as version 1, byte for byte as
+// before, so deterministic services without groups log exactly what the
+// previous release logged.
+const batchVersion3 = 3
+
+// Command flags of a version 3 batch.
+const (
+	cmdEnv   = 1 << 0
+	cmdGroup = 1 << 1
+	cmdPart  = 1 << 2
+)
 
 // A log value is a batch of commands; the empty batch is the no-op that fills
 // gaps after a leader change.
 func encodeBatch(cmds []cmd) []byte {
-	e := wire.Encoder{B: make([]byte, 0, 16+32*len(cmds))}
-	e.Byte(msgVersion)
+	plain := true
+	size := 16
+	for _, c := range cmds {
+		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0
+		size += 32 + 24*len(c.Ops)
+	}
+	e := wire.Encoder{B: make([]byte, 0, size)}
+	if plain {
+		e.Byte(msgVersion)
+		e.Uvarint(uint64(len(cmds)))
+		for _, c := range cmds {
+			e.Uvarint(c.ID.Client)
+			e.Uvarint(c.ID.Seq)
+			service.EncodeOp(&e, c.Op)
+		}
+		return e.B
+	}
+	e.Byte(batchVersion3)
 	e.Uvarint(uint64(len(cmds)))
 	for _, c := range cmds {
 		e.Uvarint(c.ID.Client)
 		e.Uvarint(c.ID.Seq)
-		service.EncodeOp(&e, c.Op)
+		var flags uint64
+		if c.Env != (service.Env{}) {
+			flags |= cmdEnv
+		}
+		if len(c.Ops) > 0 {
+			flags |= cmdGroup
+		}
+		if c.parts > 0 {
+			flags |= cmdPart
+		}
+		e.Uvarint(flags)
+		if flags&cmdEnv != 0 {
+			service.EncodeEnv(&e, c.Env)
+		}
+		if flags&cmdPart != 0 {
+			e.Uvarint(uint64(c.part))
+			e.Uvarint(uint64(c.parts))
+		}
+		if flags&cmdGroup != 0 {
+			e.Uvarint(uint64(len(c.Ops)))
+			for _, op := range c.Ops {
+				service.EncodeOp(&e, op)
+			}
+		} else {
+			service.EncodeOp(&e, c.Op)
+		}
 	}
 	return e.B
 }
@@ -270,14 +397,45 @@ func decodeBatch(b []byte) ([]cmd, error) {
 		}
 		return []cmd{c}, d.Done()
 	}
-	if v := d.Byte(); v != msgVersion {
+	v := d.Byte()
+	if v != msgVersion && v != batchVersion3 {
 		return nil, fmt.Errorf("paxos: batch version %d", v)
 	}
 	n := d.Count(maxEntries, 5)
 	out := make([]cmd, 0, n)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		c := cmd{ID: automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}}
-		c.Op = service.DecodeOp(d)
+		if v == msgVersion {
+			c.Op = service.DecodeOp(d)
+			out = append(out, c)
+			continue
+		}
+		flags := d.Uvarint()
+		if flags&^(cmdEnv|cmdGroup|cmdPart) != 0 || flags&(cmdGroup|cmdPart) == cmdGroup|cmdPart {
+			d.Fail(fmt.Errorf("paxos: command flags %x", flags))
+		}
+		if flags&cmdEnv != 0 {
+			c.Env = service.DecodeEnv(d)
+		}
+		if flags&cmdPart != 0 {
+			part, parts := d.Uvarint(), d.Uvarint()
+			if parts == 0 || part >= parts || parts > maxGroupOps {
+				d.Fail(fmt.Errorf("paxos: command part %d of %d", part, parts))
+			}
+			c.part, c.parts = int(part), int(parts)
+		}
+		if flags&cmdGroup != 0 {
+			k := d.Count(maxGroupOps, 2)
+			if k == 0 && d.Err() == nil {
+				d.Fail(fmt.Errorf("paxos: empty group"))
+			}
+			c.Ops = make([]service.Op, 0, k)
+			for j := 0; j < k && d.Err() == nil; j++ {
+				c.Ops = append(c.Ops, service.DecodeOp(d))
+			}
+		} else {
+			c.Op = service.DecodeOp(d)
+		}
 		out = append(out, c)
 	}
 	return out, d.Done()
@@ -351,7 +509,7 @@ func unmarshalBallotRec(b []byte) (Ballot, error) {
 // snapshotIndex reads the instance index of a snapshot without restoring it.
 func snapshotIndex(b []byte) (uint64, error) {
 	d := wire.NewDecoder(b)
-	if v := d.Byte(); v != msgVersion {
+	if v := d.Byte(); v != snapVersion1 && v != snapVersion2 {
 		return 0, fmt.Errorf("paxos: snapshot version %d", v)
 	}
 	i := d.Uvarint()

@@ -7,134 +7,95 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/harness"
 	"github.com/synod-dev/synod/service"
 )
 
 // ------------------------------------------------------------- harness
 
-type netMsg struct {
-	from, to automaton.NodeID
-	b        []byte
-}
-
-// cluster runs automata synchronously: messages are delivered in FIFO order
-// when pump is called, persists are applied at once, timers fire only when a
-// test fires them.
+// cluster is a harness.Cluster of paxos automata with this package's
+// helpers; the harness is the network, the disks and the timers. The
+// invariant checker runs after every step: a violation fails the test
+// unless keepViolation is set, in which case the first one is kept in
+// violation.
 type cluster struct {
-	t       *testing.T
-	ids     []automaton.NodeID
-	nodes   map[automaton.NodeID]*Paxos
-	records map[automaton.NodeID]map[string][]byte
-	timers  map[automaton.NodeID]map[automaton.TimerID]bool
-	down    map[automaton.NodeID]bool
-	q       []netMsg
-	resps   map[automaton.RequestID]service.Result
-	params  map[string]string
-	svc     service.Service
+	*harness.Cluster
+	t             *testing.T
+	keepViolation bool
+	violation     error
 }
 
+// newCluster boots n1..nN running paxos with service svc.
 func newCluster(t *testing.T, n int, svc string, params map[string]string) *cluster {
+	return newClusterOf(t, "paxos", n, svc, params)
+}
+
+// newClusterOf boots n1..nN running protocol proto (a broken variant too).
+func newClusterOf(t *testing.T, proto string, n int, svc string, params map[string]string) *cluster {
+	t.Helper()
 	s, err := service.Lookup(svc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, nodes: map[automaton.NodeID]*Paxos{}, records: map[automaton.NodeID]map[string][]byte{},
-		timers: map[automaton.NodeID]map[automaton.TimerID]bool{}, down: map[automaton.NodeID]bool{},
-		resps: map[automaton.RequestID]service.Result{}, params: params, svc: s}
-	for i := 1; i <= n; i++ {
-		c.ids = append(c.ids, automaton.NodeID(fmt.Sprintf("n%d", i)))
-	}
-	for i, id := range c.ids {
-		c.records[id] = map[string][]byte{}
-		c.boot(id, int64(i))
-	}
+	c := &cluster{t: t}
+	c.Cluster = harness.New(t, harness.Options{Protocol: proto, Nodes: n, Service: s, Params: params,
+		OnViolation: func(step int, id automaton.NodeID, err error) {
+			c.violation = err
+			if !c.keepViolation {
+				t.Fatalf("invariant violated after step %d at %s: %v", step, id, err)
+			}
+		}})
 	return c
 }
 
-func (c *cluster) boot(id automaton.NodeID, seed int64) {
-	a, err := protocol{name: "paxos"}.New(automaton.Config{Self: id, Nodes: c.ids, Namespace: "t", Service: c.svc,
-		Params: c.params, Rand: rand.New(rand.NewSource(seed))})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.nodes[id] = a.(*Paxos)
-	c.timers[id] = map[automaton.TimerID]bool{}
-	c.down[id] = false
-	recs := map[string][]byte{}
-	for k, v := range c.records[id] {
-		recs[k] = v
-	}
-	c.step(id, automaton.Start{Records: recs})
+// node returns the automaton of node id (nil when it is down).
+func (c *cluster) node(id automaton.NodeID) *Paxos {
+	a, _ := c.Node(id).(*Paxos)
+	return a
 }
 
-func (c *cluster) crash(id automaton.NodeID) { c.down[id] = true }
-
-func (c *cluster) step(id automaton.NodeID, in automaton.Input) []automaton.Output {
-	if c.down[id] {
-		return nil
-	}
-	outs := c.nodes[id].Step(in)
-	for _, o := range outs {
-		switch o := o.(type) {
-		case automaton.Send:
-			c.q = append(c.q, netMsg{id, o.To, o.Msg})
-		case automaton.Persist:
-			if o.Delete {
-				delete(c.records[id], o.Key)
-			} else {
-				c.records[id][o.Key] = append([]byte(nil), o.Value...)
-			}
-		case automaton.SetTimer:
-			c.timers[id][o.ID] = true
-		case automaton.CancelTimer:
-			delete(c.timers[id], o.ID)
-		case automaton.Respond:
-			c.resps[o.Resp.ID] = o.Resp.Result
-		}
-	}
-	return outs
-}
-
-func (c *cluster) pump() {
-	for steps := 0; len(c.q) > 0; steps++ {
-		if steps > 1_000_000 {
-			c.t.Fatal("message storm")
-		}
-		m := c.q[0]
-		c.q = c.q[1:]
-		c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
-	}
-}
-
+// fire fires timer tm at node id if it is set, then delivers every message.
 func (c *cluster) fire(id automaton.NodeID, tm automaton.TimerID) {
-	if c.timers[id][tm] {
-		delete(c.timers[id], tm)
-		c.step(id, automaton.TimerFired{ID: tm})
-	}
-	c.pump()
+	c.FireTimer(id, tm)
+	c.DeliverAll()
+}
+
+// timerSet reports whether timer tm is set at node id.
+func (c *cluster) timerSet(id automaton.NodeID, tm automaton.TimerID) bool {
+	_, ok := c.TimerAfter(id, tm)
+	return ok
 }
 
 // elect makes id the leader: its "alive" timer expires, then its election timer.
 func (c *cluster) elect(id automaton.NodeID) {
-	for _, o := range c.ids {
+	c.t.Helper()
+	for _, o := range c.IDs() {
 		c.fire(o, tmAlive)
 	}
 	c.fire(id, tmElection)
-	if st := c.nodes[id].Status(); st.Role != "leader" {
+	if st := c.node(id).Status(); st.Role != "leader" {
 		c.t.Fatalf("%s did not become leader: %+v", id, st)
 	}
 }
 
+// do submits op at node at, delivers every message, and returns the answer.
 func (c *cluster) do(at automaton.NodeID, id automaton.RequestID, op service.Op, mode automaton.ReadMode) (service.Result, bool) {
-	delete(c.resps, id)
-	c.step(at, automaton.ClientRequest{Req: automaton.Request{ID: id, Op: op, Opts: automaton.Options{Read: mode}}})
-	c.pump()
-	r, ok := c.resps[id]
-	return r, ok
+	r, ok := c.doReq(at, automaton.Request{ID: id, Op: op, Opts: automaton.Options{Read: mode}})
+	return r.Result, ok
 }
 
+// doReq submits a whole request (a group, an Env) at node at and delivers
+// every message.
+func (c *cluster) doReq(at automaton.NodeID, req automaton.Request) (automaton.Response, bool) {
+	c.ForgetResponses(req.ID)
+	c.Submit(at, req)
+	c.DeliverAll()
+	return c.LastResponse(req.ID)
+}
+
+// tickAll fires every node's heartbeat tick (and delivers).
 func (c *cluster) tickAll() {
-	for _, id := range c.ids {
+	for _, id := range c.IDs() {
 		c.fire(id, tmTick)
 	}
 }
@@ -180,11 +141,11 @@ func TestDefaultReadMode(t *testing.T) {
 		if r, ok := c.do("n2", automaton.RequestID{Client: 1, Seq: 1}, set("a", "1"), 0); !ok || r.IsErr() {
 			t.Fatalf("read=%q: set: %v %v", tc.param, r, ok)
 		}
-		before := c.nodes["n1"].Status().MaxLog
+		before := c.node("n1").Status().MaxLog
 		if r, ok := c.do("n2", automaton.RequestID{Client: 2, Seq: 1}, get("a"), automaton.ReadDefault); !ok || string(r.Bytes) != "1" {
 			t.Fatalf("read=%q: default read: %v %v", tc.param, r, ok)
 		}
-		if got := c.nodes["n1"].Status().MaxLog - before; got != tc.instances {
+		if got := c.node("n1").Status().MaxLog - before; got != tc.instances {
 			t.Errorf("read=%q: a default read used %d instances, want %d", tc.param, got, tc.instances)
 		}
 	}
@@ -331,7 +292,7 @@ func TestClusterEndToEnd(t *testing.T) {
 	}
 	// Fail-over: n1 crashes; n3 leads; the incr retried at n3 with the same
 	// id returns the first result and is not applied twice.
-	c.crash("n1")
+	c.Crash("n1")
 	c.elect("n3")
 	if r, ok := c.do("n3", automaton.RequestID{Client: 7, Seq: 2}, inc, 0); !ok || r.Int != 5 {
 		t.Fatalf("retried incr: %v %v (want the first result, 5)", r, ok)
@@ -347,14 +308,14 @@ func TestClusterEndToEnd(t *testing.T) {
 	maxRecs := 0
 	for i := 0; i < 400; i++ {
 		id := automaton.RequestID{Client: 9, Seq: uint64(i + 1)}
-		if r, ok := c.do(c.ids[1+i%2], id, set(fmt.Sprintf("k%d", i%7), fmt.Sprint(i)), 0); !ok || r.IsErr() {
+		if r, ok := c.do(c.IDs()[1+i%2], id, set(fmt.Sprintf("k%d", i%7), fmt.Sprint(i)), 0); !ok || r.IsErr() {
 			t.Fatalf("write %d: %v %v", i, r, ok)
 		}
 		if i%50 == 0 {
 			c.tickAll()
 		}
-		for _, id := range c.ids[1:] {
-			if n := len(c.records[id]); n > maxRecs {
+		for _, id := range c.IDs()[1:] {
+			if n := len(c.Disk(id)); n > maxRecs {
 				maxRecs = n
 			}
 		}
@@ -364,26 +325,26 @@ func TestClusterEndToEnd(t *testing.T) {
 	}
 	// n1 restarts from its records, catches up (by snapshot: its log was
 	// truncated at the others), and serves a local read of the latest value.
-	c.boot("n1", 99)
+	c.Boot("n1")
 	c.tickAll()
 	c.tickAll()
 	if r, _ := c.do("n1", automaton.RequestID{Client: 10, Seq: 1}, get("k0"), automaton.ReadLocal); string(r.Bytes) != "399" {
-		t.Fatalf("restarted n1 local read of k0: %v (status %+v)", r, c.nodes["n1"].Status())
+		t.Fatalf("restarted n1 local read of k0: %v (status %+v)", r, c.node("n1").Status())
 	}
-	if st := c.nodes["n1"].Status(); st.Executed != c.nodes["n3"].Status().Executed || st.SnapIndex == 0 {
-		t.Fatalf("n1 not caught up: %+v vs %+v", st, c.nodes["n3"].Status())
+	if st := c.node("n1").Status(); st.Executed != c.node("n3").Status().Executed || st.SnapIndex == 0 {
+		t.Fatalf("n1 not caught up: %+v vs %+v", st, c.node("n3").Status())
 	}
 	// All replicas hold the same state machine (service state and dedup table).
-	s3 := c.nodes["n3"].sm.snapshot(0)
+	s3 := c.node("n3").sm.snapshot(0)
 	for _, id := range []automaton.NodeID{"n1", "n2"} {
-		if string(c.nodes[id].sm.snapshot(0)) != string(s3) {
+		if string(c.node(id).sm.snapshot(0)) != string(s3) {
 			t.Errorf("%s's state differs from n3's", id)
 		}
 	}
 	// A restart of n2 from its own records alone rebuilds the same state.
-	c.crash("n2")
-	c.boot("n2", 5)
-	if string(c.nodes["n2"].sm.snapshot(0)) != string(s3) {
+	c.Crash("n2")
+	c.Boot("n2")
+	if string(c.node("n2").sm.snapshot(0)) != string(s3) {
 		t.Error("n2 restarted from its records into a different state")
 	}
 }
@@ -394,7 +355,7 @@ func TestCounterService(t *testing.T) {
 	c.elect("n2")
 	add := service.Op{Kind: "add", Args: [][]byte{[]byte("3")}}
 	for i := 1; i <= 4; i++ {
-		if r, _ := c.do(c.ids[i%3], automaton.RequestID{Client: 1, Seq: uint64(i)}, add, 0); r.Int != int64(3*i) {
+		if r, _ := c.do(c.IDs()[i%3], automaton.RequestID{Client: 1, Seq: uint64(i)}, add, 0); r.Int != int64(3*i) {
 			t.Fatalf("add %d: %v", i, r)
 		}
 	}
@@ -407,16 +368,16 @@ func TestCounterService(t *testing.T) {
 func TestCatchupByRange(t *testing.T) {
 	c := newCluster(t, 3, "kv", nil)
 	c.elect("n1")
-	c.crash("n3")
+	c.Isolate("n3") // a partition: n3 keeps its volatile state
 	for i := 1; i <= 20; i++ {
 		c.do("n1", automaton.RequestID{Client: 1, Seq: uint64(i)}, set("x", fmt.Sprint(i)), 0)
 	}
-	c.down["n3"] = false // back, with its volatile state intact (a partition)
-	c.tickAll()          // heartbeat carries the commit index; n3 asks for the range
+	c.Heal()    // back, with its volatile state intact (a partition)
+	c.tickAll() // heartbeat carries the commit index; n3 asks for the range
 	c.tickAll()
-	st := c.nodes["n3"].Status()
-	if st.Executed != c.nodes["n1"].Status().Executed || st.SnapIndex != 0 {
-		t.Fatalf("n3 after catch-up: %+v (leader %+v)", st, c.nodes["n1"].Status())
+	st := c.node("n3").Status()
+	if st.Executed != c.node("n1").Status().Executed || st.SnapIndex != 0 {
+		t.Fatalf("n3 after catch-up: %+v (leader %+v)", st, c.node("n1").Status())
 	}
 	if r, _ := c.do("n3", automaton.RequestID{Client: 2, Seq: 1}, get("x"), automaton.ReadLocal); string(r.Bytes) != "20" {
 		t.Fatalf("n3 reads %v", r)
@@ -429,23 +390,23 @@ func TestCatchupByRange(t *testing.T) {
 func TestDedupTable(t *testing.T) {
 	m := newMachine(service.KV{}, 10, bootstrapConf([]automaton.NodeID{"n1"}))
 	inc := cmd{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: service.Op{Kind: "incr", Key: "n", Args: [][]byte{[]byte("1")}}}
-	if r := m.apply(inc, 1); r.Int != 1 {
+	if r, _ := m.apply(inc, 1); r.res.Int != 1 {
 		t.Fatal(r)
 	}
-	if r := m.apply(inc, 2); r.Int != 1 {
+	if r, _ := m.apply(inc, 2); r.res.Int != 1 {
 		t.Fatalf("duplicate applied again: %v", r)
 	}
 	m2 := newMachine(service.KV{}, 10, bootstrapConf([]automaton.NodeID{"n1"}))
 	if _, err := m2.restore(m.snapshot(2)); err != nil {
 		t.Fatal(err)
 	}
-	if r := m2.apply(inc, 3); r.Int != 1 {
+	if r, _ := m2.apply(inc, 3); r.res.Int != 1 {
 		t.Fatalf("duplicate after snapshot applied again: %v", r)
 	}
 	for s := uint64(2); s <= dedupWindow+2; s++ {
 		m2.apply(cmd{ID: automaton.RequestID{Client: 1, Seq: s}, Op: inc.Op}, 3+s)
 	}
-	if r := m2.apply(inc, 100); !r.IsErr() {
+	if r, _ := m2.apply(inc, 100); !r.res.IsErr() {
 		t.Fatalf("write older than the window: %v", r)
 	}
 	for cl := uint64(2); cl < 30; cl++ {
@@ -481,7 +442,7 @@ func TestSnapshotInstall(t *testing.T) {
 	if st := a.Status(); st.Executed != 40 || st.ChosenUpTo != 40 {
 		t.Fatalf("%+v", st)
 	}
-	if r, _ := a.sm.lookup(automaton.RequestID{Client: 1, Seq: 1}); r.Type != service.ResultOK {
+	if r, _ := a.sm.lookup(automaton.RequestID{Client: 1, Seq: 1}); r.res.Type != service.ResultOK {
 		t.Fatal("dedup table not restored")
 	}
 	// An older snapshot is ignored.
@@ -521,7 +482,7 @@ func TestLeaderAnswerOrdering(t *testing.T) {
 	c := newCluster(t, 1, "kv", nil)
 	c.elect("n1")
 	id := automaton.RequestID{Client: 5, Seq: 1}
-	outs := c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: set("k", "v")}})
+	outs := c.Step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: set("k", "v")}})
 	order := func(outs []automaton.Output) (slot, resp, commit int) {
 		slot, resp, commit = -1, -1, -1
 		for k, o := range outs {
@@ -548,15 +509,13 @@ func TestLeaderAnswerOrdering(t *testing.T) {
 	// Accepted, before "c".
 	c = newCluster(t, 3, "kv", nil)
 	c.elect("n1")
-	outs = c.step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: set("k", "v")}})
+	outs = c.Step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: set("k", "v")}})
 	if s, r, _ := order(outs); s < 0 || r >= 0 {
 		t.Fatalf("proposing step: acceptance at %d, answer at %d (%v)", s, r, outs)
 	}
-	for len(c.q) > 0 {
-		m := c.q[0]
-		c.q = c.q[1:]
-		outs := c.step(m.to, automaton.PeerMessage{From: m.from, Msg: m.b})
-		if _, r, cm := order(outs); m.to == "n1" && r >= 0 {
+	for m, ok := c.Pop(); ok; m, ok = c.Pop() {
+		outs := c.DeliverMessage(m)
+		if _, r, cm := order(outs); m.To == "n1" && r >= 0 {
 			if cm < 0 || cm < r {
 				t.Fatalf("answer at %d, commit record at %d: want the answer first (%v)", r, cm, outs)
 			}
@@ -565,3 +524,7 @@ func TestLeaderAnswerOrdering(t *testing.T) {
 	}
 	t.Fatal("the leader never answered")
 }
+
+// The interaction scripts under testdata (go test -run TestInteractions
+// -rewrite regenerates them; read the diff before keeping it).
+func TestInteractions(t *testing.T) { harness.RunDataDriven(t, "testdata") }

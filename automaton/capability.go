@@ -1,0 +1,318 @@
+package automaton
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/synod-dev/synod/internal/registry"
+)
+
+// The protocol registry and the capabilities a protocol declares.
+//
+// A protocol is one package plus one line in protocol/all. Its init calls
+// Register (or RegisterBroken for a deliberately broken variant), and the
+// type it registers implements Protocol and any of the optional interfaces
+// below. Runtimes, the simulator, the checkers, the gateway, the cluster
+// tooling and the experiments ask the registry what a protocol can do; none
+// of them names a protocol.
+
+// DefaultProtocol replicates a namespace whose cluster file names no
+// protocol, and is the simulator's and `cluster up`'s default.
+const DefaultProtocol = "abd"
+
+var (
+	known  = registry.New[Protocol]("protocol")
+	broken = registry.New[Protocol]("broken protocol variant")
+	// brokenOf maps a broken variant to the protocol it breaks.
+	brokenOf = map[string]string{}
+)
+
+// Register makes a protocol available by name; call it from the protocol
+// package's init.
+func Register(p Protocol) {
+	if _, err := broken.Lookup(p.Name()); err == nil {
+		panic(fmt.Sprintf("protocol %q registered as broken and as real", p.Name()))
+	}
+	known.Register(p.Name(), p)
+}
+
+// RegisterBroken registers a deliberately broken variant of the protocol
+// named of. Broken variants exist to show that a checker or an invariant
+// catches them: the simulator and the conformance suite run them, a live
+// cluster refuses them unless its file sets allow_broken, and they are not
+// offered as known protocols.
+func RegisterBroken(of string, p Protocol) {
+	if _, err := known.Lookup(p.Name()); err == nil {
+		panic(fmt.Sprintf("protocol %q registered as real and as broken", p.Name()))
+	}
+	broken.Register(p.Name(), p)
+	brokenOf[p.Name()] = of
+}
+
+// Lookup returns a registered protocol that is not a broken variant. Its
+// error lists the known protocols and never the broken variants.
+func Lookup(name string) (Protocol, error) {
+	p, err := known.Lookup(name)
+	if err != nil && IsBroken(name) {
+		return nil, fmt.Errorf("protocol %q is a deliberately broken variant (of %s), kept to show that checkers catch it; set allow_broken: true to run it", name, brokenOf[name])
+	}
+	return p, err
+}
+
+// LookupAny returns a registered protocol or broken variant (the
+// simulator's and the checkers' view of the registry).
+func LookupAny(name string) (Protocol, error) {
+	if p, err := broken.Lookup(name); err == nil {
+		return p, nil
+	}
+	return known.Lookup(name)
+}
+
+// Names lists the registered protocols, sorted, broken variants excluded.
+func Names() []string { return known.Names() }
+
+// BrokenNames lists the broken variants, sorted.
+func BrokenNames() []string { return broken.Names() }
+
+// IsBroken reports whether name is a registered broken variant.
+func IsBroken(name string) bool {
+	_, ok := brokenOf[name]
+	return ok
+}
+
+// BrokenOf returns the protocol a broken variant breaks ("" for others).
+func BrokenOf(name string) string { return brokenOf[name] }
+
+// DescribeBroken lists the broken variants as "name (breaks X): doc" lines
+// for help texts; the doc comes from Describer when the variant has one.
+func DescribeBroken() string {
+	var b strings.Builder
+	for _, n := range BrokenNames() {
+		p, _ := broken.Lookup(n)
+		fmt.Fprintf(&b, "  %s (of %s)", n, brokenOf[n])
+		if d, ok := p.(Describer); ok {
+			fmt.Fprintf(&b, ": %s", d.Describe())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Describer gives a one-line description of a protocol or broken variant
+// (for a broken variant: what it breaks and what catches it).
+type Describer interface {
+	Describe() string
+}
+
+// --- consistency and checking ---
+
+// Consistency names the guarantee a protocol's histories are checked against.
+type Consistency string
+
+const (
+	// Linearizable: every operation takes effect at one instant between its
+	// invocation and its response (Herlihy and Wing).
+	Linearizable Consistency = "linearizable"
+	// Sequential: one total order that respects each client's program order
+	// (Lamport), without real-time order across clients.
+	Sequential Consistency = "sequential"
+	// EventuallySerializable: seed 000's ESDS guarantee (prev constraints,
+	// strict answers agree with the eventual total order, convergence).
+	EventuallySerializable Consistency = "eventually-serializable"
+)
+
+// Request options of the EventuallySerializable model (seed 000 chapter 3):
+// a protocol promising it declares options with these names and meanings,
+// which its checker and the simulator's workload read: the operation's
+// unique id (a string), the ids of operations that must be ordered before it
+// (a list), and whether its answer must wait until its place in the final
+// order is fixed (a bool).
+const (
+	OptOpID   = "opid"
+	OptPrev   = "prev"
+	OptStrict = "strict"
+)
+
+// ConsistencyModel is implemented by protocols whose guarantee is not
+// linearizability; protocols that do not implement it are Linearizable.
+type ConsistencyModel interface {
+	Consistency() Consistency
+}
+
+// ConsistencyOf returns the named protocol's guarantee.
+func ConsistencyOf(name string) (Consistency, error) {
+	p, err := LookupAny(name)
+	if err != nil {
+		return "", err
+	}
+	if c, ok := p.(ConsistencyModel); ok {
+		return c.Consistency(), nil
+	}
+	return Linearizable, nil
+}
+
+// RegisterProtocol is implemented by protocols that replicate one register per
+// key rather than a state machine (ABD, the blocking lock protocol). Such a
+// protocol cannot answer DEL with a linearizable count of removed keys, so
+// checkers do not hold that reply to linearizability.
+type RegisterProtocol interface {
+	RegisterSemantics() bool
+}
+
+// HasRegisterSemantics reports whether the named protocol is registered and
+// replicates registers.
+func HasRegisterSemantics(name string) bool {
+	p, err := LookupAny(name)
+	if err != nil {
+		return false
+	}
+	r, ok := p.(RegisterProtocol)
+	return ok && r.RegisterSemantics()
+}
+
+// StickyClientsProtocol is implemented by protocols whose guarantee holds
+// only for clients that keep talking to one replica (sequential
+// consistency with local reads); the simulator then pins each client to a
+// node.
+type StickyClientsProtocol interface {
+	StickyClients() bool
+}
+
+// NeedsStickyClients reports whether the named protocol asks for sticky
+// clients (explicitly, or by promising Sequential consistency).
+func NeedsStickyClients(name string) bool {
+	p, err := LookupAny(name)
+	if err != nil {
+		return false
+	}
+	if s, ok := p.(StickyClientsProtocol); ok {
+		return s.StickyClients()
+	}
+	c, _ := ConsistencyOf(name)
+	return c == Sequential
+}
+
+// --- membership ---
+
+// MembershipChanger is implemented by protocols that change their
+// membership at run time through MemberAdd/MemberRemove requests.
+type MembershipChanger interface {
+	SupportsMembership() bool
+}
+
+// SupportsMembership reports whether the named protocol changes its
+// membership at run time.
+func SupportsMembership(name string) bool {
+	p, err := LookupAny(name)
+	if err != nil {
+		return false
+	}
+	m, ok := p.(MembershipChanger)
+	return ok && m.SupportsMembership()
+}
+
+// --- parameters ---
+
+// ParamDefaulter is implemented by protocols with namespace parameters: the
+// parameters they accept with their default values, as a cluster file would
+// spell them. Experiments report them beside their figures.
+type ParamDefaulter interface {
+	DefaultParams() map[string]string
+}
+
+// DefaultParams returns the named protocol's parameters with their
+// defaults (nil when it declares none).
+func DefaultParams(name string) map[string]string {
+	p, err := LookupAny(name)
+	if err != nil {
+		return nil
+	}
+	if d, ok := p.(ParamDefaulter); ok {
+		return d.DefaultParams()
+	}
+	return nil
+}
+
+// --- nondeterministic services ---
+
+// NondeterminismSupport is implemented by protocols that keep replicas
+// identical under a nondeterministic service (service.Nondeterministic):
+// they replicate the resulting state, or the environment one replica chose
+// (env.go). A protocol that does not implement it is refused such a service
+// at configuration time.
+type NondeterminismSupport interface {
+	SupportsNondeterminism() bool
+}
+
+// CheckService refuses a service the named protocol would let replicas
+// diverge on. Runtimes call it before creating automata.
+func CheckService(protocol string, svc interface{ Name() string }) error {
+	nd, ok := svc.(interface{ Nondeterministic() bool })
+	if !ok || !nd.Nondeterministic() {
+		return nil
+	}
+	p, err := LookupAny(protocol)
+	if err != nil {
+		return err
+	}
+	if s, ok := p.(NondeterminismSupport); ok && s.SupportsNondeterminism() {
+		return nil
+	}
+	return fmt.Errorf("protocol %s cannot replicate the nondeterministic service %s: its replicas would apply operations independently and diverge; use a protocol that replicates the chosen environment or the resulting state (%s)",
+		protocol, svc.Name(), strings.Join(namesWith(func(p Protocol) bool {
+			s, ok := p.(NondeterminismSupport)
+			return ok && s.SupportsNondeterminism()
+		}), ", "))
+}
+
+func namesWith(f func(Protocol) bool) []string {
+	var out []string
+	for _, n := range known.Names() {
+		p, _ := known.Lookup(n)
+		if f(p) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// --- conformance ---
+
+// Scenario is a simulation the conformance suite (package conformance) runs
+// for a protocol, in the words of `synod sim`.
+type Scenario struct {
+	// Name says what the scenario exercises ("membership", "catches the
+	// skipped phase 1 values").
+	Name string
+	// Args are `synod sim` flags, without --protocol and --seeds.
+	Args []string
+	// Seeds is a seed list as --seeds takes it. For a broken variant, pin
+	// seeds known to catch it so that the suite stays short; the suite
+	// fails if none of them does any more.
+	Seeds string
+}
+
+// ScenarioDeclarer is implemented by protocols that ask for simulations of
+// their own. A real protocol's scenarios must pass, besides the suite's
+// standard ones (faults, and groups or membership changes when the protocol
+// declares them). A broken variant's scenarios say how it is caught: at
+// least one seed of at least one scenario must fail (a checker, an invariant
+// or a liveness bound). A broken variant without scenarios is run in the
+// standard scenario over more seeds.
+type ScenarioDeclarer interface {
+	Scenarios() []Scenario
+}
+
+// ScenariosOf returns the named protocol's own scenarios.
+func ScenariosOf(name string) []Scenario {
+	p, err := LookupAny(name)
+	if err != nil {
+		return nil
+	}
+	if d, ok := p.(ScenarioDeclarer); ok {
+		return d.Scenarios()
+	}
+	return nil
+}

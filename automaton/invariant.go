@@ -1,0 +1,45 @@
+package automaton
+
+// Invariants, checked after every step in simulation.
+//
+// A protocol states what must always hold of one replica and of the whole
+// cluster (Paxos: no two values chosen for one instance, a promise never
+// decreases; ABD: a replica's tag never decreases; ...). The simulator
+// creates one InvariantChecker per run and calls Check after every Step of
+// every replica, with the automata of the nodes that are up; the first error
+// fails the run with its seed and the command that replays it. Checks may
+// keep state across calls (to assert that something never decreases), and
+// may read the automata's unexported fields: the checker lives in the
+// protocol's package. Checks must not change the automata.
+//
+// Invariants are the early warning: a broken variant often trips one long
+// before a client sees a wrong answer.
+
+// InvariantChecker checks a protocol's invariants during one simulated run.
+type InvariantChecker interface {
+	// Check is called after node stepped took one step. Up holds the
+	// automaton of every node that is up (crashed nodes are absent; a
+	// restarted node appears as its new incarnation).
+	Check(stepped NodeID, up map[NodeID]Automaton) error
+}
+
+// InvariantStater is implemented by protocols that state invariants.
+type InvariantStater interface {
+	// Invariants returns the names of the invariants checked, one line each
+	// (for docs and `synod sim --help`), and a fresh checker for one run.
+	Invariants() ([]string, InvariantChecker)
+}
+
+// NewInvariantChecker returns a checker for the named protocol, or nil when
+// it states none.
+func NewInvariantChecker(protocol string) (InvariantChecker, []string) {
+	p, err := LookupAny(protocol)
+	if err != nil {
+		return nil, nil
+	}
+	if s, ok := p.(InvariantStater); ok {
+		names, c := s.Invariants()
+		return c, names
+	}
+	return nil, nil
+}

@@ -1,0 +1,196 @@
+package conformance
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+	_ "github.com/synod-dev/synod/protocol/all"
+	"github.com/synod-dev/synod/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/digests.txt")
+
+// base is the "faults" scenario's flags.
+var base = []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all"}
+
+// standard returns the suite's standard scenarios for a real protocol.
+func standard(name string) []automaton.Scenario {
+	out := []automaton.Scenario{{Name: "faults", Args: base, Seeds: "1-4"}}
+	if automaton.TransactionsOf(name).Atomic {
+		out = append(out, automaton.Scenario{Name: "groups", Args: append(append([]string{}, base...), "--groups", "0.3"), Seeds: "1-4"})
+	}
+	if automaton.SupportsMembership(name) {
+		out = append(out, automaton.Scenario{Name: "membership",
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "400", "--faults", "all", "--membership", "add@1s,remove:n1@2s"}, Seeds: "1-3"})
+	}
+	return out
+}
+
+type outcome struct {
+	seed      int64
+	failed    bool
+	why       string
+	invChecks int
+	replay    string
+}
+
+func runScenario(t *testing.T, proto string, sc automaton.Scenario) []outcome {
+	t.Helper()
+	args := append([]string{"--protocol", proto, "--seeds", sc.Seeds}, sc.Args...)
+	cfg, seeds, err := sim.ParseArgs(args)
+	if err != nil {
+		t.Fatalf("scenario %s: %v", sc.Name, err)
+	}
+	var out []outcome
+	for _, seed := range seeds {
+		c := cfg
+		c.Seed = seed
+		o := outcome{seed: seed, replay: c.Command()}
+		r, err := sim.Run(c)
+		switch {
+		case err != nil:
+			o.failed, o.why = true, "error: "+err.Error()
+		case r.Invariant != "":
+			o.failed, o.why = true, "invariant: "+r.Invariant
+		case r.Violation:
+			o.failed, o.why = true, "history check failed"
+			if r.Check != nil {
+				o.why += ": " + r.Check.String()
+			}
+			if r.ESDS != nil {
+				o.why += ": " + r.ESDS.Detail()
+			}
+		case r.Liveness != "":
+			o.failed, o.why = true, "liveness: "+r.Liveness
+		}
+		if r != nil {
+			o.invChecks = r.InvariantChecks
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// TestProtocolsConform: every registered protocol passes its scenarios.
+func TestProtocolsConform(t *testing.T) {
+	for _, name := range automaton.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, stated := automaton.NewInvariantChecker(name)
+			for _, sc := range append(standard(name), automaton.ScenariosOf(name)...) {
+				for _, o := range runScenario(t, name, sc) {
+					if o.failed {
+						t.Errorf("%s, scenario %s, seed %d: %s\n  replay: %s", name, sc.Name, o.seed, o.why, o.replay)
+					}
+					if len(stated) > 0 && o.invChecks == 0 && !o.failed {
+						t.Errorf("%s states invariants %v, but scenario %s seed %d checked none", name, stated, sc.Name, o.seed)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBrokenVariantsCaught: every registered broken variant fails at least
+// one seed of its scenarios.
+func TestBrokenVariantsCaught(t *testing.T) {
+	if len(automaton.BrokenNames()) == 0 {
+		t.Fatal("no broken variants registered: the checkers are shown to catch nothing")
+	}
+	for _, name := range automaton.BrokenNames() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			scs := automaton.ScenariosOf(name)
+			if len(scs) == 0 {
+				scs = []automaton.Scenario{{Name: "faults", Args: base, Seeds: "1-20"}}
+			}
+			caught := 0
+			var how []string
+			for _, sc := range scs {
+				for _, o := range runScenario(t, name, sc) {
+					if o.failed {
+						caught++
+						if len(how) < 3 {
+							how = append(how, fmt.Sprintf("%s seed %d: %s", sc.Name, o.seed, firstLine(o.why)))
+						}
+					}
+				}
+			}
+			if caught == 0 {
+				t.Errorf("broken variant %s (of %s) passed every scenario %v: nothing catches it any more", name, automaton.BrokenOf(name), scs)
+				return
+			}
+			t.Logf("%s caught on %d seeds: %s", name, caught, strings.Join(how, "; "))
+		})
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// pinned are the runs whose digests testdata/digests.txt pins.
+var pinned = [][]string{
+	{"--protocol", "abd", "--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "all", "--seeds", "7"},
+	{"--protocol", "paxos", "--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "all", "--seeds", "7"},
+	{"--protocol", "esds", "--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "all", "--strict", "0.3", "--prev", "0.3", "--seeds", "7"},
+	{"--protocol", "blocking", "--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "crash,loss", "--seeds", "7"},
+}
+
+// TestDigests: the pinned runs still produce their recorded trace digests.
+func TestDigests(t *testing.T) {
+	path := filepath.Join("testdata", "digests.txt")
+	want := map[string]string{}
+	if f, err := os.Open(path); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			digest, args, ok := strings.Cut(line, " ")
+			if ok {
+				want[args] = digest
+			}
+		}
+		f.Close()
+	}
+	var lines []string
+	for _, args := range pinned {
+		cfg, seeds, err := sim.ParseArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Seed = seeds[0]
+		r, err := sim.Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := strings.Join(args, " ")
+		lines = append(lines, r.Digest+" "+key)
+		if *update {
+			continue
+		}
+		if w, ok := want[key]; !ok {
+			t.Errorf("no pinned digest for %q (run with -update)", key)
+		} else if w != r.Digest {
+			t.Errorf("digest of `synod sim %s` changed: %s, pinned %s. If the change of behaviour is intended, run go test ./conformance -run Digests -update", key, r.Digest, w)
+		}
+	}
+	if *update {
+		body := "# Trace digests of pinned simulations (go test ./conformance -run Digests -update rewrites them).\n" + strings.Join(lines, "\n") + "\n"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

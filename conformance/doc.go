@@ -1,0 +1,28 @@
+// Package conformance is the suite every registered protocol passes and
+// every registered broken variant fails, with no test code of its own.
+//
+// For each protocol in the registry (automaton.Names) the suite simulates
+// the standard scenarios below, then the protocol's own
+// (automaton.ScenarioDeclarer), each over a few seeds with faults, and
+// judges each run with the checker of the protocol's declared consistency
+// model and its declared invariants (checked after every step):
+//
+//   - "faults": 3 nodes, 4 clients, every fault kind;
+//   - "groups": the same with 30% of operations sent as atomic groups, when
+//     the protocol declares atomic groups (judged for strict
+//     serializability);
+//   - "membership": a node added and the first node removed mid-run, when
+//     the protocol changes its membership.
+//
+// For each broken variant (automaton.BrokenNames) it runs the variant's own
+// scenarios (or "faults" over more seeds) and requires at least one failing
+// seed. A protocol that states invariants must have had them checked.
+//
+// The suite also pins the trace digests of a few runs (testdata/digests.txt),
+// so that an unintended change of any protocol's or the simulator's
+// behaviour fails a test; `go test ./conformance -run Digests -update`
+// rewrites them after an intended change.
+//
+// Everything runs in CI in seconds per protocol. The command
+// `synod sim --protocol P ...` with the printed flags replays any failure.
+package conformance

@@ -1,0 +1,28 @@
+// Package daemon assembles a Synod node process: the runtime (package node)
+// with every client-facing server it offers. The runtime itself serves the
+// Redis protocol and metrics; the gRPC API (gateway/grpcserver) is built
+// here, above the runtime, so that node does not depend on gRPC's server.
+package daemon
+
+import (
+	"log/slog"
+
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/gateway/grpcserver"
+	"github.com/synod-dev/synod/node"
+	_ "github.com/synod-dev/synod/protocol/all" // every protocol
+)
+
+// GRPC builds the gRPC API server (node.Options.GRPC).
+func GRPC(b gateway.Backend, password string, log *slog.Logger) node.ClientServer {
+	return grpcserver.New(b, grpcserver.Options{Password: password, Logger: log})
+}
+
+// New creates node id of cfg with every server wired in.
+func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) {
+	if opts.GRPC == nil {
+		opts.GRPC = GRPC
+	}
+	return node.New(cfg, id, opts)
+}

@@ -1,0 +1,292 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// Protocol-declared request options over the Redis protocol
+// (automaton/options.go). The gateway knows no option by meaning: it asks
+// the protocol of the connection's namespace for its specs.
+//
+//	SYNOD OPT                  list the namespace protocol's options: for each,
+//	                           [name, type, scope, value...] (scope "sticky"
+//	                           or "next"; values as currently set)
+//	SYNOD OPT name             show the option's current value (nil if unset;
+//	                           a list shows as an array)
+//	SYNOD OPT name value ...   set it: a sticky option for every later command
+//	                           of the connection, any other for the next
+//	                           command that runs operations (GET, SET, MGET,
+//	                           INCR, ..., SYNOD OP), which consumes it whatever
+//	                           its outcome; other commands (PING, SYNOD NS,
+//	                           ...) leave it pending. A bool takes on|off.
+//	SYNOD OPTRESET [name]      unset one option, or all of them
+//	SYNOD LASTOPT name         the option's value on the operation with the
+//	                           highest sequence number this connection handed
+//	                           to the node (assigned values included)
+//
+// An option with an Assign function (ESDS's op id) gets its assigned value
+// when the client set none, before the request reaches the node, so that
+// LASTOPT and histories can name it. A PerOperation option (one that names a
+// single operation) refuses a command that runs several operations (MGET,
+// multi-key DEL); the pending options are then discarded. Changing the
+// namespace (SYNOD NS) discards every option, since its meaning belongs to
+// the old namespace's protocol.
+//
+// The eventually-serializable model's options (automaton.OptOpID, OptPrev,
+// OptStrict) keep their historical spellings as aliases: SYNOD OPID [id],
+// SYNOD PREV [id ...], SYNOD STRICT [on|off] and SYNOD LASTID.
+
+// optConn is a connection's option state. Only the connection's goroutine
+// touches it, except last and lastSeq, which run (called concurrently by
+// runAll) updates under conn.mu; cur is set before runAll starts goroutines
+// and only read by them.
+type optConn struct {
+	sticky  map[string][]string
+	pending map[string][]string
+	cur     map[string][]string // the options of the command being executed
+
+	lastSeq uint64
+	last    map[string][]string
+}
+
+func init() {
+	synodHelp = append(synodHelp,
+		"SYNOD OPT [name [value ...]] -- List, show or set a request option of the namespace's protocol.",
+		"SYNOD OPTRESET [name] -- Unset a request option, or all of them.",
+		"SYNOD LASTOPT name -- The option's value on this connection's last operation.",
+		"SYNOD STRICT|PREV|OPID|LASTID -- Aliases for the eventually-serializable options strict, prev, opid.",
+	)
+}
+
+// runsOps reports whether a command runs service operations.
+func runsOps(cmd *command, args [][]byte) bool {
+	if cmd.name == "synod" {
+		return len(args) >= 2 && strings.EqualFold(string(args[1]), "op")
+	}
+	return cmd.first > 0
+}
+
+// protocol returns the protocol of the connection's namespace.
+func (c *conn) protocol() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ns.Protocol
+}
+
+// optBegin prepares the options of the command about to run. It answers
+// and returns false when the command must not run.
+func (c *conn) optBegin(cmd *command, args [][]byte) bool {
+	o := &c.opts
+	o.cur = nil
+	if !runsOps(cmd, args) {
+		return true
+	}
+	cur := map[string][]string{}
+	for k, v := range o.sticky {
+		cur[k] = v
+	}
+	for k, v := range o.pending {
+		cur[k] = v
+	}
+	o.pending = nil
+	if len(cur) > 0 {
+		o.cur = cur
+	}
+	if cmd.last < 0 && len(args) > 2 {
+		proto := c.protocol()
+		for name := range cur {
+			if spec, err := automaton.FindOption(proto, name); err == nil && spec.PerOperation {
+				c.w.WriteError(fmt.Sprintf("ERR option %s names one operation, but %s with %d keys runs one per key; the pending options were discarded",
+					name, strings.ToUpper(cmd.name), len(args)-1))
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// requestOptions returns the options of request id (assigned values filled
+// in) and records them as the connection's last operation's (the caller
+// hands the request to the backend next).
+func (c *conn) requestOptions(read automaton.ReadMode, id automaton.RequestID) automaton.Options {
+	o := automaton.Options{Read: read}
+	for k, v := range c.opts.cur {
+		o.Set(k, append([]string(nil), v...))
+	}
+	o = automaton.AssignOptions(automaton.RequestOptions(c.protocol()), id, o)
+	c.mu.Lock()
+	if id.Seq > c.opts.lastSeq {
+		c.opts.lastSeq, c.opts.last = id.Seq, o.Ext
+	}
+	c.mu.Unlock()
+	return o
+}
+
+// resetOptions drops every option (the namespace changed).
+func (c *conn) resetOptions() {
+	c.opts.sticky, c.opts.pending = nil, nil
+}
+
+func (c *conn) setOption(name string, vals []string) error {
+	spec, err := automaton.FindOption(c.protocol(), name)
+	if err != nil {
+		return err
+	}
+	vals, err = spec.Parse(vals)
+	if err != nil {
+		return err
+	}
+	m := &c.opts.pending
+	if spec.Sticky {
+		m = &c.opts.sticky
+	}
+	if *m == nil {
+		*m = map[string][]string{}
+	}
+	if vals == nil {
+		delete(*m, name)
+	} else {
+		(*m)[name] = vals
+	}
+	return nil
+}
+
+func (c *conn) optionValue(name string) ([]string, bool) {
+	if v, ok := c.opts.pending[name]; ok {
+		return v, true
+	}
+	v, ok := c.opts.sticky[name]
+	return v, ok
+}
+
+func (c *conn) writeValue(spec automaton.OptionSpec, vals []string, set bool) {
+	switch {
+	case spec.Type == automaton.OptList:
+		c.w.WriteArray(len(vals))
+		for _, v := range vals {
+			c.w.WriteBulkString(v)
+		}
+	case spec.Type == automaton.OptBool:
+		if set && len(vals) > 0 {
+			c.w.WriteBulkString("on")
+		} else {
+			c.w.WriteBulkString("off")
+		}
+	case !set || len(vals) == 0:
+		c.w.WriteNull()
+	default:
+		c.w.WriteBulkString(vals[0])
+	}
+}
+
+// optCommand runs the option subcommands of SYNOD; it returns false for any
+// other subcommand.
+func (c *conn) optCommand(sub string, args [][]byte) bool {
+	strs := func(from int) []string {
+		out := make([]string, 0, len(args)-from)
+		for _, a := range args[from:] {
+			out = append(out, string(a))
+		}
+		return out
+	}
+	switch sub {
+	case "opt":
+		c.optSubcommand(strs(2))
+	case "optreset":
+		switch len(args) {
+		case 2:
+			c.resetOptions()
+		case 3:
+			delete(c.opts.pending, string(args[2]))
+			delete(c.opts.sticky, string(args[2]))
+		default:
+			c.w.WriteError(arityErr("synod|optreset"))
+			return true
+		}
+		c.w.WriteSimple("OK")
+	case "lastopt":
+		if len(args) != 3 {
+			c.w.WriteError(arityErr("synod|lastopt"))
+			return true
+		}
+		c.writeLast(string(args[2]))
+	// Aliases of the eventually-serializable model's options.
+	case "strict":
+		if len(args) > 3 {
+			c.w.WriteError(arityErr("synod|strict"))
+			return true
+		}
+		c.optSubcommand(append([]string{automaton.OptStrict}, strs(2)...))
+	case "prev":
+		c.optSubcommand(append([]string{automaton.OptPrev}, strs(2)...))
+	case "opid":
+		if len(args) > 3 {
+			c.w.WriteError(arityErr("synod|opid"))
+			return true
+		}
+		c.optSubcommand(append([]string{automaton.OptOpID}, strs(2)...))
+	case "lastid":
+		if len(args) != 2 {
+			c.w.WriteError(arityErr("synod|lastid"))
+			return true
+		}
+		c.writeLast(automaton.OptOpID)
+	default:
+		return false
+	}
+	return true
+}
+
+func (c *conn) optSubcommand(a []string) {
+	proto := c.protocol()
+	if len(a) == 0 {
+		specs := automaton.RequestOptions(proto)
+		c.w.WriteArray(len(specs))
+		for _, s := range specs {
+			vals, _ := c.optionValue(s.Name)
+			scope := "next"
+			if s.Sticky {
+				scope = "sticky"
+			}
+			c.w.WriteArray(3 + len(vals))
+			c.w.WriteBulkString(s.Name)
+			c.w.WriteBulkString(s.Type.String())
+			c.w.WriteBulkString(scope)
+			for _, v := range vals {
+				c.w.WriteBulkString(v)
+			}
+		}
+		return
+	}
+	name := strings.ToLower(a[0])
+	spec, err := automaton.FindOption(proto, name)
+	if err != nil {
+		c.w.WriteError("ERR " + err.Error())
+		return
+	}
+	if len(a) == 1 {
+		vals, set := c.optionValue(name)
+		c.writeValue(spec, vals, set)
+		return
+	}
+	if err := c.setOption(name, a[1:]); err != nil {
+		c.w.WriteError("ERR " + err.Error())
+		return
+	}
+	c.w.WriteSimple("OK")
+}
+
+func (c *conn) writeLast(name string) {
+	c.mu.Lock()
+	vals, set := c.opts.last[name]
+	c.mu.Unlock()
+	spec, err := automaton.FindOption(c.protocol(), name)
+	if err != nil {
+		c.w.WriteError("ERR " + err.Error())
+		return
+	}
+	c.writeValue(spec, vals, set)
+}

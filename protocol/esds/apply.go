@@ -1,0 +1,201 @@
+package esds
+
+import (
+	"sort"
+
+	"github.com/synod-dev/synod/service"
+)
+
+// The replica's locally controlled actions (seed 000 Figs. 4.2 and 4.5):
+// do_it_r(x, l), solidify_r (folded into do_it and checkSolid), the stable
+// state's advance (Fig. 4.5's memo, §4.3.1), and send_{r,f}("response", x,
+// v), with the values they need: val_r(x) over the tentative state and
+// stable-value_r(x).
+
+// progress runs every enabled locally controlled action until none is: do_it,
+// solidify (one replica), the stable-state advance, and the responses.
+func (a *ESDS) progress() {
+	for changed := true; changed; {
+		changed = false
+		for i := 0; i < len(a.waiting); i++ {
+			o := a.waiting[i]
+			if a.prevDone(o) {
+				a.waiting = append(a.waiting[:i], a.waiting[i+1:]...)
+				o.inWait = false
+				a.doIt(o)
+				changed = true
+				i--
+			}
+		}
+	}
+	if !a.unopt {
+		a.advanceStable()
+	}
+	a.sendResponses()
+}
+
+// sendResponses is send_{r,f}("response", x, v) for every pending operation
+// whose precondition holds (canRespond), with v = value(x); every client
+// request waiting for x (the front end's wait_f, retries included) gets it.
+func (a *ESDS) sendResponses() {
+	ids := make([]string, 0, len(a.pending))
+	for id := range a.pending {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		reqs := a.pending[id]
+		o := a.ops[id]
+		if o == nil {
+			continue
+		}
+		if !a.canRespond(o) {
+			continue
+		}
+		res, ok := a.value(o)
+		if !ok {
+			res = service.Errorf("ERR operation %q is stable but its value was not kept across a restart", id)
+		}
+		for _, r := range reqs {
+			a.respond(r, res)
+		}
+		delete(a.pending, id)
+	}
+}
+
+func (a *ESDS) prevDone(o *op) bool {
+	for _, p := range o.prev {
+		if a.gcd.has(p) {
+			continue
+		}
+		q := a.ops[p]
+		if q == nil || !q.label.Set {
+			return false
+		}
+	}
+	return true
+}
+
+// doIt is do_it_r(x, l): give x a label above every label seen.
+func (a *ESDS) doIt(o *op) {
+	a.counter++
+	o.label = Label{C: a.counter, R: uint32(a.self), Set: true}
+	if a.proto.dupLabel {
+		o.label.R = 0 // broken: the label no longer names its replica
+	}
+	o.done |= a.bit()
+	a.dnaInsert(o)
+	a.dirty[o.id] = true
+	a.newInfo(o)
+	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt && !a.recompute {
+		a.tentApply(o)
+	} else {
+		a.tentValid = false
+	}
+	// ESDSAlg's do_it adds ⋂ done to solid_r[r]; ESDSOptAlg's does not, and
+	// uses solidify for one replica instead. For one operation both amount to
+	// this check (with one member, done here means done everywhere).
+	if a.unopt || a.members() == a.bit() {
+		a.checkSolid(o)
+	}
+}
+
+// canRespond is send_{r,f}("response", x, v)'s precondition.
+func (a *ESDS) canRespond(o *op) bool {
+	if !o.label.Set {
+		return false
+	}
+	if !o.strict || a.proto.earlyStrict {
+		return true
+	}
+	m := a.members()
+	if o.solid&a.bit() == 0 {
+		return false
+	}
+	// x ∈ ⋂_i solid_r[i]
+	return o.solid&m == m
+}
+
+// value is v: stable-value_r(x) for an applied operation, else val_r(x).
+func (a *ESDS) value(o *op) (service.Result, bool) {
+	if o.applied {
+		return o.sval, o.svalOK
+	}
+	if !o.tvalOK || a.unopt || a.recompute {
+		a.recomputeTent()
+	}
+	return o.tval, o.tvalOK
+}
+
+// recomputeTent rebuilds the tentative state: the stable state (σ0 in the
+// unoptimised variant, which recomputes every value from scratch as ESDSImpl
+// does) plus every non-applied done operation in label order.
+func (a *ESDS) recomputeTent() {
+	if a.stableMax.Set {
+		a.tent = a.copyStable()
+	} else {
+		a.tent = a.svc.NewState()
+	}
+	a.tentMax = a.stableMax
+	for _, o := range a.doneNotApplied() {
+		a.tentApply(o)
+	}
+	a.tentValid = true
+}
+
+func (a *ESDS) tentApply(o *op) {
+	if a.tent == nil {
+		a.tent = a.svc.NewState()
+	}
+	o.tval = a.tent.Apply(o.sop)
+	o.tvalOK = true
+	a.tentMax = o.label
+}
+
+// advanceStable is the optimised variant's stable-state memo (Fig. 4.5):
+// apply, in label order, every operation whose label is at most the label of
+// max-stable_r, the highest-labelled operation stable here.
+func (a *ESDS) advanceStable() {
+	maxStable := a.maxSolid // max-stable_r (index.go)
+	if !maxStable.Set {
+		return
+	}
+	a.maxSolid = Label{} // every operation stable here is applied below
+	a.dnaSettle()
+	n := 0
+	for n < len(a.dna) && !maxStable.Less(a.dna[n].label) {
+		a.applyStable(a.dna[n])
+		n++
+	}
+	rest := copy(a.dna, a.dna[n:])
+	clear(a.dna[rest:])
+	a.dna = a.dna[:rest]
+}
+
+func (a *ESDS) applyStable(o *op) {
+	o.sval = a.stable.Apply(o.sop)
+	o.svalOK = true
+	o.applied = true
+	o.inDNA = false
+	a.appliedLive = append(a.appliedLive, o)
+	a.stableMax = o.label
+	if a.recording {
+		a.orderLog = append(a.orderLog, o.id)
+	}
+	// The tentative state stays valid: the stable order is a prefix of it.
+}
+
+// sortedOps lists every operation by label, then (undone ones) by arrival.
+func (a *ESDS) sortedOps() []*op {
+	l := make([]*op, 0, len(a.ops))
+	for _, o := range a.ops {
+		l = append(l, o)
+	}
+	sort.Slice(l, func(x, y int) bool {
+		if l[x].label != l[y].label {
+			return l[x].label.Less(l[y].label)
+		}
+		return l[x].arrival < l[y].arrival
+	})
+	return l
+}

@@ -1,0 +1,217 @@
+package esds
+
+import (
+	"github.com/synod-dev/synod/automaton"
+)
+
+// Gossip between replicas: send_{r,r'}("gossip", R, D, L, S) and
+// receive_{r',r}("gossip", R, D, L, S) (seed 000 Figs. 4.2 and 4.5). What a
+// gossip message says about each operation is an entry (msg.go); how the
+// optimised variant's incremental gossip is made reliable over a lossy
+// network is the stream layer (stream.go), which hands complete, in-order
+// ranges of entries to receiveGossip.
+
+// onMessage takes a gossip message off the network: it drops messages from
+// non-members, corrupt ones and late ones from a peer's earlier incarnation
+// (stream.go), merges the sender's removed set, and hands the message to
+// receiveGossip, directly (full-state gossip, idempotent) or through the
+// stream layer (incremental gossip, which must arrive complete and in order).
+func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
+	j, ok := a.index[from]
+	if !ok || j == a.self || a.removed&(1<<j) != 0 {
+		return // not a member: ignore
+	}
+	m, err := unmarshal(b)
+	if err != nil {
+		return // corrupt: drop (gossip is retransmitted)
+	}
+	if !a.peerIncarnation(j, m.Inc) {
+		return // from an earlier incarnation of the peer
+	}
+	a.setRemoved(a.removed | m.Removed)
+	switch m.Kind {
+	case kindFull:
+		a.receiveGossip(j, m.Entries)
+	case kindStream:
+		a.receiveStream(j, &m)
+	}
+}
+
+// receiveGossip is receive_{r',r}("gossip", R, D, L, S) (seed 000 Fig. 4.2;
+// Fig. 4.5 adds the gossip_r[i] bookkeeping, newInfo here): it merges the
+// entries replica j sent, each what j knew about one operation.
+func (a *ESDS) receiveGossip(j int, entries []entry) {
+	bj := uint64(1) << j
+	for i := range entries {
+		x := &entries[i]
+		if a.gcd.has(x.ID) {
+			continue // stable everywhere, collected here
+		}
+		o := a.ops[x.ID]
+		if x.Flags == flagGone {
+			// Collected at j, hence stable at every member.
+			if o != nil && o.label.Set && o.solid|a.all != o.solid {
+				o.done |= a.all
+				o.solid |= a.all
+				a.dirty[o.id] = true
+				a.newInfo(o)
+				a.noteSolid(o)
+			}
+			continue
+		}
+		fresh := o == nil
+		if fresh { // rcvd_r ∪= R
+			o = &op{id: x.ID, prev: x.Prev, strict: x.Strict, sop: x.Op}
+		}
+		changed := fresh
+		inD, inS := x.Flags&flagDone != 0, x.Flags&flagSolid != 0
+		if inD && x.Label.Set { // minlabel_r = min(minlabel_r, L)
+			if x.Label.C > a.counter {
+				a.counter = x.Label.C
+			}
+			better := x.Label.Less(o.label)
+			if a.proto.maxLabel && o.label.Set {
+				better = o.label.Less(x.Label) // broken: merge by maximum
+			}
+			if better {
+				// (A stable operation's label is final in the correct
+				// protocol; only the broken maxlabel variant changes one.)
+				wasDone := o.label.Set
+				a.dnaRemove(o) // re-inserted under the new label
+				o.label = x.Label
+				changed = true
+				a.labelChanged(o, wasDone)
+			}
+		}
+		if inD || inS { // done_r[r'] ∪= D ∪ S; done_r[r] ∪= D ∪ S
+			if o.done|bj|a.bit() != o.done {
+				o.done |= bj | a.bit()
+				changed = true
+			}
+		}
+		if inS { // done_r[i] ∪= S; solid_r[r'] ∪= S; solid_r[r] ∪= S
+			if o.done|a.all != o.done || o.solid|bj|a.bit() != o.solid {
+				o.done |= a.all
+				if o.solid&a.bit() == 0 {
+					a.dirty[o.id] = true
+				}
+				o.solid |= bj | a.bit()
+				changed = true
+			}
+		}
+		if x.Flags&flagAll != 0 && o.solid|a.all != o.solid {
+			o.done |= a.all
+			o.solid |= a.all
+			a.dirty[o.id] = true
+			changed = true
+		}
+		if fresh {
+			a.receive(o)
+		} else if changed {
+			a.newInfo(o)
+		}
+		if o.label.Set && !fresh && changed {
+			a.dirty[o.id] = true
+		}
+		if fresh && o.label.Set {
+			a.dirty[o.id] = true
+		}
+		a.checkSolid(o) // solid_r[r] ∪= ⋂_i done_r[i]
+		a.noteSolid(o)
+	}
+	if a.unopt {
+		// ESDSAlg's self-gossip (the replica's gossip to itself) does nothing
+		// beyond this rule, which every merge applies.
+		return
+	}
+}
+
+// labelChanged keeps the waiting list and the tentative state consistent after
+// o got a (lower) label.
+func (a *ESDS) labelChanged(o *op, wasDone bool) {
+	if !wasDone {
+		a.unwait(o)
+		o.done |= a.bit()
+	}
+	a.dnaInsert(o)
+	a.noteSolid(o) // (only the broken maxlabel variant moves a stable label)
+	o.tvalOK = false
+	if !o.applied && a.svc.IsRead(o.sop) {
+		// A read leaves the state unchanged: wherever it lands in the label
+		// order, the tentative state and the other operations' values are
+		// those without it. Its own value is computed when asked for.
+		return
+	}
+	if !a.tentValid || !a.tentMax.Less(o.label) || wasDone {
+		a.tentValid = false
+		return
+	}
+	// Appended after every tentatively ordered operation: extend in place.
+	a.tentApply(o)
+}
+
+func (a *ESDS) unwait(o *op) {
+	if !o.inWait {
+		return
+	}
+	o.inWait = false
+	for i, w := range a.waiting {
+		if w == o {
+			a.waiting = append(a.waiting[:i], a.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// checkSolid: solid_r[r] ∪= ⋂_i done_r[i], for one operation. The optimised
+// variant does this on gossip receipt and in solidify (one replica); the
+// unoptimised one also in do_it. Both reach it from here.
+func (a *ESDS) checkSolid(o *op) {
+	if !o.label.Set || o.solid&a.bit() != 0 {
+		return
+	}
+	if m := a.members(); o.done&m == m {
+		o.solid |= a.bit()
+		a.dirty[o.id] = true
+		a.newInfo(o)
+		a.noteSolid(o)
+	}
+}
+
+func (a *ESDS) entryOf(o *op) entry {
+	x := entry{ID: o.id, Prev: o.prev, Strict: o.strict, Op: o.sop}
+	if o.label.Set {
+		x.Flags |= flagDone
+		x.Label = o.label
+	}
+	if o.solid&a.bit() != 0 {
+		x.Flags |= flagSolid
+	}
+	if m := a.members(); o.label.Set && o.solid&m == m {
+		x.Flags |= flagAll
+	}
+	return x
+}
+
+// sendGossip is send_{r,r'}("gossip", R, D, L, S) to replica j: the whole
+// state (ESDSAlg, Fig. 4.2) or the next part of gossip_r[j] over the
+// reliable stream (ESDSOptAlg, Fig. 4.5; stream.go).
+func (a *ESDS) sendGossip(j int) {
+	if a.unopt {
+		a.sendFull(j)
+	} else {
+		a.sendStream(j)
+	}
+}
+
+// sendFull is ESDSAlg's send_{r,r'}("gossip", R, D, L, S): the whole state.
+func (a *ESDS) sendFull(j int) {
+	if len(a.ops) == 0 && a.removed == 0 {
+		return
+	}
+	m := message{Kind: kindFull, Inc: a.inc, Removed: a.removed}
+	for _, o := range a.sortedOps() {
+		m.Entries = append(m.Entries, a.entryOf(o))
+	}
+	a.send(j, m.marshal())
+}

@@ -1,0 +1,256 @@
+package esds
+
+import (
+	"slices"
+	"sort"
+)
+
+// The reliable stream layer under incremental gossip (seed 000 §4.3.1's
+// remark and §6.2: "explicit sequencing of gossip messages combined with
+// retransmission and removal of duplicates"). One numbered stream per
+// ordered pair of replicas carries gossip_r[r'] (Fig. 4.5) in the order it
+// was queued; a message carries a range of positions and acknowledges the
+// reverse stream; the sender retransmits the unacknowledged window; the
+// receiver applies contiguous prefixes only, so that every prefix it applies
+// is the sender's state at one moment (see the package doc, "What a stream
+// position says"). Incarnations: a peer's restart starts new streams both
+// ways.
+
+// qent is one position of an outgoing stream: what this replica knew about
+// the operation when the position was queued (the flags and label of its
+// entry; the descriptor, which never changes, is read when sending). It is
+// sent as it is, however often, so that every prefix of the stream is this
+// replica's state at some past moment (see the package doc).
+type qent struct {
+	id    string
+	flags byte // flagGone: collected when queued
+	label Label
+}
+
+// peer is the gossip stream state towards (and from) one other replica.
+type peer struct {
+	// Outgoing stream (optimised variant).
+	stream   uint64
+	queue    []qent // queue[k] has sequence number acked+1+k
+	acked    uint64
+	sentUpTo uint64 // next to send is sentUpTo+1 (back to acked on retransmission)
+	hiSent   uint64 // highest position ever sent on this stream
+	lastRetx int
+	// has: live operations whose descriptor the peer has acknowledged on
+	// this stream; later entries for them are sent bare (flagBare).
+	has map[string]bool
+	// What we know of the peer: its incarnation, and incarnations it left.
+	inc     uint64
+	retired map[uint64]bool
+	// Incoming stream from the peer.
+	inStream uint64
+	inNext   uint64 // next sequence number expected
+	ackDue   bool
+}
+
+// newInfo queues o for gossip to every peer (gossip_r[i] ∪= {x}).
+func (a *ESDS) newInfo(o *op) {
+	if a.unopt || a.peers == nil {
+		return
+	}
+	for j := range a.peers {
+		if j != a.self {
+			a.enqueue(j, o.id)
+		}
+	}
+}
+
+// enqueue appends to j's stream what this replica knows about id now. The
+// stream's last position, if it has never been sent, is updated instead:
+// nothing was queued after it, so it still marks a moment of this replica's
+// state. Any earlier position keeps what it said (see the package doc).
+func (a *ESDS) enqueue(j int, id string) {
+	p := &a.peers[j]
+	q := qent{id: id, flags: flagGone}
+	if o := a.ops[id]; o != nil {
+		x := a.entryOf(o)
+		q.flags, q.label = x.Flags, x.Label
+	}
+	if n := len(p.queue); n > 0 && p.acked+uint64(n) > p.hiSent && p.queue[n-1].id == id {
+		p.queue[n-1] = q
+		return
+	}
+	p.queue = append(p.queue, q)
+}
+
+// resetStream starts a new stream to peer j carrying every operation.
+func (a *ESDS) resetStream(j int) {
+	p := &a.peers[j]
+	p.stream = a.cfg.Rand.Uint64() | 1
+	p.queue, p.acked, p.sentUpTo, p.hiSent, p.lastRetx = nil, 0, 0, 0, a.tick
+	p.has = map[string]bool{}
+	if a.unopt {
+		return
+	}
+	// Label order (then arrival): a done operation never precedes one done
+	// before it, which the receiver's stability rule relies on.
+	for _, o := range a.sortedOps() {
+		a.enqueue(j, o.id)
+	}
+	gone := make([]string, 0, len(a.goneQ))
+	for id := range a.goneQ {
+		gone = append(gone, id)
+	}
+	sort.Strings(gone)
+	for _, id := range gone {
+		a.goneQ[id] |= 1 << j
+		a.enqueue(j, id)
+	}
+}
+
+// sendStream sends the next part of the stream to j (incremental gossip with
+// explicit sequencing, retransmission and duplicate removal: seed §6.2).
+func (a *ESDS) sendStream(j int) {
+	p := &a.peers[j]
+	if p.sentUpTo > p.acked && a.tick-p.lastRetx >= a.retxTicks {
+		p.sentUpTo = p.acked // retransmit the unacknowledged window
+	}
+	if p.sentUpTo == p.acked {
+		p.lastRetx = a.tick
+	}
+	end := p.acked + uint64(len(p.queue))
+	if p.sentUpTo >= end && !p.ackDue {
+		return
+	}
+	m := message{Kind: kindStream, Inc: a.inc, Removed: a.removed, Stream: p.stream,
+		From: p.sentUpTo + 1, To: p.sentUpTo, AckStream: p.inStream}
+	if p.inNext > 0 {
+		m.AckSeq = p.inNext - 1
+	}
+	m.To = min(end, p.sentUpTo+uint64(a.batch))
+	// The receiver merges a message as a whole before it acts on it, so an
+	// operation queued at several of its positions needs only its last
+	// entry (which says at least what the earlier ones said). Built
+	// backwards, then reversed.
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	clear(a.seen)
+	for s := m.To; s > p.sentUpTo; s-- {
+		q := p.queue[s-p.acked-1]
+		if a.seen[q.id] {
+			continue
+		}
+		a.seen[q.id] = true
+		o := a.ops[q.id]
+		switch {
+		case o == nil:
+			// Collected since (or when) queued: stable at every member,
+			// the receiver included, which therefore needs nothing else
+			// first (see the package doc). Only "gone" can be said
+			// without the descriptor.
+			if a.gcd.has(q.id) {
+				m.Entries = append(m.Entries, entry{ID: q.id, Flags: flagGone})
+			}
+		case p.has[q.id]:
+			m.Entries = append(m.Entries, entry{ID: q.id, Flags: q.flags | flagBare, Label: q.label})
+		default:
+			m.Entries = append(m.Entries, entry{ID: q.id, Prev: o.prev, Strict: o.strict, Op: o.sop, Flags: q.flags, Label: q.label})
+		}
+	}
+	slices.Reverse(m.Entries)
+	p.sentUpTo = m.To
+	if p.hiSent < m.To {
+		p.hiSent = m.To
+	}
+	p.ackDue = false
+	a.send(j, m.marshal())
+}
+
+// peerIncarnation notes the incarnation a message from peer j carries and
+// reports whether to take the message: not when it comes from an
+// incarnation j has left. When j has restarted, it lost our stream's
+// progress: start a new stream carrying our whole state, and expect a new
+// one from it.
+func (a *ESDS) peerIncarnation(j int, inc uint64) bool {
+	p := &a.peers[j]
+	if p.retired[inc] {
+		return false
+	}
+	if p.inc != inc {
+		if p.inc != 0 {
+			// The peer restarted: it lost our stream's progress; start a new
+			// stream carrying our whole state.
+			if p.retired == nil {
+				p.retired = map[uint64]bool{}
+			}
+			p.retired[p.inc] = true
+			a.resetStream(j)
+			p.inStream, p.inNext = 0, 0
+		}
+		p.inc = inc
+	}
+	return true
+}
+
+// receiveStream takes a stream message from peer j: the acknowledgement of
+// our stream to j, then the range of j's stream it carries, merged
+// (receiveGossip) only when it continues what we have applied: a gap, a
+// stream whose start was lost and a duplicate are dropped, to be
+// retransmitted (explicit sequencing, seed 000 §6.2).
+func (a *ESDS) receiveStream(j int, m *message) {
+	p := &a.peers[j]
+	a.acknowledged(j, m.AckStream, m.AckSeq)
+	if m.To < m.From {
+		return // an acknowledgement only
+	}
+	p.ackDue = true
+	if m.Stream != p.inStream {
+		if m.From != 1 {
+			return // the start of this stream was lost: wait for the retransmission
+		}
+		p.inStream, p.inNext = m.Stream, 1
+	}
+	if m.From > p.inNext {
+		return // a gap: wait for the retransmission (explicit sequencing, §6.2)
+	}
+	if m.To < p.inNext {
+		return // a duplicate
+	}
+	for i := range m.Entries {
+		if x := &m.Entries[i]; x.Flags&flagBare != 0 && a.ops[x.ID] == nil && !a.gcd.has(x.ID) {
+			// Cannot happen (the sender saw us acknowledge the
+			// descriptor, and a restart of ours starts a new stream);
+			// refuse the message rather than skip what it says.
+			return
+		}
+	}
+	a.receiveGossip(j, m.Entries)
+	p.inNext = m.To + 1
+}
+
+// acknowledged takes j's acknowledgement of our stream up to position seq:
+// the positions up to it leave the queue (a retransmission starts after
+// them), j now holds the descriptors they carried (later entries go bare),
+// and j knows of the collected operations they announced.
+func (a *ESDS) acknowledged(j int, stream, seq uint64) {
+	p := &a.peers[j]
+	if stream != p.stream || seq <= p.acked || seq > p.acked+uint64(len(p.queue)) {
+		return // another stream's, old, or beyond what we sent
+	}
+	n := seq - p.acked
+	for _, q := range p.queue[:n] {
+		if a.ops[q.id] != nil {
+			// Live now, so live when sent: the entry carried the
+			// descriptor, or the peer had acknowledged one before.
+			p.has[q.id] = true
+		} else if g, ok := a.goneQ[q.id]; ok && q.flags == flagGone {
+			if g &^= 1 << j; g == 0 {
+				delete(a.goneQ, q.id)
+			} else {
+				a.goneQ[q.id] = g
+			}
+		}
+	}
+	clear(p.queue[:n])
+	p.queue = p.queue[n:]
+	p.acked = seq
+	if p.sentUpTo < p.acked {
+		p.sentUpTo = p.acked
+	}
+}

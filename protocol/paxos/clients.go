@@ -1,0 +1,227 @@
+package paxos
+
+import (
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Clients: requests, forwarding to the leader, answers (package doc,
+// "Clients, forwarding, exactly-once").
+
+func (a *Paxos) onClientRequest(req automaton.Request) {
+	if !a.isMember() {
+		a.respond(req.ID, a.notMemberError())
+		return
+	}
+	if req.Txn != nil {
+		// Interactive transactions (T-Paxos, seed 002 VI.A.4) are not done:
+		// refused before anything is applied.
+		a.respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.name))
+		return
+	}
+	if isMemberReq(req) {
+		a.onMemberRequest(req)
+		return
+	}
+	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
+		a.respond(req.ID, service.Errorf("ERR %v", err))
+		return
+	}
+	if a.isRead(req) && (req.Opts.Read == automaton.ReadLocal || req.Opts.Read == automaton.ReadRegular) {
+		a.reply(req.ID, a.readNow(req))
+		return
+	}
+	if req.Opts.Read > automaton.ReadLease {
+		a.respond(req.ID, service.Errorf("ERR paxos: unknown read mode %v", req.Opts.Read))
+		return
+	}
+	if p := a.pending[req.ID]; p != nil {
+		p.local = true // a retry of a request in progress
+		return
+	}
+	p := &pend{req: req, local: true, fwdTo: -1}
+	a.pending[req.ID] = p
+	a.route(p)
+}
+
+// route sends a new request to the leader: handled here when this node
+// leads, forwarded otherwise.
+func (a *Paxos) route(p *pend) {
+	if a.role == leader && a.ready {
+		a.lead(p)
+		return
+	}
+	p.state = pWaiting
+	p.fwdTo = -1
+	a.fwdQ = append(a.fwdQ, p.req.ID)
+	a.forwardPending()
+}
+
+// lead handles a request at the leader.
+func (a *Paxos) lead(p *pend) {
+	id := p.req.ID
+	mode := p.req.Opts.Read
+	if mode == automaton.ReadDefault {
+		mode = a.prm.Read
+	}
+	read := a.isRead(p.req)
+	if read && (mode == automaton.ReadQuorum || mode == automaton.ReadLease) {
+		// Everything acknowledged before the read arrived is at or below the
+		// highest instance this leader has proposed.
+		p.state = pRead
+		a.reads[id] = p
+		p.readIndex = a.next - 1
+		p.round = a.hbRound + 1
+		if mode == automaton.ReadLease && a.leaseValid() {
+			p.round = 0 // the lease stands in for the confirmation round
+		} else if a.quorumRound >= a.hbRound {
+			a.sendHeartbeat() // no round in flight: start one now
+		}
+		a.serveReads()
+		return
+	}
+	if !read {
+		if res, ok := a.sm.lookup(id); ok {
+			a.answer(id, res)
+			return
+		}
+	}
+	if _, ok := a.inLog[id]; ok {
+		p.state = pProposed
+		return
+	}
+	if p.state == pQueued || p.state == pLearner {
+		return
+	}
+	if isMemberReq(p.req) {
+		a.leadChange(p)
+		return
+	}
+	p.state = pQueued
+	a.queue = append(a.queue, id)
+	a.propose()
+}
+
+// forwardPending forwards waiting requests to the known leader: at once when
+// they have not been sent to it yet, and again every four heartbeats (the
+// leader deduplicates by request id).
+func (a *Paxos) forwardPending() {
+	to := a.leaderHint
+	if to < 0 || to == a.self || a.role == leader {
+		if len(a.fwdQ) > 0 {
+			a.fwdQ, a.fwdHint = a.fwdQ[:0], -1 // the next pass is a full one
+		}
+		return
+	}
+	var ids []automaton.RequestID
+	if to != a.fwdHint {
+		// Everything waiting (leader change, step down, tick): a full pass.
+		for id, p := range a.pending {
+			if p.state == pWaiting && (p.fwdTo != to || p.fwdAge >= 4) {
+				ids = append(ids, id)
+			}
+		}
+		sortIDs(ids)
+		a.fwdHint = to
+	} else {
+		// The same leader as the last pass: only the requests routed since.
+		for _, id := range a.fwdQ {
+			if p := a.pending[id]; p != nil && p.state == pWaiting && p.fwdTo != to {
+				ids = append(ids, id)
+			}
+		}
+	}
+	a.fwdQ = a.fwdQ[:0]
+	for _, id := range ids {
+		p := a.pending[id]
+		p.fwdAge, p.fwdTo = 0, to
+		req := p.req
+		if !service.IsNondeterministic(a.cfg.Service) {
+			req.Env = service.Env{} // nobody reads it: not sent
+		}
+		a.send(to, &message{Kind: kindForward, Req: req})
+	}
+}
+
+func (a *Paxos) onForward(from int, m *message) {
+	var bad error
+	if isMemberReq(m.Req) {
+		_, bad = parseChange(m.Req.Op)
+	} else {
+		bad = automaton.ValidateRequest(a.cfg.Service, m.Req)
+	}
+	if bad != nil || m.Req.Opts.Read > automaton.ReadLease {
+		a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: service.Errorf("ERR invalid forwarded request")})
+		return
+	}
+	if !a.isMember() {
+		a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: a.notMemberError()})
+		return
+	}
+	p := a.pending[m.Req.ID]
+	if p == nil {
+		if !a.isRead(m.Req) {
+			if res, ok := a.sm.lookup(m.Req.ID); ok {
+				a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: res.res, Results: res.results})
+				return
+			}
+		}
+		p = &pend{req: m.Req, fwdTo: -1}
+		a.pending[m.Req.ID] = p
+	}
+	seen := false
+	for _, r := range p.remote {
+		seen = seen || r == from
+	}
+	if !seen {
+		p.remote = append(p.remote, from)
+	}
+	if p.state == pWaiting {
+		a.route(p)
+	}
+}
+
+func (a *Paxos) onForwardReply(m *message) {
+	if a.pending[m.Req.ID] != nil {
+		a.answer(m.Req.ID, outcome{res: m.Result, results: m.Results})
+	}
+}
+
+// finish answers a request with a single result (an error, a timeout) to
+// everyone waiting for it.
+func (a *Paxos) finish(id automaton.RequestID, res service.Result) {
+	a.answer(id, outcome{res: res})
+}
+
+// answer answers a request to everyone waiting for it: its local client and
+// the followers that forwarded it.
+func (a *Paxos) answer(id automaton.RequestID, o outcome) {
+	p := a.pending[id]
+	if p == nil {
+		return
+	}
+	delete(a.pending, id)
+	delete(a.reads, id)
+	if p.local {
+		a.reply(id, o)
+	}
+	for _, r := range p.remote {
+		a.send(r, &message{Kind: kindForwardReply, Req: p.req, Result: o.res, Results: o.results})
+	}
+}
+
+// respond answers a local client's request with a single result.
+func (a *Paxos) respond(id automaton.RequestID, res service.Result) {
+	a.reply(id, outcome{res: res})
+}
+
+// reply answers a local client.
+func (a *Paxos) reply(id automaton.RequestID, o outcome) {
+	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}})
+}
+
+// isMemberReq reports whether req is a membership change (a single
+// operation of the reserved kind; a group never holds one).
+func isMemberReq(req automaton.Request) bool {
+	return len(req.Ops) == 0 && req.Txn == nil && automaton.IsMemberOp(req.Op)
+}

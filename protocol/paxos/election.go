@@ -1,0 +1,195 @@
+package paxos
+
+import (
+	"sort"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// Leader election and leader liveness (package doc, "Leader election"):
+// the election timer, the stable-leader rules, heartbeats and check quorum,
+// stepping down.
+
+// armElection (re)starts the randomised election timer: election_timeout
+// plus a random part of up to election_timeout << min(failures, 3).
+func (a *Paxos) armElection() {
+	et := a.prm.ElectionTimeout
+	spread := et << uint(min(a.failures, 3))
+	a.emit(automaton.SetTimer{ID: tmElection, After: et + time.Duration(a.cfg.Rand.Int63n(int64(spread)))})
+}
+
+func (a *Paxos) onElectionTimeout() {
+	if a.role != follower || !a.isMember() {
+		return // only members stand for election
+	}
+	if a.leaderAlive {
+		a.armElection()
+		return
+	}
+	a.startPhase1()
+}
+
+// heardLeader records that from, a leader (or a candidate this node promised),
+// is alive now: no other node gets a promise for election_timeout.
+func (a *Paxos) heardLeader(from int) {
+	if a.proto.stickyLeader && a.aliveLeader >= 0 && a.aliveLeader != from {
+		return
+	}
+	a.aliveLeader = from
+	a.leaderAlive = true
+	a.emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
+}
+
+// stepDown makes a leader or candidate a follower. Requests it holds are
+// forwarded to the next leader it hears of.
+func (a *Paxos) stepDown() {
+	if a.role == follower {
+		return
+	}
+	a.role = follower
+	a.ready = false
+	a.promises = nil
+	a.inflight = map[uint64]*flight{}
+	a.inLog = map[automaton.RequestID]uint64{}
+	a.queue = nil
+	a.changes = nil
+	a.p1Confs = nil
+	a.learners = map[automaton.NodeID]*learner{}
+	a.leaderAlive = false
+	a.aliveLeader = -1
+	if a.leaderHint == a.self {
+		a.leaderHint = -1
+	}
+	for _, p := range a.pending {
+		p.state = pWaiting
+		p.fwdTo = -1 // forward at the first chance
+	}
+	a.fwdHint = -1
+	clear(a.reads)
+	a.emitMembers()
+	a.armElection()
+}
+
+// onRejected: an acceptor promised a higher ballot (typically a node that
+// ran for election while cut off). The leader runs phase 1 again with a
+// ballot above it: its followers, which hear it alive, promise again at once,
+// so a returning node does not depose a healthy leader. A deposed leader's
+// new Prepare is refused by the followers of the real one, and it steps down.
+func (a *Paxos) onRejected(promised Ballot) {
+	if !a.ballot.Less(promised) {
+		return
+	}
+	if promised.Round > a.maxRound {
+		a.maxRound = promised.Round
+	}
+	a.startPhase1()
+}
+
+func (a *Paxos) sendHeartbeat() {
+	a.hbRound++
+	a.ackRound[a.self] = a.hbRound
+	a.emit(automaton.SetTimer{ID: leaseTimerBase + automaton.TimerID(a.hbRound), After: a.prm.Lease()})
+	m := &message{Kind: kindHeartbeat, Ballot: a.ballot, Commit: a.chosenUpTo, Round: a.hbRound}
+	var b []byte
+	for _, h := range a.peers(true) {
+		if b == nil {
+			b = m.marshal()
+		}
+		a.emit(automaton.Send{To: a.nodes[h], Msg: b})
+	}
+	a.updateQuorumRound()
+}
+
+func (a *Paxos) onHeartbeat(from int, m *message) {
+	if !a.acceptBallot(from, m.Ballot) {
+		if a.role == candidate && m.Ballot.Less(a.ballot) && !a.removed(from) {
+			a.stepDown()
+		}
+		a.send(from, &message{Kind: kindHeartbeatAck, Ballot: m.Ballot, OK: false, Promised: a.promised, Round: m.Round})
+		return
+	}
+	a.send(from, &message{Kind: kindHeartbeatAck, Ballot: m.Ballot, OK: true, Round: m.Round, Commit: a.chosenUpTo})
+	a.learnCommit(from, m.Ballot, m.Commit)
+}
+
+func (a *Paxos) onHeartbeatAck(from int, m *message) {
+	if a.role != leader || m.Ballot != a.ballot {
+		return
+	}
+	if !m.OK {
+		a.onRejected(m.Promised)
+		return
+	}
+	if l := a.learners[a.nodes[from]]; l != nil {
+		if m.Commit > l.commit {
+			l.commit = m.Commit
+			a.checkLearners()
+		}
+		return // a learner's acknowledgement confirms nothing
+	}
+	a.acked[from] = max(a.acked[from], m.Commit)
+	if m.Round > a.ackRound[from] {
+		a.ackRound[from] = m.Round
+		a.updateQuorumRound()
+	}
+	// A follower behind the leader's log start needs a snapshot, which it
+	// asks for itself (catch-up).
+}
+
+// updateQuorumRound: the highest heartbeat round acknowledged by a majority
+// of the current configuration and of every configuration a change in flight
+// makes (a competing candidate may need either).
+func (a *Paxos) updateQuorumRound() {
+	var q uint64
+	for i, c := range a.leaderConfs() {
+		r := make([]uint64, 0, len(c.members))
+		for _, m := range c.members {
+			if h, ok := a.index[m.ID]; ok {
+				r = append(r, a.ackRound[h])
+			} else {
+				r = append(r, 0)
+			}
+		}
+		sort.Slice(r, func(x, y int) bool { return r[x] > r[y] })
+		if v := r[c.majority()-1]; i == 0 || v < q {
+			q = v
+		}
+	}
+	if q > a.quorumRound {
+		a.quorumRound = q
+		a.quorumTick = a.tick
+		a.serveReads()
+		// Reads waiting for a round that has not been sent yet.
+		for _, p := range a.reads {
+			if p.state == pRead && p.round > a.hbRound {
+				a.sendHeartbeat()
+				break
+			}
+		}
+	}
+}
+
+// acceptFrom applies the ballot rule shared by Accept and Heartbeat: a
+// message from a ballot at least the promised one makes its sender the live
+// leader (and the promise follows the ballot).
+func (a *Paxos) acceptBallot(from int, b Ballot) bool {
+	if !a.ballotOf(from, b) || b.Less(a.promised) {
+		return false
+	}
+	if b != a.promised {
+		a.promised = b
+		a.persist(recPromised, encodeBallotRec(b))
+	}
+	if b.Round > a.maxRound {
+		a.maxRound = b.Round
+	}
+	if a.role != follower {
+		a.stepDown()
+	}
+	a.heardLeader(from)
+	a.leaderHint = from
+	a.armElection()
+	a.forwardPending()
+	return true
+}

@@ -1,0 +1,291 @@
+package paxos
+
+import (
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Phase 2 (seed 002 chapter V): proposing batches over a window of
+// instances, acceptance, choice, commit notices (package doc, "Phase 2,
+// commit and execution").
+
+// proposeAt accepts v at instance i under the leader's own ballot and starts
+// counting acceptances, the leader's own included. The leader's acceptance
+// record is not persisted here: the caller broadcasts the Accept first and
+// then calls persistOwn, so the Accept leaves before the leader's fsync (see
+// "Phase 2, commit and execution" in the package doc for why counting the
+// vote at once is safe).
+func (a *Paxos) proposeAt(i uint64, v []byte, c *conf) entry {
+	s := &slot{bal: a.ballot, val: v}
+	a.putSlot(i, s)
+	a.ownUnsaved = append(a.ownUnsaved, i)
+	f := &flight{conf: c, sent: a.tick}
+	f.acks.add(a.self)
+	a.inflight[i] = f
+	if cmds, err := decodeBatch(v); err == nil {
+		for _, c := range cmds {
+			a.inLog[c.ID] = i
+		}
+	}
+	return entry{I: i, Value: v}
+}
+
+// persistOwn emits the Persist of the leader's own acceptances proposed
+// in this step (proposeAt), after the Accept that carries them. Every output
+// emitted from here on, in this step or a later one, is released only once
+// these records are durable (automaton contract), and every output that
+// depends on the leader's own vote (a choice it completes, a commit notice,
+// an answer) is emitted after this call.
+func (a *Paxos) persistOwn() {
+	for _, i := range a.ownUnsaved {
+		if s := a.log[i]; s != nil && s.bal == a.ballot {
+			a.persist(slotKey(i), encodeSlot(s))
+		}
+	}
+	a.ownUnsaved = a.ownUnsaved[:0]
+}
+
+func (a *Paxos) putSlot(i uint64, s *slot) {
+	a.log[i] = s
+	if i > a.maxInst {
+		a.maxInst = i
+	}
+	if i < a.logStart {
+		a.logStart = i
+	}
+}
+
+// retransmitAccepts resends, in one Accept per peer, the instances in flight
+// for at least a tick that the peer has not acknowledged.
+func (a *Paxos) retransmitAccepts() {
+	if len(a.inflight) == 0 {
+		return
+	}
+	ids := make([]uint64, 0, len(a.inflight))
+	for i, f := range a.inflight {
+		if f.sent < a.tick {
+			ids = append(ids, i)
+		}
+	}
+	sort.Slice(ids, func(x, y int) bool { return ids[x] < ids[y] })
+	for _, to := range a.peers(false) {
+		var entries []entry
+		for _, i := range ids {
+			if !a.inflight[i].acks.has(to) {
+				entries = append(entries, entry{I: i, Value: a.log[i].val})
+			}
+		}
+		if len(entries) > 0 {
+			a.send(to, &message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
+		}
+	}
+	for _, i := range ids {
+		a.inflight[i].sent = a.tick
+	}
+}
+
+// propose fills the phase 2 window with batches of queued commands, all sent
+// in one Accept message.
+//
+// A membership change is proposed alone in its instance k, and nothing is
+// proposed after it until it has executed: the configuration of the
+// instances after k is the one k makes, known only once k is chosen.
+func (a *Paxos) propose() {
+	if a.role != leader || !a.ready || len(a.changes) > 0 || !a.isMember() {
+		return
+	}
+	var entries []entry
+	for len(a.queue) > 0 && a.next-1-a.chosenUpTo < uint64(a.prm.Window) && len(a.changes) == 0 {
+		var cmds []cmd
+		for len(a.queue) > 0 && len(cmds) < a.prm.Batch {
+			id := a.queue[0]
+			p := a.pending[id]
+			if p == nil || p.state != pQueued {
+				a.queue = a.queue[1:]
+				continue
+			}
+			if _, ok := a.inLog[id]; ok {
+				a.queue = a.queue[1:]
+				p.state = pProposed
+				continue
+			}
+			if isMemberReq(p.req) {
+				if len(cmds) > 0 {
+					break // close the batch before the change
+				}
+				a.queue = a.queue[1:]
+				p.state = pProposed
+				a.inLog[id] = a.next
+				c := cmd{ID: id, Op: p.req.Op}
+				entries = append(entries, a.proposeAt(a.next, encodeChange(c), a.sm.conf))
+				if ch, err := parseChange(c.Op); err == nil {
+					if n, err := a.sm.conf.apply(ch, a.next); err == nil {
+						a.noteChange(ch)
+						a.changes = append(a.changes, pendingChange{at: a.next, conf: n})
+						a.quorumRound = 0 // leases and reads count against both configurations now
+						a.emitMembers()
+					}
+				}
+				a.next++
+				break
+			}
+			a.queue = a.queue[1:]
+			p.state = pProposed
+			cmds = append(cmds, a.command(p.req))
+			a.inLog[id] = a.next
+		}
+		if len(cmds) == 0 {
+			continue
+		}
+		if a.proto.splitGroups {
+			cmds = splitGroups(cmds) // broken on purpose
+		}
+		entries = append(entries, a.proposeAt(a.next, encodeBatch(cmds), a.sm.conf))
+		a.next++
+	}
+	if len(a.changes) > 0 {
+		a.updateQuorumRound()
+	}
+	if len(entries) > 0 {
+		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
+		a.persistOwn()
+		a.checkChosen()
+	}
+}
+
+// command is the log command the leader proposes for req. The environment
+// goes into the log only for a nondeterministic service: it is the one the
+// request carried when it reached the leader, that is the one the node the
+// client contacted observed at arrival (forwarding keeps it). Every replica
+// executes with this one chosen environment (package doc, "Nondeterministic
+// services").
+func (a *Paxos) command(req automaton.Request) cmd {
+	c := cmd{ID: req.ID, Op: req.Op, Ops: req.Ops}
+	if service.IsNondeterministic(a.cfg.Service) {
+		c.Env = req.Env // a zero Env is encoded as none, and decoded as zero
+	}
+	if len(c.Ops) > 0 {
+		c.Op = service.Op{}
+	}
+	return c
+}
+
+// splitGroups is paxos-broken-splitgroup's batch: every operation of a group
+// becomes a command of its own. The first operations of the batch's groups
+// come first, then the batch's single commands, then the second operations
+// of the groups, and so on (A1 B1 s A2 B2), so the single commands and the
+// other groups of a batch run between two operations of a group instead of
+// before or after it.
+func splitGroups(cmds []cmd) []cmd {
+	var out []cmd
+	for k := 0; ; k++ {
+		more := false
+		for _, c := range cmds {
+			if k < len(c.Ops) {
+				out = append(out, cmd{ID: c.ID, Op: c.Ops[k], Env: c.Env, part: k, parts: len(c.Ops)})
+				more = more || k+1 < len(c.Ops)
+			}
+		}
+		if k == 0 {
+			for _, c := range cmds {
+				if len(c.Ops) == 0 {
+					out = append(out, c)
+				}
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+func (a *Paxos) onAccepted(from int, m *message) {
+	if a.role != leader || m.Ballot != a.ballot {
+		return
+	}
+	if !m.OK {
+		a.onRejected(m.Promised)
+		return
+	}
+	top := a.acked[from]
+	for _, i := range m.Acks {
+		if f := a.inflight[i]; f != nil {
+			f.acks.add(from)
+		}
+		top = max(top, i)
+	}
+	a.acked[from] = top
+	a.checkChosen()
+}
+
+// checkChosen marks instances accepted by a majority as chosen and executes
+// the chosen prefix.
+func (a *Paxos) checkChosen() {
+	any := false
+	for i, f := range a.inflight {
+		if a.chosenBy(f) {
+			if s := a.log[i]; s != nil {
+				s.chosen = true
+			}
+			delete(a.inflight, i)
+			any = true
+		}
+	}
+	if any {
+		a.advance(true)
+		a.propose()
+	}
+}
+
+func (a *Paxos) onAccept(from int, m *message) {
+	if !a.acceptBallot(from, m.Ballot) {
+		if a.role == candidate && m.Ballot.Less(a.ballot) && !a.removed(from) {
+			// A live leader with a lower ballot: give up the candidacy; the
+			// rejection below makes that leader take a higher ballot.
+			a.stepDown()
+		}
+		a.send(from, &message{Kind: kindAccepted, Ballot: m.Ballot, OK: false, Promised: a.promised})
+		return
+	}
+	acks := make([]uint64, 0, len(m.Entries))
+	for _, e := range m.Entries {
+		if e.I <= a.chosenUpTo {
+			acks = append(acks, e.I) // chosen here already: the value is the same
+			continue
+		}
+		if s := a.log[e.I]; s != nil && s.chosen {
+			acks = append(acks, e.I)
+			continue
+		}
+		s := &slot{bal: m.Ballot, val: e.Value}
+		a.putSlot(e.I, s)
+		a.persist(slotKey(e.I), encodeSlot(s))
+		acks = append(acks, e.I)
+		if ch, ok := valueChange(e.Value); ok && ch.add {
+			a.noteChange(ch)
+			a.emitMembers()
+		}
+	}
+	a.send(from, &message{Kind: kindAccepted, Ballot: m.Ballot, OK: true, Acks: acks})
+	a.learnCommit(from, m.Ballot, m.Commit)
+}
+
+// learnCommit applies a commit notice: every instance up to commit is chosen;
+// an instance accepted here under the notice's ballot holds the chosen value.
+// Anything else is fetched from the sender.
+func (a *Paxos) learnCommit(from int, b Ballot, commit uint64) {
+	if commit <= a.chosenUpTo {
+		return
+	}
+	for i := a.chosenUpTo + 1; i <= commit; i++ {
+		s := a.log[i]
+		if s == nil || (!s.chosen && s.bal != b) {
+			a.requestCatchup(from, i, commit)
+			break
+		}
+		s.chosen = true
+	}
+	a.advance(true)
+}

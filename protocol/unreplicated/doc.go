@@ -1,0 +1,101 @@
+// Package unreplicated is the baseline every replication protocol is
+// measured against: one server holds the only copy of the service state, and
+// every other node forwards to it. It is also the worked example of
+// docs/ADDING_A_PROTOCOL.md, so it declares every capability a protocol can
+// declare and keeps each handler short.
+//
+// Seed 002 (chapter II, "the primary-backup approach", and chapter VII's
+// experiments) measures the cost of replication as the difference between a
+// replicated service and the same service run on one machine. This package
+// is that one machine, reached through the same runtimes, gateway and
+// clients as the replicated protocols, so that a comparison changes one
+// thing only: the protocol.
+//
+// # Roles
+//
+//   - Server: the first node of Config.Nodes. It applies every operation
+//     (service.ApplyEnv with the Request's Env, so nondeterministic services
+//     such as the Matchmaker work: there is only one copy, so there is
+//     nothing to diverge from), persists the effect of every write before
+//     answering, and restores its state from its records at Start.
+//   - Forwarder: every other node. It holds no state; it forwards each client
+//     request to the server and relays the answer back.
+//
+// # Decisions (the seeds are silent on these)
+//
+// Durability. A write's answer may only leave once the write survives a
+// crash of the server. The server persists, per write, a record "w/<index>"
+// holding the request's operations and Env (index counts writes from 1),
+// and emits it before the answer; the runtime's durability rule
+// (automaton/automaton.go) then holds the answer until the record is
+// durable. Every snapshot_every writes (default 1000) it persists the whole
+// state as "snap" (the index it covers and service.State.Snapshot) and
+// deletes the write records it covers, so that recovery replays at most
+// snapshot_every records and the disk holds one snapshot plus at most that
+// many records. Full snapshots per write were rejected: their cost grows
+// with the state, which would make the baseline slower than the protocols it
+// is the baseline of. Recovery (onStart) restores "snap", then replays the
+// write records with higher indexes in order, through service.ApplyEnv with
+// each record's Env, so the same state comes back for a nondeterministic
+// service too. It stops at the first missing index and deletes the records
+// after it, and deletes records the snapshot covers.
+//
+// The scheme relies on one property the contract implies but does not
+// state: records become durable in the order they were emitted (the
+// simulator's fsync covers a prefix of its buffer; the node commits each
+// batch atomically and in order, storage.Engine.Commit). Then a durable
+// deletion implies a durable snapshot emitted before it, and a durable record
+// implies every earlier one, so the first gap in the indexes is after the
+// last write whose answer can have left.
+//
+// Reads are not persisted. A read that follows a write in a later step is
+// held by the runtime until that write's record is durable (the durability
+// rule covers Sends and Responds of later steps too), so no client reads a
+// write that a crash could still lose.
+//
+// Read modes. Every mode is served by the server's read: the server is the
+// only copy, so a local or regular read would be this same read, and it is
+// linearizable.
+//
+// Atomic groups (Request.Ops) are applied in one step by
+// automaton.ApplyGroup, logged as one write record, and answered with one
+// result per operation: Transactions() declares Atomic. Interactive
+// transactions are refused (automaton.RefuseUnsupported).
+//
+// Forwarding. A forwarder sends a Forward message (its incarnation nonce, a
+// sequence number, the request) to the server and keeps the request in a
+// table until the Reply comes. There is no deduplication table that
+// survives a crash (IdempotentRetry is false), so a write is forwarded once
+// and never retransmitted: a retransmission whose first copy was applied
+// would apply it twice. A read is retransmitted every "retransmit" (default
+// 50ms), which is harmless. After "op_timeout" (default 1s) without a
+// reply the forwarder answers TRYAGAIN; for a write that means the outcome
+// is unknown. The network may also duplicate a Forward: the server remembers
+// the replies to the last 4096 forwarded writes in memory and answers a
+// duplicate with the remembered reply instead of applying it again. That
+// memory is lost in a crash; a duplicate that outlives the server's crash
+// (neither the simulator, which loses messages in flight to a crashed node,
+// nor TCP produces one) would be applied again. The nonce is drawn from
+// Config.Rand at every Start, so a restarted forwarder's sequence numbers
+// never match its earlier life's.
+//
+// Membership changes are not offered; a node's records are read only when it
+// is the server (a node that was the server under an earlier configuration
+// keeps its records untouched).
+//
+// # Invariants (invariant.go)
+//
+// Only the server applies operations; the server's applied count never
+// decreases within an incarnation, and a restart restores at least what the
+// previous start restored; a write's answer is emitted after the Persist of
+// its record (what the durability rule needs to make the write survive).
+//
+// # Broken variant
+//
+// "unreplicated-broken-answerfirst" emits a write's answer before its
+// record. The runtime may then release the answer while the record is still
+// unsynced, and a crash loses an acknowledged write. The invariant
+// persist-before-answer catches it at its first write; with invariants off
+// (--no-invariants), the linearizability checker catches it under crash
+// faults with a slow disk, on the seeds its scenarios pin.
+package unreplicated

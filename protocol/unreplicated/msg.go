@@ -1,0 +1,185 @@
+package unreplicated
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Message kinds.
+const (
+	codecVersion = 1
+
+	kindForward = 1 // forwarder -> server: a client's request
+	kindReply   = 2 // server -> forwarder: its answer
+)
+
+// maxOps bounds the operations of a decoded group.
+const maxOps = 1 << 16
+
+// message is the union of the two messages. (Inc, Seq) names a forwarded
+// request: Inc is the forwarder's incarnation nonce, Seq its number there.
+type message struct {
+	Kind byte
+	Inc  uint64
+	Seq  uint64
+	// Forward.
+	Req automaton.RequestID
+	Op  service.Op
+	Ops []service.Op
+	Env service.Env
+	// Reply.
+	Result  service.Result
+	Results []service.Result
+}
+
+func (m *message) marshal() []byte {
+	e := wire.Encoder{B: make([]byte, 0, 64)}
+	e.Byte(codecVersion)
+	e.Byte(m.Kind)
+	e.Uvarint(m.Inc)
+	e.Uvarint(m.Seq)
+	switch m.Kind {
+	case kindForward:
+		e.Uvarint(m.Req.Client)
+		e.Uvarint(m.Req.Seq)
+		encodeOps(&e, m.Op, m.Ops)
+		service.EncodeEnv(&e, m.Env)
+	case kindReply:
+		service.EncodeResult(&e, m.Result)
+		e.Uvarint(uint64(len(m.Results)))
+		for _, r := range m.Results {
+			service.EncodeResult(&e, r)
+		}
+	}
+	return e.B
+}
+
+func unmarshal(b []byte) (message, error) {
+	d := wire.NewDecoder(b)
+	var m message
+	if v := d.Byte(); v != codecVersion {
+		if d.Err() != nil {
+			return m, d.Err()
+		}
+		return m, fmt.Errorf("unreplicated: message version %d, want %d", v, codecVersion)
+	}
+	m.Kind = d.Byte()
+	m.Inc = d.Uvarint()
+	m.Seq = d.Uvarint()
+	switch m.Kind {
+	case kindForward:
+		m.Req = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
+		m.Op, m.Ops = decodeOps(d)
+		m.Env = service.DecodeEnv(d)
+	case kindReply:
+		m.Result = service.DecodeResult(d)
+		if n := d.Count(maxOps, 1); n > 0 {
+			m.Results = make([]service.Result, n)
+			for i := range m.Results {
+				m.Results[i] = service.DecodeResult(d)
+			}
+		}
+	default:
+		d.Fail(fmt.Errorf("unreplicated: unknown message kind %d", m.Kind))
+	}
+	return m, d.Done()
+}
+
+// encodeOps writes a single operation (ops empty) or an atomic group.
+func encodeOps(e *wire.Encoder, op service.Op, ops []service.Op) {
+	if len(ops) == 0 {
+		e.Uvarint(0)
+		service.EncodeOp(e, op)
+		return
+	}
+	e.Uvarint(uint64(len(ops)))
+	for _, o := range ops {
+		service.EncodeOp(e, o)
+	}
+}
+
+func decodeOps(d *wire.Decoder) (service.Op, []service.Op) {
+	n := d.Count(maxOps, 1)
+	if n == 0 {
+		return service.DecodeOp(d), nil
+	}
+	ops := make([]service.Op, n)
+	for i := range ops {
+		ops[i] = service.DecodeOp(d)
+	}
+	return service.Op{}, ops
+}
+
+// --- durable records ---
+
+// Record keys: one snapshot, and one record per write since it.
+const (
+	snapKey   = "snap"
+	writePfx  = "w/"
+	indexBase = 16
+)
+
+// writeKey names the record of the index-th write; fixed width, so that
+// keys sort by index.
+func writeKey(index uint64) string { return fmt.Sprintf("%s%016x", writePfx, index) }
+
+// parseWriteKey returns the index a write record's key names.
+func parseWriteKey(k string) (uint64, bool) {
+	if !strings.HasPrefix(k, writePfx) {
+		return 0, false
+	}
+	i, err := strconv.ParseUint(k[len(writePfx):], indexBase, 64)
+	return i, err == nil && i > 0
+}
+
+// writeRecord is what the server persists per write: enough to apply it
+// again, in the same environment, at recovery.
+type writeRecord struct {
+	Op  service.Op
+	Ops []service.Op
+	Env service.Env
+}
+
+func (r writeRecord) marshal() []byte {
+	e := wire.Encoder{B: make([]byte, 0, 64)}
+	e.Byte(codecVersion)
+	encodeOps(&e, r.Op, r.Ops)
+	service.EncodeEnv(&e, r.Env)
+	return e.B
+}
+
+func unmarshalWrite(b []byte) (writeRecord, error) {
+	d := wire.NewDecoder(b)
+	var r writeRecord
+	if v := d.Byte(); v != codecVersion {
+		return r, fmt.Errorf("unreplicated: write record version %d, want %d", v, codecVersion)
+	}
+	r.Op, r.Ops = decodeOps(d)
+	r.Env = service.DecodeEnv(d)
+	return r, d.Done()
+}
+
+// marshalSnap encodes the snapshot record: the number of writes it covers
+// and the service state after them.
+func marshalSnap(index uint64, state []byte) []byte {
+	e := wire.Encoder{B: make([]byte, 0, 16+len(state))}
+	e.Byte(codecVersion)
+	e.Uvarint(index)
+	e.Bytes(state)
+	return e.B
+}
+
+func unmarshalSnap(b []byte) (uint64, []byte, error) {
+	d := wire.NewDecoder(b)
+	if v := d.Byte(); v != codecVersion {
+		return 0, nil, fmt.Errorf("unreplicated: snapshot record version %d, want %d", v, codecVersion)
+	}
+	index := d.Uvarint()
+	state := d.BytesCopy()
+	return index, state, d.Done()
+}

@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// Flags are `synod sim`'s command-line flags. They live here, beside Config,
+// so that the CLI only wires them and so that a protocol can state a
+// simulation it wants run (automaton.Scenario) in the same words a person
+// would type.
+type Flags struct {
+	Cfg                                 Config
+	Seeds, ReadMode, SaveDir, TraceFile string
+	Params, Links                       []string
+	MembershipSpec                      string
+	Workers                             int
+	Verbose                             bool
+}
+
+// Register defines the flags on f with their defaults.
+func (v *Flags) Register(f *pflag.FlagSet) {
+	cfg := &v.Cfg
+	f.StringVar(&cfg.Protocol, "protocol", automaton.DefaultProtocol, "protocol to simulate (known: "+strings.Join(automaton.Names(), ", ")+"; or a broken variant)")
+	f.IntVar(&cfg.Nodes, "nodes", 5, "number of nodes")
+	f.IntVar(&cfg.Clients, "clients", 8, "number of closed-loop clients")
+	f.IntVar(&cfg.Ops, "ops", 2000, "operations per seed (all clients together)")
+	f.StringVar(&v.Seeds, "seeds", "1", `seeds to run: "N", "A-B", or a comma list of those`)
+	f.StringVar(&cfg.Faults, "faults", "all", "faults to inject: all, none, or a comma list of "+strings.Join(FaultKinds, ","))
+	f.StringVar(&cfg.Latency, "latency", DefaultLatency, "node-to-node one-way latency distribution")
+	f.StringVar(&v.ReadMode, "read-mode", "linearizable", "read mode clients request: linearizable, regular or local (the checker still demands linearizability)")
+	f.IntVar(&cfg.Keys, "keys", DefaultKeys, "number of distinct keys (few keys force contention)")
+	f.StringVar(&cfg.Mix, "mix", "", "operation mix as kind:weight (kv: get, set, del, exists; counter: read, add; string: read, append); default per service")
+	f.StringVar(&cfg.Service, "service", ServiceName, "data type of the namespace: kv, counter or string")
+	f.Float64Var(&cfg.StrictFrac, "strict", 0, "eventually-serializable protocols: fraction of strict operations")
+	f.Float64Var(&cfg.PrevProb, "prev", 0, "eventually-serializable protocols: probability that an operation names an earlier completed one in its prev set")
+	f.Float64Var(&cfg.Groups, "groups", 0, "fraction of operations sent as atomic groups (protocols that apply groups atomically; the history is then checked for strict serializability)")
+	f.IntVar(&cfg.GroupSize, "group-size", 3, "operations per atomic group")
+	f.BoolVar(&cfg.NoInvariants, "no-invariants", false, "do not check the protocol's invariants after every step")
+	f.Float64Var(&cfg.Loss, "loss", 0, "base message loss probability on every link")
+	f.Float64Var(&cfg.Dup, "dup", 0, "base message duplication probability on every link")
+	f.Float64Var(&cfg.ReorderFrac, "reorder", 0, "base fraction of messages delayed by an extra "+DefaultReorderDelay)
+	f.StringVar(&cfg.Fsync, "fsync", DefaultFsync, "fsync duration distribution")
+	f.StringVar(&cfg.ClientLatency, "client-latency", DefaultClientLatency, "client-to-node one-way latency distribution")
+	f.StringVar(&cfg.Think, "think", DefaultThink, "client think time between operations")
+	f.DurationVar(&cfg.RequestTimeout, "timeout", DefaultRequestTimeout, "client request timeout (virtual time)")
+	f.StringArrayVar(&v.Links, "link", nil, "latency of one directed link, e.g. n1->n2=pareto:5ms:1.5 (repeatable)")
+	f.StringArrayVar(&v.Params, "param", nil, "protocol parameter key=value (repeatable)")
+	f.DurationVar(&cfg.Liveness, "liveness", 0, "liveness mode: heal every fault at this virtual time while clients continue, then require every operation invoked after it plus --liveness-bound to complete within the bound")
+	f.DurationVar(&cfg.LivenessBound, "liveness-bound", DefaultLivenessBound, "liveness mode: the time progress may take to resume, and the latency bound after it")
+	f.DurationVar(&cfg.CheckTimeout, "check-timeout", DefaultCheckTimeout, "time limit of each linearizability check (real time)")
+	f.StringVar(&v.SaveDir, "save-failing", "sim-failures", "directory for the histories and HTML views of failing seeds")
+	f.IntVar(&v.Workers, "workers", runtime.GOMAXPROCS(0), "seeds simulated in parallel")
+	f.StringVar(&v.MembershipSpec, "membership", "", `membership changes (protocols that support them), e.g. "add@2s,remove:n1@4s": add a fresh node / remove a node at that virtual time`)
+	f.StringVar(&v.TraceFile, "trace", "", "write a per-event trace of the (single) seed to this file")
+	f.BoolVarP(&v.Verbose, "verbose", "v", false, "print one line per seed (verdict, ops, times, digest); always on for a single seed")
+}
+
+// Build turns the parsed flags into a Config (Trace not set) and the seed
+// list.
+func (v *Flags) Build() (Config, []int64, error) {
+	cfg := v.Cfg
+	seeds, err := ParseSeeds(v.Seeds)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if cfg.ReadMode, err = automaton.ParseReadMode(v.ReadMode); err != nil {
+		return cfg, nil, err
+	}
+	if len(v.Params) > 0 {
+		cfg.Params = map[string]string{}
+		for _, p := range v.Params {
+			k, val, ok := strings.Cut(p, "=")
+			if !ok || k == "" {
+				return cfg, nil, fmt.Errorf("--param %q: want key=value", p)
+			}
+			cfg.Params[k] = val
+		}
+	}
+	if len(v.Links) > 0 {
+		cfg.LinkLatency = map[string]string{}
+		for _, l := range v.Links {
+			k, val, ok := strings.Cut(l, "=")
+			if !ok {
+				return cfg, nil, fmt.Errorf("--link %q: want FROM->TO=DISTRIBUTION", l)
+			}
+			cfg.LinkLatency[k] = val
+		}
+	}
+	if cfg.Membership, err = ParseMembership(v.MembershipSpec); err != nil {
+		return cfg, nil, err
+	}
+	if v.Workers < 1 {
+		return cfg, nil, fmt.Errorf("--workers must be at least 1, got %d", v.Workers)
+	}
+	return cfg, seeds, nil
+}
+
+// ParseArgs parses `synod sim` arguments (without the command name) into a
+// Config and seeds, as the CLI would.
+func ParseArgs(args []string) (Config, []int64, error) {
+	var v Flags
+	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	v.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, nil, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return v.Build()
+}
