@@ -320,35 +320,17 @@ func (r *Report) run() {
 	}
 	results := make([]porcupine.CheckResult, len(r.parts))
 	infos := make([]porcupine.LinearizationInfo, len(r.parts))
-	next := 0
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), len(r.parts))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(r.parts) {
-					return
-				}
-				var limit time.Duration
-				if !deadline.IsZero() {
-					limit = time.Until(deadline)
-					if limit <= 0 {
-						results[i] = porcupine.Unknown // not started
-						continue
-					}
-				}
-				results[i], infos[i] = porcupine.CheckOperationsVerbose(r.model, operations(r.parts[i].ops), limit)
+	forEach(len(r.parts), func(i int) {
+		var limit time.Duration
+		if !deadline.IsZero() {
+			limit = time.Until(deadline)
+			if limit <= 0 {
+				results[i] = porcupine.Unknown // not started
+				return
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		results[i], infos[i] = porcupine.CheckOperationsVerbose(r.model, operations(r.parts[i].ops), limit)
+	})
 	r.Elapsed = time.Since(start)
 
 	for i, res := range results {
@@ -458,8 +440,11 @@ func (r *Report) describe(c cop) string {
 
 // String is a one-paragraph summary.
 func (r *Report) String() string {
-	if r.Model == ModelSequential {
+	switch r.Model {
+	case ModelSequential:
 		return r.sequentialString()
+	case ModelSerializable, ModelStrictSerializable:
+		return r.serializableString()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d operations (%d maybe applied, %d dropped) in %d partitions, checked in %v: ",
@@ -481,8 +466,8 @@ func (r *Report) String() string {
 // (this re-runs the check across all partitions, within Options.Timeout, to
 // build one combined view).
 func (r *Report) WriteHTML(path string) error {
-	if r.Model == ModelSequential {
-		return errors.New("check: no HTML view for sequential-consistency reports (Porcupine draws linearizability only)")
+	if r.Model != ModelLinearizable && r.Model != "" {
+		return fmt.Errorf("check: no HTML view for %s reports (Porcupine draws linearizability only)", r.Model)
 	}
 	switch r.Result {
 	case Illegal, Unknown:
@@ -514,4 +499,29 @@ func (r *Report) visualize(info porcupine.LinearizationInfo, path string) error 
 		return fmt.Errorf("check: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// forEach calls f(0) .. f(n-1) on a pool of GOMAXPROCS workers (partitions
+// and key groups are checked independently) and returns when all are done.
+func forEach(n int, f func(i int)) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := 0
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
