@@ -7,10 +7,10 @@ import (
 	"github.com/synod-dev/synod/protocol/proto"
 )
 
-var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.golden from the current encoders")
+var updateWire = flag.Bool("update-wire", false, "rewrite golden/wire.txt from the current encoders")
 
 // TestWireGolden: every message kind and the register record encode to the
-// bytes recorded in testdata/wire.golden before the codec moved onto
+// bytes recorded in golden/wire.txt before the codec moved onto
 // protocol/proto's header (wire and disk compatibility), and decode back.
 func TestWireGolden(t *testing.T) {
 	tag := Tag{TS: 7, Node: "n2", Seq: 300}
@@ -36,7 +36,7 @@ func TestWireGolden(t *testing.T) {
 		t.Error(err)
 	}
 	cases = append(cases, proto.Encoded{Name: "entry-record", Bytes: rec})
-	if err := proto.CheckGolden("testdata/wire.golden", cases, *updateWire); err != nil {
+	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
 		t.Fatal(err)
 	}
 }

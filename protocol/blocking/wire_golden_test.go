@@ -7,10 +7,10 @@ import (
 	"github.com/synod-dev/synod/protocol/proto"
 )
 
-var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.golden from the current encoders")
+var updateWire = flag.Bool("update-wire", false, "rewrite golden/wire.txt from the current encoders")
 
 // TestWireGolden: every message kind and every record encode to the bytes
-// recorded in testdata/wire.golden before the codec moved onto
+// recorded in golden/wire.txt before the codec moved onto
 // protocol/proto's header and ballot (wire and disk compatibility), and
 // decode back.
 func TestWireGolden(t *testing.T) {
@@ -55,7 +55,7 @@ func TestWireGolden(t *testing.T) {
 	}
 	cases = append(cases, proto.Encoded{Name: "ballot-record", Bytes: bal}, proto.Encoded{Name: "view-record", Bytes: view},
 		proto.Encoded{Name: "kentry-record", Bytes: kr}, proto.Encoded{Name: "snap-record", Bytes: snap})
-	if err := proto.CheckGolden("testdata/wire.golden", cases, *updateWire); err != nil {
+	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.golden from the current encoders")
+var updateWire = flag.Bool("update-wire", false, "rewrite golden/wire.txt from the current encoders")
 
 // TestWireGolden: both gossip messages and the operation record encode to
-// the bytes recorded in testdata/wire.golden before the codec moved onto
+// the bytes recorded in golden/wire.txt before the codec moved onto
 // protocol/proto's header (wire and disk compatibility), and decode back.
 func TestWireGolden(t *testing.T) {
 	sop := service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}
@@ -45,7 +45,7 @@ func TestWireGolden(t *testing.T) {
 	a := aut.(*ESDS)
 	o := &op{id: "x", prev: []string{"w"}, sop: sop, label: Label{C: 4, R: 1, Set: true}, solid: a.bit()}
 	cases = append(cases, proto.Encoded{Name: "op-record", Bytes: a.marshalOp(o)})
-	if err := proto.CheckGolden("testdata/wire.golden", cases, *updateWire); err != nil {
+	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.golden from the current encoders")
+var updateWire = flag.Bool("update-wire", false, "rewrite golden/wire.txt from the current encoders")
 
 // TestWireGolden: every message kind and the records encode to the bytes
-// recorded in testdata/wire.golden before the codec moved onto
+// recorded in golden/wire.txt before the codec moved onto
 // protocol/proto's header and ballot (wire and disk compatibility), and
 // decode back.
 func TestWireGolden(t *testing.T) {
@@ -67,7 +67,7 @@ func TestWireGolden(t *testing.T) {
 		t.Errorf("uint record: %v %v", got, err)
 	}
 	cases = append(cases, recs...)
-	if err := proto.CheckGolden("testdata/wire.golden", cases, *updateWire); err != nil {
+	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
 		t.Fatal(err)
 	}
 }

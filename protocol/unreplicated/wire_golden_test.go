@@ -9,10 +9,10 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.golden from the current encoders")
+var updateWire = flag.Bool("update-wire", false, "rewrite golden/wire.txt from the current encoders")
 
 // TestWireGolden: both messages and both records encode to the bytes
-// recorded in testdata/wire.golden before the codec moved onto
+// recorded in golden/wire.txt before the codec moved onto
 // protocol/proto's header (wire and disk compatibility), and decode back.
 func TestWireGolden(t *testing.T) {
 	op := service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}
@@ -44,7 +44,7 @@ func TestWireGolden(t *testing.T) {
 		t.Error(err)
 	}
 	cases = append(cases, proto.Encoded{Name: "write-record", Bytes: w}, proto.Encoded{Name: "snap-record", Bytes: s})
-	if err := proto.CheckGolden("testdata/wire.golden", cases, *updateWire); err != nil {
+	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
 		t.Fatal(err)
 	}
 }
