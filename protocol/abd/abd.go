@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -42,9 +43,7 @@ func (p protocol) Describe() string {
 }
 
 // DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string {
-	return map[string]string{"retransmit": DefaultRetransmit.String(), "op_timeout": DefaultOpTimeout.String()}
-}
+func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 
 // Defaults for the protocol parameters.
 const (
@@ -53,50 +52,38 @@ const (
 	doneCacheSize     = 4096
 )
 
+// params is the parameter table (see the package doc).
+var params = proto.NewSpec(
+	proto.Param{Name: "retransmit", Kind: proto.Duration, Default: DefaultRetransmit.String(), Min: "0", MinOpen: true,
+		Doc: "a phase's resend interval to replicas that have not answered"},
+	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: DefaultOpTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "a request's time limit at its coordinator"},
+)
+
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil || cfg.Service.Name() != "kv" {
 		return nil, fmt.Errorf("abd replicates registers: namespace %q needs service kv", cfg.Namespace)
 	}
-	a := &ABD{
+	index, self, err := proto.Positions("abd", cfg.Nodes, cfg.Self)
+	if err != nil {
+		return nil, err
+	}
+	prm, err := params.Parse("abd", cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	return &ABD{
 		proto:      p,
 		cfg:        cfg,
-		index:      map[automaton.NodeID]int{},
+		index:      index,
+		self:       self,
 		store:      map[string]*entry{},
 		ops:        map[uint64]*op{},
 		byReq:      map[automaton.RequestID]uint64{},
 		done:       map[automaton.RequestID]service.Result{},
-		retransmit: DefaultRetransmit,
-		opTimeout:  DefaultOpTimeout,
-	}
-	self := -1
-	for i, n := range cfg.Nodes {
-		if _, dup := a.index[n]; dup {
-			return nil, fmt.Errorf("abd: node %s listed twice", n)
-		}
-		a.index[n] = i
-		if n == cfg.Self {
-			self = i
-		}
-	}
-	if self < 0 {
-		return nil, fmt.Errorf("abd: self %s is not among the nodes %v", cfg.Self, cfg.Nodes)
-	}
-	a.self = self
-	for k, v := range cfg.Params {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("abd: parameter %s: %q is not a positive duration", k, v)
-		}
-		switch k {
-		case "retransmit":
-			a.retransmit = d
-		case "op_timeout":
-			a.opTimeout = d
-		default:
-			return nil, fmt.Errorf("abd: unknown parameter %q (known: retransmit, op_timeout)", k)
-		}
-	}
-	return a, nil
+		retransmit: prm.Duration("retransmit"),
+		opTimeout:  prm.Duration("op_timeout"),
+	}, nil
 }
 
 // ABD is one node's replica and coordinator for one namespace.

@@ -3,6 +3,7 @@ package abd
 import (
 	"fmt"
 
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -30,13 +31,14 @@ func (t Tag) String() string { return fmt.Sprintf("(%d,%s,%d)", t.TS, t.Node, t.
 
 // Message kinds.
 const (
-	msgVersion = 1
-
 	kindQuery      = 1
 	kindQueryReply = 2
 	kindStore      = 3
 	kindStoreAck   = 4
 )
+
+// header is the messages' and records' version 1 header.
+var header = proto.Header{Protocol: "abd", Version: 1, Kinds: []string{"query", "query-reply", "store", "store-ack"}}
 
 // message is the union of ABD's four messages.
 type message struct {
@@ -59,9 +61,7 @@ func decodeTag(d *wire.Decoder) Tag {
 }
 
 func (m *message) marshal() []byte {
-	e := wire.Encoder{B: make([]byte, 0, 32+len(m.Key)+len(m.Value))}
-	e.Byte(msgVersion)
-	e.Byte(m.Kind)
+	e := header.Message(m.Kind, 32+len(m.Key)+len(m.Value))
 	e.Uvarint(m.Op)
 	switch m.Kind {
 	case kindQuery:
@@ -77,15 +77,12 @@ func (m *message) marshal() []byte {
 }
 
 func unmarshal(b []byte) (message, error) {
-	d := wire.NewDecoder(b)
 	var m message
-	if v := d.Byte(); v != msgVersion {
-		if d.Err() != nil {
-			return m, d.Err()
-		}
-		return m, fmt.Errorf("abd: message version %d, want %d", v, msgVersion)
+	d, kind, err := header.OpenMessage(b)
+	if err != nil {
+		return m, err
 	}
-	m.Kind = d.Byte()
+	m.Kind = kind
 	m.Op = d.Uvarint()
 	switch m.Kind {
 	case kindQuery:
@@ -95,9 +92,6 @@ func unmarshal(b []byte) (message, error) {
 		m.Tag = decodeTag(d)
 		m.Tomb = d.Bool()
 		m.Value = d.BytesCopy()
-	case kindStoreAck:
-	default:
-		d.Fail(fmt.Errorf("abd: unknown message kind %d", m.Kind))
 	}
 	return m, d.Done()
 }
@@ -113,8 +107,7 @@ type entry struct {
 func (e entry) present() bool { return e.Tag != (Tag{}) && !e.Tomb }
 
 func (e entry) marshal() []byte {
-	w := wire.Encoder{B: make([]byte, 0, 24+len(e.Value))}
-	w.Byte(msgVersion)
+	w := header.Record(24 + len(e.Value))
 	encodeTag(&w, e.Tag)
 	w.Bool(e.Tomb)
 	w.Bytes(e.Value)
@@ -122,10 +115,10 @@ func (e entry) marshal() []byte {
 }
 
 func unmarshalEntry(b []byte) (entry, error) {
-	d := wire.NewDecoder(b)
 	var e entry
-	if v := d.Byte(); v != msgVersion {
-		return e, fmt.Errorf("abd: record version %d, want %d", v, msgVersion)
+	d, err := header.OpenRecord(b, "register")
+	if err != nil {
+		return e, err
 	}
 	e.Tag = decodeTag(d)
 	e.Tomb = d.Bool()
