@@ -6,17 +6,19 @@ import (
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
 
 // Message kinds.
 const (
-	codecVersion = 1
-
 	kindForward = 1 // forwarder -> server: a client's request
 	kindReply   = 2 // server -> forwarder: its answer
 )
+
+// header is the messages' and records' version 1 header.
+var header = proto.Header{Protocol: "unreplicated", Version: 1, Kinds: []string{"forward", "reply"}}
 
 // maxOps bounds the operations of a decoded group.
 const maxOps = 1 << 16
@@ -38,9 +40,7 @@ type message struct {
 }
 
 func (m *message) marshal() []byte {
-	e := wire.Encoder{B: make([]byte, 0, 64)}
-	e.Byte(codecVersion)
-	e.Byte(m.Kind)
+	e := header.Message(m.Kind, 64)
 	e.Uvarint(m.Inc)
 	e.Uvarint(m.Seq)
 	switch m.Kind {
@@ -60,15 +60,12 @@ func (m *message) marshal() []byte {
 }
 
 func unmarshal(b []byte) (message, error) {
-	d := wire.NewDecoder(b)
 	var m message
-	if v := d.Byte(); v != codecVersion {
-		if d.Err() != nil {
-			return m, d.Err()
-		}
-		return m, fmt.Errorf("unreplicated: message version %d, want %d", v, codecVersion)
+	d, kind, err := header.OpenMessage(b)
+	if err != nil {
+		return m, err
 	}
-	m.Kind = d.Byte()
+	m.Kind = kind
 	m.Inc = d.Uvarint()
 	m.Seq = d.Uvarint()
 	switch m.Kind {
@@ -84,8 +81,6 @@ func unmarshal(b []byte) (message, error) {
 				m.Results[i] = service.DecodeResult(d)
 			}
 		}
-	default:
-		d.Fail(fmt.Errorf("unreplicated: unknown message kind %d", m.Kind))
 	}
 	return m, d.Done()
 }
@@ -146,18 +141,17 @@ type writeRecord struct {
 }
 
 func (r writeRecord) marshal() []byte {
-	e := wire.Encoder{B: make([]byte, 0, 64)}
-	e.Byte(codecVersion)
+	e := header.Record(64)
 	encodeOps(&e, r.Op, r.Ops)
 	service.EncodeEnv(&e, r.Env)
 	return e.B
 }
 
 func unmarshalWrite(b []byte) (writeRecord, error) {
-	d := wire.NewDecoder(b)
 	var r writeRecord
-	if v := d.Byte(); v != codecVersion {
-		return r, fmt.Errorf("unreplicated: write record version %d, want %d", v, codecVersion)
+	d, err := header.OpenRecord(b, "write")
+	if err != nil {
+		return r, err
 	}
 	r.Op, r.Ops = decodeOps(d)
 	r.Env = service.DecodeEnv(d)
@@ -167,17 +161,16 @@ func unmarshalWrite(b []byte) (writeRecord, error) {
 // marshalSnap encodes the snapshot record: the number of writes it covers
 // and the service state after them.
 func marshalSnap(index uint64, state []byte) []byte {
-	e := wire.Encoder{B: make([]byte, 0, 16+len(state))}
-	e.Byte(codecVersion)
+	e := header.Record(16 + len(state))
 	e.Uvarint(index)
 	e.Bytes(state)
 	return e.B
 }
 
 func unmarshalSnap(b []byte) (uint64, []byte, error) {
-	d := wire.NewDecoder(b)
-	if v := d.Byte(); v != codecVersion {
-		return 0, nil, fmt.Errorf("unreplicated: snapshot record version %d, want %d", v, codecVersion)
+	d, err := header.OpenRecord(b, "snapshot")
+	if err != nil {
+		return 0, nil, err
 	}
 	index := d.Uvarint()
 	state := d.BytesCopy()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -57,13 +58,17 @@ func (p protocol) Describe() string {
 }
 
 // DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string {
-	return map[string]string{
-		"snapshot_every": strconv.Itoa(DefaultSnapshotEvery),
-		"retransmit":     DefaultRetransmit.String(),
-		"op_timeout":     DefaultOpTimeout.String(),
-	}
-}
+func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
+
+// params is the parameter table.
+var params = proto.NewSpec(
+	proto.Param{Name: "snapshot_every", Kind: proto.Int, Default: strconv.Itoa(DefaultSnapshotEvery), Min: "1",
+		Doc: "writes between the server's snapshots"},
+	proto.Param{Name: "retransmit", Kind: proto.Duration, Default: DefaultRetransmit.String(), Min: "0", MinOpen: true,
+		Doc: "a forwarder's resend interval"},
+	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: DefaultOpTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "a request's time limit at the node the client reached"},
+)
 
 // SupportsNondeterminism implements automaton.NondeterminismSupport: one
 // copy of the state cannot diverge from another, and recovery replays each
@@ -108,44 +113,22 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if len(cfg.Nodes) == 0 {
 		return nil, fmt.Errorf("%s: no nodes", p.name)
 	}
-	member := false
-	for _, n := range cfg.Nodes {
-		member = member || n == cfg.Self
-	}
-	if !member {
+	if proto.Index(cfg.Nodes, cfg.Self) < 0 {
 		return nil, fmt.Errorf("%s: self %s is not among the nodes %v", p.name, cfg.Self, cfg.Nodes)
+	}
+	prm, err := params.Parse(p.name, cfg.Params)
+	if err != nil {
+		return nil, err
 	}
 	u := &Unreplicated{
 		proto:      p,
 		cfg:        cfg,
 		server:     cfg.Nodes[0],
-		snapEvery:  DefaultSnapshotEvery,
-		retransmit: DefaultRetransmit,
-		opTimeout:  DefaultOpTimeout,
+		snapEvery:  uint64(prm.Int("snapshot_every")),
+		retransmit: prm.Duration("retransmit"),
+		opTimeout:  prm.Duration("op_timeout"),
 	}
 	u.isServer = cfg.Self == u.server
-	for k, v := range cfg.Params {
-		switch k {
-		case "snapshot_every":
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil || n == 0 {
-				return nil, fmt.Errorf("%s: parameter snapshot_every: %q is not a positive integer", p.name, v)
-			}
-			u.snapEvery = n
-		case "retransmit", "op_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("%s: parameter %s: %q is not a positive duration", p.name, k, v)
-			}
-			if k == "retransmit" {
-				u.retransmit = d
-			} else {
-				u.opTimeout = d
-			}
-		default:
-			return nil, fmt.Errorf("%s: unknown parameter %q (known: snapshot_every, retransmit, op_timeout)", p.name, k)
-		}
-	}
 	return u, nil
 }
 
