@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -33,10 +34,7 @@ func (p protocol) Describe() string {
 }
 
 // DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string {
-	return map[string]string{"lock": "global", "heartbeat": DefaultHeartbeat.String(),
-		"fail_timeout": DefaultFailTimeout.String(), "lease": DefaultLease.String(), "op_timeout": DefaultOpTimeout.String()}
-}
+func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 
 // IdempotentRetry is false: there is no replicated deduplication table, so a
 // write retried at another node could apply twice.
@@ -59,55 +57,37 @@ const (
 	doneCacheSize      = 4096
 )
 
+// params is the parameter table.
+var params = proto.NewSpec(
+	proto.Param{Name: "lock", Kind: proto.Enum, Default: "global", Choices: []string{"global", "per-key"},
+		Doc: "one Lamport lock for all writes, or one per key"},
+	proto.Param{Name: "heartbeat", Kind: proto.Duration, Default: DefaultHeartbeat.String(), Min: "0", MinOpen: true,
+		Doc: "state message interval; the other times are counted in heartbeats"},
+	proto.Param{Name: "fail_timeout", Kind: proto.Duration, Default: DefaultFailTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "silence before a member is suspected; at least 2 heartbeats"},
+	proto.Param{Name: "lease", Kind: proto.Duration, Default: DefaultLease.String(), Min: "0", MinOpen: true,
+		Doc: "how long a lock holder may keep the lock; at least 2 heartbeats"},
+	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: DefaultOpTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "a request's time limit; at least 2 heartbeats"},
+)
+
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil || cfg.Service.Name() != "kv" {
 		return nil, fmt.Errorf("%s replicates registers: namespace %q needs service kv", p.name, cfg.Namespace)
 	}
-	b := &Blocking{proto: p, cfg: cfg, index: map[automaton.NodeID]int{}, self: -1}
-	for i, n := range cfg.Nodes {
-		if _, dup := b.index[n]; dup {
-			return nil, fmt.Errorf("%s: node %s listed twice", p.name, n)
-		}
-		b.index[n] = i
-		if n == cfg.Self {
-			b.self = i
-		}
-	}
-	if b.self < 0 {
-		return nil, fmt.Errorf("%s: self %s is not among the nodes %v", p.name, cfg.Self, cfg.Nodes)
+	index, self, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	if err != nil {
+		return nil, err
 	}
 	if len(cfg.Nodes) > maxNodes {
 		return nil, fmt.Errorf("%s: at most %d nodes", p.name, maxNodes)
 	}
-	hb, fail, lease, opt := DefaultHeartbeat, DefaultFailTimeout, DefaultLease, DefaultOpTimeout
-	for k, v := range cfg.Params {
-		if k == "lock" {
-			switch v {
-			case "global":
-			case "per-key":
-				b.perKey = true
-			default:
-				return nil, fmt.Errorf("%s: parameter lock: %q is not global or per-key", p.name, v)
-			}
-			continue
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s: parameter %s: %q is not a positive duration", p.name, k, v)
-		}
-		switch k {
-		case "heartbeat":
-			hb = d
-		case "fail_timeout":
-			fail = d
-		case "lease":
-			lease = d
-		case "op_timeout":
-			opt = d
-		default:
-			return nil, fmt.Errorf("%s: unknown parameter %q (known: lock, heartbeat, fail_timeout, lease, op_timeout)", p.name, k)
-		}
+	prm, err := params.Parse(p.name, cfg.Params)
+	if err != nil {
+		return nil, err
 	}
+	b := &Blocking{proto: p, cfg: cfg, index: index, self: self, perKey: prm.String("lock") == "per-key"}
+	hb, fail, lease, opt := prm.Duration("heartbeat"), prm.Duration("fail_timeout"), prm.Duration("lease"), prm.Duration("op_timeout")
 	ticks := func(name string, d time.Duration) (uint64, error) {
 		t := uint64((d + hb - 1) / hb)
 		if t < 2 {
@@ -115,7 +95,6 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		}
 		return t, nil
 	}
-	var err error
 	b.hb = hb
 	if b.failTicks, err = ticks("fail_timeout", fail); err != nil {
 		return nil, err
@@ -930,7 +909,7 @@ func (b *Blocking) preferred() bool {
 // startViewChange proposes a new view (phase 1: prepare), promising it
 // itself.
 func (b *Blocking) startViewChange() {
-	bal := Ballot{Round: b.maxRound + 1, Node: uint64(b.self)}
+	bal := Ballot{Round: b.maxRound}.Next(uint32(b.self))
 	b.maxRound = bal.Round
 	b.prop = &proposal{ballot: bal, phase: 1, start: b.now, promises: map[int]*message{}}
 	b.promise(bal)
@@ -951,7 +930,7 @@ func (b *Blocking) abandon() {
 // is acknowledged, and the lock of the old view is given up.
 func (b *Blocking) promise(bal Ballot) {
 	b.promised = bal
-	b.persist("promised", bal.marshal())
+	b.persist("promised", marshalBallot(bal))
 	b.myReq = map[string]uint64{}
 	b.changeSince = b.now
 }

@@ -183,16 +183,16 @@ func TestParams(t *testing.T) {
 }
 
 func FuzzUnmarshal(f *testing.F) {
-	tag := Tag{View: Ballot{3, 1}, Seq: 7}
+	tag := Tag{View: Ballot{Round: 3, Node: 1}, Seq: 7}
 	for _, m := range []*message{
-		{Kind: kindState, View: Ballot{2, 0}, Active: true, Promised: Ballot{2, 0}, Members: []bool{true, false, true}, Clock: 9, Reqs: []lockReq{{"", 4}, {"k", 5}}},
-		{Kind: kindWrite, View: Ballot{1, 1}, Lock: "k", Seq: 3, W: kentry{Key: "k", E: entry{Tag: tag, Value: []byte("v")}}},
-		{Kind: kindWriteAck, View: Ballot{1, 1}, Lock: "k", Seq: 3},
+		{Kind: kindState, View: Ballot{Round: 2, Node: 0}, Active: true, Promised: Ballot{Round: 2, Node: 0}, Members: []bool{true, false, true}, Clock: 9, Reqs: []lockReq{{"", 4}, {"k", 5}}},
+		{Kind: kindWrite, View: Ballot{Round: 1, Node: 1}, Lock: "k", Seq: 3, W: kentry{Key: "k", E: entry{Tag: tag, Value: []byte("v")}}},
+		{Kind: kindWriteAck, View: Ballot{Round: 1, Node: 1}, Lock: "k", Seq: 3},
 		{Kind: kindCommit, Lock: "", Seq: 1},
-		{Kind: kindPrepare, Ballot: Ballot{5, 2}},
-		{Kind: kindNack, Ballot: Ballot{5, 2}, Promised: Ballot{6, 0}},
-		{Kind: kindPromise, Ballot: Ballot{5, 2}, View: Ballot{4, 0}, Snap: []kentry{{Key: "a", E: entry{Tag: tag, Tomb: true}}}},
-		{Kind: kindInstall, Ballot: Ballot{5, 2}, Members: []bool{true, true}, Snap: []kentry{{Key: "a", E: entry{Tag: tag, Value: []byte("x")}}}},
+		{Kind: kindPrepare, Ballot: Ballot{Round: 5, Node: 2}},
+		{Kind: kindNack, Ballot: Ballot{Round: 5, Node: 2}, Promised: Ballot{Round: 6, Node: 0}},
+		{Kind: kindPromise, Ballot: Ballot{Round: 5, Node: 2}, View: Ballot{Round: 4, Node: 0}, Snap: []kentry{{Key: "a", E: entry{Tag: tag, Tomb: true}}}},
+		{Kind: kindInstall, Ballot: Ballot{Round: 5, Node: 2}, Members: []bool{true, true}, Snap: []kentry{{Key: "a", E: entry{Tag: tag, Value: []byte("x")}}}},
 	} {
 		b := m.marshal()
 		got, err := unmarshal(b)

@@ -49,7 +49,7 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 		f := c.floor[stepped]
 		if now.view.Less(f.view) || now.promised.Less(f.promised) {
 			return fmt.Errorf("view-monotonic: %s restarted with view %v promised %v, below view %v promised %v restored at its previous start",
-				stepped, now.view, now.promised, f.view, f.promised)
+				stepped, now.view.Dotted(), now.promised.Dotted(), f.view.Dotted(), f.promised.Dotted())
 		}
 		c.floor[stepped], c.last[stepped] = now, now
 		for k, e := range b.store {
@@ -59,10 +59,10 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 		}
 	}
 	if l := c.last[stepped]; now.view.Less(l.view) || now.promised.Less(l.promised) {
-		return fmt.Errorf("view-monotonic: %s went from view %v promised %v to view %v promised %v", stepped, l.view, l.promised, now.view, now.promised)
+		return fmt.Errorf("view-monotonic: %s went from view %v promised %v to view %v promised %v", stepped, l.view.Dotted(), l.promised.Dotted(), now.view.Dotted(), now.promised.Dotted())
 	}
 	if now.promised.Less(now.view) {
-		return fmt.Errorf("view-monotonic: %s installed view %v above its promise %v", stepped, now.view, now.promised)
+		return fmt.Errorf("view-monotonic: %s installed view %v above its promise %v", stepped, now.view.Dotted(), now.promised.Dotted())
 	}
 	c.last[stepped] = now
 	if b.participating() {
@@ -70,7 +70,7 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 			for id, a := range up {
 				o, ok := a.(*Blocking)
 				if ok && id != stepped && o.participating() && o.view == b.view && o.holding[l] != nil {
-					return fmt.Errorf("mutex: %s and %s both hold lock %q in view %v", stepped, id, l, b.view)
+					return fmt.Errorf("mutex: %s and %s both hold lock %q in view %v", stepped, id, l, b.view.Dotted())
 				}
 			}
 		}
@@ -124,7 +124,7 @@ func showMembers(b *Blocking, m []bool) string {
 // harness's `state`).
 func (b *Blocking) Dump() string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "view %v promised %v members %s active=%v serving=%v", b.view, b.promised, showMembers(b, b.members), b.active, b.servedIn && b.active)
+	fmt.Fprintf(&s, "view %v promised %v members %s active=%v serving=%v", b.view.Dotted(), b.promised.Dotted(), showMembers(b, b.members), b.active, b.servedIn && b.active)
 	for _, l := range sortedKeys(b.holding) {
 		fmt.Fprintf(&s, "\n  holds lock %q: write %v", l, b.holding[l].tag)
 	}
@@ -152,29 +152,29 @@ func (b *Blocking) DescribeMessage(raw []byte) string {
 	}
 	switch m.Kind {
 	case kindState:
-		s := fmt.Sprintf("state view=%v active=%v promised=%v members=%s clock=%d", m.View, m.Active, m.Promised, showMembers(b, m.Members), m.Clock)
+		s := fmt.Sprintf("state view=%v active=%v promised=%v members=%s clock=%d", m.View.Dotted(), m.Active, m.Promised.Dotted(), showMembers(b, m.Members), m.Clock)
 		for _, r := range m.Reqs {
 			s += fmt.Sprintf(" req(%q@%d)", r.Lock, r.TS)
 		}
 		return s
 	case kindWrite:
-		return fmt.Sprintf("write view=%v lock=%q seq=%d %s=%s", m.View, m.Lock, m.Seq, m.W.Key, showValue(m.W.E))
+		return fmt.Sprintf("write view=%v lock=%q seq=%d %s=%s", m.View.Dotted(), m.Lock, m.Seq, m.W.Key, showValue(m.W.E))
 	case kindWriteAck:
-		return fmt.Sprintf("write-ack view=%v lock=%q seq=%d", m.View, m.Lock, m.Seq)
+		return fmt.Sprintf("write-ack view=%v lock=%q seq=%d", m.View.Dotted(), m.Lock, m.Seq)
 	case kindCommit:
-		return fmt.Sprintf("commit view=%v lock=%q seq=%d", m.View, m.Lock, m.Seq)
+		return fmt.Sprintf("commit view=%v lock=%q seq=%d", m.View.Dotted(), m.Lock, m.Seq)
 	case kindCommitAck:
-		return fmt.Sprintf("commit-ack view=%v lock=%q seq=%d", m.View, m.Lock, m.Seq)
+		return fmt.Sprintf("commit-ack view=%v lock=%q seq=%d", m.View.Dotted(), m.Lock, m.Seq)
 	case kindPrepare:
-		return fmt.Sprintf("prepare ballot=%v", m.Ballot)
+		return fmt.Sprintf("prepare ballot=%v", m.Ballot.Dotted())
 	case kindPromise:
-		return fmt.Sprintf("promise ballot=%v view=%v %d entries", m.Ballot, m.View, len(m.Snap))
+		return fmt.Sprintf("promise ballot=%v view=%v %d entries", m.Ballot.Dotted(), m.View.Dotted(), len(m.Snap))
 	case kindNack:
-		return fmt.Sprintf("nack ballot=%v promised=%v", m.Ballot, m.Promised)
+		return fmt.Sprintf("nack ballot=%v promised=%v", m.Ballot.Dotted(), m.Promised.Dotted())
 	case kindInstall:
-		return fmt.Sprintf("install ballot=%v members=%s %d entries", m.Ballot, showMembers(b, m.Members), len(m.Snap))
+		return fmt.Sprintf("install ballot=%v members=%s %d entries", m.Ballot.Dotted(), showMembers(b, m.Members), len(m.Snap))
 	case kindInstallAck:
-		return fmt.Sprintf("install-ack ballot=%v", m.Ballot)
+		return fmt.Sprintf("install-ack ballot=%v", m.Ballot.Dotted())
 	}
 	return fmt.Sprintf("kind %d", m.Kind)
 }

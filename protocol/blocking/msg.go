@@ -4,27 +4,16 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/wire"
 )
 
-// Ballot numbers views: (Round, Node), compared lexicographically. Node is the
-// proposer's index in the configuration, so two proposers never pick the
-// same ballot. The zero ballot means "no view".
-type Ballot struct {
-	Round uint64
-	Node  uint64
-}
-
-// Less orders ballots.
-func (b Ballot) Less(c Ballot) bool {
-	if b.Round != c.Round {
-		return b.Round < c.Round
-	}
-	return b.Node < c.Node
-}
-
-func (b Ballot) IsZero() bool   { return b == Ballot{} }
-func (b Ballot) String() string { return fmt.Sprintf("%d.%d", b.Round, b.Node) }
+// Ballot numbers views: (Round, Node), compared lexicographically
+// (proto.Ballot, shared with Paxos). Node is the proposer's index in the
+// configuration, so two proposers never pick the same ballot; rounds start
+// at 1, so the zero ballot means "no view". Views are spelled "round.node"
+// (Ballot.Dotted) in traces and errors.
+type Ballot = proto.Ballot
 
 // Tag orders the writes of one key: the view the write was made in, then its
 // sequence number within that view for its lock (the global lock, or the
@@ -42,7 +31,7 @@ func (t Tag) Less(u Tag) bool {
 	return t.Seq < u.Seq
 }
 
-func (t Tag) String() string { return fmt.Sprintf("(%v,%d)", t.View, t.Seq) }
+func (t Tag) String() string { return fmt.Sprintf("(%s,%d)", t.View.Dotted(), t.Seq) }
 
 // entry is a key's register: the tag of its last write, and the value or a
 // tombstone.
@@ -62,8 +51,6 @@ type kentry struct {
 
 // Message kinds.
 const (
-	msgVersion = 1
-
 	kindState      = 1 // heartbeat and Lamport request / reply / release
 	kindWrite      = 2
 	kindWriteAck   = 3
@@ -75,6 +62,10 @@ const (
 	kindInstall    = 9
 	kindInstallAck = 10
 )
+
+// header is the messages' and records' version 1 header.
+var header = proto.Header{Protocol: "blocking", Version: 1, Kinds: []string{
+	"state", "write", "write-ack", "commit", "commit-ack", "prepare", "promise", "nack", "install", "install-ack"}}
 
 // lockReq is one outstanding lock request: Lamport timestamp TS for Lock.
 type lockReq struct {
@@ -110,8 +101,8 @@ type message struct {
 	Snap   []kentry
 }
 
-func encBallot(e *wire.Encoder, b Ballot) { e.Uvarint(b.Round); e.Uvarint(b.Node) }
-func decBallot(d *wire.Decoder) Ballot    { return Ballot{Round: d.Uvarint(), Node: d.Uvarint()} }
+func encBallot(e *wire.Encoder, b Ballot) { b.Encode(e) }
+func decBallot(d *wire.Decoder) Ballot    { return proto.DecodeBallot(d, maxNodes-1) }
 
 func encKEntry(e *wire.Encoder, k kentry) {
 	e.String(k.Key)
@@ -150,9 +141,7 @@ func decMembers(d *wire.Decoder) []bool {
 }
 
 func (m *message) marshal() []byte {
-	e := wire.Encoder{B: make([]byte, 0, 64)}
-	e.Byte(msgVersion)
-	e.Byte(m.Kind)
+	e := header.Message(m.Kind, 64)
 	switch m.Kind {
 	case kindState:
 		encBallot(&e, m.View)
@@ -192,15 +181,12 @@ func (m *message) marshal() []byte {
 }
 
 func unmarshal(b []byte) (message, error) {
-	d := wire.NewDecoder(b)
 	var m message
-	if v := d.Byte(); v != msgVersion {
-		if d.Err() != nil {
-			return m, d.Err()
-		}
-		return m, fmt.Errorf("blocking: message version %d, want %d", v, msgVersion)
+	d, kind, err := header.OpenMessage(b)
+	if err != nil {
+		return m, err
 	}
-	m.Kind = d.Byte()
+	m.Kind = kind
 	switch m.Kind {
 	case kindState:
 		m.View = decBallot(d)
@@ -234,25 +220,22 @@ func unmarshal(b []byte) (message, error) {
 		for i := 0; i < n && d.Err() == nil; i++ {
 			m.Snap = append(m.Snap, decKEntry(d))
 		}
-	default:
-		d.Fail(fmt.Errorf("blocking: unknown message kind %d", m.Kind))
 	}
 	return m, d.Done()
 }
 
 // Durable records.
 
-func (b Ballot) marshal() []byte {
-	e := wire.Encoder{}
-	e.Byte(msgVersion)
+func marshalBallot(b Ballot) []byte {
+	e := header.Record(8)
 	encBallot(&e, b)
 	return e.B
 }
 
 func unmarshalBallot(b []byte) (Ballot, error) {
-	d := wire.NewDecoder(b)
-	if v := d.Byte(); v != msgVersion {
-		return Ballot{}, fmt.Errorf("record version %d", v)
+	d, err := header.OpenRecord(b, "ballot")
+	if err != nil {
+		return Ballot{}, err
 	}
 	r := decBallot(d)
 	return r, d.Done()
@@ -267,8 +250,7 @@ type viewRecord struct {
 }
 
 func (v viewRecord) marshal() []byte {
-	e := wire.Encoder{}
-	e.Byte(msgVersion)
+	e := header.Record(16 + len(v.Members))
 	encBallot(&e, v.View)
 	encMembers(&e, v.Members)
 	e.Bool(v.Active)
@@ -276,10 +258,10 @@ func (v viewRecord) marshal() []byte {
 }
 
 func unmarshalView(b []byte) (viewRecord, error) {
-	d := wire.NewDecoder(b)
 	var v viewRecord
-	if x := d.Byte(); x != msgVersion {
-		return v, fmt.Errorf("record version %d", x)
+	d, err := header.OpenRecord(b, "view")
+	if err != nil {
+		return v, err
 	}
 	v.View = decBallot(d)
 	v.Members = decMembers(d)
@@ -288,24 +270,22 @@ func unmarshalView(b []byte) (viewRecord, error) {
 }
 
 func marshalKEntry(k kentry) []byte {
-	e := wire.Encoder{}
-	e.Byte(msgVersion)
+	e := header.Record(24 + len(k.Key) + len(k.E.Value))
 	encKEntry(&e, k)
 	return e.B
 }
 
 func unmarshalKEntry(b []byte) (kentry, error) {
-	d := wire.NewDecoder(b)
-	if x := d.Byte(); x != msgVersion {
-		return kentry{}, fmt.Errorf("record version %d", x)
+	d, err := header.OpenRecord(b, "entry")
+	if err != nil {
+		return kentry{}, err
 	}
 	k := decKEntry(d)
 	return k, d.Done()
 }
 
 func marshalSnap(s []kentry) []byte {
-	e := wire.Encoder{}
-	e.Byte(msgVersion)
+	e := header.Record(64)
 	e.Uvarint(uint64(len(s)))
 	for _, k := range s {
 		encKEntry(&e, k)
@@ -314,9 +294,9 @@ func marshalSnap(s []kentry) []byte {
 }
 
 func unmarshalSnap(b []byte) ([]kentry, error) {
-	d := wire.NewDecoder(b)
-	if x := d.Byte(); x != msgVersion {
-		return nil, fmt.Errorf("record version %d", x)
+	d, err := header.OpenRecord(b, "snapshot")
+	if err != nil {
+		return nil, err
 	}
 	n := d.Count(1<<24, 6)
 	var s []kentry

@@ -20,16 +20,16 @@ func TestWireGolden(t *testing.T) {
 		name string
 		m    message
 	}{
-		{"state", message{Kind: kindState, View: Ballot{2, 0}, Active: true, Promised: Ballot{200, 2}, Members: []bool{true, false, true}, Clock: 9, Reqs: []lockReq{{"", 4}, {"k", 5}}}},
-		{"write", message{Kind: kindWrite, View: Ballot{1, 1}, Lock: "k", Seq: 3, W: ke}},
-		{"write-ack", message{Kind: kindWriteAck, View: Ballot{1, 1}, Lock: "k", Seq: 3}},
-		{"commit", message{Kind: kindCommit, View: Ballot{1, 1}, Lock: "", Seq: 4}},
-		{"commit-ack", message{Kind: kindCommitAck, View: Ballot{1, 1}, Lock: "", Seq: 4}},
-		{"prepare", message{Kind: kindPrepare, Ballot: Ballot{5, 2}}},
-		{"promise", message{Kind: kindPromise, Ballot: Ballot{5, 2}, View: Ballot{4, 0}, Members: []bool{true, true}, Snap: []kentry{ke, {Key: "b", E: entry{Tag: tag, Tomb: true}}}}},
-		{"nack", message{Kind: kindNack, Ballot: Ballot{5, 2}, Promised: Ballot{6, 0}}},
-		{"install", message{Kind: kindInstall, Ballot: Ballot{5, 2}, Members: []bool{true, true}, Snap: []kentry{ke}}},
-		{"install-ack", message{Kind: kindInstallAck, Ballot: Ballot{5, 2}}},
+		{"state", message{Kind: kindState, View: Ballot{Round: 2, Node: 0}, Active: true, Promised: Ballot{Round: 200, Node: 2}, Members: []bool{true, false, true}, Clock: 9, Reqs: []lockReq{{"", 4}, {"k", 5}}}},
+		{"write", message{Kind: kindWrite, View: Ballot{Round: 1, Node: 1}, Lock: "k", Seq: 3, W: ke}},
+		{"write-ack", message{Kind: kindWriteAck, View: Ballot{Round: 1, Node: 1}, Lock: "k", Seq: 3}},
+		{"commit", message{Kind: kindCommit, View: Ballot{Round: 1, Node: 1}, Lock: "", Seq: 4}},
+		{"commit-ack", message{Kind: kindCommitAck, View: Ballot{Round: 1, Node: 1}, Lock: "", Seq: 4}},
+		{"prepare", message{Kind: kindPrepare, Ballot: Ballot{Round: 5, Node: 2}}},
+		{"promise", message{Kind: kindPromise, Ballot: Ballot{Round: 5, Node: 2}, View: Ballot{Round: 4, Node: 0}, Members: []bool{true, true}, Snap: []kentry{ke, {Key: "b", E: entry{Tag: tag, Tomb: true}}}}},
+		{"nack", message{Kind: kindNack, Ballot: Ballot{Round: 5, Node: 2}, Promised: Ballot{Round: 6, Node: 0}}},
+		{"install", message{Kind: kindInstall, Ballot: Ballot{Round: 5, Node: 2}, Members: []bool{true, true}, Snap: []kentry{ke}}},
+		{"install-ack", message{Kind: kindInstallAck, Ballot: Ballot{Round: 5, Node: 2}}},
 	}
 	var cases []proto.Encoded
 	for _, c := range msgs {
@@ -39,8 +39,8 @@ func TestWireGolden(t *testing.T) {
 		}
 		cases = append(cases, proto.Encoded{Name: c.name, Bytes: b})
 	}
-	bal := Ballot{Round: 130, Node: 2}.marshal()
-	view := viewRecord{View: Ballot{9, 1}, Members: []bool{true, true, false}, Active: true}.marshal()
+	bal := marshalBallot(Ballot{Round: 130, Node: 2})
+	view := viewRecord{View: Ballot{Round: 9, Node: 1}, Members: []bool{true, true, false}, Active: true}.marshal()
 	kr := marshalKEntry(ke)
 	snap := marshalSnap([]kentry{ke, ke})
 	for _, err := range []error{

@@ -231,11 +231,11 @@ func TestNodes(t *testing.T) {
 }
 
 func TestBallot(t *testing.T) {
-	a, b, c := Ballot{1, 2}, Ballot{2, 0}, Ballot{2, 1}
+	a, b, c := Ballot{Round: 1, Node: 2}, Ballot{Round: 2, Node: 0}, Ballot{Round: 2, Node: 1}
 	if !a.Less(b) || !b.Less(c) || c.Less(a) || a.Less(a) || !(Ballot{}).IsZero() || a.IsZero() {
 		t.Fatal("order")
 	}
-	if n := c.Next(0); n != (Ballot{3, 0}) || !c.Less(n) {
+	if n := c.Next(0); n != (Ballot{Round: 3, Node: 0}) || !c.Less(n) {
 		t.Fatalf("Next %v", n)
 	}
 	if a.String() != "(1,2)" || a.Dotted() != "1.2" {
@@ -247,7 +247,7 @@ func TestBallot(t *testing.T) {
 		t.Fatalf("% x", e.B)
 	}
 	d := wire.NewDecoder(e.B)
-	if got := DecodeBallot(d, 5); got != (Ballot{300, 5}) || d.Done() != nil {
+	if got := DecodeBallot(d, 5); got != (Ballot{Round: 300, Node: 5}) || d.Done() != nil {
 		t.Fatalf("decode %v %v", got, d.Err())
 	}
 	d = wire.NewDecoder(e.B)
