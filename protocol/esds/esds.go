@@ -2,10 +2,11 @@ package esds
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -57,19 +58,34 @@ func (p protocol) Consistency() automaton.Consistency { return automaton.Eventua
 
 // DefaultParams implements automaton.ParamDefaulter: every parameter New
 // accepts, with its default, as a cluster file spells it.
-func (p protocol) DefaultParams() map[string]string {
-	variant := "opt"
+func (p protocol) DefaultParams() map[string]string { return p.params().Defaults() }
+
+// params is the parameter table; the variant's default is the registered
+// name's (esds: opt, esds-unopt: unopt).
+func (p protocol) params() *proto.Spec {
 	if p.unopt {
-		variant = "unopt"
+		return unoptParams
 	}
-	return map[string]string{
-		"gossip":     DefaultGossip.String(),
-		"retransmit": DefaultRetransmit.String(),
-		"batch":      fmt.Sprint(DefaultBatch),
-		"variant":    variant,
-		"values":     "memo",
-		"removed":    "",
-	}
+	return optParams
+}
+
+var optParams, unoptParams = paramSpec("opt"), paramSpec("unopt")
+
+func paramSpec(variant string) *proto.Spec {
+	return proto.NewSpec(
+		proto.Param{Name: "gossip", Kind: proto.Duration, Default: DefaultGossip.String(), Min: "0", MinOpen: true, Words: []string{"off"},
+			Doc: "gossip interval; off: replicas learn only through front ends (experiments.go)"},
+		proto.Param{Name: "retransmit", Kind: proto.Duration, Default: DefaultRetransmit.String(), Min: "0", MinOpen: true,
+			Doc: "stream resend interval, rounded up to gossip intervals"},
+		proto.Param{Name: "batch", Kind: proto.Int, Default: strconv.Itoa(DefaultBatch), Min: "1",
+			Doc: "operations per stream message"},
+		proto.Param{Name: "variant", Kind: proto.Enum, Default: variant, Choices: []string{"opt", "unopt"},
+			Doc: "ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)"},
+		proto.Param{Name: "values", Kind: proto.Enum, Default: "memo", Choices: []string{"memo", "recompute"},
+			Doc: "memoise the stable state, or recompute values from the initial state"},
+		proto.Param{Name: "removed", Kind: proto.List, Default: "",
+			Doc: "replicas removed from the membership (node ids)"},
+	)
 }
 
 // Defaults for the protocol parameters.
@@ -96,90 +112,43 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if len(cfg.Nodes) > maxReplicas {
 		return nil, fmt.Errorf("esds: %d nodes; at most %d replicas are supported", len(cfg.Nodes), maxReplicas)
 	}
+	index, self, err := proto.Positions("esds", cfg.Nodes, cfg.Self)
+	if err != nil {
+		return nil, err
+	}
+	prm, err := p.params().Parse("esds", cfg.Params)
+	if err != nil {
+		return nil, err
+	}
 	a := &ESDS{
 		proto:      p,
 		cfg:        cfg,
 		svc:        cfg.Service,
-		index:      map[automaton.NodeID]int{},
-		unopt:      p.unopt,
-		gossipIvl:  DefaultGossip,
-		retransmit: DefaultRetransmit,
-		batch:      DefaultBatch,
+		index:      index,
+		self:       self,
+		unopt:      prm.String("variant") == "unopt",
+		recompute:  prm.String("values") == "recompute",
+		gossipIvl:  prm.Duration("gossip"),
+		gossipOff:  prm.Word("gossip") == "off", // experiments.go: replicas learn only through front ends
+		retransmit: prm.Duration("retransmit"),
+		batch:      prm.Int("batch"),
 	}
-	a.self = -1
-	for i, n := range cfg.Nodes {
-		if _, dup := a.index[n]; dup {
-			return nil, fmt.Errorf("esds: node %s listed twice", n)
-		}
-		a.index[n] = i
-		if n == cfg.Self {
-			a.self = i
-		}
-	}
-	if a.self < 0 {
-		return nil, fmt.Errorf("esds: self %s is not among the nodes %v", cfg.Self, cfg.Nodes)
+	if a.gossipOff {
+		a.gossipIvl = DefaultGossip
 	}
 	a.all = uint64(1)<<len(cfg.Nodes) - 1
 	if len(cfg.Nodes) == 64 {
 		a.all = ^uint64(0)
 	}
-	for k, v := range cfg.Params {
-		switch k {
-		case "gossip", "retransmit":
-			if k == "gossip" && v == "off" {
-				a.gossipOff = true // experiments.go: replicas learn only through front ends
-				continue
-			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("esds: parameter %s: %q is not a positive duration", k, v)
-			}
-			if k == "gossip" {
-				a.gossipIvl = d
-			} else {
-				a.retransmit = d
-			}
-		case "batch":
-			var n int
-			if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != v {
-				return nil, fmt.Errorf("esds: parameter batch: %q is not a positive integer", v)
-			}
-			a.batch = n
-		case "variant":
-			switch v {
-			case "opt":
-				a.unopt = false
-			case "unopt":
-				a.unopt = true
-			default:
-				return nil, fmt.Errorf("esds: parameter variant: %q (want opt or unopt)", v)
-			}
-		case "values":
-			switch v {
-			case "memo":
-				a.recompute = false
-			case "recompute":
-				a.recompute = true
-			default:
-				return nil, fmt.Errorf("esds: parameter values: %q (want memo or recompute)", v)
-			}
-		case "removed":
-			for _, s := range strings.Split(v, ",") {
-				if strings.TrimSpace(s) == "" {
-					continue // removed="" (the default): nobody
-				}
-				i, ok := a.index[automaton.NodeID(strings.TrimSpace(s))]
-				if !ok {
-					return nil, fmt.Errorf("esds: parameter removed: %q is not a node", s)
-				}
-				if i == a.self {
-					return nil, fmt.Errorf("esds: parameter removed: %s lists itself", cfg.Self)
-				}
-				a.removedParam |= 1 << i
-			}
-		default:
-			return nil, fmt.Errorf("esds: unknown parameter %q (known: gossip, retransmit, batch, variant, values, removed)", k)
+	for _, s := range prm.List("removed") {
+		i, ok := a.index[automaton.NodeID(s)]
+		if !ok {
+			return nil, fmt.Errorf("esds: parameter removed: %q is not a node", s)
 		}
+		if i == a.self {
+			return nil, fmt.Errorf("esds: parameter removed: %s lists itself", cfg.Self)
+		}
+		a.removedParam |= 1 << i
 	}
 	a.retxTicks = int((a.retransmit + a.gossipIvl - 1) / a.gossipIvl)
 	return a, nil

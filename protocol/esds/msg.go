@@ -3,6 +3,7 @@ package esds
 import (
 	"fmt"
 
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
@@ -38,8 +39,6 @@ func (l Label) String() string {
 
 // Message kinds.
 const (
-	msgVersion = 1
-
 	// kindStream is the optimised variant's incremental gossip: a numbered
 	// range of one sender's gossip stream to this receiver, plus the
 	// acknowledgement of the reverse stream.
@@ -48,6 +47,9 @@ const (
 	// every operation in rcvd with its done/solid flags and label.
 	kindFull = 2
 )
+
+// header is the messages' and operation records' version 1 header.
+var header = proto.Header{Protocol: "esds", Version: 1, Kinds: []string{"stream", "full"}}
 
 const (
 	flagDone  = 1 // the sender has done the operation (it carries a label)
@@ -151,9 +153,7 @@ func decodeEntry(d *wire.Decoder) entry {
 }
 
 func (m *message) marshal() []byte {
-	e := wire.Encoder{B: make([]byte, 0, 64+48*len(m.Entries))}
-	e.Byte(msgVersion)
-	e.Byte(m.Kind)
+	e := header.Message(m.Kind, 64+48*len(m.Entries))
 	e.Uvarint(m.Inc)
 	e.Uvarint(m.Removed)
 	if m.Kind == kindStream {
@@ -171,12 +171,12 @@ func (m *message) marshal() []byte {
 }
 
 func unmarshal(b []byte) (message, error) {
-	d := wire.NewDecoder(b)
 	var m message
-	if v := d.Byte(); d.Err() == nil && v != msgVersion {
-		return m, fmt.Errorf("esds: message version %d, want %d", v, msgVersion)
+	d, kind, err := header.OpenMessage(b)
+	if err != nil {
+		return m, err
 	}
-	m.Kind = d.Byte()
+	m.Kind = kind
 	m.Inc = d.Uvarint()
 	m.Removed = d.Uvarint()
 	switch m.Kind {
@@ -188,11 +188,6 @@ func unmarshal(b []byte) (message, error) {
 		m.AckSeq = d.Uvarint()
 		if d.Err() == nil && m.To+1 < m.From {
 			return m, fmt.Errorf("esds: stream range %d..%d is backwards", m.From, m.To)
-		}
-	case kindFull:
-	default:
-		if d.Err() == nil {
-			return m, fmt.Errorf("esds: unknown message kind %d", m.Kind)
 		}
 	}
 	if n := d.Count(maxEntries, 4); n > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -15,9 +16,11 @@ const (
 	recOp      = "o/" // o/<id>: an operation done here (entry: descriptor, label, stable-here flag)
 	recStable  = "s"  // the stable state standing for garbage-collected operations
 	recMembers = "m"  // the removed members (bit mask)
-
-	stableVersion = 1
 )
+
+// stableHeader is the stable-state record's version 1 header (operation
+// records use the messages' header: they hold a gossip entry).
+var stableHeader = proto.Header{Protocol: "esds", Version: 1}
 
 func uvarintBytes(v uint64) []byte {
 	e := wire.Encoder{}
@@ -26,7 +29,7 @@ func uvarintBytes(v uint64) []byte {
 }
 
 func (a *ESDS) marshalOp(o *op) []byte {
-	e := wire.Encoder{B: []byte{msgVersion}}
+	e := header.Record(64)
 	x := a.entryOf(o)
 	encodeEntry(&e, &x)
 	return e.B
@@ -35,7 +38,7 @@ func (a *ESDS) marshalOp(o *op) []byte {
 // marshalStable encodes the stable state, the label of the last operation in
 // it, the label counter, the id summary and (when recording) the order log.
 func (a *ESDS) marshalStable() []byte {
-	e := wire.Encoder{B: []byte{stableVersion}}
+	e := stableHeader.Record(256)
 	e.Bytes(a.stable.Snapshot())
 	e.Bool(a.stableMax.Set)
 	e.Uvarint(a.stableMax.C)
@@ -69,9 +72,9 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		a.removed |= m &^ a.bit() & a.all
 	}
 	if b, ok := recs[recStable]; ok {
-		d := wire.NewDecoder(b)
-		if v := d.Byte(); d.Err() == nil && v != stableVersion {
-			return fmt.Errorf("record %q: version %d", recStable, v)
+		d, err := stableHeader.OpenRecord(b, "stable")
+		if err != nil {
+			return fmt.Errorf("record %q: %w", recStable, err)
 		}
 		snap := d.Bytes()
 		a.stableMax.Set = d.Bool()
@@ -106,9 +109,9 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		d := wire.NewDecoder(recs[k])
-		if v := d.Byte(); d.Err() == nil && v != msgVersion {
-			return fmt.Errorf("record %q: version %d", k, v)
+		d, err := header.OpenRecord(recs[k], "operation")
+		if err != nil {
+			return fmt.Errorf("record %q: %w", k, err)
 		}
 		x := decodeEntry(d)
 		if err := d.Done(); err != nil {
