@@ -259,19 +259,20 @@
 //
 // # Parameters
 //
-//	heartbeat         50ms   leader heartbeat and retransmission interval
-//	election_timeout  500ms  silence before an election; at least 3 heartbeats
-//	op_timeout        5s     a request's time limit at a node
-//	window            8      instances in phase 2 at once
-//	batch             256    commands per instance (at most)
-//	snapshot_every    20000  executed commands between snapshots
-//	lease_drift       0.1    clock rate bound for leases, in [0, 1)
-//	lease_margin      heartbeat  subtracted from the lease
-//	dedup_clients     100000 rows of the deduplication table
-//	read              quorum what the default read is: quorum, log or lease
-//	members           (Config.Nodes) bootstrap configuration, comma-separated ids
+//	heartbeat         positive duration          50ms    leader heartbeat and retransmission interval
+//	election_timeout  positive duration          500ms   silence before an election; at least 3 heartbeats
+//	op_timeout        positive duration          5s      a request's time limit at a node
+//	window            positive integer           8       instances in phase 2 at once
+//	batch             positive integer           256     commands per instance (at most)
+//	snapshot_every    positive integer           20000   executed commands between snapshots
+//	lease_drift       number in [0, 1)           0.1     clock rate bound for leases
+//	lease_margin      non-negative duration      50ms    subtracted from the lease (absent: the heartbeat)
+//	dedup_clients     positive integer           100000  rows of the deduplication table
+//	read              one of quorum, log, lease  quorum  what the default linearizable read is
+//	members           comma-separated list       -       bootstrap configuration, in numbering order (absent: Config.Nodes)
 //
-// Unknown parameters are errors.
+// Unknown parameters are errors. The table is generated from the parser's
+// (paxos.go, params; protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
 //
 // # Membership changes (membership.go, reconfig.go)
 //

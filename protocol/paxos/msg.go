@@ -4,41 +4,22 @@ import (
 	"fmt"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
 
-// Ballot is a proposal round: ordered by Round, then by Node (the proposer's
-// index in the configuration plus one, so that the zero Ballot is below every
-// real one and two nodes never share a ballot).
-type Ballot struct {
-	Round uint64
-	Node  uint32
-}
+// Ballot is a proposal round (proto.Ballot, shared with the blocking
+// protocol): ordered by Round, then by Node (the proposer's number in the
+// configuration, from 1, so that the zero Ballot is below every real one
+// and two nodes never share a ballot).
+type Ballot = proto.Ballot
 
-// Less reports whether b orders before c.
-func (b Ballot) Less(c Ballot) bool {
-	if b.Round != c.Round {
-		return b.Round < c.Round
-	}
-	return b.Node < c.Node
-}
+// maxBallotNode bounds a decoded ballot's node number.
+const maxBallotNode = 1 << 16
 
-func (b Ballot) String() string { return fmt.Sprintf("(%d,%d)", b.Round, b.Node) }
-
-func encodeBallot(e *wire.Encoder, b Ballot) {
-	e.Uvarint(b.Round)
-	e.Uvarint(uint64(b.Node))
-}
-
-func decodeBallot(d *wire.Decoder) Ballot {
-	r := d.Uvarint()
-	n := d.Uvarint()
-	if n > 1<<16 {
-		d.Fail(fmt.Errorf("paxos: ballot node %d out of range", n))
-	}
-	return Ballot{Round: r, Node: uint32(n)}
-}
+func encodeBallot(e *wire.Encoder, b Ballot) { b.Encode(e) }
+func decodeBallot(d *wire.Decoder) Ballot    { return proto.DecodeBallot(d, maxBallotNode) }
 
 // Message kinds.
 const (
@@ -57,6 +38,12 @@ const (
 	kindForwardReply = 11
 	kindTakeOver     = 12 // a removed leader's hand-off: its ballot, commit index; OK: start phase 1 now
 )
+
+// header is the messages' and simple records' header (log values and
+// snapshots carry their own versions: encodeBatch, machine.snapshot).
+var header = proto.Header{Protocol: "paxos", Version: msgVersion, Kinds: []string{
+	"prepare", "promise", "accept", "accepted", "heartbeat", "heartbeat-ack",
+	"catchup-req", "catchup", "snapshot", "forward", "forward-reply", "take-over"}}
 
 // entry is one log instance in a message. In Promise it carries the
 // acceptor's accepted ballot (and whether it knows the instance chosen); in
@@ -103,9 +90,7 @@ func (m *message) marshal() []byte {
 	for _, en := range m.Entries {
 		size += 24 + len(en.Value)
 	}
-	e := wire.Encoder{B: make([]byte, 0, size+len(m.Data))}
-	e.Byte(msgVersion)
-	e.Byte(m.Kind)
+	e := header.Message(m.Kind, size+len(m.Data))
 	switch m.Kind {
 	case kindPrepare:
 		encodeBallot(&e, m.Ballot)
@@ -200,15 +185,11 @@ func (m *message) marshal() []byte {
 }
 
 func unmarshal(b []byte) (*message, error) {
-	d := wire.NewDecoder(b)
-	m := &message{}
-	if v := d.Byte(); v != msgVersion {
-		if d.Err() != nil {
-			return nil, d.Err()
-		}
-		return nil, fmt.Errorf("paxos: message version %d, want %d", v, msgVersion)
+	d, kind, err := header.OpenMessage(b)
+	if err != nil {
+		return nil, err
 	}
-	m.Kind = d.Byte()
+	m := &message{Kind: kind}
 	switch m.Kind {
 	case kindPrepare:
 		m.Ballot = decodeBallot(d)
@@ -291,8 +272,6 @@ func unmarshal(b []byte) (*message, error) {
 				m.Results = append(m.Results, service.DecodeResult(d))
 			}
 		}
-	default:
-		d.Fail(fmt.Errorf("paxos: unknown message kind %d", m.Kind))
 	}
 	if err := d.Done(); err != nil {
 		return nil, err
@@ -457,8 +436,7 @@ const (
 func slotKey(i uint64) string { return fmt.Sprintf("%s%016x", recSlotPfx, i) }
 
 func encodeSlot(s *slot) []byte {
-	e := wire.Encoder{B: make([]byte, 0, 16+len(s.val))}
-	e.Byte(msgVersion)
+	e := header.Record(16 + len(s.val))
 	encodeBallot(&e, s.bal)
 	e.Bool(s.chosen)
 	e.Bytes(s.val)
@@ -466,41 +444,39 @@ func encodeSlot(s *slot) []byte {
 }
 
 func decodeSlot(b []byte) (*slot, error) {
-	d := wire.NewDecoder(b)
-	if v := d.Byte(); v != msgVersion {
-		return nil, fmt.Errorf("paxos: slot record version %d", v)
+	d, err := header.OpenRecord(b, "slot")
+	if err != nil {
+		return nil, err
 	}
 	s := &slot{bal: decodeBallot(d), chosen: d.Bool(), val: d.BytesCopy()}
 	return s, d.Done()
 }
 
 func encodeBallotRec(b Ballot) []byte {
-	e := wire.Encoder{}
-	e.Byte(msgVersion)
+	e := header.Record(8)
 	encodeBallot(&e, b)
 	return e.B
 }
 
 func encodeUint(v uint64) []byte {
-	e := wire.Encoder{}
-	e.Byte(msgVersion)
+	e := header.Record(8)
 	e.Uvarint(v)
 	return e.B
 }
 
 func decodeUint(b []byte) (uint64, error) {
-	d := wire.NewDecoder(b)
-	if v := d.Byte(); v != msgVersion {
-		return 0, fmt.Errorf("paxos: record version %d", v)
+	d, err := header.OpenRecord(b, "number")
+	if err != nil {
+		return 0, err
 	}
 	x := d.Uvarint()
 	return x, d.Done()
 }
 
 func unmarshalBallotRec(b []byte) (Ballot, error) {
-	d := wire.NewDecoder(b)
-	if v := d.Byte(); v != msgVersion {
-		return Ballot{}, fmt.Errorf("paxos: record version %d", v)
+	d, err := header.OpenRecord(b, "ballot")
+	if err != nil {
+		return Ballot{}, err
 	}
 	bl := decodeBallot(d)
 	return bl, d.Done()

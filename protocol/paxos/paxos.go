@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -76,20 +77,7 @@ func (protocol) SupportsNondeterminism() bool { return true }
 // DefaultParams implements automaton.ParamDefaulter: every parameter
 // ParseParams accepts, with its default, as a cluster file spells it
 // ("members" has no default: it is Config.Nodes).
-func (protocol) DefaultParams() map[string]string {
-	return map[string]string{
-		"heartbeat":        DefaultHeartbeat.String(),
-		"election_timeout": DefaultElectionTimeout.String(),
-		"op_timeout":       DefaultOpTimeout.String(),
-		"window":           strconv.Itoa(DefaultWindow),
-		"batch":            strconv.Itoa(DefaultBatch),
-		"snapshot_every":   strconv.Itoa(DefaultSnapshotEvery),
-		"lease_drift":      strconv.FormatFloat(DefaultLeaseDrift, 'g', -1, 64),
-		"lease_margin":     DefaultHeartbeat.String(),
-		"dedup_clients":    strconv.Itoa(DefaultDedupClients),
-		"read":             "quorum",
-	}
-}
+func (protocol) DefaultParams() map[string]string { return params.Defaults() }
 
 // Defaults of the parameters (see the package doc).
 const (
@@ -122,95 +110,74 @@ func (p Params) Lease() time.Duration {
 	return time.Duration(float64(p.ElectionTimeout)/(1+p.LeaseDrift)) - p.LeaseMargin
 }
 
-var paramNames = "heartbeat, election_timeout, op_timeout, window, batch, snapshot_every, lease_drift, lease_margin, dedup_clients, read"
+// params is the parameter table; the package doc's table is its Doc
+// (TestParamDoc).
+var params = proto.NewSpec(
+	proto.Param{Name: "heartbeat", Kind: proto.Duration, Default: DefaultHeartbeat.String(), Min: "0", MinOpen: true,
+		Doc: "leader heartbeat and retransmission interval"},
+	proto.Param{Name: "election_timeout", Kind: proto.Duration, Default: DefaultElectionTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "silence before an election; at least 3 heartbeats"},
+	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: DefaultOpTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "a request's time limit at a node"},
+	proto.Param{Name: "window", Kind: proto.Int, Default: strconv.Itoa(DefaultWindow), Min: "1",
+		Doc: "instances in phase 2 at once"},
+	proto.Param{Name: "batch", Kind: proto.Int, Default: strconv.Itoa(DefaultBatch), Min: "1",
+		Doc: "commands per instance (at most)"},
+	proto.Param{Name: "snapshot_every", Kind: proto.Int, Default: strconv.Itoa(DefaultSnapshotEvery), Min: "1",
+		Doc: "executed commands between snapshots"},
+	proto.Param{Name: "lease_drift", Kind: proto.Float, Default: strconv.FormatFloat(DefaultLeaseDrift, 'g', -1, 64), Min: "0", Max: "1", MaxOpen: true,
+		Doc: "clock rate bound for leases"},
+	proto.Param{Name: "lease_margin", Kind: proto.Duration, Default: DefaultHeartbeat.String(), Min: "0",
+		Doc: "subtracted from the lease (absent: the heartbeat)"},
+	proto.Param{Name: "dedup_clients", Kind: proto.Int, Default: strconv.Itoa(DefaultDedupClients), Min: "1",
+		Doc: "rows of the deduplication table"},
+	proto.Param{Name: "read", Kind: proto.Enum, Default: "quorum", Choices: []string{"quorum", "log", "lease"},
+		Doc: "what the default linearizable read is"},
+	proto.Param{Name: "members", Kind: proto.List, NoDefault: true,
+		Doc: "bootstrap configuration, in numbering order (absent: Config.Nodes)"},
+)
+
+// readModes are the read parameter's values.
+var readModes = map[string]automaton.ReadMode{"quorum": automaton.ReadQuorum, "log": automaton.ReadLog, "lease": automaton.ReadLease}
 
 // ParseParams parses the namespace parameters; unknown names are errors.
+// "members" is checked here and read by New.
 func ParseParams(m map[string]string) (Params, error) {
+	p, _, err := parseParams(m)
+	return p, err
+}
+
+// parseParams parses the parameters and the bootstrap membership (nil:
+// Config.Nodes).
+func parseParams(m map[string]string) (Params, []automaton.NodeID, error) {
+	v, err := params.Parse("paxos", m)
+	if err != nil {
+		return Params{}, nil, err
+	}
 	p := Params{
-		Heartbeat: DefaultHeartbeat, ElectionTimeout: DefaultElectionTimeout, OpTimeout: DefaultOpTimeout,
-		Window: DefaultWindow, Batch: DefaultBatch, SnapshotEvery: DefaultSnapshotEvery,
-		LeaseDrift: DefaultLeaseDrift, DedupClients: DefaultDedupClients, LeaseMargin: -1,
-		Read: automaton.ReadQuorum,
+		Heartbeat: v.Duration("heartbeat"), ElectionTimeout: v.Duration("election_timeout"), OpTimeout: v.Duration("op_timeout"),
+		Window: v.Int("window"), Batch: v.Int("batch"), SnapshotEvery: v.Int("snapshot_every"),
+		LeaseDrift: v.Float("lease_drift"), DedupClients: v.Int("dedup_clients"), LeaseMargin: v.Duration("lease_margin"),
+		Read: readModes[v.String("read")],
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := m[k]
-		dur := func(dst *time.Duration) error {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return fmt.Errorf("paxos: parameter %s: %q is not a positive duration", k, v)
-			}
-			*dst = d
-			return nil
-		}
-		num := func(dst *int) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return fmt.Errorf("paxos: parameter %s: %q is not a positive integer", k, v)
-			}
-			*dst = n
-			return nil
-		}
-		var err error
-		switch k {
-		case "heartbeat":
-			err = dur(&p.Heartbeat)
-		case "election_timeout":
-			err = dur(&p.ElectionTimeout)
-		case "op_timeout":
-			err = dur(&p.OpTimeout)
-		case "lease_margin":
-			d, e := time.ParseDuration(v)
-			if e != nil || d < 0 {
-				err = fmt.Errorf("paxos: parameter %s: %q is not a non-negative duration", k, v)
-			}
-			p.LeaseMargin = d
-		case "window":
-			err = num(&p.Window)
-		case "batch":
-			err = num(&p.Batch)
-		case "snapshot_every":
-			err = num(&p.SnapshotEvery)
-		case "dedup_clients":
-			err = num(&p.DedupClients)
-		case "lease_drift":
-			f, e := strconv.ParseFloat(v, 64)
-			if e != nil || f < 0 || f >= 1 {
-				err = fmt.Errorf("paxos: parameter %s: %q is not a number in [0, 1)", k, v)
-			}
-			p.LeaseDrift = f
-		case "read":
-			switch v {
-			case "quorum":
-				p.Read = automaton.ReadQuorum
-			case "log":
-				p.Read = automaton.ReadLog
-			case "lease":
-				p.Read = automaton.ReadLease
-			default:
-				err = fmt.Errorf("paxos: parameter %s: %q is not one of quorum, log, lease", k, v)
-			}
-		default:
-			err = fmt.Errorf("paxos: unknown parameter %q (known: %s)", k, paramNames)
-		}
-		if err != nil {
-			return p, err
-		}
-	}
-	if p.LeaseMargin < 0 {
+	if !v.Given("lease_margin") {
 		p.LeaseMargin = p.Heartbeat
 	}
+	var boot []automaton.NodeID
+	if v.Given("members") {
+		// The bootstrap membership, when the cluster file lists more nodes
+		// than the configuration began with (nodes added since).
+		if boot, err = parseMembers(m["members"]); err != nil {
+			return p, nil, err
+		}
+	}
 	if p.ElectionTimeout < 3*p.Heartbeat {
-		return p, fmt.Errorf("paxos: election_timeout %v must be at least 3 heartbeats (%v)", p.ElectionTimeout, 3*p.Heartbeat)
+		return p, nil, fmt.Errorf("paxos: election_timeout %v must be at least 3 heartbeats (%v)", p.ElectionTimeout, 3*p.Heartbeat)
 	}
 	if p.Lease() <= 0 {
-		return p, fmt.Errorf("paxos: lease election_timeout/(1+lease_drift)-lease_margin = %v is not positive", p.Lease())
+		return p, nil, fmt.Errorf("paxos: lease election_timeout/(1+lease_drift)-lease_margin = %v is not positive", p.Lease())
 	}
-	return p, nil
+	return p, boot, nil
 }
 
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
@@ -223,40 +190,20 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if len(cfg.Nodes) < 1 {
 		return nil, fmt.Errorf("paxos: no nodes")
 	}
-	params := map[string]string{}
-	for k, v := range cfg.Params {
-		params[k] = v
+	prm, boot, err := parseParams(cfg.Params)
+	if err != nil {
+		return nil, err
 	}
-	boot := cfg.Nodes
-	if v, ok := params["members"]; ok {
-		// The bootstrap membership, when the cluster file lists more nodes
-		// than the configuration began with (nodes added since).
-		var err error
-		if boot, err = parseMembers(v); err != nil {
-			return nil, err
-		}
-		delete(params, "members")
+	if boot == nil {
+		boot = cfg.Nodes
 	}
 	if len(boot) > maxNodes {
 		return nil, fmt.Errorf("paxos: %d nodes (want 1 to %d)", len(boot), maxNodes)
 	}
-	prm, err := ParseParams(params)
-	if err != nil {
+	if _, _, err := proto.Positions("paxos", cfg.Nodes, cfg.Self); err != nil {
 		return nil, err
 	}
 	a := &Paxos{proto: p, cfg: cfg, prm: prm, index: map[automaton.NodeID]int{}}
-	seen := map[automaton.NodeID]bool{}
-	selfListed := false
-	for _, n := range cfg.Nodes {
-		if seen[n] {
-			return nil, fmt.Errorf("paxos: node %s listed twice", n)
-		}
-		seen[n] = true
-		selfListed = selfListed || n == cfg.Self
-	}
-	if !selfListed {
-		return nil, fmt.Errorf("paxos: self %s is not among the nodes %v", cfg.Self, cfg.Nodes)
-	}
 	a.boot = bootstrapConf(boot)
 	a.self = a.handle(cfg.Self)
 	a.reset()

@@ -427,7 +427,7 @@ func TestSnapshotInstall(t *testing.T) {
 	a0, _ := protocol{name: "paxos"}.New(automaton.Config{Self: "n3", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
 	a := a0.(*Paxos)
 	a.Step(automaton.Start{})
-	a.Step(automaton.PeerMessage{From: "n1", Msg: (&message{Kind: kindAccept, Ballot: Ballot{1, 1}, Entries: []entry{{I: 3, Value: noop}}}).marshal()})
+	a.Step(automaton.PeerMessage{From: "n1", Msg: (&message{Kind: kindAccept, Ballot: Ballot{Round: 1, Node: 1}, Entries: []entry{{I: 3, Value: noop}}}).marshal()})
 	outs := a.Step(automaton.PeerMessage{From: "n1", Msg: (&message{Kind: kindSnapshot, Index: 40, Data: snap}).marshal()})
 	var gotSnap, deleted bool
 	for _, o := range outs {
@@ -453,7 +453,7 @@ func TestSnapshotInstall(t *testing.T) {
 
 func FuzzUnmarshal(f *testing.F) {
 	for _, m := range []*message{
-		{Kind: kindPrepare, Ballot: Ballot{1, 2}, From: 3},
+		{Kind: kindPrepare, Ballot: Ballot{Round: 1, Node: 2}, From: 3},
 		{Kind: kindPromise, OK: true, Entries: []entry{{I: 1, Value: noop}}},
 		{Kind: kindAccept, Entries: []entry{{I: 1, Value: []byte("x")}}},
 		{Kind: kindForward, Req: automaton.Request{Op: set("a", "b")}},

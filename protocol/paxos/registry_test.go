@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -59,7 +60,12 @@ func TestDefaultParams(t *testing.T) {
 		got = append(got, k)
 	}
 	sort.Strings(got)
-	want := strings.Split(strings.ReplaceAll(paramNames, " ", ""), ",")
+	var want []string
+	for _, n := range params.Names() {
+		if n != "members" {
+			want = append(want, n)
+		}
+	}
 	sort.Strings(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("default params %v, want %v", got, want)
@@ -93,5 +99,18 @@ func TestInteractiveTxnRefused(t *testing.T) {
 	}
 	if got := c.node("n1").Status().MaxLog; got != before {
 		t.Fatalf("a refused transaction step reached the log (%d -> %d)", before, got)
+	}
+}
+
+// TestParamDoc: the package doc's parameter table is the parser's own
+// (proto.Spec.Doc), so a parameter cannot be added, renamed or re-defaulted
+// without the doc following.
+func TestParamDoc(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := params.CheckDoc(string(src)); err != nil {
+		t.Fatal(err)
 	}
 }

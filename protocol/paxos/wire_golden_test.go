@@ -20,14 +20,14 @@ func TestWireGolden(t *testing.T) {
 	op := service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}
 	id := automaton.RequestID{Client: 0xabcdef, Seq: 9}
 	env := service.Env{Time: 1700000000, Seed: 42}
-	entries := []entry{{I: 5, Ballot: b, Chosen: true, Value: []byte("x")}, {I: 6, Ballot: Ballot{1, 1}, Value: nil}}
+	entries := []entry{{I: 5, Ballot: b, Chosen: true, Value: []byte("x")}, {I: 6, Ballot: Ballot{Round: 1, Node: 1}, Value: nil}}
 	msgs := []struct {
 		name string
 		m    message
 	}{
 		{"prepare", message{Kind: kindPrepare, Ballot: b, From: 17}},
 		{"promise", message{Kind: kindPromise, Ballot: b, OK: true, Promised: b, Commit: 4, Entries: entries}},
-		{"promise-refused", message{Kind: kindPromise, Ballot: b, Promised: Ballot{301, 1}}},
+		{"promise-refused", message{Kind: kindPromise, Ballot: b, Promised: Ballot{Round: 301, Node: 1}}},
 		{"accept", message{Kind: kindAccept, Ballot: b, Commit: 4, Entries: []entry{{I: 5, Value: []byte("x")}, {I: 6, Value: []byte("yy")}}}},
 		{"accepted", message{Kind: kindAccepted, Ballot: b, OK: true, Acks: []uint64{5, 6, 200}}},
 		{"heartbeat", message{Kind: kindHeartbeat, Ballot: b, Commit: 1000, Round: 77}},
