@@ -58,6 +58,8 @@ func runScenario(t *testing.T, proto string, sc automaton.Scenario) []outcome {
 			o.failed, o.why = true, "error: "+err.Error()
 		case r.Invariant != "":
 			o.failed, o.why = true, "invariant: "+r.Invariant
+		case r.Divergence != "":
+			o.failed, o.why = true, "divergence: "+r.Divergence
 		case r.Violation:
 			o.failed, o.why = true, "history check failed"
 			if r.Check != nil {

@@ -28,6 +28,8 @@ type client struct {
 	attempt int    // attempts made for the current operation
 
 	lastDone string // ESDS: id of this client's last completed operation
+
+	jobs []string // matchmaker: this client's live jobs, oldest first (matchmaker.go)
 }
 
 // onClientNext issues the client's next operation, if any remain.

@@ -195,6 +195,17 @@ func (c countingState) Apply(op service.Op) service.Result {
 	return c.State.Apply(op)
 }
 
+// Nondeterministic forwards the wrapped service's declaration, so that a
+// protocol asking service.IsNondeterministic gets the same answer.
+func (c countingService) Nondeterministic() bool { return service.IsNondeterministic(c.Service) }
+
+// ApplyEnv counts and forwards to the wrapped state's ApplyEnv, so that a
+// nondeterministic service still reads the agreed environment.
+func (c countingState) ApplyEnv(op service.Op, env service.Env) service.Result {
+	c.n.applies++
+	return service.ApplyEnv(c.State, op, env)
+}
+
 // noteReplicaTime records the replica response time of a request answered
 // by n (see the doc above).
 func (s *simulator) noteReplicaTime(n *node, id automaton.RequestID) {

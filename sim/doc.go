@@ -92,4 +92,22 @@
 // (invariant.go); the first violation ends the run as Result.Invariant.
 // Requests carry an Env drawn from a stream of their own (virtual time and
 // randomness) for nondeterministic services.
+//
+// # Nondeterministic services and convergence
+//
+// Config.Service "matchmaker" (seed 002's Matchmaker, service/matchmaker.go)
+// is nondeterministic: a submit picks one of the suitable machines at
+// random. Protocols that would let replicas diverge on it are refused
+// (automaton.CheckService). Its histories cannot be judged by package
+// check's deterministic models, so the simulator judges them for
+// linearizability against a nondeterministic specification, a submit
+// accepting any machine that is free and fits at its point of the order
+// (matchmaker.go, which also describes the workload). And whatever the
+// service, when the protocol's automata report their state
+// (automaton.StateReporter), replicas at the same applied count must hold
+// equal states, during the run and at its end (converge.go); the first
+// divergence ends the run as Result.Divergence. A replica that applies a
+// command with its own environment instead of the agreed one
+// (paxos-broken-localenv) is caught there, usually before any client reads
+// the difference.
 package sim

@@ -55,6 +55,9 @@ func esdsMode(protocol string) bool {
 
 // genServiceOp draws an operation of a non-kv service.
 func (s *simulator) genServiceOp(c *client, kind string) service.Op {
+	if s.cfg.Service == MatchmakerService {
+		return s.genMatchmakerOp(c, kind)
+	}
 	switch kind {
 	case "add":
 		return service.Op{Kind: "add", Args: [][]byte{[]byte(strconv.Itoa(1 + s.rngClient.Intn(9)))}}

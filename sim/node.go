@@ -109,6 +109,7 @@ func (s *simulator) crash(n *node) {
 	s.digestEvent(n.idx, 'X', nil)
 	s.stats.Crashes++
 	oldInc := n.inc
+	s.forgetIncarnation(n)
 	n.up, n.paused = false, false
 	n.inc++
 	n.a = nil
@@ -132,6 +133,7 @@ func (s *simulator) step(n *node, in automaton.Input) {
 	n.applies = 0
 	outs := n.a.Step(in)
 	s.checkInvariants(n)
+	s.observeState(n)
 	if s.cpuOn {
 		if _, start := in.(automaton.Start); !start {
 			s.cpuRun(n, in, outs) // cpu.go: the outputs leave when the step's CPU time is over

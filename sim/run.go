@@ -41,8 +41,17 @@ type Result struct {
 	// checks made (0 when the protocol states no invariants).
 	Invariant       string
 	InvariantChecks int
+	// Divergence describes the first pair of replicas found with different
+	// states at the same applied count (converge.go); "" if none.
+	// ConvergeChecks counts the state hashes compared (0 when the
+	// protocol's automata do not report their state).
+	Divergence     string
+	ConvergeChecks int
 	// Liveness describes a liveness failure (Config.Liveness); "" if none.
 	Liveness string
+	// viz writes the HTML view of a check made here rather than by
+	// package check (the matchmaker's: matchmaker.go); nil otherwise.
+	viz func(path string) error
 	// ReplicaTimes are the replica response times of the answered requests,
 	// in the order answered (cpu.go: seed 000's T_r).
 	ReplicaTimes []time.Duration
@@ -81,10 +90,25 @@ func Run(cfg Config) (*Result, error) {
 		res.WallTime = time.Since(start)
 		return res, nil
 	}
+	s.finalConvergence()
+	res.ConvergeChecks = s.conv.checks
+	if s.conv.err != "" {
+		res.Divergence = s.conv.err
+		res.Violation = true
+		res.WallTime = time.Since(start)
+		return res, nil
+	}
 	if !s.cfg.NoCheck && s.esds {
 		if err := s.checkESDS(res); err != nil {
 			return nil, err
 		}
+	} else if !s.cfg.NoCheck && s.cfg.Service == MatchmakerService {
+		rep, viz, err := checkMatchmaker(res.History, s.cfg.CheckTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
+		}
+		res.Check, res.viz = rep, viz
+		res.Violation = rep.Result == check.Illegal
 	} else if !s.cfg.NoCheck {
 		checker := check.ForHistory(s.consistency, res.History)
 		rep, err := checker(res.History, checkOptions(s.cfg))
@@ -167,6 +191,7 @@ func (c Config) Command() string {
 	if c.NoInvariants {
 		args = append(args, "--no-invariants")
 	}
+	opt("--converge-every", c.ConvergeEvery, 0)
 	opt("--groups", c.Groups, 0.0)
 	if c.Groups > 0 {
 		opt("--group-size", c.GroupSize, 3)

@@ -205,6 +205,10 @@ func runSeed(cfg Config, seed int64, saveDir string) seedOutcome {
 		o.verdict = "invariant"
 		o.summary = "invariant violated " + r.Invariant
 	}
+	if r.Divergence != "" {
+		o.verdict = "diverged"
+		o.summary = r.Divergence
+	}
 	if r.Liveness != "" {
 		o.violation = true
 		o.summary = r.Liveness + "; " + o.summary
@@ -230,6 +234,14 @@ func runSeed(cfg Config, seed int64, saveDir string) seedOutcome {
 		return o
 	}
 	o.saved = append(o.saved, base+".json")
+	if r.viz != nil {
+		if err := r.viz(base + ".html"); err != nil {
+			o.saveErr = err
+			return o
+		}
+		o.saved = append(o.saved, base+".html")
+		return o
+	}
 	if r.Check == nil {
 		return o
 	}

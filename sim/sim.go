@@ -87,6 +87,10 @@ type Config struct {
 	GroupSize int
 	// NoInvariants skips the protocol's invariant checks.
 	NoInvariants bool
+	// ConvergeEvery thins the convergence check during the run
+	// (converge.go): a replica's state is hashed when its applied count
+	// passes a multiple of it. 0 or 1: at every change.
+	ConvergeEvery int
 	// SettleTime bounds the quiescence phase of eventually-serializable
 	// protocols (default DefaultSettleTime).
 	SettleTime time.Duration
@@ -301,6 +305,9 @@ type simulator struct {
 	invNames   []string
 	invErr     string
 	invChecked int
+	// conv checks that replicas at the same applied count hold equal
+	// states (converge.go).
+	conv convergence
 	// optSpecs are the protocol's request options (automaton.OptionSpec).
 	optSpecs []automaton.OptionSpec
 
@@ -409,9 +416,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.Keys < 1:
 		return cfg, fmt.Errorf("sim: need at least 1 key, got %d", cfg.Keys)
 	case serviceMixes[cfg.Service].kinds == nil:
-		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter or string)", cfg.Service)
+		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string or matchmaker)", cfg.Service)
 	case cfg.StrictFrac < 0 || cfg.StrictFrac > 1 || cfg.PrevProb < 0 || cfg.PrevProb > 1 || cfg.SettleTime < 0:
 		return cfg, fmt.Errorf("sim: strict fraction and prev probability must be within [0, 1], settle time non-negative")
+	case cfg.ConvergeEvery < 0:
+		return cfg, fmt.Errorf("sim: negative convergence sampling interval %d", cfg.ConvergeEvery)
 	case cfg.Groups < 0 || cfg.Groups > 1 || cfg.GroupSize < 1:
 		return cfg, fmt.Errorf("sim: the group fraction must be within [0, 1] and the group size at least 1")
 	case cfg.Loss < 0 || cfg.Loss > 1 || cfg.Dup < 0 || cfg.Dup > 1 || cfg.ReorderFrac < 0 || cfg.ReorderFrac > 1:
@@ -443,6 +452,9 @@ func newSimulator(cfg Config) (*simulator, error) {
 	}
 	if err := automaton.CheckService(cfg.Protocol, s.svc); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if cfg.Groups > 0 && service.IsNondeterministic(s.svc) {
+		return nil, fmt.Errorf("sim: --groups: the %s check does not judge atomic groups", cfg.Service)
 	}
 	if cfg.Groups > 0 && !automaton.TransactionsOf(cfg.Protocol).Atomic {
 		return nil, fmt.Errorf("sim: --groups: protocol %s cannot apply a group of operations atomically", cfg.Protocol)
@@ -503,6 +515,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 	if err := s.initMembership(); err != nil {
 		return nil, err
 	}
+	s.conv.init(len(s.nodes), cfg.ConvergeEvery)
 	for i := 0; i < cfg.Clients; i++ {
 		c := &client{idx: i}
 		for {
@@ -567,7 +580,7 @@ func (s *simulator) run() error {
 	if s.cfg.Ops == 0 {
 		s.stopIssuing()
 	}
-	for !s.finished && s.err == nil && s.invErr == "" {
+	for !s.finished && s.err == nil && s.invErr == "" && s.conv.err == "" {
 		if s.stopping && s.busy == 0 {
 			break
 		}

@@ -1,0 +1,174 @@
+package sim
+
+import (
+	"math/rand"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/check"
+	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/service"
+)
+
+// mmHist builds a history of sequential operations (each returns before the
+// next is called) with the given replies; a nil reply is an unknown outcome.
+type mmEntry struct {
+	op  service.Op
+	res *service.Result
+}
+
+func mmOp(kind, key string, args ...string) service.Op {
+	op := service.Op{Kind: kind, Key: key}
+	for _, a := range args {
+		op.Args = append(op.Args, []byte(a))
+	}
+	return op
+}
+
+func rp(r service.Result) *service.Result { return &r }
+
+func mmHistory(entries []mmEntry) *history.History {
+	now := int64(0)
+	rec := history.NewRecorder(func() int64 { now++; return now })
+	for i, e := range entries {
+		p := rec.Invoke(i%3, Namespace, e.op, "")
+		if e.res == nil {
+			p.Unknown()
+		} else {
+			p.Complete(*e.res)
+		}
+	}
+	return rec.History()
+}
+
+func mmVerdict(t *testing.T, entries []mmEntry) string {
+	t.Helper()
+	rep, _, err := checkMatchmaker(mmHistory(entries), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.Result
+}
+
+// A submit may take any free machine that fits, not one that is busy or
+// too small, and answers nil only when none fits.
+func TestMatchmakerModelSubmitChoice(t *testing.T) {
+	setup := []mmEntry{
+		{mmOp("advertise", "m1", "4", "4", "2"), rp(service.OK())},
+		{mmOp("advertise", "m2", "4", "4", "2"), rp(service.OK())},
+		{mmOp("advertise", "m3", "1", "1", "1"), rp(service.OK())},
+	}
+	for _, c := range []struct {
+		name  string
+		reply service.Result
+		want  string
+	}{
+		{"first suitable", service.Bytes([]byte("m1")), check.Ok},
+		{"second suitable", service.Bytes([]byte("m2")), check.Ok},
+		{"too small", service.Bytes([]byte("m3")), check.Illegal},
+		{"unknown machine", service.Bytes([]byte("m9")), check.Illegal},
+		{"nil while two fit", service.Nil(), check.Illegal},
+	} {
+		h := append(append([]mmEntry{}, setup...), mmEntry{mmOp("submit", "j1", "2", "2", "1"), rp(c.reply)})
+		if got := mmVerdict(t, h); got != c.want {
+			t.Errorf("%s: verdict %s, want %s", c.name, got, c.want)
+		}
+	}
+	// A busy machine cannot be chosen again.
+	h := append(append([]mmEntry{}, setup...),
+		mmEntry{mmOp("submit", "j1", "2", "2", "1"), rp(service.Bytes([]byte("m1")))},
+		mmEntry{mmOp("submit", "j2", "2", "2", "1"), rp(service.Bytes([]byte("m1")))})
+	if got := mmVerdict(t, h); got != check.Illegal {
+		t.Errorf("a busy machine given twice: verdict %s, want illegal", got)
+	}
+}
+
+// A submit of unknown outcome may have taken any suitable machine, or
+// none: later reads decide, and each reading is legal.
+func TestMatchmakerModelUnknownSubmit(t *testing.T) {
+	setup := []mmEntry{
+		{mmOp("advertise", "m1", "4", "4", "2"), rp(service.OK())},
+		{mmOp("advertise", "m2", "4", "4", "2"), rp(service.OK())},
+		{mmOp("submit", "j1", "2", "2", "1"), nil},
+	}
+	for _, c := range []struct {
+		reply service.Result
+		want  string
+	}{
+		{service.Bytes([]byte("m1")), check.Ok},
+		{service.Bytes([]byte("m2")), check.Ok},
+		{service.Nil(), check.Illegal}, // j1 is never queued while machines fit
+	} {
+		h := append(append([]mmEntry{}, setup...), mmEntry{mmOp("job", "j1"), rp(c.reply)})
+		if got := mmVerdict(t, h); got != c.want {
+			t.Errorf("job j1 -> %v after an unknown submit: verdict %s, want %s", c.reply, got, c.want)
+		}
+	}
+	// Not applied at all is legal too: a listing with both machines free.
+	h := append(append([]mmEntry{}, setup...), mmEntry{mmOp("machines", ""),
+		rp(service.Bytes([]byte("m1 cpu=4 mem=4 disk=2 free\nm2 cpu=4 mem=4 disk=2 free\n")))})
+	if got := mmVerdict(t, h); got != check.Ok {
+		t.Errorf("unknown submit not applied: verdict %s, want ok", got)
+	}
+}
+
+// The model mirrors service.MatchmakerState: over random sequential
+// operations with random environments, the service's reply is always one
+// the model allows, and following it keeps the listings equal.
+func TestMatchmakerModelMirrorsService(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	st := service.Matchmaker{}.NewState()
+	m := (&mmModelState{}).seal()
+	kinds := []string{"advertise", "submit", "cancel", "withdraw", "job", "machines", "queue"}
+	choices := 0
+	for i := 0; i < 5000; i++ {
+		n := func(hi int) string { return strconv.Itoa(1 + rng.Intn(hi)) }
+		var op service.Op
+		switch k := kinds[rng.Intn(len(kinds))]; k {
+		case "advertise":
+			op = mmOp(k, "m"+n(5), n(4), n(4), n(2))
+		case "submit":
+			op = mmOp(k, "j"+n(12), n(2), n(2), "1", strconv.Itoa(rng.Intn(3)))
+		case "cancel", "job":
+			op = mmOp(k, "j"+n(12))
+		case "withdraw":
+			op = mmOp(k, "m"+n(5))
+		default:
+			op = mmOp(k, "")
+		}
+		res := history.FromResult(service.ApplyEnv(st, op, service.Env{Seed: rng.Uint64()}))
+		in := mmIn{kind: op.Kind, key: op.Key}
+		if len(op.Args) >= 3 {
+			in.cpu, _ = strconv.ParseUint(string(op.Args[0]), 10, 64)
+			in.mem, _ = strconv.ParseUint(string(op.Args[1]), 10, 64)
+			in.dsk, _ = strconv.ParseUint(string(op.Args[2]), 10, 64)
+		}
+		if len(op.Args) == 4 {
+			in.prio, _ = strconv.ParseInt(string(op.Args[3]), 10, 64)
+		}
+		outs := mmStep(m, in)
+		if len(outs) > 1 {
+			choices++
+		}
+		var next *mmModelState
+		for _, o := range outs {
+			if sameHistResult(o.res, res) {
+				next = o.next
+			}
+		}
+		if next == nil {
+			t.Fatalf("op %d %v: the service answered %+v, the model allows none such (%d outcomes)", i, op, res, len(outs))
+		}
+		m = next
+		for _, list := range []string{"machines", "queue"} {
+			want := string(st.Apply(mmOp(list, "")).Bytes)
+			if got := mmStep(m, mmIn{kind: list})[0].res.Bytes; got != want {
+				t.Fatalf("op %d %v: %s listing differs:\nmodel:   %q\nservice: %q", i, op, list, got, want)
+			}
+		}
+	}
+	if choices < 50 {
+		t.Fatalf("only %d submits had a choice of machines: the test does not exercise the nondeterminism", choices)
+	}
+}
