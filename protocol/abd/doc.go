@@ -86,4 +86,12 @@
 //
 // Persisted records: "inc" (the incarnation) and "k/<key>" (tag, tombstone flag,
 // value) per key.
+//
+// # Parameters
+//
+//	retransmit  positive duration  50ms  a phase's resend interval to replicas that have not answered
+//	op_timeout  positive duration  5s    a request's time limit at its coordinator
+//
+// Unknown parameters are errors. The table is generated from the
+// parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
 package abd

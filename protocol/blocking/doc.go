@@ -136,4 +136,15 @@
 // the tag-unique invariant trips at the first such commit
 // (testdata/broken_noack.txt), and the sequential checker sees the
 // diverged replicas later.
+//
+// # Parameters
+//
+//	lock          one of global, per-key  global  one Lamport lock for all writes, or one per key
+//	heartbeat     positive duration       20ms    state message interval; the other times are counted in heartbeats
+//	fail_timeout  positive duration       300ms   silence before a member is suspected; at least 2 heartbeats
+//	lease         positive duration       500ms   how long a lock holder may keep the lock; at least 2 heartbeats
+//	op_timeout    positive duration       5s      a request's time limit; at least 2 heartbeats
+//
+// Unknown parameters are errors. The table is generated from the
+// parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
 package blocking

@@ -179,4 +179,17 @@
 // claims (§4.2.3, Figs. 4.2 and 4.5, §4.3.1): labels unique, labels only
 // decrease, done and solid sets only grow, knowledge is true, stable implies
 // done everywhere, stable orders agree.
+//
+// # Parameters
+//
+//	gossip      positive duration or off  20ms   gossip interval; off: replicas learn only through front ends (experiments.go)
+//	retransmit  positive duration         100ms  stream resend interval, rounded up to gossip intervals
+//	batch       positive integer          512    operations per stream message
+//	variant     one of opt, unopt         opt    ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
+//	values      one of memo, recompute    memo   memoise the stable state, or recompute values from the initial state
+//	removed     comma-separated list      ""     replicas removed from the membership (node ids)
+//
+// Unknown parameters are errors. esds-unopt's variant defaults to unopt.
+// The table is generated from the parser's (protocol/proto.Spec.Doc) and
+// TestParamDoc keeps it so.
 package esds

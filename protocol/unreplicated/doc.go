@@ -98,4 +98,13 @@
 // persist-before-answer catches it at its first write; with invariants off
 // (--no-invariants), the linearizability checker catches it under crash
 // faults with a slow disk, on the seeds its scenarios pin.
+//
+// # Parameters
+//
+//	snapshot_every  positive integer   1000  writes between the server's snapshots
+//	retransmit      positive duration  50ms  a forwarder's resend interval
+//	op_timeout      positive duration  1s    a request's time limit at the node the client reached
+//
+// Unknown parameters are errors. The table is generated from the
+// parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
 package unreplicated

@@ -1,0 +1,19 @@
+package blocking
+
+import (
+	"os"
+	"testing"
+)
+
+// TestParamDoc: the package doc's parameter table is the parser's own
+// (proto.Spec.Doc), so a parameter cannot be added, renamed or re-defaulted
+// without the doc following.
+func TestParamDoc(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := params.CheckDoc(string(src)); err != nil {
+		t.Fatal(err)
+	}
+}
