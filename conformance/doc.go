@@ -11,8 +11,14 @@
 //   - "groups": the same with 30% of operations sent as atomic groups, when
 //     the protocol declares atomic groups (judged for strict
 //     serializability);
+//   - "nondeterministic service": the matchmaker, when the protocol keeps
+//     replicas identical under nondeterminism (judged by the matchmaker's
+//     nondeterministic model and the simulator's convergence check);
 //   - "membership": a node added and the first node removed mid-run, when
 //     the protocol changes its membership.
+//
+// A run whose history check times out (undecided) fails the suite: it
+// proves nothing.
 //
 // For each broken variant (automaton.BrokenNames) it runs the variant's own
 // scenarios (or "faults" over more seeds) and requires at least one failing

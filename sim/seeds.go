@@ -242,8 +242,8 @@ func runSeed(cfg Config, seed int64, saveDir string) seedOutcome {
 		o.saved = append(o.saved, base+".html")
 		return o
 	}
-	if r.Check == nil {
-		return o
+	if r.Check == nil || (r.Check.Model != check.ModelLinearizable && r.Check.Model != "") {
+		return o // Porcupine's view draws linearizability reports only
 	}
 	if err := r.Check.WriteHTML(base + ".html"); err != nil {
 		o.saveErr = err
