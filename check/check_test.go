@@ -358,7 +358,7 @@ func TestModelMatchesService(t *testing.T) {
 			want := history.FromResult(st.Apply(op))
 			var got history.Result
 			got, ms = applyKV(ms, input{service: "kv", kind: op.Kind, key: "k", args: args})
-			if !sameResult(got, want) {
+			if !got.Equal(want) {
 				t.Fatalf("run %d step %d: %s: model %+v, service %+v", run, step, op, got, want)
 			}
 		}

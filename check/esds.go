@@ -136,7 +136,7 @@ func ESDS(h *history.History, finalOrders map[string][]string, svc service.Servi
 			continue
 		}
 		want := history.FromResult(val[id])
-		same := sameResult(o.Result, want)
+		same := o.Result.Equal(want)
 		if o.Opt(automaton.OptStrict) == "1" {
 			rep.Strict++
 			if !same {

@@ -48,22 +48,6 @@ func resBytes(s string) history.Result { return history.Result{Type: "bytes", By
 func resInt(i int64) history.Result    { return history.Result{Type: "int", Int: i} }
 func resErr(e string) history.Result   { return history.Result{Type: "err", Err: e} }
 
-// sameResult compares results by the fields that their type uses.
-func sameResult(a, b history.Result) bool {
-	if a.Type != b.Type {
-		return false
-	}
-	switch a.Type {
-	case "bytes":
-		return a.Bytes == b.Bytes
-	case "int":
-		return a.Int == b.Int
-	case "err":
-		return a.Err == b.Err
-	}
-	return true
-}
-
 // applyKV is the sequential specification of one KV key: it mirrors
 // service.KVState.Apply (which the tests cross-check) on a single key.
 func applyKV(s kvState, in input) (history.Result, kvState) {
@@ -167,7 +151,7 @@ func newModel(opt Options) porcupine.Model {
 			if i.kind == "del" && opt.IgnoreDelCount {
 				return true, next
 			}
-			return sameResult(want, o.res), next
+			return want.Equal(o.res), next
 		},
 		Equal: func(a, b interface{}) bool { return normalize(a) == normalize(b) },
 		Hash: func(state interface{}) uint64 {

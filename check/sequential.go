@@ -337,7 +337,7 @@ func (s *scSearch) set(key string, st kvState) {
 func (s *scSearch) try(o *scOp) (ok, changed bool, old kvState) {
 	old = s.kv[o.key]
 	want, next := applyKV(old, o.in)
-	if !o.float && !(o.in.kind == "del" && s.opt.IgnoreDelCount) && !sameResult(want, o.res) {
+	if !o.float && !(o.in.kind == "del" && s.opt.IgnoreDelCount) && !want.Equal(o.res) {
 		return false, false, old
 	}
 	return true, next != old, old
@@ -559,7 +559,7 @@ func (s *scSearch) observedNext(o *scOp) bool {
 			continue
 		}
 		want, _ := applyKV(next, n.in)
-		if sameResult(want, n.res) {
+		if want.Equal(n.res) {
 			return true
 		}
 	}

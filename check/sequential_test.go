@@ -193,7 +193,7 @@ func bruteSC(t *testing.T, h *history.History) bool {
 				pool[f] = false
 			} else {
 				want, next := applyKV(st[o.key], o.in)
-				if sameResult(want, o.res) {
+				if want.Equal(o.res) {
 					old := st[o.key]
 					st[o.key] = next
 					if try(pos, pool, st, left-1) {

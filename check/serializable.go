@@ -683,7 +683,7 @@ func (s *srSearch) try(st []service.State, snaps [][]byte, i int) srTry {
 			t.st[l] = cloneState(s.c.svcs[o.ns], st[l])
 		}
 		got := history.FromResult(t.st[l].Apply(o.op))
-		if o.check && !sameResult(got, o.res) {
+		if o.check && !got.Equal(o.res) {
 			t.ok, t.bad, t.got = false, k, got
 			return t
 		}

@@ -459,7 +459,7 @@ func bruteSerializable(t *testing.T, h *history.History, strict bool) bool {
 			next := st.(*service.KVState).Clone()
 			fits := true
 			for _, o := range us[i].ops {
-				if got := history.FromResult(next.Apply(o.op)); o.check && !sameResult(got, o.res) {
+				if got := history.FromResult(next.Apply(o.op)); o.check && !got.Equal(o.res) {
 					fits = false
 					break
 				}

@@ -46,6 +46,22 @@ var typeNames = map[service.ResultType]string{
 	service.ResultInt: "int", service.ResultErr: "err",
 }
 
+// Equal compares results by the fields their type uses.
+func (r Result) Equal(o Result) bool {
+	if r.Type != o.Type {
+		return false
+	}
+	switch r.Type {
+	case "bytes":
+		return r.Bytes == o.Bytes
+	case "int":
+		return r.Int == o.Int
+	case "err":
+		return r.Err == o.Err
+	}
+	return true
+}
+
 // FromResult converts a service result.
 func FromResult(r service.Result) Result {
 	return Result{Type: typeNames[r.Type], Bytes: string(r.Bytes), Int: r.Int, Err: r.Err}

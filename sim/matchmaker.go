@@ -334,21 +334,6 @@ type mmOutcome struct {
 	next *mmModelState
 }
 
-func sameHistResult(a, b history.Result) bool {
-	if a.Type != b.Type {
-		return false
-	}
-	switch a.Type {
-	case "bytes":
-		return a.Bytes == b.Bytes
-	case "int":
-		return a.Int == b.Int
-	case "err":
-		return a.Err == b.Err
-	}
-	return true
-}
-
 // matchmakerModel is the nondeterministic specification as a Porcupine
 // model.
 func matchmakerModel() porcupine.Model {
@@ -358,7 +343,7 @@ func matchmakerModel() porcupine.Model {
 			s, in, out := state.(*mmModelState), input.(mmIn), output.(mmOut)
 			var next []interface{}
 			for _, o := range mmStep(s, in) {
-				if out.unknown || sameHistResult(o.res, out.res) {
+				if out.unknown || o.res.Equal(out.res) {
 					next = append(next, o.next)
 				}
 			}

@@ -153,7 +153,7 @@ func TestMatchmakerModelMirrorsService(t *testing.T) {
 		}
 		var next *mmModelState
 		for _, o := range outs {
-			if sameHistResult(o.res, res) {
+			if o.res.Equal(res) {
 				next = o.next
 			}
 		}
