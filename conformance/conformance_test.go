@@ -30,6 +30,11 @@ func standard(name string) []automaton.Scenario {
 		// groups of unknown outcome in one key group.
 		out = append(out, automaton.Scenario{Name: "groups", Args: []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "all", "--groups", "0.3"}, Seeds: "1-6"})
 	}
+	if automaton.TransactionsOf(name).Interactive {
+		// Interactive transactions (begin, operations answered one at a
+		// time, commit or abort), checked for strict serializability.
+		out = append(out, automaton.Scenario{Name: "transactions", Args: []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "all", "--txns", "0.3"}, Seeds: "1-6"})
+	}
 	if mm, err := service.Lookup("matchmaker"); err == nil && automaton.CheckService(name, mm) == nil {
 		// A nondeterministic service: replicas must agree on the choices
 		// (convergence check) and every answer must be a legal choice.

@@ -30,6 +30,8 @@ type client struct {
 	lastDone string // ESDS: id of this client's last completed operation
 
 	jobs []string // matchmaker: this client's live jobs, oldest first (matchmaker.go)
+
+	txn *clientTxn // the interactive transaction under way (txn.go)
 }
 
 // onClientNext issues the client's next operation, if any remain.
@@ -45,7 +47,9 @@ func (s *simulator) onClientNext(c *client) {
 	c.seq++
 	c.ops++
 	c.req = automaton.Request{ID: automaton.RequestID{Client: c.id, Seq: c.seq}, Op: op}
-	if s.cfg.Groups > 0 && s.rngGroup.Float64() < s.cfg.Groups {
+	if s.cfg.Txns > 0 && s.rngTxn.Float64() < s.cfg.Txns {
+		s.beginTxn(c, op)
+	} else if s.cfg.Groups > 0 && s.rngGroup.Float64() < s.cfg.Groups {
 		// An atomic group (automaton/txn.go): GroupSize operations drawn
 		// from the same mix, recorded as one history entry.
 		c.req.Ops = []service.Op{op}
@@ -178,6 +182,10 @@ func (s *simulator) onClientTrouble(e *event) {
 // could be applied twice (overwriting a later write in between). The checker
 // treats an unknown write as possibly applied at any time after its call.
 func (s *simulator) retryOrGiveUp(c *client) {
+	if c.txn != nil {
+		s.txnTrouble(c, nil)
+		return
+	}
 	if c.attempt >= s.cfg.MaxAttempts || !(c.isRead || s.proto.IdempotentRetry()) {
 		s.giveUp(c)
 		return
@@ -220,6 +228,10 @@ func (s *simulator) onClientResp(e *event) {
 		return
 	}
 	res := e.resp.Result
+	if c.txn != nil {
+		s.onTxnResp(c, res)
+		return
+	}
 	if res.IsErr() {
 		// For example ABD's TRYAGAIN after its own timeout: like a timeout, the
 		// outcome of a write is unknown and a read may be retried.

@@ -101,6 +101,11 @@ func encodeRequest(e *wire.Encoder, r automaton.Request) {
 	for _, op := range r.Ops {
 		service.EncodeOp(e, op)
 	}
+	if r.Txn != nil {
+		e.Uvarint(r.Txn.Txn.Client)
+		e.Uvarint(r.Txn.Txn.Seq)
+		e.Byte(byte(r.Txn.Action))
+	}
 	for _, k := range r.Opts.Names() {
 		e.String(k)
 		for _, v := range r.Opts.Ext[k] {

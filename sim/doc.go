@@ -86,8 +86,9 @@
 // flags are Flags, which ParseArgs also serves to the conformance suite).
 //
 // The checker is chosen by the protocol's declared consistency model
-// (check.For); a history holding atomic groups (Config.Groups) is judged for
-// strict serializability (check.ForHistory). Protocols that state invariants
+// (check.For); a history holding atomic groups (Config.Groups) or
+// interactive transactions (Config.Txns, txn.go) is judged for strict
+// serializability (check.ForHistory). Protocols that state invariants
 // (automaton.InvariantStater) have them checked after every step
 // (invariant.go); the first violation ends the run as Result.Invariant.
 // Requests carry an Env drawn from a stream of their own (virtual time and

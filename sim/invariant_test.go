@@ -149,13 +149,23 @@ func TestAtomicGroupsCheckedForSerializability(t *testing.T) {
 func TestCommandRoundTrips(t *testing.T) {
 	cfg := localCfg("test-local-shrink")
 	cfg.NoInvariants, cfg.Groups, cfg.GroupSize = true, 0.25, 4
+	cfg.Txns, cfg.TxnSize, cfg.TxnAbort = 0.3, 5, 0.25
 	args := strings.Fields(cfg.Command())[2:]
 	got, seeds, err := ParseArgs(args)
 	if err != nil {
 		t.Fatalf("%s: %v", cfg.Command(), err)
 	}
 	got.Seed = seeds[0]
-	if got.Command() != cfg.Command() || !got.NoInvariants || got.Groups != 0.25 || got.GroupSize != 4 {
+	if got.Command() != cfg.Command() || !got.NoInvariants || got.Groups != 0.25 || got.GroupSize != 4 ||
+		got.Txns != 0.3 || got.TxnSize != 5 || got.TxnAbort != 0.25 {
 		t.Fatalf("round trip: %s\n         -> %s", cfg.Command(), got.Command())
+	}
+	// The flag defaults (size 3, abort 0.1) are left out and come back.
+	cfg.TxnSize, cfg.TxnAbort = 3, 0.1
+	if strings.Contains(cfg.Command(), "--txn-size") || strings.Contains(cfg.Command(), "--txn-abort") {
+		t.Fatalf("defaults spelled out: %s", cfg.Command())
+	}
+	if got, _, err = ParseArgs(strings.Fields(cfg.Command())[2:]); err != nil || got.TxnSize != 3 || got.TxnAbort != 0.1 {
+		t.Fatalf("defaults round trip: %+v %v", got, err)
 	}
 }

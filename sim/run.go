@@ -196,6 +196,11 @@ func (c Config) Command() string {
 	if c.Groups > 0 {
 		opt("--group-size", c.GroupSize, 3)
 	}
+	opt("--txns", c.Txns, 0.0)
+	if c.Txns > 0 {
+		opt("--txn-size", c.TxnSize, 3)
+		opt("--txn-abort", c.TxnAbort, 0.1)
+	}
 	opt("--strict", c.StrictFrac, 0.0)
 	opt("--prev", c.PrevProb, 0.0)
 	opt("--loss", c.Loss, 0.0)

@@ -38,6 +38,7 @@ type seedOutcome struct {
 	err                      error
 	saved                    []string
 	saveErr                  error
+	txns                     Stats // the transaction counts only
 }
 
 // RunSeeds simulates cfg once per seed on Workers goroutines, checks every
@@ -134,7 +135,13 @@ func RunSeeds(cfg Config, seeds []int64, o SeedOptions) error {
 	var ops, completed, unknown, undecided int
 	var simTime time.Duration
 	var failing []seedOutcome
+	var txns Stats
 	for _, o := range outcomes {
+		txns.TxnCommitted += o.txns.TxnCommitted
+		txns.TxnAborted += o.txns.TxnAborted
+		txns.TxnConflicts += o.txns.TxnConflicts
+		txns.TxnFailed += o.txns.TxnFailed
+		txns.TxnUnknown += o.txns.TxnUnknown
 		ops += o.ops
 		completed += o.completed
 		unknown += o.unknown
@@ -168,6 +175,9 @@ func RunSeeds(cfg Config, seeds []int64, o SeedOptions) error {
 	}
 	fmt.Fprintf(stdout, "%s: %d seeds, %d ops (%d completed, %d unknown), %d failing, %d undecided checks\n",
 		cfg.Protocol, len(seeds), ops, completed, unknown, len(failing), undecided)
+	if t := txns.TxnString(); t != "" {
+		fmt.Fprintln(stdout, t)
+	}
 	fmt.Fprintf(stdout, "sim time %v, wall time %v (%.1fx), %.1f seeds/min, %d workers\n",
 		simTime.Round(time.Millisecond), wall.Round(time.Millisecond), ratio,
 		float64(len(seeds))/wall.Minutes(), workers)
@@ -197,6 +207,8 @@ func runSeed(cfg Config, seed int64, saveDir string) seedOutcome {
 	o.ops, o.completed, o.unknown = r.Ops, r.Completed, r.Unknown
 	o.simTime, o.wallTime, o.digest = r.SimTime, r.WallTime, r.Digest
 	o.violation = r.Violation
+	o.txns = Stats{TxnCommitted: r.Stats.TxnCommitted, TxnAborted: r.Stats.TxnAborted,
+		TxnConflicts: r.Stats.TxnConflicts, TxnFailed: r.Stats.TxnFailed, TxnUnknown: r.Stats.TxnUnknown}
 	if r.Check != nil {
 		o.verdict = r.Check.Result
 		o.summary = r.Check.String()

@@ -85,6 +85,15 @@ type Config struct {
 	// them as groups and is checked for strict serializability.
 	Groups    float64
 	GroupSize int
+	// Txns is the fraction of client operations that run an interactive
+	// transaction (automaton.Request.Txn, txn.go): a begin, TxnSize
+	// operations drawn from the mix, each answered before the next, then a
+	// commit, or an abort with probability TxnAbort. For protocols that
+	// serve interactive transactions; the history is then checked for
+	// strict serializability.
+	Txns     float64
+	TxnSize  int
+	TxnAbort float64
 	// NoInvariants skips the protocol's invariant checks.
 	NoInvariants bool
 	// ConvergeEvery thins the convergence check during the run
@@ -175,11 +184,32 @@ type Stats struct {
 	// busy processor, the longest such queue, and arrivals that found every
 	// client busy.
 	CPUQueued, CPUMaxQueue, Backlogged int
+	// Interactive transactions (txn.go): committed; aborted by the
+	// client's choice; aborted by the protocol (ErrTxnAborted: a conflict);
+	// failed otherwise before a commit (ErrNoSuchTxn, a timeout or an error
+	// on an earlier step); commit outcome unknown.
+	TxnCommitted, TxnAborted, TxnConflicts, TxnFailed, TxnUnknown int
+}
+
+// TxnString summarizes the transactions ("" when there were none).
+func (s Stats) TxnString() string {
+	if s.TxnCommitted+s.TxnAborted+s.TxnConflicts+s.TxnFailed+s.TxnUnknown == 0 {
+		return ""
+	}
+	return fmt.Sprintf("txns committed=%d aborted=%d conflicts=%d failed=%d unknown=%d",
+		s.TxnCommitted, s.TxnAborted, s.TxnConflicts, s.TxnFailed, s.TxnUnknown)
 }
 
 func (s Stats) String() string {
 	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d duped=%d persists=%d fsyncs=%d crashes=%d pauses=%d partitions=%d windows=%d retries=%d errors=%d late=%d unknown-writes=%d unknown-reads=%d",
-		s.Events, s.Steps, s.MsgsSent, s.MsgsDropped, s.MsgsDuped, s.Persists, s.Fsyncs, s.Crashes, s.Pauses, s.Partitions, s.Windows, s.Retries, s.ErrorReplies, s.LateReplies, s.UnknownWrites, s.UnknownReads)
+		s.Events, s.Steps, s.MsgsSent, s.MsgsDropped, s.MsgsDuped, s.Persists, s.Fsyncs, s.Crashes, s.Pauses, s.Partitions, s.Windows, s.Retries, s.ErrorReplies, s.LateReplies, s.UnknownWrites, s.UnknownReads) + s.txnSuffix()
+}
+
+func (s Stats) txnSuffix() string {
+	if t := s.TxnString(); t != "" {
+		return " " + t
+	}
+	return ""
 }
 
 // faultSet says which fault kinds the nemesis may inject.
@@ -299,6 +329,9 @@ type simulator struct {
 	rngEnv *rand.Rand
 	// rngGroup decides which operations are sent as atomic groups.
 	rngGroup *rand.Rand
+	// rngTxn decides which operations run interactive transactions and
+	// which of those the client aborts; drawn only when Config.Txns > 0.
+	rngTxn *rand.Rand
 	// inv checks the protocol's invariants after every step (nil when it
 	// states none); invErr is the first violation.
 	inv        automaton.InvariantChecker
@@ -377,6 +410,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.SettleTime == 0 {
 		cfg.SettleTime = DefaultSettleTime
 	}
+	if cfg.TxnSize == 0 {
+		cfg.TxnSize = 3
+	}
 	if cfg.GroupSize == 0 {
 		cfg.GroupSize = 3
 	}
@@ -423,6 +459,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("sim: negative convergence sampling interval %d", cfg.ConvergeEvery)
 	case cfg.Groups < 0 || cfg.Groups > 1 || cfg.GroupSize < 1:
 		return cfg, fmt.Errorf("sim: the group fraction must be within [0, 1] and the group size at least 1")
+	case cfg.Txns < 0 || cfg.Txns > 1 || cfg.TxnSize < 1 || cfg.TxnAbort < 0 || cfg.TxnAbort > 1:
+		return cfg, fmt.Errorf("sim: the transaction fraction and abort probability must be within [0, 1] and the transaction size at least 1")
 	case cfg.Loss < 0 || cfg.Loss > 1 || cfg.Dup < 0 || cfg.Dup > 1 || cfg.ReorderFrac < 0 || cfg.ReorderFrac > 1:
 		return cfg, fmt.Errorf("sim: loss, dup and reorder fractions must be within [0, 1]")
 	case cfg.RequestTimeout < 0 || cfg.MaxTime < 0 || cfg.DrainTime < 0 || cfg.MaxAttempts < 0 || cfg.MaxEvents < 0 || cfg.CheckTimeout < 0:
@@ -459,12 +497,19 @@ func newSimulator(cfg Config) (*simulator, error) {
 	if cfg.Groups > 0 && !automaton.TransactionsOf(cfg.Protocol).Atomic {
 		return nil, fmt.Errorf("sim: --groups: protocol %s cannot apply a group of operations atomically", cfg.Protocol)
 	}
+	if cfg.Txns > 0 && service.IsNondeterministic(s.svc) {
+		return nil, fmt.Errorf("sim: --txns: the %s check does not judge transactions", cfg.Service)
+	}
+	if cfg.Txns > 0 && !automaton.TransactionsOf(cfg.Protocol).Interactive {
+		return nil, fmt.Errorf("sim: --txns: protocol %s has no interactive transactions", cfg.Protocol)
+	}
 	s.optSpecs = automaton.RequestOptions(cfg.Protocol)
 	if !cfg.NoInvariants {
 		s.inv, s.invNames = automaton.NewInvariantChecker(cfg.Protocol)
 	}
 	s.rngEnv = rand.New(rand.NewSource(cfg.Seed ^ 0x5eed_e4f))
 	s.rngGroup = rand.New(rand.NewSource(cfg.Seed ^ 0x6a0c))
+	s.rngTxn = rand.New(rand.NewSource(cfg.Seed ^ 0x7e4a))
 	if s.faults, err = ParseFaults(cfg.Faults); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}

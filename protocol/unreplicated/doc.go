@@ -59,8 +59,30 @@
 //
 // Atomic groups (Request.Ops) are applied in one step by
 // automaton.ApplyGroup, logged as one write record, and answered with one
-// result per operation: Transactions() declares Atomic. Interactive
-// transactions are refused (automaton.RefuseUnsupported).
+// result per operation: Transactions() declares Atomic.
+//
+// Interactive transactions (txn.go; seed 002 VI.A.4 gives T-Paxos's shape,
+// each operation answered before the commit, and is silent on concurrency
+// control) are optimistic, first committer wins. TxnBegin records the
+// server's applied count (the writes committed so far) and opens a
+// workspace: a Clone of the state when the state has Clone() service.State,
+// else a snapshot restored into a fresh state. TxnOp applies the operation
+// to the workspace with the request's Env and answers at once. TxnCommit
+// succeeds only if no write committed since the begin; the workspace then
+// equals the current state with the transaction's writes applied in order,
+// so it becomes the state, and the writes are persisted as ONE write record
+// (each with its Env) before the answer, so recovery replays all or none.
+// Otherwise the commit answers automaton.ErrTxnAborted. The rule is the
+// same for read-only transactions (a read-only commit persists nothing),
+// so every committed transaction is equivalent to running alone at its
+// commit point: serializable, and strictly so, since that point lies
+// within the commit's request. TxnAbort discards the workspace. A step of
+// a transaction the server does not hold answers automaton.ErrNoSuchTxn:
+// open transactions live in memory only, so a crash of the server aborts
+// them all, and at most 1024 are open at once (beginning another aborts
+// the oldest). Forwarders forward transaction steps like other requests, in
+// a message kind of their own (txn-forward) so every other message keeps
+// its bytes; a forwarded commit is a write (never retransmitted).
 //
 // Forwarding. A forwarder sends a Forward message (its incarnation nonce, a
 // sequence number, the request) to the server and keeps the request in a
@@ -98,6 +120,12 @@
 // persist-before-answer catches it at its first write; with invariants off
 // (--no-invariants), the linearizability checker catches it under crash
 // faults with a slow disk, on the seeds its scenarios pin.
+//
+// "unreplicated-broken-dirtytxn" runs a transaction's operations on the
+// shared state (no workspace): other clients see its writes before the
+// commit, a commit always succeeds and an abort rolls nothing back. The
+// serializability checker catches it (sim --txns), on the seeds its
+// scenario pins.
 //
 // # Parameters
 //

@@ -93,7 +93,11 @@ func (u *Unreplicated) Dump() string {
 		return fmt.Sprintf("forwarder to %s, %d requests waiting", u.server, len(u.fwds))
 	}
 	h := service.StateHash(u.st)
-	return fmt.Sprintf("server, %d writes applied, snapshot at %d, state hash %x", u.applied, u.snapAt, h[:6])
+	open := ""
+	if len(u.txns) > 0 {
+		open = fmt.Sprintf(", %d transactions open", len(u.txns))
+	}
+	return fmt.Sprintf("server, %d writes applied, snapshot at %d%s, state hash %x", u.applied, u.snapAt, open, h[:6])
 }
 
 // DescribeMessage renders a peer message in one line (test traces).
@@ -105,6 +109,11 @@ func (u *Unreplicated) DescribeMessage(b []byte) string {
 	switch m.Kind {
 	case kindForward:
 		return fmt.Sprintf("forward #%d req=%v %s", m.Seq, m.Req, showOps(m.Op, m.Ops))
+	case kindTxnForward:
+		if m.Txn.Action == automaton.TxnOp {
+			return fmt.Sprintf("forward #%d req=%v txn %v %s", m.Seq, m.Req, m.Txn.Txn, m.Op)
+		}
+		return fmt.Sprintf("forward #%d req=%v txn %v %v", m.Seq, m.Req, m.Txn.Txn, m.Txn.Action)
 	case kindReply:
 		s := fmt.Sprintf("reply #%d %v", m.Seq, m.Result)
 		for _, r := range m.Results {

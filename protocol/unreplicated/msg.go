@@ -15,10 +15,14 @@ import (
 const (
 	kindForward = 1 // forwarder -> server: a client's request
 	kindReply   = 2 // server -> forwarder: its answer
+	// kindTxnForward is a Forward of a transaction step: the Forward's
+	// fields, then the TxnStep. A kind of its own keeps the bytes of every
+	// other Forward as they were.
+	kindTxnForward = 3
 )
 
 // header is the messages' and records' version 1 header.
-var header = proto.Header{Protocol: "unreplicated", Version: 1, Kinds: []string{"forward", "reply"}}
+var header = proto.Header{Protocol: "unreplicated", Version: 1, Kinds: []string{"forward", "reply", "txn-forward"}}
 
 // maxOps bounds the operations of a decoded group.
 const maxOps = 1 << 16
@@ -34,6 +38,7 @@ type message struct {
 	Op  service.Op
 	Ops []service.Op
 	Env service.Env
+	Txn *automaton.TxnStep // TxnForward only
 	// Reply.
 	Result  service.Result
 	Results []service.Result
@@ -44,11 +49,16 @@ func (m *message) marshal() []byte {
 	e.Uvarint(m.Inc)
 	e.Uvarint(m.Seq)
 	switch m.Kind {
-	case kindForward:
+	case kindForward, kindTxnForward:
 		e.Uvarint(m.Req.Client)
 		e.Uvarint(m.Req.Seq)
 		encodeOps(&e, m.Op, m.Ops)
 		service.EncodeEnv(&e, m.Env)
+		if m.Kind == kindTxnForward {
+			e.Uvarint(m.Txn.Txn.Client)
+			e.Uvarint(m.Txn.Txn.Seq)
+			e.Byte(byte(m.Txn.Action))
+		}
 	case kindReply:
 		service.EncodeResult(&e, m.Result)
 		e.Uvarint(uint64(len(m.Results)))
@@ -69,10 +79,14 @@ func unmarshal(b []byte) (message, error) {
 	m.Inc = d.Uvarint()
 	m.Seq = d.Uvarint()
 	switch m.Kind {
-	case kindForward:
+	case kindForward, kindTxnForward:
 		m.Req = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
 		m.Op, m.Ops = decodeOps(d)
 		m.Env = service.DecodeEnv(d)
+		if m.Kind == kindTxnForward {
+			m.Txn = &automaton.TxnStep{Txn: automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}}
+			m.Txn.Action = automaton.TxnAction(d.Byte())
+		}
 	case kindReply:
 		m.Result = service.DecodeResult(d)
 		if n := d.Count(maxOps, 1); n > 0 {
@@ -133,17 +147,26 @@ func parseWriteKey(k string) (uint64, bool) {
 }
 
 // writeRecord is what the server persists per write: enough to apply it
-// again, in the same environment, at recovery.
+// again, in the same environment, at recovery. A committed transaction's
+// record holds its writes in Ops and the Env of each in Envs, appended
+// after the other fields (so other records keep their bytes).
 type writeRecord struct {
-	Op  service.Op
-	Ops []service.Op
-	Env service.Env
+	Op   service.Op
+	Ops  []service.Op
+	Env  service.Env
+	Envs []service.Env
 }
 
 func (r writeRecord) marshal() []byte {
 	e := header.Record(64)
 	encodeOps(&e, r.Op, r.Ops)
 	service.EncodeEnv(&e, r.Env)
+	if len(r.Envs) > 0 {
+		e.Uvarint(uint64(len(r.Envs)))
+		for _, env := range r.Envs {
+			service.EncodeEnv(&e, env)
+		}
+	}
 	return e.B
 }
 
@@ -155,6 +178,15 @@ func unmarshalWrite(b []byte) (writeRecord, error) {
 	}
 	r.Op, r.Ops = decodeOps(d)
 	r.Env = service.DecodeEnv(d)
+	if len(d.B) > 0 && d.Err() == nil {
+		r.Envs = make([]service.Env, d.Count(maxOps, 2))
+		for i := range r.Envs {
+			r.Envs[i] = service.DecodeEnv(d)
+		}
+		if d.Err() == nil && len(r.Envs) != len(r.Ops) {
+			d.Fail(fmt.Errorf("a transaction record with %d writes and %d environments", len(r.Ops), len(r.Envs)))
+		}
+	}
 	return r, d.Done()
 }
 

@@ -17,6 +17,10 @@ const Name = "unreplicated"
 // BrokenAnswerFirst is the broken variant's name.
 const BrokenAnswerFirst = Name + "-broken-answerfirst"
 
+// BrokenDirtyTxn is the broken variant whose transactions write straight
+// to the shared state.
+const BrokenDirtyTxn = Name + "-broken-dirtytxn"
+
 func init() {
 	automaton.Register(protocol{name: Name})
 	// Deliberately broken, kept to show that the invariants and the
@@ -24,6 +28,8 @@ func init() {
 	// for data.
 	automaton.RegisterBroken(Name, protocol{name: BrokenAnswerFirst, answerFirst: true,
 		doc: "the server answers a write before persisting it: a crash loses acknowledged writes; the invariant persist-before-answer catches it at the first write, the linearizability checker under crash faults with a slow disk"})
+	automaton.RegisterBroken(Name, protocol{name: BrokenDirtyTxn, dirtyTxn: true,
+		doc: "an interactive transaction's writes go straight to the shared state (no workspace; a commit always succeeds and an abort rolls nothing back): other clients see uncommitted and aborted writes; the serializability checker catches it"})
 }
 
 // Defaults for the protocol parameters.
@@ -40,6 +46,7 @@ const (
 type protocol struct {
 	name        string
 	answerFirst bool // broken: a write's answer precedes its record
+	dirtyTxn    bool // broken: transactions write to the shared state
 	doc         string
 }
 
@@ -76,11 +83,22 @@ var params = proto.NewSpec(
 func (p protocol) SupportsNondeterminism() bool { return true }
 
 // Transactions implements automaton.TxnSupporter: a group is applied in one
-// step of the only copy, so nothing can interleave with it.
-func (p protocol) Transactions() automaton.TxnSupport { return automaton.TxnSupport{Atomic: true} }
+// step of the only copy, so nothing can interleave with it; interactive
+// transactions run optimistically in a workspace and commit first-committer
+// wins (txn.go).
+func (p protocol) Transactions() automaton.TxnSupport {
+	return automaton.TxnSupport{Atomic: true, Interactive: true}
+}
 
 // Scenarios implements automaton.ScenarioDeclarer.
 func (p protocol) Scenarios() []automaton.Scenario {
+	if p.dirtyTxn {
+		return []automaton.Scenario{
+			{Name: "caught by serializability (uncommitted and aborted writes are visible)",
+				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "none", "--txns", "0.5"},
+				Seeds: dirtyTxnSeeds},
+		}
+	}
 	if p.answerFirst {
 		return []automaton.Scenario{
 			{Name: "caught by the invariant persist-before-answer",
@@ -104,6 +122,13 @@ func (p protocol) Scenarios() []automaton.Scenario {
 // failed 18 of 40 seeds, seeds 1, 2 and 3 among them; the correct protocol
 // passes all 40.
 const brokenSeeds = "1-3"
+
+// dirtyTxnSeeds are seeds on which the serializability checker catches the
+// dirty-transaction variant: `synod sim --protocol
+// unreplicated-broken-dirtytxn --seeds 1-50` with the scenario's flags
+// failed 50 of 50 seeds (and 50 of 50 with --ops 300 --faults all --txns
+// 0.3); the correct protocol passes those seeds.
+const dirtyTxnSeeds = "1-3"
 
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
@@ -149,6 +174,8 @@ type Unreplicated struct {
 	fresh    bool          // started without records
 	dups     map[fwdKey]message
 	dupOrder []fwdKey
+	txns     map[automaton.RequestID]*txn // open interactive transactions (txn.go)
+	txnOrder []automaton.RequestID        // their begins, oldest first (may hold ended ones)
 
 	// Forwarder state.
 	inc   uint64 // incarnation nonce, fresh at every Start
@@ -215,6 +242,8 @@ func (u *Unreplicated) onStart(s automaton.Start) {
 	}
 	u.st = u.cfg.Service.NewState()
 	u.dups = map[fwdKey]message{}
+	u.txns = map[automaton.RequestID]*txn{} // a crash aborts every open transaction
+	u.txnOrder = nil
 	u.fresh = len(s.Records) == 0
 	if b, ok := s.Records[snapKey]; ok {
 		index, state, err := unmarshalSnap(b)
@@ -245,7 +274,7 @@ func (u *Unreplicated) onStart(s automaton.Start) {
 		if err != nil {
 			panic(fmt.Sprintf("unreplicated: corrupt record %q: %v", k, err))
 		}
-		u.applyOps(r.Op, r.Ops, r.Env)
+		u.replay(r)
 		u.applied = i
 	}
 	u.restored = u.applied
@@ -259,7 +288,7 @@ func (u *Unreplicated) onRequest(req automaton.Request) {
 		return
 	}
 	if res, refused := automaton.RefuseUnsupported(u.proto.name, req); refused {
-		u.respond(automaton.Response{ID: req.ID, Result: res}) // interactive transactions: nothing applied
+		u.respond(automaton.Response{ID: req.ID, Result: res}) // not reached: both shapes are declared
 		return
 	}
 	if err := automaton.ValidateRequest(u.cfg.Service, req); err != nil {
@@ -267,7 +296,7 @@ func (u *Unreplicated) onRequest(req automaton.Request) {
 		return
 	}
 	if u.isServer {
-		u.serve(req.ID, req.Op, req.Ops, req.Env, func(r automaton.Response) automaton.Output { return automaton.Respond{Resp: r} })
+		u.serve(req, func(r automaton.Response) automaton.Output { return automaton.Respond{Resp: r} })
 		return
 	}
 	u.forward(req)
@@ -277,9 +306,19 @@ func (u *Unreplicated) onRequest(req automaton.Request) {
 // write's record (and, every snapEvery writes, the snapshot) is emitted
 // before the answer, so the runtime releases the answer only once the write
 // is durable.
-func (u *Unreplicated) serve(id automaton.RequestID, op service.Op, ops []service.Op, env service.Env, answer func(automaton.Response) automaton.Output) {
+func (u *Unreplicated) serve(req automaton.Request, answer func(automaton.Response) automaton.Output) {
+	if req.Txn != nil && !(u.proto.dirtyTxn && req.Txn.Action == automaton.TxnOp) {
+		u.serveTxn(req, answer)
+		return
+	}
+	if req.Txn != nil && u.txns[req.Txn.Txn] == nil {
+		u.emit(answer(automaton.Response{ID: req.ID, Result: service.Errorf("%s", automaton.ErrNoSuchTxn)}))
+		return
+	}
+	// Broken (dirtyTxn): a transaction's operation runs on the shared state.
+	op, ops, env := req.Op, req.Ops, req.Env
 	write := !automaton.IsReadRequest(u.cfg.Service, automaton.Request{Op: op, Ops: ops})
-	resp := automaton.Response{ID: id}
+	resp := automaton.Response{ID: req.ID}
 	if res := u.applyOps(op, ops, env); len(ops) > 0 {
 		resp.Result, resp.Results = service.OK(), res
 	} else {
@@ -290,16 +329,23 @@ func (u *Unreplicated) serve(id automaton.RequestID, op service.Op, ops []servic
 		u.emit(ans)
 		return
 	}
+	u.commitWrite(writeRecord{Op: op, Ops: ops, Env: env}, ans)
+}
+
+// commitWrite counts a write applied to the state, emits its record and
+// then its answer ans, so the runtime releases the answer only once the
+// write is durable.
+func (u *Unreplicated) commitWrite(r writeRecord, ans automaton.Output) {
 	u.applied++
 	w := stepWrite{index: u.applied}
 	if u.proto.answerFirst {
 		w.ans = len(u.out)
 		u.emit(ans)
 		w.rec = len(u.out)
-		u.persistWrite(op, ops, env)
+		u.persistWrite(r)
 	} else {
 		w.rec = len(u.out)
-		u.persistWrite(op, ops, env)
+		u.persistWrite(r)
 		w.ans = len(u.out)
 		u.emit(ans)
 	}
@@ -318,8 +364,8 @@ func (u *Unreplicated) applyOps(op service.Op, ops []service.Op, env service.Env
 // snapEvery writes since the snapshot, a new snapshot and the deletion of
 // the records it covers (after the snapshot, so that a crash between them
 // keeps a state that recovers).
-func (u *Unreplicated) persistWrite(op service.Op, ops []service.Op, env service.Env) {
-	u.emit(automaton.Persist{Key: writeKey(u.applied), Value: writeRecord{Op: op, Ops: ops, Env: env}.marshal()})
+func (u *Unreplicated) persistWrite(r writeRecord) {
+	u.emit(automaton.Persist{Key: writeKey(u.applied), Value: r.marshal()})
 	if u.applied-u.snapAt < u.snapEvery {
 		return
 	}
@@ -347,6 +393,9 @@ func (u *Unreplicated) forward(req automaton.Request) {
 
 func (u *Unreplicated) sendForward(f *forward) {
 	m := message{Kind: kindForward, Inc: u.inc, Seq: f.seq, Req: f.req.ID, Op: f.req.Op, Ops: f.req.Ops, Env: f.req.Env}
+	if f.req.Txn != nil {
+		m.Kind, m.Txn = kindTxnForward, f.req.Txn
+	}
 	u.emit(automaton.Send{To: u.server, Msg: m.marshal()})
 }
 
@@ -356,7 +405,7 @@ func (u *Unreplicated) onMessage(from automaton.NodeID, b []byte) {
 		return // corrupt: drop (a read is retransmitted, a write times out)
 	}
 	switch m.Kind {
-	case kindForward:
+	case kindForward, kindTxnForward:
 		u.onForward(from, m)
 	case kindReply:
 		u.onReply(m)
@@ -374,14 +423,14 @@ func (u *Unreplicated) onForward(from automaton.NodeID, m message) {
 		u.emit(automaton.Send{To: from, Msg: r.marshal()})
 		return
 	}
-	req := automaton.Request{ID: m.Req, Op: m.Op, Ops: m.Ops, Env: m.Env}
+	req := automaton.Request{ID: m.Req, Op: m.Op, Ops: m.Ops, Env: m.Env, Txn: m.Txn}
 	if err := automaton.ValidateRequest(u.cfg.Service, req); err != nil {
 		r := message{Kind: kindReply, Inc: m.Inc, Seq: m.Seq, Result: service.Errorf("ERR %v", err)}
 		u.emit(automaton.Send{To: from, Msg: r.marshal()})
 		return
 	}
 	var reply message
-	u.serve(m.Req, m.Op, m.Ops, m.Env, func(r automaton.Response) automaton.Output {
+	u.serve(req, func(r automaton.Response) automaton.Output {
 		reply = message{Kind: kindReply, Inc: m.Inc, Seq: m.Seq, Result: r.Result, Results: r.Results}
 		return automaton.Send{To: from, Msg: reply.marshal()}
 	})

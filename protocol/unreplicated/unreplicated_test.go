@@ -216,8 +216,8 @@ func TestNondeterministicServiceRecovers(t *testing.T) {
 }
 
 func TestAtomicGroup(t *testing.T) {
-	if !automaton.TransactionsOf(Name).Atomic || automaton.TransactionsOf(Name).Interactive {
-		t.Fatalf("declared %+v, want atomic groups only", automaton.TransactionsOf(Name))
+	if sup := automaton.TransactionsOf(Name); !sup.Atomic || !sup.Interactive {
+		t.Fatalf("declared %+v, want atomic groups and interactive transactions", sup)
 	}
 	c := newCluster(t, Name, nil)
 	id := automaton.RequestID{Client: 3, Seq: 1}
@@ -245,16 +245,6 @@ func TestAtomicGroup(t *testing.T) {
 	c.DeliverAll()
 	if r, _ := c.Response(gid); !r.IsErr() || server(c).applied != 1 {
 		t.Fatalf("invalid group: %v, applied %d", r, server(c).applied)
-	}
-}
-
-func TestInteractiveTransactionRefused(t *testing.T) {
-	c := newCluster(t, Name, nil)
-	id := automaton.RequestID{Client: 4, Seq: 1}
-	outs := c.Submit("n1", automaton.Request{ID: id, Txn: &automaton.TxnStep{Txn: id, Action: automaton.TxnBegin}})
-	r, _ := c.Response(id)
-	if !r.IsErr() || !strings.Contains(r.Err, "interactive") || len(outs) != 1 {
-		t.Fatalf("interactive transaction: %v (outputs %v)", r, outs)
 	}
 }
 
