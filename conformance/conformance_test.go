@@ -24,26 +24,26 @@ var base = []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults"
 
 // standard returns the suite's standard scenarios for a real protocol.
 func standard(name string) []automaton.Scenario {
-	out := []automaton.Scenario{{Name: "faults", Args: base, Seeds: "1-4"}}
+	out := []automaton.Scenario{{Name: "faults", Args: base, Seeds: "1-20"}}
 	if automaton.TransactionsOf(name).Atomic {
 		// Fewer operations: the serializability search grows quickly with
 		// groups of unknown outcome in one key group.
-		out = append(out, automaton.Scenario{Name: "groups", Args: []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "all", "--groups", "0.3"}, Seeds: "1-6"})
+		out = append(out, automaton.Scenario{Name: "groups", Args: []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "all", "--groups", "0.3"}, Seeds: "1-10"})
 	}
 	if automaton.TransactionsOf(name).Interactive {
 		// Interactive transactions (begin, operations answered one at a
 		// time, commit or abort), checked for strict serializability.
-		out = append(out, automaton.Scenario{Name: "transactions", Args: []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "all", "--txns", "0.3"}, Seeds: "1-6"})
+		out = append(out, automaton.Scenario{Name: "transactions", Args: []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "all", "--txns", "0.3"}, Seeds: "1-10"})
 	}
 	if mm, err := service.Lookup("matchmaker"); err == nil && automaton.CheckService(name, mm) == nil {
 		// A nondeterministic service: replicas must agree on the choices
 		// (convergence check) and every answer must be a legal choice.
 		out = append(out, automaton.Scenario{Name: "nondeterministic service",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--service", "matchmaker"}, Seeds: "1-3"})
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--service", "matchmaker"}, Seeds: "1-6"})
 	}
 	if automaton.SupportsMembership(name) {
 		out = append(out, automaton.Scenario{Name: "membership",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "400", "--faults", "all", "--membership", "add@1s,remove:n1@2s"}, Seeds: "1-3"})
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "400", "--faults", "all", "--membership", "add@1s,remove:n1@2s"}, Seeds: "1-6"})
 	}
 	return out
 }

@@ -7,7 +7,7 @@
 // judges each run with the checker of the protocol's declared consistency
 // model and its declared invariants (checked after every step):
 //
-//   - "faults": 3 nodes, 4 clients, every fault kind;
+//   - "faults": 3 nodes, 4 clients, 300 operations, every fault kind, 20 seeds;
 //   - "groups": the same with 30% of operations sent as atomic groups, when
 //     the protocol declares atomic groups (judged for strict
 //     serializability);
