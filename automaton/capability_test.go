@@ -121,6 +121,20 @@ func TestOptionParsing(t *testing.T) {
 	}
 }
 
+// envRecorder is a state that records the operations and environments it
+// is applied with.
+type envRecorder struct {
+	service.State
+	ops  []string
+	envs []service.Env
+}
+
+func (r *envRecorder) ApplyEnv(op service.Op, env service.Env) service.Result {
+	r.ops = append(r.ops, op.Key)
+	r.envs = append(r.envs, env)
+	return service.Int(int64(len(r.ops)))
+}
+
 func TestApplyGroupUsesDistinctEnvs(t *testing.T) {
 	e := service.Env{Time: 5, Seed: 9}
 	if e.For(0) != e || e.For(1) == e.For(2) || e.For(1) == e {
@@ -128,5 +142,16 @@ func TestApplyGroupUsesDistinctEnvs(t *testing.T) {
 	}
 	if e.Rand().Uint64() != e.Rand().Uint64() {
 		t.Fatal("the same Env gives different draws")
+	}
+	st := &envRecorder{}
+	ops := []service.Op{{Kind: "x", Key: "a"}, {Kind: "x", Key: "b"}, {Kind: "x", Key: "c"}}
+	res := ApplyGroup(st, ops, e)
+	if strings.Join(st.ops, "") != "abc" || len(res) != 3 || res[2].Int != 3 {
+		t.Fatalf("ApplyGroup applied %v, answered %v", st.ops, res)
+	}
+	for i, env := range st.envs {
+		if env != e.For(i) {
+			t.Fatalf("operation %d applied with %+v, want %+v", i, env, e.For(i))
+		}
 	}
 }

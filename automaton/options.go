@@ -89,8 +89,9 @@ func (o Options) String(name string) string {
 // Bool reports whether bool option name is set.
 func (o Options) Bool(name string) bool { return o.String(name) == "1" }
 
-// Set sets option name to vals (removing it when vals is nil), copying the
-// map so that Options values handed around stay unchanged.
+// Set sets option name to vals (removing it when vals is nil). It copies the
+// map, so that other Options values sharing it keep their entries; the
+// value slices are shared, and nobody may modify them in place.
 func (o *Options) Set(name string, vals []string) {
 	m := make(map[string][]string, len(o.Ext)+1)
 	for k, v := range o.Ext {

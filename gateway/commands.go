@@ -911,7 +911,7 @@ func cmdSynod(c *conn, args [][]byte) {
 					return
 				}
 				c.setNamespace(ns, svc)
-				c.resetOptions()
+				c.changedNamespace()
 				c.w.WriteSimple("OK")
 				return
 			}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
@@ -97,7 +98,12 @@ func (c *conn) optBegin(cmd *command, args [][]byte) bool {
 	}
 	if cmd.last < 0 && len(args) > 2 {
 		proto := c.protocol()
+		names := make([]string, 0, len(cur))
 		for name := range cur {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
 			if spec, err := automaton.FindOption(proto, name); err == nil && spec.PerOperation {
 				c.w.WriteError(fmt.Sprintf("ERR option %s names one operation, but %s with %d keys runs one per key; the pending options were discarded",
 					name, strings.ToUpper(cmd.name), len(args)-1))
@@ -125,9 +131,18 @@ func (c *conn) requestOptions(read automaton.ReadMode, id automaton.RequestID) a
 	return o
 }
 
-// resetOptions drops every option (the namespace changed).
+// resetOptions drops every option set on the connection.
 func (c *conn) resetOptions() {
 	c.opts.sticky, c.opts.pending = nil, nil
+}
+
+// changedNamespace drops every option and the last operation's: their
+// meaning belonged to the old namespace's protocol.
+func (c *conn) changedNamespace() {
+	c.resetOptions()
+	c.mu.Lock()
+	c.opts.last, c.opts.lastSeq = nil, 0
+	c.mu.Unlock()
 }
 
 func (c *conn) setOption(name string, vals []string) error {
@@ -200,8 +215,13 @@ func (c *conn) optCommand(sub string, args [][]byte) bool {
 		case 2:
 			c.resetOptions()
 		case 3:
-			delete(c.opts.pending, string(args[2]))
-			delete(c.opts.sticky, string(args[2]))
+			name := strings.ToLower(string(args[2]))
+			if _, err := automaton.FindOption(c.protocol(), name); err != nil {
+				c.w.WriteError("ERR " + err.Error())
+				return true
+			}
+			delete(c.opts.pending, name)
+			delete(c.opts.sticky, name)
 		default:
 			c.w.WriteError(arityErr("synod|optreset"))
 			return true
@@ -212,7 +232,7 @@ func (c *conn) optCommand(sub string, args [][]byte) bool {
 			c.w.WriteError(arityErr("synod|lastopt"))
 			return true
 		}
-		c.writeLast(string(args[2]))
+		c.writeLast(strings.ToLower(string(args[2])))
 	// Aliases of the eventually-serializable model's options.
 	case "strict":
 		if len(args) > 3 {
@@ -256,6 +276,9 @@ func (c *conn) optSubcommand(a []string) {
 			c.w.WriteBulkString(s.Type.String())
 			c.w.WriteBulkString(scope)
 			for _, v := range vals {
+				if s.Type == automaton.OptBool {
+					v = "on"
+				}
 				c.w.WriteBulkString(v)
 			}
 		}

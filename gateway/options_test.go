@@ -186,6 +186,13 @@ func TestOptionsGeneric(t *testing.T) {
 		cmd("SYNOD OPTRESET", "OK"),
 		cmd("SET k w", "OK"),
 		cmd("SYNOD LASTOPT strict", `"off"`),
+		// Names are case-insensitive everywhere; a typo is refused, not ignored.
+		cmd("SYNOD OPT STRICT on", "OK"),
+		cmd("SYNOD OPTRESET STRICT", "OK"),
+		cmd("SYNOD OPT strict", `"off"`),
+		cmd("SYNOD OPTRESET nosuch", "(error) ERR protocol esds has no request option \"nosuch\" (it has: opid, prev, strict)"),
+		cmd("SET k x", "OK"),
+		cmd("SYNOD LASTOPT STRICT", `"off"`),
 	})
 	if r := lastRecords(t, b, 1)[0].Req; r.Opts.Bool("strict") || r.Opts.Get("prev") != nil {
 		t.Fatalf("options after OPTRESET: %+v", r.Opts)

@@ -510,6 +510,17 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 		}
 		req.Ops = ops
 	}
+	if req.Opts.Ext != nil {
+		ext := make(map[string][]string, len(req.Opts.Ext))
+		for k, v := range req.Opts.Ext {
+			ext[k] = append([]string(nil), v...)
+		}
+		req.Opts.Ext = ext
+	}
+	if req.Txn != nil {
+		t := *req.Txn
+		req.Txn = &t
+	}
 	// The environment observed on arrival (service/env.go); only
 	// nondeterministic services read it, through the protocol.
 	req.Env = newEnv()

@@ -45,7 +45,7 @@ func (v *Flags) Register(f *pflag.FlagSet) {
 	f.Float64Var(&cfg.Txns, "txns", 0, "fraction of operations that run an interactive transaction: a begin, --txn-size operations each answered before the next, then a commit or abort (protocols with interactive transactions; the history is then checked for strict serializability)")
 	f.IntVar(&cfg.TxnSize, "txn-size", 3, "operations per interactive transaction")
 	f.Float64Var(&cfg.TxnAbort, "txn-abort", 0.1, "probability that a client aborts its transaction instead of committing it")
-	f.IntVar(&cfg.ConvergeEvery, "converge-every", 0, "protocols whose replicas report their state: hash a replica's state whenever its applied count passes a multiple of this (0: at every change) and compare replicas at equal counts")
+	f.IntVar(&cfg.ConvergeEvery, "converge-every", 0, "protocols whose replicas report their state: hash a replica's state whenever its applied count passes a multiple of this (0: at every change) and compare replicas at equal counts; above 1, replicas whose counts jump differently may rarely meet at one count, and the end-of-run comparison is what remains")
 	f.BoolVar(&cfg.NoInvariants, "no-invariants", false, "do not check the protocol's invariants after every step")
 	f.Float64Var(&cfg.Loss, "loss", 0, "base message loss probability on every link")
 	f.Float64Var(&cfg.Dup, "dup", 0, "base message duplication probability on every link")

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"hash"
@@ -507,9 +508,9 @@ func newSimulator(cfg Config) (*simulator, error) {
 	if !cfg.NoInvariants {
 		s.inv, s.invNames = automaton.NewInvariantChecker(cfg.Protocol)
 	}
-	s.rngEnv = rand.New(rand.NewSource(cfg.Seed ^ 0x5eed_e4f))
-	s.rngGroup = rand.New(rand.NewSource(cfg.Seed ^ 0x6a0c))
-	s.rngTxn = rand.New(rand.NewSource(cfg.Seed ^ 0x7e4a))
+	s.rngEnv = labeledRand(cfg.Seed, "env")
+	s.rngGroup = labeledRand(cfg.Seed, "group")
+	s.rngTxn = labeledRand(cfg.Seed, "txn")
 	if s.faults, err = ParseFaults(cfg.Faults); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -718,3 +719,13 @@ func (s *simulator) onDrainEnd() {
 
 // digestSum returns the hex trace digest.
 func (s *simulator) digestSum() string { return hex.EncodeToString(s.digest.Sum(nil)) }
+
+// labeledRand returns a random stream of its own for (seed, label): a hash
+// of both seeds it, so that streams added after the master's (env, group,
+// txn) leave the older ones unchanged and are unrelated across seeds and
+// labels (a seed XOR a constant would make seed s's group stream another
+// seed's txn stream).
+func labeledRand(seed int64, label string) *rand.Rand {
+	h := sha256.Sum256([]byte(fmt.Sprintf("synod-sim/%d/%s", seed, label)))
+	return rand.New(rand.NewSource(int64(binary.LittleEndian.Uint64(h[:8]))))
+}

@@ -358,7 +358,7 @@ func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (
 			Options:      synodpb.FromOptionSpecs(automaton.RequestOptions(ns.Protocol)),
 			AtomicGroups: automaton.TransactionsOf(ns.Protocol).Atomic,
 		}
-		if p, err := automaton.Lookup(ns.Protocol); err == nil {
+		if p, err := automaton.LookupAny(ns.Protocol); err == nil { // a broken variant runs under allow_broken
 			m.IdempotentRetry = p.IdempotentRetry()
 			if c, err := automaton.ConsistencyOf(ns.Protocol); err == nil {
 				m.Consistency = string(c)
