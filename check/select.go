@@ -23,7 +23,13 @@ func For(model automaton.Consistency) Checker {
 // of the given model: a history holding transactions or atomic groups is
 // judged for serializability of its committed units (strict
 // serializability when the protocol is linearizable); otherwise For(model).
+//
+// A history of the nondeterministic Matchmaker (its recorded service, meta
+// "service") is judged by MatchmakerFor.
 func ForHistory(model automaton.Consistency, h *history.History) Checker {
+	if h.Meta["service"] == "matchmaker" {
+		return MatchmakerFor
+	}
 	for _, op := range h.Ops {
 		if op.IsTxn() {
 			if model == automaton.Linearizable {

@@ -59,6 +59,9 @@ func (s *simulator) onClientNext(c *client) {
 		}
 		c.req.Op = service.Op{}
 		c.isRead = automaton.IsReadRequest(s.svc, c.req)
+		if c.isRead {
+			c.req.Opts.Read = s.cfg.ReadMode // a read-only group reads as single reads do
+		}
 		c.pending = s.rec.InvokeTxn(c.idx, Namespace, history.MultiKind)
 	} else {
 		c.isRead = s.svc.IsRead(op)

@@ -103,7 +103,7 @@ func Run(cfg Config) (*Result, error) {
 			return nil, err
 		}
 	} else if !s.cfg.NoCheck && s.cfg.Service == MatchmakerService {
-		rep, viz, err := checkMatchmaker(res.History, s.cfg.CheckTimeout)
+		rep, viz, err := check.MatchmakerCheck(res.History, s.cfg.CheckTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
 		}

@@ -1,4 +1,4 @@
-package sim
+package check
 
 import (
 	"math/rand"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synod-dev/synod/check"
 	"github.com/synod-dev/synod/history"
 	"github.com/synod-dev/synod/service"
 )
@@ -32,7 +31,7 @@ func mmHistory(entries []mmEntry) *history.History {
 	now := int64(0)
 	rec := history.NewRecorder(func() int64 { now++; return now })
 	for i, e := range entries {
-		p := rec.Invoke(i%3, Namespace, e.op, "")
+		p := rec.Invoke(i%3, "default", e.op, "")
 		if e.res == nil {
 			p.Unknown()
 		} else {
@@ -44,7 +43,7 @@ func mmHistory(entries []mmEntry) *history.History {
 
 func mmVerdict(t *testing.T, entries []mmEntry) string {
 	t.Helper()
-	rep, _, err := checkMatchmaker(mmHistory(entries), 10*time.Second)
+	rep, _, err := MatchmakerCheck(mmHistory(entries), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +63,11 @@ func TestMatchmakerModelSubmitChoice(t *testing.T) {
 		reply service.Result
 		want  string
 	}{
-		{"first suitable", service.Bytes([]byte("m1")), check.Ok},
-		{"second suitable", service.Bytes([]byte("m2")), check.Ok},
-		{"too small", service.Bytes([]byte("m3")), check.Illegal},
-		{"unknown machine", service.Bytes([]byte("m9")), check.Illegal},
-		{"nil while two fit", service.Nil(), check.Illegal},
+		{"first suitable", service.Bytes([]byte("m1")), Ok},
+		{"second suitable", service.Bytes([]byte("m2")), Ok},
+		{"too small", service.Bytes([]byte("m3")), Illegal},
+		{"unknown machine", service.Bytes([]byte("m9")), Illegal},
+		{"nil while two fit", service.Nil(), Illegal},
 	} {
 		h := append(append([]mmEntry{}, setup...), mmEntry{mmOp("submit", "j1", "2", "2", "1"), rp(c.reply)})
 		if got := mmVerdict(t, h); got != c.want {
@@ -79,7 +78,7 @@ func TestMatchmakerModelSubmitChoice(t *testing.T) {
 	h := append(append([]mmEntry{}, setup...),
 		mmEntry{mmOp("submit", "j1", "2", "2", "1"), rp(service.Bytes([]byte("m1")))},
 		mmEntry{mmOp("submit", "j2", "2", "2", "1"), rp(service.Bytes([]byte("m1")))})
-	if got := mmVerdict(t, h); got != check.Illegal {
+	if got := mmVerdict(t, h); got != Illegal {
 		t.Errorf("a busy machine given twice: verdict %s, want illegal", got)
 	}
 }
@@ -96,9 +95,9 @@ func TestMatchmakerModelUnknownSubmit(t *testing.T) {
 		reply service.Result
 		want  string
 	}{
-		{service.Bytes([]byte("m1")), check.Ok},
-		{service.Bytes([]byte("m2")), check.Ok},
-		{service.Nil(), check.Illegal}, // j1 is never queued while machines fit
+		{service.Bytes([]byte("m1")), Ok},
+		{service.Bytes([]byte("m2")), Ok},
+		{service.Nil(), Illegal}, // j1 is never queued while machines fit
 	} {
 		h := append(append([]mmEntry{}, setup...), mmEntry{mmOp("job", "j1"), rp(c.reply)})
 		if got := mmVerdict(t, h); got != c.want {
@@ -108,7 +107,7 @@ func TestMatchmakerModelUnknownSubmit(t *testing.T) {
 	// Not applied at all is legal too: a listing with both machines free.
 	h := append(append([]mmEntry{}, setup...), mmEntry{mmOp("machines", ""),
 		rp(service.Bytes([]byte("m1 cpu=4 mem=4 disk=2 free\nm2 cpu=4 mem=4 disk=2 free\n")))})
-	if got := mmVerdict(t, h); got != check.Ok {
+	if got := mmVerdict(t, h); got != Ok {
 		t.Errorf("unknown submit not applied: verdict %s, want ok", got)
 	}
 }
