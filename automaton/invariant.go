@@ -1,5 +1,7 @@
 package automaton
 
+import "sort"
+
 // Invariants, checked after every step in simulation.
 //
 // A protocol states what must always hold of one replica and of the whole
@@ -42,4 +44,16 @@ func NewInvariantChecker(protocol string) (InvariantChecker, []string) {
 		return c, names
 	}
 	return nil, nil
+}
+
+// UpNodes returns the ids of up in order, for checks that report the first
+// violation they meet: iterating the map itself would make the report (not
+// the verdict) differ between replays of one seed.
+func UpNodes(up map[NodeID]Automaton) []NodeID {
+	ids := make([]NodeID, 0, len(up))
+	for id := range up {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
 }

@@ -2,6 +2,8 @@ package blocking
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
@@ -52,8 +54,8 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 				stepped, now.view.Dotted(), now.promised.Dotted(), f.view.Dotted(), f.promised.Dotted())
 		}
 		c.floor[stepped], c.last[stepped] = now, now
-		for k, e := range b.store {
-			if err := c.unique(stepped, k, e); err != nil {
+		for _, k := range slices.Sorted(maps.Keys(b.store)) {
+			if err := c.unique(stepped, k, b.store[k]); err != nil {
 				return err
 			}
 		}
@@ -66,8 +68,9 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 	}
 	c.last[stepped] = now
 	if b.participating() {
-		for l := range b.holding {
-			for id, a := range up {
+		for _, l := range slices.Sorted(maps.Keys(b.holding)) {
+			for _, id := range automaton.UpNodes(up) {
+				a := up[id]
 				o, ok := a.(*Blocking)
 				if ok && id != stepped && o.participating() && o.view == b.view && o.holding[l] != nil {
 					return fmt.Errorf("mutex: %s and %s both hold lock %q in view %v", stepped, id, l, b.view.Dotted())

@@ -208,7 +208,8 @@ func (c *checker) claim(inv string, a *ESDS, n automaton.NodeID, id string, up m
 // othersClaims checks, when replica a (re)starts, everything the other
 // replicas know about it: it must not have forgotten what it revealed.
 func (c *checker) othersClaims(a *ESDS, up map[automaton.NodeID]automaton.Automaton) error {
-	for n, x := range up {
+	for _, n := range automaton.UpNodes(up) {
+		x := up[n]
 		b, ok := x.(*ESDS)
 		if !ok || b == a || b.ops == nil {
 			continue
