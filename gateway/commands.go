@@ -51,6 +51,7 @@ import (
 //	SYNOD NAMESPACES                           list namespaces as [name, protocol, service]
 //	SYNOD OP kind key [arg ...]                run one service operation
 //	SYNOD OPT/OPTRESET/LASTOPT                 protocol request options (options.go)
+//	SYNOD BEGIN/COMMIT/ABORT/TXN               interactive transactions (txn.go)
 //
 // Every operation is checked with the namespace's Service.Validate before it
 // reaches the Backend, so bad input never enters a replicated log.
@@ -174,12 +175,17 @@ func (c *conn) run(op service.Op, seq uint64) service.Result {
 	if err := svc.Validate(op); err != nil {
 		return errResult("%s", withCode(err.Error()))
 	}
+	id := automaton.RequestID{Client: c.client, Seq: seq}
+	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep()})
+}
+
+// submit hands req to the Backend and returns its result, every failure as
+// an error Result with its Redis error code.
+func (c *conn) submit(ns string, req automaton.Request) service.Result {
 	timeout := c.s.opts.RequestTimeout
 	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
 	defer cancel()
-	id := automaton.RequestID{Client: c.client, Seq: seq}
-	req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id)}
-	res, err := c.s.b.Do(ctx, ns.Name, req)
+	res, err := c.s.b.Do(ctx, ns, req)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrShuttingDown) || (errors.Is(err, context.Canceled) && c.s.ctx.Err() != nil):
@@ -196,11 +202,14 @@ func (c *conn) run(op service.Op, seq uint64) service.Result {
 }
 
 // runAll runs independent operations concurrently (at most 32 at a time) and
-// returns their results in order.
+// returns their results in order. Inside a transaction (txn.go) they run one
+// after the other, in order.
 func (c *conn) runAll(ops []service.Op) []service.Result {
 	out := make([]service.Result, len(ops))
-	if len(ops) == 1 {
-		out[0] = c.run(ops[0], c.nextSeq())
+	if len(ops) == 1 || c.txn.open {
+		for i, op := range ops {
+			out[i] = c.run(op, c.nextSeq())
+		}
 		return out
 	}
 	sem := make(chan struct{}, 32)
@@ -900,6 +909,9 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteBulkString(name)
 			return
 		}
+		if c.refuseInTxn("SYNOD NS") {
+			return
+		}
 		want := string(args[2])
 		nss := c.s.b.Namespaces()
 		var names []string
@@ -968,7 +980,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteSimple(l)
 		}
 	default:
-		if c.optCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) {
+		if c.txnCommand(sub, args) || c.optCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) {
 			return
 		}
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))

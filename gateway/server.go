@@ -28,7 +28,8 @@ import (
 // when the read buffer holds no further command, so a pipeline of N commands
 // costs about one write system call rather than N. The only concurrency inside
 // a connection is in multi-key commands (MGET, DEL, EXISTS), whose per-key
-// requests are independent and are issued together.
+// requests are independent and are issued together (one after the other
+// inside an interactive transaction, txn.go).
 //
 // Every request a connection sends to the Backend carries the RequestID
 // (client, seq): client is a random 64-bit number chosen when the connection
@@ -208,6 +209,7 @@ type conn struct {
 	authed  bool
 	quit    bool
 	opts    optConn // protocol request options (options.go)
+	txn     txnConn // the open interactive transaction (txn.go)
 
 	mu      sync.Mutex
 	ns      config.Namespace
@@ -239,6 +241,7 @@ func (c *conn) serve() {
 	s := c.s
 	defer func() {
 		c.nc.Close()
+		c.abortOnClose()
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
