@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,8 @@ import (
 // GRPC talks to the nodes' gRPC API (api/synod.proto) and offers the typed
 // methods of Client plus DoOp, which runs any service operation with any
 // request options the namespace's protocol declares, and DoGroup, which runs
-// an atomic group of operations. It keeps one gRPC connection per address and sends each request
+// an atomic group of operations, and Begin, which opens an interactive
+// transaction (Txn; its steps never fail over). It keeps one gRPC connection per address and sends each request
 // to the address that last answered, failing over round robin, with the same
 // rules as Client:
 //
@@ -634,4 +636,163 @@ func (c *GRPC) IncrBy(ctx context.Context, key string, delta int64) (int64, erro
 // Append appends value to key's value and returns the new length.
 func (c *GRPC) Append(ctx context.Context, key string, value []byte) (int64, error) {
 	return c.intOp(ctx, "append", key, value)
+}
+
+// --- interactive transactions ----------------------------------------------
+
+// ErrTxnAborted is wrapped by the error of a Commit whose transaction the
+// node aborted (another transaction or write committed first, or a failure
+// lost it): nothing of it took effect, and it may be run again from Begin.
+var ErrTxnAborted = errors.New("transaction aborted: nothing of it took effect")
+
+// ErrTxnDone is returned by a step of a transaction already committed or
+// aborted.
+var ErrTxnDone = errors.New("client: the transaction has ended (committed or aborted)")
+
+// Txn is an interactive transaction (automaton/txn.go; seed 002 VI.A.4's
+// shape): each Do is answered before the commit, with the transaction's own
+// writes visible to its later reads and invisible to everyone else until
+// Commit. Only protocols with Namespace.interactive_transactions serve them
+// (unreplicated); others refuse Begin with FAILED_PRECONDITION.
+//
+// An open transaction lives at the node that serves it, so every step is
+// sent to the node that served Begin, and never fails over: if that node
+// fails or restarts, the transaction is lost (its steps answer "ERR no
+// such transaction", its Commit ErrTxnAborted) and the caller begins
+// again. A Commit that failed without an answer (the node went away) is of
+// unknown outcome (ErrUnknownOutcome). Steps of one Txn run one at a time;
+// a Txn is safe for concurrent use, but its operations then run in an
+// order the caller does not choose.
+type Txn struct {
+	c  *GRPC
+	g  *gconn // the node that served Begin
+	ns string
+	id automaton.RequestID // the Begin request's: names the transaction
+
+	mu   sync.Mutex
+	done bool
+}
+
+// Begin opens an interactive transaction on namespace ns ("" means
+// Options.Namespace, and then the node's default). It tries the addresses
+// in the usual order, moving on only when the request certainly was not
+// sent.
+func (c *GRPC) Begin(ctx context.Context, ns string) (*Txn, error) {
+	req, err := c.request(ns, OpOptions{})
+	if err != nil {
+		return nil, err
+	}
+	req.Txn = &synodpb.TxnStep{Action: synodpb.TxnStep_BEGIN}
+	c.mu.Lock()
+	start, closed := c.cur, c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	id := automaton.RequestID{Client: req.ClientId, Seq: req.Seq}
+	var errs []error
+	for i := range c.conns {
+		idx := (start + i) % len(c.conns)
+		g := c.conns[idx]
+		_, res, sent, err := c.attempt(ctx, g, req)
+		if err == nil {
+			if res.Type == service.ResultErr {
+				return nil, &Error{Msg: res.Err}
+			}
+			c.prefer(idx)
+			return &Txn{c: c, g: g, ns: req.Namespace, id: id}, nil
+		}
+		if sent || definite(status.Code(err)) || ctxDone(ctx) != nil {
+			return nil, fmt.Errorf("client: begin (request %v) at %s: %w", id, g.addr, err)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
+	}
+	return nil, fmt.Errorf("client: begin (request %v) failed at every address: %w", id, errors.Join(errs...))
+}
+
+// attempt sends req once to g. sent reports whether it may have reached
+// the node.
+func (c *GRPC) attempt(ctx context.Context, g *gconn, req *synodpb.Request) (*synodpb.Response, service.Result, bool, error) {
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	if err := g.ready(actx); err != nil {
+		return nil, service.Result{}, false, err
+	}
+	var pr peer.Peer // set only if the request got onto a connection
+	resp, err := g.stub.Do(c.withAuth(actx), req, grpc.Peer(&pr))
+	if err != nil {
+		return nil, service.Result{}, pr.Addr != nil, err
+	}
+	res, err := synodpb.ToResult(resp.GetResult())
+	return resp, res, true, err
+}
+
+// ID is the transaction's name: the RequestID of its Begin.
+func (t *Txn) ID() automaton.RequestID { return t.id }
+
+// step sends one step of the transaction to the node that served Begin.
+// A Commit or Abort ends the transaction whatever its outcome.
+func (t *Txn) step(ctx context.Context, action synodpb.TxnStep_Action, op *service.Op) (service.Result, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return service.Result{}, ErrTxnDone
+	}
+	if action != synodpb.TxnStep_OP {
+		t.done = true
+	}
+	c := t.c
+	req := &synodpb.Request{Namespace: t.ns, ClientId: c.client, Seq: c.seq.Add(1),
+		Txn: &synodpb.TxnStep{TxnClient: t.id.Client, TxnSeq: t.id.Seq, Action: action}}
+	if op != nil {
+		req.Op = synodpb.FromOp(*op)
+	}
+	what := fmt.Sprintf("transaction %v: %s (request %x:%d) at %s", t.id, strings.ToLower(action.String()), req.ClientId, req.Seq, t.g.addr)
+	_, res, sent, err := c.attempt(ctx, t.g, req)
+	if err != nil {
+		if action == synodpb.TxnStep_COMMIT && sent && !definite(status.Code(err)) {
+			return res, fmt.Errorf("client: %s: %w: %w", what, err, ErrUnknownOutcome)
+		}
+		return res, fmt.Errorf("client: %s: %w", what, err)
+	}
+	return res, nil
+}
+
+// Do runs op inside the transaction and returns its result as the
+// transaction sees it. An error result is also returned as a *Error.
+func (t *Txn) Do(ctx context.Context, op service.Op) (service.Result, error) {
+	res, err := t.step(ctx, synodpb.TxnStep_OP, &op)
+	if err == nil && res.Type == service.ResultErr {
+		err = &Error{Msg: res.Err}
+	}
+	return res, err
+}
+
+// Commit makes the transaction's writes visible, all together. An error
+// wrapping ErrTxnAborted means nothing took effect (first committer wins:
+// another write committed since Begin, or the node lost the transaction);
+// one wrapping ErrUnknownOutcome that the commit may or may not have taken
+// effect.
+func (t *Txn) Commit(ctx context.Context) error {
+	res, err := t.step(ctx, synodpb.TxnStep_COMMIT, nil)
+	if err != nil || res.Type != service.ResultErr {
+		return err
+	}
+	e := &Error{Msg: res.Err}
+	switch {
+	case e.Code() == "EXECABORT", strings.HasPrefix(res.Err, automaton.ErrNoSuchTxn):
+		return fmt.Errorf("client: commit of transaction %v: %s: %w", t.id, res.Err, ErrTxnAborted)
+	case e.Code() == "TRYAGAIN":
+		e.unknown = true
+	}
+	return e
+}
+
+// Abort discards the transaction.
+func (t *Txn) Abort(ctx context.Context) error {
+	res, err := t.step(ctx, synodpb.TxnStep_ABORT, nil)
+	if err == nil && res.Type == service.ResultErr {
+		err = &Error{Msg: res.Err}
+	}
+	return err
 }

@@ -106,3 +106,33 @@ func FromOptionSpecs(specs []automaton.OptionSpec) []*OptionSpec {
 	}
 	return out
 }
+
+// FromTxnStep converts a transaction step to its message; nil for none.
+// The action numbers agree with automaton.TxnAction's.
+func FromTxnStep(t *automaton.TxnStep) *TxnStep {
+	if t == nil {
+		return nil
+	}
+	return &TxnStep{TxnClient: t.Txn.Client, TxnSeq: t.Txn.Seq, Action: TxnStep_Action(t.Action)}
+}
+
+// ToTxnStep converts a step message of request id (its BEGIN names the
+// transaction by id itself); nil for none. It refuses an action this
+// version does not know and a step that names no transaction.
+func ToTxnStep(m *TxnStep, id automaton.RequestID) (*automaton.TxnStep, error) {
+	if m == nil {
+		return nil, nil
+	}
+	a := automaton.TxnAction(m.GetAction())
+	switch a {
+	case automaton.TxnBegin:
+		return &automaton.TxnStep{Txn: id, Action: a}, nil
+	case automaton.TxnOp, automaton.TxnCommit, automaton.TxnAbort:
+	default:
+		return nil, fmt.Errorf("unknown transaction action %d", int32(m.GetAction()))
+	}
+	if m.GetTxnClient() == 0 || m.GetTxnSeq() == 0 {
+		return nil, fmt.Errorf("a %v step must name its transaction (txn_client, txn_seq: the BEGIN request's client_id and seq)", a)
+	}
+	return &automaton.TxnStep{Txn: automaton.RequestID{Client: m.GetTxnClient(), Seq: m.GetTxnSeq()}, Action: a}, nil
+}

@@ -101,6 +101,61 @@ func (ReadMode) EnumDescriptor() ([]byte, []int) {
 	return file_synod_proto_rawDescGZIP(), []int{0}
 }
 
+type TxnStep_Action int32
+
+const (
+	TxnStep_ACTION_UNSPECIFIED TxnStep_Action = 0
+	TxnStep_BEGIN              TxnStep_Action = 1
+	TxnStep_OP                 TxnStep_Action = 2
+	TxnStep_COMMIT             TxnStep_Action = 3
+	TxnStep_ABORT              TxnStep_Action = 4
+)
+
+// Enum value maps for TxnStep_Action.
+var (
+	TxnStep_Action_name = map[int32]string{
+		0: "ACTION_UNSPECIFIED",
+		1: "BEGIN",
+		2: "OP",
+		3: "COMMIT",
+		4: "ABORT",
+	}
+	TxnStep_Action_value = map[string]int32{
+		"ACTION_UNSPECIFIED": 0,
+		"BEGIN":              1,
+		"OP":                 2,
+		"COMMIT":             3,
+		"ABORT":              4,
+	}
+)
+
+func (x TxnStep_Action) Enum() *TxnStep_Action {
+	p := new(TxnStep_Action)
+	*p = x
+	return p
+}
+
+func (x TxnStep_Action) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TxnStep_Action) Descriptor() protoreflect.EnumDescriptor {
+	return file_synod_proto_enumTypes[1].Descriptor()
+}
+
+func (TxnStep_Action) Type() protoreflect.EnumType {
+	return &file_synod_proto_enumTypes[1]
+}
+
+func (x TxnStep_Action) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TxnStep_Action.Descriptor instead.
+func (TxnStep_Action) EnumDescriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{2, 0}
+}
+
 // Op is one operation of a service (service.Op): for KV, kind "get", "set",
 // "del", "exists", "cas", "append" or "incr"; for Counter, "read" or "add".
 type Op struct {
@@ -205,7 +260,19 @@ type Request struct {
 	// set, op must be unset. Only protocols whose Namespace.atomic_groups is
 	// true accept groups (FAILED_PRECONDITION otherwise). Options apply to the
 	// group as a whole.
-	Ops           []*Op `protobuf:"bytes,10,rep,name=ops,proto3" json:"ops,omitempty"`
+	Ops []*Op `protobuf:"bytes,10,rep,name=ops,proto3" json:"ops,omitempty"`
+	// A step of an interactive transaction (seed 002 VI.A.4's shape: each
+	// operation is answered before the commit). Only protocols whose
+	// Namespace.interactive_transactions is true serve them
+	// (FAILED_PRECONDITION otherwise, nothing applied). BEGIN opens a
+	// transaction named by this request's (client_id, seq), which must be
+	// set; OP runs op inside the transaction named by (txn_client, txn_seq);
+	// COMMIT answers ok or "EXECABORT transaction aborted" (nothing applied);
+	// ABORT discards it. Open transactions live at the node that served
+	// BEGIN (unreplicated: the server): send every step there. A step of a
+	// transaction the node no longer holds answers "ERR no such
+	// transaction ...".
+	Txn           *TxnStep `protobuf:"bytes,11,opt,name=txn,proto3" json:"txn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -310,6 +377,76 @@ func (x *Request) GetOps() []*Op {
 	return nil
 }
 
+func (x *Request) GetTxn() *TxnStep {
+	if x != nil {
+		return x.Txn
+	}
+	return nil
+}
+
+// TxnStep places a request in an interactive transaction.
+type TxnStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The (client_id, seq) of the transaction's BEGIN request; ignored in
+	// the BEGIN request itself.
+	TxnClient     uint64         `protobuf:"varint,1,opt,name=txn_client,json=txnClient,proto3" json:"txn_client,omitempty"`
+	TxnSeq        uint64         `protobuf:"varint,2,opt,name=txn_seq,json=txnSeq,proto3" json:"txn_seq,omitempty"`
+	Action        TxnStep_Action `protobuf:"varint,3,opt,name=action,proto3,enum=synod.v1.TxnStep_Action" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnStep) Reset() {
+	*x = TxnStep{}
+	mi := &file_synod_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnStep) ProtoMessage() {}
+
+func (x *TxnStep) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnStep.ProtoReflect.Descriptor instead.
+func (*TxnStep) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TxnStep) GetTxnClient() uint64 {
+	if x != nil {
+		return x.TxnClient
+	}
+	return 0
+}
+
+func (x *TxnStep) GetTxnSeq() uint64 {
+	if x != nil {
+		return x.TxnSeq
+	}
+	return 0
+}
+
+func (x *TxnStep) GetAction() TxnStep_Action {
+	if x != nil {
+		return x.Action
+	}
+	return TxnStep_ACTION_UNSPECIFIED
+}
+
 // OptionValues holds an option's values (one for a bool or string option).
 type OptionValues struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -320,7 +457,7 @@ type OptionValues struct {
 
 func (x *OptionValues) Reset() {
 	*x = OptionValues{}
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -332,7 +469,7 @@ func (x *OptionValues) String() string {
 func (*OptionValues) ProtoMessage() {}
 
 func (x *OptionValues) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -345,7 +482,7 @@ func (x *OptionValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionValues.ProtoReflect.Descriptor instead.
 func (*OptionValues) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{2}
+	return file_synod_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *OptionValues) GetValues() []string {
@@ -364,7 +501,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +513,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +526,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{3}
+	return file_synod_proto_rawDescGZIP(), []int{4}
 }
 
 // Result is an operation's outcome (service.Result).
@@ -409,7 +546,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +558,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +571,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{4}
+	return file_synod_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Result) GetValue() isResult_Value {
@@ -546,7 +683,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +695,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +708,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{5}
+	return file_synod_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Response) GetResult() *Result {
@@ -610,7 +747,7 @@ type NamespacesRequest struct {
 
 func (x *NamespacesRequest) Reset() {
 	*x = NamespacesRequest{}
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +759,7 @@ func (x *NamespacesRequest) String() string {
 func (*NamespacesRequest) ProtoMessage() {}
 
 func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +772,7 @@ func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesRequest.ProtoReflect.Descriptor instead.
 func (*NamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{6}
+	return file_synod_proto_rawDescGZIP(), []int{7}
 }
 
 type Namespace struct {
@@ -653,14 +790,16 @@ type Namespace struct {
 	// The request options the protocol declares (Request.options).
 	Options []*OptionSpec `protobuf:"bytes,6,rep,name=options,proto3" json:"options,omitempty"`
 	// Whether the protocol applies atomic groups (Request.ops).
-	AtomicGroups  bool `protobuf:"varint,7,opt,name=atomic_groups,json=atomicGroups,proto3" json:"atomic_groups,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AtomicGroups bool `protobuf:"varint,7,opt,name=atomic_groups,json=atomicGroups,proto3" json:"atomic_groups,omitempty"`
+	// Whether the protocol serves interactive transactions (Request.txn).
+	InteractiveTransactions bool `protobuf:"varint,8,opt,name=interactive_transactions,json=interactiveTransactions,proto3" json:"interactive_transactions,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +811,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +824,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{7}
+	return file_synod_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Namespace) GetName() string {
@@ -737,6 +876,13 @@ func (x *Namespace) GetAtomicGroups() bool {
 	return false
 }
 
+func (x *Namespace) GetInteractiveTransactions() bool {
+	if x != nil {
+		return x.InteractiveTransactions
+	}
+	return false
+}
+
 // OptionSpec describes a request option a protocol declares.
 type OptionSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -756,7 +902,7 @@ type OptionSpec struct {
 
 func (x *OptionSpec) Reset() {
 	*x = OptionSpec{}
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +914,7 @@ func (x *OptionSpec) String() string {
 func (*OptionSpec) ProtoMessage() {}
 
 func (x *OptionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +927,7 @@ func (x *OptionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionSpec.ProtoReflect.Descriptor instead.
 func (*OptionSpec) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{8}
+	return file_synod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OptionSpec) GetName() string {
@@ -821,7 +967,7 @@ type NamespacesResponse struct {
 
 func (x *NamespacesResponse) Reset() {
 	*x = NamespacesResponse{}
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +979,7 @@ func (x *NamespacesResponse) String() string {
 func (*NamespacesResponse) ProtoMessage() {}
 
 func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +992,7 @@ func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesResponse.ProtoReflect.Descriptor instead.
 func (*NamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{9}
+	return file_synod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NamespacesResponse) GetNamespaces() []*Namespace {
@@ -864,7 +1010,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1022,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1035,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{10}
+	return file_synod_proto_rawDescGZIP(), []int{11}
 }
 
 type InfoSection struct {
@@ -901,7 +1047,7 @@ type InfoSection struct {
 
 func (x *InfoSection) Reset() {
 	*x = InfoSection{}
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1059,7 @@ func (x *InfoSection) String() string {
 func (*InfoSection) ProtoMessage() {}
 
 func (x *InfoSection) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1072,7 @@ func (x *InfoSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoSection.ProtoReflect.Descriptor instead.
 func (*InfoSection) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{11}
+	return file_synod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InfoSection) GetFields() map[string]string {
@@ -945,7 +1091,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1103,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1116,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{12}
+	return file_synod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InfoResponse) GetSections() map[string]*InfoSection {
@@ -988,7 +1134,7 @@ const file_synod_proto_rawDesc = "" +
 	"\x02Op\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
-	"\x04args\x18\x03 \x03(\fR\x04args\"\x8b\x03\n" +
+	"\x04args\x18\x03 \x03(\fR\x04args\"\xb0\x03\n" +
 	"\aRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\x04R\bclientId\x12\x10\n" +
@@ -1000,10 +1146,23 @@ const file_synod_proto_rawDesc = "" +
 	"\x06strict\x18\b \x01(\bR\x06strict\x128\n" +
 	"\aoptions\x18\t \x03(\v2\x1e.synod.v1.Request.OptionsEntryR\aoptions\x12\x1e\n" +
 	"\x03ops\x18\n" +
-	" \x03(\v2\f.synod.v1.OpR\x03ops\x1aR\n" +
+	" \x03(\v2\f.synod.v1.OpR\x03ops\x12#\n" +
+	"\x03txn\x18\v \x01(\v2\x11.synod.v1.TxnStepR\x03txn\x1aR\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
-	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"&\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\xbf\x01\n" +
+	"\aTxnStep\x12\x1d\n" +
+	"\n" +
+	"txn_client\x18\x01 \x01(\x04R\ttxnClient\x12\x17\n" +
+	"\atxn_seq\x18\x02 \x01(\x04R\x06txnSeq\x120\n" +
+	"\x06action\x18\x03 \x01(\x0e2\x18.synod.v1.TxnStep.ActionR\x06action\"J\n" +
+	"\x06Action\x12\x16\n" +
+	"\x12ACTION_UNSPECIFIED\x10\x00\x12\t\n" +
+	"\x05BEGIN\x10\x01\x12\x06\n" +
+	"\x02OP\x10\x02\x12\n" +
+	"\n" +
+	"\x06COMMIT\x10\x03\x12\t\n" +
+	"\x05ABORT\x10\x04\"&\n" +
 	"\fOptionValues\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\tR\x06values\"\a\n" +
 	"\x05Empty\"\x99\x01\n" +
@@ -1022,7 +1181,7 @@ const file_synod_proto_rawDesc = "" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\x13\n" +
-	"\x11NamespacesRequest\"\xf7\x01\n" +
+	"\x11NamespacesRequest\"\xb2\x02\n" +
 	"\tNamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x18\n" +
@@ -1030,7 +1189,8 @@ const file_synod_proto_rawDesc = "" +
 	"\vconsistency\x18\x04 \x01(\tR\vconsistency\x12)\n" +
 	"\x10idempotent_retry\x18\x05 \x01(\bR\x0fidempotentRetry\x12.\n" +
 	"\aoptions\x18\x06 \x03(\v2\x14.synod.v1.OptionSpecR\aoptions\x12#\n" +
-	"\ratomic_groups\x18\a \x01(\bR\fatomicGroups\"^\n" +
+	"\ratomic_groups\x18\a \x01(\bR\fatomicGroups\x129\n" +
+	"\x18interactive_transactions\x18\b \x01(\bR\x17interactiveTransactions\"^\n" +
 	"\n" +
 	"OptionSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -1077,56 +1237,60 @@ func file_synod_proto_rawDescGZIP() []byte {
 	return file_synod_proto_rawDescData
 }
 
-var file_synod_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_synod_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_synod_proto_goTypes = []any{
 	(ReadMode)(0),              // 0: synod.v1.ReadMode
-	(*Op)(nil),                 // 1: synod.v1.Op
-	(*Request)(nil),            // 2: synod.v1.Request
-	(*OptionValues)(nil),       // 3: synod.v1.OptionValues
-	(*Empty)(nil),              // 4: synod.v1.Empty
-	(*Result)(nil),             // 5: synod.v1.Result
-	(*Response)(nil),           // 6: synod.v1.Response
-	(*NamespacesRequest)(nil),  // 7: synod.v1.NamespacesRequest
-	(*Namespace)(nil),          // 8: synod.v1.Namespace
-	(*OptionSpec)(nil),         // 9: synod.v1.OptionSpec
-	(*NamespacesResponse)(nil), // 10: synod.v1.NamespacesResponse
-	(*InfoRequest)(nil),        // 11: synod.v1.InfoRequest
-	(*InfoSection)(nil),        // 12: synod.v1.InfoSection
-	(*InfoResponse)(nil),       // 13: synod.v1.InfoResponse
-	nil,                        // 14: synod.v1.Request.OptionsEntry
-	nil,                        // 15: synod.v1.Response.OptionsEntry
-	nil,                        // 16: synod.v1.InfoSection.FieldsEntry
-	nil,                        // 17: synod.v1.InfoResponse.SectionsEntry
+	(TxnStep_Action)(0),        // 1: synod.v1.TxnStep.Action
+	(*Op)(nil),                 // 2: synod.v1.Op
+	(*Request)(nil),            // 3: synod.v1.Request
+	(*TxnStep)(nil),            // 4: synod.v1.TxnStep
+	(*OptionValues)(nil),       // 5: synod.v1.OptionValues
+	(*Empty)(nil),              // 6: synod.v1.Empty
+	(*Result)(nil),             // 7: synod.v1.Result
+	(*Response)(nil),           // 8: synod.v1.Response
+	(*NamespacesRequest)(nil),  // 9: synod.v1.NamespacesRequest
+	(*Namespace)(nil),          // 10: synod.v1.Namespace
+	(*OptionSpec)(nil),         // 11: synod.v1.OptionSpec
+	(*NamespacesResponse)(nil), // 12: synod.v1.NamespacesResponse
+	(*InfoRequest)(nil),        // 13: synod.v1.InfoRequest
+	(*InfoSection)(nil),        // 14: synod.v1.InfoSection
+	(*InfoResponse)(nil),       // 15: synod.v1.InfoResponse
+	nil,                        // 16: synod.v1.Request.OptionsEntry
+	nil,                        // 17: synod.v1.Response.OptionsEntry
+	nil,                        // 18: synod.v1.InfoSection.FieldsEntry
+	nil,                        // 19: synod.v1.InfoResponse.SectionsEntry
 }
 var file_synod_proto_depIdxs = []int32{
-	1,  // 0: synod.v1.Request.op:type_name -> synod.v1.Op
+	2,  // 0: synod.v1.Request.op:type_name -> synod.v1.Op
 	0,  // 1: synod.v1.Request.read:type_name -> synod.v1.ReadMode
-	14, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
-	1,  // 3: synod.v1.Request.ops:type_name -> synod.v1.Op
-	4,  // 4: synod.v1.Result.nil:type_name -> synod.v1.Empty
-	4,  // 5: synod.v1.Result.ok:type_name -> synod.v1.Empty
-	5,  // 6: synod.v1.Response.result:type_name -> synod.v1.Result
-	15, // 7: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
-	5,  // 8: synod.v1.Response.results:type_name -> synod.v1.Result
-	9,  // 9: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
-	8,  // 10: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
-	16, // 11: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
-	17, // 12: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
-	3,  // 13: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	3,  // 14: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	12, // 15: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
-	2,  // 16: synod.v1.Synod.Do:input_type -> synod.v1.Request
-	7,  // 17: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
-	11, // 18: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
-	6,  // 19: synod.v1.Synod.Do:output_type -> synod.v1.Response
-	10, // 20: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
-	13, // 21: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
-	19, // [19:22] is the sub-list for method output_type
-	16, // [16:19] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	16, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
+	2,  // 3: synod.v1.Request.ops:type_name -> synod.v1.Op
+	4,  // 4: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
+	1,  // 5: synod.v1.TxnStep.action:type_name -> synod.v1.TxnStep.Action
+	6,  // 6: synod.v1.Result.nil:type_name -> synod.v1.Empty
+	6,  // 7: synod.v1.Result.ok:type_name -> synod.v1.Empty
+	7,  // 8: synod.v1.Response.result:type_name -> synod.v1.Result
+	17, // 9: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
+	7,  // 10: synod.v1.Response.results:type_name -> synod.v1.Result
+	11, // 11: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
+	10, // 12: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
+	18, // 13: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
+	19, // 14: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
+	5,  // 15: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	5,  // 16: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	14, // 17: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
+	3,  // 18: synod.v1.Synod.Do:input_type -> synod.v1.Request
+	9,  // 19: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
+	13, // 20: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
+	8,  // 21: synod.v1.Synod.Do:output_type -> synod.v1.Response
+	12, // 22: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
+	15, // 23: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
+	21, // [21:24] is the sub-list for method output_type
+	18, // [18:21] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_synod_proto_init() }
@@ -1134,7 +1298,7 @@ func file_synod_proto_init() {
 	if File_synod_proto != nil {
 		return
 	}
-	file_synod_proto_msgTypes[4].OneofWrappers = []any{
+	file_synod_proto_msgTypes[5].OneofWrappers = []any{
 		(*Result_Nil)(nil),
 		(*Result_Ok)(nil),
 		(*Result_Bytes)(nil),
@@ -1146,8 +1310,8 @@ func file_synod_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_synod_proto_rawDesc), len(file_synod_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   17,
+			NumEnums:      2,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

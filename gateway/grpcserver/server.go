@@ -35,6 +35,13 @@
 //     options["opid"], which a protocol that declares it (ESDS) assigns as
 //     "<client id as 16 hex>-<seq>" when absent, so a retry with the same
 //     (client_id, seq) gets the same op id.
+//   - Interactive transactions (Request.txn): a step needs client_id (the
+//     BEGIN's (client_id, seq) names the transaction, so the client must
+//     know it); a protocol without them (automaton.TransactionsOf(protocol)
+//     .Interactive) is refused with FAILED_PRECONDITION and
+//     automaton.ErrNoInteractive's text before anything is applied; BEGIN,
+//     COMMIT and ABORT carry no op. The server keeps no transaction state:
+//     the protocol does, at the node it runs on.
 //   - Atomic groups: options apply to the group as a whole (one request, one
 //     RequestID); Response.results answers each operation when the group
 //     was applied, and Response.result is then the protocol's group result.
@@ -204,9 +211,20 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 		return nil, err
 	}
 	req := automaton.Request{ID: id}
+	if req.Txn, err = synodpb.ToTxnStep(in.GetTxn(), id); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	switch {
+	case req.Txn != nil && in.GetClientId() == 0:
+		return nil, status.Error(codes.InvalidArgument, "a transaction step needs client_id and seq (the BEGIN's name the transaction)")
 	case len(in.GetOps()) > 0 && in.GetOp() != nil:
 		return nil, status.Error(codes.InvalidArgument, "request has both op and ops: an atomic group goes in ops alone")
+	case len(in.GetOps()) > 0 && req.Txn != nil:
+		return nil, status.Error(codes.InvalidArgument, "request has both ops and txn: a request is an atomic group or a transaction step, not both")
+	case req.Txn != nil && req.Txn.Action != automaton.TxnOp:
+		if in.GetOp() != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "a transaction %v step carries no op", req.Txn.Action)
+		}
 	case len(in.GetOps()) > 0:
 		for _, m := range in.GetOps() {
 			req.Ops = append(req.Ops, synodpb.ToOp(m))
@@ -355,8 +373,9 @@ func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (
 	for _, ns := range s.nss {
 		m := &synodpb.Namespace{
 			Name: ns.Name, Protocol: ns.Protocol, Service: ns.Service,
-			Options:      synodpb.FromOptionSpecs(automaton.RequestOptions(ns.Protocol)),
-			AtomicGroups: automaton.TransactionsOf(ns.Protocol).Atomic,
+			Options:                 synodpb.FromOptionSpecs(automaton.RequestOptions(ns.Protocol)),
+			AtomicGroups:            automaton.TransactionsOf(ns.Protocol).Atomic,
+			InteractiveTransactions: automaton.TransactionsOf(ns.Protocol).Interactive,
 		}
 		if p, err := automaton.LookupAny(ns.Protocol); err == nil { // a broken variant runs under allow_broken
 			m.IdempotentRetry = p.IdempotentRetry()
