@@ -1,76 +1,27 @@
 package client
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"math/rand"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/synod-dev/synod/automaton"
-	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/gateway/grpcserver"
 	"github.com/synod-dev/synod/protocol/unreplicated"
 	"github.com/synod-dev/synod/service"
 )
 
-// unreplicatedBackend really runs the unreplicated protocol: one automaton
-// (a single node, n1, the server), stepped synchronously under a mutex,
-// answering each request with the Respond its step emits; Persist and
-// timers are ignored.
-type unreplicatedBackend struct {
-	mu  sync.Mutex
-	a   automaton.Automaton
-	log []automaton.Request
-}
-
-func newUnreplicatedBackend(t *testing.T) *unreplicatedBackend {
+// newUnreplicatedBackend really runs the unreplicated protocol
+// (gatewaytest.AutomatonBackend).
+func newUnreplicatedBackend(t *testing.T) *gatewaytest.AutomatonBackend {
 	t.Helper()
-	svc, _ := service.Lookup("kv")
-	p, err := automaton.Lookup(unreplicated.Name)
+	b, err := gatewaytest.NewAutomaton(unreplicated.Name, "kv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := p.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Namespace: "default", Service: svc, Rand: rand.New(rand.NewSource(1))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Step(automaton.Start{})
-	return &unreplicatedBackend{a: a}
-}
-
-func (b *unreplicatedBackend) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.log = append(b.log, req)
-	for _, o := range b.a.Step(automaton.ClientRequest{Req: req}) {
-		if r, ok := o.(automaton.Respond); ok && r.Resp.ID == req.ID {
-			return r.Resp, nil
-		}
-	}
-	return automaton.Response{}, fmt.Errorf("request %v: no answer in its step", req.ID)
-}
-
-func (b *unreplicatedBackend) Namespaces() []config.Namespace {
-	return []config.Namespace{{Name: "default", Protocol: unreplicated.Name, Service: "kv"}}
-}
-func (b *unreplicatedBackend) Info() map[string]map[string]string { return nil }
-
-// txnSteps counts the transaction steps b received.
-func (b *unreplicatedBackend) txnSteps() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for _, r := range b.log {
-		if r.Txn != nil {
-			n++
-		}
-	}
-	return n
+	return b
 }
 
 func set(k, v string) service.Op { return service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte(v)}} }
@@ -173,10 +124,10 @@ func TestGRPCTxnStaysAtItsNode(t *testing.T) {
 	if err := txn.Commit(ctx); err == nil {
 		t.Fatal("a commit after its node stopped succeeded")
 	}
-	if n := ba.txnSteps(); n != 2 {
+	if n := len(ba.TxnSteps()); n != 2 {
 		t.Fatalf("node a received %d transaction steps, want 2 (begin, set)", n)
 	}
-	if n := bb.txnSteps(); n != 0 {
+	if n := len(bb.TxnSteps()); n != 0 {
 		t.Fatalf("a transaction step failed over to node b (%d steps)", n)
 	}
 }

@@ -3,80 +3,23 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
-	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/protocol/unreplicated"
-	"github.com/synod-dev/synod/service"
 )
 
-// unreplicatedBackend really runs the unreplicated protocol: one automaton
-// (a single node, n1, the server), stepped synchronously under a mutex. It
-// answers each request with the Respond the step emits for it; Persist and
-// timers are ignored (nothing here crashes).
-type unreplicatedBackend struct {
-	ns config.Namespace
-
-	mu  sync.Mutex
-	a   automaton.Automaton
-	log []automaton.Request
-}
-
-func newUnreplicatedBackend(t *testing.T) *unreplicatedBackend {
+// newUnreplicatedBackend really runs the unreplicated protocol
+// (gatewaytest.AutomatonBackend).
+func newUnreplicatedBackend(t *testing.T) *gatewaytest.AutomatonBackend {
 	t.Helper()
-	svc, err := service.Lookup("kv")
+	b, err := gatewaytest.NewAutomaton(unreplicated.Name, "kv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := automaton.Lookup(unreplicated.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := p.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Namespace: "default",
-		Service: svc, Rand: rand.New(rand.NewSource(1))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Step(automaton.Start{})
-	return &unreplicatedBackend{ns: config.Namespace{Name: "default", Protocol: unreplicated.Name, Service: "kv"}, a: a}
-}
-
-func (b *unreplicatedBackend) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
-	if ns != b.ns.Name {
-		return automaton.Response{}, fmt.Errorf("unknown namespace %q", ns)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.log = append(b.log, req)
-	for _, o := range b.a.Step(automaton.ClientRequest{Req: req}) {
-		if r, ok := o.(automaton.Respond); ok && r.Resp.ID == req.ID {
-			return r.Resp, nil
-		}
-	}
-	return automaton.Response{}, fmt.Errorf("request %v: no answer in its step", req.ID)
-}
-
-func (b *unreplicatedBackend) Namespaces() []config.Namespace { return []config.Namespace{b.ns} }
-func (b *unreplicatedBackend) Info() map[string]map[string]string {
-	return nil
-}
-
-// steps returns the transaction actions of the requests received so far.
-func (b *unreplicatedBackend) steps() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, r := range b.log {
-		if r.Txn != nil {
-			out = append(out, r.Txn.Action.String()+" "+r.Op.Kind+" "+r.Op.Key)
-		}
-	}
-	return out
+	return b
 }
 
 func TestTxnIsolationAndCommit(t *testing.T) {
@@ -105,7 +48,7 @@ func TestTxnIsolationAndCommit(t *testing.T) {
 	run(t, c2, []step{cmd("GET a", `"1x"`), cmd("GET n", `"1"`)})
 	// MGET ran one TxnOp per key, in order.
 	want := []string{"begin  ", "op set a", "op incr n", "op get a", "op get a", "op get n", "op get missing", "op append a", "commit  "}
-	if got := b.steps(); strings.Join(got, "|") != strings.Join(want, "|") {
+	if got := b.TxnSteps(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("transaction steps:\n got %q\nwant %q", got, want)
 	}
 }
@@ -144,7 +87,7 @@ func TestTxnAbortDiscards(t *testing.T) {
 		cmd("SYNOD NS default", "OK"), // allowed again
 	})
 	run(t, c2, []step{cmd("GET k", "(nil)")})
-	st := b.steps()
+	st := b.TxnSteps()
 	if st[len(st)-1] != "abort  " {
 		t.Fatalf("last step %q, want the abort", st[len(st)-1])
 	}
@@ -158,7 +101,7 @@ func TestTxnAbortedWhenConnectionCloses(t *testing.T) {
 	run(t, c1, []step{cmd("SYNOD BEGIN", "OK"), cmd("SET k v", "OK")})
 	c1.do("QUIT")
 	s.Close() // waits for the connection's goroutine, hence for its abort
-	st := b.steps()
+	st := b.TxnSteps()
 	if len(st) != 3 || st[2] != "abort  " {
 		t.Fatalf("steps %q, want begin, the set, then an abort", st)
 	}
@@ -212,9 +155,7 @@ func TestTxnLostAtTheNode(t *testing.T) {
 	_, addr := startServer(t, b, ServerOptions{})
 	c := dial(t, addr)
 	run(t, c, []step{cmd("SYNOD BEGIN", "OK"), cmd("SET k v", "OK")})
-	b.mu.Lock()
-	begin := b.log[0]
-	b.mu.Unlock()
+	begin := b.Log()[0]
 	if _, err := b.Do(context.Background(), "default", automaton.Request{ID: automaton.RequestID{Client: 99, Seq: 1},
 		Txn: &automaton.TxnStep{Txn: begin.ID, Action: automaton.TxnAbort}}); err != nil {
 		t.Fatal(err)

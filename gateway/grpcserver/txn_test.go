@@ -3,8 +3,6 @@ package grpcserver
 import (
 	"context"
 	"fmt"
-	"math/rand"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -12,51 +10,21 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
-	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/protocol/unreplicated"
 	"github.com/synod-dev/synod/service"
 )
 
-// unreplicatedBackend really runs the unreplicated protocol: one automaton
-// (a single node, n1, the server), stepped synchronously under a mutex,
-// answering each request with the Respond its step emits; Persist and
-// timers are ignored.
-type unreplicatedBackend struct {
-	mu sync.Mutex
-	a  automaton.Automaton
-}
-
-func newUnreplicatedBackend(t *testing.T) *unreplicatedBackend {
+// newUnreplicatedBackend really runs the unreplicated protocol
+// (gatewaytest.AutomatonBackend).
+func newUnreplicatedBackend(t *testing.T) *gatewaytest.AutomatonBackend {
 	t.Helper()
-	svc, _ := service.Lookup("kv")
-	p, err := automaton.Lookup(unreplicated.Name)
+	b, err := gatewaytest.NewAutomaton(unreplicated.Name, "kv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := p.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Namespace: "default", Service: svc, Rand: rand.New(rand.NewSource(1))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Step(automaton.Start{})
-	return &unreplicatedBackend{a: a}
+	return b
 }
-
-func (b *unreplicatedBackend) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, o := range b.a.Step(automaton.ClientRequest{Req: req}) {
-		if r, ok := o.(automaton.Respond); ok && r.Resp.ID == req.ID {
-			return r.Resp, nil
-		}
-	}
-	return automaton.Response{}, fmt.Errorf("request %v: no answer in its step", req.ID)
-}
-
-func (b *unreplicatedBackend) Namespaces() []config.Namespace {
-	return []config.Namespace{{Name: "default", Protocol: unreplicated.Name, Service: "kv"}}
-}
-func (b *unreplicatedBackend) Info() map[string]map[string]string { return nil }
 
 func txnReq(client, seq uint64, action synodpb.TxnStep_Action, begin *synodpb.Request, o *synodpb.Op) *synodpb.Request {
 	r := &synodpb.Request{ClientId: client, Seq: seq, Op: o, Txn: &synodpb.TxnStep{Action: action}}
