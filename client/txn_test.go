@@ -13,15 +13,9 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// newUnreplicatedBackend really runs the unreplicated protocol
-// (gatewaytest.AutomatonBackend).
+// newUnreplicatedBackend really runs the unreplicated protocol.
 func newUnreplicatedBackend(t *testing.T) *gatewaytest.AutomatonBackend {
-	t.Helper()
-	b, err := gatewaytest.NewAutomaton(unreplicated.Name, "kv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return gatewaytest.MustAutomaton(t, unreplicated.Name, "kv")
 }
 
 func set(k, v string) service.Op { return service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte(v)}} }

@@ -11,15 +11,9 @@ import (
 	"github.com/synod-dev/synod/protocol/unreplicated"
 )
 
-// newUnreplicatedBackend really runs the unreplicated protocol
-// (gatewaytest.AutomatonBackend).
+// newUnreplicatedBackend really runs the unreplicated protocol.
 func newUnreplicatedBackend(t *testing.T) *gatewaytest.AutomatonBackend {
-	t.Helper()
-	b, err := gatewaytest.NewAutomaton(unreplicated.Name, "kv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return gatewaytest.MustAutomaton(t, unreplicated.Name, "kv")
 }
 
 func TestTxnIsolationAndCommit(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"testing"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
@@ -44,6 +45,16 @@ func NewAutomaton(proto, svc string) (*AutomatonBackend, error) {
 	}
 	a.Step(automaton.Start{})
 	return &AutomatonBackend{ns: config.Namespace{Name: "default", Protocol: proto, Service: svc}, a: a}, nil
+}
+
+// MustAutomaton is NewAutomaton that fails the test on an error.
+func MustAutomaton(t testing.TB, proto, svc string) *AutomatonBackend {
+	t.Helper()
+	b, err := NewAutomaton(proto, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // Do implements gateway.Backend.

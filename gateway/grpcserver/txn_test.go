@@ -15,15 +15,9 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// newUnreplicatedBackend really runs the unreplicated protocol
-// (gatewaytest.AutomatonBackend).
+// newUnreplicatedBackend really runs the unreplicated protocol.
 func newUnreplicatedBackend(t *testing.T) *gatewaytest.AutomatonBackend {
-	t.Helper()
-	b, err := gatewaytest.NewAutomaton(unreplicated.Name, "kv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return gatewaytest.MustAutomaton(t, unreplicated.Name, "kv")
 }
 
 func txnReq(client, seq uint64, action synodpb.TxnStep_Action, begin *synodpb.Request, o *synodpb.Op) *synodpb.Request {
