@@ -3,7 +3,6 @@ package automaton
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -87,7 +86,7 @@ func (o Options) String(name string) string {
 }
 
 // Bool reports whether bool option name is set.
-func (o Options) Bool(name string) bool { return o.String(name) == "1" }
+func (o Options) Bool(name string) bool { return o.String(name) == boolOn }
 
 // Set sets option name to vals (removing it when vals is nil). It copies the
 // map, so that other Options values sharing it keep their entries; the
@@ -162,7 +161,7 @@ func (s OptionSpec) Parse(vals []string) ([]string, error) {
 		}
 		switch strings.ToLower(vals[0]) {
 		case "1", "on", "true", "yes":
-			vals = []string{"1"}
+			vals = []string{boolOn}
 		case "0", "off", "false", "no":
 			return nil, nil
 		default:
@@ -247,13 +246,13 @@ func ParseOptionFlag(s string) (string, []string, error) {
 	return name, strings.Split(val, ","), nil
 }
 
-// boolString is the normalised form of a set bool option.
-var boolString = strconv.Itoa(1)
+// boolOn is the normalised value of a set bool option.
+const boolOn = "1"
 
 // BoolOption returns the value list of a bool option that is on or off.
 func BoolOption(on bool) []string {
 	if on {
-		return []string{boolString}
+		return []string{boolOn}
 	}
 	return nil
 }
