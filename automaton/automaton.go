@@ -135,6 +135,11 @@ type Request struct {
 	// replicas use (env.go).
 	Env  service.Env
 	Opts Options
+	// Fanout: the client sent this same request to every replica itself
+	// (FanoutProtocol, capability.go). The automaton plays only its own
+	// part and may answer Silent. Unset, the contacted node serves the
+	// request as usual (it proposes or forwards on the client's behalf).
+	Fanout bool
 }
 
 // Response answers a Request.
@@ -145,6 +150,10 @@ type Response struct {
 	// group was applied; Result is then OK. A refused or aborted group has
 	// Result set to the error and no Results.
 	Results []service.Result
+	// Silent answers a Fanout request at a replica that is not the one to
+	// reply (FanoutProtocol): the runtime releases the request and tells
+	// the client to wait for another replica's answer. Result is ignored.
+	Silent bool
 }
 
 // Input is one input action.

@@ -292,6 +292,12 @@ type Scenario struct {
 	// seeds known to catch it so that the suite stays short; the suite
 	// fails if none of them does any more.
 	Seeds string
+	// ExpectViolation marks a scenario that runs a real protocol outside
+	// the failure model it declares (FaultAssumer): primary-backup under
+	// partitions or long pauses. Like a broken variant's scenario, at
+	// least one of its seeds must fail; the suite prints the failure as
+	// the evidence that the assumption is needed.
+	ExpectViolation bool
 }
 
 // ScenarioDeclarer is implemented by protocols that ask for simulations of
@@ -315,4 +321,64 @@ func ScenariosOf(name string) []Scenario {
 		return d.Scenarios()
 	}
 	return nil
+}
+
+// --- failure model ---
+
+// FaultAssumer is implemented by protocols that are safe only under a
+// failure model narrower than the simulator's "all". Primary-backup (seed
+// 002, chapter III) assumes a perfect failure detector: crash-stop nodes
+// and messages delayed by less than the heartbeat timeout; a partition or a
+// long pause makes a backup promote itself while the primary still serves
+// (split brain). SafeFaults returns the simulator fault kinds (sim
+// FaultKinds: crash, partition, loss, dup, pause, slow, reorder) under which
+// the protocol promises its consistency model; the conformance suite's
+// standard scenarios inject only those. Say in the package doc why each
+// missing kind breaks the protocol, and declare an ExpectViolation scenario
+// that shows it.
+type FaultAssumer interface {
+	SafeFaults() []string
+}
+
+// SafeFaultsOf returns the --faults value under which the named protocol
+// is safe: "all" unless it declares FaultAssumer.
+func SafeFaultsOf(name string) string {
+	p, err := LookupAny(name)
+	if err != nil {
+		return "all"
+	}
+	if f, ok := p.(FaultAssumer); ok {
+		if k := f.SafeFaults(); len(k) > 0 {
+			return strings.Join(k, ",")
+		}
+		return "none"
+	}
+	return "all"
+}
+
+// --- clients that send to every replica ---
+
+// FanoutProtocol is implemented by protocols whose clients send each request
+// to every replica themselves: Fast Paxos's clients are proposers that send
+// straight to the acceptors (seed 002, chapter V), and PB-Paxos's clients
+// send to all replicas, of which only the leader replies (chapter VI.A.1).
+// A client that fans out marks the request Request.Fanout and sends the same
+// RequestID to every node; each node's automaton plays its own part (accept,
+// learn, confirm) and answers with a real Response or with a Silent one
+// (Response.Silent: "not mine to answer; wait for another replica"), so
+// that runtimes can release the request. The client takes the first
+// non-silent answer. A client that reaches one node (redis-cli) sends an
+// ordinary request, and that node acts as the proposer for it.
+type FanoutProtocol interface {
+	ClientFanout() bool
+}
+
+// ClientFanoutOf reports whether the named protocol wants clients to fan out.
+func ClientFanoutOf(name string) bool {
+	p, err := LookupAny(name)
+	if err != nil {
+		return false
+	}
+	f, ok := p.(FanoutProtocol)
+	return ok && f.ClientFanout()
 }
