@@ -22,8 +22,32 @@ var update = flag.Bool("update", false, "rewrite testdata/digests.txt")
 // base is the "faults" scenario's flags.
 var base = []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all"}
 
-// standard returns the suite's standard scenarios for a real protocol.
+// standard returns the suite's standard scenarios for a real protocol. A
+// protocol safe only under a narrower failure model (automaton.FaultAssumer)
+// gets only the faults it assumes; its own ExpectViolation scenarios show
+// what the others do to it.
 func standard(name string) []automaton.Scenario {
+	out := standardAll(name)
+	if faults := automaton.SafeFaultsOf(name); faults != "all" {
+		for i := range out {
+			out[i].Args = withFaults(out[i].Args, faults)
+		}
+	}
+	return out
+}
+
+// withFaults returns args with the --faults value replaced.
+func withFaults(args []string, faults string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "--faults" {
+			out[i+1] = faults
+		}
+	}
+	return out
+}
+
+func standardAll(name string) []automaton.Scenario {
 	out := []automaton.Scenario{{Name: "faults", Args: base, Seeds: "1-20"}}
 	if automaton.TransactionsOf(name).Atomic {
 		// Fewer operations: the serializability search grows quickly with
@@ -124,6 +148,10 @@ func TestProtocolsConform(t *testing.T) {
 			t.Parallel()
 			_, stated := automaton.NewInvariantChecker(name)
 			for _, sc := range append(standard(name), automaton.ScenariosOf(name)...) {
+				if sc.ExpectViolation {
+					expectCaught(t, name, []automaton.Scenario{sc}, "outside its failure model ("+automaton.SafeFaultsOf(name)+")")
+					continue
+				}
 				for _, o := range runScenario(t, name, sc) {
 					if o.failed {
 						t.Errorf("%s, scenario %s, seed %d: %s\n  replay: %s", name, sc.Name, o.seed, o.why, o.replay)
@@ -153,25 +181,32 @@ func TestBrokenVariantsCaught(t *testing.T) {
 			if len(scs) == 0 {
 				scs = []automaton.Scenario{{Name: "faults", Args: base, Seeds: "1-20"}}
 			}
-			caught := 0
-			var how []string
-			for _, sc := range scs {
-				for _, o := range runScenario(t, name, sc) {
-					if o.failed {
-						caught++
-						if len(how) < 3 {
-							how = append(how, fmt.Sprintf("%s seed %d: %s", sc.Name, o.seed, firstLine(o.why)))
-						}
-					}
-				}
-			}
-			if caught == 0 {
-				t.Errorf("broken variant %s (of %s) passed every scenario %v: nothing catches it any more", name, automaton.BrokenOf(name), scs)
-				return
-			}
-			t.Logf("%s caught on %d seeds: %s", name, caught, strings.Join(how, "; "))
+			expectCaught(t, name, scs, "broken variant of "+automaton.BrokenOf(name))
 		})
 	}
+}
+
+// expectCaught requires at least one failing seed among the scenarios: a
+// broken variant's, or a real protocol's run outside its failure model.
+func expectCaught(t *testing.T, name string, scs []automaton.Scenario, what string) {
+	t.Helper()
+	caught := 0
+	var how []string
+	for _, sc := range scs {
+		for _, o := range runScenario(t, name, sc) {
+			if o.failed {
+				caught++
+				if len(how) < 3 {
+					how = append(how, fmt.Sprintf("%s seed %d: %s\n    replay: %s", sc.Name, o.seed, firstLine(o.why), o.replay))
+				}
+			}
+		}
+	}
+	if caught == 0 {
+		t.Errorf("%s (%s) passed every scenario %v: nothing catches it any more", name, what, scs)
+		return
+	}
+	t.Logf("%s (%s) caught on %d seeds: %s", name, what, caught, strings.Join(how, "; "))
 }
 
 func firstLine(s string) string {

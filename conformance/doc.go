@@ -17,6 +17,13 @@
 //   - "membership": a node added and the first node removed mid-run, when
 //     the protocol changes its membership.
 //
+// A protocol safe only under a narrower failure model
+// (automaton.FaultAssumer: primary-backup assumes a perfect failure
+// detector) gets only the fault kinds it declares in the standard
+// scenarios; its ExpectViolation scenarios run it outside that model and
+// must fail on at least one seed, the evidence that the assumption is
+// needed.
+//
 // A run whose history check times out (undecided) fails the suite: it
 // proves nothing.
 //
