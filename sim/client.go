@@ -90,6 +90,14 @@ func (s *simulator) onClientNext(c *client) {
 	}
 }
 
+// nodeName names node k, or "every node" for a fanned-out attempt (-1).
+func (s *simulator) nodeName(k int) string {
+	if k < 0 {
+		return "every node"
+	}
+	return string(s.ids[k])
+}
+
 // genOp draws an operation from the mix over the key set; written values are
 // unique ("c<client>-<n>") so that a read identifies the write it saw.
 func (s *simulator) genOp(c *client) service.Op {
@@ -125,6 +133,10 @@ func (s *simulator) sendAttempt(c *client) {
 		s.sendTo(c, c.node)
 		return
 	}
+	if s.fanout {
+		s.sendFanout(c)
+		return
+	}
 	var live []int
 	for _, n := range s.nodes {
 		if n.up && (n.idx != c.node || len(s.nodes) == 1) {
@@ -154,6 +166,36 @@ func (s *simulator) sendTo(c *client, k int) {
 	s.after(s.cfg.RequestTimeout, &event{kind: evClientTimeout, client: c.idx, opSeq: c.seq, attempt: c.attempt})
 }
 
+// sendFanout sends the current request to every live node, marked Fanout
+// (automaton.FanoutProtocol): Fast Paxos clients are proposers, PB-Paxos
+// clients send to all replicas and one answers. The first non-silent
+// answer completes the operation; a crash of one node is not the client's
+// trouble (c.node is -1), only the timeout is.
+func (s *simulator) sendFanout(c *client) {
+	var live []int
+	for _, n := range s.nodes {
+		if n.up {
+			live = append(live, n.idx)
+		}
+	}
+	if len(live) == 0 {
+		s.tracef("client %d finds no live node", c.idx)
+		s.after(noNodeBackoff, &event{kind: evClientRetry, client: c.idx, opSeq: c.seq, attempt: c.attempt})
+		return
+	}
+	if c.attempt > 0 {
+		s.stats.Retries++
+	}
+	c.attempt++
+	c.node = -1
+	req := cloneRequest(c.req)
+	req.Fanout = true
+	for _, k := range live {
+		s.after(s.clientLat.Sample(s.rngNet), &event{kind: evClientReq, node: k, inc: s.nodes[k].inc, client: c.idx, req: cloneRequest(req)})
+	}
+	s.after(s.cfg.RequestTimeout, &event{kind: evClientTimeout, client: c.idx, opSeq: c.seq, attempt: c.attempt})
+}
+
 // onClientTrouble handles a timeout, a dropped connection, or a retry after
 // finding no live node, for the attempt named in e (stale events are ignored).
 func (s *simulator) onClientTrouble(e *event) {
@@ -166,7 +208,7 @@ func (s *simulator) onClientTrouble(e *event) {
 		// Nothing was sent in this round: try again, no policy question.
 		s.sendAttempt(c)
 	case evClientTimeout:
-		s.tracef("client %d: %v timed out at %s", c.idx, c.req.ID, s.ids[c.node])
+		s.tracef("client %d: %v timed out at %s", c.idx, c.req.ID, s.nodeName(c.node))
 		s.retryOrGiveUp(c)
 	case evConnLost:
 		s.tracef("client %d: connection to %s lost", c.idx, s.ids[c.node])
@@ -228,6 +270,14 @@ func (s *simulator) onClientResp(e *event) {
 	c := s.clients[e.client]
 	if !c.busy || c.req.ID != e.resp.ID {
 		s.stats.LateReplies++
+		return
+	}
+	if e.resp.Silent {
+		// A replica's "not mine to answer" to a fanned-out request.
+		if !s.fanout {
+			s.fail("client %d: %v answered Silent, but the request was not fanned out", c.idx, c.req.ID)
+		}
+		s.stats.Silent++
 		return
 	}
 	res := e.resp.Result

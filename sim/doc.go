@@ -59,6 +59,13 @@
 // replies to a given-up request are ignored. Every operation is recorded with
 // history.Recorder in virtual nanoseconds.
 //
+// For protocols whose clients send each request to every replica
+// (automaton.FanoutProtocol: Fast Paxos, PB-Paxos), a client sends it to
+// every live node marked Request.Fanout, skips Silent answers and takes the
+// first real one; a node's crash is then no reason to retry, only the
+// timeout is. Config.NoFanout (--no-fanout) sends to one node instead, as a
+// client that reaches one node (redis-cli) does.
+//
 // # Faults
 //
 // Config.Faults "all", "none" or a list (crash, partition, loss, dup, pause,

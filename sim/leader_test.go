@@ -3,8 +3,11 @@ package sim
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"testing"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/check"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
@@ -23,13 +26,23 @@ func init() {
 	automaton.Register(leaderProto{name: "test-leader"})
 	automaton.Register(leaderProto{name: "test-leader-ackfirst", ackFirst: true})
 	automaton.Register(leaderProto{name: "test-leader-volatile", volatile: true})
+	automaton.Register(fanoutProto{leaderProto{name: "test-leader-fanout", fanout: true}})
+	automaton.Register(fanoutProto{leaderProto{name: "test-leader-fanout-allanswer", fanout: true, allAnswer: true}})
 }
 
 type leaderProto struct {
 	name     string
 	ackFirst bool
 	volatile bool
+	// fanout: clients send to every node; non-leaders answer a fanned-out
+	// request Silent (or, allAnswer, from their own empty state: wrong).
+	fanout, allAnswer bool
 }
+
+// fanoutProto declares automaton.FanoutProtocol.
+type fanoutProto struct{ leaderProto }
+
+func (fanoutProto) ClientFanout() bool { return true }
 
 func (p leaderProto) Name() string          { return p.name }
 func (p leaderProto) IdempotentRetry() bool { return true }
@@ -73,6 +86,15 @@ func (l *leader) Step(in automaton.Input) []automaton.Output {
 		}
 		return nil
 	case automaton.ClientRequest:
+		if !l.isLeader() && in.Req.Fanout {
+			if !l.p.fanout {
+				panic("fanned-out request to a protocol that did not ask for it")
+			}
+			if l.p.allAnswer {
+				return l.apply(in.Req)
+			}
+			return []automaton.Output{automaton.Respond{Resp: automaton.Response{ID: in.Req.ID, Silent: true}}}
+		}
 		if !l.isLeader() {
 			e := wire.Encoder{}
 			e.Uvarint(in.Req.ID.Client)
@@ -142,4 +164,51 @@ func (l *leader) apply(req automaton.Request) []automaton.Output {
 		return append([]automaton.Output{resp}, persist...)
 	}
 	return append(persist, resp)
+}
+
+// TestFanoutClients: for a protocol that declares FanoutProtocol, every
+// client request reaches every live node marked Fanout, Silent answers are
+// skipped and the leader's answer completes the operation; --no-fanout
+// sends to one node, which forwards. A protocol whose followers answer
+// fanned-out requests from their own state is caught.
+func TestFanoutClients(t *testing.T) {
+	base := Config{Protocol: "test-leader-fanout", Nodes: 3, Clients: 4, Ops: 300, Faults: "crash,dup,reorder"}
+	for seed := int64(1); seed <= 5; seed++ {
+		cfg := base
+		cfg.Seed = seed
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatalf("seed %d: %v\nreplay: %s", seed, err, cfg.Command())
+		}
+		if r.Violation || r.Check == nil || r.Check.Result != check.Ok {
+			t.Fatalf("seed %d: %v\nreplay: %s", seed, r.Check, cfg.Command())
+		}
+		if r.Stats.Silent == 0 {
+			t.Errorf("seed %d: no Silent answer counted: requests were not fanned out (%s)", seed, r.Stats)
+		}
+		cfg.NoFanout = true
+		if !strings.Contains(cfg.Command(), "--no-fanout") {
+			t.Errorf("replay command lost --no-fanout: %s", cfg.Command())
+		}
+		r, err = Run(cfg)
+		if err != nil || r.Violation {
+			t.Fatalf("seed %d without fanout: %v %v\nreplay: %s", seed, err, r, cfg.Command())
+		}
+		if r.Stats.Silent != 0 {
+			t.Errorf("seed %d: --no-fanout still fanned out (%d silent answers)", seed, r.Stats.Silent)
+		}
+	}
+	caught := false
+	for seed := int64(1); seed <= 5 && !caught; seed++ {
+		cfg := base
+		cfg.Protocol, cfg.Seed = "test-leader-fanout-allanswer", seed
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		caught = r.Violation
+	}
+	if !caught {
+		t.Error("followers answering fanned-out requests from their own state were not caught")
+	}
 }

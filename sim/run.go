@@ -191,6 +191,9 @@ func (c Config) Command() string {
 	if c.NoInvariants {
 		args = append(args, "--no-invariants")
 	}
+	if c.NoFanout {
+		args = append(args, "--no-fanout")
+	}
 	opt("--converge-every", c.ConvergeEvery, 0)
 	opt("--groups", c.Groups, 0.0)
 	if c.Groups > 0 {

@@ -73,6 +73,10 @@ type Config struct {
 	// to clients that stay with one server, so it is turned on automatically
 	// for protocols whose consistency model is automaton.Sequential.
 	StickyClients bool
+	// NoFanout: for protocols whose clients send each request to every
+	// replica (automaton.FanoutProtocol), send to one node instead, as a
+	// client that reaches one node (redis-cli) does.
+	NoFanout bool
 	// Service is the namespace's data type: kv (default), counter or string.
 	Service string
 	// StrictFrac and PrevProb shape the ESDS request options of
@@ -178,6 +182,7 @@ type Stats struct {
 	Retries       int // client attempts after the first
 	ErrorReplies  int // responses carrying an error result
 	LateReplies   int // responses to given-up or already answered requests
+	Silent        int // Silent answers to fanned-out requests (automaton.FanoutProtocol)
 	UnknownWrites int
 	UnknownReads  int
 	MemberChanges int // scheduled membership changes that completed
@@ -207,10 +212,14 @@ func (s Stats) String() string {
 }
 
 func (s Stats) txnSuffix() string {
-	if t := s.TxnString(); t != "" {
-		return " " + t
+	out := ""
+	if s.Silent > 0 {
+		out += fmt.Sprintf(" silent=%d", s.Silent)
 	}
-	return ""
+	if t := s.TxnString(); t != "" {
+		out += " " + t
+	}
+	return out
 }
 
 // faultSet says which fault kinds the nemesis may inject.
@@ -310,10 +319,12 @@ type simulator struct {
 	cfg         Config
 	proto       automaton.Protocol
 	consistency automaton.Consistency
-	svc         service.Service
-	ids         []automaton.NodeID
-	nodes       []*node
-	faults      faultSet
+	// fanout: clients send each request to every live node (client.go).
+	fanout bool
+	svc    service.Service
+	ids    []automaton.NodeID
+	nodes  []*node
+	faults faultSet
 
 	clients    []*client
 	clientByID map[uint64]*client
@@ -485,6 +496,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 	if automaton.NeedsStickyClients(cfg.Protocol) {
 		s.cfg.StickyClients = true
 	}
+	s.fanout = automaton.ClientFanoutOf(cfg.Protocol) && !cfg.NoFanout
 	s.esds = esdsMode(cfg.Protocol)
 	if s.svc, err = service.Lookup(cfg.Service); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
