@@ -4,4 +4,5 @@ package all
 import (
 	_ "github.com/synod-dev/synod/experiment/seed000"
 	_ "github.com/synod-dev/synod/experiment/seed001"
+	_ "github.com/synod-dev/synod/experiment/seed002pb"
 )
