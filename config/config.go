@@ -17,6 +17,7 @@
 //	    protocol: abd
 //	    service: kv
 //	    params: {}             # protocol-specific settings
+//	    transport: tcp         # how its peer messages travel: tcp (default), grpc-unary or grpc-stream
 //
 // Validation errors name the offending field, for example
 // `nodes[1].peer: "127.0.0.1" is not host:port`.
@@ -50,6 +51,26 @@ const (
 	StorageWAL    = "wal"
 )
 
+// Peer transports of a namespace (Namespace.Transport): how its automaton
+// messages travel between nodes. Every transport uses the node's peer
+// address; see package transport and transport/grpcpeer.
+const (
+	// TransportTCP is the framed TCP transport (package transport): one
+	// connection per peer pushing frames, the seed's raw socket (seed 002,
+	// Table III.1 "Socket"). The default.
+	TransportTCP = "tcp"
+	// TransportGRPCUnary sends each message as one gRPC unary call to the
+	// receiver (Deliver): the seed's grid service method call ("Call").
+	TransportGRPCUnary = "grpc-unary"
+	// TransportGRPCStream pushes each message down a server-streamed gRPC
+	// call the receiver holds open to the sender (Subscribe): the seed's
+	// push notification to a subscribed sink ("Notification").
+	TransportGRPCStream = "grpc-stream"
+)
+
+// Transports lists the valid Namespace.Transport values, the default first.
+var Transports = []string{TransportTCP, TransportGRPCUnary, TransportGRPCStream}
+
 // Node is one member.
 type Node struct {
 	ID      string `yaml:"id"`
@@ -65,6 +86,18 @@ type Namespace struct {
 	Protocol string            `yaml:"protocol"`
 	Service  string            `yaml:"service"`
 	Params   map[string]string `yaml:"params,omitempty"`
+	// Transport carries the namespace's peer messages: TransportTCP (the
+	// default, also spelled ""), TransportGRPCUnary or TransportGRPCStream.
+	// Read it with PeerTransport.
+	Transport string `yaml:"transport,omitempty"`
+}
+
+// PeerTransport is the namespace's transport, TransportTCP when unset.
+func (ns Namespace) PeerTransport() string {
+	if ns.Transport == "" {
+		return TransportTCP
+	}
+	return ns.Transport
 }
 
 // Cluster is the whole file.
@@ -191,6 +224,11 @@ func (c *Cluster) Validate() error {
 			bad(f+".name", "duplicate namespace %q", ns.Name)
 		}
 		nss[ns.Name] = true
+		switch ns.Transport {
+		case "", TransportTCP, TransportGRPCUnary, TransportGRPCStream:
+		default:
+			bad(f+".transport", "%q must be %q, %q or %q", ns.Transport, TransportTCP, TransportGRPCUnary, TransportGRPCStream)
+		}
 		lookup := automaton.Lookup
 		if c.AllowBroken {
 			lookup = automaton.LookupAny
