@@ -44,7 +44,7 @@ type Curves struct {
 	// Classic is P{L_c ≤ x}, Fast P{L_f ≤ x}, WAN P{W ≤ x} (one client
 	// message: the seed plots it for comparison), each at every grid point.
 	Classic, Fast Bracket
-	WAN          []float64
+	WAN           []float64
 }
 
 // TimeToLearn computes P{L_c ≤ x} and P{L_f ≤ x} on the grid g (see the
