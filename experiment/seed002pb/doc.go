@@ -29,6 +29,7 @@ import "github.com/synod-dev/synod/experiment"
 
 func init() {
 	experiment.Register(NewPartition())
+	experiment.Register(NewRTT())
 }
 
 // Metric names.
@@ -39,4 +40,16 @@ const (
 	mInvariant  = "invariant_violations"
 	mUndecided  = "undecided"
 	mOps        = "ops"
+)
+
+// Metrics of the round-trip experiment (rtt.go).
+const (
+	mSTMedian    = "st_median_ms" // state-transfer round trip (Table III.1)
+	mSTMean      = "st_mean_ms"
+	mSTSD        = "st_sd_ms"
+	mRTTMedian   = "rtt_median_ms" // client round trip (Table III.2)
+	mRTTMean     = "rtt_mean_ms"
+	mRTTSD       = "rtt_sd_ms"
+	mRatioMedian = "ratio_median" // Table III.3: over the unreplicated baseline
+	mRatioMean   = "ratio_mean"
 )

@@ -1,0 +1,289 @@
+package seed002pb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/client"
+	"github.com/synod-dev/synod/cluster"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/experiment"
+)
+
+// RTT is the experiment "seed002-pb-rtt": Tables III.1–III.3 of seed 002.
+// For each transport and state-update size it measures the round trip of
+// one state update between two nodes (Table III.1) and a client's request
+// round trip through a two-node pb cluster (Table III.2), and the same
+// request on the unreplicated service (the baseline of Table III.3).
+type RTT struct {
+	Transports []string
+	Sizes      []int
+	Samples    int
+	Durability string
+}
+
+// NewRTT returns the experiment with the seed's parameters: 20 round trips
+// per cell, sizes 10 B to 100 kB, all three transports.
+func NewRTT() *RTT {
+	var trs []string
+	for _, t := range transports {
+		trs = append(trs, t.name)
+	}
+	return &RTT{Transports: trs, Sizes: sizes, Samples: 20, Durability: config.Memory}
+}
+
+func (r *RTT) Name() string { return "seed002-pb-rtt" }
+
+func (r *RTT) Description() string {
+	return "Primary-backup round trips (seed 002, Tables III.1-III.3): for each state-transfer transport (tcp = the seed's " +
+		"Socket, grpc-unary = Call, grpc-stream = Notification) and state-update size 10 B..100 kB, the round trip of one " +
+		"state update between two nodes, and a client's SET round trip through a live two-node pb cluster beside the " +
+		"unreplicated service, with median, mean and standard deviation of 20 round trips per cell."
+}
+
+func (r *RTT) Flags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&r.Transports, "transports", r.Transports, "state-transfer transports: tcp, grpc-unary, grpc-stream")
+	fs.IntSliceVar(&r.Sizes, "sizes", r.Sizes, "state-update sizes in bytes")
+	fs.IntVar(&r.Samples, "samples", r.Samples, "round trips per cell (the seed: 20)")
+	fs.StringVar(&r.Durability, "durability", r.Durability, "cluster durability: memory (the seed's primary-backup keeps no disk state) or fsync")
+}
+
+func (r *RTT) Cells(o experiment.Options) ([]experiment.Cell, error) {
+	if r.Durability != config.Fsync && r.Durability != config.Memory {
+		return nil, fmt.Errorf("--durability %q: want %s or %s", r.Durability, config.Fsync, config.Memory)
+	}
+	if r.Samples < 2 {
+		return nil, fmt.Errorf("--samples %d: need at least 2", r.Samples)
+	}
+	var cells []experiment.Cell
+	for _, size := range r.Sizes {
+		if size < 1 || size > 1<<20 {
+			return nil, fmt.Errorf("--sizes: %d is not between 1 and 1 MiB", size)
+		}
+		cells = append(cells, rttCell("unreplicated", "-", size))
+	}
+	for _, tr := range r.Transports {
+		known := false
+		for _, t := range transports {
+			known = known || t.name == tr
+		}
+		if !known {
+			return nil, fmt.Errorf("--transports: unknown transport %q", tr)
+		}
+		for _, size := range r.Sizes {
+			cells = append(cells, rttCell("pb", tr, size))
+		}
+	}
+	return cells, nil
+}
+
+// StateRoundTrip measures n round trips of a size-byte message between two
+// endpoints over the named peer transport, on loopback. It is set by the
+// transport packages' wiring (transport.go of this package); nil until a
+// transport offers it.
+var StateRoundTrip func(ctx context.Context, transport string, size, n int) ([]time.Duration, error)
+
+func (r *RTT) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cell) (experiment.Outcome, error) {
+	system, tr := c.Get("system"), c.Get("transport")
+	size, _ := strconv.Atoi(c.Get("size"))
+	if _, err := automaton.Lookup(system); err != nil {
+		return experiment.Outcome{}, experiment.Unavailable("protocol %q not available in this binary (registered: %s)", system, strings.Join(automaton.Names(), ", "))
+	}
+	n := r.Samples
+	metrics := map[string]float64{}
+	labels := map[string]string{"durability": r.Durability, "samples": strconv.Itoa(n)}
+	if system == "pb" {
+		if StateRoundTrip == nil {
+			return experiment.Outcome{}, experiment.Unavailable("no state-transfer round-trip probe for transport %q in this binary", tr)
+		}
+		st, err := StateRoundTrip(ctx, tr, size, n)
+		if err != nil {
+			return experiment.Outcome{}, fmt.Errorf("state transfer over %s: %w", tr, err)
+		}
+		s := summarize(st)
+		metrics[mSTMedian], metrics[mSTMean], metrics[mSTSD] = s.median, s.mean, s.sd
+	}
+	nodes := 2 // the seed's one primary and one backup
+	if system == "unreplicated" {
+		nodes = 1
+	}
+	opts := cluster.UpOptions{Nodes: nodes, Protocol: system, Durability: r.Durability}
+	if err := setTransport(&opts, tr); err != nil {
+		return experiment.Outcome{}, err
+	}
+	cl, err := env.Cluster(fmt.Sprintf("%s-%s", system, tr), opts)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
+	rtts, err := clientRoundTrips(ctx, cl.ClientAddrs()[0], size, n)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
+	s := summarize(rtts)
+	metrics[mRTTMedian], metrics[mRTTMean], metrics[mRTTSD] = s.median, s.mean, s.sd
+	return experiment.Outcome{Metrics: metrics, Labels: labels}, nil
+}
+
+// clientRoundTrips times n SETs of a size-byte value at addr (the primary),
+// after a few unmeasured ones that open the connection and warm the path.
+func clientRoundTrips(ctx context.Context, addr string, size, n int) ([]time.Duration, error) {
+	c, err := client.New([]string{addr}, client.Options{Timeout: 10 * time.Second, PoolSize: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	val := make([]byte, size)
+	for i := range val {
+		val[i] = 'a' + byte(i%26)
+	}
+	const warmup = 3
+	var out []time.Duration
+	for i := 0; i < warmup+n; i++ {
+		t0 := time.Now()
+		if err := c.Set(ctx, "state", val); err != nil {
+			return nil, fmt.Errorf("SET %d bytes at %s: %w", size, addr, err)
+		}
+		if i >= warmup {
+			out = append(out, time.Since(t0))
+		}
+	}
+	return out, nil
+}
+
+type stats struct{ median, mean, sd float64 }
+
+// summarize returns the median, mean and sample standard deviation in ms.
+func summarize(ds []time.Duration) stats {
+	if len(ds) == 0 {
+		return stats{}
+	}
+	ms := make([]float64, len(ds))
+	var sum float64
+	for i, d := range ds {
+		ms[i] = float64(d) / float64(time.Millisecond)
+		sum += ms[i]
+	}
+	sort.Float64s(ms)
+	s := stats{mean: sum / float64(len(ms))}
+	if k := len(ms); k%2 == 1 {
+		s.median = ms[k/2]
+	} else {
+		s.median = (ms[k/2-1] + ms[k/2]) / 2
+	}
+	if len(ms) > 1 {
+		var ss float64
+		for _, v := range ms {
+			ss += (v - s.mean) * (v - s.mean)
+		}
+		s.sd = math.Sqrt(ss / float64(len(ms)-1))
+	}
+	return s
+}
+
+// Derive adds Table III.3's ratios: each pb cell's client round trip over
+// the unreplicated one of the same size (median over median, mean over mean).
+func (r *RTT) Derive(figs experiment.Figures) {
+	for _, size := range sizes {
+		base := rttCell("unreplicated", "-", size).Key
+		bm, ok1 := figs.Get(base, mRTTMedian)
+		ba, ok2 := figs.Get(base, mRTTMean)
+		for _, tr := range transports {
+			k := rttCell("pb", tr.name, size).Key
+			if v, ok := figs.Get(k, mRTTMedian); ok && ok1 && bm > 0 {
+				figs.Set(k, mRatioMedian, v/bm)
+			}
+			if v, ok := figs.Get(k, mRTTMean); ok && ok2 && ba > 0 {
+				figs.Set(k, mRatioMean, v/ba)
+			}
+		}
+	}
+}
+
+func (r *RTT) Seed() experiment.SeedFigures {
+	return experiment.SeedFigures{
+		Source: "seed 002, Tables III.1-III.3: GT3 grid services on two dual Pentium II 300 MHz machines on a LAN, " +
+			"one primary and one backup, state kept in memory",
+		Values: rttSeedFigures(),
+	}
+}
+
+func (r *RTT) Report() experiment.ReportSpec {
+	var plots []experiment.PlotSpec
+	plots = append(plots,
+		experiment.PlotSpec{File: "state-transfer", Title: "State-transfer round trip (Table III.1)", Kind: experiment.Lines,
+			Metric: mSTMedian, YLabel: "median ms", X: "size", XLabel: "state-update bytes", Series: []string{"transport"},
+			Filter: map[string]string{"system": "pb"}},
+		experiment.PlotSpec{File: "client-rtt", Title: "Client round trip (Table III.2)", Kind: experiment.Lines,
+			Metric: mRTTMedian, YLabel: "median ms", X: "size", XLabel: "state-update bytes", Series: []string{"system", "transport"}},
+		experiment.PlotSpec{File: "ratio", Title: "Client round trip over unreplicated (Table III.3)", Kind: experiment.Lines,
+			Metric: mRatioMedian, YLabel: "median ratio", X: "size", XLabel: "state-update bytes", Series: []string{"transport"},
+			Filter: map[string]string{"system": "pb"}})
+	return experiment.ReportSpec{
+		Columns: []experiment.Column{
+			{Metric: mSTMedian, Header: "state med ms", Format: "%.3f"},
+			{Metric: mSTMean, Header: "state mean", Format: "%.3f"},
+			{Metric: mSTSD, Header: "state sd", Format: "%.3f"},
+			{Metric: mRTTMedian, Header: "client med ms", Format: "%.3f"},
+			{Metric: mRTTMean, Header: "client mean", Format: "%.3f"},
+			{Metric: mRTTSD, Header: "client sd", Format: "%.3f"},
+			{Metric: mRatioMedian, Header: "ratio med", Format: "%.2f"},
+			{Metric: mRatioMean, Header: "ratio mean", Format: "%.2f"},
+		},
+		Labels: []string{"durability"},
+		Plots:  plots,
+		Notes: []string{
+			"tcp = the seed's Socket, grpc-unary = Call, grpc-stream = Notification. Ours: two nodes on one machine over",
+			"loopback; the seed's: two 300 MHz machines on a LAN. The seed's baseline (unreplicated) is one figure for all sizes.",
+		},
+	}
+}
+
+// Summary checks the seed's claims on our figures and the seed's.
+func (r *RTT) Summary(ours, seed experiment.Figures) []string {
+	var out []string
+	for _, src := range []struct {
+		name string
+		f    experiment.Figures
+	}{{"seed ", seed}, {"synod", ours}} {
+		out = append(out, rttClaims(src.name, src.f)...)
+	}
+	return out
+}
+
+func rttClaims(who string, f experiment.Figures) []string {
+	get := func(tr string, size int, m string) (float64, bool) { return f.Get(rttCell("pb", tr, size).Key, m) }
+	var out []string
+	// "around 200 times faster for 10B updates to only 1.4 times faster when the state size is 100 kB"
+	s10, ok1 := get("tcp", 10, mSTMedian)
+	n10, ok2 := get("grpc-stream", 10, mSTMedian)
+	s100k, ok3 := get("tcp", 100000, mSTMedian)
+	n100k, ok4 := get("grpc-stream", 100000, mSTMedian)
+	if ok1 && ok2 && ok3 && ok4 && s10 > 0 && s100k > 0 {
+		out = append(out, fmt.Sprintf("%s: push stream (Notification) / socket state transfer: %.1fx at 10 B, %.1fx at 100 kB (seed claims ~200x and 1.4x)", who, n10/s10, n100k/s100k))
+	}
+	// "with Socket the median overhead of replication is ... 30% or less" up to 10 kB.
+	worst := 0.0
+	have := false
+	for _, size := range []int{10, 100, 1000, 10000} {
+		if v, ok := get("tcp", size, mRatioMedian); ok {
+			have = true
+			worst = math.Max(worst, v)
+		}
+	}
+	if have {
+		verdict := "holds"
+		if worst > 1.3 {
+			verdict = "does not hold"
+		}
+		out = append(out, fmt.Sprintf("%s: socket median overhead up to 10 kB at most %.0f%% (seed: 30%% or less): %s", who, (worst-1)*100, verdict))
+	}
+	return out
+}
