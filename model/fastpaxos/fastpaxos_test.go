@@ -349,3 +349,30 @@ func TestSettingChecks(t *testing.T) {
 		t.Errorf("Table V.1 at t=3: %+v", q)
 	}
 }
+
+func TestCSV(t *testing.T) {
+	g, _ := NewGrid(1000, 64)
+	c, err := TimeToLearn(wanSetting(1.2, 1), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := c.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 65 || !strings.HasPrefix(lines[0], "x_ms,classic,") || !strings.HasPrefix(lines[64], "1000,") {
+		t.Fatalf("%d lines: %q … %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+	pts, err := CollisionCurve(Pareto{1.2, 100}, 1, 2, []float64{0, 100}, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	if err := WriteCollisionCSV(&b, pts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\n1,2,0,0.37") {
+		t.Fatalf("collision csv:\n%s", b.String())
+	}
+}
