@@ -30,6 +30,7 @@ import "github.com/synod-dev/synod/experiment"
 func init() {
 	experiment.Register(NewPartition())
 	experiment.Register(NewRTT())
+	experiment.Register(NewFailover())
 }
 
 // Metric names.
