@@ -52,6 +52,7 @@ import (
 //	SYNOD OP kind key [arg ...]                run one service operation
 //	SYNOD OPT/OPTRESET/LASTOPT                 protocol request options (options.go)
 //	SYNOD BEGIN/COMMIT/ABORT/TXN               interactive transactions (txn.go)
+//	SUBSCRIBE synod:leader:<ns>                fail-over notifications (subscribe.go)
 //
 // Every operation is checked with the namespace's Service.Validate before it
 // reaches the Backend, so bad input never enters a replicated log.
@@ -125,6 +126,9 @@ func (c *conn) exec(args [][]byte) {
 	}
 	if !c.authed && !cmd.noAuth {
 		c.w.WriteError("NOAUTH Authentication required.")
+		return
+	}
+	if c.refuseSubscribed(name) {
 		return
 	}
 	c.mu.Lock()
@@ -425,6 +429,9 @@ func cmdAppend(c *conn, args [][]byte) {
 // --- connection commands ---------------------------------------------------------
 
 func cmdPing(c *conn, args [][]byte) {
+	if c.pingSubscribed(args) {
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.w.WriteSimple("PONG")

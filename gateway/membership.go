@@ -27,6 +27,34 @@ type LeaderBackend interface {
 	Leader(ns string) (automaton.NodeID, string, error)
 }
 
+// LeaderHint names a namespace's leader as one node sees it.
+type LeaderHint struct {
+	// From is the node reporting the hint (the one the caller asked).
+	From automaton.NodeID
+	// ID is the leader; "" while the reporting node knows none (an
+	// election is under way).
+	ID automaton.NodeID
+	// Client and GRPC are the leader's RESP and gRPC addresses ("" when
+	// unknown: a node without a gRPC API, or one added at run time).
+	Client, GRPC string
+}
+
+// LeaderWatcher is implemented by backends that announce leader changes
+// (node.Node): the fail-over notifications of seed 002, chapter III.A,
+// served as RESP SUBSCRIBE synod:leader:<ns> (subscribe.go) and gRPC
+// WatchLeader (grpcserver).
+type LeaderWatcher interface {
+	// HasLeader reports whether namespace ns's protocol has a leader (its
+	// automaton implements automaton.LeaderReporter). False for an unknown
+	// namespace.
+	HasLeader(ns string) bool
+	// WatchLeader returns namespace ns's current leader hint and a channel
+	// closed when the hint may have changed; the caller then calls again.
+	// Intermediate hints may be skipped: a watcher always reads the latest.
+	// It fails for an unknown namespace or a protocol without a leader.
+	WatchLeader(ns string) (LeaderHint, <-chan struct{}, error)
+}
+
 // leaderCommand answers SYNOD LEADER on the connection's namespace: an array
 // [node id, client address] of the leader this node knows, or a null array
 // when it knows none (an election is under way, or the protocol has no

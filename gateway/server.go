@@ -210,6 +210,12 @@ type conn struct {
 	quit    bool
 	opts    optConn // protocol request options (options.go)
 	txn     txnConn // the open interactive transaction (txn.go)
+	sub     subConn // leader-channel subscriptions (subscribe.go)
+
+	// wmu serialises writes: the connection goroutine holds it while it
+	// runs a command and flushes, a subscription's pusher while it writes
+	// a message (subscribe.go).
+	wmu sync.Mutex
 
 	mu      sync.Mutex
 	ns      config.Namespace
@@ -241,6 +247,7 @@ func (c *conn) serve() {
 	s := c.s
 	defer func() {
 		c.nc.Close()
+		c.unsubscribeAll()
 		c.abortOnClose()
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -265,13 +272,16 @@ func (c *conn) serve() {
 			return
 		}
 		s.totalCommands.Add(1)
+		c.wmu.Lock()
 		c.exec(args)
 		if c.quit || c.r.Buffered() == 0 {
 			if err := c.w.Flush(); err != nil {
+				c.wmu.Unlock()
 				s.log.Debug("writing reply failed", "id", c.id, "remote", remote, "err", err)
 				return
 			}
 		}
+		c.wmu.Unlock()
 		if c.quit {
 			return
 		}

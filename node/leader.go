@@ -10,8 +10,8 @@ import (
 
 var _ gateway.LeaderBackend = (*Node)(nil)
 
-// noteLeader publishes the automaton's leader hint, if it gives one. Loop
-// goroutine only.
+// noteLeader publishes the automaton's leader hint, if it gives one, and
+// wakes the hint's watchers when it changed (watch.go). Loop goroutine only.
 func (l *nsLoop) noteLeader() {
 	if l.lr == nil {
 		return
@@ -19,6 +19,7 @@ func (l *nsLoop) noteLeader() {
 	id := l.lr.Leader()
 	if cur := l.leader.Load(); cur == nil || *cur != id {
 		l.leader.Store(&id)
+		l.announceLeader()
 	}
 }
 

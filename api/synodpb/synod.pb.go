@@ -153,7 +153,134 @@ func (x TxnStep_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TxnStep_Action.Descriptor instead.
 func (TxnStep_Action) EnumDescriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{2, 0}
+	return file_synod_proto_rawDescGZIP(), []int{4, 0}
+}
+
+type WatchLeaderRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace; empty selects the node's default namespace.
+	Namespace     string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchLeaderRequest) Reset() {
+	*x = WatchLeaderRequest{}
+	mi := &file_synod_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchLeaderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchLeaderRequest) ProtoMessage() {}
+
+func (x *WatchLeaderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchLeaderRequest.ProtoReflect.Descriptor instead.
+func (*WatchLeaderRequest) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchLeaderRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+// LeaderEvent names a namespace's leader as the sending node sees it.
+type LeaderEvent struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The leader's node id; empty when the sending node knows none.
+	NodeId string `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The leader's RESP address, and its gRPC address when the cluster file
+	// gives it one (empty otherwise).
+	ClientAddr string `protobuf:"bytes,3,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
+	GrpcAddr   string `protobuf:"bytes,4,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	// The node that sent this event (lets a client map its addresses, which
+	// may go through proxies, to node ids).
+	From          string `protobuf:"bytes,5,opt,name=from,proto3" json:"from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaderEvent) Reset() {
+	*x = LeaderEvent{}
+	mi := &file_synod_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaderEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaderEvent) ProtoMessage() {}
+
+func (x *LeaderEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaderEvent.ProtoReflect.Descriptor instead.
+func (*LeaderEvent) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LeaderEvent) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *LeaderEvent) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *LeaderEvent) GetClientAddr() string {
+	if x != nil {
+		return x.ClientAddr
+	}
+	return ""
+}
+
+func (x *LeaderEvent) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
+func (x *LeaderEvent) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
 }
 
 // Op is one operation of a service (service.Op): for KV, kind "get", "set",
@@ -169,7 +296,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_synod_proto_msgTypes[0]
+	mi := &file_synod_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -181,7 +308,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[0]
+	mi := &file_synod_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -194,7 +321,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{0}
+	return file_synod_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Op) GetKind() string {
@@ -272,14 +399,21 @@ type Request struct {
 	// BEGIN (unreplicated: the server): send every step there. A step of a
 	// transaction the node no longer holds answers "ERR no such
 	// transaction ...".
-	Txn           *TxnStep `protobuf:"bytes,11,opt,name=txn,proto3" json:"txn,omitempty"`
+	Txn *TxnStep `protobuf:"bytes,11,opt,name=txn,proto3" json:"txn,omitempty"`
+	// The client sent this same request, same (client_id, seq), to every
+	// replica itself (Namespace.client_fanout: Fast Paxos's clients are
+	// proposers, PB-Paxos's clients send to all replicas; seed 002 chapters
+	// V and VI). Each node plays its own part and may answer silent. Unset,
+	// the contacted node serves the request for the client (it proposes or
+	// forwards).
+	Fanout        bool `protobuf:"varint,12,opt,name=fanout,proto3" json:"fanout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_synod_proto_msgTypes[1]
+	mi := &file_synod_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -291,7 +425,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[1]
+	mi := &file_synod_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -304,7 +438,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{1}
+	return file_synod_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Request) GetNamespace() string {
@@ -384,6 +518,13 @@ func (x *Request) GetTxn() *TxnStep {
 	return nil
 }
 
+func (x *Request) GetFanout() bool {
+	if x != nil {
+		return x.Fanout
+	}
+	return false
+}
+
 // TxnStep places a request in an interactive transaction.
 type TxnStep struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -398,7 +539,7 @@ type TxnStep struct {
 
 func (x *TxnStep) Reset() {
 	*x = TxnStep{}
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +551,7 @@ func (x *TxnStep) String() string {
 func (*TxnStep) ProtoMessage() {}
 
 func (x *TxnStep) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +564,7 @@ func (x *TxnStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnStep.ProtoReflect.Descriptor instead.
 func (*TxnStep) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{2}
+	return file_synod_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TxnStep) GetTxnClient() uint64 {
@@ -457,7 +598,7 @@ type OptionValues struct {
 
 func (x *OptionValues) Reset() {
 	*x = OptionValues{}
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +610,7 @@ func (x *OptionValues) String() string {
 func (*OptionValues) ProtoMessage() {}
 
 func (x *OptionValues) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +623,7 @@ func (x *OptionValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionValues.ProtoReflect.Descriptor instead.
 func (*OptionValues) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{3}
+	return file_synod_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *OptionValues) GetValues() []string {
@@ -501,7 +642,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +654,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +667,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{4}
+	return file_synod_proto_rawDescGZIP(), []int{6}
 }
 
 // Result is an operation's outcome (service.Result).
@@ -546,7 +687,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +699,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +712,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{5}
+	return file_synod_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Result) GetValue() isResult_Value {
@@ -676,14 +817,17 @@ type Response struct {
 	// (a bool option that is on holds "1"; one that is off is absent).
 	Options map[string]*OptionValues `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// One result per operation of an atomic group, in order.
-	Results       []*Result `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	Results []*Result `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	// The node took part in a fanout request but is not the one to answer
+	// it: wait for another node's answer. result is then unset.
+	Silent        bool `protobuf:"varint,5,opt,name=silent,proto3" json:"silent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +839,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +852,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{6}
+	return file_synod_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Response) GetResult() *Result {
@@ -739,6 +883,13 @@ func (x *Response) GetResults() []*Result {
 	return nil
 }
 
+func (x *Response) GetSilent() bool {
+	if x != nil {
+		return x.Silent
+	}
+	return false
+}
+
 type NamespacesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -747,7 +898,7 @@ type NamespacesRequest struct {
 
 func (x *NamespacesRequest) Reset() {
 	*x = NamespacesRequest{}
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +910,7 @@ func (x *NamespacesRequest) String() string {
 func (*NamespacesRequest) ProtoMessage() {}
 
 func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +923,7 @@ func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesRequest.ProtoReflect.Descriptor instead.
 func (*NamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{7}
+	return file_synod_proto_rawDescGZIP(), []int{9}
 }
 
 type Namespace struct {
@@ -793,13 +944,19 @@ type Namespace struct {
 	AtomicGroups bool `protobuf:"varint,7,opt,name=atomic_groups,json=atomicGroups,proto3" json:"atomic_groups,omitempty"`
 	// Whether the protocol serves interactive transactions (Request.txn).
 	InteractiveTransactions bool `protobuf:"varint,8,opt,name=interactive_transactions,json=interactiveTransactions,proto3" json:"interactive_transactions,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// Whether the protocol wants clients to send each request to every node
+	// themselves (Request.fanout; automaton.FanoutProtocol).
+	ClientFanout bool `protobuf:"varint,9,opt,name=client_fanout,json=clientFanout,proto3" json:"client_fanout,omitempty"`
+	// Whether the protocol has a leader that this node reports (WatchLeader
+	// then streams it; automaton.LeaderReporter).
+	HasLeader     bool `protobuf:"varint,10,opt,name=has_leader,json=hasLeader,proto3" json:"has_leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +968,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +981,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{8}
+	return file_synod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Namespace) GetName() string {
@@ -883,6 +1040,20 @@ func (x *Namespace) GetInteractiveTransactions() bool {
 	return false
 }
 
+func (x *Namespace) GetClientFanout() bool {
+	if x != nil {
+		return x.ClientFanout
+	}
+	return false
+}
+
+func (x *Namespace) GetHasLeader() bool {
+	if x != nil {
+		return x.HasLeader
+	}
+	return false
+}
+
 // OptionSpec describes a request option a protocol declares.
 type OptionSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -902,7 +1073,7 @@ type OptionSpec struct {
 
 func (x *OptionSpec) Reset() {
 	*x = OptionSpec{}
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +1085,7 @@ func (x *OptionSpec) String() string {
 func (*OptionSpec) ProtoMessage() {}
 
 func (x *OptionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +1098,7 @@ func (x *OptionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionSpec.ProtoReflect.Descriptor instead.
 func (*OptionSpec) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{9}
+	return file_synod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OptionSpec) GetName() string {
@@ -967,7 +1138,7 @@ type NamespacesResponse struct {
 
 func (x *NamespacesResponse) Reset() {
 	*x = NamespacesResponse{}
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1150,7 @@ func (x *NamespacesResponse) String() string {
 func (*NamespacesResponse) ProtoMessage() {}
 
 func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1163,7 @@ func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesResponse.ProtoReflect.Descriptor instead.
 func (*NamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{10}
+	return file_synod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NamespacesResponse) GetNamespaces() []*Namespace {
@@ -1010,7 +1181,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1193,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1206,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{11}
+	return file_synod_proto_rawDescGZIP(), []int{13}
 }
 
 type InfoSection struct {
@@ -1047,7 +1218,7 @@ type InfoSection struct {
 
 func (x *InfoSection) Reset() {
 	*x = InfoSection{}
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1230,7 @@ func (x *InfoSection) String() string {
 func (*InfoSection) ProtoMessage() {}
 
 func (x *InfoSection) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1243,7 @@ func (x *InfoSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoSection.ProtoReflect.Descriptor instead.
 func (*InfoSection) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{12}
+	return file_synod_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *InfoSection) GetFields() map[string]string {
@@ -1091,7 +1262,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1103,7 +1274,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1116,7 +1287,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{13}
+	return file_synod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InfoResponse) GetSections() map[string]*InfoSection {
@@ -1130,11 +1301,20 @@ var File_synod_proto protoreflect.FileDescriptor
 
 const file_synod_proto_rawDesc = "" +
 	"\n" +
-	"\vsynod.proto\x12\bsynod.v1\">\n" +
+	"\vsynod.proto\x12\bsynod.v1\"2\n" +
+	"\x12WatchLeaderRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"\x96\x01\n" +
+	"\vLeaderEvent\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vclient_addr\x18\x03 \x01(\tR\n" +
+	"clientAddr\x12\x1b\n" +
+	"\tgrpc_addr\x18\x04 \x01(\tR\bgrpcAddr\x12\x12\n" +
+	"\x04from\x18\x05 \x01(\tR\x04from\">\n" +
 	"\x02Op\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
-	"\x04args\x18\x03 \x03(\fR\x04args\"\xb0\x03\n" +
+	"\x04args\x18\x03 \x03(\fR\x04args\"\xc8\x03\n" +
 	"\aRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\x04R\bclientId\x12\x10\n" +
@@ -1147,7 +1327,8 @@ const file_synod_proto_rawDesc = "" +
 	"\aoptions\x18\t \x03(\v2\x1e.synod.v1.Request.OptionsEntryR\aoptions\x12\x1e\n" +
 	"\x03ops\x18\n" +
 	" \x03(\v2\f.synod.v1.OpR\x03ops\x12#\n" +
-	"\x03txn\x18\v \x01(\v2\x11.synod.v1.TxnStepR\x03txn\x1aR\n" +
+	"\x03txn\x18\v \x01(\v2\x11.synod.v1.TxnStepR\x03txn\x12\x16\n" +
+	"\x06fanout\x18\f \x01(\bR\x06fanout\x1aR\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\xbf\x01\n" +
@@ -1172,16 +1353,17 @@ const file_synod_proto_rawDesc = "" +
 	"\x05bytes\x18\x03 \x01(\fH\x00R\x05bytes\x12\x12\n" +
 	"\x03int\x18\x04 \x01(\x12H\x00R\x03int\x12\x12\n" +
 	"\x03err\x18\x05 \x01(\tH\x00R\x03errB\a\n" +
-	"\x05value\"\x84\x02\n" +
+	"\x05value\"\x9c\x02\n" +
 	"\bResponse\x12(\n" +
 	"\x06result\x18\x01 \x01(\v2\x10.synod.v1.ResultR\x06result\x12\x13\n" +
 	"\x05op_id\x18\x02 \x01(\tR\x04opId\x129\n" +
 	"\aoptions\x18\x03 \x03(\v2\x1f.synod.v1.Response.OptionsEntryR\aoptions\x12*\n" +
-	"\aresults\x18\x04 \x03(\v2\x10.synod.v1.ResultR\aresults\x1aR\n" +
+	"\aresults\x18\x04 \x03(\v2\x10.synod.v1.ResultR\aresults\x12\x16\n" +
+	"\x06silent\x18\x05 \x01(\bR\x06silent\x1aR\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\x13\n" +
-	"\x11NamespacesRequest\"\xb2\x02\n" +
+	"\x11NamespacesRequest\"\xf6\x02\n" +
 	"\tNamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x18\n" +
@@ -1190,7 +1372,11 @@ const file_synod_proto_rawDesc = "" +
 	"\x10idempotent_retry\x18\x05 \x01(\bR\x0fidempotentRetry\x12.\n" +
 	"\aoptions\x18\x06 \x03(\v2\x14.synod.v1.OptionSpecR\aoptions\x12#\n" +
 	"\ratomic_groups\x18\a \x01(\bR\fatomicGroups\x129\n" +
-	"\x18interactive_transactions\x18\b \x01(\bR\x17interactiveTransactions\"^\n" +
+	"\x18interactive_transactions\x18\b \x01(\bR\x17interactiveTransactions\x12#\n" +
+	"\rclient_fanout\x18\t \x01(\bR\fclientFanout\x12\x1d\n" +
+	"\n" +
+	"has_leader\x18\n" +
+	" \x01(\bR\thasLeader\"^\n" +
 	"\n" +
 	"OptionSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -1218,12 +1404,13 @@ const file_synod_proto_rawDesc = "" +
 	"\x0fREAD_MODE_LOCAL\x10\x02\x12\x11\n" +
 	"\rREAD_MODE_LOG\x10\x03\x12\x14\n" +
 	"\x10READ_MODE_QUORUM\x10\x04\x12\x13\n" +
-	"\x0fREAD_MODE_LEASE\x10\x052\xb4\x01\n" +
+	"\x0fREAD_MODE_LEASE\x10\x052\xfa\x01\n" +
 	"\x05Synod\x12+\n" +
 	"\x02Do\x12\x11.synod.v1.Request\x1a\x12.synod.v1.Response\x12G\n" +
 	"\n" +
 	"Namespaces\x12\x1b.synod.v1.NamespacesRequest\x1a\x1c.synod.v1.NamespacesResponse\x125\n" +
-	"\x04Info\x12\x15.synod.v1.InfoRequest\x1a\x16.synod.v1.InfoResponseB(Z&github.com/synod-dev/synod/api/synodpbb\x06proto3"
+	"\x04Info\x12\x15.synod.v1.InfoRequest\x1a\x16.synod.v1.InfoResponse\x12D\n" +
+	"\vWatchLeader\x12\x1c.synod.v1.WatchLeaderRequest\x1a\x15.synod.v1.LeaderEvent0\x01B(Z&github.com/synod-dev/synod/api/synodpbb\x06proto3"
 
 var (
 	file_synod_proto_rawDescOnce sync.Once
@@ -1238,56 +1425,60 @@ func file_synod_proto_rawDescGZIP() []byte {
 }
 
 var file_synod_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_synod_proto_goTypes = []any{
 	(ReadMode)(0),              // 0: synod.v1.ReadMode
 	(TxnStep_Action)(0),        // 1: synod.v1.TxnStep.Action
-	(*Op)(nil),                 // 2: synod.v1.Op
-	(*Request)(nil),            // 3: synod.v1.Request
-	(*TxnStep)(nil),            // 4: synod.v1.TxnStep
-	(*OptionValues)(nil),       // 5: synod.v1.OptionValues
-	(*Empty)(nil),              // 6: synod.v1.Empty
-	(*Result)(nil),             // 7: synod.v1.Result
-	(*Response)(nil),           // 8: synod.v1.Response
-	(*NamespacesRequest)(nil),  // 9: synod.v1.NamespacesRequest
-	(*Namespace)(nil),          // 10: synod.v1.Namespace
-	(*OptionSpec)(nil),         // 11: synod.v1.OptionSpec
-	(*NamespacesResponse)(nil), // 12: synod.v1.NamespacesResponse
-	(*InfoRequest)(nil),        // 13: synod.v1.InfoRequest
-	(*InfoSection)(nil),        // 14: synod.v1.InfoSection
-	(*InfoResponse)(nil),       // 15: synod.v1.InfoResponse
-	nil,                        // 16: synod.v1.Request.OptionsEntry
-	nil,                        // 17: synod.v1.Response.OptionsEntry
-	nil,                        // 18: synod.v1.InfoSection.FieldsEntry
-	nil,                        // 19: synod.v1.InfoResponse.SectionsEntry
+	(*WatchLeaderRequest)(nil), // 2: synod.v1.WatchLeaderRequest
+	(*LeaderEvent)(nil),        // 3: synod.v1.LeaderEvent
+	(*Op)(nil),                 // 4: synod.v1.Op
+	(*Request)(nil),            // 5: synod.v1.Request
+	(*TxnStep)(nil),            // 6: synod.v1.TxnStep
+	(*OptionValues)(nil),       // 7: synod.v1.OptionValues
+	(*Empty)(nil),              // 8: synod.v1.Empty
+	(*Result)(nil),             // 9: synod.v1.Result
+	(*Response)(nil),           // 10: synod.v1.Response
+	(*NamespacesRequest)(nil),  // 11: synod.v1.NamespacesRequest
+	(*Namespace)(nil),          // 12: synod.v1.Namespace
+	(*OptionSpec)(nil),         // 13: synod.v1.OptionSpec
+	(*NamespacesResponse)(nil), // 14: synod.v1.NamespacesResponse
+	(*InfoRequest)(nil),        // 15: synod.v1.InfoRequest
+	(*InfoSection)(nil),        // 16: synod.v1.InfoSection
+	(*InfoResponse)(nil),       // 17: synod.v1.InfoResponse
+	nil,                        // 18: synod.v1.Request.OptionsEntry
+	nil,                        // 19: synod.v1.Response.OptionsEntry
+	nil,                        // 20: synod.v1.InfoSection.FieldsEntry
+	nil,                        // 21: synod.v1.InfoResponse.SectionsEntry
 }
 var file_synod_proto_depIdxs = []int32{
-	2,  // 0: synod.v1.Request.op:type_name -> synod.v1.Op
+	4,  // 0: synod.v1.Request.op:type_name -> synod.v1.Op
 	0,  // 1: synod.v1.Request.read:type_name -> synod.v1.ReadMode
-	16, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
-	2,  // 3: synod.v1.Request.ops:type_name -> synod.v1.Op
-	4,  // 4: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
+	18, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
+	4,  // 3: synod.v1.Request.ops:type_name -> synod.v1.Op
+	6,  // 4: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
 	1,  // 5: synod.v1.TxnStep.action:type_name -> synod.v1.TxnStep.Action
-	6,  // 6: synod.v1.Result.nil:type_name -> synod.v1.Empty
-	6,  // 7: synod.v1.Result.ok:type_name -> synod.v1.Empty
-	7,  // 8: synod.v1.Response.result:type_name -> synod.v1.Result
-	17, // 9: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
-	7,  // 10: synod.v1.Response.results:type_name -> synod.v1.Result
-	11, // 11: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
-	10, // 12: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
-	18, // 13: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
-	19, // 14: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
-	5,  // 15: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	5,  // 16: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	14, // 17: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
-	3,  // 18: synod.v1.Synod.Do:input_type -> synod.v1.Request
-	9,  // 19: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
-	13, // 20: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
-	8,  // 21: synod.v1.Synod.Do:output_type -> synod.v1.Response
-	12, // 22: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
-	15, // 23: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
-	21, // [21:24] is the sub-list for method output_type
-	18, // [18:21] is the sub-list for method input_type
+	8,  // 6: synod.v1.Result.nil:type_name -> synod.v1.Empty
+	8,  // 7: synod.v1.Result.ok:type_name -> synod.v1.Empty
+	9,  // 8: synod.v1.Response.result:type_name -> synod.v1.Result
+	19, // 9: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
+	9,  // 10: synod.v1.Response.results:type_name -> synod.v1.Result
+	13, // 11: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
+	12, // 12: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
+	20, // 13: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
+	21, // 14: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
+	7,  // 15: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	7,  // 16: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	16, // 17: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
+	5,  // 18: synod.v1.Synod.Do:input_type -> synod.v1.Request
+	11, // 19: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
+	15, // 20: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
+	2,  // 21: synod.v1.Synod.WatchLeader:input_type -> synod.v1.WatchLeaderRequest
+	10, // 22: synod.v1.Synod.Do:output_type -> synod.v1.Response
+	14, // 23: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
+	17, // 24: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
+	3,  // 25: synod.v1.Synod.WatchLeader:output_type -> synod.v1.LeaderEvent
+	22, // [22:26] is the sub-list for method output_type
+	18, // [18:22] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1298,7 +1489,7 @@ func file_synod_proto_init() {
 	if File_synod_proto != nil {
 		return
 	}
-	file_synod_proto_msgTypes[5].OneofWrappers = []any{
+	file_synod_proto_msgTypes[7].OneofWrappers = []any{
 		(*Result_Nil)(nil),
 		(*Result_Ok)(nil),
 		(*Result_Bytes)(nil),
@@ -1311,7 +1502,7 @@ func file_synod_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_synod_proto_rawDesc), len(file_synod_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

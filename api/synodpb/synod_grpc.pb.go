@@ -33,9 +33,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Synod_Do_FullMethodName         = "/synod.v1.Synod/Do"
-	Synod_Namespaces_FullMethodName = "/synod.v1.Synod/Namespaces"
-	Synod_Info_FullMethodName       = "/synod.v1.Synod/Info"
+	Synod_Do_FullMethodName          = "/synod.v1.Synod/Do"
+	Synod_Namespaces_FullMethodName  = "/synod.v1.Synod/Namespaces"
+	Synod_Info_FullMethodName        = "/synod.v1.Synod/Info"
+	Synod_WatchLeader_FullMethodName = "/synod.v1.Synod/WatchLeader"
 )
 
 // SynodClient is the client API for Synod service.
@@ -70,6 +71,23 @@ type SynodClient interface {
 	Namespaces(ctx context.Context, in *NamespacesRequest, opts ...grpc.CallOption) (*NamespacesResponse, error)
 	// Info returns the node's facts, grouped by section (as the Redis INFO command).
 	Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*InfoResponse, error)
+	// WatchLeader streams the leader of a namespace as this node sees it: one
+	// event at once with the current leader, then one on every change (the
+	// fail-over notification of seed 002, chapter III.A, to which the client
+	// stub subscribes at every replica). Events are level-triggered: each
+	// names the leader at that moment, and a change quickly undone may be
+	// skipped. An event with an empty node_id means the node knows no leader
+	// (an election is under way). The stream ends when the node shuts down
+	// (UNAVAILABLE) or the caller cancels.
+	//
+	// Status codes:
+	//
+	//	NOT_FOUND          the namespace does not exist
+	//	FAILED_PRECONDITION the namespace's protocol has no leader
+	//	                   (Namespace.has_leader is false: any node serves it)
+	//	UNIMPLEMENTED      this server cannot watch leaders
+	//	UNAUTHENTICATED    missing or wrong password
+	WatchLeader(ctx context.Context, in *WatchLeaderRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderEvent], error)
 }
 
 type synodClient struct {
@@ -110,6 +128,25 @@ func (c *synodClient) Info(ctx context.Context, in *InfoRequest, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *synodClient) WatchLeader(ctx context.Context, in *WatchLeaderRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Synod_ServiceDesc.Streams[0], Synod_WatchLeader_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchLeaderRequest, LeaderEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Synod_WatchLeaderClient = grpc.ServerStreamingClient[LeaderEvent]
+
 // SynodServer is the server API for Synod service.
 // All implementations must embed UnimplementedSynodServer
 // for forward compatibility.
@@ -142,6 +179,23 @@ type SynodServer interface {
 	Namespaces(context.Context, *NamespacesRequest) (*NamespacesResponse, error)
 	// Info returns the node's facts, grouped by section (as the Redis INFO command).
 	Info(context.Context, *InfoRequest) (*InfoResponse, error)
+	// WatchLeader streams the leader of a namespace as this node sees it: one
+	// event at once with the current leader, then one on every change (the
+	// fail-over notification of seed 002, chapter III.A, to which the client
+	// stub subscribes at every replica). Events are level-triggered: each
+	// names the leader at that moment, and a change quickly undone may be
+	// skipped. An event with an empty node_id means the node knows no leader
+	// (an election is under way). The stream ends when the node shuts down
+	// (UNAVAILABLE) or the caller cancels.
+	//
+	// Status codes:
+	//
+	//	NOT_FOUND          the namespace does not exist
+	//	FAILED_PRECONDITION the namespace's protocol has no leader
+	//	                   (Namespace.has_leader is false: any node serves it)
+	//	UNIMPLEMENTED      this server cannot watch leaders
+	//	UNAUTHENTICATED    missing or wrong password
+	WatchLeader(*WatchLeaderRequest, grpc.ServerStreamingServer[LeaderEvent]) error
 	mustEmbedUnimplementedSynodServer()
 }
 
@@ -160,6 +214,9 @@ func (UnimplementedSynodServer) Namespaces(context.Context, *NamespacesRequest) 
 }
 func (UnimplementedSynodServer) Info(context.Context, *InfoRequest) (*InfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Info not implemented")
+}
+func (UnimplementedSynodServer) WatchLeader(*WatchLeaderRequest, grpc.ServerStreamingServer[LeaderEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchLeader not implemented")
 }
 func (UnimplementedSynodServer) mustEmbedUnimplementedSynodServer() {}
 func (UnimplementedSynodServer) testEmbeddedByValue()               {}
@@ -236,6 +293,17 @@ func _Synod_Info_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Synod_WatchLeader_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchLeaderRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SynodServer).WatchLeader(m, &grpc.GenericServerStream[WatchLeaderRequest, LeaderEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Synod_WatchLeaderServer = grpc.ServerStreamingServer[LeaderEvent]
+
 // Synod_ServiceDesc is the grpc.ServiceDesc for Synod service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -256,6 +324,12 @@ var Synod_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Synod_Info_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchLeader",
+			Handler:       _Synod_WatchLeader_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "synod.proto",
 }

@@ -135,6 +135,7 @@ func New(b gateway.Backend, opts Options) *Server {
 		grpc.MaxSendMsgSize(synodpb.MaxMessageSize),
 		grpc.MaxConcurrentStreams(1024),
 		grpc.UnaryInterceptor(s.authenticate),
+		grpc.StreamInterceptor(s.authenticateStream),
 	)
 	synodpb.RegisterSynodServer(s.g, s)
 	return s
@@ -166,15 +167,29 @@ func (s *Server) Close() {
 }
 
 func (s *Server) authenticate(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := s.checkPassword(ctx, info.FullMethod); err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+func (s *Server) authenticateStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := s.checkPassword(ss.Context(), info.FullMethod); err != nil {
+		return err
+	}
+	return handler(srv, ss)
+}
+
+func (s *Server) checkPassword(ctx context.Context, method string) error {
 	if s.opts.Password != "" {
 		md, _ := metadata.FromIncomingContext(ctx)
 		vals := md.Get(synodpb.PasswordKey)
 		if len(vals) != 1 || subtle.ConstantTimeCompare([]byte(vals[0]), []byte(s.opts.Password)) != 1 {
-			s.log.Warn("gRPC call refused: missing or wrong password", "method", info.FullMethod)
-			return nil, status.Errorf(codes.Unauthenticated, "missing or wrong password: send the cluster password in the %q metadata", synodpb.PasswordKey)
+			s.log.Warn("gRPC call refused: missing or wrong password", "method", method)
+			return status.Errorf(codes.Unauthenticated, "missing or wrong password: send the cluster password in the %q metadata", synodpb.PasswordKey)
 		}
 	}
-	return handler(ctx, req)
+	return nil
 }
 
 // namespace resolves a request's namespace ("" is the default).
@@ -210,7 +225,7 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 	if err != nil {
 		return nil, err
 	}
-	req := automaton.Request{ID: id}
+	req := automaton.Request{ID: id, Fanout: in.GetFanout()}
 	if req.Txn, err = synodpb.ToTxnStep(in.GetTxn(), id); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -256,6 +271,9 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 	res, err := s.b.Do(rctx, ns.Name, req)
 	if err != nil {
 		return nil, s.doError(ctx, rctx, id, err)
+	}
+	if res.Silent {
+		return &synodpb.Response{Silent: true, OpId: req.Opts.String(automaton.OptOpID), Options: synodpb.FromOptions(req.Opts.Ext)}, nil
 	}
 	out := &synodpb.Response{
 		Result:  fromResult(res.Result),
@@ -376,6 +394,10 @@ func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (
 			Options:                 synodpb.FromOptionSpecs(automaton.RequestOptions(ns.Protocol)),
 			AtomicGroups:            automaton.TransactionsOf(ns.Protocol).Atomic,
 			InteractiveTransactions: automaton.TransactionsOf(ns.Protocol).Interactive,
+			ClientFanout:            automaton.ClientFanoutOf(ns.Protocol),
+		}
+		if lw, ok := s.b.(gateway.LeaderWatcher); ok {
+			m.HasLeader = lw.HasLeader(ns.Name)
 		}
 		if p, err := automaton.LookupAny(ns.Protocol); err == nil { // a broken variant runs under allow_broken
 			m.IdempotentRetry = p.IdempotentRetry()
@@ -386,6 +408,45 @@ func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (
 		out.Namespaces = append(out.Namespaces, m)
 	}
 	return out, nil
+}
+
+// WatchLeader implements synod.v1.Synod: the current leader at once, then
+// every change (gateway.LeaderWatcher), until the caller cancels or the
+// server closes.
+func (s *Server) WatchLeader(in *synodpb.WatchLeaderRequest, stream synodpb.Synod_WatchLeaderServer) error {
+	ns, _, err := s.namespace(in.GetNamespace())
+	if err != nil {
+		return err
+	}
+	lw, ok := s.b.(gateway.LeaderWatcher)
+	if !ok {
+		return status.Error(codes.Unimplemented, "this server cannot watch leaders")
+	}
+	if !lw.HasLeader(ns.Name) {
+		return status.Errorf(codes.FailedPrecondition, "namespace %q: protocol %s has no leader (every node serves it alike)", ns.Name, ns.Protocol)
+	}
+	ctx := stream.Context()
+	var last *synodpb.LeaderEvent
+	for {
+		h, changed, err := lw.WatchLeader(ns.Name)
+		if err != nil {
+			return status.Errorf(codes.FailedPrecondition, "namespace %q: %v", ns.Name, err)
+		}
+		ev := &synodpb.LeaderEvent{Namespace: ns.Name, NodeId: string(h.ID), ClientAddr: h.Client, GrpcAddr: h.GRPC, From: string(h.From)}
+		if last == nil || last.GetNodeId() != ev.GetNodeId() {
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+			last = ev
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-s.ctx.Done():
+			return status.Error(codes.Unavailable, "node is shutting down")
+		}
+	}
 }
 
 // Info implements synod.v1.Synod.
