@@ -1,0 +1,19 @@
+package transport
+
+import "github.com/synod-dev/synod/automaton"
+
+// Sender sends one automaton message for namespace ns to peer to. Every peer
+// transport implements it: *Transport (framed TCP, this package) and the two
+// gRPC senders of package transport/grpcpeer. The node runtime picks one per
+// namespace (config.Namespace.Transport).
+//
+// The contract is *Transport.Send's: Send never blocks the caller (a full
+// per-peer queue drops the message, counts the drop and returns an error),
+// msg is copied, and delivery is best effort: messages may be lost, and are
+// delivered in order per peer while a connection stays up. The automata
+// tolerate loss, duplication and reordering (package automaton).
+type Sender interface {
+	Send(to automaton.NodeID, ns string, msg []byte) error
+}
+
+var _ Sender = (*Transport)(nil)
