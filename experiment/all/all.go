@@ -5,4 +5,5 @@ import (
 	_ "github.com/synod-dev/synod/experiment/seed000"
 	_ "github.com/synod-dev/synod/experiment/seed001"
 	_ "github.com/synod-dev/synod/experiment/seed002pb"
+	_ "github.com/synod-dev/synod/experiment/seed002pbpaxos"
 )
