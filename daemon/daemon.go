@@ -2,6 +2,8 @@
 // with every client-facing server it offers. The runtime itself serves the
 // Redis protocol and metrics; the gRPC API (gateway/grpcserver) is built
 // here, above the runtime, so that node does not depend on gRPC's server.
+// So is the gRPC peer transport (transport/grpcpeer) that namespaces with
+// transport grpc-unary or grpc-stream use.
 package daemon
 
 import (
@@ -12,6 +14,7 @@ import (
 	"github.com/synod-dev/synod/gateway/grpcserver"
 	"github.com/synod-dev/synod/node"
 	_ "github.com/synod-dev/synod/protocol/all" // every protocol
+	"github.com/synod-dev/synod/transport/grpcpeer"
 )
 
 // GRPC builds the gRPC API server (node.Options.GRPC).
@@ -19,10 +22,19 @@ func GRPC(b gateway.Backend, password string, log *slog.Logger) node.ClientServe
 	return grpcserver.New(b, grpcserver.Options{Password: password, Logger: log})
 }
 
+// PeerGRPC builds the gRPC peer transport (node.Options.PeerGRPC).
+func PeerGRPC(o node.PeerGRPCOptions) (node.PeerGRPC, error) {
+	return grpcpeer.New(grpcpeer.Options{Cluster: o.Cluster, Self: o.Self, Listener: o.Listener,
+		Addr: o.Addr, Peers: o.Peers, Handler: o.Handler, Logger: o.Logger, Stream: o.Stream})
+}
+
 // New creates node id of cfg with every server wired in.
 func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) {
 	if opts.GRPC == nil {
 		opts.GRPC = GRPC
+	}
+	if opts.PeerGRPC == nil {
+		opts.PeerGRPC = PeerGRPC
 	}
 	return node.New(cfg, id, opts)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
+	"github.com/synod-dev/synod/transport"
 )
 
 // event is one input for a namespace's event loop.
@@ -59,6 +60,9 @@ type nsLoop struct {
 	svc   service.Service
 	a     automaton.Automaton
 	store storage.Store // used by the committer goroutine only, after Load
+	// out carries the namespace's peer messages: the TCP transport or a
+	// gRPC sender (config.Namespace.Transport). Set before the loop starts.
+	out transport.Sender
 	log   *slog.Logger
 	inbox chan event
 
@@ -398,7 +402,7 @@ func (l *nsLoop) send(s automaton.Send) {
 		l.log.Error("automaton sent a message to itself; dropped (protocol bug)", "to", s.To)
 		return
 	}
-	if err := l.n.tr.Send(s.To, l.ns.Name, s.Msg); err != nil {
+	if err := l.out.Send(s.To, l.ns.Name, s.Msg); err != nil {
 		// Drops are counted by the transport; unknown peers are protocol bugs.
 		if l.badSends.Add(1) <= 10 {
 			l.log.Debug("peer send failed", "to", s.To, "err", err)

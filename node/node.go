@@ -43,7 +43,9 @@
 // engine (or Pebble, storage: pebble) under data_dir/<node id> for fsync, or
 // memory (nothing survives a restart). The
 // node also serves the Redis protocol (package gateway) on its client address,
-// peers on its peer address (package transport), the gRPC API (package
+// peers on its peer address (package transport; namespaces whose transport
+// is grpc-unary or grpc-stream through package transport/grpcpeer on the
+// same address, see PeerGRPC), the gRPC API (package
 // gateway/grpcserver) when the node has a grpc address, and, when the node has a
 // metrics address, Prometheus /metrics and net/http/pprof under /debug/pprof/.
 package node
@@ -100,6 +102,39 @@ type Options struct {
 	// Transport tunes the peer transport; Cluster, Self, Peers, Listener,
 	// Handler and Logger are set by the node.
 	Transport transport.Options
+	// PeerGRPC builds the gRPC peer transport (package transport/grpcpeer)
+	// for namespaces whose transport is grpc-unary or grpc-stream. Like
+	// GRPC it is supplied by the process that assembles the node (package
+	// daemon), so that node links no gRPC. Nil while such a namespace is
+	// configured is an error at Run; unused when every namespace uses tcp.
+	PeerGRPC func(PeerGRPCOptions) (PeerGRPC, error)
+}
+
+// PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
+// grpcpeer.Options it sets.
+//
+// The gRPC peer service listens on the node's peer address: the node splits
+// that listener (transport.SplitListener) between the TCP transport and the
+// gRPC server, so a peer's gRPC address is its transport address (Addr and
+// Peers are the TCP transport's, which follow membership changes).
+type PeerGRPCOptions struct {
+	Cluster  string
+	Self     automaton.NodeID
+	Listener net.Listener
+	Addr     func(automaton.NodeID) (string, bool)
+	Peers    func() []automaton.NodeID
+	Handler  transport.Handler
+	Logger   *slog.Logger
+	// Stream: some namespace uses grpc-stream, so subscribe to every peer.
+	Stream bool
+}
+
+// PeerGRPC is a running gRPC peer transport (grpcpeer.Transport).
+type PeerGRPC interface {
+	Unary() transport.Sender
+	Stream() transport.Sender
+	Stats() (unary, stream map[automaton.NodeID]transport.PeerStats)
+	Close() error
 }
 
 // Node is one running Synod server.
@@ -118,6 +153,7 @@ type Node struct {
 
 	engine  storage.Engine
 	tr      *transport.Transport
+	gp      PeerGRPC // nil unless a namespace uses a gRPC transport
 	gw      *gateway.Server
 	grpc    ClientServer // nil without a grpc address
 	httpSrv *http.Server
@@ -317,14 +353,53 @@ func (n *Node) start() error {
 	for _, m := range n.cfg.Nodes {
 		peers[automaton.NodeID(m.ID)] = m.Peer
 	}
+	grpcKinds := map[string]bool{}
+	for _, ns := range n.nss {
+		if k := ns.PeerTransport(); k != config.TransportTCP {
+			grpcKinds[k] = true
+		}
+	}
+	tcpLn, h2Ln := peerLn, net.Listener(nil)
+	if len(grpcKinds) > 0 {
+		if n.opts.PeerGRPC == nil {
+			peerLn.Close()
+			return fmt.Errorf("node %s: a namespace uses a gRPC peer transport but this program links none (node.Options.PeerGRPC)", n.id)
+		}
+		tcpLn, h2Ln = transport.SplitListener(peerLn, 0, n.log)
+	}
 	to := n.opts.Transport
-	to.Cluster, to.Self, to.Peers, to.Listener, to.Logger = n.cfg.Cluster, n.id, peers, peerLn, n.log
+	to.Cluster, to.Self, to.Peers, to.Listener, to.Logger = n.cfg.Cluster, n.id, peers, tcpLn, n.log
 	to.Handler = n.deliver
 	if n.tr, err = transport.New(to); err != nil {
-		peerLn.Close()
+		tcpLn.Close()
+		if h2Ln != nil {
+			h2Ln.Close()
+		}
 		return err
 	}
 	n.m.registerTransport(string(n.id), n.tr)
+	if h2Ln != nil {
+		n.gp, err = n.opts.PeerGRPC(PeerGRPCOptions{
+			Cluster: n.cfg.Cluster, Self: n.id, Listener: h2Ln,
+			Addr: n.tr.PeerAddr, Peers: n.tr.Peers, Handler: n.deliver, Logger: n.log,
+			Stream: grpcKinds[config.TransportGRPCStream],
+		})
+		if err != nil {
+			h2Ln.Close()
+			return fmt.Errorf("node %s: gRPC peer transport: %w", n.id, err)
+		}
+	}
+	for _, ns := range n.nss {
+		l := n.loops[ns.Name]
+		switch ns.PeerTransport() {
+		case config.TransportGRPCUnary:
+			l.out = n.gp.Unary()
+		case config.TransportGRPCStream:
+			l.out = n.gp.Stream()
+		default:
+			l.out = n.tr
+		}
+	}
 
 	clientLn, err := n.listen(n.opts.ClientListener, n.self.Client, "clients")
 	if err != nil {
@@ -415,6 +490,9 @@ func (n *Node) shutdown() {
 			n.httpSrv.Close()
 		} else if n.opts.MetricsListener != nil {
 			n.opts.MetricsListener.Close()
+		}
+		if n.gp != nil {
+			n.gp.Close()
 		}
 		if n.tr != nil {
 			n.tr.Close()
@@ -638,7 +716,7 @@ func (n *Node) Info() map[string]map[string]string {
 	for _, ns := range n.nss {
 		c, _ := n.Counters(ns.Name)
 		nss[ns.Name] = fmt.Sprintf("protocol=%s,service=%s,requests=%d,responses=%d,persists=%d,fsyncs=%d,messages_in=%d,messages_out=%d,waiting=%d",
-			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting) + n.membersFact(ns.Name)
+			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting) + transportFact(ns) + n.membersFact(ns.Name)
 	}
 	out := map[string]map[string]string{"synod": syn, "namespaces": nss}
 	if n.tr != nil {
@@ -659,5 +737,28 @@ func (n *Node) Info() map[string]map[string]string {
 		}
 		out["peers"] = peers
 	}
+	if n.gp != nil {
+		unary, stream := n.gp.Stats()
+		for name, st := range map[string]map[automaton.NodeID]transport.PeerStats{"peers_grpc_unary": unary, "peers_grpc_stream": stream} {
+			sec := map[string]string{}
+			for id, s := range st {
+				conn := 0
+				if s.Connected {
+					conn = 1
+				}
+				sec[string(id)] = fmt.Sprintf("connected=%d,sent=%d,dropped=%d,received=%d", conn, s.Sent, s.Dropped, s.Received)
+			}
+			out[name] = sec
+		}
+	}
 	return out
+}
+
+// transportFact is the ",transport=..." suffix of a namespace's INFO line
+// ("" for the default, tcp).
+func transportFact(ns config.Namespace) string {
+	if k := ns.PeerTransport(); k != config.TransportTCP {
+		return ",transport=" + k
+	}
+	return ""
 }
