@@ -62,7 +62,7 @@ type nsLoop struct {
 	store storage.Store // used by the committer goroutine only, after Load
 	// out carries the namespace's peer messages: the TCP transport or a
 	// gRPC sender (config.Namespace.Transport). Set before the loop starts.
-	out transport.Sender
+	out   transport.Sender
 	log   *slog.Logger
 	inbox chan event
 
