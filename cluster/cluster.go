@@ -29,7 +29,7 @@
 //   - Up on a directory that holds a stopped cluster (cluster.yaml present, no
 //     node running) starts that same cluster again, with its name, ports and
 //     data, provided the requested shape (node count, protocol, service,
-//     durability, password, base port) matches; otherwise it fails and suggests
+//     transport, durability, password, base port) matches; otherwise it fails and suggests
 //     `synod cluster down --purge`. Up on a directory with any node running fails.
 //   - Free ports (BasePort 0) are found by binding 127.0.0.1:0 and releasing the
 //     port just before the nodes start: another program could take one in
@@ -101,6 +101,9 @@ type UpOptions struct {
 	// Params are the protocol parameters of the namespace "default" (the
 	// cluster file's params; nil: the protocol's defaults).
 	Params map[string]string
+	// Transport is the peer transport of the namespace "default"
+	// (config.Namespace.Transport: "" or tcp, grpc-unary, grpc-stream).
+	Transport string
 }
 
 // Node is one member of a running cluster.
@@ -281,7 +284,7 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		Durability: opts.Durability,
 		DataDir:    filepath.Join(dir, DataDir),
 		Password:   opts.Password,
-		Namespaces: []config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params}},
+		Namespaces: []config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params, Transport: opts.Transport}},
 	}
 	var ports []int
 	if opts.BasePort == 0 {
@@ -319,6 +322,9 @@ func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
 	}
 	if len(cfg.Namespaces) > 0 && !maps.Equal(cfg.Namespaces[0].Params, opts.Params) {
 		diffs = append(diffs, "its protocol parameters differ")
+	}
+	if len(cfg.Namespaces) > 0 && cfg.Namespaces[0].PeerTransport() != (config.Namespace{Transport: opts.Transport}).PeerTransport() {
+		diffs = append(diffs, fmt.Sprintf("its default namespace's transport is %s", cfg.Namespaces[0].PeerTransport()))
 	}
 	dur := cfg.Durability
 	if dur == "" {

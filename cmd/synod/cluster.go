@@ -66,6 +66,7 @@ with "synod cluster down".`,
 	f.IntVar(&up.Nodes, "nodes", 3, "number of nodes")
 	f.StringVar(&up.Protocol, "protocol", automaton.DefaultProtocol, "replication protocol of the default namespace")
 	f.StringVar(&up.Service, "service", "kv", "data type of the default namespace")
+	f.StringVar(&up.Transport, "transport", "tcp", "peer transport of the default namespace: tcp, grpc-unary or grpc-stream")
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
 	f.IntVar(&up.BasePort, "base-port", 0, "client ports N.., peer ports N+100.., metrics ports N+200..; 0 picks free ports")
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
