@@ -111,7 +111,7 @@ func claims(f experiment.Figures) []claim {
 		out = append(out,
 			claim{seed: "all-LAN Pareto(2, 3 ms), t = " + t + ": Fast better, P{L_f ≤ x} ≥ P{L_c ≤ x} at every x (the intended inequality)",
 				ours: fmt.Sprintf("max P_c − P_f = %.4f (bracket ± %.0e), max P_f − P_c = %.3f; median L_c %.1f ms, L_f %.1f ms", lc, e, lf, f[k][mMedC], f[k][mMedF]),
-				ok: lc <= 2*e+1e-3 && lf > 0.05},
+				ok:   lc <= 2*e+1e-3 && lf > 0.05},
 			claim{seed: "all-LAN, t = " + t + ", as printed: \"for any time value x, P{L_c ≤ x} ≥ P{L_f ≤ x}\" (a typo)",
 				ours: fmt.Sprintf("P_f exceeds P_c by up to %.3f", lf), ok: lf <= 2*e+1e-3})
 	}
@@ -180,7 +180,7 @@ func claims(f experiment.Figures) []claim {
 		e := f[k][mErr]
 		out = append(out, claim{seed: "LAN trace, moderately skewed (V.9(a)): Fast outperforms Classic (ours: loopback NWS-probe trace, t = " + t + ")",
 			ours: fmt.Sprintf("max P_c − P_f = %.4f (± %.0e), max P_f − P_c = %.3f; median L_c %.3f ms, L_f %.3f ms", lc, e, lf, f[k][mMedC], f[k][mMedF]),
-			ok: lc <= 2*e+1e-3 && lf > 0.05})
+			ok:   lc <= 2*e+1e-3 && lf > 0.05})
 	}
 	return out
 }
