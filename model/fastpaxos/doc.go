@@ -64,7 +64,7 @@
 //     pathwise, and their CDFs, computed exactly on the lattice, bracket the
 //     true CDF at every grid point (Bracket.Lo ≤ P{L ≤ x_j} ≤ Bracket.Hi). The
 //     horizontal gap is at most 3H for Classic and 2H for Fast (one H per
-//     link); the vertical gap is reported (Bracket.MaxErr; about 10⁻³ with the
+//     link); the vertical gap is reported (Bracket.MaxErr; 0.5–2·10⁻³ with the
 //     default 32768 points). Mass beyond the grid is overflow and does not
 //     disturb the CDF on the grid (latencies are non-negative). FFT round-off
 //     (≈10⁻¹⁵) is negligible against that and is tested against the direct sum.
