@@ -33,6 +33,21 @@
 // decoding error (garbage on the peer port, a frame over the limit, a bad
 // handshake) closes that one connection and is logged; the node is unaffected.
 // Both decoders are fuzzed.
+//
+// # Other transports
+//
+// This transport is the default, the seed's raw socket (seed 002, Table
+// III.1 "Socket"). A namespace may instead send through package
+// transport/grpcpeer, by one gRPC unary call per message (grpc-unary, the
+// seed's method call) or down a server-streamed gRPC call the receiver holds
+// open (grpc-stream, the seed's push notification); config.Namespace's
+// transport field chooses. Every one is a Sender (peer.go) with the same
+// contract: never block, drop and count when full, FIFO per peer while
+// connected. The gRPC peer service needs no address of its own:
+// SplitListener (mux.go) shares the peer port, handing connections that open
+// with HTTP/2's client preface to gRPC and every other to this transport,
+// whose behaviour is unchanged (the node splits the port only when some
+// namespace uses gRPC).
 package transport
 
 import (
