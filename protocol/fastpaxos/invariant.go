@@ -1,0 +1,207 @@
+package fastpaxos
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// Invariants (automaton.InvariantStater), checked after every step in
+// simulation and in the harness. The checker keeps every vote any acceptor
+// ever showed (latest per acceptor, instance and round), so "chosen" is
+// judged from the votes themselves, by the quorum rule, independently of
+// what any learner concluded.
+var invariantNames = []string{
+	"at most one value chosen per instance: no two values ever reach quorum(b) votes in rounds of one instance (Fast Paxos safety)",
+	"learned values are chosen: a value a learner knows chosen reached quorum(b) votes in some round b (fast quorum in a fast round), and learners agree",
+	"votes respect promises: an acceptor never votes in a round below the promise it held before the step, and its node-wide promise never decreases within an incarnation",
+	"executed prefixes agree: a digest chain over the executed instances is the same at every replica",
+}
+
+// Invariants implements automaton.InvariantStater.
+func (protocol) Invariants() ([]string, automaton.InvariantChecker) {
+	return append([]string(nil), invariantNames...), newChecker()
+}
+
+type castKey struct {
+	acc automaton.NodeID
+	bal Ballot
+}
+
+type checker struct {
+	votes   map[uint64]map[castKey][]byte
+	learned map[uint64][]byte
+	prefix  map[uint64]uint64
+	nodes   map[automaton.NodeID]*replicaCheck
+}
+
+type replicaCheck struct {
+	a        *FastPaxos
+	promised Ballot
+	rnd      map[uint64]Ballot // per-instance rounds last seen
+	vrnd     map[uint64]Ballot
+	execTo   uint64
+	chain    uint64
+}
+
+func newChecker() *checker {
+	return &checker{votes: map[uint64]map[castKey][]byte{}, learned: map[uint64][]byte{},
+		prefix: map[uint64]uint64{0: 0}, nodes: map[automaton.NodeID]*replicaCheck{}}
+}
+
+// Check implements automaton.InvariantChecker.
+func (c *checker) Check(id automaton.NodeID, up map[automaton.NodeID]automaton.Automaton) error {
+	a, ok := up[id].(*FastPaxos)
+	if !ok || a == nil {
+		return nil
+	}
+	r := c.nodes[id]
+	fresh := r == nil || r.a != a
+	if fresh {
+		r = &replicaCheck{a: a, promised: a.promised, rnd: map[uint64]Ballot{}, vrnd: map[uint64]Ballot{}}
+		c.nodes[id] = r
+	}
+	if a.promised.Less(r.promised) {
+		return fmt.Errorf("fastpaxos invariant: %s's promise went down from %v to %v", id, r.promised, a.promised)
+	}
+	touched := a.touched
+	if fresh {
+		touched = make([]uint64, 0, len(a.insts))
+		for i := range a.insts {
+			touched = append(touched, i)
+		}
+		sortU64(touched)
+	}
+	for _, i := range touched {
+		s := a.insts[i]
+		if s == nil {
+			continue
+		}
+		if !fresh && !s.vrnd.IsZero() && s.vrnd != r.vrnd[i] {
+			prev := r.promised
+			if prev.Less(r.rnd[i]) {
+				prev = r.rnd[i]
+			}
+			if s.vrnd.Less(prev) {
+				return fmt.Errorf("fastpaxos invariant: %s voted at instance %d in round %v below its promise %v", id, i, s.vrnd, prev)
+			}
+		}
+		r.rnd[i], r.vrnd[i] = s.rnd, s.vrnd
+		if s.vrnd.IsZero() {
+			continue
+		}
+		vs := c.votes[i]
+		if vs == nil {
+			vs = map[castKey][]byte{}
+			c.votes[i] = vs
+		}
+		vs[castKey{id, s.vrnd}] = s.vval
+		if vals := c.chosenValues(a.q, i); len(vals) > 1 {
+			return fmt.Errorf("fastpaxos invariant: instance %d has two values chosen (%s and %s)", i, describeValue(vals[0]), describeValue(vals[1]))
+		}
+	}
+	r.promised = a.promised
+	// Learned values: the stepped node's instances newly known chosen.
+	var learned []uint64
+	if fresh {
+		for i := range a.chosen {
+			learned = append(learned, i)
+		}
+		sortU64(learned)
+	} else {
+		learned = a.learnedNow
+	}
+	for _, i := range learned {
+		v := a.chosen[i]
+		if g, ok := c.learned[i]; ok && !bytes.Equal(g, v) {
+			return fmt.Errorf("fastpaxos invariant: %s learned %s at instance %d, another learner %s", id, describeValue(v), i, describeValue(g))
+		}
+		c.learned[i] = v
+		found := false
+		for _, w := range c.chosenValues(a.q, i) {
+			found = found || bytes.Equal(w, v)
+		}
+		if !found {
+			return fmt.Errorf("fastpaxos invariant: %s learned %s at instance %d, which no quorum chose", id, describeValue(v), i)
+		}
+	}
+	// Executed prefixes.
+	for i := r.execTo + 1; i <= a.executed; i++ {
+		r.chain = mix(r.chain, digest(a.chosen[i]))
+		if g, ok := c.prefix[i]; !ok {
+			c.prefix[i] = r.chain
+		} else if g != r.chain {
+			return fmt.Errorf("fastpaxos invariant: %s's executed prefix up to instance %d differs from another replica's", id, i)
+		}
+	}
+	r.execTo = max(r.execTo, a.executed)
+	return nil
+}
+
+// chosenValues lists the values that reached quorum(b) votes in some round
+// b of instance i, by the votes every acceptor ever showed.
+func (c *checker) chosenValues(q quorums, i uint64) [][]byte {
+	type key struct {
+		bal Ballot
+		val string
+	}
+	counts := map[key]int{}
+	for k, v := range c.votes[i] {
+		counts[key{k.bal, string(v)}]++
+	}
+	var out [][]byte
+	for k, n := range counts {
+		if n < q.of(k.bal) {
+			continue
+		}
+		dup := false
+		for _, w := range out {
+			dup = dup || string(w) == k.val
+		}
+		if !dup {
+			out = append(out, []byte(k.val))
+		}
+	}
+	sort.Slice(out, func(x, y int) bool { return bytes.Compare(out[x], out[y]) < 0 })
+	return out
+}
+
+// describeValue renders a value for reports and traces.
+func describeValue(v []byte) string {
+	r, ok, err := decodeValue(v)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("undecodable %x", v)
+	case !ok:
+		return "noop"
+	}
+	s := fmt.Sprintf("%v %s", r.ID, r.Op.Kind)
+	if r.Op.Key != "" {
+		s += " " + r.Op.Key
+	}
+	for _, arg := range r.Op.Args {
+		s += fmt.Sprintf(" %q", arg)
+	}
+	return s
+}
+
+func digest(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, x := range b {
+		h ^= uint64(x)
+		h *= 1099511628211
+	}
+	return h
+}
+
+func mix(chain, d uint64) uint64 {
+	h := chain ^ 0x9e3779b97f4a7c15
+	for k := 0; k < 8; k++ {
+		h ^= d & 0xff
+		h *= 1099511628211
+		d >>= 8
+	}
+	return h
+}
