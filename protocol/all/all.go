@@ -5,6 +5,7 @@ import (
 	_ "github.com/synod-dev/synod/protocol/abd"
 	_ "github.com/synod-dev/synod/protocol/blocking"
 	_ "github.com/synod-dev/synod/protocol/esds"
+	_ "github.com/synod-dev/synod/protocol/fastpaxos"
 	_ "github.com/synod-dev/synod/protocol/paxos"
 	_ "github.com/synod-dev/synod/protocol/unreplicated"
 )
