@@ -29,8 +29,8 @@
 // request still does.
 //
 // Commands that change a connection's state (AUTH, HELLO, SELECT, QUIT,
-// RESET, SYNOD NS/READ with an argument, SYNOD OPT name value..., SYNOD
-// OPTRESET, and the option aliases SYNOD STRICT/OPID with an argument and
+// RESET, SUBSCRIBE and UNSUBSCRIBE, SYNOD NS/READ with an argument, SYNOD
+// OPT name value..., SYNOD OPTRESET, and the option aliases SYNOD STRICT/OPID with an argument and
 // SYNOD PREV) are refused by Do: pooled connections are shared, so a request
 // option set on one would apply to whichever request next used it. Set the
 // namespace and read mode through Options; for per-request options
@@ -77,6 +77,18 @@ type Options struct {
 	// PoolSize bounds the connections in use at once per address, and the
 	// idle connections kept per address (default 16).
 	PoolSize int
+	// OnLeaderChange (GRPC only) is called, from a watch goroutine, when a
+	// fail-over notification names a new leader of a namespace the client
+	// has used (failover.go), with the time it arrived. It must not block.
+	OnLeaderChange func(LeaderChange)
+	// NoLeaderWatch (GRPC only) turns the fail-over stub off: no
+	// WatchLeader subscriptions, requests round robin as for a protocol
+	// without a leader (to measure what the notifications buy).
+	NoLeaderWatch bool
+	// NoFanout (GRPC only) sends requests of client_fanout namespaces to
+	// one node, unmarked, as for any other namespace: that node proposes or
+	// forwards for the client (fanout.go).
+	NoFanout bool
 }
 
 // Error is an error reply from a node ("ERR ...", "TRYAGAIN ...").
@@ -179,7 +191,8 @@ func isRead(args [][]byte) bool {
 
 func changesState(args [][]byte) bool {
 	switch name := strings.ToLower(string(args[0])); name {
-	case "auth", "hello", "select", "quit", "reset":
+	case "auth", "hello", "select", "quit", "reset",
+		"subscribe", "unsubscribe", "psubscribe", "punsubscribe": // subscribed mode
 		return true
 	case "synod":
 		if len(args) < 2 {

@@ -125,10 +125,15 @@ type GRPC struct {
 	client uint64
 	seq    atomic.Uint64
 
-	mu     sync.Mutex
-	cur    int
-	closed bool
-	nss    []*synodpb.Namespace // nil until fetched
+	mu      sync.Mutex
+	cur     int
+	closed  bool
+	nss     []*synodpb.Namespace    // nil until fetched
+	leaders map[string]*leaderState // namespaces with a leader, once used (failover.go)
+	nodeIDs []string                // node id of each address, learned from WatchLeader ("" unknown)
+
+	life       context.Context // ends at Close: leader watches
+	lifeCancel context.CancelFunc
 }
 
 type gconn struct {
@@ -221,7 +226,8 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 		opts.Timeout = 10 * time.Second
 	}
 	var b [8]byte
-	c := &GRPC{opts: opts}
+	c := &GRPC{opts: opts, nodeIDs: make([]string, len(addrs))}
+	c.life, c.lifeCancel = context.WithCancel(context.Background())
 	for c.client == 0 {
 		if _, err := crand.Read(b[:]); err != nil {
 			return nil, err
@@ -262,6 +268,7 @@ func (c *GRPC) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	c.lifeCancel()
 	for _, g := range c.conns {
 		if g.cc != nil {
 			g.cc.Close()
@@ -332,26 +339,36 @@ func (c *GRPC) Namespaces(ctx context.Context) ([]*synodpb.Namespace, error) {
 	return nil, fmt.Errorf("client: listing namespaces failed at every address: %w", errors.Join(errs...))
 }
 
-// nsProps returns whether every op reads and whether the namespace
-// deduplicates retries. Unknown namespaces and services count as writes
-// without deduplication (the node will refuse an unknown namespace anyway).
-func (c *GRPC) nsProps(ctx context.Context, ns string, ops ...service.Op) (read, idempotent bool, err error) {
+// nsProps are what send needs to know of a request's namespace.
+type nsProps struct {
+	name       string // the namespace's name ("" resolved to the default)
+	read       bool   // every operation reads
+	idempotent bool   // a retry with the same (client id, seq) takes effect once
+	fanout     bool   // clients send to every node (fanout.go)
+	hasLeader  bool   // the protocol has a leader to watch (failover.go)
+}
+
+// nsProps returns namespace ns's properties for a request of ops. Unknown
+// namespaces and services count as writes without deduplication, leader or
+// fanout (the node will refuse an unknown namespace anyway).
+func (c *GRPC) nsProps(ctx context.Context, ns string, ops ...service.Op) (nsProps, error) {
 	nss, err := c.Namespaces(ctx)
 	if err != nil {
-		return false, false, err
+		return nsProps{}, err
 	}
 	for i, n := range nss {
 		if n.GetName() == ns || (ns == "" && i == 0) {
+			p := nsProps{name: n.GetName(), idempotent: n.GetIdempotentRetry(), fanout: n.GetClientFanout(), hasLeader: n.GetHasLeader()}
 			if svc, err := service.Lookup(n.GetService()); err == nil {
-				read = true
+				p.read = true
 				for _, op := range ops {
-					read = read && svc.IsRead(op)
+					p.read = p.read && svc.IsRead(op)
 				}
 			}
-			return read, n.GetIdempotentRetry(), nil
+			return p, nil
 		}
 	}
-	return false, false, nil
+	return nsProps{name: ns}, nil
 }
 
 // DoOp runs op on namespace ns ("" means Options.Namespace, and then the
@@ -441,17 +458,40 @@ func (c *GRPC) request(ns string, o OpOptions) (*synodpb.Request, error) {
 // write that may not be retried comes with a *Error wrapping
 // ErrUnknownOutcome, other error results with a nil error.
 func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops ...service.Op) (*synodpb.Response, service.Result, error) {
-	isRead, idem, err := c.nsProps(ctx, req.Namespace, ops...)
+	p, err := c.nsProps(ctx, req.Namespace, ops...)
 	if err != nil {
 		return nil, service.Result{}, err
 	}
+	isRead, idem := p.read, p.idempotent
 	c.mu.Lock()
-	start, closed := c.cur, c.closed
+	closed := c.closed
 	c.mu.Unlock()
 	if closed {
 		return nil, service.Result{}, ErrClosed
 	}
 	what := fmt.Sprintf("%s (request %x:%d)", kind, req.ClientId, req.Seq)
+	switch {
+	case p.fanout:
+		return c.sendFanout(ctx, req, what, p)
+	case p.hasLeader && !c.opts.NoLeaderWatch:
+		st := c.leader(p.name)
+		if isRead || idem {
+			return c.sendLeader(ctx, req, what, p)
+		}
+		if idx, _ := st.target(); idx >= 0 {
+			c.prefer(idx) // a write that may not be resubmitted starts at the leader
+		}
+	}
+	return c.sendOne(ctx, req, what, p)
+}
+
+// sendOne runs req at one address at a time, round robin from the
+// preferred one, with the package doc's retry rules.
+func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p nsProps) (*synodpb.Response, service.Result, error) {
+	isRead, idem := p.read, p.idempotent
+	c.mu.Lock()
+	start := c.cur
+	c.mu.Unlock()
 	maySent := false // an earlier attempt may have taken effect
 	var errs []error
 	for i := range c.conns {
@@ -722,6 +762,9 @@ func (c *GRPC) attempt(ctx context.Context, g *gconn, req *synodpb.Request) (*sy
 	resp, err := g.stub.Do(c.withAuth(actx), req, grpc.Peer(&pr))
 	if err != nil {
 		return nil, service.Result{}, pr.Addr != nil, err
+	}
+	if resp.GetSilent() {
+		return resp, service.Result{}, true, nil // a fanout's "not mine to answer"
 	}
 	res, err := synodpb.ToResult(resp.GetResult())
 	return resp, res, true, err
