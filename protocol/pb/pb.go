@@ -1,0 +1,431 @@
+package pb
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
+	"github.com/synod-dev/synod/service"
+)
+
+// Name is the protocol's registered name.
+const Name = "pb"
+
+// Names of the broken variants (broken.go).
+const (
+	BrokenReplyFirst = Name + "-broken-replyfirst"
+	BrokenNoDedup    = Name + "-broken-nodedup"
+)
+
+func init() {
+	automaton.Register(protocol{name: Name})
+	automaton.RegisterBroken(Name, protocol{name: BrokenReplyFirst, replyFirst: true,
+		doc: "the primary replies as soon as it has executed a write, before every backup acknowledged the update: a crash of the primary can lose an acknowledged write; the invariant reply-after-acks catches it at the first write"})
+	automaton.RegisterBroken(Name, protocol{name: BrokenNoDedup, noDedup: true,
+		doc: "the primary runs every request it receives, without its duplicate table: a resubmitted or duplicated write is executed twice; the invariant exactly-once catches it under duplicated messages"})
+}
+
+// Defaults of the parameters.
+const (
+	DefaultRateSending  = 20 * time.Millisecond
+	DefaultRateChecking = 250 * time.Millisecond
+	DefaultOpTimeout    = 5 * time.Second
+	DefaultChunkBytes   = 64 << 10
+	// chunkWindow is how many chunks of a state transfer may be
+	// unacknowledged at once.
+	chunkWindow = 4
+	// maxAhead bounds the updates a backup holds beyond a gap.
+	maxAhead = 4096
+	// maxResend bounds the entries resent to one peer per check.
+	maxResend = 1024
+	// backupMisses is how many consecutive check periods without an
+	// acknowledgement make the primary drop a backup.
+	backupMisses = 2
+)
+
+var params = proto.NewSpec(
+	proto.Param{Name: "rate_sending", Kind: proto.Duration, Default: DefaultRateSending.String(), Min: "0", MinOpen: true,
+		Doc: "the primary's heartbeat interval (Fig. III.2)"},
+	proto.Param{Name: "rate_checking", Kind: proto.Duration, Default: DefaultRateChecking.String(), Min: "0", MinOpen: true,
+		Doc: "the failure detector's check period (Fig. III.3); at least 2 rate_sending"},
+	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: DefaultOpTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "a forwarded request's time limit at the node the client reached"},
+	proto.Param{Name: "chunk_bytes", Kind: proto.Int, Default: strconv.Itoa(DefaultChunkBytes), Min: "1",
+		Doc: "bytes of state per state-transfer message to a joining backup"},
+)
+
+// protocol is the registration and its capabilities.
+type protocol struct {
+	name       string
+	replyFirst bool // broken: reply before the backups acknowledged
+	noDedup    bool // broken: no duplicate detection
+	doc        string
+}
+
+func (p protocol) Name() string { return p.name }
+
+// IdempotentRetry implements automaton.Protocol: the duplicate table is
+// part of the replicated state, so a write resubmitted at another node (and
+// forwarded to the primary of the moment) takes effect once.
+func (p protocol) IdempotentRetry() bool { return !p.noDedup }
+
+// Describe implements automaton.Describer.
+func (p protocol) Describe() string {
+	if p.doc != "" {
+		return p.doc
+	}
+	return "primary-backup (seed 002 ch. III): the primary executes, ships the state change to every backup and replies after all acknowledge; heartbeats, a senior backup that takes over; safe only with a perfect failure detector (crash-stop, bounded delays)"
+}
+
+// DefaultParams implements automaton.ParamDefaulter.
+func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
+
+// SupportsNondeterminism implements automaton.NondeterminismSupport: only
+// the primary executes, with the request's Env, and the backups install
+// the resulting state change.
+func (p protocol) SupportsNondeterminism() bool { return true }
+
+// Transactions implements automaton.TxnSupporter: a group runs at the
+// primary in one step and ships as one update.
+func (p protocol) Transactions() automaton.TxnSupport { return automaton.TxnSupport{Atomic: true} }
+
+// SafeFaults implements automaton.FaultAssumer (package doc, "Failure
+// model").
+func (p protocol) SafeFaults() []string { return []string{"crash", "dup", "reorder", "slow"} }
+
+// New implements automaton.Protocol.
+func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+	}
+	pos, me, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	if err != nil {
+		return nil, err
+	}
+	prm, err := params.Parse(p.name, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	a := &PB{proto: p, cfg: cfg, pos: pos, me: me,
+		sending:    prm.Duration("rate_sending"),
+		checking:   prm.Duration("rate_checking"),
+		opTimeout:  prm.Duration("op_timeout"),
+		chunkBytes: prm.Int("chunk_bytes"),
+	}
+	if a.checking < 2*a.sending {
+		return nil, fmt.Errorf("%s: rate_checking %v must be at least twice rate_sending %v, or a live primary looks failed", p.name, a.checking, a.sending)
+	}
+	return a, nil
+}
+
+type role int
+
+const (
+	roleBackup role = iota
+	rolePrimary
+	roleJoining
+)
+
+func (r role) String() string {
+	return [...]string{"backup", "primary", "joining"}[r]
+}
+
+// Timers.
+const (
+	timerHeartbeat automaton.TimerID = 1 // primary: HEARTBEAT_GENERATOR
+	timerCheck     automaton.TimerID = 2 // everyone: FAILURE_DETECTOR
+)
+
+// PB is one node's automaton: primary, backup or joining backup, and the
+// forwarder of the clients that reach it.
+type PB struct {
+	proto protocol
+	cfg   automaton.Config
+	pos   map[automaton.NodeID]int
+	me    int
+
+	sending, checking, opTimeout time.Duration
+	chunkBytes                   int
+
+	out []automaton.Output
+
+	role role
+	// The view: its ballot (round, primary's position + 1), the view the
+	// primary was a backup in before it took over, the primary's applied
+	// count when it began, and its member list (primary first, then the
+	// backups by seniority) at version epoch.
+	view, prev  proto.Ballot
+	base, epoch uint64
+	members     []automaton.NodeID
+
+	m      *machine // nil while joining
+	stable uint64   // every member holds the entries up to stable
+	// log holds the entries after logStart up to m.applied (every role
+	// with a state): the primary resends from it, and a backup that takes
+	// over brings the others level from it.
+	log      []entry
+	logStart uint64
+
+	// Backup.
+	heard     bool // a notification from the primary since the last check
+	misses    int  // consecutive checks without one
+	ahead     map[uint64]entry
+	awaiting  bool   // installed a transferred state, not yet a member
+	joinNonce uint64 // the transfer it installed
+
+	// Primary.
+	peers     map[automaton.NodeID]*peer
+	committed uint64
+	waiters   []*waiter // by index
+	inflight  map[automaton.RequestID]*waiter
+	lastCheck uint64 // m.applied at the previous check
+
+	// Joining.
+	join *joining
+
+	// Forwarding.
+	fwds map[automaton.RequestID]*fwd
+
+	// Per step, for the invariants.
+	stepReplies []stepReply
+	stepExec    []automaton.RequestID
+	fresh       bool // this incarnation booted with no records
+}
+
+// peer is the primary's view of a backup or a joining node.
+type peer struct {
+	member bool
+	acked  uint64 // entries acknowledged (a joiner: received in order)
+	heard  bool
+	misses int
+	fresh  bool // no acknowledgement in this view yet
+	xfer   *transfer
+}
+
+// transfer is a state transfer to a joining node.
+type transfer struct {
+	nonce     uint64
+	index     uint64 // the image's applied count
+	image     []byte
+	sent, got uint64 // bytes sent, bytes acknowledged
+}
+
+// waiter is a request whose answer waits until every member holds the
+// entries up to index.
+type waiter struct {
+	req   automaton.Request // for a local request: to forward if this node steps down
+	index uint64
+	out   outcome
+	write bool
+	local bool
+	to    []automaton.NodeID // forwarders to reply to
+}
+
+// joining is a node's state while it rejoins.
+type joining struct {
+	asked  bool // sent a join since the last check
+	active bool // received a chunk since the last check
+	from   automaton.NodeID
+	nonce  uint64
+	index  uint64
+	total  uint64
+	buf    []byte
+	ahead  map[uint64]entry
+}
+
+// fwd is a client request this node forwards to the primary.
+type fwd struct {
+	req     automaton.Request
+	elapsed time.Duration
+}
+
+// stepReply records an answer emitted in a step, for the invariants.
+type stepReply struct {
+	id    automaton.RequestID
+	index uint64
+	write bool
+}
+
+// Step implements automaton.Automaton.
+func (a *PB) Step(in automaton.Input) []automaton.Output {
+	a.out = nil
+	a.stepReplies = a.stepReplies[:0]
+	a.stepExec = a.stepExec[:0]
+	switch in := in.(type) {
+	case automaton.Start:
+		a.onStart(in)
+	case automaton.ClientRequest:
+		a.onRequest(in.Req)
+	case automaton.PeerMessage:
+		a.onMessage(in.From, in.Msg)
+	case automaton.TimerFired:
+		switch in.ID {
+		case timerHeartbeat:
+			a.onHeartbeatTimer()
+		case timerCheck:
+			a.onCheck()
+		}
+	}
+	return a.out
+}
+
+func (a *PB) emit(o automaton.Output) { a.out = append(a.out, o) }
+
+func (a *PB) send(to automaton.NodeID, m message) {
+	if to == a.cfg.Self {
+		return
+	}
+	a.emit(automaton.Send{To: to, Msg: m.marshal()})
+}
+
+// others lists every configured node but this one, in configuration order.
+func (a *PB) others() []automaton.NodeID {
+	out := make([]automaton.NodeID, 0, len(a.cfg.Nodes)-1)
+	for _, n := range a.cfg.Nodes {
+		if n != a.cfg.Self {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// primary is the node this one believes is the primary ("" when unknown).
+func (a *PB) primary() automaton.NodeID {
+	if len(a.members) == 0 {
+		return ""
+	}
+	return a.members[0]
+}
+
+// rank is this node's position in the member list (0: primary, 1: senior
+// backup), or -1.
+func (a *PB) rank() int {
+	for i, n := range a.members {
+		if n == a.cfg.Self {
+			return i
+		}
+	}
+	return -1
+}
+
+// Leader implements automaton.LeaderReporter: the primary this node knows.
+// The runtime pushes its changes to subscribed clients as the seed's
+// fail-over notification (package doc).
+func (a *PB) Leader() automaton.NodeID { return a.primary() }
+
+// onStart begins an incarnation (package doc, "Durability"). A first boot
+// persists the boot record and takes its place in the initial view, the
+// configured order (seed 002 III.B, find_replicas): the first node is the
+// primary, the second the senior backup. A node with the record lost its
+// memory in a crash and rejoins as a backup.
+func (a *PB) onStart(s automaton.Start) {
+	a.fwds = map[automaton.RequestID]*fwd{}
+	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	if b, ok := s.Records[bootKey]; ok {
+		if _, err := unmarshalBoot(b); err != nil {
+			panic(fmt.Sprintf("pb: corrupt boot record: %v", err))
+		}
+		a.becomeJoining()
+		return
+	}
+	a.fresh = true
+	a.view = proto.Ballot{Round: 1, Node: 1}
+	a.emit(automaton.Persist{Key: bootKey, Value: marshalBoot(a.view)})
+	a.members = append([]automaton.NodeID(nil), a.cfg.Nodes...)
+	a.m = newMachine(a.cfg.Service)
+	if a.me == 0 {
+		a.initPrimary()
+		for _, n := range a.members[1:] {
+			a.peers[n] = &peer{member: true, heard: true}
+		}
+		return
+	}
+	a.role = roleBackup
+	a.heard = true
+}
+
+func (a *PB) onMessage(from automaton.NodeID, b []byte) {
+	if from == a.cfg.Self {
+		return
+	}
+	m, err := unmarshal(b)
+	if err != nil {
+		return // corrupt: dropped, as a lost message
+	}
+	switch m.Kind {
+	case kindUpdate:
+		a.onUpdate(from, m)
+	case kindAck:
+		a.onAck(from, m)
+	case kindHeartbeat, kindNewView, kindStale:
+		a.onView(from, m)
+	case kindJoin:
+		a.onJoin(from)
+	case kindChunk:
+		a.onChunk(from, m)
+	case kindChunkAck:
+		a.onChunkAck(from, m)
+	case kindForward:
+		a.onForward(from, m)
+	case kindReply:
+		a.onReply(m)
+	}
+}
+
+// onRequest serves a client's request: the primary executes it, every other
+// node forwards it (package doc, "Clients").
+func (a *PB) onRequest(req automaton.Request) {
+	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 {
+		a.respond(req.ID, outcome{res: service.Errorf("ERR %s has no membership changes", a.proto.name)})
+		return
+	}
+	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+		a.respond(req.ID, outcome{res: res})
+		return
+	}
+	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
+		a.respond(req.ID, outcome{res: service.Errorf("ERR %v", err)})
+		return
+	}
+	if req.Opts.Read > automaton.ReadLease {
+		a.respond(req.ID, outcome{res: service.Errorf("ERR %s: unknown read mode %v", a.proto.name, req.Opts.Read)})
+		return
+	}
+	local := req.Opts.Read == automaton.ReadLocal || req.Opts.Read == automaton.ReadRegular
+	if local && a.m != nil && automaton.IsReadRequest(a.cfg.Service, req) {
+		a.respond(req.ID, a.m.read(req))
+		return
+	}
+	if a.role == rolePrimary {
+		a.serve(req, "")
+		return
+	}
+	a.forward(req)
+}
+
+func (a *PB) respond(id automaton.RequestID, o outcome) {
+	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}})
+}
+
+// sortedNodes returns the keys of a peer map in order (outputs must not
+// depend on map order: the simulator replays seeds byte for byte).
+func sortedNodes[V any](m map[automaton.NodeID]V) []automaton.NodeID {
+	out := make([]automaton.NodeID, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func contains(ns []automaton.NodeID, n automaton.NodeID) bool {
+	for _, x := range ns {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
