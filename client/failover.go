@@ -278,3 +278,26 @@ func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what string
 		}
 	}
 }
+
+// Leader returns the leader of namespace ns ("" means Options.Namespace,
+// and then the node's default) as the client's notifications name it, and
+// the client's address for it ("" when it has none yet). The first call
+// for a namespace subscribes to its notifications and usually returns ""
+// until the first one arrives. A namespace whose protocol has no leader
+// returns "", "".
+func (c *GRPC) Leader(ctx context.Context, ns string) (id, addr string, err error) {
+	if ns == "" {
+		ns = c.opts.Namespace
+	}
+	p, err := c.nsProps(ctx, ns)
+	if err != nil || !p.hasLeader || c.opts.NoLeaderWatch {
+		return "", "", err
+	}
+	st := c.leader(p.name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.idx >= 0 {
+		addr = c.conns[st.idx].addr
+	}
+	return st.id, addr, nil
+}
