@@ -1,5 +1,10 @@
 // Package client is a Go client for Synod nodes: Client over the Redis
-// protocol, GRPC over the gRPC API (grpc.go, same fail-over rules).
+// protocol, GRPC over the gRPC API (grpc.go, same fail-over rules). GRPC is
+// also seed 002's fail-over client stub (failover.go: on a namespace with a
+// leader it subscribes to leader-change notifications at every node and
+// resubmits outstanding requests to a newly notified leader at once) and a
+// fan-out client for protocols whose clients send to every replica
+// (fanout.go: Fast Paxos, PB-Paxos).
 //
 // A Client knows several node addresses and keeps a pool of connections to
 // each. Every connection is prepared once, when it is opened, with the
@@ -30,8 +35,8 @@
 //
 // Commands that change a connection's state (AUTH, HELLO, SELECT, QUIT,
 // RESET, SUBSCRIBE and UNSUBSCRIBE, SYNOD NS/READ with an argument, SYNOD
-// OPT name value..., SYNOD OPTRESET, and the option aliases SYNOD STRICT/OPID with an argument and
-// SYNOD PREV) are refused by Do: pooled connections are shared, so a request
+// OPT name value..., SYNOD OPTRESET, and the option aliases SYNOD
+// STRICT/OPID with an argument and SYNOD PREV) are refused by Do: pooled connections are shared, so a request
 // option set on one would apply to whichever request next used it. Set the
 // namespace and read mode through Options; for per-request options
 // (automaton.OptionSpec) use GRPC.DoOp, which carries them in the request.

@@ -1,6 +1,11 @@
 // Package gateway serves clients: a Redis-protocol (RESP2/RESP3) server that
 // turns commands into service operations on a namespace and hands them to a
 // Backend (the node runtime, or a fake in tests).
+//
+// Backends that know a namespace's leader (LeaderBackend, LeaderWatcher)
+// also get SYNOD LEADER and the fail-over notifications of seed 002,
+// chapter III: SUBSCRIBE synod:leader:<namespace>, in Redis pub/sub framing
+// (subscribe.go).
 package gateway
 
 import (

@@ -52,6 +52,18 @@
 //     outcome is unknown. Protocol-level errors are results, not statuses,
 //     with the same upper-case code the Redis gateway replies ("ERR ...",
 //     "TRYAGAIN ...").
+//   - Leader notifications (WatchLeader; seed 002, chapter III's fail-over
+//     notification): served when the backend is a gateway.LeaderWatcher
+//     (UNIMPLEMENTED otherwise) for namespaces whose protocol has a leader
+//     (FAILED_PRECONDITION otherwise). The stream sends the current leader
+//     at once, then each change of the leader's node id, including to ""
+//     (an election: the node knows none); a change quickly undone may be
+//     skipped. Each event carries the sending node's id (from), so that
+//     clients behind proxies learn which address is which node.
+//   - Fanout (automaton.FanoutProtocol): Request.fanout is handed to the
+//     protocol as automaton.Request.Fanout; a Silent response is answered
+//     with silent set and no result (its options are still echoed).
+//     Namespace.client_fanout and has_leader tell clients which to use.
 //   - Size limits: messages up to synodpb.MaxMessageSize in both directions.
 //   - Password: when Options.Password is set, every call must carry it in
 //     the metadata key synodpb.PasswordKey; otherwise UNAUTHENTICATED. There
