@@ -127,7 +127,7 @@ func (p Params) quorumsFor(n int) (quorums, error) {
 	if p.Fast > 0 {
 		q.fast = p.Fast
 		if p.Classic == 0 {
-			q.classic = max(n/2+1, 2*n-2*q.fast+1)
+			q.classic = min(n, max(n/2+1, 2*n-2*q.fast+1))
 		}
 	}
 	if p.Classic > 0 {

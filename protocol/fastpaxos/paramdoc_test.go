@@ -1,0 +1,19 @@
+package fastpaxos
+
+import (
+	"os"
+	"testing"
+)
+
+// TestParamDoc: the package doc's parameter table is the parser's own
+// (proto.Spec.Doc).
+func TestParamDoc(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := params.CheckDoc(string(src)); err != nil {
+		t.Log("\n" + params.Doc())
+		t.Fatal(err)
+	}
+}
