@@ -1,2 +1,218 @@
-// Package pb is primary-backup replication (seed 002, chapter III).
+// Package pb is primary-backup replication as seed 002, chapter III
+// ("Primary-backup on Grid Middlewares", Figs. III.1-III.3) builds it: an
+// ordered list of replicas, the first the primary and the second the senior
+// backup; the primary executes each request, ships the change of state to
+// every backup, and replies once all of them acknowledged it.
+//
+// # Roles (one automaton per node plays them all)
+//
+//   - Primary (Fig. III.2). EXECUTE: the duplicate check
+//     (check_previous_requests), then the request runs on the primary's
+//     state with the Env the runtime observed on its arrival (only the
+//     primary executes, so nondeterministic services such as the
+//     Matchmaker are safe: SupportsNondeterminism), then extract_state,
+//     then notify_change_with_ack: an update to every backup, and the
+//     answer waits until every member acknowledged it. HEARTBEAT_GENERATOR
+//     every rate_sending.
+//   - Backup (Fig. III.3). STATE_HANDLER injects each update, in index
+//     order, and acknowledges at once; HB_HANDLER notes the heartbeat;
+//     FAILURE_DETECTOR runs every rate_checking.
+//   - Joining backup: a restarted node, or one the primary dropped,
+//     rejoins by state transfer (below).
+//   - Forwarder: every node but the primary forwards client requests to the
+//     primary it knows and relays the answers.
+//
+// # The state change (III.A problem 1, III.B extract_state/inject_state)
+//
+// An update is one write: its index (the count of writes so far), the
+// request id, the outcome, and the change: the service's delta since the
+// version before the write (service.DeltaState: KV, Counter, String),
+// or, for a service without deltas (the Matchmaker), the whole resulting
+// state (the seed: "in the extreme it could be a full application
+// checkpoint"). An atomic group runs at the primary in one step and ships
+// as one update (Transactions: Atomic). Interactive transactions are not
+// offered. A no-op write still ships an update: its outcome goes into the
+// duplicate table, which is part of the replicated state.
+//
+// The duplicate table (the seed's [gap], notes 1.3.3) maps a client to the
+// outcomes of its last 64 writes, each with its entry's index; it is
+// updated by every replica from the update's outcome and carried by state
+// transfers, so a request resubmitted to a new primary after a fail-over
+// gets "the result computed by the old primary" (III.A) without running
+// again, once every member holds the entry. IdempotentRetry is therefore
+// true. Reads are not recorded; a read at the primary answers after every
+// member holds every entry the read saw, so a fail-over never takes back
+// what a client read. Read modes local and regular are answered from the
+// contacted node's state, possibly stale; the others are the primary's read.
+//
+// # Failure detection (III.A problem 2, Fig. III.3)
+//
+// Without a clock, FAILURE_DETECTOR counts checks: a backup that heard
+// nothing from its primary (heartbeat, update, view) during a whole check
+// period counts a miss. The seed's senior backup takes over after one
+// miss; the seed has the others re-initialise "after the second missing
+// heartbeat". We generalise to rank r (the position in the member list;
+// 1 is the senior) taking over after 3r-2 consecutive misses: rank 2 after
+// 4, not 2. Decision, because the seed's "second" assumes the senior's
+// fail-over notification arrives within one period: the senior may take
+// over up to two periods after its last heartbeat, and its announcement
+// needs up to one more delay D, while rank 2's last heartbeat may have
+// come up to D before the senior's; 3 periods per rank leave room when
+// D < rate_checking. A backup resets its count on any notification from
+// its primary and on a new view.
+//
+// The primary detects failed backups the same way (III.A: "the detection
+// of backup failures"): a backup that acknowledged nothing for two
+// consecutive periods (backups acknowledge every heartbeat) is dropped
+// from the member list, which unblocks the answers waiting for it. Backups
+// whose acknowledgement lags what was sent a period ago get the missing
+// updates again from the primary's log (which keeps what some member or
+// joiner may still need), so a lost update costs a period.
+//
+// # Switching to a new primary (III.A problem 3)
+//
+// Views are proto.Ballots (round, primary's position + 1): a backup that
+// takes over uses the next round, so views are totally ordered and name
+// their primary. switch_to_primary: the new primary has applied every
+// update it acknowledged (it applies as it acknowledges; the seed's queued
+// variant would have to drain its queue first); it drops the members
+// ranked before it (failed), keeps the others in order (so the next is the
+// new senior), and announces the view to every node (a newview message:
+// notify_change(FAILURE)). The seed's senior-backup trick (backups bound
+// to the senior in advance, so that the take-over is immediate and
+// re-binding happens off-line) has nothing to save here: binding is one
+// message. A backup binds to the new view when it was a backup of the view
+// the new primary came from and has applied no more than the new primary
+// had (its updates are then a prefix of the new primary's); it
+// acknowledges, and the new primary resends what it lacks from its log.
+// A backup that applied more (updates the old primary sent only to it:
+// never acknowledged by all, never answered) cannot roll back: it
+// rejoins. A primary that hears of a later view (a newview, a heartbeat,
+// or a stale notice that any node sends in answer to a message from an
+// older view) steps down, forwards its clients' requests to the new
+// primary, and rejoins.
+//
+// # Joining (III.A: integration of a new backup, "outside the scope")
+//
+// A joining node asks the primary it learns of (heartbeats go to every
+// configured node) for the state. The primary encodes an image at its
+// current count i (applied count, digest chain, duplicate table, service
+// snapshot) and sends it in chunks of chunk_bytes, at most 4 unacknowledged,
+// so a large state takes many small messages that interleave with the
+// primary's other work rather than one message that stalls the link. The
+// order of updates against the image: from the moment the image is taken,
+// every update after i also goes to the joiner, which holds them (keyed by
+// index) while the image arrives and acknowledges those it holds in order
+// (so the primary resends what it lost). Once the image is complete the
+// joiner installs it (count i) and applies the held updates i+1, i+2, ...
+// in order: every update is applied exactly once, on the state it was made
+// from. It then asks to become a member (an acknowledgement naming the
+// transfer); the primary adds it at the end of the member list once it
+// holds every committed entry, so that a later take-over by it loses
+// nothing. A joiner that is silent for a period asks again; a new primary,
+// or a second join while no chunk moved, starts a new transfer. Encoding
+// the image is one O(state) step at the primary; a range-by-range image
+// (service.RangeState) would avoid even that and is not done.
+//
+// # Durability
+//
+// The seed keeps the state in memory, and so does pb: the replicated
+// state survives as long as one member of the current view does. The one
+// record a node persists, at its first start ("pb/booted"), tells every
+// later incarnation that its memory is gone: it rejoins as a backup and
+// never acts as the primary of an old view. The record is persisted before
+// anything is sent, so a node that crashed before it was durable had said
+// nothing and may start afresh. If every member of the view fails before
+// a joiner completes its transfer, the state is lost and the service stays
+// unavailable: the restarted nodes all wait to join, rather than invent an
+// empty state that would silently lose acknowledged writes. Per-object
+// durability attributes (chapter IV) are issue 11.
+//
+// Checkpoints of long-running requests (III.A) are not done: a request
+// runs to completion in one step of the primary, so there is nothing to
+// checkpoint; a request resubmitted after a fail-over before its update
+// reached the new primary runs again from the start.
+//
+// # Failure model (why pb is safe only with a perfect failure detector)
+//
+// Safety rests on one assumption (II.A: primary-backup "requires that the
+// environment is synchronous enough to support the use of heartbeats"):
+// a backup suspects its primary only after the primary crashed, and the
+// primary drops a backup only after it crashed. In the simulator that
+// holds for crash (crash-recovery: a restarted node rejoins), dup (updates
+// are applied by index, acknowledgements are cumulative, forwards and
+// joins are idempotent), reorder (up to 20 ms extra) and slow (latency
+// spikes up to 50 ms per end, slow disks: pb persists nothing after its
+// first start), since the defaults keep every delay well inside a check
+// period: rate_sending 20 ms, rate_checking 250 ms, against the
+// simulator's worst message delay of about 125 ms (5 ms latency, 20 ms
+// reordering, two 50 ms spikes). SafeFaults returns exactly these. The
+// others break it:
+//
+//   - partition: the backups on the other side of the primary stop
+//     hearing it and the senior takes over, while the primary drops them
+//     and serves alone: two primaries, both answering (split brain). The
+//     simulator shows it on every seed (the ExpectViolation scenarios:
+//     committed states diverge, and with the state checks off, clients see
+//     a non-linearizable history).
+//   - pause: a primary paused past a check period is taken for dead. In
+//     the simulator a paused primary's queued inputs still bring it the
+//     new view before its own detector drops its backups, and its reads
+//     wait for acknowledgements that never come, so 20 seeds showed no
+//     violation; but nothing in the model bounds the pause, and a primary
+//     that resumes after its detector has dropped the backups answers
+//     alone.
+//   - loss: a run of lost heartbeats as long as a check period looks like
+//     a crash. At the simulator's worst loss window (30%) the chance is
+//     about 0.3^12 per period and 100 seeds of crash,loss passed, but the
+//     guarantee would then rest on luck, not on the model.
+//
+// That contrast is what chapter VI's PB-Paxos answers.
+//
+// # Clients, and the seed's Globus notifications in Synod
+//
+// The seed maps the three problems onto OGSI notifications. In Synod:
+//
+//   - STATE_UPDATE (push, with acknowledgement) is the update and ack peer
+//     messages over the node transport (one TCP connection per peer; the
+//     simulator's links);
+//   - HEARTBEAT (pull) is the heartbeat message, sent to every configured
+//     node rather than to registered sinks, and acknowledged;
+//   - FAILURE (the fail-over notification to clients) is the newview
+//     message between nodes, and for clients the runtime's leader push:
+//     Leader (automaton.LeaderReporter) returns the primary this node
+//     knows, and the runtime pushes its changes to subscribed clients over
+//     gRPC (WatchLeader) and RESP; the Go client's fail-over stub (Fig.
+//     III.1) resubmits its outstanding requests to the new primary at once.
+//     A client that reached any other node (redis-cli) is served through
+//     that node, which forwards to the primary and, on a new view,
+//     forwards again (the stub's FAILURE_HANDLER, run on its behalf).
+//   - The Handle Resolution Service the seed bypasses has no counterpart.
+//
+// # Invariants (invariant.go)
+//
+// One primary per view; a node's view never goes back; a backup in the
+// view of an up primary holds a prefix of the primary's updates (equal
+// digest chains); the primary answers only once every up backup of its
+// view applied the entry the answer covers; no request is answered from
+// two different entries.
+//
+// # Broken variants
+//
+// "pb-broken-replyfirst" answers a write as soon as the primary executed
+// it: reply-after-acks catches it at the first write, and with invariants
+// off the linearizability checker catches lost writes under crash,loss.
+// "pb-broken-nodedup" runs every request it receives: exactly-once catches
+// it under duplicated messages, and so does linearizability with
+// invariants off.
+//
+// # Parameters
+//
+//	rate_sending   positive duration  20ms   the primary's heartbeat interval (Fig. III.2)
+//	rate_checking  positive duration  250ms  the failure detector's check period (Fig. III.3); at least 2 rate_sending
+//	op_timeout     positive duration  5s     a forwarded request's time limit at the node the client reached
+//	chunk_bytes    positive integer   65536  bytes of state per state-transfer message to a joining backup
+//
+// Unknown parameters are errors. The table is generated from the parser's
+// (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
 package pb
