@@ -246,6 +246,9 @@ func TestFanout(t *testing.T) {
 	}
 	var ids []automaton.RequestID
 	for i, n := range nodes {
+		// The first answer may come back before a slower node's copy
+		// of the request has arrived: wait for each.
+		waitFor(t, "every node saw the request", func() bool { return len(n.requests()) > 0 })
 		rs := n.requests()
 		if len(rs) != 1 || !rs[0].Fanout {
 			t.Fatalf("n%d saw %v, want one fanout request", i+1, rs)
