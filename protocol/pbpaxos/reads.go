@@ -1,0 +1,142 @@
+package pbpaxos
+
+import (
+	"github.com/synod-dev/synod/automaton"
+)
+
+// X-Paxos reads (seed 002 VI.A.3). A read goes to every replica; each
+// non-leader sends a confirm to the process with the highest ballot it
+// has accepted; the leader executes the read while the confirms arrive and
+// answers once both are done with a majority including itself. Only the
+// leader whose ballot a majority accepted last can collect that majority,
+// so a deposed leader cannot answer (the seed's argument).
+//
+// A read that reached one node (no fan-out) is relayed by that node to
+// every replica (the node plays the client's fan-out, and confirms
+// itself); the leader answers it to that node. A read that reached the
+// leader alone (its own client, or a forward) is relayed by the leader,
+// so that the others confirm.
+
+// confirmSet: the confirms a node received for one read.
+type confirmSet struct {
+	bal  Ballot
+	from map[automaton.NodeID]bool
+	age  int
+}
+
+// confirmRead is a non-leader's part of a read: confirm it to the owner of
+// the highest ballot this node accepted.
+func (a *PBPaxos) confirmRead(id automaton.RequestID) {
+	to := a.owner(a.accBal)
+	if to == "" || to == a.cfg.Self {
+		return
+	}
+	a.send(to, &message{Kind: kindConfirm, ID: id, Ballot: a.accBal})
+}
+
+// relayRead sends a read that reached this non-leader alone to every
+// replica, and confirms it.
+func (a *PBPaxos) relayRead(p *pend) {
+	p.state = pRelayed
+	a.broadcast(&message{Kind: kindRead, Req: wireRequest(a.cfg.Service, p.req), Origin: a.cfg.Self})
+	a.confirmRead(p.req.ID)
+}
+
+// onRead: a relayed read. The leader serves it for its origin; the others
+// confirm it.
+func (a *PBPaxos) onRead(from automaton.NodeID, m *message) {
+	if err := automaton.ValidateRequest(a.cfg.Service, m.Req); err != nil {
+		return
+	}
+	if m.Req.Txn != nil {
+		a.confirmRead(m.Req.ID) // a leader asks: only confirm
+		return
+	}
+	if !automaton.IsReadRequest(a.cfg.Service, m.Req) {
+		return
+	}
+	if a.role != leader {
+		a.confirmRead(m.Req.ID)
+		return
+	}
+	p := a.pending[m.Req.ID]
+	if p == nil {
+		p = &pend{req: m.Req, state: pWaiting, relayed: true}
+		a.pending[m.Req.ID] = p
+	}
+	if m.Origin != a.cfg.Self {
+		addRemote(p, m.Origin)
+	}
+	if p.state == pWaiting {
+		a.lead(p)
+	}
+}
+
+// leadRead executes a read at the leader and waits for the confirms.
+func (a *PBPaxos) leadRead(p *pend) {
+	if p.state == pRead {
+		return
+	}
+	p.state = pRead
+	if !p.req.Fanout && !p.relayed && !p.asked {
+		p.asked = true
+		// Only the leader has it: ask the others to confirm.
+		a.broadcast(&message{Kind: kindRead, Req: wireRequest(a.cfg.Service, p.req), Origin: a.cfg.Self})
+	}
+	// Executed on the applied state: every write this leader or an
+	// earlier one answered is in it.
+	p.res, p.results = a.readOn(a.sm, p.req)
+	p.executed = true
+	a.checkRead(p)
+}
+
+// confirmed counts the confirms for id under the leader's ballot, its own
+// included.
+func (a *PBPaxos) confirmed(id automaton.RequestID) int {
+	n := 1
+	if c := a.confirms[id]; c != nil && c.bal == a.ballot {
+		n += len(c.from)
+	}
+	return n
+}
+
+// checkRead answers a read once it is executed and a majority confirmed.
+func (a *PBPaxos) checkRead(p *pend) {
+	if !p.executed || a.role != leader {
+		return
+	}
+	n := a.confirmed(p.req.ID)
+	if n < a.majority() && !a.proto.noConfirm {
+		return
+	}
+	a.served = append(a.served, served{read: true, confirms: n, newReq: true, early: a.applied < a.batchTop})
+	delete(a.confirms, p.req.ID)
+	a.answer(p.req.ID, p.res, p.results)
+}
+
+func (a *PBPaxos) onConfirm(from automaton.NodeID, m *message) {
+	if a.owner(m.Ballot) != a.cfg.Self {
+		return
+	}
+	c := a.confirms[m.ID]
+	if c == nil || c.bal.Less(m.Ballot) {
+		if len(a.confirms) >= maxConfirms {
+			return // a flood of confirms for reads never seen: drop
+		}
+		c = &confirmSet{bal: m.Ballot, from: map[automaton.NodeID]bool{}}
+		a.confirms[m.ID] = c
+	}
+	if c.bal != m.Ballot {
+		return
+	}
+	c.from[from] = true
+	if p := a.pending[m.ID]; p != nil && p.state == pRead {
+		a.checkRead(p)
+	}
+}
+
+func (a *PBPaxos) onReadReply(m *message) {
+	if p := a.pending[m.ID]; p != nil {
+		a.answer(m.ID, m.Result, m.Results)
+	}
+}
