@@ -55,6 +55,7 @@ type fakeNode struct {
 	hang    bool
 	silent  int // answer this many fanout requests Silent, then serve
 	release chan struct{}
+	gate    chan struct{} // when set, serving waits until it is closed
 	seen    []automaton.Request
 }
 
@@ -69,11 +70,18 @@ func (n *fakeNode) WatchLeader(string) (gateway.LeaderHint, <-chan struct{}, err
 func (n *fakeNode) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
 	n.mu.Lock()
 	n.seen = append(n.seen, req)
-	hang, release, silent := n.hang, n.release, req.Fanout && n.silent > 0
+	hang, release, silent, gate := n.hang, n.release, req.Fanout && n.silent > 0, n.gate
 	if silent {
 		n.silent--
 	}
 	n.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return automaton.Response{}, ctx.Err()
+		}
+	}
 	if hang {
 		select {
 		case <-release:
@@ -241,14 +249,24 @@ func TestFanout(t *testing.T) {
 	nodes[0].silent, nodes[1].silent = 1<<30, 1<<30
 	c := newGRPC(t, addrs, Options{})
 	ctx := tctx(t)
+	// n3 answers only once n1 and n2 hold their copies: the client may
+	// stop sending once it has its answer.
+	gate := make(chan struct{})
+	nodes[2].gate = gate
+	go func() {
+		for len(nodes[0].requests()) == 0 || len(nodes[1].requests()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		close(gate)
+	}()
 	if err := c.Set(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
+	nodes[2].mu.Lock()
+	nodes[2].gate = nil
+	nodes[2].mu.Unlock()
 	var ids []automaton.RequestID
 	for i, n := range nodes {
-		// The first answer may come back before a slower node's copy
-		// of the request has arrived: wait for each.
-		waitFor(t, "every node saw the request", func() bool { return len(n.requests()) > 0 })
 		rs := n.requests()
 		if len(rs) != 1 || !rs[0].Fanout {
 			t.Fatalf("n%d saw %v, want one fanout request", i+1, rs)
