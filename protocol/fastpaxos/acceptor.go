@@ -53,6 +53,13 @@ func (a *FastPaxos) onStart(in automaton.Start) {
 			a.maxSeen = max(a.maxSeen, i)
 		}
 	}
+	// Rounds seen before the crash: a new candidacy must pick a round above
+	// them, never the round this node led before it crashed (two leaders of
+	// one recovery round would propose two values in it).
+	a.maxRound = max(a.promised.Round, a.maxInstRnd.Round)
+	for _, s := range a.insts {
+		a.maxRound = max(a.maxRound, s.vrnd.Round)
+	}
 	a.execute()
 	a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
 	a.armElection()

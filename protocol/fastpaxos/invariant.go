@@ -32,9 +32,46 @@ type castKey struct {
 
 type checker struct {
 	votes   map[uint64]map[castKey][]byte
-	learned map[uint64][]byte
-	prefix  map[uint64]uint64
+	learned map[uint64]*backed[string]
+	prefix  map[uint64]*backed[uint64]
 	nodes   map[automaton.NodeID]*replicaCheck
+}
+
+// backed is a value some replicas hold (a value learned at an instance, a
+// digest of an executed prefix), with the replicas whose current
+// incarnation holds it. A crash takes a replica's unsynced learning with it
+// (nothing it revealed depended on it: answers wait for the records), so a
+// restart withdraws the replica's backing, and the value is forgotten when
+// no replica holds it any more.
+type backed[T comparable] struct {
+	v  T
+	by map[automaton.NodeID]bool
+}
+
+// agree records that id holds v, and reports the other value held, if any.
+func agree[T comparable](m map[uint64]*backed[T], i uint64, id automaton.NodeID, v T) (T, bool) {
+	b := m[i]
+	if b == nil {
+		m[i] = &backed[T]{v: v, by: map[automaton.NodeID]bool{id: true}}
+		return v, true
+	}
+	if b.v != v {
+		return b.v, false
+	}
+	b.by[id] = true
+	return v, true
+}
+
+// withdraw removes id's backing from every entry of m.
+func withdraw[T comparable](m map[uint64]*backed[T], id automaton.NodeID) {
+	for i, b := range m {
+		if b.by[id] {
+			delete(b.by, id)
+			if len(b.by) == 0 {
+				delete(m, i)
+			}
+		}
+	}
 }
 
 type replicaCheck struct {
@@ -47,8 +84,8 @@ type replicaCheck struct {
 }
 
 func newChecker() *checker {
-	return &checker{votes: map[uint64]map[castKey][]byte{}, learned: map[uint64][]byte{},
-		prefix: map[uint64]uint64{0: 0}, nodes: map[automaton.NodeID]*replicaCheck{}}
+	return &checker{votes: map[uint64]map[castKey][]byte{}, learned: map[uint64]*backed[string]{},
+		prefix: map[uint64]*backed[uint64]{}, nodes: map[automaton.NodeID]*replicaCheck{}}
 }
 
 // Check implements automaton.InvariantChecker.
@@ -68,6 +105,9 @@ func (c *checker) Check(id automaton.NodeID, up map[automaton.NodeID]automaton.A
 	}
 	touched := a.touched
 	if fresh {
+		c.forgetUnsynced(id, a)
+		withdraw(c.learned, id)
+		withdraw(c.prefix, id)
 		touched = make([]uint64, 0, len(a.insts))
 		for i := range a.insts {
 			touched = append(touched, i)
@@ -115,10 +155,9 @@ func (c *checker) Check(id automaton.NodeID, up map[automaton.NodeID]automaton.A
 	}
 	for _, i := range learned {
 		v := a.chosen[i]
-		if g, ok := c.learned[i]; ok && !bytes.Equal(g, v) {
-			return fmt.Errorf("fastpaxos invariant: %s learned %s at instance %d, another learner %s", id, describeValue(v), i, describeValue(g))
+		if g, ok := agree(c.learned, i, id, string(v)); !ok {
+			return fmt.Errorf("fastpaxos invariant: %s learned %s at instance %d, another learner %s", id, describeValue(v), i, describeValue([]byte(g)))
 		}
-		c.learned[i] = v
 		found := false
 		for _, w := range c.chosenValues(a.q, i) {
 			found = found || bytes.Equal(w, v)
@@ -130,14 +169,32 @@ func (c *checker) Check(id automaton.NodeID, up map[automaton.NodeID]automaton.A
 	// Executed prefixes.
 	for i := r.execTo + 1; i <= a.executed; i++ {
 		r.chain = mix(r.chain, digest(a.chosen[i]))
-		if g, ok := c.prefix[i]; !ok {
-			c.prefix[i] = r.chain
-		} else if g != r.chain {
+		if _, ok := agree(c.prefix, i, id, r.chain); !ok {
 			return fmt.Errorf("fastpaxos invariant: %s's executed prefix up to instance %d differs from another replica's", id, i)
 		}
 	}
 	r.execTo = max(r.execTo, a.executed)
 	return nil
+}
+
+// forgetUnsynced drops, when a node restarts, the votes the checker saw in
+// its memory that its records do not hold: they were lost unsynced with the
+// crash, so their phase 2b messages never left (the runtime holds a send
+// until the records before it are durable), and the acceptor may vote
+// again in that round at that instance.
+func (c *checker) forgetUnsynced(id automaton.NodeID, a *FastPaxos) {
+	for i, vs := range c.votes {
+		for k, v := range vs {
+			if k.acc != id {
+				continue
+			}
+			// Votes in rounds below the restored vote were overwritten by a
+			// later vote, not lost.
+			if s := a.insts[i]; s == nil || s.vrnd.Less(k.bal) || (s.vrnd == k.bal && !bytes.Equal(s.vval, v)) {
+				delete(vs, k)
+			}
+		}
+	}
 }
 
 // chosenValues lists the values that reached quorum(b) votes in some round

@@ -41,7 +41,8 @@ func (a *FastPaxos) onElectionTimeout() {
 func (a *FastPaxos) startPhase1() {
 	a.clearLeader()
 	a.role = candidate
-	a.ballot = Ballot{Round: a.maxRound + 1, Node: uint32(2 * (a.self + 1))}
+	top := max(a.maxRound, a.promised.Round, a.maxInstRnd.Round)
+	a.ballot = Ballot{Round: top + 1, Node: uint32(2 * (a.self + 1))}
 	a.maxRound = a.ballot.Round
 	a.p1Ticks = 0
 	a.raisePromise(a.ballot)
