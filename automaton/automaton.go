@@ -44,6 +44,7 @@ package automaton
 import (
 	"fmt"
 	"math/rand"
+	"sort"
 	"time"
 
 	"github.com/synod-dev/synod/service"
@@ -268,4 +269,19 @@ func Majority(n int) int { return n/2 + 1 }
 // request sent to any other replica is still served (forwarded).
 type LeaderReporter interface {
 	Leader() NodeID
+}
+
+// Less orders request ids by client, then sequence number: protocols that
+// collect ids from a map sort them with it, so that their outputs do not
+// depend on map order.
+func (r RequestID) Less(o RequestID) bool {
+	if r.Client != o.Client {
+		return r.Client < o.Client
+	}
+	return r.Seq < o.Seq
+}
+
+// SortRequestIDs sorts ids in place by RequestID.Less.
+func SortRequestIDs(ids []RequestID) {
+	sort.Slice(ids, func(i, j int) bool { return ids[i].Less(ids[j]) })
 }

@@ -7,7 +7,7 @@ import (
 	_ "github.com/synod-dev/synod/protocol/esds"
 	_ "github.com/synod-dev/synod/protocol/fastpaxos"
 	_ "github.com/synod-dev/synod/protocol/paxos"
-	_ "github.com/synod-dev/synod/protocol/pbpaxos"
 	_ "github.com/synod-dev/synod/protocol/pb"
+	_ "github.com/synod-dev/synod/protocol/pbpaxos"
 	_ "github.com/synod-dev/synod/protocol/unreplicated"
 )

@@ -445,13 +445,4 @@ func (a *FastPaxos) ServiceState() (uint64, service.State) {
 	return a.executed, a.sm.st
 }
 
-func sortIDs(ids []automaton.RequestID) {
-	sort.Slice(ids, func(i, j int) bool {
-		if ids[i].Client != ids[j].Client {
-			return ids[i].Client < ids[j].Client
-		}
-		return ids[i].Seq < ids[j].Seq
-	})
-}
-
 func sortU64(s []uint64) { sort.Slice(s, func(i, j int) bool { return s[i] < s[j] }) }

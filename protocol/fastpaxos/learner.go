@@ -90,7 +90,7 @@ func (a *FastPaxos) learn(i uint64, val []byte) {
 	}
 	a.execute()
 	if a.role == leader {
-		sortIDs(lost)
+		automaton.SortRequestIDs(lost)
 		for _, id := range lost {
 			a.checkNotChosen(id)
 		}

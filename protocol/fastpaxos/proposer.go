@@ -74,7 +74,7 @@ func (a *FastPaxos) retryPending() {
 	for id := range a.pending {
 		ids = append(ids, id)
 	}
-	sortIDs(ids)
+	automaton.SortRequestIDs(ids)
 	for _, id := range ids {
 		if p := a.pending[id]; p != nil { // a vote may execute (and answer) another
 			a.onPropose(p.req)
@@ -95,7 +95,7 @@ func (a *FastPaxos) proposerTick() {
 	for id := range a.pending {
 		ids = append(ids, id)
 	}
-	sortIDs(ids)
+	automaton.SortRequestIDs(ids)
 	opTicks, retryTicks := a.ticksOf(a.prm.OpTimeout), a.ticksOf(a.prm.Retry)
 	for _, id := range ids {
 		p := a.pending[id]

@@ -119,7 +119,7 @@ func (a *Paxos) onSnapshot(from int, m *message) {
 			}
 		}
 	}
-	sortIDs(done)
+	automaton.SortRequestIDs(done)
 	for _, id := range done {
 		r, _ := a.sm.lookup(id)
 		a.answer(id, r)

@@ -121,7 +121,7 @@ func (a *Paxos) forwardPending() {
 				ids = append(ids, id)
 			}
 		}
-		sortIDs(ids)
+		automaton.SortRequestIDs(ids)
 		a.fwdHint = to
 	} else {
 		// The same leader as the last pass: only the requests routed since.

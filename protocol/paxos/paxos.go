@@ -2,7 +2,6 @@ package paxos
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -469,7 +468,7 @@ func (a *Paxos) onTick() {
 			expired = append(expired, id)
 		}
 	}
-	sortIDs(expired)
+	automaton.SortRequestIDs(expired)
 	for _, id := range expired {
 		a.finish(id, service.Errorf("TRYAGAIN paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
 	}
@@ -489,15 +488,6 @@ func (a *Paxos) onTick() {
 	if a.role == leader && len(a.learners) > 0 {
 		a.checkLearners()
 	}
-}
-
-func sortIDs(ids []automaton.RequestID) {
-	sort.Slice(ids, func(i, j int) bool {
-		if ids[i].Client != ids[j].Client {
-			return ids[i].Client < ids[j].Client
-		}
-		return ids[i].Seq < ids[j].Seq
-	})
 }
 
 func (a *Paxos) onPeerMessage(fromID automaton.NodeID, b []byte) {

@@ -354,7 +354,7 @@ func (a *Paxos) leadWaitingRequests() {
 	for id := range a.pending {
 		ids = append(ids, id)
 	}
-	sortIDs(ids)
+	automaton.SortRequestIDs(ids)
 	for _, id := range ids {
 		if p := a.pending[id]; p != nil && p.state == pWaiting {
 			a.lead(p)

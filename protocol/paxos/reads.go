@@ -34,7 +34,7 @@ func (a *Paxos) serveReads() {
 		}
 		done = append(done, id)
 	}
-	sortIDs(done)
+	automaton.SortRequestIDs(done)
 	for _, id := range done {
 		a.answer(id, a.readNow(a.pending[id].req))
 	}

@@ -230,7 +230,7 @@ func (a *Paxos) retire() {
 	for id := range a.pending {
 		ids = append(ids, id)
 	}
-	sortIDs(ids)
+	automaton.SortRequestIDs(ids)
 	for _, id := range ids {
 		a.finish(id, a.notMemberError())
 	}
@@ -363,7 +363,7 @@ func (a *Paxos) checkLearners() {
 			ready = append(ready, id)
 		}
 	}
-	sortIDs(ready)
+	automaton.SortRequestIDs(ready)
 	for _, id := range ready {
 		p := a.pending[id]
 		p.state = pQueued

@@ -151,7 +151,7 @@ func (a *PBPaxos) forwardPending(full bool) {
 			ids = append(ids, id)
 		}
 	}
-	sortIDs(ids)
+	automaton.SortRequestIDs(ids)
 	for _, id := range ids {
 		p := a.pending[id]
 		p.fwdAge, p.fwdTo = 0, to

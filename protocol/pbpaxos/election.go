@@ -64,7 +64,7 @@ func (a *PBPaxos) stepDown() {
 		p.state = pWaiting
 		p.fwdTo = ""
 	}
-	sortIDs(reads)
+	automaton.SortRequestIDs(reads)
 	for _, id := range reads {
 		a.answer(id, errTryAgain("this node stopped leading before a majority confirmed the read"), nil)
 	}

@@ -459,7 +459,7 @@ func (a *PBPaxos) onTick() {
 			expired = append(expired, id)
 		}
 	}
-	sortIDs(expired)
+	automaton.SortRequestIDs(expired)
 	for _, id := range expired {
 		a.answer(id, service.Errorf("TRYAGAIN pbpaxos: request %v not done within %v (no leader?); a write's outcome is unknown", id, a.prm.opTimeout), nil)
 	}
@@ -493,15 +493,6 @@ func (a *PBPaxos) quorumAge() int {
 		t = a.quorumAt
 	}
 	return int(a.tick - t)
-}
-
-func sortIDs(ids []automaton.RequestID) {
-	sort.Slice(ids, func(i, j int) bool {
-		if ids[i].Client != ids[j].Client {
-			return ids[i].Client < ids[j].Client
-		}
-		return ids[i].Seq < ids[j].Seq
-	})
 }
 
 // Leader implements automaton.LeaderReporter.

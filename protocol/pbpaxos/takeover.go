@@ -305,7 +305,7 @@ func (a *PBPaxos) leadWaiting() {
 			ids = append(ids, id)
 		}
 	}
-	sortIDs(ids)
+	automaton.SortRequestIDs(ids)
 	for _, id := range ids {
 		if p := a.pending[id]; p != nil && (p.state == pWaiting || p.state == pRelayed) {
 			p.state = pWaiting

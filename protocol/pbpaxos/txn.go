@@ -189,7 +189,7 @@ func (a *PBPaxos) wound(c cmd) {
 		return
 	}
 	hs := a.locks.Conflicts(noTxn, ls)
-	sortIDs(hs)
+	automaton.SortRequestIDs(hs)
 	for _, h := range hs {
 		a.endTxn(h)
 	}
