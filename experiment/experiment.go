@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/synod-dev/synod/config"
 )
 
 // Experiment is one reproducible experiment. Implementations are registered
@@ -207,4 +209,13 @@ func All() []Experiment {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
+}
+
+// CheckDurability validates an experiment's --durability flag: every
+// figure is stated with the cluster's durability, fsync or memory.
+func CheckDurability(d string) error {
+	if d != config.Fsync && d != config.Memory {
+		return fmt.Errorf("--durability %q: want %s or %s", d, config.Fsync, config.Memory)
+	}
+	return nil
 }

@@ -103,8 +103,8 @@ func (c *common) check(o experiment.Options) error {
 	if c.Values != "recompute" && c.Values != "memo" {
 		return fmt.Errorf("--values %q: want recompute or memo", c.Values)
 	}
-	if c.Durability != config.Fsync && c.Durability != config.Memory {
-		return fmt.Errorf("--durability %q: want fsync or memory", c.Durability)
+	if err := experiment.CheckDurability(c.Durability); err != nil {
+		return err
 	}
 	for _, n := range c.LiveNodes {
 		if n < 1 || n > 20 {

@@ -108,7 +108,7 @@ func (f *Faults) timing(o experiment.Options) (warm, stall, restart, observe tim
 }
 
 func (f *Faults) Cells(o experiment.Options) ([]experiment.Cell, error) {
-	if err := checkDurability(f.Durability); err != nil {
+	if err := experiment.CheckDurability(f.Durability); err != nil {
 		return nil, err
 	}
 	if _, err := parseParams(f.Params); err != nil {

@@ -61,15 +61,9 @@ func (t *Throughput) Flags(fs *pflag.FlagSet) {
 	paramFlag(fs, &t.Params)
 }
 
-func checkDurability(d string) error {
-	if d != config.Fsync && d != config.Memory {
-		return fmt.Errorf("--durability %q: want %s or %s", d, config.Fsync, config.Memory)
-	}
-	return nil
-}
 
 func (t *Throughput) Cells(o experiment.Options) ([]experiment.Cell, error) {
-	if err := checkDurability(t.Durability); err != nil {
+	if err := experiment.CheckDurability(t.Durability); err != nil {
 		return nil, err
 	}
 	if _, err := parseParams(t.Params); err != nil {

@@ -81,8 +81,8 @@ func (f *Failover) params() (map[string]string, error) {
 }
 
 func (f *Failover) Cells(o experiment.Options) ([]experiment.Cell, error) {
-	if f.Durability != config.Fsync && f.Durability != config.Memory {
-		return nil, fmt.Errorf("--durability %q: want %s or %s", f.Durability, config.Fsync, config.Memory)
+	if err := experiment.CheckDurability(f.Durability); err != nil {
+		return nil, err
 	}
 	if f.Reps < 1 || f.Nodes < 2 {
 		return nil, fmt.Errorf("--reps must be positive and --nodes at least 2")

@@ -57,8 +57,8 @@ func (r *RTT) Flags(fs *pflag.FlagSet) {
 }
 
 func (r *RTT) Cells(o experiment.Options) ([]experiment.Cell, error) {
-	if r.Durability != config.Fsync && r.Durability != config.Memory {
-		return nil, fmt.Errorf("--durability %q: want %s or %s", r.Durability, config.Fsync, config.Memory)
+	if err := experiment.CheckDurability(r.Durability); err != nil {
+		return nil, err
 	}
 	if r.Samples < 2 {
 		return nil, fmt.Errorf("--samples %d: need at least 2", r.Samples)

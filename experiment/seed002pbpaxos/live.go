@@ -10,7 +10,6 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
-	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/experiment"
 	"github.com/synod-dev/synod/service"
 )
@@ -51,12 +50,6 @@ func kindNames() []string {
 	return out
 }
 
-func checkDurability(d string) error {
-	if d != config.Fsync && d != config.Memory {
-		return fmt.Errorf("--durability %q: want %s or %s", d, config.Fsync, config.Memory)
-	}
-	return nil
-}
 
 // liveCluster starts (or reuses) the cluster of protocol p and returns a
 // gRPC client whose first address is the leader's, when p has one.

@@ -48,7 +48,7 @@ func (r *RRT) samples(o experiment.Options) int {
 }
 
 func (r *RRT) Cells(o experiment.Options) ([]experiment.Cell, error) {
-	if err := checkDurability(r.Durability); err != nil {
+	if err := experiment.CheckDurability(r.Durability); err != nil {
 		return nil, err
 	}
 	if r.Samples < 2 || r.PerSample < 1 {

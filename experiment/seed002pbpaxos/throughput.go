@@ -46,7 +46,7 @@ func (t *Throughput) Flags(fs *pflag.FlagSet) {
 }
 
 func (t *Throughput) Cells(o experiment.Options) ([]experiment.Cell, error) {
-	if err := checkDurability(t.Durability); err != nil {
+	if err := experiment.CheckDurability(t.Durability); err != nil {
 		return nil, err
 	}
 	if t.Total < 1 || t.Reps < 1 {

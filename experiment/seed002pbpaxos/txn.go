@@ -46,7 +46,7 @@ func (t *Txn) Flags(fs *pflag.FlagSet) {
 var txnModes = []string{"read/write", "write-only", "optimized"}
 
 func (t *Txn) Cells(o experiment.Options) ([]experiment.Cell, error) {
-	if err := checkDurability(t.Durability); err != nil {
+	if err := experiment.CheckDurability(t.Durability); err != nil {
 		return nil, err
 	}
 	if t.Samples < 2 {
