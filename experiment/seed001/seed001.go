@@ -61,7 +61,6 @@ func (t *Throughput) Flags(fs *pflag.FlagSet) {
 	paramFlag(fs, &t.Params)
 }
 
-
 func (t *Throughput) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	if err := experiment.CheckDurability(t.Durability); err != nil {
 		return nil, err

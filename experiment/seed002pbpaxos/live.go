@@ -50,7 +50,6 @@ func kindNames() []string {
 	return out
 }
 
-
 // liveCluster starts (or reuses) the cluster of protocol p and returns a
 // gRPC client whose first address is the leader's, when p has one.
 func liveCluster(ctx context.Context, env *experiment.Env, p string, nodes int, durability string) (*client.GRPC, error) {
