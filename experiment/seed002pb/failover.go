@@ -171,7 +171,7 @@ func (f *Failover) once(ctx context.Context, env *experiment.Env, nc int, params
 	for _, n := range cl.Nodes {
 		grpcAddrs = append(grpcAddrs, n.GRPC)
 	}
-	primary, err := leaderOf(ctx, cl)
+	primary, err := experiment.WaitLeader(ctx, cl, 10*time.Second)
 	if err != nil {
 		return out, err
 	}
@@ -335,22 +335,6 @@ func (f *Failover) once(ctx context.Context, env *experiment.Env, nc int, params
 		out.detail = rpt.String()
 	}
 	return out, nil
-}
-
-// leaderOf asks the cluster's first live node for the namespace's leader.
-func leaderOf(ctx context.Context, cl *cluster.Cluster) (string, error) {
-	c, err := client.New(cl.ClientAddrs(), client.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		id, _, err := c.Leader(ctx)
-		if err == nil && id != "" {
-			return id, nil
-		}
-	}
-	return "", fmt.Errorf("no primary reported within 10 s")
 }
 
 func (f *Failover) Seed() experiment.SeedFigures {

@@ -50,9 +50,9 @@ func kindNames() []string {
 	return out
 }
 
-// liveCluster starts (or reuses) the cluster of protocol p and returns a
-// gRPC client whose first address is the leader's, when p has one.
-func liveCluster(ctx context.Context, env *experiment.Env, p string, nodes int, durability string) (*client.GRPC, error) {
+// liveAddrs starts (or reuses) the cluster of protocol p and returns its
+// gRPC addresses, the leader's first when p has one.
+func liveAddrs(ctx context.Context, env *experiment.Env, p string, nodes int, durability string) ([]string, error) {
 	if _, err := automaton.Lookup(p); err != nil {
 		return nil, experiment.Unavailable("protocol %q not available in this binary (registered: %s)", p, strings.Join(automaton.Names(), ", "))
 	}
@@ -60,8 +60,8 @@ func liveCluster(ctx context.Context, env *experiment.Env, p string, nodes int, 
 	if err != nil {
 		return nil, err
 	}
+	leader, _ := experiment.WaitLeader(ctx, cl, 10*time.Second) // "": no leader, any order serves
 	addrs := make([]string, 0, len(cl.Nodes))
-	leader := leaderID(ctx, cl)
 	for _, n := range cl.Nodes {
 		if n.ID == leader {
 			addrs = append([]string{n.GRPC}, addrs...)
@@ -69,22 +69,20 @@ func liveCluster(ctx context.Context, env *experiment.Env, p string, nodes int, 
 			addrs = append(addrs, n.GRPC)
 		}
 	}
-	return client.NewGRPC(addrs, client.Options{Timeout: 10 * time.Second})
+	return addrs, nil
 }
 
-// leaderID waits up to 10 s for a leader hint ("" for leaderless protocols).
-func leaderID(ctx context.Context, cl *cluster.Cluster) string {
-	c, err := client.New(cl.ClientAddrs(), client.Options{Timeout: 5 * time.Second})
+// liveCluster is liveAddrs with a gRPC client on them.
+func liveCluster(ctx context.Context, env *experiment.Env, p string, nodes int, durability string) (*client.GRPC, error) {
+	addrs, err := liveAddrs(ctx, env, p, nodes, durability)
 	if err != nil {
-		return ""
+		return nil, err
 	}
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
-		if id, _, err := c.Leader(ctx); err == nil && id != "" {
-			return id
-		}
-	}
-	return ""
+	return newClient(addrs)
+}
+
+func newClient(addrs []string) (*client.GRPC, error) {
+	return client.NewGRPC(addrs, client.Options{Timeout: 10 * time.Second})
 }
 
 // request runs one request of kind k on key.

@@ -70,11 +70,10 @@ func (t *Throughput) Cells(o experiment.Options) ([]experiment.Cell, error) {
 func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cell) (experiment.Outcome, error) {
 	k, _ := kindNamed(c.Get("kind"))
 	nc, _ := strconv.Atoi(c.Get("clients"))
-	first, err := liveCluster(ctx, env, k.protocol, k.nodes, t.Durability)
+	addrs, err := liveAddrs(ctx, env, k.protocol, k.nodes, t.Durability)
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
-	first.Close()
 	reps := t.Reps
 	if env.Quick && reps > 2 {
 		reps = 2
@@ -84,7 +83,7 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 		// One client connection per simulated client, as the seed's processes.
 		clients := make([]*client.GRPC, nc)
 		for i := range clients {
-			if clients[i], err = liveCluster(ctx, env, k.protocol, k.nodes, t.Durability); err != nil {
+			if clients[i], err = newClient(addrs); err != nil {
 				return experiment.Outcome{}, err
 			}
 		}
