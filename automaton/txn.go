@@ -156,10 +156,47 @@ func IsReadRequest(svc service.Service, req Request) bool {
 // ApplyGroup applies an atomic group to st in order and returns each
 // result. A state machine protocol calls it when it executes the group's
 // log entry: nothing can interleave with a single Apply sequence.
+//
+// A group may begin with guards (service.GuardKind: Redis's WATCH checked
+// inside EXEC's step). When one of the leading guards fails, ApplyGroup
+// stops there: the failed guard's result is its error, every other
+// operation's result is Nil, and nothing of the group has changed the state
+// (guards only read). A guard after an operation that is not a guard is an
+// ordinary operation: its failure stops nothing.
 func ApplyGroup(st service.State, ops []service.Op, env service.Env) []service.Result {
 	out := make([]service.Result, len(ops))
+	guards := true
 	for i, op := range ops {
 		out[i] = service.ApplyEnv(st, op, env.For(i))
+		if !guards {
+			continue
+		}
+		if op.Kind != service.GuardKind {
+			guards = false
+			continue
+		}
+		if service.IsGuardFailure(out[i]) {
+			for j := range out {
+				if j != i {
+					out[j] = service.Nil()
+				}
+			}
+			return out
+		}
 	}
 	return out
+}
+
+// GroupAborted reports whether ApplyGroup stopped a group at a failed
+// guard, and at which operation.
+func GroupAborted(ops []service.Op, results []service.Result) (int, bool) {
+	for i, op := range ops {
+		if op.Kind != service.GuardKind || i >= len(results) {
+			return 0, false
+		}
+		if service.IsGuardFailure(results[i]) {
+			return i, true
+		}
+	}
+	return 0, false
 }

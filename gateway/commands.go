@@ -243,6 +243,11 @@ func (c *conn) writeResult(r service.Result) {
 		c.w.WriteInt(r.Int)
 	case service.ResultErr:
 		c.w.WriteError(withCode(r.Err))
+	case service.ResultArray:
+		c.w.WriteArray(len(r.Elems))
+		for _, e := range r.Elems {
+			c.writeResult(e)
+		}
 	default:
 		c.w.WriteError(fmt.Sprintf("ERR internal error: result type %d", r.Type))
 	}

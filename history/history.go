@@ -35,15 +35,16 @@ const (
 
 // Result is a JSON-friendly service.Result.
 type Result struct {
-	Type  string `json:"type"` // nil, ok, bytes, int, err
-	Bytes string `json:"bytes,omitempty"`
-	Int   int64  `json:"int,omitempty"`
-	Err   string `json:"err,omitempty"`
+	Type  string   `json:"type"` // nil, ok, bytes, int, err, array
+	Bytes string   `json:"bytes,omitempty"`
+	Int   int64    `json:"int,omitempty"`
+	Err   string   `json:"err,omitempty"`
+	Elems []Result `json:"elems,omitempty"` // an array's elements
 }
 
 var typeNames = map[service.ResultType]string{
 	service.ResultNil: "nil", service.ResultOK: "ok", service.ResultBytes: "bytes",
-	service.ResultInt: "int", service.ResultErr: "err",
+	service.ResultInt: "int", service.ResultErr: "err", service.ResultArray: "array",
 }
 
 // Equal compares results by the fields their type uses.
@@ -58,13 +59,26 @@ func (r Result) Equal(o Result) bool {
 		return r.Int == o.Int
 	case "err":
 		return r.Err == o.Err
+	case "array":
+		if len(r.Elems) != len(o.Elems) {
+			return false
+		}
+		for i := range r.Elems {
+			if !r.Elems[i].Equal(o.Elems[i]) {
+				return false
+			}
+		}
 	}
 	return true
 }
 
 // FromResult converts a service result.
 func FromResult(r service.Result) Result {
-	return Result{Type: typeNames[r.Type], Bytes: string(r.Bytes), Int: r.Int, Err: r.Err}
+	h := Result{Type: typeNames[r.Type], Bytes: string(r.Bytes), Int: r.Int, Err: r.Err}
+	for _, e := range r.Elems {
+		h.Elems = append(h.Elems, FromResult(e))
+	}
+	return h
 }
 
 // Op is one operation in a history.

@@ -60,7 +60,12 @@ const (
 	ResultBytes                   // Bytes holds a value (RESP bulk string)
 	ResultInt                     // Int holds an integer (RESP integer)
 	ResultErr                     // Err holds an error (RESP -ERR ...)
+	ResultArray                   // Elems holds results (RESP array: HGETALL, LRANGE, SCAN, EXEC)
 )
+
+// MaxArrayDepth bounds the nesting of array results (SCAN's reply is an
+// array holding an array; EXEC's holds the replies of its commands).
+const MaxArrayDepth = 4
 
 // Result is an operation's outcome.
 type Result struct {
@@ -68,13 +73,25 @@ type Result struct {
 	Bytes []byte
 	Int   int64
 	Err   string
+	Elems []Result // ResultArray's elements, in order; nil for an empty array
 }
 
 // Convenience constructors.
-func Nil() Result           { return Result{Type: ResultNil} }
-func OK() Result            { return Result{Type: ResultOK} }
-func Bytes(b []byte) Result { return Result{Type: ResultBytes, Bytes: b} }
-func Int(i int64) Result    { return Result{Type: ResultInt, Int: i} }
+func Nil() Result                  { return Result{Type: ResultNil} }
+func OK() Result                   { return Result{Type: ResultOK} }
+func Bytes(b []byte) Result        { return Result{Type: ResultBytes, Bytes: b} }
+func Int(i int64) Result           { return Result{Type: ResultInt, Int: i} }
+func Array(elems ...Result) Result { return Result{Type: ResultArray, Elems: elems} }
+
+// BytesArray is an array of bulk strings (LRANGE, SMEMBERS, KEYS).
+func BytesArray(bs ...[]byte) Result {
+	elems := make([]Result, len(bs))
+	for i, b := range bs {
+		elems[i] = Bytes(b)
+	}
+	return Array(elems...)
+}
+
 func Errorf(f string, a ...any) Result {
 	return Result{Type: ResultErr, Err: fmt.Sprintf(f, a...)}
 }
@@ -94,13 +111,30 @@ func (r Result) String() string {
 		return fmt.Sprintf("(integer) %d", r.Int)
 	case ResultErr:
 		return "(error) " + r.Err
+	case ResultArray:
+		s := "["
+		for i, e := range r.Elems {
+			if i > 0 {
+				s += " "
+			}
+			s += e.String()
+		}
+		return s + "]"
 	}
 	return fmt.Sprintf("Result(%d)", r.Type)
 }
 
 // Equal compares two results by content.
 func (r Result) Equal(o Result) bool {
-	return r.Type == o.Type && string(r.Bytes) == string(o.Bytes) && r.Int == o.Int && r.Err == o.Err
+	if r.Type != o.Type || string(r.Bytes) != string(o.Bytes) || r.Int != o.Int || r.Err != o.Err || len(r.Elems) != len(o.Elems) {
+		return false
+	}
+	for i := range r.Elems {
+		if !r.Elems[i].Equal(o.Elems[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Service is a replicated data type.
@@ -179,11 +213,21 @@ func EncodeResult(e *wire.Encoder, r Result) {
 		e.Varint(r.Int)
 	case ResultErr:
 		e.String(r.Err)
+	case ResultArray:
+		e.Uvarint(uint64(len(r.Elems)))
+		for _, x := range r.Elems {
+			EncodeResult(e, x)
+		}
 	}
 }
 
 // DecodeResult reads a result written by EncodeResult.
-func DecodeResult(d *wire.Decoder) Result {
+func DecodeResult(d *wire.Decoder) Result { return decodeResult(d, 0) }
+
+// maxArrayElems bounds one array's length on decoding.
+const maxArrayElems = 1 << 24
+
+func decodeResult(d *wire.Decoder, depth int) Result {
 	r := Result{Type: ResultType(d.Byte())}
 	switch r.Type {
 	case ResultNil, ResultOK:
@@ -196,6 +240,18 @@ func DecodeResult(d *wire.Decoder) Result {
 		r.Int = d.Varint()
 	case ResultErr:
 		r.Err = d.String()
+	case ResultArray:
+		if depth >= MaxArrayDepth {
+			d.Fail(fmt.Errorf("service: array results nested deeper than %d", MaxArrayDepth))
+			return r
+		}
+		n := d.Count(maxArrayElems, 1)
+		if n > 0 {
+			r.Elems = make([]Result, n)
+			for i := range r.Elems {
+				r.Elems[i] = decodeResult(d, depth+1)
+			}
+		}
 	default:
 		d.Fail(fmt.Errorf("service: bad result type %d", r.Type))
 	}
@@ -217,6 +273,27 @@ func UnmarshalOp(b []byte) (Op, error) {
 	}
 	op := DecodeOp(d)
 	return op, d.Done()
+}
+
+// Guards: conditions checked inside an atomic group's step (Redis's WATCH).
+//
+// An atomic group (automaton.ApplyGroup) may begin with operations of kind
+// GuardKind. A guard only reads: it answers OK when its condition holds and
+// an error whose text starts with GuardFailed when it does not, and then the
+// group stops before anything is applied. A service that offers guards
+// (KV: "guard key version v", the key's write version) lists GuardKind in
+// Validate and IsRead like any operation.
+const (
+	GuardKind   = "guard"
+	GuardFailed = "GUARDFAILED"
+)
+
+// GuardFailure is a failed guard's result.
+func GuardFailure(why string) Result { return Errorf("%s %s", GuardFailed, why) }
+
+// IsGuardFailure reports whether r is a failed guard's result.
+func IsGuardFailure(r Result) bool {
+	return r.Type == ResultErr && len(r.Err) >= len(GuardFailed) && r.Err[:len(GuardFailed)] == GuardFailed
 }
 
 // ErrArity is wrapped by Validate errors about argument counts.

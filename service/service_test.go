@@ -112,13 +112,42 @@ func TestOpAndResultCodec(t *testing.T) {
 	if _, err := UnmarshalOp(b[:len(b)-1]); err == nil {
 		t.Fatal("truncated op accepted")
 	}
-	for _, r := range []Result{Nil(), OK(), Bytes([]byte("x")), Bytes([]byte{}), Int(-9), Errorf("boom")} {
+	for _, r := range []Result{Nil(), OK(), Bytes([]byte("x")), Bytes([]byte{}), Int(-9), Errorf("boom"),
+		Array(), BytesArray([]byte("a"), []byte{}), Array(Bytes([]byte("0")), Array(Int(1), Nil(), Errorf("WRONGTYPE x")))} {
 		var e wire.Encoder
 		EncodeResult(&e, r)
 		d := wire.NewDecoder(e.B)
 		if got := DecodeResult(d); !got.Equal(r) || d.Done() != nil {
 			t.Fatalf("result %v round-tripped to %v", r, got)
 		}
+	}
+}
+
+func TestArrayResults(t *testing.T) {
+	a := Array(Int(1), BytesArray([]byte("x")))
+	if a.Equal(Array(Int(1), BytesArray([]byte("y")))) || a.Equal(Array(Int(1))) || !a.Equal(Array(Int(1), BytesArray([]byte("x")))) {
+		t.Fatal("Equal does not compare array elements")
+	}
+	if got := a.String(); got != `[(integer) 1 ["x"]]` {
+		t.Fatalf("String: %s", got)
+	}
+	// Arrays nested deeper than MaxArrayDepth are refused on decoding.
+	deep := Int(0)
+	for range MaxArrayDepth + 1 {
+		deep = Array(deep)
+	}
+	var e wire.Encoder
+	EncodeResult(&e, deep)
+	d := wire.NewDecoder(e.B)
+	DecodeResult(d)
+	if d.Done() == nil {
+		t.Fatal("an array nested too deep was decoded")
+	}
+}
+
+func TestGuardFailure(t *testing.T) {
+	if !IsGuardFailure(GuardFailure("version changed")) || IsGuardFailure(Errorf("ERR x")) || IsGuardFailure(OK()) {
+		t.Fatal("IsGuardFailure misclassifies")
 	}
 }
 

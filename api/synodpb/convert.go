@@ -24,13 +24,21 @@ func FromResult(r service.Result) *Result {
 		return &Result{Value: &Result_Int{Int: r.Int}}
 	case service.ResultErr:
 		return &Result{Value: &Result_Err{Err: r.Err}}
+	case service.ResultArray:
+		a := &ResultArray{Elems: make([]*Result, len(r.Elems))}
+		for i, e := range r.Elems {
+			a.Elems[i] = FromResult(e)
+		}
+		return &Result{Value: &Result_Array{Array: a}}
 	}
 	return &Result{Value: &Result_Err{Err: fmt.Sprintf("ERR internal error: result type %d", r.Type)}}
 }
 
 // ToResult converts a result message to a service result. A message without
 // a value is an error: every server sets one.
-func ToResult(m *Result) (service.Result, error) {
+func ToResult(m *Result) (service.Result, error) { return toResult(m, 0) }
+
+func toResult(m *Result, depth int) (service.Result, error) {
 	switch v := m.GetValue().(type) {
 	case *Result_Nil:
 		return service.Nil(), nil
@@ -46,6 +54,22 @@ func ToResult(m *Result) (service.Result, error) {
 		return service.Int(v.Int), nil
 	case *Result_Err:
 		return service.Result{Type: service.ResultErr, Err: v.Err}, nil
+	case *Result_Array:
+		if depth >= service.MaxArrayDepth {
+			return service.Result{}, fmt.Errorf("synodpb: array results nested deeper than %d", service.MaxArrayDepth)
+		}
+		var elems []service.Result
+		if n := len(v.Array.GetElems()); n > 0 {
+			elems = make([]service.Result, n)
+		}
+		for i, e := range v.Array.GetElems() {
+			r, err := toResult(e, depth+1)
+			if err != nil {
+				return service.Result{}, err
+			}
+			elems[i] = r
+		}
+		return service.Array(elems...), nil
 	}
 	return service.Result{}, fmt.Errorf("synodpb: result without a value")
 }

@@ -38,7 +38,8 @@ func TestReadModesAgree(t *testing.T) {
 func TestResultRoundTrip(t *testing.T) {
 	for _, r := range []service.Result{
 		service.Nil(), service.OK(), service.Bytes([]byte("v")), service.Bytes([]byte{}),
-		service.Int(-7), service.Errorf("ERR boom"),
+		service.Int(-7), service.Errorf("ERR boom"), service.Array(),
+		service.Array(service.Bytes([]byte("0")), service.Array(service.Int(1), service.Nil(), service.Errorf("WRONGTYPE x"))),
 	} {
 		b, err := proto.Marshal(FromResult(r))
 		if err != nil {

@@ -680,6 +680,7 @@ type Result struct {
 	//	*Result_Bytes
 	//	*Result_Int
 	//	*Result_Err
+	//	*Result_Array
 	Value         isResult_Value `protobuf_oneof:"value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -767,6 +768,15 @@ func (x *Result) GetErr() string {
 	return ""
 }
 
+func (x *Result) GetArray() *ResultArray {
+	if x != nil {
+		if x, ok := x.Value.(*Result_Array); ok {
+			return x.Array
+		}
+	}
+	return nil
+}
+
 type isResult_Value interface {
 	isResult_Value()
 }
@@ -793,6 +803,12 @@ type Result_Err struct {
 	Err string `protobuf:"bytes,5,opt,name=err,proto3,oneof"`
 }
 
+type Result_Array struct {
+	// Several results, in order (Redis array: HGETALL, LRANGE, SCAN, EXEC).
+	// Arrays nest at most service.MaxArrayDepth deep.
+	Array *ResultArray `protobuf:"bytes,6,opt,name=array,proto3,oneof"`
+}
+
 func (*Result_Nil) isResult_Value() {}
 
 func (*Result_Ok) isResult_Value() {}
@@ -802,6 +818,52 @@ func (*Result_Bytes) isResult_Value() {}
 func (*Result_Int) isResult_Value() {}
 
 func (*Result_Err) isResult_Value() {}
+
+func (*Result_Array) isResult_Value() {}
+
+type ResultArray struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Elems         []*Result              `protobuf:"bytes,1,rep,name=elems,proto3" json:"elems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultArray) Reset() {
+	*x = ResultArray{}
+	mi := &file_synod_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultArray) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultArray) ProtoMessage() {}
+
+func (x *ResultArray) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultArray.ProtoReflect.Descriptor instead.
+func (*ResultArray) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ResultArray) GetElems() []*Result {
+	if x != nil {
+		return x.Elems
+	}
+	return nil
+}
 
 type Response struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -827,7 +889,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +901,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +914,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{8}
+	return file_synod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Response) GetResult() *Result {
@@ -898,7 +960,7 @@ type NamespacesRequest struct {
 
 func (x *NamespacesRequest) Reset() {
 	*x = NamespacesRequest{}
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +972,7 @@ func (x *NamespacesRequest) String() string {
 func (*NamespacesRequest) ProtoMessage() {}
 
 func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +985,7 @@ func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesRequest.ProtoReflect.Descriptor instead.
 func (*NamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{9}
+	return file_synod_proto_rawDescGZIP(), []int{10}
 }
 
 type Namespace struct {
@@ -956,7 +1018,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1030,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1043,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{10}
+	return file_synod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Namespace) GetName() string {
@@ -1073,7 +1135,7 @@ type OptionSpec struct {
 
 func (x *OptionSpec) Reset() {
 	*x = OptionSpec{}
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1147,7 @@ func (x *OptionSpec) String() string {
 func (*OptionSpec) ProtoMessage() {}
 
 func (x *OptionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1160,7 @@ func (x *OptionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionSpec.ProtoReflect.Descriptor instead.
 func (*OptionSpec) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{11}
+	return file_synod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OptionSpec) GetName() string {
@@ -1138,7 +1200,7 @@ type NamespacesResponse struct {
 
 func (x *NamespacesResponse) Reset() {
 	*x = NamespacesResponse{}
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1212,7 @@ func (x *NamespacesResponse) String() string {
 func (*NamespacesResponse) ProtoMessage() {}
 
 func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1225,7 @@ func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesResponse.ProtoReflect.Descriptor instead.
 func (*NamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{12}
+	return file_synod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NamespacesResponse) GetNamespaces() []*Namespace {
@@ -1181,7 +1243,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1255,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1268,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{13}
+	return file_synod_proto_rawDescGZIP(), []int{14}
 }
 
 type InfoSection struct {
@@ -1218,7 +1280,7 @@ type InfoSection struct {
 
 func (x *InfoSection) Reset() {
 	*x = InfoSection{}
-	mi := &file_synod_proto_msgTypes[14]
+	mi := &file_synod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1292,7 @@ func (x *InfoSection) String() string {
 func (*InfoSection) ProtoMessage() {}
 
 func (x *InfoSection) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[14]
+	mi := &file_synod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1305,7 @@ func (x *InfoSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoSection.ProtoReflect.Descriptor instead.
 func (*InfoSection) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{14}
+	return file_synod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InfoSection) GetFields() map[string]string {
@@ -1262,7 +1324,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_synod_proto_msgTypes[15]
+	mi := &file_synod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1336,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[15]
+	mi := &file_synod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1349,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{15}
+	return file_synod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *InfoResponse) GetSections() map[string]*InfoSection {
@@ -1346,14 +1408,17 @@ const file_synod_proto_rawDesc = "" +
 	"\x05ABORT\x10\x04\"&\n" +
 	"\fOptionValues\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\tR\x06values\"\a\n" +
-	"\x05Empty\"\x99\x01\n" +
+	"\x05Empty\"\xc8\x01\n" +
 	"\x06Result\x12#\n" +
 	"\x03nil\x18\x01 \x01(\v2\x0f.synod.v1.EmptyH\x00R\x03nil\x12!\n" +
 	"\x02ok\x18\x02 \x01(\v2\x0f.synod.v1.EmptyH\x00R\x02ok\x12\x16\n" +
 	"\x05bytes\x18\x03 \x01(\fH\x00R\x05bytes\x12\x12\n" +
 	"\x03int\x18\x04 \x01(\x12H\x00R\x03int\x12\x12\n" +
-	"\x03err\x18\x05 \x01(\tH\x00R\x03errB\a\n" +
-	"\x05value\"\x9c\x02\n" +
+	"\x03err\x18\x05 \x01(\tH\x00R\x03err\x12-\n" +
+	"\x05array\x18\x06 \x01(\v2\x15.synod.v1.ResultArrayH\x00R\x05arrayB\a\n" +
+	"\x05value\"5\n" +
+	"\vResultArray\x12&\n" +
+	"\x05elems\x18\x01 \x03(\v2\x10.synod.v1.ResultR\x05elems\"\x9c\x02\n" +
 	"\bResponse\x12(\n" +
 	"\x06result\x18\x01 \x01(\v2\x10.synod.v1.ResultR\x06result\x12\x13\n" +
 	"\x05op_id\x18\x02 \x01(\tR\x04opId\x129\n" +
@@ -1425,7 +1490,7 @@ func file_synod_proto_rawDescGZIP() []byte {
 }
 
 var file_synod_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_synod_proto_goTypes = []any{
 	(ReadMode)(0),              // 0: synod.v1.ReadMode
 	(TxnStep_Action)(0),        // 1: synod.v1.TxnStep.Action
@@ -1437,51 +1502,54 @@ var file_synod_proto_goTypes = []any{
 	(*OptionValues)(nil),       // 7: synod.v1.OptionValues
 	(*Empty)(nil),              // 8: synod.v1.Empty
 	(*Result)(nil),             // 9: synod.v1.Result
-	(*Response)(nil),           // 10: synod.v1.Response
-	(*NamespacesRequest)(nil),  // 11: synod.v1.NamespacesRequest
-	(*Namespace)(nil),          // 12: synod.v1.Namespace
-	(*OptionSpec)(nil),         // 13: synod.v1.OptionSpec
-	(*NamespacesResponse)(nil), // 14: synod.v1.NamespacesResponse
-	(*InfoRequest)(nil),        // 15: synod.v1.InfoRequest
-	(*InfoSection)(nil),        // 16: synod.v1.InfoSection
-	(*InfoResponse)(nil),       // 17: synod.v1.InfoResponse
-	nil,                        // 18: synod.v1.Request.OptionsEntry
-	nil,                        // 19: synod.v1.Response.OptionsEntry
-	nil,                        // 20: synod.v1.InfoSection.FieldsEntry
-	nil,                        // 21: synod.v1.InfoResponse.SectionsEntry
+	(*ResultArray)(nil),        // 10: synod.v1.ResultArray
+	(*Response)(nil),           // 11: synod.v1.Response
+	(*NamespacesRequest)(nil),  // 12: synod.v1.NamespacesRequest
+	(*Namespace)(nil),          // 13: synod.v1.Namespace
+	(*OptionSpec)(nil),         // 14: synod.v1.OptionSpec
+	(*NamespacesResponse)(nil), // 15: synod.v1.NamespacesResponse
+	(*InfoRequest)(nil),        // 16: synod.v1.InfoRequest
+	(*InfoSection)(nil),        // 17: synod.v1.InfoSection
+	(*InfoResponse)(nil),       // 18: synod.v1.InfoResponse
+	nil,                        // 19: synod.v1.Request.OptionsEntry
+	nil,                        // 20: synod.v1.Response.OptionsEntry
+	nil,                        // 21: synod.v1.InfoSection.FieldsEntry
+	nil,                        // 22: synod.v1.InfoResponse.SectionsEntry
 }
 var file_synod_proto_depIdxs = []int32{
 	4,  // 0: synod.v1.Request.op:type_name -> synod.v1.Op
 	0,  // 1: synod.v1.Request.read:type_name -> synod.v1.ReadMode
-	18, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
+	19, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
 	4,  // 3: synod.v1.Request.ops:type_name -> synod.v1.Op
 	6,  // 4: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
 	1,  // 5: synod.v1.TxnStep.action:type_name -> synod.v1.TxnStep.Action
 	8,  // 6: synod.v1.Result.nil:type_name -> synod.v1.Empty
 	8,  // 7: synod.v1.Result.ok:type_name -> synod.v1.Empty
-	9,  // 8: synod.v1.Response.result:type_name -> synod.v1.Result
-	19, // 9: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
-	9,  // 10: synod.v1.Response.results:type_name -> synod.v1.Result
-	13, // 11: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
-	12, // 12: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
-	20, // 13: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
-	21, // 14: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
-	7,  // 15: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	7,  // 16: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	16, // 17: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
-	5,  // 18: synod.v1.Synod.Do:input_type -> synod.v1.Request
-	11, // 19: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
-	15, // 20: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
-	2,  // 21: synod.v1.Synod.WatchLeader:input_type -> synod.v1.WatchLeaderRequest
-	10, // 22: synod.v1.Synod.Do:output_type -> synod.v1.Response
-	14, // 23: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
-	17, // 24: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
-	3,  // 25: synod.v1.Synod.WatchLeader:output_type -> synod.v1.LeaderEvent
-	22, // [22:26] is the sub-list for method output_type
-	18, // [18:22] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	10, // 8: synod.v1.Result.array:type_name -> synod.v1.ResultArray
+	9,  // 9: synod.v1.ResultArray.elems:type_name -> synod.v1.Result
+	9,  // 10: synod.v1.Response.result:type_name -> synod.v1.Result
+	20, // 11: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
+	9,  // 12: synod.v1.Response.results:type_name -> synod.v1.Result
+	14, // 13: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
+	13, // 14: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
+	21, // 15: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
+	22, // 16: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
+	7,  // 17: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	7,  // 18: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	17, // 19: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
+	5,  // 20: synod.v1.Synod.Do:input_type -> synod.v1.Request
+	12, // 21: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
+	16, // 22: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
+	2,  // 23: synod.v1.Synod.WatchLeader:input_type -> synod.v1.WatchLeaderRequest
+	11, // 24: synod.v1.Synod.Do:output_type -> synod.v1.Response
+	15, // 25: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
+	18, // 26: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
+	3,  // 27: synod.v1.Synod.WatchLeader:output_type -> synod.v1.LeaderEvent
+	24, // [24:28] is the sub-list for method output_type
+	20, // [20:24] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_synod_proto_init() }
@@ -1495,6 +1563,7 @@ func file_synod_proto_init() {
 		(*Result_Bytes)(nil),
 		(*Result_Int)(nil),
 		(*Result_Err)(nil),
+		(*Result_Array)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1502,7 +1571,7 @@ func file_synod_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_synod_proto_rawDesc), len(file_synod_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

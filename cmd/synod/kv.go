@@ -156,6 +156,8 @@ func kvRunGRPC(ops ...service.Op) error {
 			rep = resp.Reply{Kind: resp.Integer, Int: sum}
 		case service.ResultErr:
 			return errors.New(r.Err)
+		case service.ResultArray:
+			rep = kvArrayReply(r)
 		}
 	}
 	fmt.Println(kvFormat(rep, kvIsTerminal()))
@@ -237,4 +239,29 @@ func kvRepr(b []byte) string {
 	}
 	sb.WriteByte('"')
 	return sb.String()
+}
+
+// kvArrayReply renders an array result (SYNOD OP of a hash, list or set
+// operation) as a RESP array reply.
+func kvArrayReply(r service.Result) resp.Reply {
+	rep := resp.Reply{Kind: resp.Array}
+	for _, e := range r.Elems {
+		var x resp.Reply
+		switch e.Type {
+		case service.ResultNil:
+			x = resp.Reply{Kind: resp.Null}
+		case service.ResultOK:
+			x = resp.Reply{Kind: resp.SimpleString, Str: []byte("OK")}
+		case service.ResultBytes:
+			x = resp.Reply{Kind: resp.Bulk, Str: e.Bytes}
+		case service.ResultInt:
+			x = resp.Reply{Kind: resp.Integer, Int: e.Int}
+		case service.ResultErr:
+			x = resp.Reply{Kind: resp.Error, Str: []byte(e.Err)}
+		case service.ResultArray:
+			x = kvArrayReply(e)
+		}
+		rep.Elems = append(rep.Elems, x)
+	}
+	return rep
 }
