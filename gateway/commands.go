@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"path"
@@ -67,23 +66,24 @@ type command struct {
 	first, last, step int
 	noAuth            bool // allowed before authentication
 	fn                handler
+	plan              planFunc // a data command (plan.go); fn is then unused
 }
 
 var commands = map[string]*command{}
 
 func init() {
 	for _, c := range []*command{
-		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdGet},
-		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, fn: cmdSet},
-		{name: "setnx", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdSetNX},
-		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, fn: cmdDel},
-		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
-		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdMGet},
-		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
-		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
-		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
-		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
-		{name: "append", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdAppend},
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, plan: planGet},
+		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, plan: planSet},
+		{name: "setnx", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planSetNX},
+		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, plan: planDel},
+		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, plan: planExists},
+		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, plan: planMGet},
+		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
+		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
+		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
+		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
+		{name: "append", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planAppend},
 		{name: "ping", arity: -1, flags: []string{"fast", "stale"}, fn: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
@@ -137,6 +137,10 @@ func (c *conn) exec(args [][]byte) {
 	if !c.optBegin(cmd, args) {
 		return
 	}
+	if cmd.plan != nil {
+		c.runPlan(name, cmd.plan(c, args))
+		return
+	}
 	cmd.fn(c, args)
 }
 
@@ -186,6 +190,14 @@ func (c *conn) run(op service.Op, seq uint64) service.Result {
 // submit hands req to the Backend and returns its result, every failure as
 // an error Result with its Redis error code.
 func (c *conn) submit(ns string, req automaton.Request) service.Result {
+	res, _ := c.submitGroup(ns, req)
+	return res
+}
+
+// submitGroup hands req to the Backend and returns its result and, for an
+// atomic group that was applied, the result of each operation. Every
+// failure comes back as an error Result with its Redis error code.
+func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []service.Result) {
 	timeout := c.s.opts.RequestTimeout
 	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
 	defer cancel()
@@ -193,16 +205,16 @@ func (c *conn) submit(ns string, req automaton.Request) service.Result {
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrShuttingDown) || (errors.Is(err, context.Canceled) && c.s.ctx.Err() != nil):
-			return errResult("TRYAGAIN node is shutting down; the outcome of request %v is unknown", req.ID)
+			return errResult("TRYAGAIN node is shutting down; the outcome of request %v is unknown", req.ID), nil
 		case errors.Is(err, context.DeadlineExceeded):
-			return errResult("TRYAGAIN request %v timed out after %v; its outcome is unknown (a write may or may not have taken effect)", req.ID, timeout)
+			return errResult("TRYAGAIN request %v timed out after %v; its outcome is unknown (a write may or may not have taken effect)", req.ID, timeout), nil
 		}
-		return errResult("ERR %v", err)
+		return errResult("ERR %v", err), nil
 	}
 	if res.Result.Type == service.ResultErr {
 		res.Result.Err = withCode(res.Result.Err)
 	}
-	return res.Result
+	return res.Result, res.Results
 }
 
 // runAll runs independent operations concurrently (at most 32 at a time) and
@@ -236,7 +248,11 @@ func (c *conn) writeResult(r service.Result) {
 	case service.ResultNil:
 		c.w.WriteNull()
 	case service.ResultOK:
-		c.w.WriteSimple("OK")
+		if len(r.Bytes) > 0 {
+			c.w.WriteSimple(string(r.Bytes)) // a status reply (plan.go)
+		} else {
+			c.w.WriteSimple("OK")
+		}
 	case service.ResultBytes:
 		c.w.WriteBulk(r.Bytes)
 	case service.ResultInt:
@@ -251,184 +267,6 @@ func (c *conn) writeResult(r service.Result) {
 	default:
 		c.w.WriteError(fmt.Sprintf("ERR internal error: result type %d", r.Type))
 	}
-}
-
-// serviceName is the connection's namespace service ("" when none).
-func (c *conn) serviceName() (ns, svc string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ns.Name, c.ns.Service
-}
-
-// kvOnly reports (and answers) when the namespace is not a KV namespace.
-func (c *conn) kvOnly(name string) bool {
-	ns, svc := c.serviceName()
-	switch svc {
-	case "kv":
-		return true
-	case "counter":
-		c.w.WriteError(fmt.Sprintf("ERR '%s' is not supported in namespace '%s' (service counter supports GET, INCR, INCRBY, DECR, DECRBY)", name, ns))
-	case "":
-		c.w.WriteError("ERR this node serves no namespace")
-	default:
-		c.w.WriteError(fmt.Sprintf("ERR namespace '%s' has service '%s', which has no Redis command mapping; use SYNOD OP", ns, svc))
-	}
-	return false
-}
-
-// --- data commands -------------------------------------------------------------
-
-func cmdGet(c *conn, args [][]byte) {
-	if _, svc := c.serviceName(); svc == "counter" {
-		r := c.run(service.Op{Kind: "read"}, c.nextSeq())
-		if r.Type == service.ResultInt {
-			r = service.Bytes([]byte(strconv.FormatInt(r.Int, 10)))
-		}
-		c.writeResult(r)
-		return
-	}
-	if !c.kvOnly("get") {
-		return
-	}
-	c.writeResult(c.run(service.Op{Kind: "get", Key: string(args[1])}, c.nextSeq()))
-}
-
-func cmdSet(c *conn, args [][]byte) {
-	if !c.kvOnly("set") {
-		return
-	}
-	cond := ""
-	for _, o := range args[3:] {
-		switch opt := strings.ToUpper(string(o)); opt {
-		case "NX", "XX":
-			if cond != "" && cond != strings.ToLower(opt) {
-				c.w.WriteError("ERR syntax error")
-				return
-			}
-			cond = strings.ToLower(opt)
-		case "EX", "PX", "EXAT", "PXAT", "KEEPTTL":
-			c.w.WriteError(fmt.Sprintf("ERR SET option '%s' is not supported: Synod keys do not expire", opt))
-			return
-		case "GET":
-			c.w.WriteError("ERR SET option 'GET' is not supported: use GET, then SET")
-			return
-		default:
-			c.w.WriteError("ERR syntax error")
-			return
-		}
-	}
-	op := service.Op{Kind: "set", Key: string(args[1]), Args: [][]byte{args[2]}}
-	if cond != "" {
-		op.Args = append(op.Args, []byte(cond))
-	}
-	c.writeResult(c.run(op, c.nextSeq()))
-}
-
-func cmdSetNX(c *conn, args [][]byte) {
-	if !c.kvOnly("setnx") {
-		return
-	}
-	r := c.run(service.Op{Kind: "set", Key: string(args[1]), Args: [][]byte{args[2], []byte("nx")}}, c.nextSeq())
-	switch r.Type {
-	case service.ResultOK:
-		c.w.WriteInt(1)
-	case service.ResultNil:
-		c.w.WriteInt(0)
-	default:
-		c.writeResult(r)
-	}
-}
-
-// sumPerKey runs kind on every key and replies the sum of the integer results.
-func (c *conn) sumPerKey(name, kind string, keys [][]byte) {
-	if !c.kvOnly(name) {
-		return
-	}
-	ops := make([]service.Op, len(keys))
-	for i, k := range keys {
-		ops[i] = service.Op{Kind: kind, Key: string(k)}
-	}
-	var sum int64
-	for _, r := range c.runAll(ops) {
-		switch r.Type {
-		case service.ResultInt:
-			sum += r.Int
-		case service.ResultErr:
-			msg := withCode(r.Err)
-			if len(keys) > 1 {
-				msg += fmt.Sprintf(" (%s is not atomic across keys: the other keys were processed)", strings.ToUpper(name))
-			}
-			c.w.WriteError(msg)
-			return
-		default:
-			c.w.WriteError(fmt.Sprintf("ERR internal error: %s returned %v", kind, r))
-			return
-		}
-	}
-	c.w.WriteInt(sum)
-}
-
-func cmdDel(c *conn, args [][]byte)    { c.sumPerKey("del", "del", args[1:]) }
-func cmdExists(c *conn, args [][]byte) { c.sumPerKey("exists", "exists", args[1:]) }
-
-func cmdMGet(c *conn, args [][]byte) {
-	if !c.kvOnly("mget") {
-		return
-	}
-	ops := make([]service.Op, len(args)-1)
-	for i, k := range args[1:] {
-		ops[i] = service.Op{Kind: "get", Key: string(k)}
-	}
-	res := c.runAll(ops)
-	for _, r := range res {
-		if r.Type == service.ResultErr {
-			c.writeResult(r)
-			return
-		}
-	}
-	c.w.WriteArray(len(res))
-	for _, r := range res {
-		c.writeResult(r)
-	}
-}
-
-func cmdIncr(c *conn, args [][]byte) {
-	name := strings.ToLower(string(args[0]))
-	var delta int64 = 1
-	switch name {
-	case "decr":
-		delta = -1
-	case "incrby", "decrby":
-		n, err := strconv.ParseInt(string(args[2]), 10, 64)
-		if err != nil {
-			c.w.WriteError("ERR value is not an integer or out of range")
-			return
-		}
-		delta = n
-		if name == "decrby" {
-			if n == math.MinInt64 {
-				c.w.WriteError("ERR decrement would overflow")
-				return
-			}
-			delta = -n
-		}
-	}
-	d := []byte(strconv.FormatInt(delta, 10))
-	if _, svc := c.serviceName(); svc == "counter" {
-		c.writeResult(c.run(service.Op{Kind: "add", Args: [][]byte{d}}, c.nextSeq()))
-		return
-	}
-	if !c.kvOnly(name) {
-		return
-	}
-	c.writeResult(c.run(service.Op{Kind: "incr", Key: string(args[1]), Args: [][]byte{d}}, c.nextSeq()))
-}
-
-func cmdAppend(c *conn, args [][]byte) {
-	if !c.kvOnly("append") {
-		return
-	}
-	c.writeResult(c.run(service.Op{Kind: "append", Key: string(args[1]), Args: [][]byte{args[2]}}, c.nextSeq()))
 }
 
 // --- connection commands ---------------------------------------------------------

@@ -1,0 +1,237 @@
+package gateway
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Plans.
+//
+// Every data command is a plan: its arguments are parsed into the service
+// operations to send and a function that renders their results as the reply
+// Redis gives. Outside MULTI the plan runs at once (runPlan); inside MULTI
+// it is queued and EXEC sends the operations of every queued plan as one
+// atomic group (multi.go), then renders each plan's reply from its slice of
+// the group's results. A plan that fails to parse, or whose operation the
+// namespace's service refuses (Validate), has no operations and replies its
+// error: inside MULTI that is a runtime error of that command only, as in
+// Redis (syntax errors are found at EXEC, not when queuing).
+//
+// Replies are service.Results (writeResult renders them); a status reply
+// other than OK (TYPE's "+string") is a ResultOK carrying its text in Bytes,
+// a convention of this package only.
+
+// sendMode says how a plan's operations travel when it runs outside MULTI.
+type sendMode uint8
+
+const (
+	// sendEach: one request per operation, issued concurrently when there
+	// are several (multi-key commands outside MULTI: as in a Redis
+	// cluster, not atomic across keys).
+	sendEach sendMode = iota
+	// sendGroup: one atomic group where the namespace's protocol applies
+	// groups atomically, else one request per operation (MSET).
+	sendGroup
+	// sendAtomic: one atomic group, refused where the protocol cannot
+	// apply one (MSETNX, RENAME: their meaning needs atomicity).
+	sendAtomic
+)
+
+// plan is what one data command does.
+type plan struct {
+	ops  []service.Op
+	send sendMode
+	// reply renders the results (one per operation, in order) as the
+	// command's reply. Nil replies the only result as it is.
+	reply func(rs []service.Result) service.Result
+}
+
+// planFunc parses a data command's arguments (name included) into a plan.
+type planFunc func(c *conn, args [][]byte) plan
+
+// errPlan is a plan that sends nothing and replies an error.
+func errPlan(f string, a ...any) plan {
+	r := errResult(f, a...)
+	return plan{reply: func([]service.Result) service.Result { return r }}
+}
+
+// constPlan is a plan that sends nothing and replies r.
+func constPlan(r service.Result) plan {
+	return plan{reply: func([]service.Result) service.Result { return r }}
+}
+
+// opPlan is a plan of one operation whose result is the reply, passed
+// through f when f is not nil.
+func opPlan(op service.Op, f func(service.Result) service.Result) plan {
+	return plan{ops: []service.Op{op}, reply: func(rs []service.Result) service.Result {
+		if f == nil || rs[0].Type == service.ResultErr {
+			return rs[0]
+		}
+		return f(rs[0])
+	}}
+}
+
+// status is a simple-string reply other than OK (see the package comment).
+func status(s string) service.Result { return service.Result{Type: service.ResultOK, Bytes: []byte(s)} }
+
+// firstErr returns the first error result of rs.
+func firstErr(rs []service.Result) (service.Result, bool) {
+	for _, r := range rs {
+		if r.Type == service.ResultErr {
+			return r, true
+		}
+	}
+	return service.Result{}, false
+}
+
+// render applies p's reply function.
+func (p plan) render(rs []service.Result) service.Result {
+	if p.reply == nil {
+		if len(rs) == 1 {
+			return rs[0]
+		}
+		return errResult("ERR internal error: a plan of %d operations has no reply", len(rs))
+	}
+	return p.reply(rs)
+}
+
+// check validates p's operations against the namespace's service and the
+// protocol's reach (register protocols run only a subset of KV). A refused
+// plan becomes an error plan.
+func (c *conn) check(p plan) plan {
+	if len(p.ops) == 0 {
+		return p
+	}
+	c.mu.Lock()
+	ns, svc := c.ns, c.svc
+	c.mu.Unlock()
+	if svc == nil {
+		return errPlan("ERR this node serves no namespace")
+	}
+	for _, op := range p.ops {
+		if err := svc.Validate(op); err != nil {
+			return errPlan("%s", withCode(err.Error()))
+		}
+		if msg := c.beyondRegister(ns.Name, ns.Protocol, ns.Service, op); msg != "" {
+			return errPlan("%s", msg)
+		}
+	}
+	return p
+}
+
+// beyondRegister returns the refusal of a KV operation that a register
+// protocol (ABD, blocking) cannot run, naming the namespaces and protocols
+// that can and how to reach them; "" when the protocol can run op.
+func (c *conn) beyondRegister(ns, proto, svc string, op service.Op) string {
+	if svc != "kv" || !automaton.HasRegisterSemantics(proto) {
+		return ""
+	}
+	if service.RegisterKinds[op.Kind] && (op.Kind != "set" || len(op.Args) == 1) {
+		return ""
+	}
+	var nss []string
+	for _, n := range c.s.b.Namespaces() {
+		if n.Service == "kv" && !automaton.HasRegisterSemantics(n.Protocol) {
+			nss = append(nss, fmt.Sprintf("'%s' (%s)", n.Name, n.Protocol))
+		}
+	}
+	var protos []string
+	for _, p := range automaton.Names() {
+		if !automaton.HasRegisterSemantics(p) {
+			protos = append(protos, p)
+		}
+	}
+	sort.Strings(protos)
+	where := "no namespace of this node can; add one to the cluster file"
+	if len(nss) > 0 {
+		where = "namespaces that can: " + strings.Join(nss, ", ") + " (select one with SYNOD NS <name>), or add one to the cluster file"
+	}
+	return fmt.Sprintf("ERR operation '%s' needs an atomic read-modify-write, which namespace '%s' cannot run: its protocol %s is a register (get, set, del, exists only); %s with protocol = one of %s",
+		op.Kind, ns, proto, where, strings.Join(protos, ", "))
+}
+
+// atomicHere reports whether the connection's namespace applies groups
+// atomically.
+func (c *conn) atomicHere() bool { return automaton.TransactionsOf(c.protocol()).Atomic }
+
+// atomicProtocols names the registered protocols that apply groups
+// atomically.
+func atomicProtocols() string {
+	var have []string
+	for _, n := range automaton.Names() {
+		if automaton.TransactionsOf(n).Atomic {
+			have = append(have, n)
+		}
+	}
+	sort.Strings(have)
+	if len(have) == 0 {
+		return "no registered protocol can"
+	}
+	return "protocols that can: " + strings.Join(have, ", ")
+}
+
+// runPlan runs p outside MULTI and writes its reply.
+func (c *conn) runPlan(name string, p plan) {
+	p = c.check(p)
+	c.writeResult(c.sendPlan(name, p))
+}
+
+// sendPlan sends p's operations (already checked) and returns its reply.
+func (c *conn) sendPlan(name string, p plan) service.Result {
+	if len(p.ops) == 0 {
+		return p.render(nil)
+	}
+	group := len(p.ops) > 1 && !c.txn.open && (p.send == sendAtomic || (p.send == sendGroup && c.atomicHere()))
+	if p.send == sendAtomic && len(p.ops) > 1 && !c.txn.open && !c.atomicHere() {
+		return errResult("ERR %s needs its keys changed atomically, which this namespace's protocol (%s) cannot do; nothing was applied (%s)",
+			strings.ToUpper(name), c.protocol(), atomicProtocols())
+	}
+	if !group {
+		rs := c.runAll(p.ops)
+		r := p.render(rs)
+		if r.Type == service.ResultErr && len(p.ops) > 1 && p.send == sendEach {
+			r.Err = withCode(r.Err) + fmt.Sprintf(" (%s is not atomic across keys: the other keys were processed)", strings.ToUpper(name))
+		}
+		return r
+	}
+	rs, aborted, err := c.runGroup(nil, p.ops)
+	if err.Type == service.ResultErr {
+		return err
+	}
+	if aborted {
+		return errResult("ERR internal error: a group without guards was aborted")
+	}
+	return p.render(rs)
+}
+
+// runGroup sends guards followed by ops as one atomic group. It returns the
+// results of ops, whether a guard failed (nothing was applied), or an error
+// result when the group was refused or failed as a whole.
+func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, bool, service.Result) {
+	c.mu.Lock()
+	ns, read := c.ns, c.read
+	c.mu.Unlock()
+	all := append(append([]service.Op(nil), guards...), ops...)
+	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
+	res, results := c.submitGroup(ns.Name, automaton.Request{ID: id, Ops: all, Opts: c.requestOptions(read, id)})
+	if res.Type == service.ResultErr {
+		return nil, false, res
+	}
+	if len(results) != len(all) {
+		return nil, false, errResult("ERR internal error: a group of %d operations answered %d results", len(all), len(results))
+	}
+	if _, ok := automaton.GroupAborted(all, results); ok {
+		return nil, true, service.Result{}
+	}
+	out := results[len(guards):]
+	for i := range out {
+		if out[i].Type == service.ResultErr {
+			out[i].Err = withCode(out[i].Err)
+		}
+	}
+	return out, false, service.Result{}
+}
