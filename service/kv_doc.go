@@ -1,0 +1,225 @@
+// # The KV data model (issue 17 items 2 to 4)
+//
+// One keyspace per namespace. A key holds one value of one type: a string,
+// a hash, a list, a set or a sorted set (Redis's types; streams and the
+// others are not offered). An operation on a key of another type answers
+// the error WRONGTYPE exactly as Redis words it:
+//
+//	WRONGTYPE Operation against a key holding the wrong kind of value
+//
+// Other errors are worded as Redis words them, without the "ERR " prefix
+// (the gateway adds it to every error that does not start with an upper-case
+// code: WRONGTYPE, GUARDFAILED).
+//
+// # Operations
+//
+// This table is the contract with the gateway (gateway/commands.go maps
+// every supported Redis command onto exactly these names). Op.Kind is the
+// name, Op.Key the key, Op.Args the listed arguments as byte strings.
+// Options are lower-case words; numbers are decimal text as Redis takes
+// them. R marks a read (IsRead), W a write. Result shapes: int, bytes, nil,
+// OK, array (service.ResultArray; "pairs" means a flat array of field,
+// value, field, value, ...). A key whose value became empty (last field,
+// element or member removed) is deleted, as in Redis.
+//
+// Register subset (the only operations ABD and the blocking protocol run,
+// unchanged from before):
+//
+//	get                          R  bytes | nil                      WRONGTYPE
+//	exists                       R  int 0/1
+//	set value [nx|xx]            W  OK | nil (condition failed)
+//	del                          W  int 0/1
+//
+// Strings:
+//
+//	set value [nx|xx] [get] [keepttl | ex s | px ms | exat s | pxat ms]
+//	                             W  OK | nil; with get: the old value | nil
+//	                                (WRONGTYPE when get meets a non-string;
+//	                                SETEX/PSETEX are set ... ex/px)
+//	getset value                 W  old bytes | nil (clears the TTL)
+//	getdel                       W  bytes | nil
+//	getex [ex s|px ms|exat s|pxat ms|persist]
+//	                             W  bytes | nil (a write: it may change the TTL)
+//	append suffix                W  int length
+//	incr delta                   W  int (INCR, DECR, INCRBY, DECRBY: delta signed)
+//	incrbyfloat delta            W  bytes (the new value, Redis's formatting)
+//	strlen                       R  int
+//	getrange start end           R  bytes ("" when out of range)
+//	setrange offset value        W  int length (zero-padded)
+//	cas expected new             W  int 1/0 (Synod's own)
+//	unlink                       W  = del
+//
+// MSET is an atomic group of set operations; MSETNX is the atomic group
+// [guard k1 exists 0, guard k2 exists 0, ..., set k1 v1, set k2 v2, ...]:
+// a failed guard (the gateway answers 0) applies nothing. Both need a
+// protocol that applies groups atomically (TxnSupport Atomic); elsewhere
+// MSET is separate sets and MSETNX is refused.
+//
+// Keys (Op.Key "" for the keyspace-wide ones):
+//
+//	type                         R  bytes "string"|"hash"|"list"|"set"|"zset"|"none"
+//	                                (the gateway renders it as a status reply)
+//	rename newkey                W  OK | error "no such key" (TTL moves with the value)
+//	renamenx newkey              W  int 1/0 | error "no such key"
+//	keys pattern    (Key "")     R  array of keys, sorted (glob as Redis: * ? [a-z] [^a] \x)
+//	scan cursor [match p] [count n] [type t]  (Key "")
+//	                             R  array [bytes next-cursor, array of keys]
+//	dbsize          (Key "")     R  int
+//	randomkey       (Key "")     R  bytes | nil
+//	flushdb         (Key "")     W  OK (FLUSHALL is the same: one database)
+//	dbinfo          (Key "")     R  array [int keys, int expires, int avg_ttl_ms]
+//	                                (INFO keyspace: db0:keys=..,expires=..,avg_ttl=..)
+//	version                      R  int: the key's write version (WATCH)
+//	guard version v              R  OK | GUARDFAILED (the key's version is not v)
+//	guard exists 0|1             R  OK | GUARDFAILED
+//
+// Expiry (deadlines in Unix milliseconds, see "Expiry" below):
+//
+//	expire s [nx|xx|gt|lt]       W  int 1/0
+//	pexpire ms [nx|xx|gt|lt]     W  int 1/0
+//	expireat s [nx|xx|gt|lt]     W  int 1/0
+//	pexpireat ms [nx|xx|gt|lt]   W  int 1/0
+//	ttl                          R  int seconds (-2 no key, -1 no TTL; rounded as Redis)
+//	pttl                         R  int ms (-2, -1)
+//	expiretime                   R  int Unix s (-2, -1)
+//	pexpiretime                  R  int Unix ms (-2, -1)
+//	persist                      W  int 1/0
+//	activeexpire limit (Key "")  W  int keys removed: internal, proposed by the
+//	                                protocols' active expiry (not for clients)
+//
+// Hashes:
+//
+//	hset field value [field value ...]    W  int fields added (HMSET: OK, gateway-side)
+//	hsetnx field value           W  int 1/0
+//	hget field                   R  bytes | nil
+//	hmget field [field ...]      R  array of bytes | nil
+//	hdel field [field ...]       W  int removed
+//	hgetall                      R  pairs, sorted by field
+//	hkeys / hvals                R  array, in field order
+//	hlen                         R  int
+//	hexists field                R  int 1/0
+//	hstrlen field                R  int
+//	hincrby field delta          W  int
+//	hincrbyfloat field delta     W  bytes
+//
+// Lists (indexes as Redis: negative from the end):
+//
+//	lpush elem [elem ...]        W  int length (rpush, lpushx, rpushx alike;
+//	                                the x forms answer 0 on a missing key)
+//	lpop [count] / rpop [count]  W  bytes | nil; with count: array | nil
+//	lrange start stop            R  array
+//	llen                         R  int
+//	lindex index                 R  bytes | nil
+//	lset index elem              W  OK | error "no such key" | "index out of range"
+//	lrem count elem              W  int removed (count>0 from the head, <0 from the tail, 0 all)
+//	ltrim start stop             W  OK
+//	linsert before|after pivot elem
+//	                             W  int length | -1 (no pivot) | 0 (no key)
+//
+// Sets (members listed in byte order, so every replica answers alike):
+//
+//	sadd member [member ...]     W  int added
+//	srem member [member ...]     W  int removed
+//	smembers                     R  array
+//	sismember member             R  int 1/0
+//	smismember member [...]      R  array of int
+//	scard                        R  int
+//	spop [count]                 W  bytes | nil; with count: array
+//	srandmember [count]          R  bytes | nil; with count: array (count<0 may repeat)
+//	sinter / sunion / sdiff [key ...]
+//	                             R  array: the first key is Op.Key, the others
+//	                                Args; one operation, so one consistent cut
+//
+// Sorted sets (scores are float64, formatted as Redis 7 does: shortest
+// round-trip form, "inf", "-inf"):
+//
+//	zadd [nx|xx] [gt|lt] [ch] [incr] score member [score member ...]
+//	                             W  int added (changed with ch); with incr:
+//	                                bytes new score | nil (condition failed)
+//	zrem member [member ...]     W  int removed
+//	zscore member                R  bytes | nil
+//	zmscore member [...]         R  array of bytes | nil
+//	zincrby delta member         W  bytes
+//	zcard                        R  int
+//	zcount min max               R  int (min/max as Redis: -inf, +inf, (1.5 exclusive)
+//	zrank member / zrevrank member
+//	                             R  int | nil
+//	zrange start stop [byscore|bylex] [rev] [limit offset count] [withscores]
+//	                             R  array (withscores: member, score pairs);
+//	                                ZRANGEBYSCORE, ZREVRANGE, ZREVRANGEBYSCORE
+//	                                and ZRANGEBYLEX are zrange with options
+//	zpopmin [count] / zpopmax [count]
+//	                             W  pairs
+//
+// # Choices (the seeds are silent on all of this; Redis is the reference)
+//
+// Randomness. SPOP, SRANDMEMBER and RANDOMKEY pick deterministically: SPOP
+// (a write, which every replica must apply alike) from the state's write
+// counter, the reads from the operation's Env (any answer is a valid
+// random pick). KV stays a deterministic service.
+//
+// SCAN's cursor. A key's scan position is a 63-bit hash of the key (the
+// Merkle leaf hash, FNV-1a 64 finalised by fmix64, shifted right once). A
+// call with cursor c examines the keys whose position is at least c, in
+// position order (ties by key), COUNT of them (default 10) and every key
+// sharing the last one's position, filters them by MATCH and TYPE (so a
+// page may be empty, as in Redis), and answers the last position plus one
+// as the next cursor, or 0 when no key is left. The pages of one scan cover
+// disjoint, contiguous ranges of positions, and a key's position never
+// changes, so every key present for the whole scan is returned exactly
+// once, whatever is written meanwhile, on any replica (Redis promises at
+// least once). A page costs O(n) (the keyspace is filtered, not indexed).
+//
+// Per-key versions (WATCH). Every write to the state increments the state's
+// version (its write counter, also the DeltaState Version). A present key's
+// version is the counter value of its last change. An absent key's version
+// is the counter value of its deletion while the state remembers it (a
+// tombstone, at most DefaultTombstones of them), else the absent floor: the
+// largest deletion version the state has forgotten, raised also by FLUSHDB
+// (which forgets every tombstone at once). Proof that a guard cannot pass a
+// modified key: WATCH reads v = version(k) at some point; any later change
+// of k happens at a counter value w > v (the counter only grows). If k is
+// present at the guard, its version is its last change, at least w; if it
+// is absent, its deletion d is at least w and its version is d (remembered)
+// or the floor, which is at least d once d is forgotten. Either way the
+// version is not v and the guard fails. A guard may fail without a change
+// (an unrelated forgotten tombstone raised the floor): a retry, never a
+// lost update. Versions, tombstones and the floor travel in snapshots and
+// deltas, so every replica answers a guard alike.
+//
+// Expiry. Deadlines (Unix ms) are part of the state. Time comes only from
+// the operation's service.Env: KV states implement EnvApplier. The state
+// keeps a clock, the largest Env.Time of any write it has applied; a write
+// first advances the clock to its Env.Time (never back), then evaluates
+// expiry at the clock; a read evaluates at the clock without changing it.
+// So expiry is a function of the applied sequence: replicas that apply the
+// same log agree on what expired, and time never runs backwards for a
+// client even when the leaders' clocks disagree. An expired key met by a
+// write is deleted then (Redis's lazy expiry); keys nobody touches are
+// deleted by activeexpire, which the log-based protocols (paxos, pbpaxos:
+// their expiry.go) propose every expiry period while the leader's clock
+// has passed the earliest deadline.
+//
+// Which protocols. KV is declared deterministic, so ABD, ESDS and the
+// blocking protocol accept its register subset. Operations reach a state
+// without an environment there (State.Apply, a zero Env): time is unknown,
+// and every operation that sets a deadline (set ex/px/exat/pxat, expire,
+// pexpire, expireat, pexpireat, getex with a TTL) is refused with "expiry
+// needs a protocol that orders time (paxos, pbpaxos, pb, unreplicated)";
+// no key has a deadline there, so nothing expires and TTL answers -1. A
+// protocol whose replicas each apply with their own Env would let clocks
+// decide differently per replica; Synod's only such protocols do not pass
+// an Env. Multi-Paxos and PB-Paxos put the leader's Env into the log entry
+// (service.UsesTime), primary-backup ships the primary's resulting state,
+// and the unreplicated server has one clock. The clock assumption: a key
+// expires when the leader's clock passes its deadline; clock skew between
+// nodes moves the moment, never the agreement.
+//
+// Snapshots (format 3) carry types, versions, deadlines, the clock,
+// tombstones and the absent floor; formats 1 and 2 (strings only) still
+// restore. Deltas (format 2) carry the same per key. Merkle entry hashes:
+// a string without a deadline hashes as before (EntryHash of its bytes),
+// every other value by SHA-256 over a distinct tag, its type, deadline and
+// canonical encoding (elements in order), so no string collides with a
+// typed value.
+package service
