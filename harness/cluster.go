@@ -96,6 +96,8 @@ type Cluster struct {
 	steps   int
 	seq     uint64
 	observe func(automaton.NodeID, automaton.Output)
+	effects []PendingEffect                           // effect.go
+	execs   map[automaton.NodeID]*automaton.Executors // effect.go
 }
 
 // TB is the part of testing.TB the harness uses.
@@ -128,7 +130,7 @@ func New(t TB, opts Options) *Cluster {
 		nodes: map[automaton.NodeID]automaton.Automaton{}, disk: map[automaton.NodeID]map[string][]byte{},
 		timers: map[automaton.NodeID]map[automaton.TimerID]time.Duration{}, boots: map[automaton.NodeID]int{},
 		resps: map[automaton.RequestID][]service.Result{}, full: map[automaton.RequestID]automaton.Response{},
-		members: map[automaton.NodeID][]automaton.Member{}}
+		members: map[automaton.NodeID][]automaton.Member{}, execs: map[automaton.NodeID]*automaton.Executors{}}
 	if !opts.NoInvariants {
 		c.checker, c.invs = automaton.NewInvariantChecker(opts.Protocol)
 	}
@@ -232,6 +234,7 @@ func (c *Cluster) Crash(id automaton.NodeID) {
 	delete(c.nodes, id)
 	delete(c.timers, id)
 	delete(c.members, id)
+	c.dropEffects(id)
 	c.note(fmt.Sprintf("%s crash", id))
 }
 
@@ -298,6 +301,8 @@ func (c *Cluster) Step(id automaton.NodeID, in automaton.Input) []automaton.Outp
 			delete(c.timers[id], o.ID)
 		case automaton.Members:
 			c.members[id] = append([]automaton.Member(nil), o.Members...)
+		case automaton.Effect:
+			c.effects = append(c.effects, PendingEffect{Node: id, Effect: o})
 		default:
 			c.t.Fatalf("harness: step %d: %s emitted unknown output %T", c.steps, id, o)
 		}

@@ -226,6 +226,11 @@ func describeInput(d automaton.Automaton, in automaton.Input) string {
 		return fmt.Sprintf("<- %s %s", in.From, describeWith(d, in.Msg))
 	case automaton.TimerFired:
 		return fmt.Sprintf("timer %d fired", in.ID)
+	case automaton.EffectDone:
+		if in.Err != nil {
+			return fmt.Sprintf("effect %d failed: %v", in.ID, in.Err)
+		}
+		return fmt.Sprintf("effect %d done", in.ID)
 	}
 	return fmt.Sprintf("%T", in)
 }
@@ -275,6 +280,8 @@ func describeOutput(d automaton.Automaton, o automaton.Output) string {
 		return fmt.Sprintf("cancel timer %d", o.ID)
 	case automaton.Members:
 		return "members " + describeMembers(o.Members)
+	case automaton.Effect:
+		return fmt.Sprintf("effect %d %s", o.ID, o.Kind)
 	}
 	return fmt.Sprintf("%T", o)
 }

@@ -97,6 +97,8 @@ type nsLoop struct {
 
 	// lr is the automaton's leader hint (nil if it has none); leader is its
 	// latest answer, noted after each batch of steps (leader.go).
+	eff effects // effect.go
+
 	lr     automaton.LeaderReporter
 	leader atomic.Pointer[automaton.NodeID]
 
@@ -162,6 +164,7 @@ func (l *nsLoop) push(ev event) bool {
 func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
+	defer l.closeEffects() // after the committer's last releases (below)
 	go l.committer()
 	// On return: no more batches; the committer commits and releases what it
 	// holds (unless a commit failed) before the node closes storage.
@@ -213,7 +216,7 @@ func (l *nsLoop) step(ev event) {
 			l.seq++
 			b.persists = append(b.persists, o)
 			b.last = l.seq
-		case automaton.Send, automaton.Respond:
+		case automaton.Send, automaton.Respond, automaton.Effect:
 			l.offer(o, l.seq)
 		case automaton.SetTimer:
 			l.setTimer(o)
@@ -393,6 +396,8 @@ func (l *nsLoop) release1(o automaton.Output) {
 		l.send(o)
 	case automaton.Respond:
 		l.respond(o.Resp)
+	case automaton.Effect:
+		l.runEffect(o) // effect.go
 	}
 }
 

@@ -47,6 +47,10 @@ func (s *simulator) digestInput(n *node, in automaton.Input) {
 	case automaton.TimerFired:
 		s.digestHead(n.idx, 't')
 		e.Uvarint(uint64(in.ID))
+	case automaton.EffectDone:
+		s.digestHead(n.idx, 'e')
+		e.Uvarint(uint64(in.ID))
+		e.Bool(in.Err != nil)
 	}
 	s.digestFlush()
 }
@@ -75,6 +79,10 @@ func (s *simulator) digestOutput(n *node, o automaton.Output) {
 	case automaton.CancelTimer:
 		s.digestHead(n.idx, 'K')
 		e.Uvarint(uint64(o.ID))
+	case automaton.Effect:
+		s.digestHead(n.idx, 'E')
+		e.Uvarint(uint64(o.ID))
+		e.String(o.Kind)
 	default:
 		return
 	}

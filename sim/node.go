@@ -48,6 +48,10 @@ type node struct {
 
 	// applies counts the service Apply calls of the current step (cpu.go).
 	applies int
+
+	// execs are the incarnation's effect executors, created on first use
+	// (effect.go).
+	execs *automaton.Executors
 }
 
 type bufRec struct {
@@ -110,6 +114,7 @@ func (s *simulator) crash(n *node) {
 	s.stats.Crashes++
 	oldInc := n.inc
 	s.forgetIncarnation(n)
+	s.closeExecutors(n)
 	n.up, n.paused = false, false
 	n.inc++
 	n.a = nil
@@ -159,7 +164,7 @@ func (s *simulator) carryOut(n *node, outs []automaton.Output) {
 				return
 			}
 			s.emitOrHold(n, o)
-		case automaton.Respond:
+		case automaton.Respond, automaton.Effect:
 			s.emitOrHold(n, o)
 		case automaton.Persist:
 			if o.Key == "" {
@@ -223,6 +228,8 @@ func (s *simulator) release(n *node, o automaton.Output) {
 		s.netSend(n.idx, s.nodeIndex(o.To), o.Msg)
 	case automaton.Respond:
 		s.respond(n, o.Resp)
+	case automaton.Effect:
+		s.runEffect(n, o)
 	}
 }
 

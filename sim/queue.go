@@ -49,6 +49,7 @@ type event struct {
 	req     automaton.Request
 	resp    automaton.Response
 	window  windowKind
+	effect  *effectDone // evEffect
 }
 
 // eventQueue is a min-heap ordered by (at, seq): events at the same virtual

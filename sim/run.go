@@ -67,7 +67,14 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.run(); err != nil {
+	err = s.run()
+	for _, n := range s.nodes {
+		s.closeExecutors(n)
+	}
+	if err == nil {
+		err = s.err
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.stats.CPUQueued, s.stats.CPUMaxQueue = s.cpu.queued, s.cpu.maxQueue

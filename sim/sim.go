@@ -174,6 +174,7 @@ type Stats struct {
 	MsgsDropped   int // lost, cut by a partition, or sent to a dead incarnation
 	MsgsDuped     int
 	Persists      int
+	Effects       int // Effect outputs carried out (effect.go)
 	Fsyncs        int
 	Crashes       int
 	Pauses        int
@@ -702,6 +703,8 @@ func (s *simulator) handle(e *event) {
 		s.onCPUDone(e)
 	case evArrival:
 		s.onArrival()
+	case evEffect:
+		s.onEffect(e)
 	default:
 		s.fail("unknown event kind %d", e.kind)
 	}
