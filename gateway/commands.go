@@ -118,10 +118,12 @@ func (c *conn) exec(args [][]byte) {
 			n = n[:128]
 		}
 		c.w.WriteError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", n, b.String()))
+		c.queueError()
 		return
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		c.w.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+		c.queueError()
 		return
 	}
 	if !c.authed && !cmd.noAuth {
@@ -134,6 +136,9 @@ func (c *conn) exec(args [][]byte) {
 	c.mu.Lock()
 	c.lastCmd = name
 	c.mu.Unlock()
+	if c.inMulti(cmd, args) {
+		return
+	}
 	if !c.optBegin(cmd, args) {
 		return
 	}
@@ -819,11 +824,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteError(arityErr("synod|op"))
 			return
 		}
-		op := service.Op{Kind: strings.ToLower(string(args[2])), Key: string(args[3])}
-		if len(args) > 4 {
-			op.Args = args[4:]
-		}
-		c.writeResult(c.run(op, c.nextSeq()))
+		c.runPlan("synod", opPlan(synodOp(args), nil))
 	case "help":
 		c.w.WriteArray(len(synodHelp))
 		for _, l := range synodHelp {
@@ -835,6 +836,15 @@ func cmdSynod(c *conn, args [][]byte) {
 		}
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))
 	}
+}
+
+// synodOp is the operation of SYNOD OP kind key [arg ...].
+func synodOp(args [][]byte) service.Op {
+	op := service.Op{Kind: strings.ToLower(string(args[2])), Key: string(args[3])}
+	if len(args) > 4 {
+		op.Args = args[4:]
+	}
+	return op
 }
 
 func (c *conn) setNamespace(ns config.Namespace, svc service.Service) {

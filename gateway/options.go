@@ -140,6 +140,7 @@ func (c *conn) resetOptions() {
 // meaning belonged to the old namespace's protocol.
 func (c *conn) changedNamespace() {
 	c.resetOptions()
+	c.multi.watch = nil // the versions belong to the old namespace (multi.go)
 	c.mu.Lock()
 	c.opts.last, c.opts.lastSeq = nil, 0
 	c.mu.Unlock()

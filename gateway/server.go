@@ -208,9 +208,10 @@ type conn struct {
 	created time.Time
 	authed  bool
 	quit    bool
-	opts    optConn // protocol request options (options.go)
-	txn     txnConn // the open interactive transaction (txn.go)
-	sub     subConn // leader-channel subscriptions (subscribe.go)
+	opts    optConn   // protocol request options (options.go)
+	txn     txnConn   // the open interactive transaction (txn.go)
+	multi   multiConn // MULTI's queue and the watched keys (multi.go)
+	sub     subConn   // leader-channel subscriptions (subscribe.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
@@ -16,15 +17,20 @@ import (
 // cluster (n1), stepped synchronously under a mutex, answering each request
 // with the Respond its step emits. Persist outputs and timers are ignored
 // (nothing crashes here), so it serves protocols that answer a request in
-// the step that receives it on a single node (unreplicated, for example);
+// the step that receives it on a single node (unreplicated, for example),
+// and protocols that first need their timers (Multi-Paxos elects itself:
+// pending timers are fired, earliest first, until the request is answered);
 // tests use it to exercise the gateways and clients against a protocol's
 // real behaviour (transactions) rather than MemBackend's.
 type AutomatonBackend struct {
 	ns config.Namespace
 
-	mu  sync.Mutex
-	a   automaton.Automaton
-	log []automaton.Request
+	mu     sync.Mutex
+	a      automaton.Automaton
+	log    []automaton.Request
+	timers map[automaton.TimerID]time.Duration // deadlines in virtual time
+	now    time.Duration                       // virtual time: the last timer fired
+	seen   map[automaton.RequestID]automaton.Response
 }
 
 // NewAutomaton returns a backend serving namespace "default" of service svc
@@ -43,8 +49,10 @@ func NewAutomaton(proto, svc string) (*AutomatonBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Step(automaton.Start{})
-	return &AutomatonBackend{ns: config.Namespace{Name: "default", Protocol: proto, Service: svc}, a: a}, nil
+	b := &AutomatonBackend{ns: config.Namespace{Name: "default", Protocol: proto, Service: svc}, a: a,
+		timers: map[automaton.TimerID]time.Duration{}, seen: map[automaton.RequestID]automaton.Response{}}
+	b.outputs(a.Step(automaton.Start{}))
+	return b, nil
 }
 
 // MustAutomaton is NewAutomaton that fails the test on an error.
@@ -65,12 +73,47 @@ func (b *AutomatonBackend) Do(ctx context.Context, ns string, req automaton.Requ
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.log = append(b.log, req)
-	for _, o := range b.a.Step(automaton.ClientRequest{Req: req}) {
-		if r, ok := o.(automaton.Respond); ok && r.Resp.ID == req.ID {
-			return r.Resp, nil
+	b.outputs(b.a.Step(automaton.ClientRequest{Req: req}))
+	// A protocol that needs its timers (a leader election) gets them fired,
+	// earliest first, until it answers.
+	for i := 0; i < maxTimerRounds; i++ {
+		if r, ok := b.seen[req.ID]; ok {
+			delete(b.seen, req.ID)
+			return r, nil
+		}
+		if len(b.timers) == 0 {
+			break
+		}
+		var next automaton.TimerID
+		first := true
+		for id, after := range b.timers {
+			if first || after < b.timers[next] || (after == b.timers[next] && id < next) {
+				next, first = id, false
+			}
+		}
+		b.now = b.timers[next]
+		delete(b.timers, next)
+		b.outputs(b.a.Step(automaton.TimerFired{ID: next}))
+	}
+	return automaton.Response{}, fmt.Errorf("request %v: no answer", req.ID)
+}
+
+// maxTimerRounds bounds the timers fired while waiting for one answer.
+const maxTimerRounds = 1000
+
+// outputs records the answers and timers of one step (sends cannot
+// happen: the cluster has one node).
+func (b *AutomatonBackend) outputs(outs []automaton.Output) {
+	for _, o := range outs {
+		switch o := o.(type) {
+		case automaton.Respond:
+			b.seen[o.Resp.ID] = o.Resp
+		case automaton.SetTimer:
+			b.timers[o.ID] = b.now + o.After
+		case automaton.CancelTimer:
+			delete(b.timers, o.ID)
 		}
 	}
-	return automaton.Response{}, fmt.Errorf("request %v: no answer in its step", req.ID)
 }
 
 // Namespaces implements gateway.Backend.

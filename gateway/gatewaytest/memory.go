@@ -83,6 +83,9 @@ func (m *MemBackend) Do(ctx context.Context, ns string, req automaton.Request) (
 		return automaton.Response{}, fmt.Errorf("unknown namespace %q", ns)
 	}
 	m.log = append(m.log, Record{NS: ns, Req: req})
+	if len(req.Ops) > 0 {
+		return automaton.Response{ID: req.ID, Result: service.OK(), Results: automaton.ApplyGroup(st, req.Ops, req.Env)}, nil
+	}
 	return automaton.Response{ID: req.ID, Result: st.Apply(req.Op)}, nil
 }
 

@@ -1,0 +1,315 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
+)
+
+// Redis transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//
+// MULTI opens a queue on the connection. Every data command after it (a
+// plan, plan.go; also SYNOD OP, PING and ECHO) answers +QUEUED, and EXEC
+// sends the operations of all queued commands as ONE atomic group
+// (automaton.Request.Ops) through the namespace's protocol: they take
+// effect together, in order, with nothing interleaved, or not at all. A
+// multi-key command inside MULTI (DEL a b, MGET, MSET) contributes all its
+// operations to that group, so unlike outside MULTI it is atomic. EXEC
+// replies an array holding each queued command's reply, rendered from its
+// slice of the group's results.
+//
+// WATCH key... reads each key's write version now (the KV "version"
+// operation) and remembers it; EXEC puts one leading guard per watched key
+// ("guard key version v", service.GuardKind) in front of the group, so the
+// check happens inside the same step as the writes. When a guard fails the
+// protocol applies nothing (automaton.ApplyGroup) and EXEC replies a null
+// array, as Redis does when a watched key changed. EXEC, DISCARD and
+// UNWATCH forget the watched keys.
+//
+// Redis's error semantics are kept:
+//
+//   - A queuing error (unknown command, wrong number of arguments, a
+//     command not allowed inside MULTI) answers its error at once and
+//     marks the transaction: EXEC then answers "EXECABORT Transaction
+//     discarded because of previous errors." and sends nothing.
+//   - A runtime error (WRONGTYPE, not an integer, a syntax error in the
+//     command's options, found when the plan is parsed or the operation
+//     validated) becomes that command's error inside EXEC's array; the
+//     other commands are applied.
+//   - EXEC or DISCARD without MULTI, nested MULTI and WATCH inside MULTI
+//     answer Redis's words ("ERR EXEC without MULTI", "ERR MULTI calls can
+//     not be nested", "ERR WATCH inside MULTI is not allowed"); the last two
+//     do not mark the transaction, as in Redis.
+//
+// Decisions (Redis and the issue are silent on these):
+//
+//   - On a namespace whose protocol cannot apply a group atomically
+//     (automaton.TransactionsOf(p).Atomic is false: ABD, blocking, ESDS,
+//     ...), MULTI answers an error naming the protocols that can (from the
+//     registry) and the namespaces of this node that use one, yet the
+//     connection still enters MULTI, marked: every later command answers an
+//     error and is never run, and EXEC answers EXECABORT. A client that
+//     pipelines MULTI, SET, EXEC (redis-py, go-redis TxPipeline) therefore
+//     never has its SET applied outside a transaction. WATCH there is
+//     refused the same way.
+//   - Commands that change the connection (SYNOD NS, SYNOD READ, SYNOD
+//     BEGIN, SELECT, SUBSCRIBE, AUTH, HELLO, CLIENT, CONFIG, ...) are not
+//     allowed inside MULTI ("ERR Command not allowed inside a transaction",
+//     a queuing error): their effect would have to wait for EXEC.
+//   - MULTI is refused while an interactive transaction (SYNOD BEGIN,
+//     txn.go) is open, and SYNOD BEGIN inside MULTI is a queuing error.
+//   - Changing the namespace forgets the watched keys (their versions
+//     belong to the old namespace).
+//   - Request options (SYNOD OPT) pending at EXEC apply to the group, as to
+//     any command that runs operations.
+
+// maxQueued bounds a MULTI's queue (commands) so one EXEC stays one
+// message of reasonable size.
+const maxQueued = 10000
+
+// multiConn is a connection's MULTI state; only its goroutine touches it.
+type multiConn struct {
+	open    bool
+	dirty   bool   // a queuing error: EXEC answers EXECABORT
+	refused string // MULTI was refused on this namespace (the error it answered)
+	queue   []queued
+	watch   []watched
+}
+
+type queued struct {
+	name string
+	p    plan
+}
+
+type watched struct {
+	key     string
+	version []byte
+}
+
+// execAbort is Redis's answer to EXEC after a queuing error.
+const execAbort = "EXECABORT Transaction discarded because of previous errors."
+
+// multiCommands run at once inside MULTI; every other command is queued.
+var multiCommands = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true}
+
+func init() {
+	for _, c := range []*command{
+		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdMulti},
+		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: cmdExec},
+		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdDiscard},
+		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, first: 1, last: -1, step: 1, fn: cmdWatch},
+		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdUnwatch},
+	} {
+		commands[c.name] = c
+	}
+}
+
+// queuedPlan returns the plan a command contributes to a MULTI, or false
+// when the command cannot be queued.
+func (c *conn) queuedPlan(cmd *command, args [][]byte) (plan, bool) {
+	switch {
+	case cmd.plan != nil:
+		return cmd.plan(c, args), true
+	case cmd.name == "synod" && strings.EqualFold(string(args[1]), "op"):
+		if len(args) < 4 {
+			return errPlan("%s", arityErr("synod|op")), true
+		}
+		return opPlan(synodOp(args), nil), true
+	case cmd.name == "ping" && len(args) <= 2:
+		if len(args) == 2 {
+			return constPlan(service.Bytes(args[1])), true
+		}
+		return constPlan(status("PONG")), true
+	case cmd.name == "echo":
+		return constPlan(service.Bytes(args[1])), true
+	case cmd.name == "unwatch":
+		// Queued, as in Redis; EXEC forgets the watched keys anyway.
+		return constPlan(service.OK()), true
+	}
+	return plan{}, false
+}
+
+// inMulti handles a command while MULTI is open: it queues it (or answers
+// its refusal) and returns true, or returns false for the commands that run
+// at once (multiCommands).
+func (c *conn) inMulti(cmd *command, args [][]byte) bool {
+	m := &c.multi
+	if !m.open || multiCommands[cmd.name] {
+		return false
+	}
+	if m.refused != "" {
+		c.w.WriteError(fmt.Sprintf("ERR command not queued: MULTI was refused on this namespace (%s); EXEC or DISCARD ends it, and nothing is applied",
+			strings.TrimPrefix(m.refused, "ERR ")))
+		return true
+	}
+	p, ok := c.queuedPlan(cmd, args)
+	if !ok {
+		m.dirty = true
+		c.w.WriteError("ERR Command not allowed inside a transaction")
+		return true
+	}
+	if len(m.queue) >= maxQueued {
+		m.dirty = true
+		c.w.WriteError(fmt.Sprintf("ERR too many commands in one MULTI (limit %d)", maxQueued))
+		return true
+	}
+	m.queue = append(m.queue, queued{name: cmd.name, p: p})
+	c.w.WriteSimple("QUEUED")
+	return true
+}
+
+// queueError marks an open MULTI after a queuing error (unknown command,
+// wrong arity) answered by exec.
+func (c *conn) queueError() {
+	if c.multi.open {
+		c.multi.dirty = true
+	}
+}
+
+// atomicNamespaces names this node's namespaces whose protocol applies
+// groups atomically, as "'name' (protocol)".
+func (c *conn) atomicNamespaces() []string {
+	var out []string
+	for _, n := range c.s.b.Namespaces() {
+		if automaton.TransactionsOf(n.Protocol).Atomic {
+			out = append(out, fmt.Sprintf("'%s' (%s)", n.Name, n.Protocol))
+		}
+	}
+	return out
+}
+
+// noAtomicErr is the refusal of MULTI and WATCH on ns.
+func (c *conn) noAtomicErr(what string, ns config.Namespace) string {
+	msg := fmt.Sprintf("ERR %s needs a protocol that applies a group of operations atomically; namespace '%s' uses %s, which cannot (%s)",
+		what, ns.Name, ns.Protocol, atomicProtocols())
+	if nss := c.atomicNamespaces(); len(nss) > 0 {
+		msg += "; namespaces of this node that can: " + strings.Join(nss, ", ") + " (SYNOD NS <name>)"
+	} else {
+		msg += "; add a namespace with one of them to the cluster file"
+	}
+	return msg
+}
+
+func cmdMulti(c *conn, args [][]byte) {
+	if c.multi.open {
+		c.w.WriteError("ERR MULTI calls can not be nested")
+		return
+	}
+	if c.refuseInTxn("MULTI") {
+		return
+	}
+	c.mu.Lock()
+	ns, svc := c.ns, c.svc
+	c.mu.Unlock()
+	c.multi = multiConn{open: true, watch: c.multi.watch}
+	switch {
+	case svc == nil:
+		c.multi.refused = "ERR this node serves no namespace"
+	case !automaton.TransactionsOf(ns.Protocol).Atomic:
+		c.multi.refused = c.noAtomicErr("MULTI", ns)
+	default:
+		c.w.WriteSimple("OK")
+		return
+	}
+	c.w.WriteError(c.multi.refused)
+}
+
+func cmdDiscard(c *conn, args [][]byte) {
+	if !c.multi.open {
+		c.w.WriteError("ERR DISCARD without MULTI")
+		return
+	}
+	c.multi = multiConn{}
+	c.w.WriteSimple("OK")
+}
+
+func cmdUnwatch(c *conn, args [][]byte) {
+	c.multi.watch = nil
+	c.w.WriteSimple("OK")
+}
+
+// cmdExec sends the queued plans as one atomic group.
+func cmdExec(c *conn, args [][]byte) {
+	m := c.multi
+	if !m.open {
+		c.w.WriteError("ERR EXEC without MULTI")
+		return
+	}
+	c.multi = multiConn{}
+	if m.dirty || m.refused != "" {
+		c.w.WriteError(execAbort)
+		return
+	}
+	plans := make([]plan, len(m.queue))
+	var ops []service.Op
+	for i, q := range m.queue {
+		plans[i] = c.check(q.p)
+		ops = append(ops, plans[i].ops...)
+	}
+	guards := make([]service.Op, len(m.watch))
+	for i, w := range m.watch {
+		guards[i] = service.Op{Kind: service.GuardKind, Key: w.key, Args: [][]byte{[]byte("version"), w.version}}
+	}
+	var rs []service.Result
+	if len(ops)+len(guards) > 0 {
+		c.optBegin(&command{name: "exec", first: 1, last: 1, step: 1}, args)
+		var aborted bool
+		var fail service.Result
+		rs, aborted, fail = c.runGroup(guards, ops)
+		if fail.Type == service.ResultErr {
+			c.writeResult(fail)
+			return
+		}
+		if aborted {
+			c.w.WriteNullArray()
+			return
+		}
+	}
+	c.w.WriteArray(len(plans))
+	for _, p := range plans {
+		n := len(p.ops)
+		c.writeResult(p.render(rs[:n]))
+		rs = rs[n:]
+	}
+}
+
+// cmdWatch reads each key's version for EXEC's guards.
+func cmdWatch(c *conn, args [][]byte) {
+	if c.multi.open {
+		c.w.WriteError("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	c.mu.Lock()
+	ns := c.ns
+	c.mu.Unlock()
+	if !automaton.TransactionsOf(ns.Protocol).Atomic {
+		c.w.WriteError(c.noAtomicErr("WATCH", ns))
+		return
+	}
+	if p, ok := c.kvOnly("watch"); !ok {
+		c.writeResult(p.render(nil))
+		return
+	}
+	ops := make([]service.Op, len(args)-1)
+	for i, k := range args[1:] {
+		ops[i] = kvOp("version", k)
+	}
+	rs := c.runAll(ops)
+	for _, r := range rs {
+		if r.Type == service.ResultErr {
+			c.writeResult(r)
+			return
+		}
+	}
+	for i, r := range rs {
+		v := r.Bytes
+		if r.Type == service.ResultInt {
+			v = []byte(fmt.Sprint(r.Int))
+		}
+		c.multi.watch = append(c.multi.watch, watched{key: string(args[i+1]), version: v})
+	}
+	c.w.WriteSimple("OK")
+}

@@ -1,0 +1,180 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+	_ "github.com/synod-dev/synod/protocol/abd"
+	_ "github.com/synod-dev/synod/protocol/paxos"
+	"github.com/synod-dev/synod/protocol/unreplicated"
+)
+
+// atomicBackends are live single-node protocols that apply groups
+// atomically: the gateway's MULTI runs through their real code.
+func atomicBackends(t *testing.T) map[string]*gatewaytest.AutomatonBackend {
+	return map[string]*gatewaytest.AutomatonBackend{
+		pxName:        gatewaytest.MustAutomaton(t, pxName, "kv"),
+		unreplicated.Name: gatewaytest.MustAutomaton(t, unreplicated.Name, "kv"),
+	}
+}
+
+// groups returns the atomic groups the backend received.
+func groups(b *gatewaytest.AutomatonBackend) [][]string {
+	var out [][]string
+	for _, r := range b.Log() {
+		if len(r.Ops) == 0 {
+			continue
+		}
+		var g []string
+		for _, op := range r.Ops {
+			g = append(g, op.Kind+" "+op.Key)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func TestMultiExecIsOneAtomicGroup(t *testing.T) {
+	for name, b := range atomicBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			_, addr := startServer(t, b, ServerOptions{})
+			c := dial(t, addr)
+			run(t, c, []step{
+				cmd("SET b x", "OK"),
+				cmd("MULTI", "OK"),
+				cmd("SET a 1", "QUEUED"),
+				cmd("INCRBY a 41", "QUEUED"),
+				cmd("PING", "QUEUED"),
+				cmd("DEL b c", "QUEUED"),
+				cmd("MGET a b", "QUEUED"),
+				cmd("SETNX a 2", "QUEUED"),
+				cmd("EXEC", "1) OK\n2) (integer) 42\n3) PONG\n4) (integer) 1\n5) 1) \"42\"\n   2) (nil)\n6) (integer) 0"),
+				cmd("GET a", `"42"`),
+				cmd("EXEC", "(error) ERR EXEC without MULTI"),
+				cmd("DISCARD", "(error) ERR DISCARD without MULTI"),
+			})
+			g := groups(b)
+			want := "set a|incr a|del b|del c|get a|get b|set a"
+			if len(g) != 1 || strings.Join(g[0], "|") != want {
+				t.Fatalf("groups sent: %q, want one: %s", g, want)
+			}
+		})
+	}
+}
+
+// Redis's error semantics inside a transaction.
+func TestMultiErrors(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, pxName, "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("SET s hello", "OK"),
+		// A queuing error: nothing applied, EXECABORT.
+		cmd("MULTI", "OK"),
+		cmd("SET q 1", "QUEUED"),
+		cmd("NOSUCH x", "(error) ERR unknown command 'NOSUCH', with args beginning with: 'x' "),
+		cmd("EXEC", "(error) "+execAbort),
+		cmd("MULTI", "OK"),
+		cmd("SET q 1", "QUEUED"),
+		cmd("GET", "(error) ERR wrong number of arguments for 'get' command"),
+		cmd("EXEC", "(error) "+execAbort),
+		cmd("MULTI", "OK"),
+		cmd("SET q 1", "QUEUED"),
+		cmd("SYNOD NS default", "(error) ERR Command not allowed inside a transaction"),
+		cmd("EXEC", "(error) "+execAbort),
+		cmd("EXISTS q", "(integer) 0"),
+		// Nested MULTI and WATCH inside MULTI do not mark the transaction.
+		cmd("MULTI", "OK"),
+		cmd("MULTI", "(error) ERR MULTI calls can not be nested"),
+		cmd("WATCH s", "(error) ERR WATCH inside MULTI is not allowed"),
+		// Runtime errors: that command's error, the others applied.
+		cmd("INCR s", "QUEUED"),
+		cmd("SET q 1", "QUEUED"),
+		cmd("INCRBY q x", "QUEUED"),
+		cmd("SET q 2 BADOPT", "QUEUED"),
+		cmd("INCR q", "QUEUED"),
+		cmd("EXEC", "1) (error) ERR value is not an integer or out of range\n2) OK\n3) (error) ERR value is not an integer or out of range\n4) (error) ERR syntax error\n5) (integer) 2"),
+		cmd("GET q", `"2"`),
+		// DISCARD drops the queue.
+		cmd("MULTI", "OK"),
+		cmd("SET q 99", "QUEUED"),
+		cmd("DISCARD", "OK"),
+		cmd("GET q", `"2"`),
+		// An empty transaction.
+		cmd("MULTI", "OK"),
+		cmd("EXEC", "(empty array)"),
+	})
+}
+
+// On a namespace whose protocol cannot apply a group atomically, MULTI
+// names the protocols and namespaces that can, and nothing queued after it
+// is ever applied, even when the client pipelines MULTI, SET, EXEC.
+func TestMultiRefusedWithoutAtomicGroups(t *testing.T) {
+	m := gatewaytest.New(
+		config.Namespace{Name: "regs", Protocol: "abd", Service: "kv"},
+		config.Namespace{Name: "main", Protocol: pxName, Service: "kv"},
+	)
+	_, addr := startServer(t, m, ServerOptions{})
+	c := dial(t, addr)
+	c.send("MULTI")
+	c.send("SET", "k", "v")
+	c.send("INCR", "n")
+	c.send("EXEC")
+	multi, set, incr, exec := c.reply(), c.reply(), c.reply(), c.reply()
+	msg := string(multi.Str)
+	if !strings.HasPrefix(msg, "ERR MULTI needs a protocol that applies a group of operations atomically; namespace 'regs' uses abd") {
+		t.Errorf("MULTI on abd: %s", msg)
+	}
+	for _, want := range []string{pxName, unreplicated.Name, "'main' (paxos)", "SYNOD NS"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("MULTI's refusal does not name %q: %s", want, msg)
+		}
+	}
+	_, can, _ := strings.Cut(msg, "protocols that can: ")
+	can, _, _ = strings.Cut(can, ")")
+	for _, p := range automaton.Names() {
+		if !automaton.TransactionsOf(p).Atomic && strings.Contains(", "+can+",", ", "+p+",") {
+			t.Errorf("MULTI's refusal names %s, which cannot: %s", p, msg)
+		}
+	}
+	if !strings.HasPrefix(string(set.Str), "ERR command not queued") || !strings.HasPrefix(string(incr.Str), "ERR command not queued") {
+		t.Errorf("commands after a refused MULTI: %q, %q", set.Str, incr.Str)
+	}
+	if string(exec.Str) != execAbort {
+		t.Errorf("EXEC after a refused MULTI: %q", exec.Str)
+	}
+	if n := len(m.Log()); n != 0 {
+		t.Fatalf("%d requests reached the backend after a refused MULTI", n)
+	}
+	if got := c.do("WATCH", "k"); !strings.HasPrefix(got, "(error) ERR WATCH needs a protocol") {
+		t.Errorf("WATCH on abd: %s", got)
+	}
+	// INCR on a register says where it can run, and how.
+	got := c.do("INCR", "n")
+	for _, want := range []string{"'main' (paxos)", "SYNOD NS", "cluster file", pxName} {
+		if !strings.Contains(got, want) {
+			t.Errorf("INCR on abd does not name %q: %s", want, got)
+		}
+	}
+	run(t, c, []step{cmd("SYNOD NS main", "OK"), cmd("MULTI", "OK"), cmd("SET k v", "QUEUED"), cmd("EXEC", "1) OK")})
+}
+
+// MULTI and interactive transactions do not mix.
+func TestMultiAndInteractiveTransactions(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, unreplicated.Name, "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("SYNOD BEGIN", "OK"),
+		cmd("MULTI", "(error) ERR MULTI is not allowed while a transaction is open (SYNOD COMMIT or SYNOD ABORT it first)"),
+		cmd("SYNOD ABORT", "OK"),
+		cmd("MULTI", "OK"),
+		cmd("SYNOD BEGIN", "(error) ERR Command not allowed inside a transaction"),
+		cmd("EXEC", "(error) "+execAbort),
+	})
+}
+
+const pxName = "paxos"
