@@ -16,7 +16,7 @@ import (
 // atomically: the gateway's MULTI runs through their real code.
 func atomicBackends(t *testing.T) map[string]*gatewaytest.AutomatonBackend {
 	return map[string]*gatewaytest.AutomatonBackend{
-		pxName:        gatewaytest.MustAutomaton(t, pxName, "kv"),
+		pxName:            gatewaytest.MustAutomaton(t, pxName, "kv"),
 		unreplicated.Name: gatewaytest.MustAutomaton(t, unreplicated.Name, "kv"),
 	}
 }
