@@ -1,0 +1,93 @@
+package orca
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Value is the encapsulated data of one object instance (the "local
+// variables" of an abstract data type's implementation part, seed 004 §2).
+// Encode writes it in a canonical form: two values that encode alike are
+// equal, which is how a read operation that changed its object is caught.
+type Value interface {
+	Encode(e *wire.Encoder)
+}
+
+// Operation declares one operation of an object type (the specification
+// part, seed 004 §2): whether it writes, its guard, and its code.
+type Operation struct {
+	// Write is false for a read: an operation that "does not change the
+	// internal data of the object it is applied to" (§2). The declaration
+	// is checked, not trusted: Service.CheckReads compares the object's
+	// encoding before and after every read and turns a change into an error.
+	Write bool
+	// Guard, when set, must hold before the operation runs; until it does
+	// the operation blocks (a job queue's get on an empty queue). Guards
+	// are not in seed 004 (see the package doc): they come from Orca's
+	// language papers, its references [10, 12].
+	Guard func(v Value, args [][]byte) bool
+	// Do applies the operation indivisibly and returns its result. A
+	// write may change v in place; a read must not.
+	Do func(v Value, args [][]byte) service.Result
+	// Arity is the number of arguments (-1: any).
+	Arity int
+}
+
+// Type is an abstract data type: its name, how an instance is created and
+// decoded, and its operations.
+type Type struct {
+	Name string
+	// New creates an instance from the creation arguments.
+	New func(args [][]byte) (Value, error)
+	// Decode reads an instance written by Value.Encode.
+	Decode func(d *wire.Decoder) Value
+	Ops    map[string]Operation
+}
+
+// OpNames lists the type's operations, sorted.
+func (t *Type) OpNames() []string {
+	out := make([]string, 0, len(t.Ops))
+	for n := range t.Ops {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Types is a set of object types by name.
+type Types map[string]*Type
+
+// NewTypes collects types.
+func NewTypes(ts ...*Type) Types {
+	m := Types{}
+	for _, t := range ts {
+		if strings.Contains(t.Name, ".") {
+			panic(fmt.Sprintf("orca: type name %q contains a dot", t.Name))
+		}
+		m[t.Name] = t
+	}
+	return m
+}
+
+// KindNew creates a named instance: Op{Kind: "new", Key: name, Args: [type, args...]}.
+const KindNew = "new"
+
+// Kind returns the operation kind naming operation op of type t ("intobj.inc").
+func Kind(t, op string) string { return t + "." + op }
+
+// SplitKind splits an operation kind into type and operation.
+func SplitKind(kind string) (typ, op string, ok bool) { return strings.Cut(kind, ".") }
+
+// Call builds the service operation applying op of type typ to object name.
+func Call(typ, name, op string, args ...[]byte) service.Op {
+	return service.Op{Kind: Kind(typ, op), Key: name, Args: args}
+}
+
+// New builds the service operation creating object name of type typ.
+func New(typ, name string, args ...[]byte) service.Op {
+	return service.Op{Kind: KindNew, Key: name, Args: append([][]byte{[]byte(typ)}, args...)}
+}
