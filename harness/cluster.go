@@ -370,6 +370,29 @@ func (c *Cluster) Request(at automaton.NodeID, op service.Op, opts automaton.Opt
 	return id
 }
 
+// RequestFanout submits op, as one request with Fanout set, to every up
+// node in configuration order (a fan-out client, automaton.FanoutProtocol)
+// and returns its id.
+func (c *Cluster) RequestFanout(op service.Op, opts automaton.Options) automaton.RequestID {
+	c.t.Helper()
+	c.seq++
+	id := automaton.RequestID{Client: 1, Seq: c.seq}
+	c.SubmitFanout(automaton.Request{ID: id, Op: op, Opts: opts})
+	return id
+}
+
+// SubmitFanout hands req, with Fanout set, to every up node in
+// configuration order.
+func (c *Cluster) SubmitFanout(req automaton.Request) {
+	c.t.Helper()
+	req.Fanout = true
+	for _, n := range c.ids {
+		if c.nodes[n] != nil {
+			c.Submit(n, req)
+		}
+	}
+}
+
 // Submit hands req to node at as a ClientRequest.
 func (c *Cluster) Submit(at automaton.NodeID, req automaton.Request) []automaton.Output {
 	c.t.Helper()

@@ -25,6 +25,11 @@ import (
 //	request node=n1 op=set k v [read=regular] [opt=(name=v1|v2, ...)]
 //	    submit an operation; the first word after op= is its kind, then its
 //	    key (for services with keys) and arguments
+//	request ... retry=3 ...
+//	    resend request 1:3 (the same id: a client's retry) instead of a new one
+//	request fanout op=set k v [...]
+//	    submit one request (one id, Request.Fanout set) to every up node,
+//	    in node order, as a fan-out client does (automaton.FanoutProtocol)
 //	deliver [from=n1] [to=n2] [n=1] [quiet]
 //	    deliver matching messages in FIFO order until none is in flight
 //	drop [from=n1] [to=n2]        drop matching messages in flight
@@ -180,6 +185,10 @@ func (e *Env) Handle(t *testing.T, d *datadriven.TestData) string {
 	case "responses":
 		quiet = true
 		for _, r := range e.C.order[e.responses:] {
+			if r.Resp.Silent {
+				out = append(out, fmt.Sprintf("%s: %v silent", r.Node, r.Resp.ID))
+				continue
+			}
 			out = append(out, fmt.Sprintf("%s: %v %v", r.Node, r.Resp.ID, r.Resp.Result))
 		}
 		e.responses = len(e.C.order)
@@ -241,12 +250,20 @@ func (e *Env) boot(t *testing.T, d *datadriven.TestData) {
 }
 
 func (e *Env) request(t *testing.T, d *datadriven.TestData) {
-	at := nodeArg(t, d, "node")
 	var words []string
-	seen := false
+	seen, fanout := false, false
+	var retry uint64 // resend request 1:retry (same id) instead of a new one
 	var opts automaton.Options
 	for _, a := range d.CmdArgs {
 		switch {
+		case a.Key == "fanout" && !seen:
+			fanout = true
+		case a.Key == "retry" && !seen:
+			n, err := strconv.ParseUint(a.SingleVal(t), 10, 64)
+			if err != nil || n == 0 || n > e.C.seq {
+				d.Fatalf(t, "retry=%s: not the sequence number of an earlier request", a.SingleVal(t))
+			}
+			retry = n
 		case a.Key == "op":
 			seen = true
 			words = append(words, a.Vals...)
@@ -271,7 +288,21 @@ func (e *Env) request(t *testing.T, d *datadriven.TestData) {
 	if len(words) == 0 {
 		d.Fatalf(t, "request needs op=<kind> [key] [args]")
 	}
-	e.C.Request(at, parseOp(e.C.opts.Service, words), opts)
+	op := parseOp(e.C.opts.Service, words)
+	if retry > 0 {
+		req := automaton.Request{ID: automaton.RequestID{Client: 1, Seq: retry}, Op: op, Opts: opts, Fanout: fanout}
+		if fanout {
+			e.C.SubmitFanout(req)
+		} else {
+			e.C.Submit(nodeArg(t, d, "node"), req)
+		}
+		return
+	}
+	if fanout {
+		e.C.RequestFanout(op, opts)
+		return
+	}
+	e.C.Request(nodeArg(t, d, "node"), op, opts)
 }
 
 // parseOp reads "kind key args..." when the service accepts that, else

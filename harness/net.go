@@ -264,6 +264,9 @@ func describeOutput(d automaton.Automaton, o automaton.Output) string {
 	case automaton.Send:
 		return fmt.Sprintf("-> %s %s", o.To, describeWith(d, o.Msg))
 	case automaton.Respond:
+		if o.Resp.Silent {
+			return fmt.Sprintf("respond %v silent", o.Resp.ID)
+		}
 		s := fmt.Sprintf("respond %v %v", o.Resp.ID, o.Resp.Result)
 		if len(o.Resp.Results) > 0 {
 			s += fmt.Sprintf(" %v", o.Resp.Results)
