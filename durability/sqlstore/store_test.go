@@ -1,0 +1,192 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/durability"
+	"github.com/synod-dev/synod/durability/examples/counter"
+	"github.com/synod-dev/synod/durability/examples/matchmaker"
+	"github.com/synod-dev/synod/durability/pgserver"
+	"github.com/synod-dev/synod/durability/sqlstore"
+)
+
+var ctx = context.Background()
+
+// One private PostgreSQL server for the package's tests (nil: not
+// installed, pgErr says why); each test gets its own database.
+var (
+	pg    *pgserver.Server
+	pgErr error
+	pgDBs int
+)
+
+func TestMain(m *testing.M) {
+	pg, pgErr = pgserver.Start()
+	code := m.Run()
+	if pg != nil {
+		pg.Stop()
+	}
+	os.Exit(code)
+}
+
+func mapping(t *testing.T, path string) *durability.Mapping {
+	t.Helper()
+	m, err := durability.LoadMapping(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// stores runs f against a fresh SQLite file and, when PostgreSQL is
+// installed, a fresh private PostgreSQL server.
+func stores(t *testing.T, f func(t *testing.T, open func() *sqlstore.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "state.db")
+		f(t, func() *sqlstore.Store {
+			s, err := sqlstore.Open(sqlstore.Config{Driver: sqlstore.SQLite, DSN: path, Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		if errors.Is(pgErr, pgserver.ErrNotInstalled) {
+			t.Skip(pgErr)
+		}
+		if pgErr != nil {
+			t.Fatal(pgErr)
+		}
+		pgDBs++
+		dsn, err := pg.CreateDB(fmt.Sprintf("t%d", pgDBs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(t, func() *sqlstore.Store {
+			s, err := sqlstore.Open(sqlstore.Config{Driver: sqlstore.Postgres, DSN: dsn, Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+}
+
+// A DB Counter: every add is one transaction; a new instance (the
+// backup, or a restarted primary) recovers the value by the mapping's
+// query.
+func TestCounterRecoversFromDatabase(t *testing.T) {
+	stores(t, func(t *testing.T, open func() *sqlstore.Store) {
+		m := mapping(t, "../examples/counter/db.yaml")
+		st := open()
+		d, err := counter.NewDurableService(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Run(ctx, d.Set, d.Set.Init()); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 25; i++ {
+			v, w, err := d.Add()
+			if err != nil || v != int64(i) || len(w.SQL) != 1 {
+				t.Fatalf("add %d: %d %+v %v", i, v, w, err)
+			}
+			if err := st.Run(ctx, d.Set, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st2 := open() // another connection: what a new primary sees
+		b, _ := counter.NewDurableService(m)
+		if err := st2.Run(ctx, b.Set, b.Set.Recover()); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Service.Get(); got != 25 {
+			t.Fatalf("recovered %d, want 25", got)
+		}
+		// init again (a restarted first primary) must not reset the row.
+		if err := st2.Run(ctx, b.Set, b.Set.Init()); err != nil {
+			t.Fatal(err)
+		}
+		b.Set.Recover()
+		if err := st2.Run(ctx, b.Set, b.Set.Recover()); err != nil || b.Service.Get() != 25 {
+			t.Fatalf("after a second init: %d %v", b.Service.Get(), err)
+		}
+	})
+}
+
+// DB Matchmaker: the recovered objects equal the primary's (queue order
+// included), and a request is all or nothing across both objects.
+func TestMatchmakerAllOrNothing(t *testing.T) {
+	stores(t, func(t *testing.T, open func() *sqlstore.Store) {
+		m := mapping(t, "../examples/matchmaker/db.yaml")
+		st := open()
+		d, err := matchmaker.NewDurableService(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(w durability.Work, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Run(ctx, d.Set, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(d.Set.Init(), nil)
+		for _, n := range []string{"m3", "m1", "m2", "m4"} {
+			run(d.MachineAdvertise(n, 2000, 1024))
+		}
+		run(d.MachineAdvertise("m1", 3000, 2048)) // a refresh keeps the place in the queue
+		for i, c := range []string{"a", "b", "a"} {
+			cpu := int64(0)
+			if i == 0 {
+				cpu = 2500 // only the refreshed m1 fits
+			}
+			got, _, w, err := d.JobSubmit(c, cpu, 0)
+			if i == 0 && (got != "m1" || len(w.SQL) != 2) {
+				t.Fatalf("jobSubmit got %q, work %+v", got, w)
+			}
+			run(w, err)
+		}
+		b, _ := matchmaker.NewDurableService(m)
+		if err := open().Run(ctx, b.Set, b.Set.Recover()); err != nil {
+			t.Fatal(err)
+		}
+		pq := d.Service.Queue.(*matchmaker.MachineQueueProxy).Object()
+		bq := b.Service.Queue.(*matchmaker.MachineQueueProxy).Object()
+		pa := d.Service.Accounts.(*matchmaker.AccountSetProxy).Object()
+		ba := b.Service.Accounts.(*matchmaker.AccountSetProxy).Object()
+		if !reflect.DeepEqual(pq, bq) || !reflect.DeepEqual(pa, ba) {
+			t.Fatalf("recovered %+v %+v, primary %+v %+v", bq, ba, pq, pa)
+		}
+		// All or nothing: a request whose second statement fails (a
+		// duplicate account) leaves the machine it removed in the table.
+		d.MachineAdvertise("m9", 9999, 9999)
+		run(d.MachineAdvertise("m9", 9999, 9999))
+		w := durability.Work{SQL: []durability.Stmt{
+			{Object: "MachineQueue", SQL: "DELETE FROM machines WHERE name = ?", Args: []durability.Value{"m9"}},
+			{Object: "AccountSet", SQL: "INSERT INTO bills (clientID, balance) VALUES (?, ?)", Args: []durability.Value{"a", int64(1)}},
+		}}
+		if err := st.Exec(ctx, w.SQL); err == nil || !strings.Contains(err.Error(), "AccountSet") {
+			t.Fatalf("the duplicate account was accepted: %v", err)
+		}
+		c, _ := matchmaker.NewDurableService(m)
+		if err := st.Run(ctx, c.Set, c.Set.Recover()); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.Service.Queue.First(9999, 9999); !ok {
+			t.Fatal("the failed request's DELETE was committed")
+		}
+	})
+}
