@@ -73,17 +73,6 @@ var commands = map[string]*command{}
 
 func init() {
 	for _, c := range []*command{
-		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, plan: planGet},
-		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, plan: planSet},
-		{name: "setnx", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planSetNX},
-		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, plan: planDel},
-		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, plan: planExists},
-		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, plan: planMGet},
-		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
-		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
-		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
-		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planIncr},
-		{name: "append", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, plan: planAppend},
 		{name: "ping", arity: -1, flags: []string{"fast", "stale"}, fn: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
@@ -259,18 +248,50 @@ func (c *conn) writeResult(r service.Result) {
 			c.w.WriteSimple("OK")
 		}
 	case service.ResultBytes:
-		c.w.WriteBulk(r.Bytes)
+		if r.Err == shapeDouble {
+			c.w.WriteDouble(r.Bytes)
+		} else {
+			c.w.WriteBulk(r.Bytes)
+		}
 	case service.ResultInt:
 		c.w.WriteInt(r.Int)
 	case service.ResultErr:
 		c.w.WriteError(withCode(r.Err))
 	case service.ResultArray:
-		c.w.WriteArray(len(r.Elems))
+		switch r.Err {
+		case shapePairs:
+			c.writePairs(r.Elems)
+			return
+		case shapeMap:
+			c.w.WriteMap(len(r.Elems) / 2)
+		case shapeSet:
+			c.w.WriteSet(len(r.Elems))
+		default:
+			c.w.WriteArray(len(r.Elems))
+		}
 		for _, e := range r.Elems {
 			c.writeResult(e)
 		}
 	default:
 		c.w.WriteError(fmt.Sprintf("ERR internal error: result type %d", r.Type))
+	}
+}
+
+// writePairs writes member, score pairs (ZRANGE WITHSCORES): a flat array
+// of bulk strings in RESP2, an array of [member, double] in RESP3, as Redis.
+func (c *conn) writePairs(elems []service.Result) {
+	if c.w.Protocol() != 3 {
+		c.w.WriteArray(len(elems))
+		for _, e := range elems {
+			c.writeResult(e)
+		}
+		return
+	}
+	c.w.WriteArray(len(elems) / 2)
+	for i := 0; i+1 < len(elems); i += 2 {
+		c.w.WriteArray(2)
+		c.writeResult(elems[i])
+		c.writeResult(shaped(elems[i+1], shapeDouble))
 	}
 }
 

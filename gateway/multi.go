@@ -246,6 +246,9 @@ func cmdExec(c *conn, args [][]byte) {
 	plans := make([]plan, len(m.queue))
 	var ops []service.Op
 	for i, q := range m.queue {
+		if q.p.noMulti != "" {
+			q.p = errPlan("%s", q.p.noMulti)
+		}
 		plans[i] = c.check(q.p)
 		ops = append(ops, plans[i].ops...)
 	}

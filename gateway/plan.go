@@ -21,9 +21,13 @@ import (
 // error: inside MULTI that is a runtime error of that command only, as in
 // Redis (syntax errors are found at EXEC, not when queuing).
 //
-// Replies are service.Results (writeResult renders them); a status reply
-// other than OK (TYPE's "+string") is a ResultOK carrying its text in Bytes,
-// a convention of this package only.
+// Replies are service.Results (writeResult renders them). Conventions of
+// this package only, for the RESP3 shapes a Result has no type for: a
+// status reply other than OK (TYPE's "+string") is a ResultOK carrying its
+// text in Bytes; an array whose Err is shapeMap holds field, value pairs
+// (HGETALL: a map in RESP3), shapeSet marks a set (SMEMBERS), and a
+// ResultBytes whose Err is shapeDouble holds a score (ZSCORE: a double in
+// RESP3). RESP2 sees arrays and bulk strings, as from Redis.
 
 // sendMode says how a plan's operations travel when it runs outside MULTI.
 type sendMode uint8
@@ -48,6 +52,12 @@ type plan struct {
 	// reply renders the results (one per operation, in order) as the
 	// command's reply. Nil replies the only result as it is.
 	reply func(rs []service.Result) service.Result
+	// guards lead the atomic group (MSETNX's "guard k exists 0"); when one
+	// fails nothing is applied and the reply is aborted.
+	guards  []service.Op
+	aborted service.Result
+	// noMulti, when set, is the error the command answers inside EXEC.
+	noMulti string
 }
 
 // planFunc parses a data command's arguments (name included) into a plan.
@@ -73,6 +83,23 @@ func opPlan(op service.Op, f func(service.Result) service.Result) plan {
 		}
 		return f(rs[0])
 	}}
+}
+
+// Shape markers (see the package comment above).
+const (
+	shapeMap    = "\x00map"
+	shapeSet    = "\x00set"
+	shapeDouble = "\x00double"
+	shapePairs  = "\x00pairs" // member, score, ...: nested [member, double] in RESP3
+)
+
+// shaped marks r (an array or bytes result) with shape; errors and nils
+// pass unchanged.
+func shaped(r service.Result, shape string) service.Result {
+	if r.Type == service.ResultArray || r.Type == service.ResultBytes {
+		r.Err = shape
+	}
+	return r
 }
 
 // status is a simple-string reply other than OK (see the package comment).
@@ -112,7 +139,7 @@ func (c *conn) check(p plan) plan {
 	if svc == nil {
 		return errPlan("ERR this node serves no namespace")
 	}
-	for _, op := range p.ops {
+	for _, op := range append(append([]service.Op(nil), p.guards...), p.ops...) {
 		if err := svc.Validate(op); err != nil {
 			return errPlan("%s", withCode(err.Error()))
 		}
@@ -185,8 +212,9 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 	if len(p.ops) == 0 {
 		return p.render(nil)
 	}
-	group := len(p.ops) > 1 && !c.txn.open && (p.send == sendAtomic || (p.send == sendGroup && c.atomicHere()))
-	if p.send == sendAtomic && len(p.ops) > 1 && !c.txn.open && !c.atomicHere() {
+	atomic := c.atomicHere()
+	group := (len(p.ops) > 1 || len(p.guards) > 0) && !c.txn.open && (p.send == sendAtomic || (p.send == sendGroup && atomic))
+	if p.send == sendAtomic && (len(p.ops) > 1 || len(p.guards) > 0) && (c.txn.open || !atomic) {
 		return errResult("ERR %s needs its keys changed atomically, which this namespace's protocol (%s) cannot do; nothing was applied (%s)",
 			strings.ToUpper(name), c.protocol(), atomicProtocols())
 	}
@@ -198,12 +226,12 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 		}
 		return r
 	}
-	rs, aborted, err := c.runGroup(nil, p.ops)
+	rs, aborted, err := c.runGroup(p.guards, p.ops)
 	if err.Type == service.ResultErr {
 		return err
 	}
 	if aborted {
-		return errResult("ERR internal error: a group without guards was aborted")
+		return p.aborted
 	}
 	return p.render(rs)
 }
@@ -235,3 +263,100 @@ func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, bool, servi
 	}
 	return out, false, service.Result{}
 }
+
+// lowerOpts returns args with every argument from index from on that
+// equals one of words (case-insensitively) lower-cased: the KV operations
+// take option words in lower case (service/kv_doc.go). Arguments before
+// from (keys, values) are never touched.
+func lowerOpts(args [][]byte, from int, words ...string) [][]byte {
+	out := append([][]byte(nil), args...)
+	for i := from; i < len(out); i++ {
+		for _, w := range words {
+			if strings.EqualFold(string(out[i]), w) {
+				out[i] = []byte(w)
+			}
+		}
+	}
+	return out
+}
+
+// keyPlan is a planFunc for a KV command that is one operation of kind on
+// the key args[1], with args[2:] as its arguments (option words from index
+// optFrom of args lower-cased), its result rendered by f (nil: as is).
+func keyPlan(kind string, optFrom int, words []string, f func(service.Result) service.Result) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		if p, ok := c.kvOnly(strings.ToLower(string(args[0]))); !ok {
+			return p
+		}
+		if words != nil {
+			args = lowerOpts(args, optFrom, words...)
+		}
+		return opPlan(kvOp(kind, args[1], args[2:]...), f)
+	}
+}
+
+// spacePlan is a planFunc for a keyspace-wide KV command (Key ""): one
+// operation of kind with args[1:] as its arguments.
+func spacePlan(kind string, f func(service.Result) service.Result) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		if p, ok := c.kvOnly(strings.ToLower(string(args[0]))); !ok {
+			return p
+		}
+		return opPlan(service.Op{Kind: kind, Args: args[1:]}, f)
+	}
+}
+
+// Result renderers.
+func asMap(r service.Result) service.Result    { return shaped(r, shapeMap) }
+func asSet(r service.Result) service.Result    { return shaped(r, shapeSet) }
+func asDouble(r service.Result) service.Result { return shaped(r, shapeDouble) }
+func asPairs(r service.Result) service.Result  { return shaped(r, shapePairs) }
+func asStatus(r service.Result) service.Result {
+	if r.Type == service.ResultBytes {
+		return status(string(r.Bytes))
+	}
+	return r
+}
+
+// doubles marks every bytes element of an array as a double (ZMSCORE).
+func doubles(r service.Result) service.Result {
+	if r.Type != service.ResultArray {
+		return r
+	}
+	out := make([]service.Result, len(r.Elems))
+	for i, e := range r.Elems {
+		out[i] = asDouble(e)
+	}
+	r.Elems = out
+	return r
+}
+
+// register adds commands to the table.
+func register(cmds ...*command) {
+	for _, c := range cmds {
+		commands[c.name] = c
+	}
+}
+
+// Flag sets of the command table (COMMAND INFO).
+var (
+	fRead      = []string{"readonly"}
+	fReadFast  = []string{"readonly", "fast"}
+	fWrite     = []string{"write"}
+	fWriteFast = []string{"write", "fast"}
+	fWriteMem  = []string{"write", "denyoom"}
+	fWriteMemF = []string{"write", "denyoom", "fast"}
+)
+
+// key1 is a command whose only key is its first argument.
+func key1(name string, arity int, flags []string, p planFunc) *command {
+	return &command{name: name, arity: arity, flags: flags, first: 1, last: 1, step: 1, plan: p}
+}
+
+// keyless is a command without key arguments.
+func keyless(name string, arity int, flags []string, p planFunc) *command {
+	return &command{name: name, arity: arity, flags: flags, plan: p}
+}
+
+// lower is a lower-cased argument.
+func lower(a []byte) string { return strings.ToLower(string(a)) }

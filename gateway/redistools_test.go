@@ -59,7 +59,8 @@ func TestRedisCLI(t *testing.T) {
 		{[]string{"EXISTS", "greeting", "n", "nope"}, "2"},
 		{[]string{"DEL", "greeting", "n", "nope"}, "2"},
 		{[]string{"GET", "greeting"}, ""},
-		{[]string{"SET", "k", "v", "EX", "1"}, "ERR SET option 'EX' is not supported: Synod keys do not expire"},
+		{[]string{"SET", "k", "v", "EX", "0"}, "ERR invalid expire time in 'set' command"},
+		{[]string{"XADD", "s", "*", "f", "v"}, "ERR unknown command 'XADD', with args beginning with: 's' '*' 'f' 'v'"},
 		{[]string{"-3", "GET", "nope"}, ""},
 		{[]string{"SYNOD", "NS"}, "default"},
 	} {

@@ -119,9 +119,11 @@ func TestKVCommands(t *testing.T) {
 		cmd("SET n 1 NX", "OK"),
 		cmd("SET k v NX XX", "(error) ERR syntax error"),
 		cmd("SET k v FOO", "(error) ERR syntax error"),
-		cmd("SET k v EX 10", "(error) ERR SET option 'EX' is not supported: Synod keys do not expire"),
-		cmd("SET k v KEEPTTL", "(error) ERR SET option 'KEEPTTL' is not supported: Synod keys do not expire"),
-		cmd("SET k v GET", "(error) ERR SET option 'GET' is not supported: use GET, then SET"),
+		cmd("SET k v EX", "(error) ERR syntax error"),
+		cmd("SET k v EX x", "(error) ERR value is not an integer or out of range"),
+		cmd("SET k v EX 0", "(error) ERR invalid expire time in 'set' command"),
+		cmd("SET k v EX 1 PX 1", "(error) ERR syntax error"),
+		cmd("SET k v KEEPTTL EX 1", "(error) ERR syntax error"),
 		cmd("GET k", `"v2"`),
 		cmd("SETNX k x", "(integer) 0"),
 		cmd("SETNX fresh x", "(integer) 1"),
@@ -145,7 +147,7 @@ func TestKVCommands(t *testing.T) {
 		cmd("SET k", "(error) ERR wrong number of arguments for 'set' command"),
 		cmd("INCRBY k", "(error) ERR wrong number of arguments for 'incrby' command"),
 		cmd("FOO a b", "(error) ERR unknown command 'FOO', with args beginning with: 'a' 'b' "),
-		cmd("FLUSHALL", "(error) ERR unknown command 'FLUSHALL', with args beginning with: "),
+		cmd("XLEN s", "(error) ERR unknown command 'XLEN', with args beginning with: 's' "),
 	})
 }
 

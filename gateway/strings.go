@@ -8,8 +8,40 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// String commands (plans, plan.go) on a KV namespace, and GET/INCR on a
-// counter namespace.
+// String commands (plans, plan.go) onto the KV string operations
+// (service/kv_doc.go, "Strings"), and GET/INCR on a counter namespace.
+//
+// MSET is one atomic group of sets where the protocol has groups, else one
+// set per key. MSETNX is the atomic group [guard k exists 0 ..., set k v
+// ...] and is refused where the protocol has no groups; inside MULTI it is
+// refused too (a runtime error of that command): its guards would not lead
+// EXEC's group, and a guard that does not lead stops nothing
+// (automaton.ApplyGroup).
+
+func init() {
+	register(
+		key1("get", 2, fReadFast, planGet),
+		key1("set", -3, fWriteMem, planSet),
+		key1("setnx", 3, fWriteMemF, planSetNX),
+		key1("setex", 4, fWriteMem, planSetEx("setex", "ex")),
+		key1("psetex", 4, fWriteMem, planSetEx("psetex", "px")),
+		key1("getset", 3, fWriteMemF, keyPlan("getset", 0, nil, nil)),
+		key1("getdel", 2, fWriteFast, keyPlan("getdel", 0, nil, nil)),
+		key1("getex", -2, fWriteFast, planGetEx),
+		key1("append", 3, fWriteMemF, planAppend),
+		key1("incr", 2, fWriteMemF, planIncr),
+		key1("decr", 2, fWriteMemF, planIncr),
+		key1("incrby", 3, fWriteMemF, planIncr),
+		key1("decrby", 3, fWriteMemF, planIncr),
+		key1("incrbyfloat", 3, fWriteMemF, keyPlan("incrbyfloat", 0, nil, nil)),
+		key1("strlen", 2, fReadFast, keyPlan("strlen", 0, nil, nil)),
+		key1("getrange", 4, fRead, keyPlan("getrange", 0, nil, nil)),
+		key1("setrange", 4, fWriteMem, keyPlan("setrange", 0, nil, nil)),
+		allKeys("mget", -2, fReadFast, planMGet),
+		&command{name: "mset", arity: -3, flags: fWriteMem, first: 1, last: -1, step: 2, plan: planMSet},
+		&command{name: "msetnx", arity: -3, flags: fWriteMem, first: 1, last: -1, step: 2, plan: planMSetNX},
+	)
+}
 
 // serviceName is the connection's namespace and its service ("" when none).
 func (c *conn) serviceName() (ns, svc string) {
@@ -90,33 +122,6 @@ func planGet(c *conn, args [][]byte) plan {
 	return opPlan(kvOp("get", args[1]), nil)
 }
 
-func planSet(c *conn, args [][]byte) plan {
-	if p, ok := c.kvOnly("set"); !ok {
-		return p
-	}
-	cond := ""
-	for _, o := range args[3:] {
-		switch opt := strings.ToUpper(string(o)); opt {
-		case "NX", "XX":
-			if cond != "" && cond != strings.ToLower(opt) {
-				return errPlan("ERR syntax error")
-			}
-			cond = strings.ToLower(opt)
-		case "EX", "PX", "EXAT", "PXAT", "KEEPTTL":
-			return errPlan("ERR SET option '%s' is not supported: Synod keys do not expire", opt)
-		case "GET":
-			return errPlan("ERR SET option 'GET' is not supported: use GET, then SET")
-		default:
-			return errPlan("ERR syntax error")
-		}
-	}
-	op := kvOp("set", args[1], args[2])
-	if cond != "" {
-		op.Args = append(op.Args, []byte(cond))
-	}
-	return opPlan(op, nil)
-}
-
 func planSetNX(c *conn, args [][]byte) plan {
 	if p, ok := c.kvOnly("setnx"); !ok {
 		return p
@@ -173,4 +178,156 @@ func planAppend(c *conn, args [][]byte) plan {
 		return p
 	}
 	return opPlan(kvOp("append", args[1], args[2]), nil)
+}
+
+// expireArg parses a TTL argument as Redis does: an integer, positive.
+func expireArg(cmd string, a []byte) (plan, bool) {
+	n, err := strconv.ParseInt(string(a), 10, 64)
+	if err != nil {
+		return errPlan("ERR value is not an integer or out of range"), false
+	}
+	if n <= 0 {
+		return errPlan("ERR invalid expire time in '%s' command", cmd), false
+	}
+	return plan{}, true
+}
+
+// planSet maps SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
+// onto set value [nx|xx] [get] [keepttl | ex s | ...].
+func planSet(c *conn, args [][]byte) plan {
+	if p, ok := c.kvOnly("set"); !ok {
+		return p
+	}
+	var cond, ttl string
+	var ttlArg []byte
+	get := false
+	for i := 3; i < len(args); i++ {
+		switch opt := lower(args[i]); opt {
+		case "nx", "xx":
+			if cond != "" && cond != opt {
+				return errPlan("ERR syntax error")
+			}
+			cond = opt
+		case "get":
+			get = true
+		case "keepttl":
+			if ttl != "" && ttl != opt {
+				return errPlan("ERR syntax error")
+			}
+			ttl = opt
+		case "ex", "px", "exat", "pxat":
+			if (ttl != "" && ttl != opt) || i+1 >= len(args) {
+				return errPlan("ERR syntax error")
+			}
+			ttl, ttlArg = opt, args[i+1]
+			i++
+			if p, ok := expireArg("set", ttlArg); !ok {
+				return p
+			}
+		default:
+			return errPlan("ERR syntax error")
+		}
+	}
+	op := kvOp("set", args[1], args[2])
+	if cond != "" {
+		op.Args = append(op.Args, []byte(cond))
+	}
+	if get {
+		op.Args = append(op.Args, []byte("get"))
+	}
+	if ttl != "" {
+		op.Args = append(op.Args, []byte(ttl))
+	}
+	if ttlArg != nil {
+		op.Args = append(op.Args, ttlArg)
+	}
+	return opPlan(op, nil)
+}
+
+// planSetEx maps SETEX/PSETEX key ttl value onto set value ex|px ttl.
+func planSetEx(name, unit string) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		if p, ok := c.kvOnly(name); !ok {
+			return p
+		}
+		if p, ok := expireArg(name, args[2]); !ok {
+			return p
+		}
+		return opPlan(kvOp("set", args[1], args[3], []byte(unit), args[2]), nil)
+	}
+}
+
+// planGetEx maps GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST].
+func planGetEx(c *conn, args [][]byte) plan {
+	if p, ok := c.kvOnly("getex"); !ok {
+		return p
+	}
+	var a [][]byte
+	switch {
+	case len(args) == 2:
+	case len(args) == 3 && lower(args[2]) == "persist":
+		a = [][]byte{[]byte("persist")}
+	case len(args) == 4:
+		opt := lower(args[2])
+		if opt != "ex" && opt != "px" && opt != "exat" && opt != "pxat" {
+			return errPlan("ERR syntax error")
+		}
+		if p, ok := expireArg("getex", args[3]); !ok {
+			return p
+		}
+		a = [][]byte{[]byte(opt), args[3]}
+	default:
+		return errPlan("ERR syntax error")
+	}
+	return opPlan(kvOp("getex", args[1], a...), nil)
+}
+
+// pairs returns MSET's set operations, or false on an odd count.
+func msetOps(args [][]byte) ([]service.Op, bool) {
+	if len(args)%2 != 1 {
+		return nil, false
+	}
+	var ops []service.Op
+	for i := 1; i+1 < len(args); i += 2 {
+		ops = append(ops, kvOp("set", args[i], args[i+1]))
+	}
+	return ops, true
+}
+
+func planMSet(c *conn, args [][]byte) plan {
+	if p, ok := c.kvOnly("mset"); !ok {
+		return p
+	}
+	ops, ok := msetOps(args)
+	if !ok {
+		return errPlan("%s", arityErr("mset"))
+	}
+	return plan{ops: ops, send: sendGroup, reply: func(rs []service.Result) service.Result {
+		if e, ok := firstErr(rs); ok {
+			return e
+		}
+		return service.OK()
+	}}
+}
+
+func planMSetNX(c *conn, args [][]byte) plan {
+	if p, ok := c.kvOnly("msetnx"); !ok {
+		return p
+	}
+	ops, ok := msetOps(args)
+	if !ok {
+		return errPlan("%s", arityErr("msetnx"))
+	}
+	p := plan{ops: ops, send: sendAtomic, aborted: service.Int(0),
+		noMulti: "ERR MSETNX inside MULTI is not supported by Synod (its check would not lead the transaction's group); use WATCH and MSET",
+		reply: func(rs []service.Result) service.Result {
+			if e, ok := firstErr(rs); ok {
+				return e
+			}
+			return service.Int(1)
+		}}
+	for _, op := range ops {
+		p.guards = append(p.guards, service.Op{Kind: service.GuardKind, Key: op.Key, Args: [][]byte{[]byte("exists"), []byte("0")}})
+	}
+	return p
 }

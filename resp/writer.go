@@ -125,6 +125,18 @@ func (w *Writer) WriteSet(n int) {
 	}
 }
 
+// WriteDouble writes a double given as its text ("1.5", "inf"): ",1.5" in
+// RESP3, a bulk string in RESP2 (Redis's ZSCORE).
+func (w *Writer) WriteDouble(text []byte) {
+	if w.proto == 3 {
+		w.bw.WriteByte(',')
+		w.bw.Write(text)
+		w.bw.WriteString("\r\n")
+	} else {
+		w.WriteBulk(text)
+	}
+}
+
 // WriteBool writes a boolean ("#t"/"#f" in RESP3, 1/0 in RESP2).
 func (w *Writer) WriteBool(b bool) {
 	switch {

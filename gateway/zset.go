@@ -1,0 +1,102 @@
+package gateway
+
+import "github.com/synod-dev/synod/service"
+
+// Sorted-set commands (plans, plan.go) onto the KV sorted-set operations
+// (service/kv_doc.go, "Sorted sets"). ZRANGEBYSCORE, ZREVRANGE,
+// ZREVRANGEBYSCORE and ZRANGEBYLEX are zrange with options, as the spec
+// says. Scores are doubles in RESP3 and WITHSCORES pairs nest there, as
+// from Redis 7.
+
+var zrangeWords = []string{"byscore", "bylex", "rev", "limit", "withscores"}
+
+func init() {
+	register(
+		key1("zadd", -4, fWriteMemF, planZAdd),
+		key1("zrem", -3, fWriteFast, keyPlan("zrem", 0, nil, nil)),
+		key1("zscore", 3, fReadFast, keyPlan("zscore", 0, nil, asDouble)),
+		key1("zmscore", -3, fReadFast, keyPlan("zmscore", 0, nil, doubles)),
+		key1("zincrby", 4, fWriteMemF, keyPlan("zincrby", 0, nil, asDouble)),
+		key1("zcard", 2, fReadFast, keyPlan("zcard", 0, nil, nil)),
+		key1("zcount", 4, fReadFast, keyPlan("zcount", 0, nil, nil)),
+		key1("zrank", 3, fReadFast, keyPlan("zrank", 0, nil, nil)),
+		key1("zrevrank", 3, fReadFast, keyPlan("zrevrank", 0, nil, nil)),
+		key1("zrange", -4, fRead, planZRange(nil)),
+		key1("zrangebyscore", -4, fRead, planZRange([]string{"byscore"})),
+		key1("zrevrangebyscore", -4, fRead, planZRange([]string{"byscore", "rev"})),
+		key1("zrevrange", -4, fRead, planZRange([]string{"rev"})),
+		key1("zrangebylex", -4, fRead, planZRange([]string{"bylex"})),
+		key1("zpopmin", -2, fWriteFast, planZPop("zpopmin")),
+		key1("zpopmax", -2, fWriteFast, planZPop("zpopmax")),
+	)
+}
+
+// planZAdd lower-cases the leading option words (up to the first score).
+func planZAdd(c *conn, args [][]byte) plan {
+	if p, ok := c.kvOnly("zadd"); !ok {
+		return p
+	}
+	a := append([][]byte(nil), args[2:]...)
+	incr := false
+	for i := range a {
+		w := lower(a[i])
+		switch w {
+		case "nx", "xx", "gt", "lt", "ch", "incr":
+			a[i] = []byte(w)
+			incr = incr || w == "incr"
+			continue
+		}
+		break
+	}
+	return opPlan(kvOp("zadd", args[1], a...), func(r service.Result) service.Result {
+		if incr {
+			return asDouble(r)
+		}
+		return r
+	})
+}
+
+// planZRange maps ZRANGE and its older spellings (extra: the options the
+// spelling implies). ZREVRANGEBYSCORE takes max before min; zrange with
+// byscore and rev takes them in that order too, as Redis's ZRANGE does.
+func planZRange(extra []string) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		if p, ok := c.kvOnly(lower(args[0])); !ok {
+			return p
+		}
+		a := lowerOpts(args, 4, zrangeWords...)[2:]
+		for _, e := range extra {
+			a = append(a, []byte(e))
+		}
+		withScores := false
+		for _, x := range a[2:] {
+			withScores = withScores || string(x) == "withscores"
+		}
+		return opPlan(kvOp("zrange", args[1], a...), func(r service.Result) service.Result {
+			if withScores {
+				return asPairs(r)
+			}
+			return r
+		})
+	}
+}
+
+// planZPop maps ZPOPMIN/ZPOPMAX: with a count, pairs (nested in RESP3);
+// without, one member and its score.
+func planZPop(kind string) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		if p, ok := c.kvOnly(kind); !ok {
+			return p
+		}
+		counted := len(args) > 2
+		return opPlan(kvOp(kind, args[1], args[2:]...), func(r service.Result) service.Result {
+			if counted {
+				return asPairs(r)
+			}
+			if r.Type == service.ResultArray && len(r.Elems) == 2 {
+				r.Elems = []service.Result{r.Elems[0], asDouble(r.Elems[1])}
+			}
+			return r
+		})
+	}
+}
