@@ -208,7 +208,7 @@ func (a *FastPaxos) castVote(i uint64, b Ballot, val []byte) {
 func (a *FastPaxos) onAccept(from int, m *message) {
 	var top Ballot
 	for _, e := range m.Entries {
-		if r := a.roundAt(e.I); m.Ballot.Less(r) {
+		if r := a.roundAt(e.I); m.Ballot.Less(r) && !a.proto.staleVote {
 			if top.Less(r) {
 				top = r
 			}

@@ -177,8 +177,13 @@
 // Separately, found by reading: a new candidacy takes a round above every
 // round in the node's records; a restarted leader that reused its old round
 // could propose a second value in that round's recovery round.
-// There is no broken variant yet for "votes respect promises" and
-// "executed prefixes agree" (see the report of issue 12).
+// fastpaxos-broken-stalevote lets an acceptor vote for a phase 2a below
+// the promise it gave a newer leader (a deposed leader's accept arriving
+// late): with 5 nodes under crashes and partitions "votes respect
+// promises" reports it within a few seeds. fastpaxos-broken-skipgap lets a
+// learner execute past an instance it has not learned (a lost vote),
+// skipping it for good: "executed prefixes agree" reports it at the first
+// such gap.
 // fastpaxos-broken-classiclearn learns on a classic quorum in a fast round:
 // with 3 nodes (q = 2, f = 3) a learner learns a value two acceptors voted
 // for, which "learned values are chosen" reports at once.

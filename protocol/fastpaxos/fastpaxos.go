@@ -17,18 +17,24 @@ const Name = "fastpaxos"
 const (
 	BrokenClassicLearn = "fastpaxos-broken-classiclearn"
 	BrokenRecovery     = "fastpaxos-broken-recovery"
+	BrokenStaleVote    = "fastpaxos-broken-stalevote"
+	BrokenSkipGap      = "fastpaxos-broken-skipgap"
 )
 
 func init() {
 	automaton.Register(protocol{name: Name})
 	automaton.RegisterBroken(Name, protocol{name: BrokenClassicLearn, classicLearn: true})
 	automaton.RegisterBroken(Name, protocol{name: BrokenRecovery, ignoreRule: true})
+	automaton.RegisterBroken(Name, protocol{name: BrokenStaleVote, staleVote: true})
+	automaton.RegisterBroken(Name, protocol{name: BrokenSkipGap, skipGap: true})
 }
 
 type protocol struct {
 	name         string
 	classicLearn bool // a learner learns on a classic quorum in a fast round
 	ignoreRule   bool // the leader's recovery ignores Lamport's rule
+	staleVote    bool // an acceptor votes for a phase 2a below its promise
+	skipGap      bool // a learner executes past an instance it has not learned
 }
 
 // Capabilities (automaton/capability.go).
@@ -63,6 +69,10 @@ func (p protocol) Describe() string {
 		return "a learner learns on a classic quorum of votes in a fast round; the invariant \"learned values are chosen\" catches it with 3 nodes (classic 2, fast 3)"
 	case p.ignoreRule:
 		return "the leader's coordinated recovery proposes the highest-numbered reporter's vote instead of applying Lamport's rule, overriding values chosen on the fast path; the invariant \"at most one value chosen per instance\" catches it"
+	case p.staleVote:
+		return "an acceptor votes for a deposed leader's phase 2a below the promise it gave a newer one; the invariant \"votes respect promises\" catches it"
+	case p.skipGap:
+		return "a learner executes the next learned instance past one it has not learned yet, skipping it for good; the invariant \"executed prefixes agree\" catches it"
 	}
 	return "multi-instance Fast Paxos (seed 002 chapter V; Lamport 2006): clients propose to every acceptor, learners learn on fast quorums, collisions resolved by the leader's coordinated recovery"
 }

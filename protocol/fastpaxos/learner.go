@@ -103,12 +103,20 @@ func (a *FastPaxos) learn(i uint64, val []byte) {
 func (a *FastPaxos) execute() {
 	for {
 		if _, ok := a.chosen[a.chosenUpTo+1]; !ok {
+			if a.proto.skipGap && a.chosen[a.chosenUpTo+2] != nil {
+				a.chosenUpTo += 2 // fastpaxos-broken-skipgap: the gap is never executed
+				continue
+			}
 			break
 		}
 		a.chosenUpTo++
 	}
 	for a.executed < a.chosenUpTo {
 		i := a.executed + 1
+		if a.proto.skipGap && a.chosen[i] == nil {
+			a.executed = i // the skipped instance
+			continue
+		}
 		req, isCmd, err := decodeValue(a.chosen[i])
 		if err != nil {
 			panic(fmt.Sprintf("fastpaxos: instance %d holds a corrupt value: %v", i, err))
