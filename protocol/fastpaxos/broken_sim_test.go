@@ -14,7 +14,7 @@ import (
 func TestBrokenVariantsTripTheirInvariant(t *testing.T) {
 	for _, c := range []struct {
 		proto, faults, want string
-		nodes              int
+		nodes               int
 	}{
 		// A deposed leader's phase 2a reaches an acceptor that promised a
 		// newer ballot: crashes and partitions make leaders change.
