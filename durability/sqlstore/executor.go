@@ -1,0 +1,149 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/durability"
+)
+
+// EffectKind is the Effect kind of the database proxies' work: a protocol
+// that runs a durable service emits one Effect per request whose payload
+// is a *Payload (the request's statements, BEGIN..COMMIT, and any recovery
+// queries), and releases the request's answer only after its EffectDone.
+const EffectKind = "durability.sql"
+
+// Namespace parameters the executor reads (a protocol that uses it must
+// accept them).
+const (
+	ParamDriver = "durability_driver" // sqlite (default) or pgx
+	ParamDSN    = "durability_dsn"    // default: <data dir>/durability-<namespace>.db
+	ParamSync   = "durability_sync"   // true (default) or false: state fsync
+)
+
+// Payload is one effect: Stmts in one transaction, then Queries.
+type Payload struct {
+	Stmts   []durability.Stmt
+	Queries []durability.Query
+}
+
+// Result answers a Payload: the rows of each query, in order.
+type Result struct {
+	Rows [][][]durability.Value
+	// Took is the wall time the database took (live) or the modelled cost
+	// (simulation: SimCost per statement and query).
+	Took time.Duration
+}
+
+// Cost implements automaton.CostedResult: the simulator delivers the
+// answer after the modelled database round trip.
+func (r Result) Cost() time.Duration { return r.Took }
+
+// SimCost is the virtual time one statement or query costs in simulation.
+var SimCost = 2 * time.Millisecond
+
+func init() {
+	automaton.RegisterExecutor(EffectKind, newExecutor)
+}
+
+type executor struct {
+	st  *Store
+	sim bool
+}
+
+// simDBs are the simulator's databases: an in-memory SQLite database per
+// namespace that outlives node crashes (it is another machine). The
+// executor interface gives no identity of the simulated run, so a process
+// that simulates several runs shares them: ResetSim clears them between
+// runs (a gap reported to the lead).
+var (
+	simMu  sync.Mutex
+	simDBs = map[string]*Store{}
+)
+
+// ResetSim drops the simulator's databases.
+func ResetSim() {
+	simMu.Lock()
+	defer simMu.Unlock()
+	for k, s := range simDBs {
+		s.Close()
+		delete(simDBs, k)
+	}
+}
+
+func newExecutor(env automaton.ExecEnv) (automaton.Executor, error) {
+	cfg := Config{Driver: env.Params[ParamDriver], DSN: env.Params[ParamDSN], Sync: true}
+	if v := env.Params[ParamSync]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", ParamSync, err)
+		}
+		cfg.Sync = b
+	}
+	if env.Simulated {
+		simMu.Lock()
+		defer simMu.Unlock()
+		st := simDBs[env.Namespace]
+		if st == nil {
+			var err error
+			st, err = Open(Config{Driver: SQLite, DSN: ":memory:"})
+			if err != nil {
+				return nil, err
+			}
+			simDBs[env.Namespace] = st
+		}
+		return &executor{st: st, sim: true}, nil
+	}
+	if cfg.DSN == "" {
+		if env.DataDir == "" {
+			return nil, fmt.Errorf("%s: no data directory and no %s", EffectKind, ParamDSN)
+		}
+		cfg.DSN = filepath.Join(env.DataDir, "durability-"+env.Namespace+".db")
+	}
+	st, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &executor{st: st}, nil
+}
+
+// Execute runs the payload's statements in one transaction, then its
+// queries.
+func (x *executor) Execute(payload any) (any, error) {
+	p, ok := payload.(*Payload)
+	if !ok {
+		return nil, fmt.Errorf("%s: payload %T, want *sqlstore.Payload", EffectKind, payload)
+	}
+	start := time.Now()
+	ctx := context.Background()
+	if err := x.st.Exec(ctx, p.Stmts); err != nil {
+		return nil, err
+	}
+	var res Result
+	for _, q := range p.Queries {
+		rows, err := x.st.Query(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, rows)
+	}
+	if x.sim {
+		res.Took = time.Duration(len(p.Stmts)+len(p.Queries)) * SimCost
+	} else {
+		res.Took = time.Since(start)
+	}
+	return res, nil
+}
+
+// Close closes a live database (the simulator's outlive the node).
+func (x *executor) Close() error {
+	if x.sim {
+		return nil
+	}
+	return x.st.Close()
+}
