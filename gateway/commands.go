@@ -67,6 +67,7 @@ type command struct {
 	noAuth            bool // allowed before authentication
 	fn                handler
 	plan              planFunc // a data command (plan.go); fn is then unused
+	group             string   // Redis's command group (COMMAND DOCS)
 }
 
 var commands = map[string]*command{}
@@ -601,10 +602,19 @@ func cmdInfo(c *conn, args [][]byte) {
 	_, port, _ := net.SplitHostPort(c.nc.LocalAddr().String())
 	nss := s.b.Namespaces()
 	names := make([]string, len(nss))
-	keyspace := map[string]string{}
+	synod := map[string]string{}
 	for i, ns := range nss {
 		names[i] = ns.Name
-		keyspace["ns_"+ns.Name] = fmt.Sprintf("protocol=%s,service=%s", ns.Protocol, ns.Service)
+		synod["ns_"+ns.Name] = fmt.Sprintf("protocol=%s,service=%s", ns.Protocol, ns.Service)
+	}
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	keyspace := map[string]string{}
+	if all || want["keyspace"] {
+		keyspace = c.keyspaceInfo()
 	}
 	def := ""
 	if len(names) > 0 {
@@ -639,6 +649,13 @@ func cmdInfo(c *conn, args [][]byte) {
 			"request_timeout_ms":       strconv.FormatInt(s.opts.RequestTimeout.Milliseconds(), 10),
 		}},
 	}
+	for _, sec := range sections {
+		if sec.name == "Synod" {
+			for k, v := range synod {
+				sec.fields[k] = v
+			}
+		}
+	}
 	// Backend sections: merged into ours when the name matches, else appended.
 	extra := s.b.Info()
 	enames := make([]string, 0, len(extra))
@@ -666,11 +683,6 @@ func cmdInfo(c *conn, args [][]byte) {
 			sections = append(sections, infoSection{strings.ToUpper(n[:1]) + n[1:], fields})
 		}
 	}
-	want := map[string]bool{}
-	for _, a := range args[1:] {
-		want[strings.ToLower(string(a))] = true
-	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
 	var b strings.Builder
 	for _, sec := range sections {
 		if !all && !want[strings.ToLower(sec.name)] {
@@ -690,6 +702,24 @@ func cmdInfo(c *conn, args [][]byte) {
 		}
 	}
 	c.w.WriteBulkString(b.String())
+}
+
+// keyspaceInfo is INFO's Keyspace section in Redis's format: db0 is the
+// connection's namespace (what SELECT 0 names), "db0:keys=N,expires=N,
+// avg_ttl=MS", omitted when it holds no key, as Redis omits empty
+// databases. Other namespaces are listed in the Synod section (ns_<name>);
+// a namespace whose service has no dbinfo operation shows no db line.
+func (c *conn) keyspaceInfo() map[string]string {
+	out := map[string]string{}
+	if _, svc := c.serviceName(); svc != "kv" {
+		return out
+	}
+	r := c.run(service.Op{Kind: "dbinfo"}, c.nextSeq())
+	if r.Type != service.ResultArray || len(r.Elems) != 3 || r.Elems[0].Int == 0 {
+		return out
+	}
+	out["db0"] = fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", r.Elems[0].Int, r.Elems[1].Int, r.Elems[2].Int)
+	return out
 }
 
 // --- COMMAND ----------------------------------------------------------------------
@@ -733,8 +763,7 @@ func cmdCommand(c *conn, args [][]byte) {
 	case "count":
 		c.w.WriteInt(int64(len(commands)))
 	case "docs":
-		// Documentation is optional: redis-cli only uses it for hints.
-		c.w.WriteMap(0)
+		c.commandDocs(args[2:])
 	case "list":
 		all := sortedCommands()
 		c.w.WriteArray(len(all))
@@ -757,6 +786,77 @@ func cmdCommand(c *conn, args [][]byte) {
 	default:
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", args[1]))
 	}
+}
+
+// groupOf is a command's Redis group (COMMAND DOCS).
+func groupOf(cmd *command) string {
+	if cmd.group != "" {
+		return cmd.group
+	}
+	switch cmd.name {
+	case "info", "command", "config":
+		return "server"
+	case "synod":
+		return "synod"
+	}
+	for _, f := range cmd.flags {
+		if f == "pubsub" {
+			return "pubsub"
+		}
+	}
+	return "connection"
+}
+
+// commandDocs answers COMMAND DOCS [name ...]: for each command its
+// summary, since and group (no argument specs: redis-cli then shows no
+// hints, which is all it uses them for).
+func (c *conn) commandDocs(names [][]byte) {
+	var cmds []*command
+	if len(names) == 0 {
+		cmds = sortedCommands()
+	}
+	for _, n := range names {
+		if cmd, ok := commands[strings.ToLower(string(n))]; ok {
+			cmds = append(cmds, cmd)
+		}
+	}
+	c.w.WriteMap(len(cmds))
+	for _, cmd := range cmds {
+		c.w.WriteBulkString(cmd.name)
+		c.w.WriteMap(3)
+		c.w.WriteBulkString("summary")
+		summary := fmt.Sprintf("Redis's %s, served by Synod.", strings.ToUpper(cmd.name))
+		if cmd.plan != nil {
+			summary = fmt.Sprintf("Redis's %s, mapped onto the namespace service's operations (see SYNOD HELP).", strings.ToUpper(cmd.name))
+		}
+		if cmd.name == "synod" {
+			summary = "Synod's own commands (SYNOD HELP)."
+		}
+		c.w.WriteBulkString(summary)
+		c.w.WriteBulkString("since")
+		c.w.WriteBulkString("1.0.0")
+		c.w.WriteBulkString("group")
+		c.w.WriteBulkString(groupOf(cmd))
+	}
+}
+
+// commandHelp lists every command of the table by group, for SYNOD HELP.
+func commandHelp() []string {
+	byGroup := map[string][]string{}
+	for _, cmd := range sortedCommands() {
+		g := groupOf(cmd)
+		byGroup[g] = append(byGroup[g], strings.ToUpper(cmd.name))
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	out := []string{"Redis commands served (COMMAND INFO gives arity, flags and key positions; any other answers Redis's unknown-command error):"}
+	for _, g := range groups {
+		out = append(out, fmt.Sprintf("  %s: %s", g, strings.Join(byGroup[g], " ")))
+	}
+	return out
 }
 
 // --- SYNOD ------------------------------------------------------------------------
@@ -847,8 +947,9 @@ func cmdSynod(c *conn, args [][]byte) {
 		}
 		c.runPlan("synod", opPlan(synodOp(args), nil))
 	case "help":
-		c.w.WriteArray(len(synodHelp))
-		for _, l := range synodHelp {
+		lines := append(append([]string(nil), synodHelp...), commandHelp()...)
+		c.w.WriteArray(len(lines))
+		for _, l := range lines {
 			c.w.WriteSimple(l)
 		}
 	default:

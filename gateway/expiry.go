@@ -9,7 +9,7 @@ package gateway
 var expireWords = []string{"nx", "xx", "gt", "lt"}
 
 func init() {
-	register(
+	register("generic",
 		key1("expire", -3, fWriteFast, keyPlan("expire", 3, expireWords, nil)),
 		key1("pexpire", -3, fWriteFast, keyPlan("pexpire", 3, expireWords, nil)),
 		key1("expireat", -3, fWriteFast, keyPlan("expireat", 3, expireWords, nil)),

@@ -7,7 +7,7 @@ import "github.com/synod-dev/synod/service"
 // map in RESP3.
 
 func init() {
-	register(
+	register("hash",
 		key1("hset", -4, fWriteMemF, planHSet),
 		key1("hmset", -4, fWriteMemF, planHSet),
 		key1("hsetnx", 4, fWriteMemF, keyPlan("hsetnx", 0, nil, nil)),

@@ -15,7 +15,7 @@ import (
 // through the protocol. TYPE answers a status reply, as Redis.
 
 func init() {
-	register(
+	register("generic",
 		allKeys("del", -2, fWrite, planPerKey("del", "del")),
 		allKeys("unlink", -2, fWriteFast, planPerKey("unlink", "unlink")),
 		allKeys("exists", -2, fReadFast, planPerKey("exists", "exists")),

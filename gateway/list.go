@@ -4,7 +4,7 @@ package gateway
 // (service/kv_doc.go, "Lists").
 
 func init() {
-	register(
+	register("list",
 		key1("lpush", -3, fWriteMemF, keyPlan("lpush", 0, nil, nil)),
 		key1("rpush", -3, fWriteMemF, keyPlan("rpush", 0, nil, nil)),
 		key1("lpushx", -3, fWriteMemF, keyPlan("lpushx", 0, nil, nil)),

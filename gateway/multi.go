@@ -96,15 +96,13 @@ const execAbort = "EXECABORT Transaction discarded because of previous errors."
 var multiCommands = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true}
 
 func init() {
-	for _, c := range []*command{
+	register("transactions", []*command{
 		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdMulti},
 		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: cmdExec},
 		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdDiscard},
 		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, first: 1, last: -1, step: 1, fn: cmdWatch},
 		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdUnwatch},
-	} {
-		commands[c.name] = c
-	}
+	}...)
 }
 
 // queuedPlan returns the plan a command contributes to a MULTI, or false

@@ -331,9 +331,11 @@ func doubles(r service.Result) service.Result {
 	return r
 }
 
-// register adds commands to the table.
-func register(cmds ...*command) {
+// register adds commands of a Redis command group (COMMAND DOCS) to the
+// table.
+func register(group string, cmds ...*command) {
 	for _, c := range cmds {
+		c.group = group
 		commands[c.name] = c
 	}
 }

@@ -180,7 +180,8 @@ func TestConnectionCommands(t *testing.T) {
 		cmd("CLIENT SETINFO color red", "(error) ERR Unrecognized option 'color'"),
 		cmd("CLIENT NOPE", "(error) ERR unknown subcommand 'NOPE'. Try CLIENT HELP."),
 		cmd("CLIENT SETNAME", "(error) ERR wrong number of arguments for 'client|setname' command"),
-		cmd("COMMAND DOCS", "(empty array)"),
+		cmd("COMMAND DOCS nosuch", "(empty array)"),
+		cmd("COMMAND DOCS hgetall", "1) \"hgetall\"\n2) 1) \"summary\"\n   2) \"Redis's HGETALL, mapped onto the namespace service's operations (see SYNOD HELP).\"\n   3) \"since\"\n   4) \"1.0.0\"\n   5) \"group\"\n   6) \"hash\""),
 		cmd("COMMAND COUNT", fmt.Sprintf("(integer) %d", len(commands))),
 		cmd("COMMAND INFO nope", "1) (nil)"),
 		cmd("SYNOD NS", `"main"`),
@@ -216,7 +217,7 @@ func TestConnectionCommands(t *testing.T) {
 	// INFO: our sections, the backend's, and section selection.
 	all := c.do("INFO")
 	for _, want := range []string{"# Server", "redis_version:7.0.0", "# Clients", "connected_clients:1", "maxclients:77",
-		"# Keyspace", "ns_other:protocol=q,service=kv", "# Synod", "client_namespace:main", "client_read_mode:local",
+		"# Keyspace", "# Synod", "ns_other:protocol=q,service=kv", "client_namespace:main", "client_read_mode:local",
 		"namespaces:main,other", "# Memory", "backend:memory"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("INFO lacks %q:\n%s", want, all)

@@ -6,7 +6,7 @@ package gateway
 // first is Op.Key), so they read one consistent cut.
 
 func init() {
-	register(
+	register("set",
 		key1("sadd", -3, fWriteMemF, keyPlan("sadd", 0, nil, nil)),
 		key1("srem", -3, fWriteFast, keyPlan("srem", 0, nil, nil)),
 		key1("smembers", 2, fRead, keyPlan("smembers", 0, nil, asSet)),

@@ -19,7 +19,7 @@ import (
 // (automaton.ApplyGroup).
 
 func init() {
-	register(
+	register("string",
 		key1("get", 2, fReadFast, planGet),
 		key1("set", -3, fWriteMem, planSet),
 		key1("setnx", 3, fWriteMemF, planSetNX),

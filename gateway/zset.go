@@ -11,7 +11,7 @@ import "github.com/synod-dev/synod/service"
 var zrangeWords = []string{"byscore", "bylex", "rev", "limit", "withscores"}
 
 func init() {
-	register(
+	register("sorted_set",
 		key1("zadd", -4, fWriteMemF, planZAdd),
 		key1("zrem", -3, fWriteFast, keyPlan("zrem", 0, nil, nil)),
 		key1("zscore", 3, fReadFast, keyPlan("zscore", 0, nil, asDouble)),
