@@ -7,6 +7,7 @@ import (
 	_ "github.com/synod-dev/synod/protocol/esds"
 	_ "github.com/synod-dev/synod/protocol/fastpaxos"
 	_ "github.com/synod-dev/synod/protocol/orcabcast"
+	_ "github.com/synod-dev/synod/protocol/orcaprimary"
 	_ "github.com/synod-dev/synod/protocol/paxos"
 	_ "github.com/synod-dev/synod/protocol/pb"
 	_ "github.com/synod-dev/synod/protocol/pbpaxos"

@@ -1,0 +1,61 @@
+// Package orcaprimary is Orca's point-to-point runtime system (seed 004 §3):
+// one primary copy per object, secondary copies in the primary's copy set,
+// remote reads and writes executed at the primary for nodes without a copy,
+// and, selectable per object (parameter invalidate), the invalidation
+// protocol (§3.1: lock, invalidate every secondary, acknowledgements, update,
+// unlock; fetch-object on a read miss, blocked while the primary is locked)
+// or the two-phase update protocol (§3.2: lock-and-update carrying the
+// operation and its parameters, acknowledgements while the copies stay
+// locked, unlock; the next write may start before every copy is unlocked).
+// Protocol name: orca-primary.
+//
+// # Decisions where the seed is silent or ambiguous
+//
+//   - Placement. All objects start with only a primary copy (§3.3), placed
+//     by a hash of the object's name over the nodes. Migration of the
+//     primary to a frequent writer (§3.3) is not implemented yet.
+//   - Dynamic replication (§3.3) from statistics kept at the reading node
+//     rather than the primary (the seed says the primary counts remote reads
+//     and writes per processor; counting at the reader needs no extra
+//     message and decides the same thing): after replicate_after remote reads
+//     of an object since its own last write, a node fetches a copy; a
+//     secondary that receives drop_after updates with no local read between
+//     them discards its copy; the primary learns it from the next
+//     lock-and-update's acknowledgement (has=false), not from a drop message,
+//     which could overtake a later install and remove a fresh copy from the
+//     copy set (found by the conformance scenario "eager copies and drops"). With
+//     invalidation, replicate_after=1 is Figure 2's fetch on every read miss.
+//   - When the primary applies a write (§3.2 leaves it open): when it takes
+//     the lock; the primary copy counts as locked (reads wait) until every
+//     acknowledgement is in, so no copy serves the new value while another
+//     serves the old one.
+//   - A lock-and-update for version v+1 arriving while a copy is still
+//     locked at v implies v's unlock (the primary started v+1 only after
+//     every copy acknowledged v and then sent the unlocks); the seed's
+//     "not serviced until the unlock ... has been handled" holds because the
+//     implied unlock is handled first. A lost unlock is recovered by the
+//     locked copy re-sending its acknowledgement, which the primary answers
+//     with the unlock.
+//   - Stale copies. An install (the answer to fetch-object) carries the
+//     object's version and the fetch's nonce; a copy refuses an install
+//     older than a version it has seen in a lock-and-update or invalidate
+//     (that write overtook the install) and fetches again.
+//   - Faults (the seed relies on Amoeba's reliable RPC and does not
+//     discuss crashes). Every message is retransmitted until answered; the
+//     primary persists its copy, copy set, deduplication table and the write
+//     in phase one before any message that depends on them, and a restarted
+//     primary runs phase one of that write again. Secondary copies are
+//     volatile: a restarted node acknowledges with has=false and leaves the
+//     copy set.
+//   - Consistency. §3's X/Y requirement (one order of writes across
+//     objects) follows from each object's writes being atomic at every copy
+//     (readable-copies-agree); declared as sequential consistency, like the
+//     paper's serializability with reads at copies.
+//
+// # Broken variant
+//
+// orca-primary-broken-earlyunlock unlocks a secondary right after it applies
+// a lock-and-update, before the primary has every acknowledgement: for a
+// while one copy serves the new version and another the old one. The
+// invariant readable-copies-agree catches it.
+package orcaprimary

@@ -1,0 +1,149 @@
+package orcaprimary
+
+import (
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Message kinds (seed 004 §3.1–§3.3).
+const (
+	kRemote  byte = iota + 1 // node → primary: a remote read or write (the operation is executed at the primary)
+	kReply                   // primary → node: its result
+	kFetch                   // node → primary: fetch-object on a read miss
+	kInstall                 // primary → node: a copy of the object (a new secondary)
+	kLockUpd                 // primary → secondary: lock-and-update (object, operation, parameters)
+	kInval                   // primary → secondary: invalidate
+	kAck                     // secondary → primary: acknowledgement (has: it holds a copy)
+	kUnlock                  // primary → secondary: unlock
+)
+
+var header = proto.Header{Protocol: Name, Version: 1,
+	Kinds: []string{"remote", "reply", "fetch", "install", "lock-and-update", "invalidate", "ack", "unlock"}}
+
+type message struct {
+	kind    byte
+	key     string
+	version uint64
+	nonce   uint64 // fetch/install
+	has     bool   // ack
+	req     automaton.Request
+	res     service.Result
+	state   []byte
+}
+
+func (m message) encode() []byte {
+	e := header.Message(m.kind, 48+len(m.state))
+	e.String(m.key)
+	e.Uvarint(m.version)
+	switch m.kind {
+	case kRemote, kLockUpd:
+		e.Uvarint(m.req.ID.Client)
+		e.Uvarint(m.req.ID.Seq)
+		service.EncodeOp(&e, m.req.Op)
+	case kReply:
+		e.Uvarint(m.req.ID.Client)
+		e.Uvarint(m.req.ID.Seq)
+		service.EncodeResult(&e, m.res)
+	case kFetch:
+		e.Uvarint(m.nonce)
+	case kInstall:
+		e.Uvarint(m.nonce)
+		e.Bytes(m.state)
+	case kAck:
+		e.Bool(m.has)
+	}
+	return e.B
+}
+
+func decodeMessage(b []byte) (message, error) {
+	d, k, err := header.OpenMessage(b)
+	if err != nil {
+		return message{}, err
+	}
+	m := message{kind: k, key: d.String(), version: d.Uvarint()}
+	switch k {
+	case kRemote, kLockUpd:
+		m.req.ID = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
+		m.req.Op = service.DecodeOp(d)
+	case kReply:
+		m.req.ID = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
+		m.res = service.DecodeResult(d)
+	case kFetch:
+		m.nonce = d.Uvarint()
+	case kInstall:
+		m.nonce = d.Uvarint()
+		m.state = d.BytesCopy()
+	case kAck:
+		m.has = d.Bool()
+	}
+	return m, d.Done()
+}
+
+// done is a client's last write on an object and its result (the
+// deduplication table, per object, persisted with it).
+type done struct {
+	seq uint64
+	res service.Result
+}
+
+// record is a primary copy as persisted under "o/<key>": its version, its
+// state, its copy set, its deduplication table, and the write in phase one
+// (version == its version) if any.
+type record struct {
+	version  uint64
+	state    []byte
+	copies   []automaton.NodeID
+	dedup    map[uint64]done
+	inflight *automaton.Request
+}
+
+func (r record) encode() []byte {
+	e := header.Record(64 + len(r.state))
+	e.Uvarint(r.version)
+	e.Bytes(r.state)
+	e.Uvarint(uint64(len(r.copies)))
+	for _, c := range r.copies {
+		e.String(string(c))
+	}
+	clients := make([]uint64, 0, len(r.dedup))
+	for c := range r.dedup {
+		clients = append(clients, c)
+	}
+	sort.Slice(clients, func(i, j int) bool { return clients[i] < clients[j] })
+	e.Uvarint(uint64(len(clients)))
+	for _, c := range clients {
+		e.Uvarint(c)
+		e.Uvarint(r.dedup[c].seq)
+		service.EncodeResult(&e, r.dedup[c].res)
+	}
+	e.Bool(r.inflight != nil)
+	if r.inflight != nil {
+		e.Uvarint(r.inflight.ID.Client)
+		e.Uvarint(r.inflight.ID.Seq)
+		service.EncodeOp(&e, r.inflight.Op)
+	}
+	return e.B
+}
+
+func decodeRecord(d *wire.Decoder) record {
+	r := record{version: d.Uvarint(), state: d.BytesCopy(), dedup: map[uint64]done{}}
+	n := d.Count(1<<16, 1)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		r.copies = append(r.copies, automaton.NodeID(d.String()))
+	}
+	n = d.Count(1<<24, 3)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		c := d.Uvarint()
+		r.dedup[c] = done{seq: d.Uvarint(), res: service.DecodeResult(d)}
+	}
+	if d.Bool() {
+		req := automaton.Request{ID: automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}}
+		req.Op = service.DecodeOp(d)
+		r.inflight = &req
+	}
+	return r
+}

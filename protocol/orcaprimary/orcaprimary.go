@@ -1,0 +1,359 @@
+package orcaprimary
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	_ "github.com/synod-dev/synod/orca" // the object service travels with its runtimes
+	"github.com/synod-dev/synod/protocol/proto"
+	"github.com/synod-dev/synod/service"
+)
+
+// Name is the protocol's registered name.
+const Name = "orca-primary"
+
+// BrokenEarlyUnlock: a secondary unlocks its copy as soon as it has applied
+// a lock-and-update, before the primary has every acknowledgement.
+const BrokenEarlyUnlock = Name + "-broken-earlyunlock"
+
+func init() {
+	automaton.Register(protocol{name: Name})
+	automaton.RegisterBroken(Name, protocol{name: BrokenEarlyUnlock, earlyUnlock: true,
+		doc: "two-phase update whose secondaries unlock right after applying (before every copy acknowledged): two copies serve different versions at once; the invariant readable-copies-agree catches it"})
+}
+
+// Defaults.
+const (
+	DefaultRetransmit     = 20 * time.Millisecond
+	DefaultReplicateAfter = 2
+	DefaultDropAfter      = 8
+)
+
+var params = proto.NewSpec(
+	proto.Param{Name: "retransmit", Kind: proto.Duration, Default: DefaultRetransmit.String(), Min: "0", MinOpen: true,
+		Doc: "resend interval of remote operations, fetches, phase-one messages and a locked copy's acknowledgement"},
+	proto.Param{Name: "invalidate", Kind: proto.String, Default: "",
+		Doc: "comma-separated object-name prefixes whose objects use the invalidation protocol; the others use two-phase update (\"*\": every object)"},
+	proto.Param{Name: "replicate_after", Kind: proto.Int, Default: strconv.Itoa(DefaultReplicateAfter), Min: "0",
+		Doc: "remote reads of an object a node makes (since it last wrote it) before it fetches a copy; 0 never replicates"},
+	proto.Param{Name: "drop_after", Kind: proto.Int, Default: strconv.Itoa(DefaultDropAfter), Min: "0",
+		Doc: "updates a secondary copy receives without a local read in between before the node discards it; 0 never drops"},
+)
+
+type protocol struct {
+	name        string
+	earlyUnlock bool
+	doc         string
+}
+
+func (p protocol) Name() string { return p.name }
+
+// IdempotentRetry: each primary copy keeps a persisted deduplication table.
+func (p protocol) IdempotentRetry() bool { return true }
+
+// Consistency: the paper's serializability with one order of writes across
+// objects (§3: the X/Y example), reads at copies: sequential consistency
+// for clients that stay on their node.
+func (p protocol) Consistency() automaton.Consistency { return automaton.Sequential }
+
+// Describe implements automaton.Describer.
+func (p protocol) Describe() string {
+	if p.doc != "" {
+		return p.doc
+	}
+	return "Orca's point-to-point runtime (seed 004 §3): a primary copy per object, secondaries in a copy set, remote operations at the primary, invalidation or two-phase update per object, copies created from read statistics"
+}
+
+// DefaultParams implements automaton.ParamDefaulter.
+func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
+
+// Scenarios implements automaton.ScenarioDeclarer.
+func (p protocol) Scenarios() []automaton.Scenario {
+	if p.earlyUnlock {
+		return []automaton.Scenario{{Name: "caught by the invariant readable-copies-agree",
+			Args: []string{"--nodes", "3", "--clients", "6", "--ops", "300", "--keys", "2", "--faults", "none", "--param", "replicate_after=1"}, Seeds: "1-4"}}
+	}
+	return []automaton.Scenario{
+		{Name: "invalidation protocol under faults",
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
+		{Name: "eager copies and drops under faults",
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "3", "--param", "replicate_after=1", "--param", "drop_after=2"}, Seeds: "1-5"},
+	}
+}
+
+// New implements automaton.Protocol.
+func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+	}
+	if _, _, err := proto.Positions(p.name, cfg.Nodes, cfg.Self); err != nil {
+		return nil, err
+	}
+	if service.IsNondeterministic(cfg.Service) {
+		return nil, fmt.Errorf("%s: secondaries apply each update themselves; the nondeterministic service %s would diverge", p.name, cfg.Service.Name())
+	}
+	prm, err := params.Parse(p.name, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	a := &Primary{proto: p, cfg: cfg,
+		retransmit:     prm.Duration("retransmit"),
+		replicateAfter: prm.Int("replicate_after"),
+		dropAfter:      prm.Int("drop_after"),
+	}
+	for _, s := range strings.Split(prm.String("invalidate"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			a.invalidate = append(a.invalidate, s)
+		}
+	}
+	return a, nil
+}
+
+// Primary is one node's automaton: the primary copies of the objects that
+// hash to it, the secondary copies it holds of others, and the client
+// requests it waits on.
+type Primary struct {
+	proto          protocol
+	cfg            automaton.Config
+	retransmit     time.Duration
+	replicateAfter int
+	dropAfter      int
+	invalidate     []string
+
+	prim    map[string]*primCopy // objects whose primary is here
+	sec     map[string]*secCopy  // secondary copies held here
+	remote  map[automaton.RequestID]automaton.Request
+	fetches map[string]uint64 // key → nonce of the outstanding fetch
+	waiting map[string][]automaton.Request
+	reads   map[string]int // remote reads per key since this node's last write (statistics)
+	seenV   map[string]uint64 // highest version named by a lock-and-update or invalidate
+
+	timerSet bool
+	out      []automaton.Output
+}
+
+const tick automaton.TimerID = 1
+
+// Step implements automaton.Automaton.
+func (a *Primary) Step(in automaton.Input) []automaton.Output {
+	a.out = nil
+	switch in := in.(type) {
+	case automaton.Start:
+		a.onStart(in)
+	case automaton.ClientRequest:
+		a.onRequest(in.Req)
+	case automaton.PeerMessage:
+		a.onMessage(in.From, in.Msg)
+	case automaton.TimerFired:
+		if in.ID == tick {
+			a.timerSet = false
+			a.onTick()
+		}
+	}
+	a.armTimer()
+	return a.out
+}
+
+func (a *Primary) emit(o automaton.Output) { a.out = append(a.out, o) }
+
+func (a *Primary) send(to automaton.NodeID, m message) {
+	if to != a.cfg.Self {
+		a.emit(automaton.Send{To: to, Msg: m.encode()})
+	}
+}
+
+func (a *Primary) respond(id automaton.RequestID, r service.Result) {
+	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: r}})
+}
+
+// primaryOf places an object's primary copy: a hash of its name over the
+// nodes (§3.3: "Initially the system contains one copy for each object:
+// the primary copy").
+func (a *Primary) primaryOf(key string) automaton.NodeID {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return a.cfg.Nodes[int(h.Sum32())%len(a.cfg.Nodes)]
+}
+
+func (a *Primary) invalidates(key string) bool {
+	for _, p := range a.invalidate {
+		if p == "*" || strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// onStart recovers the primary copies from their records; secondary copies
+// are volatile and lost.
+func (a *Primary) onStart(s automaton.Start) {
+	a.prim = map[string]*primCopy{}
+	a.sec = map[string]*secCopy{}
+	a.remote = map[automaton.RequestID]automaton.Request{}
+	a.fetches = map[string]uint64{}
+	a.waiting = map[string][]automaton.Request{}
+	a.reads = map[string]int{}
+	a.seenV = map[string]uint64{}
+	a.timerSet = false
+	keys := make([]string, 0)
+	for k := range s.Records {
+		if strings.HasPrefix(k, "o/") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		a.recoverPrimary(strings.TrimPrefix(k, "o/"), s.Records[k])
+	}
+}
+
+// onRequest: a write goes to the primary (here, or remote); a read runs on
+// a local copy, or remotely, or fetches a copy (statistics decide).
+func (a *Primary) onRequest(req automaton.Request) {
+	if r, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+		a.respond(req.ID, r)
+		return
+	}
+	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
+		a.respond(req.ID, service.Errorf("%v", err))
+		return
+	}
+	key := req.Op.Key
+	if a.primaryOf(key) == a.cfg.Self {
+		a.primaryRequest(a.cfg.Self, automaton.Request{ID: req.ID, Op: req.Op})
+		return
+	}
+	if !a.cfg.Service.IsRead(req.Op) {
+		a.reads[key] = 0
+		a.remoteOp(req)
+		return
+	}
+	if c, ok := a.sec[key]; ok {
+		c.reads++
+		c.since = 0
+		a.readCopy(key, c, req)
+		return
+	}
+	a.reads[key]++
+	if a.replicateAfter > 0 && a.reads[key] >= a.replicateAfter {
+		a.waiting[key] = append(a.waiting[key], req)
+		a.fetch(key)
+		return
+	}
+	a.remoteOp(req)
+}
+
+// remoteOp ships the operation to the primary (remote read or write).
+func (a *Primary) remoteOp(req automaton.Request) {
+	if _, ok := a.remote[req.ID]; ok {
+		return
+	}
+	a.remote[req.ID] = req
+	a.send(a.primaryOf(req.Op.Key), message{kind: kRemote, key: req.Op.Key, req: req})
+}
+
+func (a *Primary) onReply(m message) {
+	if _, ok := a.remote[m.req.ID]; !ok {
+		return
+	}
+	delete(a.remote, m.req.ID)
+	a.respond(m.req.ID, m.res)
+}
+
+func (a *Primary) onMessage(from automaton.NodeID, raw []byte) {
+	m, err := decodeMessage(raw)
+	if err != nil {
+		return
+	}
+	switch m.kind {
+	case kRemote:
+		if a.primaryOf(m.key) == a.cfg.Self {
+			a.primaryRequest(from, m.req)
+		}
+	case kReply:
+		a.onReply(m)
+	case kFetch:
+		a.onFetch(from, m)
+	case kInstall:
+		a.onInstall(m)
+	case kLockUpd:
+		a.onLockAndUpdate(from, m)
+	case kInval:
+		a.onInvalidate(from, m)
+	case kAck:
+		a.onAck(from, m)
+	case kUnlock:
+		a.onUnlock(m)
+	}
+}
+
+// onTick retransmits what is outstanding.
+func (a *Primary) onTick() {
+	ids := make([]automaton.RequestID, 0, len(a.remote))
+	for id := range a.remote {
+		ids = append(ids, id)
+	}
+	automaton.SortRequestIDs(ids)
+	for _, id := range ids {
+		r := a.remote[id]
+		a.send(a.primaryOf(r.Op.Key), message{kind: kRemote, key: r.Op.Key, req: r})
+	}
+	for _, k := range sortedKeys(a.fetches) {
+		a.send(a.primaryOf(k), message{kind: kFetch, key: k, nonce: a.fetches[k]})
+	}
+	for _, k := range sortedKeys(a.prim) {
+		a.resendPhaseOne(k, a.prim[k])
+	}
+	for _, k := range sortedKeys(a.sec) {
+		if c := a.sec[k]; c.locked {
+			a.send(a.primaryOf(k), message{kind: kAck, key: k, version: c.version, has: true})
+		}
+	}
+}
+
+func (a *Primary) outstanding() bool {
+	if len(a.remote) > 0 || len(a.fetches) > 0 {
+		return true
+	}
+	for _, c := range a.prim {
+		if c.flight != nil {
+			return true
+		}
+	}
+	for _, c := range a.sec {
+		if c.locked {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Primary) armTimer() {
+	if a.timerSet || !a.outstanding() {
+		return
+	}
+	a.timerSet = true
+	a.emit(automaton.SetTimer{ID: tick, After: a.retransmit})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *Primary) seen(key string) uint64 { return a.seenV[key] }
+
+func (a *Primary) see(key string, v uint64) {
+	if v > a.seenV[key] {
+		a.seenV[key] = v
+	}
+}
