@@ -130,7 +130,7 @@ type Primary struct {
 	remote  map[automaton.RequestID]automaton.Request
 	fetches map[string]uint64 // key → nonce of the outstanding fetch
 	waiting map[string][]automaton.Request
-	reads   map[string]int // remote reads per key since this node's last write (statistics)
+	reads   map[string]int    // remote reads per key since this node's last write (statistics)
 	seenV   map[string]uint64 // highest version named by a lock-and-update or invalidate
 
 	timerSet bool
