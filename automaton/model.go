@@ -1,0 +1,103 @@
+package automaton
+
+import "github.com/synod-dev/synod/service"
+
+// Model checking (issue 20): the small configuration a protocol is checked
+// in exhaustively by package mc, and the symmetries the checker may use.
+//
+// Every protocol has a model without declaring anything: ModelOf returns a
+// generic default (3 nodes, 2 clients, one write then one read each on one
+// key, timers on). A protocol whose default does not fit (a service other
+// than KV, requests that must carry options, a role layout needing more
+// nodes, a broken variant that only shows under atomic groups) implements
+// ModelDeclarer, in a model.go of its own package.
+
+// ModelConfig is a small checkable configuration of one protocol.
+type ModelConfig struct {
+	// Nodes is the cluster size (n1..nN).
+	Nodes int
+	// Clients is the number of closed-loop clients; client c (from 1) sends
+	// Scripts[c-1] one request at a time.
+	Clients int
+	// Scripts holds each client's requests, in order. Empty: the default
+	// script (client c: set x "c", then get x).
+	Scripts [][]service.Op
+	// Requests, when set, turns client c's i-th operation into the request
+	// it sends (options, atomic groups); the ID is filled in by the checker.
+	Requests func(client, i int, op service.Op) Request
+	// Service is the namespace's service ("" is kv).
+	Service string
+	// Params are namespace parameters for every node.
+	Params map[string]string
+	// Target says which node client c sends to: "" or "fixed" (node
+	// (c-1) mod Nodes + 1), "first" (n1, a leader-based protocol's usual
+	// leader), or "any" (a branching choice of the checker).
+	Target string
+	// Depth is the default search depth (events from the initial state).
+	Depth int
+	// NoTimers leaves timers out of the enabled events (a protocol whose
+	// model terminates without them; fewer states).
+	NoTimers bool
+	// SymmetricNodes declares that nodes are interchangeable up to renaming
+	// (no node plays a distinguished role at start). The checker then
+	// treats states that differ by a permutation of node names as one; the
+	// protocol must keep node names out of its state and messages except
+	// as NodeID values the checker can rename (ABD's tags name nodes as
+	// strings: it does not declare this).
+	SymmetricNodes bool
+	// SymmetricClients declares that clients with equal scripts are
+	// interchangeable: the checker canonicalises the clients' part of the
+	// state (their progress and histories) under permutations of equal
+	// scripts. Sound only when the protocol's state does not depend on a
+	// client's id other than through request ids it treats opaquely.
+	SymmetricClients bool
+}
+
+// ModelDeclarer is implemented by protocols (and broken variants) that
+// declare their own model-checking configuration.
+type ModelDeclarer interface {
+	Model() ModelConfig
+}
+
+// DefaultModel is the model of a protocol that declares none.
+func DefaultModel() ModelConfig {
+	return ModelConfig{Nodes: 3, Clients: 2, Depth: 14}
+}
+
+// ModelOf returns the named protocol's model: its declared one with unset
+// fields taken from DefaultModel, or DefaultModel itself.
+func ModelOf(name string) ModelConfig {
+	d := DefaultModel()
+	p, err := LookupAny(name)
+	if err != nil {
+		return d
+	}
+	m, ok := p.(ModelDeclarer)
+	if !ok {
+		return d
+	}
+	c := m.Model()
+	if c.Nodes == 0 {
+		c.Nodes = d.Nodes
+	}
+	if c.Clients == 0 && len(c.Scripts) == 0 {
+		c.Clients = d.Clients
+	}
+	if c.Clients == 0 {
+		c.Clients = len(c.Scripts)
+	}
+	if c.Depth == 0 {
+		c.Depth = d.Depth
+	}
+	return c
+}
+
+// Snapshotter is implemented by automata that copy themselves: the copy
+// must behave exactly as the original would from now on, and share nothing
+// mutable with it. The model checker then expands a state by copying it
+// instead of replaying the events that led to it from a fresh instance
+// (package mc's generic copier is used otherwise, and replay verifies every
+// counterexample either way).
+type Snapshotter interface {
+	Snapshot() Automaton
+}

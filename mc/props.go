@@ -1,0 +1,147 @@
+package mc
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/check"
+	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/service"
+)
+
+// Properties, in Stateright's three kinds:
+//
+//   - always: the protocol's invariants after every step (world.step), the
+//     runtime contract (no send to self or to an unknown node), and the
+//     protocol's consistency checker on every history the search reaches
+//     (historyVerdict): Porcupine's linearizability, or sequential
+//     consistency, or (strict) serializability for groups and transactions,
+//     as check.ForHistory selects for the protocol's declared model.
+//   - sometimes: states that must be reachable, or the search proves
+//     nothing (sometimesProps): a write completes; a read returns a value.
+//   - eventually (bounded): on every path that ends (no event enabled)
+//     within the depth, every client's script completed. Paths cut by the
+//     depth bound are not judged (that would be unbounded liveness).
+
+// Sometimes properties, by name.
+const (
+	SomeWrite = "a write completes"
+	SomeRead  = "a read returns a value"
+)
+
+var sometimesProps = []string{SomeWrite, SomeRead}
+
+// EventuallyDone is the bounded eventually property.
+const EventuallyDone = "every request is eventually answered (on paths that end within the depth)"
+
+// sometimes reports which sometimes properties the last return satisfies.
+func (w *world) sometimes() (write, read bool) {
+	if !w.returned || len(w.hist) == 0 {
+		return
+	}
+	h := w.hist[len(w.hist)-1]
+	op := w.cfg.script(h.client)[h.op]
+	if h.res.Type == service.ResultErr {
+		return
+	}
+	if w.svc.IsRead(op) {
+		return false, h.res.Type == service.ResultBytes || h.res.Type == service.ResultInt
+	}
+	return true, false
+}
+
+// done reports whether every client's script completed.
+func (w *world) done() bool {
+	for c, cl := range w.clients {
+		if cl.pending || cl.next < len(w.cfg.script(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// history converts the hops into a history: times are positions in the
+// real-time order, and requests still pending are of unknown outcome.
+func (w *world) history() *history.History {
+	h := &history.History{Meta: map[string]string{"protocol": w.cfg.Protocol, "source": "model checker"}}
+	if w.cfg.Model.Service != "" {
+		h.Meta["service"] = w.cfg.Model.Service
+	}
+	at := map[[2]int]int{}
+	for t, x := range w.hist {
+		if !x.ret {
+			req := w.request(x.client, x.op)
+			op := history.Op{Process: x.client + 1, Kind: req.Op.Kind, Key: req.Op.Key, Call: int64(t), Outcome: history.Unknown}
+			for _, a := range req.Op.Args {
+				op.Args = append(op.Args, string(a))
+			}
+			if w.svc.IsRead(req.Op) {
+				op.ReadMode = req.Opts.Read.String()
+			}
+			if len(req.Opts.Ext) > 0 {
+				op.Opts = req.Opts.Ext
+			}
+			at[[2]int{x.client, x.op}] = len(h.Ops)
+			h.Ops = append(h.Ops, op)
+			continue
+		}
+		i := at[[2]int{x.client, x.op}]
+		h.Ops[i].Return = int64(t)
+		h.Ops[i].Outcome = history.OK
+		h.Ops[i].Result = history.FromResult(x.res)
+	}
+	return h
+}
+
+// verdicts caches history verdicts by history hash: many states share one
+// history.
+type verdicts struct {
+	m       sync.Map
+	checked int64
+	mu      sync.Mutex
+}
+
+// historyVerdict judges w's history with the protocol's checker ("" when
+// it passes, or when the protocol's model has no history checker here).
+func (v *verdicts) historyVerdict(w *world) string {
+	model, _ := automaton.ConsistencyOf(w.cfg.Protocol)
+	if model == automaton.EventuallySerializable || w.cfg.Model.Service == "matchmaker" {
+		return "" // judged with the replicas' final orders (sim/esds.go), not here
+	}
+	key := histHash(w.hist)
+	if r, ok := v.m.Load(key); ok {
+		return r.(string)
+	}
+	h := w.history()
+	chk := check.ForHistory(model, h)
+	rep, err := chk(h, check.Options{IgnoreDelCount: automaton.HasRegisterSemantics(w.cfg.Protocol)})
+	verdict := ""
+	switch {
+	case err != nil:
+		verdict = "history: " + err.Error()
+	case rep.Result == check.Illegal:
+		verdict = fmt.Sprintf("history not %s: %s", modelName(rep), firstLine(rep.Detail))
+	}
+	v.mu.Lock()
+	v.checked++
+	v.mu.Unlock()
+	v.m.Store(key, verdict)
+	return verdict
+}
+
+func modelName(r *check.Report) string {
+	if r.Model == "" {
+		return check.ModelLinearizable
+	}
+	return r.Model
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,541 @@
+package mc
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// A world is one state of the checked system: every node's automaton (or
+// nothing, when it is down), its durable records and timers, the messages in
+// flight, the clients' progress and the history they saw, and the
+// protocol's invariant checker (whose memory is part of the state: it judges
+// what comes next by what it saw).
+//
+// Runtime decisions, the same in every state (doc.go):
+//   - Persist records are durable at the end of the step that emitted them
+//     (each step ends with an fsync), so a crash loses no acknowledged record.
+//   - A response reaches its client at once; only peer messages (and a
+//     fanning-out client's copies of its request) travel the network.
+//   - A client sends its next request only once the previous one is
+//     answered, and only to a node that is up (a request to a down node
+//     would just stay unanswered: the same as one sent later).
+
+// EventKind names an enabled event.
+type EventKind string
+
+const (
+	EvInvoke  EventKind = "invoke"  // a client sends its next request
+	EvDeliver EventKind = "deliver" // a message in flight is delivered (and leaves the network)
+	EvDup     EventKind = "dup"     // a message is delivered and a copy stays in flight
+	EvDrop    EventKind = "drop"    // a message is lost
+	EvTimer   EventKind = "timer"   // a node's timer fires
+	EvCrash   EventKind = "crash"   // a node crashes (volatile state lost, records kept)
+	EvRestart EventKind = "restart" // a crashed node restarts from its records
+)
+
+// Event is one transition. Msg indexes the messages in flight, in send
+// order, as they stand in the state the event leaves.
+type Event struct {
+	Kind   EventKind         `json:"kind"`
+	Client int               `json:"client,omitempty"`
+	Node   int               `json:"node,omitempty"`
+	Msg    int               `json:"msg,omitempty"`
+	Timer  automaton.TimerID `json:"timer,omitempty"`
+	// Desc is the event in words (filled in for traces).
+	Desc string `json:"desc,omitempty"`
+}
+
+type message struct {
+	from, to int
+	data     []byte
+	req      *automaton.Request // a fanning-out client's copy (from is -1-client)
+}
+
+type nodeState struct {
+	a      automaton.Automaton // nil when down
+	disk   map[string][]byte
+	timers []automaton.TimerID // sorted
+	boots  int
+	// owned: a belongs to this world alone; otherwise it is shared with
+	// the state this one was copied from, and copied before it steps.
+	owned bool
+	// fp caches the automaton's hash (0: not computed since it stepped).
+	fp uint64
+}
+
+type clientState struct {
+	next    int // index of the next (or pending) operation
+	pending bool
+	target  int
+}
+
+// hop is one entry of the history, in real-time order: an invocation, or a
+// return with its result.
+type hop struct {
+	client, op int
+	ret        bool
+	res        service.Result
+}
+
+type world struct {
+	cfg     *Config
+	proto   automaton.Protocol
+	ids     []automaton.NodeID
+	index   map[automaton.NodeID]int
+	svc     service.Service
+	nodes   []nodeState
+	up      map[automaton.NodeID]automaton.Automaton
+	flight  []message
+	clients []clientState
+	hist    []hop
+	checker automaton.InvariantChecker
+	// checkerOwned: like nodeState.owned, for the invariant checker.
+	checkerOwned bool
+	crashes      int
+	// returned: the last step completed an operation (the history grew).
+	returned bool
+	// violation: what the last step broke ("" when nothing).
+	violation string
+}
+
+func newWorld(cfg *Config) (*world, error) {
+	p, err := automaton.LookupAny(cfg.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	svcName := cfg.Model.Service
+	if svcName == "" {
+		svcName = "kv"
+	}
+	svc, err := service.Lookup(svcName)
+	if err != nil {
+		return nil, err
+	}
+	if err := automaton.CheckService(cfg.Protocol, svc); err != nil {
+		return nil, err
+	}
+	w := &world{cfg: cfg, proto: p, svc: svc, index: map[automaton.NodeID]int{},
+		up: map[automaton.NodeID]automaton.Automaton{}}
+	for i := 1; i <= cfg.Model.Nodes; i++ {
+		id := automaton.NodeID(fmt.Sprintf("n%d", i))
+		w.index[id] = len(w.ids)
+		w.ids = append(w.ids, id)
+	}
+	w.nodes = make([]nodeState, len(w.ids))
+	for i := range w.nodes {
+		w.nodes[i].disk = map[string][]byte{}
+	}
+	w.checker, _ = automaton.NewInvariantChecker(cfg.Protocol)
+	w.clients = make([]clientState, cfg.Model.Clients)
+	for c := range w.clients {
+		switch cfg.Model.Target {
+		case "first":
+			w.clients[c].target = 0
+		default:
+			w.clients[c].target = c % len(w.ids)
+		}
+	}
+	for i := range w.ids {
+		if err := w.boot(i); err != nil {
+			return nil, err
+		}
+		if w.violation != "" {
+			break
+		}
+	}
+	return w, nil
+}
+
+// boot creates node i's automaton and starts it from its records. Its
+// random source depends only on the node and the boot count, so that a
+// replay draws the same numbers.
+func (w *world) boot(i int) error {
+	n := &w.nodes[i]
+	n.boots++
+	rng := rand.New(rand.NewSource(int64(i+1)*7919 + int64(n.boots)))
+	a, err := w.proto.New(automaton.Config{Self: w.ids[i], Nodes: append([]automaton.NodeID(nil), w.ids...),
+		Namespace: "default", Service: w.svc, Params: w.cfg.Model.Params, Rand: rng})
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.ids[i], err)
+	}
+	w.ownChecker(nil)
+	n.a, n.owned, n.fp = a, true, 0
+	n.timers = nil
+	w.up[w.ids[i]] = a
+	recs := make(map[string][]byte, len(n.disk))
+	for k, v := range n.disk {
+		recs[k] = v
+	}
+	w.step(i, automaton.Start{Records: recs})
+	return nil
+}
+
+// request returns client c's i-th request.
+func (w *world) request(c, i int) automaton.Request {
+	op := w.cfg.script(c)[i]
+	var r automaton.Request
+	if w.cfg.Model.Requests != nil {
+		r = w.cfg.Model.Requests(c+1, i, op)
+	} else {
+		r = automaton.Request{Op: op}
+	}
+	r.ID = automaton.RequestID{Client: uint64(c + 1), Seq: uint64(i + 1)}
+	return r
+}
+
+// step hands node i one input and applies its outputs.
+func (w *world) step(i int, in automaton.Input) {
+	n := &w.nodes[i]
+	if n.a == nil {
+		return
+	}
+	w.own(i)
+	n.fp = 0
+	outs := n.a.Step(in)
+	for _, o := range outs {
+		switch o := o.(type) {
+		case automaton.Send:
+			j, ok := w.index[o.To]
+			if !ok || j == i {
+				w.fail(fmt.Sprintf("contract: %s sent to %q", w.ids[i], o.To))
+				continue
+			}
+			w.flight = append(w.flight, message{from: i, to: j, data: o.Msg})
+		case automaton.Persist:
+			if n.disk == nil {
+				n.disk = map[string][]byte{}
+			}
+			if o.Delete {
+				delete(n.disk, o.Key)
+			} else {
+				n.disk[o.Key] = append([]byte(nil), o.Value...)
+			}
+		case automaton.SetTimer:
+			n.setTimer(o.ID)
+		case automaton.CancelTimer:
+			n.cancelTimer(o.ID)
+		case automaton.Respond:
+			w.respond(o.Resp)
+		}
+	}
+	if w.checker != nil && w.violation == "" {
+		if err := w.checker.Check(w.ids[i], w.up); err != nil {
+			w.fail("invariant: " + err.Error())
+		}
+	}
+}
+
+func (w *world) fail(s string) {
+	if w.violation == "" {
+		w.violation = s
+	}
+}
+
+func (n *nodeState) setTimer(id automaton.TimerID) {
+	k := sort.Search(len(n.timers), func(j int) bool { return n.timers[j] >= id })
+	if k < len(n.timers) && n.timers[k] == id {
+		return
+	}
+	t := make([]automaton.TimerID, 0, len(n.timers)+1)
+	t = append(t, n.timers[:k]...)
+	t = append(t, id)
+	n.timers = append(t, n.timers[k:]...)
+}
+
+func (n *nodeState) cancelTimer(id automaton.TimerID) {
+	for k, t := range n.timers {
+		if t == id {
+			n.timers = append(append([]automaton.TimerID(nil), n.timers[:k]...), n.timers[k+1:]...)
+			return
+		}
+	}
+}
+
+// respond hands a response to its client: the first non-silent answer to
+// the pending request completes it.
+func (w *world) respond(r automaton.Response) {
+	c := int(r.ID.Client) - 1
+	if c < 0 || c >= len(w.clients) || r.Silent {
+		return
+	}
+	cl := &w.clients[c]
+	if !cl.pending || int(r.ID.Seq) != cl.next+1 {
+		return
+	}
+	cl.pending = false
+	w.hist = append(w.hist[:len(w.hist):len(w.hist)], hop{client: c, op: cl.next, ret: true, res: r.Result})
+	cl.next++
+	w.returned = true
+}
+
+// enabled lists the events enabled in w, in a deterministic order.
+func (w *world) enabled() []Event {
+	var evs []Event
+	for c := range w.clients {
+		cl := &w.clients[c]
+		if cl.pending || cl.next >= len(w.cfg.script(c)) {
+			continue
+		}
+		if w.cfg.Model.Target == "any" && !automaton.ClientFanoutOf(w.cfg.Protocol) {
+			for i := range w.nodes {
+				if w.nodes[i].a != nil {
+					evs = append(evs, Event{Kind: EvInvoke, Client: c, Node: i})
+				}
+			}
+		} else if w.nodes[cl.target].a != nil || automaton.ClientFanoutOf(w.cfg.Protocol) {
+			evs = append(evs, Event{Kind: EvInvoke, Client: c, Node: cl.target})
+		}
+	}
+	for k := range w.flight {
+		if !w.deliverable(k) {
+			continue
+		}
+		evs = append(evs, Event{Kind: EvDeliver, Msg: k})
+		if w.cfg.Net.Duplicating {
+			evs = append(evs, Event{Kind: EvDup, Msg: k})
+		}
+		if w.cfg.Net.Lossy {
+			evs = append(evs, Event{Kind: EvDrop, Msg: k})
+		}
+	}
+	if mode := w.cfg.timerMode(); mode == "all" || mode == "quiet" && len(w.flight) == 0 {
+		for i := range w.nodes {
+			if w.nodes[i].a == nil {
+				continue
+			}
+			for _, t := range w.nodes[i].timers {
+				evs = append(evs, Event{Kind: EvTimer, Node: i, Timer: t})
+			}
+		}
+	}
+	for i := range w.nodes {
+		if w.nodes[i].a != nil && w.crashes < w.cfg.Crashes {
+			evs = append(evs, Event{Kind: EvCrash, Node: i})
+		}
+		if w.nodes[i].a == nil {
+			evs = append(evs, Event{Kind: EvRestart, Node: i})
+		}
+	}
+	return evs
+}
+
+// deliverable: under an ordered network only a link's oldest message may
+// go; under an unordered one, of identical messages on a link only the
+// first is offered (the others lead to the same states).
+func (w *world) deliverable(k int) bool {
+	m := &w.flight[k]
+	for j := 0; j < k; j++ {
+		o := &w.flight[j]
+		if o.from != m.from || o.to != m.to {
+			continue
+		}
+		if w.cfg.Net.Ordered || (string(o.data) == string(m.data) && o.req == m.req) {
+			return false
+		}
+	}
+	return true
+}
+
+// apply performs ev on w.
+func (w *world) apply(ev Event) error {
+	w.returned, w.violation = false, ""
+	switch ev.Kind {
+	case EvInvoke:
+		cl := &w.clients[ev.Client]
+		if cl.pending || cl.next >= len(w.cfg.script(ev.Client)) {
+			return fmt.Errorf("client %d has no request to send", ev.Client+1)
+		}
+		cl.pending = true
+		w.hist = append(w.hist[:len(w.hist):len(w.hist)], hop{client: ev.Client, op: cl.next})
+		req := w.request(ev.Client, cl.next)
+		if automaton.ClientFanoutOf(w.cfg.Protocol) {
+			req.Fanout = true
+			r := req
+			for i := range w.nodes {
+				w.flight = append(w.flight, message{from: -1 - ev.Client, to: i, req: &r})
+			}
+			return nil
+		}
+		w.step(ev.Node, automaton.ClientRequest{Req: req})
+	case EvDeliver, EvDup, EvDrop:
+		if ev.Msg < 0 || ev.Msg >= len(w.flight) {
+			return fmt.Errorf("no message %d in flight", ev.Msg)
+		}
+		m := w.flight[ev.Msg]
+		if ev.Kind != EvDup {
+			f := make([]message, 0, len(w.flight)-1)
+			f = append(f, w.flight[:ev.Msg]...)
+			w.flight = append(f, w.flight[ev.Msg+1:]...)
+		}
+		if ev.Kind == EvDrop {
+			return nil
+		}
+		if m.req != nil {
+			w.step(m.to, automaton.ClientRequest{Req: *m.req})
+		} else {
+			w.step(m.to, automaton.PeerMessage{From: w.ids[m.from], Msg: m.data})
+		}
+	case EvTimer:
+		n := &w.nodes[ev.Node]
+		had := false
+		for _, t := range n.timers {
+			had = had || t == ev.Timer
+		}
+		if n.a == nil || !had {
+			return fmt.Errorf("timer %d is not set at %s", ev.Timer, w.ids[ev.Node])
+		}
+		n.cancelTimer(ev.Timer)
+		w.step(ev.Node, automaton.TimerFired{ID: ev.Timer})
+	case EvCrash:
+		n := &w.nodes[ev.Node]
+		if n.a == nil {
+			return fmt.Errorf("%s is down already", w.ids[ev.Node])
+		}
+		n.a, n.timers, n.owned, n.fp = nil, nil, false, 0
+		delete(w.up, w.ids[ev.Node])
+		w.crashes++
+	case EvRestart:
+		if w.nodes[ev.Node].a != nil {
+			return fmt.Errorf("%s is up", w.ids[ev.Node])
+		}
+		return w.boot(ev.Node)
+	default:
+		return fmt.Errorf("unknown event %q", ev.Kind)
+	}
+	return nil
+}
+
+// clone returns a copy of w that shares its automata and checker until
+// one of them changes (own): an event steps one node, so a successor
+// copies one automaton and the checker, not the whole cluster.
+func (w *world) clone() *world {
+	c := *w
+	c.nodes = append([]nodeState(nil), w.nodes...)
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		n.owned = false
+		n.timers = n.timers[:len(n.timers):len(n.timers)]
+		d := make(map[string][]byte, len(n.disk))
+		for k, v := range n.disk {
+			d[k] = v // record values are never modified in place
+		}
+		n.disk = d
+	}
+	c.up = make(map[automaton.NodeID]automaton.Automaton, len(w.up))
+	for k, v := range w.up {
+		c.up[k] = v
+	}
+	c.checkerOwned = false
+	c.flight = w.flight[:len(w.flight):len(w.flight)]
+	c.clients = append([]clientState(nil), w.clients...)
+	c.hist = w.hist[:len(w.hist):len(w.hist)]
+	return &c
+}
+
+// own gives node i an automaton of this world's own (a deep copy of the
+// shared one: the generic copier, or its Snapshot) and copies the checker
+// with it, so that the checker's references to node i follow the copy and
+// its references to the other nodes stay on their (shared) automata.
+func (w *world) own(i int) {
+	n := &w.nodes[i]
+	if n.owned {
+		return
+	}
+	cp := newCopier()
+	for j := range w.nodes {
+		if a := w.nodes[j].a; a != nil && j != i {
+			v := reflect.ValueOf(a)
+			cp.seen[v.Pointer()] = v
+		}
+	}
+	var a automaton.Automaton
+	if s, ok := n.a.(automaton.Snapshotter); ok && w.checker == nil {
+		a = s.Snapshot()
+	} else {
+		a = cp.copyAny(n.a).(automaton.Automaton)
+	}
+	n.a, n.owned = a, true
+	w.up[w.ids[i]] = a
+	w.checkerOwned = false
+	w.ownChecker(cp)
+}
+
+// ownChecker copies the shared checker (with cp, whose map says where
+// references to automata go; nil: a fresh copier).
+func (w *world) ownChecker(cp *copier) {
+	if w.checker == nil || w.checkerOwned {
+		return
+	}
+	if cp == nil {
+		cp = newCopier()
+		for j := range w.nodes {
+			if a := w.nodes[j].a; a != nil {
+				v := reflect.ValueOf(a)
+				cp.seen[v.Pointer()] = v
+			}
+		}
+	}
+	w.checker = cp.copyAny(w.checker).(automaton.InvariantChecker)
+	w.checkerOwned = true
+}
+
+// describe renders ev as it applies to w (before it happens).
+func (w *world) describe(ev Event) string {
+	switch ev.Kind {
+	case EvInvoke:
+		cl := w.clients[ev.Client]
+		op := "?"
+		if cl.next < len(w.cfg.script(ev.Client)) {
+			op = w.cfg.script(ev.Client)[cl.next].String()
+		}
+		if automaton.ClientFanoutOf(w.cfg.Protocol) {
+			return fmt.Sprintf("client %d sends %s to every node", ev.Client+1, op)
+		}
+		return fmt.Sprintf("client %d sends %s to %s", ev.Client+1, op, w.ids[ev.Node])
+	case EvDeliver, EvDup, EvDrop:
+		if ev.Msg >= len(w.flight) {
+			return fmt.Sprintf("%s message %d (none)", ev.Kind, ev.Msg)
+		}
+		verb := map[EventKind]string{EvDeliver: "deliver", EvDup: "deliver a copy of", EvDrop: "lose"}[ev.Kind]
+		return verb + " " + w.describeMsg(w.flight[ev.Msg])
+	case EvTimer:
+		return fmt.Sprintf("%s: timer %d fires", w.ids[ev.Node], ev.Timer)
+	case EvCrash:
+		return fmt.Sprintf("%s crashes", w.ids[ev.Node])
+	case EvRestart:
+		return fmt.Sprintf("%s restarts", w.ids[ev.Node])
+	}
+	return string(ev.Kind)
+}
+
+// messageDescriber is harness.MessageDescriber (automata that decode their
+// own messages).
+type messageDescriber interface {
+	DescribeMessage(msg []byte) string
+}
+
+// dumper is harness.Dumper (automata that describe their state).
+type dumper interface{ Dump() string }
+
+func (w *world) describeMsg(m message) string {
+	if m.req != nil {
+		return fmt.Sprintf("client %d -> %s: request %v %s", -m.from, w.ids[m.to], m.req.ID, m.req.Op)
+	}
+	var d automaton.Automaton
+	for _, n := range w.nodes {
+		if n.a != nil {
+			d = n.a
+			break
+		}
+	}
+	body := fmt.Sprintf("%d bytes", len(m.data))
+	if md, ok := d.(messageDescriber); ok {
+		body = md.DescribeMessage(m.data)
+	}
+	return fmt.Sprintf("%s -> %s: %s", w.ids[m.from], w.ids[m.to], body)
+}
