@@ -3,21 +3,27 @@ package service
 import "maps"
 
 // Clone returns an independent copy of the state, much cheaper than Snapshot
-// plus Restore. Values are shared: Apply never modifies a stored value in
-// place (it replaces it), so sharing them is safe. Protocols that keep a
-// second copy of a state (ESDS's tentative state) use it when present.
+// plus Restore. Values are shared: Apply never modifies a stored string in
+// place (it replaces it), and a collection is changed in place only by the
+// state whose token owns it (kv_types.go), so Clone gives both sides new
+// tokens and the first write on either side to a shared collection copies
+// it. Protocols that keep a second copy of a state (ESDS's tentative state)
+// use it when present.
 //
 // The transfer bookkeeping costs the copy nothing beyond the map: the
 // journal and tombstone queue are shared as capacity-limited slices (a
 // later append on either side never writes where the other reads), and the
-// Merkle tree and tombstone map are shared copy-on-write (the first write
-// on either side that touches them copies them).
+// Merkle tree, the tombstone map and the deadline map are shared
+// copy-on-write (the first write on either side that touches them copies
+// them).
 func (s *KVState) Clone() State {
 	m := maps.Clone(s.m)
 	if m == nil {
 		m = map[string]kvEntry{}
 	}
+	s.tok = new(int)
 	c := *s
+	c.tok = new(int)
 	c.m = m
 	c.journal = s.journal[:len(s.journal):len(s.journal)]
 	c.tq = s.tq[:len(s.tq):len(s.tq)]
@@ -26,6 +32,9 @@ func (s *KVState) Clone() State {
 	}
 	if s.tomb != nil {
 		s.tombShared, c.tombShared = true, true
+	}
+	if s.exps != nil {
+		s.expsShared, c.expsShared = true, true
 	}
 	return &c
 }

@@ -158,8 +158,8 @@
 // counter, the reads from the operation's Env (any answer is a valid
 // random pick). KV stays a deterministic service.
 //
-// SCAN's cursor. A key's scan position is a 63-bit hash of the key (the
-// Merkle leaf hash, FNV-1a 64 finalised by fmix64, shifted right once). A
+// SCAN's cursor. A key's scan position is a 62-bit hash of the key (the
+// Merkle leaf hash, FNV-1a 64 finalised by fmix64, its low 62 bits). A
 // call with cursor c examines the keys whose position is at least c, in
 // position order (ties by key), COUNT of them (default 10) and every key
 // sharing the last one's position, filters them by MATCH and TYPE (so a
@@ -171,21 +171,25 @@
 // least once). A page costs O(n) (the keyspace is filtered, not indexed).
 //
 // Per-key versions (WATCH). Every write to the state increments the state's
-// version (its write counter, also the DeltaState Version). A present key's
-// version is the counter value of its last change. An absent key's version
-// is the counter value of its deletion while the state remembers it (a
-// tombstone, at most DefaultTombstones of them), else the absent floor: the
-// largest deletion version the state has forgotten, raised also by FLUSHDB
-// (which forgets every tombstone at once). Proof that a guard cannot pass a
-// modified key: WATCH reads v = version(k) at some point; any later change
-// of k happens at a counter value w > v (the counter only grows). If k is
-// present at the guard, its version is its last change, at least w; if it
-// is absent, its deletion d is at least w and its version is d (remembered)
-// or the floor, which is at least d once d is forgotten. Either way the
-// version is not v and the guard fails. A guard may fail without a change
-// (an unrelated forgotten tombstone raised the floor): a retry, never a
-// lost update. Versions, tombstones and the floor travel in snapshots and
-// deltas, so every replica answers a guard alike.
+// version (its write counter, the DeltaState Version); every deletion
+// (DEL, expiry, RENAME's source, FLUSHDB's keys) sets the state's gone
+// counter to the new version. A present key carries a generation: gone+1
+// when the key is created, its previous generation plus one at every later
+// write. A present key's version is its generation, an absent key's is
+// gone. No tombstones are needed, so nothing grows with deleted keys.
+//
+// Proof that a guard cannot pass a changed key. (1) A generation never
+// exceeds the state's version: created at gone+1 <= version (gone is an
+// earlier version), each later write adds one to both. (2) version(k)
+// never decreases and grows at every change of k: a write to a present key
+// adds one; a deletion moves it from the generation g to gone = the
+// deleting version, which is above g by (1); while k is absent gone only
+// grows; a re-creation moves it from gone to gone+1. So if WATCH read
+// v = version(k) and k changed afterwards, version(k) > v at the guard,
+// and the guard fails. It may fail without a change of k (another key was
+// deleted while k was absent): a retry, never a lost update. Generations
+// and gone travel in snapshots and deltas, so every replica answers a
+// guard alike; two replicas with one history have equal generations.
 //
 // Expiry. Deadlines (Unix ms) are part of the state. Time comes only from
 // the operation's service.Env: KV states implement EnvApplier. The state
@@ -215,9 +219,8 @@
 // expires when the leader's clock passes its deadline; clock skew between
 // nodes moves the moment, never the agreement.
 //
-// Snapshots (format 3) carry types, versions, deadlines, the clock,
-// tombstones and the absent floor; formats 1 and 2 (strings only) still
-// restore. Deltas (format 2) carry the same per key. Merkle entry hashes:
+// Snapshots (format 3) carry types, generations, deadlines, the clock and
+// gone; formats 1 and 2 (strings only) still restore (generation 1 each). Deltas (format 2) carry the same per key. Merkle entry hashes:
 // a string without a deadline hashes as before (EntryHash of its bytes),
 // every other value by SHA-256 over a distinct tag, its type, deadline and
 // canonical encoding (elements in order), so no string collides with a

@@ -1,0 +1,307 @@
+package service
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Keyspace operations (package documentation, "Keys" and "SCAN's cursor").
+
+func init() {
+	renameKeys := func(op Op) []string { return []string{string(op.Args[0])} }
+	addKVOps(map[string]kvOp{
+		"type":      {read: true, run: (*KVState).opType},
+		"rename":    {min: 1, max: 1, keys: renameKeys, run: (*KVState).opRename},
+		"renamenx":  {min: 1, max: 1, keys: renameKeys, run: (*KVState).opRename},
+		"keys":      {read: true, min: 1, max: 1, keyspace: true, run: (*KVState).opKeys},
+		"scan":      {read: true, min: 1, max: 7, keyspace: true, check: checkScan, run: (*KVState).opScan},
+		"dbsize":    {read: true, keyspace: true, run: (*KVState).opDBSize},
+		"randomkey": {read: true, keyspace: true, run: (*KVState).opRandomKey},
+		"flushdb":   {keyspace: true, run: (*KVState).opFlushDB},
+		"dbinfo":    {read: true, keyspace: true, run: (*KVState).opDBInfo},
+	})
+}
+
+func (s *KVState) opType(op Op) Result {
+	e, ok := s.live(op.Key)
+	if !ok {
+		return Bytes([]byte("none"))
+	}
+	return Bytes([]byte(e.typ().String()))
+}
+
+// opRename is RENAME and RENAMENX: the value and its deadline move; both
+// keys get new versions.
+func (s *KVState) opRename(op Op) Result {
+	e, ok := s.m[op.Key]
+	if !ok {
+		return Errorf("no such key")
+	}
+	dst := string(op.Args[0])
+	nx := op.Kind == "renamenx"
+	if dst == op.Key {
+		if nx {
+			return Int(0)
+		}
+		return OK()
+	}
+	if _, exists := s.m[dst]; exists && nx {
+		return Int(0)
+	}
+	s.del(op.Key)
+	if e.c != nil && e.c.own != s.tok {
+		e.c = e.c.clone(s.tok)
+	}
+	s.put(dst, e)
+	if nx {
+		return Int(1)
+	}
+	return OK()
+}
+
+// liveKeys lists the keys present at the operation's time, sorted.
+func (s *KVState) liveKeys() []string {
+	out := make([]string, 0, len(s.m))
+	for k, e := range s.m {
+		if e.exp == 0 || e.exp > s.now {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *KVState) opKeys(op Op) Result {
+	var out [][]byte
+	for _, k := range s.liveKeys() {
+		if globMatch(op.Args[0], []byte(k)) {
+			out = append(out, []byte(k))
+		}
+	}
+	return BytesArray(out...)
+}
+
+func (s *KVState) opDBSize(Op) Result { return Int(int64(len(s.liveKeys()))) }
+
+// opRandomKey picks from the operation's environment (any answer is a
+// valid random pick; a read changes nothing).
+func (s *KVState) opRandomKey(Op) Result {
+	ks := s.liveKeys()
+	if len(ks) == 0 {
+		return Nil()
+	}
+	return Bytes([]byte(ks[s.env.Rand().IntN(len(ks))]))
+}
+
+// opFlushDB deletes every key in one write: one new version, which becomes
+// the absent floor and the oldest version a delta can start from (the
+// deleted keys leave no tombstones).
+func (s *KVState) opFlushDB(Op) Result {
+	s.version++
+	s.m = map[string]kvEntry{}
+	s.exps, s.expsShared = nil, false
+	s.tomb, s.tombShared, s.tq, s.journal = nil, false, nil, nil
+	s.gone, s.floor = s.version, s.version
+	if s.tree != nil {
+		s.tree, s.treeShared = NewMerkleTree(s.leaves), false
+	}
+	return OK()
+}
+
+// opDBInfo answers INFO keyspace's figures: keys, keys with a deadline and
+// their mean remaining time in ms (0 without any).
+func (s *KVState) opDBInfo(Op) Result {
+	var keys, expires, ttl int64
+	for _, e := range s.m {
+		if e.exp != 0 && e.exp <= s.now {
+			continue
+		}
+		keys++
+		if e.exp != 0 {
+			expires++
+			ttl += e.exp - s.now
+		}
+	}
+	avg := int64(0)
+	if expires > 0 {
+		avg = ttl / expires
+	}
+	return Array(Int(keys), Int(expires), Int(avg))
+}
+
+// scanPos is a key's SCAN position: a 62-bit hash of the key (the Merkle
+// leaf hash before reduction).
+func scanPos(key string) uint64 { return leafHash(key) }
+
+func leafHash(key string) uint64 { return uint64(leafOf(key, 1<<62)) }
+
+type scanArgs struct {
+	cursor uint64
+	match  []byte
+	count  int
+	typ    string
+}
+
+func parseScan(op Op) (scanArgs, error) {
+	a := scanArgs{count: 10}
+	c, err := strconv.ParseUint(string(op.Args[0]), 10, 64)
+	if err != nil {
+		return a, fmt.Errorf("invalid cursor")
+	}
+	a.cursor = c
+	for i := 1; i < len(op.Args); i += 2 {
+		if i+1 >= len(op.Args) {
+			return a, fmt.Errorf(errSyntax)
+		}
+		v := op.Args[i+1]
+		switch strings.ToLower(string(op.Args[i])) {
+		case "match":
+			a.match = v
+		case "count":
+			n, ok := parseInt(v)
+			if !ok {
+				return a, fmt.Errorf(errNotInt)
+			}
+			if n < 1 {
+				return a, fmt.Errorf(errSyntax)
+			}
+			a.count = int(min(n, 1<<30))
+		case "type":
+			a.typ = strings.ToLower(string(v))
+		default:
+			return a, fmt.Errorf(errSyntax)
+		}
+	}
+	return a, nil
+}
+
+func checkScan(op Op) error {
+	_, err := parseScan(op)
+	return err
+}
+
+// opScan answers one SCAN page: the keys at positions from the cursor on,
+// COUNT of them and every key sharing the last one's position, filtered by
+// MATCH and TYPE, and the next cursor (0 at the end).
+func (s *KVState) opScan(op Op) Result {
+	a, _ := parseScan(op)
+	type pk struct {
+		p uint64
+		k string
+	}
+	var cand []pk
+	for k, e := range s.m {
+		if e.exp != 0 && e.exp <= s.now {
+			continue
+		}
+		if p := scanPos(k); p >= a.cursor {
+			cand = append(cand, pk{p, k})
+		}
+	}
+	slices.SortFunc(cand, func(x, y pk) int {
+		if x.p != y.p {
+			return cmpUint(x.p, y.p)
+		}
+		return strings.Compare(x.k, y.k)
+	})
+	n := min(a.count, len(cand))
+	for n < len(cand) && n > 0 && cand[n].p == cand[n-1].p {
+		n++
+	}
+	next := uint64(0)
+	if n < len(cand) {
+		next = cand[n-1].p + 1
+	}
+	var keys [][]byte
+	for _, c := range cand[:n] {
+		if a.match != nil && !globMatch(a.match, []byte(c.k)) {
+			continue
+		}
+		if a.typ != "" && s.m[c.k].typ().String() != a.typ {
+			continue
+		}
+		keys = append(keys, []byte(c.k))
+	}
+	return Array(Bytes([]byte(strconv.FormatUint(next, 10))), BytesArray(keys...))
+}
+
+// globMatch is Redis's glob (stringmatchlen): * any run, ? any byte,
+// [abc] [^abc] [a-z] classes, \ escapes the next byte.
+func globMatch(p, s []byte) bool {
+	for len(p) > 0 {
+		switch p[0] {
+		case '*':
+			for len(p) > 1 && p[1] == '*' {
+				p = p[1:]
+			}
+			if len(p) == 1 {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if globMatch(p[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if len(s) == 0 {
+				return false
+			}
+			s = s[1:]
+		case '[':
+			if len(s) == 0 {
+				return false
+			}
+			p = p[1:]
+			not := len(p) > 0 && p[0] == '^'
+			if not {
+				p = p[1:]
+			}
+			match := false
+			for len(p) > 0 && p[0] != ']' {
+				switch {
+				case p[0] == '\\' && len(p) >= 2:
+					if p[1] == s[0] {
+						match = true
+					}
+					p = p[2:]
+				case len(p) >= 3 && p[1] == '-':
+					lo, hi := p[0], p[2]
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					if s[0] >= lo && s[0] <= hi {
+						match = true
+					}
+					p = p[3:]
+				default:
+					if p[0] == s[0] {
+						match = true
+					}
+					p = p[1:]
+				}
+			}
+			if match == not {
+				return false
+			}
+			s = s[1:]
+			if len(p) == 0 {
+				return len(s) == 0
+			}
+		case '\\':
+			if len(p) >= 2 {
+				p = p[1:]
+			}
+			fallthrough
+		default:
+			if len(s) == 0 || p[0] != s[0] {
+				return false
+			}
+			s = s[1:]
+		}
+		p = p[1:]
+	}
+	return len(s) == 0
+}

@@ -1,0 +1,422 @@
+package service
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/synod-dev/synod/wire"
+)
+
+// KV snapshots, deltas, Merkle hashing and range transfer (transfer.go's
+// package documentation; the typed formats in kv_doc.go).
+
+// snapVersion is the snapshot format of the built-in single-value states
+// (Counter, String, Bank): format 2 carries the state's Version after the
+// format byte; format 1 (without it) is still read, as version 0.
+const snapVersion = 2
+
+// kvSnapVersion is KV's snapshot format: 3 carries typed values,
+// generations, deadlines, the clock and gone. Formats 1 and 2 (strings
+// only) still restore.
+const kvSnapVersion = 3
+
+// kvDeltaCodec is the format byte of KV deltas and range exports with
+// typed values (format 1, strings only, is refused: the sender falls back
+// to a snapshot).
+const kvDeltaCodec = 2
+
+// Snapshot implements State: the version, clock and gone, then the keys in
+// sorted order with their generation, deadline and value, so equal states
+// give equal bytes.
+func (s *KVState) Snapshot() []byte {
+	keys := sortedKeys(s.m)
+	e := wire.Encoder{B: []byte{kvSnapVersion}}
+	e.Uvarint(s.version)
+	e.Varint(s.clock)
+	e.Uvarint(s.gone)
+	e.Uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		x := s.m[k]
+		e.String(k)
+		e.Uvarint(x.gen)
+		e.Varint(x.exp)
+		x.encode(&e)
+	}
+	return e.B
+}
+
+// Restore implements State. The restored version is the baseline: Delta
+// serves changes from it on, the Merkle tree is rebuilt when next hashed.
+func (s *KVState) Restore(snap []byte) error {
+	d := wire.NewDecoder(snap)
+	if len(snap) > 0 && snap[0] == kvSnapVersion {
+		d.Byte()
+		ver, clock, gone := d.Uvarint(), d.Varint(), d.Uvarint()
+		n := d.Count(1<<40, 4)
+		m := make(map[string]kvEntry, n)
+		tok := new(int)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			k, gen, exp := d.String(), d.Uvarint(), d.Varint()
+			x := decodeValue(d, tok)
+			x.gen, x.exp = gen, exp
+			m[k] = x
+		}
+		if err := d.Done(); err != nil {
+			return fmt.Errorf("kv: bad snapshot: %w", err)
+		}
+		s.reset(m, ver)
+		s.tok, s.clock, s.gone = tok, clock, gone
+		s.rebuildExps()
+		return nil
+	}
+	ver, err := snapshotHeader(d, "kv")
+	if err != nil {
+		return err
+	}
+	n := d.Count(1<<40, 2)
+	m := make(map[string]kvEntry, n)
+	for i := 0; i < n; i++ {
+		k := d.String()
+		m[k] = kvEntry{v: nonNil(d.BytesCopy()), gen: 1}
+	}
+	if err := d.Done(); err != nil {
+		return fmt.Errorf("kv: bad snapshot: %w", err)
+	}
+	s.reset(m, ver)
+	return nil
+}
+
+// reset installs m (whose entries carry no usable change versions) as the
+// state at version ver: the new baseline for Delta.
+func (s *KVState) reset(m map[string]kvEntry, ver uint64) {
+	leaves, limit := s.leaves, s.tombLimit
+	if leaves == 0 {
+		leaves, limit = KVMerkleLeaves, DefaultTombstones
+	}
+	*s = KVState{m: m, version: ver, floor: ver, leaves: leaves, tombLimit: limit, tok: new(int)}
+}
+
+// rebuildExps recomputes the deadline map from the entries.
+func (s *KVState) rebuildExps() {
+	s.exps, s.expsShared = nil, false
+	for k, e := range s.m {
+		if e.exp != 0 {
+			s.setExp(k, e.exp)
+		}
+	}
+}
+
+// snapshotHeader reads a snapshot's format byte and, in format 2, its
+// version.
+func snapshotHeader(d *wire.Decoder, what string) (uint64, error) {
+	switch v := d.Byte(); v {
+	case codecVersion:
+		return 0, d.Err()
+	case snapVersion:
+		ver := d.Uvarint()
+		return ver, d.Err()
+	default:
+		if err := d.Err(); err != nil {
+			return 0, fmt.Errorf("%s: bad snapshot: %w", what, err)
+		}
+		return 0, fmt.Errorf("%s: snapshot version %d, want %d or %d", what, v, codecVersion, snapVersion)
+	}
+}
+
+// Version implements DeltaState: the number of writes applied, from the
+// restored snapshot's version on.
+func (s *KVState) Version() uint64 { return s.version }
+
+// kvDelta is one decoded delta entry: a key's value, or its tombstone.
+type kvDelta struct {
+	key  string
+	at   uint64
+	live bool
+	e    kvEntry
+}
+
+// Delta implements DeltaState: every key changed after version since, with
+// its current value or a tombstone, sorted by key (format 2: codec byte,
+// since, to, clock, gone, count, then per key: key, version of its last
+// change, 1 and the generation, deadline and value, or 0 for a tombstone).
+func (s *KVState) Delta(since uint64) ([]byte, error) {
+	if since > s.version || since < s.floor {
+		return nil, fmt.Errorf("%w %d (kv state at %d can serve from %d)", ErrDeltaUnavailable, since, s.version, s.floor)
+	}
+	j := sort.Search(len(s.journal), func(i int) bool { return s.journal[i].at > since })
+	var out []kvDelta
+	for _, c := range s.journal[j:] {
+		if e, ok := s.m[c.key]; ok {
+			if e.at == c.at {
+				out = append(out, kvDelta{key: c.key, at: c.at, live: true, e: e})
+			}
+		} else if at, ok := s.tomb[c.key]; ok && at == c.at {
+			out = append(out, kvDelta{key: c.key, at: c.at})
+		}
+	}
+	slices.SortFunc(out, func(a, b kvDelta) int { return strings.Compare(a.key, b.key) })
+	size := 48
+	for i := range out {
+		size += len(out[i].key) + len(out[i].e.v) + 24
+	}
+	e := wire.Encoder{B: make([]byte, 0, size)}
+	e.Byte(kvDeltaCodec)
+	e.Uvarint(since)
+	e.Uvarint(s.version)
+	e.Varint(s.clock)
+	e.Uvarint(s.gone)
+	e.Uvarint(uint64(len(out)))
+	for _, c := range out {
+		e.String(c.key)
+		e.Uvarint(c.at)
+		e.Bool(c.live)
+		if c.live {
+			e.Uvarint(c.e.gen)
+			e.Varint(c.e.exp)
+			c.e.encode(&e)
+		}
+	}
+	return e.B, nil
+}
+
+// ApplyDelta implements DeltaState (seed 002 III.A: the backup "injects the
+// state into the service application"). The whole delta is decoded and
+// checked before anything changes.
+func (s *KVState) ApplyDelta(delta []byte) error {
+	d := wire.NewDecoder(delta)
+	if v := d.Byte(); v != kvDeltaCodec && d.Err() == nil {
+		return fmt.Errorf("%w: kv delta format %d", ErrDeltaMismatch, v)
+	}
+	since, to := d.Uvarint(), d.Uvarint()
+	clock, gone := d.Varint(), d.Uvarint()
+	n := d.Count(1<<40, 3)
+	ents := make([]kvDelta, 0, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		c := kvDelta{key: d.String(), at: d.Uvarint(), live: d.Bool()}
+		if c.live {
+			gen, exp := d.Uvarint(), d.Varint()
+			c.e = decodeValue(d, s.tok)
+			c.e.gen, c.e.exp, c.e.at = gen, exp, c.at
+		}
+		if d.Err() == nil && (c.at <= since || c.at > to) {
+			d.Fail(fmt.Errorf("key %q changed at %d, outside (%d, %d]", c.key, c.at, since, to))
+		}
+		ents = append(ents, c)
+	}
+	if err := d.Done(); err != nil {
+		return fmt.Errorf("%w: bad kv delta: %v", ErrDeltaMismatch, err)
+	}
+	if err := versionsFit(s.version, since, to); err != nil {
+		return err
+	}
+	// Install in version order so the journal and tombstone queue stay
+	// sorted; changes this state already has (same key, same version) are
+	// skipped, so a delta applies twice harmlessly.
+	slices.SortFunc(ents, func(a, b kvDelta) int {
+		if c := cmpUint(a.at, b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	j0, q0 := len(s.journal), len(s.tq)
+	for _, c := range ents {
+		if c.live {
+			if e, ok := s.m[c.key]; ok && e.at == c.at {
+				continue
+			}
+			s.m[c.key] = c.e
+			s.setExp(c.key, c.e.exp)
+			if _, ok := s.tomb[c.key]; ok {
+				s.ownTomb()
+				delete(s.tomb, c.key)
+			}
+			if s.tree != nil {
+				s.ownTree()
+				s.tree.PutHash(c.key, c.e.hash(c.key))
+			}
+		} else {
+			if at, ok := s.tomb[c.key]; ok && at == c.at {
+				continue
+			}
+			if _, ok := s.m[c.key]; ok {
+				delete(s.m, c.key)
+				s.setExp(c.key, 0)
+				if s.tree != nil {
+					s.ownTree()
+					s.tree.Delete(c.key)
+				}
+			}
+			s.ownTomb()
+			s.tomb[c.key] = c.at
+			s.tq = append(s.tq, change{c.key, c.at})
+		}
+		s.journal = append(s.journal, change{c.key, c.at})
+	}
+	s.journal = keepSorted(s.journal, j0)
+	s.tq = keepSorted(s.tq, q0)
+	s.version, s.clock, s.gone = to, clock, gone
+	s.evictTombs()
+	if n := len(s.journal); n >= 1024 && n > 2*(len(s.m)+len(s.tomb)) {
+		s.journal = s.compact(s.journal)
+	}
+	return nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// keepSorted restores version order after entries were appended from index
+// from on (each run sorted): only when a state installs a delta that starts
+// before its own version. It sorts a copy, since clones may share l's array.
+func keepSorted(l []change, from int) []change {
+	if from == 0 || from >= len(l) || l[from-1].at <= l[from].at {
+		return l
+	}
+	c := slices.Clone(l)
+	slices.SortStableFunc(c, func(a, b change) int { return cmpUint(a.at, b.at) })
+	return c
+}
+
+// hashed returns the state's own, up-to-date-on-demand tree, building it
+// on first use.
+func (s *KVState) hashed() *MerkleTree {
+	if s.tree == nil {
+		s.tree = NewMerkleTree(s.leaves)
+		for k, e := range s.m {
+			s.tree.PutHash(k, e.hash(k))
+		}
+		s.treeShared = false
+	}
+	if s.tree.Dirty() > 0 {
+		s.ownTree()
+	}
+	return s.tree
+}
+
+// StateHash implements HashedState. The first call builds the tree (O(n));
+// later calls rehash only the leaves written since.
+func (s *KVState) StateHash() [32]byte { return s.hashed().Root() }
+
+// MerkleTree implements HashedState: an up-to-date copy of the tree.
+func (s *KVState) MerkleTree() *MerkleTree {
+	t := s.hashed()
+	t.Root()
+	return t.Clone()
+}
+
+// KeysIn returns the keys in the given leaf ranges of the state's tree, in
+// leaf order.
+func (s *KVState) KeysIn(rs []Range) []string {
+	t := s.hashed()
+	var out []string
+	for _, r := range rs {
+		out = append(out, t.Keys(r)...)
+	}
+	return out
+}
+
+// ExportRanges implements RangeState (format 2: codec byte, version, clock,
+// gone, count of ranges and each as lo, hi, count of entries and each as
+// key, generation, deadline, value).
+func (s *KVState) ExportRanges(rs []Range) []byte {
+	keys := s.KeysIn(rs)
+	e := wire.Encoder{B: []byte{kvDeltaCodec}}
+	e.Uvarint(s.version)
+	e.Varint(s.clock)
+	e.Uvarint(s.gone)
+	e.Uvarint(uint64(len(rs)))
+	for _, r := range rs {
+		e.Uvarint(uint64(r.Lo))
+		e.Uvarint(uint64(r.Hi))
+	}
+	e.Uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		x := s.m[k]
+		e.String(k)
+		e.Uvarint(x.gen)
+		e.Varint(x.exp)
+		x.encode(&e)
+	}
+	return e.B
+}
+
+// ImportRanges implements RangeState: the state's keys in the exported
+// ranges are replaced by the exported entries, and the exporter's version,
+// clock and gone become the state's (the version the Delta baseline;
+// per-key change versions are forgotten, as after Restore). Keys outside
+// the ranges keep their generations. O(n) for the baseline, plus the
+// transferred entries.
+func (s *KVState) ImportRanges(b []byte) error {
+	d := wire.NewDecoder(b)
+	if v := d.Byte(); v != kvDeltaCodec && d.Err() == nil {
+		return fmt.Errorf("kv: range export format %d", v)
+	}
+	ver, clock, gone := d.Uvarint(), d.Varint(), d.Uvarint()
+	t := s.hashed()
+	nr := d.Count(t.Leaves(), 2)
+	rs := make([]Range, 0, nr)
+	for i := 0; i < nr && d.Err() == nil; i++ {
+		r := Range{int(d.Uvarint()), int(d.Uvarint())}
+		if d.Err() == nil && (r.Lo < 0 || r.Lo >= r.Hi || r.Hi > t.Leaves()) {
+			d.Fail(fmt.Errorf("range %v outside %d leaves", r, t.Leaves()))
+		}
+		rs = append(rs, r)
+	}
+	n := d.Count(1<<40, 4)
+	type kv struct {
+		k string
+		e kvEntry
+	}
+	tok := new(int)
+	ents := make([]kv, 0, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		k, gen, exp := d.String(), d.Uvarint(), d.Varint()
+		x := decodeValue(d, tok)
+		x.gen, x.exp = gen, exp
+		if d.Err() == nil && !inRanges(rs, t.LeafOf(k)) {
+			d.Fail(fmt.Errorf("key %q outside the exported ranges", k))
+		}
+		ents = append(ents, kv{k, x})
+	}
+	if err := d.Done(); err != nil {
+		return fmt.Errorf("kv: bad range export: %w", err)
+	}
+	s.ownTree()
+	for _, k := range s.KeysIn(rs) {
+		delete(s.m, k)
+		s.tree.Delete(k)
+	}
+	for _, c := range ents {
+		s.m[c.k] = c.e
+		s.tree.PutHash(c.k, c.e.hash(c.k))
+	}
+	for k, e := range s.m {
+		if e.at != 0 {
+			e.at = 0
+			s.m[k] = e
+		}
+	}
+	tree := s.tree
+	s.reset(s.m, ver)
+	s.tree, s.clock, s.gone = tree, clock, gone
+	s.rebuildExps()
+	return nil
+}
+
+func inRanges(rs []Range, i int) bool {
+	for _, r := range rs {
+		if r.Contains(i) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,63 @@
+package service
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Per-key versions and guards (Redis's WATCH; package documentation,
+// "Per-key versions"): a present key's version is its generation, an
+// absent key's the version of the state's latest deletion. The proof that a
+// guard cannot pass a changed key is in the package documentation.
+
+func init() {
+	addKVOps(map[string]kvOp{
+		"version": {read: true, run: (*KVState).opVersion},
+		GuardKind: {read: true, min: 2, max: 2, check: checkGuard, run: (*KVState).opGuard},
+	})
+}
+
+// KeyVersion returns key's write version. An expired key not yet removed
+// keeps its generation: it is removed (a deletion, a new version) before
+// any write sees it.
+func (s *KVState) KeyVersion(key string) uint64 {
+	if e, ok := s.m[key]; ok {
+		return e.gen
+	}
+	return s.gone
+}
+
+func (s *KVState) opVersion(op Op) Result { return Int(int64(s.KeyVersion(op.Key))) }
+
+func checkGuard(op Op) error {
+	switch strings.ToLower(string(op.Args[0])) {
+	case "version":
+		if _, err := strconv.ParseUint(string(op.Args[1]), 10, 64); err != nil {
+			return fmt.Errorf(errNotInt)
+		}
+		return nil
+	case "exists":
+		if a := string(op.Args[1]); a == "0" || a == "1" {
+			return nil
+		}
+	}
+	return fmt.Errorf(errSyntax)
+}
+
+// opGuard is "guard version v" (the key's version is v) and "guard exists
+// 0|1": OK when the condition holds, a GUARDFAILED error otherwise.
+func (s *KVState) opGuard(op Op) Result {
+	if strings.ToLower(string(op.Args[0])) == "version" {
+		want, _ := strconv.ParseUint(string(op.Args[1]), 10, 64)
+		if v := s.KeyVersion(op.Key); v != want {
+			return GuardFailure(fmt.Sprintf("key %q changed (version %d, watched %d)", op.Key, v, want))
+		}
+		return OK()
+	}
+	_, ok := s.live(op.Key)
+	if ok != (string(op.Args[1]) == "1") {
+		return GuardFailure(fmt.Sprintf("key %q exists: %v", op.Key, ok))
+	}
+	return OK()
+}
