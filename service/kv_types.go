@@ -65,11 +65,11 @@ func (e kvEntry) typ() kvType {
 type coll struct {
 	own *int
 	t   kvType
-	h   map[string][]byte  // hash: field -> value
-	l   [][]byte           // list
+	h   map[string][]byte   // hash: field -> value
+	l   [][]byte            // list
 	set map[string]struct{} // set
-	z   map[string]float64 // sorted set: member -> score
-	zs  []zel              // sorted set in (score, member) order
+	z   map[string]float64  // sorted set: member -> score
+	zs  []zel               // sorted set in (score, member) order
 }
 
 // zel is one sorted-set element.
