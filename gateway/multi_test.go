@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -178,3 +181,92 @@ func TestMultiAndInteractiveTransactions(t *testing.T) {
 }
 
 const pxName = "paxos"
+
+// WATCH: a watched key changed by another client makes EXEC answer a null
+// array and apply nothing; unchanged, EXEC applies.
+func TestWatch(t *testing.T) {
+	for name, b := range atomicBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			_, addr := startServer(t, b, ServerOptions{})
+			c, other := dial(t, addr), dial(t, addr)
+			run(t, c, []step{
+				cmd("SET k 1", "OK"),
+				cmd("WATCH k nope", "OK"),
+				cmd("MULTI", "OK"),
+				cmd("SET k mine", "QUEUED"),
+				cmd("SET side x", "QUEUED"),
+			})
+			run(t, other, []step{cmd("SET k theirs", "OK")})
+			run(t, c, []step{
+				cmd("EXEC", "(nil)"),
+				cmd("GET k", `"theirs"`),
+				cmd("EXISTS side", "(integer) 0"),
+				// EXEC forgot the watched keys.
+				cmd("MULTI", "OK"), cmd("SET k again", "QUEUED"), cmd("EXEC", "1) OK"),
+				// Unchanged: applied.
+				cmd("WATCH k", "OK"), cmd("MULTI", "OK"), cmd("INCR n", "QUEUED"), cmd("EXEC", "1) (integer) 1"),
+				// A missing key created meanwhile.
+				cmd("WATCH fresh", "OK"),
+			})
+			run(t, other, []step{cmd("SET fresh 1", "OK")})
+			run(t, c, []step{
+				cmd("MULTI", "OK"), cmd("INCR n", "QUEUED"), cmd("EXEC", "(nil)"),
+				// UNWATCH and DISCARD forget them.
+				cmd("WATCH k", "OK"), cmd("UNWATCH", "OK"),
+			})
+			run(t, other, []step{cmd("SET k changed", "OK")})
+			run(t, c, []step{
+				cmd("MULTI", "OK"), cmd("INCR n", "QUEUED"), cmd("EXEC", "1) (integer) 2"),
+				cmd("WATCH k", "OK"), cmd("MULTI", "OK"), cmd("DISCARD", "OK"),
+			})
+			run(t, other, []step{cmd("SET k again", "OK")})
+			run(t, c, []step{cmd("MULTI", "OK"), cmd("INCR n", "QUEUED"), cmd("EXEC", "1) (integer) 3")})
+		})
+	}
+}
+
+// Concurrent check-and-set with WATCH loses no update: clients increment
+// one key by WATCH, GET, MULTI, SET, EXEC, retrying on a null EXEC.
+func TestWatchConcurrentIncrements(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, pxName, "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	const clients, each = 4, 15
+	var wg sync.WaitGroup
+	conflicts := make([]int, clients)
+	for i := 0; i < clients; i++ {
+		c := dial(t, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < each; {
+				c.send("WATCH", "counter")
+				c.send("GET", "counter")
+				w, g := c.reply(), c.reply()
+				if string(w.Str) != "OK" {
+					t.Errorf("WATCH: %+v", w)
+					return
+				}
+				v := 0
+				if g.Str != nil {
+					v, _ = strconv.Atoi(string(g.Str))
+				}
+				c.send("MULTI")
+				c.send("SET", "counter", strconv.Itoa(v+1))
+				c.send("EXEC")
+				c.reply()
+				c.reply()
+				if r := c.reply(); len(r.Elems) == 1 {
+					n++
+				} else {
+					conflicts[i]++
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c := dial(t, addr)
+	if got, want := c.do("GET", "counter"), fmt.Sprintf("%q", strconv.Itoa(clients*each)); got != want {
+		t.Fatalf("counter = %s after %d WATCHed increments, want %s (conflicts per client %v)", got, clients*each, want, conflicts)
+	}
+	t.Logf("conflicts retried per client: %v", conflicts)
+}

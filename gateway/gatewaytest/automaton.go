@@ -31,6 +31,17 @@ type AutomatonBackend struct {
 	timers map[automaton.TimerID]time.Duration // deadlines in virtual time
 	now    time.Duration                       // virtual time: the last timer fired
 	seen   map[automaton.RequestID]automaton.Response
+	clock  func() time.Time // the environment's time (SetClock); wall time by default
+	seeds  uint64
+}
+
+// SetClock makes f the time of the environment each request carries
+// (automaton.Request.Env, as the node runtime observes it on arrival):
+// tests of expiry move it.
+func (b *AutomatonBackend) SetClock(f func() time.Time) {
+	b.mu.Lock()
+	b.clock = f
+	b.mu.Unlock()
 }
 
 // NewAutomaton returns a backend serving namespace "default" of service svc
@@ -72,6 +83,12 @@ func (b *AutomatonBackend) Do(ctx context.Context, ns string, req automaton.Requ
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.seeds++
+	now := time.Now
+	if b.clock != nil {
+		now = b.clock
+	}
+	req.Env = service.Env{Time: now().UnixNano(), Seed: b.seeds}
 	b.log = append(b.log, req)
 	b.outputs(b.a.Step(automaton.ClientRequest{Req: req}))
 	// A protocol that needs its timers (a leader election) gets them fired,
