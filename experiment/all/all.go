@@ -4,6 +4,7 @@ package all
 import (
 	_ "github.com/synod-dev/synod/experiment/seed000"
 	_ "github.com/synod-dev/synod/experiment/seed001"
+	_ "github.com/synod-dev/synod/experiment/seed002durability"
 	_ "github.com/synod-dev/synod/experiment/seed002fast"
 	_ "github.com/synod-dev/synod/experiment/seed002pb"
 	_ "github.com/synod-dev/synod/experiment/seed002pbpaxos"
