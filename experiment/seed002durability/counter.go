@@ -87,7 +87,11 @@ func counterHandler(cfg string) (func(string) (string, durability.Work, error), 
 			return strconv.FormatInt(s.Add(), 10), durability.Work{}, nil
 		}, nil, nil, nil, nil
 	}
-	m, err := durability.ParseMapping([]byte(counterMappings[cfg]))
+	b, err := counter.Mappings.ReadFile(cfg + ".yaml")
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	m, err := durability.ParseMapping(b)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -310,22 +314,4 @@ func parseKey(key string) map[string]string {
 		}
 	}
 	return m
-}
-
-// The Counter mappings (the files in durability/examples/counter).
-var counterMappings = map[string]string{
-	"pb": "objects:\n  Counter:\n    mechanism: replicated\n    methods:\n      SetValue: repeat\n",
-	"db": `objects:
-  Counter:
-    mechanism: database
-    init:
-      - CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY, value BIGINT NOT NULL)
-      - INSERT INTO counter (id, value) VALUES (1, 0) ON CONFLICT (id) DO NOTHING
-    recover:
-      - query: SELECT value FROM counter WHERE id = 1
-        call: SetValue
-    methods:
-      SetValue:
-        sql: UPDATE counter SET value = :value WHERE id = 1
-`,
 }

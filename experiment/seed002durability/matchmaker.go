@@ -92,7 +92,11 @@ func (e *Matchmaker) RunCell(ctx context.Context, env *experiment.Env, c experim
 			return mmDo(l, s.MachineAdvertise, s.JobSubmit), durability.Work{}, nil
 		}
 	} else {
-		m, err := durability.ParseMapping([]byte(mmMappings[cfg]))
+		b, err := matchmaker.Mappings.ReadFile(cfg + ".yaml")
+		if err != nil {
+			return experiment.Outcome{}, err
+		}
+		m, err := durability.ParseMapping(b)
 		if err != nil {
 			return experiment.Outcome{}, err
 		}
@@ -265,41 +269,4 @@ func (e *Matchmaker) Report() experiment.ReportSpec {
 		},
 		Notes: []string{"intervals scaled from the seed's seconds to milliseconds; one process on loopback"},
 	}
-}
-
-// The Matchmaker mappings (durability/examples/matchmaker/*.yaml).
-var mmMappings = map[string]string{}
-
-func init() {
-	const queuePB = "  MachineQueue:\n    mechanism: replicated\n    methods:\n      Advertise: repeat\n      Remove: repeat\n"
-	const accountsPB = "  AccountSet:\n    mechanism: replicated\n    methods:\n      InsertBill: repeat\n      SetBill: repeat\n"
-	const accountsDB = `  AccountSet:
-    mechanism: database
-    init:
-      - CREATE TABLE IF NOT EXISTS bills (clientID TEXT PRIMARY KEY, balance BIGINT NOT NULL)
-    recover:
-      - query: SELECT clientID, balance FROM bills
-        call: InsertBill
-    methods:
-      InsertBill:
-        sql: INSERT INTO bills (clientID, balance) VALUES (:clientID, :balance)
-      SetBill:
-        sql: UPDATE bills SET balance = :balance WHERE clientID = :clientID
-`
-	const queueDB = `  MachineQueue:
-    mechanism: database
-    init:
-      - CREATE TABLE IF NOT EXISTS machines (seq INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, cpu BIGINT NOT NULL, memory BIGINT NOT NULL)
-    recover:
-      - query: SELECT name, cpu, memory FROM machines ORDER BY seq
-        call: Advertise
-    methods:
-      Advertise:
-        sql: INSERT INTO machines (seq, name, cpu, memory) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM machines), :name, :cpu, :memory) ON CONFLICT (name) DO UPDATE SET cpu = excluded.cpu, memory = excluded.memory
-      Remove:
-        sql: DELETE FROM machines WHERE name = :name
-`
-	mmMappings["pb"] = "objects:\n" + queuePB + accountsPB
-	mmMappings["pbdb"] = "objects:\n" + queuePB + accountsDB
-	mmMappings["db"] = "objects:\n" + queueDB + accountsDB
 }
