@@ -8,6 +8,7 @@ import (
 
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/protocol/unreplicated"
+	"github.com/synod-dev/synod/resp"
 )
 
 // runOnAtomic runs steps on a fresh connection to each live atomic
@@ -199,4 +200,37 @@ func TestSortedSetCommands(t *testing.T) {
 		cmd("ZPOPMAX z 5", "1) \"a\"\n2) \"5\"\n3) \"b\"\n4) \"3.5\""),
 		cmd("ZREM z a", "(integer) 0"),
 	})
+}
+
+// RESP3 shapes as Redis 7 gives them: HGETALL a map, SMEMBERS a set, scores
+// doubles, WITHSCORES nested pairs, TYPE a status; RESP2 keeps flat arrays
+// and bulk strings.
+func TestRESP3Shapes(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, unreplicated.Name, "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{cmd("HSET h a 1", "(integer) 1"), cmd("SADD s x", "(integer) 1"), cmd("ZADD z 1.5 m", "(integer) 1")})
+	kind := func(args ...string) resp.Reply {
+		c.send(args...)
+		return c.reply()
+	}
+	for _, proto := range []string{"2", "3"} {
+		kind("HELLO", proto)
+		want := map[string]resp.Kind{"hgetall": resp.Map, "smembers": resp.Set, "zscore": resp.Double, "type": resp.SimpleString}
+		if proto == "2" {
+			want = map[string]resp.Kind{"hgetall": resp.Array, "smembers": resp.Array, "zscore": resp.Bulk, "type": resp.SimpleString}
+		}
+		for name, args := range map[string][]string{"hgetall": {"HGETALL", "h"}, "smembers": {"SMEMBERS", "s"}, "zscore": {"ZSCORE", "z", "m"}, "type": {"TYPE", "h"}} {
+			if r := kind(args...); r.Kind != want[name] {
+				t.Errorf("RESP%s %s: kind %c, want %c", proto, name, r.Kind, want[name])
+			}
+		}
+		r := kind("ZRANGE", "z", "0", "-1", "WITHSCORES")
+		if proto == "3" && (len(r.Elems) != 1 || len(r.Elems[0].Elems) != 2 || r.Elems[0].Elems[1].Kind != resp.Double) {
+			t.Errorf("RESP3 ZRANGE WITHSCORES: %+v", r)
+		}
+		if proto == "2" && (len(r.Elems) != 2 || r.Elems[1].Kind != resp.Bulk || string(r.Elems[1].Str) != "1.5") {
+			t.Errorf("RESP2 ZRANGE WITHSCORES: %+v", r)
+		}
+	}
 }
