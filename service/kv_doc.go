@@ -176,14 +176,17 @@
 // counter to the new version. A present key carries a generation: gone+1
 // when the key is created, its previous generation plus one at every later
 // write. A present key's version is its generation, an absent key's is
-// gone. No tombstones are needed, so nothing grows with deleted keys.
+// gone; an expired key not yet removed answers its generation plus one
+// (the expiry is a change), at most the version its removal will set. No
+// tombstones are needed, so nothing grows with deleted keys.
 //
 // Proof that a guard cannot pass a changed key. (1) A generation never
 // exceeds the state's version: created at gone+1 <= version (gone is an
 // earlier version), each later write adds one to both. (2) version(k)
 // never decreases and grows at every change of k: a write to a present key
 // adds one; a deletion moves it from the generation g to gone = the
-// deleting version, which is above g by (1); while k is absent gone only
+// deleting version, which is above g by (1) (through g+1 when k expired
+// before its removal: the removing version is at least g+1); while k is absent gone only
 // grows; a re-creation moves it from gone to gone+1. So if WATCH read
 // v = version(k) and k changed afterwards, version(k) > v at the guard,
 // and the guard fails. It may fail without a change of k (another key was

@@ -18,11 +18,15 @@ func init() {
 	})
 }
 
-// KeyVersion returns key's write version. An expired key not yet removed
-// keeps its generation: it is removed (a deletion, a new version) before
-// any write sees it.
+// KeyVersion returns key's write version at the operation's time. An
+// expired key not yet removed answers its generation plus one (its expiry
+// is a change); its removal later moves it to gone, the removing version,
+// which is at least that (a generation never exceeds the state's version).
 func (s *KVState) KeyVersion(key string) uint64 {
 	if e, ok := s.m[key]; ok {
+		if e.exp != 0 && e.exp <= s.now {
+			return e.gen + 1
+		}
 		return e.gen
 	}
 	return s.gone
