@@ -23,23 +23,32 @@ import (
 
 // Command mapping.
 //
-// In a namespace whose service is "kv" the Redis commands map onto KV
-// operations (service/kv.go):
+// In a namespace whose service is "kv" every supported Redis command is a
+// plan (plan.go): its arguments are parsed into the KV operations named by
+// the service's spec (service/kv_doc.go) and a function rendering their
+// results as Redis's reply. One file per family: strings.go (GET, SET with
+// NX/XX/GET/EX/PX/EXAT/PXAT/KEEPTTL, SETNX, SETEX, PSETEX, GETSET, GETDEL,
+// GETEX, APPEND, INCR/DECR/INCRBY/DECRBY, INCRBYFLOAT, STRLEN, GETRANGE,
+// SETRANGE, MGET, MSET, MSETNX), keys.go (DEL, UNLINK, EXISTS, TYPE,
+// RENAME, RENAMENX, KEYS, SCAN, DBSIZE, RANDOMKEY, FLUSHDB, FLUSHALL),
+// expiry.go, hash.go, list.go, set.go, zset.go; multi.go holds MULTI,
+// EXEC, DISCARD, WATCH and UNWATCH. COMMAND INFO gives each command's
+// arity, flags and key positions; any command not in the table answers
+// Redis's unknown-command error word for word.
 //
-//	GET k               get k
-//	SET k v [NX|XX]     set k v [nx|xx]     (EX, PX, EXAT, PXAT, KEEPTTL, GET: refused, keys never expire)
-//	SETNX k v           set k v nx          (replies 1 or 0)
-//	DEL k [k ...]       del, per key        (replies the sum)
-//	EXISTS k [k ...]    exists, per key     (replies the sum)
-//	MGET k [k ...]      get, per key        (requests issued concurrently)
-//	INCR/DECR k         incr k 1 / -1
-//	INCRBY/DECRBY k n   incr k n / -n
-//	APPEND k v          append k v
+// Multi-key commands outside MULTI (DEL, EXISTS, UNLINK, MGET) are one
+// request per key, as in a Redis cluster: not atomic across keys. MSET is
+// one atomic group where the namespace's protocol applies groups, else one
+// set per key; MSETNX needs a group and is refused elsewhere. Inside MULTI
+// every command's operations join EXEC's one atomic group. On a register
+// protocol (ABD, blocking: get, set, del, exists only) any other operation
+// is refused before it is sent, with an error naming the namespaces of
+// this node and the registered protocols that can run it, and how to reach
+// them (SYNOD NS <name>, or a namespace in the cluster file).
 //
-// Multi-key commands are not atomic: each key is a separate request, as in a
-// Redis cluster. In a namespace whose service is "counter" (one integer, seed
-// 000 chapter 4.4) the key is ignored: GET maps to read (the value is replied
-// as a bulk string, like GET of a number in Redis) and INCR, INCRBY, DECR,
+// In a namespace whose service is "counter" (one integer, seed 000 chapter
+// 4.4) the key is ignored: GET maps to read (the value is replied as a
+// bulk string, like GET of a number in Redis) and INCR, INCRBY, DECR,
 // DECRBY map to add. Any service's operation can be sent directly with
 // SYNOD OP kind key [arg ...].
 //
@@ -51,6 +60,7 @@ import (
 //	SYNOD OP kind key [arg ...]                run one service operation
 //	SYNOD OPT/OPTRESET/LASTOPT                 protocol request options (options.go)
 //	SYNOD BEGIN/COMMIT/ABORT/TXN               interactive transactions (txn.go)
+//	SYNOD HELP                                 these, and every Redis command served
 //	SUBSCRIBE synod:leader:<ns>                fail-over notifications (subscribe.go)
 //
 // Every operation is checked with the namespace's Service.Validate before it

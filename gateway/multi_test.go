@@ -109,6 +109,12 @@ func TestMultiErrors(t *testing.T) {
 		// An empty transaction.
 		cmd("MULTI", "OK"),
 		cmd("EXEC", "(empty array)"),
+		// MSETNX cannot be part of a group; MSET can.
+		cmd("MULTI", "OK"),
+		cmd("MSETNX x 1", "QUEUED"),
+		cmd("MSET x 2 y 3", "QUEUED"),
+		cmd("EXEC", "1) (error) ERR MSETNX inside MULTI is not supported by Synod (its check would not lead the transaction's group); use WATCH and MSET\n2) OK"),
+		cmd("MGET x y", "1) \"2\"\n2) \"3\""),
 	})
 }
 
@@ -160,6 +166,19 @@ func TestMultiRefusedWithoutAtomicGroups(t *testing.T) {
 	for _, want := range []string{"'main' (paxos)", "SYNOD NS", "cluster file", pxName} {
 		if !strings.Contains(got, want) {
 			t.Errorf("INCR on abd does not name %q: %s", want, got)
+		}
+	}
+	before := len(m.Log())
+	if got := c.do("MSETNX", "a", "1", "b", "2"); !strings.HasPrefix(got, "(error) ") {
+		t.Errorf("MSETNX on abd: %s", got)
+	}
+	if n := len(m.Log()) - before; n != 0 {
+		t.Errorf("the refused MSETNX sent %d requests", n)
+	}
+	run(t, c, []step{cmd("MSET a 1 b 2", "OK"), cmd("MGET a b", "1) \"1\"\n2) \"2\"")})
+	for _, r := range m.Log()[before:] {
+		if len(r.Req.Ops) > 0 {
+			t.Errorf("MSET on abd sent a group: %+v", r.Req)
 		}
 	}
 	run(t, c, []step{cmd("SYNOD NS main", "OK"), cmd("MULTI", "OK"), cmd("SET k v", "QUEUED"), cmd("EXEC", "1) OK")})

@@ -282,50 +282,46 @@ func planGetEx(c *conn, args [][]byte) plan {
 	return opPlan(kvOp("getex", args[1], a...), nil)
 }
 
-// pairs returns MSET's set operations, or false on an odd count.
-func msetOps(args [][]byte) ([]service.Op, bool) {
+// msetOps returns MSET's and MSETNX's set operations, or an error plan.
+func msetOps(c *conn, name string, args [][]byte) ([]service.Op, plan, bool) {
+	if p, ok := c.kvOnly(name); !ok {
+		return nil, p, false
+	}
 	if len(args)%2 != 1 {
-		return nil, false
+		return nil, errPlan("%s", arityErr(name)), false
 	}
 	var ops []service.Op
 	for i := 1; i+1 < len(args); i += 2 {
 		ops = append(ops, kvOp("set", args[i], args[i+1]))
 	}
-	return ops, true
+	return ops, plan{}, true
 }
 
-func planMSet(c *conn, args [][]byte) plan {
-	if p, ok := c.kvOnly("mset"); !ok {
-		return p
-	}
-	ops, ok := msetOps(args)
-	if !ok {
-		return errPlan("%s", arityErr("mset"))
-	}
-	return plan{ops: ops, send: sendGroup, reply: func(rs []service.Result) service.Result {
+// unlessErr replies the first error of the results, else r.
+func unlessErr(r service.Result) func([]service.Result) service.Result {
+	return func(rs []service.Result) service.Result {
 		if e, ok := firstErr(rs); ok {
 			return e
 		}
-		return service.OK()
-	}}
+		return r
+	}
+}
+
+func planMSet(c *conn, args [][]byte) plan {
+	ops, p, ok := msetOps(c, "mset", args)
+	if !ok {
+		return p
+	}
+	return plan{ops: ops, send: sendGroup, reply: unlessErr(service.OK())}
 }
 
 func planMSetNX(c *conn, args [][]byte) plan {
-	if p, ok := c.kvOnly("msetnx"); !ok {
+	ops, p, ok := msetOps(c, "msetnx", args)
+	if !ok {
 		return p
 	}
-	ops, ok := msetOps(args)
-	if !ok {
-		return errPlan("%s", arityErr("msetnx"))
-	}
-	p := plan{ops: ops, send: sendAtomic, aborted: service.Int(0),
-		noMulti: "ERR MSETNX inside MULTI is not supported by Synod (its check would not lead the transaction's group); use WATCH and MSET",
-		reply: func(rs []service.Result) service.Result {
-			if e, ok := firstErr(rs); ok {
-				return e
-			}
-			return service.Int(1)
-		}}
+	p = plan{ops: ops, send: sendAtomic, aborted: service.Int(0), reply: unlessErr(service.Int(1)),
+		noMulti: "ERR MSETNX inside MULTI is not supported by Synod (its check would not lead the transaction's group); use WATCH and MSET"}
 	for _, op := range ops {
 		p.guards = append(p.guards, service.Op{Kind: service.GuardKind, Key: op.Key, Args: [][]byte{[]byte("exists"), []byte("0")}})
 	}
