@@ -229,6 +229,13 @@ func (c *copier) copyInto(dst, src reflect.Value) {
 		dst.Set(src)
 		return
 	}
+	if k := src.Kind(); (k == reflect.Struct || k == reflect.Array) && !src.CanAddr() {
+		// A map value or an interface's content: copy it somewhere
+		// addressable, so that its unexported fields can be unlocked.
+		tmp := reflect.New(t).Elem()
+		tmp.Set(src)
+		src = tmp
+	}
 	switch src.Kind() {
 	case reflect.Pointer:
 		if src.IsNil() {

@@ -390,7 +390,7 @@ func (c *checker) dfs(w0 *world) {
 		cond    = sync.NewCond(&mu)
 		stack   = []item{{e: entry{w: w0}}}
 		busy    int
-		visited = map[uint64]struct{}{w0.fingerprint(): {}}
+		visited       = map[uint64]struct{}{w0.fingerprint(): {}}
 		states  int64 = 1
 		maxD    int
 		front   int
