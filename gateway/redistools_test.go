@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +111,33 @@ func TestRedisBenchmark(t *testing.T) {
 	out = runTool(t, "", bench, "-h", host, "-p", port, "-a", "pw", "-t", "incr", "-n", "2000", "-P", "16", "-q")
 	if !strings.Contains(out, "INCR: ") || strings.Contains(out, "rror") {
 		t.Errorf("pipelined redis-benchmark:\n%s", out)
+	}
+}
+
+// redis-cli's key browsing (--scan, which SCANs with a cursor, and the
+// keyspace line GUI browsers read) and a transaction from its prompt.
+func TestRedisCLIScanAndInfo(t *testing.T) {
+	cli := redisTool(t, "redis-cli")
+	b := gatewaytest.MustAutomaton(t, "unreplicated", "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	host, port, _ := net.SplitHostPort(addr)
+	base := []string{"-h", host, "-p", port}
+	var cmds strings.Builder
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&cmds, "SET user:%02d x\n", i)
+	}
+	cmds.WriteString("SET other y\nEXPIRE other 1000\nMULTI\nINCR n\nINCR n\nEXEC\n")
+	runTool(t, cmds.String(), cli, base...)
+	got := strings.Fields(runTool(t, "", cli, append(base, "--scan", "--pattern", "user:*")...))
+	sort.Strings(got)
+	if len(got) != 30 || got[0] != "user:00" || got[29] != "user:29" {
+		t.Errorf("redis-cli --scan --pattern user:* found %d keys: %v", len(got), got)
+	}
+	info := runTool(t, "", cli, append(base, "INFO", "keyspace")...)
+	if !strings.Contains(info, "# Keyspace\r\ndb0:keys=32,expires=1,avg_ttl=") && !strings.Contains(info, "# Keyspace\ndb0:keys=32,expires=1,avg_ttl=") {
+		t.Errorf("INFO keyspace:\n%q", info)
+	}
+	if got := strings.TrimSpace(runTool(t, "", cli, append(base, "GET", "n")...)); got != "2" {
+		t.Errorf("after MULTI INCR INCR EXEC from redis-cli, n = %q", got)
 	}
 }
