@@ -75,6 +75,12 @@ type ExecEnv struct {
 	// DataDir is the node's data directory ("" in simulation).
 	DataDir   string
 	Simulated bool
+	// Run names the run the executor belongs to: unique per simulated run
+	// within a process ("sim-<n>-seed-<seed>"), the cluster's name live.
+	// An executor that models a component outliving crashes (a simulated
+	// database shared by a namespace's nodes) keys its state by Run and
+	// Namespace, so that runs in one process do not share it.
+	Run string
 	// Rand is deterministic in simulation (derived from the run's seed, the
 	// node, the incarnation and the kind); use it for any modelled
 	// nondeterminism, such as the interleaving of conflicting operations.

@@ -28,16 +28,19 @@ type effects struct {
 // runEffect starts a released Effect. Called with l.rmu held.
 func (l *nsLoop) runEffect(o automaton.Effect) {
 	if l.eff.execs == nil {
-		dir := ""
-		if l.n.cfg != nil && l.n.cfg.DataDir != "" {
-			dir = l.n.cfg.NodeDataDir(string(l.n.id))
+		dir, run := "", ""
+		if l.n.cfg != nil {
+			run = l.n.cfg.Cluster
+			if l.n.cfg.DataDir != "" {
+				dir = l.n.cfg.NodeDataDir(string(l.n.id))
+			}
 		}
 		params := make(map[string]string, len(l.ns.Params))
 		for k, v := range l.ns.Params {
 			params[k] = v
 		}
 		l.eff.execs = automaton.NewExecutors(automaton.ExecEnv{
-			Self: l.n.id, Namespace: l.ns.Name, Params: params, DataDir: dir,
+			Self: l.n.id, Namespace: l.ns.Name, Params: params, DataDir: dir, Run: run,
 		}, func(string) *rand.Rand {
 			var seed [8]byte
 			_, _ = crand.Read(seed[:])

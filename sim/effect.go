@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -18,6 +19,9 @@ import (
 
 const evEffect evKind = 220 // an effect's EffectDone is due (effect.go)
 
+// runs numbers the simulated runs of the process (ExecEnv.Run).
+var runs atomic.Uint64
+
 // effectDone is an evEffect event's payload.
 type effectDone struct {
 	id  automaton.EffectID
@@ -27,6 +31,9 @@ type effectDone struct {
 
 // executors returns n's executor set for its current incarnation.
 func (s *simulator) executors(n *node) *automaton.Executors {
+	if s.runID == "" {
+		s.runID = fmt.Sprintf("sim-%d-seed-%d", runs.Add(1), s.cfg.Seed)
+	}
 	if n.execs == nil {
 		inc := n.inc
 		n.execs = automaton.NewExecutors(automaton.ExecEnv{
@@ -34,6 +41,7 @@ func (s *simulator) executors(n *node) *automaton.Executors {
 			Namespace: Namespace,
 			Params:    copyParams(s.cfg.Params),
 			Simulated: true,
+			Run:       s.runID,
 		}, func(kind string) *rand.Rand {
 			return labeledRand(s.cfg.Seed, fmt.Sprintf("effect %s %d %s", n.id, inc, kind))
 		})

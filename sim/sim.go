@@ -345,6 +345,8 @@ type simulator struct {
 	// rngTxn decides which operations run interactive transactions and
 	// which of those the client aborts; drawn only when Config.Txns > 0.
 	rngTxn *rand.Rand
+	// runID names this run for effect executors (effect.go, ExecEnv.Run).
+	runID string
 	// inv checks the protocol's invariants after every step (nil when it
 	// states none); invErr is the first violation.
 	inv        automaton.InvariantChecker
