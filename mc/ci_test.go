@@ -14,19 +14,19 @@ const ciStates = 3000
 // CI scale, with why. Every other broken variant, including any added
 // later, must be caught.
 var notYetCaught = map[string]string{
-	"esds-broken-earlystrict":         "needs a strict operation (an option the default model does not send)",
-	"esds-broken-maxlabel":            "needs gossip rounds beyond the CI depth",
-	"fastpaxos-broken-classiclearn":   "needs a collision and recovery round beyond the CI depth",
-	"fastpaxos-broken-recovery":       "needs a collision and recovery round beyond the CI depth",
-	"paxos-broken-bootquorum":         "needs a crash and restart (run with --crashes 1)",
-	"paxos-broken-localenv":           "needs the nondeterministic matchmaker service",
-	"paxos-broken-skipphase1values":   "needs a leader change after an accepted value: beyond the CI depth",
-	"paxos-broken-splitgroup":         "needs atomic groups in the workload",
-	"paxos-broken-stickyleader":       "needs a leader change: beyond the CI depth",
-	"pb-broken-nodedup":               "needs a retried request after a fail-over",
-	"pbpaxos-broken-earlyserve":       "needs a leader change: beyond the CI depth",
-	"pbpaxos-broken-noconfirm":        "needs a leader change and an X-Paxos read",
-	"unreplicated-broken-dirtytxn":    "needs interactive transactions in the workload",
+	"esds-broken-earlystrict":       "needs a strict operation (an option the default model does not send)",
+	"esds-broken-maxlabel":          "needs gossip rounds beyond the CI depth",
+	"fastpaxos-broken-classiclearn": "needs a collision and recovery round beyond the CI depth",
+	"fastpaxos-broken-recovery":     "needs a collision and recovery round beyond the CI depth",
+	"paxos-broken-bootquorum":       "needs a crash and restart (run with --crashes 1)",
+	"paxos-broken-localenv":         "needs the nondeterministic matchmaker service",
+	"paxos-broken-skipphase1values": "needs a leader change after an accepted value: beyond the CI depth",
+	"paxos-broken-splitgroup":       "needs atomic groups in the workload",
+	"paxos-broken-stickyleader":     "needs a leader change: beyond the CI depth",
+	"pb-broken-nodedup":             "needs a retried request after a fail-over",
+	"pbpaxos-broken-earlyserve":     "needs a leader change: beyond the CI depth",
+	"pbpaxos-broken-noconfirm":      "needs a leader change and an X-Paxos read",
+	"unreplicated-broken-dirtytxn":  "needs interactive transactions in the workload",
 }
 
 // TestEveryProtocolModel: every registered protocol has a model, and a

@@ -30,7 +30,7 @@ func init() {
 		Use:   "model",
 		Short: "Analytical models from the seeds (seed 002 chapter V: Classic vs Fast Paxos time to learn and collisions)",
 	}
-	modelCmd.AddCommand(modelFastPaxosCmd(), modelRecordTraceCmd())
+	modelCmd.AddCommand(modelFastPaxosCmd(), modelRecordTraceCmd(), modelCheckCmd())
 	rootCmd.AddCommand(modelCmd)
 }
 
