@@ -8,4 +8,5 @@ import (
 	_ "github.com/synod-dev/synod/experiment/seed002fast"
 	_ "github.com/synod-dev/synod/experiment/seed002pb"
 	_ "github.com/synod-dev/synod/experiment/seed002pbpaxos"
+	_ "github.com/synod-dev/synod/experiment/seed004"
 )
