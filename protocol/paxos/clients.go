@@ -23,6 +23,7 @@ func (a *Paxos) onClientRequest(req automaton.Request) {
 		a.onMemberRequest(req)
 		return
 	}
+	a.observeTime(req.Env)
 	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
 		a.respond(req.ID, service.Errorf("ERR %v", err))
 		return

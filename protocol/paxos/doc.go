@@ -268,6 +268,7 @@
 //	lease_drift       number in [0, 1)           0.1     clock rate bound for leases
 //	lease_margin      non-negative duration      50ms    subtracted from the lease (absent: the heartbeat)
 //	dedup_clients     positive integer           100000  rows of the deduplication table
+//	expiry_period     positive duration          100ms   leader proposes removing expired keys (expiry.go)
 //	read              one of quorum, log, lease  quorum  what the default linearizable read is
 //	members           comma-separated list       -       bootstrap configuration, in numbering order (absent: Config.Nodes)
 //

@@ -88,6 +88,7 @@ const (
 	DefaultSnapshotEvery   = 20000
 	DefaultLeaseDrift      = 0.1
 	DefaultDedupClients    = 100000
+	DefaultExpiryPeriod    = 100 * time.Millisecond
 	maxNodes               = 63
 	catchupBudget          = 1 << 20 // bytes of values per catch-up message
 	catchupMaxEntries      = 512
@@ -101,6 +102,9 @@ type Params struct {
 	// Read is the mode a request asking for the default linearizable read
 	// gets: ReadQuorum (the default), ReadLog or ReadLease.
 	Read automaton.ReadMode
+	// ExpiryPeriod is how often the leader checks for expired keys
+	// (expiry.go).
+	ExpiryPeriod time.Duration
 }
 
 // Lease is the lease a leader assumes after a majority acknowledged a
@@ -130,6 +134,8 @@ var params = proto.NewSpec(
 		Doc: "subtracted from the lease (absent: the heartbeat)"},
 	proto.Param{Name: "dedup_clients", Kind: proto.Int, Default: strconv.Itoa(DefaultDedupClients), Min: "1",
 		Doc: "rows of the deduplication table"},
+	proto.Param{Name: "expiry_period", Kind: proto.Duration, Default: DefaultExpiryPeriod.String(), Min: "0", MinOpen: true,
+		Doc: "leader proposes removing expired keys (expiry.go)"},
 	proto.Param{Name: "read", Kind: proto.Enum, Default: "quorum", Choices: []string{"quorum", "log", "lease"},
 		Doc: "what the default linearizable read is"},
 	proto.Param{Name: "members", Kind: proto.List, NoDefault: true,
@@ -157,7 +163,7 @@ func parseParams(m map[string]string) (Params, []automaton.NodeID, error) {
 		Heartbeat: v.Duration("heartbeat"), ElectionTimeout: v.Duration("election_timeout"), OpTimeout: v.Duration("op_timeout"),
 		Window: v.Int("window"), Batch: v.Int("batch"), SnapshotEvery: v.Int("snapshot_every"),
 		LeaseDrift: v.Float("lease_drift"), DedupClients: v.Int("dedup_clients"), LeaseMargin: v.Duration("lease_margin"),
-		Read: readModes[v.String("read")],
+		Read: readModes[v.String("read")], ExpiryPeriod: v.Duration("expiry_period"),
 	}
 	if !v.Given("lease_margin") {
 		p.LeaseMargin = p.Heartbeat
@@ -346,6 +352,9 @@ type Paxos struct {
 	behindTo     uint64
 	behindPeer   int
 
+	// Active expiry and the leader's time (expiry.go).
+	exp expiry
+
 	out []automaton.Output
 }
 
@@ -440,6 +449,7 @@ func (a *Paxos) onTimer(id automaton.TimerID) {
 // retries and catch-up retries.
 func (a *Paxos) onTick() {
 	a.tick++
+	a.expiryTick()
 	switch a.role {
 	case leader:
 		a.sendHeartbeat()

@@ -163,8 +163,8 @@ func (a *Paxos) propose() {
 // services").
 func (a *Paxos) command(req automaton.Request) cmd {
 	c := cmd{ID: req.ID, Op: req.Op, Ops: req.Ops}
-	if service.IsNondeterministic(a.cfg.Service) {
-		c.Env = req.Env // a zero Env is encoded as none, and decoded as zero
+	if service.UsesEnv(a.cfg.Service) {
+		c.Env = a.logEnv(req) // a zero Env is encoded as none, and decoded as zero
 	}
 	if len(c.Ops) > 0 {
 		c.Op = service.Op{}

@@ -43,7 +43,7 @@ func (a *Paxos) serveReads() {
 // readNow answers a read from this replica's state (local reads, and quorum
 // and lease reads once their conditions hold).
 func (a *Paxos) readNow(req automaton.Request) outcome {
-	return a.sm.run(cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, Env: req.Env})
+	return a.sm.run(cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, Env: a.readEnv(req)})
 }
 
 // isRead reports whether req only reads: a single read, or a group of reads

@@ -1,0 +1,119 @@
+package paxos
+
+import (
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// skewedKV is a KV cluster whose nodes' clocks disagree: a request that
+// reaches node n carries the time base+offset[n] (ms) as its runtime
+// stamps it.
+type skewedKV struct {
+	*cluster
+	offset map[automaton.NodeID]int64
+	base   int64 // ms
+	seq    uint64
+}
+
+func newSkewedKV(t *testing.T) *skewedKV {
+	c := newCluster(t, 3, "kv", nil)
+	return &skewedKV{cluster: c, base: 1_700_000_000_000,
+		offset: map[automaton.NodeID]int64{"n1": 0, "n2": 10_000, "n3": -10_000}}
+}
+
+func (c *skewedKV) run(at automaton.NodeID, kind, key string, args ...string) service.Result {
+	c.t.Helper()
+	c.seq++
+	op := service.Op{Kind: kind, Key: key}
+	for _, a := range args {
+		op.Args = append(op.Args, []byte(a))
+	}
+	env := service.Env{Time: (c.base + c.offset[at]) * 1e6, Seed: c.seq}
+	r, ok := c.doReq(at, automaton.Request{ID: automaton.RequestID{Client: 9, Seq: c.seq}, Op: op, Env: env})
+	if !ok {
+		c.t.Fatalf("%s %s at %s: no answer", kind, key, at)
+	}
+	return r.Result
+}
+
+func (c *skewedKV) kv(id automaton.NodeID) *service.KVState {
+	return c.node(id).sm.st.(*service.KVState)
+}
+
+// agree fails unless every replica holds the same state.
+func (c *skewedKV) agree(what string) {
+	c.t.Helper()
+	c.tickAll() // commit notices
+	s1 := string(c.kv("n1").Snapshot())
+	for _, id := range c.IDs()[1:] {
+		if string(c.kv(id).Snapshot()) != s1 {
+			c.t.Fatalf("%s: %s's state differs from n1's", what, id)
+		}
+	}
+}
+
+// The leader's clock decides deadlines and expiry, whatever the clocks of
+// the nodes the clients reached: every replica agrees, a follower with a
+// fast clock expires nothing early, active expiry removes the key on every
+// replica, and a new leader with a slow clock does not move time back.
+func TestExpiryUnderClockSkew(t *testing.T) {
+	c := newSkewedKV(t)
+	c.elect("n1")
+	c.run("n1", "set", "warm", "x") // the leader observes its own clock
+	if r := c.run("n2", "set", "k", "v", "px", "1000"); !r.Equal(service.OK()) {
+		t.Fatalf("set px: %v", r)
+	}
+	c.agree("after set px")
+	want := c.base + 1000 // the leader's time, not n2's (10 s ahead)
+	for _, id := range c.IDs() {
+		if r := c.kv(id).Apply(service.Op{Kind: "pexpiretime", Key: "k"}); r.Int != want {
+			t.Fatalf("%s: deadline %d, want %d (the leader's clock + 1000)", id, r.Int, want)
+		}
+	}
+	// n2's clock is already past the deadline; its read goes to the leader.
+	if r := c.run("n2", "get", "k"); !r.Equal(service.Bytes([]byte("v"))) {
+		t.Fatalf("a read reaching the fast node saw the key expired early: %v", r)
+	}
+	// Time passes at the leader only by its ticks (50 ms each): after about
+	// a second of ticks active expiry removes k everywhere.
+	for i := 0; i < 30 && c.kv("n1").Len() > 1; i++ {
+		c.fire("n1", tmTick)
+	}
+	c.agree("after active expiry")
+	for _, id := range c.IDs() {
+		if n := c.kv(id).Len(); n != 1 {
+			t.Fatalf("%s holds %d keys after active expiry, want 1 (warm)", id, n)
+		}
+	}
+	// A leader whose clock is 10 s behind: its writes carry at least the
+	// state's clock, so deadlines do not move back and nothing returns.
+	clock := c.kv("n1").Clock()
+	c.elect("n3")
+	if r := c.run("n3", "set", "j", "v", "px", "100"); !r.Equal(service.OK()) {
+		t.Fatalf("set at the slow leader: %v", r)
+	}
+	c.agree("after the slow leader's write")
+	if r := c.kv("n2").Apply(service.Op{Kind: "pexpiretime", Key: "j"}); r.Int < clock+100 {
+		t.Fatalf("deadline %d set behind the state's clock %d", r.Int, clock)
+	}
+	if c.kv("n2").Clock() < clock {
+		t.Fatal("the state's clock went back")
+	}
+}
+
+// Without a deadline in the state the leader proposes nothing: a KV
+// namespace that never uses expiry has no extra log entries.
+func TestNoActiveExpiryWithoutDeadlines(t *testing.T) {
+	c := newSkewedKV(t)
+	c.elect("n1")
+	c.run("n1", "set", "a", "1")
+	next := c.node("n1").next
+	for range 10 {
+		c.fire("n1", tmTick)
+	}
+	if c.node("n1").next != next {
+		t.Fatalf("the leader proposed %d instances with no deadline in the state", c.node("n1").next-next)
+	}
+}
