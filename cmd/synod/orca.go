@@ -64,7 +64,7 @@ the communication (messages, bytes).`,
 				seq = time.Duration(size*size*size) * programs.DefaultASPConfig.CellCost
 				var got programs.Graph
 				res, got, err = rt.RunASP(nodes, g, programs.DefaultASPConfig, net, seed)
-				ok = err == nil && equalGraphs(got, want)
+				ok = err == nil && got.Equal(want)
 				if err == nil {
 					fmt.Printf("asp %d vertices: matrix equals the sequential solver's: %v\n", size, ok)
 				}
@@ -96,18 +96,4 @@ the communication (messages, bytes).`,
 	f.BoolVar(&multicast, "multicast", false, "model hardware multicast (one frame for a step's identical sends)")
 	f.DurationVar(&fsync, "fsync", 0, "virtual fsync time per persist (0: off)")
 	return cmd
-}
-
-func equalGraphs(a, b programs.Graph) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		for j := range a[i] {
-			if a[i][j] != b[i][j] {
-				return false
-			}
-		}
-	}
-	return true
 }

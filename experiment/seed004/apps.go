@@ -134,7 +134,7 @@ func (a *App) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 		seq = time.Duration(size*size*size) * programs.DefaultASPConfig.CellCost
 		var got programs.Graph
 		res, got, err = rt.RunASP(n, g, programs.DefaultASPConfig, a.net(), 1)
-		if err == nil && !equal(got, want) {
+		if err == nil && !got.Equal(want) {
 			err = fmt.Errorf("matrix differs from the sequential solver's")
 		}
 	}
@@ -150,17 +150,6 @@ func (a *App) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 		Labels: map[string]string{"fsync": "off", "multicast": strconv.FormatBool(a.Multicast), "size": strconv.Itoa(size)},
 		Detail: res,
 	}, nil
-}
-
-func equal(a, b programs.Graph) bool {
-	for i := range a {
-		for j := range a[i] {
-			if a[i][j] != b[i][j] {
-				return false
-			}
-		}
-	}
-	return len(a) == len(b)
 }
 
 // Seed: §5.3's communication costs on 10 CPUs, in seconds.

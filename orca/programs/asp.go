@@ -56,6 +56,24 @@ func relax(row, pivot []int32, k int) {
 	}
 }
 
+// Equal reports whether two matrices hold the same distances.
+func (g Graph) Equal(o Graph) bool {
+	if len(g) != len(o) {
+		return false
+	}
+	for i := range g {
+		if len(g[i]) != len(o[i]) {
+			return false
+		}
+		for j := range g[i] {
+			if g[i][j] != o[i][j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // SolveASP is the sequential reference: Floyd-Warshall.
 func SolveASP(g Graph) Graph {
 	d := g.clone()

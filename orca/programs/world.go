@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand"
-	"sort"
 	"strings"
 	"time"
 
@@ -417,14 +416,4 @@ func (q *evq) Pop() any {
 func (w *World) at(t time.Duration, f func()) {
 	w.seq++
 	heap.Push(&w.q, &event{at: t, seq: w.seq, f: f})
-}
-
-// sortedKeys is a helper for deterministic reports.
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }
