@@ -11,14 +11,12 @@ import (
 // beside the command, so every replica applies the same time and agrees on
 // what expired. The seeds are silent on time; the decisions:
 //
-//   - Whose clock. The leader's: the automaton reads no clock, so the
-//     leader keeps an estimate, the latest Env.Time of the requests that
-//     reached it directly (stamped by its own runtime on arrival), advanced
-//     by one heartbeat at every tick, and never behind the state's clock
-//     (the largest time in the executed log). A follower's time never
-//     enters the log (forwarded requests carry none), so a follower with a
-//     fast clock cannot expire keys early. Timers fire no earlier than
-//     asked, so the estimate never runs ahead of the leader's own clock.
+//   - Whose clock. The leader's estimate (service.LeaderClock): the latest
+//     Env.Time of the requests that reached it directly, advanced by one
+//     heartbeat at every tick, never behind the state's clock. A
+//     follower's time never enters the log (forwarded requests carry no
+//     Env for a deterministic service), so a follower with a fast clock
+//     cannot expire keys early.
 //   - Reads at the leader (quorum and lease reads) evaluate expiry at the
 //     same estimate; a follower's local read at its own arrival time.
 //   - Active expiry. Every expiry_period (rounded up to heartbeats) the
@@ -26,12 +24,13 @@ import (
 //     its estimate has passed it, it proposes the internal operation
 //     service.ActiveExpire(expiryBatch) through the log like a client
 //     write, one at a time, under the reserved client id expiryClient with
-//     a sequence number that grows with the log (the instance the leader
-//     would propose next), so the deduplication table never mistakes one
-//     for another. Nobody is answered. Until it executes, keys past their
+//     a sequence number that grows with the log (at least the instance the
+//     leader would propose next), so the deduplication table never
+//     mistakes one for another. Nobody is answered. Keys past their
 //     deadline are already invisible to every operation the leader
-//     stamps, so active expiry only reclaims memory and makes followers'
-//     local reads and INFO keyspace agree.
+//     stamps, so active expiry reclaims memory and makes followers' local
+//     reads and INFO keyspace agree; a namespace without deadlines gets no
+//     extra log entries.
 //   - Clock assumption. A key expires when the leader's estimate passes its
 //     deadline; skew between nodes moves that moment, never the agreement
 //     (the time is in the log, and the state's clock never goes back, so a
@@ -41,8 +40,7 @@ import (
 //     linearizable while the skew between successive leaders stays below
 //     the time an election takes (the lease reads' assumption too).
 type expiry struct {
-	now      int64 // the leader's time estimate (ns since the Unix epoch)
-	ticks    int   // heartbeats since the last check
+	clock    service.LeaderClock
 	seq      uint64
 	inflight automaton.RequestID
 }
@@ -55,39 +53,22 @@ const expiryClient uint64 = 0xe791_5e00_0ac7_1fe0
 const expiryBatch = 512
 
 // observeTime takes the time of a request that reached this node directly.
-func (a *Paxos) observeTime(env service.Env) {
-	if env.Time > a.exp.now {
-		a.exp.now = env.Time
-	}
-}
-
-// leaderNow is the leader's time estimate, raised to the state's clock.
-func (a *Paxos) leaderNow() int64 {
-	if es, ok := a.sm.st.(service.ExpiringState); ok {
-		if c := es.Clock() * 1e6; c > a.exp.now {
-			a.exp.now = c
-		}
-	}
-	return a.exp.now
-}
+func (a *Paxos) observeTime(env service.Env) { a.exp.clock.Observe(env) }
 
 // logEnv is the environment the leader logs beside req's command: the
 // request's own for a nondeterministic service, the leader's time for one
 // that reads the time.
 func (a *Paxos) logEnv(req automaton.Request) service.Env {
-	if !service.UsesTime(a.cfg.Service) {
-		return req.Env
-	}
-	return service.Env{Time: a.leaderNow(), Seed: req.Env.Seed}
+	return a.exp.clock.Stamp(a.cfg.Service, a.sm.st, req.Env)
 }
 
 // readEnv is the environment of a read served from this replica's state:
 // at the leader, its time.
 func (a *Paxos) readEnv(req automaton.Request) service.Env {
-	if !service.UsesTime(a.cfg.Service) || a.role != leader {
+	if a.role != leader {
 		return req.Env
 	}
-	return service.Env{Time: a.leaderNow(), Seed: req.Env.Seed}
+	return a.logEnv(req)
 }
 
 // expiryTick runs at every heartbeat tick: it advances the estimate and,
@@ -97,24 +78,8 @@ func (a *Paxos) expiryTick() {
 	if !service.UsesTime(a.cfg.Service) {
 		return
 	}
-	if a.exp.now > 0 {
-		a.exp.now += int64(a.prm.Heartbeat)
-	}
-	if a.role != leader || !a.ready {
-		a.exp.ticks = 0
-		return
-	}
-	if a.exp.ticks++; a.exp.ticks < a.ticksOf(a.prm.ExpiryPeriod) {
-		return
-	}
-	a.exp.ticks = 0
-	es, ok := a.sm.st.(service.ExpiringState)
-	if !ok {
-		return
-	}
-	d, ok := es.NextDeadline()
-	now := a.leaderNow()
-	if !ok || now/1e6 < d || a.pending[a.exp.inflight] != nil {
+	period := a.exp.clock.Tick(a.prm.Heartbeat, a.ticksOf(a.prm.ExpiryPeriod))
+	if !period || a.role != leader || !a.ready || a.pending[a.exp.inflight] != nil || !a.exp.clock.Due(a.sm.st) {
 		return
 	}
 	a.exp.seq = max(a.exp.seq+1, a.next)

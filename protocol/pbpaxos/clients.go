@@ -28,6 +28,7 @@ func (a *PBPaxos) onClientRequest(req automaton.Request) {
 		a.respond(req.ID, service.Errorf("ERR %v", err), nil)
 		return
 	}
+	a.observeTime(req.Env)
 	if req.Opts.Read > automaton.ReadLease {
 		a.respond(req.ID, service.Errorf("ERR pbpaxos: unknown read mode %v", req.Opts.Read), nil)
 		return
@@ -236,8 +237,9 @@ func (a *PBPaxos) silent(id automaton.RequestID) {
 
 // readOn runs a read-only request on m (a read changes nothing).
 func (a *PBPaxos) readOn(m *machine, req automaton.Request) (service.Result, []service.Result) {
+	env := a.readEnv(req)
 	if len(req.Ops) > 0 {
-		return service.OK(), automaton.ApplyGroup(m.st, req.Ops, req.Env)
+		return service.OK(), automaton.ApplyGroup(m.st, req.Ops, env)
 	}
-	return service.ApplyEnv(m.st, req.Op, req.Env), nil
+	return service.ApplyEnv(m.st, req.Op, env), nil
 }

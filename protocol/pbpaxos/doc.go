@@ -169,6 +169,7 @@
 //	batch             positive integer            1       requests per instance (at most)
 //	read              one of xpaxos, log          xpaxos  what a linearizable read is
 //	snapshot_every    positive integer            1000    applied instances between snapshots
+//	expiry_period     positive duration           100ms   leader proposes removing expired keys (expiry.go)
 //
 // Unknown parameters are errors; TestParamDoc keeps the table the parser's.
 package pbpaxos

@@ -80,6 +80,7 @@ const (
 	DefaultElectionTimeout = 500 * time.Millisecond
 	DefaultOpTimeout       = 5 * time.Second
 	DefaultSnapshotEvery   = 1000
+	DefaultExpiryPeriod    = 100 * time.Millisecond
 	maxOpenTxns            = 1024
 	maxConfirms            = 1 << 14
 )
@@ -101,10 +102,13 @@ var params = proto.NewSpec(
 		Doc: "what a linearizable read is"},
 	proto.Param{Name: "snapshot_every", Kind: proto.Int, Default: strconv.Itoa(DefaultSnapshotEvery), Min: "1",
 		Doc: "applied instances between snapshots"},
+	proto.Param{Name: "expiry_period", Kind: proto.Duration, Default: DefaultExpiryPeriod.String(), Min: "0", MinOpen: true,
+		Doc: "leader proposes removing expired keys (expiry.go)"},
 )
 
 type prm struct {
 	heartbeat, electionTimeout, opTimeout time.Duration
+	expiryPeriod                          time.Duration
 	state                                 byte // updDelta, updFull or updReplay
 	pipeline, batch, snapshotEvery        int
 	logReads                              bool
@@ -129,7 +133,8 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, err
 	}
 	r := prm{heartbeat: v.Duration("heartbeat"), electionTimeout: v.Duration("election_timeout"), opTimeout: v.Duration("op_timeout"),
-		pipeline: v.Int("pipeline"), batch: v.Int("batch"), snapshotEvery: v.Int("snapshot_every"), logReads: v.String("read") == "log"}
+		pipeline: v.Int("pipeline"), batch: v.Int("batch"), snapshotEvery: v.Int("snapshot_every"), logReads: v.String("read") == "log",
+		expiryPeriod: v.Duration("expiry_period")}
 	if r.electionTimeout < 3*r.heartbeat {
 		return nil, fmt.Errorf("%s: election_timeout %v must be at least 3 heartbeats (%v)", p.name, r.electionTimeout, 3*r.heartbeat)
 	}
@@ -269,6 +274,9 @@ type PBPaxos struct {
 
 	// catch-up
 	catchupAge int
+
+	// Active expiry and the leader's time (expiry.go).
+	exp expiry
 
 	out []automaton.Output
 	// justApplied lists the instances this step applied, for the
@@ -433,6 +441,7 @@ func (a *PBPaxos) onPeerMessage(from automaton.NodeID, b []byte) {
 // quorum; candidate retransmissions; request timeouts and forwarding.
 func (a *PBPaxos) onTick() {
 	a.tick++
+	a.expiryTick()
 	switch a.role {
 	case leader:
 		a.broadcast(&message{Kind: kindHeartbeat, Ballot: a.ballot, Commit: a.applied})

@@ -73,7 +73,7 @@ func (a *PBPaxos) propose() {
 		case updFull:
 			e.Upd = t.snapshot()
 		}
-		if !service.IsNondeterministic(a.cfg.Service) && e.Kind == updReplay {
+		if !service.UsesEnv(a.cfg.Service) && e.Kind == updReplay {
 			e.Upd = nil
 		}
 		entries = append(entries, e)
@@ -95,8 +95,8 @@ func (a *PBPaxos) propose() {
 func (a *PBPaxos) command(p *pend) cmd {
 	req := p.req
 	var envs []service.Env
-	if service.IsNondeterministic(a.cfg.Service) {
-		envs = []service.Env{req.Env}
+	if service.UsesEnv(a.cfg.Service) {
+		envs = []service.Env{a.logEnv(req)}
 	}
 	switch {
 	case p.txnCmd != nil:

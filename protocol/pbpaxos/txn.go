@@ -77,7 +77,7 @@ func (a *PBPaxos) leadTxn(p *pend) {
 			return
 		}
 		ws := a.workspace(t)
-		env := req.Env
+		env := a.logEnv(req)
 		res := service.ApplyEnv(ws.st, req.Op, env)
 		if !a.cfg.Service.IsRead(req.Op) {
 			t.ops = append(t.ops, req.Op)
