@@ -126,9 +126,6 @@ func (a *App) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 			err = fmt.Errorf("tour %d, sequential solver %d", res.Answer, want)
 		}
 	default:
-		if rt.Strategy == "invalidate" && n > 1 {
-			return experiment.Outcome{}, experiment.Unavailable("orca-primary/invalidate stalls ASP: its onInvalidate drops a copy without retrying the guarded reads waiting there (reported)")
-		}
 		g := programs.NewGraph(size, 1)
 		want := programs.SolveASP(g)
 		seq = time.Duration(size*size*size) * programs.DefaultASPConfig.CellCost

@@ -116,6 +116,9 @@ func (a *Primary) onInvalidate(from automaton.NodeID, m message) {
 	a.see(m.key, m.version)
 	if c, ok := a.sec[m.key]; ok && c.version < m.version {
 		delete(a.sec, m.key)
+		// Guarded reads waiting at the dropped copy go to the primary (or
+		// wait for a fetch): left here, nothing would ever retry them.
+		a.drainWaiting(m.key)
 	}
 	a.send(from, message{kind: kAck, key: m.key, version: m.version, has: false})
 }
