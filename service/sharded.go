@@ -35,11 +35,12 @@ import (
 // differ (the top log2(shards) levels of the tree are the diff).
 //
 // "shardedkv-loose" is the same service with a deliberately incomplete
-// conflict declaration: it declares append as if it only read its key
-// ("appends commute"), which is false: two appends to one key give
-// different values in different orders. Eve's mixer then puts such appends
-// in one parallel batch, replicas interleave them differently, their state
-// hashes differ and the verifiers roll the batch back. It exists to make
+// conflict declaration: it declares set as if it only read its key (as if
+// blind writes commuted), which is false: two sets of one key leave
+// different values in different orders, and a get beside a set sees one
+// or the other. Eve's mixer then puts such requests in one parallel batch,
+// replicas interleave them differently, their tokens differ and the
+// verifiers roll the batch back. It exists to make
 // the rollback path run (protocol/eve); the answers of the service itself
 // are KV's.
 type ShardedKV struct{ loose bool }
@@ -69,8 +70,18 @@ func (s ShardedKV) Name() string {
 	return ShardedKVName
 }
 
-// Validate implements Service: KV's operations.
-func (ShardedKV) Validate(op Op) error { return KV{}.Validate(op) }
+// Validate implements Service: KV's operations on one key. Operations that
+// name other keys (rename, sinter, ...) or the whole keyspace (flushdb,
+// scan, ...) are refused: a shard cannot run them alone.
+func (ShardedKV) Validate(op Op) error {
+	if err := (KV{}).Validate(op); err != nil {
+		return err
+	}
+	if ls := (KV{}).Locks(op); len(ls) > 1 || op.Key == "" || kvOps[op.Kind].keyspace {
+		return fmt.Errorf("shardedkv: %s spans keys; the sharded KV runs single-key operations only", op.Kind)
+	}
+	return nil
+}
 
 // IsRead implements Service.
 func (ShardedKV) IsRead(op Op) bool { return KV{}.IsRead(op) }
@@ -87,11 +98,11 @@ type Conflicter interface {
 	ConflictKeys(op Op) []Lock
 }
 
-// ConflictKeys implements Conflicter. The loose service declares append as
-// a read: the incomplete declaration that makes replicas diverge.
+// ConflictKeys implements Conflicter. The loose service declares set as a
+// read: the incomplete declaration that makes replicas diverge.
 func (s ShardedKV) ConflictKeys(op Op) []Lock {
 	w := !s.IsRead(op)
-	if s.loose && op.Kind == "append" {
+	if s.loose && op.Kind == "set" {
 		w = false
 	}
 	return []Lock{{Key: op.Key, Write: w}}
@@ -121,6 +132,7 @@ type ShardedState struct {
 // kvShard is one shard: a KV state and the Merkle tree over its entries.
 // A shared shard is never written.
 type kvShard struct {
+	mu   sync.Mutex
 	kv   *KVState
 	tree *MerkleTree
 }
@@ -145,36 +157,52 @@ func (s *ShardedState) Shards() int { return len(s.shards) }
 func (s *ShardedState) ShardOf(key string) int { return leafOf(key, len(s.shards)) }
 
 // Apply implements State; safe for concurrent use.
-func (s *ShardedState) Apply(op Op) Result {
+func (s *ShardedState) Apply(op Op) Result { return s.ApplyEnv(op, Env{}) }
+
+// ApplyEnv implements EnvApplier (KV's expiry reads the time); safe for
+// concurrent use. A shard's KV state is used under its own lock, which
+// states that share the shard share too: KV's reads set its clock fields.
+func (s *ShardedState) ApplyEnv(op Op, env Env) Result {
+	if err := (ShardedKV{}).Validate(op); err != nil {
+		return Errorf("%v", err)
+	}
 	i := s.ShardOf(op.Key)
 	s.locks[i].Lock()
 	defer s.locks[i].Unlock()
-	if (KV{}).IsRead(op) {
-		return s.shards[i].kv.Apply(op)
+	write := !(KV{}).IsRead(op)
+	sh := s.shards[i]
+	if write {
+		sh = s.own(i)
 	}
-	sh := s.own(i)
-	r := sh.kv.Apply(op)
-	if e, ok := sh.kv.m[op.Key]; ok {
-		sh.tree.Put(op.Key, e.v)
-	} else {
-		sh.tree.Delete(op.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.kv.ApplyEnv(op, env)
+	if write {
+		if e, ok := sh.kv.m[op.Key]; ok {
+			sh.tree.PutHash(op.Key, e.hash(op.Key))
+		} else {
+			sh.tree.Delete(op.Key)
+		}
 	}
 	return r
 }
 
 // own makes shard i this state's own (copying it when shared) and returns
-// it; the caller holds locks[i]. The copy reads the shared shard only
-// (Snapshot), so a checkpoint that shares it may be read meanwhile.
+// it; the caller holds locks[i].
 func (s *ShardedState) own(i int) *kvShard {
 	if s.owned[i] {
 		return s.shards[i]
 	}
 	old := s.shards[i]
+	old.mu.Lock()
+	snap := old.kv.Snapshot()
+	tree := old.tree.Clone()
+	old.mu.Unlock()
 	kv := newKVState()
-	if err := kv.Restore(old.kv.Snapshot()); err != nil {
+	if err := kv.Restore(snap); err != nil {
 		panic(fmt.Sprintf("service: shard copy: %v", err))
 	}
-	sh := &kvShard{kv: kv, tree: old.tree.Clone()}
+	sh := &kvShard{kv: kv, tree: tree}
 	s.shards[i], s.owned[i] = sh, true
 	return sh
 }
@@ -270,8 +298,11 @@ func (s *ShardedState) ExportShards(idx []int) []byte {
 	e.Uvarint(uint64(len(s.shards)))
 	e.Uvarint(uint64(len(idx)))
 	for _, i := range idx {
+		sh := s.shards[i]
+		sh.mu.Lock()
 		e.Uvarint(uint64(i))
-		e.Bytes(s.shards[i].kv.Snapshot())
+		e.Bytes(sh.kv.Snapshot())
+		sh.mu.Unlock()
 	}
 	return e.B
 }
@@ -318,13 +349,11 @@ func restoreShard(snap []byte) (*kvShard, error) {
 	if err := kv.Restore(snap); err != nil {
 		return nil, err
 	}
-	t := BuildMerkleTree(ShardLeaves, func(yield func(string, []byte) bool) {
-		for k, e := range kv.m {
-			if !yield(k, e.v) {
-				return
-			}
-		}
-	})
+	t := NewMerkleTree(ShardLeaves)
+	for k, e := range kv.m {
+		t.PutHash(k, e.hash(k))
+	}
+	t.Root()
 	return &kvShard{kv: kv, tree: t}, nil
 }
 

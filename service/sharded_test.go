@@ -130,8 +130,8 @@ func TestShardedTransfer(t *testing.T) {
 	}
 }
 
-// The loose service declares append as a read: two appends to one key do
-// not conflict by its declaration, though their order matters.
+// The loose service declares set as a read: two sets of one key do not
+// conflict by its declaration, though their order matters.
 func TestShardedConflictKeys(t *testing.T) {
 	app := Op{Kind: "append", Key: "k", Args: [][]byte{[]byte("x")}}
 	get := Op{Kind: "get", Key: "k"}
@@ -140,8 +140,12 @@ func TestShardedConflictKeys(t *testing.T) {
 	if l, ok := ConflictKeysOf(tight, app); !ok || len(l) != 1 || !l[0].Write {
 		t.Fatalf("shardedkv append: %v %v", l, ok)
 	}
-	if l, _ := ConflictKeysOf(loose, app); l[0].Write {
-		t.Fatalf("shardedkv-loose declares append as a write: %v", l)
+	set := Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("x")}}
+	if l, _ := ConflictKeysOf(loose, set); l[0].Write {
+		t.Fatalf("shardedkv-loose declares set as a write: %v", l)
+	}
+	if l, _ := ConflictKeysOf(loose, app); !l[0].Write {
+		t.Fatalf("shardedkv-loose declares append as a read: %v", l)
 	}
 	if l, _ := ConflictKeysOf(tight, get); l[0].Write {
 		t.Fatalf("get declared as a write: %v", l)

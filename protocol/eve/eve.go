@@ -1,0 +1,391 @@
+package eve
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
+	"github.com/synod-dev/synod/service"
+)
+
+// Name is the protocol's registered name.
+const Name = "eve"
+
+// Broken variants (package doc, "Broken variants").
+const (
+	BrokenEarlyReply = Name + "-broken-earlyreply"
+	BrokenMinority   = Name + "-broken-minority"
+)
+
+func init() {
+	automaton.Register(protocol{name: Name})
+	automaton.RegisterBroken(Name, protocol{name: BrokenEarlyReply, earlyReply: true,
+		doc: "execution replicas answer their clients from their speculative results, before the verifiers decide: a rolled-back or outvoted execution's answers reach clients; the invariant reply-after-commit catches it, linearizability with a diverging service"})
+	automaton.RegisterBroken(Name, protocol{name: BrokenMinority, minority: true,
+		doc: "the verifier leader commits the first token it receives instead of waiting for r+1 matching ones: a single faulty replica's state is committed and transferred to the correct ones; the invariant commit-quorum catches it, linearizability with a commission fault"})
+}
+
+// protocol is the registration: Protocol and the capabilities it declares.
+type protocol struct {
+	name       string
+	earlyReply bool // broken: answer before the decision
+	minority   bool // broken: commit on one token
+	doc        string
+}
+
+func (p protocol) Name() string { return p.name }
+
+// IdempotentRetry implements automaton.Protocol: the duplicate table is part
+// of the replicated state, so a retry at another node applies at most once.
+func (p protocol) IdempotentRetry() bool { return true }
+
+// SupportsNondeterminism implements automaton.NondeterminismSupport: every
+// replica executes a request with the environment the batch carries (§2.2:
+// the primary gives "a seed to a random number generator and other
+// environment variables").
+func (p protocol) SupportsNondeterminism() bool { return true }
+
+// Describe implements automaton.Describer.
+func (p protocol) Describe() string {
+	if p.doc != "" {
+		return p.doc
+	}
+	return "Eve execute-verify replication (seed 003 §2.2): a primary batches requests, execution replicas run the mixer's parallel batches and send MAC'd (start, end) Merkle tokens to verifiers, which agree to commit, commit with state transfer, or roll back to sequential re-execution with a new primary"
+}
+
+// DefaultParams implements automaton.ParamDefaulter.
+func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
+
+// Defaults.
+const (
+	DefaultTimeout  = 100 * time.Millisecond
+	DefaultBatchMax = 64
+	DefaultMACKey   = "synod-eve-cluster-key"
+	// decidedWindow is how many decided slots a verifier keeps (records
+	// and memory), for replicas whose Decide was lost.
+	decidedWindow = 16
+)
+
+var params = proto.NewSpec(
+	proto.Param{Name: "verifiers", Kind: proto.Int, Default: "0", Min: "0",
+		Doc: "0: every node is an execution replica and a verifier (co-located); k > 0: the last k nodes are verifiers only"},
+	proto.Param{Name: "r", Kind: proto.Int, Default: "-1", Min: "-1",
+		Doc: "commission failures of execution replicas tolerated: a commit needs r+1 matching tokens (-1: (E-1)/2 for E execution replicas)"},
+	proto.Param{Name: "batch_max", Kind: proto.Int, Default: "64", Min: "1",
+		Doc: "requests per batch"},
+	proto.Param{Name: "cores", Kind: proto.Int, Default: "1", Min: "1", Max: "1024",
+		Doc: "execution threads per replica (virtual cores in simulation)"},
+	proto.Param{Name: "exec_cost", Kind: proto.Duration, Default: "0s", Min: "0",
+		Doc: "execution time of one request (simulated as virtual time; live, spent spinning)"},
+	proto.Param{Name: "hash_cost", Kind: proto.Duration, Default: "0s", Min: "0",
+		Doc: "simulated Merkle cost per written key and batch (0: a zero-cost tree)"},
+	proto.Param{Name: "timeout", Kind: proto.Duration, Default: DefaultTimeout.String(), Min: "0", MinOpen: true,
+		Doc: "tick of retransmissions, the verifiers' wait for tokens and their suspicion of a silent leader"},
+	proto.Param{Name: "mac_key", Kind: proto.String, Default: DefaultMACKey,
+		Doc: "the cluster's token key (HMAC-SHA256; package doc, Tokens)"},
+	proto.Param{Name: "conflicts", Kind: proto.Enum, Default: "service", Choices: []string{"service", "loose"},
+		Doc: "service: the service's own conflict keys; loose: shardedkv-loose's incomplete declaration (set declared a read), to make replicas diverge"},
+	proto.Param{Name: "commission", Kind: proto.List, Default: "",
+		Doc: "nodes whose executions are corrupted (fault injection: a commission failure)"},
+)
+
+// Scenarios implements automaton.ScenarioDeclarer.
+func (p protocol) Scenarios() []automaton.Scenario { return scenarios(p) }
+
+// New implements automaton.Protocol.
+func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+	}
+	pos, _, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	if err != nil {
+		return nil, err
+	}
+	prm, err := params.Parse(p.name, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	a := &Eve{proto: p, cfg: cfg, prm: prm, pos: pos,
+		batchMax:  prm.Int("batch_max"),
+		timeout:   prm.Duration("timeout"),
+		macKey:    []byte(prm.String("mac_key")),
+		cores:     prm.Int("cores"),
+		execCost:  prm.Duration("exec_cost"),
+		hashCost:  prm.Duration("hash_cost"),
+		isExecSet: map[automaton.NodeID]bool{},
+		isVerSet:  map[automaton.NodeID]bool{},
+	}
+	k := prm.Int("verifiers")
+	switch {
+	case k == 0:
+		a.execs, a.vers = cfg.Nodes, cfg.Nodes
+	case k < len(cfg.Nodes):
+		a.execs, a.vers = cfg.Nodes[:len(cfg.Nodes)-k], cfg.Nodes[len(cfg.Nodes)-k:]
+	default:
+		return nil, fmt.Errorf("%s: verifiers=%d leaves no execution replica among %d nodes", p.name, k, len(cfg.Nodes))
+	}
+	for _, n := range a.execs {
+		a.isExecSet[n] = true
+	}
+	for _, n := range a.vers {
+		a.isVerSet[n] = true
+	}
+	// A kv namespace executes on the sharded KV (same operations, same
+	// answers), which runs non-conflicting requests concurrently.
+	a.stateSvc, a.confSvc = cfg.Service, cfg.Service
+	if cfg.Service.Name() == "kv" {
+		a.stateSvc, _ = service.Lookup(service.ShardedKVName)
+		a.confSvc = a.stateSvc
+	}
+	if prm.String("conflicts") == "loose" {
+		if _, ok := a.stateSvc.NewState().(*service.ShardedState); !ok {
+			return nil, fmt.Errorf("%s: conflicts=loose needs a kv or shardedkv namespace, not %s", p.name, cfg.Service.Name())
+		}
+		a.confSvc, _ = service.Lookup(service.ShardedKVLooseName)
+	}
+	r := prm.Int("r")
+	if r < 0 {
+		r = (len(a.execs) - 1) / 2
+	}
+	if r+1 > len(a.execs) {
+		return nil, fmt.Errorf("%s: r=%d needs %d matching tokens from %d execution replicas", p.name, r, r+1, len(a.execs))
+	}
+	a.quorum = r + 1
+	for _, n := range prm.List("commission") {
+		if n == string(cfg.Self) {
+			a.corrupt = true
+		}
+	}
+	return a, nil
+}
+
+// Eve is one node's automaton: an execution replica, a verifier, or both,
+// and the origin of the requests its clients send.
+type Eve struct {
+	proto protocol
+	cfg   automaton.Config
+	prm   proto.Values
+	pos   map[automaton.NodeID]int
+
+	execs, vers         []automaton.NodeID
+	isExecSet, isVerSet map[automaton.NodeID]bool
+	quorum              int // matching tokens for a commit (r+1)
+	batchMax, cores     int
+	timeout             time.Duration
+	execCost, hashCost  time.Duration
+	macKey              []byte
+	stateSvc            service.Service // whose states replicas keep
+	confSvc             service.Service // whose conflict keys the mixer reads
+	corrupt             bool            // commission fault injected here
+
+	effects uint64 // the last effect id of this incarnation
+
+	out  []automaton.Output
+	self []*message // messages to this node, handled after the current one
+
+	orig origin   // clients.go
+	ex   *replica // execute.go, commit.go (nil on verifier-only nodes)
+	ver  *verifier
+
+	stats Stats
+
+	// stepAnswers records, for the invariant reply-after-commit, the
+	// requests answered in this step with the slot that applied them.
+	stepAnswers []answerNote
+}
+
+// answerNote is one answer of a step: its request and the slot whose
+// decision it depends on (0: answered from the duplicate table).
+type answerNote struct {
+	id   automaton.RequestID
+	slot uint64
+	ok   bool // the slot was applied (decided) when the answer left
+}
+
+// Stats counts what one node's roles did (experiments and tests read it).
+type Stats struct {
+	Commits, Rollbacks, Noops int // decisions this node applied, as an execution replica
+	Transfers, ShardsSent     int // state transfers it installed; shards it sent to others
+	ParallelBatches, Requests int // mixer batches and requests it executed speculatively
+}
+
+// Stats returns the node's counters.
+func (a *Eve) Stats() Stats { return a.stats }
+
+// Timer ids.
+const timerTick automaton.TimerID = 1
+
+// Step implements automaton.Automaton.
+func (a *Eve) Step(in automaton.Input) []automaton.Output {
+	a.out = nil
+	a.stepAnswers = a.stepAnswers[:0]
+	switch in := in.(type) {
+	case automaton.Start:
+		a.onStart(in)
+	case automaton.ClientRequest:
+		a.onClientRequest(in.Req)
+	case automaton.PeerMessage:
+		m, err := unmarshal(in.Msg)
+		if err == nil {
+			a.onMessage(in.From, m)
+		}
+	case automaton.TimerFired:
+		if in.ID == timerTick {
+			a.onTick()
+		}
+	default:
+		a.onOther(in)
+	}
+	for len(a.self) > 0 {
+		m := a.self[0]
+		a.self = a.self[1:]
+		a.onMessage(a.cfg.Self, m)
+	}
+	if debugHook != nil {
+		debugHook(a)
+	}
+	return a.out
+}
+
+func (a *Eve) nextEffect() uint64 {
+	a.effects++
+	return a.effects
+}
+
+func (a *Eve) emit(o automaton.Output) { a.out = append(a.out, o) }
+
+// send sends m to one node; to self it is handled after the current
+// handler (never sent: the contract forbids it).
+func (a *Eve) send(to automaton.NodeID, m *message) {
+	if to == a.cfg.Self {
+		a.self = append(a.self, m)
+		return
+	}
+	a.emit(automaton.Send{To: to, Msg: m.marshal()})
+}
+
+// sendAll sends m to every node of to.
+func (a *Eve) sendAll(to []automaton.NodeID, m *message) {
+	var b []byte
+	for _, n := range to {
+		if n == a.cfg.Self {
+			a.self = append(a.self, m)
+			continue
+		}
+		if b == nil {
+			b = m.marshal()
+		}
+		a.emit(automaton.Send{To: n, Msg: b})
+	}
+}
+
+func (a *Eve) onMessage(from automaton.NodeID, m *message) {
+	switch m.Kind {
+	case kindForward:
+		a.onForward(m)
+	case kindReply:
+		a.onReply(m)
+	case kindBatch:
+		a.onBatch(m.Batch)
+	case kindToken:
+		a.onToken(m.Token)
+	case kindPrepare:
+		a.onPrepare(from, m)
+	case kindPromise:
+		a.onPromise(from, m)
+	case kindAccept:
+		a.onAccept(from, m)
+	case kindAccepted:
+		a.onAccepted(from, m)
+	case kindDecide:
+		a.onDecide(m.Dec)
+	case kindComplain:
+		a.onComplain(from, m)
+	case kindFetch:
+		a.onFetch(from, m)
+	case kindTransfer:
+		a.onTransfer(from, m)
+	}
+}
+
+// onStart begins an incarnation (recovery.go restores the records).
+func (a *Eve) onStart(s automaton.Start) {
+	a.self = nil
+	a.orig = origin{pending: map[automaton.RequestID]*pendingReq{}}
+	a.ex, a.ver = nil, nil
+	if a.isExecSet[a.cfg.Self] {
+		a.ex = a.recoverReplica(s.Records)
+	}
+	if a.isVerSet[a.cfg.Self] {
+		a.ver = a.recoverVerifier(s.Records)
+	}
+	a.emit(automaton.SetTimer{ID: timerTick, After: a.timeout})
+	if a.ver != nil && a.vers[0] == a.cfg.Self {
+		a.campaign() // the first verifier leads until suspected
+	}
+}
+
+// onTick drives every retransmission and suspicion (one timer per node).
+func (a *Eve) onTick() {
+	a.emit(automaton.SetTimer{ID: timerTick, After: a.timeout})
+	a.originTick()
+	if a.ex != nil {
+		a.replicaTick()
+	}
+	if a.ver != nil {
+		a.verifierTick()
+	}
+}
+
+// epoch is this node's view of the current epoch: the primary of epoch e
+// is execs[e mod E].
+func (a *Eve) epoch() uint64 {
+	e := a.orig.epoch
+	if a.ex != nil && a.ex.epoch > e {
+		e = a.ex.epoch
+	}
+	if a.ver != nil && a.ver.epoch > e {
+		e = a.ver.epoch
+	}
+	return e
+}
+
+func (a *Eve) primaryOf(epoch uint64) automaton.NodeID {
+	return a.execs[epoch%uint64(len(a.execs))]
+}
+
+// Leader implements automaton.LeaderReporter: the primary.
+func (a *Eve) Leader() automaton.NodeID { return a.primaryOf(a.epoch()) }
+
+// ServiceState implements automaton.StateReporter: slots applied and the
+// committed state (never the speculative one).
+func (a *Eve) ServiceState() (uint64, service.State) {
+	if a.ex == nil || a.ex.st == nil {
+		return 0, nil
+	}
+	return a.ex.applied, a.ex.st
+}
+
+// Dump describes the node for golden scripts.
+func (a *Eve) Dump() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s epoch=%d pending=%d", a.cfg.Self, a.epoch(), len(a.orig.pending))
+	if a.ex != nil {
+		fmt.Fprintf(&b, " applied=%d hash=%x", a.ex.applied, a.ex.hash[:4])
+		if a.ex.cur != nil {
+			fmt.Fprintf(&b, " executing=%d done=%v seq=%v", a.ex.cur.b.Slot, a.ex.cur.done, a.ex.cur.seq)
+		}
+		if a.ex.fetching {
+			fmt.Fprintf(&b, " fetching from %v", a.ex.fetchFrom)
+		}
+	}
+	if a.ver != nil {
+		fmt.Fprintf(&b, " verifier slot=%d ballot=%v leading=%v last=%v", a.ver.slot, a.ver.promised, a.ver.leading, a.ver.decided[a.ver.slot-1])
+	}
+	return b.String()
+}
+
+// debugHook, when set by a test, sees every node after each step.
+var debugHook func(a *Eve)

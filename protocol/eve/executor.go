@@ -1,0 +1,225 @@
+package eve
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Execution of a batch (seed 003 §2.2.2), outside the automaton's step.
+
+// execJob is an execution's payload: the batch, the state it runs on (owned
+// by the executor until the result returns) and how to run it.
+type execJob struct {
+	Slot       uint64
+	State      service.State
+	Svc        service.Service
+	Entries    []entry
+	Skip       []bool
+	Sequential bool
+	Cores      int
+	ExecCost   time.Duration
+	HashCost   time.Duration
+	Corrupt    bool
+}
+
+// execResult is an execution's result: per-request results, the state's
+// hash, and the modelled time (the makespan on Cores virtual cores).
+type execResult struct {
+	Results  []service.Result
+	Root     [32]byte
+	Makespan time.Duration
+	Batches  int // parallel batches the mixer made
+}
+
+// Cost implements the simulator's CostedResult.
+func (r *execResult) Cost() time.Duration { return r.Makespan }
+
+// ExecKind is the executor kind eve registers.
+const ExecKind = "eve.exec"
+
+func init() {
+	automaton.RegisterExecutor(ExecKind, func(env automaton.ExecEnv) (automaton.Executor, error) {
+		return &executor{env: env}, nil
+	})
+}
+
+// executor runs batches for one replica incarnation: in simulation
+// deterministically from env.Rand with a modelled makespan (runJob), live
+// on a pool of real goroutines (runLive).
+type executor struct{ env automaton.ExecEnv }
+
+// Execute implements automaton.Executor.
+func (x *executor) Execute(payload any) (any, error) {
+	job, ok := payload.(*execJob)
+	if !ok {
+		return nil, fmt.Errorf("eve: executor payload %T", payload)
+	}
+	if x.env.Simulated {
+		return runJob(job, x.env.Rand), nil
+	}
+	return runLive(job), nil
+}
+
+// Close implements automaton.Executor: workers live only during Execute.
+func (x *executor) Close() error { return nil }
+
+// startEffect hands the job to the runtime; its state belongs to the
+// executor until EffectDone.
+func (a *Eve) startEffect(id uint64, job *execJob) {
+	a.emit(automaton.Effect{ID: automaton.EffectID(id), Kind: ExecKind, Payload: job})
+}
+
+// onOther handles inputs beyond the contract's four: an execution's end.
+func (a *Eve) onOther(in automaton.Input) {
+	d, ok := in.(automaton.EffectDone)
+	if !ok || a.ex == nil || a.ex.cur == nil || a.ex.cur.id != uint64(d.ID) {
+		return
+	}
+	res, ok := d.Result.(*execResult)
+	if d.Err != nil || !ok {
+		x := a.ex.cur // the executor failed: run the batch again
+		a.execute(x.b, x.seq, x.dec)
+		return
+	}
+	a.onExecuted(uint64(d.ID), res)
+}
+
+// runJob executes a job deterministically from rnd: the mixer's parallel
+// batches run one after the other, the requests of one in an order drawn
+// from rnd (different replicas interleave them differently, which is what
+// a real thread pool does); a sequential job runs in batch order.
+func runJob(job *execJob, rnd *rand.Rand) *execResult {
+	res := &execResult{Results: make([]service.Result, len(job.Entries))}
+	var idx []int
+	for i := range job.Entries {
+		if !job.Skip[i] {
+			idx = append(idx, i)
+		}
+	}
+	groups := [][]int{idx}
+	if !job.Sequential {
+		groups = mix(len(idx), func(k int) ([]service.Lock, bool) {
+			return service.ConflictKeysOf(job.Svc, job.Entries[idx[k]].Req.Op)
+		})
+		for _, g := range groups {
+			for j := range g {
+				g[j] = idx[g[j]]
+			}
+		}
+	}
+	writes := 0
+	for _, g := range groups {
+		order := g
+		if !job.Sequential {
+			order = make([]int, len(g))
+			for j, p := range rnd.Perm(len(g)) {
+				order[j] = g[p]
+			}
+		}
+		for _, i := range order {
+			req := job.Entries[i].Req
+			res.Results[i] = service.ApplyEnv(job.State, req.Op, req.Env)
+			if !job.Svc.IsRead(req.Op) {
+				writes++
+			}
+		}
+		res.Makespan += makespan(len(g), job.cores(), job.ExecCost)
+	}
+	res.Batches = len(groups)
+	if job.Corrupt && len(idx) > 0 {
+		job.State.Apply(service.Op{Kind: "set", Key: "eve-commission-fault", Args: [][]byte{[]byte("x")}})
+		r := &res.Results[idx[0]]
+		*r = service.Bytes([]byte("commission-fault")) // a value nobody wrote
+	}
+	res.Makespan += time.Duration(writes) * job.HashCost
+	res.Root = service.StateHash(job.State)
+	return res
+}
+
+func (j *execJob) cores() int {
+	if j.Sequential {
+		return 1
+	}
+	return max(j.Cores, 1)
+}
+
+// makespan is the time n requests of equal cost take on c cores (list
+// scheduling: ceil(n/c) rounds).
+func makespan(n, c int, cost time.Duration) time.Duration {
+	return time.Duration((n+c-1)/c) * cost
+}
+
+// runLive executes a job on job.Cores goroutines: the requests of each of
+// the mixer's parallel batches are spread over the workers, each spinning
+// ExecCost per request (the modelled work) and applying it; the sharded KV
+// lets them run at once. Other states run sequentially.
+func runLive(job *execJob) *execResult {
+	start := time.Now()
+	_, parallel := job.State.(*service.ShardedState)
+	if !parallel || job.Sequential || job.cores() == 1 {
+		res := runJob(job, rand.New(rand.NewSource(1)))
+		for range res.Results {
+			spin(job.ExecCost)
+		}
+		res.Makespan = time.Since(start)
+		return res
+	}
+	res := &execResult{Results: make([]service.Result, len(job.Entries))}
+	var idx []int
+	for i := range job.Entries {
+		if !job.Skip[i] {
+			idx = append(idx, i)
+		}
+	}
+	groups := mix(len(idx), func(k int) ([]service.Lock, bool) {
+		return service.ConflictKeysOf(job.Svc, job.Entries[idx[k]].Req.Op)
+	})
+	for _, g := range groups {
+		work := make(chan int, len(g))
+		for _, k := range g {
+			work <- idx[k]
+		}
+		close(work)
+		var wg sync.WaitGroup
+		for w := 0; w < min(job.cores(), len(g)); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					spin(job.ExecCost)
+					req := job.Entries[i].Req
+					res.Results[i] = service.ApplyEnv(job.State, req.Op, req.Env)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	res.Batches = len(groups)
+	res.Root = service.StateHash(job.State)
+	res.Makespan = time.Since(start)
+	return res
+}
+
+// spin burns d of CPU time (a request's modelled computation).
+func spin(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	end := time.Now().Add(d)
+	x := uint64(1)
+	for time.Now().Before(end) {
+		for i := 0; i < 64; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	spinSink.Store(x)
+}
+
+// spinSink keeps spin's result alive.
+var spinSink atomic.Uint64
