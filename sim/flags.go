@@ -54,6 +54,7 @@ func (v *Flags) Register(f *pflag.FlagSet) {
 	f.StringVar(&cfg.Fsync, "fsync", DefaultFsync, "fsync duration distribution")
 	f.StringVar(&cfg.ClientLatency, "client-latency", DefaultClientLatency, "client-to-node one-way latency distribution")
 	f.StringVar(&cfg.Think, "think", DefaultThink, "client think time between operations")
+	f.DurationVar(&cfg.ClockSkew, "clock-skew", 0, "give each node a clock offset in [-d, +d] (and a wall-clock epoch) for the time it stamps on requests (expiry)")
 	f.DurationVar(&cfg.RequestTimeout, "timeout", DefaultRequestTimeout, "client request timeout (virtual time)")
 	f.StringArrayVar(&v.Links, "link", nil, "latency of one directed link, e.g. n1->n2=pareto:5ms:1.5 (repeatable)")
 	f.StringArrayVar(&v.Params, "param", nil, "protocol parameter key=value (repeatable)")

@@ -329,7 +329,7 @@ func (s *simulator) onClientReq(e *event) {
 	// The environment the node observes on arrival (service/env.go): virtual
 	// time and a draw from a stream of its own, so that runs of
 	// deterministic services keep their digests.
-	req.Env = service.Env{Time: int64(s.now), Seed: s.rngEnv.Uint64()}
+	req.Env = service.Env{Time: s.nodeTime(n.idx), Seed: s.rngEnv.Uint64()}
 	s.step(n, automaton.ClientRequest{Req: req})
 }
 

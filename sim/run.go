@@ -202,6 +202,7 @@ func (c Config) Command() string {
 		args = append(args, "--no-fanout")
 	}
 	opt("--converge-every", c.ConvergeEvery, 0)
+	opt("--clock-skew", c.ClockSkew, time.Duration(0))
 	opt("--groups", c.Groups, 0.0)
 	if c.Groups > 0 {
 		opt("--group-size", c.GroupSize, 3)

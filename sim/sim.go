@@ -164,6 +164,10 @@ type Config struct {
 	// with PoissonArrivals, exponential ones.
 	Rate            float64
 	PoissonArrivals bool
+	// ClockSkew, when positive, gives every node a clock of its own
+	// (clock.go): a fixed offset in [-ClockSkew, +ClockSkew] added to the
+	// time it stamps on arriving requests (Request.Env.Time).
+	ClockSkew time.Duration
 }
 
 // Stats counts what happened during a run.
