@@ -110,9 +110,13 @@ type KVState struct {
 	// floor is the oldest version Delta can start from: the Restore
 	// baseline, raised when a tombstone is evicted.
 	floor uint64
-	// gone is the version of the latest deletion: every absent key's
-	// version (kv_version.go).
-	gone uint64
+	// WATCH versions of absent keys (kv_version.go): wt maps a deleted
+	// key to its version (its generation at deletion plus one), for at
+	// most tombLimit keys; when it would hold more it is flushed at once:
+	// gone takes the largest of them and wflush the flushing version.
+	wt     map[string]uint64
+	gone   uint64
+	wflush uint64
 	// clock is the largest Env time (Unix ms) of the writes applied.
 	clock int64
 	// exps maps every key with a deadline to it.
@@ -134,7 +138,7 @@ type KVState struct {
 	// copy-on-write; these say the first mutation must copy. (Journal and
 	// tq are shared through full slice expressions: only appends beyond a
 	// clone's length ever write to a shared array.)
-	treeShared, tombShared, expsShared bool
+	treeShared, tombShared, expsShared, wtShared bool
 	// tok marks the collections this state may change in place: those
 	// whose owner is tok (kv_types.go). Clone gives both sides new tokens.
 	tok *int
@@ -214,7 +218,11 @@ func (s *KVState) put(key string, e kvEntry) {
 	if old, ok := s.m[key]; ok {
 		e.gen = old.gen + 1
 	} else {
-		e.gen = s.gone + 1
+		e.gen = s.absentVersion(key) + 1
+		if _, ok := s.wt[key]; ok {
+			s.ownWT()
+			delete(s.wt, key)
+		}
 	}
 	s.m[key] = e
 	s.setExp(key, e.exp)
@@ -239,7 +247,9 @@ func (s *KVState) putString(key string, v []byte, exp int64) {
 // del records the deletion of key, leaving a tombstone.
 func (s *KVState) del(key string) {
 	s.version++
-	s.gone = s.version
+	if old, ok := s.m[key]; ok {
+		s.forget(key, old.gen+1)
+	}
 	delete(s.m, key)
 	s.setExp(key, 0)
 	s.ownTomb()
@@ -320,6 +330,15 @@ func (s *KVState) ownTree() {
 		s.tree = s.tree.Clone()
 		s.treeShared = false
 	}
+}
+
+func (s *KVState) ownWT() {
+	if s.wt == nil {
+		s.wt = map[string]uint64{}
+	} else if s.wtShared {
+		s.wt = maps.Clone(s.wt)
+	}
+	s.wtShared = false
 }
 
 func (s *KVState) ownExps() {

@@ -13,7 +13,7 @@ import "maps"
 // The transfer bookkeeping costs the copy nothing beyond the map: the
 // journal and tombstone queue are shared as capacity-limited slices (a
 // later append on either side never writes where the other reads), and the
-// Merkle tree, the tombstone map and the deadline map are shared
+// Merkle tree, the tombstone maps and the deadline map are shared
 // copy-on-write (the first write on either side that touches them copies
 // them).
 func (s *KVState) Clone() State {
@@ -35,6 +35,9 @@ func (s *KVState) Clone() State {
 	}
 	if s.exps != nil {
 		s.expsShared, c.expsShared = true, true
+	}
+	if s.wt != nil {
+		s.wtShared, c.wtShared = true, true
 	}
 	return &c
 }

@@ -170,29 +170,35 @@
 // once, whatever is written meanwhile, on any replica (Redis promises at
 // least once). A page costs O(n) (the keyspace is filtered, not indexed).
 //
-// Per-key versions (WATCH). Every write to the state increments the state's
-// version (its write counter, the DeltaState Version); every deletion
-// (DEL, expiry, RENAME's source, FLUSHDB's keys) sets the state's gone
-// counter to the new version. A present key carries a generation: gone+1
-// when the key is created, its previous generation plus one at every later
-// write. A present key's version is its generation, an absent key's is
-// gone; an expired key not yet removed answers its generation plus one
-// (the expiry is a change), at most the version its removal will set. No
-// tombstones are needed, so nothing grows with deleted keys.
+// Per-key versions (WATCH). A present key carries a generation: at every
+// write to it, its previous generation plus one; at its creation, its
+// absent version plus one. Its version is its generation (plus one once it
+// has expired, before its removal). A deletion (DEL, expiry, RENAME's
+// source, an emptied collection) remembers the deleted key's version, its
+// generation plus one, in a map of at most DefaultTombstones entries. An
+// absent key's version is the larger of its remembered version and gone.
+// When the map would outgrow its bound it is flushed whole: gone takes the
+// largest remembered version and the map empties (a flush depends only on
+// the history, so every replica flushes at the same operation; an
+// oldest-first eviction would depend on the order in which a replica learnt
+// the deletions, through a delta or its own log). FLUSHDB raises gone above
+// every key's version and flushes. Nothing grows with deleted keys beyond
+// the bound, and a key's version depends only on its own history until a
+// flush, so snapshots of states reached in different orders stay equal.
 //
-// Proof that a guard cannot pass a changed key. (1) A generation never
-// exceeds the state's version: created at gone+1 <= version (gone is an
-// earlier version), each later write adds one to both. (2) version(k)
-// never decreases and grows at every change of k: a write to a present key
-// adds one; a deletion moves it from the generation g to gone = the
-// deleting version, which is above g by (1) (through g+1 when k expired
-// before its removal: the removing version is at least g+1); while k is absent gone only
-// grows; a re-creation moves it from gone to gone+1. So if WATCH read
-// v = version(k) and k changed afterwards, version(k) > v at the guard,
-// and the guard fails. It may fail without a change of k (another key was
-// deleted while k was absent): a retry, never a lost update. Generations
-// and gone travel in snapshots and deltas, so every replica answers a
-// guard alike; two replicas with one history have equal generations.
+// Proof that a guard cannot pass a changed key: version(k) never decreases
+// and grows at every change of k. A write to a present key adds one. An
+// expiry adds one (gen to gen+1), and the removal then keeps it (the
+// remembered version is gen+1). A deletion moves it from gen to
+// max(gen+1, gone) > gen. While k is absent, a flush moves it from
+// max(w, gone) to the new gone, which is at least w and the old gone, and
+// FLUSHDB only raises gone. A re-creation moves it from the absent version
+// a to a+1. So if WATCH read v = version(k) and k changed afterwards,
+// version(k) > v at the guard, and the guard fails. A guard may fail
+// without a change of k (a flush while k was absent raised gone): a retry,
+// never a lost update. Generations, remembered versions and gone travel in
+// snapshots, deltas (with the sender's last flush) and range exports, so
+// every replica answers a guard alike.
 //
 // Expiry. Deadlines (Unix ms) are part of the state. Time comes only from
 // the operation's service.Env: KV states implement EnvApplier. The state
@@ -222,8 +228,9 @@
 // expires when the leader's clock passes its deadline; clock skew between
 // nodes moves the moment, never the agreement.
 //
-// Snapshots (format 3) carry types, generations, deadlines, the clock and
-// gone; formats 1 and 2 (strings only) still restore (generation 1 each). Deltas (format 2) carry the same per key. Merkle entry hashes:
+// Snapshots (format 3) carry types, generations, deadlines, the clock,
+// gone and the remembered versions of deleted keys; formats 1 and 2
+// (strings only) still restore (generation 1 each). Deltas (format 2) carry the same per key. Merkle entry hashes:
 // a string without a deadline hashes as before (EntryHash of its bytes),
 // every other value by SHA-256 over a distinct tag, its type, deadline and
 // canonical encoding (elements in order), so no string collides with a

@@ -95,15 +95,19 @@ func (s *KVState) opRandomKey(Op) Result {
 	return Bytes([]byte(ks[s.env.Rand().IntN(len(ks))]))
 }
 
-// opFlushDB deletes every key in one write: one new version, which becomes
-// the absent floor and the oldest version a delta can start from (the
-// deleted keys leave no tombstones).
+// opFlushDB deletes every key in one write: one new version, the oldest a
+// delta can start from (the deleted keys leave no tombstones); gone rises
+// above every key's version (kv_version.go).
 func (s *KVState) opFlushDB(Op) Result {
 	s.version++
+	for _, e := range s.m {
+		s.gone = max(s.gone, e.gen+1)
+	}
+	s.flushWT()
 	s.m = map[string]kvEntry{}
 	s.exps, s.expsShared = nil, false
 	s.tomb, s.tombShared, s.tq, s.journal = nil, false, nil, nil
-	s.gone, s.floor = s.version, s.version
+	s.floor = s.version
 	if s.tree != nil {
 		s.tree, s.treeShared = NewMerkleTree(s.leaves), false
 	}

@@ -18,8 +18,8 @@ import (
 const snapVersion = 2
 
 // kvSnapVersion is KV's snapshot format: 3 carries typed values,
-// generations, deadlines, the clock and gone. Formats 1 and 2 (strings
-// only) still restore.
+// generations, deadlines, the clock, gone and the remembered versions of
+// deleted keys. Formats 1 and 2 (strings only) still restore.
 const kvSnapVersion = 3
 
 // kvDeltaCodec is the format byte of KV deltas and range exports with
@@ -27,9 +27,12 @@ const kvSnapVersion = 3
 // to a snapshot).
 const kvDeltaCodec = 2
 
-// Snapshot implements State: the version, clock and gone, then the keys in
-// sorted order with their generation, deadline and value, so equal states
-// give equal bytes.
+// Snapshot implements State: the version, clock and gone, the keys in
+// sorted order with their generation, deadline and value, then the
+// remembered deleted keys in sorted order with their versions, so equal
+// states give equal bytes. Nothing in it depends on the order in which
+// different keys were written (the serializability checker merges states
+// by their snapshots).
 func (s *KVState) Snapshot() []byte {
 	keys := sortedKeys(s.m)
 	e := wire.Encoder{B: []byte{kvSnapVersion}}
@@ -44,7 +47,33 @@ func (s *KVState) Snapshot() []byte {
 		e.Varint(x.exp)
 		x.encode(&e)
 	}
+	s.encodeWT(&e)
 	return e.B
+}
+
+// encodeWT appends the remembered deleted keys, sorted, with their
+// versions.
+func (s *KVState) encodeWT(e *wire.Encoder) {
+	ks := sortedKeys(s.wt)
+	e.Uvarint(uint64(len(ks)))
+	for _, k := range ks {
+		e.String(k)
+		e.Uvarint(s.wt[k])
+	}
+}
+
+// decodeWT reads encodeWT's output.
+func decodeWT(d *wire.Decoder) map[string]uint64 {
+	n := d.Count(1<<40, 2)
+	if n == 0 {
+		return nil
+	}
+	wt := make(map[string]uint64, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		k := d.String()
+		wt[k] = d.Uvarint()
+	}
+	return wt
 }
 
 // Restore implements State. The restored version is the baseline: Delta
@@ -63,11 +92,12 @@ func (s *KVState) Restore(snap []byte) error {
 			x.gen, x.exp = gen, exp
 			m[k] = x
 		}
+		wt := decodeWT(d)
 		if err := d.Done(); err != nil {
 			return fmt.Errorf("kv: bad snapshot: %w", err)
 		}
 		s.reset(m, ver)
-		s.tok, s.clock, s.gone = tok, clock, gone
+		s.tok, s.clock, s.gone, s.wt = tok, clock, gone, wt
 		s.rebuildExps()
 		return nil
 	}
@@ -129,18 +159,22 @@ func snapshotHeader(d *wire.Decoder, what string) (uint64, error) {
 // restored snapshot's version on.
 func (s *KVState) Version() uint64 { return s.version }
 
-// kvDelta is one decoded delta entry: a key's value, or its tombstone.
+// kvDelta is one decoded delta entry: a key's value, or its tombstone
+// with the version the sender remembers for it (wv, 0: none).
 type kvDelta struct {
 	key  string
 	at   uint64
 	live bool
 	e    kvEntry
+	wv   uint64
 }
 
 // Delta implements DeltaState: every key changed after version since, with
 // its current value or a tombstone, sorted by key (format 2: codec byte,
-// since, to, clock, gone, count, then per key: key, version of its last
-// change, 1 and the generation, deadline and value, or 0 for a tombstone).
+// since, to, clock, gone, the version of the sender's last flush of
+// deleted keys' versions, count, then per key: key, version of its last
+// change, 1 and the generation, deadline and value, or 0 and the deleted
+// key's remembered version, 0 for none).
 func (s *KVState) Delta(since uint64) ([]byte, error) {
 	if since > s.version || since < s.floor {
 		return nil, fmt.Errorf("%w %d (kv state at %d can serve from %d)", ErrDeltaUnavailable, since, s.version, s.floor)
@@ -153,7 +187,7 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 				out = append(out, kvDelta{key: c.key, at: c.at, live: true, e: e})
 			}
 		} else if at, ok := s.tomb[c.key]; ok && at == c.at {
-			out = append(out, kvDelta{key: c.key, at: c.at})
+			out = append(out, kvDelta{key: c.key, at: c.at, wv: s.wt[c.key]})
 		}
 	}
 	slices.SortFunc(out, func(a, b kvDelta) int { return strings.Compare(a.key, b.key) })
@@ -167,6 +201,7 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 	e.Uvarint(s.version)
 	e.Varint(s.clock)
 	e.Uvarint(s.gone)
+	e.Uvarint(s.wflush)
 	e.Uvarint(uint64(len(out)))
 	for _, c := range out {
 		e.String(c.key)
@@ -176,6 +211,8 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 			e.Uvarint(c.e.gen)
 			e.Varint(c.e.exp)
 			c.e.encode(&e)
+		} else {
+			e.Uvarint(c.wv)
 		}
 	}
 	return e.B, nil
@@ -190,7 +227,7 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 		return fmt.Errorf("%w: kv delta format %d", ErrDeltaMismatch, v)
 	}
 	since, to := d.Uvarint(), d.Uvarint()
-	clock, gone := d.Varint(), d.Uvarint()
+	clock, gone, wflush := d.Varint(), d.Uvarint(), d.Uvarint()
 	n := d.Count(1<<40, 3)
 	ents := make([]kvDelta, 0, n)
 	for i := 0; i < n && d.Err() == nil; i++ {
@@ -199,6 +236,8 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 			gen, exp := d.Uvarint(), d.Varint()
 			c.e = decodeValue(d, s.tok)
 			c.e.gen, c.e.exp, c.e.at = gen, exp, c.at
+		} else {
+			c.wv = d.Uvarint()
 		}
 		if d.Err() == nil && (c.at <= since || c.at > to) {
 			d.Fail(fmt.Errorf("key %q changed at %d, outside (%d, %d]", c.key, c.at, since, to))
@@ -220,6 +259,24 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 		}
 		return strings.Compare(a.key, b.key)
 	})
+	// The remembered versions of deleted keys: the sender's are those it
+	// flushed last at wflush plus the ones the delta names; a flush after
+	// since forgot every older one here too.
+	if wflush > since {
+		s.wt, s.wtShared, s.wflush = nil, false, wflush
+	}
+	for _, c := range ents {
+		switch {
+		case c.live:
+			if _, ok := s.wt[c.key]; ok {
+				s.ownWT()
+				delete(s.wt, c.key)
+			}
+		case c.wv > 0:
+			s.ownWT()
+			s.wt[c.key] = c.wv
+		}
+	}
 	j0, q0 := len(s.journal), len(s.tq)
 	for _, c := range ents {
 		if c.live {
@@ -257,6 +314,7 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 	s.journal = keepSorted(s.journal, j0)
 	s.tq = keepSorted(s.tq, q0)
 	s.version, s.clock, s.gone = to, clock, gone
+	s.wflush = max(s.wflush, wflush)
 	s.evictTombs()
 	if n := len(s.journal); n >= 1024 && n > 2*(len(s.m)+len(s.tomb)) {
 		s.journal = s.compact(s.journal)
@@ -325,14 +383,16 @@ func (s *KVState) KeysIn(rs []Range) []string {
 }
 
 // ExportRanges implements RangeState (format 2: codec byte, version, clock,
-// gone, count of ranges and each as lo, hi, count of entries and each as
-// key, generation, deadline, value).
+// gone, every remembered deleted key with its version, count of ranges and
+// each as lo, hi, count of entries and each as key, generation, deadline,
+// value).
 func (s *KVState) ExportRanges(rs []Range) []byte {
 	keys := s.KeysIn(rs)
 	e := wire.Encoder{B: []byte{kvDeltaCodec}}
 	e.Uvarint(s.version)
 	e.Varint(s.clock)
 	e.Uvarint(s.gone)
+	s.encodeWT(&e)
 	e.Uvarint(uint64(len(rs)))
 	for _, r := range rs {
 		e.Uvarint(uint64(r.Lo))
@@ -351,7 +411,8 @@ func (s *KVState) ExportRanges(rs []Range) []byte {
 
 // ImportRanges implements RangeState: the state's keys in the exported
 // ranges are replaced by the exported entries, and the exporter's version,
-// clock and gone become the state's (the version the Delta baseline;
+// clock, gone and deleted keys' versions become the state's (the version
+// the Delta baseline;
 // per-key change versions are forgotten, as after Restore). Keys outside
 // the ranges keep their generations. O(n) for the baseline, plus the
 // transferred entries.
@@ -361,6 +422,7 @@ func (s *KVState) ImportRanges(b []byte) error {
 		return fmt.Errorf("kv: range export format %d", v)
 	}
 	ver, clock, gone := d.Uvarint(), d.Varint(), d.Uvarint()
+	wt := decodeWT(d)
 	t := s.hashed()
 	nr := d.Count(t.Leaves(), 2)
 	rs := make([]Range, 0, nr)
@@ -407,7 +469,7 @@ func (s *KVState) ImportRanges(b []byte) error {
 	}
 	tree := s.tree
 	s.reset(s.m, ver)
-	s.tree, s.clock, s.gone = tree, clock, gone
+	s.tree, s.clock, s.gone, s.wt = tree, clock, gone, wt
 	s.rebuildExps()
 	return nil
 }

@@ -7,9 +7,10 @@ import (
 )
 
 // Per-key versions and guards (Redis's WATCH; package documentation,
-// "Per-key versions"): a present key's version is its generation, an
-// absent key's the version of the state's latest deletion. The proof that a
-// guard cannot pass a changed key is in the package documentation.
+// "Per-key versions"): a present key's version is its generation; an
+// absent key's is the version it had at its deletion while the state
+// remembers it (wt), and never less than gone. The proof that a guard
+// cannot pass a changed key is in the package documentation.
 
 func init() {
 	addKVOps(map[string]kvOp{
@@ -20,8 +21,7 @@ func init() {
 
 // KeyVersion returns key's write version at the operation's time. An
 // expired key not yet removed answers its generation plus one (its expiry
-// is a change); its removal later moves it to gone, the removing version,
-// which is at least that (a generation never exceeds the state's version).
+// is a change), the version its removal will give it.
 func (s *KVState) KeyVersion(key string) uint64 {
 	if e, ok := s.m[key]; ok {
 		if e.exp != 0 && e.exp <= s.now {
@@ -29,7 +29,31 @@ func (s *KVState) KeyVersion(key string) uint64 {
 		}
 		return e.gen
 	}
-	return s.gone
+	return s.absentVersion(key)
+}
+
+// absentVersion is the version of a key the map does not hold.
+func (s *KVState) absentVersion(key string) uint64 { return max(s.wt[key], s.gone) }
+
+// forget records that key, whose version is now v, was deleted; when more
+// than tombLimit deleted keys would be remembered, all are forgotten at
+// once and gone takes the largest of their versions (a flush depends only
+// on the history, so replicas flush alike; an oldest-first eviction would
+// depend on the order each replica learnt the deletions in).
+func (s *KVState) forget(key string, v uint64) {
+	s.ownWT()
+	s.wt[key] = v
+	if len(s.wt) > s.tombLimit {
+		s.flushWT()
+	}
+}
+
+// flushWT forgets every deleted key's version into gone.
+func (s *KVState) flushWT() {
+	for _, v := range s.wt {
+		s.gone = max(s.gone, v)
+	}
+	s.wt, s.wtShared, s.wflush = nil, false, s.version
 }
 
 func (s *KVState) opVersion(op Op) Result { return Int(int64(s.KeyVersion(op.Key))) }
