@@ -1,0 +1,345 @@
+package pbdurable
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/durability"
+	"github.com/synod-dev/synod/durability/sqlstore"
+	"github.com/synod-dev/synod/protocol/proto"
+	"github.com/synod-dev/synod/service"
+)
+
+// Names of the protocol and its broken variant.
+const (
+	Name                = "pbdurable"
+	BrokenReplyBeforeDB = "pbdurable-broken-replybeforedb"
+)
+
+func init() {
+	automaton.Register(protocol{name: Name})
+	automaton.RegisterBroken(Name, protocol{name: BrokenReplyBeforeDB, replyBeforeDB: true})
+}
+
+var params = proto.NewSpec(
+	proto.Param{Name: "mapping", Kind: proto.String, Default: "db",
+		Doc: "the durability mapping of the service's state objects (counter: durability/examples/counter/<mapping>.yaml; other services: the State object's mapping in service.go)"},
+	proto.Param{Name: "rate_sending", Kind: proto.Duration, Default: "20ms", Min: "0", MinOpen: true, Doc: "the primary's heartbeat interval"},
+	proto.Param{Name: "rate_checking", Kind: proto.Duration, Default: "250ms", Min: "0", MinOpen: true, Doc: "the failure detector's check period; at least 2 rate_sending"},
+	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: "2s", Min: "0", MinOpen: true, Doc: "a forwarded request's time limit at the node the client reached"},
+	proto.Param{Name: sqlstore.ParamDriver, Kind: proto.String, Default: "sqlite", Doc: "the database driver: sqlite or pgx (read by the durability.sql executor)"},
+	proto.Param{Name: sqlstore.ParamDSN, Kind: proto.String, Default: "", Doc: "the database every node uses (shared: a new primary recovers from it); empty: <data dir>/durability-<namespace>.db"},
+	proto.Param{Name: sqlstore.ParamSync, Kind: proto.Bool, Default: "true", Doc: "state fsync: a commit is durable before it returns"},
+)
+
+type protocol struct {
+	name          string
+	replyBeforeDB bool
+}
+
+func (p protocol) Name() string          { return p.name }
+func (p protocol) IdempotentRetry() bool { return false }
+
+// SafeFaults implements automaton.FaultAssumer: primary-backup's perfect
+// failure detector (package doc).
+func (p protocol) SafeFaults() []string { return []string{"crash", "dup", "reorder", "slow"} }
+
+func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
+
+func (p protocol) Describe() string {
+	if p.replyBeforeDB {
+		return "answers before the request's database transaction committed; caught by the invariant reply-after-durable"
+	}
+	return "primary-backup whose state objects are replicated, in a database or reconstructible, per the mapping (seed 002 ch. IV)"
+}
+
+// New implements automaton.Protocol.
+func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+	}
+	pos, me, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	if err != nil {
+		return nil, err
+	}
+	prm, err := params.Parse(p.name, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := newDurable(cfg.Service, prm.String("mapping"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", p.name, err)
+	}
+	a := &PBD{proto: p, cfg: cfg, pos: pos, me: me, svc: svc,
+		sending:   prm.Duration("rate_sending"),
+		checking:  prm.Duration("rate_checking"),
+		opTimeout: prm.Duration("op_timeout"),
+		mapping:   prm.String("mapping"),
+	}
+	if a.checking < 2*a.sending {
+		return nil, fmt.Errorf("%s: rate_checking %v must be at least twice rate_sending %v", p.name, a.checking, a.sending)
+	}
+	return a, nil
+}
+
+// Timers.
+const (
+	timerHeartbeat automaton.TimerID = 1
+	timerCheck     automaton.TimerID = 2
+)
+
+// recordBooted tells a later incarnation that its memory is gone.
+const recordBooted = "pbd/booted"
+
+// PBD is one node's automaton: primary, backup, joiner and forwarder.
+type PBD struct {
+	proto     protocol
+	cfg       automaton.Config
+	pos       map[automaton.NodeID]int
+	me        int
+	svc       durable
+	mapping   string
+	sending   time.Duration
+	checking  time.Duration
+	opTimeout time.Duration
+	out       []automaton.Output
+
+	view   proto.Ballot // Node = the primary's position + 1
+	synced bool         // holds the view's replicated objects
+	index  uint64       // updates executed (primary) or applied (backup)
+
+	// failure detector (backup)
+	heard  bool
+	misses int
+
+	// primary
+	primary    bool
+	ready      bool // every state object restored
+	members    map[automaton.NodeID]*member
+	queue      []*pending // answers in execution order
+	waiting    []waitReq  // requests that arrived before ready
+	effects    map[automaton.EffectID]*pending
+	recoverFx  automaton.EffectID
+	nextEffect automaton.EffectID
+	inflight   bool
+
+	done      map[automaton.RequestID]service.Result
+	doneOrder []automaton.RequestID
+
+	// backup
+	held map[uint64][]durability.Update
+
+	// forwarder
+	fwd map[automaton.RequestID]*forward
+
+	// for the invariants: answers released in the last step
+	released []*pending
+}
+
+// member is a backup of the primary's view.
+type member struct {
+	acked      uint64
+	needsState bool
+	silent     int // check periods without an acknowledgement
+}
+
+// pending is one request at the primary, from execution to its answer.
+type pending struct {
+	id       automaton.RequestID
+	from     automaton.NodeID // "" for a local client
+	res      service.Result
+	stmts    []durability.Stmt
+	fx       automaton.EffectID // 0 until issued
+	dbDone   bool
+	ship     uint64 // the update's index, 0 when nothing was shipped
+	answered bool
+}
+
+type waitReq struct {
+	from automaton.NodeID
+	req  automaton.Request
+}
+
+type forward struct {
+	view proto.Ballot
+	age  int
+}
+
+func (a *PBD) emit(o automaton.Output) { a.out = append(a.out, o) }
+
+func (a *PBD) send(to automaton.NodeID, m msg) {
+	a.emit(automaton.Send{To: to, Msg: m.encode()})
+}
+
+func (a *PBD) primaryID() automaton.NodeID {
+	if a.view.Node == 0 {
+		return ""
+	}
+	return a.cfg.Nodes[a.view.Node-1]
+}
+
+// Leader implements automaton.LeaderReporter.
+func (a *PBD) Leader() automaton.NodeID { return a.primaryID() }
+
+// Step implements automaton.Automaton.
+func (a *PBD) Step(in automaton.Input) []automaton.Output {
+	a.out, a.released = nil, nil
+	switch in := in.(type) {
+	case automaton.Start:
+		a.onStart(in)
+	case automaton.ClientRequest:
+		a.onRequest("", in.Req)
+	case automaton.PeerMessage:
+		m, err := decode(in.Msg)
+		if err == nil {
+			a.onMessage(in.From, m)
+		}
+	case automaton.TimerFired:
+		a.onTimer(in.ID)
+	case automaton.EffectDone:
+		a.onEffectDone(in)
+	}
+	return a.out
+}
+
+// onStart: the first incarnation of the cluster's first node is the
+// primary of view 1 and initialises every object (init, then the empty
+// objects written); the others are its synced backups. A later
+// incarnation lost its memory: it joins (package doc).
+func (a *PBD) onStart(in automaton.Start) {
+	a.members, a.effects = map[automaton.NodeID]*member{}, map[automaton.EffectID]*pending{}
+	a.held, a.fwd = map[uint64][]durability.Update{}, map[automaton.RequestID]*forward{}
+	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	if _, restarted := in.Records[recordBooted]; restarted {
+		a.sendJoin()
+		return
+	}
+	a.emit(automaton.Persist{Key: recordBooted, Value: []byte{1}})
+	a.view, a.synced = proto.Ballot{Round: 1, Node: 1}, true
+	a.svc.set().SetRole(durability.Backup)
+	if a.me != 0 {
+		return
+	}
+	a.primary = true
+	for _, n := range a.cfg.Nodes[1:] {
+		a.members[n] = &member{}
+	}
+	a.svc.set().SetRole(durability.Primary)
+	w, _ := a.svc.fresh()
+	a.startRecovery(&sqlstore.Payload{Stmts: w.SQL})
+	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+}
+
+func (a *PBD) sendJoin() {
+	for _, n := range a.cfg.Nodes {
+		if n != a.cfg.Self {
+			a.send(n, msg{kind: kindJoin, view: a.view})
+		}
+	}
+}
+
+func (a *PBD) onMessage(from automaton.NodeID, m msg) {
+	switch m.kind {
+	case kindHeartbeat:
+		a.onHeartbeat(from, m)
+	case kindUpdate:
+		a.onUpdate(from, m)
+	case kindAck:
+		a.onAck(from, m)
+	case kindState:
+		a.onState(from, m)
+	case kindJoin:
+		a.onJoin(from, m)
+	case kindForward:
+		a.onForward(from, m)
+	case kindReply:
+		a.onReply(m)
+	}
+}
+
+// adopt moves to a later view: a primary steps down, everyone waits for
+// the new primary's state.
+func (a *PBD) adopt(v proto.Ballot) {
+	if !a.view.Less(v) {
+		return
+	}
+	a.view, a.synced, a.heard, a.misses = v, false, true, 0
+	if a.primary {
+		a.primary, a.ready = false, false
+		a.emit(automaton.CancelTimer{ID: timerHeartbeat})
+		for _, p := range a.queue {
+			if !p.answered {
+				a.answer(p, service.Errorf("TRYAGAIN the primary stepped down (the outcome is unknown)"))
+			}
+		}
+		a.queue, a.waiting = nil, nil
+	}
+	a.svc.set().SetRole(durability.Backup)
+	a.held = map[uint64][]durability.Update{}
+	for id, f := range a.fwd {
+		if f.view.Less(v) {
+			delete(a.fwd, id)
+			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN the primary changed (a write's outcome is unknown)")}})
+		}
+	}
+}
+
+// onTimer: HEARTBEAT_GENERATOR and FAILURE_DETECTOR (seed 002 Figs.
+// III.2, III.3), and forwards that timed out.
+func (a *PBD) onTimer(id automaton.TimerID) {
+	switch id {
+	case timerHeartbeat:
+		if a.primary {
+			for _, n := range a.cfg.Nodes {
+				if n != a.cfg.Self {
+					a.send(n, msg{kind: kindHeartbeat, view: a.view, index: a.index})
+				}
+			}
+			a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+		}
+	case timerCheck:
+		a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+		a.expireForwards()
+		if a.primary {
+			a.checkBackups()
+			return
+		}
+		a.checkPrimary()
+	}
+}
+
+func (a *PBD) expireForwards() {
+	limit := int(a.opTimeout / a.checking)
+	ids := make([]automaton.RequestID, 0, len(a.fwd))
+	for id := range a.fwd {
+		ids = append(ids, id)
+	}
+	automaton.SortRequestIDs(ids)
+	for _, id := range ids {
+		f := a.fwd[id]
+		if f.age++; f.age > limit {
+			delete(a.fwd, id)
+			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN the primary did not answer within %v (a write's outcome is unknown)", a.opTimeout)}})
+		}
+	}
+}
+
+// checkPrimary is FAILURE_DETECTOR at a backup: rank r (1 is the senior)
+// takes over after 3r-2 check periods without a word from the primary.
+func (a *PBD) checkPrimary() {
+	if !a.synced {
+		a.sendJoin()
+		return
+	}
+	if a.heard {
+		a.heard, a.misses = false, 0
+		return
+	}
+	a.misses++
+	n := len(a.cfg.Nodes)
+	rank := (a.me - int(a.view.Node-1) + n) % n
+	if a.misses >= 3*rank-2 {
+		a.takeOver()
+	}
+}

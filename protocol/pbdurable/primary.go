@@ -1,0 +1,340 @@
+package pbdurable
+
+import (
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/durability"
+	"github.com/synod-dev/synod/durability/sqlstore"
+	"github.com/synod-dev/synod/service"
+)
+
+// takeOver is switch_to_primary (seed 002 III.A problem 3, IV.C.2
+// recover): the next view names this node; the members ranked before it
+// are taken for failed, the others stay members and get the state;
+// every state object is restored before the new primary serves:
+// replicated objects change role (their state is here), database objects
+// reload by the mapping's queries, reconstructible ones come back empty.
+func (a *PBD) takeOver() {
+	a.view = a.view.Next(uint32(a.me + 1))
+	a.primary, a.ready, a.misses = true, false, 0
+	a.members = map[automaton.NodeID]*member{}
+	n := len(a.cfg.Nodes)
+	for r := 1; r < n; r++ {
+		id := a.cfg.Nodes[(a.me+r)%n]
+		if (a.me+r)%n == int(a.view.Node-1) {
+			break
+		}
+		a.members[id] = &member{needsState: true}
+	}
+	a.held = map[uint64][]durability.Update{}
+	set := a.svc.set()
+	var p sqlstore.Payload
+	for _, px := range set.Proxies() {
+		if px.Mechanism() == durability.Database {
+			p.Stmts = append(p.Stmts, px.Init().SQL...)
+		}
+	}
+	p.Queries = set.Recover().Queries
+	a.startRecovery(&p)
+	for _, id := range a.memberIDs() {
+		a.sendState(id)
+	}
+	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+	a.onTimer(timerHeartbeat)
+}
+
+// startRecovery issues the recover (or init) effect; the primary serves
+// once it is done.
+func (a *PBD) startRecovery(p *sqlstore.Payload) {
+	a.nextEffect++
+	a.recoverFx = a.nextEffect
+	a.emit(automaton.Effect{ID: a.recoverFx, Kind: sqlstore.EffectKind, Payload: p})
+}
+
+func (a *PBD) memberIDs() []automaton.NodeID {
+	var ids []automaton.NodeID
+	for _, n := range a.cfg.Nodes {
+		if a.members[n] != nil {
+			ids = append(ids, n)
+		}
+	}
+	return ids
+}
+
+func (a *PBD) sendState(to automaton.NodeID) {
+	var snap []byte
+	if a.svc.set().Has(durability.Replicated) {
+		snap, _ = a.svc.snapshot()
+	}
+	a.send(to, msg{kind: kindState, view: a.view, index: a.index, state: snap})
+}
+
+// onEffectDone: the recovery's rows restore the database objects; a
+// request's transaction committed.
+func (a *PBD) onEffectDone(d automaton.EffectDone) {
+	if d.ID == a.recoverFx && a.primary && !a.ready {
+		if d.Err == nil {
+			res, _ := d.Result.(sqlstore.Result)
+			qs := a.svc.set().Recover().Queries
+			for i, q := range qs {
+				if i < len(res.Rows) {
+					_ = a.svc.set().Restore(q, res.Rows[i])
+				}
+			}
+			a.ready = true
+			w := a.waiting
+			a.waiting = nil
+			for _, r := range w {
+				a.onRequest(r.from, r.req)
+			}
+			return
+		}
+		// The database did not answer: try again (the objects stay empty
+		// until it does, and nothing is served).
+		a.startRecovery(&sqlstore.Payload{Queries: a.svc.set().Recover().Queries})
+		return
+	}
+	p := a.effects[d.ID]
+	if p == nil {
+		return
+	}
+	delete(a.effects, d.ID)
+	a.inflight = false
+	p.dbDone = true
+	if d.Err != nil {
+		p.res = service.Errorf("TRYAGAIN database: %v (the outcome is unknown)", d.Err)
+	}
+	a.issue()
+	a.release()
+}
+
+// onRequest: a client's request, at the node it reached.
+func (a *PBD) onRequest(from automaton.NodeID, req automaton.Request) {
+	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+		a.answerTo(from, req.ID, res)
+		return
+	}
+	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
+		a.answerTo(from, req.ID, service.Errorf("%v", err))
+		return
+	}
+	if !a.primary {
+		a.forward(req)
+		return
+	}
+	if !a.ready {
+		a.waiting = append(a.waiting, waitReq{from: from, req: req})
+		return
+	}
+	a.execute(from, req)
+}
+
+// execute is EXECUTE (Fig. III.2) through the proxies (IV.C.2): the
+// request runs as one atomic action; its database statements become one
+// durability.sql effect (startA/commitA as BEGIN/COMMIT), its replicated
+// objects' update buffer goes to every member; the answer waits for both.
+func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
+	for _, p := range a.queue {
+		if p.id == req.ID {
+			if from != "" {
+				p.from = from
+			}
+			return // a duplicate of a request in progress
+		}
+	}
+	if res, ok := a.done[req.ID]; ok {
+		a.answerTo(from, req.ID, res) // a duplicated forward of an answered request
+		return
+	}
+	p := &pending{id: req.ID, from: from}
+	if a.cfg.Service.IsRead(req.Op) {
+		p.res, p.dbDone = a.svc.read(req.Op), true
+	} else {
+		res, w, err := a.svc.exec(req.Op)
+		p.res, p.stmts, p.dbDone = res, w.SQL, len(w.SQL) == 0
+		if err != nil {
+			p.res = service.Errorf("%v", err)
+		}
+		if len(w.Ship) > 0 {
+			a.index++
+			p.ship = a.index
+			for _, id := range a.memberIDs() {
+				if !a.members[id].needsState {
+					a.send(id, msg{kind: kindUpdate, view: a.view, index: p.ship, ups: w.Ship})
+				}
+			}
+		}
+	}
+	a.queue = append(a.queue, p)
+	a.issue()
+	a.release()
+}
+
+// issue sends the next request's transaction when none is in flight:
+// transactions commit in execution order.
+func (a *PBD) issue() {
+	if a.inflight {
+		return
+	}
+	for _, p := range a.queue {
+		if p.fx == 0 && !p.dbDone {
+			a.nextEffect++
+			p.fx = a.nextEffect
+			a.effects[p.fx] = p
+			a.inflight = true
+			a.emit(automaton.Effect{ID: p.fx, Kind: sqlstore.EffectKind, Payload: &sqlstore.Payload{Stmts: p.stmts}})
+			return
+		}
+	}
+}
+
+// durable reports whether p's effects are where its mechanisms keep them.
+func (a *PBD) durable(p *pending) bool {
+	if !p.dbDone && !a.proto.replyBeforeDB {
+		return false
+	}
+	for _, m := range a.members {
+		if m.needsState || m.acked < p.ship {
+			if p.ship > 0 || m.needsState {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// release answers the requests at the head of the queue whose effects
+// are durable, in execution order (a read answers after every write it
+// saw).
+func (a *PBD) release() {
+	for len(a.queue) > 0 && a.durable(a.queue[0]) {
+		p := a.queue[0]
+		a.queue = a.queue[1:]
+		a.answer(p, p.res)
+	}
+	if a.proto.replyBeforeDB {
+		for _, p := range a.queue {
+			if !p.answered && p.ship == 0 {
+				a.answer(p, p.res)
+			}
+		}
+	}
+}
+
+// maxDone bounds the primary's cache of answers, which serves duplicated
+// forwards within one incarnation.
+const maxDone = 4096
+
+func (a *PBD) answer(p *pending, res service.Result) {
+	if p.answered {
+		return
+	}
+	p.answered = true
+	if a.done == nil {
+		a.done = map[automaton.RequestID]service.Result{}
+	}
+	a.done[p.id] = res
+	a.doneOrder = append(a.doneOrder, p.id)
+	if len(a.doneOrder) > maxDone {
+		delete(a.done, a.doneOrder[0])
+		a.doneOrder = a.doneOrder[1:]
+	}
+	a.released = append(a.released, p)
+	a.answerTo(p.from, p.id, res)
+}
+
+func (a *PBD) answerTo(from automaton.NodeID, id automaton.RequestID, res service.Result) {
+	if from == "" {
+		a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+		return
+	}
+	a.send(from, msg{kind: kindReply, id: id, res: res})
+}
+
+// onAck: a member's cumulative acknowledgement.
+func (a *PBD) onAck(from automaton.NodeID, m msg) {
+	if !a.primary || m.view != a.view {
+		return
+	}
+	mb := a.members[from]
+	if mb == nil {
+		return
+	}
+	mb.silent = 0
+	if mb.needsState {
+		// The ack of a state message names its index; an ack of a
+		// heartbeat from before the state arrived does not count.
+		if m.index != stateAck {
+			return
+		}
+		mb.needsState = false
+		return
+	}
+	if m.index > mb.acked {
+		mb.acked = m.index
+	}
+	a.release()
+}
+
+// onJoin: a node without the state asks to become a backup.
+func (a *PBD) onJoin(from automaton.NodeID, m msg) {
+	if !a.primary {
+		return
+	}
+	mb := a.members[from]
+	if mb == nil {
+		mb = &member{}
+		a.members[from] = mb
+	}
+	mb.needsState, mb.silent = true, 0
+	a.sendState(from)
+}
+
+// checkBackups: a member silent for two check periods failed and is
+// dropped (III.A, "the detection of backup failures"); one that still
+// lacks the state gets it again.
+func (a *PBD) checkBackups() {
+	for _, id := range a.memberIDs() {
+		mb := a.members[id]
+		if mb.silent++; mb.silent > 2 {
+			delete(a.members, id)
+			continue
+		}
+		if mb.needsState || mb.acked < a.index {
+			mb.needsState = true
+			a.sendState(id)
+		}
+	}
+	a.release()
+}
+
+// forward sends a client's request to the primary this node knows.
+func (a *PBD) forward(req automaton.Request) {
+	p := a.primaryID()
+	if p == "" || p == a.cfg.Self {
+		a.answerTo("", req.ID, service.Errorf("TRYAGAIN no primary known"))
+		return
+	}
+	if _, dup := a.fwd[req.ID]; dup {
+		return
+	}
+	a.fwd[req.ID] = &forward{view: a.view}
+	a.send(p, msg{kind: kindForward, view: a.view, id: req.ID, op: req.Op})
+}
+
+// onForward: the primary serves a forwarded request (from an older view:
+// refused, its outcome stays unknown to the client).
+func (a *PBD) onForward(from automaton.NodeID, m msg) {
+	if !a.primary || m.view != a.view {
+		a.send(from, msg{kind: kindReply, id: m.id, res: service.Errorf("TRYAGAIN not the primary of view %s", m.view)})
+		return
+	}
+	a.onRequest(from, automaton.Request{ID: m.id, Op: m.op})
+}
+
+func (a *PBD) onReply(m msg) {
+	if _, ok := a.fwd[m.id]; !ok {
+		return
+	}
+	delete(a.fwd, m.id)
+	a.emit(automaton.Respond{Resp: automaton.Response{ID: m.id, Result: m.res}})
+}

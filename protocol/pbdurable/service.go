@@ -1,0 +1,224 @@
+package pbdurable
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/synod-dev/synod/durability"
+	"github.com/synod-dev/synod/durability/examples/counter"
+	"github.com/synod-dev/synod/service"
+)
+
+// durable is a service whose state objects sit behind durability proxies
+// (seed 002 IV.C.4, the rewired service): exec runs one update request as
+// one atomic action (startA..commitA on every proxy) and returns the work
+// its mechanisms need.
+type durable interface {
+	set() *durability.Set
+	// exec runs a write; the Work holds the statements and the shipped
+	// update buffer of this request.
+	exec(op service.Op) (service.Result, durability.Work, error)
+	// read answers a read from the objects (no proxy work).
+	read(op service.Op) service.Result
+	// snapshot and install carry the replicated objects to a new backup.
+	snapshot() ([]byte, error)
+	install(b []byte) error
+	// fresh is the work the first primary of a fresh cluster does: init,
+	// then the empty objects written (so that the database holds this
+	// cluster's state, not a previous one's).
+	fresh() (durability.Work, error)
+}
+
+// newDurable builds the durable form of svc under the mapping named m.
+func newDurable(svc service.Service, m string) (durable, error) {
+	if svc.Name() == "counter" {
+		return newCounter(m)
+	}
+	if nd, ok := svc.(interface{ Nondeterministic() bool }); ok && nd.Nondeterministic() {
+		return nil, fmt.Errorf("service %s is nondeterministic; pbdurable maps deterministic services only (package doc)", svc.Name())
+	}
+	return newGeneric(svc, m)
+}
+
+func counterMapping(m string) (*durability.Mapping, error) {
+	b, err := counter.Mappings.ReadFile(m + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("mapping %q: no such Counter mapping (pb, db, reconstructible)", m)
+	}
+	return durability.ParseMapping(b)
+}
+
+// counterSvc is Synod's counter service (read, add n) on seed 002's
+// Counter (IV.D.1) behind its generated proxy.
+type counterSvc struct {
+	d *counter.DurableService
+}
+
+func newCounter(m string) (*counterSvc, error) {
+	mp, err := counterMapping(m)
+	if err != nil {
+		return nil, err
+	}
+	d, err := counter.NewDurableService(mp)
+	if err != nil {
+		return nil, err
+	}
+	return &counterSvc{d: d}, nil
+}
+
+func (c *counterSvc) set() *durability.Set { return c.d.Set }
+
+// exec: "add n" is the seed's Add generalised to n (GetValue, SetValue),
+// bracketed by startA and commitA on every proxy.
+func (c *counterSvc) exec(op service.Op) (service.Result, durability.Work, error) {
+	n, err := strconv.ParseInt(string(op.Args[0]), 10, 64)
+	if err != nil {
+		return service.Errorf("value is not an integer or out of range"), durability.Work{}, nil
+	}
+	c.d.Set.StartA()
+	v := c.d.Service.Counter.GetValue() + n
+	c.d.Service.Counter.SetValue(v)
+	w, err := c.d.Set.CommitA()
+	return service.Int(v), w, err
+}
+
+func (c *counterSvc) read(service.Op) service.Result { return service.Int(c.d.Service.Get()) }
+
+func (c *counterSvc) snapshot() ([]byte, error) {
+	return json.Marshal(c.d.Service.Counter.(*counter.CounterProxy).Object())
+}
+
+func (c *counterSvc) install(b []byte) error {
+	return json.Unmarshal(b, c.d.Service.Counter.(*counter.CounterProxy).Object())
+}
+
+func (c *counterSvc) fresh() (durability.Work, error) {
+	w := c.d.Set.Init()
+	c.d.Set.StartA()
+	c.d.Service.Counter.SetValue(0)
+	x, err := c.d.Set.CommitA()
+	w.Merge(x)
+	return w, err
+}
+
+// generic is any deterministic Synod service as one state object, State,
+// whose one update method is Put(state): the service's state after the
+// request (the seed's "in the extreme a full application checkpoint",
+// III.A). Its mappings are written here in the mapping language.
+type generic struct {
+	svc  service.Service
+	st   service.State
+	set_ *durability.Set
+}
+
+var genericInfo = durability.ObjectInfo{
+	Name:    "State",
+	Updates: []durability.MethodInfo{{Name: "Put", Params: []durability.Param{{Name: "state", Kind: durability.KindBytes}}}},
+}
+
+// genericMappings are the generic object's mappings, by name.
+var genericMappings = map[string]string{
+	"pb": `
+service: generic
+objects:
+  State:
+    mechanism: replicated
+    methods:
+      Put: repeat
+`,
+	"db": `
+service: generic
+objects:
+  State:
+    mechanism: database
+    init:
+      - CREATE TABLE IF NOT EXISTS synod_state (id INTEGER PRIMARY KEY, state BLOB NOT NULL)
+    recover:
+      - query: SELECT state FROM synod_state WHERE id = 1
+        call: Put
+    methods:
+      Put:
+        sql: INSERT INTO synod_state (id, state) VALUES (1, :state) ON CONFLICT (id) DO UPDATE SET state = excluded.state
+`,
+	"reconstructible": `
+service: generic
+objects:
+  State:
+    mechanism: reconstructible
+`,
+}
+
+func newGeneric(svc service.Service, m string) (*generic, error) {
+	src, ok := genericMappings[m]
+	if !ok {
+		return nil, fmt.Errorf("mapping %q: no such mapping (pb, db, reconstructible)", m)
+	}
+	mp, err := durability.ParseMapping([]byte(src))
+	if err != nil {
+		return nil, err
+	}
+	if err := mp.Validate([]durability.ObjectInfo{genericInfo}); err != nil {
+		return nil, err
+	}
+	g := &generic{svc: svc, st: svc.NewState()}
+	p, err := durability.NewProxy(genericInfo, mp.Objects["State"], durability.Hooks{
+		Replay: func(method string, args []durability.Value) error {
+			if method != "Put" || len(args) != 1 {
+				return fmt.Errorf("State has no update method %s/%d", method, len(args))
+			}
+			b, err := durability.AsBytes(args[0])
+			if err != nil {
+				return err
+			}
+			return g.load(b)
+		},
+		Reset: func() { g.st = svc.NewState() },
+		Save:  func() ([]byte, error) { return g.st.Snapshot(), nil },
+		Load:  g.load,
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.set_ = durability.NewSet(p)
+	return g, nil
+}
+
+func (g *generic) load(b []byte) error {
+	st := g.svc.NewState()
+	if err := st.Restore(b); err != nil {
+		return err
+	}
+	g.st = st
+	return nil
+}
+
+func (g *generic) set() *durability.Set { return g.set_ }
+
+func (g *generic) exec(op service.Op) (service.Result, durability.Work, error) {
+	g.set_.StartA()
+	var res service.Result
+	// Put's argument is the state after the request: the call fills the
+	// recorded argument in once it has run.
+	args := []durability.Value{nil}
+	g.set_.Proxy("State").Invoke("Put", args, func() {
+		res = g.st.Apply(op)
+		args[0] = g.st.Snapshot()
+	})
+	w, err := g.set_.CommitA()
+	return res, w, err
+}
+
+func (g *generic) read(op service.Op) service.Result { return g.st.Apply(op) }
+
+func (g *generic) snapshot() ([]byte, error) { return g.st.Snapshot(), nil }
+func (g *generic) install(b []byte) error    { return g.load(b) }
+
+func (g *generic) fresh() (durability.Work, error) {
+	w := g.set_.Init()
+	g.set_.StartA()
+	g.set_.Proxy("State").Invoke("Put", []durability.Value{g.st.Snapshot()}, func() {})
+	x, err := g.set_.CommitA()
+	w.Merge(x)
+	return w, err
+}
