@@ -8,5 +8,6 @@ import (
 	_ "github.com/synod-dev/synod/experiment/seed002fast"
 	_ "github.com/synod-dev/synod/experiment/seed002pb"
 	_ "github.com/synod-dev/synod/experiment/seed002pbpaxos"
+	_ "github.com/synod-dev/synod/experiment/seed003eve"
 	_ "github.com/synod-dev/synod/experiment/seed004"
 )

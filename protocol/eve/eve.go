@@ -3,6 +3,7 @@ package eve
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -87,6 +88,8 @@ var params = proto.NewSpec(
 		Doc: "the cluster's token key (HMAC-SHA256; package doc, Tokens)"},
 	proto.Param{Name: "conflicts", Kind: proto.Enum, Default: "service", Choices: []string{"service", "loose"},
 		Doc: "service: the service's own conflict keys; loose: shardedkv-loose's incomplete declaration (set declared a read), to make replicas diverge"},
+	proto.Param{Name: "observe", Kind: proto.String, Default: "",
+		Doc: "the name of a Recorder (NewRecorder) that collects the nodes' counters (experiments, tests)"},
 	proto.Param{Name: "commission", Kind: proto.List, Default: "",
 		Doc: "nodes whose executions are corrupted (fault injection: a commission failure)"},
 )
@@ -145,6 +148,13 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		}
 		a.confSvc, _ = service.Lookup(service.ShardedKVLooseName)
 	}
+	if name := prm.String("observe"); name != "" {
+		rec, ok := recorders.Load(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: observe=%s names no recorder", p.name, name)
+		}
+		a.rec = rec.(*Recorder)
+	}
 	r := prm.Int("r")
 	if r < 0 {
 		r = (len(a.execs) - 1) / 2
@@ -190,6 +200,7 @@ type Eve struct {
 	ver  *verifier
 
 	stats Stats
+	rec   *Recorder // parameter observe
 
 	// stepAnswers records, for the invariant reply-after-commit, the
 	// requests answered in this step with the slot that applied them.
@@ -209,6 +220,7 @@ type Stats struct {
 	Commits, Rollbacks, Noops int // decisions this node applied, as an execution replica
 	Transfers, ShardsSent     int // state transfers it installed; shards it sent to others
 	ParallelBatches, Requests int // mixer batches and requests it executed speculatively
+	Executions                int // speculative runs (one per batch it executed in parallel)
 }
 
 // Stats returns the node's counters.
@@ -243,8 +255,8 @@ func (a *Eve) Step(in automaton.Input) []automaton.Output {
 		a.self = a.self[1:]
 		a.onMessage(a.cfg.Self, m)
 	}
-	if debugHook != nil {
-		debugHook(a)
+	if a.rec != nil {
+		a.rec.record(a.cfg.Self, a.stats)
 	}
 	return a.out
 }
@@ -387,5 +399,46 @@ func (a *Eve) Dump() string {
 	return b.String()
 }
 
-// debugHook, when set by a test, sees every node after each step.
-var debugHook func(a *Eve)
+// Recorder collects the nodes' Stats of the runs whose parameter observe
+// names it (experiments and tests; observation only: nothing the automata
+// do depends on it). Safe for concurrent runs.
+type Recorder struct {
+	mu   sync.Mutex
+	last map[automaton.NodeID]Stats
+}
+
+var recorders sync.Map // name -> *Recorder
+
+// NewRecorder registers a recorder under name (replacing any).
+func NewRecorder(name string) *Recorder {
+	r := &Recorder{last: map[automaton.NodeID]Stats{}}
+	recorders.Store(name, r)
+	return r
+}
+
+// DropRecorder forgets the recorder of name.
+func DropRecorder(name string) { recorders.Delete(name) }
+
+func (r *Recorder) record(n automaton.NodeID, s Stats) {
+	r.mu.Lock()
+	r.last[n] = s
+	r.mu.Unlock()
+}
+
+// Total sums the nodes' latest counters (each node's current incarnation).
+func (r *Recorder) Total() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var t Stats
+	for _, s := range r.last {
+		t.Commits += s.Commits
+		t.Rollbacks += s.Rollbacks
+		t.Noops += s.Noops
+		t.Transfers += s.Transfers
+		t.ShardsSent += s.ShardsSent
+		t.ParallelBatches += s.ParallelBatches
+		t.Requests += s.Requests
+		t.Executions += s.Executions
+	}
+	return t
+}

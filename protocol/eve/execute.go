@@ -199,6 +199,7 @@ func (a *Eve) onExecuted(id uint64, res *execResult) {
 	if !x.seq {
 		a.stats.ParallelBatches += res.Batches
 		a.stats.Requests += len(x.b.Entries)
+		a.stats.Executions++
 	}
 	if x.seq {
 		// Sequential re-execution needs no second verification: it is

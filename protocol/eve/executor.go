@@ -223,3 +223,16 @@ func spin(d time.Duration) {
 
 // spinSink keeps spin's result alive.
 var spinSink atomic.Uint64
+
+// RunBatchLive executes ops as one batch through the live executor, as an
+// execution replica would (the mixer, then each parallel batch on cores
+// goroutines, cost of spinning per request, the Merkle hash at the end),
+// on st, and returns the batch's results and wall time (experiments).
+func RunBatchLive(svc service.Service, st service.State, ops []service.Op, cores int, cost time.Duration) ([]service.Result, time.Duration) {
+	job := &execJob{State: st, Svc: svc, Entries: make([]entry, len(ops)), Skip: make([]bool, len(ops)), Cores: cores, ExecCost: cost}
+	for i, op := range ops {
+		job.Entries[i].Req.Op = op
+	}
+	res := runLive(job)
+	return res.Results, res.Makespan
+}

@@ -9,10 +9,9 @@ import (
 // simStats runs one simulation and sums the nodes' last counters.
 func simStats(t *testing.T, args ...string) (Stats, *sim.Result) {
 	t.Helper()
-	last := map[string]Stats{}
-	debugHook = func(a *Eve) { last[string(a.cfg.Self)] = a.stats }
-	defer func() { debugHook = nil }()
-	cfg, seeds, err := sim.ParseArgs(append([]string{"--protocol", Name}, args...))
+	rec := NewRecorder(t.Name())
+	defer DropRecorder(t.Name())
+	cfg, seeds, err := sim.ParseArgs(append([]string{"--protocol", Name, "--param", "observe=" + t.Name()}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,17 +20,7 @@ func simStats(t *testing.T, args ...string) (Stats, *sim.Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum Stats
-	for _, s := range last {
-		sum.Commits += s.Commits
-		sum.Rollbacks += s.Rollbacks
-		sum.Noops += s.Noops
-		sum.Transfers += s.Transfers
-		sum.ShardsSent += s.ShardsSent
-		sum.ParallelBatches += s.ParallelBatches
-		sum.Requests += s.Requests
-	}
-	return sum, r
+	return rec.Total(), r
 }
 
 // An incomplete conflict declaration makes replicas interleave conflicting
