@@ -14,6 +14,16 @@ import "time"
 type LeaderClock struct {
 	now   int64 // ns since the Unix epoch; 0: nothing observed yet
 	ticks int
+	seq   uint64
+}
+
+// NextSeq is the sequence number of the next active expiry request: above
+// the previous one and at least atLeast (the protocol's next instance, so
+// that numbers grow across leaders too and a duplicate table never takes
+// one request for another).
+func (c *LeaderClock) NextSeq(atLeast uint64) uint64 {
+	c.seq = max(c.seq+1, atLeast)
+	return c.seq
 }
 
 // Observe takes the environment of a request that reached this node

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -258,7 +259,7 @@ func (s *KVState) opActiveExpire(op Op) Result {
 	}
 	slices.SortFunc(ds, func(a, b due) int {
 		if a.d != b.d {
-			return cmpInt(a.d, b.d)
+			return cmp.Compare(a.d, b.d)
 		}
 		return strings.Compare(a.k, b.k)
 	})
@@ -271,14 +272,4 @@ func (s *KVState) opActiveExpire(op Op) Result {
 		n++
 	}
 	return Int(int64(n))
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -97,24 +97,11 @@ func (s *KVState) opHMGet(op Op) Result {
 }
 
 func (s *KVState) opHDel(op Op) Result {
-	e, c, bad := s.mutable(op.Key, tHash, false)
-	if bad != nil {
-		return *bad
-	}
-	if c == nil {
-		return Int(0)
-	}
-	n := 0
-	for _, f := range op.Args {
-		if _, ok := c.h[string(f)]; ok {
-			delete(c.h, string(f))
-			n++
-		}
-	}
-	if n > 0 {
-		s.store(op.Key, e, c)
-	}
-	return Int(int64(n))
+	return s.removeMembers(op, tHash, func(c *coll, f string) bool {
+		_, ok := c.h[f]
+		delete(c.h, f)
+		return ok
+	})
 }
 
 // opHGetAll is HGETALL (field, value pairs), HKEYS and HVALS, in field

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -206,7 +207,7 @@ func (s *KVState) opScan(op Op) Result {
 	}
 	slices.SortFunc(cand, func(x, y pk) int {
 		if x.p != y.p {
-			return cmpUint(x.p, y.p)
+			return cmp.Compare(x.p, y.p)
 		}
 		return strings.Compare(x.k, y.k)
 	})

@@ -37,24 +37,11 @@ func (s *KVState) opSAdd(op Op) Result {
 }
 
 func (s *KVState) opSRem(op Op) Result {
-	e, c, bad := s.mutable(op.Key, tSet, false)
-	if bad != nil {
-		return *bad
-	}
-	if c == nil {
-		return Int(0)
-	}
-	n := 0
-	for _, m := range op.Args {
-		if _, ok := c.set[string(m)]; ok {
-			delete(c.set, string(m))
-			n++
-		}
-	}
-	if n > 0 {
-		s.store(op.Key, e, c)
-	}
-	return Int(int64(n))
+	return s.removeMembers(op, tSet, func(c *coll, m string) bool {
+		_, ok := c.set[m]
+		delete(c.set, m)
+		return ok
+	})
 }
 
 func members(c *coll) []string {

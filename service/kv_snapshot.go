@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -39,16 +40,22 @@ func (s *KVState) Snapshot() []byte {
 	e.Uvarint(s.version)
 	e.Varint(s.clock)
 	e.Uvarint(s.gone)
+	s.encodeEntries(&e, keys)
+	s.encodeWT(&e)
+	return e.B
+}
+
+// encodeEntries appends the count of keys, then each key with its
+// generation, deadline and value.
+func (s *KVState) encodeEntries(e *wire.Encoder, keys []string) {
 	e.Uvarint(uint64(len(keys)))
 	for _, k := range keys {
 		x := s.m[k]
 		e.String(k)
 		e.Uvarint(x.gen)
 		e.Varint(x.exp)
-		x.encode(&e)
+		x.encode(e)
 	}
-	s.encodeWT(&e)
-	return e.B
 }
 
 // encodeWT appends the remembered deleted keys, sorted, with their
@@ -254,7 +261,7 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 	// sorted; changes this state already has (same key, same version) are
 	// skipped, so a delta applies twice harmlessly.
 	slices.SortFunc(ents, func(a, b kvDelta) int {
-		if c := cmpUint(a.at, b.at); c != 0 {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
 		return strings.Compare(a.key, b.key)
@@ -322,16 +329,6 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 	return nil
 }
 
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // keepSorted restores version order after entries were appended from index
 // from on (each run sorted): only when a state installs a delta that starts
 // before its own version. It sorts a copy, since clones may share l's array.
@@ -340,7 +337,7 @@ func keepSorted(l []change, from int) []change {
 		return l
 	}
 	c := slices.Clone(l)
-	slices.SortStableFunc(c, func(a, b change) int { return cmpUint(a.at, b.at) })
+	slices.SortStableFunc(c, func(a, b change) int { return cmp.Compare(a.at, b.at) })
 	return c
 }
 
@@ -398,14 +395,7 @@ func (s *KVState) ExportRanges(rs []Range) []byte {
 		e.Uvarint(uint64(r.Lo))
 		e.Uvarint(uint64(r.Hi))
 	}
-	e.Uvarint(uint64(len(keys)))
-	for _, k := range keys {
-		x := s.m[k]
-		e.String(k)
-		e.Uvarint(x.gen)
-		e.Varint(x.exp)
-		x.encode(&e)
-	}
+	s.encodeEntries(&e, keys)
 	return e.B
 }
 

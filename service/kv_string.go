@@ -39,6 +39,17 @@ func checkFloat(i int) func(Op) error {
 	}
 }
 
+// strOrAnswer returns key's string, or the answer when there is none:
+// WRONGTYPE for another type, nil without a key.
+func (s *KVState) strOrAnswer(key string) (kvEntry, *Result) {
+	e, ok, bad := s.str(key)
+	if bad == nil && !ok {
+		r := Nil()
+		bad = &r
+	}
+	return e, bad
+}
+
 // str returns key's string: ok false without a key, bad set for another
 // type.
 func (s *KVState) str(key string) (e kvEntry, ok bool, bad *Result) {
@@ -51,12 +62,9 @@ func (s *KVState) str(key string) (e kvEntry, ok bool, bad *Result) {
 }
 
 func (s *KVState) opGet(op Op) Result {
-	e, ok, bad := s.str(op.Key)
-	switch {
-	case bad != nil:
-		return *bad
-	case !ok:
-		return Nil()
+	e, none := s.strOrAnswer(op.Key)
+	if none != nil {
+		return *none
 	}
 	return Bytes(e.v)
 }
@@ -161,12 +169,9 @@ func (s *KVState) opGetSet(op Op) Result {
 }
 
 func (s *KVState) opGetDel(op Op) Result {
-	e, ok, bad := s.str(op.Key)
-	switch {
-	case bad != nil:
-		return *bad
-	case !ok:
-		return Nil()
+	e, none := s.strOrAnswer(op.Key)
+	if none != nil {
+		return *none
 	}
 	s.del(op.Key)
 	return Bytes(e.v)
@@ -198,12 +203,9 @@ func (s *KVState) opGetEx(op Op) Result {
 	if ttl != nil && !s.timed {
 		return Errorf(errNoTime)
 	}
-	e, ok, bad := s.str(op.Key)
-	switch {
-	case bad != nil:
-		return *bad
-	case !ok:
-		return Nil()
+	e, none := s.strOrAnswer(op.Key)
+	if none != nil {
+		return *none
 	}
 	switch {
 	case persist && e.exp != 0:

@@ -168,6 +168,29 @@ func (s *KVState) mutable(key string, t kvType, create bool) (kvEntry, *coll, *R
 	return e, c, nil
 }
 
+// removeMembers removes each argument from key's collection of type t
+// with del (true when it was there) and answers how many were (HDEL, SREM,
+// ZREM).
+func (s *KVState) removeMembers(op Op, t kvType, del func(c *coll, m string) bool) Result {
+	e, c, bad := s.mutable(op.Key, t, false)
+	if bad != nil {
+		return *bad
+	}
+	if c == nil {
+		return Int(0)
+	}
+	n := 0
+	for _, m := range op.Args {
+		if del(c, string(m)) {
+			n++
+		}
+	}
+	if n > 0 {
+		s.store(op.Key, e, c)
+	}
+	return Int(int64(n))
+}
+
 // store records a changed collection (its version, hash, deadline kept),
 // or deletes the key when the collection became empty.
 func (s *KVState) store(key string, e kvEntry, c *coll) {

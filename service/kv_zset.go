@@ -177,23 +177,7 @@ func (s *KVState) opZIncrBy(op Op) Result {
 }
 
 func (s *KVState) opZRem(op Op) Result {
-	e, c, bad := s.mutable(op.Key, tZSet, false)
-	if bad != nil {
-		return *bad
-	}
-	if c == nil {
-		return Int(0)
-	}
-	n := 0
-	for _, m := range op.Args {
-		if c.zdel(string(m)) {
-			n++
-		}
-	}
-	if n > 0 {
-		s.store(op.Key, e, c)
-	}
-	return Int(int64(n))
+	return s.removeMembers(op, tZSet, (*coll).zdel)
 }
 
 // opZScore is ZSCORE and ZMSCORE.

@@ -41,7 +41,6 @@ import (
 //     the time an election takes (the lease reads' assumption too).
 type expiry struct {
 	clock    service.LeaderClock
-	seq      uint64
 	inflight automaton.RequestID
 }
 
@@ -82,8 +81,7 @@ func (a *Paxos) expiryTick() {
 	if !period || a.role != leader || !a.ready || a.pending[a.exp.inflight] != nil || !a.exp.clock.Due(a.sm.st) {
 		return
 	}
-	a.exp.seq = max(a.exp.seq+1, a.next)
-	id := automaton.RequestID{Client: expiryClient, Seq: a.exp.seq}
+	id := automaton.RequestID{Client: expiryClient, Seq: a.exp.clock.NextSeq(a.next)}
 	p := &pend{req: automaton.Request{ID: id, Op: service.ActiveExpire(expiryBatch)}, fwdTo: -1}
 	a.pending[id] = p
 	a.exp.inflight = id

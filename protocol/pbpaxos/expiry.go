@@ -9,28 +9,15 @@ import (
 // The leader executes every request itself (seed 002 VI.A.2) and the
 // replicas install its resulting state (a delta or the whole state carries
 // the deadlines and the state's clock), so they agree on what expired
-// whatever their clocks. What is left to decide, the seed being silent on
-// time, is the same as for Multi-Paxos (protocol/paxos/expiry.go):
-//
-//   - The leader's time is its service.LeaderClock estimate (its own
-//     requests' arrival times, advanced by ticks, never behind the state it
-//     executes on). With state=replay it is logged beside each request
-//     (the environment, as for a nondeterministic service), and every
-//     replica replays with it.
-//   - Reads the leader serves (X-Paxos and log reads) evaluate expiry at
-//     the estimate; a follower's local read at its own arrival time.
-//   - Active expiry: every expiry_period (in heartbeats) the leader
-//     proposes service.ActiveExpire(expiryBatch) like a client write when a
-//     deadline of its tentative state has passed, one at a time, under the
-//     reserved client id expiryClient with a sequence number at least the
-//     next instance (the duplicate table refuses a request older than its
-//     client's latest). Nobody is answered.
-//   - Clock assumption: as for Multi-Paxos, skew moves the moment a key
-//     expires, never the agreement; reads stay linearizable while the skew
-//     between successive leaders stays below an election's duration.
+// whatever their clocks; with state=replay the leader's time is logged
+// beside each request, as a nondeterministic service's environment is.
+// The rest, the seed being silent on time, is decided as for Multi-Paxos
+// (protocol/paxos/expiry.go): the leader's service.LeaderClock estimate
+// stamps what it executes (on its tentative state) and the reads it
+// serves; active expiry proposes service.ActiveExpire every expiry_period
+// under a reserved client id; the same clock assumption.
 type expiry struct {
 	clock    service.LeaderClock
-	seq      uint64
 	inflight automaton.RequestID
 }
 
@@ -75,8 +62,7 @@ func (a *PBPaxos) expiryTick() {
 	if !period || a.role != leader || !a.ready || a.pending[a.exp.inflight] != nil || !a.exp.clock.Due(a.execState()) {
 		return
 	}
-	a.exp.seq = max(a.exp.seq+1, a.next)
-	id := automaton.RequestID{Client: expiryClient, Seq: a.exp.seq}
+	id := automaton.RequestID{Client: expiryClient, Seq: a.exp.clock.NextSeq(a.next)}
 	p := &pend{req: automaton.Request{ID: id, Op: service.ActiveExpire(expiryBatch)}}
 	a.pending[id] = p
 	a.exp.inflight = id
