@@ -57,14 +57,18 @@ type executor struct {
 }
 
 // simDBs are the simulator's databases: an in-memory SQLite database per
-// namespace that outlives node crashes (it is another machine). The
-// executor interface gives no identity of the simulated run, so a process
-// that simulates several runs shares them: ResetSim clears them between
-// runs (a gap reported to the lead).
+// (run, namespace) that outlives node crashes (it is another machine),
+// keyed by automaton.ExecEnv.Run so that runs in one process (parallel
+// seeds) never share one. There is no end-of-run signal, so the databases
+// of the oldest runs are closed once more than keepSimRuns runs have made
+// one (far more than the simulator's parallel workers).
 var (
-	simMu  sync.Mutex
-	simDBs = map[string]*Store{}
+	simMu    sync.Mutex
+	simDBs   = map[string]*Store{}
+	simOrder []string // keys in creation order
 )
+
+const keepSimRuns = 64
 
 // ResetSim drops the simulator's databases.
 func ResetSim() {
@@ -74,6 +78,7 @@ func ResetSim() {
 		s.Close()
 		delete(simDBs, k)
 	}
+	simOrder = nil
 }
 
 func newExecutor(env automaton.ExecEnv) (automaton.Executor, error) {
@@ -88,14 +93,23 @@ func newExecutor(env automaton.ExecEnv) (automaton.Executor, error) {
 	if env.Simulated {
 		simMu.Lock()
 		defer simMu.Unlock()
-		st := simDBs[env.Namespace]
+		key := env.Run + "\x00" + env.Namespace
+		st := simDBs[key]
 		if st == nil {
 			var err error
 			st, err = Open(Config{Driver: SQLite, DSN: ":memory:"})
 			if err != nil {
 				return nil, err
 			}
-			simDBs[env.Namespace] = st
+			simDBs[key] = st
+			simOrder = append(simOrder, key)
+			for len(simOrder) > keepSimRuns {
+				if old := simDBs[simOrder[0]]; old != nil {
+					old.Close()
+					delete(simDBs, simOrder[0])
+				}
+				simOrder = simOrder[1:]
+			}
 		}
 		return &executor{st: st, sim: true}, nil
 	}
