@@ -75,7 +75,7 @@
 //
 // Expiry (deadlines in Unix milliseconds, see "Expiry" below):
 //
-//	expire s [nx|xx|gt|lt]       W  int 1/0
+//	expire s [nx|xx|gt|lt ...]   W  int 1/0 (XX with GT or LT allowed, as in Redis)
 //	pexpire ms [nx|xx|gt|lt]     W  int 1/0
 //	expireat s [nx|xx|gt|lt]     W  int 1/0
 //	pexpireat ms [nx|xx|gt|lt]   W  int 1/0
@@ -130,8 +130,8 @@
 //	                             R  array: the first key is Op.Key, the others
 //	                                Args; one operation, so one consistent cut
 //
-// Sorted sets (scores are float64, formatted as Redis 7 does: shortest
-// round-trip form, "inf", "-inf"):
+// Sorted sets (scores are float64, formatted as Redis 7.0 does, printf's
+// %.17g: "3.5", "0.10000000000000001", "1e+20", "inf", "-inf"):
 //
 //	zadd [nx|xx] [gt|lt] [ch] [incr] score member [score member ...]
 //	                             W  int added (changed with ch); with incr:
@@ -142,8 +142,8 @@
 //	zincrby delta member         W  bytes
 //	zcard                        R  int
 //	zcount min max               R  int (min/max as Redis: -inf, +inf, (1.5 exclusive)
-//	zrank member / zrevrank member
-//	                             R  int | nil
+//	zrank member [withscore] / zrevrank member [withscore]
+//	                             R  int | nil; withscore (Redis 7.2): [int, score]
 //	zrange start stop [byscore|bylex] [rev] [limit offset count] [withscores]
 //	                             R  array (withscores: member, score pairs);
 //	                                ZRANGEBYSCORE, ZREVRANGE, ZREVRANGEBYSCORE

@@ -15,10 +15,10 @@ import (
 
 func init() {
 	addKVOps(map[string]kvOp{
-		"expire":       {min: 1, max: 2, check: checkExpire, run: (*KVState).opExpire},
-		"pexpire":      {min: 1, max: 2, check: checkExpire, run: (*KVState).opExpire},
-		"expireat":     {min: 1, max: 2, check: checkExpire, run: (*KVState).opExpire},
-		"pexpireat":    {min: 1, max: 2, check: checkExpire, run: (*KVState).opExpire},
+		"expire":       {min: 1, max: -1, check: checkExpire, run: (*KVState).opExpire},
+		"pexpire":      {min: 1, max: -1, check: checkExpire, run: (*KVState).opExpire},
+		"expireat":     {min: 1, max: -1, check: checkExpire, run: (*KVState).opExpire},
+		"pexpireat":    {min: 1, max: -1, check: checkExpire, run: (*KVState).opExpire},
 		"ttl":          {read: true, run: (*KVState).opTTL},
 		"pttl":         {read: true, run: (*KVState).opTTL},
 		"expiretime":   {read: true, run: (*KVState).opTTL},
@@ -148,8 +148,8 @@ func parseExpire(op Op) (ttlArg, expireFlags, error) {
 	if !ok {
 		return ttlArg{}, f, fmt.Errorf(errNotInt)
 	}
-	if len(op.Args) == 2 {
-		switch strings.ToLower(string(op.Args[1])) {
+	for _, a := range op.Args[1:] {
+		switch strings.ToLower(string(a)) {
 		case "nx":
 			f.nx = true
 		case "xx":
@@ -159,8 +159,14 @@ func parseExpire(op Op) (ttlArg, expireFlags, error) {
 		case "lt":
 			f.lt = true
 		default:
-			return ttlArg{}, f, fmt.Errorf("Unsupported option %s", op.Args[1])
+			return ttlArg{}, f, fmt.Errorf("Unsupported option %s", a)
 		}
+	}
+	switch {
+	case f.nx && (f.xx || f.gt || f.lt):
+		return ttlArg{}, f, fmt.Errorf("NX and XX, GT or LT options at the same time are not compatible")
+	case f.gt && f.lt:
+		return ttlArg{}, f, fmt.Errorf("GT and LT options at the same time are not compatible")
 	}
 	t := ttlArg{ms: n, abs: strings.HasSuffix(unit, "at")}
 	if !strings.HasPrefix(unit, "p") {

@@ -22,7 +22,10 @@ func TestKVExpiry(t *testing.T) {
 		expire p 50 nx => (integer) 0
 		expire p 50 gt => (integer) 1
 		expire p 40 lt => (integer) 1
-		expire p 1 nx xx => (error) wrong number of arguments for 'expire' command
+		expire p 1 nx xx => (error) NX and XX, GT or LT options at the same time are not compatible
+		expire p 1 gt lt => (error) GT and LT options at the same time are not compatible
+		expire p 100 xx gt => (integer) 1
+		expire p 50 => (integer) 1
 		expire p 1 sometimes => (error) Unsupported option sometimes
 		pexpire p 2500 => (integer) 1
 		ttl p => (integer) 3
@@ -45,7 +48,9 @@ func TestKVExpiry(t *testing.T) {
 		ttl k => (integer) 7
 		getex k => "v"
 		getex k ex 0 => (error) invalid expire time in 'getex' command
-		getex k px 1 2 => (error) wrong number of arguments for 'getex' command
+		getex k px 1 2 => (error) syntax error
+		getex nokey ex 0 => (nil)
+		getex k ex x => (error) value is not an integer or out of range
 		incr n 1 => (integer) 1
 		expire n 100 => (integer) 1
 		incr n 1 => (integer) 2

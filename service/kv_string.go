@@ -19,7 +19,7 @@ func init() {
 		"unlink":      {run: (*KVState).opDel},
 		"getset":      {min: 1, max: 1, run: (*KVState).opGetSet},
 		"getdel":      {run: (*KVState).opGetDel},
-		"getex":       {max: 2, check: checkGetEx, run: (*KVState).opGetEx},
+		"getex":       {max: -1, check: checkGetEx, run: (*KVState).opGetEx},
 		"append":      {min: 1, max: 1, run: (*KVState).opAppend},
 		"incr":        {min: 1, max: 1, check: checkInts(0), run: (*KVState).opIncr},
 		"incrbyfloat": {min: 1, max: 1, check: checkFloat(0), run: (*KVState).opIncrByFloat},
@@ -177,35 +177,39 @@ func (s *KVState) opGetDel(op Op) Result {
 	return Bytes(e.v)
 }
 
-// parseGetEx reads GETEX's option: nil for none, persist, or a TTL.
-func parseGetEx(op Op) (ttl *ttlArg, persist bool, err error) {
+// checkGetEx checks GETEX's syntax: no option, persist, or one of ex, px,
+// exat, pxat and a number (checked by opGetEx once the key is found, as
+// Redis does: a missing key answers nil whatever the number).
+func checkGetEx(op Op) error {
 	if len(op.Args) == 0 {
-		return nil, false, nil
+		return nil
 	}
 	w := strings.ToLower(string(op.Args[0]))
 	switch {
 	case w == "persist" && len(op.Args) == 1:
-		return nil, true, nil
+		return nil
 	case (w == "ex" || w == "px" || w == "exat" || w == "pxat") && len(op.Args) == 2:
-		t, err := parseTTL(w, op.Args[1], "getex")
-		return &t, false, err
+		return nil
 	}
-	return nil, false, fmt.Errorf(errSyntax)
-}
-
-func checkGetEx(op Op) error {
-	_, _, err := parseGetEx(op)
-	return err
+	return fmt.Errorf(errSyntax)
 }
 
 func (s *KVState) opGetEx(op Op) Result {
-	ttl, persist, _ := parseGetEx(op)
-	if ttl != nil && !s.timed {
+	persist := len(op.Args) == 1
+	if len(op.Args) == 2 && !s.timed {
 		return Errorf(errNoTime)
 	}
 	e, none := s.strOrAnswer(op.Key)
 	if none != nil {
 		return *none
+	}
+	var ttl *ttlArg
+	if len(op.Args) == 2 {
+		t, err := parseTTL(strings.ToLower(string(op.Args[0])), op.Args[1], "getex")
+		if err != nil {
+			return Errorf("%v", err)
+		}
+		ttl = &t
 	}
 	switch {
 	case persist && e.exp != 0:

@@ -354,8 +354,10 @@ func parseFloat(b []byte) (float64, bool) {
 	return f, true
 }
 
-// formatFloat formats a score or float result as Redis 7 does: the
-// shortest form that reads back exactly, "inf" and "-inf".
+// formatFloat formats a score as Redis 7.0 does (printf's %.17g: 3.5,
+// 0.10000000000000001, 1e+20), "inf" and "-inf". (Redis 7.2 prints the
+// shortest form instead; the compatibility suite compares with the
+// redis-server Debian ships, 7.0.)
 func formatFloat(f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
@@ -363,7 +365,7 @@ func formatFloat(f float64) []byte {
 	case math.IsInf(f, -1):
 		return []byte("-inf")
 	}
-	return []byte(strconv.FormatFloat(f, 'g', -1, 64))
+	return []byte(strconv.FormatFloat(f, 'g', 17, 64))
 }
 
 // span turns Redis's inclusive start and stop indexes (negative from the

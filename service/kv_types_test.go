@@ -281,6 +281,9 @@ func TestKVSortedSets(t *testing.T) {
 		zpopmin z => ["c" "2"]
 		zpopmax z 2 => ["d" "7" "b" "6"]
 		zrange z 0 -1 => ["a" "e"]
+		zadd f 0.1 a 1e20 b => (integer) 2
+		zincrby f 0.2 a => "0.30000000000000004"
+		zrange f 0 -1 withscores => ["a" "0.30000000000000004" "b" "1e+20"]
 		zadd inf +inf m -inf n => (integer) 2
 		zrange inf 0 -1 withscores => ["n" "-inf" "m" "inf"]
 		zpopmin nokey => []
