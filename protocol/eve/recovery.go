@@ -2,6 +2,7 @@ package eve
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -107,12 +108,16 @@ func (a *Eve) persistAccepted(slot uint64) {
 	ac.Ballot.Encode(&e)
 	ac.Dec.encode(&e)
 	a.emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(slot, 10), Value: e.B})
-	if slot > decidedWindow {
-		old := slot - decidedWindow
-		if _, ok := a.ver.acc[old]; ok {
-			delete(a.ver.acc, old)
-			a.emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(old, 10), Delete: true})
+	var old []uint64
+	for s := range a.ver.acc {
+		if s+decidedWindow <= slot {
+			old = append(old, s)
 		}
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i] < old[j] })
+	for _, s := range old {
+		delete(a.ver.acc, s)
+		a.emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(s, 10), Delete: true})
 	}
 }
 

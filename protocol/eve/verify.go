@@ -333,10 +333,17 @@ func (a *Eve) onPromise(from automaton.NodeID, m *message) {
 		if s < v.slot {
 			continue
 		}
-		if i < len(slots)-1 || ac.Ballot == decidedBallot {
-			// Decided: a later slot was proposed only after it was.
+		if ac.Ballot == decidedBallot {
+			// Decided (it came from a Decide or a majority's acceptance).
 			v.learn(ac.Dec)
 			a.sendAll(a.cfg.Nodes, &message{Kind: kindDecide, Dec: ac.Dec})
+			continue
+		}
+		if i < len(slots)-1 {
+			// Below the highest slot, so decided, but an acceptor's entry
+			// may be a stale proposal that lost (the acceptors that took
+			// part in the final ballot may have dropped the slot from
+			// their window): not learned; replicas catch up by transfer.
 			continue
 		}
 		v.slot = s
