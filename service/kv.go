@@ -131,9 +131,13 @@ type KVState struct {
 	// floor; an entry is current while the key's last change is still at
 	// that version. Compacted when twice as long as the keys it can name.
 	journal []change
-	// tree is nil until first hashed; leaves is its shape.
-	tree   *MerkleTree
-	leaves int
+	// tree is nil until first hashed; leaves is its shape. unhashed lists
+	// the collections (and strings with deadlines) written since the tree
+	// last took their entry hashes: a collection's hash covers its whole
+	// encoding, so it is taken once per StateHash, not once per write.
+	tree     *MerkleTree
+	leaves   int
+	unhashed map[string]struct{}
 	// Clone shares the tree, the tombstone map and the deadline map
 	// copy-on-write; these say the first mutation must copy. (Journal and
 	// tq are shared through full slice expressions: only appends beyond a
@@ -232,11 +236,36 @@ func (s *KVState) put(key string, e kvEntry) {
 			delete(s.tomb, key)
 		}
 	}
-	if s.tree != nil {
+	s.treePut(key, e)
+	s.note(key, s.version)
+}
+
+// treePut brings key's entry into the tree, when there is one: a plain
+// string at once (as before typed values), anything else when next hashed.
+func (s *KVState) treePut(key string, e kvEntry) {
+	if s.tree == nil {
+		return
+	}
+	if e.c == nil && e.exp == 0 {
+		delete(s.unhashed, key)
 		s.ownTree()
 		s.tree.PutHash(key, e.hash(key))
+		return
 	}
-	s.note(key, s.version)
+	if s.unhashed == nil {
+		s.unhashed = map[string]struct{}{}
+	}
+	s.unhashed[key] = struct{}{}
+}
+
+// treeDelete removes key from the tree, when there is one.
+func (s *KVState) treeDelete(key string) {
+	if s.tree == nil {
+		return
+	}
+	delete(s.unhashed, key)
+	s.ownTree()
+	s.tree.Delete(key)
 }
 
 // putString writes a string value with deadline exp (0: none).
@@ -255,10 +284,7 @@ func (s *KVState) del(key string) {
 	s.ownTomb()
 	s.tomb[key] = s.version
 	s.tq = append(s.tq, change{key, s.version})
-	if s.tree != nil {
-		s.ownTree()
-		s.tree.Delete(key)
-	}
+	s.treeDelete(key)
 	s.note(key, s.version)
 	s.evictTombs()
 }

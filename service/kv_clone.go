@@ -17,6 +17,9 @@ import "maps"
 // copy-on-write (the first write on either side that touches them copies
 // them).
 func (s *KVState) Clone() State {
+	if s.tree != nil {
+		s.hashed() // no entry hashes pending on either side
+	}
 	m := maps.Clone(s.m)
 	if m == nil {
 		m = map[string]kvEntry{}

@@ -84,7 +84,15 @@ func (s *KVState) opKeys(op Op) Result {
 	return BytesArray(out...)
 }
 
-func (s *KVState) opDBSize(Op) Result { return Int(int64(len(s.liveKeys()))) }
+func (s *KVState) opDBSize(Op) Result {
+	n := 0
+	for _, e := range s.m {
+		if e.exp == 0 || e.exp > s.now {
+			n++
+		}
+	}
+	return Int(int64(n))
+}
 
 // opRandomKey picks from the operation's environment (any answer is a
 // valid random pick; a read changes nothing).
@@ -110,7 +118,7 @@ func (s *KVState) opFlushDB(Op) Result {
 	s.tomb, s.tombShared, s.tq, s.journal = nil, false, nil, nil
 	s.floor = s.version
 	if s.tree != nil {
-		s.tree, s.treeShared = NewMerkleTree(s.leaves), false
+		s.tree, s.treeShared, s.unhashed = NewMerkleTree(s.leaves), false, nil
 	}
 	return OK()
 }

@@ -296,10 +296,7 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 				s.ownTomb()
 				delete(s.tomb, c.key)
 			}
-			if s.tree != nil {
-				s.ownTree()
-				s.tree.PutHash(c.key, c.e.hash(c.key))
-			}
+			s.treePut(c.key, c.e)
 		} else {
 			if at, ok := s.tomb[c.key]; ok && at == c.at {
 				continue
@@ -307,10 +304,7 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 			if _, ok := s.m[c.key]; ok {
 				delete(s.m, c.key)
 				s.setExp(c.key, 0)
-				if s.tree != nil {
-					s.ownTree()
-					s.tree.Delete(c.key)
-				}
+				s.treeDelete(c.key)
 			}
 			s.ownTomb()
 			s.tomb[c.key] = c.at
@@ -349,7 +343,14 @@ func (s *KVState) hashed() *MerkleTree {
 		for k, e := range s.m {
 			s.tree.PutHash(k, e.hash(k))
 		}
-		s.treeShared = false
+		s.treeShared, s.unhashed = false, nil
+	}
+	if len(s.unhashed) > 0 {
+		s.ownTree()
+		for k := range s.unhashed {
+			s.tree.PutHash(k, s.m[k].hash(k))
+		}
+		s.unhashed = nil
 	}
 	if s.tree.Dirty() > 0 {
 		s.ownTree()
