@@ -11,7 +11,7 @@ import (
 // cell runs one simulated cell of an experiment in quick mode.
 func cell(t *testing.T, kind string, nameValues ...string) map[string]float64 {
 	t.Helper()
-	e := &Eve{kind: kind, Ops: 300, Clients: 64, SimSeed: 1}
+	e := &Eve{kind: kind, Ops: 300, Clients: 64, Batch: 64, SimSeed: 1}
 	out, err := e.RunCell(context.Background(), &experiment.Env{Options: experiment.Options{Quick: true}}, experiment.NewCell(nameValues...))
 	if err != nil {
 		t.Fatalf("%s %v: %v", kind, nameValues, err)
