@@ -8,8 +8,12 @@
 // protocols (ABD, the blocking lock protocol) store one opaque value per key and
 // therefore accept only the register subset of KV (get, set, del, exists).
 //
-// Two services ship: KV (get, set [nx|xx], del, exists, cas, append, incr) and
-// Counter (read, add), the latter from seed 000 chapter 4.
+// Services that ship: KV (Redis's data model: strings, hashes, lists, sets
+// and sorted sets in one keyspace, expiry, per-key versions and guards for
+// WATCH; every operation is listed in kv_doc.go), Counter (read, add; seed
+// 000 chapter 4), String, the Matchmaker and Bank (seed 002), Lock (T-Paxos's
+// 2PL), Orca's shared objects (seed 004) and the sharded KV Eve executes in
+// parallel (seed 003).
 package service
 
 import (
