@@ -14,9 +14,9 @@ import (
 // primary. Replies leave only here, after the decision.
 
 // onDecide learns a slot's decision (every role).
-func (a *Eve) onDecide(d *decision) {
+func (a *Eve) onDecide(from automaton.NodeID, d *decision) {
 	if a.ver != nil {
-		a.ver.learn(d)
+		a.ver.learn(d, from != a.cfg.Self)
 	}
 	a.learnEpoch(d.Epoch)
 	r := a.ex

@@ -312,7 +312,7 @@ func (a *Eve) onMessage(from automaton.NodeID, m *message) {
 	case kindAccepted:
 		a.onAccepted(from, m)
 	case kindDecide:
-		a.onDecide(m.Dec)
+		a.onDecide(from, m.Dec)
 	case kindComplain:
 		a.onComplain(from, m)
 	case kindFetch:

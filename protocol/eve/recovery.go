@@ -142,6 +142,9 @@ func (a *Eve) recoverVerifier(recs map[string][]byte) *verifier {
 		}
 		v.acc[ac.Dec.Slot] = ac
 		v.slot = max(v.slot, ac.Dec.Slot)
+		if v.promised.Less(ac.Ballot) {
+			v.promised = ac.Ballot // accepting promised it too
+		}
 	}
 	return v
 }

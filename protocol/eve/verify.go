@@ -24,8 +24,14 @@ type verifier struct {
 
 	acc     map[uint64]accepted  // this acceptor's accepted decisions, by slot (a window)
 	decided map[uint64]*decision // decisions known, by slot (a window)
-	slot    uint64               // the next slot to decide
-	epoch   uint64               // the epoch after slot-1
+	// heard marks the decided slots learned from another node's message:
+	// such a decision is durably chosen (the sender's records were durable
+	// before its message left). A leader's own decision may rest on its
+	// own acceptance not yet durable; a crash then loses it unseen, and
+	// the slot may be decided again (invariant "one decision per slot").
+	heard map[uint64]bool
+	slot  uint64 // the next slot to decide
+	epoch uint64 // the epoch after slot-1
 
 	// The leader's round for slot.
 	tokens   map[automaton.NodeID]token
@@ -44,7 +50,7 @@ type verifier struct {
 }
 
 func newVerifier() *verifier {
-	v := &verifier{acc: map[uint64]accepted{}, decided: map[uint64]*decision{}, slot: 1}
+	v := &verifier{acc: map[uint64]accepted{}, decided: map[uint64]*decision{}, heard: map[uint64]bool{}, slot: 1}
 	v.resetRound()
 	return v
 }
@@ -54,10 +60,14 @@ func (v *verifier) resetRound() {
 	v.active, v.ticks, v.proposal, v.acks = false, 0, nil, nil
 }
 
-// learn records a decided slot and moves to the next.
-func (v *verifier) learn(d *decision) {
+// learn records a decided slot and moves to the next; heard says it came
+// from another node.
+func (v *verifier) learn(d *decision, heard bool) {
 	if _, ok := v.decided[d.Slot]; !ok && d.Slot+decidedWindow > v.slot {
 		v.decided[d.Slot] = d
+	}
+	if heard && v.decided[d.Slot] != nil {
+		v.heard[d.Slot] = true
 	}
 	if d.Slot >= v.slot {
 		v.slot, v.epoch = d.Slot+1, d.Epoch
@@ -67,6 +77,7 @@ func (v *verifier) learn(d *decision) {
 	for s := range v.decided {
 		if s+decidedWindow <= v.slot {
 			delete(v.decided, s)
+			delete(v.heard, s)
 		}
 	}
 }
@@ -118,6 +129,8 @@ func (a *Eve) onComplain(from automaton.NodeID, m *message) {
 		}
 		if d := v.decided[m.Slot+1]; d != nil {
 			a.send(from, &message{Kind: kindDecide, Dec: d})
+		} else if d := v.decided[v.slot-1]; d != nil && d.Slot > m.Slot+1 {
+			a.send(from, &message{Kind: kindDecide, Dec: d}) // beyond the window: it catches up by transfer
 		}
 		return
 	}
@@ -214,8 +227,9 @@ func (a *Eve) onAccept(from automaton.NodeID, m *message) {
 	}
 	if v.promised.Less(m.Ballot) {
 		v.leading, v.electing = false, false
+		v.promised = m.Ballot
+		a.persistPromise() // a restart must not promise below it again
 	}
-	v.promised = m.Ballot
 	v.acc[m.Dec.Slot] = accepted{Ballot: m.Ballot, Dec: m.Dec}
 	v.quiet = 0
 	a.persistAccepted(m.Dec.Slot)
@@ -242,7 +256,7 @@ func (a *Eve) onAccepted(from automaton.NodeID, m *message) {
 		return
 	}
 	d := v.proposal
-	v.learn(d)
+	v.learn(d, false)
 	a.sendAll(a.cfg.Nodes, &message{Kind: kindDecide, Dec: d})
 }
 
@@ -312,6 +326,7 @@ func (a *Eve) onPromise(from automaton.NodeID, m *message) {
 	}
 	v.electing, v.leading = false, true
 	best := map[uint64]accepted{}
+	heard := map[uint64]bool{}
 	for _, n := range a.vers {
 		p := v.promises[n]
 		if p == nil {
@@ -320,6 +335,9 @@ func (a *Eve) onPromise(from automaton.NodeID, m *message) {
 		for _, ac := range p.Accepted {
 			if b, ok := best[ac.Dec.Slot]; !ok || b.Ballot.Less(ac.Ballot) {
 				best[ac.Dec.Slot] = ac
+			}
+			if ac.Ballot == decidedBallot && n != a.cfg.Self {
+				heard[ac.Dec.Slot] = true
 			}
 		}
 	}
@@ -335,7 +353,7 @@ func (a *Eve) onPromise(from automaton.NodeID, m *message) {
 		}
 		if ac.Ballot == decidedBallot {
 			// Decided (it came from a Decide or a majority's acceptance).
-			v.learn(ac.Dec)
+			v.learn(ac.Dec, heard[s])
 			a.sendAll(a.cfg.Nodes, &message{Kind: kindDecide, Dec: ac.Dec})
 			continue
 		}
