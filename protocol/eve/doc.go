@@ -123,7 +123,9 @@
 // multi-instance log of protocol/paxos was not embedded: its commands are
 // client requests with a duplicate table and reads, none of which the
 // verifiers need, and one slot in flight makes phase 1's recovery a single
-// choice. A verifier that sees tokens, batches or complaints but no
+// choice. An acceptor persists every promise it makes (by Prepare or by
+// accepting a higher ballot) and recovers it as at least every ballot it
+// accepted. A verifier that sees tokens, batches or complaints but no
 // decision for 3+position ticks campaigns with a higher ballot. The
 // verifiers decide an empty slot only when some execution replica is known
 // to stand right before it (its tokens, batches or idle status reports),
@@ -185,7 +187,10 @@
 //     applied it is decided and applied at that node.
 //   - commit-quorum: every commit decision carries r+1 tokens with valid
 //     MACs from distinct execution replicas for the committed claim.
-//   - one decision per slot: no two verifiers know different decisions.
+//   - one decision per slot: no two verifiers know different decisions
+//     heard from other nodes (a leader's own decision may rest on its
+//     acceptance not yet durable; if a crash loses that, nothing of the
+//     decision had left the node and the slot may be decided again).
 //   - committed state matches its token: after a commit applied from its
 //     own run, a replica's end hash is the committed one.
 //
