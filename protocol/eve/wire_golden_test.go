@@ -76,7 +76,11 @@ func TestWireGolden(t *testing.T) {
 	for _, o := range a.out {
 		p := o.(automaton.Persist)
 		recs[p.Key] = p.Value
-		cases = append(cases, proto.Encoded{Name: "record-" + p.Key, Bytes: p.Value})
+		if p.Key != recReplica && p.Key != recSpec {
+			// The replica records embed the service's snapshot, whose
+			// format the service owns: they are checked by recovery below.
+			cases = append(cases, proto.Encoded{Name: "record-" + p.Key, Bytes: p.Value})
+		}
 	}
 	r := a.recoverReplica(recs)
 	if r.applied != 6 || r.epoch != 2 || r.hash != service.StateHash(a.ex.st) {
