@@ -52,7 +52,7 @@ func (a *Eve) applyDecision(d *decision) {
 		switch {
 		case x != nil && !x.seq && x.digest == d.Claim.Batch && !x.done:
 			r.waitDec = d // our run of the committed batch is still going
-		case x != nil && x.done && !x.seq && x.tok.claim() == d.Claim:
+		case x != nil && x.done && !x.seq && (x.tok.claim() == d.Claim || a.proto.ownState):
 			a.stats.Commits++
 			a.applySlot(d, x.spec, x.b, x.res, x.skip)
 		default:

@@ -208,6 +208,12 @@
 //     caught by commit-quorum, and with invariants off by linearizability
 //     when the leader's own replica has the commission fault (its token
 //     arrives first and its corrupted answers are committed).
+//   - eve-broken-ownstate: a replica applies a commit with its own run
+//     whatever its claim (no state transfer when outvoted); caught by
+//     committed-state-matches-token, and by the convergence check.
+//   - eve-broken-norecovery: a new verifier leader skips phase 1's
+//     recovery and decides slots afresh; caught under crashes by
+//     one-decision-per-slot and by the convergence check.
 //
 // # Parameters
 //

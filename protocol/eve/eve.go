@@ -18,6 +18,8 @@ const Name = "eve"
 const (
 	BrokenEarlyReply = Name + "-broken-earlyreply"
 	BrokenMinority   = Name + "-broken-minority"
+	BrokenOwnState   = Name + "-broken-ownstate"
+	BrokenNoRecovery = Name + "-broken-norecovery"
 )
 
 func init() {
@@ -26,6 +28,10 @@ func init() {
 		doc: "execution replicas answer their clients from their speculative results, before the verifiers decide: a rolled-back or outvoted execution's answers reach clients; the invariant reply-after-commit catches it, linearizability with a diverging service"})
 	automaton.RegisterBroken(Name, protocol{name: BrokenMinority, minority: true,
 		doc: "the verifier leader commits the first token it receives instead of waiting for r+1 matching ones: a single faulty replica's state is committed and transferred to the correct ones; the invariant commit-quorum catches it, linearizability with a commission fault"})
+	automaton.RegisterBroken(Name, protocol{name: BrokenOwnState, ownState: true,
+		doc: "a replica applies a commit with its own run whatever its claim, instead of a state transfer when it was outvoted: diverged replicas keep their states; the invariant committed-state-matches-token catches it, the convergence check too"})
+	automaton.RegisterBroken(Name, protocol{name: BrokenNoRecovery, noRecovery: true,
+		doc: "a new verifier leader skips phase 1's recovery of accepted decisions and decides the slot afresh: a slot decided by the old leader can be decided again differently; the invariant one-decision-per-slot catches it under crashes"})
 }
 
 // protocol is the registration: Protocol and the capabilities it declares.
@@ -33,6 +39,8 @@ type protocol struct {
 	name       string
 	earlyReply bool // broken: answer before the decision
 	minority   bool // broken: commit on one token
+	ownState   bool // broken: apply one's own run whatever the committed claim
+	noRecovery bool // broken: a new leader ignores the accepted decisions phase 1 reports
 	doc        string
 }
 

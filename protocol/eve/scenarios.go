@@ -22,6 +22,18 @@ func scenarios(p protocol) []automaton.Scenario {
 				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "none",
 					"--param", "commission=n1", "--no-invariants"}, Seeds: minoritySeeds},
 		}
+	case p.ownState:
+		return []automaton.Scenario{
+			{Name: "caught by the invariant committed-state-matches-token",
+				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "100", "--faults", "none", "--param", "commission=n2"}, Seeds: "1"},
+			{Name: "caught by the convergence check (invariants off)",
+				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "100", "--faults", "none", "--param", "commission=n2", "--no-invariants"}, Seeds: "1"},
+		}
+	case p.noRecovery:
+		return []automaton.Scenario{
+			{Name: "caught under crashes by the invariant one-decision-per-slot (seed 1) and by the convergence check (seed 4)",
+				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all"}, Seeds: noRecoverySeeds},
+		}
 	}
 	return []automaton.Scenario{
 		{Name: "diverging conflict declaration: rollbacks and state transfers under faults",
@@ -43,4 +55,8 @@ func scenarios(p protocol) []automaton.Scenario {
 const (
 	earlySeeds    = "1-2"
 	minoritySeeds = "1-2"
+	// noRecoverySeeds: seeds 1-60 with faults=all failed 20+ with
+	// invariants on (seed 1: one decision per slot), 10 with them off
+	// (diverged replicas); the correct protocol passed 1-500.
+	noRecoverySeeds = "1,4"
 )

@@ -325,6 +325,9 @@ func (a *Eve) onPromise(from automaton.NodeID, m *message) {
 		return
 	}
 	v.electing, v.leading = false, true
+	if a.proto.noRecovery {
+		return // broken: decide the next slot afresh, whatever was accepted
+	}
 	best := map[uint64]accepted{}
 	heard := map[uint64]bool{}
 	for _, n := range a.vers {
