@@ -20,11 +20,20 @@ type ESDSReport struct {
 	Replicas, Ordered int
 	// Strict and NonStrict count the OK operations checked by kind.
 	Strict, NonStrict int
-	// Inconsistent counts non-strict responses that differ from the
-	// operation's value in the final order (seed 000 Def. 3);
-	// Inconsistency is Inconsistent/NonStrict (Def. 4, as a fraction).
-	Inconsistent  int
-	Inconsistency float64
+	// Inconsistent counts the inconsistent responses: those whose value
+	// differs from the operation's value in the eventual total order (seed
+	// 000 §5.3, Def. 3). Only non-strict responses may be inconsistent; a
+	// strict one that is is a violation, not a count.
+	Inconsistent int
+	// Degree is the seed's degree of inconsistency (§5.3, Def. 4): the
+	// inconsistent responses among ALL responses to user operations,
+	// Inconsistent/(Strict+NonStrict), as a fraction (the seed states it
+	// as a percentage).
+	Degree float64
+	// NonStrictInconsistency is Inconsistent/NonStrict: the share of
+	// inconsistent responses among non-strict ones only (not a measure the
+	// seed defines; it isolates what strict operations dilute in Degree).
+	NonStrictInconsistency float64
 }
 
 // maxViolations bounds the violations listed in a report.
@@ -43,7 +52,9 @@ const maxViolations = 20
 //     applies the operations in that order.
 //
 // Non-strict responses may differ from their value in the order; the report
-// counts them (the seed's degree of inconsistency). Operations of unknown
+// counts them (Def. 3) and gives both ratios: Degree, the seed's degree of
+// inconsistency (Def. 4, over all responses), and NonStrictInconsistency
+// (over non-strict responses only). Operations of unknown
 // outcome may or may not be in the order; failed ones and error replies are
 // not checked. Every operation must carry an id (the option automaton.OptOpID). An error
 // return means the input cannot be judged (no orders, duplicate ids).
@@ -150,8 +161,11 @@ func ESDS(h *history.History, finalOrders map[string][]string, svc service.Servi
 			rep.Inconsistent++
 		}
 	}
+	if all := rep.Strict + rep.NonStrict; all > 0 {
+		rep.Degree = float64(rep.Inconsistent) / float64(all)
+	}
 	if rep.NonStrict > 0 {
-		rep.Inconsistency = float64(rep.Inconsistent) / float64(rep.NonStrict)
+		rep.NonStrictInconsistency = float64(rep.Inconsistent) / float64(rep.NonStrict)
 	}
 	rep.Ok = len(rep.Violations) == 0
 	return rep, nil
@@ -160,8 +174,8 @@ func ESDS(h *history.History, finalOrders map[string][]string, svc service.Servi
 // Detail renders the report for people.
 func (r *ESDSReport) Detail() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "esds: %d replicas, %d ordered, %d strict, %d non-strict (%d inconsistent, %.1f%%)",
-		r.Replicas, r.Ordered, r.Strict, r.NonStrict, r.Inconsistent, 100*r.Inconsistency)
+	fmt.Fprintf(&b, "esds: %d replicas, %d ordered, %d strict, %d non-strict; %d inconsistent (Def. 3): degree of inconsistency %.1f%% of all responses (Def. 4), %.1f%% of non-strict ones",
+		r.Replicas, r.Ordered, r.Strict, r.NonStrict, r.Inconsistent, 100*r.Degree, 100*r.NonStrictInconsistency)
 	for _, v := range r.Violations {
 		b.WriteString("\n  violation: " + v)
 	}

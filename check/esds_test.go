@@ -38,6 +38,14 @@ func TestESDSAcceptsAndMeasuresInconsistency(t *testing.T) {
 	if rep.Strict != 1 || rep.NonStrict != 3 || rep.Inconsistent != 1 {
 		t.Fatalf("counts: %s", rep.Detail())
 	}
+	// Def. 4 divides by every response (1 of 4); the non-strict share by
+	// the non-strict ones (1 of 3).
+	if rep.Degree != 0.25 || rep.NonStrictInconsistency != 1.0/3 {
+		t.Fatalf("degree %v, non-strict share %v: %s", rep.Degree, rep.NonStrictInconsistency, rep.Detail())
+	}
+	if d := rep.Detail(); !strings.Contains(d, "25.0% of all responses (Def. 4)") || !strings.Contains(d, "33.3% of non-strict") {
+		t.Fatalf("detail does not name both measures: %s", d)
+	}
 }
 
 func TestESDSViolations(t *testing.T) {

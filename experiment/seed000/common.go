@@ -203,12 +203,11 @@ func (c *common) runSim(ctx context.Context, env *experiment.Env, l load, ops, r
 			m[mATr] = meanMs(r.ReplicaTimes)
 		}
 		if r.ESDS != nil {
-			total := r.ESDS.Strict + r.ESDS.NonStrict
-			if total > 0 {
-				m[mIncons] = 100 * float64(r.ESDS.Inconsistent) / float64(total)
+			if r.ESDS.Strict+r.ESDS.NonStrict > 0 {
+				m[mIncons] = 100 * r.ESDS.Degree // Def. 4
 			}
 			if r.ESDS.NonStrict > 0 {
-				m[mInconsNS] = 100 * r.ESDS.Inconsistency
+				m[mInconsNS] = 100 * r.ESDS.NonStrictInconsistency
 			}
 		}
 		for k, v := range m {

@@ -55,6 +55,6 @@
 //     String appends carry unique tokens, so the converged string spells the
 //     eventual order and each append's value in it; the Counter's final order
 //     is not observable through the client API, so live Counter cells report
-//     latency only. "incons %" is among all responses (Def. 4); "of
+//     latency only. "Def. 4 incons %" is among all responses (Def. 4); "of
 //     non-strict %" among non-strict ones.
 package seed000

@@ -113,13 +113,13 @@ func (s *Strict) Report() experiment.ReportSpec {
 			{Metric: mATfe, Header: "avg ms", Format: "%.1f"},
 			{Metric: mStrict, Header: "strict ms", Format: "%.1f"},
 			{Metric: mNonStrict, Header: "non-strict ms", Format: "%.1f"},
-			{Metric: mIncons, Header: "incons %", Format: "%.1f"},
+			{Metric: mIncons, Header: "Def. 4 incons %", Format: "%.1f"},
 			{Metric: mInconsNS, Header: "of non-strict %", Format: "%.1f"},
 		},
 		Labels: []string{"durability"},
 		Plots:  plots,
 		Notes: append([]string{
-			"incons % = inconsistent responses among all responses (the seed's Def. 4); \"of non-strict\" = among",
+			"Def. 4 incons % = the seed's degree of inconsistency: inconsistent responses (Def. 3) among all responses; \"of non-strict\" = among",
 			"non-strict responses (strict ones are consistent by construction). Latency = submission to answer.",
 		}, modelNotes...),
 	}
