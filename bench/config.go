@@ -36,6 +36,12 @@ type Config struct {
 	Preload bool
 	// KeyPrefix precedes the zero-padded key index.
 	KeyPrefix string
+	// RunID, when set, is inserted after KeyPrefix ("key:<run id>:000042"),
+	// so that a recorded history starts from keys no earlier run wrote: its
+	// checker may then assume every key absent at the start, even on a store
+	// that already holds data. NewRunID makes one; synod bench sets it
+	// whenever it records a history unless --key-prefix is given.
+	RunID string
 	// Password, when set, is sent with AUTH on every connection.
 	Password string
 	// Namespace and ReadMode, when set, are selected on every connection with

@@ -106,7 +106,7 @@ func (r *runner) report(elapsed time.Duration) *Report {
 			Target: cfg.TargetName, Addrs: cfg.Addrs, Workload: cfg.Workload, Clients: cfg.Clients,
 			Keys: cfg.Keys, ValueSize: cfg.ValueSize, ReadRatio: cfg.ReadRatio, Dist: r.spec.String(),
 			Rate: cfg.Rate, DurationSec: cfg.Duration.Seconds(), Ops: cfg.Ops, Preload: cfg.Preload,
-			KeyPrefix: cfg.KeyPrefix, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Seed: cfg.Seed,
+			KeyPrefix: cfg.keyPrefix(), Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Seed: cfg.Seed,
 			History: cfg.HistoryPath,
 		},
 		Durability:   cfg.DurabilityLabel,

@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	spec, _ := ParseDist(cfg.Dist, cfg.Keys)
-	r := &runner{cfg: cfg, spec: spec, factory: cfg.NewTarget, namer: newKeyNamer(cfg.KeyPrefix, cfg.Keys)}
+	r := &runner{cfg: cfg, spec: spec, factory: cfg.NewTarget, namer: newKeyNamer(cfg.keyPrefix(), cfg.Keys)}
 	if r.factory == nil {
 		r.factory = RedisFactory(RedisOptions{Password: cfg.Password, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Timeout: cfg.OpTimeout})
 	}
@@ -80,6 +80,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		r.rec.SetMeta("addrs", strings.Join(cfg.Addrs, ","))
 		r.rec.SetMeta("seed", fmt.Sprint(cfg.Seed))
 		r.rec.SetMeta("service", "kv")
+		r.rec.SetMeta("key_prefix", cfg.keyPrefix())
+		r.rec.SetMeta(MetaInitial, cfg.initialValues())
 		if cfg.Workload != "" {
 			r.rec.SetMeta("workload", cfg.Workload)
 		}

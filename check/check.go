@@ -386,7 +386,13 @@ func (r *Report) explainFailure(i int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Partition %s (%d operations) has no linearization", p.name, len(p.ops))
 	if n := len(r.FailedPartitions); n > 1 {
-		fmt.Fprintf(&b, " (%d other partitions fail too: %s)", n-1, strings.Join(r.FailedPartitions[1:], ", "))
+		// One failing key is explained; the others are only counted (a
+		// run on a used store can fail every key, and hundreds of names
+		// help nobody).
+		fmt.Fprintf(&b, " (%d other partitions fail too)", n-1)
+	}
+	if v, ok := unwrittenRead(p.ops); ok {
+		fmt.Fprintf(&b, ". A GET returned %q, which no operation of the history wrote: the key held a value before the run began, and the history assumes it absent (record on fresh keys: synod bench --history picks a fresh key prefix unless --key-prefix is given, or use --preload)", v)
 	}
 	fmt.Fprintf(&b, ". The longest valid order places %d of them", len(longest))
 	const show = 6
@@ -427,6 +433,32 @@ func (r *Report) explainFailure(i int) string {
 		fmt.Fprintf(&b, " The time limit cut short %d other partitions.", len(r.Undecided))
 	}
 	return b.String()
+}
+
+// unwrittenRead finds a successful KV GET whose value no set or append of
+// ops could have produced: the key held data before the history began.
+func unwrittenRead(ops []cop) (string, bool) {
+	written := map[string]bool{}
+	appends := false
+	for _, c := range ops {
+		switch c.in.kind {
+		case "set":
+			if len(c.in.args) > 0 {
+				written[c.in.args[0]] = true
+			}
+		case "append", "incr":
+			appends = true
+		}
+	}
+	if appends {
+		return "", false // values are built from several operations
+	}
+	for _, c := range ops {
+		if c.in.service == "kv" && c.in.kind == "get" && !c.out.unknown && c.out.res.Type == "bytes" && !written[c.out.res.Bytes] {
+			return c.out.res.Bytes, true
+		}
+	}
+	return "", false
 }
 
 // describe renders an operation with its process and interval.

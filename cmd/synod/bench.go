@@ -83,6 +83,11 @@ through their own client libraries instead of RESP, one session per client.`,
 			cfg.ReadMode = readMode
 			cfg.Leader = leader
 			cfg.HistoryPath = historyPath
+			if historyPath != "" && !f.Changed("key-prefix") {
+				// A fresh key prefix per run: the history's keys were
+				// absent at its start even on a store holding data.
+				cfg.RunID = bench.NewRunID()
+			}
 			cfg.DurabilityLabel = durability
 			cfg.Ops = ops
 			cfg.Duration = duration
@@ -132,7 +137,7 @@ through their own client libraries instead of RESP, one session per client.`,
 	f.StringVar(&dist, "dist", def.Dist, "key distribution: uniform | zipf:S (S>1) | hotspot:H:P (fraction H of keys gets fraction P of ops)")
 	f.Float64Var(&rate, "rate", 0, "open loop: Poisson arrivals at this many ops/s in total (0: closed loop)")
 	f.BoolVar(&preload, "preload", def.Preload, "SET every key once before measuring")
-	f.StringVar(&keyPrefix, "key-prefix", def.KeyPrefix, "prefix of the fixed-width key names")
+	f.StringVar(&keyPrefix, "key-prefix", def.KeyPrefix, "prefix of the fixed-width key names (with --history and no --key-prefix, a random run id follows \"key:\", so the history starts from absent keys even on a used store)")
 	f.StringVar(&password, "password", "", "send AUTH with this password on every connection")
 	f.StringVar(&ns, "ns", "", "Synod namespace, selected with SYNOD NS on every connection (Synod only)")
 	f.StringVar(&readMode, "read-mode", "", "Synod read mode (linearizable, regular, local), set with SYNOD READ (Synod only)")
