@@ -1,6 +1,8 @@
 // Package seed004 holds seed 004's experiments (Orca: "Replication
 // Techniques for Speeding up Parallel Applications on Distributed
-// Systems", Bal, Kaashoek, Tanenbaum, Jansen): seed004-tsp and seed004-asp
+// Systems", Bal, Kaashoek, Tanenbaum, Jansen): seed004-micro measures §5.1
+// and §5.2's basic costs and redoes §5.1's arithmetic (micro.go);
+// seed004-tsp and seed004-asp
 // run the programs of §5.3 (package orca/programs) on 1…10 simulated nodes
 // under orca-bcast, orca-primary/update and orca-primary/invalidate and set
 // their communication and speedups beside the paper's cost arithmetic and

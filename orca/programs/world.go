@@ -417,3 +417,34 @@ func (w *World) at(t time.Duration, f func()) {
 	w.seq++
 	heap.Push(&w.q, &event{at: t, seq: w.seq, f: f})
 }
+
+// ID is node i's identity (n1, n2, …).
+func (w *World) ID(i int) automaton.NodeID { return w.ids[i] }
+
+// Settle lets the protocols finish what is in flight (acknowledgements,
+// unlocks, state messages) with no process running: it handles events
+// until none is left, or fails when limit virtual time passes. A
+// micro-benchmark settles between phases so that one measurement does not
+// pay for the previous one's tail.
+func (w *World) Settle(limit time.Duration) error {
+	for w.err == nil && w.q.Len() > 0 {
+		e := heap.Pop(&w.q).(*event)
+		if e.at > limit {
+			return fmt.Errorf("programs: virtual time limit %v passed while settling", limit)
+		}
+		w.now = e.at
+		e.f()
+	}
+	return w.err
+}
+
+// Phase runs f as one process on node, then lets the world settle: the
+// step-by-step driver of a micro-benchmark (set up copies, then time one
+// operation). It fails when the process fails or limit passes.
+func (w *World) Phase(node int, name string, f func(p *Proc), limit time.Duration) error {
+	w.Spawn(node, name, f)
+	if err := w.Run(limit); err != nil {
+		return err
+	}
+	return w.Settle(limit)
+}

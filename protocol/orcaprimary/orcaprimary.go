@@ -174,10 +174,14 @@ func (a *Primary) respond(id automaton.RequestID, r service.Result) {
 // primaryOf places an object's primary copy: a hash of its name over the
 // nodes (§3.3: "Initially the system contains one copy for each object:
 // the primary copy").
-func (a *Primary) primaryOf(key string) automaton.NodeID {
+func (a *Primary) primaryOf(key string) automaton.NodeID { return InitialPrimary(a.cfg.Nodes, key) }
+
+// InitialPrimary is where an object's primary copy starts: a hash of its
+// name over the nodes. Benchmarks use it to place the writer.
+func InitialPrimary(nodes []automaton.NodeID, key string) automaton.NodeID {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return a.cfg.Nodes[int(h.Sum32())%len(a.cfg.Nodes)]
+	return nodes[int(h.Sum32())%len(nodes)]
 }
 
 func (a *Primary) invalidates(key string) bool {
