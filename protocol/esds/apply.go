@@ -35,8 +35,8 @@ func (a *ESDS) progress() {
 }
 
 // sendResponses is send_{r,f}("response", x, v) for every pending operation
-// whose precondition holds (canRespond), with v = value(x); every client
-// request waiting for x (the front end's wait_f, retries included) gets it.
+// whose precondition holds (canRespond), with v = value(x), to every front
+// end that sent x here (frontend.go).
 func (a *ESDS) sendResponses() {
 	ids := make([]string, 0, len(a.pending))
 	for id := range a.pending {
@@ -56,10 +56,13 @@ func (a *ESDS) sendResponses() {
 		if !ok {
 			res = service.Errorf("ERR operation %q is stable but its value was not kept across a restart", id)
 		}
-		for _, r := range reqs {
-			a.respond(r, res)
-		}
 		delete(a.pending, id)
+		for fe := 0; reqs != 0; fe++ {
+			if reqs&(1<<fe) != 0 {
+				reqs &^= 1 << fe
+				a.sendResponse(fe, id, res)
+			}
+		}
 	}
 }
 

@@ -14,13 +14,33 @@
 //
 // # Roles
 //
-// One automaton per node plays both roles. The front end (Fig. 4.1) is the node
-// the client reached: it submits the operation to its own replica
-// (receive_{f,r}("request", x) without a network hop) and answers the client
-// when that replica produces the response; wait_f is the pending table, and a
-// retry at another node is another front end submitting the same operation
-// (the seed lets a front end send to any replica any number of times). The
-// replica keeps pending, rcvd (the operation table), done_r[i] and solid_r[i]
+// One automaton per node plays both roles, each with its own state and
+// actions. The front end (Fig. 4.1, frontend.go) is the node the client
+// reached. It keeps wait_f (the operations submitted and not yet answered,
+// with the client requests waiting for each: a retry at the same node joins)
+// and rept_f (responses received while waiting). send_{f,r}("request", x)
+// goes to replicas chosen by the send policy below, and each send counts in
+// the operation's per-replica send counter (§4.2.4); the local replica is
+// reached without a network hop. receive_{r,f}("response", x, v) keeps v in
+// rept_f only while x is waiting, and response_c(x, v) answers with the first
+// value received, dropping x from wait_f and every value of x from rept_f. A
+// retry at another node is another front end submitting the same operation.
+// The replica's pending_r records, per operation, which front ends (a bit per
+// node) wait for its response.
+//
+// The send policy (§4.2.4 discusses trade-offs and leaves it open): send=1
+// (default: the front end's own replica, as before; lowest load),
+// send=2 (its own and the next in the ring of replica ids: a fast answer
+// when one is slow, twice the requests) or send=all. resend (off by default:
+// the channels the simulator and the runtime give ESDS are retransmitted at
+// the stream layer only for gossip, and a client retries at another node)
+// sends a waiting operation, every resend interval, to the next replica in
+// the ring whose counter is below maxsends: the seed's "resend under a cap".
+// The local replica is sent to once (a local submission cannot be lost).
+// Front-end-only nodes (a node that runs no replica) are not built yet: the
+// simulator collects a final order from every node (not in this package).
+//
+// The replica keeps pending, rcvd (the operation table), done_r[i] and solid_r[i]
 // (a bit per replica on each operation), minlabel_r (one label per operation;
 // an operation has a label iff it is in done_r[r]) and lbl-counter_r.
 //
@@ -54,7 +74,9 @@
 // # Files
 //
 //   - esds.go: registration, parameters, the automaton's state, Step.
-//   - request.go: receive_{f,r}("request", x) (Figs. 4.1, 4.2).
+//   - request.go: request_c(x): the descriptor from the request (Fig. 4.1).
+//   - frontend.go: the front end (Fig. 4.1) and the replica's
+//     receive_{f,r}("request", x) / send_{r,f}("response", x, v) ends.
 //   - apply.go: do_it, the stable-state advance, send_{r,f}("response").
 //   - gossip.go: send_{r,r'}("gossip") and receive_{r',r}("gossip").
 //   - stream.go: the reliable stream layer under incremental gossip (§6.2).
@@ -188,6 +210,9 @@
 //	variant     one of opt, unopt         opt    ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
 //	values      one of memo, recompute    memo   memoise the stable state, or recompute values from the initial state
 //	removed     comma-separated list      ""     replicas removed from the membership (node ids)
+//	send        one of 1, 2, all          1      front end: replicas each operation is sent to, from its own around the ring (frontend.go)
+//	resend      positive duration or off  off    front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals
+//	maxsends    positive integer          2      front end: cap on sends of one operation to one replica
 //
 // Unknown parameters are errors. esds-unopt's variant defaults to unopt.
 // The table is generated from the parser's (protocol/proto.Spec.Doc) and

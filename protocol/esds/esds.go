@@ -85,6 +85,12 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "memoise the stable state, or recompute values from the initial state"},
 		proto.Param{Name: "removed", Kind: proto.List, Default: "",
 			Doc: "replicas removed from the membership (node ids)"},
+		proto.Param{Name: "send", Kind: proto.Enum, Default: "1", Choices: []string{"1", "2", "all"},
+			Doc: "front end: replicas each operation is sent to, from its own around the ring (frontend.go)"},
+		proto.Param{Name: "resend", Kind: proto.Duration, Default: "off", Min: "0", MinOpen: true, Words: []string{"off"},
+			Doc: "front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals"},
+		proto.Param{Name: "maxsends", Kind: proto.Int, Default: "2", Min: "1",
+			Doc: "front end: cap on sends of one operation to one replica"},
 	)
 }
 
@@ -151,6 +157,16 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		a.removedParam |= 1 << i
 	}
 	a.retxTicks = int((a.retransmit + a.gossipIvl - 1) / a.gossipIvl)
+	switch prm.String("send") {
+	case "all":
+		a.sendN = 0
+	default:
+		a.sendN, _ = strconv.Atoi(prm.String("send"))
+	}
+	if prm.Word("resend") != "off" {
+		a.resendTicks = int((prm.Duration("resend") + a.gossipIvl - 1) / a.gossipIvl)
+	}
+	a.maxSends = prm.Int("maxsends")
 	return a, nil
 }
 
@@ -203,8 +219,15 @@ type ESDS struct {
 	results map[string]service.Result // values of garbage-collected operations
 	resultQ []string
 
-	// Front end: the client requests waiting for each operation.
-	pending map[string][]automaton.RequestID
+	// pending_r: for each operation, the front ends (a bit per node
+	// position) waiting for this replica's response.
+	pending map[string]uint64
+
+	// Front end (frontend.go): wait_f, rept_f, the send policy.
+	wait                         map[string]*feOp
+	rept                         map[string][]service.Result
+	sendN, resendTicks, maxSends int
+	feSends                      uint64
 
 	peers []peer
 	tick  int
@@ -312,7 +335,9 @@ func (a *ESDS) onStart(s automaton.Start) {
 	a.ops = map[string]*op{}
 	a.waiting = nil
 	a.dna, a.dnaNew, a.maxSolid, a.appliedLive = nil, nil, Label{}, nil
-	a.pending = map[string][]automaton.RequestID{}
+	a.pending = map[string]uint64{}
+	a.wait = map[string]*feOp{}
+	a.rept = map[string][]service.Result{}
 	a.results = map[string]service.Result{}
 	a.resultQ = nil
 	a.gcd = idSummary{}
@@ -346,6 +371,7 @@ func (a *ESDS) onTick() {
 		}
 		a.sendGossip(j)
 	}
+	a.resendWaiting()
 	if !a.unopt && a.tick%gcEveryTicks == 0 {
 		a.collect()
 	}

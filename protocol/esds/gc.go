@@ -18,7 +18,7 @@ func (a *ESDS) collect() {
 	var gone []*op
 	live := a.appliedLive[:0]
 	for _, o := range a.appliedLive {
-		if o.applied && o.solid&m == m && len(a.pending[o.id]) == 0 {
+		if o.applied && o.solid&m == m && a.pending[o.id] == 0 {
 			gone = append(gone, o)
 		} else {
 			live = append(live, o)

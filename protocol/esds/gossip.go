@@ -25,6 +25,14 @@ func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
 	if err != nil {
 		return // corrupt: drop (gossip is retransmitted)
 	}
+	switch m.Kind {
+	case kindRequest: // from front end j (frontend.go)
+		a.replicaRequest(j, m.Entries[0])
+		return
+	case kindResponse:
+		a.receiveResponse(m.Entries[0].ID, m.Value)
+		return
+	}
 	if !a.peerIncarnation(j, m.Inc) {
 		return // from an earlier incarnation of the peer
 	}

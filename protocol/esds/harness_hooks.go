@@ -2,6 +2,7 @@ package esds
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 )
 
@@ -23,6 +24,10 @@ func (a *ESDS) DescribeMessage(b []byte) string {
 	switch m.Kind {
 	case kindStream:
 		s = fmt.Sprintf("stream %d..%d ack=%d", m.From, m.To, m.AckSeq)
+	case kindRequest:
+		s = "request"
+	case kindResponse:
+		return fmt.Sprintf("response %s = %s", m.Entries[0].ID, m.Value)
 	default:
 		s = "full"
 	}
@@ -95,9 +100,12 @@ func (a *ESDS) Dump() string {
 		if o.strict {
 			b.WriteString(" strict")
 		}
-		if n := len(a.pending[o.id]); n > 0 {
+		if n := bits.OnesCount64(a.pending[o.id]); n > 0 {
 			fmt.Fprintf(&b, " waiting=%d", n)
 		}
+	}
+	for _, id := range sortedKeys(a.wait) {
+		fmt.Fprintf(&b, "\n  front end: %s waits, sent %v, %d responses kept", id, a.wait[id].sent, len(a.rept[id]))
 	}
 	for j, p := range a.peers {
 		if j == a.self {

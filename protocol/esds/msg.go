@@ -46,10 +46,15 @@ const (
 	// kindFull is the unoptimised variant's full-state gossip (Fig. 4.2):
 	// every operation in rcvd with its done/solid flags and label.
 	kindFull = 2
+	// kindRequest is send_{f,r}("request", x) (Fig. 4.1): one entry, the
+	// descriptor. kindResponse is send_{r,f}("response", x, v): one entry
+	// (the id alone, flagGone's layout) and Value.
+	kindRequest  = 3
+	kindResponse = 4
 )
 
 // header is the messages' and operation records' version 1 header.
-var header = proto.Header{Protocol: "esds", Version: 1, Kinds: []string{"stream", "full"}}
+var header = proto.Header{Protocol: "esds", Version: 1, Kinds: []string{"stream", "full", "request", "response"}}
 
 const (
 	flagDone  = 1 // the sender has done the operation (it carries a label)
@@ -97,6 +102,8 @@ type message struct {
 	AckStream, AckSeq uint64
 
 	Entries []entry
+	// kindResponse: the value.
+	Value service.Result
 }
 
 func encodeEntry(e *wire.Encoder, x *entry) {
@@ -167,6 +174,9 @@ func (m *message) marshal() []byte {
 	for i := range m.Entries {
 		encodeEntry(&e, &m.Entries[i])
 	}
+	if m.Kind == kindResponse {
+		service.EncodeResult(&e, m.Value)
+	}
 	return e.B
 }
 
@@ -195,6 +205,15 @@ func unmarshal(b []byte) (message, error) {
 		for i := range m.Entries {
 			m.Entries[i] = decodeEntry(d)
 		}
+	}
+	if m.Kind == kindResponse {
+		m.Value = service.DecodeResult(d)
+	}
+	if (m.Kind == kindRequest || m.Kind == kindResponse) && d.Err() == nil && len(m.Entries) != 1 {
+		return message{}, fmt.Errorf("esds: %s message with %d entries", header.Kinds[m.Kind-1], len(m.Entries))
+	}
+	if m.Kind == kindRequest && m.Entries[0].Flags != 0 {
+		return message{}, fmt.Errorf("esds: request entry %q has flags %#x", m.Entries[0].ID, m.Entries[0].Flags)
 	}
 	if err := d.Done(); err != nil {
 		return message{}, err

@@ -8,10 +8,9 @@ import (
 // The front end and the request input (seed 000 §4.2.4, Fig. 4.1; the
 // replica's receive_{f,r}("request", x), Figs. 4.2 and 4.5).
 
-// receiveRequest is the front end's request_c(x) (Fig. 4.1) and the local
-// replica's receive_{f,r}("request", x) (Figs. 4.2, 4.5): the front end is
-// the node the client reached, and it submits the operation to its own
-// replica (seed 000 §4.2.4). The descriptor x comes from the request's
+// receiveRequest is the front end's request_c(x) (Fig. 4.1): the front end
+// is the node the client reached, and it sends the operation to replicas
+// under the send policy (frontend.go). The descriptor x comes from the request's
 // options (options.go). A group of operations or a transaction step is
 // refused before anything is applied: ESDS orders operations one by one.
 func (a *ESDS) receiveRequest(req automaton.Request) {
@@ -44,20 +43,7 @@ func (a *ESDS) receiveRequest(req automaton.Request) {
 			return
 		}
 	}
-	if a.gcd.has(id) {
-		if res, ok := a.results[id]; ok {
-			a.respond(req.ID, res)
-		} else {
-			a.respond(req.ID, service.Errorf("ERR operation %q is stable and its value is no longer kept", id))
-		}
-		return
-	}
-	o := a.ops[id]
-	if o == nil {
-		o = &op{id: id, prev: append([]string(nil), prev...), strict: strict, sop: req.Op}
-		a.receive(o)
-	}
-	a.pending[id] = append(a.pending[id], req.ID)
+	a.requestC(req.ID, entry{ID: id, Prev: prev, Strict: strict, Op: req.Op})
 }
 
 // receive adds a new operation to rcvd_r and queues it for gossip

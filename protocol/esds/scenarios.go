@@ -11,5 +11,12 @@ func (p protocol) Scenarios() []automaton.Scenario {
 	if p.earlyStrict || p.maxLabel || p.dupLabel {
 		seeds = "1-3"
 	}
-	return []automaton.Scenario{{Name: "counter, strict and prev", Args: args, Seeds: seeds}}
+	sc := []automaton.Scenario{{Name: "counter, strict and prev", Args: args, Seeds: seeds}}
+	if !p.earlyStrict && !p.maxLabel && !p.dupLabel {
+		// The front end's policies (frontend.go): two replicas per
+		// operation, and resends under a cap, under every fault.
+		fe := append(append([]string(nil), args...), "--param", "send=2", "--param", "resend=60ms", "--param", "maxsends=2")
+		sc = append(sc, automaton.Scenario{Name: "front ends: send=2, resend", Args: fe, Seeds: "1-2"})
+	}
+	return sc
 }

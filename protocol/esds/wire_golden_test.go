@@ -29,6 +29,8 @@ func TestWireGolden(t *testing.T) {
 		{"stream", message{Kind: kindStream, Inc: 99, Removed: 4, Stream: 7, From: 10, To: 13, AckStream: 5, AckSeq: 300, Entries: entries}},
 		{"stream-empty", message{Kind: kindStream, Inc: 1, Stream: 1, From: 1, To: 0}},
 		{"full", message{Kind: kindFull, Inc: 2, Entries: entries[:2]}},
+		{"request", message{Kind: kindRequest, Inc: 3, Entries: []entry{{ID: "a", Prev: []string{"p1"}, Strict: true, Op: sop}}}},
+		{"response", message{Kind: kindResponse, Inc: 4, Entries: []entry{{ID: "a", Flags: flagGone}}, Value: service.Bytes([]byte("v"))}},
 	}
 	var cases []proto.Encoded
 	for _, c := range msgs {

@@ -1,0 +1,175 @@
+package esds
+
+import (
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// The front end (seed 000 Fig. 4.1, §4.2.4): wait_f and rept_f, request_c,
+// send_{f,r}("request", x) under the send policy with per-replica send
+// counters, receive_{r,f}("response", x, v) and response_c(x, v).
+//
+// The send policy (the seed leaves it open, §4.2.4, and lists the
+// trade-offs): parameter send = 1, 2 or all replicas per operation, taken
+// around the ring of replica ids starting at the front end's own replica
+// (which it reaches without a network hop). Parameter resend (off by
+// default) sends a still-waiting operation, every resend interval, to the
+// next replica in the ring whose send counter is below maxsends; the local
+// replica is never sent to twice (a local submission is not lost, and it is
+// forgotten only with the front end itself at a crash).
+
+// feOp is one operation in wait_f: the descriptor, the client requests
+// waiting for it (a retry at this front end joins), and sent[i], how many
+// times it was sent to replica i.
+type feOp struct {
+	x      entry
+	reqs   []automaton.RequestID
+	sent   []uint8
+	cursor int // the last replica sent to
+	age    int // gossip ticks since the last send
+}
+
+// requestC is request_c(x) (Fig. 4.1): wait_f ∪= {x}, then the first sends.
+func (a *ESDS) requestC(id automaton.RequestID, x entry) {
+	if f := a.wait[x.ID]; f != nil {
+		f.reqs = append(f.reqs, id)
+		return
+	}
+	f := &feOp{x: x, reqs: []automaton.RequestID{id}, sent: make([]uint8, len(a.cfg.Nodes)), cursor: a.self}
+	a.wait[x.ID] = f
+	n := a.sendN
+	if n <= 0 || n > len(a.cfg.Nodes) {
+		n = len(a.cfg.Nodes)
+	}
+	for k, j := 0, a.self; k < len(a.cfg.Nodes) && n > 0; k, j = k+1, (j+1)%len(a.cfg.Nodes) {
+		if a.removed&(1<<j) != 0 {
+			continue
+		}
+		a.sendRequest(f, j)
+		n--
+	}
+}
+
+// sendRequest is send_{f,r}("request", x): to the local replica directly
+// (receive_{f,r}), to another over the network.
+func (a *ESDS) sendRequest(f *feOp, j int) {
+	f.sent[j]++
+	f.cursor, f.age = j, 0
+	a.feSends++
+	if j == a.self {
+		a.replicaRequest(a.self, f.x)
+		return
+	}
+	m := message{Kind: kindRequest, Inc: a.inc, Entries: []entry{f.x}}
+	a.send(j, m.marshal())
+}
+
+// resendWaiting runs at every gossip tick: an operation waiting resend
+// ticks since its last send goes to the next replica in the ring whose
+// counter is below maxsends (the local one only once).
+func (a *ESDS) resendWaiting() {
+	if a.resendTicks <= 0 {
+		return
+	}
+	for _, id := range sortedKeys(a.wait) {
+		f := a.wait[id]
+		if f.age++; f.age < a.resendTicks {
+			continue
+		}
+		f.age = 0
+		for k, j := 0, f.cursor; k < len(a.cfg.Nodes); k++ {
+			j = (j + 1) % len(a.cfg.Nodes)
+			if a.removed&(1<<j) != 0 || int(f.sent[j]) >= a.maxSends || (j == a.self && f.sent[j] > 0) {
+				continue
+			}
+			a.sendRequest(f, j)
+			break
+		}
+	}
+}
+
+// receiveResponse is receive_{r,f}("response", x, v) (Fig. 4.1): kept in
+// rept_f only while x is waiting; then response_c(x, v) is enabled and
+// taken at once.
+func (a *ESDS) receiveResponse(id string, v service.Result) {
+	if a.wait[id] == nil {
+		return // no longer waiting: ignored
+	}
+	a.rept[id] = append(a.rept[id], v)
+	a.responseC(id)
+}
+
+// responseC is response_c(x, v) (Fig. 4.1): any one received value (the
+// first) answers every client request waiting for x; x leaves wait_f and
+// every stored response for x leaves rept_f.
+func (a *ESDS) responseC(id string) {
+	vs := a.rept[id]
+	f := a.wait[id]
+	if len(vs) == 0 || f == nil {
+		return
+	}
+	for _, r := range f.reqs {
+		a.respond(r, vs[0])
+	}
+	delete(a.wait, id)
+	delete(a.rept, id)
+}
+
+// replicaRequest is the replica's receive_{f,r}("request", x) (Figs. 4.2,
+// 4.5) from front end fe (this node's or another's): pending_r ∪= {x} with
+// fe to answer, rcvd_r ∪= {x}. An operation already collected here is
+// answered at once from the value cache.
+func (a *ESDS) replicaRequest(fe int, x entry) {
+	if a.gcd.has(x.ID) {
+		res, ok := a.results[x.ID]
+		if !ok {
+			res = service.Errorf("ERR operation %q is stable and its value is no longer kept", x.ID)
+		}
+		a.sendResponse(fe, x.ID, res)
+		return
+	}
+	if a.ops[x.ID] == nil {
+		a.receive(&op{id: x.ID, prev: append([]string(nil), x.Prev...), strict: x.Strict, sop: x.Op})
+	}
+	a.pending[x.ID] |= 1 << fe
+}
+
+// sendResponse is send_{r,f}("response", x, v) to front end fe.
+func (a *ESDS) sendResponse(fe int, id string, v service.Result) {
+	if fe == a.self {
+		a.receiveResponse(id, v)
+		return
+	}
+	m := message{Kind: kindResponse, Inc: a.inc, Entries: []entry{{ID: id, Flags: flagGone}}, Value: v}
+	a.send(fe, m.marshal())
+}
+
+// SendCounts returns, for each waiting operation, how many times this front
+// end sent it to each replica (by position): the seed's per-replica send
+// counters (§4.2.4). FrontEndSends is the total of sends so far.
+func (a *ESDS) SendCounts() map[string][]int {
+	out := map[string][]int{}
+	for id, f := range a.wait {
+		c := make([]int, len(f.sent))
+		for i, n := range f.sent {
+			c[i] = int(n)
+		}
+		out[id] = c
+	}
+	return out
+}
+
+// FrontEndSends is the number of send_{f,r}("request") actions this front
+// end has taken since it started (local submissions included).
+func (a *ESDS) FrontEndSends() uint64 { return a.feSends }
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
