@@ -52,6 +52,9 @@ type common struct {
 	MsgCost    string
 	Gossip     string
 	Values     string
+	// Send is the ESDS front end's policy (protocol/esds frontend.go):
+	// replicas per operation, 1, 2 or all.
+	Send string
 	Durability string
 	LiveNodes  []int
 	Seed       int64
@@ -61,7 +64,7 @@ func defaults() common {
 	return common{
 		Mode: "both", Ops: 300, Runs: 10,
 		OpCost: "constant:28ms", ApplyCost: "constant:200us", MsgCost: "constant:300us",
-		Gossip: "20ms", Values: "recompute", Durability: config.Memory, Seed: 1,
+		Gossip: "20ms", Values: "recompute", Send: "1", Durability: config.Memory, Seed: 1,
 	}
 }
 
@@ -74,6 +77,7 @@ func (c *common) flags(fs *pflag.FlagSet, liveNodes []int) {
 	fs.StringVar(&c.ApplyCost, "apply-cost", c.ApplyCost, "sim: CPU time per service Apply (re-applying non-stable operations)")
 	fs.StringVar(&c.MsgCost, "msg-cost", c.MsgCost, "sim: CPU time per gossip message received")
 	fs.StringVar(&c.Gossip, "gossip", c.Gossip, "ESDS gossip interval when gossip is on")
+	fs.StringVar(&c.Send, "send", c.Send, "ESDS front end: replicas each operation is sent to, 1, 2 or all (the seed leaves it open, §4.2.4)")
 	fs.StringVar(&c.Values, "values", c.Values, "ESDS response values: recompute (the thesis's ESDSOptImpl) or memo (Synod's default)")
 	fs.StringVar(&c.Durability, "durability", c.Durability, "live clusters: memory (the seed persisted nothing) or fsync")
 	fs.IntSliceVar(&c.LiveNodes, "live-nodes", c.LiveNodes, "live: cluster sizes N (a subset: every node shares this machine's cores)")
@@ -99,6 +103,9 @@ func (c *common) check(o experiment.Options) error {
 		if d, err := time.ParseDuration(c.Gossip); err != nil || d <= 0 {
 			return fmt.Errorf("--gossip %q: not a positive duration", c.Gossip)
 		}
+	}
+	if c.Send != "1" && c.Send != "2" && c.Send != "all" {
+		return fmt.Errorf("--send %q: want 1, 2 or all", c.Send)
 	}
 	if c.Values != "recompute" && c.Values != "memo" {
 		return fmt.Errorf("--values %q: want recompute or memo", c.Values)
@@ -139,7 +146,7 @@ func (c *common) runsFor(o experiment.Options) int {
 
 // params are the ESDS parameters of a cell.
 func (c *common) params(gossipOn bool) map[string]string {
-	p := map[string]string{"values": c.Values, "gossip": c.Gossip}
+	p := map[string]string{"values": c.Values, "gossip": c.Gossip, "send": c.Send}
 	if !gossipOn {
 		p["gossip"] = "off"
 	}

@@ -47,6 +47,8 @@
 //     driver is bench's open loop (Poisson arrivals at the rate, latency from
 //     the call), through the gRPC API (per-request strict flag). AT_r is not
 //     observable live. Durability --durability (memory by default).
+//   - --send 1|2|all: the ESDS front end's policy (protocol/esds, frontend.go):
+//     replicas each operation is sent to; the seed used one and left it open.
 //   - Gossip off: esds gossip=off (protocol/esds/experiments.go): replicas
 //     learn only what their front end sends them, as in Figs. 5.7 and 5.10.
 //     Such runs are not checked for convergence (they cannot converge).
