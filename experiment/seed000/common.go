@@ -44,17 +44,17 @@ const (
 
 // common holds the settings every seed 000 experiment shares.
 type common struct {
-	Mode       string
-	Ops        int
-	Runs       int
-	OpCost     string
-	ApplyCost  string
-	MsgCost    string
-	Gossip     string
-	Values     string
+	Mode      string
+	Ops       int
+	Runs      int
+	OpCost    string
+	ApplyCost string
+	MsgCost   string
+	Gossip    string
+	Values    string
 	// Send is the ESDS front end's policy (protocol/esds frontend.go):
 	// replicas per operation, 1, 2 or all.
-	Send string
+	Send       string
 	Durability string
 	LiveNodes  []int
 	Seed       int64
