@@ -53,6 +53,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,9 @@ type UpOptions struct {
 	// Transport is the peer transport of the namespace "default"
 	// (config.Namespace.Transport: "" or tcp, grpc-unary, grpc-stream).
 	Transport string
+	// Extra namespaces served beside "default" (the compatibility suite
+	// runs one per protocol); a resumed cluster must list the same names.
+	Extra []config.Namespace
 }
 
 // Node is one member of a running cluster.
@@ -284,7 +288,7 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		Durability: opts.Durability,
 		DataDir:    filepath.Join(dir, DataDir),
 		Password:   opts.Password,
-		Namespaces: []config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params, Transport: opts.Transport}},
+		Namespaces: append([]config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params, Transport: opts.Transport}}, opts.Extra...),
 	}
 	var ports []int
 	if opts.BasePort == 0 {
@@ -325,6 +329,18 @@ func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
 	}
 	if len(cfg.Namespaces) > 0 && cfg.Namespaces[0].PeerTransport() != (config.Namespace{Transport: opts.Transport}).PeerTransport() {
 		diffs = append(diffs, fmt.Sprintf("its default namespace's transport is %s", cfg.Namespaces[0].PeerTransport()))
+	}
+	var extra, want []string
+	for i, ns := range cfg.Namespaces {
+		if i > 0 {
+			extra = append(extra, ns.Name)
+		}
+	}
+	for _, ns := range opts.Extra {
+		want = append(want, ns.Name)
+	}
+	if !slices.Equal(extra, want) {
+		diffs = append(diffs, fmt.Sprintf("its other namespaces are [%s], not [%s]", strings.Join(extra, " "), strings.Join(want, " ")))
 	}
 	dur := cfg.Durability
 	if dur == "" {

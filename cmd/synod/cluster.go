@@ -57,6 +57,12 @@ with "synod cluster down".`,
 					hint += " -a PASSWORD"
 				}
 				fmt.Fprintf(out, "try: %s\n", hint)
+				addrs := strings.Join(c.ClientAddrs(), ",")
+				pw := ""
+				if c.Config.Password != "" {
+					pw = " --password PASSWORD"
+				}
+				fmt.Fprintf(out, "or:  synod kv --addr %s%s set k v && synod kv --addr %s%s get k\n", addrs, pw, addrs, pw)
 			}
 			fmt.Fprintf(out, "logs: %s/nK.log; stop: synod cluster down --dir %s\n", c.Dir, c.Dir)
 			return nil
@@ -68,7 +74,7 @@ with "synod cluster down".`,
 	f.StringVar(&up.Service, "service", "kv", "data type of the default namespace")
 	f.StringVar(&up.Transport, "transport", "tcp", "peer transport of the default namespace: tcp, grpc-unary or grpc-stream")
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
-	f.IntVar(&up.BasePort, "base-port", 0, "client ports N.., peer ports N+100.., metrics ports N+200..; 0 picks free ports")
+	f.IntVar(&up.BasePort, "base-port", 0, "pin ports: client ports N.., peer ports N+100.., metrics ports N+200.., gRPC ports N+300..; 0 picks free ports")
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
 
 	statusCmd := &cobra.Command{
