@@ -86,6 +86,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
@@ -150,6 +151,9 @@ func New(b gateway.Backend, opts Options) *Server {
 		grpc.StreamInterceptor(s.authenticateStream),
 	)
 	synodpb.RegisterSynodServer(s.g, s)
+	// Server reflection, so that grpcurl and GUI clients list and call the
+	// API without the .proto file (behind the same authentication).
+	reflection.Register(s.g)
 	return s
 }
 
