@@ -139,3 +139,24 @@ func TestParams(t *testing.T) {
 		t.Fatalf("params not applied: %+v", e)
 	}
 }
+
+// TestSpreadsheetUsers: seed 000's distributed spreadsheet (§4.4) over ESDS:
+// two users at different front ends enter disjoint cells (non-strict, each
+// sent to two replicas, send=2); after gossip a strict refresh at a third
+// node sees both entries.
+func TestSpreadsheetUsers(t *testing.T) {
+	c := newCluster(t, "esds", 3, service.Spreadsheet{}, map[string]string{"send": "2"})
+	set := func(at automaton.NodeID, id, cell, v string) automaton.RequestID {
+		return c.Request(at, service.Op{Kind: "set", Key: cell, Args: [][]byte{[]byte(v)}}, opts(id, false))
+	}
+	a := set("n1", "a", "A1", "alice")
+	b := set("n2", "b", "B1", "bob")
+	c.settle(4)
+	c.mustAnswer(a)
+	c.mustAnswer(b)
+	r := c.Request("n3", service.Op{Kind: "refresh"}, opts("r", true))
+	c.settle(4)
+	if got := string(c.mustAnswer(r).Bytes); got != "A1=alice\nB1=bob\n" {
+		t.Fatalf("strict refresh = %q", got)
+	}
+}
