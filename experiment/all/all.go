@@ -6,6 +6,7 @@ import (
 	_ "github.com/synod-dev/synod/experiment/seed001"
 	_ "github.com/synod-dev/synod/experiment/seed002durability"
 	_ "github.com/synod-dev/synod/experiment/seed002fast"
+	_ "github.com/synod-dev/synod/experiment/seed002fastsim"
 	_ "github.com/synod-dev/synod/experiment/seed002pb"
 	_ "github.com/synod-dev/synod/experiment/seed002pbpaxos"
 	_ "github.com/synod-dev/synod/experiment/seed003eve"
