@@ -12,8 +12,22 @@
 // # Decisions where the seed is silent or ambiguous
 //
 //   - Placement. All objects start with only a primary copy (§3.3), placed
-//     by a hash of the object's name over the nodes. Migration of the
-//     primary to a frequent writer (§3.3) is not implemented yet.
+//     by a hash of the object's name over the nodes (InitialPrimary).
+//   - Migration (§3.3, migrate.go; the seed names no rule and no
+//     precaution). Statistic: migrate_after successive remote writes from
+//     one node with no other writer between (a local write resets it);
+//     the primary hands over when the copy is idle (no write in phase one,
+//     nothing queued). The old primary deletes its copy, persists a
+//     forwarding pointer with the next epoch and the record, and resends
+//     the record until the new primary confirms (kMigrated); a duplicate
+//     with an epoch not above one seen is only confirmed. The precaution:
+//     every former primary keeps its pointer and forwards remote
+//     operations, fetches and acknowledgements with their first sender
+//     (origin), so answers go straight back and the chain from the initial
+//     placement always ends at the current primary; nodes learn the new
+//     location from any message the primary sends them (a volatile hint).
+//     Requests this node had sent remotely, and its own fetch, are served
+//     by the copy when it arrives here; its secondary copy is dropped.
 //   - Dynamic replication (§3.3) from statistics kept at the reading node
 //     rather than the primary (the seed says the primary counts remote reads
 //     and writes per processor; counting at the reader needs no extra

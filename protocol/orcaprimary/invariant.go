@@ -69,9 +69,11 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 					return err
 				}
 			}
-			if pa, ok := up[a.primaryOf(k)].(*Primary); ok {
-				if p, ok := pa.prim[k]; ok && p.flight == nil && p.version == s.version && !p.copies[id] && !s.locked {
-					return fmt.Errorf("secondary-in-copy-set: %s holds %q at version %d but is not in the copy set of %s", id, k, s.version, a.primaryOf(k))
+			for _, pid := range ids { // wherever the primary copy is now (it migrates)
+				if pa, ok := up[pid].(*Primary); ok {
+					if p, ok := pa.prim[k]; ok && p.flight == nil && p.version == s.version && !p.copies[id] && !s.locked {
+						return fmt.Errorf("secondary-in-copy-set: %s holds %q at version %d but is not in the copy set of %s", id, k, s.version, pid)
+					}
 				}
 			}
 		}

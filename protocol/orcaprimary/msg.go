@@ -11,18 +11,20 @@ import (
 
 // Message kinds (seed 004 §3.1–§3.3).
 const (
-	kRemote  byte = iota + 1 // node → primary: a remote read or write (the operation is executed at the primary)
-	kReply                   // primary → node: its result
-	kFetch                   // node → primary: fetch-object on a read miss
-	kInstall                 // primary → node: a copy of the object (a new secondary)
-	kLockUpd                 // primary → secondary: lock-and-update (object, operation, parameters)
-	kInval                   // primary → secondary: invalidate
-	kAck                     // secondary → primary: acknowledgement (has: it holds a copy)
-	kUnlock                  // primary → secondary: unlock
+	kRemote   byte = iota + 1 // node → primary: a remote read or write (the operation is executed at the primary)
+	kReply                    // primary → node: its result
+	kFetch                    // node → primary: fetch-object on a read miss
+	kInstall                  // primary → node: a copy of the object (a new secondary)
+	kLockUpd                  // primary → secondary: lock-and-update (object, operation, parameters)
+	kInval                    // primary → secondary: invalidate
+	kAck                      // secondary → primary: acknowledgement (has: it holds a copy)
+	kUnlock                   // primary → secondary: unlock
+	kMigrate                  // old primary → new primary: the primary copy (record in state, epoch in nonce)
+	kMigrated                 // new primary → old primary: installed (epoch in nonce)
 )
 
 var header = proto.Header{Protocol: Name, Version: 1,
-	Kinds: []string{"remote", "reply", "fetch", "install", "lock-and-update", "invalidate", "ack", "unlock"}}
+	Kinds: []string{"remote", "reply", "fetch", "install", "lock-and-update", "invalidate", "ack", "unlock", "migrate", "migrated"}}
 
 type message struct {
 	kind    byte
@@ -33,6 +35,7 @@ type message struct {
 	req     automaton.Request
 	res     service.Result
 	state   []byte
+	origin  automaton.NodeID // remote, fetch, ack: the first sender when a former primary forwarded it
 }
 
 func (m message) encode() []byte {
@@ -48,13 +51,16 @@ func (m message) encode() []byte {
 		e.Uvarint(m.req.ID.Client)
 		e.Uvarint(m.req.ID.Seq)
 		service.EncodeResult(&e, m.res)
-	case kFetch:
+	case kFetch, kMigrated:
 		e.Uvarint(m.nonce)
-	case kInstall:
+	case kInstall, kMigrate:
 		e.Uvarint(m.nonce)
 		e.Bytes(m.state)
 	case kAck:
 		e.Bool(m.has)
+	}
+	if m.kind == kRemote || m.kind == kFetch || m.kind == kAck {
+		e.String(string(m.origin))
 	}
 	return e.B
 }
@@ -72,13 +78,16 @@ func decodeMessage(b []byte) (message, error) {
 	case kReply:
 		m.req.ID = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
 		m.res = service.DecodeResult(d)
-	case kFetch:
+	case kFetch, kMigrated:
 		m.nonce = d.Uvarint()
-	case kInstall:
+	case kInstall, kMigrate:
 		m.nonce = d.Uvarint()
 		m.state = d.BytesCopy()
 	case kAck:
 		m.has = d.Bool()
+	}
+	if k == kRemote || k == kFetch || k == kAck {
+		m.origin = automaton.NodeID(d.String())
 	}
 	return m, d.Done()
 }
@@ -99,6 +108,7 @@ type record struct {
 	copies   []automaton.NodeID
 	dedup    map[uint64]done
 	inflight *automaton.Request
+	epoch    uint64 // migrations of the primary copy so far
 }
 
 func (r record) encode() []byte {
@@ -126,6 +136,7 @@ func (r record) encode() []byte {
 		e.Uvarint(r.inflight.ID.Seq)
 		service.EncodeOp(&e, r.inflight.Op)
 	}
+	e.Uvarint(r.epoch)
 	return e.B
 }
 
@@ -145,5 +156,6 @@ func decodeRecord(d *wire.Decoder) record {
 		req.Op = service.DecodeOp(d)
 		r.inflight = &req
 	}
+	r.epoch = d.Uvarint()
 	return r
 }

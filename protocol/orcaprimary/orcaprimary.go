@@ -32,6 +32,7 @@ const (
 	DefaultRetransmit     = 20 * time.Millisecond
 	DefaultReplicateAfter = 2
 	DefaultDropAfter      = 8
+	DefaultMigrateAfter   = 0
 )
 
 var params = proto.NewSpec(
@@ -43,6 +44,8 @@ var params = proto.NewSpec(
 		Doc: "remote reads of an object a node makes (since it last wrote it) before it fetches a copy; 0 never replicates"},
 	proto.Param{Name: "drop_after", Kind: proto.Int, Default: strconv.Itoa(DefaultDropAfter), Min: "0",
 		Doc: "updates a secondary copy receives without a local read in between before the node discards it; 0 never drops"},
+	proto.Param{Name: "migrate_after", Kind: proto.Int, Default: strconv.Itoa(DefaultMigrateAfter), Min: "0",
+		Doc: "successive remote writes of an object from one node (no other writer between) before its primary copy migrates there; 0 never migrates"},
 )
 
 type protocol struct {
@@ -81,6 +84,10 @@ func (p protocol) Scenarios() []automaton.Scenario {
 	return []automaton.Scenario{
 		{Name: "invalidation protocol under faults",
 			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
+		{Name: "primary migrates to frequent writers under faults",
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=2", "--param", "replicate_after=1"}, Seeds: "1-5"},
+		{Name: "migration with invalidation under faults",
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=1", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
 		{Name: "eager copies and drops under faults",
 			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "3", "--param", "replicate_after=1", "--param", "drop_after=2"}, Seeds: "1-5"},
 	}
@@ -105,6 +112,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		retransmit:     prm.Duration("retransmit"),
 		replicateAfter: prm.Int("replicate_after"),
 		dropAfter:      prm.Int("drop_after"),
+		migrateAfter:   prm.Int("migrate_after"),
 	}
 	for _, s := range strings.Split(prm.String("invalidate"), ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -123,6 +131,7 @@ type Primary struct {
 	retransmit     time.Duration
 	replicateAfter int
 	dropAfter      int
+	migrateAfter   int
 	invalidate     []string
 
 	prim    map[string]*primCopy // objects whose primary is here
@@ -130,8 +139,10 @@ type Primary struct {
 	remote  map[automaton.RequestID]automaton.Request
 	fetches map[string]uint64 // key → nonce of the outstanding fetch
 	waiting map[string][]automaton.Request
-	reads   map[string]int    // remote reads per key since this node's last write (statistics)
-	seenV   map[string]uint64 // highest version named by a lock-and-update or invalidate
+	reads   map[string]int              // remote reads per key since this node's last write (statistics)
+	seenV   map[string]uint64           // highest version named by a lock-and-update or invalidate
+	moved   map[string]*moved           // objects whose primary copy left this node (persisted forwarding pointers)
+	loc     map[string]automaton.NodeID // where this node last heard from an object's primary (a volatile hint)
 
 	timerSet bool
 	out      []automaton.Output
@@ -171,10 +182,25 @@ func (a *Primary) respond(id automaton.RequestID, r service.Result) {
 	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: r}})
 }
 
-// primaryOf places an object's primary copy: a hash of its name over the
-// nodes (§3.3: "Initially the system contains one copy for each object:
-// the primary copy").
-func (a *Primary) primaryOf(key string) automaton.NodeID { return InitialPrimary(a.cfg.Nodes, key) }
+// primaryOf is where this node believes an object's primary copy is: here
+// when it holds it; else where it sent it (its forwarding pointer), or
+// where the primary last spoke from (§3.3 migration); else where every
+// object starts: a hash of its name over the nodes (§3.3: "Initially the
+// system contains one copy for each object: the primary copy"). A wrong
+// belief costs a forwarding hop, never a wrong answer: only a node holding
+// the primary copy executes writes.
+func (a *Primary) primaryOf(key string) automaton.NodeID {
+	if _, ok := a.prim[key]; ok {
+		return a.cfg.Self
+	}
+	if mv, ok := a.moved[key]; ok {
+		return mv.to
+	}
+	if l, ok := a.loc[key]; ok {
+		return l
+	}
+	return InitialPrimary(a.cfg.Nodes, key)
+}
 
 // InitialPrimary is where an object's primary copy starts: a hash of its
 // name over the nodes. Benchmarks use it to place the writer.
@@ -203,6 +229,8 @@ func (a *Primary) onStart(s automaton.Start) {
 	a.waiting = map[string][]automaton.Request{}
 	a.reads = map[string]int{}
 	a.seenV = map[string]uint64{}
+	a.moved = map[string]*moved{}
+	a.loc = map[string]automaton.NodeID{}
 	a.timerSet = false
 	keys := make([]string, 0)
 	for k := range s.Records {
@@ -213,6 +241,11 @@ func (a *Primary) onStart(s automaton.Start) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		a.recoverPrimary(strings.TrimPrefix(k, "o/"), s.Records[k])
+	}
+	for _, k := range sortedKeys(s.Records) {
+		if strings.HasPrefix(k, "f/") {
+			a.recoverMoved(strings.TrimPrefix(k, "f/"), s.Records[k])
+		}
 	}
 }
 
@@ -275,8 +308,22 @@ func (a *Primary) onMessage(from automaton.NodeID, raw []byte) {
 		return
 	}
 	switch m.kind {
+	case kRemote, kFetch, kAck:
+		if a.forward(from, m) {
+			return
+		}
+		if m.origin != "" {
+			from = m.origin
+		}
+	case kReply, kInstall, kLockUpd, kInval, kUnlock:
+		a.loc[m.key] = from
+	}
+	switch m.kind {
 	case kRemote:
-		if a.primaryOf(m.key) == a.cfg.Self {
+		if a.primaryOf(m.key) == a.cfg.Self && (from != a.cfg.Self || a.remote[m.req.ID].Op.Kind != "") {
+			if from == a.cfg.Self { // our own request, forwarded back after the primary migrated here
+				delete(a.remote, m.req.ID)
+			}
 			a.primaryRequest(from, m.req)
 		}
 	case kReply:
@@ -293,6 +340,10 @@ func (a *Primary) onMessage(from automaton.NodeID, raw []byte) {
 		a.onAck(from, m)
 	case kUnlock:
 		a.onUnlock(m)
+	case kMigrate:
+		a.onMigrate(from, m)
+	case kMigrated:
+		a.onMigrated(from, m)
 	}
 }
 
@@ -318,6 +369,9 @@ func (a *Primary) onTick() {
 			a.send(a.primaryOf(k), message{kind: kAck, key: k, version: c.version, has: true})
 		}
 	}
+	for _, k := range sortedKeys(a.moved) {
+		a.resendMigrate(k)
+	}
 }
 
 func (a *Primary) outstanding() bool {
@@ -331,6 +385,11 @@ func (a *Primary) outstanding() bool {
 	}
 	for _, c := range a.sec {
 		if c.locked {
+			return true
+		}
+	}
+	for _, mv := range a.moved {
+		if mv.pending {
 			return true
 		}
 	}

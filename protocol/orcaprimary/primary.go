@@ -19,6 +19,11 @@ type primCopy struct {
 	queue   []call // writes waiting for the lock (or for their guard)
 	reads   []call // reads waiting for the unlock (or for their guard)
 	fetchQ  []call // fetch-object requests waiting for the unlock (nonce in version)
+	epoch   uint64 // migrations so far (§3.3)
+	// writer and streak: the node whose remote writes came last and how
+	// many in a row (the statistics that migrate the primary, §3.3).
+	writer automaton.NodeID
+	streak int
 }
 
 type call struct {
@@ -45,7 +50,7 @@ func (a *Primary) primCopy(key string) *primCopy {
 }
 
 func (a *Primary) persist(key string, c *primCopy) {
-	r := record{version: c.version, state: c.st.Snapshot(), dedup: c.dedup}
+	r := record{version: c.version, state: c.st.Snapshot(), dedup: c.dedup, epoch: c.epoch}
 	for n := range c.copies {
 		r.copies = append(r.copies, n)
 	}
@@ -72,7 +77,7 @@ func (a *Primary) recoverPrimary(key string, raw []byte) {
 	if err := c.st.Restore(r.state); err != nil {
 		panic(fmt.Sprintf("%s: object record %q: %v", Name, key, err))
 	}
-	c.version, c.dedup = r.version, r.dedup
+	c.version, c.dedup, c.epoch = r.version, r.dedup, r.epoch
 	for _, n := range r.copies {
 		c.copies[n] = true
 	}
@@ -122,6 +127,7 @@ func (a *Primary) primaryRequest(from automaton.NodeID, req automaton.Request) {
 			return
 		}
 	}
+	c.countWrite(from)
 	c.queue = append(c.queue, call{from: from, req: req})
 	a.startNext(key, c)
 }
@@ -220,11 +226,12 @@ func (a *Primary) finishWrite(key string, c *primCopy) {
 		a.install(key, c, q.from, q.nonce)
 	}
 	a.startNext(key, c)
+	a.maybeMigrate(key, c)
 }
 
 // onFetch: fetch-object (§3.1); blocked while the primary is locked.
 func (a *Primary) onFetch(from automaton.NodeID, m message) {
-	if a.primaryOf(m.key) != a.cfg.Self {
+	if a.primaryOf(m.key) != a.cfg.Self || from == a.cfg.Self {
 		return
 	}
 	c := a.primCopy(m.key)
