@@ -18,8 +18,20 @@ func (l *nsLoop) noteLeader() {
 	}
 	id := l.lr.Leader()
 	if cur := l.leader.Load(); cur == nil || *cur != id {
+		old := automaton.NodeID("")
+		if cur != nil {
+			old = *cur
+		}
 		l.leader.Store(&id)
 		l.announceLeader()
+		// One log line and the metrics per leadership change.
+		if l.log != nil {
+			l.log.Info("leader changed", "namespace", l.ns.Name, "from", string(old), "to", string(id))
+		}
+		if l.n != nil && l.n.m != nil {
+			l.n.m.leaderChanged(l.ns.Name, string(l.n.id), string(old), string(id))
+			l.n.m.setTerm(l.ns.Name, l.a)
+		}
 	}
 }
 

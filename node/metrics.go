@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/transport"
 )
 
@@ -25,6 +26,11 @@ type metrics struct {
 	fsyncs       *prometheus.CounterVec
 	msgsIn       *prometheus.CounterVec
 	msgsOut      *prometheus.CounterVec
+	// Leadership, as this node's replica of each namespace sees it.
+	leaderChanges *prometheus.CounterVec
+	isLeader      *prometheus.GaugeVec
+	leader        *prometheus.GaugeVec
+	term          *prometheus.GaugeVec
 }
 
 func newMetrics(id string) *metrics {
@@ -36,6 +42,9 @@ func newMetrics(id string) *metrics {
 	}
 	hist := func(name, help string, b []float64) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "synod", Name: name, Help: help, ConstLabels: cl, Buckets: b}, ns)
+	}
+	gauge := func(name, help string, labels []string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "synod", Name: name, Help: help, ConstLabels: cl}, labels)
 	}
 	lat := prometheus.ExponentialBucketsRange(20e-6, 10, 20)
 	sizes := prometheus.ExponentialBuckets(1, 2, 12)
@@ -51,9 +60,14 @@ func newMetrics(id string) *metrics {
 		fsyncs:       counter("fsyncs_total", "Storage batches committed with fsync."),
 		msgsIn:       counter("peer_messages_received_total", "Peer messages delivered to the automaton."),
 		msgsOut:      counter("peer_messages_sent_total", "Peer messages handed to the transport."),
+		leaderChanges: counter("leader_changes_total",
+			"Changes of the namespace's leader hint seen here (elections and fail-overs, and the first leader)."),
+		isLeader: gauge("is_leader", "1 when this node believes it leads the namespace (its role), else 0.", ns),
+		leader:   gauge("leader", "1 for the node this replica believes leads the namespace (label leader; \"\" while none).", []string{"namespace", "leader"}),
+		term:     gauge("term", "The highest term, ballot or view this replica has seen (protocols implementing automaton.TermReporter).", ns),
 	}
 	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.batchInputs, m.batchPersist,
-		m.persists, m.fsyncs, m.msgsIn, m.msgsOut,
+		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -85,6 +99,25 @@ func (m *metrics) registerTransport(id string, tr *transport.Transport) {
 					return 0
 				}),
 		)
+	}
+}
+
+// leaderChanged records a new leader hint of namespace ns seen by node self.
+func (m *metrics) leaderChanged(ns, self, old, leader string) {
+	m.leaderChanges.WithLabelValues(ns).Inc()
+	m.leader.DeleteLabelValues(ns, old)
+	m.leader.WithLabelValues(ns, leader).Set(1)
+	v := 0.0
+	if leader == self {
+		v = 1
+	}
+	m.isLeader.WithLabelValues(ns).Set(v)
+}
+
+// setTerm records namespace ns's term when its automaton reports one.
+func (m *metrics) setTerm(ns string, a any) {
+	if tr, ok := a.(automaton.TermReporter); ok {
+		m.term.WithLabelValues(ns).Set(float64(tr.Term()))
 	}
 }
 
