@@ -46,7 +46,12 @@ func (n *Node) setMembers(ns string, o automaton.Members) {
 	ms := n.members()
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	old, had := ms.byNS[ns]
 	ms.byNS[ns] = append([]automaton.Member(nil), o.Members...)
+	if ids, oldIDs := memberIDs(o.Members), memberIDs(old); n.log != nil && (!had || ids != oldIDs) {
+		// One log line per membership change (the first Members output too).
+		n.log.Info("membership changed", "namespace", ns, "from", oldIDs, "to", ids)
+	}
 	if n.tr == nil {
 		return
 	}
@@ -155,4 +160,13 @@ func (n *Node) ChangeMembership(ctx context.Context, ns string, op service.Op) (
 	case <-t.C:
 		return service.Result{}, fmt.Errorf("membership change %v: no answer within a minute; outcome unknown", op)
 	}
+}
+
+// memberIDs lists the members' ids, space-separated, for the log.
+func memberIDs(ms []automaton.Member) string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = string(m.ID)
+	}
+	return strings.Join(ids, " ")
 }
