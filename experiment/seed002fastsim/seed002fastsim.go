@@ -22,7 +22,7 @@
 // learner replies and the client takes the first (seed V.A, issue 12 item 1).
 // That extension is sampled message by message from the model's own
 // assumptions (independent draws per message), not convolved numerically,
-// because the first-of-4t+... replies share the acceptors' votes.
+// because the first of the 3t+1 replies shares the acceptors' votes with every other.
 //
 // # Two readings of self-messages
 //
