@@ -81,13 +81,13 @@ func (e *Sim) Summary(ours, _ experiment.Figures) []string {
 				fmt.Sprintf("simulated: no single crossing (max Pc−Pf %.3f, max Pf−Pc %.3f); model x* = %.0f ms", f[mSimLeadC], f[mSimLeadF], mx), false)
 			continue
 		}
-		ok := f[mSimPc] > 0.7 && f[mSimPf] > 0.7
+		holds := f[mSimPc] > 0.7 && f[mSimPf] > 0.7
 		why := ""
-		if !ok {
+		if !holds {
 			why = fmt.Sprintf(", not over 0.7: Classic leads only below (max lead %.3f); the client's first of 3t+1 replies gives Fast the rest", f[mSimLeadC])
 		}
 		add("α_w = "+a+", t = 1: two regions, division \"around 300ms\", both CDFs over 0.7 there (time to learn; a round trip adds one client link)",
-			fmt.Sprintf("simulated x* = %.0f ms (model + reply %.0f ms); there P{RTT_c ≤ x*} = %.3f, P{RTT_f ≤ x*} = %.3f%s", x, mx, f[mSimPc], f[mSimPf], why), ok)
+			fmt.Sprintf("simulated x* = %.0f ms (model + reply %.0f ms); there P{RTT_c ≤ x*} = %.3f, P{RTT_f ≤ x*} = %.3f%s", x, mx, f[mSimPc], f[mSimPf], why), holds)
 	}
 	for _, a := range alphas {
 		f1, ok1 := ours[wanKey(a, "1")]
