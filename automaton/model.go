@@ -38,6 +38,12 @@ type ModelConfig struct {
 	// NoTimers leaves timers out of the enabled events (a protocol whose
 	// model terminates without them; fewer states).
 	NoTimers bool
+	// StatefulEffects names the Effect kinds whose executor keeps state
+	// from one effect to the next (a database that outlives node crashes):
+	// the checker keeps the log of such effects in the state and re-applies
+	// it to a fresh executor before each one. Other kinds get a fresh
+	// executor per effect.
+	StatefulEffects []string
 	// SymmetricNodes declares that nodes are interchangeable up to renaming
 	// (no node plays a distinguished role at start). The checker then
 	// treats states that differ by a permutation of node names as one; the

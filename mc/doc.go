@@ -12,7 +12,9 @@
 // a client sending its next request, a message delivered (and, on a
 // duplicating network, delivered with a copy left in flight; on a lossy
 // one, lost), a timer firing, a node crashing (up to Config.Crashes on a
-// path) and a crashed node restarting from its records. The protocol's
+// path), a crashed node restarting from its records, and a pending Effect
+// carried out (effect.go: its executor runs, the node steps EffectDone; a
+// crash loses the node's pending effects). The protocol's
 // configuration comes from automaton.ModelOf: a declared ModelConfig
 // (automaton/model.go) or the generic default (3 nodes, 2 clients, each
 // "set x c" then "get x", depth 14).

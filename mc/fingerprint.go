@@ -39,6 +39,7 @@ func (w *world) fingerprint() uint64 {
 			hs.u64(&h, w.nodes[i].fp)
 		}
 		hs.u64(&h, uint64(n.boots))
+		hs.u64(&h, effectsHash(n.effects))
 		hs.u64(&h, uint64(len(n.timers)))
 		for _, t := range n.timers {
 			hs.u64(&h, uint64(t))
@@ -66,6 +67,7 @@ func (w *world) fingerprint() uint64 {
 	}
 	hs.u64(&h, histHash(w.hist))
 	hs.u64(&h, uint64(w.crashes))
+	hs.u64(&h, extHash(w.ext))
 	if w.checker != nil {
 		hs.value(&h, reflect.ValueOf(w.checker))
 	}

@@ -74,3 +74,52 @@ func TestDFSFindsWhatBFSFinds(t *testing.T) {
 		t.Fatalf("DFS counterexample does not replay: %q %v", why, err)
 	}
 }
+
+// TestEffectsPendingAndLost: an Effect output is a pending effect, an
+// enabled event that carries it out; a crash loses it (pbdurable's database
+// commit is a durability.sql Effect).
+func TestEffectsPendingAndLost(t *testing.T) {
+	cfg := NewConfig("pbdurable")
+	cfg.Crashes = 1
+	w, err := newWorld(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.apply(Event{Kind: EvInvoke, Client: 0, Node: 0}); err != nil {
+		t.Fatal(err)
+	}
+	effectAt := func(w *world) int {
+		for _, ev := range w.enabled() {
+			if ev.Kind == EvEffect {
+				return ev.Node
+			}
+		}
+		return -1
+	}
+	i := effectAt(w)
+	if i < 0 {
+		t.Fatalf("no pending effect after a write to the primary: %v", w.enabled())
+	}
+	done := w.clone()
+	if err := done.apply(Event{Kind: EvEffect, Node: i, Msg: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if len(done.ext) != 1 {
+		t.Fatalf("after completion: %d database effects logged, want 1", len(done.ext))
+	}
+	if len(w.nodes[i].effects) != 1 || len(w.ext) != 0 {
+		t.Fatalf("completing in a copy changed the original: %d pending, %d logged", len(w.nodes[i].effects), len(w.ext))
+	}
+	if done.fingerprint() == w.fingerprint() {
+		t.Fatal("completing an effect left the fingerprint unchanged")
+	}
+	if err := w.apply(Event{Kind: EvCrash, Node: i}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.apply(Event{Kind: EvRestart, Node: i}); err != nil {
+		t.Fatal(err)
+	}
+	if j := effectAt(w); j == i {
+		t.Fatal("a crash kept the node's pending effect")
+	}
+}

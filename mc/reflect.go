@@ -109,6 +109,16 @@ func (hs *hasher) value(h *maphash.Hash, v reflect.Value) {
 			hs.value(h, v.Index(i))
 		}
 	case reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			if v.CanAddr() {
+				h.Write(v.Bytes())
+				return
+			}
+			for i := 0; i < v.Len(); i++ {
+				h.WriteByte(byte(v.Index(i).Uint()))
+			}
+			return
+		}
 		for i := 0; i < v.Len(); i++ {
 			hs.value(h, v.Index(i))
 		}

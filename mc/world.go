@@ -36,6 +36,7 @@ const (
 	EvTimer   EventKind = "timer"   // a node's timer fires
 	EvCrash   EventKind = "crash"   // a node crashes (volatile state lost, records kept)
 	EvRestart EventKind = "restart" // a crashed node restarts from its records
+	EvEffect  EventKind = "effect"  // a node's pending Effect is carried out and answered (effect.go)
 )
 
 // Event is one transition. Msg indexes the messages in flight, in send
@@ -66,6 +67,9 @@ type nodeState struct {
 	owned bool
 	// fp caches the automaton's hash (0: not computed since it stepped).
 	fp uint64
+	// effects are the incarnation's pending Effects, in emission order
+	// (effect.go); a crash loses them.
+	effects []pendingEffect
 }
 
 type clientState struct {
@@ -97,6 +101,9 @@ type world struct {
 	// checkerOwned: like nodeState.owned, for the invariant checker.
 	checkerOwned bool
 	crashes      int
+	// ext is the log of effects carried out by executors that keep state
+	// across effects (ModelConfig.StatefulEffects), in order (effect.go).
+	ext []loggedEffect
 	// returned: the last step completed an operation (the history grew).
 	returned bool
 	// violation: what the last step broke ("" when nothing).
@@ -165,7 +172,7 @@ func (w *world) boot(i int) error {
 	}
 	w.ownChecker(nil)
 	n.a, n.owned, n.fp = a, true, 0
-	n.timers = nil
+	n.timers, n.effects = nil, nil
 	w.up[w.ids[i]] = a
 	recs := make(map[string][]byte, len(n.disk))
 	for k, v := range n.disk {
@@ -221,6 +228,8 @@ func (w *world) step(i int, in automaton.Input) {
 			n.cancelTimer(o.ID)
 		case automaton.Respond:
 			w.respond(o.Resp)
+		case automaton.Effect:
+			n.effects = append(n.effects[:len(n.effects):len(n.effects)], pendingEffect{id: o.ID, kind: o.Kind, payload: o.Payload, fp: valueHash(o.Payload)})
 		}
 	}
 	if w.checker != nil && w.violation == "" {
@@ -314,6 +323,14 @@ func (w *world) enabled() []Event {
 		}
 	}
 	for i := range w.nodes {
+		if w.nodes[i].a == nil {
+			continue
+		}
+		for k := range w.nodes[i].effects {
+			evs = append(evs, Event{Kind: EvEffect, Node: i, Msg: k})
+		}
+	}
+	for i := range w.nodes {
 		if w.nodes[i].a != nil && w.crashes < w.cfg.Crashes {
 			evs = append(evs, Event{Kind: EvCrash, Node: i})
 		}
@@ -396,7 +413,7 @@ func (w *world) apply(ev Event) error {
 		if n.a == nil {
 			return fmt.Errorf("%s is down already", w.ids[ev.Node])
 		}
-		n.a, n.timers, n.owned, n.fp = nil, nil, false, 0
+		n.a, n.timers, n.effects, n.owned, n.fp = nil, nil, nil, false, 0
 		delete(w.up, w.ids[ev.Node])
 		w.crashes++
 	case EvRestart:
@@ -404,6 +421,8 @@ func (w *world) apply(ev Event) error {
 			return fmt.Errorf("%s is up", w.ids[ev.Node])
 		}
 		return w.boot(ev.Node)
+	case EvEffect:
+		return w.completeEffect(ev.Node, ev.Msg)
 	default:
 		return fmt.Errorf("unknown event %q", ev.Kind)
 	}
@@ -420,6 +439,7 @@ func (w *world) clone() *world {
 		n := &c.nodes[i]
 		n.owned = false
 		n.timers = n.timers[:len(n.timers):len(n.timers)]
+		n.effects = n.effects[:len(n.effects):len(n.effects)]
 		d := make(map[string][]byte, len(n.disk))
 		for k, v := range n.disk {
 			d[k] = v // record values are never modified in place
@@ -434,6 +454,7 @@ func (w *world) clone() *world {
 	c.flight = w.flight[:len(w.flight):len(w.flight)]
 	c.clients = append([]clientState(nil), w.clients...)
 	c.hist = w.hist[:len(w.hist):len(w.hist)]
+	c.ext = w.ext[:len(w.ext):len(w.ext)]
 	return &c
 }
 
@@ -454,12 +475,22 @@ func (w *world) own(i int) {
 		}
 	}
 	var a automaton.Automaton
-	if s, ok := n.a.(automaton.Snapshotter); ok && w.checker == nil {
+	if s, ok := n.a.(automaton.Snapshotter); ok && w.checker == nil && len(n.effects) == 0 {
 		a = s.Snapshot()
 	} else {
 		a = cp.copyAny(n.a).(automaton.Automaton)
 	}
 	n.a, n.owned = a, true
+	if len(n.effects) > 0 {
+		// The payloads of pending effects may share memory with the
+		// automaton (Eve's batch state): copied with it, by one copier.
+		effs := make([]pendingEffect, len(n.effects))
+		for k, e := range n.effects {
+			effs[k] = e
+			effs[k].payload = cp.copyAny(e.payload)
+		}
+		n.effects = effs
+	}
 	w.up[w.ids[i]] = a
 	w.checkerOwned = false
 	w.ownChecker(cp)
@@ -507,6 +538,11 @@ func (w *world) describe(ev Event) string {
 		return fmt.Sprintf("%s: timer %d fires", w.ids[ev.Node], ev.Timer)
 	case EvCrash:
 		return fmt.Sprintf("%s crashes", w.ids[ev.Node])
+	case EvEffect:
+		if effs := w.nodes[ev.Node].effects; ev.Msg < len(effs) {
+			return fmt.Sprintf("%s: effect %d (%s) is carried out", w.ids[ev.Node], effs[ev.Msg].id, effs[ev.Msg].kind)
+		}
+		return fmt.Sprintf("%s: effect %d (none)", w.ids[ev.Node], ev.Msg)
 	case EvRestart:
 		return fmt.Sprintf("%s restarts", w.ids[ev.Node])
 	}

@@ -6,12 +6,13 @@
 # state counts and states/s. Not in CI. Usage: mc/stateright/run.sh [version]
 set -eu
 VER=${1:-0.31.0}
-REPO=$(cd "$(dirname "$0")/../.." && pwd)
+REPO=${SYNOD_REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
 cargo new -q srcmp && cd srcmp
-printf 'stateright = "=%s"\nenv_logger = "0.10"\nserde_json = "1"\nserde = { version = "1", features = ["derive"] }\n' "$VER" >> Cargo.toml
+# the examples' own dev-dependencies (stateright's Cargo.toml)
+printf 'stateright = "=%s"\nenv_logger = "0.11"\nlazy_static = "1.5"\nnum_cpus = "1.17"\npico-args = "0.5"\nserde_json = "1"\nserde = { version = "1", features = ["derive"] }\n' "$VER" >> Cargo.toml
 cargo fetch -q
 SRC=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateright-"$VER" | head -1)
 mkdir -p examples && cp "$SRC"/examples/linearizable-register.rs "$SRC"/examples/paxos.rs examples/
@@ -24,6 +25,5 @@ for ex in "linearizable-register check 2" "paxos check 2"; do
 done
 echo "== Synod mc (BFS, all cores, same client counts)"
 cd "$REPO"
-go run ./cmd/synod model check --protocol abd --clients 2 --network lossless,unordered,duplicating --timers none --depth 30
-go run ./cmd/synod model check --protocol paxos --clients 2 --max-states 200000 --depth 30
+go run ./mc/stateright 200000
 echo "ratio = Synod states/s / Stateright states/s, from the lines above"
