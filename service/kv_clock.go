@@ -32,6 +32,19 @@ func (c *LeaderClock) Observe(env Env) {
 	c.now = max(c.now, env.Time)
 }
 
+// ObserveForwarded takes the environment of a request another node
+// forwarded, only while this node has observed no time of its own: a
+// leader that no client reaches directly (every client behind a follower,
+// or a namespace whose clients all use one node) would otherwise never
+// have a time, and refuse every deadline. After that first estimate the
+// leader's own arrivals and heartbeats advance it; the follower's clock
+// enters once, bounded by the skew assumption in the package doc.
+func (c *LeaderClock) ObserveForwarded(env Env) {
+	if c.now == 0 {
+		c.now = env.Time
+	}
+}
+
 // Tick advances the estimate by one heartbeat (once anything was observed)
 // and reports whether every heartbeats have passed since the last time it
 // said so (the active expiry period, in heartbeats).

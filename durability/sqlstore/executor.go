@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -116,6 +117,11 @@ func newExecutor(env automaton.ExecEnv) (automaton.Executor, error) {
 	if cfg.DSN == "" {
 		if env.DataDir == "" {
 			return nil, fmt.Errorf("%s: no data directory and no %s", EffectKind, ParamDSN)
+		}
+		// The node's data directory may not exist yet (a memory-durability
+		// node keeps nothing else there).
+		if err := os.MkdirAll(env.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("%s: %v", EffectKind, err)
 		}
 		cfg.DSN = filepath.Join(env.DataDir, "durability-"+env.Namespace+".db")
 	}

@@ -137,7 +137,7 @@ func (a *Paxos) forwardPending() {
 		p := a.pending[id]
 		p.fwdAge, p.fwdTo = 0, to
 		req := p.req
-		if !service.IsNondeterministic(a.cfg.Service) {
+		if !service.UsesEnv(a.cfg.Service) {
 			req.Env = service.Env{} // nobody reads it: not sent
 		}
 		a.send(to, &message{Kind: kindForward, Req: req})
@@ -159,6 +159,7 @@ func (a *Paxos) onForward(from int, m *message) {
 		a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: a.notMemberError()})
 		return
 	}
+	a.exp.clock.ObserveForwarded(m.Req.Env) // a leader no client reaches directly (expiry.go)
 	p := a.pending[m.Req.ID]
 	if p == nil {
 		if !a.isRead(m.Req) {

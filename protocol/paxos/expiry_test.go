@@ -186,3 +186,19 @@ func expiryRandomRun(t *testing.T, seed uint64) {
 	}
 	c.agree(fmt.Sprintf("seed %d, after the random run", seed))
 }
+
+// A leader that no client reaches directly takes its first time from a
+// forwarded request, so deadlines work when every client sits behind a
+// follower (found by the compatibility suite: its clients all use one node,
+// which may not lead the namespace).
+func TestExpiryThroughFollowerOnly(t *testing.T) {
+	c := newSkewedKV(t)
+	c.elect("n1")
+	follower := automaton.NodeID("n2")
+	if r := c.run(follower, "set", "k", "v", "px", "100000"); r.IsErr() {
+		t.Fatalf("set with a deadline through follower %s: %v", follower, r)
+	}
+	if r := c.run(follower, "pttl", "k"); r.Type != service.ResultInt || r.Int <= 0 || r.Int > 100000 {
+		t.Fatalf("pttl through the follower: %v", r)
+	}
+}

@@ -87,6 +87,10 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 const (
 	timerHeartbeat automaton.TimerID = 1
 	timerCheck     automaton.TimerID = 2
+	// timerRecover retries a recovery the database refused, one
+	// checking period later (not at once: a database that is down would
+	// otherwise be asked again in a loop).
+	timerRecover automaton.TimerID = 3
 )
 
 // recordBooted tells a later incarnation that its memory is gone.
@@ -297,6 +301,10 @@ func (a *PBD) onTimer(id automaton.TimerID) {
 				}
 			}
 			a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+		}
+	case timerRecover:
+		if a.primary && !a.ready {
+			a.startRecovery(&sqlstore.Payload{Queries: a.svc.set().Recover().Queries})
 		}
 	case timerCheck:
 		a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})

@@ -88,9 +88,10 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 			}
 			return
 		}
-		// The database did not answer: try again (the objects stay empty
-		// until it does, and nothing is served).
-		a.startRecovery(&sqlstore.Payload{Queries: a.svc.set().Recover().Queries})
+		// The database did not answer: try again one checking period
+		// later (the objects stay empty until it does, and nothing is
+		// served).
+		a.emit(automaton.SetTimer{ID: timerRecover, After: a.checking})
 		return
 	}
 	p := a.effects[d.ID]

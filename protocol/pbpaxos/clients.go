@@ -165,9 +165,9 @@ func (a *PBPaxos) forwardPending(full bool) {
 }
 
 // wireRequest drops what nobody reads from a forwarded request: the Env
-// of a deterministic service.
+// of a service that reads neither randomness nor the time.
 func wireRequest(svc service.Service, r automaton.Request) automaton.Request {
-	if !service.IsNondeterministic(svc) {
+	if !service.UsesEnv(svc) {
 		r.Env = service.Env{}
 	}
 	r.Fanout = false
@@ -182,6 +182,7 @@ func (a *PBPaxos) onForward(from automaton.NodeID, m *message) {
 	if a.role != leader {
 		return // the forwarder tries the leader it hears of next
 	}
+	a.exp.clock.ObserveForwarded(m.Req.Env) // a leader no client reaches directly (expiry.go)
 	p := a.pending[m.Req.ID]
 	if p == nil {
 		p = &pend{req: m.Req, state: pWaiting}
