@@ -35,6 +35,15 @@ type ModelConfig struct {
 	Target string
 	// Depth is the default search depth (events from the initial state).
 	Depth int
+	// Network is the default network model ("" is lossless,unordered; see
+	// mc.ParseNetwork: lossy, ordered, duplicating).
+	Network string
+	// Timers is the default timer mode ("" is quiet: a timer fires only
+	// when no message is in flight; "all": at any moment; "none").
+	Timers string
+	// Crashes is the default bound on crashes per path (each crashed node
+	// may restart from its records).
+	Crashes int
 	// NoTimers leaves timers out of the enabled events (a protocol whose
 	// model terminates without them; fewer states).
 	NoTimers bool

@@ -90,11 +90,16 @@ type Config struct {
 	KeepGoing bool
 }
 
-// NewConfig returns the protocol's declared (or default) model with the
-// default network: lossless, unordered, not duplicating, no crashes.
+// NewConfig returns the protocol's declared (or default) model, with the
+// network, timer mode and crash bound it declares (by default: lossless,
+// unordered, not duplicating; quiet timers; no crashes).
 func NewConfig(protocol string) Config {
 	m := automaton.ModelOf(protocol)
-	return Config{Protocol: protocol, Model: m, Depth: m.Depth}
+	c := Config{Protocol: protocol, Model: m, Depth: m.Depth, Timers: m.Timers, Crashes: m.Crashes}
+	if n, err := ParseNetwork(m.Network); err == nil {
+		c.Net = n
+	}
+	return c
 }
 
 func (c *Config) timerMode() string {

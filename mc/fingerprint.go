@@ -15,7 +15,25 @@ import (
 // (a multiset on an unordered network, per-link sequences on an ordered
 // one), the clients and their history, and the invariant checker's memory.
 func (w *world) fingerprint() uint64 {
-	hs := &hasher{stack: map[uintptr]bool{}, roots: map[uintptr]int{}}
+	groups := w.symmetryGroups()
+	if groups == nil {
+		return w.fingerprintAs(nil)
+	}
+	// Symmetry reduction (symmetry.go): the least hash over the renamings
+	// of interchangeable clients.
+	var best uint64
+	first := true
+	forEachPerm(len(w.clients), groups, func(perm []int) {
+		if fp := w.fingerprintAs(perm); first || fp < best {
+			best, first = fp, false
+		}
+	})
+	return best
+}
+
+// fingerprintAs hashes the state with clients renamed by perm (nil: as is).
+func (w *world) fingerprintAs(perm []int) uint64 {
+	hs := &hasher{stack: map[uintptr]bool{}, roots: map[uintptr]int{}, perm: perm}
 	for i, n := range w.nodes {
 		if n.a != nil {
 			hs.roots[reflect.ValueOf(n.a).Pointer()] = i
@@ -28,15 +46,7 @@ func (w *world) fingerprint() uint64 {
 			h.WriteByte(0)
 		} else {
 			h.WriteByte(1)
-			if n.fp == 0 {
-				var sub maphash.Hash
-				sub.SetSeed(seed)
-				delete(hs.roots, reflect.ValueOf(n.a).Pointer())
-				hs.value(&sub, reflect.ValueOf(n.a))
-				hs.roots[reflect.ValueOf(n.a).Pointer()] = i
-				w.nodes[i].fp = sub.Sum64() | 1
-			}
-			hs.u64(&h, w.nodes[i].fp)
+			hs.u64(&h, w.nodeHash(hs, i))
 		}
 		hs.u64(&h, uint64(n.boots))
 		hs.u64(&h, effectsHash(n.effects))
@@ -55,8 +65,9 @@ func (w *world) fingerprint() uint64 {
 		}
 		hs.u64(&h, sum)
 	}
-	hs.u64(&h, w.flightHash())
-	for _, c := range w.clients {
+	hs.u64(&h, w.flightHash(perm))
+	for j := range w.clients {
+		c := w.clients[inverse(perm, j)]
 		hs.u64(&h, uint64(c.next))
 		if c.pending {
 			h.WriteByte(1)
@@ -65,7 +76,7 @@ func (w *world) fingerprint() uint64 {
 		}
 		hs.u64(&h, uint64(c.target))
 	}
-	hs.u64(&h, histHash(w.hist))
+	hs.u64(&h, histHash(w.hist, perm))
 	hs.u64(&h, uint64(w.crashes))
 	hs.u64(&h, extHash(w.ext))
 	if w.checker != nil {
@@ -74,24 +85,49 @@ func (w *world) fingerprint() uint64 {
 	return h.Sum64()
 }
 
-func msgHash(m *message) uint64 {
+// nodeHash hashes node i's automaton (cached when clients are not renamed).
+func (w *world) nodeHash(hs *hasher, i int) uint64 {
+	n := &w.nodes[i]
+	if n.fp != 0 && hs.perm == nil {
+		return n.fp
+	}
+	var sub maphash.Hash
+	sub.SetSeed(seed)
+	p := reflect.ValueOf(n.a).Pointer()
+	delete(hs.roots, p)
+	hs.value(&sub, reflect.ValueOf(n.a))
+	hs.roots[p] = i
+	fp := sub.Sum64() | 1
+	if hs.perm == nil {
+		n.fp = fp
+	}
+	return fp
+}
+
+func msgHash(m *message, perm []int) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
 	var b [16]byte
-	b[0], b[1] = byte(m.from), byte(m.to)
+	from := m.from
+	if from < 0 && perm != nil {
+		from = -1 - perm[-1-from]
+	}
+	b[0], b[1] = byte(from), byte(m.to)
 	h.Write(b[:2])
 	h.Write(m.data)
 	if m.req != nil {
-		h.WriteString(m.req.ID.String())
+		id := m.req.ID
+		id.Client = uint64(permClient(perm, int(id.Client)))
+		h.WriteString(id.String())
 	}
 	return h.Sum64()
 }
 
-func (w *world) flightHash() uint64 {
+func (w *world) flightHash(perm []int) uint64 {
 	if !w.cfg.Net.Ordered {
 		var sum uint64
 		for k := range w.flight {
-			x := msgHash(&w.flight[k])
+			x := msgHash(&w.flight[k], perm)
 			sum += x*0x9e3779b97f4a7c15 ^ x>>29
 		}
 		return sum
@@ -100,10 +136,16 @@ func (w *world) flightHash() uint64 {
 	for k := range idx {
 		idx[k] = k
 	}
+	from := func(m *message) int {
+		if m.from < 0 && perm != nil {
+			return -1 - perm[-1-m.from]
+		}
+		return m.from
+	}
 	sort.SliceStable(idx, func(a, b int) bool {
 		ma, mb := &w.flight[idx[a]], &w.flight[idx[b]]
-		if ma.from != mb.from {
-			return ma.from < mb.from
+		if fa, fb := from(ma), from(mb); fa != fb {
+			return fa < fb
 		}
 		return ma.to < mb.to
 	})
@@ -111,17 +153,21 @@ func (w *world) flightHash() uint64 {
 	h.SetSeed(seed)
 	hs := &hasher{}
 	for _, k := range idx {
-		hs.u64(&h, msgHash(&w.flight[k]))
+		hs.u64(&h, msgHash(&w.flight[k], perm))
 	}
 	return h.Sum64()
 }
 
-func histHash(hist []hop) uint64 {
+func histHash(hist []hop, perm []int) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
 	hs := &hasher{}
 	for _, x := range hist {
-		hs.u64(&h, uint64(x.client)<<32|uint64(x.op))
+		c := x.client
+		if perm != nil {
+			c = perm[c]
+		}
+		hs.u64(&h, uint64(c)<<32|uint64(x.op))
 		if x.ret {
 			h.WriteByte(1)
 			var e wire.Encoder

@@ -35,6 +35,7 @@ var (
 	randType   = reflect.TypeOf((*rand.Rand)(nil))
 	outsType   = reflect.TypeOf([]automaton.Output(nil))
 	configType = reflect.TypeOf(automaton.Config{})
+	reqIDType  = reflect.TypeOf(automaton.RequestID{})
 	typeIDs    sync.Map // reflect.Type -> uint64
 	pointerFre sync.Map // reflect.Type -> bool (type holds no pointer: copy by value)
 )
@@ -63,7 +64,10 @@ type hasher struct {
 	// roots maps the automata of the state being hashed to their node
 	// index: a checker's pointer to an automaton hashes as the reference.
 	roots map[uintptr]int
-	buf   [8]byte
+	// perm, when set, renames clients (symmetry.go): a RequestID of client
+	// c+1 hashes as one of client perm[c]+1.
+	perm []int
+	buf  [8]byte
 }
 
 func (hs *hasher) u64(h *maphash.Hash, x uint64) {
@@ -123,6 +127,11 @@ func (hs *hasher) value(h *maphash.Hash, v reflect.Value) {
 			hs.value(h, v.Index(i))
 		}
 	case reflect.Struct:
+		if hs.perm != nil && v.Type() == reqIDType {
+			hs.u64(h, uint64(permClient(hs.perm, int(v.Field(0).Uint()))))
+			hs.u64(h, v.Field(1).Uint())
+			return
+		}
 		if v.Type() == configType {
 			return // the same in every state of a node (its random source aside)
 		}
