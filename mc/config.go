@@ -84,7 +84,7 @@ type Config struct {
 	// Replay expands states by replaying their path from fresh automata
 	// instead of copying them (slower; kept to measure and to verify).
 	Replay bool
-	// NoLinearizability skips the consistency check of histories.
+	// NoHistoryCheck skips the consistency check of histories.
 	NoHistoryCheck bool
 	// KeepGoing continues after the first violation (counting them).
 	KeepGoing bool
