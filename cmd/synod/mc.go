@@ -60,8 +60,18 @@ Broken variants:
 			fmt.Printf("%-32s %8s %5s %9s %9s %8s  %s\n", "protocol", "states", "depth", "time", "states/s", "B/state", "result")
 			for _, name := range names {
 				cfg := mc.NewConfig(name)
-				cfg.Net, cfg.Timers, cfg.Crashes, cfg.DFS, cfg.Workers, cfg.MaxStates, cfg.Replay, cfg.KeepGoing =
-					net, timers, crashes, dfs, workers, maxStates, replay, keepGoing
+				// The network, timer mode and crash bound a model declares
+				// stand unless the flag is given.
+				if cmd.Flags().Changed("network") {
+					cfg.Net = net
+				}
+				if cmd.Flags().Changed("timers") {
+					cfg.Timers = timers
+				}
+				if cmd.Flags().Changed("crashes") {
+					cfg.Crashes = crashes
+				}
+				cfg.DFS, cfg.Workers, cfg.MaxStates, cfg.Replay, cfg.KeepGoing = dfs, workers, maxStates, replay, keepGoing
 				if depth > 0 {
 					cfg.Depth = depth
 				}
