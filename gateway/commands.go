@@ -55,7 +55,7 @@ import (
 // Synod's own commands:
 //
 //	SYNOD NS [name]                            show or select the connection's namespace
-//	SYNOD READ [linearizable|regular|local]    show or select the read consistency
+//	SYNOD READ [linearizable|log|quorum|lease|regular|local]  show or select the read consistency
 //	SYNOD NAMESPACES                           list namespaces as [name, protocol, service]
 //	SYNOD OP kind key [arg ...]                run one service operation
 //	SYNOD OPT/OPTRESET/LASTOPT                 protocol request options (options.go)
@@ -873,7 +873,7 @@ func commandHelp() []string {
 
 var synodHelp = []string{
 	"SYNOD NS [name] -- Show or select this connection's namespace.",
-	"SYNOD READ [linearizable|regular|local] -- Show or select the read consistency.",
+	"SYNOD READ [linearizable|log|quorum|lease|regular|local] -- Show or select the read consistency (what each means depends on the protocol; see the README).",
 	"SYNOD NAMESPACES -- List namespaces as [name, protocol, service].",
 	"SYNOD OP kind key [arg ...] -- Run one operation of the namespace's service.",
 	"SYNOD MEMBER ADD id peer client | REMOVE id -- Change the namespace's membership (paxos).",

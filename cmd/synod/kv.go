@@ -40,7 +40,7 @@ func init() {
 	pf := kvCmd.PersistentFlags()
 	pf.StringVar(&kvFlags.addrs, "addr", "127.0.0.1:6381", "comma-separated client addresses of nodes, tried in order")
 	pf.StringVar(&kvFlags.ns, "ns", "", "namespace (default: the node's default namespace)")
-	pf.StringVar(&kvFlags.read, "read", "linearizable", "read consistency: linearizable, regular or local")
+	pf.StringVar(&kvFlags.read, "read", "linearizable", "read consistency: linearizable (default), log, quorum, lease, regular or local (what each means depends on the protocol)")
 	pf.StringVar(&kvFlags.password, "password", "", "password (default: $SYNOD_PASSWORD)")
 	pf.DurationVar(&kvFlags.timeout, "timeout", 10*time.Second, "timeout per attempt at one node")
 	pf.BoolVar(&kvFlags.grpc, "grpc", false, "use the gRPC API (--addr then lists the nodes' grpc addresses)")
