@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,7 +91,7 @@ func probe(addr string, passes []Pass, protos []string) ([]string, map[string]st
 // command).
 func TestProtocolsServe(t *testing.T) {
 	needSuite(t)
-	for _, p := range sortedKeys(notServing) {
+	for _, p := range slices.Sorted(maps.Keys(notServing)) {
 		t.Errorf("protocol %s does not serve a live cluster within %v, so the cases skip it: %s", p, probeTimeout, notServing[p])
 	}
 }
@@ -289,7 +291,7 @@ func TestUnsupported(t *testing.T) {
 	redisCmds := commandList(t, Target{Addr: suite.Redis})
 	synodCmds := commandList(t, suite.synodTarget())
 	n := 0
-	for _, name := range sortedKeys(redisCmds) {
+	for _, name := range slices.Sorted(maps.Keys(redisCmds)) {
 		if synodCmds[name] {
 			continue
 		}
@@ -342,7 +344,7 @@ var notCovered = map[string]string{
 func TestCoverage(t *testing.T) {
 	needSuite(t)
 	used := caseCommands(t)
-	for _, name := range sortedKeys(commandList(t, suite.synodTarget())) {
+	for _, name := range slices.Sorted(maps.Keys(commandList(t, suite.synodTarget()))) {
 		if !used[name] && notCovered[name] == "" {
 			t.Errorf("Synod supports %s but no case in compat/testdata uses it: add one", strings.ToUpper(name))
 		}
@@ -359,7 +361,7 @@ func TestCommandsDoc(t *testing.T) {
 	if !casesRan {
 		t.Skip("TestCases did not run in full before this test")
 	}
-	doc := CommandsDoc(sortedKeys(commandList(t, suite.synodTarget())), suite.Protocols, suite.Outcomes())
+	doc := CommandsDoc(slices.Sorted(maps.Keys(commandList(t, suite.synodTarget()))), suite.Protocols, suite.Outcomes())
 	path := filepath.Join("..", "docs", "COMMANDS.md")
 	if os.Getenv("SYNOD_COMPAT_REWRITE") == "1" {
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {

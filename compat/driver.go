@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -301,14 +300,4 @@ func (p *PyRedis) Close() {
 		_ = p.cmd.Process.Kill()
 		<-done
 	}
-}
-
-// sortedKeys lists m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,7 +211,7 @@ func (m *Mapping) Validate(infos []ObjectInfo) error {
 	if len(m.Objects) == 0 {
 		bad("objects", "no state objects")
 	}
-	for _, name := range sortedKeys(m.Objects) {
+	for _, name := range slices.Sorted(maps.Keys(m.Objects)) {
 		om := m.Objects[name]
 		f := "objects." + name
 		if om == nil {
@@ -278,7 +280,7 @@ func (m *Mapping) Validate(infos []ObjectInfo) error {
 		default:
 			bad(f+".restore", "unknown restore %q (checkpoint, recover or init)", om.Restore)
 		}
-		for _, meth := range sortedKeys(om.Methods) {
+		for _, meth := range slices.Sorted(maps.Keys(om.Methods)) {
 			in := om.Methods[meth]
 			mf := f + ".methods." + meth
 			var mi MethodInfo
@@ -366,7 +368,7 @@ func (om *ObjectMapping) restore() string {
 // (experiments print it beside their figures).
 func (m *Mapping) Mechanisms() string {
 	var parts []string
-	for _, n := range sortedKeys(m.Objects) {
+	for _, n := range slices.Sorted(maps.Keys(m.Objects)) {
 		parts = append(parts, n+"="+string(m.Objects[n].Mechanism))
 	}
 	return strings.Join(parts, ",")
@@ -389,14 +391,5 @@ func updateNames(o ObjectInfo) []string {
 	if len(out) == 0 {
 		return []string{"none"}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

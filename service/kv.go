@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // KV is a keyspace of typed values (strings, hashes, lists, sets, sorted
@@ -59,7 +60,7 @@ func KVKinds() []string {
 	for k := range kvOps {
 		out = append(out, k)
 	}
-	sortStrings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -2,7 +2,9 @@ package service
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -115,7 +117,7 @@ func (s *KVState) opHGetAll(op Op) Result {
 		return Array()
 	}
 	var out []Result
-	for _, f := range sortedKeys(c.h) {
+	for _, f := range slices.Sorted(maps.Keys(c.h)) {
 		if op.Kind != "hvals" {
 			out = append(out, Bytes([]byte(f)))
 		}

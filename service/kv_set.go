@@ -1,5 +1,10 @@
 package service
 
+import (
+	"maps"
+	"slices"
+)
+
 // Sets (package documentation, "Sets"). Members are listed in byte order.
 
 func init() {
@@ -48,7 +53,7 @@ func members(c *coll) []string {
 	if c == nil {
 		return nil
 	}
-	return sortedKeys(c.set)
+	return slices.Sorted(maps.Keys(c.set))
 }
 
 func stringsArray(ss []string) Result {
@@ -200,7 +205,7 @@ func (s *KVState) opSetAlgebra(op Op) Result {
 			}
 		}
 	}
-	return stringsArray(sortedKeys(acc))
+	return stringsArray(slices.Sorted(maps.Keys(acc)))
 }
 
 func argStrings(a [][]byte) []string {

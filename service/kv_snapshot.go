@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -35,7 +36,7 @@ const kvDeltaCodec = 2
 // different keys were written (the serializability checker merges states
 // by their snapshots).
 func (s *KVState) Snapshot() []byte {
-	keys := sortedKeys(s.m)
+	keys := slices.Sorted(maps.Keys(s.m))
 	e := wire.Encoder{B: []byte{kvSnapVersion}}
 	e.Uvarint(s.version)
 	e.Varint(s.clock)
@@ -61,7 +62,7 @@ func (s *KVState) encodeEntries(e *wire.Encoder, keys []string) {
 // encodeWT appends the remembered deleted keys, sorted, with their
 // versions.
 func (s *KVState) encodeWT(e *wire.Encoder) {
-	ks := sortedKeys(s.wt)
+	ks := slices.Sorted(maps.Keys(s.wt))
 	e.Uvarint(uint64(len(ks)))
 	for _, k := range ks {
 		e.String(k)

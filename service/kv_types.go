@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -214,7 +213,7 @@ func (e kvEntry) encode(w *wire.Encoder) {
 	case tString:
 		w.Bytes(e.v)
 	case tHash:
-		ks := sortedKeys(e.c.h)
+		ks := slices.Sorted(maps.Keys(e.c.h))
 		w.Uvarint(uint64(len(ks)))
 		for _, k := range ks {
 			w.String(k)
@@ -226,7 +225,7 @@ func (e kvEntry) encode(w *wire.Encoder) {
 			w.Bytes(x)
 		}
 	case tSet:
-		ks := sortedKeys(e.c.set)
+		ks := slices.Sorted(maps.Keys(e.c.set))
 		w.Uvarint(uint64(len(ks)))
 		for _, k := range ks {
 			w.String(k)
@@ -314,17 +313,6 @@ func (e kvEntry) hash(key string) [32]byte {
 	e.encode(&w)
 	return sha256.Sum256(w.B)
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // Argument parsing shared by the types.
 

@@ -1,7 +1,8 @@
 package esds
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -73,7 +74,7 @@ func (a *ESDS) resendWaiting() {
 	if a.resendTicks <= 0 {
 		return
 	}
-	for _, id := range sortedKeys(a.wait) {
+	for _, id := range slices.Sorted(maps.Keys(a.wait)) {
 		f := a.wait[id]
 		if f.age++; f.age < a.resendTicks {
 			continue
@@ -164,12 +165,3 @@ func (a *ESDS) SendCounts() map[string][]int {
 // FrontEndSends is the number of send_{f,r}("request") actions this front
 // end has taken since it started (local submissions included).
 func (a *ESDS) FrontEndSends() uint64 { return a.feSends }
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}

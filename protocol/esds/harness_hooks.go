@@ -2,7 +2,9 @@ package esds
 
 import (
 	"fmt"
+	"maps"
 	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -104,7 +106,7 @@ func (a *ESDS) Dump() string {
 			fmt.Fprintf(&b, " waiting=%d", n)
 		}
 	}
-	for _, id := range sortedKeys(a.wait) {
+	for _, id := range slices.Sorted(maps.Keys(a.wait)) {
 		fmt.Fprintf(&b, "\n  front end: %s waits, sent %v, %d responses kept", id, a.wait[id].sent, len(a.rept[id]))
 	}
 	for j, p := range a.peers {

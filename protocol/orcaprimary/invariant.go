@@ -2,6 +2,8 @@ package orcaprimary
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -55,14 +57,14 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 		if !ok {
 			continue
 		}
-		for _, k := range sortedKeys(a.prim) {
+		for _, k := range slices.Sorted(maps.Keys(a.prim)) {
 			if p := a.prim[k]; p.flight == nil {
 				if err := check(id, k, p.version); err != nil {
 					return err
 				}
 			}
 		}
-		for _, k := range sortedKeys(a.sec) {
+		for _, k := range slices.Sorted(maps.Keys(a.sec)) {
 			s := a.sec[k]
 			if !s.locked {
 				if err := check(id, k, s.version); err != nil {

@@ -3,6 +3,8 @@ package orcaprimary
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,7 +244,7 @@ func (a *Primary) onStart(s automaton.Start) {
 	for _, k := range keys {
 		a.recoverPrimary(strings.TrimPrefix(k, "o/"), s.Records[k])
 	}
-	for _, k := range sortedKeys(s.Records) {
+	for _, k := range slices.Sorted(maps.Keys(s.Records)) {
 		if strings.HasPrefix(k, "f/") {
 			a.recoverMoved(strings.TrimPrefix(k, "f/"), s.Records[k])
 		}
@@ -358,18 +360,18 @@ func (a *Primary) onTick() {
 		r := a.remote[id]
 		a.send(a.primaryOf(r.Op.Key), message{kind: kRemote, key: r.Op.Key, req: r})
 	}
-	for _, k := range sortedKeys(a.fetches) {
+	for _, k := range slices.Sorted(maps.Keys(a.fetches)) {
 		a.send(a.primaryOf(k), message{kind: kFetch, key: k, nonce: a.fetches[k]})
 	}
-	for _, k := range sortedKeys(a.prim) {
+	for _, k := range slices.Sorted(maps.Keys(a.prim)) {
 		a.resendPhaseOne(k, a.prim[k])
 	}
-	for _, k := range sortedKeys(a.sec) {
+	for _, k := range slices.Sorted(maps.Keys(a.sec)) {
 		if c := a.sec[k]; c.locked {
 			a.send(a.primaryOf(k), message{kind: kAck, key: k, version: c.version, has: true})
 		}
 	}
-	for _, k := range sortedKeys(a.moved) {
+	for _, k := range slices.Sorted(maps.Keys(a.moved)) {
 		a.resendMigrate(k)
 	}
 }
@@ -402,15 +404,6 @@ func (a *Primary) armTimer() {
 	}
 	a.timerSet = true
 	a.emit(automaton.SetTimer{ID: tick, After: a.retransmit})
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (a *Primary) seen(key string) uint64 { return a.seenV[key] }
