@@ -35,9 +35,9 @@ func New() *Model { return &Model{} }
 
 // The seed's parameters (chapter V.B.1).
 const (
-	bW     = 100.0 // ms, client (WAN) links
-	alphaL = 2.0
-	bL     = 3.0 // ms, server (LAN) links
+	bW     = fastpaxos.SeedWANScale // ms, client (WAN) links
+	alphaL = fastpaxos.SeedLANAlpha
+	bL     = fastpaxos.SeedLANScale // ms, server (LAN) links
 	// The collision figure's client links: α_w = 1.2, b = 100 ms (Fig V.5;
 	// its caption's "b_l = 100" is a typo).
 	collAlpha = 1.2

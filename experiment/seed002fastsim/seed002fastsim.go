@@ -88,9 +88,9 @@ type Sim struct {
 func New() *Sim { return &Sim{} }
 
 const (
-	bW     = 100.0 // ms
-	alphaL = 2.0
-	bL     = 3.0 // ms
+	bW     = fastpaxos.SeedWANScale // ms
+	alphaL = fastpaxos.SeedLANAlpha
+	bL     = fastpaxos.SeedLANScale // ms
 )
 
 var (

@@ -158,3 +158,12 @@ func ReadTrace(r io.Reader) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// The seed's link parameters (chapter V.B.1): client (WAN) links Pareto
+// with scale b_w = 100 ms (α_w varies: 1.2, 1.8), server (LAN) links
+// Pareto(α_l = 2.0, b_l = 3 ms). Milliseconds.
+const (
+	SeedWANScale = 100.0
+	SeedLANAlpha = 2.0
+	SeedLANScale = 3.0
+)
