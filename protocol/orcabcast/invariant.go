@@ -46,7 +46,7 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 		if !ok || r.Resp.Result.IsErr() {
 			continue
 		}
-		if d, ok := b.dedup[r.Resp.ID.Client]; ok && d.seq == r.Resp.ID.Seq {
+		if d, ok := b.dedup[r.Resp.ID.Client]; ok && d.Seq == r.Resp.ID.Seq {
 			continue
 		}
 		if _, waiting := b.pending[r.Resp.ID]; waiting {

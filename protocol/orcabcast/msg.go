@@ -1,9 +1,8 @@
 package orcabcast
 
 import (
-	"sort"
-
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
@@ -93,36 +92,19 @@ func decodeMessage(b []byte) (message, error) {
 	return m, d.Done()
 }
 
-// done is a client's last applied update and its result: the
-// deduplication table, part of the replicated state.
-type done struct {
-	seq uint64
-	res service.Result
-}
-
 // snapshot is a replica's state at sequence number seq: the objects, the
 // deduplication table and the guarded updates still blocked.
 type snapshot struct {
 	seq     uint64
 	state   []byte
-	dedup   map[uint64]done
+	dedup   orca.Dedup
 	blocked []entry
 }
 
 func (s snapshot) encode(e *wire.Encoder) {
 	e.Uvarint(s.seq)
 	e.Bytes(s.state)
-	clients := make([]uint64, 0, len(s.dedup))
-	for c := range s.dedup {
-		clients = append(clients, c)
-	}
-	sort.Slice(clients, func(i, j int) bool { return clients[i] < clients[j] })
-	e.Uvarint(uint64(len(clients)))
-	for _, c := range clients {
-		e.Uvarint(c)
-		e.Uvarint(s.dedup[c].seq)
-		service.EncodeResult(e, s.dedup[c].res)
-	}
+	s.dedup.Encode(e)
 	e.Uvarint(uint64(len(s.blocked)))
 	for _, x := range s.blocked {
 		encodeEntry(e, x)
@@ -130,13 +112,9 @@ func (s snapshot) encode(e *wire.Encoder) {
 }
 
 func decodeSnapshot(d *wire.Decoder) snapshot {
-	s := snapshot{seq: d.Uvarint(), state: d.BytesCopy(), dedup: map[uint64]done{}}
-	n := d.Count(1<<24, 3)
-	for i := 0; i < n && d.Err() == nil; i++ {
-		c := d.Uvarint()
-		s.dedup[c] = done{seq: d.Uvarint(), res: service.DecodeResult(d)}
-	}
-	n = d.Count(1<<24, 5)
+	s := snapshot{seq: d.Uvarint(), state: d.BytesCopy()}
+	s.dedup = orca.DecodeDedup(d)
+	n := d.Count(1<<24, 5)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		s.blocked = append(s.blocked, decodeEntry(d))
 	}

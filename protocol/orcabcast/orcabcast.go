@@ -239,9 +239,9 @@ func (b *Bcast) onRequest(req automaton.Request) {
 		b.onRead(req)
 		return
 	}
-	if d, ok := b.dedup[req.ID.Client]; ok && d.seq >= req.ID.Seq {
-		if d.seq == req.ID.Seq {
-			b.respond(req.ID, d.res)
+	if d, ok := b.dedup[req.ID.Client]; ok && d.Seq >= req.ID.Seq {
+		if d.Seq == req.ID.Seq {
+			b.respond(req.ID, d.Res)
 		} else {
 			b.respond(req.ID, service.Errorf("orca-bcast: request %v is older than the client's last", req.ID))
 		}

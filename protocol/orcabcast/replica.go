@@ -2,6 +2,7 @@ package orcabcast
 
 import (
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -18,7 +19,7 @@ type replica struct {
 	buf     map[uint64]entry               // ordered updates received ahead of a gap
 	data    map[automaton.RequestID]entry  // large updates awaiting their accept
 	accepts map[uint64]automaton.RequestID // accepts whose data has not arrived
-	dedup   map[uint64]done                // per client: last applied update and its result
+	dedup   orca.Dedup                     // per client: last applied update and its result
 	blocked []entry                        // ordered guarded updates whose guard is false, oldest first
 	reads   []automaton.Request            // reads waiting for a guard or for catch-up
 
@@ -36,7 +37,7 @@ func (b *Bcast) initReplica() {
 	b.buf = map[uint64]entry{}
 	b.data = map[automaton.RequestID]entry{}
 	b.accepts = map[uint64]automaton.RequestID{}
-	b.dedup = map[uint64]done{}
+	b.dedup = orca.Dedup{}
 	b.pending = map[automaton.RequestID]entry{}
 	b.fifoNext = map[automaton.NodeID]uint64{}
 	b.fifoBuf = map[automaton.NodeID]map[uint64]entry{}
@@ -120,7 +121,7 @@ func (b *Bcast) onData(from automaton.NodeID, m message) {
 			return
 		}
 	}
-	if _, done := b.dedup[x.req.ID.Client]; !done || b.dedup[x.req.ID.Client].seq < x.req.ID.Seq {
+	if _, done := b.dedup[x.req.ID.Client]; !done || b.dedup[x.req.ID.Client].Seq < x.req.ID.Seq {
 		b.data[x.req.ID] = x
 	}
 }
@@ -202,7 +203,7 @@ func (b *Bcast) handle(x entry) {
 // whose guard is false joins the blocked list (every replica decides the
 // same, in the same order).
 func (b *Bcast) apply(x entry) {
-	if d, ok := b.dedup[x.req.ID.Client]; ok && d.seq >= x.req.ID.Seq {
+	if d, ok := b.dedup[x.req.ID.Client]; ok && d.Seq >= x.req.ID.Seq {
 		return
 	}
 	for _, y := range b.blocked {
@@ -219,7 +220,7 @@ func (b *Bcast) apply(x entry) {
 
 // finish records an applied update's result and answers its writer here.
 func (b *Bcast) finish(x entry, res service.Result) {
-	b.dedup[x.req.ID.Client] = done{seq: x.req.ID.Seq, res: res}
+	b.dedup[x.req.ID.Client] = orca.Done{Seq: x.req.ID.Seq, Res: res}
 	if _, ok := b.pending[x.req.ID]; ok {
 		delete(b.pending, x.req.ID)
 		b.respond(x.req.ID, res)
@@ -250,9 +251,9 @@ func (b *Bcast) onSnap(m message) {
 		}
 	}
 	for _, id := range b.pendingIDs() {
-		if d, ok := b.dedup[id.Client]; ok && d.seq == id.Seq {
+		if d, ok := b.dedup[id.Client]; ok && d.Seq == id.Seq {
 			delete(b.pending, id)
-			b.respond(id, d.res)
+			b.respond(id, d.Res)
 		}
 	}
 	b.drain()

@@ -116,7 +116,7 @@ func (b *Bcast) order(x entry, large bool) {
 		}
 		return
 	}
-	if d, ok := b.dedup[x.req.ID.Client]; ok && d.seq >= x.req.ID.Seq {
+	if d, ok := b.dedup[x.req.ID.Client]; ok && d.Seq >= x.req.ID.Seq {
 		b.send(x.origin, message{kind: kState, n: b.next - 1})
 		return
 	}

@@ -1,9 +1,8 @@
 package orcaprimary
 
 import (
-	"sort"
-
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
@@ -106,7 +105,7 @@ type record struct {
 	version  uint64
 	state    []byte
 	copies   []automaton.NodeID
-	dedup    map[uint64]done
+	dedup    orca.Dedup
 	inflight *automaton.Request
 	epoch    uint64 // migrations of the primary copy so far
 }
@@ -119,17 +118,7 @@ func (r record) encode() []byte {
 	for _, c := range r.copies {
 		e.String(string(c))
 	}
-	clients := make([]uint64, 0, len(r.dedup))
-	for c := range r.dedup {
-		clients = append(clients, c)
-	}
-	sort.Slice(clients, func(i, j int) bool { return clients[i] < clients[j] })
-	e.Uvarint(uint64(len(clients)))
-	for _, c := range clients {
-		e.Uvarint(c)
-		e.Uvarint(r.dedup[c].seq)
-		service.EncodeResult(&e, r.dedup[c].res)
-	}
+	r.dedup.Encode(&e)
 	e.Bool(r.inflight != nil)
 	if r.inflight != nil {
 		e.Uvarint(r.inflight.ID.Client)
@@ -141,16 +130,12 @@ func (r record) encode() []byte {
 }
 
 func decodeRecord(d *wire.Decoder) record {
-	r := record{version: d.Uvarint(), state: d.BytesCopy(), dedup: map[uint64]done{}}
+	r := record{version: d.Uvarint(), state: d.BytesCopy()}
 	n := d.Count(1<<16, 1)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		r.copies = append(r.copies, automaton.NodeID(d.String()))
 	}
-	n = d.Count(1<<24, 3)
-	for i := 0; i < n && d.Err() == nil; i++ {
-		c := d.Uvarint()
-		r.dedup[c] = done{seq: d.Uvarint(), res: service.DecodeResult(d)}
-	}
+	r.dedup = orca.DecodeDedup(d)
 	if d.Bool() {
 		req := automaton.Request{ID: automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}}
 		req.Op = service.DecodeOp(d)

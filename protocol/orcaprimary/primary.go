@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -14,7 +15,7 @@ type primCopy struct {
 	st      service.State
 	version uint64
 	copies  map[automaton.NodeID]bool
-	dedup   map[uint64]done
+	dedup   orca.Dedup
 	flight  *flight
 	queue   []call // writes waiting for the lock (or for their guard)
 	reads   []call // reads waiting for the unlock (or for their guard)
@@ -43,7 +44,7 @@ type flight struct {
 func (a *Primary) primCopy(key string) *primCopy {
 	c, ok := a.prim[key]
 	if !ok {
-		c = &primCopy{st: a.cfg.Service.NewState(), copies: map[automaton.NodeID]bool{}, dedup: map[uint64]done{}}
+		c = &primCopy{st: a.cfg.Service.NewState(), copies: map[automaton.NodeID]bool{}, dedup: orca.Dedup{}}
 		a.prim[key] = c
 	}
 	return c
@@ -82,7 +83,7 @@ func (a *Primary) recoverPrimary(key string, raw []byte) {
 		c.copies[n] = true
 	}
 	if r.inflight != nil {
-		c.flight = &flight{req: *r.inflight, res: c.dedup[r.inflight.ID.Client].res, wait: map[automaton.NodeID]bool{}}
+		c.flight = &flight{req: *r.inflight, res: c.dedup[r.inflight.ID.Client].Res, wait: map[automaton.NodeID]bool{}}
 		for n := range c.copies {
 			c.flight.wait[n] = true
 		}
@@ -114,12 +115,12 @@ func (a *Primary) primaryRequest(from automaton.NodeID, req automaton.Request) {
 		a.answer(from, key, req.ID, c.st.Apply(req.Op))
 		return
 	}
-	if d, ok := c.dedup[req.ID.Client]; ok && d.seq >= req.ID.Seq {
+	if d, ok := c.dedup[req.ID.Client]; ok && d.Seq >= req.ID.Seq {
 		if c.flight != nil && c.flight.req.ID == req.ID {
 			c.flight.answer = append(c.flight.answer, from)
 			return
 		}
-		a.answer(from, key, req.ID, d.res)
+		a.answer(from, key, req.ID, d.Res)
 		return
 	}
 	for _, q := range c.queue {
@@ -146,7 +147,7 @@ func (a *Primary) startNext(key string, c *primCopy) {
 		c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
 		c.version++
 		res := c.st.Apply(q.req.Op)
-		c.dedup[q.req.ID.Client] = done{seq: q.req.ID.Seq, res: res}
+		c.dedup[q.req.ID.Client] = orca.Done{Seq: q.req.ID.Seq, Res: res}
 		c.flight = &flight{req: q.req, res: res, wait: map[automaton.NodeID]bool{}, answer: []automaton.NodeID{q.from}}
 		for n := range c.copies {
 			c.flight.wait[n] = true
