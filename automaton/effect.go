@@ -123,13 +123,14 @@ func ExecutorKinds() []string { return executors.Names() }
 // for concurrent use: the runtime calls For from the automaton's loop.
 type Executors struct {
 	env ExecEnv
-	// rand derives each kind's ExecEnv.Rand; nil outside simulation.
+	// rand derives each kind's ExecEnv.Rand (deterministic streams in
+	// simulation, seeded by the operating system live).
 	rand func(kind string) *rand.Rand
 	m    map[string]Executor
 }
 
-// NewExecutors returns an empty set for env. randFor, when not nil, gives
-// each kind its random source (the simulator's deterministic streams).
+// NewExecutors returns an empty set for env; randFor gives each kind its
+// random source.
 func NewExecutors(env ExecEnv, randFor func(kind string) *rand.Rand) *Executors {
 	return &Executors{env: env, rand: randFor, m: map[string]Executor{}}
 }
@@ -144,11 +145,7 @@ func (x *Executors) For(kind string) (Executor, error) {
 		return nil, err
 	}
 	env := x.env
-	if x.rand != nil {
-		env.Rand = x.rand(kind)
-	} else {
-		env.Rand = rand.New(rand.NewSource(time.Now().UnixNano()))
-	}
+	env.Rand = x.rand(kind)
 	e, err := f(env)
 	if err != nil {
 		return nil, err
