@@ -141,6 +141,10 @@ type Request struct {
 	// part and may answer Silent. Unset, the contacted node serves the
 	// request as usual (it proposes or forwards on the client's behalf).
 	Fanout bool
+	// Nested marks a request one namespace sends another (call.go): the
+	// callee orders it and caches its answer even when it only reads, and
+	// answers every copy of its id alike.
+	Nested bool
 }
 
 // Response answers a Request.

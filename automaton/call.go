@@ -1,0 +1,61 @@
+package automaton
+
+// Nested requests: a namespace calling another namespace (seed 003 §3,
+// Adam: "replicated services calling replicated services").
+//
+// An automaton of namespace A calls namespace B with an Effect of kind
+// CallKind whose payload is a Call. The runtime carries it out as a client
+// of B would: it sends Call.Req to B's replicas and retries with the same
+// RequestID, on timeouts and lost connections, until one answers; the answer
+// comes back as EffectDone{Result: Response}. EffectDone.Err is set only
+// when the runtime cannot carry the call at all (B does not exist, B's
+// protocol does not serve nested requests); a call is never abandoned while
+// the caller's incarnation lives, however long B takes. The usual effect
+// rules hold (effect.go): the call leaves after the Persists emitted before
+// it are durable, and a crash of the caller loses the answer (B may still
+// execute the request; the restarted caller re-issues it with the same id).
+//
+// Identity and exactly-once (seed 003 §3: the remote service "just has to
+// treat Adam replicas as clients that might make repeated requests with the
+// same sequence numbers" and answers repeats "from a cache"): the caller
+// chooses Req.ID deterministically (every replica of A computes the same id
+// for the same nested request, and a request re-issued after a rollback
+// keeps its id), and sets Req.Nested. The replicas of A each send the call,
+// at different times; B must answer every copy with the same Response and
+// execute the request at most once. Reads included: a nested read is
+// ordered like a write and its answer cached, since replicas of A that
+// read different values would diverge. A protocol that can keep this
+// promise implements NestedCallee; the runtimes refuse calls to a
+// namespace whose protocol does not.
+//
+// One client id may have several nested requests outstanding at once
+// (Adam's threads), within the callee's deduplication window.
+
+// CallKind is the Effect kind of a nested request.
+const CallKind = "synod.call"
+
+// Call is a CallKind Effect's payload: Req, to namespace Namespace.
+type Call struct {
+	Namespace string
+	Req       Request
+}
+
+// NestedCallee is implemented by protocols that serve nested requests
+// (Request.Nested): every copy of one request id answered alike, reads
+// included, and executed at most once, for as long as the id is within
+// DedupWindow requests of the client's newest.
+type NestedCallee interface {
+	// DedupWindow is how many requests per client id the protocol answers
+	// from its cache.
+	DedupWindow() int
+}
+
+// ServesNested reports whether protocol name serves nested requests.
+func ServesNested(name string) bool {
+	p, err := LookupAny(name)
+	if err != nil {
+		return false
+	}
+	_, ok := p.(NestedCallee)
+	return ok
+}
