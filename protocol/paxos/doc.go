@@ -341,6 +341,24 @@
 // automaton.Members output (the configuration, learners and nodes named by
 // adds not yet executed) and drops removed nodes.
 //
+// # Nested requests
+//
+// Paxos serves nested requests (automaton.NestedCallee, automaton/call.go;
+// seed 003 §3: the remote service treats the caller's replicas "as clients
+// that might make repeated requests with the same sequence numbers" and
+// answers repeats "from a cache"). A request marked Request.Nested is
+// ordered through the log even when it only reads (never the local, lease
+// or quorum read paths) and its outcome is recorded in the deduplication
+// table like a write's, so every copy of its id, from any caller replica at
+// any node, gets the first outcome and the request executes once, within
+// the table's window of 64 outcomes per client id (DedupWindow). The seed
+// is silent on what the callee caches; caching reads too is our decision:
+// two caller replicas reading different values would diverge. The mark
+// travels in the forward message (flag 4 of the trailer) and in the log
+// (flag 8 of a version 3 command); a request without it is encoded as
+// before. "paxos-broken-nestedread" ignores the mark and is caught by the
+// simulator's nested-answer check (--nested, sim/doc.go).
+//
 // # Files
 //
 // paxos.go: registration, capabilities, parameters, types, the constructor
@@ -350,7 +368,7 @@
 // Accepted, choice, commit notices; execute.go: execution and snapshots;
 // catchup.go: ranges and snapshot transfer; reads.go: ReadIndex, lease and
 // local reads; clients.go: requests, forwarding, answers; machine.go: the
-// replicated state machine and dedup table; msg.go: messages, log values,
+// replicated state machine and dedup table; nested.go: nested requests; msg.go: messages, log values,
 // records; membership.go, reconfig.go: configurations and changes;
 // invariant.go: the invariants; leader.go: the leader hint.
 //

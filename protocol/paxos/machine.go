@@ -101,13 +101,14 @@ func (m *machine) run(c cmd) outcome {
 // group that writes) already in the table returns its first outcome; a
 // write older than the client's window is refused (its outcome is unknown to
 // the caller, and it is not applied). Reads are not recorded: running one
-// twice has no effect. done is false only for a part of a group that
+// twice has no effect; except a nested read (seed 003 §3), recorded like a
+// write so that every copy of its id gets the first answer. done is false only for a part of a group that
 // paxos-broken-splitgroup executes part by part, before its last part.
 func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {
 	if c.parts > 0 {
 		return m.applyPart(c, i)
 	}
-	if m.reads(c) {
+	if m.reads(c) && !c.nested {
 		return m.run(c), true
 	}
 	s := m.clients[c.ID.Client]

@@ -83,6 +83,9 @@ const (
 const (
 	fwdEnv   = 1 << 0
 	fwdGroup = 1 << 1
+	// fwdNested marks a nested request (automaton.Request.Nested, seed
+	// 003 §3): the leader orders and caches it even when it only reads.
+	fwdNested = 1 << 2
 )
 
 func (m *message) marshal() []byte {
@@ -157,6 +160,9 @@ func (m *message) marshal() []byte {
 		}
 		if len(m.Req.Ops) > 0 {
 			flags |= fwdGroup
+		}
+		if m.Req.Nested {
+			flags |= fwdNested
 		}
 		if flags != 0 {
 			e.Uvarint(flags)
@@ -245,9 +251,10 @@ func unmarshal(b []byte) (*message, error) {
 		m.Req.Op = service.DecodeOp(d)
 		if d.Err() == nil && len(d.B) > 0 {
 			flags := d.Uvarint()
-			if flags&^(fwdEnv|fwdGroup) != 0 {
+			if flags&^(fwdEnv|fwdGroup|fwdNested) != 0 {
 				d.Fail(fmt.Errorf("paxos: forward flags %x", flags))
 			}
+			m.Req.Nested = flags&fwdNested != 0
 			if flags&fwdEnv != 0 {
 				m.Req.Env = service.DecodeEnv(d)
 			}
@@ -291,6 +298,9 @@ type cmd struct {
 	// part of parts: paxos-broken-splitgroup orders the operations of a
 	// group as separate commands; Op is then the part-th operation.
 	part, parts int
+	// nested: a nested request (automaton.Request.Nested): its outcome is
+	// recorded in the deduplication table even when it only reads.
+	nested bool
 }
 
 // Batch versions. Version 1 is the batch of plain commands (client, seq,
@@ -303,9 +313,10 @@ const batchVersion3 = 3
 
 // Command flags of a version 3 batch.
 const (
-	cmdEnv   = 1 << 0
-	cmdGroup = 1 << 1
-	cmdPart  = 1 << 2
+	cmdEnv    = 1 << 0
+	cmdGroup  = 1 << 1
+	cmdPart   = 1 << 2
+	cmdNested = 1 << 3
 )
 
 // A log value is a batch of commands; the empty batch is the no-op that fills
@@ -314,7 +325,7 @@ func encodeBatch(cmds []cmd) []byte {
 	plain := true
 	size := 16
 	for _, c := range cmds {
-		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0
+		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0 && !c.nested
 		size += 32 + 24*len(c.Ops)
 	}
 	e := wire.Encoder{B: make([]byte, 0, size)}
@@ -342,6 +353,9 @@ func encodeBatch(cmds []cmd) []byte {
 		}
 		if c.parts > 0 {
 			flags |= cmdPart
+		}
+		if c.nested {
+			flags |= cmdNested
 		}
 		e.Uvarint(flags)
 		if flags&cmdEnv != 0 {
@@ -390,9 +404,10 @@ func decodeBatch(b []byte) ([]cmd, error) {
 			continue
 		}
 		flags := d.Uvarint()
-		if flags&^(cmdEnv|cmdGroup|cmdPart) != 0 || flags&(cmdGroup|cmdPart) == cmdGroup|cmdPart {
+		if flags&^(cmdEnv|cmdGroup|cmdPart|cmdNested) != 0 || flags&(cmdGroup|cmdPart) == cmdGroup|cmdPart {
 			d.Fail(fmt.Errorf("paxos: command flags %x", flags))
 		}
+		c.nested = flags&cmdNested != 0
 		if flags&cmdEnv != 0 {
 			c.Env = service.DecodeEnv(d)
 		}

@@ -27,6 +27,7 @@ type protocol struct {
 	stickyLeader     bool // a follower never gives up on the first leader it heard of
 	bootQuorum       bool // phase 2 counts majorities of the bootstrap configuration
 	splitGroups      bool // an atomic group's operations become separate commands
+	nestedRead       bool // a nested read is served as a plain read, not cached (nested.go)
 }
 
 // Capabilities (automaton/capability.go).
@@ -52,6 +53,8 @@ func (p protocol) Describe() string {
 		return "followers never give up on the first leader they heard, so a dead leader is never replaced; safe, but the simulator's liveness mode catches the stall"
 	case p.bootQuorum:
 		return "phase 2 counts majorities of the bootstrap configuration instead of the instance's; after membership changes acknowledged writes are lost, caught by the linearizability checker (--membership add@1s,add@2s)"
+	case p.nestedRead:
+		return "a nested read (seed 003 §3) takes the read path instead of the log and is not cached, so a copy of it sent later by another caller replica gets a fresh, different answer; the simulator's nested-answer check catches it (--nested)"
 	case p.splitGroups:
 		return "an atomic group's operations are ordered as separate commands that the other commands of its batch interleave with; the serializability checker catches the half-applied groups under load (--groups 0.5 --param window=1)"
 	}

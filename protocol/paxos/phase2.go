@@ -162,7 +162,7 @@ func (a *Paxos) propose() {
 // executes with this one chosen environment (package doc, "Nondeterministic
 // services").
 func (a *Paxos) command(req automaton.Request) cmd {
-	c := cmd{ID: req.ID, Op: req.Op, Ops: req.Ops}
+	c := cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, nested: a.nested(req)}
 	if service.UsesEnv(a.cfg.Service) {
 		c.Env = a.logEnv(req) // a zero Env is encoded as none, and decoded as zero
 	}

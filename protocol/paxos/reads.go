@@ -46,8 +46,10 @@ func (a *Paxos) readNow(req automaton.Request) outcome {
 	return a.sm.run(cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, Env: a.readEnv(req)})
 }
 
-// isRead reports whether req only reads: a single read, or a group of reads
-// (which takes the read path exactly as a single read does).
+// isRead reports whether req takes the read path: a single read, or a group
+// of reads (which takes the read path exactly as a single read does). A
+// nested request never does (nested.go): it is ordered and cached like a
+// write, reads included.
 func (a *Paxos) isRead(req automaton.Request) bool {
-	return !isMemberReq(req) && automaton.IsReadRequest(a.cfg.Service, req)
+	return !a.nested(req) && !isMemberReq(req) && automaton.IsReadRequest(a.cfg.Service, req)
 }

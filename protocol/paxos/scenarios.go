@@ -18,6 +18,9 @@ func (p protocol) Scenarios() []automaton.Scenario {
 	case p.bootQuorum:
 		return []automaton.Scenario{{Name: "two adds",
 			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "1200", "--faults", "all", "--membership", "add@1s,add@2s"}, Seeds: "24,36"}}
+	case p.nestedRead:
+		return []automaton.Scenario{{Name: "nested requests answered twice",
+			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "none", "--keys", "2", "--nested"}, Seeds: "1-2"}}
 	case p.splitGroups:
 		return []automaton.Scenario{{Name: "groups under load",
 			Args: []string{"--nodes", "3", "--clients", "8", "--ops", "400", "--faults", "none", "--groups", "0.5", "--param", "window=1"}, Seeds: "1-2"}}

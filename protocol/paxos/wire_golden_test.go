@@ -37,6 +37,7 @@ func TestWireGolden(t *testing.T) {
 		{"snapshot", message{Kind: kindSnapshot, Index: 20000, Data: []byte("state")}},
 		{"forward", message{Kind: kindForward, Req: automaton.Request{ID: id, Op: op}}},
 		{"forward-env-group", message{Kind: kindForward, Req: automaton.Request{ID: id, Ops: []service.Op{op, op}, Env: env}}},
+		{"forward-nested", message{Kind: kindForward, Req: automaton.Request{ID: id, Op: op, Nested: true}}},
 		{"forward-reply", message{Kind: kindForwardReply, Req: automaton.Request{ID: id}, Result: service.OK()}},
 		{"forward-reply-group", message{Kind: kindForwardReply, Req: automaton.Request{ID: id}, Result: service.OK(), Results: []service.Result{service.OK(), service.Int(3)}}},
 		{"take-over", message{Kind: kindTakeOver, Ballot: b, OK: true, Commit: 12}},
@@ -55,6 +56,7 @@ func TestWireGolden(t *testing.T) {
 		{Name: "uint-record", Bytes: encodeUint(1 << 20)},
 		{Name: "batch-plain", Bytes: encodeBatch([]cmd{{ID: id, Op: op}})},
 		{Name: "batch-v3", Bytes: encodeBatch([]cmd{{ID: id, Ops: []service.Op{op}, Env: env}})},
+		{Name: "batch-nested", Bytes: encodeBatch([]cmd{{ID: id, Op: op, nested: true}})},
 		{Name: "noop", Bytes: noop},
 	}
 	if _, err := decodeSlot(recs[0].Bytes); err != nil {
