@@ -77,6 +77,10 @@ func (s *simulator) onClientNext(c *client) {
 	}
 	c.req.Opts = automaton.AssignOptions(s.optSpecs, c.req.ID, c.req.Opts)
 	c.pending.SetOpts(c.req.Opts.Ext)
+	if s.cfg.Nested && c.txn == nil {
+		c.req.Nested = true // callee.go
+		s.noteRequest(c.req, "client "+strconv.Itoa(c.idx))
+	}
 	c.busy = true
 	c.attempt = 0
 	c.node = -1
@@ -267,6 +271,9 @@ func (s *simulator) finishOp(c *client) {
 }
 
 func (s *simulator) onClientResp(e *event) {
+	if s.cfg.Nested {
+		s.noteNestedReply(e) // every answer, late ones too (callee.go)
+	}
 	c := s.clients[e.client]
 	if !c.busy || c.req.ID != e.resp.ID {
 		s.stats.LateReplies++
@@ -306,5 +313,8 @@ func (s *simulator) onClientResp(e *event) {
 	}
 	c.pending.Complete(res)
 	s.noteCompleted(c)
+	if c.req.Nested {
+		s.echoNested(c)
+	}
 	s.finishOp(c)
 }

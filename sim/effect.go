@@ -38,7 +38,7 @@ func (s *simulator) executors(n *node) *automaton.Executors {
 		inc := n.inc
 		n.execs = automaton.NewExecutors(automaton.ExecEnv{
 			Self:      n.id,
-			Namespace: Namespace,
+			Namespace: s.ns,
 			Params:    copyParams(s.cfg.Params),
 			Simulated: true,
 			Run:       s.runID,
@@ -62,6 +62,10 @@ func (s *simulator) closeExecutors(n *node) {
 
 // runEffect carries out a released Effect of n.
 func (s *simulator) runEffect(n *node, o automaton.Effect) {
+	if o.Kind == automaton.CallKind {
+		s.startCall(n, o) // a nested request (callee.go)
+		return
+	}
 	x, err := s.executors(n).For(o.Kind)
 	if err != nil {
 		s.fail("%s emitted an effect of kind %q: %v", n.id, o.Kind, err)

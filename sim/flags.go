@@ -22,6 +22,11 @@ type Flags struct {
 	MembershipSpec                      string
 	Workers                             int
 	Verbose                             bool
+	// The callee namespace (Config.Callee; callee.go): set when
+	// CalleeProtocol is not empty.
+	CalleeProtocol, CalleeFaults, CalleeService string
+	CalleeNodes                                 int
+	CalleeParams                                []string
 }
 
 // Register defines the flags on f with their defaults.
@@ -65,6 +70,14 @@ func (v *Flags) Register(f *pflag.FlagSet) {
 	f.IntVar(&v.Workers, "workers", runtime.GOMAXPROCS(0), "seeds simulated in parallel")
 	f.StringVar(&v.MembershipSpec, "membership", "", `membership changes (protocols that support them), e.g. "add@2s,remove:n1@4s": add a fresh node / remove a node at that virtual time`)
 	f.StringVar(&v.TraceFile, "trace", "", "write a per-event trace of the (single) seed to this file")
+	f.StringVar(&v.CalleeProtocol, "callee-protocol", "", "simulate a second namespace running this protocol, called by the first one's automata with nested requests (automaton.CallKind effects; seed 003 Adam); it must serve nested requests")
+	f.IntVar(&v.CalleeNodes, "callee-nodes", 3, "number of nodes of the callee namespace")
+	f.StringVar(&v.CalleeFaults, "callee-faults", "none", "faults injected into the callee namespace's nodes: all, none, or a comma list of "+strings.Join(FaultKinds, ","))
+	f.StringVar(&v.CalleeService, "callee-service", ServiceName, "data type of the callee namespace")
+	f.StringArrayVar(&v.CalleeParams, "callee-param", nil, "callee protocol parameter key=value (repeatable)")
+	f.StringVar(&cfg.CalleeNamespace, "callee-namespace", DefaultCalleeNamespace, "name of the callee namespace (what Call.Namespace names)")
+	f.StringVar(&cfg.CalleeDelay, "callee-delay", "", "extra virtual time every callee answer takes to come back: remote computation done at the callee in parallel (a distribution, e.g. constant:10ms)")
+	f.BoolVar(&cfg.Nested, "nested", false, "mark every client request nested and send one more copy of each answered request to a random node later, as another caller replica would; every answer to one id must be equal (checks a protocol as a callee of nested requests)")
 	f.BoolVarP(&v.Verbose, "verbose", "v", false, "print one line per seed (verdict, ops, times, digest); always on for a single seed")
 }
 
@@ -98,6 +111,24 @@ func (v *Flags) Build() (Config, []int64, error) {
 			}
 			cfg.LinkLatency[k] = val
 		}
+	}
+	if v.CalleeProtocol != "" {
+		cfg.Callee = &Config{Protocol: v.CalleeProtocol, Nodes: v.CalleeNodes, Faults: v.CalleeFaults, Service: v.CalleeService}
+		for _, p := range v.CalleeParams {
+			k, val, ok := strings.Cut(p, "=")
+			if !ok || k == "" {
+				return cfg, nil, fmt.Errorf("--callee-param %q: want key=value", p)
+			}
+			if cfg.Callee.Params == nil {
+				cfg.Callee.Params = map[string]string{}
+			}
+			cfg.Callee.Params[k] = val
+		}
+	} else if len(v.CalleeParams) > 0 {
+		return cfg, nil, fmt.Errorf("--callee-param without --callee-protocol")
+	}
+	if cfg.CalleeNamespace == DefaultCalleeNamespace {
+		cfg.CalleeNamespace = "" // the default, as Config spells it
 	}
 	if cfg.Membership, err = ParseMembership(v.MembershipSpec); err != nil {
 		return cfg, nil, err

@@ -78,6 +78,10 @@ func (s *simulator) respond(n *node, r automaton.Response) {
 	if s.adminResponse(r) {
 		return
 	}
+	if s.caller != nil {
+		s.answerCalls(n, r) // a callee's answer to nested calls (callee.go)
+		return
+	}
 	c, ok := s.clientByID[r.ID.Client]
 	if !ok {
 		s.fail("%s responded to request %v of an unknown client", n.id, r.ID)
@@ -89,7 +93,7 @@ func (s *simulator) respond(n *node, r automaton.Response) {
 	if r.Result.Bytes != nil && resp.Result.Bytes == nil {
 		resp.Result.Bytes = []byte{}
 	}
-	s.after(s.clientLat.Sample(s.rngNet), &event{kind: evClientResp, client: c.idx, resp: resp})
+	s.after(s.clientLat.Sample(s.rngNet), &event{kind: evClientResp, client: c.idx, node: n.idx, resp: resp})
 }
 
 func durationTimes(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }

@@ -72,7 +72,7 @@ func (s *simulator) boot(n *node) {
 	cfg := automaton.Config{
 		Self:      n.id,
 		Nodes:     append([]automaton.NodeID(nil), s.ids...),
-		Namespace: Namespace,
+		Namespace: s.ns,
 		Service:   s.nodeService(n),
 		Params:    copyParams(s.cfg.Params),
 		Rand:      rand.New(rand.NewSource(s.rngNode.Int63())),

@@ -55,6 +55,11 @@ type Result struct {
 	// ReplicaTimes are the replica response times of the answered requests,
 	// in the order answered (cpu.go: seed 000's T_r).
 	ReplicaTimes []time.Duration
+	// Callee is the outcome of the callee namespace (Config.Callee): its
+	// history of nested requests, one operation per request id, and its
+	// checks. A violation there makes this run's Violation true. The
+	// output-commit checks of callee.go report in Invariant.
+	Callee *Result
 }
 
 // Run simulates cfg and checks the resulting history. It returns an error for
@@ -71,12 +76,44 @@ func Run(cfg Config) (*Result, error) {
 	for _, n := range s.nodes {
 		s.closeExecutors(n)
 	}
+	if s.callee != nil {
+		for _, n := range s.callee.nodes {
+			s.callee.closeExecutors(n)
+		}
+	}
 	if err == nil {
 		err = s.err
 	}
 	if err != nil {
 		return nil, err
 	}
+	res, err := s.result(start)
+	if err != nil || s.callee == nil {
+		return res, err
+	}
+	// The callee's outcome (callee.go): its history, invariants,
+	// convergence and checker; a violation there is one of the run.
+	s.callee.closeNested()
+	cres, err := s.callee.result(start)
+	if err != nil {
+		return nil, fmt.Errorf("callee namespace %s: %w", s.callee.ns, err)
+	}
+	res.Callee = cres
+	if cres.Violation || cres.Liveness != "" {
+		res.Violation = true
+		if res.Invariant == "" && cres.Invariant != "" {
+			res.Invariant = "callee namespace " + s.callee.ns + ": " + cres.Invariant
+		}
+		if res.Divergence == "" && cres.Divergence != "" {
+			res.Divergence = "callee namespace " + s.callee.ns + ": " + cres.Divergence
+		}
+	}
+	res.WallTime = time.Since(start)
+	return res, nil
+}
+
+// result builds the Result of a finished run and checks its history.
+func (s *simulator) result(start time.Time) (*Result, error) {
 	s.stats.CPUQueued, s.stats.CPUMaxQueue = s.cpu.queued, s.cpu.maxQueue
 	res := &Result{Seed: s.cfg.Seed, SimTime: s.now, Digest: s.digestSum(), Stats: s.stats, ReplicaTimes: s.replicaTimes}
 	s.setMeta(res.Digest)
@@ -118,7 +155,7 @@ func Run(cfg Config) (*Result, error) {
 		res.Violation = rep.Result == check.Illegal
 	} else if !s.cfg.NoCheck {
 		checker := check.ForHistory(s.consistency, res.History)
-		rep, err := checker(res.History, checkOptions(s.cfg))
+		rep, err := checker(res.History, checkOptions(s.cfg, s.ns))
 		if err != nil {
 			return nil, fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
 		}
@@ -135,11 +172,11 @@ func Run(cfg Config) (*Result, error) {
 // says whether the highest tag seen in the query phase held a value, and a
 // concurrent write may be ordered between that tag and the tombstone. Their
 // DEL replies are therefore not checked (the delete itself still is).
-func checkOptions(cfg Config) check.Options {
+func checkOptions(cfg Config, ns string) check.Options {
 	return check.Options{
 		Timeout:        cfg.CheckTimeout,
 		IgnoreDelCount: automaton.HasRegisterSemantics(cfg.Protocol),
-		Services:       map[string]string{Namespace: cfg.Service},
+		Services:       map[string]string{ns: cfg.Service},
 	}
 }
 
@@ -223,6 +260,24 @@ func (c Config) Command() string {
 	opt("--timeout", c.RequestTimeout, DefaultRequestTimeout)
 	opt("--check-timeout", c.CheckTimeout, DefaultCheckTimeout)
 	opt("--membership", MembershipSpec(c.Membership), "")
+	if c.Nested {
+		args = append(args, "--nested")
+	}
+	if cc := c.Callee; cc != nil {
+		args = append(args, "--callee-protocol", shellQuote(cc.Protocol), "--callee-nodes", fmt.Sprint(cc.Nodes))
+		opt("--callee-faults", cc.Faults, "none")
+		opt("--callee-service", cc.Service, "")
+		opt("--callee-namespace", c.CalleeNamespace, "")
+		opt("--callee-delay", c.CalleeDelay, "")
+		ks := make([]string, 0, len(cc.Params))
+		for k := range cc.Params {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			args = append(args, "--callee-param", shellQuote(k+"="+cc.Params[k]))
+		}
+	}
 	links := make([]string, 0, len(c.LinkLatency))
 	for l := range c.LinkLatency {
 		links = append(links, l)

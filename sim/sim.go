@@ -168,6 +168,26 @@ type Config struct {
 	// (clock.go): a fixed offset in [-ClockSkew, +ClockSkew] added to the
 	// time it stamps on arriving requests (Request.Env.Time).
 	ClockSkew time.Duration
+
+	// Nested requests (callee.go; package doc, "Nested requests"). Callee,
+	// when set, simulates a second namespace, CalleeNamespace (default
+	// DefaultCalleeNamespace), beside this one: its own protocol, nodes,
+	// network, faults, invariants and checker, and no workload of its own;
+	// the main namespace's automata call it with effects of kind
+	// automaton.CallKind. Fields of Callee left zero take this Config's
+	// latencies, timeouts and limits. CalleeDelay (a distribution,
+	// ParseDist; default none) is extra virtual time every answer of the
+	// callee takes to come back: remote computation done at the callee in
+	// parallel with everything else (seed 003 §1.4's remote time slice).
+	Callee          *Config
+	CalleeNamespace string
+	CalleeDelay     string
+	// Nested makes the clients' requests nested (automaton.Request.Nested)
+	// and sends, some time after each answer, one more copy of the request
+	// to a random node, as another replica of a caller would: every answer
+	// to one id must be the same (check (b) of callee.go) for the protocol
+	// under test as a callee (automaton.NestedCallee).
+	Nested bool
 }
 
 // Stats counts what happened during a run.
@@ -179,6 +199,7 @@ type Stats struct {
 	MsgsDuped     int
 	Persists      int
 	Effects       int // Effect outputs carried out (effect.go)
+	Calls         int // nested calls made (callee.go), among Effects
 	Fsyncs        int
 	Crashes       int
 	Pauses        int
@@ -390,6 +411,20 @@ type simulator struct {
 
 	mem *membership // nil without Config.Membership
 
+	// Nested requests (callee.go). ns is this simulator's namespace;
+	// callee the co-simulated callee of a main run, caller the main run
+	// of a callee. calls are the callee's calls (byID by request id);
+	// nested the nested ids seen (both sides). rngEcho draws --nested's
+	// echo copies.
+	ns          string
+	callee      *simulator
+	caller      *simulator
+	calleeDelay Dist
+	calls       []*call
+	byID        map[automaton.RequestID][]*call
+	nested      map[automaton.RequestID]*nestedOp
+	rngEcho     *rand.Rand
+
 	rec     *history.Recorder
 	digest  hash.Hash
 	scratch wire.Encoder
@@ -493,7 +528,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &simulator{cfg: cfg, clientByID: map[uint64]*client{}, digest: sha256.New()}
+	s := &simulator{cfg: cfg, clientByID: map[uint64]*client{}, digest: sha256.New(), ns: Namespace}
 	if s.proto, err = automaton.LookupAny(cfg.Protocol); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -581,6 +616,9 @@ func newSimulator(cfg Config) (*simulator, error) {
 		return nil, err
 	}
 	s.conv.init(len(s.nodes), cfg.ConvergeEvery)
+	if err := s.initCallee(); err != nil {
+		return nil, err
+	}
 	for i := 0; i < cfg.Clients; i++ {
 		c := &client{idx: i}
 		for {
@@ -642,28 +680,49 @@ func (s *simulator) run() error {
 	}
 	s.schedule(s.cfg.MaxTime, &event{kind: evDeadline})
 	s.scheduleLiveness()
+	if s.callee != nil {
+		s.callee.startCallee()
+	}
 	if s.cfg.Ops == 0 {
 		s.stopIssuing()
 	}
-	for !s.finished && s.err == nil && s.invErr == "" && s.conv.err == "" {
+	// With a callee, one merged loop: always the earlier of the two
+	// queues' heads (callee.go).
+	for !s.finished && !s.broken() && (s.callee == nil || !s.callee.broken()) {
 		if s.stopping && s.busy == 0 {
 			break
+		}
+		if s.calleeFirst() {
+			s.callee.next()
+			continue
 		}
 		if len(s.q) == 0 {
 			// Cannot happen while a client waits (it has a timeout queued).
 			s.fail("event queue empty with %d clients waiting", s.busy)
 			break
 		}
-		e := heap.Pop(&s.q).(*event)
-		s.now = e.at
-		s.stats.Events++
-		if s.stats.Events > s.cfg.MaxEvents {
-			s.fail("more than %d events: the protocol may be looping (raise MaxEvents if not)", s.cfg.MaxEvents)
+		if !s.next() {
 			break
 		}
-		s.handle(e)
+	}
+	s.drainCallee()
+	if s.err == nil && s.callee != nil && s.callee.err != nil {
+		s.err = fmt.Errorf("callee namespace %s: %w", s.callee.ns, s.callee.err)
 	}
 	return s.err
+}
+
+// next handles the earliest event; false when the event budget is spent.
+func (s *simulator) next() bool {
+	e := heap.Pop(&s.q).(*event)
+	s.now = e.at
+	s.stats.Events++
+	if s.stats.Events > s.cfg.MaxEvents {
+		s.fail("more than %d events: the protocol may be looping (raise MaxEvents if not)", s.cfg.MaxEvents)
+		return false
+	}
+	s.handle(e)
+	return true
 }
 
 func (s *simulator) handle(e *event) {
@@ -711,6 +770,10 @@ func (s *simulator) handle(e *event) {
 		s.onArrival()
 	case evEffect:
 		s.onEffect(e)
+	case evCallTimeout, evCallRetry:
+		s.onCallTrouble(e)
+	case evNestedEcho:
+		s.onNestedEcho(e)
 	default:
 		s.fail("unknown event kind %d", e.kind)
 	}
@@ -725,6 +788,10 @@ func (s *simulator) stopIssuing() {
 	s.stopping = true
 	s.healAll()
 	s.after(s.cfg.DrainTime, &event{kind: evDrainEnd})
+	if s.callee != nil {
+		s.callee.now = max(s.callee.now, s.now)
+		s.callee.stopIssuing()
+	}
 }
 
 // onDrainEnd records the operations still open as unknown and ends the run.
