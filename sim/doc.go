@@ -118,4 +118,43 @@
 // command with its own environment instead of the agreed one
 // (paxos-broken-localenv) is caught there, usually before any client reads
 // the difference.
+//
+// # Nested requests
+//
+// A namespace may call another (automaton/call.go; seed 003 §1.3 and §3,
+// Adam). With Config.Callee (--callee-protocol P --callee-nodes N
+// --callee-faults F --callee-service S --callee-param k=v --callee-delay
+// DIST --callee-namespace NS) a second simulator runs the callee namespace
+// beside the main one: its own nodes, network, faults, invariants,
+// convergence check and checker, and no clients. One merged loop handles
+// the earlier of the two queues' heads (ties: main first), so every hop
+// between the namespaces, which has positive latency, is causal. A main
+// node's released Effect of kind automaton.CallKind is carried by the
+// callee as a client would: attempts at random live callee nodes, the
+// client latency, RequestTimeout, retries with the same id to other nodes,
+// no attempt limit while the calling incarnation lives. The answer returns
+// as EffectDone{Result: automaton.Response} after the client latency plus
+// CalleeDelay (remote computation done at the callee in parallel; the
+// seed's remote time slice), and is lost if the caller's incarnation ended.
+// A call to a namespace not simulated, or to a protocol that is not
+// automaton.ServesNested, gets EffectDone.Err. When one callee node answers
+// an id that several calls have outstanding at it, each gets the answer; an
+// error answer is a failed attempt, retried. The callee's history holds one
+// operation per nested id (invoked at the first copy sent, completed at the
+// first answer, unknown if none) and is checked by the callee's checker;
+// Result.Callee is its outcome, and a violation there is one of the run.
+// When the main workload ends the callee's faults heal and it drains.
+// Two output-commit checks, protocol-agnostic, end the run as
+// Result.Invariant: (a) every copy of one nested id, from any caller
+// replica and any re-issue, carries the same operation, group and options;
+// (b) every answer to one nested id equals the first (else the callee
+// executed it twice or answered a copy afresh). --nested applies check (b)
+// to a protocol alone, as a callee: clients mark their requests nested and
+// send each answered one again, later, to a random node.
+//
+// Conformance scenario: `synod sim --protocol paxos-broken-nestedread
+// --nodes 3 --clients 4 --ops 300 --faults none --keys 2 --nested --seeds
+// 1-2` fails both seeds by check (b) (a copy of a nested read answered by a
+// fresh read); paxos passes them, and passes as the callee of a replicated
+// caller under faults in both namespaces (callee_test.go).
 package sim

@@ -266,7 +266,9 @@ func (c Config) Command() string {
 	if cc := c.Callee; cc != nil {
 		args = append(args, "--callee-protocol", shellQuote(cc.Protocol), "--callee-nodes", fmt.Sprint(cc.Nodes))
 		opt("--callee-faults", cc.Faults, "none")
-		opt("--callee-service", cc.Service, "")
+		if cc.Service != "" {
+			opt("--callee-service", cc.Service, ServiceName)
+		}
 		opt("--callee-namespace", c.CalleeNamespace, "")
 		opt("--callee-delay", c.CalleeDelay, "")
 		ks := make([]string, 0, len(cc.Params))
