@@ -80,7 +80,7 @@ func (a *Eve) applySlot(d *decision, st service.State, b *batch, res []service.R
 	}
 	if b != nil {
 		for i, en := range b.Entries {
-			if !skip[i] {
+			if !skip[i] && !a.deferred(res[i]) {
 				r.dups[en.Req.ID.Client] = dupEntry{seq: en.Req.ID.Seq, res: res[i]}
 			}
 		}
@@ -94,8 +94,8 @@ func (a *Eve) applySlot(d *decision, st service.State, b *batch, res []service.R
 				if out, ok = r.answered(en.Req.ID); !ok {
 					continue // an older request of a client that moved on
 				}
-			} else {
-				out = res[i]
+			} else if out = res[i]; a.deferred(out) {
+				continue // the request goes on in a later slot
 			}
 			if en.Origin == a.cfg.Self || !a.isExecSet[en.Origin] && a.primaryOf(b.Epoch) == a.cfg.Self {
 				a.replyTo(en.Origin, en.Req.ID, out, d.Slot)
@@ -103,7 +103,15 @@ func (a *Eve) applySlot(d *decision, st service.State, b *batch, res []service.R
 		}
 	}
 	a.answerFromTable()
+	if a.ext != nil {
+		a.ext.Applied(a)
+	}
 	a.afterApply()
+}
+
+// deferred reports a result that answers no client yet (Ext.Deferred).
+func (a *Eve) deferred(res service.Result) bool {
+	return a.ext != nil && a.ext.Deferred(res)
 }
 
 // afterApply starts what waited on the slot: the next batch seen early,

@@ -110,25 +110,111 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
 		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
 	}
-	pos, _, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
-	if err != nil {
-		return nil, err
-	}
 	prm, err := params.Parse(p.name, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
-	a := &Eve{proto: p, cfg: cfg, prm: prm, pos: pos,
-		batchMax:  prm.Int("batch_max"),
-		timeout:   prm.Duration("timeout"),
-		macKey:    []byte(prm.String("mac_key")),
-		cores:     prm.Int("cores"),
-		execCost:  prm.Duration("exec_cost"),
-		hashCost:  prm.Duration("hash_cost"),
+	e := Engine{
+		Verifiers: prm.Int("verifiers"), R: prm.Int("r"),
+		BatchMax: prm.Int("batch_max"), Cores: prm.Int("cores"),
+		ExecCost: prm.Duration("exec_cost"), HashCost: prm.Duration("hash_cost"),
+		Timeout: prm.Duration("timeout"), MACKey: prm.String("mac_key"),
+		Commission: prm.List("commission"),
+	}
+	// A kv namespace executes on the sharded KV (same operations, same
+	// answers), which runs non-conflicting requests concurrently.
+	e.StateSvc, e.ConfSvc = cfg.Service, cfg.Service
+	if cfg.Service.Name() == "kv" {
+		e.StateSvc, _ = service.Lookup(service.ShardedKVName)
+		e.ConfSvc = e.StateSvc
+	}
+	if prm.String("conflicts") == "loose" {
+		if _, ok := e.StateSvc.NewState().(*service.ShardedState); !ok {
+			return nil, fmt.Errorf("%s: conflicts=loose needs a kv or shardedkv namespace, not %s", p.name, cfg.Service.Name())
+		}
+		e.ConfSvc, _ = service.Lookup(service.ShardedKVLooseName)
+	}
+	if name := prm.String("observe"); name != "" {
+		rec, ok := recorders.Load(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: observe=%s names no recorder", p.name, name)
+		}
+		e.Recorder = rec.(*Recorder)
+	}
+	return p.newEve(cfg, e)
+}
+
+// Engine configures eve's machinery (roles, batches, execution through an
+// Effect, tokens, verifier agreement, commit, rollback, state transfer)
+// for eve itself and for a protocol built on it (protocol/adam, seed 003
+// §3.2: "Adam is a modification of Eve"). Ext, when set, is that
+// protocol's part.
+type Engine struct {
+	Verifiers, R       int // as eve's parameters verifiers and r
+	BatchMax, Cores    int
+	ExecCost, HashCost time.Duration
+	Timeout            time.Duration
+	MACKey             string
+	Commission         []string        // nodes whose executions are corrupted
+	StateSvc, ConfSvc  service.Service // the replicas' states; the mixer's conflict keys
+	// Cost, when set, is the execution time of one operation (else
+	// ExecCost for every one).
+	Cost     func(service.Op) time.Duration
+	Recorder *Recorder
+	Ext      Ext
+}
+
+// Ext is what a protocol built on eve's engine changes (protocol/adam).
+// Every hook runs inside the engine's step, and may Emit.
+type Ext interface {
+	// NextBatch chooses the primary's next batch from its queue of
+	// forwarded requests: the entries to send now (none: no batch yet)
+	// and the queue that remains.
+	NextBatch(a *Eve, queue []Entry) (take, rest []Entry)
+	// Deferred reports a result that answers no client yet (a request
+	// that continues in a later slot): it is neither answered nor kept in
+	// the duplicate table.
+	Deferred(res service.Result) bool
+	// Applied runs after a slot was applied at this execution replica
+	// (commit, rollback, noop, state transfer) and after recovery.
+	Applied(a *Eve)
+	// Executed runs after a speculative run of a slot finished, before
+	// its decision, with the speculative state.
+	Executed(a *Eve, spec service.State)
+	// Other handles an input the engine does not know; true if it did.
+	Other(a *Eve, in automaton.Input) bool
+}
+
+// Entry is one request of a batch and the node that answers its client.
+type Entry = entry
+
+// NewEngine returns one node's automaton running eve's engine under the
+// protocol name (its broken-variant switches all off).
+func NewEngine(name string, cfg automaton.Config, e Engine) (*Eve, error) {
+	return protocol{name: name}.newEve(cfg, e)
+}
+
+func (p protocol) newEve(cfg automaton.Config, e Engine) (*Eve, error) {
+	pos, _, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	if err != nil {
+		return nil, err
+	}
+	a := &Eve{proto: p, cfg: cfg, pos: pos,
+		batchMax:  e.BatchMax,
+		timeout:   e.Timeout,
+		macKey:    []byte(e.MACKey),
+		cores:     e.Cores,
+		execCost:  e.ExecCost,
+		hashCost:  e.HashCost,
+		cost:      e.Cost,
+		stateSvc:  e.StateSvc,
+		confSvc:   e.ConfSvc,
+		rec:       e.Recorder,
+		ext:       e.Ext,
 		isExecSet: map[automaton.NodeID]bool{},
 		isVerSet:  map[automaton.NodeID]bool{},
 	}
-	k := prm.Int("verifiers")
+	k := e.Verifiers
 	switch {
 	case k == 0:
 		a.execs, a.vers = cfg.Nodes, cfg.Nodes
@@ -143,27 +229,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	for _, n := range a.vers {
 		a.isVerSet[n] = true
 	}
-	// A kv namespace executes on the sharded KV (same operations, same
-	// answers), which runs non-conflicting requests concurrently.
-	a.stateSvc, a.confSvc = cfg.Service, cfg.Service
-	if cfg.Service.Name() == "kv" {
-		a.stateSvc, _ = service.Lookup(service.ShardedKVName)
-		a.confSvc = a.stateSvc
-	}
-	if prm.String("conflicts") == "loose" {
-		if _, ok := a.stateSvc.NewState().(*service.ShardedState); !ok {
-			return nil, fmt.Errorf("%s: conflicts=loose needs a kv or shardedkv namespace, not %s", p.name, cfg.Service.Name())
-		}
-		a.confSvc, _ = service.Lookup(service.ShardedKVLooseName)
-	}
-	if name := prm.String("observe"); name != "" {
-		rec, ok := recorders.Load(name)
-		if !ok {
-			return nil, fmt.Errorf("%s: observe=%s names no recorder", p.name, name)
-		}
-		a.rec = rec.(*Recorder)
-	}
-	r := prm.Int("r")
+	r := e.R
 	if r < 0 {
 		r = (len(a.execs) - 1) / 2
 	}
@@ -171,7 +237,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, fmt.Errorf("%s: r=%d needs %d matching tokens from %d execution replicas", p.name, r, r+1, len(a.execs))
 	}
 	a.quorum = r + 1
-	for _, n := range prm.List("commission") {
+	for _, n := range e.Commission {
 		if n == string(cfg.Self) {
 			a.corrupt = true
 		}
@@ -184,8 +250,8 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 type Eve struct {
 	proto protocol
 	cfg   automaton.Config
-	prm   proto.Values
 	pos   map[automaton.NodeID]int
+	ext   Ext // a protocol built on the engine (Engine.Ext), nil for eve
 
 	execs, vers         []automaton.NodeID
 	isExecSet, isVerSet map[automaton.NodeID]bool
@@ -193,6 +259,7 @@ type Eve struct {
 	batchMax, cores     int
 	timeout             time.Duration
 	execCost, hashCost  time.Duration
+	cost                func(service.Op) time.Duration // Engine.Cost
 	macKey              []byte
 	stateSvc            service.Service // whose states replicas keep
 	confSvc             service.Service // whose conflict keys the mixer reads
@@ -256,7 +323,9 @@ func (a *Eve) Step(in automaton.Input) []automaton.Output {
 			a.onTick()
 		}
 	default:
-		a.onOther(in)
+		if a.ext == nil || !a.ext.Other(a, in) {
+			a.onOther(in)
+		}
 	}
 	for len(a.self) > 0 {
 		m := a.self[0]
@@ -275,6 +344,30 @@ func (a *Eve) nextEffect() uint64 {
 }
 
 func (a *Eve) emit(o automaton.Output) { a.out = append(a.out, o) }
+
+// Emit adds an output to the current step (for Ext's hooks).
+func (a *Eve) Emit(o automaton.Output) { a.emit(o) }
+
+// Self is this node.
+func (a *Eve) Self() automaton.NodeID { return a.cfg.Self }
+
+// Config is the node's configuration.
+func (a *Eve) Config() automaton.Config { return a.cfg }
+
+// IsPrimary reports whether this node is the primary execution replica of
+// its current epoch.
+func (a *Eve) IsPrimary() bool { return a.isPrimary() }
+
+// CutBatch lets the primary send its next batch if it may (for Ext's
+// hooks: an awaited input arrived).
+func (a *Eve) CutBatch() {
+	if a.ex != nil {
+		a.cutBatch()
+	}
+}
+
+// Ext is the engine's extension (nil for eve).
+func (a *Eve) Ext() Ext { return a.ext }
 
 // send sends m to one node; to self it is handled after the current
 // handler (never sent: the contract forbids it).
@@ -342,6 +435,9 @@ func (a *Eve) onStart(s automaton.Start) {
 		a.ver = a.recoverVerifier(s.Records)
 	}
 	a.emit(automaton.SetTimer{ID: timerTick, After: a.timeout})
+	if a.ex != nil && a.ext != nil {
+		a.ext.Applied(a)
+	}
 	if a.ver != nil && a.vers[0] == a.cfg.Self {
 		a.campaign() // the first verifier leads until suspected
 	}

@@ -121,14 +121,28 @@ func (a *Eve) replyTo(origin automaton.NodeID, id automaton.RequestID, res servi
 // verifiers settle each slot in one round (§2.2.3).
 func (a *Eve) cutBatch() {
 	r := a.ex
-	if !a.isPrimary() || len(r.queue) == 0 || r.proposed > r.applied || r.fetching {
+	if !a.isPrimary() || len(r.queue) == 0 && a.ext == nil || r.proposed > r.applied || r.fetching {
 		return
 	}
-	n := min(len(r.queue), a.batchMax)
-	b := &batch{Slot: r.applied + 1, Epoch: r.epoch, Entries: append([]entry(nil), r.queue[:n]...)}
-	r.queue = append(r.queue[:0:0], r.queue[n:]...)
-	for _, en := range b.Entries {
-		delete(r.queued, en.Req.ID)
+	var b *batch
+	if a.ext != nil {
+		take, rest := a.ext.NextBatch(a, r.queue)
+		if len(take) == 0 {
+			return
+		}
+		b = &batch{Slot: r.applied + 1, Epoch: r.epoch, Entries: take}
+		r.queue = rest
+		r.queued = map[automaton.RequestID]bool{}
+		for _, en := range rest {
+			r.queued[en.Req.ID] = true
+		}
+	} else {
+		n := min(len(r.queue), a.batchMax)
+		b = &batch{Slot: r.applied + 1, Epoch: r.epoch, Entries: append([]entry(nil), r.queue[:n]...)}
+		r.queue = append(r.queue[:0:0], r.queue[n:]...)
+		for _, en := range b.Entries {
+			delete(r.queued, en.Req.ID)
+		}
 	}
 	r.proposed = b.Slot
 	a.sendAll(a.batchTargets(), &message{Kind: kindBatch, Batch: b})
@@ -182,7 +196,7 @@ func (a *Eve) execute(b *batch, seq bool, dec *decision) {
 	r.cur = x
 	job := &execJob{
 		Slot: b.Slot, State: x.spec, Svc: a.confSvc, Entries: b.Entries, Skip: x.skip,
-		Sequential: seq, Cores: a.cores, ExecCost: a.execCost, HashCost: a.hashCost,
+		Sequential: seq, Cores: a.cores, ExecCost: a.execCost, HashCost: a.hashCost, Cost: a.cost,
 		Corrupt: a.corrupt && !seq,
 	}
 	a.startEffect(x.id, job)
@@ -214,6 +228,9 @@ func (a *Eve) onExecuted(id uint64, res *execResult) {
 	// of this claim must find a replica that can apply it after crashes.
 	a.persistSpec(x)
 	a.sendAll(a.vers, &message{Kind: kindToken, Token: x.tok})
+	if a.ext != nil {
+		a.ext.Executed(a, x.spec)
+	}
 	if a.proto.earlyReply {
 		for i, en := range x.b.Entries {
 			if en.Origin == a.cfg.Self && !x.skip[i] {

@@ -3,6 +3,7 @@ package eve
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type execJob struct {
 	Cores      int
 	ExecCost   time.Duration
 	HashCost   time.Duration
+	Cost       func(service.Op) time.Duration // per operation, when set (else ExecCost)
 	Corrupt    bool
 }
 
@@ -129,7 +131,15 @@ func runJob(job *execJob, rnd *rand.Rand) *execResult {
 				writes++
 			}
 		}
-		res.Makespan += makespan(len(g), job.cores(), job.ExecCost)
+		if job.Cost != nil {
+			costs := make([]time.Duration, len(g))
+			for j, i := range g {
+				costs[j] = job.Cost(job.Entries[i].Req.Op)
+			}
+			res.Makespan += listMakespan(costs, job.cores())
+		} else {
+			res.Makespan += makespan(len(g), job.cores(), job.ExecCost)
+		}
 	}
 	res.Batches = len(groups)
 	if job.Corrupt && len(idx) > 0 {
@@ -153,6 +163,22 @@ func (j *execJob) cores() int {
 // scheduling: ceil(n/c) rounds).
 func makespan(n, c int, cost time.Duration) time.Duration {
 	return time.Duration((n+c-1)/c) * cost
+}
+
+// listMakespan is the time jobs of the given costs take on c cores, each
+// started in order on the core that frees first (list scheduling).
+func listMakespan(costs []time.Duration, c int) time.Duration {
+	free := make([]time.Duration, min(max(c, 1), max(len(costs), 1)))
+	for _, d := range costs {
+		k := 0
+		for j := range free {
+			if free[j] < free[k] {
+				k = j
+			}
+		}
+		free[k] += d
+	}
+	return slices.Max(free)
 }
 
 // runLive executes a job on job.Cores goroutines: the requests of each of

@@ -18,7 +18,19 @@ var invariantNames = []string{
 
 // Invariants implements automaton.InvariantStater.
 func (protocol) Invariants() ([]string, automaton.InvariantChecker) {
-	return append([]string(nil), invariantNames...), &checker{decided: map[uint64][32]byte{}, seen: map[*decision]bool{}, proved: map[*decision]bool{}}
+	return InvariantNames(), NewChecker()
+}
+
+// InvariantNames are the engine's invariants (for a protocol built on it).
+func InvariantNames() []string { return append([]string(nil), invariantNames...) }
+
+// Checker checks the engine's invariants; a protocol built on the engine
+// calls CheckEve for its nodes.
+type Checker = checker
+
+// NewChecker returns a fresh checker of the engine's invariants.
+func NewChecker() *Checker {
+	return &checker{decided: map[uint64][32]byte{}, seen: map[*decision]bool{}, proved: map[*decision]bool{}}
 }
 
 // checker is incremental: each decision (immutable once learned) is
@@ -34,6 +46,11 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 	if !ok {
 		return nil
 	}
+	return c.CheckEve(a)
+}
+
+// CheckEve checks the engine's invariants after a step of a.
+func (c *checker) CheckEve(a *Eve) error {
 	for _, n := range a.stepAnswers {
 		if !n.ok {
 			return fmt.Errorf("reply-after-commit: %s answered %v from slot %d before applying it (applied %d)", a.cfg.Self, n.id, n.slot, a.ex.applied)
