@@ -27,6 +27,10 @@ type effects struct {
 
 // runEffect starts a released Effect. Called with l.rmu held.
 func (l *nsLoop) runEffect(o automaton.Effect) {
+	if o.Kind == automaton.CallKind {
+		l.runCall(o) // a nested request (call.go)
+		return
+	}
 	if l.eff.execs == nil {
 		dir, run := "", ""
 		if l.n.cfg != nil {

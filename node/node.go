@@ -39,6 +39,11 @@
 // carries the same RequestID; when two waiters share an id, the first Respond
 // for that id answers both.
 //
+// Nested requests (automaton.CallKind effects; seed 003 Adam) are carried
+// by call.go: the call is submitted to the named namespace of this same
+// node, as a client request, and retried with the same id until answered.
+// Calls to a namespace of another Synod cluster are not supported.
+//
 // Storage is chosen by the cluster's durability and storage fields: the WAL
 // engine (or Pebble, storage: pebble) under data_dir/<node id> for fsync, or
 // memory (nothing survives a restart). The
