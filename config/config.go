@@ -5,7 +5,10 @@
 //	durability: fsync          # fsync (default) or memory
 //	storage: wal               # engine for durability fsync: wal (default) or pebble
 //	data_dir: /var/lib/synod   # each node stores under data_dir/<id>; relative to the file
-//	password: ""               # when set, clients must AUTH
+//	password: ""               # when set, clients must AUTH (the "default" user)
+//	secret: ""                 # peers authenticate with it; see security.go
+//	tls: {dir: tls}            # mutual TLS between peers; see security.go
+//	users: []                  # client accounts with per-namespace access
 //	nodes:
 //	  - id: n1
 //	    peer: 127.0.0.1:7001   # peer-to-peer TCP address
@@ -107,6 +110,12 @@ type Cluster struct {
 	DataDir    string `yaml:"data_dir,omitempty"`
 	Storage    string `yaml:"storage,omitempty"` // "" means wal
 	Password   string `yaml:"password,omitempty"`
+	// Secret authenticates peers to each other (security.go).
+	Secret string `yaml:"secret,omitempty"`
+	// TLS, when set, makes peers use mutual TLS (security.go).
+	TLS *TLS `yaml:"tls,omitempty"`
+	// Users are client accounts besides the password's "default" user.
+	Users []User `yaml:"users,omitempty"`
 	// AllowBroken admits the deliberately broken protocol variants
 	// (automaton.RegisterBroken), which exist to show that checkers catch
 	// them. Never set it for data you care about.
@@ -133,6 +142,9 @@ func Load(path string) (*Cluster, error) {
 	c.Path = path
 	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
 		c.DataDir = filepath.Join(filepath.Dir(path), c.DataDir)
+	}
+	if c.TLS != nil && !filepath.IsAbs(c.TLS.Dir) {
+		c.TLS.Dir = filepath.Join(filepath.Dir(path), c.TLS.Dir)
 	}
 	return c, nil
 }
@@ -247,6 +259,7 @@ func (c *Cluster) Validate() error {
 			}
 		}
 	}
+	c.validateSecurity(bad)
 	return errors.Join(errs...)
 }
 

@@ -28,8 +28,12 @@ func PeerGRPC(o node.PeerGRPCOptions) (node.PeerGRPC, error) {
 		Addr: o.Addr, Peers: o.Peers, Handler: o.Handler, Logger: o.Logger, Stream: o.Stream})
 }
 
-// New creates node id of cfg with every server wired in.
+// New creates node id of cfg with every server wired in, including the
+// cluster file's security settings (security.go).
 func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) {
+	if err := secure(cfg, id, &opts); err != nil {
+		return nil, err
+	}
 	if opts.GRPC == nil {
 		opts.GRPC = GRPC
 	}

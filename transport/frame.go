@@ -14,8 +14,10 @@ import (
 // Magic opens every handshake and handshake reply.
 const Magic = "SYND"
 
-// Version is the peer protocol version this package speaks.
-const Version byte = 1
+// Version is the peer protocol version this package speaks. Version 2 added
+// the challenge-response authentication (auth.go); version 1 peers are
+// refused with a reason naming both versions.
+const Version byte = 2
 
 // DefaultMaxFrame bounds one frame's payload unless Options.MaxFrame says otherwise.
 const DefaultMaxFrame = 64 << 20
@@ -27,16 +29,21 @@ const maxName = 255
 // maxReason bounds a refusal reason.
 const maxReason = 1024
 
+// NonceSize is the length of a handshake nonce and of a proof (HMAC-SHA256).
+const NonceSize = 32
+
 // Handshake is the first thing a dialing node sends on a new connection.
 type Handshake struct {
 	Version byte
 	Cluster string
 	From    string // the sender's node id
 	To      string // the node id the sender believes it reached
+	// Nonce is the dialer's fresh random challenge (auth.go).
+	Nonce [NonceSize]byte
 }
 
 // AppendHandshake encodes h: "SYND", version, then cluster, from and to as
-// uvarint-length-prefixed strings.
+// uvarint-length-prefixed strings, then the NonceSize-byte nonce.
 func AppendHandshake(dst []byte, h Handshake) []byte {
 	dst = append(dst, Magic...)
 	dst = append(dst, h.Version)
@@ -44,7 +51,7 @@ func AppendHandshake(dst []byte, h Handshake) []byte {
 	e.String(h.Cluster)
 	e.String(h.From)
 	e.String(h.To)
-	return e.B
+	return append(e.B, h.Nonce[:]...)
 }
 
 // ReadHandshake reads one handshake. It reads exactly the handshake's bytes
@@ -60,7 +67,7 @@ func ReadHandshake(r io.ByteReader) (Handshake, error) {
 	}
 	h.Version = v
 	if v != Version {
-		return h, fmt.Errorf("transport: unsupported peer protocol version %d (this node speaks %d)", v, Version)
+		return h, fmt.Errorf("%w: peer speaks version %d, this node speaks %d", ErrVersion, v, Version)
 	}
 	for _, f := range []*string{&h.Cluster, &h.From, &h.To} {
 		s, err := readString(r, maxName)
@@ -69,57 +76,109 @@ func ReadHandshake(r io.ByteReader) (Handshake, error) {
 		}
 		*f = s
 	}
+	if err := readFull(r, h.Nonce[:]); err != nil {
+		return h, err
+	}
 	return h, nil
 }
 
-// AppendAck encodes the acceptor's reply: "SYND", version, then a status byte
-// (0 accepted, 1 refused) and, when refused, the reason.
-func AppendAck(dst []byte, refusal string) []byte {
-	dst = append(dst, Magic...)
-	dst = append(dst, Version)
-	if refusal == "" {
-		return append(dst, 0)
-	}
-	if len(refusal) > maxReason {
-		refusal = refusal[:maxReason]
-	}
-	dst = append(dst, 1)
-	e := wire.Encoder{B: dst}
-	e.String(refusal)
-	return e.B
+// ErrVersion reports a peer speaking another peer protocol version.
+var ErrVersion = errors.New("transport: unsupported peer protocol version")
+
+// Reply statuses: the acceptor's answer to a handshake, and to a proof.
+const (
+	StatusAccepted  byte = 0 // followed by the acceptor's proof
+	StatusRefused   byte = 1 // followed by the reason
+	StatusChallenge byte = 2 // followed by the acceptor's nonce
+)
+
+// Reply is the acceptor's answer: a refusal with its reason, a challenge
+// with the acceptor's nonce, or an acceptance with the acceptor's proof.
+type Reply struct {
+	Status byte
+	Reason string
+	Data   [NonceSize]byte // the nonce (StatusChallenge) or proof (StatusAccepted)
 }
 
-// ReadAck reads the acceptor's reply. It returns the refusal reason ("" when
-// accepted) or a decoding error.
-func ReadAck(r io.ByteReader) (refusal string, err error) {
+// AppendAck encodes a refusal reply: "SYND", version, status 1, the reason.
+// An empty refusal encodes an acceptance with a zero proof (tests only).
+func AppendAck(dst []byte, refusal string) []byte {
+	if refusal == "" {
+		return AppendReply(dst, Reply{Status: StatusAccepted})
+	}
+	return AppendReply(dst, Reply{Status: StatusRefused, Reason: refusal})
+}
+
+// AppendReply encodes r: "SYND", version, the status byte, then the reason
+// (uvarint-length-prefixed) or the NonceSize bytes of data.
+func AppendReply(dst []byte, r Reply) []byte {
+	dst = append(dst, Magic...)
+	dst = append(dst, Version, r.Status)
+	if r.Status == StatusRefused {
+		reason := r.Reason
+		if len(reason) > maxReason {
+			reason = reason[:maxReason]
+		}
+		e := wire.Encoder{B: dst}
+		e.String(reason)
+		return e.B
+	}
+	return append(dst, r.Data[:]...)
+}
+
+// ReadReply reads the acceptor's reply.
+func ReadReply(r io.ByteReader) (Reply, error) {
+	var rep Reply
 	if err := readMagic(r); err != nil {
-		return "", err
+		return rep, err
 	}
 	v, err := r.ReadByte()
 	if err != nil {
-		return "", truncated(err)
+		return rep, truncated(err)
 	}
 	if v != Version {
-		return "", fmt.Errorf("transport: unsupported peer protocol version %d in reply (this node speaks %d)", v, Version)
+		return rep, fmt.Errorf("%w in reply: peer speaks version %d, this node speaks %d", ErrVersion, v, Version)
 	}
-	st, err := r.ReadByte()
+	if rep.Status, err = r.ReadByte(); err != nil {
+		return rep, truncated(err)
+	}
+	switch rep.Status {
+	case StatusRefused:
+		if rep.Reason, err = readString(r, maxReason); err != nil {
+			return rep, err
+		}
+		if rep.Reason == "" {
+			rep.Reason = "refused (no reason given)"
+		}
+		return rep, nil
+	case StatusAccepted, StatusChallenge:
+		return rep, readFull(r, rep.Data[:])
+	}
+	return rep, fmt.Errorf("transport: bad handshake reply status %d", rep.Status)
+}
+
+// ReadAck reads a reply that must be a refusal or an acceptance, and
+// returns the refusal reason ("" when accepted). A challenge is an error:
+// the caller did not authenticate (see Authenticate).
+func ReadAck(r io.ByteReader) (refusal string, err error) {
+	rep, err := ReadReply(r)
 	if err != nil {
-		return "", truncated(err)
+		return "", err
 	}
-	switch st {
-	case 0:
-		return "", nil
-	case 1:
-		s, err := readString(r, maxReason)
-		if err != nil {
-			return "", err
-		}
-		if s == "" {
-			s = "refused (no reason given)"
-		}
-		return s, nil
+	if rep.Status == StatusChallenge {
+		return "", errors.New("transport: the peer demands authentication (challenge)")
 	}
-	return "", fmt.Errorf("transport: bad handshake reply status %d", st)
+	return rep.Reason, nil
+}
+
+func readFull(r io.ByteReader, b []byte) error {
+	for i := range b {
+		var err error
+		if b[i], err = r.ReadByte(); err != nil {
+			return truncated(err)
+		}
+	}
+	return nil
 }
 
 func readMagic(r io.ByteReader) error {
@@ -144,10 +203,8 @@ func readString(r io.ByteReader, max int) (string, error) {
 		return "", fmt.Errorf("transport: handshake field of %d bytes exceeds %d", n, max)
 	}
 	b := make([]byte, n)
-	for i := range b {
-		if b[i], err = r.ReadByte(); err != nil {
-			return "", truncated(err)
-		}
+	if err := readFull(r, b); err != nil {
+		return "", err
 	}
 	return string(b), nil
 }

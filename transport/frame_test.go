@@ -67,7 +67,8 @@ func TestHandshakeRoundTripAndRejects(t *testing.T) {
 		"http":      []byte("GET / HTTP/1.1\r\n\r\n"),
 		"version":   AppendHandshake(nil, Handshake{Version: 9, Cluster: "demo", From: "n1", To: "n2"}),
 		"truncated": b[:len(b)-1],
-		"long":      append([]byte("SYND\x01"), 0xff, 0xff, 0x03),
+		"long":      append([]byte("SYND\x02"), 0xff, 0xff, 0x03),
+		"no nonce":  b[:len(b)-NonceSize],
 	}
 	for name, in := range bad {
 		if _, err := ReadHandshake(bufio.NewReader(bytes.NewReader(in))); err == nil {
@@ -78,6 +79,12 @@ func TestHandshakeRoundTripAndRejects(t *testing.T) {
 		r, err := ReadAck(bufio.NewReader(bytes.NewReader(AppendAck(nil, reason))))
 		if err != nil || r != reason {
 			t.Fatalf("ack %q: got %q %v", reason, r, err)
+		}
+	}
+	for _, rep := range []Reply{{Status: StatusChallenge, Data: NewNonce()}, {Status: StatusAccepted, Data: NewNonce()}, {Status: StatusRefused, Reason: "no"}} {
+		got, err := ReadReply(bufio.NewReader(bytes.NewReader(AppendReply(nil, rep))))
+		if err != nil || got != rep {
+			t.Fatalf("reply %+v: got %+v %v", rep, got, err)
 		}
 	}
 }
@@ -116,7 +123,8 @@ func FuzzHandshake(f *testing.F) {
 	f.Add(AppendHandshake(nil, Handshake{Version: Version, Cluster: "demo", From: "n1", To: "n2"}))
 	f.Add(AppendAck(nil, ""))
 	f.Add(AppendAck(nil, "no"))
-	f.Add([]byte("SYND\x01\x05"))
+	f.Add([]byte("SYND\x02\x05"))
+	f.Add(AppendReply(nil, Reply{Status: StatusChallenge, Data: NewNonce()}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		h, err := ReadHandshake(r)
@@ -130,8 +138,14 @@ func FuzzHandshake(f *testing.F) {
 			}
 		}
 		r = bytes.NewReader(data)
-		if reason, err := ReadAck(r); err == nil && len(reason) > maxReason {
-			t.Fatalf("oversized reason accepted (%d bytes)", len(reason))
+		if rep, err := ReadReply(r); err == nil {
+			if len(rep.Reason) > maxReason {
+				t.Fatalf("oversized reason accepted (%d bytes)", len(rep.Reason))
+			}
+			rep2, err := ReadReply(bytes.NewReader(AppendReply(nil, rep)))
+			if err != nil || rep2 != rep {
+				t.Fatalf("reply round trip: %+v -> %+v (%v)", rep, rep2, err)
+			}
 		}
 	})
 }

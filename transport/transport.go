@@ -19,13 +19,22 @@
 //
 // # Wire format
 //
-// A new connection starts with a handshake: "SYND", a version byte, the
-// cluster name, the sender's node id and the receiver's node id (uvarint
-// length-prefixed strings). The acceptor answers "SYND", version, and a status
-// byte (0 accepted; 1 refused, followed by a reason). It refuses, logs at error
-// level and closes a peer from another cluster, an unknown node id, or one that
-// meant to reach a different node (a mis-wired address), so configuration
-// mistakes show up in the logs of both sides instead of as silent message loss.
+// A new connection starts with a handshake: "SYND", a version byte (2), the
+// cluster name, the sender's node id and the receiver's node id
+// (uvarint length-prefixed strings), and the sender's 32-byte random nonce.
+// The acceptor answers "SYND", version, and a status byte: 1 refused,
+// followed by a reason; 2 challenge, followed by its own nonce. It refuses
+// a peer from another cluster, an unknown node id, one that meant to reach a
+// different node (a mis-wired address), and a nonce it has already seen (a
+// replayed handshake), so configuration mistakes show up in the logs of both
+// sides instead of as silent message loss. After a challenge the dialer sends
+// its 32-byte proof, an HMAC with the cluster secret over both nonces and the
+// names, and the acceptor answers 0 accepted with its own proof, or 1
+// refused (auth.go). The secret never crosses the wire. With TLS configured
+// (Options.TLS, tls.go) all of this runs inside mutual TLS, and each side
+// also checks that the other's certificate names the node id it claims.
+// Refusals and garbage are logged at most once per Options.LogEvery for each
+// kind and remote host, so a flood costs one line.
 //
 // Then frames follow: a 4-byte big-endian payload length (at most MaxFrame,
 // 64 MiB by default), and the payload: the namespace name (uvarint length +
@@ -53,6 +62,8 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +104,16 @@ type Options struct {
 	DialTimeout      time.Duration // default 2s
 	HandshakeTimeout time.Duration // default 5s
 	WriteTimeout     time.Duration // default 10s
+
+	// Secret is the cluster secret both sides of a peer handshake prove
+	// they know (auth.go). Empty authenticates nothing (New warns).
+	Secret string
+	// TLS, when set, makes every peer connection mutual TLS (tls.go): it
+	// holds this node's certificate and the cluster CA as RootCAs.
+	TLS *tls.Config
+	// LogEvery bounds how often one kind of refused or bad incoming
+	// connection from one host is logged (default 10s).
+	LogEvery time.Duration
 }
 
 // PeerStats counts one peer's traffic.
@@ -125,6 +146,10 @@ type Transport struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // accepted connections
 	closed bool
+
+	srvTLS *tls.Config // acceptor's TLS configuration, nil without TLS (tls.go)
+	limit  *logLimiter // refusals and garbage (auth.go)
+	nonces *nonceCache // dialer nonces seen (auth.go)
 }
 
 type peer struct {
@@ -170,11 +195,21 @@ func New(o Options) (*Transport, error) {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
 	}
+	if o.LogEvery <= 0 {
+		o.LogEvery = 10 * time.Second
+	}
 	lg := o.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	t := &Transport{o: o, log: lg.With("component", "transport"), peers: map[automaton.NodeID]*peer{}, conns: map[net.Conn]struct{}{}}
+	t := &Transport{o: o, log: lg.With("component", "transport"), peers: map[automaton.NodeID]*peer{}, conns: map[net.Conn]struct{}{},
+		limit: newLogLimiter(o.LogEvery), nonces: newNonceCache(1 << 14)}
+	if err := t.tlsConfigs(); err != nil {
+		return nil, err
+	}
+	if o.Secret == "" && o.TLS == nil {
+		t.log.Warn("peer connections are not authenticated: anyone who can reach the peer port can join the cluster; set secret in the cluster file (docs/SECURITY.md)")
+	}
 	for id, addr := range o.Peers {
 		if id == o.Self {
 			continue
@@ -326,31 +361,61 @@ func (t *Transport) check(h Handshake) string {
 	return ""
 }
 
-func (t *Transport) serve(c net.Conn) {
+func (t *Transport) serve(raw net.Conn) {
 	defer t.wg.Done()
 	defer func() {
-		c.Close()
+		raw.Close()
 		t.mu.Lock()
-		delete(t.conns, c)
+		delete(t.conns, raw)
 		t.mu.Unlock()
 	}()
+	c := raw
 	remote := c.RemoteAddr().String()
 	c.SetDeadline(time.Now().Add(t.o.HandshakeTimeout))
+	var peerCert *x509.Certificate
+	if t.srvTLS != nil {
+		tc, err := t.acceptTLS(c)
+		if err != nil {
+			if t.ctx.Err() == nil {
+				t.logRefusal(true, "tls", remote, "refused peer connection: TLS handshake failed", "err", err)
+			}
+			return
+		}
+		c, peerCert = tc, tc.ConnectionState().PeerCertificates[0]
+	}
 	br := bufio.NewReaderSize(c, 64<<10)
 	h, err := ReadHandshake(br)
 	if err != nil {
 		if t.ctx.Err() == nil {
-			t.log.Warn("bad handshake on peer port, closing connection", "remote", remote, "err", err)
+			if errors.Is(err, ErrVersion) {
+				c.Write(AppendAck(nil, err.Error()))
+			}
+			t.logRefusal(false, "handshake", remote, "bad handshake on peer port, closing connection", "err", err)
 		}
 		return
 	}
-	if reason := t.check(h); reason != "" {
-		t.log.Error("refused peer connection", "remote", remote, "peer", h.From, "reason", reason)
-		c.Write(AppendAck(nil, reason))
-		return
+	reason := t.check(h)
+	kind := "names"
+	if reason == "" && peerCert != nil {
+		if err := t.checkIdentity(peerCert, h.From); err != nil {
+			reason, kind = err.Error(), "cert"
+		}
 	}
-	if _, err := c.Write(AppendAck(nil, "")); err != nil {
-		t.log.Warn("peer handshake reply failed", "remote", remote, "peer", h.From, "err", err)
+	if reason == "" && !t.nonces.add(h.Nonce) {
+		reason, kind = fmt.Sprintf("replayed handshake: node %q's nonce was already used", h.From), "replay"
+	}
+	if reason == "" {
+		kind = "auth"
+		if reason, err = t.challenge(c, br, h); err != nil {
+			if t.ctx.Err() == nil {
+				t.logRefusal(false, "handshake", remote, "peer handshake failed, closing connection", "peer", h.From, "err", err)
+			}
+			return
+		}
+	}
+	if reason != "" {
+		t.logRefusal(true, kind, remote, "refused peer connection", "peer", h.From, "reason", reason)
+		c.Write(AppendAck(nil, reason))
 		return
 	}
 	c.SetDeadline(time.Time{})
@@ -367,7 +432,7 @@ func (t *Transport) serve(c net.Conn) {
 			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 				t.log.Debug("peer disconnected", "peer", h.From, "remote", remote)
 			default:
-				t.log.Warn("bad frame from peer, closing connection", "peer", h.From, "remote", remote, "err", err)
+				t.logRefusal(false, "frame", remote, "bad frame from peer, closing connection", "peer", h.From, "err", err)
 			}
 			return
 		}
@@ -376,7 +441,7 @@ func (t *Transport) serve(c net.Conn) {
 		}
 		ns, msg, err := DecodePayload(payload)
 		if err != nil {
-			t.log.Warn("bad frame from peer, closing connection", "peer", h.From, "remote", remote, "err", err)
+			t.logRefusal(false, "frame", remote, "bad frame from peer, closing connection", "peer", h.From, "err", err)
 			return
 		}
 		p.received.Add(1)
@@ -461,16 +526,19 @@ func (p *peer) dial() (net.Conn, error) {
 	stop := context.AfterFunc(p.ctx, func() { c.Close() })
 	defer stop()
 	c.SetDeadline(time.Now().Add(t.o.HandshakeTimeout))
-	hs := AppendHandshake(nil, Handshake{Version: Version, Cluster: t.o.Cluster, From: string(t.o.Self), To: string(p.id)})
-	if _, err := c.Write(hs); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("handshake: %w", err)
+	if t.o.TLS != nil {
+		tc, err := p.dialTLS(p.ctx, c)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
 	}
-	br := bufio.NewReaderSize(c, 64)
-	reason, err := ReadAck(br)
+	h := Handshake{Version: Version, Cluster: t.o.Cluster, From: string(t.o.Self), To: string(p.id), Nonce: NewNonce()}
+	reason, err := Authenticate(c, bufio.NewReaderSize(c, 64), t.o.Secret, h)
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("handshake reply: %w", err)
+		return nil, err
 	}
 	if reason != "" {
 		c.Close()

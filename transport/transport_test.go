@@ -228,8 +228,8 @@ func rawHandshake(t *testing.T, addr string, h Handshake) string {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	c.Write(AppendHandshake(nil, h))
-	r, err := ReadAck(bufio.NewReader(c))
+	h.Nonce = NewNonce()
+	r, err := Authenticate(c, bufio.NewReader(c), "", h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,11 +246,11 @@ func TestHandshakeChecks(t *testing.T) {
 		h    Handshake
 		want string
 	}{
-		{Handshake{Version, "c", "n1", "n2"}, ""},
-		{Handshake{Version, "other", "n1", "n2"}, "cluster mismatch"},
-		{Handshake{Version, "c", "n7", "n2"}, `unknown node id "n7"`},
-		{Handshake{Version, "c", "n2", "n2"}, `unknown node id "n2"`},
-		{Handshake{Version, "c", "n1", "n3"}, `meant to reach node "n3"`},
+		{Handshake{Version: Version, Cluster: "c", From: "n1", To: "n2"}, ""},
+		{Handshake{Version: Version, Cluster: "other", From: "n1", To: "n2"}, "cluster mismatch"},
+		{Handshake{Version: Version, Cluster: "c", From: "n7", To: "n2"}, `unknown node id "n7"`},
+		{Handshake{Version: Version, Cluster: "c", From: "n2", To: "n2"}, `unknown node id "n2"`},
+		{Handshake{Version: Version, Cluster: "c", From: "n1", To: "n3"}, `meant to reach node "n3"`},
 	}
 	for _, c := range cases {
 		r := rawHandshake(t, addr, c.h)
@@ -297,8 +297,7 @@ func TestGarbageClosesOnlyThatConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Write(AppendHandshake(nil, Handshake{Version, "c", "n1", "n2"}))
-	if r, err := ReadAck(bufio.NewReader(c)); err != nil || r != "" {
+	if r, err := Authenticate(c, bufio.NewReader(c), "", Handshake{Version: Version, Cluster: "c", From: "n1", To: "n2", Nonce: NewNonce()}); err != nil || r != "" {
 		t.Fatalf("handshake: %q %v", r, err)
 	}
 	c.Write([]byte{0xff, 0xff, 0xff, 0xff, 1, 2, 3})

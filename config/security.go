@@ -1,0 +1,111 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/synod-dev/synod/certs"
+)
+
+// Security settings of the cluster file (docs/SECURITY.md):
+//
+//	secret: 6c0f…                # peers prove they know it (challenge-response)
+//	tls:
+//	  dir: tls                   # ca.crt, node-<id>.crt/.key (synod certs); relative to the file
+//	  clients: true              # the client and gRPC ports serve TLS too
+//	users:
+//	  - name: alice
+//	    password: pbkdf2-sha256$600000$…$…   # synod certs hash-password
+//	    access: {"*": read-only, orders: read-write}
+
+// MinSecretLen is the shortest cluster secret accepted.
+const MinSecretLen = 16
+
+// TLS enables mutual TLS between peers with the cluster CA, and optionally
+// TLS on the client ports.
+type TLS struct {
+	// Dir holds ca.crt and, for each node, node-<id>.crt and node-<id>.key,
+	// as `synod certs` writes them. Relative to the cluster file.
+	Dir string `yaml:"dir"`
+	// Clients makes the Redis-protocol and gRPC ports serve TLS (with the
+	// node's certificate) instead of plaintext.
+	Clients bool `yaml:"clients,omitempty"`
+}
+
+// CAFile is the cluster CA certificate.
+func (t TLS) CAFile() string { return filepath.Join(t.Dir, certs.CAFile) }
+
+// NodeFiles are node id's certificate and key.
+func (t TLS) NodeFiles(id string) (cert, key string) {
+	c, k := certs.NodeFiles(id)
+	return filepath.Join(t.Dir, c), filepath.Join(t.Dir, k)
+}
+
+// Access levels of a user on a namespace.
+const (
+	ReadOnly  = "read-only"
+	ReadWrite = "read-write"
+)
+
+// User is a client account: AUTH name password.
+type User struct {
+	Name string `yaml:"name"`
+	// Password is a hash (certs.HashPassword), never the password itself.
+	Password string `yaml:"password"`
+	// Access maps a namespace, or "*" for every namespace, to ReadOnly or
+	// ReadWrite. A namespace not named (and no "*") is not accessible.
+	Access map[string]string `yaml:"access"`
+}
+
+func (c *Cluster) validateSecurity(bad func(field, f string, a ...any)) {
+	if c.Secret != "" && len(c.Secret) < MinSecretLen {
+		bad("secret", "must be at least %d characters (`synod certs` writes a random one to secret.txt)", MinSecretLen)
+	}
+	if c.TLS != nil {
+		if c.TLS.Dir == "" {
+			bad("tls.dir", "required: the directory `synod certs` wrote the CA and node certificates to")
+		}
+		for i, ns := range c.Namespaces {
+			if ns.PeerTransport() != TransportTCP {
+				bad(fmt.Sprintf("namespaces[%d].transport", i), "%q cannot be used with tls yet (its gRPC peer connections are not encrypted); use %q", ns.Transport, TransportTCP)
+			}
+		}
+	}
+	nss := map[string]bool{"*": true}
+	for _, ns := range c.Namespaces {
+		nss[ns.Name] = true
+	}
+	names := map[string]bool{}
+	for i, u := range c.Users {
+		f := fmt.Sprintf("users[%d]", i)
+		switch {
+		case !nameRE.MatchString(u.Name):
+			bad(f+".name", "%q must be 1-63 letters, digits, '_', '.' or '-'", u.Name)
+		case names[u.Name]:
+			bad(f+".name", "duplicate user %q", u.Name)
+		case u.Name == "default" && c.Password != "":
+			bad(f+".name", `user "default" is already defined by password; remove one of them`)
+		}
+		names[u.Name] = true
+		if _, err := certs.ParsePasswordHash(u.Password); err != nil {
+			bad(f+".password", "%v", err)
+		}
+		if len(u.Access) == 0 {
+			bad(f+".access", "empty: name a namespace or \"*\" with %q or %q", ReadOnly, ReadWrite)
+		}
+		keys := make([]string, 0, len(u.Access))
+		for k := range u.Access {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !nss[k] {
+				bad(f+".access", "unknown namespace %q", k)
+			}
+			if v := u.Access[k]; v != ReadOnly && v != ReadWrite {
+				bad(f+".access["+k+"]", "%q must be %q or %q", v, ReadOnly, ReadWrite)
+			}
+		}
+	}
+}
