@@ -212,7 +212,7 @@ func unmarshal(b []byte) (message, error) {
 	if (m.Kind == kindRequest || m.Kind == kindResponse) && d.Err() == nil && len(m.Entries) != 1 {
 		return message{}, fmt.Errorf("esds: %s message with %d entries", header.Kinds[m.Kind-1], len(m.Entries))
 	}
-	if m.Kind == kindRequest && m.Entries[0].Flags != 0 {
+	if m.Kind == kindRequest && len(m.Entries) == 1 && m.Entries[0].Flags != 0 {
 		return message{}, fmt.Errorf("esds: request entry %q has flags %#x", m.Entries[0].ID, m.Entries[0].Flags)
 	}
 	if err := d.Done(); err != nil {
