@@ -9,6 +9,7 @@ import (
 	_ "github.com/synod-dev/synod/experiment/seed002fastsim"
 	_ "github.com/synod-dev/synod/experiment/seed002pb"
 	_ "github.com/synod-dev/synod/experiment/seed002pbpaxos"
+	_ "github.com/synod-dev/synod/experiment/seed003adam"
 	_ "github.com/synod-dev/synod/experiment/seed003eve"
 	_ "github.com/synod-dev/synod/experiment/seed004"
 )
