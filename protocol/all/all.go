@@ -3,6 +3,7 @@ package all
 
 import (
 	_ "github.com/synod-dev/synod/protocol/abd"
+	_ "github.com/synod-dev/synod/protocol/adam"
 	_ "github.com/synod-dev/synod/protocol/blocking"
 	_ "github.com/synod-dev/synod/protocol/esds"
 	_ "github.com/synod-dev/synod/protocol/eve"

@@ -520,6 +520,16 @@ func NewRecorder(name string) *Recorder {
 	return r
 }
 
+// LookupRecorder returns the recorder of name, or nil.
+func LookupRecorder(name string) *Recorder {
+	r, _ := recorders.Load(name)
+	rec, _ := r.(*Recorder)
+	return rec
+}
+
+// Epoch is this node's view of the current epoch.
+func (a *Eve) Epoch() uint64 { return a.epoch() }
+
 // DropRecorder forgets the recorder of name.
 func DropRecorder(name string) { recorders.Delete(name) }
 
