@@ -13,7 +13,7 @@ import (
 //	secret: 6c0f…                # peers prove they know it (challenge-response)
 //	tls:
 //	  dir: tls                   # ca.crt, node-<id>.crt/.key (synod certs); relative to the file
-//	  clients: true              # the client and gRPC ports serve TLS too
+//	  clients: required          # the client and gRPC ports serve TLS too (or optional, off)
 //	users:
 //	  - name: alice
 //	    password: pbkdf2-sha256$600000$…$…   # synod certs hash-password
@@ -28,9 +28,33 @@ type TLS struct {
 	// Dir holds ca.crt and, for each node, node-<id>.crt and node-<id>.key,
 	// as `synod certs` writes them. Relative to the cluster file.
 	Dir string `yaml:"dir"`
-	// Clients makes the Redis-protocol and gRPC ports serve TLS (with the
-	// node's certificate) instead of plaintext.
-	Clients bool `yaml:"clients,omitempty"`
+	// Clients is TLS on the client ports, with the node's certificate:
+	// ClientsOff ("" too), ClientsRequired (the Redis-protocol and gRPC
+	// ports speak only TLS) or ClientsOptional (the Redis-protocol port
+	// serves TLS and plaintext, told apart by the first byte; gRPC TLS only).
+	Clients string `yaml:"clients,omitempty"`
+}
+
+// Values of TLS.Clients.
+const (
+	ClientsOff      = "off"
+	ClientsRequired = "required"
+	ClientsOptional = "optional"
+)
+
+// ClientTLS reports whether the client ports serve TLS, and whether the
+// Redis-protocol port also serves plaintext.
+func (c *Cluster) ClientTLS() (on, optional bool) {
+	if c.TLS == nil {
+		return false, false
+	}
+	switch c.TLS.Clients {
+	case ClientsRequired:
+		return true, false
+	case ClientsOptional:
+		return true, true
+	}
+	return false, false
 }
 
 // CAFile is the cluster CA certificate.
@@ -65,6 +89,11 @@ func (c *Cluster) validateSecurity(bad func(field, f string, a ...any)) {
 	if c.TLS != nil {
 		if c.TLS.Dir == "" {
 			bad("tls.dir", "required: the directory `synod certs` wrote the CA and node certificates to")
+		}
+		switch c.TLS.Clients {
+		case "", ClientsOff, ClientsRequired, ClientsOptional:
+		default:
+			bad("tls.clients", "%q must be %q, %q or %q", c.TLS.Clients, ClientsOff, ClientsRequired, ClientsOptional)
 		}
 		for i, ns := range c.Namespaces {
 			if ns.PeerTransport() != TransportTCP {

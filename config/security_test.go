@@ -18,7 +18,7 @@ nodes: [{id: n1, peer: "127.0.0.1:7001", client: "127.0.0.1:6381"}]
 namespaces: [{name: default, protocol: abd, service: kv}]
 `
 	ok := base + `secret: 0123456789abcdef0123
-tls: {dir: tls, clients: true}
+tls: {dir: tls, clients: required}
 users:
   - {name: alice, password: "` + hash + `", access: {"*": read-only, default: read-write}}
 `
@@ -26,12 +26,13 @@ users:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TLS == nil || !c.TLS.Clients || c.Users[0].Access["default"] != ReadWrite {
+	if c.TLS == nil || c.TLS.Clients != ClientsRequired || c.Users[0].Access["default"] != ReadWrite {
 		t.Fatalf("parsed %+v", c)
 	}
 	for _, tc := range []struct{ extra, want string }{
 		{"secret: short\n", "secret: must be at least 16"},
-		{"tls: {clients: true}\n", "tls.dir: required"},
+		{"tls: {clients: required}\n", "tls.dir: required"},
+		{"tls: {dir: x, clients: yes}\n", `tls.clients: "yes" must be`},
 		{"users: [{name: bob, password: plain, access: {default: read-only}}]\n", "users[0].password: not a password hash"},
 		{"users: [{name: bob, password: \"" + hash + "\", access: {nope: read-only}}]\n", `users[0].access: unknown namespace "nope"`},
 		{"users: [{name: bob, password: \"" + hash + "\", access: {default: admin}}]\n", `users[0].access[default]: "admin" must be`},

@@ -31,7 +31,9 @@ func PeerGRPC(o node.PeerGRPCOptions) (node.PeerGRPC, error) {
 // New creates node id of cfg with every server wired in, including the
 // cluster file's security settings (security.go).
 func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) {
-	if err := secure(cfg, id, &opts); err != nil {
+	cleanup, err := secure(cfg, id, &opts)
+	if err != nil {
+		cleanup()
 		return nil, err
 	}
 	if opts.GRPC == nil {
@@ -40,5 +42,9 @@ func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) 
 	if opts.PeerGRPC == nil {
 		opts.PeerGRPC = PeerGRPC
 	}
-	return node.New(cfg, id, opts)
+	n, err := node.New(cfg, id, opts)
+	if err != nil {
+		cleanup()
+	}
+	return n, err
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -203,6 +202,9 @@ func (c *conn) submit(ns string, req automaton.Request) service.Result {
 // atomic group that was applied, the result of each operation. Every
 // failure comes back as an error Result with its Redis error code.
 func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []service.Result) {
+	if msg := c.permit(ns, req); msg != "" {
+		return errResult("%s", msg), nil
+	}
 	timeout := c.s.opts.RequestTimeout
 	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
 	defer cancel()
@@ -341,32 +343,19 @@ func cmdSelect(c *conn, args [][]byte) {
 	}
 }
 
-func (c *conn) checkPassword(user, pass string) bool {
-	if user != "default" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(pass), []byte(c.s.opts.Password)) == 1
-}
-
 func cmdAuth(c *conn, args [][]byte) {
 	if len(args) > 3 {
 		c.w.WriteError("ERR syntax error")
-		return
-	}
-	if c.s.opts.Password == "" {
-		c.w.WriteError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
 	user, pass := "default", string(args[len(args)-1])
 	if len(args) == 3 {
 		user = string(args[1])
 	}
-	if !c.checkPassword(user, pass) {
-		c.s.log.Warn("authentication failed", "id", c.id, "remote", c.nc.RemoteAddr().String())
-		c.w.WriteError("WRONGPASS invalid username-password pair or user is disabled.")
+	if msg := c.authenticate(user, pass); msg != "" {
+		c.w.WriteError(msg)
 		return
 	}
-	c.authed = true
 	c.w.WriteSimple("OK")
 }
 
@@ -401,15 +390,10 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if hasAuth {
-		if c.s.opts.Password == "" {
-			c.w.WriteError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		if msg := c.authenticate(user, pass); msg != "" {
+			c.w.WriteError(msg)
 			return
 		}
-		if !c.checkPassword(user, pass) {
-			c.w.WriteError("WRONGPASS invalid username-password pair or user is disabled.")
-			return
-		}
-		c.authed = true
 	}
 	if !c.authed {
 		c.w.WriteError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")

@@ -140,6 +140,10 @@ func (c *conn) memberCommand(sub string, args [][]byte) bool {
 	c.mu.Lock()
 	ns := c.ns.Name
 	c.mu.Unlock()
+	if msg := c.permit(ns, automaton.Request{Op: op}); msg != "" {
+		c.w.WriteError(msg)
+		return true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), memberTimeout)
 	defer cancel()
 	r, err := mb.ChangeMembership(ctx, ns, op)

@@ -52,6 +52,9 @@ type ServerOptions struct {
 	// command other than AUTH, HELLO and QUIT. The user name, when given,
 	// must be "default".
 	Password string
+	// Users are ACL users besides "default" (acl.go); with any, clients
+	// must AUTH even without a Password.
+	Users []config.User
 	// MaxClients bounds concurrent connections (default 10000). Connections
 	// beyond it get "-ERR max number of clients reached" and are closed.
 	MaxClients int
@@ -68,6 +71,7 @@ type Server struct {
 	log   *slog.Logger
 	start time.Time
 	runID string
+	acl   *acl // users (acl.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -98,9 +102,16 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	}
 	var id [20]byte
 	rand.Read(id[:])
+	a, err := newACL(opts.Users)
+	if err != nil {
+		// config.Validate checks every hash; one that slips through locks
+		// its user out rather than the server.
+		log.Error("ACL users refused", "err", err)
+		a = &acl{users: map[string]*aclUser{}}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		b: b, opts: opts, log: log, start: time.Now(), runID: hex.EncodeToString(id[:]),
+		b: b, opts: opts, log: log, start: time.Now(), runID: hex.EncodeToString(id[:]), acl: a,
 		ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
@@ -207,6 +218,7 @@ type conn struct {
 	seq     uint64 // last RequestID.Seq used
 	created time.Time
 	authed  bool
+	user    *aclUser // nil: the default user, who may do everything (acl.go)
 	quit    bool
 	opts    optConn   // protocol request options (options.go)
 	txn     txnConn   // the open interactive transaction (txn.go)
@@ -235,7 +247,7 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 		s: s, nc: nc, id: id, client: binary.LittleEndian.Uint64(b[:]), created: time.Now(),
 		r:      resp.NewReader(bufio.NewReaderSize(nc, 16<<10), resp.Limits{}),
 		w:      resp.NewWriter(nc),
-		authed: s.opts.Password == "",
+		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
 	}
 	if nss := s.b.Namespaces(); len(nss) > 0 {
 		c.ns = nss[0]

@@ -74,6 +74,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -85,6 +86,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -105,6 +107,8 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Logger receives authentication failures and backend errors (default: discard).
 	Logger *slog.Logger
+	// TLS, when set, makes the server speak TLS only (docs/SECURITY.md).
+	TLS *tls.Config
 }
 
 // Server implements synod.v1.Synod.
@@ -125,7 +129,8 @@ type Server struct {
 
 // New returns a server for b. Namespaces are read once, here: a node's
 // namespaces do not change while it runs.
-func New(b gateway.Backend, opts Options) *Server {
+func New(b gateway.Backend, o Options) *Server {
+	opts := o
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 10 * time.Second
 	}
@@ -143,13 +148,17 @@ func New(b gateway.Backend, opts Options) *Server {
 		s.nss = append(s.nss, ns)
 		s.svcs[ns.Name] = svc
 	}
-	s.g = grpc.NewServer(
+	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(synodpb.MaxMessageSize),
 		grpc.MaxSendMsgSize(synodpb.MaxMessageSize),
 		grpc.MaxConcurrentStreams(1024),
 		grpc.UnaryInterceptor(s.authenticate),
 		grpc.StreamInterceptor(s.authenticateStream),
-	)
+	}
+	if o.TLS != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(o.TLS)))
+	}
+	s.g = grpc.NewServer(sopts...)
 	synodpb.RegisterSynodServer(s.g, s)
 	// Server reflection, so that grpcurl and GUI clients list and call the
 	// API without the .proto file (behind the same authentication).

@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/certs"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/node"
+	"github.com/synod-dev/synod/service"
+)
+
+// TestSecureCluster: nodes made by New from a cluster file with a secret and
+// tls (clients required) replicate over mutual TLS, and serve the
+// Redis-protocol port over TLS only.
+func TestSecureCluster(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &config.Cluster{Cluster: "sec", Durability: config.Memory, Secret: certs.NewSecret(),
+		TLS:        &config.TLS{Dir: dir, Clients: config.ClientsRequired},
+		Namespaces: []config.Namespace{{Name: "default", Protocol: "paxos", Service: "kv"}}}
+	var peerLns []net.Listener
+	var spec certs.Spec
+	spec.Cluster = cfg.Cluster
+	for i := range 3 {
+		pl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		caddr := cl.Addr().String()
+		cl.Close() // daemon.New listens on the client address itself
+		peerLns = append(peerLns, pl)
+		id := fmt.Sprintf("n%d", i+1)
+		cfg.Nodes = append(cfg.Nodes, config.Node{ID: id, Peer: pl.Addr().String(), Client: caddr})
+		spec.Nodes = append(spec.Nodes, certs.Node{ID: id})
+	}
+	if _, err := certs.Generate(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*node.Node
+	for i, n := range cfg.Nodes {
+		nd, err := New(cfg, n.ID, node.Options{PeerListener: peerLns[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- nd.Run(context.Background()) }()
+		select {
+		case <-nd.Ready():
+		case err := <-errc:
+			t.Fatalf("%s: %v", n.ID, err)
+		}
+		t.Cleanup(func() { nd.Close(); <-errc })
+		nodes = append(nodes, nd)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := nodes[0].Do(ctx, "default", automaton.Request{ID: automaton.RequestID{Client: 7, Seq: 1}, Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}})
+	if err != nil || r.Result.Type != service.ResultOK {
+		t.Fatalf("set over a TLS cluster: %v %v", r.Result, err)
+	}
+	pool, err := certs.LoadPool(filepath.Join(dir, certs.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tls.Dial("tcp", cfg.Nodes[2].Client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"))
+	br := bufio.NewReader(c)
+	line, _ := br.ReadString('\n')
+	val, _ := br.ReadString('\n')
+	if strings.TrimSpace(line) != "$1" || strings.TrimSpace(val) != "v" {
+		t.Fatalf("GET k over TLS on n3: %q %q", line, val)
+	}
+	// Plaintext to the client port is not answered.
+	pc, err := net.Dial("tcp", cfg.Nodes[2].Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	pc.SetDeadline(time.Now().Add(5 * time.Second))
+	pc.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+	if b, err := bufio.NewReader(pc).ReadString('\n'); err == nil && strings.Contains(b, "PONG") {
+		t.Fatal("a plaintext PING was answered on a TLS-only port")
+	}
+}

@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/certs"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+)
+
+func hashFor(t *testing.T, pw string) string {
+	t.Helper()
+	h, err := certs.HashPasswordCost(pw, certs.MinIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func aclBackend() *gatewaytest.MemBackend {
+	return gatewaytest.New(config.Namespace{Name: "default", Protocol: "paxos", Service: "kv"},
+		config.Namespace{Name: "orders", Protocol: "abd", Service: "kv"})
+}
+
+func aclUsers(t *testing.T) []config.User {
+	return []config.User{
+		{Name: "reader", Password: hashFor(t, "r-pass"), Access: map[string]string{"*": config.ReadOnly}},
+		{Name: "writer", Password: hashFor(t, "w-pass"), Access: map[string]string{"default": config.ReadWrite}},
+		{Name: "mixed", Password: hashFor(t, "m-pass"), Access: map[string]string{"*": config.ReadOnly, "orders": config.ReadWrite}},
+	}
+}
+
+func TestACLUsers(t *testing.T) {
+	_, addr := startServer(t, aclBackend(), ServerOptions{Password: "legacy", Users: aclUsers(t)})
+	admin := dial(t, addr)
+	run(t, admin, []step{
+		cmd("GET k", "(error) NOAUTH Authentication required."),
+		cmd("AUTH legacy", "OK"),
+		cmd("SET k v", "OK"),
+		cmd("SYNOD NS orders", "OK"),
+		cmd("SET o 1", "OK"),
+	})
+	r := dial(t, addr)
+	run(t, r, []step{
+		cmd("AUTH reader wrong", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+		cmd("AUTH writer r-pass", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+		cmd("AUTH nobody r-pass", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+		cmd("GET k", "(error) NOAUTH Authentication required."),
+		cmd("AUTH reader r-pass", "OK"),
+		cmd("GET k", `"v"`),
+		cmd("SET k w", "(error) NOPERM User reader has no permissions to run the 'set' command"),
+		cmd("DEL k", "(error) NOPERM User reader has no permissions to run the 'del' command"),
+		cmd("INCR n", "(error) NOPERM User reader has no permissions to run the 'incr' command"),
+		cmd("GET k", `"v"`),
+		cmd("SYNOD NS orders", "OK"),
+		cmd("GET o", `"1"`),
+	})
+	w := dial(t, addr)
+	if got := w.do("HELLO", "2", "AUTH", "writer", "w-pass"); !strings.Contains(got, `"synod"`) {
+		t.Fatalf("HELLO AUTH: %s", got)
+	}
+	run(t, w, []step{
+		cmd("SET k w", "OK"),
+		cmd("SYNOD NS orders", "OK"),
+		cmd("GET o", "(error) NOPERM User writer has no permissions to access the 'orders' namespace"),
+	})
+	m := dial(t, addr)
+	run(t, m, []step{
+		cmd("AUTH mixed m-pass", "OK"),
+		cmd("SET k x", "(error) NOPERM User mixed has no permissions to run the 'set' command"),
+		cmd("GET k", `"w"`),
+		cmd("SYNOD NS orders", "OK"),
+		cmd("SET o 2", "OK"),
+		// Queued writes are refused as a group at EXEC.
+		cmd("SYNOD NS default", "OK"),
+		cmd("MULTI", "OK"),
+		cmd("SET k y", "QUEUED"),
+	})
+	if got := m.do("EXEC"); !strings.Contains(got, "NOPERM") {
+		t.Errorf("EXEC of a refused write: %s", got)
+	}
+	admin.do("SYNOD", "NS", "default")
+	if got := admin.do("GET", "k"); got != `"w"` {
+		t.Fatalf("k = %s after refused writes", got)
+	}
+	// A second login as the same user takes the remembered fast path and
+	// still refuses a wrong password.
+	r2 := dial(t, addr)
+	run(t, r2, []step{
+		cmd("AUTH reader r-pass", "OK"),
+		cmd("AUTH reader r-pasS", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+	})
+}
+
+func TestACLWithoutDefaultPassword(t *testing.T) {
+	_, addr := startServer(t, aclBackend(), ServerOptions{Users: aclUsers(t)})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("GET k", "(error) NOAUTH Authentication required."),
+		cmd("AUTH anything", "(error) ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
+		cmd("AUTH writer w-pass", "OK"),
+		cmd("SET k v", "OK"),
+	})
+}
