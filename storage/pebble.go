@@ -42,6 +42,7 @@ type Pebble struct {
 	mu     sync.Mutex
 	open   map[string]bool
 	closed bool
+	err    error // sticky: a failed commit fails the engine (as the WAL's)
 }
 
 // OpenPebble opens (creating if needed) the database in dir.
@@ -120,6 +121,13 @@ func (p *Pebble) isClosed() bool {
 	return p.closed
 }
 
+// Err is the engine's sticky failure, or nil while it works.
+func (p *Pebble) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
 type pebbleStore struct {
 	p             *Pebble
 	name          string
@@ -136,7 +144,7 @@ func (s *pebbleStore) check() error {
 	if c || s.p.isClosed() {
 		return ErrClosed
 	}
-	return nil
+	return s.p.Err()
 }
 
 func (s *pebbleStore) Load() (map[string][]byte, error) {
@@ -185,7 +193,15 @@ func (s *pebbleStore) Commit(batch []automaton.Persist) error {
 		}
 	}
 	if err := b.Commit(s.p.wopt); err != nil {
-		return fmt.Errorf("storage: commit %s: %w", s.name, err)
+		// Never retried: after a failed sync the state of the log is
+		// unknown (see "Storage faults" in the package doc).
+		f := failure("commit", s.p.dir, err)
+		s.p.mu.Lock()
+		if s.p.err == nil {
+			s.p.err = f
+		}
+		s.p.mu.Unlock()
+		return f
 	}
 	return nil
 }

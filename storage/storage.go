@@ -69,8 +69,8 @@
 // (or, with WALOptions.DSync, relies on O_DSYNC), then wakes every commit the
 // frame carried. Concurrent commits of different namespaces therefore share
 // one write and one sync (group commit), and a frame holds whole batches, so
-// a batch is atomic. A failed write or sync fails the engine for good (the
-// node stops; the state of the file after a failed fsync is unknown).
+// a batch is atomic. A failed write or sync fails the engine for good (see
+// "Storage faults" below).
 //
 // Preallocation: the file is extended ahead of the writes with fallocate in
 // 4 MiB steps (DefaultWALChunk), so most commits overwrite allocated space
@@ -106,6 +106,52 @@
 // Memory: the WAL keeps every live record in memory (as Pebble's memtable
 // would keep recent ones); namespaces' live state must fit in RAM, and a
 // compaction holds one more encoded copy while it runs.
+//
+// # Storage faults
+//
+// The lesson of PostgreSQL's "fsyncgate" (2018): when fsync fails, the
+// kernel may already have dropped the dirty pages it could not write, and
+// marked them clean; a second fsync then succeeds and proves nothing. So a
+// durable engine never retries a failed write or sync:
+//
+//   - Sticky failure. The first failed write, fallocate, fdatasync or
+//     compaction step makes the error (a *Failure: operation, file, the
+//     system's error) the engine's for good. Every later Commit, Load and
+//     Namespace returns it, without touching the file; Err reports it. Load
+//     refuses because the WAL's live records may include batches that never
+//     reached the disk. Pebble's engine does the same with the first failed
+//     Commit.
+//   - What is durable. The WAL advances its end only after a frame's sync
+//     succeeds. On a failure it cuts the file back to that end (truncate,
+//     then fdatasync): the failed frame may still sit in the page cache, and
+//     a restart of the process would otherwise read it back and replay a
+//     batch that was never acknowledged and may not be on disk. If the cut
+//     fails too, the error is logged; a restart may then replay that frame
+//     (with a valid checksum), the one case the WAL cannot rule out.
+//   - Recovery only by restart. OpenWAL re-reads what is on disk. The node
+//     (package node) stops acknowledging anything and refuses requests from
+//     the moment a commit fails, and the protocol's own recovery brings a
+//     restarted replica up to date.
+//   - Full disk. ENOSPC (or EDQUOT) at fallocate, write or sync is a
+//     Failure whose NoSpace reports true, so the node can say "storage
+//     full". It is handled like any other failure: sticky, and the engine
+//     does not resume by itself when space returns. Decision: resuming would
+//     be safe only for a failure that left nothing reported durable and no
+//     failed sync (ENOSPC at fallocate or write), by writing the same frame
+//     again; but the automata that emitted the batch have already moved on,
+//     other namespaces' batches share the frame, and ENOSPC from fdatasync
+//     (delayed allocation) is a lost write like EIO. PostgreSQL makes the
+//     same choice for its WAL (a PANIC on ENOSPC, then recovery at
+//     restart). Preallocation (fallocate, 4 MiB ahead) makes a full disk
+//     show up there, before any byte of the frame is written. Nothing
+//     acknowledged is lost: acknowledged means synced, and a restart with
+//     the disk still full replays the log (which needs no space) and fails
+//     again at its first commit.
+//
+// The WAL's file operations go through FS and File (file.go). Production
+// uses OSFS, the operating system's files; FaultFS (faultfs.go) wraps them
+// to make syncs fail or slow, or writes fail (ENOSPC) half-written, and
+// MountTmpfs gives tests a real small file system to fill.
 package storage
 
 import (

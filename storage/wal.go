@@ -56,6 +56,9 @@ type WALOptions struct {
 	CompactMin int64
 	// Logger receives recovery and compaction messages. Nil: slog.Default().
 	Logger *slog.Logger
+	// FS opens the log and compaction files. Nil: OSFS (tests inject
+	// faults with a FaultFS).
+	FS FS
 
 	// crashAfter, when set (tests), is called after each compaction step;
 	// returning true abandons the compaction there, as a crash would, and
@@ -77,14 +80,14 @@ type WAL struct {
 	nextSeq uint64 // sequence number of the last Commit appended to pending
 	doneSeq uint64 // every Commit up to this one is written (and synced)
 	writing bool   // one committer writes at a time; it owns f, off, alloc
-	err     error  // sticky: a failed write or sync fails the engine
+	err     error  // sticky: a failed write or sync fails the engine (a *Failure)
 	closed  bool
 	data    map[string]map[string][]byte
 	live    int64 // encoded size of the live records
 	open    map[string]bool
 
-	f     *os.File
-	off   int64 // end of the written frames
+	f     File
+	off   int64 // end of the written (and synced) frames
 	alloc int64 // preallocated file size
 }
 
@@ -98,6 +101,9 @@ func OpenWAL(dir string, o WALOptions) (*WAL, error) {
 	}
 	if o.CompactMin == 0 {
 		o.CompactMin = DefaultWALCompactMin
+	}
+	if o.FS == nil {
+		o.FS = OSFS{}
 	}
 	w := &WAL{dir: dir, opts: o, lg: o.Logger, data: map[string]map[string][]byte{}, open: map[string]bool{}}
 	if w.lg == nil {
@@ -130,7 +136,7 @@ func OpenWAL(dir string, o WALOptions) (*WAL, error) {
 	if o.DSync && o.Sync {
 		flags |= syscall.O_DSYNC
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := o.FS.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
@@ -305,6 +311,14 @@ func (w *WAL) Durability() string {
 // Dir is the data directory.
 func (w *WAL) Dir() string { return w.dir }
 
+// Err is the engine's sticky failure (a *Failure, or the error that failed
+// it), or nil while it works.
+func (w *WAL) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // Size is the length of the log's frames (not counting preallocated space).
 func (w *WAL) Size() int64 {
 	w.mu.Lock()
@@ -324,6 +338,9 @@ func (w *WAL) Namespace(name string) (Store, error) {
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil, ErrClosed
+	}
+	if w.err != nil {
+		return nil, w.err
 	}
 	if w.open[name] {
 		return nil, fmt.Errorf("storage: namespace %q is already open", name)
@@ -401,7 +418,7 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 			}
 		}
 		if err != nil {
-			w.err = fmt.Errorf("storage: wal: %w", err)
+			w.fail(err)
 		}
 		w.writing = false
 		w.cond.Broadcast()
@@ -422,11 +439,11 @@ func (w *WAL) writeFrame(buf []byte) error {
 		return err
 	}
 	if _, err := w.f.WriteAt(buf, w.off); err != nil {
-		return err
+		return failure("write", w.f.Name(), err)
 	}
 	if w.opts.Sync && !w.opts.DSync {
-		if err := fdatasync(w.f); err != nil {
-			return err
+		if err := w.f.Datasync(); err != nil {
+			return failure("fdatasync", w.f.Name(), err)
 		}
 	}
 	w.off += int64(len(buf))
@@ -439,27 +456,40 @@ func (w *WAL) prealloc(n int64) error {
 		return nil
 	}
 	size := w.off + n + w.opts.Chunk
-	if err := syscall.Fallocate(int(w.f.Fd()), 0, w.alloc, size-w.alloc); err != nil {
+	if err := w.f.Allocate(w.alloc, size-w.alloc); err != nil {
 		if errors.Is(err, syscall.EOPNOTSUPP) {
 			w.opts.Chunk = -1 // the file system cannot: grow with each write
 			return nil
 		}
-		return fmt.Errorf("fallocate: %w", err)
+		return failure("fallocate", w.f.Name(), err)
 	}
 	w.alloc = size
 	return nil
 }
 
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			if err != nil {
-				return fmt.Errorf("fdatasync %s: %w", f.Name(), err)
-			}
-			return nil
-		}
+// fail makes err the engine's sticky failure (the writer calls it, w.mu
+// held) and cuts the log back to the end of the last frame whose sync
+// succeeded: what follows it (the frame of the failed write or sync, or
+// preallocated space) may sit in the page cache without being on disk, and
+// a restart must not replay it as if it were durable. The cut is best
+// effort: if it fails too, the engine is failed all the same and the log
+// says so (see "Storage faults" in the package doc).
+func (w *WAL) fail(err error) {
+	if _, ok := AsFailure(err); !ok && !errors.Is(err, errWALCrash) {
+		err = failure("write", filepath.Join(w.dir, WALFile), err)
 	}
+	w.err = err
+	cut := w.f.Truncate(w.off)
+	if cut == nil {
+		cut = w.f.Datasync()
+	}
+	if cut != nil {
+		w.lg.Error("storage: wal: failed; could not cut the log back to its last synced frame (a restart may replay a frame that never synced)",
+			"dir", w.dir, "err", err, "cut_err", cut, "offset", w.off)
+		return
+	}
+	w.alloc = w.off
+	w.lg.Error("storage: wal: failed; refusing every commit until the node restarts", "dir", w.dir, "err", err, "durable_end", w.off)
 }
 
 func syncDir(dir string) error {
@@ -469,7 +499,7 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("storage: sync directory %s: %w", dir, err)
+		return failure("fsync", dir, err)
 	}
 	return nil
 }
@@ -485,6 +515,10 @@ func (s *walStore) Load() (map[string][]byte, error) {
 	defer s.w.mu.Unlock()
 	if s.closed || s.w.closed {
 		return nil, ErrClosed
+	}
+	if s.w.err != nil {
+		// The live records may include batches that never reached the disk.
+		return nil, s.w.err
 	}
 	m := s.w.data[s.name]
 	out := make(map[string][]byte, len(m))
@@ -562,7 +596,10 @@ func (w *WAL) compact() error {
 	f, err := w.writeSnapshot(snap)
 	w.mu.Lock()
 	if err != nil {
-		return fmt.Errorf("compaction: %w", err)
+		if f, ok := AsFailure(err); ok {
+			return &Failure{Op: "compaction: " + f.Op, Path: f.Path, Err: f.Err}
+		}
+		return err
 	}
 	w.f.Close()
 	w.f, w.off, w.alloc = f, int64(len(snap)), int64(len(snap))
@@ -571,20 +608,23 @@ func (w *WAL) compact() error {
 }
 
 // writeSnapshot carries out the file steps of a compaction.
-func (w *WAL) writeSnapshot(snap []byte) (*os.File, error) {
+func (w *WAL) writeSnapshot(snap []byte) (File, error) {
 	tmp := filepath.Join(w.dir, walTmpFile)
 	stop := func(step string) bool { return w.opts.crashAfter != nil && w.opts.crashAfter(step) }
 	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
 	if w.opts.DSync && w.opts.Sync {
 		flags |= syscall.O_DSYNC
 	}
-	f, err := os.OpenFile(tmp, flags, 0o644)
+	f, err := w.opts.FS.OpenFile(tmp, flags, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, failure("open", tmp, err)
 	}
-	fail := func(err error) (*os.File, error) {
+	fail := func(err error) (File, error) {
 		f.Close()
-		return nil, err
+		if errors.Is(err, errWALCrash) {
+			return nil, err
+		}
+		return nil, failure("write", tmp, err)
 	}
 	if _, err := f.Write(snap); err != nil {
 		return fail(err)
@@ -593,7 +633,7 @@ func (w *WAL) writeSnapshot(snap []byte) (*os.File, error) {
 		return fail(errWALCrash)
 	}
 	if err := f.Sync(); err != nil {
-		return fail(err)
+		return fail(failure("fsync", tmp, err))
 	}
 	if stop("sync") {
 		return fail(errWALCrash)
@@ -605,7 +645,7 @@ func (w *WAL) writeSnapshot(snap []byte) (*os.File, error) {
 		return fail(errWALCrash)
 	}
 	if err := os.Rename(tmp, filepath.Join(w.dir, WALFile)); err != nil {
-		return fail(err)
+		return fail(failure("rename", tmp, err))
 	}
 	if stop("rename") {
 		return fail(errWALCrash)
