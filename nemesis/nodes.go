@@ -1,0 +1,189 @@
+package nemesis
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/synod-dev/synod/config"
+)
+
+// node is one synod node process running inside its namespace.
+type node struct {
+	i       int
+	id      string
+	cfgPath string
+	dataDir string // a tmpfs of its own, of DiskSize bytes
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	paused  bool
+}
+
+// writeConfigs writes one cluster file per node: the same cluster, except
+// that node i's file names, as the peer address of every other node j, the
+// relay of link i->j. Node i listens at its own real address.
+func writeConfigs(dir string, h *Net, nodes int, protocol string, params map[string]string) ([]string, error) {
+	var paths []string
+	for i := 1; i <= nodes; i++ {
+		cfg := &config.Cluster{
+			Cluster:    fmt.Sprintf("chaos-%d", h.pid),
+			Durability: config.Fsync,
+			DataDir:    filepath.Join(dir, "data"),
+			Namespaces: []config.Namespace{{Name: "default", Protocol: protocol, Service: "kv", Params: params}},
+		}
+		for j := 1; j <= nodes; j++ {
+			peer := h.PeerAddr(j)
+			if j != i {
+				peer = h.RelayAddr(i, j)
+			}
+			cfg.Nodes = append(cfg.Nodes, config.Node{ID: fmt.Sprintf("n%d", j), Peer: peer, Client: h.ClientAddr(j)})
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("nemesis: cluster file: %w", err)
+		}
+		b, err := cfg.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, fmt.Sprintf("cluster-n%d.yaml", i))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// mountData mounts a tmpfs of size bytes on dir (a full disk is then a
+// full tmpfs, nothing else on the machine fills up).
+func mountData(dir string, size int64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.FormatInt(size, 10)); err != nil {
+		return fmt.Errorf("nemesis: mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// start runs `synod node` inside namespace ns; the process is the node
+// itself (ip netns exec execs it), so its pid is what pause and kill signal.
+func (n *node) start(bin, ns string) error {
+	lf, err := os.OpenFile(n.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	fmt.Fprintf(lf, "=== nemesis: starting %s at %s\n", n.id, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command("ip", "netns", "exec", ns, bin, "node", "--config", n.cfgPath, "--id", n.id)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	// The node dies with the harness even if the harness is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("nemesis: starting %s: %w", n.id, err)
+	}
+	n.cmd, n.exited, n.paused = cmd, make(chan struct{}), false
+	go func(done chan struct{}) { cmd.Wait(); close(done) }(n.exited)
+	return nil
+}
+
+func (n *node) running() bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitReady waits for the node's PONG, failing fast if it exits.
+func (n *node) waitReady(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if !n.running() {
+			return fmt.Errorf("nemesis: %s exited during startup; see %s", n.id, n.logPath)
+		}
+		err := ping(addr, 300*time.Millisecond)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nemesis: %s did not answer PING on %s within %v: %v; see %s", n.id, addr, timeout, err, n.logPath)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (n *node) signal(s syscall.Signal) error {
+	if !n.running() {
+		return errors.New("not running")
+	}
+	return n.cmd.Process.Signal(s)
+}
+
+// kill sends SIGKILL (continuing a paused process first is not needed:
+// SIGKILL ends a stopped process) and waits until it is reaped.
+func (n *node) kill() {
+	if !n.running() {
+		return
+	}
+	n.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-n.exited:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// fillDisk writes a file until the node's tmpfs is full; the returned
+// function removes it.
+func fillDisk(dir string) (func(), error) {
+	p := filepath.Join(dir, "nemesis-fill")
+	f, err := os.Create(p)
+	if err != nil {
+		return func() {}, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return func() { os.Remove(p) }, nil
+			}
+			os.Remove(p)
+			return func() {}, err
+		}
+	}
+}
+
+// ping sends a RESP PING and expects +PONG.
+func ping(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
