@@ -25,13 +25,14 @@ with "synod cluster down".`,
 	clusterCmd.PersistentFlags().StringVar(&dir, "dir", "./synod-cluster", "cluster directory")
 
 	var up cluster.UpOptions
+	var upTLS bool
 	upCmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local cluster and wait until every node answers PING",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			up.Dir = dir
-			c, err := cluster.Up(up)
+			c, err := upCluster(up, upTLS) // certs.go
 			if err != nil {
 				return err
 			}
@@ -57,6 +58,9 @@ with "synod cluster down".`,
 					hint += " -a PASSWORD"
 				}
 				fmt.Fprintf(out, "try: %s\n", hint)
+				if h := tlsHint(c, c.Nodes[0].Client); h != "" {
+					fmt.Fprintln(out, h)
+				}
 				addrs := strings.Join(c.ClientAddrs(), ",")
 				pw := ""
 				if c.Config.Password != "" {
@@ -76,6 +80,7 @@ with "synod cluster down".`,
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
 	f.IntVar(&up.BasePort, "base-port", 0, "pin ports: client ports N.., peer ports N+100.., metrics ports N+200.., gRPC ports N+300..; 0 picks free ports")
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
+	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients may use TLS (docs/SECURITY.md)")
 
 	statusCmd := &cobra.Command{
 		Use:   "status",
