@@ -61,7 +61,7 @@ var params = proto.NewSpec(
 	proto.Param{Name: "callee", Kind: proto.String, Default: "remote",
 		Doc: "the namespace SET's nested request calls"},
 	proto.Param{Name: "strategy", Kind: proto.Enum, Default: PPM, Choices: []string{Naive, Walls, SPM, PPM},
-		Doc: "naive: one thread, one core; walls: one group of `threads` threads (Eve modified, §3.2.2); spm: `threads` single-thread groups on one core (§5.1.2); ppm: `groups` groups of `threads` threads (§5.1.3)"},
+		Doc: "naive: one thread, one core; walls: one group of `threads` threads (Eve modified, §3.2.2); spm: `threads` single-thread groups on one core (§3.2.3, §5.1.2); ppm: `groups` groups of `threads` threads (§4.1, §5.2)"},
 	proto.Param{Name: "groups", Kind: proto.Int, Default: "3", Min: "1", Max: "64",
 		Doc: "G, thread groups taking turns on the pipeline (ppm)"},
 	proto.Param{Name: "threads", Kind: proto.Int, Default: "8", Min: "1", Max: "256",

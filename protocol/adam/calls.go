@@ -11,7 +11,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Nested calls (seed 003 §3 and §5.1.5): a request suspended at its call
+// Nested calls (seed 003 §3.1 and §5.2.3): a request suspended at its call
 // is part of the committed state; only then does the call leave, from every
 // execution replica, with an id every replica and every re-issue computes
 // alike; the answer goes to the primary's PPM, which resumes the request in
@@ -130,7 +130,7 @@ func committed(a *eve.Eve) (*service.NestedState, uint64) {
 
 // Applied implements eve.Ext: after every applied slot (a verified wall,
 // a rollback's re-execution, a state transfer) and after recovery, the
-// calls of the requests suspended in the committed state leave (§5.1.5:
+// calls of the requests suspended in the committed state leave (§5.2.3:
 // "verification before every nested request"); answers of requests no
 // longer suspended are forgotten.
 func (x *ext) Applied(a *eve.Eve) {

@@ -10,7 +10,7 @@ import (
 // Invariants (automaton.InvariantStater): eve's engine's, and Adam's
 // output commit for nested requests.
 var invariantNames = []string{
-	"call-after-commit: a nested request leaves a replica only when its replica's committed (verified) state holds the request suspended at that very call (seed 003 §3: every exposure point comes after verification; §5.1.5: verification before every nested request)",
+	"call-after-commit: a nested request leaves a replica only when its replica's committed (verified) state holds the request suspended at that very call (seed 003 §3: every exposure point comes after verification; §5.2.3: verification before every nested request)",
 }
 
 // Invariants implements automaton.InvariantStater.

@@ -8,7 +8,7 @@ import (
 )
 
 // The Parallel Pipeline Manager and its Parallel Group Managers (seed 003
-// §5.1.3-§5.1.4), at the primary. The seed's threads are the primary's
+// §5.2.1-§5.2.2), at the primary. The seed's threads are the primary's
 // plan of who runs what: a batch's requests are assigned to G groups of k
 // threads, group-major round-robin; one group at a time is active and
 // computes; each of its threads runs its requests' steps up to the wall
@@ -113,7 +113,7 @@ func (p *ppm) next(a *eve.Eve, x *ext, queue []eve.Entry) (take, rest []eve.Entr
 }
 
 // startBatch assigns up to batchMax queued requests to the threads,
-// group-major round-robin (§5.1.3: one request to each thread of group 0,
+// group-major round-robin (§5.2.1: one request to each thread of group 0,
 // then of group 1, ..., then a second round).
 func (p *ppm) startBatch(queue []eve.Entry, waiting [][]*service.Cont) []eve.Entry {
 	n := min(len(queue), p.batchMax)
@@ -178,7 +178,7 @@ func begin(en eve.Entry, thread int) eve.Entry {
 // hitWall: every thread of group g has yielded (it is at its nested call
 // or done); the last one wakes the PPM, which moves the pipeline to the
 // next group. Only the PPM clears yield bits, and only those of a group
-// that has been swapped off the pipeline at least once (§5.1.4: a group
+// that has been swapped off the pipeline at least once (§5.2.1: a group
 // that never ran keeps its bits clear, so the machine never idles with
 // every bit set).
 func (p *ppm) hitWall(g int) {
