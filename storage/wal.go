@@ -192,13 +192,15 @@ func (w *WAL) replay(b []byte) (end int64, torn bool, err error) {
 }
 
 // walFrameAt decodes the frame at off: its payload, the offset of the next
-// frame, and whether it is complete and its checksum matches.
+// frame, and whether it is complete (padding included) and its checksum matches.
 func walFrameAt(b []byte, off int) (payload []byte, next int, ok bool) {
 	if off+walHeader > len(b) {
 		return nil, 0, false
 	}
 	n := int(binary.LittleEndian.Uint32(b[off:]))
-	if n == 0 || n > walMaxFrame || off+walHeader+n > len(b) {
+	// A frame without its padding was cut short by a partial write (frames
+	// are written padded, in one write): torn, like a short payload.
+	if n == 0 || n > walMaxFrame || walPad(off+walHeader+n) > len(b) {
 		return nil, 0, false
 	}
 	payload = b[off+walHeader : off+walHeader+n]
