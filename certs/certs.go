@@ -294,6 +294,12 @@ func LoadPool(caFile string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// LoadNodeTLS is LoadTLS for node id's files in certificate directory dir.
+func LoadNodeTLS(dir, id string) (*tls.Config, error) {
+	cf, kf := NodeFiles(id)
+	return LoadTLS(filepath.Join(dir, CAFile), filepath.Join(dir, cf), filepath.Join(dir, kf))
+}
+
 // LoadTLS returns a TLS configuration holding the key pair in certFile and
 // keyFile and trusting the CA in caFile (as RootCAs and ClientCAs). Callers
 // set the client-authentication policy.

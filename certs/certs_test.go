@@ -14,8 +14,7 @@ func TestGenerateAndLoad(t *testing.T) {
 	if _, err := Generate(dir, spec); err != nil {
 		t.Fatal(err)
 	}
-	cf, kf := NodeFiles("n1")
-	cfg, err := LoadTLS(filepath.Join(dir, CAFile), filepath.Join(dir, cf), filepath.Join(dir, kf))
+	cfg, err := LoadNodeTLS(dir, "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func TestGenerateAndLoad(t *testing.T) {
 	if _, err := cleaf.Verify(x509.VerifyOptions{Roots: cfg.RootCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
 		t.Fatal("a client certificate verifies as a server")
 	}
-	if st, _ := os.Stat(filepath.Join(dir, kf)); st.Mode().Perm() != 0o600 {
+	if st, _ := os.Stat(filepath.Join(dir, "node-n1.key")); st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file mode %v", st.Mode())
 	}
 	// A second run keeps the CA and the secret.

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 
 	"github.com/synod-dev/synod/certs"
@@ -55,15 +54,6 @@ func (c *Cluster) ClientTLS() (on, optional bool) {
 		return true, true
 	}
 	return false, false
-}
-
-// CAFile is the cluster CA certificate.
-func (t TLS) CAFile() string { return filepath.Join(t.Dir, certs.CAFile) }
-
-// NodeFiles are node id's certificate and key.
-func (t TLS) NodeFiles(id string) (cert, key string) {
-	c, k := certs.NodeFiles(id)
-	return filepath.Join(t.Dir, c), filepath.Join(t.Dir, k)
 }
 
 // Access levels of a user on a namespace.

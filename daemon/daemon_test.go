@@ -35,22 +35,9 @@ func TestNodesWireTheGRPCPeerTransport(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	var nodes []*node.Node
-	for i, n := range cfg.Nodes {
-		nd, err := New(cfg, n.ID, node.Options{PeerListener: lns[i][0], ClientListener: lns[i][1]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		errc := make(chan error, 1)
-		go func() { errc <- nd.Run(context.Background()) }()
-		select {
-		case <-nd.Ready():
-		case err := <-errc:
-			t.Fatalf("%s: %v", n.ID, err)
-		}
-		t.Cleanup(func() { nd.Close(); <-errc })
-		nodes = append(nodes, nd)
-	}
+	nodes := startNodes(t, cfg, func(i int) node.Options {
+		return node.Options{PeerListener: lns[i][0], ClientListener: lns[i][1]}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	do := func(n *node.Node, seq uint64, kind string, args ...string) service.Result {
@@ -73,4 +60,27 @@ func TestNodesWireTheGRPCPeerTransport(t *testing.T) {
 	if s := nodes[1].Info()["peers_grpc_stream"]; len(s) != 2 {
 		t.Errorf("n2's gRPC stream peers: %v", s)
 	}
+}
+
+// startNodes makes every node of cfg with New and opts(i), runs it until
+// ready, and stops it when the test ends.
+func startNodes(t *testing.T, cfg *config.Cluster, opts func(i int) node.Options) []*node.Node {
+	t.Helper()
+	var nodes []*node.Node
+	for i, n := range cfg.Nodes {
+		nd, err := New(cfg, n.ID, opts(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- nd.Run(context.Background()) }()
+		select {
+		case <-nd.Ready():
+		case err := <-errc:
+			t.Fatalf("%s: %v", n.ID, err)
+		}
+		t.Cleanup(func() { nd.Close(); <-errc })
+		nodes = append(nodes, nd)
+	}
+	return nodes
 }

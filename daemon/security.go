@@ -24,8 +24,7 @@ func secure(cfg *config.Cluster, id string, opts *node.Options) (cleanup func(),
 	if cfg.TLS == nil {
 		return cleanup, nil
 	}
-	cert, key := cfg.TLS.NodeFiles(id)
-	tc, err := certs.LoadTLS(cfg.TLS.CAFile(), cert, key)
+	tc, err := certs.LoadNodeTLS(cfg.TLS.Dir, id)
 	if err != nil {
 		return cleanup, fmt.Errorf("node %s: tls (cluster file field tls.dir %s): %w", id, cfg.TLS.Dir, err)
 	}

@@ -51,22 +51,7 @@ func TestSecureCluster(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	var nodes []*node.Node
-	for i, n := range cfg.Nodes {
-		nd, err := New(cfg, n.ID, node.Options{PeerListener: peerLns[i]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		errc := make(chan error, 1)
-		go func() { errc <- nd.Run(context.Background()) }()
-		select {
-		case <-nd.Ready():
-		case err := <-errc:
-			t.Fatalf("%s: %v", n.ID, err)
-		}
-		t.Cleanup(func() { nd.Close(); <-errc })
-		nodes = append(nodes, nd)
-	}
+	nodes := startNodes(t, cfg, func(i int) node.Options { return node.Options{PeerListener: peerLns[i]} })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := nodes[0].Do(ctx, "default", automaton.Request{ID: automaton.RequestID{Client: 7, Seq: 1}, Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}})

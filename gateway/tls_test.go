@@ -19,8 +19,7 @@ func tlsServer(t *testing.T, optional bool, opts ServerOptions) (addr, caFile st
 	if _, err := certs.Generate(dir, certs.Spec{Cluster: "c", Nodes: []certs.Node{{ID: "n1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	cf, kf := certs.NodeFiles("n1")
-	cfg, err := certs.LoadTLS(filepath.Join(dir, certs.CAFile), filepath.Join(dir, cf), filepath.Join(dir, kf))
+	cfg, err := certs.LoadNodeTLS(dir, "n1")
 	if err != nil {
 		t.Fatal(err)
 	}

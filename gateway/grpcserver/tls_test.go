@@ -3,7 +3,6 @@ package grpcserver
 import (
 	"crypto/tls"
 	"net"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -20,8 +19,7 @@ func TestTLS(t *testing.T) {
 	if _, err := certs.Generate(dir, certs.Spec{Cluster: "c", Nodes: []certs.Node{{ID: "n1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	cf, kf := certs.NodeFiles("n1")
-	cfg, err := certs.LoadTLS(filepath.Join(dir, certs.CAFile), filepath.Join(dir, cf), filepath.Join(dir, kf))
+	cfg, err := certs.LoadNodeTLS(dir, "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
