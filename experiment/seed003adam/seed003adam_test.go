@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/experiment"
+	_ "github.com/synod-dev/synod/protocol/all"
 )
 
 func runQuick(t *testing.T, e experiment.Experiment) (*experiment.Results, string) {
@@ -84,5 +85,19 @@ func TestModelQuick(t *testing.T) {
 func TestModelFlags(t *testing.T) {
 	if _, err := (&Model{Batch: 0}).Cells(experiment.Options{}); err == nil {
 		t.Error("--batch 0 accepted")
+	}
+}
+
+// Fig 6.1 in the simulator (quick: 48 clients, 150 SETs per strategy):
+// every strategy runs protocol/adam against a paxos callee, and the
+// multi-threaded ones beat naive by more than 2x.
+func TestFig61Quick(t *testing.T) {
+	res, text := runQuick(t, &Fig61{Ops: 600, Clients: 96, Batch: 96, SimSeed: 1})
+	tput := map[string]float64{}
+	for _, c := range res.Cells {
+		tput[c.Get("strategy")] = c.Metrics[mTput]
+	}
+	if !(tput["spm"] > tput["naive"] && tput["walls"] > 2*tput["naive"] && tput["ppm"] > 2*tput["naive"]) {
+		t.Errorf("req/s %v:\n%s", tput, text)
 	}
 }
