@@ -87,3 +87,22 @@ func TestSecureCluster(t *testing.T) {
 		t.Fatal("a plaintext PING was answered on a TLS-only port")
 	}
 }
+
+// TestUsersRefusedUntilWired: a cluster file with users is refused rather
+// than served without authentication (see secure).
+func TestUsersRefusedUntilWired(t *testing.T) {
+	h, err := certs.HashPasswordCost("pw", certs.MinIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Cluster{Cluster: "u", Durability: config.Memory,
+		Nodes:      []config.Node{{ID: "n1", Peer: "127.0.0.1:1", Client: "127.0.0.1:2"}},
+		Namespaces: []config.Namespace{{Name: "default", Protocol: "paxos", Service: "kv"}},
+		Users:      []config.User{{Name: "alice", Password: h, Access: map[string]string{"*": config.ReadOnly}}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg, "n1", node.Options{}); err == nil || !strings.Contains(err.Error(), "users") {
+		t.Fatalf("New with users: %v", err)
+	}
+}
