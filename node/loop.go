@@ -76,7 +76,7 @@ type nsLoop struct {
 	// Pipeline between the loop and its committer goroutine.
 	commitQ       chan *batch   // batches waiting for (or in) a commit, in order
 	free          chan *batch   // recycled batches
-	failed        atomic.Bool   // a Commit failed: release nothing any more
+	failed        atomic.Bool   // a Commit failed (any namespace's): release nothing any more
 	committerDone chan struct{} // closed when the committer has drained commitQ
 
 	// Outputs not yet released, in emission order, and the number of the
@@ -270,6 +270,9 @@ func (l *nsLoop) offer(o automaton.Output, req uint64) {
 func (l *nsLoop) setDurable(d uint64) {
 	l.rmu.Lock()
 	defer l.rmu.Unlock()
+	if l.failed.Load() {
+		return // storage failed (storagefault.go): nothing leaves any more
+	}
 	l.durable = max(l.durable, d)
 	for l.ph < len(l.pend) && l.pend[l.ph].req <= l.durable {
 		l.release1(l.pend[l.ph].o)
@@ -371,7 +374,8 @@ func (l *nsLoop) recycle(group []*batch) {
 	}
 }
 
-// commit makes recs durable. It reports a failure to the node, which stops.
+// commit makes recs durable. It reports a failure to the node, which then
+// acknowledges nothing more (storagefault.go).
 func (l *nsLoop) commit(recs []automaton.Persist) bool {
 	t0 := time.Now()
 	if err := l.store.Commit(recs); err != nil {

@@ -25,10 +25,12 @@
 // skip the commit, and under load inputs are stepped while an fsync runs and
 // the next commit covers all of them. SetTimer and CancelTimer
 // take effect at once: they are not visible outside the node, so holding
-// them back would only delay timers. If a Commit fails the node logs the
-// error and exits the process without releasing any output still waiting,
-// nor any emitted later (Options.Fatal overrides the exit for tests): continuing
-// would risk answering clients from state that is not on disk.
+// them back would only delay timers. If a Commit fails, the node releases
+// no output still waiting, nor any emitted later, in any namespace, and
+// refuses every request with the storage error until it is restarted
+// (storagefault.go; Options.Fatal, when set, is called and the node shuts
+// down instead): continuing would risk answering clients from state that is
+// not on disk.
 //
 // Timers carry a generation number. Replacing or cancelling a timer stops it
 // and forgets its generation, so a firing that raced with the Stop is dropped
@@ -65,7 +67,6 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,9 +101,10 @@ type Options struct {
 
 	BatchLimit int // inputs per batch, default 1024
 	InboxLen   int // per-namespace inbox, default 4096
-	// Fatal is called when storage fails. Default: exit the process with
-	// status 1 after the error has been logged. When Fatal returns, the node
-	// shuts down and Run returns the error.
+	// Fatal, when set, is called when storage fails; when it returns, the
+	// node shuts down and Run returns the error. Default (nil): the node
+	// stays up in the failed state of storagefault.go (acknowledges nothing,
+	// refuses requests with the error, reports it) until it is restarted.
 	Fatal func(error)
 	// Transport tunes the peer transport; Cluster, Self, Peers, Listener,
 	// Handler and Logger are set by the node.
@@ -181,6 +183,7 @@ type Node struct {
 	fatalCh  chan struct{}
 	fatalOne sync.Once
 	begun    time.Time
+	sf       storageFault // storagefault.go
 }
 
 // New checks the configuration for node id and creates its automata. Nothing
@@ -202,9 +205,6 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 	if opts.InboxLen <= 0 {
 		opts.InboxLen = 4096
 	}
-	if opts.Fatal == nil {
-		opts.Fatal = func(error) { os.Exit(1) }
-	}
 	n := &Node{
 		cfg: cfg, self: self, id: automaton.NodeID(id), opts: opts,
 		log:      opts.Logger.With("node", id),
@@ -217,6 +217,7 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		runDone:  make(chan struct{}),
 		fatalCh:  make(chan struct{}),
 	}
+	n.initStorageFault()
 	n.durable = cfg.Durability != config.Memory
 	if opts.Storage != nil {
 		n.durable = opts.Storage.Durability() == config.Fsync
@@ -463,7 +464,7 @@ func (n *Node) start() error {
 		}()
 	}
 	if metricsLn != nil {
-		n.httpSrv = &http.Server{Handler: n.m.handler(), ReadHeaderTimeout: 10 * time.Second}
+		n.httpSrv = &http.Server{Handler: n.withHealth(n.m.handler()), ReadHeaderTimeout: 10 * time.Second}
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
@@ -533,17 +534,14 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// fatal reports a storage failure: log, then Options.Fatal (which by default
-// exits the process), then shut down.
+// fatal reports a storage failure: the node enters the failed state
+// (storagefault.go); with Options.Fatal set, it calls it and shuts down.
 func (n *Node) fatal(ns string, err error) {
-	n.log.Error("storage commit failed; stopping without releasing the batch's outputs", "namespace", ns, "err", err)
-	n.fatalMu.Lock()
-	if n.fatalErr == nil {
-		n.fatalErr = fmt.Errorf("namespace %s: storage commit failed: %w", ns, err)
+	n.storageFailed(ns, err)
+	if n.opts.Fatal != nil {
+		n.opts.Fatal(err)
+		n.fatalOne.Do(func() { close(n.fatalCh) })
 	}
-	n.fatalMu.Unlock()
-	n.opts.Fatal(err)
-	n.fatalOne.Do(func() { close(n.fatalCh) })
 }
 
 // deliver is the transport's handler.
@@ -552,6 +550,9 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	if l == nil {
 		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
 		return
+	}
+	if n.sf.err.Load() != nil {
+		return // storage failed: the loop may have stopped (storagefault.go)
 	}
 	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}}) {
 		l.msgsIn.Add(1)
@@ -573,6 +574,9 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	case <-n.stopping:
 		return automaton.Response{}, gateway.ErrShuttingDown
 	default:
+	}
+	if err := n.StorageErr(); err != nil {
+		return automaton.Response{}, err
 	}
 	if err := automaton.ValidateRequest(l.svc, req); err != nil {
 		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
@@ -618,6 +622,9 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	case <-n.stopping:
 		l.removeWaiter(req.ID, ch)
 		return automaton.Response{}, gateway.ErrShuttingDown
+	case <-n.sf.ch:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, n.StorageErr()
 	}
 	l.requests.Add(1)
 	l.mRequests.Inc()
@@ -631,6 +638,14 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	case <-n.stopping:
 		l.removeWaiter(req.ID, ch)
 		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, gateway.ErrShuttingDown)
+	case <-n.sf.ch:
+		l.removeWaiter(req.ID, ch)
+		select {
+		case r := <-ch: // released before the failure: durable
+			return r, nil
+		default:
+		}
+		return automaton.Response{}, n.errStorageUnknown(req.ID)
 	}
 }
 
@@ -714,6 +729,7 @@ func (n *Node) Info() map[string]map[string]string {
 	if n.self.Metrics != "" {
 		syn["metrics_addr"] = n.self.Metrics
 	}
+	n.storageInfo(syn)
 	if n.self.GRPC != "" {
 		syn["grpc_addr"] = n.self.GRPC
 	}

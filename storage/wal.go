@@ -481,16 +481,17 @@ func (w *WAL) fail(err error) {
 		err = failure("write", filepath.Join(w.dir, WALFile), err)
 	}
 	w.err = err
-	cut := w.f.Truncate(w.off)
-	if cut == nil {
-		cut = w.f.Datasync()
-	}
-	if cut != nil {
+	if cut := w.f.Truncate(w.off); cut != nil {
 		w.lg.Error("storage: wal: failed; could not cut the log back to its last synced frame (a restart may replay a frame that never synced)",
 			"dir", w.dir, "err", err, "cut_err", cut, "offset", w.off)
 		return
 	}
 	w.alloc = w.off
+	if cut := w.f.Datasync(); cut != nil {
+		w.lg.Error("storage: wal: failed; cut the log back to its last synced frame, but the cut did not sync (after a machine crash the failed frame may be back)",
+			"dir", w.dir, "err", err, "cut_err", cut, "offset", w.off)
+		return
+	}
 	w.lg.Error("storage: wal: failed; refusing every commit until the node restarts", "dir", w.dir, "err", err, "durable_end", w.off)
 }
 

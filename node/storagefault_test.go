@@ -1,0 +1,210 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/storage"
+)
+
+// faultNode is a node of a storage-fault test, with its WAL and Run's result.
+type faultNode struct {
+	*Node
+	errc chan error
+}
+
+// runFaultNode starts node id on listeners l with engine e (nil: the
+// cluster's), and closes it when the test ends unless the test did.
+func runFaultNode(t *testing.T, cfg *config.Cluster, id string, l lns, e storage.Engine) *faultNode {
+	t.Helper()
+	n, err := New(cfg, id, Options{Storage: e, PeerListener: l.peer, ClientListener: l.client, MetricsListener: l.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := &faultNode{n, make(chan error, 1)}
+	go func() { fn.errc <- n.Run(context.Background()) }()
+	select {
+	case <-n.Ready():
+	case err := <-fn.errc:
+		t.Fatalf("node %s: %v", id, err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return fn
+}
+
+// relisten opens listeners on node id's configured addresses again (a
+// restart on the same addresses).
+func relisten(t *testing.T, cfg *config.Cluster, id string) lns {
+	t.Helper()
+	self, err := cfg.Node(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [3]net.Listener
+	for i, addr := range []string{self.Peer, self.Client, self.Metrics} {
+		for try := 0; ; try++ {
+			if out[i], err = net.Listen("tcp", addr); err == nil {
+				break
+			}
+			if try == 100 {
+				t.Fatalf("listen on %s again: %v", addr, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return lns{out[0], out[1], out[2]}
+}
+
+// putVia writes key=val through n, retrying (same request id) while the
+// cluster elects a leader; it fails the test after 10 s.
+func putVia(t *testing.T, n *Node, key, val string) {
+	t.Helper()
+	r := req("set", key, val)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := n.Do(ctx, "default", r)
+		cancel()
+		if err == nil && !resp.Result.IsErr() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("set %s via %s: %v %v", key, n.ID(), err, resp.Result)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func getVia(t *testing.T, n *Node, key string) string {
+	t.Helper()
+	r := req("get", key)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := n.Do(ctx, "default", r)
+		cancel()
+		if err == nil && !resp.Result.IsErr() {
+			return string(resp.Result.Bytes)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("get %s via %s: %v %v", key, n.ID(), err, resp.Result)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A 3-node Multi-Paxos cluster in which n2's fsync fails (issue 19 item 3):
+// n2 does not retry it; from then on it acknowledges nothing (no response,
+// no peer message leaves it), refuses requests with the storage error and
+// reports it in INFO, /healthz and /metrics, while n1 and n3 keep serving.
+// Restarted on the same data directory, n2 re-reads what is durable and
+// rejoins: with n1 stopped, n2 and n3 alone form the quorum that serves every
+// acknowledged write and a new one.
+func TestStorageFsyncFailureStopsAcknowledging(t *testing.T) {
+	nsPaxos := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
+		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}}
+	cfg, ls := mkCluster(t, 3, config.Fsync, nsPaxos)
+	fs := &storage.FaultFS{}
+	wal, err := storage.OpenWAL(cfg.NodeDataDir("n2"), storage.WALOptions{Sync: true, FS: fs, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1 := runFaultNode(t, cfg, "n1", ls[0], nil)
+	n2 := runFaultNode(t, cfg, "n2", ls[1], wal)
+	n3 := runFaultNode(t, cfg, "n3", ls[2], nil)
+
+	acked := map[string]string{}
+	put := func(n *Node, k, v string) { putVia(t, n, k, v); acked[k] = v }
+	for i := 0; i < 10; i++ {
+		put(n1.Node, fmt.Sprintf("k%d", i), "before")
+	}
+	eventually(t, "n2 persists", func() bool { c, _ := n2.Counters("default"); return c.Persists > 0 })
+
+	fs.FailSync(syscall.EIO)
+	for i := 10; n2.StorageErr() == nil; i++ {
+		put(n1.Node, fmt.Sprintf("k%d", i), "during")
+		if i > 200 {
+			t.Fatal("n2 never committed after its fsync started failing")
+		}
+	}
+	// Whatever was being released when the failure hit has left by now
+	// (releases happen under rmu); nothing may leave after this.
+	l2 := n2.loops["default"]
+	l2.rmu.Lock()
+	l2.rmu.Unlock()
+	before, _ := n2.Counters("default")
+	fs.FailSync(nil) // the disk "recovers": n2 must not believe it
+
+	// The others keep serving (electing a new leader if n2 led).
+	for i := 0; i < 20; i++ {
+		put([]*Node{n1.Node, n3.Node}[i%2], fmt.Sprintf("k%d", i), fmt.Sprintf("after%d", i))
+	}
+	// n2 refuses, saying why.
+	_, err = n2.Do(context.Background(), "default", req("set", "x", "y"))
+	var se *StorageError
+	if !errors.As(err, &se) || !errors.Is(err, syscall.EIO) ||
+		!strings.HasPrefix(err.Error(), "node n2 storage failed: fdatasync ") || !strings.HasSuffix(err.Error(), "; restart required") {
+		t.Fatalf("request to the failed node: %v", err)
+	}
+	if _, err := n2.Do(context.Background(), "default", req("get", "k1")); !errors.As(err, &se) {
+		t.Fatalf("a read on the failed node: %v, want the storage error", err)
+	}
+	after, _ := n2.Counters("default")
+	if after.MessagesOut != before.MessagesOut || after.Responses != before.Responses {
+		t.Fatalf("the failed node released outputs: messages out %d -> %d, responses %d -> %d",
+			before.MessagesOut, after.MessagesOut, before.Responses, after.Responses)
+	}
+	if info := n2.Info()["synod"]; info["storage_status"] != "failed" || !strings.Contains(info["storage_error"], "restart required") {
+		t.Fatalf("INFO synod: %v", info)
+	}
+	if code, body := httpGet(t, n2.MetricsAddr(), "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "storage failed") {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	if _, body := httpGet(t, n2.MetricsAddr(), "/metrics"); !strings.Contains(body, `synod_storage_failed{node="n2"} 1`) {
+		t.Fatal("/metrics does not report the failure")
+	}
+	if code, _ := httpGet(t, n1.MetricsAddr(), "/healthz"); code != http.StatusOK {
+		t.Fatalf("healthy n1: /healthz %d", code)
+	}
+
+	// Restart n2 on its data directory (the operating system's files).
+	n2.Close()
+	if err := <-n2.errc; !errors.As(err, &se) {
+		t.Fatalf("Run of the failed node returned %v", err)
+	}
+	n2 = runFaultNode(t, cfg, "n2", relisten(t, cfg, "n2"), nil)
+	if err := n2.StorageErr(); err != nil {
+		t.Fatalf("restarted node: %v", err)
+	}
+	n1.Close()
+	put(n2.Node, "rejoined", "yes")
+	for k, v := range acked {
+		if got := getVia(t, n2.Node, k); got != v {
+			t.Fatalf("after the restart %s = %q, want %q", k, got, v)
+		}
+	}
+	if c, _ := n2.Counters("default"); c.Persists == 0 || c.Responses == 0 {
+		t.Fatalf("restarted n2 took no part: %+v", c)
+	}
+}
+
+func httpGet(t *testing.T, addr net.Addr, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr.String() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
