@@ -133,13 +133,14 @@ func (t *Transport) challenge(c net.Conn, br *bufio.Reader, h Handshake) (string
 // the challenge differs each time). It holds the last size nonces.
 type nonceCache struct {
 	mu   sync.Mutex
+	size int
 	seen map[[NonceSize]byte]struct{}
-	ring [][NonceSize]byte
+	ring [][NonceSize]byte // grows to size, then overwrites the oldest
 	next int
 }
 
 func newNonceCache(size int) *nonceCache {
-	return &nonceCache{seen: make(map[[NonceSize]byte]struct{}, size), ring: make([][NonceSize]byte, 0, size)}
+	return &nonceCache{size: size, seen: map[[NonceSize]byte]struct{}{}}
 }
 
 // add records n and reports whether it was new.
@@ -149,7 +150,7 @@ func (nc *nonceCache) add(n [NonceSize]byte) bool {
 	if _, ok := nc.seen[n]; ok {
 		return false
 	}
-	if len(nc.ring) < cap(nc.ring) {
+	if len(nc.ring) < nc.size {
 		nc.ring = append(nc.ring, n)
 	} else {
 		delete(nc.seen, nc.ring[nc.next])
@@ -206,7 +207,7 @@ func (l *logLimiter) allow(key string) (bool, int) {
 
 // logRefusal logs a refused or failed incoming connection, at most once per
 // Options.LogEvery for each kind of event and remote host.
-func (t *Transport) logRefusal(error bool, kind, remote, msg string, attrs ...any) {
+func (t *Transport) logRefusal(isErr bool, kind, remote, msg string, attrs ...any) {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote
@@ -219,7 +220,7 @@ func (t *Transport) logRefusal(error bool, kind, remote, msg string, attrs ...an
 	if suppressed > 0 {
 		attrs = append(attrs, "suppressed", suppressed)
 	}
-	if error {
+	if isErr {
 		t.log.Error(msg, attrs...)
 	} else {
 		t.log.Warn(msg, attrs...)

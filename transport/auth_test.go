@@ -205,3 +205,17 @@ func TestLogLimiter(t *testing.T) {
 		t.Fatalf("after the interval: %v, %d suppressed (want 5)", ok, n)
 	}
 }
+
+func TestNonceCacheForgetsOldest(t *testing.T) {
+	nc := newNonceCache(2)
+	a, b, c := [NonceSize]byte{1}, [NonceSize]byte{2}, [NonceSize]byte{3}
+	if !nc.add(a) || !nc.add(b) || nc.add(a) {
+		t.Fatal("a repeated nonce was taken as new")
+	}
+	if !nc.add(c) || !nc.add(a) {
+		t.Fatal("the oldest nonce was not forgotten when the cache was full")
+	}
+	if nc.add(c) || len(nc.seen) != 2 {
+		t.Fatalf("cache holds %d nonces, want 2", len(nc.seen))
+	}
+}
