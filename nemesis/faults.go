@@ -140,17 +140,24 @@ func (r *runner) inject(kind string, rng *rand.Rand) (detail string, heal func()
 
 // schedule injects one fault at a time, drawn from the seed, until stop:
 // a quiet gap of 200-700 ms, then a fault held for 0.5-2 s (at most a
-// fifth of the run) and healed.
+// fifth of the run) and healed. Kinds come in shuffled rounds, each
+// round every kind once, so a short run still covers many kinds.
 func (r *runner) schedule(stop <-chan struct{}, rng *rand.Rand) {
 	maxHold := max(r.opts.Duration/5, 300*time.Millisecond)
+	var round []string
 	for {
+		if len(round) == 0 {
+			round = slices.Clone(r.opts.Faults)
+			rng.Shuffle(len(round), func(a, b int) { round[a], round[b] = round[b], round[a] })
+		}
 		gap := time.Duration(200+rng.IntN(500)) * time.Millisecond
 		select {
 		case <-stop:
 			return
 		case <-time.After(gap):
 		}
-		kind := r.opts.Faults[rng.IntN(len(r.opts.Faults))]
+		kind := round[0]
+		round = round[1:]
 		hold := min(time.Duration(500+rng.IntN(1500))*time.Millisecond, maxHold)
 		ev := Event{Kind: kind, Start: r.since()}
 		detail, heal, err := r.inject(kind, rng)

@@ -46,6 +46,13 @@ type relayStats struct {
 	frames, dropped, duplicated, delayed int64
 }
 
+// snapshot copies the counters.
+func (st *relayStats) snapshot() relayStats {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return relayStats{frames: st.frames, dropped: st.dropped, duplicated: st.duplicated, delayed: st.delayed}
+}
+
 func newRelay(listen, target string, seed uint64, st *relayStats) (*relay, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

@@ -266,9 +266,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for _, e := range rep.Events {
 		rep.ByKind[e.Kind]++
 	}
-	r.stats.mu.Lock()
-	rep.Frames = relayStats{frames: r.stats.frames, dropped: r.stats.dropped, duplicated: r.stats.duplicated, delayed: r.stats.delayed}
-	r.stats.mu.Unlock()
+	rep.Frames = r.stats.snapshot()
 
 	h := ld.rec.History()
 	rep.Ops = len(h.Ops)
