@@ -320,3 +320,10 @@ func DecodeResultBytes(b []byte) (Result, error) {
 	r := DecodeResult(d)
 	return r, d.Done()
 }
+
+// EncodeResultBytes encodes one result (the inverse of DecodeResultBytes).
+func EncodeResultBytes(r Result) []byte {
+	var e wire.Encoder
+	EncodeResult(&e, r)
+	return e.B
+}

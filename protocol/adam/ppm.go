@@ -4,7 +4,6 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/eve"
 	"github.com/synod-dev/synod/service"
-	"github.com/synod-dev/synod/wire"
 )
 
 // The Parallel Pipeline Manager and its Parallel Group Managers (seed 003
@@ -143,11 +142,9 @@ func (p *ppm) pgm(g int, x *ext, waiting [][]*service.Cont) (entries []eve.Entry
 			if !ok {
 				return nil, true
 			}
-			var e wire.Encoder
-			service.EncodeResult(&e, ans)
 			entries = append(entries, eve.Entry{
 				Req: automaton.Request{ID: requestOf(c.ID), Env: c.Env,
-					Op: service.Op{Kind: service.NestedResume, Key: c.Key, Args: [][]byte{[]byte(c.ID), e.B}}},
+					Op: service.Op{Kind: service.NestedResume, Key: c.Key, Args: [][]byte{[]byte(c.ID), service.EncodeResultBytes(ans)}}},
 				Origin: decodeTag(c.Tag).origin})
 		}
 	}

@@ -1,0 +1,40 @@
+package service
+
+import "testing"
+
+// A suspended request is part of the state: its hash, its snapshot, its
+// clone; the resume finishes it with the answer.
+func TestNestedStateSteps(t *testing.T) {
+	s := NewNestedState()
+	s.Apply(Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("old")}})
+	h0 := s.StateHash()
+	begin := Op{Kind: NestedBegin, Key: "k", Args: [][]byte{[]byte("new"), []byte("id1"), []byte("tag")}}
+	if r := s.Apply(begin); !IsNestedPending(r) {
+		t.Fatalf("begin answered %v", r)
+	}
+	c := s.Cont("id1")
+	if c == nil || c.Step != 1 || c.Call.Kind != "append" || c.Call.Key != "trail:k" || string(c.Call.Args[0]) != "old;" {
+		t.Fatalf("suspended request %+v", c)
+	}
+	if s.StateHash() == h0 {
+		t.Fatal("the hash does not cover the suspended request")
+	}
+	r := NewNestedState()
+	if err := r.Restore(s.Snapshot()); err != nil || r.StateHash() != s.StateHash() || r.Cont("id1") == nil {
+		t.Fatalf("restore: %v", err)
+	}
+	cl := s.Clone().(*NestedState)
+	var e = EncodeResultBytes(Int(4))
+	if res := s.Apply(Op{Kind: NestedResume, Key: "k", Args: [][]byte{[]byte("id1"), e}}); res.Type != ResultOK {
+		t.Fatalf("resume answered %v", res)
+	}
+	if got := s.Apply(Op{Kind: "get", Key: "k"}); string(got.Bytes) != "new" || s.Cont("id1") != nil {
+		t.Fatalf("after resume: k=%v", got)
+	}
+	if got := s.Apply(Op{Kind: "get", Key: "trail-len:k"}); string(got.Bytes) != "4" {
+		t.Fatalf("trail-len:k=%v", got)
+	}
+	if cl.Cont("id1") == nil || string(cl.Apply(Op{Kind: "get", Key: "k"}).Bytes) != "old" {
+		t.Fatal("the clone (a rollback's checkpoint) changed with the state")
+	}
+}
