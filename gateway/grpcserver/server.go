@@ -129,8 +129,7 @@ type Server struct {
 
 // New returns a server for b. Namespaces are read once, here: a node's
 // namespaces do not change while it runs.
-func New(b gateway.Backend, o Options) *Server {
-	opts := o
+func New(b gateway.Backend, opts Options) *Server {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 10 * time.Second
 	}
@@ -155,8 +154,8 @@ func New(b gateway.Backend, o Options) *Server {
 		grpc.UnaryInterceptor(s.authenticate),
 		grpc.StreamInterceptor(s.authenticateStream),
 	}
-	if o.TLS != nil {
-		sopts = append(sopts, grpc.Creds(credentials.NewTLS(o.TLS)))
+	if opts.TLS != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
 	s.g = grpc.NewServer(sopts...)
 	synodpb.RegisterSynodServer(s.g, s)
