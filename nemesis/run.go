@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -77,13 +78,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "checker          %s\n", r.Verdict)
 	fmt.Fprintf(w, "violations       %d\n", r.Violations)
 	fmt.Fprintf(w, "lost writes      %d\n", len(r.Lost))
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range r.Lost {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(r.Lost)) {
 		fmt.Fprintf(w, "  %s: %s\n", k, r.Lost[k])
 	}
 	if r.Unanswered > 0 {
