@@ -66,8 +66,9 @@
 //     Namespace.client_fanout and has_leader tell clients which to use.
 //   - Size limits: messages up to synodpb.MaxMessageSize in both directions.
 //   - Password: when Options.Password is set, every call must carry it in
-//     the metadata key synodpb.PasswordKey; otherwise UNAUTHENTICATED. There
-//     is no TLS: like Redis AUTH, the password crosses the network in clear.
+//     the metadata key synodpb.PasswordKey; otherwise UNAUTHENTICATED.
+//     Without Options.TLS, like Redis AUTH, the password crosses the network
+//     in clear; with it the server speaks only TLS (docs/SECURITY.md).
 package grpcserver
 
 import (
