@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net"
 	"strings"
 	"testing"
 
@@ -102,4 +103,26 @@ func TestACLWithoutDefaultPassword(t *testing.T) {
 		cmd("AUTH writer w-pass", "OK"),
 		cmd("SET k v", "OK"),
 	})
+}
+
+func TestRedisCLIUsers(t *testing.T) {
+	cli := redisTool(t, "redis-cli")
+	_, addr := startServer(t, aclBackend(), ServerOptions{Users: aclUsers(t)})
+	host, port, _ := net.SplitHostPort(addr)
+	as := func(user, pass string, args ...string) string {
+		base := []string{"-h", host, "-p", port, "--user", user, "--pass", pass, "--no-auth-warning"}
+		return strings.TrimSpace(runTool(t, "", cli, append(base, args...)...))
+	}
+	if got := as("writer", "w-pass", "SET", "k", "v"); got != "OK" {
+		t.Fatalf("writer SET: %q", got)
+	}
+	if got := as("reader", "r-pass", "GET", "k"); got != "v" {
+		t.Fatalf("reader GET: %q", got)
+	}
+	if got := as("reader", "r-pass", "SET", "k", "x"); !strings.Contains(got, "NOPERM User reader has no permissions to run the 'set' command") {
+		t.Fatalf("reader SET: %q", got)
+	}
+	if got := as("reader", "nope", "GET", "k"); !strings.Contains(got, "WRONGPASS") && !strings.Contains(got, "AUTH failed") {
+		t.Fatalf("wrong password: %q", got)
+	}
 }
