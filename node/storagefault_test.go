@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
 )
 
@@ -65,39 +67,20 @@ func relisten(t *testing.T, cfg *config.Cluster, id string) lns {
 	return lns{out[0], out[1], out[2]}
 }
 
-// putVia writes key=val through n, retrying (same request id) while the
-// cluster elects a leader; it fails the test after 10 s.
-func putVia(t *testing.T, n *Node, key, val string) {
+// retryVia submits r to n, again with the same id while the cluster elects
+// a leader (errors, error results), and fails the test after 10 s.
+func retryVia(t *testing.T, n *Node, r automaton.Request) service.Result {
 	t.Helper()
-	r := req("set", key, val)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		resp, err := n.Do(ctx, "default", r)
 		cancel()
 		if err == nil && !resp.Result.IsErr() {
-			return
+			return resp.Result
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("set %s via %s: %v %v", key, n.ID(), err, resp.Result)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func getVia(t *testing.T, n *Node, key string) string {
-	t.Helper()
-	r := req("get", key)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := n.Do(ctx, "default", r)
-		cancel()
-		if err == nil && !resp.Result.IsErr() {
-			return string(resp.Result.Bytes)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("get %s via %s: %v %v", key, n.ID(), err, resp.Result)
+			t.Fatalf("%s via %s: %v %v", r.Op, n.ID(), err, resp.Result)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -124,7 +107,7 @@ func TestStorageFsyncFailureStopsAcknowledging(t *testing.T) {
 	n3 := runFaultNode(t, cfg, "n3", ls[2], nil)
 
 	acked := map[string]string{}
-	put := func(n *Node, k, v string) { putVia(t, n, k, v); acked[k] = v }
+	put := func(n *Node, k, v string) { retryVia(t, n, req("set", k, v)); acked[k] = v }
 	for i := 0; i < 10; i++ {
 		put(n1.Node, fmt.Sprintf("k%d", i), "before")
 	}
@@ -189,7 +172,7 @@ func TestStorageFsyncFailureStopsAcknowledging(t *testing.T) {
 	n1.Close()
 	put(n2.Node, "rejoined", "yes")
 	for k, v := range acked {
-		if got := getVia(t, n2.Node, k); got != v {
+		if got := string(retryVia(t, n2.Node, req("get", k)).Bytes); got != v {
 			t.Fatalf("after the restart %s = %q, want %q", k, got, v)
 		}
 	}
