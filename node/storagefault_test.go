@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,9 +28,9 @@ type faultNode struct {
 
 // runFaultNode starts node id on listeners l with engine e (nil: the
 // cluster's), and closes it when the test ends unless the test did.
-func runFaultNode(t *testing.T, cfg *config.Cluster, id string, l lns, e storage.Engine) *faultNode {
+func runFaultNode(t *testing.T, cfg *config.Cluster, id string, l lns, e storage.Engine, lg *slog.Logger) *faultNode {
 	t.Helper()
-	n, err := New(cfg, id, Options{Storage: e, PeerListener: l.peer, ClientListener: l.client, MetricsListener: l.metrics})
+	n, err := New(cfg, id, Options{Storage: e, Logger: lg, PeerListener: l.peer, ClientListener: l.client, MetricsListener: l.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +103,10 @@ func TestStorageFsyncFailureStopsAcknowledging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n1 := runFaultNode(t, cfg, "n1", ls[0], nil)
-	n2 := runFaultNode(t, cfg, "n2", ls[1], wal)
-	n3 := runFaultNode(t, cfg, "n3", ls[2], nil)
+	logs := &countLog{}
+	n1 := runFaultNode(t, cfg, "n1", ls[0], nil, nil)
+	n2 := runFaultNode(t, cfg, "n2", ls[1], wal, slog.New(logs))
+	n3 := runFaultNode(t, cfg, "n3", ls[2], nil, nil)
 
 	acked := map[string]string{}
 	put := func(n *Node, k, v string) { retryVia(t, n, req("set", k, v)); acked[k] = v }
@@ -165,7 +167,10 @@ func TestStorageFsyncFailureStopsAcknowledging(t *testing.T) {
 	if err := <-n2.errc; !errors.As(err, &se) {
 		t.Fatalf("Run of the failed node returned %v", err)
 	}
-	n2 = runFaultNode(t, cfg, "n2", relisten(t, cfg, "n2"), nil)
+	if got := logs.count("storage failed"); got != 1 {
+		t.Fatalf("the failure was logged %d times, want once", got)
+	}
+	n2 = runFaultNode(t, cfg, "n2", relisten(t, cfg, "n2"), nil, nil)
 	if err := n2.StorageErr(); err != nil {
 		t.Fatalf("restarted node: %v", err)
 	}
@@ -190,4 +195,32 @@ func httpGet(t *testing.T, addr net.Addr, path string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// countLog is a slog handler that keeps the messages of error records.
+type countLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (c *countLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+func (c *countLog) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	c.msgs = append(c.msgs, r.Message)
+	c.mu.Unlock()
+	return nil
+}
+func (c *countLog) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *countLog) WithGroup(string) slog.Handler      { return c }
+
+func (c *countLog) count(prefix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.msgs {
+		if strings.HasPrefix(m, prefix) {
+			n++
+		}
+	}
+	return n
 }
