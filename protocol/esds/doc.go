@@ -10,7 +10,8 @@
 // parameter variant=opt|unopt selects either under any name. Other parameters:
 // gossip (interval, or off), retransmit, batch, values=memo|recompute, removed;
 // gossip=off and values=recompute exist for seed 000's experiments
-// (experiments.go).
+// (experiments.go). impl=optimised|simple is the seed's configuration
+// switch between communication methods (§4.2.5, below).
 //
 // # Roles
 //
@@ -80,6 +81,8 @@
 //   - apply.go: do_it, the stable-state advance, send_{r,f}("response").
 //   - gossip.go: send_{r,r'}("gossip") and receive_{r',r}("gossip").
 //   - stream.go: the reliable stream layer under incremental gossip (§6.2).
+//   - reserve.go, combination.go: impl=simple, SimpleESDSImpl's gossip by
+//     I/O combinations under the reservation system (§3.3.4, §3.3.5, §3.4.3).
 //   - gc.go, membership.go, store.go (records, restart), index.go.
 //   - options.go: the request options; invariant.go: the invariants.
 //
@@ -102,6 +105,63 @@
 //     operations in label order) and extends it in place when a new label is
 //     the largest, rebuilding it from the stable state when a label changes
 //     under it.
+//
+// # impl=simple: SimpleESDSImpl (§2.3, §3.3.4-3.3.7, §3.4.3, §4.2.5)
+//
+// "Different methods of interprocess communication constitute the only
+// difference between ESDSImpl and SimpleESDSImpl ... The desired method of
+// communication can be set with a switch in program's configuration file"
+// (§4.2.5). The switch is the namespace parameter impl: optimised (the
+// default, ESDSImpl's method: asynchronous reliable channels, the channel
+// automata "optimized away", §3.3.6; the name follows that section, not
+// ESDSOptAlg, which variant=opt selects) or simple. Under impl=simple the
+// gossip of either variant travels as SimpleESDSAlg's I/O combination
+// gossip_{r,r'}: the output end needs holding-reservation_{r'} (obtained by
+// request and grant, Fig. 3.2), sends "Initiate X" with the gossip message
+// it would otherwise have sent, and waits in combining_{r'} for "Done X";
+// the input end, reserved_r, merges and answers "Done X" and is free again.
+// Every gossip interval marks every peer as owed a combination; a replica
+// takes them one at a time. Invariant 3.3.1 is checked in simulation
+// (invariant.go) and esds-broken-doublereserve breaks it. Decisions where
+// the seed is silent or its model differs from ours:
+//
+//   - Scope: only replica-to-replica gossip is combined. Front-end traffic
+//     stays asynchronous: with send=1 (default) a front end reaches its own
+//     replica without a message, so gossip is all the inter-process traffic
+//     the seed's switch changes here.
+//   - Partner choice (open in the seed): round-robin from the last peer
+//     asked, skipping peers owed nothing, with nothing to gossip (the
+//     action is not enabled), or backing off.
+//   - Granting (the seed: "may grant", must for progress): a free replica
+//     always grants; any other status rejects.
+//   - The holder initiates in a step of its own (a zero-delay timer, the
+//     scheduler's next round, §3.4.2), so holding-reservation is a state
+//     the invariant checker sees, not a passing moment inside one step.
+//   - The "Done X" acknowledgement carries the receiver's stream
+//     acknowledgement (variant=opt's stream layer, §6.2), so a receiver
+//     never needs a combination of its own just to acknowledge.
+//   - Faults (the seed has reliable FIFO channels and no crashes): the
+//     requester resends its request and its "Initiate X" every retransmit
+//     interval until answered; repeated messages get the same answer (the
+//     last request answered and the last "Done X" are kept per peer, keyed
+//     by the requester's reservation number). No status expires by clock:
+//     a lease would let a grantor go free while a paused holder still
+//     holds, breaking 3.3.1. A reservation ends without a combination only
+//     when the other process is gone: a message from a new incarnation
+//     (a restarted grantor starts free and rejects the old holder's
+//     "Initiate X"), or its removal from the membership. The price: while
+//     a holder is down, its grantor gossips with nobody (in simulation,
+//     strict operations time out under crashes more often than with
+//     impl=optimised).
+//   - Backoff (§3.4.3 gives no constants): q_{i,j} starts at a quarter of
+//     the gossip interval; after a rejection it becomes 2q + a uniform
+//     random term in [0, gossip/4] (automaton.Config.Rand), capped at 16
+//     gossip intervals, and P_j is not asked again before q_{i,j} has
+//     passed (a timer per peer); a grant resets q_{i,j}. The seed does not
+//     say whether success resets it; 802.3, which it cites, does.
+//   - Livelock is real: replicas that start together tick together, all
+//     ask at once, and all reject (a negotiating process cannot grant).
+//     The backoff's random term separates them.
 //
 // # Beyond the seed
 //
@@ -193,26 +253,31 @@
 // (the invariant "labels only decrease" catches it at the first merge that
 // raises a label, the checker later); "esds-broken-duplabel" labels
 // operations (counter, 0) whatever the replica (the invariant "labels
-// unique" catches it at the second replica's first do_it).
+// unique" catches it at the second replica's first do_it); "esds-broken-doublereserve"
+// runs impl=simple and grants a reservation while reserved for another
+// replica (the invariant "reservation 3.3.1" catches the first requester
+// holding what its grantor dropped).
 //
 // # Invariants
 //
 // invariant.go states what must hold after every step, from the seed's
 // claims (§4.2.3, Figs. 4.2 and 4.5, §4.3.1): labels unique, labels only
 // decrease, done and solid sets only grow, knowledge is true, stable implies
-// done everywhere, stable orders agree.
+// done everywhere, stable orders agree; with impl=simple, reservation
+// 3.3.1.
 //
 // # Parameters
 //
-//	gossip      positive duration or off  20ms   gossip interval; off: replicas learn only through front ends (experiments.go)
-//	retransmit  positive duration         100ms  stream resend interval, rounded up to gossip intervals
-//	batch       positive integer          512    operations per stream message
-//	variant     one of opt, unopt         opt    ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
-//	values      one of memo, recompute    memo   memoise the stable state, or recompute values from the initial state
-//	removed     comma-separated list      ""     replicas removed from the membership (node ids)
-//	send        one of 1, 2, all          1      front end: replicas each operation is sent to, from its own around the ring (frontend.go)
-//	resend      positive duration or off  off    front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals
-//	maxsends    positive integer          2      front end: cap on sends of one operation to one replica
+//	gossip      positive duration or off  20ms       gossip interval; off: replicas learn only through front ends (experiments.go)
+//	retransmit  positive duration         100ms      stream resend interval, rounded up to gossip intervals
+//	batch       positive integer          512        operations per stream message
+//	variant     one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
+//	values      one of memo, recompute    memo       memoise the stable state, or recompute values from the initial state
+//	removed     comma-separated list      ""         replicas removed from the membership (node ids)
+//	send        one of 1, 2, all          1          front end: replicas each operation is sent to, from its own around the ring (frontend.go)
+//	resend      positive duration or off  off        front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals
+//	maxsends    positive integer          2          front end: cap on sends of one operation to one replica
+//	impl        one of optimised, simple  optimised  gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)
 //
 // Unknown parameters are errors. esds-unopt's variant defaults to unopt.
 // The table is generated from the parser's (protocol/proto.Spec.Doc) and

@@ -19,6 +19,7 @@ func init() {
 	automaton.RegisterBroken("esds", protocol{name: "esds-broken-earlystrict", earlyStrict: true})
 	automaton.RegisterBroken("esds", protocol{name: "esds-broken-maxlabel", maxLabel: true})
 	automaton.RegisterBroken("esds", protocol{name: "esds-broken-duplabel", dupLabel: true})
+	automaton.RegisterBroken("esds", protocol{name: "esds-broken-doublereserve", doubleReserve: true})
 }
 
 type protocol struct {
@@ -27,6 +28,9 @@ type protocol struct {
 	earlyStrict bool // broken: strict operations answered once done locally
 	maxLabel    bool // broken: gossip merges labels by maximum
 	dupLabel    bool // broken: labels leave out the replica id
+	// broken (impl=simple): a reserved replica grants another request,
+	// forgetting the reservation it holds for the first requester.
+	doubleReserve bool
 }
 
 func (p protocol) Name() string { return p.name }
@@ -41,6 +45,8 @@ func (p protocol) Describe() string {
 		return "merges labels by maximum instead of minimum (receive gossip, Fig. 4.2); the invariant \"labels only decrease\" catches it at the first merge, the ESDS checker later (replicas disagree, strict answers differ)"
 	case p.dupLabel:
 		return "labels operations (counter, 0) whatever the replica, so two replicas give one label to different operations (§4.2.3); the invariant \"labels unique\" catches it at the second do_it"
+	case p.doubleReserve:
+		return "runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, seed 000 §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps"
 	case p.unopt:
 		return "ESDSAlg (seed 000 Figs. 4.1, 4.2): full-state gossip, values recomputed from the initial state"
 	}
@@ -91,6 +97,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals"},
 		proto.Param{Name: "maxsends", Kind: proto.Int, Default: "2", Min: "1",
 			Doc: "front end: cap on sends of one operation to one replica"},
+		proto.Param{Name: "impl", Kind: proto.Enum, Default: "optimised", Choices: []string{"optimised", "simple"},
+			Doc: "gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)"},
 	)
 }
 
@@ -167,6 +175,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		a.resendTicks = int((prm.Duration("resend") + a.gossipIvl - 1) / a.gossipIvl)
 	}
 	a.maxSends = prm.Int("maxsends")
+	a.simple = prm.String("impl") == "simple" || p.doubleReserve
 	return a, nil
 }
 
@@ -184,6 +193,10 @@ type ESDS struct {
 	retxTicks, batch      int
 	removedParam          uint64
 	gossipOff, recompute  bool // experiments.go
+	// simple: impl=simple, gossip through I/O combinations guarded by
+	// reservations (reserve.go, combination.go); resv is their state.
+	simple bool
+	resv   *reservations
 
 	inc     uint64 // this incarnation
 	removed uint64 // replicas removed from the membership
@@ -290,12 +303,21 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	case automaton.PeerMessage:
 		a.onMessage(in.From, in.Msg)
 	case automaton.TimerFired:
-		if in.ID == timerGossip {
+		switch {
+		case in.ID == timerGossip:
 			a.onTick()
+		case a.resv == nil:
+		case in.ID == timerResv:
+			a.onResvTimer()
+		case in.ID >= timerBackoff && in.ID < timerBackoff+maxReplicas:
+			a.backoffOver(int(in.ID - timerBackoff))
 		}
 	}
 	if a.ops != nil {
 		a.progress()
+		if a.resv != nil {
+			a.releaseRemoved()
+		}
 		a.flushDirty()
 	}
 	out := append(a.out, a.post...)
@@ -359,6 +381,9 @@ func (a *ESDS) onStart(s automaton.Start) {
 		}
 	}
 	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
+	if a.simple {
+		a.startReservations()
+	}
 }
 
 // onTick sends gossip, retransmits, and garbage-collects.
@@ -366,10 +391,13 @@ func (a *ESDS) onTick() {
 	a.tick++
 	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	for j := range a.peers {
-		if j == a.self || a.removed&(1<<j) != 0 || a.gossipOff {
+		if j == a.self || a.removed&(1<<j) != 0 || a.gossipOff || a.simple {
 			continue
 		}
 		a.sendGossip(j)
+	}
+	if a.simple && !a.gossipOff {
+		a.gossipDue() // by I/O combinations, one reservation at a time (reserve.go)
 	}
 	a.resendWaiting()
 	if !a.unopt && a.tick%gcEveryTicks == 0 {

@@ -32,7 +32,16 @@ func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
 	case kindResponse:
 		a.receiveResponse(m.Entries[0].ID, m.Value)
 		return
+	case kindReserve, kindGrant, kindReject, kindInitiate, kindDone:
+		a.onReservationMessage(j, m) // impl=simple (reserve.go)
+		return
 	}
+	a.receiveGossipMessage(j, m)
+}
+
+// receiveGossipMessage takes a gossip message from replica j, off the
+// network or out of an "Initiate X" (impl=simple, combination.go).
+func (a *ESDS) receiveGossipMessage(j int, m message) {
 	if !a.peerIncarnation(j, m.Inc) {
 		return // from an earlier incarnation of the peer
 	}

@@ -30,6 +30,13 @@ func (a *ESDS) DescribeMessage(b []byte) string {
 		s = "request"
 	case kindResponse:
 		return fmt.Sprintf("response %s = %s", m.Entries[0].ID, m.Value)
+	case kindReserve, kindGrant, kindReject, kindDone:
+		return fmt.Sprintf("%s #%d", header.Kinds[m.Kind-1], m.Seq)
+	case kindInitiate:
+		if len(m.Inner) == 0 {
+			return fmt.Sprintf("initiate #%d (nothing)", m.Seq)
+		}
+		return fmt.Sprintf("initiate #%d: %s", m.Seq, a.DescribeMessage(m.Inner))
 	default:
 		s = "full"
 	}
@@ -108,6 +115,18 @@ func (a *ESDS) Dump() string {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.wait)) {
 		fmt.Fprintf(&b, "\n  front end: %s waits, sent %v, %d responses kept", id, a.wait[id].sent, len(a.rept[id]))
+	}
+	if r := a.resv; r != nil {
+		fmt.Fprintf(&b, "\n  reservation: %s", r.status)
+		if r.status != statusFree {
+			fmt.Fprintf(&b, " %s #%d", a.cfg.Nodes[r.peer], r.seq)
+		}
+		if r.due != 0 {
+			fmt.Fprintf(&b, ", gossip due to %s", a.nodeSet(r.due))
+		}
+		if r.backingOff != 0 {
+			fmt.Fprintf(&b, ", backing off from %s", a.nodeSet(r.backingOff))
+		}
 	}
 	for j, p := range a.peers {
 		if j == a.self {

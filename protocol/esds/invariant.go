@@ -22,6 +22,13 @@ import (
 //     operations that r knows are stable at i", and an operation enters
 //     solid_r[r] when it is in ⋂_i done_r[i]: knowledge, so it must be true
 //     (knowledge is true; stable implies done everywhere).
+//   - §3.3.5, Invariant 3.3.1 (impl=simple only): for processes i ≠ j, P_i
+//     in holding-reservation_j ⇒ P_j in reserved_i (reservation 3.3.1).
+//     Checked against the incarnation of P_j that granted: a restarted
+//     process is a new one, which starts free (reserve.go), and the holder
+//     finds out when its "Initiate X" is rejected. The check also asks that
+//     P_j be reserved for the same request (its number), which the seed's
+//     one-reservation-at-a-time statuses imply.
 //   - §4.3.1: once max-stable_r is stable, "the order of operations up to
 //     and including max-stable_r can never be altered again at replica r",
 //     and eventual serializability makes that one order for every replica
@@ -50,6 +57,7 @@ const (
 	invKnowledgeTrue  = "knowledge is true"
 	invStableDone     = "stable implies done everywhere"
 	invStableOrders   = "stable orders agree"
+	invReservation    = "reservation 3.3.1"
 )
 
 // Invariants implements automaton.InvariantStater.
@@ -61,6 +69,7 @@ func (p protocol) Invariants() ([]string, automaton.InvariantChecker) {
 			invKnowledgeTrue + ": x in done_r[i] means replica i, if up, has done x or collected it, across restarts (Figs. 4.2, 4.5)",
 			invStableDone + ": x stable at r means every member that is up has done x or collected it, across restarts (Fig. 4.2: solid_r[r] grows by ⋂_i done_r[i])",
 			invStableOrders + ": the replicas' stable orders are prefixes of one another, across restarts (§4.3.1)",
+			invReservation + ": impl=simple: P_i in holding-reservation_j implies P_j (the incarnation that granted) in reserved_i for that request (seed 000 §3.3.5, Invariant 3.3.1)",
 		}, &checker{
 			views:  map[automaton.NodeID]*view{},
 			labels: map[Label]labelUse{},
@@ -112,6 +121,11 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 	a, ok := up[stepped].(*ESDS)
 	if !ok || a.ops == nil {
 		return nil // not ours, or not started
+	}
+	if a.resv != nil {
+		if err := checkReservations(up); err != nil {
+			return err
+		}
 	}
 	v := c.views[stepped]
 	if v == nil {
@@ -261,4 +275,32 @@ func (c *checker) release(l Label) {
 	}
 	u.n--
 	c.labels[l] = u
+}
+
+// checkReservations checks Invariant 3.3.1 (seed 000 §3.3.5) over every
+// replica that is up: each one holding a reservation from P_j finds P_j, if
+// the incarnation that granted is still up, reserved for it and for the same
+// request.
+func checkReservations(up map[automaton.NodeID]automaton.Automaton) error {
+	for _, n := range automaton.UpNodes(up) {
+		h, ok := up[n].(*ESDS)
+		if !ok || h.resv == nil || h.resv.status != statusHolding {
+			continue
+		}
+		r := h.resv
+		gid := h.cfg.Nodes[r.peer]
+		g, ok := up[gid].(*ESDS)
+		if !ok || g.resv == nil || g.inc != r.peerInc {
+			continue // the granting process is gone
+		}
+		gr := g.resv
+		if gr.status != statusReserved || gr.peer != h.self || gr.seq != r.seq || gr.peerInc != h.inc {
+			what := gr.status.String()
+			if gr.status != statusFree {
+				what += fmt.Sprintf(" %s #%d", g.cfg.Nodes[gr.peer], gr.seq)
+			}
+			return violation(invReservation, "%s holds reservation #%d from %s, which is %s, not reserved for it", n, r.seq, gid, what)
+		}
+	}
+	return nil
 }

@@ -51,10 +51,25 @@ const (
 	// (the id alone, flagGone's layout) and Value.
 	kindRequest  = 3
 	kindResponse = 4
+	// impl=simple (SimpleESDSImpl, seed 000 §3.3.4, §3.3.5; reserve.go,
+	// combination.go): the reservation request, its grant and rejection,
+	// and the two messages of the gossip I/O combination, "Initiate X"
+	// (carrying the gossip message, kindStream or kindFull, as Inner) and
+	// "Done X" (carrying the receiver's stream acknowledgement). Seq numbers
+	// the requester's reservation; every reply names it.
+	kindReserve  = 5
+	kindGrant    = 6
+	kindReject   = 7
+	kindInitiate = 8
+	kindDone     = 9
 )
 
+// reservationKind reports whether kind is one of impl=simple's messages.
+func reservationKind(kind byte) bool { return kind >= kindReserve && kind <= kindDone }
+
 // header is the messages' and operation records' version 1 header.
-var header = proto.Header{Protocol: "esds", Version: 1, Kinds: []string{"stream", "full", "request", "response"}}
+var header = proto.Header{Protocol: "esds", Version: 1, Kinds: []string{"stream", "full", "request", "response",
+	"reserve", "grant", "reject", "initiate", "done"}}
 
 const (
 	flagDone  = 1 // the sender has done the operation (it carries a label)
@@ -104,6 +119,12 @@ type message struct {
 	Entries []entry
 	// kindResponse: the value.
 	Value service.Result
+
+	// Reservation and combination messages (impl=simple): the requester's
+	// reservation number; kindInitiate: the gossip message it carries;
+	// kindDone: AckStream and AckSeq acknowledge the gossip stream.
+	Seq   uint64
+	Inner []byte
 }
 
 func encodeEntry(e *wire.Encoder, x *entry) {
@@ -170,6 +191,16 @@ func (m *message) marshal() []byte {
 		e.Uvarint(m.AckStream)
 		e.Uvarint(m.AckSeq)
 	}
+	if reservationKind(m.Kind) {
+		e.Uvarint(m.Seq)
+		switch m.Kind {
+		case kindInitiate:
+			e.Bytes(m.Inner)
+		case kindDone:
+			e.Uvarint(m.AckStream)
+			e.Uvarint(m.AckSeq)
+		}
+	}
 	e.Uvarint(uint64(len(m.Entries)))
 	for i := range m.Entries {
 		encodeEntry(&e, &m.Entries[i])
@@ -200,6 +231,16 @@ func unmarshal(b []byte) (message, error) {
 			return m, fmt.Errorf("esds: stream range %d..%d is backwards", m.From, m.To)
 		}
 	}
+	if reservationKind(m.Kind) {
+		m.Seq = d.Uvarint()
+		switch m.Kind {
+		case kindInitiate:
+			m.Inner = d.BytesCopy()
+		case kindDone:
+			m.AckStream = d.Uvarint()
+			m.AckSeq = d.Uvarint()
+		}
+	}
 	if n := d.Count(maxEntries, 4); n > 0 {
 		m.Entries = make([]entry, n)
 		for i := range m.Entries {
@@ -210,6 +251,9 @@ func unmarshal(b []byte) (message, error) {
 		m.Value = service.DecodeResult(d)
 	}
 	if (m.Kind == kindRequest || m.Kind == kindResponse) && d.Err() == nil && len(m.Entries) != 1 {
+		return message{}, fmt.Errorf("esds: %s message with %d entries", header.Kinds[m.Kind-1], len(m.Entries))
+	}
+	if reservationKind(m.Kind) && len(m.Entries) != 0 {
 		return message{}, fmt.Errorf("esds: %s message with %d entries", header.Kinds[m.Kind-1], len(m.Entries))
 	}
 	if m.Kind == kindRequest && len(m.Entries) == 1 && m.Entries[0].Flags != 0 {

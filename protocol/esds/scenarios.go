@@ -8,11 +8,17 @@ import "github.com/synod-dev/synod/automaton"
 func (p protocol) Scenarios() []automaton.Scenario {
 	args := []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--service", "counter", "--strict", "0.5", "--prev", "0.2"}
 	seeds := "1-2"
-	if p.earlyStrict || p.maxLabel || p.dupLabel {
+	if p.earlyStrict || p.maxLabel || p.dupLabel || p.doubleReserve {
 		seeds = "1-3"
 	}
 	sc := []automaton.Scenario{{Name: "counter, strict and prev", Args: args, Seeds: seeds}}
-	if !p.earlyStrict && !p.maxLabel && !p.dupLabel {
+	if !p.earlyStrict && !p.maxLabel && !p.dupLabel && !p.doubleReserve {
+		// SimpleESDSImpl (reserve.go, combination.go): gossip by I/O
+		// combinations under the reservation system, with both gossip
+		// variants, under every fault; invariant 3.3.1 is checked.
+		simple := append(append([]string(nil), args...), "--param", "impl=simple")
+		sc = append(sc, automaton.Scenario{Name: "impl=simple: gossip by I/O combinations with reservations", Args: simple, Seeds: "1-2"},
+			automaton.Scenario{Name: "impl=simple, variant=unopt", Args: append(simple, "--param", "variant=unopt"), Seeds: "1"})
 		// The front end's policies (frontend.go): two replicas per
 		// operation, and resends under a cap, under every fault.
 		fe := append(append([]string(nil), args...), "--param", "send=2", "--param", "resend=60ms", "--param", "maxsends=2")

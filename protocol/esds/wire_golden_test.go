@@ -31,6 +31,11 @@ func TestWireGolden(t *testing.T) {
 		{"full", message{Kind: kindFull, Inc: 2, Entries: entries[:2]}},
 		{"request", message{Kind: kindRequest, Inc: 3, Entries: []entry{{ID: "a", Prev: []string{"p1"}, Strict: true, Op: sop}}}},
 		{"response", message{Kind: kindResponse, Inc: 4, Entries: []entry{{ID: "a", Flags: flagGone}}, Value: service.Bytes([]byte("v"))}},
+		{"reserve", message{Kind: kindReserve, Inc: 5, Removed: 2, Seq: 9}},
+		{"grant", message{Kind: kindGrant, Inc: 6, Seq: 9}},
+		{"reject", message{Kind: kindReject, Inc: 6, Seq: 10}},
+		{"initiate", message{Kind: kindInitiate, Inc: 5, Seq: 9, Inner: (&message{Kind: kindFull, Inc: 5, Entries: entries[:1]}).marshal()}},
+		{"done", message{Kind: kindDone, Inc: 6, Seq: 9, AckStream: 7, AckSeq: 12}},
 	}
 	var cases []proto.Encoded
 	for _, c := range msgs {
