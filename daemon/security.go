@@ -20,13 +20,6 @@ import (
 // gRPC server speaks TLS. It returns a cleanup for what it opened.
 func secure(cfg *config.Cluster, id string, opts *node.Options) (cleanup func(), err error) {
 	cleanup = func() {}
-	// The node builds its gateway.Server itself and does not yet hand it
-	// cfg.Users (gateway.ServerOptions.Users): until it does, a cluster
-	// file with users would leave its client port open to everyone, so it
-	// is refused. Remove this check with that one-line change in node.
-	if len(cfg.Users) > 0 {
-		return cleanup, fmt.Errorf("node %s: the cluster file's users are not wired into this build's node runtime yet (node.Node must pass config users to gateway.ServerOptions.Users); remove users or use password", id)
-	}
 	opts.Transport.Secret = cfg.Secret
 	if cfg.TLS == nil {
 		return cleanup, nil

@@ -88,21 +88,71 @@ func TestSecureCluster(t *testing.T) {
 	}
 }
 
-// TestUsersRefusedUntilWired: a cluster file with users is refused rather
-// than served without authentication (see secure).
-func TestUsersRefusedUntilWired(t *testing.T) {
+// TestUsersEnforced: a node made by New from a cluster file with users
+// asks for AUTH, checks the password against its hash, and refuses a
+// read-only user's write with Redis's NOPERM, while serving its reads.
+func TestUsersEnforced(t *testing.T) {
 	h, err := certs.HashPasswordCost("pw", certs.MinIterations)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caddr := cl.Addr().String()
+	cl.Close()
 	cfg := &config.Cluster{Cluster: "u", Durability: config.Memory,
-		Nodes:      []config.Node{{ID: "n1", Peer: "127.0.0.1:1", Client: "127.0.0.1:2"}},
+		Nodes:      []config.Node{{ID: "n1", Peer: pl.Addr().String(), Client: caddr}},
 		Namespaces: []config.Namespace{{Name: "default", Protocol: "paxos", Service: "kv"}},
 		Users:      []config.User{{Name: "alice", Password: h, Access: map[string]string{"*": config.ReadOnly}}}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(cfg, "n1", node.Options{}); err == nil || !strings.Contains(err.Error(), "users") {
-		t.Fatalf("New with users: %v", err)
+	startNodes(t, cfg, func(int) node.Options { return node.Options{PeerListener: pl} })
+	c, err := net.Dial("tcp", caddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	say := func(args ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := c.Write([]byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, "$") && line != "$-1\r\n" {
+			v, _ := br.ReadString('\n')
+			line += v
+		}
+		return strings.TrimSpace(line)
+	}
+	if r := say("GET", "k"); !strings.HasPrefix(r, "-NOAUTH") {
+		t.Fatalf("GET before AUTH: %q", r)
+	}
+	if r := say("AUTH", "alice", "wrong"); !strings.HasPrefix(r, "-WRONGPASS") {
+		t.Fatalf("AUTH with a wrong password: %q", r)
+	}
+	if r := say("AUTH", "alice", "pw"); r != "+OK" {
+		t.Fatalf("AUTH alice: %q", r)
+	}
+	if r := say("SET", "k", "v"); !strings.HasPrefix(r, "-NOPERM") {
+		t.Fatalf("a read-only user's SET: %q", r)
+	}
+	if r := say("GET", "k"); r != "$-1" {
+		t.Fatalf("a read-only user's GET: %q", r)
 	}
 }

@@ -99,11 +99,8 @@ func TestBadPeerAndClientInput(t *testing.T) {
 		defer nc.Close()
 		nc.SetDeadline(time.Now().Add(5 * time.Second))
 		br := bufio.NewReader(nc)
-		hs := transport.AppendHandshake(nil, transport.Handshake{Version: transport.Version, Cluster: c.Config.Cluster, From: "n2", To: "n1"})
-		if _, err := nc.Write(hs); err != nil {
-			t.Fatal(err)
-		}
-		if refusal, err := transport.ReadAck(br); err != nil || refusal != "" {
+		refusal, err := transport.Authenticate(nc, br, c.Config.Secret, transport.Handshake{Version: transport.Version, Cluster: c.Config.Cluster, From: "n2", To: "n1", Nonce: transport.NewNonce()})
+		if err != nil || refusal != "" {
 			t.Fatalf("a valid handshake was refused: %q %v", refusal, err)
 		}
 		nc.Write(binary.BigEndian.AppendUint32(nil, 0xFFFFFFFF))

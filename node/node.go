@@ -445,7 +445,7 @@ func (n *Node) start() error {
 		go n.loops[ns.Name].run(starts[ns.Name])
 	}
 
-	n.gw = gateway.NewServer(n, gateway.ServerOptions{Password: n.cfg.Password, Logger: n.log.With("component", "gateway")})
+	n.gw = gateway.NewServer(n, gateway.ServerOptions{Password: n.cfg.Password, Users: n.cfg.Users, Logger: n.log.With("component", "gateway")})
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
