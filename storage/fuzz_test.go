@@ -59,7 +59,7 @@ func FuzzWALReplay(f *testing.F) {
 			img = walFrames(img)
 		}
 		w, end, torn, err, alloc := replayed(img)
-		if alloc > 1<<16+256*uint64(len(img)) {
+		if alloc > 1<<17+256*uint64(len(img)) {
 			t.Fatalf("replaying %d bytes allocated %d", len(img), alloc)
 		}
 		if err != nil {
