@@ -82,7 +82,7 @@ func (p *ppm) next(a *eve.Eve, x *ext, queue []eve.Entry) (take, rest []eve.Entr
 		}
 	}
 	for _, en := range queue {
-		if !busy[en.Req.ID] {
+		if !busy[en.Req.ID] && !a.Seen(en.Req.ID) { // answered requests stay queued until here
 			rest = append(rest, en)
 			busy[en.Req.ID] = true
 		}

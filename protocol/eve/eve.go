@@ -366,6 +366,10 @@ func (a *Eve) CutBatch() {
 	}
 }
 
+// Seen reports whether this execution replica's duplicate table holds id
+// or a later request of its client (applied already).
+func (a *Eve) Seen(id automaton.RequestID) bool { return a.ex != nil && a.ex.seen(id) }
+
 // Ext is the engine's extension (nil for eve).
 func (a *Eve) Ext() Ext { return a.ext }
 
