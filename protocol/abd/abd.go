@@ -197,6 +197,10 @@ func (a *ABD) onRequest(req automaton.Request) {
 		a.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
 		return
 	}
+	if phase := req.Opts.String(OptPhase); phase != "" {
+		a.onPhase(req, phase) // client-driven mode (direct.go)
+		return
+	}
 	if id, busy := a.byReq[req.ID]; busy && a.ops[id] != nil {
 		return // a retry of a request in flight: it is answered when that completes
 	}

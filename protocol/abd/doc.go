@@ -16,6 +16,14 @@
 //   - Coordinator (the seed's "ABD capable client", §3.1.2): runs the two
 //     phases for a client request on whichever node the client reached.
 //
+// A client may instead run both phases itself against every replica, as the
+// seed's "ABD capable client" does (§3.1.2; the notes' "mode 1": servers
+// never talk to each other): a request with the option abd.phase=query or
+// abd.phase=store (with abd.tag) is answered by the replica it reaches from
+// its own register, with no message to its peers (direct.go). The Go
+// client's ABD mode (client.ABD) and `synod bench --abd-client` drive it.
+// One namespace serves both modes at once.
+//
 // Write (set, del): query a majority for the highest tag; choose
 // (ts+1, writer); store (tag, value) at a majority; answer.
 //
@@ -58,6 +66,19 @@
 //     (default 5s) without a quorum the request fails with a TRYAGAIN error. For
 //     a write that error means the outcome is unknown: the value may still take
 //     effect.
+//   - Client-driven mode (direct.go): a client-driven writer's tag is
+//     (max ts + 1, "client/<client id in hex>", the client's request
+//     sequence number); the seed names the client id in the tag (§3.1) and
+//     leaves its assignment open. Clients are trusted with their tags: a
+//     replica installs any tag higher than its own. A query answers
+//     [tag, value]; a store is acknowledged even when it is ignored (the
+//     seed's gap, §3.1.1: the client waits for acknowledgements). The
+//     client's read writes back unless a majority of its answers already
+//     carries the highest tag, as the node's coordinator does. The
+//     invariants tag-monotonic, store-held and tag-unique hold for
+//     client-driven stores as for any other; majority-holds is checked for
+//     operations a node coordinates (a client-driven operation completes at
+//     the client, outside the automata).
 //   - Retries: a request retried with the same id at the same coordinator joins
 //     the operation in flight or gets the remembered answer. ABD keeps no
 //     replicated deduplication table, so a write retried at another node could
