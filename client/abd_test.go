@@ -1,0 +1,161 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/gateway/grpcserver"
+	"github.com/synod-dev/synod/protocol/abd"
+	"github.com/synod-dev/synod/service"
+)
+
+// abdReplicas starts n gRPC nodes, each running a real ABD automaton on
+// its own (client-driven phases never need a peer).
+func abdReplicas(t *testing.T, n int) ([]*gnode, []*gatewaytest.AutomatonBackend, []string) {
+	t.Helper()
+	var nodes []*gnode
+	var backs []*gatewaytest.AutomatonBackend
+	var addrs []string
+	for range n {
+		b := gatewaytest.MustAutomaton(t, "abd", "kv")
+		g := startGRPCOver(t, b, nil, grpcserver.Options{})
+		nodes, backs, addrs = append(nodes, g), append(backs, b), append(addrs, g.addr)
+	}
+	return nodes, backs, addrs
+}
+
+// queryAt asks one replica for its (tag, value) of key.
+func queryAt(t *testing.T, addr, key string) abd.QueryAnswer {
+	t.Helper()
+	c := newGRPC(t, []string{addr}, Options{})
+	r, _, err := c.DoOp(tctx(t), "", service.Op{Kind: "get", Key: key}, OpOptions{Ext: map[string][]string{abd.OptPhase: {abd.PhaseQuery}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := abd.ParseQueryAnswer(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestABDClientDriven(t *testing.T) {
+	nodes, backs, addrs := abdReplicas(t, 3)
+	ctx := tctx(t)
+	w := newGRPC(t, addrs, Options{}).ABD("")
+	r := newGRPC(t, addrs, Options{}).ABD("")
+	if err := w.Set(ctx, "k", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := r.Get(ctx, "k"); err != nil || !ok || string(v) != "v1" {
+		t.Fatalf("another client read %q %v %v, want v1", v, ok, err)
+	}
+	// The write's tag is (1, the writer's id, ...) at a majority.
+	held := 0
+	for _, a := range addrs {
+		if q := queryAt(t, a, "k"); q.Tag.TS == 1 && q.Tag.Node == w.Writer() && string(q.Value) == "v1" {
+			held++
+		}
+	}
+	if held < 2 {
+		t.Fatalf("the write's tag is held by %d replicas, fewer than a majority", held)
+	}
+	// Every request a replica saw was a phase: the replicas coordinate nothing.
+	for i, b := range backs {
+		for _, req := range b.Log() {
+			if p := req.Opts.String(abd.OptPhase); p != abd.PhaseQuery && p != abd.PhaseStore {
+				t.Fatalf("replica %d got a request without abd.phase: %v", i, req)
+			}
+		}
+	}
+
+	// One replica down: writes and reads still complete with the other two.
+	nodes[1].stop()
+	if err := r.Set(ctx, "k", []byte("v2")); err != nil {
+		t.Fatalf("write with one of three replicas down: %v", err)
+	}
+	if v, _, err := w.Get(ctx, "k"); err != nil || string(v) != "v2" {
+		t.Fatalf("read with one replica down: %q %v, want v2", v, err)
+	}
+	if q := queryAt(t, addrs[0], "k"); q.Tag.TS != 2 || q.Tag.Node != r.Writer() {
+		t.Fatalf("replica 0 holds %v, want (2, %s, ...)", q.Tag, r.Writer())
+	}
+	if n, err := w.Del(ctx, "k"); err != nil || n != 1 {
+		t.Fatalf("del: %d %v, want 1", n, err)
+	}
+	if res, err := r.Do(ctx, service.Op{Kind: "exists", Key: "k"}); err != nil || !res.Equal(service.Int(0)) {
+		t.Fatalf("exists after del: %v %v, want 0", res, err)
+	}
+}
+
+// A read that finds the highest tag at only one of its majority writes it
+// back before answering, so that a later read cannot see an older value.
+func TestABDClientReadWritesBack(t *testing.T) {
+	_, _, addrs := abdReplicas(t, 3)
+	ctx := tctx(t)
+	// A write that reached replica 2 only (its writer stopped after one store).
+	one := newGRPC(t, addrs[2:], Options{})
+	tag := abd.Tag{TS: 4, Node: "client/partial", Seq: 1}
+	res, _, err := one.DoOp(ctx, "", service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("new")}},
+		OpOptions{Ext: map[string][]string{abd.OptPhase: {abd.PhaseStore}, abd.OptTag: {abd.FormatTag(tag)}}})
+	if err != nil || !res.Equal(service.OK()) {
+		t.Fatalf("store at one replica: %v %v", res, err)
+	}
+	c := newGRPC(t, addrs, Options{}).ABD("")
+	for {
+		// The read's majority may or may not include replica 2; once it does,
+		// the value is written back.
+		v, ok, err := c.Get(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if string(v) != "new" {
+				t.Fatalf("read %q, want new", v)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no read's majority included the replica holding the write")
+		}
+	}
+	held := 0
+	for _, a := range addrs {
+		if queryAt(t, a, "k").Tag == tag {
+			held++
+		}
+	}
+	if held < 2 {
+		t.Fatalf("after the read, %d replicas hold the tag it returned, fewer than a majority", held)
+	}
+}
+
+// Without a majority, a write whose query phase failed reports a plain
+// error (nothing was stored); a namespace whose protocol has no
+// client-driven phases refuses the request at once.
+func TestABDClientFailures(t *testing.T) {
+	nodes, _, addrs := abdReplicas(t, 3)
+	nodes[0].stop()
+	nodes[1].stop()
+	c := newGRPC(t, addrs, Options{Timeout: 300 * time.Millisecond}).ABD("")
+	err := c.Set(tctx(t), "k", []byte("v"))
+	if err == nil || errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("write without a majority: %v, want a failed query phase with a known outcome", err)
+	}
+
+	other := startGRPC(t, kvNS("test-grpc-atomic"), grpcserver.Options{})
+	oc := newGRPC(t, []string{other.addr}, Options{Timeout: 5 * time.Second}).ABD("")
+	_, _, err = oc.Get(context.Background(), "k")
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a namespace without abd.phase: %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := oc.Do(tctx(t), service.Op{Kind: "incr", Key: "k"}); err == nil {
+		t.Fatal("incr accepted by the client-driven ABD client")
+	}
+}
