@@ -37,8 +37,6 @@ type ppm struct {
 	swapped []bool // per group: swapped off the pipeline at least once this batch
 	// assigned holds, per thread, the batch's requests it has not begun.
 	assigned [][]eve.Entry
-
-	Walls, Batches int // counters (tests, experiments)
 }
 
 func newPPM(groups, threads, batchMax int) *ppm {
@@ -102,7 +100,6 @@ func (p *ppm) next(a *eve.Eve, x *ext, queue []eve.Entry) (take, rest []eve.Entr
 			}
 			p.hitWall(g)
 			if len(entries) > 0 {
-				p.Walls++
 				return entries, rest
 			}
 		}
@@ -125,7 +122,6 @@ func (p *ppm) startBatch(queue []eve.Entry, waiting [][]*service.Cont) []eve.Ent
 	}
 	p.reset()
 	p.inBatch = true
-	p.Batches++
 	for i, en := range queue[:n] {
 		p.assigned[i%p.n()] = append(p.assigned[i%p.n()], en)
 	}

@@ -20,10 +20,10 @@ func scenarios(p protocol) []automaton.Scenario {
 	}
 	return []automaton.Scenario{
 		{Name: "ppm calling paxos, faults in both namespaces",
-			Args: args("--nodes", "3", "--clients", "6", "--ops", "200", "--faults", "all", "--callee-faults", "all",
-				"--param", "groups=2", "--param", "threads=2"), Seeds: "1-3"},
+			Args: args("--nodes", "3", "--clients", "6", "--ops", "150", "--faults", "all", "--callee-faults", "all",
+				"--param", "groups=2", "--param", "threads=2"), Seeds: "1-2"},
 		{Name: "diverging declaration: rollbacks in the middle of requests, faults in the callee",
-			Args: args("--nodes", "3", "--clients", "6", "--ops", "200", "--faults", "crash,loss", "--callee-faults", "all", "--keys", "2",
+			Args: args("--nodes", "3", "--clients", "6", "--ops", "150", "--faults", "crash,loss", "--callee-faults", "all", "--keys", "2",
 				"--param", "conflicts=loose", "--param", "groups=2", "--param", "threads=1"), Seeds: "1-2"},
 		{Name: "walls and naive strategies",
 			Args: args("--nodes", "3", "--clients", "4", "--ops", "100", "--faults", "all", "--param", "strategy=walls"), Seeds: "1"},
