@@ -155,13 +155,16 @@
 //     impl=optimised).
 //   - Backoff (§3.4.3 gives no constants): q_{i,j} starts at a quarter of
 //     the gossip interval; after a rejection it becomes 2q + a uniform
-//     random term in [0, gossip/4] (automaton.Config.Rand), capped at 16
-//     gossip intervals, and P_j is not asked again before q_{i,j} has
+//     random term in [0, gossip/4] (automaton.Config.Rand), capped at 4
+//     gossip intervals (16 made strict operations half as slow again in
+//     seed000-simple-vs-optimised), and P_j is not asked again before q_{i,j} has
 //     passed (a timer per peer); a grant resets q_{i,j}. The seed does not
 //     say whether success resets it; 802.3, which it cites, does.
 //   - Livelock is real: replicas that start together tick together, all
 //     ask at once, and all reject (a negotiating process cannot grant).
-//     The backoff's random term separates them.
+//     The backoff's random term separates them, and under impl=simple a
+//     replica's first gossip tick comes at a random phase of the interval
+//     (the seed's processes were never in lockstep).
 //
 // # Beyond the seed
 //

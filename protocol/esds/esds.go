@@ -380,9 +380,14 @@ func (a *ESDS) onStart(s automaton.Start) {
 			a.resetStream(i)
 		}
 	}
-	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	if a.simple {
+		// Replicas started together would tick together and ask one
+		// another at the same moment, every interval (reserve.go): the
+		// first tick comes at a random phase of the interval.
 		a.startReservations()
+		a.emit(automaton.SetTimer{ID: timerGossip, After: time.Duration(a.cfg.Rand.Int63n(int64(a.gossipIvl)) + 1)})
+	} else {
+		a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	}
 }
 

@@ -114,7 +114,7 @@ func (a *ESDS) Reservations() ReservationStats {
 // fixed range" and gives no figures): see the package doc.
 func (a *ESDS) backoffBase() time.Duration   { return a.gossipIvl / 4 }
 func (a *ESDS) backoffJitter() time.Duration { return a.gossipIvl / 4 }
-func (a *ESDS) backoffCap() time.Duration    { return 16 * a.gossipIvl }
+func (a *ESDS) backoffCap() time.Duration    { return 4 * a.gossipIvl }
 
 // startReservations resets the reservation state at (re)start: a new
 // process starts free.
