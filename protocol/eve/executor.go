@@ -134,7 +134,7 @@ func runJob(job *execJob, rnd *rand.Rand) *execResult {
 		if job.Cost != nil {
 			costs := make([]time.Duration, len(g))
 			for j, i := range g {
-				costs[j] = job.Cost(job.Entries[i].Req.Op)
+				costs[j] = job.costOf(i)
 			}
 			res.Makespan += listMakespan(costs, job.cores())
 		} else {
@@ -150,6 +150,14 @@ func runJob(job *execJob, rnd *rand.Rand) *execResult {
 	res.Makespan += time.Duration(writes) * job.HashCost
 	res.Root = service.StateHash(job.State)
 	return res
+}
+
+// costOf is the modelled execution time of entry i (Cost, else ExecCost).
+func (j *execJob) costOf(i int) time.Duration {
+	if j.Cost != nil {
+		return j.Cost(j.Entries[i].Req.Op)
+	}
+	return j.ExecCost
 }
 
 func (j *execJob) cores() int {
@@ -190,8 +198,8 @@ func runLive(job *execJob) *execResult {
 	_, parallel := job.State.(*service.ShardedState)
 	if !parallel || job.Sequential || job.cores() == 1 {
 		res := runJob(job, rand.New(rand.NewSource(1)))
-		for range res.Results {
-			spin(job.ExecCost)
+		for i := range res.Results {
+			spin(job.costOf(i))
 		}
 		res.Makespan = time.Since(start)
 		return res
@@ -218,7 +226,7 @@ func runLive(job *execJob) *execResult {
 			go func() {
 				defer wg.Done()
 				for i := range work {
-					spin(job.ExecCost)
+					spin(job.costOf(i))
 					req := job.Entries[i].Req
 					res.Results[i] = service.ApplyEnv(job.State, req.Op, req.Env)
 				}
