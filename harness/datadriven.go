@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,9 @@ import (
 func RunDataDriven(t *testing.T, dir string) {
 	t.Helper()
 	datadriven.Walk(t, dir, func(t *testing.T, path string) {
+		if strings.Contains(filepath.ToSlash(path), "/fuzz/") {
+			t.Skip("a fuzz corpus (testdata/fuzz), not an interaction script")
+		}
 		env := &Env{}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			return env.Handle(t, d)
