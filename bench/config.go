@@ -29,9 +29,14 @@ type Config struct {
 	ReadRatio float64
 	// Dist chooses keys: "uniform", "zipf:S" (S > 1) or "hotspot:H:P".
 	Dist string
-	// Rate, when positive, selects the open loop: Poisson arrivals at Rate
+	// Rate, when positive, selects the open loop: arrivals at Rate
 	// operations per second in total. Zero selects the closed loop.
 	Rate float64
+	// Arrivals is the open loop's arrival process: ArrivalsPoisson (the
+	// default, "" too) or ArrivalsUniform (gaps drawn uniformly from
+	// [0, 2/Rate], mean 1/Rate: seed 001's "uniform distribution with the
+	// average 50 requests per second").
+	Arrivals string
 	// Preload SETs every key once before measuring.
 	Preload bool
 	// KeyPrefix precedes the zero-padded key index.
@@ -119,6 +124,17 @@ func Preset(name string) (Config, error) {
 	return Config{}, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(Workloads(), ", "))
 }
 
+// arrivals names the open loop's arrival process ("" in the closed loop).
+func (c *Config) arrivals() string {
+	switch {
+	case c.Rate <= 0:
+		return ""
+	case c.Arrivals == "":
+		return ArrivalsPoisson
+	}
+	return c.Arrivals
+}
+
 // Validate checks the configuration and explains the first problem found.
 func (c *Config) Validate() error {
 	if len(c.Addrs) == 0 {
@@ -155,6 +171,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Rate < 0 || c.Rate != c.Rate {
 		return fmt.Errorf("rate must be positive, or 0 for the closed loop (got %v)", c.Rate)
+	}
+	if c.Arrivals != "" && c.Arrivals != ArrivalsPoisson && c.Arrivals != ArrivalsUniform {
+		return fmt.Errorf("arrivals %q: want %s or %s", c.Arrivals, ArrivalsPoisson, ArrivalsUniform)
 	}
 	if c.OpTimeout <= 0 {
 		return fmt.Errorf("operation timeout must be positive (got %v)", c.OpTimeout)

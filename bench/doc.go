@@ -11,8 +11,10 @@
 //   - Closed loop (the default): each client issues its next operation as soon as
 //     the previous one returns. Throughput is whatever the server sustains at that
 //     concurrency.
-//   - Open loop (Config.Rate > 0): one scheduler draws Poisson arrivals at Rate
-//     operations per second in total and queues them; idle clients take them.
+//   - Open loop (Config.Rate > 0): one scheduler draws arrivals at Rate
+//     operations per second in total (Poisson by default; Config.Arrivals
+//     "uniform" draws gaps uniformly from [0, 2/Rate], as seed 001 ran) and
+//     queues them; idle clients take them.
 //     Latency is measured from each operation's scheduled arrival time, not from
 //     when a client got round to sending it, so a stalled server is charged for
 //     the whole backlog it causes (no coordinated omission). The queue holds about

@@ -49,6 +49,7 @@ type ReportConfig struct {
 	ReadRatio   float64  `json:"read_ratio"`
 	Dist        string   `json:"dist"`
 	Rate        float64  `json:"rate,omitempty"`
+	Arrivals    string   `json:"arrivals,omitempty"`
 	DurationSec float64  `json:"duration_s,omitempty"`
 	Ops         int64    `json:"ops,omitempty"`
 	Preload     bool     `json:"preload"`
@@ -105,7 +106,7 @@ func (r *runner) report(elapsed time.Duration) *Report {
 		Config: ReportConfig{
 			Target: cfg.TargetName, Addrs: cfg.Addrs, Workload: cfg.Workload, Clients: cfg.Clients,
 			Keys: cfg.Keys, ValueSize: cfg.ValueSize, ReadRatio: cfg.ReadRatio, Dist: r.spec.String(),
-			Rate: cfg.Rate, DurationSec: cfg.Duration.Seconds(), Ops: cfg.Ops, Preload: cfg.Preload,
+			Rate: cfg.Rate, Arrivals: cfg.arrivals(), DurationSec: cfg.Duration.Seconds(), Ops: cfg.Ops, Preload: cfg.Preload,
 			KeyPrefix: cfg.keyPrefix(), Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Seed: cfg.Seed,
 			History: cfg.HistoryPath,
 		},
@@ -160,7 +161,7 @@ func (rep *Report) Print(w io.Writer) {
 	fmt.Fprintln(w)
 	loop := "closed loop"
 	if rep.Mode == "open" {
-		loop = fmt.Sprintf("open loop at %g ops/s (Poisson)", c.Rate)
+		loop = fmt.Sprintf("open loop at %g ops/s (%s arrivals)", c.Rate, c.Arrivals)
 	}
 	pre := ""
 	if c.Preload {

@@ -364,11 +364,11 @@ func (r *runner) closedLoop(ctx, dialCtx context.Context, stop <-chan struct{}, 
 	}
 }
 
-// schedule feeds Poisson arrival times into queue until the duration or the
+// schedule feeds arrival times (Poisson or uniform gaps) into queue until the duration or the
 // operation budget is spent, dropping arrivals that find the queue full.
 func (r *runner) schedule(ctx context.Context, queue chan<- time.Time) {
 	defer close(queue)
-	p := newPoisson(r.cfg.Rate, rand.New(rand.NewSource(clientSeed(r.cfg.Seed, -1))))
+	p := newArrivals(r.cfg.Arrivals, r.cfg.Rate, rand.New(rand.NewSource(clientSeed(r.cfg.Seed, -1))))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for n := int64(0); r.cfg.Ops == 0 || n < r.cfg.Ops; n++ {
