@@ -1,9 +1,14 @@
 // Package seed001 holds seed 001's experiments (ABD vs blocking, CSE 511):
 //
-//   - seed001-abd-vs-blocking (Throughput): Tables 1-6. ABD and the blocking
-//     lock protocol at N = 1, 3, 5 and GET fractions 0.1 and 0.9, each cell a
-//     closed-loop bench.Run of bench.Preset("seed001") against a live local
-//     cluster (cluster.Up, one per protocol and N, shared by both mixes).
+//   - seed001-abd-vs-blocking (Throughput): Tables 1-6. ABD coordinated by
+//     the node a client reaches ("abd"), ABD driven by its clients as the
+//     seed ran it ("abd-client", §3.1.2: client.ABD over gRPC against every
+//     replica, on the same abd cluster) and the blocking lock protocol at
+//     N = 1, 3, 5 and GET fractions 0.1 and 0.9, each cell a bench.Run of
+//     bench.Preset("seed001") against a live local cluster (cluster.Up, one
+//     per protocol and N, shared by both mixes and loads), in the closed loop
+//     (load=closed) and in the open loop at 50 req/s with uniform arrivals
+//     (load=uniform-50, --open-rates).
 //   - seed001-lock-holder-faults (Faults): section 4.4's crashed and stalled
 //     lock holder, which the seed only describes.
 //
@@ -12,10 +17,15 @@
 //   - "GET/PUT ratio 0.1 / 0.9" is read as the fraction of GETs (as the
 //     reading notes do: 0.9 has the higher throughput in every table).
 //   - Load: the seed says "uniform arrivals, average 50 req/s, concurrency 25"
-//     yet reports 1,320-9,000 req/s, which 50 req/s cannot produce. We run the
-//     closed loop with 25 clients (the preset), spread round-robin over the
-//     nodes (the seed's blocking clients each talk to one server; ABD's go
-//     through the contacted node's coordinator). The seed's cache of 100
+//     yet reports 1,320-9,000 req/s, which 50 req/s cannot produce. We run
+//     both: the closed loop with 25 clients (the preset), spread round-robin
+//     over the nodes (the seed's blocking clients each talk to one server;
+//     node-coordinated ABD's go through the contacted node's coordinator;
+//     client-driven ABD's talk to every node), and the open loop at 50 req/s
+//     served by the same 25 clients, "uniform" read as inter-arrival gaps
+//     drawn uniformly from [0, 2/50 s] (mean 20 ms; bench.ArrivalsUniform).
+//     The seed's tables stand beside both loads and both ABD columns (its
+//     ABD is client-driven). The seed's cache of 100
 //     entries has no counterpart: Synod's nodes keep the whole store in memory
 //     and on disk.
 //   - Durability: the seed does not state it. Ours is --durability (fsync by

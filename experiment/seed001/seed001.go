@@ -27,9 +27,23 @@ type Throughput struct {
 	Nodes      []int
 	Ratios     []string
 	Protocols  []string
-	Clients    int
-	Params     []string
+	// OpenRates are the open-loop cells' arrival rates (uniform gaps).
+	OpenRates []float64
+	Clients   int
+	Params    []string
 }
+
+// Columns beside the registered protocols: ABD driven by its clients
+// (seed 001 §3.1.2), on the same abd cluster as node-coordinated ABD.
+const abdClient = "abd-client"
+
+// Loads: the closed loop, or uniform arrivals at a rate ("uniform-50").
+const (
+	loadClosed     = "closed"
+	loadOpenPrefix = "uniform-"
+)
+
+func openLoad(rate float64) string { return loadOpenPrefix + strconv.FormatFloat(rate, 'g', -1, 64) }
 
 // NewThroughput returns the experiment with the seed's parameters.
 func NewThroughput() *Throughput {
@@ -37,16 +51,18 @@ func NewThroughput() *Throughput {
 		Durability: config.Fsync,
 		Nodes:      []int{1, 3, 5},
 		Ratios:     []string{"0.1", "0.9"},
-		Protocols:  []string{"abd", "blocking"},
+		Protocols:  []string{"abd", abdClient, "blocking"},
+		OpenRates:  []float64{50},
 	}
 }
 
 func (t *Throughput) Name() string { return "seed001-abd-vs-blocking" }
 
 func (t *Throughput) Description() string {
-	return "ABD vs the blocking lock protocol on live clusters (seed 001, Tables 1-6). N = 1, 3, 5 " +
+	return "ABD (coordinated by the node a client reaches, and driven by its clients as the seed's ABD client) vs the " +
+		"blocking lock protocol on live clusters (seed 001, Tables 1-6). N = 1, 3, 5 " +
 		"and GET fractions 0.1 and 0.9, with the seed's workload " +
-		"(1000 keys preloaded, 1 KB values, Zipf 1.345675, 25 closed-loop clients): throughput and " +
+		"(1000 keys preloaded, 1 KB values, Zipf 1.345675, 25 clients, closed loop and open loop at 50 req/s with uniform arrivals): throughput and " +
 		"mean/median/p95/p99 latency per cell beside the seed's tables, and each protocol's " +
 		"degradation with N (does \"ABD degrades less with N than blocking\" hold?). " +
 		"Every number is stated with the cluster's durability mode (--durability, fsync by default)."
@@ -56,7 +72,8 @@ func (t *Throughput) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.Durability, "durability", t.Durability, "cluster durability: fsync (records on disk before a reply) or memory")
 	fs.IntSliceVar(&t.Nodes, "nodes", t.Nodes, "cluster sizes N")
 	fs.StringSliceVar(&t.Ratios, "get-ratios", t.Ratios, "fractions of GETs (the seed's \"GET/PUT ratio\")")
-	fs.StringSliceVar(&t.Protocols, "protocols", t.Protocols, "protocols to compare")
+	fs.StringSliceVar(&t.Protocols, "protocols", t.Protocols, "protocols to compare ("+abdClient+": ABD driven by its clients, on an abd cluster)")
+	fs.Float64SliceVar(&t.OpenRates, "open-rates", t.OpenRates, "open-loop cells' arrival rates in req/s, uniform gaps (the seed's \"uniform, average 50 req/s\"; empty: none)")
 	fs.IntVar(&t.Clients, "clients", 0, "closed-loop clients (default: the seed's 25)")
 	paramFlag(fs, &t.Params)
 }
@@ -77,14 +94,23 @@ func (t *Throughput) Cells(o experiment.Options) ([]experiment.Cell, error) {
 			return nil, fmt.Errorf("--get-ratios: %q is not a fraction between 0 and 1", r)
 		}
 	}
+	loads := []string{loadClosed}
+	for _, r := range t.OpenRates {
+		if !(r > 0) {
+			return nil, fmt.Errorf("--open-rates: %v is not a positive rate", r)
+		}
+		loads = append(loads, openLoad(r))
+	}
 	var cells []experiment.Cell
-	for _, p := range t.Protocols {
-		for _, n := range t.Nodes {
-			if n < 1 || n > 99 {
-				return nil, fmt.Errorf("--nodes: %d is not between 1 and 99", n)
-			}
-			for _, r := range t.Ratios {
-				cells = append(cells, experiment.NewCell("protocol", p, "N", strconv.Itoa(n), "get", r))
+	for _, load := range loads {
+		for _, p := range t.Protocols {
+			for _, n := range t.Nodes {
+				if n < 1 || n > 99 {
+					return nil, fmt.Errorf("--nodes: %d is not between 1 and 99", n)
+				}
+				for _, r := range t.Ratios {
+					cells = append(cells, experiment.NewCell("protocol", p, "N", strconv.Itoa(n), "get", r, "load", load))
+				}
 			}
 		}
 	}
@@ -103,6 +129,10 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 	proto := c.Get("protocol")
 	n, _ := strconv.Atoi(c.Get("N"))
 	ratio, _ := strconv.ParseFloat(c.Get("get"), 64)
+	driven := proto == abdClient
+	if driven {
+		proto = "abd" // the replicas of client-driven ABD are an abd cluster's
+	}
 	if err := available(proto); err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -117,6 +147,18 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 		return experiment.Outcome{}, err
 	}
 	cfg.Addrs = cl.ClientAddrs()
+	if driven {
+		// Every client talks to every replica over gRPC (client.ABD).
+		cfg.Addrs = nil
+		for _, nd := range cl.Nodes {
+			cfg.Addrs = append(cfg.Addrs, nd.GRPC)
+		}
+		cfg.UseABDClient()
+	}
+	if rate, ok := strings.CutPrefix(c.Get("load"), loadOpenPrefix); ok {
+		cfg.Rate, _ = strconv.ParseFloat(rate, 64)
+		cfg.Arrivals = bench.ArrivalsUniform
+	}
 	cfg.ReadRatio = ratio
 	cfg.Duration = env.CellDuration(defaultCell, quickCell)
 	cfg.DurabilityLabel = t.Durability
@@ -139,7 +181,7 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 			mThroughput: a.Throughput, mMean: a.MeanMs, mP50: a.P50Ms, mP95: a.P95Ms, mP99: a.P99Ms,
 			mErrors: float64(a.Errors),
 		},
-		Labels: map[string]string{"durability": t.Durability, "clients": strconv.Itoa(cfg.Clients), "settings": settings(proto, pp[proto])},
+		Labels: map[string]string{"durability": t.Durability, "clients": strconv.Itoa(cfg.Clients), "settings": settings(proto, pp[proto]), "target": rep.Config.Target},
 		Detail: rep,
 	}, nil
 }
@@ -151,7 +193,8 @@ func (t *Throughput) Seed() experiment.SeedFigures {
 	}
 	return experiment.SeedFigures{
 		Source: "seed 001, Tables 1-6: AWS t2.micro VMs (1 vCPU, 1 GB), durability not stated, " +
-			"\"uniform arrivals, average 50 req/s, concurrency 25\"",
+			"\"uniform arrivals, average 50 req/s, concurrency 25\"; its ABD is client-driven, shown beside both " +
+			"ABD columns and both loads (its throughputs fit neither 50 req/s nor our closed loop)",
 		Values: figs,
 	}
 }
@@ -163,17 +206,17 @@ func (t *Throughput) Report() experiment.ReportSpec {
 			experiment.PlotSpec{
 				File: "throughput-get" + r, Title: "Throughput, GET fraction " + r, Kind: experiment.Bars,
 				Metric: mThroughput, YLabel: "operations/s", X: "N", XLabel: "nodes",
-				Series: []string{"protocol"}, Filter: map[string]string{"get": r},
+				Series: []string{"protocol"}, Filter: map[string]string{"get": r, "load": loadClosed},
 			},
 			experiment.PlotSpec{
 				File: "latency-get" + r, Title: "Mean latency, GET fraction " + r, Kind: experiment.Bars,
 				Metric: mMean, YLabel: "ms", X: "N", XLabel: "nodes",
-				Series: []string{"protocol"}, Filter: map[string]string{"get": r},
+				Series: []string{"protocol", "load"}, Filter: map[string]string{"get": r},
 			},
 			experiment.PlotSpec{
 				File: "relative-throughput-get" + r, Title: "Throughput relative to N=1, GET fraction " + r, Kind: experiment.Lines,
 				Metric: mRelThroughput, YLabel: "throughput(N) / throughput(1)", X: "N", XLabel: "nodes",
-				Series: []string{"protocol"}, Filter: map[string]string{"get": r},
+				Series: []string{"protocol"}, Filter: map[string]string{"get": r, "load": loadClosed},
 			})
 	}
 	return experiment.ReportSpec{
@@ -186,12 +229,16 @@ func (t *Throughput) Report() experiment.ReportSpec {
 			{Metric: mRelThroughput, Header: "tput/N=1"},
 			{Metric: mRelMean, Header: "avg/N=1"},
 		},
-		Labels: []string{"durability"},
+		Labels: []string{"durability", "target"},
 		Plots:  plots,
 		Notes: []string{
 			"get = fraction of GETs (the seed's \"GET/PUT ratio\" 0.1 / 0.9). Ours: closed loop, 25 clients spread",
 			"round-robin over the nodes, all on one machine over loopback; the seed's: separate VMs. Compare shapes",
 			"and ratios (tput/N=1), not absolute numbers. Durability is ours only: the seed does not state its own.",
+			"protocol=abd: the node a client reaches coordinates both phases; protocol=abd-client: the client runs them",
+			"itself against every replica over gRPC (seed 001 section 3.1.2), replicas never talk to each other.",
+			"load=uniform-50: open loop, uniform gaps averaging 1/50 s, as the seed says it ran; its throughput is the",
+			"offered rate, and its latencies are those of a lightly loaded cluster.",
 		},
 	}
 }
@@ -211,7 +258,7 @@ func params(key string) map[string]string {
 func (t *Throughput) Derive(figs experiment.Figures) {
 	for key, m := range figs {
 		p := params(key)
-		base := cellKey(p["protocol"], 1, p["get"])
+		base := cellKey(p["protocol"], 1, p["get"], p["load"])
 		if bt, ok := figs.Get(base, mThroughput); ok && bt > 0 {
 			if v, ok := m[mThroughput]; ok {
 				m[mRelThroughput] = v / bt
@@ -252,15 +299,20 @@ func degradationLines(name string, f experiment.Figures, ratios []string, nodes 
 			if n == 1 {
 				continue
 			}
-			a, okA := f.Get(cellKey("abd", n, r), mRelThroughput)
-			b, okB := f.Get(cellKey("blocking", n, r), mRelThroughput)
+			a, okA := f.Get(cellKey("abd", n, r, loadClosed), mRelThroughput)
+			b, okB := f.Get(cellKey("blocking", n, r, loadClosed), mRelThroughput)
 			if !okA || !okB {
 				continue
 			}
 			checked++
-			ta, _ := f.Get(cellKey("abd", n, r), mThroughput)
-			tb, _ := f.Get(cellKey("blocking", n, r), mThroughput)
-			parts = append(parts, fmt.Sprintf("N=%d: abd %.2f vs blocking %.2f of N=1 (abd/blocking %.2fx)", n, a, b, ta/tb))
+			ta, _ := f.Get(cellKey("abd", n, r, loadClosed), mThroughput)
+			tb, _ := f.Get(cellKey("blocking", n, r, loadClosed), mThroughput)
+			part := fmt.Sprintf("N=%d: abd %.2f vs blocking %.2f of N=1 (abd/blocking %.2fx)", n, a, b, ta/tb)
+			if c, ok := f.Get(cellKey(abdClient, n, r, loadClosed), mRelThroughput); ok {
+				tc, _ := f.Get(cellKey(abdClient, n, r, loadClosed), mThroughput)
+				part += fmt.Sprintf(", abd-client %.2f of N=1 (abd-client/abd %.2fx)", c, tc/ta)
+			}
+			parts = append(parts, part)
 			if a < b {
 				holds = false
 			}

@@ -58,8 +58,9 @@ func TestSeedFiguresKeyedLikeCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cells) != 12 || len(figs) != 12 {
-		t.Fatalf("%d cells, %d seed cells; want 12 each", len(cells), len(figs))
+	// abd, abd-client, blocking x N 1, 3, 5 x two mixes x closed and 50/s.
+	if len(cells) != 36 || len(figs) != 36 {
+		t.Fatalf("%d cells, %d seed cells; want 36 each", len(cells), len(figs))
 	}
 	for _, c := range cells {
 		if len(figs[c.Key]) != 5 {
@@ -71,10 +72,11 @@ func TestSeedFiguresKeyedLikeCells(t *testing.T) {
 		key, metric string
 		v           float64
 	}{
-		{"protocol=blocking,N=5,get=0.1", mThroughput, 1320},
-		{"protocol=blocking,N=5,get=0.1", mP99, 10.1},
-		{"protocol=abd,N=3,get=0.9", mP50, 6.31},
-		{"protocol=abd,N=1,get=0.1", mMean, 6.43},
+		{"protocol=blocking,N=5,get=0.1,load=closed", mThroughput, 1320},
+		{"protocol=blocking,N=5,get=0.1,load=uniform-50", mP99, 10.1},
+		{"protocol=abd,N=3,get=0.9,load=closed", mP50, 6.31},
+		{"protocol=abd-client,N=3,get=0.9,load=uniform-50", mP50, 6.31},
+		{"protocol=abd,N=1,get=0.1,load=closed", mMean, 6.43},
 	} {
 		if v, ok := figs.Get(want.key, want.metric); !ok || v != want.v {
 			t.Errorf("%s %s = %v (%v), want %v", want.key, want.metric, v, ok, want.v)
@@ -95,18 +97,19 @@ func TestDeriveAndClaimVerdict(t *testing.T) {
 	e := NewThroughput()
 	e.Ratios = []string{"0.9"}
 	holds := figsFrom(map[string]float64{
-		cellKey("abd", 1, "0.9"): 1000, cellKey("abd", 3, "0.9"): 900, cellKey("abd", 5, "0.9"): 800,
-		cellKey("blocking", 1, "0.9"): 2000, cellKey("blocking", 3, "0.9"): 1000, cellKey("blocking", 5, "0.9"): 600,
+		cellKey("abd", 1, "0.9", loadClosed): 1000, cellKey("abd", 3, "0.9", loadClosed): 900, cellKey("abd", 5, "0.9", loadClosed): 800,
+		cellKey("blocking", 1, "0.9", loadClosed): 2000, cellKey("blocking", 3, "0.9", loadClosed): 1000, cellKey("blocking", 5, "0.9", loadClosed): 600,
 	})
 	e.Derive(holds)
-	if v, _ := holds.Get(cellKey("blocking", 5, "0.9"), mRelThroughput); v != 0.3 {
+	if v, _ := holds.Get(cellKey("blocking", 5, "0.9", loadClosed), mRelThroughput); v != 0.3 {
 		t.Fatalf("blocking N=5 relative throughput %v, want 0.3", v)
 	}
-	if v, _ := holds.Get(cellKey("abd", 3, "0.9"), mRelMean); v < 1.11 || v > 1.12 {
+	if v, _ := holds.Get(cellKey("abd", 3, "0.9", loadClosed), mRelMean); v < 1.11 || v > 1.12 {
 		t.Fatalf("abd N=3 relative mean %v, want 1000/900", v)
 	}
 	lines := strings.Join(e.Summary(holds, experiment.Figures{}), "\n")
-	if !strings.Contains(lines, "synod get=0.9: N=3: abd 0.90 vs blocking 0.50") || !strings.Contains(lines, "ABD degrades less: HOLDS") {
+	if !strings.Contains(lines, "synod get=0.9: N=3: abd 0.90 vs blocking 0.50") || !strings.Contains(lines, "ABD degrades less: HOLDS") ||
+		strings.Contains(lines, "abd-client") {
 		t.Fatalf("summary:\n%s", lines)
 	}
 	if !strings.Contains(lines, "seed  get=0.9: not enough cells") {
@@ -115,11 +118,14 @@ func TestDeriveAndClaimVerdict(t *testing.T) {
 
 	// Blocking keeps more of its N=1 throughput at N=5: the claim fails.
 	fails := figsFrom(map[string]float64{
-		cellKey("abd", 1, "0.9"): 1000, cellKey("abd", 3, "0.9"): 900, cellKey("abd", 5, "0.9"): 500,
-		cellKey("blocking", 1, "0.9"): 1000, cellKey("blocking", 3, "0.9"): 800, cellKey("blocking", 5, "0.9"): 700,
+		cellKey("abd", 1, "0.9", loadClosed): 1000, cellKey("abd", 3, "0.9", loadClosed): 900, cellKey("abd", 5, "0.9", loadClosed): 500,
+		cellKey("blocking", 1, "0.9", loadClosed): 1000, cellKey("blocking", 3, "0.9", loadClosed): 800, cellKey("blocking", 5, "0.9", loadClosed): 700,
 	})
+	fails.Set(cellKey(abdClient, 1, "0.9", loadClosed), mThroughput, 2000)
+	fails.Set(cellKey(abdClient, 3, "0.9", loadClosed), mThroughput, 1500)
 	e.Derive(fails)
-	if lines := strings.Join(e.Summary(fails, experiment.Figures{}), "\n"); !strings.Contains(lines, "DOES NOT HOLD") {
+	if lines := strings.Join(e.Summary(fails, experiment.Figures{}), "\n"); !strings.Contains(lines, "DOES NOT HOLD") ||
+		!strings.Contains(lines, "N=3: abd 0.90 vs blocking 0.80 of N=1 (abd/blocking 1.12x), abd-client 0.75 of N=1 (abd-client/abd 1.67x)") {
 		t.Fatalf("summary for a failing claim:\n%s", lines)
 	}
 }
@@ -203,8 +209,9 @@ func TestCellsValidation(t *testing.T) {
 	}
 }
 
-// One real cell, live: ABD at N=1, 2 s, through cluster.Up and bench.Run;
-// then the cluster is gone.
+// Real cells, live, 1 s each: node-coordinated and client-driven ABD at
+// N=1 (one cluster), closed loop and uniform arrivals at 50/s, through
+// cluster.Up and bench.Run; then the cluster is gone.
 func TestLiveQuickCell(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real node process")
@@ -214,14 +221,14 @@ func TestLiveQuickCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := NewThroughput()
-	e.Protocols = []string{"abd", "no-such-protocol"}
+	e.Protocols = []string{"abd", abdClient, "no-such-protocol"}
 	e.Nodes = []int{1}
 	e.Ratios = []string{"0.9"}
 	work := t.TempDir()
 	out := t.TempDir()
 	var stdout bytes.Buffer
 	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{
-		Options: experiment.Options{Duration: 2 * time.Second},
+		Options: experiment.Options{Duration: time.Second},
 		Out:     out, Binary: bin, Work: work, Stdout: &stdout,
 	})
 	if err != nil {
@@ -234,8 +241,17 @@ func TestLiveQuickCell(t *testing.T) {
 	if c.Seed[mThroughput] != 9000 {
 		t.Fatalf("abd cell's seed figures: %v", c.Seed)
 	}
-	if res.Cells[1].Status != experiment.StatusUnavailable || !strings.Contains(res.Cells[1].Reason, "not available") {
-		t.Fatalf("unregistered protocol cell: %+v", res.Cells[1])
+	if c := res.Cells[1]; c.Status != experiment.StatusOK || c.Metrics[mThroughput] <= 0 || c.Labels["target"] != "abd-client" || c.Metrics[mErrors] != 0 {
+		t.Fatalf("client-driven abd cell: %+v", c)
+	}
+	if res.Cells[2].Status != experiment.StatusUnavailable || !strings.Contains(res.Cells[2].Reason, "not available") {
+		t.Fatalf("unregistered protocol cell: %+v", res.Cells[2])
+	}
+	// The open loop at 50/s: about 50 arrivals in the second, all served.
+	for _, c := range res.Cells[3:5] {
+		if c.Status != experiment.StatusOK || c.Metrics[mThroughput] < 25 || c.Metrics[mThroughput] > 75 || c.Metrics[mErrors] != 0 {
+			t.Fatalf("open-loop cell %s: %+v", c.Key, c)
+		}
 	}
 	if !strings.Contains(stdout.String(), "fsync") {
 		t.Fatalf("table does not state the durability:\n%s", stdout.String())

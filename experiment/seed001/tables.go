@@ -59,13 +59,24 @@ func seedFigures() (experiment.Figures, error) {
 				if err != nil {
 					return nil, fmt.Errorf("seed 001 table %d: %w", st.table, err)
 				}
-				figs.Set(cellKey(st.protocol, st.n, row.Label), c.metric, v)
+				// The seed's ABD is client-driven; its load is "uniform,
+				// average 50 req/s" in words and a closed loop in numbers:
+				// its figures stand beside both ABD columns and both loads.
+				protos := []string{st.protocol}
+				if st.protocol == "abd" {
+					protos = append(protos, abdClient)
+				}
+				for _, p := range protos {
+					for _, load := range []string{loadClosed, openLoad(50)} {
+						figs.Set(cellKey(p, st.n, row.Label, load), c.metric, v)
+					}
+				}
 			}
 		}
 	}
 	return figs, nil
 }
 
-func cellKey(protocol string, n int, get string) string {
-	return experiment.NewCell("protocol", protocol, "N", fmt.Sprint(n), "get", get).Key
+func cellKey(protocol string, n int, get, load string) string {
+	return experiment.NewCell("protocol", protocol, "N", fmt.Sprint(n), "get", get, "load", load).Key
 }
