@@ -1,0 +1,198 @@
+package livetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/client"
+	"github.com/synod-dev/synod/cluster"
+	"github.com/synod-dev/synod/service"
+)
+
+// Client-driven ABD (seed 001 §3.1.2, client.ABD): the clients run both
+// phases against every replica over gRPC; the replicas never talk to each
+// other for them.
+
+// abdSet runs a client-driven SET and records it; any error leaves the
+// write's outcome unknown (recorded so, whatever phase failed).
+func (r *recorder) abdSet(ctx context.Context, proc int, a *client.ABD, key, val string) error {
+	p := r.Invoke(proc, ns, service.Op{Kind: "set", Key: key, Args: [][]byte{[]byte(val)}}, "")
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := a.Set(ctx, key, []byte(val)); err != nil {
+		p.Unknown()
+		r.stats.unknownWrites.Add(1)
+		return err
+	}
+	p.Complete(service.OK())
+	r.stats.ackedWrites.Add(1)
+	r.keys.ack(key)
+	return nil
+}
+
+// abdGet runs a client-driven GET and records it (Failed on an error: a
+// read's write-back stores only a tag some writer already stored).
+func (r *recorder) abdGet(ctx context.Context, proc int, a *client.ABD, key string) (service.Result, error) {
+	p := r.Invoke(proc, ns, service.Op{Kind: "get", Key: key}, "")
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	v, found, err := a.Get(ctx, key)
+	if err != nil {
+		p.Fail(service.Result{})
+		r.stats.failedReads.Add(1)
+		return service.Result{}, err
+	}
+	res := service.Nil()
+	if found {
+		res = service.Bytes(append([]byte{}, v...))
+	}
+	p.Complete(res)
+	r.stats.ackedReads.Add(1)
+	return res, nil
+}
+
+func grpcAddrs(c *cluster.Cluster) []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.GRPC)
+	}
+	return out
+}
+
+// runABDClient is runClient for a client-driven ABD client.
+func runABDClient(t *testing.T, r *recorder, id int, addrs, keys []string, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(uint64(id), 7))
+	g, err := client.NewGRPC(addrs, client.Options{Timeout: opTimeout})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer g.Close()
+	a := g.ABD(ns)
+	ctx := context.Background()
+	proc := r.newProc()
+	for seq := 0; ; seq++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		key := keys[rng.IntN(len(keys))]
+		var err error
+		if rng.IntN(2) == 0 {
+			if err = r.abdSet(ctx, proc, a, key, fmt.Sprintf("a%d-%d", id, seq)); err != nil {
+				proc = r.newProc()
+			}
+		} else {
+			_, err = r.abdGet(ctx, proc, a, key)
+		}
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// readAllABD reads every key with a client-driven read, retrying within
+// 20 s, and fails the test if a key with an acknowledged write reads nil.
+func readAllABD(t *testing.T, r *recorder, addrs, keys []string, phase string) {
+	t.Helper()
+	g, err := client.NewGRPC(addrs, client.Options{Timeout: opTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	a := g.ABD(ns)
+	proc := r.newProc()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, key := range keys {
+		for {
+			res, err := r.abdGet(context.Background(), proc, a, key)
+			if err == nil {
+				if res.Type == service.ResultNil && r.keys.has(key) {
+					t.Errorf("%s: client-driven GET %s is nil, but a write of %s was acknowledged", phase, key, key)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: client-driven GET %s: no majority before the deadline (last: %v)", phase, key, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestABDClientDrivenKillNodeUnderLoad runs 6 client-driven ABD clients
+// and 2 node-coordinated ones (one namespace serves both modes) against a
+// 3-node fsync cluster, kill -9s one node mid-run and restarts it, then
+// kill -9s and restarts all three. Acknowledged writes must survive, and
+// the whole history must be linearizable.
+func TestABDClientDrivenKillNodeUnderLoad(t *testing.T) {
+	const (
+		driven, coordinated = 6, 2
+		nkeys               = 20
+		runFor              = 5 * time.Second
+	)
+	c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "abd", Durability: "fsync"})
+	gaddrs, raddrs := grpcAddrs(c), c.ClientAddrs()
+	keys := keyNames(nkeys)
+	r := newRecorder(t, "abd", "fsync")
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < driven+coordinated; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i < driven {
+				runABDClient(t, r, i, gaddrs, keys, stop)
+			} else {
+				runClient(t, r, i, raddrs, keys, stop)
+			}
+		}()
+	}
+	chaosErr := make(chan error, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		if err := c.Kill("n2"); err != nil {
+			chaosErr <- fmt.Errorf("kill n2: %w", err)
+			return
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if err := c.Restart("n2"); err != nil {
+			chaosErr <- fmt.Errorf("restart n2: %w", err)
+			return
+		}
+		chaosErr <- nil
+	}()
+	time.Sleep(runFor)
+	close(stop)
+	wg.Wait()
+	if err := <-chaosErr; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load: %d acknowledged writes, %d acknowledged reads, %d unknown writes, %d failed reads",
+		r.stats.ackedWrites.Load(), r.stats.ackedReads.Load(), r.stats.unknownWrites.Load(), r.stats.failedReads.Load())
+	if r.stats.ackedWrites.Load() < 100 || r.stats.ackedReads.Load() < 100 {
+		t.Fatalf("too little progress under load: %d writes, %d reads acknowledged",
+			r.stats.ackedWrites.Load(), r.stats.ackedReads.Load())
+	}
+	readAllABD(t, r, gaddrs, keys, "after restarting n2")
+	checkHistory(t, r, "client-driven, after restarting n2")
+
+	for _, id := range []string{"n1", "n2", "n3"} {
+		if err := c.Kill(id); err != nil {
+			t.Fatalf("kill %s: %v", id, err)
+		}
+	}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		if err := c.Restart(id); err != nil {
+			t.Fatalf("restart %s: %v", id, err)
+		}
+	}
+	readAllABD(t, r, gaddrs, keys, "after kill -9 of all nodes")
+	checkHistory(t, r, "client-driven, after kill -9 of all nodes")
+}
