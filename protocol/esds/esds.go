@@ -206,6 +206,8 @@ type ESDS struct {
 	ops     map[string]*op
 	waiting []*op  // rcvd − done_r[r], in arrival order
 	counter uint64 // lbl-counter: at least every label counter seen
+	// counterDirty: persist counter (recCounter) with this step's records.
+	counterDirty bool
 	arrival uint64
 
 	// Memoised stable state (optimised variant): stable-state_r, the label

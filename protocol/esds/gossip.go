@@ -94,6 +94,9 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 				// (A stable operation's label is final in the correct
 				// protocol; only the broken maxlabel variant changes one.)
 				wasDone := o.label.Set
+				if wasDone && o.label.R == uint32(a.self) {
+					a.counterDirty = true // recCounter: our label leaves the records
+				}
 				a.dnaRemove(o) // re-inserted under the new label
 				o.label = x.Label
 				changed = true

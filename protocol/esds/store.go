@@ -16,6 +16,13 @@ const (
 	recOp      = "o/" // o/<id>: an operation done here (entry: descriptor, label, stable-here flag)
 	recStable  = "s"  // the stable state standing for garbage-collected operations
 	recMembers = "m"  // the removed members (bit mask)
+	// recCounter holds lbl-counter when one of this replica's own labels
+	// was lowered by gossip: the operation's record then names another
+	// replica's label, so the counter is no longer implied by the records,
+	// and a restart that forgot it could hand out a label another replica
+	// still holds for a different operation (the invariant "labels
+	// unique").
+	recCounter = "c"
 )
 
 // stableHeader is the stable-state record's version 1 header (operation
@@ -99,6 +106,16 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		}
 		if a.recording {
 			a.orderLog = log
+		}
+	}
+	if b, ok := recs[recCounter]; ok {
+		d := wire.NewDecoder(b)
+		c := d.Uvarint()
+		if err := d.Done(); err != nil {
+			return fmt.Errorf("record %q: %w", recCounter, err)
+		}
+		if c > a.counter {
+			a.counter = c
 		}
 	}
 	keys := make([]string, 0, len(recs))
@@ -286,6 +303,10 @@ func (a *ESDS) flushDirty() {
 	if a.membersDirty {
 		a.membersDirty = false
 		a.out = append(a.out, automaton.Persist{Key: recMembers, Value: uvarintBytes(a.removed)})
+	}
+	if a.counterDirty {
+		a.counterDirty = false
+		a.out = append(a.out, automaton.Persist{Key: recCounter, Value: uvarintBytes(a.counter)})
 	}
 	if len(a.dirty) == 0 {
 		return

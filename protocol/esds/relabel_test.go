@@ -1,0 +1,31 @@
+package esds
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/sim"
+)
+
+// TestRestartKeepsLabelCounter: a replica whose own label on an operation is
+// lowered by gossip keeps its lbl-counter across a restart (recCounter).
+// Before, the rewritten record named the other replica's label, the restart
+// restored a counter below a label other replicas still held for that
+// operation, and the replica gave the same label to a new operation: the
+// invariant "labels unique" failed on this run (slow gossip of impl=simple
+// with variant=unopt makes lowered labels common).
+func TestRestartKeepsLabelCounter(t *testing.T) {
+	args := strings.Fields("--protocol esds --nodes 3 --clients 4 --ops 300 --faults all --latency uniform:1ms:5ms --service counter --strict 0.5 --prev 0.2 --param impl=simple --param variant=unopt --seeds 6")
+	cfg, seeds, err := sim.ParseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seed = seeds[0]
+	r, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation {
+		t.Fatalf("%s\n%s", r.Invariant+r.Divergence, cfg.Command())
+	}
+}
