@@ -9,6 +9,7 @@
 //	secret: ""                 # peers authenticate with it; see security.go
 //	tls: {dir: tls}            # mutual TLS between peers; see security.go
 //	users: []                  # client accounts with per-namespace access
+//	limits: {max_clients: 10000} # overload limits; see limits.go
 //	nodes:
 //	  - id: n1
 //	    peer: 127.0.0.1:7001   # peer-to-peer TCP address
@@ -116,6 +117,8 @@ type Cluster struct {
 	TLS *TLS `yaml:"tls,omitempty"`
 	// Users are client accounts besides the password's "default" user.
 	Users []User `yaml:"users,omitempty"`
+	// Limits bound what a node accepts from its clients (limits.go).
+	Limits *Limits `yaml:"limits,omitempty"`
 	// AllowBroken admits the deliberately broken protocol variants
 	// (automaton.RegisterBroken), which exist to show that checkers catch
 	// them. Never set it for data you care about.
@@ -260,6 +263,7 @@ func (c *Cluster) Validate() error {
 		}
 	}
 	c.validateSecurity(bad)
+	c.validateLimits(bad)
 	return errors.Join(errs...)
 }
 

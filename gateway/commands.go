@@ -530,17 +530,20 @@ func (c *conn) infoLine(proto int) string {
 }
 
 // configParams answer CONFIG GET (redis-benchmark asks for "save" and
-// "appendonly"). They describe Synod in Redis terms and cannot be set.
+// "appendonly"). They describe Synod in Redis terms; only the limits
+// (limits.go) can be set.
 func (c *conn) configParams() map[string]string {
-	return map[string]string{
-		"save":               "",
-		"appendonly":         "no",
-		"databases":          "1",
-		"maxclients":         strconv.Itoa(c.s.opts.MaxClients),
-		"timeout":            "0",
-		"maxmemory":          "0",
-		"proto-max-bulk-len": strconv.Itoa(service.MaxValueSize),
+	p := map[string]string{
+		"save":       "",
+		"appendonly": "no",
+		"databases":  "1",
+		"timeout":    "0",
+		"maxmemory":  "0",
 	}
+	for k, v := range c.s.limitParams() {
+		p[k] = v
+	}
+	return p
 }
 
 func cmdConfig(c *conn, args [][]byte) {
@@ -571,7 +574,9 @@ func cmdConfig(c *conn, args [][]byte) {
 			c.w.WriteBulkString(k)
 			c.w.WriteBulkString(params[k])
 		}
-	case "set", "resetstat", "rewrite":
+	case "set":
+		cmdConfigSet(c, args)
+	case "resetstat", "rewrite":
 		c.w.WriteError(fmt.Sprintf("ERR CONFIG %s is not supported by Synod (configure the cluster file instead)", strings.ToUpper(sub)))
 	default:
 		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1]))
@@ -629,9 +634,12 @@ func cmdInfo(c *conn, args [][]byte) {
 		}},
 		{"Clients", map[string]string{
 			"connected_clients":          strconv.Itoa(nconn),
-			"maxclients":                 strconv.Itoa(s.opts.MaxClients),
+			"maxclients":                 strconv.FormatInt(s.lim.maxClients.Load(), 10),
 			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
 			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
+			"client_output_limit_closed": strconv.FormatInt(s.ov.outputClosed.Load(), 10),
+			"client_backpressure_pauses": strconv.FormatInt(s.ov.backpressure.Load(), 10),
+			"open_connections_all_ports": strconv.FormatInt(s.ov.clients.Load(), 10),
 		}},
 		{"Keyspace", keyspace},
 		{"Synod", map[string]string{

@@ -55,9 +55,21 @@ type ServerOptions struct {
 	// Users are ACL users besides "default" (acl.go); with any, clients
 	// must AUTH even without a Password.
 	Users []config.User
-	// MaxClients bounds concurrent connections (default 10000). Connections
-	// beyond it get "-ERR max number of clients reached" and are closed.
+	// MaxClients bounds concurrent connections, RESP and those of
+	// LimitListener (gRPC) together (default config.DefaultMaxClients).
+	// Connections beyond it get "-ERR max number of clients reached" and
+	// are closed (limits.go).
 	MaxClients int
+	// OutputBufferLimit is the hard limit, in bytes, of a connection's
+	// unwritten replies: past it the client is closed (default
+	// config.DefaultOutputBufferLimit).
+	OutputBufferLimit int64
+	// ProtoMaxBulkLen bounds a bulk string in a command (default and
+	// maximum config.MaxProtoBulkLen).
+	ProtoMaxBulkLen int
+	// MaxPipeline is how many replies a connection may owe before it stops
+	// being read (default config.DefaultMaxPipeline).
+	MaxPipeline int
 	// Logger receives protocol errors and connection events (default: discard).
 	Logger *slog.Logger
 	// RequestTimeout bounds each Backend.Do call (default 10 s).
@@ -86,13 +98,13 @@ type Server struct {
 	totalConns    atomic.Int64
 	totalCommands atomic.Int64
 	rejected      atomic.Int64
+
+	lim limits   // limits.go
+	ov  overload // limits.go
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
 func NewServer(b Backend, opts ServerOptions) *Server {
-	if opts.MaxClients <= 0 {
-		opts.MaxClients = 10000
-	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 10 * time.Second
 	}
@@ -110,11 +122,13 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		a = &acl{users: map[string]*aclUser{}}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
+	s := &Server{
 		b: b, opts: opts, log: log, start: time.Now(), runID: hex.EncodeToString(id[:]), acl: a,
 		ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
+	s.initLimits()
+	return s
 }
 
 // Serve accepts connections on l until Close is called (it then returns nil)
@@ -160,13 +174,9 @@ func (s *Server) Serve(l net.Listener) error {
 			nc.Close()
 			return nil
 		}
-		if len(s.conns) >= s.opts.MaxClients {
+		if !s.admit() {
 			s.mu.Unlock()
-			s.rejected.Add(1)
-			s.log.Warn("connection refused: max clients reached", "remote", nc.RemoteAddr().String(), "max", s.opts.MaxClients)
-			nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			io.WriteString(nc, "-ERR max number of clients reached\r\n")
-			nc.Close()
+			s.refuse(nc, "resp", true)
 			continue
 		}
 		s.nextID++
@@ -175,6 +185,7 @@ func (s *Server) Serve(l net.Listener) error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.totalConns.Add(1)
+		go c.out.writer()
 		go c.serve()
 	}
 }
@@ -197,6 +208,7 @@ func (s *Server) Close() error {
 		}
 		for c := range s.conns {
 			c.nc.Close()
+			c.out.fail(net.ErrClosed)
 		}
 	}
 	s.mu.Unlock()
@@ -212,7 +224,9 @@ type conn struct {
 	s       *Server
 	nc      net.Conn
 	r       *resp.Reader
-	w       *resp.Writer
+	w       *resp.Writer // writes to out
+	out     *outBuf      // the output buffer and its writer (limits.go)
+	owed    int          // replies written to w since the last flush to out
 	id      int64
 	client  uint64 // RequestID.Client
 	seq     uint64 // last RequestID.Seq used
@@ -245,10 +259,11 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 	rand.Read(b[:])
 	c := &conn{
 		s: s, nc: nc, id: id, client: binary.LittleEndian.Uint64(b[:]), created: time.Now(),
-		r:      resp.NewReader(bufio.NewReaderSize(nc, 16<<10), resp.Limits{}),
-		w:      resp.NewWriter(nc),
+		r:      resp.NewReader(bufio.NewReaderSize(nc, 16<<10), resp.Limits{MaxBulk: int(s.lim.bulkLen.Load())}),
 		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
 	}
+	c.out = newOutBuf(c)
+	c.w = resp.NewWriter(c.out)
 	if nss := s.b.Namespaces(); len(nss) > 0 {
 		c.ns = nss[0]
 		c.svc, _ = service.Lookup(nss[0].Service)
@@ -259,7 +274,9 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 func (c *conn) serve() {
 	s := c.s
 	defer func() {
+		c.out.finish() // the replies already computed go out first
 		c.nc.Close()
+		s.release()
 		c.unsubscribeAll()
 		c.abortOnClose()
 		s.mu.Lock()
@@ -270,6 +287,12 @@ func (c *conn) serve() {
 	remote := c.nc.RemoteAddr().String()
 	s.log.Debug("client connected", "id", c.id, "remote", remote)
 	for {
+		// Backpressure: while the client owes too many replies, read no
+		// more of its commands (limits.go).
+		if !c.out.waitRoom(int(s.lim.pipeline.Load())) {
+			s.log.Debug("client connection closed", "id", c.id, "remote", remote)
+			return
+		}
 		args, err := c.r.ReadCommand()
 		if err != nil {
 			switch {
@@ -287,8 +310,12 @@ func (c *conn) serve() {
 		s.totalCommands.Add(1)
 		c.wmu.Lock()
 		c.exec(args)
-		if c.quit || c.r.Buffered() == 0 {
-			if err := c.w.Flush(); err != nil {
+		c.owed++
+		if c.quit || c.r.Buffered() == 0 || c.owed >= int(s.lim.pipeline.Load()) {
+			err := c.w.Flush()
+			c.out.addReplies(c.owed)
+			c.owed = 0
+			if err != nil {
 				c.wmu.Unlock()
 				s.log.Debug("writing reply failed", "id", c.id, "remote", remote, "err", err)
 				return

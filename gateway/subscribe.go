@@ -262,6 +262,6 @@ func (c *conn) pushFrame(elems ...any) error {
 	if err := c.w.Flush(); err != nil {
 		return err
 	}
-	_, err := c.nc.Write(b)
+	_, err := c.out.Write(b)
 	return err
 }
