@@ -98,6 +98,7 @@ type Options struct {
 	Logger     *slog.Logger
 
 	QueueLen         int           // per-peer queue, default 4096 frames
+	QueueBytes       int64         // per-peer queued bytes, default DefaultQueueBytes
 	MaxFrame         int           // default DefaultMaxFrame
 	MinBackoff       time.Duration // default 50ms
 	MaxBackoff       time.Duration // default 2s
@@ -115,6 +116,11 @@ type Options struct {
 	// connection from one host is logged (default 10s).
 	LogEvery time.Duration
 }
+
+// DefaultQueueBytes bounds the bytes queued for one peer unless
+// Options.QueueBytes says otherwise: with QueueLen, a peer that does not
+// drain costs at most this much memory; further messages are dropped.
+const DefaultQueueBytes = 64 << 20
 
 // PeerStats counts one peer's traffic.
 type PeerStats struct {
@@ -161,6 +167,7 @@ type peer struct {
 	cancel context.CancelFunc
 
 	sent, dropped, received atomic.Uint64
+	qbytes                  atomic.Int64 // bytes of the frames in q
 	connected               atomic.Bool
 	lastErr                 string // writer goroutine only
 	everUp                  bool   // writer goroutine only
@@ -179,6 +186,9 @@ func New(o Options) (*Transport, error) {
 	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = DefaultMaxFrame
+	}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = DefaultQueueBytes
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 50 * time.Millisecond
@@ -254,7 +264,8 @@ func (t *Transport) Peers() []automaton.NodeID {
 }
 
 // Send queues msg for namespace ns to peer to. It never blocks. It returns
-// ErrDropped when the peer's queue is full (the drop is counted), and an error
+// ErrDropped when the peer's queue is full, in frames (QueueLen) or in bytes
+// (QueueBytes) (the drop is counted: protocols tolerate loss), and an error
 // for an unknown peer, an oversized message or a closed transport. msg is
 // copied; the caller may reuse it.
 func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
@@ -272,11 +283,18 @@ func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
 	if t.ctx.Err() != nil {
 		return ErrClosed
 	}
-	f := AppendFrame(make([]byte, 0, FrameSize(ns, msg)), ns, msg)
+	size := int64(FrameSize(ns, msg))
+	if p.qbytes.Add(size) > t.o.QueueBytes {
+		p.qbytes.Add(-size)
+		p.dropped.Add(1)
+		return ErrDropped
+	}
+	f := AppendFrame(make([]byte, 0, size), ns, msg)
 	select {
 	case p.q <- f:
 		return nil
 	default:
+		p.qbytes.Add(-size)
 		p.dropped.Add(1)
 		return ErrDropped
 	}
@@ -571,6 +589,7 @@ func (p *peer) pump(c net.Conn) error {
 	for {
 		select {
 		case f := <-p.q:
+			p.qbytes.Add(-int64(len(f)))
 			c.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
 			for {
 				if _, err := bw.Write(f); err != nil {
@@ -580,6 +599,7 @@ func (p *peer) pump(c net.Conn) error {
 				pending++
 				select {
 				case f = <-p.q:
+					p.qbytes.Add(-int64(len(f)))
 					continue
 				default:
 				}

@@ -343,3 +343,33 @@ func TestCloseIsPrompt(t *testing.T) {
 		t.Fatalf("Close took %v", d)
 	}
 }
+
+// TestQueueBytesDrops: the per-peer queue is bounded in bytes too, so a
+// peer that does not drain cannot hold QueueLen large messages.
+func TestQueueBytesDrops(t *testing.T) {
+	ln := listen(t)
+	addr := ln.Addr().String()
+	ln.Close()
+	tr, err := New(Options{Cluster: "c", Self: "n1", Peers: map[automaton.NodeID]string{"n2": addr},
+		ListenAddr: "127.0.0.1:0", Handler: func(automaton.NodeID, string, []byte) {}, QueueLen: 1000, QueueBytes: 10 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	msg := make([]byte, 1000)
+	sent, drops := 0, 0
+	for i := 0; i < 100; i++ {
+		switch err := tr.Send("n2", "ns", msg); err {
+		case nil:
+			sent++
+		case ErrDropped:
+			drops++
+		default:
+			t.Fatal(err)
+		}
+	}
+	// Each frame is 1000 bytes plus a header of a few bytes: 10 fit in 10 KiB.
+	if sent != 10 || drops != 90 || tr.Stats()["n2"].Dropped != 90 {
+		t.Fatalf("sent %d, dropped %d, stats %+v; want 10 and 90", sent, drops, tr.Stats()["n2"])
+	}
+}
