@@ -21,8 +21,9 @@
 // never talk to each other): a request with the option abd.phase=query or
 // abd.phase=store (with abd.tag) is answered by the replica it reaches from
 // its own register, with no message to its peers (direct.go). The Go
-// client's ABD mode (client.ABD) and `synod bench --abd-client` drive it.
-// One namespace serves both modes at once.
+// client's ABD mode (client.GRPC.ABD) and the bench target it backs
+// (bench.Config.UseABDClient) drive it. One namespace serves both modes at
+// once.
 //
 // Write (set, del): query a majority for the highest tag; choose
 // (ts+1, writer); store (tag, value) at a majority; answer.
