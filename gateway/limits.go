@@ -30,7 +30,7 @@ import (
 //	                           replies owed                       until the writer drains it (TCP then stops the client)
 //	output buffer, hard        client-output-buffer-limit         the client is closed and the node logs why, with the
 //	                                                              limit (as Redis); counted (client_output_limit_closed)
-//	MULTI queue                maxQueued commands (multi.go)      "-ERR ... MULTI queue is full", EXEC refused
+//	MULTI queue                maxQueued commands (multi.go)      "-ERR too many commands in one MULTI (limit 10000)"
 //	requests in flight         one command at a time per          (the connection's goroutine waits for its reply)
 //	                           connection; MGET/DEL: one per key
 //

@@ -445,7 +445,8 @@ func (n *Node) start() error {
 		go n.loops[ns.Name].run(starts[ns.Name])
 	}
 
-	n.gw = gateway.NewServer(n, gateway.ServerOptions{Password: n.cfg.Password, Users: n.cfg.Users, Logger: n.log.With("component", "gateway")})
+	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
+	n.m.registerOverload(string(n.id), n.gw)
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
@@ -458,7 +459,8 @@ func (n *Node) start() error {
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
-			if err := n.grpc.Serve(grpcLn); err != nil {
+			// gRPC connections count against maxclients with RESP's.
+			if err := n.grpc.Serve(n.gw.LimitListener(grpcLn)); err != nil {
 				n.log.Error("gRPC listener failed", "err", err)
 			}
 		}()

@@ -1,0 +1,110 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/gateway/grpcserver"
+)
+
+// TestLimitsFromClusterFile: the cluster file's limits reach the node's
+// gateway; maxclients counts RESP and gRPC connections together; refusals
+// are exported as metrics.
+func TestLimitsFromClusterFile(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, config.Namespace{Name: "default", Protocol: "abd", Service: "kv"})
+	cfg.Limits = &config.Limits{MaxClients: 2, MaxPipeline: 7, ProtoMaxBulkLen: 4096}
+	gl := listen(t)
+	cfg.Nodes[0].GRPC = gl.Addr().String()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, cfg, "n1", ls[0], Options{GRPCListener: gl, GRPC: func(b gateway.Backend, pw string, log *slog.Logger) ClientServer {
+		return grpcserver.New(b, grpcserver.Options{Password: pw, Logger: log})
+	}})
+	addr := n.ClientAddr().String()
+
+	// One gRPC client (connected by a call) and one RESP client: the limit.
+	cc, err := grpc.NewClient("passthrough:///"+gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := synodpb.NewSynodClient(cc).Do(ctx, &synodpb.Request{ClientId: 1, Seq: 1, Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}}); err != nil {
+		t.Fatalf("gRPC set: %v", err)
+	}
+	r1 := respDial(t, addr)
+	if got := r1.cmd("CONFIG GET max-pipeline"); !strings.Contains(got, "7") {
+		t.Errorf("CONFIG GET max-pipeline: %q", got)
+	}
+	// A third client is refused with Redis's message.
+	r2 := respDial(t, addr)
+	if line, _ := r2.br.ReadString('\n'); line != "-ERR max number of clients reached\r\n" {
+		t.Errorf("third client: %q", line)
+	}
+	// proto_max_bulk_len applies.
+	if got := r1.raw("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5000\r\n" + strings.Repeat("x", 5000) + "\r\n"); got != "-ERR Protocol error: invalid bulk length\r\n" {
+		t.Errorf("bulk over proto_max_bulk_len: %q", got)
+	}
+	// The refusal is a metric.
+	res, err := http.Get("http://" + n.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`synod_clients_rejected_total{node="n1"} 1`, `synod_clients_output_limit_closed_total{node="n1"} 0`, `synod_clients_backpressure_pauses_total{node="n1"}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+type respConn struct {
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func respDial(t *testing.T, addr string) *respConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { nc.Close() })
+	return &respConn{nc: nc, br: bufio.NewReader(nc)}
+}
+
+// cmd sends an inline command and returns the whole reply's first lines.
+func (c *respConn) cmd(line string) string {
+	io.WriteString(c.nc, line+"\r\n")
+	var out strings.Builder
+	l, _ := c.br.ReadString('\n')
+	out.WriteString(l)
+	for c.br.Buffered() > 0 {
+		l, _ = c.br.ReadString('\n')
+		out.WriteString(l)
+	}
+	return out.String()
+}
+
+func (c *respConn) raw(s string) string {
+	io.WriteString(c.nc, s)
+	l, _ := c.br.ReadString('\n')
+	return l
+}
