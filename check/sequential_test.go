@@ -146,6 +146,9 @@ func TestSequentialBound(t *testing.T) {
 		}
 	}
 	ops = append(ops, hget(99, 0, 1, "k0", sp("p1-2")), hget(99, 2, 3, "k0", sp("p1-0")))
+	// An APPEND (on a key of its own) turns the constraint graph off, so
+	// only the search can decide.
+	ops = append(ops, hop(98, 0, 1, "append", "k9", []string{"z"}, resInt(1)))
 	r := seqVerdict(t, ops, Options{MaxStates: 10})
 	if r.Result != Unknown || !strings.Contains(r.Detail, "state limit") {
 		t.Errorf("MaxStates 10: %s", r)
