@@ -25,6 +25,18 @@ type InvariantChecker interface {
 	Check(stepped NodeID, up map[NodeID]Automaton) error
 }
 
+// CrashObserver may be implemented by an InvariantChecker that must know
+// what a crash lost: the simulator calls Crashed when node id crashes, with
+// the keys of the records it had persisted but not yet made durable (they
+// are gone). A replica may act on its own record before it is durable (a
+// Paxos leader counts its own acceptance towards a majority), provided
+// nothing that depends on it leaves before it is; what such a replica knew
+// may be un-known by the crash, and the checker must not hold the cluster
+// to it.
+type CrashObserver interface {
+	Crashed(id NodeID, lost []string)
+}
+
 // InvariantStater is implemented by protocols that state invariants.
 type InvariantStater interface {
 	// Invariants returns the names of the invariants checked, one line each

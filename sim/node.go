@@ -110,6 +110,13 @@ func copyParams(p map[string]string) map[string]string {
 // in flight to it. Clients connected to it see their connection drop.
 func (s *simulator) crash(n *node) {
 	s.tracef("%s crash (%d unsynced records, %d held outputs lost)", n.id, len(n.buf), len(n.held))
+	if o, ok := s.inv.(automaton.CrashObserver); ok && len(n.buf) > 0 {
+		lost := make([]string, len(n.buf))
+		for i, r := range n.buf {
+			lost[i] = r.p.Key
+		}
+		o.Crashed(n.id, lost)
+	}
 	s.digestEvent(n.idx, 'X', nil)
 	s.stats.Crashes++
 	oldInc := n.inc

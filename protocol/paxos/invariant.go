@@ -2,6 +2,8 @@ package paxos
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -27,9 +29,24 @@ func (protocol) Invariants() ([]string, automaton.InvariantChecker) {
 // digest of every executed prefix as the first replica executed it, the
 // leader of every ballot, and per node the lowest promise others observed.
 type invariantChecker struct {
-	chosen  map[uint64]uint64 // instance -> digest of its chosen value
-	prefix  map[uint64]uint64 // instance -> digest chain of instances 1..i
-	leaders map[Ballot]automaton.NodeID
+	chosen map[uint64]uint64 // instance -> digest of its chosen value
+	prefix map[uint64]uint64 // instance -> digest chain of instances 1..i
+	// Knowledge only one incarnation has is tentative: a leader counts
+	// its own acceptance towards a majority before that acceptance is
+	// durable (the record is persisted after the Accept that carries it),
+	// so it may know a value chosen that its crash un-chooses: when the
+	// crash loses that record (automaton.CrashObserver), the value held
+	// only a minority of durable votes, nothing that depended on the
+	// choice had left the leader (answers and commit notices wait for the
+	// record), and a later leader may rightly choose another value (seed
+	// 002 V: chosen means accepted by a majority). An entry is confirmed
+	// when another incarnation knows the same (it can only have learnt it
+	// from a released message), and retracted when its sole owner crashed
+	// losing the instance's acceptance record.
+	tentChosen, tentPrefix tentative
+	// incarnation: the automaton of each node that is up, as last seen.
+	incarnation map[automaton.NodeID]*Paxos
+	leaders     map[Ballot]automaton.NodeID
 	// witness: a ballot some leader or candidate holds this node's promise
 	// or acceptance for. That answer left the node only once its promise
 	// was durable, so no later incarnation may promise less.
@@ -54,11 +71,68 @@ type replicaCheck struct {
 
 func newInvariantChecker() *invariantChecker {
 	return &invariantChecker{
-		chosen:  map[uint64]uint64{},
-		prefix:  map[uint64]uint64{0: 0},
-		leaders: map[Ballot]automaton.NodeID{},
-		witness: map[automaton.NodeID]Ballot{},
-		nodes:   map[automaton.NodeID]*replicaCheck{},
+		chosen:      map[uint64]uint64{},
+		prefix:      map[uint64]uint64{0: 0},
+		leaders:     map[Ballot]automaton.NodeID{},
+		witness:     map[automaton.NodeID]Ballot{},
+		nodes:       map[automaton.NodeID]*replicaCheck{},
+		tentChosen:  tentative{of: map[uint64]*Paxos{}},
+		tentPrefix:  tentative{of: map[uint64]*Paxos{}},
+		incarnation: map[automaton.NodeID]*Paxos{},
+	}
+}
+
+// Crashed implements automaton.CrashObserver: the tentative knowledge of
+// the crashed incarnation about instances whose acceptance record the
+// crash lost is retracted (invariantChecker.tentChosen), with the executed
+// prefixes from the first such instance on.
+func (c *invariantChecker) Crashed(id automaton.NodeID, lost []string) {
+	a := c.incarnation[id]
+	if a == nil {
+		return
+	}
+	first := uint64(0)
+	for _, k := range lost {
+		hex, ok := strings.CutPrefix(k, recSlotPfx)
+		if !ok {
+			continue
+		}
+		i, err := strconv.ParseUint(hex, 16, 64)
+		if err != nil {
+			continue
+		}
+		if c.tentChosen.of[i] == a {
+			delete(c.tentChosen.of, i)
+			delete(c.chosen, i)
+			if first == 0 || i < first {
+				first = i
+			}
+		}
+	}
+	if first == 0 {
+		return
+	}
+	for i, o := range c.tentPrefix.of {
+		if o == a && i >= first {
+			delete(c.tentPrefix.of, i)
+			delete(c.prefix, i)
+		}
+	}
+}
+
+// tentative tracks the entries of a checker map that one incarnation alone
+// established (invariantChecker.tentChosen).
+type tentative struct {
+	of map[uint64]*Paxos // instance -> the incarnation that alone knows it
+}
+
+// establish records that a alone knows instance i.
+func (t *tentative) establish(i uint64, a *Paxos) { t.of[i] = a }
+
+// confirm records that a knows instance i too.
+func (t *tentative) confirm(i uint64, a *Paxos) {
+	if o, ok := t.of[i]; ok && o != a {
+		delete(t.of, i)
 	}
 }
 
@@ -85,6 +159,7 @@ func (c *invariantChecker) Check(stepped automaton.NodeID, up map[automaton.Node
 			delete(c.witness, stepped)
 		}
 	}
+	c.incarnation[stepped] = a
 	if err := c.checkPromise(stepped, a, r); err != nil {
 		return err
 	}
@@ -154,7 +229,10 @@ func (c *invariantChecker) checkChosen(id automaton.NodeID, a *Paxos, r *replica
 		d := digest(s.val)
 		if g, ok := c.chosen[i]; !ok {
 			c.chosen[i] = d
-		} else if g != d {
+			c.tentChosen.establish(i, a)
+		} else if g == d {
+			c.tentChosen.confirm(i, a)
+		} else {
 			return fmt.Errorf("paxos invariant: %s knows instance %d chosen with a value other than the one another replica knew chosen (value digests %016x, %016x)", id, i, d, g)
 		}
 	}
@@ -185,7 +263,10 @@ func (c *invariantChecker) checkExecuted(id automaton.NodeID, a *Paxos, r *repli
 		r.chain = mix(r.chain, digest(s.val))
 		if g, ok := c.prefix[i]; !ok {
 			c.prefix[i] = r.chain
-		} else if g != r.chain {
+			c.tentPrefix.establish(i, a)
+		} else if g == r.chain {
+			c.tentPrefix.confirm(i, a)
+		} else {
 			return fmt.Errorf("paxos invariant: %s's executed prefix up to instance %d differs from another replica's", id, i)
 		}
 	}
