@@ -25,7 +25,8 @@ func init() {
 		ops, seed                                               int64
 		clients, keys, valueSize                                int
 		readRatio, rate                                         float64
-		preload, quiet, leader                                  bool
+		preload, quiet, leader, abdClient                       bool
+		arrivals                                                string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -97,6 +98,10 @@ through their own client libraries instead of RESP, one session per client.`,
 			if err := applyBenchTarget(target, &cfg); err != nil {
 				return err
 			}
+			if abdClient {
+				cfg.UseABDClient()
+			}
+			cfg.Arrivals = arrivals
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -136,6 +141,8 @@ through their own client libraries instead of RESP, one session per client.`,
 	f.Float64Var(&readRatio, "read-ratio", def.ReadRatio, "fraction of operations that are GETs (the rest are SETs)")
 	f.StringVar(&dist, "dist", def.Dist, "key distribution: uniform | zipf:S (S>1) | hotspot:H:P (fraction H of keys gets fraction P of ops)")
 	f.Float64Var(&rate, "rate", 0, "open loop: Poisson arrivals at this many ops/s in total (0: closed loop)")
+	f.StringVar(&arrivals, "arrivals", "poisson", "open-loop arrivals (with --rate): poisson | uniform (gaps uniform on [0, 2/rate], as seed 001 ran)")
+	f.BoolVar(&abdClient, "abd-client", false, "client-driven ABD (seed 001): every client runs both phases itself against every replica; --addr lists every replica's gRPC address")
 	f.BoolVar(&preload, "preload", def.Preload, "SET every key once before measuring")
 	f.StringVar(&keyPrefix, "key-prefix", def.KeyPrefix, "prefix of the fixed-width key names (with --history and no --key-prefix, a random run id follows \"key:\", so the history starts from absent keys even on a used store)")
 	f.StringVar(&password, "password", "", "send AUTH with this password on every connection")
