@@ -108,6 +108,12 @@ type UpOptions struct {
 	// Extra namespaces served beside "default" (the compatibility suite
 	// runs one per protocol); a resumed cluster must list the same names.
 	Extra []config.Namespace
+	// TLS generates a CA, node and client certificates and the cluster
+	// secret into DIR/tls before the nodes start (tls.go): peers use mutual
+	// TLS and the client ports speak only TLS (tls.clients: required);
+	// readiness is checked over TLS. A stopped cluster without TLS is
+	// given it; one with TLS keeps it even when TLS is false.
+	TLS bool
 }
 
 // Node is one member of a running cluster.
@@ -209,6 +215,17 @@ func Up(opts UpOptions) (*Cluster, error) {
 		if err := compatible(cfg, opts, dir); err != nil {
 			return nil, err
 		}
+		if opts.TLS && cfg.TLS == nil {
+			if err := enableTLS(dir, cfg); err != nil {
+				return nil, err
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, fmt.Errorf("cluster: %s with TLS: %w", cfgPath, err)
+			}
+			if err := writeFileAtomic(cfgPath, mustMarshal(cfg)); err != nil {
+				return nil, fmt.Errorf("cluster: %w", err)
+			}
+		}
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("cluster: %s: %w", cfgPath, err)
 		}
@@ -218,7 +235,14 @@ func Up(opts UpOptions) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
+		if opts.TLS {
+			if err := enableTLS(dir, cfg); err != nil {
+				os.RemoveAll(filepath.Join(dir, TLSDir))
+				return nil, err
+			}
+		}
 		if err := cfg.Validate(); err != nil {
+			os.RemoveAll(filepath.Join(dir, TLSDir))
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		if err := writeFileAtomic(cfgPath, mustMarshal(cfg)); err != nil {
@@ -228,7 +252,12 @@ func Up(opts UpOptions) (*Cluster, error) {
 	if err := checkPortsFree(cfg); err != nil {
 		if !resumed {
 			os.Remove(cfgPath)
+			os.RemoveAll(filepath.Join(dir, TLSDir))
 		}
+		return nil, err
+	}
+	tc, err := ClientTLS(cfg)
+	if err != nil {
 		return nil, err
 	}
 	if err := writeFileAtomic(filepath.Join(dir, BinaryFile), []byte(bin+"\n")); err != nil {
@@ -247,6 +276,7 @@ func Up(opts UpOptions) (*Cluster, error) {
 			// for diagnosis, remove the rest so the next Up starts clean.
 			os.Remove(cfgPath)
 			os.RemoveAll(filepath.Join(dir, DataDir))
+			os.RemoveAll(filepath.Join(dir, TLSDir)) // certificates name this cluster only
 		}
 		return nil, err
 	}
@@ -259,7 +289,7 @@ func Up(opts UpOptions) (*Cluster, error) {
 	}
 	errs := make(chan error, len(started))
 	for i, p := range started {
-		go func() { errs <- p.waitReady(cfg.Nodes[i].Client, cfg.Password, ReadyTimeout) }()
+		go func() { errs <- p.waitReady(cfg.Nodes[i].Client, cfg.Password, tc, ReadyTimeout) }()
 	}
 	var first error
 	for range started {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/synod-dev/synod/certs"
 	"github.com/synod-dev/synod/config"
 )
 
@@ -133,6 +134,12 @@ func Add(dir string) (Node, error) {
 	}
 	pinBootstrap(cfg)
 	cfg.Nodes = append(cfg.Nodes, nn)
+	if cfg.TLS != nil {
+		// The new member needs a certificate from the cluster CA (tls.go).
+		if _, err := certs.Generate(cfg.TLS.Dir, certs.Spec{Cluster: cfg.Cluster, Nodes: CertNodes(&config.Cluster{Nodes: []config.Node{nn}})}); err != nil {
+			return Node{}, fmt.Errorf("cluster: certificate for %s: %w", nn.ID, err)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return Node{}, fmt.Errorf("cluster: %w", err)
 	}
@@ -143,7 +150,13 @@ func Add(dir string) (Node, error) {
 	if err != nil {
 		return Node{}, err
 	}
-	if err := p.waitReady(nn.Client, cfg.Password, ReadyTimeout); err != nil {
+	tc, err := ClientTLS(cfg)
+	if err != nil {
+		p.stop()
+		os.Remove(pidPath(dir, nn.ID))
+		return Node{}, err
+	}
+	if err := p.waitReady(nn.Client, cfg.Password, tc, ReadyTimeout); err != nil {
 		p.stop()
 		os.Remove(pidPath(dir, nn.ID))
 		return Node{}, err

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -11,7 +12,23 @@ import (
 // Ping dials a node's client address and sends a RESP PING (after AUTH when
 // password is set); it succeeds only on a +PONG reply within timeout.
 func Ping(addr, password string, timeout time.Duration) error {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	return PingTLS(addr, password, nil, timeout)
+}
+
+// PingTLS is Ping over TLS with tc (plaintext when tc is nil). The server
+// name defaults to addr's host.
+func PingTLS(addr, password string, tc *tls.Config, timeout time.Duration) error {
+	var conn net.Conn
+	var err error
+	if tc != nil {
+		if tc.ServerName == "" {
+			tc = tc.Clone()
+			tc.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", addr, tc)
+	} else {
+		conn, err = net.DialTimeout("tcp", addr, timeout)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -60,7 +61,7 @@ func startNode(dir, bin, id string) (*proc, error) {
 }
 
 // waitReady waits until the node answers PING on addr, fails fast if it exits.
-func (p *proc) waitReady(addr, password string, timeout time.Duration) error {
+func (p *proc) waitReady(addr, password string, tc *tls.Config, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
@@ -70,7 +71,7 @@ func (p *proc) waitReady(addr, password string, timeout time.Duration) error {
 				p.id, p.cmd.ProcessState, p.log, logTail(p.log, 20))
 		default:
 		}
-		if last = Ping(addr, password, 500*time.Millisecond); last == nil {
+		if last = PingTLS(addr, password, tc, 500*time.Millisecond); last == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -221,6 +222,7 @@ func Status(dir string) ([]NodeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	tc, tlsErr := ClientTLS(cfg)
 	out := make([]NodeStatus, len(cfg.Nodes))
 	done := make(chan struct{}, len(cfg.Nodes))
 	for i, n := range cfg.Nodes {
@@ -233,7 +235,9 @@ func Status(dir string) ([]NodeStatus, error) {
 			out[i].PID, out[i].Alive = pid, true
 		}
 		go func() {
-			if err := Ping(n.Client, cfg.Password, time.Second); err != nil {
+			if tlsErr != nil {
+				out[i].PingErr = tlsErr.Error()
+			} else if err := PingTLS(n.Client, cfg.Password, tc, time.Second); err != nil {
 				out[i].PingErr = err.Error()
 			} else {
 				out[i].PingOK = true
@@ -314,7 +318,13 @@ func Restart(dir, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.waitReady(n.Client, cfg.Password, ReadyTimeout); err != nil {
+	tc, err := ClientTLS(cfg)
+	if err != nil {
+		p.stop()
+		os.Remove(pidPath(dir, id))
+		return err
+	}
+	if err := p.waitReady(n.Client, cfg.Password, tc, ReadyTimeout); err != nil {
 		p.stop()
 		os.Remove(pidPath(dir, id))
 		return err
