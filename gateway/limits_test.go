@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,8 +71,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the refusals are counted, and memory stays bounded. Prints the figures.
 func TestConnectionFlood(t *testing.T) {
 	const max, dials = 1000, 3000
-	var logBuf syncBuffer
-	s, addr := startServer(t, gatewaytest.KV(), ServerOptions{MaxClients: max, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	logger, logged := testLogger()
+	s, addr := startServer(t, gatewaytest.KV(), ServerOptions{MaxClients: max, Logger: logger})
 	before := memInUse()
 	conns := make([]net.Conn, 0, dials)
 	defer func() {
@@ -127,7 +125,7 @@ func TestConnectionFlood(t *testing.T) {
 		t.Errorf("INFO clients does not count the refusals: %s", got)
 	}
 	// Refusals are logged, not once each.
-	if n := strings.Count(logBuf.String(), "max number of clients reached"); n < 1 || n > 10 {
+	if n := strings.Count(logged(), "max number of clients reached"); n < 1 || n > 10 {
 		t.Errorf("%d refusal log lines for %d refusals, want 1-10 (rate-limited)", n, dials-max)
 	}
 	grown := int64(during) - int64(before)
@@ -227,8 +225,8 @@ func TestPipelineBackpressure(t *testing.T) {
 // buffer's hard limit to a client that does not read closes that client,
 // with a log line naming the limit; other clients are served.
 func TestSlowReaderClosedAtOutputLimit(t *testing.T) {
-	var logBuf syncBuffer
-	s, addr := startSmallBufServer(t, ServerOptions{OutputBufferLimit: 256 << 10, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	logger, logged := testLogger()
+	s, addr := startSmallBufServer(t, ServerOptions{OutputBufferLimit: 256 << 10, Logger: logger})
 	w := dial(t, addr)
 	big := strings.Repeat("x", 1<<20)
 	for _, k := range []string{"a", "b"} {
@@ -245,13 +243,13 @@ func TestSlowReaderClosedAtOutputLimit(t *testing.T) {
 	io.WriteString(slow, "*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n")
 	waitFor(t, "the slow reader to be closed", func() bool { return s.Overload().OutputLimitClosed == 1 })
 	line := ""
-	for _, l := range strings.Split(logBuf.String(), "\n") {
+	for _, l := range strings.Split(logged(), "\n") {
 		if strings.Contains(l, "closing client: output buffer limit reached") {
 			line = l
 		}
 	}
 	if !strings.Contains(line, "client_output_buffer_limit=262144") {
-		t.Errorf("no log line naming the limit; log:\n%s", logBuf.String())
+		t.Errorf("no log line naming the limit; log:\n%s", logged())
 	}
 	// The slow client sees less than its reply, then the end.
 	slow.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -356,23 +354,6 @@ func TestProtoMaxBulkLen(t *testing.T) {
 	if got := c.do("SET", "k", strings.Repeat("z", 4097)); got != "(error) ERR Protocol error: invalid bulk length" {
 		t.Errorf("SET of 4097 bytes: %s", got)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newTestRW(nc net.Conn) (*resp.Reader, *resp.Writer) {
