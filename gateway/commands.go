@@ -49,14 +49,14 @@ import (
 // 4.4) the key is ignored: GET maps to read (the value is replied as a
 // bulk string, like GET of a number in Redis) and INCR, INCRBY, DECR,
 // DECRBY map to add. Any service's operation can be sent directly with
-// SYNOD OP kind key [arg ...].
+// SYNOD OP kind [key [arg ...]].
 //
 // Synod's own commands:
 //
 //	SYNOD NS [name]                            show or select the connection's namespace
 //	SYNOD READ [linearizable|log|quorum|lease|regular|local]  show or select the read consistency
 //	SYNOD NAMESPACES                           list namespaces as [name, protocol, service]
-//	SYNOD OP kind key [arg ...]                run one service operation
+//	SYNOD OP kind [key [arg ...]]                run one service operation
 //	SYNOD OPT/OPTRESET/LASTOPT                 protocol request options (options.go)
 //	SYNOD BEGIN/COMMIT/ABORT/TXN               interactive transactions (txn.go)
 //	SYNOD HELP                                 these, and every Redis command served
@@ -867,7 +867,7 @@ var synodHelp = []string{
 	"SYNOD NS [name] -- Show or select this connection's namespace.",
 	"SYNOD READ [linearizable|log|quorum|lease|regular|local] -- Show or select the read consistency (what each means depends on the protocol; see the README).",
 	"SYNOD NAMESPACES -- List namespaces as [name, protocol, service].",
-	"SYNOD OP kind key [arg ...] -- Run one operation of the namespace's service.",
+	"SYNOD OP kind [key [arg ...]] -- Run one operation of the namespace's service.",
 	"SYNOD MEMBER ADD id peer client | REMOVE id -- Change the namespace's membership (paxos).",
 	"SYNOD LEADER -- The namespace's leader as [id, client address], or nil while unknown or leaderless.",
 }
@@ -943,7 +943,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteBulkString(ns.Service)
 		}
 	case "op":
-		if len(args) < 4 {
+		if len(args) < 3 {
 			c.w.WriteError(arityErr("synod|op"))
 			return
 		}
@@ -962,9 +962,14 @@ func cmdSynod(c *conn, args [][]byte) {
 	}
 }
 
-// synodOp is the operation of SYNOD OP kind key [arg ...].
+// synodOp is the operation of SYNOD OP kind [key [arg ...]]: an operation
+// without a key (the spreadsheet's refresh, the matchmaker's machines) has
+// the empty key.
 func synodOp(args [][]byte) service.Op {
-	op := service.Op{Kind: strings.ToLower(string(args[2])), Key: string(args[3])}
+	op := service.Op{Kind: strings.ToLower(string(args[2]))}
+	if len(args) > 3 {
+		op.Key = string(args[3])
+	}
 	if len(args) > 4 {
 		op.Args = args[4:]
 	}

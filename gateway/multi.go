@@ -112,7 +112,7 @@ func (c *conn) queuedPlan(cmd *command, args [][]byte) (plan, bool) {
 	case cmd.plan != nil:
 		return cmd.plan(c, args), true
 	case cmd.name == "synod" && strings.EqualFold(string(args[1]), "op"):
-		if len(args) < 4 {
+		if len(args) < 3 {
 			return errPlan("%s", arityErr("synod|op")), true
 		}
 		return opPlan(synodOp(args), nil), true
