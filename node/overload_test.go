@@ -3,10 +3,12 @@ package node
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +109,102 @@ func (c *respConn) raw(s string) string {
 	io.WriteString(c.nc, s)
 	l, _ := c.br.ReadString('\n')
 	return l
+}
+
+// TestNodeUnderFlood: a running node (ABD, one replica) holding 1000
+// clients refuses 2000 more with Redis's message, serves a client that
+// pipelines 50000 SETs without reading (answering all once it reads), and
+// serves another client throughout; memory stays bounded.
+func TestNodeUnderFlood(t *testing.T) {
+	const max, dials, pipelined = 1000, 3000, 50_000
+	cfg, ls := mkCluster(t, 1, config.Memory, config.Namespace{Name: "default", Protocol: "abd", Service: "kv"})
+	cfg.Limits = &config.Limits{MaxClients: max}
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	addr := n.ClientAddr().String()
+	before := memInUse()
+
+	// The pipelining client and the client served throughout come first.
+	pc := respDial(t, addr)
+	pc.nc.SetDeadline(time.Now().Add(time.Minute))
+	pc.nc.(*net.TCPConn).SetReadBuffer(16 << 10)
+	other := respDial(t, addr)
+	writeErr := make(chan error, 1)
+	go func() {
+		var b []byte
+		for i := 0; i < pipelined; i++ {
+			b = fmt.Appendf(b, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$6\r\n%06d\r\n", i)
+			if len(b) >= 32<<10 || i == pipelined-1 {
+				if _, err := pc.nc.Write(b); err != nil {
+					writeErr <- err
+					return
+				}
+				b = b[:0]
+			}
+		}
+		writeErr <- nil
+	}()
+
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	served, refused := 2, 0
+	for i := 2; i < dials; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		held = append(held, c)
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		io.WriteString(c, "PING\r\n")
+		switch line, _ := bufio.NewReaderSize(c, 64).ReadString('\n'); line {
+		case "+PONG\r\n":
+			served++
+		case "-ERR max number of clients reached\r\n":
+			refused++
+		default:
+			t.Fatalf("connection %d: %q", i, line)
+		}
+		if i%500 == 0 {
+			if got := other.cmd(fmt.Sprintf("SET o%d v", i)); got != "+OK\r\n" {
+				t.Fatalf("the other client during the flood: %q", got)
+			}
+		}
+	}
+	if served != max || refused != dials-max {
+		t.Errorf("served %d, refused %d; want %d and %d", served, refused, max, dials-max)
+	}
+	during := memInUse()
+	if got := other.cmd("GET o2500"); got != "$1\r\nv\r\n" {
+		t.Errorf("GET by the other client: %q", got)
+	}
+	// The pipelining client now reads: every SET answered, and the last
+	// value is the last one sent.
+	br := bufio.NewReaderSize(pc.nc, 64<<10)
+	for i := 0; i < pipelined; i++ {
+		if line, err := br.ReadString('\n'); line != "+OK\r\n" {
+			t.Fatalf("pipelined reply %d: %q %v", i, line, err)
+		}
+	}
+	if err := <-writeErr; err != nil {
+		t.Fatal(err)
+	}
+	if got := other.cmd("GET k"); got != fmt.Sprintf("$6\r\n%06d\r\n", pipelined-1) {
+		t.Errorf("GET k after the pipeline: %q", got)
+	}
+	grown := int64(during) - int64(before)
+	t.Logf("node under flood: %d dials, maxclients %d: %d served, %d refused, %d pipelined SETs; memory in use grew %.1f MB",
+		dials, max, served, refused, pipelined, float64(grown)/(1<<20))
+	if grown > 256<<20 {
+		t.Errorf("memory grew %d MB; want under 256 MB", grown>>20)
+	}
+}
+
+func memInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
 }
