@@ -241,7 +241,8 @@ func unmarshal(b []byte) (message, error) {
 			m.AckSeq = d.Uvarint()
 		}
 	}
-	if n := d.Count(maxEntries, 4); n > 0 {
+	// An entry takes at least 2 bytes: its id's length and its flags.
+	if n := d.Count(maxEntries, 2); n > 0 {
 		m.Entries = make([]entry, n)
 		for i := range m.Entries {
 			m.Entries[i] = decodeEntry(d)
