@@ -25,8 +25,12 @@ import (
 // Each connection is served by one goroutine that reads a command, executes
 // it, and writes its reply, strictly in order; pipelined commands therefore
 // take effect in the order they were sent. Replies are buffered and flushed
-// when the read buffer holds no further command, so a pipeline of N commands
-// costs about one write system call rather than N. The only concurrency inside
+// to the connection's output buffer when the read buffer holds no further
+// command; a writer goroutine drains that buffer to the socket, so a
+// pipeline of N commands costs about one write system call rather than N.
+// The output buffer is bounded: the connection stops reading while it owes
+// too many replies, and a client whose unwritten replies pass the hard
+// limit is closed (limits.go). The only concurrency inside
 // a connection is in multi-key commands (MGET, DEL, EXISTS), whose per-key
 // requests are independent and are issued together (one after the other
 // inside an interactive transaction, txn.go).
