@@ -37,7 +37,9 @@ import (
 func init() {
 	experiment.Register(&Slices{})
 	experiment.Register(&Model{Batch: 960, HashPerRequest: gapHashPerRequest, Verify: 2})
-	experiment.Register(&Fig61{Ops: 600, Clients: 96, Batch: 96, SimSeed: 1})
+	experiment.Register(&Fig61{Ops: 1200, Clients: []int{8, 24, 48, 96}, Batch: 48, SimSeed: 1})
+	experiment.Register(&Fig62{SimSeed: 1, HashCost: figHashCost})
+	experiment.Register(&Fig63{SimSeed: 1, HashCost: figHashCost})
 }
 
 // Metrics.
