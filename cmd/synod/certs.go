@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -46,7 +45,7 @@ See docs/SECURITY.md.`,
 					return err
 				}
 				spec.Cluster = cfg.Cluster
-				spec.Nodes = certNodes(cfg)
+				spec.Nodes = cluster.CertNodes(cfg)
 			}
 			for _, n := range nodes {
 				spec.Nodes = append(spec.Nodes, certs.Node{ID: n})
@@ -94,68 +93,12 @@ See docs/SECURITY.md.`,
 	rootCmd.AddCommand(certsCmd)
 }
 
-// certNodes lists cfg's nodes with the hosts of their addresses.
-func certNodes(cfg *config.Cluster) []certs.Node {
-	var out []certs.Node
-	for _, n := range cfg.Nodes {
-		cn := certs.Node{ID: n.ID}
-		for _, a := range []string{n.Peer, n.Client, n.GRPC} {
-			if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
-				cn.Hosts = append(cn.Hosts, h)
-			}
-		}
-		out = append(out, cn)
-	}
-	return out
-}
-
-// upCluster is `synod cluster up`, with --tls: certificates and the secret
-// are generated into <dir>/tls and the cluster file sets secret and tls, so
-// that peers use mutual TLS and the client ports TLS. A new cluster is first
-// started once as created by cluster.Up (which chooses its name and ports,
-// both named in the certificates), stopped, given TLS and resumed; a stopped
-// cluster without TLS is given it; one with TLS is resumed as it is. The
-// client port is tls.clients "optional" (TLS and plaintext on one port),
-// because cluster.Up checks readiness with a plaintext PING; the gRPC port
-// is TLS only.
+// upCluster is `synod cluster up`; with --tls, cluster.Up generates
+// certificates and the secret into <dir>/tls before the nodes start (peers
+// use mutual TLS, the client ports TLS only: tls.clients "required") and
+// checks readiness over TLS.
 func upCluster(up cluster.UpOptions, withTLS bool) (*cluster.Cluster, error) {
-	if !withTLS {
-		return cluster.Up(up)
-	}
-	cfgPath := filepath.Join(up.Dir, cluster.ConfigFile)
-	if _, err := os.Stat(cfgPath); err != nil {
-		if _, err := cluster.Up(up); err != nil {
-			return nil, err
-		}
-		if _, err := cluster.Down(up.Dir, false); err != nil {
-			return nil, err
-		}
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.TLS == nil {
-		tlsDir, err := filepath.Abs(filepath.Join(up.Dir, "tls"))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := certs.Generate(tlsDir, certs.Spec{Cluster: cfg.Cluster, Nodes: certNodes(cfg), Clients: []string{"client"}}); err != nil {
-			return nil, err
-		}
-		secret, err := os.ReadFile(filepath.Join(tlsDir, certs.SecretFile))
-		if err != nil {
-			return nil, err
-		}
-		cfg.Secret = strings.TrimSpace(string(secret))
-		cfg.TLS = &config.TLS{Dir: tlsDir, Clients: config.ClientsOptional}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		if err := cfg.Save(cfgPath); err != nil {
-			return nil, err
-		}
-	}
+	up.TLS = withTLS
 	return cluster.Up(up)
 }
 

@@ -52,21 +52,27 @@ with "synod cluster down".`,
 				}
 			}
 			if len(c.Nodes) > 0 {
-				_, port, _ := strings.Cut(c.Nodes[0].Client, ":")
-				hint := "redis-cli -p " + port
-				if c.Config.Password != "" {
-					hint += " -a PASSWORD"
+				on, optional := c.Config.ClientTLS()
+				plaintext := !on || optional // the client ports also speak plaintext
+				if plaintext {
+					_, port, _ := strings.Cut(c.Nodes[0].Client, ":")
+					hint := "redis-cli -p " + port
+					if c.Config.Password != "" {
+						hint += " -a PASSWORD"
+					}
+					fmt.Fprintf(out, "try: %s\n", hint)
 				}
-				fmt.Fprintf(out, "try: %s\n", hint)
 				if h := tlsHint(c, c.Nodes[0].Client); h != "" {
 					fmt.Fprintln(out, h)
 				}
-				addrs := strings.Join(c.ClientAddrs(), ",")
-				pw := ""
-				if c.Config.Password != "" {
-					pw = " --password PASSWORD"
+				if plaintext {
+					addrs := strings.Join(c.ClientAddrs(), ",")
+					pw := ""
+					if c.Config.Password != "" {
+						pw = " --password PASSWORD"
+					}
+					fmt.Fprintf(out, "or:  synod kv --addr %s%s set k v && synod kv --addr %s%s get k\n", addrs, pw, addrs, pw)
 				}
-				fmt.Fprintf(out, "or:  synod kv --addr %s%s set k v && synod kv --addr %s%s get k\n", addrs, pw, addrs, pw)
 			}
 			fmt.Fprintf(out, "logs: %s/nK.log; stop: synod cluster down --dir %s\n", c.Dir, c.Dir)
 			return nil
@@ -80,7 +86,7 @@ with "synod cluster down".`,
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
 	f.IntVar(&up.BasePort, "base-port", 0, "pin ports: client ports N.., peer ports N+100.., metrics ports N+200.., gRPC ports N+300..; 0 picks free ports")
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
-	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients may use TLS (docs/SECURITY.md)")
+	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")
 
 	statusCmd := &cobra.Command{
 		Use:   "status",
