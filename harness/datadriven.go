@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,27 @@ import (
 //	state [node=n1]                the automata's Dump (or String)
 //	queue | timers | disk node=n1 | invariants
 //	responses                      responses collected since the last `responses`
+//
+// Effects (automaton.Effect outputs wait in the harness until completed):
+//
+//	effects [node=n1] [kind=K]      list the pending effects, oldest first; a
+//	                               nested call (automaton.CallKind) with its
+//	                               namespace, id and operation, byte for byte
+//	complete-effect node=n1 id=3 [result=R]
+//	    complete one pending effect: through its kind's executor, or, with
+//	    result=, answer it with R without running anything
+//	complete-effects [node=n1] [kind=eve.exec] [result=R]
+//	    complete every matching pending effect, oldest first, and those the
+//	    completions add, until none matches
+//	complete-calls [node=n1] [result=R]
+//	    complete-effects kind=synod.call: answer the pending nested calls
+//	quiesce [hold=K] [quiet]        deliver every message and complete every
+//	                               effect (but those of kind K, which stay
+//	                               pending) until neither is left (no timers)
+//
+// R is a service result: OK, nil, int:5, bytes:v ("bytes:" empty), err:MSG
+// (ERR MSG). A nested call's answer is the automaton.Response to its
+// request id carrying R; any other effect's is R itself.
 //
 // An invariant violation does not fail the script: it is printed (once) in
 // the output of the command that caused it, so that golden files can show a
@@ -183,6 +205,62 @@ func (e *Env) Handle(t *testing.T, d *datadriven.TestData) string {
 		for _, k := range keys {
 			out = append(out, fmt.Sprintf("%s (%d bytes)", k, len(disk[k])))
 		}
+	case "effects":
+		quiet = true
+		for _, p := range e.C.effects {
+			if e.effectMatches(t, d, p) {
+				out = append(out, describeEffect(p))
+			}
+		}
+		if len(out) == 0 {
+			out = append(out, "no effects")
+		}
+	case "complete-effect":
+		id := automaton.EffectID(intArg(t, d, "id", -1))
+		node := nodeArg(t, d, "node")
+		i := slices.IndexFunc(e.C.effects, func(p PendingEffect) bool { return p.Node == node && p.Effect.ID == id })
+		if i < 0 {
+			out = append(out, "no such effect")
+			break
+		}
+		e.completeEffect(t, d, i)
+	case "complete-effects", "complete-calls":
+		n := 0
+		for {
+			i := slices.IndexFunc(e.C.effects, func(p PendingEffect) bool { return e.effectMatches(t, d, p) })
+			if i < 0 {
+				break
+			}
+			e.completeEffect(t, d, i)
+			if n++; n > e.C.opts.MaxSteps {
+				d.Fatalf(t, "effect storm: %d effects without quiet", n)
+			}
+		}
+		if n == 0 {
+			out = append(out, "no effects")
+		}
+	case "quiesce":
+		steps := e.C.steps
+		var hold string
+		if d.HasArg("hold") {
+			d.ScanArgs(t, "hold", &hold)
+		}
+		for n := 0; ; n++ {
+			if n > e.C.opts.MaxSteps {
+				d.Fatalf(t, "quiesce: %d steps without quiet", n)
+			}
+			if e.C.DeliverOne() {
+				continue
+			}
+			i := slices.IndexFunc(e.C.effects, func(p PendingEffect) bool { return p.Effect.Kind != hold })
+			if i < 0 {
+				break
+			}
+			e.C.CompleteEffect(i)
+		}
+		if quiet {
+			out = append(out, fmt.Sprintf("%d steps", e.C.steps-steps))
+		}
 	case "invariants":
 		quiet = true
 		out = append(out, e.C.Invariants()...)
@@ -217,6 +295,71 @@ func (e *Env) Handle(t *testing.T, d *datadriven.TestData) string {
 		return "ok\n"
 	}
 	return strings.Join(out, "\n") + "\n"
+}
+
+// effectMatches: node= and kind= of the directive (complete-calls: the
+// nested calls).
+func (e *Env) effectMatches(t *testing.T, d *datadriven.TestData, p PendingEffect) bool {
+	if d.HasArg("node") && p.Node != nodeArg(t, d, "node") {
+		return false
+	}
+	kind := ""
+	if d.Cmd == "complete-calls" {
+		kind = automaton.CallKind
+	}
+	if d.HasArg("kind") {
+		d.ScanArgs(t, "kind", &kind)
+	}
+	return kind == "" || p.Effect.Kind == kind
+}
+
+// completeEffect completes pending effect i: with result=, the given
+// answer; else through its executor.
+func (e *Env) completeEffect(t *testing.T, d *datadriven.TestData, i int) {
+	a, ok := d.Arg("result")
+	if !ok {
+		e.C.CompleteEffect(i)
+		return
+	}
+	res, err := parseResult(strings.Join(a.Vals, ","))
+	if err != nil {
+		d.Fatalf(t, "result=: %v", err)
+	}
+	p := e.C.effects[i]
+	e.C.effects = append(e.C.effects[:i:i], e.C.effects[i+1:]...)
+	var v any = res
+	if c, ok := p.Effect.Payload.(automaton.Call); ok {
+		v = automaton.Response{ID: c.Req.ID, Result: res}
+	}
+	e.C.Step(p.Node, automaton.EffectDone{ID: p.Effect.ID, Result: v})
+}
+
+// parseResult reads OK, nil, int:N, bytes:V, err:MSG.
+func parseResult(s string) (service.Result, error) {
+	kind, v, _ := strings.Cut(s, ":")
+	switch strings.ToLower(kind) {
+	case "ok":
+		return service.OK(), nil
+	case "nil":
+		return service.Nil(), nil
+	case "int":
+		n, err := strconv.ParseInt(v, 10, 64)
+		return service.Int(n), err
+	case "bytes":
+		return service.Bytes([]byte(v)), nil
+	case "err":
+		return service.Errorf("ERR %s", v), nil
+	}
+	return service.Result{}, fmt.Errorf("%q: want OK, nil, int:N, bytes:V or err:MSG", s)
+}
+
+// describeEffect is a pending effect's line: a nested call with its
+// namespace, request id and operation (its bytes, as the callee gets them).
+func describeEffect(p PendingEffect) string {
+	if c, ok := p.Effect.Payload.(automaton.Call); ok {
+		return fmt.Sprintf("%s effect %d %s %s %v %v", p.Node, p.Effect.ID, p.Effect.Kind, c.Namespace, c.Req.ID, c.Req.Op)
+	}
+	return p.String()
 }
 
 func (e *Env) boot(t *testing.T, d *datadriven.TestData) {

@@ -39,7 +39,11 @@
 // The datadriven layer (RunDataDriven) reads interaction scripts in the
 // style of etcd-io/raft's rafttest/interaction_env: each protocol keeps
 // golden files under its testdata/, and `go test -rewrite` regenerates them.
-// The commands are listed in datadriven.go.
+// The commands are listed in datadriven.go; effects (an executor's work,
+// a nested call) stay pending until a script completes them, through their
+// executor or with a given answer (complete-effect, complete-effects,
+// complete-calls, quiesce hold=KIND), and `effects` lists them, a nested
+// call with its id and bytes.
 //
 // Decisions the harness makes for every protocol:
 //
