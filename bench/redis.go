@@ -200,6 +200,14 @@ func (t *RedisTarget) arm(ctx context.Context) (stop func() bool) {
 }
 
 func (t *RedisTarget) write(args [][]byte) error {
+	if err := t.encode(args); err != nil {
+		return err
+	}
+	return t.bw.Flush()
+}
+
+// encode buffers one command in RESP2 without flushing it.
+func (t *RedisTarget) encode(args [][]byte) error {
 	b := t.scratch[:0]
 	b = append(b, '*')
 	b = strconv.AppendInt(b, int64(len(args)), 10)
@@ -222,10 +230,8 @@ func (t *RedisTarget) write(args [][]byte) error {
 		b = append(b, '\r', '\n')
 	}
 	t.scratch = b[:0]
-	if _, err := t.bw.Write(b); err != nil {
-		return err
-	}
-	return t.bw.Flush()
+	_, err := t.bw.Write(b)
+	return err
 }
 
 // errProtocol marks replies the parser does not understand.
