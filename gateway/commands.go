@@ -178,6 +178,11 @@ func (c *conn) nextSeq() uint64 {
 // run validates op against the connection's namespace and submits it.
 // Every failure comes back as an error Result with its Redis error code.
 func (c *conn) run(op service.Op, seq uint64) service.Result {
+	return c.runID(op, automaton.RequestID{Client: c.client, Seq: seq})
+}
+
+// runID is run with the request id id.
+func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 	c.mu.Lock()
 	ns, svc, read := c.ns, c.svc, c.read
 	c.mu.Unlock()
@@ -187,7 +192,6 @@ func (c *conn) run(op service.Op, seq uint64) service.Result {
 	if err := svc.Validate(op); err != nil {
 		return errResult("%s", withCode(err.Error()))
 	}
-	id := automaton.RequestID{Client: c.client, Seq: seq}
 	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep()})
 }
 
@@ -235,19 +239,44 @@ func (c *conn) runAll(ops []service.Op) []service.Result {
 		}
 		return out
 	}
-	sem := make(chan struct{}, 32)
+	// Each request in flight has a lane (a client id) of its own: a
+	// protocol that keeps one deduplication entry per client sees every
+	// client id's requests one at a time, in sequence order.
+	n := min(len(ops), maxLanes)
+	for len(c.lanes) < n {
+		c.lanes = append(c.lanes, &lane{client: randomClientID()})
+	}
+	free := make(chan *lane, n)
+	for _, l := range c.lanes[:n] {
+		free <- l
+	}
 	var wg sync.WaitGroup
 	for i, op := range ops {
-		seq := c.nextSeq()
-		sem <- struct{}{}
+		l := <-free
+		l.seq++
+		id := automaton.RequestID{Client: l.client, Seq: l.seq}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i] = c.run(op, seq)
+			defer func() { free <- l; wg.Done() }()
+			out[i] = c.runID(op, id)
 		}()
 	}
 	wg.Wait()
 	return out
+}
+
+// maxLanes bounds a multi-key command's requests in flight at once.
+const maxLanes = 32
+
+// A lane is a client id of a connection besides its own, for one of a
+// multi-key command's concurrent requests (runAll). Every RequestID
+// (client, seq) the gateway sends has at most one request in flight per
+// client id, with seq increasing by one per request: the contract's
+// client (automaton.RequestID), which protocols deduplicating by the last
+// seq per client (pbpaxos, eve, orca-bcast, orca-primary) rely on. A
+// connection keeps its lanes, so it uses at most maxLanes+1 client ids.
+type lane struct {
+	client, seq uint64
 }
 
 func (c *conn) writeResult(r service.Result) {

@@ -37,7 +37,10 @@ import (
 //
 // Every request a connection sends to the Backend carries the RequestID
 // (client, seq): client is a random 64-bit number chosen when the connection
-// opens, seq counts that connection's requests from 1. The gateway never
+// opens, seq counts that connection's requests from 1. A multi-key
+// command's concurrent requests go out under client ids of their own
+// (lanes, commands.go), so no client id ever has two requests in flight.
+// The gateway never
 // retries a request by itself: a timeout is reported to the client as
 // "-TRYAGAIN ... outcome is unknown", and whether to retry is the client's
 // decision.
@@ -232,8 +235,9 @@ type conn struct {
 	out     *outBuf      // the output buffer and its writer (limits.go)
 	owed    int          // replies written to w since the last flush to out
 	id      int64
-	client  uint64 // RequestID.Client
-	seq     uint64 // last RequestID.Seq used
+	client  uint64  // RequestID.Client
+	seq     uint64  // last RequestID.Seq used
+	lanes   []*lane // client ids of a multi-key command's concurrent requests (runAll)
 	created time.Time
 	authed  bool
 	user    *aclUser // nil: the default user, who may do everything (acl.go)
@@ -258,11 +262,16 @@ type conn struct {
 	lastCmd string
 }
 
-func (s *Server) newConn(nc net.Conn, id int64) *conn {
+// randomClientID returns a fresh random 64-bit client id.
+func randomClientID() uint64 {
 	var b [8]byte
 	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+func (s *Server) newConn(nc net.Conn, id int64) *conn {
 	c := &conn{
-		s: s, nc: nc, id: id, client: binary.LittleEndian.Uint64(b[:]), created: time.Now(),
+		s: s, nc: nc, id: id, client: randomClientID(), created: time.Now(),
 		r:      resp.NewReader(bufio.NewReaderSize(nc, 16<<10), resp.Limits{MaxBulk: int(s.lim.bulkLen.Load())}),
 		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
 	}

@@ -16,7 +16,8 @@ import (
 // AutomatonBackend really runs a protocol: one automaton of a single-node
 // cluster (n1), stepped synchronously under a mutex, answering each request
 // with the Respond its step emits. Persist outputs and timers are ignored
-// (nothing crashes here), so it serves protocols that answer a request in
+// (nothing crashes here), Effects are carried out synchronously, in the
+// order emitted, before any timer fires, so it serves protocols that answer a request in
 // the step that receives it on a single node (unreplicated, for example),
 // and protocols that first need their timers (Multi-Paxos elects itself:
 // pending timers are fired, earliest first, until the request is answered);
@@ -33,6 +34,8 @@ type AutomatonBackend struct {
 	seen   map[automaton.RequestID]automaton.Response
 	clock  func() time.Time // the environment's time (SetClock); wall time by default
 	seeds  uint64
+	exec   *automaton.Executors // Effects are carried out synchronously
+	effs   []automaton.Effect   // emitted, not yet carried out
 }
 
 // SetClock makes f the time of the environment each request carries
@@ -61,7 +64,9 @@ func NewAutomaton(proto, svc string) (*AutomatonBackend, error) {
 		return nil, err
 	}
 	b := &AutomatonBackend{ns: config.Namespace{Name: "default", Protocol: proto, Service: svc}, a: a,
-		timers: map[automaton.TimerID]time.Duration{}, seen: map[automaton.RequestID]automaton.Response{}}
+		timers: map[automaton.TimerID]time.Duration{}, seen: map[automaton.RequestID]automaton.Response{},
+		exec: automaton.NewExecutors(automaton.ExecEnv{Self: "n1", Namespace: "default", Simulated: true, Run: "gatewaytest"},
+			func(string) *rand.Rand { return rand.New(rand.NewSource(1)) })}
 	b.outputs(a.Step(automaton.Start{}))
 	return b, nil
 }
@@ -98,6 +103,10 @@ func (b *AutomatonBackend) Do(ctx context.Context, ns string, req automaton.Requ
 			delete(b.seen, req.ID)
 			return r, nil
 		}
+		if len(b.effs) > 0 {
+			b.effect()
+			continue
+		}
 		if len(b.timers) == 0 {
 			break
 		}
@@ -115,7 +124,21 @@ func (b *AutomatonBackend) Do(ctx context.Context, ns string, req automaton.Requ
 	return automaton.Response{}, fmt.Errorf("request %v: no answer", req.ID)
 }
 
-// maxTimerRounds bounds the timers fired while waiting for one answer.
+// effect carries out the first pending Effect and steps its EffectDone.
+func (b *AutomatonBackend) effect() {
+	e := b.effs[0]
+	b.effs = b.effs[1:]
+	done := automaton.EffectDone{ID: e.ID}
+	x, err := b.exec.For(e.Kind)
+	if err == nil {
+		done.Result, done.Err = x.Execute(e.Payload)
+	} else {
+		done.Err = err
+	}
+	b.outputs(b.a.Step(done))
+}
+
+// maxTimerRounds bounds the timers and effects run while waiting for one answer.
 const maxTimerRounds = 1000
 
 // outputs records the answers and timers of one step (sends cannot
@@ -129,6 +152,8 @@ func (b *AutomatonBackend) outputs(outs []automaton.Output) {
 			b.timers[o.ID] = b.now + o.After
 		case automaton.CancelTimer:
 			delete(b.timers, o.ID)
+		case automaton.Effect:
+			b.effs = append(b.effs, o)
 		}
 	}
 }
