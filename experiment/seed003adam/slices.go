@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -40,6 +41,7 @@ func init() {
 	experiment.Register(&Fig61{Ops: 1200, Clients: []int{8, 24, 48, 96}, Batch: 48, SimSeed: 1})
 	experiment.Register(&Fig62{SimSeed: 1, HashCost: figHashCost})
 	experiment.Register(&Fig63{SimSeed: 1, HashCost: figHashCost})
+	experiment.Register(&Live{Clients: 48, Local: 5 * time.Millisecond})
 }
 
 // Metrics.
