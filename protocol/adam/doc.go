@@ -133,6 +133,28 @@
 // so a transfer is a whole snapshot, suspended requests included (not
 // eve's shard diff: a known cost for large states).
 //
+// # Live execution (issue 15 item 6, "live on this machine's cores")
+//
+// Live, eve's executor spins each step's cost (Engine.Cost: local_cost for
+// a local step) on a real core and parallelises a slot only over a
+// sharded state (service.ShardedState); adam's state, service.NestedState
+// with its suspended requests, is not one. So live, a slot's steps run one
+// after another: walls and ppm gain nothing from cores there, only from
+// pipelining (a group's local steps overlap the other groups' nested
+// calls). Decision: the simulator's cores (virtual, `cores`) carry the
+// multi-core figures (experiment seed003-adam-fig61/62/63);
+// seed003-adam-live runs the real thing on loopback (an adam namespace
+// calling a paxos namespace of the same cluster, node/call.go) and says
+// why it stops.
+//
+// # Golden scripts
+//
+// testdata/one_batch_with_wall and testdata/rollback_mid_request are
+// harness interaction scripts (harness.RunDataDriven; the nested calls are
+// pending effects a script answers with complete-calls); regenerate them
+// with `go test -run TestScripts ./protocol/adam -rewrite` and read the
+// diff.
+//
 // # Section numbers
 //
 // The brief names §5.1.3-§5.1.6 for the PPM, yield bits, verification and
