@@ -255,6 +255,11 @@ func (c *conn) runAll(ops []service.Op) []service.Result {
 		l := <-free
 		l.seq++
 		id := automaton.RequestID{Client: l.client, Seq: l.seq}
+		if i == len(ops)-1 {
+			c.mu.Lock()
+			c.opts.lastLane = id // LASTID, LASTOPT name the last key's (options.go)
+			c.mu.Unlock()
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { free <- l; wg.Done() }()

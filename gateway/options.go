@@ -49,8 +49,9 @@ type optConn struct {
 	pending map[string][]string
 	cur     map[string][]string // the options of the command being executed
 
-	lastSeq uint64
-	last    map[string][]string
+	lastSeq  uint64              // of the connection's own client id
+	lastLane automaton.RequestID // the last key's request of the multi-key command running (runAll)
+	last     map[string][]string
 }
 
 func init() {
@@ -124,8 +125,11 @@ func (c *conn) requestOptions(read automaton.ReadMode, id automaton.RequestID) a
 	}
 	o = automaton.AssignOptions(automaton.RequestOptions(c.protocol()), id, o)
 	c.mu.Lock()
-	if id.Seq > c.opts.lastSeq {
+	switch {
+	case id.Client == c.client && id.Seq > c.opts.lastSeq:
 		c.opts.lastSeq, c.opts.last = id.Seq, o.Ext
+	case id.Client != c.client && id == c.opts.lastLane:
+		c.opts.last = o.Ext // a multi-key command's last key (runAll)
 	}
 	c.mu.Unlock()
 	return o
