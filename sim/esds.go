@@ -31,6 +31,11 @@ import (
 // package protocol/esds); RecordOrder, if present, is called before Start so
 // that the order stays complete across garbage collection and restarts.
 type finalOrderer interface{ FinalOrder() []string }
+
+// replicaReporter is implemented by automata that may hold no replica (an
+// ESDS node that runs only a front end): those are left out of the final
+// orders.
+type replicaReporter interface{ IsReplica() bool }
 type orderRecorder interface{ RecordOrder() }
 
 // DefaultSettleTime bounds the quiescence phase of ESDS runs.
@@ -130,6 +135,9 @@ func (s *simulator) finalOrders() (map[string][]string, bool) {
 	out := map[string][]string{}
 	for _, n := range s.nodes {
 		if !n.up || n.a == nil {
+			continue
+		}
+		if r, ok := n.a.(replicaReporter); ok && !r.IsReplica() {
 			continue
 		}
 		f, ok := n.a.(finalOrderer)

@@ -38,8 +38,20 @@
 // sends a waiting operation, every resend interval, to the next replica in
 // the ring whose counter is below maxsends: the seed's "resend under a cap".
 // The local replica is sent to once (a local submission cannot be lost).
-// Front-end-only nodes (a node that runs no replica) are not built yet: the
-// simulator collects a final order from every node (not in this package).
+//
+// Front-end-only nodes (frontend_only.go). §4.2.4 draws the front end as an
+// automaton of its own that reaches replicas over channels; it is silent on
+// where front ends run. Decision: parameter replicas names the nodes that
+// hold replicas (empty: every node); any other node of the namespace runs
+// the front end only. It keeps wait_f, rept_f and the send counters and
+// nothing else, persists nothing (a crash forgets wait_f; the client's
+// retry, same operation id, starts the operation again), and starts its
+// ring of sends at the replica at position (its own position mod the number
+// of replicas) among the replicas, so that several such nodes spread their
+// load. Replicas gossip, reserve and count stability among replicas only; a
+// replica accepts only requests from a front-end-only node, which accepts
+// only responses. The simulator asks only replicas (IsReplica) for their
+// final order, and the invariants look only at replicas.
 //
 // The replica keeps pending, rcvd (the operation table), done_r[i] and solid_r[i]
 // (a bit per replica on each operation), minlabel_r (one label per operation;
@@ -77,7 +89,8 @@
 //   - esds.go: registration, parameters, the automaton's state, Step.
 //   - request.go: request_c(x): the descriptor from the request (Fig. 4.1).
 //   - frontend.go: the front end (Fig. 4.1) and the replica's
-//     receive_{f,r}("request", x) / send_{r,f}("response", x, v) ends.
+//     receive_{f,r}("request", x) / send_{r,f}("response", x, v) ends;
+//     frontend_only.go: nodes that run a front end and no replica.
 //   - apply.go: do_it, the stable-state advance, send_{r,f}("response").
 //   - gossip.go: send_{r,r'}("gossip") and receive_{r',r}("gossip").
 //   - stream.go: the reliable stream layer under incremental gossip (§6.2).
@@ -280,6 +293,7 @@
 //	send        one of 1, 2, all          1          front end: replicas each operation is sent to, from its own around the ring (frontend.go)
 //	resend      positive duration or off  off        front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals
 //	maxsends    positive integer          2          front end: cap on sends of one operation to one replica
+//	replicas    comma-separated list      ""         nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)
 //	impl        one of optimised, simple  optimised  gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)
 //
 // Unknown parameters are errors. esds-unopt's variant defaults to unopt.

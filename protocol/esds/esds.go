@@ -97,6 +97,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals"},
 		proto.Param{Name: "maxsends", Kind: proto.Int, Default: "2", Min: "1",
 			Doc: "front end: cap on sends of one operation to one replica"},
+		proto.Param{Name: "replicas", Kind: proto.List, Default: "",
+			Doc: "nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)"},
 		proto.Param{Name: "impl", Kind: proto.Enum, Default: "optimised", Choices: []string{"optimised", "simple"},
 			Doc: "gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)"},
 	)
@@ -150,14 +152,17 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if a.gossipOff {
 		a.gossipIvl = DefaultGossip
 	}
-	a.all = uint64(1)<<len(cfg.Nodes) - 1
-	if len(cfg.Nodes) == 64 {
-		a.all = ^uint64(0)
+	if a.all, err = replicaSet(cfg, index, prm.List("replicas")); err != nil {
+		return nil, err
 	}
+	a.feOnly = a.all&a.bit() == 0
 	for _, s := range prm.List("removed") {
 		i, ok := a.index[automaton.NodeID(s)]
 		if !ok {
 			return nil, fmt.Errorf("esds: parameter removed: %q is not a node", s)
+		}
+		if a.all&(1<<i) == 0 {
+			return nil, fmt.Errorf("esds: parameter removed: %q is not a replica (parameter replicas)", s)
 		}
 		if i == a.self {
 			return nil, fmt.Errorf("esds: parameter removed: %s lists itself", cfg.Self)
@@ -186,7 +191,10 @@ type ESDS struct {
 	svc   service.Service
 	index map[automaton.NodeID]int
 	self  int
-	all   uint64 // a bit per configured replica
+	all   uint64 // a bit per configured replica (parameter replicas)
+	// feOnly: this node holds no replica, only a front end
+	// (frontend_only.go).
+	feOnly bool
 
 	unopt                 bool
 	gossipIvl, retransmit time.Duration
@@ -208,7 +216,7 @@ type ESDS struct {
 	counter uint64 // lbl-counter: at least every label counter seen
 	// counterDirty: persist counter (recCounter) with this step's records.
 	counterDirty bool
-	arrival uint64
+	arrival      uint64
 
 	// Memoised stable state (optimised variant): stable-state_r, the label
 	// of the last operation applied to it, and the operations not yet
@@ -356,6 +364,10 @@ func (a *ESDS) doneNotApplied() []*op {
 // onStart restores the persisted state (see the package doc) and starts the
 // gossip timer.
 func (a *ESDS) onStart(s automaton.Start) {
+	if a.feOnly {
+		a.startFrontEndOnly()
+		return
+	}
 	a.ops = map[string]*op{}
 	a.waiting = nil
 	a.dna, a.dnaNew, a.maxSolid, a.appliedLive = nil, nil, Label{}, nil
@@ -397,8 +409,12 @@ func (a *ESDS) onStart(s automaton.Start) {
 func (a *ESDS) onTick() {
 	a.tick++
 	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
+	if a.feOnly {
+		a.resendWaiting()
+		return
+	}
 	for j := range a.peers {
-		if j == a.self || a.removed&(1<<j) != 0 || a.gossipOff || a.simple {
+		if j == a.self || a.removed&(1<<j) != 0 || !a.isReplica(j) || a.gossipOff || a.simple {
 			continue
 		}
 		a.sendGossip(j)

@@ -15,7 +15,8 @@ import (
 // The send policy (the seed leaves it open, §4.2.4, and lists the
 // trade-offs): parameter send = 1, 2 or all replicas per operation, taken
 // around the ring of replica ids starting at the front end's own replica
-// (which it reaches without a network hop). Parameter resend (off by
+// (which it reaches without a network hop), or, on a node without a replica
+// (parameter replicas, frontend_only.go), at the replica firstReplica picks. Parameter resend (off by
 // default) sends a still-waiting operation, every resend interval, to the
 // next replica in the ring whose send counter is below maxsends; the local
 // replica is never sent to twice (a local submission is not lost, and it is
@@ -38,14 +39,15 @@ func (a *ESDS) requestC(id automaton.RequestID, x entry) {
 		f.reqs = append(f.reqs, id)
 		return
 	}
-	f := &feOp{x: x, reqs: []automaton.RequestID{id}, sent: make([]uint8, len(a.cfg.Nodes)), cursor: a.self}
+	start := a.firstReplica()
+	f := &feOp{x: x, reqs: []automaton.RequestID{id}, sent: make([]uint8, len(a.cfg.Nodes)), cursor: start}
 	a.wait[x.ID] = f
 	n := a.sendN
 	if n <= 0 || n > len(a.cfg.Nodes) {
 		n = len(a.cfg.Nodes)
 	}
-	for k, j := 0, a.self; k < len(a.cfg.Nodes) && n > 0; k, j = k+1, (j+1)%len(a.cfg.Nodes) {
-		if a.removed&(1<<j) != 0 {
+	for k, j := 0, start; k < len(a.cfg.Nodes) && n > 0; k, j = k+1, (j+1)%len(a.cfg.Nodes) {
+		if a.removed&(1<<j) != 0 || !a.isReplica(j) {
 			continue
 		}
 		a.sendRequest(f, j)
@@ -82,7 +84,7 @@ func (a *ESDS) resendWaiting() {
 		f.age = 0
 		for k, j := 0, f.cursor; k < len(a.cfg.Nodes); k++ {
 			j = (j + 1) % len(a.cfg.Nodes)
-			if a.removed&(1<<j) != 0 || int(f.sent[j]) >= a.maxSends || (j == a.self && f.sent[j] > 0) {
+			if a.removed&(1<<j) != 0 || !a.isReplica(j) || int(f.sent[j]) >= a.maxSends || (j == a.self && f.sent[j] > 0) {
 				continue
 			}
 			a.sendRequest(f, j)

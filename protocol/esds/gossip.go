@@ -25,6 +25,10 @@ func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
 	if err != nil {
 		return // corrupt: drop (gossip is retransmitted)
 	}
+	if a.feOnly || !a.isReplica(j) {
+		a.frontEndOnlyMessage(j, m) // frontend_only.go
+		return
+	}
 	switch m.Kind {
 	case kindRequest: // from front end j (frontend.go)
 		a.replicaRequest(j, m.Entries[0])

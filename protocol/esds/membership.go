@@ -16,6 +16,9 @@ func (a *ESDS) onRemove(req automaton.Request) {
 	case !ok:
 		a.respond(req.ID, service.Errorf("ERR %s: %q is not a node of this namespace", AdminRemove, req.Op.Key))
 		return
+	case !a.isReplica(i):
+		a.respond(req.ID, service.Errorf("ERR %s: %q holds no replica (parameter replicas)", AdminRemove, req.Op.Key))
+		return
 	case i == a.self:
 		a.respond(req.ID, service.Errorf("ERR %s: a replica cannot remove itself (ask another node)", AdminRemove))
 		return

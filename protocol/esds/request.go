@@ -14,7 +14,7 @@ import (
 // options (options.go). A group of operations or a transaction step is
 // refused before anything is applied: ESDS orders operations one by one.
 func (a *ESDS) receiveRequest(req automaton.Request) {
-	if a.ops == nil {
+	if a.wait == nil {
 		return // not started
 	}
 	if req.Op.Kind == AdminRemove {

@@ -23,6 +23,12 @@ func (p protocol) Scenarios() []automaton.Scenario {
 		// operation, and resends under a cap, under every fault.
 		fe := append(append([]string(nil), args...), "--param", "send=2", "--param", "resend=60ms", "--param", "maxsends=2")
 		sc = append(sc, automaton.Scenario{Name: "front ends: send=2, resend", Args: fe, Seeds: "1-2"})
+		// Front-end-only nodes (frontend_only.go): 3 replicas and 2 nodes
+		// that run only a front end, under every fault.
+		feo := []string{"--nodes", "5", "--clients", "5", "--ops", "300", "--faults", "all", "--service", "counter", "--strict", "0.5", "--prev", "0.2",
+			"--param", "replicas=n1,n2,n3", "--param", "resend=60ms"}
+		sc = append(sc, automaton.Scenario{Name: "front-end-only nodes: 3 replicas + 2 front ends", Args: feo, Seeds: "1-2"},
+			automaton.Scenario{Name: "front-end-only nodes, send=all", Args: append(feo, "--param", "send=all"), Seeds: "1"})
 	}
 	return sc
 }

@@ -54,7 +54,7 @@ func (a *ESDS) newInfo(o *op) {
 		return
 	}
 	for j := range a.peers {
-		if j != a.self {
+		if j != a.self && a.isReplica(j) {
 			a.enqueue(j, o.id)
 		}
 	}
