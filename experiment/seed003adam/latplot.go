@@ -24,7 +24,6 @@ func drawLatencyThroughput(dir string, order []string, pts map[string][]ltPoint,
 	p.X.Label.Text = "steady throughput (req/s)"
 	p.Y.Label.Text = "mean latency (ms)"
 	p.Legend.Top = true
-	p.Legend.Left = true
 	for i, s := range order {
 		var xy plotter.XYs
 		for _, pt := range pts[s] {
