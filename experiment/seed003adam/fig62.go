@@ -156,7 +156,9 @@ func (f *Fig62) Report() experiment.ReportSpec {
 			{Metric: mModel, Header: "model speedup", Format: "%.2f"}, {Metric: mLatency, Header: "latency ms", Format: "%.1f"}},
 		Labels: []string{"source"},
 		Plots: []experiment.PlotSpec{{File: "fig62-sim", Title: "Fig 6.2 (simulator): speedup of 3 groups over naive, unreplicated, 16 cores", Kind: experiment.Lines,
-			Metric: mSpeedup, YLabel: "speedup over naive", X: "threads", XLabel: "threads per group", Series: []string{"size"}, Filter: map[string]string{"strategy": "ppm"}}},
+			Metric: mSpeedup, YLabel: "speedup over naive", X: "threads", XLabel: "threads per group", Series: []string{"size"}, Filter: map[string]string{"strategy": "ppm"}},
+			{File: "fig62-model", Title: "Fig 6.2 (unit-slice model, seed003-adam-model) on the same cells", Kind: experiment.Lines,
+				Metric: mModel, YLabel: "speedup over naive", X: "threads", XLabel: "threads per group", Series: []string{"size"}, Filter: map[string]string{"strategy": "ppm"}}},
 		Notes: []string{
 			fmt.Sprintf("sim: protocol/adam with one execution replica and four verifier-only nodes (--nodes 5 --param verifiers=4; r=0: one token commits), as the seed's unreplicated study (§6); 16 virtual cores; 3 groups of k threads; batch 6k (two requests per thread); 12k clients; merkle real, hash_cost %v per written object (two per request); network 100 µs; callee paxos on 3 nodes, answers `remote` later", f.HashCost),
 			"naive: 1 thread on 1 core, batch 6, 12 clients; speedup = steady throughput / naive's, same size",
