@@ -382,15 +382,33 @@ func cmdAuth(c *conn, args [][]byte) {
 		c.w.WriteError("ERR syntax error")
 		return
 	}
-	user, pass := "default", string(args[len(args)-1])
+	var msg string
 	if len(args) == 3 {
-		user = string(args[1])
+		msg = c.login(string(args[1]), string(args[2]))
+	} else {
+		msg = c.authenticate("default", string(args[1]))
 	}
-	if msg := c.authenticate(user, pass); msg != "" {
+	if msg != "" {
 		c.w.WriteError(msg)
 		return
 	}
 	c.w.WriteSimple("OK")
+}
+
+// login is AUTH user pass (and HELLO's AUTH option). Without any password
+// or user configured, the default user is Redis's "nopass" user: any
+// password logs it in, and every other user name is WRONGPASS, as Redis 7
+// answers (the one-argument AUTH is refused with its own error,
+// authenticate).
+func (c *conn) login(user, pass string) string {
+	if c.s.opts.Password == "" && len(c.s.opts.Users) == 0 {
+		if user != "default" {
+			return wrongPass
+		}
+		c.authed, c.user = true, nil
+		return ""
+	}
+	return c.authenticate(user, pass)
 }
 
 func cmdHello(c *conn, args [][]byte) {
@@ -424,7 +442,7 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if hasAuth {
-		if msg := c.authenticate(user, pass); msg != "" {
+		if msg := c.login(user, pass); msg != "" {
 			c.w.WriteError(msg)
 			return
 		}

@@ -51,7 +51,9 @@ import (
 //     ...), MULTI answers an error naming the protocols that can (from the
 //     registry) and the namespaces of this node that use one, yet the
 //     connection still enters MULTI, marked: every later command answers an
-//     error and is never run, and EXEC answers EXECABORT. A client that
+//     error and is never run, EXEC answers EXECABORT, and DISCARD answers
+//     "ERR DISCARD without MULTI" (as Redis after a MULTI that failed),
+//     both ending the refused state. A client that
 //     pipelines MULTI, SET, EXEC (redis-py, go-redis TxPipeline) therefore
 //     never has its SET applied outside a transaction. WATCH there is
 //     refused the same way.
@@ -220,7 +222,13 @@ func cmdDiscard(c *conn, args [][]byte) {
 		c.w.WriteError("ERR DISCARD without MULTI")
 		return
 	}
+	refused := c.multi.refused != ""
 	c.multi = multiConn{}
+	if refused {
+		// Redis's MULTI never fails; one that did left no transaction.
+		c.w.WriteError("ERR DISCARD without MULTI")
+		return
+	}
 	c.w.WriteSimple("OK")
 }
 

@@ -158,6 +158,18 @@ func TestMultiRefusedWithoutAtomicGroups(t *testing.T) {
 	if n := len(m.Log()); n != 0 {
 		t.Fatalf("%d requests reached the backend after a refused MULTI", n)
 	}
+	// DISCARD after a refused MULTI: there is no transaction to discard
+	// (Redis's words), and the refusal's guard ends, so that a later
+	// command runs.
+	run(t, c, []step{
+		cmd("MULTI", "(error) "+msg),
+		cmd("SET k 1", "(error) ERR command not queued: MULTI was refused on this namespace ("+strings.TrimPrefix(msg, "ERR ")+"); EXEC or DISCARD ends it, and nothing is applied"),
+		cmd("DISCARD", "(error) ERR DISCARD without MULTI"),
+		cmd("DISCARD", "(error) ERR DISCARD without MULTI"),
+	})
+	if n := len(m.Log()); n != 0 {
+		t.Fatalf("%d requests reached the backend after a refused MULTI and DISCARD", n)
+	}
 	if got := c.do("WATCH", "k"); !strings.HasPrefix(got, "(error) ERR WATCH needs a protocol") {
 		t.Errorf("WATCH on abd: %s", got)
 	}

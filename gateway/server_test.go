@@ -404,6 +404,47 @@ func TestAuth(t *testing.T) {
 	if got := c3.do("AUTH", "x"); !strings.HasPrefix(got, "(error) ERR AUTH <password> called without any password configured") {
 		t.Errorf("AUTH without password: %s", got)
 	}
+	// ... while AUTH user pass answers as Redis 7's nopass default user:
+	// any password for "default", WRONGPASS for anyone else.
+	run(t, c3, []step{
+		cmd("AUTH bob x", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+		cmd("AUTH default anything", "OK"),
+		cmd("HELLO 2 AUTH bob x", "(error) WRONGPASS invalid username-password pair or user is disabled."),
+	})
+	c3.send("HELLO", "2", "AUTH", "default", "x")
+	if r := c3.reply(); r.Kind != resp.Array {
+		t.Errorf("HELLO 2 AUTH default x: %s", r)
+	}
+}
+
+// TestHelloWithoutVersion: HELLO without a version answers the server's
+// description in the protocol in use and does not switch it.
+func TestHelloWithoutVersion(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	c := dial(t, addr)
+	for _, want := range []struct {
+		hello []string
+		kind  resp.Kind // Redis's server description: a map, an array in RESP2
+		proto int64
+	}{
+		{[]string{"HELLO"}, resp.Array, 2},
+		{[]string{"HELLO", "3"}, resp.Map, 3},
+		{[]string{"HELLO"}, resp.Map, 3},
+		{[]string{"HELLO", "2"}, resp.Array, 2},
+		{[]string{"HELLO"}, resp.Array, 2},
+	} {
+		c.send(want.hello...)
+		r := c.reply()
+		var proto int64
+		for i := 0; i+1 < len(r.Elems); i += 2 {
+			if string(r.Elems[i].Str) == "proto" {
+				proto = r.Elems[i+1].Int
+			}
+		}
+		if r.Kind != want.kind || proto != want.proto {
+			t.Errorf("%v: want a %v with proto %d, got %s", want.hello, want.kind, want.proto, r)
+		}
+	}
 }
 
 func TestGarbageClosesOnlyThatConnection(t *testing.T) {
