@@ -173,6 +173,9 @@ func setupAndRun(m *testing.M) int {
 			extra = append(extra, config.Namespace{Name: p.NSPrefix + proto, Protocol: proto, Service: "kv"})
 		}
 	}
+	// adam's writes call the namespace named by its parameter callee
+	// ("remote" by default): a paxos namespace that serves nested requests.
+	extra = append(extra, config.Namespace{Name: "remote", Protocol: "paxos", Service: "kv"})
 	cdir := filepath.Join(tmp, "cluster")
 	c, err := cluster.Up(cluster.UpOptions{Dir: cdir, Nodes: 3, Protocol: "unreplicated", Durability: "memory", Binary: bin, Extra: extra})
 	if err != nil {
