@@ -285,9 +285,15 @@ func TestNamespacesAndInfo(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("namespaces %v, want %v", got, want)
 	}
+	// abd declares the options of its client-driven phases (seed 001).
+	wantOpts := map[string]string{"default": "abd.phase abd.tag", "hits": ""}
 	for _, ns := range resp.GetNamespaces() {
-		if len(ns.GetOptions()) != 0 || ns.GetAtomicGroups() {
-			t.Errorf("namespace %s: options %v, atomic groups %v; want none", ns.Name, ns.GetOptions(), ns.GetAtomicGroups())
+		var names []string
+		for _, o := range ns.GetOptions() {
+			names = append(names, o.Name)
+		}
+		if strings.Join(names, " ") != wantOpts[ns.Name] || ns.GetAtomicGroups() {
+			t.Errorf("namespace %s: options %v, atomic groups %v; want options %q and none", ns.Name, names, ns.GetAtomicGroups(), wantOpts[ns.Name])
 		}
 	}
 	// A protocol's declared options and atomic groups are discoverable.
@@ -306,7 +312,7 @@ func TestNamespacesAndInfo(t *testing.T) {
 	}
 	want = []string{
 		"ev/eventually-serializable/atomic=false: opid(string,sticky=false,doc=true) prev(list,sticky=false,doc=true) strict(bool,sticky=true,doc=true)",
-		"plain/linearizable/atomic=false:",
+		"plain/linearizable/atomic=false: abd.phase(string,sticky=false,doc=true) abd.tag(string,sticky=false,doc=true)",
 		"log/linearizable/atomic=true:",
 	}
 	if !slices.Equal(got, want) {
@@ -446,8 +452,8 @@ func TestOptionsRefused(t *testing.T) {
 		{&synodpb.Request{Namespace: "ev", Prev: []string{"x"}, Options: optionMap("prev", []string{})}, "option prev given twice"},
 		// Unknown names.
 		{&synodpb.Request{Namespace: "ev", Options: optionMap("color", []string{"red"})}, `option "color" refused: protocol esds has no request option "color"`},
-		{&synodpb.Request{Namespace: "plain", Options: optionMap("opid", []string{"a"})}, `option "opid" refused: protocol abd has no request options`},
-		{&synodpb.Request{Namespace: "plain", Strict: true}, `option "strict" refused: protocol abd has no request options`},
+		{&synodpb.Request{Namespace: "plain", Options: optionMap("opid", []string{"a"})}, `option "opid" refused: protocol abd has no request option "opid" (it has: abd.phase, abd.tag)`},
+		{&synodpb.Request{Namespace: "plain", Strict: true}, `option "strict" refused: protocol abd has no request option "strict" (it has: abd.phase, abd.tag)`},
 		// Invalid values, checked by the protocol's specs.
 		{&synodpb.Request{Namespace: "ev", OpId: "00000000000000ff-3"}, "reserved"},
 		{&synodpb.Request{Namespace: "ev", OpId: "a b"}, "printable"},
