@@ -23,8 +23,12 @@ type Result struct {
 	Systems []SystemReport `json:"systems"`
 	// Skipped lists the systems not run because they are not installed.
 	Skipped []Skipped `json:"skipped,omitempty"`
-	Cells   []Cell    `json:"cells"`
-	Ratios  []Ratio   `json:"ratios"`
+	// Cells is the sweep: every system in every client configuration.
+	Cells []Cell `json:"cells"`
+	// Best holds each system's best cell per op and client count
+	// (BestCells); Ratios divide Synod's best by each peer's best.
+	Best   []Cell  `json:"best"`
+	Ratios []Ratio `json:"ratios"`
 	// Interrupted: Ctrl-C (or the context) ended the run early.
 	Interrupted bool `json:"interrupted"`
 }
@@ -60,7 +64,13 @@ type Skipped struct {
 
 // Cell is one system's figures for one operation at one client count.
 type Cell struct {
-	System     string  `json:"system"`
+	System string `json:"system"`
+	// Config names the client configuration (ClientConfig.Name) and Conns
+	// the connections it opened.
+	Config string `json:"config"`
+	Conns  int    `json:"conns"`
+	// Fsync is the system's durability in short, printed beside the figure.
+	Fsync      string  `json:"fsync"`
 	Op         string  `json:"op"`
 	Clients    int     `json:"clients"`
 	Throughput float64 `json:"throughput_ops_s"`
@@ -75,16 +85,19 @@ type Cell struct {
 	Failed string `json:"failed,omitempty"`
 }
 
-// Ratio compares Synod with one peer in one cell: Synod's figure divided by
-// the peer's. Throughput above 1 and latencies below 1 favour Synod. A nil
+// Ratio compares Synod with one peer at one op and client count, best
+// configuration against best configuration: Synod's figure divided by the
+// peer's. Throughput above 1 and latencies below 1 favour Synod. A nil
 // ratio means one side has no usable figure (missing, failed, or zero).
 type Ratio struct {
-	Op         string   `json:"op"`
-	Clients    int      `json:"clients"`
-	Peer       string   `json:"peer"`
-	Throughput *float64 `json:"throughput"`
-	P50        *float64 `json:"p50"`
-	P99        *float64 `json:"p99"`
+	Op          string   `json:"op"`
+	Clients     int      `json:"clients"`
+	Peer        string   `json:"peer"`
+	SynodConfig string   `json:"synod_config"`
+	PeerConfig  string   `json:"peer_config"`
+	Throughput  *float64 `json:"throughput"`
+	P50         *float64 `json:"p50"`
+	P99         *float64 `json:"p99"`
 }
 
 // Synod is the system the others are compared with.
@@ -101,25 +114,62 @@ func div(a, b float64) *float64 {
 	return &r
 }
 
-// ComputeRatios pairs every Synod cell with each peer's cell of the same op
-// and client count, for the given peers in order.
+// BestCells picks, for every system, op and client count, the cell of the
+// configuration with the highest throughput among usable cells (ties: the
+// lower p99, then the first swept), or the first cell when none is usable
+// (so that a failure still shows). The order is that of the groups' first
+// cells.
+func BestCells(cells []Cell) []Cell {
+	type key struct {
+		system, op string
+		clients    int
+	}
+	idx := map[key]int{}
+	var out []Cell
+	for _, c := range cells {
+		k := key{c.System, c.Op, c.Clients}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, c)
+			continue
+		}
+		b := out[i]
+		switch {
+		case !c.usable():
+		case !b.usable(),
+			c.Throughput > b.Throughput,
+			c.Throughput == b.Throughput && c.P99Ms < b.P99Ms:
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// ComputeRatios pairs Synod's best cell (BestCells) with each peer's best
+// cell of the same op and client count, for the given peers in order.
 func ComputeRatios(cells []Cell, peers []string) []Ratio {
 	type key struct {
 		system, op string
 		clients    int
 	}
+	best := BestCells(cells)
 	idx := map[key]Cell{}
-	for _, c := range cells {
+	for _, c := range best {
 		idx[key{c.System, c.Op, c.Clients}] = c
 	}
 	var out []Ratio
-	for _, s := range cells {
+	for _, s := range best {
 		if s.System != Synod {
 			continue
 		}
 		for _, p := range peers {
-			r := Ratio{Op: s.Op, Clients: s.Clients, Peer: p}
-			if pc, ok := idx[key{p, s.Op, s.Clients}]; ok && pc.usable() && s.usable() {
+			r := Ratio{Op: s.Op, Clients: s.Clients, Peer: p, SynodConfig: s.Config}
+			pc, ok := idx[key{p, s.Op, s.Clients}]
+			if ok {
+				r.PeerConfig = pc.Config
+			}
+			if ok && pc.usable() && s.usable() {
 				r.Throughput = div(s.Throughput, pc.Throughput)
 				r.P50 = div(s.P50Ms, pc.P50Ms)
 				r.P99 = div(s.P99Ms, pc.P99Ms)
@@ -130,16 +180,18 @@ func ComputeRatios(cells []Cell, peers []string) []Ratio {
 	return out
 }
 
+// rank is s's place in list (len(list) when absent).
+func rank(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return len(list)
+}
+
 // sortedCells orders cells by op (put first), clients, then system order.
 func sortedCells(cells []Cell, ops []string, systems []string) []Cell {
-	rank := func(list []string, s string) int {
-		for i, x := range list {
-			if x == s {
-				return i
-			}
-		}
-		return len(list)
-	}
 	out := append([]Cell(nil), cells...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -161,10 +213,12 @@ func fmtRatio(r *float64) string {
 	return fmt.Sprintf("%.2f", *r)
 }
 
-// Print writes the human-readable tables.
+// Print writes the human-readable tables: the sweep (every system in
+// every client configuration), each system's best configuration, and the
+// ratios best against best. Every figure has its durability beside it.
 func (r *Result) Print(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "synod compare: %d-member clusters on 127.0.0.1, fsync on for every system\n", c.Members)
+	fmt.Fprintf(w, "synod compare: clusters of %d members on 127.0.0.1 (Redis: one server), durability beside every figure\n", c.Members)
 	fmt.Fprintf(w, "  workload: %d keys of %d bytes, %d-byte values, uniform keys, closed loop, %gs per cell after %gs unmeasured; puts and linearizable gets measured separately\n",
 		c.Keys, c.KeySize, c.ValueSize, c.DurationSec, c.WarmupSec)
 	var names []string
@@ -178,16 +232,15 @@ func (r *Result) Print(w io.Writer) {
 	if r.Interrupted {
 		fmt.Fprintln(w, "  INTERRUPTED: the tables hold the cells measured before Ctrl-C")
 	}
-	fmt.Fprintf(w, "\n  %-4s %7s  %-9s %12s %9s %9s %8s\n", "op", "clients", "system", "ops/s", "p50 ms", "p99 ms", "errors")
-	for _, cell := range sortedCells(r.Cells, c.Ops, names) {
-		if cell.Failed != "" {
-			fmt.Fprintf(w, "  %-4s %7d  %-9s FAILED: %s\n", cell.Op, cell.Clients, cell.System, cell.Failed)
-			continue
-		}
-		fmt.Fprintf(w, "  %-4s %7d  %-9s %12.1f %9.3f %9.3f %8d\n", cell.Op, cell.Clients, cell.System,
-			cell.Throughput, cell.P50Ms, cell.P99Ms, cell.Errors)
+	fmt.Fprintf(w, "\n  sweep: every client configuration (clients = operations outstanding; conns = connections they share)\n")
+	r.printCells(w, sortedCells(r.Cells, c.Ops, names), true)
+
+	best := r.Best
+	if best == nil {
+		best = BestCells(r.Cells)
 	}
-	fmt.Fprintln(w, "  (fsync on in every system; latencies in ms)")
+	fmt.Fprintf(w, "\n  best configuration of each system (highest ops/s in the sweep)\n")
+	r.printCells(w, sortedCells(best, c.Ops, names), false)
 
 	var peers []string
 	for _, n := range names {
@@ -198,41 +251,67 @@ func (r *Result) Print(w io.Writer) {
 	if len(peers) == 0 || len(r.Ratios) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n  ratios Synod/peer per cell (ops/s above 1: Synod faster; p50, p99 below 1: Synod faster)\n")
-	fmt.Fprintf(w, "  %-4s %7s ", "", "")
-	for _, p := range peers {
-		fmt.Fprintf(w, "  %-22s", "synod/"+p)
-	}
-	fmt.Fprintf(w, "\n  %-4s %7s ", "op", "clients")
-	for range peers {
-		fmt.Fprintf(w, "  %6s %7s %7s", "ops/s", "p50", "p99")
-	}
-	fmt.Fprintln(w)
-	type cellKey struct {
-		op      string
-		clients int
-	}
-	byCell := map[cellKey]map[string]Ratio{}
-	for _, ra := range r.Ratios {
-		k := cellKey{ra.Op, ra.Clients}
-		if byCell[k] == nil {
-			byCell[k] = map[string]Ratio{}
+	fmt.Fprintf(w, "\n  ratios Synod/peer, best against best (ops/s above 1: Synod faster; p50, p99 below 1: Synod faster)\n")
+	fmt.Fprintf(w, "  %-4s %7s  %-9s %6s %7s %7s  %s\n", "op", "clients", "peer", "ops/s", "p50", "p99", "configurations (synod vs peer)")
+	fsync := map[string]string{}
+	for _, cell := range r.Cells {
+		if cell.Fsync != "" {
+			fsync[cell.System] = cell.Fsync
 		}
-		byCell[k][ra.Peer] = ra
 	}
-	for _, cell := range sortedCells(r.Cells, c.Ops, names) {
-		rs, ok := byCell[cellKey{cell.Op, cell.Clients}]
-		if !ok || cell.System != Synod {
+	for _, ra := range sortedRatios(r.Ratios, c.Ops, peers) {
+		fmt.Fprintf(w, "  %-4s %7d  %-9s %6s %7s %7s  %s [%s] vs %s [%s]\n", ra.Op, ra.Clients, ra.Peer,
+			fmtRatio(ra.Throughput), fmtRatio(ra.P50), fmtRatio(ra.P99),
+			orDash(ra.SynodConfig), fsync[Synod], orDash(ra.PeerConfig), fsync[ra.Peer])
+	}
+	fmt.Fprintln(w, "  (ratios from one run on one machine; a shared machine makes every figure noisy)")
+}
+
+// printCells writes one table of cells; withErrors adds the conns and
+// errors columns.
+func (r *Result) printCells(w io.Writer, cells []Cell, sweep bool) {
+	if sweep {
+		fmt.Fprintf(w, "  %-4s %7s  %-9s %-24s %5s %12s %9s %9s %7s  %s\n", "op", "clients", "system", "configuration", "conns", "ops/s", "p50 ms", "p99 ms", "errors", "durability")
+	} else {
+		fmt.Fprintf(w, "  %-4s %7s  %-9s %-24s %12s %9s %9s  %s\n", "op", "clients", "system", "configuration", "ops/s", "p50 ms", "p99 ms", "durability")
+	}
+	for _, cell := range cells {
+		cfg := orDash(cell.Config)
+		if cell.Failed != "" {
+			fmt.Fprintf(w, "  %-4s %7d  %-9s %-24s FAILED: %s\n", cell.Op, cell.Clients, cell.System, cfg, cell.Failed)
 			continue
 		}
-		fmt.Fprintf(w, "  %-4s %7d ", cell.Op, cell.Clients)
-		for _, p := range peers {
-			ra := rs[p]
-			fmt.Fprintf(w, "  %6s %7s %7s", fmtRatio(ra.Throughput), fmtRatio(ra.P50), fmtRatio(ra.P99))
+		if sweep {
+			fmt.Fprintf(w, "  %-4s %7d  %-9s %-24s %5d %12.1f %9.3f %9.3f %7d  %s\n", cell.Op, cell.Clients, cell.System, cfg, cell.Conns,
+				cell.Throughput, cell.P50Ms, cell.P99Ms, cell.Errors, orDash(cell.Fsync))
+		} else {
+			fmt.Fprintf(w, "  %-4s %7d  %-9s %-24s %12.1f %9.3f %9.3f  %s\n", cell.Op, cell.Clients, cell.System, cfg,
+				cell.Throughput, cell.P50Ms, cell.P99Ms, orDash(cell.Fsync))
 		}
-		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "  (ratios from one run on one machine, all systems fsync on)")
+}
+
+// sortedRatios orders ratios by op, clients, then peer order.
+func sortedRatios(rs []Ratio, ops, peers []string) []Ratio {
+	out := append([]Ratio(nil), rs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ra, rb := rank(ops, a.Op), rank(ops, b.Op); ra != rb {
+			return ra < rb
+		}
+		if a.Clients != b.Clients {
+			return a.Clients < b.Clients
+		}
+		return rank(peers, a.Peer) < rank(peers, b.Peer)
+	})
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // WriteJSON writes the result as indented JSON.

@@ -2,7 +2,9 @@ package compare
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -76,10 +78,10 @@ func TestComputeRatios(t *testing.T) {
 
 func testResult() *Result {
 	cells := []Cell{
-		{System: "etcd", Op: OpGet, Clients: 1, Throughput: 1000, P50Ms: 1, P99Ms: 2, Count: 1},
-		{System: "synod", Op: OpGet, Clients: 1, Throughput: 4000, P50Ms: 0.25, P99Ms: 1, Count: 1},
-		{System: "synod", Op: OpPut, Clients: 64, Throughput: 9000, P50Ms: 7, P99Ms: 30, Count: 1, Errors: 2},
-		{System: "etcd", Op: OpPut, Clients: 64, Failed: "connecting: refused"},
+		{System: "etcd", Config: "v3 conns=1", Conns: 1, Fsync: "fsync on", Op: OpGet, Clients: 1, Throughput: 1000, P50Ms: 1, P99Ms: 2, Count: 1},
+		{System: "synod", Config: "resp conns=pipeline:16", Conns: 1, Fsync: "fsync on", Op: OpGet, Clients: 1, Throughput: 4000, P50Ms: 0.25, P99Ms: 1, Count: 1},
+		{System: "synod", Config: "resp conns=per-client", Conns: 64, Fsync: "fsync on", Op: OpPut, Clients: 64, Throughput: 9000, P50Ms: 7, P99Ms: 30, Count: 1, Errors: 2},
+		{System: "etcd", Config: "v3 conns=1", Op: OpPut, Clients: 64, Failed: "connecting: refused"},
 	}
 	return &Result{
 		Config: ReportConfig{Members: 3, Protocol: "abd", Keys: 10000, KeySize: 16, ValueSize: 100,
@@ -94,56 +96,139 @@ func testResult() *Result {
 
 func TestPrint(t *testing.T) {
 	var b bytes.Buffer
-	testResult().Print(&b)
+	res := testResult()
+	// A second etcd configuration, slower: the sweep lists it, the best
+	// table does not.
+	res.Cells = append(res.Cells, Cell{System: "etcd", Config: "v3 conns=per-client", Conns: 1, Fsync: "fsync on", Op: OpGet, Clients: 1, Throughput: 800, P50Ms: 2, P99Ms: 3, Count: 1})
+	res.Best = BestCells(res.Cells)
+	res.Print(&b)
 	out := b.String()
 	for _, want := range []string{
-		"fsync on for every system",
+		"durability beside every figure",
 		"10000 keys of 16 bytes, 100-byte values",
 		"etcd 3.4.23; durability fsync: b",
 		"zookeeper not run: not installed (install with: apt-get install -y zookeeperd)",
-		"synod/etcd",
 		"FAILED: connecting: refused",
+		"best configuration of each system",
+		"best against best",
+		"noisy",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	lines := strings.Split(out, "\n")
-	row := func(prefix ...string) string {
-		for _, l := range lines {
+	sweep, rest, _ := strings.Cut(out, "best configuration of each system")
+	bestTable, ratios, _ := strings.Cut(rest, "ratios Synod/peer")
+	rows := func(table string, prefix ...string) [][]string {
+		var out [][]string
+		for _, l := range strings.Split(table, "\n") {
 			f := strings.Fields(l)
 			if len(f) >= len(prefix) && strings.Join(f[:len(prefix)], " ") == strings.Join(prefix, " ") {
-				return l
+				out = append(out, f)
 			}
 		}
-		t.Fatalf("no row starting %v in:\n%s", prefix, out)
-		return ""
+		return out
 	}
-	if f := strings.Fields(row("put", "64", "synod")); strings.Join(f[3:], " ") != "9000.0 7.000 30.000 2" {
-		t.Errorf("synod put/64 row: %v", f)
+	if r := rows(sweep, "put", "64", "synod"); len(r) != 1 || strings.Join(r[0][3:], " ") != "resp conns=per-client 64 9000.0 7.000 30.000 2 fsync on" {
+		t.Errorf("synod put/64 sweep row: %v", r)
 	}
-	// Ratio row: synod/etcd get/1 = 4000/1000, 0.25/1, 1/2.
-	var ratioRow string
-	for _, l := range lines {
-		if f := strings.Fields(l); len(f) == 5 && f[0] == "get" && f[1] == "1" {
-			ratioRow = l
-		}
+	if r := rows(sweep, "get", "1", "etcd"); len(r) != 2 {
+		t.Errorf("etcd get/1: %d sweep rows, want both configurations", len(r))
 	}
-	if f := strings.Fields(ratioRow); len(f) != 5 || strings.Join(f[2:], " ") != "4.00 0.25 0.50" {
-		t.Errorf("get/1 ratio row %q, want 4.00 0.25 0.50", ratioRow)
+	if r := rows(bestTable, "get", "1", "etcd"); len(r) != 1 || strings.Join(r[0][3:], " ") != "v3 conns=1 1000.0 1.000 2.000 fsync on" {
+		t.Errorf("etcd get/1 best row: %v", r)
+	}
+	// Ratio row: synod/etcd get/1 = 4000/1000, 0.25/1, 1/2, with the
+	// configurations and durabilities compared.
+	if r := rows(ratios, "get", "1", "etcd"); len(r) != 1 || strings.Join(r[0][3:], " ") != "4.00 0.25 0.50 resp conns=pipeline:16 [fsync on] vs v3 conns=1 [fsync on]" {
+		t.Errorf("get/1 ratio row %v", r)
 	}
 	// put/64 has no etcd figures: dashes.
-	for _, l := range lines {
-		if f := strings.Fields(l); len(f) == 5 && f[0] == "put" && f[1] == "64" && strings.Join(f[2:], " ") != "- - -" {
-			t.Errorf("put/64 ratio row %q, want dashes", l)
-		}
+	if r := rows(ratios, "put", "64", "etcd"); len(r) != 1 || strings.Join(r[0][3:6], " ") != "- - -" {
+		t.Errorf("put/64 ratio row %v, want dashes", r)
 	}
 	// Rows are ordered by op (put before get), then clients, then system.
-	if strings.Index(out, "put      64  synod") > strings.Index(out, "get       1  synod") {
+	if strings.Index(sweep, "put      64  synod") > strings.Index(sweep, "get       1  synod") {
 		t.Errorf("puts not listed before gets:\n%s", out)
 	}
-	if strings.Index(out, "get       1  synod") > strings.Index(out, "get       1  etcd") {
+	if strings.Index(sweep, "get       1  synod") > strings.Index(sweep, "get       1  etcd") {
 		t.Errorf("synod not listed before etcd:\n%s", out)
+	}
+}
+
+func TestBestCells(t *testing.T) {
+	cells := []Cell{
+		{System: "etcd", Config: "per-client", Op: OpPut, Clients: 256, Throughput: 5500, P99Ms: 90, Count: 1},
+		{System: "etcd", Config: "1", Op: OpPut, Clients: 256, Throughput: 10500, P99Ms: 60, Count: 1},
+		{System: "etcd", Config: "16", Op: OpPut, Clients: 256, Throughput: 8700, P99Ms: 50, Count: 1},
+		{System: "synod", Config: "resp", Op: OpPut, Clients: 256, Throughput: 15500, P99Ms: 40, Count: 1},
+		{System: "synod", Config: "grpc", Op: OpPut, Clients: 256, Throughput: 99999, Count: 1, Failed: "x"},
+		// Equal throughput: the lower p99 wins.
+		{System: "synod", Config: "slow tail", Op: OpGet, Clients: 16, Throughput: 100, P99Ms: 9, Count: 1},
+		{System: "synod", Config: "fast tail", Op: OpGet, Clients: 16, Throughput: 100, P99Ms: 3, Count: 1},
+		// None usable: the first stays, to show the failure.
+		{System: "etcd", Config: "a", Op: OpGet, Clients: 16, Failed: "refused"},
+		{System: "etcd", Config: "b", Op: OpGet, Clients: 16, Failed: "refused too"},
+		// A failed first cell gives way to a usable one.
+		{System: "redis", Config: "a", Op: OpGet, Clients: 16, Failed: "refused"},
+		{System: "redis", Config: "b", Op: OpGet, Clients: 16, Throughput: 1, Count: 1},
+	}
+	got := map[string]string{}
+	for _, c := range BestCells(cells) {
+		got[c.System+" "+c.Op+" "+fmt.Sprint(c.Clients)] = c.Config
+	}
+	want := map[string]string{"etcd put 256": "1", "synod put 256": "resp", "synod get 16": "fast tail", "etcd get 16": "a", "redis get 16": "b"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("best configurations %v, want %v", got, want)
+	}
+	rs := ComputeRatios(cells, []string{"etcd"})
+	if len(rs) != 2 {
+		t.Fatalf("ratios %+v", rs)
+	}
+	// Issue 18's measurement: best against best is 15.5k/10.5k, not 15.5k/5.5k.
+	near(t, "put/256 best against best", rs[0].Throughput, 15500.0/10500)
+	if rs[0].SynodConfig != "resp" || rs[0].PeerConfig != "1" {
+		t.Errorf("ratio configurations %q vs %q", rs[0].SynodConfig, rs[0].PeerConfig)
+	}
+}
+
+func TestConfigs(t *testing.T) {
+	o := DefaultOptions()
+	f := func(context.Context, string, int) (bench.Target, error) { return nil, nil }
+	names := func(inst *Instance, clients int) string {
+		var out []string
+		for _, c := range Configs(inst, o, clients) {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, ", ")
+	}
+	etcd := &Instance{NewTarget: f, Shareable: true, Via: "v3"}
+	synod := &Instance{NewTarget: f, Via: "resp", Pipelined: f, GRPC: f}
+	redis := &Instance{NewTarget: f, Via: "resp", Pipelined: f}
+	for _, c := range []struct {
+		inst    *Instance
+		clients int
+		want    string
+	}{
+		{etcd, 256, "v3 conns=per-client, v3 conns=1, v3 conns=16"},
+		{etcd, 16, "v3 conns=per-client, v3 conns=1"},
+		{etcd, 1, "v3 conns=per-client"},
+		{synod, 256, "resp conns=per-client, resp conns=pipeline:16, grpc conns=1, grpc conns=16"},
+		{synod, 1, "resp conns=per-client, grpc conns=1"},
+		{redis, 64, "resp conns=per-client, resp conns=pipeline:16"},
+	} {
+		if got := names(c.inst, c.clients); got != c.want {
+			t.Errorf("%s at %d clients: %s, want %s", c.inst.Via, c.clients, got, c.want)
+		}
+	}
+	// A configuration's factory arranges the connections as its name says.
+	for _, cc := range Configs(synod, o, 64) {
+		if _, err := cc.factory(synod, 64); err != nil {
+			t.Errorf("%s: %v", cc.Name, err)
+		}
+	}
+	if _, err := (ClientConfig{Spec: bench.ConnSpec{Depth: 4}}).factory(etcd, 64); err == nil {
+		t.Error("pipelining a system without a pipelined connection accepted")
 	}
 }
 

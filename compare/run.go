@@ -46,22 +46,31 @@ type Options struct {
 	OpTimeout, ReadyTimeout time.Duration
 	// StopGrace is how long peers get after SIGTERM before SIGKILL.
 	StopGrace time.Duration
+	// Conns are the shared connection counts swept for clients that can
+	// share a connection (etcd, ZooKeeper, Synod's gRPC client), beside one
+	// connection per client.
+	Conns []int
+	// PipelineDepth is the RESP pipelining depth swept beside one
+	// connection per client (0: no pipelined configuration).
+	PipelineDepth int
 }
 
 // DefaultOptions returns the defaults of `synod compare`.
 func DefaultOptions() Options {
 	return Options{
-		Clients:      []int{1, 16, 64, 256},
-		Duration:     10 * time.Second,
-		Warmup:       time.Second,
-		Keys:         10000,
-		KeySize:      16,
-		ValueSize:    100,
-		Ops:          []string{OpPut, OpGet},
-		Seed:         1,
-		OpTimeout:    5 * time.Second,
-		ReadyTimeout: 60 * time.Second,
-		StopGrace:    10 * time.Second,
+		Clients:       []int{1, 16, 64, 256},
+		Duration:      10 * time.Second,
+		Warmup:        time.Second,
+		Keys:          10000,
+		KeySize:       16,
+		ValueSize:     100,
+		Ops:           []string{OpPut, OpGet},
+		Seed:          1,
+		OpTimeout:     5 * time.Second,
+		ReadyTimeout:  60 * time.Second,
+		StopGrace:     10 * time.Second,
+		Conns:         []int{1, 16},
+		PipelineDepth: 16,
 	}
 }
 
@@ -100,6 +109,14 @@ func (o *Options) Validate() error {
 		if op != OpPut && op != OpGet {
 			return fmt.Errorf("unknown operation %q (want %s or %s)", op, OpPut, OpGet)
 		}
+	}
+	for _, c := range o.Conns {
+		if c < 1 {
+			return fmt.Errorf("shared connection count %d: must be at least 1", c)
+		}
+	}
+	if o.PipelineDepth < 0 {
+		return fmt.Errorf("pipelining depth %d: must be 0 (none) or positive", o.PipelineDepth)
 	}
 	if o.OpTimeout <= 0 || o.ReadyTimeout <= 0 || o.StopGrace <= 0 {
 		return errors.New("timeouts must be positive")
@@ -207,27 +224,34 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 		}
 	}
 
-	total := len(o.Clients) * len(o.Ops) * len(lives)
+	total := 0
+	for _, clients := range o.Clients {
+		for _, l := range lives {
+			total += len(o.Ops) * len(Configs(l.inst, o, clients))
+		}
+	}
 	n := 0
 	// Systems take turns cell by cell, so that drift over the run (page
 	// cache, other load) falls on all of them alike.
 	for _, clients := range o.Clients {
 		for _, op := range o.Ops {
 			for _, l := range lives {
-				if ctx.Err() != nil {
-					break
-				}
-				n++
-				cell := runCell(ctx, l.sys.Name, l.inst, o, prefix, op, clients)
-				if ctx.Err() != nil {
-					break // an interrupted cell's figures mean nothing
-				}
-				res.Cells = append(res.Cells, cell)
-				if cell.Failed != "" {
-					fmt.Fprintf(progress, "[%2d/%d] %-3s clients %3d  %-9s FAILED: %s\n", n, total, op, clients, l.sys.Name, cell.Failed)
-				} else {
-					fmt.Fprintf(progress, "[%2d/%d] %-3s clients %3d  %-9s %10.1f ops/s  p50 %7.3f ms  p99 %7.3f ms  errors %d\n",
-						n, total, op, clients, l.sys.Name, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.Errors)
+				for _, cc := range Configs(l.inst, o, clients) {
+					if ctx.Err() != nil {
+						break
+					}
+					n++
+					cell := runCell(ctx, l.sys.Name, l.inst, cc, o, prefix, op, clients)
+					if ctx.Err() != nil {
+						break // an interrupted cell's figures mean nothing
+					}
+					res.Cells = append(res.Cells, cell)
+					if cell.Failed != "" {
+						fmt.Fprintf(progress, "[%2d/%d] %-3s clients %3d  %-9s %-22s FAILED: %s\n", n, total, op, clients, l.sys.Name, cc.Name, cell.Failed)
+					} else {
+						fmt.Fprintf(progress, "[%2d/%d] %-3s clients %3d  %-9s %-22s %10.1f ops/s  p50 %7.3f ms  p99 %7.3f ms  errors %d  (%s)\n",
+							n, total, op, clients, l.sys.Name, cc.Name, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.Errors, cell.Fsync)
+					}
 				}
 			}
 		}
@@ -238,6 +262,7 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 			peers = append(peers, l.sys.Name)
 		}
 	}
+	res.Best = BestCells(res.Cells)
 	res.Ratios = ComputeRatios(res.Cells, peers)
 	if ctx.Err() != nil {
 		res.Interrupted = true
@@ -332,8 +357,81 @@ func preload(ctx context.Context, inst *Instance, o Options, prefix string) erro
 	return errors.Join(errs...)
 }
 
-// runCell measures one system, one op, one client count.
-func runCell(ctx context.Context, name string, inst *Instance, o Options, prefix, op string, clients int) Cell {
+// ClientConfig is one way of connecting a cell's clients to a system.
+type ClientConfig struct {
+	// Name is how tables name it: the client's protocol and the
+	// connections ("v3 conns=16", "resp conns=pipeline:16", "grpc conns=1").
+	Name string
+	// Spec arranges the connections; GRPC selects the instance's gRPC
+	// client instead of NewTarget.
+	Spec bench.ConnSpec
+	GRPC bool
+}
+
+// Configs lists the client configurations swept for inst at clients
+// clients (issue 18: each system measured in its best configuration):
+//
+//   - one connection per client, always;
+//   - when the targets can be shared (etcd, ZooKeeper): each of o.Conns
+//     shared connections, as etcd's benchmark separates --conns from
+//     --clients;
+//   - when the system speaks RESP (Synod, Redis): pipelining at depth
+//     o.PipelineDepth, the way a client library pipelines concurrent
+//     callers' commands on one connection;
+//   - when it has a gRPC client (Synod): each of o.Conns gRPC clients
+//     shared by all clients, requests multiplexed.
+//
+// A configuration that would open as many connections as one per client
+// (a shared count at least the client count, pipelining one client deep)
+// is the per-client run again and is left out.
+func Configs(inst *Instance, o Options, clients int) []ClientConfig {
+	via := inst.Via
+	if via == "" {
+		via = "client"
+	}
+	out := []ClientConfig{{Name: via + " conns=per-client"}}
+	if inst.Shareable {
+		for _, c := range o.Conns {
+			if s := (bench.ConnSpec{Shared: c}); s.Conns(clients) < clients {
+				out = append(out, ClientConfig{Name: via + " conns=" + s.String(), Spec: s})
+			}
+		}
+	}
+	if inst.Pipelined != nil && o.PipelineDepth > 0 {
+		if s := (bench.ConnSpec{Depth: o.PipelineDepth}); s.Conns(clients) < clients {
+			out = append(out, ClientConfig{Name: via + " conns=" + s.String(), Spec: s})
+		}
+	}
+	if inst.GRPC != nil {
+		for i, c := range o.Conns {
+			// The first count always runs: even alone, a gRPC client is
+			// another configuration than RESP.
+			s := bench.ConnSpec{Shared: c}
+			if c < clients || i == 0 {
+				out = append(out, ClientConfig{Name: "grpc conns=" + s.String(), Spec: s, GRPC: true})
+			}
+		}
+	}
+	return out
+}
+
+// factory returns the target factory of configuration cc.
+func (cc ClientConfig) factory(inst *Instance, clients int) (bench.TargetFactory, error) {
+	if cc.GRPC {
+		return bench.ShareConns(cc.Spec.Conns(clients), inst.GRPC), nil
+	}
+	return bench.WithConns(cc.Spec, clients, inst.NewTarget, inst.Pipelined)
+}
+
+// runCell measures one system in one client configuration, one op, one
+// client count.
+func runCell(ctx context.Context, name string, inst *Instance, cc ClientConfig, o Options, prefix, op string, clients int) Cell {
+	cell := Cell{System: name, Config: cc.Name, Conns: cc.Spec.Conns(clients), Fsync: inst.Fsync, Op: op, Clients: clients}
+	factory, err := cc.factory(inst, clients)
+	if err != nil {
+		cell.Failed = err.Error()
+		return cell
+	}
 	cfg := bench.DefaultConfig()
 	cfg.Addrs = inst.Addrs
 	cfg.Duration = o.Duration
@@ -344,19 +442,21 @@ func runCell(ctx context.Context, name string, inst *Instance, o Options, prefix
 	cfg.Dist = "uniform"
 	cfg.Seed = o.Seed
 	cfg.OpTimeout = o.OpTimeout
-	cfg.NewTarget = inst.NewTarget
+	cfg.NewTarget = factory
 	cfg.TargetName = name
 	cfg.DurabilityLabel = inst.Durability
 	cfg.ReadRatio = 0
 	if op == OpGet {
 		cfg.ReadRatio = 1
 	}
-	cell := Cell{System: name, Op: op, Clients: clients}
 	if o.Warmup > 0 {
 		// Unmeasured; a failure here shows again in the measured run.
 		w := cfg
 		w.Duration = o.Warmup
-		bench.Run(ctx, w, nil)
+		// A fresh pool: the measured run opens its own connections.
+		if w.NewTarget, err = cc.factory(inst, clients); err == nil {
+			bench.Run(ctx, w, nil)
+		}
 	}
 	rep, err := bench.Run(ctx, cfg, nil)
 	if err != nil && rep == nil {

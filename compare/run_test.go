@@ -95,6 +95,14 @@ func TestRunWithFakes(t *testing.T) {
 	var procs []*proc
 	synod, ss := fakeSystem(t, "synod", 100*time.Microsecond, &procs)
 	etcd, es := fakeSystem(t, "etcd", 400*time.Microsecond, &procs)
+	start := etcd.Start
+	etcd.Start = func(ctx context.Context, env *Env) (*Instance, error) {
+		inst, err := start(ctx, env)
+		if inst != nil {
+			inst.Shareable, inst.Via = true, "v3" // fakeTarget is safe for concurrent use
+		}
+		return inst, err
+	}
 	zk := System{Name: "zookeeper", Missing: func() string { return ZooKeeperInstall },
 		Start: func(context.Context, *Env) (*Instance, error) { t.Fatal("started a missing system"); return nil, nil }}
 	var out, progress bytes.Buffer
@@ -108,8 +116,19 @@ func TestRunWithFakes(t *testing.T) {
 	if len(res.Skipped) != 1 || res.Skipped[0].Name != "zookeeper" || len(res.Systems) != 2 {
 		t.Errorf("systems %+v, skipped %+v", res.Systems, res.Skipped)
 	}
-	if len(res.Cells) != 2*2*2 {
-		t.Fatalf("%d cells, want clients(2) x ops(2) x systems(2)", len(res.Cells))
+	// Synod: one configuration; etcd: per-client, and at 3 clients also 1
+	// shared connection (16 shared would be per-client again).
+	if len(res.Cells) != 2*2+2*3 || len(res.Best) != 2*2*2 {
+		t.Fatalf("%d cells, %d best; want 10 (synod 2 ops x 2 counts, etcd 2 ops x 3 configurations) and 8", len(res.Cells), len(res.Best))
+	}
+	var shared int
+	for _, c := range res.Cells {
+		if c.Config == "v3 conns=1" && c.Clients == 3 && c.Conns == 1 {
+			shared++
+		}
+	}
+	if shared != 2 {
+		t.Errorf("%d cells of etcd's 3 clients on 1 shared connection, want 2", shared)
 	}
 	for _, c := range res.Cells {
 		if c.Failed != "" || c.Count == 0 || c.Errors != 0 || c.Throughput <= 0 || c.P99Ms < c.P50Ms {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/bench"
 	"github.com/synod-dev/synod/cluster"
 )
@@ -47,8 +48,24 @@ type Instance struct {
 	Addrs []string
 	// NewTarget connects one benchmark client.
 	NewTarget bench.TargetFactory
+	// Shareable: NewTarget's targets are safe for concurrent use, so the
+	// sweep also runs clients sharing few of them (etcd's and ZooKeeper's
+	// clients multiplex requests on one connection).
+	Shareable bool
+	// Via names how NewTarget talks ("resp", "v3", "zk"), for the
+	// configuration names.
+	Via string
+	// Pipelined, when set, opens one pipelined RESP connection
+	// (bench.PipelinedRedis): the sweep runs clients pipelining on it.
+	Pipelined bench.TargetFactory
+	// GRPC, when set, opens one Synod gRPC client (safe for concurrent
+	// use): the sweep runs clients multiplexed over few of them.
+	GRPC bench.TargetFactory
 	// Durability states what is on disk before a write is acknowledged.
 	Durability string
+	// Fsync is the short form printed beside every figure ("fsync on",
+	// "memory", "appendfsync always").
+	Fsync string
 	// Version names the software (for the report).
 	Version string
 	// Stop, when set, stops processes that Procs does not own.
@@ -73,40 +90,128 @@ const (
 	EtcdInstall      = "apt-get install -y etcd-server"
 	ZooKeeperInstall = "apt-get install -y zookeeperd"
 	JavaInstall      = "apt-get install -y default-jre-headless"
+	RedisInstall     = "apt-get install -y redis-server"
 )
 
+// RedisBinary is where Debian's redis-server puts it.
+var RedisBinary = "/usr/bin/redis-server"
+
+// RedisSystem runs one redis-server (Debian's redis-server) on a free
+// port: "redis" without persistence (save off, appendonly off), or with
+// aof "redis-aof", appendonly yes and appendfsync always (the AOF fsynced
+// before a write is answered, Redis's strongest durability). One server,
+// not replicated: it is the single-machine bound ABD and ESDS are held
+// against (issue 18), not a peer with the same guarantees. Clients speak
+// RESP, one connection each or pipelining.
+func RedisSystem(aof bool) System {
+	name := "redis"
+	if aof {
+		name = "redis-aof"
+	}
+	return System{
+		Name: name,
+		Missing: func() string {
+			if !isExecutable(RedisBinary) {
+				return RedisInstall
+			}
+			return ""
+		},
+		Start: func(ctx context.Context, env *Env) (*Instance, error) { return startRedis(ctx, env, name, aof) },
+	}
+}
+
+func startRedis(ctx context.Context, env *Env, name string, aof bool) (*Instance, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	addr := hostPort(ports[0])
+	argv := []string{RedisBinary, "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1",
+		"--dir", env.Dir, "--save", "", "--daemonize", "no", "--protected-mode", "no"}
+	inst := &Instance{Addrs: []string{addr}, Via: "resp",
+		Durability: "none: one server, nothing on disk (save off, appendonly off)", Fsync: "memory"}
+	if aof {
+		argv = append(argv, "--appendonly", "yes", "--appendfsync", "always")
+		inst.Durability = "fsync: one server, AOF fsynced before a write is answered (appendfsync always)"
+		inst.Fsync = "appendfsync always"
+	} else {
+		argv = append(argv, "--appendonly", "no")
+	}
+	p, err := env.Procs.start(name, argv, nil, filepath.Join(env.Dir, "redis.log"))
+	if err != nil {
+		return nil, err
+	}
+	ro := bench.RedisOptions{Timeout: env.OpTimeout}
+	inst.NewTarget = bench.RedisFactory(ro)
+	inst.Pipelined = bench.PipelinedRedisFactory(ro)
+	err = waitReady(ctx, name, env.ReadyTimeout, []*proc{p}, func(ctx context.Context) error {
+		return probe(ctx, inst.NewTarget, inst.Addrs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	inst.Version = commandVersion(RedisBinary, "--version")
+	if v, _, ok := strings.Cut(inst.Version, " sha="); ok {
+		inst.Version = v
+	}
+	return inst, nil
+}
+
 // SynodSystem runs a 3-node Synod cluster with package cluster, durability
-// fsync, the namespace "default" replicated by protocol, reads in the
-// protocol's linearizable mode (SYNOD READ linearizable on every connection;
-// for paxos a quorum-confirmed read). Each client connection moves to the
+// "fsync" or "memory", the namespace "default" replicated by protocol,
+// reads in the protocol's linearizable mode when it is linearizable (SYNOD
+// READ linearizable on every connection; for paxos a quorum-confirmed
+// read), else in its default mode (ESDS: non-strict). Each client connection moves to the
 // leader the server it first reaches names (SYNOD LEADER; protocols without a
 // leader stay spread over the nodes); the peers' clients are spread over
 // their members and rely on the server forwarding to the leader, as their
 // standard clients do.
 // binary is the synod executable ("" means this one).
-func SynodSystem(protocol, binary string) System {
+func SynodSystem(protocol, binary, durability string) System {
+	if durability == "" {
+		durability = "fsync"
+	}
 	return System{
 		Name:    "synod",
 		Missing: func() string { return "" },
 		Start: func(ctx context.Context, env *Env) (*Instance, error) {
 			c, err := cluster.Up(cluster.UpOptions{
-				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: "fsync", Binary: binary,
+				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: durability, Binary: binary,
 			})
 			if err != nil {
 				return nil, err
 			}
-			return &Instance{
-				Addrs: c.ClientAddrs(),
-				NewTarget: bench.RedisFactory(bench.RedisOptions{
-					ReadMode: "linearizable", Leader: true, Timeout: env.OpTimeout,
-				}),
+			readMode := ""
+			if m, err := automaton.ConsistencyOf(protocol); err == nil && m == automaton.Linearizable {
+				readMode = "linearizable"
+			}
+			ro := bench.RedisOptions{ReadMode: readMode, Leader: true, Timeout: env.OpTimeout}
+			var grpcAddrs []string
+			for _, n := range c.Nodes {
+				if n.GRPC != "" {
+					grpcAddrs = append(grpcAddrs, n.GRPC)
+				}
+			}
+			inst := &Instance{
+				Addrs:      c.ClientAddrs(),
+				NewTarget:  bench.RedisFactory(ro),
+				Via:        "resp",
+				Pipelined:  bench.PipelinedRedisFactory(ro),
 				Durability: "fsync: records on disk (WAL engine, fdatasync, group commit) before a reply",
+				Fsync:      "fsync on",
 				Version:    "synod, protocol " + protocol,
 				Stop: func() error {
 					_, err := cluster.Down(c.Dir, false)
 					return err
 				},
-			}, nil
+			}
+			if durability == "memory" {
+				inst.Durability, inst.Fsync = "memory: nothing on disk (storage engine memory)", "memory"
+			}
+			if len(grpcAddrs) == len(c.Nodes) {
+				inst.GRPC = bench.GRPCFactory(bench.GRPCOptions{Addrs: grpcAddrs, ReadMode: readMode, Timeout: env.OpTimeout})
+			}
+			return inst, nil
 		},
 	}
 }
@@ -183,7 +288,10 @@ func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
 	return &Instance{
 		Addrs:      addrs,
 		NewTarget:  factory,
+		Shareable:  true,
+		Via:        "v3",
 		Durability: "fsync: WAL fsynced before a put is acknowledged (etcd default)",
+		Fsync:      "fsync on",
 		Version:    strings.Replace(commandVersion(EtcdBinary, "--version"), "etcd Version:", "etcd", 1),
 	}, nil
 }
@@ -278,7 +386,10 @@ func startZooKeeper(ctx context.Context, env *Env) (*Instance, error) {
 	return &Instance{
 		Addrs:      addrs,
 		NewTarget:  factory,
+		Shareable:  true,
+		Via:        "zk",
 		Durability: "fsync: transaction log fsynced before a write is acknowledged (forceSync=yes)",
+		Fsync:      "fsync on",
 		Version:    version,
 	}, nil
 }
