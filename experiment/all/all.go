@@ -3,6 +3,7 @@ package all
 
 import (
 	_ "github.com/synod-dev/synod/experiment/seed000"
+	_ "github.com/synod-dev/synod/experiment/seed000frontends"
 	_ "github.com/synod-dev/synod/experiment/seed000simple"
 	_ "github.com/synod-dev/synod/experiment/seed001"
 	_ "github.com/synod-dev/synod/experiment/seed002durability"

@@ -251,6 +251,7 @@ type ESDS struct {
 	rept                         map[string][]service.Result
 	sendN, resendTicks, maxSends int
 	feSends                      uint64
+	replicaReqs                  uint64 // receive_{f,r}("request") at this replica
 
 	peers []peer
 	tick  int

@@ -125,6 +125,7 @@ func (a *ESDS) responseC(id string) {
 // fe to answer, rcvd_r ∪= {x}. An operation already collected here is
 // answered at once from the value cache.
 func (a *ESDS) replicaRequest(fe int, x entry) {
+	a.replicaReqs++
 	if a.gcd.has(x.ID) {
 		res, ok := a.results[x.ID]
 		if !ok {
@@ -167,3 +168,8 @@ func (a *ESDS) SendCounts() map[string][]int {
 // FrontEndSends is the number of send_{f,r}("request") actions this front
 // end has taken since it started (local submissions included).
 func (a *ESDS) FrontEndSends() uint64 { return a.feSends }
+
+// ReplicaRequests is the number of receive_{f,r}("request", x) actions this
+// replica has taken since it started (from its own front end and others'):
+// the operations it handled for front ends, duplicates included.
+func (a *ESDS) ReplicaRequests() uint64 { return a.replicaReqs }
