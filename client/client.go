@@ -299,9 +299,19 @@ func (c *Client) prefer(idx int) {
 // attempt runs args on one connection of p. sent reports whether the whole
 // command was handed to the network (so that it may have been executed).
 func (c *Client) attempt(ctx context.Context, p *pool, args [][]byte) (rep Reply, sent bool, err error) {
+	reps, sent, err := c.pipeline(ctx, p, [][][]byte{args})
+	if err != nil {
+		return Reply{}, sent, err
+	}
+	return reps[0], true, nil
+}
+
+// pipeline writes cmds on one connection of p at once and reads their
+// replies. sent reports whether every command was handed to the network.
+func (c *Client) pipeline(ctx context.Context, p *pool, cmds [][][]byte) (reps []Reply, sent bool, err error) {
 	pc, err := p.get(ctx, c)
 	if err != nil {
-		return Reply{}, false, err
+		return nil, false, err
 	}
 	ok := false
 	defer func() { p.put(pc, ok && !c.isClosed()) }()
@@ -312,16 +322,20 @@ func (c *Client) attempt(ctx context.Context, p *pool, args [][]byte) (rep Reply
 	pc.nc.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { pc.nc.SetDeadline(time.Now()) })
 	defer stop()
-	pc.w.WriteCommand(args)
-	if err := pc.w.Flush(); err != nil {
-		return Reply{}, false, err
+	for _, args := range cmds {
+		pc.w.WriteCommand(args)
 	}
-	rep, err = pc.r.ReadReply()
-	if err != nil {
-		return Reply{}, true, err
+	if err := pc.w.Flush(); err != nil {
+		return nil, false, err
+	}
+	reps = make([]Reply, len(cmds))
+	for i := range reps {
+		if reps[i], err = pc.r.ReadReply(); err != nil {
+			return nil, true, err
+		}
 	}
 	ok = true
-	return rep, true, nil
+	return reps, true, nil
 }
 
 // --- pool -------------------------------------------------------------------
