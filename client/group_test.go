@@ -115,4 +115,3 @@ func TestGroupOverGRPC(t *testing.T) {
 		t.Fatalf("groups sent: %q", g)
 	}
 }
-
