@@ -243,6 +243,7 @@ func (s *scSearch) buildGraph(h *history.History) (violation string) {
 		}
 	}
 	s.gnode = node
+	s.reach = reach
 	s.graph = true
 	return ""
 }

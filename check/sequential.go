@@ -88,12 +88,10 @@ package check
 // error).
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,6 +118,16 @@ const (
 	scOrders
 )
 
+// The operation kinds of the integer fast path; scOther (CAS, APPEND,
+// INCR) goes through the string model (applyKV).
+const (
+	scGet = iota
+	scExists
+	scSet // plain or NX/XX (plain tells)
+	scDel
+	scOther
+)
+
 // scOp is one checkable operation of the sequential-consistency search.
 type scOp struct {
 	proc  int    // index into the process list
@@ -133,11 +141,28 @@ type scOp struct {
 	ret   int64 // Return, or math.MaxInt64 for a floating write
 	id    int   // node of the constraint graph (seq_graph.go)
 	due   int64 // the earliest return of an operation that must follow it (or its own ret)
+
+	// Interned form (see "Representation"): the key's index, the kind,
+	// the value a SET writes or a GET expects (a value id; 0 is absence,
+	// -1 a GET reply no state matches), whether the reply matches with the
+	// key absent (ok0) or present (ok1), the float index (-1 if landing)
+	// and, for a float, the id of its effect (floats with one effect are
+	// interchangeable).
+	k        int32
+	kind     uint8
+	plain    bool
+	v        int32
+	ok0, ok1 bool
+	fi       int32
+	eff      int32
+	idx      int   // index in its process's program
+	rk       uint8 // scNeedAbsent or scNeedPresent for a read of absence or presence
 }
 
-type scKV struct {
-	key string
-	s   kvState
+// scVal names one value of one key in the intern table.
+type scVal struct {
+	k int32
+	v string
 }
 
 // scSearch is the state of one search.
@@ -147,20 +172,33 @@ type scSearch struct {
 	ids   []int // process ids (history.Op.Process) by index
 	total int
 
+	// Intern tables: keys by index, values (a key and its contents) by id;
+	// id 0 is "absent".
+	keys  []string
+	vals  []scVal
+	vidx  map[scVal]int32
+	nEffs int
+
 	pos    []int
 	pool   []bool // by float index: released, not yet applied
 	floats []*scOp
-	fidx   map[*scOp]int
-	kv     map[string]kvState
-	h1, h2 uint64
+	kv     []int32 // by key index: the value id, 0 when absent
+	h      [2]uint64
 	placed int
 
-	// Pruning (register operations only): unplaced sets producing a
-	// (key, value), and unplaced reads expecting one.
+	// Pruning (register operations only, seq_prune.go): by value id,
+	// unplaced sets producing it and unplaced reads expecting it; by read
+	// of absence or presence (op id), its unplaced fillers; by key and
+	// kind, the unplaced reads with no filler left; by filler, its reads.
 	prune               bool
-	prodLeft, readsLeft map[string]int
+	prodLeft, readsLeft []int32
+	all                 []*scOp
+	need                []int32
+	starved             []int32
+	helps               [][]int32
+	reach               []bitset // the graph's transitive closure, until counters runs
 
-	seen     map[string]struct{}
+	seen     map[[2]uint64]struct{}
 	states   int
 	maxState int
 	deadline time.Time
@@ -174,16 +212,23 @@ type scSearch struct {
 	gpred []int32
 
 	// Restarts: the current run's budget and count, whether the budget
-	// (not a global bound) cut it, and whether it shuffles candidates.
+	// (not a global bound) cut it, and the candidate order.
 	budget, runStates int
 	restart           bool
 	order             int // scOrderDue, ...
 
 	best     int
 	bestPos  []int
-	bestKV   map[string]kvState
+	bestKV   []int32
 	bestPool []bool
-	keyBuf   []byte
+
+	// Scratch: the undo log of closures, candidate lists by depth, and
+	// stamps marking what the processes' next reads wait for.
+	ulog                   []*scOp
+	cstack                 [][]cand
+	epoch                  int32
+	awaitAt, absAt, presAt []int32
+	effAt                  []int32
 }
 
 // Sequential checks h for sequential consistency over all its KV keys
@@ -220,6 +265,7 @@ func Sequential(h *history.History, opt Options) (*Report, error) {
 		r.Detail = "no sequential order exists: " + v
 		return r, nil
 	}
+	s.counters()
 	ok := s.restarts()
 	r.Elapsed = time.Since(start)
 	r.States = s.states
@@ -248,7 +294,7 @@ func Sequential(h *history.History, opt Options) (*Report, error) {
 // buildSequential classifies operations (as build does) into per-process
 // program orders.
 func (r *Report) buildSequential(h *history.History) (*scSearch, error) {
-	s := &scSearch{opt: r.opt, kv: map[string]kvState{}, seen: map[string]struct{}{}, fidx: map[*scOp]int{}}
+	s := &scSearch{opt: r.opt, seen: map[[2]uint64]struct{}{}, vidx: map[scVal]int32{}}
 	byProc := map[int][]scOp{}
 	for i, op := range h.Ops {
 		_, svc, err := serviceOf(r.opt, op.Namespace)
@@ -313,10 +359,10 @@ func (r *Report) buildSequential(h *history.History) (*scSearch, error) {
 	for p := range byProc {
 		s.ids = append(s.ids, p)
 	}
-	sort.Ints(s.ids)
+	slices.Sort(s.ids)
 	for pi, p := range s.ids {
 		ops := byProc[p]
-		sort.SliceStable(ops, func(a, b int) bool { return ops[a].call < ops[b].call })
+		slices.SortStableFunc(ops, func(a, b scOp) int { return cmpInt64(a.call, b.call) })
 		for j := range ops {
 			ops[j].proc = pi
 			if j > 0 {
@@ -330,17 +376,13 @@ func (r *Report) buildSequential(h *history.History) (*scSearch, error) {
 		s.procs = append(s.procs, ops)
 		s.total += len(ops)
 	}
-	for pi := range s.procs {
-		for j := range s.procs[pi] {
-			if o := &s.procs[pi][j]; o.float {
-				s.fidx[o] = len(s.floats)
-				s.floats = append(s.floats, o)
-			}
-		}
-	}
+	s.abstractUnread()
+	s.intern()
 	s.pos = make([]int, len(s.procs))
 	s.pool = make([]bool, len(s.floats))
-	s.abstractUnread()
+	for p := range s.procs {
+		s.hash(zPos, p, 0)
+	}
 	s.prune = true
 	for _, ops := range s.procs {
 		for _, o := range ops {
@@ -351,19 +393,17 @@ func (r *Report) buildSequential(h *history.History) (*scSearch, error) {
 			}
 		}
 	}
-	if s.prune {
-		s.prodLeft, s.readsLeft = map[string]int{}, map[string]int{}
-		for _, ops := range s.procs {
-			for i := range ops {
-				o := &ops[i]
-				if o.in.kind == "set" {
-					s.prodLeft[pair(o.key, o.in.args[0])]++
-				}
-				s.readPlaced(o, +1)
-			}
-		}
-	}
 	return s, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // unreadValue stands for every written value that no read returns.
@@ -393,127 +433,196 @@ func (s *scSearch) abstractUnread() {
 	}
 }
 
-// keyHash hashes one key's state; the state hash is the XOR over keys, so it
-// is updated in O(1) per write. Absent keys hash to 0 (an absent key and a
-// deleted one are the same state).
-func keyHash(seed byte, key string, st kvState) uint64 {
-	if !st.present {
-		return 0
-	}
-	h := fnv.New64a()
-	h.Write([]byte{seed})
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write([]byte(st.value))
-	return h.Sum64()
-}
-
-func (s *scSearch) set(key string, st kvState) {
-	old := s.kv[key]
-	s.h1 ^= keyHash(1, key, old) ^ keyHash(1, key, st)
-	s.h2 ^= keyHash(2, key, old) ^ keyHash(2, key, st)
-	if st.present {
-		s.kv[key] = st
-	} else {
-		delete(s.kv, key)
-	}
-}
-
-// try applies o to the current state. It reports whether the result is
-// allowed, and whether the state changed (with the old state for undo).
-func (s *scSearch) try(o *scOp) (ok, changed bool, old kvState) {
-	old = s.kv[o.key]
-	want, next := applyKV(old, o.in)
-	if !o.float && !(o.in.kind == "del" && s.opt.IgnoreDelCount) && !want.Equal(o.res) {
-		return false, false, old
-	}
-	return true, next != old, old
-}
-
-// undoEntry reverses one step of the search.
-type undoEntry struct {
-	proc  int // process advanced, or -1
-	float int // float index pooled (proc >= 0) or applied from the pool (proc < 0), or -1
-	key   string
-	old   kvState
-	set   bool // the state of key was changed
-	read  *scOp
-}
-
-func (s *scSearch) undo(log []undoEntry) {
-	for i := len(log) - 1; i >= 0; i-- {
-		u := log[i]
-		if u.read != nil {
-			s.readPlaced(u.read, +1)
-			s.mark(u.read, +1)
-		}
-		if u.set {
-			s.set(u.key, u.old)
-		}
-		switch {
-		case u.proc >= 0:
-			s.pos[u.proc]--
-			s.placed--
-			if u.float >= 0 {
-				s.pool[u.float] = false
+// intern fills the integer form of every operation (see "Representation"
+// in the package comment) and lists the floating writes.
+func (s *scSearch) intern() {
+	s.vals = []scVal{{k: -1}} // id 0: absent
+	keys := map[string]int32{}
+	effs := map[string]int32{}
+	for pi := range s.procs {
+		for j := range s.procs[pi] {
+			o := &s.procs[pi][j]
+			k, ok := keys[o.key]
+			if !ok {
+				k = int32(len(s.keys))
+				keys[o.key] = k
+				s.keys = append(s.keys, o.key)
 			}
-		case u.float >= 0:
-			s.pool[u.float] = true
+			o.k, o.fi, o.idx, o.id = k, -1, j, len(s.all)
+			s.all = append(s.all, o)
+			var want0, want1 history.Result
+			switch o.in.kind {
+			case "get":
+				o.kind = scGet
+				switch o.res.Type {
+				case "nil":
+					o.v = 0
+				case "bytes":
+					o.v = s.value(k, o.res.Bytes)
+				default:
+					o.v = -1
+				}
+			case "exists":
+				o.kind, want0, want1 = scExists, resInt(0), resInt(1)
+			case "set":
+				o.kind, o.plain = scSet, len(o.in.args) == 1
+				o.v = s.value(k, o.in.args[0])
+				want0, want1 = resOK, resOK
+			case "del":
+				o.kind, want0, want1 = scDel, resInt(0), resInt(1)
+			default:
+				o.kind = scOther
+			}
+			o.ok0, o.ok1 = want0.Equal(o.res), want1.Equal(o.res)
+			if o.kind == scDel && s.opt.IgnoreDelCount {
+				o.ok0, o.ok1 = true, true
+			}
+			if o.float {
+				o.fi = int32(len(s.floats))
+				s.floats = append(s.floats, o)
+				e := o.in.kind + "\x00" + o.key + "\x00" + strings.Join(o.in.args, "\x00")
+				id, ok := effs[e]
+				if !ok {
+					id = int32(len(effs))
+					effs[e] = id
+				}
+				o.eff = id
+			}
 		}
 	}
+	s.nEffs = len(effs)
+	s.kv = make([]int32, len(s.keys))
+	s.bestKV = make([]int32, len(s.keys))
+	s.absAt, s.presAt = make([]int32, len(s.keys)), make([]int32, len(s.keys))
+	s.effAt = make([]int32, s.nEffs)
+}
+
+// value interns v as a value of key k.
+func (s *scSearch) value(k int32, v string) int32 {
+	if id, ok := s.vidx[scVal{k, v}]; ok {
+		return id
+	}
+	id := int32(len(s.vals))
+	s.vals = append(s.vals, scVal{k, v})
+	s.vidx[scVal{k, v}] = id
+	return id
+}
+
+// The configuration hash is a Zobrist hash: the XOR of one random-looking
+// 128-bit word per (process, position), per pooled float and per (key,
+// value) present, so a step updates it in O(1).
+const (
+	zPos = iota + 1
+	zPool
+	zKV
+)
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// hash toggles the word of (what, a, b) in the configuration hash.
+func (s *scSearch) hash(what uint64, a int, b int32) {
+	x := what<<60 ^ uint64(a)<<32 ^ uint64(uint32(b))
+	s.h[0] ^= splitmix(x)
+	s.h[1] ^= splitmix(x ^ 0x5bd1e9955bd1e995)
+}
+
+func (s *scSearch) setKV(k, v int32) {
+	if old := s.kv[k]; old != 0 {
+		s.hash(zKV, int(k), old)
+	}
+	if v != 0 {
+		s.hash(zKV, int(k), v)
+	}
+	s.kv[k] = v
+}
+
+func (s *scSearch) advance(p, d int) {
+	s.hash(zPos, p, int32(s.pos[p]))
+	s.pos[p] += d
+	s.placed += d
+	s.hash(zPos, p, int32(s.pos[p]))
+}
+
+func (s *scSearch) setPool(f int32, in bool) {
+	s.pool[f] = in
+	s.hash(zPool, int(f), 0)
+}
+
+// state renders a value id as the string model's state.
+func (s *scSearch) state(v int32) kvState {
+	if v == 0 {
+		return kvState{}
+	}
+	return kvState{true, s.vals[v].v}
+}
+
+// step computes o's effect on the current state: whether its reply is the
+// one the specification gives (always, for a floating write) and the key's
+// next value.
+func (s *scSearch) step(o *scOp) (ok bool, next int32) {
+	cur := s.kv[o.k]
+	switch {
+	case o.kind == scGet:
+		return cur == o.v, cur
+	case o.kind == scExists:
+		return cur == 0 && o.ok0 || cur != 0 && o.ok1, cur
+	case o.kind == scSet && o.plain:
+		return o.float || o.ok0, o.v
+	case o.kind == scDel:
+		return o.float || cur == 0 && o.ok0 || cur != 0 && o.ok1, 0
+	}
+	want, n := applyKV(s.state(cur), o.in)
+	if n.present {
+		next = s.value(o.k, n.value)
+	}
+	return o.float || want.Equal(o.res), next
+}
+
+// undoTo reverses the closure steps logged after mark.
+func (s *scSearch) undoTo(mark int) {
+	for i := len(s.ulog) - 1; i >= mark; i-- {
+		o := s.ulog[i]
+		if o.float {
+			s.setPool(o.fi, false)
+		} else {
+			s.readPlaced(o, +1)
+			s.mark(o, +1)
+		}
+		s.advance(o.proc, -1)
+	}
+	s.ulog = s.ulog[:mark]
 }
 
 // closure applies, without branching, every read that can go next (a read
 // never changes the state, wherever it is placed), and releases floating
 // writes into the pool.
-func (s *scSearch) closure(log []undoEntry) []undoEntry {
+func (s *scSearch) closure() {
 	for progress := true; progress; {
 		progress = false
 		for p, ops := range s.procs {
 			for s.pos[p] < len(ops) {
 				o := &ops[s.pos[p]]
 				if o.float {
-					f := s.fidx[o]
-					s.pool[f] = true
-					s.pos[p]++
-					s.placed++
-					log = append(log, undoEntry{proc: p, float: f})
-					progress = true
-					continue
-				}
-				if !o.read || !s.ready(o) {
+					s.setPool(o.fi, true)
+				} else if !o.read || !s.ready(o) {
 					break
-				}
-				if ok, _, _ := s.try(o); !ok {
+				} else if ok, _ := s.step(o); !ok {
 					break
+				} else {
+					s.readPlaced(o, -1)
+					s.mark(o, -1)
 				}
-				s.pos[p]++
-				s.placed++
-				s.readPlaced(o, -1)
-				s.mark(o, -1)
-				log = append(log, undoEntry{proc: p, float: -1, read: o})
+				s.advance(p, +1)
+				s.ulog = append(s.ulog, o)
 				progress = true
 			}
 		}
 	}
-	return log
-}
-
-func (s *scSearch) memoKey() string {
-	b := s.keyBuf[:0]
-	for _, p := range s.pos {
-		b = binary.AppendUvarint(b, uint64(p))
-	}
-	for i, in := range s.pool {
-		if in {
-			b = binary.AppendUvarint(b, uint64(i))
-		}
-	}
-	b = append(b, 0xff)
-	b = binary.LittleEndian.AppendUint64(b, s.h1)
-	b = binary.LittleEndian.AppendUint64(b, s.h2)
-	s.keyBuf = b
-	return string(b)
 }
 
 func (s *scSearch) record() {
@@ -523,128 +632,104 @@ func (s *scSearch) record() {
 	s.best = s.placed
 	s.bestPos = append(s.bestPos[:0], s.pos...)
 	s.bestPool = append(s.bestPool[:0], s.pool...)
-	s.bestKV = make(map[string]kvState, len(s.kv))
-	for k, v := range s.kv {
-		s.bestKV[k] = v
-	}
+	copy(s.bestKV, s.kv)
 }
 
-// pair names a (key, value) for the pruning counters.
+// pair names a (key, value) (constraint graph).
 func pair(key, value string) string { return key + "\x00" + value }
 
-// readPlaced adjusts the count of unplaced reads expecting o's value.
-func (s *scSearch) readPlaced(o *scOp, d int) {
-	if s.prune && o.in.kind == "get" && o.res.Type == "bytes" {
-		s.readsLeft[pair(o.key, o.res.Bytes)] += d
-	}
-}
-
-// applyWrite applies o and reports whether the configuration can still
-// extend to a full order: with register operations and a value that no
-// remaining write can produce again, overwriting it while a read still
-// expects it is a dead end.
-func (s *scSearch) applyWrite(o *scOp) (old kvState, alive bool) {
-	old = s.kv[o.key]
-	_, next := applyKV(old, o.in)
-	if s.prune && o.in.kind == "set" {
-		s.prodLeft[pair(o.key, o.in.args[0])]--
-	}
-	s.set(o.key, next)
-	if s.prune && old.present && next != old {
-		pk := pair(o.key, old.value)
-		if s.readsLeft[pk] > 0 && s.prodLeft[pk] == 0 {
-			return old, false
-		}
-	}
-	return old, true
-}
-
-func (s *scSearch) unapplyWrite(o *scOp, old kvState) {
-	s.set(o.key, old)
-	if s.prune && o.in.kind == "set" {
-		s.prodLeft[pair(o.key, o.in.args[0])]++
-	}
-}
-
-// cand is one branch: the next write of process p, or pooled float f.
+// cand is one branch: the next write of process p, or pooled float o.
 type cand struct {
-	p, f    int
+	p       int // -1 for a pooled float
 	o       *scOp
 	awaited bool
 	harmful bool // overwrites a value some unplaced read still expects
 }
 
-// candidates lists the branches of the current configuration, the most
-// promising first: writes that produce a value some blocked read waits for,
-// then writes that destroy no value an unplaced read still expects, then by
-// invocation time (real histories are nearly linearizable, so real
-// time is a good guide; it only orders the search, never prunes it).
-func (s *scSearch) candidates() []cand {
+// candidates lists the branches of the current configuration (in the
+// buffer of depth d), the most promising first: writes that produce a
+// value some blocked read waits for, then writes that destroy no value an
+// unplaced read still expects, then by deadline or invocation time (real
+// histories are nearly linearizable, so real time is a good guide; it
+// only orders the search, never prunes it).
+func (s *scSearch) candidates(d int) []cand {
 	// What the processes' next reads wait for: a value, or (in the order
 	// that looks at absence) the key's absence or presence.
-	awaited, absent, present := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	s.epoch++
+	if s.awaitAt == nil || len(s.awaitAt) < len(s.vals) {
+		s.awaitAt = append(s.awaitAt, make([]int32, len(s.vals)-len(s.awaitAt))...)
+	}
+	ep := s.epoch
 	for p, ops := range s.procs {
 		if s.pos[p] < len(ops) {
 			if o := &ops[s.pos[p]]; o.read {
 				switch {
-				case o.res.Type == "bytes":
-					awaited[pair(o.key, o.res.Bytes)] = true
+				case o.kind == scGet && o.v > 0:
+					s.awaitAt[o.v] = ep
 				case s.order != scOrderAbsence:
-				case o.res.Type == "nil" || o.res.Type == "int" && o.res.Int == 0:
-					absent[o.key] = true
-				case o.res.Type == "int":
-					present[o.key] = true
+				case o.kind == scGet && o.v == 0 || o.kind == scExists && o.ok0:
+					s.absAt[o.k] = ep
+				case o.kind == scExists && o.ok1:
+					s.presAt[o.k] = ep
 				}
 			}
 		}
 	}
-	var cs []cand
 	produces := func(o *scOp) bool {
-		_, isSet := s.kv[o.key]
-		switch o.in.kind {
-		case "set":
-			return awaited[pair(o.key, o.in.args[0])] || present[o.key] && !isSet
-		case "del":
-			return absent[o.key] && isSet
+		switch o.kind {
+		case scSet:
+			return s.awaitAt[o.v] == ep || s.presAt[o.k] == ep && s.kv[o.k] == 0
+		case scDel:
+			return s.absAt[o.k] == ep && s.kv[o.k] != 0
 		}
 		return false
 	}
 	harmful := func(o *scOp) bool {
-		cur, ok := s.kv[o.key]
-		return ok && s.prune && s.readsLeft[pair(o.key, cur.value)] > 0
+		cur := s.kv[o.k]
+		return cur != 0 && s.prune && s.readsLeft[cur] > 0
 	}
+	for len(s.cstack) <= d {
+		s.cstack = append(s.cstack, nil)
+	}
+	cs := s.cstack[d][:0]
 	for p, ops := range s.procs {
 		if s.pos[p] < len(ops) {
 			if o := &ops[s.pos[p]]; !o.read {
-				cs = append(cs, cand{p: p, f: -1, o: o, awaited: produces(o), harmful: harmful(o)})
+				cs = append(cs, cand{p: p, o: o, awaited: produces(o), harmful: harmful(o)})
 			}
 		}
 	}
-	tried := map[string]bool{}
 	for f, in := range s.pool {
 		if in {
 			o := s.floats[f]
 			// Pooled writes with the same effect are interchangeable: try one.
-			eff := o.in.kind + "\x00" + o.key + "\x00" + strings.Join(o.in.args, "\x00")
-			if tried[eff] || (s.prune && !s.observedNext(o)) {
+			if s.effAt[o.eff] == ep || (s.prune && !s.observedNext(o)) {
 				continue
 			}
-			tried[eff] = true
-			cs = append(cs, cand{p: -1, f: f, o: o, awaited: produces(o), harmful: harmful(o)})
+			s.effAt[o.eff] = ep
+			cs = append(cs, cand{p: -1, o: o, awaited: produces(o), harmful: harmful(o)})
 		}
 	}
-	sort.SliceStable(cs, func(i, j int) bool {
-		if cs[i].awaited != cs[j].awaited {
-			return cs[i].awaited
+	byCall := s.order == scOrderCall
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		if a.awaited != b.awaited {
+			if a.awaited {
+				return -1
+			}
+			return 1
 		}
-		if cs[i].harmful != cs[j].harmful {
-			return !cs[i].harmful
+		if a.harmful != b.harmful {
+			if b.harmful {
+				return -1
+			}
+			return 1
 		}
-		if s.order == scOrderCall {
-			return cs[i].o.call < cs[j].o.call
+		if byCall {
+			return cmpInt64(a.o.call, b.o.call)
 		}
-		return cs[i].o.due < cs[j].o.due
+		return cmpInt64(a.o.due, b.o.due)
 	})
+	s.cstack[d] = cs
 	return cs
 }
 
@@ -655,22 +740,24 @@ func (s *scSearch) candidates() []cand {
 // can be moved later up to the first operation that observes it, and one
 // that is overwritten before anything observes it can be dropped.
 func (s *scSearch) observedNext(o *scOp) bool {
-	old := s.kv[o.key]
-	_, next := applyKV(old, o.in)
+	_, next := s.step(o)
 	for p, ops := range s.procs {
 		if s.pos[p] >= len(ops) {
 			continue
 		}
 		n := &ops[s.pos[p]]
-		if n.key != o.key {
+		if n.k != o.k {
 			continue
 		}
-		observer := n.read || (n.in.kind == "del" && !s.opt.IgnoreDelCount) || (n.in.kind == "set" && len(n.in.args) == 2)
+		observer := n.read || (n.kind == scDel && !s.opt.IgnoreDelCount) || (n.kind == scSet && !n.plain)
 		if !observer {
 			continue
 		}
-		want, _ := applyKV(next, n.in)
-		if want.Equal(n.res) {
+		cur := s.kv[o.k]
+		s.kv[o.k] = next
+		ok, _ := s.step(n)
+		s.kv[o.k] = cur
+		if ok {
 			return true
 		}
 	}
@@ -678,9 +765,10 @@ func (s *scSearch) observedNext(o *scOp) bool {
 }
 
 // dfs reports whether the current configuration extends to a full order.
-func (s *scSearch) dfs() bool {
-	log := s.closure(nil)
-	defer s.undo(log)
+func (s *scSearch) dfs(depth int) bool {
+	mark := len(s.ulog)
+	s.closure()
+	defer s.undoTo(mark)
 	s.record()
 	if s.placed == s.total {
 		return true
@@ -688,7 +776,7 @@ func (s *scSearch) dfs() bool {
 	if s.cut {
 		return false
 	}
-	k := s.memoKey()
+	k := s.h
 	if _, dup := s.seen[k]; dup {
 		return false
 	}
@@ -705,38 +793,30 @@ func (s *scSearch) dfs() bool {
 		delete(s.seen, k)
 		return false
 	}
-	defer func() {
-		if s.cut {
-			delete(s.seen, k) // explored only in part: not known dead
-		}
-	}()
-	for _, c := range s.candidates() {
+	for _, c := range s.candidates(depth) {
 		o := c.o
 		if !s.ready(o) {
 			continue
 		}
-		if c.p >= 0 {
-			// The next operation of process c.p: its reply must match.
-			if ok, _, _ := s.try(o); !ok {
-				continue
-			}
-		} else if _, next := applyKV(s.kv[o.key], o.in); next == s.kv[o.key] {
+		ok, next := s.step(o)
+		if !ok {
+			continue // the next operation of process c.p: its reply must match
+		}
+		if c.p < 0 && next == s.kv[o.k] {
 			continue // a float with no effect now: applying it cannot help
 		}
-		old, alive := s.applyWrite(o)
+		old, alive := s.applyWrite(o, next)
 		s.mark(o, -1)
 		if c.p >= 0 {
-			s.pos[c.p]++
-			s.placed++
+			s.advance(c.p, +1)
 		} else {
-			s.pool[c.f] = false
+			s.setPool(o.fi, false)
 		}
-		found := alive && s.dfs()
+		found := alive && s.dfs(depth+1)
 		if c.p >= 0 {
-			s.pos[c.p]--
-			s.placed--
+			s.advance(c.p, -1)
 		} else {
-			s.pool[c.f] = true
+			s.setPool(o.fi, true)
 		}
 		s.mark(o, +1)
 		s.unapplyWrite(o, old)
@@ -744,6 +824,7 @@ func (s *scSearch) dfs() bool {
 			return true
 		}
 		if s.cut {
+			delete(s.seen, k) // explored only in part: not known dead
 			return false
 		}
 	}
@@ -762,7 +843,7 @@ func (s *scSearch) explain(h *history.History) string {
 		}
 		o := ops[s.bestPos[p]]
 		op := h.Ops[o.orig]
-		st := s.bestKV[o.key]
+		st := s.state(s.bestKV[o.k])
 		cur := "(absent)"
 		if st.present {
 			cur = quote(st.value)
@@ -806,7 +887,7 @@ func (s *scSearch) restarts() bool {
 	budget := scFirstBudget
 	for run := 0; ; run++ {
 		s.cut, s.restart, s.runStates, s.budget, s.order = false, false, 0, budget, run%scOrders
-		if s.dfs() {
+		if s.dfs(0) {
 			return true
 		}
 		if !s.restart {

@@ -188,7 +188,7 @@ func bruteSC(t *testing.T, h *history.History) bool {
 			o := ops[pos[p]]
 			pos[p]++
 			if o.float {
-				f := s.fidx[&s.procs[p][pos[p]-1]]
+				f := s.procs[p][pos[p]-1].fi
 				pool[f] = true
 				if try(pos, pool, st, left-1) {
 					return true
