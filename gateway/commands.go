@@ -116,17 +116,17 @@ func (c *conn) exec(args [][]byte) {
 		if len(n) > 128 {
 			n = n[:128]
 		}
-		c.w.WriteError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", n, b.String()))
+		c.writeError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", n, b.String()))
 		c.queueError()
 		return
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
-		c.w.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+		c.writeError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
 		c.queueError()
 		return
 	}
 	if !c.authed && !cmd.noAuth {
-		c.w.WriteError("NOAUTH Authentication required.")
+		c.writeError("NOAUTH Authentication required.")
 		return
 	}
 	if c.refuseSubscribed(name) {
@@ -303,7 +303,7 @@ func (c *conn) writeResult(r service.Result) {
 	case service.ResultInt:
 		c.w.WriteInt(r.Int)
 	case service.ResultErr:
-		c.w.WriteError(withCode(r.Err))
+		c.writeError(withCode(r.Err))
 	case service.ResultArray:
 		switch r.Err {
 		case shapePairs:
@@ -320,7 +320,7 @@ func (c *conn) writeResult(r service.Result) {
 			c.writeResult(e)
 		}
 	default:
-		c.w.WriteError(fmt.Sprintf("ERR internal error: result type %d", r.Type))
+		c.writeError(fmt.Sprintf("ERR internal error: result type %d", r.Type))
 	}
 }
 
@@ -354,7 +354,7 @@ func cmdPing(c *conn, args [][]byte) {
 	case 2:
 		c.w.WriteBulk(args[1])
 	default:
-		c.w.WriteError(arityErr("ping"))
+		c.writeError(arityErr("ping"))
 	}
 }
 
@@ -369,9 +369,9 @@ func cmdSelect(c *conn, args [][]byte) {
 	n, err := strconv.Atoi(string(args[1]))
 	switch {
 	case err != nil:
-		c.w.WriteError("ERR value is not an integer or out of range")
+		c.writeError("ERR value is not an integer or out of range")
 	case n != 0:
-		c.w.WriteError("ERR DB index is out of range: Synod has no numbered databases; choose a namespace with SYNOD NS <name>")
+		c.writeError("ERR DB index is out of range: Synod has no numbered databases; choose a namespace with SYNOD NS <name>")
 	default:
 		c.w.WriteSimple("OK")
 	}
@@ -379,7 +379,7 @@ func cmdSelect(c *conn, args [][]byte) {
 
 func cmdAuth(c *conn, args [][]byte) {
 	if len(args) > 3 {
-		c.w.WriteError("ERR syntax error")
+		c.writeError("ERR syntax error")
 		return
 	}
 	var msg string
@@ -389,7 +389,7 @@ func cmdAuth(c *conn, args [][]byte) {
 		msg = c.authenticate("default", string(args[1]))
 	}
 	if msg != "" {
-		c.w.WriteError(msg)
+		c.writeError(msg)
 		return
 	}
 	c.w.WriteSimple("OK")
@@ -416,11 +416,11 @@ func cmdHello(c *conn, args [][]byte) {
 	if len(args) >= 2 {
 		v, err := strconv.Atoi(string(args[1]))
 		if err != nil {
-			c.w.WriteError("ERR Protocol version is not an integer or out of range")
+			c.writeError("ERR Protocol version is not an integer or out of range")
 			return
 		}
 		if v != 2 && v != 3 {
-			c.w.WriteError("NOPROTO unsupported protocol version")
+			c.writeError("NOPROTO unsupported protocol version")
 			return
 		}
 		proto = v
@@ -437,23 +437,23 @@ func cmdHello(c *conn, args [][]byte) {
 			name, hasName = string(args[i+1]), true
 			i++
 		default:
-			c.w.WriteError(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
+			c.writeError(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
 			return
 		}
 	}
 	if hasAuth {
 		if msg := c.login(user, pass); msg != "" {
-			c.w.WriteError(msg)
+			c.writeError(msg)
 			return
 		}
 	}
 	if !c.authed {
-		c.w.WriteError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.writeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
 	if hasName {
 		if msg := badClientName(name); msg != "" {
-			c.w.WriteError(msg)
+			c.writeError(msg)
 			return
 		}
 		c.mu.Lock()
@@ -496,11 +496,11 @@ func cmdClient(c *conn, args [][]byte) {
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
-		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", args[1]))
+		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", args[1]))
 		return
 	}
 	if len(args) != n && !(sub == "list" && len(args) > n) {
-		c.w.WriteError(arityErr("client|" + sub))
+		c.writeError(arityErr("client|" + sub))
 		return
 	}
 	switch sub {
@@ -518,7 +518,7 @@ func cmdClient(c *conn, args [][]byte) {
 	case "setname":
 		name := string(args[2])
 		if msg := badClientName(name); msg != "" {
-			c.w.WriteError(msg)
+			c.writeError(msg)
 			return
 		}
 		c.mu.Lock()
@@ -530,7 +530,7 @@ func cmdClient(c *conn, args [][]byte) {
 		switch strings.ToLower(string(args[2])) {
 		case "lib-name":
 			if msg := badClientName(val); msg != "" {
-				c.w.WriteError(msg)
+				c.writeError(msg)
 				return
 			}
 			c.mu.Lock()
@@ -541,7 +541,7 @@ func cmdClient(c *conn, args [][]byte) {
 			c.libVer = val
 			c.mu.Unlock()
 		default:
-			c.w.WriteError(fmt.Sprintf("ERR Unrecognized option '%s'", args[2]))
+			c.writeError(fmt.Sprintf("ERR Unrecognized option '%s'", args[2]))
 			return
 		}
 		c.w.WriteSimple("OK")
@@ -603,7 +603,7 @@ func cmdConfig(c *conn, args [][]byte) {
 	switch sub {
 	case "get":
 		if len(args) < 3 {
-			c.w.WriteError(arityErr("config|get"))
+			c.writeError(arityErr("config|get"))
 			return
 		}
 		params := c.configParams()
@@ -629,9 +629,9 @@ func cmdConfig(c *conn, args [][]byte) {
 	case "set":
 		cmdConfigSet(c, args)
 	case "resetstat", "rewrite":
-		c.w.WriteError(fmt.Sprintf("ERR CONFIG %s is not supported by Synod (configure the cluster file instead)", strings.ToUpper(sub)))
+		c.writeError(fmt.Sprintf("ERR CONFIG %s is not supported by Synod (configure the cluster file instead)", strings.ToUpper(sub)))
 	default:
-		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1]))
+		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1]))
 	}
 }
 
@@ -667,6 +667,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	if all || want["keyspace"] {
 		keyspace = c.keyspaceInfo()
 	}
+	errstats, errTotal := s.errorInfo()
 	def := ""
 	if len(names) > 0 {
 		def = names[0]
@@ -693,6 +694,13 @@ func cmdInfo(c *conn, args [][]byte) {
 			"client_backpressure_pauses": strconv.FormatInt(s.ov.backpressure.Load(), 10),
 			"open_connections_all_ports": strconv.FormatInt(s.ov.clients.Load(), 10),
 		}},
+		{"Stats", map[string]string{
+			"total_commands_processed":   strconv.FormatInt(s.totalCommands.Load(), 10),
+			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
+			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
+			"total_error_replies":        errTotal,
+		}},
+		{"Errorstats", errstats},
 		{"Keyspace", keyspace},
 		{"Synod", map[string]string{
 			"namespaces":               strings.Join(names, ","),
@@ -838,7 +846,7 @@ func cmdCommand(c *conn, args [][]byte) {
 			}
 		}
 	default:
-		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", args[1]))
+		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", args[1]))
 	}
 }
 
@@ -929,7 +937,7 @@ func cmdSynod(c *conn, args [][]byte) {
 	switch sub {
 	case "ns":
 		if len(args) > 3 {
-			c.w.WriteError(arityErr("synod|ns"))
+			c.writeError(arityErr("synod|ns"))
 			return
 		}
 		if len(args) == 2 {
@@ -949,7 +957,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			if ns.Name == want {
 				svc, err := service.Lookup(ns.Service)
 				if err != nil {
-					c.w.WriteError(fmt.Sprintf("ERR namespace '%s': %v", want, err))
+					c.writeError(fmt.Sprintf("ERR namespace '%s': %v", want, err))
 					return
 				}
 				c.setNamespace(ns, svc)
@@ -959,10 +967,10 @@ func cmdSynod(c *conn, args [][]byte) {
 			}
 			names = append(names, ns.Name)
 		}
-		c.w.WriteError(fmt.Sprintf("ERR unknown namespace '%s' (namespaces: %s)", want, strings.Join(names, ", ")))
+		c.writeError(fmt.Sprintf("ERR unknown namespace '%s' (namespaces: %s)", want, strings.Join(names, ", ")))
 	case "read":
 		if len(args) > 3 {
-			c.w.WriteError(arityErr("synod|read"))
+			c.writeError(arityErr("synod|read"))
 			return
 		}
 		if len(args) == 2 {
@@ -974,7 +982,7 @@ func cmdSynod(c *conn, args [][]byte) {
 		}
 		m, err := automaton.ParseReadMode(strings.ToLower(string(args[2])))
 		if err != nil {
-			c.w.WriteError("ERR " + err.Error())
+			c.writeError("ERR " + err.Error())
 			return
 		}
 		c.mu.Lock()
@@ -983,7 +991,7 @@ func cmdSynod(c *conn, args [][]byte) {
 		c.w.WriteSimple("OK")
 	case "namespaces":
 		if len(args) != 2 {
-			c.w.WriteError(arityErr("synod|namespaces"))
+			c.writeError(arityErr("synod|namespaces"))
 			return
 		}
 		nss := c.s.b.Namespaces()
@@ -996,7 +1004,7 @@ func cmdSynod(c *conn, args [][]byte) {
 		}
 	case "op":
 		if len(args) < 3 {
-			c.w.WriteError(arityErr("synod|op"))
+			c.writeError(arityErr("synod|op"))
 			return
 		}
 		c.runPlan("synod", opPlan(synodOp(args), nil))
@@ -1010,7 +1018,7 @@ func cmdSynod(c *conn, args [][]byte) {
 		if c.txnCommand(sub, args) || c.optCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) {
 			return
 		}
-		c.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))
+		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))
 	}
 }
 

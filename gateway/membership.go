@@ -66,12 +66,12 @@ func (c *conn) leaderCommand(sub string, args [][]byte) bool {
 		return false
 	}
 	if len(args) != 2 {
-		c.w.WriteError(arityErr("synod|leader"))
+		c.writeError(arityErr("synod|leader"))
 		return true
 	}
 	lb, ok := c.s.b.(LeaderBackend)
 	if !ok {
-		c.w.WriteError("ERR this server does not know leaders")
+		c.writeError("ERR this server does not know leaders")
 		return true
 	}
 	c.mu.Lock()
@@ -79,7 +79,7 @@ func (c *conn) leaderCommand(sub string, args [][]byte) bool {
 	c.mu.Unlock()
 	id, addr, err := lb.Leader(ns)
 	if err != nil {
-		c.w.WriteError("ERR " + err.Error())
+		c.writeError("ERR " + err.Error())
 		return true
 	}
 	if id == "" {
@@ -112,43 +112,43 @@ func (c *conn) memberCommand(sub string, args [][]byte) bool {
 	}
 	mb, ok := c.s.b.(MembershipBackend)
 	if !ok {
-		c.w.WriteError("ERR this server cannot change memberships")
+		c.writeError("ERR this server cannot change memberships")
 		return true
 	}
 	if len(args) < 3 {
-		c.w.WriteError(arityErr("synod|member"))
+		c.writeError(arityErr("synod|member"))
 		return true
 	}
 	var op service.Op
 	switch strings.ToLower(string(args[2])) {
 	case "add":
 		if len(args) != 6 {
-			c.w.WriteError("ERR usage: SYNOD MEMBER ADD id peer-addr client-addr")
+			c.writeError("ERR usage: SYNOD MEMBER ADD id peer-addr client-addr")
 			return true
 		}
 		op = automaton.MemberAdd(automaton.NodeID(args[3]), string(args[4]), string(args[5]))
 	case "remove":
 		if len(args) != 4 {
-			c.w.WriteError("ERR usage: SYNOD MEMBER REMOVE id")
+			c.writeError("ERR usage: SYNOD MEMBER REMOVE id")
 			return true
 		}
 		op = automaton.MemberRemove(automaton.NodeID(args[3]))
 	default:
-		c.w.WriteError(fmt.Sprintf("ERR unknown SYNOD MEMBER action '%s' (want ADD or REMOVE)", args[2]))
+		c.writeError(fmt.Sprintf("ERR unknown SYNOD MEMBER action '%s' (want ADD or REMOVE)", args[2]))
 		return true
 	}
 	c.mu.Lock()
 	ns := c.ns.Name
 	c.mu.Unlock()
 	if msg := c.permit(ns, automaton.Request{Op: op}); msg != "" {
-		c.w.WriteError(msg)
+		c.writeError(msg)
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), memberTimeout)
 	defer cancel()
 	r, err := mb.ChangeMembership(ctx, ns, op)
 	if err != nil {
-		c.w.WriteError("TRYAGAIN " + err.Error())
+		c.writeError("TRYAGAIN " + err.Error())
 		return true
 	}
 	c.writeResult(r)

@@ -141,19 +141,19 @@ func (c *conn) inMulti(cmd *command, args [][]byte) bool {
 		return false
 	}
 	if m.refused != "" {
-		c.w.WriteError(fmt.Sprintf("ERR command not queued: MULTI was refused on this namespace (%s); EXEC or DISCARD ends it, and nothing is applied",
+		c.writeError(fmt.Sprintf("ERR command not queued: MULTI was refused on this namespace (%s); EXEC or DISCARD ends it, and nothing is applied",
 			strings.TrimPrefix(m.refused, "ERR ")))
 		return true
 	}
 	p, ok := c.queuedPlan(cmd, args)
 	if !ok {
 		m.dirty = true
-		c.w.WriteError("ERR Command not allowed inside a transaction")
+		c.writeError("ERR Command not allowed inside a transaction")
 		return true
 	}
 	if len(m.queue) >= maxQueued {
 		m.dirty = true
-		c.w.WriteError(fmt.Sprintf("ERR too many commands in one MULTI (limit %d)", maxQueued))
+		c.writeError(fmt.Sprintf("ERR too many commands in one MULTI (limit %d)", maxQueued))
 		return true
 	}
 	m.queue = append(m.queue, queued{name: cmd.name, p: p})
@@ -195,7 +195,7 @@ func (c *conn) noAtomicErr(what string, ns config.Namespace) string {
 
 func cmdMulti(c *conn, args [][]byte) {
 	if c.multi.open {
-		c.w.WriteError("ERR MULTI calls can not be nested")
+		c.writeError("ERR MULTI calls can not be nested")
 		return
 	}
 	if c.refuseInTxn("MULTI") {
@@ -214,19 +214,19 @@ func cmdMulti(c *conn, args [][]byte) {
 		c.w.WriteSimple("OK")
 		return
 	}
-	c.w.WriteError(c.multi.refused)
+	c.writeError(c.multi.refused)
 }
 
 func cmdDiscard(c *conn, args [][]byte) {
 	if !c.multi.open {
-		c.w.WriteError("ERR DISCARD without MULTI")
+		c.writeError("ERR DISCARD without MULTI")
 		return
 	}
 	refused := c.multi.refused != ""
 	c.multi = multiConn{}
 	if refused {
 		// Redis's MULTI never fails; one that did left no transaction.
-		c.w.WriteError("ERR DISCARD without MULTI")
+		c.writeError("ERR DISCARD without MULTI")
 		return
 	}
 	c.w.WriteSimple("OK")
@@ -241,12 +241,12 @@ func cmdUnwatch(c *conn, args [][]byte) {
 func cmdExec(c *conn, args [][]byte) {
 	m := c.multi
 	if !m.open {
-		c.w.WriteError("ERR EXEC without MULTI")
+		c.writeError("ERR EXEC without MULTI")
 		return
 	}
 	c.multi = multiConn{}
 	if m.dirty || m.refused != "" {
-		c.w.WriteError(execAbort)
+		c.writeError(execAbort)
 		return
 	}
 	plans := make([]plan, len(m.queue))
@@ -288,14 +288,14 @@ func cmdExec(c *conn, args [][]byte) {
 // cmdWatch reads each key's version for EXEC's guards.
 func cmdWatch(c *conn, args [][]byte) {
 	if c.multi.open {
-		c.w.WriteError("ERR WATCH inside MULTI is not allowed")
+		c.writeError("ERR WATCH inside MULTI is not allowed")
 		return
 	}
 	c.mu.Lock()
 	ns := c.ns
 	c.mu.Unlock()
 	if !automaton.TransactionsOf(ns.Protocol).Atomic {
-		c.w.WriteError(c.noAtomicErr("WATCH", ns))
+		c.writeError(c.noAtomicErr("WATCH", ns))
 		return
 	}
 	if p, ok := c.kvOnly("watch"); !ok {

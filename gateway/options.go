@@ -106,7 +106,7 @@ func (c *conn) optBegin(cmd *command, args [][]byte) bool {
 		sort.Strings(names)
 		for _, name := range names {
 			if spec, err := automaton.FindOption(proto, name); err == nil && spec.PerOperation {
-				c.w.WriteError(fmt.Sprintf("ERR option %s names one operation, but %s with %d keys runs one per key; the pending options were discarded",
+				c.writeError(fmt.Sprintf("ERR option %s names one operation, but %s with %d keys runs one per key; the pending options were discarded",
 					name, strings.ToUpper(cmd.name), len(args)-1))
 				return false
 			}
@@ -222,26 +222,26 @@ func (c *conn) optCommand(sub string, args [][]byte) bool {
 		case 3:
 			name := strings.ToLower(string(args[2]))
 			if _, err := automaton.FindOption(c.protocol(), name); err != nil {
-				c.w.WriteError("ERR " + err.Error())
+				c.writeError("ERR " + err.Error())
 				return true
 			}
 			delete(c.opts.pending, name)
 			delete(c.opts.sticky, name)
 		default:
-			c.w.WriteError(arityErr("synod|optreset"))
+			c.writeError(arityErr("synod|optreset"))
 			return true
 		}
 		c.w.WriteSimple("OK")
 	case "lastopt":
 		if len(args) != 3 {
-			c.w.WriteError(arityErr("synod|lastopt"))
+			c.writeError(arityErr("synod|lastopt"))
 			return true
 		}
 		c.writeLast(strings.ToLower(string(args[2])))
 	// Aliases of the eventually-serializable model's options.
 	case "strict":
 		if len(args) > 3 {
-			c.w.WriteError(arityErr("synod|strict"))
+			c.writeError(arityErr("synod|strict"))
 			return true
 		}
 		c.optSubcommand(append([]string{automaton.OptStrict}, strs(2)...))
@@ -249,13 +249,13 @@ func (c *conn) optCommand(sub string, args [][]byte) bool {
 		c.optSubcommand(append([]string{automaton.OptPrev}, strs(2)...))
 	case "opid":
 		if len(args) > 3 {
-			c.w.WriteError(arityErr("synod|opid"))
+			c.writeError(arityErr("synod|opid"))
 			return true
 		}
 		c.optSubcommand(append([]string{automaton.OptOpID}, strs(2)...))
 	case "lastid":
 		if len(args) != 2 {
-			c.w.WriteError(arityErr("synod|lastid"))
+			c.writeError(arityErr("synod|lastid"))
 			return true
 		}
 		c.writeLast(automaton.OptOpID)
@@ -292,7 +292,7 @@ func (c *conn) optSubcommand(a []string) {
 	name := strings.ToLower(a[0])
 	spec, err := automaton.FindOption(proto, name)
 	if err != nil {
-		c.w.WriteError("ERR " + err.Error())
+		c.writeError("ERR " + err.Error())
 		return
 	}
 	if len(a) == 1 {
@@ -301,7 +301,7 @@ func (c *conn) optSubcommand(a []string) {
 		return
 	}
 	if err := c.setOption(name, a[1:]); err != nil {
-		c.w.WriteError("ERR " + err.Error())
+		c.writeError("ERR " + err.Error())
 		return
 	}
 	c.w.WriteSimple("OK")
@@ -313,7 +313,7 @@ func (c *conn) writeLast(name string) {
 	c.mu.Unlock()
 	spec, err := automaton.FindOption(c.protocol(), name)
 	if err != nil {
-		c.w.WriteError("ERR " + err.Error())
+		c.writeError("ERR " + err.Error())
 		return
 	}
 	c.writeValue(spec, vals, set)

@@ -106,8 +106,9 @@ type Server struct {
 	totalCommands atomic.Int64
 	rejected      atomic.Int64
 
-	lim limits   // limits.go
-	ov  overload // limits.go
+	lim  limits     // limits.go
+	ov   overload   // limits.go
+	errs errorStats // error replies by code (errorstats.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -311,7 +312,7 @@ func (c *conn) serve() {
 			switch {
 			case resp.IsProtocolError(err):
 				s.log.Warn("closing client connection after protocol error", "id", c.id, "remote", remote, "err", err)
-				c.w.WriteError("ERR " + err.Error())
+				c.writeError("ERR " + err.Error())
 				c.w.Flush()
 			case errors.Is(err, io.EOF), s.isClosed():
 				s.log.Debug("client disconnected", "id", c.id, "remote", remote)

@@ -83,7 +83,7 @@ func (c *conn) refuseSubscribed(name string) bool {
 	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit":
 		return false
 	}
-	c.w.WriteError(fmt.Sprintf("ERR Can't execute '%s': only (P)SUBSCRIBE / (P)UNSUBSCRIBE / PING / QUIT are allowed in this context", name))
+	c.writeError(fmt.Sprintf("ERR Can't execute '%s': only (P)SUBSCRIBE / (P)UNSUBSCRIBE / PING / QUIT are allowed in this context", name))
 	return true
 }
 
@@ -101,7 +101,7 @@ func (c *conn) pingSubscribed(args [][]byte) bool {
 }
 
 func cmdNoDataPubSub(c *conn, args [][]byte) {
-	c.w.WriteError(fmt.Sprintf("ERR %s: Synod has no pub/sub for data (issue 17); the only channels are %s<namespace>, announcing its leader (SUBSCRIBE)",
+	c.writeError(fmt.Sprintf("ERR %s: Synod has no pub/sub for data (issue 17); the only channels are %s<namespace>, announcing its leader (SUBSCRIBE)",
 		strings.ToUpper(string(args[0])), LeaderChannelPrefix))
 }
 
@@ -110,7 +110,7 @@ func cmdNoDataPubSub(c *conn, args [][]byte) {
 func cmdSubscribe(c *conn, args [][]byte) {
 	lw, ok := c.s.b.(LeaderWatcher)
 	if !ok {
-		c.w.WriteError("ERR this server does not announce leaders")
+		c.writeError("ERR this server does not announce leaders")
 		return
 	}
 	known := map[string]bool{}
@@ -122,13 +122,13 @@ func cmdSubscribe(c *conn, args [][]byte) {
 		ns, ok := strings.CutPrefix(ch, LeaderChannelPrefix)
 		switch {
 		case !ok:
-			c.w.WriteError(fmt.Sprintf("ERR channel '%s': Synod has no pub/sub for data (issue 17); the only channels are %s<namespace>, announcing its leader", ch, LeaderChannelPrefix))
+			c.writeError(fmt.Sprintf("ERR channel '%s': Synod has no pub/sub for data (issue 17); the only channels are %s<namespace>, announcing its leader", ch, LeaderChannelPrefix))
 			return
 		case !known[ns]:
-			c.w.WriteError(fmt.Sprintf("ERR channel '%s': unknown namespace '%s'", ch, ns))
+			c.writeError(fmt.Sprintf("ERR channel '%s': unknown namespace '%s'", ch, ns))
 			return
 		case !lw.HasLeader(ns):
-			c.w.WriteError(fmt.Sprintf("ERR channel '%s': namespace '%s' has no leader to announce (its protocol serves at every node alike)", ch, ns))
+			c.writeError(fmt.Sprintf("ERR channel '%s': namespace '%s' has no leader to announce (its protocol serves at every node alike)", ch, ns))
 			return
 		}
 	}

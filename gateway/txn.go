@@ -101,7 +101,7 @@ func (c *conn) txnCommand(sub string, args [][]byte) bool {
 		return false
 	}
 	if len(args) != 2 {
-		c.w.WriteError(arityErr("synod|" + sub))
+		c.writeError(arityErr("synod|" + sub))
 		return true
 	}
 	switch sub {
@@ -124,18 +124,18 @@ func (c *conn) txnCommand(sub string, args [][]byte) bool {
 // onBegin opens a transaction (TxnBegin) in the connection's namespace.
 func (c *conn) onBegin() {
 	if c.txn.open {
-		c.w.WriteError("ERR a transaction is already open on this connection (SYNOD COMMIT or SYNOD ABORT it first); transactions do not nest")
+		c.writeError("ERR a transaction is already open on this connection (SYNOD COMMIT or SYNOD ABORT it first); transactions do not nest")
 		return
 	}
 	c.mu.Lock()
 	ns, svc := c.ns, c.svc
 	c.mu.Unlock()
 	if svc == nil {
-		c.w.WriteError("ERR this node serves no namespace")
+		c.writeError("ERR this node serves no namespace")
 		return
 	}
 	if !automaton.TransactionsOf(ns.Protocol).Interactive {
-		c.w.WriteError(withCode(fmt.Sprintf(automaton.ErrNoInteractive, ns.Protocol)) + " (" + interactiveProtocols() + ")")
+		c.writeError(withCode(fmt.Sprintf(automaton.ErrNoInteractive, ns.Protocol)) + " (" + interactiveProtocols() + ")")
 		return
 	}
 	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
@@ -150,7 +150,7 @@ func (c *conn) onBegin() {
 // whatever the answer.
 func (c *conn) onCommit() {
 	if !c.txn.open {
-		c.w.WriteError("ERR SYNOD COMMIT without SYNOD BEGIN")
+		c.writeError("ERR SYNOD COMMIT without SYNOD BEGIN")
 		return
 	}
 	t := c.txn
@@ -166,7 +166,7 @@ func (c *conn) onCommit() {
 // onAbort discards the open transaction (TxnAbort).
 func (c *conn) onAbort() {
 	if !c.txn.open {
-		c.w.WriteError("ERR SYNOD ABORT without SYNOD BEGIN")
+		c.writeError("ERR SYNOD ABORT without SYNOD BEGIN")
 		return
 	}
 	t := c.txn
@@ -181,7 +181,7 @@ func (c *conn) refuseInTxn(what string) bool {
 	if !c.txn.open {
 		return false
 	}
-	c.w.WriteError(fmt.Sprintf("ERR %s is not allowed while a transaction is open (SYNOD COMMIT or SYNOD ABORT it first)", what))
+	c.writeError(fmt.Sprintf("ERR %s is not allowed while a transaction is open (SYNOD COMMIT or SYNOD ABORT it first)", what))
 	return true
 }
 

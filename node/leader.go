@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway"
@@ -13,6 +14,7 @@ var _ gateway.LeaderBackend = (*Node)(nil)
 // noteLeader publishes the automaton's leader hint, if it gives one, and
 // wakes the hint's watchers when it changed (watch.go). Loop goroutine only.
 func (l *nsLoop) noteLeader() {
+	l.noteKeys()
 	if l.lr == nil {
 		return
 	}
@@ -31,6 +33,37 @@ func (l *nsLoop) noteLeader() {
 		if l.n != nil && l.n.m != nil {
 			l.n.m.leaderChanged(l.ns.Name, string(l.n.id), string(old), string(id))
 			l.n.m.setTerm(l.ns.Name, l.a)
+		}
+	}
+}
+
+// keyCounter is a service state that counts its keys (service.KVState,
+// service.ShardedState).
+type keyCounter interface{ Len() int }
+
+// noteKeys refreshes the namespace's key count metric (synod_keys), at most
+// once a second, from the replica's service state (automaton.StateReporter).
+// It is called after each batch (noteLeader), on the loop goroutine, which
+// owns the automaton. An Effect's executor may be working on the state
+// (Eve's parallel execution) outside the loop, so once the namespace has
+// run an executor its state is not read: rmu, held here, is also held while
+// effects start, so none starts meanwhile. Loop goroutine only.
+func (l *nsLoop) noteKeys() {
+	if l.n == nil || l.n.m == nil || !l.n.m.keysDue(l.ns.Name, time.Now()) {
+		return
+	}
+	sr, ok := l.a.(automaton.StateReporter)
+	if !ok {
+		return
+	}
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.eff.execs != nil {
+		return
+	}
+	if _, st := sr.ServiceState(); st != nil {
+		if kc, ok := st.(keyCounter); ok {
+			l.n.m.setKeys(l.ns.Name, kc.Len())
 		}
 	}
 }

@@ -3,12 +3,15 @@ package node
 import (
 	"net/http"
 	"net/http/pprof"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/transport"
 )
 
@@ -31,6 +34,10 @@ type metrics struct {
 	isLeader      *prometheus.GaugeVec
 	leader        *prometheus.GaugeVec
 	term          *prometheus.GaugeVec
+	// Keys in each namespace's service state here (noteKeys, leader.go).
+	keys     *prometheus.GaugeVec
+	keysMu   sync.Mutex
+	keysSeen map[string]time.Time // namespace -> last refresh
 }
 
 func newMetrics(id string) *metrics {
@@ -65,9 +72,12 @@ func newMetrics(id string) *metrics {
 		isLeader: gauge("is_leader", "1 when this node believes it leads the namespace (its role), else 0.", ns),
 		leader:   gauge("leader", "1 for the node this replica believes leads the namespace (label leader; \"\" while none).", []string{"namespace", "leader"}),
 		term:     gauge("term", "The highest term, ballot or view this replica has seen (protocols implementing automaton.TermReporter).", ns),
+		keys: gauge("keys", "Keys in the namespace's service state on this replica (services that count keys; refreshed at most once a second; "+
+			"absent on nodes holding no replica and for protocols whose state an Effect may be executing on).", ns),
+		keysSeen: map[string]time.Time{},
 	}
 	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.batchInputs, m.batchPersist,
-		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term,
+		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -118,6 +128,42 @@ func (m *metrics) leaderChanged(ns, self, old, leader string) {
 func (m *metrics) setTerm(ns string, a any) {
 	if tr, ok := a.(automaton.TermReporter); ok {
 		m.term.WithLabelValues(ns).Set(float64(tr.Term()))
+	}
+}
+
+// keysDue reports whether namespace ns's key count is due for a refresh
+// (once a second) and, if so, notes it as refreshed at now.
+func (m *metrics) keysDue(ns string, now time.Time) bool {
+	m.keysMu.Lock()
+	defer m.keysMu.Unlock()
+	if now.Sub(m.keysSeen[ns]) < time.Second {
+		return false
+	}
+	m.keysSeen[ns] = now
+	return true
+}
+
+// setKeys records namespace ns's key count.
+func (m *metrics) setKeys(ns string, n int) { m.keys.WithLabelValues(ns).Set(float64(n)) }
+
+// registerErrors exports the RESP server's error replies by code
+// (synod_errors_total{kind}, Redis's errorstats), read at scrape time.
+func (m *metrics) registerErrors(id string, gw *gateway.Server) {
+	m.reg.MustRegister(errorsCollector{gw: gw, desc: prometheus.NewDesc("synod_errors_total",
+		"Error replies written to RESP clients, by kind (the reply's first word: ERR, WRONGTYPE, TRYAGAIN, NOAUTH, EXECABORT, ...; INFO errorstats).",
+		[]string{"kind"}, prometheus.Labels{"node": id})})
+}
+
+type errorsCollector struct {
+	gw   *gateway.Server
+	desc *prometheus.Desc
+}
+
+func (e errorsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
+
+func (e errorsCollector) Collect(ch chan<- prometheus.Metric) {
+	for kind, n := range e.gw.ErrorStats() {
+		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.CounterValue, float64(n), kind)
 	}
 }
 

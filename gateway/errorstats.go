@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Error statistics, as Redis's INFO errorstats: every error reply the RESP
+// server writes (at top level or inside EXEC's array) is counted by its
+// code, the reply's first word ("ERR", "WRONGTYPE", "TRYAGAIN", "NOAUTH",
+// "EXECABORT", ...). INFO errorstats lists them as errorstat_<code>:count=n,
+// INFO stats as total_error_replies, and Server.ErrorStats gives them to
+// the node's metrics (synod_errors_total{kind}). Codes come from Synod's own
+// replies and from protocol errors, which withCode prefixes with ERR unless
+// they start with an upper-case word; past maxErrorKinds distinct codes the
+// rest count as "OTHER", so a protocol inventing codes cannot grow the
+// table without bound.
+
+// maxErrorKinds bounds the distinct codes counted.
+const maxErrorKinds = 128
+
+type errorStats struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+// add counts one error reply msg.
+func (e *errorStats) add(msg string) {
+	code, _, _ := strings.Cut(withCode(msg), " ")
+	e.mu.Lock()
+	if e.m == nil {
+		e.m = map[string]int64{}
+	}
+	if _, ok := e.m[code]; !ok && len(e.m) >= maxErrorKinds {
+		code = "OTHER"
+	}
+	e.m[code]++
+	e.mu.Unlock()
+}
+
+// snapshot returns the counts by code and their total.
+func (e *errorStats) snapshot() (map[string]int64, int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var total int64
+	for _, n := range e.m {
+		total += n
+	}
+	return maps.Clone(e.m), total
+}
+
+// ErrorStats returns how many error replies the server wrote, by code.
+func (s *Server) ErrorStats() map[string]int64 {
+	m, _ := s.errs.snapshot()
+	if m == nil {
+		m = map[string]int64{}
+	}
+	return m
+}
+
+// errorInfo is INFO's Errorstats section and the total for its Stats.
+func (s *Server) errorInfo() (map[string]string, string) {
+	m, total := s.errs.snapshot()
+	out := make(map[string]string, len(m))
+	for code, n := range m {
+		out["errorstat_"+code] = "count=" + strconv.FormatInt(n, 10)
+	}
+	return out, strconv.FormatInt(total, 10)
+}
+
+// writeError writes the error reply msg and counts it.
+func (c *conn) writeError(msg string) {
+	c.s.errs.add(msg)
+	c.w.WriteError(msg)
+}

@@ -1,0 +1,84 @@
+package node
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/config"
+)
+
+// TestKeysMetric: every replica of a paxos namespace reports the keys its
+// state holds (synod_keys), following writes and deletes.
+func TestKeysMetric(t *testing.T) {
+	nsPaxos := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
+		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}}
+	cfg, ls := mkCluster(t, 3, config.Memory, nsPaxos)
+	var nodes []*Node
+	for i, n := range cfg.Nodes {
+		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{}))
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if r := do(t, nodes[0], "default", req("set", k, "v")); r.IsErr() {
+			t.Fatalf("set %s: %v", k, r)
+		}
+	}
+	keysAre := func(want float64) func() bool {
+		return func() bool {
+			for _, n := range nodes {
+				if v, ok := metricValue(t, n, "synod_keys", "default", ""); !ok || v != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	eventually(t, "every replica reports 3 keys", keysAre(3))
+	if r := do(t, nodes[1], "default", req("del", "a")); r.IsErr() {
+		t.Fatalf("del: %v", r)
+	}
+	eventually(t, "every replica reports 2 keys after a delete", keysAre(2))
+}
+
+// TestErrorsMetric: the RESP server's error replies are exported by kind
+// (synod_errors_total{kind}).
+func TestErrorsMetric(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
+		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}})
+	n := startNode(t, cfg, cfg.Nodes[0].ID, ls[0], Options{})
+	n.m.registerErrors(string(n.id), n.gw)
+	nc, err := net.Dial("tcp", n.ClientAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(nc)
+	for _, cmd := range []string{"NOPE\r\n", "SET s x\r\n", "LPUSH s y\r\n", "INCR s\r\n"} {
+		nc.Write([]byte(cmd))
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := n.m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "synod_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					got[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if got["ERR"] != 2 || got["WRONGTYPE"] != 1 || len(got) != 2 {
+		t.Errorf("synod_errors_total by kind: %v, want ERR 2, WRONGTYPE 1", got)
+	}
+}
