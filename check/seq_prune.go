@@ -6,8 +6,9 @@ package check
 // configuration cannot extend to a full order.
 
 // The kinds of read that wait for a filler: a read of absence (GET -> nil,
-// EXISTS -> 0) needs a DEL, a read of presence (EXISTS -> 1) a SET, between
-// a write that changed the key and itself.
+// EXISTS -> 0, a counted DEL -> 0) needs a DEL that can delete, a read of
+// presence (EXISTS -> 1, a counted DEL -> 1) a SET, between a write that
+// changed the key and itself.
 const (
 	scNeedAbsent = iota + 1
 	scNeedPresent
@@ -29,7 +30,17 @@ func (s *scSearch) counters() {
 			s.prodLeft[o.v]++
 			fillers[o.k][1] = append(fillers[o.k][1], o)
 		case scDel:
-			fillers[o.k][0] = append(fillers[o.k][0], o)
+			// A counted DEL -> 0 cannot delete (it needs the key absent),
+			// and a counted DEL -> 1 needs it present.
+			switch {
+			case o.float || o.ok0 && o.ok1:
+				fillers[o.k][0] = append(fillers[o.k][0], o)
+			case o.ok1:
+				fillers[o.k][0] = append(fillers[o.k][0], o)
+				o.rk = scNeedPresent
+			case o.ok0:
+				o.rk = scNeedAbsent
+			}
 		case scGet:
 			if o.v == 0 {
 				o.rk = scNeedAbsent
@@ -57,6 +68,7 @@ func (s *scSearch) counters() {
 	for _, o := range s.all {
 		s.readPlaced(o, +1)
 	}
+	s.breakersOf()
 }
 
 // forcedAfter reports whether every valid order places f after r: f
@@ -136,6 +148,8 @@ func (s *scSearch) applyWrite(o *scOp, next int32) (old int32, alive bool) {
 		return old, false
 	case next == 0 && s.starved[2*o.k+scNeedPresent-1] > 0:
 		return old, false
+	case o.kind == scSet && next != old && s.broken(next):
+		return old, false
 	}
 	return old, true
 }
@@ -149,4 +163,98 @@ func (s *scSearch) unapplyWrite(o *scOp, old int32) {
 		s.prodLeft[o.v]++
 	}
 	s.filled(o, +1)
+}
+
+// breakersOf lists, for each value with one writer w and reads, the
+// operations that would break it: a landing write of its key other than w,
+// or a read of the key that does not return it, that the graph orders
+// before some read of the value. Between w and a read of its value the key
+// holds that value throughout (only w writes it), so once w is applied
+// with such an operation unplaced, no order can follow. Only the latest
+// breaker of each process is kept (placing follows program order), and
+// every floating one.
+func (s *scSearch) breakersOf() {
+	if s.reach == nil {
+		return
+	}
+	writer := make([]int32, len(s.vals))
+	var readers [][]int32
+	readers = make([][]int32, len(s.vals))
+	byKey := make([][]*scOp, len(s.keys))
+	for _, o := range s.all {
+		byKey[o.k] = append(byKey[o.k], o)
+		switch {
+		case o.kind == scSet && o.plain:
+			if writer[o.v] == 0 {
+				writer[o.v] = int32(o.id) + 1
+			} else {
+				writer[o.v] = -1
+			}
+		case o.kind == scGet && o.v > 0:
+			readers[o.v] = append(readers[o.v], int32(o.id))
+		}
+	}
+	s.breakers = make([][]int32, len(s.vals))
+	latest := make([]int, len(s.procs))
+	for v := 1; v < len(s.vals); v++ {
+		if writer[v] <= 0 || len(readers[v]) == 0 {
+			continue
+		}
+		w := s.all[writer[v]-1]
+		if !s.gnode[w.id] {
+			continue
+		}
+		for p := range latest {
+			latest[p] = -1
+		}
+		var list []int32
+		for _, b := range byKey[w.k] {
+			if b == w || !s.gnode[b.id] {
+				continue
+			}
+			breaks := false
+			switch b.kind {
+			case scSet, scDel:
+				breaks = true
+			case scGet:
+				breaks = b.v != int32(v)
+			case scExists:
+				breaks = b.rk == scNeedAbsent
+			}
+			if !breaks {
+				continue
+			}
+			for _, r := range readers[v] {
+				if s.reach[b.id].has(int(r)) {
+					if b.float {
+						list = append(list, int32(b.id))
+					} else if b.idx > latest[b.proc] {
+						latest[b.proc] = b.idx
+					}
+					break
+				}
+			}
+		}
+		for p, i := range latest {
+			if i >= 0 {
+				list = append(list, int32(s.procs[p][i].id))
+			}
+		}
+		s.breakers[v] = list
+	}
+}
+
+// broken reports whether some breaker of value v (see breakersOf) is
+// unplaced.
+func (s *scSearch) broken(v int32) bool {
+	if s.breakers == nil {
+		return false
+	}
+	for _, b := range s.breakers[v] {
+		o := s.all[b]
+		if !s.isPlaced(o) || o.float && s.pool[o.fi] {
+			return true
+		}
+	}
+	return false
 }

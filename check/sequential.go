@@ -196,7 +196,8 @@ type scSearch struct {
 	need                []int32
 	starved             []int32
 	helps               [][]int32
-	reach               []bitset // the graph's transitive closure, until counters runs
+	breakers            [][]int32 // by value id
+	reach               []bitset  // the graph's transitive closure, until counters runs
 
 	seen     map[[2]uint64]struct{}
 	states   int
@@ -805,6 +806,7 @@ func (s *scSearch) dfs(depth int) bool {
 		if c.p < 0 && next == s.kv[o.k] {
 			continue // a float with no effect now: applying it cannot help
 		}
+		s.readPlaced(o, -1) // a counted DEL reads too
 		old, alive := s.applyWrite(o, next)
 		s.mark(o, -1)
 		if c.p >= 0 {
@@ -820,6 +822,7 @@ func (s *scSearch) dfs(depth int) bool {
 		}
 		s.mark(o, +1)
 		s.unapplyWrite(o, old)
+		s.readPlaced(o, +1)
 		if found {
 			return true
 		}
