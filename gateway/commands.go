@@ -39,7 +39,9 @@ import (
 // request per key, as in a Redis cluster: not atomic across keys. MSET is
 // one atomic group where the namespace's protocol applies groups, else one
 // set per key; MSETNX needs a group and is refused elsewhere. Inside MULTI
-// every command's operations join EXEC's one atomic group. On a register
+// every command's operations join EXEC's one atomic group (an MSETNX only
+// before any other operation of the transaction: multi.go, execGroup).
+// On a register
 // protocol (ABD, blocking: get, set, del, exists only) any other operation
 // is refused before it is sent, with an error naming the namespaces of
 // this node and the registered protocols that can run it, and how to reach

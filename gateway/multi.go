@@ -46,6 +46,13 @@ import (
 //
 // Decisions (Redis and the issue are silent on these):
 //
+//   - MSETNX inside MULTI is served when no earlier command of the
+//     transaction sends an operation: its check must lead the group
+//     (execGroup says how a failed check still answers 0 with the rest
+//     applied). Later in the transaction it answers an error inside EXEC's
+//     array (use WATCH and MSET): the service has no conditional multi-key
+//     set that could run mid-group.
+//
 //   - On a namespace whose protocol cannot apply a group atomically
 //     (automaton.TransactionsOf(p).Atomic is false: ABD, blocking, ESDS,
 //     ...), MULTI answers an error naming the protocols that can (from the
@@ -250,32 +257,32 @@ func cmdExec(c *conn, args [][]byte) {
 		return
 	}
 	plans := make([]plan, len(m.queue))
-	var ops []service.Op
+	lead := -1 // the plan whose guards lead the group (leadingGuards)
+	sent := false
 	for i, q := range m.queue {
-		if q.p.noMulti != "" {
-			q.p = errPlan("%s", q.p.noMulti)
+		p := c.check(q.p)
+		switch {
+		case len(p.guards) > 0 && !sent:
+			lead = i
+		case len(p.guards) > 0:
+			p = errPlan("%s", q.p.noMulti)
 		}
-		plans[i] = c.check(q.p)
-		ops = append(ops, plans[i].ops...)
+		plans[i] = p
+		sent = sent || len(p.ops) > 0
 	}
-	guards := make([]service.Op, len(m.watch))
+	watch := make([]service.Op, len(m.watch))
 	for i, w := range m.watch {
-		guards[i] = service.Op{Kind: service.GuardKind, Key: w.key, Args: [][]byte{[]byte("version"), w.version}}
+		watch[i] = service.Op{Kind: service.GuardKind, Key: w.key, Args: [][]byte{[]byte("version"), w.version}}
 	}
-	var rs []service.Result
-	if len(ops)+len(guards) > 0 {
-		c.optBegin(&command{name: "exec", first: 1, last: 1, step: 1}, args)
-		var aborted bool
-		var fail service.Result
-		rs, aborted, fail = c.runGroup(guards, ops)
-		if fail.Type == service.ResultErr {
-			c.writeResult(fail)
-			return
-		}
-		if aborted {
-			c.w.WriteNullArray()
-			return
-		}
+	c.optBegin(&command{name: "exec", first: 1, last: 1, step: 1}, args)
+	rs, plans, fail := c.execGroup(watch, plans, lead)
+	switch {
+	case fail.Type == service.ResultErr:
+		c.writeResult(fail)
+		return
+	case rs == nil && plans == nil:
+		c.w.WriteNullArray() // a watched key changed
+		return
 	}
 	c.w.WriteArray(len(plans))
 	for _, p := range plans {
@@ -283,6 +290,63 @@ func cmdExec(c *conn, args [][]byte) {
 		c.writeResult(p.render(rs[:n]))
 		rs = rs[n:]
 	}
+}
+
+// maxLeadTries bounds EXEC's attempts when a leading MSETNX's keys keep
+// changing between its attempts.
+const maxLeadTries = 4
+
+// execGroup sends the plans as one atomic group led by the watch guards
+// and returns the results and the plans they render (nil, nil when a
+// watched key changed), or an error result.
+//
+// Leading guards (MSETNX inside MULTI). MSETNX's check ("guard k exists
+// 0" per key) must lead the group, and is only right there when nothing
+// before it in the transaction sends an operation (which could create or
+// delete its keys): plan lead is such a command, -1 when there is none;
+// an MSETNX queued after an operation answers its noMulti error. Unlike
+// WATCH, a failed MSETNX check must not abort the transaction: MSETNX
+// answers 0 and the other commands apply, as in Redis. So when its check
+// fails at key k, the group is sent again without MSETNX's writes, led
+// instead by "guard k exists 1": then MSETNX's 0 is right inside that
+// step. Should k vanish in between, the first form is tried again, at
+// most maxLeadTries times in all (then TRYAGAIN, nothing applied).
+func (c *conn) execGroup(watch []service.Op, plans []plan, lead int) ([]service.Result, []plan, service.Result) {
+	exists := "" // the key found existing: MSETNX answers 0
+	for try := 0; try < maxLeadTries; try++ {
+		ps := plans
+		guards := watch
+		if lead >= 0 {
+			ps = append([]plan(nil), plans...)
+			if exists == "" {
+				guards = append(append([]service.Op(nil), watch...), plans[lead].guards...)
+			} else {
+				guards = append(append([]service.Op(nil), watch...), service.Op{Kind: service.GuardKind, Key: exists, Args: [][]byte{[]byte("exists"), []byte("1")}})
+				ps[lead] = constPlan(plans[lead].aborted)
+			}
+		}
+		var ops []service.Op
+		for _, p := range ps {
+			ops = append(ops, p.ops...)
+		}
+		if len(ops)+len(guards) == 0 {
+			return nil, ps, service.Result{}
+		}
+		rs, at, fail := c.runGroup(guards, ops)
+		switch {
+		case fail.Type == service.ResultErr:
+			return nil, nil, fail
+		case at < 0:
+			return rs, ps, service.Result{}
+		case at < len(watch):
+			return nil, nil, service.Result{}
+		case exists == "":
+			exists = guards[at].Key
+		default:
+			exists = ""
+		}
+	}
+	return nil, nil, errResult("TRYAGAIN the keys of MSETNX kept changing while EXEC ran; nothing was applied")
 }
 
 // cmdWatch reads each key's version for EXEC's guards.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	_ "github.com/synod-dev/synod/protocol/abd"
 	_ "github.com/synod-dev/synod/protocol/paxos"
 	"github.com/synod-dev/synod/protocol/unreplicated"
+	"github.com/synod-dev/synod/service"
 )
 
 // atomicBackends are live single-node protocols that apply groups
@@ -109,12 +111,39 @@ func TestMultiErrors(t *testing.T) {
 		// An empty transaction.
 		cmd("MULTI", "OK"),
 		cmd("EXEC", "(empty array)"),
-		// MSETNX cannot be part of a group; MSET can.
+		// MSETNX leads a group: its keys are all new, so it sets them.
 		cmd("MULTI", "OK"),
-		cmd("MSETNX x 1", "QUEUED"),
+		cmd("PING", "QUEUED"),
+		cmd("MSETNX x 1 w 1", "QUEUED"),
 		cmd("MSET x 2 y 3", "QUEUED"),
-		cmd("EXEC", "1) (error) ERR MSETNX inside MULTI is not supported by Synod (its check would not lead the transaction's group); use WATCH and MSET\n2) OK"),
-		cmd("MGET x y", "1) \"2\"\n2) \"3\""),
+		cmd("EXEC", "1) PONG\n2) (integer) 1\n3) OK"),
+		cmd("MGET x y w", "1) \"2\"\n2) \"3\"\n3) \"1\""),
+		// One of its keys exists: MSETNX answers 0 and sets nothing, and
+		// the rest of the transaction applies (Redis's semantics).
+		cmd("MULTI", "OK"),
+		cmd("MSETNX v 1 y 9", "QUEUED"),
+		cmd("INCR y", "QUEUED"),
+		cmd("EXEC", "1) (integer) 0\n2) (integer) 4"),
+		cmd("MGET v y", "1) (nil)\n2) \"4\""),
+		// After another command's operation, MSETNX's check could no
+		// longer lead the group.
+		cmd("MULTI", "OK"),
+		cmd("DEL y", "QUEUED"),
+		cmd("MSETNX y 1", "QUEUED"),
+		cmd("EXEC", "1) (integer) 1\n2) (error) ERR MSETNX inside MULTI is supported by Synod only before the transaction's other writes and reads (its check must lead the transaction's group); use WATCH and MSET"),
+		// A failed WATCH still aborts everything, MSETNX included.
+		cmd("WATCH y", "OK"),
+	})
+	other := dial(t, addr)
+	if got := other.do("SET", "y", "theirs"); got != "OK" {
+		t.Fatal(got)
+	}
+	run(t, c, []step{
+		cmd("MULTI", "OK"),
+		cmd("MSETNX u 1", "QUEUED"),
+		cmd("SET t 1", "QUEUED"),
+		cmd("EXEC", "(nil)"),
+		cmd("MGET u t y", "1) (nil)\n2) (nil)\n3) \"theirs\""),
 	})
 }
 
@@ -300,4 +329,83 @@ func TestWatchConcurrentIncrements(t *testing.T) {
 		t.Fatalf("counter = %s after %d WATCHed increments, want %s (conflicts per client %v)", got, clients*each, want, conflicts)
 	}
 	t.Logf("conflicts retried per client: %v", conflicts)
+}
+
+// hooked runs before on every request before the protocol sees it.
+type hooked struct {
+	*gatewaytest.AutomatonBackend
+	before func(req automaton.Request)
+}
+
+func (h *hooked) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	if h.before != nil {
+		h.before(req)
+	}
+	return h.AutomatonBackend.Do(ctx, ns, req)
+}
+
+// TestMultiMSetNXRaces: a leading MSETNX whose existing key vanishes
+// before the group that answers 0 is tried again (and then sets its keys);
+// keys that keep changing end in TRYAGAIN with nothing applied.
+func TestMultiMSetNXRaces(t *testing.T) {
+	h := &hooked{AutomatonBackend: gatewaytest.MustAutomaton(t, pxName, "kv")}
+	_, addr := startServer(t, h, ServerOptions{})
+	c := dial(t, addr)
+	seq := uint64(0)
+	write := func(kind, key string, args ...string) {
+		seq++
+		op := service.Op{Kind: kind, Key: key}
+		for _, a := range args {
+			op.Args = append(op.Args, []byte(a))
+		}
+		if _, err := h.AutomatonBackend.Do(context.Background(), "default", automaton.Request{ID: automaton.RequestID{Client: 7, Seq: seq}, Op: op}); err != nil {
+			t.Error(err)
+		}
+	}
+	guardOf := func(req automaton.Request) string {
+		if len(req.Ops) == 0 || req.Ops[0].Kind != service.GuardKind {
+			return ""
+		}
+		return string(req.Ops[0].Args[0]) + " " + string(req.Ops[0].Args[1])
+	}
+	run(t, c, []step{cmd("SET k old", "OK")})
+	deleted := false
+	h.before = func(req automaton.Request) {
+		if guardOf(req) == "exists 1" && !deleted {
+			deleted = true
+			write("del", "k") // k vanishes between EXEC's attempts
+		}
+	}
+	run(t, c, []step{
+		cmd("MULTI", "OK"),
+		cmd("MSETNX k new j new", "QUEUED"),
+		cmd("EXEC", "1) (integer) 1"),
+		cmd("MGET k j", "1) \"new\"\n2) \"new\""),
+	})
+	if !deleted {
+		t.Fatal("EXEC never sent the group answering 0")
+	}
+	// Keys that change before every attempt.
+	tries := 0
+	h.before = func(req automaton.Request) {
+		switch guardOf(req) {
+		case "exists 1":
+			tries++
+			write("del", "k")
+		case "exists 0":
+			tries++
+			write("set", "k", "again")
+		}
+	}
+	run(t, c, []step{
+		cmd("MULTI", "OK"),
+		cmd("MSETNX k x", "QUEUED"),
+		cmd("SET z 1", "QUEUED"),
+		cmd("EXEC", "(error) TRYAGAIN the keys of MSETNX kept changing while EXEC ran; nothing was applied"),
+	})
+	h.before = nil
+	if tries != maxLeadTries {
+		t.Errorf("%d attempts, want %d", tries, maxLeadTries)
+	}
+	run(t, c, []step{cmd("EXISTS z", "(integer) 0")})
 }

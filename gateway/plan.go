@@ -226,20 +226,21 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 		}
 		return r
 	}
-	rs, aborted, err := c.runGroup(p.guards, p.ops)
+	rs, at, err := c.runGroup(p.guards, p.ops)
 	if err.Type == service.ResultErr {
 		return err
 	}
-	if aborted {
+	if at >= 0 {
 		return p.aborted
 	}
 	return p.render(rs)
 }
 
 // runGroup sends guards followed by ops as one atomic group. It returns the
-// results of ops, whether a guard failed (nothing was applied), or an error
-// result when the group was refused or failed as a whole.
-func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, bool, service.Result) {
+// results of ops, the index of the guard that failed (nothing was applied;
+// -1 when none did), or an error result when the group was refused or
+// failed as a whole.
+func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, int, service.Result) {
 	c.mu.Lock()
 	ns, read := c.ns, c.read
 	c.mu.Unlock()
@@ -247,13 +248,13 @@ func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, bool, servi
 	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
 	res, results := c.submitGroup(ns.Name, automaton.Request{ID: id, Ops: all, Opts: c.requestOptions(read, id)})
 	if res.Type == service.ResultErr {
-		return nil, false, res
+		return nil, -1, res
 	}
 	if len(results) != len(all) {
-		return nil, false, errResult("ERR internal error: a group of %d operations answered %d results", len(all), len(results))
+		return nil, -1, errResult("ERR internal error: a group of %d operations answered %d results", len(all), len(results))
 	}
-	if _, ok := automaton.GroupAborted(all, results); ok {
-		return nil, true, service.Result{}
+	if at, ok := automaton.GroupAborted(all, results); ok {
+		return nil, at, service.Result{}
 	}
 	out := results[len(guards):]
 	for i := range out {
@@ -261,7 +262,7 @@ func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, bool, servi
 			out[i].Err = withCode(out[i].Err)
 		}
 	}
-	return out, false, service.Result{}
+	return out, -1, service.Result{}
 }
 
 // lowerOpts returns args with every argument from index from on that

@@ -321,7 +321,7 @@ func planMSetNX(c *conn, args [][]byte) plan {
 		return p
 	}
 	p = plan{ops: ops, send: sendAtomic, aborted: service.Int(0), reply: unlessErr(service.Int(1)),
-		noMulti: "ERR MSETNX inside MULTI is not supported by Synod (its check would not lead the transaction's group); use WATCH and MSET"}
+		noMulti: "ERR MSETNX inside MULTI is supported by Synod only before the transaction's other writes and reads (its check must lead the transaction's group); use WATCH and MSET"}
 	for _, op := range ops {
 		p.guards = append(p.guards, service.Op{Kind: service.GuardKind, Key: op.Key, Args: [][]byte{[]byte("exists"), []byte("0")}})
 	}
