@@ -124,6 +124,7 @@ type GRPC struct {
 	conns  []*gconn
 	client uint64
 	seq    atomic.Uint64
+	lanes  lanes // client ids of concurrent requests (lanes.go)
 
 	mu      sync.Mutex
 	cur     int
@@ -260,7 +261,8 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 	return c, nil
 }
 
-// ClientID is the client id carried by every request.
+// ClientID is the client's own id: every request carries it, except one
+// sent while another is in flight, which carries a lane's (lanes.go).
 func (c *GRPC) ClientID() uint64 { return c.client }
 
 // Close closes the connections; requests in flight fail.
@@ -469,6 +471,8 @@ func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops 
 	if closed {
 		return nil, service.Result{}, ErrClosed
 	}
+	l := c.takeLane(req)
+	defer c.lanes.put(l)
 	what := fmt.Sprintf("%s (request %x:%d)", kind, req.ClientId, req.Seq)
 	switch {
 	case p.fanout:
