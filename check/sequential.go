@@ -104,7 +104,7 @@ const DefaultMaxStates = 5_000_000
 
 // scFirstBudget is the configurations the first run of the search may
 // explore before it restarts (each later run may explore twice as many).
-const scFirstBudget = 1 << 17
+const scFirstBudget = 1 << 12
 
 // The orders the search tries writes in (after writes that a process's
 // next read waits for, and before writes that destroy a value an unplaced
