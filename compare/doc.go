@@ -13,8 +13,28 @@
 // driver's zero-padded index, "synod-com:000042"), values ValueSize bytes
 // (100), Keys keys (10,000), chosen uniformly. Every system is first preloaded
 // with every key. Then each cell runs the closed-loop driver (package bench)
-// for Duration with one connection per client: puts only, or linearizable
-// gets only, for each client count. Systems take turns cell by cell.
+// for Duration: puts only, or linearizable gets only, for each client count
+// and each client configuration of the system (Configs). Systems take turns
+// cell by cell.
+//
+// # Fair comparisons (issue 18)
+//
+// A client is one caller with one operation outstanding; a connection is
+// what clients talk through (bench.ConnSpec). Every system is swept over
+// the configurations its own clients would use, the number of clients (so
+// the load offered) staying the same: one connection per client; etcd and
+// ZooKeeper also with Conns shared connections (1 and 16 by default: etcd's
+// benchmark separates --conns from --clients, and one connection per client
+// is etcd's slowest configuration); Synod and Redis over RESP also pipelining
+// PipelineDepth commands deep per connection, as a client library pipelines
+// concurrent callers; Synod also through its gRPC client, Conns of them
+// shared by every client, requests multiplexed. The report prints the sweep,
+// then each system's best configuration (BestCells: highest throughput) and
+// the ratios best against best, naming the configurations. Redis (RedisSystem,
+// one server: "redis" without persistence, "redis-aof" with appendfsync
+// always) is the bound ABD and ESDS are held against; Synod runs with
+// durability fsync or memory (SynodSystem's durability, the command's
+// --durability), and every figure carries its durability.
 //
 //   - Synod: RESP SET, and GET with SYNOD READ linearizable (the protocol's
 //     linearizable read).
@@ -26,8 +46,9 @@
 // # Figures
 //
 // Each cell reports throughput (successful operations per second), p50 and p99
-// latency (ms) and the error count; and, per cell, the ratios Synod/etcd and
-// Synod/ZooKeeper of throughput, p50 and p99. Only ratios from the same run are
+// latency (ms), the error count and the connections opened; and, per op and
+// client count, the ratios Synod/peer of throughput, p50 and p99, best
+// configuration against best. Only ratios from the same run are
 // meaningful; absolute figures depend on the machine.
 //
 // # Processes
