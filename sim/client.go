@@ -32,6 +32,14 @@ type client struct {
 	jobs []string // matchmaker: this client's live jobs, oldest first (matchmaker.go)
 
 	txn *clientTxn // the interactive transaction under way (txn.go)
+
+	// Client-driven operations (Config.ClientDriven, clientdriven.go): the
+	// coordinator of the operation under way, and the sequence number of
+	// the current phase's first request (answers to earlier attempts of
+	// the phase count too).
+	coord      automaton.Coordination
+	phaseFirst uint64
+	answered   []bool // per node: answered the current phase
 }
 
 // onClientNext issues the client's next operation, if any remain.
@@ -81,6 +89,9 @@ func (s *simulator) onClientNext(c *client) {
 		c.req.Nested = true // callee.go
 		s.noteRequest(c.req, "client "+strconv.Itoa(c.idx))
 	}
+	if s.cfg.ClientDriven && !s.startCoordination(c) {
+		return
+	}
 	c.busy = true
 	c.attempt = 0
 	c.node = -1
@@ -127,6 +138,10 @@ func (s *simulator) genOp(c *client) service.Op {
 // sendAttempt sends the current request to a random live node, preferring a
 // different node from the previous attempt, over a reliable connection.
 func (s *simulator) sendAttempt(c *client) {
+	if c.coord != nil {
+		s.sendPhase(c) // clientdriven.go
+		return
+	}
 	if s.cfg.StickyClients {
 		c.node = c.idx % len(s.nodes)
 		if !s.nodes[c.node].up {
@@ -235,6 +250,10 @@ func (s *simulator) retryOrGiveUp(c *client) {
 		s.txnTrouble(c, nil)
 		return
 	}
+	if c.coord != nil {
+		s.retryPhase(c) // clientdriven.go
+		return
+	}
 	if c.attempt >= s.cfg.MaxAttempts || !(c.isRead || s.proto.IdempotentRetry()) {
 		s.giveUp(c)
 		return
@@ -260,6 +279,7 @@ func (s *simulator) giveUp(c *client) {
 }
 
 func (s *simulator) finishOp(c *client) {
+	c.coord = nil
 	c.busy = false
 	c.pending = nil
 	s.busy--
@@ -275,6 +295,10 @@ func (s *simulator) onClientResp(e *event) {
 		s.noteNestedReply(e) // every answer, late ones too (callee.go)
 	}
 	c := s.clients[e.client]
+	if c.coord != nil {
+		s.onPhaseResp(c, e) // clientdriven.go
+		return
+	}
 	if !c.busy || c.req.ID != e.resp.ID {
 		s.stats.LateReplies++
 		return

@@ -68,6 +68,9 @@ type Result struct {
 // error but Result.Violation.
 func Run(cfg Config) (*Result, error) {
 	start := time.Now()
+	if err := checkClientDriven(cfg); err != nil {
+		return nil, err
+	}
 	s, err := newSimulator(cfg)
 	if err != nil {
 		return nil, err
@@ -237,6 +240,9 @@ func (c Config) Command() string {
 	}
 	if c.NoFanout {
 		args = append(args, "--no-fanout")
+	}
+	if c.ClientDriven {
+		args = append(args, "--client-driven")
 	}
 	opt("--converge-every", c.ConvergeEvery, 0)
 	opt("--clock-skew", c.ClockSkew, time.Duration(0))

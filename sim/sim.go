@@ -77,6 +77,10 @@ type Config struct {
 	// replica (automaton.FanoutProtocol), send to one node instead, as a
 	// client that reaches one node (redis-cli) does.
 	NoFanout bool
+	// ClientDriven: each client runs the protocol's client-side coordinator
+	// (automaton.ClientCoordinator; clientdriven.go) against every node,
+	// instead of sending the operation to one node that coordinates it.
+	ClientDriven bool
 	// Service is the namespace's data type: kv (default), counter or string.
 	Service string
 	// StrictFrac and PrevProb shape the ESDS request options of

@@ -19,13 +19,18 @@ func init() {
 		doc: "reads never write back (seed 001 §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it"})
 	automaton.RegisterBroken("abd", protocol{name: "abd-broken-nowriterid", tsOnly: true,
 		doc: "tags compare by timestamp only (seed 001 §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it"})
+	automaton.RegisterBroken("abd", protocol{name: "abd-broken-clientnowriteback", clientNoWriteBack: true,
+		doc: "client-driven reads (sim --client-driven, client.ABD) never write back (seed 001 §3.1.2's one-phase read, run by the client): new/old inversion; the linearizability checker catches it in the client-driven scenario"})
 }
 
 type protocol struct {
 	name        string
 	noWriteBack bool // reads never write back (seed 001's one-phase read)
 	tsOnly      bool // tags compare by timestamp only (seed 001's server rule)
-	doc         string
+	// clientNoWriteBack: client-driven reads never write back
+	// (coordinator.go; the seed's one-phase read run by the client).
+	clientNoWriteBack bool
+	doc               string
 }
 
 func (p protocol) Name() string          { return p.name }

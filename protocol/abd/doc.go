@@ -105,6 +105,23 @@
 // "abd-broken-nowriteback" trips majority-holds (a read returns a tag only
 // one replica holds), both at the first offending step, long before a
 // client reads a wrong value (testdata/ shows both).
+// "abd-broken-clientnowriteback" runs the client-driven coordinator
+// (coordinator.go) with the seed's one-phase read: the node-side
+// invariants cannot see a client's read, so the linearizability checker
+// catches it, in the client-driven scenario (scenarios.go: one key, a
+// heavy-tailed client latency, seeds pinned).
+//
+// # Client-driven mode in simulation
+//
+// Seed 001 §3.1.2 gives the client's algorithm but not its retry policy
+// (its client waits on a semaphore forever). The coordinator (a pure state
+// machine, automaton.ClientCoordinator, shared by `synod sim
+// --client-driven` and client.ABD) counts one answer per replica per
+// phase; the runtime resends a phase that timed out, with fresh request
+// ids, to the replicas that have not answered. Writes retry too: a query
+// has no effect and a store of one tag installs one value however often
+// it arrives. A write's tag is (max ts + 1, "client/<id>", the client's
+// sequence number of the operation).
 //
 // Persisted records: "inc" (the incarnation) and "k/<key>" (tag, tombstone flag,
 // value) per key.
