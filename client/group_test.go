@@ -2,32 +2,16 @@ package client
 
 import (
 	"errors"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/config"
-	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/gateway/grpcserver"
 	_ "github.com/synod-dev/synod/protocol/abd"
 	_ "github.com/synod-dev/synod/protocol/paxos"
 	"github.com/synod-dev/synod/service"
 )
-
-// startRESP serves b over RESP on a fresh port and returns its address.
-func startRESP(t *testing.T, b gateway.Backend) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := gateway.NewServer(b, gateway.ServerOptions{})
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(l) }()
-	t.Cleanup(func() { s.Close(); <-done })
-	return l.Addr().String()
-}
 
 // groupsSent returns the operation kinds of each atomic group b received.
 func groupsSent(b *gatewaytest.AutomatonBackend) []string {
@@ -46,7 +30,7 @@ func groupsSent(b *gatewaytest.AutomatonBackend) []string {
 
 func TestGroupOverRESP(t *testing.T) {
 	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
-	c := newClient(t, []string{startRESP(t, b)}, Options{})
+	c := newClient(t, []string{serveBackend(t, b)}, Options{})
 	ctx := tctx(t)
 	if _, err := c.Do(ctx, "SET", "s", "text"); err != nil {
 		t.Fatal(err)
@@ -89,7 +73,7 @@ func TestGroupOverRESP(t *testing.T) {
 
 func TestGroupRefusedWithoutAtomicGroups(t *testing.T) {
 	m := gatewaytest.New(config.Namespace{Name: "default", Protocol: "abd", Service: "kv"})
-	c := newClient(t, []string{startRESP(t, m)}, Options{})
+	c := newClient(t, []string{serveBackend(t, m)}, Options{})
 	_, err := c.Group(tctx(t), []string{"SET", "a", "1"}, []string{"SET", "b", "2"})
 	var e *Error
 	if !errors.Is(err, ErrGroupAborted) || !errors.As(err, &e) || !strings.Contains(e.Msg, "MULTI needs a protocol that applies a group of operations atomically") {
