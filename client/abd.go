@@ -33,9 +33,12 @@ import (
 // phase's time runs out: Options.Timeout per phase, or the context's
 // deadline when earlier.
 //
+// What each phase sends and when it ends is protocol/abd's Coordinator, the
+// pure state machine that `synod sim --client-driven` runs too:
+//
 //   - Write (set KEY VALUE, del KEY): query, take the highest tag (ts, w),
 //     store (value or tombstone) with the tag (ts+1, this client's writer
-//     id, a fresh sequence number), answer. DEL answers 1 when the highest
+//     id, the operation's sequence number), answer. DEL answers 1 when the highest
 //     tag held a value (a hint, as for the node's coordinator).
 //   - Read (get, exists): query, take the highest tag; unless a majority of
 //     the answers already carries it, store it back (the write-back the
@@ -91,16 +94,14 @@ func (a *ABD) Del(ctx context.Context, key string) (int64, error) {
 	return r.Int, err
 }
 
-// Do runs op (get, exists, set KEY VALUE or del KEY) with ABD's two phases.
-// Failures are errors, never error results.
+// Do runs op (get, exists, set KEY VALUE or del KEY) with ABD's two phases,
+// as protocol/abd's Coordinator (the pure state machine the simulator's
+// --client-driven clients run too) says. Failures are errors, never error
+// results.
 func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
-	write := false
-	switch {
-	case op.Kind == "get" || op.Kind == "exists":
-	case (op.Kind == "set" && len(op.Args) == 1) || op.Kind == "del":
-		write = true
-	default:
-		return service.Result{}, fmt.Errorf("client: client-driven ABD runs get, exists, set KEY VALUE and del KEY, not %s with %d arguments", op.Kind, len(op.Args))
+	co, err := abd.NewCoordinator(op, a.writer, a.c.seq.Add(1), len(a.c.conns), false)
+	if err != nil {
+		return service.Result{}, fmt.Errorf("client: %w", err)
 	}
 	a.c.mu.Lock()
 	closed := a.c.closed
@@ -109,84 +110,20 @@ func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
 		return service.Result{}, ErrClosed
 	}
 	what := fmt.Sprintf("client-driven ABD %s %q", op.Kind, op.Key)
-	max, nMax, err := a.query(ctx, op.Key)
-	if err != nil {
-		return service.Result{}, fmt.Errorf("client: %s: query phase: %w", what, err)
-	}
-	quorum := automaton.Majority(len(a.c.conns))
-	if !write {
-		if nMax < quorum { // write back (seed 001 §3.1.2 omits it; ABD needs it)
-			if err := a.store(ctx, op.Key, max.Tag, max.Tomb, max.Value); err != nil {
+	for !co.Done() {
+		storing := co.Storing()
+		if err := a.phase(ctx, co); err != nil {
+			switch {
+			case !storing:
+				return service.Result{}, fmt.Errorf("client: %s: query phase: %w", what, err)
+			case co.Write():
+				return service.Result{}, fmt.Errorf("client: %s: store phase: %w: %w", what, err, ErrUnknownOutcome)
+			default: // a read's write-back (seed 001 §3.1.2 omits it; ABD needs it)
 				return service.Result{}, fmt.Errorf("client: %s: write-back: %w", what, err)
 			}
 		}
-		switch {
-		case op.Kind == "exists" && max.Present():
-			return service.Int(1), nil
-		case op.Kind == "exists":
-			return service.Int(0), nil
-		case max.Present():
-			return service.Bytes(max.Value), nil
-		}
-		return service.Nil(), nil
 	}
-	tag := abd.Tag{TS: max.Tag.TS + 1, Node: a.writer, Seq: a.c.seq.Add(1)}
-	var val []byte
-	if op.Kind == "set" {
-		val = op.Args[0]
-	}
-	if err := a.store(ctx, op.Key, tag, op.Kind == "del", val); err != nil {
-		return service.Result{}, fmt.Errorf("client: %s: store phase: %w: %w", what, err, ErrUnknownOutcome)
-	}
-	if op.Kind == "set" {
-		return service.OK(), nil
-	}
-	if max.Present() {
-		return service.Int(1), nil
-	}
-	return service.Int(0), nil
-}
-
-// query runs the query phase and returns the highest answer and how many
-// answers carry its tag.
-func (a *ABD) query(ctx context.Context, key string) (abd.QueryAnswer, int, error) {
-	res, err := a.phase(ctx, service.Op{Kind: "get", Key: key}, map[string][]string{abd.OptPhase: {abd.PhaseQuery}})
-	if err != nil {
-		return abd.QueryAnswer{}, 0, err
-	}
-	var max abd.QueryAnswer
-	nMax := 0
-	for i, r := range res {
-		q, err := abd.ParseQueryAnswer(r)
-		if err != nil {
-			return abd.QueryAnswer{}, 0, err
-		}
-		switch {
-		case i == 0 || max.Tag.Less(q.Tag, false):
-			max, nMax = q, 1
-		case q.Tag == max.Tag:
-			nMax++
-		}
-	}
-	return max, nMax, nil
-}
-
-// store runs the store phase of (tag, value), or of a tombstone.
-func (a *ABD) store(ctx context.Context, key string, tag abd.Tag, tomb bool, value []byte) error {
-	op := service.Op{Kind: "set", Key: key, Args: [][]byte{value}}
-	if tomb {
-		op = service.Op{Kind: "del", Key: key}
-	}
-	res, err := a.phase(ctx, op, map[string][]string{abd.OptPhase: {abd.PhaseStore}, abd.OptTag: {abd.FormatTag(tag)}})
-	if err != nil {
-		return err
-	}
-	for _, r := range res {
-		if r.Type != service.ResultOK {
-			return fmt.Errorf("a replica acknowledged a store with %v", r)
-		}
-	}
-	return nil
+	return co.Result(), nil
 }
 
 // abdAnswer is one replica's answer to a phase.
@@ -196,19 +133,19 @@ type abdAnswer struct {
 	err error // nil: res is the answer
 }
 
-// phase sends op with the options ext to every replica at once and
-// returns the first majority of answers. It fails at once on a refusal,
-// and when a majority can no longer answer in time.
-func (a *ABD) phase(ctx context.Context, op service.Op, ext map[string][]string) ([]service.Result, error) {
-	req, err := a.c.request(a.ns, OpOptions{Ext: ext})
+// phase sends the coordinator's current phase to every replica at once and
+// feeds it the answers until the phase is over (a majority). It fails at
+// once on a refusal, and when a majority can no longer answer in time.
+func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
+	ph := co.Phase()
+	req, err := a.c.request(a.ns, OpOptions{Ext: ph.Ext})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	req.Op = synodpb.FromOp(op)
+	req.Op = synodpb.FromOp(ph.Op)
 	pctx, cancel := context.WithTimeout(ctx, a.c.opts.Timeout)
 	defer cancel()
 	n := len(a.c.conns)
-	quorum := automaton.Majority(n)
 	answers := make(chan abdAnswer, n)
 	for i, g := range a.c.conns {
 		go func() {
@@ -216,26 +153,30 @@ func (a *ABD) phase(ctx context.Context, op service.Op, ext map[string][]string)
 			answers <- abdAnswer{i, res, err}
 		}()
 	}
-	var got []service.Result
+	got := 0
 	var errs []error
 	for range n {
 		r := <-answers
 		if r.err != nil {
 			if definite(status.Code(r.err)) {
-				return nil, fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, r.err)
+				return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, r.err)
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, r.err))
 			continue
 		}
 		if r.res.IsErr() {
-			return nil, fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, &Error{Msg: r.res.Err})
+			return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, &Error{Msg: r.res.Err})
 		}
-		got = append(got, r.res)
-		if len(got) == quorum {
-			return got, nil
+		advanced, err := co.Answer(r.idx, r.res)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, err)
+		}
+		got++
+		if advanced {
+			return nil
 		}
 	}
-	return nil, fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", len(got), n, quorum, errors.Join(errs...))
+	return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(errs...))
 }
 
 // ask sends req to one replica until it answers (anything but TRYAGAIN),
