@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
-	"github.com/synod-dev/synod/config"
 )
 
 // gauge reads metric name{namespace=ns[, leader=leader]} from n's registry.
@@ -39,13 +38,7 @@ func metricValue(t *testing.T, n *Node, name, ns, leader string) (float64, bool)
 // reports itself leader (synod_is_leader), every node names it
 // (synod_leader{leader=...}) and counted at least one change.
 func TestLeaderMetrics(t *testing.T) {
-	nsPaxos := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
-		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}}
-	cfg, ls := mkCluster(t, 3, config.Memory, nsPaxos)
-	var nodes []*Node
-	for i, n := range cfg.Nodes {
-		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{}))
-	}
+	nodes := startPaxos(t, 3)
 	if r := do(t, nodes[0], "default", req("set", "k", "v")); r.IsErr() {
 		t.Fatalf("set: %v", r)
 	}

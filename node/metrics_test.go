@@ -9,16 +9,24 @@ import (
 	"github.com/synod-dev/synod/config"
 )
 
-// TestKeysMetric: every replica of a paxos namespace reports the keys its
-// state holds (synod_keys), following writes and deletes.
-func TestKeysMetric(t *testing.T) {
+// startPaxos starts a cluster of size nodes serving namespace "default"
+// with paxos on fast timers, in memory.
+func startPaxos(t *testing.T, size int) []*Node {
+	t.Helper()
 	nsPaxos := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
 		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}}
-	cfg, ls := mkCluster(t, 3, config.Memory, nsPaxos)
+	cfg, ls := mkCluster(t, size, config.Memory, nsPaxos)
 	var nodes []*Node
 	for i, n := range cfg.Nodes {
 		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{}))
 	}
+	return nodes
+}
+
+// TestKeysMetric: every replica of a paxos namespace reports the keys its
+// state holds (synod_keys), following writes and deletes.
+func TestKeysMetric(t *testing.T) {
+	nodes := startPaxos(t, 3)
 	for _, k := range []string{"a", "b", "c"} {
 		if r := do(t, nodes[0], "default", req("set", k, "v")); r.IsErr() {
 			t.Fatalf("set %s: %v", k, r)
@@ -44,9 +52,7 @@ func TestKeysMetric(t *testing.T) {
 // TestErrorsMetric: the RESP server's error replies are exported by kind
 // (synod_errors_total{kind}).
 func TestErrorsMetric(t *testing.T) {
-	cfg, ls := mkCluster(t, 1, config.Memory, config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
-		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}})
-	n := startNode(t, cfg, cfg.Nodes[0].ID, ls[0], Options{})
+	n := startPaxos(t, 1)[0]
 	n.m.registerErrors(string(n.id), n.gw)
 	nc, err := net.Dial("tcp", n.ClientAddr().String())
 	if err != nil {
