@@ -44,7 +44,7 @@ func StartRedis(bin, dir string) (*RedisServer, error) {
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--databases", strconv.Itoa(RedisDatabases), "--daemonize", "no")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("compat: starting %s: %w", bin, err)
 	}
