@@ -47,14 +47,7 @@ func (s *scSearch) buildGraph(h *history.History) (violation string) {
 	if !s.prune || s.total > scMaxGraph {
 		return ""
 	}
-	var all []*scOp
-	for pi := range s.procs {
-		for j := range s.procs[pi] {
-			o := &s.procs[pi][j]
-			o.id = len(all)
-			all = append(all, o)
-		}
-	}
+	all := s.all // by id (intern)
 	n := len(all)
 	// Writers of each read value (real values: abstractUnread leaves read
 	// ones alone).
