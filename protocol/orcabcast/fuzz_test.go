@@ -38,8 +38,8 @@ func seeds() [][]byte {
 		Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}}}
 	s := snapshot{seq: 9, state: []byte("state"), dedup: orca.Dedup{3: {Seq: 4, Res: service.OK()}}, blocked: []entry{x}}
 	out := [][]byte{encodeEntryRecord(x), encodeSnapRecord(s)}
-	for k := byte(1); k <= kFifo; k++ {
-		out = append(out, message{kind: k, n: 5, x: x, snap: s}.encode())
+	for k := byte(1); k <= kNack; k++ {
+		out = append(out, message{kind: k, bal: 4, n: 5, c: 3, x: x, xs: []entry{x, x}, hasSnap: true, snap: s}.encode())
 	}
 	return out
 }

@@ -12,16 +12,24 @@ import (
 type replica struct {
 	st      service.State
 	applied uint64 // sequence number of the last update handled
-	high    uint64 // the sequencer's last number, as last heard
+	high    uint64 // the sequencer's last number, as last heard, or the highest held
 	ready   bool   // caught up after a start: reads may be served
 	target  uint64 // the sequencer's number when this incarnation asked first
 
-	buf     map[uint64]entry               // ordered updates received ahead of a gap
-	data    map[automaton.RequestID]entry  // large updates awaiting their accept
-	accepts map[uint64]automaton.RequestID // accepts whose data has not arrived
-	dedup   orca.Dedup                     // per client: last applied update and its result
-	blocked []entry                        // ordered guarded updates whose guard is false, oldest first
-	reads   []automaton.Request            // reads waiting for a guard or for catch-up
+	// log holds the ordered updates this node holds (persisted) above
+	// logLow: those not yet delivered, and the applied ones kept as history.
+	log       map[uint64]entry
+	logLow    uint64
+	recLow    uint64 // records "m/<n>" exist for the numbers above recLow
+	snapAt    uint64 // the number the snapshot record covers
+	commit    uint64 // updates up to commit of ballot commitBal are held by r+1 nodes
+	commitBal uint64
+
+	data    map[automaton.RequestID]entry // large updates awaiting their accept
+	accepts map[uint64]entry              // accepts (number, ballot, id) whose data has not arrived
+	dedup   orca.Dedup                    // per client: last applied update and its result
+	blocked []entry                       // ordered guarded updates whose guard is false, oldest first
+	reads   []automaton.Request           // reads waiting for a guard or for catch-up
 
 	pending    map[automaton.RequestID]entry // this node's clients' updates, not yet applied here
 	sinceState int                           // updates received since the last state message
@@ -34,9 +42,9 @@ type replica struct {
 
 func (b *Bcast) initReplica() {
 	b.st = b.cfg.Service.NewState()
-	b.buf = map[uint64]entry{}
+	b.log = map[uint64]entry{}
 	b.data = map[automaton.RequestID]entry{}
-	b.accepts = map[uint64]automaton.RequestID{}
+	b.accepts = map[uint64]entry{}
 	b.dedup = orca.Dedup{}
 	b.pending = map[automaton.RequestID]entry{}
 	b.fifoNext = map[automaton.NodeID]uint64{}
@@ -100,10 +108,30 @@ func (b *Bcast) checkReady() {
 }
 
 // onOrdered receives an ordered update (§4.1: the sequencer "multicasts the
-// message and its sequence number").
-func (b *Bcast) onOrdered(m message) {
+// message and its sequence number") and the commit point it carries.
+func (b *Bcast) onOrdered(from automaton.NodeID, m message) {
+	if from != b.seqr || m.x.bal != b.ballot {
+		return
+	}
 	b.heard(m.n)
-	b.receive(m.x)
+	b.store(m.x)
+	b.learnCommit(m.c)
+}
+
+// onCommit learns the commit point ([21]: the update may be delivered).
+func (b *Bcast) onCommit(m message) {
+	b.heard(m.n)
+	b.learnCommit(m.c)
+	if b.high > b.held() {
+		b.fetch()
+	}
+}
+
+func (b *Bcast) learnCommit(c uint64) {
+	if b.commitBal == b.ballot && c > b.commit {
+		b.commit = c
+	}
+	b.drain()
 }
 
 // onData keeps a large update until its accept names its number.
@@ -113,11 +141,12 @@ func (b *Bcast) onData(from automaton.NodeID, m message) {
 		return
 	}
 	x := m.x
-	for seq, id := range b.accepts {
-		if id == x.req.ID {
+	for seq, a := range b.accepts {
+		if a.req.ID == x.req.ID {
 			delete(b.accepts, seq)
-			x.seq = seq
-			b.receive(x)
+			x.seq, x.bal = seq, a.bal
+			b.store(x)
+			b.drain()
 			return
 		}
 	}
@@ -130,50 +159,80 @@ func (b *Bcast) onData(from automaton.NodeID, m message) {
 // broadcast[s] a (small) acknowledgement message containing the sequence
 // number"); without the data it fetches the update from the sequencer.
 func (b *Bcast) onAccept(m message) {
+	if b.isSeq {
+		return
+	}
 	b.heard(m.n)
 	if m.x.seq <= b.applied {
 		return
 	}
 	if x, ok := b.data[m.x.req.ID]; ok {
 		delete(b.data, m.x.req.ID)
-		x.seq = m.x.seq
-		b.receive(x)
+		x.seq, x.bal = m.x.seq, b.ballot
+		b.store(x)
+		b.learnCommit(m.c)
 		return
 	}
-	b.accepts[m.x.seq] = m.x.req.ID
-	b.send(b.seqr, message{kind: kFetch, n: b.applied})
+	b.accepts[m.x.seq] = entry{seq: m.x.seq, bal: b.ballot, req: automaton.Request{ID: m.x.req.ID}}
+	b.fetch()
 }
 
-// receive puts an ordered update in the queue and handles the queue's
-// head for as long as it is the next number; a gap is fetched from the
-// sequencer's history (§4.1).
-func (b *Bcast) receive(x entry) {
+// store holds an ordered update of this ballot: persisted before it is
+// acknowledged to the sequencer; an update of an older ballot held under
+// the same number is replaced (it was not delivered: the sequencer that
+// recovered the order would have kept it). A gap is fetched (§4.1).
+func (b *Bcast) store(x entry) {
 	if x.seq <= b.applied {
 		return
 	}
-	gapBefore := len(b.buf) > 0
-	b.buf[x.seq] = x
-	b.drain()
-	if len(b.buf) > 0 && !gapBefore {
-		b.send(b.seqr, message{kind: kFetch, n: b.applied})
+	gapBefore := b.held() < b.high
+	if y, ok := b.log[x.seq]; !ok || y.bal != x.bal || y.req.ID != x.req.ID {
+		b.log[x.seq] = x
+		b.emit(automaton.Persist{Key: entryKey(x.seq), Value: encodeEntryRecord(x)})
+	}
+	delete(b.accepts, x.seq)
+	b.high = max(b.high, x.seq)
+	held := b.held()
+	b.send(b.seqr, message{kind: kAck, bal: b.ballot, n: held})
+	if held < b.high && !gapBefore {
+		b.fetch()
 	}
 	b.sinceState++
-	if b.sinceState >= b.stateAfter && !b.isSeq {
+	if b.sinceState >= b.stateAfter {
 		b.sinceState = 0
-		b.send(b.seqr, message{kind: kState, n: b.applied})
+		b.send(b.seqr, message{kind: kState, bal: b.ballot, n: b.applied})
 	}
 }
 
-func (b *Bcast) drain() {
+// held is the highest number up to which this node holds every update
+// of its ballot (the applied ones included).
+func (b *Bcast) held() uint64 {
+	s := b.applied
 	for {
-		x, ok := b.buf[b.applied+1]
-		if !ok {
+		x, ok := b.log[s+1]
+		if !ok || x.bal != b.ballot {
+			return s
+		}
+		s++
+	}
+}
+
+// drain delivers, in order, the held updates up to the commit point
+// (§4.2's queue, handled strictly in order; [21]'s delivery after r+1
+// nodes hold the update).
+func (b *Bcast) drain() {
+	for b.applied < b.commit {
+		x, ok := b.log[b.applied+1]
+		if !ok || x.bal != b.commitBal {
 			break
 		}
-		delete(b.buf, x.seq)
 		delete(b.accepts, x.seq)
 		delete(b.data, x.req.ID)
 		b.handle(x)
+		b.maybeSnapshot()
+	}
+	if !b.isSeq {
+		b.trim(0)
 	}
 	b.checkReady()
 	b.retryReads()
@@ -231,20 +290,29 @@ func (b *Bcast) finish(x entry, res service.Result) {
 // trimmed history.
 func (b *Bcast) onSnap(m message) {
 	b.heard(m.n)
-	s := m.snap
-	if s.seq <= b.applied {
-		return
+	if m.snap.seq > b.applied {
+		b.install(m.snap)
 	}
+	b.learnCommit(m.c)
+}
+
+// install replaces the state by a snapshot of a later point of the order
+// (from the sequencer, or in a promise).
+func (b *Bcast) install(s snapshot) {
 	st := b.cfg.Service.NewState()
 	if err := st.Restore(s.state); err != nil {
 		return
 	}
 	b.st, b.applied, b.dedup, b.blocked = st, s.seq, s.dedup, s.blocked
-	for seq := range b.buf {
+	for seq := range b.log {
 		if seq <= s.seq {
-			delete(b.buf, seq)
+			delete(b.log, seq)
 		}
 	}
+	b.logLow = max(b.logLow, s.seq)
+	b.commit = max(b.commit, s.seq)
+	b.emit(automaton.Persist{Key: snapKey, Value: encodeSnapRecord(s)})
+	b.snapAt = s.seq
 	for seq := range b.accepts {
 		if seq <= s.seq {
 			delete(b.accepts, seq)
@@ -256,7 +324,8 @@ func (b *Bcast) onSnap(m message) {
 			b.respond(id, d.Res)
 		}
 	}
-	b.drain()
+	b.checkReady()
+	b.retryReads()
 }
 
 // onState: the sequencer's answer to a fetch with nothing to send.
@@ -265,7 +334,14 @@ func (b *Bcast) onState(from automaton.NodeID, m message) {
 		b.noteDelivered(from, m.n)
 		return
 	}
+	if from != b.seqr {
+		return
+	}
 	b.heard(m.n)
+	b.learnCommit(m.c)
+	if b.high > b.held() {
+		b.fetch()
+	}
 }
 
 // --- the broken variant: per-sender FIFO, no sequencer ---
