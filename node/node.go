@@ -447,6 +447,7 @@ func (n *Node) start() error {
 
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
+	n.m.registerErrors(string(n.id), n.gw)
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()

@@ -147,7 +147,7 @@ through their own client libraries instead of RESP, one session per client.`,
 	f.StringVar(&keyPrefix, "key-prefix", def.KeyPrefix, "prefix of the fixed-width key names (with --history and no --key-prefix, a random run id follows \"key:\", so the history starts from absent keys even on a used store)")
 	f.StringVar(&password, "password", "", "send AUTH with this password on every connection")
 	f.StringVar(&ns, "ns", "", "Synod namespace, selected with SYNOD NS on every connection (Synod only)")
-	f.StringVar(&readMode, "read-mode", "", "Synod read mode (linearizable, regular, local), set with SYNOD READ (Synod only)")
+	f.StringVar(&readMode, "read-mode", "", "Synod read mode: linearizable (default), log, quorum, lease, regular or local, set with SYNOD READ (Synod only)")
 	f.BoolVar(&leader, "leader", false, "send every client to the namespace's leader, as the first server names it with SYNOD LEADER (Synod paxos only; without it followers forward)")
 	f.Int64Var(&seed, "seed", def.Seed, "seed for key, operation, value and arrival choices")
 	f.DurationVar(&timeout, "timeout", def.OpTimeout, "per-operation timeout (a timed-out write counts as an error of unknown outcome)")

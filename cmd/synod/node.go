@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/synod-dev/synod/gateway/grpcserver"
+
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/config"
@@ -53,7 +55,9 @@ failure exits 1 without answering the requests of the failed batch.`,
 			if err != nil {
 				return err
 			}
-			n, err := daemon.New(cfg, id, node.Options{Logger: slog.New(h)})
+			log := slog.New(h)
+			grpcserver.UseSlog(log) // gRPC's own lines in the node's format
+			n, err := daemon.New(cfg, id, node.Options{Logger: log})
 			if err != nil {
 				return err
 			}
@@ -67,8 +71,9 @@ failure exits 1 without answering the requests of the failed batch.`,
 				if self.Metrics != "" {
 					metrics = ", metrics on " + self.Metrics
 				}
-				fmt.Fprintf(os.Stderr, "synod node %s: clients on %s, peers on %s%s, durability %s\n",
-					id, n.ClientAddr(), n.PeerAddr(), metrics, n.Durability())
+				log.Info(fmt.Sprintf("synod node %s: clients on %s, peers on %s%s, durability %s",
+					id, n.ClientAddr(), n.PeerAddr(), metrics, n.Durability()),
+					"node", id, "clients", n.ClientAddr(), "peers", n.PeerAddr(), "durability", n.Durability())
 			case err := <-errc:
 				return err
 			}
