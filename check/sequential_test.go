@@ -291,10 +291,22 @@ func TestSequentialAgreesWithBruteForce(t *testing.T) {
 // interleaving, per-process program order, some unknown writes that did or
 // did not land) is accepted quickly.
 func TestSequentialLargeValid(t *testing.T) {
-	rng := rand.New(rand.NewSource(7))
+	ops := largeValidHistory(rand.New(rand.NewSource(7)), 2000)
+	start := time.Now()
+	r := seqVerdict(t, ops, Options{Timeout: 20 * time.Second})
+	if r.Result != Ok {
+		t.Fatalf("valid history: %s", r)
+	}
+	t.Logf("2000 ops: %s (%v, %d states)", r.Result, time.Since(start), r.States)
+}
+
+// largeValidHistory returns n operations of 8 processes on 5 keys from a
+// real sequential execution (random interleaving, some unknown writes that
+// did or did not land).
+func largeValidHistory(rng *rand.Rand, n int) []history.Op {
 	state := map[string]string{}
 	var ops []history.Op
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < n; i++ {
 		p := rng.Intn(8)
 		key := fmt.Sprintf("k%d", rng.Intn(5))
 		call := int64(i * 10) // ops take effect in the order generated
@@ -318,10 +330,18 @@ func TestSequentialLargeValid(t *testing.T) {
 		}
 		ops = append(ops, o)
 	}
-	start := time.Now()
-	r := seqVerdict(t, ops, Options{Timeout: 20 * time.Second})
-	if r.Result != Ok {
-		t.Fatalf("valid history: %s", r)
+	return ops
+}
+
+// BenchmarkSequential checks a valid history of 8 processes and 8,000
+// operations (go test ./check -run '^$' -bench Sequential).
+func BenchmarkSequential(b *testing.B) {
+	h := &history.History{Ops: largeValidHistory(rand.New(rand.NewSource(7)), 8000)}
+	for b.Loop() {
+		r, err := Sequential(h, Options{})
+		if err != nil || r.Result != Ok {
+			b.Fatal(err, r)
+		}
+		b.ReportMetric(float64(r.States), "configurations/op")
 	}
-	t.Logf("2000 ops: %s (%v, %d states)", r.Result, time.Since(start), r.States)
 }
