@@ -53,7 +53,6 @@ func TestKeysMetric(t *testing.T) {
 // (synod_errors_total{kind}).
 func TestErrorsMetric(t *testing.T) {
 	n := startPaxos(t, 1)[0]
-	n.m.registerErrors(string(n.id), n.gw)
 	nc, err := net.Dial("tcp", n.ClientAddr().String())
 	if err != nil {
 		t.Fatal(err)
