@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -141,58 +140,17 @@ func TestABDClientDrivenKillNodeUnderLoad(t *testing.T) {
 	keys := keyNames(nkeys)
 	r := newRecorder(t, "abd", "fsync")
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := 0; i < driven+coordinated; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i < driven {
-				runABDClient(t, r, i, gaddrs, keys, stop)
-			} else {
-				runClient(t, r, i, raddrs, keys, stop)
-			}
-		}()
-	}
-	chaosErr := make(chan error, 1)
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		if err := c.Kill("n2"); err != nil {
-			chaosErr <- fmt.Errorf("kill n2: %w", err)
-			return
+	loadKillingN2(t, c, r, driven+coordinated, runFor, func(i int, stop chan struct{}) {
+		if i < driven {
+			runABDClient(t, r, i, gaddrs, keys, stop)
+		} else {
+			runClient(t, r, i, raddrs, keys, stop)
 		}
-		time.Sleep(1500 * time.Millisecond)
-		if err := c.Restart("n2"); err != nil {
-			chaosErr <- fmt.Errorf("restart n2: %w", err)
-			return
-		}
-		chaosErr <- nil
-	}()
-	time.Sleep(runFor)
-	close(stop)
-	wg.Wait()
-	if err := <-chaosErr; err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("load: %d acknowledged writes, %d acknowledged reads, %d unknown writes, %d failed reads",
-		r.stats.ackedWrites.Load(), r.stats.ackedReads.Load(), r.stats.unknownWrites.Load(), r.stats.failedReads.Load())
-	if r.stats.ackedWrites.Load() < 100 || r.stats.ackedReads.Load() < 100 {
-		t.Fatalf("too little progress under load: %d writes, %d reads acknowledged",
-			r.stats.ackedWrites.Load(), r.stats.ackedReads.Load())
-	}
+	})
 	readAllABD(t, r, gaddrs, keys, "after restarting n2")
 	checkHistory(t, r, "client-driven, after restarting n2")
 
-	for _, id := range []string{"n1", "n2", "n3"} {
-		if err := c.Kill(id); err != nil {
-			t.Fatalf("kill %s: %v", id, err)
-		}
-	}
-	for _, id := range []string{"n1", "n2", "n3"} {
-		if err := c.Restart(id); err != nil {
-			t.Fatalf("restart %s: %v", id, err)
-		}
-	}
+	killAll(t, c)
 	readAllABD(t, r, gaddrs, keys, "after kill -9 of all nodes")
 	checkHistory(t, r, "client-driven, after kill -9 of all nodes")
 }

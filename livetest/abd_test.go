@@ -208,17 +208,33 @@ func TestABDKillNodeUnderLoad(t *testing.T) {
 	keys := keyNames(nkeys)
 	r := newRecorder(t, "abd", "fsync")
 
+	// Mid-run: kill -9 n2, let the others carry on without it, restart it.
+	loadKillingN2(t, c, r, clients, runFor, func(i int, stop chan struct{}) { runClient(t, r, i, addrs, keys, stop) })
+
+	readAll(t, r, addrs, keys, "after restarting n2")
+	checkHistory(t, r, "after restarting n2")
+
+	// Crash the whole cluster: every acknowledged write was fsynced by a
+	// majority, so it must survive.
+	killAll(t, c)
+	readAll(t, r, addrs, keys, "after kill -9 of all nodes")
+	checkHistory(t, r, "after kill -9 of all nodes")
+}
+
+// loadKillingN2 runs clients load goroutines (run(i, stop)) for runFor;
+// 1.5 s in, n2 is killed with kill -9, and restarted 1.5 s later. It fails
+// the test unless both writes and reads made progress.
+func loadKillingN2(t *testing.T, c *cluster.Cluster, r *recorder, clients int, runFor time.Duration, run func(i int, stop chan struct{})) {
+	t.Helper()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < clients; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runClient(t, r, i, addrs, keys, stop)
+			run(i, stop)
 		}()
 	}
-
-	// Mid-run: kill -9 n2, let the others carry on without it, restart it.
 	chaosErr := make(chan error, 1)
 	go func() {
 		time.Sleep(1500 * time.Millisecond)
@@ -245,12 +261,12 @@ func TestABDKillNodeUnderLoad(t *testing.T) {
 		t.Fatalf("too little progress under load: %d writes, %d reads acknowledged",
 			r.stats.ackedWrites.Load(), r.stats.ackedReads.Load())
 	}
+}
 
-	readAll(t, r, addrs, keys, "after restarting n2")
-	checkHistory(t, r, "after restarting n2")
-
-	// Crash the whole cluster: every acknowledged write was fsynced by a
-	// majority, so it must survive.
+// killAll kills every node of c with kill -9 and restarts them: every
+// acknowledged write was fsynced by a majority, so it must survive.
+func killAll(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
 	for _, id := range []string{"n1", "n2", "n3"} {
 		if err := c.Kill(id); err != nil {
 			t.Fatalf("kill %s: %v", id, err)
@@ -261,6 +277,4 @@ func TestABDKillNodeUnderLoad(t *testing.T) {
 			t.Fatalf("restart %s: %v", id, err)
 		}
 	}
-	readAll(t, r, addrs, keys, "after kill -9 of all nodes")
-	checkHistory(t, r, "after kill -9 of all nodes")
 }
