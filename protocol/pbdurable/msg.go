@@ -1,6 +1,9 @@
 package pbdurable
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/durability"
 	"github.com/synod-dev/synod/protocol/proto"
@@ -75,4 +78,38 @@ func decode(b []byte) (msg, error) {
 		m.res = service.DecodeResult(d)
 	}
 	return m, d.Done()
+}
+
+// DescribeMessage implements harness.MessageDescriber: the kind and the
+// fields it uses, and an update buffer's method calls.
+func (a *PBD) DescribeMessage(b []byte) string {
+	m, err := decode(b)
+	if err != nil {
+		return fmt.Sprintf("undecodable (%v)", err)
+	}
+	name := header.Kinds[m.kind-1]
+	switch m.kind {
+	case kindHeartbeat:
+		return fmt.Sprintf("%s view=%s index=%d", name, m.view, m.index)
+	case kindUpdate:
+		calls := make([]string, len(m.ups))
+		for i, u := range m.ups {
+			calls[i] = fmt.Sprintf("%s.%s%v", u.Object, u.Method, u.Args)
+		}
+		return fmt.Sprintf("%s view=%s index=%d %s", name, m.view, m.index, strings.Join(calls, " "))
+	case kindAck:
+		if m.index == stateAck {
+			return fmt.Sprintf("%s view=%s state", name, m.view)
+		}
+		return fmt.Sprintf("%s view=%s index=%d", name, m.view, m.index)
+	case kindState:
+		return fmt.Sprintf("%s view=%s index=%d (%d bytes)", name, m.view, m.index, len(m.state))
+	case kindJoin:
+		return fmt.Sprintf("%s view=%s", name, m.view)
+	case kindForward:
+		return fmt.Sprintf("%s view=%s %v %v", name, m.view, m.id, m.op)
+	case kindReply:
+		return fmt.Sprintf("%s %v %v", name, m.id, m.res)
+	}
+	return name
 }
