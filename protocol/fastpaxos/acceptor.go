@@ -200,6 +200,7 @@ func (s *inst) rndOr() Ballot {
 // is already out) and counts it at its own learner.
 func (a *FastPaxos) castVote(i uint64, b Ballot, val []byte) {
 	a.broadcast(&message{Kind: kindVoted, Entries: []entry{{I: i, Ballot: b, Value: val}}})
+	a.observe(Voted, i, b, val)
 	a.learnVote(a.self, i, b, val)
 }
 

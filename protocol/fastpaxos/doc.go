@@ -152,7 +152,14 @@
 // Recovered (instances proposed in a recovery round for any reason),
 // NotChosen (notices sent); Resent counts requests a node proposed again.
 // The collision rate of a run is the leader's Collisions over the
-// instances learned.
+// instances learned. The parameter observe names a Recorder (observe.go)
+// that receives every node's Stats after each step and, through its
+// OnEvent, each vote cast (Voted) and each instance learned from a quorum
+// (Learned), with the value's request and whether the round was fast:
+// experiment seed002-fast-vs-classic-sim judges collisions in the seed's
+// sense from the votes (no request reaching a fast quorum) and stamps
+// learning with the simulator's virtual time (the automaton has no clock).
+// Observation only: nothing the protocol does depends on it.
 //
 // # Parameters
 //
@@ -162,6 +169,7 @@
 //	op_timeout        positive duration  5s     a request's time limit at a node (fanned out: then a Silent answer)
 //	classic_quorum    positive integer   -      classic quorum size (absent: derived from n; validated with fast_quorum)
 //	fast_quorum       positive integer   -      fast quorum size (absent: ceil((2n+1)/3), the seed's 2t+1 for n=3t+1)
+//	observe           string             ""     the name of a Recorder (NewRecorder) that collects counters and events (experiments)
 //
 // # Invariants and broken variants
 //

@@ -102,12 +102,15 @@ var params = proto.NewSpec(
 		Doc: "classic quorum size (absent: derived from n; validated with fast_quorum)"},
 	proto.Param{Name: "fast_quorum", Kind: proto.Int, NoDefault: true, Min: "1",
 		Doc: "fast quorum size (absent: ceil((2n+1)/3), the seed's 2t+1 for n=3t+1)"},
+	proto.Param{Name: "observe", Kind: proto.String, Default: "",
+		Doc: "the name of a Recorder (NewRecorder) that collects counters and events (experiments)"},
 )
 
 // Params are the parsed parameters.
 type Params struct {
 	Heartbeat, ElectionTimeout, Retry, OpTimeout time.Duration
 	Classic, Fast                                int // 0: derived
+	Observe                                      string
 }
 
 // ParseParams parses the namespace parameters; unknown names are errors.
@@ -117,7 +120,7 @@ func ParseParams(m map[string]string) (Params, error) {
 		return Params{}, err
 	}
 	p := Params{Heartbeat: v.Duration("heartbeat"), ElectionTimeout: v.Duration("election_timeout"),
-		Retry: v.Duration("retry"), OpTimeout: v.Duration("op_timeout")}
+		Retry: v.Duration("retry"), OpTimeout: v.Duration("op_timeout"), Observe: v.String("observe")}
 	if v.Given("classic_quorum") {
 		p.Classic = v.Int("classic_quorum")
 	}
@@ -172,6 +175,11 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, err
 	}
 	a := &FastPaxos{proto: p, cfg: cfg, prm: prm, q: q, pos: pos, self: me}
+	if prm.Observe != "" {
+		if a.rec = lookupRecorder(prm.Observe); a.rec == nil {
+			return nil, fmt.Errorf("fastpaxos: observe=%s names no recorder", prm.Observe)
+		}
+	}
 	a.reset()
 	return a, nil
 }
@@ -296,6 +304,7 @@ type FastPaxos struct {
 	leaderCommit uint64
 
 	stats      Stats
+	rec        *Recorder // parameter observe (observe.go)
 	touched    []uint64 // instances whose acceptor state changed in this step (invariants)
 	learnedNow []uint64 // instances learned in this step (invariants)
 	out        []automaton.Output
@@ -364,6 +373,9 @@ func (a *FastPaxos) Step(in automaton.Input) []automaton.Output {
 		a.onPeerMessage(in.From, in.Msg)
 	case automaton.TimerFired:
 		a.onTimer(in.ID)
+	}
+	if a.rec != nil {
+		a.rec.record(a.cfg.Self, a.stats)
 	}
 	return a.out
 }

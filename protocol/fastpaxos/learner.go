@@ -56,6 +56,7 @@ func (a *FastPaxos) learnVote(acc int, i uint64, b Ballot, val []byte) {
 		} else {
 			a.stats.ClassicLearned++
 		}
+		a.observe(Learned, i, b, val)
 		a.learn(i, val)
 		return
 	}
