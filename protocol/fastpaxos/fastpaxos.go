@@ -305,8 +305,8 @@ type FastPaxos struct {
 
 	stats      Stats
 	rec        *Recorder // parameter observe (observe.go)
-	touched    []uint64 // instances whose acceptor state changed in this step (invariants)
-	learnedNow []uint64 // instances learned in this step (invariants)
+	touched    []uint64  // instances whose acceptor state changed in this step (invariants)
+	learnedNow []uint64  // instances learned in this step (invariants)
 	out        []automaton.Output
 }
 
