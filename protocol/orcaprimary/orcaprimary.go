@@ -88,6 +88,8 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
 		{Name: "primary migrates to frequent writers under faults",
 			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=2", "--param", "replicate_after=1"}, Seeds: "1-5"},
+		{Name: "primary migrates while nodes crash and messages are lost (migrations and forwards counted by TestMigrationScenariosMigrateUnderFaults)",
+			Args: []string{"--nodes", "3", "--clients", "3", "--ops", "400", "--faults", "crash,loss", "--keys", "2", "--mix", "get:1,set:3", "--param", "migrate_after=3", "--param", "replicate_after=1", "--param", "drop_after=4"}, Seeds: "1-5"},
 		{Name: "migration with invalidation under faults",
 			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=1", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
 		{Name: "eager copies and drops under faults",
