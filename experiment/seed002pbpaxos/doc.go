@@ -12,6 +12,18 @@
 //     same machine are measured beside them.
 //   - seed002-pbpaxos-throughput: 1, 2, 4, 8, 16 clients each sending
 //     1000/c requests (the seed's Fig VI.4), per request kind.
+//   - seed002-pbpaxos-clients: Fig VI.5, 8 to 128 clients sharing
+//     --total requests (2560: 20 each at 128), throughput and mean response
+//     time per kind, and where each kind peaks beside the seed's text
+//     (writes peak at 8-32 clients, X-Paxos reads at 16-64).
+//   - seed002-pbpaxos-pipeline: the leader's window (protocol param
+//     pipeline): the seed's one outstanding proposal (pipeline=1, the
+//     default) against 8 and 32 with chained deltas, writes, 1/8/32 clients.
+//   - seed002-pbpaxos-paths: issue 13 item 2's two client paths: the Go
+//     client sending to every replica (Request.Fanout, only the leader
+//     answers) against one node: gRPC to the leader (Options.NoFanout),
+//     RESP to the leader, RESP to a follower that forwards (writes) or
+//     relays (X-Paxos reads).
 //   - seed002-pbpaxos-txn: Table VI.1, transactions of 3 and 5 requests:
 //     read/write (each request coordinated on its own: X-Paxos reads, basic
 //     writes, and a coordinated commit), write-only, and optimized (T-Paxos:
@@ -37,7 +49,14 @@
 //     every table states which was used.
 //   - WAN configurations (Berkeley -> Princeton, WAN-spread replicas) need
 //     network namespaces with netem delays; where this machine cannot make
-//     them (experiment.NetemCheck) those cells say why and are skipped.
+//     them (experiment.NetemCheck) those cells say why and are skipped. The
+//     nemesis relay (nemesis/relay.go) does not replace netem here: it
+//     delays only node-to-node transport frames, and both of the seed's WAN
+//     rows put the client a WAN round trip away (wanUnavailable).
+//   - Every client of a throughput cell has its own connection and key and
+//     makes one unmeasured write first (opens the connection, creates the
+//     key its reads find); the response time is the mean over every
+//     measured request of the repetition.
 package seed002pbpaxos
 
 import "github.com/synod-dev/synod/experiment"
@@ -46,4 +65,7 @@ func init() {
 	experiment.Register(NewRRT())
 	experiment.Register(NewThroughput())
 	experiment.Register(NewTxn())
+	experiment.Register(NewClientSweep())
+	experiment.Register(NewPipeline())
+	experiment.Register(NewPaths())
 }

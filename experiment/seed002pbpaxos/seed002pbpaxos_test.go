@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,5 +79,100 @@ func TestLiveRRTQuick(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "memory") {
 		t.Errorf("the table does not state the durability:\n%s", stdout.String())
+	}
+}
+
+// figs builds ours' throughput figures: kind -> clients -> req/s.
+func figs(m string, v map[string]map[int]float64) experiment.Figures {
+	f := experiment.Figures{}
+	for k, byC := range v {
+		for c, x := range byC {
+			f.Set(experiment.NewCell("kind", k, "clients", strconv.Itoa(c)).Key, m, x)
+		}
+	}
+	return f
+}
+
+func TestClientSweepPeaks(t *testing.T) {
+	e := NewClientSweep()
+	got := strings.Join(e.Summary(figs(mTput, map[string]map[int]float64{
+		"write": {8: 100, 16: 120, 32: 90, 64: 80, 128: 70},
+		"read":  {8: 100, 16: 110, 32: 130, 64: 90, 128: 150},
+	}), nil), "\n")
+	for _, want := range []string{"write peaks at 16 clients (120 req/s); seed: between 8 and 32: holds",
+		"read peaks at 128 clients (150 req/s); seed: between 16 and 64: does not hold"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestPipelineAndPathSummaries(t *testing.T) {
+	p := NewPipeline()
+	got := strings.Join(p.Summary(figs(mTput, map[string]map[int]float64{
+		"write": {8: 1000}, "write-window8": {8: 1750}, "write-window32": {8: 900},
+	}), nil), "\n")
+	if want := "8 clients: against one outstanding proposal (1000 req/s): write-window8 +75%, write-window32 -10%"; !strings.Contains(got, want) {
+		t.Errorf("pipeline summary lacks %q:\n%s", want, got)
+	}
+	q := NewPaths()
+	got = strings.Join(q.Summary(figs(mLat, map[string]map[int]float64{
+		"write": {1: 1}, "write-resp-follower": {1: 0.5}, "read": {1: 2}, "read-grpc-leader": {1: 3},
+	}), nil), "\n")
+	for _, want := range []string{"write, 1 clients: response time against fan-out (1.000 ms): resp-follower -50%",
+		"read, 1 clients: response time against fan-out (2.000 ms): grpc-leader +50%"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("paths summary lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestKindsAndClusterKeys(t *testing.T) {
+	for _, e := range []*Throughput{NewThroughput(), NewClientSweep(), NewPipeline(), NewPaths()} {
+		if _, err := e.Cells(experiment.Options{}); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+	if err := checkKinds([]string{"write", "nope"}); err == nil {
+		t.Error("an unknown kind was accepted")
+	}
+	w, _ := kindNamed("write")
+	w8, _ := kindNamed("write-window8")
+	wr, _ := kindNamed("write-resp-follower")
+	if w.clusterKey("memory") == w8.clusterKey("memory") {
+		t.Error("pipeline=8 shares the default cluster")
+	}
+	if w.clusterKey("memory") != wr.clusterKey("memory") {
+		t.Error("the RESP path does not share the default cluster")
+	}
+	if err := wanUnavailable("wan-replicas"); err == nil || !strings.Contains(err.Error(), "relay") {
+		t.Errorf("WAN reason does not say why the relay does not fit: %v", err)
+	}
+}
+
+// Live: the pipelined cluster and the one-node paths answer; every cell
+// has a throughput and a response time.
+func TestLiveKindsQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real node processes")
+	}
+	bin, err := cluster.BuildSynod(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewPaths()
+	e.Kinds, e.Clients, e.Total, e.Reps = []string{"write-window8", "write-resp-follower", "read-resp-follower", "read-grpc-leader"}, []int{2}, 20, 1
+	var stdout bytes.Buffer
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout.String())
+	}
+	if len(res.Cells) != len(e.Kinds) {
+		t.Fatalf("%d cells, want %d", len(res.Cells), len(e.Kinds))
+	}
+	for _, c := range res.Cells {
+		if c.Status != experiment.StatusOK || c.Metrics[mTput] <= 0 || c.Metrics[mLat] <= 0 {
+			t.Errorf("cell %s: %+v", c.Key, c)
+		}
 	}
 }

@@ -90,7 +90,12 @@ func txnOps(mode string, n int, keys []string, tag string) []service.Op {
 func (t *Txn) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cell) (experiment.Outcome, error) {
 	mode := c.Get("operation")
 	n, _ := strconv.Atoi(c.Get("requests"))
-	cl, err := liveCluster(ctx, env, "pbpaxos", 3, t.Durability)
+	k, _ := kindNamed("write")
+	nodes, err := liveNodes(ctx, env, k, t.Durability)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
+	cl, err := client.NewGRPC(grpcAddrs(nodes), client.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
