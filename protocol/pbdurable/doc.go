@@ -38,7 +38,21 @@
 //     (kv, string) is one state object, State, with one update method
 //     Put(state): the state after the request, so the database mapping
 //     stores the service's snapshot and recovers it by one query, and the
-//     replicated mapping ships it. Nondeterministic services are refused.
+//     replicated mapping ships it. Only the primary executes (with the
+//     request's Env, carried by forwards), so a nondeterministic service's
+//     choice reaches backups and database as state.
+//   - The Matchmaker (matchmaker.go, seed IV.D.2). Synod's matchmaker keeps
+//     machines and job queue in one opaque state, so they cannot be
+//     declared separately (machines replicated, queue reconstructible)
+//     without splitting service.MatchmakerState; they are State, and the
+//     seed's billing records are a second object, Billing (one record per
+//     allocation), so that mapping pbdb puts State in the backups and
+//     Billing in the database. The harness scripts run it; the runtime and
+//     simulator still refuse it (automaton.CheckService): declaring
+//     NondeterminismSupport adds the conformance suite's standard
+//     "nondeterministic service" scenario (300 operations, 6 seeds), whose
+//     seed 4 is undecided (64 outcomes unknown after fail-overs: writes are
+//     not retried) and which takes 30 s.
 //   - The first primary of a fresh cluster writes its empty objects through
 //     the proxies (init, then SetValue(0) / Put(empty)), so that a database
 //     left by an earlier cluster is overwritten, not recovered.

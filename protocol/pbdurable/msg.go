@@ -21,7 +21,7 @@ const (
 	kindReply     = 7 // primary -> forwarder: its answer
 )
 
-var header = proto.Header{Protocol: "pbdurable", Version: 1, Kinds: []string{
+var header = proto.Header{Protocol: "pbdurable", Version: 2, Kinds: []string{
 	"heartbeat", "update", "ack", "state", "join", "forward", "reply"}}
 
 const maxNode = 1 << 12
@@ -35,6 +35,7 @@ type msg struct {
 	state []byte              // state
 	id    automaton.RequestID // forward, reply
 	op    service.Op          // forward
+	env   service.Env         // forward: the Env observed where the request arrived
 	res   service.Result      // reply
 }
 
@@ -51,6 +52,7 @@ func (m msg) encode() []byte {
 		e.Uvarint(m.id.Client)
 		e.Uvarint(m.id.Seq)
 		service.EncodeOp(&e, m.op)
+		service.EncodeEnv(&e, m.env)
 	case kindReply:
 		e.Uvarint(m.id.Client)
 		e.Uvarint(m.id.Seq)
@@ -73,6 +75,7 @@ func decode(b []byte) (msg, error) {
 	case kindForward:
 		m.id = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
 		m.op = service.DecodeOp(d)
+		m.env = service.DecodeEnv(d)
 	case kindReply:
 		m.id = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
 		m.res = service.DecodeResult(d)
@@ -94,7 +97,15 @@ func (a *PBD) DescribeMessage(b []byte) string {
 	case kindUpdate:
 		calls := make([]string, len(m.ups))
 		for i, u := range m.ups {
-			calls[i] = fmt.Sprintf("%s.%s%v", u.Object, u.Method, u.Args)
+			args := make([]string, len(u.Args))
+			for j, v := range u.Args {
+				if b, ok := v.([]byte); ok {
+					args[j] = fmt.Sprintf("(%d bytes)", len(b))
+				} else {
+					args[j] = fmt.Sprintf("%q", fmt.Sprint(v))
+				}
+			}
+			calls[i] = fmt.Sprintf("%s.%s(%s)", u.Object, u.Method, strings.Join(args, ", "))
 		}
 		return fmt.Sprintf("%s view=%s index=%d %s", name, m.view, m.index, strings.Join(calls, " "))
 	case kindAck:

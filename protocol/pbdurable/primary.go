@@ -150,7 +150,7 @@ func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
 	if a.cfg.Service.IsRead(req.Op) {
 		p.res, p.dbDone = a.svc.read(req.Op), true
 	} else {
-		res, w, err := a.svc.exec(req.Op)
+		res, w, err := a.svc.exec(req.Op, req.Env)
 		p.res, p.stmts, p.dbDone = res, w.SQL, len(w.SQL) == 0
 		if err != nil {
 			p.res = service.Errorf("%v", err)
@@ -319,7 +319,7 @@ func (a *PBD) forward(req automaton.Request) {
 		return
 	}
 	a.fwd[req.ID] = &forward{view: a.view}
-	a.send(p, msg{kind: kindForward, view: a.view, id: req.ID, op: req.Op})
+	a.send(p, msg{kind: kindForward, view: a.view, id: req.ID, op: req.Op, env: req.Env})
 }
 
 // onForward: the primary serves a forwarded request (from an older view:
@@ -329,7 +329,7 @@ func (a *PBD) onForward(from automaton.NodeID, m msg) {
 		a.send(from, msg{kind: kindReply, id: m.id, res: service.Errorf("TRYAGAIN not the primary of view %s", m.view)})
 		return
 	}
-	a.onRequest(from, automaton.Request{ID: m.id, Op: m.op})
+	a.onRequest(from, automaton.Request{ID: m.id, Op: m.op, Env: m.env})
 }
 
 func (a *PBD) onReply(m msg) {

@@ -3,6 +3,8 @@ package pbdurable
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/synod-dev/synod/durability"
@@ -18,7 +20,8 @@ type durable interface {
 	set() *durability.Set
 	// exec runs a write; the Work holds the statements and the shipped
 	// update buffer of this request.
-	exec(op service.Op) (service.Result, durability.Work, error)
+	// A nondeterministic service reads env (the request's Env).
+	exec(op service.Op, env service.Env) (service.Result, durability.Work, error)
 	// read answers a read from the objects (no proxy work).
 	read(op service.Op) service.Result
 	// snapshot and install carry the replicated objects to a new backup.
@@ -34,9 +37,6 @@ type durable interface {
 func newDurable(svc service.Service, m string) (durable, error) {
 	if svc.Name() == "counter" {
 		return newCounter(m)
-	}
-	if nd, ok := svc.(interface{ Nondeterministic() bool }); ok && nd.Nondeterministic() {
-		return nil, fmt.Errorf("service %s is nondeterministic; pbdurable maps deterministic services only (package doc)", svc.Name())
 	}
 	return newGeneric(svc, m)
 }
@@ -71,7 +71,7 @@ func (c *counterSvc) set() *durability.Set { return c.d.Set }
 
 // exec: "add n" is the seed's Add generalised to n (GetValue, SetValue),
 // bracketed by startA and commitA on every proxy.
-func (c *counterSvc) exec(op service.Op) (service.Result, durability.Work, error) {
+func (c *counterSvc) exec(op service.Op, _ service.Env) (service.Result, durability.Work, error) {
 	n, err := strconv.ParseInt(string(op.Args[0]), 10, 64)
 	if err != nil {
 		return service.Errorf("value is not an integer or out of range"), durability.Work{}, nil
@@ -110,6 +110,9 @@ type generic struct {
 	svc  service.Service
 	st   service.State
 	set_ *durability.Set
+	// bills is the Matchmaker's second object, Billing (matchmaker.go);
+	// nil for other services.
+	bills *bills
 }
 
 var genericInfo = durability.ObjectInfo{
@@ -150,18 +153,23 @@ objects:
 }
 
 func newGeneric(svc service.Service, m string) (*generic, error) {
-	src, ok := genericMappings[m]
+	mappings, infos := genericMappings, []durability.ObjectInfo{genericInfo}
+	g := &generic{svc: svc, st: svc.NewState()}
+	if svc.Name() == "matchmaker" {
+		mappings, infos = matchmakerMappings, append(infos, billingInfo)
+		g.bills = &bills{}
+	}
+	src, ok := mappings[m]
 	if !ok {
-		return nil, fmt.Errorf("mapping %q: no such mapping (pb, db, reconstructible)", m)
+		return nil, fmt.Errorf("mapping %q: no such mapping for %s (%v)", m, svc.Name(), slices.Sorted(maps.Keys(mappings)))
 	}
 	mp, err := durability.ParseMapping([]byte(src))
 	if err != nil {
 		return nil, err
 	}
-	if err := mp.Validate([]durability.ObjectInfo{genericInfo}); err != nil {
+	if err := mp.Validate(infos); err != nil {
 		return nil, err
 	}
-	g := &generic{svc: svc, st: svc.NewState()}
 	p, err := durability.NewProxy(genericInfo, mp.Objects["State"], durability.Hooks{
 		Replay: func(method string, args []durability.Value) error {
 			if method != "Put" || len(args) != 1 {
@@ -180,7 +188,15 @@ func newGeneric(svc service.Service, m string) (*generic, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.set_ = durability.NewSet(p)
+	proxies := []durability.Proxy{p}
+	if g.bills != nil {
+		bp, err := durability.NewProxy(billingInfo, mp.Objects["Billing"], g.bills.hooks())
+		if err != nil {
+			return nil, err
+		}
+		proxies = append(proxies, bp)
+	}
+	g.set_ = durability.NewSet(proxies...)
 	return g, nil
 }
 
@@ -195,24 +211,48 @@ func (g *generic) load(b []byte) error {
 
 func (g *generic) set() *durability.Set { return g.set_ }
 
-func (g *generic) exec(op service.Op) (service.Result, durability.Work, error) {
+func (g *generic) exec(op service.Op, env service.Env) (service.Result, durability.Work, error) {
 	g.set_.StartA()
 	var res service.Result
 	// Put's argument is the state after the request: the call fills the
-	// recorded argument in once it has run.
+	// recorded argument in once it has run. Only the primary executes, so
+	// a nondeterministic service's choice (env) reaches the backups and
+	// the database as its result.
 	args := []durability.Value{nil}
 	g.set_.Proxy("State").Invoke("Put", args, func() {
-		res = g.st.Apply(op)
+		res = service.ApplyEnv(g.st, op, env)
 		args[0] = g.st.Snapshot()
 	})
+	if job, machine, ok := allocation(op, res); ok && g.bills != nil {
+		g.set_.Proxy("Billing").Invoke("Charge", []durability.Value{job, machine}, func() { g.bills.charge(job, machine) })
+	}
 	w, err := g.set_.CommitA()
 	return res, w, err
 }
 
 func (g *generic) read(op service.Op) service.Result { return g.st.Apply(op) }
 
-func (g *generic) snapshot() ([]byte, error) { return g.st.Snapshot(), nil }
-func (g *generic) install(b []byte) error    { return g.load(b) }
+// genericSnap carries the replicated objects to a new backup: State's
+// snapshot and, for the Matchmaker, Billing.
+type genericSnap struct {
+	State   []byte
+	Billing *bills `json:",omitempty"`
+}
+
+func (g *generic) snapshot() ([]byte, error) {
+	return json.Marshal(genericSnap{State: g.st.Snapshot(), Billing: g.bills})
+}
+
+func (g *generic) install(b []byte) error {
+	var s genericSnap
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if g.bills != nil && s.Billing != nil {
+		*g.bills = *s.Billing
+	}
+	return g.load(s.State)
+}
 
 func (g *generic) fresh() (durability.Work, error) {
 	w := g.set_.Init()
