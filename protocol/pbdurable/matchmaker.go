@@ -32,6 +32,7 @@ var billingInfo = durability.ObjectInfo{
 		{Name: "job", Kind: durability.KindString}, {Name: "machine", Kind: durability.KindString}}}},
 }
 
+// The State object's mappings (every service: service.go) and Billing's.
 const (
 	mmStatePB = `
   State:

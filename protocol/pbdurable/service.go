@@ -122,34 +122,9 @@ var genericInfo = durability.ObjectInfo{
 
 // genericMappings are the generic object's mappings, by name.
 var genericMappings = map[string]string{
-	"pb": `
-service: generic
-objects:
-  State:
-    mechanism: replicated
-    methods:
-      Put: repeat
-`,
-	"db": `
-service: generic
-objects:
-  State:
-    mechanism: database
-    init:
-      - CREATE TABLE IF NOT EXISTS synod_state (id INTEGER PRIMARY KEY, state BLOB NOT NULL)
-    recover:
-      - query: SELECT state FROM synod_state WHERE id = 1
-        call: Put
-    methods:
-      Put:
-        sql: INSERT INTO synod_state (id, state) VALUES (1, :state) ON CONFLICT (id) DO UPDATE SET state = excluded.state
-`,
-	"reconstructible": `
-service: generic
-objects:
-  State:
-    mechanism: reconstructible
-`,
+	"pb":              "service: generic\nobjects:" + mmStatePB,
+	"db":              "service: generic\nobjects:" + mmStateDB,
+	"reconstructible": "service: generic\nobjects:\n  State:\n    mechanism: reconstructible\n",
 }
 
 func newGeneric(svc service.Service, m string) (*generic, error) {
