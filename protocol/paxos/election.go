@@ -2,9 +2,9 @@ package paxos
 
 import (
 	"sort"
-	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 )
 
 // Leader election and leader liveness (package doc, "Leader election"):
@@ -14,9 +14,7 @@ import (
 // armElection (re)starts the randomised election timer: election_timeout
 // plus a random part of up to election_timeout << min(failures, 3).
 func (a *Paxos) armElection() {
-	et := a.prm.ElectionTimeout
-	spread := et << uint(min(a.failures, 3))
-	a.emit(automaton.SetTimer{ID: tmElection, After: et + time.Duration(a.cfg.Rand.Int63n(int64(spread)))})
+	a.emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.ElectionTimeout, a.failures, a.cfg.Rand)})
 }
 
 func (a *Paxos) onElectionTimeout() {

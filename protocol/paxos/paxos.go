@@ -406,11 +406,7 @@ func (a *Paxos) broadcast(m *message) {
 }
 func (a *Paxos) persist(k string, v []byte) { a.emit(automaton.Persist{Key: k, Value: v}) }
 func (a *Paxos) ticksOf(d time.Duration) int {
-	t := int((d + a.prm.Heartbeat - 1) / a.prm.Heartbeat)
-	if t < 1 {
-		t = 1
-	}
-	return t
+	return proto.Ticks(d, a.prm.Heartbeat)
 }
 
 // Step implements automaton.Automaton.
@@ -472,16 +468,11 @@ func (a *Paxos) onTick() {
 		}
 	}
 	// Requests: time out, (re)forward.
-	var expired []automaton.RequestID
-	opTicks := a.ticksOf(a.prm.OpTimeout)
-	for id, p := range a.pending {
+	expired := proto.Expired(a.pending, a.ticksOf(a.prm.OpTimeout), func(p *pend) int {
 		p.age++
 		p.fwdAge++
-		if p.age > opTicks {
-			expired = append(expired, id)
-		}
-	}
-	automaton.SortRequestIDs(expired)
+		return p.age
+	})
 	for _, id := range expired {
 		a.finish(id, service.Errorf("TRYAGAIN paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
 	}

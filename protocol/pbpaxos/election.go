@@ -1,9 +1,8 @@
 package pbpaxos
 
 import (
-	"time"
-
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 )
 
 // Leader election (seed 002 VI.A.1 assumes "an underlying leader election
@@ -16,9 +15,7 @@ import (
 
 // armElection (re)starts the randomised election timer.
 func (a *PBPaxos) armElection() {
-	et := a.prm.electionTimeout
-	spread := et << uint(min(a.failures, 3))
-	a.emit(automaton.SetTimer{ID: tmElection, After: et + time.Duration(a.cfg.Rand.Int63n(int64(spread)))})
+	a.emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.electionTimeout, a.failures, a.cfg.Rand)})
 }
 
 func (a *PBPaxos) onElectionTimeout() {

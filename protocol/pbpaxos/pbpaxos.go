@@ -363,7 +363,7 @@ func (a *PBPaxos) owner(b Ballot) automaton.NodeID {
 }
 
 func (a *PBPaxos) ticksOf(d time.Duration) int {
-	return max(1, int((d+a.prm.heartbeat-1)/a.prm.heartbeat))
+	return proto.Ticks(d, a.prm.heartbeat)
 }
 
 // Step implements automaton.Automaton.
@@ -459,16 +459,12 @@ func (a *PBPaxos) onTick() {
 			a.sendPrepares()
 		}
 	}
-	var expired []automaton.RequestID
 	opTicks := a.ticksOf(a.prm.opTimeout)
-	for id, p := range a.pending {
+	expired := proto.Expired(a.pending, opTicks, func(p *pend) int {
 		p.age++
 		p.fwdAge++
-		if p.age > opTicks {
-			expired = append(expired, id)
-		}
-	}
-	automaton.SortRequestIDs(expired)
+		return p.age
+	})
 	for _, id := range expired {
 		a.answer(id, service.Errorf("TRYAGAIN pbpaxos: request %v not done within %v (no leader?); a write's outcome is unknown", id, a.prm.opTimeout), nil)
 	}
