@@ -183,21 +183,14 @@ func RunTSP(w *World, t TSP, cfg TSPConfig) (Result, error) {
 	var res Result
 	workers := w.Nodes()
 	w.Spawn(0, "master", func(p *Proc) {
-		p.Must(orca.New("int", "tsp.bound", orca.Int(noBound)))
-		p.Must(orca.New("queue", "tsp.jobs"))
-		p.Must(orca.New("int", "tsp.done"))
-		res.Writes += 3
-		for i := 0; i < workers; i++ {
-			w.Spawn(i, fmt.Sprintf("worker%d", i), func(p *Proc) { tspWorker(p, t, cfg, &res) })
-		}
-		for _, j := range t.Jobs() {
-			p.Must(orca.Call("queue", "tsp.jobs", "add", encodeRoute(j)))
-			res.Writes++
-		}
-		p.Must(orca.Call("queue", "tsp.jobs", "close"))
-		p.Must(orca.Call("int", "tsp.done", "await", orca.Int(int64(workers))))
-		res.Answer = p.Must(orca.Call("int", "tsp.bound", "value")).Int
-		res.Writes++
+		var writes int
+		res.Answer, writes = tspMaster(p, t, workers, func() {
+			for i := 0; i < workers; i++ {
+				// processes run one at a time: no lock around res
+				w.Spawn(i, fmt.Sprintf("worker%d", i), func(p *Proc) { tspWorker(p, t, cfg).addTo(&res) })
+			}
+		})
+		res.Writes += writes
 		res.Elapsed = p.Now()
 	})
 	if err := w.Run(24 * time.Hour); err != nil {
@@ -207,18 +200,39 @@ func RunTSP(w *World, t TSP, cfg TSPConfig) (Result, error) {
 	return res, nil
 }
 
-func tspWorker(p *Proc, t TSP, cfg TSPConfig, res *Result) {
+// Process is what a program's process does: operations on the shared
+// objects through its node, and its own computation. A simulated Proc
+// (virtual time) and a LiveProc (a client of a real node) are both.
+type Process interface {
+	Must(op service.Op) service.Result
+	Compute(d time.Duration)
+}
+
+// tspCounts is what one worker did.
+type tspCounts struct {
+	work            int64
+	writes, lowered int
+}
+
+func (c tspCounts) addTo(res *Result) {
+	res.Work += c.work
+	res.Writes += c.writes
+	res.BoundSet += c.lowered
+}
+
+func tspWorker(p Process, t TSP, cfg TSPConfig) tspCounts {
+	var n tspCounts
 	readBound := func() int64 { return p.Must(orca.Call("int", "tsp.bound", "value")).Int }
 	s := &search{t: t, readEvery: cfg.ReadEvery, bound: readBound,
 		better: func(l int64) {
-			res.BoundSet++
-			res.Writes++
+			n.lowered++
+			n.writes++
 			p.Must(orca.Call("int", "tsp.bound", "lower", orca.Int(l)))
 		},
 		tick: func(k int64) { p.Compute(time.Duration(k) * cfg.NodeCost) }}
 	for {
 		j := p.Must(orca.Call("queue", "tsp.jobs", "get"))
-		res.Writes++
+		n.writes++
 		if j.Type == service.ResultNil {
 			break
 		}
@@ -226,7 +240,26 @@ func tspWorker(p *Proc, t TSP, cfg TSPConfig, res *Result) {
 		s.run(decodeRoute(j.Bytes))
 		s.flush()
 	}
-	res.Work += s.expanded
+	n.work = s.expanded
 	p.Must(orca.Call("int", "tsp.done", "inc", orca.Int(1)))
-	res.Writes++
+	n.writes++
+	return n
+}
+
+// tspMaster is the master's part: create the objects, start the workers
+// (start), fill and close the queue, wait for every worker, read the bound.
+func tspMaster(p Process, t TSP, workers int, start func()) (answer int64, writes int) {
+	p.Must(orca.New("int", "tsp.bound", orca.Int(noBound)))
+	p.Must(orca.New("queue", "tsp.jobs"))
+	p.Must(orca.New("int", "tsp.done"))
+	writes += 3
+	start()
+	for _, j := range t.Jobs() {
+		p.Must(orca.Call("queue", "tsp.jobs", "add", encodeRoute(j)))
+		writes++
+	}
+	p.Must(orca.Call("queue", "tsp.jobs", "close"))
+	p.Must(orca.Call("int", "tsp.done", "await", orca.Int(int64(workers))))
+	answer = p.Must(orca.Call("int", "tsp.bound", "value")).Int
+	return answer, writes + 1
 }
