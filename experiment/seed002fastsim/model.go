@@ -20,7 +20,12 @@ import (
 // 2a to itself and an acceptor's vote to its own learner included. The
 // simulator's: a node's own message takes no time (the automaton contract
 // has no sends to self), which is what the simulated runs do.
-func roundTrips(w, l fastpaxos.Dist, t, samples int, seed int64, selfFree bool) (classic, fast []float64) {
+//
+// The same draws give the time to learn (the seed's L_c and L_f without the
+// reply): Classic at the leader, Fast at learner 0 (every learner's is
+// distributed alike).
+func roundTrips(w, l fastpaxos.Dist, t, samples int, seed int64, selfFree bool) modelSamples {
+	var m modelSamples
 	rng := rand.New(rand.NewSource(seed))
 	draw := func(d fastpaxos.Dist) float64 { return d.Quantile(rng.Float64()) }
 	nc, nf := 2*t+1, 3*t+1
@@ -36,7 +41,9 @@ func roundTrips(w, l fastpaxos.Dist, t, samples int, seed int64, selfFree bool) 
 			}
 		}
 		sort.Float64s(buf[:nc])
-		classic = append(classic, draw(w)+buf[t]+draw(w))
+		lc := draw(w) + buf[t]
+		m.learnC = append(m.learnC, lc)
+		m.rttC = append(m.rttC, lc+draw(w))
 		// Fast.
 		for a := range nf {
 			wa[a] = draw(w)
@@ -50,15 +57,25 @@ func roundTrips(w, l fastpaxos.Dist, t, samples int, seed int64, selfFree bool) 
 				}
 			}
 			sort.Float64s(buf)
+			if j == 0 {
+				m.learnF = append(m.learnF, buf[2*t])
+			}
 			if r := buf[2*t] + draw(w); first < 0 || r < first {
 				first = r
 			}
 		}
-		fast = append(fast, first)
+		m.rttF = append(m.rttF, first)
 	}
-	sort.Float64s(classic)
-	sort.Float64s(fast)
-	return classic, fast
+	for _, s := range [][]float64{m.rttC, m.rttF, m.learnC, m.learnF} {
+		sort.Float64s(s)
+	}
+	return m
+}
+
+// modelSamples are sorted samples of the model's client round trips and
+// times to learn (ms).
+type modelSamples struct {
+	rttC, rttF, learnC, learnF []float64
 }
 
 // ecdf is P{X ≤ x} of sorted samples.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/protocol/fastpaxos"
 	"github.com/synod-dev/synod/sim"
 )
 
@@ -17,8 +18,12 @@ import (
 // count (see measure).
 type run struct {
 	rtts   []float64
-	ops    int // operations completed
-	leader string
+	learns []float64 // fastpaxos: time to learn at one learner (see measure)
+	// fallbacks: operations whose learner caught up (no quorum event), so
+	// the next learner's time was taken.
+	fallbacks int
+	ops       int // operations completed
+	leader    string
 }
 
 // simConfig is the simulator configuration of one run: n nodes, the seed's
@@ -26,8 +31,11 @@ type run struct {
 // both protocols), a think time far above a round trip so that requests do
 // not overlap, no faults, no fsync cost (the model has none), timeouts far
 // above the Pareto cap so that nothing is retried.
-func simConfig(protocol string, n int, s setting, ops int, seed int64, tr *traceScan) sim.Config {
+func simConfig(protocol string, n int, s setting, ops int, seed int64, tr *traceScan, observe string) sim.Config {
 	params := map[string]string{"heartbeat": "500ms", "election_timeout": "2s", "op_timeout": "1000s"}
+	if observe != "" {
+		params["observe"] = observe
+	}
 	return sim.Config{
 		Protocol: protocol, Nodes: n, Clients: 1, Ops: ops + warmOps, Seed: seed,
 		Latency: s.lan, ClientLatency: s.wan,
@@ -53,9 +61,39 @@ const (
 // to the leader (a request to a follower is forwarded: two more LAN hops the
 // model does not have). The client picks the node at random, independently
 // of latencies, so the kept ones are an unbiased sample.
+//
+// For fastpaxos, the time to learn too: a Recorder (protocol/fastpaxos,
+// parameter observe) reports each instance a learner learns from a quorum,
+// stamped with the virtual time of the step in progress (the trace's last
+// line: the simulator writes an input's line just before it steps the node
+// with it); the time to learn of the i-th operation is taken at learner
+// n(i mod n + 1), a choice independent of the latencies, from the client's
+// send (the trace's "invokes" line). A learner that got the value by
+// catch-up (from the leader, after a heartbeat: a straggling vote) reports
+// no quorum event; the next learner's time is taken then, and counted
+// (Outcome detail learn_fallbacks; rare: a LAN vote slower than a tick). paxos has no such hook (protocol/paxos
+// is not this experiment's to change), so its time to learn is not measured.
 func measure(protocol string, n int, s setting, ops int, seed int64, leaderOnly bool) (run, error) {
-	tr := &traceScan{sent: map[string]int{}}
-	res, err := sim.Run(simConfig(protocol, n, s, ops, seed, tr))
+	tr := &traceScan{sent: map[string]int{}, invoked: map[string]time.Duration{}, learned: map[string]map[string]time.Duration{}}
+	observe := ""
+	if protocol == "fastpaxos" {
+		observe = "seed002fastsim-learn-" + strconv.FormatInt(recorderSeq.Add(1), 10)
+		rec := fastpaxos.NewRecorder(observe)
+		defer fastpaxos.DropRecorder(observe)
+		rec.OnEvent = func(e fastpaxos.Event) {
+			if e.Kind != fastpaxos.Learned || e.NoOp {
+				return
+			}
+			id := e.Req.String()
+			if tr.learned[id] == nil {
+				tr.learned[id] = map[string]time.Duration{}
+			}
+			if _, ok := tr.learned[id][string(e.Node)]; !ok {
+				tr.learned[id][string(e.Node)] = tr.now
+			}
+		}
+	}
+	res, err := sim.Run(simConfig(protocol, n, s, ops, seed, tr, observe))
 	if err != nil {
 		return run{}, err
 	}
@@ -80,24 +118,60 @@ func measure(protocol string, n int, s setting, ops int, seed int64, leaderOnly 
 			continue
 		}
 		out.rtts = append(out.rtts, float64(op.Return-op.Call)/1e6)
+		if observe == "" {
+			continue
+		}
+		if i >= len(tr.invokes) {
+			return run{}, fmt.Errorf("%s: %d invocations traced for %d operations", protocol, len(tr.invokes), len(res.History.Ops))
+		}
+		id := tr.invokes[i]
+		at, ok := tr.learned[id]["n"+strconv.Itoa(i%n+1)]
+		for k := 1; !ok && k < n; k++ {
+			// That learner caught up instead (CaughtUp: no quorum
+			// event): the next one that learned it from a quorum.
+			at, ok = tr.learned[id]["n"+strconv.Itoa((i+k)%n+1)]
+			out.fallbacks++
+		}
+		if !ok {
+			return run{}, fmt.Errorf("%s: %s completed but no learner learned it from a quorum", protocol, id)
+		}
+		out.learns = append(out.learns, float64(at-tr.invoked[id])/1e6)
 	}
 	sort.Float64s(out.rtts)
+	sort.Float64s(out.learns)
 	return out, nil
 }
 
 // traceScan reads the simulator's trace (sim.Config.Trace, one line per
 // event): which node each client request reached, in order, and how many
-// peer messages each node sent. The leader of a stable-leader protocol is
+// peer messages each node sent, the virtual time of the last line (now),
+// and each request's invocation time. The leader of a stable-leader protocol is
 // the node that sends the most (its heartbeats and phase 2a go to every
 // other node, a follower answers the leader only).
 type traceScan struct {
-	reqAt []string
-	sent  map[string]int
+	reqAt   []string
+	sent    map[string]int
+	now     time.Duration
+	invokes []string                 // request ids in invocation order
+	invoked map[string]time.Duration // request id -> time
+	learned map[string]map[string]time.Duration
 }
 
 func (t *traceScan) Write(p []byte) (int, error) {
 	for _, line := range bytes.Split(p, []byte{'\n'}) {
 		f := strings.Fields(string(line))
+		if len(f) > 0 {
+			if d, err := time.ParseDuration(f[0]); err == nil {
+				t.now = d
+			}
+		}
+		if len(f) > 5 && f[1] == "client" && f[3] == "invokes" && f[len(f)-2] == "as" {
+			id := f[len(f)-1]
+			t.invokes = append(t.invokes, id)
+			if t.invoked != nil {
+				t.invoked[id] = t.now
+			}
+		}
 		if len(f) < 5 || f[2] != "<-" {
 			continue
 		}
