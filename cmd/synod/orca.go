@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/synod-dev/synod/cluster"
+	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/orca/programs"
 )
 
@@ -25,8 +31,8 @@ func orcaRunCmd() *cobra.Command {
 		nodes, cities, size int
 		protocol, strategy  string
 		seed                int64
-		multicast           bool
-		fsync               time.Duration
+		multicast, live     bool
+		fsync, nodeCost     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run tsp|asp",
@@ -36,12 +42,25 @@ guarded job queue) or ASP (parallel Floyd sharing each iteration's pivot row)
 on --nodes simulated nodes (virtual time, the cost model printed with the
 figures), checks the answer against the sequential solver, and prints the
 elapsed virtual time, the speedup over the sequential program's time, and
-the communication (messages, bytes).`,
+the communication (messages, bytes).
+
+With --live (tsp), the program runs instead on real loopback clusters of
+1, 2, ..., --nodes synod node processes (service orca, memory durability):
+the master and one worker per node are clients of their node over gRPC, a
+worker's computation burns --node-cost of processor per expansion, and the
+wall-clock time is compared with the sequential solver's at the same cost
+on this machine.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rt, err := programs.ParseRuntime(protocol, strategy)
 			if err != nil {
 				return err
+			}
+			if live {
+				if args[0] != "tsp" {
+					return fmt.Errorf("--live runs tsp (asp runs simulated)")
+				}
+				return orcaRunLive(rt, nodes, cities, seed, nodeCost)
 			}
 			net := programs.Ethernet10
 			net.Multicast, net.Fsync = multicast, fsync
@@ -95,5 +114,55 @@ the communication (messages, bytes).`,
 	f.Int64Var(&seed, "seed", 1, "instance and simulation seed")
 	f.BoolVar(&multicast, "multicast", false, "model hardware multicast (one frame for a step's identical sends)")
 	f.DurationVar(&fsync, "fsync", 0, "virtual fsync time per persist (0: off)")
+	f.BoolVar(&live, "live", false, "tsp: run on real loopback clusters of 1..--nodes node processes (wall-clock time)")
+	f.DurationVar(&nodeCost, "node-cost", time.Microsecond, "--live: processor time burnt per expansion (the simulation's model is 20µs)")
 	return cmd
+}
+
+// orcaRunLive runs TSP on loopback clusters of 1..nodes processes and
+// prints the wall-clock speedups.
+func orcaRunLive(rt programs.Runtime, nodes, cities int, seed int64, nodeCost time.Duration) error {
+	inst := programs.NewTSP(cities, seed)
+	cfg := programs.DefaultTSPConfig
+	cfg.NodeCost = nodeCost
+	want, seq := programs.SequentialTSPLive(inst, cfg)
+	fmt.Printf("tsp %d cities, live: sequential solver %d in %v (%v per expansion burnt), %d CPUs\n",
+		cities, want, seq.Round(time.Millisecond), nodeCost, runtime.NumCPU())
+	work, err := os.MkdirTemp("", "synod-orca-live-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "runtime\tnodes\ttour\telapsed\tspeedup\trequests\twrites\tbound lowered\n")
+	bad := 0
+	for n := 1; n <= nodes; n++ {
+		c, err := cluster.Up(cluster.UpOptions{Dir: filepath.Join(work, strconv.Itoa(n)), Nodes: n, Protocol: rt.Protocol,
+			Service: orca.ServiceName, Durability: "memory", Params: rt.Params()})
+		if err != nil {
+			return err
+		}
+		addrs := make([]string, n)
+		for i, nd := range c.Nodes {
+			addrs[i] = nd.GRPC
+		}
+		res, err := programs.RunTSPLive(context.Background(), addrs, inst, cfg)
+		if _, derr := c.Down(true); derr != nil && err == nil {
+			err = derr
+		}
+		if err != nil {
+			return fmt.Errorf("%d nodes: %w", n, err)
+		}
+		if res.Answer != want {
+			bad++
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%.2f\t%d\t%d\t%d\n", rt, n, res.Answer, res.Elapsed.Round(time.Millisecond),
+			float64(seq)/float64(res.Elapsed), res.Requests, res.Writes, res.BoundSet)
+	}
+	tw.Flush()
+	fmt.Printf("live: node processes on 127.0.0.1, workers are goroutines of this process (one gRPC client each, to its node); %d CPUs bound the speedup\n", runtime.NumCPU())
+	if bad > 0 {
+		return fmt.Errorf("%d runs found a tour other than the sequential solver's %d", bad, want)
+	}
+	return nil
 }
