@@ -2,6 +2,7 @@ package mc
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
@@ -18,6 +19,15 @@ type Network struct {
 	// Duplicating: a message may be delivered and stay in flight (an
 	// enabled event per message, beside the delivery that removes it).
 	Duplicating bool
+	// ByNode: the nodes drain their inboxes in turn. While messages are in
+	// flight only those to the lowest-numbered node with one are
+	// deliverable (in any order among them). A restriction of the
+	// unordered network (a directed search, doc.go "Leader changes"):
+	// deliveries to different nodes commute, so most of what it leaves out
+	// are reorderings of independent steps; what it loses for certain is a
+	// node hearing a message before an older one addressed to a lower
+	// node, which its declarers do not need.
+	ByNode bool
 }
 
 func (n Network) String() string {
@@ -35,6 +45,9 @@ func (n Network) String() string {
 	if n.Duplicating {
 		p = append(p, "duplicating")
 	}
+	if n.ByNode {
+		p = append(p, "bynode")
+	}
 	return strings.Join(p, ",")
 }
 
@@ -50,8 +63,10 @@ func ParseNetwork(s string) (Network, error) {
 			n.Ordered = true
 		case "duplicating", "dup":
 			n.Duplicating = true
+		case "bynode":
+			n.ByNode = true
 		default:
-			return n, fmt.Errorf("unknown network property %q (want lossless|lossy, ordered|unordered, duplicating)", w)
+			return n, fmt.Errorf("unknown network property %q (want lossless|lossy, ordered|unordered, duplicating, bynode)", w)
 		}
 	}
 	return n, nil
@@ -67,7 +82,10 @@ type Config struct {
 	// Timers says when a set timer may fire: "quiet" (default: only when
 	// no message is in flight, i.e. timeouts are longer than message
 	// delays), "all" (at any moment), "none" (never; also when the model
-	// declares NoTimers).
+	// declares NoTimers). Any mode may end in ":N", a timer budget: at
+	// most N timer firings on a path ("quiet:4"). A leader change is a few
+	// timeouts among many heartbeats; the budget keeps the heartbeats from
+	// filling the search (doc.go, "Leader changes").
 	Timers string
 	// Crashes bounds the crash events on a path (each crashed node may
 	// then restart from its durable records: a restart is an event too).
@@ -103,13 +121,35 @@ func NewConfig(protocol string) Config {
 }
 
 func (c *Config) timerMode() string {
-	if c.Model.NoTimers || c.Timers == "none" {
+	mode, _, _ := strings.Cut(c.Timers, ":")
+	if c.Model.NoTimers || mode == "none" {
 		return "none"
 	}
-	if c.Timers == "" {
+	if mode == "" {
 		return "quiet"
 	}
-	return c.Timers
+	return mode
+}
+
+// timerBudget is the most timer firings on a path (0: no bound).
+func (c *Config) timerBudget() int {
+	_, n, ok := strings.Cut(c.Timers, ":")
+	if !ok {
+		return 0
+	}
+	b, err := strconv.Atoi(n)
+	if err != nil || b < 0 {
+		return 0
+	}
+	return b
+}
+
+// timerSpec is the timer mode with its budget, as Config.Timers spells it.
+func (c *Config) timerSpec() string {
+	if b := c.timerBudget(); b > 0 && c.timerMode() != "none" {
+		return fmt.Sprintf("%s:%d", c.timerMode(), b)
+	}
+	return c.timerMode()
 }
 
 // script returns client c's (from 0) operations.
@@ -133,6 +173,6 @@ func (c *Config) Describe() string {
 	}
 	s := fmt.Sprintf("%s: %d nodes, %d clients, %d ops, target %s, network %s, crashes %d, depth %d",
 		c.Protocol, c.Model.Nodes, c.Model.Clients, ops, target, c.Net, c.Crashes, c.Depth)
-	s += ", timers " + c.timerMode()
+	s += ", timers " + c.timerSpec()
 	return s
 }

@@ -78,6 +78,9 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 	}
 	hs.u64(&h, histHash(w.hist, perm))
 	hs.u64(&h, uint64(w.crashes))
+	if w.cfg.timerBudget() > 0 {
+		hs.u64(&h, uint64(w.fired))
+	}
 	hs.u64(&h, extHash(w.ext))
 	if w.checker != nil {
 		hs.value(&h, reflect.ValueOf(w.checker))

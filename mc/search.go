@@ -258,7 +258,7 @@ func (c *checker) judge(w *world, p *path) string {
 // unanswered by design, so the property is judged only without them.
 func (c *checker) terminalCheck(w *world) string {
 	c.terminal.Add(1)
-	if c.cfg.Crashes == 0 && !w.done() {
+	if c.cfg.Crashes == 0 && !w.timersSpent() && !w.done() {
 		return "eventually: " + EventuallyDone + ": the system is quiet with requests unanswered"
 	}
 	return ""

@@ -50,7 +50,7 @@ func (t *Trace) setSpec() {
 	t.Protocol, t.Network, t.Crashes = c.Protocol, c.Net.String(), c.Crashes
 	t.Model = ModelSpec{Nodes: c.Model.Nodes, Clients: c.Model.Clients, Service: c.Model.Service,
 		Params: c.Model.Params, Target: c.Model.Target}
-	t.Timers = c.timerMode()
+	t.Timers = c.timerSpec()
 	for i := 0; i < c.Model.Clients; i++ {
 		var s []string
 		for _, op := range c.script(i) {
@@ -195,7 +195,7 @@ func (t *Trace) Replay() (string, error) {
 			}
 		}
 	}
-	if len(w.enabled()) == 0 && t.cfg.Crashes == 0 && !w.done() {
+	if len(w.enabled()) == 0 && t.cfg.Crashes == 0 && !w.timersSpent() && !w.done() {
 		return "eventually: " + EventuallyDone + ": the system is quiet with requests unanswered", nil
 	}
 	return "", nil

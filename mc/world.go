@@ -101,6 +101,8 @@ type world struct {
 	// checkerOwned: like nodeState.owned, for the invariant checker.
 	checkerOwned bool
 	crashes      int
+	// fired counts the timer firings on the path (Config.Timers' budget).
+	fired int
 	// ext is the log of effects carried out by executors that keep state
 	// across effects (ModelConfig.StatefulEffects), in order (effect.go).
 	ext []loggedEffect
@@ -300,8 +302,16 @@ func (w *world) enabled() []Event {
 			evs = append(evs, Event{Kind: EvInvoke, Client: c, Node: cl.target})
 		}
 	}
+	inbox := -1 // Network.ByNode: the node whose inbox drains now
+	if w.cfg.Net.ByNode {
+		for k := range w.flight {
+			if to := w.flight[k].to; to > inbox {
+				inbox = to
+			}
+		}
+	}
 	for k := range w.flight {
-		if !w.deliverable(k) {
+		if !w.deliverable(k) || inbox >= 0 && w.flight[k].to != inbox {
 			continue
 		}
 		evs = append(evs, Event{Kind: EvDeliver, Msg: k})
@@ -312,7 +322,9 @@ func (w *world) enabled() []Event {
 			evs = append(evs, Event{Kind: EvDrop, Msg: k})
 		}
 	}
-	if mode := w.cfg.timerMode(); mode == "all" || mode == "quiet" && len(w.flight) == 0 {
+	if w.timersSpent() {
+		// no more timeouts on this path
+	} else if mode := w.cfg.timerMode(); mode == "all" || mode == "quiet" && len(w.flight) == 0 {
 		for i := range w.nodes {
 			if w.nodes[i].a == nil {
 				continue
@@ -339,6 +351,14 @@ func (w *world) enabled() []Event {
 		}
 	}
 	return evs
+}
+
+// timersSpent: the path used up Config.Timers' budget. A state quiet only
+// for that is not judged by the bounded eventually property (a timeout
+// would have moved it on).
+func (w *world) timersSpent() bool {
+	b := w.cfg.timerBudget()
+	return b > 0 && w.fired >= b
 }
 
 // deliverable: under an ordered network only a link's oldest message may
@@ -407,6 +427,7 @@ func (w *world) apply(ev Event) error {
 			return fmt.Errorf("timer %d is not set at %s", ev.Timer, w.ids[ev.Node])
 		}
 		n.cancelTimer(ev.Timer)
+		w.fired++
 		w.step(ev.Node, automaton.TimerFired{ID: ev.Timer})
 	case EvCrash:
 		n := &w.nodes[ev.Node]
