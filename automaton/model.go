@@ -36,10 +36,16 @@ type ModelConfig struct {
 	// Depth is the default search depth (events from the initial state).
 	Depth int
 	// Network is the default network model ("" is lossless,unordered; see
-	// mc.ParseNetwork: lossy, ordered, duplicating).
+	// mc.ParseNetwork: lossy, ordered, duplicating, and bynode: while
+	// messages are in flight only those addressed to the highest-numbered
+	// node with mail may be delivered, a reduction that may skip real
+	// orderings, for finding bugs only; counterexamples are still replayed).
 	Network string
 	// Timers is the default timer mode ("" is quiet: a timer fires only
-	// when no message is in flight; "all": at any moment; "none").
+	// when no message is in flight; "all": at any moment; "none"), with an
+	// optional budget ":N" (e.g. "quiet:4"): at most N timer firings on one
+	// path, part of the state; a state quiet only because the budget ran
+	// out is not judged by the eventually property.
 	Timers string
 	// Crashes is the default bound on crashes per path (each crashed node
 	// may restart from its records).
