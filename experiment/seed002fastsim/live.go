@@ -35,6 +35,18 @@ var (
 	liveClients = []string{"1", "4", "16"}
 )
 
+// The live WAN-client link: one-way Pareto(1.8, 20 ms), the seed's α_w =
+// 1.8 with the scale cut from 100 ms to 20 ms so that a cell's few seconds
+// hold a few hundred operations.
+const (
+	wanAlpha   = 1.8
+	wanScaleMs = 20.0
+)
+
+func liveWANCell(protocol, path string) experiment.Cell {
+	return experiment.NewCell("case", "live-wan", "protocol", protocol, "path", path, "clients", "1")
+}
+
 func liveCell(protocol, path, clients string) experiment.Cell {
 	return experiment.NewCell("case", "live-loopback", "protocol", protocol, "path", path, "clients", clients)
 }
@@ -123,6 +135,9 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 	proto, path := c.Get("protocol"), c.Get("path")
 	clients, _ := strconv.Atoi(c.Get("clients"))
 	dur := 5 * time.Second
+	if c.Get("case") == "live-wan" {
+		dur = 15 * time.Second
+	}
 	if env.Options.Quick {
 		dur = time.Second
 	}
@@ -146,6 +161,19 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 	}
 	defer os.RemoveAll(dir)
 	defer stop()
+	if c.Get("case") == "live-wan" {
+		// Clients behind a WAN-like link to every node (wanlink.go).
+		for _, addrs := range [][]string{grpcAddrs, respAddrs} {
+			for i, a := range addrs {
+				l, err := newWANLink(a, wanAlpha, wanScaleMs, uint64(e.RunSeed)*100+uint64(i))
+				if err != nil {
+					return experiment.Outcome{}, err
+				}
+				defer l.close()
+				addrs[i] = l.addr()
+			}
+		}
+	}
 	cfg := bench.Config{Addrs: respAddrs, Duration: dur, Clients: clients, Keys: 1000, ValueSize: 64,
 		ReadRatio: 0, Dist: "uniform", Seed: e.RunSeed, OpTimeout: 10 * time.Second, DurabilityLabel: "fsync per write"}
 	if path == "grpc" {
