@@ -75,12 +75,19 @@ func (g Graph) Equal(o Graph) bool {
 }
 
 // SolveASP is the sequential reference: Floyd-Warshall.
-func SolveASP(g Graph) Graph {
+func SolveASP(g Graph) Graph { return solveASP(g, nil) }
+
+// solveASP is Floyd-Warshall calling tick(cells) after each iteration's
+// cell updates (the computation's time), when tick is not nil.
+func solveASP(g Graph, tick func(cells int)) Graph {
 	d := g.clone()
 	for k := range d {
 		pivot := append([]int32(nil), d[k]...)
 		for i := range d {
 			relax(d[i], pivot, k)
+		}
+		if tick != nil {
+			tick(len(d) * len(d))
 		}
 	}
 	return d
@@ -117,57 +124,85 @@ var DefaultASPConfig = ASPConfig{CellCost: 5 * time.Microsecond}
 func owner(i, n, p int) int { return i * p / n }
 
 // RunASP runs seed 004 §5.3's parallel Floyd on w: one worker per node
-// owns a block of rows; before iteration k the owner of row k puts it in
-// the shared pivot-rows object (a write carrying the row, 4N bytes), and
-// every worker takes it with the guarded get (a read that blocks until
-// the row is there) and relaxes its rows. It returns the matrix, gathered
-// from the workers, in Result.Answer's place (Answer is a checksum).
+// owns a block of rows (aspWorker); the master creates the shared
+// pivot-rows object (aspMaster). It returns the matrix, gathered from the
+// workers, and in Result.Answer a checksum of it.
 func RunASP(w *World, g Graph, cfg ASPConfig) (Result, Graph, error) {
 	var res Result
-	n, workers := len(g), w.Nodes()
-	out := make(Graph, n)
+	workers := w.Nodes()
+	out := make(Graph, len(g))
 	finished := 0
 	w.Spawn(0, "master", func(p *Proc) {
-		p.Must(orca.New("rows", "asp.pivots"))
-		res.Writes++
-		for k := 0; k < workers; k++ {
-			w.Spawn(k, fmt.Sprintf("worker%d", k), func(p *Proc) {
-				var mine []int
-				for i := 0; i < n; i++ {
-					if owner(i, n, workers) == k {
-						mine = append(mine, i)
-						out[i] = append([]int32(nil), g[i]...)
+		res.Writes += aspMaster(p, func() {
+			for k := 0; k < workers; k++ {
+				// processes run one at a time: no lock around res
+				w.Spawn(k, fmt.Sprintf("worker%d", k), func(p *Proc) {
+					cells, writes := aspWorker(p, g, k, workers, out, cfg)
+					res.Work += cells
+					res.Writes += writes
+					finished++
+					if finished == workers {
+						res.Elapsed = p.Now()
 					}
-				}
-				for it := 0; it < n; it++ {
-					if owner(it, n, workers) == k {
-						p.Must(orca.Call("rows", "asp.pivots", "put", orca.Int(int64(it)), encodeRow(out[it])))
-						res.Writes++
-					}
-					pivot := decodeRow(p.Must(orca.Call("rows", "asp.pivots", "get", orca.Int(int64(it)))).Bytes)
-					for _, i := range mine {
-						relax(out[i], pivot, it)
-					}
-					res.Work += int64(len(mine) * n)
-					p.Compute(time.Duration(len(mine)*n) * cfg.CellCost)
-				}
-				finished++
-				if finished == workers {
-					res.Elapsed = p.Now()
-				}
-			})
-		}
+				})
+			}
+		})
 	})
 	if err := w.Run(24 * time.Hour); err != nil {
 		return res, nil, err
 	}
 	res.Stats = w.Stats
-	for _, r := range out {
+	res.Answer = out.checksum()
+	return res, out, nil
+}
+
+func (g Graph) checksum() int64 {
+	var c int64
+	for _, r := range g {
 		for _, v := range r {
-			res.Answer = res.Answer*31 + int64(v)
+			c = c*31 + int64(v)
 		}
 	}
-	return res, out, nil
+	return c
+}
+
+// aspMaster creates the shared pivot-rows object and starts the workers
+// (start). It returns the writes it made.
+func aspMaster(p Process, start func()) (writes int) {
+	p.Must(orca.New("rows", "asp.pivots"))
+	start()
+	return 1
+}
+
+// aspWorker is worker k of workers (seed 004 §5.3): it owns the block of
+// rows owner gives it, copied from g into out; before iteration it the
+// owner of row it puts it in the pivot-rows object (a write carrying the
+// row, 4N bytes), and every worker takes it with the guarded get (a read
+// that blocks until the row is there) and relaxes its rows. It writes
+// only its own rows of out, and returns the cell updates and writes it
+// made.
+func aspWorker(p Process, g Graph, k, workers int, out Graph, cfg ASPConfig) (cells int64, writes int) {
+	n := len(g)
+	var mine []int
+	for i := 0; i < n; i++ {
+		if owner(i, n, workers) == k {
+			mine = append(mine, i)
+			out[i] = append([]int32(nil), g[i]...)
+		}
+	}
+	for it := 0; it < n; it++ {
+		if owner(it, n, workers) == k {
+			p.Must(orca.Call("rows", "asp.pivots", "put", orca.Int(int64(it)), encodeRow(out[it])))
+			writes++
+		}
+		pivot := decodeRow(p.Must(orca.Call("rows", "asp.pivots", "get", orca.Int(int64(it)))).Bytes)
+		for _, i := range mine {
+			relax(out[i], pivot, it)
+		}
+		cells += int64(len(mine) * n)
+		p.Compute(time.Duration(len(mine)*n) * cfg.CellCost)
+	}
+	return cells, writes
 }
 
 // RunASP runs ASP on n nodes under r.

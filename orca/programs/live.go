@@ -41,8 +41,8 @@ func NewLiveProc(ctx context.Context, addr string) (*LiveProc, error) {
 // Close closes the process's connection.
 func (p *LiveProc) Close() error { return p.c.Close() }
 
-// Must applies op at the process's node; an error panics (RunTSPLive
-// reports it).
+// Must applies op at the process's node; an error panics (RunTSPLive and
+// RunASPLive report it).
 //
 // A node answers a request it could not complete in its request timeout
 // (10 s) with an unknown outcome; a guarded read still blocked then (the
@@ -65,7 +65,24 @@ func (p *LiveProc) Must(op service.Op) service.Result {
 // Compute keeps the processor busy for d.
 func (p *LiveProc) Compute(d time.Duration) { spin(d) }
 
+// spin burns d of processor time: it counts the calling thread's CPU
+// time, not the wall clock, so workers that share a core each take
+// longer, as the paper's processes would on fewer processors than
+// processes (a wall-clock busy loop would end on time while descheduled,
+// and hide the machine's core count from the speedup). The goroutine is
+// locked to its thread for the loop. Where the thread's CPU clock cannot
+// be read, it falls back to the wall clock.
 func spin(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if t0, ok := threadCPU(); ok {
+		for t, _ := threadCPU(); t-t0 < d; t, _ = threadCPU() {
+		}
+		return
+	}
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
 }
@@ -91,68 +108,153 @@ type counting struct {
 
 func (c *counting) Must(op service.Op) service.Result { c.n++; return c.Process.Must(op) }
 
+// liveGroup is the processes of one live run: process i a client of
+// addrs[max(i-1, 0)] (process 0 the master, process i+1 the worker of
+// node i). A process that fails (a panic of Must) cancels the others.
+type liveGroup struct {
+	procs  []*counting
+	cancel context.CancelFunc
+	mu     sync.Mutex // guards errs and what the processes add to a result
+	errs   []error
+	wg     sync.WaitGroup
+}
+
+func newLiveGroup(ctx context.Context, addrs []string) (*liveGroup, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	g := &liveGroup{cancel: cancel}
+	for i := 0; i <= len(addrs); i++ {
+		lp, err := NewLiveProc(ctx, addrs[max(i-1, 0)])
+		if err != nil {
+			g.close()
+			return nil, err
+		}
+		g.procs = append(g.procs, &counting{Process: lp})
+	}
+	return g, nil
+}
+
+// fail, deferred by a process, records its panic and stops the others.
+func (g *liveGroup) fail(who string) {
+	if x := recover(); x != nil {
+		g.mu.Lock()
+		g.errs = append(g.errs, fmt.Errorf("%s: %v", who, x))
+		g.mu.Unlock()
+		g.cancel()
+	}
+}
+
+// goWorker starts worker i (process i+1) running f.
+func (g *liveGroup) goWorker(i int, f func(p Process)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer g.fail(fmt.Sprintf("worker%d", i))
+		f(g.procs[i+1])
+	}()
+}
+
+// wait waits for the workers, counts the requests into res, and returns
+// the first failure.
+func (g *liveGroup) wait(res *LiveResult) error {
+	g.wg.Wait()
+	for _, p := range g.procs {
+		res.Requests += p.n
+	}
+	if len(g.errs) > 0 {
+		return g.errs[0]
+	}
+	return nil
+}
+
+func (g *liveGroup) close() {
+	for _, p := range g.procs {
+		p.Process.(*LiveProc).Close()
+	}
+	g.cancel()
+}
+
 // RunTSPLive runs TSP's master and one worker per node (worker i a client
 // of addrs[i], the master of addrs[0]) against a live cluster whose
 // default namespace serves the orca service, on a fresh cluster (the
 // objects' names are fixed).
 func RunTSPLive(ctx context.Context, addrs []string, t TSP, cfg TSPConfig) (LiveResult, error) {
 	res := LiveResult{CPUs: runtime.NumCPU()}
-	ctx, cancel := context.WithCancel(ctx) // a failed process unblocks the others
-	defer cancel()
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	fail := func(who string) {
-		if x := recover(); x != nil {
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("%s: %v", who, x))
-			mu.Unlock()
-			cancel()
-		}
+	g, err := newLiveGroup(ctx, addrs)
+	if err != nil {
+		return res, err
 	}
-	procs := make([]*counting, len(addrs)+1)
-	for i := range procs {
-		lp, err := NewLiveProc(ctx, addrs[max(i-1, 0)])
-		if err != nil {
-			return res, err
-		}
-		defer lp.Close()
-		procs[i] = &counting{Process: lp}
-	}
+	defer g.close()
 	start := time.Now()
 	func() {
-		defer fail("master")
-		var writes int
-		res.Answer, writes = tspMaster(procs[0], t, len(addrs), func() {
+		defer g.fail("master")
+		answer, writes := tspMaster(g.procs[0], t, len(addrs), func() {
 			for i := range addrs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer fail(fmt.Sprintf("worker%d", i))
-					c := tspWorker(procs[i+1], t, cfg)
-					mu.Lock()
+				g.goWorker(i, func(p Process) {
+					c := tspWorker(p, t, cfg)
+					g.mu.Lock()
 					res.Work += c.work
 					res.Writes += c.writes
 					res.BoundSet += c.lowered
-					mu.Unlock()
-				}()
+					g.mu.Unlock()
+				})
 			}
 		})
-		mu.Lock()
+		g.mu.Lock()
+		res.Answer = answer
 		res.Writes += writes
-		mu.Unlock()
+		g.mu.Unlock()
 	}()
 	res.Elapsed = time.Since(start)
-	wg.Wait()
-	for _, p := range procs {
-		res.Requests += p.n
+	return res, g.wait(&res)
+}
+
+// RunASPLive runs ASP's master and one worker per node (worker i a client
+// of addrs[i], the master of addrs[0]) against a live cluster whose
+// default namespace serves the orca service, on a fresh cluster (the
+// pivot-rows object's name is fixed). It returns the matrix gathered from
+// the workers (Answer is its checksum); Elapsed runs from the master's
+// start to the last worker's end.
+func RunASPLive(ctx context.Context, addrs []string, gr Graph, cfg ASPConfig) (LiveResult, Graph, error) {
+	res := LiveResult{CPUs: runtime.NumCPU()}
+	g, err := newLiveGroup(ctx, addrs)
+	if err != nil {
+		return res, nil, err
 	}
-	if len(errs) > 0 {
-		return res, errs[0]
+	defer g.close()
+	out := make(Graph, len(gr)) // each worker writes only its own rows
+	start := time.Now()
+	func() {
+		defer g.fail("master")
+		writes := aspMaster(g.procs[0], func() {
+			for i := range addrs {
+				g.goWorker(i, func(p Process) {
+					cells, writes := aspWorker(p, gr, i, len(addrs), out, cfg)
+					g.mu.Lock()
+					res.Work += cells
+					res.Writes += writes
+					g.mu.Unlock()
+				})
+			}
+		})
+		g.mu.Lock()
+		res.Writes += writes
+		g.mu.Unlock()
+	}()
+	err = g.wait(&res)
+	res.Elapsed = time.Since(start)
+	if err != nil {
+		return res, nil, err
 	}
-	return res, nil
+	res.Answer = out.checksum()
+	return res, out, nil
+}
+
+// SequentialASPLive is Floyd-Warshall with the same processor cost per
+// cell update, timed on this machine: the baseline of a live speedup.
+func SequentialASPLive(g Graph, cfg ASPConfig) (Graph, time.Duration) {
+	start := time.Now()
+	d := solveASP(g, func(cells int) { spin(time.Duration(cells) * cfg.CellCost) })
+	return d, time.Since(start)
 }
 
 // SequentialTSPLive is the sequential solver with the same processor cost

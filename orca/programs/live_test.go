@@ -88,3 +88,28 @@ func TestTSPLiveMatchesSequential(t *testing.T) {
 		}
 	}
 }
+
+// ASP's workers run as clients of a real loopback cluster under each
+// runtime, share every pivot row through it, and compute the sequential
+// solver's matrix.
+func TestASPLiveMatchesSequential(t *testing.T) {
+	const size = 20
+	g := programs.NewGraph(size, 5)
+	want := programs.SolveASP(g)
+	for _, rt := range programs.Runtimes {
+		for _, n := range []int{1, 3} {
+			res, got, err := programs.RunASPLive(context.Background(), liveCluster(t, rt, n), g, programs.ASPConfig{})
+			if err != nil {
+				t.Fatalf("%s on %d nodes: %v", rt, n, err)
+			}
+			if !got.Equal(want) {
+				t.Fatalf("%s on %d nodes: the matrix differs from the sequential solver's", rt, n)
+			}
+			// Every cell updated once per iteration; one create, every
+			// pivot row put once and taken by every worker.
+			if res.Work != size*size*size || res.Writes != 1+size || res.Requests != 1+size+n*size {
+				t.Fatalf("%s on %d nodes: %d cell updates, %d writes, %d requests", rt, n, res.Work, res.Writes, res.Requests)
+			}
+		}
+	}
+}
