@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,14 @@ func (a *ABD) Del(ctx context.Context, key string) (int64, error) {
 // --client-driven clients run too) says. Failures are errors, never error
 // results.
 func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
+	// A phase returns at a majority while the sends to the other replicas
+	// may still be encoding the request: they get a copy of the arguments,
+	// never the caller's buffers, which the caller may reuse at once.
+	args := make([][]byte, len(op.Args))
+	for i, b := range op.Args {
+		args[i] = bytes.Clone(b)
+	}
+	op.Args = args
 	co, err := abd.NewCoordinator(op, a.writer, a.c.seq.Add(1), len(a.c.conns), false)
 	if err != nil {
 		return service.Result{}, fmt.Errorf("client: %w", err)
