@@ -16,44 +16,6 @@ import (
 // phases against every replica over gRPC; the replicas never talk to each
 // other for them.
 
-// abdSet runs a client-driven SET and records it; any error leaves the
-// write's outcome unknown (recorded so, whatever phase failed).
-func (r *recorder) abdSet(ctx context.Context, proc int, a *client.ABD, key, val string) error {
-	p := r.Invoke(proc, ns, service.Op{Kind: "set", Key: key, Args: [][]byte{[]byte(val)}}, "")
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	if err := a.Set(ctx, key, []byte(val)); err != nil {
-		p.Unknown()
-		r.stats.unknownWrites.Add(1)
-		return err
-	}
-	p.Complete(service.OK())
-	r.stats.ackedWrites.Add(1)
-	r.keys.ack(key)
-	return nil
-}
-
-// abdGet runs a client-driven GET and records it (Failed on an error: a
-// read's write-back stores only a tag some writer already stored).
-func (r *recorder) abdGet(ctx context.Context, proc int, a *client.ABD, key string) (service.Result, error) {
-	p := r.Invoke(proc, ns, service.Op{Kind: "get", Key: key}, "")
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	v, found, err := a.Get(ctx, key)
-	if err != nil {
-		p.Fail(service.Result{})
-		r.stats.failedReads.Add(1)
-		return service.Result{}, err
-	}
-	res := service.Nil()
-	if found {
-		res = service.Bytes(append([]byte{}, v...))
-	}
-	p.Complete(res)
-	r.stats.ackedReads.Add(1)
-	return res, nil
-}
-
 func grpcAddrs(c *cluster.Cluster) []string {
 	var out []string
 	for _, n := range c.Nodes {
@@ -83,11 +45,11 @@ func runABDClient(t *testing.T, r *recorder, id int, addrs, keys []string, stop 
 		key := keys[rng.IntN(len(keys))]
 		var err error
 		if rng.IntN(2) == 0 {
-			if err = r.abdSet(ctx, proc, a, key, fmt.Sprintf("a%d-%d", id, seq)); err != nil {
+			if err = r.set(ctx, proc, a, key, fmt.Sprintf("a%d-%d", id, seq)); err != nil {
 				proc = r.newProc()
 			}
 		} else {
-			_, err = r.abdGet(ctx, proc, a, key)
+			_, err = r.get(ctx, proc, a, key)
 		}
 		if err != nil {
 			time.Sleep(10 * time.Millisecond)
@@ -109,7 +71,7 @@ func readAllABD(t *testing.T, r *recorder, addrs, keys []string, phase string) {
 	deadline := time.Now().Add(20 * time.Second)
 	for _, key := range keys {
 		for {
-			res, err := r.abdGet(context.Background(), proc, a, key)
+			res, err := r.get(context.Background(), proc, a, key)
 			if err == nil {
 				if res.Type == service.ResultNil && r.keys.has(key) {
 					t.Errorf("%s: client-driven GET %s is nil, but a write of %s was acknowledged", phase, key, key)

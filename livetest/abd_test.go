@@ -56,10 +56,17 @@ type recorder struct {
 
 func (r *recorder) newProc() int { return int(r.procs.Add(1)) }
 
+// kv is what the recorder drives: a node-coordinated client (client.Client)
+// or a client-driven ABD client (client.ABD, which runs both phases itself).
+type kv interface {
+	Set(ctx context.Context, key string, value []byte) error
+	Get(ctx context.Context, key string) (value []byte, found bool, err error)
+}
+
 // set runs SET key val and records it. Any error (a broken connection, a
-// timeout, an error reply) makes the write's outcome unknown: it may have
-// reached replicas.
-func (r *recorder) set(ctx context.Context, proc int, c *client.Client, key, val string) error {
+// timeout, an error reply, a failed phase) makes the write's outcome
+// unknown: it may have reached replicas.
+func (r *recorder) set(ctx context.Context, proc int, c kv, key, val string) error {
 	p := r.Invoke(proc, ns, service.Op{Kind: "set", Key: key, Args: [][]byte{[]byte(val)}}, "")
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -75,8 +82,9 @@ func (r *recorder) set(ctx context.Context, proc int, c *client.Client, key, val
 }
 
 // get runs GET key and records it. A read that got no value is Failed: it had
-// no effect, and its outcome is known.
-func (r *recorder) get(ctx context.Context, proc int, c *client.Client, key string) (service.Result, error) {
+// no effect, and its outcome is known (a client-driven read's write-back
+// stores only a tag some writer already stored).
+func (r *recorder) get(ctx context.Context, proc int, c kv, key string) (service.Result, error) {
 	p := r.Invoke(proc, ns, service.Op{Kind: "get", Key: key}, "")
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()

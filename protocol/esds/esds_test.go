@@ -3,13 +3,10 @@ package esds
 import (
 	"fmt"
 	"math/rand"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/cockroachdb/datadriven"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/harness"
@@ -376,15 +373,6 @@ func TestRandomLoadCrashRestart(t *testing.T) {
 }
 
 // The interaction scripts under testdata (go test -run TestInteractions
-// -rewrite regenerates them; read the diff before keeping it).
-// The fuzz corpus under testdata/fuzz (FuzzCodecs's kept crashers) is not
-// a script.
-func TestInteractions(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if strings.Contains(filepath.ToSlash(path), "/fuzz/") {
-			t.Skip("fuzz corpus")
-		}
-		env := &harness.Env{}
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { return env.Handle(t, d) })
-	})
-}
+// -rewrite regenerates them; read the diff before keeping it). The fuzz
+// corpus under testdata/fuzz is skipped by RunDataDriven.
+func TestInteractions(t *testing.T) { harness.RunDataDriven(t, "testdata") }
