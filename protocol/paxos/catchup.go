@@ -60,6 +60,7 @@ func (a *Paxos) onCatchup(from int, m *message) {
 		s := &slot{val: e.Value, chosen: true}
 		a.putSlot(e.I, s)
 		a.persist(slotKey(e.I), encodeSlot(s))
+		a.observe(e.I, ByCatchup, e.Value)
 	}
 	a.advance(true)
 	if m.Commit > a.chosenUpTo && len(m.Entries) > 0 {

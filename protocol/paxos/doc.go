@@ -271,6 +271,7 @@
 //	expiry_period     positive duration          100ms   leader proposes removing expired keys (expiry.go)
 //	read              one of quorum, log, lease  quorum  what the default linearizable read is
 //	members           comma-separated list       -       bootstrap configuration, in numbering order (absent: Config.Nodes)
+//	observe           string                     -       the name of a Recorder (NewRecorder, observe.go) told each instance learned (experiments; absent: none)
 //
 // Unknown parameters are errors. The table is generated from the parser's
 // (paxos.go, params; protocol/proto.Spec.Doc) and TestParamDoc keeps it so.

@@ -108,6 +108,8 @@ type Params struct {
 	// ExpiryPeriod is how often the leader checks for expired keys
 	// (expiry.go).
 	ExpiryPeriod time.Duration
+	// Observe names a Recorder (observe.go); "" for none.
+	Observe string
 }
 
 // Lease is the lease a leader assumes after a majority acknowledged a
@@ -143,6 +145,8 @@ var params = proto.NewSpec(
 		Doc: "what the default linearizable read is"},
 	proto.Param{Name: "members", Kind: proto.List, NoDefault: true,
 		Doc: "bootstrap configuration, in numbering order (absent: Config.Nodes)"},
+	proto.Param{Name: "observe", Kind: proto.String, NoDefault: true,
+		Doc: "the name of a Recorder (NewRecorder, observe.go) told each instance learned (experiments; absent: none)"},
 )
 
 // readModes are the read parameter's values.
@@ -166,7 +170,7 @@ func parseParams(m map[string]string) (Params, []automaton.NodeID, error) {
 		Heartbeat: v.Duration("heartbeat"), ElectionTimeout: v.Duration("election_timeout"), OpTimeout: v.Duration("op_timeout"),
 		Window: v.Int("window"), Batch: v.Int("batch"), SnapshotEvery: v.Int("snapshot_every"),
 		LeaseDrift: v.Float("lease_drift"), DedupClients: v.Int("dedup_clients"), LeaseMargin: v.Duration("lease_margin"),
-		Read: readModes[v.String("read")], ExpiryPeriod: v.Duration("expiry_period"),
+		Read: readModes[v.String("read")], ExpiryPeriod: v.Duration("expiry_period"), Observe: v.String("observe"),
 	}
 	if !v.Given("lease_margin") {
 		p.LeaseMargin = p.Heartbeat
@@ -212,6 +216,11 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, err
 	}
 	a := &Paxos{proto: p, cfg: cfg, prm: prm, index: map[automaton.NodeID]int{}}
+	if prm.Observe != "" {
+		if a.rec = recorders.Lookup(prm.Observe); a.rec == nil {
+			return nil, fmt.Errorf("paxos: observe=%s names no recorder", prm.Observe)
+		}
+	}
 	a.boot = bootstrapConf(boot)
 	a.self = a.handle(cfg.Self)
 	a.reset()
@@ -357,6 +366,8 @@ type Paxos struct {
 
 	// Active expiry and the leader's time (expiry.go).
 	exp expiry
+
+	rec *Recorder // parameter observe (observe.go); nil: none
 
 	out []automaton.Output
 }

@@ -228,6 +228,7 @@ func (a *Paxos) checkChosen() {
 		if a.chosenBy(f) {
 			if s := a.log[i]; s != nil {
 				s.chosen = true
+				a.observe(i, ByQuorum, s.val)
 			}
 			delete(a.inflight, i)
 			any = true
@@ -286,6 +287,7 @@ func (a *Paxos) learnCommit(from int, b Ballot, commit uint64) {
 			break
 		}
 		s.chosen = true
+		a.observe(i, ByCommit, s.val)
 	}
 	a.advance(true)
 }
