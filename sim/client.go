@@ -40,6 +40,9 @@ type client struct {
 	coord      automaton.Coordination
 	phaseFirst uint64
 	answered   []bool // per node: answered the current phase
+
+	startAt      time.Duration // RunWithStarts: the first operation's time (offsets.go)
+	startPending bool
 }
 
 // onClientNext issues the client's next operation, if any remain.
@@ -49,6 +52,9 @@ func (s *simulator) onClientNext(c *client) {
 		return
 	}
 	if s.stopping || s.issued >= s.cfg.Ops {
+		return
+	}
+	if s.deferStart(c) {
 		return
 	}
 	op := s.genOp(c)

@@ -66,7 +66,11 @@ type Result struct {
 // an invalid Config or when a protocol breaks the automaton contract (a send
 // to itself, an unknown output, ...); a linearizability violation is not an
 // error but Result.Violation.
-func Run(cfg Config) (*Result, error) {
+func Run(cfg Config) (*Result, error) { return runWith(cfg, nil) }
+
+// runWith is Run with setup applied to the simulator before it starts
+// (offsets.go).
+func runWith(cfg Config, setup func(*simulator) error) (*Result, error) {
 	start := time.Now()
 	if err := checkClientDriven(cfg); err != nil {
 		return nil, err
@@ -74,6 +78,11 @@ func Run(cfg Config) (*Result, error) {
 	s, err := newSimulator(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if setup != nil {
+		if err := setup(s); err != nil {
+			return nil, err
+		}
 	}
 	err = s.run()
 	for _, n := range s.nodes {
