@@ -585,9 +585,13 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
 	}
 	// A transaction shape the protocol cannot honour is refused here, before
-	// anything is applied (automaton/txn.go).
-	if res, refused := automaton.RefuseUnsupported(l.ns.Protocol, req); refused {
-		return automaton.Response{ID: req.ID, Result: res}, nil
+	// anything is applied (automaton/txn.go). Only groups and transaction
+	// steps can be refused, so a plain request skips the registry lookup
+	// (a quarter of Do's allocations when it ran for every request).
+	if len(req.Ops) > 0 || req.Txn != nil {
+		if res, refused := automaton.RefuseUnsupported(l.ns.Protocol, req); refused {
+			return automaton.Response{ID: req.ID, Result: res}, nil
+		}
 	}
 	// The request may sit in the inbox after Do returns (context ended); the
 	// caller may then reuse its buffers, so the automaton gets its own copy.

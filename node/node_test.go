@@ -22,7 +22,7 @@ import (
 	"github.com/synod-dev/synod/storage"
 )
 
-func listen(t *testing.T) net.Listener {
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,7 +36,7 @@ type lns struct{ peer, client, metrics net.Listener }
 
 // mkCluster builds a validated cluster config of size nodes whose addresses
 // are those of freshly opened loopback listeners.
-func mkCluster(t *testing.T, size int, durability string, nss ...config.Namespace) (*config.Cluster, []lns) {
+func mkCluster(t testing.TB, size int, durability string, nss ...config.Namespace) (*config.Cluster, []lns) {
 	t.Helper()
 	cfg := &config.Cluster{Cluster: "test", Durability: durability, Namespaces: nss}
 	if durability == config.Fsync {
@@ -56,7 +56,7 @@ func mkCluster(t *testing.T, size int, durability string, nss ...config.Namespac
 }
 
 // startNode runs a node until the test ends.
-func startNode(t *testing.T, cfg *config.Cluster, id string, l lns, opts Options) *Node {
+func startNode(t testing.TB, cfg *config.Cluster, id string, l lns, opts Options) *Node {
 	t.Helper()
 	opts.PeerListener, opts.ClientListener, opts.MetricsListener = l.peer, l.client, l.metrics
 	n, err := New(cfg, id, opts)
@@ -91,7 +91,7 @@ func req(kind, key string, args ...string) automaton.Request {
 	return automaton.Request{ID: automaton.RequestID{Client: 42, Seq: clientSeq.Add(1)}, Op: op}
 }
 
-func do(t *testing.T, n *Node, ns string, r automaton.Request) service.Result {
+func do(t testing.TB, n *Node, ns string, r automaton.Request) service.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -105,7 +105,7 @@ func do(t *testing.T, n *Node, ns string, r automaton.Request) service.Result {
 	return resp.Result
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
