@@ -6,6 +6,35 @@
 // durability.sql Effect per request (startA/commitA as BEGIN/COMMIT),
 // reconstructible objects are kept nowhere.
 //
+// # Usage: the seed's Matchmaker on a live cluster
+//
+// The service gridmatchmaker (durability/examples/matchmaker, seed
+// IV.D.2: MachineQueue and AccountSet) with one of its four mappings
+// (pb, pbdb, db, reconstructible: the yaml files next to it). Every node
+// must use the same database (durability_dsn), or a new primary recovers
+// from an empty one:
+//
+//	namespaces:
+//	  - name: mm
+//	    protocol: pbdurable
+//	    service: gridmatchmaker
+//	    params: {mapping: pbdb, durability_dsn: /tmp/synod-mm.db}
+//	    # PostgreSQL: {mapping: pbdb, durability_driver: pgx,
+//	    #   durability_dsn: "postgres://user@127.0.0.1:5433/synod"}
+//
+// A client sends (RESP, on the namespace: SYNOD NS mm):
+//
+//	SYNOD OP advertise <machine> <cpu> <memory>   MachineAdvertise: +OK
+//	SYNOD OP submit <client> <cpu> <memory>       JobSubmit: the machine (bulk string), or nil if none fits
+//	SYNOD OP balance <client>                     the client's balance (integer; read)
+//	SYNOD OP available                            machines in the queue (integer; read)
+//
+// Other parameters: rate_sending (20ms), rate_checking (250ms), op_timeout
+// (2s), durability_sync (true). Counter: service counter, mappings pb, db,
+// reconstructible (durability/examples/counter). Other deterministic
+// services (kv, string): one object State, mappings pb, db,
+// reconstructible.
+//
 // # Per request (IV.C.2, Fig. IV.2)
 //
 // The primary runs the request through the proxies (startA ... commitA
@@ -41,21 +70,25 @@
 //     replicated mapping ships it. Only the primary executes (with the
 //     request's Env, carried by forwards), so a nondeterministic service's
 //     choice reaches backups and database as state.
-//   - The Matchmaker (matchmaker.go, seed IV.D.2). Synod's matchmaker keeps
-//     machines and job queue in one opaque state, so they cannot be
-//     declared separately (machines replicated, queue reconstructible)
-//     without splitting service.MatchmakerState; they are State, and the
-//     seed's billing records are a second object, Billing (one record per
-//     allocation), so that mapping pbdb puts State in the backups and
-//     Billing in the database. The harness scripts run it; the runtime and
-//     simulator still refuse it (automaton.CheckService): declaring
-//     NondeterminismSupport adds the conformance suite's standard
-//     "nondeterministic service" scenario (300 operations, 6 seeds), whose
-//     seed 4 is undecided (64 outcomes unknown after fail-overs: writes are
-//     not retried) and which takes 30 s.
+//   - The Matchmaker (seed IV.D.2) is the seed's, not Synod's
+//     nondeterministic "matchmaker" (chapter III): service gridmatchmaker
+//     runs durability/examples/matchmaker's Service, unchanged, on its
+//     generated proxies. The seed's JobSubmit returns an error when no
+//     machine fits; ours answers nil (no state changes, nothing shipped or
+//     written). The seed's "original" configuration is the service without
+//     proxies (its experiment runs it in process); mapping reconstructible
+//     keeps the queue nowhere (rebuilt by the next advertisements, as the
+//     seed describes MachineQueue) and the accounts in the database. It is
+//     deterministic (the first suitable machine), so any protocol may
+//     replicate it. The simulator cannot generate its operations or check
+//     its histories yet (its workload and a linearizability model belong
+//     to sim/ and check/); TestGridMatchmakerMappings and the script
+//     testdata/matchmaker_pbdb.txt cover the four mappings and a
+//     fail-over.
 //   - The first primary of a fresh cluster writes its empty objects through
-//     the proxies (init, then SetValue(0) / Put(empty)), so that a database
-//     left by an earlier cluster is overwritten, not recovered.
+//     the proxies (init, then SetValue(0) / Put(empty); the Matchmaker:
+//     a DELETE of every table its init statements create), so that a
+//     database left by an earlier cluster is overwritten, not recovered.
 //   - Writes are not retried across a fail-over: there is no replicated
 //     deduplication table (a database object's write may commit while the
 //     backups never saw the request), so IdempotentRetry is false and a

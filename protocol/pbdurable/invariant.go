@@ -60,9 +60,5 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 
 // Dump describes the automaton for traces.
 func (a *PBD) Dump() string {
-	d := fmt.Sprintf("view=%s primary=%v ready=%v synced=%v index=%d members=%d queue=%d", a.view, a.primary, a.ready, a.synced, a.index, len(a.members), len(a.queue))
-	if g, ok := a.svc.(*generic); ok && g.bills != nil {
-		d += " billing=" + g.bills.String()
-	}
-	return d
+	return fmt.Sprintf("view=%s primary=%v ready=%v synced=%v index=%d members=%d queue=%d", a.view, a.primary, a.ready, a.synced, a.index, len(a.members), len(a.queue))
 }

@@ -6,9 +6,11 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/synod-dev/synod/durability"
 	"github.com/synod-dev/synod/durability/examples/counter"
+	"github.com/synod-dev/synod/durability/examples/matchmaker"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -35,8 +37,11 @@ type durable interface {
 
 // newDurable builds the durable form of svc under the mapping named m.
 func newDurable(svc service.Service, m string) (durable, error) {
-	if svc.Name() == "counter" {
+	switch svc.Name() {
+	case "counter":
 		return newCounter(m)
+	case matchmaker.ServiceName:
+		return newGrid(m)
 	}
 	return newGeneric(svc, m)
 }
@@ -102,17 +107,92 @@ func (c *counterSvc) fresh() (durability.Work, error) {
 	return w, err
 }
 
-// generic is any deterministic Synod service as one state object, State,
-// whose one update method is Put(state): the service's state after the
-// request (the seed's "in the extreme a full application checkpoint",
+// grid is seed 002's Matchmaker (IV.D.2, durability/examples/matchmaker:
+// service gridmatchmaker) behind its generated proxies: MachineQueue and
+// AccountSet, each with the mechanism the mapping file chooses (pb,
+// pbdb, db, reconstructible: matchmaker.Mappings). The service code is
+// the seed's, unchanged (matchmaker.Call on the rewired Service).
+type grid struct {
+	d *matchmaker.DurableService
+}
+
+func newGrid(m string) (*grid, error) {
+	b, err := matchmaker.Mappings.ReadFile(m + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("mapping %q: no such Matchmaker mapping (pb, pbdb, db, reconstructible)", m)
+	}
+	mp, err := durability.ParseMapping(b)
+	if err != nil {
+		return nil, err
+	}
+	d, err := matchmaker.NewDurableService(mp)
+	if err != nil {
+		return nil, err
+	}
+	return &grid{d: d}, nil
+}
+
+func (g *grid) set() *durability.Set { return g.d.Set }
+
+// exec: MachineAdvertise or JobSubmit as one atomic action (startA ..
+// commitA on both proxies, as the generated DurableService methods do).
+func (g *grid) exec(op service.Op, _ service.Env) (service.Result, durability.Work, error) {
+	g.d.Set.StartA()
+	res := matchmaker.Call(g.d.Service, op)
+	w, err := g.d.Set.CommitA()
+	return res, w, err
+}
+
+func (g *grid) read(op service.Op) service.Result { return matchmaker.Call(g.d.Service, op) }
+
+type gridSnap struct {
+	Queue    *matchmaker.MachineQueue
+	Accounts *matchmaker.AccountSet
+}
+
+func (g *grid) objects() gridSnap {
+	return gridSnap{g.d.Service.Queue.(*matchmaker.MachineQueueProxy).Object(), g.d.Service.Accounts.(*matchmaker.AccountSetProxy).Object()}
+}
+
+func (g *grid) snapshot() ([]byte, error) { return json.Marshal(g.objects()) }
+
+func (g *grid) install(b []byte) error {
+	o := g.objects()
+	*o.Queue, *o.Accounts = matchmaker.MachineQueue{}, matchmaker.AccountSet{}
+	return json.Unmarshal(b, &o)
+}
+
+// fresh: init, then every table the init statements create emptied, so
+// that a database left by an earlier cluster is not recovered later.
+func (g *grid) fresh() (durability.Work, error) {
+	w := g.d.Set.Init()
+	w.SQL = append(w.SQL, emptyTables(w.SQL)...)
+	return w, nil
+}
+
+// emptyTables is a DELETE for each table that stmts create (CREATE TABLE
+// IF NOT EXISTS name ...).
+func emptyTables(stmts []durability.Stmt) []durability.Stmt {
+	const create = "CREATE TABLE IF NOT EXISTS "
+	var out []durability.Stmt
+	for _, st := range stmts {
+		if rest, ok := strings.CutPrefix(st.SQL, create); ok {
+			if name, _, _ := strings.Cut(rest, " "); name != "" {
+				out = append(out, durability.Stmt{Object: st.Object, SQL: "DELETE FROM " + name})
+			}
+		}
+	}
+	return out
+}
+
+// generic is any other deterministic Synod service as one state object,
+// State, whose one update method is Put(state): the service's state after
+// the request (the seed's "in the extreme a full application checkpoint",
 // III.A). Its mappings are written here in the mapping language.
 type generic struct {
 	svc  service.Service
 	st   service.State
 	set_ *durability.Set
-	// bills is the Matchmaker's second object, Billing (matchmaker.go);
-	// nil for other services.
-	bills *bills
 }
 
 var genericInfo = durability.ObjectInfo{
@@ -120,29 +200,46 @@ var genericInfo = durability.ObjectInfo{
 	Updates: []durability.MethodInfo{{Name: "Put", Params: []durability.Param{{Name: "state", Kind: durability.KindBytes}}}},
 }
 
+// The State object's mappings.
+const (
+	statePB = `
+  State:
+    mechanism: replicated
+    methods:
+      Put: repeat
+`
+	stateDB = `
+  State:
+    mechanism: database
+    init:
+      - CREATE TABLE IF NOT EXISTS synod_state (id INTEGER PRIMARY KEY, state BLOB NOT NULL)
+    recover:
+      - query: SELECT state FROM synod_state WHERE id = 1
+        call: Put
+    methods:
+      Put:
+        sql: INSERT INTO synod_state (id, state) VALUES (1, :state) ON CONFLICT (id) DO UPDATE SET state = excluded.state
+`
+)
+
 // genericMappings are the generic object's mappings, by name.
 var genericMappings = map[string]string{
-	"pb":              "service: generic\nobjects:" + mmStatePB,
-	"db":              "service: generic\nobjects:" + mmStateDB,
+	"pb":              "service: generic\nobjects:" + statePB,
+	"db":              "service: generic\nobjects:" + stateDB,
 	"reconstructible": "service: generic\nobjects:\n  State:\n    mechanism: reconstructible\n",
 }
 
 func newGeneric(svc service.Service, m string) (*generic, error) {
-	mappings, infos := genericMappings, []durability.ObjectInfo{genericInfo}
 	g := &generic{svc: svc, st: svc.NewState()}
-	if svc.Name() == "matchmaker" {
-		mappings, infos = matchmakerMappings, append(infos, billingInfo)
-		g.bills = &bills{}
-	}
-	src, ok := mappings[m]
+	src, ok := genericMappings[m]
 	if !ok {
-		return nil, fmt.Errorf("mapping %q: no such mapping for %s (%v)", m, svc.Name(), slices.Sorted(maps.Keys(mappings)))
+		return nil, fmt.Errorf("mapping %q: no such mapping for %s (%v)", m, svc.Name(), slices.Sorted(maps.Keys(genericMappings)))
 	}
 	mp, err := durability.ParseMapping([]byte(src))
 	if err != nil {
 		return nil, err
 	}
-	if err := mp.Validate(infos); err != nil {
+	if err := mp.Validate([]durability.ObjectInfo{genericInfo}); err != nil {
 		return nil, err
 	}
 	p, err := durability.NewProxy(genericInfo, mp.Objects["State"], durability.Hooks{
@@ -163,15 +260,7 @@ func newGeneric(svc service.Service, m string) (*generic, error) {
 	if err != nil {
 		return nil, err
 	}
-	proxies := []durability.Proxy{p}
-	if g.bills != nil {
-		bp, err := durability.NewProxy(billingInfo, mp.Objects["Billing"], g.bills.hooks())
-		if err != nil {
-			return nil, err
-		}
-		proxies = append(proxies, bp)
-	}
-	g.set_ = durability.NewSet(proxies...)
+	g.set_ = durability.NewSet(p)
 	return g, nil
 }
 
@@ -198,36 +287,15 @@ func (g *generic) exec(op service.Op, env service.Env) (service.Result, durabili
 		res = service.ApplyEnv(g.st, op, env)
 		args[0] = g.st.Snapshot()
 	})
-	if job, machine, ok := allocation(op, res); ok && g.bills != nil {
-		g.set_.Proxy("Billing").Invoke("Charge", []durability.Value{job, machine}, func() { g.bills.charge(job, machine) })
-	}
 	w, err := g.set_.CommitA()
 	return res, w, err
 }
 
 func (g *generic) read(op service.Op) service.Result { return g.st.Apply(op) }
 
-// genericSnap carries the replicated objects to a new backup: State's
-// snapshot and, for the Matchmaker, Billing.
-type genericSnap struct {
-	State   []byte
-	Billing *bills `json:",omitempty"`
-}
+func (g *generic) snapshot() ([]byte, error) { return g.st.Snapshot(), nil }
 
-func (g *generic) snapshot() ([]byte, error) {
-	return json.Marshal(genericSnap{State: g.st.Snapshot(), Billing: g.bills})
-}
-
-func (g *generic) install(b []byte) error {
-	var s genericSnap
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	if g.bills != nil && s.Billing != nil {
-		*g.bills = *s.Billing
-	}
-	return g.load(s.State)
-}
+func (g *generic) install(b []byte) error { return g.load(b) }
 
 func (g *generic) fresh() (durability.Work, error) {
 	w := g.set_.Init()
