@@ -23,8 +23,10 @@ import (
 // The RESP server.
 //
 // Each connection is served by one goroutine that reads a command, executes
-// it, and writes its reply, strictly in order; pipelined commands therefore
-// take effect in the order they were sent. Replies are buffered and flushed
+// it, and writes its reply, in order; pipelined single-key commands may run
+// concurrently under the conflict rule of pipeline.go (a command waits for
+// the earlier in-flight commands on its key; any other command waits for
+// all of them), their replies still in command order. Replies are buffered and flushed
 // to the connection's output buffer when the read buffer holds no further
 // command; a writer goroutine drains that buffer to the socket, so a
 // pipeline of N commands costs about one write system call rather than N.
@@ -247,6 +249,7 @@ type conn struct {
 	txn     txnConn   // the open interactive transaction (txn.go)
 	multi   multiConn // MULTI's queue and the watched keys (multi.go)
 	sub     subConn   // leader-channel subscriptions (subscribe.go)
+	pl      pipeConn  // pipelined commands in flight (pipeline.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes
@@ -288,7 +291,8 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 func (c *conn) serve() {
 	s := c.s
 	defer func() {
-		c.out.finish() // the replies already computed go out first
+		c.endPipeline() // the pipelined commands' replies go out first
+		c.out.finish()  // then the replies already computed
 		c.nc.Close()
 		s.release()
 		c.unsubscribeAll()
@@ -309,6 +313,7 @@ func (c *conn) serve() {
 		}
 		args, err := c.r.ReadCommand()
 		if err != nil {
+			c.drainPipeline()
 			switch {
 			case resp.IsProtocolError(err):
 				s.log.Warn("closing client connection after protocol error", "id", c.id, "remote", remote, "err", err)
@@ -322,8 +327,28 @@ func (c *conn) serve() {
 			return
 		}
 		s.totalCommands.Add(1)
+		cmd, p, pipelined := c.pipelineable(args)
+		if pipelined && p.concurrent() {
+			if c.owed > 0 { // a serial command's reply, before the replier's
+				c.wmu.Lock()
+				err := c.w.Flush()
+				c.out.addReplies(c.owed)
+				c.owed = 0
+				c.wmu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+			c.pipeline(p)
+			continue
+		}
+		c.drainPipeline()
 		c.wmu.Lock()
-		c.exec(args)
+		if pipelined {
+			c.writeResult(c.sendPlan(cmd.name, p))
+		} else {
+			c.exec(args)
+		}
 		c.owed++
 		if c.quit || c.r.Buffered() == 0 || c.owed >= int(s.lim.pipeline.Load()) {
 			err := c.w.Flush()

@@ -1,0 +1,236 @@
+package gateway
+
+import (
+	"strings"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Pipelining.
+//
+// A client that pipelines (sends commands without waiting for replies)
+// gets several of them executed at once, while its replies still go out in
+// command order and each command observes the effects of every earlier
+// command of the connection that it could observe in Redis. The rule:
+//
+//   - A command is pipelined (runs concurrently with earlier commands of
+//     its connection) only when it is a data command of exactly one key
+//     (COMMAND INFO first = last = 1) that plans to exactly one operation
+//     without guards, and the connection has no MULTI open, no interactive
+//     transaction open, no WATCHed key, no subscription, no request option
+//     set (sticky or pending), and is authenticated. It starts only when
+//     the connection already has commands in flight or more commands are
+//     waiting in its read buffer; a lone command runs as before, in the
+//     connection's goroutine.
+//   - A pipelined command waits, before its operation is sent, until every
+//     earlier in-flight command of the connection on the same key has
+//     completed (the conflict rule): operations on one key are sent one
+//     after the other in command order, so SET k / GET k / INCR k return
+//     what serial execution returns. Operations on different keys may be
+//     in flight together and take effect in either order; no client can
+//     tell the difference through the keys' values except a third party
+//     reading both keys in between, which serial execution on a Redis
+//     cluster allows as well (keys on different shards).
+//   - Every other command (multi-key commands, keyless ones, MULTI/EXEC,
+//     WATCH, SUBSCRIBE, SYNOD ..., CONFIG, AUTH, QUIT, unknown commands)
+//     first waits until every in-flight command has completed and its
+//     reply is written, then runs serially as before: it observes the
+//     effects of every earlier command.
+//
+// Each in-flight command has a lane (a client id of its own, as runAll's in
+// commands.go) so that no client id has two requests in flight; a lane is
+// free again once its command's reply is written. At most maxPipelined
+// commands of a connection are in flight; the reader then stops reading.
+// A replier goroutine writes the replies in command order and flushes once
+// per batch of ready replies (when the next reply is not yet ready).
+
+// maxPipelined bounds a connection's pipelined commands in flight.
+const maxPipelined = 64
+
+// pipeSlot is one pipelined command: its reply once done is closed.
+type pipeSlot struct {
+	done chan struct{}
+	res  service.Result
+	lane *lane
+}
+
+// pipeConn is a connection's pipelining state; only the connection's
+// goroutine touches it, except the channels.
+type pipeConn struct {
+	fifo  chan *pipeSlot // slots in command order, to the replier
+	free  chan *lane     // lanes not in flight
+	made  int            // lanes created (at most maxPipelined)
+	busy  int            // lanes taken and not yet seen back (drain)
+	last  map[string]*pipeSlot
+	ended chan struct{} // closed when the replier ends
+}
+
+// inFlight reports whether pipelined commands may be outstanding.
+func (p *pipeConn) inFlight() bool { return p.made > 0 && len(p.free) < p.made }
+
+// pipelineable returns the command's checked plan when the command may be
+// pipelined (see above): the connection has commands in flight or more
+// waiting, and the command and connection meet the rule. ok false leaves
+// the command to exec, untouched.
+func (c *conn) pipelineable(args [][]byte) (cmd *command, p plan, ok bool) {
+	if !c.pl.inFlight() && c.r.Buffered() == 0 {
+		return nil, plan{}, false
+	}
+	cmd, found := commands[strings.ToLower(string(args[0]))]
+	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
+		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||
+		c.multi.open || len(c.multi.watch) > 0 || c.txn.open || c.sub.count() > 0 ||
+		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 {
+		return nil, plan{}, false
+	}
+	if c.opts.cur != nil {
+		c.opts.cur = nil // a previous command's options (optBegin); none in flight reads them
+	}
+	c.mu.Lock()
+	c.lastCmd = cmd.name
+	c.mu.Unlock()
+	return cmd, c.check(cmd.plan(c, args)), true
+}
+
+// concurrent reports whether a pipelineable command's plan runs
+// concurrently: one operation, no guards. Other plans (a parse error's
+// reply, several operations) run serially after draining.
+func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 }
+
+// pipeline starts a pipelined command of one operation; the replier writes
+// its reply.
+func (c *conn) pipeline(p plan) {
+	l := c.takeLane()
+	l.seq++
+	id := automaton.RequestID{Client: l.client, Seq: l.seq}
+	c.mu.Lock()
+	c.opts.lastLane = id // LASTOPT names the last command's operation (options.go)
+	c.mu.Unlock()
+	op := p.ops[0]
+	s := &pipeSlot{done: make(chan struct{}), lane: l}
+	prev := c.pl.last[op.Key]
+	if prev != nil && isDone(prev) {
+		prev = nil
+	}
+	if c.pl.last == nil {
+		c.pl.last = make(map[string]*pipeSlot, maxPipelined)
+	} else if len(c.pl.last) >= 4*maxPipelined {
+		for k, o := range c.pl.last {
+			if isDone(o) {
+				delete(c.pl.last, k)
+			}
+		}
+	}
+	c.pl.last[op.Key] = s
+	c.pl.fifo <- s // never blocks: at most maxPipelined slots, one per lane
+	go func() {
+		if prev != nil {
+			<-prev.done // the conflict rule: the same key's earlier command first
+		}
+		s.res = p.render([]service.Result{c.runID(op, id)})
+		close(s.done)
+	}()
+}
+
+func isDone(s *pipeSlot) bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// takeLane returns a free pipelining lane, creating one while fewer than
+// maxPipelined exist, else waiting for one (the replier frees it).
+func (c *conn) takeLane() *lane {
+	pl := &c.pl
+	if pl.fifo == nil {
+		pl.fifo = make(chan *pipeSlot, maxPipelined)
+		pl.free = make(chan *lane, maxPipelined)
+		pl.ended = make(chan struct{})
+		go c.replier()
+	}
+	select {
+	case l := <-pl.free:
+		return l
+	default:
+	}
+	if pl.made < maxPipelined {
+		pl.made++
+		return &lane{client: randomClientID()}
+	}
+	return <-pl.free
+}
+
+// drainPipeline waits until every pipelined command's reply is written
+// (and flushed to the output buffer).
+func (c *conn) drainPipeline() {
+	pl := &c.pl
+	if !pl.inFlight() {
+		return
+	}
+	ls := make([]*lane, 0, pl.made)
+	for range pl.made {
+		ls = append(ls, <-pl.free)
+	}
+	for _, l := range ls {
+		pl.free <- l
+	}
+	clear(pl.last)
+}
+
+// endPipeline drains the pipeline and stops the replier (connection end).
+func (c *conn) endPipeline() {
+	if c.pl.fifo == nil {
+		return
+	}
+	c.drainPipeline()
+	close(c.pl.fifo)
+	<-c.pl.ended
+}
+
+// replier writes pipelined replies in command order, flushes once per
+// batch of ready replies (when the next one is not ready, or none is
+// queued), and frees each slot's lane once its reply is flushed.
+func (c *conn) replier() {
+	defer close(c.pl.ended)
+	owed := 0
+	var held []*lane // lanes of written replies not yet flushed
+	flush := func() {
+		c.w.Flush() // a failure fails out; the reader then ends the connection
+		c.out.addReplies(owed)
+		owed = 0
+		c.wmu.Unlock()
+		for _, l := range held {
+			c.pl.free <- l
+		}
+		held = held[:0]
+	}
+	s, ok := <-c.pl.fifo
+	for ok {
+		if owed > 0 && !isDone(s) {
+			flush()
+		}
+		<-s.done
+		// Backpressure as the reader's (limits.go): a reply goes to the
+		// output buffer only while it has room.
+		c.out.waitRoom(int(c.s.lim.pipeline.Load()))
+		if owed == 0 {
+			c.wmu.Lock()
+		}
+		c.writeResult(s.res)
+		owed++
+		held = append(held, s.lane)
+		select {
+		case s, ok = <-c.pl.fifo:
+		default:
+			flush()
+			s, ok = <-c.pl.fifo
+		}
+	}
+	if owed > 0 {
+		flush()
+	}
+}

@@ -1,0 +1,137 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+)
+
+// pipelineScript is a random mix of single-key commands on a few keys,
+// with multi-key and connection commands (which drain the pipeline) among
+// them.
+func pipelineScript(r *rand.Rand, n int) [][]string {
+	keys := []string{"k", "j", "i"}
+	var out [][]string
+	for range n {
+		k := keys[r.IntN(len(keys))]
+		switch x := r.IntN(20); {
+		case x < 5:
+			out = append(out, []string{"SET", k, fmt.Sprint(r.IntN(100))})
+		case x < 10:
+			out = append(out, []string{"GET", k})
+		case x < 14:
+			out = append(out, []string{"INCR", k})
+		case x < 16:
+			out = append(out, []string{"APPEND", k, "7"})
+		case x < 17:
+			out = append(out, []string{"DEL", k})
+		case x < 18:
+			out = append(out, []string{"MGET", "k", "j", "i"})
+		case x < 19:
+			out = append(out, []string{"INCR", k, "extra"}) // an arity error: no operation
+		default:
+			out = append(out, []string{"PING"})
+		}
+	}
+	return out
+}
+
+// TestPipelinedMatchesSerial: a pipeline of SET/GET/INCR/APPEND/DEL on a
+// few keys, with MGET and PING among them, written in one go to a backend
+// that delays each request a random little while, returns exactly what
+// the same commands return one at a time, while several of the pipeline's
+// requests were in flight at once and no client id ever had two.
+func TestPipelinedMatchesSerial(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 18))
+	script := pipelineScript(r, 1500)
+
+	serial := gatewaytest.KV()
+	_, saddr := startServer(t, serial, ServerOptions{})
+	sc := dial(t, saddr)
+	want := make([]string, len(script))
+	for i, args := range script {
+		want[i] = sc.do(args...)
+	}
+
+	b := gatewaytest.KV()
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	byClient := map[uint64]bool{}
+	var twice []automaton.RequestID
+	b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		if byClient[req.ID.Client] {
+			twice = append(twice, req.ID)
+		}
+		byClient[req.ID.Client] = true
+		d := time.Duration(r.IntN(100)) * time.Microsecond
+		mu.Unlock()
+		time.Sleep(d)
+		mu.Lock()
+		inFlight--
+		byClient[req.ID.Client] = false
+		mu.Unlock()
+		return nil
+	})
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	var sb strings.Builder
+	for _, args := range script {
+		fmt.Fprintf(&sb, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&sb, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	go io.WriteString(c.nc, sb.String())
+	for i := range script {
+		rep, err := c.r.ReadReply()
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if got := rep.String(); got != want[i] {
+			t.Fatalf("command %d %q: pipelined %s, serial %s", i, script[i], got, want[i])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most < 2 {
+		t.Errorf("at most %d request in flight at once: the pipeline ran serially", most)
+	}
+	if len(twice) > 0 {
+		t.Errorf("client ids with two requests in flight: %v", twice[:min(len(twice), 5)])
+	}
+	t.Logf("%d commands, at most %d requests in flight", len(script), most)
+}
+
+// TestPipelineKeepsSerialCommandsSerial: inside MULTI, and with a WATCHed
+// key, commands run one at a time (each queued or run in order).
+func TestPipelineKeepsSerialCommandsSerial(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, pxName, "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	var sb strings.Builder
+	for _, cmd := range []string{"WATCH w", "SET a 1", "INCR a", "MULTI", "INCR a", "GET a", "EXEC", "GET a"} {
+		sb.WriteString(cmd + "\r\n")
+	}
+	io.WriteString(c.nc, sb.String())
+	want := []string{"OK", "OK", "(integer) 2", "OK", "QUEUED", "QUEUED", "1) (integer) 3\n2) \"3\"", `"3"`}
+	for i, w := range want {
+		rep, err := c.r.ReadReply()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.String(); got != w {
+			t.Errorf("reply %d: %s, want %s", i, got, w)
+		}
+	}
+}
