@@ -26,7 +26,8 @@ func init() {
 		clients, keys, valueSize                                int
 		readRatio, rate                                         float64
 		preload, quiet, leader, abdClient                       bool
-		arrivals                                                string
+		arrivals, conns                                         string
+		pipeline                                                int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -101,6 +102,9 @@ through their own client libraries instead of RESP, one session per client.`,
 			if abdClient {
 				cfg.UseABDClient()
 			}
+			if err := applyBenchConns(conns, pipeline, f.Changed("conns"), f.Changed("pipeline"), abdClient, &cfg); err != nil {
+				return err
+			}
 			cfg.Arrivals = arrivals
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -135,7 +139,9 @@ through their own client libraries instead of RESP, one session per client.`,
 	f.StringVar(&addr, "addr", strings.Join(def.Addrs, ","), "server address host:port, or several separated by commas (clients spread round-robin)")
 	f.DurationVar(&duration, "duration", 0, "length of the measured phase (default 10s when --ops is not given)")
 	f.Int64Var(&ops, "ops", 0, "number of operations to measure (open loop: arrivals); with --duration, stop at whichever comes first")
-	f.IntVar(&clients, "clients", def.Clients, "simulated clients, one connection each")
+	f.IntVar(&clients, "clients", def.Clients, "simulated clients (operations outstanding), one connection each unless --conns or --pipeline")
+	f.StringVar(&conns, "conns", "per-client", "connections the clients share: per-client, N (N shared connections; over RESP each pipelines its clients' commands), or pipeline:P (RESP: P clients per pipelined connection)")
+	f.IntVar(&pipeline, "pipeline", 0, "RESP pipelining depth: --pipeline P is --conns pipeline:P (0: no pipelining)")
 	f.IntVar(&keys, "keys", def.Keys, "number of distinct keys")
 	f.IntVar(&valueSize, "value-size", def.ValueSize, fmt.Sprintf("bytes per written value (at least %d)", bench.MinValueSize))
 	f.Float64Var(&readRatio, "read-ratio", def.ReadRatio, "fraction of operations that are GETs (the rest are SETs)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/synod-dev/synod/bench"
@@ -35,4 +36,47 @@ func applyBenchTarget(name string, cfg *bench.Config) error {
 		return nil
 	}
 	return fmt.Errorf("unknown --target %q (want one of: %s)", name, benchTargets)
+}
+
+// applyBenchConns arranges the clients' connections as --conns (or
+// --pipeline P, which is --conns pipeline:P) says, with
+// bench.ParseConnSpec and bench.WithConns: one per client (the default), N
+// shared connections, or pipelined RESP connections carrying P clients'
+// commands each. Over RESP a shared connection is a pipelined one (a plain
+// RESP connection serves one caller at a time); etcd's and ZooKeeper's
+// clients are shared as they are and do not pipeline.
+func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet, abdClient bool, cfg *bench.Config) error {
+	if pipelineSet {
+		if connsSet {
+			return fmt.Errorf("give --conns or --pipeline, not both")
+		}
+		if pipeline < 0 {
+			return fmt.Errorf("--pipeline %d: want a depth of at least 1 (0: none)", pipeline)
+		}
+		if pipeline > 0 {
+			conns = fmt.Sprintf("pipeline:%d", pipeline)
+		}
+	}
+	spec, err := bench.ParseConnSpec(conns)
+	if err != nil {
+		return err
+	}
+	if spec == bench.PerClient {
+		return nil
+	}
+	if abdClient {
+		return fmt.Errorf("--abd-client runs its own connections to every replica; --conns %s does not apply", spec)
+	}
+	factory, pipelined := cfg.NewTarget, bench.TargetFactory(nil)
+	if cfg.TargetName == "" || cfg.TargetName == "resp" {
+		o := bench.RedisOptions{Password: cfg.Password, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Timeout: cfg.OpTimeout}
+		factory, pipelined = bench.PipelinedRedisFactory(o), bench.PipelinedRedisFactory(o)
+	}
+	f, err := bench.WithConns(spec, cfg.Clients, factory, pipelined)
+	if err != nil {
+		return fmt.Errorf("--target %s: %w", cmp.Or(cfg.TargetName, "resp"), err)
+	}
+	cfg.NewTarget = f
+	cfg.TargetName = fmt.Sprintf("%s (%s)", cmp.Or(cfg.TargetName, "resp"), spec.Describe(cfg.Clients))
+	return nil
 }
