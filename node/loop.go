@@ -304,6 +304,9 @@ func (l *nsLoop) flush() bool {
 	if len(b.persists) == 0 {
 		return true
 	}
+	if !l.n.durable {
+		return l.commitInline(b)
+	}
 	select {
 	case l.commitQ <- b:
 	case <-l.n.stopping:
@@ -315,6 +318,24 @@ func (l *nsLoop) flush() bool {
 	default:
 		l.cur = &batch{}
 	}
+	return true
+}
+
+// commitInline commits a batch on the loop goroutine, for engines without
+// fsync (durability memory): their Commit is a map update, so handing it to
+// the committer would cost a goroutine wake-up per batch for nothing to
+// overlap. The release rule is the same: the batch's waiting outputs leave
+// after its records are committed, in emission order. The committer stays
+// idle (commitQ is never fed), so nothing else commits concurrently.
+func (l *nsLoop) commitInline(b *batch) bool {
+	if !l.commit(b.persists) {
+		l.failed.Store(true)
+		b.reset()
+		return false
+	}
+	last := b.last
+	b.reset()
+	l.setDurable(last)
 	return true
 }
 

@@ -23,7 +23,10 @@
 // before any later Send or Respond is released) at its finest grain, made
 // cheap by group commit: reads and messages that depend on no pending record
 // skip the commit, and under load inputs are stepped while an fsync runs and
-// the next commit covers all of them. SetTimer and CancelTimer
+// the next commit covers all of them. With durability memory there is no
+// fsync to overlap, so the loop commits each batch itself at the end of the
+// pass (loop.go, commitInline) and releases what waited for it at once,
+// saving the committer's wake-up. SetTimer and CancelTimer
 // take effect at once: they are not visible outside the node, so holding
 // them back would only delay timers. If a Commit fails, the node releases
 // no output still waiting, nor any emitted later, in any namespace, and
