@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -123,7 +124,7 @@ func (c *conn) requestOptions(read automaton.ReadMode, id automaton.RequestID) a
 	for k, v := range c.opts.cur {
 		o.Set(k, append([]string(nil), v...))
 	}
-	o = automaton.AssignOptions(automaton.RequestOptions(c.protocol()), id, o)
+	o = automaton.AssignOptions(requestOptionSpecs(c.protocol()), id, o)
 	c.mu.Lock()
 	switch {
 	case id.Client == c.client && id.Seq > c.opts.lastSeq:
@@ -317,4 +318,19 @@ func (c *conn) writeLast(name string) {
 		return
 	}
 	c.writeValue(spec, vals, set)
+}
+
+// optionSpecs caches automaton.RequestOptions by protocol name: a registry
+// lookup per request costs more than the rest of the gateway's work on it
+// (protocols register at init, so a name's specs do not change).
+var optionSpecs sync.Map // protocol name -> []automaton.OptionSpec
+
+// requestOptionSpecs returns automaton.RequestOptions(proto), cached.
+func requestOptionSpecs(proto string) []automaton.OptionSpec {
+	if v, ok := optionSpecs.Load(proto); ok {
+		return v.([]automaton.OptionSpec)
+	}
+	specs := automaton.RequestOptions(proto)
+	optionSpecs.Store(proto, specs)
+	return specs
 }

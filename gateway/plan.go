@@ -154,10 +154,10 @@ func (c *conn) check(p plan) plan {
 // protocol (ABD, blocking) cannot run, naming the namespaces and protocols
 // that can and how to reach them; "" when the protocol can run op.
 func (c *conn) beyondRegister(ns, proto, svc string, op service.Op) string {
-	if svc != "kv" || !automaton.HasRegisterSemantics(proto) {
-		return ""
-	}
 	if service.RegisterKinds[op.Kind] && (op.Kind != "set" || len(op.Args) == 1) {
+		return "" // a register runs it (checked first: it needs no registry lookup)
+	}
+	if svc != "kv" || !automaton.HasRegisterSemantics(proto) {
 		return ""
 	}
 	var nss []string
@@ -212,7 +212,10 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 	if len(p.ops) == 0 {
 		return p.render(nil)
 	}
-	atomic := c.atomicHere()
+	atomic := false
+	if len(p.ops) > 1 || len(p.guards) > 0 {
+		atomic = c.atomicHere() // a registry lookup, only where it matters
+	}
 	group := (len(p.ops) > 1 || len(p.guards) > 0) && !c.txn.open && (p.send == sendAtomic || (p.send == sendGroup && atomic))
 	if p.send == sendAtomic && (len(p.ops) > 1 || len(p.guards) > 0) && (c.txn.open || !atomic) {
 		return errResult("ERR %s needs its keys changed atomically, which this namespace's protocol (%s) cannot do; nothing was applied (%s)",

@@ -274,8 +274,12 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 	default:
 		return nil, status.Error(codes.InvalidArgument, "request has no op")
 	}
-	if res, refused := automaton.RefuseUnsupported(ns.Protocol, req); refused {
-		return nil, status.Error(codes.FailedPrecondition, res.Err)
+	// RefuseUnsupported refuses only groups and transaction steps; a
+	// single operation skips its registry lookup.
+	if len(req.Ops) > 0 || req.Txn != nil {
+		if res, refused := automaton.RefuseUnsupported(ns.Protocol, req); refused {
+			return nil, status.Error(codes.FailedPrecondition, res.Err)
+		}
 	}
 	if err := automaton.ValidateRequest(svc, req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "namespace %q (service %s): %v", ns.Name, ns.Service, err)

@@ -198,9 +198,13 @@ func (a *ABD) onStart(s automaton.Start) {
 
 // onRequest starts coordinating a client request (seed 001 §3.1.2).
 func (a *ABD) onRequest(req automaton.Request) {
-	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
-		a.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
-		return
+	// Only a group or a transaction step is refused; checking for them
+	// first spares a single operation the registry lookup.
+	if len(req.Ops) > 0 || req.Txn != nil {
+		if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+			a.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
+			return
+		}
 	}
 	if phase := req.Opts.String(OptPhase); phase != "" {
 		a.onPhase(req, phase) // client-driven mode (direct.go)
