@@ -25,6 +25,7 @@ type Counter struct {
 	clients   string
 	databases string
 	beds      string
+	pg        pgShare
 }
 
 func (e *Counter) Name() string { return "seed002-durability-counter" }
@@ -110,6 +111,7 @@ func (e *Counter) Cells(o experiment.Options) ([]experiment.Cell, error) {
 			}
 		}
 	}
+	e.pg.expect(livePostgresCells(cells))
 	return cells, nil
 }
 
@@ -156,7 +158,7 @@ const (
 
 func (e *Counter) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cell) (experiment.Outcome, error) {
 	if c.Get("bed") == bedLive {
-		return runLiveCounter(ctx, env, c, e.total(env.Options))
+		return runLiveCounter(ctx, env, &e.pg, c, e.total(env.Options))
 	}
 	clients, _ := strconv.Atoi(c.Get("clients"))
 	handle, set, bset, _, err := counterHandler(c.Get("config"))

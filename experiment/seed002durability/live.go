@@ -29,11 +29,69 @@ const (
 	liveNodeDur = config.Memory // the nodes' own records (pbd/booted only); the mechanisms under test keep the state
 )
 
+// pgShare is one private PostgreSQL server for a run's cells: started by
+// the first cell that needs it, a fresh database per cell (CreateDB), and
+// stopped by PID after the last such cell (left counts them down, set by
+// Cells) or when the run is interrupted.
+type pgShare struct {
+	mu   sync.Mutex
+	srv  *pgserver.Server
+	left int // cells still to use it
+	n    int // databases created
+}
+
+// expect sets how many cells will use the server.
+func (p *pgShare) expect(n int) {
+	p.mu.Lock()
+	p.left = n
+	p.mu.Unlock()
+}
+
+// db returns a fresh database's DSN and the function the cell calls when
+// done with it.
+func (p *pgShare) db(ctx context.Context, env *experiment.Env) (string, func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	done := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.left--; p.left <= 0 {
+			p.stopLocked()
+		}
+	}
+	if p.srv == nil {
+		srv, err := pgserver.Start()
+		if errors.Is(err, pgserver.ErrNotInstalled) {
+			return "", done, experiment.Unavailable("%v", err)
+		}
+		if err != nil {
+			return "", done, err
+		}
+		env.Logf("private PostgreSQL 127.0.0.1:%d in %s", srv.Port, srv.Dir)
+		p.srv = srv
+		context.AfterFunc(ctx, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.stopLocked()
+		})
+	}
+	p.n++
+	dsn, err := p.srv.CreateDB(fmt.Sprintf("cell%d", p.n))
+	return dsn, done, err
+}
+
+func (p *pgShare) stopLocked() {
+	if p.srv != nil {
+		p.srv.Stop()
+		p.srv = nil
+	}
+}
+
 // liveDB prepares a cell's database, shared by every node of the cluster:
-// a SQLite file in the run's scratch directory or a fresh private
-// PostgreSQL server (durability/pgserver), with state fsync on or off.
-// It returns the cluster's database parameters and a stop function.
-func liveDB(env *experiment.Env, db, fsync string) (map[string]string, func(), error) {
+// a SQLite file in the run's scratch directory or a fresh database on the
+// run's private PostgreSQL server, with state fsync on or off. It returns
+// the cluster's database parameters and a stop function.
+func liveDB(ctx context.Context, env *experiment.Env, pg *pgShare, db, fsync string) (map[string]string, func(), error) {
 	sync := strconv.FormatBool(fsync == "on")
 	switch db {
 	case "-", "":
@@ -51,21 +109,16 @@ func liveDB(env *experiment.Env, db, fsync string) (map[string]string, func(), e
 				os.RemoveAll(dir)
 			}, nil
 	case "postgres":
-		srv, err := pgserver.Start()
-		if errors.Is(err, pgserver.ErrNotInstalled) {
-			return nil, nil, experiment.Unavailable("%v", err)
-		}
+		dsn, done, err := pg.db(ctx, env)
 		if err != nil {
+			done()
 			return nil, nil, err
 		}
-		env.Logf("private PostgreSQL on 127.0.0.1:%d (%s)", srv.Port, srv.Dir)
 		return map[string]string{
-				sqlstore.ParamDriver: sqlstore.Postgres,
-				sqlstore.ParamDSN:    srv.DSN(),
-				sqlstore.ParamSync:   sync,
-			}, func() {
-				srv.Stop()
-			}, nil
+			sqlstore.ParamDriver: sqlstore.Postgres,
+			sqlstore.ParamDSN:    dsn,
+			sqlstore.ParamSync:   sync,
+		}, done, nil
 	}
 	return nil, nil, fmt.Errorf("unknown database %q (sqlite or postgres)", db)
 }
@@ -74,8 +127,8 @@ func liveDB(env *experiment.Env, db, fsync string) (map[string]string, func(), e
 // or, for the original service, one node whose only object is
 // reconstructible (the same Counter code and runtime path, nothing kept).
 // The returned stop function stops the cluster and the database.
-func liveCluster(env *experiment.Env, name, service, mapping, db, fsync string) (*cluster.Cluster, func(), error) {
-	params, stopDB, err := liveDB(env, db, fsync)
+func liveCluster(ctx context.Context, env *experiment.Env, pg *pgShare, name, service, mapping, db, fsync string) (*cluster.Cluster, func(), error) {
+	params, stopDB, err := liveDB(ctx, env, pg, db, fsync)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,10 +173,10 @@ func liveClient(ctx context.Context, c *cluster.Cluster) (*synodclient.Client, e
 // adds once (connections made, not measured), then `total` adds split
 // over the clients, each waiting for its answer before the next; the
 // counter must end at exactly the number of adds answered.
-func runLiveCounter(ctx context.Context, env *experiment.Env, c experiment.Cell, total int) (experiment.Outcome, error) {
+func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c experiment.Cell, total int) (experiment.Outcome, error) {
 	clients, _ := strconv.Atoi(c.Get("clients"))
 	cfg, db := c.Get("config"), c.Get("db")
-	cl, stop, err := liveCluster(env, "counter-"+cfg+"-"+db+"-"+c.Get("fsync")+"-c"+c.Get("clients"), "counter", cfg, db, c.Get("fsync"))
+	cl, stop, err := liveCluster(ctx, env, pg, "counter-"+cfg+"-"+db+"-"+c.Get("fsync")+"-c"+c.Get("clients"), "counter", cfg, db, c.Get("fsync"))
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -198,4 +251,15 @@ func fsyncLabel(c experiment.Cell) string {
 		return "- (no database)"
 	}
 	return c.Get("fsync")
+}
+
+// livePostgresCells counts the live cells on PostgreSQL.
+func livePostgresCells(cells []experiment.Cell) int {
+	n := 0
+	for _, c := range cells {
+		if c.Get("bed") != bedProcess && c.Get("db") == "postgres" {
+			n++
+		}
+	}
+	return n
 }
