@@ -56,8 +56,10 @@ type round struct {
 	undecided bool // seedEvent unknown: a node's first request is not in the trace
 }
 
-// collisionRound runs one round of c simultaneous clients on 3t+1 nodes.
-func collisionRound(t, c int, s setting, seed int64) (round, error) {
+// collisionRound runs one round of c clients on 3t+1 nodes, client k
+// sending its first request at collisionThink + k·delta (sim.RunWithStarts;
+// delta 0: simultaneous, as a constant first think time alone gives).
+func collisionRound(t, c int, s setting, seed int64, delta time.Duration) (round, error) {
 	name := "seed002fastsim-" + strconv.FormatInt(recorderSeq.Add(1), 10)
 	rec := fastpaxos.NewRecorder(name)
 	defer fastpaxos.DropRecorder(name)
@@ -84,12 +86,16 @@ func collisionRound(t, c int, s setting, seed int64) (round, error) {
 		Params:  map[string]string{"heartbeat": "500ms", "election_timeout": "2s", "op_timeout": "1000s", "observe": name},
 		NoCheck: true, Trace: arr,
 	}
-	res, err := sim.Run(cfg)
+	starts := make([]time.Duration, c)
+	for k := range starts {
+		starts[k] = collisionThink + time.Duration(k)*delta
+	}
+	res, err := sim.RunWithStarts(cfg, starts)
 	if err != nil {
 		return round{}, err
 	}
 	if res.Unknown != 0 || i0 == math.MaxUint64 {
-		return round{}, fmt.Errorf("t=%d c=%d seed %d: %d unknown outcomes, first instance %d", t, c, seed, res.Unknown, i0)
+		return round{}, fmt.Errorf("t=%d c=%d δ=%v seed %d: %d unknown outcomes, first instance %d", t, c, delta, seed, res.Unknown, i0)
 	}
 	count := map[string]int{}
 	best := 0
@@ -130,10 +136,10 @@ func (a *arrivals) Write(p []byte) (int, error) {
 // collisionRates runs rounds rounds (seeds seed, seed+1, …) and returns the
 // fractions with the seed's event (over the judged rounds) and with a
 // recovered first instance (over all), and how many rounds were judged.
-func collisionRates(t, c int, s setting, rounds int, seed int64) (seedEvent, recovered float64, judged int, err error) {
+func collisionRates(t, c int, s setting, rounds int, seed int64, delta time.Duration) (seedEvent, recovered float64, judged int, err error) {
 	var ns, nr int
 	for r := range rounds {
-		o, err := collisionRound(t, c, s, seed+int64(r))
+		o, err := collisionRound(t, c, s, seed+int64(r), delta)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -170,8 +176,9 @@ func collisionCell(t, c string) experiment.Cell {
 }
 
 // runCollision measures one collision cell: rounds of c simultaneous
-// clients under the seed's WAN client links (α_w = 1.2; at δ = 0 the
-// seed's event does not depend on the distribution) and LAN server links.
+// clients (case collision) or of two clients δ apart (case collision-delta)
+// under the seed's WAN client links (α_w = 1.2; at δ = 0 the seed's event
+// does not depend on the distribution) and LAN server links.
 func (e *Sim) runCollision(env *experiment.Env, t int, c experiment.Cell) (experiment.Outcome, error) {
 	rounds := 400
 	if env.Options.Quick {
@@ -180,14 +187,103 @@ func (e *Sim) runCollision(env *experiment.Env, t int, c experiment.Cell) (exper
 	if e.Rounds > 0 {
 		rounds = e.Rounds
 	}
+	s := setting{wan: paretoSpec(bW, collAlpha), lan: paretoSpec(bL, alphaL)}
 	nc, _ := strconv.Atoi(c.Get("clients"))
-	s := setting{wan: paretoSpec(bW, 1.2), lan: paretoSpec(bL, alphaL)}
-	p, r, judged, err := collisionRates(t, nc, s, rounds, e.RunSeed)
+	var delta time.Duration
+	model := 0.0
+	if c.Get("case") == "collision-delta" {
+		// Two clients δ apart (Fig V.5): the model's value depends on the
+		// latency distribution now.
+		ms, _ := strconv.ParseFloat(c.Get("delta_ms"), 64)
+		nc, delta = 2, time.Duration(ms*float64(time.Millisecond))
+		iv, err := fpmodel.Collision(fpmodel.Pareto{Alpha: collAlpha, B: bW}, t, fpmodel.Staggered(2, ms), 0)
+		if err != nil {
+			return experiment.Outcome{}, err
+		}
+		model = iv.Mid()
+	} else {
+		model = fpmodel.SimultaneousCollision(t, nc)
+	}
+	p, r, judged, err := collisionRates(t, nc, s, rounds, e.RunSeed, delta)
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
 	return experiment.Outcome{Metrics: map[string]float64{
-		mCollSim: p, mCollRecov: r, mCollModel: fpmodel.SimultaneousCollision(t, nc),
+		mCollSim: p, mCollRecov: r, mCollModel: model,
 		mCollJudged: float64(judged), mCollHW: binomHalfWidth(p, judged),
 	}}, nil
+}
+
+// collAlpha is the client links' α_w of the collision cells (Fig V.5:
+// α_w = 1.2, b = 100 ms).
+const collAlpha = 1.2
+
+// collisionDeltas are the offsets δ (ms) between the two clients of the
+// collision-delta cells: Fig V.5's x-axis has no tick values in our copy of
+// the seed, so a spread over the range where the model's curves fall
+// (0.375 and 0.656 at 0, crossing near 120 ms, 0.03 and 0.005 at 600 ms);
+// δ = 0 is the two-client collision cell.
+var collisionDeltas = []string{"25", "50", "100", "200", "300", "400"}
+
+func collisionDeltaCell(t, d string) experiment.Cell {
+	return experiment.NewCell("case", "collision-delta", "t", t, "delta_ms", d)
+}
+
+// deltaClaims judges Fig V.5 on the simulated rounds of two clients δ apart
+// (the δ = 0 point is the two-client collision cell): per t, whether the
+// simulated curve follows the model's (every point within its interval);
+// then the seed's claim, "as we increase the value of t, the probability is
+// higher for small delays ... for longer delays ... decreases faster":
+// t = 3 above t = 1 at δ = 0 beyond both intervals, its fall from δ = 0 to
+// the largest δ larger beyond the four intervals, and below t = 1 at the
+// largest δ (point estimates: there the two differ by less than the
+// intervals of a few hundred rounds).
+func deltaClaims(ours experiment.Figures, add func(seed, ours string, ok bool)) {
+	type point struct{ d, p, hw, model, rec float64 }
+	curves := map[string][]point{}
+	for _, t := range tValues {
+		f0, ok := ours[collisionCell(t, "2").Key]
+		if !ok {
+			return
+		}
+		pts := []point{{0, f0[mCollSim], f0[mCollHW], f0[mCollModel], f0[mCollRecov]}}
+		for _, d := range collisionDeltas {
+			f, ok := ours[collisionDeltaCell(t, d).Key]
+			if !ok {
+				return
+			}
+			dv, _ := strconv.ParseFloat(d, 64)
+			pts = append(pts, point{dv, f[mCollSim], f[mCollHW], f[mCollModel], f[mCollRecov]})
+		}
+		curves[t] = pts
+		var ps []string
+		fits := true
+		for _, q := range pts {
+			ps = append(ps, fmt.Sprintf("%.0f: %.3f ± %.3f (model %.3f; recovered %.2f)", q.d, q.p, q.hw, q.model, q.rec))
+			fits = fits && math.Abs(q.p-q.model) <= q.hw
+		}
+		add("(ours) t = "+t+": collision probability of two clients δ ms apart (Pareto(1.2, 100 ms) client links), simulated against the model",
+			strings.Join(ps, ", "), fits)
+	}
+	c1, c3 := curves["1"], curves["3"]
+	last := len(c1) - 1
+	// from: the first δ from which t = 3 stays below t = 1.
+	from := func(v func(point) float64) string {
+		k := len(c1)
+		for k > 0 && v(c3[k-1]) < v(c1[k-1]) {
+			k--
+		}
+		if k == len(c1) {
+			return "nowhere"
+		}
+		return fmt.Sprintf("%.0f ms", c1[k].d)
+	}
+	higher := c3[0].p-c3[0].hw > c1[0].p+c1[0].hw
+	fall1, fall3 := c1[0].p-c1[last].p, c3[0].p-c3[last].p
+	faster := fall3-fall1 > c1[0].hw+c1[last].hw+c3[0].hw+c3[last].hw
+	add("larger t: higher collision probability for small δ, but it falls faster with δ (Fig V.5; t = 1 against t = 3)",
+		fmt.Sprintf("simulated at δ = 0: %.3f (t = 3) against %.3f (t = 1); fall to δ = %.0f ms: %.3f against %.3f, ending at %.3f against %.3f; t = 3 below t = 1 from δ = %s on (model: from %s)",
+			c3[0].p, c1[0].p, c1[last].d, fall3, fall1, c3[last].p, c1[last].p,
+			from(func(q point) float64 { return q.p }), from(func(q point) float64 { return q.model })),
+		higher && faster && c3[last].p < c1[last].p)
 }

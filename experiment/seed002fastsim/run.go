@@ -10,6 +10,7 @@ import (
 
 	"github.com/synod-dev/synod/history"
 	"github.com/synod-dev/synod/protocol/fastpaxos"
+	"github.com/synod-dev/synod/protocol/paxos"
 	"github.com/synod-dev/synod/sim"
 )
 
@@ -18,7 +19,7 @@ import (
 // count (see measure).
 type run struct {
 	rtts   []float64
-	learns []float64 // fastpaxos: time to learn at one learner (see measure)
+	learns []float64 // time to learn: paxos at the leader, fastpaxos at one learner (see measure)
 	// fallbacks: operations whose learner caught up (no quorum event), so
 	// the next learner's time was taken.
 	fallbacks int
@@ -60,38 +61,54 @@ const (
 // after the warm-up; for a leader protocol (paxos) only those the client sent
 // to the leader (a request to a follower is forwarded: two more LAN hops the
 // model does not have). The client picks the node at random, independently
-// of latencies, so the kept ones are an unbiased sample.
+// of latencies, so the kept ones are an unbiased sample; paxos runs n times
+// as many operations so that about as many are kept.
 //
-// For fastpaxos, the time to learn too: a Recorder (protocol/fastpaxos,
-// parameter observe) reports each instance a learner learns from a quorum,
-// stamped with the virtual time of the step in progress (the trace's last
-// line: the simulator writes an input's line just before it steps the node
-// with it); the time to learn of the i-th operation is taken at learner
-// n(i mod n + 1), a choice independent of the latencies, from the client's
-// send (the trace's "invokes" line). A learner that got the value by
-// catch-up (from the leader, after a heartbeat: a straggling vote) reports
-// no quorum event; the next learner's time is taken then, and counted
-// (Outcome detail learn_fallbacks; rare: a LAN vote slower than a tick). paxos has no such hook (protocol/paxos
-// is not this experiment's to change), so its time to learn is not measured.
+// The time to learn too: each protocol's Recorder (parameter observe)
+// reports each instance a replica learns, stamped with the virtual time of
+// the step in progress (the trace's last line: the simulator writes an
+// input's line just before it steps the node with it), from the client's
+// send (the trace's "invokes" line). paxos: the leader's learning from a
+// majority of acceptances (paxos.ByQuorum), the model's L_c at the leader.
+// fastpaxos: the time to learn of the i-th operation is taken at learner
+// n(i mod n + 1), a choice independent of the latencies. A fastpaxos learner
+// that got the value by catch-up (from the leader, after a heartbeat: a
+// straggling vote) reports no quorum event; the next learner's time is
+// taken then, and counted (Outcome detail learn_fallbacks; rare: a LAN vote
+// slower than a tick).
 func measure(protocol string, n int, s setting, ops int, seed int64, leaderOnly bool) (run, error) {
 	tr := &traceScan{sent: map[string]int{}, invoked: map[string]time.Duration{}, learned: map[string]map[string]time.Duration{}}
-	observe := ""
-	if protocol == "fastpaxos" {
-		observe = "seed002fastsim-learn-" + strconv.FormatInt(recorderSeq.Add(1), 10)
+	note := func(id, node string) {
+		if tr.learned[id] == nil {
+			tr.learned[id] = map[string]time.Duration{}
+		}
+		if _, ok := tr.learned[id][node]; !ok {
+			tr.learned[id][node] = tr.now
+		}
+	}
+	observe := "seed002fastsim-learn-" + strconv.FormatInt(recorderSeq.Add(1), 10)
+	switch protocol {
+	case "fastpaxos":
 		rec := fastpaxos.NewRecorder(observe)
 		defer fastpaxos.DropRecorder(observe)
 		rec.OnEvent = func(e fastpaxos.Event) {
-			if e.Kind != fastpaxos.Learned || e.NoOp {
-				return
-			}
-			id := e.Req.String()
-			if tr.learned[id] == nil {
-				tr.learned[id] = map[string]time.Duration{}
-			}
-			if _, ok := tr.learned[id][string(e.Node)]; !ok {
-				tr.learned[id][string(e.Node)] = tr.now
+			if e.Kind == fastpaxos.Learned && !e.NoOp {
+				note(e.Req.String(), string(e.Node))
 			}
 		}
+	case "paxos":
+		rec := paxos.NewRecorder(observe)
+		defer paxos.DropRecorder(observe)
+		rec.OnEvent = func(e paxos.Event) {
+			if e.How == paxos.ByQuorum {
+				for _, id := range e.Reqs {
+					note(id.String(), string(e.Node))
+				}
+			}
+		}
+		ops *= n
+	default:
+		return run{}, fmt.Errorf("measure: protocol %s has no observation hook here", protocol)
 	}
 	res, err := sim.Run(simConfig(protocol, n, s, ops, seed, tr, observe))
 	if err != nil {
@@ -118,13 +135,18 @@ func measure(protocol string, n int, s setting, ops int, seed int64, leaderOnly 
 			continue
 		}
 		out.rtts = append(out.rtts, float64(op.Return-op.Call)/1e6)
-		if observe == "" {
-			continue
-		}
 		if i >= len(tr.invokes) {
 			return run{}, fmt.Errorf("%s: %d invocations traced for %d operations", protocol, len(tr.invokes), len(res.History.Ops))
 		}
 		id := tr.invokes[i]
+		if leaderOnly {
+			at, ok := tr.learned[id][out.leader]
+			if !ok {
+				return run{}, fmt.Errorf("%s: %s completed but the leader %s did not learn it from a quorum", protocol, id, out.leader)
+			}
+			out.learns = append(out.learns, float64(at-tr.invoked[id])/1e6)
+			continue
+		}
 		at, ok := tr.learned[id]["n"+strconv.Itoa(i%n+1)]
 		for k := 1; !ok && k < n; k++ {
 			// That learner caught up instead (CaughtUp: no quorum

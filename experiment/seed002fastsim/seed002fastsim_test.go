@@ -3,6 +3,7 @@ package seed002fastsim
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/synod-dev/synod/model/fastpaxos"
 )
@@ -53,6 +54,17 @@ func TestSimulatedRoundTripsFollowTheModel(t *testing.T) {
 	if d, b := ks(rf.rtts, ts.learnF), dkw(len(rf.rtts)); d <= b {
 		t.Errorf("fastpaxos round trips pass as times to learn (KS %.3f, bound %.3f)", d, b)
 	}
+	// And paxos's time to learn at the leader (its Recorder): one per kept
+	// operation, within the bound of the model's L_c, and not its round trips.
+	if len(rc.learns) != len(rc.rtts) {
+		t.Fatalf("%d paxos times to learn for %d kept operations", len(rc.learns), len(rc.rtts))
+	}
+	if d, b := ks(rc.learns, ts.learnC), dkw(len(rc.learns)); d > b {
+		t.Errorf("paxos learn: KS %.3f above the DKW bound %.3f", d, b)
+	}
+	if d, b := ks(rc.learns, tc), dkw(len(rc.learns)); d <= b {
+		t.Errorf("paxos round trips pass as times to learn (KS %.3f, bound %.3f)", d, b)
+	}
 }
 
 func TestCrossing(t *testing.T) {
@@ -81,7 +93,7 @@ func TestTraceScan(t *testing.T) {
 // rounds; and every round goes through the Recorder and the trace.
 func TestSimulatedCollisions(t *testing.T) {
 	s := setting{wan: paretoSpec(bW, 1.2), lan: paretoSpec(bL, alphaL)}
-	p, r, judged, err := collisionRates(1, 2, s, 60, 1)
+	p, r, judged, err := collisionRates(1, 2, s, 60, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +104,27 @@ func TestSimulatedCollisions(t *testing.T) {
 	// The protocol recovers at least every round with the seed's event.
 	if r < p || r > 1 {
 		t.Fatalf("recovered %.3f below the seed's event %.3f", r, p)
+	}
+}
+
+// Two clients δ = 300 ms apart (sim.RunWithStarts) collide as often as the
+// model says at that δ, and far less often than simultaneous ones would.
+func TestSimulatedCollisionsDelta(t *testing.T) {
+	s := setting{wan: paretoSpec(bW, collAlpha), lan: paretoSpec(bL, alphaL)}
+	p, _, judged, err := collisionRates(1, 2, s, 60, 1, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, err := fastpaxos.Collision(fastpaxos.Pareto{Alpha: collAlpha, B: bW}, 1, fastpaxos.Staggered(2, 300), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, hw := iv.Mid(), binomHalfWidth(iv.Mid(), judged)
+	if judged < 55 || math.Abs(p-want) > hw {
+		t.Fatalf("collision at δ = 300 ms %.3f over %d rounds, model %.3f (±%.3f)", p, judged, want, hw)
+	}
+	if sim0 := fastpaxos.SimultaneousCollision(1, 2); sim0-want <= hw {
+		t.Fatalf("the test cannot tell δ = 300 ms (%.3f) from δ = 0 (%.3f) with %d rounds", want, sim0, judged)
 	}
 }
 
