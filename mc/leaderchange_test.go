@@ -4,8 +4,47 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/paxos"
 )
+
+// caught checks broken in its declared model and wants a violation
+// containing want that replays from fresh automata.
+func caught(t *testing.T, broken, want string) *Result {
+	t.Helper()
+	r, err := Check(NewConfig(broken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || !strings.Contains(r.Violation.Violation, want) {
+		t.Fatalf("%s: %q not caught in %d states: %v", broken, want, r.States, r.Violation)
+	}
+	if why, err := r.Violation.Replay(); err != nil || why == "" {
+		t.Fatalf("%s: the counterexample does not replay: %q %v", broken, why, err)
+	}
+	t.Logf("%s: %d states, %d events, %v", broken, r.States, len(r.Violation.Events), r.Elapsed.Round(1e6))
+	return r
+}
+
+// clean checks correct in broken's declared model (its workload, network
+// and timers) to depth, with at most maxStates states (0: no bound), and
+// wants no violation.
+func clean(t *testing.T, correct, broken string, depth, maxStates int) *Result {
+	t.Helper()
+	cfg := NewConfig(correct)
+	cfg.Model = automaton.ModelOf(broken)
+	cfg.Net, _ = ParseNetwork(cfg.Model.Network)
+	cfg.Timers, cfg.Depth, cfg.MaxStates = cfg.Model.Timers, depth, maxStates
+	r, err := Check(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation != nil {
+		t.Fatalf("%s in %s's model: %v", correct, broken, r.Violation)
+	}
+	t.Logf("%s in %s's model to depth %d: %d states (complete %v), %v", correct, broken, depth, r.States, r.Complete, r.Elapsed.Round(1e6))
+	return r
+}
 
 // TestLeaderChangeModel: in the leader-change model (one write, a timer
 // budget of 4, inboxes drained from the highest node) the checker finds
@@ -13,25 +52,26 @@ import (
 // in the same model (as many states as the broken variant needed), finds
 // no violation.
 func TestLeaderChangeModel(t *testing.T) {
-	r, err := Check(NewConfig("paxos-broken-skipphase1values"))
-	if err != nil {
-		t.Fatal(err)
+	bad := caught(t, "paxos-broken-skipphase1values", "chosen with a value other")
+	ok := clean(t, "paxos", "paxos-broken-skipphase1values", len(bad.Violation.Events), 15000)
+	if !ok.Sometimes[0].Reached {
+		t.Fatalf("paxos in the leader-change model: no write completes")
 	}
-	if r.Violation == nil || !strings.Contains(r.Violation.Violation, "chosen with a value other") {
-		t.Fatalf("skipphase1values: not caught in %d states: %v", r.States, r.Violation)
+}
+
+// TestReadModel: pbpaxos's read model (protocol/pbpaxos.ReadModel: one
+// fanned-out X-Paxos read, one timer firing, which is n1's first
+// takeover) catches both broken variants by their invariants; pbpaxos
+// itself explores it exhaustively one event deeper than the longer
+// counterexample (the first depth at which its read can be answered)
+// without a violation, and its read is answered.
+func TestReadModel(t *testing.T) {
+	nc := caught(t, "pbpaxos-broken-noconfirm", "reads-confirmed")
+	es := caught(t, "pbpaxos-broken-earlyserve", "serve-after-takeover")
+	ok := clean(t, "pbpaxos", "pbpaxos-broken-earlyserve", max(len(nc.Violation.Events), len(es.Violation.Events))+1, 0)
+	if !ok.Complete || ok.HistoryChecks == 0 {
+		t.Fatalf("pbpaxos in the read model: complete %v, %d histories with the read answered", ok.Complete, ok.HistoryChecks)
 	}
-	cfg := NewConfig("paxos")
-	cfg.Model = paxos.LeaderChangeModel()
-	cfg.Net, _ = ParseNetwork(cfg.Model.Network)
-	cfg.Timers, cfg.Depth, cfg.MaxStates = cfg.Model.Timers, len(r.Violation.Events), 15000
-	ok, err := Check(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok.Violation != nil || !ok.Sometimes[0].Reached {
-		t.Fatalf("paxos in the leader-change model: violation %v, write completes %v", ok.Violation, ok.Sometimes[0].Reached)
-	}
-	t.Logf("skipphase1values: %d states, %d events; paxos to depth %d: %d states", r.States, len(r.Violation.Events), cfg.Depth, ok.States)
 }
 
 // TestTimerBudget: with "quiet:N" no path fires more than N timers, and
