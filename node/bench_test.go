@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -16,15 +17,20 @@ import (
 
 // BenchmarkPaxosPut measures the node runtime path alone (no RESP
 // gateway): puts submitted with Node.Do to the leader of a 3-node
-// Multi-Paxos cluster in this process, 64 at a time. Besides ns/op it
+// Multi-Paxos cluster in this process, one at a time or 64 at a time. Besides ns/op it
 // reports allocs/op and B/op summed over the three nodes (all in this
-// process) and cpu-us/op, the process's user+system CPU per put, the figure
+// process), fsyncs/op and msgs/op (peer messages sent, summed over the
+// nodes) and cpu-us/op, the process's user+system CPU per put, the figure
 // docs/COSTS.md ("Runtime path profile") compares before and after.
 //
 //	go test ./node -run '^$' -bench PaxosPut -benchtime 20000x
 func BenchmarkPaxosPut(b *testing.B) {
-	for _, d := range []string{config.Memory, config.Fsync} {
-		b.Run(d, func(b *testing.B) {
+	for _, bc := range []struct {
+		d    string
+		conc int
+	}{{config.Memory, 1}, {config.Memory, 64}, {config.Fsync, 1}, {config.Fsync, 64}} {
+		d, conc := bc.d, bc.conc
+		b.Run(fmt.Sprintf("%s/clients=%d", d, conc), func(b *testing.B) {
 			ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv"}
 			cfg, ls := mkCluster(b, 3, d, ns)
 			var nodes []*Node
@@ -45,30 +51,50 @@ func BenchmarkPaxosPut(b *testing.B) {
 			})
 			val := make([]byte, 100)
 			var client atomic.Uint64
-			b.SetParallelism(32) // 32 x GOMAXPROCS goroutines
-			b.ReportAllocs()
-			cpu0 := cpuTime()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				id := client.Add(1)
-				seq := uint64(0)
-				for pb.Next() {
-					seq++
-					r := automaton.Request{ID: automaton.RequestID{Client: 1000 + id, Seq: seq},
-						Op: service.Op{Kind: "set", Key: fmt.Sprintf("k%d", seq%10000), Args: [][]byte{val}}}
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					resp, err := leader.Do(ctx, "default", r)
-					cancel()
-					if err != nil || resp.Result.IsErr() {
-						b.Errorf("set: %v %v", err, resp.Result)
-						return
-					}
+			put := func(id, seq uint64) {
+				r := automaton.Request{ID: automaton.RequestID{Client: 1000 + id, Seq: seq},
+					Op: service.Op{Kind: "set", Key: fmt.Sprintf("k%d", seq%10000), Args: [][]byte{val}}}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				resp, err := leader.Do(ctx, "default", r)
+				cancel()
+				if err != nil || resp.Result.IsErr() {
+					b.Errorf("set: %v %v", err, resp.Result)
 				}
-			})
+			}
+			b.ReportAllocs()
+			cpu0, fs0, msgs0 := cpuTime(), counter(nodes, fsyncsOf), counter(nodes, msgsOf)
+			b.ResetTimer()
+			if conc == 1 {
+				for i := range b.N {
+					put(0, uint64(i+1))
+				}
+			} else {
+				b.SetParallelism(conc / runtime.GOMAXPROCS(0))
+				b.RunParallel(func(pb *testing.PB) {
+					id := client.Add(1)
+					for seq := uint64(1); pb.Next(); seq++ {
+						put(id, seq)
+					}
+				})
+			}
 			b.StopTimer()
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64(counter(nodes, fsyncsOf)-fs0)/float64(b.N), "fsyncs/op")
+			b.ReportMetric(float64(counter(nodes, msgsOf)-msgs0)/float64(b.N), "msgs/op")
 		})
 	}
+}
+
+func fsyncsOf(l *nsLoop) uint64 { return l.fsyncs.Load() }
+func msgsOf(l *nsLoop) uint64   { return l.msgsOut.Load() }
+
+// counter sums one of the default namespace's counters over nodes.
+func counter(nodes []*Node, f func(*nsLoop) uint64) uint64 {
+	var s uint64
+	for _, n := range nodes {
+		s += f(n.loops["default"])
+	}
+	return s
 }
 
 // cpuTime is this process's user+system CPU time so far.
