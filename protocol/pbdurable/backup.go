@@ -1,6 +1,8 @@
 package pbdurable
 
 import (
+	"encoding/json"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/durability"
 )
@@ -17,6 +19,7 @@ func (a *PBD) onHeartbeat(from automaton.NodeID, m msg) {
 	}
 	a.heard = true
 	if a.synced {
+		a.learnCommit(m.commit)
 		a.send(from, msg{kind: kindAck, view: a.view, index: a.index})
 	} else {
 		a.send(from, msg{kind: kindJoin, view: a.view})
@@ -24,7 +27,9 @@ func (a *PBD) onHeartbeat(from automaton.NodeID, m msg) {
 }
 
 // onUpdate is STATE_HANDLER (Fig. III.3, IV.C.2 the backup side of
-// commitA): acknowledge, then apply, in index order.
+// commitA) as the prepare of a two-phase commit (commit.go): hold the
+// buffer and acknowledge, in index order; apply what the commit index
+// decided.
 func (a *PBD) onUpdate(from automaton.NodeID, m msg) {
 	a.adopt(m.view)
 	if m.view != a.view || a.primary || !a.synced {
@@ -32,18 +37,25 @@ func (a *PBD) onUpdate(from automaton.NodeID, m msg) {
 	}
 	a.heard = true
 	if m.index > a.index {
-		a.held[m.index] = m.ups
+		a.held[m.index] = prepared{ups: m.ups, db: m.db}
 	}
 	for {
-		ups, ok := a.held[a.index+1]
-		if !ok {
+		if _, ok := a.held[a.index+1]; !ok {
 			break
 		}
-		delete(a.held, a.index+1)
 		a.index++
 		a.send(from, msg{kind: kindAck, view: a.view, index: a.index})
-		_ = a.svc.set().Apply(ups)
 	}
+	a.learnCommit(m.commit)
+}
+
+// learnCommit applies the prepared buffers the primary's commit index
+// decided.
+func (a *PBD) learnCommit(c uint64) {
+	if c > a.commit {
+		a.commit = c
+	}
+	a.applyPrepared(a.commit)
 }
 
 // onState installs the primary's replicated objects (a new backup, or
@@ -62,15 +74,33 @@ func (a *PBD) onState(from automaton.NodeID, m msg) {
 			}
 		}
 		if m.state != nil {
-			_ = a.svc.install(m.state)
+			_ = a.install(m.state)
 		}
-		a.index, a.synced = m.index, true
-		for i := range a.held {
-			if i <= a.index {
-				delete(a.held, i)
-			}
-		}
+		a.index, a.applied, a.dbApplied, a.commit, a.synced = m.index, m.index, 0, m.index, true
+		a.held = map[uint64]prepared{}
 	}
 	a.send(from, msg{kind: kindAck, view: a.view, index: stateAck})
 	a.send(from, msg{kind: kindAck, view: a.view, index: a.index})
+}
+
+// stateSnap is a state message's content: the service's objects and
+// Replies.
+type stateSnap struct {
+	Service []byte
+	Replies []repliesSnap
+}
+
+func (a *PBD) snapshot() []byte {
+	svc, _ := a.svc.snapshot()
+	b, _ := json.Marshal(stateSnap{Service: svc, Replies: a.svc.replies().snapshot()})
+	return b
+}
+
+func (a *PBD) install(b []byte) error {
+	var s stateSnap
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	a.svc.replies().install(s.Replies)
+	return a.svc.install(s.Service)
 }

@@ -32,8 +32,11 @@
 // Other parameters: rate_sending (20ms), rate_checking (250ms), op_timeout
 // (2s), durability_sync (true). Counter: service counter, mappings pb, db,
 // reconstructible (durability/examples/counter). Other deterministic
-// services (kv, string): one object State, mappings pb, db,
-// reconstructible.
+// services (kv, string): one object State, mappings pb, db, pbdb (State
+// replicated, Replies in the database), reconstructible. Every service
+// also has the protocol's object Replies (replies.go). A client may retry
+// a write with the same request id after a fail-over: it executes at most
+// once.
 //
 // # Per request (IV.C.2, Fig. IV.2)
 //
@@ -42,9 +45,44 @@
 // ONE effect; effects are issued one at a time, in execution order, so
 // transactions commit in the order the primary executed them. The
 // replicated buffer goes to every member as an update with the next
-// index; a backup acknowledges, then applies (IV.C.2). The answer waits
-// for both, and answers leave in execution order, so a read answers
-// after every write it saw is durable.
+// index; a backup acknowledges it (IV.C.2) and holds it prepared until
+// the primary's commit index reaches it (next section). A request's
+// transaction runs once every member acknowledged its buffer. The answer
+// waits for both, and answers leave in execution order, so a read
+// answers after every write it saw is durable.
+//
+// # All-or-nothing across mechanisms (IV.C; commit.go)
+//
+// The seed asks that an atomic action's changes reach every state object
+// or none (IV.C, the action-control methods; IV.B.3) but gives each
+// mechanism its own commit (commitA ships the buffer, or COMMITs) and
+// says nothing of a primary that crashes between the two, where a new
+// primary would see half a request: the machine taken from the
+// replicated queue but no bill in the database, or the reverse. Decision:
+// a presumed-abort two-phase commit whose log is the database. The
+// backups are the participants (prepare: hold the buffer, acknowledge),
+// the request's own transaction is the decision (it also sets
+// pbd_commit.idx to the request's index), and a new primary's recovery
+// queries read it: prepared buffers up to that index are applied, later
+// ones with a transaction are discarded (with everything after them),
+// buffers of requests without a transaction need no decision. The cost
+// is one round trip more before the transaction (PB+DB latency: backups'
+// acknowledgement, then the database, in sequence instead of in
+// parallel). Only mappings with both replicated and database objects
+// record the decision. Consequences:
+//
+//   - A state transfer (a joining node, or the members after a fail-over)
+//     carries no undecided request: it waits until none is in the queue,
+//     and new requests wait until every member has the state.
+//   - A transaction the database refuses is run again one checking period
+//     later (the request's changes are in the primary's objects and
+//     prepared at the backups; answering TRYAGAIN would leave the two
+//     mechanisms apart). A refusal that persists stalls the primary.
+//   - Not covered: a crashed primary's transaction still in flight at the
+//     database when the new primary reads pbd_commit (a real database
+//     across a network; the simulator and one shared SQLite file commit
+//     at once). Fencing it would take a view number checked inside each
+//     transaction.
 //
 // # Recovery (IV.C.2 recover, issue 11 item 5)
 //
@@ -89,18 +127,23 @@
 //     the proxies (init, then SetValue(0) / Put(empty); the Matchmaker:
 //     a DELETE of every table its init statements create), so that a
 //     database left by an earlier cluster is overwritten, not recovered.
-//   - Writes are not retried across a fail-over: there is no replicated
-//     deduplication table (a database object's write may commit while the
-//     backups never saw the request), so IdempotentRetry is false and a
-//     forwarder answers TRYAGAIN (outcome unknown) when its primary
-//     changes or does not answer within op_timeout. Duplicated forwards
-//     within one primary incarnation are answered from a cache.
-//   - All-or-nothing across mechanisms under a crash of the primary: the
-//     database commit and the backups' acknowledgement are independent,
-//     so a request touching a replicated and a database object whose
-//     primary crashes in between is seen half by the new primary (not
-//     answered to the client). The seed does not say how to make the two
-//     atomic (it would take a two-phase commit); not done.
+//   - Retries (IdempotentRetry). The seed does not deduplicate. Replies
+//     (replies.go) is a state object of every service, written by every
+//     write through the proxies: each client's last answered write (its
+//     sequence number and answer). It is therefore as durable as the
+//     write and all-or-nothing with it, and a new primary answers a
+//     retried write from it instead of executing it again (a request
+//     older than the client's last write gets an error). Its mechanism:
+//     named by the generic mappings (pbdb puts it in the database, so
+//     that kv under pbdb is a simulated service whose writes touch both
+//     mechanisms); beside the seed's Counter and Matchmaker, whose
+//     mapping files do not name it, replicated if any object is (no
+//     database transaction for a request that had none), else database,
+//     else reconstructible (then retries after a fail-over are not
+//     deduplicated, like the rest of the state). One entry per client:
+//     clients issue one write at a time. A forwarder still answers
+//     TRYAGAIN when its primary changes or does not answer within
+//     op_timeout; the client's retry is what is now safe.
 //   - The database must be shared by every node (durability_dsn: one
 //     SQLite file on one machine, or PostgreSQL); the executor's default
 //     (a file in each node's data directory) would make a new primary
@@ -114,5 +157,12 @@
 // # Invariants (invariant.go)
 //
 // one-primary, reply-after-durable (caught: pbdurable-broken-replybeforedb
-// answers before its database transaction committed), backup-prefix.
+// answers before its database transaction committed), backup-prefix,
+// all-or-nothing (a new primary's replicated objects hold every update up
+// to the database's commit index and no update whose transaction did not
+// commit; caught: pbdurable-broken-noprepare, whose backups apply a
+// buffer on arrival: `synod sim --protocol pbdurable-broken-noprepare
+// --nodes 3 --clients 4 --ops 300 --faults crash,dup,reorder,slow --param
+// mapping=pbdb --seeds 1-2`; TestAllOrNothing;
+// testdata/matchmaker_commit_crash.txt).
 package pbdurable

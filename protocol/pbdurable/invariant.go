@@ -12,7 +12,8 @@ func (p protocol) Invariants() ([]string, automaton.InvariantChecker) {
 	return []string{
 		"one-primary: no two up nodes are primary of one view",
 		"reply-after-durable: an answer leaves only after its database transaction committed and every member acknowledged its update buffer",
-		"backup-prefix: a synced backup of the primary's view applied no more updates than the primary executed",
+		"backup-prefix: a synced backup of the primary's view prepared no more updates than the primary executed",
+		"all-or-nothing: a new primary's replicated objects hold every request whose database transaction committed (every update up to the database's commit index) and no update of a request whose transaction did not commit",
 	}, &checker{}
 }
 
@@ -40,6 +41,14 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 		}
 	}
 	if a, ok := up[stepped].(*PBD); ok {
+		if r := a.recovered; r != nil && a.twoMechanisms() {
+			if a.applied < r.dbCommit {
+				return fmt.Errorf("all-or-nothing: new primary %s (view %s) applied updates up to %d, the database committed request %d", stepped, a.view, a.applied, r.dbCommit)
+			}
+			if a.dbApplied > r.dbCommit {
+				return fmt.Errorf("all-or-nothing: new primary %s (view %s) applied update %d, whose database transaction did not commit (the database's commit index is %d)", stepped, a.view, a.dbApplied, r.dbCommit)
+			}
+		}
 		for _, p := range a.released {
 			if !a.primary {
 				continue // a primary stepping down answers TRYAGAIN
@@ -60,5 +69,5 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 
 // Dump describes the automaton for traces.
 func (a *PBD) Dump() string {
-	return fmt.Sprintf("view=%s primary=%v ready=%v synced=%v index=%d members=%d queue=%d", a.view, a.primary, a.ready, a.synced, a.index, len(a.members), len(a.queue))
+	return fmt.Sprintf("view=%s primary=%v ready=%v synced=%v index=%d applied=%d commit=%d members=%d queue=%d", a.view, a.primary, a.ready, a.synced, a.index, a.applied, a.commit, len(a.members), len(a.queue))
 }

@@ -13,7 +13,7 @@ import (
 // Peer messages.
 const (
 	kindHeartbeat = 1 // primary -> every node: view, index (HEARTBEAT)
-	kindUpdate    = 2 // primary -> backups: one request's update buffer (commitA)
+	kindUpdate    = 2 // primary -> backups: one request's update buffer, prepared (commitA)
 	kindAck       = 3 // backup -> primary: cumulative acknowledgement
 	kindState     = 4 // primary -> backup: the replicated objects (a new backup, or a new view)
 	kindJoin      = 5 // unsynced node -> every node: make me a backup
@@ -21,7 +21,7 @@ const (
 	kindReply     = 7 // primary -> forwarder: its answer
 )
 
-var header = proto.Header{Protocol: "pbdurable", Version: 2, Kinds: []string{
+var header = proto.Header{Protocol: "pbdurable", Version: 3, Kinds: []string{
 	"heartbeat", "update", "ack", "state", "join", "forward", "reply"}}
 
 const maxNode = 1 << 12
@@ -31,12 +31,16 @@ type msg struct {
 	kind  byte
 	view  proto.Ballot
 	index uint64
-	ups   []durability.Update // update
-	state []byte              // state
-	id    automaton.RequestID // forward, reply
-	op    service.Op          // forward
-	env   service.Env         // forward: the Env observed where the request arrived
-	res   service.Result      // reply
+	// commit (heartbeat, update): the primary's commit index: a backup
+	// applies its prepared buffers up to it (doc.go, all-or-nothing).
+	commit uint64
+	db     bool                // update: the request also has a database transaction
+	ups    []durability.Update // update
+	state  []byte              // state
+	id     automaton.RequestID // forward, reply
+	op     service.Op          // forward
+	env    service.Env         // forward: the Env observed where the request arrived
+	res    service.Result      // reply
 }
 
 func (m msg) encode() []byte {
@@ -44,7 +48,11 @@ func (m msg) encode() []byte {
 	m.view.Encode(&e)
 	e.Uvarint(m.index)
 	switch m.kind {
+	case kindHeartbeat:
+		e.Uvarint(m.commit)
 	case kindUpdate:
+		e.Uvarint(m.commit)
+		e.Bool(m.db)
 		durability.EncodeUpdates(&e, m.ups)
 	case kindState:
 		e.Bytes(m.state)
@@ -68,7 +76,11 @@ func decode(b []byte) (msg, error) {
 	}
 	m := msg{kind: k, view: proto.DecodeBallot(d, maxNode), index: d.Uvarint()}
 	switch k {
+	case kindHeartbeat:
+		m.commit = d.Uvarint()
 	case kindUpdate:
+		m.commit = d.Uvarint()
+		m.db = d.Bool()
 		m.ups = durability.DecodeUpdates(d)
 	case kindState:
 		m.state = d.BytesCopy()
@@ -93,7 +105,7 @@ func (a *PBD) DescribeMessage(b []byte) string {
 	name := header.Kinds[m.kind-1]
 	switch m.kind {
 	case kindHeartbeat:
-		return fmt.Sprintf("%s view=%s index=%d", name, m.view, m.index)
+		return fmt.Sprintf("%s view=%s index=%d commit=%d", name, m.view, m.index, m.commit)
 	case kindUpdate:
 		calls := make([]string, len(m.ups))
 		for i, u := range m.ups {
@@ -107,7 +119,11 @@ func (a *PBD) DescribeMessage(b []byte) string {
 			}
 			calls[i] = fmt.Sprintf("%s.%s(%s)", u.Object, u.Method, strings.Join(args, ", "))
 		}
-		return fmt.Sprintf("%s view=%s index=%d %s", name, m.view, m.index, strings.Join(calls, " "))
+		db := ""
+		if m.db {
+			db = " +db"
+		}
+		return fmt.Sprintf("%s view=%s index=%d commit=%d%s %s", name, m.view, m.index, m.commit, db, strings.Join(calls, " "))
 	case kindAck:
 		if m.index == stateAck {
 			return fmt.Sprintf("%s view=%s state", name, m.view)

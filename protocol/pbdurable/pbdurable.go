@@ -15,11 +15,13 @@ import (
 const (
 	Name                = "pbdurable"
 	BrokenReplyBeforeDB = "pbdurable-broken-replybeforedb"
+	BrokenNoPrepare     = "pbdurable-broken-noprepare"
 )
 
 func init() {
 	automaton.Register(protocol{name: Name})
 	automaton.RegisterBroken(Name, protocol{name: BrokenReplyBeforeDB, replyBeforeDB: true})
+	automaton.RegisterBroken(Name, protocol{name: BrokenNoPrepare, noPrepare: true})
 }
 
 var params = proto.NewSpec(
@@ -36,10 +38,16 @@ var params = proto.NewSpec(
 type protocol struct {
 	name          string
 	replyBeforeDB bool
+	// noPrepare: a backup applies an update buffer when it arrives, before
+	// the request's database transaction committed (caught by the
+	// invariant all-or-nothing).
+	noPrepare bool
 }
 
-func (p protocol) Name() string          { return p.name }
-func (p protocol) IdempotentRetry() bool { return false }
+func (p protocol) Name() string { return p.name }
+
+// IdempotentRetry: a retried write is answered from Replies (replies.go).
+func (p protocol) IdempotentRetry() bool { return true }
 
 // SafeFaults implements automaton.FaultAssumer: primary-backup's perfect
 // failure detector (package doc).
@@ -50,6 +58,9 @@ func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 func (p protocol) Describe() string {
 	if p.replyBeforeDB {
 		return "answers before the request's database transaction committed; caught by the invariant reply-after-durable"
+	}
+	if p.noPrepare {
+		return "backups apply an update buffer on arrival, before the request's database transaction committed; caught by the invariant all-or-nothing"
 	}
 	return "primary-backup whose state objects are replicated, in a database or reconstructible, per the mapping (seed 002 ch. IV)"
 }
@@ -91,6 +102,9 @@ const (
 	// checking period later (not at once: a database that is down would
 	// otherwise be asked again in a loop).
 	timerRecover automaton.TimerID = 3
+	// timerRetryTx runs again a request's transaction the database
+	// refused (primary.go onEffectDone).
+	timerRetryTx automaton.TimerID = 4
 )
 
 // recordBooted tells a later incarnation that its memory is gone.
@@ -111,7 +125,16 @@ type PBD struct {
 
 	view   proto.Ballot // Node = the primary's position + 1
 	synced bool         // holds the view's replicated objects
-	index  uint64       // updates executed (primary) or applied (backup)
+	index  uint64       // updates executed (primary) or prepared (backup)
+	// applied: updates applied (a backup applies a prepared buffer once
+	// the primary's commit index reaches it, or at once when the request
+	// has no database transaction and every earlier one is applied);
+	// dbApplied: the last applied update whose request had a database
+	// transaction.
+	applied, dbApplied uint64
+	// commit: the primary's commit index (every shipped update up to it
+	// is answered, its transaction committed); a backup's last known one.
+	commit uint64
 
 	// failure detector (backup)
 	heard  bool
@@ -131,8 +154,13 @@ type PBD struct {
 	done      map[automaton.RequestID]service.Result
 	doneOrder []automaton.RequestID
 
-	// backup
-	held map[uint64][]durability.Update
+	// backup: the prepared update buffers, by index
+	held map[uint64]prepared
+
+	// recovered is set in the step a new primary finished its recovery,
+	// for the invariant all-or-nothing: the database's commit index and
+	// whether the mapping has both replicated and database objects.
+	recovered *recovery
 
 	// forwarder
 	fwd map[automaton.RequestID]*forward
@@ -140,6 +168,14 @@ type PBD struct {
 	// for the invariants: answers released in the last step
 	released []*pending
 }
+
+// prepared is an update buffer a backup holds until it may apply it.
+type prepared struct {
+	ups []durability.Update
+	db  bool
+}
+
+type recovery struct{ dbCommit uint64 }
 
 // member is a backup of the primary's view.
 type member struct {
@@ -157,6 +193,7 @@ type pending struct {
 	fx       automaton.EffectID // 0 until issued
 	dbDone   bool
 	ship     uint64 // the update's index, 0 when nothing was shipped
+	ups      []durability.Update
 	answered bool
 }
 
@@ -188,7 +225,7 @@ func (a *PBD) Leader() automaton.NodeID { return a.primaryID() }
 
 // Step implements automaton.Automaton.
 func (a *PBD) Step(in automaton.Input) []automaton.Output {
-	a.out, a.released = nil, nil
+	a.out, a.released, a.recovered = nil, nil, nil
 	switch in := in.(type) {
 	case automaton.Start:
 		a.onStart(in)
@@ -213,7 +250,7 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 // incarnation lost its memory: it joins (package doc).
 func (a *PBD) onStart(in automaton.Start) {
 	a.members, a.effects = map[automaton.NodeID]*member{}, map[automaton.EffectID]*pending{}
-	a.held, a.fwd = map[uint64][]durability.Update{}, map[automaton.RequestID]*forward{}
+	a.held, a.fwd = map[uint64]prepared{}, map[automaton.RequestID]*forward{}
 	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
 	if _, restarted := in.Records[recordBooted]; restarted {
 		a.sendJoin()
@@ -230,8 +267,16 @@ func (a *PBD) onStart(in automaton.Start) {
 		a.members[n] = &member{}
 	}
 	a.svc.set().SetRole(durability.Primary)
+	// init, every table emptied (a database left by an earlier cluster
+	// is not recovered later), init again (its initial rows), then the
+	// empty objects written.
+	init := a.svc.set().Init().SQL
+	if a.twoMechanisms() {
+		init = append(init, commitTable, durability.Stmt{Object: commitObject, SQL: commitReset})
+	}
+	stmts := append(append(append([]durability.Stmt{}, init...), emptyTables(init)...), init...)
 	w, _ := a.svc.fresh()
-	a.startRecovery(&sqlstore.Payload{Stmts: w.SQL})
+	a.startRecovery(&sqlstore.Payload{Stmts: append(stmts, w.SQL...)})
 	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 }
 
@@ -280,7 +325,7 @@ func (a *PBD) adopt(v proto.Ballot) {
 		a.queue, a.waiting = nil, nil
 	}
 	a.svc.set().SetRole(durability.Backup)
-	a.held = map[uint64][]durability.Update{}
+	a.held = map[uint64]prepared{}
 	for id, f := range a.fwd {
 		if f.view.Less(v) {
 			delete(a.fwd, id)
@@ -297,14 +342,19 @@ func (a *PBD) onTimer(id automaton.TimerID) {
 		if a.primary {
 			for _, n := range a.cfg.Nodes {
 				if n != a.cfg.Self {
-					a.send(n, msg{kind: kindHeartbeat, view: a.view, index: a.index})
+					a.send(n, msg{kind: kindHeartbeat, view: a.view, index: a.index, commit: a.commit})
 				}
 			}
 			a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 		}
 	case timerRecover:
 		if a.primary && !a.ready {
-			a.startRecovery(&sqlstore.Payload{Queries: a.svc.set().Recover().Queries})
+			a.startRecovery(&sqlstore.Payload{Queries: a.recoveryQueries()})
+		}
+	case timerRetryTx:
+		if a.primary {
+			a.inflight = false
+			a.issue()
 		}
 	case timerCheck:
 		a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})

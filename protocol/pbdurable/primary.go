@@ -9,7 +9,8 @@ import (
 
 // takeOver is switch_to_primary (seed 002 III.A problem 3, IV.C.2
 // recover): the next view names this node; the members ranked before it
-// are taken for failed, the others stay members and get the state;
+// are taken for failed, the others stay members and get the state once
+// the recovery decided the prepared buffers (commit.go);
 // every state object is restored before the new primary serves:
 // replicated objects change role (their state is here), database objects
 // reload by the mapping's queries, reconstructible ones come back empty.
@@ -25,7 +26,7 @@ func (a *PBD) takeOver() {
 		}
 		a.members[id] = &member{needsState: true}
 	}
-	a.held = map[uint64][]durability.Update{}
+	// The prepared buffers stay held: the recovery decides them (commit.go).
 	set := a.svc.set()
 	var p sqlstore.Payload
 	for _, px := range set.Proxies() {
@@ -33,11 +34,11 @@ func (a *PBD) takeOver() {
 			p.Stmts = append(p.Stmts, px.Init().SQL...)
 		}
 	}
-	p.Queries = set.Recover().Queries
-	a.startRecovery(&p)
-	for _, id := range a.memberIDs() {
-		a.sendState(id)
+	if a.twoMechanisms() {
+		p.Stmts = append(p.Stmts, commitTable, durability.Stmt{Object: commitObject, SQL: commitEnsure})
 	}
+	p.Queries = a.recoveryQueries()
+	a.startRecovery(&p)
 	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 	a.onTimer(timerHeartbeat)
 }
@@ -60,10 +61,62 @@ func (a *PBD) memberIDs() []automaton.NodeID {
 	return ids
 }
 
+// sendStates sends the replicated objects to the members that need them,
+// when they hold no update whose transaction is undecided (package doc:
+// new requests wait meanwhile, so the queue drains).
+func (a *PBD) sendStates() {
+	if !a.stateClear() {
+		return
+	}
+	for _, id := range a.memberIDs() {
+		if a.members[id].needsState {
+			a.sendState(id)
+		}
+	}
+}
+
+// stateClear reports whether the replicated objects may go to a new
+// member: recovered, and no update whose transaction is undecided.
+func (a *PBD) stateClear() bool {
+	if !a.ready {
+		return false // the recovery has not decided the prepared buffers yet
+	}
+	for _, p := range a.queue {
+		if p.ship > 0 && !p.dbDone {
+			return false
+		}
+	}
+	return true
+}
+
+// transferring reports whether a member waits for the state: requests
+// wait until it has it.
+func (a *PBD) transferring() bool {
+	for _, m := range a.members {
+		if m.needsState {
+			return true
+		}
+	}
+	return false
+}
+
+// resume runs the requests that waited for the recovery or a state
+// transfer.
+func (a *PBD) resume() {
+	if !a.ready || a.transferring() {
+		return
+	}
+	w := a.waiting
+	a.waiting = nil
+	for _, r := range w {
+		a.onRequest(r.from, r.req)
+	}
+}
+
 func (a *PBD) sendState(to automaton.NodeID) {
 	var snap []byte
 	if a.svc.set().Has(durability.Replicated) {
-		snap, _ = a.svc.snapshot()
+		snap = a.snapshot()
 	}
 	a.send(to, msg{kind: kindState, view: a.view, index: a.index, state: snap})
 }
@@ -74,18 +127,25 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 	if d.ID == a.recoverFx && a.primary && !a.ready {
 		if d.Err == nil {
 			res, _ := d.Result.(sqlstore.Result)
-			qs := a.svc.set().Recover().Queries
+			qs := a.recoveryQueries()
+			var c uint64
 			for i, q := range qs {
-				if i < len(res.Rows) {
-					_ = a.svc.set().Restore(q, res.Rows[i])
+				if i >= len(res.Rows) {
+					break
 				}
+				if q.Object == commitObject {
+					if rows := res.Rows[i]; len(rows) == 1 && len(rows[0]) == 1 {
+						n, _ := durability.AsInt64(rows[0][0])
+						c = uint64(n)
+					}
+					continue
+				}
+				_ = a.svc.set().Restore(q, res.Rows[i])
 			}
+			a.decide(c)
 			a.ready = true
-			w := a.waiting
-			a.waiting = nil
-			for _, r := range w {
-				a.onRequest(r.from, r.req)
-			}
+			a.sendStates()
+			a.resume()
 			return
 		}
 		// The database did not answer: try again one checking period
@@ -99,13 +159,19 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 		return
 	}
 	delete(a.effects, d.ID)
+	if d.Err != nil {
+		// The transaction did not commit, but the request's changes are in
+		// this primary's objects and prepared at the backups: run it again
+		// one checking period later (inflight holds the later ones back).
+		p.fx = 0
+		a.emit(automaton.SetTimer{ID: timerRetryTx, After: a.checking})
+		return
+	}
 	a.inflight = false
 	p.dbDone = true
-	if d.Err != nil {
-		p.res = service.Errorf("TRYAGAIN database: %v (the outcome is unknown)", d.Err)
-	}
 	a.issue()
 	a.release()
+	a.sendStates()
 }
 
 // onRequest: a client's request, at the node it reached.
@@ -122,7 +188,7 @@ func (a *PBD) onRequest(from automaton.NodeID, req automaton.Request) {
 		a.forward(req)
 		return
 	}
-	if !a.ready {
+	if !a.ready || a.transferring() {
 		a.waiting = append(a.waiting, waitReq{from: from, req: req})
 		return
 	}
@@ -149,19 +215,22 @@ func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
 	p := &pending{id: req.ID, from: from}
 	if a.cfg.Service.IsRead(req.Op) {
 		p.res, p.dbDone = a.svc.read(req.Op), true
+	} else if res, ok := a.svc.replies().lookup(req.ID); ok {
+		p.res, p.dbDone = res, true // a retry of an executed write (replies.go)
 	} else {
-		res, w, err := a.svc.exec(req.Op, req.Env)
+		res, w, err := a.svc.exec(req.ID, req.Op, req.Env)
 		p.res, p.stmts, p.dbDone = res, w.SQL, len(w.SQL) == 0
 		if err != nil {
 			p.res = service.Errorf("%v", err)
 		}
 		if len(w.Ship) > 0 {
 			a.index++
-			p.ship = a.index
+			p.ship, p.ups = a.index, w.Ship
+			if len(p.stmts) > 0 && a.twoMechanisms() {
+				p.stmts = append(p.stmts, commitDecision(p.ship))
+			}
 			for _, id := range a.memberIDs() {
-				if !a.members[id].needsState {
-					a.send(id, msg{kind: kindUpdate, view: a.view, index: p.ship, ups: w.Ship})
-				}
+				a.sendUpdate(id, p)
 			}
 		}
 	}
@@ -170,14 +239,32 @@ func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
 	a.release()
 }
 
+func (a *PBD) sendUpdate(to automaton.NodeID, p *pending) {
+	a.send(to, msg{kind: kindUpdate, view: a.view, index: p.ship, commit: a.commit, db: len(p.stmts) > 0, ups: p.ups})
+}
+
+// prepared reports whether every member holds p's update buffer.
+func (a *PBD) prepared(p *pending) bool {
+	for _, m := range a.members {
+		if m.needsState || m.acked < p.ship {
+			return false
+		}
+	}
+	return true
+}
+
 // issue sends the next request's transaction when none is in flight:
-// transactions commit in execution order.
+// transactions commit in execution order, and a request's only once
+// every member prepared its update buffer (commit.go).
 func (a *PBD) issue() {
 	if a.inflight {
 		return
 	}
 	for _, p := range a.queue {
 		if p.fx == 0 && !p.dbDone {
+			if p.ship > 0 && !a.prepared(p) {
+				return
+			}
 			a.nextEffect++
 			p.fx = a.nextEffect
 			a.effects[p.fx] = p
@@ -210,6 +297,9 @@ func (a *PBD) release() {
 	for len(a.queue) > 0 && a.durable(a.queue[0]) {
 		p := a.queue[0]
 		a.queue = a.queue[1:]
+		if p.ship > 0 {
+			a.commit = p.ship
+		}
 		a.answer(p, p.res)
 	}
 	if a.proto.replyBeforeDB {
@@ -267,12 +357,14 @@ func (a *PBD) onAck(from automaton.NodeID, m msg) {
 		if m.index != stateAck {
 			return
 		}
-		mb.needsState = false
+		mb.needsState, mb.acked = false, a.index
+		a.resume()
 		return
 	}
-	if m.index > mb.acked {
+	if m.index != stateAck && m.index > mb.acked {
 		mb.acked = m.index
 	}
+	a.issue()
 	a.release()
 }
 
@@ -287,12 +379,16 @@ func (a *PBD) onJoin(from automaton.NodeID, m msg) {
 		a.members[from] = mb
 	}
 	mb.needsState, mb.silent = true, 0
-	a.sendState(from)
+	if a.stateClear() {
+		a.sendState(from)
+	}
 }
 
 // checkBackups: a member silent for two check periods failed and is
 // dropped (III.A, "the detection of backup failures"); one that still
-// lacks the state gets it again.
+// lacks the state gets it again, one that lags gets the update buffers
+// it did not acknowledge again (they are in the queue: a buffer leaves
+// it once every member acknowledged it).
 func (a *PBD) checkBackups() {
 	for _, id := range a.memberIDs() {
 		mb := a.members[id]
@@ -300,12 +396,18 @@ func (a *PBD) checkBackups() {
 			delete(a.members, id)
 			continue
 		}
-		if mb.needsState || mb.acked < a.index {
-			mb.needsState = true
-			a.sendState(id)
+		if !mb.needsState && mb.acked < a.index {
+			for _, p := range a.queue {
+				if p.ship > mb.acked {
+					a.sendUpdate(id, p)
+				}
+			}
 		}
 	}
+	a.sendStates()
+	a.issue()
 	a.release()
+	a.resume()
 }
 
 // forward sends a client's request to the primary this node knows.

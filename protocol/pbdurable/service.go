@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/durability"
 	"github.com/synod-dev/synod/durability/examples/counter"
 	"github.com/synod-dev/synod/durability/examples/matchmaker"
@@ -20,18 +21,20 @@ import (
 // its mechanisms need.
 type durable interface {
 	set() *durability.Set
-	// exec runs a write; the Work holds the statements and the shipped
-	// update buffer of this request.
+	// exec runs a write, and records its answer in Replies; the Work
+	// holds the statements and the shipped update buffer of this request.
 	// A nondeterministic service reads env (the request's Env).
-	exec(op service.Op, env service.Env) (service.Result, durability.Work, error)
+	exec(id automaton.RequestID, op service.Op, env service.Env) (service.Result, durability.Work, error)
+	// replies is the protocol's Replies object (replies.go).
+	replies() *replies
 	// read answers a read from the objects (no proxy work).
 	read(op service.Op) service.Result
 	// snapshot and install carry the replicated objects to a new backup.
 	snapshot() ([]byte, error)
 	install(b []byte) error
-	// fresh is the work the first primary of a fresh cluster does: init,
-	// then the empty objects written (so that the database holds this
-	// cluster's state, not a previous one's).
+	// fresh is what the first primary of a fresh cluster writes after
+	// init (PBD.onStart): the empty objects, so that the database holds
+	// this cluster's state, not a previous one's.
 	fresh() (durability.Work, error)
 }
 
@@ -57,7 +60,9 @@ func counterMapping(m string) (*durability.Mapping, error) {
 // counterSvc is Synod's counter service (read, add n) on seed 002's
 // Counter (IV.D.1) behind its generated proxy.
 type counterSvc struct {
-	d *counter.DurableService
+	d   *counter.DurableService
+	s   *durability.Set // d's proxies and Replies
+	rep *replies
 }
 
 func newCounter(m string) (*counterSvc, error) {
@@ -69,22 +74,35 @@ func newCounter(m string) (*counterSvc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &counterSvc{d: d}, nil
+	s, rep, err := withReplies(d.Set)
+	return &counterSvc{d: d, s: s, rep: rep}, err
 }
 
-func (c *counterSvc) set() *durability.Set { return c.d.Set }
+// withReplies is the generated set's proxies and Replies, beside them
+// with the mechanism repliesMechanism chooses.
+func withReplies(gen *durability.Set) (*durability.Set, *replies, error) {
+	rep, rp, err := newReplies(repliesMechanism(gen))
+	if err != nil {
+		return nil, nil, err
+	}
+	return durability.NewSet(append(gen.Proxies(), rp)...), rep, nil
+}
+
+func (c *counterSvc) set() *durability.Set { return c.s }
+func (c *counterSvc) replies() *replies    { return c.rep }
 
 // exec: "add n" is the seed's Add generalised to n (GetValue, SetValue),
 // bracketed by startA and commitA on every proxy.
-func (c *counterSvc) exec(op service.Op, _ service.Env) (service.Result, durability.Work, error) {
+func (c *counterSvc) exec(id automaton.RequestID, op service.Op, _ service.Env) (service.Result, durability.Work, error) {
 	n, err := strconv.ParseInt(string(op.Args[0]), 10, 64)
 	if err != nil {
 		return service.Errorf("value is not an integer or out of range"), durability.Work{}, nil
 	}
-	c.d.Set.StartA()
+	c.s.StartA()
 	v := c.d.Service.Counter.GetValue() + n
 	c.d.Service.Counter.SetValue(v)
-	w, err := c.d.Set.CommitA()
+	c.rep.record(c.s, id, service.Int(v))
+	w, err := c.s.CommitA()
 	return service.Int(v), w, err
 }
 
@@ -99,12 +117,9 @@ func (c *counterSvc) install(b []byte) error {
 }
 
 func (c *counterSvc) fresh() (durability.Work, error) {
-	w := c.d.Set.Init()
-	c.d.Set.StartA()
+	c.s.StartA()
 	c.d.Service.Counter.SetValue(0)
-	x, err := c.d.Set.CommitA()
-	w.Merge(x)
-	return w, err
+	return c.s.CommitA()
 }
 
 // grid is seed 002's Matchmaker (IV.D.2, durability/examples/matchmaker:
@@ -113,7 +128,9 @@ func (c *counterSvc) fresh() (durability.Work, error) {
 // pbdb, db, reconstructible: matchmaker.Mappings). The service code is
 // the seed's, unchanged (matchmaker.Call on the rewired Service).
 type grid struct {
-	d *matchmaker.DurableService
+	d   *matchmaker.DurableService
+	s   *durability.Set // d's proxies and Replies
+	rep *replies
 }
 
 func newGrid(m string) (*grid, error) {
@@ -129,17 +146,20 @@ func newGrid(m string) (*grid, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &grid{d: d}, nil
+	s, rep, err := withReplies(d.Set)
+	return &grid{d: d, s: s, rep: rep}, err
 }
 
-func (g *grid) set() *durability.Set { return g.d.Set }
+func (g *grid) set() *durability.Set { return g.s }
+func (g *grid) replies() *replies    { return g.rep }
 
 // exec: MachineAdvertise or JobSubmit as one atomic action (startA ..
 // commitA on both proxies, as the generated DurableService methods do).
-func (g *grid) exec(op service.Op, _ service.Env) (service.Result, durability.Work, error) {
-	g.d.Set.StartA()
+func (g *grid) exec(id automaton.RequestID, op service.Op, _ service.Env) (service.Result, durability.Work, error) {
+	g.s.StartA()
 	res := matchmaker.Call(g.d.Service, op)
-	w, err := g.d.Set.CommitA()
+	g.rep.record(g.s, id, res)
+	w, err := g.s.CommitA()
 	return res, w, err
 }
 
@@ -162,13 +182,8 @@ func (g *grid) install(b []byte) error {
 	return json.Unmarshal(b, &o)
 }
 
-// fresh: init, then every table the init statements create emptied, so
-// that a database left by an earlier cluster is not recovered later.
-func (g *grid) fresh() (durability.Work, error) {
-	w := g.d.Set.Init()
-	w.SQL = append(w.SQL, emptyTables(w.SQL)...)
-	return w, nil
-}
+// fresh: nothing to write (PBD.onStart empties every table).
+func (g *grid) fresh() (durability.Work, error) { return durability.Work{}, nil }
 
 // emptyTables is a DELETE for each table that stmts create (CREATE TABLE
 // IF NOT EXISTS name ...).
@@ -193,6 +208,7 @@ type generic struct {
 	svc  service.Service
 	st   service.State
 	set_ *durability.Set
+	rep  *replies
 }
 
 var genericInfo = durability.ObjectInfo{
@@ -212,7 +228,7 @@ const (
   State:
     mechanism: database
     init:
-      - CREATE TABLE IF NOT EXISTS synod_state (id INTEGER PRIMARY KEY, state BLOB NOT NULL)
+      - CREATE TABLE IF NOT EXISTS synod_state (id INTEGER PRIMARY KEY, state BYTEA NOT NULL)
     recover:
       - query: SELECT state FROM synod_state WHERE id = 1
         call: Put
@@ -222,11 +238,15 @@ const (
 `
 )
 
-// genericMappings are the generic object's mappings, by name.
+// genericMappings are the generic service's mappings, by name: State
+// and Replies (replies.go). pbdb keeps the answers, like the seed's
+// accounts, in the database and the state in the backups: the mapping of
+// a simulated service whose writes touch both mechanisms (commit.go).
 var genericMappings = map[string]string{
-	"pb":              "service: generic\nobjects:" + statePB,
-	"db":              "service: generic\nobjects:" + stateDB,
-	"reconstructible": "service: generic\nobjects:\n  State:\n    mechanism: reconstructible\n",
+	"pb":              "service: generic\nobjects:" + statePB + repliesMappings[durability.Replicated],
+	"pbdb":            "service: generic\nobjects:" + statePB + repliesMappings[durability.Database],
+	"db":              "service: generic\nobjects:" + stateDB + repliesMappings[durability.Database],
+	"reconstructible": "service: generic\nobjects:\n  State:\n    mechanism: reconstructible\n" + repliesMappings[durability.Reconstructible],
 }
 
 func newGeneric(svc service.Service, m string) (*generic, error) {
@@ -239,7 +259,7 @@ func newGeneric(svc service.Service, m string) (*generic, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mp.Validate([]durability.ObjectInfo{genericInfo}); err != nil {
+	if err := mp.Validate([]durability.ObjectInfo{genericInfo, repliesInfo}); err != nil {
 		return nil, err
 	}
 	p, err := durability.NewProxy(genericInfo, mp.Objects["State"], durability.Hooks{
@@ -260,7 +280,11 @@ func newGeneric(svc service.Service, m string) (*generic, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.set_ = durability.NewSet(p)
+	rep, rp, err := newRepliesFrom(mp.Objects["Replies"])
+	if err != nil {
+		return nil, err
+	}
+	g.set_, g.rep = durability.NewSet(p, rp), rep
 	return g, nil
 }
 
@@ -274,8 +298,9 @@ func (g *generic) load(b []byte) error {
 }
 
 func (g *generic) set() *durability.Set { return g.set_ }
+func (g *generic) replies() *replies    { return g.rep }
 
-func (g *generic) exec(op service.Op, env service.Env) (service.Result, durability.Work, error) {
+func (g *generic) exec(id automaton.RequestID, op service.Op, env service.Env) (service.Result, durability.Work, error) {
 	g.set_.StartA()
 	var res service.Result
 	// Put's argument is the state after the request: the call fills the
@@ -287,6 +312,7 @@ func (g *generic) exec(op service.Op, env service.Env) (service.Result, durabili
 		res = service.ApplyEnv(g.st, op, env)
 		args[0] = g.st.Snapshot()
 	})
+	g.rep.record(g.set_, id, res)
 	w, err := g.set_.CommitA()
 	return res, w, err
 }
@@ -298,10 +324,7 @@ func (g *generic) snapshot() ([]byte, error) { return g.st.Snapshot(), nil }
 func (g *generic) install(b []byte) error { return g.load(b) }
 
 func (g *generic) fresh() (durability.Work, error) {
-	w := g.set_.Init()
 	g.set_.StartA()
 	g.set_.Proxy("State").Invoke("Put", []durability.Value{g.st.Snapshot()}, func() {})
-	x, err := g.set_.CommitA()
-	w.Merge(x)
-	return w, err
+	return g.set_.CommitA()
 }
