@@ -9,8 +9,10 @@
 // # Usage: the seed's Matchmaker on a live cluster
 //
 // The service gridmatchmaker (durability/examples/matchmaker, seed
-// IV.D.2: MachineQueue and AccountSet) with one of its four mappings
-// (pb, pbdb, db, reconstructible: the yaml files next to it). Every node
+// IV.D.2: MachineQueue and AccountSet) with one of its mappings (pb,
+// pbdb, db, reconstructible: the queue kept nowhere and the accounts in
+// the database, original: both kept nowhere, the seed's original service
+// when run on one node; the yaml files next to it). Every node
 // must use the same database (durability_dsn), or a new primary recovers
 // from an empty one:
 //

@@ -125,7 +125,7 @@ func (c *counterSvc) fresh() (durability.Work, error) {
 // grid is seed 002's Matchmaker (IV.D.2, durability/examples/matchmaker:
 // service gridmatchmaker) behind its generated proxies: MachineQueue and
 // AccountSet, each with the mechanism the mapping file chooses (pb,
-// pbdb, db, reconstructible: matchmaker.Mappings). The service code is
+// pbdb, db, reconstructible, original: matchmaker.Mappings). The service code is
 // the seed's, unchanged (matchmaker.Call on the rewired Service).
 type grid struct {
 	d   *matchmaker.DurableService
@@ -136,7 +136,7 @@ type grid struct {
 func newGrid(m string) (*grid, error) {
 	b, err := matchmaker.Mappings.ReadFile(m + ".yaml")
 	if err != nil {
-		return nil, fmt.Errorf("mapping %q: no such Matchmaker mapping (pb, pbdb, db, reconstructible)", m)
+		return nil, fmt.Errorf("mapping %q: no such Matchmaker mapping (pb, pbdb, db, reconstructible, original)", m)
 	}
 	mp, err := durability.ParseMapping(b)
 	if err != nil {

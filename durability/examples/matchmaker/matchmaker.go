@@ -8,9 +8,12 @@
 // JobSubmit may update both.
 //
 // The four configurations of the seed's experiment are the original
-// service (NewOriginalService) and three mappings: pb.yaml (both
-// replicated), pbdb.yaml (queue replicated, accounts in the database:
-// Figs. IV.4 and IV.5), db.yaml (both in the database).
+// service (NewOriginalService; as a mapping, original.yaml: both kept
+// nowhere) and three mappings: pb.yaml (both replicated), pbdb.yaml
+// (queue replicated, accounts in the database: Figs. IV.4 and IV.5),
+// db.yaml (both in the database). reconstructible.yaml keeps the queue
+// nowhere (rebuilt by the next advertisements) and the accounts in the
+// database. synod.go is the service as Synod serves it (gridmatchmaker).
 package matchmaker
 
 //go:generate go run ../../../cmd/synod durability gen --dir . --object MachineQueue --object AccountSet --service Service --mapping pbdb.yaml
