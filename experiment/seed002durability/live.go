@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	synodclient "github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/durability/examples/matchmaker"
 	"github.com/synod-dev/synod/durability/pgserver"
 	"github.com/synod-dev/synod/durability/sqlstore"
 	"github.com/synod-dev/synod/experiment"
@@ -262,4 +264,50 @@ func livePostgresCells(cells []experiment.Cell) int {
 		}
 	}
 	return n
+}
+
+// runLiveMatchmaker is one Matchmaker cell on a cluster of the service
+// gridmatchmaker (durability/examples/matchmaker): one client advertises
+// enough machines, then mmLoad's four clients submit; the machines left
+// must be exactly those advertised minus the jobs answered.
+func runLiveMatchmaker(ctx context.Context, env *experiment.Env, pg *pgShare, c experiment.Cell, fsync string, rounds int, lo, hi time.Duration) ([]float64, error) {
+	cfg, db := c.Get("config"), c.Get("db")
+	name := fmt.Sprintf("mm-%s-%s-%s", cfg, db, strings.ReplaceAll(c.Get("interval"), "-", "to"))
+	cl, stop, err := liveCluster(ctx, env, pg, name, matchmaker.ServiceName, cfg, db, fsync)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	adv, err := liveClient(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	defer adv.Close()
+	for i := 0; i < machinesNeeded(rounds); i++ {
+		if _, err := adv.Do(ctx, "SYNOD", "OP", "advertise", fmt.Sprintf("m%d", i), "2000", "1024"); err != nil {
+			return nil, fmt.Errorf("advertise: %w", err)
+		}
+	}
+	cls := make([]*synodclient.Client, mClients)
+	for i := range cls {
+		if cls[i], err = liveClient(ctx, cl); err != nil {
+			return nil, err
+		}
+		defer cls[i].Close()
+	}
+	lat, err := mmLoad(ctx, rounds, lo, hi, func(i int) (bool, error) {
+		rep, err := cls[i].Do(ctx, "SYNOD", "OP", "submit", fmt.Sprintf("c%d", i), "1000", "512")
+		return err == nil && !rep.IsNull(), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	left, err := adv.Do(ctx, "SYNOD", "OP", "available")
+	if err != nil {
+		return nil, err
+	}
+	if n, want := left.Int, int64(machinesNeeded(rounds)-len(lat)); n != want {
+		return nil, fmt.Errorf("%d machines available after %d advertised and %d jobs placed (reply %s)", n, machinesNeeded(rounds), len(lat), left)
+	}
+	return lat, nil
 }

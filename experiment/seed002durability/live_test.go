@@ -3,12 +3,49 @@ package seed002durability
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/experiment"
 )
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// synodBinary builds the synod binary once for the package's live tests
+// (TestMain removes it).
+func synodBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seed002durability-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildDir = dir
+		binPath, buildErr = cluster.BuildSynod(dir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+var buildDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // The live Counter, --quick on SQLite: every cell runs on a real cluster
 // (the counter ends at exactly the adds answered, checked in the cell),
@@ -18,10 +55,7 @@ func TestCounterLiveQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes")
 	}
-	bin, err := cluster.BuildSynod(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := synodBinary(t)
 	e := &Counter{adds: 2000, clients: "1,2,4,8,12,16", databases: "sqlite", beds: "live,process"}
 	var stdout bytes.Buffer
 	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true},
@@ -55,5 +89,44 @@ func TestCounterLiveQuick(t *testing.T) {
 	}
 	if !strings.Contains(sum, "holds") {
 		t.Errorf("summary gives no verdict:\n%s", sum)
+	}
+}
+
+// The live Matchmaker, --quick on SQLite, both beds: every cell runs (the
+// live cell checks the machines left against the jobs placed), shows the
+// seed's note for its configuration (the notes' keys are the cells'), and
+// the summary speaks of the intervals that ran (--quick's), with a
+// verdict per claim.
+func TestMatchmakerLiveQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real node processes")
+	}
+	bin := synodBinary(t)
+	e := &Matchmaker{rounds: 30, intervals: "0-20ms,0-100ms,0-400ms", databases: "sqlite", fsync: true, beds: "live,process"}
+	var stdout bytes.Buffer
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true},
+		Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout.String())
+	}
+	if len(res.Cells) != 16 {
+		t.Fatalf("%d cells, want 2 beds x 2 intervals x 4 configurations", len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		if c.Status != experiment.StatusOK || c.Metrics[mLatency] <= 0 || c.SeedNote == "" {
+			t.Errorf("cell %s: %+v", c.Key, c)
+		}
+		if db := strings.Contains(c.Key, "db=sqlite"); db != (c.Labels["state fsync"] == "on") {
+			t.Errorf("cell %s states fsync %q", c.Key, c.Labels["state fsync"])
+		}
+	}
+	sum := strings.Join(res.Summary, "\n")
+	for _, want := range []string{"live, sqlite, state fsync on, interval " + strings.Split(quickIntervals, ",")[0], "live: db on sqlite: latency", "process: pb: latency"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	if strings.Contains(sum, "0-400ms") {
+		t.Errorf("the summary names an interval --quick did not run:\n%s", sum)
 	}
 }
