@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synod-dev/synod/experiment"
+
 	"github.com/synod-dev/synod/model/fastpaxos"
 )
 
@@ -133,5 +135,37 @@ func TestArrivals(t *testing.T) {
 	a.Write([]byte("   10.1s n2 <- client 1 request 5c:1 set k1 \"c1-0\"\n   10.2s n2 <- client 0 request 27:1 set k1 \"c0-0\"\n   20.3s n3 <- client 0 request 27:2 set k1 x\n   20.4s n3 <- client 1 request 5c:1 set k1 x\n"))
 	if len(a.first) != 2 || a.first["n2"] != "5c:1" || a.first["n3"] != "5c:1" {
 		t.Fatalf("%v", a.first)
+	}
+}
+
+// The Fig V.5 verdict: t = 3 above t = 1 at δ = 0, falling faster, below at
+// the largest δ holds; the same curves with t = 3 not falling below do not.
+func TestDeltaClaims(t *testing.T) {
+	figs := func(p3End float64) experiment.Figures {
+		f := experiment.Figures{}
+		set := func(key string, p, model float64) {
+			f.Set(key, mCollSim, p)
+			f.Set(key, mCollModel, model)
+			f.Set(key, mCollHW, 0.02)
+		}
+		set(collisionCell("1", "2").Key, 0.375, 0.375)
+		set(collisionCell("3", "2").Key, 0.656, 0.656)
+		for i, d := range collisionDeltas {
+			frac := float64(i+1) / float64(len(collisionDeltas))
+			set(collisionDeltaCell("1", d).Key, 0.375-frac*(0.375-0.06), 0.375-frac*(0.375-0.06))
+			set(collisionDeltaCell("3", d).Key, 0.656-frac*(0.656-p3End), 0.656-frac*(0.656-p3End))
+		}
+		return f
+	}
+	verdicts := func(f experiment.Figures) []bool {
+		var v []bool
+		deltaClaims(f, func(_, _ string, ok bool) { v = append(v, ok) })
+		return v
+	}
+	if v := verdicts(figs(0.02)); len(v) != 3 || !v[0] || !v[1] || !v[2] {
+		t.Fatalf("falling faster: verdicts %v, want three holds", v)
+	}
+	if v := verdicts(figs(0.3)); len(v) != 3 || v[2] {
+		t.Fatalf("t = 3 ending above t = 1: verdicts %v, want the claim not to hold", v)
 	}
 }
