@@ -28,8 +28,10 @@ const (
 	ByCatchup
 )
 
-// Event is one instance learned chosen at Node. Reqs are the requests of
-// its value, in batch order (none for a no-op or an undecodable value).
+// Event is one instance learned chosen at Node, once per incarnation (a
+// restarted replica that learns it again reports it again). Reqs are the
+// requests of its value, in batch order (none for a no-op or an
+// undecodable value). The events of one step come in no particular order.
 type Event struct {
 	Node automaton.NodeID
 	Inst uint64

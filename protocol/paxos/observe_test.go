@@ -10,7 +10,7 @@ import (
 
 // The observe hook reports a write's instance learned at the leader from a
 // quorum of acceptances, with the write's request id, and at the followers
-// from the next commit notice; an unknown recorder name is refused.
+// from the next commit notice, once; an unknown recorder name is refused.
 func TestObserveLearned(t *testing.T) {
 	rec := NewRecorder("paxos-observe-test")
 	defer DropRecorder("paxos-observe-test")
@@ -43,6 +43,10 @@ func TestObserveLearned(t *testing.T) {
 	slices.SortFunc(got, func(a, b seen) int { return int(a.node[1]) - int(b.node[1]) })
 	if want := []seen{{"n1", ByQuorum}, {"n2", ByCommit}, {"n3", ByCommit}}; !slices.Equal(got, want) {
 		t.Fatalf("after a heartbeat: %v, want %v", got, want)
+	}
+	c.tickAll() // learned already: no more events
+	if n := len(learned[id]); n != 3 {
+		t.Fatalf("after a second heartbeat: %d events, want still 3", n)
 	}
 
 	s, _ := service.Lookup("kv")

@@ -286,8 +286,10 @@ func (a *Paxos) learnCommit(from int, b Ballot, commit uint64) {
 			a.requestCatchup(from, i, commit)
 			break
 		}
+		if !s.chosen {
+			a.observe(i, ByCommit, s.val)
+		}
 		s.chosen = true
-		a.observe(i, ByCommit, s.val)
 	}
 	a.advance(true)
 }
