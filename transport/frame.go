@@ -272,16 +272,27 @@ func ReadFrame(r *bufio.Reader, max int) ([]byte, error) {
 
 // DecodePayload splits a frame payload into namespace and message. msg aliases p.
 func DecodePayload(p []byte) (ns string, msg []byte, err error) {
-	d := wire.NewDecoder(p)
+	nsb, msg, err := splitPayload(p)
+	if err != nil {
+		return "", nil, err
+	}
+	return string(nsb), msg, nil
+}
+
+// splitPayload is DecodePayload with the namespace name left as bytes
+// aliasing p, so that a reader can compare it with the name of its previous
+// frame instead of allocating a string per frame.
+func splitPayload(p []byte) (ns, msg []byte, err error) {
+	d := wire.Decoder{B: p}
 	n := d.Uvarint()
 	if d.Err() != nil {
-		return "", nil, fmt.Errorf("transport: frame payload: %w", d.Err())
+		return nil, nil, fmt.Errorf("transport: frame payload: %w", d.Err())
 	}
 	if n == 0 || n > maxName {
-		return "", nil, fmt.Errorf("transport: frame namespace name of %d bytes (want 1-%d)", n, maxName)
+		return nil, nil, fmt.Errorf("transport: frame namespace name of %d bytes (want 1-%d)", n, maxName)
 	}
 	if n > uint64(len(d.B)) {
-		return "", nil, fmt.Errorf("transport: frame payload: %w", wire.ErrTruncated)
+		return nil, nil, fmt.Errorf("transport: frame payload: %w", wire.ErrTruncated)
 	}
-	return string(d.B[:n]), d.B[n:], nil
+	return d.B[:n], d.B[n:], nil
 }

@@ -42,7 +42,7 @@ func (t *Transport) AddPeer(id automaton.NodeID, addr string) error {
 		}
 		old.cancel()
 	}
-	p := &peer{t: t, id: id, addr: addr, q: make(chan []byte, t.o.QueueLen)}
+	p := &peer{t: t, id: id, addr: addr, q: make(chan *frame, t.o.QueueLen)}
 	p.ctx, p.cancel = context.WithCancel(t.ctx)
 	t.peers[id] = p
 	t.wg.Add(1)

@@ -162,7 +162,7 @@ type peer struct {
 	t      *Transport
 	id     automaton.NodeID
 	addr   string
-	q      chan []byte
+	q      chan *frame
 	ctx    context.Context // ends with the transport, or when the peer is removed
 	cancel context.CancelFunc
 
@@ -227,7 +227,7 @@ func New(o Options) (*Transport, error) {
 		if id == "" || addr == "" {
 			return nil, fmt.Errorf("transport: peer %q has an empty id or address", id)
 		}
-		t.peers[id] = &peer{t: t, id: id, addr: addr, q: make(chan []byte, o.QueueLen)}
+		t.peers[id] = &peer{t: t, id: id, addr: addr, q: make(chan *frame, o.QueueLen)}
 	}
 	t.ln = o.Listener
 	if t.ln == nil {
@@ -289,15 +289,44 @@ func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
 		p.dropped.Add(1)
 		return ErrDropped
 	}
-	f := AppendFrame(make([]byte, 0, size), ns, msg)
+	f := newFrame(int(size))
+	f.b = AppendFrame(f.b, ns, msg)
 	select {
 	case p.q <- f:
 		return nil
 	default:
+		f.free()
 		p.qbytes.Add(-size)
 		p.dropped.Add(1)
 		return ErrDropped
 	}
+}
+
+// frame is one encoded frame queued for a peer. Frames are recycled through
+// framePool once the writer has copied them into its buffer, so a peer
+// message costs no allocation in the steady state (issue 18).
+type frame struct{ b []byte }
+
+// maxPooledFrame bounds the frames kept for reuse: a rare huge message
+// (a snapshot in a catch-up) is left to the garbage collector.
+const maxPooledFrame = 64 << 10
+
+var framePool = sync.Pool{New: func() any { return new(frame) }}
+
+func newFrame(size int) *frame {
+	f := framePool.Get().(*frame)
+	if cap(f.b) < size {
+		f.b = make([]byte, 0, max(size, 512))
+	}
+	f.b = f.b[:0]
+	return f
+}
+
+func (f *frame) free() {
+	if cap(f.b) > maxPooledFrame {
+		return
+	}
+	framePool.Put(f)
 }
 
 // Stats returns per-peer counters.
@@ -442,6 +471,7 @@ func (t *Transport) serve(raw net.Conn) {
 		return // removed meanwhile
 	}
 	t.log.Debug("peer connected", "peer", h.From, "remote", remote)
+	ns := "" // the previous frame's namespace, reused while it repeats
 	for {
 		payload, err := ReadFrame(br, t.o.MaxFrame)
 		if err != nil {
@@ -457,10 +487,13 @@ func (t *Transport) serve(raw net.Conn) {
 		if p.ctx.Err() != nil {
 			return // the peer was removed (peers.go)
 		}
-		ns, msg, err := DecodePayload(payload)
+		nsb, msg, err := splitPayload(payload)
 		if err != nil {
 			t.logRefusal(false, "frame", remote, "bad frame from peer, closing connection", "peer", h.From, "err", err)
 			return
+		}
+		if string(nsb) != ns {
+			ns = string(nsb)
 		}
 		p.received.Add(1)
 		t.o.Handler(p.id, ns, msg)
@@ -589,17 +622,18 @@ func (p *peer) pump(c net.Conn) error {
 	for {
 		select {
 		case f := <-p.q:
-			p.qbytes.Add(-int64(len(f)))
+			p.qbytes.Add(-int64(len(f.b)))
 			c.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
 			for {
-				if _, err := bw.Write(f); err != nil {
-					pending++
+				_, err := bw.Write(f.b)
+				f.free() // copied into bw (or lost with the connection)
+				pending++
+				if err != nil {
 					return fail(err)
 				}
-				pending++
 				select {
 				case f = <-p.q:
-					p.qbytes.Add(-int64(len(f)))
+					p.qbytes.Add(-int64(len(f.b)))
 					continue
 				default:
 				}
