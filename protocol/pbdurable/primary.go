@@ -243,10 +243,13 @@ func (a *PBD) sendUpdate(to automaton.NodeID, p *pending) {
 	a.send(to, msg{kind: kindUpdate, view: a.view, index: p.ship, commit: a.commit, db: len(p.stmts) > 0, ups: p.ups})
 }
 
-// prepared reports whether every member holds p's update buffer.
+// prepared reports whether every synced member holds p's update buffer.
+// A member waiting for the state is not synced (it joined, or has not
+// adopted this view), so it cannot take over; it gets the state once p
+// is decided (sendStates), p included.
 func (a *PBD) prepared(p *pending) bool {
 	for _, m := range a.members {
-		if m.needsState || m.acked < p.ship {
+		if !m.needsState && m.acked < p.ship {
 			return false
 		}
 	}
