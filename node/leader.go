@@ -24,7 +24,8 @@ func (l *nsLoop) noteLeader() {
 		if cur != nil {
 			old = *cur
 		}
-		l.leader.Store(&id)
+		nid := id // only a change allocates: &id would move id to the heap on every pass
+		l.leader.Store(&nid)
 		l.announceLeader()
 		// One log line and the metrics per leadership change.
 		if l.log != nil {

@@ -21,8 +21,16 @@ type event struct {
 	gen uint64 // TimerFired only: the generation of the timer that fired
 }
 
+// timerEntry is one armed timer. Its callback pushes a TimerFired carrying
+// gen as it reads it when the timer fires, so a timer that is re-armed while
+// stopped (Stop reported it pending: no callback runs for the old arming)
+// reuses its time.Timer and callback with a new generation instead of
+// allocating both again; Multi-Paxos re-arms its election timer on every
+// message from the leader. A timer whose callback may already be running is
+// replaced by a new entry instead, and the old callback's generation is
+// then stale.
 type timerEntry struct {
-	gen uint64
+	gen atomic.Uint64
 	t   *time.Timer
 }
 
@@ -205,7 +213,7 @@ func (l *nsLoop) run(start automaton.Start) {
 func (l *nsLoop) step(ev event) {
 	if tf, ok := ev.in.(automaton.TimerFired); ok {
 		e := l.timers[tf.ID]
-		if e == nil || e.gen != ev.gen {
+		if e == nil || e.gen.Load() != ev.gen {
 			return // cancelled or replaced after it fired
 		}
 		delete(l.timers, tf.ID)
@@ -237,14 +245,24 @@ func (l *nsLoop) step(ev event) {
 }
 
 func (l *nsLoop) setTimer(o automaton.SetTimer) {
-	if e := l.timers[o.ID]; e != nil {
-		e.t.Stop()
-	}
 	l.gen++
-	ev := event{in: automaton.TimerFired{ID: o.ID}, gen: l.gen}
+	after := max(o.After, 0)
+	if e := l.timers[o.ID]; e != nil && e.t.Stop() {
+		// Stopped before firing: no callback of the old arming runs.
+		e.gen.Store(l.gen)
+		e.t.Reset(after)
+		return
+	}
 	// A Stop that loses the race with the timer leaves a stale event in the
-	// inbox; step drops it because its generation no longer matches.
-	l.timers[o.ID] = &timerEntry{gen: l.gen, t: time.AfterFunc(max(o.After, 0), func() { l.push(ev) })}
+	// inbox (or a callback about to push one, with the old entry's
+	// generation); step drops it because its generation no longer matches.
+	e := &timerEntry{}
+	e.gen.Store(l.gen)
+	id := o.ID
+	e.t = time.AfterFunc(after, func() {
+		l.push(event{in: automaton.TimerFired{ID: id}, gen: e.gen.Load()})
+	})
+	l.timers[o.ID] = e
 }
 
 func (l *nsLoop) stopTimers() {

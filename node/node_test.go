@@ -726,6 +726,25 @@ func TestTimerReplaceRace(t *testing.T) {
 	}
 }
 
+// Re-arming a timer as it expires (the loop reuses a stopped timer, and
+// replaces one whose callback may be running): after the last, long arming
+// no earlier arming fires.
+func TestTimerRearmRace(t *testing.T) {
+	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	for i := 0; i < 40; i++ {
+		do(t, n, "misc", req("set", "arm/6", "1"))
+		time.Sleep(time.Duration(i%4) * 300 * time.Microsecond)
+	}
+	do(t, n, "misc", req("set", "arm/6", "60000"))
+	count := func() int { return strings.Count(string(do(t, n, "misc", req("get", "fired")).Bytes), "6") }
+	before := count()
+	time.Sleep(30 * time.Millisecond)
+	if after := count(); after != before {
+		t.Fatalf("timer 6 fired %d times after its 60 s arming", after-before)
+	}
+}
+
 func TestWaitersShareRequestID(t *testing.T) {
 	cfg, ls := mkCluster(t, 1, config.Memory, nsMisc)
 	n := startNode(t, cfg, "n1", ls[0], Options{})
