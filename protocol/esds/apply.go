@@ -94,6 +94,7 @@ func (a *ESDS) doIt(o *op) {
 		a.tentApply(o)
 	} else {
 		a.tentValid = false
+		a.lowerTent(o.label)
 	}
 	// ESDSAlg's do_it adds ⋂ done to solid_r[r]; ESDSOptAlg's does not, and
 	// uses solidify for one replica instead. For one operation both amount to
@@ -125,6 +126,9 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 		return o.sval, o.svalOK
 	}
 	if !o.tvalOK || a.unopt || a.recompute {
+		if !o.tvalOK {
+			a.lowerTent(o.label)
+		}
 		a.recomputeTent()
 	}
 	return o.tval, o.tvalOK
@@ -133,17 +137,89 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 // recomputeTent rebuilds the tentative state: the stable state (σ0 in the
 // unoptimised variant, which recomputes every value from scratch as ESDSImpl
 // does) plus every non-applied done operation in label order.
+//
+// The optimised variant starts instead from the highest checkpoint below
+// every label placed (or value dropped) since the last rebuild, when one is
+// above the stable state: a checkpoint is the tentative state after the
+// operations up to its label, and nothing under that label has changed, so
+// every value it yields, and every value below it (kept from when it was
+// computed), is the one the rebuild from the stable state computes. This
+// changes no value, only the work: a gossip message's operations land near
+// the end of the label order, so a rebuild replays the last few hundred
+// operations instead of every one not yet stable (see the package doc).
 func (a *ESDS) recomputeTent() {
-	if a.stableMax.Set {
+	ops := a.doneNotApplied()
+	a.tent, a.tentMax = nil, a.stableMax
+	if c, ok := a.ckptFor(); ok {
+		a.tent, a.tentMax = c.st.(cloner).Clone(), c.label
+		a.ckptUsed++
+		ops = ops[sort.Search(len(ops), func(i int) bool { return c.label.Less(ops[i].label) }):]
+	} else if a.stableMax.Set {
 		a.tent = a.copyStable()
 	} else {
 		a.tent = a.svc.NewState()
 	}
-	a.tentMax = a.stableMax
-	for _, o := range a.doneNotApplied() {
+	// One checkpoint per rebuild at most, ckptTail operations before its
+	// end (below where the next gossip's operations are likely to land),
+	// and only ckptGap operations or more after where it started: a
+	// checkpoint costs a copy of the state's key map.
+	at := -1
+	if len(ops) >= ckptTail+ckptGap && !a.unopt && !a.recompute {
+		if _, ok := a.tent.(cloner); ok {
+			at = len(ops) - ckptTail - 1
+		}
+	}
+	for i, o := range ops {
 		a.tentApply(o)
+		if i == at {
+			if len(a.ckpts) == ckptMax {
+				copy(a.ckpts, a.ckpts[1:])
+				a.ckpts = a.ckpts[:ckptMax-1]
+			}
+			a.ckpts = append(a.ckpts, tentCkpt{label: o.label, st: a.tent.(cloner).Clone()})
+		}
 	}
 	a.tentValid = true
+	a.tentLow = Label{}
+}
+
+// tentCkpt is the tentative state after the operations up to label.
+type tentCkpt struct {
+	label Label
+	st    service.State
+}
+
+// Checkpoint placement (recomputeTent) and the number kept; variables for
+// the test that compares runs with and without checkpoints.
+var ckptTail, ckptGap = 512, 512
+
+const ckptMax = 8
+
+// lowerTent notes that the tentative state from l on is stale.
+func (a *ESDS) lowerTent(l Label) {
+	if !a.tentLow.Set || l.Less(a.tentLow) {
+		a.tentLow = l
+	}
+}
+
+// ckptFor drops the stale checkpoints (at or above tentLow, or at or below
+// the stable state) and returns the highest one left.
+func (a *ESDS) ckptFor() (tentCkpt, bool) {
+	if a.unopt || a.recompute {
+		return tentCkpt{}, false
+	}
+	keep := a.ckpts[:0]
+	for _, c := range a.ckpts {
+		if (!a.tentLow.Set || c.label.Less(a.tentLow)) && (!a.stableMax.Set || a.stableMax.Less(c.label)) {
+			keep = append(keep, c)
+		}
+	}
+	clear(a.ckpts[len(keep):])
+	a.ckpts = keep
+	if len(keep) == 0 {
+		return tentCkpt{}, false
+	}
+	return keep[len(keep)-1], true
 }
 
 func (a *ESDS) tentApply(o *op) {

@@ -228,6 +228,13 @@ type ESDS struct {
 	tent      service.State
 	tentMax   Label
 	tentValid bool
+	// Checkpoints of the tentative state (apply.go): where a recomputation
+	// may start instead of the stable state. tentLow is the lowest label
+	// placed under tentMax (or whose value was dropped) since the last
+	// recomputation; the checkpoints at or above it are stale.
+	ckpts    []tentCkpt
+	tentLow  Label
+	ckptUsed int // rebuilds started from a checkpoint (tests)
 
 	// Indexes (index.go).
 	dna         []*op
@@ -383,6 +390,7 @@ func (a *ESDS) onStart(s automaton.Start) {
 	a.stableMax = Label{}
 	a.orderLog = nil
 	a.tentValid = false
+	a.ckpts, a.tentLow = nil, Label{}
 	a.removed = a.removedParam
 	a.counter = 0
 	if err := a.restore(s.Records); err != nil {

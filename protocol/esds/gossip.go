@@ -102,6 +102,9 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 					a.counterDirty = true // recCounter: our label leaves the records
 				}
 				a.dnaRemove(o) // re-inserted under the new label
+				if wasDone {
+					a.lowerTent(o.label) // the checkpoints from its old place on hold it there
+				}
 				o.label = x.Label
 				changed = true
 				a.labelChanged(o, wasDone)
@@ -161,6 +164,7 @@ func (a *ESDS) labelChanged(o *op, wasDone bool) {
 	a.noteSolid(o) // (only the broken maxlabel variant moves a stable label)
 	o.tvalOK = false
 	if !o.applied && a.svc.IsRead(o.sop) {
+		a.lowerTent(o.label) // its value is computed from the state below its label
 		// A read leaves the state unchanged: wherever it lands in the label
 		// order, the tentative state and the other operations' values are
 		// those without it. Its own value is computed when asked for.
@@ -168,6 +172,7 @@ func (a *ESDS) labelChanged(o *op, wasDone bool) {
 	}
 	if !a.tentValid || !a.tentMax.Less(o.label) || wasDone {
 		a.tentValid = false
+		a.lowerTent(o.label)
 		return
 	}
 	// Appended after every tentatively ordered operation: extend in place.
