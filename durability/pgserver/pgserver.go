@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -48,12 +49,25 @@ func Bin() (string, error) {
 // Start creates a cluster in a new temporary directory and starts it.
 // As root (PostgreSQL refuses to run as root) the server runs as the
 // postgres user, which must exist (the Debian package creates it).
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartIn("") }
+
+// StartIn is Start with the data directory created inside parent ("":
+// the system's temporary directory), so that whoever removes parent
+// removes a directory a Stop that never finished left (an experiment's
+// scratch directory). As root, parent is made traversable (mode 0711) for
+// the postgres user, and so are its ancestors inside the system's
+// temporary directory (a test's t.TempDir is two levels of mode 0700).
+func StartIn(parent string) (*Server, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "synod-pg-")
+	if parent != "" && os.Geteuid() == 0 {
+		if err := traversable(parent); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "synod-pg-")
 	if err != nil {
 		return nil, err
 	}
@@ -174,4 +188,31 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// traversable gives others search (x) permission on dir and on its
+// ancestors below the system's temporary directory; a directory outside
+// it that others cannot search is an error.
+func traversable(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Clean(os.TempDir())
+	for d := dir; d != tmp && d != "/" && d != "."; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 != 0 {
+			continue
+		}
+		if !strings.HasPrefix(d, tmp+string(filepath.Separator)) {
+			return fmt.Errorf("pgserver: %s is not searchable by the postgres user; use a directory under %s", d, tmp)
+		}
+		if err := os.Chmod(d, st.Mode().Perm()|0o011); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -19,10 +19,11 @@
 //     and stopped by PID: three nodes under the mapping (Counter: service
 //     counter, mappings pb and db; Matchmaker: service gridmatchmaker,
 //     mappings pb, pbdb, db). The original service is the same service on
-//     ONE pbdurable node with the mapping reconstructible (every object
-//     kept nowhere): the same service code and runtime path, without
-//     backups or database, as the seed's original was the service without
-//     proxies. The database is shared by every node (protocol/pbdurable's
+//     ONE pbdurable node with every object kept nowhere (the Counter's
+//     mapping reconstructible, the Matchmaker's original: its
+//     reconstructible keeps the accounts in the database): the same
+//     service code and runtime path without backups or database, as the
+//     seed's original was the service without proxies. The database is shared by every node (protocol/pbdurable's
 //     durability_dsn): one SQLite file in the run's scratch directory, or
 //     a fresh database on one private PostgreSQL 15 server per run
 //     (durability/pgserver, stopped by PID after the run's last

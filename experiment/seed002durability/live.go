@@ -62,7 +62,7 @@ func (p *pgShare) db(ctx context.Context, env *experiment.Env) (string, func(), 
 		}
 	}
 	if p.srv == nil {
-		srv, err := pgserver.Start()
+		srv, err := pgserver.StartIn(env.Work)
 		if errors.Is(err, pgserver.ErrNotInstalled) {
 			return "", done, experiment.Unavailable("%v", err)
 		}
@@ -136,7 +136,7 @@ func liveCluster(ctx context.Context, env *experiment.Env, pg *pgShare, name, se
 	}
 	nodes := liveNodes
 	if mapping == "original" {
-		nodes, mapping = 1, "reconstructible"
+		nodes, mapping = 1, originalMapping(service)
 	}
 	params["mapping"] = mapping
 	c, err := env.Up(name, cluster.UpOptions{Nodes: nodes, Protocol: liveProto, Service: service, Durability: liveNodeDur, Params: params})
@@ -234,14 +234,25 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 	mean, ci := meanCI(all)
 	return experiment.Outcome{
 		Metrics: map[string]float64{mLatency: mean, mCI: ci, mThrough: float64(len(all)) / el.Seconds()},
-		Labels:  map[string]string{"state fsync": fsyncLabel(c), "adds": strconv.Itoa(len(all)), "runs on": liveLabel(cfg)},
+		Labels:  map[string]string{"state fsync": fsyncLabel(c), "adds": strconv.Itoa(len(all)), "runs on": liveLabel("counter", cfg)},
 	}, nil
 }
 
+// originalMapping is the mapping of the original service on one node:
+// every object kept nowhere. The Counter's is reconstructible (its only
+// object); the Matchmaker's reconstructible keeps the accounts in the
+// database, so it has its own, original.
+func originalMapping(service string) string {
+	if service == matchmaker.ServiceName {
+		return "original"
+	}
+	return "reconstructible"
+}
+
 // liveLabel says what ran a live cell.
-func liveLabel(cfg string) string {
+func liveLabel(service, cfg string) string {
 	if cfg == "original" {
-		return "1 synod node, pbdurable reconstructible"
+		return "1 synod node, pbdurable " + originalMapping(service)
 	}
 	return fmt.Sprintf("%d synod nodes, pbdurable %s", liveNodes, cfg)
 }

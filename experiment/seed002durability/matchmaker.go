@@ -188,7 +188,7 @@ func (e *Matchmaker) RunCell(ctx context.Context, env *experiment.Env, c experim
 		labels["state fsync"] = e.fsyncLabel()
 	}
 	if c.Get("bed") == bedLive {
-		labels["runs on"] = liveLabel(c.Get("config"))
+		labels["runs on"] = liveLabel(matchmaker.ServiceName, c.Get("config"))
 	} else {
 		labels["runs on"] = "one process (no runtime)"
 	}
@@ -385,7 +385,7 @@ func (e *Matchmaker) Report() experiment.ReportSpec {
 		},
 		Notes: []string{
 			"intervals scaled from the seed's seconds to milliseconds",
-			"bed=live: pbdurable clusters (service gridmatchmaker) of synod node processes on loopback (3 nodes; original: 1 node, both objects reconstructible), node records in memory, the database shared by every node (one SQLite file, or a fresh database on a private PostgreSQL 15); clients send to the primary",
+			"bed=live: pbdurable clusters (service gridmatchmaker) of synod node processes on loopback (3 nodes; original: 1 node, mapping original: both objects kept nowhere), node records in memory, the database shared by every node (one SQLite file, or a fresh database on a private PostgreSQL 15); clients send to the primary",
 			"bed=process: the in-process bed (one process on loopback TCP, SQLite or a private PostgreSQL)",
 		},
 	}
