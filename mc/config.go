@@ -102,6 +102,10 @@ type Config struct {
 	// Replay expands states by replaying their path from fresh automata
 	// instead of copying them (slower; kept to measure and to verify).
 	Replay bool
+	// Reflective fingerprints and copies every automaton and checker by
+	// reflection, even those that encode and copy themselves
+	// (automaton.ModelStater; slower; kept to compare the two paths).
+	Reflective bool
 	// NoHistoryCheck skips the consistency check of histories.
 	NoHistoryCheck bool
 	// KeepGoing continues after the first violation (counting them).

@@ -4,7 +4,9 @@ import (
 	"hash/maphash"
 	"reflect"
 	"sort"
+	"sync"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
@@ -15,7 +17,7 @@ import (
 // (a multiset on an unordered network, per-link sequences on an ordered
 // one), the clients and their history, and the invariant checker's memory.
 func (w *world) fingerprint() uint64 {
-	groups := w.symmetryGroups()
+	groups := w.groups
 	if groups == nil {
 		return w.fingerprintAs(nil)
 	}
@@ -41,7 +43,8 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 	}
 	var h maphash.Hash
 	h.SetSeed(seed)
-	for i, n := range w.nodes {
+	for i := range w.nodes {
+		n := &w.nodes[i]
 		if n.a == nil {
 			h.WriteByte(0)
 		} else {
@@ -54,16 +57,7 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 		for _, t := range n.timers {
 			hs.u64(&h, uint64(t))
 		}
-		var sum uint64
-		for k, v := range n.disk {
-			var sub maphash.Hash
-			sub.SetSeed(seed)
-			sub.WriteString(k)
-			sub.WriteByte(0)
-			sub.Write(v)
-			sum += sub.Sum64()
-		}
-		hs.u64(&h, sum)
+		hs.u64(&h, n.diskSum)
 	}
 	hs.u64(&h, w.flightHash(perm))
 	for j := range w.clients {
@@ -76,17 +70,87 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 		}
 		hs.u64(&h, uint64(c.target))
 	}
-	hs.u64(&h, histHash(w.hist, perm))
+	if perm == nil {
+		hs.u64(&h, w.histH)
+	} else {
+		hs.u64(&h, histHash(w.hist, perm))
+	}
 	hs.u64(&h, uint64(w.crashes))
 	if w.cfg.timerBudget() > 0 {
 		hs.u64(&h, uint64(w.fired))
 	}
 	hs.u64(&h, extHash(w.ext))
 	if w.checker != nil {
-		hs.value(&h, reflect.ValueOf(w.checker))
+		hs.u64(&h, w.checkerHash(hs))
 	}
 	return h.Sum64()
 }
+
+// checkerHash hashes the invariant checker (cached when clients are not
+// renamed; a step or a crash clears the cache).
+func (w *world) checkerHash(hs *hasher) uint64 {
+	if w.checkerFP != 0 && hs.perm == nil {
+		return w.checkerFP
+	}
+	var fp uint64
+	if cs, ok := w.checker.(automaton.ModelCheckerStater); ok && !w.cfg.Reflective {
+		buf := getBuf()
+		*buf = cs.AppendModelState((*buf)[:0], w.ref, hs.rename())
+		fp = maphash.Bytes(seed, *buf) | 1
+		putBuf(buf)
+	} else {
+		var sub maphash.Hash
+		sub.SetSeed(seed)
+		hs.value(&sub, reflect.ValueOf(w.checker))
+		fp = sub.Sum64() | 1
+	}
+	if hs.perm == nil {
+		w.checkerFP = fp
+	}
+	return fp
+}
+
+// ref is the index of the node whose automaton a is (-1: none is: a crashed
+// incarnation), for ModelCheckerStater encodings.
+func (w *world) ref(a automaton.Automaton) int {
+	for i := range w.nodes {
+		if w.nodes[i].a == a {
+			return i
+		}
+	}
+	return -1
+}
+
+// rename renames client ids as perm does (nil: no renaming).
+func (hs *hasher) rename() func(automaton.RequestID) automaton.RequestID {
+	if hs.perm == nil {
+		return nil
+	}
+	return func(id automaton.RequestID) automaton.RequestID {
+		id.Client = uint64(permClient(hs.perm, int(id.Client)))
+		return id
+	}
+}
+
+// bufs holds encoding buffers for ModelStater fingerprints.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func getBuf() *[]byte  { return bufs.Get().(*[]byte) }
+func putBuf(b *[]byte) { bufs.Put(b) }
+
+// diskEntryHash hashes one record; a node's records hash as the sum over
+// its entries (nodeState.diskSum), independent of map order.
+func diskEntryHash(k string, v []byte) uint64 {
+	var sub maphash.Hash
+	sub.SetSeed(seed)
+	sub.WriteString(k)
+	sub.WriteByte(0)
+	sub.Write(v)
+	return sub.Sum64()
+}
+
+// mix spreads a message hash before it enters the multiset sum.
+func mix(x uint64) uint64 { return x*0x9e3779b97f4a7c15 ^ x>>29 }
 
 // nodeHash hashes node i's automaton (cached when clients are not renamed).
 func (w *world) nodeHash(hs *hasher, i int) uint64 {
@@ -94,13 +158,21 @@ func (w *world) nodeHash(hs *hasher, i int) uint64 {
 	if n.fp != 0 && hs.perm == nil {
 		return n.fp
 	}
-	var sub maphash.Hash
-	sub.SetSeed(seed)
-	p := reflect.ValueOf(n.a).Pointer()
-	delete(hs.roots, p)
-	hs.value(&sub, reflect.ValueOf(n.a))
-	hs.roots[p] = i
-	fp := sub.Sum64() | 1
+	var fp uint64
+	if ms, ok := n.a.(automaton.ModelStater); ok && !w.cfg.Reflective {
+		buf := getBuf()
+		*buf = ms.AppendModelState((*buf)[:0], hs.rename())
+		fp = maphash.Bytes(seed, *buf) | 1
+		putBuf(buf)
+	} else {
+		var sub maphash.Hash
+		sub.SetSeed(seed)
+		p := reflect.ValueOf(n.a).Pointer()
+		delete(hs.roots, p)
+		hs.value(&sub, reflect.ValueOf(n.a))
+		hs.roots[p] = i
+		fp = sub.Sum64() | 1
+	}
 	if hs.perm == nil {
 		n.fp = fp
 	}
@@ -128,10 +200,12 @@ func msgHash(m *message, perm []int) uint64 {
 
 func (w *world) flightHash(perm []int) uint64 {
 	if !w.cfg.Net.Ordered {
+		if perm == nil {
+			return w.flightSum
+		}
 		var sum uint64
 		for k := range w.flight {
-			x := msgHash(&w.flight[k], perm)
-			sum += x*0x9e3779b97f4a7c15 ^ x>>29
+			sum += mix(msgHash(&w.flight[k], perm))
 		}
 		return sum
 	}
@@ -161,24 +235,33 @@ func (w *world) flightHash(perm []int) uint64 {
 	return h.Sum64()
 }
 
+// histHash hashes a history as a chain: each hop's hash covers the hash
+// of the history before it (world.histH is extended hop by hop).
 func histHash(hist []hop, perm []int) uint64 {
+	var sum uint64
+	for _, x := range hist {
+		sum = hopHash(sum, x, perm)
+	}
+	return sum
+}
+
+func hopHash(prev uint64, x hop, perm []int) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
 	hs := &hasher{}
-	for _, x := range hist {
-		c := x.client
-		if perm != nil {
-			c = perm[c]
-		}
-		hs.u64(&h, uint64(c)<<32|uint64(x.op))
-		if x.ret {
-			h.WriteByte(1)
-			var e wire.Encoder
-			service.EncodeResult(&e, x.res)
-			h.Write(e.B)
-		} else {
-			h.WriteByte(0)
-		}
+	hs.u64(&h, prev)
+	c := x.client
+	if perm != nil {
+		c = perm[c]
+	}
+	hs.u64(&h, uint64(c)<<32|uint64(x.op))
+	if x.ret {
+		h.WriteByte(1)
+		var e wire.Encoder
+		service.EncodeResult(&e, x.res)
+		h.Write(e.B)
+	} else {
+		h.WriteByte(0)
 	}
 	return h.Sum64()
 }

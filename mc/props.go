@@ -109,7 +109,7 @@ func (v *verdicts) historyVerdict(w *world) string {
 	if model == automaton.EventuallySerializable || w.cfg.Model.Service == "matchmaker" {
 		return "" // judged with the replicas' final orders (sim/esds.go), not here
 	}
-	key := histHash(w.hist, nil)
+	key := w.histH
 	if r, ok := v.m.Load(key); ok {
 		return r.(string)
 	}

@@ -122,8 +122,8 @@ type checker struct {
 func Check(cfg Config) (*Result, error) {
 	if cfg.Model.Nodes == 0 {
 		d := NewConfig(cfg.Protocol)
-		d.Net, d.Timers, d.Crashes, d.DFS, d.Workers, d.MaxStates, d.Replay, d.KeepGoing, d.NoHistoryCheck =
-			cfg.Net, cfg.Timers, cfg.Crashes, cfg.DFS, cfg.Workers, cfg.MaxStates, cfg.Replay, cfg.KeepGoing, cfg.NoHistoryCheck
+		d.Net, d.Timers, d.Crashes, d.DFS, d.Workers, d.MaxStates, d.Replay, d.KeepGoing, d.NoHistoryCheck, d.Reflective =
+			cfg.Net, cfg.Timers, cfg.Crashes, cfg.DFS, cfg.Workers, cfg.MaxStates, cfg.Replay, cfg.KeepGoing, cfg.NoHistoryCheck, cfg.Reflective
 		if cfg.Depth > 0 {
 			d.Depth = cfg.Depth
 		}

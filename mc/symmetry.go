@@ -3,7 +3,6 @@ package mc
 import (
 	"slices"
 
-	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -57,7 +56,7 @@ func (w *world) symmetryGroups() [][]int {
 
 // interchangeable: clients a and b run the same script at the same node.
 func (w *world) interchangeable(a, b int) bool {
-	if w.cfg.Model.Target != "first" && w.cfg.Model.Target != "any" && !automaton.ClientFanoutOf(w.cfg.Protocol) &&
+	if w.cfg.Model.Target != "first" && w.cfg.Model.Target != "any" && !w.fanout &&
 		w.clients[a].target != w.clients[b].target {
 		return false
 	}

@@ -55,6 +55,8 @@ type message struct {
 	from, to int
 	data     []byte
 	req      *automaton.Request // a fanning-out client's copy (from is -1-client)
+	// h is msgHash(m, nil), computed once when the message is sent.
+	h uint64
 }
 
 type nodeState struct {
@@ -67,6 +69,11 @@ type nodeState struct {
 	owned bool
 	// fp caches the automaton's hash (0: not computed since it stepped).
 	fp uint64
+	// diskShared: disk is shared with another world (copied before a
+	// Persist changes it); diskSum is the commutative hash of its records
+	// (diskEntryHash), kept up to date by every Persist.
+	diskShared bool
+	diskSum    uint64
 	// effects are the incarnation's pending Effects, in emission order
 	// (effect.go); a crash loses them.
 	effects []pendingEffect
@@ -87,17 +94,25 @@ type hop struct {
 }
 
 type world struct {
-	cfg     *Config
-	proto   automaton.Protocol
-	ids     []automaton.NodeID
-	index   map[automaton.NodeID]int
-	svc     service.Service
-	nodes   []nodeState
-	up      map[automaton.NodeID]automaton.Automaton
-	flight  []message
-	clients []clientState
-	hist    []hop
+	cfg    *Config
+	proto  automaton.Protocol
+	ids    []automaton.NodeID
+	index  map[automaton.NodeID]int
+	svc    service.Service
+	nodes  []nodeState
+	up     map[automaton.NodeID]automaton.Automaton
+	flight []message
+	// flightSum is the multiset hash of flight (the sum of mix(m.h)),
+	// kept up to date by send and unsend.
+	flightSum uint64
+	clients   []clientState
+	hist      []hop
+	// histH is histHash(hist, nil), extended by every hop appended.
+	histH   uint64
 	checker automaton.InvariantChecker
+	// checkerFP caches the checker's hash (0: not computed since the
+	// checker last changed, or since the set of automata up changed).
+	checkerFP uint64
 	// checkerOwned: like nodeState.owned, for the invariant checker.
 	checkerOwned bool
 	crashes      int
@@ -106,6 +121,11 @@ type world struct {
 	// ext is the log of effects carried out by executors that keep state
 	// across effects (ModelConfig.StatefulEffects), in order (effect.go).
 	ext []loggedEffect
+	// fanout: the protocol's clients send to every node
+	// (automaton.ClientFanoutOf); groups: the interchangeable clients
+	// (symmetry.go). Both fixed at the start, shared by every state.
+	fanout bool
+	groups [][]int
 	// returned: the last step completed an operation (the history grew).
 	returned bool
 	// violation: what the last step broke ("" when nothing).
@@ -140,6 +160,7 @@ func newWorld(cfg *Config) (*world, error) {
 		w.nodes[i].disk = map[string][]byte{}
 	}
 	w.checker, _ = automaton.NewInvariantChecker(cfg.Protocol)
+	w.fanout = automaton.ClientFanoutOf(cfg.Protocol)
 	w.clients = make([]clientState, cfg.Model.Clients)
 	for c := range w.clients {
 		switch cfg.Model.Target {
@@ -149,6 +170,7 @@ func newWorld(cfg *Config) (*world, error) {
 			w.clients[c].target = c % len(w.ids)
 		}
 	}
+	w.groups = w.symmetryGroups()
 	for i := range w.ids {
 		if err := w.boot(i); err != nil {
 			return nil, err
@@ -214,16 +236,9 @@ func (w *world) step(i int, in automaton.Input) {
 				w.fail(fmt.Sprintf("contract: %s sent to %q", w.ids[i], o.To))
 				continue
 			}
-			w.flight = append(w.flight, message{from: i, to: j, data: o.Msg})
+			w.send(message{from: i, to: j, data: o.Msg})
 		case automaton.Persist:
-			if n.disk == nil {
-				n.disk = map[string][]byte{}
-			}
-			if o.Delete {
-				delete(n.disk, o.Key)
-			} else {
-				n.disk[o.Key] = append([]byte(nil), o.Value...)
-			}
+			n.persist(o)
 		case automaton.SetTimer:
 			n.setTimer(o.ID)
 		case automaton.CancelTimer:
@@ -235,10 +250,55 @@ func (w *world) step(i int, in automaton.Input) {
 		}
 	}
 	if w.checker != nil && w.violation == "" {
+		w.checkerFP = 0
 		if err := w.checker.Check(w.ids[i], w.up); err != nil {
 			w.fail("invariant: " + err.Error())
 		}
 	}
+}
+
+// persist applies a Persist output to the node's records (copied first
+// when shared) and to their hash.
+func (n *nodeState) persist(o automaton.Persist) {
+	if n.disk == nil || n.diskShared {
+		d := make(map[string][]byte, len(n.disk)+1)
+		for k, v := range n.disk {
+			d[k] = v // record values are never modified in place
+		}
+		n.disk, n.diskShared = d, false
+	}
+	if old, ok := n.disk[o.Key]; ok {
+		n.diskSum -= diskEntryHash(o.Key, old)
+	}
+	if o.Delete {
+		delete(n.disk, o.Key)
+		return
+	}
+	v := append([]byte(nil), o.Value...)
+	n.disk[o.Key] = v
+	n.diskSum += diskEntryHash(o.Key, v)
+}
+
+// send puts m in flight.
+func (w *world) send(m message) {
+	m.h = msgHash(&m, nil)
+	w.flight = append(w.flight, m)
+	w.flightSum += mix(m.h)
+}
+
+// unsend takes message k out of flight (into a new slice: the old one may
+// be shared with other worlds).
+func (w *world) unsend(k int) {
+	w.flightSum -= mix(w.flight[k].h)
+	f := make([]message, 0, len(w.flight)-1)
+	f = append(f, w.flight[:k]...)
+	w.flight = append(f, w.flight[k+1:]...)
+}
+
+// addHop appends x to the history and to its hash.
+func (w *world) addHop(x hop) {
+	w.hist = append(w.hist[:len(w.hist):len(w.hist)], x)
+	w.histH = hopHash(w.histH, x, nil)
 }
 
 func (w *world) fail(s string) {
@@ -279,7 +339,7 @@ func (w *world) respond(r automaton.Response) {
 		return
 	}
 	cl.pending = false
-	w.hist = append(w.hist[:len(w.hist):len(w.hist)], hop{client: c, op: cl.next, ret: true, res: r.Result})
+	w.addHop(hop{client: c, op: cl.next, ret: true, res: r.Result})
 	cl.next++
 	w.returned = true
 }
@@ -292,13 +352,13 @@ func (w *world) enabled() []Event {
 		if cl.pending || cl.next >= len(w.cfg.script(c)) {
 			continue
 		}
-		if w.cfg.Model.Target == "any" && !automaton.ClientFanoutOf(w.cfg.Protocol) {
+		if w.cfg.Model.Target == "any" && !w.fanout {
 			for i := range w.nodes {
 				if w.nodes[i].a != nil {
 					evs = append(evs, Event{Kind: EvInvoke, Client: c, Node: i})
 				}
 			}
-		} else if w.nodes[cl.target].a != nil || automaton.ClientFanoutOf(w.cfg.Protocol) {
+		} else if w.nodes[cl.target].a != nil || w.fanout {
 			evs = append(evs, Event{Kind: EvInvoke, Client: c, Node: cl.target})
 		}
 	}
@@ -388,13 +448,13 @@ func (w *world) apply(ev Event) error {
 			return fmt.Errorf("client %d has no request to send", ev.Client+1)
 		}
 		cl.pending = true
-		w.hist = append(w.hist[:len(w.hist):len(w.hist)], hop{client: ev.Client, op: cl.next})
+		w.addHop(hop{client: ev.Client, op: cl.next})
 		req := w.request(ev.Client, cl.next)
-		if automaton.ClientFanoutOf(w.cfg.Protocol) {
+		if w.fanout {
 			req.Fanout = true
 			r := req
 			for i := range w.nodes {
-				w.flight = append(w.flight, message{from: -1 - ev.Client, to: i, req: &r})
+				w.send(message{from: -1 - ev.Client, to: i, req: &r})
 			}
 			return nil
 		}
@@ -405,9 +465,7 @@ func (w *world) apply(ev Event) error {
 		}
 		m := w.flight[ev.Msg]
 		if ev.Kind != EvDup {
-			f := make([]message, 0, len(w.flight)-1)
-			f = append(f, w.flight[:ev.Msg]...)
-			w.flight = append(f, w.flight[ev.Msg+1:]...)
+			w.unsend(ev.Msg)
 		}
 		if ev.Kind == EvDrop {
 			return nil
@@ -436,6 +494,7 @@ func (w *world) apply(ev Event) error {
 		}
 		n.a, n.timers, n.effects, n.owned, n.fp = nil, nil, nil, false, 0
 		delete(w.up, w.ids[ev.Node])
+		w.checkerFP = 0 // the checker's references to it hash by content now
 		w.crashes++
 	case EvRestart:
 		if w.nodes[ev.Node].a != nil {
@@ -454,18 +513,18 @@ func (w *world) apply(ev Event) error {
 // one of them changes (own): an event steps one node, so a successor
 // copies one automaton and the checker, not the whole cluster.
 func (w *world) clone() *world {
+	// The original gives up ownership too: should it step again, it
+	// copies rather than change what the copy shares.
+	for i := range w.nodes {
+		w.nodes[i].owned, w.nodes[i].diskShared = false, true
+	}
+	w.checkerOwned = false
 	c := *w
 	c.nodes = append([]nodeState(nil), w.nodes...)
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		n.owned = false
 		n.timers = n.timers[:len(n.timers):len(n.timers)]
 		n.effects = n.effects[:len(n.effects):len(n.effects)]
-		d := make(map[string][]byte, len(n.disk))
-		for k, v := range n.disk {
-			d[k] = v // record values are never modified in place
-		}
-		n.disk = d
 	}
 	c.up = make(map[automaton.NodeID]automaton.Automaton, len(w.up))
 	for k, v := range w.up {
@@ -488,13 +547,30 @@ func (w *world) own(i int) {
 	if n.owned {
 		return
 	}
-	cp := newCopier()
-	for j := range w.nodes {
-		if a := w.nodes[j].a; a != nil && j != i {
-			v := reflect.ValueOf(a)
-			cp.seen[v.Pointer()] = v
+	old := n.a
+	if ms, ok := old.(automaton.ModelStater); ok && !w.cfg.Reflective && len(n.effects) == 0 {
+		// The fast path: the automaton copies itself, and the checker
+		// (itself, or by the reflective copier) follows it to the copy.
+		a := ms.CloneModel()
+		n.a, n.owned = a, true
+		w.up[w.ids[i]] = a
+		if cs, ok := w.checker.(automaton.ModelCheckerStater); ok {
+			w.checker = cs.CloneChecker(func(x automaton.Automaton) automaton.Automaton {
+				if x == old {
+					return a
+				}
+				return x
+			})
+			w.checkerOwned = true
+			return
 		}
+		w.checkerOwned = false
+		cp := w.sharingCopier(i)
+		cp.seen[reflect.ValueOf(old).Pointer()] = reflect.ValueOf(a)
+		w.ownChecker(cp)
+		return
 	}
+	cp := w.sharingCopier(i)
 	var a automaton.Automaton
 	if s, ok := n.a.(automaton.Snapshotter); ok && w.checker == nil && len(n.effects) == 0 {
 		a = s.Snapshot()
@@ -517,20 +593,32 @@ func (w *world) own(i int) {
 	w.ownChecker(cp)
 }
 
+// sharingCopier returns a copier that leaves the automata of nodes other
+// than i where they are (references to them are kept, not copied).
+func (w *world) sharingCopier(i int) *copier {
+	cp := newCopier()
+	for j := range w.nodes {
+		if a := w.nodes[j].a; a != nil && j != i {
+			v := reflect.ValueOf(a)
+			cp.seen[v.Pointer()] = v
+		}
+	}
+	return cp
+}
+
 // ownChecker copies the shared checker (with cp, whose map says where
 // references to automata go; nil: a fresh copier).
 func (w *world) ownChecker(cp *copier) {
 	if w.checker == nil || w.checkerOwned {
 		return
 	}
+	if cs, ok := w.checker.(automaton.ModelCheckerStater); ok && cp == nil && !w.cfg.Reflective {
+		w.checker = cs.CloneChecker(func(x automaton.Automaton) automaton.Automaton { return x })
+		w.checkerOwned = true
+		return
+	}
 	if cp == nil {
-		cp = newCopier()
-		for j := range w.nodes {
-			if a := w.nodes[j].a; a != nil {
-				v := reflect.ValueOf(a)
-				cp.seen[v.Pointer()] = v
-			}
-		}
+		cp = w.sharingCopier(-1)
 	}
 	w.checker = cp.copyAny(w.checker).(automaton.InvariantChecker)
 	w.checkerOwned = true
@@ -545,7 +633,7 @@ func (w *world) describe(ev Event) string {
 		if cl.next < len(w.cfg.script(ev.Client)) {
 			op = w.cfg.script(ev.Client)[cl.next].String()
 		}
-		if automaton.ClientFanoutOf(w.cfg.Protocol) {
+		if w.fanout {
 			return fmt.Sprintf("client %d sends %s to every node", ev.Client+1, op)
 		}
 		return fmt.Sprintf("client %d sends %s to %s", ev.Client+1, op, w.ids[ev.Node])

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 func modelCheckCmd() *cobra.Command {
 	var (
 		protocol, network, timers, out, replayFile, target string
+		cpuProfile                                         string
 		depth, crashes, workers, maxStates, nodes, clients int
 		dfs, replay, keepGoing                             bool
 	)
@@ -51,6 +53,16 @@ Broken variants:
 			net, err := mc.ParseNetwork(network)
 			if err != nil {
 				return err
+			}
+			if cpuProfile != "" {
+				pf, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+				defer func() { pprof.StopCPUProfile(); pf.Close() }()
 			}
 			names := []string{protocol}
 			if protocol == "all" {
@@ -128,6 +140,7 @@ Broken variants:
 				}
 			}
 			if failed {
+				pprof.StopCPUProfile()
 				os.Exit(1)
 			}
 			return nil
@@ -149,6 +162,7 @@ Broken variants:
 	f.BoolVar(&keepGoing, "keep-going", false, "count every violation instead of stopping at the first")
 	f.StringVar(&out, "out", "", "save the counterexample to this JSON file")
 	f.StringVar(&replayFile, "replay-file", "", "replay a saved counterexample from fresh automata and exit")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the search to this file (go tool pprof)")
 	return cmd
 }
 

@@ -1,0 +1,244 @@
+package abd
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// The model checker's fast path (automaton.ModelStater, issue 20 item 4):
+// ABD encodes and copies its state by hand instead of mc's reflective walk.
+// The encoding covers every field the reflective fingerprint covers (the
+// constants of a run, the protocol flags, Config, index, self and the
+// timeouts, are left out: they are the same in every state), maps in
+// sorted key order; mc's TestFastPathMatchesReflective checks that both
+// paths visit the same states, for abd and each broken variant. A field
+// added to ABD, op or the checker must be added here too (that test fails
+// otherwise, when the field matters in the model).
+
+var (
+	_ automaton.ModelStater        = (*ABD)(nil)
+	_ automaton.ModelCheckerStater = (*checker)(nil)
+)
+
+// AppendModelState implements automaton.ModelStater.
+func (a *ABD) AppendModelState(b []byte, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	b = automaton.AppendModelUint(b, uint64(len(a.store)))
+	for _, k := range sortedKeys(a.store) {
+		b = appendEntry(automaton.AppendModelString(b, k), *a.store[k])
+	}
+	b = automaton.AppendModelUint(b, a.incarnation)
+	b = automaton.AppendModelBool(b, a.fresh)
+	b = automaton.AppendModelUint(b, a.counter)
+	ids := make([]uint64, 0, len(a.ops))
+	for id := range a.ops {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	b = automaton.AppendModelUint(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = appendOp(automaton.AppendModelUint(b, id), a.ops[id], rename)
+	}
+	reqs := renamedKeys(a.byReq, rename)
+	b = automaton.AppendModelUint(b, uint64(len(reqs)))
+	for _, r := range reqs {
+		b = automaton.AppendModelUint(automaton.AppendModelID(b, r.renamed, nil), a.byReq[r.id])
+	}
+	done := renamedKeys(a.done, rename)
+	b = automaton.AppendModelUint(b, uint64(len(done)))
+	for _, r := range done {
+		b = automaton.AppendModelResult(automaton.AppendModelID(b, r.renamed, nil), a.done[r.id])
+	}
+	b = automaton.AppendModelBool(b, a.doneOrder != nil)
+	b = automaton.AppendModelUint(b, uint64(len(a.doneOrder)))
+	for _, id := range a.doneOrder {
+		b = automaton.AppendModelID(b, id, rename)
+	}
+	b = appendKeyTags(b, a.stepStores)
+	return appendKeyTags(b, a.stepDone)
+}
+
+// CloneModel implements automaton.ModelStater. Byte slices (values,
+// requests' arguments) are shared: ABD never changes them in place.
+func (a *ABD) CloneModel() automaton.Automaton {
+	c := *a
+	c.out = nil
+	c.store = make(map[string]*entry, len(a.store))
+	for k, e := range a.store {
+		x := *e
+		c.store[k] = &x
+	}
+	c.ops = make(map[uint64]*op, len(a.ops))
+	for id, o := range a.ops {
+		x := *o
+		x.replied = slices.Clone(o.replied)
+		c.ops[id] = &x
+	}
+	c.byReq = cloneMap(a.byReq)
+	c.done = cloneMap(a.done)
+	c.doneOrder = slices.Clone(a.doneOrder)
+	c.stepStores = slices.Clone(a.stepStores)
+	c.stepDone = slices.Clone(a.stepDone)
+	return &c
+}
+
+func appendEntry(b []byte, e entry) []byte {
+	b = appendTag(b, e.Tag)
+	b = automaton.AppendModelBool(b, e.Tomb)
+	return automaton.AppendModelBytes(b, e.Value)
+}
+
+func appendTag(b []byte, t Tag) []byte {
+	return automaton.AppendModelUint(automaton.AppendModelString(automaton.AppendModelUint(b, t.TS), t.Node), t.Seq)
+}
+
+func appendOp(b []byte, o *op, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	b = automaton.AppendModelUint(b, o.id)
+	b = automaton.AppendModelRequest(b, &o.req, rename)
+	b = automaton.AppendModelBool(b, o.write)
+	b = automaton.AppendModelUint(b, uint64(o.phase))
+	b = automaton.AppendModelBool(b, o.replied != nil)
+	b = automaton.AppendModelUint(b, uint64(len(o.replied)))
+	for _, r := range o.replied {
+		b = automaton.AppendModelBool(b, r)
+	}
+	b = automaton.AppendModelUint(b, uint64(o.count))
+	b = automaton.AppendModelUint(b, uint64(o.elapsed))
+	b = appendEntry(b, o.max)
+	b = automaton.AppendModelUint(b, uint64(o.nMax))
+	return appendEntry(b, o.put)
+}
+
+func appendKeyTags(b []byte, kts []keyTag) []byte {
+	b = automaton.AppendModelBool(b, kts != nil)
+	b = automaton.AppendModelUint(b, uint64(len(kts)))
+	for _, kt := range kts {
+		b = appendTag(automaton.AppendModelString(b, kt.key), kt.tag)
+	}
+	return b
+}
+
+type renamedID struct{ id, renamed automaton.RequestID }
+
+// renamedKeys returns m's keys with their renamings, in the renamings'
+// order.
+func renamedKeys[V any](m map[automaton.RequestID]V, rename func(automaton.RequestID) automaton.RequestID) []renamedID {
+	out := make([]renamedID, 0, len(m))
+	for id := range m {
+		r := id
+		if rename != nil {
+			r = rename(id)
+		}
+		out = append(out, renamedID{id, r})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i].renamed, out[j].renamed
+		return x.Client < y.Client || x.Client == y.Client && x.Seq < y.Seq
+	})
+	return out
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return nil
+	}
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// AppendModelState implements automaton.ModelCheckerStater. The checker's
+// reference to a node's incarnation encodes as that node's index when it is
+// up, and as -1 otherwise (a crashed incarnation: the reflective walk hashes
+// its content instead, which the checker never reads again: only its
+// identity, which no new incarnation shares).
+func (c *checker) AppendModelState(b []byte, ref func(automaton.Automaton) int, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	b = automaton.AppendModelUint(b, uint64(len(c.inc)))
+	for _, id := range sortedKeys(c.inc) {
+		b = automaton.AppendModelString(b, string(id))
+		if a := c.inc[id]; a == nil {
+			b = automaton.AppendModelUint(b, 1<<63)
+		} else {
+			b = automaton.AppendModelUint(b, uint64(int64(ref(a))))
+		}
+	}
+	b = appendTagMaps(b, c.last)
+	b = appendTagMaps(b, c.floor)
+	b = automaton.AppendModelUint(b, uint64(len(c.vals)))
+	for _, k := range sortedKeys(c.vals) {
+		m := c.vals[k]
+		b = automaton.AppendModelString(b, k)
+		b = automaton.AppendModelBool(b, m != nil)
+		tags := make([]Tag, 0, len(m))
+		for t := range m {
+			tags = append(tags, t)
+		}
+		sort.Slice(tags, func(i, j int) bool { return tagOrder(tags[i], tags[j]) })
+		b = automaton.AppendModelUint(b, uint64(len(tags)))
+		for _, t := range tags {
+			b = automaton.AppendModelString(appendTag(b, t), m[t])
+		}
+	}
+	return b
+}
+
+// tagOrder is a total order on tags (for encoding maps keyed by them).
+func tagOrder(x, y Tag) bool {
+	if x.TS != y.TS {
+		return x.TS < y.TS
+	}
+	if x.Node != y.Node {
+		return x.Node < y.Node
+	}
+	return x.Seq < y.Seq
+}
+
+func appendTagMaps(b []byte, mm map[automaton.NodeID]map[string]Tag) []byte {
+	b = automaton.AppendModelUint(b, uint64(len(mm)))
+	for _, id := range sortedKeys(mm) {
+		m := mm[id]
+		b = automaton.AppendModelString(b, string(id))
+		b = automaton.AppendModelBool(b, m != nil)
+		b = automaton.AppendModelUint(b, uint64(len(m)))
+		for _, k := range sortedKeys(m) {
+			b = appendTag(automaton.AppendModelString(b, k), m[k])
+		}
+	}
+	return b
+}
+
+// CloneChecker implements automaton.ModelCheckerStater.
+func (c *checker) CloneChecker(remap func(automaton.Automaton) automaton.Automaton) automaton.InvariantChecker {
+	n := &checker{inc: make(map[automaton.NodeID]*ABD, len(c.inc)), last: cloneTagMaps(c.last),
+		floor: cloneTagMaps(c.floor), vals: make(map[string]map[Tag]string, len(c.vals))}
+	for id, a := range c.inc {
+		if a != nil {
+			a, _ = remap(a).(*ABD)
+		}
+		n.inc[id] = a
+	}
+	for k, m := range c.vals {
+		n.vals[k] = cloneMap(m)
+	}
+	return n
+}
+
+func cloneTagMaps(mm map[automaton.NodeID]map[string]Tag) map[automaton.NodeID]map[string]Tag {
+	c := make(map[automaton.NodeID]map[string]Tag, len(mm))
+	for id, m := range mm {
+		c[id] = cloneMap(m)
+	}
+	return c
+}
