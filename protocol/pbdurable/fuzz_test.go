@@ -19,7 +19,7 @@ var codecs = []fuzzcheck.Codec{
 func seeds() [][]byte {
 	var out [][]byte
 	for k := byte(kindHeartbeat); k <= kindReply; k++ {
-		out = append(out, msg{kind: k, view: proto.Ballot{Round: 2, Node: 1}, index: 9, state: []byte("state"),
+		out = append(out, msg{kind: k, view: proto.Ballot{Round: 2, Node: 1}, index: 9, commit: 7, db: true, state: []byte("state"),
 			ups: []durability.Update{{Object: "c", Method: "inc", State: []byte("s")}},
 			id:  automaton.RequestID{Client: 3, Seq: 4}, op: service.Op{Kind: "incr", Key: "k"}, res: service.Int(5)}.encode())
 	}
