@@ -98,7 +98,7 @@ type nsLoop struct {
 	durable uint64
 
 	wmu     sync.Mutex
-	waiters map[automaton.RequestID][]chan automaton.Response
+	waiters map[automaton.RequestID]waiterSet
 
 	requests, responses, orphans       atomic.Uint64
 	persisted, fsyncs, msgsIn, msgsOut atomic.Uint64
@@ -121,7 +121,7 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 		log:           n.log.With("namespace", ns.Name),
 		inbox:         make(chan event, n.opts.InboxLen),
 		timers:        map[automaton.TimerID]*timerEntry{},
-		waiters:       map[automaton.RequestID][]chan automaton.Response{},
+		waiters:       map[automaton.RequestID]waiterSet{},
 		cur:           &batch{},
 		commitQ:       make(chan *batch, commitQueueLen),
 		needed:        make(chan struct{}, 1),
@@ -530,26 +530,49 @@ func (l *nsLoop) send(s automaton.Send) {
 	l.mOut.Inc()
 }
 
+// waiterSet is the clients waiting for one RequestID: almost always one
+// (first), held in the map's value so that registering it allocates nothing;
+// a retry that shares the id goes to more.
+type waiterSet struct {
+	first chan automaton.Response
+	more  []chan automaton.Response
+}
+
+func (w waiterSet) len() int {
+	if w.first == nil {
+		return 0
+	}
+	return 1 + len(w.more)
+}
+
 // respond hands a response to every client waiting for its RequestID.
 func (l *nsLoop) respond(r automaton.Response) {
 	l.wmu.Lock()
 	ws := l.waiters[r.ID]
 	delete(l.waiters, r.ID)
 	l.wmu.Unlock()
-	if len(ws) == 0 {
+	if ws.first == nil {
 		l.orphans.Add(1) // the client gave up, or a duplicate answer
 		return
 	}
-	for _, ch := range ws {
-		ch <- r // buffered, and each waiter receives at most one response
+	ws.first <- r // buffered, and each waiter receives at most one response
+	for _, ch := range ws.more {
+		ch <- r
 	}
-	l.responses.Add(uint64(len(ws)))
-	l.mResponses.Add(float64(len(ws)))
+	n := ws.len()
+	l.responses.Add(uint64(n))
+	l.mResponses.Add(float64(n))
 }
 
 func (l *nsLoop) addWaiter(id automaton.RequestID, ch chan automaton.Response) {
 	l.wmu.Lock()
-	l.waiters[id] = append(l.waiters[id], ch)
+	ws := l.waiters[id]
+	if ws.first == nil {
+		ws.first = ch
+	} else {
+		ws.more = append(ws.more, ch)
+	}
+	l.waiters[id] = ws
 	l.wmu.Unlock()
 }
 
@@ -557,13 +580,21 @@ func (l *nsLoop) removeWaiter(id automaton.RequestID, ch chan automaton.Response
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	ws := l.waiters[id]
-	for i, c := range ws {
-		if c == ch {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
+	switch {
+	case ws.first == ch:
+		ws.first = nil
+		if len(ws.more) > 0 {
+			ws.first, ws.more = ws.more[0], ws.more[1:]
+		}
+	default:
+		for i, c := range ws.more {
+			if c == ch {
+				ws.more = append(ws.more[:i:i], ws.more[i+1:]...)
+				break
+			}
 		}
 	}
-	if len(ws) == 0 {
+	if ws.first == nil {
 		delete(l.waiters, id)
 	} else {
 		l.waiters[id] = ws
@@ -575,7 +606,7 @@ func (l *nsLoop) waiting() int {
 	defer l.wmu.Unlock()
 	n := 0
 	for _, ws := range l.waiters {
-		n += len(ws)
+		n += ws.len()
 	}
 	return n
 }

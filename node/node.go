@@ -622,7 +622,7 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	// nondeterministic services read it, through the protocol.
 	req.Env = newEnv()
 	t0 := time.Now()
-	ch := make(chan automaton.Response, 1)
+	ch := respChans.Get().(chan automaton.Response)
 	l.addWaiter(req.ID, ch)
 	select {
 	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
@@ -640,6 +640,10 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	l.mRequests.Inc()
 	select {
 	case r := <-ch:
+		// respond removed ch from the waiters before its one send: nothing
+		// else can reach ch now, so it is reused. (On the other paths a
+		// respond may still be about to send, and ch is left to the GC.)
+		respChans.Put(ch)
 		l.mLatency.Observe(time.Since(t0).Seconds())
 		return r, nil
 	case <-ctx.Done():
@@ -658,6 +662,9 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 		return automaton.Response{}, n.errStorageUnknown(req.ID)
 	}
 }
+
+// respChans recycles Do's one-slot response channels.
+var respChans = sync.Pool{New: func() any { return make(chan automaton.Response, 1) }}
 
 func cloneArgs(args [][]byte) [][]byte {
 	if args == nil {
