@@ -48,11 +48,15 @@ import (
 // maxPipelined bounds a connection's pipelined commands in flight.
 const maxPipelined = 64
 
-// pipeSlot is one pipelined command: its reply once done is closed.
+// pipeSlot is one pipelined command: its reply once done is closed. One
+// allocation carries the command's plan and request id to its goroutine.
 type pipeSlot struct {
 	done chan struct{}
 	res  service.Result
 	lane *lane
+	p    plan
+	id   automaton.RequestID
+	prev *pipeSlot // the same key's earlier command still in flight, if any
 }
 
 // pipeConn is a connection's pipelining state; only the connection's
@@ -107,11 +111,10 @@ func (c *conn) pipeline(p plan) {
 	c.mu.Lock()
 	c.opts.lastLane = id // LASTOPT names the last command's operation (options.go)
 	c.mu.Unlock()
-	op := p.ops[0]
-	s := &pipeSlot{done: make(chan struct{}), lane: l}
-	prev := c.pl.last[op.Key]
-	if prev != nil && isDone(prev) {
-		prev = nil
+	key := p.ops[0].Key
+	s := &pipeSlot{done: make(chan struct{}), lane: l, p: p, id: id}
+	if prev := c.pl.last[key]; prev != nil && !isDone(prev) {
+		s.prev = prev
 	}
 	if c.pl.last == nil {
 		c.pl.last = make(map[string]*pipeSlot, maxPipelined)
@@ -122,15 +125,22 @@ func (c *conn) pipeline(p plan) {
 			}
 		}
 	}
-	c.pl.last[op.Key] = s
+	c.pl.last[key] = s
 	c.pl.fifo <- s // never blocks: at most maxPipelined slots, one per lane
-	go func() {
-		if prev != nil {
-			<-prev.done // the conflict rule: the same key's earlier command first
-		}
-		s.res = p.render([]service.Result{c.runID(op, id)})
-		close(s.done)
-	}()
+	go c.runSlot(s)
+}
+
+// runSlot runs a pipelined command's operation, after the same key's
+// earlier command (the conflict rule).
+func (c *conn) runSlot(s *pipeSlot) {
+	if s.prev != nil {
+		<-s.prev.done
+		s.prev = nil
+	}
+	r := [1]service.Result{c.runID(s.p.ops[0], s.id)}
+	s.res = s.p.render(r[:])
+	s.p = plan{}
+	close(s.done)
 }
 
 func isDone(s *pipeSlot) bool {
