@@ -420,7 +420,7 @@ func (e *Counter) Report() experiment.ReportSpec {
 			{Metric: mRelative, Header: "vs original", Format: "%.2f"},
 			{Metric: mThrough, Header: "adds/s", Format: "%.0f"},
 		},
-		Labels: []string{"state fsync", "adds", "runs on"},
+		Labels: []string{"state fsync", "adds", "runs on", "load"},
 		Plots: []experiment.PlotSpec{
 			{File: "counter-throughput", Title: "Counter throughput (Fig. IV.3)", Kind: experiment.Lines, Metric: mThrough,
 				YLabel: "adds/s", X: "clients", XLabel: "clients", Series: []string{"bed", "config", "db", "fsync"}},
@@ -428,8 +428,9 @@ func (e *Counter) Report() experiment.ReportSpec {
 				YLabel: "ms", X: "config", XLabel: "configuration", Series: []string{"bed", "db", "fsync"}, Filter: map[string]string{"clients": "1"}},
 		},
 		Notes: []string{
-			"bed=live: pbdurable clusters of synod node processes on loopback (3 nodes; original: 1 node, mapping reconstructible), node records in memory, the database shared by every node: one SQLite file or a private PostgreSQL 15 server; clients send to the primary",
+			"bed=live: pbdurable clusters of synod node processes on loopback (3 nodes; original: 1 node, mapping reconstructible), node records in memory, rate_checking 1s (no failures injected), the database shared by every node: one SQLite file or a private PostgreSQL 15 server; clients send to the primary",
 			"bed=process: the in-process bed (clients, service, backup and SQLite on loopback TCP in one process): the mechanisms without the Synod runtime",
+			"load: the machine's one-minute load average at the end of the cell (the machine is shared; a high load makes the figures noise)",
 			"the seed had three machines and a 2006 SOAP stack (139 ms per add), so compare ratios, not milliseconds",
 		},
 	}

@@ -28,7 +28,10 @@
 //     a fresh database on one private PostgreSQL 15 server per run
 //     (durability/pgserver, stopped by PID after the run's last
 //     PostgreSQL cell or on interrupt). The nodes' own records are in
-//     memory (pbdurable keeps only pbd/booted there). Clients are package
+//     memory (pbdurable keeps only pbd/booted there); rate_checking is 1s
+//     (no failures are injected, and a loaded machine otherwise makes a
+//     false fail-over mid-cell). Each row prints the machine's load
+//     average: the machine is shared, and figures under load are noise. Clients are package
 //     client connections sent to the primary (PreferLeader); a Counter
 //     cell checks that the counter ends at exactly the adds answered, a
 //     Matchmaker cell that the machines left are those advertised minus

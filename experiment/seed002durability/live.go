@@ -29,6 +29,7 @@ const (
 	liveNodes   = 3
 	liveProto   = "pbdurable"
 	liveNodeDur = config.Memory // the nodes' own records (pbd/booted only); the mechanisms under test keep the state
+	liveCheck   = "1s"          // pbdurable rate_checking (default 250ms)
 )
 
 // pgShare is one private PostgreSQL server for a run's cells: started by
@@ -139,6 +140,9 @@ func liveCluster(ctx context.Context, env *experiment.Env, pg *pgShare, name, se
 		nodes, mapping = 1, originalMapping(service)
 	}
 	params["mapping"] = mapping
+	// No failures are injected (as in the seed's runs): a longer failure
+	// detector period keeps a loaded machine from a false fail-over mid-cell.
+	params["rate_checking"] = liveCheck
 	c, err := env.Up(name, cluster.UpOptions{Nodes: nodes, Protocol: liveProto, Service: service, Durability: liveNodeDur, Params: params})
 	if err != nil {
 		stopDB()
@@ -234,7 +238,7 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 	mean, ci := meanCI(all)
 	return experiment.Outcome{
 		Metrics: map[string]float64{mLatency: mean, mCI: ci, mThrough: float64(len(all)) / el.Seconds()},
-		Labels:  map[string]string{"state fsync": fsyncLabel(c), "adds": strconv.Itoa(len(all)), "runs on": liveLabel("counter", cfg)},
+		Labels:  map[string]string{"state fsync": fsyncLabel(c), "adds": strconv.Itoa(len(all)), "runs on": liveLabel("counter", cfg), "load": loadAvg()},
 	}, nil
 }
 
@@ -321,4 +325,18 @@ func runLiveMatchmaker(ctx context.Context, env *experiment.Env, pg *pgShare, c 
 		return nil, fmt.Errorf("%d machines available after %d advertised and %d jobs placed (reply %s)", n, machinesNeeded(rounds), len(lat), left)
 	}
 	return lat, nil
+}
+
+// loadAvg is the machine's one-minute load average ("" where unknown),
+// printed beside each live figure: the machine is shared.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }

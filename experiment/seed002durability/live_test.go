@@ -55,17 +55,8 @@ func TestCounterLiveQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes")
 	}
-	bin := synodBinary(t)
 	e := &Counter{adds: 2000, clients: "1,2,4,8,12,16", databases: "sqlite", beds: "live,process"}
-	var stdout bytes.Buffer
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true},
-		Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout.String())
-	}
-	if len(res.Cells) != 16 {
-		t.Fatalf("%d cells, want 2 beds x 2 client counts x 4 configurations", len(res.Cells))
-	}
+	res := runQuick(t, e, 16)
 	for _, c := range res.Cells {
 		if c.Status != experiment.StatusOK || c.Metrics[mLatency] <= 0 || c.Metrics[mThrough] <= 0 || c.Labels["adds"] != "100" {
 			t.Errorf("cell %s: %+v", c.Key, c)
@@ -101,17 +92,8 @@ func TestMatchmakerLiveQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes")
 	}
-	bin := synodBinary(t)
 	e := &Matchmaker{rounds: 30, intervals: "0-20ms,0-100ms,0-400ms", databases: "sqlite", fsync: true, beds: "live,process"}
-	var stdout bytes.Buffer
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true},
-		Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout.String())
-	}
-	if len(res.Cells) != 16 {
-		t.Fatalf("%d cells, want 2 beds x 2 intervals x 4 configurations", len(res.Cells))
-	}
+	res := runQuick(t, e, 16)
 	for _, c := range res.Cells {
 		if c.Status != experiment.StatusOK || c.Metrics[mLatency] <= 0 || c.SeedNote == "" {
 			t.Errorf("cell %s: %+v", c.Key, c)
@@ -129,4 +111,20 @@ func TestMatchmakerLiveQuick(t *testing.T) {
 	if strings.Contains(sum, "0-400ms") {
 		t.Errorf("the summary names an interval --quick did not run:\n%s", sum)
 	}
+}
+
+// runQuick runs e --quick live, on a binary built once, and checks it ran
+// want cells.
+func runQuick(t *testing.T, e experiment.Experiment, want int) *experiment.Results {
+	t.Helper()
+	var stdout bytes.Buffer
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true},
+		Out: t.TempDir(), Binary: synodBinary(t), Work: t.TempDir(), Stdout: &stdout})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout.String())
+	}
+	if len(res.Cells) != want {
+		t.Fatalf("%d cells, want %d (2 beds x 2 client counts or intervals x 4 configurations)", len(res.Cells), want)
+	}
+	return res
 }

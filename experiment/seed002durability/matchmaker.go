@@ -189,6 +189,7 @@ func (e *Matchmaker) RunCell(ctx context.Context, env *experiment.Env, c experim
 	}
 	if c.Get("bed") == bedLive {
 		labels["runs on"] = liveLabel(matchmaker.ServiceName, c.Get("config"))
+		labels["load"] = loadAvg()
 	} else {
 		labels["runs on"] = "one process (no runtime)"
 	}
@@ -378,14 +379,15 @@ func (e *Matchmaker) Report() experiment.ReportSpec {
 			{Metric: mLatency, Header: "jobSubmit ms", Format: "%.3f"},
 			{Metric: mCI, Header: "±95%", Format: "%.3f"},
 		},
-		Labels: []string{"state fsync", "requests", "runs on"},
+		Labels: []string{"state fsync", "requests", "runs on", "load"},
 		Plots: []experiment.PlotSpec{
 			{File: "matchmaker-latency", Title: "Matchmaker latency vs computation interval (Fig. IV.6)", Kind: experiment.Lines,
 				Metric: mLatency, YLabel: "ms", X: "interval", XLabel: "computation interval", Series: []string{"bed", "config", "db"}},
 		},
 		Notes: []string{
 			"intervals scaled from the seed's seconds to milliseconds",
-			"bed=live: pbdurable clusters (service gridmatchmaker) of synod node processes on loopback (3 nodes; original: 1 node, mapping original: both objects kept nowhere), node records in memory, the database shared by every node (one SQLite file, or a fresh database on a private PostgreSQL 15); clients send to the primary",
+			"load: the machine's one-minute load average at the end of the cell (the machine is shared; a high load makes the figures noise)",
+			"bed=live: pbdurable clusters (service gridmatchmaker) of synod node processes on loopback (3 nodes; original: 1 node, mapping original: both objects kept nowhere), node records in memory, rate_checking 1s (no failures injected), the database shared by every node (one SQLite file, or a fresh database on a private PostgreSQL 15); clients send to the primary",
 			"bed=process: the in-process bed (one process on loopback TCP, SQLite or a private PostgreSQL)",
 		},
 	}
