@@ -124,7 +124,7 @@ func (c *conn) requestOptions(read automaton.ReadMode, id automaton.RequestID) a
 	for k, v := range c.opts.cur {
 		o.Set(k, append([]string(nil), v...))
 	}
-	o = automaton.AssignOptions(requestOptionSpecs(c.protocol()), id, o)
+	o = automaton.AssignOptions(RequestOptionSpecs(c.protocol()), id, o)
 	c.mu.Lock()
 	switch {
 	case id.Client == c.client && id.Seq > c.opts.lastSeq:
@@ -325,8 +325,9 @@ func (c *conn) writeLast(name string) {
 // (protocols register at init, so a name's specs do not change).
 var optionSpecs sync.Map // protocol name -> []automaton.OptionSpec
 
-// requestOptionSpecs returns automaton.RequestOptions(proto), cached.
-func requestOptionSpecs(proto string) []automaton.OptionSpec {
+// RequestOptionSpecs returns automaton.RequestOptions(proto), cached (the
+// gRPC server uses it too).
+func RequestOptionSpecs(proto string) []automaton.OptionSpec {
 	if v, ok := optionSpecs.Load(proto); ok {
 		return v.([]automaton.OptionSpec)
 	}

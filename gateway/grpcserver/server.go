@@ -377,6 +377,11 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 		}
 		o.Set(a.option, vals)
 	}
+	if len(o.Ext) == 0 {
+		// What ValidateOptions does with no option given, without its
+		// registry lookup per request (specs cached per protocol).
+		return automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), id, o), nil
+	}
 	for _, name := range o.Names() {
 		if _, err := automaton.FindOption(ns.Protocol, name); err != nil {
 			return o, status.Errorf(codes.InvalidArgument, "namespace %q: option %q refused: %v", ns.Name, name, err)
