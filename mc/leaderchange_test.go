@@ -74,6 +74,20 @@ func TestReadModel(t *testing.T) {
 	}
 }
 
+// TestSequentialWritesModel: fastpaxos's model of one client writing
+// twice (protocol/fastpaxos.SequentialWritesModel: one election, bynode)
+// catches fastpaxos-broken-classiclearn and fastpaxos-broken-skipgap;
+// fastpaxos itself explores it exhaustively to the longer
+// counterexample's depth without a violation, and a write completes.
+func TestSequentialWritesModel(t *testing.T) {
+	caught(t, "fastpaxos-broken-classiclearn", "which no quorum chose")
+	sg := caught(t, "fastpaxos-broken-skipgap", "executed prefix")
+	ok := clean(t, "fastpaxos", "fastpaxos-broken-skipgap", len(sg.Violation.Events), 0)
+	if !ok.Complete || !ok.Sometimes[0].Reached {
+		t.Fatalf("fastpaxos in the sequential-writes model: complete %v, write completes %v", ok.Complete, ok.Sometimes[0].Reached)
+	}
+}
+
 // TestTimerBudget: with "quiet:N" no path fires more than N timers, and
 // the budget is what makes a timer-driven model finite.
 func TestTimerBudget(t *testing.T) {
