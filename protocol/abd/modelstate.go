@@ -219,26 +219,32 @@ func appendTagMaps(b []byte, mm map[automaton.NodeID]map[string]Tag) []byte {
 	return b
 }
 
-// CloneChecker implements automaton.ModelCheckerStater.
+// CloneChecker implements automaton.ModelCheckerStater. The model checker
+// clones the checker just before a step of the one node remap moves (or,
+// with no node moved, before a node boots): Check changes only that node's
+// entries of inc, last and floor, and replaces rather than changes a
+// floor map (invariant.go), so the other nodes' maps are shared; the
+// values seen per key (vals) may change on any step and are copied.
 func (c *checker) CloneChecker(remap func(automaton.Automaton) automaton.Automaton) automaton.InvariantChecker {
-	n := &checker{inc: make(map[automaton.NodeID]*ABD, len(c.inc)), last: cloneTagMaps(c.last),
-		floor: cloneTagMaps(c.floor), vals: make(map[string]map[Tag]string, len(c.vals))}
+	n := &checker{inc: make(map[automaton.NodeID]*ABD, len(c.inc)), last: make(map[automaton.NodeID]map[string]Tag, len(c.last)),
+		floor: cloneMap(c.floor), vals: make(map[string]map[Tag]string, len(c.vals))}
+	var stepped automaton.NodeID
 	for id, a := range c.inc {
 		if a != nil {
-			a, _ = remap(a).(*ABD)
+			if b, _ := remap(a).(*ABD); b != a {
+				a, stepped = b, id
+			}
 		}
 		n.inc[id] = a
+	}
+	for id, m := range c.last {
+		if stepped == "" || id == stepped {
+			m = cloneMap(m)
+		}
+		n.last[id] = m
 	}
 	for k, m := range c.vals {
 		n.vals[k] = cloneMap(m)
 	}
 	return n
-}
-
-func cloneTagMaps(mm map[automaton.NodeID]map[string]Tag) map[automaton.NodeID]map[string]Tag {
-	c := make(map[automaton.NodeID]map[string]Tag, len(mm))
-	for id, m := range mm {
-		c[id] = cloneMap(m)
-	}
-	return c
 }
