@@ -88,6 +88,18 @@ func TestSequentialWritesModel(t *testing.T) {
 	}
 }
 
+// TestSentToAllModel: esds's model of one write sent to every replica
+// (protocol/esds.SentToAllModel: send=all, one gossip round) catches
+// esds-broken-maxlabel; esds itself exhausts it without a violation, and
+// the write completes.
+func TestSentToAllModel(t *testing.T) {
+	caught(t, "esds-broken-maxlabel", "labels only decrease")
+	ok := clean(t, "esds", "esds-broken-maxlabel", 20, 0)
+	if ok.Frontier != 0 || !ok.Complete || !ok.Sometimes[0].Reached {
+		t.Fatalf("esds in the sent-to-all model: frontier %d, complete %v, write completes %v", ok.Frontier, ok.Complete, ok.Sometimes[0].Reached)
+	}
+}
+
 // TestTimerBudget: with "quiet:N" no path fires more than N timers, and
 // the budget is what makes a timer-driven model finite.
 func TestTimerBudget(t *testing.T) {
