@@ -92,10 +92,12 @@
 // 3r-2 check periods, as protocol/pb). Before it serves it issues the
 // recover effect: the database objects' init statements (idempotent) and
 // recovery queries, whose rows Restore replays; replicated objects switch
-// role (their state is here); reconstructible objects come back empty
-// (documented loss: the ExpectViolation scenario shows a Counter mapped
-// reconstructible losing its value at a fail-over). The members ranked
-// after it stay members and receive the replicated objects' state; a node
+// role (their state is here, with the prepared buffers the commit index
+// read by the same effect decides); reconstructible objects come back
+// empty (documented loss: the ExpectViolation scenario shows a Counter
+// mapped reconstructible losing its value at a fail-over). The members
+// ranked after it stay members and receive the replicated objects' state
+// once the recovery is done; a node
 // that restarts (its memory is gone: the record pbd/booted) asks every
 // node to join and the primary brings it in as a new backup.
 //
