@@ -145,7 +145,10 @@
 //     database transaction for a request that had none), else database,
 //     else reconstructible (then retries after a fail-over are not
 //     deduplicated, like the rest of the state). One entry per client:
-//     clients issue one write at a time. A forwarder still answers
+//     clients issue one write at a time. Entries are never removed (one
+//     row per client id ever seen, carried by every state transfer):
+//     expiring them would need the clients' sessions, which the protocol
+//     does not see. A forwarder still answers
 //     TRYAGAIN when its primary changes or does not answer within
 //     op_timeout; the client's retry is what is now safe.
 //   - The database must be shared by every node (durability_dsn: one
