@@ -42,13 +42,13 @@ func TestDurabilityKillPrimary(t *testing.T) {
 
 // TestDurabilityKillPrimaryPostgres: the shared database is a real
 // PostgreSQL 15 server (durability/pgserver: a private server on a free
-// loopback port, stopped by PID), state fsync on; the service is the
-// seed's Counter (IV.D.1), a client adds while the primary is killed with
-// SIGKILL, and no acknowledged add is lost under the db and the pb
-// mappings: the counter ends at least at the adds acknowledged and at
-// most at those plus the adds whose outcome the client does not know. It
-// skips, saying so, where the PostgreSQL binaries are absent
-// (scripts/test installs them).
+// loopback port, stopped by PID), state fsync on, and the primary is
+// killed with SIGKILL under a writing client; no acknowledged write is
+// lost under the db and the pb mappings. Two services: the seed's Counter
+// (IV.D.1; the counter ends at least at the adds acknowledged and at most
+// at those plus the adds whose outcome the client does not know) and kv
+// (every acknowledged key is there). It skips, saying so, where the
+// PostgreSQL binaries are absent (scripts/test installs them).
 func TestDurabilityKillPrimaryPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes and a PostgreSQL server")
@@ -61,14 +61,24 @@ func TestDurabilityKillPrimaryPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
+	params := func(m, dsn string) map[string]string {
+		return map[string]string{"mapping": m, sqlstore.ParamDriver: sqlstore.Postgres, sqlstore.ParamDSN: dsn, sqlstore.ParamSync: "true"}
+	}
 	for _, m := range []string{"db", "pb"} {
-		t.Run(m, func(t *testing.T) {
-			dsn, err := srv.CreateDB("kill_" + m)
+		t.Run("kv-"+m, func(t *testing.T) {
+			dsn, err := srv.CreateDB("kv_" + m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "pbdurable", Service: "counter",
-				Params: map[string]string{"mapping": m, sqlstore.ParamDriver: sqlstore.Postgres, sqlstore.ParamDSN: dsn, sqlstore.ParamSync: "true"}})
+			c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "pbdurable", Params: params(m, dsn)})
+			killPrimaryUnderSets(t, c, m, func() { pgActivity(t, dsn) })
+		})
+		t.Run("counter-"+m, func(t *testing.T) {
+			dsn, err := srv.CreateDB("counter_" + m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "pbdurable", Service: "counter", Params: params(m, dsn)})
 			killPrimaryUnderAdds(t, c, m, func() { pgActivity(t, dsn) })
 			if m == "db" {
 				// The adds went to PostgreSQL, not to a file of a node.
