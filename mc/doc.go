@@ -55,6 +55,28 @@
 // it is reported (Trace.Replay). A protocol may implement
 // automaton.Snapshotter to copy itself instead.
 //
+// Speed (issue 20 item 4; figures in mc/FIGURES.md, "Speed"). The
+// fingerprint is incremental, as Stateright's is a hash of a state whose
+// parts are hashed once: each node's automaton hash is cached and
+// recomputed only for the stepped node; the messages in flight hash as a
+// multiset sum, each message hashed once when sent and subtracted when
+// delivered; the history as a hash chain extended per hop; a node's
+// records as a sum kept per Persist; the checker's hash is cached until a
+// step (or a crash changes which automata it refers to). Records are
+// copy-on-write between a state and its successors. A protocol may opt
+// into a fast path (automaton.ModelStater, automaton/modelstate.go): it
+// encodes its state canonically (hashed as bytes) and clones itself by
+// hand, and its invariant checker may do the same (ModelCheckerStater,
+// with automata references encoded as node indexes). abd does; Config.
+// Reflective turns the fast path off, and TestFastPathMatchesReflective
+// shows both paths visit the same states and transitions and find the
+// same counterexample for abd and each broken variant. One difference, by
+// decision: a checker's reference to a crashed node's last incarnation
+// encodes as "not up" in the fast path, where the reflective walk hashes
+// that dead automaton's content (the checker only ever compares its
+// identity), so with crashes the fast path may merge states the
+// reflective path keeps apart.
+//
 // # Search and properties
 //
 // Breadth-first search expands each level on all workers and merges the

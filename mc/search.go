@@ -304,80 +304,100 @@ func (c *checker) bfs(w0 *world) {
 		if c.cfg.MaxStates > 0 && c.res.States >= int64(c.cfg.MaxStates) {
 			break
 		}
-		parts := make([][]cand, c.cfg.Workers)
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for k := 0; k < c.cfg.Workers; k++ {
-			wg.Add(1)
-			go func(k int) {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= len(frontier) || c.stopped.Load() {
-						return
-					}
-					e := frontier[i]
-					base := c.materialise(e)
-					evs := base.enabled()
-					if len(evs) == 0 {
-						if why := c.terminalCheck(base); why != "" {
-							c.report(e.p, why, [2]int{i, -1})
-						}
-						continue
-					}
-					for j, ev := range evs {
-						if c.cfg.Replay {
-							ev.Desc = ""
-						}
-						w := c.successor(e, base, ev)
-						fp := w.fingerprint()
-						if _, seen := visited[fp]; seen {
-							continue
-						}
-						parts[k] = append(parts[k], cand{fp: fp, parent: i, ev: j, w: w, p: e.p.push(ev)})
-					}
-				}
-			}(k)
+		// The level is expanded in chunks of parents, each merged in
+		// (parent, event) order before the next: the same order as one
+		// merge of the whole level, with at most a chunk's successors
+		// held at once (a level may generate many times MaxStates).
+		var next []entry
+		full := false
+		for lo := 0; lo < len(frontier) && !full && !c.stopped.Load(); lo += bfsChunk {
+			chunk := frontier[lo:min(lo+bfsChunk, len(frontier))]
+			full = c.expandChunk(chunk, lo, depth, visited, &next)
 		}
-		wg.Wait()
-		var all []cand
-		for _, p := range parts {
-			all = append(all, p...)
-		}
-		sort.Slice(all, func(a, b int) bool {
-			if all[a].parent != all[b].parent {
-				return all[a].parent < all[b].parent
-			}
-			return all[a].ev < all[b].ev
-		})
-		frontier = frontier[:0:0]
-		for _, cd := range all {
-			if _, seen := visited[cd.fp]; seen {
-				continue
-			}
-			visited[cd.fp] = struct{}{}
-			c.res.States++
-			c.res.Depth = depth + 1
-			if why := c.judge(cd.w, cd.p); why != "" {
-				c.report(cd.p, why, [2]int{cd.parent, cd.ev})
-				if !c.cfg.KeepGoing {
-					break
-				}
-				continue
-			}
-			e := entry{w: cd.w, p: cd.p}
-			if c.cfg.Replay {
-				e.w = nil
-			}
-			frontier = append(frontier, e)
-			if c.cfg.MaxStates > 0 && c.res.States >= int64(c.cfg.MaxStates) {
-				break
-			}
-		}
+		frontier = next
 	}
 	if !c.stopped.Load() {
 		c.res.Frontier = len(frontier)
 	}
+}
+
+// bfsChunk is the number of parents expanded between merges.
+const bfsChunk = 256
+
+// expandChunk expands the parents in chunk (frontier indexes from lo) on
+// all workers, then merges their new successors into visited and next in
+// (parent, event) order; it reports whether MaxStates was reached.
+func (c *checker) expandChunk(chunk []entry, lo, depth int, visited map[uint64]struct{}, next *[]entry) bool {
+	parts := make([][]cand, c.cfg.Workers)
+	var at atomic.Int64
+	var wg sync.WaitGroup
+	for k := 0; k < c.cfg.Workers; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			for {
+				i := int(at.Add(1) - 1)
+				if i >= len(chunk) || c.stopped.Load() {
+					return
+				}
+				e := chunk[i]
+				base := c.materialise(e)
+				evs := base.enabled()
+				if len(evs) == 0 {
+					if why := c.terminalCheck(base); why != "" {
+						c.report(e.p, why, [2]int{lo + i, -1})
+					}
+					continue
+				}
+				for j, ev := range evs {
+					if c.cfg.Replay {
+						ev.Desc = ""
+					}
+					w := c.successor(e, base, ev)
+					fp := w.fingerprint()
+					if _, seen := visited[fp]; seen {
+						continue
+					}
+					parts[k] = append(parts[k], cand{fp: fp, parent: lo + i, ev: j, w: w, p: e.p.push(ev)})
+				}
+			}
+		}(k)
+	}
+	wg.Wait()
+	var all []cand
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	sort.Slice(all, func(a, b int) bool {
+		if all[a].parent != all[b].parent {
+			return all[a].parent < all[b].parent
+		}
+		return all[a].ev < all[b].ev
+	})
+	for _, cd := range all {
+		if _, seen := visited[cd.fp]; seen {
+			continue
+		}
+		visited[cd.fp] = struct{}{}
+		c.res.States++
+		c.res.Depth = depth + 1
+		if why := c.judge(cd.w, cd.p); why != "" {
+			c.report(cd.p, why, [2]int{cd.parent, cd.ev})
+			if !c.cfg.KeepGoing {
+				return true
+			}
+			continue
+		}
+		e := entry{w: cd.w, p: cd.p}
+		if c.cfg.Replay {
+			e.w = nil
+		}
+		*next = append(*next, e)
+		if c.cfg.MaxStates > 0 && c.res.States >= int64(c.cfg.MaxStates) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) dfs(w0 *world) {
