@@ -23,7 +23,12 @@
 // before any later Send or Respond is released) at its finest grain, made
 // cheap by group commit: reads and messages that depend on no pending record
 // skip the commit, and under load inputs are stepped while an fsync runs and
-// the next commit covers all of them. With durability memory there is no
+// the next commit covers all of them. Commits are lazy: records that no
+// waiting output needs yet (a record persisted after the answers it
+// follows, such as Multi-Paxos's chosen prefix) are held by the committer
+// and join the next commit, made at once when an output comes to need them
+// and at shutdown; the durable records stay a prefix of those emitted (loop.go,
+// committer). With durability memory there is no
 // fsync to overlap, so the loop commits each batch itself at the end of the
 // pass (loop.go, commitInline) and releases what waited for it at once,
 // saving the committer's wake-up. SetTimer and CancelTimer
