@@ -220,6 +220,23 @@ func noPointers(t reflect.Type) bool {
 	return r
 }
 
+var ptrFields sync.Map // reflect.Type -> []int
+
+// pointerFields lists the fields of struct type t that hold pointers.
+func pointerFields(t reflect.Type) []int {
+	if v, ok := ptrFields.Load(t); ok {
+		return v.([]int)
+	}
+	var fs []int
+	for i := 0; i < t.NumField(); i++ {
+		if !noPointers(t.Field(i).Type) {
+			fs = append(fs, i)
+		}
+	}
+	ptrFields.Store(t, fs)
+	return fs
+}
+
 // copier deep-copies Go values, keeping aliasing of pointers (one map for a
 // whole state, so that a checker's pointer to an automaton points to the
 // copy of that automaton). Slices are copied per header: two slices sharing
@@ -270,7 +287,10 @@ func (c *copier) copyInto(dst, src reflect.Value) {
 		c.copyInto(n.Elem(), unlock(src.Elem()))
 		dst.Set(n)
 	case reflect.Struct:
-		for i := 0; i < src.NumField(); i++ {
+		// All fields at once, then a deep copy of those that hold
+		// pointers (over the shared references the first copy left).
+		unlock(dst).Set(src)
+		for _, i := range pointerFields(t) {
 			c.copyInto(unlock(dst.Field(i)), unlock(src.Field(i)))
 		}
 	case reflect.Array:
