@@ -48,6 +48,10 @@ type series struct {
 	seed  bool
 	color color.Color
 	vals  map[int]float64 // by x index
+	// labels are the spec's Labels of the series' first measured cell
+	// (ours only): a label every series shares goes into the "ours"
+	// legend source once, one that differs goes after the series' name.
+	labels []string
 }
 
 // DrawPlots draws every plot of spec into dir and returns the files written.
@@ -90,7 +94,6 @@ func buildPlot(r *Results, spec ReportSpec, ps PlotSpec) (*plot.Plot, bool, erro
 	xi := map[string]int{}
 	var order []string
 	byName := map[string][2]*series{}
-	oursLabel := OursLabel
 	for _, c := range cells {
 		x := c.Get(ps.X)
 		if _, ok := xi[x]; !ok {
@@ -118,15 +121,10 @@ func buildPlot(r *Results, spec ReportSpec, ps PlotSpec) (*plot.Plot, bool, erro
 		}
 		if v, ok := c.Metrics[ps.Metric]; ok && c.Status == StatusOK {
 			pair[0].vals[xi[x]] = v
-			if oursLabel == OursLabel {
-				var ls []string
-				for _, l := range spec.Labels {
-					if s := c.Labels[l]; s != "" {
-						ls = append(ls, s)
-					}
-				}
-				if len(ls) > 0 {
-					oursLabel = OursLabel + ", " + strings.Join(ls, ", ")
+			if pair[0].labels == nil {
+				pair[0].labels = make([]string, len(spec.Labels))
+				for i, l := range spec.Labels {
+					pair[0].labels[i] = c.Labels[l]
 				}
 			}
 		}
@@ -134,6 +132,7 @@ func buildPlot(r *Results, spec ReportSpec, ps PlotSpec) (*plot.Plot, bool, erro
 			pair[1].vals[xi[x]] = v
 		}
 	}
+	oursLabel, ownLabels := legendLabels(order, byName, len(spec.Labels))
 	var all []*series
 	for _, n := range order {
 		for _, s := range byName[n] {
@@ -155,10 +154,14 @@ func buildPlot(r *Results, spec ReportSpec, ps PlotSpec) (*plot.Plot, bool, erro
 		if s.seed {
 			src = SeedLabel
 		}
-		if s.name == "" {
+		name := s.name
+		if own := ownLabels[s.name]; !s.seed && own != "" {
+			name = strings.TrimSpace(name + " " + own)
+		}
+		if name == "" {
 			return src
 		}
-		return s.name + " (" + src + ")"
+		return name + " (" + src + ")"
 	}
 	numeric := true
 	xf := make([]float64, len(xs))
@@ -257,4 +260,43 @@ func lighten(c color.Color) color.Color {
 	r, g, b, _ := c.RGBA()
 	mix := func(v uint32) uint8 { return uint8((v>>8)/2 + 128) }
 	return color.RGBA{mix(r), mix(g), mix(b), 255}
+}
+
+// legendLabels splits the measured series' labels: those every series
+// shares (same value) name the "ours" source once; the others are returned
+// per series name, to follow the name in its legend entry.
+func legendLabels(order []string, byName map[string][2]*series, n int) (string, map[string]string) {
+	var measured []*series
+	for _, name := range order {
+		if s := byName[name][0]; s.labels != nil {
+			measured = append(measured, s)
+		}
+	}
+	var common []string
+	own := map[string]string{}
+	for i := 0; i < n; i++ {
+		shared := true
+		for _, s := range measured {
+			if s.labels[i] != measured[0].labels[i] {
+				shared = false
+			}
+		}
+		for _, s := range measured {
+			switch v := s.labels[i]; {
+			case v == "":
+			case shared && s == measured[0]:
+				common = append(common, v)
+			case !shared:
+				own[s.name] = strings.TrimSpace(own[s.name] + ", " + v)
+			}
+		}
+	}
+	for k, v := range own {
+		own[k] = "[" + strings.TrimPrefix(v, ", ") + "]"
+	}
+	label := OursLabel
+	if len(common) > 0 {
+		label += ", " + strings.Join(common, ", ")
+	}
+	return label, own
 }
