@@ -87,13 +87,19 @@ func AppendModelID(b []byte, id RequestID, rename func(RequestID) RequestID) []b
 // AppendModelOp appends an operation.
 func AppendModelOp(b []byte, op service.Op) []byte {
 	b = AppendModelString(AppendModelString(b, op.Kind), op.Key)
-	if op.Args == nil {
+	return AppendModelSlice(b, op.Args, AppendModelBytes)
+}
+
+// AppendModelSlice appends a slice: whether it is nil, its length and each
+// element (by f).
+func AppendModelSlice[T any](b []byte, xs []T, f func([]byte, T) []byte) []byte {
+	if xs == nil {
 		return append(b, 0xfe)
 	}
 	b = append(b, 0xff)
-	b = AppendModelUint(b, uint64(len(op.Args)))
-	for _, a := range op.Args {
-		b = AppendModelBytes(b, a)
+	b = AppendModelUint(b, uint64(len(xs)))
+	for _, x := range xs {
+		b = f(b, x)
 	}
 	return b
 }
@@ -102,11 +108,7 @@ func AppendModelOp(b []byte, op service.Op) []byte {
 func AppendModelRequest(b []byte, r *Request, rename func(RequestID) RequestID) []byte {
 	b = AppendModelID(b, r.ID, rename)
 	b = AppendModelOp(b, r.Op)
-	b = AppendModelBool(b, r.Ops != nil)
-	b = AppendModelUint(b, uint64(len(r.Ops)))
-	for _, op := range r.Ops {
-		b = AppendModelOp(b, op)
-	}
+	b = AppendModelSlice(b, r.Ops, AppendModelOp)
 	b = AppendModelBool(b, r.Txn != nil)
 	if r.Txn != nil {
 		b = AppendModelID(b, r.Txn.Txn, rename)
@@ -140,13 +142,5 @@ func AppendModelResult(b []byte, r service.Result) []byte {
 	b = AppendModelBytes(b, r.Bytes)
 	b = AppendModelUint(b, uint64(r.Int))
 	b = AppendModelString(b, r.Err)
-	if r.Elems == nil {
-		return append(b, 0xfe)
-	}
-	b = append(b, 0xff)
-	b = AppendModelUint(b, uint64(len(r.Elems)))
-	for _, x := range r.Elems {
-		b = AppendModelResult(b, x)
-	}
-	return b
+	return AppendModelSlice(b, r.Elems, AppendModelResult)
 }

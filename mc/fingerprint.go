@@ -94,15 +94,9 @@ func (w *world) checkerHash(hs *hasher) uint64 {
 	}
 	var fp uint64
 	if cs, ok := w.checker.(automaton.ModelCheckerStater); ok && !w.cfg.Reflective {
-		buf := getBuf()
-		*buf = cs.AppendModelState((*buf)[:0], w.ref, hs.rename())
-		fp = maphash.Bytes(seed, *buf) | 1
-		putBuf(buf)
+		fp = encodedHash(func(b []byte) []byte { return cs.AppendModelState(b, w.ref, hs.rename()) })
 	} else {
-		var sub maphash.Hash
-		sub.SetSeed(seed)
-		hs.value(&sub, reflect.ValueOf(w.checker))
-		fp = sub.Sum64() | 1
+		fp = hs.sum(w.checker, -1)
 	}
 	if hs.perm == nil {
 		w.checkerFP = fp
@@ -135,8 +129,28 @@ func (hs *hasher) rename() func(automaton.RequestID) automaton.RequestID {
 // bufs holds encoding buffers for ModelStater fingerprints.
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-func getBuf() *[]byte  { return bufs.Get().(*[]byte) }
-func putBuf(b *[]byte) { bufs.Put(b) }
+// encodedHash hashes what enc appends (the fast path's encodings).
+func encodedHash(enc func([]byte) []byte) uint64 {
+	buf := bufs.Get().(*[]byte)
+	*buf = enc((*buf)[:0])
+	fp := maphash.Bytes(seed, *buf) | 1
+	bufs.Put(buf)
+	return fp
+}
+
+// sum hashes x by reflection; x is node i's automaton (hashed as itself,
+// not as a reference to node i) or, with i < 0, not an automaton.
+func (hs *hasher) sum(x any, i int) uint64 {
+	var sub maphash.Hash
+	sub.SetSeed(seed)
+	if i >= 0 {
+		p := reflect.ValueOf(x).Pointer()
+		delete(hs.roots, p)
+		defer func() { hs.roots[p] = i }()
+	}
+	hs.value(&sub, reflect.ValueOf(x))
+	return sub.Sum64() | 1
+}
 
 // diskEntryHash hashes one record; a node's records hash as the sum over
 // its entries (nodeState.diskSum), independent of map order.
@@ -160,18 +174,9 @@ func (w *world) nodeHash(hs *hasher, i int) uint64 {
 	}
 	var fp uint64
 	if ms, ok := n.a.(automaton.ModelStater); ok && !w.cfg.Reflective {
-		buf := getBuf()
-		*buf = ms.AppendModelState((*buf)[:0], hs.rename())
-		fp = maphash.Bytes(seed, *buf) | 1
-		putBuf(buf)
+		fp = encodedHash(func(b []byte) []byte { return ms.AppendModelState(b, hs.rename()) })
 	} else {
-		var sub maphash.Hash
-		sub.SetSeed(seed)
-		p := reflect.ValueOf(n.a).Pointer()
-		delete(hs.roots, p)
-		hs.value(&sub, reflect.ValueOf(n.a))
-		hs.roots[p] = i
-		fp = sub.Sum64() | 1
+		fp = hs.sum(n.a, i)
 	}
 	if hs.perm == nil {
 		n.fp = fp

@@ -50,11 +50,9 @@ func (a *ABD) AppendModelState(b []byte, rename func(automaton.RequestID) automa
 	for _, r := range done {
 		b = automaton.AppendModelResult(automaton.AppendModelID(b, r.renamed, nil), a.done[r.id])
 	}
-	b = automaton.AppendModelBool(b, a.doneOrder != nil)
-	b = automaton.AppendModelUint(b, uint64(len(a.doneOrder)))
-	for _, id := range a.doneOrder {
-		b = automaton.AppendModelID(b, id, rename)
-	}
+	b = automaton.AppendModelSlice(b, a.doneOrder, func(b []byte, id automaton.RequestID) []byte {
+		return automaton.AppendModelID(b, id, rename)
+	})
 	b = appendKeyTags(b, a.stepStores)
 	return appendKeyTags(b, a.stepDone)
 }
@@ -98,11 +96,7 @@ func appendOp(b []byte, o *op, rename func(automaton.RequestID) automaton.Reques
 	b = automaton.AppendModelRequest(b, &o.req, rename)
 	b = automaton.AppendModelBool(b, o.write)
 	b = automaton.AppendModelUint(b, uint64(o.phase))
-	b = automaton.AppendModelBool(b, o.replied != nil)
-	b = automaton.AppendModelUint(b, uint64(len(o.replied)))
-	for _, r := range o.replied {
-		b = automaton.AppendModelBool(b, r)
-	}
+	b = automaton.AppendModelSlice(b, o.replied, automaton.AppendModelBool)
 	b = automaton.AppendModelUint(b, uint64(o.count))
 	b = automaton.AppendModelUint(b, uint64(o.elapsed))
 	b = appendEntry(b, o.max)
@@ -111,12 +105,9 @@ func appendOp(b []byte, o *op, rename func(automaton.RequestID) automaton.Reques
 }
 
 func appendKeyTags(b []byte, kts []keyTag) []byte {
-	b = automaton.AppendModelBool(b, kts != nil)
-	b = automaton.AppendModelUint(b, uint64(len(kts)))
-	for _, kt := range kts {
-		b = appendTag(automaton.AppendModelString(b, kt.key), kt.tag)
-	}
-	return b
+	return automaton.AppendModelSlice(b, kts, func(b []byte, kt keyTag) []byte {
+		return appendTag(automaton.AppendModelString(b, kt.key), kt.tag)
+	})
 }
 
 type renamedID struct{ id, renamed automaton.RequestID }
