@@ -226,26 +226,41 @@
 //     snapshot copy, and esds-unopt its recomputation from σ0.
 //   - Rebuilds of the tentative state start from a checkpoint (apply.go,
 //     issue 18): the seed's val_r(x) is defined over the whole label order
-//     and says nothing of how it is computed. Under load a rebuild is
-//     frequent (every gossip message lands labels under the tentative
-//     state's last one) and replayed every done, non-stable operation: 40%
-//     of a node's CPU in a 64-client put run. A rebuild now keeps a copy of
-//     the tentative state some 512 operations before its end, and a later
-//     rebuild starts from the highest copy below every label placed (or
-//     value dropped) since: nothing under that label changed, so every
-//     value is the one the rebuild from the stable state computes
-//     (TestCheckpointsChangeNoValue compares runs with and without them).
-//     Measured at 64 clients, memory mode, puts, loaded 2-core machine:
-//     the cluster's CPU per operation fell from about 148 to 106 us (this
-//     and the gateway's changes together). The p99 (100-200 ms at 64
-//     clients there, p50 under 1 ms) is not a timer of this protocol: a
+//     and says nothing of how it is computed. A rebuild (each time gossip
+//     places a label under the tentative state's last one) replayed every
+//     done, non-stable operation: 40% of a node's CPU in a 64-client put
+//     run. A rebuild now keeps a copy of the tentative state some 512
+//     operations before its end, and a later rebuild starts from the
+//     highest copy below every label placed (or value dropped) since:
+//     nothing under that label changed, so every value is the one the
+//     rebuild from the stable state computes (TestCheckpointsChangeNoValue
+//     compares runs with and without them). They pay where placed labels
+//     land near the end of the order (the simulations: dozens of rebuilds
+//     from a copy in a 700-operation run); in the overloaded 64-client run
+//     below they land deeper and few rebuilds use one (7 of 100, also with
+//     a copy a quarter of the replay deep), so the cluster's CPU per
+//     operation there (about 148 us before issue 18's changes, 95-106
+//     after) fell mostly through the gateway's changes. A copy costs one
+//     clone of the state's key map per rebuild of 1,024 operations or more.
+//   - Where ESDS's tail latency comes from (issue 18; the p99 was 100-200
+//     ms at 64 clients, p50 under 1 ms): not a timer of this protocol. A
 //     non-strict operation is answered by the replica it reached in the
-//     step that does it, with no gossip or batching wait (canRespond), and
-//     the gossip interval is left at the seed's periodic gossip. What is
-//     left of the tail was not traced to one cause: rebuilds still replay
-//     hundreds of operations in the node's single event loop, and the
-//     machine's run queue was long (load average 11-17 during the runs);
-//     one client alone saw p99 2 ms.
+//     step that does it (canRespond), with no gossip or batching wait.
+//     Traced with a counting build (64 clients, puts, memory mode, loaded
+//     2-core machine): stability lags seconds behind, because the streams
+//     fall behind (tens of thousands of positions queued per peer, one
+//     batch of 512 sent a tick), so the done, non-stable operations
+//     number 10,000-20,000, and each rebuild of the tentative state (about
+//     five a second) replays them in the node's one event loop: tens of
+//     milliseconds during which nothing else is answered. Checkpoints
+//     rarely help there (the placed labels land deeper than 512 from the
+//     end). Sending the whole backlog each tick (up to 32 messages of a
+//     batch) was tried: stability and rebuilds shrank, but the receivers'
+//     merging of the extra positions raised the cluster's CPU per
+//     operation from about 100 to about 170 us and the p99 with it, so it
+//     was not kept. The bound is the gossip's work per operation (several
+//     stream positions per operation per peer), which the seed's
+//     incremental gossip fixes; one client alone saw p99 2 ms.
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
