@@ -85,8 +85,9 @@ type Options struct {
 	// IgnoreDelCount accepts any DEL reply (register protocols such as ABD
 	// cannot give a linearizable count); the delete itself is still modelled.
 	IgnoreDelCount bool
-	// Services maps a namespace to its service name ("kv" or "counter").
-	// Namespaces not listed are "kv".
+	// Services maps a namespace to its service name: "kv", "counter", or
+	// any registered deterministic service (checked by the generic model,
+	// generic.go). Namespaces not listed are "kv".
 	Services map[string]string
 	// MaxStates bounds the configurations Sequential explores (0 means
 	// DefaultMaxStates); Linearizable ignores it.
@@ -155,8 +156,8 @@ func serviceOf(opt Options, ns string) (string, service.Service, error) {
 	if n, ok := opt.Services[ns]; ok {
 		name = n
 	}
-	if name != "kv" && name != "counter" {
-		return "", nil, fmt.Errorf("namespace %q: no linearizability model for service %q (have kv, counter)", ns, name)
+	if _, ok := genericService(name); name != "kv" && name != "counter" && !ok {
+		return "", nil, fmt.Errorf("namespace %q: no linearizability model for service %q (have kv, counter and any registered deterministic service: generic.go)", ns, name)
 	}
 	svc, err := service.Lookup(name)
 	return name, svc, err
@@ -181,7 +182,7 @@ func Linearizable(h *history.History, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("check: %w", err)
 		}
 	}
-	r := &Report{opt: opt, model: newModel(opt), infos: map[int]porcupine.LinearizationInfo{}}
+	r := &Report{opt: opt, model: modelFor(opt), infos: map[int]porcupine.LinearizationInfo{}}
 	if err := r.build(h); err != nil {
 		return nil, err
 	}
@@ -243,10 +244,9 @@ func (r *Report) build(h *history.History) error {
 		}
 
 		name := nsName(op.Namespace)
-		in := input{service: svcName, kind: op.Kind, args: op.Args}
+		in := input{service: svcName, kind: op.Kind, key: op.Key, args: op.Args}
 		if svcName == "kv" {
 			name += "/" + op.Key
-			in.key = op.Key
 		}
 		p := byName[name]
 		if p == nil {
