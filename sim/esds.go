@@ -50,6 +50,8 @@ var serviceMixes = map[string]struct {
 	"kv":      {[]string{"get", "set", "del", "exists"}, DefaultMix},
 	"counter": {[]string{"read", "add"}, "read:1,add:2"},
 	"string":  {[]string{"read", "append"}, "read:1,append:2"},
+	GridMatchmakerService: {[]string{"advertise", "submit", "balance", "available"},
+		"advertise:3,submit:3,balance:2,available:1"}, // gridmatchmaker.go
 }
 
 // esdsMode reports whether the protocol is checked as eventually serializable.
@@ -62,6 +64,9 @@ func esdsMode(protocol string) bool {
 func (s *simulator) genServiceOp(c *client, kind string) service.Op {
 	if s.cfg.Service == MatchmakerService {
 		return s.genMatchmakerOp(c, kind)
+	}
+	if s.cfg.Service == GridMatchmakerService {
+		return s.genGridMatchmakerOp(c, kind)
 	}
 	switch kind {
 	case "add":
