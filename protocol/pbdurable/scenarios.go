@@ -5,13 +5,15 @@ import "github.com/synod-dev/synod/automaton"
 // Scenarios implements automaton.ScenarioDeclarer: the conformance suite
 // runs the standard ones (kv under the default mapping) besides these.
 //
-// The seed's Matchmaker (service gridmatchmaker) has no scenario: the
-// simulator cannot generate its operations or check its histories (its
-// workload and a linearizability model belong to sim/ and check/);
-// TestGridMatchmakerMappings and testdata/matchmaker_*.txt cover it. The
-// all-or-nothing decision is exercised in simulation by kv under mapping
-// pbdb: State replicated, Replies in the database, so every write has an
-// update buffer and a transaction.
+// The seed's Matchmaker (service gridmatchmaker, IV.D.2) runs under
+// mapping pbdb, its Figs. IV.4/IV.5 configuration (MachineQueue replicated,
+// AccountSet in the database: a submit writes both), with crashes; the
+// simulator draws its operations (sim/gridmatchmaker.go) and check's
+// generic model (check/generic.go) judges it. Under mapping reconstructible
+// a fail-over loses the queue, which the checker sees. The all-or-nothing
+// decision is also exercised by kv under mapping pbdb: State replicated,
+// Replies in the database, so every write has an update buffer and a
+// transaction.
 func (p protocol) Scenarios() []automaton.Scenario {
 	crash := []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,dup,reorder,slow"}
 	with := func(args []string, more ...string) []string { return append(append([]string{}, args...), more...) }
@@ -26,9 +28,12 @@ func (p protocol) Scenarios() []automaton.Scenario {
 		return []automaton.Scenario{
 			{Name: "caught by the invariant all-or-nothing (kv: State replicated, Replies in the database)",
 				Args: with(crash, "--param", "mapping=pbdb"), Seeds: "1-2"},
+			{Name: "caught by the invariant all-or-nothing (gridmatchmaker: queue replicated, accounts in the database)",
+				Args: with(crash, "--service", "gridmatchmaker", "--param", "mapping=pbdb"), Seeds: "2"},
 		}
 	}
 	counter := with(crash, "--service", "counter")
+	grid := with(crash, "--service", "gridmatchmaker")
 	return []automaton.Scenario{
 		{Name: "Counter in the database (DB) under crashes: a new primary reloads it",
 			Args: with(counter, "--param", "mapping=db"), Seeds: "1-3"},
@@ -40,5 +45,9 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			Args: with(crash, "--param", "mapping=pbdb"), Seeds: "1-6"},
 		{Name: "Counter reconstructible: a fail-over loses the value (documented loss, seen by the checker)",
 			Args: with(counter, "--param", "mapping=reconstructible"), Seeds: "3-4", ExpectViolation: true},
+		{Name: "gridmatchmaker queue replicated, accounts in the database (PB+DB, Figs. IV.4-5) under crashes",
+			Args: with(grid, "--param", "mapping=pbdb"), Seeds: "1-3"},
+		{Name: "gridmatchmaker queue reconstructible: a fail-over loses the machines (documented loss, seen by the checker)",
+			Args: with(grid, "--param", "mapping=reconstructible"), Seeds: "3", ExpectViolation: true},
 	}
 }
