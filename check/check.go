@@ -19,7 +19,9 @@
 // mirrors service.CounterState (read, add). Register protocols (ABD) cannot
 // return a linearizable count from DEL (they do not know whether the key existed
 // at the linearization point); Options.IgnoreDelCount accepts any DEL reply
-// while still applying the delete.
+// while still applying the delete. Any other registered deterministic
+// service is checked by the generic model (generic.go): the service itself is
+// the specification, its snapshot the state, the namespace one object.
 //
 // # Outcomes
 //
