@@ -103,6 +103,12 @@
 //
 // # Nondeterministic services and convergence
 //
+// Config.Service "gridmatchmaker" is chapter IV's Matchmaker
+// (durability/examples/matchmaker: the first suitable machine, so
+// deterministic); its workload is gridmatchmaker.go and package check judges
+// it with its generic model for deterministic services (the service itself
+// as the specification, the namespace one object).
+//
 // Config.Service "matchmaker" (seed 002's Matchmaker, service/matchmaker.go)
 // is nondeterministic: a submit picks one of the suitable machines at
 // random. Protocols that would let replicas diverge on it are refused

@@ -510,7 +510,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.Keys < 1:
 		return cfg, fmt.Errorf("sim: need at least 1 key, got %d", cfg.Keys)
 	case serviceMixes[cfg.Service].kinds == nil:
-		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string or matchmaker)", cfg.Service)
+		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string, matchmaker or gridmatchmaker)", cfg.Service)
 	case cfg.StrictFrac < 0 || cfg.StrictFrac > 1 || cfg.PrevProb < 0 || cfg.PrevProb > 1 || cfg.SettleTime < 0:
 		return cfg, fmt.Errorf("sim: strict fraction and prev probability must be within [0, 1], settle time non-negative")
 	case cfg.ConvergeEvery < 0:
