@@ -30,6 +30,9 @@
 // Persist record durable before it releases any Send or Respond that the same
 // Step, or any later Step, emitted after it. Runtimes may hold outputs back longer
 // (to batch fsyncs: group commit) but never release them earlier.
+// The one exception is a Send marked Early, which waits only for what the
+// last output before it that is not Early waits for (Send.Early says when a
+// protocol may mark one).
 //
 // Protocol code is pure. Step never reads the clock, starts a goroutine, touches
 // a socket or file, or uses global randomness. The only randomness a role may use
@@ -198,6 +201,31 @@ type Output interface{ isOutput() }
 type Send struct {
 	To  NodeID
 	Msg []byte
+	// Early marks a message that adds no durability requirement of its
+	// own: it depends only on the Persists that the last Send, Respond or
+	// Effect emitted before it (in this Step or an earlier one) that is
+	// not Early already waits for, and not on the Persists emitted since,
+	// its own Step's among them. A runtime releases it as soon as those
+	// are durable, so it may leave before the records of its own Step
+	// are; it still leaves after every output emitted before it. A crash
+	// between its release and the fsync of the later records loses those
+	// records but not the message (the simulator models exactly that).
+	// Respond and Effect have no such flag: an answer always waits for
+	// every Persist emitted before it.
+	//
+	// What a protocol must guarantee to set it: nothing the message
+	// carries reveals state resting on a record emitted after that last
+	// waiting output, which a crash could lose in a way that breaks
+	// safety. Multi-Paxos's leader sends its phase 2a Accept early
+	// (protocol/paxos, package doc, "Phase 2, commit and execution"): it
+	// carries a value the leader has not durably accepted yet, which is
+	// harmless because the leader counts its own vote only toward
+	// decisions that leave it after the vote's record is durable (every
+	// answer, and every commit notice, which the early Accept carries only
+	// when an earlier waiting output of its step covers the votes it
+	// rests on). An acceptor's 2b must never be early: it reports a vote
+	// whose record a crash would erase (paxos-broken-earlyack).
+	Early bool
 }
 
 // Respond answers a client request.

@@ -80,6 +80,9 @@ type nsLoop struct {
 	cur    *batch // the records of the batch being stepped
 	steps  int
 	seq    uint64 // the number of the last Persist emitted (0: none yet)
+	// reqHigh is the requirement of the last Send, Respond or Effect
+	// offered that was not an Early Send: what an Early Send requires.
+	reqHigh uint64
 
 	// Pipeline between the loop and its committer goroutine.
 	commitQ       chan *batch   // batches waiting for (or in) a commit, in order
@@ -171,6 +174,12 @@ func (l *nsLoop) push(ev event) bool {
 // waits and its requirement is durable already (whatever later records are
 // pending), and otherwise from the committer, after the commit that makes
 // its requirement durable.
+//
+// An Early Send (automaton.Send.Early) adds no requirement of its own: it
+// requires what the last output offered before it that was not Early
+// required (l.reqHigh), so it does not wait for the records emitted since,
+// its own step's among them. Requirements still grow with emission order,
+// so it takes its place in the same queue and the order above holds.
 func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
@@ -226,7 +235,15 @@ func (l *nsLoop) step(ev event) {
 			l.seq++
 			b.persists = append(b.persists, o)
 			b.last = l.seq
-		case automaton.Send, automaton.Respond, automaton.Effect:
+		case automaton.Send:
+			if o.Early {
+				l.offer(o, l.reqHigh)
+			} else {
+				l.reqHigh = l.seq
+				l.offer(o, l.seq)
+			}
+		case automaton.Respond, automaton.Effect:
+			l.reqHigh = l.seq
 			l.offer(o, l.seq)
 		case automaton.SetTimer:
 			l.setTimer(o)

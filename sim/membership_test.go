@@ -77,11 +77,11 @@ func TestParseMembership(t *testing.T) {
 // a partition {n1,n2} | {n3,n4,n5} lets the old side decide instances the
 // new configuration never sees. The correct paxos passes the same seeds.
 // Seeds found with: synod sim --protocol paxos-broken-bootquorum --nodes 3
-// --clients 4 --ops 1200 --membership add@1s,add@2s --seeds 1-200 (24, 78,
-// 115 and 181 fail).
+// --clients 4 --ops 1200 --membership add@1s,add@2s --seeds 1-200 (94,
+// 165, 181, 197 and five more fail since the leader's Accept is Early).
 func TestPaxosBrokenBootQuorumCaughtWithMembership(t *testing.T) {
 	caught := 0
-	for seed := int64(20); seed <= 26; seed++ {
+	for _, seed := range []int64{94, 165} {
 		for _, proto := range []string{"paxos", "paxos-broken-bootquorum"} {
 			cfg := Config{Protocol: proto, Nodes: 3, Clients: 4, Ops: 1200, Seed: seed, Faults: "all",
 				Membership: []MemberChange{{At: time.Second, Add: true}, {At: 2 * time.Second, Add: true}}}
@@ -98,6 +98,6 @@ func TestPaxosBrokenBootQuorumCaughtWithMembership(t *testing.T) {
 		}
 	}
 	if caught == 0 {
-		t.Fatal("paxos-broken-bootquorum passed seeds 20-26 with membership changes and faults")
+		t.Fatal("paxos-broken-bootquorum passed seeds 94 and 165 with membership changes and faults")
 	}
 }

@@ -35,8 +35,11 @@ type node struct {
 	slowDisk   float64 // fsync time multiplier while a slow window is on (0 = off)
 
 	// held are Send/Respond outputs waiting for the fsync of every Persist
-	// emitted before them (need).
-	held []heldOut
+	// emitted before them (need), in emission order. lastNeed is the need
+	// of the last output emitted that was not an Early Send: what an Early
+	// Send needs (automaton.Send.Early). Needs grow with emission order.
+	held     []heldOut
+	lastNeed uint64
 
 	// timers maps a set timer to its generation; a TimerFired event with an
 	// older generation was cancelled or replaced. Only looked up, never iterated.
@@ -126,7 +129,7 @@ func (s *simulator) crash(n *node) {
 	n.inc++
 	n.a = nil
 	n.buf, n.held, n.pausedQ = nil, nil, nil
-	n.persistSeq, n.syncedSeq, n.fsyncing = 0, 0, false
+	n.persistSeq, n.syncedSeq, n.fsyncing, n.lastNeed = 0, 0, false, 0
 	n.timers = nil
 	for _, c := range s.clients {
 		if c.busy && c.node == n.idx && c.nodeInc == oldInc {
@@ -170,7 +173,11 @@ func (s *simulator) carryOut(n *node, outs []automaton.Output) {
 				s.fail("%s sent a message to itself (the contract forbids sends to self)", n.id)
 				return
 			}
-			s.emitOrHold(n, o)
+			if o.Early {
+				s.emitOrHoldNeeding(n, o, n.lastNeed)
+			} else {
+				s.emitOrHold(n, o)
+			}
 		case automaton.Respond, automaton.Effect:
 			s.emitOrHold(n, o)
 		case automaton.Persist:
@@ -222,8 +229,19 @@ func (s *simulator) nodeIndex(id automaton.NodeID) int {
 // emitOrHold releases a Send or Respond now, or holds it until every Persist
 // emitted before it is durable (the contract's durability rule).
 func (s *simulator) emitOrHold(n *node, o automaton.Output) {
-	if n.persistSeq > n.syncedSeq {
-		n.held = append(n.held, heldOut{need: n.persistSeq, out: o})
+	n.lastNeed = n.persistSeq
+	s.emitOrHoldNeeding(n, o, n.persistSeq)
+}
+
+// emitOrHoldNeeding releases o now if the Persist numbered need is durable
+// (and nothing emitted before it waits), and otherwise holds it until it is.
+// An Early Send needs only what the last output before it that was not
+// Early needed, so it may leave before the records emitted since, its own
+// step's among them, are durable; a crash then loses those records (the
+// buffer) while the message stays in flight, as on a real node.
+func (s *simulator) emitOrHoldNeeding(n *node, o automaton.Output, need uint64) {
+	if need > n.syncedSeq || len(n.held) > 0 {
+		n.held = append(n.held, heldOut{need: need, out: o})
 		return
 	}
 	s.release(n, o)

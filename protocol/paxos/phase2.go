@@ -2,6 +2,8 @@ package paxos
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -14,9 +16,10 @@ import (
 // proposeAt accepts v at instance i under the leader's own ballot and starts
 // counting acceptances, the leader's own included. The leader's acceptance
 // record is not persisted here: the caller broadcasts the Accept first and
-// then calls persistOwn, so the Accept leaves before the leader's fsync (see
-// "Phase 2, commit and execution" in the package doc for why counting the
-// vote at once is safe).
+// then calls persistOwn; the Accept, an Early Send, leaves without waiting
+// for that record or any other emitted since the last output that waits
+// (see "Phase 2, commit and execution" in the package doc for why sending
+// it so and counting the vote at once is safe).
 func (a *Paxos) proposeAt(i uint64, v []byte, c *conf) entry {
 	s := &slot{bal: a.ballot, val: v}
 	a.putSlot(i, s)
@@ -149,9 +152,66 @@ func (a *Paxos) propose() {
 		a.updateQuorumRound()
 	}
 	if len(entries) > 0 {
-		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
+		commit, early := a.earlyAccept()
+		a.broadcastAccept(&message{Kind: kindAccept, Ballot: a.ballot, Commit: commit, Entries: entries}, early)
 		a.persistOwn()
 		a.checkChosen()
+	}
+}
+
+// earlyAccept says whether the Accept that propose sends now may be an
+// Early Send (automaton.Send.Early), and which commit notice it carries.
+//
+// An Early Send waits only for the records that the last output emitted
+// before it that is not Early waits for: every record of the earlier steps
+// up to such an output, and in this step every record before the last such
+// output in a.out (if any). So:
+//   - its commit notice is the chosen prefix, but below the first instance
+//     whose record this step persisted after that output. The prefix
+//     known at the end of earlier steps is covered (checkChosen); a choice
+//     of this step is covered by its answer or heartbeat, and with a
+//     configuration of one member the leader chooses an instance in the
+//     step that proposes it.
+//   - it is not Early with a configuration of one member, nor when this
+//     step persisted a promise after its last waiting output. Its ballot
+//     rests on the leader's promise record: with two members or more, the
+//     Prepares that followed that record wait for it, and a configuration
+//     grows from one member only by an Accept that is not Early.
+//
+// The Accept's values need no durability at the leader (package doc).
+// Every other record (the chosen-prefix record, a snapshot) is a
+// consequence of choices, not the basis of one.
+func (a *Paxos) earlyAccept() (commit uint64, early bool) {
+	if len(a.sm.conf.members) < 2 {
+		return a.chosenUpTo, false
+	}
+	commit = a.chosenUpTo
+	for _, o := range a.out[waitingOutput(a.out)+1:] {
+		p, ok := o.(automaton.Persist)
+		if !ok || p.Delete {
+			continue
+		}
+		if p.Key == recPromised {
+			return a.chosenUpTo, false
+		}
+		if hex, ok := strings.CutPrefix(p.Key, recSlotPfx); ok {
+			if i, err := strconv.ParseUint(hex, 16, 64); err == nil && i <= commit {
+				commit = i - 1
+			}
+		}
+	}
+	return commit, true
+}
+
+// broadcastAccept sends the Accept m to every peer of the leader (peers),
+// as Early Sends when early is set.
+func (a *Paxos) broadcastAccept(m *message, early bool) {
+	var b []byte
+	for _, h := range a.peers(false) {
+		if b == nil {
+			b = m.marshal()
+		}
+		a.emit(automaton.Send{To: a.nodes[h], Msg: b, Early: early})
 	}
 }
 
@@ -221,8 +281,13 @@ func (a *Paxos) onAccepted(from int, m *message) {
 }
 
 // checkChosen marks instances accepted by a majority as chosen and executes
-// the chosen prefix.
+// the chosen prefix. A choice is followed in its step by an output that
+// waits for every record before it: an answer, or else a heartbeat (a
+// choice no answer follows: a no-op, an expiry). So the votes behind the
+// chosen prefix known at the end of a step, the leader's own included,
+// are durable before any Early Accept emitted later leaves (earlyAccept).
 func (a *Paxos) checkChosen() {
+	n0 := len(a.out)
 	any := false
 	for i, f := range a.inflight {
 		if a.chosenBy(f) {
@@ -236,8 +301,29 @@ func (a *Paxos) checkChosen() {
 	}
 	if any {
 		a.advance(true)
+		if waitingOutput(a.out[n0:]) < 0 {
+			a.sendHeartbeat()
+		}
 		a.propose()
 	}
+}
+
+// waitingOutput returns the index in outs of the last output that waits for
+// every Persist emitted before it (a Send that is not Early, a Respond, an
+// Effect), or -1.
+func waitingOutput(outs []automaton.Output) int {
+	last := -1
+	for k, o := range outs {
+		switch o := o.(type) {
+		case automaton.Send:
+			if !o.Early {
+				last = k
+			}
+		case automaton.Respond, automaton.Effect:
+			last = k
+		}
+	}
+	return last
 }
 
 func (a *Paxos) onAccept(from int, m *message) {
@@ -269,7 +355,14 @@ func (a *Paxos) onAccept(from int, m *message) {
 			a.emitMembers()
 		}
 	}
-	a.send(from, &message{Kind: kindAccepted, Ballot: m.Ballot, OK: true, Acks: acks})
+	ack := &message{Kind: kindAccepted, Ballot: m.Ballot, OK: true, Acks: acks}
+	if a.proto.name == BrokenEarlyAck {
+		// Broken on purpose (broken_early.go): the 2b leaves before the
+		// vote it reports is durable.
+		a.emit(automaton.Send{To: a.nodes[from], Msg: ack.marshal(), Early: true})
+	} else {
+		a.send(from, ack)
+	}
 	a.learnCommit(from, m.Ballot, m.Commit)
 }
 
