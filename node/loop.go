@@ -82,13 +82,21 @@ type nsLoop struct {
 	seq    uint64 // the number of the last Persist emitted (0: none yet)
 	// reqHigh is the requirement of the last Send, Respond or Effect
 	// offered that was not an Early Send: what an Early Send requires.
+	// early: the batch being stepped offered an Early Send.
 	reqHigh uint64
+	early   bool
 
 	// Pipeline between the loop and its committer goroutine.
-	commitQ       chan *batch   // batches waiting for (or in) a commit, in order
-	needed        chan struct{} // offer's wake-up of a committer holding records nobody waits for
-	free          chan *batch   // recycled batches
-	failed        atomic.Bool   // a Commit failed (any namespace's): release nothing any more
+	commitQ chan *batch   // batches waiting for (or in) a commit, in order
+	needed  chan struct{} // offer's wake-up of a committer holding records nobody waits for
+	free    chan *batch   // recycled batches
+	failed  atomic.Bool   // a Commit failed (any namespace's): release nothing any more
+	// eager is the number of the last record of a batch that offered an
+	// Early Send: the committer commits it without waiting for an output
+	// to need it (lazy commit would start the leader's fsync only when
+	// the answer that needs it is ready, in sequence instead of in
+	// parallel with the round the Early Send began).
+	eager         atomic.Uint64
 	committerDone chan struct{} // closed when the committer has drained commitQ
 
 	// Outputs not yet released, in emission order, and the number of the
@@ -237,6 +245,7 @@ func (l *nsLoop) step(ev event) {
 			b.last = l.seq
 		case automaton.Send:
 			if o.Early {
+				l.early = true
 				l.offer(o, l.reqHigh)
 			} else {
 				l.reqHigh = l.seq
@@ -358,6 +367,10 @@ func (l *nsLoop) flush() bool {
 	if !l.n.durable {
 		return l.commitInline(b)
 	}
+	if l.early {
+		l.eager.Store(b.last)
+		l.early = false
+	}
 	select {
 	case l.commitQ <- b:
 	case <-l.n.stopping:
@@ -399,7 +412,8 @@ func (l *nsLoop) commitInline(b *batch) bool {
 // no later Send or Respond so far, such as Multi-Paxos's chosen-prefix
 // record after the answers it follows) is held, not committed: it joins the
 // next group, and is committed as soon as an output needs it (offer signals
-// l.needed), the held batches reach commitQueueLen, or the loop ends. Nothing
+// l.needed), the held batches reach commitQueueLen, a batch that offered an
+// Early Send comes (l.eager), or the loop ends. Nothing
 // observable depends on a record before an output that follows it is
 // released, and commits stay in emission order, so what survives a crash is
 // still a prefix of the records emitted: the durability rule of package
@@ -410,6 +424,7 @@ func (l *nsLoop) committer() {
 	defer close(l.committerDone)
 	var group []*batch
 	var recs []automaton.Persist
+	var committed uint64 // the last record committed
 	closed := false
 	for !closed {
 		if len(group) == 0 {
@@ -437,7 +452,7 @@ func (l *nsLoop) committer() {
 			group = group[:0]
 			continue
 		}
-		if !closed && len(group) < commitQueueLen && !l.outputsWait() {
+		if !closed && len(group) < commitQueueLen && !l.outputsWait() && l.eager.Load() <= committed {
 			// Hold the records until an output needs them or more come.
 			select {
 			case b2, ok := <-l.commitQ:
@@ -469,6 +484,7 @@ func (l *nsLoop) committer() {
 			l.failed.Store(true)
 			continue
 		}
+		committed = last
 		l.setDurable(last)
 	}
 	if len(group) > 0 && !l.failed.Load() {
