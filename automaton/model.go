@@ -33,8 +33,18 @@ type ModelConfig struct {
 	// (c-1) mod Nodes + 1), "first" (n1, a leader-based protocol's usual
 	// leader), or "any" (a branching choice of the checker).
 	Target string
-	// Depth is the default search depth (events from the initial state).
+	// Depth is the default search depth (events after the Prefix).
 	Depth int
+	// Prefix is a scripted start: events described exactly as the checker
+	// prints them in a trace ("client 1 sends set x 1 to n1", "n2: timer 3
+	// fires", "deliver n2 -> n1: ..."), applied in order from the initial
+	// state before the search starts. The search's root is the state after
+	// the prefix, so it is a reduction: it covers only the runs that start
+	// with these events (say, one election a deep bug needs but does not
+	// vary). A prefix event that is not enabled when its turn comes is a
+	// configuration error naming it. Counterexamples include the prefix's
+	// events, and replaying one applies them.
+	Prefix []string
 	// Network is the default network model ("" is lossless,unordered; see
 	// mc.ParseNetwork: lossy, ordered, duplicating, and bynode: while
 	// messages are in flight only those addressed to the highest-numbered

@@ -20,13 +20,13 @@ type Network struct {
 	// enabled event per message, beside the delivery that removes it).
 	Duplicating bool
 	// ByNode: the nodes drain their inboxes in turn. While messages are in
-	// flight only those to the lowest-numbered node with one are
-	// deliverable (in any order among them). A restriction of the
-	// unordered network (a directed search, doc.go "Leader changes"):
-	// deliveries to different nodes commute, so most of what it leaves out
-	// are reorderings of independent steps; what it loses for certain is a
-	// node hearing a message before an older one addressed to a lower
-	// node, which its declarers do not need.
+	// flight only those to the highest-numbered node with one are
+	// deliverable (in any order among them; world.enabled). A restriction
+	// of the unordered network (a directed search, doc.go "Leader
+	// changes"): deliveries to different nodes commute, so most of what it
+	// leaves out are reorderings of independent steps; what it loses for
+	// certain is a node hearing a message before an older one addressed to
+	// a higher-numbered node, which its declarers do not need.
 	ByNode bool
 }
 

@@ -124,7 +124,7 @@
 // # Leader changes
 //
 // A leader change takes about 20 events (an election, a write, a second
-// election), beyond a breadth-first search of the default model. Two
+// election), beyond a breadth-first search of the default model. Three
 // bounds of mc make it reachable in a model a variant declares:
 //
 //   - A timer budget (Config.Timers "quiet:N"): at most N timer firings
@@ -140,6 +140,16 @@
 //     not a reduction that preserves every reachable state. Highest
 //     first: the first leader is n1 (Target "first"), so a new leader's
 //     messages reach the other followers before the old leader.
+//   - A scripted prefix (ModelConfig.Prefix, prefix.go): events, written
+//     as a trace prints them, applied from the initial state before the
+//     search; its root is the state after them, and Depth counts the
+//     events after the prefix. A reduction: the search covers only the
+//     runs that start with the prefix (say, one election the bug needs
+//     but does not vary). A prefix event that is not enabled is a
+//     configuration error naming it. The prefix's events are part of
+//     every counterexample and witness (marked "model prefix" when
+//     printed; Trace.Prefix counts them), so a saved trace replays them
+//     like any other event (--replay-file, the explorer).
 //
 // paxos-broken-skipphase1values declares protocol/paxos.LeaderChangeModel
 // (one write at n1, quiet:4 — n1's election, n2's and n3's leader-alive
@@ -147,9 +157,15 @@
 // states by "one value chosen per instance" after 21 events; paxos itself
 // in the same model reaches 14,196 states to that depth without a
 // violation (TestLeaderChangeModel). Without bynode the same search takes
-// 105,982 states (28 s). pbpaxos-broken-earlyserve (not reached in 48,000
-// states of the same model) and fastpaxos-broken-stalevote (not in 24,000
-// states with quiet:3) stay in ci_test.go's notYetCaught with the others.
+// 105,982 states (28 s). pbpaxos-broken-earlyserve is caught by
+// "serve-after-takeover" in pbpaxos's read model (protocol/pbpaxos.
+// ReadModel: one fanned-out read, one timer firing; TestReadModel).
+// fastpaxos-broken-stalevote declares protocol/fastpaxos.CollisionModel
+// (two colliding writes, all:2, ordered, bynode) with n2's 5-event
+// election as its prefix: caught by "votes respect promises" in 4,997
+// states after 15 events (10 after the prefix; 65,272 states without the
+// prefix), and fastpaxos in the same model exhausts it (6,957 states, 10
+// events after the prefix) without a violation (TestCollisionModel).
 
 // # Figures
 //

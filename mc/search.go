@@ -144,11 +144,22 @@ func Check(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	root := entry{w: w0}
+	if w0.violation == "" && len(c.cfg.Model.Prefix) > 0 {
+		p, why, err := c.applyPrefix(w0, c.cfg.Model.Prefix)
+		if err != nil {
+			return nil, err
+		}
+		root.p = p
+		if why != "" && w0.violation == "" {
+			w0.violation = why
+		}
+	}
 	stopHeap := c.sampleHeap()
 	if c.cfg.DFS {
-		c.dfs(w0)
+		c.dfs(root)
 	} else {
-		c.bfs(w0)
+		c.bfs(root)
 	}
 	stopHeap()
 	c.res.Elapsed = time.Since(start)
@@ -271,7 +282,7 @@ func (c *checker) report(p *path, why string, key [2]int) {
 	defer c.mu.Unlock()
 	c.res.Violations++
 	if c.found == nil || key[0] < c.foundKey[0] || (key[0] == c.foundKey[0] && key[1] < c.foundKey[1]) {
-		c.found = &Trace{cfg: c.cfg, Events: p.events(), Violation: why}
+		c.found = &Trace{cfg: c.cfg, Events: p.events(), Violation: why, Prefix: len(c.cfg.Model.Prefix)}
 		c.foundKey = key
 	}
 	if !c.cfg.KeepGoing {
@@ -288,15 +299,17 @@ type cand struct {
 	terminal bool
 }
 
-func (c *checker) bfs(w0 *world) {
+// bfs searches from root (the initial state, or the state after the
+// model's prefix; the levels count events after it).
+func (c *checker) bfs(root entry) {
+	w0 := root.w
 	visited := map[uint64]struct{}{w0.fingerprint(): {}}
 	c.res.States = 1
-	root := entry{w: w0}
 	if c.cfg.Replay {
 		root.w = nil
 	}
 	if w0.violation != "" {
-		c.report(nil, w0.violation, [2]int{})
+		c.report(root.p, w0.violation, [2]int{})
 		return
 	}
 	frontier := []entry{root}
@@ -400,7 +413,8 @@ func (c *checker) expandChunk(chunk []entry, lo, depth int, visited map[uint64]s
 	return false
 }
 
-func (c *checker) dfs(w0 *world) {
+func (c *checker) dfs(root entry) {
+	w0 := root.w
 	type item struct {
 		e     entry
 		depth int
@@ -408,7 +422,7 @@ func (c *checker) dfs(w0 *world) {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
-		stack   = []item{{e: entry{w: w0}}}
+		stack   = []item{{e: root}}
 		busy    int
 		visited       = map[uint64]struct{}{w0.fingerprint(): {}}
 		states  int64 = 1
@@ -419,7 +433,7 @@ func (c *checker) dfs(w0 *world) {
 		stack[0].e.w = nil
 	}
 	if w0.violation != "" {
-		c.report(nil, w0.violation, [2]int{})
+		c.report(root.p, w0.violation, [2]int{})
 		return
 	}
 	var wg sync.WaitGroup

@@ -20,6 +20,10 @@ type Trace struct {
 	Crashes  int       `json:"crashes"`
 	Timers   string    `json:"timers"`
 	Events   []Event   `json:"events"`
+	// Prefix is how many of the first events are the model's scripted
+	// prefix (automaton.ModelConfig.Prefix; prefix.go). They are replayed
+	// like the others: a loaded trace does not apply the prefix again.
+	Prefix int `json:"prefix,omitempty"`
 	// Violation is what the last event broke ("" for a plain path).
 	Violation string `json:"violation,omitempty"`
 
@@ -131,7 +135,7 @@ func LoadTrace(path string) (*Trace, error) {
 	}
 	m := automaton.ModelOf(t.Protocol) // for its Requests function
 	m.Nodes, m.Clients, m.Service, m.Params, m.Target = t.Model.Nodes, t.Model.Clients, t.Model.Service, t.Model.Params, t.Model.Target
-	m.Scripts = nil
+	m.Scripts, m.Prefix = nil, nil // the prefix's events are in t.Events
 	for _, s := range t.Model.Scripts {
 		var ops []service.Op
 		for _, o := range s {
@@ -148,7 +152,11 @@ func (t *Trace) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%d events)\n", t.cfg.Describe(), len(t.Events))
 	for i, ev := range t.Events {
-		fmt.Fprintf(&b, "%3d. %s\n", i+1, ev.Desc)
+		mark := ""
+		if i < t.Prefix {
+			mark = "  (model prefix)"
+		}
+		fmt.Fprintf(&b, "%3d. %s%s\n", i+1, ev.Desc, mark)
 	}
 	if t.Violation != "" {
 		fmt.Fprintf(&b, "violated: %s\n", t.Violation)
