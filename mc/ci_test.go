@@ -14,19 +14,18 @@ const ciStates = 3000
 // CI scale, with why. Every other broken variant, including any added
 // later, must be caught.
 var notYetCaught = map[string]string{
-	"esds-broken-earlystrict":         "needs a strict operation (an option the default model does not send)",
-	"fastpaxos-broken-recovery":       "needs 4 nodes (with 3 a fast value has every vote, so every report agrees) and two colliding writes: not reached with 4 nodes, two writes, quiet:1, bynode within 121,592 states (depth 24)",
-	"eve-broken-norecovery":           "needs a crash of the verifier leader after an acceptance (run with --crashes 1): beyond the CI budget",
-	"eve-broken-ownstate":             "its declared model (protocol/eve.CommissionModel: one write, commission=n2, quiet:1, bynode) reaches it in 2,333 states (18 events), 10-20 s at eve's 100-200 states/s: beyond CI's time",
-	"orca-primary-broken-earlyunlock": "its model is declared (protocol/orcaprimary.CopiesModel: the orca service, two secondary copies); readable-copies-agree catches it in 1,063 states (8 events) with the history check off, but mc judges every history as KV (check.Options has no Services), so the first orca reply is reported as a history violation first",
-	"paxos-broken-bootquorum":         "needs membership changes (two adds), which the model's workload does not send",
-	"abd-broken-clientnowriteback":    "needs client-driven operations (clients running ABD's phases themselves, sim --client-driven); mc's clients send ordinary requests",
-	"orca-bcast-broken-norecovery":    "needs a sequencer crash, an election and a numbered update held by a minority: beyond the CI depth (the simulator's conformance scenario catches it)",
-	"paxos-broken-nestedread":         "caught by the simulator's nested-answer check (a later copy of a nested read answered differently), which needs copies of one request id sent at different times (sim --nested); mc sends each request once",
-	"paxos-broken-localenv":           "caught by the simulator's convergence check (replica state hashes), which mc does not run; needs the matchmaker service",
-	"paxos-broken-splitgroup":         "needs atomic groups in the workload, and mc records one result per request (a group's Results are not in its history yet)",
-	"paxos-broken-stickyleader":       "a liveness bug (safe, stops making progress): mc's bounded eventually is judged only on quiet states without crashes, and a leader change takes ~20 events",
-	"unreplicated-broken-dirtytxn":    "needs interactive transactions in the workload",
+	"esds-broken-earlystrict":      "needs a strict operation (an option the default model does not send)",
+	"fastpaxos-broken-recovery":    "needs 4 nodes (with 3 a fast value has every vote, so every report agrees) and two colliding writes: not reached with 4 nodes, two writes, quiet:1, bynode within 121,592 states (depth 24)",
+	"eve-broken-norecovery":        "needs a crash of the verifier leader after an acceptance (run with --crashes 1): beyond the CI budget",
+	"eve-broken-ownstate":          "its declared model (protocol/eve.CommissionModel: one write, commission=n2, quiet:1, bynode) reaches it in 2,333 states (18 events), 10-20 s at eve's 100-200 states/s: beyond CI's time",
+	"paxos-broken-bootquorum":      "needs membership changes (two adds), which the model's workload does not send",
+	"abd-broken-clientnowriteback": "needs client-driven operations (clients running ABD's phases themselves, sim --client-driven); mc's clients send ordinary requests",
+	"orca-bcast-broken-norecovery": "needs a sequencer crash, an election and a numbered update held by a minority: beyond the CI depth (the simulator's conformance scenario catches it)",
+	"paxos-broken-nestedread":      "caught by the simulator's nested-answer check (a later copy of a nested read answered differently), which needs copies of one request id sent at different times (sim --nested); mc sends each request once",
+	"paxos-broken-localenv":        "caught by the simulator's convergence check (replica state hashes), which mc does not run; needs the matchmaker service",
+	"paxos-broken-splitgroup":      "needs atomic groups in the workload, and mc records one result per request (a group's Results are not in its history yet)",
+	"paxos-broken-stickyleader":    "a liveness bug (safe, stops making progress): mc's bounded eventually is judged only on quiet states without crashes, and a leader change takes ~20 events",
+	"unreplicated-broken-dirtytxn": "needs interactive transactions in the workload",
 }
 
 // TestEveryProtocolModel: every registered protocol has a model, and a

@@ -210,3 +210,48 @@ func TestPrefix(t *testing.T) {
 	}
 	t.Logf("pb-broken-nodedup: %d states, %d with a 3-event prefix", full.States, cut.States)
 }
+
+// TestCopiesModel: orca-primary's copies model (protocol/orcaprimary.
+// CopiesModel: the orca service, two secondary copies) catches
+// orca-primary-broken-earlyunlock by its invariant, not by a history
+// check that would judge orca replies as KV operations (check has no
+// sequential model of orca: the history check is skipped); orca-primary
+// itself exhausts the model without a violation, and its read is answered.
+func TestCopiesModel(t *testing.T) {
+	caught(t, "orca-primary-broken-earlyunlock", "readable-copies-agree")
+	ok := clean(t, "orca-primary", "orca-primary-broken-earlyunlock", 24, 0)
+	if ok.Frontier != 0 || !ok.Complete || !ok.Sometimes[1].Reached || ok.HistoryChecks != 0 {
+		t.Fatalf("orca-primary in the copies model: frontier %d, complete %v, read answered %v, histories checked %d",
+			ok.Frontier, ok.Complete, ok.Sometimes[1].Reached, ok.HistoryChecks)
+	}
+}
+
+// TestHistoryServices: the history check names the model's service to
+// package check, and is skipped where check has no model of it: kv
+// (linearizable) and a deterministic service under linearizability are
+// judged; orca under sequential consistency and the matchmaker are not.
+func TestHistoryServices(t *testing.T) {
+	for _, tc := range []struct {
+		protocol, service string
+		judged            bool
+	}{
+		{"paxos", "", true},
+		{"paxos", "counter", true},
+		{"paxos", "gridmatchmaker", true},
+		{"paxos", "matchmaker", false},
+		{"orca-primary", "orca", false},
+		{"orca-primary", "", true},
+		{"esds", "", false},
+	} {
+		cfg := NewConfig(tc.protocol)
+		cfg.Model.Service = tc.service
+		model, _ := automaton.ConsistencyOf(tc.protocol)
+		opts, skip := checkOptions(&cfg, model)
+		if (skip == "") != tc.judged {
+			t.Errorf("%s with service %q: skipped %q, want judged %v", tc.protocol, tc.service, skip, tc.judged)
+		}
+		if want := map[bool]string{true: tc.service, false: "kv"}[tc.service != ""]; opts.Services[""] != want {
+			t.Errorf("%s with service %q: check told %v", tc.protocol, tc.service, opts.Services)
+		}
+	}
+}

@@ -100,14 +100,21 @@ type verdicts struct {
 	m       sync.Map
 	checked int64
 	mu      sync.Mutex
+	// opts are the check's options for the model's service; skip is set
+	// when package check has no model of that service under the
+	// protocol's consistency model (probed once: checkerFor).
+	once sync.Once
+	opts check.Options
+	skip string
 }
 
 // historyVerdict judges w's history with the protocol's checker ("" when
 // it passes, or when the protocol's model has no history checker here).
 func (v *verdicts) historyVerdict(w *world) string {
 	model, _ := automaton.ConsistencyOf(w.cfg.Protocol)
-	if model == automaton.EventuallySerializable || w.cfg.Model.Service == "matchmaker" {
-		return "" // judged with the replicas' final orders (sim/esds.go), not here
+	v.once.Do(func() { v.opts, v.skip = checkOptions(w.cfg, model) })
+	if v.skip != "" {
+		return ""
 	}
 	key := w.histH
 	if r, ok := v.m.Load(key); ok {
@@ -115,7 +122,7 @@ func (v *verdicts) historyVerdict(w *world) string {
 	}
 	h := w.history()
 	chk := check.ForHistory(model, h)
-	rep, err := chk(h, check.Options{IgnoreDelCount: automaton.HasRegisterSemantics(w.cfg.Protocol)})
+	rep, err := chk(h, v.opts)
 	verdict := ""
 	switch {
 	case err != nil:
@@ -128,6 +135,37 @@ func (v *verdicts) historyVerdict(w *world) string {
 	v.mu.Unlock()
 	v.m.Store(key, verdict)
 	return verdict
+}
+
+// checkOptions tells package check which service the model's namespace
+// runs (the model's Service; its histories' operations are in the
+// default namespace, ""), and returns why the history check is skipped
+// ("" when it runs): the eventually-serializable model and the
+// nondeterministic matchmaker are judged with the replicas' final orders
+// (sim/esds.go, sim's matchmaker check), not here; any other service is
+// judged only if check has a model of it under the protocol's consistency
+// model, which the checker itself says by accepting the options on an
+// empty history (Linearizable: kv, counter and every registered
+// deterministic service; Sequential: kv only). So orca's replies are not
+// judged as KV operations: orca-primary is sequentially consistent, which
+// check models for KV alone, and its model is checked by its invariants.
+func checkOptions(cfg *Config, model automaton.Consistency) (check.Options, string) {
+	svc := cfg.Model.Service
+	if svc == "" {
+		svc = "kv"
+	}
+	opts := check.Options{IgnoreDelCount: automaton.HasRegisterSemantics(cfg.Protocol), Services: map[string]string{"": svc}}
+	switch {
+	case model == automaton.EventuallySerializable:
+		return opts, "eventually serializable: judged with the replicas' final orders"
+	case svc == "matchmaker":
+		return opts, "the matchmaker's check needs the replicas' environments"
+	}
+	empty := &history.History{Meta: map[string]string{"service": svc}}
+	if _, err := check.ForHistory(model, empty)(empty, opts); err != nil {
+		return opts, err.Error()
+	}
+	return opts, ""
 }
 
 func modelName(r *check.Report) string {

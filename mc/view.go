@@ -68,6 +68,9 @@ func (t *Trace) ViewAt(pos int) (*View, error) {
 	if out.Verdict == "" {
 		out.Verdict = "ok"
 	}
+	if _, skip := checkOptions(&t.cfg, model); skip != "" {
+		out.Checked += " (history not checked here: " + skip + ")"
+	}
 	for i, n := range w.nodes {
 		nv := NodeView{ID: string(w.ids[i]), Up: n.a != nil}
 		if d, ok := n.a.(dumper); ok {
