@@ -159,23 +159,61 @@
 // Why the leader may send before its own fsync and count its vote at once.
 // The automaton contract releases a Send or Respond only after every Persist
 // emitted before it, in the same step or any earlier one, is durable (both
-// runtimes: the live loop releases batches in order after their commits, the
-// simulator holds outputs behind unsynced records and loses both on a
-// crash). The Accept itself depends on nothing unsynced of this step: it
-// carries the leader's ballot (persisted as its promise when phase 1
-// began) and values no acceptor has to trust the leader for. Everything that
-// depends on the leader's own vote, that is on the instance being chosen
-// when the leader's acceptance is part of the majority (its marking chosen,
-// execution, answers to clients and forwarding followers, commit notices in
-// later Accepts and Heartbeats, catch-up answers, snapshots, promises
-// reporting the instance as chosen), is emitted after that Persist, in the
-// same step or a later one, and so leaves the node only once the
-// acceptance is durable. If the leader crashes first, the record and all
-// those outputs are lost together: the vote was never observed, and the
-// instance is chosen only if a majority of other acceptors durably accepted
-// it, which phase 1 then finds as usual. The leader never reuses the ballot
-// after a restart (a new ballot is above the persisted promise), so it
-// cannot accept a second value for the instance under it.
+// runtimes: the live loop releases outputs in order after their commits,
+// the simulator holds outputs behind unsynced records and loses both on a
+// crash), except an Early Send (automaton.Send.Early), which waits only for
+// what the last output before it that is not Early waits for. The leader's
+// Accept is Early (issue 18; Raft's leader likewise writes its log in
+// parallel with replication, Ongaro's thesis §10.2.1), so a put costs the
+// leader's fsync in parallel with one round trip and a follower's fsync
+// instead of the two in a row: before, the Accept waited for the records of
+// the previous steps (the last put's "c" record, committed lazily with the
+// leader's acceptance), then the follower's fsync followed.
+//
+// The argument (Paxos Made Simple §2.2-2.3, seed 002 V: a value is chosen
+// when a majority of acceptors accepted it; phase 2a only asks acceptors to
+// accept, and a proposer never proposes two values under one ballot):
+//
+//   - The Accept's values rest on nothing at the leader: phase 2a may
+//     carry any value phase 1 allows, whatever the leader's own acceptor
+//     does; if the leader crashes before its acceptance is durable, the
+//     followers that accepted hold the value, and it is chosen only if a
+//     majority durably accepted it, which a later phase 1 finds as usual.
+//   - Its ballot rests on the leader's promise record, made durable before
+//     any Prepare left (those wait), and a configuration grows from one
+//     member only by an Accept that is not Early, so the ballot is never
+//     reused after a crash: a restarted leader takes one above its durable
+//     promise and cannot propose a second value under the first.
+//   - Its commit notice rests on the leader's own votes; it names only
+//     instances whose choice an earlier waiting output covers: every
+//     choice is followed in its step by an answer or, failing that, a
+//     heartbeat (checkChosen), and the notice stops below any instance
+//     whose record the Accept's own step persisted after its last waiting
+//     output (earlyAccept; with one member the leader chooses in the step
+//     that proposes). It is not Early when the configuration has one member
+//     or the step persisted a promise after its last waiting output.
+//   - Everything else that depends on the leader's own vote, that is on the
+//     instance being chosen when the leader's acceptance is part of the
+//     majority (its marking chosen, execution, answers to clients and
+//     forwarding followers, commit notices in Heartbeats and retransmitted
+//     Accepts, catch-up answers, snapshots, promises reporting the instance
+//     as chosen), waits for the records before it, so it leaves the node
+//     only once the acceptance is durable. If the leader crashes first, the
+//     record and all those outputs are lost together: the vote was never
+//     observed (the invariant checker treats such knowledge as tentative,
+//     automaton.CrashObserver).
+//
+// An acceptor's Accepted must never be Early: it reports a vote, and a
+// leader counting a vote that a crash then erases may take a value as
+// chosen that a later majority, without that vote, replaces.
+// "paxos-broken-earlyack" does exactly that and the simulator catches it
+// under crashes with slow fsyncs (broken_early.go, TestBrokenEarlyAckCaught:
+// `synod sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
+// 300 --faults crash --fsync uniform:5ms:40ms --seeds 31`).
+//
+// The seeds are silent on durability timing; these are our decisions, as is
+// the heartbeat after a choice that no answer follows (a no-op, an expiry),
+// which costs one heartbeat round where there was none.
 //
 // # Durability
 //
