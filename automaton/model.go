@@ -60,6 +60,10 @@ type ModelConfig struct {
 	// Crashes is the default bound on crashes per path (each crashed node
 	// may restart from its records).
 	Crashes int
+	// CrashBeforeFsync lets a crash fall after a step's Early Send and
+	// before the fsync of the records that step persisted (those records
+	// are lost). Otherwise every step's records are durable at its end.
+	CrashBeforeFsync bool
 	// NoTimers leaves timers out of the enabled events (a protocol whose
 	// model terminates without them; fewer states).
 	NoTimers bool

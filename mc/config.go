@@ -90,6 +90,10 @@ type Config struct {
 	// Crashes bounds the crash events on a path (each crashed node may
 	// then restart from its durable records: a restart is an event too).
 	Crashes int
+	// CrashBeforeFsync lets a crash fall between a step's Early Send and
+	// the fsync of the records it persisted (unsynced.go; counted by
+	// Crashes).
+	CrashBeforeFsync bool
 	// Depth bounds the events on a path.
 	Depth int
 	// DFS searches depth-first (less memory, counterexamples not
@@ -117,7 +121,7 @@ type Config struct {
 // unordered, not duplicating; quiet timers; no crashes).
 func NewConfig(protocol string) Config {
 	m := automaton.ModelOf(protocol)
-	c := Config{Protocol: protocol, Model: m, Depth: m.Depth, Timers: m.Timers, Crashes: m.Crashes}
+	c := Config{Protocol: protocol, Model: m, Depth: m.Depth, Timers: m.Timers, Crashes: m.Crashes, CrashBeforeFsync: m.CrashBeforeFsync}
 	if n, err := ParseNetwork(m.Network); err == nil {
 		c.Net = n
 	}
@@ -178,5 +182,8 @@ func (c *Config) Describe() string {
 	s := fmt.Sprintf("%s: %d nodes, %d clients, %d ops, target %s, network %s, crashes %d, depth %d",
 		c.Protocol, c.Model.Nodes, c.Model.Clients, ops, target, c.Net, c.Crashes, c.Depth)
 	s += ", timers " + c.timerSpec()
+	if c.CrashBeforeFsync {
+		s += ", crashes before fsync"
+	}
 	return s
 }

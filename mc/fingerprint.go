@@ -58,6 +58,7 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 			hs.u64(&h, uint64(t))
 		}
 		hs.u64(&h, n.diskSum)
+		hs.u64(&h, unsyncedHash(n.unsynced))
 	}
 	hs.u64(&h, w.flightHash(perm))
 	for j := range w.clients {

@@ -18,8 +18,10 @@ type Trace struct {
 	Model    ModelSpec `json:"model"`
 	Network  string    `json:"network"`
 	Crashes  int       `json:"crashes"`
-	Timers   string    `json:"timers"`
-	Events   []Event   `json:"events"`
+	// CrashBeforeFsync: Config.CrashBeforeFsync.
+	CrashBeforeFsync bool    `json:"crash_before_fsync,omitempty"`
+	Timers           string  `json:"timers"`
+	Events           []Event `json:"events"`
 	// Prefix is how many of the first events are the model's scripted
 	// prefix (automaton.ModelConfig.Prefix; prefix.go). They are replayed
 	// like the others: a loaded trace does not apply the prefix again.
@@ -51,7 +53,7 @@ func NewTrace(cfg Config) *Trace {
 
 func (t *Trace) setSpec() {
 	c := &t.cfg
-	t.Protocol, t.Network, t.Crashes = c.Protocol, c.Net.String(), c.Crashes
+	t.Protocol, t.Network, t.Crashes, t.CrashBeforeFsync = c.Protocol, c.Net.String(), c.Crashes, c.CrashBeforeFsync
 	t.Model = ModelSpec{Nodes: c.Model.Nodes, Clients: c.Model.Clients, Service: c.Model.Service,
 		Params: c.Model.Params, Target: c.Model.Target}
 	t.Timers = c.timerSpec()
@@ -143,7 +145,7 @@ func LoadTrace(path string) (*Trace, error) {
 		}
 		m.Scripts = append(m.Scripts, ops)
 	}
-	t.cfg = Config{Protocol: t.Protocol, Model: m, Net: net, Timers: t.Timers, Crashes: t.Crashes, Depth: len(t.Events)}
+	t.cfg = Config{Protocol: t.Protocol, Model: m, Net: net, Timers: t.Timers, Crashes: t.Crashes, CrashBeforeFsync: t.CrashBeforeFsync, Depth: len(t.Events)}
 	return &t, nil
 }
 

@@ -37,6 +37,10 @@ const (
 	EvCrash   EventKind = "crash"   // a node crashes (volatile state lost, records kept)
 	EvRestart EventKind = "restart" // a crashed node restarts from its records
 	EvEffect  EventKind = "effect"  // a node's pending Effect is carried out and answered (effect.go)
+	// EvCrashUnsynced: a node crashes before the fsync of its last step,
+	// losing the records that step persisted after its last output that
+	// waits for them, when an Early Send already left (unsynced.go).
+	EvCrashUnsynced EventKind = "crash-unsynced"
 )
 
 // Event is one transition. Msg indexes the messages in flight, in send
@@ -77,6 +81,10 @@ type nodeState struct {
 	// effects are the incarnation's pending Effects, in emission order
 	// (effect.go); a crash loses them.
 	effects []pendingEffect
+	// unsynced are the records the node's last step persisted that a
+	// crash before its fsync would lose (unsynced.go); never changed in
+	// place.
+	unsynced []unsyncedRec
 }
 
 type clientState struct {
@@ -228,6 +236,7 @@ func (w *world) step(i int, in automaton.Input) {
 	w.own(i)
 	n.fp = 0
 	outs := n.a.Step(in)
+	w.noteUnsynced(i, outs)
 	for _, o := range outs {
 		switch o := o.(type) {
 		case automaton.Send:
@@ -405,6 +414,9 @@ func (w *world) enabled() []Event {
 	for i := range w.nodes {
 		if w.nodes[i].a != nil && w.crashes < w.cfg.Crashes {
 			evs = append(evs, Event{Kind: EvCrash, Node: i})
+			if len(w.nodes[i].unsynced) > 0 {
+				evs = append(evs, Event{Kind: EvCrashUnsynced, Node: i})
+			}
 		}
 		if w.nodes[i].a == nil {
 			evs = append(evs, Event{Kind: EvRestart, Node: i})
@@ -487,11 +499,18 @@ func (w *world) apply(ev Event) error {
 		n.cancelTimer(ev.Timer)
 		w.fired++
 		w.step(ev.Node, automaton.TimerFired{ID: ev.Timer})
-	case EvCrash:
+	case EvCrash, EvCrashUnsynced:
 		n := &w.nodes[ev.Node]
 		if n.a == nil {
 			return fmt.Errorf("%s is down already", w.ids[ev.Node])
 		}
+		if ev.Kind == EvCrashUnsynced {
+			if len(n.unsynced) == 0 {
+				return fmt.Errorf("%s has no unsynced records", w.ids[ev.Node])
+			}
+			n.loseUnsynced()
+		}
+		n.unsynced = nil
 		n.a, n.timers, n.effects, n.owned, n.fp = nil, nil, nil, false, 0
 		delete(w.up, w.ids[ev.Node])
 		w.checkerFP = 0 // the checker's references to it hash by content now
@@ -647,6 +666,8 @@ func (w *world) describe(ev Event) string {
 		return fmt.Sprintf("%s: timer %d fires", w.ids[ev.Node], ev.Timer)
 	case EvCrash:
 		return fmt.Sprintf("%s crashes", w.ids[ev.Node])
+	case EvCrashUnsynced:
+		return fmt.Sprintf("%s crashes before its fsync, losing %d unsynced record(s)", w.ids[ev.Node], len(w.nodes[ev.Node].unsynced))
 	case EvEffect:
 		if effs := w.nodes[ev.Node].effects; ev.Msg < len(effs) {
 			return fmt.Sprintf("%s: effect %d (%s) is carried out", w.ids[ev.Node], effs[ev.Msg].id, effs[ev.Msg].kind)

@@ -18,7 +18,7 @@ func modelCheckCmd() *cobra.Command {
 		protocol, network, timers, out, replayFile, target string
 		cpuProfile                                         string
 		depth, crashes, workers, maxStates, nodes, clients int
-		dfs, replay, keepGoing                             bool
+		dfs, replay, keepGoing, crashBeforeFsync, noPrefix bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -82,6 +82,12 @@ Broken variants:
 				}
 				if cmd.Flags().Changed("crashes") {
 					cfg.Crashes = crashes
+				}
+				if cmd.Flags().Changed("crash-before-fsync") {
+					cfg.CrashBeforeFsync = crashBeforeFsync
+				}
+				if noPrefix {
+					cfg.Model.Prefix = nil
 				}
 				cfg.DFS, cfg.Workers, cfg.MaxStates, cfg.Replay, cfg.KeepGoing = dfs, workers, maxStates, replay, keepGoing
 				if depth > 0 {
@@ -153,6 +159,8 @@ Broken variants:
 	f.StringVar(&network, "network", "lossless,unordered", "network model: lossless|lossy, ordered|unordered, duplicating")
 	f.StringVar(&timers, "timers", "quiet", "when timers fire: quiet (no message in flight), all (any time), none")
 	f.IntVar(&crashes, "crashes", 0, "crashes allowed on a path (crashed nodes may restart)")
+	f.BoolVar(&crashBeforeFsync, "crash-before-fsync", false, "let a crash fall after a step's Early Send and before the fsync of its records, losing them (counted by --crashes; default: the model's)")
+	f.BoolVar(&noPrefix, "no-prefix", false, "search from the initial state, ignoring the model's scripted prefix")
 	f.IntVar(&workers, "workers", 0, "goroutines expanding states (0: GOMAXPROCS)")
 	f.IntVar(&maxStates, "max-states", 0, "stop after this many states (0: no limit)")
 	f.IntVar(&nodes, "nodes", 0, "override the model's node count")
