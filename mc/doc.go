@@ -32,10 +32,13 @@
 //     before the fsync, losing those records (unsynced.go; the window
 //     closes at the node's next step). paxos-broken-earlyack (an
 //     acceptor's Early 2b) needs such a crash and a leader change after
-//     it: its model (protocol/paxos.CrashBeforeFsyncModel) does not reach
-//     it within 100,000 states, so it stays in ci_test.go's notYetCaught;
+//     it: its model (protocol/paxos.CrashBeforeFsyncModel) scripts the
+//     election, the vote and the crash as a prefix and catches it in
+//     19,927 states (22 events, 12 after the prefix); without the crash
+//     and restart in the prefix it took 42,781 states, and with only the
+//     vote in the prefix it was not reached within 100,000.
 //     TestCrashBeforeFsync shows its acceptor may lose the vote it
-//     reported and paxos's may not.
+//     reported and paxos's may not (paxos cannot run that prefix).
 //   - Responses reach clients at once; only peer messages and a fanning-out
 //     client's copies travel the network. A client sends only to a node
 //     that is up, one request at a time, and never retries.

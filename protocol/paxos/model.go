@@ -23,18 +23,21 @@ func (p protocol) Model() automaton.ModelConfig {
 // CrashBeforeFsyncModel is the model of paxos-broken-earlyack: one crash
 // that may fall between a step's Early Send and the fsync of its records
 // (mc's CrashBeforeFsync). Client 1 writes "1" at n1, client 3 writes "2"
-// at n3; the prefix is n1's election and n3's vote for "1" (its Accepted
-// in flight, Early in the broken variant) and n2's leader-alive timeout.
-// The bug then needs n3 to crash before its fsync (losing the vote), to
-// restart and be elected with n2's promise (its prepare reaching n2 before
-// n1's Accept), and to choose client 3's write at instance 1 while n1
-// counts n3's old vote for "1": about 17 events, not reached within
-// 100,000 states (mc/ci_test.go's notYetCaught). paxos in the same model:
-// n3's Accepted waits for its fsync, so no crash loses it.
+// at n3 (client 2 has nothing to send). The scripted prefix is n1's
+// election, n3's vote for "1" (its Accepted in flight, Early in the broken
+// variant), n2's leader-alive timeout, n3's crash before its fsync (the
+// vote is lost), its restart, and client 3's write at n3. The search then
+// finds n3 elected with n2's promise (its prepare reaching n2 before n1's
+// Accept), choosing "2" at instance 1 while n1 counts n3's old vote for
+// "1" ("one value chosen per instance"): 22 events, 12 after the prefix,
+// 19,927 states. paxos cannot run this model: its n3's Accepted waits for
+// the fsync, so the prefix's crash is not enabled (a configuration error
+// naming it; mc's TestCrashBeforeFsync). The prefix is a reduction: the
+// search covers only runs that start with that crash.
 func CrashBeforeFsyncModel() automaton.ModelConfig {
 	m := LeaderChangeModel()
 	m.Crashes, m.CrashBeforeFsync = 1, true
-	m.Network, m.Timers, m.Depth = "lossless,unordered,bynode", "all:4", 16
+	m.Network, m.Timers, m.Depth = "lossless,unordered,bynode", "all:4", 12
 	m.Clients, m.Target = 3, "fixed"
 	m.Scripts = [][]service.Op{{modelSet("1")}, {}, {modelSet("2")}}
 	m.Prefix = []string{
@@ -46,6 +49,9 @@ func CrashBeforeFsyncModel() automaton.ModelConfig {
 		"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=1",
 		`deliver n1 -> n3: accept b=(1,1) commit=0 [1: 1:1 set x "1"]`,
 		"n2: timer 3 fires",
+		"n3 crashes before its fsync, losing 1 unsynced record(s)",
+		"n3 restarts",
+		`client 3 sends set x "2" to n3`,
 	}
 	return m
 }
