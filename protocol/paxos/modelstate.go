@@ -1,0 +1,401 @@
+package paxos
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"unsafe"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// The model checker's fast path (automaton.ModelStater, issue 20 item 4):
+// Multi-Paxos encodes and copies its state by hand instead of mc's
+// reflective walk, as protocol/abd/modelstate.go does. mc's
+// TestFastPathMatchesReflective checks that both paths visit the same
+// states and transitions and find the same counterexample, for paxos and
+// the broken variants mc catches. A field added to Paxos (or to slot,
+// flight, pend, session, machine, learner, expiry) must be added here too.
+//
+// Deliberately not encoded, and shared (not copied) by CloneModel:
+//   - proto, cfg, prm, self, boot, sm.svc, sm.maxClients: the constants
+//     of a run, the same in every state of a node (boot is an immutable
+//     *conf, as every conf is: "a conf value is never modified once
+//     built", membership.go).
+//   - index: derived from nodes (index[nodes[h]] == h); copied, not
+//     encoded.
+//   - rec: the Recorder of parameter observe, shared by every replica of
+//     a run (nil in the models).
+//   - out: the step's outputs, reset at every Step.
+//
+// Encoded by content but shared by CloneModel, being replaced rather than
+// changed in place: every *conf (sm.conf, p1Confs, flight.conf,
+// changes[].conf), the messages of promises (kept as received), slot and
+// entry values ([]byte), requests' operations and results.
+//
+// The service state is encoded by its Snapshot (service.State), which
+// covers what its operations read (KV: entries, version, clock, WATCH
+// versions); its transfer bookkeeping (journal, tombstone queue, Merkle
+// tree), which the reflective walk also hashes, paxos never uses (no
+// Delta, StateHash or ranges). It is copied by Snapshot and Restore into
+// a new state rather than by KVState.Clone, which writes to the state it
+// copies (tokens, shared flags): mc clones one parent on both workers at
+// once, so a copy must only read its source.
+//
+// service.LeaderClock's fields are unexported; leaderClockFields mirrors
+// them, and init checks the mirror against the real type by reflection
+// (a changed LeaderClock panics at start-up rather than encoding wrong).
+
+var _ automaton.ModelStater = (*Paxos)(nil)
+
+// leaderClockFields mirrors service.LeaderClock's layout.
+type leaderClockFields struct {
+	now   int64
+	ticks int
+	seq   uint64
+}
+
+func init() {
+	want := reflect.TypeOf(leaderClockFields{})
+	got := reflect.TypeOf(service.LeaderClock{})
+	ok := got.Size() == want.Size() && got.NumField() == want.NumField()
+	for i := 0; ok && i < got.NumField(); i++ {
+		g, w := got.Field(i), want.Field(i)
+		ok = g.Name == w.Name && g.Type == w.Type && g.Offset == w.Offset
+	}
+	if !ok {
+		panic(fmt.Sprintf("paxos: modelstate.go's mirror of service.LeaderClock is stale (%v vs %v)", got, want))
+	}
+}
+
+func appendLeaderClock(b []byte, c *service.LeaderClock) []byte {
+	f := (*leaderClockFields)(unsafe.Pointer(c))
+	b = automaton.AppendModelUint(b, uint64(f.now))
+	b = automaton.AppendModelUint(b, uint64(f.ticks))
+	return automaton.AppendModelUint(b, f.seq)
+}
+
+// AppendModelState implements automaton.ModelStater.
+func (a *Paxos) AppendModelState(b []byte, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	u := automaton.AppendModelUint
+	b = automaton.AppendModelSlice(b, a.nodes, appendNodeID)
+	b = appendSorted(b, a.nums, cmp.Compare[automaton.NodeID], func(b []byte, k automaton.NodeID, v uint32) []byte {
+		return u(appendNodeID(b, k), uint64(v))
+	})
+	b = appendSorted(b, a.book, cmp.Compare[automaton.NodeID], func(b []byte, k automaton.NodeID, v member) []byte {
+		return appendMember(appendNodeID(b, k), v)
+	})
+	b = automaton.AppendModelString(b, a.lastMembers)
+
+	// Acceptor.
+	b = appendBallot(b, a.promised)
+	b = appendSorted(b, a.log, cmp.Compare[uint64], func(b []byte, i uint64, s *slot) []byte {
+		b = automaton.AppendModelBool(u(b, i), s != nil)
+		if s == nil {
+			return b
+		}
+		return automaton.AppendModelBool(automaton.AppendModelBytes(appendBallot(b, s.bal), s.val), s.chosen)
+	})
+	b = u(u(b, a.logStart), a.maxInst)
+
+	// Learner and state machine.
+	b = u(u(u(u(b, a.chosenUpTo), a.executed), a.snapIndex), uint64(a.sinceSnap))
+	b = u(b, a.savedC)
+	b = a.sm.appendModelState(b, rename)
+
+	// Election.
+	b = u(b, uint64(a.role))
+	b = appendBallot(b, a.ballot)
+	b = automaton.AppendModelBool(b, a.leaderAlive)
+	b = u(u(u(b, uint64(a.aliveLeader)), uint64(a.leaderHint)), a.maxRound)
+	b = appendSorted(b, a.promises, cmp.Compare[int], func(b []byte, h int, m *message) []byte {
+		b = automaton.AppendModelBool(u(b, uint64(h)), m != nil)
+		if m == nil {
+			return b
+		}
+		return appendMessage(b, m, rename)
+	})
+	b = automaton.AppendModelSlice(b, a.p1Confs, appendConf)
+	b = u(u(b, uint64(a.p1Ticks)), uint64(a.failures))
+
+	// Leader.
+	b = automaton.AppendModelBool(b, a.ready)
+	b = u(b, a.next)
+	b = appendSorted(b, a.inflight, cmp.Compare[uint64], func(b []byte, i uint64, f *flight) []byte {
+		b = automaton.AppendModelBool(u(b, i), f != nil)
+		if f == nil {
+			return b
+		}
+		b = automaton.AppendModelSlice(b, []uint64(f.acks), automaton.AppendModelUint)
+		return u(appendConf(b, f.conf), f.sent)
+	})
+	b = appendIDs(b, a.queue, rename)
+	b = u(u(b, a.tick), a.hbRound)
+	b = appendIntMap(b, a.ackRound)
+	b = appendIntMap(b, a.acked)
+	b = u(u(u(b, a.quorumRound), a.quorumTick), a.leaseFired)
+	b = appendByID(b, a.inLog, rename, func(b []byte, i uint64) []byte { return u(b, i) })
+	b = automaton.AppendModelSlice(b, a.ownUnsaved, automaton.AppendModelUint)
+	b = automaton.AppendModelSlice(b, a.changes, func(b []byte, c pendingChange) []byte { return appendConf(u(b, c.at), c.conf) })
+	b = appendSorted(b, a.learners, cmp.Compare[automaton.NodeID], func(b []byte, id automaton.NodeID, l *learner) []byte {
+		b = automaton.AppendModelBool(appendNodeID(b, id), l != nil)
+		if l == nil {
+			return b
+		}
+		return u(automaton.AppendModelString(automaton.AppendModelString(b, l.peer), l.client), l.commit)
+	})
+
+	// Requests.
+	appendPend := func(b []byte, p *pend) []byte {
+		b = automaton.AppendModelBool(b, p != nil)
+		if p == nil {
+			return b
+		}
+		b = automaton.AppendModelRequest(b, &p.req, rename)
+		b = automaton.AppendModelBool(b, p.local)
+		b = automaton.AppendModelSlice(b, p.remote, func(b []byte, h int) []byte { return u(b, uint64(h)) })
+		b = u(u(u(u(b, uint64(p.state)), uint64(p.age)), uint64(p.fwdAge)), uint64(p.fwdTo))
+		return u(u(b, p.readIndex), p.round)
+	}
+	b = appendByID(b, a.pending, rename, appendPend)
+	b = appendByID(b, a.reads, rename, appendPend)
+	b = appendIDs(b, a.fwdQ, rename)
+	b = u(b, uint64(a.fwdHint))
+
+	// Catch-up and expiry.
+	b = u(u(u(u(b, uint64(a.catchupFrom)), uint64(a.catchupTicks)), a.behindTo), uint64(a.behindPeer))
+	b = appendLeaderClock(b, &a.exp.clock)
+	return automaton.AppendModelID(b, a.exp.inflight, rename)
+}
+
+// appendModelState encodes the replicated state machine.
+func (m *machine) appendModelState(b []byte, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	b = automaton.AppendModelBool(b, m != nil)
+	if m == nil {
+		return b
+	}
+	b = automaton.AppendModelBool(b, m.st != nil)
+	if m.st != nil {
+		b = automaton.AppendModelBytes(b, m.st.Snapshot())
+	}
+	b = appendSorted(b, m.clients, cmp.Compare[uint64], func(b []byte, c uint64, s *session) []byte {
+		b = automaton.AppendModelBool(automaton.AppendModelUint(b, c), s != nil)
+		if s == nil {
+			return b
+		}
+		b = automaton.AppendModelUint(automaton.AppendModelUint(b, s.floor), s.last)
+		b = appendSorted(b, s.res, cmp.Compare[uint64], func(b []byte, seq uint64, o outcome) []byte {
+			return appendOutcome(automaton.AppendModelUint(b, seq), o)
+		})
+		return automaton.AppendModelSlice(b, s.seqs, automaton.AppendModelUint)
+	})
+	b = appendConf(b, m.conf)
+	return appendByID(b, m.parts, rename, func(b []byte, rs []service.Result) []byte {
+		return automaton.AppendModelSlice(b, rs, automaton.AppendModelResult)
+	})
+}
+
+// CloneModel implements automaton.ModelStater: a deep copy of the mutable
+// parts; the immutable ones (listed above) are shared.
+func (a *Paxos) CloneModel() automaton.Automaton {
+	c := *a
+	c.out = nil
+	c.index = maps.Clone(a.index)
+	c.nodes = slices.Clone(a.nodes)
+	c.nums = maps.Clone(a.nums)
+	c.book = maps.Clone(a.book)
+	c.log = cloneValues(a.log)
+	c.sm = a.sm.cloneModel()
+	c.promises = maps.Clone(a.promises)
+	c.p1Confs = slices.Clone(a.p1Confs)
+	c.inflight = make(map[uint64]*flight, len(a.inflight))
+	for i, f := range a.inflight {
+		x := *f
+		x.acks = slices.Clone(f.acks)
+		c.inflight[i] = &x
+	}
+	c.queue = slices.Clone(a.queue)
+	c.ackRound = maps.Clone(a.ackRound)
+	c.acked = maps.Clone(a.acked)
+	c.inLog = maps.Clone(a.inLog)
+	c.ownUnsaved = slices.Clone(a.ownUnsaved)
+	c.changes = slices.Clone(a.changes)
+	c.learners = cloneValues(a.learners)
+	// reads holds (some of) pending's entries: the copies keep the sharing.
+	c.pending = make(map[automaton.RequestID]*pend, len(a.pending))
+	for id, p := range a.pending {
+		c.pending[id] = p.clone()
+	}
+	c.reads = make(map[automaton.RequestID]*pend, len(a.reads))
+	for id, p := range a.reads {
+		if q := a.pending[id]; q == p && p != nil {
+			c.reads[id] = c.pending[id]
+		} else {
+			c.reads[id] = p.clone()
+		}
+	}
+	c.fwdQ = slices.Clone(a.fwdQ)
+	return &c
+}
+
+func (p *pend) clone() *pend {
+	if p == nil {
+		return nil
+	}
+	x := *p
+	x.remote = slices.Clone(p.remote)
+	return &x
+}
+
+// cloneModel copies the state machine; the service state by Snapshot and
+// Restore (see above).
+func (m *machine) cloneModel() *machine {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	if m.st != nil {
+		c.st = m.svc.NewState()
+		if err := c.st.Restore(m.st.Snapshot()); err != nil {
+			panic(fmt.Sprintf("paxos: copying the service state: %v", err))
+		}
+	}
+	c.clients = make(map[uint64]*session, len(m.clients))
+	for id, s := range m.clients {
+		if s == nil {
+			c.clients[id] = nil
+			continue
+		}
+		x := *s
+		x.res = maps.Clone(s.res)
+		x.seqs = slices.Clone(s.seqs)
+		c.clients[id] = &x
+	}
+	if m.parts != nil {
+		c.parts = make(map[automaton.RequestID][]service.Result, len(m.parts))
+		for id, rs := range m.parts {
+			c.parts[id] = slices.Clone(rs)
+		}
+	}
+	return &c
+}
+
+func appendNodeID(b []byte, id automaton.NodeID) []byte {
+	return automaton.AppendModelString(b, string(id))
+}
+
+func appendBallot(b []byte, x Ballot) []byte {
+	return automaton.AppendModelUint(automaton.AppendModelUint(b, x.Round), uint64(x.Node))
+}
+
+func appendMember(b []byte, m member) []byte {
+	b = automaton.AppendModelUint(appendNodeID(b, m.ID), uint64(m.Num))
+	return automaton.AppendModelString(automaton.AppendModelString(b, m.Peer), m.Client)
+}
+
+func appendConf(b []byte, c *conf) []byte {
+	b = automaton.AppendModelBool(b, c != nil)
+	if c == nil {
+		return b
+	}
+	b = automaton.AppendModelSlice(b, c.members, appendMember)
+	return automaton.AppendModelUint(automaton.AppendModelUint(b, uint64(c.nextNum)), c.epoch)
+}
+
+func appendOutcome(b []byte, o outcome) []byte {
+	b = automaton.AppendModelResult(b, o.res)
+	return automaton.AppendModelSlice(b, o.results, automaton.AppendModelResult)
+}
+
+// appendMessage encodes every field of a message (as the reflective walk
+// does, not only those its kind uses).
+func appendMessage(b []byte, m *message, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	u := automaton.AppendModelUint
+	b = append(b, m.Kind)
+	b = automaton.AppendModelBool(appendBallot(b, m.Ballot), m.OK)
+	b = appendBallot(b, m.Promised)
+	b = u(u(u(u(b, m.From), m.To), m.Commit), m.Round)
+	b = automaton.AppendModelSlice(b, m.Entries, func(b []byte, e entry) []byte {
+		b = appendBallot(u(b, e.I), e.Ballot)
+		return automaton.AppendModelBytes(automaton.AppendModelBool(b, e.Chosen), e.Value)
+	})
+	b = automaton.AppendModelSlice(b, m.Acks, automaton.AppendModelUint)
+	b = automaton.AppendModelBytes(u(b, m.Index), m.Data)
+	b = automaton.AppendModelRequest(b, &m.Req, rename)
+	b = automaton.AppendModelResult(b, m.Result)
+	return automaton.AppendModelSlice(b, m.Results, automaton.AppendModelResult)
+}
+
+func appendIDs(b []byte, ids []automaton.RequestID, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	return automaton.AppendModelSlice(b, ids, func(b []byte, id automaton.RequestID) []byte {
+		return automaton.AppendModelID(b, id, rename)
+	})
+}
+
+func appendIntMap(b []byte, m map[int]uint64) []byte {
+	return appendSorted(b, m, cmp.Compare[int], func(b []byte, k int, v uint64) []byte {
+		return automaton.AppendModelUint(automaton.AppendModelUint(b, uint64(k)), v)
+	})
+}
+
+// appendSorted encodes a map: whether it is nil, its size, and its entries
+// in key order.
+func appendSorted[K comparable, V any](b []byte, m map[K]V, order func(K, K) int, f func([]byte, K, V) []byte) []byte {
+	if m == nil {
+		return append(b, 0xfe)
+	}
+	b = automaton.AppendModelUint(append(b, 0xff), uint64(len(m)))
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, order)
+	for _, k := range ks {
+		b = f(b, k, m[k])
+	}
+	return b
+}
+
+// appendByID encodes a map keyed by request ids, in the order of their
+// renamings (the client renaming of symmetry reduction).
+func appendByID[V any](b []byte, m map[automaton.RequestID]V, rename func(automaton.RequestID) automaton.RequestID, f func([]byte, V) []byte) []byte {
+	if m == nil {
+		return append(b, 0xfe)
+	}
+	type pair struct{ id, renamed automaton.RequestID }
+	ps := make([]pair, 0, len(m))
+	for id := range m {
+		r := id
+		if rename != nil {
+			r = rename(id)
+		}
+		ps = append(ps, pair{id, r})
+	}
+	slices.SortFunc(ps, func(x, y pair) int {
+		return cmp.Or(cmp.Compare(x.renamed.Client, y.renamed.Client), cmp.Compare(x.renamed.Seq, y.renamed.Seq))
+	})
+	b = automaton.AppendModelUint(append(b, 0xff), uint64(len(ps)))
+	for _, p := range ps {
+		b = f(automaton.AppendModelID(b, p.renamed, nil), m[p.id])
+	}
+	return b
+}
+
+// cloneValues copies a map of pointers and the values they point to.
+func cloneValues[K comparable, V any](m map[K]*V) map[K]*V {
+	if m == nil {
+		return nil
+	}
+	c := make(map[K]*V, len(m))
+	for k, v := range m {
+		if v != nil {
+			x := *v
+			v = &x
+		}
+		c[k] = v
+	}
+	return c
+}
