@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/synod-dev/synod/config"
@@ -36,7 +37,9 @@ import (
 //
 // Reading and writing are split: the connection goroutine reads a command,
 // runs it and appends its reply to the connection's output buffer; a writer
-// goroutine drains that buffer to the socket. So a client that sends and
+// goroutine drains that buffer to the socket (an idle connection's reply is
+// written by the connection goroutine itself, never blocking: outBuf's
+// direct writes). So a client that sends and
 // does not read makes its output buffer fill, the connection stops reading
 // (the kernel's socket buffers then fill and the client's writes block),
 // and memory stays at about 64 KiB per connection plus one reply. A reply
@@ -217,23 +220,44 @@ func (c *limitConn) Close() error {
 // outBuf is a connection's output buffer (Redis's client output buffer):
 // the connection goroutine (and a subscription's pusher, under conn.wmu)
 // appends replies, the writer goroutine drains them to the socket.
+//
+// Direct writes (issue 18): when nothing is buffered and nothing is being
+// written, Write tries the socket itself, from the goroutine that completed
+// the reply, with one non-blocking write(2) (directWriter); whatever the
+// kernel does not take at once goes to the buffer for the writer goroutine,
+// as before. So a client that reads its replies (the common one-command-
+// at-a-time client) costs no hand-off to the writer and no wake-up of it,
+// while a slow client's replies still queue in the buffer under the same
+// limits: a direct write never blocks, and while one is under way its bytes
+// count as the chunk being written (o.writing) and the writer waits for it
+// (o.direct), so replies still reach the socket in the order they were
+// appended. Without a raw socket (TLS, net.Pipe) every write goes through
+// the writer.
 type outBuf struct {
 	c    *conn
 	mu   sync.Mutex
 	cond sync.Cond
 	buf  []byte // appended, not yet taken by the writer
-	// writing is the size of the chunk the writer is writing; replies and
-	// wreplies count the replies in buf and in that chunk.
+	// writing is the size of the chunk the writer (or a direct write) is
+	// writing; replies and wreplies count the replies in buf and in that
+	// chunk.
 	writing           int
 	replies, wreplies int
-	closing           bool  // no more appends; the writer drains and ends
-	err               error // the first failure: nothing more is written
+	direct            bool          // a direct write is under way: the writer waits
+	raw               *directWriter // the socket for direct writes; nil: none
+	closing           bool          // no more appends; the writer drains and ends
+	err               error         // the first failure: nothing more is written
 	done              chan struct{}
 }
 
 func newOutBuf(c *conn) *outBuf {
 	o := &outBuf{c: c, done: make(chan struct{})}
 	o.cond.L = &o.mu
+	if sc, ok := c.nc.(syscall.Conn); ok && directWrites {
+		if raw, err := sc.SyscallConn(); err == nil {
+			o.raw = newDirectWriter(raw)
+		}
+	}
 	return o
 }
 
@@ -261,6 +285,22 @@ func (o *outBuf) Write(p []byte) (int, error) {
 			"pending_bytes", pending, "client_output_buffer_limit", limit)
 		o.c.nc.Close()
 		return 0, errOutputLimit
+	}
+	if o.raw != nil && len(o.buf) == 0 && o.writing == 0 {
+		o.direct, o.writing = true, len(p)
+		o.mu.Unlock()
+		n := o.raw.writeNow(p)
+		o.mu.Lock()
+		o.direct, o.writing = false, 0
+		if rest := p[n:]; len(rest) > 0 && o.err == nil {
+			// The rest goes before whatever was appended meanwhile.
+			o.buf = append(append(make([]byte, 0, len(rest)+len(o.buf)), rest...), o.buf...)
+		}
+		if len(o.buf) > 0 || o.closing {
+			o.cond.Broadcast() // the writer waited for the direct write
+		}
+		o.mu.Unlock()
+		return len(p), nil
 	}
 	o.buf = append(o.buf, p...)
 	o.cond.Broadcast()
@@ -327,7 +367,7 @@ func (o *outBuf) writer() {
 	var spare []byte
 	for {
 		o.mu.Lock()
-		for o.err == nil && len(o.buf) == 0 && !o.closing {
+		for o.err == nil && (o.direct || len(o.buf) == 0 && !o.closing) {
 			o.cond.Wait()
 		}
 		if o.err != nil || len(o.buf) == 0 {

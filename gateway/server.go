@@ -30,6 +30,9 @@ import (
 // to the connection's output buffer when the read buffer holds no further
 // command; a writer goroutine drains that buffer to the socket, so a
 // pipeline of N commands costs about one write system call rather than N.
+// When the buffer is empty and the socket takes the reply at once (a client
+// with nothing else in flight), the goroutine that flushes writes it to the
+// socket itself, without waking the writer (limits.go, outBuf).
 // The output buffer is bounded: the connection stops reading while it owes
 // too many replies, and a client whose unwritten replies pass the hard
 // limit is closed (limits.go). The only concurrency inside

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+)
+
+// tcpPair returns a server-side conn (of a Server, no goroutines started)
+// and the client's end of its TCP connection.
+func tcpPair(t *testing.T, opts ServerOptions) (*conn, net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cl, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close(); sc.Close() })
+	s := NewServer(gatewaytest.KV(), opts)
+	return s.newConn(sc, 1), cl
+}
+
+// An idle connection's reply goes straight to the socket: the client reads
+// it although no writer goroutine runs, and nothing stays buffered.
+func TestDirectWriteIdle(t *testing.T) {
+	c, cl := tcpPair(t, ServerOptions{})
+	if c.out.raw == nil {
+		t.Skip("no direct writes on this platform")
+	}
+	for i := range 3 {
+		c.w.WriteSimple("OK")
+		if err := c.w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		c.out.addReplies(1)
+		c.out.mu.Lock()
+		buffered, owed := len(c.out.buf)+c.out.writing, c.out.replies+c.out.wreplies
+		c.out.mu.Unlock()
+		if buffered != 0 || owed != 0 {
+			t.Fatalf("reply %d: %d bytes and %d replies left for the writer, want none", i, buffered, owed)
+		}
+		got := make([]byte, 5)
+		if _, err := io.ReadFull(cl, got); err != nil || string(got) != "+OK\r\n" {
+			t.Fatalf("reply %d: read %q, %v", i, got, err)
+		}
+	}
+}
+
+// A client that does not read: the socket takes what it can, the rest
+// queues for the writer goroutine, and every byte arrives once, in the
+// order written, when the client reads again.
+func TestDirectWriteOverflowKeepsOrder(t *testing.T) {
+	c, cl := tcpPair(t, ServerOptions{})
+	const chunks, size = 256, 16 << 10 // 4 MiB: more than the socket buffers hold
+	chunk := make([]byte, size)
+	for i := range chunks {
+		for j := 0; j < size; j += 4 {
+			binary.BigEndian.PutUint32(chunk[j:], uint32(i*size+j))
+		}
+		if _, err := c.out.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.out.mu.Lock()
+	queued := len(c.out.buf)
+	c.out.mu.Unlock()
+	if queued == 0 {
+		t.Fatal("4 MiB to a client that does not read: nothing queued for the writer")
+	}
+	go c.out.writer()
+	got := make([]byte, chunks*size)
+	if _, err := io.ReadFull(cl, got); err != nil {
+		t.Fatal(err)
+	}
+	for j := 0; j < len(got); j += 4 {
+		if v := binary.BigEndian.Uint32(got[j:]); v != uint32(j) {
+			t.Fatalf("byte %d: got the word written at %d", j, v)
+		}
+	}
+	c.out.finish()
+}
+
+// The hard limit still closes a client that does not read, although the
+// first replies went straight to the socket.
+func TestDirectWriteHardLimit(t *testing.T) {
+	c, cl := tcpPair(t, ServerOptions{OutputBufferLimit: 1 << 20})
+	go c.out.writer()
+	chunk := bytes.Repeat([]byte{'x'}, 64<<10)
+	var err error
+	for range 1024 { // 64 MiB at most; the limit is 1 MiB past the socket buffers
+		if _, err = c.out.Write(chunk); err != nil {
+			break
+		}
+	}
+	if err != errOutputLimit {
+		t.Fatalf("writing to a client that does not read: %v, want %v", err, errOutputLimit)
+	}
+	if n := c.s.ov.outputClosed.Load(); n != 1 {
+		t.Fatalf("client_output_limit_closed = %d, want 1", n)
+	}
+	cl.Close()
+	c.out.finish()
+}
