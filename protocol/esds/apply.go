@@ -153,45 +153,98 @@ func (a *ESDS) recomputeTent() {
 	if c, ok := a.ckptFor(); ok {
 		a.tent, a.tentMax = c.st.(cloner).Clone(), c.label
 		a.ckptUsed++
+		if c.final {
+			a.ckptFinalUsed++
+		}
 		ops = ops[sort.Search(len(ops), func(i int) bool { return c.label.Less(ops[i].label) }):]
 	} else if a.stableMax.Set {
 		a.tent = a.copyStable()
 	} else {
 		a.tent = a.svc.NewState()
 	}
-	// One checkpoint per rebuild at most, ckptTail operations before its
+	// Checkpoints: one at the final frontier (below it gossip places no
+	// label, see finalFrontier), and one ckptTail operations before the
 	// end (below where the next gossip's operations are likely to land),
-	// and only ckptGap operations or more after where it started: a
-	// checkpoint costs a copy of the state's key map.
-	at := -1
-	if len(ops) >= ckptTail+ckptGap && !a.unopt && !a.recompute {
+	// each only ckptGap operations or more past the previous one or the
+	// start: a checkpoint costs a copy of the state's key map.
+	atF, atT := -1, -1
+	if !a.unopt && !a.recompute {
 		if _, ok := a.tent.(cloner); ok {
-			at = len(ops) - ckptTail - 1
+			if f, ok := a.finalFrontier(); ok && ckptFrontier {
+				atF = sort.Search(len(ops), func(i int) bool { return f.Less(ops[i].label) }) - 1
+				if atF < ckptGap-1 {
+					atF = -1
+				}
+			}
+			if t := len(ops) - ckptTail - 1; t >= max(atF, -1)+ckptGap {
+				atT = t
+			}
 		}
 	}
 	for i, o := range ops {
 		a.tentApply(o)
-		if i == at {
-			if len(a.ckpts) == ckptMax {
-				copy(a.ckpts, a.ckpts[1:])
-				a.ckpts = a.ckpts[:ckptMax-1]
-			}
-			a.ckpts = append(a.ckpts, tentCkpt{label: o.label, st: a.tent.(cloner).Clone()})
+		if i == atF || i == atT {
+			a.addCkpt(o.label, i == atF)
 		}
 	}
 	a.tentValid = true
 	a.tentLow = Label{}
 }
 
+// addCkpt keeps a copy of the tentative state, whose last operation is
+// labelled l, dropping the oldest when ckptMax are kept.
+func (a *ESDS) addCkpt(l Label, final bool) {
+	if len(a.ckpts) == ckptMax {
+		copy(a.ckpts, a.ckpts[1:])
+		a.ckpts = a.ckpts[:ckptMax-1]
+	}
+	a.ckpts = append(a.ckpts, tentCkpt{label: l, st: a.tent.(cloner).Clone(), final: final})
+}
+
+// finalFrontier is the label below which the tentative order is final: the
+// minimum, over the other members, of the highest label of their origin
+// received (heard). Its argument (seed 000 §4.2.3's do_it, and the stream
+// rule of the package doc): replica i's counter only grows, so a label i
+// gives later exceeds every label i gave before; and whoever sent (c, i)
+// knew, at that moment, every operation i had labelled before it, with a
+// label at most i's (labels only decrease by merging), so this replica
+// knows them too. A label of origin i that gossip may still bring here is
+// therefore above heard[i], or already known here (merging it changes
+// nothing); and this replica's own next labels exceed its counter. So no
+// operation will be placed at or below the frontier: a checkpoint there is
+// never made stale by gossip, only passed by the stable state. False while
+// some member has not been heard from. (Only placement relies on this:
+// ckptFor still drops every checkpoint a placed label lands under.)
+func (a *ESDS) finalFrontier() (Label, bool) {
+	var f Label
+	m := a.members()
+	for i, h := range a.heard {
+		if i == a.self || m&(1<<i) == 0 {
+			continue
+		}
+		if !h.Set {
+			return Label{}, false
+		}
+		if !f.Set || h.Less(f) {
+			f = h
+		}
+	}
+	return f, f.Set
+}
+
 // tentCkpt is the tentative state after the operations up to label.
 type tentCkpt struct {
 	label Label
 	st    service.State
+	final bool // placed at the final frontier
 }
 
 // Checkpoint placement (recomputeTent) and the number kept; variables for
 // the test that compares runs with and without checkpoints.
-var ckptTail, ckptGap = 512, 512
+var (
+	ckptTail, ckptGap = 512, 512
+	ckptFrontier      = true
+)
 
 const ckptMax = 8
 
@@ -212,6 +265,8 @@ func (a *ESDS) ckptFor() (tentCkpt, bool) {
 	for _, c := range a.ckpts {
 		if (!a.tentLow.Set || c.label.Less(a.tentLow)) && (!a.stableMax.Set || a.stableMax.Less(c.label)) {
 			keep = append(keep, c)
+		} else if c.final && a.tentLow.Set && !c.label.Less(a.tentLow) {
+			a.ckptFinalStale++ // finalFrontier's argument failed (tests)
 		}
 	}
 	clear(a.ckpts[len(keep):])

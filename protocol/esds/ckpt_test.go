@@ -13,10 +13,10 @@ import (
 // gossip lands out of label order) on 3 replicas and returns every answer
 // by operation id, and how many rebuilds of the tentative state started
 // from a checkpoint.
-func ckptRun(t *testing.T, tail, gap int) (map[string]string, int) {
-	oldTail, oldGap := ckptTail, ckptGap
-	ckptTail, ckptGap = tail, gap
-	t.Cleanup(func() { ckptTail, ckptGap = oldTail, oldGap })
+func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckptCounts) {
+	oldTail, oldGap, oldFrontier := ckptTail, ckptGap, ckptFrontier
+	ckptTail, ckptGap, ckptFrontier = tail, gap, frontier
+	t.Cleanup(func() { ckptTail, ckptGap, ckptFrontier = oldTail, oldGap, oldFrontier })
 	c := newCluster(t, "esds", 3, service.KV{}, nil)
 	c.rng = rand.New(rand.NewSource(18))
 	keys := []string{"a", "b", "c", "d"}
@@ -51,35 +51,66 @@ func ckptRun(t *testing.T, tail, gap int) (map[string]string, int) {
 			out[id] = res.String()
 		}
 	}
-	used := 0
-	for _, n := range c.IDs() {
-		used += c.esds(n).ckptUsed
+	var n ckptCounts
+	for _, id := range c.IDs() {
+		a := c.esds(id)
+		n.used += a.ckptUsed
+		n.finalUsed += a.ckptFinalUsed
+		n.finalStale += a.ckptFinalStale
 	}
-	return out, used
+	return out, n
+}
+
+// ckptCounts: rebuilds started from a checkpoint, from one at the final
+// frontier, and frontier checkpoints a placed label landed under.
+type ckptCounts struct{ used, finalUsed, finalStale int }
+
+// sameAnswers reports the operations answered differently in two runs.
+func sameAnswers(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d answers %s, %d without checkpoints", len(got), what, len(want))
+	}
+	diff := 0
+	for id, w := range want {
+		if g := got[id]; g != w {
+			if diff++; diff <= 5 {
+				t.Errorf("%s: %s %s, %s without checkpoints", id, g, what, w)
+			}
+		}
+	}
 }
 
 // TestCheckpointsChangeNoValue: rebuilding the tentative state from a
 // checkpoint (apply.go) answers every operation exactly as rebuilding it
 // from the stable state does, in a run where many rebuilds use one.
 func TestCheckpointsChangeNoValue(t *testing.T) {
-	with, used := ckptRun(t, 2, 2)
-	without, none := ckptRun(t, 1<<30, 1<<30)
-	if none != 0 {
-		t.Fatalf("checkpoints off, yet %d rebuilds used one", none)
+	with, used := ckptRun(t, 2, 2, false)
+	without, none := ckptRun(t, 1<<30, 1<<30, false)
+	if none.used != 0 {
+		t.Fatalf("checkpoints off, yet %d rebuilds used one", none.used)
 	}
-	if used == 0 {
+	if used.used == 0 {
 		t.Fatalf("no rebuild started from a checkpoint: the test exercises nothing")
 	}
-	if len(with) != len(without) {
-		t.Errorf("%d answers with checkpoints, %d without", len(with), len(without))
-	}
-	diff := 0
-	for id, w := range without {
-		if g := with[id]; g != w {
-			if diff++; diff <= 5 {
-				t.Errorf("%s: %s with checkpoints, %s without", id, g, w)
-			}
+	sameAnswers(t, "with checkpoints", with, without)
+	t.Logf("%d answers, %d rebuilds from a checkpoint", len(with), used.used)
+}
+
+// TestFrontierCheckpoints: checkpoints at the final frontier (finalFrontier)
+// are used, no placed label ever lands under one (its argument holds on a
+// lossy, reordering network), and they change no answer.
+func TestFrontierCheckpoints(t *testing.T) {
+	without, _ := ckptRun(t, 1<<30, 1<<30, false)
+	for _, tail := range []int{1 << 30, 2} { // frontier checkpoints only; with tail ones
+		with, n := ckptRun(t, tail, 2, true)
+		if n.finalUsed == 0 {
+			t.Fatalf("no rebuild started from a frontier checkpoint: the test exercises nothing")
 		}
+		if n.finalStale != 0 {
+			t.Errorf("%d frontier checkpoints made stale by a placed label", n.finalStale)
+		}
+		sameAnswers(t, "with frontier checkpoints", with, without)
+		t.Logf("%d answers, %d rebuilds from a checkpoint, %d from the frontier", len(with), n.used, n.finalUsed)
 	}
-	t.Logf("%d answers, %d rebuilds from a checkpoint, %d differences", len(with), used, diff)
 }

@@ -235,6 +235,14 @@ type ESDS struct {
 	ckpts    []tentCkpt
 	tentLow  Label
 	ckptUsed int // rebuilds started from a checkpoint (tests)
+	// ckptFinalUsed: those started from a checkpoint at the final
+	// frontier; ckptFinalStale: such checkpoints a placed label landed
+	// under (tests: never, see finalFrontier).
+	ckptFinalUsed, ckptFinalStale int
+	// heard[i]: the highest label of origin i (a label (c, i)) received
+	// in gossip since the start; the final frontier (apply.go) is their
+	// minimum over the other members.
+	heard []Label
 
 	// Indexes (index.go).
 	dna         []*op
@@ -391,6 +399,7 @@ func (a *ESDS) onStart(s automaton.Start) {
 	a.orderLog = nil
 	a.tentValid = false
 	a.ckpts, a.tentLow = nil, Label{}
+	a.heard = make([]Label, len(a.cfg.Nodes))
 	a.removed = a.removedParam
 	a.counter = 0
 	if err := a.restore(s.Records); err != nil {

@@ -86,6 +86,10 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 		}
 		changed := fresh
 		inD, inS := x.Flags&flagDone != 0, x.Flags&flagSolid != 0
+		if inD && x.Label.Set && int(x.Label.R) < len(a.heard) &&
+			(!a.heard[x.Label.R].Set || a.heard[x.Label.R].Less(x.Label)) {
+			a.heard[x.Label.R] = x.Label // the final frontier (apply.go)
+		}
 		if inD && x.Label.Set { // minlabel_r = min(minlabel_r, L)
 			if x.Label.C > a.counter {
 				a.counter = x.Label.C
