@@ -45,6 +45,18 @@ func (s *session) add(seq uint64, r outcome) {
 	s.seqs[k] = seq
 }
 
+// get returns the recorded outcome of write seq. The keys of res are seqs,
+// ascending, and a new write's sequence number is mostly above every
+// recorded one: that case is answered without probing the map (the leader
+// asks twice per write, when the request arrives and when it executes).
+func (s *session) get(seq uint64) (outcome, bool) {
+	if n := len(s.seqs); n == 0 || seq > s.seqs[n-1] {
+		return outcome{}, false
+	}
+	r, ok := s.res[seq]
+	return r, ok
+}
+
 // machine is the replicated state machine: the service state plus the
 // deduplication table. Every replica applies the same commands in the same
 // order, so every replica holds the same table.
@@ -70,8 +82,7 @@ func (m *machine) lookup(id automaton.RequestID) (outcome, bool) {
 	if s == nil {
 		return outcome{}, false
 	}
-	r, ok := s.res[id.Seq]
-	return r, ok
+	return s.get(id.Seq)
 }
 
 // reads reports whether command c only reads (a group: every operation).
@@ -113,7 +124,7 @@ func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {
 	}
 	s := m.clients[c.ID.Client]
 	if s != nil {
-		if r, ok := s.res[c.ID.Seq]; ok {
+		if r, ok := s.get(c.ID.Seq); ok {
 			return r, true
 		}
 		if c.ID.Seq < s.floor {
@@ -311,7 +322,7 @@ func (m *machine) restore(b []byte) (uint64, error) {
 					}
 				}
 			}
-			if _, dup := s.res[q]; !dup {
+			if _, dup := s.get(q); !dup {
 				s.add(q, r)
 			}
 		}

@@ -528,3 +528,69 @@ func TestLeaderAnswerOrdering(t *testing.T) {
 // The interaction scripts under testdata (go test -run TestInteractions
 // -rewrite regenerates them; read the diff before keeping it).
 func TestInteractions(t *testing.T) { harness.RunDataDriven(t, "testdata") }
+
+// Dedup with sequence numbers out of order: session.get answers a number
+// above the newest recorded one without the map, so a retry of an older
+// number that arrived later, and of the newest, must still find their first
+// outcome, as must every number inside the window after it slides.
+func TestDedupOutOfOrder(t *testing.T) {
+	m := newMachine(service.KV{}, 10, bootstrapConf([]automaton.NodeID{"n1"}))
+	inc := func(seq uint64) cmd {
+		return cmd{ID: automaton.RequestID{Client: 7, Seq: seq}, Op: service.Op{Kind: "incr", Key: "n", Args: [][]byte{[]byte("1")}}}
+	}
+	first := map[uint64]int64{}
+	i := uint64(0)
+	for _, seq := range []uint64{5, 3, 9, 4} {
+		i++
+		r, _ := m.apply(inc(seq), i)
+		first[seq] = r.res.Int
+	}
+	for _, seq := range []uint64{3, 4, 5, 9} {
+		i++
+		if r, _ := m.apply(inc(seq), i); r.res.Int != first[seq] {
+			t.Fatalf("retry of seq %d applied again: %v, first %d", seq, r.res, first[seq])
+		}
+		if r, ok := m.lookup(automaton.RequestID{Client: 7, Seq: seq}); !ok || r.res.Int != first[seq] {
+			t.Fatalf("lookup of seq %d: %v %v", seq, r.res, ok)
+		}
+	}
+	if _, ok := m.lookup(automaton.RequestID{Client: 7, Seq: 10}); ok {
+		t.Fatal("lookup of a seq never written found an outcome")
+	}
+	// Slide the window several times over: every number still inside it
+	// keeps its outcome, the ones behind it are refused.
+	for seq := uint64(10); seq < 10+3*dedupWindow; seq++ {
+		i++
+		r, _ := m.apply(inc(seq), i)
+		first[seq] = r.res.Int
+	}
+	last := uint64(10 + 3*dedupWindow - 1)
+	for seq := last - dedupWindow + 1; seq <= last; seq++ {
+		if r, ok := m.lookup(automaton.RequestID{Client: 7, Seq: seq}); !ok || r.res.Int != first[seq] {
+			t.Fatalf("seq %d inside the window: %v %v", seq, r.res, ok)
+		}
+	}
+	if r, _ := m.apply(inc(last-dedupWindow), i+1); !r.res.IsErr() {
+		t.Fatalf("seq behind the window applied: %v", r.res)
+	}
+	if s := m.clients[7]; len(s.seqs) != dedupWindow || len(s.res) != dedupWindow {
+		t.Fatalf("window holds %d seqs, %d outcomes; want %d", len(s.seqs), len(s.res), dedupWindow)
+	}
+}
+
+// BenchmarkMachineApply: the execution of one put through the dedup table
+// (client lookup when the request arrives, apply and record when it
+// executes), 256 clients round robin, as at 256 clients of the benchmark.
+func BenchmarkMachineApply(b *testing.B) {
+	m := newMachine(service.KV{}, 4096, bootstrapConf([]automaton.NodeID{"n1"}))
+	const clients = 256
+	op := service.Op{Kind: "set", Key: "k", Args: [][]byte{make([]byte, 100)}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c := cmd{ID: automaton.RequestID{Client: uint64(i % clients), Seq: uint64(i/clients + 1)}, Op: op}
+		if _, dup := m.lookup(c.ID); dup {
+			b.Fatal("new write found in the table")
+		}
+		m.apply(c, uint64(i/8+1))
+	}
+}
