@@ -399,3 +399,109 @@ func cloneValues[K comparable, V any](m map[K]*V) map[K]*V {
 	}
 	return c
 }
+
+// The invariant checker's fast path (automaton.ModelCheckerStater): its
+// memory is part of the model's state. A reference to an incarnation that
+// is up encodes as its node's index; one to a crashed node's last
+// incarnation (kept by nodes, tentChosen and tentPrefix until that node's
+// next incarnation steps, or the crash retracts it) encodes as that
+// automaton's node and whole state, as the reflective walk hashes it, so both
+// paths tell the same states apart also under crashes (abd's checker
+// merges them instead: mc/doc.go, "Fingerprints and copies").
+
+var _ automaton.ModelCheckerStater = (*invariantChecker)(nil)
+
+// AppendModelState implements automaton.ModelCheckerStater.
+func (c *invariantChecker) AppendModelState(b []byte, ref func(automaton.Automaton) int, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	u := automaton.AppendModelUint
+	appendRef := func(b []byte, a *Paxos) []byte {
+		if a == nil {
+			return append(b, 0xfe)
+		}
+		if i := ref(a); i >= 0 {
+			return u(append(b, 0xfd), uint64(i))
+		}
+		return a.AppendModelState(appendNodeID(append(b, 0xfc), a.cfg.Self), rename)
+	}
+	instMap := func(b []byte, m map[uint64]uint64) []byte {
+		return appendSorted(b, m, cmp.Compare[uint64], func(b []byte, i, d uint64) []byte { return u(u(b, i), d) })
+	}
+	tentMap := func(b []byte, t tentative) []byte {
+		return appendSorted(b, t.of, cmp.Compare[uint64], func(b []byte, i uint64, a *Paxos) []byte { return appendRef(u(b, i), a) })
+	}
+	b = instMap(b, c.chosen)
+	b = instMap(b, c.prefix)
+	b = tentMap(b, c.tentChosen)
+	b = tentMap(b, c.tentPrefix)
+	b = appendSorted(b, c.incarnation, cmp.Compare[automaton.NodeID], func(b []byte, id automaton.NodeID, a *Paxos) []byte {
+		return appendRef(appendNodeID(b, id), a)
+	})
+	b = appendSorted(b, c.leaders, ballotOrder, func(b []byte, x Ballot, id automaton.NodeID) []byte {
+		return appendNodeID(appendBallot(b, x), id)
+	})
+	b = appendSorted(b, c.witness, cmp.Compare[automaton.NodeID], func(b []byte, id automaton.NodeID, x Ballot) []byte {
+		return appendBallot(appendNodeID(b, id), x)
+	})
+	return appendSorted(b, c.nodes, cmp.Compare[automaton.NodeID], func(b []byte, id automaton.NodeID, r *replicaCheck) []byte {
+		b = automaton.AppendModelBool(appendNodeID(b, id), r != nil)
+		if r == nil {
+			return b
+		}
+		b = appendBallot(appendRef(b, r.a), r.promised)
+		b = u(u(u(b, r.chosenTo), r.execTo), r.chain)
+		b = appendBallot(automaton.AppendModelBool(b, r.chainOK), r.seenBallot)
+		return u(u(u(u(b, uint64(r.seenRole)), uint64(r.seenPromises)), uint64(r.seenAcked)), uint64(r.seenRounds))
+	})
+}
+
+func ballotOrder(x, y Ballot) int {
+	return cmp.Or(cmp.Compare(x.Round, y.Round), cmp.Compare(x.Node, y.Node))
+}
+
+// CloneChecker implements automaton.ModelCheckerStater: every map is
+// copied (Check and Crashed change them in place), references to automata
+// go where remap sends them.
+func (c *invariantChecker) CloneChecker(remap func(automaton.Automaton) automaton.Automaton) automaton.InvariantChecker {
+	to := func(a *Paxos) *Paxos {
+		if a == nil {
+			return nil
+		}
+		return remap(a).(*Paxos)
+	}
+	remapAll := func(m map[uint64]*Paxos) map[uint64]*Paxos {
+		if m == nil {
+			return nil
+		}
+		n := make(map[uint64]*Paxos, len(m))
+		for i, a := range m {
+			n[i] = to(a)
+		}
+		return n
+	}
+	n := &invariantChecker{
+		chosen:     maps.Clone(c.chosen),
+		prefix:     maps.Clone(c.prefix),
+		tentChosen: tentative{of: remapAll(c.tentChosen.of)},
+		tentPrefix: tentative{of: remapAll(c.tentPrefix.of)},
+		leaders:    maps.Clone(c.leaders),
+		witness:    maps.Clone(c.witness),
+	}
+	if c.incarnation != nil {
+		n.incarnation = make(map[automaton.NodeID]*Paxos, len(c.incarnation))
+		for id, a := range c.incarnation {
+			n.incarnation[id] = to(a)
+		}
+	}
+	if c.nodes != nil {
+		n.nodes = make(map[automaton.NodeID]*replicaCheck, len(c.nodes))
+		for id, r := range c.nodes {
+			if r != nil {
+				x := *r
+				x.a = to(r.a)
+				r = &x
+			}
+			n.nodes[id] = r
+		}
+	}
+	return n
+}
