@@ -87,6 +87,10 @@ func (c *conn) optBegin(cmd *command, args [][]byte) bool {
 	if !runsOps(cmd, args) {
 		return true
 	}
+	if len(o.sticky) == 0 && len(o.pending) == 0 {
+		o.pending = nil
+		return true // no options: nothing to merge or refuse (and no map per command)
+	}
 	cur := map[string][]string{}
 	for k, v := range o.sticky {
 		cur[k] = v

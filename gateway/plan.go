@@ -139,12 +139,14 @@ func (c *conn) check(p plan) plan {
 	if svc == nil {
 		return errPlan("ERR this node serves no namespace")
 	}
-	for _, op := range append(append([]service.Op(nil), p.guards...), p.ops...) {
-		if err := svc.Validate(op); err != nil {
-			return errPlan("%s", withCode(err.Error()))
-		}
-		if msg := c.beyondRegister(ns.Name, ns.Protocol, ns.Service, op); msg != "" {
-			return errPlan("%s", msg)
+	for _, ops := range [2][]service.Op{p.guards, p.ops} {
+		for _, op := range ops {
+			if err := svc.Validate(op); err != nil {
+				return errPlan("%s", withCode(err.Error()))
+			}
+			if msg := c.beyondRegister(ns.Name, ns.Protocol, ns.Service, op); msg != "" {
+				return errPlan("%s", msg)
+			}
 		}
 	}
 	return p
