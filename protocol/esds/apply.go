@@ -181,6 +181,8 @@ func (a *ESDS) recomputeTent() {
 			}
 		}
 	}
+	a.replayed += len(ops)
+	a.maxReplay = max(a.maxReplay, len(ops))
 	for i, o := range ops {
 		a.tentApply(o)
 		if i == atF || i == atT {

@@ -239,6 +239,10 @@ type ESDS struct {
 	// frontier; ckptFinalStale: such checkpoints a placed label landed
 	// under (tests: never, see finalFrontier).
 	ckptFinalUsed, ckptFinalStale int
+	// replayed, maxReplay: operations applied by rebuilds of the tentative
+	// state, in all and at most in one (benchmarks: the event loop's
+	// longest blocking work); merged: gossip entries merged.
+	replayed, maxReplay, merged int
 	// heard[i]: the highest label of origin i (a label (c, i)) received
 	// in gossip since the start; the final frontier (apply.go) is their
 	// minimum over the other members.

@@ -63,6 +63,7 @@ func (a *ESDS) receiveGossipMessage(j int, m message) {
 // entries replica j sent, each what j knew about one operation.
 func (a *ESDS) receiveGossip(j int, entries []entry) {
 	bj := uint64(1) << j
+	a.merged += len(entries)
 	for i := range entries {
 		x := &entries[i]
 		if a.gcd.has(x.ID) {

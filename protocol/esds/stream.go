@@ -122,7 +122,7 @@ func (a *ESDS) sendStream(j int) {
 	if p.inNext > 0 {
 		m.AckSeq = p.inNext - 1
 	}
-	m.To = min(end, p.sentUpTo+uint64(a.batch))
+	m.To = min(end, p.sentUpTo+a.streamWindow(end-p.sentUpTo))
 	// The receiver merges a message as a whole before it acts on it, so an
 	// operation queued at several of its positions needs only its last
 	// entry (which says at least what the earlier ones said). Built
@@ -161,6 +161,28 @@ func (a *ESDS) sendStream(j int) {
 	p.ackDue = false
 	a.send(j, m.marshal())
 }
+
+// streamWindow is how many positions of a backlog of n unsent ones the
+// next message carries: batch, or, once more than backlogAt batches are
+// queued, the whole backlog up to backlogMax batches. The receiver
+// merges a message whole, and the message carries one entry per
+// operation (its last position's), so a wide window merges each
+// operation once where batch-sized messages merged it once per position
+// (an operation gets several: done here, done elsewhere, stable here,
+// stable everywhere). See the package doc ("Gossip backlog", issue 18).
+func (a *ESDS) streamWindow(n uint64) uint64 {
+	b := uint64(a.batch)
+	if n <= b*backlogAt || !adaptiveWindow {
+		return b
+	}
+	return min(n, b*backlogMax)
+}
+
+// Adaptive window (streamWindow), in batches.
+const backlogAt, backlogMax = 4, 32
+
+// adaptiveWindow: off, every message carries batch positions (benchmark).
+var adaptiveWindow = true
 
 // peerIncarnation notes the incarnation a message from peer j carries and
 // reports whether to take the message: not when it comes from an

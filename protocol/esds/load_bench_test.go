@@ -1,0 +1,68 @@
+package esds
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/harness"
+	"github.com/synod-dev/synod/service"
+)
+
+// BenchmarkOverload drives 3 replicas with more puts per gossip interval
+// than batch-sized stream messages carry (perTick puts at every replica
+// each interval, batch 32, every message delivered at the interval's end), and
+// reports, per put: the operations rebuilds of the tentative state replay
+// (replay/op) and the gossip entries merged (merged/op); and the largest
+// rebuild (maxreplay: the event loop's longest blocking work, in
+// operations) and the done, non-stable operations left at the end
+// (unstable). window=off sends batch positions a message, as before issue
+// 18's adaptive window (streamWindow).
+//
+//	go test ./protocol/esds -run '^$' -bench Overload -benchtime 1x
+func BenchmarkOverload(b *testing.B) {
+	for _, window := range []bool{false, true} {
+		b.Run(fmt.Sprintf("window=%v", window), func(b *testing.B) {
+			old := adaptiveWindow
+			adaptiveWindow = window
+			defer func() { adaptiveWindow = old }()
+			for range b.N {
+				overloadRun(b, 60, 100)
+			}
+		})
+	}
+}
+
+func overloadRun(b *testing.B, ticks, perTick int) {
+	c := &cluster{rng: rand.New(rand.NewSource(1))}
+	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{},
+		Params: map[string]string{"batch": "32"}, NoInvariants: true,
+		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
+	n := 0
+	for range ticks {
+		for _, id := range c.IDs() {
+			for range perTick {
+				c.Request(id, service.Op{Kind: "set", Key: fmt.Sprint("k", c.rng.Intn(1000)), Args: [][]byte{[]byte("v")}},
+					opts(fmt.Sprint("p", n), false))
+				n++
+			}
+		}
+		for _, id := range c.IDs() {
+			c.FireTimer(id, timerGossip)
+		}
+		c.DeliverAll()
+	}
+	var replayed, maxReplay, merged, unstable int
+	for _, id := range c.IDs() {
+		a := c.esds(id)
+		replayed += a.replayed
+		merged += a.merged
+		maxReplay = max(maxReplay, a.maxReplay)
+		unstable = max(unstable, len(a.dna)+len(a.dnaNew))
+	}
+	b.ReportMetric(float64(replayed)/float64(n), "replay/op")
+	b.ReportMetric(float64(merged)/float64(n), "merged/op")
+	b.ReportMetric(float64(maxReplay), "maxreplay")
+	b.ReportMetric(float64(unstable), "unstable")
+}
