@@ -229,38 +229,63 @@
 //     and says nothing of how it is computed. A rebuild (each time gossip
 //     places a label under the tentative state's last one) replayed every
 //     done, non-stable operation: 40% of a node's CPU in a 64-client put
-//     run. A rebuild now keeps a copy of the tentative state some 512
-//     operations before its end, and a later rebuild starts from the
-//     highest copy below every label placed (or value dropped) since:
-//     nothing under that label changed, so every value is the one the
-//     rebuild from the stable state computes (TestCheckpointsChangeNoValue
-//     compares runs with and without them). They pay where placed labels
-//     land near the end of the order (the simulations: dozens of rebuilds
-//     from a copy in a 700-operation run); in the overloaded 64-client run
-//     below they land deeper and few rebuilds use one (7 of 100, also with
-//     a copy a quarter of the replay deep), so the cluster's CPU per
-//     operation there (about 148 us before issue 18's changes, 95-106
-//     after) fell mostly through the gateway's changes. A copy costs one
-//     clone of the state's key map per rebuild of 1,024 operations or more.
-//   - Where ESDS's tail latency comes from (issue 18; the p99 was 100-200
-//     ms at 64 clients, p50 under 1 ms): not a timer of this protocol. A
+//     run. A rebuild now keeps up to two copies of the tentative state: one
+//     at the final frontier and one some 512 operations before its end;
+//     a later rebuild starts from the highest copy below every label placed
+//     (or value dropped) since: nothing under that label changed, so every
+//     value is the one the rebuild from the stable state computes
+//     (TestCheckpointsChangeNoValue, TestFrontierCheckpoints compare runs
+//     with and without them). The final frontier (finalFrontier) is the
+//     minimum over the other members i of the highest label (c, i) heard
+//     from i. Below it the label order is final, before it is stable: by
+//     §4.2.3's do_it (notes §1.4) i's labels grow, and by the stream rule
+//     below whoever sent (c, i) knew every operation i labelled before it
+//     with a label at most i's, so gossip can bring only labels above
+//     heard[i] or labels that change nothing; this replica's own labels
+//     exceed its counter. The seed is silent on this (its values are
+//     recomputed from σ0 or the memo); only placement relies on it,
+//     ckptFor still drops any copy a placed label lands under, and
+//     TestFrontierCheckpoints counts such drops of frontier copies: none
+//     (73 when the minimum is replaced by the maximum). A copy costs one
+//     clone of the state's key map.
+//   - Where ESDS's tail latency came from (issue 18; the p99 was 73-200 ms
+//     at 64 clients, p50 under 1 ms): not a timer of this protocol. A
 //     non-strict operation is answered by the replica it reached in the
 //     step that does it (canRespond), with no gossip or batching wait.
 //     Traced with a counting build (64 clients, puts, memory mode, loaded
-//     2-core machine): stability lags seconds behind, because the streams
-//     fall behind (tens of thousands of positions queued per peer, one
-//     batch of 512 sent a tick), so the done, non-stable operations
-//     number 10,000-20,000, and each rebuild of the tentative state (about
-//     five a second) replays them in the node's one event loop: tens of
-//     milliseconds during which nothing else is answered. Checkpoints
-//     rarely help there (the placed labels land deeper than 512 from the
-//     end). Sending the whole backlog each tick (up to 32 messages of a
-//     batch) was tried: stability and rebuilds shrank, but the receivers'
-//     merging of the extra positions raised the cluster's CPU per
-//     operation from about 100 to about 170 us and the p99 with it, so it
-//     was not kept. The bound is the gossip's work per operation (several
-//     stream positions per operation per peer), which the seed's
-//     incremental gossip fixes; one client alone saw p99 2 ms.
+//     2-core machine): the streams fell behind (tens of thousands of
+//     positions queued per peer, one batch of 512 sent a tick, while an
+//     operation gets several positions per peer: done, done elsewhere,
+//     stable here, stable everywhere), so stability lagged seconds, the
+//     done, non-stable operations numbered 10,000-23,000, and each rebuild
+//     replayed them in the node's one event loop: tens of milliseconds
+//     during which nothing else was answered. The final frontier alone
+//     did not help there: it lags with the streams (replay 7,000-18,000
+//     operations a rebuild against 14,000-23,000 not stable). Sending the
+//     whole backlog each tick as up to 32 batch-sized messages was tried
+//     before and reverted (the receivers merged every position: CPU per
+//     operation 100 -> 170 us).
+//   - Gossip backlog: adaptive stream window (streamWindow, issue 18).
+//     Fig. 4.5 sends gossip_r[r'] whole at each send_{r,r'}("gossip"); the
+//     batch (§6.2's sequencing needs bounded messages) is a departure, and
+//     under a load that queues more than batch positions a tick it let the
+//     stream fall behind without bound. Decision: while at most 4 batches
+//     are unsent a message carries batch positions, as before (the
+//     simulations never reach more: digests unchanged); beyond that one
+//     message carries the whole backlog, up to 32 batches, with one entry
+//     per operation (the last of its positions in the range: the receiver
+//     merges a message whole), which is nearer the seed's whole
+//     gossip_r[r'] than the batch was, and changes nothing a prefix says.
+//     BenchmarkOverload (3 replicas, 100 puts each per tick, batch 32, 60
+//     ticks; go test ./protocol/esds -run '^$' -bench Overload -benchtime
+//     1x): without the window the largest rebuild replayed 5,455
+//     operations and 7,448 were done but not stable at the end, both
+//     doubling from a 30-tick run (2,731, 3,700); with it 1,703 and 4,000
+//     (1,603 at 30 ticks), at 15 gossip entries merged per put against
+//     0.5 (the rest still queued) and 1.4x the harness's CPU. In the
+//     64-client live run the counting build saw the largest rebuild fall
+//     from 9,000-12,000 operations to 2,300-2,700 and the non-stable ones
+//     from 5,000-10,500 to 900-1,100.
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
