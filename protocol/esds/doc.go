@@ -265,7 +265,8 @@
 //     whole backlog each tick as up to 32 batch-sized messages was tried
 //     before and reverted (the receivers merged every position: CPU per
 //     operation 100 -> 170 us).
-//   - Gossip backlog: adaptive stream window (streamWindow, issue 18).
+//   - Gossip backlog: adaptive stream window (streamWindow, parameter
+//     widen, off by default; issue 18).
 //     Fig. 4.5 sends gossip_r[r'] whole at each send_{r,r'}("gossip"); the
 //     batch (§6.2's sequencing needs bounded messages) is a departure, and
 //     under a load that queues more than batch positions a tick it let the
@@ -290,7 +291,14 @@
 //     --clients 64 --read-ratio 0 --duration 3s, fsync, runs alternated
 //     on a machine at load 11-12) 176-200 us before, 203-233 us after.
 //     The p99 could not be told apart at that load (73-300 ms both ways);
-//     the 10 ms target of issue 18 is not shown to be met.
+//     the 10 ms target of issue 18 is not shown to be met. Then, with
+//     binaries alternated (synod compare --protocol esds --durability
+//     memory --systems synod --clients 64 --duration 3s --pipeline 0
+//     --conns "", load 6-7): with the window 8.8k and 8.2k puts/s (p99 103,
+//     98 ms), without it 16.1k and 13.7k (p99 87, 91 ms); gets 14.4k/12.2k
+//     (p99 64, 43 ms) against 14.8k/13.2k (p99 104, 110 ms). Halving put
+//     throughput for a get tail is not a default: the window is the
+//     parameter widen, off by default (the behaviour before issue 18).
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
@@ -354,6 +362,7 @@
 //	gossip      positive duration or off  20ms       gossip interval; off: replicas learn only through front ends (experiments.go)
 //	retransmit  positive duration         100ms      stream resend interval, rounded up to gossip intervals
 //	batch       positive integer          512        operations per stream message
+//	widen       true or false             false      under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)
 //	variant     one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
 //	values      one of memo, recompute    memo       memoise the stable state, or recompute values from the initial state
 //	removed     comma-separated list      ""         replicas removed from the membership (node ids)

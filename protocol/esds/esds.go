@@ -85,6 +85,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "stream resend interval, rounded up to gossip intervals"},
 		proto.Param{Name: "batch", Kind: proto.Int, Default: strconv.Itoa(DefaultBatch), Min: "1",
 			Doc: "operations per stream message"},
+		proto.Param{Name: "widen", Kind: proto.Bool, Default: "false",
+			Doc: "under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)"},
 		proto.Param{Name: "variant", Kind: proto.Enum, Default: variant, Choices: []string{"opt", "unopt"},
 			Doc: "ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)"},
 		proto.Param{Name: "values", Kind: proto.Enum, Default: "memo", Choices: []string{"memo", "recompute"},
@@ -148,6 +150,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		gossipOff:  prm.Word("gossip") == "off", // experiments.go: replicas learn only through front ends
 		retransmit: prm.Duration("retransmit"),
 		batch:      prm.Int("batch"),
+		widen:      prm.Bool("widen"),
 	}
 	if a.gossipOff {
 		a.gossipIvl = DefaultGossip
@@ -199,6 +202,7 @@ type ESDS struct {
 	unopt                 bool
 	gossipIvl, retransmit time.Duration
 	retxTicks, batch      int
+	widen                 bool // parameter widen (stream.go streamWindow)
 	removedParam          uint64
 	gossipOff, recompute  bool // experiments.go
 	// simple: impl=simple, gossip through I/O combinations guarded by

@@ -172,7 +172,7 @@ func (a *ESDS) sendStream(j int) {
 // stable everywhere). See the package doc ("Gossip backlog", issue 18).
 func (a *ESDS) streamWindow(n uint64) uint64 {
 	b := uint64(a.batch)
-	if n <= b*backlogAt || !adaptiveWindow {
+	if n <= b*backlogAt || !a.widen {
 		return b
 	}
 	return min(n, b*backlogMax)
@@ -180,9 +180,6 @@ func (a *ESDS) streamWindow(n uint64) uint64 {
 
 // Adaptive window (streamWindow), in batches.
 const backlogAt, backlogMax = 4, 32
-
-// adaptiveWindow: off, every message carries batch positions (benchmark).
-var adaptiveWindow = true
 
 // peerIncarnation notes the incarnation a message from peer j carries and
 // reports whether to take the message: not when it comes from an

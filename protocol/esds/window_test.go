@@ -19,7 +19,7 @@ func TestStreamWindowWidensUnderBacklog(t *testing.T) {
 		{2*backlogMax + 10, 2 * backlogMax}, // capped
 	} {
 		t.Run(fmt.Sprint(tc.ops), func(t *testing.T) {
-			c := newCluster(t, "esds", 2, service.KV{}, map[string]string{"batch": "2"})
+			c := newCluster(t, "esds", 2, service.KV{}, map[string]string{"batch": "2", "widen": "true"})
 			for i := range tc.ops {
 				kvRequest(c, "n1", opts(fmt.Sprint("x", i), false), "set", "k", fmt.Sprint(i))
 			}
@@ -45,11 +45,24 @@ func TestStreamWindowWidensUnderBacklog(t *testing.T) {
 	}
 }
 
+// TestStreamWindowOffByDefault: without the parameter widen, a backlog
+// beyond backlogAt batches still goes out batch positions a message.
+func TestStreamWindowOffByDefault(t *testing.T) {
+	c := newCluster(t, "esds", 2, service.KV{}, map[string]string{"batch": "2"})
+	for i := range 2*backlogMax + 10 {
+		kvRequest(c, "n1", opts(fmt.Sprint("x", i), false), "set", "k", fmt.Sprint(i))
+	}
+	c.FireTimer("n1", timerGossip)
+	if got := c.esds("n1").peers[1].sentUpTo; got != 2 {
+		t.Fatalf("sent up to %d, want one batch (2)", got)
+	}
+}
+
 // TestStreamWindowConverges: with a small batch and a lossy, reordering
 // network (wide windows, retransmitted), three replicas doing operations
 // concurrently agree on one order.
 func TestStreamWindowConverges(t *testing.T) {
-	c := newCluster(t, "esds", 3, service.KV{}, map[string]string{"batch": "2"})
+	c := newCluster(t, "esds", 3, service.KV{}, map[string]string{"batch": "2", "widen": "true"})
 	c.rng = rand.New(rand.NewSource(7))
 	for i := range 400 {
 		n := c.IDs()[c.rng.Intn(3)]
