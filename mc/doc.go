@@ -90,15 +90,20 @@
 // into a fast path (automaton.ModelStater, automaton/modelstate.go): it
 // encodes its state canonically (hashed as bytes) and clones itself by
 // hand, and its invariant checker may do the same (ModelCheckerStater,
-// with automata references encoded as node indexes). abd does; Config.
+// with automata references encoded as node indexes). abd and paxos do
+// (protocol/abd/modelstate.go, protocol/paxos/modelstate.go); Config.
 // Reflective turns the fast path off, and TestFastPathMatchesReflective
 // shows both paths visit the same states and transitions and find the
-// same counterexample for abd and each broken variant. One difference, by
-// decision: a checker's reference to a crashed node's last incarnation
-// encodes as "not up" in the fast path, where the reflective walk hashes
-// that dead automaton's content (the checker only ever compares its
-// identity), so with crashes the fast path may merge states the
-// reflective path keeps apart.
+// same counterexample for both protocols and their broken variants;
+// TestFastPathNodeEncoding checks, node by node, that the fast encoding
+// groups automata exactly as the reflective hash does and that a child's
+// step leaves its parent unchanged. One difference, by decision, in abd's
+// checker only: a reference to a crashed node's last incarnation encodes
+// as "not up" in the fast path, where the reflective walk hashes that
+// dead automaton's content (the checker only ever compares its
+// identity), so with crashes abd's fast path may merge states the
+// reflective path keeps apart; paxos's checker encodes the node and its
+// whole state, as the reflective walk does, and merges nothing more.
 //
 // # Search and properties
 //
