@@ -84,6 +84,28 @@ func AppendModelID(b []byte, id RequestID, rename func(RequestID) RequestID) []b
 	return AppendModelUint(AppendModelUint(b, id.Client), id.Seq)
 }
 
+// RenamedID is a request id and its renaming (ModelRenamedKeys).
+type RenamedID struct{ ID, Renamed RequestID }
+
+// ModelRenamedKeys returns m's keys with their renamings (the client
+// renaming of symmetry reduction; nil: none), sorted by renaming, the
+// canonical order in which a fast path encodes a map keyed by request id.
+func ModelRenamedKeys[V any](m map[RequestID]V, rename func(RequestID) RequestID) []RenamedID {
+	out := make([]RenamedID, 0, len(m))
+	for id := range m {
+		r := id
+		if rename != nil {
+			r = rename(id)
+		}
+		out = append(out, RenamedID{id, r})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i].Renamed, out[j].Renamed
+		return x.Client < y.Client || x.Client == y.Client && x.Seq < y.Seq
+	})
+	return out
+}
+
 // AppendModelOp appends an operation.
 func AppendModelOp(b []byte, op service.Op) []byte {
 	b = AppendModelString(AppendModelString(b, op.Kind), op.Key)

@@ -40,15 +40,15 @@ func (a *ABD) AppendModelState(b []byte, rename func(automaton.RequestID) automa
 	for _, id := range ids {
 		b = appendOp(automaton.AppendModelUint(b, id), a.ops[id], rename)
 	}
-	reqs := renamedKeys(a.byReq, rename)
+	reqs := automaton.ModelRenamedKeys(a.byReq, rename)
 	b = automaton.AppendModelUint(b, uint64(len(reqs)))
 	for _, r := range reqs {
-		b = automaton.AppendModelUint(automaton.AppendModelID(b, r.renamed, nil), a.byReq[r.id])
+		b = automaton.AppendModelUint(automaton.AppendModelID(b, r.Renamed, nil), a.byReq[r.ID])
 	}
-	done := renamedKeys(a.done, rename)
+	done := automaton.ModelRenamedKeys(a.done, rename)
 	b = automaton.AppendModelUint(b, uint64(len(done)))
 	for _, r := range done {
-		b = automaton.AppendModelResult(automaton.AppendModelID(b, r.renamed, nil), a.done[r.id])
+		b = automaton.AppendModelResult(automaton.AppendModelID(b, r.Renamed, nil), a.done[r.ID])
 	}
 	b = automaton.AppendModelSlice(b, a.doneOrder, func(b []byte, id automaton.RequestID) []byte {
 		return automaton.AppendModelID(b, id, rename)
@@ -108,26 +108,6 @@ func appendKeyTags(b []byte, kts []keyTag) []byte {
 	return automaton.AppendModelSlice(b, kts, func(b []byte, kt keyTag) []byte {
 		return appendTag(automaton.AppendModelString(b, kt.key), kt.tag)
 	})
-}
-
-type renamedID struct{ id, renamed automaton.RequestID }
-
-// renamedKeys returns m's keys with their renamings, in the renamings'
-// order.
-func renamedKeys[V any](m map[automaton.RequestID]V, rename func(automaton.RequestID) automaton.RequestID) []renamedID {
-	out := make([]renamedID, 0, len(m))
-	for id := range m {
-		r := id
-		if rename != nil {
-			r = rename(id)
-		}
-		out = append(out, renamedID{id, r})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i].renamed, out[j].renamed
-		return x.Client < y.Client || x.Client == y.Client && x.Seq < y.Seq
-	})
-	return out
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {

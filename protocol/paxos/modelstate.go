@@ -365,21 +365,10 @@ func appendByID[V any](b []byte, m map[automaton.RequestID]V, rename func(automa
 	if m == nil {
 		return append(b, 0xfe)
 	}
-	type pair struct{ id, renamed automaton.RequestID }
-	ps := make([]pair, 0, len(m))
-	for id := range m {
-		r := id
-		if rename != nil {
-			r = rename(id)
-		}
-		ps = append(ps, pair{id, r})
-	}
-	slices.SortFunc(ps, func(x, y pair) int {
-		return cmp.Or(cmp.Compare(x.renamed.Client, y.renamed.Client), cmp.Compare(x.renamed.Seq, y.renamed.Seq))
-	})
+	ps := automaton.ModelRenamedKeys(m, rename)
 	b = automaton.AppendModelUint(append(b, 0xff), uint64(len(ps)))
 	for _, p := range ps {
-		b = f(automaton.AppendModelID(b, p.renamed, nil), m[p.id])
+		b = f(automaton.AppendModelID(b, p.Renamed, nil), m[p.ID])
 	}
 	return b
 }
