@@ -569,12 +569,14 @@ func (e *refusedError) Error() string { return "refused: " + e.reason }
 func (p *peer) dial() (net.Conn, error) {
 	t := p.t
 	d := net.Dialer{Timeout: t.o.DialTimeout}
-	c, err := d.DialContext(p.ctx, "tcp", p.addr)
+	raw, err := d.DialContext(p.ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
-	// Closing the transport interrupts a handshake in progress.
-	stop := context.AfterFunc(p.ctx, func() { c.Close() })
+	// Closing the transport interrupts a handshake in progress. The closure
+	// holds the TCP connection, not c, which a TLS handshake replaces.
+	stop := context.AfterFunc(p.ctx, func() { raw.Close() })
+	c := raw
 	defer stop()
 	c.SetDeadline(time.Now().Add(t.o.HandshakeTimeout))
 	if t.o.TLS != nil {
