@@ -42,6 +42,14 @@ func New(t *mc.Trace) (*Server, error) {
 	return &Server{t: t, dir: dir}, nil
 }
 
+// Seek moves the explorer to after the trace's first pos events (the hand-
+// driven explorer of a model with a scripted prefix starts after it).
+func (s *Server) Seek(pos int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pos = max(0, min(pos, len(s.t.Events)))
+}
+
 // Close removes the server's temporary files.
 func (s *Server) Close() error { return os.RemoveAll(s.dir) }
 

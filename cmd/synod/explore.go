@@ -14,6 +14,7 @@ import (
 // `synod explore`: the web explorer (package explore).
 func init() {
 	var protocol, tracePath, addr string
+	var noPrefix bool
 	cmd := &cobra.Command{
 		Use:   "explore",
 		Short: "Serve a local web page to step through a protocol's model by hand, or through a saved counterexample",
@@ -28,13 +29,26 @@ func init() {
 				if _, err := automaton.LookupAny(protocol); err != nil {
 					return err
 				}
-				t = mc.NewTrace(mc.NewConfig(protocol))
+				cfg := mc.NewConfig(protocol)
+				if noPrefix {
+					cfg.Model.Prefix = nil
+				}
+				var err error
+				if t, err = mc.StartTrace(cfg); err != nil {
+					return err
+				}
 			}
 			s, err := explore.New(t)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			if tracePath == "" {
+				// Hand-driven: start where the model checker's search
+				// starts, after the model's scripted prefix (step back
+				// through it with the page's controls).
+				s.Seek(t.Prefix)
+			}
 			ln, err := s.Listen(addr)
 			if err != nil {
 				return err
@@ -46,6 +60,7 @@ func init() {
 	f := cmd.Flags()
 	f.StringVar(&protocol, "protocol", automaton.DefaultProtocol, "protocol (or broken variant) whose model to explore by hand")
 	f.StringVar(&tracePath, "trace", "", "counterexample file saved by `synod model check --out`")
+	f.BoolVar(&noPrefix, "no-prefix", false, "start from the initial state, without the model's scripted prefix")
 	f.StringVar(&addr, "addr", "127.0.0.1:8090", "loopback address to serve on")
 	rootCmd.AddCommand(cmd)
 }

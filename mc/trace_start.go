@@ -1,0 +1,31 @@
+package mc
+
+import "fmt"
+
+// StartTrace starts a hand-driven trace in cfg (the explorer's "explore a
+// protocol's model"), positioned where the model checker's search starts:
+// after the model's scripted prefix (automaton.ModelConfig.Prefix;
+// prefix.go), whose events the trace holds like any other so the user can
+// step back through them. With no prefix it is NewTrace.
+func StartTrace(cfg Config) (*Trace, error) {
+	t := NewTrace(cfg)
+	if len(cfg.Model.Prefix) == 0 {
+		return t, nil
+	}
+	w, err := newWorld(&t.cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i, want := range cfg.Model.Prefix {
+		ev, err := w.enabledEvent(want)
+		if err != nil {
+			return nil, fmt.Errorf("model prefix event %d: %w", i+1, err)
+		}
+		if err := w.apply(ev); err != nil {
+			return nil, fmt.Errorf("model prefix event %d (%s): %w", i+1, want, err)
+		}
+		t.Events = append(t.Events, ev)
+	}
+	t.Prefix = len(t.Events)
+	return t, nil
+}
