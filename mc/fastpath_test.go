@@ -178,7 +178,7 @@ func TestFastPathNodeEncoding(t *testing.T) {
 					if err := c.apply(ev); err != nil {
 						t.Fatal(err)
 					}
-					if fp := c.fingerprintAs(nil); !visited[fp] {
+					if fp := c.fingerprintAs(nil, nil, nil); !visited[fp] {
 						visited[fp] = true
 						next = append(next, c)
 					}

@@ -17,24 +17,29 @@ import (
 // (a multiset on an unordered network, per-link sequences on an ordered
 // one), the clients and their history, and the invariant checker's memory.
 func (w *world) fingerprint() uint64 {
-	groups := w.groups
-	if groups == nil {
-		return w.fingerprintAs(nil)
+	if w.groups == nil && w.nodeGroups == nil {
+		return w.fingerprintAs(nil, nil, nil)
 	}
-	// Symmetry reduction (symmetry.go): the least hash over the renamings
-	// of interchangeable clients.
+	// Symmetry reduction (symmetry.go, nodesym.go): the least hash over
+	// the renamings of interchangeable clients and nodes.
 	var best uint64
 	first := true
-	forEachPerm(len(w.clients), groups, func(perm []int) {
-		if fp := w.fingerprintAs(perm); first || fp < best {
-			best, first = fp, false
-		}
+	w.nodeRenamings(func(r *automaton.NodeRenaming, inv []int) {
+		forEachPerm(len(w.clients), w.groups, func(perm []int) {
+			if w.groups == nil {
+				perm = nil
+			}
+			if fp := w.fingerprintAs(perm, r, inv); first || fp < best {
+				best, first = fp, false
+			}
+		})
 	})
 	return best
 }
 
-// fingerprintAs hashes the state with clients renamed by perm (nil: as is).
-func (w *world) fingerprintAs(perm []int) uint64 {
+// fingerprintAs hashes the state with clients renamed by perm and nodes by
+// r (inv: its inverse; nil: as they are).
+func (w *world) fingerprintAs(perm []int, r *automaton.NodeRenaming, inv []int) uint64 {
 	hs := &hasher{stack: map[uintptr]bool{}, roots: map[uintptr]int{}, perm: perm}
 	for i, n := range w.nodes {
 		if n.a != nil {
@@ -43,13 +48,21 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 	}
 	var h maphash.Hash
 	h.SetSeed(seed)
-	for i := range w.nodes {
+	for j := range w.nodes {
+		i := j
+		if r != nil {
+			i = inv[j]
+		}
 		n := &w.nodes[i]
-		if n.a == nil {
+		switch {
+		case n.a == nil:
 			h.WriteByte(0)
-		} else {
+		case r == nil:
 			h.WriteByte(1)
 			hs.u64(&h, w.nodeHash(hs, i))
+		default:
+			h.WriteByte(1)
+			hs.u64(&h, w.renamedNodeHash(hs, i, r))
 		}
 		hs.u64(&h, uint64(n.boots))
 		hs.u64(&h, effectsHash(n.effects))
@@ -57,10 +70,14 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 		for _, t := range n.timers {
 			hs.u64(&h, uint64(t))
 		}
-		hs.u64(&h, n.diskSum)
+		if r == nil {
+			hs.u64(&h, n.diskSum)
+		} else {
+			hs.u64(&h, w.renamedDiskSum(i, r))
+		}
 		hs.u64(&h, unsyncedHash(n.unsynced))
 	}
-	hs.u64(&h, w.flightHash(perm))
+	hs.u64(&h, w.flightHash(perm, r))
 	for j := range w.clients {
 		c := w.clients[inverse(perm, j)]
 		hs.u64(&h, uint64(c.next))
@@ -69,7 +86,12 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 		} else {
 			h.WriteByte(0)
 		}
-		hs.u64(&h, uint64(c.target))
+		if w.fanout || w.cfg.Model.Target == "any" {
+			// Targets are not used (and never change).
+			hs.u64(&h, uint64(c.target))
+		} else {
+			hs.u64(&h, uint64(r.Index(c.target)))
+		}
 	}
 	if perm == nil {
 		hs.u64(&h, w.histH)
@@ -81,8 +103,12 @@ func (w *world) fingerprintAs(perm []int) uint64 {
 		hs.u64(&h, uint64(w.fired))
 	}
 	hs.u64(&h, extHash(w.ext))
-	if w.checker != nil {
+	switch {
+	case w.checker == nil:
+	case r == nil:
 		hs.u64(&h, w.checkerHash(hs))
+	default:
+		hs.u64(&h, w.renamedCheckerHash(hs, r))
 	}
 	return h.Sum64()
 }
@@ -204,14 +230,20 @@ func msgHash(m *message, perm []int) uint64 {
 	return h.Sum64()
 }
 
-func (w *world) flightHash(perm []int) uint64 {
+func (w *world) flightHash(perm []int, r *automaton.NodeRenaming) uint64 {
+	mh := func(m *message) uint64 {
+		if r == nil {
+			return msgHash(m, perm)
+		}
+		return w.renamedMsgHash(m, perm, r)
+	}
 	if !w.cfg.Net.Ordered {
-		if perm == nil {
+		if perm == nil && r == nil {
 			return w.flightSum
 		}
 		var sum uint64
 		for k := range w.flight {
-			sum += mix(msgHash(&w.flight[k], perm))
+			sum += mix(mh(&w.flight[k]))
 		}
 		return sum
 	}
@@ -223,6 +255,9 @@ func (w *world) flightHash(perm []int) uint64 {
 		if m.from < 0 && perm != nil {
 			return -1 - perm[-1-m.from]
 		}
+		if m.from >= 0 {
+			return r.Index(m.from)
+		}
 		return m.from
 	}
 	sort.SliceStable(idx, func(a, b int) bool {
@@ -230,13 +265,13 @@ func (w *world) flightHash(perm []int) uint64 {
 		if fa, fb := from(ma), from(mb); fa != fb {
 			return fa < fb
 		}
-		return ma.to < mb.to
+		return r.Index(ma.to) < r.Index(mb.to)
 	})
 	var h maphash.Hash
 	h.SetSeed(seed)
 	hs := &hasher{}
 	for _, k := range idx {
-		hs.u64(&h, msgHash(&w.flight[k], perm))
+		hs.u64(&h, mh(&w.flight[k]))
 	}
 	return h.Sum64()
 }

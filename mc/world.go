@@ -134,6 +134,13 @@ type world struct {
 	// (symmetry.go). Both fixed at the start, shared by every state.
 	fanout bool
 	groups [][]int
+	// nodeGroups: the interchangeable nodes (nodesym.go), fixed at the
+	// start; symRenamer renames node names in messages and records.
+	nodeGroups [][]int
+	symRenamer automaton.ModelNodeRenamer
+	// seedGroups: nodeGroups as first computed, which seeds the nodes'
+	// random sources (kept if the automata turn out not to rename).
+	seedGroups [][]int
 	// returned: the last step completed an operation (the history grew).
 	returned bool
 	// violation: what the last step broke ("" when nothing).
@@ -179,6 +186,7 @@ func newWorld(cfg *Config) (*world, error) {
 		}
 	}
 	w.groups = w.symmetryGroups()
+	w.nodeGroups, w.seedGroups = w.nodeSymmetryGroups()
 	for i := range w.ids {
 		if err := w.boot(i); err != nil {
 			return nil, err
@@ -187,6 +195,7 @@ func newWorld(cfg *Config) (*world, error) {
 			break
 		}
 	}
+	w.checkNodeRenamers()
 	return w, nil
 }
 
@@ -196,7 +205,7 @@ func newWorld(cfg *Config) (*world, error) {
 func (w *world) boot(i int) error {
 	n := &w.nodes[i]
 	n.boots++
-	rng := rand.New(rand.NewSource(int64(i+1)*7919 + int64(n.boots)))
+	rng := rand.New(rand.NewSource(int64(w.seedNode(i)+1)*7919 + int64(n.boots)))
 	a, err := w.proto.New(automaton.Config{Self: w.ids[i], Nodes: append([]automaton.NodeID(nil), w.ids...),
 		Namespace: "default", Service: w.svc, Params: w.cfg.Model.Params, Rand: rng})
 	if err != nil {
@@ -216,6 +225,9 @@ func (w *world) boot(i int) error {
 
 // request returns client c's i-th request.
 func (w *world) request(c, i int) automaton.Request {
+	if k := w.cfg.resendOf(c, i); k >= 0 {
+		return w.request(c, k) // a copy (workload.go)
+	}
 	op := w.cfg.script(c)[i]
 	var r automaton.Request
 	if w.cfg.Model.Requests != nil {
@@ -224,7 +236,7 @@ func (w *world) request(c, i int) automaton.Request {
 		r = automaton.Request{Op: op}
 	}
 	r.ID = automaton.RequestID{Client: uint64(c + 1), Seq: uint64(i + 1)}
-	return r
+	return w.workloadRequest(c, i, r)
 }
 
 // step hands node i one input and applies its outputs.
@@ -264,6 +276,7 @@ func (w *world) step(i int, in automaton.Input) {
 			w.fail("invariant: " + err.Error())
 		}
 	}
+	w.workloadCheck(i) // workload.go
 }
 
 // persist applies a Persist output to the node's records (copied first
@@ -344,9 +357,10 @@ func (w *world) respond(r automaton.Response) {
 		return
 	}
 	cl := &w.clients[c]
-	if !cl.pending || int(r.ID.Seq) != cl.next+1 {
+	if !cl.pending || r.ID.Seq != w.expectedSeq(c, cl.next) {
 		return
 	}
+	w.nestedAnswerCheck(c, cl.next, r.Result) // workload.go
 	cl.pending = false
 	w.addHop(hop{client: c, op: cl.next, ret: true, res: r.Result})
 	cl.next++

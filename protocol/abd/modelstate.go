@@ -24,9 +24,16 @@ var (
 
 // AppendModelState implements automaton.ModelStater.
 func (a *ABD) AppendModelState(b []byte, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	return a.AppendRenamedModelState(b, rename, nil)
+}
+
+// AppendRenamedModelState implements automaton.ModelNodeRenamer (and is
+// AppendModelState with node nil): tags name their writer, renamed; an
+// operation's replies are kept per node position, permuted.
+func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID) automaton.RequestID, node *automaton.NodeRenaming) []byte {
 	b = automaton.AppendModelUint(b, uint64(len(a.store)))
 	for _, k := range sortedKeys(a.store) {
-		b = appendEntry(automaton.AppendModelString(b, k), *a.store[k])
+		b = appendEntry(automaton.AppendModelString(b, k), *a.store[k], node)
 	}
 	b = automaton.AppendModelUint(b, a.incarnation)
 	b = automaton.AppendModelBool(b, a.fresh)
@@ -38,7 +45,7 @@ func (a *ABD) AppendModelState(b []byte, rename func(automaton.RequestID) automa
 	slices.Sort(ids)
 	b = automaton.AppendModelUint(b, uint64(len(ids)))
 	for _, id := range ids {
-		b = appendOp(automaton.AppendModelUint(b, id), a.ops[id], rename)
+		b = appendOp(automaton.AppendModelUint(b, id), a.ops[id], rename, node)
 	}
 	reqs := automaton.ModelRenamedKeys(a.byReq, rename)
 	b = automaton.AppendModelUint(b, uint64(len(reqs)))
@@ -53,8 +60,8 @@ func (a *ABD) AppendModelState(b []byte, rename func(automaton.RequestID) automa
 	b = automaton.AppendModelSlice(b, a.doneOrder, func(b []byte, id automaton.RequestID) []byte {
 		return automaton.AppendModelID(b, id, rename)
 	})
-	b = appendKeyTags(b, a.stepStores)
-	return appendKeyTags(b, a.stepDone)
+	b = appendKeyTags(b, a.stepStores, node)
+	return appendKeyTags(b, a.stepDone, node)
 }
 
 // CloneModel implements automaton.ModelStater. Byte slices (values,
@@ -81,32 +88,33 @@ func (a *ABD) CloneModel() automaton.Automaton {
 	return &c
 }
 
-func appendEntry(b []byte, e entry) []byte {
-	b = appendTag(b, e.Tag)
+func appendEntry(b []byte, e entry, node *automaton.NodeRenaming) []byte {
+	b = appendTag(b, e.Tag, node)
 	b = automaton.AppendModelBool(b, e.Tomb)
 	return automaton.AppendModelBytes(b, e.Value)
 }
 
-func appendTag(b []byte, t Tag) []byte {
+func appendTag(b []byte, t Tag, node *automaton.NodeRenaming) []byte {
+	t.Node = node.Name(t.Node)
 	return automaton.AppendModelUint(automaton.AppendModelString(automaton.AppendModelUint(b, t.TS), t.Node), t.Seq)
 }
 
-func appendOp(b []byte, o *op, rename func(automaton.RequestID) automaton.RequestID) []byte {
+func appendOp(b []byte, o *op, rename func(automaton.RequestID) automaton.RequestID, node *automaton.NodeRenaming) []byte {
 	b = automaton.AppendModelUint(b, o.id)
 	b = automaton.AppendModelRequest(b, &o.req, rename)
 	b = automaton.AppendModelBool(b, o.write)
 	b = automaton.AppendModelUint(b, uint64(o.phase))
-	b = automaton.AppendModelSlice(b, o.replied, automaton.AppendModelBool)
+	b = appendReplied(b, o.replied, node)
 	b = automaton.AppendModelUint(b, uint64(o.count))
 	b = automaton.AppendModelUint(b, uint64(o.elapsed))
-	b = appendEntry(b, o.max)
+	b = appendEntry(b, o.max, node)
 	b = automaton.AppendModelUint(b, uint64(o.nMax))
-	return appendEntry(b, o.put)
+	return appendEntry(b, o.put, node)
 }
 
-func appendKeyTags(b []byte, kts []keyTag) []byte {
+func appendKeyTags(b []byte, kts []keyTag, node *automaton.NodeRenaming) []byte {
 	return automaton.AppendModelSlice(b, kts, func(b []byte, kt keyTag) []byte {
-		return appendTag(automaton.AppendModelString(b, kt.key), kt.tag)
+		return appendTag(automaton.AppendModelString(b, kt.key), kt.tag, node)
 	})
 }
 
@@ -136,30 +144,41 @@ func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 // its content instead, which the checker never reads again: only its
 // identity, which no new incarnation shares).
 func (c *checker) AppendModelState(b []byte, ref func(automaton.Automaton) int, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	return c.AppendRenamedModelState(b, ref, rename, nil)
+}
+
+// AppendRenamedModelState implements automaton.ModelCheckerNodeRenamer
+// (and is AppendModelState with node nil): the maps keyed by node are
+// encoded in the order of the renamed ids, tags with their writer renamed
+// and, per key, sorted by the renamed tags.
+func (c *checker) AppendRenamedModelState(b []byte, ref func(automaton.Automaton) int, rename func(automaton.RequestID) automaton.RequestID, node *automaton.NodeRenaming) []byte {
 	b = automaton.AppendModelUint(b, uint64(len(c.inc)))
-	for _, id := range sortedKeys(c.inc) {
-		b = automaton.AppendModelString(b, string(id))
+	for _, id := range renamedNodeKeys(c.inc, node) {
+		b = automaton.AppendModelString(b, string(node.ID(id)))
 		if a := c.inc[id]; a == nil {
 			b = automaton.AppendModelUint(b, 1<<63)
 		} else {
 			b = automaton.AppendModelUint(b, uint64(int64(ref(a))))
 		}
 	}
-	b = appendTagMaps(b, c.last)
-	b = appendTagMaps(b, c.floor)
+	b = appendTagMaps(b, c.last, node)
+	b = appendTagMaps(b, c.floor, node)
 	b = automaton.AppendModelUint(b, uint64(len(c.vals)))
 	for _, k := range sortedKeys(c.vals) {
 		m := c.vals[k]
 		b = automaton.AppendModelString(b, k)
 		b = automaton.AppendModelBool(b, m != nil)
-		tags := make([]Tag, 0, len(m))
+		type renamed struct{ t, r Tag }
+		tags := make([]renamed, 0, len(m))
 		for t := range m {
-			tags = append(tags, t)
+			r := t
+			r.Node = node.Name(t.Node)
+			tags = append(tags, renamed{t, r})
 		}
-		sort.Slice(tags, func(i, j int) bool { return tagOrder(tags[i], tags[j]) })
+		sort.Slice(tags, func(i, j int) bool { return tagOrder(tags[i].r, tags[j].r) })
 		b = automaton.AppendModelUint(b, uint64(len(tags)))
 		for _, t := range tags {
-			b = automaton.AppendModelString(appendTag(b, t), m[t])
+			b = automaton.AppendModelString(appendTag(b, t.r, nil), m[t.t])
 		}
 	}
 	return b
@@ -176,15 +195,15 @@ func tagOrder(x, y Tag) bool {
 	return x.Seq < y.Seq
 }
 
-func appendTagMaps(b []byte, mm map[automaton.NodeID]map[string]Tag) []byte {
+func appendTagMaps(b []byte, mm map[automaton.NodeID]map[string]Tag, node *automaton.NodeRenaming) []byte {
 	b = automaton.AppendModelUint(b, uint64(len(mm)))
-	for _, id := range sortedKeys(mm) {
+	for _, id := range renamedNodeKeys(mm, node) {
 		m := mm[id]
-		b = automaton.AppendModelString(b, string(id))
+		b = automaton.AppendModelString(b, string(node.ID(id)))
 		b = automaton.AppendModelBool(b, m != nil)
 		b = automaton.AppendModelUint(b, uint64(len(m)))
 		for _, k := range sortedKeys(m) {
-			b = appendTag(automaton.AppendModelString(b, k), m[k])
+			b = appendTag(automaton.AppendModelString(b, k), m[k], node)
 		}
 	}
 	return b
