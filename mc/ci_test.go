@@ -25,7 +25,6 @@ var notYetCaught = map[string]string{
 	"paxos-broken-localenv":        "caught by the simulator's convergence check (replica state hashes), which mc does not run; needs the matchmaker service",
 	"paxos-broken-splitgroup":      "needs atomic groups in the workload, and mc records one result per request (a group's Results are not in its history yet)",
 	"paxos-broken-stickyleader":    "a liveness bug (safe, stops making progress): mc's bounded eventually is judged only on quiet states without crashes, and a leader change takes ~20 events",
-	"unreplicated-broken-dirtytxn": "needs interactive transactions in the workload",
 }
 
 // TestEveryProtocolModel: every registered protocol has a model, and a

@@ -45,6 +45,9 @@ func (w *world) sometimes() (write, read bool) {
 	if h.res.Type == service.ResultErr {
 		return
 	}
+	if w, ok := w.stepResult(h.client, h.op, h.res); ok {
+		return w, false
+	}
 	if w.svc.IsRead(op) {
 		return false, h.res.Type == service.ResultBytes || h.res.Type == service.ResultInt
 	}
@@ -68,29 +71,7 @@ func (w *world) history() *history.History {
 	if w.cfg.Model.Service != "" {
 		h.Meta["service"] = w.cfg.Model.Service
 	}
-	at := map[[2]int]int{}
-	for t, x := range w.hist {
-		if !x.ret {
-			req := w.request(x.client, x.op)
-			op := history.Op{Process: x.client + 1, Kind: req.Op.Kind, Key: req.Op.Key, Call: int64(t), Outcome: history.Unknown}
-			for _, a := range req.Op.Args {
-				op.Args = append(op.Args, string(a))
-			}
-			if w.svc.IsRead(req.Op) {
-				op.ReadMode = req.Opts.Read.String()
-			}
-			if len(req.Opts.Ext) > 0 {
-				op.Opts = req.Opts.Ext
-			}
-			at[[2]int{x.client, x.op}] = len(h.Ops)
-			h.Ops = append(h.Ops, op)
-			continue
-		}
-		i := at[[2]int{x.client, x.op}]
-		h.Ops[i].Return = int64(t)
-		h.Ops[i].Outcome = history.OK
-		h.Ops[i].Result = history.FromResult(x.res)
-	}
+	w.workloadHistory(h)
 	return h
 }
 
