@@ -3,6 +3,9 @@ package mc
 import (
 	"strings"
 	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/paxos"
 )
 
 // TestTxnWorkload: interactive transactions in the workload (txn-begin,
@@ -46,4 +49,56 @@ func TestTxnHistory(t *testing.T) {
 	if b.Kind != "txn" || b.Outcome != "unknown" || len(b.Txn) != 0 {
 		t.Fatalf("client 2's transaction (begun only): %+v", b)
 	}
+}
+
+// TestNestedReadWorkload: resent copies of a request in the workload
+// (paxos.NestedReadModel: a nested read and, later, its copy "resend 1";
+// another client's write between them). The nested-answer check finds
+// paxos-broken-nestedread's fresh answer to the copy; paxos answers the
+// copy from its table and exhausts the model, with a write completed and
+// a read returning a value.
+func TestNestedReadWorkload(t *testing.T) {
+	model := paxos.NestedReadModel()
+	bad := checkIn(t, "paxos-broken-nestedread", model, 0)
+	if bad.Violation == nil || !strings.Contains(bad.Violation.Violation, NestedAnswer) {
+		t.Fatalf("paxos-broken-nestedread not caught in %d states: %v", bad.States, bad.Violation)
+	}
+	if why, err := bad.Violation.Replay(); err != nil || !strings.Contains(why, NestedAnswer) {
+		t.Fatalf("the counterexample does not replay: %q %v", why, err)
+	}
+	if s := bad.Violation.String(); !strings.Contains(s, "client 1 sends resend 1") {
+		t.Fatalf("the counterexample does not show the copy:\n%s", s)
+	}
+	ok := checkIn(t, "paxos", model, 0)
+	if ok.Violation != nil || !ok.Complete || !ok.Sometimes[0].Reached || !ok.Sometimes[1].Reached {
+		t.Fatalf("paxos in the nested-read model: complete %v, sometimes %+v, violation %v", ok.Complete, ok.Sometimes, ok.Violation)
+	}
+}
+
+// TestMatchmakerConvergence: the convergence check with the matchmaker
+// (paxos-broken-localenv's declared paxos.MatchmakerModel): the broken
+// variant's replicas pick different machines for one submit; paxos's
+// agree, and paxos exhausts the model with its writes completed.
+func TestMatchmakerConvergence(t *testing.T) {
+	caught(t, "paxos-broken-localenv", Converged)
+	ok := clean(t, "paxos", "paxos-broken-localenv", automaton.ModelOf("paxos-broken-localenv").Depth, 0)
+	if !ok.Complete || !ok.Sometimes[0].Reached {
+		t.Fatalf("paxos in the matchmaker model: complete %v, a write completes %v", ok.Complete, ok.Sometimes[0].Reached)
+	}
+}
+
+// checkIn checks protocol in model m (its network, timers and depth), up
+// to maxStates states (0: no bound).
+func checkIn(t *testing.T, protocol string, m automaton.ModelConfig, maxStates int) *Result {
+	t.Helper()
+	cfg := NewConfig(protocol)
+	cfg.Model = m
+	cfg.Net, _ = ParseNetwork(m.Network)
+	cfg.Timers, cfg.Depth, cfg.Crashes, cfg.MaxStates = m.Timers, m.Depth, m.Crashes, maxStates
+	r, err := Check(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d states, depth %d, complete %v, %v", protocol, r.States, r.Depth, r.Complete, r.Elapsed.Round(1e6))
+	return r
 }

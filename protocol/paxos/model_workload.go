@@ -1,0 +1,74 @@
+package paxos
+
+import (
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Models of the model checker's client workloads (issue 20 item 3;
+// mc/workload.go): resent copies of a nested request, and the matchmaker
+// service with the convergence check.
+
+// NestedReadModel is the model of paxos-broken-nestedread: client 1 sends
+// a nested read of x (Request.Nested, as a calling namespace's replica
+// does: automaton/call.go) and later a copy of it with the same id (mc's
+// workload step "resend 1", as the calling namespace's other replicas
+// send theirs); client 2 writes x. All at n1, the first leader, whose
+// election (one timer firing, its prepares and n3's promise) is the
+// scripted prefix. paxos orders the nested read and answers the
+// copy from its table (nested.go); the broken variant reads afresh, and a
+// copy sent after the write is answered differently (mc's nested-answer
+// check).
+func NestedReadModel() automaton.ModelConfig {
+	return automaton.ModelConfig{
+		Nodes:   3,
+		Clients: 2,
+		Scripts: [][]service.Op{
+			{{Kind: "get", Key: "x"}, {Kind: "resend", Key: "1"}},
+			{modelSet("2")},
+		},
+		Requests: func(client, i int, op service.Op) automaton.Request {
+			return automaton.Request{Op: op, Nested: client == 1}
+		},
+		Target:  "first",
+		Network: "lossless,unordered,bynode",
+		Timers:  "quiet:1",
+		Depth:   20,
+		Prefix: []string{
+			"n1: timer 2 fires",
+			"deliver n1 -> n3: prepare b=(1,1) from=1",
+			"deliver n1 -> n2: prepare b=(1,1) from=1",
+			"deliver n3 -> n1: promise b=(1,1) ok commit=0",
+		},
+	}
+}
+
+// MatchmakerModel is the model of paxos-broken-localenv: the Matchmaker
+// service (seed 002 III.C.1, nondeterministic: a submit picks one of the
+// machines that suit it). One client at n1 advertises two equal machines
+// and submits a job both suit; one timer firing (n1's election). paxos
+// logs the leader's environment beside the submit, so every replica picks
+// the same machine; the broken variant's replicas each draw their own, and
+// mc's convergence check (replicas that executed the same number of
+// instances hold states of equal hash; sim/converge.go) sees them part.
+func MatchmakerModel() automaton.ModelConfig {
+	n := func(s string) []byte { return []byte(s) }
+	return automaton.ModelConfig{
+		Nodes:   3,
+		Clients: 1,
+		Service: "matchmaker",
+		Scripts: [][]service.Op{{
+			{Kind: "advertise", Key: "m0", Args: [][]byte{n("2"), n("2"), n("1")}},
+			{Kind: "advertise", Key: "m1", Args: [][]byte{n("2"), n("2"), n("1")}},
+			{Kind: "submit", Key: "j1", Args: [][]byte{n("1"), n("1"), n("1"), n("0")}},
+		}},
+		Target:  "first",
+		Network: "lossless,unordered,bynode",
+		Timers:  "quiet:1",
+		Depth:   30,
+	}
+}
+
+// Model implements automaton.ModelDeclarer for paxos-broken-localenv
+// (shadowing protocol's): MatchmakerModel.
+func (brokenLocalEnv) Model() automaton.ModelConfig { return MatchmakerModel() }
