@@ -90,6 +90,12 @@ func init() {
 }
 
 func TestEffectsRunConcurrentlyAndAnswer(t *testing.T) {
+	// The executor's counters are package state: start from zero so the
+	// test also holds under -count=N.
+	slowLen.mu.Lock()
+	slowLen.running, slowLen.maxRun, slowLen.envs = 0, 0, nil
+	slowLen.mu.Unlock()
+	slowLen.closed.Store(0)
 	cfg, ls := mkCluster(t, 1, config.Memory, config.Namespace{Name: "eff", Protocol: "nodetest-effect", Service: "kv"})
 	n := startNode(t, cfg, "n1", ls[0], Options{})
 	var wg sync.WaitGroup
