@@ -1,7 +1,9 @@
 package automaton
 
 import (
+	"cmp"
 	"encoding/binary"
+	"slices"
 	"sort"
 
 	"github.com/synod-dev/synod/service"
@@ -91,19 +93,28 @@ type RenamedID struct{ ID, Renamed RequestID }
 // renaming of symmetry reduction; nil: none), sorted by renaming, the
 // canonical order in which a fast path encodes a map keyed by request id.
 func ModelRenamedKeys[V any](m map[RequestID]V, rename func(RequestID) RequestID) []RenamedID {
-	out := make([]RenamedID, 0, len(m))
+	return AppendModelRenamedKeys(make([]RenamedID, 0, len(m)), m, rename)
+}
+
+// AppendModelRenamedKeys is ModelRenamedKeys appending to buf (a slice of
+// the caller's array spares the allocation in an encoding's hot path).
+func AppendModelRenamedKeys[V any](buf []RenamedID, m map[RequestID]V, rename func(RequestID) RequestID) []RenamedID {
+	start := len(buf)
 	for id := range m {
 		r := id
 		if rename != nil {
 			r = rename(id)
 		}
-		out = append(out, RenamedID{id, r})
+		buf = append(buf, RenamedID{id, r})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i].Renamed, out[j].Renamed
-		return x.Client < y.Client || x.Client == y.Client && x.Seq < y.Seq
+	slices.SortFunc(buf[start:], func(a, b RenamedID) int {
+		x, y := a.Renamed, b.Renamed
+		if x.Client != y.Client {
+			return cmp.Compare(x.Client, y.Client)
+		}
+		return cmp.Compare(x.Seq, y.Seq)
 	})
-	return out
+	return buf
 }
 
 // AppendModelOp appends an operation.

@@ -40,12 +40,7 @@ func (w *world) fingerprint() uint64 {
 // fingerprintAs hashes the state with clients renamed by perm and nodes by
 // r (inv: its inverse; nil: as they are).
 func (w *world) fingerprintAs(perm []int, r *automaton.NodeRenaming, inv []int) uint64 {
-	hs := &hasher{stack: map[uintptr]bool{}, roots: map[uintptr]int{}, perm: perm}
-	for i, n := range w.nodes {
-		if n.a != nil {
-			hs.roots[reflect.ValueOf(n.a).Pointer()] = i
-		}
-	}
+	hs := &hasher{perm: perm, w: w}
 	var h maphash.Hash
 	h.SetSeed(seed)
 	for j := range w.nodes {
@@ -123,7 +118,7 @@ func (w *world) checkerHash(hs *hasher) uint64 {
 	if cs, ok := w.checker.(automaton.ModelCheckerStater); ok && !w.cfg.Reflective {
 		fp = encodedHash(func(b []byte) []byte { return cs.AppendModelState(b, w.ref, hs.rename()) })
 	} else {
-		fp = hs.sum(w.checker, -1)
+		fp = hs.prepare().sum(w.checker, -1)
 	}
 	if hs.perm == nil {
 		w.checkerFP = fp
@@ -140,6 +135,21 @@ func (w *world) ref(a automaton.Automaton) int {
 		}
 	}
 	return -1
+}
+
+// prepare readies hs for reflective hashing of hs.w's automata and
+// checker (the fast path needs none of it: made on first use).
+func (hs *hasher) prepare() *hasher {
+	if hs.roots != nil {
+		return hs
+	}
+	hs.stack, hs.roots = map[uintptr]bool{}, map[uintptr]int{}
+	for i, n := range hs.w.nodes {
+		if n.a != nil {
+			hs.roots[reflect.ValueOf(n.a).Pointer()] = i
+		}
+	}
+	return hs
 }
 
 // rename renames client ids as perm does (nil: no renaming).
@@ -203,7 +213,7 @@ func (w *world) nodeHash(hs *hasher, i int) uint64 {
 	if ms, ok := n.a.(automaton.ModelStater); ok && !w.cfg.Reflective {
 		fp = encodedHash(func(b []byte) []byte { return ms.AppendModelState(b, hs.rename()) })
 	} else {
-		fp = hs.sum(n.a, i)
+		fp = hs.prepare().sum(n.a, i)
 	}
 	if hs.perm == nil {
 		n.fp = fp

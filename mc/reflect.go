@@ -68,6 +68,8 @@ type hasher struct {
 	// c+1 hashes as one of client perm[c]+1.
 	perm []int
 	buf  [8]byte
+	// w is the state whose automata roots lists (prepare).
+	w *world
 }
 
 func (hs *hasher) u64(h *maphash.Hash, x uint64) {

@@ -141,6 +141,8 @@ type world struct {
 	// seedGroups: nodeGroups as first computed, which seeds the nodes'
 	// random sources (kept if the automata turn out not to rename).
 	seedGroups [][]int
+	// scripts caches cfg.script per client (shared by every state).
+	scripts [][]service.Op
 	// returned: the last step completed an operation (the history grew).
 	returned bool
 	// violation: what the last step broke ("" when nothing).
@@ -185,6 +187,9 @@ func newWorld(cfg *Config) (*world, error) {
 			w.clients[c].target = c % len(w.ids)
 		}
 	}
+	for c := range w.clients {
+		w.scripts = append(w.scripts, cfg.script(c))
+	}
 	w.groups = w.symmetryGroups()
 	w.nodeGroups, w.seedGroups = w.nodeSymmetryGroups()
 	for i := range w.ids {
@@ -211,6 +216,7 @@ func (w *world) boot(i int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.ids[i], err)
 	}
+	recordOrder(a) // workload_esds.go
 	w.ownChecker(nil)
 	n.a, n.owned, n.fp = a, true, 0
 	n.timers, n.effects = nil, nil
@@ -223,12 +229,20 @@ func (w *world) boot(i int) error {
 	return nil
 }
 
+// script is cfg.script(c), computed once.
+func (w *world) script(c int) []service.Op {
+	if c < len(w.scripts) {
+		return w.scripts[c]
+	}
+	return w.cfg.script(c)
+}
+
 // request returns client c's i-th request.
 func (w *world) request(c, i int) automaton.Request {
 	if k := w.cfg.resendOf(c, i); k >= 0 {
 		return w.request(c, k) // a copy (workload.go)
 	}
-	op := w.cfg.script(c)[i]
+	op := w.script(c)[i]
 	var r automaton.Request
 	if w.cfg.Model.Requests != nil {
 		r = w.cfg.Model.Requests(c+1, i, op)
@@ -369,10 +383,10 @@ func (w *world) respond(r automaton.Response) {
 
 // enabled lists the events enabled in w, in a deterministic order.
 func (w *world) enabled() []Event {
-	var evs []Event
+	evs := make([]Event, 0, len(w.clients)+3*len(w.flight)+len(w.nodes))
 	for c := range w.clients {
 		cl := &w.clients[c]
-		if cl.pending || cl.next >= len(w.cfg.script(c)) {
+		if cl.pending || cl.next >= len(w.script(c)) {
 			continue
 		}
 		if w.cfg.Model.Target == "any" && !w.fanout {
@@ -470,7 +484,7 @@ func (w *world) apply(ev Event) error {
 	switch ev.Kind {
 	case EvInvoke:
 		cl := &w.clients[ev.Client]
-		if cl.pending || cl.next >= len(w.cfg.script(ev.Client)) {
+		if cl.pending || cl.next >= len(w.script(ev.Client)) {
 			return fmt.Errorf("client %d has no request to send", ev.Client+1)
 		}
 		cl.pending = true

@@ -2,7 +2,6 @@ package abd
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -31,14 +30,18 @@ func (a *ABD) AppendModelState(b []byte, rename func(automaton.RequestID) automa
 // AppendModelState with node nil): tags name their writer, renamed; an
 // operation's replies are kept per node position, permuted.
 func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID) automaton.RequestID, node *automaton.NodeRenaming) []byte {
+	// Keys are sorted in arrays of this frame (the model's maps are small):
+	// an encoding allocates nothing but its buffer's growth.
+	var kb [8]string
 	b = automaton.AppendModelUint(b, uint64(len(a.store)))
-	for _, k := range sortedKeys(a.store) {
+	for _, k := range appendSortedKeys(kb[:0], a.store) {
 		b = appendEntry(automaton.AppendModelString(b, k), *a.store[k], node)
 	}
 	b = automaton.AppendModelUint(b, a.incarnation)
 	b = automaton.AppendModelBool(b, a.fresh)
 	b = automaton.AppendModelUint(b, a.counter)
-	ids := make([]uint64, 0, len(a.ops))
+	var ib [8]uint64
+	ids := ib[:0]
 	for id := range a.ops {
 		ids = append(ids, id)
 	}
@@ -47,12 +50,13 @@ func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID)
 	for _, id := range ids {
 		b = appendOp(automaton.AppendModelUint(b, id), a.ops[id], rename, node)
 	}
-	reqs := automaton.ModelRenamedKeys(a.byReq, rename)
+	var rb [8]automaton.RenamedID
+	reqs := automaton.AppendModelRenamedKeys(rb[:0], a.byReq, rename)
 	b = automaton.AppendModelUint(b, uint64(len(reqs)))
 	for _, r := range reqs {
 		b = automaton.AppendModelUint(automaton.AppendModelID(b, r.Renamed, nil), a.byReq[r.ID])
 	}
-	done := automaton.ModelRenamedKeys(a.done, rename)
+	done := automaton.AppendModelRenamedKeys(reqs[:0], a.done, rename)
 	b = automaton.AppendModelUint(b, uint64(len(done)))
 	for _, r := range done {
 		b = automaton.AppendModelResult(automaton.AppendModelID(b, r.Renamed, nil), a.done[r.ID])
@@ -119,11 +123,16 @@ func appendKeyTags(b []byte, kts []keyTag, node *automaton.NodeRenaming) []byte 
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {
-	ks := make([]K, 0, len(m))
+	return appendSortedKeys(make([]K, 0, len(m)), m)
+}
+
+// appendSortedKeys appends m's keys to ks, sorted.
+func appendSortedKeys[K ~string, V any](ks []K, m map[K]V) []K {
+	start := len(ks)
 	for k := range m {
 		ks = append(ks, k)
 	}
-	slices.Sort(ks)
+	slices.Sort(ks[start:])
 	return ks
 }
 
@@ -152,8 +161,9 @@ func (c *checker) AppendModelState(b []byte, ref func(automaton.Automaton) int, 
 // encoded in the order of the renamed ids, tags with their writer renamed
 // and, per key, sorted by the renamed tags.
 func (c *checker) AppendRenamedModelState(b []byte, ref func(automaton.Automaton) int, rename func(automaton.RequestID) automaton.RequestID, node *automaton.NodeRenaming) []byte {
+	var nb [8]automaton.NodeID
 	b = automaton.AppendModelUint(b, uint64(len(c.inc)))
-	for _, id := range renamedNodeKeys(c.inc, node) {
+	for _, id := range renamedNodeKeys(nb[:0], c.inc, node) {
 		b = automaton.AppendModelString(b, string(node.ID(id)))
 		if a := c.inc[id]; a == nil {
 			b = automaton.AppendModelUint(b, 1<<63)
@@ -163,19 +173,28 @@ func (c *checker) AppendRenamedModelState(b []byte, ref func(automaton.Automaton
 	}
 	b = appendTagMaps(b, c.last, node)
 	b = appendTagMaps(b, c.floor, node)
+	var kb [8]string
+	var tb [16]renamedTag
 	b = automaton.AppendModelUint(b, uint64(len(c.vals)))
-	for _, k := range sortedKeys(c.vals) {
+	for _, k := range appendSortedKeys(kb[:0], c.vals) {
 		m := c.vals[k]
 		b = automaton.AppendModelString(b, k)
 		b = automaton.AppendModelBool(b, m != nil)
-		type renamed struct{ t, r Tag }
-		tags := make([]renamed, 0, len(m))
+		tags := tb[:0]
 		for t := range m {
 			r := t
 			r.Node = node.Name(t.Node)
-			tags = append(tags, renamed{t, r})
+			tags = append(tags, renamedTag{t, r})
 		}
-		sort.Slice(tags, func(i, j int) bool { return tagOrder(tags[i].r, tags[j].r) })
+		slices.SortFunc(tags, func(x, y renamedTag) int {
+			if tagOrder(x.r, y.r) {
+				return -1
+			}
+			if tagOrder(y.r, x.r) {
+				return 1
+			}
+			return 0
+		})
 		b = automaton.AppendModelUint(b, uint64(len(tags)))
 		for _, t := range tags {
 			b = automaton.AppendModelString(appendTag(b, t.r, nil), m[t.t])
@@ -195,14 +214,19 @@ func tagOrder(x, y Tag) bool {
 	return x.Seq < y.Seq
 }
 
+// renamedTag is a tag and its renaming.
+type renamedTag struct{ t, r Tag }
+
 func appendTagMaps(b []byte, mm map[automaton.NodeID]map[string]Tag, node *automaton.NodeRenaming) []byte {
+	var nb [8]automaton.NodeID
+	var kb [8]string
 	b = automaton.AppendModelUint(b, uint64(len(mm)))
-	for _, id := range renamedNodeKeys(mm, node) {
+	for _, id := range renamedNodeKeys(nb[:0], mm, node) {
 		m := mm[id]
 		b = automaton.AppendModelString(b, string(node.ID(id)))
 		b = automaton.AppendModelBool(b, m != nil)
 		b = automaton.AppendModelUint(b, uint64(len(m)))
-		for _, k := range sortedKeys(m) {
+		for _, k := range appendSortedKeys(kb[:0], m) {
 			b = appendTag(automaton.AppendModelString(b, k), m[k], node)
 		}
 	}
@@ -212,12 +236,13 @@ func appendTagMaps(b []byte, mm map[automaton.NodeID]map[string]Tag, node *autom
 // CloneChecker implements automaton.ModelCheckerStater. The model checker
 // clones the checker just before a step of the one node remap moves (or,
 // with no node moved, before a node boots): Check changes only that node's
-// entries of inc, last and floor, and replaces rather than changes a
-// floor map (invariant.go), so the other nodes' maps are shared; the
-// values seen per key (vals) may change on any step and are copied.
+// entries of inc and last, and of floor only when the node starts anew
+// (replacing rather than changing a floor map, invariant.go), so the
+// other nodes' maps are shared, and floor too after a move; the values
+// seen per key (vals) may change on any step and are copied.
 func (c *checker) CloneChecker(remap func(automaton.Automaton) automaton.Automaton) automaton.InvariantChecker {
 	n := &checker{inc: make(map[automaton.NodeID]*ABD, len(c.inc)), last: make(map[automaton.NodeID]map[string]Tag, len(c.last)),
-		floor: cloneMap(c.floor), vals: make(map[string]map[Tag]string, len(c.vals))}
+		vals: make(map[string]map[Tag]string, len(c.vals))}
 	var stepped automaton.NodeID
 	for id, a := range c.inc {
 		if a != nil {
@@ -226,6 +251,13 @@ func (c *checker) CloneChecker(remap func(automaton.Automaton) automaton.Automat
 			}
 		}
 		n.inc[id] = a
+	}
+	// floor changes only when a node starts (Check's started: a new
+	// incarnation, never the copy of the stepped node's): shared unless
+	// no node moved (the clone before a boot).
+	n.floor = c.floor
+	if stepped == "" {
+		n.floor = cloneMap(c.floor)
 	}
 	for id, m := range c.last {
 		if stepped == "" || id == stepped {

@@ -1,7 +1,8 @@
 package abd
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -100,11 +101,11 @@ func appendReplied(b []byte, replied []bool, node *automaton.NodeRenaming) []byt
 	return automaton.AppendModelSlice(b, r, automaton.AppendModelBool)
 }
 
-// renamedNodeKeys returns m's keys in the order of their renamings.
-func renamedNodeKeys[V any](m map[automaton.NodeID]V, node *automaton.NodeRenaming) []automaton.NodeID {
-	ks := sortedKeys(m)
+// renamedNodeKeys appends m's keys to ks in the order of their renamings.
+func renamedNodeKeys[V any](ks []automaton.NodeID, m map[automaton.NodeID]V, node *automaton.NodeRenaming) []automaton.NodeID {
+	ks = appendSortedKeys(ks, m)
 	if node != nil {
-		sort.Slice(ks, func(i, j int) bool { return node.ID(ks[i]) < node.ID(ks[j]) })
+		slices.SortFunc(ks, func(x, y automaton.NodeID) int { return cmp.Compare(node.ID(x), node.ID(y)) })
 	}
 	return ks
 }
