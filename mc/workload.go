@@ -254,6 +254,7 @@ func (w *world) workloadCheck(i int) {
 	if service.IsNondeterministic(w.svc) {
 		w.checkConvergence(i)
 	}
+	w.checkStrict(i)
 }
 
 // checkConvergence: after node i stepped, every up replica reporting the

@@ -102,3 +102,16 @@ func checkIn(t *testing.T, protocol string, m automaton.ModelConfig, maxStates i
 	t.Logf("%s: %d states, depth %d, complete %v, %v", protocol, r.States, r.Depth, r.Complete, r.Elapsed.Round(1e6))
 	return r
 }
+
+// TestStrictWorkload: strict operations in the workload (esds.StrictModel:
+// a write at n1, a strict read at n2). The strict check finds
+// esds-broken-earlystrict's answer given before the read was stable;
+// esds answers the read only once stable, with its value in the order, and
+// the search reaches that answer.
+func TestStrictWorkload(t *testing.T) {
+	caught(t, "esds-broken-earlystrict", ESDSOrder)
+	ok := clean(t, "esds", "esds-broken-earlystrict", automaton.ModelOf("esds-broken-earlystrict").Depth, 0)
+	if !ok.Sometimes[1].Reached {
+		t.Fatalf("esds in the strict model: the strict read is never answered")
+	}
+}
