@@ -162,7 +162,15 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	return a.out
 }
 
-func (a *ABD) emit(o automaton.Output) { a.out = append(a.out, o) }
+// emit appends an output. Step hands its slice to the runtime, so each step
+// makes a new one, sized for a step's usual outputs (at most a timer, a
+// record and a send to each peer) so that it is allocated once.
+func (a *ABD) emit(o automaton.Output) {
+	if a.out == nil {
+		a.out = make([]automaton.Output, 0, 2+len(a.cfg.Nodes))
+	}
+	a.out = append(a.out, o)
+}
 
 // onStart restores the replica's registers and starts a new incarnation.
 func (a *ABD) onStart(s automaton.Start) {
@@ -288,10 +296,9 @@ func (a *ABD) phaseMessage(o *op) *message {
 func (a *ABD) selfReply(o *op, m *message) {
 	switch m.Kind {
 	case kindQuery:
-		e := a.entry(m.Key)
-		a.onQueryReply(a.self, &message{Kind: kindQueryReply, Op: o.id, Key: m.Key, Tag: e.Tag, Tomb: e.Tomb, Value: e.Value})
+		a.onQueryReply(a.self, o.id, a.entry(m.Key), true)
 	case kindStore:
-		a.applyStore(m)
+		a.applyStore("k/"+m.Key, m.Tag, m.Tomb, m.Value)
 		a.onStoreAck(a.self, o.id)
 	}
 }
@@ -303,54 +310,69 @@ func (a *ABD) entry(key string) entry {
 	return entry{}
 }
 
+// onMessage reads a peer's message as a frame aliasing b (msg.go): the
+// key, the tag's writer and the value are copied only where they are kept.
 func (a *ABD) onMessage(from automaton.NodeID, b []byte) {
 	i, ok := a.index[from]
 	if !ok || i == a.self {
 		return // not a member: ignore
 	}
-	m, err := unmarshal(b)
+	f, err := decodeFrame(b)
 	if err != nil {
 		return // corrupt message: drop (the sender retransmits)
 	}
-	switch m.Kind {
+	switch f.Kind {
 	case kindQuery: // replica (seed 001 §3.1.1, GET)
-		e := a.entry(m.Key)
-		r := message{Kind: kindQueryReply, Op: m.Op, Key: m.Key, Tag: e.Tag, Tomb: e.Tomb, Value: e.Value}
-		a.emit(automaton.Send{To: from, Msg: r.marshal()})
+		var e entry
+		if p := a.store[string(f.Key)]; p != nil {
+			e = *p
+		}
+		a.emit(automaton.Send{To: from, Msg: marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)})
 	case kindStore: // replica (seed 001 §3.1.1, PUT)
-		a.applyStore(&m)
-		r := message{Kind: kindStoreAck, Op: m.Op}
+		a.applyStore("k/"+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, copyBytes(f.Value))
+		r := message{Kind: kindStoreAck, Op: f.Op}
 		a.emit(automaton.Send{To: from, Msg: r.marshal()})
 	case kindQueryReply:
-		a.onQueryReply(i, &m)
+		a.onQueryReply(i, f.Op, entry{Tag: f.tag(a.cfg.Nodes), Tomb: f.Tomb, Value: f.Value}, false)
 	case kindStoreAck:
-		a.onStoreAck(i, m.Op)
+		a.onStoreAck(i, f.Op)
 	}
 }
 
 // applyStore installs (tag, value) if the tag is higher than the register's,
 // persisting it first; a lower or equal tag is acknowledged and ignored.
-func (a *ABD) applyStore(m *message) {
-	a.stepStores = append(a.stepStores, keyTag{m.Key, m.Tag})
-	cur := a.store[m.Key]
-	if cur != nil && !cur.Tag.Less(m.Tag, a.proto.tsOnly) {
+// recordKey is the register's record key, "k/" and the key: the key is
+// recordKey[2:], one string for both. value is kept: it must not alias an
+// input's buffer.
+func (a *ABD) applyStore(recordKey string, t Tag, tomb bool, value []byte) {
+	key := recordKey[2:]
+	a.stepStores = append(a.stepStores, keyTag{key, t})
+	cur := a.store[key]
+	if cur != nil && !cur.Tag.Less(t, a.proto.tsOnly) {
 		return
 	}
-	e := &entry{Tag: m.Tag, Tomb: m.Tomb, Value: m.Value}
-	a.store[m.Key] = e
-	a.emit(automaton.Persist{Key: "k/" + m.Key, Value: e.marshal()})
+	e := &entry{Tag: t, Tomb: tomb, Value: value}
+	a.store[key] = e
+	a.emit(automaton.Persist{Key: recordKey, Value: e.marshal()})
 }
 
-func (a *ABD) onQueryReply(from int, m *message) {
-	o := a.ops[m.Op]
+// onQueryReply counts a replica's register e for operation id. owned says
+// whether e.Value is the automaton's own memory; when it aliases a
+// received frame it is copied if kept as the highest so far (rarely: this
+// replica's own answer comes first, and a peer's usually carries the same
+// tag).
+func (a *ABD) onQueryReply(from int, id uint64, e entry, owned bool) {
+	o := a.ops[id]
 	if o == nil || o.phase != 1 || o.replied[from] {
 		return
 	}
 	o.replied[from] = true
 	o.count++
-	e := entry{Tag: m.Tag, Tomb: m.Tomb, Value: m.Value}
 	switch {
 	case o.count == 1 || o.max.Tag.Less(e.Tag, a.proto.tsOnly):
+		if !owned {
+			e.Value = copyBytes(e.Value)
+		}
 		o.max, o.nMax = e, 1
 	case !e.Tag.Less(o.max.Tag, a.proto.tsOnly):
 		o.nMax++ // equal tag

@@ -3,6 +3,7 @@ package abd
 import (
 	"fmt"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/wire"
 )
@@ -61,39 +62,97 @@ func decodeTag(d *wire.Decoder) Tag {
 }
 
 func (m *message) marshal() []byte {
-	e := header.Message(m.Kind, 32+len(m.Key)+len(m.Value))
-	e.Uvarint(m.Op)
 	switch m.Kind {
-	case kindQuery:
-		e.String(m.Key)
 	case kindQueryReply, kindStore:
+		return marshalRegister(m.Kind, m.Op, m.Key, m.Tag, m.Tomb, m.Value)
+	}
+	e := header.Message(m.Kind, 32+len(m.Key))
+	e.Uvarint(m.Op)
+	if m.Kind == kindQuery {
 		e.String(m.Key)
-		encodeTag(&e, m.Tag)
-		e.Bool(m.Tomb)
-		e.Bytes(m.Value)
-	case kindStoreAck:
 	}
 	return e.B
 }
 
-func unmarshal(b []byte) (message, error) {
-	var m message
+// marshalRegister encodes a query-reply or a store: the register (tag,
+// tomb, value) of a key. The key is a string or the bytes of a received
+// frame (a replica answers a query without making the key a string).
+func marshalRegister[K string | []byte](kind byte, op uint64, key K, t Tag, tomb bool, value []byte) []byte {
+	e := header.Message(kind, 32+len(key)+len(value))
+	e.Uvarint(op)
+	e.Uvarint(uint64(len(key))) // as wire.Encoder.String and Bytes
+	e.B = append(e.B, key...)
+	encodeTag(&e, t)
+	e.Bool(tomb)
+	e.Bytes(value)
+	return e.B
+}
+
+// frame is a decoded message whose byte strings (Key, Node: the tag's
+// writer, Value) alias the received buffer. onMessage reads it without
+// copying and copies only what it keeps: the automaton contract forbids
+// keeping an input's bytes beyond the step.
+type frame struct {
+	Kind  byte
+	Op    uint64
+	Key   []byte
+	TS    uint64
+	Node  []byte
+	Seq   uint64
+	Tomb  bool
+	Value []byte
+}
+
+func decodeFrame(b []byte) (frame, error) {
+	var f frame
 	d, kind, err := header.OpenMessage(b)
 	if err != nil {
-		return m, err
+		return f, err
 	}
-	m.Kind = kind
-	m.Op = d.Uvarint()
-	switch m.Kind {
+	f.Kind = kind
+	f.Op = d.Uvarint()
+	switch f.Kind {
 	case kindQuery:
-		m.Key = d.String()
+		f.Key = d.Bytes()
 	case kindQueryReply, kindStore:
-		m.Key = d.String()
-		m.Tag = decodeTag(d)
-		m.Tomb = d.Bool()
-		m.Value = d.BytesCopy()
+		f.Key = d.Bytes()
+		f.TS, f.Node, f.Seq = d.Uvarint(), d.Bytes(), d.Uvarint()
+		f.Tomb = d.Bool()
+		f.Value = d.Bytes()
 	}
-	return m, d.Done()
+	return f, d.Done()
+}
+
+// tag is the frame's tag, its writer's name taken from nodes when it is
+// one of them (no allocation), else copied.
+func (f *frame) tag(nodes []automaton.NodeID) Tag {
+	t := Tag{TS: f.TS, Seq: f.Seq}
+	for _, n := range nodes {
+		if string(n) == string(f.Node) {
+			t.Node = string(n)
+			return t
+		}
+	}
+	t.Node = string(f.Node)
+	return t
+}
+
+// unmarshal decodes a message into memory of its own.
+func unmarshal(b []byte) (message, error) {
+	f, err := decodeFrame(b)
+	if err != nil {
+		return message{}, err
+	}
+	return message{Kind: f.Kind, Op: f.Op, Key: string(f.Key), Tag: f.tag(nil), Tomb: f.Tomb, Value: copyBytes(f.Value)}, nil
+}
+
+// copyBytes copies b into fresh memory (nil for an empty b, as
+// wire.Decoder.BytesCopy).
+func copyBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
 }
 
 // entry is a replica's register for one key.
