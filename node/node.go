@@ -123,6 +123,8 @@ type Options struct {
 	// daemon), so that node links no gRPC. Nil while such a namespace is
 	// configured is an error at Run; unused when every namespace uses tcp.
 	PeerGRPC func(PeerGRPCOptions) (PeerGRPC, error)
+
+	trace tracer // stage tracing, tests only (trace.go)
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -565,6 +567,9 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	if n.sf.err.Load() != nil {
 		return // storage failed: the loop may have stopped (storagefault.go)
 	}
+	if tr := n.opts.trace; tr != nil {
+		tr(stageDeliver, from, msgKind(msg))
+	}
 	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}}) {
 		l.msgsIn.Add(1)
 		l.mIn.Inc()
@@ -626,6 +631,9 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	// The environment observed on arrival (service/env.go); only
 	// nondeterministic services read it, through the protocol.
 	req.Env = newEnv()
+	if tr := n.opts.trace; tr != nil {
+		tr(stageDo, "", 0)
+	}
 	t0 := time.Now()
 	ch := respChans.Get().(chan automaton.Response)
 	l.addWaiter(req.ID, ch)
@@ -650,6 +658,9 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 		// respond may still be about to send, and ch is left to the GC.)
 		respChans.Put(ch)
 		l.mLatency.Observe(time.Since(t0).Seconds())
+		if tr := n.opts.trace; tr != nil {
+			tr(stageDoDone, "", 0)
+		}
 		return r, nil
 	case <-ctx.Done():
 		l.removeWaiter(req.ID, ch)

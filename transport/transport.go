@@ -14,7 +14,9 @@
 // Send drops the message and counts it when the destination's queue is full,
 // and frames buffered on a connection that fails are lost. The writer batches
 // queued frames through a bufio.Writer and flushes when the queue is empty, so
-// a burst costs one write system call. After a connection fails the writer
+// a burst costs one write system call. When nothing is queued nor being
+// written, Send writes the frame itself (inline write, below), so that a
+// message to an idle peer costs no goroutine hand-off. After a connection fails the writer
 // redials with capped exponential backoff (with jitter).
 //
 // # Wire format
@@ -73,6 +75,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -169,8 +172,19 @@ type peer struct {
 	sent, dropped, received atomic.Uint64
 	qbytes                  atomic.Int64 // bytes of the frames in q
 	connected               atomic.Bool
-	lastErr                 string // writer goroutine only
-	everUp                  bool   // writer goroutine only
+
+	// Inline write (Send, tryInline): wmu is held by whoever writes to the
+	// connection, the writer goroutine for a batch (until its buffer is
+	// flushed) or a Send writing one frame itself. queued counts the frames
+	// in q; the writer takes them out under wmu, so under wmu queued == 0
+	// means nothing waits to be written before a new frame.
+	wmu     sync.Mutex
+	raw     syscall.RawConn // under wmu: the connection, for inline writes; nil when down or TLS
+	carry   *frame          // under wmu: the rest of a frame an inline write began; written first
+	kick    chan struct{}   // wakes the writer for carry
+	queued  atomic.Int64
+	lastErr string // writer goroutine only
+	everUp  bool   // writer goroutine only
 }
 
 // New validates opts, listens, and starts the accept loop and one writer per peer.
@@ -227,7 +241,7 @@ func New(o Options) (*Transport, error) {
 		if id == "" || addr == "" {
 			return nil, fmt.Errorf("transport: peer %q has an empty id or address", id)
 		}
-		t.peers[id] = &peer{t: t, id: id, addr: addr, q: make(chan *frame, o.QueueLen)}
+		t.peers[id] = &peer{t: t, id: id, addr: addr, q: make(chan *frame, o.QueueLen), kick: make(chan struct{}, 1)}
 	}
 	t.ln = o.Listener
 	if t.ln == nil {
@@ -284,6 +298,9 @@ func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
 		return ErrClosed
 	}
 	size := int64(FrameSize(ns, msg))
+	if p.tryInline(ns, msg, int(size)) {
+		return nil
+	}
 	if p.qbytes.Add(size) > t.o.QueueBytes {
 		p.qbytes.Add(-size)
 		p.dropped.Add(1)
@@ -291,15 +308,75 @@ func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
 	}
 	f := newFrame(int(size))
 	f.b = AppendFrame(f.b, ns, msg)
+	p.queued.Add(1)
 	select {
 	case p.q <- f:
 		return nil
 	default:
+		p.queued.Add(-1)
 		f.free()
 		p.qbytes.Add(-size)
 		p.dropped.Add(1)
 		return ErrDropped
 	}
+}
+
+// tryInline writes a frame to the peer's connection on the caller's
+// goroutine when the connection is up, nothing is queued for it and the
+// writer is not writing: one non-blocking write system call instead of
+// waking the writer goroutine (issue 18: a hand-off per message on a
+// put's critical path, two to four per put). It never waits: if the
+// writer holds the connection, or the socket buffer takes only part of the
+// frame, the writer goroutine writes the rest (carry) before anything else.
+// It reports whether it took the frame; false leaves it to the queue.
+func (p *peer) tryInline(ns string, msg []byte, size int) bool {
+	if p.queued.Load() != 0 || !p.wmu.TryLock() {
+		return false
+	}
+	defer p.wmu.Unlock()
+	if p.raw == nil || p.carry != nil || p.queued.Load() != 0 {
+		return false
+	}
+	f := newFrame(size)
+	f.b = AppendFrame(f.b, ns, msg)
+	n := 0
+	var werr error
+	if err := p.raw.Write(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.Write(int(fd), f.b)
+			if werr != syscall.EINTR {
+				return true // one try: never wait for the socket
+			}
+		}
+	}); err != nil {
+		werr = err
+	}
+	if n < 0 {
+		n = 0
+	}
+	if n == len(f.b) {
+		f.free()
+		p.sent.Add(1)
+		return true
+	}
+	if werr != nil && werr != syscall.EAGAIN {
+		// The connection failed: the writer finds out at its next write
+		// and reconnects; the frame is lost with the connection.
+		f.free()
+		p.raw = nil
+		p.dropped.Add(1)
+		return true
+	}
+	// The socket took n bytes: the writer writes the rest before any
+	// other frame.
+	rest := copy(f.b, f.b[n:])
+	f.b = f.b[:rest]
+	p.carry = f
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // frame is one encoded frame queued for a peer. Frames are recycled through
@@ -616,36 +693,81 @@ func (p *peer) pump(c net.Conn) error {
 	}()
 	defer func() { c.Close(); <-dead }()
 	bw := bufio.NewWriterSize(c, 64<<10)
-	pending := uint64(0) // frames in bw not yet flushed
-	fail := func(err error) error {
-		p.dropped.Add(pending)
-		return err
+	var raw syscall.RawConn
+	if sc, ok := c.(syscall.Conn); ok && t.o.TLS == nil {
+		raw, _ = sc.SyscallConn()
+	}
+	p.wmu.Lock()
+	p.raw = raw
+	p.wmu.Unlock()
+	defer func() {
+		p.wmu.Lock()
+		p.raw = nil
+		if p.carry != nil { // a frame begun on this connection ends with it
+			p.carry.free()
+			p.carry = nil
+			p.dropped.Add(1)
+		}
+		p.wmu.Unlock()
+	}()
+	// write writes the rest of an inline write (carry), then f (if not nil)
+	// and every frame queued behind it, under wmu, and flushes them.
+	write := func(f *frame) error {
+		p.wmu.Lock()
+		defer p.wmu.Unlock()
+		pending := uint64(0) // frames in bw not yet flushed
+		fail := func(err error) error {
+			p.raw = nil // bw holds unflushed bytes: no inline write after them
+			p.dropped.Add(pending)
+			return err
+		}
+		c.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
+		if cf := p.carry; cf != nil {
+			p.carry = nil
+			_, err := bw.Write(cf.b)
+			cf.free()
+			pending++
+			if err != nil {
+				return fail(err)
+			}
+		}
+		if f == nil {
+			select {
+			case f = <-p.q:
+			default:
+			}
+		}
+		for f != nil {
+			p.queued.Add(-1)
+			p.qbytes.Add(-int64(len(f.b)))
+			_, err := bw.Write(f.b)
+			f.free() // copied into bw (or lost with the connection)
+			pending++
+			if err != nil {
+				return fail(err)
+			}
+			select {
+			case f = <-p.q:
+			default:
+				f = nil
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			return fail(err)
+		}
+		p.sent.Add(pending)
+		return nil
 	}
 	for {
 		select {
 		case f := <-p.q:
-			p.qbytes.Add(-int64(len(f.b)))
-			c.SetWriteDeadline(time.Now().Add(t.o.WriteTimeout))
-			for {
-				_, err := bw.Write(f.b)
-				f.free() // copied into bw (or lost with the connection)
-				pending++
-				if err != nil {
-					return fail(err)
-				}
-				select {
-				case f = <-p.q:
-					p.qbytes.Add(-int64(len(f.b)))
-					continue
-				default:
-				}
-				break
+			if err := write(f); err != nil {
+				return err
 			}
-			if err := bw.Flush(); err != nil {
-				return fail(err)
+		case <-p.kick:
+			if err := write(nil); err != nil {
+				return err
 			}
-			p.sent.Add(pending)
-			pending = 0
 		case <-dead:
 			return errPeerClosed
 		case <-p.ctx.Done():
