@@ -177,3 +177,19 @@ func AppendModelResult(b []byte, r service.Result) []byte {
 	b = AppendModelString(b, r.Err)
 	return AppendModelSlice(b, r.Elems, AppendModelResult)
 }
+
+// ModelCheckerPartStater is implemented by invariant checkers (with
+// ModelCheckerStater) whose memory splits into a part per node and the
+// rest, so that the model checker re-encodes after a step only the
+// stepped node's part and the rest (as it re-encodes only the stepped
+// automaton). The promise: a step of node id (Check with stepped = id),
+// its crash or its restart changes at most id's part and the rest; the
+// parts of every node and the rest together say exactly what
+// AppendModelState says (the same states are equal).
+type ModelCheckerPartStater interface {
+	// AppendModelNodePart appends what the checker holds about node id
+	// (ref and rename as in AppendModelState).
+	AppendModelNodePart(b []byte, id NodeID, ref func(Automaton) int, rename func(RequestID) RequestID) []byte
+	// AppendModelRestPart appends the rest of the checker's memory.
+	AppendModelRestPart(b []byte, ref func(Automaton) int, rename func(RequestID) RequestID) []byte
+}

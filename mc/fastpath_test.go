@@ -159,8 +159,19 @@ func TestFastPathNodeEncoding(t *testing.T) {
 			}
 			if cs, ok := w.checker.(automaton.ModelCheckerStater); ok {
 				enc := cs.AppendModelState(nil, w.ref, nil)
-				pair(-1, hs.sum(w.canonical(w.checker, -1), -1), encodedHash(func(b []byte) []byte { return append(b, enc...) }), "the checker")
+				refl := hs.sum(w.canonical(w.checker, -1), -1)
+				pair(-1, refl, encodedHash(func(b []byte) []byte { return append(b, enc...) }), "the checker")
 				encs = append(encs, string(enc))
+				if ps, ok := w.checker.(automaton.ModelCheckerPartStater); ok {
+					// In parts (each node's, then the rest), as
+					// checkerPartsHash hashes it.
+					var parts []byte
+					for _, id := range w.ids {
+						parts = automaton.AppendModelBytes(parts, ps.AppendModelNodePart(nil, id, w.ref, nil))
+					}
+					parts = automaton.AppendModelBytes(parts, ps.AppendModelRestPart(nil, w.ref, nil))
+					pair(-2, refl, encodedHash(func(b []byte) []byte { return append(b, parts...) }), "the checker in parts")
+				}
 			}
 			return encs
 		}

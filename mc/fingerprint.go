@@ -115,7 +115,9 @@ func (w *world) checkerHash(hs *hasher) uint64 {
 		return w.checkerFP
 	}
 	var fp uint64
-	if cs, ok := w.checker.(automaton.ModelCheckerStater); ok && !w.cfg.Reflective {
+	if ps, ok := w.checker.(automaton.ModelCheckerPartStater); ok && !w.cfg.Reflective && w.nodeGroups == nil {
+		fp = w.checkerPartsHash(ps, hs)
+	} else if cs, ok := w.checker.(automaton.ModelCheckerStater); ok && !w.cfg.Reflective {
 		fp = encodedHash(func(b []byte) []byte { return cs.AppendModelState(b, w.ref, hs.rename()) })
 	} else {
 		fp = hs.prepare().sum(w.checker, -1)
@@ -124,6 +126,30 @@ func (w *world) checkerHash(hs *hasher) uint64 {
 		w.checkerFP = fp
 	}
 	return fp
+}
+
+// checkerPartsHash hashes a checker that encodes itself in parts: the
+// parts about nodes that did not step since are cached (nodeState.chkFP),
+// as the automata's hashes are, when clients are not renamed. (Under node
+// symmetry the checker is hashed whole, as its renamings are.)
+func (w *world) checkerPartsHash(ps automaton.ModelCheckerPartStater, hs *hasher) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	rename := hs.rename()
+	for i := range w.nodes {
+		n := &w.nodes[i]
+		fp := n.chkFP
+		if fp == 0 || rename != nil {
+			id := w.ids[i]
+			fp = encodedHash(func(b []byte) []byte { return ps.AppendModelNodePart(b, id, w.ref, rename) })
+			if rename == nil {
+				n.chkFP = fp
+			}
+		}
+		hs.u64(&h, fp)
+	}
+	hs.u64(&h, encodedHash(func(b []byte) []byte { return ps.AppendModelRestPart(b, w.ref, rename) }))
+	return h.Sum64() | 1
 }
 
 // ref is the index of the node whose automaton a is (-1: none is: a crashed

@@ -81,6 +81,10 @@ type nodeState struct {
 	// effects are the incarnation's pending Effects, in emission order
 	// (effect.go); a crash loses them.
 	effects []pendingEffect
+	// chkFP caches the hash of the invariant checker's part about this
+	// node (automaton.ModelCheckerPartStater; 0: not computed since the
+	// node last stepped or crashed).
+	chkFP uint64
 	// unsynced are the records the node's last step persisted that a
 	// crash before its fsync would lose (unsynced.go); never changed in
 	// place.
@@ -285,7 +289,7 @@ func (w *world) step(i int, in automaton.Input) {
 		}
 	}
 	if w.checker != nil && w.violation == "" {
-		w.checkerFP = 0
+		w.checkerFP, n.chkFP = 0, 0
 		if err := w.checker.Check(w.ids[i], w.up); err != nil {
 			w.fail("invariant: " + err.Error())
 		}
@@ -541,7 +545,7 @@ func (w *world) apply(ev Event) error {
 		n.unsynced = nil
 		n.a, n.timers, n.effects, n.owned, n.fp = nil, nil, nil, false, 0
 		delete(w.up, w.ids[ev.Node])
-		w.checkerFP = 0 // the checker's references to it hash by content now
+		w.checkerFP, n.chkFP = 0, 0 // the checker's references to it hash by content now
 		w.crashes++
 	case EvRestart:
 		if w.nodes[ev.Node].a != nil {

@@ -173,6 +173,11 @@ func (c *checker) AppendRenamedModelState(b []byte, ref func(automaton.Automaton
 	}
 	b = appendTagMaps(b, c.last, node)
 	b = appendTagMaps(b, c.floor, node)
+	return c.appendVals(b, node)
+}
+
+// appendVals appends the values seen per key and tag, tags renamed.
+func (c *checker) appendVals(b []byte, node *automaton.NodeRenaming) []byte {
 	var kb [8]string
 	var tb [16]renamedTag
 	b = automaton.AppendModelUint(b, uint64(len(c.vals)))
@@ -201,6 +206,44 @@ func (c *checker) AppendRenamedModelState(b []byte, ref func(automaton.Automaton
 		}
 	}
 	return b
+}
+
+var _ automaton.ModelCheckerPartStater = (*checker)(nil)
+
+// AppendModelNodePart implements automaton.ModelCheckerPartStater: the
+// node's incarnation (as a reference), the tags it held and those it
+// restored at its last start. Check changes only the stepped node's.
+func (c *checker) AppendModelNodePart(b []byte, id automaton.NodeID, ref func(automaton.Automaton) int, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	a, ok := c.inc[id]
+	b = automaton.AppendModelBool(b, ok)
+	switch {
+	case !ok:
+	case a == nil:
+		b = automaton.AppendModelUint(b, 1<<63)
+	default:
+		b = automaton.AppendModelUint(b, uint64(int64(ref(a))))
+	}
+	var kb [8]string
+	for _, mm := range [2]map[automaton.NodeID]map[string]Tag{c.last, c.floor} {
+		m, ok := mm[id]
+		b = automaton.AppendModelBool(b, ok)
+		b = automaton.AppendModelBool(b, m != nil)
+		b = automaton.AppendModelUint(b, uint64(len(m)))
+		for _, k := range appendSortedKeys(kb[:0], m) {
+			b = appendTag(automaton.AppendModelString(b, k), m[k], nil)
+		}
+	}
+	return b
+}
+
+// AppendModelRestPart implements automaton.ModelCheckerPartStater: the
+// values seen per key and tag, and which nodes the maps name (a node the
+// checker has not seen has no part).
+func (c *checker) AppendModelRestPart(b []byte, ref func(automaton.Automaton) int, rename func(automaton.RequestID) automaton.RequestID) []byte {
+	b = automaton.AppendModelUint(b, uint64(len(c.inc)))
+	b = automaton.AppendModelUint(b, uint64(len(c.last)))
+	b = automaton.AppendModelUint(b, uint64(len(c.floor)))
+	return c.appendVals(b, nil)
 }
 
 // tagOrder is a total order on tags (for encoding maps keyed by them).
