@@ -259,6 +259,10 @@ type ESDS struct {
 	appliedLive []*op
 
 	gcd idSummary
+	// snapLen: the size of the stable state's last snapshot (record "s");
+	// gcSkipped: collections put off since, gcLastN: operations they could
+	// have collected at the last (collectDue).
+	snapLen, gcSkipped, gcLastN int
 	// goneQ: collected operations whose "gone" entry some peers (bits) have
 	// not acknowledged yet.
 	goneQ   map[string]uint64
@@ -310,6 +314,10 @@ type op struct {
 	arrival uint64
 	inWait  bool // in a.waiting
 	inDNA   bool // in a.dna (index.go)
+	// What newInfo last queued for gossip (flags without flagAll, label).
+	qFlags byte
+	qLabel Label
+	qOK    bool
 	// What the record o/<id> last persisted says (flushDirty skips rewriting
 	// an identical record).
 	pFlags byte

@@ -126,7 +126,7 @@ func (a *ESDS) responseC(id string) {
 // answered at once from the value cache.
 func (a *ESDS) replicaRequest(fe int, x entry) {
 	a.replicaReqs++
-	if a.gcd.has(x.ID) {
+	if a.ops[x.ID] == nil && a.gcd.has(x.ID) {
 		res, ok := a.results[x.ID]
 		if !ok {
 			res = service.Errorf("ERR operation %q is stable and its value is no longer kept", x.ID)

@@ -66,10 +66,10 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 	a.merged += len(entries)
 	for i := range entries {
 		x := &entries[i]
-		if a.gcd.has(x.ID) {
-			continue // stable everywhere, collected here
-		}
 		o := a.ops[x.ID]
+		if o == nil && a.gcd.has(x.ID) {
+			continue // stable everywhere, collected here (a live operation never is)
+		}
 		if x.Flags == flagGone {
 			// Collected at j, hence stable at every member.
 			if o != nil && o.label.Set && o.solid|a.all != o.solid {

@@ -46,7 +46,9 @@ func (a *ESDS) marshalOp(o *op) []byte {
 // it, the label counter, the id summary and (when recording) the order log.
 func (a *ESDS) marshalStable() []byte {
 	e := stableHeader.Record(256)
-	e.Bytes(a.stable.Snapshot())
+	snap := a.stable.Snapshot()
+	a.snapLen = len(snap)
+	e.Bytes(snap)
 	e.Bool(a.stableMax.Set)
 	e.Uvarint(a.stableMax.C)
 	e.Uvarint(uint64(a.stableMax.R))

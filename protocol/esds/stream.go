@@ -48,11 +48,21 @@ type peer struct {
 	ackDue   bool
 }
 
-// newInfo queues o for gossip to every peer (gossip_r[i] ∪= {x}).
+// newInfo queues o for gossip to every peer (gossip_r[i] ∪= {x}) when what
+// this replica's gossip says about it has changed since it was last queued:
+// its label (done here), or its being stable here (Fig. 4.5's R, D, L, S for
+// x). News that changes none of these (x done at another replica, stable at
+// every member) queues nothing: the seed's gossip does not carry it (see the
+// package doc, "Gossip: one position per change of what is said").
 func (a *ESDS) newInfo(o *op) {
 	if a.unopt || a.peers == nil {
 		return
 	}
+	f := a.entryOf(o).Flags &^ flagAll
+	if o.qOK && o.qFlags == f && o.qLabel == o.label {
+		return
+	}
+	o.qOK, o.qFlags, o.qLabel = true, f, o.label
 	for j := range a.peers {
 		if j != a.self && a.isReplica(j) {
 			a.enqueue(j, o.id)
@@ -269,6 +279,11 @@ func (a *ESDS) acknowledged(j int, stream, seq uint64) {
 	clear(p.queue[:n])
 	p.queue = p.queue[n:]
 	p.acked = seq
+	// Progress restarts the retransmission timer: only a window that has
+	// gone unacknowledged for a whole retransmit interval is sent again
+	// (measured from the last send otherwise, a stream that always has a
+	// message in flight was resent every tick).
+	p.lastRetx = a.tick
 	if p.sentUpTo < p.acked {
 		p.sentUpTo = p.acked
 	}
