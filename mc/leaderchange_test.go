@@ -26,8 +26,8 @@ func caught(t *testing.T, broken, want string) *Result {
 	return r
 }
 
-// clean checks correct in broken's declared model (its workload, network
-// and timers) to depth, with at most maxStates states (0: no bound), and
+// clean checks correct in broken's declared model (its workload, network,
+// timers, crash bound and prefix) to depth, with at most maxStates states (0: no bound), and
 // wants no violation.
 func clean(t *testing.T, correct, broken string, depth, maxStates int) *Result {
 	t.Helper()
@@ -35,6 +35,7 @@ func clean(t *testing.T, correct, broken string, depth, maxStates int) *Result {
 	cfg.Model = automaton.ModelOf(broken)
 	cfg.Net, _ = ParseNetwork(cfg.Model.Network)
 	cfg.Timers, cfg.Depth, cfg.MaxStates = cfg.Model.Timers, depth, maxStates
+	cfg.Crashes, cfg.CrashBeforeFsync = cfg.Model.Crashes, cfg.Model.CrashBeforeFsync
 	r, err := Check(cfg)
 	if err != nil {
 		t.Fatal(err)
