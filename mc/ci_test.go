@@ -21,7 +21,7 @@ var notYetCaught = map[string]string{
 	"abd-broken-clientnowriteback": "needs client-driven operations (clients running ABD's phases themselves, sim --client-driven); mc's clients send ordinary requests",
 	"paxos-broken-localenv":        "caught by the convergence check in its declared paxos.MatchmakerModel with Config.Reflective (TestMatchmakerConvergence: 2,742 states); on the fast path the variant's random source (broken_env.go's localEnvState.rnd) is shared by paxos's copies of a node (modelstate.go's cloneModel), so the search's draws depend on other branches and the counterexample may not replay: needs the variant to draw its environment without shared mutable state",
 	"paxos-broken-nestedread":      "caught in paxos.NestedReadModel (a nested read, a write, then a copy of the read: mc workload step resend; TestNestedReadWorkload), which the variant does not declare yet: protocol/paxos/model.go (not this change's file) needs `case p.nestedRead: return NestedReadModel()`",
-	"paxos-broken-splitgroup":      "needs atomic groups in the workload, and mc records one result per request (a group's Results are not in its history yet)",
+	"paxos-broken-splitgroup":      "caught in paxos.GroupModel (window=1, a filler write, two atomic groups in one batch: mc workload step group; TestGroupWorkload, 1,576 states), which the variant does not declare yet: protocol/paxos/model.go (not this change's file) needs `case p.splitGroups: return GroupModel()`",
 	"paxos-broken-stickyleader":    "a liveness bug (safe, stops making progress): mc's bounded eventually is judged only on quiet states without crashes, and a leader change takes ~20 events",
 }
 

@@ -45,8 +45,8 @@ func (w *world) sometimes() (write, read bool) {
 	if h.res.Type == service.ResultErr {
 		return
 	}
-	if w, ok := w.stepResult(h.client, h.op, h.res); ok {
-		return w, false
+	if w, r, ok := w.stepResult(h.client, h.op, h.res); ok {
+		return w, r
 	}
 	if w.svc.IsRead(op) {
 		return false, h.res.Type == service.ResultBytes || h.res.Type == service.ResultInt

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/history"
@@ -27,6 +28,12 @@ import (
 //     (Failed), or pending (Unknown), so the protocol's declared checker
 //     (strict serializability for a linearizable one: check.ForHistory)
 //     judges it.
+//   - "group" with one argument per operation, its words joined by "+"
+//     ("group set+x+1 set+y+1"): an atomic group (Request.Ops), answered
+//     with one result per operation. The history records it as one
+//     MultiKind entry whose steps hold those results (as sim does), so the
+//     serializability checker judges it; the hop keeps the results as an
+//     array (hopResult).
 //   - "resend k": a copy of the client's k-th request (1-based), with the
 //     same RequestID and content, sent later (as the replicas of a calling
 //     namespace each send one nested call: sim --nested). The copy must be
@@ -40,6 +47,7 @@ const (
 	StepTxnCommit = "txn-commit"
 	StepTxnAbort  = "txn-abort"
 	StepResend    = "resend"
+	StepGroup     = "group"
 )
 
 // NestedAnswer, Converged and ESDSOrder are the always properties the
@@ -53,6 +61,34 @@ const (
 // Resend returns the script step that sends a copy of request k (1-based).
 func Resend(k int) service.Op { return service.Op{Kind: StepResend, Key: strconv.Itoa(k)} }
 
+// Group returns the script step that sends ops as one atomic group (their
+// words must hold no space or "+").
+func Group(ops ...service.Op) service.Op {
+	g := service.Op{Kind: StepGroup}
+	for _, op := range ops {
+		g.Args = append(g.Args, []byte(strings.ReplaceAll(opString(op), " ", "+")))
+	}
+	return g
+}
+
+// groupOps returns the operations of a group step.
+func groupOps(g service.Op) []service.Op {
+	ops := make([]service.Op, 0, len(g.Args))
+	for _, a := range g.Args {
+		ops = append(ops, parseOp(strings.ReplaceAll(string(a), "+", " ")))
+	}
+	return ops
+}
+
+// hopResult is the result a hop keeps of a response: its Result, or for an
+// applied group its Results as an array.
+func hopResult(r automaton.Response) service.Result {
+	if len(r.Results) > 0 && !r.Result.IsErr() {
+		return service.Array(r.Results...)
+	}
+	return r.Result
+}
+
 // TxnBegin, TxnCommit and TxnAbort return the transaction steps.
 func TxnBegin() service.Op  { return service.Op{Kind: StepTxnBegin} }
 func TxnCommit() service.Op { return service.Op{Kind: StepTxnCommit} }
@@ -62,7 +98,7 @@ func TxnAbort() service.Op  { return service.Op{Kind: StepTxnAbort} }
 // operation.
 func isStep(op service.Op) bool {
 	switch op.Kind {
-	case StepTxnBegin, StepTxnCommit, StepTxnAbort, StepResend:
+	case StepTxnBegin, StepTxnCommit, StepTxnAbort, StepResend, StepGroup:
 		return true
 	}
 	return false
@@ -106,6 +142,10 @@ func (c *Config) txnOf(client, i int) int {
 // operation, into a transaction's step when i is one (a resend is the
 // request it copies: world.request).
 func (w *world) workloadRequest(c, i int, base automaton.Request) automaton.Request {
+	if op := w.cfg.script(c)[i]; op.Kind == StepGroup {
+		base.Op, base.Ops = service.Op{}, groupOps(op)
+		return base
+	}
 	b := w.cfg.txnOf(c, i)
 	if b < 0 {
 		return base
@@ -152,15 +192,22 @@ func (w *world) nestedAnswerCheck(c, i int, res service.Result) {
 }
 
 // stepResult says what the return of a workload step counts for among the
-// sometimes properties: a committed transaction is a completed write;
-// begins, aborts, copies and the operations inside a transaction count
-// for nothing (ok true: judged here; false: an ordinary operation).
-func (w *world) stepResult(c, i int, res service.Result) (write, ok bool) {
+// sometimes properties: a committed transaction is a completed write; an
+// applied group a completed write (or read, when it only reads); begins,
+// aborts, copies and the operations inside a transaction count for
+// nothing (ok true: judged here; false: an ordinary operation).
+func (w *world) stepResult(c, i int, res service.Result) (write, read, ok bool) {
 	op := w.cfg.script(c)[i]
 	if !isStep(op) && w.cfg.txnOf(c, i) < 0 {
-		return false, false
+		return false, false, false
 	}
-	return op.Kind == StepTxnCommit && !res.IsErr(), true
+	if op.Kind == StepGroup && !res.IsErr() {
+		for _, g := range groupOps(op) {
+			write = write || !w.svc.IsRead(g)
+		}
+		return write, !write, true
+	}
+	return op.Kind == StepTxnCommit && !res.IsErr(), false, true
 }
 
 // workloadHistory converts the hops into a history (props.go's history):
@@ -185,6 +232,9 @@ func (w *world) workloadHistory(h *history.History) {
 			}
 			o := &h.Ops[at[key]]
 			o.Return, o.Outcome, o.Result = int64(t), history.OK, history.FromResult(x.res)
+			if o.Kind == history.MultiKind {
+				endGroup(o, x.res)
+			}
 			continue
 		}
 		ti, isOpen := open[x.client]
@@ -225,9 +275,35 @@ func (w *world) endTxn(h *history.History, c int, open map[int]int, t int64, out
 	delete(open, c)
 }
 
-// historyOp is client c's i-th operation as a pending history entry.
+// endGroup completes a group's entry o with its answer: each step's result
+// when it was applied (res is hopResult's array), or a refusal (Failed:
+// nothing applied).
+func endGroup(o *history.Op, res service.Result) {
+	if res.IsErr() || len(res.Elems) != len(o.Txn) {
+		o.Outcome = history.Failed
+		return
+	}
+	o.Result = history.FromResult(service.OK())
+	for k := range o.Txn {
+		o.Txn[k].Outcome, o.Txn[k].Result = history.OK, history.FromResult(res.Elems[k])
+	}
+}
+
+// historyOp is client c's i-th operation as a pending history entry (a
+// group's with its operations as steps of unknown outcome).
 func (w *world) historyOp(c, i int, call int64) history.Op {
 	req := w.request(c, i)
+	if len(req.Ops) > 0 {
+		g := history.Op{Process: c + 1, Kind: history.MultiKind, Call: call, Outcome: history.Unknown}
+		for _, op := range req.Ops {
+			s := history.Op{Process: c + 1, Kind: op.Kind, Key: op.Key, Outcome: history.Unknown}
+			for _, a := range op.Args {
+				s.Args = append(s.Args, string(a))
+			}
+			g.Txn = append(g.Txn, s)
+		}
+		return g
+	}
 	op := history.Op{Process: c + 1, Kind: req.Op.Kind, Key: req.Op.Key, Call: call, Outcome: history.Unknown}
 	for _, a := range req.Op.Args {
 		op.Args = append(op.Args, string(a))

@@ -140,3 +140,26 @@ func TestStrictWorkload(t *testing.T) {
 		t.Fatalf("esds in the strict model: the strict read is never answered")
 	}
 }
+
+// TestGroupWorkload: atomic groups in the workload (paxos.GroupModel: two
+// groups in n1's first batch). The history holds each group with one
+// result per operation, so the serializability checker finds
+// paxos-broken-splitgroup's half-applied group; paxos exhausts the model
+// with both groups answered.
+func TestGroupWorkload(t *testing.T) {
+	m := paxos.GroupModel()
+	bad := checkIn(t, "paxos-broken-splitgroup", m, 0)
+	if bad.Violation == nil || !strings.Contains(bad.Violation.Violation, "serializable") {
+		t.Fatalf("paxos-broken-splitgroup not caught in %d states: %v", bad.States, bad.Violation)
+	}
+	if why, err := bad.Violation.Replay(); err != nil || why == "" {
+		t.Fatalf("the counterexample does not replay: %q %v", why, err)
+	}
+	if s := bad.Violation.String(); !strings.Contains(s, `sends group "set+x+A" "get+x"`) {
+		t.Fatalf("the counterexample does not show the group:\n%s", s)
+	}
+	ok := checkIn(t, "paxos", m, 0)
+	if ok.Violation != nil || !ok.Sometimes[0].Reached {
+		t.Fatalf("paxos in the group model: a write completes %v, violation %v", ok.Sometimes[0].Reached, ok.Violation)
+	}
+}

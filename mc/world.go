@@ -380,7 +380,7 @@ func (w *world) respond(r automaton.Response) {
 	}
 	w.nestedAnswerCheck(c, cl.next, r.Result) // workload.go
 	cl.pending = false
-	w.addHop(hop{client: c, op: cl.next, ret: true, res: r.Result})
+	w.addHop(hop{client: c, op: cl.next, ret: true, res: hopResult(r)}) // workload.go
 	cl.next++
 	w.returned = true
 }

@@ -72,3 +72,28 @@ func MatchmakerModel() automaton.ModelConfig {
 // Model implements automaton.ModelDeclarer for paxos-broken-localenv
 // (shadowing protocol's): MatchmakerModel.
 func (brokenLocalEnv) Model() automaton.ModelConfig { return MatchmakerModel() }
+
+// GroupModel is a model for paxos-broken-splitgroup (the shape of
+// TestSplitGroupHalfApplies): with window=1 and n1 elected (the scripted
+// prefix), client 1's write fills the window, and clients 2 and 3 send the
+// atomic groups (set x A, get x) and (set x B, get x) (mc's workload step
+// "group"), which wait and may go out in one batch. paxos orders each
+// group as one command; the broken variant orders the k-th operations of
+// the batch's groups together (A1 B1 A2 B2), so A's read sees B's write:
+// a half-applied group, which the serializability checker rejects.
+func GroupModel() automaton.ModelConfig {
+	g := func(v string) service.Op {
+		return service.Op{Kind: "group", Args: [][]byte{[]byte("set+x+" + v), []byte("get+x")}}
+	}
+	return automaton.ModelConfig{
+		Nodes:   3,
+		Clients: 3,
+		Scripts: [][]service.Op{{modelSet("0")}, {g("A")}, {g("B")}},
+		Params:  map[string]string{"window": "1"},
+		Target:  "first",
+		Network: "lossless,unordered,bynode",
+		Timers:  "quiet:1",
+		Depth:   12,
+		Prefix:  NestedReadModel().Prefix,
+	}
+}
