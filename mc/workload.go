@@ -34,6 +34,10 @@ import (
 //     MultiKind entry whose steps hold those results (as sim does), so the
 //     serializability checker judges it; the hop keeps the results as an
 //     array (hopResult).
+//   - "nested" followed by an operation ("nested get x"): the operation
+//     sent as a nested request (Request.Nested, automaton/call.go: what a
+//     calling namespace's replica sends), to be answered alike at every
+//     copy and executed once.
 //   - "resend k": a copy of the client's k-th request (1-based), with the
 //     same RequestID and content, sent later (as the replicas of a calling
 //     namespace each send one nested call: sim --nested). The copy must be
@@ -48,6 +52,7 @@ const (
 	StepTxnAbort  = "txn-abort"
 	StepResend    = "resend"
 	StepGroup     = "group"
+	StepNested    = "nested"
 )
 
 // NestedAnswer, Converged and ESDSOrder are the always properties the
@@ -71,10 +76,29 @@ func Group(ops ...service.Op) service.Op {
 	return g
 }
 
-// groupOps returns the operations of a group step.
+// Nested returns the script step that sends op as a nested request.
+func Nested(op service.Op) service.Op {
+	return service.Op{Kind: StepNested, Key: op.Kind, Args: append([][]byte{[]byte(op.Key)}, op.Args...)}
+}
+
+// nestedOp returns the operation of a nested step.
+func nestedOp(n service.Op) service.Op {
+	op := service.Op{Kind: n.Key}
+	if len(n.Args) > 0 {
+		op.Key, op.Args = string(n.Args[0]), n.Args[1:]
+	}
+	return op
+}
+
+// groupOps returns the operations of a group step (read back from a
+// trace file, the first one is in the Key: trace.go's parseOp).
 func groupOps(g service.Op) []service.Op {
-	ops := make([]service.Op, 0, len(g.Args))
-	for _, a := range g.Args {
+	words := g.Args
+	if g.Key != "" {
+		words = append([][]byte{[]byte(g.Key)}, g.Args...)
+	}
+	ops := make([]service.Op, 0, len(words))
+	for _, a := range words {
 		ops = append(ops, parseOp(strings.ReplaceAll(string(a), "+", " ")))
 	}
 	return ops
@@ -98,7 +122,7 @@ func TxnAbort() service.Op  { return service.Op{Kind: StepTxnAbort} }
 // operation.
 func isStep(op service.Op) bool {
 	switch op.Kind {
-	case StepTxnBegin, StepTxnCommit, StepTxnAbort, StepResend, StepGroup:
+	case StepTxnBegin, StepTxnCommit, StepTxnAbort, StepResend, StepGroup, StepNested:
 		return true
 	}
 	return false
@@ -142,8 +166,12 @@ func (c *Config) txnOf(client, i int) int {
 // operation, into a transaction's step when i is one (a resend is the
 // request it copies: world.request).
 func (w *world) workloadRequest(c, i int, base automaton.Request) automaton.Request {
-	if op := w.cfg.script(c)[i]; op.Kind == StepGroup {
+	switch op := w.cfg.script(c)[i]; op.Kind {
+	case StepGroup:
 		base.Op, base.Ops = service.Op{}, groupOps(op)
+		return base
+	case StepNested:
+		base.Op, base.Nested = nestedOp(op), true
 		return base
 	}
 	b := w.cfg.txnOf(c, i)
@@ -198,6 +226,15 @@ func (w *world) nestedAnswerCheck(c, i int, res service.Result) {
 // nothing (ok true: judged here; false: an ordinary operation).
 func (w *world) stepResult(c, i int, res service.Result) (write, read, ok bool) {
 	op := w.cfg.script(c)[i]
+	if op.Kind == StepNested {
+		if res.IsErr() {
+			return false, false, true
+		}
+		if w.svc.IsRead(nestedOp(op)) {
+			return false, res.Type == service.ResultBytes || res.Type == service.ResultInt, true
+		}
+		return true, false, true
+	}
 	if !isStep(op) && w.cfg.txnOf(c, i) < 0 {
 		return false, false, false
 	}

@@ -163,3 +163,38 @@ func TestGroupWorkload(t *testing.T) {
 		t.Fatalf("paxos in the group model: a write completes %v, violation %v", ok.Sometimes[0].Reached, ok.Violation)
 	}
 }
+
+// TestWorkloadTraceFile: a counterexample whose workload steps are in the
+// scripts (nested, resend, group) is saved, loaded and replayed from the
+// file alone (no Requests function: the variants' explicit models), and
+// prints the steps.
+func TestWorkloadTraceFile(t *testing.T) {
+	for _, c := range []struct {
+		broken string
+		model  automaton.ModelConfig
+		shows  string
+	}{
+		{"paxos-broken-nestedread", paxos.NestedReadModel(), "client 1 sends nested get \"x\" to n1"},
+		{"paxos-broken-splitgroup", paxos.GroupModel(), `client 2 sends group "set+x+A" "get+x" to n1`},
+	} {
+		r := checkIn(t, c.broken, c.model, 0)
+		if r.Violation == nil {
+			t.Fatalf("%s: not caught", c.broken)
+		}
+		path := t.TempDir() + "/trace.json"
+		if err := r.Violation.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		lt, err := LoadTrace(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		why, err := lt.Replay()
+		if err != nil || why != r.Violation.Violation {
+			t.Fatalf("%s: the saved trace replays to %q (%v), want %q", c.broken, why, err, r.Violation.Violation)
+		}
+		if s := lt.String(); !strings.Contains(s, c.shows) {
+			t.Fatalf("%s: the loaded trace does not show %q:\n%s", c.broken, c.shows, s)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"reflect"
 	"sort"
+	"sync"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -112,7 +113,6 @@ type world struct {
 	index  map[automaton.NodeID]int
 	svc    service.Service
 	nodes  []nodeState
-	up     map[automaton.NodeID]automaton.Automaton
 	flight []message
 	// flightSum is the multiset hash of flight (the sum of mix(m.h)),
 	// kept up to date by send and unsend.
@@ -169,8 +169,7 @@ func newWorld(cfg *Config) (*world, error) {
 	if err := automaton.CheckService(cfg.Protocol, svc); err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, proto: p, svc: svc, index: map[automaton.NodeID]int{},
-		up: map[automaton.NodeID]automaton.Automaton{}}
+	w := &world{cfg: cfg, proto: p, svc: svc, index: map[automaton.NodeID]int{}}
 	for i := 1; i <= cfg.Model.Nodes; i++ {
 		id := automaton.NodeID(fmt.Sprintf("n%d", i))
 		w.index[id] = len(w.ids)
@@ -224,7 +223,6 @@ func (w *world) boot(i int) error {
 	w.ownChecker(nil)
 	n.a, n.owned, n.fp = a, true, 0
 	n.timers, n.effects = nil, nil
-	w.up[w.ids[i]] = a
 	recs := make(map[string][]byte, len(n.disk))
 	for k, v := range n.disk {
 		recs[k] = v
@@ -290,11 +288,32 @@ func (w *world) step(i int, in automaton.Input) {
 	}
 	if w.checker != nil && w.violation == "" {
 		w.checkerFP, n.chkFP = 0, 0
-		if err := w.checker.Check(w.ids[i], w.up); err != nil {
+		up := w.upNodes()
+		if err := w.checker.Check(w.ids[i], up); err != nil {
 			w.fail("invariant: " + err.Error())
 		}
+		clear(up)
+		upMaps.Put(up)
 	}
 	w.workloadCheck(i) // workload.go
+}
+
+// upMaps holds the maps handed to the invariant checker (a world keeps
+// none: a map per state was a tenth of abd's search). A checker reads the
+// map during Check and keeps none of it (none does; the automata it holds
+// it keeps by pointer).
+var upMaps = sync.Pool{New: func() any { return map[automaton.NodeID]automaton.Automaton{} }}
+
+// upNodes returns a map from upMaps of the automata of the nodes that are
+// up (the caller clears it and puts it back).
+func (w *world) upNodes() map[automaton.NodeID]automaton.Automaton {
+	up := upMaps.Get().(map[automaton.NodeID]automaton.Automaton)
+	for i := range w.nodes {
+		if a := w.nodes[i].a; a != nil {
+			up[w.ids[i]] = a
+		}
+	}
+	return up
 }
 
 // persist applies a Persist output to the node's records (copied first
@@ -378,7 +397,7 @@ func (w *world) respond(r automaton.Response) {
 	if !cl.pending || r.ID.Seq != w.expectedSeq(c, cl.next) {
 		return
 	}
-	w.nestedAnswerCheck(c, cl.next, r.Result) // workload.go
+	w.nestedAnswerCheck(c, cl.next, hopResult(r)) // workload.go
 	cl.pending = false
 	w.addHop(hop{client: c, op: cl.next, ret: true, res: hopResult(r)}) // workload.go
 	cl.next++
@@ -544,7 +563,6 @@ func (w *world) apply(ev Event) error {
 		}
 		n.unsynced = nil
 		n.a, n.timers, n.effects, n.owned, n.fp = nil, nil, nil, false, 0
-		delete(w.up, w.ids[ev.Node])
 		w.checkerFP, n.chkFP = 0, 0 // the checker's references to it hash by content now
 		w.crashes++
 	case EvRestart:
@@ -577,10 +595,6 @@ func (w *world) clone() *world {
 		n.timers = n.timers[:len(n.timers):len(n.timers)]
 		n.effects = n.effects[:len(n.effects):len(n.effects)]
 	}
-	c.up = make(map[automaton.NodeID]automaton.Automaton, len(w.up))
-	for k, v := range w.up {
-		c.up[k] = v
-	}
 	c.checkerOwned = false
 	c.flight = w.flight[:len(w.flight):len(w.flight)]
 	c.clients = append([]clientState(nil), w.clients...)
@@ -604,7 +618,6 @@ func (w *world) own(i int) {
 		// (itself, or by the reflective copier) follows it to the copy.
 		a := ms.CloneModel()
 		n.a, n.owned = a, true
-		w.up[w.ids[i]] = a
 		if cs, ok := w.checker.(automaton.ModelCheckerStater); ok {
 			w.checker = cs.CloneChecker(func(x automaton.Automaton) automaton.Automaton {
 				if x == old {
@@ -639,7 +652,6 @@ func (w *world) own(i int) {
 		}
 		n.effects = effs
 	}
-	w.up[w.ids[i]] = a
 	w.checkerOwned = false
 	w.ownChecker(cp)
 }

@@ -11,9 +11,9 @@ import (
 
 // NestedReadModel is the model of paxos-broken-nestedread: client 1 sends
 // a nested read of x (Request.Nested, as a calling namespace's replica
-// does: automaton/call.go) and later a copy of it with the same id (mc's
-// workload step "resend 1", as the calling namespace's other replicas
-// send theirs); client 2 writes x. All at n1, the first leader, whose
+// does: automaton/call.go; mc's workload step "nested get x") and later a
+// copy of it with the same id (mc's step "resend 1", as the calling
+// namespace's other replicas send theirs); client 2 writes x. All at n1, the first leader, whose
 // election (one timer firing, its prepares and n3's promise) is the
 // scripted prefix. paxos orders the nested read and answers the
 // copy from its table (nested.go); the broken variant reads afresh, and a
@@ -24,11 +24,8 @@ func NestedReadModel() automaton.ModelConfig {
 		Nodes:   3,
 		Clients: 2,
 		Scripts: [][]service.Op{
-			{{Kind: "get", Key: "x"}, {Kind: "resend", Key: "1"}},
+			{{Kind: "nested", Key: "get", Args: [][]byte{[]byte("x")}}, {Kind: "resend", Key: "1"}},
 			{modelSet("2")},
-		},
-		Requests: func(client, i int, op service.Op) automaton.Request {
-			return automaton.Request{Op: op, Nested: client == 1}
 		},
 		Target:  "first",
 		Network: "lossless,unordered,bynode",
