@@ -178,11 +178,18 @@ type peer struct {
 	// flushed) or a Send writing one frame itself. queued counts the frames
 	// in q; the writer takes them out under wmu, so under wmu queued == 0
 	// means nothing waits to be written before a new frame.
-	wmu     sync.Mutex
-	raw     syscall.RawConn // under wmu: the connection, for inline writes; nil when down or TLS
-	carry   *frame          // under wmu: the rest of a frame an inline write began; written first
-	kick    chan struct{}   // wakes the writer for carry
-	queued  atomic.Int64
+	wmu    sync.Mutex
+	raw    syscall.RawConn // under wmu: the connection, for inline writes; nil when down or TLS
+	carry  *frame          // under wmu: the rest of a frame an inline write began; written first
+	kick   chan struct{}   // wakes the writer for carry
+	queued atomic.Int64
+	// The inline write in progress (under wmu): the frame, what the socket
+	// took and the error; iwFn, made once per peer, is what RawConn.Write
+	// calls, so that an inline write allocates nothing.
+	iwB     []byte
+	iwN     int
+	iwErr   error
+	iwFn    func(fd uintptr) bool
 	lastErr string // writer goroutine only
 	everUp  bool   // writer goroutine only
 }
@@ -339,21 +346,15 @@ func (p *peer) tryInline(ns string, msg []byte, size int) bool {
 	}
 	f := newFrame(size)
 	f.b = AppendFrame(f.b, ns, msg)
-	n := 0
-	var werr error
-	if err := p.raw.Write(func(fd uintptr) bool {
-		for {
-			n, werr = syscall.Write(int(fd), f.b)
-			if werr != syscall.EINTR {
-				return true // one try: never wait for the socket
-			}
-		}
-	}); err != nil {
-		werr = err
+	p.iwB, p.iwN, p.iwErr = f.b, 0, nil
+	if p.iwFn == nil {
+		p.iwFn = p.writeOnce
 	}
-	if n < 0 {
-		n = 0
+	if err := p.raw.Write(p.iwFn); err != nil {
+		p.iwErr = err
 	}
+	n, werr := max(p.iwN, 0), p.iwErr
+	p.iwB, p.iwErr = nil, nil
 	if n == len(f.b) {
 		f.free()
 		p.sent.Add(1)
@@ -574,6 +575,17 @@ func (t *Transport) serve(raw net.Conn) {
 		}
 		p.received.Add(1)
 		t.o.Handler(p.id, ns, msg)
+	}
+}
+
+// writeOnce is write(2) of p.iwB on the non-blocking descriptor, retried
+// after EINTR only: it never waits for the socket. Under wmu.
+func (p *peer) writeOnce(fd uintptr) bool {
+	for {
+		p.iwN, p.iwErr = syscall.Write(int(fd), p.iwB)
+		if p.iwErr != syscall.EINTR {
+			return true
+		}
 	}
 }
 
