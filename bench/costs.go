@@ -107,9 +107,9 @@ func PerOp(name string, d ProcCounters, ops int64, elapsed float64) ProcCost {
 // TopFunc is one function of a CPU profile, per client operation.
 type TopFunc struct {
 	Name string `json:"name"`
-	// FlatUs and CumUs are the function's own and cumulative CPU per
-	// client operation, in microseconds; FlatPct and CumPct its shares of
-	// the profile's samples.
+	// FlatPct and CumPct are the function's own and cumulative shares of
+	// the profile's samples; FlatUs and CumUs those shares of the process's
+	// CPU per client operation, in microseconds.
 	FlatUs  float64 `json:"flat_us_per_op"`
 	FlatPct float64 `json:"flat_pct"`
 	CumUs   float64 `json:"cum_us_per_op"`
@@ -205,14 +205,15 @@ func (r CostRun) Print(w io.Writer) {
 }
 
 // ParsePprofTop reads `go tool pprof -top` output and returns its rows with
-// CPU per client operation: the profile covered profileSec seconds, in which
-// the run completed opsPerS operations per second. The header's "Total
-// samples" line is not needed: each row's flat and cum are durations.
-func ParsePprofTop(out []byte, profileSec, opsPerS float64) ([]TopFunc, error) {
-	if profileSec <= 0 || opsPerS <= 0 {
-		return nil, fmt.Errorf("profile of %gs at %g ops/s: nothing to divide by", profileSec, opsPerS)
+// CPU per client operation: each row's share of the profile's samples times
+// cpuUsPerOp, the process's CPU per operation measured from /proc. (A
+// profile's samples fall short of the CPU the kernel counts, by half on a
+// loaded machine, so the shares are taken from the profile and the total
+// from /proc.)
+func ParsePprofTop(out []byte, cpuUsPerOp float64) ([]TopFunc, error) {
+	if cpuUsPerOp <= 0 {
+		return nil, fmt.Errorf("CPU per operation %g: nothing to share out", cpuUsPerOp)
 	}
-	ops := profileSec * opsPerS
 	var rows []TopFunc
 	header := false
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -225,15 +226,15 @@ func ParsePprofTop(out []byte, profileSec, opsPerS float64) ([]TopFunc, error) {
 		if !header || len(f) < 6 {
 			continue
 		}
-		flat, err1 := pprofSeconds(f[0])
+		_, err1 := pprofSeconds(f[0])
 		flatPct, err2 := pprofPct(f[1])
-		cum, err3 := pprofSeconds(f[3])
+		_, err3 := pprofSeconds(f[3])
 		cumPct, err4 := pprofPct(f[4])
 		if err := firstErr(err1, err2, err3, err4); err != nil {
 			return nil, fmt.Errorf("pprof row %q: %w", sc.Text(), err)
 		}
-		rows = append(rows, TopFunc{Name: strings.Join(f[5:], " "), FlatUs: flat * 1e6 / ops, FlatPct: flatPct,
-			CumUs: cum * 1e6 / ops, CumPct: cumPct})
+		rows = append(rows, TopFunc{Name: strings.Join(f[5:], " "), FlatUs: flatPct * cpuUsPerOp / 100, FlatPct: flatPct,
+			CumUs: cumPct * cpuUsPerOp / 100, CumPct: cumPct})
 	}
 	if !header {
 		return nil, fmt.Errorf("no pprof -top table in %q", firstLines(out, 5))

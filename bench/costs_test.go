@@ -91,14 +91,14 @@ Dropped 12 nodes (cum <= 0.94ms)
       flat  flat%   sum%        cum   cum%
      400ms 42.55% 42.55%      400ms 42.55%  internal/runtime/syscall/linux.Syscall6
       1.2s 12.77% 55.32%      1.50s 15.96%  runtime.futex
-      10ms  1.06% 56.38%      1.5mins 9.57%  github.com/synod-dev/synod/protocol/abd.(*ABD).Step
+      10ms  1.06% 56.38%      1.5mins 40.00%  github.com/synod-dev/synod/protocol/abd.(*ABD).Step
          0     0% 56.38%      300ms 31.91%  github.com/synod-dev/synod/gateway.(*conn).serve
          0     0% 56.38%      200ms 21.28%  github.com/synod-dev/synod/node.(*nsLoop).run
          0     0% 56.38%      100ms 10.64%  bufio.(*Reader).Read (inline)
 `
 
 func TestParsePprofTop(t *testing.T) {
-	rows, err := ParsePprofTop([]byte(pprofTop), 2, 1000) // 2000 operations in the profile
+	rows, err := ParsePprofTop([]byte(pprofTop), 200) // the process spent 200 us per operation
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +106,10 @@ func TestParsePprofTop(t *testing.T) {
 		t.Fatalf("%d rows, want 6: %+v", len(rows), rows)
 	}
 	want := []TopFunc{
-		{"internal/runtime/syscall/linux.Syscall6", 200, 42.55, 200, 42.55},
-		{"runtime.futex", 600, 12.77, 750, 15.96},
-		{"github.com/synod-dev/synod/protocol/abd.(*ABD).Step", 5, 1.06, 45000, 9.57},
-		{"github.com/synod-dev/synod/gateway.(*conn).serve", 0, 0, 150, 31.91},
+		{"internal/runtime/syscall/linux.Syscall6", 85.1, 42.55, 85.1, 42.55},
+		{"runtime.futex", 25.54, 12.77, 31.92, 15.96},
+		{"github.com/synod-dev/synod/protocol/abd.(*ABD).Step", 2.12, 1.06, 80, 40},
+		{"github.com/synod-dev/synod/gateway.(*conn).serve", 0, 0, 63.82, 31.91},
 	}
 	for i, w := range want {
 		g := rows[i]
@@ -120,20 +120,20 @@ func TestParsePprofTop(t *testing.T) {
 	if rows[5].Name != "bufio.(*Reader).Read (inline)" {
 		t.Errorf("name with a suffix read as %q", rows[5].Name)
 	}
-	if _, err := ParsePprofTop([]byte("no table here\n"), 2, 1000); err == nil {
+	if _, err := ParsePprofTop([]byte("no table here\n"), 200); err == nil {
 		t.Error("output without a table accepted")
 	}
-	if _, err := ParsePprofTop([]byte(pprofTop), 0, 1000); err == nil {
-		t.Error("a profile of no seconds accepted")
+	if _, err := ParsePprofTop([]byte(pprofTop), 0); err == nil {
+		t.Error("no CPU per operation accepted")
 	}
 	bad := strings.Replace(pprofTop, "400ms 42.55% 42.55%", "400xx 42.55% 42.55%", 1)
-	if _, err := ParsePprofTop([]byte(bad), 2, 1000); err == nil {
+	if _, err := ParsePprofTop([]byte(bad), 200); err == nil {
 		t.Error("a bad duration accepted")
 	}
 }
 
 func TestPickTopAddsOwnFunctionsByCum(t *testing.T) {
-	rows, err := ParsePprofTop([]byte(pprofTop), 2, 1000)
+	rows, err := ParsePprofTop([]byte(pprofTop), 200)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,8 @@ client operation cost:
 --memory, else appendonly yes and appendfsync always) with the same driver and
 prints its row and the ratios. --profile DIR saves a CPU profile of each node
 over the measured window (the node's /debug/pprof/profile) and prints each
-node's hottest functions in CPU microseconds per operation (go tool pprof).
+node's hottest functions: their shares of the profile's samples, and those
+shares of the node's CPU per operation (go tool pprof).
 docs/COSTS.md explains the model and records runs.`,
 		Example: `  synod costs
   synod costs --protocols paxos --clients 1,256 --read-ratio 0 --profile /tmp/prof
@@ -438,7 +439,13 @@ func startProfiles(ctx context.Context, o costsOptions, prefix string, nodes []c
 				r.Profiles[names[i]] += " (go tool pprof: " + err.Error() + ")"
 				continue
 			}
-			rows, err := bench.ParsePprofTop(out, float64(secs), r.OpsPerS)
+			var cpu float64
+			for _, p := range r.Procs {
+				if p.Name == names[i] {
+					cpu = p.CPUUsPerOp
+				}
+			}
+			rows, err := bench.ParsePprofTop(out, cpu)
 			if err != nil {
 				r.Profiles[names[i]] += " (" + err.Error() + ")"
 				continue
