@@ -124,6 +124,10 @@ func checkWith(t *testing.T, protocol string, m automaton.ModelConfig, set func(
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.Violation != nil {
+		t.Logf("%s: %d states, counterexample %d events (%d of them the prefix), %v", protocol, r.States, len(r.Violation.Events), r.Violation.Prefix, r.Elapsed.Round(1e6))
+		return r
+	}
 	t.Logf("%s: %d states, depth %d, complete %v, %v", protocol, r.States, r.Depth, r.Complete, r.Elapsed.Round(1e6))
 	return r
 }
