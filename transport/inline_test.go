@@ -54,13 +54,8 @@ func TestInlineWritesSurviveAFullSocket(t *testing.T) {
 	for i := range msg {
 		msg[i] = byte(i)
 	}
+	waitInline(t, a, "b")
 	deadline := time.Now().Add(5 * time.Second)
-	for !a.Stats()["b"].Connected {
-		if time.Now().After(deadline) {
-			t.Fatal("a never connected to b")
-		}
-		time.Sleep(time.Millisecond)
-	}
 	const n = 2000 // 40 MB: far more than the socket buffers hold
 	for i := range uint64(n) {
 		binary.BigEndian.PutUint64(msg, i)
@@ -104,13 +99,7 @@ func TestSendToAnIdlePeerWritesInline(t *testing.T) {
 	defer a.Close()
 	b := start(t, "c", "b", lb, peers, in.handler, nil)
 	defer b.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for !a.Stats()["b"].Connected {
-		if time.Now().After(deadline) {
-			t.Fatal("a never connected to b")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitInline(t, a, "b")
 	if err := a.Send("b", "ns", []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
@@ -118,4 +107,24 @@ func TestSendToAnIdlePeerWritesInline(t *testing.T) {
 		t.Fatalf("sent %d when Send returned, want 1 (written inline)", st.Sent)
 	}
 	in.expect(t, got{"a", "ns", "hello"})
+}
+
+// waitInline waits until the writer of tr's connection to peer has set it
+// up for inline writes (it connects first).
+func waitInline(t *testing.T, tr *Transport, peer automaton.NodeID) {
+	t.Helper()
+	p, _ := tr.peer(peer)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.wmu.Lock()
+		up := p.raw != nil
+		p.wmu.Unlock()
+		if up {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never connected to %s", tr.o.Self, peer)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
