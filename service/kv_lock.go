@@ -29,3 +29,10 @@ func (KV) Locks(op Op) []Lock {
 	}
 	return out
 }
+
+// SpansKeyspace reports whether op reads or writes the whole keyspace
+// (flushdb, scan, keys, dbsize, randomkey, dbinfo, activeexpire) beyond the
+// keys Locks names: with it, an operation's result and effect depend on,
+// and touch, only the keys Locks names (protocol/esds relies on this to
+// apply an operation out of order when no later one touches its keys).
+func (KV) SpansKeyspace(op Op) bool { return kvOps[op.Kind].keyspace }

@@ -286,6 +286,87 @@ func (a *ESDS) tentApply(o *op) {
 	o.tval = a.tent.Apply(o.sop)
 	o.tvalOK = true
 	a.tentMax = o.label
+	a.noteTouch(o)
+}
+
+// keyedService is a service that names the keys each operation reads and
+// writes (service.Lockable) and says which operations span the whole
+// keyspace: an operation that does not depends on, and changes, only the
+// keys it names (service.KV).
+type keyedService interface {
+	service.Lockable
+	SpansKeyspace(op service.Op) bool
+}
+
+// commute is a variable for the test that compares runs with and without
+// commuting insertions (tentInsert).
+var commute = true
+
+// noteTouch records, per key, the largest label of an operation applied to
+// the tentative state that names it (and, for operations spanning the
+// keyspace, touchAll). Labels only grow here: after a relabelling or a
+// rebuild an entry may be higher than any operation now touching the key,
+// which makes tentInsert more cautious, never wrong.
+func (a *ESDS) noteTouch(o *op) {
+	ks, ok := a.svc.(keyedService)
+	if !ok || !commute || a.unopt || a.recompute {
+		return
+	}
+	if ks.SpansKeyspace(o.sop) {
+		if !a.touchAll.Set || a.touchAll.Less(o.label) {
+			a.touchAll = o.label
+		}
+		return
+	}
+	if a.touch == nil {
+		a.touch = map[string]Label{}
+	}
+	for _, l := range ks.Locks(o.sop) {
+		if t, ok := a.touch[l.Key]; !ok || t.Less(o.label) {
+			a.touch[l.Key] = o.label
+		}
+	}
+}
+
+// tentInsert applies o, newly done here with a label under the tentative
+// state's last one, to the valid tentative state in place, when no
+// operation after o's label in the tentative order names any key o names
+// (nor spans the keyspace, nor does o): operations on disjoint keys
+// commute, so the state is the one the rebuild in label order computes,
+// o's value is computed from the same keys' values as there, and no later
+// value changes. It reports whether it did; otherwise the caller
+// invalidates the state as before. The seed defines val_r(x) over the whole
+// label order and is silent on computing it (see the package doc,
+// "Commuting insertions"). Checkpoints at or above o's label lack o and are
+// dropped.
+func (a *ESDS) tentInsert(o *op) bool {
+	ks, ok := a.svc.(keyedService)
+	if !ok || !commute || a.unopt || a.recompute || !a.tentValid || a.tent == nil || o.applied {
+		return false
+	}
+	if (a.touchAll.Set && o.label.Less(a.touchAll)) || ks.SpansKeyspace(o.sop) {
+		return false
+	}
+	for _, l := range ks.Locks(o.sop) {
+		if t, ok := a.touch[l.Key]; ok && o.label.Less(t) {
+			return false
+		}
+	}
+	o.tval = a.tent.Apply(o.sop)
+	o.tvalOK = true
+	a.noteTouch(o)
+	a.commuted++
+	keep := a.ckpts[:0]
+	for _, c := range a.ckpts {
+		if c.label.Less(o.label) {
+			keep = append(keep, c)
+		} else if c.final {
+			a.ckptFinalStale++ // finalFrontier's argument failed (tests)
+		}
+	}
+	clear(a.ckpts[len(keep):])
+	a.ckpts = keep
+	return true
 }
 
 // advanceStable is the optimised variant's stable-state memo (Fig. 4.5):

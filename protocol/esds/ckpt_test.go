@@ -20,6 +20,9 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 	c := newCluster(t, "esds", 3, service.KV{}, nil)
 	c.rng = rand.New(rand.NewSource(18))
 	keys := []string{"a", "b", "c", "d"}
+	for i := len(keys); i < ckptKeys; i++ {
+		keys = append(keys, fmt.Sprint("k", i))
+	}
 	rids := map[string]automaton.RequestID{}
 	for i := range 700 {
 		n := c.IDs()[c.rng.Intn(len(c.IDs()))]
@@ -54,6 +57,7 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 	var n ckptCounts
 	for _, id := range c.IDs() {
 		a := c.esds(id)
+		n.commuted += a.commuted
 		n.used += a.ckptUsed
 		n.finalUsed += a.ckptFinalUsed
 		n.finalStale += a.ckptFinalStale
@@ -63,7 +67,37 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 
 // ckptCounts: rebuilds started from a checkpoint, from one at the final
 // frontier, and frontier checkpoints a placed label landed under.
-type ckptCounts struct{ used, finalUsed, finalStale int }
+type ckptCounts struct{ used, finalUsed, finalStale, commuted int }
+
+// ckptKeys is the number of keys ckptRun's load uses (at least 4).
+var ckptKeys = 4
+
+// TestCommutingInsertsChangeNoValue: applying an operation that gossip
+// placed under the tentative state's last label in place, when no later
+// operation names its keys (tentInsert), answers every operation exactly
+// as rebuilding does, with and without checkpoints, in a run where many
+// insertions commute and many do not (32 keys).
+func TestCommutingInsertsChangeNoValue(t *testing.T) {
+	defer func(c bool, k int) { commute, ckptKeys = c, k }(commute, ckptKeys)
+	ckptKeys = 32
+	commute = false
+	without, none := ckptRun(t, 1<<30, 1<<30, false)
+	if none.commuted != 0 {
+		t.Fatalf("commuting insertions off, yet %d done", none.commuted)
+	}
+	commute = true
+	for _, tail := range []int{1 << 30, 2} {
+		with, n := ckptRun(t, tail, 2, tail == 2)
+		if n.commuted == 0 {
+			t.Fatalf("no insertion commuted: the test exercises nothing")
+		}
+		sameAnswers(t, "with commuting insertions", with, without)
+		if n.finalStale != 0 {
+			t.Errorf("%d frontier checkpoints made stale by a placed label", n.finalStale)
+		}
+		t.Logf("%d answers, %d insertions in place, %d rebuilds from a checkpoint", len(with), n.commuted, n.used)
+	}
+}
 
 // sameAnswers reports the operations answered differently in two runs.
 func sameAnswers(t *testing.T, what string, got, want map[string]string) {

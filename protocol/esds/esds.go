@@ -239,6 +239,12 @@ type ESDS struct {
 	ckpts    []tentCkpt
 	tentLow  Label
 	ckptUsed int // rebuilds started from a checkpoint (tests)
+	// touch, touchAll: per key, the largest label applied to the tentative
+	// state naming it, and the largest of an operation spanning the
+	// keyspace (apply.go tentInsert); commuted: insertions done in place.
+	touch    map[string]Label
+	touchAll Label
+	commuted int
 	// ckptFinalUsed: those started from a checkpoint at the final
 	// frontier; ckptFinalStale: such checkpoints a placed label landed
 	// under (tests: never, see finalFrontier).
@@ -415,6 +421,7 @@ func (a *ESDS) onStart(s automaton.Start) {
 	a.orderLog = nil
 	a.tentValid = false
 	a.ckpts, a.tentLow = nil, Label{}
+	a.touch, a.touchAll = nil, Label{}
 	a.heard = make([]Label, len(a.cfg.Nodes))
 	a.removed = a.removedParam
 	a.counter = 0

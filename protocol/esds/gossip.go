@@ -175,6 +175,9 @@ func (a *ESDS) labelChanged(o *op, wasDone bool) {
 		// those without it. Its own value is computed when asked for.
 		return
 	}
+	if !wasDone && a.tentValid && !a.tentMax.Less(o.label) && a.tentInsert(o) {
+		return // commutes with every operation after it (apply.go)
+	}
 	if !a.tentValid || !a.tentMax.Less(o.label) || wasDone {
 		a.tentValid = false
 		a.lowerTent(o.label)
