@@ -386,7 +386,7 @@ func (l *nsLoop) flush() bool {
 	if !l.n.durable {
 		return l.commitInline(b)
 	}
-	if !l.early && !answered && len(l.inbox) == 0 && l.settled.Load() == l.handed.Load() && l.outputsWait() {
+	if !l.early && !answered && len(l.inbox) == 0 && l.settled.Load() == l.handed.Load() && l.outputsWait() && !l.clientsWait() {
 		// Idle fsync commit: nothing else to step, the committer idle, and
 		// only peer messages (a follower's Accepted) waiting for these
 		// records. Committing here saves the committer's wake-up on the
@@ -396,9 +396,13 @@ func (l *nsLoop) flush() bool {
 		// wait in the inbox and are stepped, and their records committed,
 		// together after it. Not here: a batch with an Early Send, whose
 		// fsync runs beside the round the Send began while the loop steps
-		// the answers; and a batch that answers clients, whose node serves
+		// the answers; a batch that answers clients, whose node serves
 		// clients directly and keeps stepping their requests while it
-		// commits (TestPipelinedReleaseOrder).
+		// commits (TestPipelinedReleaseOrder); and any batch while a client
+		// waits at this node: a follower that forwarded a put gets the
+		// leader's answer while its own fsync of the put's Accept, which
+		// the answer does not need, still runs (BenchmarkPutStages,
+		// follower: the ForwardReply waited for that fsync).
 		return l.commitInline(b)
 	}
 	if l.early {
@@ -686,6 +690,13 @@ func (l *nsLoop) removeWaiter(id automaton.RequestID, ch chan automaton.Response
 	} else {
 		l.waiters[id] = ws
 	}
+}
+
+// clientsWait reports whether some client waits at this node for an answer.
+func (l *nsLoop) clientsWait() bool {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return len(l.waiters) > 0
 }
 
 func (l *nsLoop) waiting() int {
