@@ -401,7 +401,8 @@ func measureNodes(ctx context.Context, o costsOptions, protocol string, clients 
 	var profile func() func(*bench.CostRun)
 	if o.profileDir != "" {
 		profile = func() func(*bench.CostRun) {
-			return startProfiles(ctx, o, fmt.Sprintf("%s-%s-%dc", protocol, o.durability, clients), nodes, names)
+			name := fmt.Sprintf("%s-%s-%dc-%.0fpctgets", protocol, o.durability, clients, 100*o.readRatio)
+			return startProfiles(ctx, o, name, nodes, names)
 		}
 	}
 	return measured(ctx, o, cfg, s, protocol, names, profile)
