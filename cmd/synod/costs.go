@@ -51,7 +51,6 @@ func init() {
 	var (
 		o                  costsOptions
 		protocols, jsonOut string
-		params             []string
 		memory             bool
 	)
 	cmd := &cobra.Command{
@@ -86,7 +85,7 @@ docs/COSTS.md explains the model and records runs.`,
   synod costs --protocols abd,esds --clients 64 --memory --redis --read-ratio 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.protocols, o.params = nil, nil
+			o.protocols = nil
 			for _, p := range strings.Split(protocols, ",") {
 				p = strings.TrimSpace(p)
 				if _, err := automaton.Lookup(p); err != nil {
@@ -108,16 +107,6 @@ docs/COSTS.md explains the model and records runs.`,
 			o.durability = "fsync"
 			if memory {
 				o.durability = "memory"
-			}
-			if len(params) > 0 {
-				o.params = map[string]string{}
-				for _, kv := range params {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok {
-						return fmt.Errorf("--param %q: want key=value", kv)
-					}
-					o.params[k] = v
-				}
 			}
 			if o.redis {
 				if _, err := os.Stat(compare.RedisBinary); err != nil {
@@ -158,7 +147,7 @@ docs/COSTS.md explains the model and records runs.`,
 	f.StringVar(&o.dir, "dir", "", "directory for the clusters and the fdatasync file (default a temporary directory, removed)")
 	f.StringVar(&o.profileDir, "profile", "", "save a CPU profile of each node over the measured window in this directory and print the top functions per op")
 	f.BoolVar(&o.redis, "redis", false, "also measure redis-server with the same driver (no persistence with --memory, else appendfsync always)")
-	f.StringSliceVar(&params, "param", nil, "protocol parameter key=value of the namespace (repeatable)")
+	f.StringToStringVar(&o.params, "param", nil, "protocol parameters of the namespace, key=value[,key=value] (repeatable)")
 	f.StringVar(&jsonOut, "json", "", "also write the figures as JSON to this file")
 	rootCmd.AddCommand(cmd)
 }
