@@ -73,16 +73,34 @@ func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID)
 func (a *ABD) CloneModel() automaton.Automaton {
 	c := *a
 	c.out = nil
+	// The entries, the operations and their replies are each copied into
+	// one array (a few allocations per copy instead of one per element).
 	c.store = make(map[string]*entry, len(a.store))
+	es := make([]entry, len(a.store))
+	j := 0
 	for k, e := range a.store {
-		x := *e
-		c.store[k] = &x
+		es[j] = *e
+		c.store[k] = &es[j]
+		j++
 	}
 	c.ops = make(map[uint64]*op, len(a.ops))
-	for id, o := range a.ops {
-		x := *o
-		x.replied = slices.Clone(o.replied)
-		c.ops[id] = &x
+	if len(a.ops) > 0 {
+		os, n := make([]op, len(a.ops)), 0
+		for _, o := range a.ops {
+			n += len(o.replied)
+		}
+		rs := make([]bool, n)
+		j = 0
+		for id, o := range a.ops {
+			os[j] = *o
+			if o.replied != nil {
+				os[j].replied = rs[:len(o.replied):len(o.replied)]
+				copy(os[j].replied, o.replied)
+				rs = rs[len(o.replied):]
+			}
+			c.ops[id] = &os[j]
+			j++
+		}
 	}
 	c.byReq = cloneMap(a.byReq)
 	c.done = cloneMap(a.done)
