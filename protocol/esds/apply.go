@@ -307,11 +307,18 @@ var commute = true
 // keyspace, touchAll). Labels only grow here: after a relabelling or a
 // rebuild an entry may be higher than any operation now touching the key,
 // which makes tentInsert more cautious, never wrong.
+//
+// Once noted, an operation needs no noting again (rebuilds replay it): its
+// entries stay at least its label, which only decreases.
 func (a *ESDS) noteTouch(o *op) {
+	if o.touched {
+		return
+	}
 	ks, ok := a.svc.(keyedService)
 	if !ok || !commute || a.unopt || a.recompute {
 		return
 	}
+	o.touched = true
 	if ks.SpansKeyspace(o.sop) {
 		if !a.touchAll.Set || a.touchAll.Less(o.label) {
 			a.touchAll = o.label

@@ -320,6 +320,7 @@ type op struct {
 	arrival uint64
 	inWait  bool // in a.waiting
 	inDNA   bool // in a.dna (index.go)
+	touched bool // its keys are in a.touch (apply.go noteTouch)
 	// What newInfo last queued for gossip (flags without flagAll, label).
 	qFlags byte
 	qLabel Label
