@@ -2,11 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/compare"
 )
 
@@ -57,5 +65,54 @@ func TestCostsRejectsBadFlags(t *testing.T) {
 		if err := rootCmd.Execute(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want one naming %s", c.args, err, c.want)
 		}
+	}
+}
+
+// TestStartProfilesSavesAndReads fetches a CPU profile from a pprof
+// endpoint (this test process's own, as a node's metrics port serves it),
+// saves it, and reads its top functions with go tool pprof, scaled to the
+// row's CPU per operation.
+func TestStartProfilesSavesAndReads(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool pprof needs the go command")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	o := costsOptions{duration: time.Second, profileDir: dir}
+	nodes := []cluster.Node{{ID: "n1", Metrics: strings.TrimPrefix(srv.URL, "http://")}}
+	finish := startProfiles(context.Background(), o, "test", nodes, []string{"n1 (leader)"})
+	r := bench.CostRun{OpsPerS: 1000, Procs: []bench.ProcCost{{Name: "n1 (leader)", CPUUsPerOp: 200}}}
+	done := make(chan struct{})
+	go func() { finish(&r); close(done) }()
+	var x uint64 = 1 // CPU for the profile to sample, until it has been read
+	for busy := true; busy; {
+		for i := 0; i < 1_000_000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		select {
+		case <-done:
+			busy = false
+		default:
+		}
+	}
+	path := filepath.Join(dir, "test-n1.pb.gz")
+	if r.Profiles["n1 (leader)"] != path {
+		t.Fatalf("profile recorded as %q, want %s (sink %d)", r.Profiles["n1 (leader)"], path, x)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Fatalf("profile file: %v", err)
+	}
+	found := false
+	for _, f := range r.Top["n1 (leader)"] {
+		if d := f.CumUs - f.CumPct*2; d < -0.01 || d > 0.01 {
+			t.Errorf("%s: %.2f us/op cumulative for %.2f%% of a 200 us/op process", f.Name, f.CumUs, f.CumPct)
+		}
+		found = found || strings.Contains(f.Name, "TestStartProfilesSavesAndReads")
+	}
+	if !found {
+		t.Errorf("the busy test function is not among the top functions: %+v", r.Top)
 	}
 }
