@@ -17,9 +17,17 @@ import (
 //     protocol's consistency checker on every history the search reaches
 //     (historyVerdict): Porcupine's linearizability, or sequential
 //     consistency, or (strict) serializability for groups and transactions,
-//     as check.ForHistory selects for the protocol's declared model.
+//     as check.ForHistory selects for the protocol's declared model. The
+//     client workload adds three (workload.go): a resent copy of a request
+//     is answered as the first (NestedAnswer); replicas at one applied
+//     count hold equal states, for a nondeterministic service (Converged);
+//     a strict answer is its operation's value in a replica's stable order
+//     (ESDSOrder, for eventually-serializable protocols, whose histories
+//     check.ForHistory does not judge here: workload_esds.go).
 //   - sometimes: states that must be reachable, or the search proves
-//     nothing (sometimesProps): a write completes; a read returns a value.
+//     nothing (sometimesProps): a write completes (a committed transaction
+//     or an applied group with a write counts; a begin, an abort or an
+//     operation inside a transaction does not); a read returns a value.
 //   - eventually (bounded): on every path that ends (no event enabled)
 //     within the depth, every client's script completed. Paths cut by the
 //     depth bound are not judged (that would be unbounded liveness).
