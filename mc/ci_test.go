@@ -14,8 +14,6 @@ const ciStates = 3000
 // CI scale, with why. Every other broken variant, including any added
 // later, must be caught.
 var notYetCaught = map[string]string{
-	"eve-broken-norecovery":        "needs a crash of the verifier leader after an acceptance (run with --crashes 1): beyond the CI budget",
-	"eve-broken-ownstate":          "its declared model (protocol/eve.CommissionModel: one write, commission=n2, quiet:1, bynode) reaches it in 2,333 states (18 events), 10-20 s at eve's 100-200 states/s: beyond CI's time",
 	"paxos-broken-bootquorum":      "needs membership changes (two adds), which the model's workload does not send",
 	"abd-broken-clientnowriteback": "needs client-driven operations (clients running ABD's phases themselves, sim --client-driven); mc's clients send ordinary requests",
 	"paxos-broken-localenv":        "caught by the convergence check in its declared paxos.MatchmakerModel with Config.Reflective (TestMatchmakerConvergence: 2,742 states); on the fast path the variant's random source (broken_env.go's localEnvState.rnd) is shared by paxos's copies of a node (modelstate.go's cloneModel), so the search's draws depend on other branches and the counterexample may not replay: needs the variant to draw its environment without shared mutable state",

@@ -37,3 +37,36 @@ func TestRecoveryModel(t *testing.T) {
 			ok.Complete, ok.Sometimes[0].Reached, len(ok.Sometimes[0].Witness), pre)
 	}
 }
+
+// TestCommissionModel: eve's commission model (protocol/eve.
+// CommissionModel: n2's runs corrupted; n1's election, the batch and the
+// runs of n1 and n3 as the scripted prefix) catches eve-broken-ownstate;
+// eve in the same model, every state within the counterexample's depth,
+// shows no violation, and its write completes after the prefix.
+func TestCommissionModel(t *testing.T) {
+	bad := caught(t, "eve-broken-ownstate", "committed state matches its token")
+	pre := bad.Violation.Prefix
+	ok := clean(t, "eve", "eve-broken-ownstate", len(bad.Violation.Events)-pre, 0)
+	if !ok.Complete || !ok.Sometimes[0].Reached || len(ok.Sometimes[0].Witness) <= pre {
+		t.Fatalf("eve in the commission model: complete %v, write completes %v after %d events (prefix %d)",
+			ok.Complete, ok.Sometimes[0].Reached, len(ok.Sometimes[0].Witness), pre)
+	}
+}
+
+// TestLeaderCrashModel: eve's leader-crash model (protocol/eve.
+// LeaderCrashModel: slot 1 decided by n1 and heard by n3, n1 crashed, n2
+// standing, all as the scripted prefix) catches eve-broken-norecovery;
+// eve in the same model, every state within the counterexample's depth
+// (the new leader's phase 1, its decision and what n3 hears of it), shows
+// no violation. The write was answered in the prefix (n1 decided slot 1),
+// so the search's non-vacuity is its depth: every state reaches the level
+// at which the variant fails.
+func TestLeaderCrashModel(t *testing.T) {
+	bad := caught(t, "eve-broken-norecovery", "one decision per slot")
+	pre := bad.Violation.Prefix
+	depth := len(bad.Violation.Events) - pre
+	ok := clean(t, "eve", "eve-broken-norecovery", depth, 0)
+	if !ok.Complete || ok.Depth < depth || pre != len(automaton.ModelOf("eve-broken-norecovery").Prefix) {
+		t.Fatalf("eve in the leader-crash model: complete %v, depth %d of %d, prefix %d", ok.Complete, ok.Depth, depth, pre)
+	}
+}

@@ -7,12 +7,17 @@ import (
 
 // Model implements automaton.ModelDeclarer (issue 20). eve and its other
 // variants use the default model; eve-broken-ownstate shows only when a
-// replica is outvoted, so it declares CommissionModel.
+// replica is outvoted, so it declares CommissionModel, and
+// eve-broken-norecovery only after the verifier leader's crash, so it
+// declares LeaderCrashModel.
 func (p protocol) Model() automaton.ModelConfig {
-	if !p.ownState {
-		return automaton.ModelConfig{}
+	switch {
+	case p.ownState:
+		return CommissionModel()
+	case p.noRecovery:
+		return LeaderCrashModel()
 	}
-	return CommissionModel()
+	return automaton.ModelConfig{}
 }
 
 // CommissionModel: one client writes once at n1; n2's executions are
@@ -22,10 +27,20 @@ func (p protocol) Model() automaton.ModelConfig {
 // wait for tokens may be needed; without timers a correct run can stall
 // quiet, which the bounded eventually property reports); nodes drain
 // their inboxes from the highest-numbered one (mc's bynode network).
+// The scripted prefix (mc's ModelConfig.Prefix) is n1's phase 1 with n3
+// and the batch of slot 1 sent to n2 and n3, and the runs of n1 and n3
+// (their tokens agree; n1's reaches n2 and n3). The search starts with
+// n2's corrupted run still pending and chooses when it ends against the
+// tokens, the acceptance and the decision.
 // eve-broken-ownstate: n2 applies the committed slot with its own run
 // instead of a state transfer (committed-state-matches-token), in 18
-// events and 2,333 states; at eve's 100-200 states/s that is 10-20 s,
-// beyond CI's time (mc/ci_test.go lists it).
+// events (8 after the prefix) and 62 states; from the initial state
+// (--no-prefix) 2,333 states, 10-20 s at eve's 100-200 states/s (each
+// state copies and hashes a replica's service states by reflection),
+// beyond CI's time. eve in the same model, every state within 8 events
+// after the prefix, shows no violation and answers the write (mc's
+// TestCommissionModel). The prefix is a reduction: the search covers
+// only runs in which n1's and n3's runs end first.
 func CommissionModel() automaton.ModelConfig {
 	return automaton.ModelConfig{
 		Nodes:   3,
@@ -35,6 +50,74 @@ func CommissionModel() automaton.ModelConfig {
 		Target:  "first",
 		Network: "lossless,unordered,bynode",
 		Timers:  "quiet:1",
-		Depth:   20,
+		Depth:   12,
+		Prefix: []string{
+			`client 1 sends set x "1" to n1`,
+			`deliver n1 -> n3: prepare slot=0 epoch=0 ballot=(1,1) ok=false`,
+			`deliver n1 -> n3: batch slot=1 epoch=0 n=1`,
+			`deliver n1 -> n2: prepare slot=0 epoch=0 ballot=(1,1) ok=false`,
+			`deliver n1 -> n2: batch slot=1 epoch=0 n=1`,
+			`deliver n3 -> n1: promise slot=0 epoch=0 ballot=(1,1) ok=true`,
+			`n1: effect 1 (eve.exec) is carried out`,
+			`deliver n1 -> n3: token slot=1 n1 end=bd68d7a6`,
+			`deliver n1 -> n2: token slot=1 n1 end=bd68d7a6`,
+			`n3: effect 1 (eve.exec) is carried out`,
+		},
+	}
+}
+
+// LeaderCrashModel: one client writes once at n1, the first verifier
+// leader; one crash; four timer firings at any moment (all:4), all of
+// them n2's suspicion of the leader in the prefix; nodes drain their
+// inboxes from the highest-numbered one (mc's bynode network). The
+// scripted prefix (mc's ModelConfig.Prefix) is slot 1's commit: n1's
+// phase 1 with n3, the batch, the runs of n1 and n3, their tokens, n1's
+// Accept (1,1) taken by n3 and n2, n3's Accepted, n1's decision and its
+// Decide heard by n3; then n1 crashes (its Decide to n2 still in flight),
+// and n2, hearing no decision for four ticks, stands with ballot (2,2).
+// eve-broken-norecovery: n3 promises (reporting slot 1 decided), but the
+// broken leader ignores what phase 1 reports and decides slot 1 afresh
+// from the tokens it holds (its own run's included: tokens=3), which n3
+// hears while it knows n1's decision (tokens=2): "one decision per slot",
+// 29 events, 8 after the prefix, 331 states. eve in the same model, every
+// state within 8 events after the prefix, shows no violation (mc's
+// TestLeaderCrashModel; the write was answered by n1 in the prefix). The
+// prefix is a reduction: the search covers only runs in which n1 decided
+// slot 1 and crashed before n2 heard it; from the initial state
+// (--no-prefix) the search is beyond CI's time (3,000 states reach 6
+// events, 10 s).
+func LeaderCrashModel() automaton.ModelConfig {
+	return automaton.ModelConfig{
+		Nodes:   3,
+		Clients: 1,
+		Scripts: [][]service.Op{{{Kind: "set", Key: "x", Args: [][]byte{[]byte("1")}}}},
+		Target:  "first",
+		Network: "lossless,unordered,bynode",
+		Timers:  "all:4",
+		Crashes: 1,
+		Depth:   12,
+		Prefix: []string{
+			`client 1 sends set x "1" to n1`,
+			`deliver n1 -> n3: prepare slot=0 epoch=0 ballot=(1,1) ok=false`,
+			`deliver n1 -> n3: batch slot=1 epoch=0 n=1`,
+			`deliver n1 -> n2: prepare slot=0 epoch=0 ballot=(1,1) ok=false`,
+			`deliver n1 -> n2: batch slot=1 epoch=0 n=1`,
+			`deliver n3 -> n1: promise slot=0 epoch=0 ballot=(1,1) ok=true`,
+			`n1: effect 1 (eve.exec) is carried out`,
+			`deliver n1 -> n3: token slot=1 n1 end=bd68d7a6`,
+			`deliver n1 -> n2: token slot=1 n1 end=bd68d7a6`,
+			`n3: effect 1 (eve.exec) is carried out`,
+			`deliver n3 -> n2: token slot=1 n3 end=bd68d7a6`,
+			`deliver n3 -> n1: token slot=1 n3 end=bd68d7a6`,
+			`deliver n1 -> n3: accept (1,1) commit slot=1 epoch=0 end=bd68d7a6 tokens=2`,
+			`deliver n1 -> n2: accept (1,1) commit slot=1 epoch=0 end=bd68d7a6 tokens=2`,
+			`deliver n3 -> n1: accepted slot=1 epoch=0 ballot=(1,1) ok=true`,
+			`deliver n1 -> n3: decide (0,0) commit slot=1 epoch=0 end=bd68d7a6 tokens=2`,
+			`n1 crashes`,
+			`n2: timer 1 fires`,
+			`n2: timer 1 fires`,
+			`n2: timer 1 fires`,
+			`n2: timer 1 fires`,
+		},
 	}
 }
