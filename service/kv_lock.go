@@ -30,9 +30,15 @@ func (KV) Locks(op Op) []Lock {
 	return out
 }
 
-// SpansKeyspace reports whether op reads or writes the whole keyspace
-// (flushdb, scan, keys, dbsize, randomkey, dbinfo, activeexpire) beyond the
-// keys Locks names: with it, an operation's result and effect depend on,
-// and touch, only the keys Locks names (protocol/esds relies on this to
-// apply an operation out of order when no later one touches its keys).
-func (KV) SpansKeyspace(op Op) bool { return kvOps[op.Kind].keyspace }
+// KeyLocal reports whether op's result and effect depend on, and touch,
+// nothing but the keys Locks names, so that it commutes with any
+// operation on other keys that is key-local too. Conservatively only GET,
+// SET, APPEND, INCR and STRLEN: an operation that may delete a key can
+// flush the remembered deletions into the state-wide version floor (forget,
+// flushWT), which the version of every absent key, hence of a key SET or
+// INCR creates, depends on; keyspace-wide operations read every key.
+// protocol/esds applies a key-local operation out of label order when no
+// later one names its keys.
+func (KV) KeyLocal(op Op) bool { return kvKeyLocal[op.Kind] }
+
+var kvKeyLocal = map[string]bool{"get": true, "set": true, "append": true, "incr": true, "strlen": true}

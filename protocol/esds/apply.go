@@ -290,12 +290,12 @@ func (a *ESDS) tentApply(o *op) {
 }
 
 // keyedService is a service that names the keys each operation reads and
-// writes (service.Lockable) and says which operations span the whole
-// keyspace: an operation that does not depends on, and changes, only the
-// keys it names (service.KV).
+// writes (service.Lockable) and says which operations are key-local:
+// depend on, and change, only the keys they name (service.KV). Any other
+// operation is taken to touch the whole state.
 type keyedService interface {
 	service.Lockable
-	SpansKeyspace(op service.Op) bool
+	KeyLocal(op service.Op) bool
 }
 
 // commute is a variable for the test that compares runs with and without
@@ -303,8 +303,8 @@ type keyedService interface {
 var commute = true
 
 // noteTouch records, per key, the largest label of an operation applied to
-// the tentative state that names it (and, for operations spanning the
-// keyspace, touchAll). Labels only grow here: after a relabelling or a
+// the tentative state that names it (and, of operations that are not
+// key-local, touchAll). Labels only grow here: after a relabelling or a
 // rebuild an entry may be higher than any operation now touching the key,
 // which makes tentInsert more cautious, never wrong.
 //
@@ -319,7 +319,7 @@ func (a *ESDS) noteTouch(o *op) {
 		return
 	}
 	o.touched = true
-	if ks.SpansKeyspace(o.sop) {
+	if !ks.KeyLocal(o.sop) {
 		if !a.touchAll.Set || a.touchAll.Less(o.label) {
 			a.touchAll = o.label
 		}
@@ -338,7 +338,7 @@ func (a *ESDS) noteTouch(o *op) {
 // tentInsert applies o, newly done here with a label under the tentative
 // state's last one, to the valid tentative state in place, when no
 // operation after o's label in the tentative order names any key o names
-// (nor spans the keyspace, nor does o): operations on disjoint keys
+// (nor is one not key-local, nor is o): operations on disjoint keys
 // commute, so the state is the one the rebuild in label order computes,
 // o's value is computed from the same keys' values as there, and no later
 // value changes. It reports whether it did; otherwise the caller
@@ -351,7 +351,7 @@ func (a *ESDS) tentInsert(o *op) bool {
 	if !ok || !commute || a.unopt || a.recompute || !a.tentValid || a.tent == nil || o.applied {
 		return false
 	}
-	if (a.touchAll.Set && o.label.Less(a.touchAll)) || ks.SpansKeyspace(o.sop) {
+	if (a.touchAll.Set && o.label.Less(a.touchAll)) || !ks.KeyLocal(o.sop) {
 		return false
 	}
 	for _, l := range ks.Locks(o.sop) {

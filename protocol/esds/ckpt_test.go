@@ -29,15 +29,21 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 		id := fmt.Sprintf("op%d", i)
 		k := []byte(keys[c.rng.Intn(len(keys))])
 		var o service.Op
-		switch c.rng.Intn(4) {
+		kinds := 4
+		if ckptKeys > 4 {
+			kinds = 5 // and deletes, which are not key-local (commuting insertions)
+		}
+		switch c.rng.Intn(kinds) {
 		case 0:
 			o = service.Op{Kind: "set", Key: string(k), Args: [][]byte{[]byte(fmt.Sprint(i))}}
 		case 1:
 			o = service.Op{Kind: "get", Key: string(k)}
 		case 2:
 			o = service.Op{Kind: "incr", Key: string(k), Args: [][]byte{[]byte("1")}}
-		default:
+		case 3:
 			o = service.Op{Kind: "append", Key: string(k), Args: [][]byte{[]byte("x")}}
+		default:
+			o = service.Op{Kind: "del", Key: string(k)}
 		}
 		rids[id] = c.Request(n, o, opts(id, c.rng.Intn(5) == 0))
 		if c.rng.Intn(6) == 0 {

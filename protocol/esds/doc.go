@@ -260,19 +260,24 @@
 //     (73 when the minimum is replaced by the maximum). A copy costs one
 //     clone of the state's key map.
 //   - Commuting insertions (apply.go tentInsert, issue 18): when gossip
-//     places a label under the tentative state's last one and the service
-//     names each operation's keys (service.Lockable plus SpansKeyspace:
-//     KV), and no operation after it in the tentative order names any of
-//     its keys (nor spans the keyspace, nor does it), the operation is
-//     applied to the tentative state in place: operations on disjoint keys
-//     commute, so every value is the one the rebuild in label order
-//     computes (TestCommutingInsertsChangeNoValue compares runs with and
-//     without). Any other placement invalidates the state as before. The
-//     seed defines val_r(x) over the label order only. Under a heavy load
-//     most gossip messages carry at least one operation that conflicts
-//     (10,000 keys, hundreds of operations after it), so this helps
-//     lighter loads most; BenchmarkOverload (1,000 keys, 100 puts per
-//     replica a tick) replays as much as before.
+//     places a label under the tentative state's last one, the service
+//     says which operations are key-local (service.Lockable plus KeyLocal:
+//     KV's GET, SET, APPEND, INCR, STRLEN), the operation is key-local, and
+//     no operation after it in the tentative order names any of its keys
+//     or is not key-local, the operation is applied to the tentative state
+//     in place: key-local operations on disjoint keys commute, so every
+//     value is the one the rebuild in label order computes
+//     (TestCommutingInsertsChangeNoValue compares runs with and without,
+//     deletes included). Any other placement invalidates the state as
+//     before. The seed defines val_r(x) over the label order only. Why a
+//     whitelist: KV's per-key versions are not key-local in general (a
+//     delete may flush the remembered deletions into a version floor that
+//     every absent key's version, hence a SET's or INCR's new version,
+//     depends on), so "names disjoint keys" alone is not commuting. Under
+//     a heavy load most gossip messages carry at least one operation that
+//     conflicts (10,000 keys, hundreds of operations after it), so this
+//     helps lighter loads most; BenchmarkOverload (1,000 keys, 100 puts
+//     per replica a tick) replays as much as before.
 //   - Where ESDS's tail latency came from (issue 18; the p99 was 73-200 ms
 //     at 64 clients, p50 under 1 ms): not a timer of this protocol. A
 //     non-strict operation is answered by the replica it reached in the

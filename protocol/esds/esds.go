@@ -240,8 +240,8 @@ type ESDS struct {
 	tentLow  Label
 	ckptUsed int // rebuilds started from a checkpoint (tests)
 	// touch, touchAll: per key, the largest label applied to the tentative
-	// state naming it, and the largest of an operation spanning the
-	// keyspace (apply.go tentInsert); commuted: insertions done in place.
+	// state naming it, and the largest of an operation that is not
+	// key-local (apply.go tentInsert); commuted: insertions done in place.
 	touch    map[string]Label
 	touchAll Label
 	commuted int
