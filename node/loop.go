@@ -604,7 +604,18 @@ func (l *nsLoop) send(s automaton.Send) {
 		l.log.Error("automaton sent a message to itself; dropped (protocol bug)", "to", s.To)
 		return
 	}
-	if err := l.out.Send(s.To, l.ns.Name, s.Msg); err != nil {
+	var err error
+	if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {
+		// Busy: more inputs wait, and their messages will follow. The
+		// writer sends them in batches (one system call for many) instead
+		// of the loop writing each itself, which is for an idle node
+		// (transport.Transport.Send's inline write; issue 18: inline
+		// writes on a loaded leader made its loop the bottleneck).
+		err = qs.SendQueued(s.To, l.ns.Name, s.Msg)
+	} else {
+		err = l.out.Send(s.To, l.ns.Name, s.Msg)
+	}
+	if err != nil {
 		// Drops are counted by the transport; unknown peers are protocol bugs.
 		if l.badSends.Add(1) <= 10 {
 			l.log.Debug("peer send failed", "to", s.To, "err", err)

@@ -128,3 +128,30 @@ func waitInline(t *testing.T, tr *Transport, peer automaton.NodeID) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// SendQueued leaves the frame to the writer goroutine, behind an inline
+// write that went before it, and it arrives in order.
+func TestSendQueuedGoesThroughTheWriter(t *testing.T) {
+	la, lb := listen(t), listen(t)
+	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
+	in := newInbox()
+	a := start(t, "c", "a", la, peers, func(automaton.NodeID, string, []byte) {}, nil)
+	defer a.Close()
+	b := start(t, "c", "b", lb, peers, in.handler, nil)
+	defer b.Close()
+	waitInline(t, a, "b")
+	p, _ := a.peer("b")
+	p.wmu.Lock() // the writer cannot write: the frame must stay queued
+	if err := a.SendQueued("b", "ns", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if q := p.queued.Load(); q != 1 {
+		t.Fatalf("%d frames queued, want 1", q)
+	}
+	p.wmu.Unlock()
+	if err := a.Send("b", "ns", []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	in.expect(t, got{"a", "ns", "one"})
+	in.expect(t, got{"a", "ns", "two"})
+}

@@ -17,3 +17,13 @@ type Sender interface {
 }
 
 var _ Sender = (*Transport)(nil)
+
+// QueuedSender is a Sender that can also leave a message to its writer
+// goroutine instead of writing it on the caller's goroutine
+// (Transport.SendQueued).
+type QueuedSender interface {
+	Sender
+	SendQueued(to automaton.NodeID, ns string, msg []byte) error
+}
+
+var _ QueuedSender = (*Transport)(nil)

@@ -290,6 +290,19 @@ func (t *Transport) Peers() []automaton.NodeID {
 // for an unknown peer, an oversized message or a closed transport. msg is
 // copied; the caller may reuse it.
 func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
+	return t.send(to, ns, msg, true)
+}
+
+// SendQueued is Send without the inline write: the frame always goes
+// through the peer's queue to its writer goroutine. A busy sender uses it
+// (the node's loop with more inputs waiting): its frames then leave in
+// batches, one write system call for many, from the writer, instead of one
+// system call each on the sender's goroutine.
+func (t *Transport) SendQueued(to automaton.NodeID, ns string, msg []byte) error {
+	return t.send(to, ns, msg, false)
+}
+
+func (t *Transport) send(to automaton.NodeID, ns string, msg []byte, inline bool) error {
 	p, ok := t.peer(to)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownPeer, to)
@@ -305,7 +318,7 @@ func (t *Transport) Send(to automaton.NodeID, ns string, msg []byte) error {
 		return ErrClosed
 	}
 	size := int64(FrameSize(ns, msg))
-	if p.tryInline(ns, msg, int(size)) {
+	if inline && p.tryInline(ns, msg, int(size)) {
 		return nil
 	}
 	if p.qbytes.Add(size) > t.o.QueueBytes {
