@@ -24,7 +24,11 @@ import (
 //   - proto, cfg, prm, self, boot, sm.svc, sm.maxClients: the constants
 //     of a run, the same in every state of a node (boot is an immutable
 //     *conf, as every conf is: "a conf value is never modified once
-//     built", membership.go).
+//     built", membership.go). cfg.Rand aside: a copy draws from its own
+//     source (automaton.ModelRand, seeded by the node's index), not the
+//     parent's, which the other worker may be copying or stepping at the
+//     same moment (the election delay's draw; the model's timers ignore
+//     durations).
 //   - index: derived from nodes (index[nodes[h]] == h); copied, not
 //     encoded.
 //   - rec: the Recorder of parameter observe, shared by every replica of
@@ -203,6 +207,7 @@ func (m *machine) appendModelState(b []byte, rename func(automaton.RequestID) au
 func (a *Paxos) CloneModel() automaton.Automaton {
 	c := *a
 	c.out = nil
+	c.cfg.Rand = automaton.ModelRand(uint64(a.self) + 1)
 	c.index = maps.Clone(a.index)
 	c.nodes = slices.Clone(a.nodes)
 	c.nums = maps.Clone(a.nums)
