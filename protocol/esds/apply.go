@@ -92,7 +92,10 @@ func (a *ESDS) doIt(o *op) {
 	a.newInfo(o)
 	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt && !a.recompute {
 		a.tentApply(o)
-	} else {
+	} else if !a.staleAppend(o) {
+		if a.tent != nil {
+			a.notePending(o, false) // the stale state lacks o
+		}
 		a.tentValid = false
 		a.lowerTent(o.label)
 	}
@@ -191,6 +194,52 @@ func (a *ESDS) recomputeTent() {
 	}
 	a.tentValid = true
 	a.tentLow = Label{}
+	clear(a.pendKeys)
+	a.pendAll = false
+}
+
+// notePending records, when the tentative state becomes stale because o
+// was placed under its last label (or moved, wasDone), which keys it may
+// now hold wrongly: o's, when o is key-local; all of them otherwise.
+func (a *ESDS) notePending(o *op, wasDone bool) {
+	ks, ok := a.svc.(keyedService)
+	if !ok || wasDone || !commute || !ks.KeyLocal(o.sop) {
+		a.pendAll = true
+		return
+	}
+	if a.pendKeys == nil {
+		a.pendKeys = map[string]bool{}
+	}
+	for _, l := range ks.Locks(o.sop) {
+		a.pendKeys[l.Key] = true
+	}
+}
+
+// staleAppend applies o, just done here with the largest label, to a
+// stale tentative state when no key o names is pending (notePending) and
+// every operation placed since the state was last valid is key-local: the
+// stale state is then the rebuilt one on every key o names (a key-local
+// operation changes its keys only, and the sequence of operations on those
+// keys is the same in both), so o's value is val_r(o) in the current label
+// order, and the rebuild is put off until a value needs a pending key
+// (issue 18: at 64 clients, each rebuild cloned the 10,000-key state).
+// It reports whether it did.
+func (a *ESDS) staleAppend(o *op) bool {
+	ks, ok := a.svc.(keyedService)
+	if !ok || !commute || a.tentValid || a.tent == nil || a.pendAll || a.unopt || a.recompute ||
+		!a.tentMax.Less(o.label) || !ks.KeyLocal(o.sop) {
+		return false
+	}
+	for _, l := range ks.Locks(o.sop) {
+		if a.pendKeys[l.Key] {
+			return false
+		}
+	}
+	o.tval = a.tent.Apply(o.sop)
+	o.tvalOK = true
+	a.tentMax = o.label
+	a.staleApplied++
+	return true
 }
 
 // addCkpt keeps a copy of the tentative state, whose last operation is

@@ -64,6 +64,7 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 	for _, id := range c.IDs() {
 		a := c.esds(id)
 		n.commuted += a.commuted
+		n.stale += a.staleApplied
 		n.used += a.ckptUsed
 		n.finalUsed += a.ckptFinalUsed
 		n.finalStale += a.ckptFinalStale
@@ -73,15 +74,16 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 
 // ckptCounts: rebuilds started from a checkpoint, from one at the final
 // frontier, and frontier checkpoints a placed label landed under.
-type ckptCounts struct{ used, finalUsed, finalStale, commuted int }
+type ckptCounts struct{ used, finalUsed, finalStale, commuted, stale int }
 
 // ckptKeys is the number of keys ckptRun's load uses (at least 4).
 var ckptKeys = 4
 
 // TestCommutingInsertsChangeNoValue: applying an operation that gossip
 // placed under the tentative state's last label in place, when no later
-// operation names its keys (tentInsert), answers every operation exactly
-// as rebuilding does, with and without checkpoints, in a run where many
+// operation names its keys (tentInsert), and applying a local operation
+// to a stale state when no operation placed since names its keys
+// (staleAppend), answers every operation exactly as rebuilding does, with and without checkpoints, in a run where many
 // insertions commute and many do not (32 keys).
 func TestCommutingInsertsChangeNoValue(t *testing.T) {
 	defer func(c bool, k int) { commute, ckptKeys = c, k }(commute, ckptKeys)
@@ -94,14 +96,14 @@ func TestCommutingInsertsChangeNoValue(t *testing.T) {
 	commute = true
 	for _, tail := range []int{1 << 30, 2} {
 		with, n := ckptRun(t, tail, 2, tail == 2)
-		if n.commuted == 0 {
-			t.Fatalf("no insertion commuted: the test exercises nothing")
+		if n.commuted == 0 || n.stale == 0 {
+			t.Fatalf("%d insertions commuted, %d operations applied to a stale state: the test exercises too little", n.commuted, n.stale)
 		}
 		sameAnswers(t, "with commuting insertions", with, without)
 		if n.finalStale != 0 {
 			t.Errorf("%d frontier checkpoints made stale by a placed label", n.finalStale)
 		}
-		t.Logf("%d answers, %d insertions in place, %d rebuilds from a checkpoint", len(with), n.commuted, n.used)
+		t.Logf("%d answers, %d insertions in place, %d applied to a stale state, %d rebuilds from a checkpoint", len(with), n.commuted, n.stale, n.used)
 	}
 }
 

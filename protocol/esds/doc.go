@@ -278,6 +278,22 @@
 //     conflicts (10,000 keys, hundreds of operations after it), so this
 //     helps lighter loads most; BenchmarkOverload (1,000 keys, 100 puts
 //     per replica a tick) replays as much as before.
+//   - Stale appends (apply.go staleAppend, issue 18): a rebuild starts by
+//     copying a checkpoint or the stable state (KV: a clone of the key map,
+//     about 1 ms for 10,000 keys, far more than replaying the few hundred
+//     operations after it), and at 64 clients every gossip message made
+//     one: a quarter of a replica's CPU. When the tentative state is stale
+//     only because key-local operations were placed under its last label,
+//     the keys they name are noted (notePending); a local key-local
+//     operation whose keys are none of those is applied to the stale state
+//     at once: on its keys the stale state is the rebuilt one (a key-local
+//     operation changes only its keys, and the operations on them are the
+//     same, in the same order), so its value is val_r(x) in the current
+//     label order. The rebuild waits until a value needs a noted key or
+//     any other operation is placed. TestCommutingInsertsChangeNoValue
+//     compares answers with and without; synod costs (64 clients, puts,
+//     fsync, base and new alternated at load 11-13): CPU per operation
+//     0.74x, operations per second 1.30x.
 //   - Where ESDS's tail latency came from (issue 18; the p99 was 73-200 ms
 //     at 64 clients, p50 under 1 ms): not a timer of this protocol. A
 //     non-strict operation is answered by the replica it reached in the

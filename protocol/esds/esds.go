@@ -245,6 +245,12 @@ type ESDS struct {
 	touch    map[string]Label
 	touchAll Label
 	commuted int
+	// pendKeys, pendAll: the keys a stale tentative state may hold
+	// wrongly, or all of them (apply.go notePending, staleAppend);
+	// staleApplied: operations applied to a stale state (tests).
+	pendKeys     map[string]bool
+	pendAll      bool
+	staleApplied int
 	// ckptFinalUsed: those started from a checkpoint at the final
 	// frontier; ckptFinalStale: such checkpoints a placed label landed
 	// under (tests: never, see finalFrontier).
@@ -423,6 +429,7 @@ func (a *ESDS) onStart(s automaton.Start) {
 	a.tentValid = false
 	a.ckpts, a.tentLow = nil, Label{}
 	a.touch, a.touchAll = nil, Label{}
+	a.tent, a.pendKeys, a.pendAll = nil, nil, false
 	a.heard = make([]Label, len(a.cfg.Nodes))
 	a.removed = a.removedParam
 	a.counter = 0
