@@ -11,7 +11,8 @@ import (
 // LeaderChangeModel: the checker finds the lost write (invariant "one
 // value chosen per instance") in 21 events; paxos-broken-earlyack
 // declares CrashBeforeFsyncModel, paxos-broken-stickyleader
-// DeadLeaderModel.
+// DeadLeaderModel, paxos-broken-nestedread NestedReadModel and
+// paxos-broken-splitgroup GroupModel (model_workload.go).
 func (p protocol) Model() automaton.ModelConfig {
 	switch {
 	case p.skipPhase1Values:
@@ -20,6 +21,10 @@ func (p protocol) Model() automaton.ModelConfig {
 		return CrashBeforeFsyncModel()
 	case p.stickyLeader:
 		return DeadLeaderModel()
+	case p.nestedRead:
+		return NestedReadModel()
+	case p.splitGroups:
+		return GroupModel()
 	}
 	return automaton.ModelConfig{}
 }
