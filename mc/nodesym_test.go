@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -28,6 +29,7 @@ func TestNodeSymmetryReduces(t *testing.T) {
 		min          float64 // the least reduction expected
 	}{{3, 9, 1.5}, {4, 9, 3}} {
 		var states [2]int64
+		var took [2]time.Duration
 		for k, sym := range []bool{false, true} {
 			cfg := nodeSymABD("abd", tc.nodes, sym)
 			cfg.Depth = tc.depth
@@ -38,10 +40,10 @@ func TestNodeSymmetryReduces(t *testing.T) {
 			if r.Violation != nil || !r.Complete || r.Depth != tc.depth || !r.Sometimes[0].Reached {
 				t.Fatalf("%d nodes, symmetry %v: violation %v, complete %v, depth %d, sometimes %+v", tc.nodes, sym, r.Violation, r.Complete, r.Depth, r.Sometimes)
 			}
-			states[k] = r.States
+			states[k], took[k] = r.States, r.Elapsed
 		}
 		ratio := float64(states[0]) / float64(states[1])
-		t.Logf("abd, %d nodes, clients at n1, every state within %d events: %d states, %d with node symmetry (%.2fx)", tc.nodes, tc.depth, states[0], states[1], ratio)
+		t.Logf("abd, %d nodes, clients at n1, every state within %d events: %d states (%v), %d with node symmetry (%v; %.2fx fewer)", tc.nodes, tc.depth, states[0], took[0].Round(time.Millisecond), states[1], took[1].Round(time.Millisecond), ratio)
 		if ratio < tc.min {
 			t.Fatalf("%d nodes: %d states without node symmetry, %d with: want at least %.1fx fewer", tc.nodes, states[0], states[1], tc.min)
 		}
