@@ -31,24 +31,7 @@ func BenchmarkPaxosPut(b *testing.B) {
 	}{{config.Memory, 1}, {config.Memory, 64}, {config.Fsync, 1}, {config.Fsync, 64}} {
 		d, conc := bc.d, bc.conc
 		b.Run(fmt.Sprintf("%s/clients=%d", d, conc), func(b *testing.B) {
-			ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv"}
-			cfg, ls := mkCluster(b, 3, d, ns)
-			var nodes []*Node
-			for i, n := range cfg.Nodes {
-				nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], Options{}))
-			}
-			leader := nodes[0]
-			do(b, leader, "default", req("set", "warm", "x")) // elects a leader
-			eventually(b, "a leader", func() bool {
-				id, _, _ := nodes[0].Leader("default")
-				for _, n := range nodes {
-					if n.ID() == id {
-						leader = n
-						return true
-					}
-				}
-				return false
-			})
+			nodes, leader := paxosCluster(b, d, func(string) Options { return Options{} })
 			val := make([]byte, 100)
 			var client atomic.Uint64
 			put := func(id, seq uint64) {

@@ -31,7 +31,15 @@
 // committer). With durability memory there is no
 // fsync to overlap, so the loop commits each batch itself at the end of the
 // pass (loop.go, commitInline) and releases what waited for it at once,
-// saving the committer's wake-up. SetTimer and CancelTimer
+// saving the committer's wake-up. With fsync the loop does the same when it
+// is idle and only peer messages wait for the batch (a follower's Accepted:
+// nothing else in the inbox, the committer holding and committing nothing,
+// no Early Send, no client waiting at the node): the fsync would run alone
+// anyway, and the committer's wake-up is off the follower's critical path
+// (loop.go, flush; issue 18). Peer messages are written by the loop itself
+// when it is idle (transport.Transport.Send's inline write) and left to the
+// transport's writer goroutines in batches when more inputs wait
+// (Transport.SendQueued). SetTimer and CancelTimer
 // take effect at once: they are not visible outside the node, so holding
 // them back would only delay timers. If a Commit fails, the node releases
 // no output still waiting, nor any emitted later, in any namespace, and

@@ -149,10 +149,22 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // stageCluster starts a 3-node Multi-Paxos cluster with every node traced
 // into rec, and returns it with its leader.
 func stageCluster(t testing.TB, durability string, rec *stageRecorder) (nodes []*Node, leader *Node) {
+	nodes, leader = paxosCluster(t, durability, func(id string) Options {
+		return Options{trace: rec.tracer(automaton.NodeID(id))}
+	})
+	for _, n := range nodes { // every node knows the leader
+		do(t, n, "default", req("set", "warm", "y"))
+	}
+	return nodes, leader
+}
+
+// paxosCluster starts a 3-node Multi-Paxos cluster (namespace "default", kv)
+// with each node's options from opts, and returns it with its leader.
+func paxosCluster(t testing.TB, durability string, opts func(id string) Options) (nodes []*Node, leader *Node) {
 	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv"}
 	cfg, ls := mkCluster(t, 3, durability, ns)
 	for i, n := range cfg.Nodes {
-		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{trace: rec.tracer(automaton.NodeID(n.ID))}))
+		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], opts(n.ID)))
 	}
 	do(t, nodes[0], "default", req("set", "warm", "x")) // elects a leader
 	eventually(t, "a leader", func() bool {
@@ -165,9 +177,6 @@ func stageCluster(t testing.TB, durability string, rec *stageRecorder) (nodes []
 		}
 		return false
 	})
-	for _, n := range nodes { // every node knows the leader
-		do(t, n, "default", req("set", "warm", "y"))
-	}
 	return nodes, leader
 }
 

@@ -92,14 +92,7 @@ func TestInlineWritesSurviveAFullSocket(t *testing.T) {
 // on the socket, and counted as sent, when Send returns (through the queue
 // the writer counts it only after its flush).
 func TestSendToAnIdlePeerWritesInline(t *testing.T) {
-	la, lb := listen(t), listen(t)
-	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
-	in := newInbox()
-	a := start(t, "c", "a", la, peers, func(automaton.NodeID, string, []byte) {}, nil)
-	defer a.Close()
-	b := start(t, "c", "b", lb, peers, in.handler, nil)
-	defer b.Close()
-	waitInline(t, a, "b")
+	a, in := idlePair(t)
 	if err := a.Send("b", "ns", []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +125,7 @@ func waitInline(t *testing.T, tr *Transport, peer automaton.NodeID) {
 // SendQueued leaves the frame to the writer goroutine, behind an inline
 // write that went before it, and it arrives in order.
 func TestSendQueuedGoesThroughTheWriter(t *testing.T) {
-	la, lb := listen(t), listen(t)
-	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
-	in := newInbox()
-	a := start(t, "c", "a", la, peers, func(automaton.NodeID, string, []byte) {}, nil)
-	defer a.Close()
-	b := start(t, "c", "b", lb, peers, in.handler, nil)
-	defer b.Close()
-	waitInline(t, a, "b")
+	a, in := idlePair(t)
 	p, _ := a.peer("b")
 	p.wmu.Lock() // the writer cannot write: the frame must stay queued
 	if err := a.SendQueued("b", "ns", []byte("one")); err != nil {
@@ -154,4 +140,18 @@ func TestSendQueuedGoesThroughTheWriter(t *testing.T) {
 	}
 	in.expect(t, got{"a", "ns", "one"})
 	in.expect(t, got{"a", "ns", "two"})
+}
+
+// idlePair starts transports a and b, b delivering into the inbox, and
+// waits until a can write to b inline.
+func idlePair(t *testing.T) (*Transport, *inbox) {
+	la, lb := listen(t), listen(t)
+	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
+	in := newInbox()
+	a := start(t, "c", "a", la, peers, func(automaton.NodeID, string, []byte) {}, nil)
+	t.Cleanup(func() { a.Close() })
+	b := start(t, "c", "b", lb, peers, in.handler, nil)
+	t.Cleanup(func() { b.Close() })
+	waitInline(t, a, "b")
+	return a, in
 }
