@@ -1,7 +1,7 @@
 package paxos
 
 import (
-	"math/rand"
+	"hash/fnv"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -30,7 +30,12 @@ func init() {
 // replica declares itself deterministic (so the leader neither forwards
 // nor logs the Env: phase2.go and clients.go ask
 // service.IsNondeterministic), and its states replace whatever Env they are
-// given by one drawn from the replica's own random source.
+// given by one of the replica's own: a hash of a seed the replica draws
+// once at start (from Config.Rand) and the operation. The environment is a
+// function of the replica and the operation, not a random stream, so a
+// replica's state holds nothing mutable beyond the service state: the
+// model checker's copies of a node (paxos's fast path shares the service
+// wrapper between copies) stay independent and replay alike.
 type brokenLocalEnv struct{ protocol }
 
 var (
@@ -57,7 +62,7 @@ func (brokenLocalEnv) Scenarios() []automaton.Scenario {
 // environment made local to the replica.
 func (p brokenLocalEnv) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service != nil && cfg.Rand != nil && service.IsNondeterministic(cfg.Service) {
-		cfg.Service = localEnvService{cfg.Service, rand.New(rand.NewSource(cfg.Rand.Int63()))}
+		cfg.Service = localEnvService{cfg.Service, cfg.Rand.Uint64()}
 	}
 	return p.protocol.New(cfg)
 }
@@ -65,21 +70,21 @@ func (p brokenLocalEnv) New(cfg automaton.Config) (automaton.Automaton, error) {
 // localEnvService hides the service's nondeterminism from the protocol.
 type localEnvService struct {
 	service.Service
-	rnd *rand.Rand
+	seed uint64 // the replica's own, drawn once
 }
 
 // Nondeterministic is the bug: the service claims to be deterministic.
 func (localEnvService) Nondeterministic() bool { return false }
 
 func (s localEnvService) NewState() service.State {
-	return localEnvState{s.Service.NewState(), s.rnd}
+	return localEnvState{s.Service.NewState(), s.seed}
 }
 
-// localEnvState applies every operation with an environment drawn from the
-// replica's own random source.
+// localEnvState applies every operation with an environment of the
+// replica's own: its seed mixed with the operation.
 type localEnvState struct {
 	service.State
-	rnd *rand.Rand
+	seed uint64
 }
 
 func (s localEnvState) Apply(op service.Op) service.Result {
@@ -87,5 +92,22 @@ func (s localEnvState) Apply(op service.Op) service.Result {
 }
 
 func (s localEnvState) ApplyEnv(op service.Op, _ service.Env) service.Result {
-	return service.ApplyEnv(s.State, op, service.Env{Seed: s.rnd.Uint64()})
+	return service.ApplyEnv(s.State, op, service.Env{Seed: localEnvSeed(s.seed, op)})
+}
+
+// localEnvSeed mixes the replica's seed with the operation (FNV-1a: the
+// same in every process, so runs replay).
+func localEnvSeed(seed uint64, op service.Op) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(seed >> (8 * i))
+	}
+	h.Write(b[:])
+	h.Write([]byte(op.Kind))
+	h.Write([]byte(op.Key))
+	for _, a := range op.Args {
+		h.Write(a)
+	}
+	return h.Sum64()
 }
