@@ -345,6 +345,14 @@
 //     (p99 64, 43 ms) against 14.8k/13.2k (p99 104, 110 ms). Halving put
 //     throughput for a get tail is not a default: the window is the
 //     parameter widen, off by default (the behaviour before issue 18).
+//     After issue 18's later changes (fewer positions, stale appends), an
+//     instrumented live run (64 clients, puts, memory, 18.7k puts/s) still
+//     saw the streams fall behind (2.7 positions per operation and peer
+//     against 512 a tick), and widen with a one-batch threshold made the
+//     ticks the long steps and cut puts to 6.5k/s: still off. What bounds
+//     it and the next step (stability as one label per replica per
+//     message, not a position per operation): docs/COSTS.md, "ESDS at 64
+//     clients".
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
