@@ -64,6 +64,14 @@ type ModelConfig struct {
 	// before the fsync of the records that step persisted (those records
 	// are lost). Otherwise every step's records are durable at its end.
 	CrashBeforeFsync bool
+	// Progress names "sometimes" properties (mc.SomeWrite, mc.SomeRead)
+	// the model requires: when the search exhausts the model (no state
+	// left unexpanded at the depth bound, no state bound reached) and a
+	// named property holds on no path, that is a violation. It is bounded
+	// liveness: within the model's timer and crash budgets no run makes
+	// that progress (a dead leader never replaced), which the eventually
+	// property, judged only on quiet states with budgets left, cannot see.
+	Progress []string
 	// NoTimers leaves timers out of the enabled events (a protocol whose
 	// model terminates without them; fewer states).
 	NoTimers bool

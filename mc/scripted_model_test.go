@@ -1,6 +1,7 @@
 package mc
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -73,13 +74,14 @@ func TestLeaderCrashModel(t *testing.T) {
 
 // TestDeadLeaderModel: in paxos's dead-leader model (protocol/paxos.
 // DeadLeaderModel: n1 elected, then crashed, client 2's write waiting at
-// n2, all as the scripted prefix; four timer firings in all) paxos
-// exhausts the model without a violation and answers the write after the
-// prefix, while paxos-broken-stickyleader exhausts it with the write never
-// answered. The liveness bug shows only as the "sometimes" property not
-// reached: mc's bounded eventually does not judge these paths (a crash
-// happened, n1's restart stays enabled, the timer budget ends them), so
-// the variant stays in notYetCaught; this test keeps the model honest.
+// n2, all as the scripted prefix; four timer firings in all; the model
+// requires progress "a write completes") paxos exhausts the model and
+// answers the write after the prefix, while paxos-broken-stickyleader
+// exhausts it with the write never answered: a progress violation
+// (progress.go), which replays by searching again from the prefix.
+// Without the requirement, the same search reports no violation: the
+// bounded eventually does not judge these paths (a crash happened, n1's
+// restart stays enabled, the timer budget ends them).
 func TestDeadLeaderModel(t *testing.T) {
 	cfg := NewConfig("paxos-broken-stickyleader")
 	stuck, err := Check(cfg)
@@ -87,14 +89,37 @@ func TestDeadLeaderModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	pre := len(cfg.Model.Prefix)
-	if stuck.Violation != nil || stuck.Frontier != 0 || !stuck.Complete || stuck.Sometimes[0].Reached {
-		t.Fatalf("paxos-broken-stickyleader in its model: violation %v, frontier %d, complete %v, write completes %v",
-			stuck.Violation, stuck.Frontier, stuck.Complete, stuck.Sometimes[0].Reached)
+	if stuck.Violation == nil || !strings.HasPrefix(stuck.Violation.Violation, progressPrefix) || stuck.Frontier != 0 || stuck.Sometimes[0].Reached {
+		t.Fatalf("paxos-broken-stickyleader in its model: violation %v, frontier %d, write completes %v",
+			stuck.Violation, stuck.Frontier, stuck.Sometimes[0].Reached)
+	}
+	if len(stuck.Violation.Events) != pre {
+		t.Fatalf("the progress counterexample holds %d events, want the prefix's %d", len(stuck.Violation.Events), pre)
+	}
+	if why, err := stuck.Violation.Replay(); err != nil || why != stuck.Violation.Violation {
+		t.Fatalf("replay: %q %v, want %q", why, err, stuck.Violation.Violation)
+	}
+	// Saved and loaded, it replays the same.
+	f := t.TempDir() + "/stuck.json"
+	if err := stuck.Violation.Save(f); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadTrace(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, err := loaded.Replay(); err != nil || why != stuck.Violation.Violation {
+		t.Fatalf("replay of the saved trace: %q %v, want %q", why, err, stuck.Violation.Violation)
+	}
+	noReq := cfg
+	noReq.Model.Progress = nil
+	if r, err := Check(noReq); err != nil || r.Violation != nil || !r.Complete {
+		t.Fatalf("without the progress requirement: %v %v", r.Violation, err)
 	}
 	ok := clean(t, "paxos", "paxos-broken-stickyleader", cfg.Depth, 0)
-	if ok.Frontier != 0 || !ok.Sometimes[0].Reached || len(ok.Sometimes[0].Witness) <= pre {
-		t.Fatalf("paxos in the dead-leader model: frontier %d, write completes %v after %d events (prefix %d)",
-			ok.Frontier, ok.Sometimes[0].Reached, len(ok.Sometimes[0].Witness), pre)
+	if ok.Violation != nil || ok.Frontier != 0 || !ok.Sometimes[0].Reached || len(ok.Sometimes[0].Witness) <= pre {
+		t.Fatalf("paxos in the dead-leader model: violation %v, frontier %d, write completes %v after %d events (prefix %d)",
+			ok.Violation, ok.Frontier, ok.Sometimes[0].Reached, len(ok.Sometimes[0].Witness), pre)
 	}
 	t.Logf("paxos-broken-stickyleader: %d states, exhausted, the write never answered; paxos: %d states, answered after %d events", stuck.States, ok.States, len(ok.Sometimes[0].Witness))
 }

@@ -142,6 +142,9 @@ func Check(cfg Config) (*Result, error) {
 		c.some[n] = &PropResult{Name: n}
 	}
 	start := time.Now()
+	if err := checkProgressNames(c.cfg.Model.Progress); err != nil {
+		return nil, err
+	}
 	w0, err := newWorld(&c.cfg)
 	if err != nil {
 		return nil, err
@@ -169,6 +172,9 @@ func Check(cfg Config) (*Result, error) {
 	c.res.Transitions = c.trans.Load()
 	c.res.Terminal = c.terminal.Load()
 	c.res.HistoryChecks = c.v.checked
+	if c.found == nil {
+		c.found = c.progressViolation(root.p) // progress.go
+	}
 	c.res.Violation = c.found
 	for _, n := range sometimesProps {
 		c.res.Sometimes = append(c.res.Sometimes, *c.some[n])

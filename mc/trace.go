@@ -28,6 +28,10 @@ type Trace struct {
 	Prefix int `json:"prefix,omitempty"`
 	// Violation is what the last event broke ("" for a plain path).
 	Violation string `json:"violation,omitempty"`
+	// SearchDepth is the depth of the search whose verdict the trace
+	// records when that verdict is about the whole space (a progress
+	// violation, progress.go), so a replay can search again.
+	SearchDepth int `json:"search_depth,omitempty"`
 
 	cfg Config
 }
@@ -184,6 +188,9 @@ func replay(cfg *Config, evs []Event) (*world, error) {
 // event broke (invariant, contract or history verdict; "" when nothing):
 // the check that a counterexample found by copying states is real.
 func (t *Trace) Replay() (string, error) {
+	if strings.HasPrefix(t.Violation, progressPrefix) {
+		return t.replayProgress()
+	}
 	w, err := newWorld(&t.cfg)
 	if err != nil {
 		return "", err

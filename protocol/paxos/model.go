@@ -99,13 +99,10 @@ func modelSet(v string) service.Op {
 // other survivor) 20 events in, 9 after the prefix, and exhausts the
 // model in 1,277 states; paxos-broken-stickyleader's followers never give
 // up on n1, so the model is exhausted (238 states) with the write never
-// answered (mc's TestDeadLeaderModel), but mc reports that as a "sometimes"
-// property not reached, not as a violation: its bounded eventually is
-// judged only at states where nothing is enabled, with no crash and the
-// timer budget not spent, and here n1's restart is always enabled and the
-// budget is what ends every path. So the variant stays in mc's
-// notYetCaught (mc/FIGURES.md, "Scripted leader changes and crashes",
-// says what mc would need).
+// answered. The model requires progress (ModelConfig.Progress: "a write
+// completes"), so that is a violation (mc/progress.go); the bounded
+// eventually alone would not judge these paths (n1's restart stays
+// enabled and the timer budget ends every path).
 func DeadLeaderModel() automaton.ModelConfig {
 	return automaton.ModelConfig{
 		Nodes:   3,
@@ -116,6 +113,9 @@ func DeadLeaderModel() automaton.ModelConfig {
 		Timers:  "quiet:4",
 		Crashes: 1,
 		Depth:   30,
+		// mc.SomeWrite: no path of the exhausted model answering the
+		// write is the bug.
+		Progress: []string{"a write completes"},
 		Prefix: []string{
 			"n1: timer 2 fires",
 			"deliver n1 -> n3: prepare b=(1,1) from=1",
