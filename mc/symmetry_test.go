@@ -10,6 +10,7 @@ import (
 func symmetricABD(protocol string, n int, sym bool) Config {
 	cfg := NewConfig(protocol)
 	cfg.Model.Clients, cfg.Model.Target, cfg.Model.SymmetricClients = n, "first", sym
+	cfg.Model.SymmetricNodes = false // clients only (nodesym_test.go has the nodes)
 	cfg.Model.Scripts = nil
 	for i := 0; i < n; i++ {
 		cfg.Model.Scripts = append(cfg.Model.Scripts, []service.Op{{Kind: "set", Key: "x", Args: [][]byte{[]byte("v")}}})
