@@ -21,7 +21,9 @@ import "sort"
 type InvariantChecker interface {
 	// Check is called after node stepped took one step. Up holds the
 	// automaton of every node that is up (crashed nodes are absent; a
-	// restarted node appears as its new incarnation).
+	// restarted node appears as its new incarnation). The map is valid
+	// only during the call (the model checker reuses it): a checker that
+	// needs the nodes later copies what it needs.
 	Check(stepped NodeID, up map[NodeID]Automaton) error
 }
 

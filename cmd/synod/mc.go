@@ -15,10 +15,10 @@ import (
 // `synod model check`: the exhaustive model checker (package mc).
 func modelCheckCmd() *cobra.Command {
 	var (
-		protocol, network, timers, out, replayFile, target string
-		cpuProfile                                         string
-		depth, crashes, workers, maxStates, nodes, clients int
-		dfs, replay, keepGoing, crashBeforeFsync, noPrefix bool
+		protocol, network, timers, out, replayFile, target, symmetry string
+		cpuProfile                                                   string
+		depth, crashes, workers, maxStates, nodes, clients           int
+		dfs, replay, keepGoing, crashBeforeFsync, noPrefix           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -102,6 +102,10 @@ Broken variants:
 				if target != "" {
 					cfg.Model.Target = target
 				}
+				if symmetry != "" {
+					cfg.Model.SymmetricNodes = strings.Contains(symmetry, "nodes")
+					cfg.Model.SymmetricClients = strings.Contains(symmetry, "clients")
+				}
 				r, err := mc.Check(cfg)
 				if err != nil {
 					return fmt.Errorf("%s: %w", name, err)
@@ -166,6 +170,7 @@ Broken variants:
 	f.IntVar(&nodes, "nodes", 0, "override the model's node count")
 	f.IntVar(&clients, "clients", 0, "override the model's client count")
 	f.StringVar(&target, "target", "", "which node clients send to: fixed, first, any")
+	f.StringVar(&symmetry, "symmetry", "", "symmetry reduction: nodes,clients, nodes, clients or none (default: the model's declaration; nodes need a protocol that renames them, e.g. abd with --target first)")
 	f.BoolVar(&replay, "replay", false, "expand states by replaying their path from fresh automata instead of copying them")
 	f.BoolVar(&keepGoing, "keep-going", false, "count every violation instead of stopping at the first")
 	f.StringVar(&out, "out", "", "save the counterexample to this JSON file")
