@@ -81,12 +81,13 @@ type ModelConfig struct {
 	// it to a fresh executor before each one. Other kinds get a fresh
 	// executor per effect.
 	StatefulEffects []string
-	// SymmetricNodes declares that nodes are interchangeable up to renaming
-	// (no node plays a distinguished role at start). The checker then
-	// treats states that differ by a permutation of node names as one; the
-	// protocol must keep node names out of its state and messages except
-	// as NodeID values the checker can rename (ABD's tags name nodes as
-	// strings: it does not declare this).
+	// SymmetricNodes asks for symmetry reduction over interchangeable
+	// nodes: the checker treats states that differ by a permutation of
+	// those nodes' names as one (automaton/modelsym.go). The protocol says
+	// which nodes are interchangeable (ModelNodeSymmetry: ABD's nodes that
+	// no client sends to, its tags ordering writers by name) and renames
+	// node names inside its state, messages and records (ModelNodeRenamer);
+	// for a protocol without them it changes nothing.
 	SymmetricNodes bool
 	// SymmetricClients declares that clients with equal scripts are
 	// interchangeable: the checker canonicalises the clients' part of the
