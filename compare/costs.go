@@ -3,23 +3,17 @@ package compare
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/bench"
-	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/resp"
 )
 
@@ -182,121 +176,6 @@ func respParseReply(n int) (time.Duration, error) {
 	return time.Since(t0) / time.Duration(n), nil
 }
 
-// ProtocolCost is one protocol's cost per client operation in a short live
-// run: a 3-node cluster, durability fsync, the closed-loop driver.
-type ProtocolCost struct {
-	Protocol string  `json:"protocol"`
-	Clients  int     `json:"clients"`
-	Ops      int64   `json:"ops"`
-	OpsPerS  float64 `json:"ops_per_s"`
-	P50Ms    float64 `json:"p50_ms"`
-	// Per client operation, summed over the nodes: peer messages sent,
-	// storage batches fsynced, CPU seconds of the node processes.
-	MsgsPerOp   float64 `json:"messages_per_op"`
-	FsyncsPerOp float64 `json:"fsyncs_per_op"`
-	CPUPerOp    float64 `json:"cpu_s_per_op"`
-	// FsyncsPerS is the cluster's fsyncs per second (group commit shows as
-	// fewer fsyncs than writes).
-	FsyncsPerS float64 `json:"fsyncs_per_s"`
-	Failed     string  `json:"failed,omitempty"`
-}
-
-// CostOptions shape the live runs.
-type CostOptions struct {
-	Protocols []string
-	// Binary is the synod executable ("" = this one); Dir holds the
-	// clusters (each removed after its run).
-	Binary, Dir string
-	Clients     int
-	Duration    time.Duration
-	ReadRatio   float64
-}
-
-// costMetrics are the node counters the model reads (node/metrics.go).
-var costMetrics = []string{"synod_peer_messages_sent_total", "synod_fsyncs_total", "process_cpu_seconds_total"}
-
-// MeasureProtocol runs protocol on a fresh 3-node fsync cluster for
-// o.Duration (after a second's warm-up) and divides the nodes' counter
-// deltas by the client operations completed.
-func MeasureProtocol(ctx context.Context, o CostOptions, protocol string) ProtocolCost {
-	pc := ProtocolCost{Protocol: protocol, Clients: o.Clients}
-	dir := filepath.Join(o.Dir, protocol)
-	c, err := cluster.Up(cluster.UpOptions{Dir: dir, Nodes: Members, Protocol: protocol, Durability: "fsync", Binary: o.Binary})
-	if err != nil {
-		pc.Failed = err.Error()
-		return pc
-	}
-	defer cluster.Down(dir, true)
-	readMode := ""
-	if m, err := automaton.ConsistencyOf(protocol); err == nil && m == automaton.Linearizable {
-		readMode = "linearizable"
-	}
-	cfg := bench.DefaultConfig()
-	cfg.Addrs = c.ClientAddrs()
-	cfg.Clients = o.Clients
-	cfg.Keys = 10000
-	cfg.ReadRatio = o.ReadRatio
-	cfg.ReadMode = readMode
-	cfg.Leader = true
-	cfg.Duration = time.Second
-	if _, err := bench.Run(ctx, cfg, nil); err != nil { // warm-up: elections, connections
-		pc.Failed = "warm-up: " + err.Error()
-		return pc
-	}
-	before, err := scrapeAll(ctx, c)
-	if err != nil {
-		pc.Failed = err.Error()
-		return pc
-	}
-	cfg.Duration = o.Duration
-	rep, err := bench.Run(ctx, cfg, nil)
-	if err != nil {
-		pc.Failed = err.Error()
-		return pc
-	}
-	after, err := scrapeAll(ctx, c)
-	if err != nil {
-		pc.Failed = err.Error()
-		return pc
-	}
-	pc.Ops, pc.OpsPerS, pc.P50Ms = rep.All.Count, rep.All.Throughput, rep.All.P50Ms
-	if pc.Ops == 0 {
-		pc.Failed = "no operation completed"
-		return pc
-	}
-	d := func(name string) float64 { return after[name] - before[name] }
-	n := float64(pc.Ops)
-	pc.MsgsPerOp = d("synod_peer_messages_sent_total") / n
-	pc.FsyncsPerOp = d("synod_fsyncs_total") / n
-	pc.CPUPerOp = d("process_cpu_seconds_total") / n
-	pc.FsyncsPerS = d("synod_fsyncs_total") / rep.ElapsedSec
-	return pc
-}
-
-// scrapeAll sums costMetrics over every node's /metrics.
-func scrapeAll(ctx context.Context, c *cluster.Cluster) (map[string]float64, error) {
-	sum := map[string]float64{}
-	for _, n := range c.Nodes {
-		req, err := http.NewRequestWithContext(ctx, "GET", "http://"+n.Metrics+"/metrics", nil)
-		if err != nil {
-			return nil, err
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("%s metrics: %w", n.ID, err)
-		}
-		vals, err := SumMetrics(res.Body, costMetrics)
-		res.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s metrics: %w", n.ID, err)
-		}
-		for k, v := range vals {
-			sum[k] += v
-		}
-	}
-	return sum, nil
-}
-
 // SumMetrics sums, per name, every sample of the named metrics in a
 // Prometheus text exposition (all label sets).
 func SumMetrics(r io.Reader, names []string) (map[string]float64, error) {
@@ -337,63 +216,4 @@ func SumMetrics(r io.Reader, names []string) (map[string]float64, error) {
 		out[name] += v
 	}
 	return out, sc.Err()
-}
-
-// CostReport is what `synod costs` prints and writes.
-type CostReport struct {
-	Limits    Limits         `json:"limits"`
-	Protocols []ProtocolCost `json:"protocols"`
-	ReadRatio float64        `json:"read_ratio"`
-	Duration  float64        `json:"duration_s"`
-}
-
-// MeasureCosts measures the limits, then each protocol in turn.
-func MeasureCosts(ctx context.Context, o CostOptions, progress io.Writer) (*CostReport, error) {
-	if len(o.Protocols) == 0 || o.Clients < 1 || o.Duration <= 0 {
-		return nil, errors.New("costs: give protocols, clients >= 1 and a positive duration")
-	}
-	if progress == nil {
-		progress = io.Discard
-	}
-	fmt.Fprintf(progress, "measuring this machine's limits in %s\n", o.Dir)
-	lim, err := MeasureLimits(o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	r := &CostReport{Limits: lim, ReadRatio: o.ReadRatio, Duration: o.Duration.Seconds()}
-	for _, p := range o.Protocols {
-		if ctx.Err() != nil {
-			return r, ctx.Err()
-		}
-		fmt.Fprintf(progress, "measuring %s (3 nodes, fsync, %d clients, %v)\n", p, o.Clients, o.Duration)
-		r.Protocols = append(r.Protocols, MeasureProtocol(ctx, o, p))
-	}
-	return r, nil
-}
-
-// Print writes the limits and the per-protocol table with the distance to
-// the limits: an operation's CPU against one map operation and one RESP
-// parse and reply, its messages against loopback round trips, its fsyncs
-// against fdatasync.
-func (r *CostReport) Print(w io.Writer) {
-	l := r.Limits
-	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
-	mapNs := 1e9 / l.MapOpsPerSec
-	fmt.Fprintf(w, "physical limits of this machine (medians; a shared machine makes them noisy)\n")
-	fmt.Fprintf(w, "  loopback TCP round trip         %8.1f us\n", us(l.LoopbackRTT))
-	fmt.Fprintf(w, "  4 KiB append + fdatasync        %8.1f us   (%s; at most %.0f fsyncs/s in sequence)\n", us(l.Fdatasync), l.FSDir, 1e9/float64(l.Fdatasync))
-	fmt.Fprintf(w, "  Go map op (10k keys, get/set)   %8.3f us   (%.1fM ops/s on one core)\n", mapNs/1e3, l.MapOpsPerSec/1e6)
-	fmt.Fprintf(w, "  RESP SET parse + +OK reply      %8.3f us\n", us(l.RESPParseReply))
-	fmt.Fprintf(w, "\nper client operation, 3 nodes, fsync on, %.0f%% gets, %gs closed loop (counters summed over the nodes)\n", 100*r.ReadRatio, r.Duration)
-	fmt.Fprintf(w, "  %-10s %7s %9s %7s %8s %8s %9s %10s %11s %12s\n", "protocol", "clients", "ops/s", "p50 ms", "msgs/op", "fsync/op", "fsync/s", "CPU us/op", "CPU/map op", "CPU/RESP op")
-	for _, p := range r.Protocols {
-		if p.Failed != "" {
-			fmt.Fprintf(w, "  %-10s FAILED: %s\n", p.Protocol, p.Failed)
-			continue
-		}
-		cpuUs := p.CPUPerOp * 1e6
-		fmt.Fprintf(w, "  %-10s %7d %9.0f %7.3f %8.2f %8.3f %9.0f %10.1f %10.0fx %11.0fx\n", p.Protocol, p.Clients, p.OpsPerS, p.P50Ms,
-			p.MsgsPerOp, p.FsyncsPerOp, p.FsyncsPerS, cpuUs, cpuUs*1e3/mapNs, cpuUs/us(l.RESPParseReply))
-	}
-	fmt.Fprintf(w, "  (CPU: all three node processes; the clients' CPU is not counted. On 2 cores the CPU per operation bounds throughput at about 2 s / (CPU s/op).)\n")
 }
