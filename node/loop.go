@@ -85,8 +85,6 @@ type nsLoop struct {
 	// early: the batch being stepped offered an Early Send.
 	reqHigh uint64
 	early   bool
-	// answered: the batch being stepped offered a Respond or an Effect.
-	answered bool
 
 	// Pipeline between the loop and its committer goroutine.
 	commitQ chan *batch   // batches waiting for (or in) a commit, in order
@@ -100,12 +98,6 @@ type nsLoop struct {
 	// parallel with the round the Early Send began).
 	eager         atomic.Uint64
 	committerDone chan struct{} // closed when the committer has drained commitQ
-	// handed counts the batches the loop queued on commitQ (written by the
-	// loop only); settled the ones the committer is done with (committed
-	// and released, or dropped after a failure). Equal: the committer holds
-	// nothing and commits nothing, so the loop may commit a batch itself
-	// (flush).
-	handed, settled atomic.Uint64
 
 	// Outputs not yet released, in emission order, and the number of the
 	// last durable Persist. Under rmu, which is also held while outputs are
@@ -269,7 +261,6 @@ func (l *nsLoop) step(ev event) {
 			}
 		case automaton.Respond, automaton.Effect:
 			l.reqHigh = l.seq
-			l.answered = true
 			l.offer(o, l.seq)
 		case automaton.SetTimer:
 			l.setTimer(o)
@@ -374,8 +365,6 @@ func (l *nsLoop) flush() bool {
 		l.mBatchIn.Observe(float64(l.steps))
 		l.steps = 0
 	}
-	answered := l.answered
-	l.answered = false
 	if l.failed.Load() {
 		return false
 	}
@@ -386,32 +375,12 @@ func (l *nsLoop) flush() bool {
 	if !l.n.durable {
 		return l.commitInline(b)
 	}
-	if !l.early && !answered && len(l.inbox) == 0 && l.settled.Load() == l.handed.Load() && l.outputsWait() && !l.clientsWait() {
-		// Idle fsync commit: nothing else to step, the committer idle, and
-		// only peer messages (a follower's Accepted) waiting for these
-		// records. Committing here saves the committer's wake-up on the
-		// critical path (issue 18: 15-40 us per put on a loaded machine);
-		// the fsync would run alone anyway, and a follower's next Accept
-		// would be answered after it in any case. Inputs arriving meanwhile
-		// wait in the inbox and are stepped, and their records committed,
-		// together after it. Not here: a batch with an Early Send, whose
-		// fsync runs beside the round the Send began while the loop steps
-		// the answers; a batch that answers clients, whose node serves
-		// clients directly and keeps stepping their requests while it
-		// commits (TestPipelinedReleaseOrder); and any batch while a client
-		// waits at this node: a follower that forwarded a put gets the
-		// leader's answer while its own fsync of the put's Accept, which
-		// the answer does not need, still runs (BenchmarkPutStages,
-		// follower: the ForwardReply waited for that fsync).
-		return l.commitInline(b)
-	}
 	if l.early {
 		l.eager.Store(b.last)
 		l.early = false
 	}
 	select {
 	case l.commitQ <- b:
-		l.handed.Add(1)
 	case <-l.n.stopping:
 		// Never committed: the outputs that need it are never released.
 		return false
@@ -427,11 +396,9 @@ func (l *nsLoop) flush() bool {
 // commitInline commits a batch on the loop goroutine, for engines without
 // fsync (durability memory): their Commit is a map update, so handing it to
 // the committer would cost a goroutine wake-up per batch for nothing to
-// overlap; and with fsync when the loop is idle (flush). The release rule is
-// the same: the batch's waiting outputs leave after its records are
-// committed, in emission order. The committer is idle (commitQ is never fed
-// in memory mode; with fsync it has settled every batch handed to it), so
-// nothing else commits concurrently and commits stay in emission order.
+// overlap. The release rule is the same: the batch's waiting outputs leave
+// after its records are committed, in emission order. The committer stays
+// idle (commitQ is never fed), so nothing else commits concurrently.
 func (l *nsLoop) commitInline(b *batch) bool {
 	if !l.commit(b.persists) {
 		l.failed.Store(true)
@@ -489,7 +456,6 @@ func (l *nsLoop) committer() {
 			}
 		}
 		if l.failed.Load() {
-			l.settled.Add(uint64(len(group)))
 			l.recycle(group) // never released
 			group = group[:0]
 			continue
@@ -518,19 +484,16 @@ func (l *nsLoop) committer() {
 		last := group[len(group)-1].last
 		ok := l.commit(recs)
 		clear(recs)
-		n := uint64(len(group))
 		l.recycle(group)
 		group = group[:0]
 		if !ok {
 			// What waits is never released: a client must not see an
 			// answer, nor a peer a message, that depends on a lost record.
 			l.failed.Store(true)
-			l.settled.Add(n)
 			continue
 		}
 		committed = last
 		l.setDurable(last)
-		l.settled.Add(n) // after the release: the loop's next commit follows it
 	}
 	if len(group) > 0 && !l.failed.Load() {
 		// The loop ended: commit what is held (a clean shutdown loses
@@ -701,13 +664,6 @@ func (l *nsLoop) removeWaiter(id automaton.RequestID, ch chan automaton.Response
 	} else {
 		l.waiters[id] = ws
 	}
-}
-
-// clientsWait reports whether some client waits at this node for an answer.
-func (l *nsLoop) clientsWait() bool {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	return len(l.waiters) > 0
 }
 
 func (l *nsLoop) waiting() int {

@@ -31,12 +31,11 @@
 // committer). With durability memory there is no
 // fsync to overlap, so the loop commits each batch itself at the end of the
 // pass (loop.go, commitInline) and releases what waited for it at once,
-// saving the committer's wake-up. With fsync the loop does the same when it
-// is idle and only peer messages wait for the batch (a follower's Accepted:
-// nothing else in the inbox, the committer holding and committing nothing,
-// no Early Send, no client waiting at the node): the fsync would run alone
-// anyway, and the committer's wake-up is off the follower's critical path
-// (loop.go, flush; issue 18). Peer messages are written by the loop itself
+// saving the committer's wake-up. (With fsync the committer always
+// commits: a follower committing on its loop when idle was tried for issue
+// 18 and made a lone client's puts slower in the tail, p99 2.5-4.1 ms
+// against 0.9-3.1 ms in four rounds; docs/COSTS.md, "One client's put,
+// stage by stage".) Peer messages are written by the loop itself
 // when it is idle (transport.Transport.Send's inline write) and left to the
 // transport's writer goroutines in batches when more inputs wait
 // (Transport.SendQueued). SetTimer and CancelTimer

@@ -271,35 +271,3 @@ func BenchmarkPutStages(b *testing.B) {
 		}
 	}
 }
-
-// An idle follower commits an Accept's record on its loop (flush, idle fsync
-// commit): one client's puts seldom wake its committer (only when a record
-// nobody waited for, such as a heartbeat's chosen prefix, is held there, or
-// a message arrived meanwhile; before, every put did), while the leader's
-// records, whose Accept left early, still go through its committer.
-func TestIdleFollowerCommitsOnItsLoop(t *testing.T) {
-	rec := newStageRecorder()
-	nodes, leader := stageCluster(t, config.Fsync, rec)
-	handed := map[*Node]uint64{}
-	for _, n := range nodes {
-		handed[n] = n.loops["default"].handed.Load()
-	}
-	fs0 := counter(nodes, fsyncsOf)
-	val := make([]byte, 100)
-	for i := range 20 {
-		stagePut(t, leader, nil, uint64(3_000_000+i), val)
-		time.Sleep(2 * time.Millisecond) // idle between puts
-	}
-	if counter(nodes, fsyncsOf) == fs0 {
-		t.Fatal("no fsync counted")
-	}
-	for _, n := range nodes {
-		l := n.loops["default"]
-		switch {
-		case n == leader && l.handed.Load() == handed[n]:
-			t.Errorf("the leader committed nothing through its committer")
-		case n != leader && l.handed.Load()-handed[n] >= 10:
-			t.Errorf("follower %s handed %d batches of 20 puts to its committer while idle", n.ID(), l.handed.Load()-handed[n])
-		}
-	}
-}
