@@ -303,6 +303,13 @@ func (c *copier) copyInto(dst, src reflect.Value) {
 		if src.IsNil() {
 			return
 		}
+		if t == outsType {
+			// A step's outputs, already consumed: not state (the hasher
+			// skips them too), and copying them deep cost eve a few ms
+			// a copy.
+			dst.Set(reflect.Zero(t))
+			return
+		}
 		n := reflect.MakeSlice(t, src.Len(), src.Cap())
 		if noPointers(t.Elem()) {
 			reflect.Copy(n, src)
