@@ -220,6 +220,36 @@
 // states after 15 events (10 after the prefix; 65,272 states without the
 // prefix), and fastpaxos in the same model exhausts it (6,957 states, 10
 // events after the prefix) without a violation (TestCollisionModel).
+//
+// # Workloads and whole-space properties
+//
+// A model's client scripts hold more than single operations (workload.go):
+// "txn-begin", reads and writes, "txn-commit"/"txn-abort" (an interactive
+// transaction, one history entry judged by the serializability checker);
+// "group a+b" (an atomic group, one entry with a result per operation);
+// "nested <op>" (a nested request, seed 003 §3); "resend k" (a later copy
+// of request k with its id, which must be answered as the first copy
+// was); ESDS strict operations (a strict answer must be the operation's
+// value in every replica's stable order, workload_esds.go). For a
+// nondeterministic service (the matchmaker), replicas that executed the
+// same prefix must hold equal state hashes (convergence). Variants caught
+// this way: esds-broken-earlystrict, unreplicated-broken-dirtytxn,
+// paxos-broken-nestedread, -splitgroup and -localenv (mc/FIGURES.md).
+//
+// Required progress (ModelConfig.Progress, progress.go): a sometimes
+// property a model requires and that no path of the exhausted space
+// reaches is a violation, bounded liveness within the model's budgets;
+// its trace is the search's root path and it replays by searching again.
+// paxos.DeadLeaderModel requires a write to complete after the leader's
+// crash: paxos-broken-stickyleader fails it (238 states), paxos answers
+// (1,277 states). The eventually property above cannot see this bug: its
+// paths end with the timer budget spent and a restart enabled.
+//
+// Scripted prefixes also bring crash and recovery bugs within CI's budget:
+// orca-bcast-broken-norecovery (a sequencer crash), fastpaxos-broken-
+// recovery (4 nodes, a collision, Lamport's rule), eve-broken-norecovery
+// and eve-broken-ownstate (a verifier leader's crash; a commission fault).
+// notYetCaught (ci_test.go) lists what is left, each with its reason.
 
 // # Figures
 //
