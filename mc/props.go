@@ -50,7 +50,9 @@ func (w *world) sometimes() (write, read bool) {
 	}
 	h := w.hist[len(w.hist)-1]
 	op := w.cfg.script(h.client)[h.op]
-	if h.res.Type == service.ResultErr {
+	if h.res.Type == service.ResultErr || automaton.IsMemberOp(op) {
+		// a membership change is no write of the service (it is left out
+		// of the history too: workloadHistory)
 		return
 	}
 	if w, r, ok := w.stepResult(h.client, h.op, h.res); ok {

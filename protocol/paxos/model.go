@@ -25,6 +25,8 @@ func (p protocol) Model() automaton.ModelConfig {
 		return NestedReadModel()
 	case p.splitGroups:
 		return GroupModel()
+	case p.bootQuorum:
+		return MemberModel()
 	}
 	return automaton.ModelConfig{}
 }
