@@ -95,6 +95,15 @@ type ModelConfig struct {
 	// scripts. Sound only when the protocol's state does not depend on a
 	// client's id other than through request ids it treats opaquely.
 	SymmetricClients bool
+	// ClientDriven makes every client run its script's operations itself
+	// through the protocol's client coordinator (ClientCoordinator, as sim
+	// --client-driven does): each phase's request goes to every node with
+	// a fresh request id, the nodes' answers feed the coordination, and
+	// the operation enters the history once (invoked at its first phase's
+	// send, returned when the coordination is done). The coordination's
+	// state is part of the checked state. Scripts hold single operations
+	// the coordinator runs; client and node symmetry are not applied.
+	ClientDriven bool
 }
 
 // ModelDeclarer is implemented by protocols (and broken variants) that

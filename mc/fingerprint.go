@@ -87,6 +87,9 @@ func (w *world) fingerprintAs(perm []int, r *automaton.NodeRenaming, inv []int) 
 		} else {
 			hs.u64(&h, uint64(r.Index(c.target)))
 		}
+		if w.coordinator != nil {
+			hs.u64(&h, w.coordHash(&c)) // clientdriven.go
+		}
 	}
 	if perm == nil {
 		hs.u64(&h, w.histH)
@@ -262,6 +265,10 @@ func msgHash(m *message, perm []int) uint64 {
 		id := m.req.ID
 		id.Client = uint64(permClient(perm, int(id.Client)))
 		h.WriteString(id.String())
+		if len(m.req.Opts.Ext) > 0 { // a client-driven phase (clientdriven.go)
+			h.WriteString(m.req.Op.String())
+			h.WriteString(extString(m.req.Opts.Ext))
+		}
 	}
 	return h.Sum64()
 }

@@ -46,6 +46,8 @@ type ModelSpec struct {
 	Params  map[string]string   `json:"params,omitempty"`
 	Target  string              `json:"target,omitempty"`
 	Extra   map[string][]string `json:"extra,omitempty"`
+	// ClientDriven: automaton.ModelConfig.ClientDriven.
+	ClientDriven bool `json:"client_driven,omitempty"`
 }
 
 // NewTrace starts an empty trace in cfg (for the explorer's hand-driven runs).
@@ -59,7 +61,7 @@ func (t *Trace) setSpec() {
 	c := &t.cfg
 	t.Protocol, t.Network, t.Crashes, t.CrashBeforeFsync = c.Protocol, c.Net.String(), c.Crashes, c.CrashBeforeFsync
 	t.Model = ModelSpec{Nodes: c.Model.Nodes, Clients: c.Model.Clients, Service: c.Model.Service,
-		Params: c.Model.Params, Target: c.Model.Target}
+		Params: c.Model.Params, Target: c.Model.Target, ClientDriven: c.Model.ClientDriven}
 	t.Timers = c.timerSpec()
 	for i := 0; i < c.Model.Clients; i++ {
 		var s []string
@@ -142,6 +144,7 @@ func LoadTrace(path string) (*Trace, error) {
 	m := automaton.ModelOf(t.Protocol) // for its Requests function
 	m.Nodes, m.Clients, m.Service, m.Params, m.Target = t.Model.Nodes, t.Model.Clients, t.Model.Service, t.Model.Params, t.Model.Target
 	m.Scripts, m.Prefix = nil, nil // the prefix's events are in t.Events
+	m.ClientDriven = t.Model.ClientDriven
 	for _, s := range t.Model.Scripts {
 		var ops []service.Op
 		for _, o := range s {

@@ -103,7 +103,7 @@ func (t *Trace) ViewAt(pos int) (*View, error) {
 	for c, cl := range w.clients {
 		s := fmt.Sprintf("client %d: %d/%d done", c+1, cl.next, len(w.cfg.script(c)))
 		if cl.pending {
-			s += ", waiting"
+			s += ", waiting" + coordView(cl) // clientdriven.go
 		}
 		out.Clients = append(out.Clients, s)
 	}

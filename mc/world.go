@@ -96,6 +96,11 @@ type clientState struct {
 	next    int // index of the next (or pending) operation
 	pending bool
 	target  int
+	// coord is the pending operation's coordination and phaseSeq the
+	// request id of its current phase (client-driven models only:
+	// clientdriven.go).
+	coord    automaton.Coordination
+	phaseSeq uint64
 }
 
 // hop is one entry of the history, in real-time order: an invocation, or a
@@ -138,6 +143,9 @@ type world struct {
 	// (symmetry.go). Both fixed at the start, shared by every state.
 	fanout bool
 	groups [][]int
+	// coordinator: the protocol's, in a client-driven model
+	// (clientdriven.go); nil otherwise.
+	coordinator automaton.ClientCoordinator
 	// nodeGroups: the interchangeable nodes (nodesym.go), fixed at the
 	// start; symRenamer renames node names in messages and records.
 	nodeGroups [][]int
@@ -195,6 +203,11 @@ func newWorld(cfg *Config) (*world, error) {
 	}
 	w.groups = w.symmetryGroups()
 	w.nodeGroups, w.seedGroups = w.nodeSymmetryGroups()
+	if cfg.Model.ClientDriven {
+		if err := w.startClientDriven(); err != nil {
+			return nil, err
+		}
+	}
 	for i := range w.ids {
 		if err := w.boot(i); err != nil {
 			return nil, err
@@ -281,7 +294,11 @@ func (w *world) step(i int, in automaton.Input) {
 		case automaton.CancelTimer:
 			n.cancelTimer(o.ID)
 		case automaton.Respond:
-			w.respond(o.Resp)
+			if w.coordinator != nil {
+				w.drivenAnswer(i, o.Resp)
+			} else {
+				w.respond(o.Resp)
+			}
 		case automaton.Effect:
 			n.effects = append(n.effects[:len(n.effects):len(n.effects)], pendingEffect{id: o.ID, kind: o.Kind, payload: o.Payload, fp: valueHash(o.Payload)})
 		}
@@ -412,13 +429,13 @@ func (w *world) enabled() []Event {
 		if cl.pending || cl.next >= len(w.script(c)) {
 			continue
 		}
-		if w.cfg.Model.Target == "any" && !w.fanout {
+		if w.cfg.Model.Target == "any" && !w.fanout && w.coordinator == nil {
 			for i := range w.nodes {
 				if w.nodes[i].a != nil {
 					evs = append(evs, Event{Kind: EvInvoke, Client: c, Node: i})
 				}
 			}
-		} else if w.nodes[cl.target].a != nil || w.fanout {
+		} else if w.nodes[cl.target].a != nil || w.fanout || w.coordinator != nil {
 			evs = append(evs, Event{Kind: EvInvoke, Client: c, Node: cl.target})
 		}
 	}
@@ -509,6 +526,9 @@ func (w *world) apply(ev Event) error {
 		cl := &w.clients[ev.Client]
 		if cl.pending || cl.next >= len(w.script(ev.Client)) {
 			return fmt.Errorf("client %d has no request to send", ev.Client+1)
+		}
+		if w.coordinator != nil {
+			return w.invokeDriven(ev.Client)
 		}
 		cl.pending = true
 		w.addHop(hop{client: ev.Client, op: cl.next})
@@ -691,6 +711,9 @@ func (w *world) ownChecker(cp *copier) {
 func (w *world) describe(ev Event) string {
 	switch ev.Kind {
 	case EvInvoke:
+		if w.coordinator != nil {
+			return w.describeInvokeDriven(ev.Client)
+		}
 		cl := w.clients[ev.Client]
 		op := "?"
 		if cl.next < len(w.cfg.script(ev.Client)) {
@@ -734,7 +757,7 @@ type dumper interface{ Dump() string }
 
 func (w *world) describeMsg(m message) string {
 	if m.req != nil {
-		return fmt.Sprintf("client %d -> %s: request %v %s", -m.from, w.ids[m.to], m.req.ID, m.req.Op)
+		return fmt.Sprintf("client %d -> %s: request %v %s%s", -m.from, w.ids[m.to], m.req.ID, m.req.Op, extString(m.req.Opts.Ext))
 	}
 	var d automaton.Automaton
 	for _, n := range w.nodes {

@@ -1,6 +1,9 @@
 package abd
 
-import "github.com/synod-dev/synod/automaton"
+import (
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
 
 // Model implements automaton.ModelDeclarer (issue 20): the default cluster
 // and workload, with clients declared interchangeable. ABD's messages and
@@ -13,6 +16,32 @@ import "github.com/synod-dev/synod/automaton"
 // interchangeable too: those no client sends to are (modelsym.go), so the
 // reduction applies with clients at one node (--target first) and not to
 // the default fixed targets, which leave only n3 free.
-func (protocol) Model() automaton.ModelConfig {
+//
+// abd-broken-clientnowriteback's model is ClientDrivenModel: its bug is in
+// the client's coordinator, which only client-driven clients run.
+func (p protocol) Model() automaton.ModelConfig {
+	if p.clientNoWriteBack {
+		return ClientDrivenModel()
+	}
 	return automaton.ModelConfig{SymmetricClients: true, SymmetricNodes: true}
+}
+
+// ClientDrivenModel is the model of client-driven ABD (coordinator.go, seed
+// 001 §3.1.2): 3 replicas; client 1 writes x, client 2 reads x twice, each
+// operation run by the client against every replica. A read that returns
+// the new value from a majority holding it only at one replica (the write's
+// store still in flight) and does not write it back lets the next read's
+// majority miss it: new, then old (abd-broken-clientnowriteback, ten
+// events). The correct coordinator writes back and is linearizable here.
+// No symmetry: the clients' tags carry their writer ids.
+func ClientDrivenModel() automaton.ModelConfig {
+	get := service.Op{Kind: "get", Key: "x"}
+	return automaton.ModelConfig{
+		Nodes:        3,
+		Clients:      2,
+		Scripts:      [][]service.Op{{{Kind: "set", Key: "x", Args: [][]byte{[]byte("1")}}}, {get, get}},
+		ClientDriven: true,
+		Depth:        14,
+		NoTimers:     true,
+	}
 }
