@@ -12,7 +12,8 @@ import (
 // value chosen per instance") in 21 events; paxos-broken-earlyack
 // declares CrashBeforeFsyncModel, paxos-broken-stickyleader
 // DeadLeaderModel, paxos-broken-nestedread NestedReadModel and
-// paxos-broken-splitgroup GroupModel (model_workload.go).
+// paxos-broken-splitgroup GroupModel (model_workload.go),
+// paxos-broken-bootquorum MemberModel (model_member.go).
 func (p protocol) Model() automaton.ModelConfig {
 	switch {
 	case p.skipPhase1Values:
