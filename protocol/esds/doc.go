@@ -416,7 +416,13 @@
 // claims (§4.2.3, Figs. 4.2 and 4.5, §4.3.1): labels unique, labels only
 // decrease, done and solid sets only grow, knowledge is true, stable implies
 // done everywhere, stable orders agree; with impl=simple, reservation
-// 3.3.1.
+// 3.3.1. Across a crash the stable orders are held to what the crash did
+// not lose: a replica may apply an operation to its stable order while the
+// record of its own do_it is unsynced, and a crash that loses that record
+// loses nothing anyone saw, so the checker (an automaton.CrashObserver) forgets
+// the crashed incarnation's order from the first operation whose record was
+// lost (invariant.go says why that is exactly what a correct replica may
+// lose).
 //
 // # Parameters
 //
