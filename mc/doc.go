@@ -250,6 +250,18 @@
 // recovery (4 nodes, a collision, Lamport's rule), eve-broken-norecovery
 // and eve-broken-ownstate (a verifier leader's crash; a commission fault).
 // notYetCaught (ci_test.go) lists what is left, each with its reason.
+//
+// Client-driven clients (ModelConfig.ClientDriven, clientdriven.go) run
+// each operation themselves through the protocol's client coordinator
+// (automaton.ClientCoordinator, as sim --client-driven does): a phase's
+// request goes to every node under a fresh request id, each delivery is
+// an event, the nodes' answers feed the coordination, and the operation
+// enters the history once (invoked at its first phase, returned when the
+// coordination is done). The coordination is part of the state (copied
+// on write, hashed reflectively); symmetry is off. abd.ClientDrivenModel
+// (client 1 writes x, client 2 reads it twice) catches
+// abd-broken-clientnowriteback, whose reads skip the write-back, in 10
+// events (new, then old); abd's own coordinator passes it.
 
 // # Figures
 //
