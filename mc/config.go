@@ -185,5 +185,8 @@ func (c *Config) Describe() string {
 	if c.CrashBeforeFsync {
 		s += ", crashes before fsync"
 	}
+	if c.Model.ClientDriven {
+		s += ", client-driven"
+	}
 	return s
 }

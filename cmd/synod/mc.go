@@ -15,10 +15,10 @@ import (
 // `synod model check`: the exhaustive model checker (package mc).
 func modelCheckCmd() *cobra.Command {
 	var (
-		protocol, network, timers, out, replayFile, target, symmetry string
-		cpuProfile                                                   string
-		depth, crashes, workers, maxStates, nodes, clients           int
-		dfs, replay, keepGoing, crashBeforeFsync, noPrefix           bool
+		protocol, network, timers, out, replayFile, target, symmetry     string
+		cpuProfile                                                       string
+		depth, crashes, workers, maxStates, nodes, clients               int
+		dfs, replay, keepGoing, crashBeforeFsync, noPrefix, clientDriven bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -102,6 +102,9 @@ Broken variants:
 				if target != "" {
 					cfg.Model.Target = target
 				}
+				if cmd.Flags().Changed("client-driven") {
+					cfg.Model.ClientDriven = clientDriven
+				}
 				if symmetry != "" {
 					cfg.Model.SymmetricNodes = strings.Contains(symmetry, "nodes")
 					cfg.Model.SymmetricClients = strings.Contains(symmetry, "clients")
@@ -170,6 +173,7 @@ Broken variants:
 	f.IntVar(&nodes, "nodes", 0, "override the model's node count")
 	f.IntVar(&clients, "clients", 0, "override the model's client count")
 	f.StringVar(&target, "target", "", "which node clients send to: fixed, first, any")
+	f.BoolVar(&clientDriven, "client-driven", false, "clients run each operation's phases against every node themselves (protocols with a client coordinator: abd), as sim --client-driven")
 	f.StringVar(&symmetry, "symmetry", "", "symmetry reduction: nodes,clients, nodes, clients or none (default: the model's declaration; nodes need a protocol that renames them, e.g. abd with --target first)")
 	f.BoolVar(&replay, "replay", false, "expand states by replaying their path from fresh automata instead of copying them")
 	f.BoolVar(&keepGoing, "keep-going", false, "count every violation instead of stopping at the first")
