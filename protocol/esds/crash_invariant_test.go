@@ -115,3 +115,28 @@ func TestCrashedForgetsOnlyWhatTheCrashLost(t *testing.T) {
 	mustStep(c, "n1", stableOrderReplica(t, "n1", "x", "y", "u")) // z was n1's alone
 	wantOrderViolation(step(c, "n1", stableOrderReplica(t, "n1", "x", "w")), "a restart contradicting a live replica")
 }
+
+// TestMergeQueuesInLabelOrder: seed 3 of this run failed "stable orders
+// agree" among live replicas. n3 merged one message of n2's that said
+// 33d774714990314d-71 (465,2) stable at n2 (entry 27) and
+// 9044f81ecce83913-37 (465,1) (entry 227), and queued them to n1 entry by
+// entry: "33d7 stable at n3" took a position before 9044's lower label.
+// n1's new stream from n3 ended between the two, so n1 applied 33d7 while
+// it still held 9044 at (466,0), and 9044 came after it in n1's stable
+// order, before it everywhere else. Positions are now queued in label order
+// after the whole merge (queueMerged).
+func TestMergeQueuesInLabelOrder(t *testing.T) {
+	args := strings.Fields("--protocol esds --nodes 3 --clients 16 --ops 1000 --keys 40 --faults crash,slow --strict 0.2 --prev 0.2 --param impl=simple --seeds 3")
+	cfg, seeds, err := sim.ParseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seed = seeds[0]
+	r, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation {
+		t.Fatalf("%s\n%s", r.Invariant+r.Divergence, cfg.Command())
+	}
+}

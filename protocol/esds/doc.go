@@ -211,7 +211,13 @@
 //     knows every operation i did before x, with a label at most the one i
 //     gave it: no operation can later come to precede a stable one. A
 //     message is merged whole before the receiver acts on it, so it carries
-//     only the last of an operation's positions in its range. Two
+//     only the last of an operation's positions in its range. What a merge
+//     changed is queued after the whole merge, in label order (queueMerged):
+//     queued entry by entry, "x stable here" (learned from the message's S)
+//     could precede the lower label of an operation the same message
+//     brought, and a peer whose prefix ended between them applied x first
+//     (seed 3 of TestMergeQueuesInLabelOrder; Fig. 4.5 queues each
+//     operation but says nothing of the order within one receive). Two
 //     departures are sound: "gone" is sent for a position whose operation
 //     has since been collected (collected means stable at every member, the
 //     receiver included, so nothing must precede it), and a new stream

@@ -189,12 +189,17 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 
 // ESDS is one node's replica and front end for one namespace.
 type ESDS struct {
-	proto protocol
-	cfg   automaton.Config
-	svc   service.Service
-	index map[automaton.NodeID]int
-	self  int
-	all   uint64 // a bit per configured replica (parameter replicas)
+	// merging: a gossip message is being merged; newInfo collects the
+	// operations to queue in held, queued in label order once the merge
+	// is done (gossip.go receiveGossip).
+	merging bool
+	held    []*op
+	proto   protocol
+	cfg     automaton.Config
+	svc     service.Service
+	index   map[automaton.NodeID]int
+	self    int
+	all     uint64 // a bit per configured replica (parameter replicas)
 	// feOnly: this node holds no replica, only a front end
 	// (frontend_only.go).
 	feOnly bool

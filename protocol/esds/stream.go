@@ -58,6 +58,10 @@ func (a *ESDS) newInfo(o *op) {
 	if a.unopt || a.peers == nil {
 		return
 	}
+	if a.merging {
+		a.held = append(a.held, o)
+		return
+	}
 	f := a.entryOf(o).Flags &^ flagAll
 	if o.qOK && o.qFlags == f && o.qLabel == o.label {
 		return
