@@ -140,3 +140,41 @@ func TestMergeQueuesInLabelOrder(t *testing.T) {
 		t.Fatalf("%s\n%s", r.Invariant+r.Divergence, cfg.Command())
 	}
 }
+
+// One merge, two operations: the message says x (label (5,1)) is stable at
+// its sender n2, then brings y with the lower label (4,1). The stream to n1
+// must say y's label before it says x is stable here: queued entry by entry
+// it said x first, and a prefix ending there let n1 apply x before y.
+func TestMergeQueuesLowerLabelsBeforeStability(t *testing.T) {
+	p, err := automaton.Lookup("esds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := p.New(automaton.Config{Self: "n3", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: service.Counter{},
+		Params: automaton.DefaultParams("esds"), Rand: rand.New(rand.NewSource(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := x.(*ESDS)
+	a.Step(automaton.Start{})
+	add := service.Op{Kind: "add", Args: [][]byte{[]byte("1")}}
+	a.receiveGossip(1, []entry{
+		{ID: "x", Op: add, Flags: flagDone | flagSolid, Label: Label{C: 5, R: 1, Set: true}},
+		{ID: "y", Op: add, Flags: flagDone, Label: Label{C: 4, R: 1, Set: true}},
+	})
+	if o := a.ops["x"]; o == nil || o.solid&a.bit() == 0 {
+		t.Fatalf("x is not stable at n3 after the merge: %+v", o)
+	}
+	yAt, xStableAt := -1, -1
+	for i, q := range a.peers[0].queue {
+		switch {
+		case q.id == "y" && q.label == (Label{C: 4, R: 1, Set: true}) && yAt < 0:
+			yAt = i
+		case q.id == "x" && q.flags&flagSolid != 0 && xStableAt < 0:
+			xStableAt = i
+		}
+	}
+	if yAt < 0 || xStableAt < 0 || xStableAt < yAt {
+		t.Fatalf("stream to n1 %+v: y (4,1) at %d, x stable at %d; want y first", a.peers[0].queue, yAt, xStableAt)
+	}
+}
