@@ -7,7 +7,6 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
-	"github.com/synod-dev/synod/sim"
 )
 
 // TestCrashForgetsUnrevealedStableOrder: seed 6 of this run failed "stable
@@ -21,19 +20,7 @@ import (
 // now came later: the order that held it at 667 was never seen by anyone.
 // The simulator's own final-order and strict-answer checks pass either way.
 func TestCrashForgetsUnrevealedStableOrder(t *testing.T) {
-	args := strings.Fields("--protocol esds --nodes 3 --clients 16 --ops 1500 --keys 40 --faults crash,slow --strict 0.2 --prev 0.2 --seeds 6")
-	cfg, seeds, err := sim.ParseArgs(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Seed = seeds[0]
-	r, err := sim.Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Violation {
-		t.Fatalf("%s\n%s", r.Invariant+r.Divergence, cfg.Command())
-	}
+	passesPinned(t, "--protocol esds --nodes 3 --clients 16 --ops 1500 --keys 40 --faults crash,slow --strict 0.2 --prev 0.2 --seeds 6")
 }
 
 // stableOrderReplica is a started replica whose stable order is log, for
@@ -126,19 +113,7 @@ func TestCrashedForgetsOnlyWhatTheCrashLost(t *testing.T) {
 // order, before it everywhere else. Positions are now queued in label order
 // after the whole merge (queueMerged).
 func TestMergeQueuesInLabelOrder(t *testing.T) {
-	args := strings.Fields("--protocol esds --nodes 3 --clients 16 --ops 1000 --keys 40 --faults crash,slow --strict 0.2 --prev 0.2 --param impl=simple --seeds 3")
-	cfg, seeds, err := sim.ParseArgs(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Seed = seeds[0]
-	r, err := sim.Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Violation {
-		t.Fatalf("%s\n%s", r.Invariant+r.Divergence, cfg.Command())
-	}
+	passesPinned(t, "--protocol esds --nodes 3 --clients 16 --ops 1000 --keys 40 --faults crash,slow --strict 0.2 --prev 0.2 --param impl=simple --seeds 3")
 }
 
 // One merge, two operations: the message says x (label (5,1)) is stable at

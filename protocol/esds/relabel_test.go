@@ -15,8 +15,14 @@ import (
 // invariant "labels unique" failed on this run (slow gossip of impl=simple
 // with variant=unopt makes lowered labels common).
 func TestRestartKeepsLabelCounter(t *testing.T) {
-	args := strings.Fields("--protocol esds --nodes 3 --clients 4 --ops 300 --faults all --latency uniform:1ms:5ms --service counter --strict 0.5 --prev 0.2 --param impl=simple --param variant=unopt --seeds 6")
-	cfg, seeds, err := sim.ParseArgs(args)
+	passesPinned(t, "--protocol esds --nodes 3 --clients 4 --ops 300 --faults all --latency uniform:1ms:5ms --service counter --strict 0.5 --prev 0.2 --param impl=simple --param variant=unopt --seeds 6")
+}
+
+// passesPinned runs one seed of the simulator command line cmd (flags and
+// --seeds N) and fails on any violation, printing the replay command.
+func passesPinned(t *testing.T, cmd string) {
+	t.Helper()
+	cfg, seeds, err := sim.ParseArgs(strings.Fields(cmd))
 	if err != nil {
 		t.Fatal(err)
 	}
