@@ -1,6 +1,8 @@
 package paxos
 
 import (
+	"slices"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
 )
@@ -119,18 +121,25 @@ func DeadLeaderModel() automaton.ModelConfig {
 		// mc.SomeWrite: no path of the exhausted model answering the
 		// write is the bug.
 		Progress: []string{"a write completes"},
-		Prefix: []string{
-			"n1: timer 2 fires",
-			"deliver n1 -> n3: prepare b=(1,1) from=1",
-			"deliver n1 -> n2: prepare b=(1,1) from=1",
-			"deliver n3 -> n1: promise b=(1,1) ok commit=0",
-			"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=1",
-			"deliver n1 -> n2: heartbeat b=(1,1) commit=0 round=1",
-			"deliver n2 -> n1: promise b=(1,1) ok commit=0",
-			"deliver n3 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
-			"deliver n2 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
+		Prefix: append(slices.Clone(n1LeadsPrefix),
 			"n1 crashes",
 			`client 2 sends set x "2" to n2`,
-		},
+		),
 	}
+}
+
+// n1LeadsPrefix is a scripted start shared by models (mc's ModelConfig.
+// Prefix, events as mc prints them): n1's election timer fires, n3 and n2
+// promise, and a first heartbeat round reaches both and is acknowledged,
+// so both followers have heard n1 as leader.
+var n1LeadsPrefix = []string{
+	"n1: timer 2 fires",
+	"deliver n1 -> n3: prepare b=(1,1) from=1",
+	"deliver n1 -> n2: prepare b=(1,1) from=1",
+	"deliver n3 -> n1: promise b=(1,1) ok commit=0",
+	"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=1",
+	"deliver n1 -> n2: heartbeat b=(1,1) commit=0 round=1",
+	"deliver n2 -> n1: promise b=(1,1) ok commit=0",
+	"deliver n3 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
+	"deliver n2 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
 }

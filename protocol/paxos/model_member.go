@@ -1,6 +1,8 @@
 package paxos
 
 import (
+	"slices"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
 )
@@ -58,16 +60,7 @@ func MemberModel() automaton.ModelConfig {
 }
 
 // memberPrefix is MemberModel's scripted prefix, as mc prints the events.
-var memberPrefix = []string{
-	"n1: timer 2 fires",
-	"deliver n1 -> n3: prepare b=(1,1) from=1",
-	"deliver n1 -> n2: prepare b=(1,1) from=1",
-	"deliver n3 -> n1: promise b=(1,1) ok commit=0",
-	"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=1",
-	"deliver n1 -> n2: heartbeat b=(1,1) commit=0 round=1",
-	"deliver n2 -> n1: promise b=(1,1) ok commit=0",
-	"deliver n3 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
-	"deliver n2 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
+var memberPrefix = append(slices.Clone(n1LeadsPrefix),
 	`client 1 sends synod.member add "n4" "mc:n4" "mc:n4" to n1`,
 	"deliver n1 -> n4: heartbeat b=(1,1) commit=0 round=2",
 	"deliver n1 -> n4: accept b=(1,1) commit=0 [1: member add n4 (peer mc:n4, client mc:n4)]",
@@ -123,4 +116,4 @@ var memberPrefix = []string{
 	"deliver n2 -> n1: accepted b=(1,1) ok acks=[3]",
 	"n5: timer 3 fires",
 	"n4: timer 3 fires",
-}
+)
