@@ -22,12 +22,9 @@ import (
 func (c *checker) applyPrefix(w *world, prefix []string) (*path, string, error) {
 	var p *path
 	for i, want := range prefix {
-		ev, err := w.enabledEvent(want)
+		ev, err := w.applyPrefixEvent(i, want)
 		if err != nil {
-			return nil, "", fmt.Errorf("model prefix event %d: %w", i+1, err)
-		}
-		if err := w.apply(ev); err != nil {
-			return nil, "", fmt.Errorf("model prefix event %d (%s): %w", i+1, want, err)
+			return nil, "", err
 		}
 		p = p.push(ev)
 		if why := c.judge(w, p); why != "" {
@@ -35,6 +32,19 @@ func (c *checker) applyPrefix(w *world, prefix []string) (*path, string, error) 
 		}
 	}
 	return p, "", nil
+}
+
+// applyPrefixEvent applies to w the prefix's event i (from 0), described as
+// want, and returns it (StartTrace applies a prefix this way too).
+func (w *world) applyPrefixEvent(i int, want string) (Event, error) {
+	ev, err := w.enabledEvent(want)
+	if err != nil {
+		return Event{}, fmt.Errorf("model prefix event %d: %w", i+1, err)
+	}
+	if err := w.apply(ev); err != nil {
+		return Event{}, fmt.Errorf("model prefix event %d (%s): %w", i+1, want, err)
+	}
+	return ev, nil
 }
 
 // enabledEvent returns the enabled event described as desc.

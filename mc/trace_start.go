@@ -1,7 +1,5 @@
 package mc
 
-import "fmt"
-
 // StartTrace starts a hand-driven trace in cfg (the explorer's "explore a
 // protocol's model"), positioned where the model checker's search starts:
 // after the model's scripted prefix (automaton.ModelConfig.Prefix;
@@ -17,12 +15,9 @@ func StartTrace(cfg Config) (*Trace, error) {
 		return nil, err
 	}
 	for i, want := range cfg.Model.Prefix {
-		ev, err := w.enabledEvent(want)
+		ev, err := w.applyPrefixEvent(i, want) // prefix.go
 		if err != nil {
-			return nil, fmt.Errorf("model prefix event %d: %w", i+1, err)
-		}
-		if err := w.apply(ev); err != nil {
-			return nil, fmt.Errorf("model prefix event %d (%s): %w", i+1, want, err)
+			return nil, err
 		}
 		t.Events = append(t.Events, ev)
 	}
