@@ -405,14 +405,15 @@ func (a *Paxos) send(to int, m *message) {
 	a.emit(automaton.Send{To: a.nodes[to], Msg: m.marshal()})
 }
 
-// broadcast sends m to every peer of the leader (peers).
-func (a *Paxos) broadcast(m *message) {
+// broadcast sends m to every peer of the leader (peers), as Early Sends
+// when early is set (the Accept: earlyAccept).
+func (a *Paxos) broadcast(m *message, early bool) {
 	var b []byte
 	for _, h := range a.peers(false) {
 		if b == nil {
 			b = m.marshal()
 		}
-		a.emit(automaton.Send{To: a.nodes[h], Msg: b})
+		a.emit(automaton.Send{To: a.nodes[h], Msg: b, Early: early})
 	}
 }
 func (a *Paxos) persist(k string, v []byte) { a.emit(automaton.Persist{Key: k, Value: v}) }

@@ -340,7 +340,7 @@ func (a *Paxos) reproposeValues(top uint64, vals map[uint64][]byte, segs []confS
 	a.next = top + 1
 	a.emitMembers()
 	if len(entries) > 0 {
-		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries})
+		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.chosenUpTo, Entries: entries}, false)
 	}
 	a.persistOwn()
 	a.sendHeartbeat()

@@ -153,7 +153,7 @@ func (a *Paxos) propose() {
 	}
 	if len(entries) > 0 {
 		commit, early := a.earlyAccept()
-		a.broadcastAccept(&message{Kind: kindAccept, Ballot: a.ballot, Commit: commit, Entries: entries}, early)
+		a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: commit, Entries: entries}, early)
 		a.persistOwn()
 		a.checkChosen()
 	}
@@ -201,18 +201,6 @@ func (a *Paxos) earlyAccept() (commit uint64, early bool) {
 		}
 	}
 	return commit, true
-}
-
-// broadcastAccept sends the Accept m to every peer of the leader (peers),
-// as Early Sends when early is set.
-func (a *Paxos) broadcastAccept(m *message, early bool) {
-	var b []byte
-	for _, h := range a.peers(false) {
-		if b == nil {
-			b = m.marshal()
-		}
-		a.emit(automaton.Send{To: a.nodes[h], Msg: b, Early: early})
-	}
 }
 
 // command is the log command the leader proposes for req. The environment
