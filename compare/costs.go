@@ -18,9 +18,10 @@ import (
 )
 
 // The cost model (issue 18 item 4, docs/COSTS.md): this machine's physical
-// limits, and per protocol the messages, fsyncs and CPU one client
-// operation costs, measured from a short live run's node metrics, so that
-// the distance from each protocol to the limits is visible.
+// limits, and SumMetrics to read a node's counters, for `synod costs`,
+// which measures per node what one client operation costs (cmd/synod,
+// costs.go), so that the distance from each protocol to the limits is
+// visible.
 
 // Limits are this machine's physical limits, each the median of many tries.
 type Limits struct {
