@@ -5,7 +5,7 @@ import "github.com/synod-dev/synod/automaton"
 // Stage tracing: a test-only hook (Options.trace) that the runtime calls at
 // each stage of a request's path, so that one client's put can be timed stage
 // by stage across the nodes of one process (docs/COSTS.md, "One client's
-// put, stage by stage"; TestPutStages in stages_test.go). Nil in production:
+// put, stage by stage"; BenchmarkPutStages in stages_test.go). Nil in production:
 // a nil check per stage.
 
 // Stages, in the order a put meets them.
