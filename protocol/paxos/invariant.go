@@ -2,8 +2,6 @@ package paxos
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -93,12 +91,8 @@ func (c *invariantChecker) Crashed(id automaton.NodeID, lost []string) {
 	}
 	first := uint64(0)
 	for _, k := range lost {
-		hex, ok := strings.CutPrefix(k, recSlotPfx)
+		i, ok := slotOfKey(k)
 		if !ok {
-			continue
-		}
-		i, err := strconv.ParseUint(hex, 16, 64)
-		if err != nil {
 			continue
 		}
 		if c.tentChosen.of[i] == a {

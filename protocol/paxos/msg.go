@@ -2,6 +2,8 @@ package paxos
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
@@ -449,6 +451,16 @@ const (
 )
 
 func slotKey(i uint64) string { return fmt.Sprintf("%s%016x", recSlotPfx, i) }
+
+// slotOfKey is the instance of slot record key k; false if k is not one.
+func slotOfKey(k string) (uint64, bool) {
+	hex, ok := strings.CutPrefix(k, recSlotPfx)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseUint(hex, 16, 64)
+	return i, err == nil
+}
 
 func encodeSlot(s *slot) []byte {
 	e := header.Record(16 + len(s.val))

@@ -2,8 +2,6 @@ package paxos
 
 import (
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -194,10 +192,8 @@ func (a *Paxos) earlyAccept() (commit uint64, early bool) {
 		if p.Key == recPromised {
 			return a.chosenUpTo, false
 		}
-		if hex, ok := strings.CutPrefix(p.Key, recSlotPfx); ok {
-			if i, err := strconv.ParseUint(hex, 16, 64); err == nil && i <= commit {
-				commit = i - 1
-			}
+		if i, ok := slotOfKey(p.Key); ok && i <= commit {
+			commit = i - 1
 		}
 	}
 	return commit, true
