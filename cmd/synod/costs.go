@@ -306,12 +306,15 @@ func scrapeNode(ctx context.Context, addr string) (map[string]float64, error) {
 	return compare.SumMetrics(res.Body, nodeMetricNames)
 }
 
+// failedRun is the table of a run that failed: its setting and the error.
+func failedRun(o costsOptions, system string, clients int, err error) bench.CostRun {
+	return bench.CostRun{System: system, Durability: o.durability, Clients: clients, ReadRatio: o.readRatio, Failed: err.Error()}
+}
+
 // measured runs the driver for o.duration between two samples and makes the
 // run's table.
 func measured(ctx context.Context, o costsOptions, cfg bench.Config, s sampler, system string, names []string, profile func() func(*bench.CostRun)) bench.CostRun {
-	fail := func(err error) bench.CostRun {
-		return bench.CostRun{System: system, Durability: o.durability, Clients: cfg.Clients, ReadRatio: cfg.ReadRatio, Failed: err.Error()}
-	}
+	fail := func(err error) bench.CostRun { return failedRun(o, system, cfg.Clients, err) }
 	if _, err := bench.Run(ctx, cfg, nil); err != nil { // warm-up: elections, connections
 		return fail(fmt.Errorf("warm-up: %w", err))
 	}
@@ -353,7 +356,7 @@ func measureNodes(ctx context.Context, o costsOptions, protocol string, clients 
 	dir := filepath.Join(o.dir, fmt.Sprintf("%s-%s-%d", protocol, o.durability, clients))
 	c, err := cluster.Up(cluster.UpOptions{Dir: dir, Nodes: compare.Members, Protocol: protocol, Durability: o.durability, Params: o.params})
 	if err != nil {
-		return bench.CostRun{System: protocol, Durability: o.durability, Clients: clients, ReadRatio: o.readRatio, Failed: err.Error()}
+		return failedRun(o, protocol, clients, err)
 	}
 	defer cluster.Down(dir, true)
 	cfg := driverConfig(o, c.ClientAddrs(), clients)
@@ -366,7 +369,7 @@ func measureNodes(ctx context.Context, o costsOptions, protocol string, clients 
 	warm := cfg
 	warm.Duration = 500 * time.Millisecond
 	if _, err := bench.Run(ctx, warm, nil); err != nil {
-		return bench.CostRun{System: protocol, Durability: o.durability, Clients: clients, ReadRatio: o.readRatio, Failed: "warm-up: " + err.Error()}
+		return failedRun(o, protocol, clients, fmt.Errorf("warm-up: %w", err))
 	}
 	nodes := append([]cluster.Node(nil), c.Nodes...)
 	leader := map[string]bool{}
@@ -475,9 +478,7 @@ func fetchProfile(ctx context.Context, metrics string, secs int, path string) er
 // and appendfsync always.
 func measureRedis(ctx context.Context, o costsOptions, clients int) bench.CostRun {
 	system := "redis-server"
-	fail := func(err error) bench.CostRun {
-		return bench.CostRun{System: system, Durability: o.durability, Clients: clients, ReadRatio: o.readRatio, Failed: err.Error()}
-	}
+	fail := func(err error) bench.CostRun { return failedRun(o, system, clients, err) }
 	dir := filepath.Join(o.dir, fmt.Sprintf("redis-%s-%d", o.durability, clients))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
