@@ -105,17 +105,13 @@ type frame struct {
 
 func decodeFrame(b []byte) (frame, error) {
 	var f frame
-	// The header is checked here so that the decoder stays on the stack
-	// (header.OpenMessage returns it on the heap: one allocation per
-	// message); a bad header gets OpenMessage's error.
-	if len(b) < 2 || b[0] != header.Version || b[1] == 0 || int(b[1]) > len(header.Kinds) {
-		_, _, err := header.OpenMessage(b)
-		if err == nil {
-			err = fmt.Errorf("abd: bad message header % x", b[:min(len(b), 2)])
-		}
+	// MessageKind, not OpenMessage, so that the decoder stays on the stack
+	// (OpenMessage returns it on the heap: one allocation per message).
+	k, err := header.MessageKind(b)
+	if err != nil {
 		return f, err
 	}
-	f.Kind = b[1]
+	f.Kind = k
 	d := &wire.Decoder{B: b[2:]}
 	f.Op = d.Uvarint()
 	switch f.Kind {

@@ -43,17 +43,30 @@ func (h Header) Record(size int) wire.Encoder {
 // errors.
 func (h Header) OpenMessage(b []byte) (*wire.Decoder, byte, error) {
 	d := wire.NewDecoder(b)
+	k, err := h.readMessageHeader(d)
+	return d, k, err
+}
+
+// MessageKind checks a message's header as OpenMessage does and returns
+// its kind; the body is b[2:]. It allocates nothing for a good header
+// (OpenMessage's decoder is on the heap), for decoders kept on the stack.
+func (h Header) MessageKind(b []byte) (byte, error) {
+	d := wire.Decoder{B: b}
+	return h.readMessageHeader(&d)
+}
+
+func (h Header) readMessageHeader(d *wire.Decoder) (byte, error) {
 	v := d.Byte()
 	k := d.Byte()
 	switch {
 	case d.Err() != nil:
-		return d, 0, fmt.Errorf("%s: message header: %w", h.Protocol, d.Err())
+		return 0, fmt.Errorf("%s: message header: %w", h.Protocol, d.Err())
 	case v != h.Version:
-		return d, 0, fmt.Errorf("%s: message: %w %d, want %d", h.Protocol, ErrBadVersion, v, h.Version)
+		return 0, fmt.Errorf("%s: message: %w %d, want %d", h.Protocol, ErrBadVersion, v, h.Version)
 	case k == 0 || int(k) > len(h.Kinds):
-		return d, 0, fmt.Errorf("%s: %w %d", h.Protocol, ErrUnknownType, k)
+		return 0, fmt.Errorf("%s: %w %d", h.Protocol, ErrUnknownType, k)
 	}
-	return d, k, nil
+	return k, nil
 }
 
 // OpenRecord reads a record's version byte; what names the record in the
