@@ -3,8 +3,10 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -312,12 +314,8 @@ func PickTop(rows []TopFunc, n, m int, prefixes ...string) []TopFunc {
 			}
 		}
 	}
-	// Sort own by cumulative CPU, largest first (insertion sort: few rows).
-	for i := 1; i < len(own); i++ {
-		for j := i; j > 0 && own[j].CumUs > own[j-1].CumUs; j-- {
-			own[j], own[j-1] = own[j-1], own[j]
-		}
-	}
+	// Own functions by cumulative CPU, largest first.
+	slices.SortStableFunc(own, func(a, b TopFunc) int { return cmp.Compare(b.CumUs, a.CumUs) })
 	if len(own) > m {
 		own = own[:m]
 	}
