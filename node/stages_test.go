@@ -48,12 +48,12 @@ func (r *stageRecorder) tracer(id automaton.NodeID) tracer {
 	}
 }
 
-func (r *stageRecorder) mark(stage string) time.Duration {
+// mark records a client-side stage.
+func (r *stageRecorder) mark(stage string) {
 	at := time.Since(r.base)
 	r.mu.Lock()
 	r.recs = append(r.recs, stageRec{at: at, node: "client", stage: stage})
 	r.mu.Unlock()
-	return at
 }
 
 // take returns and forgets the records so far.
