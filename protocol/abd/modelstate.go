@@ -1,6 +1,7 @@
 package abd
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/synod-dev/synod/automaton"
@@ -102,8 +103,8 @@ func (a *ABD) CloneModel() automaton.Automaton {
 			j++
 		}
 	}
-	c.byReq = cloneMap(a.byReq)
-	c.done = cloneMap(a.done)
+	c.byReq = maps.Clone(a.byReq)
+	c.done = maps.Clone(a.done)
 	c.doneOrder = slices.Clone(a.doneOrder)
 	c.stepStores = slices.Clone(a.stepStores)
 	c.stepDone = slices.Clone(a.stepDone)
@@ -140,10 +141,6 @@ func appendKeyTags(b []byte, kts []keyTag, node *automaton.NodeRenaming) []byte 
 	})
 }
 
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	return appendSortedKeys(make([]K, 0, len(m)), m)
-}
-
 // appendSortedKeys appends m's keys to ks, sorted.
 func appendSortedKeys[K ~string, V any](ks []K, m map[K]V) []K {
 	start := len(ks)
@@ -152,17 +149,6 @@ func appendSortedKeys[K ~string, V any](ks []K, m map[K]V) []K {
 	}
 	slices.Sort(ks[start:])
 	return ks
-}
-
-func cloneMap[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return nil
-	}
-	c := make(map[K]V, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 // AppendModelState implements automaton.ModelCheckerStater. The checker's
@@ -318,16 +304,16 @@ func (c *checker) CloneChecker(remap func(automaton.Automaton) automaton.Automat
 	// no node moved (the clone before a boot).
 	n.floor = c.floor
 	if stepped == "" {
-		n.floor = cloneMap(c.floor)
+		n.floor = maps.Clone(c.floor)
 	}
 	for id, m := range c.last {
 		if stepped == "" || id == stepped {
-			m = cloneMap(m)
+			m = maps.Clone(m)
 		}
 		n.last[id] = m
 	}
 	for k, m := range c.vals {
-		n.vals[k] = cloneMap(m)
+		n.vals[k] = maps.Clone(m)
 	}
 	return n
 }
