@@ -202,8 +202,8 @@ func (a *ESDS) recomputeTent() {
 // was placed under its last label (or moved, wasDone), which keys it may
 // now hold wrongly: o's, when o is key-local; all of them otherwise.
 func (a *ESDS) notePending(o *op, wasDone bool) {
-	ks, ok := a.svc.(keyedService)
-	if !ok || wasDone || !commute || !ks.KeyLocal(o.sop) {
+	ks, ok := a.keyed()
+	if !ok || wasDone || !ks.KeyLocal(o.sop) {
 		a.pendAll = true
 		return
 	}
@@ -225,8 +225,8 @@ func (a *ESDS) notePending(o *op, wasDone bool) {
 // (issue 18: at 64 clients, each rebuild cloned the 10,000-key state).
 // It reports whether it did.
 func (a *ESDS) staleAppend(o *op) bool {
-	ks, ok := a.svc.(keyedService)
-	if !ok || !commute || a.tentValid || a.tent == nil || a.pendAll || a.unopt || a.recompute ||
+	ks, ok := a.keyed()
+	if !ok || a.tentValid || a.tent == nil || a.pendAll ||
 		!a.tentMax.Less(o.label) || !ks.KeyLocal(o.sop) {
 		return false
 	}
@@ -312,20 +312,28 @@ func (a *ESDS) ckptFor() (tentCkpt, bool) {
 	if a.unopt || a.recompute {
 		return tentCkpt{}, false
 	}
+	a.dropCkpts(a.tentLow)
+	if len(a.ckpts) == 0 {
+		return tentCkpt{}, false
+	}
+	return a.ckpts[len(a.ckpts)-1], true
+}
+
+// dropCkpts drops the checkpoints at or above from (when set: they lack an
+// operation placed under them) and those at or below the stable state
+// (which only grows, so they are never usable again).
+func (a *ESDS) dropCkpts(from Label) {
 	keep := a.ckpts[:0]
 	for _, c := range a.ckpts {
-		if (!a.tentLow.Set || c.label.Less(a.tentLow)) && (!a.stableMax.Set || a.stableMax.Less(c.label)) {
+		stale := from.Set && !c.label.Less(from)
+		if !stale && (!a.stableMax.Set || a.stableMax.Less(c.label)) {
 			keep = append(keep, c)
-		} else if c.final && a.tentLow.Set && !c.label.Less(a.tentLow) {
+		} else if stale && c.final {
 			a.ckptFinalStale++ // finalFrontier's argument failed (tests)
 		}
 	}
 	clear(a.ckpts[len(keep):])
 	a.ckpts = keep
-	if len(keep) == 0 {
-		return tentCkpt{}, false
-	}
-	return keep[len(keep)-1], true
 }
 
 func (a *ESDS) tentApply(o *op) {
@@ -351,6 +359,18 @@ type keyedService interface {
 // commuting insertions (tentInsert).
 var commute = true
 
+// keyed returns the service as a keyedService when this replica uses
+// commuting insertions and stale appends (tentInsert, staleAppend): the
+// service names its keys, commute is on, and values are memoised (the
+// optimised variant, values=memo).
+func (a *ESDS) keyed() (keyedService, bool) {
+	if !commute || a.unopt || a.recompute {
+		return nil, false
+	}
+	ks, ok := a.svc.(keyedService)
+	return ks, ok
+}
+
 // noteTouch records, per key, the largest label of an operation applied to
 // the tentative state that names it (and, of operations that are not
 // key-local, touchAll). Labels only grow here: after a relabelling or a
@@ -363,8 +383,8 @@ func (a *ESDS) noteTouch(o *op) {
 	if o.touched {
 		return
 	}
-	ks, ok := a.svc.(keyedService)
-	if !ok || !commute || a.unopt || a.recompute {
+	ks, ok := a.keyed()
+	if !ok {
 		return
 	}
 	o.touched = true
@@ -396,8 +416,8 @@ func (a *ESDS) noteTouch(o *op) {
 // "Commuting insertions"). Checkpoints at or above o's label lack o and are
 // dropped.
 func (a *ESDS) tentInsert(o *op) bool {
-	ks, ok := a.svc.(keyedService)
-	if !ok || !commute || a.unopt || a.recompute || !a.tentValid || a.tent == nil || o.applied {
+	ks, ok := a.keyed()
+	if !ok || !a.tentValid || a.tent == nil || o.applied {
 		return false
 	}
 	if (a.touchAll.Set && o.label.Less(a.touchAll)) || !ks.KeyLocal(o.sop) {
@@ -412,16 +432,7 @@ func (a *ESDS) tentInsert(o *op) bool {
 	o.tvalOK = true
 	a.noteTouch(o)
 	a.commuted++
-	keep := a.ckpts[:0]
-	for _, c := range a.ckpts {
-		if c.label.Less(o.label) {
-			keep = append(keep, c)
-		} else if c.final {
-			a.ckptFinalStale++ // finalFrontier's argument failed (tests)
-		}
-	}
-	clear(a.ckpts[len(keep):])
-	a.ckpts = keep
+	a.dropCkpts(o.label)
 	return true
 }
 
