@@ -65,7 +65,7 @@ func (c ProcCounters) Add(b ProcCounters) ProcCounters {
 
 // ProcCost is one process's share of a run, per client operation.
 type ProcCost struct {
-	// Name is the row's name: "n1 (leader)", "n2", "nodes", "driver",
+	// Name is the row's name: "n1 (leader)", "n2", "servers", "driver",
 	// "redis-server".
 	Name  string       `json:"name"`
 	Delta ProcCounters `json:"delta"`
@@ -136,7 +136,7 @@ type CostRun struct {
 	// Top lists each node's hottest functions (--profile), by row name.
 	Top      map[string][]TopFunc `json:"top,omitempty"`
 	Profiles map[string]string    `json:"profiles,omitempty"`
-	Load     string               `json:"load,omitempty"` // uptime's load averages before and after
+	Load     string               `json:"load,omitempty"` // the 1-minute load average (/proc/loadavg) before and after
 	Failed   string               `json:"failed,omitempty"`
 }
 
