@@ -49,7 +49,7 @@ func (w *world) sometimes() (write, read bool) {
 		return
 	}
 	h := w.hist[len(w.hist)-1]
-	op := w.cfg.script(h.client)[h.op]
+	op := w.script(h.client)[h.op]
 	if h.res.Type == service.ResultErr || automaton.IsMemberOp(op) {
 		// a membership change is no write of the service (it is left out
 		// of the history too: workloadHistory)
@@ -67,7 +67,7 @@ func (w *world) sometimes() (write, read bool) {
 // done reports whether every client's script completed.
 func (w *world) done() bool {
 	for c, cl := range w.clients {
-		if cl.pending || cl.next < len(w.cfg.script(c)) {
+		if cl.pending || cl.next < len(w.script(c)) {
 			return false
 		}
 	}

@@ -63,7 +63,7 @@ func (w *world) interchangeable(a, b int) bool {
 	if w.cfg.Model.Requests != nil {
 		return false // requests may depend on the client
 	}
-	sa, sb := w.cfg.script(a), w.cfg.script(b)
+	sa, sb := w.script(a), w.script(b)
 	return slices.EqualFunc(sa, sb, func(x, y service.Op) bool { return opString(x) == opString(y) })
 }
 

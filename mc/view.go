@@ -93,7 +93,7 @@ func (t *Trace) ViewAt(pos int) (*View, error) {
 		out.Flight = append(out.Flight, w.describeMsg(m))
 	}
 	for _, x := range w.hist {
-		op := w.cfg.script(x.client)[x.op]
+		op := w.script(x.client)[x.op]
 		if x.ret {
 			out.History = append(out.History, fmt.Sprintf("client %d <- %s = %v", x.client+1, op, x.res))
 		} else {
@@ -101,7 +101,7 @@ func (t *Trace) ViewAt(pos int) (*View, error) {
 		}
 	}
 	for c, cl := range w.clients {
-		s := fmt.Sprintf("client %d: %d/%d done", c+1, cl.next, len(w.cfg.script(c)))
+		s := fmt.Sprintf("client %d: %d/%d done", c+1, cl.next, len(w.script(c)))
 		if cl.pending {
 			s += ", waiting" + coordView(cl) // clientdriven.go
 		}

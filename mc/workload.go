@@ -130,8 +130,8 @@ func isStep(op service.Op) bool {
 
 // resendOf returns the index (from 0) of the request step i of client c
 // copies, or -1 when step i is not a resend.
-func (c *Config) resendOf(client, i int) int {
-	op := c.script(client)[i]
+func (w *world) resendOf(client, i int) int {
+	op := w.script(client)[i]
 	if op.Kind != StepResend {
 		return -1
 	}
@@ -139,7 +139,7 @@ func (c *Config) resendOf(client, i int) int {
 	if err != nil || k < 1 || k > i {
 		return -1
 	}
-	if j := c.resendOf(client, k-1); j >= 0 {
+	if j := w.resendOf(client, k-1); j >= 0 {
 		return j
 	}
 	return k - 1
@@ -147,8 +147,8 @@ func (c *Config) resendOf(client, i int) int {
 
 // txnOf returns the index of the txn-begin that opens the transaction step
 // i of client c belongs to (i itself for a begin), or -1.
-func (c *Config) txnOf(client, i int) int {
-	s := c.script(client)
+func (w *world) txnOf(client, i int) int {
+	s := w.script(client)
 	for j := i; j >= 0; j-- {
 		switch s[j].Kind {
 		case StepTxnBegin:
@@ -166,7 +166,7 @@ func (c *Config) txnOf(client, i int) int {
 // operation, into a transaction's step when i is one (a resend is the
 // request it copies: world.request).
 func (w *world) workloadRequest(c, i int, base automaton.Request) automaton.Request {
-	switch op := w.cfg.script(c)[i]; op.Kind {
+	switch op := w.script(c)[i]; op.Kind {
 	case StepGroup:
 		base.Op, base.Ops = service.Op{}, groupOps(op)
 		return base
@@ -174,12 +174,12 @@ func (w *world) workloadRequest(c, i int, base automaton.Request) automaton.Requ
 		base.Op, base.Nested = nestedOp(op), true
 		return base
 	}
-	b := w.cfg.txnOf(c, i)
+	b := w.txnOf(c, i)
 	if b < 0 {
 		return base
 	}
 	txn := automaton.RequestID{Client: uint64(c + 1), Seq: uint64(b + 1)}
-	switch w.cfg.script(c)[i].Kind {
+	switch w.script(c)[i].Kind {
 	case StepTxnBegin:
 		return automaton.Request{ID: base.ID, Txn: &automaton.TxnStep{Txn: txn, Action: automaton.TxnBegin}}
 	case StepTxnCommit:
@@ -194,7 +194,7 @@ func (w *world) workloadRequest(c, i int, base automaton.Request) automaton.Requ
 // expectedSeq is the RequestID.Seq that answers client c's step i (a
 // resend is answered under the id of the request it copies).
 func (w *world) expectedSeq(c, i int) uint64 {
-	if k := w.cfg.resendOf(c, i); k >= 0 {
+	if k := w.resendOf(c, i); k >= 0 {
 		return uint64(k + 1)
 	}
 	return uint64(i + 1)
@@ -204,7 +204,7 @@ func (w *world) expectedSeq(c, i int) uint64 {
 // is a resend, must equal the answer its first copy got (the simulator's
 // nested-answer check: every copy of one request id answered alike).
 func (w *world) nestedAnswerCheck(c, i int, res service.Result) {
-	k := w.cfg.resendOf(c, i)
+	k := w.resendOf(c, i)
 	if k < 0 {
 		return
 	}
@@ -212,7 +212,7 @@ func (w *world) nestedAnswerCheck(c, i int, res service.Result) {
 		if x.ret && x.client == c && x.op == k {
 			if !reflect.DeepEqual(x.res, res) {
 				w.fail(fmt.Sprintf("%s: client %d's copy of request %d (%s) was answered %v, the first copy %v",
-					NestedAnswer, c+1, k+1, w.cfg.script(c)[k], res, x.res))
+					NestedAnswer, c+1, k+1, w.script(c)[k], res, x.res))
 			}
 			return
 		}
@@ -225,7 +225,7 @@ func (w *world) nestedAnswerCheck(c, i int, res service.Result) {
 // aborts, copies and the operations inside a transaction count for
 // nothing (ok true: judged here; false: an ordinary operation).
 func (w *world) stepResult(c, i int, res service.Result) (write, read, ok bool) {
-	op := w.cfg.script(c)[i]
+	op := w.script(c)[i]
 	if op.Kind == StepNested {
 		if res.IsErr() {
 			return false, false, true
@@ -235,7 +235,7 @@ func (w *world) stepResult(c, i int, res service.Result) (write, read, ok bool) 
 		}
 		return true, false, true
 	}
-	if !isStep(op) && w.cfg.txnOf(c, i) < 0 {
+	if !isStep(op) && w.txnOf(c, i) < 0 {
 		return false, false, false
 	}
 	if op.Kind == StepGroup && !res.IsErr() {
@@ -255,9 +255,9 @@ func (w *world) workloadHistory(h *history.History) {
 	step := map[[2]int]int{} // (client, op) -> index in its transaction's Txn
 	open := map[int]int{}    // client -> index of its open transaction in h.Ops
 	for t, x := range w.hist {
-		op := w.cfg.script(x.client)[x.op]
+		op := w.script(x.client)[x.op]
 		key := [2]int{x.client, x.op}
-		if w.cfg.resendOf(x.client, x.op) >= 0 {
+		if w.resendOf(x.client, x.op) >= 0 {
 			continue
 		}
 		if automaton.IsMemberOp(op) {
@@ -267,7 +267,7 @@ func (w *world) workloadHistory(h *history.History) {
 			// out, as sim leaves its admin client's requests out.
 			continue
 		}
-		b := w.cfg.txnOf(x.client, x.op)
+		b := w.txnOf(x.client, x.op)
 		if b < 0 {
 			if !x.ret {
 				at[key] = len(h.Ops)

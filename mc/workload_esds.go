@@ -51,7 +51,7 @@ func (w *world) checkStrict(i int) {
 	ops := map[string]service.Op{}
 	strict := map[string]answered{}
 	for _, x := range w.hist {
-		if w.cfg.resendOf(x.client, x.op) >= 0 {
+		if w.resendOf(x.client, x.op) >= 0 {
 			continue
 		}
 		req := w.request(x.client, x.op)

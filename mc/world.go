@@ -249,12 +249,12 @@ func (w *world) script(c int) []service.Op {
 	if c < len(w.scripts) {
 		return w.scripts[c]
 	}
-	return w.cfg.script(c)
+	return w.script(c)
 }
 
 // request returns client c's i-th request.
 func (w *world) request(c, i int) automaton.Request {
-	if k := w.cfg.resendOf(c, i); k >= 0 {
+	if k := w.resendOf(c, i); k >= 0 {
 		return w.request(c, k) // a copy (workload.go)
 	}
 	op := w.script(c)[i]
@@ -716,8 +716,8 @@ func (w *world) describe(ev Event) string {
 		}
 		cl := w.clients[ev.Client]
 		op := "?"
-		if cl.next < len(w.cfg.script(ev.Client)) {
-			op = w.cfg.script(ev.Client)[cl.next].String()
+		if cl.next < len(w.script(ev.Client)) {
+			op = w.script(ev.Client)[cl.next].String()
 		}
 		if w.fanout {
 			return fmt.Sprintf("client %d sends %s to every node", ev.Client+1, op)
