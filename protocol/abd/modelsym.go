@@ -101,11 +101,16 @@ func appendReplied(b []byte, replied []bool, node *automaton.NodeRenaming) []byt
 	return automaton.AppendModelSlice(b, r, automaton.AppendModelBool)
 }
 
-// renamedNodeKeys appends m's keys to ks in the order of their renamings.
+// renamedNodeKeys appends m's keys to ks in the order of their renamings
+// (a renaming is a permutation: the order is total).
 func renamedNodeKeys[V any](ks []automaton.NodeID, m map[automaton.NodeID]V, node *automaton.NodeRenaming) []automaton.NodeID {
-	ks = appendSortedKeys(ks, m)
-	if node != nil {
-		slices.SortFunc(ks, func(x, y automaton.NodeID) int { return cmp.Compare(node.ID(x), node.ID(y)) })
+	if node == nil {
+		return appendSortedKeys(ks, m)
 	}
+	start := len(ks)
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks[start:], func(x, y automaton.NodeID) int { return cmp.Compare(node.ID(x), node.ID(y)) })
 	return ks
 }
