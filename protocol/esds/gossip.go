@@ -1,8 +1,9 @@
 package esds
 
 import (
-	"github.com/synod-dev/synod/automaton"
 	"sort"
+
+	"github.com/synod-dev/synod/automaton"
 )
 
 // Gossip between replicas: send_{r,r'}("gossip", R, D, L, S) and
