@@ -2,6 +2,7 @@ package check
 
 import (
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -152,10 +153,22 @@ type genStep struct {
 	ok   bool
 }
 
+// opKey writes an input's operation as a memo key: each part length-
+// prefixed, so that arguments holding any bytes (a NUL included) cannot
+// make two different operations one key.
+func opKey(in input) string {
+	var b strings.Builder
+	for _, part := range append([]string{in.kind, in.key}, in.args...) {
+		b.WriteString(strconv.Itoa(len(part)))
+		b.WriteByte(':')
+		b.WriteString(part)
+	}
+	return b.String()
+}
+
 func (g *genMemo) apply(svc service.Service, s interface{}, in input) (history.Result, genState, bool) {
 	st, _ := s.(genState)
-	k := genKey{state: st, nilSt: s == nil, svc: in.service,
-		op: in.kind + "\x00" + in.key + "\x00" + strings.Join(in.args, "\x00")}
+	k := genKey{state: st, nilSt: s == nil, svc: in.service, op: opKey(in)}
 	g.mu.Lock()
 	v, hit := g.m[k]
 	g.mu.Unlock()

@@ -80,3 +80,24 @@ func TestGenericRefusals(t *testing.T) {
 		t.Error("an invalid advertise recorded OK was accepted")
 	}
 }
+
+// TestOpKeyKeepsArgumentsApart: the generic model's memo keys operations
+// whose arguments differ only in where a NUL falls apart (joined with NUL
+// separators, set x ["a\x00b"] and set x ["a", "b"] were one key, and the
+// memo could answer one with the other's step).
+func TestOpKeyKeepsArgumentsApart(t *testing.T) {
+	pairs := [][2]input{
+		{{kind: "set", key: "x", args: []string{"a\x00b"}}, {kind: "set", key: "x", args: []string{"a", "b"}}},
+		{{kind: "set", key: "x\x00a", args: nil}, {kind: "set", key: "x", args: []string{"a"}}},
+		{{kind: "get", key: "", args: []string{""}}, {kind: "get", key: ""}},
+	}
+	for _, p := range pairs {
+		if opKey(p[0]) == opKey(p[1]) {
+			t.Errorf("%+v and %+v share the memo key %q", p[0], p[1], opKey(p[0]))
+		}
+	}
+	a := input{kind: "set", key: "x", args: []string{"1"}}
+	if opKey(a) != opKey(input{kind: "set", key: "x", args: []string{"1"}}) {
+		t.Error("equal operations get different keys")
+	}
+}
