@@ -448,6 +448,18 @@ func (c *invariantChecker) AppendModelState(b []byte, ref func(automaton.Automat
 	})
 }
 
+// remapRefs copies a map of references to automata, each replaced by to's.
+func remapRefs[K comparable](m map[K]*Paxos, to func(*Paxos) *Paxos) map[K]*Paxos {
+	if m == nil {
+		return nil
+	}
+	n := make(map[K]*Paxos, len(m))
+	for k, a := range m {
+		n[k] = to(a)
+	}
+	return n
+}
+
 func ballotOrder(x, y Ballot) int {
 	return cmp.Or(cmp.Compare(x.Round, y.Round), cmp.Compare(x.Node, y.Node))
 }
@@ -462,29 +474,14 @@ func (c *invariantChecker) CloneChecker(remap func(automaton.Automaton) automato
 		}
 		return remap(a).(*Paxos)
 	}
-	remapAll := func(m map[uint64]*Paxos) map[uint64]*Paxos {
-		if m == nil {
-			return nil
-		}
-		n := make(map[uint64]*Paxos, len(m))
-		for i, a := range m {
-			n[i] = to(a)
-		}
-		return n
-	}
 	n := &invariantChecker{
-		chosen:     maps.Clone(c.chosen),
-		prefix:     maps.Clone(c.prefix),
-		tentChosen: tentative{of: remapAll(c.tentChosen.of)},
-		tentPrefix: tentative{of: remapAll(c.tentPrefix.of)},
-		leaders:    maps.Clone(c.leaders),
-		witness:    maps.Clone(c.witness),
-	}
-	if c.incarnation != nil {
-		n.incarnation = make(map[automaton.NodeID]*Paxos, len(c.incarnation))
-		for id, a := range c.incarnation {
-			n.incarnation[id] = to(a)
-		}
+		chosen:      maps.Clone(c.chosen),
+		prefix:      maps.Clone(c.prefix),
+		tentChosen:  tentative{of: remapRefs(c.tentChosen.of, to)},
+		tentPrefix:  tentative{of: remapRefs(c.tentPrefix.of, to)},
+		incarnation: remapRefs(c.incarnation, to),
+		leaders:     maps.Clone(c.leaders),
+		witness:     maps.Clone(c.witness),
 	}
 	if c.nodes != nil {
 		n.nodes = make(map[automaton.NodeID]*replicaCheck, len(c.nodes))
