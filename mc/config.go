@@ -160,6 +160,12 @@ func (c *Config) timerSpec() string {
 	return c.timerMode()
 }
 
+// full reports whether states reach the MaxStates bound (never when it
+// is 0: no limit).
+func (c *Config) full(states int64) bool {
+	return c.MaxStates > 0 && states >= int64(c.MaxStates)
+}
+
 // script returns client c's (from 0) operations.
 func (c *Config) script(i int) []service.Op {
 	if i < len(c.Model.Scripts) {

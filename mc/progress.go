@@ -24,7 +24,7 @@ const progressPrefix = "progress: "
 // was not exhausted, or every required property was reached).
 func (c *checker) progressViolation(root *path) *Trace {
 	req := c.cfg.Model.Progress
-	if len(req) == 0 || c.res.Frontier > 0 || (c.cfg.MaxStates > 0 && c.res.States >= int64(c.cfg.MaxStates)) {
+	if len(req) == 0 || c.res.Frontier > 0 || c.cfg.full(c.res.States) {
 		return nil
 	}
 	for _, name := range req {

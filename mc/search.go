@@ -184,7 +184,7 @@ func Check(cfg Config) (*Result, error) {
 			return c.res, err
 		}
 	}
-	c.res.Complete = c.found == nil && !(cfg.MaxStates > 0 && c.res.States >= int64(cfg.MaxStates))
+	c.res.Complete = c.found == nil && !c.cfg.full(c.res.States)
 	return c.res, nil
 }
 
@@ -357,7 +357,7 @@ func (c *checker) bfs(root entry) {
 	}
 	frontier := []entry{root}
 	for depth := 0; depth < c.cfg.Depth && len(frontier) > 0 && !c.stopped.Load(); depth++ {
-		if c.cfg.MaxStates > 0 && c.res.States >= int64(c.cfg.MaxStates) {
+		if c.cfg.full(c.res.States) {
 			break
 		}
 		// The level is expanded in chunks of parents, each merged in
@@ -449,7 +449,7 @@ func (c *checker) expandChunk(chunk []entry, lo, depth int, visited map[uint64]s
 			e.w = nil
 		}
 		*next = append(*next, e)
-		if c.cfg.MaxStates > 0 && c.res.States >= int64(c.cfg.MaxStates) {
+		if c.cfg.full(c.res.States) {
 			return true
 		}
 	}
@@ -489,7 +489,7 @@ func (c *checker) dfs(root entry) {
 				for len(stack) == 0 && busy > 0 && !c.stopped.Load() {
 					cond.Wait()
 				}
-				if len(stack) == 0 || c.stopped.Load() || (c.cfg.MaxStates > 0 && states >= int64(c.cfg.MaxStates)) {
+				if len(stack) == 0 || c.stopped.Load() || c.cfg.full(states) {
 					cond.Broadcast()
 					mu.Unlock()
 					return
