@@ -54,19 +54,14 @@ func CrashBeforeFsyncModel() automaton.ModelConfig {
 	m.Network, m.Timers, m.Depth = "lossless,unordered,bynode", "all:4", 12
 	m.Clients, m.Target = 3, "fixed"
 	m.Scripts = [][]service.Op{{modelSet("1")}, {}, {modelSet("2")}}
-	m.Prefix = []string{
-		`client 1 sends set x "1" to n1`,
-		"n1: timer 2 fires",
-		"deliver n1 -> n3: prepare b=(1,1) from=1",
-		"deliver n1 -> n2: prepare b=(1,1) from=1",
-		"deliver n3 -> n1: promise b=(1,1) ok commit=0",
+	m.Prefix = slices.Concat([]string{`client 1 sends set x "1" to n1`}, n1ElectedPrefix, []string{
 		"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=1",
 		`deliver n1 -> n3: accept b=(1,1) commit=0 [1: 1:1 set x "1"]`,
 		"n2: timer 3 fires",
 		"n3 crashes before its fsync, losing 1 unsynced record(s)",
 		"n3 restarts",
 		`client 3 sends set x "2" to n3`,
-	}
+	})
 	return m
 }
 
@@ -128,18 +123,23 @@ func DeadLeaderModel() automaton.ModelConfig {
 	}
 }
 
-// n1LeadsPrefix is a scripted start shared by models (mc's ModelConfig.
-// Prefix, events as mc prints them): n1's election timer fires, n3 and n2
-// promise, and a first heartbeat round reaches both and is acknowledged,
-// so both followers have heard n1 as leader.
-var n1LeadsPrefix = []string{
+// n1ElectedPrefix is a scripted start shared by models (mc's ModelConfig.
+// Prefix, events as mc prints them): n1's election timer fires, its
+// prepares reach n3 and n2, and n3's promise elects n1.
+var n1ElectedPrefix = []string{
 	"n1: timer 2 fires",
 	"deliver n1 -> n3: prepare b=(1,1) from=1",
 	"deliver n1 -> n2: prepare b=(1,1) from=1",
 	"deliver n3 -> n1: promise b=(1,1) ok commit=0",
+}
+
+// n1LeadsPrefix is n1ElectedPrefix followed by n2's promise and a first
+// heartbeat round that reaches both followers and is acknowledged, so both
+// have heard n1 as leader.
+var n1LeadsPrefix = append(slices.Clone(n1ElectedPrefix),
 	"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=1",
 	"deliver n1 -> n2: heartbeat b=(1,1) commit=0 round=1",
 	"deliver n2 -> n1: promise b=(1,1) ok commit=0",
 	"deliver n3 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
 	"deliver n2 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
-}
+)

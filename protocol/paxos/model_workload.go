@@ -1,6 +1,8 @@
 package paxos
 
 import (
+	"slices"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
 )
@@ -31,12 +33,7 @@ func NestedReadModel() automaton.ModelConfig {
 		Network: "lossless,unordered,bynode",
 		Timers:  "quiet:1",
 		Depth:   20,
-		Prefix: []string{
-			"n1: timer 2 fires",
-			"deliver n1 -> n3: prepare b=(1,1) from=1",
-			"deliver n1 -> n2: prepare b=(1,1) from=1",
-			"deliver n3 -> n1: promise b=(1,1) ok commit=0",
-		},
+		Prefix:  slices.Clone(n1ElectedPrefix),
 	}
 }
 
@@ -91,6 +88,6 @@ func GroupModel() automaton.ModelConfig {
 		Network: "lossless,unordered,bynode",
 		Timers:  "quiet:1",
 		Depth:   12,
-		Prefix:  NestedReadModel().Prefix,
+		Prefix:  slices.Clone(n1ElectedPrefix),
 	}
 }
