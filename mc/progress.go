@@ -58,11 +58,9 @@ func (t *Trace) replayProgress() (string, error) {
 	for _, ev := range t.Events {
 		cfg.Model.Prefix = append(cfg.Model.Prefix, ev.Desc)
 	}
+	// cfg.Model.Progress is the search's requirement, or for a loaded
+	// trace the protocol's declared one (LoadTrace starts from ModelOf).
 	cfg.Depth, cfg.MaxStates, cfg.KeepGoing = t.SearchDepth, 0, false
-	if len(cfg.Model.Progress) == 0 {
-		// A loaded trace: the requirement is the protocol's declared one.
-		cfg.Model.Progress = NewConfig(t.Protocol).Model.Progress
-	}
 	r, err := Check(cfg)
 	if err != nil {
 		return "", err
