@@ -47,12 +47,6 @@ func (brokenEarlyAck) Describe() string {
 // with the vote); paxos passes all 300.
 func (brokenEarlyAck) Scenarios() []automaton.Scenario {
 	return []automaton.Scenario{{Name: "crashes",
-		Args:  brokenEarlyAckArgs,
-		Seeds: brokenEarlyAckSeeds}}
+		Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash", "--fsync", "uniform:5ms:40ms"},
+		Seeds: "7,31"}}
 }
-
-// The run that catches paxos-broken-earlyack; paxos passes it.
-var (
-	brokenEarlyAckArgs  = []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash", "--fsync", "uniform:5ms:40ms"}
-	brokenEarlyAckSeeds = "7,31"
-)
