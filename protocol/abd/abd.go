@@ -177,17 +177,14 @@ func (a *ABD) onStart(s automaton.Start) {
 	a.store = map[string]*entry{}
 	a.fresh = len(s.Records) == 0
 	for k, v := range s.Records {
-		switch {
-		case k == "inc":
-			if len(v) == 8 {
-				a.incarnation = binary.BigEndian.Uint64(v)
-			}
-		case len(k) > 2 && k[:2] == "k/":
+		if key, ok := registerKey(k); ok {
 			e, err := unmarshalEntry(v)
 			if err != nil {
 				panic(fmt.Sprintf("abd: corrupt record %q: %v", k, err))
 			}
-			a.store[k[2:]] = &e
+			a.store[key] = &e
+		} else if k == "inc" && len(v) == 8 {
+			a.incarnation = binary.BigEndian.Uint64(v)
 		}
 	}
 	if a.incarnation == 0 {
@@ -298,7 +295,7 @@ func (a *ABD) selfReply(o *op, m *message) {
 	case kindQuery:
 		a.onQueryReply(a.self, o.id, a.entry(m.Key), true)
 	case kindStore:
-		a.applyStore("k/"+m.Key, m.Tag, m.Tomb, m.Value)
+		a.applyStore(recKeyPfx+m.Key, m.Tag, m.Tomb, m.Value)
 		a.onStoreAck(a.self, o.id)
 	}
 }
@@ -329,7 +326,7 @@ func (a *ABD) onMessage(from automaton.NodeID, b []byte) {
 		}
 		a.emit(automaton.Send{To: from, Msg: marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)})
 	case kindStore: // replica (seed 001 §3.1.1, PUT)
-		a.applyStore("k/"+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, copyBytes(f.Value))
+		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, copyBytes(f.Value))
 		r := message{Kind: kindStoreAck, Op: f.Op}
 		a.emit(automaton.Send{To: from, Msg: r.marshal()})
 	case kindQueryReply:
@@ -341,11 +338,11 @@ func (a *ABD) onMessage(from automaton.NodeID, b []byte) {
 
 // applyStore installs (tag, value) if the tag is higher than the register's,
 // persisting it first; a lower or equal tag is acknowledged and ignored.
-// recordKey is the register's record key, "k/" and the key: the key is
-// recordKey[2:], one string for both. value is kept: it must not alias an
+// recordKey is the register's record key, recKeyPfx and the key: the key
+// is its tail, one string for both. value is kept: it must not alias an
 // input's buffer.
 func (a *ABD) applyStore(recordKey string, t Tag, tomb bool, value []byte) {
-	key := recordKey[2:]
+	key := recordKey[len(recKeyPfx):]
 	a.stepStores = append(a.stepStores, keyTag{key, t})
 	cur := a.store[key]
 	if cur != nil && !cur.Tag.Less(t, a.proto.tsOnly) {

@@ -199,6 +199,6 @@ func (a *ABD) onStorePhase(req automaton.Request) {
 		return
 	}
 	m.Tag = t
-	a.applyStore("k/"+m.Key, m.Tag, m.Tomb, m.Value)
+	a.applyStore(recKeyPfx+m.Key, m.Tag, m.Tomb, m.Value)
 	a.respond(req.ID, service.OK())
 }

@@ -69,7 +69,7 @@ func (a *ABD) RenameModelMessage(msg []byte, node *automaton.NodeRenaming) []byt
 // RenameModelRecord implements automaton.ModelNodeRenamer: a register's
 // record carries its tag.
 func (a *ABD) RenameModelRecord(key string, value []byte, node *automaton.NodeRenaming) []byte {
-	if len(key) <= 2 || key[:2] != "k/" {
+	if _, ok := registerKey(key); !ok {
 		return value
 	}
 	e, err := unmarshalEntry(value)

@@ -2,6 +2,7 @@ package abd
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
@@ -156,6 +157,16 @@ func copyBytes(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// recKeyPfx starts a register's record key: recKeyPfx and the key (the
+// other record is "inc"; doc.go, "Persisted records").
+const recKeyPfx = "k/"
+
+// registerKey returns the key of register record k; false if k is not one.
+func registerKey(k string) (string, bool) {
+	key, ok := strings.CutPrefix(k, recKeyPfx)
+	return key, ok && key != ""
 }
 
 // entry is a replica's register for one key.
