@@ -40,7 +40,7 @@ func (brokenEarlyAck) Describe() string {
 // the simulator catches the erased vote, with fsyncs slow enough that
 // crashes often fall between an Early Accepted and its record's fsync:
 // `synod sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
-// 300 --faults crash --fsync uniform:5ms:40ms --seeds 1-300` fails 30-odd
+// 300 --faults crash --fsync uniform:5ms:40ms --seeds 1-300` fails 44
 // seeds (seed 31: "n3 knows instance 15 chosen with a value other than the
 // one another replica knew chosen"; seed 7: a promise below one a
 // candidate holds the answer for, the promise record having been lost
