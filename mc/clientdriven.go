@@ -118,14 +118,16 @@ func (w *world) drivenAnswer(i int, r automaton.Response) {
 	w.returned = true
 }
 
-// coordHash hashes a client's coordination state (0 when it has none).
-func (w *world) coordHash(cl *clientState) uint64 {
+// coordHash hashes a client's coordination state with the fingerprint's
+// hasher hs (0 when it has none; clients and nodes are never renamed in a
+// client-driven model).
+func coordHash(hs *hasher, cl *clientState) uint64 {
 	if cl.coord == nil {
 		return 0
 	}
 	var h maphash.Hash
 	h.SetSeed(seed)
-	hs := (&hasher{w: w}).prepare()
+	hs.prepare()
 	hs.u64(&h, cl.phaseSeq)
 	hs.u64(&h, hs.sum(cl.coord, -1))
 	return h.Sum64()

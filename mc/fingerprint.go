@@ -88,7 +88,7 @@ func (w *world) fingerprintAs(perm []int, r *automaton.NodeRenaming, inv []int) 
 			hs.u64(&h, uint64(r.Index(c.target)))
 		}
 		if w.coordinator != nil {
-			hs.u64(&h, w.coordHash(&c)) // clientdriven.go
+			hs.u64(&h, coordHash(hs, &c)) // clientdriven.go
 		}
 	}
 	if perm == nil {
