@@ -106,8 +106,11 @@ Broken variants:
 					cfg.Model.ClientDriven = clientDriven
 				}
 				if symmetry != "" {
-					cfg.Model.SymmetricNodes = strings.Contains(symmetry, "nodes")
-					cfg.Model.SymmetricClients = strings.Contains(symmetry, "clients")
+					nodes, clients, err := parseSymmetry(symmetry)
+					if err != nil {
+						return err
+					}
+					cfg.Model.SymmetricNodes, cfg.Model.SymmetricClients = nodes, clients
 				}
 				r, err := mc.Check(cfg)
 				if err != nil {
@@ -189,4 +192,23 @@ func firstLineOf(s string) string {
 		s = s[:160] + "..."
 	}
 	return s
+}
+
+// parseSymmetry reads --symmetry: "none", or a comma-separated list of
+// "nodes" and "clients".
+func parseSymmetry(s string) (nodes, clients bool, err error) {
+	if s == "none" {
+		return false, false, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		switch strings.TrimSpace(part) {
+		case "nodes":
+			nodes = true
+		case "clients":
+			clients = true
+		default:
+			return false, false, fmt.Errorf("--symmetry %q: want none, or nodes and/or clients separated by commas", s)
+		}
+	}
+	return nodes, clients, nil
 }
