@@ -155,3 +155,41 @@ func idlePair(t *testing.T) (*Transport, *inbox) {
 	waitInline(t, a, "b")
 	return a, in
 }
+
+// A frame larger than the socket buffers, sent inline to an idle peer, is
+// cut short; the writer goroutine must be woken to write the rest, with
+// nothing else queued behind it. A peer added by AddPeer (a membership
+// change) once lacked the wake-up channel, and such a frame then waited
+// for the next message to arrive.
+func TestCarryOfAnAddedPeerIsWritten(t *testing.T) {
+	for _, added := range []bool{false, true} {
+		la, lb := listen(t), listen(t)
+		all := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
+		in := newInbox()
+		peersA := all
+		if added {
+			peersA = map[automaton.NodeID]string{"a": la.Addr().String()}
+		}
+		a := start(t, "c", "a", la, peersA, func(automaton.NodeID, string, []byte) {}, nil)
+		start(t, "c", "b", lb, all, in.handler, nil)
+		if added {
+			if err := a.AddPeer("b", lb.Addr().String()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitInline(t, a, "b")
+		msg := make([]byte, 16<<20) // more than a loopback socket's buffers
+		msg[len(msg)-1] = 7
+		if err := a.Send("b", "ns", msg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case g := <-in.ch:
+			if len(g.msg) != len(msg) || g.msg[len(msg)-1] != 7 {
+				t.Fatalf("added=%v: frame of %d bytes arrived", added, len(g.msg))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("added=%v: a frame cut short was never finished (stats %+v)", added, a.Stats())
+		}
+	}
+}

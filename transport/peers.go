@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/synod-dev/synod/automaton"
@@ -42,8 +41,7 @@ func (t *Transport) AddPeer(id automaton.NodeID, addr string) error {
 		}
 		old.cancel()
 	}
-	p := &peer{t: t, id: id, addr: addr, q: make(chan *frame, t.o.QueueLen)}
-	p.ctx, p.cancel = context.WithCancel(t.ctx)
+	p := t.newPeer(id, addr)
 	t.peers[id] = p
 	t.wg.Add(1)
 	go p.run()

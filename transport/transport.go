@@ -235,7 +235,9 @@ func New(o Options) (*Transport, error) {
 	}
 	t := &Transport{o: o, log: lg.With("component", "transport"), peers: map[automaton.NodeID]*peer{}, conns: map[net.Conn]struct{}{},
 		limit: newLogLimiter(o.LogEvery), nonces: newNonceCache(1 << 14)}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if err := t.tlsConfigs(); err != nil {
+		t.cancel()
 		return nil, err
 	}
 	if o.Secret == "" && o.TLS == nil {
@@ -246,27 +248,36 @@ func New(o Options) (*Transport, error) {
 			continue
 		}
 		if id == "" || addr == "" {
+			t.cancel()
 			return nil, fmt.Errorf("transport: peer %q has an empty id or address", id)
 		}
-		t.peers[id] = &peer{t: t, id: id, addr: addr, q: make(chan *frame, o.QueueLen), kick: make(chan struct{}, 1)}
+		t.peers[id] = t.newPeer(id, addr)
 	}
 	t.ln = o.Listener
 	if t.ln == nil {
 		ln, err := net.Listen("tcp", o.ListenAddr)
 		if err != nil {
+			t.cancel()
 			return nil, fmt.Errorf("transport: listen on peer address: %w", err)
 		}
 		t.ln = ln
 	}
-	t.ctx, t.cancel = context.WithCancel(context.Background())
-	t.wg.Add(1)
-	go t.acceptLoop()
+	// Every peer is whole (its context set) before the accept loop can
+	// hand a connection from it to serve, which reads p.ctx.
+	t.wg.Add(1 + len(t.peers))
 	for _, p := range t.peers {
-		p.ctx, p.cancel = context.WithCancel(t.ctx)
-		t.wg.Add(1)
 		go p.run()
 	}
+	go t.acceptLoop()
 	return t, nil
+}
+
+// newPeer makes peer id at addr, with its queue, its wake-up channel and a
+// context under the transport's. t.ctx must be set.
+func (t *Transport) newPeer(id automaton.NodeID, addr string) *peer {
+	p := &peer{t: t, id: id, addr: addr, q: make(chan *frame, t.o.QueueLen), kick: make(chan struct{}, 1)}
+	p.ctx, p.cancel = context.WithCancel(t.ctx)
+	return p
 }
 
 // Addr is the listening address.

@@ -3,7 +3,9 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -401,5 +403,55 @@ func TestRecycledFramesArriveIntact(t *testing.T) {
 	}()
 	for i := 0; i < n; i++ {
 		in2.expect(t, got{"n1", names[i%len(names)], msg(i)})
+	}
+}
+
+// A peer that is already connecting when a transport starts (a node
+// restarted on its old address, its peers redialling): the first
+// connection is accepted while New is still running. Every peer must be
+// whole before then: serve reads the peer's context. Under -race this test
+// caught New setting the contexts after it had started the accept loop.
+// n1 is a goroutine started before New, so that nothing New does after
+// starting the accept loop happens before what n1 makes serve do (the test
+// goroutine, which ran New, does no I/O until the message has arrived: the
+// race detector orders every read after every earlier write syscall).
+func TestPeerAlreadyDialingWhenTransportStarts(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		l2 := listen(t)
+		peers := map[automaton.NodeID]string{"n1": "127.0.0.1:1", "n2": l2.Addr().String(), "n3": "127.0.0.1:1"}
+		dialed, errc := make(chan struct{}), make(chan error, 1)
+		go func() {
+			c, err := net.Dial("tcp", l2.Addr().String())
+			close(dialed)
+			if err != nil {
+				errc <- err
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(c)
+			r, err := Authenticate(c, br, "", Handshake{Version: Version, Cluster: "c", From: "n1", To: "n2", Nonce: NewNonce()})
+			if err == nil && r != "" {
+				err = fmt.Errorf("refused: %s", r)
+			}
+			if err == nil {
+				_, err = c.Write(AppendFrame(nil, "ns", []byte("early")))
+			}
+			if err == nil {
+				_, err = br.ReadByte() // hold the connection until n2 closes it
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+			}
+			errc <- err
+		}()
+		<-dialed // n1's connection waits in l2's backlog
+		in2 := newInbox()
+		tr := start(t, "c", "n2", l2, peers, in2.handler, nil)
+		in2.expect(t, got{"n1", "ns", "early"})
+		tr.Close()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
