@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
@@ -119,4 +120,54 @@ func TestDirectWriteHardLimit(t *testing.T) {
 	}
 	cl.Close()
 	c.out.finish()
+}
+
+// heldWriter is a direct write that takes all of p, once the test lets it.
+type heldWriter struct{ started, release chan struct{} }
+
+func (h heldWriter) writeNow(p []byte) int {
+	close(h.started)
+	<-h.release
+	return len(p)
+}
+
+// A reader paused in waitRoom on the bytes of a direct write under way
+// (they count as the chunk being written) must wake when that write ends,
+// even when the socket took all of it and nothing is left for the writer.
+// It once slept on: the connection read no more commands, and
+// TestOutputLimitAllowsAReadingClient hung about once in 60 runs.
+func TestWaitRoomWakesAfterADirectWrite(t *testing.T) {
+	c, _ := tcpPair(t, ServerOptions{})
+	h := heldWriter{make(chan struct{}), make(chan struct{})}
+	c.out.raw = h
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.out.Write(make([]byte, 2*outputPause))
+		wrote <- err
+	}()
+	<-h.started
+	room := make(chan bool, 1)
+	go func() { room <- c.out.waitRoom(1024) }()
+	// waitRoom counts its pause under the buffer's lock and keeps the lock
+	// until it waits, so once the count shows, the direct write can only
+	// finish after waitRoom sleeps.
+	for c.s.ov.backpressure.Load() == 0 {
+		select {
+		case ok := <-room:
+			t.Fatalf("waitRoom returned %v during a direct write of %d bytes", ok, 2*outputPause)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	close(h.release)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ok := <-room:
+		if !ok {
+			t.Fatal("waitRoom reported the buffer closed")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waitRoom still paused after the direct write took everything")
+	}
 }

@@ -243,19 +243,25 @@ type outBuf struct {
 	// chunk.
 	writing           int
 	replies, wreplies int
-	direct            bool          // a direct write is under way: the writer waits
-	raw               *directWriter // the socket for direct writes; nil: none
-	closing           bool          // no more appends; the writer drains and ends
-	err               error         // the first failure: nothing more is written
+	direct            bool      // a direct write is under way: the writer waits
+	raw               nowWriter // the socket for direct writes; nil: none
+	closing           bool      // no more appends; the writer drains and ends
+	err               error     // the first failure: nothing more is written
 	done              chan struct{}
 }
+
+// nowWriter is a socket's non-blocking write: it returns how much of p the
+// kernel took at once (directWriter; a test's stand-in).
+type nowWriter interface{ writeNow(p []byte) int }
 
 func newOutBuf(c *conn) *outBuf {
 	o := &outBuf{c: c, done: make(chan struct{})}
 	o.cond.L = &o.mu
 	if sc, ok := c.nc.(syscall.Conn); ok && directWrites {
 		if raw, err := sc.SyscallConn(); err == nil {
-			o.raw = newDirectWriter(raw)
+			if d := newDirectWriter(raw); d != nil {
+				o.raw = d
+			}
 		}
 	}
 	return o
@@ -296,9 +302,10 @@ func (o *outBuf) Write(p []byte) (int, error) {
 			// The rest goes before whatever was appended meanwhile.
 			o.buf = append(append(make([]byte, 0, len(rest)+len(o.buf)), rest...), o.buf...)
 		}
-		if len(o.buf) > 0 || o.closing {
-			o.cond.Broadcast() // the writer waited for the direct write
-		}
+		// Always: the writer waited for the direct write, and a reader in
+		// waitRoom may have paused on its bytes (o.writing), which are now
+		// gone even if nothing is left to write.
+		o.cond.Broadcast()
 		o.mu.Unlock()
 		return len(p), nil
 	}
