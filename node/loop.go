@@ -379,11 +379,20 @@ func (l *nsLoop) flush() bool {
 		l.eager.Store(b.last)
 		l.early = false
 	}
+	// A queue with room takes the batch even when the node is stopping: an
+	// output released before its step's records (a Respond emitted before a
+	// Persist) may already have let the node's user close it, and a clean
+	// shutdown loses no record (the committer commits what is queued). A
+	// select on both would drop the batch half of the time.
 	select {
 	case l.commitQ <- b:
-	case <-l.n.stopping:
-		// Never committed: the outputs that need it are never released.
-		return false
+	default:
+		select {
+		case l.commitQ <- b:
+		case <-l.n.stopping:
+			// Never committed: the outputs that need it are never released.
+			return false
+		}
 	}
 	select {
 	case l.cur = <-l.free:
