@@ -163,14 +163,16 @@ func TestModesDeliver(t *testing.T) {
 					t.Fatalf("message %d is %q, want %q (FIFO per peer)", i, m, want)
 				}
 			}
-			u, s := e1.t.Stats()
-			st := u["n2"]
-			if stream {
-				st = s["n2"]
-			}
-			if st.Sent < n+1 || !st.Connected {
-				t.Errorf("n1's stats for n2: %+v", st)
-			}
+			// A unary send is counted when its call returns, which may be
+			// after the receiver has delivered it.
+			var st transport.PeerStats
+			eventually(t, "n1's stats for n2 to count every send", func() bool {
+				u, s := e1.t.Stats()
+				if st = u["n2"]; stream {
+					st = s["n2"]
+				}
+				return st.Sent >= n+1 && st.Connected
+			})
 			if err := e1.sender(mode).Send("n9", "ns", []byte("x")); err == nil || !strings.Contains(err.Error(), "unknown peer") {
 				t.Errorf("send to a non-member: %v", err)
 			}
