@@ -43,7 +43,16 @@ func startReal(t *testing.T, s System) *Instance {
 // other member (the reads are linearizable, or sync+get for ZooKeeper), a
 // missing key reads nil, overwrites and deletes behave, and unsupported
 // operations are error replies, not transport failures.
-func exerciseAdapter(t *testing.T, inst *Instance) {
+//
+// stale is how long a read may lag a completed write: 0 for etcd, whose
+// reads are linearizable. ZooKeeper's sync+get is the strongest read it
+// has but not linearizable (bench/zk.go): sync is not a quorum operation
+// (ZOOKEEPER-1675), and a follower that has just joined may serve requests
+// before it has applied the commits it received (ZOOKEEPER-2807). Under
+// load a read after a delete through another member returned the deleted
+// value about once in three runs (ZooKeeper 3.8.0), so such a read is
+// retried for that long, and logged.
+func exerciseAdapter(t *testing.T, inst *Instance, stale time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var ts []bench.Target
@@ -63,6 +72,23 @@ func exerciseAdapter(t *testing.T, inst *Instance) {
 		}
 		return r
 	}
+	// read reads key through tg until ok holds of the result (at once, or
+	// within stale), and returns the last result.
+	read := func(tg bench.Target, key string, ok func(service.Result) bool) service.Result {
+		t.Helper()
+		deadline := time.Now().Add(stale)
+		for tries := 1; ; tries++ {
+			r := do(tg, service.Op{Kind: "get", Key: key})
+			if ok(r) || !time.Now().Before(deadline) {
+				if tries > 1 {
+					t.Logf("a stale read: %d reads of %s before %v", tries, key, r)
+				}
+				return r
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	isNil := func(r service.Result) bool { return r.Type == service.ResultNil }
 	key := fmt.Sprintf("adapter-test-%d", time.Now().UnixNano())
 	if r := do(ts[0], service.Op{Kind: "get", Key: key}); r.Type != service.ResultNil {
 		t.Fatalf("missing key read %v, want nil", r)
@@ -72,8 +98,9 @@ func exerciseAdapter(t *testing.T, inst *Instance) {
 		if r := do(ts[writer], service.Op{Kind: "set", Key: key, Args: [][]byte{[]byte(val)}}); r.Type != service.ResultOK {
 			t.Fatalf("set: %v", r)
 		}
+		isVal := func(r service.Result) bool { return r.Type == service.ResultBytes && string(r.Bytes) == val }
 		for i, tg := range ts {
-			if r := do(tg, service.Op{Kind: "get", Key: key}); r.Type != service.ResultBytes || string(r.Bytes) != val {
+			if r := read(tg, key, isVal); !isVal(r) {
 				t.Fatalf("round %d: member %d read %v after member %d wrote %q", round, i, r, writer, val)
 			}
 		}
@@ -81,7 +108,7 @@ func exerciseAdapter(t *testing.T, inst *Instance) {
 	if r := do(ts[1], service.Op{Kind: "del", Key: key}); r.Type != service.ResultInt || r.Int != 1 {
 		t.Fatalf("del: %v", r)
 	}
-	if r := do(ts[2], service.Op{Kind: "get", Key: key}); r.Type != service.ResultNil {
+	if r := read(ts[2], key, isNil); !isNil(r) {
 		t.Fatalf("read after del: %v", r)
 	}
 	if r := do(ts[0], service.Op{Kind: "del", Key: key}); r.Type != service.ResultInt || r.Int != 0 {
@@ -110,10 +137,10 @@ func exerciseAdapter(t *testing.T, inst *Instance) {
 
 func TestRealEtcd(t *testing.T) {
 	inst := startReal(t, EtcdSystem())
-	exerciseAdapter(t, inst)
+	exerciseAdapter(t, inst, 0)
 }
 
 func TestRealZooKeeper(t *testing.T) {
 	inst := startReal(t, ZooKeeperSystem())
-	exerciseAdapter(t, inst)
+	exerciseAdapter(t, inst, 5*time.Second)
 }
