@@ -690,18 +690,21 @@ func TestTimers(t *testing.T) {
 	n := startNode(t, cfg, "n1", ls[0], Options{})
 	set := func(key, arg string) { do(t, n, "misc", req("set", key, arg)) }
 	set("arm/1", "30")    // fires
-	set("arm/2", "30")    // cancelled below: never fires
+	set("arm/2", "300")   // cancelled below: never fires
 	set("cancel/2", "x")  //
 	set("arm/3", "5000")  // replaced by a short timer: fires once, early
 	set("arm/3", "20")    //
-	set("arm/4", "10")    // replaced by a long timer: does not fire in time
+	set("arm/4", "300")   // replaced by a long timer: does not fire in time
 	set("arm/4", "60000") //
 	set("arm/5", "0")     // zero duration fires
 	set("cancel/9", "x")  // cancelling an unknown timer is harmless
 	eventually(t, "timers 1, 3 and 5 fire", func() bool {
 		return string(do(t, n, "misc", req("get", "fired")).Bytes) == "1,3,5"
 	})
-	time.Sleep(150 * time.Millisecond) // past every short deadline, including the replaced ones
+	// Past every short deadline, including the replaced ones. Those are
+	// 300 ms, so that a loaded machine's gap between two requests cannot
+	// let one fire before its cancellation or replacement arrives.
+	time.Sleep(400 * time.Millisecond)
 	if got := string(do(t, n, "misc", req("get", "fired")).Bytes); got != "1,3,5" {
 		t.Fatalf("fired %q, want 1,3,5 (cancelled or replaced timers fired)", got)
 	}
