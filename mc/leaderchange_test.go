@@ -198,17 +198,7 @@ func TestPrefix(t *testing.T) {
 	if cut.States >= full.States || cut.Violation.Prefix != 3 {
 		t.Fatalf("prefix: %d states (without: %d), trace prefix %d", cut.States, full.States, cut.Violation.Prefix)
 	}
-	path := t.TempDir() + "/trace.json"
-	if err := cut.Violation.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := LoadTrace(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if why, err := tr.Replay(); err != nil || why != cut.Violation.Violation {
-		t.Fatalf("the loaded trace replays to %q %v", why, err)
-	}
+	replaySaved(t, cut.Violation)
 	t.Logf("pb-broken-nodedup: %d states, %d with a 3-event prefix", full.States, cut.States)
 }
 

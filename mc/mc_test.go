@@ -8,6 +8,25 @@ import (
 	_ "github.com/synod-dev/synod/protocol/all"
 )
 
+// replaySaved saves v to a file and loads it back, and fails the test
+// unless the loaded trace replays from fresh automata to v's violation. It
+// returns the loaded trace.
+func replaySaved(t *testing.T, v *Trace) *Trace {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cex.json")
+	if err := v.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := LoadTrace(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, err := tr.Replay(); err != nil || why != v.Violation {
+		t.Fatalf("the saved trace replays to %q (%v), want %q", why, err, v.Violation)
+	}
+	return tr
+}
+
 // TestCounterexampleFile: a counterexample saved to a file loads and
 // replays from fresh automata to the same violation.
 func TestCounterexampleFile(t *testing.T) {
@@ -18,18 +37,7 @@ func TestCounterexampleFile(t *testing.T) {
 	if r.Violation == nil {
 		t.Fatalf("no violation in %d states", r.States)
 	}
-	p := filepath.Join(t.TempDir(), "cex.json")
-	if err := r.Violation.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := LoadTrace(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	why, err := tr.Replay()
-	if err != nil || why != r.Violation.Violation {
-		t.Fatalf("replay of the saved counterexample: %q, %v; the search found %q", why, err, r.Violation.Violation)
-	}
+	tr := replaySaved(t, r.Violation)
 	if !strings.Contains(tr.String(), "client 1 sends set x") {
 		t.Errorf("trace text lacks the first event:\n%s", tr)
 	}

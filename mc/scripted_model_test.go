@@ -99,18 +99,7 @@ func TestDeadLeaderModel(t *testing.T) {
 	if why, err := stuck.Violation.Replay(); err != nil || why != stuck.Violation.Violation {
 		t.Fatalf("replay: %q %v, want %q", why, err, stuck.Violation.Violation)
 	}
-	// Saved and loaded, it replays the same.
-	f := t.TempDir() + "/stuck.json"
-	if err := stuck.Violation.Save(f); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := LoadTrace(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if why, err := loaded.Replay(); err != nil || why != stuck.Violation.Violation {
-		t.Fatalf("replay of the saved trace: %q %v, want %q", why, err, stuck.Violation.Violation)
-	}
+	replaySaved(t, stuck.Violation) // saved and loaded, it replays the same
 	noReq := cfg
 	noReq.Model.Progress = nil
 	if r, err := Check(noReq); err != nil || r.Violation != nil || !r.Complete {

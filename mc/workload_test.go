@@ -189,19 +189,7 @@ func TestWorkloadTraceFile(t *testing.T) {
 		if r.Violation == nil {
 			t.Fatalf("%s: not caught", c.broken)
 		}
-		path := t.TempDir() + "/trace.json"
-		if err := r.Violation.Save(path); err != nil {
-			t.Fatal(err)
-		}
-		lt, err := LoadTrace(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		why, err := lt.Replay()
-		if err != nil || why != r.Violation.Violation {
-			t.Fatalf("%s: the saved trace replays to %q (%v), want %q", c.broken, why, err, r.Violation.Violation)
-		}
-		if s := lt.String(); !strings.Contains(s, c.shows) {
+		if s := replaySaved(t, r.Violation).String(); !strings.Contains(s, c.shows) {
 			t.Fatalf("%s: the loaded trace does not show %q:\n%s", c.broken, c.shows, s)
 		}
 	}
