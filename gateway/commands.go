@@ -583,7 +583,6 @@ func (c *conn) infoLine(proto int) string {
 	return s
 }
 
-
 func cmdConfig(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	switch sub {
