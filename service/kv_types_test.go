@@ -58,6 +58,12 @@ func TestKVStrings(t *testing.T) {
 		get a => "vXY45"
 		setrange pad 3 ab => (integer) 5
 		get pad => "\x00\x00\x00ab"
+		setrange pad 9223372036854775807 A => (error) string exceeds maximum allowed size (proto-max-bulk-len)
+		setrange pad 2147483647 A => (error) string exceeds maximum allowed size (proto-max-bulk-len)
+		setrange pad 8388607 A => (integer) 8388608
+		setrange pad 8388608 A => (error) string exceeds maximum allowed size (proto-max-bulk-len)
+		setrange pad 0 x => (integer) 8388608
+		del pad => (integer) 1
 		incr n 10 => (integer) 10
 		incr n -3 => (integer) 7
 		incrbyfloat n 0.5 => "7.5"
