@@ -18,6 +18,7 @@ import (
 func init() {
 	register("server",
 		keyless("time", 1, []string{"random", "loading", "stale", "fast"}, planTime),
+		&command{name: "memory", arity: -2, flags: fRead, first: 2, last: 2, step: 1, plan: planMemory},
 	)
 	register("scripting",
 		&command{name: "function", arity: -2, flags: []string{"noscript"}, fn: cmdFunction},
@@ -59,4 +60,32 @@ func cmdFunction(c *conn, args [][]byte) {
 	default:
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try FUNCTION HELP.", args[1]))
 	}
+}
+
+// planMemory is MEMORY USAGE key [SAMPLES n] (the KV operation memusage: an
+// estimate from the value's encoding; Synod does not count allocator
+// bytes), and MEMORY DOCTOR/STATS/MALLOC-STATS/PURGE refused.
+func planMemory(c *conn, args [][]byte) plan {
+	if lower(args[1]) != "usage" {
+		if h := lower(args[1]); h == "help" {
+			return constPlan(service.Array(service.Bytes([]byte("MEMORY USAGE <key> [SAMPLES <count>]: estimated bytes the key holds (its key and value encoding plus 48)."))))
+		}
+		return errPlan("ERR MEMORY %s is not supported by Synod (MEMORY USAGE is)", strings.ToUpper(string(args[1])))
+	}
+	if len(args) < 3 {
+		return errPlan("%s", arityErr("memory|usage"))
+	}
+	if p, ok := c.kvOnly("memory"); !ok {
+		return p
+	}
+	switch {
+	case len(args) == 3:
+	case len(args) == 5 && lower(args[3]) == "samples":
+		if _, err := strconv.ParseInt(string(args[4]), 10, 64); err != nil {
+			return errPlan("ERR value is not an integer or out of range")
+		}
+	default:
+		return errPlan("ERR syntax error")
+	}
+	return opPlan(kvOp("memusage", args[2]), nil)
 }

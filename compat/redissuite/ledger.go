@@ -78,7 +78,7 @@ func Parse(name string, r io.Reader) (Unit, error) {
 	for sc.Scan() {
 		line := ansi.ReplaceAllString(sc.Text(), "")
 		if m := doneRE.FindStringSubmatch(line); m != nil {
-			if m[1] == name {
+			if m[1] == "unit/"+name {
 				u.Done = true
 			}
 			continue

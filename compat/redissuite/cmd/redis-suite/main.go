@@ -200,22 +200,42 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 
 func runProtocol(bin, tclsh, src, proto, durability string, units []string, control map[string]redissuite.Unit,
 	skips []redissuite.Skip, skipFile, out, tmp string, unitTimeout time.Duration) ([]redissuite.Row, error) {
-	c, err := cluster.Up(cluster.UpOptions{Dir: filepath.Join(tmp, "cluster-"+proto), Nodes: 3, Protocol: proto, Durability: durability, Binary: bin})
-	if err != nil {
-		return nil, err
+	var c *cluster.Cluster
+	up := func(n int) error {
+		var err error
+		c, err = cluster.Up(cluster.UpOptions{Dir: filepath.Join(tmp, fmt.Sprintf("cluster-%s-%d", proto, n)), Nodes: 3, Protocol: proto, Durability: durability, Binary: bin})
+		if err != nil {
+			return err
+		}
+		return waitServing(c.Nodes[0].Client, 30*time.Second)
 	}
 	defer func() {
-		if _, err := cluster.Down(c.Dir, true); err != nil {
-			fmt.Fprintln(os.Stderr, err)
+		if c != nil {
+			if _, err := cluster.Down(c.Dir, true); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
 		}
 	}()
-	addr := c.Nodes[0].Client
-	if err := waitServing(addr, 30*time.Second); err != nil {
+	if err := up(1); err != nil {
 		return nil, err
 	}
 	var rows []redissuite.Row
-	for _, u := range units {
-		res, err := runUnit(tclsh, src, addr, u, skipFile, filepath.Join(out, proto), unitTimeout)
+	for i, u := range units {
+		// A unit that leaves the cluster unable to serve is a failure of
+		// its own (reported on its row); the next unit gets a new cluster.
+		if i > 0 {
+			if err := waitServing(c.Nodes[0].Client, 20*time.Second); err != nil {
+				fmt.Printf("CLUSTER DOWN %s after unit %s: %v; starting a new cluster\n", proto, units[i-1], err)
+				rows[i-1].Abort = "the cluster stopped serving during this unit: " + err.Error()
+				if _, err := cluster.Down(c.Dir, false); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+				}
+				if err := up(i + 1); err != nil {
+					return nil, err
+				}
+			}
+		}
+		res, err := runUnit(tclsh, src, c.Nodes[0].Client, u, skipFile, filepath.Join(out, proto), unitTimeout)
 		if err != nil {
 			return nil, err
 		}
