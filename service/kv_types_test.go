@@ -255,9 +255,9 @@ func TestKVSortedSets(t *testing.T) {
 		zadd z lt ch 2 c => (integer) 1
 		zadd z incr 2 a => "3.5"
 		zadd z nx incr 2 a => (nil)
-		zadd z nx xx 1 a => (error) XX and NX options at the same time are not compatible
+		zadd z nx xx 1 a => (error) ERR XX and NX options at the same time are not compatible
 		zadd z gt lt 1 a => (error) GT, LT, and/or NX options at the same time are not compatible
-		zadd z incr 1 a 2 b => (error) INCR option supports a single increment-element pair
+		zadd z incr 1 a 2 b => (error) ERR INCR option supports a single increment-element pair
 		zadd z 1 => (error) wrong number of arguments for 'zadd' command
 		zadd z 1 a 2 => (error) syntax error
 		zadd z x a => (error) value is not a valid float
