@@ -225,8 +225,14 @@ func (a *PB) switchToPrimary(r int) {
 	for _, n := range a.members[1:] {
 		a.peers[n] = &peer{member: true, heard: true, fresh: true}
 	}
+	a.announce()
+}
+
+// announce is notify_change(FAILURE) of a node that just became the
+// primary: the new view to every node; the requests it was forwarding
+// are now its own.
+func (a *PB) announce() {
 	a.sendHeartbeats(kindNewView)
-	// Requests this node was forwarding are now its own.
 	for _, id := range sortedIDs(a.fwds) {
 		f := a.fwds[id]
 		delete(a.fwds, id)

@@ -284,13 +284,7 @@ func (a *PB) restartPrimary(round uint64) {
 	a.members = []automaton.NodeID{a.cfg.Self}
 	a.stable = a.m.applied
 	a.initPrimary()
-	a.sendHeartbeats(kindNewView)
-	for _, id := range sortedIDs(a.fwds) {
-		f := a.fwds[id]
-		delete(a.fwds, id)
-		a.serve(f.req, "")
-	}
-	a.advance()
+	a.announce()
 }
 
 // leaveRecovery: a live primary exists (its heartbeat or new view came):
