@@ -262,9 +262,34 @@ func (c *Cluster) Validate() error {
 			}
 		}
 	}
+	c.validateCallees(bad)
 	c.validateSecurity(bad)
 	c.validateLimits(bad)
 	return errors.Join(errs...)
+}
+
+// validateCallees refuses a namespace that calls (automaton.Caller) a
+// namespace this cluster does not have, or one whose protocol does not
+// serve nested requests (automaton.NestedCallee): its calls could only
+// fail, and its clients would be answered errors for every call.
+func (c *Cluster) validateCallees(bad func(field, f string, a ...any)) {
+	protocols := map[string]string{}
+	for _, ns := range c.Namespaces {
+		protocols[ns.Name] = ns.Protocol
+	}
+	for i, ns := range c.Namespaces {
+		for _, callee := range automaton.Callees(ns.Protocol, ns.Params) {
+			f := fmt.Sprintf("namespaces[%d].params", i)
+			p, ok := protocols[callee]
+			switch {
+			case !ok:
+				bad(f, "namespace %q (%s) calls namespace %q, which this cluster does not have: add a namespace %q with a protocol that serves nested requests (paxos), or set the callee parameter",
+					ns.Name, ns.Protocol, callee, callee)
+			case !automaton.ServesNested(p):
+				bad(f, "namespace %q (%s) calls namespace %q, whose protocol %s does not serve nested requests", ns.Name, ns.Protocol, callee, p)
+			}
+		}
+	}
 }
 
 func checkAddr(a string) error {

@@ -28,6 +28,9 @@ import (
 //	          APPEND trail:k "<old>;" and suspend;
 //	          step 1 (NestedResume, with the call's answer n): store v in
 //	          k and n (the trail's length) in trail-len:k; answer OK.
+//	          When the answer is an error (the callee refused the call,
+//	          or the runtime could not carry it), nothing is stored and
+//	          the SET answers that error.
 //
 // So the nested request's bytes depend on the caller's state (old), and
 // the caller's state on the callee's answer. Every other operation is
@@ -236,6 +239,12 @@ func (s *NestedState) resume(op Op) Result {
 		return Errorf("ERR nestedkv: bad answer: %v", err)
 	}
 	delete(s.conts, id)
+	if ans.IsErr() {
+		// The call failed (the callee refused it, or the runtime could
+		// not carry it): the request ends with that error and stores
+		// nothing. A SET is never answered OK without its nested call.
+		return Errorf("ERR nested call %s failed: %s", c.Call.Kind, ans.Err)
+	}
 	n := []byte(ans.String())
 	if ans.Type == ResultInt {
 		n = []byte(strconv.FormatInt(ans.Int, 10))

@@ -1,6 +1,9 @@
 package service
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 // A suspended request is part of the state: its hash, its snapshot, its
 // clone; the resume finishes it with the answer.
@@ -36,5 +39,20 @@ func TestNestedStateSteps(t *testing.T) {
 	}
 	if cl.Cont("id1") == nil || string(cl.Apply(Op{Kind: "get", Key: "k"}).Bytes) != "old" {
 		t.Fatal("the clone (a rollback's checkpoint) changed with the state")
+	}
+}
+
+// A failed nested call fails its request: the SET answers the callee's
+// error and stores nothing (never OK with the call dropped).
+func TestNestedResumeWithErrorAnswer(t *testing.T) {
+	s := NewNestedState()
+	s.Apply(Op{Kind: NestedBegin, Key: "k", Args: [][]byte{[]byte("new"), []byte("id1"), []byte("tag")}})
+	e := EncodeResultBytes(Errorf("nested call: no namespace \"remote\" in this cluster"))
+	res := s.Apply(Op{Kind: NestedResume, Key: "k", Args: [][]byte{[]byte("id1"), e}})
+	if !res.IsErr() || !bytes.Contains([]byte(res.Err), []byte("no namespace")) {
+		t.Fatalf("resume with an error answer answered %v", res)
+	}
+	if got := s.Apply(Op{Kind: "exists", Key: "k"}); got.Int != 0 || s.Cont("id1") != nil {
+		t.Fatalf("after a failed call: exists k = %v, cont %v", got, s.Cont("id1"))
 	}
 }

@@ -43,15 +43,8 @@ namespace, link, mount and process it made.`,
 			if opts.Faults, err = nemesis.ParseFaults(faults); err != nil {
 				return err
 			}
-			if len(params) > 0 {
-				opts.Params = map[string]string{}
-				for _, p := range params {
-					k, v, ok := strings.Cut(p, "=")
-					if !ok {
-						return fmt.Errorf("--param %q: want name=value", p)
-					}
-					opts.Params[k] = v
-				}
+			if opts.Params, err = parseParams(params); err != nil {
+				return err
 			}
 			if !quiet {
 				opts.Log = cmd.ErrOrStderr()

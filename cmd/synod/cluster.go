@@ -2,14 +2,16 @@ package main
 
 import (
 	"fmt"
-	"github.com/synod-dev/synod/automaton"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/cluster"
+	"github.com/synod-dev/synod/config"
 )
 
 func init() {
@@ -26,12 +28,18 @@ with "synod cluster down".`,
 
 	var up cluster.UpOptions
 	var upTLS bool
+	var upParams []string
 	upCmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local cluster and wait until every node answers PING",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			up.Dir = dir
+			var err error
+			if up.Params, err = parseParams(upParams); err != nil {
+				return err
+			}
+			up.Extra = append(up.Extra, calleeNamespaces(up)...)
 			c, err := upCluster(up, upTLS) // certs.go
 			if err != nil {
 				return err
@@ -44,6 +52,9 @@ with "synod cluster down".`,
 			ns := c.Config.Namespaces[0]
 			fmt.Fprintf(out, "cluster %s %s in %s (%d nodes, protocol %s, service %s, durability %s)\n",
 				c.Config.Cluster, verb, c.Dir, len(c.Nodes), ns.Protocol, ns.Service, c.Config.Durability)
+			for _, x := range c.Config.Namespaces[1:] {
+				fmt.Fprintf(out, "namespace %s: protocol %s, service %s\n", x.Name, x.Protocol, x.Service)
+			}
 			for _, n := range c.Nodes {
 				if n.GRPC != "" {
 					fmt.Fprintf(out, "%s %s grpc %s\n", n.ID, n.Client, n.GRPC)
@@ -86,6 +97,7 @@ with "synod cluster down".`,
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
 	f.IntVar(&up.BasePort, "base-port", 0, "pin ports: client ports N.., peer ports N+100.., metrics ports N+200.., gRPC ports N+300..; 0 picks free ports")
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
+	f.StringArrayVar(&upParams, "param", nil, "protocol parameter of the default namespace, name=value (repeatable; each protocol's parameters are listed in its package doc)")
 	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")
 
 	statusCmd := &cobra.Command{
@@ -208,4 +220,35 @@ dead node is removed the same way.`,
 	}
 	clusterCmd.AddCommand(upCmd, statusCmd, downCmd, killCmd, restartCmd, addCmd, removeCmd)
 	rootCmd.AddCommand(clusterCmd)
+}
+
+// parseParams reads --param name=value flags.
+func parseParams(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--param %q: want name=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// calleeNamespaces are the namespaces the default namespace calls
+// (automaton.Caller: adam's callee) that up does not already add: each a
+// paxos kv namespace, so that `cluster up --protocol adam` starts a
+// cluster whose nested calls have somewhere to go.
+func calleeNamespaces(up cluster.UpOptions) []config.Namespace {
+	var out []config.Namespace
+	for _, name := range automaton.Callees(up.Protocol, up.Params) {
+		if name == "default" || slices.ContainsFunc(up.Extra, func(n config.Namespace) bool { return n.Name == name }) {
+			continue
+		}
+		out = append(out, config.Namespace{Name: name, Protocol: "paxos", Service: "kv"})
+	}
+	return out
 }

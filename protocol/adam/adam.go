@@ -46,6 +46,17 @@ func (p protocol) Describe() string {
 // DefaultParams implements automaton.ParamDefaulter.
 func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 
+// Callees implements automaton.Caller: the namespace named by the callee
+// parameter. A cluster file whose adam namespace calls a namespace the
+// cluster lacks (or one that does not serve nested requests) is refused
+// at configuration time, before any SET could be answered.
+func (p protocol) Callees(prm map[string]string) []string {
+	if c, ok := prm["callee"]; ok {
+		return []string{c}
+	}
+	return []string{params.Defaults()["callee"]}
+}
+
 // Scenarios implements automaton.ScenarioDeclarer.
 func (p protocol) Scenarios() []automaton.Scenario { return scenarios(p) }
 

@@ -76,8 +76,12 @@
 // NestedCallee promise); only the primary's answer matters: it goes into
 // the next batch, so every replica resumes with the same answer (the seed
 // leaves open how the caller votes on answers; the batch settles it). A
-// call the runtime cannot carry (no such namespace) is answered by its
-// error, which the program stores like any answer.
+// namespace whose callee the cluster lacks (or whose callee does not
+// serve nested requests) is refused at configuration time
+// (automaton.Caller, config.Cluster.Validate); a call the runtime still
+// cannot carry, or one the callee answers with an error, fails its
+// request: the SET answers the error and stores nothing, never OK with
+// the call dropped.
 //
 // # Strategies (§3.2, §4.1, §5.1.2, §5.2)
 //
