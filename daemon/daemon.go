@@ -7,6 +7,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"log/slog"
 
 	"github.com/synod-dev/synod/config"
@@ -17,9 +18,19 @@ import (
 	"github.com/synod-dev/synod/transport/grpcpeer"
 )
 
-// GRPC builds the gRPC API server (node.Options.GRPC).
+// GRPC builds the gRPC API server (node.Options.GRPC) with the password
+// alone; New gives it the cluster file's users too (grpcServer).
 func GRPC(b gateway.Backend, password string, log *slog.Logger) node.ClientServer {
 	return grpcserver.New(b, grpcserver.Options{Password: password, Logger: log})
+}
+
+// grpcServer builds the gRPC API server for cfg: the same password and
+// users as the Redis-protocol port, client certificates of cfg's cluster,
+// TLS with tc when not nil.
+func grpcServer(cfg *config.Cluster, tc *tls.Config) func(gateway.Backend, string, *slog.Logger) node.ClientServer {
+	return func(b gateway.Backend, password string, log *slog.Logger) node.ClientServer {
+		return grpcserver.New(b, grpcserver.Options{Password: password, Users: cfg.Users, Cluster: cfg.Cluster, Logger: log, TLS: tc})
+	}
 }
 
 // PeerGRPC builds the gRPC peer transport (node.Options.PeerGRPC).
@@ -37,7 +48,7 @@ func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) 
 		return nil, err
 	}
 	if opts.GRPC == nil {
-		opts.GRPC = GRPC
+		opts.GRPC = grpcServer(cfg, nil)
 	}
 	if opts.PeerGRPC == nil {
 		opts.PeerGRPC = PeerGRPC

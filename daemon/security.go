@@ -3,13 +3,11 @@ package daemon
 import (
 	"crypto/tls"
 	"fmt"
-	"log/slog"
 	"net"
 
 	"github.com/synod-dev/synod/certs"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
-	"github.com/synod-dev/synod/gateway/grpcserver"
 	"github.com/synod-dev/synod/node"
 )
 
@@ -53,9 +51,7 @@ func secure(cfg *config.Cluster, id string, opts *node.Options) (cleanup func(),
 	if opts.GRPC == nil {
 		gtc := ctc.Clone()
 		gtc.NextProtos = []string{"h2"}
-		opts.GRPC = func(b gateway.Backend, password string, log *slog.Logger) node.ClientServer {
-			return grpcserver.New(b, grpcserver.Options{Password: password, Logger: log, TLS: gtc})
-		}
+		opts.GRPC = grpcServer(cfg, gtc)
 	}
 	return cleanup, nil
 }

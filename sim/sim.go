@@ -15,6 +15,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/release"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
@@ -192,6 +193,11 @@ type Config struct {
 	// to one id must be the same (check (b) of callee.go) for the protocol
 	// under test as a callee (automaton.NestedCallee).
 	Nested bool
+
+	// releaseFlaw makes every node's interpreter deliberately wrong
+	// (release.Flaw), for the test that shows the run's checks catch it
+	// (release_flaw_test.go).
+	releaseFlaw release.Flaw
 }
 
 // Stats counts what happened during a run.
@@ -614,7 +620,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 		return nil, err
 	}
 	for i := range s.ids {
-		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}})
+		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}, rel: s.newRelease(s.ids[i])})
 	}
 	if err := s.initMembership(); err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func runQuick(t *testing.T, e experiment.Experiment, args ...string) (*experimen
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true}, Out: out})
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true, Reps: 1}, Out: out})
 	if err != nil {
 		t.Fatalf("%s: %v", e.Name(), err)
 	}

@@ -19,7 +19,7 @@ func runQuick(t *testing.T, e experiment.Experiment, files ...string) (*experime
 	out := t.TempDir()
 	var stdout bytes.Buffer
 	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{
-		Options: experiment.Options{Quick: true}, Out: out, Work: t.TempDir(), Stdout: &stdout,
+		Options: experiment.Options{Quick: true, Reps: 1}, Out: out, Work: t.TempDir(), Stdout: &stdout,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())

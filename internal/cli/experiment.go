@@ -55,6 +55,7 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 		out, binary string
 		duration    time.Duration
 		quick       bool
+		reps        int
 	)
 	cmd := &cobra.Command{
 		Use:   e.Name(),
@@ -68,7 +69,7 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			_, err := experiment.Run(ctx, e, experiment.RunOptions{
-				Options: experiment.Options{Duration: duration, Quick: quick},
+				Options: experiment.Options{Duration: duration, Quick: quick, Reps: reps},
 				Out:     out, Binary: binary,
 				Log: os.Stderr, Stdout: cmd.OutOrStdout(),
 			})
@@ -79,6 +80,7 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 	f.StringVar(&out, "out", "", "output directory (default ./results/NAME-<timestamp>)")
 	f.DurationVar(&duration, "duration", 0, "measured length of each cell (default: the experiment's; shorter with --quick)")
 	f.BoolVar(&quick, "quick", false, "short cells, for a quick look")
+	f.IntVar(&reps, "repeat", 0, "runs of every cell; the claims are judged on every run's value (default: the experiment's, else 3)")
 	f.StringVar(&binary, "binary", "", "synod binary the clusters run (default: this one)")
 	e.Flags(f)
 	return cmd
