@@ -15,7 +15,7 @@ import (
 // --quick`'s code path: simulated or model-only ones, seconds each, one per
 // kind of judgement at least. The full quick pass of every experiment is
 // the command (docs/REPRODUCTION.md).
-var quickSubset = []string{"seed004-asp", "seed004-tsp", "seed004-micro"}
+var quickSubset = []string{"seed004-asp", "seed004-tsp", "seed004-micro", "seed003-adam-slices", "seed003-eve-vs-paxos"}
 
 // A quick pass of the report runs, writes one Markdown report with its
 // plots, and every claim in it has one of the verdicts, decided by
