@@ -125,7 +125,7 @@ func (f *Fig62) Claims(d experiment.Data) []experiment.Claim {
 	if len(xs) < 2 {
 		out = append(out, experiment.Claim{Text: text, Paper: "towards 21.6x at 16 threads",
 			Judgement: experiment.Judgement{Verdict: experiment.NotMeasured, Ours: "-", Stats: "fewer than two thread counts ran"},
-			Cause: "fewer than two thread counts ran"})
+			Cause:     "fewer than two thread counts ran"})
 	} else {
 		out = append(out, experiment.Claim{Text: text, Paper: "towards 21.6x at 16 threads", Judgement: experiment.SlopeAbove("speedup per thread", xs, ys, 0)})
 	}

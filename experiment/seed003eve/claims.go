@@ -19,7 +19,9 @@ func (e *Eve) Claims(d experiment.Data) []experiment.Claim {
 	case kSpeedup:
 		return e.speedupClaims(d)
 	case kMerkle:
-		k := func(tree, cores string) string { return experiment.NewCell("cost", "1ms", "tree", tree, "cores", cores).Key }
+		k := func(tree, cores string) string {
+			return experiment.NewCell("cost", "1ms", "tree", tree, "cores", cores).Key
+		}
 		text := "§6 (Adam's Fig 6.3, asked of Eve): a real Merkle tree costs throughput against a zero-cost one (real/zero below 0.9, 1 ms requests, 16 cores)"
 		paper := "972 vs 1371 req/s (0.709), Adam"
 		if c, ok := d.NotRun(text, paper, k("real", "16"), k("zero", "16")); ok {
