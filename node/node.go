@@ -91,6 +91,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
 	"github.com/synod-dev/synod/transport"
@@ -113,6 +114,9 @@ type Options struct {
 	// assembles a node (package daemon, used by `synod node`) supplies it.
 	// Nil with a grpc address configured is an error at Run.
 	GRPC func(b gateway.Backend, password string, log *slog.Logger) ClientServer
+	// MetricsAuth, when set, wraps the metrics port's handler (package
+	// daemon checks the cluster file's metrics_token with it).
+	MetricsAuth func(http.Handler) http.Handler
 
 	BatchLimit int // inputs per batch, default 1024
 	InboxLen   int // per-namespace inbox, default 4096
@@ -484,7 +488,12 @@ func (n *Node) start() error {
 		}()
 	}
 	if metricsLn != nil {
-		n.httpSrv = &http.Server{Handler: n.withHealth(n.m.handler()), ReadHeaderTimeout: 10 * time.Second}
+		var h http.Handler = n.withHealth(n.m.handler())
+		if n.opts.MetricsAuth != nil {
+			h = n.opts.MetricsAuth(h)
+		}
+		n.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: ratelog.New(0).HTTPErrorLog(n.log.With("component", "metrics"))}
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
