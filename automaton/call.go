@@ -59,3 +59,27 @@ func ServesNested(name string) bool {
 	_, ok := p.(NestedCallee)
 	return ok
 }
+
+// Caller is implemented by protocols whose namespaces call other
+// namespaces (Adam). Callees lists the namespaces a namespace with these
+// parameters calls. Configuration validation (config.Cluster.Validate)
+// refuses a cluster file in which a callee is not a namespace of the
+// cluster or runs a protocol that does not serve nested requests: a
+// namespace never starts to answer its clients while its calls are bound
+// to fail.
+type Caller interface {
+	Callees(params map[string]string) []string
+}
+
+// Callees returns the namespaces a namespace of protocol name with params
+// calls (nil when the protocol calls none).
+func Callees(name string, params map[string]string) []string {
+	p, err := LookupAny(name)
+	if err != nil {
+		return nil
+	}
+	if c, ok := p.(Caller); ok {
+		return c.Callees(params)
+	}
+	return nil
+}

@@ -73,8 +73,12 @@ type Options struct {
 	Namespace string
 	// ReadMode selects the consistency of reads (default: linearizable).
 	ReadMode automaton.ReadMode
-	// Password is sent with AUTH when set.
+	// Password is sent with AUTH when set: AUTH User Password when User
+	// is set too (a user of the cluster file's users), else AUTH Password
+	// (the default user). Over gRPC they go in the synodpb.UserKey and
+	// synodpb.PasswordKey metadata.
 	Password string
+	User     string
 	// Timeout bounds each attempt at one address: dialling and preparing a
 	// connection, or one request and its reply (default 10 s). A context
 	// deadline, when earlier, wins.
@@ -420,7 +424,10 @@ func (p *pool) dial(ctx context.Context, opts Options) (*pconn, error) {
 	}
 	pc := &pconn{nc: nc, r: resp.NewReader(bufio.NewReaderSize(nc, 16<<10), resp.Limits{}), w: resp.NewWriter(nc)}
 	var setup [][][]byte
-	if opts.Password != "" {
+	switch {
+	case opts.Password != "" && opts.User != "":
+		setup = append(setup, [][]byte{[]byte("AUTH"), []byte(opts.User), []byte(opts.Password)})
+	case opts.Password != "":
 		setup = append(setup, [][]byte{[]byte("AUTH"), []byte(opts.Password)})
 	}
 	if opts.Namespace != "" {

@@ -283,6 +283,9 @@ func (c *GRPC) withAuth(ctx context.Context) context.Context {
 	if c.opts.Password == "" {
 		return ctx
 	}
+	if c.opts.User != "" {
+		return metadata.AppendToOutgoingContext(ctx, synodpb.PasswordKey, c.opts.Password, synodpb.UserKey, c.opts.User)
+	}
 	return metadata.AppendToOutgoingContext(ctx, synodpb.PasswordKey, c.opts.Password)
 }
 

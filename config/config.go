@@ -9,6 +9,7 @@
 //	secret: ""                 # peers authenticate with it; see security.go
 //	tls: {dir: tls}            # mutual TLS between peers; see security.go
 //	users: []                  # client accounts with per-namespace access
+//	metrics_token: ""          # when set, /metrics and /debug/pprof ask for it (Bearer)
 //	limits: {max_clients: 10000} # overload limits; see limits.go
 //	nodes:
 //	  - id: n1
@@ -117,6 +118,9 @@ type Cluster struct {
 	TLS *TLS `yaml:"tls,omitempty"`
 	// Users are client accounts besides the password's "default" user.
 	Users []User `yaml:"users,omitempty"`
+	// MetricsToken, when set, is the bearer token the metrics port asks
+	// for (security.go).
+	MetricsToken string `yaml:"metrics_token,omitempty"`
 	// Limits bound what a node accepts from its clients (limits.go).
 	Limits *Limits `yaml:"limits,omitempty"`
 	// AllowBroken admits the deliberately broken protocol variants
@@ -259,12 +263,39 @@ func (c *Cluster) Validate() error {
 		if perr == nil && serr == nil {
 			if err := automaton.CheckService(ns.Protocol, svc); err != nil {
 				bad(f+".service", "%v", err)
+			} else if err := automaton.CheckDeployment(ns.Protocol, svc, ns.Params, len(c.Nodes), c.Durability); err != nil {
+				bad(f+".params", "%v", err)
 			}
 		}
 	}
+	c.validateCallees(bad)
 	c.validateSecurity(bad)
 	c.validateLimits(bad)
 	return errors.Join(errs...)
+}
+
+// validateCallees refuses a namespace that calls (automaton.Caller) a
+// namespace this cluster does not have, or one whose protocol does not
+// serve nested requests (automaton.NestedCallee): its calls could only
+// fail, and its clients would be answered errors for every call.
+func (c *Cluster) validateCallees(bad func(field, f string, a ...any)) {
+	protocols := map[string]string{}
+	for _, ns := range c.Namespaces {
+		protocols[ns.Name] = ns.Protocol
+	}
+	for i, ns := range c.Namespaces {
+		for _, callee := range automaton.Callees(ns.Protocol, ns.Params) {
+			f := fmt.Sprintf("namespaces[%d].params", i)
+			p, ok := protocols[callee]
+			switch {
+			case !ok:
+				bad(f, "namespace %q (%s) calls namespace %q, which this cluster does not have: add a namespace %q with a protocol that serves nested requests (paxos), or set the callee parameter",
+					ns.Name, ns.Protocol, callee, callee)
+			case !automaton.ServesNested(p):
+				bad(f, "namespace %q (%s) calls namespace %q, whose protocol %s does not serve nested requests", ns.Name, ns.Protocol, callee, p)
+			}
+		}
+	}
 }
 
 func checkAddr(a string) error {

@@ -7,6 +7,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"log/slog"
 
 	"github.com/synod-dev/synod/config"
@@ -17,9 +18,19 @@ import (
 	"github.com/synod-dev/synod/transport/grpcpeer"
 )
 
-// GRPC builds the gRPC API server (node.Options.GRPC).
+// GRPC builds the gRPC API server (node.Options.GRPC) with the password
+// alone; New gives it the cluster file's users too (grpcServer).
 func GRPC(b gateway.Backend, password string, log *slog.Logger) node.ClientServer {
 	return grpcserver.New(b, grpcserver.Options{Password: password, Logger: log})
+}
+
+// grpcServer builds the gRPC API server for cfg: the same password and
+// users as the Redis-protocol port, client certificates of cfg's cluster,
+// TLS with tc when not nil.
+func grpcServer(cfg *config.Cluster, tc *tls.Config) func(gateway.Backend, string, *slog.Logger) node.ClientServer {
+	return func(b gateway.Backend, password string, log *slog.Logger) node.ClientServer {
+		return grpcserver.New(b, grpcserver.Options{Password: password, Users: cfg.Users, Cluster: cfg.Cluster, Logger: log, TLS: tc})
+	}
 }
 
 // PeerGRPC builds the gRPC peer transport (node.Options.PeerGRPC).
@@ -31,13 +42,13 @@ func PeerGRPC(o node.PeerGRPCOptions) (node.PeerGRPC, error) {
 // New creates node id of cfg with every server wired in, including the
 // cluster file's security settings (security.go).
 func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) {
-	cleanup, err := secure(cfg, id, &opts)
+	live, cleanup, err := secure(cfg, id, &opts)
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
 	if opts.GRPC == nil {
-		opts.GRPC = GRPC
+		opts.GRPC = grpcServer(cfg, nil)
 	}
 	if opts.PeerGRPC == nil {
 		opts.PeerGRPC = PeerGRPC
@@ -45,6 +56,10 @@ func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) 
 	n, err := node.New(cfg, id, opts)
 	if err != nil {
 		cleanup()
+		return nil, err
 	}
-	return n, err
+	if live != nil {
+		lives.Store(n, live)
+	}
+	return n, nil
 }

@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/certs"
+	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/node"
 	"github.com/synod-dev/synod/service"
@@ -90,7 +94,8 @@ func TestSecureCluster(t *testing.T) {
 
 // TestUsersEnforced: a node made by New from a cluster file with users
 // asks for AUTH, checks the password against its hash, and refuses a
-// read-only user's write with Redis's NOPERM, while serving its reads.
+// read-only user's write with Redis's NOPERM, while serving its reads; its
+// gRPC port applies the same users (checkGRPCUser).
 func TestUsersEnforced(t *testing.T) {
 	h, err := certs.HashPasswordCost("pw", certs.MinIterations)
 	if err != nil {
@@ -113,7 +118,12 @@ func TestUsersEnforced(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	startNodes(t, cfg, func(int) node.Options { return node.Options{PeerListener: pl} })
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startNodes(t, cfg, func(int) node.Options { return node.Options{PeerListener: pl, GRPCListener: gl} })
+	checkGRPCUser(t, gl.Addr().String())
 	c, err := net.Dial("tcp", caddr)
 	if err != nil {
 		t.Fatal(err)
@@ -154,5 +164,32 @@ func TestUsersEnforced(t *testing.T) {
 	}
 	if r := say("GET", "k"); r != "$-1" {
 		t.Fatalf("a read-only user's GET: %q", r)
+	}
+}
+
+// checkGRPCUser: on the gRPC port at addr, read-only user alice (password
+// pw) reads, her write is refused with PERMISSION_DENIED, and a wrong
+// password is UNAUTHENTICATED.
+func checkGRPCUser(t *testing.T, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call := func(pw string, op service.Op) (service.Result, error) {
+		c, err := client.NewGRPC([]string{addr}, client.Options{User: "alice", Password: pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, _, err := c.DoOp(ctx, "", op, client.OpOptions{})
+		return r, err
+	}
+	if r, err := call("pw", service.Op{Kind: "get", Key: "k"}); err != nil || r.Type != service.ResultNil {
+		t.Fatalf("alice's GET over gRPC: %v %v", r, err)
+	}
+	if _, err := call("pw", service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("alice's SET over gRPC: %v, want PERMISSION_DENIED", err)
+	}
+	if _, err := call("wrong", service.Op{Kind: "get", Key: "k"}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a wrong password over gRPC: %v, want UNAUTHENTICATED", err)
 	}
 }

@@ -28,6 +28,9 @@ type Env struct {
 	Binary string
 	// Work is a scratch directory for cluster directories, removed at the end.
 	Work string
+	// Rep is the current run of the cell, 0..Reps-1 (a simulated cell adds it
+	// to its seed so that its runs differ).
+	Rep int
 
 	log io.Writer // progress and log lines (stderr)
 

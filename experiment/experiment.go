@@ -97,6 +97,10 @@ type Options struct {
 	Duration time.Duration
 	// Quick asks for short cells, for iteration and smoke tests.
 	Quick bool
+	// Reps is how many times each cell runs (its metrics are the mean; the
+	// claims are judged on every run's value); 0 means the experiment's
+	// default (Repeater) or DefaultReps.
+	Reps int
 }
 
 // CellDuration is Duration when set, else quick under --quick, else def.
@@ -118,6 +122,10 @@ type Outcome struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Detail is kept verbatim in results.json (e.g. the full bench report).
 	Detail any `json:"detail,omitempty"`
+	// Samples are the cell's own repetitions of a metric (e.g. 20 round
+	// trips, or every simulated seed it averaged): the metric's sample is
+	// every run's repetitions together (Metrics keeps their mean).
+	Samples map[string][]float64 `json:"-"`
 }
 
 // Figures are metric values by cell key, then metric name.

@@ -112,7 +112,7 @@ func TestRunFakeExperiment(t *testing.T) {
 	out := t.TempDir()
 	f := &fake{}
 	var stdout, log bytes.Buffer
-	res, err := Run(context.Background(), f, RunOptions{Out: out, Stdout: &stdout, Log: &log})
+	res, err := Run(context.Background(), f, RunOptions{Options: Options{Reps: 1}, Out: out, Stdout: &stdout, Log: &log})
 	if err == nil || !strings.Contains(err.Error(), "1 cell(s) failed") || !strings.Contains(err.Error(), "kind=b,x=3") {
 		t.Fatalf("error %v: want one failed cell kind=b,x=3", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,10 @@ type CellResult struct {
 	Reason     string  `json:"reason,omitempty"`
 	ElapsedSec float64 `json:"elapsed_s"`
 	Outcome
+	// Reps is the number of runs the metrics are the mean of; Samples holds
+	// every run's value (or the cell's own repetitions, Outcome.Samples).
+	Reps    int                  `json:"reps,omitempty"`
+	Samples map[string][]float64 `json:"samples,omitempty"`
 	// Seed holds the seed's figures for this cell, SeedNote its statement.
 	Seed     map[string]float64 `json:"seed,omitempty"`
 	SeedNote string             `json:"seed_note,omitempty"`
@@ -56,16 +61,21 @@ type CellResult struct {
 
 // Results is what results.json holds.
 type Results struct {
-	Experiment  string       `json:"experiment"`
-	Description string       `json:"description"`
-	Started     time.Time    `json:"started"`
-	Finished    time.Time    `json:"finished"`
-	DurationSec float64      `json:"cell_duration_s,omitempty"`
-	Quick       bool         `json:"quick"`
-	Host        Host         `json:"host"`
-	SeedSource  string       `json:"seed_source,omitempty"`
+	Experiment  string    `json:"experiment"`
+	Description string    `json:"description"`
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished"`
+	DurationSec float64   `json:"cell_duration_s,omitempty"`
+	Quick       bool      `json:"quick"`
+	Host        Host      `json:"host"`
+	SeedSource  string    `json:"seed_source,omitempty"`
+	Reps        int       `json:"reps"`
+	// LoadAvg is /proc/loadavg when the run started and when it ended
+	// (the machine is shared: live figures are read beside it).
+	LoadAvg     [2]string    `json:"loadavg"`
 	Cells       []CellResult `json:"cells"`
 	Summary     []string     `json:"summary,omitempty"`
+	Claims      []Claim      `json:"claims,omitempty"`
 	Plots       []string     `json:"plots,omitempty"`
 	Interrupted bool         `json:"interrupted"`
 }
@@ -152,6 +162,16 @@ func Run(ctx context.Context, e Experiment, o RunOptions) (res *Results, err err
 	seed := e.Seed()
 	res.SeedSource = seed.Source
 	var failed []string
+	reps := o.Reps
+	if reps <= 0 {
+		reps = DefaultReps
+		if r, ok := e.(Repeater); ok {
+			reps = r.Reps(o.Options)
+		}
+	}
+	res.Reps = reps
+	res.LoadAvg[0] = LoadAvg()
+	var perRun []runsOf
 	for i, c := range cells {
 		cr := CellResult{Cell: c}
 		if ctx.Err() != nil {
@@ -165,9 +185,33 @@ func Run(ctx context.Context, e Experiment, o RunOptions) (res *Results, err err
 		env.mu.Unlock()
 		env.Logf("start")
 		t0 := time.Now()
-		out, rerr := runCell(ctx, e, env, c)
+		var runs []Outcome
+		var rerr error
+		reps := reps
+		if cr, ok := e.(CellRepeater); ok && o.Reps <= 0 {
+			reps = max(1, cr.CellReps(c, o.Options))
+		}
+		for rep := 0; rep < reps && rerr == nil && (rep == 0 || ctx.Err() == nil); rep++ {
+			env.mu.Lock()
+			env.Rep = rep
+			if reps > 1 {
+				env.cell = fmt.Sprintf("cell %d/%d run %d/%d %s", i+1, len(cells), rep+1, reps, c.Label())
+			}
+			env.mu.Unlock()
+			var out Outcome
+			out, rerr = runCell(ctx, e, env, c)
+			if rerr == nil {
+				runs = append(runs, out)
+			} else {
+				cr.Outcome = out
+			}
+		}
 		cr.ElapsedSec = time.Since(t0).Seconds()
-		cr.Outcome = out
+		if len(runs) > 0 && rerr == nil {
+			cr.Outcome = runs[len(runs)-1]
+			cr.Reps = len(runs)
+			perRun = append(perRun, runsOf{c.Key, runs})
+		}
 		switch {
 		case rerr == nil:
 			cr.Status = StatusOK
@@ -195,23 +239,23 @@ func Run(ctx context.Context, e Experiment, o RunOptions) (res *Results, err err
 	res.Interrupted = ctx.Err() != nil
 	res.Finished = time.Now()
 
-	ours := Figures{}
-	for _, cr := range res.Cells {
-		if cr.Status == StatusOK {
-			for m, v := range cr.Metrics {
-				ours.Set(cr.Key, m, v)
-			}
-		}
-	}
 	theirs := Figures{}
 	for k, m := range seed.Values {
 		for name, v := range m {
 			theirs.Set(k, name, v)
 		}
 	}
-	if d, ok := e.(Deriver); ok {
-		d.Derive(ours)
-		d.Derive(theirs)
+	res.LoadAvg[1] = LoadAvg()
+	deriver, _ := e.(Deriver)
+	if deriver != nil {
+		deriver.Derive(theirs)
+	}
+	samples := collectSamples(perRun, deriver)
+	ours := Figures{}
+	for k, m := range samples {
+		for name, s := range m {
+			ours.Set(k, name, s.Mean())
+		}
 	}
 	// JSON has no NaN or infinity: a metric that is not a finite number (a
 	// ratio to a zero) is left out, and shows as "-".
@@ -221,6 +265,12 @@ func Run(ctx context.Context, e Experiment, o RunOptions) (res *Results, err err
 		cr := &res.Cells[i]
 		if cr.Status == StatusOK {
 			cr.Metrics = ours[cr.Key]
+			cr.Samples = map[string][]float64{}
+			for name, s := range samples[cr.Key] {
+				if len(s) > 1 {
+					cr.Samples[name] = s
+				}
+			}
 		}
 		cr.Seed = theirs[cr.Key]
 		cr.SeedNote = seed.Notes[cr.Key]
@@ -228,9 +278,13 @@ func Run(ctx context.Context, e Experiment, o RunOptions) (res *Results, err err
 	if s, ok := e.(Summarizer); ok {
 		res.Summary = s.Summary(ours, theirs)
 	}
+	if cl, ok := e.(Claimer); ok {
+		res.Claims = cl.Claims(Data{Ours: ours, Seed: theirs, Samples: samples, Cells: res.Cells, Quick: o.Quick})
+	}
 
 	spec := e.Report()
 	PrintTable(o.Stdout, res, spec)
+	PrintClaims(o.Stdout, res.Claims)
 	plots, perr := DrawPlots(o.Out, res, spec)
 	res.Plots = plots
 	if perr != nil {
@@ -279,4 +333,109 @@ func (r *Results) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// DefaultReps is how many times each cell runs when neither --reps nor the
+// experiment (Repeater) says: enough for a t interval with a noise estimate.
+const DefaultReps = 3
+
+// Repeater is implemented by experiments with their own number of runs per
+// cell (1 for a cell that repeats its measurement itself and reports every
+// repetition in Outcome.Samples).
+type Repeater interface {
+	Reps(o Options) int
+}
+
+// CellRepeater is implemented by experiments whose cells need different
+// numbers of runs (a simulated cell that averages many seeds and reports
+// each in Outcome.Samples runs once; a live cell beside it several times).
+// --repeat overrides it.
+type CellRepeater interface {
+	CellReps(c Cell, o Options) int
+}
+
+// LoadAvg is /proc/loadavg's first three fields ("" where there is none).
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return strings.Join(f, " ")
+}
+
+type runsOf struct {
+	key  string
+	runs []Outcome
+}
+
+// collectSamples turns each cell's runs into samples by metric. Derived
+// metrics are computed run by run: run r of every cell makes one Figures,
+// Derive adds to it, and its values join the samples (cells with fewer runs
+// than r are left out of run r). A cell's own repetitions (Outcome.Samples,
+// in every run) replace its per-run means for that metric.
+func collectSamples(perRun []runsOf, d Deriver) map[string]map[string]Sample {
+	out := map[string]map[string]Sample{}
+	add := func(k, m string, v float64) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return
+		}
+		if out[k] == nil {
+			out[k] = map[string]Sample{}
+		}
+		out[k][m] = append(out[k][m], v)
+	}
+	most := 0
+	for _, pr := range perRun {
+		most = max(most, len(pr.runs))
+	}
+	for r := 0; r < most; r++ {
+		figs := Figures{}
+		for _, pr := range perRun {
+			if r < len(pr.runs) {
+				for m, v := range pr.runs[r].Metrics {
+					figs.Set(pr.key, m, v)
+				}
+				if figs[pr.key] == nil {
+					figs[pr.key] = map[string]float64{}
+				}
+			}
+		}
+		if d != nil {
+			d.Derive(figs)
+		}
+		for k, m := range figs {
+			for name, v := range m {
+				add(k, name, v)
+			}
+		}
+	}
+	for _, pr := range perRun {
+		// A cell that measured its own repetitions (Outcome.Samples) in
+		// every run: those are the metric's sample, over all its runs.
+		names := map[string]bool{}
+		for m := range pr.runs[0].Samples {
+			names[m] = true
+		}
+		for m := range names {
+			var all Sample
+			for _, r := range pr.runs {
+				if len(r.Samples[m]) == 0 {
+					all = nil
+					break
+				}
+				all = append(all, r.Samples[m]...)
+			}
+			if len(all) > 0 {
+				if out[pr.key] == nil {
+					out[pr.key] = map[string]Sample{}
+				}
+				out[pr.key][m] = all
+			}
+		}
+	}
+	return out
 }

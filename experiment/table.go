@@ -24,6 +24,12 @@ func PrintTable(w io.Writer, r *Results, spec ReportSpec) {
 	if r.Quick {
 		fmt.Fprint(w, ", --quick")
 	}
+	if r.Reps > 0 {
+		fmt.Fprintf(w, ", %d run(s) per cell (figures are means)", r.Reps)
+	}
+	if r.LoadAvg[0] != "" {
+		fmt.Fprintf(w, ", loadavg %s at start, %s at end", r.LoadAvg[0], r.LoadAvg[1])
+	}
 	fmt.Fprintln(w)
 	if r.SeedSource != "" {
 		fmt.Fprintf(w, "seed figures: %s\n", r.SeedSource)

@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/certs"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -38,9 +40,11 @@ type aclUser struct {
 
 // acl holds the server's users.
 type acl struct {
-	users map[string]*aclUser
-	svcMu sync.Mutex
-	svcs  map[string]service.Service // namespace -> service, for IsRead
+	users   map[string]*aclUser
+	limOnce sync.Once
+	lim     *ratelog.Limiter // refusals, logged once per kind and host (limiter)
+	svcMu   sync.Mutex
+	svcs    map[string]service.Service // namespace -> service, for IsRead
 }
 
 func newACL(users []config.User) (*acl, error) {
@@ -80,6 +84,13 @@ func (u *aclUser) check(pass string) bool {
 	return true
 }
 
+// refused logs a refusal at most once per ten seconds for its kind and
+// remote host (package ratelog).
+func (a *acl) refused(log *slog.Logger, kind, remote, msg string, attrs ...any) {
+	a.limOnce.Do(func() { a.lim = ratelog.New(0) })
+	a.lim.Log(log, slog.LevelWarn, kind, remote, msg, attrs...)
+}
+
 // level is u's access to namespace ns: "", config.ReadOnly or config.ReadWrite.
 func (u *aclUser) level(ns string) string {
 	if l, ok := u.access[ns]; ok {
@@ -98,7 +109,7 @@ func (c *conn) authenticate(user, pass string) string {
 			return "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 		}
 		if subtle.ConstantTimeCompare([]byte(pass), []byte(s.opts.Password)) != 1 {
-			s.log.Warn("authentication failed", "id", c.id, "user", user, "remote", c.nc.RemoteAddr().String())
+			s.acl.refused(s.log, "auth", c.nc.RemoteAddr().String(), "authentication failed", "id", c.id, "user", user)
 			return wrongPass
 		}
 		c.authed, c.user = true, nil
@@ -106,7 +117,7 @@ func (c *conn) authenticate(user, pass string) string {
 	}
 	u, ok := s.acl.users[user]
 	if !ok || !u.check(pass) {
-		s.log.Warn("authentication failed", "id", c.id, "user", user, "remote", c.nc.RemoteAddr().String())
+		s.acl.refused(s.log, "auth", c.nc.RemoteAddr().String(), "authentication failed", "id", c.id, "user", user)
 		return wrongPass
 	}
 	c.authed, c.user = true, u
@@ -116,18 +127,27 @@ func (c *conn) authenticate(user, pass string) string {
 // permit returns "" when c's user may submit req to namespace ns, else the
 // NOPERM error reply.
 func (c *conn) permit(ns string, req automaton.Request) string {
-	u := c.user
-	if u == nil {
+	if c.user == nil {
 		return ""
 	}
 	c.mu.Lock()
 	cmd := c.lastCmd
 	c.mu.Unlock()
+	msg := c.s.acl.permit(c.s.b, c.user, ns, req, cmd)
+	if msg != "" {
+		c.s.acl.refused(c.s.log, "noperm", c.nc.RemoteAddr().String(), "request refused", "id", c.id, "user", c.user.name, "namespace", ns, "reason", msg)
+	}
+	return msg
+}
+
+// permit returns "" when user u may submit req (command cmd) to namespace
+// ns, else the NOPERM error.
+func (a *acl) permit(b Backend, u *aclUser, ns string, req automaton.Request, cmd string) string {
 	switch u.level(ns) {
 	case config.ReadWrite:
 		return ""
 	case config.ReadOnly:
-		if !c.s.acl.writes(c.s.b, ns, req) {
+		if !a.writes(b, ns, req) {
 			return ""
 		}
 		return fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", u.name, cmd)
@@ -167,4 +187,94 @@ func (a *acl) service(b Backend, ns string) service.Service {
 		}
 	}
 	return a.svcs[ns]
+}
+
+// Users is the user store and its checks for a client port other than the
+// Redis protocol's: the gRPC API (package gateway/grpcserver) builds one from
+// the same cluster file fields (password, users) and applies the same checks
+// as a RESP connection, so that a user has the same rights on both ports.
+type Users struct {
+	b        Backend
+	password string
+	required bool
+	a        *acl
+}
+
+// User is a logged-in user of a Users store; the default user (the
+// password's) may do everything.
+type User struct {
+	u *aclUser // nil: the default user
+}
+
+// Name is the user's name ("default" for the password's user).
+func (u *User) Name() string {
+	if u == nil || u.u == nil {
+		return "default"
+	}
+	return u.u.name
+}
+
+// NewUsers compiles the cluster file's password and users for backend b
+// (whose namespaces' services tell reads from writes). A user whose hash
+// does not parse (config.Validate refuses it first) is reported and
+// locked out, as the RESP server does; the store still requires a login.
+func NewUsers(b Backend, password string, users []config.User) (*Users, error) {
+	a, err := newACL(users)
+	if err != nil {
+		a = &acl{users: map[string]*aclUser{}}
+	}
+	return &Users{b: b, password: password, required: password != "" || len(users) > 0, a: a}, err
+}
+
+// Required reports whether a client must log in: a password or a user is
+// configured. Otherwise every client is the default user.
+func (s *Users) Required() bool { return s.required }
+
+// Default is the default user, who may do everything.
+func (s *Users) Default() *User { return &User{} }
+
+// Login checks name and pass as RESP's AUTH does: name "default" (or "")
+// with the password, or a user of the cluster file with its password. A
+// wrong pair returns false (and, for a user, has paid the PBKDF2 cost).
+func (s *Users) Login(name, pass string) (*User, bool) {
+	if name == "" || name == "default" {
+		if s.password == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(s.password)) != 1 {
+			return nil, false
+		}
+		return &User{}, true
+	}
+	u, ok := s.a.users[name]
+	if !ok || !u.check(pass) {
+		return nil, false
+	}
+	return &User{u: u}, true
+}
+
+// Named returns the user called name without a password, for a caller
+// that has authenticated it otherwise (a client certificate signed by the
+// cluster CA that names it). "default" names the default user only when a
+// password defines it or no user is configured.
+func (s *Users) Named(name string) (*User, bool) {
+	if _, user := s.a.users[name]; name == "default" && !user {
+		return &User{}, s.password != ""
+	}
+	u, ok := s.a.users[name]
+	if !ok {
+		return nil, false
+	}
+	return &User{u: u}, true
+}
+
+// Permit returns "" when u may submit req to namespace ns, else the same
+// NOPERM error a RESP connection gets; cmd names the operation in it.
+func (s *Users) Permit(u *User, ns string, req automaton.Request, cmd string) string {
+	if u == nil || u.u == nil {
+		return ""
+	}
+	return s.a.permit(s.b, u.u, ns, req, cmd)
+}
+
+// MayAccess reports whether u may read namespace ns at all.
+func (s *Users) MayAccess(u *User, ns string) bool {
+	return u == nil || u.u == nil || u.u.level(ns) != ""
 }

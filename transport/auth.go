@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/synod-dev/synod/wire"
 )
@@ -161,68 +161,12 @@ func (nc *nonceCache) add(n [NonceSize]byte) bool {
 	return true
 }
 
-// logLimiter lets one log line through per key and interval, and counts the
-// ones it holds back, so that a flood of bad connections from one address
-// costs one line per interval, not one per connection or frame.
-type logLimiter struct {
-	mu    sync.Mutex
-	every time.Duration
-	last  map[string]*limitEntry
-}
-
-type limitEntry struct {
-	at         time.Time
-	suppressed int
-}
-
-func newLogLimiter(every time.Duration) *logLimiter {
-	return &logLimiter{every: every, last: map[string]*limitEntry{}}
-}
-
-// allow reports whether to log an event of key now, and how many events of
-// key were suppressed since the last line.
-func (l *logLimiter) allow(key string) (bool, int) {
-	now := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.last[key]
-	if ok && now.Sub(e.at) < l.every {
-		e.suppressed++
-		return false, 0
-	}
-	if len(l.last) >= 4096 {
-		for k, v := range l.last {
-			if now.Sub(v.at) >= l.every {
-				delete(l.last, k)
-			}
-		}
-	}
-	n := 0
-	if ok {
-		n = e.suppressed
-	}
-	l.last[key] = &limitEntry{at: now}
-	return true, n
-}
-
 // logRefusal logs a refused or failed incoming connection, at most once per
 // Options.LogEvery for each kind of event and remote host.
 func (t *Transport) logRefusal(isErr bool, kind, remote, msg string, attrs ...any) {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	ok, suppressed := t.limit.allow(kind + " " + host)
-	if !ok {
-		return
-	}
-	attrs = append(attrs, "remote", remote)
-	if suppressed > 0 {
-		attrs = append(attrs, "suppressed", suppressed)
-	}
+	level := slog.LevelWarn
 	if isErr {
-		t.log.Error(msg, attrs...)
-	} else {
-		t.log.Warn(msg, attrs...)
+		level = slog.LevelError
 	}
+	t.limit.Log(t.log, level, kind, remote, msg, attrs...)
 }

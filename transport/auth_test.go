@@ -187,25 +187,6 @@ func TestOldVersionRefusedWithReason(t *testing.T) {
 	}
 }
 
-func TestLogLimiter(t *testing.T) {
-	l := newLogLimiter(time.Hour)
-	if ok, _ := l.allow("a"); !ok {
-		t.Fatal("first event suppressed")
-	}
-	for range 5 {
-		if ok, _ := l.allow("a"); ok {
-			t.Fatal("repeat logged within the interval")
-		}
-	}
-	if ok, _ := l.allow("b"); !ok {
-		t.Fatal("another key suppressed")
-	}
-	l.every = 0
-	if ok, n := l.allow("a"); !ok || n != 5 {
-		t.Fatalf("after the interval: %v, %d suppressed (want 5)", ok, n)
-	}
-}
-
 func TestNonceCacheForgetsOldest(t *testing.T) {
 	nc := newNonceCache(2)
 	a, b, c := [NonceSize]byte{1}, [NonceSize]byte{2}, [NonceSize]byte{3}

@@ -79,6 +79,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/internal/ratelog"
 )
 
 // Handler receives a message from peer from for namespace ns. msg is freshly
@@ -115,6 +116,12 @@ type Options struct {
 	// TLS, when set, makes every peer connection mutual TLS (tls.go): it
 	// holds this node's certificate and the cluster CA as RootCAs.
 	TLS *tls.Config
+	// TLSSource, when set, returns the current TLS configuration (of the
+	// same form as TLS), read at every handshake, so that certificates
+	// replaced on disk and reloaded (certs.Live, on SIGHUP) serve new
+	// connections while established ones keep theirs. TLS must then hold
+	// the configuration at start.
+	TLSSource func() *tls.Config
 	// LogEvery bounds how often one kind of refused or bad incoming
 	// connection from one host is logged (default 10s).
 	LogEvery time.Duration
@@ -156,9 +163,9 @@ type Transport struct {
 	conns  map[net.Conn]struct{} // accepted connections
 	closed bool
 
-	srvTLS *tls.Config // acceptor's TLS configuration, nil without TLS (tls.go)
-	limit  *logLimiter // refusals and garbage (auth.go)
-	nonces *nonceCache // dialer nonces seen (auth.go)
+	srvTLS *tls.Config      // acceptor's TLS configuration, nil without TLS (tls.go)
+	limit  *ratelog.Limiter // refusals and garbage (auth.go)
+	nonces *nonceCache      // dialer nonces seen (auth.go)
 }
 
 type peer struct {
@@ -234,7 +241,7 @@ func New(o Options) (*Transport, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	t := &Transport{o: o, log: lg.With("component", "transport"), peers: map[automaton.NodeID]*peer{}, conns: map[net.Conn]struct{}{},
-		limit: newLogLimiter(o.LogEvery), nonces: newNonceCache(1 << 14)}
+		limit: ratelog.New(o.LogEvery), nonces: newNonceCache(1 << 14)}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if err := t.tlsConfigs(); err != nil {
 		t.cancel()

@@ -23,7 +23,7 @@ func TestQuick(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true}, Out: t.TempDir()})
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true, Reps: 1}, Out: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

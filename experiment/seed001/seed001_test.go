@@ -228,7 +228,7 @@ func TestLiveQuickCell(t *testing.T) {
 	out := t.TempDir()
 	var stdout bytes.Buffer
 	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{
-		Options: experiment.Options{Duration: time.Second},
+		Options: experiment.Options{Duration: time.Second, Reps: 1},
 		Out:     out, Binary: bin, Work: work, Stdout: &stdout,
 	})
 	if err != nil {

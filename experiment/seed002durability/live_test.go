@@ -118,7 +118,7 @@ func TestMatchmakerLiveQuick(t *testing.T) {
 func runQuick(t *testing.T, e experiment.Experiment, want int) *experiment.Results {
 	t.Helper()
 	var stdout bytes.Buffer
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true},
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Quick: true, Reps: 1},
 		Out: t.TempDir(), Binary: synodBinary(t), Work: t.TempDir(), Stdout: &stdout})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout.String())

@@ -17,7 +17,7 @@ func TestQuickRun(t *testing.T) {
 	out := t.TempDir()
 	var stdout bytes.Buffer
 	res, err := experiment.Run(context.Background(), New(), experiment.RunOptions{
-		Options: experiment.Options{Quick: true}, Out: out, Work: t.TempDir(), Stdout: &stdout,
+		Options: experiment.Options{Quick: true, Reps: 1}, Out: out, Work: t.TempDir(), Stdout: &stdout,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())

@@ -17,7 +17,7 @@ func runPartition(t *testing.T, seeds string, protos ...string) *experiment.Resu
 	e := NewPartition()
 	e.Protocols, e.Seeds, e.Ops = protos, seeds, 150
 	var stdout bytes.Buffer
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Out: t.TempDir(), Work: t.TempDir(), Stdout: &stdout})
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Reps: 1}, Out: t.TempDir(), Work: t.TempDir(), Stdout: &stdout})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout.String())
 	}

@@ -64,7 +64,7 @@ func TestLiveRRTQuick(t *testing.T) {
 	e := NewRRT()
 	e.Kinds, e.Samples, e.PerSample = []string{"original", "paxos-quorum-read"}, 3, 5
 	var stdout bytes.Buffer
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Reps: 1}, Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout.String())
 	}
@@ -163,7 +163,7 @@ func TestLiveKindsQuick(t *testing.T) {
 	e := NewPaths()
 	e.Kinds, e.Clients, e.Total, e.Reps = []string{"write-window8", "write-resp-follower", "read-resp-follower", "read-grpc-leader"}, []int{2}, 20, 1
 	var stdout bytes.Buffer
-	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
+	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{Options: experiment.Options{Reps: 1}, Out: t.TempDir(), Binary: bin, Work: t.TempDir(), Stdout: &stdout})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout.String())
 	}

@@ -65,16 +65,16 @@
 //     with silent set and no result (its options are still echoed).
 //     Namespace.client_fanout and has_leader tell clients which to use.
 //   - Size limits: messages up to synodpb.MaxMessageSize in both directions.
-//   - Password: when Options.Password is set, every call must carry it in
-//     the metadata key synodpb.PasswordKey; otherwise UNAUTHENTICATED.
-//     Without Options.TLS, like Redis AUTH, the password crosses the network
-//     in clear; with it the server speaks only TLS (docs/SECURITY.md).
+//   - Users: the cluster file's password and users, as on the Redis port,
+//     with the password in metadata or a client certificate naming the user
+//     (auth.go). Without Options.TLS, like Redis AUTH, the password crosses
+//     the network in clear; with it the server speaks only TLS
+//     (docs/SECURITY.md).
 package grpcserver
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -88,7 +88,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -96,14 +95,19 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
 )
 
 // Options configure a Server. Zero values take the defaults noted.
 type Options struct {
-	// Password, when set, must accompany every call (metadata key
-	// synodpb.PasswordKey).
+	// Password is the default user's password and Users the cluster file's
+	// users (auth.go); with either, every call must log in.
 	Password string
+	Users    []config.User
+	// Cluster is the cluster's name: a client certificate naming a user
+	// must be of this cluster (auth.go). Empty: not checked.
+	Cluster string
 	// RequestTimeout bounds each Backend.Do call (default 10 s).
 	RequestTimeout time.Duration
 	// Logger receives authentication failures and backend errors (default: discard).
@@ -124,6 +128,9 @@ type Server struct {
 	nss  []config.Namespace
 	svcs map[string]service.Service
 
+	users *gateway.Users
+	lim   *ratelog.Limiter // refusals (auth.go)
+
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 }
@@ -139,7 +146,14 @@ func New(b gateway.Backend, opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{b: b, opts: opts, log: log, svcs: map[string]service.Service{}, ctx: ctx, cancel: cancel}
+	s := &Server{b: b, opts: opts, log: log, svcs: map[string]service.Service{}, ctx: ctx, cancel: cancel, lim: ratelog.New(0)}
+	users, err := gateway.NewUsers(b, opts.Password, opts.Users)
+	if err != nil {
+		// config.Validate checks every hash; one that slips through locks
+		// its user out rather than the server.
+		log.Error("gRPC users refused", "err", err)
+	}
+	s.users = users
 	for _, ns := range b.Namespaces() {
 		svc, err := service.Lookup(ns.Service)
 		if err != nil {
@@ -189,32 +203,6 @@ func (s *Server) Close() {
 		s.g.Stop()
 		<-done
 	}
-}
-
-func (s *Server) authenticate(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := s.checkPassword(ctx, info.FullMethod); err != nil {
-		return nil, err
-	}
-	return handler(ctx, req)
-}
-
-func (s *Server) authenticateStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := s.checkPassword(ss.Context(), info.FullMethod); err != nil {
-		return err
-	}
-	return handler(srv, ss)
-}
-
-func (s *Server) checkPassword(ctx context.Context, method string) error {
-	if s.opts.Password != "" {
-		md, _ := metadata.FromIncomingContext(ctx)
-		vals := md.Get(synodpb.PasswordKey)
-		if len(vals) != 1 || subtle.ConstantTimeCompare([]byte(vals[0]), []byte(s.opts.Password)) != 1 {
-			s.log.Warn("gRPC call refused: missing or wrong password", "method", method)
-			return status.Errorf(codes.Unauthenticated, "missing or wrong password: send the cluster password in the %q metadata", synodpb.PasswordKey)
-		}
-	}
-	return nil
 }
 
 // namespace resolves a request's namespace ("" is the default).
@@ -273,6 +261,9 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 		req.Op = synodpb.ToOp(in.GetOp())
 	default:
 		return nil, status.Error(codes.InvalidArgument, "request has no op")
+	}
+	if err := s.permit(ctx, ns.Name, req); err != nil {
+		return nil, err
 	}
 	// RefuseUnsupported refuses only groups and transaction steps; a
 	// single operation skips its registry lookup.
@@ -423,6 +414,9 @@ func withCode(msg string) string {
 func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (*synodpb.NamespacesResponse, error) {
 	out := &synodpb.NamespacesResponse{}
 	for _, ns := range s.nss {
+		if !s.users.MayAccess(userOf(ctx), ns.Name) {
+			continue
+		}
 		m := &synodpb.Namespace{
 			Name: ns.Name, Protocol: ns.Protocol, Service: ns.Service,
 			Options:                 synodpb.FromOptionSpecs(automaton.RequestOptions(ns.Protocol)),
@@ -450,6 +444,9 @@ func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (
 func (s *Server) WatchLeader(in *synodpb.WatchLeaderRequest, stream synodpb.Synod_WatchLeaderServer) error {
 	ns, _, err := s.namespace(in.GetNamespace())
 	if err != nil {
+		return err
+	}
+	if err := s.mayAccess(stream.Context(), ns.Name); err != nil {
 		return err
 	}
 	lw, ok := s.b.(gateway.LeaderWatcher)

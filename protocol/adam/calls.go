@@ -171,8 +171,9 @@ func (x *ext) Executed(a *eve.Eve, spec service.State) {
 
 // Other implements eve.Ext: a nested call's answer. A call the runtime
 // cannot carry (no such namespace) is answered by its error, which the
-// request's next step stores like any answer: the primary puts the answer
-// into the batch, so every replica resumes with the same one.
+// request's next step receives like any answer (and fails the request
+// with): the primary puts the answer into the batch, so every replica
+// resumes with the same one.
 func (x *ext) Other(a *eve.Eve, in automaton.Input) bool {
 	d, ok := in.(automaton.EffectDone)
 	if !ok || uint64(d.ID) <= callBase {

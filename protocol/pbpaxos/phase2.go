@@ -154,14 +154,25 @@ func (a *PBPaxos) onAccept(from automaton.NodeID, m *message) {
 	}
 	acks := make([]uint64, 0, len(m.Entries))
 	for _, e := range m.Entries {
+		// An instance already chosen here is acknowledged without being
+		// stored again (a proposal of a higher ballot for a chosen
+		// instance carries the chosen value), but it counts as accepted
+		// under the ballot: X-Paxos confirms go to the owner of the
+		// highest ballot accepted (reads.go). Without this, followers
+		// that had applied a new leader's whole takeover batch kept
+		// confirming reads to the deposed leader, and no read was
+		// answered until the next write (synod sim --protocol pbpaxos
+		// ... --seeds 76, see Scenarios).
 		if e.I <= a.applied {
 			if s := a.log[e.I]; (s == nil || !s.known) && len(e.Cmds) > 0 && a.gaps[e.I] {
 				a.fillGap(e.I, e.Cmds)
 			}
+			a.accBal = maxBallot(a.accBal, m.Ballot)
 			acks = append(acks, e.I)
 			continue
 		}
 		if s := a.log[e.I]; s != nil && s.chosen {
+			a.accBal = maxBallot(a.accBal, m.Ballot)
 			acks = append(acks, e.I)
 			continue
 		}

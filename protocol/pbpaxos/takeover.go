@@ -273,6 +273,16 @@ func (a *PBPaxos) becomeLeader(after, top uint64, entries []entry) {
 		a.leadWaiting()
 	}
 	a.checkChosen()
+	if !a.ready && a.applied >= a.batchTop {
+		// The whole batch was applied during phase 1 (this node learned
+		// the chosen instances up to top after it sent its Prepare, from
+		// a commit notice or a catch-up): nothing is left in flight, so
+		// no Accepted will call advance, and the takeover is complete
+		// now. Waiting for it left a leader that heartbeats for ever and
+		// never serves (synod sim --protocol pbpaxos ... --seeds 2, see
+		// Scenarios).
+		a.onTakeoverDone()
+	}
 }
 
 // acceptOwn records the leader's own acceptance of e (persisted after the
