@@ -108,6 +108,19 @@ type nsLoop struct {
 	ph      int
 	durable uint64
 
+	// A loop turn's peer messages, under rmu (send runs under it). While
+	// the loop steps a turn (turn), send encodes each message into its
+	// destination's buffer; the turn's end sends each destination's in one
+	// FrameSender.SendFrames, one write system call for all when the
+	// connection is idle (issue 28: per-destination coalescing is the
+	// runtime's job). A send outside a turn (the committer's releases)
+	// sends what is buffered first, so each peer's messages keep their
+	// release order. fs is out's FrameSender form, nil for senders without
+	// one (gRPC): those send each message as before.
+	turn    bool
+	turnOut []turnPeer
+	fs      transport.FrameSender
+
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID]waiterSet
 
@@ -192,6 +205,7 @@ func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
 	defer l.closeEffects() // after the committer's last releases (below)
+	l.fs, _ = l.out.(transport.FrameSender)
 	go l.committer()
 	// On return: no more batches; the committer commits and releases what it
 	// holds (unless a commit failed) before the node closes storage.
@@ -207,6 +221,7 @@ func (l *nsLoop) run(start automaton.Start) {
 	for {
 		select {
 		case ev := <-l.inbox:
+			l.beginTurn()
 			l.step(ev)
 		case <-l.n.stopping:
 			return
@@ -221,9 +236,91 @@ func (l *nsLoop) run(start automaton.Start) {
 			}
 		}
 		l.noteLeader()
-		if !l.flush() {
+		ok := l.flush()
+		l.endTurn()
+		if !ok {
 			return
 		}
+	}
+}
+
+// turnPeer is one destination's messages of a loop turn, encoded as
+// frames (transport.AppendFrame).
+type turnPeer struct {
+	to     automaton.NodeID
+	frames []byte
+	n      int
+}
+
+// maxTurnFrames bounds a destination's buffered frames: past it they are
+// sent at once. A message larger than it is sent alone, after the buffer.
+const maxTurnFrames = 256 << 10
+
+func (l *nsLoop) beginTurn() {
+	if l.fs == nil {
+		return
+	}
+	l.rmu.Lock()
+	l.turn = true
+	l.rmu.Unlock()
+}
+
+// endTurn sends the turn's buffered messages.
+func (l *nsLoop) endTurn() {
+	if l.fs == nil {
+		return
+	}
+	l.rmu.Lock()
+	l.turn = false
+	l.sendTurn()
+	l.rmu.Unlock()
+}
+
+// bufferSend adds a message to its destination's frames of this turn.
+// Under rmu.
+func (l *nsLoop) bufferSend(s automaton.Send) {
+	var tp *turnPeer
+	for i := range l.turnOut {
+		if l.turnOut[i].to == s.To {
+			tp = &l.turnOut[i]
+			break
+		}
+	}
+	if tp == nil {
+		l.turnOut = append(l.turnOut, turnPeer{to: s.To})
+		tp = &l.turnOut[len(l.turnOut)-1]
+	}
+	tp.frames = transport.AppendFrame(tp.frames, l.ns.Name, s.Msg)
+	tp.n++
+	if tr := l.n.opts.trace; tr != nil {
+		tr(stageSend, s.To, msgKind(s.Msg))
+	}
+	if len(tp.frames) >= maxTurnFrames {
+		l.sendFrames(tp)
+	}
+}
+
+// sendTurn sends every destination's buffered frames. Under rmu.
+func (l *nsLoop) sendTurn() {
+	for i := range l.turnOut {
+		if l.turnOut[i].n > 0 {
+			l.sendFrames(&l.turnOut[i])
+		}
+	}
+}
+
+func (l *nsLoop) sendFrames(tp *turnPeer) {
+	if err := l.fs.SendFrames(tp.to, tp.frames, tp.n); err != nil {
+		if l.badSends.Add(1) <= 10 {
+			l.log.Debug("peer send failed", "to", tp.to, "messages", tp.n, "err", err)
+		}
+	} else {
+		l.msgsOut.Add(uint64(tp.n))
+		l.mOut.Add(float64(tp.n))
+	}
+	tp.frames, tp.n = tp.frames[:0], 0
+	if cap(tp.frames) > 4*maxTurnFrames {
+		tp.frames = nil
 	}
 }
 
@@ -575,6 +672,13 @@ func (l *nsLoop) send(s automaton.Send) {
 		l.badSends.Add(1)
 		l.log.Error("automaton sent a message to itself; dropped (protocol bug)", "to", s.To)
 		return
+	}
+	if l.fs != nil {
+		if l.turn && transport.FrameSize(l.ns.Name, s.Msg) <= maxTurnFrames {
+			l.bufferSend(s)
+			return
+		}
+		l.sendTurn() // what the turn buffered leaves first
 	}
 	var err error
 	if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {
