@@ -566,6 +566,25 @@ func sum(xs []int) int {
 	return s
 }
 
+// handLoop returns node n1's namespace loop of a cluster of size nodes, not
+// running, its automaton scripted: step steps it once, and it answers with
+// outs.
+func handLoop(t *testing.T, size int) (*nsLoop, func(outs ...automaton.Output)) {
+	cfg, _ := mkCluster(t, size, config.Memory, nsMisc)
+	n, err := New(cfg, "n1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(n.stopping) })
+	l := n.loops["misc"]
+	sa := &scripted{}
+	l.a = sa
+	return l, func(outs ...automaton.Output) {
+		sa.next = outs
+		l.step(event{in: automaton.ClientRequest{}})
+	}
+}
+
 // scripted is an automaton that answers every input with the outputs the
 // test put in next.
 type scripted struct{ next []automaton.Output }
@@ -580,15 +599,7 @@ func (s *scripted) Step(automaton.Input) []automaton.Output {
 // Respond waits exactly for the last Persist emitted before it (in its step
 // or an earlier one), and outputs leave in emission order.
 func TestReleaseFollowsPersistSequence(t *testing.T) {
-	cfg, _ := mkCluster(t, 1, config.Memory, nsMisc)
-	n, err := New(cfg, "n1", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer close(n.stopping)
-	l := n.loops["misc"]
-	sa := &scripted{}
-	l.a = sa
+	l, step := handLoop(t, 1)
 	// One channel for every request id: it receives the answers in the
 	// order the loop releases them.
 	released := make(chan automaton.Response, 32)
@@ -599,10 +610,6 @@ func TestReleaseFollowsPersistSequence(t *testing.T) {
 		return automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Client: 7, Seq: i}}}
 	}
 	p := func(k string) automaton.Output { return automaton.Persist{Key: k, Value: []byte(k)} }
-	step := func(outs ...automaton.Output) {
-		sa.next = outs
-		l.step(event{in: automaton.ClientRequest{}})
-	}
 	expect := func(when string, want ...uint64) {
 		t.Helper()
 		var got []uint64
@@ -946,23 +953,11 @@ func (r *recSender) SendFrames(to automaton.NodeID, frames []byte, n int) error 
 // a message too large to buffer goes alone, after what was buffered for its
 // peer; outside a turn a message goes at once.
 func TestTurnCoalescesMessagesPerPeer(t *testing.T) {
-	cfg, _ := mkCluster(t, 3, config.Memory, nsMisc)
-	n, err := New(cfg, "n1", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer close(n.stopping)
-	l := n.loops["misc"]
-	sa := &scripted{}
-	l.a = sa
+	l, step := handLoop(t, 3)
 	rec := &recSender{}
 	l.out, l.fs = rec, rec
 	send := func(to, msg string) automaton.Output {
 		return automaton.Send{To: automaton.NodeID(to), Msg: []byte(msg)}
-	}
-	step := func(outs ...automaton.Output) {
-		sa.next = outs
-		l.step(event{in: automaton.ClientRequest{}})
 	}
 	expect := func(when string, want ...string) {
 		t.Helper()
