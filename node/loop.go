@@ -15,10 +15,13 @@ import (
 	"github.com/synod-dev/synod/transport"
 )
 
-// event is one input for a namespace's event loop.
+// event is one input for a namespace's event loop, or several peer
+// messages that arrived together (msgs, stepped in order: one hand-off
+// for all, Node.deliverBatch).
 type event struct {
-	in  automaton.Input
-	gen uint64 // TimerFired only: the generation of the timer that fired
+	in   automaton.Input
+	gen  uint64 // TimerFired only: the generation of the timer that fired
+	msgs []automaton.PeerMessage
 }
 
 // timerEntry is one armed timer. Its callback pushes a TimerFired carrying
@@ -325,6 +328,12 @@ func (l *nsLoop) sendFrames(tp *turnPeer) {
 }
 
 func (l *nsLoop) step(ev event) {
+	if ev.msgs != nil {
+		for _, m := range ev.msgs {
+			l.step(event{in: m})
+		}
+		return
+	}
 	if tf, ok := ev.in.(automaton.TimerFired); ok {
 		e := l.timers[tf.ID]
 		if e == nil || e.gen.Load() != ev.gen {

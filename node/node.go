@@ -392,7 +392,7 @@ func (n *Node) start() error {
 	}
 	to := n.opts.Transport
 	to.Cluster, to.Self, to.Peers, to.Listener, to.Logger = n.cfg.Cluster, n.id, peers, tcpLn, n.log
-	to.Handler = n.deliver
+	to.Handler, to.BatchHandler = n.deliver, n.deliverBatch
 	if n.tr, err = transport.New(to); err != nil {
 		tcpLn.Close()
 		if h2Ln != nil {
@@ -580,6 +580,44 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}}) {
 		l.msgsIn.Add(1)
 		l.mIn.Inc()
+	}
+}
+
+// deliverBatch is the transport's batch handler: the messages that arrived
+// together from one peer go to each namespace's loop in one hand-off per
+// run of the same namespace (issue 28 item 3), in order.
+func (n *Node) deliverBatch(from automaton.NodeID, in []transport.Incoming) {
+	if n.sf.err.Load() != nil {
+		return // storage failed: the loops may have stopped (storagefault.go)
+	}
+	for len(in) > 0 {
+		k := 1
+		for k < len(in) && in[k].NS == in[0].NS {
+			k++
+		}
+		run := in[:k]
+		in = in[k:]
+		if k == 1 {
+			n.deliver(from, run[0].NS, run[0].Msg)
+			continue
+		}
+		l := n.loops[run[0].NS]
+		if l == nil {
+			n.log.Warn("peer messages for a namespace this node does not serve; dropped", "peer", from, "namespace", run[0].NS, "messages", k)
+			continue
+		}
+		msgs := make([]automaton.PeerMessage, k)
+		tr := n.opts.trace
+		for i, m := range run {
+			msgs[i] = automaton.PeerMessage{From: from, Msg: m.Msg}
+			if tr != nil {
+				tr(stageDeliver, from, msgKind(m.Msg))
+			}
+		}
+		if l.push(event{msgs: msgs}) {
+			l.msgsIn.Add(uint64(k))
+			l.mIn.Add(float64(k))
+		}
 	}
 }
 

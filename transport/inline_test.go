@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -249,5 +250,45 @@ func TestCarryOfAnAddedPeerIsWritten(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("added=%v: a frame cut short was never finished (stats %+v)", added, a.Stats())
 		}
+	}
+}
+
+// A receiver with a BatchHandler gets the messages that arrived together
+// (here: one SendFrames, one write) in one call, in order, with their
+// namespaces; Handler is not called.
+func TestBatchHandlerGetsWhatArrivedTogether(t *testing.T) {
+	la, lb := listen(t), listen(t)
+	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
+	a := start(t, "c", "a", la, peers, func(automaton.NodeID, string, []byte) {}, nil)
+	calls := make(chan []string, 16)
+	b, err := New(Options{Cluster: "c", Self: "b", Peers: peers, Listener: lb,
+		Handler: func(automaton.NodeID, string, []byte) { t.Error("Handler called beside a BatchHandler") },
+		BatchHandler: func(from automaton.NodeID, msgs []Incoming) {
+			var got []string
+			for _, m := range msgs {
+				got = append(got, string(from)+"/"+m.NS+"/"+string(m.Msg))
+			}
+			calls <- got
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	waitInline(t, a, "b")
+	var frames []byte
+	want := []string{"a/x/1", "a/x/2", "a/y/3", "a/x/4"}
+	for _, w := range want {
+		frames = AppendFrame(frames, w[2:3], []byte(w[4:]))
+	}
+	if err := a.SendFrames("b", frames, len(want)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-calls:
+		if !slices.Equal(got, want) {
+			t.Fatalf("one call with %q, want %q", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing delivered")
 	}
 }

@@ -63,10 +63,10 @@ package transport
 
 import (
 	"bufio"
-	"encoding/binary"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +89,19 @@ import (
 // one peer.
 type Handler func(from automaton.NodeID, ns string, msg []byte)
 
+// Incoming is one message a BatchHandler receives.
+type Incoming struct {
+	NS  string
+	Msg []byte // freshly allocated, owned by the handler
+}
+
+// BatchHandler receives, in order, the messages of the frames that arrived
+// from peer from together (issue 28: a receiver hands what one read
+// brought to the loop in one hand-off). The slice is the transport's and is
+// reused after the call; the messages are the handler's. Called from the
+// connection's reader goroutine, as Handler.
+type BatchHandler func(from automaton.NodeID, msgs []Incoming)
+
 // Options configure a Transport.
 type Options struct {
 	Cluster string
@@ -100,7 +113,11 @@ type Options struct {
 	Listener   net.Listener
 	ListenAddr string
 	Handler    Handler
-	Logger     *slog.Logger
+	// BatchHandler, when set, is called instead of Handler with the
+	// messages that arrived together. Handler is still required (other
+	// transports, such as gRPC, call only it).
+	BatchHandler BatchHandler
+	Logger       *slog.Logger
 
 	QueueLen         int           // per-peer queue, default 4096 frames
 	QueueBytes       int64         // per-peer queued bytes, default DefaultQueueBytes
@@ -618,9 +635,21 @@ func (t *Transport) serve(raw net.Conn) {
 	}
 	t.log.Debug("peer connected", "peer", h.From, "remote", remote)
 	ns := "" // the previous frame's namespace, reused while it repeats
+	// With a BatchHandler, the messages of the frames that arrived
+	// together (while a whole further frame is buffered) are handed over
+	// in one call, at most maxDeliverBatch at a time.
+	var batch []Incoming
+	deliver := func() {
+		if len(batch) > 0 {
+			t.o.BatchHandler(p.id, batch)
+			clear(batch)
+			batch = batch[:0]
+		}
+	}
 	for {
 		payload, err := ReadFrame(br, t.o.MaxFrame)
 		if err != nil {
+			deliver()
 			switch {
 			case t.ctx.Err() != nil:
 			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
@@ -635,6 +664,7 @@ func (t *Transport) serve(raw net.Conn) {
 		}
 		nsb, msg, err := splitPayload(payload)
 		if err != nil {
+			deliver()
 			t.logRefusal(false, "frame", remote, "bad frame from peer, closing connection", "peer", h.From, "err", err)
 			return
 		}
@@ -642,8 +672,28 @@ func (t *Transport) serve(raw net.Conn) {
 			ns = string(nsb)
 		}
 		p.received.Add(1)
-		t.o.Handler(p.id, ns, msg)
+		if t.o.BatchHandler == nil {
+			t.o.Handler(p.id, ns, msg)
+			continue
+		}
+		batch = append(batch, Incoming{NS: ns, Msg: msg})
+		if len(batch) >= maxDeliverBatch || !frameBuffered(br) {
+			deliver()
+		}
 	}
+}
+
+// maxDeliverBatch bounds the messages of one BatchHandler call.
+const maxDeliverBatch = 64
+
+// frameBuffered reports whether br holds a whole frame: reading it will
+// not wait for the network.
+func frameBuffered(br *bufio.Reader) bool {
+	if br.Buffered() < 4 {
+		return false
+	}
+	h, _ := br.Peek(4)
+	return uint64(binary.BigEndian.Uint32(h)) <= uint64(br.Buffered()-4)
 }
 
 // writeOnce is write(2) of p.iwB on the non-blocking descriptor, retried
