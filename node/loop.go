@@ -64,7 +64,8 @@ type pendingOut struct {
 const commitQueueLen = 256
 
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
-// only by the loop goroutine.
+// only by whoever steps the automaton, under stepMu: the loop goroutine, or
+// a producer stepping its input inline (stepInline).
 type nsLoop struct {
 	n     *Node
 	ns    config.Namespace
@@ -76,6 +77,19 @@ type nsLoop struct {
 	out   transport.Sender
 	log   *slog.Logger
 	inbox chan event
+
+	// Stepping (issue 28 item 5: fewer hand-offs). stepMu is held by
+	// whoever steps the automaton: the loop goroutine for a turn, or a
+	// producer (Node.Do, a peer connection's reader, a timer) that found
+	// the loop idle and steps its own input on its own goroutine
+	// (stepInline) instead of waking the loop goroutine. queued counts the
+	// inputs handed to the inbox and not yet stepped: an input is stepped
+	// inline only while it is zero, so one producer's inputs keep their
+	// order. open (under stepMu): Start has been stepped and the loop has
+	// not ended.
+	stepMu sync.Mutex
+	queued atomic.Int64
+	open   bool
 
 	// loop only
 	timers map[automaton.TimerID]*timerEntry
@@ -170,15 +184,58 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 	return l
 }
 
-// push hands an input to the loop, waiting while the inbox is full. It returns
+// push hands an input to the loop: it steps it inline when the loop is idle
+// (stepInline), else queues it, waiting while the inbox is full. It returns
 // false when the node is stopping.
 func (l *nsLoop) push(ev event) bool {
+	if l.stepInline(ev) {
+		return true
+	}
+	l.queued.Add(1)
 	select {
 	case l.inbox <- ev:
 		return true
 	case <-l.n.stopping:
+		l.queued.Add(-1)
 		return false
 	}
+}
+
+// stepInline steps ev on the caller's goroutine as one turn of its own
+// when nothing is queued and nobody steps: the hand-off to the loop
+// goroutine (a wake-up, often a thread's) is saved for a request or
+// message that finds its loop idle. It reports false, leaving ev to the
+// inbox, otherwise. The turn is the loop goroutine's: step, leader hint,
+// flush to the committer, the turn's messages.
+func (l *nsLoop) stepInline(ev event) bool {
+	if l.queued.Load() != 0 || !l.stepMu.TryLock() {
+		return false
+	}
+	defer l.stepMu.Unlock()
+	if !l.open || l.queued.Load() != 0 || l.failed.Load() {
+		return false
+	}
+	l.beginTurn()
+	l.step(ev)
+	l.endOfTurn()
+	return true
+}
+
+// endOfTurn ends a turn: the leader hint, the batch to the committer, the
+// turn's messages. When the flush fails the loop ends: the loop goroutine
+// is woken (an empty event, never stepped) to return. Under stepMu.
+func (l *nsLoop) endOfTurn() bool {
+	l.noteLeader()
+	ok := l.flush()
+	l.endTurn()
+	if !ok && l.open {
+		l.open = false
+		select {
+		case l.inbox <- event{}:
+		default: // the inbox holds inputs: the loop goroutine wakes for them
+		}
+	}
+	return ok
 }
 
 // run is the event loop. It steps the automaton with Start, then repeatedly:
@@ -216,34 +273,56 @@ func (l *nsLoop) run(start automaton.Start) {
 		close(l.commitQ)
 		<-l.committerDone
 	}()
+	// Before the commit queue closes: nobody steps any more.
+	defer func() {
+		l.stepMu.Lock()
+		l.open = false
+		l.stepMu.Unlock()
+	}()
+	l.stepMu.Lock()
 	l.step(event{in: start})
 	l.noteLeader()
-	if !l.flush() {
+	l.open = l.flush()
+	l.stepMu.Unlock()
+	if !l.open {
 		return
 	}
 	for {
+		var ev event
 		select {
-		case ev := <-l.inbox:
-			l.beginTurn()
-			l.step(ev)
+		case ev = <-l.inbox:
 		case <-l.n.stopping:
 			return
 		}
+		l.stepMu.Lock()
+		if !l.open { // a turn stepped inline failed to flush
+			l.stepMu.Unlock()
+			return
+		}
+		l.beginTurn()
+		l.stepQueued(ev)
 	more:
 		for l.steps < l.n.opts.BatchLimit {
 			select {
 			case ev := <-l.inbox:
-				l.step(ev)
+				l.stepQueued(ev)
 			default:
 				break more
 			}
 		}
-		l.noteLeader()
-		ok := l.flush()
-		l.endTurn()
+		ok := l.endOfTurn()
+		l.stepMu.Unlock()
 		if !ok {
 			return
 		}
+	}
+}
+
+// stepQueued steps an input taken from the inbox. Under stepMu.
+func (l *nsLoop) stepQueued(ev event) {
+	if ev.in != nil || ev.msgs != nil {
+		l.step(ev)
+		l.queued.Add(-1)
 	}
 }
 

@@ -682,17 +682,23 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	t0 := time.Now()
 	ch := respChans.Get().(chan automaton.Response)
 	l.addWaiter(req.ID, ch)
-	select {
-	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
-	case <-ctx.Done():
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
-	case <-n.stopping:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, gateway.ErrShuttingDown
-	case <-n.sf.ch:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, n.StorageErr()
+	if ev := (event{in: automaton.ClientRequest{Req: req}}); !l.stepInline(ev) {
+		l.queued.Add(1)
+		select {
+		case l.inbox <- ev:
+		case <-ctx.Done():
+			l.queued.Add(-1)
+			l.removeWaiter(req.ID, ch)
+			return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
+		case <-n.stopping:
+			l.queued.Add(-1)
+			l.removeWaiter(req.ID, ch)
+			return automaton.Response{}, gateway.ErrShuttingDown
+		case <-n.sf.ch:
+			l.queued.Add(-1)
+			l.removeWaiter(req.ID, ch)
+			return automaton.Response{}, n.StorageErr()
+		}
 	}
 	l.requests.Add(1)
 	l.mRequests.Inc()
