@@ -15,13 +15,10 @@ import (
 	"github.com/synod-dev/synod/transport"
 )
 
-// event is one input for a namespace's event loop, or several peer
-// messages that arrived together (msgs, stepped in order: one hand-off
-// for all, Node.deliverBatch).
+// event is one input for a namespace's event loop.
 type event struct {
-	in   automaton.Input
-	gen  uint64 // TimerFired only: the generation of the timer that fired
-	msgs []automaton.PeerMessage
+	in  automaton.Input
+	gen uint64 // TimerFired only: the generation of the timer that fired
 }
 
 // timerEntry is one armed timer. Its callback pushes a TimerFired carrying
@@ -64,8 +61,7 @@ type pendingOut struct {
 const commitQueueLen = 256
 
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
-// only by whoever steps the automaton, under stepMu: the loop goroutine, or
-// a producer stepping its input inline (stepInline).
+// only by the loop goroutine.
 type nsLoop struct {
 	n     *Node
 	ns    config.Namespace
@@ -77,19 +73,6 @@ type nsLoop struct {
 	out   transport.Sender
 	log   *slog.Logger
 	inbox chan event
-
-	// Stepping (issue 28 item 5: fewer hand-offs). stepMu is held by
-	// whoever steps the automaton: the loop goroutine for a turn, or a
-	// producer (Node.Do, a peer connection's reader, a timer) that found
-	// the loop idle and steps its own input on its own goroutine
-	// (stepInline) instead of waking the loop goroutine. queued counts the
-	// inputs handed to the inbox and not yet stepped: an input is stepped
-	// inline only while it is zero, so one producer's inputs keep their
-	// order. open (under stepMu): Start has been stepped and the loop has
-	// not ended.
-	stepMu sync.Mutex
-	queued atomic.Int64
-	open   bool
 
 	// loop only
 	timers map[automaton.TimerID]*timerEntry
@@ -124,19 +107,6 @@ type nsLoop struct {
 	pend    []pendingOut // pend[ph:] wait, oldest first
 	ph      int
 	durable uint64
-
-	// A loop turn's peer messages, under rmu (send runs under it). While
-	// the loop steps a turn (turn), send encodes each message into its
-	// destination's buffer; the turn's end sends each destination's in one
-	// FrameSender.SendFrames, one write system call for all when the
-	// connection is idle (issue 28: per-destination coalescing is the
-	// runtime's job). A send outside a turn (the committer's releases)
-	// sends what is buffered first, so each peer's messages keep their
-	// release order. fs is out's FrameSender form, nil for senders without
-	// one (gRPC): those send each message as before.
-	turn    bool
-	turnOut []turnPeer
-	fs      transport.FrameSender
 
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID]waiterSet
@@ -184,58 +154,15 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 	return l
 }
 
-// push hands an input to the loop: it steps it inline when the loop is idle
-// (stepInline), else queues it, waiting while the inbox is full. It returns
+// push hands an input to the loop, waiting while the inbox is full. It returns
 // false when the node is stopping.
 func (l *nsLoop) push(ev event) bool {
-	if l.stepInline(ev) {
-		return true
-	}
-	l.queued.Add(1)
 	select {
 	case l.inbox <- ev:
 		return true
 	case <-l.n.stopping:
-		l.queued.Add(-1)
 		return false
 	}
-}
-
-// stepInline steps ev on the caller's goroutine as one turn of its own
-// when nothing is queued and nobody steps: the hand-off to the loop
-// goroutine (a wake-up, often a thread's) is saved for a request or
-// message that finds its loop idle. It reports false, leaving ev to the
-// inbox, otherwise. The turn is the loop goroutine's: step, leader hint,
-// flush to the committer, the turn's messages.
-func (l *nsLoop) stepInline(ev event) bool {
-	if l.queued.Load() != 0 || !l.stepMu.TryLock() {
-		return false
-	}
-	defer l.stepMu.Unlock()
-	if !l.open || l.queued.Load() != 0 || l.failed.Load() {
-		return false
-	}
-	l.beginTurn()
-	l.step(ev)
-	l.endOfTurn()
-	return true
-}
-
-// endOfTurn ends a turn: the leader hint, the batch to the committer, the
-// turn's messages. When the flush fails the loop ends: the loop goroutine
-// is woken (an empty event, never stepped) to return. Under stepMu.
-func (l *nsLoop) endOfTurn() bool {
-	l.noteLeader()
-	ok := l.flush()
-	l.endTurn()
-	if !ok && l.open {
-		l.open = false
-		select {
-		case l.inbox <- event{}:
-		default: // the inbox holds inputs: the loop goroutine wakes for them
-		}
-	}
-	return ok
 }
 
 // run is the event loop. It steps the automaton with Start, then repeatedly:
@@ -265,7 +192,6 @@ func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
 	defer l.closeEffects() // after the committer's last releases (below)
-	l.fs, _ = l.out.(transport.FrameSender)
 	go l.committer()
 	// On return: no more batches; the committer commits and releases what it
 	// holds (unless a commit failed) before the node closes storage.
@@ -273,146 +199,35 @@ func (l *nsLoop) run(start automaton.Start) {
 		close(l.commitQ)
 		<-l.committerDone
 	}()
-	// Before the commit queue closes: nobody steps any more.
-	defer func() {
-		l.stepMu.Lock()
-		l.open = false
-		l.stepMu.Unlock()
-	}()
-	l.stepMu.Lock()
 	l.step(event{in: start})
 	l.noteLeader()
-	l.open = l.flush()
-	l.stepMu.Unlock()
-	if !l.open {
+	if !l.flush() {
 		return
 	}
 	for {
-		var ev event
 		select {
-		case ev = <-l.inbox:
+		case ev := <-l.inbox:
+			l.step(ev)
 		case <-l.n.stopping:
 			return
 		}
-		l.stepMu.Lock()
-		if !l.open { // a turn stepped inline failed to flush
-			l.stepMu.Unlock()
-			return
-		}
-		l.beginTurn()
-		l.stepQueued(ev)
 	more:
 		for l.steps < l.n.opts.BatchLimit {
 			select {
 			case ev := <-l.inbox:
-				l.stepQueued(ev)
+				l.step(ev)
 			default:
 				break more
 			}
 		}
-		ok := l.endOfTurn()
-		l.stepMu.Unlock()
-		if !ok {
+		l.noteLeader()
+		if !l.flush() {
 			return
 		}
 	}
 }
 
-// stepQueued steps an input taken from the inbox. Under stepMu.
-func (l *nsLoop) stepQueued(ev event) {
-	if ev.in != nil || ev.msgs != nil {
-		l.step(ev)
-		l.queued.Add(-1)
-	}
-}
-
-// turnPeer is one destination's messages of a loop turn, encoded as
-// frames (transport.AppendFrame).
-type turnPeer struct {
-	to     automaton.NodeID
-	frames []byte
-	n      int
-}
-
-// maxTurnFrames bounds a destination's buffered frames: past it they are
-// sent at once. A message larger than it is sent alone, after the buffer.
-const maxTurnFrames = 256 << 10
-
-func (l *nsLoop) beginTurn() {
-	if l.fs == nil {
-		return
-	}
-	l.rmu.Lock()
-	l.turn = true
-	l.rmu.Unlock()
-}
-
-// endTurn sends the turn's buffered messages.
-func (l *nsLoop) endTurn() {
-	if l.fs == nil {
-		return
-	}
-	l.rmu.Lock()
-	l.turn = false
-	l.sendTurn()
-	l.rmu.Unlock()
-}
-
-// bufferSend adds a message to its destination's frames of this turn.
-// Under rmu.
-func (l *nsLoop) bufferSend(s automaton.Send) {
-	var tp *turnPeer
-	for i := range l.turnOut {
-		if l.turnOut[i].to == s.To {
-			tp = &l.turnOut[i]
-			break
-		}
-	}
-	if tp == nil {
-		l.turnOut = append(l.turnOut, turnPeer{to: s.To})
-		tp = &l.turnOut[len(l.turnOut)-1]
-	}
-	tp.frames = transport.AppendFrame(tp.frames, l.ns.Name, s.Msg)
-	tp.n++
-	if tr := l.n.opts.trace; tr != nil {
-		tr(stageSend, s.To, msgKind(s.Msg))
-	}
-	if len(tp.frames) >= maxTurnFrames {
-		l.sendFrames(tp)
-	}
-}
-
-// sendTurn sends every destination's buffered frames. Under rmu.
-func (l *nsLoop) sendTurn() {
-	for i := range l.turnOut {
-		if l.turnOut[i].n > 0 {
-			l.sendFrames(&l.turnOut[i])
-		}
-	}
-}
-
-func (l *nsLoop) sendFrames(tp *turnPeer) {
-	if err := l.fs.SendFrames(tp.to, tp.frames, tp.n); err != nil {
-		if l.badSends.Add(1) <= 10 {
-			l.log.Debug("peer send failed", "to", tp.to, "messages", tp.n, "err", err)
-		}
-	} else {
-		l.msgsOut.Add(uint64(tp.n))
-		l.mOut.Add(float64(tp.n))
-	}
-	tp.frames, tp.n = tp.frames[:0], 0
-	if cap(tp.frames) > 4*maxTurnFrames {
-		tp.frames = nil
-	}
-}
-
 func (l *nsLoop) step(ev event) {
-	if ev.msgs != nil {
-		for _, m := range ev.msgs {
-			l.step(event{in: m})
-		}
-		return
-	}
 	if tf, ok := ev.in.(automaton.TimerFired); ok {
 		e := l.timers[tf.ID]
 		if e == nil || e.gen.Load() != ev.gen {
@@ -760,13 +575,6 @@ func (l *nsLoop) send(s automaton.Send) {
 		l.badSends.Add(1)
 		l.log.Error("automaton sent a message to itself; dropped (protocol bug)", "to", s.To)
 		return
-	}
-	if l.fs != nil {
-		if l.turn && transport.FrameSize(l.ns.Name, s.Msg) <= maxTurnFrames {
-			l.bufferSend(s)
-			return
-		}
-		l.sendTurn() // what the turn buffered leaves first
 	}
 	var err error
 	if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {

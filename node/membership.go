@@ -141,17 +141,12 @@ func (n *Node) ChangeMembership(ctx context.Context, ns string, op service.Op) (
 	ch := make(chan automaton.Response, 1)
 	l.addWaiter(req.ID, ch)
 	defer l.removeWaiter(req.ID, ch)
-	if ev := (event{in: automaton.ClientRequest{Req: req}}); !l.stepInline(ev) {
-		l.queued.Add(1)
-		select {
-		case l.inbox <- ev:
-		case <-ctx.Done():
-			l.queued.Add(-1)
-			return service.Result{}, fmt.Errorf("membership change not submitted: %w", ctx.Err())
-		case <-n.stopping:
-			l.queued.Add(-1)
-			return service.Result{}, gateway.ErrShuttingDown
-		}
+	select {
+	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case <-ctx.Done():
+		return service.Result{}, fmt.Errorf("membership change not submitted: %w", ctx.Err())
+	case <-n.stopping:
+		return service.Result{}, gateway.ErrShuttingDown
 	}
 	t := time.NewTimer(time.Minute)
 	defer t.Stop()

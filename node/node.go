@@ -396,7 +396,7 @@ func (n *Node) start() error {
 	}
 	to := n.opts.Transport
 	to.Cluster, to.Self, to.Peers, to.Listener, to.Logger = n.cfg.Cluster, n.id, peers, tcpLn, n.log
-	to.Handler, to.BatchHandler = n.deliver, n.deliverBatch
+	to.Handler = n.deliver
 	if n.tr, err = transport.New(to); err != nil {
 		tcpLn.Close()
 		if h2Ln != nil {
@@ -592,44 +592,6 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	}
 }
 
-// deliverBatch is the transport's batch handler: the messages that arrived
-// together from one peer go to each namespace's loop in one hand-off per
-// run of the same namespace (issue 28 item 3), in order.
-func (n *Node) deliverBatch(from automaton.NodeID, in []transport.Incoming) {
-	if n.sf.err.Load() != nil {
-		return // storage failed: the loops may have stopped (storagefault.go)
-	}
-	for len(in) > 0 {
-		k := 1
-		for k < len(in) && in[k].NS == in[0].NS {
-			k++
-		}
-		run := in[:k]
-		in = in[k:]
-		if k == 1 {
-			n.deliver(from, run[0].NS, run[0].Msg)
-			continue
-		}
-		l := n.loops[run[0].NS]
-		if l == nil {
-			n.log.Warn("peer messages for a namespace this node does not serve; dropped", "peer", from, "namespace", run[0].NS, "messages", k)
-			continue
-		}
-		msgs := make([]automaton.PeerMessage, k)
-		tr := n.opts.trace
-		for i, m := range run {
-			msgs[i] = automaton.PeerMessage{From: from, Msg: m.Msg}
-			if tr != nil {
-				tr(stageDeliver, from, msgKind(m.Msg))
-			}
-		}
-		if l.push(event{msgs: msgs}) {
-			l.msgsIn.Add(uint64(k))
-			l.mIn.Add(float64(k))
-		}
-	}
-}
-
 // ---- gateway.Backend ----
 
 var _ gateway.Backend = (*Node)(nil)
@@ -691,23 +653,17 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	t0 := time.Now()
 	ch := respChans.Get().(chan automaton.Response)
 	l.addWaiter(req.ID, ch)
-	if ev := (event{in: automaton.ClientRequest{Req: req}}); !l.stepInline(ev) {
-		l.queued.Add(1)
-		select {
-		case l.inbox <- ev:
-		case <-ctx.Done():
-			l.queued.Add(-1)
-			l.removeWaiter(req.ID, ch)
-			return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
-		case <-n.stopping:
-			l.queued.Add(-1)
-			l.removeWaiter(req.ID, ch)
-			return automaton.Response{}, gateway.ErrShuttingDown
-		case <-n.sf.ch:
-			l.queued.Add(-1)
-			l.removeWaiter(req.ID, ch)
-			return automaton.Response{}, n.StorageErr()
-		}
+	select {
+	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case <-ctx.Done():
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
+	case <-n.stopping:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, gateway.ErrShuttingDown
+	case <-n.sf.ch:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, n.StorageErr()
 	}
 	l.requests.Add(1)
 	l.mRequests.Inc()

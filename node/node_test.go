@@ -3,7 +3,6 @@ package node
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +20,6 @@ import (
 	_ "github.com/synod-dev/synod/protocol/abd"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
-	"github.com/synod-dev/synod/transport"
 )
 
 func listen(t testing.TB) net.Listener {
@@ -566,25 +564,6 @@ func sum(xs []int) int {
 	return s
 }
 
-// handLoop returns node n1's namespace loop of a cluster of size nodes, not
-// running, its automaton scripted: step steps it once, and it answers with
-// outs.
-func handLoop(t *testing.T, size int) (*nsLoop, func(outs ...automaton.Output)) {
-	cfg, _ := mkCluster(t, size, config.Memory, nsMisc)
-	n, err := New(cfg, "n1", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { close(n.stopping) })
-	l := n.loops["misc"]
-	sa := &scripted{}
-	l.a = sa
-	return l, func(outs ...automaton.Output) {
-		sa.next = outs
-		l.step(event{in: automaton.ClientRequest{}})
-	}
-}
-
 // scripted is an automaton that answers every input with the outputs the
 // test put in next.
 type scripted struct{ next []automaton.Output }
@@ -599,7 +578,15 @@ func (s *scripted) Step(automaton.Input) []automaton.Output {
 // Respond waits exactly for the last Persist emitted before it (in its step
 // or an earlier one), and outputs leave in emission order.
 func TestReleaseFollowsPersistSequence(t *testing.T) {
-	l, step := handLoop(t, 1)
+	cfg, _ := mkCluster(t, 1, config.Memory, nsMisc)
+	n, err := New(cfg, "n1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close(n.stopping)
+	l := n.loops["misc"]
+	sa := &scripted{}
+	l.a = sa
 	// One channel for every request id: it receives the answers in the
 	// order the loop releases them.
 	released := make(chan automaton.Response, 32)
@@ -610,6 +597,10 @@ func TestReleaseFollowsPersistSequence(t *testing.T) {
 		return automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Client: 7, Seq: i}}}
 	}
 	p := func(k string) automaton.Output { return automaton.Persist{Key: k, Value: []byte(k)} }
+	step := func(outs ...automaton.Output) {
+		sa.next = outs
+		l.step(event{in: automaton.ClientRequest{}})
+	}
 	expect := func(when string, want ...uint64) {
 		t.Helper()
 		var got []uint64
@@ -920,66 +911,4 @@ func heldRecord(t *testing.T, cfg *config.Cluster, key string) string {
 		t.Fatal(err)
 	}
 	return string(recs[key])
-}
-
-// recSender records what the loop hands to the transport.
-type recSender struct{ calls []string }
-
-func (r *recSender) Send(to automaton.NodeID, ns string, msg []byte) error {
-	r.calls = append(r.calls, fmt.Sprintf("send %s %d bytes", to, len(msg)))
-	return nil
-}
-
-func (r *recSender) SendFrames(to automaton.NodeID, frames []byte, n int) error {
-	var msgs []string
-	for len(frames) > 0 {
-		size := binary.BigEndian.Uint32(frames)
-		_, msg, err := transport.DecodePayload(frames[4 : 4+size])
-		if err != nil {
-			return err
-		}
-		msgs = append(msgs, string(msg))
-		frames = frames[4+size:]
-	}
-	if len(msgs) != n {
-		return fmt.Errorf("%d frames, told %d", len(msgs), n)
-	}
-	r.calls = append(r.calls, fmt.Sprintf("frames %s %s", to, strings.Join(msgs, ",")))
-	return nil
-}
-
-// A loop turn's messages leave at its end, one SendFrames per destination
-// holding that destination's messages in release order (issue 28 item 3);
-// a message too large to buffer goes alone, after what was buffered for its
-// peer; outside a turn a message goes at once.
-func TestTurnCoalescesMessagesPerPeer(t *testing.T) {
-	l, step := handLoop(t, 3)
-	rec := &recSender{}
-	l.out, l.fs = rec, rec
-	send := func(to, msg string) automaton.Output {
-		return automaton.Send{To: automaton.NodeID(to), Msg: []byte(msg)}
-	}
-	expect := func(when string, want ...string) {
-		t.Helper()
-		if !slices.Equal(rec.calls, want) {
-			t.Fatalf("%s: %q, want %q", when, rec.calls, want)
-		}
-		rec.calls = nil
-	}
-	l.beginTurn()
-	step(send("n2", "a1"), send("n3", "b1"), send("n2", "a2"))
-	step(send("n2", "a3"))
-	expect("during the turn")
-	l.endTurn()
-	expect("at the turn's end", "frames n2 a1,a2,a3", "frames n3 b1")
-	l.endTurn()
-	expect("an empty turn")
-	big := make([]byte, maxTurnFrames)
-	l.beginTurn()
-	step(send("n2", "a4"), automaton.Send{To: "n2", Msg: big}, send("n3", "b2"))
-	expect("a large message in a turn", "frames n2 a4", fmt.Sprintf("send n2 %d bytes", len(big)))
-	l.endTurn()
-	expect("the turn's end", "frames n3 b2")
-	step(send("n3", "b3"))
-	expect("outside a turn", "send n3 2 bytes")
 }

@@ -66,7 +66,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -89,19 +88,6 @@ import (
 // one peer.
 type Handler func(from automaton.NodeID, ns string, msg []byte)
 
-// Incoming is one message a BatchHandler receives.
-type Incoming struct {
-	NS  string
-	Msg []byte // freshly allocated, owned by the handler
-}
-
-// BatchHandler receives, in order, the messages of the frames that arrived
-// from peer from together (issue 28: a receiver hands what one read
-// brought to the loop in one hand-off). The slice is the transport's and is
-// reused after the call; the messages are the handler's. Called from the
-// connection's reader goroutine, as Handler.
-type BatchHandler func(from automaton.NodeID, msgs []Incoming)
-
 // Options configure a Transport.
 type Options struct {
 	Cluster string
@@ -113,11 +99,7 @@ type Options struct {
 	Listener   net.Listener
 	ListenAddr string
 	Handler    Handler
-	// BatchHandler, when set, is called instead of Handler with the
-	// messages that arrived together. Handler is still required (other
-	// transports, such as gRPC, call only it).
-	BatchHandler BatchHandler
-	Logger       *slog.Logger
+	Logger     *slog.Logger
 
 	QueueLen         int           // per-peer queue, default 4096 frames
 	QueueBytes       int64         // per-peer queued bytes, default DefaultQueueBytes
@@ -353,65 +335,26 @@ func (t *Transport) send(to automaton.NodeID, ns string, msg []byte, inline bool
 	if t.ctx.Err() != nil {
 		return ErrClosed
 	}
-	f := newFrame(FrameSize(ns, msg))
-	f.b = AppendFrame(f.b, ns, msg)
-	return p.enqueue(f, inline)
-}
-
-// SendFrames sends n messages to peer to, already encoded as consecutive
-// frames (AppendFrame), in order, in one write system call when the
-// connection is idle (else through the peer's queue, as one entry): the
-// runtime's per-destination coalescing of what one loop turn sends
-// (issue 28). frames is copied; the caller may reuse it. A frame over
-// MaxFrame refuses the whole batch (ErrFrameTooLarge, counted as n drops);
-// a full queue drops it whole (ErrDropped).
-func (t *Transport) SendFrames(to automaton.NodeID, frames []byte, n int) error {
-	p, ok := t.peer(to)
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownPeer, to)
-	}
-	for rest := frames; len(rest) > 0; {
-		if len(rest) < 4 {
-			return fmt.Errorf("transport: SendFrames: truncated frame")
-		}
-		size := int(binary.BigEndian.Uint32(rest))
-		if size > t.o.MaxFrame || size > len(rest)-4 {
-			p.dropped.Add(uint64(n))
-			return fmt.Errorf("%w: frame of %d bytes to %s (limit %d)", ErrFrameTooLarge, size, to, t.o.MaxFrame)
-		}
-		rest = rest[4+size:]
-	}
-	if t.ctx.Err() != nil {
-		return ErrClosed
-	}
-	f := newFrame(len(frames))
-	f.b = append(f.b, frames...)
-	f.n = n
-	return p.enqueue(f, true)
-}
-
-// enqueue writes f inline when inline and the connection is idle, else
-// queues it for the writer; a full queue drops it (counted).
-func (p *peer) enqueue(f *frame, inline bool) error {
-	if inline && p.tryInline(f) {
+	size := int64(FrameSize(ns, msg))
+	if inline && p.tryInline(ns, msg, int(size)) {
 		return nil
 	}
-	size := int64(len(f.b))
-	if p.qbytes.Add(size) > p.t.o.QueueBytes {
+	if p.qbytes.Add(size) > t.o.QueueBytes {
 		p.qbytes.Add(-size)
-		p.dropped.Add(uint64(f.n))
-		f.free()
+		p.dropped.Add(1)
 		return ErrDropped
 	}
+	f := newFrame(int(size))
+	f.b = AppendFrame(f.b, ns, msg)
 	p.queued.Add(1)
 	select {
 	case p.q <- f:
 		return nil
 	default:
 		p.queued.Add(-1)
-		p.qbytes.Add(-size)
-		p.dropped.Add(uint64(f.n))
 		f.free()
+		p.qbytes.Add(-size)
+		p.dropped.Add(1)
 		return ErrDropped
 	}
 }
@@ -424,7 +367,7 @@ func (p *peer) enqueue(f *frame, inline bool) error {
 // writer holds the connection, or the socket buffer takes only part of the
 // frame, the writer goroutine writes the rest (carry) before anything else.
 // It reports whether it took the frame; false leaves it to the queue.
-func (p *peer) tryInline(f *frame) bool {
+func (p *peer) tryInline(ns string, msg []byte, size int) bool {
 	if p.queued.Load() != 0 || !p.wmu.TryLock() {
 		return false
 	}
@@ -432,6 +375,8 @@ func (p *peer) tryInline(f *frame) bool {
 	if p.raw == nil || p.carry != nil || p.queued.Load() != 0 {
 		return false
 	}
+	f := newFrame(size)
+	f.b = AppendFrame(f.b, ns, msg)
 	p.iwB, p.iwN, p.iwErr = f.b, 0, nil
 	if p.iwFn == nil {
 		p.iwFn = p.writeOnce
@@ -442,16 +387,16 @@ func (p *peer) tryInline(f *frame) bool {
 	n, werr := max(p.iwN, 0), p.iwErr
 	p.iwB, p.iwErr = nil, nil
 	if n == len(f.b) {
-		p.sent.Add(uint64(f.n))
 		f.free()
+		p.sent.Add(1)
 		return true
 	}
 	if werr != nil && werr != syscall.EAGAIN {
 		// The connection failed: the writer finds out at its next write
 		// and reconnects; the frame is lost with the connection.
-		p.dropped.Add(uint64(f.n))
 		f.free()
 		p.raw = nil
+		p.dropped.Add(1)
 		return true
 	}
 	// The socket took n bytes: the writer writes the rest before any
@@ -466,14 +411,10 @@ func (p *peer) tryInline(f *frame) bool {
 	return true
 }
 
-// frame is one encoded frame queued for a peer, or n consecutive frames
-// (SendFrames). Frames are recycled through framePool once the writer has
-// copied them into its buffer, so a peer message costs no allocation in the
-// steady state (issue 18).
-type frame struct {
-	b []byte
-	n int // the messages in b
-}
+// frame is one encoded frame queued for a peer. Frames are recycled through
+// framePool once the writer has copied them into its buffer, so a peer
+// message costs no allocation in the steady state (issue 18).
+type frame struct{ b []byte }
 
 // maxPooledFrame bounds the frames kept for reuse: a rare huge message
 // (a snapshot in a catch-up) is left to the garbage collector.
@@ -487,7 +428,6 @@ func newFrame(size int) *frame {
 		f.b = make([]byte, 0, max(size, 512))
 	}
 	f.b = f.b[:0]
-	f.n = 1
 	return f
 }
 
@@ -641,21 +581,9 @@ func (t *Transport) serve(raw net.Conn) {
 	}
 	t.log.Debug("peer connected", "peer", h.From, "remote", remote)
 	ns := "" // the previous frame's namespace, reused while it repeats
-	// With a BatchHandler, the messages of the frames that arrived
-	// together (while a whole further frame is buffered) are handed over
-	// in one call, at most maxDeliverBatch at a time.
-	var batch []Incoming
-	deliver := func() {
-		if len(batch) > 0 {
-			t.o.BatchHandler(p.id, batch)
-			clear(batch)
-			batch = batch[:0]
-		}
-	}
 	for {
 		payload, err := ReadFrame(br, t.o.MaxFrame)
 		if err != nil {
-			deliver()
 			switch {
 			case t.ctx.Err() != nil:
 			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
@@ -670,7 +598,6 @@ func (t *Transport) serve(raw net.Conn) {
 		}
 		nsb, msg, err := splitPayload(payload)
 		if err != nil {
-			deliver()
 			t.logRefusal(false, "frame", remote, "bad frame from peer, closing connection", "peer", h.From, "err", err)
 			return
 		}
@@ -678,28 +605,8 @@ func (t *Transport) serve(raw net.Conn) {
 			ns = string(nsb)
 		}
 		p.received.Add(1)
-		if t.o.BatchHandler == nil {
-			t.o.Handler(p.id, ns, msg)
-			continue
-		}
-		batch = append(batch, Incoming{NS: ns, Msg: msg})
-		if len(batch) >= maxDeliverBatch || !frameBuffered(br) {
-			deliver()
-		}
+		t.o.Handler(p.id, ns, msg)
 	}
-}
-
-// maxDeliverBatch bounds the messages of one BatchHandler call.
-const maxDeliverBatch = 64
-
-// frameBuffered reports whether br holds a whole frame: reading it will
-// not wait for the network.
-func frameBuffered(br *bufio.Reader) bool {
-	if br.Buffered() < 4 {
-		return false
-	}
-	h, _ := br.Peek(4)
-	return uint64(binary.BigEndian.Uint32(h)) <= uint64(br.Buffered()-4)
 }
 
 // writeOnce is write(2) of p.iwB on the non-blocking descriptor, retried
@@ -840,9 +747,9 @@ func (p *peer) pump(c net.Conn) error {
 		p.wmu.Lock()
 		p.raw = nil
 		if p.carry != nil { // a frame begun on this connection ends with it
-			p.dropped.Add(uint64(p.carry.n))
 			p.carry.free()
 			p.carry = nil
+			p.dropped.Add(1)
 		}
 		p.wmu.Unlock()
 	}()
@@ -861,8 +768,8 @@ func (p *peer) pump(c net.Conn) error {
 		if cf := p.carry; cf != nil {
 			p.carry = nil
 			_, err := bw.Write(cf.b)
-			pending += uint64(cf.n)
 			cf.free()
+			pending++
 			if err != nil {
 				return fail(err)
 			}
@@ -877,8 +784,8 @@ func (p *peer) pump(c net.Conn) error {
 			p.queued.Add(-1)
 			p.qbytes.Add(-int64(len(f.b)))
 			_, err := bw.Write(f.b)
-			pending += uint64(f.n)
 			f.free() // copied into bw (or lost with the connection)
+			pending++
 			if err != nil {
 				return fail(err)
 			}
