@@ -65,12 +65,7 @@ func TestDataTypeExample(t *testing.T) {
 	if !ok || !strings.Contains(out, "service inventory, durability fsync") {
 		t.Fatalf("cluster up:\n%s", out)
 	}
-	var addrs []string
-	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && strings.HasPrefix(f[0], "n") && strings.HasPrefix(f[1], "127.0.0.1:") {
-			addrs = append(addrs, f[1])
-		}
-	}
+	addrs := clientAddrs(t, out)
 	if len(addrs) != 3 {
 		t.Fatalf("cluster up printed %d client addresses:\n%s", len(addrs), out)
 	}
@@ -137,4 +132,79 @@ func TestOrcaObjectExample(t *testing.T) {
 	if !ok || strings.Count(out, want) != 2 {
 		t.Fatalf("orca run primes --live --nodes 2:\n%s", out)
 	}
+}
+
+// The nested-call program (examples/nestedcall, Orders) in an adam
+// namespace calling the paxos namespace cluster up adds: on a live 3-node
+// cluster with fsync (an order's call reaches the callee once; a call the
+// callee refuses fails the SET, which stores nothing); in the simulator
+// with faults at both namespaces, where the output-commit checks pass, and
+// fail for the variant that calls before its state is verified.
+func TestNestedCallExample(t *testing.T) {
+	bin := build(t, "nestedcall")
+	dir := filepath.Join(t.TempDir(), "c")
+	out, ok := run(t, bin, "cluster", "up", "--dir", dir, "--nodes", "3", "--protocol", "adam", "--param", "program=orders")
+	defer run(t, bin, "cluster", "down", "--dir", dir, "--purge")
+	if !ok || !strings.Contains(out, "namespace remote: protocol paxos") {
+		t.Fatalf("cluster up:\n%s", out)
+	}
+	addrs := clientAddrs(t, out)
+	ctx := context.Background()
+	var cls []*client.Client
+	for _, ns := range []string{"", "remote"} {
+		cl, err := client.New(addrs, client.Options{Namespace: ns, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		cls = append(cls, cl)
+	}
+	do := func(cl *client.Client, args ...string) string {
+		rep, err := cl.Do(ctx, args...)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return rep.String()
+	}
+	shop, stock := cls[0], cls[1]
+	for _, s := range []struct {
+		cl         *client.Client
+		args, want string
+	}{
+		{shop, "SET order:1 apples", "OK"},
+		{shop, "SET order:2 apples", "OK"},
+		{shop, "GET receipt:order:2", `"apples #2"`},
+		{stock, "GET sold:apples", `"2"`},
+		{stock, "SET sold:pears many", "OK"},
+		{shop, "SET order:3 pears", "error: ERR nested call incr failed"},
+		{shop, "EXISTS order:3", "(integer) 0"},
+		{shop, "GET order:1", `"apples"`},
+	} {
+		if got := do(s.cl, strings.Fields(s.args)...); !strings.HasPrefix(got, s.want) {
+			t.Fatalf("%s = %q, want %q", s.args, got, s.want)
+		}
+	}
+	sim := []string{"sim", "--param", "program=orders", "--callee-protocol", "paxos", "--callee-nodes", "3",
+		"--faults", "all", "--callee-faults", "all", "--seeds", "1-4", "--ops", "100"}
+	if out, ok := run(t, bin, append(sim, "--protocol", "adam")...); !ok || !strings.Contains(out, "0 failing") {
+		t.Fatalf("sim adam program=orders:\n%s", out)
+	}
+	if out, ok := run(t, bin, append(sim, "--protocol", "adam-broken-callfirst")...); ok || !strings.Contains(out, "FAIL seed") {
+		t.Fatalf("sim adam-broken-callfirst program=orders passed:\n%s", out)
+	}
+}
+
+// clientAddrs reads the client addresses `cluster up` printed.
+func clientAddrs(t *testing.T, out string) []string {
+	t.Helper()
+	var addrs []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && strings.HasPrefix(f[0], "n") && strings.HasPrefix(f[1], "127.0.0.1:") {
+			addrs = append(addrs, f[1])
+		}
+	}
+	if len(addrs) == 0 {
+		t.Fatalf("cluster up printed no client address:\n%s", out)
+	}
+	return addrs
 }
