@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/release"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -98,6 +99,45 @@ type Cluster struct {
 	observe func(automaton.NodeID, automaton.Output)
 	effects []PendingEffect                           // effect.go
 	execs   map[automaton.NodeID]*automaton.Executors // effect.go
+	// rel interprets each up node's outputs (package release, the
+	// interpreter every runtime runs).
+	rel map[automaton.NodeID]*release.Interp
+}
+
+// nodeRuntime carries out what the interpreter decides for node id: the
+// harness's I/O (its disk, its queue of messages, the responses collected,
+// the timers and effects waiting for the test).
+type nodeRuntime struct {
+	c  *Cluster
+	id automaton.NodeID
+}
+
+func (r nodeRuntime) Persist(_ uint64, p automaton.Persist) {
+	if p.Delete {
+		delete(r.c.disk[r.id], p.Key)
+	} else {
+		r.c.disk[r.id][p.Key] = append([]byte(nil), p.Value...)
+	}
+}
+
+func (r nodeRuntime) Release(o automaton.Output) {
+	c, id := r.c, r.id
+	switch o := o.(type) {
+	case automaton.Send:
+		c.queue = append(c.queue, Message{From: id, To: o.To, Msg: o.Msg})
+	case automaton.Respond:
+		c.resps[o.Resp.ID] = append(c.resps[o.Resp.ID], o.Resp.Result)
+		c.full[o.Resp.ID] = o.Resp
+		c.order = append(c.order, Response{Node: id, Resp: o.Resp})
+	case automaton.Effect:
+		c.effects = append(c.effects, PendingEffect{Node: id, Effect: o})
+	}
+}
+
+func (r nodeRuntime) SetTimer(t automaton.SetTimer)   { r.c.timers[r.id][t.ID] = t.After }
+func (r nodeRuntime) CancelTimer(t automaton.TimerID) { delete(r.c.timers[r.id], t) }
+func (r nodeRuntime) Members(m automaton.Members) {
+	r.c.members[r.id] = append([]automaton.Member(nil), m.Members...)
 }
 
 // TB is the part of testing.TB the harness uses.
@@ -130,7 +170,8 @@ func New(t TB, opts Options) *Cluster {
 		nodes: map[automaton.NodeID]automaton.Automaton{}, disk: map[automaton.NodeID]map[string][]byte{},
 		timers: map[automaton.NodeID]map[automaton.TimerID]time.Duration{}, boots: map[automaton.NodeID]int{},
 		resps: map[automaton.RequestID][]service.Result{}, full: map[automaton.RequestID]automaton.Response{},
-		members: map[automaton.NodeID][]automaton.Member{}, execs: map[automaton.NodeID]*automaton.Executors{}}
+		members: map[automaton.NodeID][]automaton.Member{}, execs: map[automaton.NodeID]*automaton.Executors{},
+		rel: map[automaton.NodeID]*release.Interp{}}
 	if !opts.NoInvariants {
 		c.checker, c.invs = automaton.NewInvariantChecker(opts.Protocol)
 	}
@@ -216,6 +257,7 @@ func (c *Cluster) Boot(id automaton.NodeID) {
 	}
 	c.nodes[id] = a
 	c.timers[id] = map[automaton.TimerID]time.Duration{}
+	c.rel[id] = release.New(release.Config{Self: id, Known: func(to automaton.NodeID) bool { _, ok := c.index[to]; return ok }})
 	recs := c.Disk(id)
 	c.Step(id, automaton.Start{Records: recs})
 }
@@ -233,6 +275,8 @@ func (c *Cluster) Crash(id automaton.NodeID) {
 	}
 	delete(c.nodes, id)
 	delete(c.timers, id)
+	c.rel[id].Crash() // holds nothing: the harness's disk is synchronous
+	delete(c.rel, id)
 	delete(c.members, id)
 	c.dropEffects(id)
 	c.note(fmt.Sprintf("%s crash", id))
@@ -275,36 +319,16 @@ func (c *Cluster) Step(id automaton.NodeID, in automaton.Input) []automaton.Outp
 	c.steps++
 	c.noteInput(id, in, false)
 	outs := a.Step(in)
+	r, rt := c.rel[id], nodeRuntime{c, id}
 	for _, o := range outs {
-		switch o := o.(type) {
-		case automaton.Send:
-			if o.To == id {
-				c.t.Fatalf("harness: step %d: %s sent to itself", c.steps, id)
-			}
-			if _, ok := c.index[o.To]; !ok {
-				c.t.Fatalf("harness: step %d: %s sent to unknown node %s", c.steps, id, o.To)
-			}
-			c.queue = append(c.queue, Message{From: id, To: o.To, Msg: o.Msg})
-		case automaton.Respond:
-			c.resps[o.Resp.ID] = append(c.resps[o.Resp.ID], o.Resp.Result)
-			c.full[o.Resp.ID] = o.Resp
-			c.order = append(c.order, Response{Node: id, Resp: o.Resp})
-		case automaton.Persist:
-			if o.Delete {
-				delete(c.disk[id], o.Key)
-			} else {
-				c.disk[id][o.Key] = append([]byte(nil), o.Value...)
-			}
-		case automaton.SetTimer:
-			c.timers[id][o.ID] = o.After
-		case automaton.CancelTimer:
-			delete(c.timers[id], o.ID)
-		case automaton.Members:
-			c.members[id] = append([]automaton.Member(nil), o.Members...)
-		case automaton.Effect:
-			c.effects = append(c.effects, PendingEffect{Node: id, Effect: o})
-		default:
-			c.t.Fatalf("harness: step %d: %s emitted unknown output %T", c.steps, id, o)
+		if err := r.Output(o, rt); err != nil {
+			c.t.Fatalf("harness: step %d: %s %v", c.steps, id, err)
+			return outs
+		}
+		if r.Unsynced() {
+			// The harness's disk is synchronous: a record is durable
+			// once written, so outputs leave as they are emitted.
+			r.Durable(r.Last(), rt)
 		}
 		c.noteOutput(id, a, o)
 		if c.observe != nil {

@@ -16,9 +16,13 @@
 //     returns the receiver's outputs.
 //   - Timers are recorded per node and fire only when the test fires them
 //     (FireTimer, FireAll, FireAllNodes); there is no clock.
-//   - Persist outputs are durable at once, per node; Crash forgets the
-//     automaton and its timers, Restart (or Boot) hands the node its records
-//     back as automaton.Start.Records.
+//   - Each node's outputs go through package release, the interpreter of
+//     the automaton contract every runtime runs (numbering, the durability
+//     rule, Early sends, contract checks: a violation fails the test). The
+//     harness's disk is synchronous: a Persist is durable once written, so
+//     every output leaves as it is emitted. Crash forgets the automaton
+//     and its timers, Restart (or Boot) hands the node its records back as
+//     automaton.Start.Records.
 //   - Client requests are submitted at a node (Request, Submit) and every
 //     response is collected (Response, Responses; LastResponse keeps an
 //     atomic group's Results).

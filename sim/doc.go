@@ -15,16 +15,21 @@
 //
 // Nodes run automata of one registered protocol (automaton.Lookup), one
 // namespace ("default", service kv). Inputs follow the automaton contract:
-// Start{Records} first, then ClientRequest, PeerMessage and TimerFired. A send
-// to self, to an unknown node, a negative timer or an unknown output is a
-// contract violation and fails the run with an error.
+// Start{Records} first, then ClientRequest, PeerMessage and TimerFired. Each
+// node's outputs go through package release, the interpreter of the contract
+// the live node runs too (sim/node.go carryOut; the simulator only does the
+// I/O it decides). A send to self, to an unknown node, a negative timer, an
+// empty record key or an unknown output is a contract violation and fails the
+// run with an error.
 //
 // Disk: each node has a durable map and an unsynced buffer. Persist outputs go
 // to the buffer; an fsync (Config.Fsync latency) starts when records are
 // buffered and none is running, and covers everything buffered when it starts
-// (group commit). A Send or Respond emitted after a Persist, in the same step
-// or any later step while that Persist is unsynced, is held and released in
-// order when the covering fsync completes.
+// (group commit). A Send, Respond or Effect emitted after a Persist, in the
+// same step or any later step while that Persist is unsynced, is held by the
+// interpreter and released in order when the covering fsync completes (an
+// Early Send waits only for what the last output before it that is not Early
+// waits for).
 //
 // Crash: the automaton, unsynced writes, held outputs, pending timers, queued
 // inputs and every message in flight to the node are lost (events carry the

@@ -27,23 +27,23 @@ func TestEarlySendReleaseAndCrash(t *testing.T) {
 		automaton.Send{To: "n2", Msg: msg(3), Early: true},
 		automaton.Send{To: "n3", Msg: msg(4)},
 	})
-	if s.stats.MsgsSent != 2 || len(n.held) != 1 {
-		t.Fatalf("sent %d, held %d; want the plain and the Early Send sent, the last held", s.stats.MsgsSent, len(n.held))
+	if s.stats.MsgsSent != 2 || n.rel.Held() != 1 {
+		t.Fatalf("sent %d, held %d; want the plain and the Early Send sent, the last held", s.stats.MsgsSent, n.rel.Held())
 	}
 	// A later step: its Early Send waits for what the held Send waits for.
 	s.carryOut(n, []automaton.Output{
 		automaton.Persist{Key: "b", Value: msg(5)},
 		automaton.Send{To: "n2", Msg: msg(6), Early: true},
 	})
-	if s.stats.MsgsSent != 2 || len(n.held) != 2 || n.held[1].need != 1 {
-		t.Fatalf("sent %d, held %v; want the Early Send held behind record 1", s.stats.MsgsSent, n.held)
+	if s.stats.MsgsSent != 2 || n.rel.Held() != 2 || n.rel.Needs()[1] != 1 {
+		t.Fatalf("sent %d, held %v; want the Early Send held behind record 1", s.stats.MsgsSent, n.rel.Needs())
 	}
 	// The crash loses both records and the held Sends; what left stays
 	// in flight to n2.
 	inFlight := s.q.Len()
 	s.crash(n)
-	if len(n.durable) != 0 || len(n.held) != 0 {
-		t.Fatalf("after the crash: durable %v, held %v", n.durable, n.held)
+	if len(n.durable) != 0 || n.rel.Held() != 0 {
+		t.Fatalf("after the crash: durable %v, held %v", n.durable, n.rel.Needs())
 	}
 	if s.q.Len() != inFlight {
 		t.Fatalf("the crash took sent messages out of flight: %d events, were %d", s.q.Len(), inFlight)

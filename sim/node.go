@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/release"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -24,22 +25,18 @@ type node struct {
 	// after the restart, it is delivered, like a datagram to a new process.)
 	inc uint64
 
-	// Disk. durable survives crashes; buf holds persisted-but-unsynced records
-	// in order. persistSeq numbers every Persist of this incarnation; syncedSeq
-	// is the highest one an fsync has made durable.
-	durable    map[string][]byte
-	buf        []bufRec
-	persistSeq uint64
-	syncedSeq  uint64
-	fsyncing   bool
-	slowDisk   float64 // fsync time multiplier while a slow window is on (0 = off)
+	// rel interprets the automaton's outputs (package release, the
+	// interpreter the live node runs too): it numbers every Persist of the
+	// incarnation, holds each Send, Respond and Effect until the records
+	// it waits for are synced, and checks the contract.
+	rel *release.Interp
 
-	// held are Send/Respond outputs waiting for the fsync of every Persist
-	// emitted before them (need), in emission order. lastNeed is the need
-	// of the last output emitted that was not an Early Send: what an Early
-	// Send needs (automaton.Send.Early). Needs grow with emission order.
-	held     []heldOut
-	lastNeed uint64
+	// Disk. durable survives crashes; buf holds persisted-but-unsynced
+	// records in order, numbered by rel.
+	durable  map[string][]byte
+	buf      []bufRec
+	fsyncing bool
+	slowDisk float64 // fsync time multiplier while a slow window is on (0 = off)
 
 	// timers maps a set timer to its generation; a TimerFired event with an
 	// older generation was cancelled or replaced. Only looked up, never iterated.
@@ -62,9 +59,40 @@ type bufRec struct {
 	p   automaton.Persist
 }
 
-type heldOut struct {
-	need uint64
-	out  automaton.Output
+// nodeIO is the simulated node's I/O, on which its interpreter's
+// decisions are carried out (release.Runtime).
+type nodeIO struct {
+	s *simulator
+	n *node
+}
+
+func (io nodeIO) Persist(seq uint64, o automaton.Persist) {
+	io.s.stats.Persists++
+	p := automaton.Persist{Key: o.Key, Delete: o.Delete}
+	if !o.Delete {
+		p.Value = append([]byte{}, o.Value...)
+	}
+	io.n.buf = append(io.n.buf, bufRec{seq: seq, p: p})
+}
+
+func (io nodeIO) Release(o automaton.Output) { io.s.release(io.n, o) }
+
+func (io nodeIO) SetTimer(o automaton.SetTimer) {
+	s, n := io.s, io.n
+	n.timerGen++
+	n.timers[o.ID] = n.timerGen
+	s.after(o.After, &event{kind: evTimer, node: n.idx, inc: n.inc, timer: o.ID, gen: n.timerGen})
+}
+
+func (io nodeIO) CancelTimer(id automaton.TimerID) { delete(io.n.timers, id) }
+
+// Members: simulated links exist between all nodes: nothing to connect.
+func (io nodeIO) Members(automaton.Members) {}
+
+// newRelease returns node id's interpreter: it knows the run's nodes.
+func (s *simulator) newRelease(id automaton.NodeID) *release.Interp {
+	return release.New(release.Config{Self: id, Flaw: s.cfg.releaseFlaw,
+		Known: func(to automaton.NodeID) bool { return s.nodeIndex(to) >= 0 }})
 }
 
 // boot creates a new incarnation of n's automaton and starts it with its
@@ -112,7 +140,7 @@ func copyParams(p map[string]string) map[string]string {
 // outputs, timers, queued inputs and (through the incarnation) every message
 // in flight to it. Clients connected to it see their connection drop.
 func (s *simulator) crash(n *node) {
-	s.tracef("%s crash (%d unsynced records, %d held outputs lost)", n.id, len(n.buf), len(n.held))
+	s.tracef("%s crash (%d unsynced records, %d held outputs lost)", n.id, len(n.buf), n.rel.Held())
 	if o, ok := s.inv.(automaton.CrashObserver); ok && len(n.buf) > 0 {
 		lost := make([]string, len(n.buf))
 		for i, r := range n.buf {
@@ -128,8 +156,9 @@ func (s *simulator) crash(n *node) {
 	n.up, n.paused = false, false
 	n.inc++
 	n.a = nil
-	n.buf, n.held, n.pausedQ = nil, nil, nil
-	n.persistSeq, n.syncedSeq, n.fsyncing, n.lastNeed = 0, 0, false, 0
+	n.rel.Crash() // the held outputs are lost
+	n.buf, n.pausedQ = nil, nil
+	n.fsyncing = false
 	n.timers = nil
 	for _, c := range s.clients {
 		if c.busy && c.node == n.idx && c.nodeInc == oldInc {
@@ -158,61 +187,18 @@ func (s *simulator) step(n *node, in automaton.Input) {
 	s.carryOut(n, outs)
 }
 
-// carryOut carries out the outputs of one step of n.
+// carryOut carries out the outputs of one step of n: its interpreter
+// (package release) decides, nodeIO does the simulated I/O.
 func (s *simulator) carryOut(n *node, outs []automaton.Output) {
+	io := nodeIO{s, n}
 	for _, o := range outs {
 		s.digestOutput(n, o)
-		switch o := o.(type) {
-		case automaton.Send:
-			to := s.nodeIndex(o.To)
-			if to < 0 {
-				s.fail("%s sent to unknown node %q", n.id, o.To)
-				return
-			}
-			if to == n.idx {
-				s.fail("%s sent a message to itself (the contract forbids sends to self)", n.id)
-				return
-			}
-			if o.Early {
-				s.emitOrHoldNeeding(n, o, n.lastNeed)
-			} else {
-				s.emitOrHold(n, o)
-			}
-		case automaton.Respond, automaton.Effect:
-			s.emitOrHold(n, o)
-		case automaton.Persist:
-			if o.Key == "" {
-				s.fail("%s persisted a record with an empty key", n.id)
-				return
-			}
-			s.stats.Persists++
-			n.persistSeq++
-			p := automaton.Persist{Key: o.Key, Delete: o.Delete}
-			if !o.Delete {
-				p.Value = append([]byte{}, o.Value...)
-			}
-			n.buf = append(n.buf, bufRec{seq: n.persistSeq, p: p})
-		case automaton.SetTimer:
-			if o.After < 0 {
-				s.fail("%s set timer %d with negative duration %v", n.id, o.ID, o.After)
-				return
-			}
-			n.timerGen++
-			n.timers[o.ID] = n.timerGen
-			s.after(o.After, &event{kind: evTimer, node: n.idx, inc: n.inc, timer: o.ID, gen: n.timerGen})
-		case automaton.CancelTimer:
-			delete(n.timers, o.ID)
-		case automaton.Members:
-			// Simulated links exist between all nodes: nothing to connect.
-		case nil:
-			s.fail("%s emitted a nil output", n.id)
-			return
-		default:
-			s.fail("%s emitted an unknown output %T", n.id, o)
+		if err := n.rel.Output(o, io); err != nil {
+			s.fail("%s %v", n.id, err)
 			return
 		}
 	}
-	if n.persistSeq > n.syncedSeq && !n.fsyncing {
+	if n.rel.Unsynced() && !n.fsyncing {
 		s.startFsync(n)
 	}
 }
@@ -226,27 +212,6 @@ func (s *simulator) nodeIndex(id automaton.NodeID) int {
 	return -1
 }
 
-// emitOrHold releases a Send or Respond now, or holds it until every Persist
-// emitted before it is durable (the contract's durability rule).
-func (s *simulator) emitOrHold(n *node, o automaton.Output) {
-	n.lastNeed = n.persistSeq
-	s.emitOrHoldNeeding(n, o, n.persistSeq)
-}
-
-// emitOrHoldNeeding releases o now if the Persist numbered need is durable
-// (and nothing emitted before it waits), and otherwise holds it until it is.
-// An Early Send needs only what the last output before it that was not
-// Early needed, so it may leave before the records emitted since, its own
-// step's among them, are durable; a crash then loses those records (the
-// buffer) while the message stays in flight, as on a real node.
-func (s *simulator) emitOrHoldNeeding(n *node, o automaton.Output, need uint64) {
-	if need > n.syncedSeq || len(n.held) > 0 {
-		n.held = append(n.held, heldOut{need: need, out: o})
-		return
-	}
-	s.release(n, o)
-}
-
 func (s *simulator) release(n *node, o automaton.Output) {
 	switch o := o.(type) {
 	case automaton.Send:
@@ -258,18 +223,6 @@ func (s *simulator) release(n *node, o automaton.Output) {
 	}
 }
 
-// releaseHeld releases, in order, the held outputs whose persists are durable.
-func (s *simulator) releaseHeld(n *node) {
-	i := 0
-	for ; i < len(n.held) && n.held[i].need <= n.syncedSeq; i++ {
-		s.release(n, n.held[i].out)
-	}
-	n.held = n.held[i:]
-	if len(n.held) == 0 {
-		n.held = nil
-	}
-}
-
 // startFsync begins one fsync covering everything buffered now (group commit).
 func (s *simulator) startFsync(n *node) {
 	n.fsyncing = true
@@ -278,7 +231,7 @@ func (s *simulator) startFsync(n *node) {
 	if n.slowDisk > 0 {
 		d = durationTimes(d, n.slowDisk)
 	}
-	s.after(d, &event{kind: evFsync, node: n.idx, inc: n.inc, upto: n.persistSeq})
+	s.after(d, &event{kind: evFsync, node: n.idx, inc: n.inc, upto: n.rel.Last()})
 }
 
 // onFsync makes the covered records durable and releases what waited on them.
@@ -300,13 +253,13 @@ func (s *simulator) onFsync(e *event) {
 		}
 	}
 	n.buf = n.buf[i:]
-	n.syncedSeq = e.upto
 	s.digestEvent(n.idx, 'F', nil)
 	if n.paused {
+		n.rel.Synced(e.upto) // what waits leaves on resume
 		return
 	}
-	s.releaseHeld(n)
-	if n.persistSeq > n.syncedSeq {
+	n.rel.Durable(e.upto, nodeIO{s, n})
+	if n.rel.Unsynced() {
 		s.startFsync(n)
 	}
 }
@@ -391,8 +344,8 @@ func (s *simulator) resume(n *node) {
 	s.tracef("%s resume (%d queued inputs)", n.id, len(n.pausedQ))
 	s.digestEvent(n.idx, 'R', nil)
 	n.paused = false
-	s.releaseHeld(n)
-	if n.persistSeq > n.syncedSeq && !n.fsyncing {
+	n.rel.ReleaseReady(nodeIO{s, n})
+	if n.rel.Unsynced() && !n.fsyncing {
 		s.startFsync(n)
 	}
 	q := n.pausedQ

@@ -241,7 +241,7 @@ func (c Config) Command() string {
 	}
 	opt("--keys", c.Keys, DefaultKeys)
 	opt("--service", c.Service, ServiceName)
-	if m, ok := serviceMixes[c.Service]; ok {
+	if m, ok := mixOf(c.Service); ok {
 		opt("--mix", c.Mix, m.def)
 	}
 	if c.NoInvariants {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/release"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
@@ -192,6 +193,11 @@ type Config struct {
 	// to one id must be the same (check (b) of callee.go) for the protocol
 	// under test as a callee (automaton.NestedCallee).
 	Nested bool
+
+	// releaseFlaw makes every node's interpreter deliberately wrong
+	// (release.Flaw), for the test that shows the run's checks catch it
+	// (release_flaw_test.go).
+	releaseFlaw release.Flaw
 }
 
 // Stats counts what happened during a run.
@@ -462,7 +468,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.Think, DefaultThink)
 	def(&cfg.ReorderDelay, DefaultReorderDelay)
 	def(&cfg.Service, ServiceName)
-	if m, ok := serviceMixes[cfg.Service]; ok {
+	if m, ok := mixOf(cfg.Service); ok {
 		def(&cfg.Mix, m.def)
 	}
 	if cfg.SettleTime == 0 {
@@ -509,8 +515,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("sim: negative operation count %d", cfg.Ops)
 	case cfg.Keys < 1:
 		return cfg, fmt.Errorf("sim: need at least 1 key, got %d", cfg.Keys)
-	case serviceMixes[cfg.Service].kinds == nil:
-		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string, matchmaker or gridmatchmaker)", cfg.Service)
+	case mixKinds(cfg.Service) == nil:
+		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string, matchmaker, gridmatchmaker or a service that implements service.Simulated)", cfg.Service)
 	case cfg.StrictFrac < 0 || cfg.StrictFrac > 1 || cfg.PrevProb < 0 || cfg.PrevProb > 1 || cfg.SettleTime < 0:
 		return cfg, fmt.Errorf("sim: strict fraction and prev probability must be within [0, 1], settle time non-negative")
 	case cfg.ConvergeEvery < 0:
@@ -587,7 +593,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 			return nil, fmt.Errorf("sim: %s: %w", d.name, err)
 		}
 	}
-	if s.mix, s.mixTotal, err = parseMixKinds(cfg.Mix, serviceMixes[cfg.Service].kinds); err != nil {
+	if s.mix, s.mixTotal, err = parseMixKinds(cfg.Mix, mixKinds(cfg.Service)); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 
@@ -614,7 +620,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 		return nil, err
 	}
 	for i := range s.ids {
-		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}})
+		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}, rel: s.newRelease(s.ids[i])})
 	}
 	if err := s.initMembership(); err != nil {
 		return nil, err

@@ -206,8 +206,8 @@ func TestHeldOutputsWaitForFsync(t *testing.T) {
 	if want := "n1 start []; n2 start []; n1 timer 1; n2 msg before from n1; n1 timer 2"; got != want {
 		t.Fatalf("before the fsync:\n got %s\nwant %s", got, want)
 	}
-	if len(s.nodes[0].held) != 2 {
-		t.Fatalf("want 2 held outputs, have %d", len(s.nodes[0].held))
+	if s.nodes[0].rel.Held() != 2 {
+		t.Fatalf("want 2 held outputs, have %d", s.nodes[0].rel.Held())
 	}
 	s.runUntil(30 * time.Millisecond)
 	got = strings.Join(msgInputs(), "; ")

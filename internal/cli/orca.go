@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func orcaRunCmd() *cobra.Command {
 		cellCost            time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run tsp|asp",
+		Use:   "run tsp|asp|PROGRAM",
 		Short: "Run TSP or ASP on simulated nodes under an Orca runtime and check it against the sequential solver",
 		Long: `Runs seed 004's TSP (master/worker branch and bound with a shared bound and a
 guarded job queue) or ASP (parallel Floyd sharing each iteration's pivot row)
@@ -50,12 +50,20 @@ With --live, the program runs instead on real loopback clusters of 1, 2,
 master and one worker per node are clients of their node over gRPC, a
 worker's computation burns --node-cost (tsp, per expansion) or --cell-cost
 (asp, per cell update) of processor time, and the wall-clock time is
-compared with the sequential solver's at the same cost on this machine.`,
+compared with the sequential solver's at the same cost on this machine.
+
+A binary built with synod.Main runs its registered programs
+(synod.RegisterProgram, docs/ORCA.md) the same way: simulated on --nodes
+nodes, or with --live on clusters of 1..--nodes node processes of that
+binary (so they serve its object types).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rt, err := programs.ParseRuntime(protocol, strategy)
 			if err != nil {
 				return err
+			}
+			if prog, err := programs.LookupProgram(args[0]); err == nil {
+				return orcaRunProgram(rt, prog, nodes, seed, live, multicast, fsync)
 			}
 			if live {
 				switch args[0] {
@@ -64,7 +72,7 @@ compared with the sequential solver's at the same cost on this machine.`,
 				case "asp":
 					return orcaRunASPLive(rt, nodes, size, seed, cellCost)
 				}
-				return fmt.Errorf("unknown program %q (want tsp or asp)", args[0])
+				return fmt.Errorf("unknown program %q (want one of %v)", args[0], programs.AllProgramNames())
 			}
 			net := programs.Ethernet10
 			net.Multicast, net.Fsync = multicast, fsync
@@ -92,7 +100,7 @@ compared with the sequential solver's at the same cost on this machine.`,
 					fmt.Printf("asp %d vertices: matrix equals the sequential solver's: %v\n", size, ok)
 				}
 			default:
-				return fmt.Errorf("unknown program %q (want tsp or asp)", args[0])
+				return fmt.Errorf("unknown program %q (want one of %v)", args[0], programs.AllProgramNames())
 			}
 			if err != nil {
 				return err
@@ -209,4 +217,31 @@ func liveClusters(rt programs.Runtime, nodes int, header string, run func(addrs 
 	tw.Flush()
 	fmt.Printf("live: node processes on 127.0.0.1, workers are goroutines of this process (one gRPC client each, to its node) burning thread CPU time; %d CPUs bound the speedup\n", runtime.NumCPU())
 	return bad, nil
+}
+
+// orcaRunProgram runs a registered program (programs.RegisterProgram):
+// on --nodes simulated nodes, or with --live on loopback clusters of
+// 1..nodes node processes of this binary.
+func orcaRunProgram(rt programs.Runtime, prog programs.Program, nodes int, seed int64, live, multicast bool, fsync time.Duration) error {
+	if live {
+		_, err := liveClusters(rt, nodes, "elapsed\trequests\toutput", func(addrs []string) (string, bool, error) {
+			res, err := programs.RunProgramLive(context.Background(), addrs, prog)
+			return fmt.Sprintf("%v\t%d\t%s", res.Elapsed.Round(time.Millisecond), res.Requests, res.Output), err == nil, err
+		})
+		return err
+	}
+	net := programs.Ethernet10
+	net.Multicast, net.Fsync = multicast, fsync
+	res, err := rt.RunProgram(prog, nodes, net, seed)
+	if err != nil {
+		return fmt.Errorf("%s on %d simulated nodes (%s, seed %d): %w", prog.Name, nodes, rt, seed, err)
+	}
+	fmt.Printf("%s: %s\n", prog.Name, res.Output)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "runtime\tnodes\telapsed\trequests\tsends\tframes\tbytes\n")
+	fmt.Fprintf(tw, "%s\t%d\t%v\t%d\t%d\t%d\t%d\n", rt, nodes, res.Elapsed.Round(time.Millisecond), res.Requests,
+		res.Stats.Sends, res.Stats.Frames, res.Stats.Bytes)
+	tw.Flush()
+	fmt.Println(net)
+	return nil
 }

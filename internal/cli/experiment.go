@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 	f.StringVar(&out, "out", "", "output directory (default ./results/NAME-<timestamp>)")
 	f.DurationVar(&duration, "duration", 0, "measured length of each cell (default: the experiment's; shorter with --quick)")
 	f.BoolVar(&quick, "quick", false, "short cells, for a quick look")
-	f.IntVar(&reps, "reps", 0, "runs per cell; the claims are judged on every run's value (default: the experiment's, else 3)")
+	f.IntVar(&reps, "repeat", 0, "runs of every cell; the claims are judged on every run's value (default: the experiment's, else 3)")
 	f.StringVar(&binary, "binary", "", "synod binary the clusters run (default: this one)")
 	e.Flags(f)
 	return cmd

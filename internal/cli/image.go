@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/deploy/image"
 )
 
-// version is set at link time (-X main.version=…) by `synod image` and
+// version is set at link time (-X github.com/synod-dev/synod/internal/cli.version=…, image.VersionSymbol) by `synod image` and
 // deploy/Dockerfile; otherwise it comes from the build information.
 var version string
 

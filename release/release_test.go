@@ -1,0 +1,275 @@
+package release
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// rec is a Runtime that writes down what the interpreter asks of it.
+type rec struct{ log []string }
+
+func (r *rec) Persist(seq uint64, p automaton.Persist) {
+	r.log = append(r.log, fmt.Sprintf("persist %d %s", seq, p.Key))
+}
+
+func (r *rec) Release(o automaton.Output) {
+	switch o := o.(type) {
+	case automaton.Send:
+		r.log = append(r.log, "send "+string(o.Msg))
+	case automaton.Respond:
+		r.log = append(r.log, fmt.Sprintf("respond %d", o.Resp.ID.Seq))
+	case automaton.Effect:
+		r.log = append(r.log, fmt.Sprintf("effect %d", o.ID))
+	default:
+		r.log = append(r.log, fmt.Sprintf("release %T", o))
+	}
+}
+
+func (r *rec) SetTimer(t automaton.SetTimer) { r.log = append(r.log, fmt.Sprintf("timer %d", t.ID)) }
+func (r *rec) CancelTimer(id automaton.TimerID) {
+	r.log = append(r.log, fmt.Sprintf("cancel %d", id))
+}
+func (r *rec) Members(m automaton.Members) {
+	r.log = append(r.log, fmt.Sprintf("members %d", len(m.Members)))
+}
+
+// Shorthands for outputs.
+func put(k string) automaton.Output  { return automaton.Persist{Key: k, Value: []byte("v")} }
+func send(m string) automaton.Output { return automaton.Send{To: "n2", Msg: []byte(m)} }
+func early(m string) automaton.Output {
+	return automaton.Send{To: "n2", Msg: []byte(m), Early: true}
+}
+func answer(seq uint64) automaton.Output {
+	return automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Client: 1, Seq: seq}}}
+}
+func effect(id automaton.EffectID) automaton.Output { return automaton.Effect{ID: id, Kind: "k"} }
+
+// act is one thing that happens to an interpreter: a step's outputs, a
+// durability report, a crash or a storage failure.
+type act struct {
+	step    []automaton.Output
+	durable uint64
+	crash   bool
+	fail    bool
+	// want is what the runtime is asked to do by this act, in order.
+	want []string
+	// lost is what a crash drops, in order.
+	lost []string
+}
+
+func TestRelease(t *testing.T) {
+	cases := []struct {
+		name string
+		acts []act
+	}{
+		{"nothing pending: outputs leave at once", []act{
+			{step: []automaton.Output{send("a"), answer(1), effect(1)}, want: []string{"send a", "respond 1", "effect 1"}},
+		}},
+		{"a Respond waits for the Persist before it, a Send before the Persist does not", []act{
+			{step: []automaton.Output{send("a"), put("k"), answer(1)}, want: []string{"send a", "persist 1 k"}},
+			{durable: 1, want: []string{"respond 1"}},
+		}},
+		{"a later step's output waits for an earlier step's record", []act{
+			{step: []automaton.Output{put("k")}, want: []string{"persist 1 k"}},
+			{step: []automaton.Output{answer(2)}, want: nil},
+			{durable: 1, want: []string{"respond 2"}},
+		}},
+		{"outputs leave in emission order: a read behind a write waits too", []act{
+			{step: []automaton.Output{put("k"), answer(1)}, want: []string{"persist 1 k"}},
+			{durable: 0, want: nil},
+			{step: []automaton.Output{answer(2)}, want: nil},
+			{durable: 1, want: []string{"respond 1", "respond 2"}},
+		}},
+		{"partial durability releases the prefix whose records are durable", []act{
+			{step: []automaton.Output{put("a"), send("x"), put("b"), answer(1), put("c"), effect(7)},
+				want: []string{"persist 1 a", "persist 2 b", "persist 3 c"}},
+			{durable: 2, want: []string{"send x", "respond 1"}},
+			{durable: 3, want: []string{"effect 7"}},
+		}},
+		{"an Early Send leaves before its own step's records", []act{
+			{step: []automaton.Output{put("acc"), early("2a"), answer(1)}, want: []string{"persist 1 acc", "send 2a"}},
+			{durable: 1, want: []string{"respond 1"}},
+		}},
+		{"an Early Send waits for what the last plain output waits for", []act{
+			{step: []automaton.Output{put("a"), send("x"), put("b"), early("e")}, want: []string{"persist 1 a", "persist 2 b"}},
+			{durable: 1, want: []string{"send x", "send e"}},
+		}},
+		{"an Early Send in a later step waits behind a held output (never overtakes)", []act{
+			{step: []automaton.Output{put("a"), send("x")}, want: []string{"persist 1 a"}},
+			{step: []automaton.Output{put("b"), early("e")}, want: []string{"persist 2 b"}},
+			{durable: 1, want: []string{"send x", "send e"}},
+		}},
+		{"timers and membership carry no requirement", []act{
+			{step: []automaton.Output{put("a"), automaton.SetTimer{ID: 3, After: time.Second}, automaton.CancelTimer{ID: 4},
+				automaton.Members{Members: []automaton.Member{{ID: "n1"}}}, answer(1)},
+				want: []string{"persist 1 a", "timer 3", "cancel 4", "members 1"}},
+			{durable: 1, want: []string{"respond 1"}},
+		}},
+		{"a crash drops held outputs and restarts numbering", []act{
+			{step: []automaton.Output{send("out"), put("a"), send("x"), answer(1), early("e")}, want: []string{"send out", "persist 1 a"}},
+			{crash: true, lost: []string{"send x", "respond 1", "send e"}},
+			{step: []automaton.Output{answer(2), put("b")}, want: []string{"respond 2", "persist 1 b"}},
+		}},
+		{"an Early Send released before the crash stays out; the records after it are lost", []act{
+			{step: []automaton.Output{put("a"), early("2a"), put("b")}, want: []string{"persist 1 a", "send 2a", "persist 2 b"}},
+			{crash: true, lost: nil},
+		}},
+		{"after a storage failure nothing is released", []act{
+			{step: []automaton.Output{put("a"), answer(1)}, want: []string{"persist 1 a"}},
+			{fail: true},
+			{durable: 1, want: nil},
+			{step: []automaton.Output{send("x")}, want: nil},
+			{crash: true, lost: []string{"respond 1", "send x"}},
+			{step: []automaton.Output{send("y")}, want: []string{"send y"}},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New(Config{Self: "n1"})
+			for i, a := range tc.acts {
+				rt := &rec{}
+				var lost []automaton.Output
+				switch {
+				case a.step != nil:
+					if err := r.Step(a.step, rt); err != nil {
+						t.Fatalf("act %d: %v", i, err)
+					}
+				case a.crash:
+					lost = r.Crash()
+				case a.fail:
+					r.Fail()
+				default:
+					r.Durable(a.durable, rt)
+				}
+				if got, want := strings.Join(rt.log, "; "), strings.Join(a.want, "; "); got != want {
+					t.Fatalf("act %d: runtime asked to\n  %s\nwant\n  %s", i, got, want)
+				}
+				lr := &rec{}
+				for _, o := range lost {
+					lr.Release(o)
+				}
+				if got, want := strings.Join(lr.log, "; "), strings.Join(a.lost, "; "); got != want {
+					t.Fatalf("act %d: crash dropped %q, want %q", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// odd is an output type no runtime knows.
+type odd struct{ automaton.CancelTimer }
+
+func TestViolations(t *testing.T) {
+	known := func(id automaton.NodeID) bool { return id == "n1" || id == "n2" }
+	for _, tc := range []struct {
+		o    automaton.Output
+		want string
+	}{
+		{automaton.Send{To: "n1"}, "itself"},
+		{automaton.Send{To: "n9"}, `unknown node "n9"`},
+		{automaton.Send{To: "n1", Early: true}, "itself"},
+		{automaton.Persist{Value: []byte("v")}, "empty key"},
+		{automaton.SetTimer{ID: 1, After: -time.Millisecond}, "negative duration"},
+		{nil, "nil output"},
+		{odd{}, "unknown output"},
+	} {
+		r := New(Config{Self: "n1", Known: known})
+		rt := &rec{}
+		err := r.Step([]automaton.Output{send("before"), tc.o, send("after")}, rt)
+		var v *Violation
+		if !errors.As(err, &v) || !strings.Contains(v.Reason, tc.want) {
+			t.Fatalf("%#v: got %v, want a violation about %q", tc.o, err, tc.want)
+		}
+		if got := strings.Join(rt.log, "; "); got != "send before" {
+			t.Fatalf("%#v: runtime asked to %q; want only the output before the violation", tc.o, got)
+		}
+		if r.Last() != 0 {
+			t.Fatalf("%#v: a refused output was numbered", tc.o)
+		}
+	}
+	// Without Known, any node but self is accepted.
+	if err := New(Config{Self: "n1"}).Output(automaton.Send{To: "n9"}, &rec{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEarlyAndExposed(t *testing.T) {
+	r := New(Config{Self: "n1"})
+	rt := &rec{}
+	_ = r.Step([]automaton.Output{put("a"), answer(1), put("b"), early("e"), put("c")}, rt)
+	if !r.TakeEarly() || r.TakeEarly() {
+		t.Fatal("TakeEarly must report the Early Send once")
+	}
+	if last, ok := r.EarlyExposed(); !ok || last != 1 {
+		t.Fatalf("EarlyExposed = %d, %v; want records after 1 exposed", last, ok)
+	}
+	if !r.Waiting() || r.Held() != 2 || !r.Unsynced() {
+		t.Fatalf("waiting %v held %d unsynced %v", r.Waiting(), r.Held(), r.Unsynced())
+	}
+	// A plain output after the Early Send covers every record again.
+	_ = r.Step([]automaton.Output{send("x")}, rt)
+	if _, ok := r.EarlyExposed(); ok {
+		t.Fatal("a plain Send after the Early one leaves nothing exposed")
+	}
+	r.Durable(3, rt)
+	if r.Waiting() || r.Unsynced() || r.DurableUpTo() != 3 {
+		t.Fatalf("after durable 3: waiting %v unsynced %v", r.Waiting(), r.Unsynced())
+	}
+	// No Early Send after the last plain output: nothing exposed.
+	_ = r.Step([]automaton.Output{early("e2"), send("y"), put("d")}, rt)
+	if _, ok := r.EarlyExposed(); ok {
+		t.Fatal("an Early Send before the last plain output exposes nothing")
+	}
+}
+
+// TestFlawRespondUndurable shows the deliberately wrong interpreter doing
+// what the correct one never does; sim/release_flaw_test.go shows the
+// simulator's checks catching it.
+func TestFlawRespondUndurable(t *testing.T) {
+	r := New(Config{Self: "n1", Flaw: FlawRespondUndurable})
+	rt := &rec{}
+	_ = r.Step([]automaton.Output{put("a"), answer(1)}, rt)
+	if got := strings.Join(rt.log, "; "); got != "persist 1 a; respond 1" {
+		t.Fatalf("flawed interpreter: %q", got)
+	}
+}
+
+func TestDurableBeyondEmittedPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("reporting an unemitted record durable must panic")
+		}
+	}()
+	New(Config{}).Durable(1, &rec{})
+}
+
+// TestLongQueue compacts the queue without losing order.
+func TestLongQueue(t *testing.T) {
+	r := New(Config{Self: "n1"})
+	rt := &rec{}
+	const n = 5000
+	for i := 1; i <= n; i++ {
+		_ = r.Step([]automaton.Output{put("k"), answer(uint64(i))}, rt)
+		if i%3 == 0 {
+			r.Durable(uint64(i-1), rt)
+		}
+	}
+	r.Durable(n, rt)
+	k := 0
+	for _, l := range rt.log {
+		if strings.HasPrefix(l, "respond ") {
+			k++
+			if l != fmt.Sprintf("respond %d", k) {
+				t.Fatalf("answer %d out of order: %s", k, l)
+			}
+		}
+	}
+	if k != n || r.Held() != 0 {
+		t.Fatalf("released %d of %d, %d held", k, n, r.Held())
+	}
+}

@@ -1,0 +1,46 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	_ "github.com/synod-dev/synod/protocol/unreplicated"
+	"github.com/synod-dev/synod/release"
+)
+
+// The simulator runs the interpreter the live node runs (package release),
+// so a wrong interpreter is a wrong node: with one that releases an answer
+// before the records emitted before it are durable, a crash before the
+// fsync (made slow here, 2-10 ms, to widen the window) loses writes whose
+// answers clients saw, and the run's history check says so. The same protocols with the correct interpreter pass the same
+// seeds (the correct interpreter of test-leader is also held to zero
+// violations by TestBrokenTestProtocolIsCaught, and unreplicated's by the
+// conformance suite).
+func TestFlawedInterpreterIsCaught(t *testing.T) {
+	cfg := Config{Nodes: 3, Clients: 6, Ops: 300, Faults: "crash", Keys: 1, Mix: "get:1,set:1,exists:1",
+		Think: "uniform:1ms:10ms", RequestTimeout: 100 * time.Millisecond, Fsync: "uniform:2ms:10ms"}
+	for _, proto := range []string{"test-leader", "unreplicated"} {
+		cfg.Protocol = proto
+		found := map[release.Flaw]int{}
+		for _, flaw := range []release.Flaw{release.FlawNone, release.FlawRespondUndurable} {
+			cfg.releaseFlaw = flaw
+			for seed := int64(1); seed <= 10; seed++ {
+				cfg.Seed = seed
+				r, err := Run(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Violation {
+					found[flaw]++
+				}
+			}
+		}
+		t.Logf("%s: violations in 10 seeds: correct interpreter %d, flawed %d", proto, found[release.FlawNone], found[release.FlawRespondUndurable])
+		if found[release.FlawNone] != 0 {
+			t.Errorf("%s: the correct interpreter failed %d of 10 seeds", proto, found[release.FlawNone])
+		}
+		if found[release.FlawRespondUndurable] == 0 {
+			t.Errorf("%s: an interpreter answering before the fsync was not caught in 10 seeds", proto)
+		}
+	}
+}
