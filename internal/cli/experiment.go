@@ -46,6 +46,7 @@ on error and on Ctrl-C. Each experiment has its own flags: synod experiment run 
 	for _, e := range experiment.All() {
 		runCmd.AddCommand(experimentCommand(e))
 	}
+	runCmd.AddCommand(experimentAllCommand())
 	expCmd.AddCommand(listCmd, runCmd)
 	rootCmd.AddCommand(expCmd)
 }
@@ -83,6 +84,54 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 	f.IntVar(&reps, "repeat", 0, "runs of every cell; the claims are judged on every run's value (default: the experiment's, else 3)")
 	f.StringVar(&binary, "binary", "", "synod binary the clusters run (default: this one)")
 	e.Flags(f)
+	return cmd
+}
+
+// experimentAllCommand is `synod experiment run all`: every experiment, one
+// report (experiment.RunAll).
+func experimentAllCommand() *cobra.Command {
+	var (
+		out, doc, plots string
+		only            []string
+		duration        time.Duration
+		quick           bool
+		reps            int
+	)
+	cmd := &cobra.Command{
+		Use:   "all",
+		Short: "Run every experiment and regenerate docs/REPRODUCTION.md (claims, verdicts with their statistics, tables, plots)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			line := "synod experiment run all"
+			if quick {
+				line += " --quick"
+			}
+			if reps > 0 {
+				line += fmt.Sprintf(" --repeat %d", reps)
+			}
+			if len(only) > 0 {
+				line += " --only " + strings.Join(only, ",")
+			}
+			_, err := experiment.RunAll(ctx, experiment.ReportOptions{
+				RunOptions: experiment.RunOptions{
+					Options: experiment.Options{Duration: duration, Quick: quick, Reps: reps},
+					Out:     out, Log: os.Stderr, Stdout: cmd.OutOrStdout(),
+				},
+				Names: only, Doc: doc, PlotDir: plots, Command: line,
+			})
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "output directory of the runs (default ./results/all-<timestamp>)")
+	f.StringVar(&doc, "doc", "docs/REPRODUCTION.md", "the report written")
+	f.StringVar(&plots, "plots", "docs/reproduction", "directory the report's PNG plots are copied into")
+	f.StringSliceVar(&only, "only", nil, "run only these experiments (comma-separated names)")
+	f.DurationVar(&duration, "duration", 0, "measured length of each cell (default: each experiment's)")
+	f.BoolVar(&quick, "quick", false, "short cells, for a quick pass")
+	f.IntVar(&reps, "repeat", 0, "runs of every cell (default: each experiment's, else 3)")
 	return cmd
 }
 

@@ -63,6 +63,8 @@ failure exits 1 without answering the requests of the failed batch.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// SIGHUP reloads the certificates (docs/SECURITY.md).
+			go daemon.ReloadOnSIGHUP(ctx, n, log)
 			errc := make(chan error, 1)
 			go func() { errc <- n.Run(ctx) }()
 			select {
