@@ -263,6 +263,8 @@ func (c *Cluster) Validate() error {
 		if perr == nil && serr == nil {
 			if err := automaton.CheckService(ns.Protocol, svc); err != nil {
 				bad(f+".service", "%v", err)
+			} else if err := automaton.CheckDeployment(ns.Protocol, svc, ns.Params, len(c.Nodes), c.Durability); err != nil {
+				bad(f+".params", "%v", err)
 			}
 		}
 	}

@@ -765,7 +765,8 @@ func (n *Node) Counters(ns string) (Counters, bool) {
 
 // Info implements gateway.Backend. Sections: "synod" (merged into the
 // gateway's Synod section), "namespaces" (one line per namespace with its
-// protocol, service and counters) and "peers" (transport state per peer).
+// protocol, service and counters), "params" (each namespace's protocol
+// parameters in effect) and "peers" (transport state per peer).
 func (n *Node) Info() map[string]map[string]string {
 	syn := map[string]string{
 		"node_id":                string(n.id),
@@ -788,7 +789,7 @@ func (n *Node) Info() map[string]map[string]string {
 		nss[ns.Name] = fmt.Sprintf("protocol=%s,service=%s,requests=%d,responses=%d,persists=%d,fsyncs=%d,messages_in=%d,messages_out=%d,waiting=%d",
 			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting) + transportFact(ns) + n.membersFact(ns.Name)
 	}
-	out := map[string]map[string]string{"synod": syn, "namespaces": nss}
+	out := map[string]map[string]string{"synod": syn, "namespaces": nss, "params": n.paramsInfo()}
 	if n.tr != nil {
 		peers := map[string]string{}
 		st := n.tr.Stats()
@@ -819,6 +820,22 @@ func (n *Node) Info() map[string]map[string]string {
 				sec[string(id)] = fmt.Sprintf("connected=%d,sent=%d,dropped=%d,received=%d", conn, s.Sent, s.Dropped, s.Received)
 			}
 			out[name] = sec
+		}
+	}
+	return out
+}
+
+// paramsInfo is INFO's Params section: every namespace's protocol
+// parameters in effect, the protocol's defaults overridden by the cluster
+// file's (and so by `synod cluster up --param`), one line "<ns>.<name>".
+func (n *Node) paramsInfo() map[string]string {
+	out := map[string]string{}
+	for _, ns := range n.nss {
+		for k, v := range automaton.DefaultParams(ns.Protocol) {
+			out[ns.Name+"."+k] = v
+		}
+		for k, v := range ns.Params {
+			out[ns.Name+"."+k] = v
 		}
 	}
 	return out
