@@ -23,11 +23,25 @@ func build(t *testing.T, dir string) string {
 	if testing.Short() {
 		t.Skip("builds an out-of-tree module")
 	}
-	bin := filepath.Join(t.TempDir(), dir)
-	for _, args := range [][]string{{"vet", "./..."}, {"build", "-o", bin, "."}} {
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, dir)
+	// The example's go.mod and go.sum are copied and used through
+	// -modfile with -mod=mod: when the main module's requirements move
+	// on, the build follows them without writing into the source tree.
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modfile := "-modfile=" + filepath.Join(tmp, "go.mod")
+	for _, args := range [][]string{{"vet", modfile, "./..."}, {"build", modfile, "-o", bin, "."}} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s in examples/%s: %v\n%s", strings.Join(args, " "), dir, err, out)
 		}

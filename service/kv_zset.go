@@ -82,13 +82,13 @@ flags:
 		return o, fmt.Errorf(errSyntax)
 	}
 	if o.nx && o.xx {
-		return o, fmt.Errorf("XX and NX options at the same time are not compatible")
+		return o, fmt.Errorf("ERR XX and NX options at the same time are not compatible")
 	}
 	if (o.gt && o.nx) || (o.lt && o.nx) || (o.gt && o.lt) {
 		return o, fmt.Errorf("GT, LT, and/or NX options at the same time are not compatible")
 	}
 	if o.incr && len(rest) > 2 {
-		return o, fmt.Errorf("INCR option supports a single increment-element pair")
+		return o, fmt.Errorf("ERR INCR option supports a single increment-element pair")
 	}
 	for j := 0; j < len(rest); j += 2 {
 		sc, ok := parseFloat(rest[j])
