@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/synod-dev/synod/internal/registry"
+	"github.com/synod-dev/synod/service"
 )
 
 // The protocol registry and the capabilities a protocol declares.
@@ -353,7 +354,13 @@ func SafeFaultsOf(name string) string {
 		return "all"
 	}
 	if f, ok := p.(FaultAssumer); ok {
-		if k := f.SafeFaults(); len(k) > 0 {
+		var k []string
+		for _, kind := range f.SafeFaults() {
+			if kind != PowerLoss { // not a --faults kind (wholecluster.go)
+				k = append(k, kind)
+			}
+		}
+		if len(k) > 0 {
 			return strings.Join(k, ",")
 		}
 		return "none"
@@ -386,4 +393,27 @@ func ClientFanoutOf(name string) bool {
 	}
 	f, ok := p.(FanoutProtocol)
 	return ok && f.ClientFanout()
+}
+
+// DeploymentChecker is implemented by protocols that can tell, from the
+// cluster file alone, that a namespace's deployment cannot keep its
+// promise (issue 29: "a configuration that cannot be durable is refused
+// at start with the reason"). Configuration validation
+// (config.Cluster.Validate) calls it with the namespace's service,
+// parameters, node count and durability mode (config.Fsync, config.Memory).
+type DeploymentChecker interface {
+	CheckDeployment(svc service.Service, params map[string]string, nodes int, durability string) error
+}
+
+// CheckDeployment asks protocol name whether the deployment can keep its
+// promise; nil when the protocol does not say.
+func CheckDeployment(name string, svc service.Service, params map[string]string, nodes int, durability string) error {
+	p, err := LookupAny(name)
+	if err != nil {
+		return nil
+	}
+	if c, ok := p.(DeploymentChecker); ok {
+		return c.CheckDeployment(svc, params, nodes, durability)
+	}
+	return nil
 }

@@ -18,7 +18,7 @@
 //
 // Files in a certificate directory: ca.crt and ca.key (the CA; keep ca.key
 // off the nodes in production), node-<id>.crt/.key, client-<name>.crt/.key,
-// and secret.txt. Keys are written with mode 0600.
+// secret.txt and metrics-token.txt. Keys are written with mode 0600.
 package certs
 
 import (
@@ -46,6 +46,9 @@ const (
 	CAFile     = "ca.crt"
 	CAKeyFile  = "ca.key"
 	SecretFile = "secret.txt"
+	// MetricsTokenFile holds a random bearer token for the metrics port
+	// (the cluster file's metrics_token).
+	MetricsTokenFile = "metrics-token.txt"
 )
 
 // NodeFiles are node id's certificate and key file names.
@@ -265,11 +268,13 @@ func Generate(dir string, s Spec) ([]string, error) {
 			return nil, err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, SecretFile)); err != nil {
-		if err := os.WriteFile(filepath.Join(dir, SecretFile), []byte(NewSecret()+"\n"), 0o600); err != nil {
-			return nil, err
+	for _, f := range []string{SecretFile, MetricsTokenFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(NewSecret()+"\n"), 0o600); err != nil {
+				return nil, err
+			}
+			wrote = append(wrote, f)
 		}
-		wrote = append(wrote, SecretFile)
 	}
 	return wrote, nil
 }

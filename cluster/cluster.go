@@ -61,6 +61,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/durability/sqlstore"
 	// Up validates protocol names; link every protocol.
 	_ "github.com/synod-dev/synod/protocol/all"
 )
@@ -320,6 +321,9 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		Password:   opts.Password,
 		Namespaces: append([]config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params, Transport: opts.Transport}}, opts.Extra...),
 	}
+	for i := range cfg.Namespaces {
+		shareDatabase(&cfg.Namespaces[i], dir, opts.Nodes)
+	}
 	var ports []int
 	if opts.BasePort == 0 {
 		var err error
@@ -343,6 +347,27 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		})
 	}
 	return cfg, nil
+}
+
+// shareDatabase gives a namespace whose protocol keeps objects in a
+// database (pbdurable: the durability_dsn parameter) and whose cluster
+// file names none one SQLite file that every node shares,
+// DIR/data/durability-<namespace>.db (issue 29). Without it each node
+// would open its own file and a new primary would recover from an empty
+// one; configuration validation refuses that (automaton.DeploymentChecker).
+func shareDatabase(ns *config.Namespace, dir string, nodes int) {
+	if nodes < 2 || ns.Params[sqlstore.ParamDSN] != "" {
+		return
+	}
+	if _, ok := automaton.DefaultParams(ns.Protocol)[sqlstore.ParamDSN]; !ok {
+		return
+	}
+	prm := maps.Clone(ns.Params)
+	if prm == nil {
+		prm = map[string]string{}
+	}
+	prm[sqlstore.ParamDSN] = filepath.Join(dir, DataDir, "durability-"+ns.Name+".db")
+	ns.Params = prm
 }
 
 // compatible checks that a stopped cluster found in dir has the shape opts ask for.

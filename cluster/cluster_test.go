@@ -343,9 +343,11 @@ func TestCmdlineMatches(t *testing.T) {
 		{"/usr/bin/synod\x00node\x00--config\x00/e/cluster.yaml\x00--id\x00n2\x00", false},
 		{"/usr/bin/synod\x00bench\x00--config\x00/d/cluster.yaml\x00--id\x00n2\x00", false},
 		{"/usr/bin/other\x00node\x00--config\x00/d/cluster.yaml\x00--id\x00n2\x00", false},
+		{"/opt/inventory\x00node\x00--config\x00/d/cluster.yaml\x00--id\x00n2\x00", true}, // the recorded binary
+		{"/opt/inventory\x00bench\x00--config\x00/d/cluster.yaml\x00--id\x00n2\x00", false},
 		{"", false},
 	} {
-		if got := cmdlineMatches([]byte(tc.cmd), cfg, id); got != tc.want {
+		if got := cmdlineMatches([]byte(tc.cmd), cfg, id, "/opt/inventory"); got != tc.want {
 			t.Errorf("cmdlineMatches(%q) = %v, want %v", tc.cmd, got, tc.want)
 		}
 	}

@@ -121,15 +121,18 @@ func isNode(pid int, dir, id string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("cluster: cannot verify pid %d: %w", pid, err)
 	}
-	return cmdlineMatches(b, filepath.Join(dir, ConfigFile), id), nil
+	bin, _ := recordedBinary(dir)
+	return cmdlineMatches(b, filepath.Join(dir, ConfigFile), id, bin), nil
 }
 
-// cmdlineMatches checks a NUL-separated command line.
-func cmdlineMatches(cmdline []byte, cfgPath, id string) bool {
-	if !bytes.Contains(cmdline, []byte("synod")) {
+// cmdlineMatches checks a NUL-separated command line: a synod binary, or
+// the cluster's recorded one (a user's binary built with synod.Main has
+// its own name), running node with the cluster's file and id.
+func cmdlineMatches(cmdline []byte, cfgPath, id, bin string) bool {
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if !bytes.Contains(cmdline, []byte("synod")) && (bin == "" || args[0] != bin) {
 		return false
 	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 	hasPair := func(flag, val string) bool {
 		for i, a := range args {
 			if a == flag+"="+val || (a == flag && i+1 < len(args) && args[i+1] == val) {

@@ -9,6 +9,7 @@
 //	secret: ""                 # peers authenticate with it; see security.go
 //	tls: {dir: tls}            # mutual TLS between peers; see security.go
 //	users: []                  # client accounts with per-namespace access
+//	metrics_token: ""          # when set, /metrics and /debug/pprof ask for it (Bearer)
 //	limits: {max_clients: 10000} # overload limits; see limits.go
 //	nodes:
 //	  - id: n1
@@ -117,6 +118,9 @@ type Cluster struct {
 	TLS *TLS `yaml:"tls,omitempty"`
 	// Users are client accounts besides the password's "default" user.
 	Users []User `yaml:"users,omitempty"`
+	// MetricsToken, when set, is the bearer token the metrics port asks
+	// for (security.go).
+	MetricsToken string `yaml:"metrics_token,omitempty"`
 	// Limits bound what a node accepts from its clients (limits.go).
 	Limits *Limits `yaml:"limits,omitempty"`
 	// AllowBroken admits the deliberately broken protocol variants
@@ -259,6 +263,8 @@ func (c *Cluster) Validate() error {
 		if perr == nil && serr == nil {
 			if err := automaton.CheckService(ns.Protocol, svc); err != nil {
 				bad(f+".service", "%v", err)
+			} else if err := automaton.CheckDeployment(ns.Protocol, svc, ns.Params, len(c.Nodes), c.Durability); err != nil {
+				bad(f+".params", "%v", err)
 			}
 		}
 	}

@@ -13,6 +13,8 @@ import (
 //	tls:
 //	  dir: tls                   # ca.crt, node-<id>.crt/.key (synod certs); relative to the file
 //	  clients: required          # the client and gRPC ports serve TLS too (or optional, off)
+//	  metrics: required          # the metrics port serves TLS only (or off)
+//	metrics_token: 3f9c…         # the metrics port asks for "Authorization: Bearer <token>"
 //	users:
 //	  - name: alice
 //	    password: pbkdf2-sha256$600000$…$…   # synod certs hash-password
@@ -32,7 +34,14 @@ type TLS struct {
 	// ports speak only TLS) or ClientsOptional (the Redis-protocol port
 	// serves TLS and plaintext, told apart by the first byte; gRPC TLS only).
 	Clients string `yaml:"clients,omitempty"`
+	// Metrics is TLS on the metrics port (/metrics, /debug/pprof,
+	// /healthz), with the node's certificate: ClientsOff ("" too) or
+	// ClientsRequired.
+	Metrics string `yaml:"metrics,omitempty"`
 }
+
+// MetricsTLS reports whether the metrics port serves TLS.
+func (c *Cluster) MetricsTLS() bool { return c.TLS != nil && c.TLS.Metrics == ClientsRequired }
 
 // Values of TLS.Clients.
 const (
@@ -85,11 +94,19 @@ func (c *Cluster) validateSecurity(bad func(field, f string, a ...any)) {
 		default:
 			bad("tls.clients", "%q must be %q, %q or %q", c.TLS.Clients, ClientsOff, ClientsRequired, ClientsOptional)
 		}
+		switch c.TLS.Metrics {
+		case "", ClientsOff, ClientsRequired:
+		default:
+			bad("tls.metrics", "%q must be %q or %q", c.TLS.Metrics, ClientsOff, ClientsRequired)
+		}
 		for i, ns := range c.Namespaces {
 			if ns.PeerTransport() != TransportTCP {
 				bad(fmt.Sprintf("namespaces[%d].transport", i), "%q cannot be used with tls yet (its gRPC peer connections are not encrypted); use %q", ns.Transport, TransportTCP)
 			}
 		}
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < MinSecretLen {
+		bad("metrics_token", "must be at least %d characters (`synod certs` writes a random one to metrics-token.txt)", MinSecretLen)
 	}
 	nss := map[string]bool{"*": true}
 	for _, ns := range c.Namespaces {

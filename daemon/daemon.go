@@ -42,7 +42,7 @@ func PeerGRPC(o node.PeerGRPCOptions) (node.PeerGRPC, error) {
 // New creates node id of cfg with every server wired in, including the
 // cluster file's security settings (security.go).
 func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) {
-	cleanup, err := secure(cfg, id, &opts)
+	live, cleanup, err := secure(cfg, id, &opts)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -56,6 +56,10 @@ func New(cfg *config.Cluster, id string, opts node.Options) (*node.Node, error) 
 	n, err := node.New(cfg, id, opts)
 	if err != nil {
 		cleanup()
+		return nil, err
 	}
-	return n, err
+	if live != nil {
+		lives.Store(n, live)
+	}
+	return n, nil
 }

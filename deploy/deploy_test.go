@@ -37,7 +37,7 @@ func TestDockerfileMatchesImage(t *testing.T) {
 		"EXPOSE " + strings.Join(image.Ports, " "),
 		"FROM scratch",
 		"CGO_ENABLED=0",
-		"-X main.version=",
+		"-X " + image.VersionSymbol + "=",
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)

@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,7 +13,15 @@ type Stmt struct {
 	Object string
 	SQL    string
 	Args   []Value
+	// Fence: the statement must change at least one row, or the whole
+	// transaction is rolled back with ErrFenced (a primary's view check
+	// inside its transaction: protocol/pbdurable, "Fencing").
+	Fence bool
 }
+
+// ErrFenced is the error of a transaction whose Fence statement changed
+// no row.
+var ErrFenced = errors.New("fenced: the database has seen a later view")
 
 func (s Stmt) String() string {
 	var b strings.Builder

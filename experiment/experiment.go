@@ -123,7 +123,8 @@ type Outcome struct {
 	// Detail is kept verbatim in results.json (e.g. the full bench report).
 	Detail any `json:"detail,omitempty"`
 	// Samples are the cell's own repetitions of a metric (e.g. 20 round
-	// trips), used as the metric's sample when the cell runs once.
+	// trips, or every simulated seed it averaged): the metric's sample is
+	// every run's repetitions together (Metrics keeps their mean).
 	Samples map[string][]float64 `json:"-"`
 }
 

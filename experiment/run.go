@@ -187,6 +187,10 @@ func Run(ctx context.Context, e Experiment, o RunOptions) (res *Results, err err
 		t0 := time.Now()
 		var runs []Outcome
 		var rerr error
+		reps := reps
+		if cr, ok := e.(CellRepeater); ok && o.Reps <= 0 {
+			reps = max(1, cr.CellReps(c, o.Options))
+		}
 		for rep := 0; rep < reps && rerr == nil && (rep == 0 || ctx.Err() == nil); rep++ {
 			env.mu.Lock()
 			env.Rep = rep
@@ -342,6 +346,14 @@ type Repeater interface {
 	Reps(o Options) int
 }
 
+// CellRepeater is implemented by experiments whose cells need different
+// numbers of runs (a simulated cell that averages many seeds and reports
+// each in Outcome.Samples runs once; a live cell beside it several times).
+// --repeat overrides it.
+type CellRepeater interface {
+	CellReps(c Cell, o Options) int
+}
+
 // LoadAvg is /proc/loadavg's first three fields ("" where there is none).
 func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -363,8 +375,8 @@ type runsOf struct {
 // collectSamples turns each cell's runs into samples by metric. Derived
 // metrics are computed run by run: run r of every cell makes one Figures,
 // Derive adds to it, and its values join the samples (cells with fewer runs
-// than r are left out of run r). A cell's own repetitions (Outcome.Samples)
-// replace its per-run means for that metric when it ran once.
+// than r are left out of run r). A cell's own repetitions (Outcome.Samples,
+// in every run) replace its per-run means for that metric.
 func collectSamples(perRun []runsOf, d Deriver) map[string]map[string]Sample {
 	out := map[string]map[string]Sample{}
 	add := func(k, m string, v float64) {
@@ -402,15 +414,26 @@ func collectSamples(perRun []runsOf, d Deriver) map[string]map[string]Sample {
 		}
 	}
 	for _, pr := range perRun {
-		if len(pr.runs) != 1 {
-			continue
+		// A cell that measured its own repetitions (Outcome.Samples) in
+		// every run: those are the metric's sample, over all its runs.
+		names := map[string]bool{}
+		for m := range pr.runs[0].Samples {
+			names[m] = true
 		}
-		for m, s := range pr.runs[0].Samples {
-			if len(s) > 0 {
+		for m := range names {
+			var all Sample
+			for _, r := range pr.runs {
+				if len(r.Samples[m]) == 0 {
+					all = nil
+					break
+				}
+				all = append(all, r.Samples[m]...)
+			}
+			if len(all) > 0 {
 				if out[pr.key] == nil {
 					out[pr.key] = map[string]Sample{}
 				}
-				out[pr.key][m] = append(Sample(nil), s...)
+				out[pr.key][m] = all
 			}
 		}
 	}

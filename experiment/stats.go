@@ -71,14 +71,27 @@ func (s Sample) SD() float64 {
 	return math.Sqrt(t / float64(len(s)-1))
 }
 
+// Constant says every value is the same (a deterministic figure).
+func (s Sample) Constant() bool {
+	for _, v := range s {
+		if v != s[0] {
+			return false
+		}
+	}
+	return true
+}
+
 // MeanCI is the t-based two-sided interval of the mean at level (±Inf for
 // fewer than two values).
 func (s Sample) MeanCI(level float64) (lo, hi float64) {
 	if len(s) < 2 {
 		return math.Inf(-1), math.Inf(1)
 	}
-	h := TQuantile(1-(1-level)/2, len(s)-1) * s.SD() / math.Sqrt(float64(len(s)))
 	m := s.Mean()
+	if s.Constant() {
+		return m, m
+	}
+	h := TQuantile(1-(1-level)/2, len(s)-1) * s.SD() / math.Sqrt(float64(len(s)))
 	return m - h, m + h
 }
 
@@ -164,7 +177,7 @@ func RatioCI(a, b Sample, level float64) Interval {
 	if len(a) < 2 || len(b) < 2 {
 		return Interval{est, math.Inf(-1), math.Inf(1)}
 	}
-	if a.SD() == 0 && b.SD() == 0 {
+	if a.Constant() && b.Constant() {
 		return Interval{est, est, est}
 	}
 	return bootstrap(a, b, level, func(x, y float64) float64 { return x / y }, est)
@@ -438,7 +451,7 @@ func relSym(r Relation) string {
 
 func determinism(ss ...Sample) string {
 	for _, s := range ss {
-		if len(s) < 2 || s.SD() != 0 {
+		if len(s) < 2 || !s.Constant() {
 			if len(s) < 2 {
 				return " (one run: no noise estimate)"
 			}
@@ -459,4 +472,25 @@ func fnum(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// Exact judges a claim computed exactly from deterministic figures (a
+// virtual-time simulation whose runs are identical): ok decides it, but only
+// when every sample it rests on has at least two runs and no spread; a
+// figure that varies by run needs a statistical test, so it is
+// Inconclusive here.
+func Exact(ok bool, ours, how string, samples ...Sample) Judgement {
+	for _, s := range samples {
+		if len(s) == 0 {
+			return Judgement{NotMeasured, ours, "no runs"}
+		}
+		if len(s) < 2 || !s.Constant() {
+			return Judgement{Inconclusive, ours, fmt.Sprintf("%s; its inputs vary by run (%s) or ran once: an exact rule does not apply", how, s)}
+		}
+	}
+	v := DoesNotHold
+	if ok {
+		v = Holds
+	}
+	return Judgement{v, ours, fmt.Sprintf("%s; exact: every input identical over %d runs (deterministic virtual time)", how, len(samples[0]))}
 }

@@ -210,3 +210,19 @@ func TestRepeatedRunsFeedClaims(t *testing.T) {
 		t.Fatalf("output:\n%s", stdout.String())
 	}
 }
+
+func TestExact(t *testing.T) {
+	same := Sample{3, 3, 3}
+	if j := Exact(true, "3 readers", "readers", same); j.Verdict != Holds {
+		t.Fatal(j)
+	}
+	if j := Exact(false, "4 readers", "readers", same); j.Verdict != DoesNotHold {
+		t.Fatal(j)
+	}
+	if j := Exact(true, "3 readers", "readers", same, Sample{3, 3.5, 3}); j.Verdict != Inconclusive {
+		t.Fatal(j)
+	}
+	if j := Exact(true, "3 readers", "readers", Sample{3}); j.Verdict != Inconclusive {
+		t.Fatal(j)
+	}
+}

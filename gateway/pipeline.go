@@ -45,6 +45,117 @@ import (
 // A replier goroutine writes the replies in command order and flushes once
 // per batch of ready replies (when the next reply is not yet ready).
 
+// Batches.
+//
+// Where the namespace's protocol applies atomic groups (TxnSupport.Atomic:
+// Multi-Paxos, primary-backup, PB-Paxos, unreplicated), a pipeline is not
+// run command by command: the commands one read of the connection returned
+// are one batch, sent to the Backend as one atomic group (one request, one
+// hand-off to the namespace loop, one log command), and their replies are
+// written together and flushed once. A batch is the run of commands that
+// may be pipelined (the rule above) and plan to one operation without
+// guards, or to none (a parse or validation error: it replies its error
+// and sends nothing), taken while more commands are buffered, at most
+// maxBatch and at most the connection's pipeline limit. The first other
+// command ends the batch and runs after it, serially, as above.
+//
+// The group keeps every promise of the rule above and more: its operations
+// take effect in command order with nothing interleaved (automaton.Request
+// Ops), so same-key commands need no waiting and different keys are
+// ordered too. An operation's error answers its own command only
+// (automaton.ApplyGroup applies every operation and answers each). A
+// failure of the group as a whole (a timeout: outcome unknown; the node
+// stopping; not a member) answers each of its commands that had an
+// operation. A batch is used only by the default user (an ACL user's
+// permission is checked per request, and a group holding one forbidden
+// write would refuse its other commands).
+
+// maxBatch bounds the commands of one batch.
+const maxBatch = 256
+
+// batchConn is a connection's batch state (connection goroutine only).
+type batchConn struct {
+	known  bool   // atomic is known for proto
+	proto  string // the protocol atomic was looked up for
+	atomic bool
+	plans  []plan // reused across batches
+	ops    []service.Op
+}
+
+// groupsPipelines reports whether the connection's pipelines go to the
+// Backend as batches (see above).
+func (c *conn) groupsPipelines() bool {
+	if c.user != nil || c.pl.inFlight() {
+		return false
+	}
+	proto := c.protocol()
+	b := &c.bat
+	if !b.known || b.proto != proto {
+		b.known, b.proto, b.atomic = true, proto, automaton.TransactionsOf(proto).Atomic
+	}
+	return b.atomic
+}
+
+// batch runs a batch whose first command is the pipelineable, concurrent
+// plan first, reading the further buffered commands that join it, and
+// writes and flushes every reply. It returns the command that ended the
+// batch, or the read error that did, for the caller to serve next, and
+// false when the connection failed.
+func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
+	b := &c.bat
+	plans := append(b.plans[:0], first)
+	limit := min(maxBatch, int(c.s.lim.pipeline.Load()))
+	for len(plans) < limit && c.r.Buffered() > 0 {
+		args, err := c.r.ReadCommand()
+		if err != nil {
+			rerr = err
+			break
+		}
+		c.s.totalCommands.Add(1)
+		_, p, pipelined := c.pipelineRule(args)
+		if !pipelined || p.noMulti != "" || !(p.concurrent() || (len(p.ops) == 0 && len(p.guards) == 0)) {
+			next = args
+			break
+		}
+		plans = append(plans, p)
+	}
+	ops := b.ops[:0]
+	for _, p := range plans {
+		ops = append(ops, p.ops...)
+	}
+	var rs []service.Result
+	var fail service.Result
+	switch len(ops) {
+	case 0:
+	case 1:
+		rs = []service.Result{c.run(ops[0], c.nextSeq())}
+	default:
+		rs, _, fail = c.runGroup(nil, ops)
+	}
+	c.wmu.Lock()
+	k := 0
+	for _, p := range plans {
+		n := len(p.ops)
+		switch {
+		case n == 0:
+			c.writeResult(p.render(nil))
+		case fail.Type == service.ResultErr:
+			c.writeResult(fail)
+		default:
+			c.writeResult(p.render(rs[k : k+n]))
+			k += n
+		}
+	}
+	err := c.w.Flush()
+	c.out.addReplies(c.owed + len(plans))
+	c.owed = 0
+	c.wmu.Unlock()
+	clear(plans)
+	clear(ops)
+	b.plans, b.ops = plans[:0], ops[:0]
+	return next, rerr, err == nil
+}
+
 // maxPipelined bounds a connection's pipelined commands in flight.
 const maxPipelined = 64
 
@@ -81,6 +192,12 @@ func (c *conn) pipelineable(args [][]byte) (cmd *command, p plan, ok bool) {
 	if !c.pl.inFlight() && c.r.Buffered() == 0 {
 		return nil, plan{}, false
 	}
+	return c.pipelineRule(args)
+}
+
+// pipelineRule is pipelineable without its first condition: the command
+// and the connection meet the rule.
+func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	cmd, found := commands[strings.ToLower(string(args[0]))]
 	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||

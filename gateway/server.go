@@ -26,7 +26,9 @@ import (
 // it, and writes its reply, in order; pipelined single-key commands may run
 // concurrently under the conflict rule of pipeline.go (a command waits for
 // the earlier in-flight commands on its key; any other command waits for
-// all of them), their replies still in command order. Replies are buffered and flushed
+// all of them), their replies still in command order; where the protocol
+// applies atomic groups a pipeline's commands go out as one group per read
+// instead (pipeline.go, "Batches"). Replies are buffered and flushed
 // to the connection's output buffer when the read buffer holds no further
 // command; a writer goroutine drains that buffer to the socket, so a
 // pipeline of N commands costs about one write system call rather than N.
@@ -111,9 +113,10 @@ type Server struct {
 	totalCommands atomic.Int64
 	rejected      atomic.Int64
 
-	lim  limits     // limits.go
-	ov   overload   // limits.go
-	errs errorStats // error replies by code (errorstats.go)
+	lim  limits        // limits.go
+	ov   overload      // limits.go
+	errs errorStats    // error replies by code (errorstats.go)
+	tun  tunableValues // CONFIG's encoding tunables (config.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -253,6 +256,7 @@ type conn struct {
 	multi   multiConn // MULTI's queue and the watched keys (multi.go)
 	sub     subConn   // leader-channel subscriptions (subscribe.go)
 	pl      pipeConn  // pipelined commands in flight (pipeline.go)
+	bat     batchConn // pipeline batches sent as atomic groups (pipeline.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes
@@ -307,6 +311,10 @@ func (c *conn) serve() {
 	}()
 	remote := c.nc.RemoteAddr().String()
 	s.log.Debug("client connected", "id", c.id, "remote", remote)
+	// held is a command (or a read error) that ended a pipeline batch
+	// (pipeline.go, batch): the next iteration serves it without reading.
+	var held [][]byte
+	var heldErr error
 	for {
 		// Backpressure: while the client owes too many replies, read no
 		// more of its commands (limits.go).
@@ -314,7 +322,17 @@ func (c *conn) serve() {
 			s.log.Debug("client connection closed", "id", c.id, "remote", remote)
 			return
 		}
-		args, err := c.r.ReadCommand()
+		var args [][]byte
+		var err error
+		switch {
+		case held != nil || heldErr != nil:
+			args, err, held, heldErr = held, heldErr, nil, nil
+		default:
+			args, err = c.r.ReadCommand()
+			if err == nil {
+				s.totalCommands.Add(1)
+			}
+		}
 		if err != nil {
 			c.drainPipeline()
 			switch {
@@ -329,8 +347,15 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		s.totalCommands.Add(1)
 		cmd, p, pipelined := c.pipelineable(args)
+		if pipelined && p.concurrent() && c.r.Buffered() > 0 && c.groupsPipelines() {
+			c.drainPipeline()
+			var ok bool
+			if held, heldErr, ok = c.batch(p); !ok {
+				return
+			}
+			continue
+		}
 		if pipelined && p.concurrent() {
 			if c.owed > 0 { // a serial command's reply, before the replier's
 				c.wmu.Lock()

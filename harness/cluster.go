@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -97,6 +98,7 @@ type Cluster struct {
 	steps   int
 	seq     uint64
 	observe func(automaton.NodeID, automaton.Output)
+	run     string                                    // the executors' run name, unique in the process
 	effects []PendingEffect                           // effect.go
 	execs   map[automaton.NodeID]*automaton.Executors // effect.go
 	// rel interprets each up node's outputs (package release, the
@@ -140,6 +142,13 @@ func (r *nodeRuntime) Members(m automaton.Members) {
 	r.c.members[r.id] = append([]automaton.Member(nil), m.Members...)
 }
 
+// runs numbers the clusters of the process: the executors' run name
+// (automaton.ExecEnv.Run) keys state that outlives crashes, such as a
+// simulated database, and must not be shared by two clusters (the
+// cluster's address was used before, and the garbage collector reuses
+// addresses: a new cluster found an earlier one's database).
+var runs atomic.Int64
+
 // TB is the part of testing.TB the harness uses.
 type TB interface {
 	Helper()
@@ -171,7 +180,7 @@ func New(t TB, opts Options) *Cluster {
 		timers: map[automaton.NodeID]map[automaton.TimerID]time.Duration{}, boots: map[automaton.NodeID]int{},
 		resps: map[automaton.RequestID][]service.Result{}, full: map[automaton.RequestID]automaton.Response{},
 		members: map[automaton.NodeID][]automaton.Member{}, execs: map[automaton.NodeID]*automaton.Executors{},
-		rel: map[automaton.NodeID]*release.Interp{}}
+		rel: map[automaton.NodeID]*release.Interp{}, run: fmt.Sprintf("harness-%d", runs.Add(1))}
 	if !opts.NoInvariants {
 		c.checker, c.invs = automaton.NewInvariantChecker(opts.Protocol)
 	}

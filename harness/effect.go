@@ -62,7 +62,7 @@ func (c *Cluster) executors(id automaton.NodeID) *automaton.Executors {
 		boot := c.boots[id]
 		c.execs[id] = automaton.NewExecutors(automaton.ExecEnv{
 			Self: id, Namespace: c.opts.Namespace, Params: c.opts.Params, Simulated: true,
-			Run: fmt.Sprintf("harness-%p", c),
+			Run: c.run,
 		}, func(kind string) *rand.Rand {
 			return rand.New(rand.NewSource(c.opts.Seed*7_000_003 + int64(c.index[id])*1013 + int64(boot)*17 + int64(len(kind))))
 		})

@@ -91,6 +91,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
 	"github.com/synod-dev/synod/transport"
@@ -113,6 +114,9 @@ type Options struct {
 	// assembles a node (package daemon, used by `synod node`) supplies it.
 	// Nil with a grpc address configured is an error at Run.
 	GRPC func(b gateway.Backend, password string, log *slog.Logger) ClientServer
+	// MetricsAuth, when set, wraps the metrics port's handler (package
+	// daemon checks the cluster file's metrics_token with it).
+	MetricsAuth func(http.Handler) http.Handler
 
 	BatchLimit int // inputs per batch, default 1024
 	InboxLen   int // per-namespace inbox, default 4096
@@ -484,7 +488,12 @@ func (n *Node) start() error {
 		}()
 	}
 	if metricsLn != nil {
-		n.httpSrv = &http.Server{Handler: n.withHealth(n.m.handler()), ReadHeaderTimeout: 10 * time.Second}
+		var h http.Handler = n.withHealth(n.m.handler())
+		if n.opts.MetricsAuth != nil {
+			h = n.opts.MetricsAuth(h)
+		}
+		n.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: ratelog.New(0).HTTPErrorLog(n.log.With("component", "metrics"))}
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
@@ -756,7 +765,8 @@ func (n *Node) Counters(ns string) (Counters, bool) {
 
 // Info implements gateway.Backend. Sections: "synod" (merged into the
 // gateway's Synod section), "namespaces" (one line per namespace with its
-// protocol, service and counters) and "peers" (transport state per peer).
+// protocol, service and counters), "params" (each namespace's protocol
+// parameters in effect) and "peers" (transport state per peer).
 func (n *Node) Info() map[string]map[string]string {
 	syn := map[string]string{
 		"node_id":                string(n.id),
@@ -779,7 +789,7 @@ func (n *Node) Info() map[string]map[string]string {
 		nss[ns.Name] = fmt.Sprintf("protocol=%s,service=%s,requests=%d,responses=%d,persists=%d,fsyncs=%d,messages_in=%d,messages_out=%d,waiting=%d",
 			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting) + transportFact(ns) + n.membersFact(ns.Name)
 	}
-	out := map[string]map[string]string{"synod": syn, "namespaces": nss}
+	out := map[string]map[string]string{"synod": syn, "namespaces": nss, "params": n.paramsInfo()}
 	if n.tr != nil {
 		peers := map[string]string{}
 		st := n.tr.Stats()
@@ -810,6 +820,22 @@ func (n *Node) Info() map[string]map[string]string {
 				sec[string(id)] = fmt.Sprintf("connected=%d,sent=%d,dropped=%d,received=%d", conn, s.Sent, s.Dropped, s.Received)
 			}
 			out[name] = sec
+		}
+	}
+	return out
+}
+
+// paramsInfo is INFO's Params section: every namespace's protocol
+// parameters in effect, the protocol's defaults overridden by the cluster
+// file's (and so by `synod cluster up --param`), one line "<ns>.<name>".
+func (n *Node) paramsInfo() map[string]string {
+	out := map[string]string{}
+	for _, ns := range n.nss {
+		for k, v := range automaton.DefaultParams(ns.Protocol) {
+			out[ns.Name+"."+k] = v
+		}
+		for k, v := range ns.Params {
+			out[ns.Name+"."+k] = v
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package orca
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,5 +77,46 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	if string(st2.Snapshot()) != string(snap) {
 		t.Fatal("snapshot does not round-trip")
+	}
+}
+
+// RegisterType adds a type every orca namespace serves, and refuses one it
+// could not serve.
+func TestRegisterType(t *testing.T) {
+	flag := &Type{Name: "testflag",
+		New:    func([][]byte) (Value, error) { return &IntObj{}, nil },
+		Decode: func(d *wire.Decoder) Value { return &IntObj{V: d.Varint()} },
+		Ops: map[string]Operation{"raise": {Write: true, Do: func(v Value, _ [][]byte) service.Result {
+			v.(*IntObj).V = 1
+			return service.OK()
+		}}}}
+	if err := RegisterType(flag); err != nil {
+		t.Fatal(err)
+	}
+	defer delete(Builtin, flag.Name)
+	svc, err := service.Lookup(ServiceName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := svc.NewState()
+	if r := st.Apply(New("testflag", "f")); r.IsErr() {
+		t.Fatalf("new testflag: %v", r)
+	}
+	if r := st.Apply(Call("testflag", "f", "raise")); r.Type != service.ResultOK {
+		t.Fatalf("testflag.raise: %v", r)
+	}
+	for _, bad := range []*Type{
+		flag, // twice
+		{Name: "int", New: flag.New, Decode: flag.Decode, Ops: flag.Ops}, // a built-in name
+		{Name: "a.b", New: flag.New, Decode: flag.Decode, Ops: flag.Ops},
+		{Name: "nodecode", New: flag.New, Ops: flag.Ops},
+		{Name: "nodo", New: flag.New, Decode: flag.Decode, Ops: map[string]Operation{"x": {}}},
+	} {
+		if err := RegisterType(bad); err == nil {
+			t.Errorf("RegisterType(%q) accepted", bad.Name)
+		}
+	}
+	if !slices.Contains(TypeNames(), "testflag") {
+		t.Errorf("TypeNames %v", TypeNames())
 	}
 }

@@ -13,7 +13,8 @@ import (
 // programs use (§5: "a replicated 4 byte integer object", "an entire 1 Kb
 // array object"; TSP's bound and job queue; ASP's pivot rows).
 
-// Builtin holds the built-in types.
+// Builtin holds the built-in types and those a user's binary added with
+// RegisterType: the types every orca namespace serves.
 var Builtin = NewTypes(IntType, QueueType, RowsType, ArrayType)
 
 // Int encodes an integer argument.

@@ -1,13 +1,11 @@
 package service
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 
 	"github.com/synod-dev/synod/wire"
 )
@@ -35,7 +33,24 @@ import (
 // So the nested request's bytes depend on the caller's state (old), and
 // the caller's state on the callee's answer. Every other operation is
 // KV's, in one local step.
-type NestedKV struct{ loose bool }
+//
+// The program is pluggable (NestedProgram, RegisterNestedProgram): Trail
+// is the one above and the default; a user's binary registers its own and
+// selects it with adam's parameter program=NAME.
+type NestedKV struct {
+	loose bool
+	prog  NestedProgram // nil: Trail
+}
+
+// WithProgram returns the nested KV running prog's requests.
+func (s NestedKV) WithProgram(prog NestedProgram) NestedKV { s.prog = prog; return s }
+
+func (s NestedKV) program() NestedProgram {
+	if s.prog == nil {
+		return Trail
+	}
+	return s.prog
+}
 
 // Names of the nested KV services.
 const (
@@ -108,7 +123,11 @@ func (NestedKV) IsRead(op Op) bool {
 }
 
 // NewState implements Service.
-func (NestedKV) NewState() State { return NewNestedState() }
+func (s NestedKV) NewState() State {
+	st := NewNestedState()
+	st.prog = s.program()
+	return st
+}
 
 // ConflictKeys implements Conflicter: a step touches its key (the begin
 // reads it, the resume writes it and its trail length). The loose service
@@ -116,7 +135,17 @@ func (NestedKV) NewState() State { return NewNestedState() }
 // may then run in either order, and the begin reads a different old value
 // (so its nested request differs) on replicas that ordered them
 // differently.
+//
+// Another program's steps lock every key it declares (NestedProgram.Keys)
+// for writing, both steps alike: conservative, and never wrong.
 func (s NestedKV) ConflictKeys(op Op) []Lock {
+	if p := s.program(); p != Trail && (op.Kind == NestedBegin || op.Kind == NestedResume) {
+		var ls []Lock
+		for _, k := range p.Keys(op.Key) {
+			ls = append(ls, Lock{Key: k, Write: true})
+		}
+		return ls
+	}
 	switch op.Kind {
 	case NestedBegin:
 		return []Lock{{Key: op.Key}}
@@ -177,11 +206,12 @@ func decodeCont(d *wire.Decoder) *Cont {
 type NestedState struct {
 	kv    *ShardedState
 	conts map[string]*Cont
+	prog  NestedProgram
 }
 
 // NewNestedState returns an empty state.
 func NewNestedState() *NestedState {
-	return &NestedState{kv: NewShardedState(DefaultShards), conts: map[string]*Cont{}}
+	return &NestedState{kv: NewShardedState(DefaultShards), conts: map[string]*Cont{}, prog: Trail}
 }
 
 // Conts returns the suspended requests, by identity.
@@ -210,24 +240,25 @@ func (s *NestedState) ApplyEnv(op Op, env Env) Result {
 	return s.kv.ApplyEnv(op, env)
 }
 
-// begin is SET's step 0: read the old value and suspend at the call.
+// begin is a nested request's first step: the program reads what it
+// needs and names its call; the request suspends.
 func (s *NestedState) begin(op Op, env Env) Result {
 	id := string(op.Args[1])
 	if s.conts[id] != nil {
 		return NestedPending // begun already (a repeated begin changes nothing)
 	}
-	old := s.kv.ApplyEnv(Op{Kind: "get", Key: op.Key}, env)
-	var ob []byte
-	if old.Type == ResultBytes {
-		ob = old.Bytes
+	req, err := s.prog.Decode(op.Key, op.Args[0])
+	if err != nil {
+		return Errorf("ERR nestedkv: %v", err)
 	}
-	s.conts[id] = &Cont{ID: id, Key: op.Key, Step: 1, Env: env, Tag: op.Args[2],
-		Locals: [][]byte{op.Args[0], ob},
-		Call:   Op{Kind: "append", Key: TrailPrefix + op.Key, Args: [][]byte{append(bytes.Clone(ob), ';')}}}
+	read := func(r Op) Result { return s.kv.ApplyEnv(r, env) }
+	call, locals := s.prog.Begin(req, read)
+	s.conts[id] = &Cont{ID: id, Key: op.Key, Step: 1, Env: env, Tag: op.Args[2], Locals: locals, Call: call}
 	return NestedPending
 }
 
-// resume is SET's step 1: store v and the call's answer; the request ends.
+// resume is a nested request's second step, with its call's answer; the
+// request ends.
 func (s *NestedState) resume(op Op) Result {
 	id := string(op.Args[0])
 	c := s.conts[id]
@@ -242,16 +273,11 @@ func (s *NestedState) resume(op Op) Result {
 	if ans.IsErr() {
 		// The call failed (the callee refused it, or the runtime could
 		// not carry it): the request ends with that error and stores
-		// nothing. A SET is never answered OK without its nested call.
+		// nothing. A request is never answered OK without its nested call.
 		return Errorf("ERR nested call %s failed: %s", c.Call.Kind, ans.Err)
 	}
-	n := []byte(ans.String())
-	if ans.Type == ResultInt {
-		n = []byte(strconv.FormatInt(ans.Int, 10))
-	}
-	s.kv.ApplyEnv(Op{Kind: "set", Key: c.Key, Args: [][]byte{c.Locals[0]}}, c.Env)
-	s.kv.ApplyEnv(Op{Kind: "set", Key: TrailLenPrefix + c.Key, Args: [][]byte{n}}, c.Env)
-	return OK()
+	apply := func(w Op) Result { return s.kv.ApplyEnv(w, c.Env) }
+	return s.prog.Resume(c.Key, c.Locals, ans, apply)
 }
 
 // Snapshot implements State.
@@ -312,7 +338,7 @@ func (s *NestedState) MerkleTree() *MerkleTree { return s.kv.MerkleTree() }
 // Clone returns a copy-on-write checkpoint (the KV's shards are shared until
 // written; Conts are immutable).
 func (s *NestedState) Clone() State {
-	c := &NestedState{kv: s.kv.Checkpoint(), conts: make(map[string]*Cont, len(s.conts))}
+	c := &NestedState{kv: s.kv.Checkpoint(), conts: make(map[string]*Cont, len(s.conts)), prog: s.prog}
 	for id, x := range s.conts {
 		c.conts[id] = x
 	}

@@ -56,3 +56,52 @@ func TestNestedResumeWithErrorAnswer(t *testing.T) {
 		t.Fatalf("after a failed call: exists k = %v, cont %v", got, s.Cont("id1"))
 	}
 }
+
+// receipt is a program other than Trail: SET k v calls INCR sold:<v> and
+// stores v in k and "v #n" in receipt:k.
+type receipt struct{}
+
+func (receipt) Name() string                            { return "test-receipt" }
+func (receipt) Nested(op Op) bool                       { return op.Kind == "set" && len(op.Args) == 1 }
+func (receipt) Encode(op Op) []byte                     { return EncodeNestedOp(op) }
+func (receipt) Decode(key string, b []byte) (Op, error) { return DecodeNestedOp(key, b) }
+func (receipt) Keys(key string) []string                { return []string{key, "receipt:" + key} }
+func (receipt) Begin(op Op, _ func(Op) Result) (Op, [][]byte) {
+	return Op{Kind: "incr", Key: "sold:" + string(op.Args[0])}, [][]byte{op.Args[0]}
+}
+func (receipt) Resume(key string, locals [][]byte, ans Result, apply func(Op) Result) Result {
+	apply(Op{Kind: "set", Key: key, Args: [][]byte{locals[0]}})
+	apply(Op{Kind: "set", Key: "receipt:" + key, Args: [][]byte{[]byte(string(locals[0]) + " #" + ans.String())}})
+	return OK()
+}
+
+// A registered program runs its own steps; its steps lock its keys.
+func TestNestedProgram(t *testing.T) {
+	svc := NestedKV{}.WithProgram(receipt{})
+	s := svc.NewState()
+	op := Op{Kind: "set", Key: "o1", Args: [][]byte{[]byte("apples")}}
+	begin := Op{Kind: NestedBegin, Key: "o1", Args: [][]byte{receipt{}.Encode(op), []byte("id1"), nil}}
+	if r := s.Apply(begin); !IsNestedPending(r) {
+		t.Fatalf("begin answered %v", r)
+	}
+	c := s.(*NestedState).Cont("id1")
+	if c == nil || c.Call.Kind != "incr" || c.Call.Key != "sold:apples" {
+		t.Fatalf("suspended %+v", c)
+	}
+	// A clone (a rollback's checkpoint) keeps the program.
+	cl := s.(*NestedState).Clone()
+	for _, st := range []State{s, cl} {
+		if r := st.Apply(Op{Kind: NestedResume, Key: "o1", Args: [][]byte{[]byte("id1"), EncodeResultBytes(Int(3))}}); r.Type != ResultOK {
+			t.Fatalf("resume answered %v", r)
+		}
+		if got := st.Apply(Op{Kind: "get", Key: "receipt:o1"}); string(got.Bytes) != "apples #(integer) 3" {
+			t.Fatalf("receipt:o1 = %v", got)
+		}
+	}
+	if ls := svc.ConflictKeys(begin); len(ls) != 2 || !ls[0].Write || ls[1].Key != "receipt:o1" {
+		t.Fatalf("conflict keys %+v", ls)
+	}
+	if _, err := DecodeNestedOp("other", receipt{}.Encode(op)); err == nil {
+		t.Fatal("DecodeNestedOp accepted a request under another key")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -43,10 +44,7 @@ const DefaultSettleTime = 10 * time.Second
 
 // serviceMixes are the operation kinds the simulated clients draw, per service,
 // and the default mix.
-var serviceMixes = map[string]struct {
-	kinds []string
-	def   string
-}{
+var serviceMixes = map[string]serviceMix{
 	"kv":      {[]string{"get", "set", "del", "exists"}, DefaultMix},
 	"counter": {[]string{"read", "add"}, "read:1,add:2"},
 	"string":  {[]string{"read", "append"}, "read:1,append:2"},
@@ -60,8 +58,48 @@ func esdsMode(protocol string) bool {
 	return err == nil && c == automaton.EventuallySerializable
 }
 
+// serviceMix is a service's operation kinds and default mix.
+type serviceMix struct {
+	kinds []string
+	def   string
+}
+
+// mixOf returns a service's operation kinds and default mix: the table
+// above, or what a user's service declares (service.Simulated).
+func mixOf(name string) (serviceMix, bool) {
+	if m, ok := serviceMixes[name]; ok {
+		return m, true
+	}
+	var m serviceMix
+	svc, err := service.Lookup(name)
+	if err != nil {
+		return m, false
+	}
+	sim, ok := svc.(service.Simulated)
+	if !ok {
+		return m, false
+	}
+	m.def = sim.SimMix()
+	for _, part := range strings.Split(m.def, ",") {
+		k, _, _ := strings.Cut(strings.TrimSpace(part), ":")
+		m.kinds = append(m.kinds, k)
+	}
+	return m, true
+}
+
+// mixKinds is mixOf's kinds (nil: the service cannot be simulated).
+func mixKinds(name string) []string {
+	m, _ := mixOf(name)
+	return m.kinds
+}
+
 // genServiceOp draws an operation of a non-kv service.
 func (s *simulator) genServiceOp(c *client, kind string) service.Op {
+	if sim, ok := s.svc.(service.Simulated); ok {
+		if _, builtin := serviceMixes[s.cfg.Service]; !builtin {
+			return sim.SimOp(kind, s.rngClient, s.cfg.Keys, c.idx, c.ops)
+		}
+	}
 	if s.cfg.Service == MatchmakerService {
 		return s.genMatchmakerOp(c, kind)
 	}

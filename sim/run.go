@@ -241,7 +241,7 @@ func (c Config) Command() string {
 	}
 	opt("--keys", c.Keys, DefaultKeys)
 	opt("--service", c.Service, ServiceName)
-	if m, ok := serviceMixes[c.Service]; ok {
+	if m, ok := mixOf(c.Service); ok {
 		opt("--mix", c.Mix, m.def)
 	}
 	if c.NoInvariants {
@@ -275,6 +275,10 @@ func (c Config) Command() string {
 	opt("--timeout", c.RequestTimeout, DefaultRequestTimeout)
 	opt("--check-timeout", c.CheckTimeout, DefaultCheckTimeout)
 	opt("--membership", MembershipSpec(c.Membership), "")
+	opt("--power-loss", PowerLossSpec(c.PowerLoss), "")
+	if len(c.PowerLoss) > 0 {
+		opt("--power-off", c.PowerOff, "")
+	}
 	if c.Nested {
 		args = append(args, "--nested")
 	}

@@ -68,6 +68,12 @@ type Config struct {
 	// heals for good while clients keep issuing operations; progress must
 	// then resume within LivenessBound (see liveness.go).
 	Liveness, LivenessBound time.Duration
+	// PowerLoss lists virtual times at which the whole cluster loses
+	// power: every node crashes at once, losing its unsynced records, and
+	// restarts after PowerOff (a distribution, default DefaultPowerOff;
+	// powerloss.go).
+	PowerLoss []time.Duration
+	PowerOff  string
 	// StickyClients makes every client send all its requests, retries
 	// included, to one node (client i uses node i mod Nodes); a client whose
 	// node is down waits for it to restart. Sequential consistency is promised
@@ -212,6 +218,7 @@ type Stats struct {
 	Calls         int // nested calls made (callee.go), among Effects
 	Fsyncs        int
 	Crashes       int
+	PowerLosses   int
 	Pauses        int
 	Partitions    int
 	Windows       int // loss, dup, reorder and slow windows
@@ -421,6 +428,10 @@ type simulator struct {
 
 	mem *membership // nil without Config.Membership
 
+	// Whole-cluster faults (powerloss.go): nil without Config.PowerLoss.
+	power    *powerState
+	rngPower *rand.Rand
+
 	// Nested requests (callee.go). ns is this simulator's namespace;
 	// callee the co-simulated callee of a main run, caller the main run
 	// of a callee. calls are the callee's calls (byID by request id);
@@ -468,7 +479,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.Think, DefaultThink)
 	def(&cfg.ReorderDelay, DefaultReorderDelay)
 	def(&cfg.Service, ServiceName)
-	if m, ok := serviceMixes[cfg.Service]; ok {
+	if m, ok := mixOf(cfg.Service); ok {
 		def(&cfg.Mix, m.def)
 	}
 	if cfg.SettleTime == 0 {
@@ -515,8 +526,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("sim: negative operation count %d", cfg.Ops)
 	case cfg.Keys < 1:
 		return cfg, fmt.Errorf("sim: need at least 1 key, got %d", cfg.Keys)
-	case serviceMixes[cfg.Service].kinds == nil:
-		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string, matchmaker or gridmatchmaker)", cfg.Service)
+	case mixKinds(cfg.Service) == nil:
+		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string, matchmaker, gridmatchmaker or a service that implements service.Simulated)", cfg.Service)
 	case cfg.StrictFrac < 0 || cfg.StrictFrac > 1 || cfg.PrevProb < 0 || cfg.PrevProb > 1 || cfg.SettleTime < 0:
 		return cfg, fmt.Errorf("sim: strict fraction and prev probability must be within [0, 1], settle time non-negative")
 	case cfg.ConvergeEvery < 0:
@@ -593,7 +604,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 			return nil, fmt.Errorf("sim: %s: %w", d.name, err)
 		}
 	}
-	if s.mix, s.mixTotal, err = parseMixKinds(cfg.Mix, serviceMixes[cfg.Service].kinds); err != nil {
+	if s.mix, s.mixTotal, err = parseMixKinds(cfg.Mix, mixKinds(cfg.Service)); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 
@@ -692,6 +703,7 @@ func (s *simulator) run() error {
 	}
 	s.schedule(s.cfg.MaxTime, &event{kind: evDeadline})
 	s.scheduleLiveness()
+	s.schedulePowerLoss()
 	if s.callee != nil {
 		s.callee.startCallee()
 	}
@@ -770,6 +782,10 @@ func (s *simulator) handle(e *event) {
 		s.onDrainEnd()
 	case evLivenessHeal:
 		s.onLivenessHeal()
+	case evPowerLoss:
+		s.onPowerLoss()
+	case evPowerOn:
+		s.onPowerOn(e)
 	case evMember:
 		s.onMember(e)
 	case evMemberRetry:

@@ -30,20 +30,37 @@ func (t *Transport) tlsConfigs() error {
 	if len(base.Certificates) == 0 || base.RootCAs == nil {
 		return errors.New("transport: Options.TLS needs the node's certificate and the cluster CA (RootCAs)")
 	}
+	t.srvTLS = acceptorTLS(base)
+	if src := t.o.TLSSource; src != nil {
+		t.srvTLS.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return acceptorTLS(src()), nil }
+	}
+	return nil
+}
+
+// acceptorTLS is the acceptor's configuration derived from base.
+func acceptorTLS(base *tls.Config) *tls.Config {
 	srv := base.Clone()
 	srv.ClientAuth = tls.RequireAndVerifyClientCert
 	srv.ClientCAs = base.RootCAs
 	srv.MinVersion = tls.VersionTLS13
-	t.srvTLS = srv
-	return nil
+	return srv
+}
+
+// baseTLS is the current TLS configuration (Options.TLSSource, else TLS).
+func (t *Transport) baseTLS() *tls.Config {
+	if t.o.TLSSource != nil {
+		return t.o.TLSSource()
+	}
+	return t.o.TLS
 }
 
 // clientTLS is the dialer's configuration for reaching node want.
 func (t *Transport) clientTLS(want string) *tls.Config {
-	cfg := t.o.TLS.Clone()
+	base := t.baseTLS()
+	cfg := base.Clone()
 	cfg.MinVersion = tls.VersionTLS13
 	cfg.InsecureSkipVerify = true // replaced by VerifyConnection: identity, not host name
-	roots := t.o.TLS.RootCAs
+	roots := base.RootCAs
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 {
 			return errors.New("peer presented no certificate")

@@ -116,6 +116,12 @@ type Options struct {
 	// TLS, when set, makes every peer connection mutual TLS (tls.go): it
 	// holds this node's certificate and the cluster CA as RootCAs.
 	TLS *tls.Config
+	// TLSSource, when set, returns the current TLS configuration (of the
+	// same form as TLS), read at every handshake, so that certificates
+	// replaced on disk and reloaded (certs.Live, on SIGHUP) serve new
+	// connections while established ones keep theirs. TLS must then hold
+	// the configuration at start.
+	TLSSource func() *tls.Config
 	// LogEvery bounds how often one kind of refused or bad incoming
 	// connection from one host is logged (default 10s).
 	LogEvery time.Duration

@@ -1,28 +1,10 @@
 // Command synod runs Synod nodes and local clusters, talks to them, benchmarks,
-// simulates and checks histories. Each subcommand lives in its own file and adds
-// itself to rootCmd from init.
+// simulates and checks histories. It is synod.Main (package
+// github.com/synod-dev/synod/synod) with nothing added: the subcommands live
+// in internal/cli, and a user's own binary that registers services and object
+// types before calling synod.Main is a full synod too (docs/EXTENDING.md).
 package main
 
-import (
-	"fmt"
-	"os"
+import "github.com/synod-dev/synod/synod"
 
-	"github.com/spf13/cobra"
-
-	// Protocols register themselves with the automaton package.
-	_ "github.com/synod-dev/synod/protocol/all"
-)
-
-var rootCmd = &cobra.Command{
-	Use:           "synod",
-	Short:         "Synod: a replicated data service and a workbench for replication protocols",
-	SilenceUsage:  true,
-	SilenceErrors: true,
-}
-
-func main() {
-	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "synod:", err)
-		os.Exit(1)
-	}
-}
+func main() { synod.Main() }

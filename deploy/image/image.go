@@ -112,9 +112,14 @@ func (o *Options) fill() {
 	}
 }
 
+// VersionSymbol is the variable `synod --version` prints, set at link
+// time with -X (the command line lives in internal/cli; cmd/synod's main
+// only calls synod.Main).
+const VersionSymbol = "github.com/synod-dev/synod/internal/cli.version"
+
 // BuildBinary compiles ./cmd/synod of opts.Module into out: static
 // (CGO_ENABLED=0), for linux/opts.Arch, stripped, -trimpath, with
-// main.version set to opts.Version.
+// VersionSymbol set to opts.Version.
 func BuildBinary(ctx context.Context, opts Options, out string) error {
 	opts.fill()
 	abs, err := filepath.Abs(out)
@@ -122,7 +127,7 @@ func BuildBinary(ctx context.Context, opts Options, out string) error {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath",
-		"-ldflags", "-s -w -X main.version="+opts.Version, "-o", abs, "./cmd/synod")
+		"-ldflags", "-s -w -X "+VersionSymbol+"="+opts.Version, "-o", abs, "./cmd/synod")
 	cmd.Dir = opts.Module
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+opts.Arch)
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -124,6 +124,12 @@ func newExecutor(env automaton.ExecEnv) (automaton.Executor, error) {
 			return nil, fmt.Errorf("%s: %v", EffectKind, err)
 		}
 		cfg.DSN = filepath.Join(env.DataDir, "durability-"+env.Namespace+".db")
+	} else if (cfg.Driver == "" || cfg.Driver == SQLite) && cfg.DSN != ":memory:" {
+		// A shared file (cluster.Up's DIR/data/durability-<ns>.db) may be
+		// opened before any node made the directory.
+		if err := os.MkdirAll(filepath.Dir(cfg.DSN), 0o755); err != nil {
+			return nil, fmt.Errorf("%s: %v", EffectKind, err)
+		}
 	}
 	st, err := Open(cfg)
 	if err != nil {

@@ -123,9 +123,16 @@ func (s *Store) Exec(ctx context.Context, stmts []durability.Stmt) error {
 		return err
 	}
 	for _, st := range stmts {
-		if _, err := tx.ExecContext(ctx, durability.Dialect(s.cfg.Driver, st.SQL), st.Args...); err != nil {
+		r, err := tx.ExecContext(ctx, durability.Dialect(s.cfg.Driver, st.SQL), st.Args...)
+		if err != nil {
 			_ = tx.Rollback()
 			return fmt.Errorf("%s: %s: %w", st.Object, st.SQL, err)
+		}
+		if st.Fence {
+			if n, err := r.RowsAffected(); err != nil || n == 0 {
+				_ = tx.Rollback()
+				return fmt.Errorf("%s: %s %v: %w", st.Object, st.SQL, st.Args, durability.ErrFenced)
+			}
 		}
 	}
 	return tx.Commit()

@@ -144,9 +144,13 @@ func (c *common) runsFor(o experiment.Options) int {
 	return c.Runs
 }
 
-// params are the ESDS parameters of a cell.
-func (c *common) params(gossipOn bool) map[string]string {
-	p := map[string]string{"values": c.Values, "gossip": c.Gossip, "send": c.Send}
+// params are the ESDS parameters of a cell: gossip every interval ("":
+// --gossip) when on.
+func (c *common) params(gossipOn bool, every string) map[string]string {
+	if every == "" {
+		every = c.Gossip
+	}
+	p := map[string]string{"values": c.Values, "gossip": every, "send": c.Send}
 	if !gossipOn {
 		p["gossip"] = "off"
 	}
@@ -160,14 +164,22 @@ type load struct {
 	Rate    float64 // submissions per second
 	Strict  float64 // fraction of strict operations
 	Gossip  bool
-	CPUs    int // sim: processors shared by the replicas (0: one each)
+	Every   string // gossip interval when on ("": --gossip)
+	CPUs    int    // sim: processors shared by the replicas (0: one each)
 }
 
-// result is what one cell measured (averaged over runs in simulation).
+// result is what one cell measured (averaged over runs in simulation;
+// Samples holds every simulated run's value, the claims' sample).
 type result struct {
 	Metrics map[string]float64
 	Labels  map[string]string
 	Detail  any
+	Samples map[string][]float64
+}
+
+// outcome is the cell's outcome.
+func (r result) outcome() experiment.Outcome {
+	return experiment.Outcome{Metrics: r.Metrics, Labels: r.Labels, Detail: r.Detail, Samples: r.Samples}
 }
 
 // ---- simulation ----
@@ -184,20 +196,23 @@ func (c *common) simConfig(l load, ops int, seed int64) sim.Config {
 		OpCost: c.OpCost, ApplyCost: c.ApplyCost, MsgCost: c.MsgCost, CPUs: l.CPUs,
 		Latency: "uniform:500us:1500us", ClientLatency: "uniform:500us:1500us", Fsync: "constant:0s",
 		RequestTimeout: time.Hour, DrainTime: 10 * time.Minute, MaxTime: time.Hour,
-		Params: c.params(l.Gossip), NoCheck: !l.Gossip && l.N > 1,
+		Params: c.params(l.Gossip, l.Every), NoCheck: !l.Gossip && l.N > 1,
 	}
 }
 
-// runSim runs runs seeds of l and averages their metrics.
+// runSim runs runs seeds of l and averages their metrics; every seed's
+// value is kept as a sample. Run r of the cell (env.Rep) takes seeds
+// seed+r·runs ... seed+r·runs+runs-1.
 func (c *common) runSim(ctx context.Context, env *experiment.Env, l load, ops, runs int) (result, error) {
 	sum := map[string]float64{}
 	count := map[string]int{}
+	samples := map[string][]float64{}
 	var cmds []string
 	for i := 0; i < runs; i++ {
 		if err := ctx.Err(); err != nil {
 			return result{}, err
 		}
-		cfg := c.simConfig(l, ops, c.Seed+int64(i))
+		cfg := c.simConfig(l, ops, c.Seed+int64(env.Rep*runs+i))
 		r, err := sim.Run(cfg)
 		if err != nil {
 			return result{}, fmt.Errorf("%v (replay: %s)", err, cfg.Command())
@@ -220,6 +235,7 @@ func (c *common) runSim(ctx context.Context, env *experiment.Env, l load, ops, r
 		for k, v := range m {
 			sum[k] += v
 			count[k]++
+			samples[k] = append(samples[k], v)
 		}
 		if i == 0 {
 			cmds = append(cmds, cfg.Command())
@@ -230,7 +246,7 @@ func (c *common) runSim(ctx context.Context, env *experiment.Env, l load, ops, r
 	for k, v := range sum {
 		out[k] = v / float64(count[k])
 	}
-	return result{Metrics: out, Labels: map[string]string{"mode": "sim", "cost": "op " + c.OpCost}, Detail: map[string]any{"runs": runs, "replay_first": cmds}}, nil
+	return result{Metrics: out, Labels: map[string]string{"mode": "sim", "cost": "op " + c.OpCost}, Detail: map[string]any{"runs": runs, "replay_first": cmds}, Samples: samples}, nil
 }
 
 // opMetrics computes throughput (completed / span from the first submission
@@ -372,7 +388,7 @@ func grpcAddrs(cl *cluster.Cluster) ([]string, error) {
 
 // liveCluster returns the (shared) live cluster of l.
 func (c *common) liveCluster(env *experiment.Env, l load) (*cluster.Cluster, error) {
-	p := c.params(l.Gossip)
+	p := c.params(l.Gossip, l.Every)
 	key := fmt.Sprintf("esds-%s-n%d-gossip%s", l.Service, l.N, p["gossip"])
 	return env.Cluster(key, cluster.UpOptions{Nodes: l.N, Protocol: "esds", Service: l.Service, Durability: c.Durability, Params: p})
 }
@@ -575,11 +591,13 @@ func fit(x, y []float64) (slope, r2 float64) {
 	return slope, r * r
 }
 
+// verdict words a shape test of the means (the verdicts are the claims',
+// decided on every run: see claims.go).
 func verdict(ok bool) string {
 	if ok {
-		return "AGREES"
+		return "shape as the seed's"
 	}
-	return "DIFFERS"
+	return "shape unlike the seed's"
 }
 
 func fmtSeries(x, y []float64, format string) string {

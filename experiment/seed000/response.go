@@ -16,11 +16,16 @@ type Response struct {
 	Nodes   []int
 	Rates   []string
 	Gossips []string
+	// Sweep are the gossip intervals the simulated gossip-on cells run at:
+	// the seed never states its rate, so each claim is judged at each and
+	// its verdict names where it holds. Live cells gossip every --gossip.
+	Sweep []string
 }
 
 // NewResponse returns the experiment with the seed's parameters.
 func NewResponse() *Response {
-	return &Response{common: defaults(), Nodes: nodesRange(1, 10), Rates: []string{"33", "33N", "330"}, Gossips: []string{"on", "off"}}
+	return &Response{common: defaults(), Nodes: nodesRange(1, 10), Rates: []string{"33", "33N", "330"}, Gossips: []string{"on", "off"},
+		Sweep: []string{"20ms", "100ms", "1s"}}
 }
 
 func (r *Response) Name() string { return "seed000-response-vs-n" }
@@ -36,6 +41,7 @@ func (r *Response) Flags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&r.Nodes, "nodes", r.Nodes, "sim: replica counts N")
 	fs.StringSliceVar(&r.Rates, "rates", r.Rates, "submission rates: ops/s, or KN for K·N ops/s")
 	fs.StringSliceVar(&r.Gossips, "gossip-modes", r.Gossips, "on, off, or both")
+	fs.StringSliceVar(&r.Sweep, "gossip-sweep", r.Sweep, "sim: gossip intervals of the gossip-on cells (the seed does not state its rate; --quick: the first and the last)")
 }
 
 // rateOf parses "33", "33N" for N replicas.
@@ -78,7 +84,7 @@ func (r *Response) Cells(o experiment.Options) ([]experiment.Cell, error) {
 			ns = []int{1, 2, 3}
 		}
 		// Gossip and N outermost: consecutive live cells share a cluster.
-		for _, g := range r.Gossips {
+		for _, g := range r.gossipValues(m, o.Quick) {
 			for _, n := range ns {
 				for _, rate := range r.Rates {
 					cells = append(cells, experiment.NewCell("mode", m, "gossip", g, "N", strconv.Itoa(n), "rate", rate))
@@ -89,10 +95,32 @@ func (r *Response) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	return cells, nil
 }
 
+// gossipValues are the cell's gossip parameter values in mode m: "off",
+// and the intervals gossip is on at.
+func (r *Response) gossipValues(m string, quick bool) []string {
+	var out []string
+	for _, g := range r.Gossips {
+		switch {
+		case g == "off":
+			out = append(out, "off")
+		case m == modeLive || len(r.Sweep) == 0:
+			out = append(out, r.Gossip)
+		case quick && len(r.Sweep) > 2:
+			out = append(out, r.Sweep[0], r.Sweep[len(r.Sweep)-1])
+		default:
+			out = append(out, r.Sweep...)
+		}
+	}
+	return out
+}
+
 func (r *Response) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cell) (experiment.Outcome, error) {
 	n, _ := strconv.Atoi(c.Get("N"))
 	rate, _ := rateOf(c.Get("rate"), n)
-	l := load{Service: "counter", N: n, Rate: rate, Gossip: c.Get("gossip") == "on"}
+	l := load{Service: "counter", N: n, Rate: rate, Gossip: c.Get("gossip") != "off", Every: c.Get("gossip")}
+	if !l.Gossip {
+		l.Every = ""
+	}
 	var res result
 	var err error
 	if c.Get("mode") == modeSim {
@@ -100,14 +128,14 @@ func (r *Response) RunCell(ctx context.Context, env *experiment.Env, c experimen
 	} else {
 		res, err = r.runLive(ctx, env, l, r.opsFor(env.Options), c.Key)
 	}
-	return experiment.Outcome{Metrics: res.Metrics, Labels: res.Labels, Detail: res.Detail}, err
+	return res.outcome(), err
 }
 
 func (r *Response) Seed() experiment.SeedFigures { return experiment.SeedFigures{Source: seedSource} }
 
 func (r *Response) Report() experiment.ReportSpec {
 	var plots []experiment.PlotSpec
-	for _, g := range r.Gossips {
+	for _, g := range r.plotGossips() {
 		for _, m := range []struct{ metric, name, title string }{
 			{mTput, "throughput", "throughput (Figs. 5.2-5.4)"},
 			{mATr, "at-r", "replica response time AT_r (Figs. 5.5-5.7)"},
@@ -115,6 +143,9 @@ func (r *Response) Report() experiment.ReportSpec {
 		} {
 			for _, mode := range r.modes() {
 				if m.metric == mATr && mode == modeLive {
+					continue
+				}
+				if g != "off" && g != r.Gossip && mode == modeLive {
 					continue
 				}
 				plots = append(plots, experiment.PlotSpec{
@@ -141,6 +172,21 @@ func (r *Response) Report() experiment.ReportSpec {
 	}
 }
 
+// plotGossips are the gossip values plotted: off and every interval.
+func (r *Response) plotGossips() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range []string{modeSim, modeLive} {
+		for _, g := range r.gossipValues(m, false) {
+			if !seen[g] {
+				seen[g] = true
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
 // Summary compares each figure's shape with the seed's prose.
 func (r *Response) Summary(ours, _ experiment.Figures) []string {
 	var out []string
@@ -150,11 +196,14 @@ func (r *Response) Summary(ours, _ experiment.Figures) []string {
 			ns = r.LiveNodes
 		}
 		get := func(metric, gossip, rate string) ([]float64, []float64) {
+			if gossip == "on" {
+				gossip = r.Gossip
+			}
 			return seriesOf(ours, metric, ns, func(n int) string {
 				return fmt.Sprintf("mode=%s,gossip=%s,N=%d,rate=%s", mode, gossip, n, rate)
 			})
 		}
-		out = append(out, fmt.Sprintf("%s:", mode))
+		out = append(out, fmt.Sprintf("%s (gossip on = every %s):", mode, r.Gossip))
 		for _, c := range claims {
 			x, y := get(c.metric, c.gossip, c.rate)
 			if len(x) < 2 {

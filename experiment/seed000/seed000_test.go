@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -69,8 +70,21 @@ func TestThroughputQuick(t *testing.T) {
 
 func TestResponseQuick(t *testing.T) {
 	res, f := runQuick(t, NewResponse())
-	if len(res.Cells) != 18 {
-		t.Fatalf("%d cells, want 3 N x 3 rates x 2 gossip modes", len(res.Cells))
+	if len(res.Cells) != 27 {
+		t.Fatalf("%d cells, want 3 N x 3 rates x (gossip every 20ms, every 1s, off)", len(res.Cells))
+	}
+	// The unstated gossip rate is swept: each gossip-on claim names where
+	// it holds.
+	if len(res.Claims) != 10 {
+		t.Fatalf("%d claims, want Figs. 5.2-5.11", len(res.Claims))
+	}
+	for _, c := range res.Claims {
+		if c.Verdict == "" || c.Stats == "" {
+			t.Errorf("claim without verdict or statistics: %+v", c)
+		}
+		if !strings.Contains(c.Text, "gossip off") && !strings.Contains(c.Range, "20ms") {
+			t.Errorf("%s: range %q does not name the swept intervals", c.Text, c.Range)
+		}
 	}
 	for _, c := range res.Cells {
 		for _, m := range []string{mTput, mATr, mATfe, mP99} {
@@ -80,11 +94,11 @@ func TestResponseQuick(t *testing.T) {
 			t.Errorf("%s: AT_r %.1f ms, AT_fe %.1f ms: the replica's time is part of the front end's and includes the 28 ms cost", c.Key, atr, atfe)
 		}
 	}
-	if v := must(t, f, "mode=sim,gossip=on,N=3,rate=33", mTput); v < 30 || v > 36 {
+	if v := must(t, f, "mode=sim,gossip=20ms,N=3,rate=33", mTput); v < 30 || v > 36 {
 		t.Errorf("33 ops/s submitted, throughput %.1f", v)
 	}
 	// At 330 ops/s a single replica is overwhelmed: requests queue.
-	if a, b := must(t, f, "mode=sim,gossip=on,N=1,rate=330", mATfe), must(t, f, "mode=sim,gossip=on,N=3,rate=330", mATfe); a < 2*b {
+	if a, b := must(t, f, "mode=sim,gossip=20ms,N=1,rate=330", mATfe), must(t, f, "mode=sim,gossip=20ms,N=3,rate=330", mATfe); a < 2*b {
 		t.Errorf("AT_fe at 330 ops/s: N=1 %.1f ms, N=3 %.1f ms: want much higher with one replica", a, b)
 	}
 }

@@ -90,7 +90,7 @@ func (s *Strict) RunCell(ctx context.Context, env *experiment.Env, c experiment.
 	} else {
 		res, err = s.runLive(ctx, env, l, s.opsFor(env.Options), c.Key)
 	}
-	return experiment.Outcome{Metrics: res.Metrics, Labels: res.Labels, Detail: res.Detail}, err
+	return res.outcome(), err
 }
 
 func (s *Strict) Seed() experiment.SeedFigures { return experiment.SeedFigures{Source: seedSource} }

@@ -81,7 +81,7 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 	} else {
 		r, err = t.runLive(ctx, env, l, t.opsFor(env.Options), c.Key)
 	}
-	return experiment.Outcome{Metrics: r.Metrics, Labels: r.Labels, Detail: r.Detail}, err
+	return r.outcome(), err
 }
 
 func (t *Throughput) Seed() experiment.SeedFigures {

@@ -95,8 +95,8 @@ func (e *Experiment) Cells(o experiment.Options) ([]experiment.Cell, error) {
 // resendAfter is the resend interval of the policy "1+resend".
 const resendAfter = 60 * time.Millisecond
 
-func (e *Experiment) setup(c experiment.Cell, quick bool) setup {
-	s := setup{replicas: 3, send: c.Get("policy"), resend: "off", ops: e.Ops, rate: e.Rate, seed: e.First}
+func (e *Experiment) setup(c experiment.Cell, quick bool, rep int) setup {
+	s := setup{replicas: 3, send: c.Get("policy"), resend: "off", ops: e.Ops, rate: e.Rate, seed: e.First + int64(rep)}
 	if quick {
 		s.ops = min(s.ops, 120)
 	}
@@ -116,7 +116,7 @@ func (e *Experiment) RunCell(ctx context.Context, env *experiment.Env, c experim
 	if err := ctx.Err(); err != nil {
 		return experiment.Outcome{}, err
 	}
-	s := e.setup(c, env.Options.Quick)
+	s := e.setup(c, env.Options.Quick, env.Rep)
 	r, err := run(s)
 	if err != nil {
 		return experiment.Outcome{}, err
@@ -193,6 +193,37 @@ func (e *Experiment) Report() experiment.ReportSpec {
 			"1+resend: send=1, resend=60ms, maxsends=2.",
 		},
 	}
+}
+
+// Claims judges §4.2.4's discussion: sending to more replicas costs more
+// messages, and a front end that sends to one replica waits on its crash.
+func (e *Experiment) Claims(d experiment.Data) []experiment.Claim {
+	var out []experiment.Claim
+	k1, kAll := "run=steady,fe=separate,policy=1", "run=steady,fe=separate,policy=all"
+	text := "§4.2.4: sending each operation to every replica costs more messages than sending it to one"
+	if c, ok := d.NotRun(text, "discussed, no figure", k1, kAll); ok {
+		out = append(out, c)
+	} else {
+		out = append(out, experiment.Claim{Text: text, Paper: "discussed, no figure",
+			Judgement: experiment.RatioAbove("send=all / send=1 messages per op", d.Sample(kAll, mMsgs), d.Sample(k1, mMsgs), 1)})
+	}
+	c1, cAll := "run=crash,fe=separate,policy=1", "run=crash,fe=separate,policy=all"
+	text = "§4.2.4: a front end sending to one replica depends on it: after that replica dies its operations wait longer than with send=all"
+	if c, ok := d.NotRun(text, "discussed, no figure", c1, cAll); ok {
+		out = append(out, c)
+	} else {
+		a, b := d.Sample(c1, mVictimMax), d.Sample(cAll, mVictimMax)
+		if a.Mean() < 0 {
+			// -1: some operation was never answered (no retry): the
+			// longest possible wait.
+			out = append(out, experiment.Claim{Text: text, Paper: "discussed, no figure",
+				Judgement: experiment.Exact(a.Constant() && a[0] < 0, "send=1: some operation never answered", "the victim's operations after the crash", a)})
+		} else {
+			out = append(out, experiment.Claim{Text: text, Paper: "discussed, no figure",
+				Judgement: experiment.RatioAbove("send=1 / send=all max wait", a, b, 1)})
+		}
+	}
+	return out
 }
 
 // Summary puts the seed's discussion beside ours.

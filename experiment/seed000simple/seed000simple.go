@@ -136,7 +136,7 @@ func (e *Experiment) RunCell(ctx context.Context, env *experiment.Env, c experim
 		if err := ctx.Err(); err != nil {
 			return experiment.Outcome{}, err
 		}
-		cfg := e.config(c.Get("impl"), n, p, ops, e.First+int64(i))
+		cfg := e.config(c.Get("impl"), n, p, ops, e.First+int64(env.Rep*runs+i)) // run r of the cell: its own seeds
 		r, err := sim.Run(cfg)
 		if err != nil {
 			return experiment.Outcome{}, fmt.Errorf("%v (replay: %s)", err, cfg.Command())
@@ -218,6 +218,34 @@ func (e *Experiment) Report() experiment.ReportSpec {
 			"msgs/op: every message of the run, including the gossip after the last response until the replicas agree (sim s is that run time).",
 		},
 	}
+}
+
+// Claims judges §3.3.6 ("the reservation system is costly"): the simple
+// implementation's latency above the optimised one's, per strict share, on
+// the largest N run (every run's seeds differ).
+func (e *Experiment) Claims(d experiment.Data) []experiment.Claim {
+	var out []experiment.Claim
+	top := 0
+	for _, cr := range d.Cells {
+		if n, err := strconv.Atoi(cr.Get("N")); err == nil && cr.Status == experiment.StatusOK {
+			top = max(top, n)
+		}
+	}
+	for _, p := range e.Strict {
+		key := func(impl string) string {
+			return experiment.NewCell("strict", strconv.Itoa(p), "N", strconv.Itoa(top), "impl", impl).Key
+		}
+		text := fmt.Sprintf("§3.3.6: the reservation system \"is costly, as it reduces potential concurrency\" (%d%% strict, N=%d): SimpleESDSImpl's latency above ESDSImpl's", p, top)
+		if c, ok := d.NotRun(text, "no figure", key("simple"), key("optimised")); ok {
+			out = append(out, c)
+			continue
+		}
+		cl := experiment.Claim{Text: text, Paper: "no figure",
+			Judgement: experiment.RatioAbove("simple/optimised latency", d.Sample(key("simple"), mLat), d.Sample(key("optimised"), mLat), 1)}
+		cl.Cause = fmt.Sprintf("messages per operation simple %.1f vs optimised %.1f", d.Ours[key("simple")][mMsgs], d.Ours[key("optimised")][mMsgs])
+		out = append(out, cl)
+	}
+	return out
 }
 
 // Summary states the cost of the reservations: simple against optimised,

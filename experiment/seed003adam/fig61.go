@@ -82,7 +82,7 @@ func (f *Fig61) RunCell(_ context.Context, env *experiment.Env, c experiment.Cel
 	ops = max(int(float64(ops)*s.seed/582), 3*clients)
 	r := simRun{strategy: string(s.s), groups: s.g, threads: s.k, cores: 8, nodes: 3,
 		clients: clients, ops: ops, batch: f.Batch, local: 10 * time.Millisecond, remote: 10 * time.Millisecond,
-		merkle: "real", seed: f.SimSeed}
+		merkle: "real", seed: f.SimSeed + int64(env.Rep)}
 	out.Labels["replay"] = "synod sim " + strings.Join(r.args(), " ")
 	if err := r.run(&out); err != nil {
 		return out, err

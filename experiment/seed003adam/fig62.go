@@ -42,7 +42,7 @@ func (f *Fig62) Flags(fs *pflag.FlagSet) {
 func (*Fig62) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	ks := []int{1, 2, 3, 4, 6, 8, 10, 12, 14, 16}
 	if o.Quick {
-		ks = []int{16}
+		ks = []int{4, 16}
 	}
 	var cells []experiment.Cell
 	for _, s := range sizes {
@@ -93,7 +93,7 @@ func (f *Fig62) RunCell(_ context.Context, env *experiment.Env, c experiment.Cel
 		return out, fmt.Errorf("unknown size %q", c.Get("size"))
 	}
 	k, _ := strconv.Atoi(c.Get("threads"))
-	r := unreplicated(c.Get("strategy"), k, local, remote, f.HashCost, "real", f.SimSeed, env.Quick)
+	r := unreplicated(c.Get("strategy"), k, local, remote, f.HashCost, "real", f.SimSeed+int64(env.Rep), env.Quick)
 	out.Labels["replay"] = "synod sim " + strings.Join(r.args(), " ")
 	if err := r.run(&out); err != nil {
 		return out, err

@@ -19,7 +19,7 @@ func runQuick(t *testing.T, e experiment.Experiment, files ...string) (*experime
 	out := t.TempDir()
 	var stdout bytes.Buffer
 	res, err := experiment.Run(context.Background(), e, experiment.RunOptions{
-		Options: experiment.Options{Quick: true, Reps: 1}, Out: out, Work: t.TempDir(), Stdout: &stdout,
+		Options: experiment.Options{Quick: true, Reps: 2}, Out: out, Work: t.TempDir(), Stdout: &stdout,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
@@ -43,12 +43,15 @@ func runQuick(t *testing.T, e experiment.Experiment, files ...string) (*experime
 // The unit-slice experiment prints the seed's four figures as holding and
 // the 16-thread speedups the notes derive.
 func TestSlicesQuick(t *testing.T) {
-	_, text := runQuick(t, &Slices{})
+	res, text := runQuick(t, &Slices{})
+	if n := experiment.CountVerdicts(res.Claims); n[experiment.Holds] != 5 || len(res.Claims) != 5 {
+		t.Errorf("claims: %s", experiment.FormatCounts(n))
+	}
 	for _, want := range []string{
-		"Fig 3.2 naive: 24 slices, 0 checkpoints (seed: 24, 0) => HOLDS",
-		"Fig 3.3 walls: 12 slices, 7 checkpoints (seed: 12, 7) => HOLDS",
-		"Fig 3.4 spm: 13 slices, 0 checkpoints (seed: 13, 0) => HOLDS",
-		"Fig 4.1 ppm: 7 slices, 7 checkpoints (seed: 7, 7) => HOLDS",
+		"Fig 3.2 naive: 24 slices, 0 checkpoints (seed: 24, 0) => as the seed",
+		"Fig 3.3 walls: 12 slices, 7 checkpoints (seed: 12, 7) => as the seed",
+		"Fig 3.4 spm: 13 slices, 0 checkpoints (seed: 13, 0) => as the seed",
+		"Fig 4.1 ppm: 7 slices, 7 checkpoints (seed: 7, 7) => as the seed",
 		"N=12: speedup 12.0x", "N=48: speedup 24.0x", "N=480: speedup 31.0x",
 	} {
 		if !strings.Contains(text, want) {
@@ -63,8 +66,10 @@ func TestSlicesQuick(t *testing.T) {
 func TestModelQuick(t *testing.T) {
 	m := &Model{Batch: 960, HashPerRequest: gapHashPerRequest, Verify: 2}
 	res, text := runQuick(t, m)
-	if strings.Contains(text, "DOES NOT HOLD") || strings.Count(text, "=> HOLDS") != 3 {
-		t.Errorf("claims:\n%s", text)
+	// SPM's doubling holds in the model; what rests on the hashing cost
+	// taken from the seed's Fig 6.3 gap is consistent by construction.
+	if n := experiment.CountVerdicts(res.Claims); n[experiment.Holds] != 1 || n[experiment.ByConstruction] != 3 {
+		t.Errorf("claims %s:\n%s", experiment.FormatCounts(n), text)
 	}
 	figs := experiment.Figures{}
 	for _, c := range res.Cells {

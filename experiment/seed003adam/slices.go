@@ -229,9 +229,11 @@ func (*Slices) Summary(ours, seed experiment.Figures) []string {
 	return out
 }
 
+// holds says whether a figure matches the seed's (the verdicts are the
+// claims', see claims.go).
 func holds(ok bool) string {
 	if ok {
-		return "HOLDS"
+		return "as the seed"
 	}
-	return "DOES NOT HOLD"
+	return "unlike the seed"
 }

@@ -169,10 +169,10 @@ func (e *Eve) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 		if c.Get("mode") == "live" {
 			tput, err := liveThroughput(cost, cores, quick)
 			out.Metrics[mTput] = tput
-			out.Labels["mode"] = "live: executor only, this machine's cores"
+			out.Labels["mode"] = "live: executor only, wall-clock spin (not judged)"
 			return out, err
 		}
-		return e.simCell(out, simRun{cost: cost, cores: cores, keys: 100000}, quick)
+		return e.simCell(out, simRun{cost: cost, cores: cores, keys: 100000}, quick, env.Rep)
 	case kMerkle:
 		cores, _ := strconv.Atoi(c.Get("cores"))
 		h := time.Duration(0)
@@ -184,10 +184,10 @@ func (e *Eve) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 			out.Labels["hash_cost"] = h.String()
 		}
 		cost, _ := time.ParseDuration(c.Get("cost"))
-		return e.simCell(out, simRun{cost: cost, cores: cores, keys: 100000, hash: h}, quick)
+		return e.simCell(out, simRun{cost: cost, cores: cores, keys: 100000, hash: h}, quick, env.Rep)
 	case kRollback:
 		keys, _ := strconv.Atoi(c.Get("keys"))
-		return e.simCell(out, simRun{cost: time.Millisecond, cores: 16, keys: keys, loose: c.Get("conflicts") == "loose"}, quick)
+		return e.simCell(out, simRun{cost: time.Millisecond, cores: 16, keys: keys, loose: c.Get("conflicts") == "loose"}, quick, env.Rep)
 	}
 	r := simRun{cost: time.Millisecond, cores: 1, keys: 100000}
 	switch c.Get("system") {
@@ -196,7 +196,7 @@ func (e *Eve) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 	case "eve-16":
 		r.cores = 16
 	}
-	return e.simCell(out, r, quick)
+	return e.simCell(out, r, quick, env.Rep)
 }
 
 // simRun is one simulated cell's configuration.
@@ -209,13 +209,13 @@ type simRun struct {
 	paxos bool
 }
 
-func (e *Eve) simCell(out experiment.Outcome, r simRun, quick bool) (experiment.Outcome, error) {
+func (e *Eve) simCell(out experiment.Outcome, r simRun, quick bool, rep int) (experiment.Outcome, error) {
 	name := fmt.Sprintf("seed003eve-%p", &out)
 	rec := eve.NewRecorder(name)
 	defer eve.DropRecorder(name)
 	args := []string{"--nodes", "3", "--clients", strconv.Itoa(e.Clients), "--ops", strconv.Itoa(e.ops(quick)),
 		"--faults", "none", "--keys", strconv.Itoa(r.keys), "--think", "constant:0s", "--timeout", "60s",
-		"--seeds", strconv.FormatInt(e.SimSeed, 10)}
+		"--seeds", strconv.FormatInt(e.SimSeed+int64(rep), 10)} // each run of a cell its own seed
 	if r.paxos {
 		args = append(args, "--protocol", "paxos")
 	} else {

@@ -20,9 +20,6 @@ func TestArithmeticReproducesThePaper(t *testing.T) {
 	if a.SmallReaders != 6 || a.LargeReaders != 3 || a.LargeWrites != 3 || !a.SmallTwiceInvalidates || !a.LargeTwiceUpdates {
 		t.Fatalf("paper arithmetic: %+v", a)
 	}
-	if v := a.Verdicts(a); len(v) != 5 {
-		t.Fatalf("verdicts %v", v)
-	}
 }
 
 // The --quick pass runs every cell; point-to-point update and invalidation
@@ -77,7 +74,7 @@ func TestMicroQuick(t *testing.T) {
 	if g("bcast-short", "orca-bcast", 10, mPerOp) < 9 {
 		t.Errorf("broadcast to 10 nodes sent %.0f messages", g("bcast-short", "orca-bcast", 10, mPerOp))
 	}
-	if lines := m.Summary(ours, m.Seed().Values); len(lines) != 7 {
+	if lines := m.Summary(ours, m.Seed().Values); len(lines) != 2 {
 		t.Fatalf("summary: %q", lines)
 	}
 }

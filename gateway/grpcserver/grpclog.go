@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"google.golang.org/grpc/grpclog"
+
+	"github.com/synod-dev/synod/internal/ratelog"
 )
 
 // gRPC's own log lines in the node's format (issue 17 item 7: one log
@@ -27,12 +30,25 @@ func UseSlog(l *slog.Logger) {
 
 // NewSlogLogger returns a grpclog.LoggerV2 writing to l.
 func NewSlogLogger(l *slog.Logger) grpclog.LoggerV2 {
-	return slogLogger{l.With("component", "grpc")}
+	return slogLogger{l: l.With("component", "grpc"), lim: ratelog.New(0)}
 }
 
-type slogLogger struct{ l *slog.Logger }
+type slogLogger struct {
+	l   *slog.Logger
+	lim *ratelog.Limiter
+}
+
+// handshakeFrom introduces the remote address in gRPC's line about a
+// refused connection (one per connection: a TLS client without the CA, a
+// plaintext client to a TLS port), logged once per ten seconds per host.
+const handshakeFrom = "failed to complete security handshake from "
 
 func (s slogLogger) log(lv slog.Level, msg string) {
+	if _, rest, ok := strings.Cut(msg, handshakeFrom); ok && lv >= slog.LevelWarn {
+		remote, _, _ := strings.Cut(strings.Trim(rest, `"`), `"`)
+		s.lim.Log(s.l, lv, "grpc-tls", remote, msg)
+		return
+	}
 	s.l.Log(context.Background(), lv, msg)
 }
 

@@ -32,3 +32,23 @@ func TestSlogLogger(t *testing.T) {
 		}
 	}
 }
+
+// TestHandshakeFailuresLoggedOnce: gRPC's line per refused connection is
+// logged once per host and interval; other hosts and other lines pass.
+func TestHandshakeFailuresLoggedOnce(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewSlogLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	for range 5 {
+		l.Warningf(`grpc: Server.Serve failed to complete security handshake from "127.0.0.1:%d": tls: first record does not look like a TLS handshake`, 40000)
+	}
+	l.Warningf(`grpc: Server.Serve failed to complete security handshake from "10.0.0.2:1": EOF`)
+	l.Warningf("transport closing")
+	l.Warningf("transport closing")
+	out := buf.String()
+	if n := strings.Count(out, "remote=127.0.0.1"); n != 1 {
+		t.Errorf("5 refusals from one host logged %d times, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "10.0.0.2") || strings.Count(out, "transport closing") != 2 {
+		t.Errorf("another host's refusal or other lines held back:\n%s", out)
+	}
+}

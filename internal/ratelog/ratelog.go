@@ -8,8 +8,10 @@
 package ratelog
 
 import (
+	stdlog "log"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 )
@@ -87,4 +89,29 @@ func (l *Limiter) Log(log *slog.Logger, level slog.Level, kind, remote, msg stri
 		attrs = append(attrs, "suppressed", suppressed)
 	}
 	log.Log(nil, level, msg, attrs...)
+}
+
+// HTTPErrorLog returns a logger for http.Server.ErrorLog that sends
+// net/http's lines to log at Warn, those about a connection ("http: TLS
+// handshake error from ADDR: ...", one per refused connection) at most once
+// per interval for each remote host.
+func (l *Limiter) HTTPErrorLog(log *slog.Logger) *stdlog.Logger {
+	return stdlog.New(httpErrors{l: l, log: log}, "", 0)
+}
+
+type httpErrors struct {
+	l   *Limiter
+	log *slog.Logger
+}
+
+func (h httpErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	const from = "http: TLS handshake error from "
+	if rest, ok := strings.CutPrefix(msg, from); ok {
+		remote, reason, _ := strings.Cut(rest, ": ")
+		h.l.Log(h.log, slog.LevelWarn, "http-tls", remote, "refused connection: TLS handshake failed", "err", reason)
+		return len(p), nil
+	}
+	h.log.Warn(msg)
+	return len(p), nil
 }

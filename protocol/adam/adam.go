@@ -70,7 +70,9 @@ const (
 
 var params = proto.NewSpec(
 	proto.Param{Name: "callee", Kind: proto.String, Default: "remote",
-		Doc: "the namespace SET's nested request calls"},
+		Doc: "the namespace the program's nested requests call (a namespace of this cluster that serves nested requests: paxos)"},
+	proto.Param{Name: "program", Kind: proto.String, Default: "trail",
+		Doc: "the requests that call the callee (service.NestedProgram, registered by name): trail, the seed's microbenchmark (SET k v appends to trail:k at the callee), or a user's"},
 	proto.Param{Name: "strategy", Kind: proto.Enum, Default: PPM, Choices: []string{Naive, Walls, SPM, PPM},
 		Doc: "naive: one thread, one core; walls: one group of `threads` threads (Eve modified, §3.2.2); spm: `threads` single-thread groups on one core (§3.2.3, §5.1.2); ppm: `groups` groups of `threads` threads (§4.1, §5.2)"},
 	proto.Param{Name: "groups", Kind: proto.Int, Default: "3", Min: "1", Max: "64",
@@ -126,7 +128,12 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	case SPM:
 		groups, threads, cores = threads, 1, 1
 	}
+	prog, err := service.LookupNestedProgram(prm.String("program"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: namespace %q: program: %w", p.name, cfg.Namespace, err)
+	}
 	x.ppm = newPPM(groups, threads, prm.Int("batch"))
+	x.ppm.prog = prog
 	localCost := prm.Duration("local_cost")
 	hashCost := prm.Duration("hash_cost")
 	if prm.String("merkle") == "fake" {
@@ -140,10 +147,12 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		Cost:       stepCost(localCost),
 		Ext:        x,
 	}
-	e.StateSvc, _ = service.Lookup(service.NestedKVName)
+	nkv, _ := service.Lookup(service.NestedKVName)
+	e.StateSvc = nkv.(service.NestedKV).WithProgram(prog)
 	e.ConfSvc = e.StateSvc
 	if prm.String("conflicts") == "loose" {
-		e.ConfSvc, _ = service.Lookup(service.NestedKVLooseName)
+		loose, _ := service.Lookup(service.NestedKVLooseName)
+		e.ConfSvc = loose.(service.NestedKV).WithProgram(prog)
 	}
 	if name := prm.String("observe"); name != "" {
 		if e.Recorder = eve.LookupRecorder(name); e.Recorder == nil {

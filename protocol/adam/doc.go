@@ -38,6 +38,14 @@
 // KV operation, and SETs with options) are local: one step, no call.
 // Requests carry their Env; later steps run in the first step's Env.
 //
+// That SET program is the default, service.Trail. The program is
+// pluggable (issue 31, "Adam as a framework"): a service.NestedProgram
+// says which client operations call the callee and what their two steps
+// do over the KV state; a user's binary registers one
+// (synod.RegisterNestedProgram) and selects it with program=NAME
+// (examples/nestedcall). A program's steps lock every key it declares for
+// writing (NestedKV.ConflictKeys); the default keeps its finer declaration.
+//
 // # One wall is one slot of eve's engine (§3.2.2, §5.2.3)
 //
 // The seed verifies "before any execution thread makes a nested request as
@@ -188,7 +196,8 @@
 //
 // # Parameters
 //
-//	callee      string                         remote                 the namespace SET's nested request calls
+//	callee      string                         remote                 the namespace the program's nested requests call (a namespace of this cluster that serves nested requests: paxos)
+//	program     string                         trail                  the requests that call the callee (service.NestedProgram, registered by name): trail, the seed's microbenchmark (SET k v appends to trail:k at the callee), or a user's
 //	strategy    one of naive, walls, spm, ppm  ppm                    naive: one thread, one core; walls: one group of `threads` threads (Eve modified, §3.2.2); spm: `threads` single-thread groups on one core (§3.2.3, §5.1.2); ppm: `groups` groups of `threads` threads (§4.1, §5.2)
 //	groups      integer in [1, 64]             3                      G, thread groups taking turns on the pipeline (ppm)
 //	threads     integer in [1, 256]            8                      k, threads per group (ppm, walls), or the SPM's lightweight threads (spm)

@@ -28,6 +28,7 @@ import (
 type ppm struct {
 	groups, threads int // G, k
 	batchMax        int
+	prog            service.NestedProgram // which requests call the callee
 
 	epoch   uint64 // the epoch it plans for (a new primary plans afresh)
 	primary bool
@@ -150,21 +151,25 @@ func (p *ppm) pgm(g int, x *ext, waiting [][]*service.Cont) (entries []eve.Entry
 		}
 		en := p.assigned[t][0]
 		p.assigned[t] = p.assigned[t][1:]
-		entries = append(entries, begin(en, t))
+		entries = append(entries, begin(p.prog, en, t))
 	}
 	return entries, false
 }
 
-// begin is a request's first step: a plain SET becomes the program's
-// nested.begin (it will call the callee); any other operation runs whole.
-func begin(en eve.Entry, thread int) eve.Entry {
+// begin is a request's first step: a request of the program (the
+// default's plain SET) becomes nested.begin (it will call the callee); any
+// other operation runs whole.
+func begin(prog service.NestedProgram, en eve.Entry, thread int) eve.Entry {
 	op := en.Req.Op
-	if op.Kind != "set" || len(op.Args) != 1 || len(en.Req.Ops) > 0 {
+	if prog == nil {
+		prog = service.Trail
+	}
+	if !prog.Nested(op) || len(en.Req.Ops) > 0 {
 		return en
 	}
 	req := en.Req
 	req.Op = service.Op{Kind: service.NestedBegin, Key: op.Key,
-		Args: [][]byte{op.Args[0], []byte(contID(req.ID)), tag{thread: thread, origin: en.Origin}.encode()}}
+		Args: [][]byte{prog.Encode(op), []byte(contID(req.ID)), tag{thread: thread, origin: en.Origin}.encode()}}
 	return eve.Entry{Req: req, Origin: en.Origin}
 }
 

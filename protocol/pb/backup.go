@@ -26,7 +26,7 @@ func (a *PB) onUpdate(from automaton.NodeID, m message) {
 	case roleJoining:
 		a.joinerUpdate(e)
 		return
-	case rolePrimary:
+	case rolePrimary, roleRecovering:
 		return
 	}
 	a.heard = true
@@ -71,6 +71,7 @@ func (a *PB) drain() bool {
 		}
 		e.chain = a.m.chain
 		a.log = append(a.log, e)
+		a.persistEntry(e) // durable before the acknowledgement
 	}
 	for i := range a.ahead {
 		if i <= a.m.applied {
@@ -90,6 +91,14 @@ func (a *PB) onView(from automaton.NodeID, m message) {
 		return
 	}
 	fromPrimary := from == m.Members[0] && m.Kind != kindStale
+	if a.role == roleRecovering {
+		if !fromPrimary {
+			return
+		}
+		if !m.View.Less(a.view) {
+			a.leaveRecovery() // a live primary: rejoin it
+		}
+	}
 	switch {
 	case m.View.Less(a.view):
 		if m.Kind != kindStale {
@@ -186,6 +195,9 @@ func (a *PB) onCheck() {
 			a.sendJoin()
 		}
 		a.join.active, a.join.asked = false, false
+	case roleRecovering:
+		a.sendReports(true)
+		a.elect()
 	}
 	a.checkForwards()
 }
@@ -213,8 +225,14 @@ func (a *PB) switchToPrimary(r int) {
 	for _, n := range a.members[1:] {
 		a.peers[n] = &peer{member: true, heard: true, fresh: true}
 	}
+	a.announce()
+}
+
+// announce is notify_change(FAILURE) of a node that just became the
+// primary: the new view to every node; the requests it was forwarding
+// are now its own.
+func (a *PB) announce() {
 	a.sendHeartbeats(kindNewView)
-	// Requests this node was forwarding are now its own.
 	for _, id := range sortedIDs(a.fwds) {
 		f := a.fwds[id]
 		delete(a.fwds, id)

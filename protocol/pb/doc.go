@@ -114,19 +114,48 @@
 // the image is one O(state) step at the primary; a range-by-range image
 // (service.RangeState) would avoid even that and is not done.
 //
-// # Durability
+// # Durability (issue 29: durable means durable)
 //
-// The seed keeps the state in memory, and so does pb: the replicated
-// state survives as long as one member of the current view does. The one
-// record a node persists, at its first start ("pb/booted"), tells every
-// later incarnation that its memory is gone: it rejoins as a backup and
-// never acts as the primary of an old view. The record is persisted before
-// anything is sent, so a node that crashed before it was durable had said
-// nothing and may start afresh. If every member of the view fails before
-// a joiner completes its transfer, the state is lost and the service stays
-// unavailable: the restarted nodes all wait to join, rather than invent an
-// empty state that would silently lose acknowledged writes. Per-object
-// durability attributes (chapter IV) are issue 11.
+// The seed keeps the state in memory ("the replicated state survives as
+// long as one member of the view does"); Synod promises more with
+// `durability: fsync`: no acknowledged write is lost when every node
+// crashes at once. Each node persists (durable.go) its view record (the
+// ballot, previous view, base, epoch, member list, and whether its
+// records hold a state of that view), and its state: an image of the
+// machine (applied count, digest chain, duplicate table, service
+// snapshot) plus one record per entry applied since, replaced by a new
+// image every 256 entries. The runtime releases a step's sends and
+// answers only after its records are durable, so an entry is durable at
+// the primary before it answers and at a backup before it
+// acknowledges, and a view or member list is durable before any message
+// announces it. A joiner persists the installed image before it asks to
+// become a member.
+//
+// A node that restarts with a view record is recovering: it tells every
+// node its durable view (a report) and waits. If a live primary exists,
+// its heartbeat answers, and the node rejoins it by state transfer as
+// before (its durable state may hold entries the primary never kept, so
+// it is not reused). If the whole cluster restarted, nobody is primary,
+// and the seed is silent (its failure model is crash-stop, III.A; IV.B.1
+// assumes "all in-memory state" is lost and recovery comes from the
+// database or a live replica). Decision: the primary of the latest view
+// any node reports is chosen, once it has reported with its durable
+// state and every member of its own durable member list has reported
+// too, and no report names a later view. It holds every acknowledged
+// write: every write it answered, or any earlier primary answered, is in
+// its durable state (it executed them, or acknowledged them as a member
+// before taking over: a primary answers only after every member
+// acknowledged). Waiting for its members is what makes "latest" true: a
+// node that took over a later view was a member of this one (seed 002
+// III.B, switch_to_primary: the senior backup, then the next), so its
+// report would name that later view. The chosen node takes over under a
+// round later than every reported one with only itself as member, keeps
+// every entry it holds (those never answered take effect, as any
+// unanswered request may), and the others rejoin by state transfer. A
+// restarted cluster therefore needs that primary and its members back;
+// with one of them lost for good it stays unavailable rather than lose
+// writes. Only the chosen node acts, so two restarted nodes never both
+// take over.
 //
 // Checkpoints of long-running requests (III.A) are not done: a request
 // runs to completion in one step of the primary, so there is nothing to
@@ -142,8 +171,7 @@
 // holds for crash (crash-recovery: a restarted node rejoins), dup (updates
 // are applied by index, acknowledgements are cumulative, forwards and
 // joins are idempotent), reorder (up to 20 ms extra) and slow (latency
-// spikes up to 50 ms per end, slow disks: pb persists nothing after its
-// first start), since the defaults keep every delay well inside a check
+// spikes up to 50 ms per end, slow disks), since the defaults keep every delay well inside a check
 // period: rate_sending 20 ms, rate_checking 250 ms, against the
 // simulator's worst message delay of about 125 ms (5 ms latency, 20 ms
 // reordering, two 50 ms spikes). SafeFaults returns exactly these. The

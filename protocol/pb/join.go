@@ -158,6 +158,7 @@ func (a *PB) install() {
 	}
 	a.role = roleBackup
 	a.m = m
+	a.persistImage() // durable before the node asks to be a member
 	a.log, a.logStart = nil, m.applied
 	a.ahead = j.ahead
 	a.join = nil

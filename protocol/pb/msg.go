@@ -22,11 +22,12 @@ const (
 	kindChunkAck  = 8  // joiner -> primary: bytes received so far
 	kindForward   = 9  // non-primary -> primary: a client's request
 	kindReply     = 10 // primary -> forwarder: its answer
+	kindReport    = 11 // restarted node -> every node: its durable view (durable.go)
 )
 
 // header is the messages' and records' version 1 header.
 var header = proto.Header{Protocol: "pb", Version: 1, Kinds: []string{
-	"update", "ack", "heartbeat", "newview", "stale", "join", "chunk", "chunk-ack", "forward", "reply"}}
+	"update", "ack", "heartbeat", "newview", "stale", "join", "chunk", "chunk-ack", "forward", "reply", "report"}}
 
 // Decoding bounds.
 const (
@@ -157,6 +158,15 @@ func (m *message) marshal() []byte {
 		encodeNodes(&e, m.Members)
 		e.Uvarint(m.Index)
 		e.Uvarint(m.Stable)
+	case kindReport:
+		m.View.Encode(&e)
+		m.Prev.Encode(&e)
+		e.Uvarint(m.Base)
+		e.Uvarint(m.Epoch)
+		encodeNodes(&e, m.Members)
+		e.Uvarint(m.Index)
+		e.Bool(m.Joined)
+		e.Uvarint(m.Nonce)
 	case kindJoin:
 	case kindChunk:
 		m.View.Encode(&e)
@@ -212,6 +222,15 @@ func unmarshal(b []byte) (message, error) {
 		m.Members = decodeNodes(d)
 		m.Index = d.Uvarint()
 		m.Stable = d.Uvarint()
+	case kindReport:
+		m.View = ballot()
+		m.Prev = ballot()
+		m.Base = d.Uvarint()
+		m.Epoch = d.Uvarint()
+		m.Members = decodeNodes(d)
+		m.Index = d.Uvarint()
+		m.Joined = d.Bool()
+		m.Nonce = d.Uvarint()
 	case kindJoin:
 	case kindChunk:
 		m.View = ballot()
@@ -240,9 +259,9 @@ func unmarshal(b []byte) (message, error) {
 
 // --- durable record ---
 
-// bootKey names the one record pb persists: written at a node's first
-// start, it tells every later incarnation that its memory (the replicated
-// state) is gone and it must rejoin as a backup (package doc, "Durability").
+// bootKey names the record pb persisted before its state was durable
+// (issue 29): a node whose data holds only it rejoins as a backup. New
+// nodes write the records of durable.go instead.
 const bootKey = "pb/booted"
 
 // marshalBoot encodes the boot record: the view the node first started in.

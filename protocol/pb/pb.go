@@ -93,8 +93,12 @@ func (p protocol) SupportsNondeterminism() bool { return true }
 func (p protocol) Transactions() automaton.TxnSupport { return automaton.TxnSupport{Atomic: true} }
 
 // SafeFaults implements automaton.FaultAssumer (package doc, "Failure
-// model").
-func (p protocol) SafeFaults() []string { return []string{"crash", "dup", "reorder", "slow"} }
+// model"). Power loss of the whole cluster is survived since views and
+// state are durable (1387d64): the conformance suite's "power loss"
+// scenario passes (seeds 1-30 of it too).
+func (p protocol) SafeFaults() []string {
+	return []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss}
+}
 
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
@@ -127,10 +131,13 @@ const (
 	roleBackup role = iota
 	rolePrimary
 	roleJoining
+	// roleRecovering: restarted with a durable view, waiting for a live
+	// primary or for the whole cluster's election (durable.go).
+	roleRecovering
 )
 
 func (r role) String() string {
-	return [...]string{"backup", "primary", "joining"}[r]
+	return [...]string{"backup", "primary", "joining", "recovering"}[r]
 }
 
 // Timers.
@@ -193,6 +200,13 @@ type PB struct {
 	stepReplies []stepReply
 	stepExec    []automaton.RequestID
 	fresh       bool // this incarnation booted with no records
+
+	// Durability (durable.go): the last view record persisted, the
+	// image's applied count and the last entry persisted after it, and
+	// while recovering the durable views the nodes reported.
+	savedView           []byte
+	snapAt, persistedTo uint64
+	reports             map[automaton.NodeID]viewRecord
 }
 
 // peer is the primary's view of a backup or a joining node.
@@ -269,6 +283,7 @@ func (a *PB) Step(in automaton.Input) []automaton.Output {
 			a.onCheck()
 		}
 	}
+	a.saveView()
 	return a.out
 }
 
@@ -317,13 +332,18 @@ func (a *PB) rank() int {
 func (a *PB) Leader() automaton.NodeID { return a.primary() }
 
 // onStart begins an incarnation (package doc, "Durability"). A first boot
-// persists the boot record and takes its place in the initial view, the
-// configured order (seed 002 III.B, find_replicas): the first node is the
-// primary, the second the senior backup. A node with the record lost its
-// memory in a crash and rejoins as a backup.
+// persists its view and empty state and takes its place in the initial
+// view, the configured order (seed 002 III.B, find_replicas): the first
+// node is the primary, the second the senior backup. A node with a
+// durable view recovers (durable.go); one with only the old boot record
+// (its state was never kept) rejoins as a backup.
 func (a *PB) onStart(s automaton.Start) {
 	a.fwds = map[automaton.RequestID]*fwd{}
 	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	if vb, ok := s.Records[viewKey]; ok {
+		a.recoverFrom(s.Records, vb)
+		return
+	}
 	if b, ok := s.Records[bootKey]; ok {
 		if _, err := unmarshalBoot(b); err != nil {
 			panic(fmt.Sprintf("pb: corrupt boot record: %v", err))
@@ -333,9 +353,9 @@ func (a *PB) onStart(s automaton.Start) {
 	}
 	a.fresh = true
 	a.view = proto.Ballot{Round: 1, Node: 1}
-	a.emit(automaton.Persist{Key: bootKey, Value: marshalBoot(a.view)})
 	a.members = append([]automaton.NodeID(nil), a.cfg.Nodes...)
 	a.m = newMachine(a.cfg.Service)
+	a.persistImage()
 	if a.me == 0 {
 		a.initPrimary()
 		for _, n := range a.members[1:] {
@@ -372,6 +392,8 @@ func (a *PB) onMessage(from automaton.NodeID, b []byte) {
 		a.onForward(from, m)
 	case kindReply:
 		a.onReply(m)
+	case kindReport:
+		a.onReport(from, m)
 	}
 }
 

@@ -80,6 +80,7 @@ func (a *PB) appendEntry(e entry) {
 	a.m.commitLocal(e)
 	e.chain = a.m.chain
 	a.log = append(a.log, e)
+	a.persistEntry(e)
 }
 
 // join adds a resubmission's destination to a waiter.

@@ -14,7 +14,7 @@ var _ automaton.StateReporter = (*PB)(nil)
 // for another request, which is not a divergence. Committed prefixes must
 // agree on every node and across views; that is what the simulator checks.
 func (a *PB) ServiceState() (uint64, service.State) {
-	if a.m == nil || a.role == roleJoining {
+	if a.m == nil || a.role == roleJoining || a.role == roleRecovering {
 		return 0, nil
 	}
 	known := a.stable

@@ -37,6 +37,7 @@ func TestWireGolden(t *testing.T) {
 		{"forward", message{Kind: kindForward, Req: automaton.Request{ID: id, Op: op, Env: service.Env{Time: 1700000000, Seed: 42}}}},
 		{"forward-group", message{Kind: kindForward, Req: automaton.Request{ID: id, Ops: []service.Op{op, op}, Opts: automaton.Options{Read: automaton.ReadLocal}}}},
 		{"reply", message{Kind: kindReply, ID: id, Out: outcome{res: service.Bytes([]byte("x"))}}},
+		{"report", message{Kind: kindReport, View: v, Prev: proto.Ballot{Round: 2, Node: 1}, Base: 5, Epoch: 1, Members: members, Index: 9, Joined: true, Nonce: 1}},
 	}
 	var cases []proto.Encoded
 	for _, c := range msgs {
@@ -54,6 +55,18 @@ func TestWireGolden(t *testing.T) {
 		t.Errorf("boot record: %v %v", v, err)
 	}
 	cases = append(cases, proto.Encoded{Name: "boot-record", Bytes: boot})
+	vr := viewRecord{view: v, prev: proto.Ballot{Round: 2, Node: 1}, base: 5, epoch: 1, members: members, hasState: true}
+	vb := vr.marshal()
+	if got, err := unmarshalViewRecord(vb); err != nil || !reflect.DeepEqual(got, vr) {
+		t.Errorf("view record: %+v %v", got, err)
+	}
+	cases = append(cases, proto.Encoded{Name: "view-record", Bytes: vb})
+	en := entry{index: 7, id: id, payload: []byte("delta"), out: outcome{res: service.OK()}}
+	eb := marshalEntry(en)
+	if got, err := unmarshalEntry(eb); err != nil || !reflect.DeepEqual(marshalEntry(got), eb) {
+		t.Errorf("entry record: %+v %v", got, err)
+	}
+	cases = append(cases, proto.Encoded{Name: "entry-record", Bytes: eb})
 	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
 		t.Fatal(err)
 	}

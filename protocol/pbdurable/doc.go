@@ -80,11 +80,23 @@
 //     later (the request's changes are in the primary's objects and
 //     prepared at the backups; answering TRYAGAIN would leave the two
 //     mechanisms apart). A refusal that persists stalls the primary.
-//   - Not covered: a crashed primary's transaction still in flight at the
-//     database when the new primary reads pbd_commit (a real database
-//     across a network; the simulator and one shared SQLite file commit
-//     at once). Fencing it would take a view number checked inside each
-//     transaction.
+//   - A crashed (or deposed) primary's transaction still in flight at the
+//     database when the new primary recovers is fenced (next section).
+//
+// # Fencing (issue 29)
+//
+// The database keeps the latest view it has seen, in table pbd_view
+// (one row: the round, then the primary's position). Every transaction
+// of a primary begins with UPDATE pbd_view SET v = mine WHERE v <= mine,
+// which the store requires to change a row (durability.Stmt.Fence): when
+// the database has seen a later view, the transaction is rolled back
+// (durability.ErrFenced) and the deposed primary's write never lands; it
+// retries one period later and meanwhile learns the later view from its
+// heartbeats. A new primary's recovery transaction carries the same
+// statement before its recovery queries, so those queries see every
+// transaction the old primary committed and none commits after them. A
+// fresh cluster's first primary claims the table (v = its view,
+// unconditionally): a fresh cluster owns the database it is given.
 //
 // # Recovery (IV.C.2 recover, issue 11 item 5)
 //
@@ -97,9 +109,51 @@
 // empty (documented loss: the ExpectViolation scenario shows a Counter
 // mapped reconstructible losing its value at a fail-over). The members
 // ranked after it stay members and receive the replicated objects' state
-// once the recovery is done; a node
-// that restarts (its memory is gone: the record pbd/booted) asks every
-// node to join and the primary brings it in as a new backup.
+// once the recovery is done.
+//
+// # Restarts, and the whole service lost (issue 29; seed 002 IV.C.1)
+//
+// Every node persists its view (record pbd/view) before anything resting
+// on it is sent. A node that restarts under a mapping with no replicated
+// object (db, reconstructible) lost nothing the database does not hold:
+// it comes back as a synced backup of its durable view, and its failure
+// detector makes it take over when no primary answers, after two silent
+// periods more than a live backup (3r-2 + 2: the old primary of the view,
+// rank 0, first). So when every node is killed at once, the first to
+// take over restores every database object from the database ("if no
+// backup exists, a new instance is created and proxies restore state
+// before serving", IV.C.1), fenced, and the others bind to it.
+//
+// Under a mapping with replicated objects (pb, pbdb) the seed's answer,
+// a live backup, is gone when every node is, so the primary keeps them
+// durable itself: an image of the replicated objects (and Replies) when
+// it becomes ready, before it answers anything in its view (records
+// pbd/snap, and pbd/statev naming that view), then the update buffer of
+// every request it executes, before the buffer is shipped (pbd/u/<index>);
+// a new image replaces the buffers every 256 requests when no request's
+// transaction is undecided. Backups persist only their view. A node that
+// restarts with a view record loads its durable state, tells every node
+// its view and the view of its state (a report), and waits: a live
+// primary's heartbeat makes it join as before; if every node reports
+// instead (the whole service restarted), the node whose durable state is
+// of the latest view takes over under a round above every reported view,
+// holding its buffers as prepared, so that its recovery decides them
+// against the database's commit index (commit.go) exactly as after a
+// fail-over; the others join it. Decision (the seed is silent; its
+// failure model, IV.B.1, loses every in-memory state at a crash and
+// recovers from a live replica or the database): it holds every
+// acknowledged write, since the primary of that view wrote its image
+// when it became ready, which covered every write answered in earlier
+// views (a new primary holds them: it was a synced member, or got the
+// state, and its recovery decided the prepared ones), and the buffer of
+// every request it executed since; the primary of a later view without
+// a durable state never became ready, so it answered nothing. Waiting
+// for every node is what makes "latest" known; a node lost for good
+// with the rest leaves the service waiting rather than losing writes.
+//
+// A fresh cluster (no node has any record) pointed at a database an
+// earlier cluster left recovers it: its first primary runs the init
+// statements (idempotent) and the recovery queries, never a DELETE.
 //
 // # Decisions where the seed is silent or does not fit
 //
@@ -127,10 +181,9 @@
 //     to sim/ and check/); TestGridMatchmakerMappings and the script
 //     testdata/matchmaker_pbdb.txt cover the four mappings and a
 //     fail-over.
-//   - The first primary of a fresh cluster writes its empty objects through
-//     the proxies (init, then SetValue(0) / Put(empty); the Matchmaker:
-//     a DELETE of every table its init statements create), so that a
-//     database left by an earlier cluster is overwritten, not recovered.
+//   - The first primary of a fresh cluster recovers the database objects
+//     from the database (above); earlier versions emptied every table,
+//     losing what an earlier cluster had acknowledged (issue 29).
 //   - Retries (IdempotentRetry). The seed does not deduplicate. Replies
 //     (replies.go) is a state object of every service, written by every
 //     write through the proxies: each client's last answered write (its
@@ -154,7 +207,11 @@
 //   - The database must be shared by every node (durability_dsn: one
 //     SQLite file on one machine, or PostgreSQL); the executor's default
 //     (a file in each node's data directory) would make a new primary
-//     recover from its own, empty, file.
+//     recover from its own, empty, file. A cluster file with several
+//     nodes, a mapping with database objects and no durability_dsn is
+//     refused at start with that reason (CheckDeployment); `synod cluster
+//     up` gives such a namespace one shared file,
+//     DIR/data/durability-<namespace>.db.
 //
 // # Failure model
 //

@@ -51,7 +51,12 @@ func (p protocol) IdempotentRetry() bool { return true }
 
 // SafeFaults implements automaton.FaultAssumer: primary-backup's perfect
 // failure detector (package doc).
-func (p protocol) SafeFaults() []string { return []string{"crash", "dup", "reorder", "slow"} }
+// A power loss of the whole cluster is survived since its state is durable
+// (issue 29): the conformance suite's "power loss" scenario passes (seeds
+// 1-12 of it too).
+func (p protocol) SafeFaults() []string {
+	return []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss}
+}
 
 func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 
@@ -167,6 +172,19 @@ type PBD struct {
 
 	// for the invariants: answers released in the last step
 	released []*pending
+
+	// restarted: this incarnation began from a durable view (durable.go);
+	// recoverPayload: the recovery effect, issued again if it fails.
+	restarted      bool
+	recoverPayload *sqlstore.Payload
+
+	// Durable replicated objects (durable.go): the image's index, the
+	// last buffer persisted, the view of the durable state; while
+	// recovering, the views the restarted nodes reported.
+	snapAt, persistedTo uint64
+	stateView           proto.Ballot
+	recovering          bool
+	reports             map[automaton.NodeID]report
 }
 
 // prepared is an update buffer a backup holds until it may apply it.
@@ -245,19 +263,28 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 }
 
 // onStart: the first incarnation of the cluster's first node is the
-// primary of view 1 and initialises every object (init, then the empty
-// objects written); the others are its synced backups. A later
-// incarnation lost its memory: it joins (package doc).
+// primary of view 1: it initialises the database objects (init
+// statements, idempotent) and recovers them from what the database holds
+// (seed 002 IV.C.1: a new instance restores its state from the database;
+// an existing database is recovered, never emptied), claims the view
+// table, and serves; the others are its synced backups. A later
+// incarnation whose mapping keeps no replicated object is a synced backup
+// of its durable view (durable.go); one with replicated objects lost its
+// memory: it joins (package doc).
 func (a *PBD) onStart(in automaton.Start) {
 	a.members, a.effects = map[automaton.NodeID]*member{}, map[automaton.EffectID]*pending{}
 	a.held, a.fwd = map[uint64]prepared{}, map[automaton.RequestID]*forward{}
 	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	if a.restartDurable(in) || a.restartReplicated(in) {
+		return
+	}
 	if _, restarted := in.Records[recordBooted]; restarted {
 		a.sendJoin()
 		return
 	}
 	a.emit(automaton.Persist{Key: recordBooted, Value: []byte{1}})
 	a.view, a.synced = proto.Ballot{Round: 1, Node: 1}, true
+	a.saveView()
 	a.svc.set().SetRole(durability.Backup)
 	if a.me != 0 {
 		return
@@ -267,16 +294,17 @@ func (a *PBD) onStart(in automaton.Start) {
 		a.members[n] = &member{}
 	}
 	a.svc.set().SetRole(durability.Primary)
-	// init, every table emptied (a database left by an earlier cluster
-	// is not recovered later), init again (its initial rows), then the
-	// empty objects written.
-	init := a.svc.set().Init().SQL
+	// The commit index restarts with this cluster's indexes; the view
+	// table is claimed (a fresh cluster owns the database it is given).
+	stmts := append([]durability.Stmt{}, a.svc.set().Init().SQL...)
 	if a.twoMechanisms() {
-		init = append(init, commitTable, durability.Stmt{Object: commitObject, SQL: commitReset})
+		stmts = append(stmts, commitTable, durability.Stmt{Object: commitObject, SQL: commitReset})
 	}
-	stmts := append(append(append([]durability.Stmt{}, init...), emptyTables(init)...), init...)
-	w, _ := a.svc.fresh()
-	a.startRecovery(&sqlstore.Payload{Stmts: append(stmts, w.SQL...)})
+	if a.hasDatabase() {
+		stmts = append(stmts, viewTable, durability.Stmt{Object: viewObject, SQL: viewEnsure},
+			durability.Stmt{Object: viewObject, SQL: viewClaim, Args: []durability.Value{viewNumber(a.view)}})
+	}
+	a.startRecovery(&sqlstore.Payload{Stmts: stmts, Queries: a.recoveryQueries()})
 	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 }
 
@@ -304,6 +332,8 @@ func (a *PBD) onMessage(from automaton.NodeID, m msg) {
 		a.onForward(from, m)
 	case kindReply:
 		a.onReply(m)
+	case kindReport:
+		a.onReport(from, m)
 	}
 }
 
@@ -314,6 +344,8 @@ func (a *PBD) adopt(v proto.Ballot) {
 		return
 	}
 	a.view, a.synced, a.heard, a.misses = v, false, true, 0
+	a.restarted = false
+	a.saveView()
 	if a.primary {
 		a.primary, a.ready = false, false
 		a.emit(automaton.CancelTimer{ID: timerHeartbeat})
@@ -349,7 +381,7 @@ func (a *PBD) onTimer(id automaton.TimerID) {
 		}
 	case timerRecover:
 		if a.primary && !a.ready {
-			a.startRecovery(&sqlstore.Payload{Queries: a.recoveryQueries()})
+			a.startRecovery(a.recoverPayload)
 		}
 	case timerRetryTx:
 		if a.primary {
@@ -386,6 +418,11 @@ func (a *PBD) expireForwards() {
 // checkPrimary is FAILURE_DETECTOR at a backup: rank r (1 is the senior)
 // takes over after 3r-2 check periods without a word from the primary.
 func (a *PBD) checkPrimary() {
+	if a.recovering {
+		a.sendReports(true)
+		a.elect()
+		return
+	}
 	if !a.synced {
 		a.sendJoin()
 		return
@@ -397,7 +434,7 @@ func (a *PBD) checkPrimary() {
 	a.misses++
 	n := len(a.cfg.Nodes)
 	rank := (a.me - int(a.view.Node-1) + n) % n
-	if a.misses >= 3*rank-2 {
+	if a.misses >= a.promoteAfter(rank) {
 		a.takeOver()
 	}
 }

@@ -16,6 +16,8 @@ import (
 // reload by the mapping's queries, reconstructible ones come back empty.
 func (a *PBD) takeOver() {
 	a.view = a.view.Next(uint32(a.me + 1))
+	a.restarted = false
+	a.saveView()
 	a.primary, a.ready, a.misses = true, false, 0
 	a.members = map[automaton.NodeID]*member{}
 	n := len(a.cfg.Nodes)
@@ -37,6 +39,11 @@ func (a *PBD) takeOver() {
 	if a.twoMechanisms() {
 		p.Stmts = append(p.Stmts, commitTable, durability.Stmt{Object: commitObject, SQL: commitEnsure})
 	}
+	if a.hasDatabase() {
+		// Fencing: from this commit on, the deposed primary's transactions
+		// are refused; the queries below see every one it committed.
+		p.Stmts = append(p.Stmts, viewTable, durability.Stmt{Object: viewObject, SQL: viewEnsure}, fence(a.view))
+	}
 	p.Queries = a.recoveryQueries()
 	a.startRecovery(&p)
 	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
@@ -46,6 +53,7 @@ func (a *PBD) takeOver() {
 // startRecovery issues the recover (or init) effect; the primary serves
 // once it is done.
 func (a *PBD) startRecovery(p *sqlstore.Payload) {
+	a.recoverPayload = p
 	a.nextEffect++
 	a.recoverFx = a.nextEffect
 	a.emit(automaton.Effect{ID: a.recoverFx, Kind: sqlstore.EffectKind, Payload: p})
@@ -144,6 +152,7 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 			}
 			a.decide(c)
 			a.ready = true
+			a.persistState() // before anything is answered in this view
 			a.sendStates()
 			a.resume()
 			return
@@ -229,6 +238,7 @@ func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
 			if len(p.stmts) > 0 && a.twoMechanisms() {
 				p.stmts = append(p.stmts, commitDecision(p.ship))
 			}
+			a.persistBuffer(p)
 			for _, id := range a.memberIDs() {
 				a.sendUpdate(id, p)
 			}
@@ -272,7 +282,7 @@ func (a *PBD) issue() {
 			p.fx = a.nextEffect
 			a.effects[p.fx] = p
 			a.inflight = true
-			a.emit(automaton.Effect{ID: p.fx, Kind: sqlstore.EffectKind, Payload: &sqlstore.Payload{Stmts: p.stmts}})
+			a.emit(automaton.Effect{ID: p.fx, Kind: sqlstore.EffectKind, Payload: &sqlstore.Payload{Stmts: a.fenced(p.stmts)}})
 			return
 		}
 	}
@@ -305,6 +315,7 @@ func (a *PBD) release() {
 		}
 		a.answer(p, p.res)
 	}
+	a.compact()
 	if a.proto.replyBeforeDB {
 		for _, p := range a.queue {
 			if !p.answered && p.ship == 0 {

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/durability"
@@ -184,21 +183,6 @@ func (g *grid) install(b []byte) error {
 
 // fresh: nothing to write (PBD.onStart empties every table).
 func (g *grid) fresh() (durability.Work, error) { return durability.Work{}, nil }
-
-// emptyTables is a DELETE for each table that stmts create (CREATE TABLE
-// IF NOT EXISTS name ...).
-func emptyTables(stmts []durability.Stmt) []durability.Stmt {
-	const create = "CREATE TABLE IF NOT EXISTS "
-	var out []durability.Stmt
-	for _, st := range stmts {
-		if rest, ok := strings.CutPrefix(st.SQL, create); ok {
-			if name, _, _ := strings.Cut(rest, " "); name != "" {
-				out = append(out, durability.Stmt{Object: st.Object, SQL: "DELETE FROM " + name})
-			}
-		}
-	}
-	return out
-}
 
 // generic is any other deterministic Synod service as one state object,
 // State, whose one update method is Put(state): the service's state after

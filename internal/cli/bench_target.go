@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/synod-dev/synod/bench"
+)
+
+// benchTargets lists the values of synod bench --target.
+const benchTargets = "resp, etcd, zookeeper"
+
+// applyBenchTarget points cfg at the client adapter named by --target: resp
+// (Synod or any Redis-protocol server, the default), etcd (v3 API, linearizable
+// gets) or zookeeper (sync + getData gets, keys under bench.DefaultZooKeeperRoot).
+// The Synod-only and Redis-only settings are refused for etcd and ZooKeeper.
+func applyBenchTarget(name string, cfg *bench.Config) error {
+	switch name {
+	case "", "resp":
+		return nil
+	case "etcd", "zookeeper":
+		for _, s := range []struct{ flag, val string }{{"--password", cfg.Password}, {"--ns", cfg.Namespace}, {"--read-mode", cfg.ReadMode}} {
+			if s.val != "" {
+				return fmt.Errorf("%s applies to --target resp only, not %s", s.flag, name)
+			}
+		}
+		if cfg.Leader {
+			return fmt.Errorf("--leader applies to --target resp only, not %s", name)
+		}
+		cfg.TargetName = name
+		if name == "etcd" {
+			cfg.NewTarget = bench.EtcdFactory(bench.EtcdOptions{Timeout: cfg.OpTimeout})
+		} else {
+			cfg.NewTarget = bench.ZooKeeperFactory(bench.ZooKeeperOptions{Timeout: cfg.OpTimeout})
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown --target %q (want one of: %s)", name, benchTargets)
+}
+
+// applyBenchConns arranges the clients' connections as --conns (or
+// --pipeline P, which is --conns pipeline:P) says, with
+// bench.ParseConnSpec and bench.WithConns: one per client (the default), N
+// shared connections, or pipelined RESP connections carrying P clients'
+// commands each. Over RESP a shared connection is a pipelined one (a plain
+// RESP connection serves one caller at a time); etcd's and ZooKeeper's
+// clients are shared as they are and do not pipeline.
+func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet, abdClient bool, cfg *bench.Config) error {
+	if pipelineSet {
+		if connsSet {
+			return fmt.Errorf("give --conns or --pipeline, not both")
+		}
+		if pipeline < 0 {
+			return fmt.Errorf("--pipeline %d: want a depth of at least 1 (0: none)", pipeline)
+		}
+		if pipeline > 0 {
+			conns = fmt.Sprintf("pipeline:%d", pipeline)
+		}
+	}
+	spec, err := bench.ParseConnSpec(conns)
+	if err != nil {
+		return err
+	}
+	if spec == bench.PerClient {
+		return nil
+	}
+	if abdClient {
+		return fmt.Errorf("--abd-client runs its own connections to every replica; --conns %s does not apply", spec)
+	}
+	factory, pipelined := cfg.NewTarget, bench.TargetFactory(nil)
+	if cfg.TargetName == "" || cfg.TargetName == "resp" {
+		o := bench.RedisOptions{Password: cfg.Password, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Timeout: cfg.OpTimeout}
+		factory, pipelined = bench.PipelinedRedisFactory(o), bench.PipelinedRedisFactory(o)
+	}
+	f, err := bench.WithConns(spec, cfg.Clients, factory, pipelined)
+	if err != nil {
+		return fmt.Errorf("--target %s: %w", cmp.Or(cfg.TargetName, "resp"), err)
+	}
+	cfg.NewTarget = f
+	cfg.TargetName = fmt.Sprintf("%s (%s)", cmp.Or(cfg.TargetName, "resp"), spec.Describe(cfg.Clients))
+	return nil
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+)
+
+func TestApplyBenchTarget(t *testing.T) {
+	for _, name := range []string{"", "resp"} {
+		cfg := bench.DefaultConfig()
+		cfg.Namespace = "kv"
+		if err := applyBenchTarget(name, &cfg); err != nil || cfg.NewTarget != nil || cfg.TargetName != "" {
+			t.Fatalf("%q: err %v, target %q", name, err, cfg.TargetName)
+		}
+	}
+	for _, name := range []string{"etcd", "zookeeper"} {
+		cfg := bench.DefaultConfig()
+		if err := applyBenchTarget(name, &cfg); err != nil || cfg.NewTarget == nil || cfg.TargetName != name {
+			t.Fatalf("%q: err %v, target %q", name, err, cfg.TargetName)
+		}
+		cfg = bench.DefaultConfig()
+		cfg.ReadMode = "regular"
+		if err := applyBenchTarget(name, &cfg); err == nil || !strings.Contains(err.Error(), "--read-mode") {
+			t.Fatalf("%q with a read mode: %v", name, err)
+		}
+	}
+	cfg := bench.DefaultConfig()
+	if err := applyBenchTarget("consul", &cfg); err == nil || !strings.Contains(err.Error(), "etcd") {
+		t.Fatalf("unknown target: %v", err)
+	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// TestApplyBenchConns: --conns and --pipeline decide how many connections
+// the clients of a run open (8 clients against a gateway on an in-memory
+// backend), and the refused combinations say why.
+func TestApplyBenchConns(t *testing.T) {
+	for _, c := range []struct {
+		conns    string
+		pipeline int
+		want     int64
+	}{
+		{"per-client", 0, 8},
+		{"", 4, 2},
+		{"pipeline:8", 0, 1},
+		{"3", 0, 3},
+	} {
+		srv := gateway.NewServer(gatewaytest.KV(), gateway.ServerOptions{})
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := &countingListener{Listener: l}
+		go srv.Serve(cl)
+		cfg := bench.DefaultConfig()
+		cfg.Addrs, cfg.Clients, cfg.Keys, cfg.Ops, cfg.Duration = []string{l.Addr().String()}, 8, 10, 400, 0
+		err = applyBenchConns(c.conns, c.pipeline, c.conns != "", c.pipeline != 0, false, &cfg)
+		if err != nil {
+			t.Fatalf("%q/%d: %v", c.conns, c.pipeline, err)
+		}
+		rep, err := bench.Run(context.Background(), cfg, nil)
+		srv.Close()
+		if err != nil {
+			t.Fatalf("%q/%d: %v", c.conns, c.pipeline, err)
+		}
+		if got := cl.n.Load(); got != c.want {
+			t.Errorf("%q/%d: %d connections, want %d (target %q)", c.conns, c.pipeline, got, c.want, cfg.TargetName)
+		}
+		if rep.All.Errors != 0 {
+			t.Errorf("%q/%d: %d errors", c.conns, c.pipeline, rep.All.Errors)
+		}
+	}
+	cfg := bench.DefaultConfig()
+	for _, c := range []struct {
+		conns            string
+		pipeline         int
+		connsSet, pipSet bool
+		abd              bool
+		want             string
+	}{
+		{"2", 4, true, true, false, "not both"},
+		{"pipeline:0", 0, true, false, false, "positive"},
+		{"many", 0, true, false, false, "per-client"},
+		{"", -1, false, true, false, "at least 1"},
+		{"4", 0, true, false, true, "--abd-client"},
+	} {
+		if err := applyBenchConns(c.conns, c.pipeline, c.connsSet, c.pipSet, c.abd, &cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q/%d: %v, want an error saying %q", c.conns, c.pipeline, err, c.want)
+		}
+	}
+	cfg = bench.DefaultConfig()
+	if err := applyBenchTarget("etcd", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyBenchConns("pipeline:4", 0, true, false, false, &cfg); err == nil || !strings.Contains(err.Error(), "does not pipeline") {
+		t.Errorf("etcd pipelined: %v", err)
+	}
+}

@@ -1,0 +1,158 @@
+// Package synod is Synod's public Go API: a user's own module imports it to
+// add data types, Orca object types and parallel programs to Synod, and then
+// runs Synod's whole command line with them:
+//
+//	package main
+//
+//	import "github.com/synod-dev/synod/synod"
+//
+//	func main() {
+//		synod.MustRegisterService(Inventory{})
+//		synod.Main() // a full synod: node, cluster up, kv, sim, orca run, bench, ...
+//	}
+//
+// The binary is a full synod plus the user's types: `./mysynod cluster up
+// --service inventory --protocol paxos` starts node processes of that same
+// binary, so every node serves the type; `./mysynod sim --service inventory
+// --faults all` runs it in the simulator under faults and checks the
+// history against the type itself as its sequential specification.
+// cmd/synod's own main is synod.Main with nothing registered.
+//
+// # One set of types
+//
+// The names below are aliases of the types Synod uses itself (package
+// service for data types, package orca for shared objects, package
+// orca/programs for parallel programs, package automaton for nested calls),
+// not copies: a value of one is a value of the other, and those packages'
+// documentation is the reference for every method. A user may import them
+// directly for what this package does not re-export (service.DeltaState,
+// service.HashedState, service.EnvApplier, wire.Encoder, ...).
+//
+// # Extension points (docs/EXTENDING.md, with an example module each)
+//
+//   - A data type: a Service (operations, read-only marks, validation) whose
+//     State applies operations deterministically and snapshots itself;
+//     optionally deltas and Merkle hashes (service.DeltaState,
+//     service.HashedState), declared nondeterminism (service.EnvApplier), and
+//     a workload for the simulator (service.Simulated). Example:
+//     examples/datatype.
+//   - An Orca object type (ObjectType: operations with read marks and
+//     guards) and a parallel program over shared objects (Program). Example:
+//     examples/orcaobject; guide docs/ORCA.md.
+//   - A service whose operations call another namespace: protocol adam
+//     replicates a namespace whose requests call a paxos namespace of the
+//     same cluster (nested calls, automaton.Call); example
+//     examples/nestedcall; guide docs/NESTED.md.
+//
+// # Versions
+//
+// The module follows semantic import versioning: while it is v0 (no v1
+// tag), this package's API may change between minor versions; from v1 on,
+// a breaking change to this package or to the packages its aliases name
+// moves the module to github.com/synod-dev/synod/v2 (a new import path),
+// and v1 keeps compiling. A user's module pins a version in its go.mod
+// (the examples use a replace directive to the repository instead).
+package synod
+
+import (
+	"fmt"
+
+	"github.com/synod-dev/synod/internal/cli"
+	"github.com/synod-dev/synod/orca"
+	"github.com/synod-dev/synod/orca/programs"
+	"github.com/synod-dev/synod/service"
+)
+
+// Data types (package service).
+type (
+	// Service is a replicated data type: its name, operation validation,
+	// read-only marks and initial state.
+	Service = service.Service
+	// State is one replica's copy: Apply (deterministic), Snapshot, Restore.
+	State = service.State
+	// Op is one operation: Kind, Key, Args.
+	Op = service.Op
+	// Result is an operation's outcome (nil, OK, bytes, integer, error, array).
+	Result = service.Result
+	// Simulated lets `synod sim` drive a data type with random clients.
+	Simulated = service.Simulated
+)
+
+// Results (package service).
+var (
+	OK       = service.OK
+	Nil      = service.Nil
+	Bytes    = service.Bytes
+	Int      = service.Int
+	Array    = service.Array
+	Errorf   = service.Errorf
+	ErrArity = service.ErrArity
+)
+
+// Orca shared objects and programs (packages orca and orca/programs).
+type (
+	// ObjectType is an abstract data type: New, Decode and operations.
+	ObjectType = orca.Type
+	// ObjectOp declares one operation: Write (false: a read, checked), Guard, Do, Arity.
+	ObjectOp = orca.Operation
+	// Value is an object instance's data; Encode writes it canonically.
+	Value = orca.Value
+	// Program is a parallel program: Setup, one Worker per node, Finish.
+	Program = programs.Program
+	// Process is a program's process: Must (an operation on a shared
+	// object through its node) and Compute.
+	Process = programs.Process
+)
+
+// Object operations (package orca).
+var (
+	// NewObject builds the operation creating object name of type typ.
+	NewObject = orca.New
+	// CallObject builds the operation applying op of type typ to object name.
+	CallObject = orca.Call
+)
+
+// RegisterService makes a data type available by its name, in cluster
+// files (`service: NAME`), `synod cluster up --service NAME` and `synod sim
+// --service NAME`. Call it before Main (from init or main). It returns an
+// error for an empty name or one already registered (kv, counter, ...).
+func RegisterService(s Service) error {
+	if s == nil || s.Name() == "" {
+		return fmt.Errorf("synod: a service needs a name")
+	}
+	if _, err := service.Lookup(s.Name()); err == nil {
+		return fmt.Errorf("synod: service %q is already registered", s.Name())
+	}
+	service.Register(s)
+	return nil
+}
+
+// RegisterObjectType adds an object type to every orca namespace (service
+// "orca"). Call it before Main. See orca.RegisterType for what it refuses.
+func RegisterObjectType(t *ObjectType) error { return orca.RegisterType(t) }
+
+// RegisterProgram makes a parallel program runnable by `synod orca run
+// NAME` (simulated, or --live on clusters of this binary's nodes). Call it
+// before Main.
+func RegisterProgram(p Program) error { return programs.RegisterProgram(p) }
+
+// MustRegisterService is RegisterService that panics on an error (for
+// init functions).
+func MustRegisterService(s Service) { must(RegisterService(s)) }
+
+// MustRegisterObjectType is RegisterObjectType that panics on an error.
+func MustRegisterObjectType(t *ObjectType) { must(RegisterObjectType(t)) }
+
+// MustRegisterProgram is RegisterProgram that panics on an error.
+func MustRegisterProgram(p Program) { must(RegisterProgram(p)) }
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// Main runs Synod's command line (os.Args) with every protocol and
+// everything registered so far, and exits with status 1 on an error. It is
+// cmd/synod's main.
+func Main() { cli.Main() }

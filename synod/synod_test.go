@@ -1,0 +1,56 @@
+package synod_test
+
+import (
+	"testing"
+
+	"github.com/synod-dev/synod/orca"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synod"
+)
+
+type echo struct{ name string }
+
+func (e echo) Name() string          { return e.name }
+func (echo) Validate(synod.Op) error { return nil }
+func (echo) IsRead(op synod.Op) bool { return op.Kind == "get" }
+func (echo) NewState() synod.State   { return &echoState{} }
+
+type echoState struct{ last []byte }
+
+func (s *echoState) Apply(op synod.Op) synod.Result {
+	if op.Kind == "set" {
+		s.last = op.Args[0]
+		return synod.OK()
+	}
+	return synod.Bytes(s.last)
+}
+func (s *echoState) Snapshot() []byte       { return s.last }
+func (s *echoState) Restore(b []byte) error { s.last = b; return nil }
+
+// A registered service is the one Synod's registry hands out (aliases, not
+// copies); a taken or empty name is refused.
+func TestRegisterService(t *testing.T) {
+	if err := synod.RegisterService(echo{"synodtest-echo"}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.Lookup("synodtest-echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st service.State = svc.NewState()
+	st.Apply(service.Op{Kind: "set", Args: [][]byte{[]byte("x")}})
+	if r := st.Apply(synod.Op{Kind: "get"}); string(r.Bytes) != "x" {
+		t.Fatalf("get = %v", r)
+	}
+	for _, bad := range []synod.Service{echo{"synodtest-echo"}, echo{"kv"}, echo{""}} {
+		if err := synod.RegisterService(bad); err == nil {
+			t.Errorf("RegisterService(%q) accepted", bad.Name())
+		}
+	}
+	if err := synod.RegisterObjectType(orca.IntType); err == nil {
+		t.Error("RegisterObjectType(int) accepted a built-in name")
+	}
+	if err := synod.RegisterProgram(synod.Program{Name: "tsp", Worker: func(synod.Process, int, int) error { return nil }}); err == nil {
+		t.Error("RegisterProgram(tsp) accepted a built-in name")
+	}
+}
