@@ -37,12 +37,18 @@ func TestWholeClusterKill(t *testing.T) {
 		n = v
 	}
 	for _, p := range automaton.Names() {
-		t.Run(p, func(t *testing.T) { wholeClusterKill(t, p, n) })
+		t.Run(p, func(t *testing.T) { wholeClusterKill(t, p, nil, n) })
+	}
+	// pbdurable's mappings with replicated objects (the default, db, is
+	// above): the node whose durable state is of the latest view takes
+	// over once every node reported (protocol/pbdurable, "Restarts").
+	for _, m := range []string{"pb", "pbdb"} {
+		t.Run("pbdurable-"+m, func(t *testing.T) { wholeClusterKill(t, "pbdurable", map[string]string{"mapping": m}, n) })
 	}
 }
 
-func wholeClusterKill(t *testing.T, p string, n int) {
-	opts := cluster.UpOptions{Nodes: 3, Protocol: p, Durability: config.Fsync}
+func wholeClusterKill(t *testing.T, p string, params map[string]string, n int) {
+	opts := cluster.UpOptions{Nodes: 3, Protocol: p, Durability: config.Fsync, Params: params}
 	// A protocol that calls other namespaces (adam) gets them, replicated
 	// by paxos: the crash takes them down too.
 	for _, callee := range automaton.Callees(p, nil) {
@@ -113,6 +119,9 @@ func wholeClusterKill(t *testing.T, p string, n int) {
 		if time.Now().After(deadline) {
 			break
 		}
+	}
+	if m := params["mapping"]; m != "" {
+		p += " (mapping " + m + ")"
 	}
 	t.Logf("crash table: | %s | %d acknowledged, kill -9 of all 3, restart | %d read back (first read after restart took %v; last error %v) |",
 		p, acked, read, time.Since(start).Round(time.Millisecond), lastErr)
