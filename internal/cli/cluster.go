@@ -91,7 +91,7 @@ with "synod cluster down".`,
 	}
 	f := upCmd.Flags()
 	f.IntVar(&up.Nodes, "nodes", 3, "number of nodes")
-	f.StringVar(&up.Protocol, "protocol", automaton.DefaultProtocol, "replication protocol of the default namespace")
+	f.StringVar(&up.Protocol, "protocol", upDefaultProtocol, "replication protocol of the default namespace (paxos runs every Redis command; see README for what the others give up)")
 	f.StringVar(&up.Service, "service", "kv", "data type of the default namespace")
 	f.StringVar(&up.Transport, "transport", "tcp", "peer transport of the default namespace: tcp, grpc-unary or grpc-stream")
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
@@ -252,3 +252,10 @@ func calleeNamespaces(up cluster.UpOptions) []config.Namespace {
 	}
 	return out
 }
+
+// upDefaultProtocol is cluster up's protocol when --protocol is not given:
+// Multi-Paxos, which runs every Redis command Synod serves (atomic groups,
+// MULTI/EXEC, expiry), so a newcomer's first redis-cli session works
+// (issue 34). A namespace in a cluster file that names no protocol still
+// gets automaton.DefaultProtocol.
+const upDefaultProtocol = "paxos"
