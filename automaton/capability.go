@@ -354,7 +354,13 @@ func SafeFaultsOf(name string) string {
 		return "all"
 	}
 	if f, ok := p.(FaultAssumer); ok {
-		if k := f.SafeFaults(); len(k) > 0 {
+		var k []string
+		for _, kind := range f.SafeFaults() {
+			if kind != PowerLoss { // not a --faults kind (wholecluster.go)
+				k = append(k, kind)
+			}
+		}
+		if len(k) > 0 {
 			return strings.Join(k, ",")
 		}
 		return "none"

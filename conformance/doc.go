@@ -15,7 +15,17 @@
 //     replicas identical under nondeterminism (judged by the matchmaker's
 //     nondeterministic model and the simulator's convergence check);
 //   - "membership": a node added and the first node removed mid-run, when
-//     the protocol changes its membership.
+//     the protocol changes its membership;
+//   - "power loss": the whole cluster crashes at once, losing every
+//     node's unsynced records (sim --power-loss), then restarts; every
+//     acknowledged write must be read back (the history check) and every
+//     operation from a bound after the restart must complete (liveness
+//     mode). A protocol that does not promise it (automaton.PowerLoss
+//     missing from its FaultAssumer kinds) must fail it instead, the
+//     printed evidence, until it does.
+//
+// A protocol whose service calls another namespace (automaton.CalleeNeeder:
+// adam) runs its standard scenarios beside the callee it names.
 //
 // A protocol safe only under a narrower failure model
 // (automaton.FaultAssumer: primary-backup assumes a perfect failure

@@ -12,8 +12,29 @@
 // metrics by name. Seed returns the seed's figures under the same cell keys and
 // metric names, so the table and the plots put them side by side. Optional:
 // Deriver computes metrics across cells (applied to ours and the seed's alike,
-// e.g. throughput relative to N=1), Summarizer states whether the seed's
-// claims hold.
+// e.g. throughput relative to N=1), Summarizer prints prose beside the
+// table, Claimer judges the seed's claims (claim.go, stats.go): every claim
+// carries the paper's figure, ours, a verdict (holds, does not hold,
+// inconclusive, consistent by construction, not measured) decided by a
+// stated test on repeated runs (RatioAbove/Below: bootstrap interval of a
+// ratio of means; DiffAbove/Below: Welch; MeanAbove/Below: t; SlopeAbove/
+// Below: least squares; Exact: a rule on deterministic figures; Sweep: a
+// parameter the seed does not state; Constructed: a model calibrated from
+// the seed's own numbers), and, where it does not hold, the measured cause.
+//
+// # Repeated runs
+//
+// Every cell runs --repeat times (DefaultReps, or the experiment's Repeater
+// or CellRepeater); the table shows means, the claims use every run's value.
+// A cell that repeats its measurement itself (20 round trips, 10 simulated
+// seeds) reports each value in Outcome.Samples and runs once. Env.Rep is
+// the current run: a simulated cell adds it to its seed so runs differ.
+//
+// # One report
+//
+// RunAll (synod experiment run all [--quick]) runs every experiment and
+// writes docs/REPRODUCTION.md with every claim, its statistics and cause,
+// each table and the PNG plots copied to docs/reproduction/.
 //
 // # What the framework does
 //

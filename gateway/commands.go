@@ -35,10 +35,10 @@ import (
 // arity, flags and key positions; any command not in the table answers
 // Redis's unknown-command error word for word.
 //
-// Multi-key commands outside MULTI (DEL, EXISTS, UNLINK, MGET) are one
-// request per key, as in a Redis cluster: not atomic across keys. MSET is
-// one atomic group where the namespace's protocol applies groups, else one
-// set per key; MSETNX needs a group and is refused elsewhere. Inside MULTI
+// Multi-key commands outside MULTI (DEL, EXISTS, UNLINK, MGET, MSET) are
+// one atomic group where the namespace's protocol applies groups, as in
+// Redis; elsewhere one request per key, as in a Redis cluster: not atomic
+// across keys. MSETNX needs a group and is refused elsewhere. Inside MULTI
 // every command's operations join EXEC's one atomic group (an MSETNX only
 // before any other operation of the transaction: multi.go, execGroup).
 // On a register
@@ -581,23 +581,6 @@ func (c *conn) infoLine(proto int) string {
 		s += fmt.Sprintf(" resp=%d", proto)
 	}
 	return s
-}
-
-// configParams answer CONFIG GET (redis-benchmark asks for "save" and
-// "appendonly"). They describe Synod in Redis terms; only the limits
-// (limits.go) can be set.
-func (c *conn) configParams() map[string]string {
-	p := map[string]string{
-		"save":       "",
-		"appendonly": "no",
-		"databases":  "1",
-		"timeout":    "0",
-		"maxmemory":  "0",
-	}
-	for k, v := range c.s.limitParams() {
-		p[k] = v
-	}
-	return p
 }
 
 func cmdConfig(c *conn, args [][]byte) {

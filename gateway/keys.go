@@ -9,9 +9,9 @@ import (
 
 // Key commands (plans, plan.go) onto the KV key operations
 // (service/kv_doc.go, "Keys"). DEL, UNLINK and EXISTS with several keys
-// are one operation per key: independent requests outside MULTI (not
-// atomic across keys, as in a Redis cluster), part of EXEC's group inside
-// it. FLUSHDB and FLUSHALL (one database per namespace) are one write
+// are one operation per key: one atomic group outside MULTI where the
+// protocol applies groups (else independent requests, not atomic across
+// keys, as in a Redis cluster), part of EXEC's group inside it. FLUSHDB and FLUSHALL (one database per namespace) are one write
 // through the protocol. TYPE answers a status reply, as Redis.
 
 func init() {

@@ -499,11 +499,23 @@ func cmdConfigSet(c *conn, args [][]byte) {
 	}
 	type set struct{ name, value string }
 	var sets []set
+	var others []func() // the other parameters (config.go), applied with the limits
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if _, ok := c.s.limitParams()[name]; !ok {
-			c.w.WriteError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len and max-pipeline (configure the cluster file for the rest)", args[i]))
-			return
+			apply, known, err := c.s.checkOtherParam(name, string(args[i+1]))
+			if !known {
+				c.w.WriteError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)", args[i]))
+				return
+			}
+			if err != nil {
+				c.w.WriteError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", args[i], err))
+				return
+			}
+			if apply != nil {
+				others = append(others, apply)
+			}
+			continue
 		}
 		sets = append(sets, set{name, string(args[i+1])})
 	}
@@ -518,6 +530,9 @@ func cmdConfigSet(c *conn, args [][]byte) {
 	}
 	for _, st := range sets {
 		c.s.setLimit(st.name, st.value)
+	}
+	for _, apply := range others {
+		apply()
 	}
 	c.w.WriteSimple("OK")
 }

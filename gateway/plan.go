@@ -226,7 +226,7 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 	if !group {
 		rs := c.runAll(p.ops)
 		r := p.render(rs)
-		if r.Type == service.ResultErr && len(p.ops) > 1 && p.send == sendEach {
+		if r.Type == service.ResultErr && len(p.ops) > 1 && !c.txn.open {
 			r.Err = withCode(r.Err) + fmt.Sprintf(" (%s is not atomic across keys: the other keys were processed)", strings.ToUpper(name))
 		}
 		return r

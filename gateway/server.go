@@ -113,9 +113,10 @@ type Server struct {
 	totalCommands atomic.Int64
 	rejected      atomic.Int64
 
-	lim  limits     // limits.go
-	ov   overload   // limits.go
-	errs errorStats // error replies by code (errorstats.go)
+	lim  limits        // limits.go
+	ov   overload      // limits.go
+	errs errorStats    // error replies by code (errorstats.go)
+	tun  tunableValues // CONFIG's encoding tunables (config.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.

@@ -73,10 +73,11 @@ func kvOp(kind string, key []byte, args ...[]byte) service.Op {
 	return op
 }
 
-// perKey is one operation of kind per key, sent each on its own outside
-// MULTI, and rendered by reply.
+// perKey is one operation of kind per key, rendered by reply: outside
+// MULTI one atomic group where the namespace's protocol applies groups (as
+// Redis runs DEL, EXISTS, MGET: atomically), else each on its own.
 func perKey(kind string, keys [][]byte, reply func([]service.Result) service.Result) plan {
-	p := plan{ops: make([]service.Op, len(keys)), reply: reply}
+	p := plan{ops: make([]service.Op, len(keys)), reply: reply, send: sendGroup}
 	for i, k := range keys {
 		p.ops[i] = kvOp(kind, k)
 	}
@@ -141,7 +142,20 @@ func planMGet(c *conn, args [][]byte) plan {
 	if p, ok := c.kvOnly("mget"); !ok {
 		return p
 	}
-	return perKey("get", args[1:], arrayReply)
+	return perKey("get", args[1:], mgetReply)
+}
+
+// mgetReply is MGET's array: nil for a key holding another type, as Redis
+// answers (it never answers WRONGTYPE).
+func mgetReply(rs []service.Result) service.Result {
+	out := make([]service.Result, len(rs))
+	for i, r := range rs {
+		if r.Type == service.ResultErr && strings.HasPrefix(r.Err, "WRONGTYPE") {
+			r = service.Nil()
+		}
+		out[i] = r
+	}
+	return arrayReply(out)
 }
 
 func planIncr(c *conn, args [][]byte) plan {

@@ -69,6 +69,8 @@
 //	flushdb         (Key "")     W  OK (FLUSHALL is the same: one database)
 //	dbinfo          (Key "")     R  array [int keys, int expires, int avg_ttl_ms]
 //	                                (INFO keyspace: db0:keys=..,expires=..,avg_ttl=..)
+//	memusage                     R  int estimated bytes | nil (MEMORY USAGE: key,
+//	                                canonical value encoding, 48 bytes per key)
 //	version                      R  int: the key's write version (WATCH)
 //	guard version v              R  OK | GUARDFAILED (the key's version is not v)
 //	guard exists 0|1             R  OK | GUARDFAILED

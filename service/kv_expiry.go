@@ -164,9 +164,9 @@ func parseExpire(op Op) (ttlArg, expireFlags, error) {
 	}
 	switch {
 	case f.nx && (f.xx || f.gt || f.lt):
-		return ttlArg{}, f, fmt.Errorf("NX and XX, GT or LT options at the same time are not compatible")
+		return ttlArg{}, f, fmt.Errorf("ERR NX and XX, GT or LT options at the same time are not compatible")
 	case f.gt && f.lt:
-		return ttlArg{}, f, fmt.Errorf("GT and LT options at the same time are not compatible")
+		return ttlArg{}, f, fmt.Errorf("ERR GT and LT options at the same time are not compatible")
 	}
 	t := ttlArg{ms: n, abs: strings.HasSuffix(unit, "at")}
 	if !strings.HasPrefix(unit, "p") {

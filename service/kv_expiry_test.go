@@ -22,8 +22,8 @@ func TestKVExpiry(t *testing.T) {
 		expire p 50 nx => (integer) 0
 		expire p 50 gt => (integer) 1
 		expire p 40 lt => (integer) 1
-		expire p 1 nx xx => (error) NX and XX, GT or LT options at the same time are not compatible
-		expire p 1 gt lt => (error) GT and LT options at the same time are not compatible
+		expire p 1 nx xx => (error) ERR NX and XX, GT or LT options at the same time are not compatible
+		expire p 1 gt lt => (error) ERR GT and LT options at the same time are not compatible
 		expire p 100 xx gt => (integer) 1
 		expire p 50 => (integer) 1
 		expire p 1 sometimes => (error) Unsupported option sometimes

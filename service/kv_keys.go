@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/synod-dev/synod/wire"
 )
 
 // Keyspace operations (package documentation, "Keys" and "SCAN's cursor").
@@ -22,8 +24,27 @@ func init() {
 		"randomkey": {read: true, keyspace: true, run: (*KVState).opRandomKey},
 		"flushdb":   {keyspace: true, run: (*KVState).opFlushDB},
 		"dbinfo":    {read: true, keyspace: true, run: (*KVState).opDBInfo},
+		"memusage":  {read: true, run: (*KVState).opMemUsage},
 	})
 }
+
+// opMemUsage is MEMORY USAGE: an estimate of the bytes the key holds, the
+// length of its key and of its value's canonical encoding (snapshots and
+// deltas carry that form) plus a fixed per-key overhead; nil without a key.
+// Redis counts its allocator's bytes, which Synod does not track.
+func (s *KVState) opMemUsage(op Op) Result {
+	e, ok := s.live(op.Key)
+	if !ok {
+		return Nil()
+	}
+	var w wire.Encoder
+	e.encode(&w)
+	return Int(int64(len(op.Key) + len(w.B) + memUsageOverhead))
+}
+
+// memUsageOverhead is MEMORY USAGE's fixed cost of a key: its entry in the
+// keyspace map, version and deadline.
+const memUsageOverhead = 48
 
 func (s *KVState) opType(op Op) Result {
 	e, ok := s.live(op.Key)
@@ -241,8 +262,23 @@ func (s *KVState) opScan(op Op) Result {
 }
 
 // globMatch is Redis's glob (stringmatchlen): * any run, ? any byte,
-// [abc] [^abc] [a-z] classes, \ escapes the next byte.
+// [abc] [^abc] [a-z] classes, \ escapes the next byte. As Redis 7.0.15
+// (CVE-2022-36021) it stops trying longer matches of a * once the rest of
+// the pattern failed against the whole remaining string, so that a pattern
+// like a*a*a*...b costs polynomial time, not exponential: an operation in
+// the log must not stall every replica.
 func globMatch(p, s []byte) bool {
+	var skipLonger bool
+	return globMatchImpl(p, s, &skipLonger, 0)
+}
+
+// globMaxNesting bounds the * recursion depth, as Redis does (1000).
+const globMaxNesting = 1000
+
+func globMatchImpl(p, s []byte, skipLonger *bool, nesting int) bool {
+	if nesting > globMaxNesting {
+		return false
+	}
 	for len(p) > 0 {
 		switch p[0] {
 		case '*':
@@ -252,11 +288,15 @@ func globMatch(p, s []byte) bool {
 			if len(p) == 1 {
 				return true
 			}
-			for i := 0; i <= len(s); i++ {
-				if globMatch(p[1:], s[i:]) {
+			for ; len(s) > 0; s = s[1:] {
+				if globMatchImpl(p[1:], s, skipLonger, nesting+1) {
 					return true
 				}
+				if *skipLonger {
+					return false
+				}
 			}
+			*skipLonger = true
 			return false
 		case '?':
 			if len(s) == 0 {

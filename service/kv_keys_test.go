@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,11 @@ func TestGlobMatch(t *testing.T) {
 		{"h[^e]llo", "hallo", true}, {"h[^e]llo", "hello", false}, {"h[a-b]llo", "hbllo", true},
 		{`h\*llo`, "h*llo", true}, {`h\*llo`, "hello", false}, {"user:*:name", "user:12:name", true},
 		{"a*b*c", "axxbyyc", true}, {"a*b*c", "axxbyy", false},
+		{"*a", "a", true}, {"*a", "", false}, {"a*", "a", true}, {"*b*", "abc", true}, {"a**b", "ab", true},
+		// Redis's regression test for CVE-2022-36021: exponential before
+		// skipLonger (2^20 tries per key, seconds), immediate after.
+		{"a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 40), false},
+		{"a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 40) + "b", true},
 	} {
 		if got := globMatch([]byte(c.p), []byte(c.s)); got != c.want {
 			t.Errorf("globMatch(%q, %q) = %v", c.p, c.s, got)

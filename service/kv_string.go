@@ -320,7 +320,7 @@ func (s *KVState) opSetRange(op Op) Result {
 	if len(val) == 0 {
 		return Int(int64(len(e.v)))
 	}
-	if off+int64(len(val)) > MaxValueSize {
+	if off > MaxValueSize-int64(len(val)) { // off+len would overflow for offsets near 2^63
 		return Errorf("string exceeds maximum allowed size (proto-max-bulk-len)")
 	}
 	n := max(len(e.v), int(off)+len(val))

@@ -58,6 +58,12 @@ func TestKVStrings(t *testing.T) {
 		get a => "vXY45"
 		setrange pad 3 ab => (integer) 5
 		get pad => "\x00\x00\x00ab"
+		setrange pad 9223372036854775807 A => (error) string exceeds maximum allowed size (proto-max-bulk-len)
+		setrange pad 2147483647 A => (error) string exceeds maximum allowed size (proto-max-bulk-len)
+		setrange pad 8388607 A => (integer) 8388608
+		setrange pad 8388608 A => (error) string exceeds maximum allowed size (proto-max-bulk-len)
+		setrange pad 0 x => (integer) 8388608
+		del pad => (integer) 1
 		incr n 10 => (integer) 10
 		incr n -3 => (integer) 7
 		incrbyfloat n 0.5 => "7.5"
@@ -249,9 +255,9 @@ func TestKVSortedSets(t *testing.T) {
 		zadd z lt ch 2 c => (integer) 1
 		zadd z incr 2 a => "3.5"
 		zadd z nx incr 2 a => (nil)
-		zadd z nx xx 1 a => (error) XX and NX options at the same time are not compatible
+		zadd z nx xx 1 a => (error) ERR XX and NX options at the same time are not compatible
 		zadd z gt lt 1 a => (error) GT, LT, and/or NX options at the same time are not compatible
-		zadd z incr 1 a 2 b => (error) INCR option supports a single increment-element pair
+		zadd z incr 1 a 2 b => (error) ERR INCR option supports a single increment-element pair
 		zadd z 1 => (error) wrong number of arguments for 'zadd' command
 		zadd z 1 a 2 => (error) syntax error
 		zadd z x a => (error) value is not a valid float
@@ -330,4 +336,24 @@ func TestKVCollectionCopyOnWrite(t *testing.T) {
 			t.Errorf("%v: %s, want %s", c.o, got, c.want)
 		}
 	}
+}
+
+func TestKVZRemRange(t *testing.T) {
+	s := newKVState()
+	kvScript(t, s, 0, `
+		zadd z 1 a 2 b 3 c 4 d 5 e => (integer) 5
+		zremrange z 0 1 => (integer) 2
+		zrange z 0 -1 => ["c" "d" "e"]
+		zremrange z (3 4 byscore => (integer) 1
+		zrange z 0 -1 => ["c" "e"]
+		zremrange z [a [c bylex => (integer) 1
+		zremrange z x 1 byscore => (error) min or max is not a float
+		zremrange z 0 1 byrank => (error) syntax error
+		zremrange z 5 9 => (integer) 0
+		zremrange z 0 -1 => (integer) 1
+		exists z => (integer) 0
+		zremrange nokey 0 -1 => (integer) 0
+		set str x => OK
+		zremrange str 0 -1 => (error) WRONGTYPE Operation against a key holding the wrong kind of value
+	`)
 }

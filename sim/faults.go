@@ -181,7 +181,7 @@ func (s *simulator) onWindowEnd(e *event) {
 }
 
 func (s *simulator) onRestart(e *event) {
-	if n := s.nodes[e.node]; !n.up && !n.out {
+	if n := s.nodes[e.node]; !n.up && !n.out && !s.powerIsOff(e.node) {
 		s.boot(n)
 	}
 }

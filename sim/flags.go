@@ -20,6 +20,7 @@ type Flags struct {
 	Seeds, ReadMode, SaveDir, TraceFile string
 	Params, Links                       []string
 	MembershipSpec                      string
+	PowerLossSpec                       string
 	Workers                             int
 	Verbose                             bool
 	// The callee namespace (Config.Callee; callee.go): set when
@@ -70,6 +71,8 @@ func (v *Flags) Register(f *pflag.FlagSet) {
 	f.StringVar(&v.SaveDir, "save-failing", "sim-failures", "directory for the histories and HTML views of failing seeds")
 	f.IntVar(&v.Workers, "workers", runtime.GOMAXPROCS(0), "seeds simulated in parallel")
 	f.StringVar(&v.MembershipSpec, "membership", "", `membership changes (protocols that support them), e.g. "add@2s,remove:n1@4s": add a fresh node / remove a node at that virtual time`)
+	f.StringVar(&v.PowerLossSpec, "power-loss", "", `whole-cluster power loss at these virtual times (comma list, e.g. "300ms,2s"): every node crashes at once, losing the records it had not synced, and restarts after --power-off`)
+	f.StringVar(&cfg.PowerOff, "power-off", DefaultPowerOff, "how long the power stays off after a --power-loss (a distribution); each node restarts at a random offset of up to a quarter of it after that")
 	f.StringVar(&v.TraceFile, "trace", "", "write a per-event trace of the (single) seed to this file")
 	f.StringVar(&v.CalleeProtocol, "callee-protocol", "", "simulate a second namespace running this protocol, called by the first one's automata with nested requests (automaton.CallKind effects; seed 003 Adam); it must serve nested requests")
 	f.IntVar(&v.CalleeNodes, "callee-nodes", 3, "number of nodes of the callee namespace")
@@ -133,6 +136,12 @@ func (v *Flags) Build() (Config, []int64, error) {
 	}
 	if cfg.Membership, err = ParseMembership(v.MembershipSpec); err != nil {
 		return cfg, nil, err
+	}
+	if cfg.PowerLoss, err = ParsePowerLoss(v.PowerLossSpec); err != nil {
+		return cfg, nil, err
+	}
+	if cfg.PowerOff == DefaultPowerOff {
+		cfg.PowerOff = "" // the default, as Config spells it
 	}
 	if v.Workers < 1 {
 		return cfg, nil, fmt.Errorf("--workers must be at least 1, got %d", v.Workers)

@@ -275,6 +275,10 @@ func (c Config) Command() string {
 	opt("--timeout", c.RequestTimeout, DefaultRequestTimeout)
 	opt("--check-timeout", c.CheckTimeout, DefaultCheckTimeout)
 	opt("--membership", MembershipSpec(c.Membership), "")
+	opt("--power-loss", PowerLossSpec(c.PowerLoss), "")
+	if len(c.PowerLoss) > 0 {
+		opt("--power-off", c.PowerOff, "")
+	}
 	if c.Nested {
 		args = append(args, "--nested")
 	}

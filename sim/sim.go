@@ -68,6 +68,12 @@ type Config struct {
 	// heals for good while clients keep issuing operations; progress must
 	// then resume within LivenessBound (see liveness.go).
 	Liveness, LivenessBound time.Duration
+	// PowerLoss lists virtual times at which the whole cluster loses
+	// power: every node crashes at once, losing its unsynced records, and
+	// restarts after PowerOff (a distribution, default DefaultPowerOff;
+	// powerloss.go).
+	PowerLoss []time.Duration
+	PowerOff  string
 	// StickyClients makes every client send all its requests, retries
 	// included, to one node (client i uses node i mod Nodes); a client whose
 	// node is down waits for it to restart. Sequential consistency is promised
@@ -212,6 +218,7 @@ type Stats struct {
 	Calls         int // nested calls made (callee.go), among Effects
 	Fsyncs        int
 	Crashes       int
+	PowerLosses   int
 	Pauses        int
 	Partitions    int
 	Windows       int // loss, dup, reorder and slow windows
@@ -421,6 +428,10 @@ type simulator struct {
 
 	mem *membership // nil without Config.Membership
 
+	// Whole-cluster faults (powerloss.go): nil without Config.PowerLoss.
+	power    *powerState
+	rngPower *rand.Rand
+
 	// Nested requests (callee.go). ns is this simulator's namespace;
 	// callee the co-simulated callee of a main run, caller the main run
 	// of a callee. calls are the callee's calls (byID by request id);
@@ -620,7 +631,9 @@ func newSimulator(cfg Config) (*simulator, error) {
 		return nil, err
 	}
 	for i := range s.ids {
-		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}, rel: s.newRelease(s.ids[i])})
+		n := &node{idx: i, id: s.ids[i], durable: map[string][]byte{}, rel: s.newRelease(s.ids[i])}
+		n.io = nodeIO{s, n}
+		s.nodes = append(s.nodes, n)
 	}
 	if err := s.initMembership(); err != nil {
 		return nil, err
@@ -690,6 +703,7 @@ func (s *simulator) run() error {
 	}
 	s.schedule(s.cfg.MaxTime, &event{kind: evDeadline})
 	s.scheduleLiveness()
+	s.schedulePowerLoss()
 	if s.callee != nil {
 		s.callee.startCallee()
 	}
@@ -768,6 +782,10 @@ func (s *simulator) handle(e *event) {
 		s.onDrainEnd()
 	case evLivenessHeal:
 		s.onLivenessHeal()
+	case evPowerLoss:
+		s.onPowerLoss()
+	case evPowerOn:
+		s.onPowerOn(e)
 	case evMember:
 		s.onMember(e)
 	case evMemberRetry:

@@ -304,7 +304,7 @@ func (f *Faults) RunCell(ctx context.Context, env *experiment.Env, c experiment.
 	stopAll()
 
 	succ, bad := pr.result()
-	w := windows(succ, fault, end)
+	w := windows(succ, fault, fault+faultEnd, end)
 	out := experiment.Outcome{
 		Metrics: map[string]float64{
 			mGap:       ms(w.longestGap),
@@ -438,8 +438,16 @@ type window struct {
 }
 
 // windows computes the window from the successful writes (ordered by
-// completion), the fault time and the end of the observation.
-func windows(succ []probeWrite, fault, end time.Duration) window {
+// completion), the fault time, when the fault ended (restart answered, or
+// SIGCONT) and the end of the observation.
+//
+// The stall the fault caused is the last gap between successful writes
+// longer than twice the longest gap before the fault (and at least 20 ms)
+// that begins before the fault ended; recovery is from the fault to the
+// write that ends it (the first write after the stall). Without such a gap,
+// recovery is from the fault to the first success of a write issued after
+// it. A jitter gap after the fault ended is no stall of the fault's.
+func windows(succ []probeWrite, fault, faultEnd, end time.Duration) window {
 	var w window
 	prev := time.Duration(-1)
 	for _, s := range succ {
@@ -451,22 +459,36 @@ func windows(succ []probeWrite, fault, end time.Duration) window {
 		}
 		prev = s.done
 	}
+	stallMin := max(2*w.baselineGap, 20*time.Millisecond)
 	last := max(prev, 0) // no success before the fault: the gap runs from the start
 	w.gapFrom = last
+	var firstAfter time.Duration
+	haveFirst, stalled := false, false
 	for _, s := range succ {
 		if s.done < fault {
 			continue
 		}
-		if gap := s.done - last; gap > w.longestGap {
+		gap := s.done - last
+		if gap > w.longestGap {
 			w.longestGap, w.gapFrom = gap, last
 		}
-		last = s.done
-		if !w.recovered && s.issued >= fault {
-			w.recovered, w.recovery = true, s.done-fault
+		if gap > stallMin && last < faultEnd {
+			stalled, w.recovery = true, s.done-fault
 		}
+		last = s.done
+		if !haveFirst && s.issued >= fault {
+			haveFirst, firstAfter = true, s.done-fault
+		}
+	}
+	w.recovered = haveFirst
+	if !stalled {
+		w.recovery = firstAfter
 	}
 	if tail := end - last; tail > w.longestGap {
 		w.longestGap, w.gapFrom = tail, last
+	}
+	if tail := end - last; tail > stallMin && last < faultEnd {
+		w.recovered = false // the stall runs to the end of the observation
 	}
 	return w
 }
@@ -490,7 +512,7 @@ func (f *Faults) Report() experiment.ReportSpec {
 	return experiment.ReportSpec{
 		Columns: []experiment.Column{
 			{Metric: mGap, Header: "longest gap ms", Format: "%.0f"},
-			{Metric: mRecovery, Header: "recovered after ms", Format: "%.0f"},
+			{Metric: mRecovery, Header: "stall ended after ms", Format: "%.0f"},
 			{Metric: mFaultEnd, Header: "fault ended at ms", Format: "%.0f"},
 			{Metric: mBaseline, Header: "gap before ms", Format: "%.0f"},
 			{Metric: mProbesOK, Header: "probes ok", Format: "%.0f"},
@@ -504,8 +526,10 @@ func (f *Faults) Report() experiment.ReportSpec {
 		}},
 		Notes: []string{
 			"Times are from the fault (kill -9 or SIGSTOP of n1). \"longest gap\": the longest time with no probe write",
-			"completing, from the last success before the fault to the end of the observation. \"recovered after\": from the",
-			"fault until the first probe write issued after the fault succeeded. \"gap before\": the longest gap before the",
+			"completing, from the last success before the fault to the end of the observation. \"stall ended after\": from the",
+			"fault to the first write completing after the stall it caused (the last gap over twice the longest gap before the fault,",
+			"and over 20 ms, that began before the fault ended); with no such gap, to the first success of a write issued after",
+			"the fault. \"gap before\": the longest gap before the",
 			"fault (disk and scheduling jitter: with fsync, gaps of a few hundred ms occur here without any fault).",
 			"\"fault ended at\": when n1 answered PING again after its restart, or got SIGCONT.",
 			"Settings: " + f.settingsNote(),

@@ -147,7 +147,7 @@ func TestWindows(t *testing.T) {
 	// between 995 ms and 3500 ms.
 	succ := append(every(4, 1000, 10, 1), probeWrite{ms2d(2000), ms2d(3500)})
 	succ = append(succ, every(3500, 5000, 10, 1)...)
-	w := windows(succ, ms2d(1000), ms2d(5000))
+	w := windows(succ, ms2d(1000), ms2d(1500), ms2d(5000))
 	if w.longestGap != ms2d(3500-995) || w.gapFrom != ms2d(995) {
 		t.Errorf("longest gap %v from %v, want 2.505s from 995ms", w.longestGap, w.gapFrom)
 	}
@@ -161,13 +161,13 @@ func TestWindows(t *testing.T) {
 	// A write issued before the fault that completes after it is no recovery.
 	succ = append(every(4, 1000, 10, 1), probeWrite{ms2d(990), ms2d(1200)})
 	succ = append(succ, every(3000, 4000, 10, 1)...)
-	w = windows(succ, ms2d(1000), ms2d(4000))
+	w = windows(succ, ms2d(1000), ms2d(1500), ms2d(4000))
 	if w.recovery != ms2d(2001) || w.longestGap != ms2d(3001-1200) {
 		t.Errorf("late pre-fault write: recovery %v gap %v", w.recovery, w.longestGap)
 	}
 
 	// No write after the fault: not recovered, the gap runs to the end.
-	w = windows(every(4, 1000, 10, 1), ms2d(1000), ms2d(4000))
+	w = windows(every(4, 1000, 10, 1), ms2d(1000), ms2d(1500), ms2d(4000))
 	if w.recovered || w.longestGap != ms2d(4000-995) {
 		t.Errorf("no recovery: %+v", w)
 	}
@@ -175,9 +175,19 @@ func TestWindows(t *testing.T) {
 	// Unaffected (ABD): the first write after the fault succeeds at once, and a
 	// later jitter gap is reported as the longest gap without undoing recovery.
 	succ = append(every(4, 3000, 10, 1), every(3300, 5000, 10, 1)...)
-	w = windows(succ, ms2d(1000), ms2d(5000))
+	w = windows(succ, ms2d(1000), ms2d(1500), ms2d(5000))
 	if !w.recovered || w.recovery != ms2d(5) || w.longestGap != ms2d(3301-2995) || w.gapFrom != ms2d(2995) {
 		t.Errorf("unaffected with jitter: %+v", w)
+	}
+
+	// The case: the first write after a crash succeeds at once (a
+	// quick 5 ms), then writes stall for 490 ms while the lock times out:
+	// the stall ends at 1500 ms, 500 ms after the fault, not 5 ms.
+	succ = append(every(4, 1000, 10, 1), probeWrite{ms2d(1000), ms2d(1005)}, probeWrite{ms2d(1010), ms2d(1500)})
+	succ = append(succ, every(1500, 3000, 10, 1)...)
+	w = windows(succ, ms2d(1000), ms2d(1600), ms2d(3000))
+	if !w.recovered || w.recovery != ms2d(500) || w.longestGap != ms2d(495) {
+		t.Errorf("stall after a quick first write: %+v", w)
 	}
 }
 

@@ -15,11 +15,36 @@ const (
 	collTol = 0.01
 )
 
+// verdict words a threshold rule on the model's figures (the verdicts are
+// the claims': see Claims).
 func verdict(ok bool) string {
 	if ok {
-		return "HOLDS"
+		return "as the seed"
 	}
-	return "DOES NOT HOLD"
+	return "unlike the seed"
+}
+
+// Claims: the model is numerical and deterministic, so each threshold rule
+// is exact (experiment.Exact checks every run gave the same figures).
+func (m *Model) Claims(d experiment.Data) []experiment.Claim {
+	var all []experiment.Sample
+	for _, ms := range d.Samples {
+		for _, s := range ms {
+			all = append(all, s)
+		}
+	}
+	var out []experiment.Claim
+	for _, c := range claims(d.Ours) {
+		cl := experiment.Claim{Text: "Chapter V.B (model): " + c.seed, Paper: "see the claim"}
+		if c.missing {
+			cl.Judgement = experiment.Judgement{Verdict: experiment.NotMeasured, Ours: "-", Stats: "not computed"}
+			cl.Cause = "the cell was not computed in this run"
+		} else {
+			cl.Judgement = experiment.Exact(c.ok, c.ours, fmt.Sprintf("the model's figure against the seed's (\"around 300 ms\" = within ±%.0f%%, \"approximately\" = ±%.2f)", crossTol*100, collTol), all...)
+		}
+		out = append(out, cl)
+	}
+	return out
 }
 
 func wanKey(a, t string) string {

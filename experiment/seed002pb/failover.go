@@ -145,6 +145,8 @@ func (f *Failover) RunCell(ctx context.Context, env *experiment.Env, c experimen
 			mNonLin: float64(bad), mRepUnknown: float64(undecided),
 		},
 		Labels: map[string]string{"durability": f.Durability, "reps": strconv.Itoa(len(all))},
+		// Every kill's figures: the claims' samples.
+		Samples: map[string][]float64{mSpread: msOf(spread), mNotifyAll: msOf(all)},
 	}
 	if bad > 0 {
 		out.Labels["violations"] = strings.Join(replay, "; ")
@@ -373,6 +375,31 @@ func (f *Failover) Report() experiment.ReportSpec {
 			"only the notification. spread = last notified - first notified is the part that depends on the number of clients.",
 		},
 	}
+}
+
+// Reps: a cell repeats its kill --reps times itself (the claims' samples);
+// it runs once.
+func (f *Failover) CellReps(experiment.Cell, experiment.Options) int { return 1 }
+
+// Claims: "fail-over grows linearly with the number of clients" (Table
+// III.4), judged on the spread of the notifications over every kill.
+func (f *Failover) Claims(d experiment.Data) []experiment.Claim {
+	var xs []float64
+	var ys []experiment.Sample
+	for _, n := range f.Clients {
+		if s := d.Sample(experiment.NewCell("clients", strconv.Itoa(n)).Key, mSpread); s != nil {
+			xs, ys = append(xs, float64(n)), append(ys, s)
+		}
+	}
+	text := "Table III.4: the fail-over time grows with the number of clients (last - first client notified, per extra client)"
+	if len(xs) < 2 {
+		return []experiment.Claim{{Text: text, Paper: "grows linearly", Judgement: experiment.Judgement{Verdict: experiment.NotMeasured, Ours: "-", Stats: "fewer than two client counts ran"}, Cause: "no series"}}
+	}
+	cl := experiment.Claim{Text: text, Paper: "grows linearly (one GT3 notification after another)", Judgement: experiment.SlopeAbove("notification spread ms per client", xs, ys, 0)}
+	if cl.Verdict != experiment.Holds {
+		cl.Cause = "Synod's new primary pushes the change on every client's open WatchLeader stream at once, so only the spread of those pushes depends on the number of clients; the seed notified its clients one GT3 notification after another"
+	}
+	return []experiment.Claim{cl}
 }
 
 // Summary answers "fail-over grows linearly with the number of clients".

@@ -194,6 +194,35 @@ func (p *Partition) Report() experiment.ReportSpec {
 	}
 }
 
+// Claims: chapter VI's motivation, primary-backup needs the perfect failure
+// detector: no violation under crash-stop faults, some with partitions and
+// pauses; consensus (paxos, pbpaxos) none under either. Counts over the
+// simulated seeds, deterministic: an exact rule over identical runs.
+func (p *Partition) Claims(d experiment.Data) []experiment.Claim {
+	var out []experiment.Claim
+	for _, proto := range p.Protocols {
+		ck := experiment.NewCell("protocol", proto, "faults", "crash-stop").Key
+		pk := experiment.NewCell("protocol", proto, "faults", "partitions").Key
+		want := "violations under partitions and pauses, none under crash-stop"
+		ok := func(crash, part float64) bool { return crash == 0 && part > 0 }
+		if proto != "pb" {
+			want = "no violation under either failure model"
+			ok = func(crash, part float64) bool { return crash == 0 && part == 0 }
+		}
+		text := fmt.Sprintf("Chapter VI (motivation): %s: %s", proto, want)
+		if c, missing := d.NotRun(text, "qualitative", ck, pk); missing {
+			out = append(out, c)
+			continue
+		}
+		crash, part := d.Ours[ck][mViolations], d.Ours[pk][mViolations]
+		cl := experiment.Claim{Text: text, Paper: "qualitative", Judgement: experiment.Exact(ok(crash, part),
+			fmt.Sprintf("%.0f violations of %.0f seeds under crash-stop, %.0f of %.0f with partitions", crash, d.Ours[ck][mRuns], part, d.Ours[pk][mRuns]),
+			"violations counted over the simulated seeds", d.Sample(ck, mViolations), d.Sample(pk, mViolations))}
+		out = append(out, cl)
+	}
+	return out
+}
+
 // Summary states whether the contrast of chapter VI's motivation holds.
 func (p *Partition) Summary(ours, _ experiment.Figures) []string {
 	var out []string

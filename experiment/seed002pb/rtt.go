@@ -99,6 +99,7 @@ func (r *RTT) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 	}
 	n := r.Samples
 	metrics := map[string]float64{}
+	samples := map[string][]float64{} // every round trip: the claims' samples
 	labels := map[string]string{"durability": r.Durability, "samples": strconv.Itoa(n)}
 	if system == "pb" {
 		if StateRoundTrip == nil {
@@ -110,6 +111,7 @@ func (r *RTT) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 		}
 		s := summarize(st)
 		metrics[mSTMedian], metrics[mSTMean], metrics[mSTSD] = s.median, s.mean, s.sd
+		samples[mSTMean] = msOf(st)
 	}
 	nodes := 2 // the seed's one primary and one backup
 	if system == "unreplicated" {
@@ -129,7 +131,66 @@ func (r *RTT) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 	}
 	s := summarize(rtts)
 	metrics[mRTTMedian], metrics[mRTTMean], metrics[mRTTSD] = s.median, s.mean, s.sd
-	return experiment.Outcome{Metrics: metrics, Labels: labels}, nil
+	samples[mRTTMean] = msOf(rtts)
+	return experiment.Outcome{Metrics: metrics, Labels: labels, Samples: samples}, nil
+}
+
+// msOf is every duration in ms.
+func msOf(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = float64(d) / float64(time.Millisecond)
+	}
+	return out
+}
+
+// Reps: a cell measures --samples round trips itself (the seed's 20, mean
+// and standard deviation), its claims' sample; it runs once.
+func (r *RTT) Reps(experiment.Options) int { return 1 }
+
+// Claims judges Tables III.1-III.3 on every round trip (Welch and
+// bootstrap over the 20 round trips of each cell).
+func (r *RTT) Claims(d experiment.Data) []experiment.Claim {
+	var out []experiment.Claim
+	st := func(tr string, size int) string { return rttCell("pb", tr, size).Key }
+	for _, size := range []int{10, 100000} {
+		text := fmt.Sprintf("Table III.1: a state update of %d B travels faster over the socket than over the push stream (Notification)", size)
+		paper := map[int]string{10: "~200x faster", 100000: "1.4x faster"}[size]
+		if c, ok := d.NotRun(text, paper, st("tcp", size), st("grpc-stream", size)); ok {
+			out = append(out, c)
+			continue
+		}
+		out = append(out, experiment.Claim{Text: text, Paper: paper, Judgement: experiment.RatioAbove("stream/socket mean state round trip",
+			d.Sample(st("grpc-stream", size), mSTMean), d.Sample(st("tcp", size), mSTMean), 1),
+			Cause: "in-process probe of one state update between two transports (StateRoundTrip), not an update at a live primary"})
+	}
+	var parts []experiment.Judgement
+	var keys []string
+	for _, size := range []int{10, 100, 1000, 10000} {
+		keys = append(keys, st("tcp", size), rttCell("unreplicated", "-", size).Key)
+		if d.Sample(st("tcp", size), mRTTMean) == nil || d.Sample(rttCell("unreplicated", "-", size).Key, mRTTMean) == nil {
+			continue
+		}
+		parts = append(parts, experiment.RatioBelow(fmt.Sprintf("%d B: pb(socket)/unreplicated mean round trip", size),
+			d.Sample(st("tcp", size), mRTTMean), d.Sample(rttCell("unreplicated", "-", size).Key, mRTTMean), 1.3))
+	}
+	text := "Table III.3: \"with Socket the median overhead of replication is ... 30% or less\" up to 10 kB (judged on the mean of the 20 round trips: bootstrap ratio of means)"
+	if c, ok := d.NotRun(text, "30% or less", keys...); ok && len(parts) == 0 {
+		out = append(out, c)
+	} else {
+		cl := experiment.Claim{Text: text, Paper: "30% or less", Judgement: experiment.AllOf(parts...)}
+		var why []string
+		for _, size := range []int{10, 100, 1000, 10000} {
+			a, okA := d.Ours.Get(st("tcp", size), mRTTMean)
+			b, okB := d.Ours.Get(rttCell("unreplicated", "-", size).Key, mRTTMean)
+			if okA && okB {
+				why = append(why, fmt.Sprintf("%d B %.3f vs %.3f ms", size, a, b))
+			}
+		}
+		cl.Cause = "mean client round trips, pb over the socket vs unreplicated (loopback; the backup's acknowledgement is on the write's path): " + strings.Join(why, ", ")
+		out = append(out, cl)
+	}
+	return out
 }
 
 // clientRoundTrips times n SETs of a size-byte value at addr (the primary),

@@ -166,6 +166,7 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 		labels["pipeline"] = w
 	}
 	return experiment.Outcome{
+		Samples: map[string][]float64{mTput: tputs, mLat: lats},
 		Metrics: map[string]float64{mTput: mean, mTputCI: half, mLat: lmean, mLatCI: lhalf},
 		Labels:  labels,
 	}, nil
@@ -250,6 +251,36 @@ func (t *Throughput) Report() experiment.ReportSpec {
 			Metric: mTput, YLabel: "requests/s", X: "clients", XLabel: "clients", Series: []string{"kind"}}},
 		Notes: t.notes,
 	}
+}
+
+// Reps: a cell repeats its measurement itself (--reps, the claims'
+// samples); it runs once.
+func (t *Throughput) CellReps(experiment.Cell, experiment.Options) int { return 1 }
+
+// Claims: Fig VI.4's "read throughput at least 13% higher than write
+// throughput" at every client count run (throughput and clients
+// variants); the pipeline and paths variants measure Synod's own options,
+// no seed claim.
+func (t *Throughput) Claims(d experiment.Data) []experiment.Claim {
+	if t.name != "seed002-pbpaxos-throughput" && t.name != "seed002-pbpaxos-clients" {
+		return nil
+	}
+	var parts []experiment.Judgement
+	var keys []string
+	for _, c := range t.Clients {
+		rd, wr := experiment.NewCell("kind", "read", "clients", strconv.Itoa(c)).Key, experiment.NewCell("kind", "write", "clients", strconv.Itoa(c)).Key
+		keys = append(keys, rd, wr)
+		if d.Sample(rd, mTput) == nil || d.Sample(wr, mTput) == nil {
+			continue
+		}
+		parts = append(parts, experiment.RatioAbove(fmt.Sprintf("%d clients: read/write throughput", c), d.Sample(rd, mTput), d.Sample(wr, mTput), 1.13))
+	}
+	text := "Fig VI.4: X-Paxos read throughput at least 13% above basic write throughput, at every client count"
+	if len(parts) == 0 {
+		c, _ := d.NotRun(text, "at least +13%", keys...)
+		return []experiment.Claim{c}
+	}
+	return []experiment.Claim{{Text: text, Paper: "at least +13%", Judgement: experiment.AllOf(parts...)}}
 }
 
 func (t *Throughput) Summary(ours, _ experiment.Figures) []string {

@@ -189,6 +189,14 @@ func (a *FastPaxos) onPropose(req automaton.Request) {
 	a.castVote(i, a.anyBal, val)
 }
 
+// cast is one vote an acceptor sent (phase 2b), kept for the invariant
+// checker until the end of the step.
+type cast struct {
+	i   uint64
+	bal Ballot
+	val []byte
+}
+
 func (s *inst) rndOr() Ballot {
 	if s == nil {
 		return Ballot{}
@@ -199,6 +207,7 @@ func (s *inst) rndOr() Ballot {
 // castVote sends the acceptor's vote to every learner (phase 2b; the Persist
 // is already out) and counts it at its own learner.
 func (a *FastPaxos) castVote(i uint64, b Ballot, val []byte) {
+	a.cast = append(a.cast, cast{i: i, bal: b, val: val})
 	a.broadcast(&message{Kind: kindVoted, Entries: []entry{{I: i, Ballot: b, Value: val}}})
 	a.observe(Voted, i, b, val)
 	a.learnVote(a.self, i, b, val)

@@ -306,6 +306,7 @@ type FastPaxos struct {
 	stats      Stats
 	rec        *Recorder // parameter observe (observe.go)
 	touched    []uint64  // instances whose acceptor state changed in this step (invariants)
+	cast       []cast    // votes this step cast, in order (invariants: one may be overwritten within the step)
 	learnedNow []uint64  // instances learned in this step (invariants)
 	out        []automaton.Output
 }
@@ -363,6 +364,7 @@ func (a *FastPaxos) ticksOf(d time.Duration) int {
 func (a *FastPaxos) Step(in automaton.Input) []automaton.Output {
 	a.out = nil
 	a.touched = a.touched[:0]
+	a.cast = a.cast[:0]
 	a.learnedNow = a.learnedNow[:0]
 	switch in := in.(type) {
 	case automaton.Start:

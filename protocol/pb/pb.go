@@ -93,8 +93,12 @@ func (p protocol) SupportsNondeterminism() bool { return true }
 func (p protocol) Transactions() automaton.TxnSupport { return automaton.TxnSupport{Atomic: true} }
 
 // SafeFaults implements automaton.FaultAssumer (package doc, "Failure
-// model").
-func (p protocol) SafeFaults() []string { return []string{"crash", "dup", "reorder", "slow"} }
+// model"). Power loss of the whole cluster is survived since views and
+// state are durable (1387d64): the conformance suite's "power loss"
+// scenario passes (seeds 1-30 of it too).
+func (p protocol) SafeFaults() []string {
+	return []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss}
+}
 
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {

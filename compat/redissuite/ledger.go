@@ -1,0 +1,320 @@
+// Package redissuite runs Redis's own test suite (the tests/unit files of the
+// Redis 7.0.15 source, in its external-server mode) against redis-server, the
+// control, and against a Synod cluster, and compares the two: a test that
+// passes on redis-server must pass on Synod unless the skip file names it
+// with a reason. It parses the suite's output into a per-unit ledger that is
+// written into docs/COMMANDS.md.
+//
+// scripts/redis-suite obtains the suite (Debian's redis source package) and
+// runs the command in compat/redissuite/cmd; this package holds the parts
+// that need no server: the output parser, the skip file, the comparison and
+// the ledger's rendering.
+package redissuite
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Status of one test in one run.
+type Status string
+
+const (
+	Passed  Status = "ok"
+	Failed  Status = "err"
+	Ignored Status = "ignore" // skipped by a tag (needs:debug, ...)
+	Skipped Status = "skip"   // skipped by the skip file or a test option
+	// Exception: the test raised a Tcl error (for example an unknown
+	// command); the suite stops the unit there.
+	Exception Status = "exception"
+)
+
+// Unit is one unit file's run: the status of each test in the order the
+// suite reported them, and whether the unit ran to its end.
+type Unit struct {
+	Name  string
+	Tests []Test
+	// Done: the suite reported the unit done; false when an exception or
+	// a time-out stopped it (the tests after that point never ran).
+	Done bool
+	// Abort says what stopped the unit when it did not finish.
+	Abort string
+	// BlockErrors are errors raised outside any test (in a start_server
+	// block's own code): with --durable the suite reports them and skips
+	// the rest of that block.
+	BlockErrors []string
+}
+
+// Test is one test's outcome. ID is the test's name, with "#n" appended to
+// its n-th repeat (n ≥ 2) within a unit, so that IDs are unique.
+type Test struct {
+	ID     string
+	Status Status
+	Detail string // the failure's or skip's message, first line
+}
+
+var (
+	ansi     = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	statusRE = regexp.MustCompile(`^\[(ok|err|ignore|skip|exception)\]: (.*)$`)
+	doneRE   = regexp.MustCompile(`^\[\d+/\d+ done\]: (\S+)`)
+	timingRE = regexp.MustCompile(` \(\d+ ms\)$`)
+	// ignoreRE splits "[ignore]: <name>: <reason>"; the reasons are those
+	// of tags_acceptable in tests/support/server.tcl.
+	ignoreRE = regexp.MustCompile(`^(.*): (Tag: .*|Not supported .*|large memory flag not provided)$`)
+)
+
+// Parse reads one runtest run of a single unit (its standard output, colours
+// or not) and returns the tests it reported.
+func Parse(name string, r io.Reader) (Unit, error) {
+	u := Unit{Name: name}
+	seen := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var last *Test
+	for sc.Scan() {
+		line := ansi.ReplaceAllString(sc.Text(), "")
+		if m := doneRE.FindStringSubmatch(line); m != nil {
+			if m[1] == "unit/"+name {
+				u.Done = true
+			}
+			continue
+		}
+		m := statusRE.FindStringSubmatch(line)
+		if m == nil {
+			// The line after "[err]: name in file" is the failure's
+			// message ("Expected ... (context: ...)").
+			if last != nil && last.Detail == "" && strings.TrimSpace(line) != "" {
+				last.Detail = strings.TrimSpace(line)
+			}
+			continue
+		}
+		st, rest := Status(m[1]), m[2]
+		if st == Exception {
+			u.Abort = "exception: " + rest
+			last = nil
+			continue
+		}
+		var id, detail string
+		switch st {
+		case Passed:
+			id = timingRE.ReplaceAllString(rest, "")
+		case Failed:
+			// "[err]: <name> in tests/unit/<unit>.tcl"
+			suffix := " in tests/unit/" + name + ".tcl"
+			if !strings.HasSuffix(rest, suffix) {
+				u.BlockErrors = append(u.BlockErrors, rest)
+				last = nil
+				continue
+			}
+			id = strings.TrimSuffix(rest, suffix)
+		case Skipped:
+			id, detail = rest, "skip file"
+		case Ignored:
+			id = rest
+			if m := ignoreRE.FindStringSubmatch(rest); m != nil {
+				id, detail = m[1], m[2]
+			}
+		}
+		seen[id]++
+		if n := seen[id]; n > 1 {
+			id = fmt.Sprintf("%s#%d", id, n)
+		}
+		u.Tests = append(u.Tests, Test{ID: id, Status: st, Detail: detail})
+		last = &u.Tests[len(u.Tests)-1]
+		if st != Failed {
+			last = nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return u, err
+	}
+	if !u.Done && u.Abort == "" {
+		u.Abort = "the unit did not finish (time-out or crash of the test client)"
+	}
+	return u, nil
+}
+
+// Count returns the number of tests with status st.
+func (u Unit) Count(st Status) int {
+	n := 0
+	for _, t := range u.Tests {
+		if t.Status == st {
+			n++
+		}
+	}
+	return n
+}
+
+// Skip is one entry of the skip file: a test of a unit that may fail on
+// Synod, and why.
+type Skip struct {
+	Unit, Test, Reason string
+}
+
+// ParseSkips reads the skip file: one entry per line,
+// "unit | test name | reason", blank lines and lines starting with # ignored.
+// Every entry must give a reason; a test named twice is an error.
+func ParseSkips(r io.Reader) ([]Skip, error) {
+	var out []Skip
+	seen := map[[2]string]bool{}
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.SplitN(line, " | ", 3)
+		if len(f) != 3 || strings.TrimSpace(f[0]) == "" || strings.TrimSpace(f[1]) == "" {
+			return nil, fmt.Errorf("skip file line %d: want \"unit | test name | reason\", got %q", n, line)
+		}
+		s := Skip{Unit: strings.TrimSpace(f[0]), Test: strings.TrimSpace(f[1]), Reason: strings.TrimSpace(f[2])}
+		if len(s.Reason) < 10 {
+			return nil, fmt.Errorf("skip file line %d: %s / %s: the reason %q says too little", n, s.Unit, s.Test, s.Reason)
+		}
+		k := [2]string{s.Unit, s.Test}
+		if seen[k] {
+			return nil, fmt.Errorf("skip file line %d: %s / %s is listed twice", n, s.Unit, s.Test)
+		}
+		seen[k] = true
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+// Row is one unit's line of the ledger.
+type Row struct {
+	Unit string
+	// Control: tests that passed on redis-server.
+	Control int
+	// Passed: tests that passed on Synod (of any: a test may pass on Synod
+	// that the control did not run, but the ledger counts only those that
+	// passed on the control).
+	Passed int
+	// Skipped: tests that passed on the control and are in the skip file.
+	Skipped int
+	// Failed: tests that passed on the control and did not pass on Synod,
+	// not counting those in the skip file (regressions); NotRun those of
+	// them that never ran because the unit stopped early.
+	Failed, NotRun int
+	// Regressions names the failed tests with Synod's message.
+	Regressions []string
+	// Abort says what stopped the Synod run of the unit early ("" if
+	// nothing did).
+	Abort string
+	// StaleSkips are skip-file entries whose test passed on Synod (the
+	// entry can go) or that no control run reported (a typo).
+	StaleSkips []string
+}
+
+// Compare compares one unit's Synod run with its control run, given the skip
+// file's entries for that unit.
+func Compare(control, synod Unit, skips []Skip) Row {
+	r := Row{Unit: control.Name, Abort: synod.Abort}
+	got := map[string]Test{}
+	for _, t := range synod.Tests {
+		got[t.ID] = t
+	}
+	skip := map[string]Skip{}
+	for _, s := range skips {
+		if s.Unit == control.Name {
+			skip[s.Test] = s
+		}
+	}
+	inControl := map[string]bool{}
+	for _, t := range control.Tests {
+		inControl[t.ID] = true
+		if t.Status != Passed {
+			continue
+		}
+		r.Control++
+		s, ok := got[t.ID]
+		_, skipped := skip[t.ID]
+		switch {
+		case ok && s.Status == Passed:
+			r.Passed++
+			if skipped {
+				r.StaleSkips = append(r.StaleSkips, t.ID+" (passes on Synod)")
+			}
+		case skipped:
+			r.Skipped++
+		default:
+			r.Failed++
+			msg := "not run: the unit stopped before it"
+			if ok {
+				msg = string(s.Status)
+				if s.Detail != "" {
+					msg += ": " + s.Detail
+				}
+			} else {
+				r.NotRun++
+			}
+			r.Regressions = append(r.Regressions, t.ID+" — "+msg)
+		}
+	}
+	for _, s := range skips {
+		if s.Unit == control.Name && !inControl[s.Test] {
+			r.StaleSkips = append(r.StaleSkips, s.Test+" (no such test in the control run)")
+		}
+	}
+	sort.Strings(r.StaleSkips)
+	return r
+}
+
+// Ledger renders the per-unit table of one protocol's run.
+func Ledger(protocol string, rows []Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s\n\n", protocol)
+	b.WriteString("| unit | redis-server passed | Synod passed | skipped (skip file) | failed | of which not reached | what stopped the unit |\n|---|---|---|---|---|---|---|\n")
+	var c, p, s, f, nr int
+	for _, r := range rows {
+		abort := r.Abort
+		if abort == "" {
+			abort = "—"
+		}
+		abort = strings.ReplaceAll(abort, "|", "\\|")
+		if len(abort) > 140 {
+			abort = abort[:140] + "…"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s |\n", r.Unit, r.Control, r.Passed, r.Skipped, r.Failed, r.NotRun, abort)
+		c, p, s, f, nr = c+r.Control, p+r.Passed, s+r.Skipped, f+r.Failed, nr+r.NotRun
+	}
+	fmt.Fprintf(&b, "| **all** | **%d** | **%d** | **%d** | **%d** | **%d** | |\n", c, p, s, f, nr)
+	return b.String()
+}
+
+// Section markers of the ledger in docs/COMMANDS.md.
+const (
+	Begin = "<!-- redis-suite ledger: generated by scripts/redis-suite; do not edit -->"
+	End   = "<!-- end of redis-suite ledger -->"
+)
+
+// Splice returns doc with the text between Begin and End replaced by
+// section (appended, with its markers, if doc has none).
+func Splice(doc, section string) string {
+	i := strings.Index(doc, Begin)
+	j := strings.Index(doc, End)
+	block := Begin + "\n" + section + End + "\n"
+	if i < 0 || j < i {
+		return strings.TrimRight(doc, "\n") + "\n\n" + block
+	}
+	rest := doc[j+len(End):]
+	rest = strings.TrimPrefix(rest, "\n")
+	return doc[:i] + block + rest
+}
+
+// Extract returns the Begin..End block of doc (markers included, with its
+// final newline), or "" if it has none.
+func Extract(doc string) string {
+	i := strings.Index(doc, Begin)
+	j := strings.Index(doc, End)
+	if i < 0 || j < i {
+		return ""
+	}
+	return doc[i:j+len(End)] + "\n"
+}

@@ -1,0 +1,130 @@
+package redissuite
+
+import (
+	"strings"
+	"testing"
+)
+
+// controlOut and synodOut are runtest outputs in the suite's own format
+// (colours included in one, as a terminal would get them).
+const controlOut = `Cleanup: may take some time... OK
+Starting test server at port 21079
+[ready]: 100
+Testing unit/type/incr
+[ok]: INCR against non existing key (1 ms)
+[ok]: INCR: a name: with colons (0 ms)
+[ignore]: INCR uses shared objects in the 0-9999 range: Tag: needs:debug denied
+[ok]: Repeated (0 ms)
+[ok]: Repeated (0 ms)
+[ok]: Skipped on Synod (0 ms)
+[ok]: Reached only on the control (0 ms)
+[err]: Fails on both in tests/unit/type/incr.tcl
+Expected 'a' to equal 'b'
+[1/1 done]: unit/type/incr (0 seconds)
+`
+
+const synodOut = "Cleanup: may take some time... OK\n" +
+	"\x1b[1;37;49mTesting unit/type/incr\x1b[0m\n" +
+	"[\x1b[0;32;49mok\x1b[0m]: INCR against non existing key (2 ms)\n" +
+	"[ok]: INCR: a name: with colons (0 ms)\n" +
+	"[ignore]: INCR uses shared objects in the 0-9999 range: Tag: needs:debug denied\n" +
+	"[ok]: Repeated (0 ms)\n" +
+	"[err]: Repeated in tests/unit/type/incr.tcl\n" +
+	"Expected '1' to equal '2' (context: ...)\n" +
+	"[skip]: Skipped on Synod\n" +
+	"[err]: Fails on both in tests/unit/type/incr.tcl\n" +
+	"Expected 'a' to equal 'b'\n" +
+	"[exception]: Executing test client: ERR unknown command 'x'.\n"
+
+func parse(t *testing.T, s string) Unit {
+	t.Helper()
+	u, err := Parse("type/incr", strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestParse(t *testing.T) {
+	c := parse(t, controlOut)
+	if !c.Done || c.Abort != "" {
+		t.Fatalf("control: done %v abort %q", c.Done, c.Abort)
+	}
+	if got := c.Count(Passed); got != 6 {
+		t.Errorf("control passed %d, want 6: %+v", got, c.Tests)
+	}
+	if c.Tests[1].ID != "INCR: a name: with colons" || c.Tests[2].Detail != "Tag: needs:debug denied" || c.Tests[4].ID != "Repeated#2" {
+		t.Errorf("ids: %+v", c.Tests)
+	}
+	s := parse(t, synodOut)
+	if s.Done || !strings.HasPrefix(s.Abort, "exception: Executing test client: ERR unknown command") {
+		t.Errorf("synod: done %v abort %q", s.Done, s.Abort)
+	}
+	if s.Tests[0].ID != "INCR against non existing key" || s.Tests[4].Status != Failed || s.Tests[4].Detail != "Expected '1' to equal '2' (context: ...)" {
+		t.Errorf("synod tests: %+v", s.Tests)
+	}
+}
+
+// TestCompare: a test that passes on the control and fails (or never runs)
+// on Synod is a regression unless the skip file names it; a skip whose
+// test passes, or that names no test, is reported stale.
+func TestCompare(t *testing.T) {
+	skips, err := ParseSkips(strings.NewReader(`# comment
+type/incr | Skipped on Synod | Synod refuses it by design, for testing
+type/incr | INCR against non existing key | listed though it passes on Synod
+type/incr | No such test | a typo in the skip file, to be reported
+other/unit | Repeated | another unit's entry, not this one's
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Compare(parse(t, controlOut), parse(t, synodOut), skips)
+	if r.Control != 6 || r.Passed != 3 || r.Skipped != 1 || r.Failed != 2 || r.NotRun != 1 {
+		t.Errorf("row %+v", r)
+	}
+	want := []string{"Repeated#2 — err: Expected '1' to equal '2' (context: ...)", "Reached only on the control — not run: the unit stopped before it"}
+	if strings.Join(r.Regressions, "\n") != strings.Join(want, "\n") {
+		t.Errorf("regressions:\n%s\nwant\n%s", strings.Join(r.Regressions, "\n"), strings.Join(want, "\n"))
+	}
+	if len(r.StaleSkips) != 2 || !strings.Contains(r.StaleSkips[0], "INCR against non existing key") || !strings.Contains(r.StaleSkips[1], "No such test") {
+		t.Errorf("stale skips: %v", r.StaleSkips)
+	}
+	// The broken variant: a Synod run that passes everything has no
+	// regressions, and one whose only difference is one failing test has
+	// exactly that one.
+	if r := Compare(parse(t, controlOut), parse(t, controlOut), nil); r.Failed != 0 || r.Passed != 6 {
+		t.Errorf("identical runs: %+v", r)
+	}
+	one := strings.Replace(controlOut, "[ok]: Reached only on the control (0 ms)", "[err]: Reached only on the control in tests/unit/type/incr.tcl\nboom", 1)
+	if r := Compare(parse(t, controlOut), parse(t, one), nil); r.Failed != 1 || r.Regressions[0] != "Reached only on the control — err: boom" {
+		t.Errorf("one failure: %+v", r)
+	}
+}
+
+func TestParseSkipsRejects(t *testing.T) {
+	for _, in := range []string{
+		"type/incr | no reason",
+		"type/incr | t | short",
+		"type/incr | t | a reason long enough\ntype/incr | t | the same test again",
+		" | t | a reason long enough",
+	} {
+		if _, err := ParseSkips(strings.NewReader(in)); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestSplice(t *testing.T) {
+	doc := "# Title\n\ntable\n"
+	d1 := Splice(doc, "ledger one\n")
+	if d1 != "# Title\n\ntable\n\n"+Begin+"\nledger one\n"+End+"\n" {
+		t.Errorf("first splice:\n%s", d1)
+	}
+	d2 := Splice(d1+"after\n", "ledger two\n")
+	if d2 != "# Title\n\ntable\n\n"+Begin+"\nledger two\n"+End+"\nafter\n" {
+		t.Errorf("second splice:\n%s", d2)
+	}
+	if Extract(d2) != Begin+"\nledger two\n"+End+"\n" || Extract(doc) != "" {
+		t.Errorf("extract: %q", Extract(d2))
+	}
+}

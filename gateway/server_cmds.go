@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/service"
+)
+
+// Server commands that read no replicated state: TIME (the node's own
+// clock, as each Redis server answers its own; never applied through a
+// log, so replicated state stays deterministic) and FUNCTION (Synod runs
+// no functions: FLUSH empties the empty library, LIST and STATS show it;
+// LOAD, DELETE, DUMP, RESTORE and KILL are refused naming why).
+
+func init() {
+	register("server",
+		keyless("time", 1, []string{"random", "loading", "stale", "fast"}, planTime),
+		&command{name: "memory", arity: -2, flags: fRead, first: 2, last: 2, step: 1, plan: planMemory},
+	)
+	register("scripting",
+		&command{name: "function", arity: -2, flags: []string{"noscript"}, fn: cmdFunction},
+	)
+}
+
+// planTime answers [seconds, microseconds] of the node's clock when the
+// reply is rendered (inside MULTI: at EXEC, as Redis).
+func planTime(c *conn, args [][]byte) plan {
+	return plan{reply: func([]service.Result) service.Result {
+		now := time.Now()
+		return service.Array(
+			service.Bytes([]byte(strconv.FormatInt(now.Unix(), 10))),
+			service.Bytes([]byte(strconv.Itoa(now.Nanosecond()/1000))),
+		)
+	}}
+}
+
+// cmdFunction is FUNCTION subcommand [args]: Synod has no function library
+// (Lua is not run), so the library is always empty.
+func cmdFunction(c *conn, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "flush":
+		if len(args) > 3 || (len(args) == 3 && lower(args[2]) != "async" && lower(args[2]) != "sync") {
+			c.writeError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+			return
+		}
+		c.w.WriteSimple("OK")
+	case "list":
+		c.w.WriteArray(0)
+	case "load", "delete", "dump", "restore", "kill", "stats":
+		c.writeError(fmt.Sprintf("ERR FUNCTION %s is not supported: Synod does not run Lua functions (its function library is always empty)", strings.ToUpper(sub)))
+	case "help":
+		c.w.WriteArray(3)
+		c.w.WriteSimple("FUNCTION FLUSH [ASYNC|SYNC]: remove every function (Synod's library is always empty).")
+		c.w.WriteSimple("FUNCTION LIST: list the functions (none).")
+		c.w.WriteSimple("Synod does not run Lua functions: LOAD, DELETE, DUMP, RESTORE, STATS and KILL are refused.")
+	default:
+		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try FUNCTION HELP.", args[1]))
+	}
+}
+
+// planMemory is MEMORY USAGE key [SAMPLES n] (the KV operation memusage: an
+// estimate from the value's encoding; Synod does not count allocator
+// bytes), and MEMORY DOCTOR/STATS/MALLOC-STATS/PURGE refused.
+func planMemory(c *conn, args [][]byte) plan {
+	if lower(args[1]) != "usage" {
+		if h := lower(args[1]); h == "help" {
+			return constPlan(service.Array(service.Bytes([]byte("MEMORY USAGE <key> [SAMPLES <count>]: estimated bytes the key holds (its key and value encoding plus 48)."))))
+		}
+		return errPlan("ERR MEMORY %s is not supported by Synod (MEMORY USAGE is)", strings.ToUpper(string(args[1])))
+	}
+	if len(args) < 3 {
+		return errPlan("%s", arityErr("memory|usage"))
+	}
+	if p, ok := c.kvOnly("memory"); !ok {
+		return p
+	}
+	switch {
+	case len(args) == 3:
+	case len(args) == 5 && lower(args[3]) == "samples":
+		if _, err := strconv.ParseInt(string(args[4]), 10, 64); err != nil {
+			return errPlan("ERR value is not an integer or out of range")
+		}
+	default:
+		return errPlan("ERR syntax error")
+	}
+	return opPlan(kvOp("memusage", args[2]), nil)
+}
