@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +87,7 @@ func wholeClusterKill(t *testing.T, p string, params map[string]string, n int) {
 
 	// kill -9 of every node at once, then a restart of all.
 	onEveryNode(t, c, "kill -9", c.Kill)
-	onEveryNode(t, c, "restart", c.Restart)
+	onEveryNode(t, c, "restart", func(id string) error { return restartRetrying(t, c, id) })
 
 	cl, err = client.New(c.ClientAddrs(), client.Options{Timeout: time.Second, PoolSize: 1})
 	if err != nil {
@@ -194,4 +195,19 @@ func onEveryNode(t *testing.T, c *cluster.Cluster, what string, f func(id string
 			t.Fatalf("%s %s: %v", what, c.Nodes[i].ID, err)
 		}
 	}
+}
+
+// restartRetrying restarts node id, again while its fixed port is taken:
+// on a shared machine another process (or an outgoing connection's
+// ephemeral port) may hold a port for a moment after the kill.
+func restartRetrying(t *testing.T, c *cluster.Cluster, id string) error {
+	var err error
+	for try := 0; try < 10; try++ {
+		if err = c.Restart(id); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		t.Logf("restart %s: a port is taken, again in 500 ms: %v", id, err)
+		time.Sleep(500 * time.Millisecond)
+	}
+	return err
 }
