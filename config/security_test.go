@@ -18,7 +18,8 @@ nodes: [{id: n1, peer: "127.0.0.1:7001", client: "127.0.0.1:6381"}]
 namespaces: [{name: default, protocol: abd, service: kv}]
 `
 	ok := base + `secret: 0123456789abcdef0123
-tls: {dir: tls, clients: required}
+tls: {dir: tls, clients: required, metrics: required}
+metrics_token: 0123456789abcdef0123
 users:
   - {name: alice, password: "` + hash + `", access: {"*": read-only, default: read-write}}
 `
@@ -26,13 +27,15 @@ users:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TLS == nil || c.TLS.Clients != ClientsRequired || c.Users[0].Access["default"] != ReadWrite {
+	if c.TLS == nil || c.TLS.Clients != ClientsRequired || c.Users[0].Access["default"] != ReadWrite || !c.MetricsTLS() || c.MetricsToken == "" {
 		t.Fatalf("parsed %+v", c)
 	}
 	for _, tc := range []struct{ extra, want string }{
 		{"secret: short\n", "secret: must be at least 16"},
 		{"tls: {clients: required}\n", "tls.dir: required"},
 		{"tls: {dir: x, clients: yes}\n", `tls.clients: "yes" must be`},
+		{"tls: {dir: x, metrics: optional}\n", `tls.metrics: "optional" must be`},
+		{"metrics_token: short\n", "metrics_token: must be at least 16"},
 		{"users: [{name: bob, password: plain, access: {default: read-only}}]\n", "users[0].password: not a password hash"},
 		{"users: [{name: bob, password: \"" + hash + "\", access: {nope: read-only}}]\n", `users[0].access: unknown namespace "nope"`},
 		{"users: [{name: bob, password: \"" + hash + "\", access: {default: admin}}]\n", `users[0].access[default]: "admin" must be`},

@@ -26,6 +26,11 @@ func init() {
 		key1("zrevrangebyscore", -4, fRead, planZRange([]string{"byscore", "rev"})),
 		key1("zrevrange", -4, fRead, planZRange([]string{"rev"})),
 		key1("zrangebylex", -4, fRead, planZRange([]string{"bylex"})),
+		key1("zrevrangebylex", -4, fRead, planZRange([]string{"bylex", "rev"})),
+		key1("zlexcount", 4, fReadFast, planZLexCount),
+		key1("zremrangebyrank", 4, fWrite, planZRemRange(nil)),
+		key1("zremrangebyscore", 4, fWrite, planZRemRange([]byte("byscore"))),
+		key1("zremrangebylex", 4, fWrite, planZRemRange([]byte("bylex"))),
 		key1("zpopmin", -2, fWriteFast, planZPop("zpopmin")),
 		key1("zpopmax", -2, fWriteFast, planZPop("zpopmax")),
 	)
@@ -98,5 +103,33 @@ func planZPop(kind string) planFunc {
 			}
 			return r
 		})
+	}
+}
+
+// planZLexCount is ZLEXCOUNT key min max: the length of zrange min max bylex.
+func planZLexCount(c *conn, args [][]byte) plan {
+	if p, ok := c.kvOnly("zlexcount"); !ok {
+		return p
+	}
+	return opPlan(kvOp("zrange", args[1], args[2], args[3], []byte("bylex")), func(r service.Result) service.Result {
+		if r.Type == service.ResultArray {
+			return service.Int(int64(len(r.Elems)))
+		}
+		return r
+	})
+}
+
+// planZRemRange maps ZREMRANGEBYRANK/BYSCORE/BYLEX onto zremrange with the
+// mode (nil: by rank).
+func planZRemRange(mode []byte) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		if p, ok := c.kvOnly(lower(args[0])); !ok {
+			return p
+		}
+		a := [][]byte{args[2], args[3]}
+		if mode != nil {
+			a = append(a, mode)
+		}
+		return opPlan(kvOp("zremrange", args[1], a...), nil)
 	}
 }

@@ -114,7 +114,7 @@ type nodeRuntime struct {
 	id automaton.NodeID
 }
 
-func (r nodeRuntime) Persist(_ uint64, p automaton.Persist) {
+func (r *nodeRuntime) Persist(_ uint64, p automaton.Persist) {
 	if p.Delete {
 		delete(r.c.disk[r.id], p.Key)
 	} else {
@@ -122,7 +122,7 @@ func (r nodeRuntime) Persist(_ uint64, p automaton.Persist) {
 	}
 }
 
-func (r nodeRuntime) Release(o automaton.Output) {
+func (r *nodeRuntime) Release(o automaton.Output) {
 	c, id := r.c, r.id
 	switch o := o.(type) {
 	case automaton.Send:
@@ -136,9 +136,9 @@ func (r nodeRuntime) Release(o automaton.Output) {
 	}
 }
 
-func (r nodeRuntime) SetTimer(t automaton.SetTimer)   { r.c.timers[r.id][t.ID] = t.After }
-func (r nodeRuntime) CancelTimer(t automaton.TimerID) { delete(r.c.timers[r.id], t) }
-func (r nodeRuntime) Members(m automaton.Members) {
+func (r *nodeRuntime) SetTimer(t automaton.SetTimer)   { r.c.timers[r.id][t.ID] = t.After }
+func (r *nodeRuntime) CancelTimer(t automaton.TimerID) { delete(r.c.timers[r.id], t) }
+func (r *nodeRuntime) Members(m automaton.Members) {
 	r.c.members[r.id] = append([]automaton.Member(nil), m.Members...)
 }
 
@@ -328,7 +328,7 @@ func (c *Cluster) Step(id automaton.NodeID, in automaton.Input) []automaton.Outp
 	c.steps++
 	c.noteInput(id, in, false)
 	outs := a.Step(in)
-	r, rt := c.rel[id], nodeRuntime{c, id}
+	r, rt := c.rel[id], &nodeRuntime{c, id}
 	for _, o := range outs {
 		if err := r.Output(o, rt); err != nil {
 			c.t.Fatalf("harness: step %d: %s %v", c.steps, id, err)

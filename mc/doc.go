@@ -22,7 +22,11 @@
 // Decisions where the issue or the runtimes leave a choice:
 //
 //   - Persist is durable at the end of the step that emitted it (every step
-//     ends with an fsync), so no crash loses an acknowledged record. Bugs of
+//     ends with an fsync), so no crash loses an acknowledged record. A
+//     step's outputs go through package release, the interpreter of the
+//     contract every runtime runs (world.go step: numbering, contract
+//     checks, which records an Early Send exposes); the records are
+//     written to a synchronous disk, so every output leaves as emitted. Bugs of
 //     the persist-before-answer order are still caught by the protocols'
 //     invariants (unreplicated-broken-answerfirst, pb-broken-replyfirst).
 //     The exception is a Send marked Early, which the runtime may release

@@ -1,6 +1,9 @@
 package mc
 
-import "github.com/synod-dev/synod/automaton"
+import (
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/release"
+)
 
 // Crashes before an fsync (Config.CrashBeforeFsync). mc makes a step's
 // Persists durable at the end of the step (doc.go), which is what the
@@ -25,39 +28,33 @@ type unsyncedRec struct {
 	had bool
 }
 
-// noteUnsynced records, before node i applies outs, which of their
-// Persists a crash before the fsync would lose.
-func (w *world) noteUnsynced(i int, outs []automaton.Output) {
+// unsyncedAt is a record's undo and its number in the step.
+type unsyncedAt struct {
+	seq uint64
+	rec unsyncedRec
+}
+
+// noteUnsynced records, after node i's step, which of its Persists a crash
+// before the fsync would lose while an Early Send is out: the interpreter
+// r that interpreted the step says which (release.Interp.EarlyExposed);
+// undo holds every record of the step with its value before it.
+func (w *world) noteUnsynced(i int, r *release.Interp, undo []unsyncedAt) {
 	n := &w.nodes[i]
 	n.unsynced = nil
 	if !w.cfg.CrashBeforeFsync {
 		return
 	}
+	last, ok := r.EarlyExposed()
+	if !ok {
+		return
+	}
 	var pend []unsyncedRec
-	early := false
-	seen := map[string]unsyncedRec{} // a key persisted twice undoes to its first value
-	for _, o := range outs {
-		switch o := o.(type) {
-		case automaton.Persist:
-			r, ok := seen[o.Key]
-			if !ok {
-				r.old, r.had = n.disk[o.Key]
-			}
-			pend = append(pend, unsyncedRec{key: o.Key, old: r.old, had: r.had})
-			seen[o.Key] = unsyncedRec{key: o.Key, old: o.Value, had: !o.Delete}
-		case automaton.Send:
-			if !o.Early {
-				pend, early = nil, false
-			} else {
-				early = true
-			}
-		case automaton.Respond, automaton.Effect:
-			pend, early = nil, false
+	for _, u := range undo {
+		if u.seq > last {
+			pend = append(pend, u.rec)
 		}
 	}
-	if early && len(pend) > 0 {
-		n.unsynced = pend
-	}
+	n.unsynced = pend
 }
 
 // loseUnsynced undoes the unsynced Persists, last first.

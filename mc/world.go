@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/release"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -277,32 +278,23 @@ func (w *world) step(i int, in automaton.Input) {
 	w.own(i)
 	n.fp = 0
 	outs := n.a.Step(in)
-	w.noteUnsynced(i, outs)
+	// The step's outputs go through package release, the interpreter of
+	// the contract every runtime runs. Each record is durable once
+	// written (doc.go: the step's fsync covers it before anything else
+	// happens), so outputs leave as they are emitted; the interpreter
+	// still tells which records an Early Send exposes (unsynced.go).
+	r := release.New(release.Config{Self: w.ids[i], Known: w.isNode})
+	io := &worldIO{w: w, i: i}
 	for _, o := range outs {
-		switch o := o.(type) {
-		case automaton.Send:
-			j, ok := w.index[o.To]
-			if !ok || j == i {
-				w.fail(fmt.Sprintf("contract: %s sent to %q", w.ids[i], o.To))
-				continue
-			}
-			w.send(message{from: i, to: j, data: o.Msg})
-		case automaton.Persist:
-			n.persist(o)
-		case automaton.SetTimer:
-			n.setTimer(o.ID)
-		case automaton.CancelTimer:
-			n.cancelTimer(o.ID)
-		case automaton.Respond:
-			if w.coordinator != nil {
-				w.drivenAnswer(i, o.Resp)
-			} else {
-				w.respond(o.Resp)
-			}
-		case automaton.Effect:
-			n.effects = append(n.effects[:len(n.effects):len(n.effects)], pendingEffect{id: o.ID, kind: o.Kind, payload: o.Payload, fp: valueHash(o.Payload)})
+		if err := r.Output(o, io); err != nil {
+			w.fail(fmt.Sprintf("contract: %s %v", w.ids[i], err))
+			continue
+		}
+		if r.Unsynced() {
+			r.Durable(r.Last(), io)
 		}
 	}
+	w.noteUnsynced(i, r, io.undo)
 	if w.checker != nil && w.violation == "" {
 		w.checkerFP, n.chkFP = 0, 0
 		up := w.upNodes()
@@ -314,6 +306,50 @@ func (w *world) step(i int, in automaton.Input) {
 	}
 	w.workloadCheck(i) // workload.go
 }
+
+// isNode reports whether id names a node of the model.
+func (w *world) isNode(id automaton.NodeID) bool { _, ok := w.index[id]; return ok }
+
+// worldIO carries out, for node i, what its interpreter decides
+// (release.Runtime): records go to its disk, messages in flight,
+// responses to the clients, effects to its pending list, timers to its
+// set.
+type worldIO struct {
+	w *world
+	i int
+	// undo: how to undo each record of the step (CrashBeforeFsync only).
+	undo []unsyncedAt
+}
+
+func (io *worldIO) Persist(seq uint64, p automaton.Persist) {
+	n := &io.w.nodes[io.i]
+	if io.w.cfg.CrashBeforeFsync {
+		old, had := n.disk[p.Key]
+		io.undo = append(io.undo, unsyncedAt{seq, unsyncedRec{key: p.Key, old: old, had: had}})
+	}
+	n.persist(p)
+}
+
+func (io *worldIO) Release(o automaton.Output) {
+	w, i := io.w, io.i
+	switch o := o.(type) {
+	case automaton.Send:
+		w.send(message{from: i, to: w.index[o.To], data: o.Msg})
+	case automaton.Respond:
+		if w.coordinator != nil {
+			w.drivenAnswer(i, o.Resp)
+		} else {
+			w.respond(o.Resp)
+		}
+	case automaton.Effect:
+		n := &w.nodes[i]
+		n.effects = append(n.effects[:len(n.effects):len(n.effects)], pendingEffect{id: o.ID, kind: o.Kind, payload: o.Payload, fp: valueHash(o.Payload)})
+	}
+}
+
+func (io *worldIO) SetTimer(t automaton.SetTimer)    { io.w.nodes[io.i].setTimer(t.ID) }
+func (io *worldIO) CancelTimer(id automaton.TimerID) { io.w.nodes[io.i].cancelTimer(id) }
+func (io *worldIO) Members(automaton.Members)        {}
 
 // upMaps holds the maps handed to the invariant checker (a world keeps
 // none: a map per state was a tenth of abd's search). A checker reads the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/release"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
 	"github.com/synod-dev/synod/transport"
@@ -47,17 +48,10 @@ func (b *batch) reset() {
 	b.last = 0
 }
 
-// pendingOut is a Send or Respond waiting for the records emitted before it:
-// it may leave once the Persist numbered req is durable.
-type pendingOut struct {
-	o   automaton.Output
-	req uint64
-}
-
 // commitQueueLen bounds the batches handed to the committer and not yet
 // taken into a commit; the loop waits when it is full. It also bounds the
-// outputs waiting in nsLoop.pend, since each waits for one of those batches
-// or for the one being committed.
+// outputs the interpreter holds (nsLoop.rel), since each waits for one of
+// those batches or for the one being committed.
 const commitQueueLen = 256
 
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
@@ -79,12 +73,8 @@ type nsLoop struct {
 	gen    uint64
 	cur    *batch // the records of the batch being stepped
 	steps  int
-	seq    uint64 // the number of the last Persist emitted (0: none yet)
-	// reqHigh is the requirement of the last Send, Respond or Effect
-	// offered that was not an Early Send: what an Early Send requires.
 	// early: the batch being stepped offered an Early Send.
-	reqHigh uint64
-	early   bool
+	early bool
 
 	// Pipeline between the loop and its committer goroutine.
 	commitQ chan *batch   // batches waiting for (or in) a commit, in order
@@ -99,14 +89,15 @@ type nsLoop struct {
 	eager         atomic.Uint64
 	committerDone chan struct{} // closed when the committer has drained commitQ
 
-	// Outputs not yet released, in emission order, and the number of the
-	// last durable Persist. Under rmu, which is also held while outputs are
-	// released, so that they leave in emission order whichever goroutine
-	// releases them.
-	rmu     sync.Mutex
-	pend    []pendingOut // pend[ph:] wait, oldest first
-	ph      int
-	durable uint64
+	// rel interprets the automaton's outputs (package release, the
+	// interpreter the simulator, the model checker and the harness run
+	// too): it numbers the Persists, holds each Send, Respond and Effect
+	// until the records it waits for are durable, and checks the contract.
+	// Under rmu, which is also held while outputs are released, so that
+	// they leave in emission order whichever goroutine releases them (the
+	// loop at step time, the committer after a commit).
+	rmu sync.Mutex
+	rel *release.Interp
 
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID]waiterSet
@@ -138,6 +129,7 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 		needed:        make(chan struct{}, 1),
 		free:          make(chan *batch, commitQueueLen),
 		committerDone: make(chan struct{}),
+		rel:           release.New(release.Config{Self: n.id}),
 	}
 	l.lr, _ = a.(automaton.LeaderReporter)
 	m := n.m
@@ -173,21 +165,17 @@ func (l *nsLoop) push(ev event) bool {
 // behind the running commit in one storage batch when it finishes (group
 // commit).
 //
-// Release rule, the finest the automaton contract allows: every Persist gets
-// the next sequence number (l.seq), and every Send or Respond requires the
+// Release rule, the finest the automaton contract allows, decided by the
+// interpreter every runtime runs (package release): every Persist gets the
+// next sequence number, and every Send, Respond or Effect requires the
 // number of the last Persist emitted before it, in its own step or any
-// earlier one. The committer records the number of the last durable Persist
-// (l.durable) after each commit. Outputs leave in emission order, each as
-// soon as its requirement is durable: at step time when nothing earlier
-// waits and its requirement is durable already (whatever later records are
-// pending), and otherwise from the committer, after the commit that makes
-// its requirement durable.
-//
-// An Early Send (automaton.Send.Early) adds no requirement of its own: it
-// requires what the last output offered before it that was not Early
-// required (l.reqHigh), so it does not wait for the records emitted since,
-// its own step's among them. Requirements still grow with emission order,
-// so it takes its place in the same queue and the order above holds.
+// earlier one (an Early Send: what the last output before it that was not
+// Early required). The committer reports the number of the last durable
+// Persist after each commit (setDurable). Outputs leave in emission order,
+// each as soon as its requirement is durable: at step time when nothing
+// earlier waits and its requirement is durable already (whatever later
+// records are pending), and otherwise from the committer, after the commit
+// that makes its requirement durable.
 func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
@@ -244,43 +232,70 @@ func (l *nsLoop) step(ev event) {
 			tr(stageStepMsg, in.From, msgKind(in.Msg))
 		}
 	}
-	b := l.cur
-	for _, o := range l.a.Step(ev.in) {
-		switch o := o.(type) {
-		case automaton.Persist:
-			l.seq++
-			b.persists = append(b.persists, o)
-			b.last = l.seq
-		case automaton.Send:
-			if o.Early {
-				l.early = true
-				l.offer(o, l.reqHigh)
-			} else {
-				l.reqHigh = l.seq
-				l.offer(o, l.seq)
-			}
-		case automaton.Respond, automaton.Effect:
-			l.reqHigh = l.seq
-			l.offer(o, l.seq)
-		case automaton.SetTimer:
-			l.setTimer(o)
-		case automaton.CancelTimer:
-			if e := l.timers[o.ID]; e != nil {
-				e.t.Stop()
-				delete(l.timers, o.ID)
-			}
-		case automaton.Members:
-			l.n.setMembers(l.ns.Name, o) // membership.go
+	outs := l.a.Step(ev.in)
+	l.rmu.Lock()
+	if l.failed.Load() {
+		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
+	}
+	io := loopIO{l}
+	for _, o := range outs {
+		if err := l.rel.Output(o, io); err != nil {
+			l.violation(err)
+		}
+	}
+	if l.rel.TakeEarly() {
+		l.early = true
+	}
+	wait := l.rel.Waiting()
+	l.rmu.Unlock()
+	if wait {
+		select { // a committer holding the records an output needs commits them now
+		case l.needed <- struct{}{}:
 		default:
-			l.log.Error("automaton emitted an unknown output; ignored", "output", o)
 		}
 	}
 	l.stepped.Add(1)
 }
 
+// violation logs an output that breaks the automaton contract (a protocol
+// bug; the simulator fails a run on it). The output is dropped.
+func (l *nsLoop) violation(err error) {
+	if v, ok := err.(*release.Violation); ok {
+		if _, send := v.Output.(automaton.Send); send {
+			l.badSends.Add(1)
+		}
+	}
+	l.log.Error("automaton broke the contract; output dropped (protocol bug)", "err", err)
+}
+
+// loopIO carries out, for the loop, what its interpreter decides
+// (release.Runtime): records go into the batch being stepped, outputs
+// leave through the transport, the waiters and the effect executors,
+// timers are armed. Called under rmu.
+type loopIO struct{ l *nsLoop }
+
+func (io loopIO) Persist(seq uint64, p automaton.Persist) {
+	b := io.l.cur
+	b.persists = append(b.persists, p)
+	b.last = seq
+}
+
+func (io loopIO) Release(o automaton.Output) { io.l.release1(o) }
+
+func (io loopIO) SetTimer(o automaton.SetTimer) { io.l.setTimer(o) }
+
+func (io loopIO) CancelTimer(id automaton.TimerID) {
+	if e := io.l.timers[id]; e != nil {
+		e.t.Stop()
+		delete(io.l.timers, id)
+	}
+}
+
+func (io loopIO) Members(o automaton.Members) { io.l.n.setMembers(io.l.ns.Name, o) } // membership.go
+
 func (l *nsLoop) setTimer(o automaton.SetTimer) {
 	l.gen++
-	after := max(o.After, 0)
+	after := o.After // never negative: the interpreter refuses that
 	if e := l.timers[o.ID]; e != nil && e.t.Stop() {
 		// Stopped before firing: no callback of the old arming runs.
 		e.gen.Store(l.gen)
@@ -306,31 +321,12 @@ func (l *nsLoop) stopTimers() {
 	}
 }
 
-// offer releases a Send or Respond that requires the Persist numbered req, at
-// once if nothing emitted earlier waits and req is durable, and otherwise
-// queues it behind the outputs that wait.
-func (l *nsLoop) offer(o automaton.Output, req uint64) {
-	l.rmu.Lock()
-	defer l.rmu.Unlock()
-	if l.ph == len(l.pend) && req <= l.durable && !l.failed.Load() {
-		l.release1(o)
-		return
-	}
-	l.pend = append(l.pend, pendingOut{o, req})
-	if req > l.durable {
-		select { // a committer holding the records this output needs commits them now
-		case l.needed <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // outputsWait reports whether some output waits for a record that is not
 // durable yet.
 func (l *nsLoop) outputsWait() bool {
 	l.rmu.Lock()
 	defer l.rmu.Unlock()
-	return l.ph < len(l.pend)
+	return l.rel.Waiting()
 }
 
 // setDurable records that every Persist up to number d is durable and
@@ -339,22 +335,10 @@ func (l *nsLoop) setDurable(d uint64) {
 	l.rmu.Lock()
 	defer l.rmu.Unlock()
 	if l.failed.Load() {
-		return // storage failed (storagefault.go): nothing leaves any more
+		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
+		return
 	}
-	l.durable = max(l.durable, d)
-	for l.ph < len(l.pend) && l.pend[l.ph].req <= l.durable {
-		l.release1(l.pend[l.ph].o)
-		l.pend[l.ph] = pendingOut{}
-		l.ph++
-	}
-	switch {
-	case l.ph == len(l.pend):
-		l.pend, l.ph = l.pend[:0], 0
-	case l.ph >= 1024 && l.ph > len(l.pend)/2:
-		n := copy(l.pend, l.pend[l.ph:])
-		clear(l.pend[n:])
-		l.pend, l.ph = l.pend[:n], 0
-	}
+	l.rel.Durable(d, loopIO{l})
 }
 
 // flush ends the current batch: it queues the batch's records, if any, for
@@ -558,7 +542,8 @@ func (l *nsLoop) commit(recs []automaton.Persist) bool {
 	return true
 }
 
-// release1 sends a message or answers a client. Called under rmu.
+// release1 sends a message, answers a client or starts an effect. Called
+// under rmu.
 func (l *nsLoop) release1(o automaton.Output) {
 	switch o := o.(type) {
 	case automaton.Send:
@@ -571,11 +556,6 @@ func (l *nsLoop) release1(o automaton.Output) {
 }
 
 func (l *nsLoop) send(s automaton.Send) {
-	if s.To == l.n.id {
-		l.badSends.Add(1)
-		l.log.Error("automaton sent a message to itself; dropped (protocol bug)", "to", s.To)
-		return
-	}
 	var err error
 	if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {
 		// Busy: more inputs wait, and their messages will follow. The

@@ -638,8 +638,8 @@ func TestReleaseFollowsPersistSequence(t *testing.T) {
 	expect("stale durable")
 	l.setDurable(6) // one commit covering e and f
 	expect("e, f durable", 11, 12)
-	if len(l.pend) != 0 || l.ph != 0 {
-		t.Fatalf("pending outputs left: %d from %d", len(l.pend), l.ph)
+	if n := l.rel.Held(); n != 0 {
+		t.Fatalf("pending outputs left: %d", n)
 	}
 	// The records went into the batch, numbered in emission order.
 	if got := len(l.cur.persists); got != 6 || l.cur.last != 6 {
@@ -650,8 +650,8 @@ func TestReleaseFollowsPersistSequence(t *testing.T) {
 	l.failed.Store(true)
 	step(r(13))
 	expect("after a failure")
-	if len(l.pend)-l.ph != 1 {
-		t.Fatalf("%d outputs wait after a failure, want 1", len(l.pend)-l.ph)
+	if n := l.rel.Held(); n != 1 {
+		t.Fatalf("%d outputs wait after a failure, want 1", n)
 	}
 }
 
@@ -868,9 +868,12 @@ func TestStaleTimerFiringIgnored(t *testing.T) {
 	l.step(fresh) // the new one: delivered
 	l.step(fresh) // delivered once only
 
-	l.seq++ // as if a Persist were pending: the answer waits
+	// As if a Persist were pending: the answer waits.
+	if err := l.rel.Output(automaton.Persist{Key: "pending"}, loopIO{l}); err != nil {
+		t.Fatal(err)
+	}
 	client("get", "fired")
-	got := string(l.pend[l.ph].o.(automaton.Respond).Resp.Result.Bytes)
+	got := string(l.rel.Pending()[0].Output.(automaton.Respond).Resp.Result.Bytes)
 	if got != "9" {
 		t.Fatalf("automaton saw timers %q, want just one firing of 9", got)
 	}

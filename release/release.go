@@ -287,12 +287,17 @@ func (r *Interp) Waiting() bool { return r.head < len(r.queue) }
 // Held is the number of outputs held.
 func (r *Interp) Held() int { return len(r.queue) - r.head }
 
-// Needs returns, for each output held, oldest first, the number of the
-// Persist it waits for (for tests and traces).
-func (r *Interp) Needs() []uint64 {
-	out := make([]uint64, 0, r.Held())
+// Waiter is an output held and the number of the Persist it waits for.
+type Waiter struct {
+	Output automaton.Output
+	Need   uint64
+}
+
+// Pending returns the outputs held, oldest first (for tests and traces).
+func (r *Interp) Pending() []Waiter {
+	out := make([]Waiter, 0, r.Held())
 	for _, h := range r.queue[r.head:] {
-		out = append(out, h.need)
+		out = append(out, Waiter{h.o, h.need})
 	}
 	return out
 }

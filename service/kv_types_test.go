@@ -337,3 +337,23 @@ func TestKVCollectionCopyOnWrite(t *testing.T) {
 		}
 	}
 }
+
+func TestKVZRemRange(t *testing.T) {
+	s := newKVState()
+	kvScript(t, s, 0, `
+		zadd z 1 a 2 b 3 c 4 d 5 e => (integer) 5
+		zremrange z 0 1 => (integer) 2
+		zrange z 0 -1 => ["c" "d" "e"]
+		zremrange z (3 4 byscore => (integer) 1
+		zrange z 0 -1 => ["c" "e"]
+		zremrange z [a [c bylex => (integer) 1
+		zremrange z x 1 byscore => (error) min or max is not a float
+		zremrange z 0 1 byrank => (error) syntax error
+		zremrange z 5 9 => (integer) 0
+		zremrange z 0 -1 => (integer) 1
+		exists z => (integer) 0
+		zremrange nokey 0 -1 => (integer) 0
+		set str x => OK
+		zremrange str 0 -1 => (error) WRONGTYPE Operation against a key holding the wrong kind of value
+	`)
+}

@@ -12,18 +12,19 @@ import (
 
 func init() {
 	addKVOps(map[string]kvOp{
-		"zadd":     {min: 2, max: -1, check: checkZAdd, run: (*KVState).opZAdd},
-		"zincrby":  {min: 2, max: 2, check: checkFloat(0), run: (*KVState).opZIncrBy},
-		"zrem":     {min: 1, max: -1, run: (*KVState).opZRem},
-		"zscore":   {read: true, min: 1, max: 1, run: (*KVState).opZScore},
-		"zmscore":  {read: true, min: 1, max: -1, run: (*KVState).opZScore},
-		"zcard":    {read: true, run: (*KVState).opZCard},
-		"zcount":   {read: true, min: 2, max: 2, check: checkZCount, run: (*KVState).opZCount},
-		"zrank":    {read: true, min: 1, max: 2, check: checkZRank, run: (*KVState).opZRank},
-		"zrevrank": {read: true, min: 1, max: 2, check: checkZRank, run: (*KVState).opZRank},
-		"zrange":   {read: true, min: 2, max: 7, check: checkZRange, run: (*KVState).opZRange},
-		"zpopmin":  {max: 1, check: checkCount, run: (*KVState).opZPop},
-		"zpopmax":  {max: 1, check: checkCount, run: (*KVState).opZPop},
+		"zadd":      {min: 2, max: -1, check: checkZAdd, run: (*KVState).opZAdd},
+		"zincrby":   {min: 2, max: 2, check: checkFloat(0), run: (*KVState).opZIncrBy},
+		"zrem":      {min: 1, max: -1, run: (*KVState).opZRem},
+		"zscore":    {read: true, min: 1, max: 1, run: (*KVState).opZScore},
+		"zmscore":   {read: true, min: 1, max: -1, run: (*KVState).opZScore},
+		"zcard":     {read: true, run: (*KVState).opZCard},
+		"zcount":    {read: true, min: 2, max: 2, check: checkZCount, run: (*KVState).opZCount},
+		"zrank":     {read: true, min: 1, max: 2, check: checkZRank, run: (*KVState).opZRank},
+		"zrevrank":  {read: true, min: 1, max: 2, check: checkZRank, run: (*KVState).opZRank},
+		"zrange":    {read: true, min: 2, max: 8, check: checkZRange, run: (*KVState).opZRange},
+		"zremrange": {min: 2, max: 3, check: checkZRemRange, run: (*KVState).opZRemRange},
+		"zpopmin":   {max: 1, check: checkCount, run: (*KVState).opZPop},
+		"zpopmax":   {max: 1, check: checkCount, run: (*KVState).opZPop},
 	})
 }
 
@@ -395,6 +396,34 @@ func parseZRange(op Op) (zrangeOpts, error) {
 func checkZRange(op Op) error {
 	_, err := parseZRange(op)
 	return err
+}
+
+// checkZRemRange: start stop [byscore|bylex], as zrange takes them.
+func checkZRemRange(op Op) error {
+	if len(op.Args) == 3 {
+		if m := string(op.Args[2]); m != "byscore" && m != "bylex" {
+			return fmt.Errorf(errSyntax)
+		}
+	}
+	return checkZRange(op)
+}
+
+// opZRemRange is ZREMRANGEBYRANK (no mode), ZREMRANGEBYSCORE (byscore) and
+// ZREMRANGEBYLEX (bylex): it removes what zrange with the same arguments
+// selects and answers how many.
+func (s *KVState) opZRemRange(op Op) Result {
+	r := s.opZRange(Op{Kind: "zrange", Key: op.Key, Args: op.Args})
+	if r.Type != ResultArray {
+		return r
+	}
+	if len(r.Elems) == 0 {
+		return Int(0)
+	}
+	members := make([][]byte, len(r.Elems))
+	for i, e := range r.Elems {
+		members[i] = e.Bytes
+	}
+	return s.opZRem(Op{Kind: "zrem", Key: op.Key, Args: members})
 }
 
 // opZRange is ZRANGE with its options (and so ZRANGEBYSCORE, ZREVRANGE,

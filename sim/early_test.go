@@ -35,15 +35,15 @@ func TestEarlySendReleaseAndCrash(t *testing.T) {
 		automaton.Persist{Key: "b", Value: msg(5)},
 		automaton.Send{To: "n2", Msg: msg(6), Early: true},
 	})
-	if s.stats.MsgsSent != 2 || n.rel.Held() != 2 || n.rel.Needs()[1] != 1 {
-		t.Fatalf("sent %d, held %v; want the Early Send held behind record 1", s.stats.MsgsSent, n.rel.Needs())
+	if s.stats.MsgsSent != 2 || n.rel.Held() != 2 || n.rel.Pending()[1].Need != 1 {
+		t.Fatalf("sent %d, held %v; want the Early Send held behind record 1", s.stats.MsgsSent, n.rel.Pending())
 	}
 	// The crash loses both records and the held Sends; what left stays
 	// in flight to n2.
 	inFlight := s.q.Len()
 	s.crash(n)
 	if len(n.durable) != 0 || n.rel.Held() != 0 {
-		t.Fatalf("after the crash: durable %v, held %v", n.durable, n.rel.Needs())
+		t.Fatalf("after the crash: durable %v, held %v", n.durable, n.rel.Pending())
 	}
 	if s.q.Len() != inFlight {
 		t.Fatalf("the crash took sent messages out of flight: %d events, were %d", s.q.Len(), inFlight)

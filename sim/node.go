@@ -30,6 +30,7 @@ type node struct {
 	// incarnation, holds each Send, Respond and Effect until the records
 	// it waits for are synced, and checks the contract.
 	rel *release.Interp
+	io  nodeIO // what rel's decisions are carried out on (&io: no allocation per output)
 
 	// Disk. durable survives crashes; buf holds persisted-but-unsynced
 	// records in order, numbered by rel.
@@ -66,7 +67,7 @@ type nodeIO struct {
 	n *node
 }
 
-func (io nodeIO) Persist(seq uint64, o automaton.Persist) {
+func (io *nodeIO) Persist(seq uint64, o automaton.Persist) {
 	io.s.stats.Persists++
 	p := automaton.Persist{Key: o.Key, Delete: o.Delete}
 	if !o.Delete {
@@ -75,19 +76,19 @@ func (io nodeIO) Persist(seq uint64, o automaton.Persist) {
 	io.n.buf = append(io.n.buf, bufRec{seq: seq, p: p})
 }
 
-func (io nodeIO) Release(o automaton.Output) { io.s.release(io.n, o) }
+func (io *nodeIO) Release(o automaton.Output) { io.s.release(io.n, o) }
 
-func (io nodeIO) SetTimer(o automaton.SetTimer) {
+func (io *nodeIO) SetTimer(o automaton.SetTimer) {
 	s, n := io.s, io.n
 	n.timerGen++
 	n.timers[o.ID] = n.timerGen
 	s.after(o.After, &event{kind: evTimer, node: n.idx, inc: n.inc, timer: o.ID, gen: n.timerGen})
 }
 
-func (io nodeIO) CancelTimer(id automaton.TimerID) { delete(io.n.timers, id) }
+func (io *nodeIO) CancelTimer(id automaton.TimerID) { delete(io.n.timers, id) }
 
 // Members: simulated links exist between all nodes: nothing to connect.
-func (io nodeIO) Members(automaton.Members) {}
+func (io *nodeIO) Members(automaton.Members) {}
 
 // newRelease returns node id's interpreter: it knows the run's nodes.
 func (s *simulator) newRelease(id automaton.NodeID) *release.Interp {
@@ -190,7 +191,7 @@ func (s *simulator) step(n *node, in automaton.Input) {
 // carryOut carries out the outputs of one step of n: its interpreter
 // (package release) decides, nodeIO does the simulated I/O.
 func (s *simulator) carryOut(n *node, outs []automaton.Output) {
-	io := nodeIO{s, n}
+	io := &n.io
 	for _, o := range outs {
 		s.digestOutput(n, o)
 		if err := n.rel.Output(o, io); err != nil {
@@ -258,7 +259,7 @@ func (s *simulator) onFsync(e *event) {
 		n.rel.Synced(e.upto) // what waits leaves on resume
 		return
 	}
-	n.rel.Durable(e.upto, nodeIO{s, n})
+	n.rel.Durable(e.upto, &n.io)
 	if n.rel.Unsynced() {
 		s.startFsync(n)
 	}
@@ -344,7 +345,7 @@ func (s *simulator) resume(n *node) {
 	s.tracef("%s resume (%d queued inputs)", n.id, len(n.pausedQ))
 	s.digestEvent(n.idx, 'R', nil)
 	n.paused = false
-	n.rel.ReleaseReady(nodeIO{s, n})
+	n.rel.ReleaseReady(&n.io)
 	if n.rel.Unsynced() && !n.fsyncing {
 		s.startFsync(n)
 	}

@@ -631,7 +631,9 @@ func newSimulator(cfg Config) (*simulator, error) {
 		return nil, err
 	}
 	for i := range s.ids {
-		s.nodes = append(s.nodes, &node{idx: i, id: s.ids[i], durable: map[string][]byte{}, rel: s.newRelease(s.ids[i])})
+		n := &node{idx: i, id: s.ids[i], durable: map[string][]byte{}, rel: s.newRelease(s.ids[i])}
+		n.io = nodeIO{s, n}
+		s.nodes = append(s.nodes, n)
 	}
 	if err := s.initMembership(); err != nil {
 		return nil, err

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/config"
 )
@@ -91,7 +95,7 @@ with "synod cluster down".`,
 	}
 	f := upCmd.Flags()
 	f.IntVar(&up.Nodes, "nodes", 3, "number of nodes")
-	f.StringVar(&up.Protocol, "protocol", automaton.DefaultProtocol, "replication protocol of the default namespace")
+	f.StringVar(&up.Protocol, "protocol", upDefaultProtocol, "replication protocol of the default namespace (paxos runs every Redis command; see README for what the others give up)")
 	f.StringVar(&up.Service, "service", "kv", "data type of the default namespace")
 	f.StringVar(&up.Transport, "transport", "tcp", "peer transport of the default namespace: tcp, grpc-unary or grpc-stream")
 	f.StringVar(&up.Durability, "durability", "fsync", "fsync or memory")
@@ -124,6 +128,7 @@ with "synod cluster down".`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			printPlacement(cmd.OutOrStdout(), st)
 			// The live membership of namespaces that change it through their
 			// log (the cluster file is only the bootstrap membership).
 			if mem, from, err := cluster.Members(dir); err == nil {
@@ -252,3 +257,42 @@ func calleeNamespaces(up cluster.UpOptions) []config.Namespace {
 	}
 	return out
 }
+
+// printPlacement prints where each node holds copies of Orca objects (INFO
+// placement: namespaces whose runtime places copies, orca-primary), for
+// the nodes that answered PING over plaintext without a password; others
+// are skipped.
+func printPlacement(out io.Writer, st []cluster.NodeStatus) {
+	for _, s := range st {
+		if !s.PingOK {
+			continue
+		}
+		c, err := client.New([]string{s.Client}, client.Options{Timeout: 2 * time.Second})
+		if err != nil {
+			continue
+		}
+		rep, err := c.Do(context.Background(), "INFO", "placement")
+		c.Close()
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(string(rep.Str), "\n") {
+			l = strings.TrimSpace(l)
+			if l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, strings.Replace(l, ":", " ", 1))
+			}
+		}
+		sort.Strings(lines)
+		for _, l := range lines {
+			fmt.Fprintf(out, "placement at %s: %s\n", s.ID, l)
+		}
+	}
+}
+
+// upDefaultProtocol is cluster up's protocol when --protocol is not given:
+// Multi-Paxos, which runs every Redis command Synod serves (atomic groups,
+// MULTI/EXEC, expiry), so a newcomer's first redis-cli session works
+// (issue 34). A namespace in a cluster file that names no protocol still
+// gets automaton.DefaultProtocol.
+const upDefaultProtocol = "paxos"

@@ -15,6 +15,8 @@ func TestWholeClusterCrash(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		total += harness.WholeCrash(t, harness.Options{Protocol: Name, Nodes: 3, Seed: seed}, seed, 4, 10)
 	}
+	// Past snapEvery: a new image replaces the entry records.
+	total += harness.WholeCrash(t, harness.Options{Protocol: Name, Nodes: 3, Seed: 99}, 99, 1, snapEvery+40)
 	if total < 100 {
 		t.Fatalf("only %d writes acknowledged in 20 seeds: the check is nearly vacuous", total)
 	}

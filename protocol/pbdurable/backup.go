@@ -13,6 +13,9 @@ const stateAck = ^uint64(0)
 // onHeartbeat is HB_HANDLER (Fig. III.3): note the primary; acknowledge
 // (the primary's detector counts the acknowledgements).
 func (a *PBD) onHeartbeat(from automaton.NodeID, m msg) {
+	if a.recovering && !m.view.Less(a.view) {
+		a.leaveRecovery() // a live primary: join it
+	}
 	a.adopt(m.view)
 	if m.view != a.view || a.primary {
 		return
@@ -31,6 +34,9 @@ func (a *PBD) onHeartbeat(from automaton.NodeID, m msg) {
 // buffer and acknowledge, in index order; apply what the commit index
 // decided.
 func (a *PBD) onUpdate(from automaton.NodeID, m msg) {
+	if a.recovering {
+		return // its heartbeat comes first
+	}
 	a.adopt(m.view)
 	if m.view != a.view || a.primary || !a.synced {
 		return
@@ -61,6 +67,9 @@ func (a *PBD) learnCommit(c uint64) {
 // onState installs the primary's replicated objects (a new backup, or
 // every member after a fail-over) and acknowledges it.
 func (a *PBD) onState(from automaton.NodeID, m msg) {
+	if a.recovering && !m.view.Less(a.view) {
+		a.leaveRecovery()
+	}
 	a.adopt(m.view)
 	if m.view != a.view || a.primary {
 		return

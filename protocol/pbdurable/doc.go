@@ -122,13 +122,34 @@
 // rank 0, first). So when every node is killed at once, the first to
 // take over restores every database object from the database ("if no
 // backup exists, a new instance is created and proxies restore state
-// before serving", IV.C.1), fenced, and the others bind to it. A node
-// that restarts under a mapping with replicated objects (pb, pbdb) has
-// lost them (its memory is gone: the record pbd/booted): it asks every
-// node to join and the primary brings it in as a new backup. If every
-// node of such a mapping is lost at once, the replicated objects are
-// gone and the service waits for a primary that cannot come: that
-// configuration is not durable yet (issue 29, left open).
+// before serving", IV.C.1), fenced, and the others bind to it.
+//
+// Under a mapping with replicated objects (pb, pbdb) the seed's answer,
+// a live backup, is gone when every node is, so the primary keeps them
+// durable itself: an image of the replicated objects (and Replies) when
+// it becomes ready, before it answers anything in its view (records
+// pbd/snap, and pbd/statev naming that view), then the update buffer of
+// every request it executes, before the buffer is shipped (pbd/u/<index>);
+// a new image replaces the buffers every 256 requests when no request's
+// transaction is undecided. Backups persist only their view. A node that
+// restarts with a view record loads its durable state, tells every node
+// its view and the view of its state (a report), and waits: a live
+// primary's heartbeat makes it join as before; if every node reports
+// instead (the whole service restarted), the node whose durable state is
+// of the latest view takes over under a round above every reported view,
+// holding its buffers as prepared, so that its recovery decides them
+// against the database's commit index (commit.go) exactly as after a
+// fail-over; the others join it. Decision (the seed is silent; its
+// failure model, IV.B.1, loses every in-memory state at a crash and
+// recovers from a live replica or the database): it holds every
+// acknowledged write, since the primary of that view wrote its image
+// when it became ready, which covered every write answered in earlier
+// views (a new primary holds them: it was a synced member, or got the
+// state, and its recovery decided the prepared ones), and the buffer of
+// every request it executed since; the primary of a later view without
+// a durable state never became ready, so it answered nothing. Waiting
+// for every node is what makes "latest" known; a node lost for good
+// with the rest leaves the service waiting rather than losing writes.
 //
 // A fresh cluster (no node has any record) pointed at a database an
 // earlier cluster left recovers it: its first primary runs the init

@@ -127,3 +127,168 @@ func (p protocol) CheckDeployment(svc service.Service, prm map[string]string, no
 	return fmt.Errorf("%s: mapping %q keeps state in the database, and without %s each of the %d nodes would use its own SQLite file (<data dir>/durability-<namespace>.db): a new primary would recover from its own file and lose every write the old one acknowledged. Set %s to one database all nodes share (a SQLite file on one machine, or PostgreSQL with %s: pgx)",
 		p.name, m, sqlstore.ParamDSN, nodes, sqlstore.ParamDSN, sqlstore.ParamDriver)
 }
+
+// Replicated objects that survive the loss of every node (package doc,
+// "Restarts, and the whole service lost"). The primary keeps them
+// durable: an image of the replicated objects when it becomes ready
+// (recordSnap, and recordStateView naming its view), then the update
+// buffer of every request it executes (bufferPrefix + index), persisted
+// before the buffer is shipped and so before any answer; a new image
+// replaces the buffers every snapEvery requests, when no request's
+// transaction is undecided (the image holds only decided changes).
+const (
+	recordSnap      = "pbd/snap"
+	recordStateView = "pbd/statev"
+	bufferPrefix    = "pbd/u/"
+	snapEvery       = 256
+)
+
+func bufferKey(i uint64) string { return fmt.Sprintf("%s%016x", bufferPrefix, i) }
+
+// report is a restarted node's durable view and the view of its durable
+// state (zero: it holds none).
+type report struct{ view, stateView proto.Ballot }
+
+// persistState writes the image of the replicated objects at index and
+// deletes the buffers it covers.
+func (a *PBD) persistState() {
+	if !a.svc.set().Has(durability.Replicated) {
+		return
+	}
+	a.emit(automaton.Persist{Key: recordSnap, Value: msg{kind: kindState, view: a.view, index: a.index, state: a.snapshot()}.encode()})
+	for i := a.snapAt + 1; i <= a.persistedTo; i++ {
+		a.emit(automaton.Persist{Key: bufferKey(i), Delete: true})
+	}
+	a.snapAt, a.persistedTo = a.index, a.index
+	if a.stateView != a.view {
+		a.stateView = a.view
+		e := proto.Header{Protocol: "pbdurable", Version: 1}.Record(16)
+		a.view.Encode(&e)
+		a.emit(automaton.Persist{Key: recordStateView, Value: e.B})
+	}
+}
+
+// persistBuffer makes an executed request's update buffer durable.
+func (a *PBD) persistBuffer(p *pending) {
+	a.emit(automaton.Persist{Key: bufferKey(p.ship), Value: msg{kind: kindUpdate, view: a.view, index: p.ship, db: len(p.stmts) > 0, ups: p.ups}.encode()})
+	a.persistedTo = p.ship
+}
+
+// compact replaces the buffers by an image once snapEvery accumulated
+// and none is undecided.
+func (a *PBD) compact() {
+	if a.primary && a.index-a.snapAt >= snapEvery && a.stateClear() {
+		a.persistState()
+	}
+}
+
+// restartReplicated begins an incarnation of a node whose mapping has
+// replicated objects and that has a durable view: it loads its durable
+// state (if it was a primary), tells every node its views, and waits,
+// recovering, for a live primary (whose heartbeat makes it join) or for
+// every node's report (elect).
+func (a *PBD) restartReplicated(in automaton.Start) bool {
+	b, ok := in.Records[recordView]
+	if !ok || !a.svc.set().Has(durability.Replicated) {
+		return false
+	}
+	v, err := decodeView(b)
+	if err != nil {
+		panic(fmt.Sprintf("pbdurable: corrupt view record: %v", err))
+	}
+	a.view = v
+	a.svc.set().SetRole(durability.Backup)
+	if sv, ok := in.Records[recordStateView]; ok {
+		if a.stateView, err = decodeView(sv); err != nil {
+			panic(fmt.Sprintf("pbdurable: corrupt state view record: %v", err))
+		}
+		a.loadState(in.Records)
+	}
+	a.recovering = true
+	a.reports = map[automaton.NodeID]report{a.cfg.Self: {view: a.view, stateView: a.stateView}}
+	a.sendReports(true)
+	return true
+}
+
+// loadState installs the image and holds the buffers after it, in order,
+// as prepared: a take-over's recovery decides them (commit.go).
+func (a *PBD) loadState(recs map[string][]byte) {
+	m, err := decode(recs[recordSnap])
+	if err != nil || m.kind != kindState {
+		panic(fmt.Sprintf("pbdurable: corrupt state image: %v", err))
+	}
+	if err := a.install(m.state); err != nil {
+		panic(fmt.Sprintf("pbdurable: state image does not install: %v", err))
+	}
+	a.index, a.applied, a.commit = m.index, m.index, m.index
+	a.snapAt, a.persistedTo = m.index, m.index
+	for i := m.index + 1; ; i++ {
+		b, ok := recs[bufferKey(i)]
+		if !ok {
+			break
+		}
+		u, err := decode(b)
+		if err != nil || u.kind != kindUpdate {
+			panic(fmt.Sprintf("pbdurable: corrupt update buffer %d: %v", i, err))
+		}
+		a.held[i] = prepared{ups: u.ups, db: u.db}
+		a.index, a.persistedTo = i, i
+	}
+}
+
+func (a *PBD) sendReports(ask bool) {
+	for _, n := range a.cfg.Nodes {
+		if n != a.cfg.Self {
+			a.send(n, msg{kind: kindReport, view: a.view, stateView: a.stateView, db: ask})
+		}
+	}
+}
+
+// onReport: a restarted node's views. A primary answers with a
+// heartbeat (the node joins it); a recovering node notes them, answers
+// with its own when asked, and tries the election.
+func (a *PBD) onReport(from automaton.NodeID, m msg) {
+	switch {
+	case a.primary:
+		a.send(from, msg{kind: kindHeartbeat, view: a.view, index: a.index, commit: a.commit})
+	case a.recovering:
+		a.reports[from] = report{view: m.view, stateView: m.stateView}
+		if m.db {
+			a.send(from, msg{kind: kindReport, view: a.view, stateView: a.stateView})
+		}
+		a.elect()
+	}
+}
+
+// elect is the restarted service's choice (package doc): once every node
+// reported, the node whose durable state is of the latest view takes
+// over, above every reported view. Its state holds every acknowledged
+// write: the primary of that view wrote its image when it became ready,
+// before it answered anything, and the buffer of every request it
+// executed since; a later view whose primary has no durable state never
+// answered. Only the chosen node acts.
+func (a *PBD) elect() {
+	if len(a.reports) < len(a.cfg.Nodes) {
+		return
+	}
+	var best report
+	var round uint64
+	for _, r := range a.reports {
+		if best.stateView.Less(r.stateView) {
+			best = r
+		}
+		round = max(round, r.view.Round)
+	}
+	if best.stateView.IsZero() || best.stateView != a.stateView || a.reports[a.cfg.Self] != best {
+		return
+	}
+	a.recovering, a.reports, a.synced = false, nil, true
+	a.view = proto.Ballot{Round: round, Node: a.view.Node}
+	a.takeOver()
+}
+
+// leaveRecovery: a live primary answered; the node joins it.
+func (a *PBD) leaveRecovery() {
+	a.recovering, a.reports = false, nil
+	a.held = map[uint64]prepared{}
+}

@@ -19,10 +19,11 @@ const (
 	kindJoin      = 5 // unsynced node -> every node: make me a backup
 	kindForward   = 6 // non-primary -> primary: a client's request
 	kindReply     = 7 // primary -> forwarder: its answer
+	kindReport    = 8 // restarted node -> every node: its durable views (durable.go)
 )
 
 var header = proto.Header{Protocol: "pbdurable", Version: 3, Kinds: []string{
-	"heartbeat", "update", "ack", "state", "join", "forward", "reply"}}
+	"heartbeat", "update", "ack", "state", "join", "forward", "reply", "report"}}
 
 const maxNode = 1 << 12
 
@@ -41,6 +42,8 @@ type msg struct {
 	op     service.Op          // forward
 	env    service.Env         // forward: the Env observed where the request arrived
 	res    service.Result      // reply
+	// report: the view of the sender's durable state (db: answer with yours).
+	stateView proto.Ballot
 }
 
 func (m msg) encode() []byte {
@@ -65,6 +68,9 @@ func (m msg) encode() []byte {
 		e.Uvarint(m.id.Client)
 		e.Uvarint(m.id.Seq)
 		service.EncodeResult(&e, m.res)
+	case kindReport:
+		m.stateView.Encode(&e)
+		e.Bool(m.db)
 	}
 	return e.B
 }
@@ -91,6 +97,9 @@ func decode(b []byte) (msg, error) {
 	case kindReply:
 		m.id = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
 		m.res = service.DecodeResult(d)
+	case kindReport:
+		m.stateView = proto.DecodeBallot(d, maxNode)
+		m.db = d.Bool()
 	}
 	return m, d.Done()
 }

@@ -51,7 +51,12 @@ func (p protocol) IdempotentRetry() bool { return true }
 
 // SafeFaults implements automaton.FaultAssumer: primary-backup's perfect
 // failure detector (package doc).
-func (p protocol) SafeFaults() []string { return []string{"crash", "dup", "reorder", "slow"} }
+// A power loss of the whole cluster is survived since its state is durable
+// (issue 29): the conformance suite's "power loss" scenario passes (seeds
+// 1-12 of it too).
+func (p protocol) SafeFaults() []string {
+	return []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss}
+}
 
 func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 
@@ -172,6 +177,14 @@ type PBD struct {
 	// recoverPayload: the recovery effect, issued again if it fails.
 	restarted      bool
 	recoverPayload *sqlstore.Payload
+
+	// Durable replicated objects (durable.go): the image's index, the
+	// last buffer persisted, the view of the durable state; while
+	// recovering, the views the restarted nodes reported.
+	snapAt, persistedTo uint64
+	stateView           proto.Ballot
+	recovering          bool
+	reports             map[automaton.NodeID]report
 }
 
 // prepared is an update buffer a backup holds until it may apply it.
@@ -262,7 +275,7 @@ func (a *PBD) onStart(in automaton.Start) {
 	a.members, a.effects = map[automaton.NodeID]*member{}, map[automaton.EffectID]*pending{}
 	a.held, a.fwd = map[uint64]prepared{}, map[automaton.RequestID]*forward{}
 	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
-	if a.restartDurable(in) {
+	if a.restartDurable(in) || a.restartReplicated(in) {
 		return
 	}
 	if _, restarted := in.Records[recordBooted]; restarted {
@@ -319,6 +332,8 @@ func (a *PBD) onMessage(from automaton.NodeID, m msg) {
 		a.onForward(from, m)
 	case kindReply:
 		a.onReply(m)
+	case kindReport:
+		a.onReport(from, m)
 	}
 }
 
@@ -403,6 +418,11 @@ func (a *PBD) expireForwards() {
 // checkPrimary is FAILURE_DETECTOR at a backup: rank r (1 is the senior)
 // takes over after 3r-2 check periods without a word from the primary.
 func (a *PBD) checkPrimary() {
+	if a.recovering {
+		a.sendReports(true)
+		a.elect()
+		return
+	}
 	if !a.synced {
 		a.sendJoin()
 		return

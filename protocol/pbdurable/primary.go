@@ -152,6 +152,7 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 			}
 			a.decide(c)
 			a.ready = true
+			a.persistState() // before anything is answered in this view
 			a.sendStates()
 			a.resume()
 			return
@@ -237,6 +238,7 @@ func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
 			if len(p.stmts) > 0 && a.twoMechanisms() {
 				p.stmts = append(p.stmts, commitDecision(p.ship))
 			}
+			a.persistBuffer(p)
 			for _, id := range a.memberIDs() {
 				a.sendUpdate(id, p)
 			}
@@ -313,6 +315,7 @@ func (a *PBD) release() {
 		}
 		a.answer(p, p.res)
 	}
+	a.compact()
 	if a.proto.replyBeforeDB {
 		for _, p := range a.queue {
 			if !p.answered && p.ship == 0 {
