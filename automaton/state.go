@@ -27,3 +27,14 @@ type StateReporter interface {
 	// and must not keep it past the automaton's next step.
 	ServiceState() (applied uint64, st service.State)
 }
+
+// PlacementReporter is implemented by automata that keep copies of their
+// objects on some nodes only (Orca's primary-copy runtime, seed 004 §3):
+// Placement describes, for each object this node holds a copy of, where
+// the object's copies are as far as this node knows ("primary=n1
+// copies=n1,n3 version=4 migrations=1" at the primary, "secondary
+// version=4" elsewhere). The runtime calls it on the automaton's goroutine
+// and shows it in INFO and `synod cluster status`.
+type PlacementReporter interface {
+	Placement() map[string]string
+}

@@ -15,6 +15,7 @@ var _ gateway.LeaderBackend = (*Node)(nil)
 // wakes the hint's watchers when it changed (watch.go). Loop goroutine only.
 func (l *nsLoop) noteLeader() {
 	l.noteKeys()
+	l.notePlacement()
 	if l.lr == nil {
 		return
 	}

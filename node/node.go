@@ -177,7 +177,8 @@ type Node struct {
 
 	loops map[string]*nsLoop
 	nss   []config.Namespace
-	mem   memberState // live membership per namespace (membership.go)
+	mem   memberState    // live membership per namespace (membership.go)
+	place placementCache // Orca copies per namespace, for INFO (placement.go)
 
 	engine  storage.Engine
 	tr      *transport.Transport
@@ -766,7 +767,8 @@ func (n *Node) Counters(ns string) (Counters, bool) {
 // Info implements gateway.Backend. Sections: "synod" (merged into the
 // gateway's Synod section), "namespaces" (one line per namespace with its
 // protocol, service and counters), "params" (each namespace's protocol
-// parameters in effect) and "peers" (transport state per peer).
+// parameters in effect), "placement" (where Orca objects' copies are, for
+// runtimes that place them) and "peers" (transport state per peer).
 func (n *Node) Info() map[string]map[string]string {
 	syn := map[string]string{
 		"node_id":                string(n.id),
@@ -790,6 +792,9 @@ func (n *Node) Info() map[string]map[string]string {
 			ns.Protocol, ns.Service, c.Requests, c.Responses, c.Persists, c.Fsyncs, c.MessagesIn, c.MessagesOut, c.Waiting) + transportFact(ns) + n.membersFact(ns.Name)
 	}
 	out := map[string]map[string]string{"synod": syn, "namespaces": nss, "params": n.paramsInfo()}
+	if p := n.placementInfo(); len(p) > 0 {
+		out["placement"] = p
+	}
 	if n.tr != nil {
 		peers := map[string]string{}
 		st := n.tr.Stats()

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/config"
 )
@@ -124,6 +128,7 @@ with "synod cluster down".`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			printPlacement(cmd.OutOrStdout(), st)
 			// The live membership of namespaces that change it through their
 			// log (the cluster file is only the bootstrap membership).
 			if mem, from, err := cluster.Members(dir); err == nil {
@@ -251,6 +256,38 @@ func calleeNamespaces(up cluster.UpOptions) []config.Namespace {
 		out = append(out, config.Namespace{Name: name, Protocol: "paxos", Service: "kv"})
 	}
 	return out
+}
+
+// printPlacement prints where each node holds copies of Orca objects (INFO
+// placement: namespaces whose runtime places copies, orca-primary), for
+// the nodes that answered PING over plaintext without a password; others
+// are skipped.
+func printPlacement(out io.Writer, st []cluster.NodeStatus) {
+	for _, s := range st {
+		if !s.PingOK {
+			continue
+		}
+		c, err := client.New([]string{s.Client}, client.Options{Timeout: 2 * time.Second})
+		if err != nil {
+			continue
+		}
+		rep, err := c.Do(context.Background(), "INFO", "placement")
+		c.Close()
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(string(rep.Str), "\n") {
+			l = strings.TrimSpace(l)
+			if l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, strings.Replace(l, ":", " ", 1))
+			}
+		}
+		sort.Strings(lines)
+		for _, l := range lines {
+			fmt.Fprintf(out, "placement at %s: %s\n", s.ID, l)
+		}
+	}
 }
 
 // upDefaultProtocol is cluster up's protocol when --protocol is not given:
