@@ -252,7 +252,7 @@ func TestConnectionCommands(t *testing.T) {
 	// Redis's standard sections, as its info-command unit checks them:
 	// commandstats (rejected_calls) only in all/everything or by name.
 	for _, tc := range []struct {
-		args      []string
+		args       []string
 		has, lacks []string
 	}{
 		{[]string{"INFO"}, []string{"used_cpu_user:", "used_memory:", "cluster_enabled:0", "role:master", "master_repl_offset:"}, []string{"rejected_calls"}},
