@@ -39,10 +39,11 @@
 //   - An Orca object type (ObjectType: operations with read marks and
 //     guards) and a parallel program over shared objects (Program). Example:
 //     examples/orcaobject; guide docs/ORCA.md.
-//   - A service whose operations call another namespace: protocol adam
-//     replicates a namespace whose requests call a paxos namespace of the
-//     same cluster (nested calls, automaton.Call); example
-//     examples/nestedcall; guide docs/NESTED.md.
+//   - A service whose operations call another namespace: a NestedProgram
+//     run by protocol adam, whose requests call a paxos namespace of the
+//     same cluster, each call sent once its caller's state is verified
+//     (nested calls, automaton.Call). Example examples/nestedcall; guide
+//     docs/NESTED.md.
 //
 // # Versions
 //
@@ -111,6 +112,38 @@ var (
 	// CallObject builds the operation applying op of type typ to object name.
 	CallObject = orca.Call
 )
+
+// Nested calls (package service, run by protocol adam).
+type (
+	// NestedProgram says which operations of an adam namespace call its
+	// callee namespace, and what their two steps (Begin, Resume) do.
+	NestedProgram = service.NestedProgram
+)
+
+// EncodeNestedOp and DecodeNestedOp are an Encode and Decode any
+// NestedProgram may use (the whole operation).
+var (
+	EncodeNestedOp = service.EncodeNestedOp
+	DecodeNestedOp = service.DecodeNestedOp
+)
+
+// RegisterNestedProgram makes a program available to adam namespaces:
+// `synod cluster up --protocol adam --param program=NAME` (the callee, a
+// paxos namespace named by the callee parameter, default remote, is
+// added by cluster up). It returns an error for a name already taken.
+func RegisterNestedProgram(p NestedProgram) error {
+	if p == nil || p.Name() == "" {
+		return fmt.Errorf("synod: a nested program needs a name")
+	}
+	if _, err := service.LookupNestedProgram(p.Name()); err == nil {
+		return fmt.Errorf("synod: nested program %q is already registered", p.Name())
+	}
+	service.RegisterNestedProgram(p)
+	return nil
+}
+
+// MustRegisterNestedProgram is RegisterNestedProgram that panics on an error.
+func MustRegisterNestedProgram(p NestedProgram) { must(RegisterNestedProgram(p)) }
 
 // RegisterService makes a data type available by its name, in cluster
 // files (`service: NAME`), `synod cluster up --service NAME` and `synod sim

@@ -54,3 +54,13 @@ func TestRegisterService(t *testing.T) {
 		t.Error("RegisterProgram(tsp) accepted a built-in name")
 	}
 }
+
+// A nested program registers once; the name trail is the default's.
+func TestRegisterNestedProgram(t *testing.T) {
+	if err := synod.RegisterNestedProgram(service.Trail); err == nil {
+		t.Fatal("RegisterNestedProgram(trail) accepted a taken name")
+	}
+	if _, err := service.LookupNestedProgram("trail"); err != nil {
+		t.Fatal(err)
+	}
+}
