@@ -79,6 +79,7 @@ type WAL struct {
 	spare   []byte
 	nextSeq uint64 // sequence number of the last Commit appended to pending
 	doneSeq uint64 // every Commit up to this one is written (and synced)
+	frames  uint64 // frames written (each one write and, with Sync, one fdatasync)
 	writing bool   // one committer writes at a time; it owns f, off, alloc
 	err     error  // sticky: a failed write or sync fails the engine (a *Failure)
 	closed  bool
@@ -321,6 +322,16 @@ func (w *WAL) Err() error {
 	return w.err
 }
 
+// Writes reports how many Commits returned successfully and how many frames
+// carried them (each frame one write and, with sync on, one fdatasync): the
+// group commit across namespaces, one frame for every Commit that queued
+// behind the write in progress.
+func (w *WAL) Writes() (commits, frames uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.doneSeq, w.frames
+}
+
 // Size is the length of the log's frames (not counting preallocated space).
 func (w *WAL) Size() int64 {
 	w.mu.Lock()
@@ -415,6 +426,7 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 		w.spare = buf[:0]
 		if err == nil {
 			w.doneSeq = upto
+			w.frames++
 			if w.off > max(w.opts.CompactMin, 2*w.live) {
 				err = w.compact()
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
@@ -348,5 +349,59 @@ func TestOpenRefusesOtherEngine(t *testing.T) {
 	cfg.Storage = "tape"
 	if _, err := Open(cfg, "n1"); err == nil || !strings.Contains(err.Error(), "tape") {
 		t.Fatalf("storage tape: %v", err)
+	}
+}
+
+// TestGroupCommitAcrossNamespaces: namespaces that commit while another's
+// write is in progress share the next frame, one write and one fdatasync
+// (the node's committers of different namespaces; WAL.Writes counts them).
+// Each sync is made slow (50 ms) so that the commits surely overlap; the
+// sync count of the file system agrees with the frames the WAL reports.
+func TestGroupCommitAcrossNamespaces(t *testing.T) {
+	fs := &FaultFS{}
+	w, err := OpenWAL(t.TempDir(), WALOptions{Sync: true, FS: fs, Chunk: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	const ns, per = 8, 5
+	var stores []Store
+	for i := 0; i < ns; i++ {
+		s, err := w.Namespace(fmt.Sprintf("ns%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	fs.SlowSync(50 * time.Millisecond)
+	syncs0 := fs.Syncs()
+	c0, f0 := w.Writes()
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Add(1)
+		go func(s Store) {
+			defer wg.Done()
+			for k := 0; k < per; k++ {
+				if err := s.Commit([]automaton.Persist{{Key: fmt.Sprint(k), Value: []byte("v")}}); err != nil {
+					t.Error(err)
+				}
+			}
+		}(stores[i])
+	}
+	wg.Wait()
+	c1, f1 := w.Writes()
+	commits, frames := c1-c0, f1-f0
+	t.Logf("%d commits of %d namespaces in %d frames (%d syncs)", commits, ns, frames, fs.Syncs()-syncs0)
+	if commits != ns*per {
+		t.Fatalf("%d commits counted, want %d", commits, ns*per)
+	}
+	// One namespace alone needs per frames; the others join: far fewer
+	// frames than commits (each namespace waits for its own commit, so
+	// at most ns commits share one frame, and a frame per round at least).
+	if frames >= commits/2 || frames < per {
+		t.Fatalf("%d frames for %d commits: namespaces did not share writes", frames, commits)
+	}
+	if got := uint64(fs.Syncs() - syncs0); got != frames {
+		t.Fatalf("%d syncs for %d frames; want one each", got, frames)
 	}
 }

@@ -105,6 +105,21 @@ type (
 	Process = programs.Process
 )
 
+// Nested calls (package service; protocol adam).
+type (
+	// NestedProgram says which client operations of an adam namespace call
+	// its callee namespace, and their Begin and Resume steps over the KV
+	// state (service.NestedProgram; docs/NESTED.md).
+	NestedProgram = service.NestedProgram
+)
+
+// EncodeNestedOp and DecodeNestedOp carry a client operation inside its
+// first step, for any NestedProgram's Encode and Decode.
+var (
+	EncodeNestedOp = service.EncodeNestedOp
+	DecodeNestedOp = service.DecodeNestedOp
+)
+
 // Object operations (package orca).
 var (
 	// NewObject builds the operation creating object name of type typ.
@@ -112,38 +127,6 @@ var (
 	// CallObject builds the operation applying op of type typ to object name.
 	CallObject = orca.Call
 )
-
-// Nested calls (package service, run by protocol adam).
-type (
-	// NestedProgram says which operations of an adam namespace call its
-	// callee namespace, and what their two steps (Begin, Resume) do.
-	NestedProgram = service.NestedProgram
-)
-
-// EncodeNestedOp and DecodeNestedOp are an Encode and Decode any
-// NestedProgram may use (the whole operation).
-var (
-	EncodeNestedOp = service.EncodeNestedOp
-	DecodeNestedOp = service.DecodeNestedOp
-)
-
-// RegisterNestedProgram makes a program available to adam namespaces:
-// `synod cluster up --protocol adam --param program=NAME` (the callee, a
-// paxos namespace named by the callee parameter, default remote, is
-// added by cluster up). It returns an error for a name already taken.
-func RegisterNestedProgram(p NestedProgram) error {
-	if p == nil || p.Name() == "" {
-		return fmt.Errorf("synod: a nested program needs a name")
-	}
-	if _, err := service.LookupNestedProgram(p.Name()); err == nil {
-		return fmt.Errorf("synod: nested program %q is already registered", p.Name())
-	}
-	service.RegisterNestedProgram(p)
-	return nil
-}
-
-// MustRegisterNestedProgram is RegisterNestedProgram that panics on an error.
-func MustRegisterNestedProgram(p NestedProgram) { must(RegisterNestedProgram(p)) }
 
 // RegisterService makes a data type available by its name, in cluster
 // files (`service: NAME`), `synod cluster up --service NAME` and `synod sim
@@ -168,6 +151,24 @@ func RegisterObjectType(t *ObjectType) error { return orca.RegisterType(t) }
 // NAME` (simulated, or --live on clusters of this binary's nodes). Call it
 // before Main.
 func RegisterProgram(p Program) error { return programs.RegisterProgram(p) }
+
+// RegisterNestedProgram makes a nested-call program available to adam
+// namespaces, selected by their parameter program=NAME (`synod cluster up
+// --protocol adam --param program=NAME`). Call it before Main. It returns an
+// error for an empty name or one already registered (trail, ...).
+func RegisterNestedProgram(p NestedProgram) error {
+	if p == nil || p.Name() == "" {
+		return fmt.Errorf("synod: a nested program needs a name")
+	}
+	if _, err := service.LookupNestedProgram(p.Name()); err == nil {
+		return fmt.Errorf("synod: nested program %q is already registered", p.Name())
+	}
+	service.RegisterNestedProgram(p)
+	return nil
+}
+
+// MustRegisterNestedProgram is RegisterNestedProgram that panics on an error.
+func MustRegisterNestedProgram(p NestedProgram) { must(RegisterNestedProgram(p)) }
 
 // MustRegisterService is RegisterService that panics on an error (for
 // init functions).

@@ -55,12 +55,26 @@ func TestRegisterService(t *testing.T) {
 	}
 }
 
-// A nested program registers once; the name trail is the default's.
+// A registered nested program is the one adam namespaces look up; the
+// built-in trail's name and an empty name are refused.
 func TestRegisterNestedProgram(t *testing.T) {
-	if err := synod.RegisterNestedProgram(service.Trail); err == nil {
-		t.Fatal("RegisterNestedProgram(trail) accepted a taken name")
-	}
-	if _, err := service.LookupNestedProgram("trail"); err != nil {
+	named := func(n string) synod.NestedProgram { return renamed{service.Trail, n} }
+	if err := synod.RegisterNestedProgram(named("synodtest-trail")); err != nil {
 		t.Fatal(err)
 	}
+	if p, err := service.LookupNestedProgram("synodtest-trail"); err != nil || p.Name() != "synodtest-trail" {
+		t.Fatalf("lookup = %v, %v", p, err)
+	}
+	for _, bad := range []string{"synodtest-trail", "trail", ""} {
+		if err := synod.RegisterNestedProgram(named(bad)); err == nil {
+			t.Errorf("RegisterNestedProgram(%q) accepted", bad)
+		}
+	}
 }
+
+type renamed struct {
+	synod.NestedProgram
+	name string
+}
+
+func (r renamed) Name() string { return r.name }

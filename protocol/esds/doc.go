@@ -75,7 +75,16 @@
 // same id, so it joins the one operation: IdempotentRetry is true. Ids are
 // the client's responsibility (seed §4.2.2): two different operations under
 // one id are one operation (the first descriptor a replica sees wins). An
-// operation naming itself in prev is refused. Read modes (Options.Read) do
+// operation naming itself in prev is refused, and so is one whose prev ids
+// lead back to it through the prev sets of operations received here and not
+// yet done (a cycle: none of them could ever be done). Seed 000 lets do_it
+// wait for prev without bound (§4.2.2, Fig. 4.2); an id that is never
+// submitted hung the client for ever (issue 29). Decision: the front end
+// answers an error naming the missing ids once an operation has waited
+// prev_timeout (default 10s) with its prev set not all done at its node's
+// replica (frontend.go expirePrevWaits). The outcome is then unknown to the
+// client: the operation stays received at the replicas and is done if the ids
+// arrive later. Read modes (Options.Read) do
 // not apply: ESDS has no linearizable read; per-request consistency is the
 // strict option. Atomic groups (Request.Ops) and interactive transaction
 // steps (Request.Txn) are refused before anything is applied: the replicas
@@ -432,18 +441,19 @@
 //
 // # Parameters
 //
-//	gossip      positive duration or off  20ms       gossip interval; off: replicas learn only through front ends (experiments.go)
-//	retransmit  positive duration         100ms      stream resend interval, rounded up to gossip intervals
-//	batch       positive integer          512        operations per stream message
-//	widen       true or false             false      under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)
-//	variant     one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
-//	values      one of memo, recompute    memo       memoise the stable state, or recompute values from the initial state
-//	removed     comma-separated list      ""         replicas removed from the membership (node ids)
-//	send        one of 1, 2, all          1          front end: replicas each operation is sent to, from its own around the ring (frontend.go)
-//	resend      positive duration or off  off        front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals
-//	maxsends    positive integer          2          front end: cap on sends of one operation to one replica
-//	replicas    comma-separated list      ""         nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)
-//	impl        one of optimised, simple  optimised  gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)
+//	gossip        positive duration or off  20ms       gossip interval; off: replicas learn only through front ends (experiments.go)
+//	retransmit    positive duration         100ms      stream resend interval, rounded up to gossip intervals
+//	batch         positive integer          512        operations per stream message
+//	widen         true or false             false      under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)
+//	variant       one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
+//	values        one of memo, recompute    memo       memoise the stable state, or recompute values from the initial state
+//	removed       comma-separated list      ""         replicas removed from the membership (node ids)
+//	send          one of 1, 2, all          1          front end: replicas each operation is sent to, from its own around the ring (frontend.go)
+//	resend        positive duration or off  off        front end: resend a waiting operation to the next replica this often, rounded up to gossip intervals
+//	maxsends      positive integer          2          front end: cap on sends of one operation to one replica
+//	replicas      comma-separated list      ""         nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)
+//	prev_timeout  positive duration         10s        front end: an operation whose prev set is not all done here after this long is answered an error (frontend.go expirePrevWaits)
+//	impl          one of optimised, simple  optimised  gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)
 //
 // Unknown parameters are errors. esds-unopt's variant defaults to unopt.
 // The table is generated from the parser's (protocol/proto.Spec.Doc) and

@@ -101,6 +101,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "front end: cap on sends of one operation to one replica"},
 		proto.Param{Name: "replicas", Kind: proto.List, Default: "",
 			Doc: "nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)"},
+		proto.Param{Name: "prev_timeout", Kind: proto.Duration, Default: DefaultPrevTimeout.String(), Min: "0", MinOpen: true,
+			Doc: "front end: an operation whose prev set is not all done here after this long is answered an error (frontend.go expirePrevWaits)"},
 		proto.Param{Name: "impl", Kind: proto.Enum, Default: "optimised", Choices: []string{"optimised", "simple"},
 			Doc: "gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)"},
 	)
@@ -110,10 +112,12 @@ func paramSpec(variant string) *proto.Spec {
 const (
 	DefaultGossip     = 20 * time.Millisecond
 	DefaultRetransmit = 100 * time.Millisecond
-	DefaultBatch      = 512
-	resultCacheSize   = 4096
-	gcEveryTicks      = 10
-	maxReplicas       = 64
+	// DefaultPrevTimeout bounds the wait for an operation's prev set (frontend.go).
+	DefaultPrevTimeout = 10 * time.Second
+	DefaultBatch       = 512
+	resultCacheSize    = 4096
+	gcEveryTicks       = 10
+	maxReplicas        = 64
 
 	timerGossip automaton.TimerID = 1
 
@@ -183,6 +187,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		a.resendTicks = int((prm.Duration("resend") + a.gossipIvl - 1) / a.gossipIvl)
 	}
 	a.maxSends = prm.Int("maxsends")
+	a.prevTicks = int((prm.Duration("prev_timeout") + a.gossipIvl - 1) / a.gossipIvl)
 	a.simple = prm.String("impl") == "simple" || p.doubleReserve
 	return a, nil
 }
@@ -294,6 +299,7 @@ type ESDS struct {
 	wait                         map[string]*feOp
 	rept                         map[string][]service.Result
 	sendN, resendTicks, maxSends int
+	prevTicks                    int // prev_timeout in gossip ticks
 	feSends                      uint64
 	replicaReqs                  uint64 // receive_{f,r}("request") at this replica
 
@@ -465,6 +471,7 @@ func (a *ESDS) onTick() {
 	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	if a.feOnly {
 		a.resendWaiting()
+		a.expirePrevWaits()
 		return
 	}
 	for j := range a.peers {
@@ -477,6 +484,7 @@ func (a *ESDS) onTick() {
 		a.gossipDue() // by I/O combinations, one reservation at a time (reserve.go)
 	}
 	a.resendWaiting()
+	a.expirePrevWaits()
 	if !a.unopt && a.tick%gcEveryTicks == 0 {
 		a.collect()
 	}

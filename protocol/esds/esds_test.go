@@ -383,3 +383,40 @@ func randomLoads(t *testing.T, crash bool) {
 // -rewrite regenerates them; read the diff before keeping it). The fuzz
 // corpus under testdata/fuzz is skipped by RunDataDriven.
 func TestInteractions(t *testing.T) { harness.RunDataDriven(t, "testdata") }
+
+// TestPrevWaitIsBounded: an operation naming in prev an id that never
+// arrives is answered an error naming it after prev_timeout (it hung the
+// client for ever, issue 29), not before; one whose prev arrives in time
+// is answered its value; a cycle of prev sets is refused when it closes,
+// and the operation already waiting on it times out.
+func TestPrevWaitIsBounded(t *testing.T) {
+	c := newCluster(t, "esds", 3, service.String{}, map[string]string{"prev_timeout": "100ms"}) // 5 gossip ticks
+	ghost := c.request("n1", opts("w", false, "never"), "append", "w")
+	c.settle(4)
+	if _, ok := c.answer(ghost); ok {
+		t.Fatal("answered before prev_timeout")
+	}
+	c.settle(1)
+	got := c.mustAnswer(ghost)
+	if !got.IsErr() || !strings.Contains(got.String(), ": never (") {
+		t.Fatalf("an operation waiting for an id never submitted: %v, want an error naming it", got)
+	}
+	// A prev that arrives within the timeout is waited for.
+	late := c.request("n2", opts("b", false, "a"), "append", "b")
+	c.settle(2)
+	c.request("n1", opts("a", false), "append", "a")
+	c.settle(3)
+	if got := c.mustAnswer(late); got.IsErr() {
+		t.Fatalf("b, whose prev a arrived in time: %v", got)
+	}
+	// p names q (not yet submitted); q naming p closes a cycle: refused.
+	p := c.request("n3", opts("p", false, "q"), "append", "p")
+	q := c.request("n3", opts("q", false, "p"), "append", "q")
+	if got := c.mustAnswer(q); !got.IsErr() || !strings.Contains(got.String(), "cycle") {
+		t.Fatalf("q closing a prev cycle: %v, want refused", got)
+	}
+	c.settle(6)
+	if got := c.mustAnswer(p); !got.IsErr() {
+		t.Fatalf("p, waiting for q that was refused: %v, want the prev timeout's error", got)
+	}
+}

@@ -3,6 +3,8 @@ package esds
 import (
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -31,6 +33,7 @@ type feOp struct {
 	sent   []uint8
 	cursor int // the last replica sent to
 	age    int // gossip ticks since the last send
+	waited int // gossip ticks since request_c (prev deadline)
 }
 
 // requestC is request_c(x) (Fig. 4.1): wait_f ∪= {x}, then the first sends.
@@ -91,6 +94,91 @@ func (a *ESDS) resendWaiting() {
 			break
 		}
 	}
+}
+
+// expirePrevWaits bounds the wait for prev (seed 000 §4.2.2 leaves it
+// unbounded: do_it waits until every id in x.prev is done, and an id that
+// is never submitted, or a cycle, waits for ever). At every gossip tick an
+// operation with a prev set that has waited prev_timeout, and whose prev
+// ids are not all done at this node's replica (on a node without one: any
+// such operation still waiting), is answered an error naming the missing
+// ids, and leaves wait_f. Its outcome is unknown to the client: the
+// replicas keep it received, and do it if the ids arrive later.
+func (a *ESDS) expirePrevWaits() {
+	if a.prevTicks <= 0 {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(a.wait)) {
+		f := a.wait[id]
+		if len(f.x.Prev) == 0 {
+			continue
+		}
+		if f.waited++; f.waited < a.prevTicks {
+			continue
+		}
+		missing := a.missingPrev(f.x.Prev)
+		if len(missing) == 0 && !a.feOnly {
+			continue // done or waiting for stability: not a prev wait
+		}
+		if a.feOnly {
+			missing = f.x.Prev
+		}
+		res := service.Errorf("ERR esds: operation %q waited %v for prev ids not done at %s: %s (never submitted, or a cycle); its outcome is unknown: it is done if they arrive",
+			id, time.Duration(a.prevTicks)*a.gossipIvl, a.cfg.Self, strings.Join(missing, " "))
+		for _, r := range f.reqs {
+			a.respond(r, res)
+		}
+		delete(a.wait, id)
+		delete(a.rept, id)
+	}
+}
+
+// missingPrev returns the ids of prev not done (nor collected) at this
+// node's replica.
+func (a *ESDS) missingPrev(prev []string) []string {
+	var out []string
+	for _, p := range prev {
+		if a.gcd.has(p) {
+			continue
+		}
+		if q := a.ops[p]; q == nil || !q.label.Set {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// prevCycle reports a prev id of x from which the prev sets of operations
+// received here lead back to x itself: x could never be done (nor any
+// operation of the cycle). Ids not received here end the walk.
+func (a *ESDS) prevCycle(x entry) (string, bool) {
+	seen := map[string]bool{}
+	var reaches func(id string) bool
+	reaches = func(id string) bool {
+		if id == x.ID {
+			return true
+		}
+		if seen[id] || len(seen) > 4*MaxPrevIDs {
+			return false
+		}
+		seen[id] = true
+		q := a.ops[id]
+		if q == nil || q.label.Set {
+			return false // unknown here, or done (its prev were done first)
+		}
+		for _, p := range q.prev {
+			if reaches(p) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range x.Prev {
+		if reaches(p) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // receiveResponse is receive_{r,f}("response", x, v) (Fig. 4.1): kept in

@@ -43,7 +43,12 @@ func (a *ESDS) receiveRequest(req automaton.Request) {
 			return
 		}
 	}
-	a.requestC(req.ID, entry{ID: id, Prev: prev, Strict: strict, Op: req.Op})
+	x := entry{ID: id, Prev: prev, Strict: strict, Op: req.Op}
+	if p, cyc := a.prevCycle(x); cyc {
+		a.respond(req.ID, service.Errorf("ERR operation %q names %q in prev, whose prev sets lead back to it: a cycle never done", id, p))
+		return
+	}
+	a.requestC(req.ID, x)
 }
 
 // receive adds a new operation to rcvd_r and queues it for gossip
