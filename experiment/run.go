@@ -250,9 +250,9 @@ func Run(ctx context.Context, e Experiment, o RunOptions) (res *Results, err err
 	if deriver != nil {
 		deriver.Derive(theirs)
 	}
-	samples := collectSamples(perRun, deriver)
+	perRunValues, samples := collectSamples(perRun, deriver)
 	ours := Figures{}
-	for k, m := range samples {
+	for k, m := range perRunValues {
 		for name, s := range m {
 			ours.Set(k, name, s.Mean())
 		}
@@ -377,7 +377,10 @@ type runsOf struct {
 // Derive adds to it, and its values join the samples (cells with fewer runs
 // than r are left out of run r). A cell's own repetitions (Outcome.Samples,
 // in every run) replace its per-run means for that metric.
-func collectSamples(perRun []runsOf, d Deriver) map[string]map[string]Sample {
+//
+// It returns each metric's per-run values (the table shows their mean) and
+// the samples the claims use.
+func collectSamples(perRun []runsOf, d Deriver) (perRunValues, samples map[string]map[string]Sample) {
 	out := map[string]map[string]Sample{}
 	add := func(k, m string, v float64) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -413,6 +416,13 @@ func collectSamples(perRun []runsOf, d Deriver) map[string]map[string]Sample {
 			}
 		}
 	}
+	perRunValues = map[string]map[string]Sample{}
+	for k, m := range out {
+		perRunValues[k] = map[string]Sample{}
+		for name, s := range m {
+			perRunValues[k][name] = s
+		}
+	}
 	for _, pr := range perRun {
 		// A cell that measured its own repetitions (Outcome.Samples) in
 		// every run: those are the metric's sample, over all its runs.
@@ -437,5 +447,5 @@ func collectSamples(perRun []runsOf, d Deriver) map[string]map[string]Sample {
 			}
 		}
 	}
-	return out
+	return perRunValues, out
 }

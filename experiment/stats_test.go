@@ -226,3 +226,49 @@ func TestExact(t *testing.T) {
 		t.Fatal(j)
 	}
 }
+
+// sampleFake reports its own repetitions in Outcome.Samples and runs once
+// per cell by CellReps; run r's repetitions start at 10r.
+type sampleFake struct {
+	fake
+	runs int
+}
+
+func (f *sampleFake) CellReps(c Cell, _ Options) int {
+	if c.Get("kind") == "a" {
+		return 2
+	}
+	return 1
+}
+
+func (f *sampleFake) RunCell(ctx context.Context, env *Env, c Cell) (Outcome, error) {
+	out, err := f.fake.RunCell(ctx, env, c)
+	if err == nil {
+		base := float64(10 * env.Rep)
+		out.Samples = map[string][]float64{"speed": {base + 1, base + 2, base + 3}}
+	}
+	return out, err
+}
+
+func TestOutcomeSamplesAndCellReps(t *testing.T) {
+	f := &sampleFake{}
+	res, _ := Run(context.Background(), f, RunOptions{Out: t.TempDir()})
+	for _, c := range res.Cells {
+		switch c.Key {
+		case "kind=a,x=1":
+			// Two runs by CellReps, each with its three repetitions.
+			if got := c.Samples["speed"]; len(got) != 6 || got[0] != 1 || got[3] != 11 || c.Reps != 2 {
+				t.Fatalf("a/x=1: reps %d samples %v", c.Reps, got)
+			}
+			// The table shows the mean of the runs' metrics, the sample holds
+			// every repetition.
+			if c.Metrics["speed"] != 10 {
+				t.Fatalf("a/x=1 mean %v", c.Metrics["speed"])
+			}
+		case "kind=b,x=1":
+			if got := c.Samples["speed"]; len(got) != 3 || c.Reps != 1 {
+				t.Fatalf("b/x=1: reps %d samples %v", c.Reps, got)
+			}
+		}
+	}
+}

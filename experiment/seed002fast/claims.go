@@ -41,6 +41,10 @@ func (m *Model) Claims(d experiment.Data) []experiment.Claim {
 			cl.Cause = "the cell was not computed in this run"
 		} else {
 			cl.Judgement = experiment.Exact(c.ok, c.ours, fmt.Sprintf("the model's figure against the seed's (\"around 300 ms\" = within ±%.0f%%, \"approximately\" = ±%.2f)", crossTol*100, collTol), all...)
+			if cl.Verdict == experiment.DoesNotHold {
+				cl.Cause = "the model, computed numerically from the distributions the seed states (client links Pareto(α_w, 100 ms), server links Pareto(2, 3 ms)), gives " + c.ours +
+					"; the claims printed as a typo in the seed (the all-LAN inequality) are kept as printed and fail by the model's own figures"
+			}
 		}
 		out = append(out, cl)
 	}

@@ -43,12 +43,16 @@ const (
 	wanScaleMs = 20.0
 )
 
-func liveWANCell(protocol, path string) experiment.Cell {
-	return experiment.NewCell("case", "live-wan", "protocol", protocol, "path", path, "clients", "1")
+// liveDurabilities: the seed's chapter V wrote nothing to stable storage
+// (memory), and Synod's default (fsync per write) beside it.
+var liveDurabilities = []string{config.Memory, config.Fsync}
+
+func liveWANCell(protocol, path, durability string) experiment.Cell {
+	return experiment.NewCell("case", "live-wan", "protocol", protocol, "path", path, "clients", "1", "durability", durability)
 }
 
-func liveCell(protocol, path, clients string) experiment.Cell {
-	return experiment.NewCell("case", "live-loopback", "protocol", protocol, "path", path, "clients", clients)
+func liveCell(protocol, path, clients, durability string) experiment.Cell {
+	return experiment.NewCell("case", "live-loopback", "protocol", protocol, "path", path, "clients", clients, "durability", durability)
 }
 
 const (
@@ -60,10 +64,11 @@ const (
 	mLiveErrors   = "live_errors"
 )
 
-// liveNodes starts n in-process nodes of protocol with fsync durability in
-// dir; stop stops them (by closing each node and waiting for its Run).
-func liveNodes(ctx context.Context, protocol string, n int, dir string, params map[string]string) (grpcAddrs, respAddrs []string, stop func(), err error) {
-	cfg := &config.Cluster{Cluster: "seed002fast", Durability: config.Fsync, DataDir: dir,
+// liveNodes starts n in-process nodes of protocol with the durability
+// (config.Memory or config.Fsync) in dir; stop stops them (by closing each
+// node and waiting for its Run).
+func liveNodes(ctx context.Context, protocol string, n int, dir string, params map[string]string, durability string) (grpcAddrs, respAddrs []string, stop func(), err error) {
+	cfg := &config.Cluster{Cluster: "seed002fast", Durability: durability, DataDir: dir,
 		Namespaces: []config.Namespace{{Name: "default", Protocol: protocol, Service: "kv", Params: params}}}
 	type lns struct{ peer, client, metrics, grpc net.Listener }
 	var ls []lns
@@ -155,7 +160,11 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
-	grpcAddrs, respAddrs, stop, err := liveNodes(ctx, proto, n, dir, params)
+	durability := c.Get("durability")
+	if durability == "" {
+		durability = config.Fsync
+	}
+	grpcAddrs, respAddrs, stop, err := liveNodes(ctx, proto, n, dir, params, durability)
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -175,7 +184,7 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 		}
 	}
 	cfg := bench.Config{Addrs: respAddrs, Duration: dur, Clients: clients, Keys: 1000, ValueSize: 64,
-		ReadRatio: 0, Dist: "uniform", Seed: e.RunSeed, OpTimeout: 10 * time.Second, DurabilityLabel: "fsync per write"}
+		ReadRatio: 0, Dist: "uniform", Seed: e.RunSeed, OpTimeout: 10 * time.Second, DurabilityLabel: durability}
 	if path == "grpc" {
 		cfg.NewTarget = bench.GRPCFactory(bench.GRPCOptions{Addrs: grpcAddrs, Timeout: 10 * time.Second})
 		cfg.TargetName = bench.TargetGRPC
@@ -197,7 +206,7 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 		conflict, recovered := conflictRates(before, statsByNode(rec))
 		met[mLiveConflict], met[mLiveRecov] = conflict, recovered
 	}
-	return experiment.Outcome{Metrics: met, Labels: map[string]string{"durability": "fsync"}, Detail: rep}, nil
+	return experiment.Outcome{Metrics: met, Labels: map[string]string{"durability": durability}, Detail: rep}, nil
 }
 
 // warmUp runs a few writes until one succeeds (the first election).

@@ -2,6 +2,7 @@ package seed002fastsim
 
 import (
 	"context"
+	"github.com/synod-dev/synod/config"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestLiveNodesFastPath(t *testing.T) {
 	name := "seed002fastsim-" + t.Name()
 	rec := fastpaxos.NewRecorder(name)
 	defer fastpaxos.DropRecorder(name)
-	ga, _, stop, err := liveNodes(context.Background(), "fastpaxos", 4, t.TempDir(), map[string]string{"observe": name})
+	ga, _, stop, err := liveNodes(context.Background(), "fastpaxos", 4, t.TempDir(), map[string]string{"observe": name}, config.Fsync)
 	if err != nil {
 		t.Fatal(err)
 	}

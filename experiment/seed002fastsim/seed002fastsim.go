@@ -226,7 +226,7 @@ func (e *Sim) Description() string {
 		"Pareto(2, 3 ms), t = 1 and 3, and the all-LAN Pareto case; one client at a time. Client round trips beside " +
 		"the model extended by the reply, both protocols' time to learn (paxos's L_c, fastpaxos's L_f) beside the model's, under the seed's reading " +
 		"and with self-messages free as in the simulator; collision rates of 2-8 simultaneous clients, and of two clients δ apart, beside the " +
-		"model's; CDF plots and the claims table; with --live, fastpaxos against paxos live on loopback (fsync, Go client " +
+		"model's; CDF plots and the claims table; with --live, fastpaxos against paxos live on loopback (durability memory, the seed's, and fsync, Go client " +
 		"and RESP, throughput and conflict rate)."
 }
 
@@ -234,7 +234,7 @@ func (e *Sim) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&e.Ops, "ops", 0, "operations measured per protocol and cell (default 400; 30 with --quick)")
 	fs.IntVar(&e.Samples, "samples", 0, "Monte Carlo samples of the model (default 200000; 20000 with --quick)")
 	fs.IntVar(&e.Rounds, "rounds", 0, "simulated rounds of simultaneous requests per collision cell (default 400; 30 with --quick)")
-	fs.BoolVar(&e.Live, "live", false, "also run the live loopback cells: fastpaxos (4 nodes) and paxos (3), fsync on, Go client and RESP, 1/4/16 writers")
+	fs.BoolVar(&e.Live, "live", false, "also run the live loopback cells: fastpaxos (4 nodes) and paxos (3), durability memory (the seed wrote nothing to stable storage) and fsync, Go client and RESP, 1/4/16 writers")
 	fs.StringSliceVar(&e.Cases, "cases", nil, "run only these cases (pareto-wan, pareto-lan, collision, collision-delta, live-loopback, live-wan)")
 	fs.Int64Var(&e.RunSeed, "seed", 1, "simulator and Monte Carlo seed")
 }
@@ -280,7 +280,9 @@ func (e *Sim) Cells(o experiment.Options) ([]experiment.Cell, error) {
 		for _, p := range []string{"paxos", "fastpaxos"} {
 			for _, path := range livePaths {
 				for _, c := range liveClients {
-					cells = append(cells, liveCell(p, path, c))
+					for _, d := range liveDurabilities {
+						cells = append(cells, liveCell(p, path, c, d))
+					}
 				}
 			}
 		}
@@ -288,7 +290,9 @@ func (e *Sim) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	if e.Live || slices.Contains(e.Cases, "live-wan") {
 		for _, p := range []string{"paxos", "fastpaxos"} {
 			for _, path := range livePaths {
-				cells = append(cells, liveWANCell(p, path))
+				for _, d := range liveDurabilities {
+					cells = append(cells, liveWANCell(p, path, d))
+				}
 			}
 		}
 	}

@@ -280,7 +280,21 @@ func (t *Throughput) Claims(d experiment.Data) []experiment.Claim {
 		c, _ := d.NotRun(text, "at least +13%", keys...)
 		return []experiment.Claim{c}
 	}
-	return []experiment.Claim{{Text: text, Paper: "at least +13%", Judgement: experiment.AllOf(parts...)}}
+	cl := experiment.Claim{Text: text, Paper: "at least +13%", Judgement: experiment.AllOf(parts...)}
+	if cl.Verdict != experiment.Holds {
+		var why []string
+		for _, c := range t.Clients {
+			rd, ok1 := t.get(d.Ours, "read", c, mTput)
+			wr, ok2 := t.get(d.Ours, "write", c, mTput)
+			rl, _ := t.get(d.Ours, "read", c, mLat)
+			wl, _ := t.get(d.Ours, "write", c, mLat)
+			if ok1 && ok2 {
+				why = append(why, fmt.Sprintf("%d clients: read %.0f req/s at %.2f ms, write %.0f req/s at %.2f ms", c, rd, rl, wr, wl))
+			}
+		}
+		cl.Cause = "measured means (durability " + t.Durability + "): " + strings.Join(why, "; ")
+	}
+	return []experiment.Claim{cl}
 }
 
 func (t *Throughput) Summary(ours, _ experiment.Figures) []string {
