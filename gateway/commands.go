@@ -309,7 +309,10 @@ func (c *conn) writeResult(r service.Result) {
 	case service.ResultArray:
 		switch r.Err {
 		case shapePairs:
-			c.writePairs(r.Elems)
+			c.writePairs(r.Elems, true)
+			return
+		case shapeFields:
+			c.writePairs(r.Elems, false)
 			return
 		case shapeMap:
 			c.w.WriteMap(len(r.Elems) / 2)
@@ -328,7 +331,7 @@ func (c *conn) writeResult(r service.Result) {
 
 // writePairs writes member, score pairs (ZRANGE WITHSCORES): a flat array
 // of bulk strings in RESP2, an array of [member, double] in RESP3, as Redis.
-func (c *conn) writePairs(elems []service.Result) {
+func (c *conn) writePairs(elems []service.Result, scores bool) {
 	if c.w.Protocol() != 3 {
 		c.w.WriteArray(len(elems))
 		for _, e := range elems {
@@ -340,7 +343,11 @@ func (c *conn) writePairs(elems []service.Result) {
 	for i := 0; i+1 < len(elems); i += 2 {
 		c.w.WriteArray(2)
 		c.writeResult(elems[i])
-		c.writeResult(shaped(elems[i+1], shapeDouble))
+		if scores {
+			c.writeResult(shaped(elems[i+1], shapeDouble))
+		} else {
+			c.writeResult(elems[i+1])
+		}
 	}
 }
 
