@@ -104,6 +104,7 @@ func TestSystemdUnit(t *testing.T) {
 	unit := read(t, "systemd/synod@.service")
 	for _, want := range []string{
 		"ExecStart=" + image.BinaryPath + " node --config /etc/synod/cluster.yaml --id %i",
+		"ExecReload=/bin/kill -HUP $MAINPID",
 		"User=synod", "StateDirectory=synod", "ReadWritePaths=" + image.DataDir,
 		"NoNewPrivileges=yes", "ProtectSystem=strict", "CapabilityBoundingSet=\n",
 	} {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/resp"
 )
@@ -39,11 +40,17 @@ func (l smallBufListener) Accept() (net.Conn, error) {
 
 func startSmallBufServer(t *testing.T, opts ServerOptions) (*Server, string) {
 	t.Helper()
+	return startSmallBufServerOn(t, gatewaytest.KV(), opts)
+}
+
+// startSmallBufServerOn is startSmallBufServer with backend b.
+func startSmallBufServerOn(t *testing.T, b Backend, opts ServerOptions) (*Server, string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(gatewaytest.KV(), opts)
+	s := NewServer(b, opts)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(smallBufListener{l}) }()
 	t.Cleanup(func() {
@@ -155,7 +162,30 @@ func TestPipelineBackpressure(t *testing.T) {
 	if raceDetector {
 		total = 100_000
 	}
-	s, addr := startSmallBufServer(t, ServerOptions{})
+	pipelineBackpressure(t, gatewaytest.KV(), total, "PINGs",
+		func(b []byte, i int) []byte { return fmt.Appendf(b, "*2\r\n$4\r\nPING\r\n$6\r\n%06d\r\n", i) },
+		func(b []byte, i int) []byte { return fmt.Appendf(b, "$6\r\n%06d\r\n", i) })
+}
+
+// TestPipelineBatchBackpressure: the same with INCRs of one key where the
+// protocol has atomic groups, so the pipeline goes as batches (pipeline.go).
+func TestPipelineBatchBackpressure(t *testing.T) {
+	total := 300_000
+	if raceDetector {
+		total = 100_000
+	}
+	b := gatewaytest.New(config.Namespace{Name: "default", Protocol: pxName, Service: "kv"})
+	pipelineBackpressure(t, b, total, "INCRs as batches",
+		func(b []byte, i int) []byte { return append(b, "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"...) },
+		func(b []byte, i int) []byte { return fmt.Appendf(b, ":%d\r\n", i+1) })
+}
+
+// pipelineBackpressure pipelines total commands (command i appended by
+// cmd) to a server on b without reading, requires the server to stop
+// reading with bounded memory and to serve another client meanwhile, then
+// reads every reply (reply i appended by reply), in order.
+func pipelineBackpressure(t *testing.T, b Backend, total int, what string, cmd, reply func([]byte, int) []byte) {
+	s, addr := startSmallBufServerOn(t, b, ServerOptions{})
 	before := memInUse()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -167,7 +197,7 @@ func TestPipelineBackpressure(t *testing.T) {
 	go func() {
 		var chunk []byte
 		for i := 0; i < total; i++ {
-			chunk = fmt.Appendf(chunk, "*2\r\n$4\r\nPING\r\n$6\r\n%06d\r\n", i)
+			chunk = cmd(chunk, i)
 			if len(chunk) < 32<<10 && i < total-1 {
 				continue
 			}
@@ -198,8 +228,8 @@ func TestPipelineBackpressure(t *testing.T) {
 	if grown > 64<<20 {
 		t.Errorf("memory grew %d MB while the client pipelined without reading; want under 64 MB", grown>>20)
 	}
-	t.Logf("pipeline of %d PINGs, client not reading: server executed at most %d, backpressure pauses %d, memory in use grew %.1f MB",
-		total, maxDone, s.Overload().BackpressurePauses, float64(grown)/(1<<20))
+	t.Logf("pipeline of %d %s, client not reading: server executed at most %d, backpressure pauses %d, memory in use grew %.1f MB",
+		total, what, maxDone, s.Overload().BackpressurePauses, float64(grown)/(1<<20))
 	// Another client is served meanwhile.
 	other := dial(t, addr)
 	if got := other.do("SET", "x", "1"); got != "OK" {
@@ -209,12 +239,13 @@ func TestPipelineBackpressure(t *testing.T) {
 	br := bufio.NewReaderSize(nc, 64<<10)
 	want := make([]byte, 0, 16)
 	nc.SetReadDeadline(time.Now().Add(2 * time.Minute))
-	got := make([]byte, 12)
+	got := make([]byte, 0, 16)
 	for i := 0; i < total; i++ {
+		want = reply(want[:0], i)
+		got = got[:len(want)]
 		if _, err := io.ReadFull(br, got); err != nil {
 			t.Fatalf("reply %d: %v", i, err)
 		}
-		want = fmt.Appendf(want[:0], "$6\r\n%06d\r\n", i)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("reply %d: %q, want %q", i, got, want)
 		}

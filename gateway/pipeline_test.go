@@ -220,3 +220,29 @@ func expectReplies(t *testing.T, c *tconn, want []string, prefix bool) {
 		}
 	}
 }
+
+// TestPipelineBatchAndMulti: a batch ends at MULTI, whose queue and EXEC
+// run serially after it and see its writes; a batch's write to a key
+// another connection WATCHes aborts that connection's EXEC.
+func TestPipelineBatchAndMulti(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, pxName, "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	writeScript(t, c, [][]string{{"SET", "a", "1"}, {"INCR", "a"}, {"MULTI"}, {"INCR", "a"}, {"GET", "a"}, {"EXEC"}, {"INCR", "a"}, {"GET", "a"}})
+	expectReplies(t, c, []string{"OK", "(integer) 2", "OK", "QUEUED", "QUEUED", "1) (integer) 3\n2) \"3\"", "(integer) 4", `"4"`}, false)
+
+	w := dial(t, addr)
+	if got := w.do("WATCH", "a"); got != "OK" {
+		t.Fatalf("WATCH: %s", got)
+	}
+	writeScript(t, c, [][]string{{"SET", "a", "5"}, {"INCR", "a"}})
+	expectReplies(t, c, []string{"OK", "(integer) 6"}, false)
+	w.do("MULTI")
+	w.do("SET", "a", "0")
+	if got := w.do("EXEC"); got != "(nil)" {
+		t.Errorf("EXEC after a batch wrote the watched key: %s, want (nil)", got)
+	}
+	if got := w.do("GET", "a"); got != `"6"` {
+		t.Errorf("GET a: %s, want \"6\"", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/storage"
 	"github.com/synod-dev/synod/transport"
 )
 
@@ -177,4 +178,26 @@ func (m *metrics) handler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// walWrites registers the node's WAL counters (m may be nil): the commits
+// of every namespace and the frames that carried them, each frame one
+// write and one fdatasync. synod_fsyncs_total counts a namespace's
+// commits, so with several namespaces sharing frames it counts more
+// fsyncs than the disk did; synod_wal_frames_total is what the disk did.
+func (m *metrics) walWrites(node string, w *storage.WAL) {
+	if m == nil {
+		return
+	}
+	cl := prometheus.Labels{"node": node}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "wal_commits_total",
+			Help: "Storage commits of every namespace of the node (WAL engine).", ConstLabels: cl},
+			func() float64 { c, _ := w.Writes(); return float64(c) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "wal_frames_total",
+			Help: "WAL frames written, each one write and one fdatasync shared by the commits it carries (group commit across namespaces).", ConstLabels: cl},
+			func() float64 { _, f := w.Writes(); return float64(f) }),
+	} {
+		m.reg.MustRegister(c) // once: Run runs once per Node
+	}
 }
