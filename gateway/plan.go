@@ -90,7 +90,8 @@ const (
 	shapeMap    = "\x00map"
 	shapeSet    = "\x00set"
 	shapeDouble = "\x00double"
-	shapePairs  = "\x00pairs" // member, score, ...: nested [member, double] in RESP3
+	shapePairs  = "\x00pairs"  // member, score, ...: nested [member, double] in RESP3
+	shapeFields = "\x00fields" // field, value, ...: nested [field, value] in RESP3 (HRANDFIELD)
 )
 
 // shaped marks r (an array or bytes result) with shape; errors and nils

@@ -12,6 +12,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/storage"
 	"github.com/synod-dev/synod/transport"
 )
 
@@ -36,6 +37,7 @@ type metrics struct {
 	term          *prometheus.GaugeVec
 	// Keys in each namespace's service state here (noteKeys, leader.go).
 	keys     *prometheus.GaugeVec
+	copies   *prometheus.GaugeVec // Orca copies held here by role (notePlacement, placement.go)
 	keysMu   sync.Mutex
 	keysSeen map[string]time.Time // namespace -> last refresh
 }
@@ -74,10 +76,12 @@ func newMetrics(id string) *metrics {
 		term:     gauge("term", "The highest term, ballot or view this replica has seen (protocols implementing automaton.TermReporter).", ns),
 		keys: gauge("keys", "Keys in the namespace's service state on this replica (services that count keys; refreshed at most once a second; "+
 			"absent on nodes holding no replica and for protocols whose state an Effect may be executing on).", ns),
+		copies: gauge("orca_copies", "Copies of Orca objects this node holds, by role (primary or secondary), for runtimes that place copies "+
+			"(automaton.PlacementReporter: orca-primary); INFO's Placement section names them.", []string{"namespace", "role"}),
 		keysSeen: map[string]time.Time{},
 	}
 	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.batchInputs, m.batchPersist,
-		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys,
+		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys, m.copies,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -177,4 +181,26 @@ func (m *metrics) handler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// walWrites registers the node's WAL counters (m may be nil): the commits
+// of every namespace and the frames that carried them, each frame one
+// write and one fdatasync. synod_fsyncs_total counts a namespace's
+// commits, so with several namespaces sharing frames it counts more
+// fsyncs than the disk did; synod_wal_frames_total is what the disk did.
+func (m *metrics) walWrites(node string, w *storage.WAL) {
+	if m == nil {
+		return
+	}
+	cl := prometheus.Labels{"node": node}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "wal_commits_total",
+			Help: "Storage commits of every namespace of the node (WAL engine).", ConstLabels: cl},
+			func() float64 { c, _ := w.Writes(); return float64(c) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "wal_frames_total",
+			Help: "WAL frames written, each one write and one fdatasync shared by the commits it carries (group commit across namespaces).", ConstLabels: cl},
+			func() float64 { _, f := w.Writes(); return float64(f) }),
+	} {
+		m.reg.MustRegister(c) // once: Run runs once per Node
+	}
 }

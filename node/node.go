@@ -86,6 +86,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -180,7 +181,12 @@ type Node struct {
 	mem   memberState    // live membership per namespace (membership.go)
 	place placementCache // Orca copies per namespace, for INFO (placement.go)
 
-	engine  storage.Engine
+	engine storage.Engine
+	// wal is engine when it is the WAL (set once storage is open): its
+	// frames are the node's real writes and fdatasyncs, which the
+	// namespaces share (storagefault.go storageInfo, metric
+	// synod_wal_frames_total).
+	wal     atomic.Pointer[storage.WAL]
 	tr      *transport.Transport
 	gp      PeerGRPC // nil unless a namespace uses a gRPC transport
 	gw      *gateway.Server
@@ -355,6 +361,10 @@ func (n *Node) start() error {
 		if n.engine, err = storage.Open(n.cfg, string(n.id)); err != nil {
 			return err
 		}
+	}
+	if w, ok := n.engine.(*storage.WAL); ok {
+		n.wal.Store(w)
+		n.m.walWrites(string(n.id), w) // metrics.go
 	}
 	starts := map[string]automaton.Start{}
 	for _, ns := range n.nss {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,27 @@ func TestThreeNodeCluster(t *testing.T) {
 	}
 	if r := do(t, n3, "default", req("get", "x")); !r.Equal(service.Bytes([]byte("abd-value"))) {
 		t.Fatalf("abd get on n3: %v", r)
+	}
+
+	// Both namespaces commit to the node's one WAL: INFO reports the
+	// commits of both and the frames (writes and fdatasyncs) that carried
+	// them, at most one per commit. (A replica may still be committing a
+	// write whose quorum answered: the counts settle.)
+	for _, n := range nodes {
+		var last string
+		eventually(t, string(n.ID())+" reports its WAL writes", func() bool {
+			var fsyncs uint64
+			for _, ns := range []string{"default", "reg"} {
+				c, _ := n.Counters(ns)
+				fsyncs += c.Fsyncs
+			}
+			syn := n.Info()["synod"]
+			commits, _ := strconv.ParseUint(syn["wal_commits"], 10, 64)
+			frames, _ := strconv.ParseUint(syn["wal_frames"], 10, 64)
+			last = fmt.Sprintf("wal_commits %q, wal_frames %q, namespaces' commits %d", syn["wal_commits"], syn["wal_frames"], fsyncs)
+			return commits == fsyncs && frames > 0 && frames <= commits
+		})
+		t.Logf("%s: %s", n.ID(), last)
 	}
 
 	// Unknown namespace.

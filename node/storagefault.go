@@ -32,6 +32,7 @@ package node
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -120,6 +121,13 @@ func (n *Node) storageInfo(syn map[string]string) {
 			syn["storage_status"] = "full"
 		}
 		syn["storage_error"] = e.Error()
+	}
+	if w := n.wal.Load(); w != nil {
+		// Group commit across namespaces: every namespace's commits and the
+		// frames (one write and one fdatasync each) that carried them.
+		c, f := w.Writes()
+		syn["wal_commits"] = strconv.FormatUint(c, 10)
+		syn["wal_frames"] = strconv.FormatUint(f, 10)
 	}
 }
 

@@ -153,6 +153,24 @@
 //	zpopmin [count] / zpopmax [count]
 //	                             W  pairs
 //
+// More (kv_more.go; each one operation, so atomic wherever it runs; the
+// second key is declared for locks and lazy expiry):
+//
+//	copy dst [replace]           W  int 1/0 (value and deadline; error when dst = key)
+//	smove dst member             W  int 1/0
+//	setstore sinter|sunion|sdiff key [key ...]   (Op.Key the destination)
+//	                             W  int size (the destination is replaced; deleted when empty)
+//	sintercard limit [key ...]   R  int (the first key is Op.Key; limit 0: none)
+//	lmove dst left|right left|right
+//	                             W  bytes | nil (RPOPLPUSH is right left)
+//	lpos elem [rank r] [count n] [maxlen m]
+//	                             R  int | nil; with count: array of int
+//	hrandfield [count [withvalues]]
+//	                             R  bytes | nil | array (random from the Env, as srandmember;
+//	                                a count below -2^20 is refused: out of range)
+//	zremrange start stop [byscore|bylex]
+//	                             W  int removed (what zrange with the same arguments selects)
+//
 // # Choices (the seeds are silent on all of this; Redis is the reference)
 //
 // Randomness. SPOP, SRANDMEMBER and RANDOMKEY pick deterministically: SPOP

@@ -358,3 +358,7 @@ func globMatchImpl(p, s []byte, skipLonger *bool, nesting int) bool {
 	}
 	return len(s) == 0
 }
+
+// GlobMatch reports whether s matches Redis's glob pattern p (KEYS, SCAN
+// MATCH; the gateway's SSCAN, HSCAN and ZSCAN MATCH).
+func GlobMatch(p, s []byte) bool { return globMatch(p, s) }

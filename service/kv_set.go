@@ -159,6 +159,9 @@ func (s *KVState) opSRandMember(op Op) Result {
 		return Array()
 	}
 	var got []string
+	if k < -maxRandRepeats {
+		return Errorf("value is out of range")
+	}
 	if k < 0 {
 		for range -k {
 			got = append(got, ms[r.IntN(len(ms))])

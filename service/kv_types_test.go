@@ -135,6 +135,7 @@ func TestKVHashes(t *testing.T) {
 		hincrby h a 5 => (integer) 15
 		hincrby h new -2 => (integer) -2
 		hincrbyfloat h b 0.25 => "2.25"
+		hincrbyfloat h b +inf => (error) value is NaN or Infinity
 		hincrby h b 1 => (error) hash value is not an integer
 		hdel h a b zz => (integer) 2
 		hdel h c d new => (integer) 3
@@ -355,5 +356,50 @@ func TestKVZRemRange(t *testing.T) {
 		zremrange nokey 0 -1 => (integer) 0
 		set str x => OK
 		zremrange str 0 -1 => (error) WRONGTYPE Operation against a key holding the wrong kind of value
+	`)
+}
+
+func TestKVMore(t *testing.T) {
+	s := newKVState()
+	kvScript(t, s, 1000, `
+		set a v => OK
+		copy a b => (integer) 1
+		copy a b => (integer) 0
+		copy a a => (error) source and destination objects are the same
+		copy nokey b => (integer) 0
+		rpush l x y => (integer) 2
+		copy l b replace => (integer) 1
+		rpush b z => (integer) 3
+		lrange l 0 -1 => ["x" "y"]
+		lmove l m right left => "y"
+		lmove l m left left => "x"
+		lmove l m left left => (nil)
+		exists l => (integer) 0
+		lrange m 0 -1 => ["x" "y"]
+		lmove a m left left => (error) WRONGTYPE Operation against a key holding the wrong kind of value
+		lmove m a left left => (error) WRONGTYPE Operation against a key holding the wrong kind of value
+		rpush p a b a c a => (integer) 5
+		lpos p a => (integer) 0
+		lpos p a rank -1 => (integer) 4
+		lpos p a rank 2 count 0 => [(integer) 2 (integer) 4]
+		lpos p a count 2 maxlen 3 => [(integer) 0 (integer) 2]
+		lpos p z => (nil)
+		lpos p a rank 0 => (error) ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list
+		sadd s1 1 2 3 => (integer) 3
+		sadd s2 2 3 4 => (integer) 3
+		smove s1 s2 1 => (integer) 1
+		smove s1 s2 1 => (integer) 0
+		setstore d sinter s1 s2 => (integer) 2
+		setstore a sunion s1 s2 => (integer) 4
+		type a => "set"
+		setstore d sdiff s1 s2 => (integer) 0
+		exists d => (integer) 0
+		sintercard s1 0 s2 => (integer) 2
+		sintercard s1 1 s2 => (integer) 1
+		hset h f v => (integer) 1
+		hrandfield h => "f"
+		hrandfield h -2 withvalues => ["f" "v" "f" "v"]
+		hrandfield h -9223372036854775807 => (error) value is out of range
+		srandmember s1 -9223372036854775807 => (error) value is out of range
 	`)
 }

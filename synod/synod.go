@@ -39,10 +39,11 @@
 //   - An Orca object type (ObjectType: operations with read marks and
 //     guards) and a parallel program over shared objects (Program). Example:
 //     examples/orcaobject; guide docs/ORCA.md.
-//   - A service whose operations call another namespace: protocol adam
-//     replicates a namespace whose requests call a paxos namespace of the
-//     same cluster (nested calls, automaton.Call); example
-//     examples/nestedcall; guide docs/NESTED.md.
+//   - A service whose operations call another namespace: a NestedProgram
+//     run by protocol adam, whose requests call a paxos namespace of the
+//     same cluster, each call sent once its caller's state is verified
+//     (nested calls, automaton.Call). Example examples/nestedcall; guide
+//     docs/NESTED.md.
 //
 // # Versions
 //
