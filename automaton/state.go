@@ -33,7 +33,8 @@ type StateReporter interface {
 // Placement describes, for each object this node holds a copy of, where
 // the object's copies are as far as this node knows ("primary=n1
 // copies=n1,n3 version=4 migrations=1" at the primary, "secondary
-// version=4" elsewhere). The runtime calls it on the automaton's goroutine
+// version=4" elsewhere; a description starting "primary=" marks a primary
+// copy, which the metric synod_orca_copies counts). The runtime calls it on the automaton's goroutine
 // and shows it in INFO and `synod cluster status`.
 type PlacementReporter interface {
 	Placement() map[string]string

@@ -356,18 +356,7 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 // would open its own file and a new primary would recover from an empty
 // one; configuration validation refuses that (automaton.DeploymentChecker).
 func shareDatabase(ns *config.Namespace, dir string, nodes int) {
-	if nodes < 2 || ns.Params[sqlstore.ParamDSN] != "" {
-		return
-	}
-	if _, ok := automaton.DefaultParams(ns.Protocol)[sqlstore.ParamDSN]; !ok {
-		return
-	}
-	prm := maps.Clone(ns.Params)
-	if prm == nil {
-		prm = map[string]string{}
-	}
-	prm[sqlstore.ParamDSN] = filepath.Join(dir, DataDir, "durability-"+ns.Name+".db")
-	ns.Params = prm
+	ns.Params = sqlstore.SharedParams(ns.Protocol, ns.Name, ns.Params, filepath.Join(dir, DataDir), nodes)
 }
 
 // compatible checks that a stopped cluster found in dir has the shape opts ask for.

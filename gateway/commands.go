@@ -125,8 +125,11 @@ func (c *conn) exec(args [][]byte) {
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		c.writeError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
 		c.queueError()
+		c.s.cmds.rejected(name)
 		return
 	}
+	start := time.Now()
+	defer func() { c.s.cmds.called(name, time.Since(start)) }()
 	if !c.authed && !cmd.noAuth {
 		c.writeError("NOAUTH Authentication required.")
 		return
@@ -654,7 +657,8 @@ func cmdInfo(c *conn, args [][]byte) {
 	for _, a := range args[1:] {
 		want[strings.ToLower(string(a))] = true
 	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	everything := want["all"] || want["everything"]
+	all := len(want) == 0 || everything || want["default"]
 	keyspace := map[string]string{}
 	if all || want["keyspace"] {
 		keyspace = c.keyspaceInfo()
@@ -703,6 +707,22 @@ func cmdInfo(c *conn, args [][]byte) {
 			"request_timeout_ms":       strconv.FormatInt(s.opts.RequestTimeout.Milliseconds(), 10),
 		}},
 	}
+	// Redis's order: Server, Clients, Memory, Stats, Replication, CPU,
+	// Commandstats, Errorstats, Cluster, Keyspace; then Synod's.
+	std := standardSections() // CPU, Memory, Replication, Cluster
+	var ordered []infoSection
+	for _, sec := range sections {
+		ordered = append(ordered, sec)
+		switch sec.name {
+		case "Clients":
+			ordered = append(ordered, std[1])
+		case "Stats":
+			ordered = append(ordered, std[2], std[0], infoSection{"Commandstats", s.cmds.info()})
+		case "Errorstats":
+			ordered = append(ordered, std[3])
+		}
+	}
+	sections = ordered
 	for _, sec := range sections {
 		if sec.name == "Synod" {
 			for k, v := range synod {
@@ -739,7 +759,8 @@ func cmdInfo(c *conn, args [][]byte) {
 	}
 	var b strings.Builder
 	for _, sec := range sections {
-		if !all && !want[strings.ToLower(sec.name)] {
+		name := strings.ToLower(sec.name)
+		if !want[name] && !everything && (!all || name == "commandstats") {
 			continue
 		}
 		if b.Len() > 0 {

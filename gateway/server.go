@@ -117,6 +117,7 @@ type Server struct {
 	ov   overload      // limits.go
 	errs errorStats    // error replies by code (errorstats.go)
 	tun  tunableValues // CONFIG's encoding tunables (config.go)
+	cmds cmdStats      // INFO commandstats (infostats.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.

@@ -20,6 +20,9 @@ func init() {
 		keyless("time", 1, []string{"random", "loading", "stale", "fast"}, planTime),
 		&command{name: "memory", arity: -2, flags: fRead, first: 2, last: 2, step: 1, plan: planMemory},
 	)
+	register("generic",
+		&command{name: "object", arity: -2, flags: fRead, first: 2, last: 2, step: 1, plan: planObject},
+	)
 	register("scripting",
 		&command{name: "function", arity: -2, flags: []string{"noscript"}, fn: cmdFunction},
 	)
@@ -88,4 +91,49 @@ func planMemory(c *conn, args [][]byte) plan {
 		return errPlan("ERR syntax error")
 	}
 	return opPlan(kvOp("memusage", args[2]), nil)
+}
+
+// objectEncodings names the one encoding Synod keeps per type (Redis's
+// name for its general encoding of that type; Synod has no compact ones).
+var objectEncodings = map[string]string{"string": "raw", "hash": "hashtable", "list": "quicklist", "set": "hashtable", "zset": "skiplist"}
+
+// planObject is OBJECT ENCODING|REFCOUNT key (from the key's type: nil
+// without the key; every value has one reference), and OBJECT
+// IDLETIME|FREQ refused: Synod does not track key accesses.
+func planObject(c *conn, args [][]byte) plan {
+	sub := lower(args[1])
+	switch sub {
+	case "help":
+		return constPlan(service.Array(
+			service.Bytes([]byte("OBJECT ENCODING <key>: the key's encoding (Synod keeps one per type).")),
+			service.Bytes([]byte("OBJECT REFCOUNT <key>: 1 (values are not shared).")),
+		))
+	case "encoding", "refcount":
+	case "idletime", "freq":
+		if len(args) != 3 {
+			return errPlan("%s", arityErr("object|"+sub))
+		}
+		return errPlan("ERR OBJECT %s is not supported: Synod does not track key accesses", strings.ToUpper(sub))
+	default:
+		return errPlan("ERR unknown subcommand '%s'. Try OBJECT HELP.", args[1])
+	}
+	if len(args) != 3 {
+		return errPlan("%s", arityErr("object|"+sub))
+	}
+	if p, ok := c.kvOnly("object"); !ok {
+		return p
+	}
+	return opPlan(kvOp("type", args[2]), func(r service.Result) service.Result {
+		if r.Type != service.ResultBytes {
+			return r
+		}
+		t := string(r.Bytes)
+		if t == "none" {
+			return service.Nil()
+		}
+		if sub == "refcount" {
+			return service.Int(1)
+		}
+		return service.Bytes([]byte(objectEncodings[t]))
+	})
 }

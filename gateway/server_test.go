@@ -249,6 +249,34 @@ func TestConnectionCommands(t *testing.T) {
 	if only := c.do("INFO", "synod"); strings.Contains(only, "# Server") || !strings.Contains(only, "# Synod") {
 		t.Errorf("INFO synod:\n%s", only)
 	}
+	// Redis's standard sections, as its info-command unit checks them:
+	// commandstats (rejected_calls) only in all/everything or by name.
+	for _, tc := range []struct {
+		args       []string
+		has, lacks []string
+	}{
+		{[]string{"INFO"}, []string{"used_cpu_user:", "used_memory:", "cluster_enabled:0", "role:master", "master_repl_offset:"}, []string{"rejected_calls"}},
+		{[]string{"INFO", "default"}, []string{"used_cpu_user:"}, []string{"rejected_calls"}},
+		{[]string{"INFO", "all"}, []string{"used_cpu_user:", "used_memory:", "cmdstat_info:calls=", "rejected_calls"}, nil},
+		{[]string{"INFO", "cpu"}, []string{"used_cpu_sys_children:"}, []string{"used_memory", "# Server"}},
+		{[]string{"INFO", "commandSTATS"}, []string{"rejected_calls"}, []string{"used_memory"}},
+		{[]string{"INFO", "cpu", "default"}, []string{"used_cpu_user:", "master_repl_offset"}, []string{"rejected_calls"}},
+	} {
+		got := c.do(tc.args...)
+		for _, w := range tc.has {
+			if !strings.Contains(got, w) {
+				t.Errorf("%v lacks %q", tc.args, w)
+			}
+		}
+		for _, w := range tc.lacks {
+			if strings.Contains(got, w) {
+				t.Errorf("%v has %q", tc.args, w)
+			}
+		}
+		if strings.Count(got, "used_cpu_user_children") > 1 {
+			t.Errorf("%v repeats a section", tc.args)
+		}
+	}
 	// Requests carry the read mode and namespace chosen on this connection.
 	c.do("SET", "x", "1")
 	c.do("SYNOD", "NS", "other")

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"fmt"
+	"github.com/synod-dev/synod/automaton"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -188,4 +189,36 @@ func errSuffix(err error) string {
 		return ""
 	}
 	return " (error: " + err.Error() + ")"
+}
+
+// simKinds maps the simulator's fault kinds (automaton.FaultAssumer) to
+// the nemesis kinds that make the same fault on real processes.
+var simKinds = map[string][]string{
+	"crash":     {FaultKill},
+	"partition": {FaultPartition, FaultBridge, FaultOneWay},
+	"loss":      {FaultLoss, FaultReset},
+	"dup":       {FaultDup},
+	"reorder":   {FaultReorder},
+	"pause":     {FaultPause},
+	"slow":      {FaultDelay},
+}
+
+// FaultsFor lists the kinds that apply to protocol: every kind, unless it
+// declares a narrower failure model (automaton.SafeFaultsOf: primary-backup
+// assumes a perfect failure detector), then the kinds that model its safe
+// simulator faults.
+func FaultsFor(protocol string) []string {
+	safe := automaton.SafeFaultsOf(protocol)
+	if safe == "all" {
+		return slices.Clone(AllFaults)
+	}
+	var out []string
+	for _, k := range AllFaults {
+		for _, s := range strings.Split(safe, ",") {
+			if slices.Contains(simKinds[s], k) && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/durability/sqlstore"
 )
 
 // node is one synod node process running inside its namespace.
@@ -38,7 +39,10 @@ func writeConfigs(dir string, h *Net, nodes int, protocol string, params map[str
 			Cluster:    fmt.Sprintf("chaos-%d", h.pid),
 			Durability: config.Fsync,
 			DataDir:    filepath.Join(dir, "data"),
-			Namespaces: []config.Namespace{{Name: "default", Protocol: protocol, Service: "kv", Params: params}},
+			// One database file for every node (a protocol with database
+			// objects, pbdurable): the nodes share this machine's disk.
+			Namespaces: []config.Namespace{{Name: "default", Protocol: protocol, Service: "kv",
+				Params: sqlstore.SharedParams(protocol, "default", params, dir, nodes)}},
 		}
 		for j := 1; j <= nodes; j++ {
 			peer := h.PeerAddr(j)

@@ -37,6 +37,7 @@ type metrics struct {
 	term          *prometheus.GaugeVec
 	// Keys in each namespace's service state here (noteKeys, leader.go).
 	keys     *prometheus.GaugeVec
+	copies   *prometheus.GaugeVec // Orca copies held here by role (notePlacement, placement.go)
 	keysMu   sync.Mutex
 	keysSeen map[string]time.Time // namespace -> last refresh
 }
@@ -75,10 +76,12 @@ func newMetrics(id string) *metrics {
 		term:     gauge("term", "The highest term, ballot or view this replica has seen (protocols implementing automaton.TermReporter).", ns),
 		keys: gauge("keys", "Keys in the namespace's service state on this replica (services that count keys; refreshed at most once a second; "+
 			"absent on nodes holding no replica and for protocols whose state an Effect may be executing on).", ns),
+		copies: gauge("orca_copies", "Copies of Orca objects this node holds, by role (primary or secondary), for runtimes that place copies "+
+			"(automaton.PlacementReporter: orca-primary); INFO's Placement section names them.", []string{"namespace", "role"}),
 		keysSeen: map[string]time.Time{},
 	}
 	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.batchInputs, m.batchPersist,
-		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys,
+		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys, m.copies,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

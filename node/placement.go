@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +16,9 @@ const placementEvery = 100 * time.Millisecond
 // report, refreshed on the loop goroutine after the namespace's steps (at
 // most every placementEvery: a report can miss the steps of the last
 // 100 ms before the namespace went idle), and read by INFO (section
-// Placement) from any goroutine.
+// Placement) from any goroutine. The metric synod_orca_copies counts them
+// by role (descriptions starting "primary=" are primaries, the others
+// secondaries: automaton.PlacementReporter).
 type placementCache struct {
 	mu   sync.Mutex
 	seen map[string]time.Time
@@ -47,6 +50,16 @@ func (l *nsLoop) notePlacement() {
 	c.mu.Lock()
 	c.by[l.ns.Name] = p
 	c.mu.Unlock()
+	if l.n.m != nil {
+		prim := 0
+		for _, v := range p {
+			if strings.HasPrefix(v, "primary=") {
+				prim++
+			}
+		}
+		l.n.m.copies.WithLabelValues(l.ns.Name, "primary").Set(float64(prim))
+		l.n.m.copies.WithLabelValues(l.ns.Name, "secondary").Set(float64(len(p) - prim))
+	}
 }
 
 // placementInfo is INFO's Placement section: "<ns>.<object>" and where its

@@ -174,6 +174,9 @@ func (s *KVState) opHIncrBy(op Op) Result {
 			n = v
 		}
 		d, _ := parseFloat(op.Args[1])
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return Errorf("value is NaN or Infinity") // Redis checks the increment first
+		}
 		r := n + d
 		if math.IsNaN(r) || math.IsInf(r, 0) {
 			return Errorf("increment would produce NaN or Infinity")

@@ -135,6 +135,7 @@ func TestKVHashes(t *testing.T) {
 		hincrby h a 5 => (integer) 15
 		hincrby h new -2 => (integer) -2
 		hincrbyfloat h b 0.25 => "2.25"
+		hincrbyfloat h b +inf => (error) value is NaN or Infinity
 		hincrby h b 1 => (error) hash value is not an integer
 		hdel h a b zz => (integer) 2
 		hdel h c d new => (integer) 3

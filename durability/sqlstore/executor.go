@@ -202,3 +202,26 @@ func (x *executor) Close() error {
 	}
 	return x.st.Close()
 }
+
+// SharedParams returns params for a namespace of nodes nodes running
+// protocol, with durability_dsn set to one SQLite file under dataDir,
+// durability-<namespace>.db, that every node shares, when the protocol
+// reads the executor's parameters (its defaults name ParamDSN) and params
+// name no database. Tools that start every node on one machine (cluster
+// up, the nemesis) use it; the cluster file's validation refuses a
+// per-node file (protocol/pbdurable, CheckDeployment). It returns params
+// itself otherwise.
+func SharedParams(protocol, namespace string, params map[string]string, dataDir string, nodes int) map[string]string {
+	if nodes < 2 || params[ParamDSN] != "" {
+		return params
+	}
+	if _, ok := automaton.DefaultParams(protocol)[ParamDSN]; !ok {
+		return params
+	}
+	out := map[string]string{}
+	for k, v := range params {
+		out[k] = v
+	}
+	out[ParamDSN] = filepath.Join(dataDir, "durability-"+namespace+".db")
+	return out
+}

@@ -151,6 +151,12 @@ func (c *common) params(gossipOn bool, every string) map[string]string {
 		every = c.Gossip
 	}
 	p := map[string]string{"values": c.Values, "gossip": every, "send": c.Send}
+	if c.Durability == config.Memory {
+		// The seed's runs persist nothing and restart nothing: esds refuses
+		// memory durability unless told so (protocol/esds, Durability
+		// memory).
+		p["volatile"] = "true"
+	}
 	if !gossipOn {
 		p["gossip"] = "off"
 	}

@@ -404,6 +404,26 @@
 //     for good: operations only it had done are lost, and it must not rejoin
 //     with its old state (re-adding a replica is not implemented).
 //
+// # Durability memory (decision, issue 29)
+//
+// Seed 000 assumes replicas never fail (§4.3.1, "Incremental Gossip": "if we
+// assume that replicas do not fail"; crash recovery is not addressed), and
+// answers a non-strict operation as soon as one replica has done it (Fig.
+// 4.2, send_{r,f}). With durability memory a restarted replica has no
+// records: it forgets every operation it did, so those it acknowledged and
+// had not yet gossiped are lost for good, and until its peers' streams
+// refill it, it serves from a state that lacks writes they hold (seen live:
+// DBSIZE 1 against 2, and a strict GET answered from that hole). A rejoin
+// by state transfer before serving would close the hole but cannot bring
+// back what only the crashed replica held, so memory mode cannot be made
+// safe. Decision: a cluster file that runs esds on more than one node with
+// durability memory is refused at start with this reason (CheckDeployment,
+// deploy.go), unless the namespace sets volatile=true, for runs without
+// restarts such as the seed's own experiments (experiment/seed000 sets it
+// when it runs in memory). One node in memory mode is allowed: it forgets
+// everything at a restart, like any protocol in memory mode, and there is
+// no peer to disagree with.
+//
 // # For runtimes and tests
 //
 // *ESDS has two methods outside the automaton contract: RecordOrder (before
@@ -453,6 +473,7 @@
 //	maxsends      positive integer          2          front end: cap on sends of one operation to one replica
 //	replicas      comma-separated list      ""         nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)
 //	prev_timeout  positive duration         10s        front end: an operation whose prev set is not all done here after this long is answered an error (frontend.go expirePrevWaits)
+//	volatile      true or false             false      accept durability memory with more than one replica (refused otherwise: package doc, Durability memory); for runs without restarts, as seed 000's
 //	impl          one of optimised, simple  optimised  gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)
 //
 // Unknown parameters are errors. esds-unopt's variant defaults to unopt.

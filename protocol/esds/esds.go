@@ -103,6 +103,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)"},
 		proto.Param{Name: "prev_timeout", Kind: proto.Duration, Default: DefaultPrevTimeout.String(), Min: "0", MinOpen: true,
 			Doc: "front end: an operation whose prev set is not all done here after this long is answered an error (frontend.go expirePrevWaits)"},
+		proto.Param{Name: "volatile", Kind: proto.Bool, Default: "false",
+			Doc: "accept durability memory with more than one replica (refused otherwise: package doc, Durability memory); for runs without restarts, as seed 000's"},
 		proto.Param{Name: "impl", Kind: proto.Enum, Default: "optimised", Choices: []string{"optimised", "simple"},
 			Doc: "gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)"},
 	)
