@@ -171,7 +171,14 @@ func setupAndRun(m *testing.M) int {
 	var extra []config.Namespace
 	for _, p := range passes {
 		for _, proto := range protos {
-			extra = append(extra, config.Namespace{Name: p.NSPrefix + proto, Protocol: proto, Service: "kv"})
+			ns := config.Namespace{Name: p.NSPrefix + proto, Protocol: proto, Service: "kv"}
+			// The suite's cluster runs in memory and never restarts a
+			// node: a protocol that refuses memory on several nodes
+			// unless told so (esds: volatile) is told so.
+			if _, ok := automaton.DefaultParams(proto)["volatile"]; ok {
+				ns.Params = map[string]string{"volatile": "true"}
+			}
+			extra = append(extra, ns)
 		}
 	}
 	// adam's writes call the namespace named by its parameter callee
