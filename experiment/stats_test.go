@@ -46,7 +46,7 @@ func TestWithinNoiseIsInconclusive(t *testing.T) {
 	if j.Verdict != Inconclusive {
 		t.Fatalf("verdict %q (%s), want inconclusive", j.Verdict, j.Stats)
 	}
-	if !strings.Contains(j.Stats, "n=5/5") || !strings.Contains(j.Stats, "bootstrap") {
+	if !strings.Contains(j.Stats, "n=5/5") || !strings.Contains(j.Stats, "bootstrap") || !strings.Contains(j.Stats, "delta-method t") {
 		t.Fatalf("stats %q do not name the test and the sample sizes", j.Stats)
 	}
 	if j := DiffAbove("bcast-update", bcast, update, 0); j.Verdict != Inconclusive {
@@ -270,5 +270,22 @@ func TestOutcomeSamplesAndCellReps(t *testing.T) {
 				t.Fatalf("b/x=1: reps %d samples %v", c.Reps, got)
 			}
 		}
+	}
+}
+
+// Three live runs under a shifting load (seed003-adam-live, two passes of
+// the quick report): the percentile bootstrap alone gave [1.05, 1.94] for
+// ppm/naive, "holds", where the next pass said "does not hold"; with the
+// delta-method t interval beside it the ratio is inconclusive.
+func TestFewNoisyRunsAreInconclusive(t *testing.T) {
+	naive := Sample{30.08, 40.87, 56.67}
+	ppm := Sample{65.39, 58.81, 54.94}
+	j := RatioAbove("ppm/naive throughput", ppm, naive, 1)
+	if j.Verdict != Inconclusive {
+		t.Fatalf("%q (%s), want inconclusive", j.Verdict, j.Stats)
+	}
+	iv := RatioCI(ppm, naive, Confidence)
+	if iv.Lo > 0.5 || iv.Hi < 2.2 {
+		t.Fatalf("interval %v: want the t interval's width (about [0.3, 2.5])", iv)
 	}
 }
