@@ -28,6 +28,8 @@ func init() {
 		"lmove":         {min: 3, max: 3, check: checkLMove, keys: arg0, run: (*KVState).opLMove},
 		"lpos":          {read: true, min: 1, max: 7, check: checkLPos, run: (*KVState).opLPos},
 		"hrandfield":    {read: true, max: 2, check: checkHRandField, run: (*KVState).opHRandField},
+		"setbit":        {min: 2, max: 2, check: checkBitOffset, run: (*KVState).opSetBit},
+		"getbit":        {read: true, min: 1, max: 1, check: checkBitOffset, run: (*KVState).opGetBit},
 		"zcombine":      {read: true, min: 4, max: -1, check: checkZCombine, keys: zcombineKeys, run: (*KVState).opZCombine},
 		"zcombinestore": {min: 4, max: -1, check: checkZCombine, keys: zcombineKeys, run: (*KVState).opZCombineStore},
 	})
@@ -466,4 +468,66 @@ func (s *KVState) opZCombineStore(op Op) Result {
 		s.opZAdd(Op{Kind: "zadd", Key: op.Key, Args: a})
 	}
 	return Int(int64(len(els)))
+}
+
+// setbit offset 0|1 / getbit offset: a string's bit (bit 0 the most
+// significant of byte 0, as Redis); setbit zero-pads and answers the old
+// bit. Offsets run to 2^32-1 as in Redis, and the string stays within
+// MaxValueSize.
+func checkBitOffset(op Op) error {
+	off, ok := parseInt(op.Args[0])
+	if !ok || off < 0 || off >= 1<<32 {
+		return fmt.Errorf("bit offset is not an integer or out of range")
+	}
+	if op.Kind == "setbit" {
+		if v := string(op.Args[1]); v != "0" && v != "1" {
+			return fmt.Errorf("bit is not an integer or out of range")
+		}
+	}
+	return nil
+}
+
+func (s *KVState) opSetBit(op Op) Result {
+	e, ok, bad := s.str(op.Key)
+	if bad != nil {
+		return *bad
+	}
+	off, _ := parseInt(op.Args[0])
+	byteAt := int(off / 8)
+	if byteAt >= MaxValueSize {
+		return Errorf("string exceeds maximum allowed size (proto-max-bulk-len)")
+	}
+	nv := make([]byte, max(len(e.v), byteAt+1))
+	copy(nv, e.v)
+	mask := byte(1) << (7 - uint(off%8))
+	old := int64(0)
+	if nv[byteAt]&mask != 0 {
+		old = 1
+	}
+	if op.Args[1][0] == '1' {
+		nv[byteAt] |= mask
+	} else {
+		nv[byteAt] &^= mask
+	}
+	if !ok {
+		e.exp = 0
+	}
+	s.putString(op.Key, nv, e.exp)
+	return Int(old)
+}
+
+func (s *KVState) opGetBit(op Op) Result {
+	e, _, bad := s.str(op.Key)
+	if bad != nil {
+		return *bad
+	}
+	off, _ := parseInt(op.Args[0])
+	byteAt := off / 8
+	if byteAt >= int64(len(e.v)) {
+		return Int(0)
+	}
+	if e.v[byteAt]&(byte(1)<<(7-uint(off%8))) != 0 {
+		return Int(1)
+	}
+	return Int(0)
 }
