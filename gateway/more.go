@@ -111,12 +111,8 @@ func planSInterCard(c *conn, args [][]byte) plan {
 		if lower(rest[i]) != "limit" || i+1 >= len(rest) {
 			return errPlan("ERR syntax error")
 		}
-		l, err := strconv.ParseInt(string(rest[i+1]), 10, 64)
-		if err != nil {
-			return errPlan("ERR value is not an integer or out of range")
-		}
-		if l < 0 {
-			return errPlan("ERR LIMIT can't be negative")
+		if l, err := strconv.ParseInt(string(rest[i+1]), 10, 64); err != nil || l < 0 {
+			return errPlan("ERR LIMIT can't be negative") // Redis's answer to a non-number too
 		}
 		limit = rest[i+1]
 	}

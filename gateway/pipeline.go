@@ -56,7 +56,8 @@ import (
 // may be pipelined (the rule above) and plan to one operation without
 // guards, or to none (a parse or validation error: it replies its error
 // and sends nothing), taken while more commands are buffered, at most
-// maxBatch and at most the connection's pipeline limit. The first other
+// maxBatch, about maxBatchBytes of arguments, and at most the connection's
+// pipeline limit. The first other
 // command ends the batch and runs after it, serially, as above.
 //
 // The group keeps every promise of the rule above and more: its operations
@@ -70,8 +71,27 @@ import (
 // permission is checked per request, and a group holding one forbidden
 // write would refuse its other commands).
 
-// maxBatch bounds the commands of one batch.
-const maxBatch = 256
+// maxBatch bounds the commands of one batch, and maxBatchBytes the
+// arguments of its operations: a batch becomes one request, one log
+// command and one peer message (a follower forwards it whole), which must
+// stay well inside a peer frame (transport.DefaultMaxFrame, 64 MB) and
+// cheap to persist. The first command always goes, whatever its size.
+const (
+	maxBatch      = 256
+	maxBatchBytes = 1 << 20
+)
+
+// opBytes is the size of an operation's key and arguments.
+func opBytes(ops []service.Op) int {
+	n := 0
+	for _, op := range ops {
+		n += len(op.Key)
+		for _, a := range op.Args {
+			n += len(a)
+		}
+	}
+	return n
+}
 
 // batchConn is a connection's batch state (connection goroutine only).
 type batchConn struct {
@@ -105,7 +125,8 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 	b := &c.bat
 	plans := append(b.plans[:0], first)
 	limit := min(maxBatch, int(c.s.lim.pipeline.Load()))
-	for len(plans) < limit && c.r.Buffered() > 0 {
+	size := opBytes(first.ops)
+	for len(plans) < limit && size < maxBatchBytes && c.r.Buffered() > 0 {
 		args, err := c.r.ReadCommand()
 		if err != nil {
 			rerr = err
@@ -118,6 +139,7 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 			break
 		}
 		plans = append(plans, p)
+		size += opBytes(p.ops)
 	}
 	ops := b.ops[:0]
 	for _, p := range plans {

@@ -246,3 +246,43 @@ func TestPipelineBatchAndMulti(t *testing.T) {
 		t.Errorf("GET a: %s, want \"6\"", got)
 	}
 }
+
+// TestPipelineBatchBytes: a batch stops at about maxBatchBytes of
+// arguments (it becomes one log command and one peer message), so a
+// pipeline of large SETs goes as several groups, every reply in order.
+func TestPipelineBatchBytes(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: pxName, Service: "kv"}
+	b := gatewaytest.New(ns)
+	var mu sync.Mutex
+	var sizes []int
+	b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, opBytes(append(req.Ops, req.Op)))
+		return nil
+	})
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	big := strings.Repeat("v", 300<<10)
+	var script [][]string
+	var want []string
+	for i := range 12 {
+		script = append(script, []string{"SET", fmt.Sprintf("k%d", i), big})
+		want = append(want, "OK")
+	}
+	go writeScript(t, c, script)
+	expectReplies(t, c, want, false)
+	mu.Lock()
+	defer mu.Unlock()
+	total := 0
+	for _, n := range sizes {
+		total += n
+		if n > maxBatchBytes+len(big)+16 {
+			t.Errorf("a request of %d bytes of arguments: the batch passed its bound", n)
+		}
+	}
+	if len(sizes) < 3 || total < 12*len(big) {
+		t.Errorf("%d requests carrying %d bytes for 12 SETs of %d bytes", len(sizes), total, len(big))
+	}
+	t.Logf("12 SETs of %d KiB in %d requests", len(big)>>10, len(sizes))
+}

@@ -37,6 +37,8 @@ func init() {
 		key1("strlen", 2, fReadFast, keyPlan("strlen", 0, nil, nil)),
 		key1("getrange", 4, fRead, keyPlan("getrange", 0, nil, nil)),
 		key1("setrange", 4, fWriteMem, keyPlan("setrange", 0, nil, nil)),
+		key1("setbit", 4, fWriteMem, keyPlan("setbit", 0, nil, nil)),
+		key1("getbit", 3, fReadFast, keyPlan("getbit", 0, nil, nil)),
 		allKeys("mget", -2, fReadFast, planMGet),
 		&command{name: "mset", arity: -3, flags: fWriteMem, first: 1, last: -1, step: 2, plan: planMSet},
 		&command{name: "msetnx", arity: -3, flags: fWriteMem, first: 1, last: -1, step: 2, plan: planMSetNX},

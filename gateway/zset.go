@@ -1,6 +1,10 @@
 package gateway
 
-import "github.com/synod-dev/synod/service"
+import (
+	"strconv"
+
+	"github.com/synod-dev/synod/service"
+)
 
 // Sorted-set commands (plans, plan.go) onto the KV sorted-set operations
 // (service/kv_doc.go, "Sorted sets"). ZRANGEBYSCORE, ZREVRANGE,
@@ -28,6 +32,12 @@ func init() {
 		key1("zrangebylex", -4, fRead, planZRange([]string{"bylex"})),
 		key1("zrevrangebylex", -4, fRead, planZRange([]string{"bylex", "rev"})),
 		key1("zlexcount", 4, fReadFast, planZLexCount),
+		&command{name: "zunion", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("union", false)},
+		&command{name: "zinter", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("inter", false)},
+		&command{name: "zdiff", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("diff", false)},
+		&command{name: "zunionstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("union", true)},
+		&command{name: "zinterstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("inter", true)},
+		&command{name: "zdiffstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("diff", true)},
 		key1("zremrangebyrank", 4, fWrite, planZRemRange(nil)),
 		key1("zremrangebyscore", 4, fWrite, planZRemRange([]byte("byscore"))),
 		key1("zremrangebylex", 4, fWrite, planZRemRange([]byte("bylex"))),
@@ -131,5 +141,80 @@ func planZRemRange(mode []byte) planFunc {
 			a = append(a, mode)
 		}
 		return opPlan(kvOp("zremrange", args[1], a...), nil)
+	}
+}
+
+// planZCombine maps ZUNION/ZINTER/ZDIFF numkeys key ... [WEIGHTS w ...]
+// [AGGREGATE SUM|MIN|MAX] [WITHSCORES] and their STORE forms (destination
+// first) onto zcombine / zcombinestore (service/kv_more.go): one operation,
+// atomic wherever it runs. ZDIFF takes neither WEIGHTS nor AGGREGATE. No
+// key positions are declared (COMMAND INFO 0 0 0, movablekeys): a STORE
+// form reads other keys than its first, so it must not be pipelined on its
+// first key alone (pipeline.go).
+func planZCombine(mode string, store bool) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		name := lower(args[0])
+		if p, ok := c.kvOnly(name); !ok {
+			return p
+		}
+		i := 1
+		var dst []byte
+		if store {
+			dst, i = args[1], 2
+		}
+		n, err := strconv.ParseInt(string(args[i]), 10, 64)
+		if err != nil {
+			return errPlan("ERR value is not an integer or out of range")
+		}
+		if n < 1 {
+			return errPlan("ERR at least 1 input key is needed for '%s' command", name)
+		}
+		if n > int64(len(args)-i-1) {
+			return errPlan("ERR syntax error")
+		}
+		keys := args[i+1 : i+1+int(n)]
+		weights := make([][]byte, n)
+		for j := range weights {
+			weights[j] = []byte("1")
+		}
+		agg, withScores := "sum", false
+		rest := args[i+1+int(n):]
+		for j := 0; j < len(rest); j++ {
+			switch w := lower(rest[j]); {
+			case w == "weights" && mode != "diff" && j+int(n) < len(rest):
+				for k := range weights {
+					weights[k] = rest[j+1+k]
+				}
+				j += int(n)
+			case w == "aggregate" && mode != "diff" && j+1 < len(rest):
+				agg = lower(rest[j+1])
+				if agg != "sum" && agg != "min" && agg != "max" {
+					return errPlan("ERR syntax error")
+				}
+				j++
+			case w == "withscores" && !store:
+				withScores = true
+			default:
+				return errPlan("ERR syntax error")
+			}
+		}
+		a := [][]byte{[]byte(mode), []byte(agg), []byte(strconv.FormatInt(n, 10))}
+		a = append(append(a, keys...), weights...)
+		if store {
+			return opPlan(kvOp("zcombinestore", dst, a...), nil)
+		}
+		return opPlan(kvOp("zcombine", keys[0], a...), func(r service.Result) service.Result {
+			if r.Type != service.ResultArray {
+				return r
+			}
+			if withScores {
+				return asPairs(r)
+			}
+			out := make([]service.Result, 0, len(r.Elems)/2)
+			for k := 0; k < len(r.Elems); k += 2 {
+				out = append(out, r.Elems[k])
+			}
+			return service.Array(out...)
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -20,13 +21,17 @@ func init() {
 		return func(op Op) []string { return argStrings(op.Args[i:]) }
 	}
 	addKVOps(map[string]kvOp{
-		"copy":       {min: 1, max: 2, check: checkCopy, keys: arg0, run: (*KVState).opCopy},
-		"smove":      {min: 2, max: 2, keys: arg0, run: (*KVState).opSMove},
-		"setstore":   {min: 2, max: -1, check: checkSetStore, keys: argsFrom(1), run: (*KVState).opSetStore},
-		"sintercard": {read: true, min: 1, max: -1, check: checkInts(0), keys: argsFrom(1), run: (*KVState).opSInterCard},
-		"lmove":      {min: 3, max: 3, check: checkLMove, keys: arg0, run: (*KVState).opLMove},
-		"lpos":       {read: true, min: 1, max: 7, check: checkLPos, run: (*KVState).opLPos},
-		"hrandfield": {read: true, max: 2, check: checkHRandField, run: (*KVState).opHRandField},
+		"copy":          {min: 1, max: 2, check: checkCopy, keys: arg0, run: (*KVState).opCopy},
+		"smove":         {min: 2, max: 2, keys: arg0, run: (*KVState).opSMove},
+		"setstore":      {min: 2, max: -1, check: checkSetStore, keys: argsFrom(1), run: (*KVState).opSetStore},
+		"sintercard":    {read: true, min: 1, max: -1, check: checkInts(0), keys: argsFrom(1), run: (*KVState).opSInterCard},
+		"lmove":         {min: 3, max: 3, check: checkLMove, keys: arg0, run: (*KVState).opLMove},
+		"lpos":          {read: true, min: 1, max: 7, check: checkLPos, run: (*KVState).opLPos},
+		"hrandfield":    {read: true, max: 2, check: checkHRandField, run: (*KVState).opHRandField},
+		"setbit":        {min: 2, max: 2, check: checkBitOffset, run: (*KVState).opSetBit},
+		"getbit":        {read: true, min: 1, max: 1, check: checkBitOffset, run: (*KVState).opGetBit},
+		"zcombine":      {read: true, min: 4, max: -1, check: checkZCombine, keys: zcombineKeys, run: (*KVState).opZCombine},
+		"zcombinestore": {min: 4, max: -1, check: checkZCombine, keys: zcombineKeys, run: (*KVState).opZCombineStore},
 	})
 }
 
@@ -314,4 +319,215 @@ func (s *KVState) opHRandField(op Op) Result {
 		}
 	}
 	return Array(out...)
+}
+
+// zcombine union|inter|diff sum|min|max n key1 ... keyn w1 ... wn
+// (ZUNION, ZINTER, ZDIFF; Op.Key is unused, the keys are in Args) and
+// zcombinestore with the same arguments and Op.Key the destination
+// (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE). A source may be a set (every
+// member scores 1), as in Redis; zcombine answers member, score pairs in
+// (score, member) order, zcombinestore the destination's size (the
+// destination is replaced, deleted when empty).
+func parseZCombine(op Op) (mode, agg string, keys []string, weights []float64, err error) {
+	if len(op.Args) < 4 {
+		return "", "", nil, nil, fmt.Errorf(errSyntax)
+	}
+	mode, agg = string(op.Args[0]), string(op.Args[1])
+	if (mode != "union" && mode != "inter" && mode != "diff") || (agg != "sum" && agg != "min" && agg != "max") {
+		return "", "", nil, nil, fmt.Errorf(errSyntax)
+	}
+	n, ok := parseInt(op.Args[2])
+	if !ok || n < 1 || int64(len(op.Args)-3) != 2*n {
+		return "", "", nil, nil, fmt.Errorf(errSyntax)
+	}
+	keys = argStrings(op.Args[3 : 3+n])
+	for _, w := range op.Args[3+n:] {
+		f, ok := parseFloat(w)
+		if !ok {
+			return "", "", nil, nil, fmt.Errorf("weight value is not a float")
+		}
+		weights = append(weights, f)
+	}
+	return mode, agg, keys, weights, nil
+}
+
+func checkZCombine(op Op) error {
+	_, _, _, _, err := parseZCombine(op)
+	return err
+}
+
+func zcombineKeys(op Op) []string {
+	_, _, keys, _, _ := parseZCombine(op)
+	return keys
+}
+
+func (s *KVState) zcombine(op Op) ([]zel, *Result) {
+	mode, agg, keys, weights, _ := parseZCombine(op)
+	srcs := make([]map[string]float64, len(keys))
+	for i, k := range keys {
+		e, ok := s.live(k)
+		if !ok {
+			continue
+		}
+		switch e.typ() {
+		case tZSet:
+			srcs[i] = e.c.z
+		case tSet:
+			m := make(map[string]float64, len(e.c.set))
+			for x := range e.c.set {
+				m[x] = 1
+			}
+			srcs[i] = m
+		default:
+			r := wrongType()
+			return nil, &r
+		}
+	}
+	acc := map[string]float64{}
+	for m, sc := range srcs[0] {
+		acc[m] = zweigh(sc, weights[0])
+	}
+	for i, src := range srcs[1:] {
+		w := weights[i+1]
+		switch mode {
+		case "union":
+			for m, sc := range src {
+				if old, ok := acc[m]; ok {
+					acc[m] = zaggregate(agg, old, zweigh(sc, w))
+				} else {
+					acc[m] = zweigh(sc, w)
+				}
+			}
+		case "inter":
+			for m, old := range acc {
+				sc, ok := src[m]
+				if !ok {
+					delete(acc, m)
+					continue
+				}
+				acc[m] = zaggregate(agg, old, zweigh(sc, w))
+			}
+		case "diff":
+			for m := range src {
+				delete(acc, m)
+			}
+		}
+	}
+	out := make([]zel, 0, len(acc))
+	for m, sc := range acc {
+		out = append(out, zel{sc, m})
+	}
+	slices.SortFunc(out, zless)
+	return out, nil
+}
+
+// zweigh is score times weight; inf times 0 is 0, as Redis makes it.
+func zweigh(sc, w float64) float64 {
+	r := sc * w
+	if math.IsNaN(r) {
+		return 0
+	}
+	return r
+}
+
+func zaggregate(agg string, a, b float64) float64 {
+	switch agg {
+	case "min":
+		return min(a, b)
+	case "max":
+		return max(a, b)
+	}
+	r := a + b
+	if math.IsNaN(r) { // inf + -inf
+		return 0
+	}
+	return r
+}
+
+func (s *KVState) opZCombine(op Op) Result {
+	els, bad := s.zcombine(op)
+	if bad != nil {
+		return *bad
+	}
+	return zArray(els, true)
+}
+
+func (s *KVState) opZCombineStore(op Op) Result {
+	els, bad := s.zcombine(op)
+	if bad != nil {
+		return *bad
+	}
+	if _, ok := s.m[op.Key]; ok {
+		s.del(op.Key)
+	}
+	if len(els) > 0 {
+		a := make([][]byte, 0, 2*len(els))
+		for _, z := range els {
+			a = append(a, formatFloat(z.score), []byte(z.m))
+		}
+		s.opZAdd(Op{Kind: "zadd", Key: op.Key, Args: a})
+	}
+	return Int(int64(len(els)))
+}
+
+// setbit offset 0|1 / getbit offset: a string's bit (bit 0 the most
+// significant of byte 0, as Redis); setbit zero-pads and answers the old
+// bit. Offsets run to 2^32-1 as in Redis, and the string stays within
+// MaxValueSize.
+func checkBitOffset(op Op) error {
+	off, ok := parseInt(op.Args[0])
+	if !ok || off < 0 || off >= 1<<32 {
+		return fmt.Errorf("bit offset is not an integer or out of range")
+	}
+	if op.Kind == "setbit" {
+		if v := string(op.Args[1]); v != "0" && v != "1" {
+			return fmt.Errorf("bit is not an integer or out of range")
+		}
+	}
+	return nil
+}
+
+func (s *KVState) opSetBit(op Op) Result {
+	e, ok, bad := s.str(op.Key)
+	if bad != nil {
+		return *bad
+	}
+	off, _ := parseInt(op.Args[0])
+	byteAt := int(off / 8)
+	if byteAt >= MaxValueSize {
+		return Errorf("string exceeds maximum allowed size (proto-max-bulk-len)")
+	}
+	nv := make([]byte, max(len(e.v), byteAt+1))
+	copy(nv, e.v)
+	mask := byte(1) << (7 - uint(off%8))
+	old := int64(0)
+	if nv[byteAt]&mask != 0 {
+		old = 1
+	}
+	if op.Args[1][0] == '1' {
+		nv[byteAt] |= mask
+	} else {
+		nv[byteAt] &^= mask
+	}
+	if !ok {
+		e.exp = 0
+	}
+	s.putString(op.Key, nv, e.exp)
+	return Int(old)
+}
+
+func (s *KVState) opGetBit(op Op) Result {
+	e, _, bad := s.str(op.Key)
+	if bad != nil {
+		return *bad
+	}
+	off, _ := parseInt(op.Args[0])
+	byteAt := off / 8
+	if byteAt >= int64(len(e.v)) {
+		return Int(0)
+	}
+	if e.v[byteAt]&(byte(1)<<(7-uint(off%8))) != 0 {
+		return Int(1)
+	}
+	return Int(0)
 }

@@ -401,5 +401,10 @@ func TestKVMore(t *testing.T) {
 		hrandfield h -2 withvalues => ["f" "v" "f" "v"]
 		hrandfield h -9223372036854775807 => (error) value is out of range
 		srandmember s1 -9223372036854775807 => (error) value is out of range
+		setbit big 67108864 1 => (error) string exceeds maximum allowed size (proto-max-bulk-len)
+		setbit big 67108863 1 => (integer) 0
+		strlen big => (integer) 8388608
+		getbit big 67108863 => (integer) 1
+		setbit big 67108863 0 => (integer) 1
 	`)
 }

@@ -55,19 +55,38 @@ func init() {
 type executor struct {
 	st  *Store
 	sim bool
+	db  *simDB // simulation: the shared database this executor holds (nil once closed)
 }
 
 // simDBs are the simulator's databases: an in-memory SQLite database per
 // (run, namespace) that outlives node crashes (it is another machine),
 // keyed by automaton.ExecEnv.Run so that runs in one process (parallel
 // seeds) never share one. There is no end-of-run signal, so the databases
-// of the oldest runs are closed once more than keepSimRuns runs have made
-// one (far more than the simulator's parallel workers).
+// of the oldest runs are dropped once more than keepSimRuns runs have made
+// one (far more than the simulator's parallel workers). A dropped database
+// is closed when its last executor closes: the model checker makes a run
+// per effect it carries out, on several workers at once, so a run's
+// database may be dropped while its executor is still using it.
 var (
 	simMu    sync.Mutex
-	simDBs   = map[string]*Store{}
+	simDBs   = map[string]*simDB{}
 	simOrder []string // keys in creation order
 )
+
+// simDB is one simulated database and the executors holding it.
+type simDB struct {
+	st      *Store
+	users   int
+	dropped bool
+}
+
+// release closes db once it is dropped and no executor holds it. Called
+// under simMu.
+func (db *simDB) release() {
+	if db.dropped && db.users == 0 {
+		db.st.Close()
+	}
+}
 
 const keepSimRuns = 64
 
@@ -75,8 +94,9 @@ const keepSimRuns = 64
 func ResetSim() {
 	simMu.Lock()
 	defer simMu.Unlock()
-	for k, s := range simDBs {
-		s.Close()
+	for k, db := range simDBs {
+		db.dropped = true
+		db.release()
 		delete(simDBs, k)
 	}
 	simOrder = nil
@@ -95,24 +115,26 @@ func newExecutor(env automaton.ExecEnv) (automaton.Executor, error) {
 		simMu.Lock()
 		defer simMu.Unlock()
 		key := env.Run + "\x00" + env.Namespace
-		st := simDBs[key]
-		if st == nil {
-			var err error
-			st, err = Open(Config{Driver: SQLite, DSN: ":memory:"})
+		db := simDBs[key]
+		if db == nil {
+			st, err := Open(Config{Driver: SQLite, DSN: ":memory:"})
 			if err != nil {
 				return nil, err
 			}
-			simDBs[key] = st
+			db = &simDB{st: st}
+			simDBs[key] = db
 			simOrder = append(simOrder, key)
 			for len(simOrder) > keepSimRuns {
 				if old := simDBs[simOrder[0]]; old != nil {
-					old.Close()
+					old.dropped = true
+					old.release()
 					delete(simDBs, simOrder[0])
 				}
 				simOrder = simOrder[1:]
 			}
 		}
-		return &executor{st: st, sim: true}, nil
+		db.users++
+		return &executor{st: db.st, sim: true, db: db}, nil
 	}
 	if cfg.DSN == "" {
 		if env.DataDir == "" {
@@ -169,6 +191,13 @@ func (x *executor) Execute(payload any) (any, error) {
 // Close closes a live database (the simulator's outlive the node).
 func (x *executor) Close() error {
 	if x.sim {
+		simMu.Lock()
+		defer simMu.Unlock()
+		if x.db != nil {
+			x.db.users--
+			x.db.release()
+			x.db = nil
+		}
 		return nil
 	}
 	return x.st.Close()

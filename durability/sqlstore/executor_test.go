@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -54,4 +55,40 @@ func TestEffectExecutor(t *testing.T) {
 		t.Fatal("a foreign payload was accepted")
 	}
 	_ = durability.Work{}
+}
+
+// A simulated run's database is dropped once many newer runs made theirs,
+// but an executor still holding it keeps working until it closes (the
+// model checker makes a run per effect on several workers at once: it once
+// failed with "sql: database is closed" half-way through re-applying a
+// log).
+func TestSimDatabaseHeldWhileDropped(t *testing.T) {
+	newX, err := automaton.LookupExecutor(sqlstore.EffectKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(run string) automaton.ExecEnv {
+		return automaton.ExecEnv{Self: "n1", Namespace: "c", Simulated: true, Run: run}
+	}
+	d, _ := counter.NewDurableService(mapping(t, "../examples/counter/db.yaml"))
+	held, err := newX(env("held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.Execute(&sqlstore.Payload{Stmts: d.Set.Init().SQL}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ { // far more runs than are kept
+		x, err := newX(env(fmt.Sprintf("newer-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+	}
+	_, w, _ := d.Add()
+	if _, err := held.Execute(&sqlstore.Payload{Stmts: w.SQL}); err != nil {
+		t.Fatalf("the held executor's database was closed under it: %v", err)
+	}
+	held.Close()
+	held.Close() // a second Close is harmless
 }

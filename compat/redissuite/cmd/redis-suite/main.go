@@ -185,6 +185,10 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 			}
 		}
 	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	fmt.Fprintf(&sections, "Measured %s UTC at commit %s; load average at the end (/proc/loadavg): %s.\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), strings.TrimSpace(string(commit)), strings.TrimSpace(string(load)))
 	fmt.Print(sections.String())
 	if ledgerPath != "" {
 		doc, err := os.ReadFile(ledgerPath)
