@@ -264,6 +264,10 @@ func (a *Primary) onRequest(req automaton.Request) {
 		a.respond(req.ID, service.Errorf("%v", err))
 		return
 	}
+	if spansObjects(a.cfg.Service, req.Op) {
+		a.respond(req.ID, service.Errorf("ERR orca-primary: %s names several keys; each key is one shared object with its own primary copy, and an Orca operation applies to one object (seed 004 §1)", req.Op.Kind))
+		return
+	}
 	key := req.Op.Key
 	if a.primaryOf(key) == a.cfg.Self {
 		a.primaryRequest(a.cfg.Self, automaton.Request{ID: req.ID, Op: req.Op})
@@ -414,4 +418,25 @@ func (a *Primary) see(key string, v uint64) {
 	if v > a.seenV[key] {
 		a.seenV[key] = v
 	}
+}
+
+// spansObjects reports whether op names a key other than its own (COPY,
+// LMOVE, SMOVE, SINTERSTORE, ...: the service's locks name several keys).
+// An Orca operation applies to one object (seed 004 §1, principle 2: "an
+// operation invocation can modify at most one object"), and here each key
+// is an object with its own primary copy on its own node: such a write ran
+// at the first key's primary alone, answered success and left the other
+// key's object unchanged. It is refused instead; so is a read of several
+// keys, whose answer would come from one node's copies only.
+func spansObjects(svc service.Service, op service.Op) bool {
+	locks, ok := service.LocksOf(svc, op)
+	if !ok {
+		return false
+	}
+	for _, l := range locks {
+		if l.Key != op.Key {
+			return true
+		}
+	}
+	return false
 }

@@ -80,3 +80,27 @@ func TestBrokenEarlyUnlockCaught(t *testing.T) {
 		t.Fatal("early unlock went unnoticed")
 	}
 }
+
+// An operation naming two keys (two objects, each with its own primary) is
+// refused, on every node: it used to run at the first key's primary alone,
+// answer success and leave the second key unchanged (COPY answered 1, the
+// copy read back empty). Single-key operations still run.
+func TestMultiKeyOperationRefused(t *testing.T) {
+	c := harness.New(t, harness.Options{Protocol: "orca-primary", Nodes: 3})
+	do(t, c, "n1", service.Op{Kind: "set", Key: "a", Args: [][]byte{[]byte("v")}})
+	for _, n := range []automaton.NodeID{"n1", "n2", "n3"} {
+		for _, op := range []service.Op{
+			{Kind: "copy", Key: "a", Args: [][]byte{[]byte("b")}},
+			{Kind: "rename", Key: "a", Args: [][]byte{[]byte("c")}},
+		} {
+			id := c.Request(n, op, automaton.Options{})
+			c.DeliverAll()
+			if r, ok := c.Response(id); !ok || !r.IsErr() {
+				t.Fatalf("%s %v: %v (answered %v), want a refusal", n, op, r, ok)
+			}
+		}
+	}
+	if r := do(t, c, "n2", service.Op{Kind: "get", Key: "a"}); string(r.Bytes) != "v" {
+		t.Fatalf("get a = %v after refused operations, want v", r)
+	}
+}
