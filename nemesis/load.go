@@ -150,39 +150,118 @@ func lostWrite(ws []write, val string, found bool) string {
 // holds the last acknowledged write or the deadline passes (replicas that
 // were cut off catch up). It returns the keys still missing one, with
 // why, and the reads no node answered before the deadline.
-func (l *load) finalReads(addrs, keys []string, within time.Duration) (lost map[string]string, unanswered int) {
+//
+// realTime says whether the protocol's model orders writes in real time
+// (linearizable: lostWrite's rule). Where it does not (eventually
+// serializable: ESDS orders non-strict writes by labels, seed 000 §3, so a
+// write acknowledged before another began may still be ordered after it),
+// a final read must hold a value some client wrote (nil only where no
+// write was acknowledged), and every node must end with the same value
+// (the replicas converge once gossip has run): a key whose nodes still
+// disagree at the deadline is reported.
+func (l *load) finalReads(addrs, keys []string, within time.Duration, realTime bool) (lost map[string]string, unanswered int) {
 	lost = map[string]string{}
 	deadline := time.Now().Add(within)
+	judge := lostWrite
+	if !realTime {
+		judge = unwritten
+	}
+	final := map[string][]string{} // key -> each node's final value
+	read := func(c *client.Client, proc int, key string) (string, string) {
+		why, last := "no answer", ""
+		for {
+			val, found, err := l.get(c, proc, key)
+			if err == nil {
+				l.mu.Lock()
+				why = judge(l.writes[key], val, found)
+				l.mu.Unlock()
+				last = fmt.Sprintf("%t:%s", found, val)
+				if why == "" {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return why, last
+	}
+	clients := make([]*client.Client, len(addrs))
+	procs := make([]int, len(addrs))
 	for n, addr := range addrs {
 		c, err := client.New([]string{addr}, client.Options{Timeout: opTimeout, PoolSize: 1})
 		if err != nil {
 			continue
 		}
-		proc := l.newProc()
+		defer c.Close()
+		clients[n], procs[n] = c, l.newProc()
+	}
+	for n := range addrs {
+		if clients[n] == nil {
+			continue
+		}
 		for _, key := range keys {
-			why := "no answer"
-			for {
-				val, found, err := l.get(c, proc, key)
-				if err == nil {
-					l.mu.Lock()
-					why = lostWrite(l.writes[key], val, found)
-					l.mu.Unlock()
-					if why == "" {
-						break
-					}
-				}
-				if time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			why, last := read(clients[n], procs[n], key)
 			if why == "no answer" {
 				unanswered++
 			} else if why != "" {
 				lost[key] = fmt.Sprintf("n%d %s", n+1, why)
 			}
+			final[key] = append(final[key], last)
 		}
-		c.Close()
+	}
+	if realTime {
+		return lost, unanswered
+	}
+	// Convergence: re-read a key through every node until they agree.
+	for _, key := range keys {
+		for _, ok := lost[key]; !ok && !agree(final[key]); _, ok = lost[key] {
+			if time.Now().After(deadline) {
+				lost[key] = fmt.Sprintf("nodes disagree at the deadline: %v", final[key])
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+			final[key] = final[key][:0]
+			for n := range addrs {
+				if clients[n] != nil {
+					_, last := read(clients[n], procs[n], key)
+					final[key] = append(final[key], last)
+				}
+			}
+		}
 	}
 	return lost, unanswered
+}
+
+// unwritten is lostWrite for models without real-time order: the final
+// value must be one some client wrote, and nil only where no write was
+// acknowledged.
+func unwritten(ws []write, val string, found bool) string {
+	acked := false
+	for _, w := range ws {
+		if w.reply >= 0 {
+			acked = true
+		}
+		if found && w.value == val {
+			return ""
+		}
+	}
+	switch {
+	case !found && acked:
+		return "reads nil; an acknowledged write was made"
+	case !found:
+		return ""
+	}
+	return fmt.Sprintf("reads %q, which no client wrote", val)
+}
+
+// agree reports whether every node's final value is the same.
+func agree(vals []string) bool {
+	for _, v := range vals {
+		if v != vals[0] {
+			return false
+		}
+	}
+	return true
 }
