@@ -297,11 +297,18 @@ func ratio(what string, a, b Sample, rel Relation, threshold float64) Judgement 
 		return Judgement{NotMeasured, what + ": -", "no runs"}
 	}
 	iv := RatioCI(a, b, Confidence)
+	return judged(what, iv, rel, threshold, fmt.Sprintf("ratio %s, %.0f%% CI (bootstrap and delta-method t, the wider), n=%d/%d%s",
+		iv, 100*Confidence, len(a), len(b), determinism(a, b)))
+}
+
+// judged is the Judgement of one interval against a threshold: the
+// verdict Decide gives, the estimate, and the statistics (how: the test,
+// the interval and the sample sizes) after the claim's own words.
+func judged(what string, iv Interval, rel Relation, threshold float64, how string) Judgement {
 	return Judgement{
 		Verdict: Decide(iv, rel, threshold),
 		Ours:    fmt.Sprintf("%s %s", what, fnum(iv.Est)),
-		Stats: fmt.Sprintf("%s %s %s; ratio %s, %.0f%% CI (bootstrap and delta-method t, the wider), n=%d/%d%s",
-			what, relSym(rel), fnum(threshold), iv, 100*Confidence, len(a), len(b), determinism(a, b)),
+		Stats:   fmt.Sprintf("%s %s %s; %s", what, relSym(rel), fnum(threshold), how),
 	}
 }
 
@@ -322,12 +329,8 @@ func mean(what string, s Sample, rel Relation, threshold float64) Judgement {
 	}
 	lo, hi := s.MeanCI(Confidence)
 	iv := Interval{s.Mean(), lo, hi}
-	return Judgement{
-		Verdict: Decide(iv, rel, threshold),
-		Ours:    fmt.Sprintf("%s %s", what, fnum(iv.Est)),
-		Stats: fmt.Sprintf("%s %s %s; mean %s, %.0f%% t CI, sd %s, n=%d%s",
-			what, relSym(rel), fnum(threshold), iv, 100*Confidence, fnum(s.SD()), len(s), determinism(s)),
-	}
+	return judged(what, iv, rel, threshold, fmt.Sprintf("mean %s, %.0f%% t CI, sd %s, n=%d%s",
+		iv, 100*Confidence, fnum(s.SD()), len(s), determinism(s)))
 }
 
 // DiffAbove judges "mean(a) - mean(b) > threshold" by Welch's interval.
@@ -345,12 +348,8 @@ func diff(what string, a, b Sample, rel Relation, threshold float64) Judgement {
 		return Judgement{NotMeasured, what + ": -", "no runs"}
 	}
 	iv := DiffCI(a, b, Confidence)
-	return Judgement{
-		Verdict: Decide(iv, rel, threshold),
-		Ours:    fmt.Sprintf("%s %s", what, fnum(iv.Est)),
-		Stats: fmt.Sprintf("%s %s %s; difference %s, %.0f%% Welch t CI, n=%d/%d%s",
-			what, relSym(rel), fnum(threshold), iv, 100*Confidence, len(a), len(b), determinism(a, b)),
-	}
+	return judged(what, iv, rel, threshold, fmt.Sprintf("difference %s, %.0f%% Welch t CI, n=%d/%d%s",
+		iv, 100*Confidence, len(a), len(b), determinism(a, b)))
 }
 
 // SlopeAbove judges "y grows with x" (slope > threshold; SlopeBelow for
@@ -373,12 +372,8 @@ func slope(what string, xs []float64, ys []Sample, rel Relation, threshold float
 	if n == 0 {
 		return Judgement{NotMeasured, what + ": -", "no runs"}
 	}
-	return Judgement{
-		Verdict: Decide(iv, rel, threshold),
-		Ours:    fmt.Sprintf("%s %s", what, fnum(iv.Est)),
-		Stats: fmt.Sprintf("%s %s %s; least-squares slope %s, %.0f%% t CI, %d points over %d x values",
-			what, relSym(rel), fnum(threshold), iv, 100*Confidence, n, len(xs)),
-	}
+	return judged(what, iv, rel, threshold, fmt.Sprintf("least-squares slope %s, %.0f%% t CI, %d points over %d x values",
+		iv, 100*Confidence, n, len(xs)))
 }
 
 // AllOf combines judgements that must all hold (a claim with several parts):
