@@ -360,6 +360,26 @@ func ClientFanoutOf(name string) bool {
 	return err == nil && c.ClientFanout
 }
 
+// BatchStepper is implemented by protocols whose automata accept
+// ClientBatch inputs (automaton.go). The batch decision is the runtime's:
+// the node steps the client requests of one pass over its inbox as one
+// ClientBatch, the simulator those that reach a node within
+// sim.Config.BatchWindow; a protocol only handles the batch it is given.
+type BatchStepper interface {
+	StepsClientBatches() bool
+}
+
+// StepsClientBatches reports whether the named protocol accepts
+// ClientBatch inputs.
+func StepsClientBatches(name string) bool {
+	p, err := LookupAny(name)
+	if err != nil {
+		return false
+	}
+	b, ok := p.(BatchStepper)
+	return ok && b.StepsClientBatches()
+}
+
 // DeploymentChecker is implemented by protocols that can tell, from the
 // cluster file alone, that a namespace's deployment cannot keep its
 // promise (issue 29: "a configuration that cannot be durable is refused
