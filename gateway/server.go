@@ -255,12 +255,13 @@ type conn struct {
 	authed  bool
 	user    *aclUser // nil: the default user, who may do everything (acl.go)
 	quit    bool
-	opts    optConn   // protocol request options (options.go)
-	txn     txnConn   // the open interactive transaction (txn.go)
-	multi   multiConn // MULTI's queue and the watched keys (multi.go)
-	sub     subConn   // leader-channel subscriptions (subscribe.go)
-	pl      pipeConn  // pipelined commands in flight (pipeline.go)
-	bat     batchConn // pipeline batches sent as atomic groups (pipeline.go)
+	opts    optConn     // protocol request options (options.go)
+	txn     txnConn     // the open interactive transaction (txn.go)
+	multi   multiConn   // MULTI's queue and the watched keys (multi.go)
+	sub     subConn     // leader-channel subscriptions (subscribe.go)
+	pl      pipeConn    // pipelined commands in flight (pipeline.go)
+	bat     batchConn   // pipeline batches sent as atomic groups (pipeline.go)
+	cluster clusterConn // the Redis Cluster protocol (cluster.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes
