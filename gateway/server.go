@@ -69,6 +69,9 @@ type ServerOptions struct {
 	// Users are ACL users besides "default" (acl.go); with any, clients
 	// must AUTH even without a Password.
 	Users []config.User
+	// Cluster is the cluster's name: a client certificate of another
+	// cluster names no user (certuser.go).
+	Cluster string
 	// MaxClients bounds concurrent connections, RESP and those of
 	// LimitListener (gRPC) together (default config.DefaultMaxClients).
 	// Connections beyond it get "-ERR max number of clients reached" and
@@ -317,6 +320,7 @@ func (c *conn) serve() {
 	}()
 	remote := c.nc.RemoteAddr().String()
 	s.log.Debug("client connected", "id", c.id, "remote", remote)
+	c.certLogin() // a verified client certificate may name the user (certuser.go)
 	// held is a command (or a read error) that ended a pipeline batch
 	// (pipeline.go, batch): the next iteration serves it without reading.
 	var held [][]byte
