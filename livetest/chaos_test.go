@@ -24,7 +24,7 @@ import (
 // others 6 s (CI time: about 2 minutes in all). Skipped where namespaces
 // cannot be made (not root, no iproute2). adam is left out: it calls a
 // second namespace, and the nemesis runs one. The long runs are
-// `synod chaos --protocol P --duration 10m`.
+// `synod-lab chaos --protocol P --duration 10m`.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes in network namespaces")
@@ -59,7 +59,7 @@ func TestChaos(t *testing.T) {
 			}
 			var out bytes.Buffer
 			rep.Print(&out)
-			t.Logf("synod chaos --protocol %s --duration %v --seed %d --faults %s\n%s", p, d, seed+1, strings.Join(faults, ","), out.String())
+			t.Logf("synod-lab chaos --protocol %s --duration %v --seed %d --faults %s\n%s", p, d, seed+1, strings.Join(faults, ","), out.String())
 			if rep.Failed() {
 				t.Fatalf("fault log:\n%s", log.String())
 			}
