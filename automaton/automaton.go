@@ -14,6 +14,8 @@
 //   - Start: the first input after creation or after a crash, carrying every
 //     record the role persisted (and the runtime made durable) before the crash.
 //   - ClientRequest: a request from a client, identified by (client, sequence).
+//   - ClientBatch: several client requests at once, for protocols that
+//     declare BatchStepper (capability.go); the same as stepping each.
 //   - PeerMessage: an encoded message from another node's automaton of the same
 //     namespace.
 //   - TimerFired: a timer the automaton set earlier and has not cancelled.
@@ -176,6 +178,18 @@ type Start struct {
 // ClientRequest delivers a client's request to the node the client contacted.
 type ClientRequest struct{ Req Request }
 
+// ClientBatch delivers several client requests that reached the node
+// together (what a runtime found in its inbox in one pass), in arrival
+// order, to a protocol that declares BatchStepper. It means what stepping
+// each as a ClientRequest, in this order, means: every request is answered
+// by its own Respond and keeps its own semantics. The protocol may share
+// work among them (ABD: one message per peer carrying many keys' phases).
+// Runtimes deliver it only to protocols that declare BatchStepper, and
+// only with two requests or more. The Reqs slice belongs to the runtime
+// (it may reuse it after the step); each request is the protocol's as a
+// ClientRequest's is.
+type ClientBatch struct{ Reqs []Request }
+
 // PeerMessage delivers an encoded message sent by From.
 type PeerMessage struct {
 	From NodeID
@@ -187,6 +201,7 @@ type TimerFired struct{ ID TimerID }
 
 func (Start) isInput()         {}
 func (ClientRequest) isInput() {}
+func (ClientBatch) isInput()   {}
 func (PeerMessage) isInput()   {}
 func (TimerFired) isInput()    {}
 

@@ -29,13 +29,37 @@ type ProcCounters struct {
 	// Mallocs is heap objects allocated (go_memstats_mallocs_total; Go
 	// processes only).
 	Mallocs float64 `json:"mallocs"`
-	// Synod nodes only (their /metrics): fdatasyncs (synod_fsyncs_total),
-	// records persisted (synod_persists_total), peer messages sent
-	// (synod_peer_messages_sent_total).
+	// Synod nodes only (their /metrics, NodeCounters): fdatasyncs, storage
+	// commits, records persisted (synod_persists_total), peer messages
+	// sent (synod_peer_messages_sent_total).
 	Fsyncs   float64 `json:"fsyncs"`
+	Commits  float64 `json:"commits"`
 	Persists float64 `json:"persists"`
 	PeerMsgs float64 `json:"peer_msgs"`
 }
+
+// NodeCounters takes a node's counters from its summed metrics (name to
+// value, compare.SumMetrics). Fsyncs are the node's real fdatasyncs: the
+// WAL frames it wrote (synod_wal_frames_total), each one write and one
+// fdatasync shared by every namespace's commits it carries; Commits are
+// the namespaces' storage commits (synod_wal_commits_total), so
+// Commits/Fsyncs is the group commit across namespaces. A node without the
+// WAL engine exports no frames: both are then synod_fsyncs_total (a
+// namespace's commits, each with its own sync as far as the node can
+// tell).
+func NodeCounters(m map[string]float64) ProcCounters {
+	c := ProcCounters{Mallocs: m["go_memstats_mallocs_total"], Persists: m["synod_persists_total"], PeerMsgs: m["synod_peer_messages_sent_total"]}
+	if frames, ok := m["synod_wal_frames_total"]; ok {
+		c.Fsyncs, c.Commits = frames, m["synod_wal_commits_total"]
+	} else {
+		c.Fsyncs, c.Commits = m["synod_fsyncs_total"], m["synod_fsyncs_total"]
+	}
+	return c
+}
+
+// NodeMetricNames are the metrics NodeCounters reads.
+var NodeMetricNames = []string{"go_memstats_mallocs_total", "synod_fsyncs_total", "synod_wal_frames_total", "synod_wal_commits_total",
+	"synod_persists_total", "synod_peer_messages_sent_total"}
 
 // Sub returns c - b, counter by counter.
 func (c ProcCounters) Sub(b ProcCounters) ProcCounters {
@@ -45,6 +69,7 @@ func (c ProcCounters) Sub(b ProcCounters) ProcCounters {
 		Syscw:      c.Syscw - b.Syscw,
 		Mallocs:    c.Mallocs - b.Mallocs,
 		Fsyncs:     c.Fsyncs - b.Fsyncs,
+		Commits:    c.Commits - b.Commits,
 		Persists:   c.Persists - b.Persists,
 		PeerMsgs:   c.PeerMsgs - b.PeerMsgs,
 	}
@@ -58,6 +83,7 @@ func (c ProcCounters) Add(b ProcCounters) ProcCounters {
 		Syscw:      c.Syscw + b.Syscw,
 		Mallocs:    c.Mallocs + b.Mallocs,
 		Fsyncs:     c.Fsyncs + b.Fsyncs,
+		Commits:    c.Commits + b.Commits,
 		Persists:   c.Persists + b.Persists,
 		PeerMsgs:   c.PeerMsgs + b.PeerMsgs,
 	}
@@ -79,6 +105,9 @@ type ProcCost struct {
 	FsyncsPerS   float64 `json:"fsyncs_per_s"`
 	OpsPerFsync  float64 `json:"ops_per_fsync"`     // client operations per fdatasync of this process (0: none)
 	RecsPerFsync float64 `json:"records_per_fsync"` // persisted records per fdatasync (group commit)
+	// CommitsPerFsync is storage commits per fdatasync: above 1 when
+	// namespaces share the node's WAL frames (NodeCounters).
+	CommitsPerFsync float64 `json:"commits_per_fsync"`
 	// Cores is CPU seconds per elapsed second: the share of the machine.
 	Cores float64 `json:"cores"`
 }
@@ -101,6 +130,7 @@ func PerOp(name string, d ProcCounters, ops int64, elapsed float64) ProcCost {
 	if d.Fsyncs > 0 {
 		c.OpsPerFsync = n / d.Fsyncs
 		c.RecsPerFsync = d.Persists / d.Fsyncs
+		c.CommitsPerFsync = d.Commits / d.Fsyncs
 	}
 	c.Cores = d.CPUSeconds / elapsed
 	return c
@@ -169,8 +199,8 @@ func (r CostRun) Print(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "  %d ops in %.2fs: %.0f ops/s, p50 %.3f ms, p99 %.3f ms\n", r.Ops, r.ElapsedSec, r.OpsPerS, r.P50Ms, r.P99Ms)
-	fmt.Fprintf(w, "  %-14s %9s %6s %9s %7s %7s %8s %8s %9s %8s %8s\n",
-		"process", "CPU us/op", "cores", "allocs/op", "rd/op", "wr/op", "msgs/op", "fsync/s", "ops/fsync", "rec/fsync", "fsync/op")
+	fmt.Fprintf(w, "  %-14s %9s %6s %9s %7s %7s %8s %8s %9s %8s %8s %9s\n",
+		"process", "CPU us/op", "cores", "allocs/op", "rd/op", "wr/op", "msgs/op", "fsync/s", "ops/fsync", "rec/fsync", "fsync/op", "cmt/fsync")
 	for _, p := range r.Procs {
 		fsync := func(v float64, f string) string {
 			if p.Delta.Fsyncs == 0 {
@@ -186,9 +216,9 @@ func (r CostRun) Print(w io.Writer) {
 		if p.Delta.PeerMsgs != 0 {
 			msgs = fmt.Sprintf("%.2f", p.MsgsPerOp)
 		}
-		fmt.Fprintf(w, "  %-14s %9.1f %6.2f %9s %7.2f %7.2f %8s %8s %9s %8s %8s\n", p.Name, p.CPUUsPerOp, p.Cores, allocs,
+		fmt.Fprintf(w, "  %-14s %9.1f %6.2f %9s %7.2f %7.2f %8s %8s %9s %8s %8s %9s\n", p.Name, p.CPUUsPerOp, p.Cores, allocs,
 			p.ReadsPerOp, p.WritesPerOp, msgs, fsync(p.FsyncsPerS, "%.0f"), fsync(p.OpsPerFsync, "%.1f"),
-			fsync(p.RecsPerFsync, "%.1f"), fsync(p.FsyncsPerOp, "%.3f"))
+			fsync(p.RecsPerFsync, "%.1f"), fsync(p.FsyncsPerOp, "%.3f"), fsync(p.CommitsPerFsync, "%.2f"))
 	}
 	for _, p := range r.Procs {
 		top := r.Top[p.Name]

@@ -151,3 +151,23 @@ func TestPickTopAddsOwnFunctionsByCum(t *testing.T) {
 		t.Errorf("PickTop = %q, want %q", names, want)
 	}
 }
+
+// TestNodeCountersPreferWALFrames: a node's fsyncs are its WAL frames
+// (real fdatasyncs, shared by the namespaces' commits), not
+// synod_fsyncs_total (the namespaces' commits), when the node has a WAL;
+// without one, synod_fsyncs_total is all there is.
+func TestNodeCountersPreferWALFrames(t *testing.T) {
+	wal := NodeCounters(map[string]float64{"synod_fsyncs_total": 160, "synod_wal_commits_total": 160,
+		"synod_wal_frames_total": 20, "synod_persists_total": 400, "go_memstats_mallocs_total": 9, "synod_peer_messages_sent_total": 3})
+	if wal.Fsyncs != 20 || wal.Commits != 160 || wal.Persists != 400 || wal.Mallocs != 9 || wal.PeerMsgs != 3 {
+		t.Errorf("WAL node: %+v, want 20 fsyncs (frames), 160 commits", wal)
+	}
+	c := PerOp("n1", wal, 100, 1)
+	if !near(c.CommitsPerFsync, 8) || !near(c.OpsPerFsync, 5) || !near(c.FsyncsPerOp, 0.2) {
+		t.Errorf("per op %+v: want 8 commits/fsync, 5 ops/fsync, 0.2 fsyncs/op", c)
+	}
+	peb := NodeCounters(map[string]float64{"synod_fsyncs_total": 50})
+	if peb.Fsyncs != 50 || peb.Commits != 50 {
+		t.Errorf("node without a WAL: %+v, want 50 fsyncs and commits", peb)
+	}
+}

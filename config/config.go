@@ -23,6 +23,9 @@
 //	    service: kv
 //	    params: {}             # protocol-specific settings
 //	    transport: tcp         # how its peer messages travel: tcp (default), grpc-unary or grpc-stream
+//	    shards:                # optional: split by hash slot among replica groups (shards.go)
+//	      - {name: s0, slots: 0-8191, nodes: [n1, n2, n3]}
+//	      - {name: s1, slots: 8192-16383, nodes: [n4, n5, n6]}
 //
 // Validation errors name the offending field, for example
 // `nodes[1].peer: "127.0.0.1" is not host:port`.
@@ -95,6 +98,9 @@ type Namespace struct {
 	// default, also spelled ""), TransportGRPCUnary or TransportGRPCStream.
 	// Read it with PeerTransport.
 	Transport string `yaml:"transport,omitempty"`
+	// Shards, when set, splits the namespace's keys by hash slot among
+	// replica groups, each on its own subset of the nodes (shards.go).
+	Shards []Shard `yaml:"shards,omitempty"`
 }
 
 // PeerTransport is the namespace's transport, TransportTCP when unset.
@@ -263,11 +269,14 @@ func (c *Cluster) Validate() error {
 		if perr == nil && serr == nil {
 			if err := automaton.CheckService(ns.Protocol, svc); err != nil {
 				bad(f+".service", "%v", err)
-			} else if err := automaton.CheckDeployment(ns.Protocol, svc, ns.Params, len(c.Nodes), c.Durability); err != nil {
-				bad(f+".params", "%v", err)
+			} else if len(ns.Shards) == 0 {
+				if err := automaton.CheckDeployment(ns.Protocol, svc, ns.Params, len(c.Nodes), c.Durability); err != nil {
+					bad(f+".params", "%v", err)
+				}
 			}
 		}
 	}
+	c.validateShards(bad)
 	c.validateCallees(bad)
 	c.validateSecurity(bad)
 	c.validateLimits(bad)

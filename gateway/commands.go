@@ -140,6 +140,9 @@ func (c *conn) exec(args [][]byte) {
 	c.mu.Lock()
 	c.lastCmd = name
 	c.mu.Unlock()
+	if c.redirect(cmd, args) { // cluster.go
+		return
+	}
 	if c.inMulti(cmd, args) {
 		return
 	}

@@ -105,8 +105,8 @@ type batchConn struct {
 // groupsPipelines reports whether the connection's pipelines go to the
 // Backend as batches (see above).
 func (c *conn) groupsPipelines() bool {
-	if c.user != nil || c.pl.inFlight() {
-		return false
+	if c.user != nil || c.pl.inFlight() || c.sharded() {
+		return false // a sharded namespace's batch could span groups (cluster.go)
 	}
 	proto := c.protocol()
 	b := &c.bat
@@ -224,7 +224,7 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||
 		c.multi.open || len(c.multi.watch) > 0 || c.txn.open || c.sub.count() > 0 ||
-		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 {
+		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 || c.cluster.aware {
 		return nil, plan{}, false
 	}
 	if c.opts.cur != nil {

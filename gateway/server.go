@@ -69,6 +69,9 @@ type ServerOptions struct {
 	// Users are ACL users besides "default" (acl.go); with any, clients
 	// must AUTH even without a Password.
 	Users []config.User
+	// Cluster is the cluster's name: a client certificate of another
+	// cluster names no user (certuser.go).
+	Cluster string
 	// MaxClients bounds concurrent connections, RESP and those of
 	// LimitListener (gRPC) together (default config.DefaultMaxClients).
 	// Connections beyond it get "-ERR max number of clients reached" and
@@ -252,12 +255,13 @@ type conn struct {
 	authed  bool
 	user    *aclUser // nil: the default user, who may do everything (acl.go)
 	quit    bool
-	opts    optConn   // protocol request options (options.go)
-	txn     txnConn   // the open interactive transaction (txn.go)
-	multi   multiConn // MULTI's queue and the watched keys (multi.go)
-	sub     subConn   // leader-channel subscriptions (subscribe.go)
-	pl      pipeConn  // pipelined commands in flight (pipeline.go)
-	bat     batchConn // pipeline batches sent as atomic groups (pipeline.go)
+	opts    optConn     // protocol request options (options.go)
+	txn     txnConn     // the open interactive transaction (txn.go)
+	multi   multiConn   // MULTI's queue and the watched keys (multi.go)
+	sub     subConn     // leader-channel subscriptions (subscribe.go)
+	pl      pipeConn    // pipelined commands in flight (pipeline.go)
+	bat     batchConn   // pipeline batches sent as atomic groups (pipeline.go)
+	cluster clusterConn // the Redis Cluster protocol (cluster.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes
@@ -312,6 +316,7 @@ func (c *conn) serve() {
 	}()
 	remote := c.nc.RemoteAddr().String()
 	s.log.Debug("client connected", "id", c.id, "remote", remote)
+	c.certLogin() // a verified client certificate may name the user (certuser.go)
 	// held is a command (or a read error) that ended a pipeline batch
 	// (pipeline.go, batch): the next iteration serves it without reading.
 	var held [][]byte

@@ -75,6 +75,10 @@ type nsLoop struct {
 	steps  int
 	// early: the batch being stepped offered an Early Send.
 	early bool
+	// batches: the protocol steps client batches; reqs holds the pass's
+	// client requests not yet stepped (take, stepReqs).
+	batches bool
+	reqs    []automaton.Request
 
 	// Pipeline between the loop and its committer goroutine.
 	commitQ chan *batch   // batches waiting for (or in) a commit, in order
@@ -132,6 +136,7 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 		rel:           release.New(release.Config{Self: n.id}),
 	}
 	l.lr, _ = a.(automaton.LeaderReporter)
+	l.batches = automaton.StepsClientBatches(ns.Protocol)
 	m := n.m
 	l.mRequests = m.requests.WithLabelValues(ns.Name)
 	l.mResponses = m.responses.WithLabelValues(ns.Name)
@@ -195,24 +200,57 @@ func (l *nsLoop) run(start automaton.Start) {
 	for {
 		select {
 		case ev := <-l.inbox:
-			l.step(ev)
+			l.take(ev)
 		case <-l.n.stopping:
 			return
 		}
 	more:
-		for l.steps < l.n.opts.BatchLimit {
+		for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
 			select {
 			case ev := <-l.inbox:
-				l.step(ev)
+				l.take(ev)
 			default:
 				break more
 			}
 		}
+		l.stepReqs()
 		l.noteLeader()
 		if !l.flush() {
 			return
 		}
 	}
+}
+
+// take steps an input of the pass, except that a protocol that steps
+// client batches (automaton.BatchStepper) gets the pass's consecutive
+// client requests together, as one ClientBatch (stepReqs): taken here,
+// stepped before the next input of another kind or at the pass's end, so
+// inputs keep their arrival order.
+func (l *nsLoop) take(ev event) {
+	if l.batches {
+		if cr, ok := ev.in.(automaton.ClientRequest); ok {
+			l.reqs = append(l.reqs, cr.Req)
+			return
+		}
+		l.stepReqs()
+	}
+	l.step(ev)
+}
+
+// stepReqs steps the client requests take held: one as a ClientRequest,
+// several as one ClientBatch.
+func (l *nsLoop) stepReqs() {
+	switch len(l.reqs) {
+	case 0:
+		return
+	case 1:
+		l.step(event{in: automaton.ClientRequest{Req: l.reqs[0]}})
+	default:
+		l.step(event{in: automaton.ClientBatch{Reqs: l.reqs}})
+		l.steps += len(l.reqs) - 1 // inputs, for BatchLimit and the batch metric
+	}
+	clear(l.reqs)
+	l.reqs = l.reqs[:0]
 }
 
 func (l *nsLoop) step(ev event) {
@@ -228,6 +266,10 @@ func (l *nsLoop) step(ev event) {
 		switch in := ev.in.(type) {
 		case automaton.ClientRequest:
 			tr(stageStepRequest, "", 0)
+		case automaton.ClientBatch:
+			for range in.Reqs {
+				tr(stageStepRequest, "", 0)
+			}
 		case automaton.PeerMessage:
 			tr(stageStepMsg, in.From, msgKind(in.Msg))
 		}

@@ -82,6 +82,7 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,10 +177,13 @@ type Node struct {
 	m       *metrics
 	durable bool
 
-	loops map[string]*nsLoop
-	nss   []config.Namespace
-	mem   memberState    // live membership per namespace (membership.go)
-	place placementCache // Orca copies per namespace, for INFO (placement.go)
+	loops  map[string]*nsLoop
+	nss    []config.Namespace    // the cluster file's namespaces, as clients name them
+	local  []config.Namespace    // the replica groups this node runs, one loop each
+	shards map[string]*shardedNS // sharded namespaces by name (shard.go)
+	fwd    forwarder             // requests forwarded to other nodes' groups (shard.go)
+	mem    memberState           // live membership per namespace (membership.go)
+	place  placementCache        // Orca copies per namespace, for INFO (placement.go)
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -250,7 +254,12 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 	if opts.Storage != nil {
 		n.durable = opts.Storage.Durability() == config.Fsync
 	}
-	for _, ns := range cfg.Namespaces {
+	n.initShards() // shard.go
+	for _, g := range cfg.Groups() {
+		if !slices.Contains(g.Nodes, n.id) {
+			continue // a shard on other nodes: reached by forwarding (shard.go)
+		}
+		ns := g.Namespace
 		lookup := automaton.Lookup
 		if cfg.AllowBroken {
 			lookup = automaton.LookupAny
@@ -275,13 +284,14 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 			params[k] = v
 		}
 		a, err := proto.New(automaton.Config{
-			Self: n.id, Nodes: cfg.NodeIDs(), Namespace: ns.Name, Service: svc, Params: params,
+			Self: n.id, Nodes: g.Nodes, Namespace: ns.Name, Service: svc, Params: params,
 			Rand: rand.New(rand.NewSource(int64(binary.LittleEndian.Uint64(seed[:])))),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("namespace %s: protocol %s: %w", ns.Name, ns.Protocol, err)
 		}
 		n.loops[ns.Name] = n.newLoop(ns, svc, a)
+		n.local = append(n.local, ns)
 	}
 	return n, nil
 }
@@ -367,7 +377,7 @@ func (n *Node) start() error {
 		n.m.walWrites(string(n.id), w) // metrics.go
 	}
 	starts := map[string]automaton.Start{}
-	for _, ns := range n.nss {
+	for _, ns := range n.local {
 		l := n.loops[ns.Name]
 		if l.store, err = n.engine.Namespace(ns.Name); err != nil {
 			return err
@@ -427,7 +437,7 @@ func (n *Node) start() error {
 			return fmt.Errorf("node %s: gRPC peer transport: %w", n.id, err)
 		}
 	}
-	for _, ns := range n.nss {
+	for _, ns := range n.local {
 		l := n.loops[ns.Name]
 		switch ns.PeerTransport() {
 		case config.TransportGRPCUnary:
@@ -472,7 +482,7 @@ func (n *Node) start() error {
 		n.grpcAddr = grpcLn.Addr()
 	}
 
-	for _, ns := range n.nss {
+	for _, ns := range n.local {
 		n.wg.Add(1)
 		go n.loops[ns.Name].run(starts[ns.Name])
 	}
@@ -587,6 +597,10 @@ func (n *Node) fatal(ns string, err error) {
 // deliver is the transport's handler.
 func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	l := n.loops[ns]
+	if l == nil && ns == forwardNS {
+		n.onForward(from, msg) // shard.go
+		return
+	}
 	if l == nil {
 		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
 		return
@@ -610,6 +624,9 @@ var _ gateway.Backend = (*Node)(nil)
 // Do implements gateway.Backend.
 func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
 	l := n.loops[ns]
+	if l == nil && n.shards[ns] != nil {
+		return n.doSharded(ctx, ns, req) // shard.go
+	}
 	if l == nil {
 		return automaton.Response{}, fmt.Errorf("unknown namespace %q (this node serves %s)", ns, n.nsNames())
 	}
@@ -804,6 +821,9 @@ func (n *Node) Info() map[string]map[string]string {
 	out := map[string]map[string]string{"synod": syn, "namespaces": nss, "params": n.paramsInfo()}
 	if p := n.placementInfo(); len(p) > 0 {
 		out["placement"] = p
+	}
+	if sh := n.shardsInfo(); len(sh) > 0 {
+		out["shards"] = sh // shard.go
 	}
 	if n.tr != nil {
 		peers := map[string]string{}

@@ -131,10 +131,16 @@ func (s *simulator) cpuDefer(n *node, e *event) bool {
 func (s *simulator) cpuRun(n *node, in automaton.Input, outs []automaton.Output) {
 	m := &s.cpu
 	var d time.Duration
-	switch in.(type) {
+	switch in := in.(type) {
 	case automaton.ClientRequest:
 		if m.hasOp {
 			d += m.op.Sample(m.rng)
+		}
+	case automaton.ClientBatch:
+		if m.hasOp {
+			for range in.Reqs {
+				d += m.op.Sample(m.rng)
+			}
 		}
 	case automaton.PeerMessage:
 		if m.hasMsg {

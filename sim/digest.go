@@ -40,6 +40,12 @@ func (s *simulator) digestInput(n *node, in automaton.Input) {
 	case automaton.ClientRequest:
 		s.digestHead(n.idx, 'q')
 		encodeRequest(e, in.Req)
+	case automaton.ClientBatch: // only with Config.BatchWindow: other digests unchanged
+		s.digestHead(n.idx, 'b')
+		e.Uvarint(uint64(len(in.Reqs)))
+		for _, r := range in.Reqs {
+			encodeRequest(e, r)
+		}
 	case automaton.PeerMessage:
 		s.digestHead(n.idx, 'm')
 		e.String(string(in.From))

@@ -54,6 +54,7 @@ func (v *Flags) Register(f *pflag.FlagSet) {
 	f.IntVar(&cfg.ConvergeEvery, "converge-every", 0, "protocols whose replicas report their state: hash a replica's state whenever its applied count passes a multiple of this (0: at every change) and compare replicas at equal counts; above 1, replicas whose counts jump differently may rarely meet at one count, and the end-of-run comparison is what remains")
 	f.BoolVar(&cfg.NoInvariants, "no-invariants", false, "do not check the protocol's invariants after every step")
 	f.BoolVar(&cfg.ClientDriven, "client-driven", false, "protocols whose clients can coordinate (ABD: seed 001's client runs both phases against every replica): each client runs the operation's phases itself against every node, waiting for a majority, instead of sending it to one node that coordinates")
+	f.DurationVar(&cfg.BatchWindow, "batch-window", 0, "protocols that step client batches (ABD, ESDS): deliver the client requests that reach a node within this virtual time as one batch, as a live node steps what it finds in its inbox together (0: each on arrival)")
 	f.BoolVar(&cfg.NoFanout, "no-fanout", false, "protocols whose clients send each request to every replica (Fast Paxos, PB-Paxos): send to one node instead, which proposes or forwards on the client's behalf, as a RESP client's node does")
 	f.Float64Var(&cfg.Loss, "loss", 0, "base message loss probability on every link")
 	f.Float64Var(&cfg.Dup, "dup", 0, "base message duplication probability on every link")

@@ -47,6 +47,10 @@ type node struct {
 	// pausedQ holds the inputs that arrived while paused, in arrival order.
 	pausedQ []*event
 
+	// batchQ is the open client batch: requests arrived within
+	// Config.BatchWindow, not yet stepped (batch.go).
+	batchQ []automaton.Request
+
 	// applies counts the service Apply calls of the current step (cpu.go).
 	applies int
 
@@ -158,7 +162,7 @@ func (s *simulator) crash(n *node) {
 	n.inc++
 	n.a = nil
 	n.rel.Crash() // the held outputs are lost
-	n.buf, n.pausedQ = nil, nil
+	n.buf, n.pausedQ, n.batchQ = nil, nil, nil
 	n.fsyncing = false
 	n.timers = nil
 	for _, c := range s.clients {
@@ -172,8 +176,15 @@ func (s *simulator) crash(n *node) {
 func (s *simulator) step(n *node, in automaton.Input) {
 	s.stats.Steps++
 	s.digestInput(n, in)
-	if cr, ok := in.(automaton.ClientRequest); ok && s.replicaT != nil {
-		s.replicaT[n.idx][cr.Req.ID] = s.now
+	if s.replicaT != nil {
+		switch in := in.(type) {
+		case automaton.ClientRequest:
+			s.replicaT[n.idx][in.Req.ID] = s.now
+		case automaton.ClientBatch:
+			for _, r := range in.Reqs {
+				s.replicaT[n.idx][r.ID] = s.now
+			}
+		}
 	}
 	n.applies = 0
 	outs := n.a.Step(in)
@@ -309,6 +320,10 @@ func (s *simulator) onClientReq(e *event) {
 	// time and a draw from a stream of its own, so that runs of
 	// deterministic services keep their digests.
 	req.Env = service.Env{Time: s.nodeTime(n.idx), Seed: s.rngEnv.Uint64()}
+	if s.batchOn() {
+		s.joinBatch(n, req) // batch.go
+		return
+	}
 	s.step(n, automaton.ClientRequest{Req: req})
 }
 

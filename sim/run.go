@@ -254,6 +254,7 @@ func (c Config) Command() string {
 		args = append(args, "--client-driven")
 	}
 	opt("--converge-every", c.ConvergeEvery, 0)
+	opt("--batch-window", c.BatchWindow, time.Duration(0))
 	opt("--clock-skew", c.ClockSkew, time.Duration(0))
 	opt("--groups", c.Groups, 0.0)
 	if c.Groups > 0 {

@@ -88,6 +88,12 @@ type Config struct {
 	// (automaton.ClientCoordinator; clientdriven.go) against every node,
 	// instead of sending the operation to one node that coordinates it.
 	ClientDriven bool
+	// BatchWindow, when positive, delivers the client requests that reach
+	// a node within this much virtual time as one automaton.ClientBatch
+	// (batch.go), for protocols that declare automaton.BatchStepper, as
+	// the live node steps what it finds in its inbox together. Zero steps
+	// each request on arrival.
+	BatchWindow time.Duration
 	// Service is the namespace's data type: kv (default), counter or string.
 	Service string
 	// StrictFrac and PrevProb shape the ESDS request options of
@@ -229,6 +235,7 @@ type Stats struct {
 	UnknownWrites int
 	UnknownReads  int
 	MemberChanges int // scheduled membership changes that completed
+	ClientBatches int // ClientBatch inputs stepped (Config.BatchWindow, batch.go)
 	// CPU model and open loop (cpu.go, openloop.go): inputs that waited for a
 	// busy processor, the longest such queue, and arrivals that found every
 	// client busy.
@@ -364,10 +371,12 @@ type simulator struct {
 	consistency automaton.Consistency
 	// fanout: clients send each request to every live node (client.go).
 	fanout bool
-	svc    service.Service
-	ids    []automaton.NodeID
-	nodes  []*node
-	faults faultSet
+	// batcher: the protocol steps client batches (batch.go).
+	batcher bool
+	svc     service.Service
+	ids     []automaton.NodeID
+	nodes   []*node
+	faults  faultSet
 
 	clients    []*client
 	clientByID map[uint64]*client
@@ -530,6 +539,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("sim: service %q cannot be simulated (want kv, counter, string, matchmaker, gridmatchmaker or a service that implements service.Simulated)", cfg.Service)
 	case cfg.StrictFrac < 0 || cfg.StrictFrac > 1 || cfg.PrevProb < 0 || cfg.PrevProb > 1 || cfg.SettleTime < 0:
 		return cfg, fmt.Errorf("sim: strict fraction and prev probability must be within [0, 1], settle time non-negative")
+	case cfg.BatchWindow < 0:
+		return cfg, fmt.Errorf("sim: negative batch window %v", cfg.BatchWindow)
 	case cfg.ConvergeEvery < 0:
 		return cfg, fmt.Errorf("sim: negative convergence sampling interval %d", cfg.ConvergeEvery)
 	case cfg.Groups < 0 || cfg.Groups > 1 || cfg.GroupSize < 1:
@@ -569,6 +580,10 @@ func newSimulator(cfg Config) (*simulator, error) {
 	}
 	if cfg.Groups > 0 && service.IsNondeterministic(s.svc) {
 		return nil, fmt.Errorf("sim: --groups: the %s check does not judge atomic groups", cfg.Service)
+	}
+	s.batcher = automaton.StepsClientBatches(cfg.Protocol)
+	if cfg.BatchWindow > 0 && !s.batcher {
+		return nil, fmt.Errorf("sim: --batch-window: protocol %s does not step client batches (automaton.BatchStepper)", cfg.Protocol)
 	}
 	if cfg.Groups > 0 && !automaton.TransactionsOf(cfg.Protocol).Atomic {
 		return nil, fmt.Errorf("sim: --groups: protocol %s cannot apply a group of operations atomically", cfg.Protocol)
@@ -755,6 +770,8 @@ func (s *simulator) handle(e *event) {
 		s.onPeer(e)
 	case evClientReq:
 		s.onClientReq(e)
+	case evClientBatch:
+		s.onClientBatch(e)
 	case evClientResp:
 		s.onClientResp(e)
 	case evTimer:

@@ -70,9 +70,13 @@ client operation cost:
   allocs/op   heap objects allocated (go_memstats_mallocs_total)
   rd/op wr/op read and write system calls (/proc/PID/io syscr, syscw)
   msgs/op     peer messages sent (synod_peer_messages_sent_total)
-  fsync/s     fdatasyncs per second (synod_fsyncs_total)
+  fsync/s     fdatasyncs per second: WAL frames written (synod_wal_frames_total,
+              one write + fdatasync each; synod_fsyncs_total without the WAL)
   ops/fsync   client operations per fdatasync of that node
   rec/fsync   records persisted per fdatasync (synod_persists_total: group commit)
+  fsync/op    fdatasyncs per client operation
+  cmt/fsync   storage commits per fdatasync (synod_wal_commits_total / frames:
+              the namespaces' commits sharing one WAL write)
 
 --redis runs redis-server (started and stopped by PID here: no persistence with
 --memory, else appendonly yes and appendfsync always) with the same driver and
@@ -253,7 +257,7 @@ type sampler struct {
 }
 
 // nodeMetricNames are the node counters a sample reads.
-var nodeMetricNames = []string{"go_memstats_mallocs_total", "synod_fsyncs_total", "synod_persists_total", "synod_peer_messages_sent_total", "synod_is_leader"}
+var nodeMetricNames = append(bench.NodeMetricNames[:len(bench.NodeMetricNames):len(bench.NodeMetricNames)], "synod_is_leader")
 
 func (s sampler) sample(ctx context.Context, after bool) (servers []bench.ProcCounters, driver bench.ProcCounters, err error) {
 	servers = make([]bench.ProcCounters, len(s.pids))
@@ -265,8 +269,9 @@ func (s sampler) sample(ctx context.Context, after bool) (servers []bench.ProcCo
 			if err != nil {
 				return err
 			}
-			servers[i].Mallocs, servers[i].Fsyncs = m["go_memstats_mallocs_total"], m["synod_fsyncs_total"]
-			servers[i].Persists, servers[i].PeerMsgs = m["synod_persists_total"], m["synod_peer_messages_sent_total"]
+			n := bench.NodeCounters(m) // the metrics' fields; /proc's are read apart
+			servers[i].Mallocs, servers[i].Fsyncs, servers[i].Commits = n.Mallocs, n.Fsyncs, n.Commits
+			servers[i].Persists, servers[i].PeerMsgs = n.Persists, n.PeerMsgs
 		}
 		return nil
 	}

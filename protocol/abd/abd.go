@@ -33,8 +33,13 @@ type protocol struct {
 	doc               string
 }
 
-func (p protocol) Name() string          { return p.name }
-func (p protocol) IdempotentRetry() bool { return false }
+func (p protocol) Name() string { return p.name }
+
+// StepsClientBatches implements automaton.BatchStepper: a ClientBatch's
+// requests run as usual, and the phase messages of one step to one peer
+// leave as one batch message (msg.go, kindBatch).
+func (p protocol) StepsClientBatches() bool { return true }
+func (p protocol) IdempotentRetry() bool    { return false }
 
 // RegisterSemantics implements automaton.RegisterProtocol.
 func (p protocol) RegisterSemantics() bool { return true }
@@ -154,12 +159,18 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 		a.onStart(in)
 	case automaton.ClientRequest:
 		a.onRequest(in.Req)
+	case automaton.ClientBatch:
+		for _, req := range in.Reqs {
+			a.onRequest(req)
+		}
 	case automaton.PeerMessage:
 		a.onMessage(in.From, in.Msg)
 	case automaton.TimerFired:
 		a.onTimer(uint64(in.ID))
 	}
-	return a.out
+	// One step's messages to one peer (a batch's queries or stores, a
+	// replica's answers to a batch message) leave as one batch message.
+	return header.Coalesce(a.out, kindBatch)
 }
 
 // emit appends an output. Step hands its slice to the runtime, so each step
@@ -307,13 +318,29 @@ func (a *ABD) entry(key string) entry {
 	return entry{}
 }
 
-// onMessage reads a peer's message as a frame aliasing b (msg.go): the
-// key, the tag's writer and the value are copied only where they are kept.
+// onMessage handles a peer's message, or each message of a batch message
+// (msg.go, kindBatch) in order, as if it had arrived alone.
 func (a *ABD) onMessage(from automaton.NodeID, b []byte) {
 	i, ok := a.index[from]
 	if !ok || i == a.self {
 		return // not a member: ignore
 	}
+	if len(b) < 2 || b[1] != kindBatch {
+		a.onMessage1(from, i, b)
+		return
+	}
+	msgs, err := header.SplitBatch(b, kindBatch)
+	if err != nil {
+		return // corrupt message: drop (the sender retransmits)
+	}
+	for _, m := range msgs {
+		a.onMessage1(from, i, m)
+	}
+}
+
+// onMessage1 reads a peer's message as a frame aliasing b (msg.go): the
+// key, the tag's writer and the value are copied only where they are kept.
+func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 	f, err := decodeFrame(b)
 	if err != nil {
 		return // corrupt message: drop (the sender retransmits)

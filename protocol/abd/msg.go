@@ -37,10 +37,15 @@ const (
 	kindQueryReply = 2
 	kindStore      = 3
 	kindStoreAck   = 4
+	// kindBatch carries several of the above to one peer (a client batch's
+	// phases, a replica's answers to them): protocol/proto's batch message
+	// (Header.Coalesce, SplitBatch). Added after version 1's four kinds,
+	// whose encodings are unchanged.
+	kindBatch = 5
 )
 
 // header is the messages' and records' version 1 header.
-var header = proto.Header{Protocol: "abd", Version: 1, Kinds: []string{"query", "query-reply", "store", "store-ack"}}
+var header = proto.Header{Protocol: "abd", Version: 1, Kinds: []string{"query", "query-reply", "store", "store-ack", "batch"}}
 
 // message is the union of ABD's four messages.
 type message struct {

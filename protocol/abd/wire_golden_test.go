@@ -4,6 +4,7 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 )
 
@@ -31,6 +32,16 @@ func TestWireGolden(t *testing.T) {
 		}
 		cases = append(cases, proto.Encoded{Name: c.name, Bytes: b})
 	}
+	// kindBatch (added after version 1's four kinds, whose bytes above
+	// are unchanged): a query and a store-ack to one peer.
+	b := header.Coalesce([]automaton.Output{
+		automaton.Send{To: "n2", Msg: msgs[0].m.marshal()},
+		automaton.Send{To: "n2", Msg: msgs[3].m.marshal()},
+	}, kindBatch)[0].(automaton.Send).Msg
+	if parts, err := header.SplitBatch(b, kindBatch); err != nil || len(parts) != 2 {
+		t.Errorf("batch: %d parts, %v", len(parts), err)
+	}
+	cases = append(cases, proto.Encoded{Name: "batch", Bytes: b})
 	rec := entry{Tag: tag, Value: []byte("value")}.marshal()
 	if _, err := unmarshalEntry(rec); err != nil {
 		t.Error(err)

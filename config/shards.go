@@ -1,0 +1,171 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+)
+
+// Shard is one replica group of a sharded namespace (issue 33): the hash
+// slots it owns (package shard: Redis Cluster's 16,384 slots, CRC16 with
+// hash tags) and the nodes that replicate it. Each shard runs the
+// namespace's protocol, service and parameters on its own nodes, with its
+// own leader and its own records; every node may host shards of many
+// namespaces, and a node that hosts none of a namespace's shards still
+// serves its clients by forwarding (package node, shard.go).
+//
+//	namespaces:
+//	  - name: default
+//	    protocol: paxos
+//	    service: kv
+//	    shards:
+//	      - {name: s0, slots: 0-5460, nodes: [n1, n2, n3]}
+//	      - {name: s1, slots: 5461-10922, nodes: [n4, n5, n6]}
+//	      - {name: s2, slots: 10923-16383, nodes: [n7, n8, n9]}
+//
+// Placement is static: the cluster file says which group owns which slots
+// on which nodes, and every slot must be owned by exactly one group
+// (shard.Check). A placement service and online migration are later work
+// (docs/SHARDING.md).
+type Shard struct {
+	Name  string   `yaml:"name"`
+	Slots string   `yaml:"slots"` // "0-5460" or "0-99,200-299" (shard.ParseSlots)
+	Nodes []string `yaml:"nodes"`
+}
+
+// GroupSep joins a sharded namespace's name and a shard's name into the
+// group's name, under which the group's automaton, records, peer messages
+// and metrics go. Namespace names cannot contain it, so a group never
+// collides with a namespace.
+const GroupSep = "#"
+
+// GroupName is the name of shard sh of namespace ns.
+func GroupName(ns, sh string) string { return ns + GroupSep + sh }
+
+// Group is one replica group a node may run: an unsharded namespace on
+// every node of the cluster, or one shard of a sharded namespace on its
+// own nodes.
+type Group struct {
+	// Namespace is the group's configuration: the namespace's, renamed to
+	// the group's name for a shard (and without Shards).
+	Namespace Namespace
+	// Parent is the namespace clients name ("" when the group is an
+	// unsharded namespace, whose Namespace.Name clients use).
+	Parent string
+	// Index is the shard's index in Parent's Shards (0 when unsharded).
+	Index int
+	// Slots are the shard's slots (nil when unsharded).
+	Slots []shard.Range
+	// Nodes replicate the group, in file order.
+	Nodes []automaton.NodeID
+}
+
+// Groups lists every replica group of the cluster: each unsharded
+// namespace, then each shard of each sharded namespace, in file order.
+// The cluster must be valid.
+func (c *Cluster) Groups() []Group {
+	var out []Group
+	for _, ns := range c.Namespaces {
+		if len(ns.Shards) == 0 {
+			out = append(out, Group{Namespace: ns, Nodes: c.NodeIDs()})
+			continue
+		}
+		out = append(out, c.ShardGroups(ns)...)
+	}
+	return out
+}
+
+// ShardGroups lists the groups of sharded namespace ns, in its Shards'
+// order.
+func (c *Cluster) ShardGroups(ns Namespace) []Group {
+	out := make([]Group, 0, len(ns.Shards))
+	for i, sh := range ns.Shards {
+		g := ns
+		g.Name, g.Shards = GroupName(ns.Name, sh.Name), nil
+		rs, _ := shard.ParseSlots(sh.Slots)
+		ids := make([]automaton.NodeID, len(sh.Nodes))
+		for j, id := range sh.Nodes {
+			ids[j] = automaton.NodeID(id)
+		}
+		out = append(out, Group{Namespace: g, Parent: ns.Name, Index: i, Slots: rs, Nodes: ids})
+	}
+	return out
+}
+
+// SlotMap is sharded namespace ns's slot table: for each slot, the index
+// of the shard that owns it.
+func SlotMap(ns Namespace) *shard.Map {
+	groups := make([][]shard.Range, len(ns.Shards))
+	for i, sh := range ns.Shards {
+		groups[i], _ = shard.ParseSlots(sh.Slots)
+	}
+	return shard.Build(groups)
+}
+
+// validateShards checks each sharded namespace: shard names, slot sets
+// that own every slot exactly once (shard.Check), nodes of this cluster,
+// and a deployment the protocol accepts on each shard's node count.
+func (c *Cluster) validateShards(bad func(field, f string, a ...any)) {
+	ids := map[string]bool{}
+	for _, n := range c.Nodes {
+		ids[n.ID] = true
+	}
+	for i, ns := range c.Namespaces {
+		if len(ns.Shards) == 0 {
+			continue
+		}
+		f := fmt.Sprintf("namespaces[%d].shards", i)
+		names := map[string]bool{}
+		var groups [][]shard.Range
+		slotsOK := true
+		for j, sh := range ns.Shards {
+			fs := fmt.Sprintf("%s[%d]", f, j)
+			if !nameRE.MatchString(sh.Name) {
+				bad(fs+".name", "%q must be 1-63 letters, digits, '_', '.' or '-'", sh.Name)
+			} else if names[sh.Name] {
+				bad(fs+".name", "duplicate shard %q", sh.Name)
+			}
+			names[sh.Name] = true
+			rs, err := shard.ParseSlots(sh.Slots)
+			if err != nil {
+				bad(fs+".slots", "%v", err)
+				slotsOK = false
+			}
+			groups = append(groups, rs)
+			if len(sh.Nodes) == 0 {
+				bad(fs+".nodes", "at least one node is required")
+			}
+			seen := map[string]bool{}
+			for k, id := range sh.Nodes {
+				switch {
+				case !ids[id]:
+					bad(fmt.Sprintf("%s.nodes[%d]", fs, k), "node %q is not in this cluster", id)
+				case seen[id]:
+					bad(fmt.Sprintf("%s.nodes[%d]", fs, k), "node %q listed twice", id)
+				}
+				seen[id] = true
+			}
+			if svc, err := service.Lookup(ns.Service); err == nil && len(sh.Nodes) > 0 {
+				if err := automaton.CheckDeployment(ns.Protocol, svc, ns.Params, len(sh.Nodes), c.Durability); err != nil {
+					bad(fs+".nodes", "%v", err)
+				}
+			}
+		}
+		if slotsOK {
+			if err := shard.Check(groups); err != nil {
+				bad(f, "%v", err)
+			}
+		}
+	}
+	// A sharded namespace has no single automaton to call (node/call.go).
+	for i, ns := range c.Namespaces {
+		for _, callee := range automaton.Callees(ns.Protocol, ns.Params) {
+			if j := slices.IndexFunc(c.Namespaces, func(x Namespace) bool { return x.Name == callee }); j >= 0 && len(c.Namespaces[j].Shards) > 0 {
+				bad(fmt.Sprintf("namespaces[%d].params", i), "namespace %q calls namespace %q, which is sharded: nested calls reach unsharded namespaces only", ns.Name, callee)
+			}
+		}
+	}
+}

@@ -1,0 +1,504 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Sharded namespaces (issue 33; config/shards.go, package shard).
+//
+// A sharded namespace has no automaton of its own: each of its shards is a
+// replica group, run like any namespace (one loop, its own records in the
+// node's shared storage engine, so every group on a node shares the WAL's
+// writes and fdatasyncs) under the group's name "<namespace>#<shard>", on
+// the shard's nodes only, with those nodes as its members. A request to the
+// namespace (Backend.Do) is routed by its keys' hash slots: to the group on
+// this node when this node replicates it, else forwarded to a node that
+// does (below). Requests whose keys fall in different groups are refused
+// with Redis Cluster's CROSSSLOT error: an atomic group or multi-key
+// operation across shards needs cross-shard transactions (issue 33 item
+// 5), which do not exist yet. Operations on the whole keyspace (DBSIZE,
+// KEYS, SCAN, FLUSHDB, RANDOMKEY) and interactive transactions are refused
+// for the same reason.
+//
+// Forwarding uses the peer transport under a reserved namespace name,
+// forwardNS, which no namespace can have (config.GroupSep is not allowed
+// in names): a request frame carries a call id, the group, the time left
+// and the request; the receiving node runs it with Do on its own loop of
+// that group and answers with a reply frame. The transport may lose
+// frames, so a forwarded request whose answer does not come is of unknown
+// outcome. When the namespace's protocol deduplicates retries
+// (Protocol.IdempotentRetry: paxos), the forwarder resends the same
+// request, same id, to the group's next node after forwardRetry without an
+// answer; otherwise it waits for its one answer until the caller's context
+// ends.
+
+// forwardNS is the transport namespace of forwarded requests and replies.
+const forwardNS = config.GroupSep + "forward"
+
+// forwardRetry is how long a forwarded request of an idempotent protocol
+// waits for its answer before it is resent to the group's next node.
+const forwardRetry = 2 * time.Second
+
+// shardedNS is one sharded namespace as this node routes it.
+type shardedNS struct {
+	ns     config.Namespace
+	svc    service.Service
+	groups []config.Group
+	slots  *shard.Map
+	retry  bool // the protocol deduplicates a resent request
+}
+
+func (n *Node) initShards() {
+	n.shards = map[string]*shardedNS{}
+	for _, ns := range n.cfg.Namespaces {
+		if len(ns.Shards) == 0 {
+			continue
+		}
+		svc, _ := service.Lookup(ns.Service)
+		retry := false
+		if p, err := automaton.LookupAny(ns.Protocol); err == nil {
+			retry = p.IdempotentRetry()
+		}
+		n.shards[ns.Name] = &shardedNS{ns: ns, svc: svc, groups: n.cfg.ShardGroups(ns), slots: config.SlotMap(ns), retry: retry}
+	}
+	n.fwd.pending = map[uint64]chan fwdReply{}
+	n.fwd.hint = map[string]automaton.NodeID{}
+}
+
+// crossSlot is Redis Cluster's answer to a request whose keys are not all
+// in one slot; here: not all in one group.
+const crossSlot = "CROSSSLOT Keys in request don't hash to the same slot"
+
+// opKeys lists the keys op names: the service's lock declaration when it
+// has one (service.Lockable: multi-key operations name every key), else
+// the operation's key.
+func opKeys(svc service.Service, op service.Op) []string {
+	if ls, ok := service.LocksOf(svc, op); ok {
+		out := make([]string, 0, len(ls))
+		for _, l := range ls {
+			if l.Key != "" {
+				out = append(out, l.Key)
+			}
+		}
+		return out
+	}
+	if op.Key == "" {
+		return nil
+	}
+	return []string{op.Key}
+}
+
+// route returns the index of the group every key of req belongs to, or an
+// error result when req spans groups or names no key.
+func (s *shardedNS) route(req automaton.Request) (int, service.Result, bool) {
+	if req.Txn != nil {
+		return 0, service.Errorf("ERR interactive transactions are not supported on sharded namespace %s yet (cross-shard transactions: issue 33)", s.ns.Name), false
+	}
+	ops := req.Ops
+	if len(ops) == 0 {
+		ops = []service.Op{req.Op}
+	}
+	g := -1
+	for _, op := range ops {
+		keys := opKeys(s.svc, op)
+		if len(keys) == 0 {
+			return 0, service.Errorf("ERR %s spans the keyspace, which sharded namespace %s does not serve yet: send it to each shard's nodes (CLUSTER SHARDS)", op.Kind, s.ns.Name), false
+		}
+		for _, k := range keys {
+			kg := s.slots.Group(k)
+			if kg == shard.Unowned {
+				return 0, service.Errorf("CLUSTERDOWN Hash slot %d not served", shard.KeySlot(k)), false
+			}
+			if g >= 0 && kg != g {
+				return 0, service.Errorf("%s", crossSlot), false
+			}
+			g = kg
+		}
+	}
+	return g, service.Result{}, true
+}
+
+// doSharded serves Do for sharded namespace ns: on the group's loop here,
+// or forwarded to a node of the group.
+func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	s := n.shards[ns]
+	if err := automaton.ValidateRequest(s.svc, req); err != nil {
+		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
+	}
+	gi, res, ok := s.route(req)
+	if !ok {
+		return automaton.Response{ID: req.ID, Result: res}, nil
+	}
+	g := s.groups[gi]
+	if n.loops[g.Namespace.Name] != nil {
+		return n.Do(ctx, g.Namespace.Name, req)
+	}
+	return n.forward(ctx, s, g, req)
+}
+
+// ---- forwarding ----
+
+type forwarder struct {
+	mu      sync.Mutex
+	next    uint64
+	pending map[uint64]chan fwdReply
+	hint    map[string]automaton.NodeID // group -> the leader its last answer named
+}
+
+type fwdReply struct {
+	resp   automaton.Response
+	err    string
+	leader automaton.NodeID
+}
+
+const (
+	fwdRequest = 1
+	fwdReplyK  = 2
+)
+
+// targets orders group g's nodes for forwarding: the last known leader
+// first, then the others in file order.
+func (n *Node) targets(g config.Group) []automaton.NodeID {
+	n.fwd.mu.Lock()
+	h := n.fwd.hint[g.Namespace.Name]
+	n.fwd.mu.Unlock()
+	out := make([]automaton.NodeID, 0, len(g.Nodes))
+	if h != "" {
+		for _, id := range g.Nodes {
+			if id == h {
+				out = append(out, h)
+			}
+		}
+	}
+	for _, id := range g.Nodes {
+		if id != h {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (n *Node) forward(ctx context.Context, s *shardedNS, g config.Group, req automaton.Request) (automaton.Response, error) {
+	if n.tr == nil {
+		return automaton.Response{}, errors.New("node not started")
+	}
+	ch := make(chan fwdReply, len(g.Nodes)+1)
+	n.fwd.mu.Lock()
+	n.fwd.next++
+	id := n.fwd.next
+	n.fwd.pending[id] = ch
+	n.fwd.mu.Unlock()
+	defer func() {
+		n.fwd.mu.Lock()
+		delete(n.fwd.pending, id)
+		n.fwd.mu.Unlock()
+	}()
+	targets := n.targets(g)
+	for i := 0; ; i++ {
+		to := targets[i%len(targets)]
+		left := time.Minute
+		if d, ok := ctx.Deadline(); ok {
+			left = time.Until(d)
+		}
+		n.tr.Send(to, forwardNS, encodeForward(id, g.Namespace.Name, left, req)) // a lost frame is a lost message: see the retry below
+		var retry <-chan time.Time
+		if s.retry && len(targets) > 1 {
+			t := time.NewTimer(forwardRetry)
+			defer t.Stop()
+			retry = t.C
+		}
+		select {
+		case r := <-ch:
+			if r.leader != "" {
+				n.fwd.mu.Lock()
+				n.fwd.hint[g.Namespace.Name] = r.leader
+				n.fwd.mu.Unlock()
+			}
+			if r.err != "" {
+				return automaton.Response{}, fmt.Errorf("forwarded to %s (shard %s): %s", to, g.Namespace.Name, r.err)
+			}
+			r.resp.ID = req.ID
+			return r.resp, nil
+		case <-retry:
+			n.fwd.mu.Lock()
+			if n.fwd.hint[g.Namespace.Name] == to {
+				delete(n.fwd.hint, g.Namespace.Name)
+			}
+			n.fwd.mu.Unlock()
+			continue // the same request, same id: the group answers it once
+		case <-ctx.Done():
+			return automaton.Response{}, fmt.Errorf("request %s forwarded to %s (shard %s): outcome unknown: %w", req.ID, to, g.Namespace.Name, ctx.Err())
+		case <-n.stopping:
+			return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, gateway.ErrShuttingDown)
+		}
+	}
+}
+
+// onForward handles a forwarding frame from peer from (transport reader
+// goroutine: a request runs on a goroutine of its own).
+func (n *Node) onForward(from automaton.NodeID, msg []byte) {
+	d := wire.NewDecoder(msg)
+	switch d.Byte() {
+	case fwdRequest:
+		id, group, left := d.Uvarint(), d.String(), time.Duration(d.Uvarint())*time.Millisecond
+		req := decodeRequest(d)
+		if d.Done() != nil {
+			n.log.Warn("bad forwarded request; dropped", "peer", from)
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), left)
+			defer cancel()
+			var r fwdReply
+			if n.loops[group] == nil {
+				r.err = fmt.Sprintf("node %s does not replicate %s", n.id, group)
+			} else if resp, err := n.Do(ctx, group, req); err != nil {
+				r.err = err.Error()
+			} else {
+				r.resp = resp
+				if p := n.loops[group].leader.Load(); p != nil {
+					r.leader = *p
+				}
+			}
+			n.tr.Send(from, forwardNS, encodeReply(id, r))
+		}()
+	case fwdReplyK:
+		id := d.Uvarint()
+		var r fwdReply
+		r.err = d.String()
+		r.leader = automaton.NodeID(d.String())
+		r.resp = decodeResponse(d)
+		if d.Done() != nil {
+			n.log.Warn("bad forwarded reply; dropped", "peer", from)
+			return
+		}
+		n.fwd.mu.Lock()
+		ch := n.fwd.pending[id]
+		n.fwd.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- r:
+			default:
+			}
+		}
+	}
+}
+
+func encodeForward(id uint64, group string, left time.Duration, req automaton.Request) []byte {
+	e := wire.Encoder{}
+	e.Byte(fwdRequest)
+	e.Uvarint(id)
+	e.String(group)
+	e.Uvarint(uint64(max(left, 0) / time.Millisecond))
+	encodeRequest(&e, req)
+	return e.B
+}
+
+func encodeReply(id uint64, r fwdReply) []byte {
+	e := wire.Encoder{}
+	e.Byte(fwdReplyK)
+	e.Uvarint(id)
+	e.String(r.err)
+	e.String(string(r.leader))
+	encodeResponse(&e, r.resp)
+	return e.B
+}
+
+// encodeRequest writes what a forwarded request needs: its id, operation
+// or atomic group, read mode and protocol options (the Env is observed
+// again where it runs; transactions and fan-out are not forwarded).
+func encodeRequest(e *wire.Encoder, r automaton.Request) {
+	e.Uvarint(r.ID.Client)
+	e.Uvarint(r.ID.Seq)
+	e.Byte(byte(r.Opts.Read))
+	e.Uvarint(uint64(len(r.Ops)))
+	for _, op := range r.Ops {
+		service.EncodeOp(e, op)
+	}
+	if len(r.Ops) == 0 {
+		service.EncodeOp(e, r.Op)
+	}
+	keys := make([]string, 0, len(r.Opts.Ext))
+	for k := range r.Opts.Ext {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e.Uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.String(k)
+		e.Uvarint(uint64(len(r.Opts.Ext[k])))
+		for _, v := range r.Opts.Ext[k] {
+			e.String(v)
+		}
+	}
+}
+
+const maxForwardOps = 1 << 16
+
+func decodeRequest(d *wire.Decoder) automaton.Request {
+	r := automaton.Request{ID: automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}}
+	r.Opts.Read = automaton.ReadMode(d.Byte())
+	k := d.Count(maxForwardOps, 2)
+	for i := 0; i < k && d.Err() == nil; i++ {
+		r.Ops = append(r.Ops, service.DecodeOp(d))
+	}
+	if k == 0 {
+		r.Op = service.DecodeOp(d)
+	}
+	x := d.Count(maxForwardOps, 2)
+	for i := 0; i < x && d.Err() == nil; i++ {
+		name := d.String()
+		m := d.Count(maxForwardOps, 1)
+		var vs []string
+		for j := 0; j < m && d.Err() == nil; j++ {
+			vs = append(vs, d.String())
+		}
+		if r.Opts.Ext == nil {
+			r.Opts.Ext = map[string][]string{}
+		}
+		r.Opts.Ext[name] = vs
+	}
+	return r
+}
+
+func encodeResponse(e *wire.Encoder, r automaton.Response) {
+	service.EncodeResult(e, r.Result)
+	e.Uvarint(uint64(len(r.Results)))
+	for _, x := range r.Results {
+		service.EncodeResult(e, x)
+	}
+}
+
+func decodeResponse(d *wire.Decoder) automaton.Response {
+	r := automaton.Response{Result: service.DecodeResult(d)}
+	k := d.Count(maxForwardOps, 1)
+	for i := 0; i < k && d.Err() == nil; i++ {
+		r.Results = append(r.Results, service.DecodeResult(d))
+	}
+	return r
+}
+
+// ---- what the gateway asks (gateway.ClusterBackend) ----
+
+var _ gateway.ClusterBackend = (*Node)(nil)
+
+// ClusterShards implements gateway.ClusterBackend: sharded namespace ns's
+// groups, each with its slots and nodes, the leader first where this node
+// knows it (its own groups' leader hint, or the leader the last forwarded
+// answer named).
+func (n *Node) ClusterShards(ns string) ([]gateway.ClusterShard, bool) {
+	s := n.shards[ns]
+	if s == nil {
+		return nil, false
+	}
+	addr := map[automaton.NodeID]config.Node{}
+	for _, m := range n.cfg.Nodes {
+		addr[automaton.NodeID(m.ID)] = m
+	}
+	out := make([]gateway.ClusterShard, 0, len(s.groups))
+	for _, g := range s.groups {
+		leader := automaton.NodeID("")
+		if l := n.loops[g.Namespace.Name]; l != nil {
+			if p := l.leader.Load(); p != nil {
+				leader = *p
+			}
+		} else {
+			n.fwd.mu.Lock()
+			leader = n.fwd.hint[g.Namespace.Name]
+			n.fwd.mu.Unlock()
+		}
+		cs := gateway.ClusterShard{Name: g.Namespace.Name, Slots: g.Slots}
+		ids := append([]automaton.NodeID(nil), g.Nodes...)
+		if i := indexOf(ids, leader); i > 0 {
+			ids[0], ids[i] = ids[i], ids[0]
+		}
+		cs.LeaderKnown = leader != "" && indexOf(ids, leader) == 0
+		for _, id := range ids {
+			m := addr[id]
+			cs.Nodes = append(cs.Nodes, gateway.ClusterNode{ID: string(id), Client: m.Client, Self: id == n.id})
+		}
+		out = append(out, cs)
+	}
+	return out, true
+}
+
+// Cluster implements gateway.ClusterBackend: the cluster's name, this
+// node's id and every node's client address.
+func (n *Node) Cluster() (cluster string, self string, nodes []gateway.ClusterNode) {
+	for _, m := range n.cfg.Nodes {
+		nodes = append(nodes, gateway.ClusterNode{ID: m.ID, Client: m.Client, Self: m.ID == string(n.id)})
+	}
+	return n.cfg.Cluster, string(n.id), nodes
+}
+
+// SlotLocal implements gateway.ClusterBackend: whether this node
+// replicates the group owning slot of sharded namespace ns, and if not the
+// client address of the node a cluster client should be redirected to.
+func (n *Node) SlotLocal(ns string, slot int) (bool, string) {
+	s := n.shards[ns]
+	if s == nil {
+		return true, ""
+	}
+	gi := int(s.slots.Owner[slot])
+	if gi < 0 {
+		return true, "" // refused when it runs (CLUSTERDOWN)
+	}
+	g := s.groups[gi]
+	if n.loops[g.Namespace.Name] != nil {
+		return true, ""
+	}
+	to := n.targets(g)[0]
+	for _, m := range n.cfg.Nodes {
+		if m.ID == string(to) {
+			return false, m.Client
+		}
+	}
+	return true, ""
+}
+
+func indexOf(ids []automaton.NodeID, id automaton.NodeID) int {
+	for i, x := range ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// shardsInfo is INFO's Shards section: for each group this node runs of a
+// sharded namespace, its slots, nodes and leader.
+func (n *Node) shardsInfo() map[string]string {
+	out := map[string]string{}
+	for _, s := range n.shards {
+		for _, g := range s.groups {
+			ids := make([]string, len(g.Nodes))
+			for i, id := range g.Nodes {
+				ids[i] = string(id)
+			}
+			fact := fmt.Sprintf("slots=%s,nodes=%s", shard.FormatSlots(g.Slots), strings.Join(ids, " "))
+			if l := n.loops[g.Namespace.Name]; l != nil {
+				if p := l.leader.Load(); p != nil {
+					fact += ",leader=" + string(*p)
+				}
+				fact += ",local=1"
+			} else {
+				fact += ",local=0"
+			}
+			out[g.Namespace.Name] = fact
+		}
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+)
+
+// A sharded paxos namespace on five nodes: s0 on n1-n3, s1 on n3-n5. Every
+// node serves every key: its own groups' keys on their loops, the others'
+// by forwarding; a group runs only on its nodes.
+func TestShardedNamespace(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n3", "n4", "n5"}},
+	}}
+	cfg, ls := mkCluster(t, 5, config.Memory, ns)
+	var nodes []*Node
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+	}
+	for i, n := range nodes {
+		_, has0 := n.Counters("default#s0")
+		_, has1 := n.Counters("default#s1")
+		if has0 != (i <= 2) || has1 != (i >= 2) {
+			t.Fatalf("n%d runs s0=%v s1=%v", i+1, has0, has1)
+		}
+	}
+	// Keys of both groups, written at every node, read at every node.
+	m := config.SlotMap(cfg.Namespaces[0])
+	var keys []string
+	seen := [2]int{}
+	for i := 0; len(keys) < 20; i++ {
+		k := fmt.Sprintf("key%d", i)
+		g := m.Group(k)
+		if seen[g] < 10 {
+			seen[g]++
+			keys = append(keys, k)
+		}
+	}
+	for i, k := range keys {
+		w := nodes[i%len(nodes)]
+		if r := do(t, w, "default", req("set", k, "v-"+k)); r.Type != service.ResultOK {
+			t.Fatalf("set %s at %s: %v", k, w.ID(), r)
+		}
+	}
+	for _, n := range nodes {
+		for _, k := range keys {
+			if r := do(t, n, "default", req("get", k)); string(r.Bytes) != "v-"+k {
+				t.Fatalf("get %s at %s = %v", k, n.ID(), r)
+			}
+		}
+	}
+	// Only a group's nodes persisted its writes: n1 holds no s1 loop, n4
+	// no s0 loop, and n4's s1 loop persisted.
+	if c, _ := nodes[3].Counters("default#s1"); c.Persists == 0 {
+		t.Fatal("n4 persisted nothing for s1")
+	}
+
+	// An atomic group inside one hash tag runs; one across groups is
+	// refused with CROSSSLOT before anything applies.
+	a, b := "{t}a", "{t}b"
+	grp := req("set", "", "")
+	grp.Ops = []service.Op{{Kind: "set", Key: a, Args: [][]byte{[]byte("1")}}, {Kind: "set", Key: b, Args: [][]byte{[]byte("2")}}}
+	if r := do(t, nodes[0], "default", grp); r.Type == service.ResultErr {
+		t.Fatalf("same-tag group: %v", r)
+	}
+	var k0, k1 string
+	for _, k := range keys {
+		if m.Group(k) == 0 && k0 == "" {
+			k0 = k
+		}
+		if m.Group(k) == 1 && k1 == "" {
+			k1 = k
+		}
+	}
+	cross := req("set", "", "")
+	cross.Ops = []service.Op{{Kind: "set", Key: k0, Args: [][]byte{[]byte("x")}}, {Kind: "set", Key: k1, Args: [][]byte{[]byte("x")}}}
+	if r := do(t, nodes[0], "default", cross); !strings.HasPrefix(r.Err, "CROSSSLOT") {
+		t.Fatalf("cross-shard group = %v, want CROSSSLOT", r)
+	}
+	if r := do(t, nodes[4], "default", req("get", k0)); string(r.Bytes) != "v-"+k0 {
+		t.Fatalf("a refused group changed %s: %v", k0, r)
+	}
+	// A multi-key operation across groups is refused too (RENAME names two
+	// keys: service.Lockable).
+	if r := do(t, nodes[1], "default", req("rename", k0, k1)); !strings.HasPrefix(r.Err, "CROSSSLOT") {
+		t.Fatalf("cross-shard rename = %v", r)
+	}
+	if r := do(t, nodes[1], "default", req("dbsize", "")); r.Type != service.ResultErr {
+		t.Fatalf("dbsize on a sharded namespace = %v, want refused", r)
+	}
+
+	// What the gateway asks: each slot's group and whether it is local.
+	if local, addr := nodes[0].SlotLocal("default", shard.KeySlot(k1)); local || addr == "" {
+		t.Fatalf("n1 says s1's slot is local=%v addr=%q", local, addr)
+	}
+	if local, _ := nodes[0].SlotLocal("default", shard.KeySlot(k0)); !local {
+		t.Fatal("n1 says s0's slot is not local")
+	}
+	shards, ok := nodes[0].ClusterShards("default")
+	if !ok || len(shards) != 2 || len(shards[1].Nodes) != 3 {
+		t.Fatalf("ClusterShards = %+v", shards)
+	}
+	// n1 learned s1's leader from a forwarded answer.
+	if !shards[1].LeaderKnown {
+		t.Errorf("n1 does not know s1's leader after forwarding to it")
+	}
+	if l := shards[1].Nodes[0].ID; l != "n3" && l != "n4" && l != "n5" {
+		t.Fatalf("s1's leader %s is not one of its nodes", l)
+	}
+}

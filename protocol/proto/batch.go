@@ -1,0 +1,137 @@
+package proto
+
+import (
+	"fmt"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Batch messages: several messages of one protocol to one peer, in one.
+//
+// A protocol that steps client batches (automaton.ClientBatch) emits, in
+// one step, many messages to each peer (ABD: one query per request). Coalesce
+// packs the Sends of one step that go to the same peer into batch messages
+// of the protocol's batch kind: the header, the number of messages and each
+// message whole (wire.Encoder.Bytes), in emission order. A receiver opens
+// one with SplitBatch and handles each message as if it had arrived alone;
+// the replies it emits in that step go back coalesced the same way. A batch
+// never holds a batch.
+
+// MaxBatchBytes bounds a batch message's contents: Coalesce starts a new
+// batch message to the same peer once one holds that much (a message
+// larger than the bound travels alone). Far inside a peer frame
+// (transport.DefaultMaxFrame, 64 MB), and small enough that one batch
+// does not hold a peer's link for long.
+const MaxBatchBytes = 1 << 20
+
+// Coalesce rewrites outs, a step's outputs, so that the Sends to one peer
+// leave as batch messages of kind kind (see above): each batch takes the
+// place of its last message in outs, so it waits for every record that
+// any of its messages waited for (the durability rule: a Send may be held
+// later, never released earlier) and it still leaves after every output
+// emitted before it. Sends marked Early are left alone, as are peers with
+// one Send in the step: outs is returned unchanged when no peer gets two.
+func (h Header) Coalesce(outs []automaton.Output, kind byte) []automaton.Output {
+	// Peers are few (the cluster's nodes): a slice searched linearly, no
+	// map, so that a step with one Send per peer allocates nothing here.
+	type peer struct {
+		to    automaton.NodeID
+		left  int // Sends to this peer not yet placed
+		msgs  [][]byte
+		size  int
+		multi bool
+	}
+	var buf [8]peer
+	peers := buf[:0]
+	find := func(to automaton.NodeID) *peer {
+		for i := range peers {
+			if peers[i].to == to {
+				return &peers[i]
+			}
+		}
+		return nil
+	}
+	many := false
+	for _, o := range outs {
+		if s, ok := o.(automaton.Send); ok && !s.Early {
+			if p := find(s.To); p != nil {
+				p.left++
+				p.multi, many = true, true
+			} else {
+				peers = append(peers, peer{to: s.To, left: 1})
+			}
+		}
+	}
+	if !many {
+		return outs
+	}
+	res := make([]automaton.Output, 0, len(outs))
+	for _, o := range outs {
+		s, ok := o.(automaton.Send)
+		if !ok || s.Early {
+			res = append(res, o)
+			continue
+		}
+		p := find(s.To)
+		if !p.multi {
+			res = append(res, o)
+			continue
+		}
+		p.left--
+		p.msgs = append(p.msgs, s.Msg)
+		p.size += len(s.Msg)
+		if p.left == 0 || p.size >= MaxBatchBytes {
+			res = append(res, automaton.Send{To: s.To, Msg: h.batch(kind, p.msgs, p.size)})
+			p.msgs, p.size = nil, 0
+		}
+	}
+	return res
+}
+
+// batch encodes msgs as one batch message (one message travels as itself).
+func (h Header) batch(kind byte, msgs [][]byte, size int) []byte {
+	if len(msgs) == 1 {
+		return msgs[0]
+	}
+	e := h.Message(kind, size+8+4*len(msgs))
+	e.Uvarint(uint64(len(msgs)))
+	for _, m := range msgs {
+		e.Bytes(m)
+	}
+	return e.B
+}
+
+// maxBatchMsgs bounds the message count a batch may claim before any is
+// read, so that a corrupt count cannot make SplitBatch allocate much.
+const maxBatchMsgs = 1 << 16
+
+// SplitBatch returns the messages of a batch message b of kind kind
+// (Coalesce), aliasing b. A corrupt batch is an error; so is a batch
+// inside a batch.
+func (h Header) SplitBatch(b []byte, kind byte) ([][]byte, error) {
+	k, err := h.MessageKind(b)
+	if err != nil {
+		return nil, err
+	}
+	if k != kind {
+		return nil, fmt.Errorf("%s: message kind %d is not a batch", h.Protocol, k)
+	}
+	d := &wire.Decoder{B: b[2:]}
+	n := d.Count(maxBatchMsgs, 1)
+	msgs := make([][]byte, 0, n)
+	for range n {
+		m := d.Bytes()
+		if d.Err() != nil {
+			break
+		}
+		if len(m) >= 2 && m[1] == kind {
+			return nil, fmt.Errorf("%s: a batch inside a batch", h.Protocol)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := d.Done(); err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}

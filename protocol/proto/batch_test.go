@@ -1,0 +1,101 @@
+package proto
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+var bh = Header{Protocol: "p", Version: 1, Kinds: []string{"m", "batch"}}
+
+func msg(b byte, n int) []byte {
+	e := bh.Message(1, n+2)
+	e.B = append(e.B, bytes.Repeat([]byte{b}, n)...)
+	return e.B
+}
+
+// Coalesce puts each peer's batch where its last message was: after every
+// Persist any of its messages followed, and before what followed it.
+func TestCoalescePlacement(t *testing.T) {
+	outs := []automaton.Output{
+		automaton.Send{To: "a", Msg: msg(1, 3)},
+		automaton.Send{To: "b", Msg: msg(2, 3)},
+		automaton.Persist{Key: "r"},
+		automaton.Send{To: "a", Msg: msg(3, 3)},
+		automaton.Respond{},
+		automaton.Send{To: "c", Msg: msg(4, 3), Early: true},
+		automaton.Send{To: "c", Msg: msg(5, 3), Early: true},
+	}
+	got := bh.Coalesce(outs, 2)
+	var kinds []string
+	for _, o := range got {
+		switch o := o.(type) {
+		case automaton.Send:
+			kinds = append(kinds, string(o.To)+bh.KindName(o.Msg[1]))
+		case automaton.Persist:
+			kinds = append(kinds, "persist")
+		case automaton.Respond:
+			kinds = append(kinds, "respond")
+		}
+	}
+	// b's one message stays as it is; a's two become one batch after the
+	// Persist; Early sends are left alone.
+	if w := "bm persist abatch respond cm cm"; strings.Join(kinds, " ") != w {
+		t.Fatalf("got %v, want %s", kinds, w)
+	}
+	parts, err := bh.SplitBatch(got[2].(automaton.Send).Msg, 2)
+	if err != nil || len(parts) != 2 || !bytes.Equal(parts[0], msg(1, 3)) || !bytes.Equal(parts[1], msg(3, 3)) {
+		t.Fatalf("split: %x, %v", parts, err)
+	}
+	one := []automaton.Output{automaton.Send{To: "a", Msg: msg(1, 1)}, automaton.Send{To: "b", Msg: msg(1, 1)}}
+	if got := bh.Coalesce(one, 2); &got[0] != &one[0] {
+		t.Errorf("one message per peer: outputs rewritten")
+	}
+}
+
+// A batch holds at most about MaxBatchBytes; the rest starts another.
+func TestCoalesceBound(t *testing.T) {
+	var outs []automaton.Output
+	for i := range 5 {
+		outs = append(outs, automaton.Send{To: "a", Msg: msg(byte(i), MaxBatchBytes/3)})
+	}
+	got := bh.Coalesce(outs, 2)
+	total := 0
+	for _, o := range got {
+		m := o.(automaton.Send).Msg
+		if len(m) > 2*MaxBatchBytes {
+			t.Errorf("a batch of %d bytes", len(m))
+		}
+		parts, err := bh.SplitBatch(m, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			if p[2] != byte(total) {
+				t.Fatalf("message %d out of order", total)
+			}
+			total++
+		}
+	}
+	if len(got) != 2 || total != 5 {
+		t.Fatalf("%d batches holding %d messages, want 2 holding 5", len(got), total)
+	}
+}
+
+// Corrupt batches are errors, never a panic or a huge allocation.
+func TestSplitBatchCorrupt(t *testing.T) {
+	good := bh.batch(2, [][]byte{msg(1, 2), msg(2, 2)}, 8)
+	for name, b := range map[string][]byte{
+		"truncated":   good[:len(good)-1],
+		"trailing":    append(append([]byte(nil), good...), 0),
+		"huge count":  {1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"not a batch": msg(1, 2),
+		"nested":      bh.batch(2, [][]byte{good, msg(1, 1)}, len(good)+3),
+	} {
+		if _, err := bh.SplitBatch(b, 2); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
