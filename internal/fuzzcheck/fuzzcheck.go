@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/synod-dev/synod/protocol/proto"
 )
 
 // Codec is one of a package's decoders with the encoder that inverts it.
@@ -155,3 +157,71 @@ func sameValue(a, b reflect.Value) bool {
 func New(name string, dec func([]byte) (any, error), enc func(any) []byte) Codec {
 	return Codec{Name: name, Dec: dec, Enc: enc}
 }
+
+// Sample is one value a package's golden file records: Name names its
+// line, Codec the codec (by Codec.Name) that encodes it.
+type Sample struct {
+	Name  string
+	Codec string
+	Value any
+}
+
+// Wire is one protocol package's codecs and golden file (issue 32 item 1):
+// the one harness its wire-golden test and its fuzz target both run
+// through, so that every message and record kind the golden file pins is
+// also a fuzz seed, and every codec the fuzzer exercises is pinned.
+type Wire struct {
+	Golden string // the golden file, "golden/wire.txt"
+	Codecs []Codec
+}
+
+// Check encodes every sample with its codec and requires that the bytes
+// decode to a value equal to the sample (SameValue) that encodes to the
+// same bytes, and pass Check's round trip; then it compares the
+// encodings with the golden file (proto.CheckGolden: every line has a
+// sample and every sample a line). With update it rewrites the file
+// instead. Every codec must have a sample.
+func (w Wire) Check(t *testing.T, update bool, samples []Sample) {
+	t.Helper()
+	byName := map[string]Codec{}
+	for _, c := range w.Codecs {
+		byName[c.Name] = c
+	}
+	used := map[string]bool{}
+	var cases []proto.Encoded
+	for _, s := range samples {
+		c, ok := byName[s.Codec]
+		if !ok {
+			t.Fatalf("%s: no codec %q", s.Name, s.Codec)
+		}
+		used[s.Codec] = true
+		enc := c.Enc(s.Value)
+		x, err := c.Dec(enc)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %x does not decode: %v", s.Name, enc, err)
+		case !SameValue(s.Value, x):
+			t.Errorf("%s: %+v encodes to %x, which decodes to %+v", s.Name, s.Value, enc, x)
+		case !bytes.Equal(c.Enc(x), enc):
+			t.Errorf("%s: %x decodes to a value that encodes to %x", s.Name, enc, c.Enc(x))
+		default:
+			Check(t, c, enc)
+		}
+		cases = append(cases, proto.Encoded{Name: s.Name, Bytes: enc})
+	}
+	for _, c := range w.Codecs {
+		if !used[c.Name] {
+			t.Errorf("codec %s has no golden sample", c.Name)
+		}
+	}
+	if err := proto.CheckGolden(w.Golden, cases, update); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Fuzz is the package's fuzz target: Decoders over its codecs, seeded
+// with the golden file's encodings.
+func (w Wire) Fuzz(f *testing.F) { Decoders(f, GoldenSeeds(f, w.Golden), w.Codecs) }
+
+// Pin returns the Sample named name: value v, encoded by codec.
+func Pin(name, codec string, v any) Sample { return Sample{Name: name, Codec: codec, Value: v} }
