@@ -7,6 +7,7 @@ package fuzzcheck
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"os"
 	"reflect"
@@ -183,6 +184,26 @@ type Wire struct {
 // instead. Every codec must have a sample.
 func (w Wire) Check(t *testing.T, update bool, samples []Sample) {
 	t.Helper()
+	for _, err := range w.Verify(update, samples) {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	byName := map[string]Codec{}
+	for _, c := range w.Codecs {
+		byName[c.Name] = c
+	}
+	for _, s := range samples {
+		c := byName[s.Codec]
+		Check(t, c, c.Enc(s.Value))
+	}
+}
+
+// Verify is Check without the allocation and re-decoding round trip of
+// Check, returning what it finds.
+func (w Wire) Verify(update bool, samples []Sample) []error {
+	var errs []error
 	byName := map[string]Codec{}
 	for _, c := range w.Codecs {
 		byName[c.Name] = c
@@ -192,31 +213,34 @@ func (w Wire) Check(t *testing.T, update bool, samples []Sample) {
 	for _, s := range samples {
 		c, ok := byName[s.Codec]
 		if !ok {
-			t.Fatalf("%s: no codec %q", s.Name, s.Codec)
+			errs = append(errs, fmt.Errorf("%s: no codec %q", s.Name, s.Codec))
+			continue
 		}
 		used[s.Codec] = true
 		enc := c.Enc(s.Value)
 		x, err := c.Dec(enc)
 		switch {
 		case err != nil:
-			t.Errorf("%s: %x does not decode: %v", s.Name, enc, err)
+			errs = append(errs, fmt.Errorf("%s: %x does not decode: %v", s.Name, enc, err))
 		case !SameValue(s.Value, x):
-			t.Errorf("%s: %+v encodes to %x, which decodes to %+v", s.Name, s.Value, enc, x)
+			errs = append(errs, fmt.Errorf("%s: %+v encodes to %x, which decodes to %+v", s.Name, s.Value, enc, x))
 		case !bytes.Equal(c.Enc(x), enc):
-			t.Errorf("%s: %x decodes to a value that encodes to %x", s.Name, enc, c.Enc(x))
-		default:
-			Check(t, c, enc)
+			errs = append(errs, fmt.Errorf("%s: %x decodes to a value that encodes to %x", s.Name, enc, c.Enc(x)))
 		}
 		cases = append(cases, proto.Encoded{Name: s.Name, Bytes: enc})
 	}
 	for _, c := range w.Codecs {
 		if !used[c.Name] {
-			t.Errorf("codec %s has no golden sample", c.Name)
+			errs = append(errs, fmt.Errorf("codec %s has no golden sample", c.Name))
 		}
 	}
-	if err := proto.CheckGolden(w.Golden, cases, update); err != nil {
-		t.Fatal(err)
+	if len(errs) > 0 {
+		return errs
 	}
+	if err := proto.CheckGolden(w.Golden, cases, update); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // Fuzz is the package's fuzz target: Decoders over its codecs, seeded
