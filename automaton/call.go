@@ -52,12 +52,8 @@ type NestedCallee interface {
 
 // ServesNested reports whether protocol name serves nested requests.
 func ServesNested(name string) bool {
-	p, err := LookupAny(name)
-	if err != nil {
-		return false
-	}
-	_, ok := p.(NestedCallee)
-	return ok
+	c, err := capsOf(name)
+	return err == nil && c.NestedWindow > 0
 }
 
 // Caller is implemented by protocols whose namespaces call other
@@ -74,12 +70,9 @@ type Caller interface {
 // Callees returns the namespaces a namespace of protocol name with params
 // calls (nil when the protocol calls none).
 func Callees(name string, params map[string]string) []string {
-	p, err := LookupAny(name)
-	if err != nil {
+	c, err := capsOf(name)
+	if err != nil || c.Callees == nil {
 		return nil
 	}
-	if c, ok := p.(Caller); ok {
-		return c.Callees(params)
-	}
-	return nil
+	return c.Callees(params)
 }

@@ -2,6 +2,8 @@ package automaton
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -95,10 +97,10 @@ func BrokenOf(name string) string { return brokenOf[name] }
 func DescribeBroken() string {
 	var b strings.Builder
 	for _, n := range BrokenNames() {
-		p, _ := broken.Lookup(n)
+		c, _ := capsOf(n)
 		fmt.Fprintf(&b, "  %s (of %s)", n, brokenOf[n])
-		if d, ok := p.(Describer); ok {
-			fmt.Fprintf(&b, ": %s", d.Describe())
+		if c.Doc != "" {
+			fmt.Fprintf(&b, ": %s", c.Doc)
 		}
 		b.WriteByte('\n')
 	}
@@ -148,14 +150,11 @@ type ConsistencyModel interface {
 
 // ConsistencyOf returns the named protocol's guarantee.
 func ConsistencyOf(name string) (Consistency, error) {
-	p, err := LookupAny(name)
+	c, err := capsOf(name)
 	if err != nil {
 		return "", err
 	}
-	if c, ok := p.(ConsistencyModel); ok {
-		return c.Consistency(), nil
-	}
-	return Linearizable, nil
+	return c.Consistency, nil
 }
 
 // RegisterProtocol is implemented by protocols that replicate one register per
@@ -169,12 +168,8 @@ type RegisterProtocol interface {
 // HasRegisterSemantics reports whether the named protocol is registered and
 // replicates registers.
 func HasRegisterSemantics(name string) bool {
-	p, err := LookupAny(name)
-	if err != nil {
-		return false
-	}
-	r, ok := p.(RegisterProtocol)
-	return ok && r.RegisterSemantics()
+	c, err := capsOf(name)
+	return err == nil && c.RegisterSemantics
 }
 
 // StickyClientsProtocol is implemented by protocols whose guarantee holds
@@ -188,15 +183,8 @@ type StickyClientsProtocol interface {
 // NeedsStickyClients reports whether the named protocol asks for sticky
 // clients (explicitly, or by promising Sequential consistency).
 func NeedsStickyClients(name string) bool {
-	p, err := LookupAny(name)
-	if err != nil {
-		return false
-	}
-	if s, ok := p.(StickyClientsProtocol); ok {
-		return s.StickyClients()
-	}
-	c, _ := ConsistencyOf(name)
-	return c == Sequential
+	c, err := capsOf(name)
+	return err == nil && c.StickyClients
 }
 
 // --- membership ---
@@ -210,12 +198,8 @@ type MembershipChanger interface {
 // SupportsMembership reports whether the named protocol changes its
 // membership at run time.
 func SupportsMembership(name string) bool {
-	p, err := LookupAny(name)
-	if err != nil {
-		return false
-	}
-	m, ok := p.(MembershipChanger)
-	return ok && m.SupportsMembership()
+	c, err := capsOf(name)
+	return err == nil && c.Membership
 }
 
 // --- parameters ---
@@ -230,14 +214,8 @@ type ParamDefaulter interface {
 // DefaultParams returns the named protocol's parameters with their
 // defaults (nil when it declares none).
 func DefaultParams(name string) map[string]string {
-	p, err := LookupAny(name)
-	if err != nil {
-		return nil
-	}
-	if d, ok := p.(ParamDefaulter); ok {
-		return d.DefaultParams()
-	}
-	return nil
+	c, _ := capsOf(name)
+	return maps.Clone(c.Params)
 }
 
 // --- nondeterministic services ---
@@ -258,25 +236,22 @@ func CheckService(protocol string, svc interface{ Name() string }) error {
 	if !ok || !nd.Nondeterministic() {
 		return nil
 	}
-	p, err := LookupAny(protocol)
+	c, err := capsOf(protocol)
 	if err != nil {
 		return err
 	}
-	if s, ok := p.(NondeterminismSupport); ok && s.SupportsNondeterminism() {
+	if c.Nondeterminism {
 		return nil
 	}
 	return fmt.Errorf("protocol %s cannot replicate the nondeterministic service %s: its replicas would apply operations independently and diverge; use a protocol that replicates the chosen environment or the resulting state (%s)",
-		protocol, svc.Name(), strings.Join(namesWith(func(p Protocol) bool {
-			s, ok := p.(NondeterminismSupport)
-			return ok && s.SupportsNondeterminism()
-		}), ", "))
+		protocol, svc.Name(), strings.Join(namesWith(func(c Capabilities) bool { return c.Nondeterminism }), ", "))
 }
 
-func namesWith(f func(Protocol) bool) []string {
+func namesWith(f func(Capabilities) bool) []string {
 	var out []string
 	for _, n := range known.Names() {
-		p, _ := known.Lookup(n)
-		if f(p) {
+		c, _ := capsOf(n)
+		if f(c) {
 			out = append(out, n)
 		}
 	}
@@ -319,14 +294,8 @@ type ScenarioDeclarer interface {
 
 // ScenariosOf returns the named protocol's own scenarios.
 func ScenariosOf(name string) []Scenario {
-	p, err := LookupAny(name)
-	if err != nil {
-		return nil
-	}
-	if d, ok := p.(ScenarioDeclarer); ok {
-		return d.Scenarios()
-	}
-	return nil
+	c, _ := capsOf(name)
+	return slices.Clone(c.Scenarios)
 }
 
 // --- failure model ---
@@ -349,13 +318,13 @@ type FaultAssumer interface {
 // SafeFaultsOf returns the --faults value under which the named protocol
 // is safe: "all" unless it declares FaultAssumer.
 func SafeFaultsOf(name string) string {
-	p, err := LookupAny(name)
+	c, err := capsOf(name)
 	if err != nil {
 		return "all"
 	}
-	if f, ok := p.(FaultAssumer); ok {
+	if c.SafeFaults != nil {
 		var k []string
-		for _, kind := range f.SafeFaults() {
+		for _, kind := range c.SafeFaults {
 			if kind != PowerLoss { // not a --faults kind (wholecluster.go)
 				k = append(k, kind)
 			}
@@ -387,12 +356,8 @@ type FanoutProtocol interface {
 
 // ClientFanoutOf reports whether the named protocol wants clients to fan out.
 func ClientFanoutOf(name string) bool {
-	p, err := LookupAny(name)
-	if err != nil {
-		return false
-	}
-	f, ok := p.(FanoutProtocol)
-	return ok && f.ClientFanout()
+	c, err := capsOf(name)
+	return err == nil && c.ClientFanout
 }
 
 // BatchStepper is implemented by protocols whose automata accept
@@ -428,12 +393,9 @@ type DeploymentChecker interface {
 // CheckDeployment asks protocol name whether the deployment can keep its
 // promise; nil when the protocol does not say.
 func CheckDeployment(name string, svc service.Service, params map[string]string, nodes int, durability string) error {
-	p, err := LookupAny(name)
-	if err != nil {
+	c, err := capsOf(name)
+	if err != nil || c.Deployment == nil {
 		return nil
 	}
-	if c, ok := p.(DeploymentChecker); ok {
-		return c.CheckDeployment(svc, params, nodes, durability)
-	}
-	return nil
+	return c.Deployment(svc, params, nodes, durability)
 }

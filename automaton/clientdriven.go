@@ -58,10 +58,6 @@ type CoordPhase struct {
 // CoordinatorOf returns the named protocol's client coordinator, if its
 // clients can coordinate.
 func CoordinatorOf(name string) (ClientCoordinator, bool) {
-	p, err := LookupAny(name)
-	if err != nil {
-		return nil, false
-	}
-	c, ok := p.(ClientCoordinator)
-	return c, ok
+	c, err := capsOf(name)
+	return c.Coordinator, err == nil && c.Coordinator != nil
 }

@@ -49,15 +49,12 @@ type InvariantStater interface {
 // NewInvariantChecker returns a checker for the named protocol, or nil when
 // it states none.
 func NewInvariantChecker(protocol string) (InvariantChecker, []string) {
-	p, err := LookupAny(protocol)
-	if err != nil {
+	caps, err := capsOf(protocol)
+	if err != nil || caps.Invariants == nil {
 		return nil, nil
 	}
-	if s, ok := p.(InvariantStater); ok {
-		names, c := s.Invariants()
-		return c, names
-	}
-	return nil, nil
+	names, c := caps.Invariants()
+	return c, names
 }
 
 // UpNodes returns the ids of up in order, for checks that report the first

@@ -121,15 +121,11 @@ func DefaultModel() ModelConfig {
 // fields taken from DefaultModel, or DefaultModel itself.
 func ModelOf(name string) ModelConfig {
 	d := DefaultModel()
-	p, err := LookupAny(name)
-	if err != nil {
+	caps, err := capsOf(name)
+	if err != nil || caps.Model == nil {
 		return d
 	}
-	m, ok := p.(ModelDeclarer)
-	if !ok {
-		return d
-	}
-	c := m.Model()
+	c := caps.Model()
 	if c.Nodes == 0 {
 		c.Nodes = d.Nodes
 	}

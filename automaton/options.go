@@ -2,6 +2,7 @@ package automaton
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -124,14 +125,8 @@ type OptionDeclarer interface {
 
 // RequestOptions returns the named protocol's option specs (nil: none).
 func RequestOptions(protocol string) []OptionSpec {
-	p, err := LookupAny(protocol)
-	if err != nil {
-		return nil
-	}
-	if d, ok := p.(OptionDeclarer); ok {
-		return d.RequestOptions()
-	}
-	return nil
+	c, _ := capsOf(protocol)
+	return slices.Clone(c.Options)
 }
 
 // FindOption returns protocol's spec named name.

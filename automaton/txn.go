@@ -76,14 +76,8 @@ type TxnSupporter interface {
 
 // TransactionsOf returns the named protocol's transaction support.
 func TransactionsOf(protocol string) TxnSupport {
-	p, err := LookupAny(protocol)
-	if err != nil {
-		return TxnSupport{}
-	}
-	if t, ok := p.(TxnSupporter); ok {
-		return t.Transactions()
-	}
-	return TxnSupport{}
+	c, _ := capsOf(protocol)
+	return c.Transactions
 }
 
 // Errors for transaction shapes a protocol does not honour. They start with

@@ -18,14 +18,11 @@ const PowerLoss = "powerloss"
 // every acknowledged write, and to serve again, after a power loss of the
 // whole cluster.
 func SurvivesPowerLoss(name string) bool {
-	p, err := LookupAny(name)
-	if err != nil {
+	c, err := capsOf(name)
+	if err != nil || c.SafeFaults == nil {
 		return true
 	}
-	if f, ok := p.(FaultAssumer); ok {
-		return slices.Contains(f.SafeFaults(), PowerLoss)
-	}
-	return true
+	return slices.Contains(c.SafeFaults, PowerLoss)
 }
 
 // CalleeNeeder is implemented by protocols whose service calls another
@@ -40,12 +37,6 @@ type CalleeNeeder interface {
 
 // StandardCalleeOf returns the named protocol's StandardCallee flags, or nil.
 func StandardCalleeOf(name string) []string {
-	p, err := LookupAny(name)
-	if err != nil {
-		return nil
-	}
-	if c, ok := p.(CalleeNeeder); ok {
-		return c.StandardCallee()
-	}
-	return nil
+	c, _ := capsOf(name)
+	return slices.Clone(c.StandardCallee)
 }

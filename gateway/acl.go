@@ -255,10 +255,7 @@ func (s *Users) Login(name, pass string) (*User, bool) {
 // cluster CA that names it). "default" names the default user only when a
 // password defines it or no user is configured.
 func (s *Users) Named(name string) (*User, bool) {
-	if _, user := s.a.users[name]; name == "default" && !user {
-		return &User{}, s.password != ""
-	}
-	u, ok := s.a.users[name]
+	u, ok := named(s.a, s.password, name)
 	if !ok {
 		return nil, false
 	}

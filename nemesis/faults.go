@@ -88,6 +88,15 @@ func (r *runner) inject(kind string, rng *rand.Rand) (detail string, heal func()
 			return nil
 		}
 	}
+	if r.opts.Leader {
+		// The leader first: the node a fault hits (perm[0]) and the
+		// partition's minority. The seed's draws are the same either way.
+		r.aimed = r.leader()
+		if r.aimed > 0 {
+			k := slices.Index(perm, r.aimed)
+			perm[0], perm[k] = perm[k], perm[0]
+		}
+	}
 	x := perm[0]
 	nd := r.nodes[x-1]
 	switch kind {
@@ -134,7 +143,21 @@ func (r *runner) inject(kind string, rng *rand.Rand) (detail string, heal func()
 		return fmt.Sprintf("kill -9 n%d", x), func() error { return r.restart(nd) }, nil
 	case FaultDiskFull:
 		free, err := fillDisk(nd.dataDir)
-		return fmt.Sprintf("n%d's %d-byte tmpfs filled", x, r.opts.DiskSize), func() error { free(); return nil }, err
+		// Freed at the end; a node whose storage failed meanwhile (it
+		// acknowledges nothing more until restarted, node/storagefault.go)
+		// is then restarted, as its error asks the operator to.
+		return fmt.Sprintf("n%d's %d-byte tmpfs filled", x, r.opts.DiskSize), func() error {
+			free()
+			if !nd.storageFailed() {
+				return nil
+			}
+			r.logf("n%d's storage failed while its disk was full: restarting it", x)
+			r.mu.Lock()
+			r.storageRestarts++
+			r.mu.Unlock()
+			nd.kill()
+			return r.restart(nd)
+		}, err
 	}
 	return "", nil, fmt.Errorf("nemesis: unknown fault %q", kind)
 }
@@ -162,6 +185,13 @@ func (r *runner) schedule(stop <-chan struct{}, rng *rand.Rand) {
 		hold := min(time.Duration(500+rng.IntN(1500))*time.Millisecond, maxHold)
 		ev := Event{Kind: kind, Start: r.since()}
 		detail, heal, err := r.inject(kind, rng)
+		if r.opts.Leader {
+			if r.aimed > 0 {
+				detail += fmt.Sprintf(" (leader: n%d)", r.aimed)
+			} else {
+				detail += " (no leader named: the seed's pick)"
+			}
+		}
 		ev.Detail = detail
 		if err != nil {
 			ev.Err = err.Error()

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/durability/sqlstore"
 )
@@ -39,10 +41,20 @@ func writeConfigs(dir string, h *Net, nodes int, protocol string, params map[str
 			Cluster:    fmt.Sprintf("chaos-%d", h.pid),
 			Durability: config.Fsync,
 			DataDir:    filepath.Join(dir, "data"),
+			// A deliberately broken variant (automaton.RegisterBroken) runs
+			// only to show that this harness catches it on real processes.
+			AllowBroken: automaton.IsBroken(protocol),
 			// One database file for every node (a protocol with database
 			// objects, pbdurable): the nodes share this machine's disk.
 			Namespaces: []config.Namespace{{Name: "default", Protocol: protocol, Service: "kv",
 				Params: sqlstore.SharedParams(protocol, "default", params, dir, nodes)}},
+		}
+		// A protocol whose namespace calls others (adam, seed 003's nested
+		// calls) gets each callee as a paxos namespace on the same nodes:
+		// every fault hits the callee too, and a write is acknowledged
+		// only after its nested call was (the history judges both).
+		for _, callee := range automaton.Callees(protocol, params) {
+			cfg.Namespaces = append(cfg.Namespaces, config.Namespace{Name: callee, Protocol: "paxos", Service: "kv"})
 		}
 		for j := 1; j <= nodes; j++ {
 			peer := h.PeerAddr(j)
@@ -98,6 +110,20 @@ func (n *node) start(bin, ns string) error {
 	n.cmd, n.exited, n.paused = cmd, make(chan struct{}), false
 	go func(done chan struct{}) { cmd.Wait(); close(done) }(n.exited)
 	return nil
+}
+
+// storageFailed reports whether the node's log, since its last start,
+// says its storage failed (node/storagefault.go: it then refuses every
+// request until restarted).
+func (n *node) storageFailed() bool {
+	b, err := os.ReadFile(n.logPath)
+	if err != nil {
+		return false
+	}
+	if i := bytes.LastIndex(b, []byte("=== nemesis: starting")); i >= 0 {
+		b = b[i:]
+	}
+	return bytes.Contains(b, []byte("storage failed"))
 }
 
 func (n *node) running() bool {
@@ -190,4 +216,50 @@ func ping(addr string, timeout time.Duration) error {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// leader returns the number of the node a running node names as the
+// namespace's leader (SYNOD LEADER), or 0 when none names one in time.
+func (r *runner) leader() int {
+	for _, n := range r.nodes {
+		if !n.running() || n.paused {
+			continue
+		}
+		id, err := askLeader(r.net.ClientAddr(n.i), 300*time.Millisecond)
+		if err != nil || id == "" {
+			continue
+		}
+		for _, m := range r.nodes {
+			if m.id == id {
+				return m.i
+			}
+		}
+	}
+	return 0
+}
+
+// askLeader sends SYNOD LEADER and returns the leader's id ("" for none).
+func askLeader(addr string, timeout time.Duration) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("*2\r\n$5\r\nSYNOD\r\n$6\r\nLEADER\r\n")); err != nil {
+		return "", err
+	}
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(line, "*2") {
+		return "", nil // nil (no leader known) or an error
+	}
+	if _, err := br.ReadString('\n'); err != nil { // $<len>
+		return "", err
+	}
+	id, err := br.ReadString('\n')
+	return strings.TrimSpace(id), err
 }

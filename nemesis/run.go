@@ -37,6 +37,11 @@ type Options struct {
 	Binary   string            // the synod binary to run as nodes (default: this executable)
 	DiskSize int64             // each node's tmpfs, bytes (default 64 MiB)
 	Log      io.Writer         // fault log and progress (nil: discarded)
+	// Leader aims the faults that hit one node (oneway, pause, kill,
+	// diskfull) and a partition's minority at the node a live node names
+	// as the namespace's leader (SYNOD LEADER), when one does: every such
+	// fault then forces a leader change.
+	Leader bool
 }
 
 // Report is what a run found.
@@ -55,8 +60,12 @@ type Report struct {
 	Unknown    int64
 	Lost       map[string]string // key -> why its last acknowledged write is missing
 	Unanswered int               // final reads no node answered
-	Frames     relayStats
-	History    string // where the history was saved when Failed
+	Pruned     int               // unknown writes never read, left out of the check (prune.go)
+	// StorageRestarts counts nodes restarted because their storage failed
+	// under a full disk (they refuse everything until restarted).
+	StorageRestarts int
+	Frames          relayStats
+	History         string // where the history was saved when Failed
 }
 
 // Failed reports a consistency violation or a lost acknowledged write.
@@ -74,12 +83,15 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "faults           %d: %s\n", len(r.Events), strings.Join(kinds, " "))
 	fmt.Fprintf(w, "relayed frames   %d (dropped %d, duplicated %d, delayed %d)\n", r.Frames.frames, r.Frames.dropped, r.Frames.duplicated, r.Frames.delayed)
-	fmt.Fprintf(w, "operations       %d in history, %d checked (%d writes acknowledged, %d unknown)\n", r.Ops, r.Checked, r.AckedWrite, r.Unknown)
+	fmt.Fprintf(w, "operations       %d in history, %d checked (%d writes acknowledged, %d unknown, %d of them never read and left out)\n", r.Ops, r.Checked, r.AckedWrite, r.Unknown, r.Pruned)
 	fmt.Fprintf(w, "checker          %s\n", r.Verdict)
 	fmt.Fprintf(w, "violations       %d\n", r.Violations)
 	fmt.Fprintf(w, "lost writes      %d\n", len(r.Lost))
 	for _, k := range slices.Sorted(maps.Keys(r.Lost)) {
 		fmt.Fprintf(w, "  %s: %s\n", k, r.Lost[k])
+	}
+	if r.StorageRestarts > 0 {
+		fmt.Fprintf(w, "restarted        %d times after storage failed under a full disk\n", r.StorageRestarts)
 	}
 	if r.Unanswered > 0 {
 		fmt.Fprintf(w, "unanswered final reads %d\n", r.Unanswered)
@@ -102,6 +114,10 @@ type runner struct {
 	stats  relayStats
 	mu     sync.Mutex
 	events []Event
+	// storageRestarts counts nodes restarted after their storage failed
+	// under a full disk.
+	storageRestarts int
+	aimed           int // the leader the last fault was aimed at (Options.Leader), 0 if none
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
@@ -263,11 +279,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.Frames = r.stats.snapshot()
 
-	h := ld.rec.History()
-	rep.Ops = len(h.Ops)
+	full := ld.rec.History()
+	rep.Ops = len(full.Ops)
+	h, pruned := unobserved(full)
+	rep.Pruned = pruned
+	// The check's time limit grows with the run: a long run's history is
+	// large (about 600 operations a second with the default clients).
+	limit := max(60*time.Second, opts.Duration/2)
 	switch model {
 	case automaton.Linearizable, automaton.Sequential:
-		cr, err := check.ForHistory(model, h)(h, check.Options{IgnoreDelCount: true, Timeout: 60 * time.Second})
+		cr, err := check.ForHistory(model, h)(h, check.Options{IgnoreDelCount: true, Timeout: limit})
 		if err != nil {
 			return nil, fmt.Errorf("nemesis: check: %w", err)
 		}
@@ -276,15 +297,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			rep.Violations = 1
 			rep.Detail = cr.Detail
 		} else if cr.Result == check.Unknown {
-			rep.Verdict += " (undecided within 60 s: not counted as a violation)"
+			rep.Verdict += fmt.Sprintf(" (undecided within %v: not counted as a violation)", limit)
 		}
 	default:
 		rep.Verdict = fmt.Sprintf("none (no history checker for %s; every node must end on a value a client wrote, all nodes the same)", model)
 	}
+	rep.StorageRestarts = r.storageRestarts
 	if rep.Failed() {
 		if f, err := os.CreateTemp("", "synod-chaos-failure-*.json"); err == nil {
 			f.Close()
-			if h.Save(f.Name()) == nil {
+			if full.Save(f.Name()) == nil {
 				rep.History = f.Name()
 			}
 		}

@@ -40,7 +40,7 @@ import (
 func (n *Node) gatewayOptions() gateway.ServerOptions {
 	l := n.cfg.Limits.WithDefaults()
 	return gateway.ServerOptions{
-		Password: n.cfg.Password, Users: n.cfg.Users, Logger: n.log.With("component", "gateway"),
+		Password: n.cfg.Password, Users: n.cfg.Users, Cluster: n.cfg.Cluster, Logger: n.log.With("component", "gateway"),
 		MaxClients:        l.MaxClients,
 		OutputBufferLimit: int64(l.ClientOutputBufferLimit),
 		ProtoMaxBulkLen:   int(l.ProtoMaxBulkLen),

@@ -3,7 +3,6 @@ package grpcserver
 import (
 	"context"
 	"crypto/x509"
-	"fmt"
 	"log/slog"
 	"strings"
 
@@ -16,7 +15,6 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
-	"github.com/synod-dev/synod/certs"
 	"github.com/synod-dev/synod/gateway"
 )
 
@@ -152,22 +150,10 @@ func verifiedCert(ctx context.Context) *x509.Certificate {
 	return ti.State.PeerCertificates[0]
 }
 
-// certUser is the user a verified client certificate names.
+// certUser is the user a verified client certificate names
+// (gateway.CertUser, the same rule as on the Redis-protocol port).
 func (s *Server) certUser(c *x509.Certificate) (string, error) {
-	id, ok := certs.IdentityOf(c)
-	if !ok {
-		if c.Subject.CommonName == "" {
-			return "", fmt.Errorf("the client certificate names no user (no Synod identity, no common name)")
-		}
-		return c.Subject.CommonName, nil
-	}
-	switch {
-	case id.Kind != certs.KindClient:
-		return "", fmt.Errorf("the client certificate names %s, not a client: node certificates are for peers", id)
-	case s.opts.Cluster != "" && id.Cluster != s.opts.Cluster:
-		return "", fmt.Errorf("the client certificate names %s, of another cluster than %q", id, s.opts.Cluster)
-	}
-	return id.Name, nil
+	return gateway.CertUser(c, s.opts.Cluster)
 }
 
 // permit checks that the call's user may submit req to namespace ns.

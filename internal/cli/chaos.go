@@ -73,5 +73,6 @@ namespace, link, mount and process it made.`,
 	f.Int64Var(&opts.DiskSize, "disk-size", 64<<20, "bytes of each node's tmpfs data directory")
 	f.StringArrayVar(&params, "param", nil, "protocol parameter name=value (repeatable)")
 	f.BoolVar(&quiet, "quiet", false, "do not log faults as they happen")
+	f.BoolVar(&opts.Leader, "target-leader", false, "aim the faults that hit one node (and a partition's minority) at the namespace's current leader")
 	rootCmd.AddCommand(cmd)
 }

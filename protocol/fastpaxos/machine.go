@@ -1,21 +1,17 @@
 package fastpaxos
 
 import (
-	"sort"
-
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
 // dedupWindow is how many write results are kept per client.
 const dedupWindow = 64
 
-// session is one client's row in the deduplication table.
-type session struct {
-	floor uint64
-	res   map[uint64]service.Result
-	seqs  []uint64 // keys of res, ascending
-}
+// session is one client's row in the deduplication table (proto.Session;
+// Fast Paxos never evicts a row, so Last stays 0).
+type session = proto.Session[service.Result]
 
 // machine is the replicated state machine: the service state and the
 // deduplication table, which every replica builds alike from the chosen
@@ -26,21 +22,16 @@ type session struct {
 type machine struct {
 	svc     service.Service
 	st      service.State
-	clients map[uint64]*session
+	clients proto.Sessions[service.Result]
 }
 
 func newMachine(svc service.Service) *machine {
-	return &machine{svc: svc, st: svc.NewState(), clients: map[uint64]*session{}}
+	return &machine{svc: svc, st: svc.NewState(), clients: proto.Sessions[service.Result]{}}
 }
 
 // lookup returns the recorded result of an executed write.
 func (m *machine) lookup(id automaton.RequestID) (service.Result, bool) {
-	s := m.clients[id.Client]
-	if s == nil {
-		return service.Result{}, false
-	}
-	r, ok := s.res[id.Seq]
-	return r, ok
+	return m.clients.Lookup(id)
 }
 
 // apply executes req (chosen at instance i) once. Reads are not recorded:
@@ -49,28 +40,14 @@ func (m *machine) apply(req automaton.Request, i uint64) service.Result {
 	if m.svc.IsRead(req.Op) {
 		return m.st.Apply(req.Op)
 	}
-	s := m.clients[req.ID.Client]
-	if s == nil {
-		s = &session{res: map[uint64]service.Result{}}
-		m.clients[req.ID.Client] = s
-	}
-	if r, ok := s.res[req.ID.Seq]; ok {
+	s, _ := m.clients.Row(req.ID.Client, dedupWindow)
+	if r, ok := s.Get(req.ID.Seq); ok {
 		return r
 	}
-	if req.ID.Seq < s.floor {
+	if s.Forgotten(req.ID.Seq) {
 		return service.Errorf("ERR request %v is older than this client's deduplication window (%d writes); its outcome is unknown", req.ID, dedupWindow)
 	}
 	r := m.st.Apply(req.Op)
-	s.res[req.ID.Seq] = r
-	k := sort.Search(len(s.seqs), func(j int) bool { return s.seqs[j] > req.ID.Seq })
-	s.seqs = append(s.seqs, 0)
-	copy(s.seqs[k+1:], s.seqs[k:])
-	s.seqs[k] = req.ID.Seq
-	if len(s.seqs) > dedupWindow {
-		old := s.seqs[0]
-		s.seqs = s.seqs[1:]
-		delete(s.res, old)
-		s.floor = max(s.floor, old+1)
-	}
+	s.Record(req.ID.Seq, r, 0, dedupWindow)
 	return r
 }

@@ -23,11 +23,38 @@ const BrokenFIFO = Name + "-broken-fifo"
 const BrokenNoRecovery = Name + "-broken-norecovery"
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenNoRecovery, norecovery: true,
-		doc: "a newly elected sequencer skips the recovery of the order from the promises and numbers from its own applied count: numbers already delivered elsewhere are given to other updates; the invariants sequencer-ahead and global-write-order catch it under sequencer crashes"})
-	automaton.RegisterBroken(Name, protocol{name: BrokenFIFO, fifo: true,
-		doc: "per-sender FIFO broadcast without the sequencer: two nodes' concurrent writes reach the replicas in different orders; the invariant global-write-order and the sequential-consistency checker catch it"})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"Orca's multicast runtime (seed 004 §4): full replication, update-only; writes go through a sequencer's totally ordered reliable broadcast, reads are local",
+		scenarios)})
+	automaton.RegisterBroken(Name, protocol{norecovery: true, Capabilities: capabilities(BrokenNoRecovery,
+		"a newly elected sequencer skips the recovery of the order from the promises and numbers from its own applied count: numbers already delivered elsewhere are given to other updates; the invariants sequencer-ahead and global-write-order catch it under sequencer crashes",
+		[]automaton.Scenario{
+			{Name: "caught by global-write-order / sequencer-ahead under sequencer crashes",
+				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss"}, Seeds: norecoverySeeds},
+		})})
+	automaton.RegisterBroken(Name, protocol{fifo: true, Capabilities: capabilities(BrokenFIFO,
+		"per-sender FIFO broadcast without the sequencer: two nodes' concurrent writes reach the replicas in different orders; the invariant global-write-order and the sequential-consistency checker catch it",
+		[]automaton.Scenario{
+			{Name: "caught by the invariant global-write-order",
+				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "100", "--faults", "none"}, Seeds: "1-2"},
+			{Name: "caught by sequential consistency (invariants off)",
+				Args: []string{"--nodes", "3", "--clients", "6", "--ops", "200", "--keys", "2", "--faults", "reorder", "--no-invariants"}, Seeds: fifoSeeds},
+		})})
+}
+
+// capabilities is the registration of the protocol or a variant.
+func capabilities(name, doc string, scenarios []automaton.Scenario) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// The deduplication table is part of the replicated state, so a
+		// retried update applies once.
+		Idempotent: true,
+		// One global order of writes, reads local (Bal et al.'s Orca paper §4.2: "it does
+		// not provide a total (temporal) ordering"): sequential consistency
+		// for clients that stay on their node.
+		Consistency: automaton.Sequential,
+		Params:      params.Defaults(),
+		Scenarios:   scenarios,
+	}
 }
 
 // Defaults for the parameters.
@@ -59,63 +86,23 @@ var params = proto.NewSpec(
 		Doc: "retransmit intervals without word from the sequencer, while this node waits for it, before it stands for election (plus a random part up to as many again)"},
 )
 
-// protocol is the registration.
+// protocol is the registered value: its capabilities, and the variant.
 type protocol struct {
-	name       string
+	automaton.Capabilities
 	fifo       bool // broken: per-sender FIFO, no sequencer
 	norecovery bool // broken: the new sequencer skips the recovery
-	doc        string
 }
 
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry implements automaton.Protocol: the deduplication table
-// is part of the replicated state, so a retried update applies once.
-func (p protocol) IdempotentRetry() bool { return true }
-
-// Consistency implements automaton.ConsistencyModel: one global order of
-// writes, reads local (seed 004 §4.2: "it does not provide a total
-// (temporal) ordering"): sequential consistency for clients that stay on
-// their node.
-func (p protocol) Consistency() automaton.Consistency { return automaton.Sequential }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.doc != "" {
-		return p.doc
-	}
-	return "Orca's multicast runtime (seed 004 §4): full replication, update-only; writes go through a sequencer's totally ordered reliable broadcast, reads are local"
-}
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
-
-// Scenarios implements automaton.ScenarioDeclarer.
-func (p protocol) Scenarios() []automaton.Scenario {
-	if p.norecovery {
-		return []automaton.Scenario{
-			{Name: "caught by global-write-order / sequencer-ahead under sequencer crashes",
-				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss"}, Seeds: norecoverySeeds},
-		}
-	}
-	if p.fifo {
-		return []automaton.Scenario{
-			{Name: "caught by the invariant global-write-order",
-				Args: []string{"--nodes", "3", "--clients", "4", "--ops", "100", "--faults", "none"}, Seeds: "1-2"},
-			{Name: "caught by sequential consistency (invariants off)",
-				Args: []string{"--nodes", "3", "--clients", "6", "--ops", "200", "--keys", "2", "--faults", "reorder", "--no-invariants"}, Seeds: fifoSeeds},
-		}
-	}
-	return []automaton.Scenario{
-		{Name: "large-message method under faults",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "all", "--param", "large_bytes=0"}, Seeds: "1-3"},
-		{Name: "sequencer crashes: election, recovery of the order, the old sequencer back as a member",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss"}, Seeds: "1-4"},
-		{Name: "five nodes, r=2, all faults",
-			Args: []string{"--nodes", "5", "--clients", "6", "--ops", "200", "--keys", "2", "--faults", "all"}, Seeds: "1-2"},
-		{Name: "history trimming, snapshots and state transfer",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss,dup", "--param", "snapshot_every=5", "--param", "max_history=8", "--param", "state_after=2"}, Seeds: "1-3"},
-	}
+// scenarios are the conformance suite's own simulations of orca-bcast.
+var scenarios = []automaton.Scenario{
+	{Name: "large-message method under faults",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "all", "--param", "large_bytes=0"}, Seeds: "1-3"},
+	{Name: "sequencer crashes: election, recovery of the order, the old sequencer back as a member",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss"}, Seeds: "1-4"},
+	{Name: "five nodes, r=2, all faults",
+		Args: []string{"--nodes", "5", "--clients", "6", "--ops", "200", "--keys", "2", "--faults", "all"}, Seeds: "1-2"},
+	{Name: "history trimming, snapshots and state transfer",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss,dup", "--param", "snapshot_every=5", "--param", "max_history=8", "--param", "state_after=2"}, Seeds: "1-3"},
 }
 
 // fifoSeeds: with the scenario's flags, `--seeds 1-20` failed 20 of 20
@@ -131,19 +118,19 @@ const norecoverySeeds = "4,22"
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
-		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
 	}
-	if _, _, err := proto.Positions(p.name, cfg.Nodes, cfg.Self); err != nil {
+	if _, _, err := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self); err != nil {
 		return nil, err
 	}
 	if service.IsNondeterministic(cfg.Service) {
-		return nil, fmt.Errorf("%s: every replica applies each update itself; the nondeterministic service %s would diverge", p.name, cfg.Service.Name())
+		return nil, fmt.Errorf("%s: every replica applies each update itself; the nondeterministic service %s would diverge", p.Protocol, cfg.Service.Name())
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
-	_, idx, _ := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	_, idx, _ := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self)
 	r := prm.Int("resilience")
 	if r == 0 || r >= len(cfg.Nodes) {
 		r = min(len(cfg.Nodes)/2, len(cfg.Nodes)-1)
@@ -287,7 +274,7 @@ func (b *Bcast) fetch() {
 // sequencer (§4.2: "the process multicasts an update message ... and then
 // blocks").
 func (b *Bcast) onRequest(req automaton.Request) {
-	if r, refused := automaton.RefuseUnsupported(b.proto.name, req); refused {
+	if r, refused := automaton.RefuseUnsupported(b.proto.Protocol, req); refused {
 		b.respond(req.ID, r)
 		return
 	}

@@ -96,7 +96,7 @@ func observe(name string) string {
 	if _, ok := migrationRuns[full]; !ok {
 		obs := &observed{}
 		migrationRuns[full] = obs
-		automaton.Register(observedProtocol{protocol: protocol{name: Name}, obs: obs, full: full})
+		automaton.Register(observedProtocol{protocol: protocol{Capabilities: capabilities(Name, "", scenarios)}, obs: obs, full: full})
 	}
 	return full
 }
@@ -131,7 +131,7 @@ func simMigrations(t *testing.T, name string, seed int64, args []string) (*obser
 // and keeps the history sequentially consistent.
 func TestMigrationScenariosMigrateUnderFaults(t *testing.T) {
 	n := 0
-	for _, sc := range (protocol{name: Name}).Scenarios() {
+	for _, sc := range scenarios {
 		if !strings.Contains(strings.Join(sc.Args, " "), "migrate_after=") {
 			continue
 		}

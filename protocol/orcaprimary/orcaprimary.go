@@ -24,9 +24,27 @@ const Name = "orca-primary"
 const BrokenEarlyUnlock = Name + "-broken-earlyunlock"
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenEarlyUnlock, earlyUnlock: true,
-		doc: "two-phase update whose secondaries unlock right after applying (before every copy acknowledged): two copies serve different versions at once; the invariant readable-copies-agree catches it"})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"Orca's point-to-point runtime (seed 004 §3): a primary copy per object, secondaries in a copy set, remote operations at the primary, invalidation or two-phase update per object, copies created from read statistics",
+		scenarios)})
+	automaton.RegisterBroken(Name, protocol{earlyUnlock: true, Capabilities: capabilities(BrokenEarlyUnlock,
+		"two-phase update whose secondaries unlock right after applying (before every copy acknowledged): two copies serve different versions at once; the invariant readable-copies-agree catches it",
+		[]automaton.Scenario{{Name: "caught by the invariant readable-copies-agree",
+			Args: []string{"--nodes", "3", "--clients", "6", "--ops", "300", "--keys", "2", "--faults", "none", "--param", "replicate_after=1"}, Seeds: "1-4"}})})
+}
+
+// capabilities is the registration of the protocol or a variant.
+func capabilities(name, doc string, scenarios []automaton.Scenario) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// Each primary copy keeps a persisted deduplication table.
+		Idempotent: true,
+		// The paper's serializability with one order of writes across
+		// objects (§3: the X/Y example), reads at copies: sequential
+		// consistency for clients that stay on their node.
+		Consistency: automaton.Sequential,
+		Params:      params.Defaults(),
+		Scenarios:   scenarios,
+	}
 }
 
 // Defaults.
@@ -50,65 +68,38 @@ var params = proto.NewSpec(
 		Doc: "successive remote writes of an object from one node (no other writer between) before its primary copy migrates there; 0 never migrates"},
 )
 
+// protocol is the registered value: its capabilities, and the variant.
 type protocol struct {
-	name        string
+	automaton.Capabilities
 	earlyUnlock bool
-	doc         string
 }
 
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry: each primary copy keeps a persisted deduplication table.
-func (p protocol) IdempotentRetry() bool { return true }
-
-// Consistency: the paper's serializability with one order of writes across
-// objects (§3: the X/Y example), reads at copies: sequential consistency
-// for clients that stay on their node.
-func (p protocol) Consistency() automaton.Consistency { return automaton.Sequential }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.doc != "" {
-		return p.doc
-	}
-	return "Orca's point-to-point runtime (seed 004 §3): a primary copy per object, secondaries in a copy set, remote operations at the primary, invalidation or two-phase update per object, copies created from read statistics"
-}
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
-
-// Scenarios implements automaton.ScenarioDeclarer.
-func (p protocol) Scenarios() []automaton.Scenario {
-	if p.earlyUnlock {
-		return []automaton.Scenario{{Name: "caught by the invariant readable-copies-agree",
-			Args: []string{"--nodes", "3", "--clients", "6", "--ops", "300", "--keys", "2", "--faults", "none", "--param", "replicate_after=1"}, Seeds: "1-4"}}
-	}
-	return []automaton.Scenario{
-		{Name: "invalidation protocol under faults",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
-		{Name: "primary migrates to frequent writers under faults",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=2", "--param", "replicate_after=1"}, Seeds: "1-5"},
-		{Name: "primary migrates while nodes crash and messages are lost (migrations and forwards counted by TestMigrationScenariosMigrateUnderFaults)",
-			Args: []string{"--nodes", "3", "--clients", "3", "--ops", "400", "--faults", "crash,loss", "--keys", "2", "--mix", "get:1,set:3", "--param", "migrate_after=3", "--param", "replicate_after=1", "--param", "drop_after=4"}, Seeds: "1-5"},
-		{Name: "migration with invalidation under faults",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=1", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
-		{Name: "eager copies and drops under faults",
-			Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "3", "--param", "replicate_after=1", "--param", "drop_after=2"}, Seeds: "1-5"},
-	}
+// scenarios are the conformance suite's own simulations of orca-primary.
+var scenarios = []automaton.Scenario{
+	{Name: "invalidation protocol under faults",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
+	{Name: "primary migrates to frequent writers under faults",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=2", "--param", "replicate_after=1"}, Seeds: "1-5"},
+	{Name: "primary migrates while nodes crash and messages are lost (migrations and forwards counted by TestMigrationScenariosMigrateUnderFaults)",
+		Args: []string{"--nodes", "3", "--clients", "3", "--ops", "400", "--faults", "crash,loss", "--keys", "2", "--mix", "get:1,set:3", "--param", "migrate_after=3", "--param", "replicate_after=1", "--param", "drop_after=4"}, Seeds: "1-5"},
+	{Name: "migration with invalidation under faults",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=1", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
+	{Name: "eager copies and drops under faults",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "3", "--param", "replicate_after=1", "--param", "drop_after=2"}, Seeds: "1-5"},
 }
 
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
-		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
 	}
-	if _, _, err := proto.Positions(p.name, cfg.Nodes, cfg.Self); err != nil {
+	if _, _, err := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self); err != nil {
 		return nil, err
 	}
 	if service.IsNondeterministic(cfg.Service) {
-		return nil, fmt.Errorf("%s: secondaries apply each update themselves; the nondeterministic service %s would diverge", p.name, cfg.Service.Name())
+		return nil, fmt.Errorf("%s: secondaries apply each update themselves; the nondeterministic service %s would diverge", p.Protocol, cfg.Service.Name())
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +247,7 @@ func (a *Primary) onStart(s automaton.Start) {
 // onRequest: a write goes to the primary (here, or remote); a read runs on
 // a local copy, or remotely, or fetches a copy (statistics decide).
 func (a *Primary) onRequest(req automaton.Request) {
-	if r, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+	if r, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.respond(req.ID, r)
 		return
 	}
@@ -422,7 +413,7 @@ func (a *Primary) see(key string, v uint64) {
 
 // spansObjects reports whether op names a key other than its own (COPY,
 // LMOVE, SMOVE, SINTERSTORE, ...: the service's locks name several keys).
-// An Orca operation applies to one object (seed 004 §1, principle 2: "an
+// An Orca operation applies to one object (Bal et al.'s Orca paper §1, principle 2: "an
 // operation invocation can modify at most one object"), and here each key
 // is an object with its own primary copy on its own node: such a write ran
 // at the first key's primary alone, answered success and left the other

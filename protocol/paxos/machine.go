@@ -2,9 +2,9 @@ package paxos
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
@@ -20,42 +20,10 @@ type outcome struct {
 	results []service.Result
 }
 
-// session is one client's row in the deduplication table: the outcomes of
-// its most recent writes (single writes and groups that write), by sequence
-// number. Writes below floor were forgotten.
-type session struct {
-	floor uint64
-	last  uint64 // instance of the client's latest write (for eviction)
-	res   map[uint64]outcome
-	seqs  []uint64 // the keys of res, ascending (the oldest is evicted first)
-}
-
-// add records the outcome of write seq; the caller checked it is new.
-// Sequence numbers mostly arrive in order, so this is an append.
-func (s *session) add(seq uint64, r outcome) {
-	s.res[seq] = r
-	n := len(s.seqs)
-	if n == 0 || s.seqs[n-1] < seq {
-		s.seqs = append(s.seqs, seq)
-		return
-	}
-	k := sort.Search(n, func(j int) bool { return s.seqs[j] > seq })
-	s.seqs = append(s.seqs, 0)
-	copy(s.seqs[k+1:], s.seqs[k:])
-	s.seqs[k] = seq
-}
-
-// get returns the recorded outcome of write seq. The keys of res are seqs,
-// ascending, and a new write's sequence number is mostly above every
-// recorded one: that case is answered without probing the map (the leader
-// asks twice per write, when the request arrives and when it executes).
-func (s *session) get(seq uint64) (outcome, bool) {
-	if n := len(s.seqs); n == 0 || seq > s.seqs[n-1] {
-		return outcome{}, false
-	}
-	r, ok := s.res[seq]
-	return r, ok
-}
+// session is one client's row in the deduplication table (proto.Session):
+// the outcomes of its most recent writes (single writes and groups that
+// write), by sequence number, and Last the instance of its latest write.
+type session = proto.Session[outcome]
 
 // machine is the replicated state machine: the service state plus the
 // deduplication table. Every replica applies the same commands in the same
@@ -63,7 +31,7 @@ func (s *session) get(seq uint64) (outcome, bool) {
 type machine struct {
 	svc        service.Service
 	st         service.State
-	clients    map[uint64]*session
+	clients    proto.Sessions[outcome]
 	maxClients int
 	// conf is the configuration after the executed prefix (membership.go).
 	conf *conf
@@ -73,16 +41,12 @@ type machine struct {
 }
 
 func newMachine(svc service.Service, maxClients int, boot *conf) *machine {
-	return &machine{svc: svc, st: svc.NewState(), clients: map[uint64]*session{}, maxClients: maxClients, conf: boot}
+	return &machine{svc: svc, st: svc.NewState(), clients: proto.Sessions[outcome]{}, maxClients: maxClients, conf: boot}
 }
 
 // lookup returns the remembered outcome of a write, if the table has it.
 func (m *machine) lookup(id automaton.RequestID) (outcome, bool) {
-	s := m.clients[id.Client]
-	if s == nil {
-		return outcome{}, false
-	}
-	return s.get(id.Seq)
+	return m.clients.Lookup(id)
 }
 
 // reads reports whether command c only reads (a group: every operation).
@@ -124,10 +88,10 @@ func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {
 	}
 	s := m.clients[c.ID.Client]
 	if s != nil {
-		if r, ok := s.get(c.ID.Seq); ok {
+		if r, ok := s.Get(c.ID.Seq); ok {
 			return r, true
 		}
-		if c.ID.Seq < s.floor {
+		if s.Forgotten(c.ID.Seq) {
 			return outcome{res: service.Errorf("ERR request %v is older than this client's deduplication window (%d writes); its outcome is unknown", c.ID, dedupWindow)}, true
 		}
 	} else {
@@ -143,8 +107,7 @@ func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {
 }
 
 func (m *machine) newSession(client uint64) *session {
-	s := &session{res: make(map[uint64]outcome, dedupWindow+1), seqs: make([]uint64, 0, dedupWindow+1)}
-	m.clients[client] = s
+	s, _ := m.clients.Row(client, dedupWindow)
 	m.evict()
 	return s
 }
@@ -177,16 +140,7 @@ func (m *machine) applyPart(c cmd, i uint64) (outcome, bool) {
 // record stores the outcome of write seq in s at instance i and keeps the
 // client's window.
 func (m *machine) record(s *session, seq uint64, r outcome, i uint64) {
-	s.add(seq, r)
-	s.last = i
-	if len(s.seqs) > dedupWindow {
-		min := s.seqs[0]
-		s.seqs = append(s.seqs[:0], s.seqs[1:]...)
-		delete(s.res, min)
-		if min+1 > s.floor {
-			s.floor = min + 1
-		}
-	}
+	s.Record(seq, r, i, dedupWindow)
 }
 
 // applyChange executes a membership change at instance i: the
@@ -214,21 +168,7 @@ func (m *machine) evict() {
 	if len(m.clients) <= m.maxClients {
 		return
 	}
-	ids := make([]uint64, 0, len(m.clients))
-	for id := range m.clients {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool {
-		sa, sb := m.clients[ids[a]], m.clients[ids[b]]
-		if sa.last != sb.last {
-			return sa.last < sb.last
-		}
-		return ids[a] < ids[b]
-	})
-	drop := len(ids) - m.maxClients + m.maxClients/10
-	for _, id := range ids[:drop] {
-		delete(m.clients, id)
-	}
+	m.clients.EvictIdle(len(m.clients) - m.maxClients + m.maxClients/10)
 }
 
 // Snapshot versions. Version 2 adds the results of atomic groups to the
@@ -247,7 +187,7 @@ func (m *machine) snapshot(index uint64) []byte {
 	e := wire.Encoder{B: make([]byte, 0, len(svc)+64+len(m.clients)*32)}
 	version := byte(snapVersion1)
 	for _, s := range m.clients {
-		for _, r := range s.res {
+		for _, r := range s.Res {
 			if r.results != nil {
 				version = snapVersion2
 			}
@@ -259,21 +199,17 @@ func (m *machine) snapshot(index uint64) []byte {
 	e.Byte(version)
 	e.Uvarint(index)
 	e.Bytes(svc)
-	ids := make([]uint64, 0, len(m.clients))
-	for id := range m.clients {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	ids := m.clients.IDs()
 	e.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		s := m.clients[id]
 		e.Uvarint(id)
-		e.Uvarint(s.floor)
-		e.Uvarint(s.last)
-		e.Uvarint(uint64(len(s.seqs)))
-		for _, q := range s.seqs {
+		e.Uvarint(s.Floor)
+		e.Uvarint(s.Last)
+		e.Uvarint(uint64(len(s.Seqs)))
+		for _, q := range s.Seqs {
 			e.Uvarint(q)
-			r := s.res[q]
+			r := s.Res[q]
 			service.EncodeResult(&e, r.res)
 			if version == snapVersion2 {
 				// 0: a single write; n+1: a group's n results.
@@ -302,10 +238,10 @@ func (m *machine) restore(b []byte) (uint64, error) {
 	index := d.Uvarint()
 	svc := d.Bytes()
 	n := d.Count(1<<30, 4)
-	clients := make(map[uint64]*session, n)
+	clients := make(proto.Sessions[outcome], n)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		id := d.Uvarint()
-		s := &session{floor: d.Uvarint(), last: d.Uvarint(), res: map[uint64]outcome{}}
+		s := &session{Floor: d.Uvarint(), Last: d.Uvarint(), Res: map[uint64]outcome{}}
 		k := d.Count(1<<20, 2)
 		for j := 0; j < k && d.Err() == nil; j++ {
 			q := d.Uvarint()
@@ -322,8 +258,8 @@ func (m *machine) restore(b []byte) (uint64, error) {
 					}
 				}
 			}
-			if _, dup := s.get(q); !dup {
-				s.add(q, r)
+			if _, dup := s.Get(q); !dup {
+				s.Add(q, r)
 			}
 		}
 		clients[id] = s

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -190,11 +191,11 @@ func (m *machine) appendModelState(b []byte, rename func(automaton.RequestID) au
 		if s == nil {
 			return b
 		}
-		b = automaton.AppendModelUint(automaton.AppendModelUint(b, s.floor), s.last)
-		b = appendSorted(b, s.res, cmp.Compare[uint64], func(b []byte, seq uint64, o outcome) []byte {
+		b = automaton.AppendModelUint(automaton.AppendModelUint(b, s.Floor), s.Last)
+		b = appendSorted(b, s.Res, cmp.Compare[uint64], func(b []byte, seq uint64, o outcome) []byte {
 			return appendOutcome(automaton.AppendModelUint(b, seq), o)
 		})
-		return automaton.AppendModelSlice(b, s.seqs, automaton.AppendModelUint)
+		return automaton.AppendModelSlice(b, s.Seqs, automaton.AppendModelUint)
 	})
 	b = appendConf(b, m.conf)
 	return appendByID(b, m.parts, rename, func(b []byte, rs []service.Result) []byte {
@@ -268,15 +269,15 @@ func (m *machine) cloneModel() *machine {
 			panic(fmt.Sprintf("paxos: copying the service state: %v", err))
 		}
 	}
-	c.clients = make(map[uint64]*session, len(m.clients))
+	c.clients = make(proto.Sessions[outcome], len(m.clients))
 	for id, s := range m.clients {
 		if s == nil {
 			c.clients[id] = nil
 			continue
 		}
 		x := *s
-		x.res = maps.Clone(s.res)
-		x.seqs = slices.Clone(s.seqs)
+		x.Res = maps.Clone(s.Res)
+		x.Seqs = slices.Clone(s.Seqs)
 		c.clients[id] = &x
 	}
 	if m.parts != nil {

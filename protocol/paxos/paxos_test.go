@@ -529,7 +529,7 @@ func TestLeaderAnswerOrdering(t *testing.T) {
 // -rewrite regenerates them; read the diff before keeping it).
 func TestInteractions(t *testing.T) { harness.RunDataDriven(t, "testdata") }
 
-// Dedup with sequence numbers out of order: session.get answers a number
+// Dedup with sequence numbers out of order: session.Get answers a number
 // above the newest recorded one without the map, so a retry of an older
 // number that arrived later, and of the newest, must still find their first
 // outcome, as must every number inside the window after it slides.
@@ -573,8 +573,8 @@ func TestDedupOutOfOrder(t *testing.T) {
 	if r, _ := m.apply(inc(last-dedupWindow), i+1); !r.res.IsErr() {
 		t.Fatalf("seq behind the window applied: %v", r.res)
 	}
-	if s := m.clients[7]; len(s.seqs) != dedupWindow || len(s.res) != dedupWindow {
-		t.Fatalf("window holds %d seqs, %d outcomes; want %d", len(s.seqs), len(s.res), dedupWindow)
+	if s := m.clients[7]; len(s.Seqs) != dedupWindow || len(s.Res) != dedupWindow {
+		t.Fatalf("window holds %d seqs, %d outcomes; want %d", len(s.Seqs), len(s.Res), dedupWindow)
 	}
 }
 

@@ -3,9 +3,9 @@ package pb
 import (
 	"fmt"
 	"hash/fnv"
-	"sort"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
 )
@@ -31,89 +31,47 @@ type recorded struct {
 	index uint64
 }
 
-// session is one client's row: its recent writes' outcomes by sequence
-// number; writes below floor were forgotten.
-type session struct {
-	floor uint64
-	last  uint64 // index of the client's latest write (eviction order)
-	res   map[uint64]recorded
-	seqs  []uint64 // keys of res, ascending
-}
+// session is one client's row (proto.Session): its recent writes'
+// outcomes by sequence number, and Last the index of its latest write.
+type session = proto.Session[recorded]
 
 type machine struct {
 	svc     service.Service
 	st      service.State
 	applied uint64 // entries applied
 	chain   uint64 // digest chain over entries 1..applied
-	clients map[uint64]*session
+	clients proto.Sessions[recorded]
 }
 
 func newMachine(svc service.Service) *machine {
-	return &machine{svc: svc, st: svc.NewState(), clients: map[uint64]*session{}}
+	return &machine{svc: svc, st: svc.NewState(), clients: proto.Sessions[recorded]{}}
 }
 
 // lookup returns the recorded outcome of write id.
 func (m *machine) lookup(id automaton.RequestID) (recorded, bool) {
-	s := m.clients[id.Client]
-	if s == nil {
-		return recorded{}, false
-	}
-	r, ok := s.res[id.Seq]
-	return r, ok
+	return m.clients.Lookup(id)
 }
 
 // forgotten reports whether id is below its client's window.
 func (m *machine) forgotten(id automaton.RequestID) bool {
-	s := m.clients[id.Client]
-	return s != nil && id.Seq < s.floor
+	return m.clients.Forgotten(id)
 }
 
 // record notes write id's outcome at entry index (the same on every replica:
 // it is part of the entry).
 func (m *machine) record(id automaton.RequestID, out outcome, index uint64) {
-	s := m.clients[id.Client]
-	if s == nil {
-		s = &session{res: map[uint64]recorded{}}
-		m.clients[id.Client] = s
+	s, created := m.clients.Row(id.Client, dedupWindow)
+	if created {
 		m.evict()
 	}
-	if _, ok := s.res[id.Seq]; ok {
-		return
-	}
-	s.res[id.Seq] = recorded{out: out, index: index}
-	s.last = index
-	k := sort.Search(len(s.seqs), func(j int) bool { return s.seqs[j] > id.Seq })
-	s.seqs = append(s.seqs, 0)
-	copy(s.seqs[k+1:], s.seqs[k:])
-	s.seqs[k] = id.Seq
-	if len(s.seqs) > dedupWindow {
-		min := s.seqs[0]
-		s.seqs = s.seqs[1:]
-		delete(s.res, min)
-		if min+1 > s.floor {
-			s.floor = min + 1
-		}
-	}
+	s.Record(id.Seq, recorded{out: out, index: index}, index, dedupWindow)
 }
 
 func (m *machine) evict() {
 	if len(m.clients) <= dedupClients {
 		return
 	}
-	type row struct{ id, last uint64 }
-	rows := make([]row, 0, len(m.clients))
-	for id, s := range m.clients {
-		rows = append(rows, row{id, s.last})
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].last != rows[j].last {
-			return rows[i].last < rows[j].last
-		}
-		return rows[i].id < rows[j].id
-	})
-	for _, r := range rows[:len(rows)/10] {
-		delete(m.clients, r.id)
-	}
+	m.clients.EvictIdle(len(m.clients) / 10)
 }
 
 // entry is one state update: the change one write made at the primary.
@@ -216,20 +174,16 @@ func (m *machine) encode() []byte {
 	e := header.Record(64 + len(snap))
 	e.Uvarint(m.applied)
 	e.Uvarint(m.chain)
-	ids := make([]uint64, 0, len(m.clients))
-	for id := range m.clients {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	ids := m.clients.IDs()
 	e.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		s := m.clients[id]
 		e.Uvarint(id)
-		e.Uvarint(s.floor)
-		e.Uvarint(s.last)
-		e.Uvarint(uint64(len(s.seqs)))
-		for _, seq := range s.seqs {
-			r := s.res[seq]
+		e.Uvarint(s.Floor)
+		e.Uvarint(s.Last)
+		e.Uvarint(uint64(len(s.Seqs)))
+		for _, seq := range s.Seqs {
+			r := s.Res[seq]
 			e.Uvarint(seq)
 			e.Uvarint(r.index)
 			encodeOutcome(&e, r.out)
@@ -251,14 +205,14 @@ func decodeMachine(svc service.Service, b []byte) (*machine, error) {
 	n := d.Count(1<<30, 4)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		id := d.Uvarint()
-		s := &session{floor: d.Uvarint(), last: d.Uvarint(), res: map[uint64]recorded{}}
+		s := &session{Floor: d.Uvarint(), Last: d.Uvarint(), Res: map[uint64]recorded{}}
 		k := d.Count(dedupWindow+1, 3)
 		for j := 0; j < k && d.Err() == nil; j++ {
 			seq := d.Uvarint()
 			r := recorded{index: d.Uvarint()}
 			r.out = decodeOutcome(d)
-			s.res[seq] = r
-			s.seqs = append(s.seqs, seq)
+			s.Res[seq] = r
+			s.Seqs = append(s.Seqs, seq)
 		}
 		m.clients[id] = s
 	}

@@ -22,14 +22,51 @@ const BrokenAnswerFirst = Name + "-broken-answerfirst"
 const BrokenDirtyTxn = Name + "-broken-dirtytxn"
 
 func init() {
-	automaton.Register(protocol{name: Name})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"one server (the first node) holds the only copy and persists each write before answering; the others forward to it: the baseline for replication overhead (seed 002)",
+		[]automaton.Scenario{
+			{Name: "snapshots and recovery under crashes",
+				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss,dup", "--param", "snapshot_every=4"},
+				Seeds: "1-3"},
+		})})
 	// Deliberately broken, kept to show that the invariants and the
 	// linearizability checker catch it (see the package doc). Never use it
 	// for data.
-	automaton.RegisterBroken(Name, protocol{name: BrokenAnswerFirst, answerFirst: true,
-		doc: "the server answers a write before persisting it: a crash loses acknowledged writes; the invariant persist-before-answer catches it at the first write, the linearizability checker under crash faults with a slow disk"})
-	automaton.RegisterBroken(Name, protocol{name: BrokenDirtyTxn, dirtyTxn: true,
-		doc: "an interactive transaction's writes go straight to the shared state (no workspace; a commit always succeeds and an abort rolls nothing back): other clients see uncommitted and aborted writes; the serializability checker catches it"})
+	automaton.RegisterBroken(Name, protocol{answerFirst: true, Capabilities: capabilities(BrokenAnswerFirst,
+		"the server answers a write before persisting it: a crash loses acknowledged writes; the invariant persist-before-answer catches it at the first write, the linearizability checker under crash faults with a slow disk",
+		[]automaton.Scenario{
+			{Name: "caught by the invariant persist-before-answer",
+				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "50", "--faults", "none"},
+				Seeds: "1"},
+			{Name: "caught by linearizability under crashes with a slow disk (invariants off)",
+				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "400", "--faults", "crash", "--fsync", "uniform:5ms:20ms", "--no-invariants"},
+				Seeds: brokenSeeds},
+		})})
+	automaton.RegisterBroken(Name, protocol{dirtyTxn: true, Capabilities: capabilities(BrokenDirtyTxn,
+		"an interactive transaction's writes go straight to the shared state (no workspace; a commit always succeeds and an abort rolls nothing back): other clients see uncommitted and aborted writes; the serializability checker catches it",
+		[]automaton.Scenario{
+			{Name: "caught by serializability (uncommitted and aborted writes are visible)",
+				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "none", "--txns", "0.5"},
+				Seeds: dirtyTxnSeeds},
+		})})
+}
+
+// capabilities is the registration of the protocol or a variant.
+func capabilities(name, doc string, scenarios []automaton.Scenario) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// No deduplication table survives a crash, so a write retried
+		// elsewhere could apply twice.
+		Idempotent: false,
+		Params:     params.Defaults(),
+		// One copy of the state cannot diverge from another, and recovery
+		// replays each write with its recorded Env.
+		Nondeterminism: true,
+		// A group is applied in one step of the only copy, so nothing can
+		// interleave with it; interactive transactions run optimistically
+		// in a workspace and commit first-committer wins (txn.go).
+		Transactions: automaton.TxnSupport{Atomic: true, Interactive: true},
+		Scenarios:    scenarios,
+	}
 }
 
 // Defaults for the protocol parameters.
@@ -42,30 +79,12 @@ const (
 	dupCacheSize = 4096
 )
 
-// protocol is the registration: Protocol and every capability it declares.
+// protocol is the registered value: its capabilities, and the variant.
 type protocol struct {
-	name        string
+	automaton.Capabilities
 	answerFirst bool // broken: a write's answer precedes its record
 	dirtyTxn    bool // broken: transactions write to the shared state
-	doc         string
 }
-
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry implements automaton.Protocol: no deduplication table
-// survives a crash, so a write retried elsewhere could apply twice.
-func (p protocol) IdempotentRetry() bool { return false }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.doc != "" {
-		return p.doc
-	}
-	return "one server (the first node) holds the only copy and persists each write before answering; the others forward to it: the baseline for replication overhead (seed 002)"
-}
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 
 // params is the parameter table.
 var params = proto.NewSpec(
@@ -76,45 +95,6 @@ var params = proto.NewSpec(
 	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: DefaultOpTimeout.String(), Min: "0", MinOpen: true,
 		Doc: "a request's time limit at the node the client reached"},
 )
-
-// SupportsNondeterminism implements automaton.NondeterminismSupport: one
-// copy of the state cannot diverge from another, and recovery replays each
-// write with its recorded Env.
-func (p protocol) SupportsNondeterminism() bool { return true }
-
-// Transactions implements automaton.TxnSupporter: a group is applied in one
-// step of the only copy, so nothing can interleave with it; interactive
-// transactions run optimistically in a workspace and commit first-committer
-// wins (txn.go).
-func (p protocol) Transactions() automaton.TxnSupport {
-	return automaton.TxnSupport{Atomic: true, Interactive: true}
-}
-
-// Scenarios implements automaton.ScenarioDeclarer.
-func (p protocol) Scenarios() []automaton.Scenario {
-	if p.dirtyTxn {
-		return []automaton.Scenario{
-			{Name: "caught by serializability (uncommitted and aborted writes are visible)",
-				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "150", "--faults", "none", "--txns", "0.5"},
-				Seeds: dirtyTxnSeeds},
-		}
-	}
-	if p.answerFirst {
-		return []automaton.Scenario{
-			{Name: "caught by the invariant persist-before-answer",
-				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "50", "--faults", "none"},
-				Seeds: "1"},
-			{Name: "caught by linearizability under crashes with a slow disk (invariants off)",
-				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "400", "--faults", "crash", "--fsync", "uniform:5ms:20ms", "--no-invariants"},
-				Seeds: brokenSeeds},
-		}
-	}
-	return []automaton.Scenario{
-		{Name: "snapshots and recovery under crashes",
-			Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss,dup", "--param", "snapshot_every=4"},
-			Seeds: "1-3"},
-	}
-}
 
 // brokenSeeds are seeds on which the linearizability checker catches the
 // broken variant with invariants off: `synod sim --protocol
@@ -133,15 +113,15 @@ const dirtyTxnSeeds = "1-3"
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
-		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
 	}
 	if len(cfg.Nodes) == 0 {
-		return nil, fmt.Errorf("%s: no nodes", p.name)
+		return nil, fmt.Errorf("%s: no nodes", p.Protocol)
 	}
 	if proto.Index(cfg.Nodes, cfg.Self) < 0 {
-		return nil, fmt.Errorf("%s: self %s is not among the nodes %v", p.name, cfg.Self, cfg.Nodes)
+		return nil, fmt.Errorf("%s: self %s is not among the nodes %v", p.Protocol, cfg.Self, cfg.Nodes)
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -284,10 +264,10 @@ func (u *Unreplicated) onStart(s automaton.Start) {
 // forwards it.
 func (u *Unreplicated) onRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) {
-		u.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %s has no membership changes", u.proto.name)})
+		u.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %s has no membership changes", u.proto.Protocol)})
 		return
 	}
-	if res, refused := automaton.RefuseUnsupported(u.proto.name, req); refused {
+	if res, refused := automaton.RefuseUnsupported(u.proto.Protocol, req); refused {
 		u.respond(automaton.Response{ID: req.ID, Result: res}) // not reached: both shapes are declared
 		return
 	}

@@ -173,8 +173,8 @@ func mustSnapshot(t *testing.T, key, val string) []byte {
 // replays each write with its recorded Env, so the random choice of a
 // machine survives a crash.
 func TestNondeterministicServiceRecovers(t *testing.T) {
-	if !(protocol{}).SupportsNondeterminism() {
-		t.Fatal("unreplicated must declare NondeterminismSupport")
+	if c, _ := automaton.CapabilitiesOf(Name); !c.Nondeterminism {
+		t.Fatal("unreplicated must declare Nondeterminism")
 	}
 	if err := automaton.CheckService(Name, service.Matchmaker{}); err != nil {
 		t.Fatalf("CheckService refuses the Matchmaker: %v", err)
