@@ -47,6 +47,10 @@ keys preloaded, 25 clients. Flags given explicitly override the preset.
 The driver cannot know the target's durability; state it with --durability-label
 (e.g. "fsync per write", "in-memory") and it is printed beside the numbers.
 
+--target grpc drives Synod's gRPC API through the Go client (client.GRPC: every
+client knows every --addr and follows the leader); --conns N shares N clients,
+--pipeline P pipelines P clients' requests on one client's Pipeline streams.
+
 In synod-lab (the workbench binary), --target etcd or --target zookeeper
 drives etcd (v3 API; linearizable gets) or ZooKeeper (set = setData, created
 on first write; get = sync then getData) through their own client libraries
@@ -136,7 +140,7 @@ instead of RESP, one session per client; the server binary links neither.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&target, "target", "resp", "client adapter: resp; in synod-lab also etcd (v3 API, linearizable gets) and zookeeper (sync+getData gets)")
+	f.StringVar(&target, "target", "resp", "client adapter: resp, grpc (Synod's gRPC API); in synod-lab also etcd (v3 API, linearizable gets) and zookeeper (sync+getData gets)")
 	f.StringVar(&addr, "addr", strings.Join(def.Addrs, ","), "server address host:port, or several separated by commas (clients spread round-robin)")
 	f.DurationVar(&duration, "duration", 0, "length of the measured phase (default 10s when --ops is not given)")
 	f.Int64Var(&ops, "ops", 0, "number of operations to measure (open loop: arrivals); with --duration, stop at whichever comes first")
