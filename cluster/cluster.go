@@ -115,6 +115,10 @@ type UpOptions struct {
 	// readiness is checked over TLS. A stopped cluster without TLS is
 	// given it; one with TLS keeps it even when TLS is false.
 	TLS bool
+	// Shards, when above 0, splits the namespace "default" by hash slot
+	// into that many replica groups of Replicas nodes each (ShardLayout;
+	// 0: DefaultReplicas, or every node when there are fewer).
+	Shards, Replicas int
 }
 
 // Node is one member of a running cluster.
@@ -324,6 +328,17 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 	for i := range cfg.Namespaces {
 		shareDatabase(&cfg.Namespaces[i], dir, opts.Nodes)
 	}
+	if opts.Shards > 0 {
+		replicas := opts.Replicas
+		if replicas == 0 {
+			replicas = min(DefaultReplicas, opts.Nodes)
+		}
+		shards, err := ShardLayout(opts.Nodes, opts.Shards, replicas)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Namespaces[0].Shards = shards
+	}
 	var ports []int
 	if opts.BasePort == 0 {
 		var err error
@@ -373,6 +388,9 @@ func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
 	}
 	if len(cfg.Namespaces) > 0 && cfg.Namespaces[0].PeerTransport() != (config.Namespace{Transport: opts.Transport}).PeerTransport() {
 		diffs = append(diffs, fmt.Sprintf("its default namespace's transport is %s", cfg.Namespaces[0].PeerTransport()))
+	}
+	if len(cfg.Namespaces) > 0 && len(cfg.Namespaces[0].Shards) != opts.Shards {
+		diffs = append(diffs, fmt.Sprintf("its default namespace has %d shards, not %d", len(cfg.Namespaces[0].Shards), opts.Shards))
 	}
 	var extra, want []string
 	for i, ns := range cfg.Namespaces {

@@ -56,6 +56,9 @@ with "synod cluster down".`,
 			ns := c.Config.Namespaces[0]
 			fmt.Fprintf(out, "cluster %s %s in %s (%d nodes, protocol %s, service %s, durability %s)\n",
 				c.Config.Cluster, verb, c.Dir, len(c.Nodes), ns.Protocol, ns.Service, c.Config.Durability)
+			for _, sh := range ns.Shards {
+				fmt.Fprintf(out, "shard %s#%s: slots %s on %s\n", ns.Name, sh.Name, sh.Slots, strings.Join(sh.Nodes, " "))
+			}
 			for _, x := range c.Config.Namespaces[1:] {
 				fmt.Fprintf(out, "namespace %s: protocol %s, service %s\n", x.Name, x.Protocol, x.Service)
 			}
@@ -102,11 +105,13 @@ with "synod cluster down".`,
 	f.IntVar(&up.BasePort, "base-port", 0, "pin ports: client ports N.., peer ports N+100.., metrics ports N+200.., gRPC ports N+300..; 0 picks free ports")
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
 	f.StringArrayVar(&upParams, "param", nil, "protocol parameter of the default namespace, name=value (repeatable; each protocol's parameters are listed in its package doc)")
+	f.IntVar(&up.Shards, "shards", 0, "split the default namespace by hash slot into this many replica groups (Redis Cluster protocol; docs/SHARDING.md); 0: unsharded")
+	f.IntVar(&up.Replicas, "replicas", 0, "nodes per shard with --shards (default 3, or every node when fewer)")
 	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")
 
 	statusCmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show each node's pid, liveness and PING",
+		Short: "Show each node's pid, liveness and PING, and each shard's slots, nodes and leader",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := cluster.Status(dir)
@@ -129,6 +134,7 @@ with "synod cluster down".`,
 				return err
 			}
 			printPlacement(cmd.OutOrStdout(), st)
+			printShards(cmd.OutOrStdout(), st) // cluster_shards.go
 			// The live membership of namespaces that change it through their
 			// log (the cluster file is only the bootstrap membership).
 			if mem, from, err := cluster.Members(dir); err == nil {

@@ -1,13 +1,16 @@
 #!/bin/sh
-# The Stateright comparison (issue 20, item 4): builds Stateright's own
-# examples (linearizable-register = ABD with 2 clients, paxos with 2
-# clients) with cargo in a temporary directory, runs them, then runs Synod's
-# model checker on the equivalent models in the same run, and prints both
-# state counts and states/s. Not in CI. Usage: mc/stateright/run.sh [version]
-# (CARGO_TARGET_DIR keeps the Rust build between runs; SR_SECONDS bounds
-# linearizable-register, SYNOD_STATES Synod's searches.)
+# The Stateright comparison (issue 32 item 6): builds Stateright's own
+# examples (paxos, linearizable-register) with cargo in a temporary
+# directory, then runs mc/stateright, which checks them with Stateright's
+# binaries and, in the same run, the same models written as Synod
+# protocols with Synod's model checker, and prints one table (unique
+# states, seconds, states/s per wall and CPU second, property results,
+# load average). Not in CI. Usage: mc/stateright/run.sh [flags of
+# mc/stateright: -seconds N, -only paxos|register|own, ...]
+# (SR_VERSION picks Stateright's version, 0.31.0 by default;
+# CARGO_TARGET_DIR keeps the Rust build between runs.)
 set -eu
-VER=${1:-0.31.0}
+VER=${SR_VERSION:-0.31.0}
 REPO=${SYNOD_REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -19,17 +22,7 @@ cargo fetch -q
 SRC=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateright-"$VER" | head -1)
 mkdir -p examples && cp "$SRC"/examples/linearizable-register.rs "$SRC"/examples/paxos.rs examples/
 cargo build -q --release --examples
-BIN=${CARGO_TARGET_DIR:-target}/release/examples
-# linearizable-register's exhaustive search takes minutes (41 M states):
-# it is stopped after SR_SECONDS and its rate read from its last progress
-# line (Stateright prints states, unique states and seconds every few
-# seconds); paxos runs to the end.
-echo "== Stateright $VER (linearizable-register: DFS, paxos: BFS; all cores)"
-echo "-- linearizable-register check 2 (stopped after ${SR_SECONDS:=120} s)"
-timeout "$SR_SECONDS" "$BIN"/linearizable-register check 2 2>&1 | grep -Ei "states|sec|done|discover" | tail -3 || true
-echo "-- paxos check 2"
-/usr/bin/time -f "   wall %e s" "$BIN"/paxos check 2 2>&1 | grep -Ei "states|sec|wall|done|discover" | tail -6
-echo "== Synod mc (same client counts)"
+BIN=$(cd "${CARGO_TARGET_DIR:-target}"/release/examples && pwd)
 cd "$REPO"
-go run ./mc/stateright "${SYNOD_STATES:-200000}"
-echo "ratio = Synod states/s / Stateright states/s, from the lines above"
+echo "== Stateright $VER examples built in $BIN; machine: $(nproc) cores"
+go run ./mc/stateright -sr "$BIN" "$@"
