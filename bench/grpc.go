@@ -25,6 +25,12 @@ type GRPCOptions struct {
 	// Timeout bounds each attempt; Password is sent when set.
 	Timeout  time.Duration
 	Password string
+	// Pipeline sends every request on the client's Pipeline streams
+	// (client.Options.Pipeline): the clients sharing one target
+	// (ShareConns) pipeline their requests on its connections, and the
+	// node runs what arrives together as one atomic group where the
+	// protocol applies groups.
+	Pipeline bool
 }
 
 // GRPCFactory returns a TargetFactory of Synod gRPC clients (client.GRPC:
@@ -38,7 +44,7 @@ func GRPCFactory(o GRPCOptions) TargetFactory {
 		if err != nil {
 			return nil, err
 		}
-		c, err := synodclient.NewGRPC(o.Addrs, synodclient.Options{Namespace: o.Namespace, ReadMode: rm, Timeout: o.Timeout, Password: o.Password})
+		c, err := synodclient.NewGRPC(o.Addrs, synodclient.Options{Namespace: o.Namespace, ReadMode: rm, Timeout: o.Timeout, Password: o.Password, Pipeline: o.Pipeline})
 		if err != nil {
 			return nil, err
 		}

@@ -94,6 +94,12 @@ type Options struct {
 	// WatchLeader subscriptions, requests round robin as for a protocol
 	// without a leader (to measure what the notifications buy).
 	NoLeaderWatch bool
+	// Pipeline (GRPC only) sends DoOp's and the typed methods' requests on
+	// a Pipeline stream per connection (pipeline.go): concurrent callers'
+	// requests are pipelined on one connection and, where the protocol
+	// applies atomic groups, run as one group per batch; a write that may
+	// have reached a node is then never resubmitted.
+	Pipeline bool
 	// NoFanout (GRPC only) sends requests of client_fanout namespaces to
 	// one node, unmarked, as for any other namespace: that node proposes or
 	// forwards for the client (fanout.go).

@@ -41,7 +41,7 @@ const (
 // sendFanout runs req on a client_fanout namespace.
 func (c *GRPC) sendFanout(ctx context.Context, req *synodpb.Request, what string, p nsProps) (*synodpb.Response, service.Result, error) {
 	if c.opts.NoFanout {
-		return c.sendOne(ctx, req, what, p)
+		return c.sendOne(ctx, req, what, p, -1, c.attempt)
 	}
 	var changed <-chan struct{}
 	if p.hasLeader && !c.opts.NoLeaderWatch {

@@ -61,7 +61,9 @@ import (
 // properties with one Namespaces call, on first use.
 //
 // Options.PoolSize is ignored: gRPC multiplexes requests over one
-// connection per address.
+// connection per address. With Options.Pipeline, DoOp and the typed
+// methods send their requests on a Pipeline stream per connection instead
+// of one Do call each (pipeline.go).
 
 // OpOptions are per-request options of GRPC.DoOp and GRPC.DoGroup.
 type OpOptions struct {
@@ -141,6 +143,9 @@ type gconn struct {
 	addr string
 	cc   *grpc.ClientConn
 	stub synodpb.SynodClient
+
+	smu sync.Mutex
+	st  *gstream // the Pipeline stream (pipeline.go), nil until first used
 
 	mu         sync.Mutex
 	starts     uint64        // dials started
@@ -385,17 +390,7 @@ func (c *GRPC) nsProps(ctx context.Context, ns string, ops ...service.Op) (nsPro
 // also returned as a *Error wrapping ErrUnknownOutcome for writes. Errors
 // from gRPC keep their status code (status.Code(err)).
 func (c *GRPC) DoOp(ctx context.Context, ns string, op service.Op, o OpOptions) (service.Result, string, error) {
-	req, err := c.request(ns, o)
-	if err != nil {
-		return service.Result{}, "", err
-	}
-	req.Op = synodpb.FromOp(op)
-	resp, res, err := c.send(ctx, req, op.Kind, op)
-	var id string
-	if v := resp.GetOptions()[automaton.OptOpID].GetValues(); len(v) > 0 {
-		id = v[0]
-	}
-	return res, id, err
+	return c.doOp(ctx, ns, op, o, c.opts.Pipeline)
 }
 
 // DoGroup runs ops on namespace ns as one atomic group: they take effect
@@ -489,39 +484,26 @@ func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops 
 			c.prefer(idx) // a write that may not be resubmitted starts at the leader
 		}
 	}
-	return c.sendOne(ctx, req, what, p)
+	return c.sendOne(ctx, req, what, p, -1, c.attempt)
 }
 
-// sendOne runs req at one address at a time, round robin from the
-// preferred one, with the package doc's retry rules.
-func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p nsProps) (*synodpb.Response, service.Result, error) {
+// sendOne runs req at one address at a time, round robin from start (-1:
+// the preferred one), each attempt made by try, with the package doc's
+// retry rules.
+func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p nsProps, start int, try tryFunc) (*synodpb.Response, service.Result, error) {
 	isRead, idem := p.read, p.idempotent
-	c.mu.Lock()
-	start := c.cur
-	c.mu.Unlock()
+	if start < 0 {
+		c.mu.Lock()
+		start = c.cur
+		c.mu.Unlock()
+	}
 	maySent := false // an earlier attempt may have taken effect
 	var errs []error
 	for i := range c.conns {
 		idx := (start + i) % len(c.conns)
 		g := c.conns[idx]
-		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		err := g.ready(actx)
-		if err != nil {
-			cancel()
-			if cerr := ctxDone(ctx); cerr != nil {
-				return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %v)", cerr, err))
-			}
-			errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
-			continue
-		}
-		var pr peer.Peer // set only if the request got onto a connection
-		resp, err := g.stub.Do(c.withAuth(actx), req, grpc.Peer(&pr))
-		cancel()
+		resp, res, sent, err := try(ctx, g, req)
 		if err == nil {
-			res, perr := synodpb.ToResult(resp.GetResult())
-			if perr != nil {
-				return nil, service.Result{}, fmt.Errorf("client: %s at %s: %w", what, g.addr, perr)
-			}
 			e := &Error{Msg: res.Err}
 			if res.Type != service.ResultErr || e.Code() != "TRYAGAIN" {
 				c.prefer(idx)
@@ -538,8 +520,8 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 		if definite(status.Code(err)) {
 			return nil, service.Result{}, fmt.Errorf("client: %s at %s: %w", what, g.addr, err)
 		}
-		if pr.Addr == nil {
-			// No stream was opened: the request was not sent.
+		if !sent {
+			// Certainly not executed: try the next address.
 			if cerr := ctxDone(ctx); cerr != nil {
 				return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("%w (last error: %w)", cerr, err))
 			}
@@ -559,6 +541,12 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 	}
 	return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("failed at every address: %w", errors.Join(errs...)))
 }
+
+// tryFunc makes one attempt of req at g (GRPC.attempt: a Do call;
+// attemptStream: a call on g's Pipeline stream). sent reports whether the
+// request may have reached the node; an error with sent false means it
+// certainly did not.
+type tryFunc func(ctx context.Context, g *gconn, req *synodpb.Request) (resp *synodpb.Response, res service.Result, sent bool, err error)
 
 func (c *GRPC) giveUp(what string, isRead, maySent bool, err error) error {
 	if !isRead && maySent {

@@ -28,7 +28,8 @@
 // is etcd's slowest configuration); Synod and Redis over RESP also pipelining
 // PipelineDepth commands deep per connection, as a client library pipelines
 // concurrent callers; Synod also through its gRPC client, Conns of them
-// shared by every client, requests multiplexed. The report prints the sweep,
+// shared by every client, requests multiplexed, and gRPC clients pipelining
+// PipelineDepth callers each on their Pipeline streams. The report prints the sweep,
 // then each system's best configuration (BestCells: highest throughput) and
 // the ratios best against best, naming the configurations. Redis (RedisSystem,
 // one server: "redis" without persistence, "redis-aof" with appendfsync

@@ -203,7 +203,7 @@ func TestConfigs(t *testing.T) {
 		return strings.Join(out, ", ")
 	}
 	etcd := &Instance{NewTarget: f, Shareable: true, Via: "v3"}
-	synod := &Instance{NewTarget: f, Via: "resp", Pipelined: f, GRPC: f}
+	synod := &Instance{NewTarget: f, Via: "resp", Pipelined: f, GRPC: f, GRPCPipelined: f}
 	redis := &Instance{NewTarget: f, Via: "resp", Pipelined: f}
 	for _, c := range []struct {
 		inst    *Instance
@@ -213,7 +213,7 @@ func TestConfigs(t *testing.T) {
 		{etcd, 256, "v3 conns=per-client, v3 conns=1, v3 conns=16"},
 		{etcd, 16, "v3 conns=per-client, v3 conns=1"},
 		{etcd, 1, "v3 conns=per-client"},
-		{synod, 256, "resp conns=per-client, resp conns=pipeline:16, grpc conns=1, grpc conns=16"},
+		{synod, 256, "resp conns=per-client, resp conns=pipeline:16, grpc conns=1, grpc conns=16, grpc conns=pipeline:16"},
 		{synod, 1, "resp conns=per-client, grpc conns=1"},
 		{redis, 64, "resp conns=per-client, resp conns=pipeline:16"},
 	} {

@@ -379,7 +379,9 @@ type ClientConfig struct {
 //     o.PipelineDepth, the way a client library pipelines concurrent
 //     callers' commands on one connection;
 //   - when it has a gRPC client (Synod): each of o.Conns gRPC clients
-//     shared by all clients, requests multiplexed.
+//     shared by all clients, requests multiplexed, and (GRPCPipelined)
+//     gRPC clients pipelining o.PipelineDepth clients each on their
+//     Pipeline streams.
 //
 // A configuration that would open as many connections as one per client
 // (a shared count at least the client count, pipelining one client deep)
@@ -412,11 +414,19 @@ func Configs(inst *Instance, o Options, clients int) []ClientConfig {
 			}
 		}
 	}
+	if inst.GRPCPipelined != nil && o.PipelineDepth > 0 {
+		if s := (bench.ConnSpec{Depth: o.PipelineDepth}); s.Conns(clients) < clients {
+			out = append(out, ClientConfig{Name: "grpc conns=" + s.String(), Spec: s, GRPC: true})
+		}
+	}
 	return out
 }
 
 // factory returns the target factory of configuration cc.
 func (cc ClientConfig) factory(inst *Instance, clients int) (bench.TargetFactory, error) {
+	if cc.GRPC && cc.Spec.Depth > 0 {
+		return bench.ShareConns(cc.Spec.Conns(clients), inst.GRPCPipelined), nil
+	}
 	if cc.GRPC {
 		return bench.ShareConns(cc.Spec.Conns(clients), inst.GRPC), nil
 	}

@@ -61,6 +61,10 @@ type Instance struct {
 	// GRPC, when set, opens one Synod gRPC client (safe for concurrent
 	// use): the sweep runs clients multiplexed over few of them.
 	GRPC bench.TargetFactory
+	// GRPCPipelined, when set, opens one Synod gRPC client that pipelines
+	// its callers' requests on Pipeline streams: the sweep runs clients
+	// pipelining on it, as over RESP.
+	GRPCPipelined bench.TargetFactory
 	// Durability states what is on disk before a write is acknowledged.
 	Durability string
 	// Fsync is the short form printed beside every figure ("fsync on",
@@ -209,7 +213,10 @@ func SynodSystem(protocol, binary, durability string) System {
 				inst.Durability, inst.Fsync = "memory: nothing on disk (storage engine memory)", "memory"
 			}
 			if len(grpcAddrs) == len(c.Nodes) {
-				inst.GRPC = bench.GRPCFactory(bench.GRPCOptions{Addrs: grpcAddrs, ReadMode: readMode, Timeout: env.OpTimeout})
+				o := bench.GRPCOptions{Addrs: grpcAddrs, ReadMode: readMode, Timeout: env.OpTimeout}
+				inst.GRPC = bench.GRPCFactory(o)
+				o.Pipeline = true
+				inst.GRPCPipelined = bench.GRPCFactory(o)
 			}
 			return inst, nil
 		},

@@ -153,7 +153,223 @@ func (x TxnStep_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TxnStep_Action.Descriptor instead.
 func (TxnStep_Action) EnumDescriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{4, 0}
+	return file_synod_proto_rawDescGZIP(), []int{8, 0}
+}
+
+// PipelineRequest carries calls of a Pipeline stream; one message may hold
+// many.
+type PipelineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         []*Call                `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipelineRequest) Reset() {
+	*x = PipelineRequest{}
+	mi := &file_synod_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipelineRequest) ProtoMessage() {}
+
+func (x *PipelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipelineRequest.ProtoReflect.Descriptor instead.
+func (*PipelineRequest) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *PipelineRequest) GetCalls() []*Call {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+// Call is one request of a Pipeline stream.
+type Call struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's name for the call, echoed in its CallReply.
+	Id            uint64   `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *Request `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Call) Reset() {
+	*x = Call{}
+	mi := &file_synod_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Call) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Call) ProtoMessage() {}
+
+func (x *Call) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Call.ProtoReflect.Descriptor instead.
+func (*Call) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Call) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Call) GetRequest() *Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// PipelineResponse carries replies of a Pipeline stream.
+type PipelineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replies       []*CallReply           `protobuf:"bytes,1,rep,name=replies,proto3" json:"replies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipelineResponse) Reset() {
+	*x = PipelineResponse{}
+	mi := &file_synod_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipelineResponse) ProtoMessage() {}
+
+func (x *PipelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipelineResponse.ProtoReflect.Descriptor instead.
+func (*PipelineResponse) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PipelineResponse) GetReplies() []*CallReply {
+	if x != nil {
+		return x.Replies
+	}
+	return nil
+}
+
+// CallReply answers one call.
+type CallReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The call's status: 0 (OK) with response set, or the gRPC status code
+	// Do would have failed with, and its message.
+	Code          uint32    `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string    `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Response      *Response `protobuf:"bytes,4,opt,name=response,proto3" json:"response,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallReply) Reset() {
+	*x = CallReply{}
+	mi := &file_synod_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallReply) ProtoMessage() {}
+
+func (x *CallReply) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallReply.ProtoReflect.Descriptor instead.
+func (*CallReply) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CallReply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CallReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CallReply) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *CallReply) GetResponse() *Response {
+	if x != nil {
+		return x.Response
+	}
+	return nil
 }
 
 type WatchLeaderRequest struct {
@@ -166,7 +382,7 @@ type WatchLeaderRequest struct {
 
 func (x *WatchLeaderRequest) Reset() {
 	*x = WatchLeaderRequest{}
-	mi := &file_synod_proto_msgTypes[0]
+	mi := &file_synod_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -178,7 +394,7 @@ func (x *WatchLeaderRequest) String() string {
 func (*WatchLeaderRequest) ProtoMessage() {}
 
 func (x *WatchLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[0]
+	mi := &file_synod_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -191,7 +407,7 @@ func (x *WatchLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchLeaderRequest.ProtoReflect.Descriptor instead.
 func (*WatchLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{0}
+	return file_synod_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WatchLeaderRequest) GetNamespace() string {
@@ -220,7 +436,7 @@ type LeaderEvent struct {
 
 func (x *LeaderEvent) Reset() {
 	*x = LeaderEvent{}
-	mi := &file_synod_proto_msgTypes[1]
+	mi := &file_synod_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -232,7 +448,7 @@ func (x *LeaderEvent) String() string {
 func (*LeaderEvent) ProtoMessage() {}
 
 func (x *LeaderEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[1]
+	mi := &file_synod_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -245,7 +461,7 @@ func (x *LeaderEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderEvent.ProtoReflect.Descriptor instead.
 func (*LeaderEvent) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{1}
+	return file_synod_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LeaderEvent) GetNamespace() string {
@@ -296,7 +512,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +524,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[2]
+	mi := &file_synod_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +537,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{2}
+	return file_synod_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Op) GetKind() string {
@@ -413,7 +629,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +641,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[3]
+	mi := &file_synod_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +654,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{3}
+	return file_synod_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Request) GetNamespace() string {
@@ -539,7 +755,7 @@ type TxnStep struct {
 
 func (x *TxnStep) Reset() {
 	*x = TxnStep{}
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +767,7 @@ func (x *TxnStep) String() string {
 func (*TxnStep) ProtoMessage() {}
 
 func (x *TxnStep) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +780,7 @@ func (x *TxnStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnStep.ProtoReflect.Descriptor instead.
 func (*TxnStep) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{4}
+	return file_synod_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TxnStep) GetTxnClient() uint64 {
@@ -598,7 +814,7 @@ type OptionValues struct {
 
 func (x *OptionValues) Reset() {
 	*x = OptionValues{}
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +826,7 @@ func (x *OptionValues) String() string {
 func (*OptionValues) ProtoMessage() {}
 
 func (x *OptionValues) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +839,7 @@ func (x *OptionValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionValues.ProtoReflect.Descriptor instead.
 func (*OptionValues) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{5}
+	return file_synod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OptionValues) GetValues() []string {
@@ -642,7 +858,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +870,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +883,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{6}
+	return file_synod_proto_rawDescGZIP(), []int{10}
 }
 
 // Result is an operation's outcome (service.Result).
@@ -688,7 +904,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +916,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +929,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{7}
+	return file_synod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Result) GetValue() isResult_Value {
@@ -830,7 +1046,7 @@ type ResultArray struct {
 
 func (x *ResultArray) Reset() {
 	*x = ResultArray{}
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +1058,7 @@ func (x *ResultArray) String() string {
 func (*ResultArray) ProtoMessage() {}
 
 func (x *ResultArray) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +1071,7 @@ func (x *ResultArray) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultArray.ProtoReflect.Descriptor instead.
 func (*ResultArray) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{8}
+	return file_synod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResultArray) GetElems() []*Result {
@@ -889,7 +1105,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +1117,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +1130,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{9}
+	return file_synod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Response) GetResult() *Result {
@@ -960,7 +1176,7 @@ type NamespacesRequest struct {
 
 func (x *NamespacesRequest) Reset() {
 	*x = NamespacesRequest{}
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1188,7 @@ func (x *NamespacesRequest) String() string {
 func (*NamespacesRequest) ProtoMessage() {}
 
 func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1201,7 @@ func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesRequest.ProtoReflect.Descriptor instead.
 func (*NamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{10}
+	return file_synod_proto_rawDescGZIP(), []int{14}
 }
 
 type Namespace struct {
@@ -1018,7 +1234,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1246,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1259,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{11}
+	return file_synod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Namespace) GetName() string {
@@ -1135,7 +1351,7 @@ type OptionSpec struct {
 
 func (x *OptionSpec) Reset() {
 	*x = OptionSpec{}
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1363,7 @@ func (x *OptionSpec) String() string {
 func (*OptionSpec) ProtoMessage() {}
 
 func (x *OptionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1376,7 @@ func (x *OptionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionSpec.ProtoReflect.Descriptor instead.
 func (*OptionSpec) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{12}
+	return file_synod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OptionSpec) GetName() string {
@@ -1200,7 +1416,7 @@ type NamespacesResponse struct {
 
 func (x *NamespacesResponse) Reset() {
 	*x = NamespacesResponse{}
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1428,7 @@ func (x *NamespacesResponse) String() string {
 func (*NamespacesResponse) ProtoMessage() {}
 
 func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1441,7 @@ func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesResponse.ProtoReflect.Descriptor instead.
 func (*NamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{13}
+	return file_synod_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NamespacesResponse) GetNamespaces() []*Namespace {
@@ -1243,7 +1459,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_synod_proto_msgTypes[14]
+	mi := &file_synod_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1471,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[14]
+	mi := &file_synod_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1484,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{14}
+	return file_synod_proto_rawDescGZIP(), []int{18}
 }
 
 type InfoSection struct {
@@ -1280,7 +1496,7 @@ type InfoSection struct {
 
 func (x *InfoSection) Reset() {
 	*x = InfoSection{}
-	mi := &file_synod_proto_msgTypes[15]
+	mi := &file_synod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1508,7 @@ func (x *InfoSection) String() string {
 func (*InfoSection) ProtoMessage() {}
 
 func (x *InfoSection) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[15]
+	mi := &file_synod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1521,7 @@ func (x *InfoSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoSection.ProtoReflect.Descriptor instead.
 func (*InfoSection) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{15}
+	return file_synod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *InfoSection) GetFields() map[string]string {
@@ -1324,7 +1540,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_synod_proto_msgTypes[16]
+	mi := &file_synod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1552,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[16]
+	mi := &file_synod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1565,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{16}
+	return file_synod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InfoResponse) GetSections() map[string]*InfoSection {
@@ -1363,7 +1579,19 @@ var File_synod_proto protoreflect.FileDescriptor
 
 const file_synod_proto_rawDesc = "" +
 	"\n" +
-	"\vsynod.proto\x12\bsynod.v1\"2\n" +
+	"\vsynod.proto\x12\bsynod.v1\"7\n" +
+	"\x0fPipelineRequest\x12$\n" +
+	"\x05calls\x18\x01 \x03(\v2\x0e.synod.v1.CallR\x05calls\"C\n" +
+	"\x04Call\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12+\n" +
+	"\arequest\x18\x02 \x01(\v2\x11.synod.v1.RequestR\arequest\"A\n" +
+	"\x10PipelineResponse\x12-\n" +
+	"\areplies\x18\x01 \x03(\v2\x13.synod.v1.CallReplyR\areplies\"y\n" +
+	"\tCallReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12.\n" +
+	"\bresponse\x18\x04 \x01(\v2\x12.synod.v1.ResponseR\bresponse\"2\n" +
 	"\x12WatchLeaderRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"\x96\x01\n" +
 	"\vLeaderEvent\x12\x1c\n" +
@@ -1469,13 +1697,14 @@ const file_synod_proto_rawDesc = "" +
 	"\x0fREAD_MODE_LOCAL\x10\x02\x12\x11\n" +
 	"\rREAD_MODE_LOG\x10\x03\x12\x14\n" +
 	"\x10READ_MODE_QUORUM\x10\x04\x12\x13\n" +
-	"\x0fREAD_MODE_LEASE\x10\x052\xfa\x01\n" +
+	"\x0fREAD_MODE_LEASE\x10\x052\xc1\x02\n" +
 	"\x05Synod\x12+\n" +
 	"\x02Do\x12\x11.synod.v1.Request\x1a\x12.synod.v1.Response\x12G\n" +
 	"\n" +
 	"Namespaces\x12\x1b.synod.v1.NamespacesRequest\x1a\x1c.synod.v1.NamespacesResponse\x125\n" +
 	"\x04Info\x12\x15.synod.v1.InfoRequest\x1a\x16.synod.v1.InfoResponse\x12D\n" +
-	"\vWatchLeader\x12\x1c.synod.v1.WatchLeaderRequest\x1a\x15.synod.v1.LeaderEvent0\x01B(Z&github.com/synod-dev/synod/api/synodpbb\x06proto3"
+	"\vWatchLeader\x12\x1c.synod.v1.WatchLeaderRequest\x1a\x15.synod.v1.LeaderEvent0\x01\x12E\n" +
+	"\bPipeline\x12\x19.synod.v1.PipelineRequest\x1a\x1a.synod.v1.PipelineResponse(\x010\x01B(Z&github.com/synod-dev/synod/api/synodpbb\x06proto3"
 
 var (
 	file_synod_proto_rawDescOnce sync.Once
@@ -1490,66 +1719,76 @@ func file_synod_proto_rawDescGZIP() []byte {
 }
 
 var file_synod_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_synod_proto_goTypes = []any{
 	(ReadMode)(0),              // 0: synod.v1.ReadMode
 	(TxnStep_Action)(0),        // 1: synod.v1.TxnStep.Action
-	(*WatchLeaderRequest)(nil), // 2: synod.v1.WatchLeaderRequest
-	(*LeaderEvent)(nil),        // 3: synod.v1.LeaderEvent
-	(*Op)(nil),                 // 4: synod.v1.Op
-	(*Request)(nil),            // 5: synod.v1.Request
-	(*TxnStep)(nil),            // 6: synod.v1.TxnStep
-	(*OptionValues)(nil),       // 7: synod.v1.OptionValues
-	(*Empty)(nil),              // 8: synod.v1.Empty
-	(*Result)(nil),             // 9: synod.v1.Result
-	(*ResultArray)(nil),        // 10: synod.v1.ResultArray
-	(*Response)(nil),           // 11: synod.v1.Response
-	(*NamespacesRequest)(nil),  // 12: synod.v1.NamespacesRequest
-	(*Namespace)(nil),          // 13: synod.v1.Namespace
-	(*OptionSpec)(nil),         // 14: synod.v1.OptionSpec
-	(*NamespacesResponse)(nil), // 15: synod.v1.NamespacesResponse
-	(*InfoRequest)(nil),        // 16: synod.v1.InfoRequest
-	(*InfoSection)(nil),        // 17: synod.v1.InfoSection
-	(*InfoResponse)(nil),       // 18: synod.v1.InfoResponse
-	nil,                        // 19: synod.v1.Request.OptionsEntry
-	nil,                        // 20: synod.v1.Response.OptionsEntry
-	nil,                        // 21: synod.v1.InfoSection.FieldsEntry
-	nil,                        // 22: synod.v1.InfoResponse.SectionsEntry
+	(*PipelineRequest)(nil),    // 2: synod.v1.PipelineRequest
+	(*Call)(nil),               // 3: synod.v1.Call
+	(*PipelineResponse)(nil),   // 4: synod.v1.PipelineResponse
+	(*CallReply)(nil),          // 5: synod.v1.CallReply
+	(*WatchLeaderRequest)(nil), // 6: synod.v1.WatchLeaderRequest
+	(*LeaderEvent)(nil),        // 7: synod.v1.LeaderEvent
+	(*Op)(nil),                 // 8: synod.v1.Op
+	(*Request)(nil),            // 9: synod.v1.Request
+	(*TxnStep)(nil),            // 10: synod.v1.TxnStep
+	(*OptionValues)(nil),       // 11: synod.v1.OptionValues
+	(*Empty)(nil),              // 12: synod.v1.Empty
+	(*Result)(nil),             // 13: synod.v1.Result
+	(*ResultArray)(nil),        // 14: synod.v1.ResultArray
+	(*Response)(nil),           // 15: synod.v1.Response
+	(*NamespacesRequest)(nil),  // 16: synod.v1.NamespacesRequest
+	(*Namespace)(nil),          // 17: synod.v1.Namespace
+	(*OptionSpec)(nil),         // 18: synod.v1.OptionSpec
+	(*NamespacesResponse)(nil), // 19: synod.v1.NamespacesResponse
+	(*InfoRequest)(nil),        // 20: synod.v1.InfoRequest
+	(*InfoSection)(nil),        // 21: synod.v1.InfoSection
+	(*InfoResponse)(nil),       // 22: synod.v1.InfoResponse
+	nil,                        // 23: synod.v1.Request.OptionsEntry
+	nil,                        // 24: synod.v1.Response.OptionsEntry
+	nil,                        // 25: synod.v1.InfoSection.FieldsEntry
+	nil,                        // 26: synod.v1.InfoResponse.SectionsEntry
 }
 var file_synod_proto_depIdxs = []int32{
-	4,  // 0: synod.v1.Request.op:type_name -> synod.v1.Op
-	0,  // 1: synod.v1.Request.read:type_name -> synod.v1.ReadMode
-	19, // 2: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
-	4,  // 3: synod.v1.Request.ops:type_name -> synod.v1.Op
-	6,  // 4: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
-	1,  // 5: synod.v1.TxnStep.action:type_name -> synod.v1.TxnStep.Action
-	8,  // 6: synod.v1.Result.nil:type_name -> synod.v1.Empty
-	8,  // 7: synod.v1.Result.ok:type_name -> synod.v1.Empty
-	10, // 8: synod.v1.Result.array:type_name -> synod.v1.ResultArray
-	9,  // 9: synod.v1.ResultArray.elems:type_name -> synod.v1.Result
-	9,  // 10: synod.v1.Response.result:type_name -> synod.v1.Result
-	20, // 11: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
-	9,  // 12: synod.v1.Response.results:type_name -> synod.v1.Result
-	14, // 13: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
-	13, // 14: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
-	21, // 15: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
-	22, // 16: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
-	7,  // 17: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	7,  // 18: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	17, // 19: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
-	5,  // 20: synod.v1.Synod.Do:input_type -> synod.v1.Request
-	12, // 21: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
-	16, // 22: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
-	2,  // 23: synod.v1.Synod.WatchLeader:input_type -> synod.v1.WatchLeaderRequest
-	11, // 24: synod.v1.Synod.Do:output_type -> synod.v1.Response
-	15, // 25: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
-	18, // 26: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
-	3,  // 27: synod.v1.Synod.WatchLeader:output_type -> synod.v1.LeaderEvent
-	24, // [24:28] is the sub-list for method output_type
-	20, // [20:24] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	3,  // 0: synod.v1.PipelineRequest.calls:type_name -> synod.v1.Call
+	9,  // 1: synod.v1.Call.request:type_name -> synod.v1.Request
+	5,  // 2: synod.v1.PipelineResponse.replies:type_name -> synod.v1.CallReply
+	15, // 3: synod.v1.CallReply.response:type_name -> synod.v1.Response
+	8,  // 4: synod.v1.Request.op:type_name -> synod.v1.Op
+	0,  // 5: synod.v1.Request.read:type_name -> synod.v1.ReadMode
+	23, // 6: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
+	8,  // 7: synod.v1.Request.ops:type_name -> synod.v1.Op
+	10, // 8: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
+	1,  // 9: synod.v1.TxnStep.action:type_name -> synod.v1.TxnStep.Action
+	12, // 10: synod.v1.Result.nil:type_name -> synod.v1.Empty
+	12, // 11: synod.v1.Result.ok:type_name -> synod.v1.Empty
+	14, // 12: synod.v1.Result.array:type_name -> synod.v1.ResultArray
+	13, // 13: synod.v1.ResultArray.elems:type_name -> synod.v1.Result
+	13, // 14: synod.v1.Response.result:type_name -> synod.v1.Result
+	24, // 15: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
+	13, // 16: synod.v1.Response.results:type_name -> synod.v1.Result
+	18, // 17: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
+	17, // 18: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
+	25, // 19: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
+	26, // 20: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
+	11, // 21: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	11, // 22: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	21, // 23: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
+	9,  // 24: synod.v1.Synod.Do:input_type -> synod.v1.Request
+	16, // 25: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
+	20, // 26: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
+	6,  // 27: synod.v1.Synod.WatchLeader:input_type -> synod.v1.WatchLeaderRequest
+	2,  // 28: synod.v1.Synod.Pipeline:input_type -> synod.v1.PipelineRequest
+	15, // 29: synod.v1.Synod.Do:output_type -> synod.v1.Response
+	19, // 30: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
+	22, // 31: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
+	7,  // 32: synod.v1.Synod.WatchLeader:output_type -> synod.v1.LeaderEvent
+	4,  // 33: synod.v1.Synod.Pipeline:output_type -> synod.v1.PipelineResponse
+	29, // [29:34] is the sub-list for method output_type
+	24, // [24:29] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_synod_proto_init() }
@@ -1557,7 +1796,7 @@ func file_synod_proto_init() {
 	if File_synod_proto != nil {
 		return
 	}
-	file_synod_proto_msgTypes[7].OneofWrappers = []any{
+	file_synod_proto_msgTypes[11].OneofWrappers = []any{
 		(*Result_Nil)(nil),
 		(*Result_Ok)(nil),
 		(*Result_Bytes)(nil),
@@ -1571,7 +1810,7 @@ func file_synod_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_synod_proto_rawDesc), len(file_synod_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   21,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

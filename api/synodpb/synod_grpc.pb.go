@@ -37,6 +37,7 @@ const (
 	Synod_Namespaces_FullMethodName  = "/synod.v1.Synod/Namespaces"
 	Synod_Info_FullMethodName        = "/synod.v1.Synod/Info"
 	Synod_WatchLeader_FullMethodName = "/synod.v1.Synod/WatchLeader"
+	Synod_Pipeline_FullMethodName    = "/synod.v1.Synod/Pipeline"
 )
 
 // SynodClient is the client API for Synod service.
@@ -88,6 +89,46 @@ type SynodClient interface {
 	//	UNIMPLEMENTED      this server cannot watch leaders
 	//	UNAUTHENTICATED    missing or wrong password
 	WatchLeader(ctx context.Context, in *WatchLeaderRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderEvent], error)
+	// Pipeline carries many calls on one stream (pipelining): the caller
+	// sends calls without waiting for replies, each named by an id of its
+	// choosing, and receives one CallReply per call, matched by id (replies
+	// may come in any order and several in one message). A call is a Request
+	// as Do takes it, with these differences:
+	//
+	//   - The stream identifies its calls itself, as the Redis gateway does a
+	//     connection's commands: a call's client_id and seq must be 0. So a
+	//     call whose outcome is unknown may not be retried safely (no
+	//     deduplication by the caller's id), as with a pipelined Redis write.
+	//   - Transaction steps (txn) and fanout go through Do.
+	//
+	// Execution. Where the namespace's protocol applies atomic groups
+	// (Namespace.atomic_groups), the stream's single-operation calls without
+	// options run as batches, exactly as the Redis gateway runs a pipeline:
+	// the calls waiting when the stream's previous batch completes (up to
+	// 256, about 1 MiB of arguments) are ONE atomic group, one request to
+	// the namespace (one log command): they take effect in the order sent,
+	// with nothing interleaved, and each call is answered by its own
+	// operation's result (an operation's error answers its call only). A
+	// failure of the batch as a whole (a timeout, shutdown, TRYAGAIN) answers
+	// each of its calls. One batch is in flight per stream. Other calls of
+	// such namespaces (groups, calls with options) run alone, in order.
+	// In namespaces whose protocol has no atomic groups, up to 64 calls of a
+	// stream are in flight at once; a call on a key starts after every
+	// earlier call of the stream on the same key has completed, and a call
+	// with several operations or no key after every earlier call (the Redis
+	// gateway's pipelining rule).
+	//
+	// A call refused by the checks Do makes (INVALID_ARGUMENT, NOT_FOUND,
+	// FAILED_PRECONDITION, PERMISSION_DENIED) is answered at once with that
+	// code and executed nothing; a call that timed out, was cut short by
+	// shutdown or failed at the node is answered DEADLINE_EXCEEDED or
+	// UNAVAILABLE (outcome unknown), as Do would. When the caller closes its
+	// sending side, the server answers every call it received and ends the
+	// stream with OK. When the caller cancels the stream, calls without a
+	// reply are of unknown outcome. A message is at most
+	// synodpb.MaxMessageSize bytes in either direction; the server splits its
+	// replies into several messages as needed.
+	Pipeline(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipelineRequest, PipelineResponse], error)
 }
 
 type synodClient struct {
@@ -147,6 +188,19 @@ func (c *synodClient) WatchLeader(ctx context.Context, in *WatchLeaderRequest, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Synod_WatchLeaderClient = grpc.ServerStreamingClient[LeaderEvent]
 
+func (c *synodClient) Pipeline(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipelineRequest, PipelineResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Synod_ServiceDesc.Streams[1], Synod_Pipeline_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PipelineRequest, PipelineResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Synod_PipelineClient = grpc.BidiStreamingClient[PipelineRequest, PipelineResponse]
+
 // SynodServer is the server API for Synod service.
 // All implementations must embed UnimplementedSynodServer
 // for forward compatibility.
@@ -196,6 +250,46 @@ type SynodServer interface {
 	//	UNIMPLEMENTED      this server cannot watch leaders
 	//	UNAUTHENTICATED    missing or wrong password
 	WatchLeader(*WatchLeaderRequest, grpc.ServerStreamingServer[LeaderEvent]) error
+	// Pipeline carries many calls on one stream (pipelining): the caller
+	// sends calls without waiting for replies, each named by an id of its
+	// choosing, and receives one CallReply per call, matched by id (replies
+	// may come in any order and several in one message). A call is a Request
+	// as Do takes it, with these differences:
+	//
+	//   - The stream identifies its calls itself, as the Redis gateway does a
+	//     connection's commands: a call's client_id and seq must be 0. So a
+	//     call whose outcome is unknown may not be retried safely (no
+	//     deduplication by the caller's id), as with a pipelined Redis write.
+	//   - Transaction steps (txn) and fanout go through Do.
+	//
+	// Execution. Where the namespace's protocol applies atomic groups
+	// (Namespace.atomic_groups), the stream's single-operation calls without
+	// options run as batches, exactly as the Redis gateway runs a pipeline:
+	// the calls waiting when the stream's previous batch completes (up to
+	// 256, about 1 MiB of arguments) are ONE atomic group, one request to
+	// the namespace (one log command): they take effect in the order sent,
+	// with nothing interleaved, and each call is answered by its own
+	// operation's result (an operation's error answers its call only). A
+	// failure of the batch as a whole (a timeout, shutdown, TRYAGAIN) answers
+	// each of its calls. One batch is in flight per stream. Other calls of
+	// such namespaces (groups, calls with options) run alone, in order.
+	// In namespaces whose protocol has no atomic groups, up to 64 calls of a
+	// stream are in flight at once; a call on a key starts after every
+	// earlier call of the stream on the same key has completed, and a call
+	// with several operations or no key after every earlier call (the Redis
+	// gateway's pipelining rule).
+	//
+	// A call refused by the checks Do makes (INVALID_ARGUMENT, NOT_FOUND,
+	// FAILED_PRECONDITION, PERMISSION_DENIED) is answered at once with that
+	// code and executed nothing; a call that timed out, was cut short by
+	// shutdown or failed at the node is answered DEADLINE_EXCEEDED or
+	// UNAVAILABLE (outcome unknown), as Do would. When the caller closes its
+	// sending side, the server answers every call it received and ends the
+	// stream with OK. When the caller cancels the stream, calls without a
+	// reply are of unknown outcome. A message is at most
+	// synodpb.MaxMessageSize bytes in either direction; the server splits its
+	// replies into several messages as needed.
+	Pipeline(grpc.BidiStreamingServer[PipelineRequest, PipelineResponse]) error
 	mustEmbedUnimplementedSynodServer()
 }
 
@@ -217,6 +311,9 @@ func (UnimplementedSynodServer) Info(context.Context, *InfoRequest) (*InfoRespon
 }
 func (UnimplementedSynodServer) WatchLeader(*WatchLeaderRequest, grpc.ServerStreamingServer[LeaderEvent]) error {
 	return status.Error(codes.Unimplemented, "method WatchLeader not implemented")
+}
+func (UnimplementedSynodServer) Pipeline(grpc.BidiStreamingServer[PipelineRequest, PipelineResponse]) error {
+	return status.Error(codes.Unimplemented, "method Pipeline not implemented")
 }
 func (UnimplementedSynodServer) mustEmbedUnimplementedSynodServer() {}
 func (UnimplementedSynodServer) testEmbeddedByValue()               {}
@@ -304,6 +401,13 @@ func _Synod_WatchLeader_Handler(srv interface{}, stream grpc.ServerStream) error
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Synod_WatchLeaderServer = grpc.ServerStreamingServer[LeaderEvent]
 
+func _Synod_Pipeline_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SynodServer).Pipeline(&grpc.GenericServerStream[PipelineRequest, PipelineResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Synod_PipelineServer = grpc.BidiStreamingServer[PipelineRequest, PipelineResponse]
+
 // Synod_ServiceDesc is the grpc.ServiceDesc for Synod service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -329,6 +433,12 @@ var Synod_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WatchLeader",
 			Handler:       _Synod_WatchLeader_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Pipeline",
+			Handler:       _Synod_Pipeline_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "synod.proto",

@@ -227,31 +227,44 @@ func (s *Server) namespace(name string) (config.Namespace, service.Service, erro
 
 // Do implements synod.v1.Synod.
 func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response, error) {
-	ns, svc, err := s.namespace(in.GetNamespace())
+	ns, _, err := s.namespace(in.GetNamespace())
 	if err != nil {
 		return nil, err
-	}
-	if svc == nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
 	}
 	id, err := requestID(in)
 	if err != nil {
 		return nil, err
 	}
+	req, err := s.prepare(ctx, ns, id, in)
+	if err != nil {
+		return nil, err
+	}
+	return s.run(ctx, ns.Name, req)
+}
+
+// prepare checks in, a request on namespace ns identified as id, and
+// converts it (the package doc's checks; every error is a status, and
+// nothing was executed).
+func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.RequestID, in *synodpb.Request) (automaton.Request, error) {
+	svc := s.svcs[ns.Name]
+	if svc == nil {
+		return automaton.Request{}, status.Errorf(codes.FailedPrecondition, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
+	}
+	var err error
 	req := automaton.Request{ID: id, Fanout: in.GetFanout()}
 	if req.Txn, err = synodpb.ToTxnStep(in.GetTxn(), id); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return req, status.Error(codes.InvalidArgument, err.Error())
 	}
 	switch {
 	case req.Txn != nil && in.GetClientId() == 0:
-		return nil, status.Error(codes.InvalidArgument, "a transaction step needs client_id and seq (the BEGIN's name the transaction)")
+		return req, status.Error(codes.InvalidArgument, "a transaction step needs client_id and seq (the BEGIN's name the transaction)")
 	case len(in.GetOps()) > 0 && in.GetOp() != nil:
-		return nil, status.Error(codes.InvalidArgument, "request has both op and ops: an atomic group goes in ops alone")
+		return req, status.Error(codes.InvalidArgument, "request has both op and ops: an atomic group goes in ops alone")
 	case len(in.GetOps()) > 0 && req.Txn != nil:
-		return nil, status.Error(codes.InvalidArgument, "request has both ops and txn: a request is an atomic group or a transaction step, not both")
+		return req, status.Error(codes.InvalidArgument, "request has both ops and txn: a request is an atomic group or a transaction step, not both")
 	case req.Txn != nil && req.Txn.Action != automaton.TxnOp:
 		if in.GetOp() != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "a transaction %v step carries no op", req.Txn.Action)
+			return req, status.Errorf(codes.InvalidArgument, "a transaction %v step carries no op", req.Txn.Action)
 		}
 	case len(in.GetOps()) > 0:
 		for _, m := range in.GetOps() {
@@ -260,35 +273,41 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 	case in.GetOp() != nil:
 		req.Op = synodpb.ToOp(in.GetOp())
 	default:
-		return nil, status.Error(codes.InvalidArgument, "request has no op")
+		return req, status.Error(codes.InvalidArgument, "request has no op")
 	}
 	if err := s.permit(ctx, ns.Name, req); err != nil {
-		return nil, err
+		return req, err
 	}
 	// RefuseUnsupported refuses only groups and transaction steps; a
 	// single operation skips its registry lookup.
 	if len(req.Ops) > 0 || req.Txn != nil {
 		if res, refused := automaton.RefuseUnsupported(ns.Protocol, req); refused {
-			return nil, status.Error(codes.FailedPrecondition, res.Err)
+			return req, status.Error(codes.FailedPrecondition, res.Err)
 		}
 	}
 	if err := automaton.ValidateRequest(svc, req); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
+		return req, status.Errorf(codes.InvalidArgument, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
 	}
 	read, err := synodpb.ToReadMode(in.GetRead())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return req, status.Error(codes.InvalidArgument, err.Error())
 	}
 	req.Opts, err = requestOptions(ns, id, read, in)
 	if err != nil {
-		return nil, err
+		return req, err
 	}
+	return req, nil
+}
 
+// run executes a prepared request on namespace ns and converts its
+// response.
+func (s *Server) run(ctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
+	id := req.ID
 	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	res, err := s.b.Do(rctx, ns.Name, req)
+	res, err := s.b.Do(rctx, ns, req)
 	if err != nil {
 		return nil, s.doError(ctx, rctx, id, err)
 	}

@@ -47,6 +47,10 @@ keys preloaded, 25 clients. Flags given explicitly override the preset.
 The driver cannot know the target's durability; state it with --durability-label
 (e.g. "fsync per write", "in-memory") and it is printed beside the numbers.
 
+--target grpc drives Synod's gRPC API through the Go client (client.GRPC: every
+client knows every --addr and follows the leader); --conns N shares N clients,
+--pipeline P pipelines P clients' requests on one client's Pipeline streams.
+
 --target etcd or --target zookeeper drives etcd (v3 API; linearizable gets) or
 ZooKeeper (set = setData, created on first write; get = sync then getData)
 through their own client libraries instead of RESP, one session per client.`,

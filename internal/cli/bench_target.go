@@ -8,15 +8,24 @@ import (
 )
 
 // benchTargets lists the values of synod bench --target.
-const benchTargets = "resp, etcd, zookeeper"
+const benchTargets = "resp, grpc, etcd, zookeeper"
 
 // applyBenchTarget points cfg at the client adapter named by --target: resp
-// (Synod or any Redis-protocol server, the default), etcd (v3 API, linearizable
+// (Synod or any Redis-protocol server, the default), grpc (Synod's gRPC API
+// through the Go client; --pipeline P pipelines P clients on one client's
+// streams), etcd (v3 API, linearizable
 // gets) or zookeeper (sync + getData gets, keys under bench.DefaultZooKeeperRoot).
 // The Synod-only and Redis-only settings are refused for etcd and ZooKeeper.
 func applyBenchTarget(name string, cfg *bench.Config) error {
 	switch name {
 	case "", "resp":
+		return nil
+	case "grpc":
+		if cfg.Leader {
+			return fmt.Errorf("--leader applies to --target resp only (the gRPC client follows the leader's notifications itself)")
+		}
+		cfg.TargetName = bench.TargetGRPC
+		cfg.NewTarget = bench.GRPCFactory(grpcBenchOptions(cfg, false))
 		return nil
 	case "etcd", "zookeeper":
 		for _, s := range []struct{ flag, val string }{{"--password", cfg.Password}, {"--ns", cfg.Namespace}, {"--read-mode", cfg.ReadMode}} {
@@ -43,8 +52,10 @@ func applyBenchTarget(name string, cfg *bench.Config) error {
 // bench.ParseConnSpec and bench.WithConns: one per client (the default), N
 // shared connections, or pipelined RESP connections carrying P clients'
 // commands each. Over RESP a shared connection is a pipelined one (a plain
-// RESP connection serves one caller at a time); etcd's and ZooKeeper's
-// clients are shared as they are and do not pipeline.
+// RESP connection serves one caller at a time); over gRPC a shared client
+// multiplexes Do calls, and a pipelined one carries its P clients' requests
+// on its Pipeline streams; etcd's and ZooKeeper's clients are shared as
+// they are and do not pipeline.
 func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet, abdClient bool, cfg *bench.Config) error {
 	if pipelineSet {
 		if connsSet {
@@ -68,9 +79,12 @@ func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet, abdClien
 		return fmt.Errorf("--abd-client runs its own connections to every replica; --conns %s does not apply", spec)
 	}
 	factory, pipelined := cfg.NewTarget, bench.TargetFactory(nil)
-	if cfg.TargetName == "" || cfg.TargetName == "resp" {
+	switch cfg.TargetName {
+	case "", "resp":
 		o := bench.RedisOptions{Password: cfg.Password, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Timeout: cfg.OpTimeout}
 		factory, pipelined = bench.PipelinedRedisFactory(o), bench.PipelinedRedisFactory(o)
+	case bench.TargetGRPC:
+		pipelined = bench.GRPCFactory(grpcBenchOptions(cfg, true))
 	}
 	f, err := bench.WithConns(spec, cfg.Clients, factory, pipelined)
 	if err != nil {
@@ -79,4 +93,11 @@ func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet, abdClien
 	cfg.NewTarget = f
 	cfg.TargetName = fmt.Sprintf("%s (%s)", cmp.Or(cfg.TargetName, "resp"), spec.Describe(cfg.Clients))
 	return nil
+}
+
+// grpcBenchOptions are the gRPC client options of synod bench --target
+// grpc: every client knows every address (--addr) and follows the leader.
+func grpcBenchOptions(cfg *bench.Config, pipeline bool) bench.GRPCOptions {
+	return bench.GRPCOptions{Addrs: cfg.Addrs, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode,
+		Timeout: cfg.OpTimeout, Password: cfg.Password, Pipeline: pipeline}
 }

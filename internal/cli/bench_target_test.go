@@ -10,6 +10,7 @@ import (
 	"github.com/synod-dev/synod/bench"
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/gateway/grpcserver"
 )
 
 func TestApplyBenchTarget(t *testing.T) {
@@ -114,5 +115,57 @@ func TestApplyBenchConns(t *testing.T) {
 	}
 	if err := applyBenchConns("pipeline:4", 0, true, false, false, &cfg); err == nil || !strings.Contains(err.Error(), "does not pipeline") {
 		t.Errorf("etcd pipelined: %v", err)
+	}
+}
+
+// TestBenchGRPCTarget: --target grpc drives the gRPC API through the Go
+// client: one client (one connection) per bench client by default, one per
+// P clients with --pipeline P, whose requests then travel on Pipeline
+// streams: over Multi-Paxos (atomic groups) the protocol sees them under
+// one identity per stream, where Do calls carry one per client.
+func TestBenchGRPCTarget(t *testing.T) {
+	for _, c := range []struct {
+		pipeline   int
+		conns, ids int
+	}{{0, 8, 8}, {4, 2, 2}} {
+		b := gatewaytest.MustAutomaton(t, "paxos", "kv")
+		srv := grpcserver.New(b, grpcserver.Options{})
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := &countingListener{Listener: l}
+		go srv.Serve(cl)
+		cfg := bench.DefaultConfig()
+		cfg.Addrs, cfg.Clients, cfg.Keys, cfg.Ops, cfg.Duration = []string{l.Addr().String()}, 8, 10, 400, 0
+		if err := applyBenchTarget("grpc", &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyBenchConns("", c.pipeline, false, c.pipeline != 0, false, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := bench.Run(context.Background(), cfg, nil)
+		srv.Close()
+		if err != nil {
+			t.Fatalf("pipeline %d: %v", c.pipeline, err)
+		}
+		if got := cl.n.Load(); got != int64(c.conns) {
+			t.Errorf("pipeline %d: %d connections, want %d (target %q)", c.pipeline, got, c.conns, cfg.TargetName)
+		}
+		if rep.All.Errors != 0 || rep.All.Count < 400 {
+			t.Errorf("pipeline %d: %d operations, %d errors", c.pipeline, rep.All.Count, rep.All.Errors)
+		}
+		ids := map[uint64]bool{}
+		for _, r := range b.Log() {
+			ids[r.ID.Client] = true
+		}
+		if len(ids) != c.ids {
+			t.Errorf("pipeline %d: requests under %d client ids, want %d", c.pipeline, len(ids), c.ids)
+		}
+	}
+	cfg := bench.DefaultConfig()
+	cfg.Leader = true
+	if err := applyBenchTarget("grpc", &cfg); err == nil || !strings.Contains(err.Error(), "--leader") {
+		t.Errorf("grpc with --leader: %v", err)
 	}
 }

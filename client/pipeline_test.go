@@ -1,0 +1,288 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/gateway/grpcserver"
+	"github.com/synod-dev/synod/service"
+
+	_ "github.com/synod-dev/synod/protocol/paxos" // applies atomic groups
+)
+
+// randomOp is an operation of a small script over keys: sets, gets,
+// appends, increments (of integers and, failing, of strings) and deletes.
+func randomOp(rng *rand.Rand, keys []string) service.Op {
+	k := keys[rng.Intn(len(keys))]
+	switch rng.Intn(6) {
+	case 0:
+		return service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte(fmt.Sprint(rng.Intn(100)))}}
+	case 1:
+		return service.Op{Kind: "append", Key: k, Args: [][]byte{[]byte("x")}}
+	case 2:
+		return service.Op{Kind: "incr", Key: k, Args: [][]byte{[]byte("1")}}
+	case 3:
+		return service.Op{Kind: "del", Key: k}
+	}
+	return service.Op{Kind: "get", Key: k}
+}
+
+// sameResult compares a node's result with the serial model's (an error
+// reply carries a code the model's lacks).
+func sameResult(got, want service.Result) bool {
+	if want.Type == service.ResultErr {
+		return got.Type == service.ResultErr && strings.HasSuffix(got.Err, want.Err)
+	}
+	return got.Equal(want)
+}
+
+// TestPipelineEqualsSerial: over a real Multi-Paxos automaton (atomic
+// groups), a go-redis style Pipeline of 600 random operations on 4 keys
+// returns what serial execution returns, each error answering its own
+// operation, and reaches the protocol as a few atomic groups in queue
+// order; meanwhile 6 goroutines pipelining through Options.Pipeline on keys
+// of their own see serial results too.
+func TestPipelineEqualsSerial(t *testing.T) {
+	x := tctx(t)
+	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
+	n := startGRPCOver(t, b, nil, grpcserver.Options{})
+	c := newGRPC(t, []string{n.addr}, Options{Pipeline: true})
+	kv, _ := service.Lookup("kv")
+
+	// Concurrent callers, automatic pipelining.
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(g)))
+			keys := []string{fmt.Sprintf("g%d-a", g), fmt.Sprintf("g%d-b", g)}
+			model := kv.NewState()
+			for i := range 150 {
+				op := randomOp(rng, keys)
+				want := service.ApplyEnv(model, op, service.Env{})
+				got, _, err := c.DoOp(x, "", op, OpOptions{})
+				if err != nil || !sameResult(got, want) {
+					errs <- fmt.Errorf("goroutine %d op %d %v: %v, %v; serial gives %v", g, i, op, got, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	// One Exec.
+	before := len(b.Log())
+	rng := rand.New(rand.NewSource(7))
+	keys := []string{"a", "b", "c", "d"}
+	model := kv.NewState()
+	p := c.Pipeline()
+	var ops []service.Op
+	var calls []*Call
+	var want []service.Result
+	for range 600 {
+		op := randomOp(rng, keys)
+		ops = append(ops, op)
+		want = append(want, service.ApplyEnv(model, op, service.Env{}))
+		calls = append(calls, p.Do("", op, OpOptions{}))
+	}
+	if err := p.Exec(x); err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	errResults := 0
+	for i, call := range calls {
+		got, err := call.Result()
+		if err != nil || !sameResult(got, want[i]) {
+			t.Fatalf("op %d %v: %v, %v; serial gives %v", i, ops[i], got, err, want[i])
+		}
+		if got.Type == service.ResultErr {
+			errResults++
+		}
+	}
+	if errResults == 0 {
+		t.Fatal("the script made no error result: it does not show errors answering their own operation")
+	}
+	log := b.Log()[before:]
+	var sent []service.Op
+	for _, r := range log {
+		if len(r.Ops) > 0 {
+			sent = append(sent, r.Ops...)
+		} else {
+			sent = append(sent, r.Op)
+		}
+	}
+	if len(log) > 6 || len(sent) != len(ops) {
+		t.Fatalf("600 pipelined operations reached the protocol as %d requests of %d operations; want a few groups (at most 256 each) of 600", len(log), len(sent))
+	}
+	for i := range ops {
+		if sent[i].Kind != ops[i].Kind || sent[i].Key != ops[i].Key {
+			t.Fatalf("operation %d reached the protocol as %v, queued as %v: order lost", i, sent[i], ops[i])
+		}
+	}
+	t.Logf("600 operations in %d requests, %d error results", len(log), errResults)
+}
+
+// TestPipelineErrorsPerCall: in one Exec, a call the node refuses
+// (INVALID_ARGUMENT), a call to an unknown namespace (NOT_FOUND) and an
+// operation failing in the service each answer their own call; the others
+// succeed and Exec returns the first error.
+func TestPipelineErrorsPerCall(t *testing.T) {
+	x := tctx(t)
+	n := startGRPC(t, kvNS("memory"), grpcserver.Options{})
+	c := newGRPC(t, []string{n.addr}, Options{})
+	p := c.Pipeline()
+	set := p.Do("", service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}, OpOptions{})
+	bad := p.Do("", service.Op{Kind: "nosuch", Key: "k"}, OpOptions{})
+	lost := p.Do("nowhere", service.Op{Kind: "get", Key: "k"}, OpOptions{})
+	incr := p.Do("", service.Op{Kind: "incr", Key: "k", Args: [][]byte{[]byte("1")}}, OpOptions{})
+	get := p.Do("", service.Op{Kind: "get", Key: "k"}, OpOptions{})
+	err := p.Exec(x)
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("Exec = %v, want the first error (INVALID_ARGUMENT)", err)
+	}
+	if r, err := set.Result(); err != nil || r.Type != service.ResultOK {
+		t.Errorf("set: %v %v", r, err)
+	}
+	if _, err := bad.Result(); status.Code(err) != codes.InvalidArgument || errors.Is(err, ErrUnknownOutcome) {
+		t.Errorf("unknown operation: %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := lost.Result(); status.Code(err) != codes.NotFound {
+		t.Errorf("unknown namespace: %v, want NOT_FOUND", err)
+	}
+	if r, err := incr.Result(); err != nil || r.Type != service.ResultErr || !strings.HasPrefix(r.Err, "ERR") {
+		t.Errorf("incr of a string: %v %v, want an ERR result", r, err)
+	}
+	if r, err := get.Result(); err != nil || string(r.Bytes) != "v" {
+		t.Errorf("get: %v %v", r, err)
+	}
+	if p.Len() != 0 {
+		t.Errorf("pipeline holds %d calls after Exec", p.Len())
+	}
+}
+
+// TestPipelineCancel: a call whose context ends is abandoned (a write that
+// was sent: outcome unknown) without disturbing the other calls of the
+// stream; a call cancelled before it is sent never reaches the node.
+func TestPipelineCancel(t *testing.T) {
+	x := tctx(t)
+	mem := kvNS("memory")
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	mem.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		if req.Op.Key == "slow" {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	n := startGRPC(t, mem, grpcserver.Options{})
+	c := newGRPC(t, []string{n.addr}, Options{Pipeline: true})
+	cx, cancel := context.WithCancel(x)
+	slow := c.Go(cx, "", service.Op{Kind: "set", Key: "slow", Args: [][]byte{[]byte("1")}}, OpOptions{})
+	<-entered
+	cancel()
+	select {
+	case <-slow.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled call did not return")
+	}
+	if _, err := slow.Result(); !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled write: %v, want context.Canceled with ErrUnknownOutcome", err)
+	}
+	// The stream still serves others (a different key runs beside the slow one).
+	if err := c.Set(x, "other", []byte("v")); err != nil {
+		t.Fatalf("another call after a cancelled one: %v", err)
+	}
+	close(release)
+	// Cancelled before sending: nothing reaches the node.
+	dead, cancel2 := context.WithCancel(x)
+	cancel2()
+	before := len(mem.Log())
+	if _, err := c.Go(dead, "", service.Op{Kind: "set", Key: "never", Args: [][]byte{[]byte("1")}}, OpOptions{}).Result(); err == nil || errors.Is(err, ErrUnknownOutcome) {
+		t.Errorf("call with a dead context: %v, want a plain failure", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, r := range mem.Log()[before:] {
+		if r.Req.Op.Key == "never" {
+			t.Errorf("a call cancelled before it was sent reached the node")
+		}
+	}
+}
+
+// TestPipelineServerRestart: a node stops while calls are in flight on its
+// stream: a write in flight reports an unknown outcome, a read in flight
+// is retried at the other node; once the node is back at its address, the
+// next call opens a new stream there.
+func TestPipelineServerRestart(t *testing.T) {
+	x := tctx(t)
+	memA, memB := kvNS("memory"), kvNS("memory")
+	entered := make(chan struct{}, 2)
+	memA.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		if strings.HasPrefix(req.Op.Key, "block") {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	})
+	a := startGRPC(t, memA, grpcserver.Options{})
+	b := startGRPC(t, memB, grpcserver.Options{})
+	c := newGRPC(t, []string{a.addr, b.addr}, Options{Pipeline: true, Timeout: 3 * time.Second})
+	if err := c.Set(x, "k", []byte("1")); err != nil || len(memA.Log()) != 1 {
+		t.Fatalf("first write: %v (node a saw %d)", err, len(memA.Log()))
+	}
+	w := c.Go(x, "", service.Op{Kind: "set", Key: "block-w", Args: [][]byte{[]byte("1")}}, OpOptions{})
+	r := c.Go(x, "", service.Op{Kind: "get", Key: "block-r"}, OpOptions{})
+	<-entered
+	<-entered
+	a.stop()
+	if _, err := w.Result(); !errors.Is(err, ErrUnknownOutcome) {
+		t.Errorf("write in flight when the node stopped: %v, want ErrUnknownOutcome", err)
+	}
+	if res, err := r.Result(); err != nil || res.Type != service.ResultNil {
+		t.Errorf("read in flight when the node stopped: %v %v, want a retry at node b (nil)", res, err)
+	}
+	for _, rec := range memB.Log() {
+		if rec.Req.Op.Key == "block-w" {
+			t.Error("the write in flight was resubmitted at node b")
+		}
+	}
+	// Node a comes back at its address; node b goes away.
+	l, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", a.addr, err)
+	}
+	memA.SetHook(nil)
+	s := grpcserver.New(memA, grpcserver.Options{})
+	go s.Serve(l)
+	defer s.Close()
+	b.stop()
+	for i := range 20 {
+		if err := c.Set(x, fmt.Sprintf("after%d", i), []byte("v")); err != nil {
+			t.Fatalf("write %d after the restart: %v", i, err)
+		}
+	}
+	if v, ok, err := c.Get(x, "after19"); err != nil || !ok || string(v) != "v" {
+		t.Fatalf("read after the restart: %q %v %v", v, ok, err)
+	}
+}

@@ -1,0 +1,493 @@
+package grpcserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/service"
+)
+
+// Pipelining over gRPC (api/synod.proto, rpc Pipeline; issue 28 item 6:
+// the gRPC API at parity with the Redis protocol's pipelines).
+//
+// A stream is served as the Redis gateway serves a connection
+// (gateway/pipeline.go, "Pipelining" and "Batches"):
+//
+//   - Identity. The stream picks a random client id of its own, as a Redis
+//     connection does; each batch or call run alone takes its next seq. A
+//     call run concurrently (below) takes a lane: a client id of its own
+//     with its own seqs, held for the call and reused after, so that no
+//     client id has two requests in flight. Calls carry no client_id or
+//     seq (INVALID_ARGUMENT otherwise): a call joins a batch under the
+//     batch's identity, so the caller's identity could not deduplicate a
+//     retry anyway.
+//   - Batches. Where the namespace's protocol applies atomic groups, the
+//     single-operation calls without request options (and without guards)
+//     that are queued when the previous batch completes form one atomic
+//     group (Backend.Do with Request.Ops; one operation alone goes as
+//     Request.Op), at most maxBatch calls and about maxBatchBytes of
+//     arguments, consecutive calls of one namespace and read mode. The
+//     stream's executor runs one batch at a time; what the receiver queues
+//     meanwhile is the next batch, so the batches grow with the load as a
+//     Redis connection's reads do. An operation's error answers its call;
+//     a failure of the group as a whole (an error result, a Backend.Do
+//     error) answers each call of the batch.
+//   - Other calls. In a namespace without atomic groups a call of one
+//     operation on a key runs concurrently with the stream's other calls
+//     (at most maxLanes in flight), after the stream's earlier calls on the
+//     same namespace and key completed (the conflict rule); any other call
+//     (a group, a keyless operation, a call with options in an atomic
+//     namespace) runs alone after every earlier call completed, and later
+//     calls wait for it.
+//   - Replies. A sender goroutine writes replies as they are ready, as many
+//     as are queued in one message, at most about maxReplyBytes per message
+//     (a reply holds at most one value of service.MaxValueSize, so a
+//     message stays within synodpb.MaxMessageSize).
+//   - Flow control. The receiver queues at most maxQueued messages; then it
+//     stops reading and HTTP/2 flow control holds the caller back, as a
+//     Redis connection stops being read.
+//   - End. When the caller closes its side, the queued calls run and are
+//     answered, then the stream ends OK. When the caller cancels or the
+//     server closes, calls in flight are cut short (their replies, if the
+//     stream still carries them, say the outcome is unknown) and no queued
+//     call starts.
+const (
+	// maxBatch and maxBatchBytes are the Redis gateway's bounds of a batch
+	// (gateway/pipeline.go maxBatch, maxBatchBytes): one log command and
+	// one peer message stay well inside a peer frame.
+	maxBatch      = 256
+	maxBatchBytes = 1 << 20
+	// maxLanes bounds a stream's concurrent calls (the Redis gateway's
+	// maxPipelined).
+	maxLanes = 64
+	// maxQueued bounds the request messages received and not yet run.
+	maxQueued = 64
+	// maxReplyBytes is where the sender starts a new message.
+	maxReplyBytes = 1 << 20
+)
+
+// Pipeline implements synod.v1.Synod.
+func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	p := &pipe{
+		s: s, stream: stream, ctx: ctx, cancel: cancel,
+		in:    make(chan []*synodpb.Call, maxQueued),
+		out:   make(chan []*synodpb.CallReply, maxLanes+maxQueued),
+		lanes: make(chan *pipeLane, maxLanes),
+		last:  map[laneKey]chan struct{}{},
+		sent:  make(chan struct{}),
+	}
+	p.client = randomClient()
+	go p.receive()
+	go p.send()
+	p.execute()
+	close(p.out)
+	<-p.sent
+	if s.ctx.Err() != nil {
+		return status.Error(codes.Unavailable, "node is shutting down; calls without a reply have an unknown outcome")
+	}
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
+
+// pipe is one Pipeline stream's state.
+type pipe struct {
+	s      *Server
+	stream synodpb.Synod_PipelineServer
+	ctx    context.Context // the stream's, also ended by Server.Close
+	cancel context.CancelFunc
+
+	in   chan []*synodpb.Call      // received messages' calls; closed by receive
+	out  chan []*synodpb.CallReply // replies to send; closed after execute
+	sent chan struct{}             // closed when send returns
+
+	errMu sync.Mutex
+	err   error // the first failure of the stream (receive or send), a status
+
+	// The executor's own (execute's goroutine only).
+	client uint64 // the stream's client id (batches and calls run alone)
+	seq    uint64
+	made   int                       // lanes created
+	lanes  chan *pipeLane            // idle lanes
+	wg     sync.WaitGroup            // concurrent calls in flight
+	last   map[laneKey]chan struct{} // done of each key's latest concurrent call
+}
+
+// pipeLane is the identity of a concurrent call.
+type pipeLane struct{ client, seq uint64 }
+
+// laneKey names a key of a namespace (the conflict rule).
+type laneKey struct{ ns, key string }
+
+func randomClient() uint64 {
+	var b [8]byte
+	for {
+		rand.Read(b[:])
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
+
+// fail records the stream's first failure and ends the stream.
+func (p *pipe) fail(err error) {
+	p.errMu.Lock()
+	if p.err == nil {
+		p.err = status.Convert(err).Err()
+	}
+	p.errMu.Unlock()
+	p.cancel()
+}
+
+// receive queues the calls of every message until the caller ends its
+// side (recvErr nil) or the stream fails (recvErr its status).
+func (p *pipe) receive() {
+	defer close(p.in)
+	for {
+		m, err := p.stream.Recv()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		if len(m.GetCalls()) == 0 {
+			continue
+		}
+		select {
+		case p.in <- m.GetCalls():
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// send writes replies, as many per message as are ready (within
+// maxReplyBytes). After a failure it keeps draining out, so that no
+// producer blocks.
+func (p *pipe) send() {
+	defer close(p.sent)
+	var msg synodpb.PipelineResponse
+	size := 0
+	failed := false
+	flush := func() {
+		if len(msg.Replies) == 0 {
+			return
+		}
+		if !failed {
+			if err := p.stream.Send(&msg); err != nil {
+				failed = true
+				p.fail(err)
+			}
+		}
+		clear(msg.Replies)
+		msg.Replies, size = msg.Replies[:0], 0
+	}
+	add := func(rs []*synodpb.CallReply) {
+		for _, r := range rs {
+			n := proto.Size(r)
+			if size > 0 && size+n > maxReplyBytes {
+				flush()
+			}
+			msg.Replies = append(msg.Replies, r)
+			size += n
+		}
+	}
+	for rs := range p.out {
+		add(rs)
+	more:
+		for {
+			select {
+			case rs, ok := <-p.out:
+				if !ok {
+					break more
+				}
+				add(rs)
+			default:
+				break more
+			}
+		}
+		flush()
+	}
+	flush()
+}
+
+// reply queues replies for the sender.
+func (p *pipe) reply(rs ...*synodpb.CallReply) { p.out <- rs }
+
+// failed is the reply of a call that failed with err, a status.
+func failed(id uint64, err error) *synodpb.CallReply {
+	st := status.Convert(err)
+	return &synodpb.CallReply{Id: id, Code: uint32(st.Code()), Message: st.Message()}
+}
+
+// execute runs the queued calls, a batch at a time, until the receiver
+// ends; then it waits for the concurrent calls.
+func (p *pipe) execute() {
+	defer p.wg.Wait()
+	var calls []*synodpb.Call
+	for {
+		var first []*synodpb.Call
+		var ok bool
+		if len(calls) == 0 {
+			select {
+			case first, ok = <-p.in:
+			case <-p.ctx.Done():
+				return
+			}
+			if !ok {
+				return
+			}
+			calls = append(calls, first...)
+		}
+		// Take what else is queued, up to maxBatch calls (a longer
+		// message runs in several turns).
+	more:
+		for len(calls) < maxBatch {
+			select {
+			case m, ok := <-p.in:
+				if !ok {
+					break more
+				}
+				calls = append(calls, m...)
+			default:
+				break more
+			}
+		}
+		if p.ctx.Err() != nil {
+			return
+		}
+		n := min(len(calls), maxBatch)
+		p.runCalls(calls[:n])
+		calls = calls[n:]
+	}
+}
+
+// pcall is a checked call.
+type pcall struct {
+	id  uint64
+	ns  config.Namespace
+	req automaton.Request
+}
+
+// callKind is how a call runs.
+type callKind int
+
+const (
+	joinBatch  callKind = iota // a batch's operation (atomic namespace)
+	concurrent                 // in flight beside others (conflict rule)
+	alone                      // after every earlier call, before any later one
+)
+
+// kind decides how in runs (the package doc's rule).
+func kind(ns config.Namespace, in *synodpb.Request) callKind {
+	op := in.GetOp()
+	single := op != nil && len(in.GetOps()) == 0 && in.GetTxn() == nil && !in.GetFanout()
+	switch {
+	case !single:
+		return alone
+	case automaton.TransactionsOf(ns.Protocol).Atomic:
+		if len(in.GetOptions()) > 0 || in.GetOpId() != "" || len(in.GetPrev()) > 0 || in.GetStrict() || op.GetKind() == service.GuardKind {
+			return alone
+		}
+		return joinBatch
+	case op.GetKey() != "":
+		return concurrent
+	}
+	return alone
+}
+
+// runCalls runs calls in order: consecutive batch calls of one namespace
+// and read mode as one group, the others as kind says.
+func (p *pipe) runCalls(calls []*synodpb.Call) {
+	var batch []pcall
+	size := 0
+	flush := func() {
+		if len(batch) > 0 {
+			p.barrier()
+			p.runBatch(batch)
+			clear(batch)
+			batch, size = batch[:0], 0
+		}
+	}
+	for _, c := range calls {
+		in := c.GetRequest()
+		if in == nil {
+			p.reply(failed(c.GetId(), status.Error(codes.InvalidArgument, "call has no request")))
+			continue
+		}
+		ns, _, err := p.s.namespace(in.GetNamespace())
+		if err == nil && (in.GetClientId() != 0 || in.GetSeq() != 0) {
+			err = status.Error(codes.InvalidArgument, "a pipelined call carries no client_id or seq: the stream identifies its calls (use Do to choose the identity)")
+		}
+		if err == nil && in.GetTxn() != nil {
+			err = status.Error(codes.InvalidArgument, "transaction steps go through Do, not Pipeline")
+		}
+		if err == nil && in.GetFanout() {
+			err = status.Error(codes.InvalidArgument, "fanout requests go through Do, not Pipeline")
+		}
+		if err != nil {
+			p.reply(failed(c.GetId(), err))
+			continue
+		}
+		switch kind(ns, in) {
+		case joinBatch:
+			// Checked under the stream's identity; the group gets its own
+			// at run time (no option of the call depends on it: it has
+			// none, and assigned ones are assigned to the group).
+			req, err := p.s.prepare(p.ctx, ns, automaton.RequestID{Client: p.client, Seq: p.seq + 1}, in)
+			if err != nil {
+				p.reply(failed(c.GetId(), err))
+				continue
+			}
+			n := opBytesOf(req.Op)
+			if len(batch) > 0 && (batch[0].ns.Name != ns.Name || batch[0].req.Opts.Read != req.Opts.Read || size+n > maxBatchBytes) {
+				flush()
+			}
+			batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req})
+			size += n
+		case concurrent:
+			flush()
+			p.startConcurrent(c.GetId(), ns, in)
+		default:
+			flush()
+			p.barrier()
+			p.seq++
+			req, err := p.s.prepare(p.ctx, ns, automaton.RequestID{Client: p.client, Seq: p.seq}, in)
+			if err != nil {
+				p.reply(failed(c.GetId(), err))
+				continue
+			}
+			p.reply(p.runOne(c.GetId(), ns.Name, req))
+		}
+	}
+	flush()
+}
+
+func opBytesOf(op service.Op) int {
+	n := len(op.Key)
+	for _, a := range op.Args {
+		n += len(a)
+	}
+	return n
+}
+
+// runOne runs a prepared request and makes its reply.
+func (p *pipe) runOne(id uint64, ns string, req automaton.Request) *synodpb.CallReply {
+	resp, err := p.s.run(p.ctx, ns, req)
+	if err != nil {
+		return failed(id, err)
+	}
+	return &synodpb.CallReply{Id: id, Response: resp}
+}
+
+// runBatch runs a batch's calls as one atomic group (one operation alone
+// as itself) under the stream's next seq, and answers each.
+func (p *pipe) runBatch(batch []pcall) {
+	p.seq++
+	id := automaton.RequestID{Client: p.client, Seq: p.seq}
+	ns := batch[0].ns
+	opts := automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), id, automaton.Options{Read: batch[0].req.Opts.Read})
+	if len(batch) == 1 {
+		req := batch[0].req
+		req.ID, req.Opts = id, opts
+		p.reply(p.runOne(batch[0].id, ns.Name, req))
+		return
+	}
+	req := automaton.Request{ID: id, Opts: opts, Ops: make([]service.Op, len(batch))}
+	for i, c := range batch {
+		req.Ops[i] = c.req.Op
+	}
+	resp, err := p.s.run(p.ctx, ns.Name, req)
+	out := make([]*synodpb.CallReply, len(batch))
+	for i, c := range batch {
+		switch {
+		case err != nil:
+			out[i] = failed(c.id, err)
+		case resp.GetResult().GetErr() != "" || len(resp.GetResults()) != len(batch):
+			// The group failed as a whole: its result answers each call.
+			r := resp.GetResult()
+			if r.GetErr() == "" {
+				r = synodpb.FromResult(service.Errorf("ERR internal error: a batch of %d operations answered %d results", len(batch), len(resp.GetResults())))
+			}
+			out[i] = &synodpb.CallReply{Id: c.id, Response: &synodpb.Response{Result: r, OpId: resp.GetOpId(), Options: resp.GetOptions()}}
+		default:
+			out[i] = &synodpb.CallReply{Id: c.id, Response: &synodpb.Response{Result: resp.GetResults()[i], OpId: resp.GetOpId(), Options: resp.GetOptions()}}
+		}
+	}
+	p.reply(out...)
+}
+
+// barrier waits until every concurrent call has completed.
+func (p *pipe) barrier() {
+	p.wg.Wait()
+	clear(p.last)
+}
+
+// startConcurrent starts a call of one operation on a key, after the
+// stream's earlier calls on the same key (the conflict rule), on a lane.
+func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Request) {
+	var l *pipeLane
+	select {
+	case l = <-p.lanes:
+	default:
+		if p.made < maxLanes {
+			p.made++
+			l = &pipeLane{client: randomClient()}
+		} else {
+			select {
+			case l = <-p.lanes:
+			case <-p.ctx.Done():
+				p.reply(failed(id, status.FromContextError(p.ctx.Err()).Err()))
+				return
+			}
+		}
+	}
+	l.seq++
+	req, err := p.s.prepare(p.ctx, ns, automaton.RequestID{Client: l.client, Seq: l.seq}, in)
+	if err != nil {
+		p.lanes <- l
+		p.reply(failed(id, err))
+		return
+	}
+	k := laneKey{ns.Name, req.Op.Key}
+	prev := p.last[k]
+	done := make(chan struct{})
+	p.last[k] = done
+	if len(p.last) > 4*maxLanes {
+		for k, d := range p.last {
+			select {
+			case <-d:
+				delete(p.last, k)
+			default:
+			}
+		}
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		r := p.runOne(id, ns.Name, req)
+		p.lanes <- l
+		p.reply(r)
+	}()
+}

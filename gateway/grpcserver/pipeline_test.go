@@ -1,0 +1,222 @@
+package grpcserver
+
+import (
+	"context"
+	"io"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/service"
+)
+
+// collect reads replies until the stream ends and returns them by id with
+// the stream's end (nil for a clean end).
+func collect(t *testing.T, s synodpb.Synod_PipelineClient) (map[uint64]*synodpb.CallReply, error) {
+	t.Helper()
+	out := map[uint64]*synodpb.CallReply{}
+	for {
+		m, err := s.Recv()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		for _, r := range m.GetReplies() {
+			if _, dup := out[r.GetId()]; dup {
+				t.Errorf("call %d answered twice", r.GetId())
+			}
+			out[r.GetId()] = r
+		}
+	}
+}
+
+// TestPipelineRefusalsAndConflictRule: on a namespace without atomic
+// groups, a stream's calls run concurrently (the backend sees several at
+// once) yet each key's calls take effect in the order sent; calls the
+// checks refuse are answered with their own code, beside the others; the
+// stream ends cleanly once the caller closed its side and every call was
+// answered.
+func TestPipelineRefusalsAndConflictRule(t *testing.T) {
+	b := twoNamespaces() // default: abd (no atomic groups)
+	var inFlight, most atomic.Int64
+	var mu sync.Mutex
+	rng := rand.New(rand.NewSource(1))
+	b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		mu.Lock()
+		d := time.Duration(rng.Intn(3000)) * time.Microsecond
+		mu.Unlock()
+		time.Sleep(d)
+		return nil
+	})
+	_, c := start(t, b, Options{})
+	s, err := c.Pipeline(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []*synodpb.Call
+	keys := []string{"a", "b", "c"}
+	for i := range 90 {
+		calls = append(calls, &synodpb.Call{Id: uint64(i), Request: &synodpb.Request{Op: op("append", keys[i%3], "x")}})
+	}
+	refused := map[uint64]codes.Code{
+		1000: codes.InvalidArgument, // client_id set
+		1001: codes.InvalidArgument, // a transaction step
+		1002: codes.InvalidArgument, // fanout
+		1003: codes.InvalidArgument, // no request
+		1004: codes.NotFound,        // unknown namespace
+		1005: codes.InvalidArgument, // unknown operation
+	}
+	bad := []*synodpb.Call{
+		{Id: 1000, Request: &synodpb.Request{ClientId: 9, Seq: 1, Op: op("get", "a")}},
+		{Id: 1001, Request: &synodpb.Request{Txn: &synodpb.TxnStep{Action: synodpb.TxnStep_BEGIN}}},
+		{Id: 1002, Request: &synodpb.Request{Fanout: true, Op: op("get", "a")}},
+		{Id: 1003},
+		{Id: 1004, Request: &synodpb.Request{Namespace: "nowhere", Op: op("get", "a")}},
+		{Id: 1005, Request: &synodpb.Request{Op: op("nosuch", "a")}},
+	}
+	// Refusals in the middle, the rest in messages of various sizes.
+	msgs := [][]*synodpb.Call{calls[:7], bad, calls[7:40], calls[40:41], calls[41:]}
+	for _, m := range msgs {
+		if err := s.Send(&synodpb.PipelineRequest{Calls: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, s)
+	if err != nil {
+		t.Fatalf("stream ended with %v, want a clean end", err)
+	}
+	if len(got) != len(calls)+len(bad) {
+		t.Fatalf("%d replies to %d calls", len(got), len(calls)+len(bad))
+	}
+	for id, code := range refused {
+		if r := got[id]; codes.Code(r.GetCode()) != code || r.GetResponse() != nil {
+			t.Errorf("call %d: code %v (%s), want %v without a response", id, codes.Code(r.GetCode()), r.GetMessage(), code)
+		}
+	}
+	// APPEND answers the new length: in the order sent, each key's calls
+	// answer 1, 2, 3, ...
+	next := map[string]int64{}
+	for i, call := range calls {
+		r := got[uint64(i)]
+		res, err := synodpb.ToResult(r.GetResponse().GetResult())
+		k := call.Request.Op.Key
+		next[k]++
+		if r.GetCode() != 0 || err != nil || res.Type != service.ResultInt || res.Int != next[k] {
+			t.Fatalf("call %d (append %s): code %d %s, result %v; want length %d (the key's calls in order)", i, k, r.GetCode(), r.GetMessage(), res, next[k])
+		}
+	}
+	if most.Load() < 2 {
+		t.Errorf("at most %d calls in flight at once: the stream did not run calls concurrently", most.Load())
+	}
+	t.Logf("at most %d calls in flight", most.Load())
+}
+
+// TestPipelineBatchesAtomic: on a Multi-Paxos namespace, one message's
+// calls reach the protocol as atomic groups of at most maxBatch
+// operations, in the order sent, and each call gets its own operation's
+// result.
+func TestPipelineBatchesAtomic(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
+	_, c := start(t, b, Options{})
+	s, err := c.Pipeline(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []*synodpb.Call
+	for i := range 300 {
+		o := op("incr", "n", "1")
+		if i == 150 {
+			o = op("append", "n", "x") // makes the value a string: later INCRs fail
+		}
+		calls = append(calls, &synodpb.Call{Id: uint64(i), Request: &synodpb.Request{Op: o}})
+	}
+	if err := s.Send(&synodpb.PipelineRequest{Calls: calls}); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseSend()
+	got, err := collect(t, s)
+	if err != nil || len(got) != len(calls) {
+		t.Fatalf("%d replies, end %v", len(got), err)
+	}
+	for i := range calls {
+		res, _ := synodpb.ToResult(got[uint64(i)].GetResponse().GetResult())
+		switch {
+		case i < 150 && (res.Type != service.ResultInt || res.Int != int64(i+1)):
+			t.Fatalf("call %d: %v, want %d", i, res, i+1)
+		case i > 150 && res.Type != service.ResultErr:
+			t.Fatalf("call %d: %v, want an error (INCR of a string)", i, res)
+		}
+	}
+	log := b.Log()
+	if len(log) != 2 || len(log[0].Ops) != maxBatch || len(log[1].Ops) != 300-maxBatch {
+		var sizes []int
+		for _, r := range log {
+			sizes = append(sizes, len(r.Ops))
+		}
+		t.Fatalf("the protocol saw groups of %v operations, want [%d %d]", sizes, maxBatch, 300-maxBatch)
+	}
+}
+
+// TestPipelineCancelAndClose: cancelling a stream cuts short the calls in
+// flight (the backend's context ends); closing the server ends a stream
+// with UNAVAILABLE.
+func TestPipelineCancelAndClose(t *testing.T) {
+	b := twoNamespaces()
+	entered := make(chan struct{}, 4)
+	ended := make(chan struct{}, 4)
+	b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		entered <- struct{}{}
+		<-ctx.Done()
+		ended <- struct{}{}
+		return ctx.Err()
+	})
+	srv, c := start(t, b, Options{})
+	x, cancel := context.WithCancel(ctx(t))
+	s, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: 1, Request: &synodpb.Request{Op: op("set", "k", "v")}}}})
+	<-entered
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling the stream did not end the call in flight")
+	}
+
+	s2, err := c.Pipeline(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: 1, Request: &synodpb.Request{Op: op("set", "k", "v")}}}})
+	<-entered
+	go srv.Close()
+	got, err := collect(t, s2)
+	if r := got[1]; r != nil && codes.Code(r.GetCode()) != codes.Unavailable {
+		t.Errorf("call cut short by shutdown answered %v %s, want UNAVAILABLE", codes.Code(r.GetCode()), r.GetMessage())
+	}
+	if err == nil {
+		t.Errorf("stream ended cleanly at shutdown, want UNAVAILABLE")
+	}
+}
