@@ -71,7 +71,7 @@ namespace, link, mount and process it made.`,
 	f.IntVar(&opts.Keys, "keys", 10, "keys the clients use")
 	f.StringVar(&faults, "faults", "all", "comma-separated fault kinds: "+strings.Join(nemesis.AllFaults, ",")+", or all")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the fault schedule, its targets and the relays' choices")
-	f.Int64Var(&opts.DiskSize, "disk-size", 64<<20, "bytes of each node's tmpfs data directory")
+	f.Int64Var(&opts.DiskSize, "disk-size", nemesis.DefaultDiskSize, "bytes of each node's tmpfs data directory")
 	f.StringArrayVar(&params, "param", nil, "protocol parameter name=value (repeatable)")
 	f.BoolVar(&quiet, "quiet", false, "do not log faults as they happen")
 	f.BoolVar(&opts.Leader, "target-leader", false, "aim the faults that hit one node (and a partition's minority) at the namespace's current leader")
