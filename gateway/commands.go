@@ -78,6 +78,7 @@ type command struct {
 	noAuth            bool // allowed before authentication
 	fn                handler
 	plan              planFunc // a data command (plan.go); fn is then unused
+	block             handler  // a blocking command's form outside MULTI (blocking.go)
 	group             string   // Redis's command group (COMMAND DOCS)
 }
 
@@ -147,6 +148,10 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if !c.optBegin(cmd, args) {
+		return
+	}
+	if cmd.block != nil {
+		cmd.block(c, args)
 		return
 	}
 	if cmd.plan != nil {
@@ -221,6 +226,9 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
 	defer cancel()
 	res, err := c.s.b.Do(ctx, ns, req)
+	if err == nil && res.Result.Type != service.ResultErr {
+		c.s.blk.touched(c, req.Op, req.Ops) // wake blocked clients (blocking.go)
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrShuttingDown) || (errors.Is(err, context.Canceled) && c.s.ctx.Err() != nil):
@@ -295,7 +303,11 @@ type lane struct {
 func (c *conn) writeResult(r service.Result) {
 	switch r.Type {
 	case service.ResultNil:
-		c.w.WriteNull()
+		if r.Err == shapeNullArray {
+			c.w.WriteNullArray()
+		} else {
+			c.w.WriteNull()
+		}
 	case service.ResultOK:
 		if len(r.Bytes) > 0 {
 			c.w.WriteSimple(string(r.Bytes)) // a status reply (plan.go)
@@ -508,6 +520,10 @@ func badClientName(name string) string {
 
 func cmdClient(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
+	if sub == "unblock" {
+		cmdClientUnblock(c, args)
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
@@ -686,6 +702,7 @@ func cmdInfo(c *conn, args [][]byte) {
 		}},
 		{"Clients", map[string]string{
 			"connected_clients":          strconv.Itoa(nconn),
+			"blocked_clients":            strconv.FormatInt(s.blk.blocked.Load(), 10),
 			"maxclients":                 strconv.FormatInt(s.lim.maxClients.Load(), 10),
 			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
 			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),

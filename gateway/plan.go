@@ -87,11 +87,12 @@ func opPlan(op service.Op, f func(service.Result) service.Result) plan {
 
 // Shape markers (see the package comment above).
 const (
-	shapeMap    = "\x00map"
-	shapeSet    = "\x00set"
-	shapeDouble = "\x00double"
-	shapePairs  = "\x00pairs"  // member, score, ...: nested [member, double] in RESP3
-	shapeFields = "\x00fields" // field, value, ...: nested [field, value] in RESP3 (HRANDFIELD)
+	shapeMap       = "\x00map"
+	shapeSet       = "\x00set"
+	shapeDouble    = "\x00double"
+	shapePairs     = "\x00pairs"     // member, score, ...: nested [member, double] in RESP3
+	shapeFields    = "\x00fields"    // field, value, ...: nested [field, value] in RESP3 (HRANDFIELD)
+	shapeNullArray = "\x00nullarray" // a ResultNil written as a null array (BLPOP's timeout, LPOP key count)
 )
 
 // shaped marks r (an array or bytes result) with shape; errors and nils

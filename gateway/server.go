@@ -121,6 +121,7 @@ type Server struct {
 	errs errorStats    // error replies by code (errorstats.go)
 	tun  tunableValues // CONFIG's encoding tunables (config.go)
 	cmds cmdStats      // INFO commandstats (infostats.go)
+	blk  blockReg      // blocked clients (blocking.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -244,9 +245,10 @@ type conn struct {
 	s       *Server
 	nc      net.Conn
 	r       *resp.Reader
-	w       *resp.Writer // writes to out
-	out     *outBuf      // the output buffer and its writer (limits.go)
-	owed    int          // replies written to w since the last flush to out
+	br      *bufio.Reader // under r: watched while the client is blocked (blocking.go)
+	w       *resp.Writer  // writes to out
+	out     *outBuf       // the output buffer and its writer (limits.go)
+	owed    int           // replies written to w since the last flush to out
 	id      int64
 	client  uint64  // RequestID.Client
 	seq     uint64  // last RequestID.Seq used
@@ -259,6 +261,7 @@ type conn struct {
 	txn     txnConn     // the open interactive transaction (txn.go)
 	multi   multiConn   // MULTI's queue and the watched keys (multi.go)
 	sub     subConn     // leader-channel subscriptions (subscribe.go)
+	blk     blockConn   // blocking commands (blocking.go)
 	pl      pipeConn    // pipelined commands in flight (pipeline.go)
 	bat     batchConn   // pipeline batches sent as atomic groups (pipeline.go)
 	cluster clusterConn // the Redis Cluster protocol (cluster.go)
@@ -286,9 +289,10 @@ func randomClientID() uint64 {
 }
 
 func (s *Server) newConn(nc net.Conn, id int64) *conn {
+	br := bufio.NewReaderSize(nc, 16<<10)
 	c := &conn{
-		s: s, nc: nc, id: id, client: randomClientID(), created: time.Now(),
-		r:      resp.NewReader(bufio.NewReaderSize(nc, 16<<10), resp.Limits{MaxBulk: int(s.lim.bulkLen.Load())}),
+		s: s, nc: nc, id: id, client: randomClientID(), created: time.Now(), br: br,
+		r:      resp.NewReader(br, resp.Limits{MaxBulk: int(s.lim.bulkLen.Load())}),
 		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
 	}
 	c.out = newOutBuf(c)

@@ -171,6 +171,15 @@
 //	zremrange start stop [byscore|bylex]
 //	                             W  int removed (what zrange with the same arguments selects)
 //
+// Pops over several keys (kv_block.go; LMPOP, ZMPOP and the blocking
+// commands, which the gateway repeats while blocked; wait "1" counts a key
+// of another type as empty instead of answering WRONGTYPE):
+//
+//	lmpop wait left|right count [key ...]   W  [key, [elem ...]] | nil
+//	zmpop wait min|max count [key ...]      W  [key, [member, score, ...]] | nil
+//	blmove wait dst left|right left|right   W  bytes | nil (nil, not WRONGTYPE, for an empty source)
+//	bready list|zset [key ...]              R  int 1 when a key holds a non-empty list (zset)
+//
 // # Choices (the seeds are silent on all of this; Redis is the reference)
 //
 // Randomness. SPOP, SRANDMEMBER and RANDOMKEY pick deterministically: SPOP

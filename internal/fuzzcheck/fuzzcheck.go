@@ -7,12 +7,15 @@ package fuzzcheck
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"os"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/synod-dev/synod/protocol/proto"
 )
 
 // Codec is one of a package's decoders with the encoder that inverts it.
@@ -155,3 +158,94 @@ func sameValue(a, b reflect.Value) bool {
 func New(name string, dec func([]byte) (any, error), enc func(any) []byte) Codec {
 	return Codec{Name: name, Dec: dec, Enc: enc}
 }
+
+// Sample is one value a package's golden file records: Name names its
+// line, Codec the codec (by Codec.Name) that encodes it.
+type Sample struct {
+	Name  string
+	Codec string
+	Value any
+}
+
+// Wire is one protocol package's codecs and golden file (issue 32 item 1):
+// the one harness its wire-golden test and its fuzz target both run
+// through, so that every message and record kind the golden file pins is
+// also a fuzz seed, and every codec the fuzzer exercises is pinned.
+type Wire struct {
+	Golden string // the golden file, "golden/wire.txt"
+	Codecs []Codec
+}
+
+// Check encodes every sample with its codec and requires that the bytes
+// decode to a value equal to the sample (SameValue) that encodes to the
+// same bytes, and pass Check's round trip; then it compares the
+// encodings with the golden file (proto.CheckGolden: every line has a
+// sample and every sample a line). With update it rewrites the file
+// instead. Every codec must have a sample.
+func (w Wire) Check(t *testing.T, update bool, samples []Sample) {
+	t.Helper()
+	for _, err := range w.Verify(update, samples) {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	byName := map[string]Codec{}
+	for _, c := range w.Codecs {
+		byName[c.Name] = c
+	}
+	for _, s := range samples {
+		c := byName[s.Codec]
+		Check(t, c, c.Enc(s.Value))
+	}
+}
+
+// Verify is Check without the allocation and re-decoding round trip of
+// Check, returning what it finds.
+func (w Wire) Verify(update bool, samples []Sample) []error {
+	var errs []error
+	byName := map[string]Codec{}
+	for _, c := range w.Codecs {
+		byName[c.Name] = c
+	}
+	used := map[string]bool{}
+	var cases []proto.Encoded
+	for _, s := range samples {
+		c, ok := byName[s.Codec]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: no codec %q", s.Name, s.Codec))
+			continue
+		}
+		used[s.Codec] = true
+		enc := c.Enc(s.Value)
+		x, err := c.Dec(enc)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %x does not decode: %v", s.Name, enc, err))
+		case !SameValue(s.Value, x):
+			errs = append(errs, fmt.Errorf("%s: %+v encodes to %x, which decodes to %+v", s.Name, s.Value, enc, x))
+		case !bytes.Equal(c.Enc(x), enc):
+			errs = append(errs, fmt.Errorf("%s: %x decodes to a value that encodes to %x", s.Name, enc, c.Enc(x)))
+		}
+		cases = append(cases, proto.Encoded{Name: s.Name, Bytes: enc})
+	}
+	for _, c := range w.Codecs {
+		if !used[c.Name] {
+			errs = append(errs, fmt.Errorf("codec %s has no golden sample", c.Name))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if err := proto.CheckGolden(w.Golden, cases, update); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// Fuzz is the package's fuzz target: Decoders over its codecs, seeded
+// with the golden file's encodings.
+func (w Wire) Fuzz(f *testing.F) { Decoders(f, GoldenSeeds(f, w.Golden), w.Codecs) }
+
+// Pin returns the Sample named name: value v, encoded by codec.
+func Pin(name, codec string, v any) Sample { return Sample{Name: name, Codec: codec, Value: v} }
