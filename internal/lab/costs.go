@@ -361,7 +361,7 @@ func measured(ctx context.Context, o costsOptions, cfg bench.Config, s sampler, 
 func measureNodes(ctx context.Context, o costsOptions, protocol string, clients int) bench.CostRun {
 	dir := filepath.Join(o.dir, fmt.Sprintf("%s-%s-%d", protocol, o.durability, clients))
 	up := cluster.UpOptions{Dir: dir, Nodes: compare.Members, Protocol: protocol, Durability: o.durability, Params: o.params}
-	up.Extra = calleeNamespaces(up) // adam's callee, as cluster up adds it
+	up.Extra = cli.CalleeNamespaces(up) // adam's callee, as cluster up adds it
 	c, err := cluster.Up(up)
 	if err != nil {
 		return failedRun(o, protocol, clients, err)
