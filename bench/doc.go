@@ -1,6 +1,7 @@
 // Package bench is Synod's benchmark driver: YCSB-style load against Synod or
-// any other server reached through a Target adapter: Redis protocol (RedisTarget),
-// etcd v3 (EtcdTarget) and ZooKeeper (ZooKeeperTarget) ship here.
+// any other server reached through a Target adapter: the Redis protocol
+// (RedisTarget) ships here, etcd v3 and ZooKeeper in package bench/peers (kept
+// apart so that the server binary links neither client library).
 //
 // # Shape of a run
 //
@@ -13,7 +14,7 @@
 //     concurrency.
 //   - Open loop (Config.Rate > 0): one scheduler draws arrivals at Rate
 //     operations per second in total (Poisson by default; Config.Arrivals
-//     "uniform" draws gaps uniformly from [0, 2/Rate], as seed 001 ran) and
+//     "uniform" draws gaps uniformly from [0, 2/Rate], as the ABD report ran) and
 //     queues them; idle clients take them.
 //     Latency is measured from each operation's scheduled arrival time, not from
 //     when a client got round to sending it, so a stalled server is charged for

@@ -1,4 +1,4 @@
-// Package durability is seed 002, chapter IV ("Durability – a Service
+// Package durability is the Grid Services thesis, chapter IV ("Durability – a Service
 // Attribute"): a service's state lives in named state objects, and each
 // object's durability is chosen after the service is written, by a
 // mapping, without changing the service's code. Three mechanisms (IV.B.2):
@@ -33,7 +33,7 @@
 //     argument names), checkpoint (none, copy) and restore (checkpoint,
 //     recover, init). Validate names the field of every error
 //     (objects.AccountSet.methods.SetBill: ...).
-//   - The compiler (package gen, `synod durability gen`, `go generate`):
+//   - The compiler (package gen, `synod-lab durability gen`, `go generate`):
 //     reads the Go state-object types and the service type, checks the
 //     mapping, emits typed proxies and the service's rewiring as plain Go
 //     (durable_gen.go), committed and kept in step by a test.

@@ -93,7 +93,7 @@
 // promised per server session. Result.Digest is a SHA-256 over
 // every delivered input and every output (virtual time, node, kind, bytes),
 // fault events and client outcomes; replaying a seed gives the same digest.
-// The command "synod sim" runs many seeds in parallel and prints the command
+// The command "synod-lab sim" runs many seeds in parallel and prints the command
 // that replays each failing seed (the seed runner is RunSeeds; the CLI's
 // flags are Flags, which ParseArgs also serves to the conformance suite).
 //
@@ -114,7 +114,7 @@
 // it with its generic model for deterministic services (the service itself
 // as the specification, the namespace one object).
 //
-// Config.Service "matchmaker" (seed 002's Matchmaker, service/matchmaker.go)
+// Config.Service "matchmaker" (the Grid Services thesis's Matchmaker, service/matchmaker.go)
 // is nondeterministic: a submit picks one of the suitable machines at
 // random. Protocols that would let replicas diverge on it are refused
 // (automaton.CheckService). Its histories cannot be judged by package
@@ -132,7 +132,7 @@
 //
 // # Nested requests
 //
-// A namespace may call another (automaton/call.go; seed 003 §1.3 and §3,
+// A namespace may call another (automaton/call.go; the Eve/Adam thesis §1.3 and §3,
 // Adam). With Config.Callee (--callee-protocol P --callee-nodes N
 // --callee-faults F --callee-service S --callee-param k=v --callee-delay
 // DIST --callee-namespace NS) a second simulator runs the callee namespace
@@ -163,7 +163,7 @@
 // to a protocol alone, as a callee: clients mark their requests nested and
 // send each answered one again, later, to a random node.
 //
-// Conformance scenario: `synod sim --protocol paxos-broken-nestedread
+// Conformance scenario: `synod-lab sim --protocol paxos-broken-nestedread
 // --nodes 3 --clients 4 --ops 300 --faults none --keys 2 --nested --seeds
 // 1-2` fails both seeds by check (b) (a copy of a nested read answered by a
 // fresh read); paxos passes them, and passes as the callee of a replicated

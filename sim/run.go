@@ -53,7 +53,7 @@ type Result struct {
 	// package check (the matchmaker's: matchmaker.go); nil otherwise.
 	viz func(path string) error
 	// ReplicaTimes are the replica response times of the answered requests,
-	// in the order answered (cpu.go: seed 000's T_r).
+	// in the order answered (cpu.go: the ESDS thesis's T_r).
 	ReplicaTimes []time.Duration
 	// Callee is the outcome of the callee namespace (Config.Callee): its
 	// history of nested requests, one operation per request id, and its
@@ -213,7 +213,7 @@ func (s *simulator) setMeta(digest string) {
 	}
 }
 
-// Command returns the "synod sim" command line that replays this Config's
+// Command returns the "synod-lab sim" command line that replays this Config's
 // seed. Fields without a command-line flag (MaxAttempts, MaxTime, DrainTime,
 // MaxEvents, ReorderDelay, NoCheck, Trace) are not rendered.
 func (c Config) Command() string {
@@ -221,7 +221,7 @@ func (c Config) Command() string {
 	if err == nil {
 		c = d
 	}
-	args := []string{"synod", "sim",
+	args := []string{"synod-lab", "sim",
 		"--protocol", shellQuote(c.Protocol),
 		"--nodes", fmt.Sprint(c.Nodes),
 		"--clients", fmt.Sprint(c.Clients),

@@ -40,10 +40,10 @@ with "synod cluster down".`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			up.Dir = dir
 			var err error
-			if up.Params, err = parseParams(upParams); err != nil {
+			if up.Params, err = ParseParams(upParams); err != nil {
 				return err
 			}
-			up.Extra = append(up.Extra, calleeNamespaces(up)...)
+			up.Extra = append(up.Extra, CalleeNamespaces(up)...)
 			c, err := upCluster(up, upTLS) // certs.go
 			if err != nil {
 				return err
@@ -233,8 +233,8 @@ dead node is removed the same way.`,
 	rootCmd.AddCommand(clusterCmd)
 }
 
-// parseParams reads --param name=value flags.
-func parseParams(kvs []string) (map[string]string, error) {
+// ParseParams reads --param name=value flags.
+func ParseParams(kvs []string) (map[string]string, error) {
 	if len(kvs) == 0 {
 		return nil, nil
 	}
@@ -249,11 +249,11 @@ func parseParams(kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// calleeNamespaces are the namespaces the default namespace calls
+// CalleeNamespaces are the namespaces the default namespace calls
 // (automaton.Caller: adam's callee) that up does not already add: each a
 // paxos kv namespace, so that `cluster up --protocol adam` starts a
 // cluster whose nested calls have somewhere to go.
-func calleeNamespaces(up cluster.UpOptions) []config.Namespace {
+func CalleeNamespaces(up cluster.UpOptions) []config.Namespace {
 	var out []config.Namespace
 	for _, name := range automaton.Callees(up.Protocol, up.Params) {
 		if name == "default" || slices.ContainsFunc(up.Extra, func(n config.Namespace) bool { return n.Name == name }) {

@@ -11,7 +11,7 @@ import (
 
 // Program is a parallel program over shared data-objects, written against
 // Process only, so that it runs in the simulated world (virtual time, the
-// cost model) and on a live cluster alike (seed 004 §2: processes on
+// cost model) and on a live cluster alike (the Orca paper §2: processes on
 // processors sharing objects). A run has three parts:
 //
 //   - Setup runs as one process on node 0 before any worker starts: it
@@ -24,10 +24,10 @@ import (
 //     text is printed; an error fails the run.
 //
 // A Process's Must panics on an error answer; the runners report it as the
-// run's error. `synod orca run NAME` runs a registered program.
+// run's error. `synod-lab orca run NAME` runs a registered program.
 type Program struct {
 	Name   string
-	Doc    string // one line, for `synod orca run --help`
+	Doc    string // one line, for `synod-lab orca run --help`
 	Setup  func(p Process) error
 	Worker func(p Process, i, n int) error
 	Finish func(p Process, n int) (string, error)
@@ -35,7 +35,7 @@ type Program struct {
 
 var known = registry.New[Program]("orca program")
 
-// RegisterProgram makes p runnable by name (`synod orca run NAME`). Call
+// RegisterProgram makes p runnable by name (`synod-lab orca run NAME`). Call
 // it from init or before synod.Main. The built-in tsp and asp are not in
 // this registry (they have their own flags); their names are refused.
 func RegisterProgram(p Program) error {

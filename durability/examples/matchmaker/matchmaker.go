@@ -1,4 +1,4 @@
-// Package matchmaker is seed 002's chapter IV Matchmaker (IV.D.2): it
+// Package matchmaker is the Grid Services thesis's chapter IV Matchmaker (IV.D.2): it
 // keeps track of the machines available in a grid (MachineAdvertise) and
 // allocates them to clients (JobSubmit), which get the first suitable
 // machine or an error. Two state objects with different durability
@@ -16,7 +16,7 @@
 // database. synod.go is the service as Synod serves it (gridmatchmaker).
 package matchmaker
 
-//go:generate go run ../../../cmd/synod durability gen --dir . --object MachineQueue --object AccountSet --service Service --mapping pbdb.yaml
+//go:generate go run ../../../cmd/synod-lab durability gen --dir . --object MachineQueue --object AccountSet --service Service --mapping pbdb.yaml
 
 // Machine is one advertised machine.
 type Machine struct {
