@@ -2,6 +2,8 @@ module github.com/synod-dev/synod
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/anishathalye/porcupine v1.3.1

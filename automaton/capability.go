@@ -262,12 +262,12 @@ func namesWith(f func(Capabilities) bool) []string {
 // --- conformance ---
 
 // Scenario is a simulation the conformance suite (package conformance) runs
-// for a protocol, in the words of `synod sim`.
+// for a protocol, in the words of `synod-lab sim`.
 type Scenario struct {
 	// Name says what the scenario exercises ("membership", "catches the
 	// skipped phase 1 values").
 	Name string
-	// Args are `synod sim` flags, without --protocol and --seeds.
+	// Args are `synod-lab sim` flags, without --protocol and --seeds.
 	Args []string
 	// Seeds is a seed list as --seeds takes it. For a broken variant, pin
 	// seeds known to catch it so that the suite stays short; the suite

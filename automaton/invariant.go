@@ -42,7 +42,7 @@ type CrashObserver interface {
 // InvariantStater is implemented by protocols that state invariants.
 type InvariantStater interface {
 	// Invariants returns the names of the invariants checked, one line each
-	// (for docs and `synod sim --help`), and a fresh checker for one run.
+	// (for docs and `synod-lab sim --help`), and a fresh checker for one run.
 	Invariants() ([]string, InvariantChecker)
 }
 

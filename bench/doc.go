@@ -1,6 +1,7 @@
 // Package bench is Synod's benchmark driver: YCSB-style load against Synod or
-// any other server reached through a Target adapter: Redis protocol (RedisTarget),
-// etcd v3 (EtcdTarget) and ZooKeeper (ZooKeeperTarget) ship here.
+// any other server reached through a Target adapter: the Redis protocol
+// (RedisTarget) ships here, etcd v3 and ZooKeeper in package bench/peers (kept
+// apart so that the server binary links neither client library).
 //
 // # Shape of a run
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // Per-process counters read from Linux's /proc, for the per-node cost
-// tables of `synod costs` (issue 18: CPU, allocations and syscalls per
+// tables of `synod-lab costs` (issue 18: CPU, allocations and syscalls per
 // operation on each node, the driver and redis-server).
 
 // ClockTicks is Linux's USER_HZ, the unit of utime and stime in

@@ -124,7 +124,7 @@ package check
 // a sequential model here (Options.Services naming another service is an
 // error).
 //
-// Measured (issue 19 item 6; synod sim --nodes 3 --clients 8 --ops 1000
+// Measured (issue 19 item 6; synod-lab sim --nodes 3 --clients 8 --ops 1000
 // --faults all, seeds 1-600 of each protocol declaring automaton.Sequential:
 // blocking, orca-bcast, orca-primary): every one of the 1,800 histories is
 // decided, and a whole 100-seed run peaks under 100 MB resident. On seeds

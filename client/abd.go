@@ -35,7 +35,7 @@ import (
 // deadline when earlier.
 //
 // What each phase sends and when it ends is protocol/abd's Coordinator, the
-// pure state machine that `synod sim --client-driven` runs too:
+// pure state machine that `synod-lab sim --client-driven` runs too:
 //
 //   - Write (set KEY VALUE, del KEY): query, take the highest tag (ts, w),
 //     store (value or tombstone) with the tag (ts+1, this client's writer

@@ -18,7 +18,7 @@ import (
 )
 
 // The cost model (issue 18 item 4, docs/COSTS.md): this machine's physical
-// limits, and SumMetrics to read a node's counters, for `synod costs`,
+// limits, and SumMetrics to read a node's counters, for `synod-lab costs`,
 // which measures per node what one client operation costs (cmd/synod,
 // costs.go), so that the distance from each protocol to the limits is
 // visible.

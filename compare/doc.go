@@ -1,5 +1,5 @@
 // Package compare measures Synod beside etcd and ZooKeeper in one run on one
-// machine: `synod compare`.
+// machine: `synod-lab compare`.
 //
 // It starts a 3-member etcd (Debian's etcd-server), a 3-server ZooKeeper
 // ensemble (Debian's zookeeper 3.8 jar, run with java directly) and a 3-node
@@ -41,7 +41,7 @@
 //     linearizable read).
 //   - etcd: v3 Put, and Range with the default (linearizable) consistency.
 //   - ZooKeeper: setData (create on first write), and sync + getData, the
-//     strongest read ZooKeeper offers (see bench.NewZooKeeperTarget for why
+//     strongest read ZooKeeper offers (see peers.NewZooKeeperTarget for why
 //     it is not strictly linearizable).
 //
 // # Figures

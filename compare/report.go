@@ -218,7 +218,7 @@ func fmtRatio(r *float64) string {
 // ratios best against best. Every figure has its durability beside it.
 func (r *Result) Print(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "synod compare: clusters of %d members on 127.0.0.1 (Redis: one server), durability beside every figure\n", c.Members)
+	fmt.Fprintf(w, "synod-lab compare: clusters of %d members on 127.0.0.1 (Redis: one server), durability beside every figure\n", c.Members)
 	fmt.Fprintf(w, "  workload: %d keys of %d bytes, %d-byte values, uniform keys, closed loop, %gs per cell after %gs unmeasured; puts and linearizable gets measured separately\n",
 		c.Keys, c.KeySize, c.ValueSize, c.DurationSec, c.WarmupSec)
 	var names []string

@@ -55,7 +55,7 @@ type Options struct {
 	PipelineDepth int
 }
 
-// DefaultOptions returns the defaults of `synod compare`.
+// DefaultOptions returns the defaults of `synod-lab compare`.
 func DefaultOptions() Options {
 	return Options{
 		Clients:       []int{1, 16, 64, 256},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/bench/peers"
 	"github.com/synod-dev/synod/cluster"
 )
 
@@ -226,7 +227,7 @@ func SynodSystem(protocol, binary, durability string) System {
 // EtcdSystem runs 3 etcd members (Debian's etcd-server) on free ports.
 // etcd's defaults are kept: its WAL is fsynced before an entry counts as
 // persisted, so a put is acknowledged after a majority fsynced it. Clients use
-// the v3 API (bench.EtcdTarget): puts and linearizable gets.
+// the v3 API (peers.EtcdTarget): puts and linearizable gets.
 func EtcdSystem() System {
 	return System{
 		Name: "etcd",
@@ -283,7 +284,7 @@ func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
 		procs = append(procs, p)
 		addrs = append(addrs, hostPort(client))
 	}
-	factory := bench.EtcdFactory(bench.EtcdOptions{Timeout: env.OpTimeout})
+	factory := peers.EtcdFactory(peers.EtcdOptions{Timeout: env.OpTimeout})
 	// Ready when every member answers a linearizable get (a leader exists and
 	// the member reaches it).
 	err = waitReady(ctx, "etcd", env.ReadyTimeout, procs, func(ctx context.Context) error {
@@ -309,7 +310,7 @@ func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
 // default, written out) fsyncs the transaction log before a write is
 // acknowledged. maxClientCnxns=0 lifts the per-IP limit of 60 connections
 // (all benchmark clients come from 127.0.0.1), and the AdminServer (port 8080
-// by default) is off. Clients: bench.ZooKeeperTarget (setData, sync+getData).
+// by default) is off. Clients: peers.ZooKeeperTarget (setData, sync+getData).
 func ZooKeeperSystem() System {
 	return System{
 		Name: "zookeeper",
@@ -375,7 +376,7 @@ func startZooKeeper(ctx context.Context, env *Env) (*Instance, error) {
 		procs = append(procs, p)
 		addrs = append(addrs, hostPort(ports[3*(id-1)]))
 	}
-	factory := bench.ZooKeeperFactory(bench.ZooKeeperOptions{Timeout: env.OpTimeout})
+	factory := peers.ZooKeeperFactory(peers.ZooKeeperOptions{Timeout: env.OpTimeout})
 	var version string
 	err = waitReady(ctx, "zookeeper", env.ReadyTimeout, procs, func(ctx context.Context) error {
 		for _, a := range addrs {

@@ -289,7 +289,7 @@ func TestDigests(t *testing.T) {
 		if w, ok := want[key]; !ok {
 			t.Errorf("no pinned digest for %q (run with -update)", key)
 		} else if w != r.Digest {
-			t.Errorf("digest of `synod sim %s` changed: %s, pinned %s. If the change of behaviour is intended, run go test ./conformance -run Digests -update", key, r.Digest, w)
+			t.Errorf("digest of `synod-lab sim %s` changed: %s, pinned %s. If the change of behaviour is intended, run go test ./conformance -run Digests -update", key, r.Digest, w)
 		}
 	}
 	if *update {

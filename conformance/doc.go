@@ -47,5 +47,5 @@
 // rewrites them after an intended change.
 //
 // Everything runs in CI in seconds per protocol. The command
-// `synod sim --protocol P ...` with the printed flags replays any failure.
+// `synod-lab sim --protocol P ...` with the printed flags replays any failure.
 package conformance

@@ -33,7 +33,7 @@
 //     argument names), checkpoint (none, copy) and restore (checkpoint,
 //     recover, init). Validate names the field of every error
 //     (objects.AccountSet.methods.SetBill: ...).
-//   - The compiler (package gen, `synod durability gen`, `go generate`):
+//   - The compiler (package gen, `synod-lab durability gen`, `go generate`):
 //     reads the Go state-object types and the service type, checks the
 //     mapping, emits typed proxies and the service's rewiring as plain Go
 //     (durable_gen.go), committed and kept in step by a test.

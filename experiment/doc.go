@@ -1,5 +1,5 @@
-// Package experiment runs Synod's reproducible experiments: `synod experiment
-// list` and `synod experiment run NAME`. Each experiment reproduces what a seed
+// Package experiment runs Synod's reproducible experiments: `synod-lab experiment
+// list` and `synod-lab experiment run NAME`. Each experiment reproduces what a seed
 // measured (and, where the seed only described a scenario, measures it), prints
 // the seed's reported figures beside ours, and writes results.json and plots.
 //
@@ -32,7 +32,7 @@
 //
 // # One report
 //
-// RunAll (synod experiment run all [--quick]) runs every experiment and
+// RunAll (synod-lab experiment run all [--quick]) runs every experiment and
 // writes docs/REPRODUCTION.md with every claim, its statistics and cause,
 // each table and the PNG plots copied to docs/reproduction/.
 //

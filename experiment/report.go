@@ -180,7 +180,7 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 			fmt.Fprintf(w, "\n## Seed %s\n", strings.TrimPrefix(s, "seed"))
 		}
 		fmt.Fprintf(w, "\n### %s\n\n%s\n\n", res.Experiment, res.Description)
-		fmt.Fprintf(w, "Command: `synod experiment run %s%s`; %d run(s) per cell; loadavg %s → %s.\n\n",
+		fmt.Fprintf(w, "Command: `synod-lab experiment run %s%s`; %d run(s) per cell; loadavg %s → %s.\n\n",
 			res.Experiment, quickFlag(res.Quick), res.Reps, orDefault(res.LoadAvg[0], "n/a"), orDefault(res.LoadAvg[1], "n/a"))
 		if r.Err != nil {
 			fmt.Fprintf(w, "**Errors:** %s\n\n", mdCell(r.Err.Error()))

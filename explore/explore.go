@@ -5,7 +5,7 @@
 // clients' history with the checker's verdict (and Porcupine's
 // visualisation for linearizable protocols), and the events enabled next.
 // A user picks the next event by hand, as in Stateright's Explorer, or
-// loads a counterexample saved by `synod model check --out` and steps
+// loads a counterexample saved by `synod-lab mc --out` and steps
 // forward and back through it.
 package explore
 

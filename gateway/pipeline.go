@@ -71,6 +71,17 @@ import (
 // permission is checked per request, and a group holding one forbidden
 // write would refuse its other commands).
 
+// Where the protocol instead steps client batches (automaton.BatchStepper,
+// without atomic groups: ABD, ESDS), a batch is run as independent
+// requests, all sent at once (runAll: one lane each, at most maxLanes, so
+// that they reach the namespace loop together and it steps them as one
+// automaton.ClientBatch, sharing its rounds), and their replies are again
+// written together and flushed once. Nothing orders independent requests,
+// so such a batch holds at most one command per key: a command on a key
+// already in the batch ends it and starts the next one once this one is
+// answered (the conflict rule above: same-key commands one after the
+// other, in command order). Each command answers its own result.
+
 // maxBatch bounds the commands of one batch, and maxBatchBytes the
 // arguments of its operations: a batch becomes one request, one log
 // command and one peer message (a follower forwards it whole), which must
@@ -95,11 +106,13 @@ func opBytes(ops []service.Op) int {
 
 // batchConn is a connection's batch state (connection goroutine only).
 type batchConn struct {
-	known  bool   // atomic is known for proto
+	known  bool   // atomic and indep are known for proto
 	proto  string // the protocol atomic was looked up for
 	atomic bool
+	indep  bool   // not atomic, steps client batches: independent requests
 	plans  []plan // reused across batches
 	ops    []service.Op
+	keys   map[string]struct{} // an independent batch's keys
 }
 
 // groupsPipelines reports whether the connection's pipelines go to the
@@ -112,8 +125,9 @@ func (c *conn) groupsPipelines() bool {
 	b := &c.bat
 	if !b.known || b.proto != proto {
 		b.known, b.proto, b.atomic = true, proto, automaton.TransactionsOf(proto).Atomic
+		b.indep = !b.atomic && automaton.StepsClientBatches(proto)
 	}
-	return b.atomic
+	return b.atomic || b.indep
 }
 
 // batch runs a batch whose first command is the pipelineable, concurrent
@@ -125,6 +139,15 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 	b := &c.bat
 	plans := append(b.plans[:0], first)
 	limit := min(maxBatch, int(c.s.lim.pipeline.Load()))
+	indep := !b.atomic
+	if indep {
+		limit = min(limit, maxLanes)
+		if b.keys == nil {
+			b.keys = make(map[string]struct{}, maxLanes)
+		}
+		clear(b.keys)
+		b.keys[first.ops[0].Key] = struct{}{}
+	}
 	size := opBytes(first.ops)
 	for len(plans) < limit && size < maxBatchBytes && c.r.Buffered() > 0 {
 		args, err := c.r.ReadCommand()
@@ -137,6 +160,13 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 		if !pipelined || p.noMulti != "" || !(p.concurrent() || (len(p.ops) == 0 && len(p.guards) == 0)) {
 			next = args
 			break
+		}
+		if indep && len(p.ops) == 1 {
+			if _, dup := b.keys[p.ops[0].Key]; dup {
+				next = args // the same key: after this batch's answers
+				break
+			}
+			b.keys[p.ops[0].Key] = struct{}{}
 		}
 		plans = append(plans, p)
 		size += opBytes(p.ops)
@@ -152,7 +182,11 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 	case 1:
 		rs = []service.Result{c.run(ops[0], c.nextSeq())}
 	default:
-		rs, _, fail = c.runGroup(nil, ops)
+		if indep {
+			rs = c.runAll(ops) // all at once, each answering itself
+		} else {
+			rs, _, fail = c.runGroup(nil, ops)
+		}
 	}
 	c.wmu.Lock()
 	k := 0

@@ -286,3 +286,66 @@ func TestPipelineBatchBytes(t *testing.T) {
 	}
 	t.Logf("12 SETs of %d KiB in %d requests", len(big)>>10, len(sizes))
 }
+
+// TestPipelineIndependentBatches: where the protocol steps client batches
+// without atomic groups (abd), a pipeline written in one go returns
+// exactly what the same commands return one at a time; its batches'
+// requests are in flight together (they reach the node in one pass), one
+// per key at a time (a batch ends at a key it already holds) and never two
+// of one client id.
+func TestPipelineIndependentBatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 38))
+	script := pipelineScript(r, 1500)
+	ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
+
+	_, saddr := startServer(t, gatewaytest.New(ns), ServerOptions{})
+	sc := dial(t, saddr)
+	want := make([]string, len(script))
+	for i, args := range script {
+		want[i] = sc.do(args...)
+	}
+
+	b := gatewaytest.New(ns)
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	byKey := map[string]bool{}
+	byClient := map[uint64]bool{}
+	var clash []string
+	b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		if len(req.Ops) > 0 {
+			clash = append(clash, "an atomic group")
+			return nil
+		}
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		if byKey[req.Op.Key] {
+			clash = append(clash, "key "+req.Op.Key)
+		}
+		if byClient[req.ID.Client] {
+			clash = append(clash, fmt.Sprint("client ", req.ID))
+		}
+		byKey[req.Op.Key], byClient[req.ID.Client] = true, true
+		d := time.Duration(r.IntN(200)) * time.Microsecond
+		mu.Unlock()
+		time.Sleep(d)
+		mu.Lock()
+		inFlight--
+		byKey[req.Op.Key], byClient[req.ID.Client] = false, false
+		mu.Unlock()
+		return nil
+	})
+	_, addr := startServer(t, b, ServerOptions{})
+	c := dial(t, addr)
+	writeScript(t, c, script)
+	expectSerial(t, c, script, want)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(clash) > 0 {
+		t.Errorf("in flight together: %v", clash[:min(len(clash), 5)])
+	}
+	if most < 2 {
+		t.Errorf("at most %d request in flight: the pipeline ran serially", most)
+	}
+	t.Logf("%d commands, at most %d requests in flight", len(script), most)
+}

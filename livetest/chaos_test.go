@@ -25,7 +25,7 @@ import (
 // others 6 s (CI time: about 2 minutes in all). Skipped where namespaces
 // cannot be made (not root, no iproute2). adam runs beside its callee
 // namespace (a paxos namespace on the same nodes, under the same faults).
-// The long runs are `synod chaos --protocol P --duration 10m`.
+// The long runs are `synod-lab chaos --protocol P --duration 10m`.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes in network namespaces")
@@ -66,7 +66,7 @@ func TestChaos(t *testing.T) {
 			}
 			var out bytes.Buffer
 			rep.Print(&out)
-			t.Logf("synod chaos --protocol %s --duration %v --seed %d --faults %s\n%s", p, d, seed+1, strings.Join(faults, ","), out.String())
+			t.Logf("synod-lab chaos --protocol %s --duration %v --seed %d --faults %s\n%s", p, d, seed+1, strings.Join(faults, ","), out.String())
 			if rep.Failed() {
 				t.Fatalf("fault log:\n%s", log.String())
 			}
@@ -125,7 +125,7 @@ func TestChaosCatchesBrokenVariant(t *testing.T) {
 				}
 				var out bytes.Buffer
 				rep.Print(&out)
-				t.Logf("synod chaos --protocol %s --duration 8s --faults delay,reorder --seed %d\n%s", p, seed, out.String())
+				t.Logf("synod-lab chaos --protocol %s --duration 8s --faults delay,reorder --seed %d\n%s", p, seed, out.String())
 				if rep.History != "" {
 					os.Remove(rep.History)
 				}

@@ -7,7 +7,7 @@ import (
 )
 
 // ciStates bounds each real protocol's check in CI (the full runs are
-// `synod model check`; their counts are in the package doc).
+// `synod-lab mc`; their counts are in the package doc).
 const ciStates = 3000
 
 // notYetCaught lists broken variants the bounded model does not reach at

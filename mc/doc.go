@@ -297,7 +297,7 @@
 //
 // # Figures
 //
-// `synod model check --protocol all --max-states 20000` (2 cores; states,
+// `synod-lab mc --protocol all --max-states 20000` (2 cores; states,
 // deepest level, time, states/s, result) is recorded in mc/FIGURES.md,
 // with each broken variant found and the length of its shortest
 // counterexample. CI (ci_test.go) checks every protocol up to 3,000 states

@@ -6,7 +6,7 @@ import (
 )
 
 // fpSet is a concurrent set of 64-bit fingerprints (the visited set of
-// the actor-semantics search, actor.go): 256 shards, each an open-
+// both searches, search.go and actor.go): 256 shards, each an open-
 // addressing table of bare uint64s with linear probing, grown at 3/4
 // load. A fingerprint costs 8-16 bytes and one uncontended lock, where a
 // Go map[uint64]struct{} costs about 40 bytes and a hash of its own.
@@ -31,7 +31,7 @@ func (s *fpSet) insert(fp uint64) bool {
 	sh := &s.shards[fp>>56]
 	sh.mu.Lock()
 	if sh.tab == nil {
-		sh.tab = make([]uint64, 1024)
+		sh.tab = make([]uint64, 64)
 	}
 	if !sh.put(fp) {
 		sh.mu.Unlock()
@@ -50,6 +50,28 @@ func (s *fpSet) insert(fp uint64) bool {
 	sh.mu.Unlock()
 	s.n.Add(1)
 	return true
+}
+
+// has reports whether fp is in the set.
+func (s *fpSet) has(fp uint64) bool {
+	if fp == 0 {
+		fp = 1
+	}
+	sh := &s.shards[fp>>56]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.tab == nil {
+		return false
+	}
+	mask := uint64(len(sh.tab) - 1)
+	for i := fp & mask; ; i = (i + 1) & mask {
+		switch sh.tab[i] {
+		case 0:
+			return false
+		case fp:
+			return true
+		}
+	}
 }
 
 // put places fp in the table (which has a free slot) unless present.

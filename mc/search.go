@@ -346,7 +346,8 @@ type cand struct {
 // model's prefix; the levels count events after it).
 func (c *checker) bfs(root entry) {
 	w0 := root.w
-	visited := map[uint64]struct{}{w0.fingerprint(): {}}
+	visited := &fpSet{}
+	visited.insert(w0.fingerprint())
 	c.res.States = 1
 	if c.cfg.Replay {
 		root.w = nil
@@ -383,7 +384,7 @@ const bfsChunk = 256
 // expandChunk expands the parents in chunk (frontier indexes from lo) on
 // all workers, then merges their new successors into visited and next in
 // (parent, event) order; it reports whether MaxStates was reached.
-func (c *checker) expandChunk(chunk []entry, lo, depth int, visited map[uint64]struct{}, next *[]entry) bool {
+func (c *checker) expandChunk(chunk []entry, lo, depth int, visited *fpSet, next *[]entry) bool {
 	parts := make([][]cand, c.cfg.Workers)
 	var at atomic.Int64
 	var wg sync.WaitGroup
@@ -411,7 +412,7 @@ func (c *checker) expandChunk(chunk []entry, lo, depth int, visited map[uint64]s
 					}
 					w := c.successor(e, base, ev)
 					fp := w.fingerprint()
-					if _, seen := visited[fp]; seen {
+					if visited.has(fp) {
 						continue
 					}
 					parts[k] = append(parts[k], cand{fp: fp, parent: lo + i, ev: j, w: w, p: e.p.push(ev)})
@@ -431,10 +432,9 @@ func (c *checker) expandChunk(chunk []entry, lo, depth int, visited map[uint64]s
 		return all[a].ev < all[b].ev
 	})
 	for _, cd := range all {
-		if _, seen := visited[cd.fp]; seen {
+		if !visited.insert(cd.fp) {
 			continue
 		}
-		visited[cd.fp] = struct{}{}
 		c.res.States++
 		c.res.Depth = depth + 1
 		if why := c.judge(cd.w, cd.p); why != "" {
@@ -467,11 +467,12 @@ func (c *checker) dfs(root entry) {
 		cond    = sync.NewCond(&mu)
 		stack   = []item{{e: root}}
 		busy    int
-		visited       = map[uint64]struct{}{w0.fingerprint(): {}}
+		visited       = &fpSet{}
 		states  int64 = 1
 		maxD    int
 		front   int
 	)
+	visited.insert(w0.fingerprint())
 	if c.cfg.Replay {
 		stack[0].e.w = nil
 	}
@@ -517,9 +518,8 @@ func (c *checker) dfs(root entry) {
 					w := c.successor(it.e, base, ev)
 					fp := w.fingerprint()
 					mu.Lock()
-					_, seen := visited[fp]
+					seen := !visited.insert(fp)
 					if !seen {
-						visited[fp] = struct{}{}
 						states++
 						maxD = max(maxD, it.depth+1)
 					}

@@ -1,6 +1,6 @@
 // Package nemesis runs real synod node processes, each in a network
 // namespace of its own, and injects faults between them while clients
-// record a history (issue 19 item 2). `synod chaos` and livetest's
+// record a history (issue 19 item 2). `synod-lab chaos` and livetest's
 // TestChaos use it; docs/CHAOS.md is the user's guide.
 //
 // # The harness (netns.go)

@@ -18,11 +18,20 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/check"
+	"github.com/synod-dev/synod/storage"
 )
 
 // ErrUnavailable wraps the reason a harness cannot be built here (not
 // root, no ip, namespaces refused); tests skip on it.
 var ErrUnavailable = errors.New("nemesis: network namespaces unavailable")
+
+// DefaultDiskSize is each node's tmpfs: four times the size below which
+// the storage WAL never compacts (storage.DefaultWALCompactMin, 64 MiB).
+// A tmpfs no larger than that fills with a busy node's own log, whose
+// storage then fails for good (a 4-minute eve run under the old 64 MiB
+// default ended with every final read unanswered); tmpfs takes memory
+// only for what is written.
+const DefaultDiskSize = 4 * storage.DefaultWALCompactMin
 
 // Options configure one run.
 type Options struct {
@@ -35,7 +44,7 @@ type Options struct {
 	Faults   []string          // default AllFaults
 	Seed     uint64            // draws the schedule, the targets and the relays' choices
 	Binary   string            // the synod binary to run as nodes (default: this executable)
-	DiskSize int64             // each node's tmpfs, bytes (default 64 MiB)
+	DiskSize int64             // each node's tmpfs, bytes (default DefaultDiskSize)
 	Log      io.Writer         // fault log and progress (nil: discarded)
 	// Leader aims the faults that hit one node (oneway, pause, kill,
 	// diskfull) and a partition's minority at the node a live node names
@@ -164,7 +173,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Faults = slices.Clone(AllFaults)
 	}
 	if opts.DiskSize <= 0 {
-		opts.DiskSize = 64 << 20
+		opts.DiskSize = DefaultDiskSize
 	}
 	if opts.Binary == "" {
 		exe, err := os.Executable()

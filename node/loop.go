@@ -222,17 +222,20 @@ func (l *nsLoop) run(start automaton.Start) {
 }
 
 // take steps an input of the pass, except that a protocol that steps
-// client batches (automaton.BatchStepper) gets the pass's consecutive
-// client requests together, as one ClientBatch (stepReqs): taken here,
-// stepped before the next input of another kind or at the pass's end, so
-// inputs keep their arrival order.
+// client batches (automaton.BatchStepper) gets the pass's client requests
+// together, as one ClientBatch (stepReqs) at the pass's end: the peer
+// messages and timers of the pass step as they come, and the requests
+// that arrived among them step after them, in their own arrival order.
+// Inputs from different sources have no order but the inbox's, which is
+// the scheduler's; a request stepped at the end of the pass is one that
+// arrived a little later. Interleaved, a busy loop's requests would be
+// cut into batches of one or two by the peer messages between them.
 func (l *nsLoop) take(ev event) {
 	if l.batches {
 		if cr, ok := ev.in.(automaton.ClientRequest); ok {
 			l.reqs = append(l.reqs, cr.Req)
 			return
 		}
-		l.stepReqs()
 	}
 	l.step(ev)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/transport"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -169,23 +171,29 @@ const (
 	fwdReplyK  = 2
 )
 
-// targets orders group g's nodes for forwarding: the last known leader
-// first, then the others in file order.
+// targets orders group g's nodes for forwarding and for what cluster
+// clients are told (CLUSTER SLOTS, MOVED): the last known leader first,
+// then the others in file order, the nodes this one has no live peer
+// connection to last (a killed node drops out of the answers as soon as
+// its connection does, before any forwarded request times out on it).
 func (n *Node) targets(g config.Group) []automaton.NodeID {
 	n.fwd.mu.Lock()
 	h := n.fwd.hint[g.Namespace.Name]
 	n.fwd.mu.Unlock()
-	out := make([]automaton.NodeID, 0, len(g.Nodes))
-	if h != "" {
-		for _, id := range g.Nodes {
-			if id == h {
-				out = append(out, h)
-			}
-		}
+	var st map[automaton.NodeID]transport.PeerStats
+	if n.tr != nil {
+		st = n.tr.Stats()
 	}
-	for _, id := range g.Nodes {
-		if id != h {
-			out = append(out, id)
+	up := func(id automaton.NodeID) bool { s, ok := st[id]; return id == n.id || !ok || s.Connected }
+	out := make([]automaton.NodeID, 0, len(g.Nodes))
+	for _, live := range []bool{true, false} {
+		if slices.Contains(g.Nodes, h) && up(h) == live {
+			out = append(out, h)
+		}
+		for _, id := range g.Nodes {
+			if id != h && up(id) == live {
+				out = append(out, id)
+			}
 		}
 	}
 	return out
@@ -410,22 +418,22 @@ func (n *Node) ClusterShards(ns string) ([]gateway.ClusterShard, bool) {
 	}
 	out := make([]gateway.ClusterShard, 0, len(s.groups))
 	for _, g := range s.groups {
-		leader := automaton.NodeID("")
-		if l := n.loops[g.Namespace.Name]; l != nil {
-			if p := l.leader.Load(); p != nil {
-				leader = *p
-			}
-		} else {
+		// Live nodes first, the leader before them: a local group's
+		// leader hint, or the leader a remote group's last answer named.
+		ids := n.targets(g)
+		var leader automaton.NodeID
+		if l := n.loops[g.Namespace.Name]; l == nil {
 			n.fwd.mu.Lock()
 			leader = n.fwd.hint[g.Namespace.Name]
 			n.fwd.mu.Unlock()
+		} else if p := l.leader.Load(); p != nil {
+			leader = *p
+			if i := indexOf(ids, leader); i > 0 {
+				ids = append(append([]automaton.NodeID{leader}, ids[:i]...), ids[i+1:]...)
+			}
 		}
 		cs := gateway.ClusterShard{Name: g.Namespace.Name, Slots: g.Slots}
-		ids := append([]automaton.NodeID(nil), g.Nodes...)
-		if i := indexOf(ids, leader); i > 0 {
-			ids[0], ids[i] = ids[i], ids[0]
-		}
-		cs.LeaderKnown = leader != "" && indexOf(ids, leader) == 0
+		cs.LeaderKnown = leader != "" && len(ids) > 0 && ids[0] == leader
 		for _, id := range ids {
 			m := addr[id]
 			cs.Nodes = append(cs.Nodes, gateway.ClusterNode{ID: string(id), Client: m.Client, Self: id == n.id})

@@ -3,7 +3,7 @@ package service
 import "math/rand"
 
 // Simulated is implemented by services the simulator's random clients can
-// drive (`synod sim --service NAME`; the built-in kv, counter, string and
+// drive (`synod-lab sim --service NAME`; the built-in kv, counter, string and
 // matchmakers have their own generators in package sim). The simulator
 // checks the history against the service itself as its sequential
 // specification (check/generic.go), so a deterministic service needs

@@ -93,7 +93,7 @@
 // promised per server session. Result.Digest is a SHA-256 over
 // every delivered input and every output (virtual time, node, kind, bytes),
 // fault events and client outcomes; replaying a seed gives the same digest.
-// The command "synod sim" runs many seeds in parallel and prints the command
+// The command "synod-lab sim" runs many seeds in parallel and prints the command
 // that replays each failing seed (the seed runner is RunSeeds; the CLI's
 // flags are Flags, which ParseArgs also serves to the conformance suite).
 //
@@ -163,7 +163,7 @@
 // to a protocol alone, as a callee: clients mark their requests nested and
 // send each answered one again, later, to a random node.
 //
-// Conformance scenario: `synod sim --protocol paxos-broken-nestedread
+// Conformance scenario: `synod-lab sim --protocol paxos-broken-nestedread
 // --nodes 3 --clients 4 --ops 300 --faults none --keys 2 --nested --seeds
 // 1-2` fails both seeds by check (b) (a copy of a nested read answered by a
 // fresh read); paxos passes them, and passes as the callee of a replicated

@@ -11,7 +11,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// Flags are `synod sim`'s command-line flags. They live here, beside Config,
+// Flags are `synod-lab sim`'s command-line flags. They live here, beside Config,
 // so that the CLI only wires them and so that a protocol can state a
 // simulation it wants run (automaton.Scenario) in the same words a person
 // would type.
@@ -150,7 +150,7 @@ func (v *Flags) Build() (Config, []int64, error) {
 	return cfg, seeds, nil
 }
 
-// ParseArgs parses `synod sim` arguments (without the command name) into a
+// ParseArgs parses `synod-lab sim` arguments (without the command name) into a
 // Config and seeds, as the CLI would.
 func ParseArgs(args []string) (Config, []int64, error) {
 	var v Flags

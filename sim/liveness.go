@@ -21,7 +21,7 @@ import (
 //     would be vacuous: raise Ops or lower T).
 //
 // A failure is reported in Result.Liveness, beside the linearizability
-// verdict, and "synod sim --liveness T" prints it with the seed and the
+// verdict, and "synod-lab sim --liveness T" prints it with the seed and the
 // replay command like a violation.
 
 // DefaultLivenessBound is Config.LivenessBound's default.

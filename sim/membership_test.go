@@ -37,7 +37,7 @@ func TestPaxosMembershipChangesUnderFaults(t *testing.T) {
 // 500 ms election timeout) every operation after heal+bound completes within
 // it. n1 leads at 1 s in seeds 4 and 5; without the hand-off they fail (a get
 // took 535 ms in seed 4), and 69 of seeds 1-200 fail, 0 with it:
-// synod sim --protocol paxos --nodes 3 --clients 4 --ops 3000 --faults none
+// synod-lab sim --protocol paxos --nodes 3 --clients 4 --ops 3000 --faults none
 // --membership remove:n1@1s --liveness 100ms --liveness-bound 300ms --seeds 1-200
 func TestPaxosRemoveLeaderHandsOffWithinElectionTimeout(t *testing.T) {
 	for seed := int64(1); seed <= 6; seed++ {
@@ -76,7 +76,7 @@ func TestParseMembership(t *testing.T) {
 // phase 2 majorities in the bootstrap configuration n1..n3, so after two adds
 // a partition {n1,n2} | {n3,n4,n5} lets the old side decide instances the
 // new configuration never sees. The correct paxos passes the same seeds.
-// Seeds found with: synod sim --protocol paxos-broken-bootquorum --nodes 3
+// Seeds found with: synod-lab sim --protocol paxos-broken-bootquorum --nodes 3
 // --clients 4 --ops 1200 --membership add@1s,add@2s --seeds 1-200 (94,
 // 165, 181, 197 and five more fail since the leader's Accept is Early).
 func TestPaxosBrokenBootQuorumCaughtWithMembership(t *testing.T) {

@@ -213,7 +213,7 @@ func (s *simulator) setMeta(digest string) {
 	}
 }
 
-// Command returns the "synod sim" command line that replays this Config's
+// Command returns the "synod-lab sim" command line that replays this Config's
 // seed. Fields without a command-line flag (MaxAttempts, MaxTime, DrainTime,
 // MaxEvents, ReorderDelay, NoCheck, Trace) are not rendered.
 func (c Config) Command() string {
@@ -221,7 +221,7 @@ func (c Config) Command() string {
 	if err == nil {
 		c = d
 	}
-	args := []string{"synod", "sim",
+	args := []string{"synod-lab", "sim",
 		"--protocol", shellQuote(c.Protocol),
 		"--nodes", fmt.Sprint(c.Nodes),
 		"--clients", fmt.Sprint(c.Clients),

@@ -492,7 +492,7 @@ func TestParseSeeds(t *testing.T) {
 func TestCommandRendersSettings(t *testing.T) {
 	c := Config{Protocol: "abd", Nodes: 3, Clients: 2, Ops: 10, Seed: 5, Keys: 2, Loss: 0.1,
 		ReadMode: automaton.ReadRegular, Params: map[string]string{"b": "2", "a": "x y"}}
-	want := "synod sim --protocol abd --nodes 3 --clients 2 --ops 10 --faults none --latency uniform:1ms:5ms --read-mode regular --keys 2 --loss 0.1 --param 'a=x y' --param b=2 --seeds 5"
+	want := "synod-lab sim --protocol abd --nodes 3 --clients 2 --ops 10 --faults none --latency uniform:1ms:5ms --read-mode regular --keys 2 --loss 0.1 --param 'a=x y' --param b=2 --seeds 5"
 	if got := c.Command(); got != want {
 		t.Errorf("Command:\n got %s\nwant %s", got, want)
 	}

@@ -8,15 +8,22 @@
 //
 //	func main() {
 //		synod.MustRegisterService(Inventory{})
-//		synod.Main() // a full synod: node, cluster up, kv, sim, orca run, bench, ...
+//		synod.Main() // node, cluster up, kv, bench, sim, orca run, mc, ...
 //	}
 //
-// The binary is a full synod plus the user's types: `./mysynod cluster up
+// synod.Main is the full command line, server and workbench: it is
+// cmd/synod-lab's main. The binary is synod-lab plus the user's types, so
+// the types can be simulated and model-checked by the same binary that
+// serves them: `./mysynod cluster up
 // --service inventory --protocol paxos` starts node processes of that same
 // binary, so every node serves the type; `./mysynod sim --service inventory
 // --faults all` runs it in the simulator under faults and checks the
 // history against the type itself as its sequential specification.
-// cmd/synod's own main is synod.Main with nothing registered.
+// cmd/synod-lab's own main is synod.Main with nothing registered. Synod's
+// server binary, cmd/synod, is the lean one (node, cluster, kv, certs,
+// check, bench, image; no plotting, etcd or ZooKeeper client, simulator or
+// experiments); a user's binary built on this package links the workbench
+// too (docs/EXTENDING.md).
 //
 // # One set of types
 //
@@ -58,7 +65,7 @@ package synod
 import (
 	"fmt"
 
-	"github.com/synod-dev/synod/internal/cli"
+	"github.com/synod-dev/synod/internal/lab"
 	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/orca/programs"
 	"github.com/synod-dev/synod/service"
@@ -75,7 +82,7 @@ type (
 	Op = service.Op
 	// Result is an operation's outcome (nil, OK, bytes, integer, error, array).
 	Result = service.Result
-	// Simulated lets `synod sim` drive a data type with random clients.
+	// Simulated lets `synod-lab sim` drive a data type with random clients.
 	Simulated = service.Simulated
 )
 
@@ -129,7 +136,7 @@ var (
 )
 
 // RegisterService makes a data type available by its name, in cluster
-// files (`service: NAME`), `synod cluster up --service NAME` and `synod sim
+// files (`service: NAME`), `synod cluster up --service NAME` and `synod-lab sim
 // --service NAME`. Call it before Main (from init or main). It returns an
 // error for an empty name or one already registered (kv, counter, ...).
 func RegisterService(s Service) error {
@@ -147,7 +154,7 @@ func RegisterService(s Service) error {
 // "orca"). Call it before Main. See orca.RegisterType for what it refuses.
 func RegisterObjectType(t *ObjectType) error { return orca.RegisterType(t) }
 
-// RegisterProgram makes a parallel program runnable by `synod orca run
+// RegisterProgram makes a parallel program runnable by `synod-lab orca run
 // NAME` (simulated, or --live on clusters of this binary's nodes). Call it
 // before Main.
 func RegisterProgram(p Program) error { return programs.RegisterProgram(p) }
@@ -186,7 +193,7 @@ func must(err error) {
 	}
 }
 
-// Main runs Synod's command line (os.Args) with every protocol and
-// everything registered so far, and exits with status 1 on an error. It is
-// cmd/synod's main.
-func Main() { cli.Main() }
+// Main runs Synod's whole command line, the server's commands and the
+// workbench's (os.Args), with every protocol and everything registered so
+// far, and exits with status 1 on an error. It is cmd/synod-lab's main.
+func Main() { lab.Main() }

@@ -1,10 +1,12 @@
-// Command synod runs Synod nodes and local clusters, talks to them, benchmarks,
-// simulates and checks histories. It is synod.Main (package
-// github.com/synod-dev/synod/synod) with nothing added: the subcommands live
-// in internal/cli, and a user's own binary that registers services and object
-// types before calling synod.Main is a full synod too (docs/EXTENDING.md).
+// Command synod is Synod's server binary, the one operators deploy: node,
+// cluster, kv, certs, check, bench (over RESP) and image (package
+// internal/cli). It links no plotting, no etcd or ZooKeeper client and no
+// simulator, model checker or experiment code (TestLeanDeps). The workbench
+// (sim, mc, model, explore, experiment, compare, costs, chaos, orca,
+// durability gen) is cmd/synod-lab; this binary answers those commands
+// with an error naming it.
 package main
 
-import "github.com/synod-dev/synod/synod"
+import "github.com/synod-dev/synod/internal/cli"
 
-func main() { synod.Main() }
+func main() { cli.Main() }

@@ -1,5 +1,5 @@
 // Package image builds Synod's container image with Go alone, without a
-// Docker engine (issue 19 item 7): `synod image --out DIR` compiles a static
+// Docker engine (issue 19 item 7): `synod-lab image --out DIR` compiles a static
 // synod binary (CGO_ENABLED=0) from the module and writes an OCI image with
 // github.com/google/go-containerregistry, as
 //
@@ -113,8 +113,8 @@ func (o *Options) fill() {
 }
 
 // VersionSymbol is the variable `synod --version` prints, set at link
-// time with -X (the command line lives in internal/cli; cmd/synod's main
-// only calls synod.Main).
+// time with -X (the server's command line lives in internal/cli, which
+// cmd/synod's main runs).
 const VersionSymbol = "github.com/synod-dev/synod/internal/cli.version"
 
 // BuildBinary compiles ./cmd/synod of opts.Module into out: static
@@ -170,7 +170,7 @@ func FromBinary(bin string, opts Options) (v1.Image, error) {
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: opts.Created},
-			CreatedBy: "synod image (deploy/image): synod " + opts.Version + " on an empty base",
+			CreatedBy: "synod-lab image (deploy/image): synod " + opts.Version + " on an empty base",
 		},
 	})
 	if err != nil {

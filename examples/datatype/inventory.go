@@ -100,7 +100,7 @@ func (s *stock) Restore(b []byte) error {
 	return nil
 }
 
-// SimMix and SimOp let `synod sim --service inventory` drive the type with
+// SimMix and SimOp let `synod-lab sim --service inventory` drive the type with
 // random clients (synod.Simulated); the simulator checks the history
 // against Inventory itself.
 func (Inventory) SimMix() string { return "count:2,stock:3,take:3" }

@@ -11,7 +11,7 @@ import (
 	_ "github.com/synod-dev/synod/protocol/all"
 )
 
-// quickSubset are the experiments CI runs through `synod experiment run all
+// quickSubset are the experiments CI runs through `synod-lab experiment run all
 // --quick`'s code path: simulated or model-only ones, seconds each, one per
 // kind of judgement at least. The full quick pass of every experiment is
 // the command (docs/REPRODUCTION.md).

@@ -81,7 +81,7 @@ func (p *Partition) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	return cells, nil
 }
 
-// simArgs are the `synod sim` flags of a cell.
+// simArgs are the `synod-lab sim` flags of a cell.
 func (p *Partition) simArgs(proto, faults, seeds string) []string {
 	return []string{"--protocol", proto, "--nodes", strconv.Itoa(p.Nodes), "--clients", "4",
 		"--ops", strconv.Itoa(p.Ops), "--faults", faults, "--seeds", seeds}
@@ -189,7 +189,7 @@ func (p *Partition) Report() experiment.ReportSpec {
 		Notes: []string{
 			"crash-stop = " + models[0].doc + "; partitions = " + models[1].doc + ".",
 			"A violation is a history the checker proves not linearizable, a broken protocol invariant, or replicas",
-			"whose states diverge. Each is printed with the `synod sim` command that replays it.",
+			"whose states diverge. Each is printed with the `synod-lab sim` command that replays it.",
 		},
 	}
 }

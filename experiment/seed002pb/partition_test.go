@@ -52,7 +52,7 @@ func TestPartitionContrast(t *testing.T) {
 			t.Errorf("paxos broke under %s: %v", faults, c.Labels["replay"])
 		case proto == "pb" && faults == "crash-stop" && v != 0:
 			t.Errorf("pb broke under crash-stop faults: %v", c.Labels["replay"])
-		case v > 0 && !strings.Contains(c.Labels["replay"], "synod sim --protocol "+proto):
+		case v > 0 && !strings.Contains(c.Labels["replay"], "synod-lab sim --protocol "+proto):
 			t.Errorf("cell %s: violations without a replay command: %q", c.Key, c.Labels["replay"])
 		}
 	}

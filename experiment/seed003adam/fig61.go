@@ -83,7 +83,7 @@ func (f *Fig61) RunCell(_ context.Context, env *experiment.Env, c experiment.Cel
 	r := simRun{strategy: string(s.s), groups: s.g, threads: s.k, cores: 8, nodes: 3,
 		clients: clients, ops: ops, batch: f.Batch, local: 10 * time.Millisecond, remote: 10 * time.Millisecond,
 		merkle: "real", seed: f.SimSeed + int64(env.Rep)}
-	out.Labels["replay"] = "synod sim " + strings.Join(r.args(), " ")
+	out.Labels["replay"] = "synod-lab sim " + strings.Join(r.args(), " ")
 	if err := r.run(&out); err != nil {
 		return out, err
 	}
@@ -164,7 +164,7 @@ func (f *Fig61) Report() experiment.ReportSpec {
 				Metric: mLatency, YLabel: "latency (ms)", X: "clients", XLabel: "closed-loop clients", Series: []string{"strategy"}},
 		},
 		Notes: []string{
-			"sim: protocol/adam on 3 nodes (execution replicas and verifiers co-located), 8 virtual cores each, local_cost 10 ms, merkle real with adam's default hash_cost (0) and timeout (100 ms); network 100 µs each way; callee: paxos on 3 nodes, every answer 10 ms later (--callee-delay constant:10ms); closed-loop clients sending SETs (one nested request each) without think time; no faults; invariants checked, histories not (the conformance suite does that); the replay label is the `synod sim` command of the cell",
+			"sim: protocol/adam on 3 nodes (execution replicas and verifiers co-located), 8 virtual cores each, local_cost 10 ms, merkle real with adam's default hash_cost (0) and timeout (100 ms); network 100 µs each way; callee: paxos on 3 nodes, every answer 10 ms later (--callee-delay constant:10ms); closed-loop clients sending SETs (one nested request each) without think time; no faults; invariants checked, histories not (the conformance suite does that); the replay label is the `synod-lab sim` command of the cell",
 			"configurations as the seed's: naive 1 thread, spm 3 threads (\"equivalent to our implementation using three groups\"), walls 8 threads, ppm 3 groups x 8 threads",
 			"steady state: answers between the 10th and 90th percentile of answer times (warm-up and drain excluded); `req/s incl. warm-up` divides every answer by the whole simulated run",
 			"fig61-latency-throughput.png is the seed's kind of graph (mean latency against steady throughput, a point per client count, the seed's peaks as triangles on the axis), drawn by the sweep's last cell; fig61-tput and fig61-latency show the same cells against the client count; a batch starts when the previous one has finished, so a full batch needs more clients than threads",

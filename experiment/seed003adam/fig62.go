@@ -94,7 +94,7 @@ func (f *Fig62) RunCell(_ context.Context, env *experiment.Env, c experiment.Cel
 	}
 	k, _ := strconv.Atoi(c.Get("threads"))
 	r := unreplicated(c.Get("strategy"), k, local, remote, f.HashCost, "real", f.SimSeed+int64(env.Rep), env.Quick)
-	out.Labels["replay"] = "synod sim " + strings.Join(r.args(), " ")
+	out.Labels["replay"] = "synod-lab sim " + strings.Join(r.args(), " ")
 	if err := r.run(&out); err != nil {
 		return out, err
 	}

@@ -90,7 +90,7 @@ func (f *Fig63) RunCell(_ context.Context, env *experiment.Env, c experiment.Cel
 		out.Labels["source"] = "sim, hash_cost " + f.measured.String() + " measured here"
 	}
 	r := unreplicated(c.Get("strategy"), k, 10*time.Millisecond, 10*time.Millisecond, hash, tree, f.SimSeed+int64(env.Rep), env.Quick)
-	out.Labels["replay"] = "synod sim " + strings.Join(r.args(), " ")
+	out.Labels["replay"] = "synod-lab sim " + strings.Join(r.args(), " ")
 	if err := r.run(&out); err != nil {
 		return out, err
 	}

@@ -37,7 +37,7 @@ type simRun struct {
 	seed                    int64
 }
 
-// args are the `synod sim` arguments of the run: the command that replays
+// args are the `synod-lab sim` arguments of the run: the command that replays
 // a cell.
 func (r simRun) args() []string {
 	a := []string{"--protocol", adamProtocol, "--nodes", strconv.Itoa(r.nodes + r.verifiers),

@@ -51,9 +51,10 @@ The driver cannot know the target's durability; state it with --durability-label
 client knows every --addr and follows the leader); --conns N shares N clients,
 --pipeline P pipelines P clients' requests on one client's Pipeline streams.
 
---target etcd or --target zookeeper drives etcd (v3 API; linearizable gets) or
-ZooKeeper (set = setData, created on first write; get = sync then getData)
-through their own client libraries instead of RESP, one session per client.`,
+In synod-lab (the workbench binary), --target etcd or --target zookeeper
+drives etcd (v3 API; linearizable gets) or ZooKeeper (set = setData, created
+on first write; get = sync then getData) through their own client libraries
+instead of RESP, one session per client; the server binary links neither.`,
 		Example: `  synod bench --addr 127.0.0.1:6379 --workload seed001 --duration 30s --durability-label "redis, no persistence"
   synod bench --addr 127.0.0.1:7001,127.0.0.1:7002 --ns kv --read-mode regular --rate 5000 --duration 1m --json out.json
   synod bench --addr 127.0.0.1:7001 --ops 10000 --history h.json && synod check h.json`,
@@ -139,7 +140,7 @@ through their own client libraries instead of RESP, one session per client.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&target, "target", "resp", "client adapter: "+benchTargets+" (etcd: v3 API, linearizable gets; zookeeper: sync+getData gets)")
+	f.StringVar(&target, "target", "resp", "client adapter: resp, grpc (Synod's gRPC API); in synod-lab also etcd (v3 API, linearizable gets) and zookeeper (sync+getData gets)")
 	f.StringVar(&addr, "addr", strings.Join(def.Addrs, ","), "server address host:port, or several separated by commas (clients spread round-robin)")
 	f.DurationVar(&duration, "duration", 0, "length of the measured phase (default 10s when --ops is not given)")
 	f.Int64Var(&ops, "ops", 0, "number of operations to measure (open loop: arrivals); with --duration, stop at whichever comes first")

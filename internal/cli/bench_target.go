@@ -3,19 +3,28 @@ package cli
 import (
 	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/synod-dev/synod/bench"
 )
 
-// benchTargets lists the values of synod bench --target.
-const benchTargets = "resp, grpc, etcd, zookeeper"
+// BenchTargets are the client adapters of synod bench --target besides
+// resp and grpc: the workbench (internal/lab) adds etcd and zookeeper, whose
+// client libraries the server binary does not link. Each makes cfg's
+// TargetFactory from cfg (its OpTimeout).
+var BenchTargets = map[string]func(cfg *bench.Config) bench.TargetFactory{}
+
+// peerTargets are the --target values the workbench adds.
+var peerTargets = []string{"etcd", "zookeeper"}
 
 // applyBenchTarget points cfg at the client adapter named by --target: resp
 // (Synod or any Redis-protocol server, the default), grpc (Synod's gRPC API
 // through the Go client; --pipeline P pipelines P clients on one client's
-// streams), etcd (v3 API, linearizable
-// gets) or zookeeper (sync + getData gets, keys under bench.DefaultZooKeeperRoot).
-// The Synod-only and Redis-only settings are refused for etcd and ZooKeeper.
+// streams) or one of BenchTargets (in synod-lab: etcd, v3 API, linearizable
+// gets; zookeeper, sync + getData gets, keys under
+// peers.DefaultZooKeeperRoot). The Synod-only and Redis-only settings are
+// refused for etcd and ZooKeeper.
 func applyBenchTarget(name string, cfg *bench.Config) error {
 	switch name {
 	case "", "resp":
@@ -27,24 +36,25 @@ func applyBenchTarget(name string, cfg *bench.Config) error {
 		cfg.TargetName = bench.TargetGRPC
 		cfg.NewTarget = bench.GRPCFactory(grpcBenchOptions(cfg, false))
 		return nil
-	case "etcd", "zookeeper":
-		for _, s := range []struct{ flag, val string }{{"--password", cfg.Password}, {"--ns", cfg.Namespace}, {"--read-mode", cfg.ReadMode}} {
-			if s.val != "" {
-				return fmt.Errorf("%s applies to --target resp only, not %s", s.flag, name)
-			}
-		}
-		if cfg.Leader {
-			return fmt.Errorf("--leader applies to --target resp only, not %s", name)
-		}
-		cfg.TargetName = name
-		if name == "etcd" {
-			cfg.NewTarget = bench.EtcdFactory(bench.EtcdOptions{Timeout: cfg.OpTimeout})
-		} else {
-			cfg.NewTarget = bench.ZooKeeperFactory(bench.ZooKeeperOptions{Timeout: cfg.OpTimeout})
-		}
-		return nil
 	}
-	return fmt.Errorf("unknown --target %q (want one of: %s)", name, benchTargets)
+	factory, ok := BenchTargets[name]
+	if !ok {
+		if slices.Contains(peerTargets, name) {
+			return fmt.Errorf("--target %s is in synod-lab, the workbench binary (the server binary links no %s client): go build -o bin/synod-lab ./cmd/synod-lab", name, name)
+		}
+		return fmt.Errorf("unknown --target %q (want resp, grpc, or in synod-lab: %s)", name, strings.Join(peerTargets, ", "))
+	}
+	for _, s := range []struct{ flag, val string }{{"--password", cfg.Password}, {"--ns", cfg.Namespace}, {"--read-mode", cfg.ReadMode}} {
+		if s.val != "" {
+			return fmt.Errorf("%s applies to --target resp only, not %s", s.flag, name)
+		}
+	}
+	if cfg.Leader {
+		return fmt.Errorf("--leader applies to --target resp only, not %s", name)
+	}
+	cfg.TargetName = name
+	cfg.NewTarget = factory(cfg)
+	return nil
 }
 
 // applyBenchConns arranges the clients' connections as --conns (or

@@ -13,7 +13,17 @@ import (
 	"github.com/synod-dev/synod/gateway/grpcserver"
 )
 
+// withPeerTarget registers a bench target named name for the test, as the
+// workbench registers etcd and zookeeper.
+func withPeerTarget(t *testing.T, name string) {
+	BenchTargets[name] = func(*bench.Config) bench.TargetFactory {
+		return func(context.Context, string, int) (bench.Target, error) { return nil, nil }
+	}
+	t.Cleanup(func() { delete(BenchTargets, name) })
+}
+
 func TestApplyBenchTarget(t *testing.T) {
+	withPeerTarget(t, "testpeer")
 	for _, name := range []string{"", "resp"} {
 		cfg := bench.DefaultConfig()
 		cfg.Namespace = "kv"
@@ -21,7 +31,7 @@ func TestApplyBenchTarget(t *testing.T) {
 			t.Fatalf("%q: err %v, target %q", name, err, cfg.TargetName)
 		}
 	}
-	for _, name := range []string{"etcd", "zookeeper"} {
+	for _, name := range []string{"testpeer"} {
 		cfg := bench.DefaultConfig()
 		if err := applyBenchTarget(name, &cfg); err != nil || cfg.NewTarget == nil || cfg.TargetName != name {
 			t.Fatalf("%q: err %v, target %q", name, err, cfg.TargetName)
@@ -35,6 +45,13 @@ func TestApplyBenchTarget(t *testing.T) {
 	cfg := bench.DefaultConfig()
 	if err := applyBenchTarget("consul", &cfg); err == nil || !strings.Contains(err.Error(), "etcd") {
 		t.Fatalf("unknown target: %v", err)
+	}
+	// The server binary does not link etcd's or ZooKeeper's client: it
+	// names the binary that does.
+	for _, name := range []string{"etcd", "zookeeper"} {
+		if err := applyBenchTarget(name, &cfg); err == nil || !strings.Contains(err.Error(), "synod-lab") {
+			t.Fatalf("%s in the server binary: %v", name, err)
+		}
 	}
 }
 
@@ -109,12 +126,13 @@ func TestApplyBenchConns(t *testing.T) {
 			t.Errorf("%q/%d: %v, want an error saying %q", c.conns, c.pipeline, err, c.want)
 		}
 	}
+	withPeerTarget(t, "testpeer")
 	cfg = bench.DefaultConfig()
-	if err := applyBenchTarget("etcd", &cfg); err != nil {
+	if err := applyBenchTarget("testpeer", &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := applyBenchConns("pipeline:4", 0, true, false, false, &cfg); err == nil || !strings.Contains(err.Error(), "does not pipeline") {
-		t.Errorf("etcd pipelined: %v", err)
+		t.Errorf("a peer target pipelined: %v", err)
 	}
 }
 

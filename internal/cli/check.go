@@ -47,7 +47,7 @@ extension). It exits non-zero unless the history is linearizable.`,
 				model = c
 			}
 			if model == automaton.EventuallySerializable {
-				return fmt.Errorf("%s: protocol %s is eventually serializable; its check needs the replicas' final orders, which only the simulator has (synod sim)", path, h.Meta["protocol"])
+				return fmt.Errorf("%s: protocol %s is eventually serializable; its check needs the replicas' final orders, which only the simulator has (synod-lab sim)", path, h.Meta["protocol"])
 			}
 			if model != automaton.Linearizable {
 				fmt.Fprintf(out, "protocol %s promises %s consistency: checking that\n", h.Meta["protocol"], model)

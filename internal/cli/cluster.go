@@ -40,7 +40,7 @@ with "synod cluster down".`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			up.Dir = dir
 			var err error
-			if up.Params, err = parseParams(upParams); err != nil {
+			if up.Params, err = ParseParams(upParams); err != nil {
 				return err
 			}
 			up.Extra = append(up.Extra, calleeNamespaces(up)...)
@@ -233,8 +233,8 @@ dead node is removed the same way.`,
 	rootCmd.AddCommand(clusterCmd)
 }
 
-// parseParams reads --param name=value flags.
-func parseParams(kvs []string) (map[string]string, error) {
+// ParseParams reads --param name=value flags.
+func ParseParams(kvs []string) (map[string]string, error) {
 	if len(kvs) == 0 {
 		return nil, nil
 	}

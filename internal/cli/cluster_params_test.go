@@ -25,11 +25,11 @@ func TestCalleeNamespacesAndParams(t *testing.T) {
 	if got := calleeNamespaces(cluster.UpOptions{Protocol: "paxos"}); len(got) != 0 {
 		t.Fatalf("paxos: %+v", got)
 	}
-	p, err := parseParams([]string{"cores=4", "x=a=b"})
+	p, err := ParseParams([]string{"cores=4", "x=a=b"})
 	if err != nil || p["cores"] != "4" || p["x"] != "a=b" {
-		t.Fatalf("parseParams: %v %v", p, err)
+		t.Fatalf("ParseParams: %v %v", p, err)
 	}
-	if _, err := parseParams([]string{"cores"}); err == nil {
-		t.Fatal("parseParams accepted a flag without '='")
+	if _, err := ParseParams([]string{"cores"}); err == nil {
+		t.Fatal("ParseParams accepted a flag without '='")
 	}
 }

@@ -3,7 +3,7 @@
 // of the time for a learner to learn a client's request, P{L_c ≤ x} (Classic)
 // and P{L_f ≤ x} (Fast), and the probability that concurrent requests collide,
 // for independent link latencies drawn from a Pareto distribution or from a
-// recorded trace. It is pure computation; `synod model fastpaxos` prints and
+// recorded trace. It is pure computation; `synod-lab model fastpaxos` prints and
 // plots it, and the experiment seed002-fast-vs-classic-model sets the seed's
 // claims beside it. (The protocol is protocol/fastpaxos, a different package.)
 //
@@ -107,7 +107,7 @@
 // The seed's empirical distributions come from NWS traces on the GrADS testbed
 // (August–October 2002: TCP connect, send 4 bytes, receive 4 bytes, close).
 // Those traces are not available to us. We use traces we record ourselves with
-// `synod model record-trace` (package trace): the same NWS-style probe against
+// `synod-lab model record-trace` (package trace): the same NWS-style probe against
 // an echo server on 127.0.0.1, shipped in model/fastpaxos/traces/ with a README
 // saying how they were recorded. A trace is one latency in ms per line (see
 // ReadTrace); Empirical turns it into a continuous distribution.

@@ -8,7 +8,7 @@ import (
 
 // Monte Carlo: the same model simulated message by message, with a fixed seed.
 // It cross-checks the numerical computation (the tests) and is the method
-// `synod model fastpaxos --monte-carlo N` prints beside it.
+// `synod-lab model fastpaxos --monte-carlo N` prints beside it.
 
 func sample(d Dist, r *rand.Rand) float64 { return d.Quantile(r.Float64()) }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Live runs: the same programs against a real cluster (synod orca run
+// Live runs: the same programs against a real cluster (synod-lab orca run
 // --live), each process a client of one node (its own connection, so the
 // node is the process's processor in Figure 1's sense and the runtime's
 // sequential consistency, promised to a client that stays on its node,

@@ -18,7 +18,7 @@ import (
 )
 
 // liveCluster starts n nodes of rt's protocol over the orca service on
-// loopback, in this process (synod orca run --live starts processes), and
+// loopback, in this process (synod-lab orca run --live starts processes), and
 // returns their gRPC addresses.
 func liveCluster(t *testing.T, rt programs.Runtime, n int) []string {
 	t.Helper()

@@ -24,10 +24,10 @@ import (
 //     text is printed; an error fails the run.
 //
 // A Process's Must panics on an error answer; the runners report it as the
-// run's error. `synod orca run NAME` runs a registered program.
+// run's error. `synod-lab orca run NAME` runs a registered program.
 type Program struct {
 	Name   string
-	Doc    string // one line, for `synod orca run --help`
+	Doc    string // one line, for `synod-lab orca run --help`
 	Setup  func(p Process) error
 	Worker func(p Process, i, n int) error
 	Finish func(p Process, n int) (string, error)
@@ -35,7 +35,7 @@ type Program struct {
 
 var known = registry.New[Program]("orca program")
 
-// RegisterProgram makes p runnable by name (`synod orca run NAME`). Call
+// RegisterProgram makes p runnable by name (`synod-lab orca run NAME`). Call
 // it from init or before synod.Main. The built-in tsp and asp are not in
 // this registry (they have their own flags); their names are refused.
 func RegisterProgram(p Program) error {

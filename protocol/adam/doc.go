@@ -213,4 +213,12 @@
 //	conflicts   one of service, loose          service                loose: nestedkv-loose's incomplete declaration (a SET's second step declared a read of its key), to make replicas diverge
 //	commission  comma-separated list           ""                     as eve's: nodes whose executions are corrupted
 //	observe     string                         ""                     as eve's: the name of an eve.Recorder collecting the nodes' counters
+//
+// # Node symmetry (model checking)
+//
+// Not declared, for eve's reasons (adam is eve's engine with nested
+// calls): ballots (round, node) order leaders by node position. A nested
+// call's client id is derived from the caller's namespace and request,
+// not from a node, so this is the only obstacle; adam also has no fast
+// path (automaton.ModelStater).
 package adam

@@ -147,4 +147,10 @@
 //
 // Unknown parameters are errors. The table is generated from the
 // parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
+//
+// # Node symmetry (model checking)
+//
+// Not declared. The lowest-numbered node a node hears from proposes,
+// and views are ballots (round, node) compared lexicographically: node
+// positions decide who leads, so no two nodes are interchangeable.
 package blocking

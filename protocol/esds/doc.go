@@ -479,4 +479,12 @@
 // Unknown parameters are errors. esds-unopt's variant defaults to unopt.
 // The table is generated from the parser's (protocol/proto.Spec.Doc) and
 // TestParamDoc keeps it so.
+//
+// # Node symmetry (model checking)
+//
+// Not declared. A replica labels operations (counter + 1, replica), and
+// labels order operations by counter then replica position (the stable
+// order every replica converges to), so renaming replicas reorders
+// concurrent operations: a renamed state does not have the renamed
+// future.
 package esds

@@ -35,6 +35,12 @@ type protocol struct {
 
 func (p protocol) Name() string { return p.name }
 
+// StepsClientBatches implements automaton.BatchStepper: a ClientBatch's
+// requests are submitted one after the other in one step (each request_c
+// as alone), and the step's messages to one peer leave as one batch
+// message (msg.go, kindBatch).
+func (p protocol) StepsClientBatches() bool { return true }
+
 // Describe implements automaton.Describer: for a broken variant, what it
 // breaks and what catches it.
 func (p protocol) Describe() string {
@@ -363,12 +369,19 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	} else {
 		clear(a.dirty)
 	}
+	batch := false
 	switch in := in.(type) {
 	case automaton.Start:
 		a.onStart(in)
 	case automaton.ClientRequest:
 		a.receiveRequest(in.Req)
+	case automaton.ClientBatch:
+		batch = true
+		for _, req := range in.Reqs {
+			a.receiveRequest(req)
+		}
 	case automaton.PeerMessage:
+		batch = len(in.Msg) > 1 && in.Msg[1] == kindBatch
 		a.onMessage(in.From, in.Msg)
 	case automaton.TimerFired:
 		switch {
@@ -390,6 +403,12 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	}
 	out := append(a.out, a.post...)
 	a.out, a.post = nil, nil
+	if batch {
+		// A batch's messages to one peer leave as one (only in batch
+		// steps: other steps' outputs, and the digests pinned for them,
+		// stay as they were).
+		out = header.Coalesce(out, kindBatch)
+	}
 	return out
 }
 

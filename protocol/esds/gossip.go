@@ -18,11 +18,32 @@ import (
 // (stream.go), merges the sender's removed set, and hands the message to
 // receiveGossip, directly (full-state gossip, idempotent) or through the
 // stream layer (incremental gossip, which must arrive complete and in order).
+//
+// A batch message (msg.go, kindBatch) is opened and each of its messages
+// handled as if it had arrived alone, in order.
 func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
 	j, ok := a.index[from]
 	if !ok || j == a.self || a.removed&(1<<j) != 0 {
 		return // not a member: ignore
 	}
+	if len(b) < 2 || b[1] != kindBatch {
+		a.onMessage1(j, b)
+		return
+	}
+	msgs, err := header.SplitBatch(b, kindBatch)
+	if err != nil {
+		return // corrupt: drop
+	}
+	for _, m := range msgs {
+		if a.removed&(1<<j) != 0 {
+			return // a message of the batch removed the sender
+		}
+		a.onMessage1(j, m)
+	}
+}
+
+// onMessage1 handles one message from member j.
+func (a *ESDS) onMessage1(j int, b []byte) {
 	m, err := unmarshal(b)
 	if err != nil {
 		return // corrupt: drop (gossip is retransmitted)

@@ -62,6 +62,12 @@ const (
 	kindReject   = 7
 	kindInitiate = 8
 	kindDone     = 9
+	// kindBatch carries several of the above to one peer, in a step that
+	// handled a client batch or a batch message (the front end's requests
+	// to a replica, a replica's responses): protocol/proto's batch message
+	// (Header.Coalesce, SplitBatch). Added after version 1's nine kinds,
+	// whose encodings are unchanged.
+	kindBatch = 10
 )
 
 // reservationKind reports whether kind is one of impl=simple's messages.
@@ -69,7 +75,7 @@ func reservationKind(kind byte) bool { return kind >= kindReserve && kind <= kin
 
 // header is the messages' and operation records' version 1 header.
 var header = proto.Header{Protocol: "esds", Version: 1, Kinds: []string{"stream", "full", "request", "response",
-	"reserve", "grant", "reject", "initiate", "done"}}
+	"reserve", "grant", "reject", "initiate", "done", "batch"}}
 
 const (
 	flagDone  = 1 // the sender has done the operation (it carries a label)

@@ -29,6 +29,14 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			"--param", "replicas=n1,n2,n3", "--param", "resend=60ms"}
 		sc = append(sc, automaton.Scenario{Name: "front-end-only nodes: 3 replicas + 2 front ends", Args: feo, Seeds: "1-2"},
 			automaton.Scenario{Name: "front-end-only nodes, send=all", Args: append(feo, "--param", "send=all"), Seeds: "1"})
+		// Client batches (sim --batch-window, as a live node steps the
+		// requests of one pass over its inbox together): many requests
+		// per step, and, from front-end-only nodes sending to every
+		// replica, their requests and the responses as one batch message
+		// per peer (msg.go, kindBatch), under every fault.
+		batch := []string{"--clients", "16", "--batch-window", "2ms"}
+		sc = append(sc, automaton.Scenario{Name: "client batches", Args: append(append([]string(nil), args...), batch...), Seeds: "1-2"},
+			automaton.Scenario{Name: "client batches, front-end-only nodes, send=all", Args: append(append(append([]string(nil), feo...), "--param", "send=all"), batch...), Seeds: "1-2"})
 	}
 	return sc
 }

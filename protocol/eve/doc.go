@@ -228,4 +228,12 @@
 //	conflicts   one of service, loose  service                service: the service's own conflict keys; loose: shardedkv-loose's incomplete declaration (set declared a read), to make replicas diverge
 //	observe     string                 ""                     the name of a Recorder (NewRecorder) that collects the nodes' counters (experiments, tests)
 //	commission  comma-separated list   ""                     nodes whose executions are corrupted (fault injection: a commission failure)
+//
+// # Node symmetry (model checking)
+//
+// Not declared. The leader and the verifiers' order come from ballots
+// (round, node) ordered by node position, and a leader's batch is
+// executed and verified against node-indexed tokens: renaming nodes
+// changes who leads and whose results win. eve also has no fast path
+// (automaton.ModelStater), which mc's node symmetry needs.
 package eve

@@ -200,4 +200,13 @@
 // overrides a value chosen on the fast path, which "at most one value
 // chosen per instance" reports; with 3 nodes it cannot (a fast value there
 // has every acceptor's vote, so every report agrees).
+//
+// # Node symmetry (model checking)
+//
+// Not declared. A ballot's node part names the round's owner (2k for
+// node k's fast round, 2k+1 for its classic recovery round) and ballots
+// order by round then node, so which coordinator's recovery wins depends
+// on node positions: renamed states do not have renamed futures. fastpaxos
+// also has no fast path (automaton.ModelStater), which mc's node symmetry
+// needs.
 package fastpaxos

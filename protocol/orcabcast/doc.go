@@ -129,4 +129,11 @@
 // retransmit, large_bytes, state_after, snapshot_every, max_history,
 // resilience, elect_after: see
 // DefaultParams (`synod sim --help`).
+//
+// # Node symmetry (model checking)
+//
+// Not declared. The first node boots as sequencer of ballot 0 and a
+// ballot b is owned by node b mod N, so the node
+// positions decide who sequences after each election: no two nodes are
+// interchangeable.
 package orcabcast

@@ -72,4 +72,11 @@
 // a lock-and-update, before the primary has every acknowledgement: for a
 // while one copy serves the new version and another the old one. The
 // invariant readable-copies-agree catches it.
+//
+// # Node symmetry (model checking)
+//
+// Not declared. An object's first primary copy is placed by a hash of
+// its name over the nodes (InitialPrimary), so a node's position decides
+// which objects it holds: renaming nodes moves objects, and the renamed
+// state is not one this protocol reaches from the renamed start.
 package orcaprimary

@@ -440,4 +440,15 @@
 // n3, n4, n5 (a majority of the new configuration) never sees, and
 // acknowledged writes are lost. The simulator catches it with
 // --membership add@1s,add@2s (sim/membership_test.go).
+//
+// # Node symmetry (model checking)
+//
+// Not declared. A ballot is (round, node): two candidates of one round
+// are ordered by their positions in the configuration, so renaming two
+// nodes that may both campaign changes which of them wins, and a renamed
+// state does not have the renamed future (the argument protocol/abd's
+// modelsym.go makes for ABD's tags). Followers whose election timers
+// never fire would be interchangeable, but which timers fire is the
+// search's choice, not the model's declaration, and the fast path
+// (modelstate.go) has no renamed encoding (automaton.ModelNodeRenamer).
 package paxos

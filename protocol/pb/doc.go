@@ -243,4 +243,13 @@
 //
 // Unknown parameters are errors. The table is generated from the parser's
 // (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
+//
+// # Node symmetry (model checking)
+//
+// Not declared. The replicas form an ordered list (the first the
+// primary, the second the senior backup, which takes over) and a backup
+// that takes over names itself in the view (round, position + 1): node
+// positions decide who succeeds whom, so no two nodes are
+// interchangeable. In pb's declared model (a primary and one backup)
+// there is no pair to rename anyway.
 package pb

@@ -229,4 +229,10 @@
 // --nodes 3 --clients 4 --ops 300 --faults crash,dup,reorder,slow --param
 // mapping=pbdb --seeds 1-2`; TestAllOrNothing;
 // testdata/matchmaker_commit_crash.txt).
+//
+// # Node symmetry (model checking)
+//
+// Not declared, for pb's reasons: the first node is the primary at
+// boot and views (round, node) order takeovers by node position; its
+// declared model has a primary and one backup.
 package pbdurable

@@ -172,4 +172,12 @@
 //	expiry_period     positive duration           100ms   leader proposes removing expired keys (expiry.go)
 //
 // Unknown parameters are errors; TestParamDoc keeps the table the parser's.
+//
+// # Node symmetry (model checking)
+//
+// Not declared. Ballots are proto.Ballot (round, node): a takeover
+// under equal rounds is decided by node position, so nodes that may run
+// for primary are not interchangeable; the others are only while their
+// timers do not fire, which the search chooses. pbpaxos also has no fast
+// path (automaton.ModelStater), which mc's node symmetry needs.
 package pbpaxos

@@ -135,4 +135,14 @@
 //
 // Unknown parameters are errors. The table is generated from the
 // parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
+//
+// # Node symmetry (model checking)
+//
+// Holds for the forwarders and is not declared: the server is the first
+// node and every other node only forwards to it, so n2..nN are
+// interchangeable (with client targets renamed along). mc's node
+// symmetry needs the fast path encodings (automaton.ModelStater and
+// ModelNodeRenamer), which unreplicated does not have; with its one server
+// the reduction would save at most (N-1)! of a model that already
+// exhausts in about a hundred states (mc/FIGURES.md).
 package unreplicated

@@ -16,7 +16,7 @@
 // database. synod.go is the service as Synod serves it (gridmatchmaker).
 package matchmaker
 
-//go:generate go run ../../../cmd/synod durability gen --dir . --object MachineQueue --object AccountSet --service Service --mapping pbdb.yaml
+//go:generate go run ../../../cmd/synod-lab durability gen --dir . --object MachineQueue --object AccountSet --service Service --mapping pbdb.yaml
 
 // Machine is one advertised machine.
 type Machine struct {

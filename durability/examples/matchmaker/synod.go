@@ -9,7 +9,7 @@ import (
 )
 
 // ServiceName is the seed's Matchmaker as a Synod service (cluster files,
-// `synod sim --service`, SYNOD OP). Synod's own "matchmaker" (package
+// `synod-lab sim --service`, SYNOD OP). Synod's own "matchmaker" (package
 // service) is chapter III's nondeterministic one; this is chapter IV's,
 // deterministic (the first suitable machine), with the two state objects
 // whose durability a mapping chooses.

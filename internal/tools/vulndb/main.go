@@ -20,7 +20,8 @@
 // (fixed by a go.mod upgrade). One in the standard library is printed as a
 // warning naming the Go release that fixes it, and fails only with
 // -strict-stdlib: it depends on the Go toolchain the tests run with, not on
-// the repository.
+// the repository. scripts/test passes -strict-stdlib, since go.mod's
+// toolchain line (with GOTOOLCHAIN=auto) names that toolchain.
 package main
 
 import (

@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/cluster"
+	"github.com/synod-dev/synod/internal/cli"
 	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/orca/programs"
 )
@@ -23,7 +24,7 @@ func init() {
 		Short: "Orca parallel programs over shared data-objects (seed 004: TSP, ASP)",
 	}
 	orcaCmd.AddCommand(orcaRunCmd())
-	rootCmd.AddCommand(orcaCmd)
+	cli.AddCommand(orcaCmd)
 }
 
 func orcaRunCmd() *cobra.Command {

@@ -1,8 +1,11 @@
-package bench
+package peers
 
 import (
 	"context"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -36,7 +39,7 @@ func TestZooKeeperTargetErrors(t *testing.T) {
 	if _, err := NewZooKeeperTarget(context.Background(), "127.0.0.1:1", ZooKeeperOptions{Root: "/a/"}); err == nil || !strings.Contains(err.Error(), "root") {
 		t.Fatalf("bad root: %v", err)
 	}
-	srv := newFakeServer(t) // speaks RESP, never completes a ZooKeeper handshake
+	srv := newSilentServer(t) // accepts TCP, never completes a ZooKeeper handshake
 	start := time.Now()
 	_, err := NewZooKeeperTarget(context.Background(), srv.addr(), ZooKeeperOptions{Timeout: 300 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), srv.addr()) {
@@ -50,7 +53,7 @@ func TestZooKeeperTargetErrors(t *testing.T) {
 // An etcd target reports a member that does not answer as a connect error
 // naming it, within its timeout.
 func TestEtcdTargetConnectError(t *testing.T) {
-	srv := newFakeServer(t) // accepts TCP, speaks no HTTP/2
+	srv := newSilentServer(t) // accepts TCP, speaks no HTTP/2
 	start := time.Now()
 	_, err := NewEtcdTarget(context.Background(), srv.addr(), EtcdOptions{Timeout: 300 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), srv.addr()) {
@@ -60,3 +63,45 @@ func TestEtcdTargetConnectError(t *testing.T) {
 		t.Fatalf("gave up after %v, timeout was 300ms", d)
 	}
 }
+
+// silentServer accepts connections on 127.0.0.1 and reads from them without
+// ever answering: a peer system that does not complete its handshake.
+type silentServer struct{ ln net.Listener }
+
+func newSilentServer(t *testing.T) *silentServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() { defer wg.Done(); io.Copy(io.Discard, c) }()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return &silentServer{ln}
+}
+
+func (s *silentServer) addr() string { return s.ln.Addr().String() }

@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"fmt"
@@ -7,9 +7,10 @@ import (
 
 	"github.com/synod-dev/synod/durability"
 	"github.com/synod-dev/synod/durability/gen"
+	"github.com/synod-dev/synod/internal/cli"
 )
 
-// `synod durability gen`: the durability compiler (seed 002 IV.C.4,
+// `synod-lab durability gen`: the durability compiler (seed 002 IV.C.4,
 // package durability/gen).
 func init() {
 	durCmd := &cobra.Command{
@@ -46,7 +47,7 @@ With --check it only reports whether the file on disk is up to date.`,
 					return err
 				}
 				if stale {
-					return fmt.Errorf("durability gen: %s/%s is stale; run synod durability gen", o.Dir, o.Output)
+					return fmt.Errorf("durability gen: %s/%s is stale; run synod-lab durability gen", o.Dir, o.Output)
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), "up to date")
 				return nil
@@ -66,5 +67,5 @@ With --check it only reports whether the file on disk is up to date.`,
 	genCmd.Flags().StringVar(&o.Output, "out", gen.DefaultOutput, "the generated file's name, in --dir")
 	genCmd.Flags().BoolVar(&check, "check", false, "only check that the generated file is up to date")
 	durCmd.AddCommand(genCmd)
-	rootCmd.AddCommand(durCmd)
+	cli.AddCommand(durCmd)
 }

@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synod-dev/synod/internal/cli"
 	"github.com/synod-dev/synod/nemesis"
 )
 
@@ -35,15 +36,15 @@ Prints the duration, the faults injected by kind, the operations checked, the
 violations and the acknowledged writes lost; exits non-zero on a violation or a
 lost write. Interrupting it (Ctrl-C) stops the run early and removes every
 namespace, link, mount and process it made.`,
-		Example: `  synod chaos --protocol paxos --duration 10m
-  synod chaos --protocol abd --duration 30s --faults partition,kill,loss --seed 7`,
+		Example: `  synod-lab chaos --protocol paxos --duration 10m
+  synod-lab chaos --protocol abd --duration 30s --faults partition,kill,loss --seed 7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if opts.Faults, err = nemesis.ParseFaults(faults); err != nil {
 				return err
 			}
-			if opts.Params, err = parseParams(params); err != nil {
+			if opts.Params, err = cli.ParseParams(params); err != nil {
 				return err
 			}
 			if !quiet {
@@ -70,9 +71,9 @@ namespace, link, mount and process it made.`,
 	f.IntVar(&opts.Keys, "keys", 10, "keys the clients use")
 	f.StringVar(&faults, "faults", "all", "comma-separated fault kinds: "+strings.Join(nemesis.AllFaults, ",")+", or all")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the fault schedule, its targets and the relays' choices")
-	f.Int64Var(&opts.DiskSize, "disk-size", 64<<20, "bytes of each node's tmpfs data directory")
+	f.Int64Var(&opts.DiskSize, "disk-size", nemesis.DefaultDiskSize, "bytes of each node's tmpfs data directory")
 	f.StringArrayVar(&params, "param", nil, "protocol parameter name=value (repeatable)")
 	f.BoolVar(&quiet, "quiet", false, "do not log faults as they happen")
 	f.BoolVar(&opts.Leader, "target-leader", false, "aim the faults that hit one node (and a partition's minority) at the namespace's current leader")
-	rootCmd.AddCommand(cmd)
+	cli.AddCommand(cmd)
 }

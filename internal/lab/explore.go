@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/explore"
+	"github.com/synod-dev/synod/internal/cli"
 	"github.com/synod-dev/synod/mc"
 )
 
-// `synod explore`: the web explorer (package explore).
+// `synod-lab explore`: the web explorer (package explore).
 func init() {
 	var protocol, tracePath, addr string
 	var noPrefix bool
@@ -59,8 +60,8 @@ func init() {
 	}
 	f := cmd.Flags()
 	f.StringVar(&protocol, "protocol", automaton.DefaultProtocol, "protocol (or broken variant) whose model to explore by hand")
-	f.StringVar(&tracePath, "trace", "", "counterexample file saved by `synod model check --out`")
+	f.StringVar(&tracePath, "trace", "", "counterexample file saved by `synod-lab mc --out`")
 	f.BoolVar(&noPrefix, "no-prefix", false, "start from the initial state, without the model's scripted prefix")
 	f.StringVar(&addr, "addr", "127.0.0.1:8090", "loopback address to serve on")
-	rootCmd.AddCommand(cmd)
+	cli.AddCommand(cmd)
 }

@@ -1,4 +1,4 @@
-package bench
+package peers
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/synod-dev/synod/bench"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -20,10 +21,10 @@ type EtcdOptions struct {
 	Timeout time.Duration
 }
 
-// EtcdFactory returns a TargetFactory connecting to etcd v3 members. addr is
+// EtcdFactory returns a bench.TargetFactory connecting to etcd v3 members. addr is
 // one member's client address, host:port (an http:// URL is accepted too).
-func EtcdFactory(o EtcdOptions) TargetFactory {
-	return func(ctx context.Context, addr string, _ int) (Target, error) {
+func EtcdFactory(o EtcdOptions) bench.TargetFactory {
+	return func(ctx context.Context, addr string, _ int) (bench.Target, error) {
 		t, err := NewEtcdTarget(ctx, addr, o)
 		if err != nil {
 			return nil, err
@@ -46,7 +47,7 @@ func EtcdFactory(o EtcdOptions) TargetFactory {
 // never a Put that may have been sent.
 func NewEtcdTarget(ctx context.Context, addr string, o EtcdOptions) (*EtcdTarget, error) {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultConfig().OpTimeout
+		o.Timeout = bench.DefaultConfig().OpTimeout
 	}
 	// The client's context lives as long as the client; ctx only bounds the dial.
 	life, cancel := context.WithCancel(context.Background())

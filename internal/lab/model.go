@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synod-dev/synod/internal/cli"
 	"github.com/synod-dev/synod/model/fastpaxos"
 	"github.com/synod-dev/synod/model/fastpaxos/plots"
 	"github.com/synod-dev/synod/model/fastpaxos/trace"
@@ -30,8 +31,10 @@ func init() {
 		Use:   "model",
 		Short: "Analytical models from the seeds (seed 002 chapter V: Classic vs Fast Paxos time to learn and collisions)",
 	}
-	modelCmd.AddCommand(modelFastPaxosCmd(), modelRecordTraceCmd(), modelCheckCmd())
-	rootCmd.AddCommand(modelCmd)
+	old := mcCmd("check")
+	old.Hidden, old.Deprecated = true, "the model checker is synod-lab mc"
+	modelCmd.AddCommand(modelFastPaxosCmd(), modelRecordTraceCmd(), old)
+	cli.AddCommand(modelCmd)
 }
 
 // modelCase is one setting of the time-to-learn model, with its plot range.
@@ -128,9 +131,9 @@ N learnings message by message (fixed seed) and prints its medians.
 
 Prints tables; --plots DIR writes a PNG and SVG per CDF and per collision
 figure; --csv DIR the full curves.`,
-		Example: `  synod model fastpaxos
-  synod model fastpaxos --alpha-w 1.2 --t 1 --plots /tmp/fp --csv /tmp/fp
-  synod model fastpaxos --no-lan --lan-trace model/fastpaxos/traces/loopback-nws.txt --alpha-w 1.8`,
+		Example: `  synod-lab model fastpaxos
+  synod-lab model fastpaxos --alpha-w 1.2 --t 1 --plots /tmp/fp --csv /tmp/fp
+  synod-lab model fastpaxos --no-lan --lan-trace model/fastpaxos/traces/loopback-nws.txt --alpha-w 1.8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -432,9 +435,9 @@ netem (delay D, optional --wan-jitter J with a Pareto distribution, on each
 end), runs the echo server on this side and the probes from the namespace, and
 removes both afterwards. It needs root and the kernel's sch_netem; where it
 cannot be built the command says why and writes nothing.`,
-		Example: `  synod model record-trace --samples 20000 --out model/fastpaxos/traces/loopback-nws.txt
-  synod model record-trace --mode rtt --samples 20000 --out loopback-rtt.txt
-  synod model record-trace --wan-delay 40ms --wan-jitter 20ms --out wan-netem.txt`,
+		Example: `  synod-lab model record-trace --samples 20000 --out model/fastpaxos/traces/loopback-nws.txt
+  synod-lab model record-trace --mode rtt --samples 20000 --out loopback-rtt.txt
+  synod-lab model record-trace --wan-delay 40ms --wan-jitter 20ms --out wan-netem.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -443,7 +446,7 @@ cannot be built the command says why and writes nothing.`,
 				o.Mode = trace.ModeNWS
 			}
 			header := []string{
-				"recorded by: synod model record-trace " + strings.Join(os.Args[3:], " "),
+				"recorded by: synod-lab model record-trace " + strings.Join(os.Args[3:], " "),
 				fmt.Sprintf("date: %s", time.Now().UTC().Format(time.RFC3339)),
 				fmt.Sprintf("machine: %s", machine()),
 				fmt.Sprintf("probe: %s (%s), %d samples, interval %v", o.Mode, probeText(o.Mode), o.Samples, o.Interval),

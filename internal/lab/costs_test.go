@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/synod-dev/synod/bench"
 	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/compare"
+	"github.com/synod-dev/synod/internal/cli"
 )
 
 func TestCostsBoundAndRedisRatio(t *testing.T) {
@@ -59,10 +60,10 @@ func TestCostsRejectsBadFlags(t *testing.T) {
 		{[]string{"--protocols", "abd", "--read-ratio", "0.5", "--clients", "1", "--param", "window"}, "--param"},
 		{[]string{"--protocols", "abd", "--read-ratio", "0.5", "--clients", "0"}, "--clients 0"}, // last: a repeated slice flag appends,
 	} {
-		rootCmd.SetArgs(append([]string{"costs"}, c.args...))
-		rootCmd.SetOut(new(bytes.Buffer))
-		rootCmd.SetErr(new(bytes.Buffer))
-		if err := rootCmd.Execute(); err == nil || !strings.Contains(err.Error(), c.want) {
+		cli.Root().SetArgs(append([]string{"costs"}, c.args...))
+		cli.Root().SetOut(new(bytes.Buffer))
+		cli.Root().SetErr(new(bytes.Buffer))
+		if err := cli.Root().Execute(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want one naming %s", c.args, err, c.want)
 		}
 	}

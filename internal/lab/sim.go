@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/internal/cli"
 	"github.com/synod-dev/synod/sim"
 )
 
@@ -33,10 +34,10 @@ fails.
 --faults is all, none, or a comma list of ` + strings.Join(sim.FaultKinds, ",") + `.
 Distributions (--latency, --fsync, --client-latency, --think) are
 constant:D, uniform:MIN:MAX, normal:MEAN:STDDEV or pareto:SCALE:SHAPE.`,
-		Example: `  synod sim --protocol abd --nodes 5 --clients 8 --ops 2000 --seeds 1-500 --faults all
-  synod sim --protocol abd-broken-nowriterid --seeds 1-50 --keys 2 --latency pareto:1ms:1.5
-  synod sim --protocol abd --seeds 42 --trace /tmp/trace.txt
-  synod sim --protocol paxos --groups 0.3 --seeds 1-50
+		Example: `  synod-lab sim --protocol abd --nodes 5 --clients 8 --ops 2000 --seeds 1-500 --faults all
+  synod-lab sim --protocol abd-broken-nowriterid --seeds 1-50 --keys 2 --latency pareto:1ms:1.5
+  synod-lab sim --protocol abd --seeds 42 --trace /tmp/trace.txt
+  synod-lab sim --protocol paxos --groups 0.3 --seeds 1-50
 
 Broken variants (kept to show that the checkers and invariants catch them):
 ` + automaton.DescribeBroken(),
@@ -67,5 +68,5 @@ Broken variants (kept to show that the checkers and invariants catch them):
 		},
 	}
 	v.Register(cmd.Flags())
-	rootCmd.AddCommand(cmd)
+	cli.AddCommand(cmd)
 }

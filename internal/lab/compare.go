@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/compare"
+	"github.com/synod-dev/synod/internal/cli"
 )
 
 func init() {
@@ -45,10 +46,10 @@ Every process started is stopped by PID at the end, on error and on Ctrl-C.
 
 etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 (/usr/share/java/zookeeper.jar, run with java); Redis is Debian's redis-server.`,
-		Example: `  synod compare --duration 5s --clients 16,256
-  synod compare --protocol abd --durability memory --systems synod,redis --clients 64
-  synod compare --protocol abd --systems synod,redis-aof --clients 64
-  synod compare --protocol abd --systems synod,etcd --conns 1,4,16 --json cmp.json --dir /tmp/cmp`,
+		Example: `  synod-lab compare --duration 5s --clients 16,256
+  synod-lab compare --protocol abd --durability memory --systems synod,redis --clients 64
+  synod-lab compare --protocol abd --systems synod,redis-aof --clients 64
+  synod-lab compare --protocol abd --systems synod,etcd --conns 1,4,16 --json cmp.json --dir /tmp/cmp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := def
@@ -135,5 +136,5 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 	f.StringVar(&dir, "dir", "", "directory for all data and logs (empty or new; default a temporary directory, removed after a successful run)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory after a successful run")
 	f.StringVar(&jsonPath, "json", "compare.json", "write the results as JSON to this file (empty: do not)")
-	rootCmd.AddCommand(cmd)
+	cli.AddCommand(cmd)
 }

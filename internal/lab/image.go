@@ -1,27 +1,15 @@
-package cli
+package lab
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/deploy/image"
+	"github.com/synod-dev/synod/internal/cli"
 )
 
-// version is set at link time (-X github.com/synod-dev/synod/internal/cli.version=…, image.VersionSymbol) by `synod image` and
-// deploy/Dockerfile; otherwise it comes from the build information.
-var version string
-
 func init() {
-	rootCmd.Version = version
-	if rootCmd.Version == "" {
-		rootCmd.Version = "devel"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			rootCmd.Version = bi.Main.Version
-		}
-	}
-
 	var opts image.Options
 	var out string
 	cmd := &cobra.Command{
@@ -56,5 +44,5 @@ same image with Docker. See docs/DEPLOY.md.`,
 	f.StringVar(&opts.Module, "module", ".", "root of the Synod source tree to build")
 	f.StringVar(&opts.Arch, "arch", "", "GOARCH of the image (default: this machine's)")
 	f.StringVar(&opts.Version, "version", "", "version label and `synod --version` (default: git describe)")
-	rootCmd.AddCommand(cmd)
+	cli.AddCommand(cmd)
 }

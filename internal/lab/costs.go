@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"context"
@@ -26,9 +26,10 @@ import (
 	"github.com/synod-dev/synod/bench"
 	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/compare"
+	"github.com/synod-dev/synod/internal/cli"
 )
 
-// costsOptions are `synod costs`'s flags.
+// costsOptions are `synod-lab costs`'s flags.
 type costsOptions struct {
 	protocols  []string
 	clients    []int
@@ -84,9 +85,9 @@ over the measured window (the node's /debug/pprof/profile) and prints each
 node's hottest functions: their shares of the profile's samples, and those
 shares of the node's CPU per operation (go tool pprof).
 docs/COSTS.md explains the model and records runs.`,
-		Example: `  synod costs
-  synod costs --protocols paxos --clients 1,256 --read-ratio 0 --profile /tmp/prof
-  synod costs --protocols abd,esds --clients 64 --memory --redis --read-ratio 0`,
+		Example: `  synod-lab costs
+  synod-lab costs --protocols paxos --clients 1,256 --read-ratio 0 --profile /tmp/prof
+  synod-lab costs --protocols abd,esds --clients 64 --memory --redis --read-ratio 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.protocols = nil
@@ -153,7 +154,7 @@ docs/COSTS.md explains the model and records runs.`,
 	f.BoolVar(&o.redis, "redis", false, "also measure redis-server with the same driver (no persistence with --memory, else appendfsync always)")
 	f.StringToStringVar(&o.params, "param", nil, "protocol parameters of the namespace, key=value[,key=value] (repeatable)")
 	f.StringVar(&jsonOut, "json", "", "also write the figures as JSON to this file")
-	rootCmd.AddCommand(cmd)
+	cli.AddCommand(cmd)
 }
 
 // measureCosts measures the limits, then every protocol at every client

@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"fmt"
@@ -9,11 +9,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/internal/cli"
 	"github.com/synod-dev/synod/mc"
 )
 
-// `synod model check`: the exhaustive model checker (package mc).
-func modelCheckCmd() *cobra.Command {
+func init() { cli.AddCommand(mcCmd("mc")) }
+
+// `synod-lab mc`: the exhaustive model checker (package mc). It was `synod
+// model check`, which remains as a hidden, deprecated name: "model" is the
+// analytical models' word (`synod-lab model`).
+func mcCmd(use string) *cobra.Command {
 	var (
 		protocol, network, timers, out, replayFile, target, symmetry     string
 		cpuProfile                                                       string
@@ -21,14 +26,14 @@ func modelCheckCmd() *cobra.Command {
 		dfs, replay, keepGoing, crashBeforeFsync, noPrefix, clientDriven bool
 	)
 	cmd := &cobra.Command{
-		Use:   "check",
-		Short: "Explore every interleaving of a protocol's small model (BFS/DFS to a depth), checking invariants, histories and sometimes/eventually properties",
+		Use:   use,
+		Short: "Model checker: explore every interleaving of a protocol's small instance (BFS/DFS to a depth), checking invariants, histories and sometimes/eventually properties",
 		Long: `Explore every interleaving of a small configuration of a protocol (or of every
 protocol with --protocol all), checking its invariants in every state, its
 consistency checker on every history, and printing states/s and bytes/state.
 A counterexample (the shortest with BFS) is printed step by step and saved
 with --out; --replay-file replays a saved one from fresh automata, and
-'synod explore --trace FILE' opens it in the browser.
+'synod-lab explore --trace FILE' opens it in the browser.
 
 Broken variants:
 ` + automaton.DescribeBroken(),
@@ -151,7 +156,7 @@ Broken variants:
 						if err := r.Violation.Save(path); err != nil {
 							return err
 						}
-						fmt.Printf("saved %s (replay: synod model check --replay-file %s; explore: synod explore --trace %s)\n", path, path, path)
+						fmt.Printf("saved %s (replay: synod-lab mc --replay-file %s; explore: synod-lab explore --trace %s)\n", path, path, path)
 					}
 				}
 			}

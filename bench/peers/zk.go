@@ -1,4 +1,4 @@
-package bench
+package peers
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/synod-dev/synod/bench"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -25,10 +26,10 @@ type ZooKeeperOptions struct {
 // DefaultZooKeeperRoot is the default parent znode of the benchmark's keys.
 const DefaultZooKeeperRoot = "/synod-bench"
 
-// ZooKeeperFactory returns a TargetFactory connecting to ZooKeeper servers.
+// ZooKeeperFactory returns a bench.TargetFactory connecting to ZooKeeper servers.
 // addr is one server's client address, host:port.
-func ZooKeeperFactory(o ZooKeeperOptions) TargetFactory {
-	return func(ctx context.Context, addr string, _ int) (Target, error) {
+func ZooKeeperFactory(o ZooKeeperOptions) bench.TargetFactory {
+	return func(ctx context.Context, addr string, _ int) (bench.Target, error) {
 		t, err := NewZooKeeperTarget(ctx, addr, o)
 		if err != nil {
 			return nil, err
@@ -65,7 +66,7 @@ func ZooKeeperFactory(o ZooKeeperOptions) TargetFactory {
 // usual cause).
 func NewZooKeeperTarget(ctx context.Context, addr string, o ZooKeeperOptions) (*ZooKeeperTarget, error) {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultConfig().OpTimeout
+		o.Timeout = bench.DefaultConfig().OpTimeout
 	}
 	if o.Root == "" {
 		o.Root = DefaultZooKeeperRoot

@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/experiment"
+	"github.com/synod-dev/synod/internal/cli"
 	// Experiments register themselves with package experiment.
 	_ "github.com/synod-dev/synod/experiment/all"
 )
@@ -41,14 +42,14 @@ func init() {
 progress line per second, then the table of our figures beside the seed's, and
 results.json plus PNG and SVG plots in --out (default ./results/NAME-<timestamp>).
 Everything the experiment starts (clusters, peers) is stopped by PID at the end,
-on error and on Ctrl-C. Each experiment has its own flags: synod experiment run NAME --help.`,
+on error and on Ctrl-C. Each experiment has its own flags: synod-lab experiment run NAME --help.`,
 	}
 	for _, e := range experiment.All() {
 		runCmd.AddCommand(experimentCommand(e))
 	}
 	runCmd.AddCommand(experimentAllCommand())
 	expCmd.AddCommand(listCmd, runCmd)
-	rootCmd.AddCommand(expCmd)
+	cli.AddCommand(expCmd)
 }
 
 func experimentCommand(e experiment.Experiment) *cobra.Command {
@@ -87,7 +88,7 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 	return cmd
 }
 
-// experimentAllCommand is `synod experiment run all`: every experiment, one
+// experimentAllCommand is `synod-lab experiment run all`: every experiment, one
 // report (experiment.RunAll).
 func experimentAllCommand() *cobra.Command {
 	var (
@@ -104,7 +105,7 @@ func experimentAllCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			line := "synod experiment run all"
+			line := "synod-lab experiment run all"
 			if quick {
 				line += " --quick"
 			}

@@ -1,0 +1,230 @@
+package livetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/synod-dev/synod/cluster"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/shard"
+)
+
+// TestShardedClusterKillGroupLeader runs a 9-node cluster whose default
+// namespace is split into 3 paxos shards of 3 nodes (synod cluster up
+// --nodes 9 --shards 3, fsync), with go-redis's ClusterClient (go.mod's
+// pinned version) and redis-py's RedisCluster (scripts/test's pinned
+// version) writing keys across every slot. It kill -9s the leader of one
+// shard under that load and requires: writes to that shard's slots are
+// acknowledged again after the kill, and every acknowledged write of
+// either client reads back afterwards (through a fresh cluster client and
+// through a plain client on a node that replicates none of the key's
+// group, which forwards).
+func TestShardedClusterKillGroupLeader(t *testing.T) {
+	py, pyErr := shardPython()
+	if pyErr != nil && os.Getenv("SYNOD_REQUIRE_COMPAT") != "" {
+		t.Fatalf("redis-py required (SYNOD_REQUIRE_COMPAT): %v", pyErr)
+	}
+	c := upCluster(t, cluster.UpOptions{Nodes: 9, Shards: 3, Protocol: "paxos", Service: "kv", Durability: "fsync"})
+	addrs := c.ClientAddrs()
+	ns := c.Config.Namespaces[0]
+	slots := config.SlotMap(ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
+	defer cc.Close()
+
+	// redis-py, concurrently with the Go writers and the kill.
+	var pyOut, pyErrOut bytes.Buffer
+	var pyCmd *exec.Cmd
+	if pyErr == nil {
+		host, port, _ := strings.Cut(addrs[0], ":")
+		pyCmd = exec.CommandContext(ctx, py, "testdata/rediscluster.py", host, port, "12")
+		pyCmd.Stdout, pyCmd.Stderr = &pyOut, &pyErrOut
+		if err := pyCmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Logf("redis-py part SKIPPED: %v", pyErr)
+	}
+
+	const writers = 6
+	type ack struct{ key, val string }
+	var mu sync.Mutex
+	var acked []ack
+	var killedAt atomic.Int64 // unix nanos; 0 before the kill
+	var victimGroup int
+	var afterKill atomic.Int64      // acknowledged writes to the victim's group after the kill
+	var firstAfterKill atomic.Int64 // unix nanos of the first of them
+	var errs atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k, v := fmt.Sprintf("go%d-%d", w, i), fmt.Sprint(i)
+				if err := cc.Set(ctx, k, v, 0).Err(); err != nil {
+					errs.Add(1) // unknown outcome
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				acked = append(acked, ack{k, v})
+				mu.Unlock()
+				if ka := killedAt.Load(); ka != 0 && slots.Group(k) == victimGroup {
+					if afterKill.Add(1) == 1 {
+						firstAfterKill.Store(time.Now().UnixNano())
+					}
+				}
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+
+	// The leader of shard s1, as its members report it (INFO shards).
+	victimGroup = 1
+	leader := shardLeader(t, ctx, addrs[3], config.GroupName(ns.Name, ns.Shards[1].Name))
+	if err := c.Kill(leader); err != nil {
+		t.Fatalf("kill %s: %v", leader, err)
+	}
+	killedAt.Store(time.Now().UnixNano())
+	t.Logf("kill -9 %s, the leader of %s", leader, ns.Shards[1].Name)
+	// go-redis keeps sending the shard's slots to the node it last knew as
+	// master until its slot table is reloaded (at most 10 s after the last
+	// load, osscluster.go clusterStateHolder.Get); a Redis Cluster failover
+	// takes longer (cluster-node-timeout, 15 s). So the load runs until 20
+	// writes to the shard are acknowledged after the kill, 40 s at most.
+	for deadline := time.Now().Add(40 * time.Second); afterKill.Load() < 20 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	firstAfter := time.Duration(firstAfterKill.Load() - killedAt.Load())
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	goAcked := append([]ack(nil), acked...)
+	mu.Unlock()
+	t.Logf("go-redis: %d acknowledged writes (%d to %s after the kill, the first %v after it), %d errors (unknown outcome)",
+		len(goAcked), afterKill.Load(), ns.Shards[1].Name, firstAfter.Round(time.Millisecond), errs.Load())
+	if afterKill.Load() < 20 {
+		t.Fatalf("only %d writes to %s acknowledged in 40 s after its leader was killed", afterKill.Load(), ns.Shards[1].Name)
+	}
+
+	if pyCmd != nil {
+		err := pyCmd.Wait()
+		if err != nil {
+			t.Fatalf("redis-py: %v\n%s", err, tail(pyErrOut.String(), 20))
+		}
+		n := 0
+		sc := bufio.NewScanner(&pyOut)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch {
+			case len(f) == 2 && f[0] == "lost":
+				t.Errorf("redis-py: acknowledged write of %s lost (read back by redis-py)", f[1])
+			case len(f) == 2:
+				goAcked = append(goAcked, ack{f[0], f[1]})
+				n++
+			}
+		}
+		t.Logf("redis-py: %d acknowledged writes; %s", n, tail(pyErrOut.String(), 1))
+		if n == 0 {
+			t.Fatalf("redis-py acknowledged nothing:\n%s", tail(pyErrOut.String(), 20))
+		}
+	}
+
+	// Every acknowledged write, read by a fresh cluster client, and a
+	// sample by a plain client on n1, which replicates only s0 and so
+	// forwards the other shards' keys.
+	fresh := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs[:1], MaxRedirects: 16})
+	defer fresh.Close()
+	plain := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer plain.Close()
+	lost := 0
+	for i, a := range goAcked {
+		got, err := fresh.Get(ctx, a.key).Result()
+		if err != nil || got != a.val {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged %s=%s, read back %q, %v", a.key, a.val, got, err)
+			}
+			continue
+		}
+		if i%17 == 0 {
+			if got, err := plain.Get(ctx, a.key).Result(); err != nil || got != a.val {
+				t.Errorf("plain client on n1: %s (slot %d) = %q, %v; want %s", a.key, shard.KeySlot(a.key), got, err, a.val)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged writes lost", lost, len(goAcked))
+	}
+}
+
+// shardLeader asks the node at addr for group's leader until it names one
+// (INFO shards: "<group>:slots=...,leader=nK,...").
+func shardLeader(t *testing.T, ctx context.Context, addr, group string) string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.Info(ctx, "shards").Result()
+		if err == nil {
+			for _, l := range strings.Split(info, "\n") {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(l), group+":"); ok {
+					for _, kv := range strings.Split(rest, ",") {
+						if id, ok := strings.CutPrefix(kv, "leader="); ok && id != "" {
+							return id
+						}
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s names no leader of %s within 10 s (%v):\n%s", addr, group, err, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// shardPython finds an interpreter that imports redis-py (scripts/test
+// installs it and exports SYNOD_COMPAT_PYTHON).
+func shardPython() (string, error) {
+	py := os.Getenv("SYNOD_COMPAT_PYTHON")
+	if py == "" {
+		var err error
+		if py, err = exec.LookPath("python3"); err != nil {
+			return "", fmt.Errorf("python3 not found")
+		}
+	}
+	if out, err := exec.Command(py, "-c", "import redis.cluster").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s cannot import redis.cluster: %s", py, strings.TrimSpace(string(out)))
+	}
+	return py, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
