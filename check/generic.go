@@ -37,7 +37,7 @@ import (
 // histories of a few hundred operations with a handful of clients.
 //
 // The nondeterministic Matchmaker has its own check (matchmaker.go);
-// gridmatchmaker (seed 002 IV.D.2, deterministic: the first suitable
+// gridmatchmaker (the Grid Services thesis IV.D.2, deterministic: the first suitable
 // machine) is the first service checked this way.
 
 // genState is the state of a generic partition: the service's snapshot.

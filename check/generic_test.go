@@ -10,7 +10,7 @@ import (
 
 var gridOpt = Options{Services: map[string]string{"": matchmaker.ServiceName}}
 
-// TestGenericGridMatchmaker checks gridmatchmaker (seed 002 IV.D.2) histories
+// TestGenericGridMatchmaker checks gridmatchmaker (the Grid Services thesis IV.D.2) histories
 // with the generic model: the service itself is the specification.
 func TestGenericGridMatchmaker(t *testing.T) {
 	adv := func(p int, call, ret int64, m, cpu, mem string) history.Op {

@@ -16,7 +16,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The Matchmaker's check (seed 002 III.C.1; service/matchmaker.go).
+// The Matchmaker's check (the Grid Services thesis III.C.1; service/matchmaker.go).
 //
 // A Matchmaker history cannot be judged by the KV or Counter models: a
 // submit's answer is one random choice among the suitable machines, and two

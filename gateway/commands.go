@@ -175,6 +175,9 @@ func errResult(f string, a ...any) service.Result {
 // withCode makes msg a Redis error: it keeps a leading upper-case code
 // ("NOQUORUM no majority reachable") and otherwise prefixes "ERR ".
 func withCode(msg string) string {
+	if strings.HasPrefix(msg, service.StatusPrefix) {
+		return msg // a script's status reply (script.go)
+	}
 	code, _, found := strings.Cut(msg, " ")
 	if found && len(code) >= 2 && strings.IndexFunc(code, func(r rune) bool { return !unicode.IsUpper(r) && r != '_' }) < 0 {
 		return msg
@@ -323,6 +326,10 @@ func (c *conn) writeResult(r service.Result) {
 	case service.ResultInt:
 		c.w.WriteInt(r.Int)
 	case service.ResultErr:
+		if st, ok := strings.CutPrefix(r.Err, service.StatusPrefix); ok {
+			c.w.WriteSimple(st) // a script's status reply (script.go)
+			return
+		}
 		c.writeError(withCode(r.Err))
 	case service.ResultArray:
 		switch r.Err {

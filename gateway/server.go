@@ -122,6 +122,7 @@ type Server struct {
 	tun  tunableValues // CONFIG's encoding tunables (config.go)
 	cmds cmdStats      // INFO commandstats (infostats.go)
 	blk  blockReg      // blocked clients (blocking.go)
+	scr  scripts       // the script cache and function libraries (script.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.

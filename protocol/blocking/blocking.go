@@ -330,7 +330,7 @@ func (b *Blocking) canServe() bool {
 	return heard >= automaton.Majority(b.n())
 }
 
-// onRequest serves a read locally, or queues a write for the lock (Fatahi et al.'s ABD/blocking report
+// onRequest serves a read locally, or queues a write for the lock (the ABD report
 // §3.2.1).
 func (b *Blocking) onRequest(req automaton.Request) {
 	if res, refused := automaton.RefuseUnsupported(b.proto.Protocol, req); refused {
@@ -439,7 +439,7 @@ func (b *Blocking) mayEnter(l string) bool {
 	return true
 }
 
-// enter starts the first waiting write under lock l (Fatahi et al.'s ABD/blocking report §3.2.1 step
+// enter starts the first waiting write under lock l (the ABD report §3.2.1 step
 // 2-3): apply it locally as pending, send it to every member.
 func (b *Blocking) enter(l string) {
 	q := b.waiting[l]
@@ -704,7 +704,7 @@ func (b *Blocking) onState(j int, m *message) {
 	}
 }
 
-// onWrite is a replica applying a holder's write (Fatahi et al.'s ABD/blocking report §3.2.2
+// onWrite is a replica applying a holder's write (the ABD report §3.2.2
 // SERVER_WRITE), fenced by the view: only a write of the view this node is
 // active in, and has promised nothing newer than, is applied.
 func (b *Blocking) onWrite(j int, m *message) {

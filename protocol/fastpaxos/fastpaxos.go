@@ -60,7 +60,7 @@ func capabilities(name, doc string) automaton.Capabilities {
 		// most once (within a client's window of dedupWindow writes).
 		Idempotent: true,
 		// Clients are the proposers and send each request to every
-		// acceptor (Zhang's Fault-tolerant Grid Services V.A, V.C).
+		// acceptor (the Grid Services thesis V.A, V.C).
 		ClientFanout: true,
 		Params:       params.Defaults(),
 	}
@@ -216,7 +216,7 @@ type recovery struct {
 }
 
 // track is the leader's count of the acceptors that voted for one request
-// in its fast round (Zhang's Fault-tolerant Grid Services V.C, "might not be chosen").
+// in its fast round (the Grid Services thesis V.C, "might not be chosen").
 type track struct {
 	voters   uint64 // bit per acceptor
 	insts    []uint64

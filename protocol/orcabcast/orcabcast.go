@@ -48,7 +48,7 @@ func capabilities(name, doc string, scenarios []automaton.Scenario) automaton.Ca
 		// The deduplication table is part of the replicated state, so a
 		// retried update applies once.
 		Idempotent: true,
-		// One global order of writes, reads local (Bal et al.'s Orca paper §4.2: "it does
+		// One global order of writes, reads local (the Orca paper §4.2: "it does
 		// not provide a total (temporal) ordering"): sequential consistency
 		// for clients that stay on their node.
 		Consistency: automaton.Sequential,

@@ -398,7 +398,7 @@ func (a *Primary) see(key string, v uint64) {
 
 // spansObjects reports whether op names a key other than its own (COPY,
 // LMOVE, SMOVE, SINTERSTORE, ...: the service's locks name several keys).
-// An Orca operation applies to one object (Bal et al.'s Orca paper §1, principle 2: "an
+// An Orca operation applies to one object (the Orca paper §1, principle 2: "an
 // operation invocation can modify at most one object"), and here each key
 // is an object with its own primary copy on its own node: such a write ran
 // at the first key's primary alone, answered success and left the other

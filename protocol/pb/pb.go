@@ -321,7 +321,7 @@ func (a *PB) Leader() automaton.NodeID { return a.primary() }
 
 // onStart begins an incarnation (package doc, "Durability"). A first boot
 // persists its view and empty state and takes its place in the initial
-// view, the configured order (Zhang's Fault-tolerant Grid Services III.B, find_replicas): the first
+// view, the configured order (the Grid Services thesis III.B, find_replicas): the first
 // node is the primary, the second the senior backup. A node with a
 // durable view recovers (durable.go); one with only the old boot record
 // (its state was never kept) rejoins as a backup.

@@ -257,7 +257,7 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 // onStart: the first incarnation of the cluster's first node is the
 // primary of view 1: it initialises the database objects (init
 // statements, idempotent) and recovers them from what the database holds
-// (Zhang's Fault-tolerant Grid Services IV.C.1: a new instance restores its state from the database;
+// (the Grid Services thesis IV.C.1: a new instance restores its state from the database;
 // an existing database is recovered, never emptied), claims the view
 // table, and serves; the others are its synced backups. A later
 // incarnation whose mapping keeps no replicated object is a synced backup
@@ -358,7 +358,7 @@ func (a *PBD) adopt(v proto.Ballot) {
 	}
 }
 
-// onTimer: HEARTBEAT_GENERATOR and FAILURE_DETECTOR (Zhang's Fault-tolerant Grid Services Figs.
+// onTimer: HEARTBEAT_GENERATOR and FAILURE_DETECTOR (the Grid Services thesis Figs.
 // III.2, III.3), and forwards that timed out.
 func (a *PBD) onTimer(id automaton.TimerID) {
 	switch id {

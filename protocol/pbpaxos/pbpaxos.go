@@ -48,7 +48,7 @@ func capabilities(name, doc string) automaton.Capabilities {
 		// The duplicate table is part of the replicated state.
 		Idempotent: true,
 		// Clients send every request to every replica and only the leader
-		// replies (Zhang's Fault-tolerant Grid Services VI.A.1).
+		// replies (the Grid Services thesis VI.A.1).
 		ClientFanout: true,
 		// The leader executes, the others install its state (or replay its
 		// environment).
@@ -155,7 +155,7 @@ const (
 )
 
 // slot is one instance at an acceptor: the proposal number's ballot, the
-// requests, and the state update until the instance is applied (Zhang's Fault-tolerant Grid Services
+// requests, and the state update until the instance is applied (the Grid Services thesis
 // VI.A.2: "remember all the requests ... only keep the state of the latest
 // proposal").
 type slot struct {
@@ -303,7 +303,7 @@ func (a *PBPaxos) reset() {
 }
 
 // clearLeader forgets every piece of leadership: phase 2 bookkeeping, the
-// tentative state, transactions and their locks (Zhang's Fault-tolerant Grid Services VI.A.5: a leader
+// tentative state, transactions and their locks (the Grid Services thesis VI.A.5: a leader
 // switch aborts the transactions in flight).
 func (a *PBPaxos) clearLeader() {
 	a.ready = false

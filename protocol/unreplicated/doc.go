@@ -4,7 +4,7 @@
 // docs/ADDING_A_PROTOCOL.md, so it declares every capability a protocol can
 // declare and keeps each handler short.
 //
-// Zhang's Fault-tolerant Grid Services (chapter II, "the primary-backup approach", and chapter VII's
+// The Grid Services thesis (chapter II, "the primary-backup approach", and chapter VII's
 // experiments) measures the cost of replication as the difference between a
 // replicated service and the same service run on one machine. This package
 // is that one machine, reached through the same runtimes, gateway and
@@ -61,7 +61,7 @@
 // automaton.ApplyGroup, logged as one write record, and answered with one
 // result per operation: Transactions() declares Atomic.
 //
-// Interactive transactions (txn.go; Zhang's Fault-tolerant Grid Services VI.A.4 gives T-Paxos's shape,
+// Interactive transactions (txn.go; the Grid Services thesis VI.A.4 gives T-Paxos's shape,
 // each operation answered before the commit, and is silent on concurrency
 // control) are optimistic, first committer wins. TxnBegin records the
 // server's applied count (the writes committed so far) and opens a

@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Interactive transactions (Zhang's Fault-tolerant Grid Services VI.A.4, T-Paxos's shape: each
+// Interactive transactions (the Grid Services thesis VI.A.4, T-Paxos's shape: each
 // operation is answered before the commit), served optimistically and
 // first-committer-wins. The package doc records the decisions.
 

@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestScripts runs EVAL, EVALSHA, SCRIPT and FUNCTION/FCALL on the live
+// atomic protocols: redis.call runs the command table's plans on the
+// replica's state, errors keep their codes, globals are protected, a
+// read-only script cannot write, and an endless loop stops at the
+// instruction budget.
+func TestScripts(t *testing.T) {
+	lib := "#!lua name=mylib\nredis.register_function('incrby2', function(KEYS, ARGV) return redis.call('incrby', KEYS[1], 2) end)"
+	for name, b := range atomicBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			_, addr := startServer(t, b, ServerOptions{})
+			c := dial(t, addr)
+			run(t, c, []step{
+				{[]string{"EVAL", "return 'hello'", "0"}, `"hello"`},
+				{[]string{"EVAL", "return {1,2,'x',{3}}", "0"}, "1) (integer) 1\n2) (integer) 2\n3) \"x\"\n4) 1) (integer) 3"},
+				{[]string{"EVAL", "redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])", "1", "k", "v"}, `"v"`},
+				{[]string{"EVAL", "return redis.call('incr', KEYS[1])", "1", "n"}, "(integer) 1"},
+				{[]string{"EVAL", "return redis.call('lpush', KEYS[1], 'x')", "1", "k"}, "(error) WRONGTYPE Operation against a key holding the wrong kind of value"},
+				{[]string{"EVAL", "return redis.pcall('lpush', KEYS[1], 'x')", "1", "k"}, "(error) WRONGTYPE Operation against a key holding the wrong kind of value"},
+				{[]string{"EVAL", "return redis.call('get', KEYS[1]) == false", "1", "nope"}, "(integer) 1"},
+				{[]string{"EVAL", "return {ok='fine'}", "0"}, "fine"},
+				{[]string{"EVAL", "return redis.call('nosuch')", "0"}, "(error) ERR Unknown Redis command called from script"},
+				{[]string{"EVAL", "return redis.call('blpop', 'l', 0)", "0"}, "(error) ERR This Redis command is not allowed from script"},
+				{[]string{"EVAL_RO", "return redis.call('del', KEYS[1])", "1", "k"}, "(error) ERR Write commands are not allowed from read-only scripts."},
+				{[]string{"EVAL", "return 1", "-1"}, "(error) ERR Number of keys can't be negative"},
+				{[]string{"EVALSHA", "ffd632c7d33e571e9f24556ebed26c3479a87130", "0"}, "(error) NOSCRIPT No matching script. Please use EVAL."},
+				{[]string{"SCRIPT", "LOAD", "return ARGV[1]"}, `"` + "098e0f0d1448c0a81dafe820f66d460eb09263da" + `"`},
+				{[]string{"EVALSHA", "098E0F0D1448C0A81DAFE820F66D460EB09263DA", "0", "a"}, `"a"`},
+				{[]string{"SCRIPT", "EXISTS", "098e0f0d1448c0a81dafe820f66d460eb09263da", "00"}, "1) (integer) 1\n2) (integer) 0"},
+				{[]string{"FUNCTION", "LOAD", lib}, `"mylib"`},
+				{[]string{"FUNCTION", "LOAD", lib}, "(error) ERR Library 'mylib' already exists"},
+				{[]string{"FCALL", "incrby2", "1", "n"}, "(integer) 3"},
+				{[]string{"FCALL", "nope", "0"}, "(error) ERR Function not found"},
+				{[]string{"MULTI"}, "OK"},
+				{[]string{"EVAL", "return redis.call('incr', KEYS[1])", "1", "n"}, "QUEUED"},
+				{[]string{"EXEC"}, "1) (integer) 4"},
+			})
+			if got := c.do("EVAL", "return a", "0"); !strings.Contains(got, "nonexistent global variable 'a'") {
+				t.Errorf("reading an undefined global: %s", got)
+			}
+			if got := c.do("EVAL", "a = 1", "0"); !strings.Contains(got, "Attempt to modify a readonly table") {
+				t.Errorf("creating a global: %s", got)
+			}
+			if got := c.do("EVAL", "while true do end", "0"); !strings.Contains(got, "BUSY script exceeded its budget") {
+				t.Errorf("endless loop: %s", got)
+			}
+			if got := c.do("EVAL", "return math.random()", "0"); got != c.do("EVAL", "return math.random()", "0") {
+				t.Errorf("math.random is not seeded alike at every run: %s", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,605 @@
+package service
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Lua scripts (EVAL, EVALSHA, FCALL; issue 34), run by gopher-lua (Lua 5.1,
+// the language Redis embeds).
+//
+// Decision: a script is replicated as itself, not as its effects. Redis 7
+// runs a script on the primary and replicates the writes it made (effects
+// replication); Synod logs one operation, eval, holding the script, its
+// keys and its arguments, and every replica runs it inside Apply, like any
+// other operation. So a script is one atomic operation of the log wherever
+// the protocol runs the KV service (nothing interleaves with it, a follower
+// forwards it, a new leader re-runs nothing it did not log), and it needs
+// no new path through the protocols. The price is determinism, which Apply
+// requires and which this file enforces:
+//
+//   - No clock, no randomness from outside: the os and io libraries are not
+//     opened, math.random is a generator seeded alike at every call (Redis
+//     7 does the same for scripts), and the commands that read the node's
+//     clock or nothing replicated (TIME, INFO, ...) are not reachable.
+//   - A bounded run, counted, not timed: every Lua instruction counts, and
+//     a script past ScriptBudget instructions fails with an error at the
+//     same instruction on every replica (Redis's lua-time-limit is a time;
+//     a time would differ between replicas). Writes made before an error
+//     stay, as in Redis (a script is not rolled back).
+//   - redis.call runs a Redis command through the gateway's own mapping
+//     (SetScriptCommands): its KV operations are applied here, one after
+//     the other, on this state. Blocking commands are refused, as in Redis.
+//
+// The script cache (SCRIPT LOAD, EVALSHA) and the function libraries
+// (FUNCTION LOAD, FCALL) are kept by each node's gateway; what reaches the
+// log is always the script's text, so a replica never needs a cache.
+//
+//	eval mode body numkeys [key ...] [arg ...]
+//	    mode "eval" (body is a script), "fcall:<name>" (body is a library
+//	    whose function <name> is called), or either with "ro:" in front
+//	    (EVAL_RO, FCALL_RO: a write is refused). Op.Key is the first key.
+
+// callCost is what one redis.call or redis.pcall counts against the
+// budget: a call costs far more than an instruction (an error reply is a
+// Go panic and recover inside the VM).
+const callCost = 100
+
+// raiseCost is what raising a command's error costs besides.
+const raiseCost = 2000
+
+// maxReplyDepth bounds the nesting of a script's reply: the results that
+// travel between nodes nest at most MaxArrayDepth arrays deep.
+const maxReplyDepth = MaxArrayDepth - 1
+
+// StatusPrefix marks a script's status reply other than OK ({ok='fine'}):
+// a ResultErr whose text is StatusPrefix + the status, because results
+// between nodes carry no text for a ResultOK. The gateway writes it as a
+// status reply.
+const StatusPrefix = "\x00status:"
+
+// ScriptBudget bounds the Lua instructions of one script run.
+const ScriptBudget = 20_000_000
+
+// ScriptCommand turns a Redis command called from a script (name first)
+// into KV operations and a function rendering their results as the
+// command's reply; errMsg refuses it (a Redis error text).
+type ScriptCommand func(args [][]byte) (ops []Op, render func([]Result) Result, errMsg string)
+
+var scriptCommand ScriptCommand
+
+// SetScriptCommands installs the mapping of Redis commands onto KV
+// operations that redis.call uses (the gateway's command table). Without
+// one, redis.call answers an error.
+func SetScriptCommands(f ScriptCommand) { scriptCommand = f }
+
+func init() {
+	addKVOps(map[string]kvOp{
+		"eval": {min: 3, max: -1, check: checkEval, keys: evalKeys, run: (*KVState).opEval},
+	})
+}
+
+func checkEval(op Op) error {
+	m := strings.TrimPrefix(string(op.Args[0]), "ro:")
+	if m != "eval" && !strings.HasPrefix(m, "fcall:") {
+		return fmt.Errorf("eval mode must be eval or fcall:<name>")
+	}
+	n, ok := parseInt(op.Args[2])
+	if !ok || n < 0 {
+		return fmt.Errorf("Number of keys can't be negative")
+	}
+	if n > int64(len(op.Args)-3) {
+		return fmt.Errorf("Number of keys can't be greater than number of args")
+	}
+	return nil
+}
+
+func evalKeys(op Op) []string {
+	n, _ := parseInt(op.Args[2])
+	return argStrings(op.Args[3 : 3+n])
+}
+
+// SHA1Hex is a script's name in the cache (EVALSHA, redis.sha1hex).
+func SHA1Hex(b []byte) string {
+	h := sha1.Sum(b)
+	return hex.EncodeToString(h[:])
+}
+
+// budget is a context whose Done channel closes after n checks: gopher-lua
+// checks it once per instruction.
+type budget struct {
+	left int64
+	done chan struct{}
+}
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (b *budget) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (b *budget) Value(any) any               { return nil }
+func (b *budget) Err() error {
+	if b.left < 0 {
+		return errScriptBudget
+	}
+	return nil
+}
+func (b *budget) Done() <-chan struct{} {
+	b.left--
+	if b.left < 0 {
+		return closedCh
+	}
+	return b.done
+}
+
+var errScriptBudget = errors.New("script exceeded its budget of instructions")
+
+var _ context.Context = (*budget)(nil)
+
+// scriptRun is one run's state.
+type scriptRun struct {
+	s        *KVState
+	budget   *budget
+	readOnly bool
+	name     string // "user_script" or the function's name
+}
+
+func (s *KVState) opEval(op Op) Result {
+	mode := string(op.Args[0])
+	ro := strings.HasPrefix(mode, "ro:")
+	mode = strings.TrimPrefix(mode, "ro:")
+	n, _ := parseInt(op.Args[2])
+	keys, argv := op.Args[3:3+n], op.Args[3+n:]
+	body := op.Args[1]
+	run := &scriptRun{s: s, readOnly: ro, budget: &budget{left: ScriptBudget, done: make(chan struct{})}}
+	L := newScriptState(run)
+	defer L.Close()
+	L.SetContext(run.budget)
+	fn, r := run.load(L, mode, body)
+	if fn == nil {
+		return r
+	}
+	L.Push(fn)
+	L.Push(bytesTable(L, keys))
+	L.Push(bytesTable(L, argv))
+	if err := L.PCall(2, 1, nil); err != nil {
+		return scriptError(err, body, run.name)
+	}
+	ret := L.Get(-1)
+	L.Pop(1)
+	return fromLua(ret, 0)
+}
+
+// load compiles the script (eval) or runs the library and finds its
+// function (fcall:<name>), returning the function to call with KEYS and
+// ARGV, or the error.
+func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunction, Result) {
+	if mode == "eval" {
+		run.name = "user_script"
+		fn, err := L.Load(strings.NewReader(string(body)), "user_script")
+		if err != nil {
+			return nil, Errorf("Error compiling script (new function): %s", luaMessage(err))
+		}
+		// KEYS and ARGV are globals for EVAL scripts.
+		wrapper := L.NewFunction(func(L *lua.LState) int {
+			L.SetGlobal("KEYS", L.Get(1))
+			L.SetGlobal("ARGV", L.Get(2))
+			L.Push(fn)
+			L.Call(0, 1)
+			return 1
+		})
+		return wrapper, Result{}
+	}
+	name := strings.TrimPrefix(mode, "fcall:")
+	run.name = name
+	fns, msg := LoadLibrary(L, body)
+	if msg != "" {
+		return nil, Errorf("%s", msg)
+	}
+	f, ok := fns[name]
+	if !ok {
+		return nil, Errorf("Function not found")
+	}
+	return f, Result{}
+}
+
+// LoadLibrary runs a function library's code (after its "#!lua name=..."
+// line) with redis.register_function available, and returns the functions
+// it registered. The gateway calls it to check FUNCTION LOAD.
+func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string) {
+	src := string(code)
+	if i := strings.IndexByte(src, '\n'); strings.HasPrefix(src, "#!") {
+		if i < 0 {
+			src = ""
+		} else {
+			src = "--" + src[i:] // keep line numbers
+		}
+	}
+	fns := map[string]*lua.LFunction{}
+	redis := L.GetGlobal("redis").(*lua.LTable)
+	reg := L.NewFunction(func(L *lua.LState) int {
+		var name string
+		var fn *lua.LFunction
+		switch a := L.Get(1).(type) {
+		case lua.LString:
+			if L.GetTop() != 2 {
+				L.RaiseError("wrong number of arguments to redis.register_function")
+			}
+			name = string(a)
+			f, ok := L.Get(2).(*lua.LFunction)
+			if !ok {
+				L.RaiseError("second argument to redis.register_function must be a function")
+			}
+			fn = f
+		case *lua.LTable:
+			var bad string
+			a.ForEach(func(k, v lua.LValue) {
+				switch k.String() {
+				case "function_name":
+					if s, ok := v.(lua.LString); ok {
+						name = string(s)
+					} else {
+						bad = "function_name argument given to redis.register_function must be a string"
+					}
+				case "callback":
+					if f, ok := v.(*lua.LFunction); ok {
+						fn = f
+					} else {
+						bad = "callback argument given to redis.register_function must be a function"
+					}
+				case "description", "flags":
+				default:
+					bad = "unknown argument given to redis.register_function"
+				}
+			})
+			if bad != "" {
+				L.RaiseError("%s", bad)
+			}
+			if name == "" {
+				L.RaiseError("redis.register_function must get a function name argument")
+			}
+			if fn == nil {
+				L.RaiseError("redis.register_function must get a callback argument")
+			}
+		default:
+			L.RaiseError("first argument to redis.register_function must be a string")
+		}
+		if _, dup := fns[name]; dup {
+			L.RaiseError("Function already exists in the library")
+		}
+		fns[name] = fn
+		return 0
+	})
+	redis.RawSetString("register_function", reg)
+	defer redis.RawSetString("register_function", lua.LNil)
+	fn, err := L.Load(strings.NewReader(src), "user_function")
+	if err != nil {
+		return nil, "Error compiling function: " + luaMessage(err)
+	}
+	L.Push(fn)
+	if err := L.PCall(0, 0, nil); err != nil {
+		return nil, "Error registering functions: " + luaMessage(err)
+	}
+	if len(fns) == 0 {
+		return nil, "No functions registered"
+	}
+	return fns, ""
+}
+
+// CheckLibrary runs a function library's code as FUNCTION LOAD does (no
+// Redis command may run) and returns the names of its functions, or the
+// error.
+func CheckLibrary(code []byte) ([]string, string) {
+	L := newScriptState(&scriptRun{})
+	defer L.Close()
+	L.SetContext(&budget{left: ScriptBudget, done: make(chan struct{})})
+	fns, msg := LoadLibrary(L, code)
+	if msg != "" {
+		return nil, msg
+	}
+	names := make([]string, 0, len(fns))
+	for n := range fns {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, ""
+}
+
+// luaMessage is a Lua error's text without the traceback.
+func luaMessage(err error) string {
+	var le *lua.ApiError
+	if errors.As(err, &le) {
+		if t, ok := le.Object.(*lua.LTable); ok {
+			if e, ok := t.RawGetString("err").(lua.LString); ok {
+				return string(e)
+			}
+		}
+		return le.Object.String()
+	}
+	return err.Error()
+}
+
+// scriptError is the reply of a script that raised an error: a
+// redis.call error keeps its code, as in Redis.
+func scriptError(err error, body []byte, name string) Result {
+	var le *lua.ApiError
+	if errors.As(err, &le) {
+		if t, ok := le.Object.(*lua.LTable); ok {
+			if e, ok := t.RawGetString("err").(lua.LString); ok {
+				return Errorf("%s", string(e))
+			}
+		}
+		msg := le.Object.String()
+		if errors.Is(le.Cause, errScriptBudget) || strings.Contains(msg, errScriptBudget.Error()) {
+			return Errorf("BUSY script exceeded its budget of %d instructions (Synod counts instructions, not time, so every replica stops at the same point)", ScriptBudget)
+		}
+		return Errorf("%s script: %s, on @%s.", msg, SHA1Hex(body), name)
+	}
+	return Errorf("%v", err)
+}
+
+func bytesTable(L *lua.LState, bs [][]byte) *lua.LTable {
+	t := L.CreateTable(len(bs), 0)
+	for i, b := range bs {
+		t.RawSetInt(i+1, lua.LString(b))
+	}
+	return t
+}
+
+// newScriptState is a Lua state with the libraries Redis gives scripts
+// (base, table, string, math; no os, io or loading of files) and the redis
+// table; the globals are read-only once set up.
+func newScriptState(run *scriptRun) *lua.LState {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 256, RegistrySize: 1024 * 20})
+	for _, lib := range []struct {
+		name string
+		fn   lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.fn))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	for _, g := range []string{"dofile", "loadfile", "load", "module", "require", "print", "collectgarbage", "newproxy", "gcinfo"} {
+		L.SetGlobal(g, lua.LNil)
+	}
+	math := L.GetGlobal("math").(*lua.LTable)
+	var seed uint64 = 0x2545F4914F6CDD1D
+	next := func() float64 { // xorshift64*, reseeded alike at every call
+		seed ^= seed >> 12
+		seed ^= seed << 25
+		seed ^= seed >> 27
+		return float64((seed*0x2545F4914F6CDD1D)>>11) / (1 << 53)
+	}
+	math.RawSetString("random", L.NewFunction(func(L *lua.LState) int {
+		f := next()
+		switch L.GetTop() {
+		case 0:
+			L.Push(lua.LNumber(f))
+		case 1:
+			m := int(L.CheckNumber(1))
+			L.Push(lua.LNumber(1 + int(f*float64(m))))
+		default:
+			lo, hi := int(L.CheckNumber(1)), int(L.CheckNumber(2))
+			L.Push(lua.LNumber(lo + int(f*float64(hi-lo+1))))
+		}
+		return 1
+	}))
+	math.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
+		seed = uint64(L.CheckNumber(1)) | 1
+		return 0
+	}))
+	redis := L.NewTable()
+	redis.RawSetString("call", L.NewFunction(func(L *lua.LState) int { return run.call(L, true) }))
+	redis.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int { return run.call(L, false) }))
+	redis.RawSetString("error_reply", L.NewFunction(func(L *lua.LState) int {
+		t := L.NewTable()
+		t.RawSetString("err", L.Get(1))
+		L.Push(t)
+		return 1
+	}))
+	redis.RawSetString("status_reply", L.NewFunction(func(L *lua.LState) int {
+		t := L.NewTable()
+		t.RawSetString("ok", L.Get(1))
+		L.Push(t)
+		return 1
+	}))
+	redis.RawSetString("sha1hex", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString(SHA1Hex([]byte(L.CheckString(1)))))
+		return 1
+	}))
+	noop := L.NewFunction(func(L *lua.LState) int { return 0 })
+	for _, f := range []string{"log", "set_repl", "setresp", "debug", "breakpoint"} {
+		redis.RawSetString(f, noop)
+	}
+	redis.RawSetString("replicate_commands", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LTrue); return 1 }))
+	for i, n := range []string{"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"} {
+		redis.RawSetString(n, lua.LNumber(i))
+	}
+	for n, v := range map[string]int{"REPL_NONE": 0, "REPL_SLAVE": 1, "REPL_REPLICA": 1, "REPL_AOF": 2, "REPL_ALL": 3} {
+		redis.RawSetString(n, lua.LNumber(v))
+	}
+	redis.RawSetString("REDIS_VERSION", lua.LString("7.0.15"))
+	redis.RawSetString("REDIS_VERSION_NUM", lua.LNumber(0x07000f))
+	L.SetGlobal("redis", redis)
+	// Globals protection, as Redis: reading an undefined global or
+	// creating one is an error.
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		k := L.Get(2)
+		if k.String() == "KEYS" || k.String() == "ARGV" {
+			return 0
+		}
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", k.String())
+		return 0
+	}))
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		k := L.Get(2)
+		if k.String() == "KEYS" || k.String() == "ARGV" {
+			L.RawSet(L.CheckTable(1), k, L.Get(3))
+			return 0
+		}
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	}))
+	L.SetMetatable(L.G.Global, mt)
+	return L
+}
+
+// call is redis.call (raise: an error reply raises it) and redis.pcall
+// (returns it as a table {err=...}).
+func (run *scriptRun) call(L *lua.LState, raise bool) int {
+	fail := func(msg string) int {
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString(msg))
+		if raise {
+			if run.budget != nil {
+				run.budget.left -= raiseCost
+			}
+			L.Error(t, 1)
+			return 0
+		}
+		L.Push(t)
+		return 1
+	}
+	if run.budget != nil {
+		run.budget.left -= callCost
+	}
+	n := L.GetTop()
+	if n == 0 {
+		return fail("ERR Please specify at least one argument for this redis lib call")
+	}
+	args := make([][]byte, n)
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args[i-1] = []byte(v)
+		case lua.LNumber:
+			f := float64(v)
+			if f == math.Trunc(f) && math.Abs(f) < 1e17 {
+				args[i-1] = []byte(strconv.FormatInt(int64(f), 10))
+			} else {
+				args[i-1] = []byte(strconv.FormatFloat(f, 'g', 17, 64))
+			}
+		default:
+			return fail("ERR Lua redis lib command arguments must be strings or integers")
+		}
+	}
+	if scriptCommand == nil || run.s == nil {
+		return fail("ERR Redis commands cannot be run here (no command mapping, or a library being loaded)")
+	}
+	ops, render, msg := scriptCommand(args)
+	if msg != "" {
+		return fail(msg)
+	}
+	results := make([]Result, len(ops))
+	for i, op := range ops {
+		if err := (KV{}).Validate(op); err != nil {
+			return fail(withErrCode(err.Error()))
+		}
+		if run.readOnly && !kvOps[op.Kind].read {
+			return fail("ERR Write commands are not allowed from read-only scripts.")
+		}
+		results[i] = run.s.ApplyEnv(op, run.s.env)
+	}
+	r := render(results)
+	if r.Type == ResultErr {
+		return fail(withErrCode(r.Err))
+	}
+	L.Push(toLua(L, r))
+	return 1
+}
+
+// withErrCode is msg with "ERR " in front unless it starts with an
+// upper-case code (the gateway's rule, gateway.withCode).
+func withErrCode(msg string) string {
+	code, _, found := strings.Cut(msg, " ")
+	if found && len(code) >= 2 && strings.ToUpper(code) == code && strings.IndexFunc(code, func(r rune) bool { return (r < 'A' || r > 'Z') && r != '_' }) < 0 {
+		return msg
+	}
+	return "ERR " + msg
+}
+
+// toLua converts a command's reply as Redis does for RESP2: integer ->
+// number, bulk -> string, nil -> false, status -> {ok=...}, array ->
+// table.
+func toLua(L *lua.LState, r Result) lua.LValue {
+	switch r.Type {
+	case ResultInt:
+		return lua.LNumber(r.Int)
+	case ResultBytes:
+		return lua.LString(r.Bytes)
+	case ResultOK:
+		t := L.NewTable()
+		s := "OK"
+		if len(r.Bytes) > 0 {
+			s = string(r.Bytes)
+		}
+		t.RawSetString("ok", lua.LString(s))
+		return t
+	case ResultErr:
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString(withErrCode(r.Err)))
+		return t
+	case ResultArray:
+		t := L.CreateTable(len(r.Elems), 0)
+		for i, e := range r.Elems {
+			t.RawSetInt(i+1, toLua(L, e))
+		}
+		return t
+	}
+	return lua.LFalse
+}
+
+// fromLua converts a script's return value as Redis does: number ->
+// integer (truncated), string -> bulk, true -> 1, false and nil -> nil,
+// {err=...} -> error, {ok=...} -> status, other tables -> array up to the
+// first nil. A reply nested deeper than maxReplyDepth (a table that holds
+// itself) is an error, as in Redis.
+func fromLua(v lua.LValue, depth int) Result {
+	switch v := v.(type) {
+	case lua.LNumber:
+		return Int(int64(v))
+	case lua.LString:
+		return Bytes([]byte(v))
+	case lua.LBool:
+		if v {
+			return Int(1)
+		}
+		return Nil()
+	case *lua.LTable:
+		if e, ok := v.RawGetString("err").(lua.LString); ok {
+			return Result{Type: ResultErr, Err: withErrCode(string(e))}
+		}
+		if s, ok := v.RawGetString("ok").(lua.LString); ok {
+			if s == "OK" {
+				return OK()
+			}
+			return Result{Type: ResultErr, Err: StatusPrefix + string(s)}
+		}
+		if depth > maxReplyDepth {
+			return Errorf("reached lua stack limit")
+		}
+		var out []Result
+		for i := 1; ; i++ {
+			e := v.RawGetInt(i)
+			if e == lua.LNil {
+				break
+			}
+			r := fromLua(e, depth+1)
+			if r.Type == ResultErr && r.Err == "reached lua stack limit" {
+				return r
+			}
+			out = append(out, r)
+		}
+		return Array(out...)
+	}
+	return Nil()
+}
