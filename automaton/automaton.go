@@ -1,9 +1,9 @@
 // Package automaton defines the contract every Synod protocol role obeys.
 //
 // A role (an ABD coordinator and replica, a Paxos acceptor, an ESDS front end, ...)
-// is written as an I/O automaton in the sense of seed 000, chapter 2.1: a state
+// is written as an I/O automaton in the sense of the ESDS thesis, chapter 2.1: a state
 // machine that takes one input action at a time and emits output actions. The
-// mapping to a program follows seed 000, chapter 3: every input action of the
+// mapping to a program follows the ESDS thesis, chapter 3: every input action of the
 // composition becomes one call of Step, and every output action becomes one value
 // in the slice Step returns.
 //

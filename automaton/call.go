@@ -1,6 +1,6 @@
 package automaton
 
-// Nested requests: a namespace calling another namespace (seed 003 §3,
+// Nested requests: a namespace calling another namespace (the Eve/Adam thesis §3,
 // Adam: "replicated services calling replicated services").
 //
 // An automaton of namespace A calls namespace B with an Effect of kind
@@ -15,7 +15,7 @@ package automaton
 // it are durable, and a crash of the caller loses the answer (B may still
 // execute the request; the restarted caller re-issues it with the same id).
 //
-// Identity and exactly-once (seed 003 §3: the remote service "just has to
+// Identity and exactly-once (the Eve/Adam thesis §3: the remote service "just has to
 // treat Adam replicas as clients that might make repeated requests with the
 // same sequence numbers" and answers repeats "from a cache"): the caller
 // chooses Req.ID deterministically (every replica of A computes the same id

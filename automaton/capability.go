@@ -125,12 +125,12 @@ const (
 	// Sequential: one total order that respects each client's program order
 	// (Lamport), without real-time order across clients.
 	Sequential Consistency = "sequential"
-	// EventuallySerializable: seed 000's ESDS guarantee (prev constraints,
+	// EventuallySerializable: the ESDS thesis's ESDS guarantee (prev constraints,
 	// strict answers agree with the eventual total order, convergence).
 	EventuallySerializable Consistency = "eventually-serializable"
 )
 
-// Request options of the EventuallySerializable model (seed 000 chapter 3):
+// Request options of the EventuallySerializable model (the ESDS thesis chapter 3):
 // a protocol promising it declares options with these names and meanings,
 // which its checker and the simulator's workload read: the operation's
 // unique id (a string), the ids of operations that must be ordered before it
@@ -341,7 +341,7 @@ func SafeFaultsOf(name string) string {
 
 // FanoutProtocol is implemented by protocols whose clients send each request
 // to every replica themselves: Fast Paxos's clients are proposers that send
-// straight to the acceptors (seed 002, chapter V), and PB-Paxos's clients
+// straight to the acceptors (the Grid Services thesis, chapter V), and PB-Paxos's clients
 // send to all replicas, of which only the leader replies (chapter VI.A.1).
 // A client that fans out marks the request Request.Fanout and sends the same
 // RequestID to every node; each node's automaton plays its own part (accept,

@@ -6,7 +6,7 @@ import "github.com/synod-dev/synod/service"
 
 // ClientCoordinator is implemented by protocols whose clients can run an
 // operation themselves against every replica, the replicas only answering
-// the phases (seed 001's ABD client, "mode 1": servers never talk to each
+// the phases (the ABD report's ABD client, "mode 1": servers never talk to each
 // other). Coordinate returns the client side of one operation as a pure,
 // deterministic state machine, so that every runtime (the simulator, the Go
 // client) drives it the same way without knowing the protocol:

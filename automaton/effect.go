@@ -11,8 +11,8 @@ import (
 //
 // Protocol code is pure: no I/O, no goroutines, no clock. Some protocols
 // still need such work done as part of their algorithm: Eve's replicas
-// execute a batch on a worker pool (seed 003), the durability proxies of
-// seed 002 chapter IV write a request's updates to a SQL database, Adam's
+// execute a batch on a worker pool (the Eve/Adam thesis), the durability proxies of
+// the Grid Services thesis chapter IV write a request's updates to a SQL database, Adam's
 // replicas call another namespace. An automaton asks for it with an Effect
 // output naming a registered Executor kind; the runtime carries it out and
 // answers, in a later step, with an EffectDone input. The automaton stays a

@@ -11,7 +11,7 @@ import (
 //
 // Every request carries a read mode, which every protocol understands.
 // Anything else a protocol wants from a client per request (ESDS's operation
-// id, prev set and strict flag, seed 000 chapter 3) it declares as
+// id, prev set and strict flag, the ESDS thesis chapter 3) it declares as
 // OptionSpecs; the RESP gateway (SYNOD OPT), the gRPC API (the options map),
 // the Go clients, the history format and the simulator carry them by name
 // without knowing what they mean. Values are strings; a list option holds

@@ -29,7 +29,7 @@ type StateReporter interface {
 }
 
 // PlacementReporter is implemented by automata that keep copies of their
-// objects on some nodes only (Orca's primary-copy runtime, seed 004 §3):
+// objects on some nodes only (Orca's primary-copy runtime, the Orca paper §3):
 // Placement describes, for each object this node holds a copy of, where
 // the object's copies are as far as this node knows ("primary=n1
 // copies=n1,n3 version=4 migrations=1" at the primary, "secondary

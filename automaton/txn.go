@@ -15,7 +15,7 @@ import (
 //     ordered between them. This is Redis's MULTI/EXEC and any per-request
 //     atomicity a client asks for. The Response carries one result per
 //     operation.
-//   - An interactive transaction, the shape of seed 002 chapter VI.A.4's
+//   - An interactive transaction, the shape of the Grid Services thesis chapter VI.A.4's
 //     T-Paxos: a client begins a transaction, sends its operations one
 //     request at a time and sees each answer before sending the next, then
 //     commits or aborts. Each step is a Request whose Txn names the
@@ -24,7 +24,7 @@ import (
 //     transaction and single operation; an aborted one has no effect and
 //     its reads promise nothing. A commit may itself answer with an abort
 //     (ErrTxnAborted) when the protocol could not keep the transaction
-//     (seed 002 VI.A.4: a leader change during the transaction).
+//     (the Grid Services thesis VI.A.4: a leader change during the transaction).
 //
 // A protocol declares which shapes it honours (TxnSupporter). The edges
 // (gateway, simulator, node) refuse a shape the protocol lacks before the

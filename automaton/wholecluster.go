@@ -26,7 +26,7 @@ func SurvivesPowerLoss(name string) bool {
 }
 
 // CalleeNeeder is implemented by protocols whose service calls another
-// namespace (nested requests, seed 003 Adam): the simulator flags of the
+// namespace (nested requests, the Eve/Adam thesis Adam): the simulator flags of the
 // callee namespace the conformance suite's standard scenarios run beside
 // them (e.g. --callee-protocol paxos --callee-nodes 3). Without a callee
 // every write of such a protocol fails, and a standard scenario proves

@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Client-driven ABD target (seed 001 §3.1.2: the "ABD capable client").
+// Client-driven ABD target (the ABD report §3.1.2: the "ABD capable client").
 //
 // ABDClientFactory connects each simulated client to every replica of an
 // abd namespace over gRPC (client.GRPC.ABD): the client runs ABD's query

@@ -34,7 +34,7 @@ type Config struct {
 	Rate float64
 	// Arrivals is the open loop's arrival process: ArrivalsPoisson (the
 	// default, "" too) or ArrivalsUniform (gaps drawn uniformly from
-	// [0, 2/Rate], mean 1/Rate: seed 001's "uniform distribution with the
+	// [0, 2/Rate], mean 1/Rate: the ABD report's "uniform distribution with the
 	// average 50 requests per second").
 	Arrivals string
 	// Preload SETs every key once before measuring.
@@ -104,7 +104,7 @@ func Workloads() []string { return []string{"seed001"} }
 
 // Preset returns DefaultConfig modified by a named workload:
 //
-//	seed001: the key-value experiment of seed 001 (ABD vs blocking replication):
+//	seed001: the key-value experiment of the ABD report (ABD vs blocking replication):
 //	         1000 keys, 1 KB values, Zipf s = 1.345675 (about 90% of operations on
 //	         the hottest 10% of keys), 90% GETs (the seed also runs 10%), keys
 //	         preloaded, 25 clients.

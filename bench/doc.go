@@ -14,7 +14,7 @@
 //     concurrency.
 //   - Open loop (Config.Rate > 0): one scheduler draws arrivals at Rate
 //     operations per second in total (Poisson by default; Config.Arrivals
-//     "uniform" draws gaps uniformly from [0, 2/Rate], as seed 001 ran) and
+//     "uniform" draws gaps uniformly from [0, 2/Rate], as the ABD report ran) and
 //     queues them; idle clients take them.
 //     Latency is measured from each operation's scheduled arrival time, not from
 //     when a client got round to sending it, so a stalled server is charged for

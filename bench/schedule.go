@@ -23,7 +23,7 @@ func newArrivals(kind string, rate float64, r *rand.Rand) arrivals {
 }
 
 // uniform yields arrivals whose gaps are uniform on [0, 2/rate]: mean
-// 1/rate, as seed 001's "uniform distribution with the average 50 requests
+// 1/rate, as the ABD report's "uniform distribution with the average 50 requests
 // per second" (§4.1) reads when the rate is an average.
 type uniform struct {
 	r    *rand.Rand

@@ -39,7 +39,7 @@ type ESDSReport struct {
 // maxViolations bounds the violations listed in a report.
 const maxViolations = 20
 
-// ESDS checks a history against seed 000's eventually-serializable guarantee:
+// ESDS checks a history against the ESDS thesis's eventually-serializable guarantee:
 //
 //   - Convergence: every replica's final order (finalOrders: replica -> its
 //     total order of op ids after quiescence) is the same order, and holds

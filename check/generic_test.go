@@ -10,7 +10,7 @@ import (
 
 var gridOpt = Options{Services: map[string]string{"": matchmaker.ServiceName}}
 
-// TestGenericGridMatchmaker checks gridmatchmaker (seed 002 IV.D.2) histories
+// TestGenericGridMatchmaker checks gridmatchmaker (the Grid Services thesis IV.D.2) histories
 // with the generic model: the service itself is the specification.
 func TestGenericGridMatchmaker(t *testing.T) {
 	adv := func(p int, call, ret int64, m, cpu, mem string) history.Op {
@@ -67,12 +67,12 @@ func TestGenericGridMatchmaker(t *testing.T) {
 }
 
 // TestGenericRefusals: the nondeterministic Matchmaker and unknown services
-// still have no linearizability model here, and invalid operations claimed
+// still have no Porcupine specification here, and invalid operations claimed
 // successful are refused as for kv.
 func TestGenericRefusals(t *testing.T) {
 	for _, svc := range []string{"matchmaker", "nosuch"} {
 		_, err := Linearizable(hist(), Options{Services: map[string]string{"": svc}})
-		if err == nil || !strings.Contains(err.Error(), "no linearizability model") {
+		if err == nil || !strings.Contains(err.Error(), "no Porcupine specification") {
 			t.Errorf("service %s: error %v", svc, err)
 		}
 	}

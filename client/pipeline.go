@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -189,9 +190,7 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 			try := func(ctx context.Context, g *gconn, req *synodpb.Request) (*synodpb.Response, service.Result, bool, error) {
 				if sc := first; sc != nil && g == c.conns[start] {
 					first = nil
-					actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-					defer cancel()
-					return st.wait(actx, sc)
+					return st.wait(ctx, sc, c.opts.Timeout)
 				}
 				return c.attemptStream(ctx, g, req)
 			}
@@ -492,30 +491,45 @@ func (st *gstream) abandon(sc *scall) bool {
 
 // attemptStream is a tryFunc: one attempt of req as a call on g's stream.
 func (c *GRPC) attemptStream(ctx context.Context, g *gconn, req *synodpb.Request) (*synodpb.Response, service.Result, bool, error) {
-	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	st, err := c.stream(actx, g)
-	if err != nil {
-		return nil, service.Result{}, false, err
+	g.smu.Lock()
+	st := g.st
+	g.smu.Unlock()
+	if st == nil || !st.alive() {
+		// Slow path: wait for the connection and open a stream.
+		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		var err error
+		st, err = c.stream(actx, g)
+		cancel()
+		if err != nil {
+			return nil, service.Result{}, false, err
+		}
 	}
 	sc := &scall{req: req, done: make(chan struct{})}
 	if err := st.enqueue(sc); err != nil {
 		return nil, service.Result{}, false, err
 	}
-	return st.wait(actx, sc)
+	return st.wait(ctx, sc, c.opts.Timeout)
 }
 
-// wait waits for sc's reply (a tryFunc's results), abandoning sc when ctx
-// ends first.
-func (st *gstream) wait(ctx context.Context, sc *scall) (*synodpb.Response, service.Result, bool, error) {
+// wait waits up to timeout for sc's reply (a tryFunc's results),
+// abandoning sc when ctx ends or the time is up first.
+func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (*synodpb.Response, service.Result, bool, error) {
+	tm := time.NewTimer(timeout)
+	defer tm.Stop()
+	var cause error
 	select {
 	case <-sc.done:
 	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-tm.C:
+		cause = context.DeadlineExceeded
+	}
+	if cause != nil {
 		select {
 		case <-sc.done: // completed meanwhile
 		default:
 			sent := st.abandon(sc)
-			return nil, service.Result{}, sent, status.FromContextError(ctx.Err()).Err()
+			return nil, service.Result{}, sent, status.FromContextError(cause).Err()
 		}
 	}
 	if sc.err != nil {

@@ -64,7 +64,7 @@ const (
 // address; see package transport and transport/grpcpeer.
 const (
 	// TransportTCP is the framed TCP transport (package transport): one
-	// connection per peer pushing frames, the seed's raw socket (seed 002,
+	// connection per peer pushing frames, the seed's raw socket (the Grid Services thesis,
 	// Table III.1 "Socket"). The default.
 	TransportTCP = "tcp"
 	// TransportGRPCUnary sends each message as one gRPC unary call to the

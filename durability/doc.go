@@ -1,4 +1,4 @@
-// Package durability is seed 002, chapter IV ("Durability – a Service
+// Package durability is the Grid Services thesis, chapter IV ("Durability – a Service
 // Attribute"): a service's state lives in named state objects, and each
 // object's durability is chosen after the service is written, by a
 // mapping, without changing the service's code. Three mechanisms (IV.B.2):

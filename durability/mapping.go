@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Mechanism is a state object's durability attribute (seed 002 IV.B.2).
+// Mechanism is a state object's durability attribute (the Grid Services thesis IV.B.2).
 type Mechanism string
 
 // The three mechanisms of IV.B.2.
@@ -52,7 +52,7 @@ const (
 	RestoreInit       = "init"       // call init: abort to the empty object (IV.C.2, reconstruction proxy)
 )
 
-// Mapping is a service's durability mapping (seed 002 IV.C.3): for each
+// Mapping is a service's durability mapping (the Grid Services thesis IV.C.3): for each
 // named state object its mechanism and the object-specific instructions.
 type Mapping struct {
 	// Service names the service the mapping is for (informative).

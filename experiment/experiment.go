@@ -151,7 +151,7 @@ func (f Figures) Set(cell, metric string, v float64) {
 
 // SeedFigures are a seed's reported results.
 type SeedFigures struct {
-	// Source names where they come from: "seed 001, Tables 1-6 (AWS t2.micro)".
+	// Source names where they come from: "the ABD report, Tables 1-6 (AWS t2.micro)".
 	Source string
 	// Values by cell key and metric.
 	Values Figures

@@ -739,6 +739,9 @@ func cmdInfo(c *conn, args [][]byte) {
 	// Redis's order: Server, Clients, Memory, Stats, Replication, CPU,
 	// Commandstats, Errorstats, Cluster, Keyspace; then Synod's.
 	std := standardSections() // CPU, Memory, Replication, Cluster
+	if c.sharded() {
+		std[3].fields["cluster_enabled"] = "1" // the Redis Cluster protocol (cluster.go)
+	}
 	var ordered []infoSection
 	for _, sec := range sections {
 		ordered = append(ordered, sec)

@@ -12,7 +12,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Client-driven ABD (seed 001 §3.1.2, client.ABD): the clients run both
+// Client-driven ABD (the ABD report §3.1.2, client.ABD): the clients run both
 // phases against every replica over gRPC; the replicas never talk to each
 // other for them.
 

@@ -18,7 +18,7 @@ import (
 	"github.com/synod-dev/synod/durability/sqlstore"
 )
 
-// TestDurabilityKillPrimary (issue 11 item 5, seed 002 IV.C.2 recover):
+// TestDurabilityKillPrimary (issue 11 item 5, the Grid Services thesis IV.C.2 recover):
 // for each durability mapping of the kv service under pbdurable, a client
 // writes while the primary's process is killed with SIGKILL; afterwards
 // every acknowledged write must be readable for the replicated and the

@@ -12,7 +12,7 @@ import (
 	"github.com/synod-dev/synod/cluster"
 )
 
-// TestESDSKillReplicaUnderLoad runs non-strict INCRBY load (seed 000's Counter
+// TestESDSKillReplicaUnderLoad runs non-strict INCRBY load (the ESDS thesis's Counter
 // service, answered as soon as the contacted replica has done the operation)
 // against a 3-node ESDS cluster with fsync durability, kill -9s one replica
 // mid-run and restarts it, then stops the load and reads the counter through

@@ -131,7 +131,7 @@ func wholeClusterKill(t *testing.T, p string, params map[string]string, n int) {
 	}
 }
 
-// TestDatabaseOutlivesCluster (issue 29; seed 002 IV.C.1: "a new instance
+// TestDatabaseOutlivesCluster (issue 29; the Grid Services thesis IV.C.1: "a new instance
 // is created and proxies restore state before serving"): a pbdurable
 // cluster under the db mapping acknowledges writes into a SQLite file; all
 // its nodes are killed with SIGKILL and its directory is dropped; a fresh

@@ -78,7 +78,7 @@
 // protocol's model (linearizable or sequential); an undecided check is
 // reported, not counted as a violation. Protocols of other models (ESDS)
 // have no history checker, and their writes are not ordered in real time
-// (ESDS orders non-strict writes by labels, seed 000 §3: a write
+// (ESDS orders non-strict writes by labels, the ESDS thesis §3: a write
 // acknowledged before another began may be ordered after it), so their
 // final reads are judged by unwritten instead: a value some client wrote,
 // nil only where no write was acknowledged, and every node on the same

@@ -153,7 +153,7 @@ func lostWrite(ws []write, val string, found bool) string {
 //
 // realTime says whether the protocol's model orders writes in real time
 // (linearizable: lostWrite's rule). Where it does not (eventually
-// serializable: ESDS orders non-strict writes by labels, seed 000 §3, so a
+// serializable: ESDS orders non-strict writes by labels, the ESDS thesis §3, so a
 // write acknowledged before another began may still be ordered after it),
 // a final read must hold a value some client wrote (nil only where no
 // write was acknowledged), and every node must end with the same value

@@ -49,7 +49,7 @@ func writeConfigs(dir string, h *Net, nodes int, protocol string, params map[str
 			Namespaces: []config.Namespace{{Name: "default", Protocol: protocol, Service: "kv",
 				Params: sqlstore.SharedParams(protocol, "default", params, dir, nodes)}},
 		}
-		// A protocol whose namespace calls others (adam, seed 003's nested
+		// A protocol whose namespace calls others (adam, the Eve/Adam thesis's nested
 		// calls) gets each callee as a paxos namespace on the same nodes:
 		// every fault hits the callee too, and a write is acknowledged
 		// only after its nested call was (the history judges both).

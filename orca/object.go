@@ -10,7 +10,7 @@ import (
 )
 
 // Value is the encapsulated data of one object instance (the "local
-// variables" of an abstract data type's implementation part, seed 004 §2).
+// variables" of an abstract data type's implementation part, the Orca paper §2).
 // Encode writes it in a canonical form: two values that encode alike are
 // equal, which is how a read operation that changed its object is caught.
 type Value interface {
@@ -18,7 +18,7 @@ type Value interface {
 }
 
 // Operation declares one operation of an object type (the specification
-// part, seed 004 §2): whether it writes, its guard, and its code.
+// part, the Orca paper §2): whether it writes, its guard, and its code.
 type Operation struct {
 	// Write is false for a read: an operation that "does not change the
 	// internal data of the object it is applied to" (§2). The declaration
@@ -27,7 +27,7 @@ type Operation struct {
 	Write bool
 	// Guard, when set, must hold before the operation runs; until it does
 	// the operation blocks (a job queue's get on an empty queue). Guards
-	// are not in seed 004 (see the package doc): they come from Orca's
+	// are not in the Orca paper (see the package doc): they come from Orca's
 	// language papers, its references [10, 12].
 	Guard func(v Value, args [][]byte) bool
 	// Do applies the operation indivisibly and returns its result. A

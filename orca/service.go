@@ -16,7 +16,7 @@ func init() { service.Register(&Service{Types: Builtin}) }
 
 // Service is a namespace of named shared data-objects: a Synod service
 // whose operations create instances ("new") and apply a type's operations
-// ("<type>.<op>") to one instance each (seed 004 §2: "all operations apply
+// ("<type>.<op>") to one instance each (the Orca paper §2: "all operations apply
 // to single objects"). Every operation is applied indivisibly by Apply.
 type Service struct {
 	Types Types

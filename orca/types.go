@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// The built-in object types: the ones seed 004's micro-benchmarks and
+// The built-in object types: the ones the Orca paper's micro-benchmarks and
 // programs use (§5: "a replicated 4 byte integer object", "an entire 1 Kb
 // array object"; TSP's bound and job queue; ASP's pivot rows).
 
@@ -93,7 +93,7 @@ func (q *Queue) Encode(e *wire.Encoder) {
 
 // QueueType: add job, close, get (guarded: blocks while the queue is empty
 // and open; answers nil once it is empty and closed), len (read). All but
-// len write (seed 004 §5.3: "All operations applied to this object are
+// len write (the Orca paper §5.3: "All operations applied to this object are
 // write-operations").
 var QueueType = &Type{
 	Name: "queue",
@@ -135,7 +135,7 @@ var QueueType = &Type{
 }
 
 // Rows holds ASP's pivot rows: empty at first, row k added in iteration k
-// (seed 004 §5.3: "after the final iteration, it will contain all the
+// (the Orca paper §5.3: "after the final iteration, it will contain all the
 // pivot rows used during the computation").
 type Rows struct{ R map[int64][]byte }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // Bank is a set of accounts holding integer balances: the transactional
-// service of seed 002 VI.A.4's T-Paxos experiments, with per-account locks
+// service of the Grid Services thesis VI.A.4's T-Paxos experiments, with per-account locks
 // (Lockable) so that interactive transactions run under strict two-phase
 // locking.
 //

@@ -101,7 +101,7 @@ func TestLockTableNoWait(t *testing.T) {
 	}
 }
 
-// TestSeedConcurrencyCaveat: seed 002 VI.A.4's caveat. T2 writes r2 (not
+// TestSeedConcurrencyCaveat: the Grid Services thesis VI.A.4's caveat. T2 writes r2 (not
 // committed), T1 then reads it (r3) and would commit, after which T2
 // aborts: T1 would have committed a value that never existed. Under
 // strict two-phase locking T1's read conflicts with T2's exclusive lock,

@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Counter is the integer counter of seed 000 (chapter 4.4): read returns the
+// Counter is the integer counter of the ESDS thesis (chapter 4.4): read returns the
 // value, add n adds n and returns the new value. The key is ignored: a Counter
 // namespace is one object.
 type Counter struct{}

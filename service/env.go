@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Nondeterministic services (seed 002 chapters I and III.C.1: a service whose answers
+// Nondeterministic services (the Grid Services thesis chapters I and III.C.1: a service whose answers
 // depend on more than its state and the request, such as the Matchmaker's
 // random choice of a machine).
 //

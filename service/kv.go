@@ -214,7 +214,7 @@ func (s *KVState) ApplyEnv(op Op, env Env) Result {
 	return o.run(s, op)
 }
 
-// put records a write of key (seed 002 II.A: the change a state update
+// put records a write of key (the Grid Services thesis II.A: the change a state update
 // carries): a new version, the key's last-change version, its deadline,
 // the journal and, when hashed, the key's leaf.
 func (s *KVState) put(key string, e kvEntry) {

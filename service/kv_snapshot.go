@@ -226,7 +226,7 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 	return e.B, nil
 }
 
-// ApplyDelta implements DeltaState (seed 002 III.A: the backup "injects the
+// ApplyDelta implements DeltaState (the Grid Services thesis III.A: the backup "injects the
 // state into the service application"). The whole delta is decoded and
 // checked before anything changes.
 func (s *KVState) ApplyDelta(delta []byte) error {

@@ -2,7 +2,7 @@ package service
 
 import "sort"
 
-// Locking for interactive transactions (seed 002 VI.A.4: "any service that
+// Locking for interactive transactions (the Grid Services thesis VI.A.4: "any service that
 // supports transactions needs to deal with concurrency of this type using
 // locks or other mechanisms").
 //

@@ -12,7 +12,7 @@ import (
 
 func init() { Register(Matchmaker{}) }
 
-// Matchmaker is seed 002's example nondeterministic service, the simplified
+// Matchmaker is the Grid Services thesis's example nondeterministic service, the simplified
 // Condor Matchmaker of chapter III, section III.C.1 "Matchmaker Grid
 // Service" (the grid resource broker and grid scheduling service of chapter
 // I are its two sources of nondeterminism; chapter IV, section IV.D.2 "The

@@ -92,7 +92,7 @@ func TestMatchmakerIsNondeterministic(t *testing.T) {
 	}
 }
 
-// Seed 002 III.C.1: requests are served in priority order, FIFO within each
+// The Grid Services thesis III.C.1: requests are served in priority order, FIFO within each
 // priority.
 func TestMatchmakerPriorityThenFIFO(t *testing.T) {
 	s := newMM()

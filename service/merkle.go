@@ -10,7 +10,7 @@ import (
 )
 
 // MerkleTree is a fixed-shape, incrementally maintained Merkle tree over a
-// set of (key, value) entries (issue 9 item 5; seed 003's Eve compares
+// set of (key, value) entries (issue 9 item 5; the Eve/Adam thesis's Eve compares
 // replicas by "a deterministic Merkle tree" root and repairs them by an
 // incremental state transfer). The package documentation (transfer.go)
 // records the design and its cost model; in short:

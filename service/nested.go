@@ -11,8 +11,8 @@ import (
 )
 
 // NestedKV is the state of a service whose requests call another service
-// (seed 003 §3, Adam; protocol/adam): the sharded KV plus the requests
-// suspended at a nested call, each written as resumable steps (seed 003
+// (the Eve/Adam thesis §3, Adam; protocol/adam): the sharded KV plus the requests
+// suspended at a nested call, each written as resumable steps (the Eve/Adam thesis
 // §5.3 captures thread stacks with Javaflow continuations; here a request
 // between two steps is data: Cont). The suspended requests are part of the
 // state: hashed with it (so a verified checkpoint covers them, as the

@@ -1,6 +1,6 @@
 package service
 
-// Guarded operations (seed 004, Orca's shared data-objects; guards come from
+// Guarded operations (the Orca paper, Orca's shared data-objects; guards come from
 // Orca's language papers, the seed's references [10, 12]): an operation
 // whose guard is false blocks until a later write makes it true, as a job
 // queue's get blocks on an empty queue. A state whose operations may carry

@@ -11,9 +11,9 @@
 // Services that ship: KV (Redis's data model: strings, hashes, lists, sets
 // and sorted sets in one keyspace, expiry, per-key versions and guards for
 // WATCH; every operation is listed in kv_doc.go), Counter (read, add; seed
-// 000 chapter 4), String, the Matchmaker and Bank (seed 002), Lock (T-Paxos's
-// 2PL), Orca's shared objects (seed 004) and the sharded KV Eve executes in
-// parallel (seed 003).
+// 000 chapter 4), String, the Matchmaker and Bank (the Grid Services thesis), Lock (T-Paxos's
+// 2PL), Orca's shared objects (the Orca paper) and the sharded KV Eve executes in
+// parallel (the Eve/Adam thesis).
 package service
 
 import (

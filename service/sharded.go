@@ -9,7 +9,7 @@ import (
 )
 
 // ShardedKV is the KV service (same operations, same answers) with a state
-// split into shards by key, for execute-verify replication (seed 003, Eve:
+// split into shards by key, for execute-verify replication (the Eve/Adam thesis, Eve:
 // "replicas ... fully leverage the potential of their underlying multicore
 // machines to execute all of the requests in parallel").
 //

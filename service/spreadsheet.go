@@ -10,7 +10,7 @@ import (
 
 func init() { Register(Spreadsheet{}) }
 
-// Spreadsheet is seed 000's third demo application (§4.4, "Distributed
+// Spreadsheet is the ESDS thesis's third demo application (§4.4, "Distributed
 // Spreadsheets"): several users enter data into one shared workbook, whose
 // replicas keep the current state and refresh each user's copy on demand.
 // Cells are named "Sheet!A1" or "A1" (any non-empty name without newline

@@ -8,7 +8,7 @@ import (
 
 func init() { Register(String{}) }
 
-// String is the String Concatenation Service of seed 000 (chapter 4.4): one
+// String is the String Concatenation Service of the ESDS thesis (chapter 4.4): one
 // string; read returns it, append s (the seed's Concatenate) appends s and
 // returns the new value. Appends do not commute (unless one operand is empty),
 // which is why the seed uses it beside Counter. The key is ignored: a String

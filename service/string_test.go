@@ -26,7 +26,7 @@ func TestStringSemantics(t *testing.T) {
 	}
 }
 
-// Appends do not commute: that is why seed 000 measured String beside Counter.
+// Appends do not commute: that is why the ESDS thesis measured String beside Counter.
 func TestStringAppendsDoNotCommute(t *testing.T) {
 	a, b := String{}.NewState(), String{}.NewState()
 	a.Apply(op("append", "", "x"))

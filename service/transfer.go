@@ -7,11 +7,11 @@
 //     extract the changes made after a version and ApplyDelta to inject them
 //     into a replica that is at or after that version. This is the state
 //     update a primary sends its backups after each request and the catch-up
-//     of a lagging backup (seed 002 II.A and chapter III: "the primary sends
+//     of a lagging backup (the Grid Services thesis II.A and chapter III: "the primary sends
 //     a state update message to the backups", the backup's state_handler
-//     "injects the state into the service application"); PB-Paxos (seed 002
+//     "injects the state into the service application"); PB-Paxos (the Grid Services thesis
 //     chapter VI) replicates the same updates through consensus.
-//   - HashedState: a deterministic Merkle root over the state (seed 003:
+//   - HashedState: a deterministic Merkle root over the state (the Eve/Adam thesis:
 //     Eve's replicas compare "a hash of the final state ... computed
 //     efficiently using a deterministic Merkle tree") and a copy of the tree,
 //     so that two replicas find where they differ (Diff) and a
@@ -59,7 +59,7 @@
 // write O(1) without keeping the leaf's keys, but its collision resistance
 // rests on a knapsack-type problem that Wagner's generalised birthday
 // attack (CRYPTO 2002) weakens far below 128 bits for a 256-bit modulus,
-// and Eve (seed 003) relies on "collision resistant hashes of the states"
+// and Eve (the Eve/Adam thesis) relies on "collision resistant hashes of the states"
 // even against Byzantine replicas. Sorted leaves reduce collision
 // resistance to SHA-256's. Keeping each leaf's keys also lets Diff's ranges
 // be listed in O(keys in range).

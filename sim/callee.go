@@ -12,7 +12,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Nested requests (automaton/call.go; seed 003 §1.3 and §3, Adam: a
+// Nested requests (automaton/call.go; the Eve/Adam thesis §1.3 and §3, Adam: a
 // replicated service calling another one). See the package doc, "Nested
 // requests", for the model; this file holds the callee co-simulation, the
 // calls it carries, and the two output-commit checks.

@@ -14,7 +14,7 @@ import (
 // by param "callee" (default "remote"), and answers the client with the
 // callee's answer. The contacted replica also sends the request to its
 // peers, which call too with the same id, as the replicas of a replicated
-// caller do (seed 003 §3); the callee must answer them alike. With
+// caller do (the Eve/Adam thesis §3); the callee must answer them alike. With
 // alterCopies, the peers' copies carry other bytes under the same id
 // (check (a) must catch it).
 type relay struct {

@@ -10,7 +10,7 @@ import (
 // Client-driven operations (Config.ClientDriven, --client-driven).
 //
 // Protocols whose clients can coordinate (automaton.ClientCoordinator:
-// seed 001's ABD client, whose servers never talk to each other) are run
+// the ABD report's ABD client, whose servers never talk to each other) are run
 // here with every simulated client playing the coordinator itself: per
 // operation the protocol's Coordination says what each phase sends; the
 // client sends it to every node over its client links (client latency; a
@@ -79,7 +79,7 @@ func (s *simulator) startCoordination(c *client) bool {
 }
 
 // sendPhase sends the current phase, as request c.seq, to every node that
-// has not answered it (seed 001 §3.1.2: the client asks every server).
+// has not answered it (the ABD report §3.1.2: the client asks every server).
 func (s *simulator) sendPhase(c *client) {
 	if c.attempt > 0 {
 		s.stats.Retries++

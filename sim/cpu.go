@@ -27,9 +27,9 @@ import (
 // takes the input, and its outputs (sends, responses, persists, timers) are
 // carried out when its CPU time is over; inputs that arrive meanwhile — client
 // requests, peer messages, timers — wait in the processor's FIFO queue, like
-// messages in an MPI queue waiting for the process to receive them (seed 000
+// messages in an MPI queue waiting for the process to receive them (the ESDS thesis
 // §5.3). Config.CPUs, when positive, is the number of processors: node i runs
-// on processor i mod CPUs, so nodes beyond CPUs share one (seed 000 §5.4's
+// on processor i mod CPUs, so nodes beyond CPUs share one (the ESDS thesis §5.4's
 // virtual replicas; the queue is shared, first come first served). A crash
 // loses the step's outputs (the event carries the incarnation) but the
 // processor stays busy until the step's time is over; a pause does not stop a

@@ -21,7 +21,7 @@ const (
 	// clamped at zero (a delay is never negative).
 	Normal
 	// Pareto yields A / U^(1/Shape) for U uniform in (0, 1]: the heavy-tailed
-	// distribution of seed 002's latency analysis. A is the minimum (scale) and
+	// distribution of the Grid Services thesis's latency analysis. A is the minimum (scale) and
 	// Shape the tail index. Samples are capped at ParetoCap*A so that one draw
 	// cannot stall a run for hours of virtual time.
 	Pareto

@@ -114,7 +114,7 @@
 // it with its generic model for deterministic services (the service itself
 // as the specification, the namespace one object).
 //
-// Config.Service "matchmaker" (seed 002's Matchmaker, service/matchmaker.go)
+// Config.Service "matchmaker" (the Grid Services thesis's Matchmaker, service/matchmaker.go)
 // is nondeterministic: a submit picks one of the suitable machines at
 // random. Protocols that would let replicas diverge on it are refused
 // (automaton.CheckService). Its histories cannot be judged by package
@@ -132,7 +132,7 @@
 //
 // # Nested requests
 //
-// A namespace may call another (automaton/call.go; seed 003 §1.3 and §3,
+// A namespace may call another (automaton/call.go; the Eve/Adam thesis §1.3 and §3,
 // Adam). With Config.Callee (--callee-protocol P --callee-nodes N
 // --callee-faults F --callee-service S --callee-param k=v --callee-delay
 // DIST --callee-namespace NS) a second simulator runs the callee namespace

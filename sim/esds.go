@@ -14,7 +14,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// ESDS support (seed 000): services other than kv, ESDS request options,
+// ESDS support (the ESDS thesis): services other than kv, ESDS request options,
 // quiescence and final orders.
 //
 // For a protocol whose automaton.ConsistencyOf is EventuallySerializable, each

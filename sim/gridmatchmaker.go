@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The seed's chapter IV Matchmaker in simulation (seed 002 IV.D.2;
+// The seed's chapter IV Matchmaker in simulation (the Grid Services thesis IV.D.2;
 // durability/examples/matchmaker, service gridmatchmaker): deterministic,
 // the first suitable machine.
 //

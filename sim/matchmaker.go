@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The Matchmaker in simulation (seed 002 III.C.1; service/matchmaker.go):
+// The Matchmaker in simulation (the Grid Services thesis III.C.1; service/matchmaker.go):
 // a nondeterministic service, its workload and its check.
 //
 // # Workload

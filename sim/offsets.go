@@ -7,7 +7,7 @@ import (
 
 // Client start offsets: RunWithStarts makes each closed-loop client issue
 // its first operation at a virtual time of the caller's choosing, so that an
-// experiment can place two clients' requests δ apart (seed 002 chapter V.B,
+// experiment can place two clients' requests δ apart (the Grid Services thesis chapter V.B,
 // Fig V.5: "the first client sends a request at time r and ... the second
 // client sends a request at time r + δ"). Everything else is Run's: the
 // first think time is still drawn (so the random streams, and every run

@@ -53,7 +53,7 @@ type Result struct {
 	// package check (the matchmaker's: matchmaker.go); nil otherwise.
 	viz func(path string) error
 	// ReplicaTimes are the replica response times of the answered requests,
-	// in the order answered (cpu.go: seed 000's T_r).
+	// in the order answered (cpu.go: the ESDS thesis's T_r).
 	ReplicaTimes []time.Duration
 	// Callee is the outcome of the callee namespace (Config.Callee): its
 	// history of nested requests, one operation per request id, and its

@@ -195,7 +195,7 @@ type Config struct {
 	// latencies, timeouts and limits. CalleeDelay (a distribution,
 	// ParseDist; default none) is extra virtual time every answer of the
 	// callee takes to come back: remote computation done at the callee in
-	// parallel with everything else (seed 003 §1.4's remote time slice).
+	// parallel with everything else (the Eve/Adam thesis §1.4's remote time slice).
 	Callee          *Config
 	CalleeNamespace string
 	CalleeDelay     string

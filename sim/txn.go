@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Interactive transactions (Config.Txns; automaton/txn.go, seed 002
+// Interactive transactions (Config.Txns; automaton/txn.go, the Grid Services thesis
 // VI.A.4's shape): a client begins, sends TxnSize operations one request at
 // a time, each answered before the next, then commits or (with probability
 // TxnAbort) aborts. Every step is a request of its own with a fresh

@@ -47,7 +47,7 @@
 //
 // # Other transports
 //
-// This transport is the default, the seed's raw socket (seed 002, Table
+// This transport is the default, the seed's raw socket (the Grid Services thesis, Table
 // III.1 "Socket"). A namespace may instead send through package
 // transport/grpcpeer, by one gRPC unary call per message (grpc-unary, the
 // seed's method call) or down a server-streamed gRPC call the receiver holds

@@ -1,4 +1,4 @@
-// Package gen is the durability compiler (seed 002 IV.C.4), which the seed
+// Package gen is the durability compiler (the Grid Services thesis IV.C.4), which the seed
 // never built: it reads a service's state-object types and its service
 // type from Go source (go/parser, go/ast), checks a durability mapping
 // against them, and emits plain Go in the same package: for each state

@@ -9,7 +9,7 @@ import (
 )
 
 // Bucket is a user's Orca object type: a bounded buffer of opaque items
-// that can be closed (seed 004 §2: an abstract data type whose operations
+// that can be closed (the Orca paper §2: an abstract data type whose operations
 // apply indivisibly to one object; guards from Orca's language papers).
 //
 //	new NAME bucket CAP   a bucket holding at most CAP items

@@ -42,7 +42,7 @@ const (
 	modeLive = "live"
 )
 
-// common holds the settings every seed 000 experiment shares.
+// common holds the settings every the ESDS thesis experiment shares.
 type common struct {
 	Mode      string
 	Ops       int

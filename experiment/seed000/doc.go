@@ -1,4 +1,4 @@
-// Package seed000 holds seed 000's experiments (Cheiner, "Implementation and
+// Package seed000 holds the ESDS thesis's experiments (Cheiner, "Implementation and
 // Evaluation of an Eventually-Serializable Data Service", MIT 1997, chapter 5):
 //
 //   - seed000-throughput-vs-n (Throughput): Test Series 1, §5.4, Fig. 5.1:

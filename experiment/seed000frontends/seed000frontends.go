@@ -1,5 +1,5 @@
 // Package seed000frontends is the experiment "seed000-frontends" (issue 21
-// item 1): ESDS front ends (protocol/esds, seed 000 §4.2.4, Fig. 4.1) that
+// item 1): ESDS front ends (protocol/esds, the ESDS thesis §4.2.4, Fig. 4.1) that
 // send each operation to 1, 2 or all replicas, on the replicas' own nodes
 // and on nodes without a replica (parameter replicas), and what happens
 // when the replica a front end uses dies.
@@ -159,7 +159,7 @@ func metrics(r *result, ops int) map[string]float64 {
 	return m
 }
 
-// seedText is seed 000 §4.2.4, "Front End bookkeeping": the trade-off the
+// seedText is the ESDS thesis §4.2.4, "Front End bookkeeping": the trade-off the
 // seed discusses and leaves open.
 const seedText = "Seed 000 §4.2.4: \"it may be sufficient for a front end to submit each operation only once\" under light load with fast replicas; " +
 	"\"under heavier loads, or if some replicas are slow to respond, the frontend can benefit by submitting the operation to several replicas in hope of a faster response\"; " +

@@ -1,6 +1,6 @@
 // Package seed000simple is the experiment "seed000-simple-vs-optimised":
 // SimpleESDSImpl's communication method (protocol/esds impl=simple: gossip
-// as I/O combinations under the reservation system, seed 000 §3.3.4,
+// as I/O combinations under the reservation system, the ESDS thesis §3.3.4,
 // §3.3.5, §3.4.3) against ESDSImpl's asynchronous channels (impl=optimised,
 // §3.3.6), in the simulator at the seed's settings. The seed ran every
 // experiment on the optimised implementation only (chapter 5) and says of

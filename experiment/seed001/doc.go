@@ -1,4 +1,4 @@
-// Package seed001 holds seed 001's experiments (ABD vs blocking, CSE 511):
+// Package seed001 holds the ABD report's experiments (ABD vs blocking, CSE 511):
 //
 //   - seed001-abd-vs-blocking (Throughput): Tables 1-6. ABD coordinated by
 //     the node a client reaches ("abd"), ABD driven by its clients as the

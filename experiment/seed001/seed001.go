@@ -34,7 +34,7 @@ type Throughput struct {
 }
 
 // Columns beside the registered protocols: ABD driven by its clients
-// (seed 001 §3.1.2), on the same abd cluster as node-coordinated ABD.
+// (the ABD report §3.1.2), on the same abd cluster as node-coordinated ABD.
 const abdClient = "abd-client"
 
 // Loads: the closed loop, or uniform arrivals at a rate ("uniform-50").

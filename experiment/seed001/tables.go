@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/experiment"
 )
 
-// seedTables are Tables 1-6 of seed 001 (section 4), copied verbatim from
+// seedTables are Tables 1-6 of the ABD report (section 4), copied verbatim from
 // the seed's text (tab-separated, as there). Rows are the "GET/PUT ratio",
 // read here as the fraction of GETs (see the package comment).
 var seedTables = []struct {

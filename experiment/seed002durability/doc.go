@@ -1,4 +1,4 @@
-// Package seed002durability reproduces the experiments of seed 002,
+// Package seed002durability reproduces the experiments of the Grid Services thesis,
 // chapter IV (durability as a per-object attribute, issue 11):
 //
 //   - seed002-durability-counter: the Counter service (IV.D.1), add

@@ -14,7 +14,7 @@ import (
 	"github.com/synod-dev/synod/sim"
 )
 
-// Collisions in the simulator (seed 002 V.B: "the requests conflict if none
+// Collisions in the simulator (the Grid Services thesis V.B: "the requests conflict if none
 // of them can obtain a quorum of acceptors"). One round per simulated run:
 // c closed-loop clients whose first operation waits the same constant think
 // time, so that all c send at the same virtual instant (δ = 0), after the
@@ -167,7 +167,7 @@ func binomHalfWidth(p float64, n int) float64 {
 	return 3.29 * math.Sqrt(p*(1-p)/float64(n))
 }
 
-// collisionClients are the client counts of the collision cells (seed 002
+// collisionClients are the client counts of the collision cells (the Grid Services thesis
 // V.B: 2, 4, 6 and 8 clients).
 var collisionClients = []string{"2", "4", "6", "8"}
 

@@ -1,7 +1,7 @@
 // Package seed002fastsim is the experiment "seed002-fast-vs-classic-sim":
 // the real protocols, protocol/fastpaxos (3t+1 nodes) and protocol/paxos
 // (Multi-Paxos, 2t+1 nodes), run in the simulator under the latencies of
-// seed 002 chapter V.B's model (client links Pareto(α_w, 100 ms), α_w 1.2 and
+// the Grid Services thesis chapter V.B's model (client links Pareto(α_w, 100 ms), α_w 1.2 and
 // 1.8; server links Pareto(2, 3 ms); t = 1 and 3; and all links Pareto(2,
 // 3 ms)), one client at a time, their empirical CDFs plotted beside the
 // model's (package model/fastpaxos; experiment seed002-fast-vs-classic-model)

@@ -1,4 +1,4 @@
-// Package seed002pb reproduces the experiments of seed 002, chapter III
+// Package seed002pb reproduces the experiments of the Grid Services thesis, chapter III
 // (primary-backup on grid middleware, Tables III.1–III.4), and shows the
 // failure model primary-backup rests on (issue 10, item 4).
 //

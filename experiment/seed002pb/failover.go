@@ -22,7 +22,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Failover is the experiment "seed002-pb-failover": Table III.4 of seed 002
+// Failover is the experiment "seed002-pb-failover": Table III.4 of the Grid Services thesis
 // and issue 10's live kill -9. A three-node pb cluster serves c clients
 // writing and reading in closed loops through the fail-over client stub;
 // the primary is killed with SIGKILL; each client is notified of the new

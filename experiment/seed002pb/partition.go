@@ -15,7 +15,7 @@ import (
 )
 
 // Partition is the experiment "seed002-pb-partition" (issue 10, item 4):
-// primary-backup is safe only with a perfect failure detector (seed 002,
+// primary-backup is safe only with a perfect failure detector (the Grid Services thesis,
 // chapter III.A: "the primary is assumed to have failed" when a heartbeat is
 // late). The simulator runs each protocol under two failure models: crash-stop
 // with bounded delays (what the seed assumes), and partitions plus long pauses

@@ -18,7 +18,7 @@ import (
 	"github.com/synod-dev/synod/experiment"
 )
 
-// RTT is the experiment "seed002-pb-rtt": Tables III.1–III.3 of seed 002.
+// RTT is the experiment "seed002-pb-rtt": Tables III.1–III.3 of the Grid Services thesis.
 // For each transport and state-update size it measures the round trip of
 // one state update between two nodes (Table III.1) and a client's request
 // round trip through a two-node pb cluster (Table III.2), and the same

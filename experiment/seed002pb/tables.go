@@ -17,7 +17,7 @@ var transports = []struct{ name, seed string }{
 var sizes = []int{10, 100, 1000, 10000, 100000}
 
 // Table III.1 (state-transfer round trip, ms) and Table III.2 (client round
-// trip, ms), seed 002 section III.C, per seed transport: median, mean and
+// trip, ms), the Grid Services thesis section III.C, per seed transport: median, mean and
 // standard deviation for each size, copied from the seed's text (the notes
 // record "11 9" for Socket 10 kB's deviation, read as 11.9).
 var tableIII1 = map[string][3][5]float64{

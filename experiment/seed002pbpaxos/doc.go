@@ -1,4 +1,4 @@
-// Package seed002pbpaxos reproduces the experiments of seed 002, chapter
+// Package seed002pbpaxos reproduces the experiments of the Grid Services thesis, chapter
 // VI.C (primary-backup Paxos, X-Paxos reads, T-Paxos transactions) on live
 // clusters.
 //

@@ -1,4 +1,4 @@
-// Package seed003adam reproduces seed 003's figures for Adam (Wetterau
+// Package seed003adam reproduces the Eve/Adam thesis's figures for Adam (Wetterau
 // 2015, chapters 3, 4 and 6) from package model/adam, the unit-slice model of
 // the four execution strategies:
 //

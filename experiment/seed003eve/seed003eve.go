@@ -1,4 +1,4 @@
-// Package seed003eve reproduces the Eve figures seed 003 cites (§2.2.4:
+// Package seed003eve reproduces the Eve figures the Eve/Adam thesis cites (§2.2.4:
 // "a 12.5x speedup over sequential execution using 16 core machines with
 // 10ms requests ... 10x for 1ms requests and 3.3x for 0.1ms requests")
 // and asks the questions around them, on protocol/eve:

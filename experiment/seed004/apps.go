@@ -1,4 +1,4 @@
-// Package seed004 holds seed 004's experiments (Orca: "Replication
+// Package seed004 holds the Orca paper's experiments (Orca: "Replication
 // Techniques for Speeding up Parallel Applications on Distributed
 // Systems", Bal, Kaashoek, Tanenbaum, Jansen): seed004-micro measures §5.1
 // and §5.2's basic costs and redoes §5.1's arithmetic (micro.go);

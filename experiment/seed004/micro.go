@@ -19,7 +19,7 @@ import (
 
 func init() { experiment.Register(&Micro{}) }
 
-// Micro is seed004-micro: seed 004 §5.1 and §5.2's basic costs (Figures 3
+// Micro is seed004-micro: the Orca paper §5.1 and §5.2's basic costs (Figures 3
 // and 4, the remote operations, re-installing a copy, a short reliable
 // broadcast to 10 processors) measured in the virtual-time world, and §5.1's
 // cost arithmetic (when invalidation beats update) redone with them.

@@ -43,7 +43,7 @@ with "synod cluster down".`,
 			if up.Params, err = ParseParams(upParams); err != nil {
 				return err
 			}
-			up.Extra = append(up.Extra, calleeNamespaces(up)...)
+			up.Extra = append(up.Extra, CalleeNamespaces(up)...)
 			c, err := upCluster(up, upTLS) // certs.go
 			if err != nil {
 				return err
@@ -249,11 +249,11 @@ func ParseParams(kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// calleeNamespaces are the namespaces the default namespace calls
+// CalleeNamespaces are the namespaces the default namespace calls
 // (automaton.Caller: adam's callee) that up does not already add: each a
 // paxos kv namespace, so that `cluster up --protocol adam` starts a
 // cluster whose nested calls have somewhere to go.
-func calleeNamespaces(up cluster.UpOptions) []config.Namespace {
+func CalleeNamespaces(up cluster.UpOptions) []config.Namespace {
 	var out []config.Namespace
 	for _, name := range automaton.Callees(up.Protocol, up.Params) {
 		if name == "default" || slices.ContainsFunc(up.Extra, func(n config.Namespace) bool { return n.Name == name }) {

@@ -11,18 +11,18 @@ import (
 // parameter names (default remote), unless one is given; --param parses
 // name=value and refuses anything else.
 func TestCalleeNamespacesAndParams(t *testing.T) {
-	got := calleeNamespaces(cluster.UpOptions{Protocol: "adam"})
+	got := CalleeNamespaces(cluster.UpOptions{Protocol: "adam"})
 	if len(got) != 1 || got[0].Name != "remote" || got[0].Protocol != "paxos" {
 		t.Fatalf("adam: %+v", got)
 	}
-	got = calleeNamespaces(cluster.UpOptions{Protocol: "adam", Params: map[string]string{"callee": "b"}})
+	got = CalleeNamespaces(cluster.UpOptions{Protocol: "adam", Params: map[string]string{"callee": "b"}})
 	if len(got) != 1 || got[0].Name != "b" {
 		t.Fatalf("adam callee=b: %+v", got)
 	}
-	if got := calleeNamespaces(cluster.UpOptions{Protocol: "adam", Extra: []config.Namespace{{Name: "remote"}}}); len(got) != 0 {
+	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "adam", Extra: []config.Namespace{{Name: "remote"}}}); len(got) != 0 {
 		t.Fatalf("adam with remote given: %+v", got)
 	}
-	if got := calleeNamespaces(cluster.UpOptions{Protocol: "paxos"}); len(got) != 0 {
+	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "paxos"}); len(got) != 0 {
 		t.Fatalf("paxos: %+v", got)
 	}
 	p, err := ParseParams([]string{"cores=4", "x=a=b"})

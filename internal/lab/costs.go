@@ -360,7 +360,9 @@ func measured(ctx context.Context, o costsOptions, cfg bench.Config, s sampler, 
 // measureNodes runs protocol on a fresh 3-node cluster.
 func measureNodes(ctx context.Context, o costsOptions, protocol string, clients int) bench.CostRun {
 	dir := filepath.Join(o.dir, fmt.Sprintf("%s-%s-%d", protocol, o.durability, clients))
-	c, err := cluster.Up(cluster.UpOptions{Dir: dir, Nodes: compare.Members, Protocol: protocol, Durability: o.durability, Params: o.params})
+	up := cluster.UpOptions{Dir: dir, Nodes: compare.Members, Protocol: protocol, Durability: o.durability, Params: o.params}
+	up.Extra = cli.CalleeNamespaces(up) // adam's callee, as cluster up adds it
+	c, err := cluster.Up(up)
 	if err != nil {
 		return failedRun(o, protocol, clients, err)
 	}

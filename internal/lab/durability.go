@@ -10,7 +10,7 @@ import (
 	"github.com/synod-dev/synod/internal/cli"
 )
 
-// `synod-lab durability gen`: the durability compiler (seed 002 IV.C.4,
+// `synod-lab durability gen`: the durability compiler (the Grid Services thesis IV.C.4,
 // package durability/gen).
 func init() {
 	durCmd := &cobra.Command{

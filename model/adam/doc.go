@@ -1,4 +1,4 @@
-// Package adam is the unit-slice model of seed 003's four execution
+// Package adam is the unit-slice model of the Eve/Adam thesis's four execution
 // strategies for a replicated service that makes nested requests to another
 // service (Wetterau 2015, "Communicating Replicated State Machines",
 // chapters 3 and 4): a small discrete-event simulation of one batch, not a

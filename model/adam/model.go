@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Strategy is one of the four execution strategies of seed 003 §3.2 and §4.
+// Strategy is one of the four execution strategies of the Eve/Adam thesis §3.2 and §4.
 type Strategy string
 
 // The four strategies.

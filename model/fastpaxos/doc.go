@@ -1,4 +1,4 @@
-// Package fastpaxos is the probabilistic model of seed 002, chapter V.B
+// Package fastpaxos is the probabilistic model of the Grid Services thesis, chapter V.B
 // ("Practical Performance of Paxos", Classic vs Fast Paxos): the distribution
 // of the time for a learner to learn a client's request, P{L_c ≤ x} (Classic)
 // and P{L_f ≤ x} (Fast), and the probability that concurrent requests collide,

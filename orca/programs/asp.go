@@ -123,7 +123,7 @@ var DefaultASPConfig = ASPConfig{CellCost: 5 * time.Microsecond}
 // owner is the worker holding row i when n rows are split in blocks over p.
 func owner(i, n, p int) int { return i * p / n }
 
-// RunASP runs seed 004 §5.3's parallel Floyd on w: one worker per node
+// RunASP runs the Orca paper §5.3's parallel Floyd on w: one worker per node
 // owns a block of rows (aspWorker); the master creates the shared
 // pivot-rows object (aspMaster). It returns the matrix, gathered from the
 // workers, and in Result.Answer a checksum of it.
@@ -174,7 +174,7 @@ func aspMaster(p Process, start func()) (writes int) {
 	return 1
 }
 
-// aspWorker is worker k of workers (seed 004 §5.3): it owns the block of
+// aspWorker is worker k of workers (the Orca paper §5.3): it owns the block of
 // rows owner gives it, copied from g into out; before iteration it the
 // owner of row it puts it in the pivot-rows object (a write carrying the
 // row, 4N bytes), and every worker takes it with the guarded get (a read

@@ -11,7 +11,7 @@ import (
 
 // Program is a parallel program over shared data-objects, written against
 // Process only, so that it runs in the simulated world (virtual time, the
-// cost model) and on a live cluster alike (seed 004 §2: processes on
+// cost model) and on a live cluster alike (the Orca paper §2: processes on
 // processors sharing objects). A run has three parts:
 //
 //   - Setup runs as one process on node 0 before any worker starts: it

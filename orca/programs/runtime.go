@@ -8,7 +8,7 @@ import (
 // Runtime is an Orca runtime system and, for orca-primary, its strategy.
 type Runtime struct {
 	Protocol string // orca-bcast or orca-primary
-	// Strategy for orca-primary: "update" (two-phase update, seed 004
+	// Strategy for orca-primary: "update" (two-phase update, the Orca paper
 	// §3.2) or "invalidate" (§3.1, every object). Ignored by orca-bcast.
 	Strategy string
 }

@@ -36,7 +36,7 @@ func NewTSP(n int, seed int64) TSP {
 const noBound = int64(1) << 40
 
 // Jobs are the master's partial routes: city 0 then two more cities
-// (seed 004 §5.3: "the master generates initial routes containing 2
+// (the Orca paper §5.3: "the master generates initial routes containing 2
 // cities. So, the master generates 11·10 = 110 jobs" for 12 cities).
 func (t TSP) Jobs() [][]int {
 	n := len(t.D)
@@ -172,7 +172,7 @@ func decodeRoute(b []byte) []int {
 	return r
 }
 
-// RunTSP runs the master/worker branch and bound of seed 004 §5.3 on w:
+// RunTSP runs the master/worker branch and bound of the Orca paper §5.3 on w:
 // a master on node 0 creates the bound (an int object, replicated and
 // read often) and the job queue (written by every operation), adds every
 // job and closes the queue; one worker per node takes jobs with the

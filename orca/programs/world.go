@@ -28,7 +28,7 @@ type Net struct {
 	// the node's computation: the running Compute is stretched by it.
 	MsgCPU, OpCPU time.Duration
 	// Multicast: sends of identical bytes in one step go out as one frame
-	// (Ethernet multicast, seed 004 §4.1's FLIP). Off, every send is its own
+	// (Ethernet multicast, the Orca paper §4.1's FLIP). Off, every send is its own
 	// frame on the sender's link, as in Synod's point-to-point transport.
 	Multicast bool
 	// Fsync is the time a Persist takes before the outputs after it are
@@ -37,7 +37,7 @@ type Net struct {
 }
 
 // Ethernet10 is the default model: a 10 Mbit/s Ethernet like the paper's
-// (seed 004 §5: "10 MC68030 CPUs connected by a 10 Mbit/sec Ethernet"),
+// (the Orca paper §5: "10 MC68030 CPUs connected by a 10 Mbit/sec Ethernet"),
 // 1 ms fixed cost per message, 0.5 ms of processor time per message
 // received, 20 µs per local operation; no hardware multicast; no fsync.
 var Ethernet10 = Net{Latency: time.Millisecond, PerByte: 800 * time.Nanosecond,
@@ -134,7 +134,7 @@ func (w *World) Nodes() int { return len(w.nodes) }
 // Now is the virtual time.
 func (w *World) Now() time.Duration { return w.now }
 
-// Proc is one process of a parallel program, on one node (seed 004 §2,
+// Proc is one process of a parallel program, on one node (the Orca paper §2,
 // Figure 1: processes on a processor share its copy of every object).
 // Its methods block the process in virtual time; only one process runs
 // at a time, so a program is deterministic.

@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/config"
 )
 
-// BenchmarkRoundTrip measures a state update's round trip (seed 002,
+// BenchmarkRoundTrip measures a state update's round trip (the Grid Services thesis,
 // Table III.1) for each transport and state size: each iteration is 20
 // round trips, reported as their median, mean and standard deviation in
 // microseconds.

@@ -1,5 +1,5 @@
 // Package grpcpeer carries automaton messages between Synod nodes over gRPC,
-// in the two ways seed 002 (chapter III.C.2, Table III.1) compares with a raw
+// in the two ways the Grid Services thesis (chapter III.C.2, Table III.1) compares with a raw
 // socket for the primary's state updates to its backups:
 //
 //   - Unary (config.TransportGRPCUnary, "grpc-unary"): each message is one

@@ -17,7 +17,7 @@ import (
 // (config.TransportTCP, TransportGRPCUnary or TransportGRPCStream) on
 // loopback, set up as a node sets them up: each listens on one port split
 // between the TCP transport and the gRPC peer service. It exists to measure
-// a state update's round trip (seed 002, Table III.1) for each transport.
+// a state update's round trip (the Grid Services thesis, Table III.1) for each transport.
 type Pair struct {
 	Kind string
 	// A and B are a's and b's senders of the pair's kind.

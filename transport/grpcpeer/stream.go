@@ -17,7 +17,7 @@ import (
 )
 
 // Mode grpc-stream: the receiver subscribes to each sender and the sender
-// pushes down that stream (seed 002, III.A and III.C.2 "Notification").
+// pushes down that stream (the Grid Services thesis, III.A and III.C.2 "Notification").
 
 // streamPeer is the queue of messages for one receiver, drained by the
 // Subscribe call that receiver holds open to this node.

@@ -12,7 +12,7 @@ import (
 	"github.com/synod-dev/synod/transport/grpcpeer/peerpb"
 )
 
-// Mode grpc-unary: one Deliver call per message (seed 002, III.C.2 "Call").
+// Mode grpc-unary: one Deliver call per message (the Grid Services thesis, III.C.2 "Call").
 
 // unaryPeer is one destination's queue and the goroutine that calls it.
 type unaryPeer struct {

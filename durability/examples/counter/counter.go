@@ -1,4 +1,4 @@
-// Package counter is seed 002's Counter service (IV.D.1, the Globus
+// Package counter is the Grid Services thesis's Counter service (IV.D.1, the Globus
 // Toolkit 4 WSRF sample): one operation, Add, which increments the
 // counter state by one and returns the new value. The state object,
 // Counter, has GetValue and SetValue; only SetValue updates it.

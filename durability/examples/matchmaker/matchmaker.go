@@ -1,4 +1,4 @@
-// Package matchmaker is seed 002's chapter IV Matchmaker (IV.D.2): it
+// Package matchmaker is the Grid Services thesis's chapter IV Matchmaker (IV.D.2): it
 // keeps track of the machines available in a grid (MachineAdvertise) and
 // allocates them to clients (JobSubmit), which get the first suitable
 // machine or an error. Two state objects with different durability
