@@ -90,6 +90,9 @@ type OpOptions struct {
 
 // options returns the request's options map, shorthands included.
 func (o OpOptions) options() (map[string]*synodpb.OptionValues, error) {
+	if len(o.Ext) == 0 && o.OpID == "" && len(o.Prev) == 0 && !o.Strict {
+		return nil, nil // the common case, without a map per request
+	}
 	ext := make(map[string][]string, len(o.Ext)+3)
 	for k, v := range o.Ext {
 		ext[k] = v

@@ -177,13 +177,14 @@ type Node struct {
 	m       *metrics
 	durable bool
 
-	loops  map[string]*nsLoop
-	nss    []config.Namespace    // the cluster file's namespaces, as clients name them
-	local  []config.Namespace    // the replica groups this node runs, one loop each
-	shards map[string]*shardedNS // sharded namespaces by name (shard.go)
-	fwd    forwarder             // requests forwarded to other nodes' groups (shard.go)
-	mem    memberState           // live membership per namespace (membership.go)
-	place  placementCache        // Orca copies per namespace, for INFO (placement.go)
+	loops   map[string]*nsLoop
+	nss     []config.Namespace    // the cluster file's namespaces, as clients name them
+	local   []config.Namespace    // the replica groups this node runs, one loop each
+	shards  map[string]*shardedNS // sharded namespaces by name (shard.go)
+	groupOf map[string]*shardedNS // the sharded namespace of each group (shard.go)
+	fwd     forwarder             // requests forwarded to other nodes' groups (shard.go)
+	mem     memberState           // live membership per namespace (membership.go)
+	place   placementCache        // Orca copies per namespace, for INFO (placement.go)
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -640,6 +641,11 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	}
 	if err := automaton.ValidateRequest(l.svc, req); err != nil {
 		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
+	}
+	if len(n.groupOf) > 0 {
+		if res, refused := n.refuseUnowned(ns, req); refused { // shard.go
+			return automaton.Response{ID: req.ID, Result: res}, nil
+		}
 	}
 	// A transaction shape the protocol cannot honour is refused here, before
 	// anything is applied (automaton/txn.go). Only groups and transaction

@@ -56,6 +56,7 @@ const forwardRetry = 2 * time.Second
 
 // shardedNS is one sharded namespace as this node routes it.
 type shardedNS struct {
+	index  map[string]int // group name -> its index in groups
 	ns     config.Namespace
 	svc    service.Service
 	groups []config.Group
@@ -65,6 +66,7 @@ type shardedNS struct {
 
 func (n *Node) initShards() {
 	n.shards = map[string]*shardedNS{}
+	n.groupOf = map[string]*shardedNS{}
 	for _, ns := range n.cfg.Namespaces {
 		if len(ns.Shards) == 0 {
 			continue
@@ -74,7 +76,12 @@ func (n *Node) initShards() {
 		if p, err := automaton.LookupAny(ns.Protocol); err == nil {
 			retry = p.IdempotentRetry()
 		}
-		n.shards[ns.Name] = &shardedNS{ns: ns, svc: svc, groups: n.cfg.ShardGroups(ns), slots: config.SlotMap(ns), retry: retry}
+		s := &shardedNS{ns: ns, svc: svc, groups: n.cfg.ShardGroups(ns), slots: config.SlotMap(ns), retry: retry, index: map[string]int{}}
+		n.shards[ns.Name] = s
+		for i, g := range s.groups {
+			s.index[g.Namespace.Name] = i
+			n.groupOf[g.Namespace.Name] = s
+		}
 	}
 	n.fwd.pending = map[uint64]chan fwdReply{}
 	n.fwd.hint = map[string]automaton.NodeID{}
@@ -131,6 +138,39 @@ func (s *shardedNS) route(req automaton.Request) (int, service.Result, bool) {
 		}
 	}
 	return g, service.Result{}, true
+}
+
+// refuseUnowned is the ownership check of a group's own requests: a
+// request that reaches group gname (by this node's routing, or forwarded
+// by a node whose cluster file places the slots differently) with a key
+// of a slot the group does not own is refused with MOVED naming the slot,
+// before the group's automaton sees it. So no group accepts a write to a
+// slot it does not own, whatever routed it there.
+func (n *Node) refuseUnowned(gname string, req automaton.Request) (service.Result, bool) {
+	s := n.groupOf[gname]
+	if s == nil {
+		return service.Result{}, false
+	}
+	gi, res, ok := s.route(req)
+	if !ok {
+		return res, true
+	}
+	if gi != s.index[gname] {
+		ops := req.Ops
+		if len(ops) == 0 {
+			ops = []service.Op{req.Op}
+		}
+		slot := 0
+		for _, op := range ops {
+			for _, k := range opKeys(s.svc, op) {
+				if s.slots.Group(k) != s.index[gname] {
+					slot = shard.KeySlot(k)
+				}
+			}
+		}
+		return service.Errorf("MOVED %d: slot %d is not owned by %s on %s", slot, slot, gname, n.id), true
+	}
+	return service.Result{}, false
 }
 
 // doSharded serves Do for sharded namespace ns: on the group's loop here,

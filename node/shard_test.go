@@ -114,3 +114,33 @@ func TestShardedNamespace(t *testing.T) {
 		t.Fatalf("s1's leader %s is not one of its nodes", l)
 	}
 }
+
+// A request that reaches a group with a key of another group's slot (a
+// node whose cluster file placed the slots differently forwarded it) is
+// refused before the group's automaton sees it: no group accepts a write
+// to a slot it does not own.
+func TestShardRefusesUnownedSlot(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1"}},
+		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n1"}},
+	}}
+	cfg, ls := mkCluster(t, 1, config.Memory, ns)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	m := config.SlotMap(cfg.Namespaces[0])
+	var k1 string
+	for i := 0; k1 == ""; i++ {
+		if k := fmt.Sprintf("k%d", i); m.Group(k) == 1 {
+			k1 = k
+		}
+	}
+	r := do(t, n, "default#s0", req("set", k1, "x"))
+	if want := fmt.Sprintf("MOVED %d", shard.KeySlot(k1)); !strings.HasPrefix(r.Err, want) {
+		t.Fatalf("set %s on s0 = %v, want %s", k1, r, want)
+	}
+	if r := do(t, n, "default#s1", req("get", k1)); r.Type != service.ResultNil {
+		t.Fatalf("the refused write reached s1: %v", r)
+	}
+	if r := do(t, n, "default#s1", req("set", k1, "y")); r.Type != service.ResultOK {
+		t.Fatalf("set %s on its own group: %v", k1, r)
+	}
+}

@@ -50,10 +50,13 @@ import (
 //     (a group, a keyless operation, a call with options in an atomic
 //     namespace) runs alone after every earlier call completed, and later
 //     calls wait for it.
-//   - Replies. A sender goroutine writes replies as they are ready, as many
-//     as are queued in one message, at most about maxReplyBytes per message
-//     (a reply holds at most one value of service.MaxValueSize, so a
-//     message stays within synodpb.MaxMessageSize).
+//   - Replies. The executor writes a batch's replies (and a call run
+//     alone's) itself, in one message; a sender goroutine writes the other
+//     replies (refusals, concurrent calls) as they are ready, as many as
+//     are queued in one message. A message holds at most about
+//     maxReplyBytes (a reply holds at most one value of
+//     service.MaxValueSize, so a message stays within
+//     synodpb.MaxMessageSize).
 //   - Flow control. The receiver queues at most maxQueued messages; then it
 //     stops reading and HTTP/2 flow control holds the caller back, as a
 //     Redis connection stops being read.
@@ -119,6 +122,9 @@ type pipe struct {
 	errMu sync.Mutex
 	err   error // the first failure of the stream (receive or send), a status
 
+	smu        sync.Mutex // held while sending (write)
+	sendFailed bool
+
 	// The executor's own (execute's goroutine only).
 	client uint64 // the stream's client id (batches and calls run alone)
 	seq    uint64
@@ -178,52 +184,52 @@ func (p *pipe) receive() {
 	}
 }
 
-// send writes replies, as many per message as are ready (within
-// maxReplyBytes). After a failure it keeps draining out, so that no
-// producer blocks.
+// send writes the queued replies (of refused and concurrent calls), as
+// many per message as are ready.
 func (p *pipe) send() {
 	defer close(p.sent)
-	var msg synodpb.PipelineResponse
-	size := 0
-	failed := false
-	flush := func() {
-		if len(msg.Replies) == 0 {
-			return
-		}
-		if !failed {
-			if err := p.stream.Send(&msg); err != nil {
-				failed = true
-				p.fail(err)
-			}
-		}
-		clear(msg.Replies)
-		msg.Replies, size = msg.Replies[:0], 0
-	}
-	add := func(rs []*synodpb.CallReply) {
-		for _, r := range rs {
-			n := proto.Size(r)
-			if size > 0 && size+n > maxReplyBytes {
-				flush()
-			}
-			msg.Replies = append(msg.Replies, r)
-			size += n
-		}
-	}
 	for rs := range p.out {
-		add(rs)
 	more:
 		for {
 			select {
-			case rs, ok := <-p.out:
+			case more, ok := <-p.out:
 				if !ok {
 					break more
 				}
-				add(rs)
+				rs = append(rs, more...)
 			default:
 				break more
 			}
 		}
-		flush()
+		p.write(rs)
+	}
+}
+
+// write sends rs in messages of at most about maxReplyBytes, under the
+// stream's send lock: the executor writes a batch's replies itself (one
+// hand-off fewer per batch, as a Redis connection writes its replies), the
+// sender the others'. After a failure it sends nothing.
+func (p *pipe) write(rs []*synodpb.CallReply) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	var msg synodpb.PipelineResponse
+	size := 0
+	flush := func() {
+		if len(msg.Replies) > 0 && !p.sendFailed {
+			if err := p.stream.Send(&msg); err != nil {
+				p.sendFailed = true
+				p.fail(err)
+			}
+		}
+		msg.Replies, size = nil, 0
+	}
+	for _, r := range rs {
+		n := proto.Size(r)
+		if size > 0 && size+n > maxReplyBytes {
+			flush()
+		}
+		msg.Replies = append(msg.Replies, r)
+		size += n
 	}
 	flush()
 }
@@ -374,7 +380,7 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 				p.reply(failed(c.GetId(), err))
 				continue
 			}
-			p.reply(p.runOne(c.GetId(), ns.Name, req))
+			p.write([]*synodpb.CallReply{p.runOne(c.GetId(), ns.Name, req)})
 		}
 	}
 	flush()
@@ -407,7 +413,7 @@ func (p *pipe) runBatch(batch []pcall) {
 	if len(batch) == 1 {
 		req := batch[0].req
 		req.ID, req.Opts = id, opts
-		p.reply(p.runOne(batch[0].id, ns.Name, req))
+		p.write([]*synodpb.CallReply{p.runOne(batch[0].id, ns.Name, req)})
 		return
 	}
 	req := automaton.Request{ID: id, Opts: opts, Ops: make([]service.Op, len(batch))}
@@ -431,7 +437,7 @@ func (p *pipe) runBatch(batch []pcall) {
 			out[i] = &synodpb.CallReply{Id: c.id, Response: &synodpb.Response{Result: resp.GetResults()[i], OpId: resp.GetOpId(), Options: resp.GetOptions()}}
 		}
 	}
-	p.reply(out...)
+	p.write(out)
 }
 
 // barrier waits until every concurrent call has completed.

@@ -11,42 +11,35 @@ import (
 )
 
 func init() {
-	automaton.Register(protocol{name: "blocking"})
+	automaton.Register(protocol{Capabilities: capabilities("blocking",
+		"seed 001 §3.2's blocking protocol: writes under a Lamport mutex, written to every server, local reads (sequentially consistent), with views for failures (§4.4)")})
 	// Deliberately broken (see the package doc): the holder answers and
 	// releases the lock without waiting for acknowledgements, and replicas
 	// apply writes as they arrive. Never use it for data.
-	automaton.RegisterBroken("blocking", protocol{name: "blocking-broken-noack", noAck: true})
+	automaton.RegisterBroken("blocking", protocol{noAck: true, Capabilities: capabilities("blocking-broken-noack",
+		"the lock holder answers and releases without waiting for acknowledgements, replicas apply writes as they arrive (seed 001 §3.2.2 without the wait): two writes get one tag and replicas diverge; the invariant \"tag-unique\" and the sequential checker catch it")})
 }
 
+// protocol is the registered value: its capabilities, and the variant.
 type protocol struct {
-	name  string
+	automaton.Capabilities
 	noAck bool
 }
 
-func (p protocol) Name() string { return p.name }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.noAck {
-		return "the lock holder answers and releases without waiting for acknowledgements, replicas apply writes as they arrive (seed 001 §3.2.2 without the wait): two writes get one tag and replicas diverge; the invariant \"tag-unique\" and the sequential checker catch it"
+// capabilities is the registration of the protocol or its variant.
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		Params: params.Defaults(),
+		// There is no replicated deduplication table, so a write retried
+		// at another node could apply twice.
+		Idempotent:        false,
+		RegisterSemantics: true,
+		// Local reads make the protocol sequentially consistent for
+		// clients that stay with one server, not linearizable (see the
+		// package doc).
+		Consistency: automaton.Sequential,
 	}
-	return "seed 001 §3.2's blocking protocol: writes under a Lamport mutex, written to every server, local reads (sequentially consistent), with views for failures (§4.4)"
 }
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
-
-// IdempotentRetry is false: there is no replicated deduplication table, so a
-// write retried at another node could apply twice.
-func (p protocol) IdempotentRetry() bool { return false }
-
-// RegisterSemantics implements automaton.RegisterProtocol.
-func (p protocol) RegisterSemantics() bool { return true }
-
-// Consistency implements automaton.ConsistencyModel: local reads make the
-// protocol sequentially consistent for clients that stay with one server, not
-// linearizable (see the package doc).
-func (p protocol) Consistency() automaton.Consistency { return automaton.Sequential }
 
 // Defaults for the parameters.
 const (
@@ -73,16 +66,16 @@ var params = proto.NewSpec(
 
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil || cfg.Service.Name() != "kv" {
-		return nil, fmt.Errorf("%s replicates registers: namespace %q needs service kv", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s replicates registers: namespace %q needs service kv", p.Protocol, cfg.Namespace)
 	}
-	index, self, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	index, self, err := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self)
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Nodes) > maxNodes {
-		return nil, fmt.Errorf("%s: at most %d nodes", p.name, maxNodes)
+		return nil, fmt.Errorf("%s: at most %d nodes", p.Protocol, maxNodes)
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +84,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	ticks := func(name string, d time.Duration) (uint64, error) {
 		t := uint64((d + hb - 1) / hb)
 		if t < 2 {
-			return 0, fmt.Errorf("%s: %s (%v) must be at least two heartbeats (%v)", p.name, name, d, hb)
+			return 0, fmt.Errorf("%s: %s (%v) must be at least two heartbeats (%v)", p.Protocol, name, d, hb)
 		}
 		return t, nil
 	}
@@ -298,7 +291,7 @@ func (b *Blocking) onStart(s automaton.Start) {
 			b.pending[k[2:]] = ke
 		}
 		if err != nil {
-			panic(fmt.Sprintf("%s: corrupt record %q: %v", b.proto.name, k, err))
+			panic(fmt.Sprintf("%s: corrupt record %q: %v", b.proto.Protocol, k, err))
 		}
 	}
 	// Whether or not the view was active, this incarnation must rejoin.
@@ -337,10 +330,10 @@ func (b *Blocking) canServe() bool {
 	return heard >= automaton.Majority(b.n())
 }
 
-// onRequest serves a read locally, or queues a write for the lock (seed 001
+// onRequest serves a read locally, or queues a write for the lock (the ABD report
 // §3.2.1).
 func (b *Blocking) onRequest(req automaton.Request) {
-	if res, refused := automaton.RefuseUnsupported(b.proto.name, req); refused {
+	if res, refused := automaton.RefuseUnsupported(b.proto.Protocol, req); refused {
 		b.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
 		return
 	}
@@ -357,7 +350,7 @@ func (b *Blocking) onRequest(req automaton.Request) {
 		if o.Kind == "set" {
 			what = "set with a condition (NX/XX)"
 		}
-		b.respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses %s, which offers get, set, del and exists: use a consensus protocol", what, b.cfg.Namespace, b.proto.name))
+		b.respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses %s, which offers get, set, del and exists: use a consensus protocol", what, b.cfg.Namespace, b.proto.Protocol))
 		return
 	}
 	if err := b.cfg.Service.Validate(o); err != nil {
@@ -446,7 +439,7 @@ func (b *Blocking) mayEnter(l string) bool {
 	return true
 }
 
-// enter starts the first waiting write under lock l (seed 001 §3.2.1 step
+// enter starts the first waiting write under lock l (the ABD report §3.2.1 step
 // 2-3): apply it locally as pending, send it to every member.
 func (b *Blocking) enter(l string) {
 	q := b.waiting[l]
@@ -711,7 +704,7 @@ func (b *Blocking) onState(j int, m *message) {
 	}
 }
 
-// onWrite is a replica applying a holder's write (seed 001 §3.2.2
+// onWrite is a replica applying a holder's write (the ABD report §3.2.2
 // SERVER_WRITE), fenced by the view: only a write of the view this node is
 // active in, and has promised nothing newer than, is applied.
 func (b *Blocking) onWrite(j int, m *message) {

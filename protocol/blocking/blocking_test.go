@@ -224,11 +224,11 @@ func TestRegistration(t *testing.T) {
 	if _, err := automaton.Lookup("blocking-broken-noack"); err == nil {
 		t.Error("the broken variant is among the real protocols")
 	}
-	p, err := automaton.LookupAny("blocking-broken-noack")
+	c, err := automaton.CapabilitiesOf("blocking-broken-noack")
 	if err != nil || automaton.BrokenOf("blocking-broken-noack") != "blocking" {
 		t.Fatalf("broken variant: %v", err)
 	}
-	if d, ok := p.(automaton.Describer); !ok || d.Describe() == "" {
+	if c.Doc == "" {
 		t.Error("the broken variant has no description")
 	}
 	params := automaton.DefaultParams("blocking")

@@ -22,15 +22,22 @@ const (
 )
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenClassicLearn, classicLearn: true})
-	automaton.RegisterBroken(Name, protocol{name: BrokenRecovery, ignoreRule: true})
-	automaton.RegisterBroken(Name, protocol{name: BrokenStaleVote, staleVote: true})
-	automaton.RegisterBroken(Name, protocol{name: BrokenSkipGap, skipGap: true})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"multi-instance Fast Paxos (seed 002 chapter V; Lamport 2006): clients propose to every acceptor, learners learn on fast quorums, collisions resolved by the leader's coordinated recovery")})
+	automaton.RegisterBroken(Name, protocol{classicLearn: true, Capabilities: capabilities(BrokenClassicLearn,
+		"a learner learns on a classic quorum of votes in a fast round; the invariant \"learned values are chosen\" catches it with 3 nodes (classic 2, fast 3)")})
+	automaton.RegisterBroken(Name, protocol{ignoreRule: true, Capabilities: capabilities(BrokenRecovery,
+		"the leader's coordinated recovery proposes the highest-numbered reporter's vote instead of applying Lamport's rule, overriding values chosen on the fast path; the invariant \"at most one value chosen per instance\" catches it")})
+	automaton.RegisterBroken(Name, protocol{staleVote: true, Capabilities: capabilities(BrokenStaleVote,
+		"an acceptor votes for a deposed leader's phase 2a below the promise it gave a newer one; the invariant \"votes respect promises\" catches it")})
+	automaton.RegisterBroken(Name, protocol{skipGap: true, Capabilities: capabilities(BrokenSkipGap,
+		"a learner executes the next learned instance past one it has not learned yet, skipping it for good; the invariant \"executed prefixes agree\" catches it")})
 }
 
+// protocol is the registered value: its capabilities, and the variant (its
+// invariants and scenarios are methods).
 type protocol struct {
-	name         string
+	automaton.Capabilities
 	classicLearn bool // a learner learns on a classic quorum in a fast round
 	ignoreRule   bool // the leader's recovery ignores Lamport's rule
 	staleVote    bool // an acceptor votes for a phase 2a below its promise
@@ -39,42 +46,24 @@ type protocol struct {
 
 // Capabilities (automaton/capability.go).
 var (
-	_ automaton.Describer        = protocol{}
-	_ automaton.ParamDefaulter   = protocol{}
 	_ automaton.InvariantStater  = protocol{}
 	_ automaton.ScenarioDeclarer = protocol{}
-	_ automaton.FanoutProtocol   = protocol{}
 	_ automaton.LeaderReporter   = (*FastPaxos)(nil)
 	_ automaton.StateReporter    = (*FastPaxos)(nil)
 )
 
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry: the deduplication table is part of the replicated state
-// machine, so a retry with the same RequestID at another node executes at
-// most once (within a client's window of dedupWindow writes).
-func (protocol) IdempotentRetry() bool { return true }
-
-// ClientFanout implements automaton.FanoutProtocol: clients are the
-// proposers and send each request to every acceptor (seed 002 V.A, V.C).
-func (protocol) ClientFanout() bool { return true }
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (protocol) DefaultParams() map[string]string { return params.Defaults() }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	switch {
-	case p.classicLearn:
-		return "a learner learns on a classic quorum of votes in a fast round; the invariant \"learned values are chosen\" catches it with 3 nodes (classic 2, fast 3)"
-	case p.ignoreRule:
-		return "the leader's coordinated recovery proposes the highest-numbered reporter's vote instead of applying Lamport's rule, overriding values chosen on the fast path; the invariant \"at most one value chosen per instance\" catches it"
-	case p.staleVote:
-		return "an acceptor votes for a deposed leader's phase 2a below the promise it gave a newer one; the invariant \"votes respect promises\" catches it"
-	case p.skipGap:
-		return "a learner executes the next learned instance past one it has not learned yet, skipping it for good; the invariant \"executed prefixes agree\" catches it"
+// capabilities is the registration of the protocol or a variant.
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// The deduplication table is part of the replicated state machine,
+		// so a retry with the same RequestID at another node executes at
+		// most once (within a client's window of dedupWindow writes).
+		Idempotent: true,
+		// Clients are the proposers and send each request to every
+		// acceptor (the Grid Services thesis V.A, V.C).
+		ClientFanout: true,
+		Params:       params.Defaults(),
 	}
-	return "multi-instance Fast Paxos (seed 002 chapter V; Lamport 2006): clients propose to every acceptor, learners learn on fast quorums, collisions resolved by the leader's coordinated recovery"
 }
 
 // Defaults.
@@ -227,7 +216,7 @@ type recovery struct {
 }
 
 // track is the leader's count of the acceptors that voted for one request
-// in its fast round (seed 002 V.C, "might not be chosen").
+// in its fast round (the Grid Services thesis V.C, "might not be chosen").
 type track struct {
 	voters   uint64 // bit per acceptor
 	insts    []uint64

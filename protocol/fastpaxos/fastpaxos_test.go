@@ -38,7 +38,7 @@ func TestQuorums(t *testing.T) {
 		{map[string]string{"fast_quorum": "4"}, ""}, // classic derived: 3
 		{map[string]string{"quorum": "3"}, "unknown"},
 	} {
-		_, err := protocol{name: Name}.New(automaton.Config{Self: "n1", Nodes: nodes, Service: service.KV{}, Params: c.params, Rand: newRand()})
+		_, err := protocol{Capabilities: capabilities(Name, "")}.New(automaton.Config{Self: "n1", Nodes: nodes, Service: service.KV{}, Params: c.params, Rand: newRand()})
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%v: %v", c.params, err)

@@ -19,7 +19,7 @@ func TestCheckerCountsVoteOverwrittenInStep(t *testing.T) {
 	nodes := []automaton.NodeID{"n1", "n2", "n3", "n4"}
 	up := map[automaton.NodeID]automaton.Automaton{}
 	for _, id := range nodes {
-		a, err := protocol{name: Name}.New(automaton.Config{Self: id, Nodes: nodes, Service: service.KV{}, Rand: newRand()})
+		a, err := protocol{Capabilities: capabilities(Name, "")}.New(automaton.Config{Self: id, Nodes: nodes, Service: service.KV{}, Rand: newRand()})
 		if err != nil {
 			t.Fatal(err)
 		}

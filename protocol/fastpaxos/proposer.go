@@ -18,7 +18,7 @@ func (a *FastPaxos) onClientRequest(req automaton.Request) {
 		a.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %v", err)})
 		return
 	}
-	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.respond(automaton.Response{ID: req.ID, Result: res})
 		return
 	}

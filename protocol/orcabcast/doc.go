@@ -9,7 +9,7 @@
 //
 // # Roles and actions
 //
-//   - Every node is a replica: onRequest (a read is served locally by
+//   - Every node is a replica: OnRequest (a read is served locally by
 //     onRead; a write is sent by submit and its client blocks until the
 //     update has been handled here, §4.2 "the local writer is woken when its
 //     own message has been applied"), receive/drain/handle (the queue of

@@ -59,7 +59,7 @@ func (b *Bcast) current(from automaton.NodeID, m message) bool {
 // becomes a member; what was not delivered waits for the new sequencer.
 func (b *Bcast) adopt(bal uint64) {
 	b.ballot = bal
-	b.emit(b.ballotRecord())
+	b.Emit(b.ballotRecord())
 	b.seqr = b.owner(bal)
 	b.isSeq, b.candidate, b.promises = false, false, nil
 	b.commit, b.commitBal = b.applied, bal
@@ -160,14 +160,14 @@ func (b *Bcast) recoverOrder() {
 	for s, x := range b.log {
 		if s > last {
 			delete(b.log, s)
-			b.emit(automaton.Persist{Key: entryKey(x.seq), Delete: true})
+			b.Emit(automaton.Persist{Key: entryKey(x.seq), Delete: true})
 		}
 	}
 	for s := b.applied + 1; s <= last; s++ {
 		x := found[s]
 		x.bal = b.ballot
 		b.log[s] = x
-		b.emit(automaton.Persist{Key: entryKey(s), Value: encodeEntryRecord(x)})
+		b.Emit(automaton.Persist{Key: entryKey(s), Value: encodeEntryRecord(x)})
 	}
 	b.next = last + 1
 	b.becomeSequencer()

@@ -54,7 +54,7 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 			return fmt.Errorf("sequencer-ahead: %s handled %d updates, the sequencer %s of ballot %d assigned %d", id, s.applied, stepped, b.ballot, b.next-1)
 		}
 	}
-	for _, o := range b.out {
+	for _, o := range b.Out {
 		r, ok := o.(automaton.Respond)
 		if !ok || r.Resp.Result.IsErr() {
 			continue

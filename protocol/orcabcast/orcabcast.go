@@ -48,7 +48,7 @@ func capabilities(name, doc string, scenarios []automaton.Scenario) automaton.Ca
 		// The deduplication table is part of the replicated state, so a
 		// retried update applies once.
 		Idempotent: true,
-		// One global order of writes, reads local (Bal et al.'s Orca paper §4.2: "it does
+		// One global order of writes, reads local (the Orca paper §4.2: "it does
 		// not provide a total (temporal) ordering"): sequential consistency
 		// for clients that stay on their node.
 		Consistency: automaton.Sequential,
@@ -147,6 +147,8 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		stateAfter: prm.Int("state_after"),
 		snapEvery:  uint64(prm.Int("snapshot_every")),
 		maxHist:    uint64(prm.Int("max_history")),
+		Outbox:     proto.Outbox{Self: cfg.Self},
+		timer:      proto.Ticker{ID: tick, Every: prm.Duration("retransmit")},
 	}
 	return b, nil
 }
@@ -171,8 +173,8 @@ type Bcast struct {
 	sequencer
 	election
 
-	timerSet bool
-	out      []automaton.Output
+	proto.Outbox
+	timer proto.Ticker // retransmission, while anything is outstanding
 	// applyLog records the updates this step applied, for the invariant
 	// checker (reset at every step).
 	applyLog []applied
@@ -187,48 +189,25 @@ const tick automaton.TimerID = 1
 
 // Step implements automaton.Automaton.
 func (b *Bcast) Step(in automaton.Input) []automaton.Output {
-	b.out = nil
+	b.Begin()
 	b.applyLog = b.applyLog[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		b.onStart(in)
-	case automaton.ClientRequest:
-		b.onRequest(in.Req)
-	case automaton.PeerMessage:
-		b.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		if in.ID == tick {
-			b.timerSet = false
-			b.onTick()
-		}
-	}
+	proto.Dispatch(b, in)
 	b.armTimer()
-	return b.out
+	return b.Out
 }
 
-func (b *Bcast) emit(o automaton.Output) { b.out = append(b.out, o) }
-
-func (b *Bcast) send(to automaton.NodeID, m message) {
-	if to == b.cfg.Self {
-		return
-	}
-	b.emit(automaton.Send{To: to, Msg: m.encode()})
-}
-
-func (b *Bcast) broadcast(m message) {
-	msg := m.encode()
-	for _, n := range b.cfg.Nodes {
-		if n != b.cfg.Self {
-			b.emit(automaton.Send{To: n, Msg: msg})
-		}
+// OnTimer is the retransmission tick.
+func (b *Bcast) OnTimer(id automaton.TimerID) {
+	if b.timer.Fired(id) {
+		b.onTick()
 	}
 }
 
-func (b *Bcast) respond(id automaton.RequestID, r service.Result) {
-	b.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: r}})
-}
+func (b *Bcast) send(to automaton.NodeID, m message) { b.Send(to, m.encode()) }
 
-// onStart begins an incarnation from the node's records (ballot,
+func (b *Bcast) broadcast(m message) { b.Broadcast(b.cfg.Nodes, m.encode()) }
+
+// OnStart begins an incarnation from the node's records (ballot,
 // snapshot, held updates). A node that starts with no records at all in
 // ballot 0 owned by it is the first sequencer: ballot 0 needs no phase 1,
 // nothing can have been held before it. Any other node (the old sequencer
@@ -237,12 +216,12 @@ func (b *Bcast) respond(id automaton.RequestID, r service.Result) {
 // write); when its own ballot names itself, nobody else will answer in it,
 // so it asks everybody and learns the newer ballot from their nacks, or
 // stands for election when none comes.
-func (b *Bcast) onStart(s automaton.Start) {
+func (b *Bcast) OnStart(s automaton.Start) {
 	b.replica = replica{}
 	b.sequencer = sequencer{}
 	b.election = election{}
 	b.initReplica()
-	b.timerSet = false
+	b.timer.Stop()
 	if b.proto.fifo {
 		b.ready = true
 		return
@@ -270,16 +249,16 @@ func (b *Bcast) fetch() {
 	b.send(b.seqr, m)
 }
 
-// onRequest serves a client: a read locally, a write through the
+// OnRequest serves a client: a read locally, a write through the
 // sequencer (§4.2: "the process multicasts an update message ... and then
 // blocks").
-func (b *Bcast) onRequest(req automaton.Request) {
+func (b *Bcast) OnRequest(req automaton.Request) {
 	if r, refused := automaton.RefuseUnsupported(b.proto.Protocol, req); refused {
-		b.respond(req.ID, r)
+		b.Respond(req.ID, r)
 		return
 	}
 	if err := automaton.ValidateRequest(b.cfg.Service, req); err != nil {
-		b.respond(req.ID, service.Errorf("%v", err))
+		b.Respond(req.ID, service.Errorf("%v", err))
 		return
 	}
 	if b.cfg.Service.IsRead(req.Op) {
@@ -288,9 +267,9 @@ func (b *Bcast) onRequest(req automaton.Request) {
 	}
 	if d, ok := b.dedup[req.ID.Client]; ok && d.Seq >= req.ID.Seq {
 		if d.Seq == req.ID.Seq {
-			b.respond(req.ID, d.Res)
+			b.Respond(req.ID, d.Res)
 		} else {
-			b.respond(req.ID, service.Errorf("orca-bcast: request %v is older than the client's last", req.ID))
+			b.Respond(req.ID, service.Errorf("orca-bcast: request %v is older than the client's last", req.ID))
 		}
 		return
 	}
@@ -334,9 +313,9 @@ func (b *Bcast) large(x entry) bool {
 	return size > b.largeBytes
 }
 
-// onMessage dispatches a peer message to its handler, after the ballot
+// OnMessage dispatches a peer message to its handler, after the ballot
 // check (election.current).
-func (b *Bcast) onMessage(from automaton.NodeID, raw []byte) {
+func (b *Bcast) OnMessage(from automaton.NodeID, raw []byte) {
 	m, err := decodeMessage(raw)
 	if err != nil {
 		return // a corrupt or foreign message is dropped
@@ -419,7 +398,7 @@ func (b *Bcast) behind() bool {
 // sequencer, updates r+1 nodes do not all hold; for a member, its own
 // updates, a gap, a catch-up or an election.
 func (b *Bcast) armTimer() {
-	if b.timerSet || b.proto.fifo {
+	if b.timer.Armed() || b.proto.fifo {
 		return
 	}
 	if b.isSeq {
@@ -435,8 +414,7 @@ func (b *Bcast) armTimer() {
 	} else if len(b.pending) == 0 && !b.candidate && !b.behind() {
 		return
 	}
-	b.timerSet = true
-	b.emit(automaton.SetTimer{ID: tick, After: b.retransmit})
+	b.timer.Arm(&b.Outbox)
 }
 
 // ServiceState implements automaton.StateReporter: replicas that applied

@@ -67,7 +67,7 @@ func (b *Bcast) onRead(req automaton.Request) {
 		b.reads = append(b.reads, req)
 		return
 	}
-	b.respond(req.ID, b.st.Apply(req.Op))
+	b.Respond(req.ID, b.st.Apply(req.Op))
 }
 
 // retryReads answers the waiting reads that may run now, in arrival order.
@@ -78,7 +78,7 @@ func (b *Bcast) retryReads() {
 	keep := b.reads[:0]
 	for _, r := range b.reads {
 		if service.Ready(b.st, r.Op) {
-			b.respond(r.ID, b.st.Apply(r.Op))
+			b.Respond(r.ID, b.st.Apply(r.Op))
 		} else {
 			keep = append(keep, r)
 		}
@@ -188,7 +188,7 @@ func (b *Bcast) store(x entry) {
 	gapBefore := b.held() < b.high
 	if y, ok := b.log[x.seq]; !ok || y.bal != x.bal || y.req.ID != x.req.ID {
 		b.log[x.seq] = x
-		b.emit(automaton.Persist{Key: entryKey(x.seq), Value: encodeEntryRecord(x)})
+		b.Emit(automaton.Persist{Key: entryKey(x.seq), Value: encodeEntryRecord(x)})
 	}
 	delete(b.accepts, x.seq)
 	b.high = max(b.high, x.seq)
@@ -282,7 +282,7 @@ func (b *Bcast) finish(x entry, res service.Result) {
 	b.dedup[x.req.ID.Client] = orca.Done{Seq: x.req.ID.Seq, Res: res}
 	if _, ok := b.pending[x.req.ID]; ok {
 		delete(b.pending, x.req.ID)
-		b.respond(x.req.ID, res)
+		b.Respond(x.req.ID, res)
 	}
 }
 
@@ -311,7 +311,7 @@ func (b *Bcast) install(s snapshot) {
 	}
 	b.logLow = max(b.logLow, s.seq)
 	b.commit = max(b.commit, s.seq)
-	b.emit(automaton.Persist{Key: snapKey, Value: encodeSnapRecord(s)})
+	b.Emit(automaton.Persist{Key: snapKey, Value: encodeSnapRecord(s)})
 	b.snapAt = s.seq
 	for seq := range b.accepts {
 		if seq <= s.seq {
@@ -321,7 +321,7 @@ func (b *Bcast) install(s snapshot) {
 	for _, id := range b.pendingIDs() {
 		if d, ok := b.dedup[id.Client]; ok && d.Seq == id.Seq {
 			delete(b.pending, id)
-			b.respond(id, d.Res)
+			b.Respond(id, d.Res)
 		}
 	}
 	b.checkReady()

@@ -74,7 +74,7 @@ func (b *Bcast) recoverRecords(recs map[string][]byte) {
 			panic(fmt.Sprintf("%s: update record %s damaged", Name, k))
 		}
 		if seq <= b.applied {
-			b.emit(automaton.Persist{Key: k, Delete: true})
+			b.Emit(automaton.Persist{Key: k, Delete: true})
 			continue
 		}
 		b.log[seq] = x
@@ -119,7 +119,7 @@ func (b *Bcast) order(x entry, large bool) {
 	b.next++
 	b.log[x.seq] = x
 	b.ordered[x.req.ID] = x.seq
-	b.emit(automaton.Persist{Key: entryKey(x.seq), Value: encodeEntryRecord(x)})
+	b.Emit(automaton.Persist{Key: entryKey(x.seq), Value: encodeEntryRecord(x)})
 	if large {
 		b.broadcast(message{kind: kAccept, bal: b.ballot, n: x.seq, c: b.commit, x: x})
 	} else {
@@ -230,11 +230,11 @@ func (b *Bcast) maybeSnapshot() {
 	if b.applied-b.snapAt < b.snapEvery {
 		return
 	}
-	b.emit(automaton.Persist{Key: snapKey, Value: encodeSnapRecord(b.snap())})
+	b.Emit(automaton.Persist{Key: snapKey, Value: encodeSnapRecord(b.snap())})
 	b.snapAt = b.applied
 	upto := min(b.logLow, b.snapAt)
 	for s := b.recLow + 1; s <= upto; s++ {
-		b.emit(automaton.Persist{Key: entryKey(s), Delete: true})
+		b.Emit(automaton.Persist{Key: entryKey(s), Delete: true})
 	}
 	if upto > b.recLow {
 		b.recLow = upto

@@ -62,7 +62,7 @@ func (a *Primary) maybeMigrate(key string, c *primCopy) {
 	sort.Slice(r.copies, func(i, j int) bool { return r.copies[i] < r.copies[j] })
 	delete(a.prim, key)
 	a.moved[key] = &moved{to: to, epoch: r.epoch, pending: true, rec: r.encode()}
-	a.emit(automaton.Persist{Key: "o/" + key, Delete: true})
+	a.Emit(automaton.Persist{Key: "o/" + key, Delete: true})
 	a.persistMoved(key)
 	a.resendMigrate(key)
 }
@@ -80,7 +80,7 @@ func (a *Primary) persistMoved(key string) {
 	e.Uvarint(mv.epoch)
 	e.Bool(mv.pending)
 	e.Bytes(mv.rec)
-	a.emit(automaton.Persist{Key: "f/" + key, Value: e.B})
+	a.Emit(automaton.Persist{Key: "f/" + key, Value: e.B})
 }
 
 func (a *Primary) recoverMoved(key string, raw []byte) {
@@ -145,7 +145,7 @@ func (a *Primary) onMigrate(from automaton.NodeID, m message) {
 	a.prim[m.key] = c
 	if _, ok := a.moved[m.key]; ok {
 		delete(a.moved, m.key)
-		a.emit(automaton.Persist{Key: "f/" + m.key, Delete: true})
+		a.Emit(automaton.Persist{Key: "f/" + m.key, Delete: true})
 	}
 	delete(a.loc, m.key)
 	a.persist(m.key, c)

@@ -108,6 +108,8 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		replicateAfter: prm.Int("replicate_after"),
 		dropAfter:      prm.Int("drop_after"),
 		migrateAfter:   prm.Int("migrate_after"),
+		Outbox:         proto.Outbox{Self: cfg.Self},
+		timer:          proto.Ticker{ID: tick, Every: prm.Duration("retransmit")},
 	}
 	for _, s := range strings.Split(prm.String("invalidate"), ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -139,43 +141,28 @@ type Primary struct {
 	moved   map[string]*moved           // objects whose primary copy left this node (persisted forwarding pointers)
 	loc     map[string]automaton.NodeID // where this node last heard from an object's primary (a volatile hint)
 
-	timerSet bool
-	out      []automaton.Output
+	proto.Outbox
+	timer proto.Ticker // retransmission, while anything is outstanding
 }
 
 const tick automaton.TimerID = 1
 
 // Step implements automaton.Automaton.
 func (a *Primary) Step(in automaton.Input) []automaton.Output {
-	a.out = nil
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onRequest(in.Req)
-	case automaton.PeerMessage:
-		a.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		if in.ID == tick {
-			a.timerSet = false
-			a.onTick()
-		}
-	}
+	a.Begin()
+	proto.Dispatch(a, in)
 	a.armTimer()
-	return a.out
+	return a.Out
 }
 
-func (a *Primary) emit(o automaton.Output) { a.out = append(a.out, o) }
-
-func (a *Primary) send(to automaton.NodeID, m message) {
-	if to != a.cfg.Self {
-		a.emit(automaton.Send{To: to, Msg: m.encode()})
+// OnTimer is the retransmission tick.
+func (a *Primary) OnTimer(id automaton.TimerID) {
+	if a.timer.Fired(id) {
+		a.onTick()
 	}
 }
 
-func (a *Primary) respond(id automaton.RequestID, r service.Result) {
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: r}})
-}
+func (a *Primary) send(to automaton.NodeID, m message) { a.Send(to, m.encode()) }
 
 // primaryOf is where this node believes an object's primary copy is: here
 // when it holds it; else where it sent it (its forwarding pointer), or
@@ -214,9 +201,9 @@ func (a *Primary) invalidates(key string) bool {
 	return false
 }
 
-// onStart recovers the primary copies from their records; secondary copies
+// OnStart recovers the primary copies from their records; secondary copies
 // are volatile and lost.
-func (a *Primary) onStart(s automaton.Start) {
+func (a *Primary) OnStart(s automaton.Start) {
 	a.prim = map[string]*primCopy{}
 	a.sec = map[string]*secCopy{}
 	a.remote = map[automaton.RequestID]automaton.Request{}
@@ -226,7 +213,7 @@ func (a *Primary) onStart(s automaton.Start) {
 	a.seenV = map[string]uint64{}
 	a.moved = map[string]*moved{}
 	a.loc = map[string]automaton.NodeID{}
-	a.timerSet = false
+	a.timer.Stop()
 	keys := make([]string, 0)
 	for k := range s.Records {
 		if strings.HasPrefix(k, "o/") {
@@ -244,19 +231,19 @@ func (a *Primary) onStart(s automaton.Start) {
 	}
 }
 
-// onRequest: a write goes to the primary (here, or remote); a read runs on
+// OnRequest: a write goes to the primary (here, or remote); a read runs on
 // a local copy, or remotely, or fetches a copy (statistics decide).
-func (a *Primary) onRequest(req automaton.Request) {
+func (a *Primary) OnRequest(req automaton.Request) {
 	if r, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
-		a.respond(req.ID, r)
+		a.Respond(req.ID, r)
 		return
 	}
 	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.respond(req.ID, service.Errorf("%v", err))
+		a.Respond(req.ID, service.Errorf("%v", err))
 		return
 	}
 	if spansObjects(a.cfg.Service, req.Op) {
-		a.respond(req.ID, service.Errorf("ERR orca-primary: %s names several keys; each key is one shared object with its own primary copy, and an Orca operation applies to one object (seed 004 §1)", req.Op.Kind))
+		a.Respond(req.ID, service.Errorf("ERR orca-primary: %s names several keys; each key is one shared object with its own primary copy, and an Orca operation applies to one object (seed 004 §1)", req.Op.Kind))
 		return
 	}
 	key := req.Op.Key
@@ -298,10 +285,10 @@ func (a *Primary) onReply(m message) {
 		return
 	}
 	delete(a.remote, m.req.ID)
-	a.respond(m.req.ID, m.res)
+	a.Respond(m.req.ID, m.res)
 }
 
-func (a *Primary) onMessage(from automaton.NodeID, raw []byte) {
+func (a *Primary) OnMessage(from automaton.NodeID, raw []byte) {
 	m, err := decodeMessage(raw)
 	if err != nil {
 		return
@@ -396,11 +383,9 @@ func (a *Primary) outstanding() bool {
 }
 
 func (a *Primary) armTimer() {
-	if a.timerSet || !a.outstanding() {
-		return
+	if !a.timer.Armed() && a.outstanding() {
+		a.timer.Arm(&a.Outbox)
 	}
-	a.timerSet = true
-	a.emit(automaton.SetTimer{ID: tick, After: a.retransmit})
 }
 
 func (a *Primary) seen(key string) uint64 { return a.seenV[key] }
@@ -413,7 +398,7 @@ func (a *Primary) see(key string, v uint64) {
 
 // spansObjects reports whether op names a key other than its own (COPY,
 // LMOVE, SMOVE, SINTERSTORE, ...: the service's locks name several keys).
-// An Orca operation applies to one object (Bal et al.'s Orca paper §1, principle 2: "an
+// An Orca operation applies to one object (the Orca paper §1, principle 2: "an
 // operation invocation can modify at most one object"), and here each key
 // is an object with its own primary copy on its own node: such a write ran
 // at the first key's primary alone, answered success and left the other

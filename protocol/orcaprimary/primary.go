@@ -60,7 +60,7 @@ func (a *Primary) persist(key string, c *primCopy) {
 		req := c.flight.req
 		r.inflight = &req
 	}
-	a.emit(automaton.Persist{Key: "o/" + key, Value: r.encode()})
+	a.Emit(automaton.Persist{Key: "o/" + key, Value: r.encode()})
 }
 
 // recoverPrimary restores a primary copy; a write that was in phase one
@@ -93,7 +93,7 @@ func (a *Primary) recoverPrimary(key string, raw []byte) {
 
 func (a *Primary) answer(from automaton.NodeID, key string, id automaton.RequestID, res service.Result) {
 	if from == a.cfg.Self {
-		a.respond(id, res)
+		a.Respond(id, res)
 		return
 	}
 	a.send(from, message{kind: kReply, key: key, req: automaton.Request{ID: id}, res: res})

@@ -20,7 +20,7 @@ func (a *Primary) readCopy(key string, c *secCopy, req automaton.Request) {
 		a.waiting[key] = append(a.waiting[key], req)
 		return
 	}
-	a.respond(req.ID, c.st.Apply(req.Op))
+	a.Respond(req.ID, c.st.Apply(req.Op))
 }
 
 // drainWaiting retries the reads waiting at this node for a copy.

@@ -10,7 +10,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// The replicated state (seed 002 III.B: what extract_state and
+// The replicated state (the Grid Services thesis III.B: what extract_state and
 // inject_state move): the service state, the count of entries applied, a
 // digest chain over them, and the duplicate table. The table is part of
 // the replicated state, so that a request resubmitted to a new primary
@@ -101,7 +101,7 @@ func digest(c uint64, e entry) uint64 {
 	return h.Sum64()
 }
 
-// execute runs a write at the primary (seed 002 III.B, EXECUTE: service.op
+// execute runs a write at the primary (the Grid Services thesis III.B, EXECUTE: service.op
 // then extract_state): the operations in the request's environment, then
 // the change as a delta since the version before (service.DeltaState) or,
 // for services without deltas, the whole resulting state. It returns the
@@ -136,7 +136,7 @@ func (m *machine) commitLocal(e entry) {
 	m.record(e.id, e.out, e.index)
 }
 
-// inject applies an entry made by the primary (seed 002 III.B,
+// inject applies an entry made by the primary (the Grid Services thesis III.B,
 // STATE_HANDLER: inject_state). An error means the update does not fit the
 // state (it cannot happen between replicas of one view); the caller then
 // rejoins.

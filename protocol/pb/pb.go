@@ -21,11 +21,35 @@ const (
 )
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenReplyFirst, replyFirst: true,
-		doc: "the primary replies as soon as it has executed a write, before every backup acknowledged the update: a crash of the primary can lose an acknowledged write; the invariant reply-after-acks catches it at the first write"})
-	automaton.RegisterBroken(Name, protocol{name: BrokenNoDedup, noDedup: true,
-		doc: "the primary runs every request it receives, without its duplicate table: a resubmitted or duplicated write is executed twice; the invariant exactly-once catches it under duplicated messages"})
+	automaton.Register(protocol{Capabilities: capabilities(Name, true,
+		"primary-backup (seed 002 ch. III): the primary executes, ships the state change to every backup and replies after all acknowledge; heartbeats, a senior backup that takes over; safe only with a perfect failure detector (crash-stop, bounded delays)")})
+	automaton.RegisterBroken(Name, protocol{replyFirst: true, Capabilities: capabilities(BrokenReplyFirst, true,
+		"the primary replies as soon as it has executed a write, before every backup acknowledged the update: a crash of the primary can lose an acknowledged write; the invariant reply-after-acks catches it at the first write")})
+	automaton.RegisterBroken(Name, protocol{noDedup: true, Capabilities: capabilities(BrokenNoDedup, false,
+		"the primary runs every request it receives, without its duplicate table: a resubmitted or duplicated write is executed twice; the invariant exactly-once catches it under duplicated messages")})
+}
+
+// capabilities is the registration of the protocol or a variant (its
+// scenarios, model and invariants are methods: scenarios.go, model.go,
+// invariant.go).
+func capabilities(name string, dedup bool, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// The duplicate table is part of the replicated state, so a write
+		// resubmitted at another node (and forwarded to the primary of the
+		// moment) takes effect once.
+		Idempotent: dedup,
+		Params:     params.Defaults(),
+		// Only the primary executes, with the request's Env, and the
+		// backups install the resulting state change.
+		Nondeterminism: true,
+		// A group runs at the primary in one step and ships as one update.
+		Transactions: automaton.TxnSupport{Atomic: true},
+		// The failure model (package doc, "Failure model"). Power loss of
+		// the whole cluster is survived since views and state are durable
+		// (1387d64): the conformance suite's "power loss" scenario passes
+		// (seeds 1-30 of it too).
+		SafeFaults: []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss},
+	}
 }
 
 // Defaults of the parameters.
@@ -57,59 +81,23 @@ var params = proto.NewSpec(
 		Doc: "bytes of state per state-transfer message to a joining backup"},
 )
 
-// protocol is the registration and its capabilities.
+// protocol is the registered value: its capabilities, and the variant.
 type protocol struct {
-	name       string
+	automaton.Capabilities
 	replyFirst bool // broken: reply before the backups acknowledged
 	noDedup    bool // broken: no duplicate detection
-	doc        string
-}
-
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry implements automaton.Protocol: the duplicate table is
-// part of the replicated state, so a write resubmitted at another node (and
-// forwarded to the primary of the moment) takes effect once.
-func (p protocol) IdempotentRetry() bool { return !p.noDedup }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.doc != "" {
-		return p.doc
-	}
-	return "primary-backup (seed 002 ch. III): the primary executes, ships the state change to every backup and replies after all acknowledge; heartbeats, a senior backup that takes over; safe only with a perfect failure detector (crash-stop, bounded delays)"
-}
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
-
-// SupportsNondeterminism implements automaton.NondeterminismSupport: only
-// the primary executes, with the request's Env, and the backups install
-// the resulting state change.
-func (p protocol) SupportsNondeterminism() bool { return true }
-
-// Transactions implements automaton.TxnSupporter: a group runs at the
-// primary in one step and ships as one update.
-func (p protocol) Transactions() automaton.TxnSupport { return automaton.TxnSupport{Atomic: true} }
-
-// SafeFaults implements automaton.FaultAssumer (package doc, "Failure
-// model"). Power loss of the whole cluster is survived since views and
-// state are durable (1387d64): the conformance suite's "power loss"
-// scenario passes (seeds 1-30 of it too).
-func (p protocol) SafeFaults() []string {
-	return []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss}
 }
 
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
-		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
 	}
-	pos, me, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	pos, me, err := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self)
 	if err != nil {
 		return nil, err
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +108,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		chunkBytes: prm.Int("chunk_bytes"),
 	}
 	if a.checking < 2*a.sending {
-		return nil, fmt.Errorf("%s: rate_checking %v must be at least twice rate_sending %v, or a live primary looks failed", p.name, a.checking, a.sending)
+		return nil, fmt.Errorf("%s: rate_checking %v must be at least twice rate_sending %v, or a live primary looks failed", p.Protocol, a.checking, a.sending)
 	}
 	return a, nil
 }
@@ -333,7 +321,7 @@ func (a *PB) Leader() automaton.NodeID { return a.primary() }
 
 // onStart begins an incarnation (package doc, "Durability"). A first boot
 // persists its view and empty state and takes its place in the initial
-// view, the configured order (seed 002 III.B, find_replicas): the first
+// view, the configured order (the Grid Services thesis III.B, find_replicas): the first
 // node is the primary, the second the senior backup. A node with a
 // durable view recovers (durable.go); one with only the old boot record
 // (its state was never kept) rejoins as a backup.
@@ -401,10 +389,10 @@ func (a *PB) onMessage(from automaton.NodeID, b []byte) {
 // node forwards it (package doc, "Clients").
 func (a *PB) onRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 {
-		a.respond(req.ID, outcome{res: service.Errorf("ERR %s has no membership changes", a.proto.name)})
+		a.respond(req.ID, outcome{res: service.Errorf("ERR %s has no membership changes", a.proto.Protocol)})
 		return
 	}
-	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.respond(req.ID, outcome{res: res})
 		return
 	}
@@ -413,7 +401,7 @@ func (a *PB) onRequest(req automaton.Request) {
 		return
 	}
 	if req.Opts.Read > automaton.ReadLease {
-		a.respond(req.ID, outcome{res: service.Errorf("ERR %s: unknown read mode %v", a.proto.name, req.Opts.Read)})
+		a.respond(req.ID, outcome{res: service.Errorf("ERR %s: unknown read mode %v", a.proto.Protocol, req.Opts.Read)})
 		return
 	}
 	local := req.Opts.Read == automaton.ReadLocal || req.Opts.Read == automaton.ReadRegular

@@ -125,7 +125,7 @@ func (p protocol) CheckDeployment(svc service.Service, prm map[string]string, no
 		return nil
 	}
 	return fmt.Errorf("%s: mapping %q keeps state in the database, and without %s each of the %d nodes would use its own SQLite file (<data dir>/durability-<namespace>.db): a new primary would recover from its own file and lose every write the old one acknowledged. Set %s to one database all nodes share (a SQLite file on one machine, or PostgreSQL with %s: pgx)",
-		p.name, m, sqlstore.ParamDSN, nodes, sqlstore.ParamDSN, sqlstore.ParamDriver)
+		p.Protocol, m, sqlstore.ParamDSN, nodes, sqlstore.ParamDSN, sqlstore.ParamDriver)
 }
 
 // Replicated objects that survive the loss of every node (package doc,

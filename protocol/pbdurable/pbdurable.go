@@ -19,9 +19,26 @@ const (
 )
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenReplyBeforeDB, replyBeforeDB: true})
-	automaton.RegisterBroken(Name, protocol{name: BrokenNoPrepare, noPrepare: true})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"primary-backup whose state objects are replicated, in a database or reconstructible, per the mapping (seed 002 ch. IV)")})
+	automaton.RegisterBroken(Name, protocol{replyBeforeDB: true, Capabilities: capabilities(BrokenReplyBeforeDB,
+		"answers before the request's database transaction committed; caught by the invariant reply-after-durable")})
+	automaton.RegisterBroken(Name, protocol{noPrepare: true, Capabilities: capabilities(BrokenNoPrepare,
+		"backups apply an update buffer on arrival, before the request's database transaction committed; caught by the invariant all-or-nothing")})
+}
+
+// capabilities is the registration of the protocol or a variant.
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// A retried write is answered from Replies (replies.go).
+		Idempotent: true,
+		// Primary-backup's perfect failure detector (package doc). A power
+		// loss of the whole cluster is survived since its state is durable
+		// (issue 29): the conformance suite's "power loss" scenario passes
+		// (seeds 1-12 of it too).
+		SafeFaults: []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss},
+		Params:     params.Defaults(),
+	}
 }
 
 var params = proto.NewSpec(
@@ -35,8 +52,9 @@ var params = proto.NewSpec(
 	proto.Param{Name: sqlstore.ParamSync, Kind: proto.Bool, Default: "true", Doc: "state fsync: a commit is durable before it returns"},
 )
 
+// protocol is the registered value: its capabilities, and the variant.
 type protocol struct {
-	name          string
+	automaton.Capabilities
 	replyBeforeDB bool
 	// noPrepare: a backup applies an update buffer when it arrives, before
 	// the request's database transaction committed (caught by the
@@ -44,48 +62,22 @@ type protocol struct {
 	noPrepare bool
 }
 
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry: a retried write is answered from Replies (replies.go).
-func (p protocol) IdempotentRetry() bool { return true }
-
-// SafeFaults implements automaton.FaultAssumer: primary-backup's perfect
-// failure detector (package doc).
-// A power loss of the whole cluster is survived since its state is durable
-// (issue 29): the conformance suite's "power loss" scenario passes (seeds
-// 1-12 of it too).
-func (p protocol) SafeFaults() []string {
-	return []string{"crash", "dup", "reorder", "slow", automaton.PowerLoss}
-}
-
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
-
-func (p protocol) Describe() string {
-	if p.replyBeforeDB {
-		return "answers before the request's database transaction committed; caught by the invariant reply-after-durable"
-	}
-	if p.noPrepare {
-		return "backups apply an update buffer on arrival, before the request's database transaction committed; caught by the invariant all-or-nothing"
-	}
-	return "primary-backup whose state objects are replicated, in a database or reconstructible, per the mapping (seed 002 ch. IV)"
-}
-
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
-		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
 	}
-	pos, me, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	pos, me, err := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self)
 	if err != nil {
 		return nil, err
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
 	svc, err := newDurable(cfg.Service, prm.String("mapping"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", p.name, err)
+		return nil, fmt.Errorf("%s: %v", p.Protocol, err)
 	}
 	a := &PBD{proto: p, cfg: cfg, pos: pos, me: me, svc: svc,
 		sending:   prm.Duration("rate_sending"),
@@ -94,7 +86,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		mapping:   prm.String("mapping"),
 	}
 	if a.checking < 2*a.sending {
-		return nil, fmt.Errorf("%s: rate_checking %v must be at least twice rate_sending %v", p.name, a.checking, a.sending)
+		return nil, fmt.Errorf("%s: rate_checking %v must be at least twice rate_sending %v", p.Protocol, a.checking, a.sending)
 	}
 	return a, nil
 }
@@ -265,7 +257,7 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 // onStart: the first incarnation of the cluster's first node is the
 // primary of view 1: it initialises the database objects (init
 // statements, idempotent) and recovers them from what the database holds
-// (seed 002 IV.C.1: a new instance restores its state from the database;
+// (the Grid Services thesis IV.C.1: a new instance restores its state from the database;
 // an existing database is recovered, never emptied), claims the view
 // table, and serves; the others are its synced backups. A later
 // incarnation whose mapping keeps no replicated object is a synced backup
@@ -366,7 +358,7 @@ func (a *PBD) adopt(v proto.Ballot) {
 	}
 }
 
-// onTimer: HEARTBEAT_GENERATOR and FAILURE_DETECTOR (seed 002 Figs.
+// onTimer: HEARTBEAT_GENERATOR and FAILURE_DETECTOR (the Grid Services thesis Figs.
 // III.2, III.3), and forwards that timed out.
 func (a *PBD) onTimer(id automaton.TimerID) {
 	switch id {

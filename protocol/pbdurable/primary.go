@@ -185,7 +185,7 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 
 // onRequest: a client's request, at the node it reached.
 func (a *PBD) onRequest(from automaton.NodeID, req automaton.Request) {
-	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.answerTo(from, req.ID, res)
 		return
 	}

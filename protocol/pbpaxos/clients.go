@@ -21,7 +21,7 @@ func errTryAgain(why string) service.Result {
 
 func (a *PBPaxos) onClientRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 && req.Txn == nil {
-		a.respond(req.ID, service.Errorf("ERR %s has no membership changes", a.proto.name), nil)
+		a.respond(req.ID, service.Errorf("ERR %s has no membership changes", a.proto.Protocol), nil)
 		return
 	}
 	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// machine is the replicated state (seed 002 VI.A.2's state): the service
+// machine is the replicated state (the Grid Services thesis VI.A.2's state): the service
 // state and the duplicate table (per client, its latest write and the
 // results it got), so that a retry of a write at any replica, after any
 // leader change, is answered from the table instead of executed again
@@ -163,7 +163,7 @@ func (m *machine) version() uint64 {
 }
 
 // install applies an instance's value to m (a learner applying the chosen
-// state, seed 002 VI.A.2; or an acceptor materialising its latest state):
+// state, the Grid Services thesis VI.A.2; or an acceptor materialising its latest state):
 // the update by its kind, and the requests' results into the duplicate
 // table. updCovered entries are installed by the entry that covers them.
 func (m *machine) install(cs []cmd, kind byte, upd []byte) error {

@@ -21,58 +21,44 @@ const (
 )
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenNoConfirm, noConfirm: true})
-	automaton.RegisterBroken(Name, protocol{name: BrokenEarly, earlyServe: true})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"primary-backup Paxos for nondeterministic services (seed 002 chapter VI): the leader executes, then agrees on <request, state>; X-Paxos reads with confirms, T-Paxos transactions coordinated at commit")})
+	automaton.RegisterBroken(Name, protocol{noConfirm: true, Capabilities: capabilities(BrokenNoConfirm,
+		"the leader answers X-Paxos reads as soon as it executed them, without a majority of confirms: a deposed leader answers stale reads; the invariant reads-confirmed catches it, and the linearizability checker under partitions")})
+	automaton.RegisterBroken(Name, protocol{earlyServe: true, Capabilities: capabilities(BrokenEarly,
+		"a new leader executes and answers new requests after its prepare phase, before its batched accept is chosen (seed 002 VI.B Protocol 1 forbids it); the invariant serve-after-takeover catches it")})
 }
 
+// protocol is the registered value: its capabilities, and the variant (its
+// invariants and scenarios are methods).
 type protocol struct {
-	name       string
+	automaton.Capabilities
 	noConfirm  bool // the leader answers X-Paxos reads without confirms
 	earlyServe bool // a new leader serves before its accept phase completes
 }
 
 var (
-	_ automaton.Describer             = protocol{}
-	_ automaton.ParamDefaulter        = protocol{}
-	_ automaton.TxnSupporter          = protocol{}
-	_ automaton.NondeterminismSupport = protocol{}
-	_ automaton.InvariantStater       = protocol{}
-	_ automaton.ScenarioDeclarer      = protocol{}
-	_ automaton.FanoutProtocol        = protocol{}
+	_ automaton.InvariantStater  = protocol{}
+	_ automaton.ScenarioDeclarer = protocol{}
 )
 
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry: the duplicate table is part of the replicated state.
-func (protocol) IdempotentRetry() bool { return true }
-
-// ClientFanout implements automaton.FanoutProtocol: clients send every
-// request to every replica and only the leader replies (seed 002 VI.A.1).
-func (protocol) ClientFanout() bool { return true }
-
-// SupportsNondeterminism: the leader executes, the others install its
-// state (or replay its environment).
-func (protocol) SupportsNondeterminism() bool { return true }
-
-// Transactions: atomic groups are one command; interactive transactions
-// are T-Paxos (txn.go).
-func (protocol) Transactions() automaton.TxnSupport {
-	return automaton.TxnSupport{Atomic: true, Interactive: true}
-}
-
-func (p protocol) Describe() string {
-	switch {
-	case p.noConfirm:
-		return "the leader answers X-Paxos reads as soon as it executed them, without a majority of confirms: a deposed leader answers stale reads; the invariant reads-confirmed catches it, and the linearizability checker under partitions"
-	case p.earlyServe:
-		return "a new leader executes and answers new requests after its prepare phase, before its batched accept is chosen (seed 002 VI.B Protocol 1 forbids it); the invariant serve-after-takeover catches it"
+// capabilities is the registration of the protocol or a variant.
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// The duplicate table is part of the replicated state.
+		Idempotent: true,
+		// Clients send every request to every replica and only the leader
+		// replies (the Grid Services thesis VI.A.1).
+		ClientFanout: true,
+		// The leader executes, the others install its state (or replay its
+		// environment).
+		Nondeterminism: true,
+		// Atomic groups are one command; interactive transactions are
+		// T-Paxos (txn.go).
+		Transactions: automaton.TxnSupport{Atomic: true, Interactive: true},
+		Params:       params.Defaults(),
 	}
-	return "primary-backup Paxos for nondeterministic services (seed 002 chapter VI): the leader executes, then agrees on <request, state>; X-Paxos reads with confirms, T-Paxos transactions coordinated at commit"
 }
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (protocol) DefaultParams() map[string]string { return params.Defaults() }
 
 // Defaults.
 const (
@@ -116,19 +102,19 @@ type prm struct {
 
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
-		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
 	}
 	if cfg.Rand == nil {
-		return nil, fmt.Errorf("%s: no Config.Rand", p.name)
+		return nil, fmt.Errorf("%s: no Config.Rand", p.Protocol)
 	}
-	pos, me, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	pos, me, err := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self)
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Nodes) > maxBallotNode {
-		return nil, fmt.Errorf("%s: too many nodes", p.name)
+		return nil, fmt.Errorf("%s: too many nodes", p.Protocol)
 	}
-	v, err := params.Parse(p.name, cfg.Params)
+	v, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +122,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		pipeline: v.Int("pipeline"), batch: v.Int("batch"), snapshotEvery: v.Int("snapshot_every"), logReads: v.String("read") == "log",
 		expiryPeriod: v.Duration("expiry_period")}
 	if r.electionTimeout < 3*r.heartbeat {
-		return nil, fmt.Errorf("%s: election_timeout %v must be at least 3 heartbeats (%v)", p.name, r.electionTimeout, 3*r.heartbeat)
+		return nil, fmt.Errorf("%s: election_timeout %v must be at least 3 heartbeats (%v)", p.Protocol, r.electionTimeout, 3*r.heartbeat)
 	}
 	switch v.String("state") {
 	case "delta":
@@ -169,7 +155,7 @@ const (
 )
 
 // slot is one instance at an acceptor: the proposal number's ballot, the
-// requests, and the state update until the instance is applied (seed 002
+// requests, and the state update until the instance is applied (the Grid Services thesis
 // VI.A.2: "remember all the requests ... only keep the state of the latest
 // proposal").
 type slot struct {
@@ -317,7 +303,7 @@ func (a *PBPaxos) reset() {
 }
 
 // clearLeader forgets every piece of leadership: phase 2 bookkeeping, the
-// tentative state, transactions and their locks (seed 002 VI.A.5: a leader
+// tentative state, transactions and their locks (the Grid Services thesis VI.A.5: a leader
 // switch aborts the transactions in flight).
 func (a *PBPaxos) clearLeader() {
 	a.ready = false

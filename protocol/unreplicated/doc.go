@@ -4,7 +4,7 @@
 // docs/ADDING_A_PROTOCOL.md, so it declares every capability a protocol can
 // declare and keeps each handler short.
 //
-// Seed 002 (chapter II, "the primary-backup approach", and chapter VII's
+// The Grid Services thesis (chapter II, "the primary-backup approach", and chapter VII's
 // experiments) measures the cost of replication as the difference between a
 // replicated service and the same service run on one machine. This package
 // is that one machine, reached through the same runtimes, gateway and
@@ -34,7 +34,7 @@
 // snapshot_every records and the disk holds one snapshot plus at most that
 // many records. Full snapshots per write were rejected: their cost grows
 // with the state, which would make the baseline slower than the protocols it
-// is the baseline of. Recovery (onStart) restores "snap", then replays the
+// is the baseline of. Recovery (OnStart) restores "snap", then replays the
 // write records with higher indexes in order, through service.ApplyEnv with
 // each record's Env, so the same state comes back for a nondeterministic
 // service too. It stops at the first missing index and deletes the records
@@ -61,7 +61,7 @@
 // automaton.ApplyGroup, logged as one write record, and answered with one
 // result per operation: Transactions() declares Atomic.
 //
-// Interactive transactions (txn.go; seed 002 VI.A.4 gives T-Paxos's shape,
+// Interactive transactions (txn.go; the Grid Services thesis VI.A.4 gives T-Paxos's shape,
 // each operation answered before the commit, and is silent on concurrency
 // control) are optimistic, first committer wins. TxnBegin records the
 // server's applied count (the writes committed so far) and opens a

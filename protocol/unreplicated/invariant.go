@@ -69,17 +69,17 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 
 // persistBeforeAnswer checks the outputs of the step that applied write w.
 func persistBeforeAnswer(u *Unreplicated, w stepWrite) error {
-	if w.rec < 0 || w.rec >= len(u.out) || w.ans < 0 || w.ans >= len(u.out) {
-		return fmt.Errorf("record at output %d, answer at output %d, of %d outputs", w.rec, w.ans, len(u.out))
+	if w.rec < 0 || w.rec >= len(u.Out) || w.ans < 0 || w.ans >= len(u.Out) {
+		return fmt.Errorf("record at output %d, answer at output %d, of %d outputs", w.rec, w.ans, len(u.Out))
 	}
-	p, ok := u.out[w.rec].(automaton.Persist)
+	p, ok := u.Out[w.rec].(automaton.Persist)
 	if !ok || p.Delete || p.Key != writeKey(w.index) {
-		return fmt.Errorf("output %d is %T, not the Persist of %s", w.rec, u.out[w.rec], writeKey(w.index))
+		return fmt.Errorf("output %d is %T, not the Persist of %s", w.rec, u.Out[w.rec], writeKey(w.index))
 	}
-	switch u.out[w.ans].(type) {
+	switch u.Out[w.ans].(type) {
 	case automaton.Respond, automaton.Send:
 	default:
-		return fmt.Errorf("output %d is %T, not an answer", w.ans, u.out[w.ans])
+		return fmt.Errorf("output %d is %T, not an answer", w.ans, u.Out[w.ans])
 	}
 	if w.ans < w.rec {
 		return fmt.Errorf("the answer (output %d) is emitted before the record %s (output %d): the runtime may release it before the write is durable", w.ans, p.Key, w.rec)

@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Interactive transactions (seed 002 VI.A.4, T-Paxos's shape: each
+// Interactive transactions (the Grid Services thesis VI.A.4, T-Paxos's shape: each
 // operation is answered before the commit), served optimistically and
 // first-committer-wins. The package doc records the decisions.
 
@@ -29,22 +29,22 @@ func (u *Unreplicated) serveTxn(req automaton.Request, answer func(automaton.Res
 	id := req.Txn.Txn
 	if req.Txn.Action == automaton.TxnBegin {
 		u.onTxnBegin(id)
-		u.emit(answer(automaton.Response{ID: req.ID, Result: service.OK()}))
+		u.Emit(answer(automaton.Response{ID: req.ID, Result: service.OK()}))
 		return
 	}
 	t := u.txns[id]
 	if t == nil {
-		u.emit(answer(automaton.Response{ID: req.ID, Result: service.Errorf("%s", automaton.ErrNoSuchTxn)}))
+		u.Emit(answer(automaton.Response{ID: req.ID, Result: service.Errorf("%s", automaton.ErrNoSuchTxn)}))
 		return
 	}
 	switch req.Txn.Action {
 	case automaton.TxnOp:
-		u.emit(answer(automaton.Response{ID: req.ID, Result: u.onTxnOp(t, req.Op, req.Env)}))
+		u.Emit(answer(automaton.Response{ID: req.ID, Result: u.onTxnOp(t, req.Op, req.Env)}))
 	case automaton.TxnCommit:
 		u.onTxnCommit(id, t, req.ID, answer)
 	case automaton.TxnAbort:
 		u.endTxn(id)
-		u.emit(answer(automaton.Response{ID: req.ID, Result: service.OK()}))
+		u.Emit(answer(automaton.Response{ID: req.ID, Result: service.OK()}))
 	}
 }
 
@@ -104,11 +104,11 @@ func (u *Unreplicated) onTxnCommit(id automaton.RequestID, t *txn, reqID automat
 	ans := answer(automaton.Response{ID: reqID, Result: service.OK()})
 	switch {
 	case u.proto.dirtyTxn:
-		u.emit(ans) // broken: the writes are in the state already
+		u.Emit(ans) // broken: the writes are in the state already
 	case t.version != u.applied:
-		u.emit(answer(automaton.Response{ID: reqID, Result: service.Errorf("%s", automaton.ErrTxnAborted)}))
+		u.Emit(answer(automaton.Response{ID: reqID, Result: service.Errorf("%s", automaton.ErrTxnAborted)}))
 	case len(t.ops) == 0:
-		u.emit(ans) // read-only: nothing to apply or persist
+		u.Emit(ans) // read-only: nothing to apply or persist
 	default:
 		u.st = t.ws
 		u.commitWrite(writeRecord{Ops: t.ops, Envs: t.envs}, ans)

@@ -126,6 +126,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, err
 	}
 	u := &Unreplicated{
+		Outbox:     proto.Outbox{Self: cfg.Self},
 		proto:      p,
 		cfg:        cfg,
 		server:     cfg.Nodes[0],
@@ -163,7 +164,7 @@ type Unreplicated struct {
 	fwds  map[uint64]*forward
 	byReq map[automaton.RequestID]uint64
 
-	out []automaton.Output
+	proto.Outbox
 	// stepWrites records, for the invariant checker, where the last step
 	// put each write's record and answer among its outputs.
 	stepWrites []stepWrite
@@ -191,28 +192,17 @@ type stepWrite struct {
 
 // Step implements automaton.Automaton.
 func (u *Unreplicated) Step(in automaton.Input) []automaton.Output {
-	u.out = nil
+	u.Begin()
 	u.stepWrites = u.stepWrites[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		u.onStart(in)
-	case automaton.ClientRequest:
-		u.onRequest(in.Req)
-	case automaton.PeerMessage:
-		u.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		u.onTimer(uint64(in.ID))
-	}
-	return u.out
+	proto.Dispatch(u, in)
+	return u.Out
 }
 
-func (u *Unreplicated) emit(o automaton.Output) { u.out = append(u.out, o) }
-
-// onStart begins an incarnation. The server recovers its state from its
+// OnStart begins an incarnation. The server recovers its state from its
 // records: the snapshot, then the write records after it, in order, up to
 // the first gap; records the snapshot covers and records after the gap are
 // deleted.
-func (u *Unreplicated) onStart(s automaton.Start) {
+func (u *Unreplicated) OnStart(s automaton.Start) {
 	u.inc = u.cfg.Rand.Uint64()
 	u.seq = 0
 	u.fwds = map[uint64]*forward{}
@@ -247,7 +237,7 @@ func (u *Unreplicated) onStart(s automaton.Start) {
 		if i != u.applied+1 {
 			// Covered by the snapshot, or after a gap (never answered: an
 			// answer waits for every earlier record).
-			u.emit(automaton.Persist{Key: k, Delete: true})
+			u.Emit(automaton.Persist{Key: k, Delete: true})
 			continue
 		}
 		r, err := unmarshalWrite(s.Records[k])
@@ -260,9 +250,9 @@ func (u *Unreplicated) onStart(s automaton.Start) {
 	u.restored = u.applied
 }
 
-// onRequest serves a client's request: the server applies it, a forwarder
+// OnRequest serves a client's request: the server applies it, a forwarder
 // forwards it.
-func (u *Unreplicated) onRequest(req automaton.Request) {
+func (u *Unreplicated) OnRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) {
 		u.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %s has no membership changes", u.proto.Protocol)})
 		return
@@ -292,7 +282,7 @@ func (u *Unreplicated) serve(req automaton.Request, answer func(automaton.Respon
 		return
 	}
 	if req.Txn != nil && u.txns[req.Txn.Txn] == nil {
-		u.emit(answer(automaton.Response{ID: req.ID, Result: service.Errorf("%s", automaton.ErrNoSuchTxn)}))
+		u.Emit(answer(automaton.Response{ID: req.ID, Result: service.Errorf("%s", automaton.ErrNoSuchTxn)}))
 		return
 	}
 	// Broken (dirtyTxn): a transaction's operation runs on the shared state.
@@ -306,7 +296,7 @@ func (u *Unreplicated) serve(req automaton.Request, answer func(automaton.Respon
 	}
 	ans := answer(resp)
 	if !write {
-		u.emit(ans)
+		u.Emit(ans)
 		return
 	}
 	u.commitWrite(writeRecord{Op: op, Ops: ops, Env: env}, ans)
@@ -319,15 +309,15 @@ func (u *Unreplicated) commitWrite(r writeRecord, ans automaton.Output) {
 	u.applied++
 	w := stepWrite{index: u.applied}
 	if u.proto.answerFirst {
-		w.ans = len(u.out)
-		u.emit(ans)
-		w.rec = len(u.out)
+		w.ans = len(u.Out)
+		u.Emit(ans)
+		w.rec = len(u.Out)
 		u.persistWrite(r)
 	} else {
-		w.rec = len(u.out)
+		w.rec = len(u.Out)
 		u.persistWrite(r)
-		w.ans = len(u.out)
-		u.emit(ans)
+		w.ans = len(u.Out)
+		u.Emit(ans)
 	}
 	u.stepWrites = append(u.stepWrites, w)
 }
@@ -345,19 +335,19 @@ func (u *Unreplicated) applyOps(op service.Op, ops []service.Op, env service.Env
 // the records it covers (after the snapshot, so that a crash between them
 // keeps a state that recovers).
 func (u *Unreplicated) persistWrite(r writeRecord) {
-	u.emit(automaton.Persist{Key: writeKey(u.applied), Value: r.marshal()})
+	u.Emit(automaton.Persist{Key: writeKey(u.applied), Value: r.marshal()})
 	if u.applied-u.snapAt < u.snapEvery {
 		return
 	}
-	u.emit(automaton.Persist{Key: snapKey, Value: marshalSnap(u.applied, u.st.Snapshot())})
+	u.Emit(automaton.Persist{Key: snapKey, Value: marshalSnap(u.applied, u.st.Snapshot())})
 	for i := u.snapAt + 1; i <= u.applied; i++ {
-		u.emit(automaton.Persist{Key: writeKey(i), Delete: true})
+		u.Emit(automaton.Persist{Key: writeKey(i), Delete: true})
 	}
 	u.snapAt = u.applied
 }
 
 // forward sends a client's request to the server and waits for the reply
-// (onReply) or the operation timeout (onTimer). A retry of a request in
+// (onReply) or the operation timeout (OnTimer). A retry of a request in
 // flight here joins it.
 func (u *Unreplicated) forward(req automaton.Request) {
 	if seq, ok := u.byReq[req.ID]; ok && u.fwds[seq] != nil {
@@ -367,7 +357,7 @@ func (u *Unreplicated) forward(req automaton.Request) {
 	f := &forward{seq: u.seq, req: req, read: automaton.IsReadRequest(u.cfg.Service, req)}
 	u.fwds[f.seq] = f
 	u.byReq[req.ID] = f.seq
-	u.emit(automaton.SetTimer{ID: automaton.TimerID(f.seq), After: u.retransmit})
+	u.Emit(automaton.SetTimer{ID: automaton.TimerID(f.seq), After: u.retransmit})
 	u.sendForward(f)
 }
 
@@ -376,10 +366,10 @@ func (u *Unreplicated) sendForward(f *forward) {
 	if f.req.Txn != nil {
 		m.Kind, m.Txn = kindTxnForward, f.req.Txn
 	}
-	u.emit(automaton.Send{To: u.server, Msg: m.marshal()})
+	u.Emit(automaton.Send{To: u.server, Msg: m.marshal()})
 }
 
-func (u *Unreplicated) onMessage(from automaton.NodeID, b []byte) {
+func (u *Unreplicated) OnMessage(from automaton.NodeID, b []byte) {
 	m, err := unmarshal(b)
 	if err != nil {
 		return // corrupt: drop (a read is retransmitted, a write times out)
@@ -400,13 +390,13 @@ func (u *Unreplicated) onForward(from automaton.NodeID, m message) {
 	}
 	key := fwdKey{from, m.Inc, m.Seq}
 	if r, ok := u.dups[key]; ok {
-		u.emit(automaton.Send{To: from, Msg: r.marshal()})
+		u.Emit(automaton.Send{To: from, Msg: r.marshal()})
 		return
 	}
 	req := automaton.Request{ID: m.Req, Op: m.Op, Ops: m.Ops, Env: m.Env, Txn: m.Txn}
 	if err := automaton.ValidateRequest(u.cfg.Service, req); err != nil {
 		r := message{Kind: kindReply, Inc: m.Inc, Seq: m.Seq, Result: service.Errorf("ERR %v", err)}
-		u.emit(automaton.Send{To: from, Msg: r.marshal()})
+		u.Emit(automaton.Send{To: from, Msg: r.marshal()})
 		return
 	}
 	var reply message
@@ -442,10 +432,10 @@ func (u *Unreplicated) onReply(m message) {
 	u.finish(f, automaton.Response{ID: f.req.ID, Result: m.Result, Results: m.Results})
 }
 
-// onTimer retransmits a read, or gives up after opTimeout with TRYAGAIN.
+// OnTimer retransmits a read, or gives up after opTimeout with TRYAGAIN.
 // Writes are never retransmitted (the package doc says why).
-func (u *Unreplicated) onTimer(seq uint64) {
-	f := u.fwds[seq]
+func (u *Unreplicated) OnTimer(id automaton.TimerID) {
+	f := u.fwds[uint64(id)]
 	if f == nil {
 		return
 	}
@@ -455,7 +445,7 @@ func (u *Unreplicated) onTimer(seq uint64) {
 			"TRYAGAIN the server %s did not answer within %v (a write's outcome is unknown)", u.server, u.opTimeout)})
 		return
 	}
-	u.emit(automaton.SetTimer{ID: automaton.TimerID(seq), After: u.retransmit})
+	u.Emit(automaton.SetTimer{ID: id, After: u.retransmit})
 	if f.read {
 		u.sendForward(f)
 	}
@@ -464,11 +454,11 @@ func (u *Unreplicated) onTimer(seq uint64) {
 func (u *Unreplicated) finish(f *forward, resp automaton.Response) {
 	delete(u.fwds, f.seq)
 	delete(u.byReq, f.req.ID)
-	u.emit(automaton.CancelTimer{ID: automaton.TimerID(f.seq)})
+	u.Emit(automaton.CancelTimer{ID: automaton.TimerID(f.seq)})
 	u.respond(resp)
 }
 
-func (u *Unreplicated) respond(r automaton.Response) { u.emit(automaton.Respond{Resp: r}) }
+func (u *Unreplicated) respond(r automaton.Response) { u.Emit(automaton.Respond{Resp: r}) }
 
 // Leader implements automaton.LeaderReporter: clients that ask are sent to
 // the server directly, saving the forwarding hop.

@@ -1,0 +1,104 @@
+package proto
+
+import (
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// The base of a role's Step (issue 32 item 1). The automaton contract
+// (package automaton) maps every input action to one call of Step and
+// every output action to one value Step returns; Role names the four input
+// actions, Dispatch routes an input to its handler, Outbox collects the
+// outputs in order, and Ticker is the retransmission timer most roles keep
+// running while anything is outstanding.
+
+// Role is a role's input actions, one handler each.
+type Role interface {
+	OnStart(s automaton.Start)
+	OnRequest(req automaton.Request)
+	OnMessage(from automaton.NodeID, msg []byte)
+	OnTimer(id automaton.TimerID)
+}
+
+// Dispatch performs input action in on r.
+func Dispatch(r Role, in automaton.Input) {
+	switch in := in.(type) {
+	case automaton.Start:
+		r.OnStart(in)
+	case automaton.ClientRequest:
+		r.OnRequest(in.Req)
+	case automaton.PeerMessage:
+		r.OnMessage(in.From, in.Msg)
+	case automaton.TimerFired:
+		r.OnTimer(in.ID)
+	}
+}
+
+// Outbox holds the outputs of the step under way, in order. Self is the
+// node the role runs on: Send and Broadcast never address it (runtimes
+// reject a Send to self).
+type Outbox struct {
+	Self automaton.NodeID
+	Out  []automaton.Output
+}
+
+// Begin starts a step with no outputs.
+func (o *Outbox) Begin() { o.Out = nil }
+
+// Emit appends an output.
+func (o *Outbox) Emit(x automaton.Output) { o.Out = append(o.Out, x) }
+
+// Send sends msg to a peer; nothing when to is Self.
+func (o *Outbox) Send(to automaton.NodeID, msg []byte) {
+	if to != o.Self {
+		o.Emit(automaton.Send{To: to, Msg: msg})
+	}
+}
+
+// Broadcast sends msg to every node of nodes but Self, in their order.
+func (o *Outbox) Broadcast(nodes []automaton.NodeID, msg []byte) {
+	for _, n := range nodes {
+		o.Send(n, msg)
+	}
+}
+
+// Respond answers client request id.
+func (o *Outbox) Respond(id automaton.RequestID, r service.Result) {
+	o.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: r}})
+}
+
+// Ticker is a timer kept running while its role has something outstanding
+// (retransmissions, suspicion): Arm sets it unless it is set, Fired
+// recognises its expiry, Stop forgets it (a new incarnation starts with no
+// timer set).
+type Ticker struct {
+	ID    automaton.TimerID
+	Every time.Duration
+	set   bool
+}
+
+// Arm sets the timer through o unless it is already set.
+func (t *Ticker) Arm(o *Outbox) {
+	if t.set {
+		return
+	}
+	t.set = true
+	o.Emit(automaton.SetTimer{ID: t.ID, After: t.Every})
+}
+
+// Armed reports whether the timer is set.
+func (t *Ticker) Armed() bool { return t.set }
+
+// Fired reports whether id is this timer's expiry, which unsets it.
+func (t *Ticker) Fired(id automaton.TimerID) bool {
+	if id != t.ID {
+		return false
+	}
+	t.set = false
+	return true
+}
+
+// Stop forgets the timer (at Start: timers do not survive a crash).
+func (t *Ticker) Stop() { t.set = false }

@@ -1,0 +1,64 @@
+package proto
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// role records which handler each input reached.
+type role struct{ got []string }
+
+func (r *role) OnStart(automaton.Start)       { r.got = append(r.got, "start") }
+func (r *role) OnRequest(q automaton.Request) { r.got = append(r.got, "request "+q.Op.Key) }
+func (r *role) OnMessage(from automaton.NodeID, _ []byte) {
+	r.got = append(r.got, "message "+string(from))
+}
+func (r *role) OnTimer(id automaton.TimerID) { r.got = append(r.got, "timer") }
+
+func TestDispatch(t *testing.T) {
+	r := &role{}
+	for _, in := range []automaton.Input{automaton.Start{}, automaton.ClientRequest{Req: automaton.Request{Op: service.Op{Key: "k"}}},
+		automaton.PeerMessage{From: "n2"}, automaton.TimerFired{ID: 3}} {
+		Dispatch(r, in)
+	}
+	if want := []string{"start", "request k", "message n2", "timer"}; !reflect.DeepEqual(r.got, want) {
+		t.Fatalf("handlers reached %v, want %v", r.got, want)
+	}
+}
+
+// The outbox never addresses its own node, keeps the order of outputs, and
+// the ticker is set once until it fires or stops.
+func TestOutboxAndTicker(t *testing.T) {
+	o := Outbox{Self: "n1"}
+	tk := Ticker{ID: 7, Every: time.Second}
+	o.Begin()
+	o.Broadcast([]automaton.NodeID{"n1", "n2", "n3"}, []byte("m"))
+	o.Send("n1", []byte("self"))
+	tk.Arm(&o)
+	tk.Arm(&o)
+	o.Respond(automaton.RequestID{Client: 1, Seq: 2}, service.OK())
+	want := []automaton.Output{
+		automaton.Send{To: "n2", Msg: []byte("m")}, automaton.Send{To: "n3", Msg: []byte("m")},
+		automaton.SetTimer{ID: 7, After: time.Second},
+		automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Client: 1, Seq: 2}, Result: service.OK()}},
+	}
+	if !reflect.DeepEqual(o.Out, want) {
+		t.Fatalf("outputs %v, want %v", o.Out, want)
+	}
+	if tk.Fired(8) || !tk.Armed() || !tk.Fired(7) || tk.Armed() {
+		t.Fatal("Fired must recognise only its own id and unset the timer")
+	}
+	tk.Arm(&o)
+	tk.Stop()
+	if tk.Armed() {
+		t.Fatal("Stop left the timer set")
+	}
+	o.Begin()
+	if len(o.Out) != 0 {
+		t.Fatal("Begin kept the last step's outputs")
+	}
+}
