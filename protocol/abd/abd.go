@@ -68,6 +68,8 @@ var params = proto.NewSpec(
 		Doc: "a phase's resend interval to replicas that have not answered"},
 	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: DefaultOpTimeout.String(), Min: "0", MinOpen: true,
 		Doc: "a request's time limit at its coordinator"},
+	proto.Param{Name: "window", Kind: proto.Int, Default: "2", Min: "0",
+		Doc: "round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)"},
 )
 
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
@@ -93,6 +95,9 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		done:       map[automaton.RequestID]service.Result{},
 		retransmit: prm.Duration("retransmit"),
 		opTimeout:  prm.Duration("op_timeout"),
+		window:     prm.Int("window"),
+		groupLeft:  map[uint64]int{},
+		queued:     map[automaton.RequestID]bool{},
 	}, nil
 }
 
@@ -116,6 +121,16 @@ type ABD struct {
 	byReq       map[automaton.RequestID]uint64
 	done        map[automaton.RequestID]service.Result
 	doneOrder   []automaton.RequestID
+
+	// Round groups (batch.go): the requests begun together, their
+	// operations not yet finished per group, the next group's id, and the
+	// requests waiting for a group to finish (at most window groups in
+	// flight; window 0: no limit).
+	window    int
+	groupLeft map[uint64]int
+	groupSeq  uint64
+	queue     []automaton.Request
+	queued    map[automaton.RequestID]bool
 
 	out []automaton.Output
 	// What this step did, for the invariant checker (invariant.go): stores
@@ -146,6 +161,14 @@ type op struct {
 
 	// Store phase: what is being stored.
 	put entry
+
+	// A key run (batch.go): the later requests of the op's client batch
+	// on its key, applied after req in batch order; results answers req
+	// and run, computed when the query phase completes.
+	run     []automaton.Request
+	results []service.Result
+	// group: the round group the op was begun in (batch.go), 0 if none.
+	group uint64
 }
 
 func (a *ABD) quorum() int { return automaton.Majority(len(a.cfg.Nodes)) }
@@ -160,9 +183,7 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	case automaton.ClientRequest:
 		a.onRequest(in.Req)
 	case automaton.ClientBatch:
-		for _, req := range in.Reqs {
-			a.onRequest(req)
-		}
+		a.onBatch(in.Reqs) // batch.go
 	case automaton.PeerMessage:
 		a.onMessage(in.From, in.Msg)
 	case automaton.TimerFired:
@@ -212,26 +233,38 @@ func (a *ABD) onStart(s automaton.Start) {
 	a.emit(automaton.Persist{Key: "inc", Value: b[:]})
 }
 
-// onRequest starts coordinating a client request (seed 001 §3.1.2).
+// onRequest starts coordinating a client request (seed 001 §3.1.2), in
+// a round group of its own or, while window groups are in flight, in the
+// next (batch.go).
 func (a *ABD) onRequest(req automaton.Request) {
+	if a.admit(req) {
+		one := [1]automaton.Request{req}
+		a.start(one[:])
+	}
+}
+
+// admit answers a request that needs no quorum (a refusal, a remembered
+// answer, a local read, a client-driven phase) or joins the same request
+// in flight, and reports whether req is an operation to begin.
+func (a *ABD) admit(req automaton.Request) bool {
 	// Only a group or a transaction step is refused; checking for them
 	// first spares a single operation the registry lookup.
 	if len(req.Ops) > 0 || req.Txn != nil {
 		if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
 			a.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
-			return
+			return false
 		}
 	}
 	if phase := req.Opts.String(OptPhase); phase != "" {
 		a.onPhase(req, phase) // client-driven mode (direct.go)
-		return
+		return false
 	}
-	if id, busy := a.byReq[req.ID]; busy && a.ops[id] != nil {
-		return // a retry of a request in flight: it is answered when that completes
+	if id, busy := a.byReq[req.ID]; (busy && a.ops[id] != nil) || a.queued[req.ID] {
+		return false // a retry of a request in flight: it is answered when that completes
 	}
 	if res, ok := a.done[req.ID]; ok {
 		a.respond(req.ID, res)
-		return
+		return false
 	}
 	o := req.Op
 	if !service.RegisterKinds[o.Kind] || (o.Kind == "set" && len(o.Args) != 1) {
@@ -240,24 +273,28 @@ func (a *ABD) onRequest(req automaton.Request) {
 			what = "set with a condition (NX/XX)"
 		}
 		a.respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses abd, which offers get, set, del and exists: use a consensus protocol", what, a.cfg.Namespace))
-		return
+		return false
 	}
 	if err := a.cfg.Service.Validate(o); err != nil {
 		a.respond(req.ID, service.Errorf("ERR %v", err))
-		return
+		return false
 	}
 	if !a.cfg.Service.IsRead(o) || req.Opts.Read != automaton.ReadLocal {
-		a.begin(req)
-		return
+		return true
 	}
 	// Local read: this replica's register alone; may be stale.
 	a.respond(req.ID, a.readResult(o, a.entry(o.Key)))
+	return false
 }
 
-func (a *ABD) begin(req automaton.Request) {
+func (a *ABD) begin(req automaton.Request, group uint64) *op {
 	a.counter++
+	if group != 0 {
+		a.groupLeft[group]++
+	}
 	o := &op{
 		id:      a.incarnation<<32 | (a.counter & 0xffffffff),
+		group:   group,
 		req:     req,
 		write:   !a.cfg.Service.IsRead(req.Op),
 		phase:   1,
@@ -267,6 +304,7 @@ func (a *ABD) begin(req automaton.Request) {
 	a.byReq[req.ID] = o.id
 	a.emit(automaton.SetTimer{ID: automaton.TimerID(o.id), After: a.retransmit})
 	a.broadcast(o)
+	return o
 }
 
 // broadcast sends the current phase's message to every replica that has not
@@ -405,6 +443,10 @@ func (a *ABD) onQueryReply(from int, id uint64, e entry, owned bool) {
 		return
 	}
 	// A majority answered the query.
+	if len(o.run) > 0 {
+		a.runQueried(o) // batch.go
+		return
+	}
 	if !o.write {
 		if o.req.Opts.Read == automaton.ReadRegular || a.proto.noWriteBack || o.nMax >= a.quorum() {
 			if o.req.Opts.Read != automaton.ReadRegular {
@@ -441,6 +483,10 @@ func (a *ABD) onStoreAck(from int, id uint64) {
 		return
 	}
 	a.stepDone = append(a.stepDone, keyTag{o.req.Op.Key, o.put.Tag})
+	if o.results != nil {
+		a.finishRun(o, o.results) // batch.go
+		return
+	}
 	var res service.Result
 	switch o.req.Op.Kind {
 	case "set":
@@ -484,19 +530,31 @@ func (a *ABD) onTimer(id uint64) {
 	a.broadcast(o)
 }
 
+// finish ends o with res, the answer of its request and, for a key run
+// (batch.go) that failed as a whole, of every request of the run.
 func (a *ABD) finish(o *op, res service.Result) {
 	delete(a.ops, o.id)
-	delete(a.byReq, o.req.ID)
 	a.emit(automaton.CancelTimer{ID: automaton.TimerID(o.id)})
+	a.answer(o.req.ID, res)
+	for _, r := range o.run {
+		a.answer(r.ID, res)
+	}
+	a.leaveGroup(o)
+}
+
+// answer answers request id with res, remembered for a retry unless it
+// is an error.
+func (a *ABD) answer(id automaton.RequestID, res service.Result) {
+	delete(a.byReq, id)
 	if !res.IsErr() {
 		if len(a.doneOrder) >= doneCacheSize {
 			delete(a.done, a.doneOrder[0])
 			a.doneOrder = a.doneOrder[1:]
 		}
-		a.done[o.req.ID] = res
-		a.doneOrder = append(a.doneOrder, o.req.ID)
+		a.done[id] = res
+		a.doneOrder = append(a.doneOrder, id)
 	}
-	a.respond(o.req.ID, res)
+	a.respond(id, res)
 }
 
 func (a *ABD) respond(id automaton.RequestID, res service.Result) {

@@ -396,8 +396,8 @@ func TestRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := automaton.DefaultParams("abd")
-	if len(params) != 2 {
-		t.Fatalf("default params %v, want retransmit and op_timeout", params)
+	if len(params) != 3 {
+		t.Fatalf("default params %v, want retransmit, op_timeout and window", params)
 	}
 	a, err := p.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Service: service.KV{}, Params: params, Rand: rand.New(rand.NewSource(1))})
 	if err != nil {

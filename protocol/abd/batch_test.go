@@ -125,3 +125,164 @@ func TestBatchStoresPersistBeforeAck(t *testing.T) {
 		}
 	}
 }
+
+// A batch's requests on one key form a key run: one query and one store
+// phase for all, results as serial execution in batch order gives, and
+// the run's last register installed at every replica with one new tag.
+func TestKeyRunSerialResults(t *testing.T) {
+	c := newStepCluster(t)
+	c.do(automaton.Request{ID: automaton.RequestID{Client: 9, Seq: 1}, Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("old")}}})
+	script := []struct {
+		op   service.Op
+		want string
+	}{
+		{service.Op{Kind: "get", Key: "k"}, `"old"`},
+		{service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("a")}}, "OK"},
+		{service.Op{Kind: "get", Key: "k"}, `"a"`},
+		{service.Op{Kind: "del", Key: "k"}, "(integer) 1"},
+		{service.Op{Kind: "exists", Key: "k"}, "(integer) 0"},
+		{service.Op{Kind: "get", Key: "k"}, "(nil)"},
+		{service.Op{Kind: "del", Key: "k"}, "(integer) 0"},
+		{service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("b")}}, "OK"},
+		{service.Op{Kind: "exists", Key: "k"}, "(integer) 1"},
+		{service.Op{Kind: "get", Key: "k"}, `"b"`},
+	}
+	var reqs []automaton.Request
+	for i, s := range script {
+		reqs = append(reqs, automaton.Request{ID: automaton.RequestID{Client: uint64(200 + i), Seq: 1}, Op: s.op})
+	}
+	got := map[automaton.RequestID]string{}
+	queries, stores := 0, 0
+	outs := c.nodes["n1"].Step(automaton.ClientBatch{Reqs: reqs})
+	for len(outs) > 0 {
+		var next []automaton.Output
+		for _, o := range outs {
+			switch o := o.(type) {
+			case automaton.Respond:
+				got[o.Resp.ID] = o.Resp.Result.String()
+			case automaton.Send:
+				switch o.Msg[1] {
+				case kindQuery:
+					queries++
+				case kindStore:
+					stores++
+				default:
+					t.Fatalf("a message of kind %d: the run should need one message per peer per phase", o.Msg[1])
+				}
+				for _, r := range c.nodes[o.To].Step(automaton.PeerMessage{From: "n1", Msg: o.Msg}) {
+					if r, ok := r.(automaton.Send); ok {
+						next = append(next, c.nodes["n1"].Step(automaton.PeerMessage{From: o.To, Msg: r.Msg})...)
+					}
+				}
+			}
+		}
+		outs = next
+	}
+	for i, s := range script {
+		if g := got[reqs[i].ID]; g != s.want {
+			t.Errorf("request %d %v: %q, want %q (serial execution)", i, s.op, g, s.want)
+		}
+	}
+	if queries != 2 || stores != 2 {
+		t.Errorf("%d queries and %d stores sent, want one of each per peer (2, 2)", queries, stores)
+	}
+	var tag Tag
+	for _, id := range c.ids {
+		e := c.nodes[id].(*ABD).entry("k")
+		if string(e.Value) != "b" || e.Tomb {
+			t.Errorf("%s holds %q (tomb %v), want the run's last write", id, e.Value, e.Tomb)
+		}
+		if id != "n1" && e.Tag != tag {
+			t.Errorf("%s tag %v, n1 %v: one tag for the run", id, e.Tag, tag)
+		}
+		tag = e.Tag
+	}
+	if tag.TS != 2 {
+		t.Errorf("tag %v: the run's writes should install one tag, ts 2", tag)
+	}
+}
+
+// A run of reads only writes back the register it read when a majority
+// does not hold it yet, and answers every read with it.
+func TestKeyRunReadsWriteBack(t *testing.T) {
+	c := newStepCluster(t)
+	c.drop = "n3"
+	c.do(automaton.Request{ID: automaton.RequestID{Client: 9, Seq: 1}, Op: service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}})
+	c.drop = "n2" // n1 and n3 answer: n3 never saw the write
+	reqs := []automaton.Request{
+		{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: service.Op{Kind: "get", Key: "k"}},
+		{ID: automaton.RequestID{Client: 2, Seq: 1}, Op: service.Op{Kind: "exists", Key: "k"}},
+	}
+	c.route("n1", c.nodes["n1"].Step(automaton.ClientBatch{Reqs: reqs}))
+	for i := 0; i < len(c.queue); i++ {
+		c.route(c.to[i], c.nodes[c.to[i]].Step(c.queue[i]))
+	}
+	if c.resps != 3 || c.last.String() != "(integer) 1" {
+		t.Fatalf("%d answers, last %v", c.resps, c.last)
+	}
+	if e := c.nodes["n3"].(*ABD).entry("k"); string(e.Value) != "v" {
+		t.Errorf("n3 holds %q: the run's reads did not write back", e.Value)
+	}
+}
+
+// With window groups in flight, requests that arrive one by one wait and
+// then begin together as one group: one batch message per peer for all
+// of them, and on one key a key run.
+func TestWindowQueuesIntoOneGroup(t *testing.T) {
+	c := newStepCluster(t)
+	n1 := c.nodes["n1"]
+	var held []automaton.Output
+	req := func(i int, key string) automaton.Request {
+		return automaton.Request{ID: automaton.RequestID{Client: uint64(300 + i), Seq: 1}, Op: service.Op{Kind: "set", Key: key, Args: [][]byte{[]byte(fmt.Sprint(i))}}}
+	}
+	// Two groups in flight (window 2): their queries are held.
+	held = append(held, n1.Step(automaton.ClientRequest{Req: req(0, "a")})...)
+	held = append(held, n1.Step(automaton.ClientRequest{Req: req(1, "b")})...)
+	for i := 2; i < 8; i++ {
+		for _, o := range n1.Step(automaton.ClientRequest{Req: req(i, fmt.Sprint("k", i%3))}) {
+			if _, ok := o.(automaton.Send); ok {
+				t.Fatalf("request %d sent a message with two groups in flight", i)
+			}
+		}
+	}
+	if a := n1.(*ABD); len(a.queue) != 6 || len(a.groupLeft) != 2 {
+		t.Fatalf("queue %d, groups %d; want 6 waiting behind 2", len(a.queue), len(a.groupLeft))
+	}
+	// Finish the first group: deliver its query to n2 and the answer back.
+	var next []automaton.Output
+	for _, o := range held[:len(held)/2] {
+		if s, ok := o.(automaton.Send); ok && s.To == "n2" {
+			for _, r := range c.nodes["n2"].Step(automaton.PeerMessage{From: "n1", Msg: s.Msg}) {
+				if r, ok := r.(automaton.Send); ok {
+					next = append(next, n1.Step(automaton.PeerMessage{From: "n2", Msg: r.Msg})...)
+				}
+			}
+		}
+	}
+	// The store phase of request 0, then its acks: the group ends and the
+	// six waiting requests begin as one group.
+	var began []automaton.Output
+	for _, o := range next {
+		if s, ok := o.(automaton.Send); ok && s.To == "n2" {
+			for _, r := range c.nodes["n2"].Step(automaton.PeerMessage{From: "n1", Msg: s.Msg}) {
+				if r, ok := r.(automaton.Send); ok {
+					began = append(began, n1.Step(automaton.PeerMessage{From: "n2", Msg: r.Msg})...)
+				}
+			}
+		}
+	}
+	sends := 0
+	for _, o := range began {
+		if s, ok := o.(automaton.Send); ok {
+			sends++
+			parts, err := header.SplitBatch(s.Msg, kindBatch)
+			// 6 requests on 3 keys: 3 operations (key runs of 2).
+			if err != nil || len(parts) != 3 {
+				t.Fatalf("to %s: %d queries, %v; want one batch of 3 (key runs)", s.To, len(parts), err)
+			}
+		}
+	}
+	if sends != 2 {
+		t.Fatalf("the waiting requests sent %d messages, want one batch per peer", sends)
+	}
+}

@@ -149,8 +149,9 @@
 //
 // # Parameters
 //
-//	retransmit  positive duration  50ms  a phase's resend interval to replicas that have not answered
-//	op_timeout  positive duration  5s    a request's time limit at its coordinator
+//	retransmit  positive duration     50ms  a phase's resend interval to replicas that have not answered
+//	op_timeout  positive duration     5s    a request's time limit at its coordinator
+//	window      non-negative integer  2     round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)
 //
 // Unknown parameters are errors. The table is generated from the
 // parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
 )
 
 // The model checker's fast path (automaton.ModelStater, issue 20 item 4):
@@ -66,7 +67,13 @@ func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID)
 		return automaton.AppendModelID(b, id, rename)
 	})
 	b = appendKeyTags(b, a.stepStores, node)
-	return appendKeyTags(b, a.stepDone, node)
+	b = appendKeyTags(b, a.stepDone, node)
+	if len(a.queue) == 0 { // requests waiting for a round group (batch.go)
+		return b
+	}
+	return automaton.AppendModelSlice(b, a.queue, func(b []byte, r automaton.Request) []byte {
+		return automaton.AppendModelRequest(b, &r, rename)
+	})
 }
 
 // CloneModel implements automaton.ModelStater. Byte slices (values,
@@ -99,11 +106,13 @@ func (a *ABD) CloneModel() automaton.Automaton {
 				copy(os[j].replied, o.replied)
 				rs = rs[len(o.replied):]
 			}
+			os[j].run, os[j].results = slices.Clone(o.run), slices.Clone(o.results)
 			c.ops[id] = &os[j]
 			j++
 		}
 	}
 	c.byReq = maps.Clone(a.byReq)
+	c.groupLeft, c.queued, c.queue = maps.Clone(a.groupLeft), maps.Clone(a.queued), slices.Clone(a.queue)
 	c.done = maps.Clone(a.done)
 	c.doneOrder = slices.Clone(a.doneOrder)
 	c.stepStores = slices.Clone(a.stepStores)
@@ -132,7 +141,16 @@ func appendOp(b []byte, o *op, rename func(automaton.RequestID) automaton.Reques
 	b = automaton.AppendModelUint(b, uint64(o.elapsed))
 	b = appendEntry(b, o.max, node)
 	b = automaton.AppendModelUint(b, uint64(o.nMax))
-	return appendEntry(b, o.put, node)
+	b = appendEntry(b, o.put, node)
+	if len(o.run) == 0 { // a key run (batch.go): only with client batches
+		return b
+	}
+	b = automaton.AppendModelSlice(b, o.run, func(b []byte, r automaton.Request) []byte {
+		return automaton.AppendModelRequest(b, &r, rename)
+	})
+	return automaton.AppendModelSlice(b, o.results, func(b []byte, r service.Result) []byte {
+		return automaton.AppendModelString(b, r.String())
+	})
 }
 
 func appendKeyTags(b []byte, kts []keyTag, node *automaton.NodeRenaming) []byte {

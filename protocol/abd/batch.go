@@ -1,0 +1,202 @@
+package abd
+
+import (
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+)
+
+// Client batches and key runs.
+//
+// A ClientBatch's requests are each an ABD operation as alone, except
+// that the later requests of the batch on a key that an operation of the
+// same batch already coordinates join it as its key run (op.run), in
+// batch order: the operation's one query phase serves them all, their
+// results are computed in order from the highest register the query
+// found (a set or del changes the register, a get or exists reads it),
+// and one store phase writes the run's last register, with a new tag
+// (ts+1, this node, the operation's id) if the run holds a write, or the
+// query's highest register written back when only reads need it (none
+// when a majority already holds it). Every request of the run is answered
+// once that store has a majority.
+//
+// Why it is linearizable (seed 001 §3.1.2's argument, per key): the run's
+// requests are concurrent with one another (they reached the node
+// together), so any order among them is allowed, and batch order is the
+// one the gateway relies on for a connection's pipelined commands (a
+// connection's same-key commands take effect in command order). Order the
+// run's reads before its first write right after the write that wrote
+// the queried register (tag t), and the run's writes, each followed by
+// the reads after it, right before the write of tag t' = (ts+1, node,
+// id) > t that the store phase installs. No request of the run answers
+// before t' (or, for reads only, t) is held by a majority, so any
+// operation starting after an answer sees t' or a higher tag; any
+// operation that completed before the batch arrived has a tag the query
+// saw, at most t. The run's writes other than the last are never
+// installed: nothing reads them but the run's own later reads, which is
+// what serial execution gives. Writes to one key by several requests at
+// once thus cost one round each way instead of one per request.
+//
+// A request joins a run only when it and the run's first request are
+// linearizable (not regular reads, which skip the write-back; local reads
+// never begin an operation) and the operation is still in its query
+// phase in this step (with one replica, or a self answer that completes
+// the phase, it has already moved on and the request begins its own).
+
+// Round groups. Requests that reach a coordinator one by one while its
+// rounds are in flight would each start rounds of their own, and a
+// runtime's batches would rarely hold more than one (a request steps as
+// soon as it arrives). So a coordinator keeps at most window round groups
+// in flight (parameter window, default 2; 0: no limit): a group is the
+// requests begun together (one request, or a client batch), and requests
+// arriving while window groups are in flight wait (queue) and begin
+// together, as one group with key runs and shared rounds, when a group
+// finishes (all its operations answered). At low load nothing waits. The
+// decision uses only the protocol's own state (no clock): pure, as the
+// seed's algorithm, which says nothing of how a node schedules its
+// clients' operations.
+
+// onBatch handles a client batch: each request as onRequest does, begun
+// together as one round group.
+func (a *ABD) onBatch(reqs []automaton.Request) {
+	ok := reqs[:0:0]
+	seen := make(map[automaton.RequestID]bool, len(reqs))
+	for _, req := range reqs {
+		if !seen[req.ID] && a.admit(req) { // a retry in the same batch joins the first
+			seen[req.ID] = true
+			ok = append(ok, req)
+		}
+	}
+	a.start(ok)
+}
+
+// start begins admitted requests as one round group, or queues them
+// while window groups are in flight.
+func (a *ABD) start(reqs []automaton.Request) {
+	if len(reqs) == 0 {
+		return
+	}
+	if a.window > 0 && len(a.groupLeft) >= a.window {
+		for _, r := range reqs {
+			a.queued[r.ID] = true
+		}
+		a.queue = append(a.queue, reqs...)
+		return
+	}
+	a.groupSeq++
+	g := a.groupSeq
+	a.groupLeft[g] = 1 // held while the group begins: none of its ops may end it
+	a.beginGroup(reqs, g)
+	a.leave(g)
+}
+
+// leaveGroup counts o's end in its group.
+func (a *ABD) leaveGroup(o *op) {
+	if o.group != 0 {
+		a.leave(o.group)
+	}
+}
+
+// leave counts one end in group g; the group's last end begins the queued
+// requests as the next group.
+func (a *ABD) leave(g uint64) {
+	if a.groupLeft[g]--; a.groupLeft[g] > 0 {
+		return
+	}
+	delete(a.groupLeft, g)
+	if len(a.queue) == 0 || (a.window > 0 && len(a.groupLeft) >= a.window) {
+		return
+	}
+	q := a.queue
+	a.queue = nil
+	clear(a.queued)
+	a.start(q)
+}
+
+// beginGroup begins reqs in group g, the ones on a key already begun in
+// the group joining its key run.
+func (a *ABD) beginGroup(reqs []automaton.Request, g uint64) {
+	var runs map[string]*op
+	for _, req := range reqs {
+		joins := req.Opts.Read != automaton.ReadRegular
+		if o := runs[req.Op.Key]; joins && o != nil && a.ops[o.id] == o && o.phase == 1 && o.count < a.quorum() {
+			o.run = append(o.run, req)
+			a.byReq[req.ID] = o.id
+			continue
+		}
+		o := a.begin(req, g)
+		if !joins || a.proto.noWriteBack || len(reqs) == 1 {
+			continue
+		}
+		if runs == nil {
+			runs = map[string]*op{}
+		}
+		runs[req.Op.Key] = o
+	}
+}
+
+// runQueried completes a key run's query phase: it computes every
+// request's result in batch order and starts the store phase, or, when
+// the run only reads a register a majority already holds, answers.
+func (a *ABD) runQueried(o *op) {
+	reg := o.max
+	present := reg.present()
+	wrote := false
+	results := make([]service.Result, 0, 1+len(o.run))
+	for i := -1; i < len(o.run); i++ {
+		req := o.req
+		if i >= 0 {
+			req = o.run[i]
+		}
+		switch req.Op.Kind {
+		case "set":
+			reg.Value, reg.Tomb, present, wrote = req.Op.Args[0], false, true, true
+			results = append(results, service.OK())
+		case "del":
+			results = append(results, service.Int(boolInt(present)))
+			reg.Value, reg.Tomb, present, wrote = nil, true, false, true
+		case "exists":
+			results = append(results, service.Int(boolInt(present)))
+		default: // get
+			if present {
+				results = append(results, service.Bytes(reg.Value))
+			} else {
+				results = append(results, service.Nil())
+			}
+		}
+	}
+	switch {
+	case wrote:
+		o.put = entry{Tag: Tag{TS: o.max.Tag.TS + 1, Node: string(a.cfg.Self), Seq: o.id}, Tomb: reg.Tomb, Value: reg.Value}
+	case o.nMax >= a.quorum():
+		a.stepDone = append(a.stepDone, keyTag{o.req.Op.Key, o.max.Tag})
+		a.finishRun(o, results)
+		return
+	default:
+		o.put = o.max // write back
+	}
+	o.results = results
+	o.phase = 2
+	o.count = 0
+	for i := range o.replied {
+		o.replied[i] = false
+	}
+	a.broadcast(o)
+}
+
+// finishRun answers a key run's requests, each with its result.
+func (a *ABD) finishRun(o *op, results []service.Result) {
+	delete(a.ops, o.id)
+	a.emit(automaton.CancelTimer{ID: automaton.TimerID(o.id)})
+	a.answer(o.req.ID, results[0])
+	for i, r := range o.run {
+		a.answer(r.ID, results[i+1])
+	}
+	a.leaveGroup(o)
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
