@@ -96,18 +96,19 @@ type Options struct {
 	MaxStates int
 }
 
-// Consistency models a Report judges against (Report.Model).
+// Consistency guarantees a Report judges against (Report.Guarantee).
 const (
-	ModelLinearizable = "linearizable"
-	ModelSequential   = "sequential"
+	GuaranteeLinearizable = "linearizable"
+	GuaranteeSequential   = "sequential"
 )
 
 // Report is the outcome of a check.
 type Report struct {
 	Result string // Ok, Illegal or Unknown
-	// Model is ModelLinearizable (from Linearizable; also when empty) or
-	// ModelSequential (from Sequential).
-	Model string
+	// Guarantee is the consistency guarantee judged: GuaranteeLinearizable
+	// (from Linearizable; also when empty) or GuaranteeSequential (from
+	// Sequential).
+	Guarantee string
 	// States counts the configurations Sequential explored.
 	States int
 
@@ -129,7 +130,7 @@ type Report struct {
 	Elapsed time.Duration
 
 	opt   Options
-	model porcupine.Model
+	spec  porcupine.Model // the Porcupine specification of the service
 	parts []partition
 	// infos holds Porcupine's linearization info for partitions that were not
 	// found linearizable (failing or cut short), by partition index.
@@ -159,7 +160,7 @@ func serviceOf(opt Options, ns string) (string, service.Service, error) {
 		name = n
 	}
 	if _, ok := genericService(name); name != "kv" && name != "counter" && !ok {
-		return "", nil, fmt.Errorf("namespace %q: no linearizability model for service %q (have kv, counter and any registered deterministic service: generic.go)", ns, name)
+		return "", nil, fmt.Errorf("namespace %q: no Porcupine specification for service %q (have kv, counter and any registered deterministic service: generic.go)", ns, name)
 	}
 	svc, err := service.Lookup(name)
 	return name, svc, err
@@ -184,7 +185,7 @@ func Linearizable(h *history.History, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("check: %w", err)
 		}
 	}
-	r := &Report{opt: opt, model: modelFor(opt), infos: map[int]porcupine.LinearizationInfo{}}
+	r := &Report{opt: opt, spec: specFor(opt), infos: map[int]porcupine.LinearizationInfo{}}
 	if err := r.build(h); err != nil {
 		return nil, err
 	}
@@ -331,7 +332,7 @@ func (r *Report) run() {
 				return
 			}
 		}
-		results[i], infos[i] = porcupine.CheckOperationsVerbose(r.model, operations(r.parts[i].ops), limit)
+		results[i], infos[i] = porcupine.CheckOperationsVerbose(r.spec, operations(r.parts[i].ops), limit)
 	})
 	r.Elapsed = time.Since(start)
 
@@ -474,10 +475,10 @@ func (r *Report) describe(c cop) string {
 
 // String is a one-paragraph summary.
 func (r *Report) String() string {
-	switch r.Model {
-	case ModelSequential:
+	switch r.Guarantee {
+	case GuaranteeSequential:
 		return r.sequentialString()
-	case ModelSerializable, ModelStrictSerializable:
+	case GuaranteeSerializable, GuaranteeStrictSerializable:
 		return r.serializableString()
 	}
 	var b strings.Builder
@@ -500,8 +501,8 @@ func (r *Report) String() string {
 // (this re-runs the check across all partitions, within Options.Timeout, to
 // build one combined view).
 func (r *Report) WriteHTML(path string) error {
-	if r.Model != ModelLinearizable && r.Model != "" {
-		return fmt.Errorf("check: no HTML view for %s reports (Porcupine draws linearizability only)", r.Model)
+	if r.Guarantee != GuaranteeLinearizable && r.Guarantee != "" {
+		return fmt.Errorf("check: no HTML view for %s reports (Porcupine draws linearizability only)", r.Guarantee)
 	}
 	switch r.Result {
 	case Illegal, Unknown:
@@ -524,12 +525,12 @@ func (r *Report) WriteHTML(path string) error {
 	for _, p := range r.parts {
 		all = append(all, p.ops...)
 	}
-	_, info := porcupine.CheckOperationsVerbose(r.model, operations(all), r.opt.Timeout)
+	_, info := porcupine.CheckOperationsVerbose(r.spec, operations(all), r.opt.Timeout)
 	return r.visualize(info, path)
 }
 
 func (r *Report) visualize(info porcupine.LinearizationInfo, path string) error {
-	if err := porcupine.VisualizePath(r.model, info, path); err != nil {
+	if err := porcupine.VisualizePath(r.spec, info, path); err != nil {
 		return fmt.Errorf("check: writing %s: %w", path, err)
 	}
 	return nil

@@ -72,18 +72,18 @@ func applyGeneric(svc service.Service, s interface{}, in input) (history.Result,
 	return history.FromResult(res), genState(st.Snapshot()), true
 }
 
-// modelFor returns the porcupine model of a check: newModel's, extended by
+// specFor returns the porcupine model of a check: newSpec's, extended by
 // the generic model when a namespace runs a service other than kv or
-// counter (otherwise newModel's unchanged, so kv and counter checks cost
+// counter (otherwise newSpec's unchanged, so kv and counter checks cost
 // what they did).
-func modelFor(opt Options) porcupine.Model {
+func specFor(opt Options) porcupine.Model {
 	gens := map[string]service.Service{}
 	for _, name := range opt.Services {
 		if svc, ok := genericService(name); ok {
 			gens[name] = svc
 		}
 	}
-	m := newModel(opt)
+	m := newSpec(opt)
 	if len(gens) == 0 {
 		return m
 	}

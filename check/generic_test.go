@@ -67,12 +67,12 @@ func TestGenericGridMatchmaker(t *testing.T) {
 }
 
 // TestGenericRefusals: the nondeterministic Matchmaker and unknown services
-// still have no linearizability model here, and invalid operations claimed
+// still have no Porcupine specification here, and invalid operations claimed
 // successful are refused as for kv.
 func TestGenericRefusals(t *testing.T) {
 	for _, svc := range []string{"matchmaker", "nosuch"} {
 		_, err := Linearizable(hist(), Options{Services: map[string]string{"": svc}})
-		if err == nil || !strings.Contains(err.Error(), "no linearizability model") {
+		if err == nil || !strings.Contains(err.Error(), "no Porcupine specification") {
 			t.Errorf("service %s: error %v", svc, err)
 		}
 	}

@@ -85,22 +85,22 @@ type mmQueued struct {
 	need mmRes
 }
 
-// mmModelState is one state of the specification. It is never changed
+// mmSpecState is one state of the specification. It is never changed
 // once built (Porcupine's steps are pure); key is its canonical form, for
 // Equal and Hash.
-type mmModelState struct {
+type mmSpecState struct {
 	machines []mmMach   // by id
 	queue    []mmQueued // in service order
 	seq      uint64
 	key      string
 }
 
-func (s *mmModelState) clone() *mmModelState {
-	return &mmModelState{machines: slices.Clone(s.machines), queue: slices.Clone(s.queue), seq: s.seq}
+func (s *mmSpecState) clone() *mmSpecState {
+	return &mmSpecState{machines: slices.Clone(s.machines), queue: slices.Clone(s.queue), seq: s.seq}
 }
 
 // seal computes the canonical key and returns the finished state.
-func (s *mmModelState) seal() *mmModelState {
+func (s *mmSpecState) seal() *mmSpecState {
 	var b strings.Builder
 	for _, m := range s.machines {
 		fmt.Fprintf(&b, "%s %d %d %d %s;", m.id, m.res.cpu, m.res.mem, m.res.dsk, m.job)
@@ -114,7 +114,7 @@ func (s *mmModelState) seal() *mmModelState {
 	return s
 }
 
-func (s *mmModelState) machine(id string) int {
+func (s *mmSpecState) machine(id string) int {
 	i, ok := slices.BinarySearchFunc(s.machines, id, func(m mmMach, id string) int { return strings.Compare(m.id, id) })
 	if !ok {
 		return -1
@@ -124,7 +124,7 @@ func (s *mmModelState) machine(id string) int {
 
 // jobAt returns where job id is: its machine's index, -1 when queued (with
 // its queue index), or known false.
-func (s *mmModelState) jobAt(id string) (machine, queued int, known bool) {
+func (s *mmSpecState) jobAt(id string) (machine, queued int, known bool) {
 	for i, m := range s.machines {
 		if m.job == id {
 			return i, -1, true
@@ -139,7 +139,7 @@ func (s *mmModelState) jobAt(id string) (machine, queued int, known bool) {
 }
 
 // serve gives free machine i to the first queued job that fits it.
-func (s *mmModelState) serve(i int) (string, bool) {
+func (s *mmSpecState) serve(i int) (string, bool) {
 	for k, q := range s.queue {
 		if s.machines[i].res.fits(q.need) {
 			s.queue = slices.Delete(s.queue, k, k+1)
@@ -168,8 +168,8 @@ func queuedBefore(a, b mmQueued) int {
 
 // mmStep returns every (reply, next state) the specification allows for in
 // from s. Only submit has more than one.
-func mmStep(s *mmModelState, in mmIn) []mmOutcome {
-	one := func(r history.Result, n *mmModelState) []mmOutcome { return []mmOutcome{{r, n.seal()}} }
+func mmStep(s *mmSpecState, in mmIn) []mmOutcome {
+	one := func(r history.Result, n *mmSpecState) []mmOutcome { return []mmOutcome{{r, n.seal()}} }
 	switch in.kind {
 	case "advertise":
 		n := s.clone()
@@ -261,16 +261,16 @@ func mmStep(s *mmModelState, in mmIn) []mmOutcome {
 
 type mmOutcome struct {
 	res  history.Result
-	next *mmModelState
+	next *mmSpecState
 }
 
-// matchmakerModel is the nondeterministic specification as a Porcupine
+// matchmakerSpec is the nondeterministic specification as a Porcupine
 // model.
-func matchmakerModel() porcupine.Model {
+func matchmakerSpec() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{(&mmModelState{}).seal()} },
+		Init: func() []interface{} { return []interface{}{(&mmSpecState{}).seal()} },
 		Step: func(state, input, output interface{}) []interface{} {
-			s, in, out := state.(*mmModelState), input.(mmIn), output.(mmOut)
+			s, in, out := state.(*mmSpecState), input.(mmIn), output.(mmOut)
 			var next []interface{}
 			for _, o := range mmStep(s, in) {
 				if out.unknown || o.res.Equal(out.res) {
@@ -279,17 +279,17 @@ func matchmakerModel() porcupine.Model {
 			}
 			return next
 		},
-		Equal: func(a, b interface{}) bool { return a.(*mmModelState).key == b.(*mmModelState).key },
+		Equal: func(a, b interface{}) bool { return a.(*mmSpecState).key == b.(*mmSpecState).key },
 		Hash: func(st interface{}) uint64 {
 			h := fnv.New64a()
-			h.Write([]byte(st.(*mmModelState).key))
+			h.Write([]byte(st.(*mmSpecState).key))
 			return h.Sum64()
 		},
 		DescribeOperation: func(input, output interface{}) string {
 			in, out := input.(mmIn), output.(mmOut)
 			return describeMM(in, out)
 		},
-		DescribeState: func(st interface{}) string { return st.(*mmModelState).key },
+		DescribeState: func(st interface{}) string { return st.(*mmSpecState).key },
 	}
 	return nm.ToModel()
 }
@@ -386,9 +386,9 @@ func MatchmakerCheck(h *history.History, timeout time.Duration) (rep *Report, vi
 	if err != nil {
 		return nil, nil, err
 	}
-	model := matchmakerModel()
-	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	rep = &Report{Model: "linearizable (nondeterministic matchmaker specification)", Ops: len(ops),
+	spec := matchmakerSpec()
+	res, info := porcupine.CheckOperationsVerbose(spec, ops, timeout)
+	rep = &Report{Guarantee: "linearizable (nondeterministic matchmaker specification)", Ops: len(ops),
 		MaybeApplied: maybe, Dropped: dropped, Partitions: 1, Elapsed: time.Since(start)}
 	switch res {
 	case porcupine.Ok:
@@ -407,7 +407,7 @@ func MatchmakerCheck(h *history.History, timeout time.Duration) (rep *Report, vi
 		if len(ops) == 0 {
 			return errors.New("check: no matchmaker operations to draw")
 		}
-		return porcupine.VisualizePath(model, info, path)
+		return porcupine.VisualizePath(spec, info, path)
 	}
 	return rep, viz, nil
 }

@@ -118,7 +118,7 @@ func TestMatchmakerModelUnknownSubmit(t *testing.T) {
 func TestMatchmakerModelMirrorsService(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	st := service.Matchmaker{}.NewState()
-	m := (&mmModelState{}).seal()
+	m := (&mmSpecState{}).seal()
 	kinds := []string{"advertise", "submit", "cancel", "withdraw", "job", "machines", "queue"}
 	choices := 0
 	for i := 0; i < 5000; i++ {
@@ -150,7 +150,7 @@ func TestMatchmakerModelMirrorsService(t *testing.T) {
 		if len(outs) > 1 {
 			choices++
 		}
-		var next *mmModelState
+		var next *mmSpecState
 		for _, o := range outs {
 			if o.res.Equal(res) {
 				next = o.next

@@ -12,8 +12,8 @@ type Checker func(h *history.History, opts Options) (*Report, error)
 // linearizability check, or the sequential-consistency search. (The
 // eventually-serializable model needs the replicas' final orders besides the
 // history: see ESDS.)
-func For(model automaton.Consistency) Checker {
-	if model == automaton.Sequential {
+func For(guarantee automaton.Consistency) Checker {
+	if guarantee == automaton.Sequential {
 		return Sequential
 	}
 	return Linearizable
@@ -26,17 +26,17 @@ func For(model automaton.Consistency) Checker {
 //
 // A history of the nondeterministic Matchmaker (its recorded service, meta
 // "service") is judged by MatchmakerFor.
-func ForHistory(model automaton.Consistency, h *history.History) Checker {
+func ForHistory(guarantee automaton.Consistency, h *history.History) Checker {
 	if h.Meta["service"] == "matchmaker" {
 		return MatchmakerFor
 	}
 	for _, op := range h.Ops {
 		if op.IsTxn() {
-			if model == automaton.Linearizable {
+			if guarantee == automaton.Linearizable {
 				return StrictSerializable
 			}
 			return Serializable
 		}
 	}
-	return For(model)
+	return For(guarantee)
 }

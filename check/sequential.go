@@ -292,7 +292,7 @@ func Sequential(h *history.History, opt Options) (*Report, error) {
 		}
 	}
 	start := time.Now()
-	r := &Report{opt: opt, Model: ModelSequential, model: newModel(opt), Partitions: 1}
+	r := &Report{opt: opt, Guarantee: GuaranteeSequential, spec: newSpec(opt), Partitions: 1}
 	s, err := r.buildSequential(h)
 	if err != nil {
 		return nil, err

@@ -112,10 +112,10 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Consistency models of Serializable and StrictSerializable (Report.Model).
+// Consistency guarantees of Serializable and StrictSerializable (Report.Guarantee).
 const (
-	ModelSerializable       = "serializable"
-	ModelStrictSerializable = "strict-serializable"
+	GuaranteeSerializable       = "serializable"
+	GuaranteeStrictSerializable = "strict-serializable"
 )
 
 // Serializable checks that the committed units of h (transactions, atomic
@@ -171,9 +171,9 @@ func serializable(h *history.History, opt Options, strict bool) (*Report, error)
 	if h == nil {
 		return nil, errors.New("check: nil history")
 	}
-	model := ModelSerializable
+	model := GuaranteeSerializable
 	if strict {
-		model = ModelStrictSerializable
+		model = GuaranteeStrictSerializable
 	}
 	start := time.Now()
 	c := &srCheck{opt: opt, strict: strict, nsIdx: map[string]int{}, objIdx: map[string]int{}}
@@ -182,7 +182,7 @@ func serializable(h *history.History, opt Options, strict bool) (*Report, error)
 			return nil, err
 		}
 	}
-	r := &Report{opt: opt, Model: model, model: newModel(opt)}
+	r := &Report{opt: opt, Guarantee: model, spec: newSpec(opt)}
 	if err := c.build(h, r); err != nil {
 		return nil, err
 	}
@@ -957,12 +957,12 @@ func (c *srCheck) describeOp(o srOp) string {
 func (r *Report) serializableString() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d units (%d maybe applied, %d dropped) in %d components, checked for %s in %v: ",
-		r.Ops, r.MaybeApplied, r.Dropped, r.Partitions, r.Model, r.Elapsed.Round(time.Millisecond))
+		r.Ops, r.MaybeApplied, r.Dropped, r.Partitions, r.Guarantee, r.Elapsed.Round(time.Millisecond))
 	switch r.Result {
 	case Ok:
-		b.WriteString(r.Model + ".")
+		b.WriteString(r.Guarantee + ".")
 	case Illegal:
-		fmt.Fprintf(&b, "NOT %s: %s", r.Model, r.Detail)
+		fmt.Fprintf(&b, "NOT %s: %s", r.Guarantee, r.Detail)
 	case Unknown:
 		fmt.Fprintf(&b, "undecided: %s.", r.Detail)
 	}

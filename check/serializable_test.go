@@ -154,8 +154,8 @@ func TestSerializableHandBuilt(t *testing.T) {
 			if strict.Result == Illegal && !strings.Contains(strict.Detail, c.witness) {
 				t.Errorf("strict report lacks witness %q: %s", c.witness, strict.Detail)
 			}
-			if plain.Model != ModelSerializable || strict.Model != ModelStrictSerializable {
-				t.Errorf("models %q, %q", plain.Model, strict.Model)
+			if plain.Guarantee != GuaranteeSerializable || strict.Guarantee != GuaranteeStrictSerializable {
+				t.Errorf("models %q, %q", plain.Guarantee, strict.Guarantee)
 			}
 		})
 	}
@@ -385,18 +385,18 @@ func TestSerializableLargeRandom(t *testing.T) {
 	plain, strict := verdicts(t, h, Options{})
 	for _, r := range []*Report{plain, strict} {
 		if r.Result != Ok {
-			t.Fatalf("%s: %s", r.Model, r.serializableString())
+			t.Fatalf("%s: %s", r.Guarantee, r.serializableString())
 		}
 		if r.Partitions != keys/perGroup {
-			t.Errorf("%s: %d components, want %d", r.Model, r.Partitions, keys/perGroup)
+			t.Errorf("%s: %d components, want %d", r.Guarantee, r.Partitions, keys/perGroup)
 		}
 		// Program order leaves more orders open than real time does.
 		perUnit := 2
-		if r.Model == ModelSerializable {
+		if r.Guarantee == GuaranteeSerializable {
 			perUnit = 10
 		}
 		if r.States > perUnit*r.Ops {
-			t.Errorf("%s: %d configurations for %d units: the memo or the reductions stopped working", r.Model, r.States, r.Ops)
+			t.Errorf("%s: %d configurations for %d units: the memo or the reductions stopped working", r.Guarantee, r.States, r.Ops)
 		}
 		t.Logf("%s (%d configurations)", r.serializableString(), r.States)
 	}
@@ -409,7 +409,7 @@ func TestSerializableLargeRandom(t *testing.T) {
 			plain, strict := verdicts(t, h, Options{})
 			for _, r := range []*Report{plain, strict} {
 				if r.Result != Illegal || !strings.HasPrefix(r.FailedPartition, want) || !strings.Contains(r.Detail, `"never written"`) {
-					t.Errorf("%s: changed op %d: %s", r.Model, i, r.serializableString())
+					t.Errorf("%s: changed op %d: %s", r.Guarantee, i, r.serializableString())
 				}
 			}
 			return

@@ -211,6 +211,8 @@ type actorChecker struct {
 type scratch struct {
 	buf   []byte
 	envs  []aenv
+	cls   []aclient
+	hist  []ahop
 	spare automaton.Automaton // a copy no state holds, reused (ModelCopier)
 }
 
@@ -353,10 +355,16 @@ func (c *actorChecker) send(w *aworld, e aenv) {
 // clientSend sends client k's next request and records its invocation
 // (Stateright's RegisterActor::Client and record_msg_out).
 func (c *actorChecker) clientSend(w *aworld, k int) {
-	cl := &w.clients[k]
+	c.send(w, c.nextRequest(w.clients, w.hist, k))
+}
+
+// nextRequest makes client k's next request (unsealed), recording its
+// invocation in hist and its progress in clients.
+func (c *actorChecker) nextRequest(clients []aclient, hist []ahop, k int) aenv {
+	cl := &clients[k]
 	i := c.m.Servers + k
 	e := aenv{src: int8(i), dst: int8((i + int(cl.ops)) % c.m.Servers), seq: cl.ops + 1}
-	o := &w.hist[k*c.ops+int(cl.ops)]
+	o := &hist[k*c.ops+int(cl.ops)]
 	if int(cl.ops) < c.m.PutCount {
 		e.kind = envPut
 		if cl.ops == 0 {
@@ -369,21 +377,21 @@ func (c *actorChecker) clientSend(w *aworld, k int) {
 		e.kind = envGet
 	}
 	o.state = 1
-	for j := range w.clients {
+	for j := range clients {
 		if j != k {
-			o.before[j] = uint8(c.completed(w, j))
+			o.before[j] = uint8(c.completed(hist, j))
 		}
 	}
 	cl.awaiting = true
 	cl.ops++
-	c.send(w, e)
+	return e
 }
 
 // completed is the number of operations client k has had answered.
-func (c *actorChecker) completed(w *aworld, k int) int {
+func (c *actorChecker) completed(hist []ahop, k int) int {
 	n := 0
 	for j := 0; j < c.ops; j++ {
-		if w.hist[k*c.ops+j].state == 2 {
+		if hist[k*c.ops+j].state == 2 {
 			n++
 		}
 	}
@@ -477,7 +485,7 @@ func (c *actorChecker) successor(w *aworld, x int, sc *scratch) (*aworld, error)
 	e := &w.net[x]
 	d := int(e.dst)
 	if d >= c.m.Servers {
-		return c.clientStep(w, x)
+		return c.clientStep(w, x, sc)
 	}
 	var a automaton.Automaton
 	if cp, ok := w.nodes[d].a.(ModelCopier); ok {
@@ -527,8 +535,10 @@ func (c *actorChecker) successor(w *aworld, x int, sc *scratch) (*aworld, error)
 }
 
 // clientStep delivers w's envelope x to its client (Stateright's
-// RegisterActor::Client, and record_msg_in and record_msg_out).
-func (c *actorChecker) clientStep(w *aworld, x int) (*aworld, error) {
+// RegisterActor::Client, and record_msg_in and record_msg_out). Like
+// successor, it computes the fingerprint on scratch copies of the
+// clients and the history and builds the state only when it is new.
+func (c *actorChecker) clientStep(w *aworld, x int, sc *scratch) (*aworld, error) {
 	e := &w.net[x]
 	k := int(e.dst) - c.m.Servers
 	cl := w.clients[k]
@@ -536,23 +546,35 @@ func (c *actorChecker) clientStep(w *aworld, x int) (*aworld, error) {
 		return nil, nil
 	}
 	c.trans.Add(1)
-	nw := &aworld{nodes: w.nodes, netSum: w.netSum, depth: w.depth + 1}
-	nw.clients = append([]aclient(nil), w.clients...)
-	nw.hist = append([]ahop(nil), w.hist...)
-	o := &nw.hist[k*c.ops+int(cl.ops)-1]
+	sc.cls = append(sc.cls[:0], w.clients...)
+	sc.hist = append(sc.hist[:0], w.hist...)
+	o := &sc.hist[k*c.ops+int(cl.ops)-1]
 	o.state, o.ret = 2, e.val
-	kind := e.kind
-	c.take(nw, w, x)
-	nw.clients[k].awaiting = false
-	if kind == envPutOk {
-		c.clientSend(nw, k)
+	sc.cls[k].awaiting = false
+	sum := w.netSum - envMix(e.h)
+	var req aenv
+	if e.kind == envPutOk {
+		req = c.nextRequest(sc.cls, sc.hist, k)
+		c.seal(&req)
+		sum += envMix(req.h)
 	} else {
-		nw.clients[k].ops++
+		sc.cls[k].ops++
 	}
-	nw.histH = actorHistHash(nw.hist)
-	nw.fp = c.fingerprint(nw)
-	if !c.visited.insert(nw.fp) {
+	histH := actorHistHash(sc.hist)
+	fp := comb(histH, sum)
+	for i := range w.nodes {
+		fp = comb(fp, w.nodes[i].h)
+	}
+	fp = c.clientsHash(fp, sc.cls)
+	if !c.visited.insert(fp) {
 		return nil, nil
+	}
+	nw := &aworld{nodes: w.nodes, netSum: w.netSum, depth: w.depth + 1, histH: histH, fp: fp}
+	nw.clients = append([]aclient(nil), sc.cls...)
+	nw.hist = append([]ahop(nil), sc.hist...)
+	c.take(nw, w, x)
+	if req.kind != 0 {
+		c.add(nw, req)
 	}
 	return nw, nil
 }

@@ -160,10 +160,10 @@ func checkOptions(cfg *Config, model automaton.Consistency) (check.Options, stri
 }
 
 func modelName(r *check.Report) string {
-	if r.Model == "" {
-		return check.ModelLinearizable
+	if r.Guarantee == "" {
+		return check.GuaranteeLinearizable
 	}
-	return r.Model
+	return r.Guarantee
 }
 
 func firstLine(s string) string {

@@ -69,6 +69,9 @@ func TestShardedRedisCluster(t *testing.T) {
 			t.Fatalf("plain get k%d at n2 = %d, %v", i, v, err)
 		}
 	}
+	if info := pc.Info(ctx, "cluster").Val(); !strings.Contains(info, "cluster_enabled:1") {
+		t.Fatalf("INFO cluster on a sharded namespace:\n%s", info)
+	}
 	// Keys in two groups in one command: CROSSSLOT, as Redis Cluster.
 	var a, b string
 	for i := 0; a == "" || b == ""; i++ {

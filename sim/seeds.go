@@ -254,7 +254,7 @@ func runSeed(cfg Config, seed int64, saveDir string) seedOutcome {
 		o.saved = append(o.saved, base+".html")
 		return o
 	}
-	if r.Check == nil || (r.Check.Model != check.ModelLinearizable && r.Check.Model != "") {
+	if r.Check == nil || (r.Check.Guarantee != check.GuaranteeLinearizable && r.Check.Guarantee != "") {
 		return o // Porcupine's view draws linearizability reports only
 	}
 	if err := r.Check.WriteHTML(base + ".html"); err != nil {

@@ -41,7 +41,7 @@ func TestInteractiveTxnsRecordedAndChecked(t *testing.T) {
 	if committed == 0 || failed == 0 || committed != st.TxnCommitted || failed != st.TxnAborted+st.TxnConflicts+st.TxnFailed {
 		t.Fatalf("history: %d committed, %d failed; stats %s", committed, failed, st.TxnString())
 	}
-	if r.Violation || r.Check == nil || !strings.Contains(r.Check.Model, "serializ") {
+	if r.Violation || r.Check == nil || !strings.Contains(r.Check.Guarantee, "serializ") {
 		t.Fatalf("violation %v, check %v", r.Violation, r.Check)
 	}
 	bad, err := Run(txnCfg(unreplicated.BrokenDirtyTxn))

@@ -78,7 +78,7 @@ extension). It exits non-zero unless the history is linearizable.`,
 			}
 			switch r.Result {
 			case check.Illegal:
-				if r.Model == check.ModelSequential {
+				if r.Guarantee == check.GuaranteeSequential {
 					return fmt.Errorf("%s: not sequentially consistent", path)
 				}
 				return fmt.Errorf("%s: not linearizable (partition %s)", path, r.FailedPartition)

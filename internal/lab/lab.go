@@ -21,6 +21,7 @@ import (
 )
 
 func init() {
+	cli.Root().Use = "synod-lab"
 	cli.SetShort("Synod: a replicated data service and a workbench for replication protocols")
 	cli.BenchTargets["etcd"] = func(cfg *bench.Config) bench.TargetFactory {
 		return peers.EtcdFactory(peers.EtcdOptions{Timeout: cfg.OpTimeout})

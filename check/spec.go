@@ -112,10 +112,10 @@ func applyCounter(s counterState, in input) (history.Result, counterState) {
 	return resInt(int64(s)), s
 }
 
-// newModel returns the porcupine model for all partitions. Init returns nil,
+// newSpec returns the porcupine model for all partitions. Init returns nil,
 // meaning "the object's initial state", which Step resolves per service; this
 // lets one model serve KV keys and Counter namespaces side by side.
-func newModel(opt Options) porcupine.Model {
+func newSpec(opt Options) porcupine.Model {
 	return porcupine.Model{
 		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
 			var parts [][]porcupine.Operation
