@@ -101,14 +101,21 @@ func relayConfig(seed int64, callee, faults string) Config {
 		Callee: &Config{Protocol: callee, Nodes: 3, Faults: faults}, CalleeDelay: "uniform:1ms:10ms"}
 }
 
-// TestCalleeRelay: three caller replicas send every request to a paxos
-// callee, under faults in both namespaces; the callee's history holds one
-// operation per id (copies deduplicated), both histories check, and the
-// run replays to the same digests.
+// TestCalleeRelay: three caller replicas send every request to a callee
+// (each protocol that serves nested requests: paxos, pbpaxos), under faults
+// in both namespaces; the callee's history holds one operation per id
+// (copies deduplicated), both histories check, and the run replays to the
+// same digests.
 func TestCalleeRelay(t *testing.T) {
+	for _, callee := range []string{"paxos", "pbpaxos"} {
+		t.Run(callee, func(t *testing.T) { testCalleeRelay(t, callee) })
+	}
+}
+
+func testCalleeRelay(t *testing.T, callee string) {
 	faults := 0
 	for seed := int64(1); seed <= 3; seed++ {
-		cfg := relayConfig(seed, "paxos", "all")
+		cfg := relayConfig(seed, callee, "all")
 		res, err := Run(cfg)
 		if err != nil {
 			t.Fatal(err)
