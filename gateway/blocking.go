@@ -36,11 +36,15 @@ import (
 //     client at once, one through another node within the interval.
 //   - Blocked clients are tried one at a time in the order they blocked, so
 //     the first to block on a key is served first (Redis's rule) among the
-//     clients of one node. A poll only reads; the keys it finds non-empty
-//     are then tried like a local write's, in blocking order. (A write
-//     applied while a round of attempts is under way may still be taken by
-//     a later client of the round: the order is Redis's for writes through
-//     this node that do not overlap a round.) Clients blocked at different nodes race: the
+//     clients of one node: a client takes its place when its command
+//     arrives, before its first attempt; a round of attempts starts again
+//     from the first client whenever a write through this node is sent or
+//     answered during it (a write is marked before it is sent, so a round
+//     never gives a later client what a write sent before that client's
+//     attempt brought). A poll only reads; the keys it finds non-empty are then
+//     tried like a local write's, in blocking order. (A write through
+//     another node that lands during a round may still go to a later
+//     client of the round: the poll cannot see it land.) Clients blocked at different nodes race: the
 //     protocol orders their pops, and each element goes to exactly one.
 //   - A blocked client's attempts say wait: a key that holds another type
 //     counts as empty (Redis serves a blocked client only from a key of its
@@ -270,13 +274,23 @@ func blockCmd(parse func(c *conn, args [][]byte) blockPlan) handler {
 			c.writeResult(p.render(nil))
 			return
 		}
+		// The client takes its place in the queue before its first
+		// attempt: clients are served in the order their commands
+		// arrived, whichever first attempt the protocol answers first.
+		w := c.s.blk.enqueue(c, bp.keys)
+		c.blk.quiet.Store(true) // not gated: a round may be waiting for this client
 		rs := c.runAll(p.ops)
+		c.blk.quiet.Store(false)
 		if rs[0].Type != service.ResultNil || c.txn.open {
+			c.s.blk.remove(w)
+			if rs[0].Type != service.ResultNil {
+				c.s.blk.touchKeys(append(slices.Clone(bp.keys), p.ops[0].Key), opKeys(p.ops[0])...)
+			}
 			c.writeResult(p.render(rs))
 			return
 		}
 		bp.plan = p
-		c.writeResult(c.s.blk.wait(c, bp))
+		c.writeResult(c.s.blk.wait(w, bp))
 	}
 }
 
@@ -287,8 +301,10 @@ type blockReg struct {
 	mu      sync.Mutex
 	waiters []*waiter // in the order they blocked
 	dirty   map[string]bool
-	poll    bool // try every waiter (a poll tick)
-	running bool // the serving goroutine runs
+	poll    bool         // try every waiter (a poll tick)
+	gen     uint64       // counts touchKeys: a round restarts when it moves
+	gate    sync.RWMutex // a round holds it; writes to waited keys share it (writeGate)
+	running bool         // the serving goroutine runs
 	kick    chan struct{}
 }
 
@@ -300,6 +316,7 @@ type waiter struct {
 	done    chan bool // the attempt's outcome: served (the probe's: a key holds something)
 	gone    chan struct{}
 	unblock chan bool // CLIENT UNBLOCK (true: with an error)
+	counted bool      // in blocked_clients (b.mu)
 }
 
 // blockConn is a connection's blocking state.
@@ -310,13 +327,12 @@ type blockConn struct {
 
 // wait blocks c until bp is served, times out, is unblocked or c's client
 // goes away, and returns the reply.
-func (b *blockReg) wait(c *conn, bp blockPlan) service.Result {
+func (b *blockReg) wait(w *waiter, bp blockPlan) service.Result {
+	c := w.c
 	op := bp.ops[0]
 	op.Args = slices.Clone(op.Args)
 	op.Args[0] = []byte("1") // waiting: another type counts as empty
-	w := &waiter{c: c, keys: bp.keys, try: make(chan bool), done: make(chan bool, 1),
-		gone: make(chan struct{}), unblock: make(chan bool, 1)}
-	b.add(w)
+	b.block(w)
 	defer b.remove(w)
 	closed, stopWatch := c.watchClose()
 	defer stopWatch()
@@ -380,22 +396,35 @@ func opKeys(op service.Op) []string {
 	return out
 }
 
-func (b *blockReg) add(w *waiter) {
+// enqueue gives c's blocking command its place in the queue (not yet
+// blocked: its first attempt is under way, and the server waits for it).
+func (b *blockReg) enqueue(c *conn, keys []string) *waiter {
+	w := &waiter{c: c, keys: keys, try: make(chan bool), done: make(chan bool, 1),
+		gone: make(chan struct{}), unblock: make(chan bool, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.waiters = append(b.waiters, w)
-	b.blocked.Add(1)
-	w.c.blk.w.Store(w)
 	if b.dirty == nil {
 		b.dirty = map[string]bool{}
 		b.kick = make(chan struct{}, 1)
 	}
-	for _, k := range w.keys { // a write between the first attempt and now
-		b.dirty[k] = true
-	}
 	if !b.running {
 		b.running = true
-		go b.serve(w.c.s)
+		go b.serve(c.s)
+	}
+	return w
+}
+
+// block counts w as blocked (its first attempt found nothing) and has it
+// tried at once (a write may have landed since that attempt).
+func (b *blockReg) block(w *waiter) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w.counted = true
+	b.blocked.Add(1)
+	w.c.blk.w.Store(w)
+	for _, k := range w.keys {
+		b.dirty[k] = true
 	}
 	b.kickLocked()
 }
@@ -405,7 +434,10 @@ func (b *blockReg) remove(w *waiter) {
 	defer b.mu.Unlock()
 	if i := slices.Index(b.waiters, w); i >= 0 {
 		b.waiters = slices.Delete(b.waiters, i, i+1)
+	}
+	if w.counted {
 		b.blocked.Add(-1)
+		w.counted = false
 	}
 	w.c.blk.w.Store(nil)
 	close(w.gone)
@@ -445,6 +477,7 @@ func (b *blockReg) touchKeys(keys []string, more ...string) {
 	if b.dirty == nil {
 		return
 	}
+	b.gen++
 	for _, k := range keys {
 		b.dirty[k] = true
 	}
@@ -479,17 +512,44 @@ func (b *blockReg) serve(s *Server) {
 				b.mu.Unlock()
 				return
 			}
-			dirty, poll := b.dirty, b.poll
+			dirty, poll, gen := b.dirty, b.poll, b.gen
 			b.dirty, b.poll = map[string]bool{}, false
 			ws := slices.Clone(b.waiters)
 			b.mu.Unlock()
 			if len(dirty) == 0 && !poll {
 				break
 			}
+			b.gate.Lock()
+			b.round(ws, dirty, poll, gen)
+			b.gate.Unlock()
+		}
+	}
+}
+
+// round tries the waiters ws whose keys are dirty (all of them, probing
+// first, on a poll), in order, under the write gate.
+func (b *blockReg) round(ws []*waiter, dirty map[string]bool, poll bool, gen uint64) {
+	{
+		{
 			for _, w := range ws {
 				hit := slices.ContainsFunc(w.keys, func(k string) bool { return dirty[k] })
 				if !hit && !poll {
 					continue
+				}
+				// A write since this round began (another client's, or a
+				// pop of this round): the round starts again from the
+				// first client, so a later client never takes what an
+				// earlier one was owed.
+				b.mu.Lock()
+				restart := b.gen != gen
+				if restart {
+					for k := range dirty {
+						b.dirty[k] = true
+					}
+				}
+				b.mu.Unlock()
+				if restart {
+					break
 				}
 				probe := !hit // a poll only reads: the pops follow in order (below)
 				select {
@@ -502,6 +562,49 @@ func (b *blockReg) serve(s *Server) {
 			}
 		}
 	}
+}
+
+// writeGate holds back a write through this node that names a key a
+// client is blocked on while a round of attempts runs, so a round sees
+// no local write land half-way (the first blocked client gets what such
+// a write brings). Blocked clients' own attempts are not gated.
+func (b *blockReg) writeGate(c *conn, op service.Op, group []service.Op) func() {
+	if b.blocked.Load() == 0 || c.blk.quiet.Load() || c.svc == nil {
+		return func() {}
+	}
+	if len(group) == 0 {
+		group = []service.Op{op}
+	}
+	b.mu.Lock()
+	hit := false
+	for _, o := range group {
+		if c.svc.IsRead(o) {
+			continue
+		}
+		hit = hit || b.waited(o.Key)
+		for _, a := range o.Args {
+			hit = hit || b.waited(string(a))
+		}
+	}
+	b.mu.Unlock()
+	if !hit {
+		return func() {}
+	}
+	b.gate.RLock()
+	b.mu.Lock()
+	b.gen++ // a write on its way: a round under way starts again
+	b.mu.Unlock()
+	return b.gate.RUnlock
+}
+
+// waited reports whether a blocked client waits on key (b.mu held).
+func (b *blockReg) waited(key string) bool {
+	for _, w := range b.waiters {
+		if slices.Contains(w.keys, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // unblockClient is CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the client was

@@ -228,7 +228,9 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 	timeout := c.s.opts.RequestTimeout
 	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
 	defer cancel()
+	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
 	res, err := c.s.b.Do(ctx, ns, req)
+	release()
 	if err == nil && res.Result.Type != service.ResultErr {
 		c.s.blk.touched(c, req.Op, req.Ops) // wake blocked clients (blocking.go)
 	}

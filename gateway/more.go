@@ -23,7 +23,7 @@ func init() {
 		&command{name: "sinterstore", arity: -3, flags: fWriteMem, first: 1, last: -1, step: 1, plan: planSetStore("sinter")},
 		&command{name: "sunionstore", arity: -3, flags: fWriteMem, first: 1, last: -1, step: 1, plan: planSetStore("sunion")},
 		&command{name: "sdiffstore", arity: -3, flags: fWriteMem, first: 1, last: -1, step: 1, plan: planSetStore("sdiff")},
-		&command{name: "sintercard", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planSInterCard},
+		&command{name: "sintercard", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planInterCard("sintercard")},
 		key1("sscan", -3, fRead, planCollScan("sscan", "smembers")),
 	)
 	register("list",
@@ -92,9 +92,16 @@ func planSetStore(kind string) planFunc {
 	}
 }
 
-// planSInterCard is SINTERCARD numkeys key [key ...] [LIMIT limit].
-func planSInterCard(c *conn, args [][]byte) plan {
-	if p, ok := c.kvOnly("sintercard"); !ok {
+// planInterCard is SINTERCARD and ZINTERCARD (kind): numkeys key [key ...]
+// [LIMIT limit].
+func planInterCard(kind string) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		return interCard(c, kind, args)
+	}
+}
+
+func interCard(c *conn, kind string, args [][]byte) plan {
+	if p, ok := c.kvOnly(kind); !ok {
 		return p
 	}
 	n, err := strconv.ParseInt(string(args[1]), 10, 64)
@@ -117,7 +124,7 @@ func planSInterCard(c *conn, args [][]byte) plan {
 		limit = rest[i+1]
 	}
 	a := append([][]byte{limit}, keys[1:]...)
-	return opPlan(kvOp("sintercard", keys[0], a...), nil)
+	return opPlan(kvOp(kind, keys[0], a...), nil)
 }
 
 // planLMove is LMOVE source destination LEFT|RIGHT LEFT|RIGHT and

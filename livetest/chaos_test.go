@@ -64,6 +64,9 @@ func TestChaos(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
+			if rep.Logs != "" {
+				defer os.RemoveAll(rep.Logs) // the test's log has the summary
+			}
 			var out bytes.Buffer
 			rep.Print(&out)
 			t.Logf("synod-lab chaos --protocol %s --duration %v --seed %d --faults %s\n%s", p, d, seed+1, strings.Join(faults, ","), out.String())
@@ -122,6 +125,9 @@ func TestChaosCatchesBrokenVariant(t *testing.T) {
 				}
 				if err != nil {
 					t.Fatalf("%v\n%s", err, log.String())
+				}
+				if rep.Logs != "" {
+					os.RemoveAll(rep.Logs)
 				}
 				var out bytes.Buffer
 				rep.Print(&out)

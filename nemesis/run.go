@@ -75,6 +75,9 @@ type Report struct {
 	StorageRestarts int
 	Frames          relayStats
 	History         string // where the history was saved when Failed
+	// Logs is where the nodes' logs were copied when the run failed or a
+	// final read went unanswered (the run's directory is removed).
+	Logs string
 }
 
 // Failed reports a consistency violation or a lost acknowledged write.
@@ -107,6 +110,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.Detail != "" {
 		fmt.Fprintf(w, "detail           %s\n", r.Detail)
+	}
+	if r.Logs != "" {
+		fmt.Fprintf(w, "node logs saved  %s\n", r.Logs)
 	}
 	if r.History != "" {
 		fmt.Fprintf(w, "history saved    %s (replay: synod check %s)\n", r.History, r.History)
@@ -320,7 +326,25 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 	}
+	if rep.Failed() || rep.Unanswered > 0 {
+		rep.Logs = r.saveLogs()
+	}
 	return rep, nil
+}
+
+// saveLogs copies every node's log to a new directory and returns it ("" if
+// it cannot be made).
+func (r *runner) saveLogs() string {
+	dir, err := os.MkdirTemp("", "synod-chaos-logs-*")
+	if err != nil {
+		return ""
+	}
+	for _, n := range r.nodes {
+		if b, err := os.ReadFile(n.logPath); err == nil {
+			os.WriteFile(filepath.Join(dir, n.id+".log"), b, 0o644)
+		}
+	}
+	return dir
 }
 
 // close stops every process, relay, mount and namespace the run made.

@@ -46,3 +46,33 @@ func TestKVMultiPop(t *testing.T) {
 		}
 	}
 }
+
+// TestKVZMore: ZRANGESTORE stores what ZRANGE selects (replacing the
+// destination, deleting it when empty), ZINTERCARD counts the
+// intersection up to its limit, ZRANDMEMBER picks members of the zset.
+func TestKVZMore(t *testing.T) {
+	s := newKVState()
+	kvScript(t, s, 0, `
+		zadd z 1 a 2 b 3 c => (integer) 3
+		zadd y 2 b 3 c 4 d => (integer) 3
+		zrangestore d z 0 1 => (integer) 2
+		zrange d 0 -1 withscores => ["a" "1" "b" "2"]
+		zrangestore d z (1 +inf byscore => (integer) 2
+		zrange d 0 -1 => ["b" "c"]
+		zrangestore d nope 0 -1 => (integer) 0
+		exists d => (integer) 0
+		zrangestore d z 0 -1 withscores => (error) syntax error
+		zintercard z 0 y => (integer) 2
+		zintercard z 1 y => (integer) 1
+		zintercard z 0 nope => (integer) 0
+		zrandmember nope => (nil)
+		zrandmember nope 3 => []
+		zrandmember z 0 => []
+	`)
+	if got := s.Apply(op("zrandmember", "z", "5", "withscores")); len(got.Elems) != 6 {
+		t.Errorf("zrandmember 5 withscores of 3: %v", got)
+	}
+	if got := s.Apply(op("zrandmember", "z", "-5")); len(got.Elems) != 5 {
+		t.Errorf("zrandmember -5: %v", got)
+	}
+}

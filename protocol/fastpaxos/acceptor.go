@@ -11,10 +11,10 @@ import (
 // node-wide promise, per instance a round and a vote, all persisted before
 // any message that depends on them leaves.
 
-// onStart restores the durable state (crash-recovery): the promise, every
+// OnStart restores the durable state (crash-recovery): the promise, every
 // instance's round and vote, and the values this learner knew chosen, which
 // it executes again from instance 1 (no snapshots: package doc).
-func (a *FastPaxos) onStart(in automaton.Start) {
+func (a *FastPaxos) OnStart(in automaton.Start) {
 	a.reset()
 	for k, v := range in.Records {
 		switch {
@@ -61,7 +61,7 @@ func (a *FastPaxos) onStart(in automaton.Start) {
 		a.maxRound = max(a.maxRound, s.vrnd.Round)
 	}
 	a.execute()
-	a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
+	a.Emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
 	a.armElection()
 }
 

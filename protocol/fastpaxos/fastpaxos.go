@@ -163,7 +163,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &FastPaxos{proto: p, cfg: cfg, prm: prm, q: q, pos: pos, self: me}
+	a := &FastPaxos{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, prm: prm, q: q, pos: pos, self: me}
 	if prm.Observe != "" {
 		if a.rec = lookupRecorder(prm.Observe); a.rec == nil {
 			return nil, fmt.Errorf("fastpaxos: observe=%s names no recorder", prm.Observe)
@@ -297,7 +297,7 @@ type FastPaxos struct {
 	touched    []uint64  // instances whose acceptor state changed in this step (invariants)
 	cast       []cast    // votes this step cast, in order (invariants: one may be overwritten within the step)
 	learnedNow []uint64  // instances learned in this step (invariants)
-	out        []automaton.Output
+	proto.Outbox
 }
 
 func (a *FastPaxos) reset() {
@@ -326,12 +326,11 @@ func (a *FastPaxos) clearLeader() {
 
 func (a *FastPaxos) n() int { return len(a.cfg.Nodes) }
 
-func (a *FastPaxos) emit(o automaton.Output) { a.out = append(a.out, o) }
 func (a *FastPaxos) persist(k string, v []byte) {
-	a.emit(automaton.Persist{Key: k, Value: v})
+	a.Emit(automaton.Persist{Key: k, Value: v})
 }
 func (a *FastPaxos) send(to int, m *message) {
-	a.emit(automaton.Send{To: a.cfg.Nodes[to], Msg: m.marshal()})
+	a.Emit(automaton.Send{To: a.cfg.Nodes[to], Msg: m.marshal()})
 }
 
 // broadcast sends m to every other node.
@@ -339,7 +338,7 @@ func (a *FastPaxos) broadcast(m *message) {
 	b := m.marshal()
 	for i, id := range a.cfg.Nodes {
 		if i != a.self {
-			a.emit(automaton.Send{To: id, Msg: b})
+			a.Emit(automaton.Send{To: id, Msg: b})
 		}
 	}
 }
@@ -351,27 +350,18 @@ func (a *FastPaxos) ticksOf(d time.Duration) int {
 
 // Step implements automaton.Automaton.
 func (a *FastPaxos) Step(in automaton.Input) []automaton.Output {
-	a.out = nil
+	a.Begin()
 	a.touched = a.touched[:0]
 	a.cast = a.cast[:0]
 	a.learnedNow = a.learnedNow[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onClientRequest(in.Req)
-	case automaton.PeerMessage:
-		a.onPeerMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		a.onTimer(in.ID)
-	}
+	proto.Dispatch(a, in)
 	if a.rec != nil {
 		a.rec.record(a.cfg.Self, a.stats)
 	}
-	return a.out
+	return a.Out
 }
 
-func (a *FastPaxos) onPeerMessage(fromID automaton.NodeID, b []byte) {
+func (a *FastPaxos) OnMessage(fromID automaton.NodeID, b []byte) {
 	from, ok := a.pos[fromID]
 	if !ok || from == a.self {
 		return
@@ -408,11 +398,11 @@ func (a *FastPaxos) onPeerMessage(fromID automaton.NodeID, b []byte) {
 	}
 }
 
-func (a *FastPaxos) onTimer(id automaton.TimerID) {
+func (a *FastPaxos) OnTimer(id automaton.TimerID) {
 	switch id {
 	case tmTick:
 		a.onTick()
-		a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
+		a.Emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
 	case tmElection:
 		a.onElectionTimeout()
 	}

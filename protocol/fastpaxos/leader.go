@@ -17,7 +17,7 @@ import (
 // armElection (re)starts the randomised election timer.
 func (a *FastPaxos) armElection() {
 	et := a.prm.ElectionTimeout
-	a.emit(automaton.SetTimer{ID: tmElection, After: et + time.Duration(a.cfg.Rand.Int63n(int64(et)))})
+	a.Emit(automaton.SetTimer{ID: tmElection, After: et + time.Duration(a.cfg.Rand.Int63n(int64(et)))})
 }
 
 func (a *FastPaxos) onElectionTimeout() {

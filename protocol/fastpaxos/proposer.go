@@ -12,8 +12,8 @@ import (
 // node its proposer: it sends the request to every acceptor on the
 // client's behalf and answers the client itself.
 
-// onClientRequest: a request from a client.
-func (a *FastPaxos) onClientRequest(req automaton.Request) {
+// OnRequest: a request from a client.
+func (a *FastPaxos) OnRequest(req automaton.Request) {
 	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
 		a.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %v", err)})
 		return
@@ -120,5 +120,5 @@ func (a *FastPaxos) proposerTick() {
 // respond answers a request and forgets it.
 func (a *FastPaxos) respond(r automaton.Response) {
 	delete(a.pending, r.ID)
-	a.emit(automaton.Respond{Resp: r})
+	a.Emit(automaton.Respond{Resp: r})
 }

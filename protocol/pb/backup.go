@@ -175,7 +175,7 @@ func (a *PB) afterMembers(m message) {
 // onCheck is FAILURE_DETECTOR, run every rate_checking (package doc,
 // "Failure detection"), plus the periodic duties of each role.
 func (a *PB) onCheck() {
-	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	a.Emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
 	switch a.role {
 	case rolePrimary:
 		a.checkBackups()

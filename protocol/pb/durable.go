@@ -116,7 +116,7 @@ func (a *PB) saveView() {
 		return
 	}
 	a.savedView = b
-	a.out = append([]automaton.Output{automaton.Persist{Key: viewKey, Value: b}}, a.out...)
+	a.Out = append([]automaton.Output{automaton.Persist{Key: viewKey, Value: b}}, a.Out...)
 }
 
 // persistEntry makes an applied entry durable, before anything the step
@@ -127,16 +127,16 @@ func (a *PB) persistEntry(e entry) {
 		a.persistImage()
 		return
 	}
-	a.emit(automaton.Persist{Key: entryKey(e.index), Value: marshalEntry(e)})
+	a.Emit(automaton.Persist{Key: entryKey(e.index), Value: marshalEntry(e)})
 	a.persistedTo = e.index
 }
 
 // persistImage writes the machine's image and deletes the entry records
 // it covers (a joiner's installed state, or a compaction).
 func (a *PB) persistImage() {
-	a.emit(automaton.Persist{Key: snapKey, Value: a.m.encode()})
+	a.Emit(automaton.Persist{Key: snapKey, Value: a.m.encode()})
 	for i := a.snapAt + 1; i <= a.persistedTo; i++ {
-		a.emit(automaton.Persist{Key: entryKey(i), Delete: true})
+		a.Emit(automaton.Persist{Key: entryKey(i), Delete: true})
 	}
 	a.snapAt, a.persistedTo = a.m.applied, a.m.applied
 }

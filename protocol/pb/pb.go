@@ -101,7 +101,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &PB{proto: p, cfg: cfg, pos: pos, me: me,
+	a := &PB{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, pos: pos, me: me,
 		sending:    prm.Duration("rate_sending"),
 		checking:   prm.Duration("rate_checking"),
 		opTimeout:  prm.Duration("op_timeout"),
@@ -145,7 +145,7 @@ type PB struct {
 	sending, checking, opTimeout time.Duration
 	chunkBytes                   int
 
-	out []automaton.Output
+	proto.Outbox
 
 	role role
 	// The view: its ballot (round, primary's position + 1), the view the
@@ -253,35 +253,29 @@ type stepReply struct {
 
 // Step implements automaton.Automaton.
 func (a *PB) Step(in automaton.Input) []automaton.Output {
-	a.out = nil
+	a.Begin()
 	a.stepReplies = a.stepReplies[:0]
 	a.stepExec = a.stepExec[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onRequest(in.Req)
-	case automaton.PeerMessage:
-		a.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		switch in.ID {
-		case timerHeartbeat:
-			a.onHeartbeatTimer()
-		case timerCheck:
-			a.onCheck()
-		}
-	}
+	proto.Dispatch(a, in)
 	a.saveView()
-	return a.out
+	return a.Out
 }
 
-func (a *PB) emit(o automaton.Output) { a.out = append(a.out, o) }
+// OnTimer: the heartbeat generator and the failure detector's check.
+func (a *PB) OnTimer(id automaton.TimerID) {
+	switch id {
+	case timerHeartbeat:
+		a.onHeartbeatTimer()
+	case timerCheck:
+		a.onCheck()
+	}
+}
 
 func (a *PB) send(to automaton.NodeID, m message) {
 	if to == a.cfg.Self {
 		return
 	}
-	a.emit(automaton.Send{To: to, Msg: m.marshal()})
+	a.Emit(automaton.Send{To: to, Msg: m.marshal()})
 }
 
 // others lists every configured node but this one, in configuration order.
@@ -319,15 +313,15 @@ func (a *PB) rank() int {
 // fail-over notification (package doc).
 func (a *PB) Leader() automaton.NodeID { return a.primary() }
 
-// onStart begins an incarnation (package doc, "Durability"). A first boot
+// OnStart begins an incarnation (package doc, "Durability"). A first boot
 // persists its view and empty state and takes its place in the initial
 // view, the configured order (the Grid Services thesis III.B, find_replicas): the first
 // node is the primary, the second the senior backup. A node with a
 // durable view recovers (durable.go); one with only the old boot record
 // (its state was never kept) rejoins as a backup.
-func (a *PB) onStart(s automaton.Start) {
+func (a *PB) OnStart(s automaton.Start) {
 	a.fwds = map[automaton.RequestID]*fwd{}
-	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	a.Emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
 	if vb, ok := s.Records[viewKey]; ok {
 		a.recoverFrom(s.Records, vb)
 		return
@@ -355,7 +349,7 @@ func (a *PB) onStart(s automaton.Start) {
 	a.heard = true
 }
 
-func (a *PB) onMessage(from automaton.NodeID, b []byte) {
+func (a *PB) OnMessage(from automaton.NodeID, b []byte) {
 	if from == a.cfg.Self {
 		return
 	}
@@ -385,9 +379,9 @@ func (a *PB) onMessage(from automaton.NodeID, b []byte) {
 	}
 }
 
-// onRequest serves a client's request: the primary executes it, every other
+// OnRequest serves a client's request: the primary executes it, every other
 // node forwards it (package doc, "Clients").
-func (a *PB) onRequest(req automaton.Request) {
+func (a *PB) OnRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 {
 		a.respond(req.ID, outcome{res: service.Errorf("ERR %s has no membership changes", a.proto.Protocol)})
 		return
@@ -417,7 +411,7 @@ func (a *PB) onRequest(req automaton.Request) {
 }
 
 func (a *PB) respond(id automaton.RequestID, o outcome) {
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}})
+	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}})
 }
 
 // sortedNodes returns the keys of a peer map in order (outputs must not

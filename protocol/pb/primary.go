@@ -18,7 +18,7 @@ func (a *PB) initPrimary() {
 	a.waiters = nil
 	a.committed = a.stable
 	a.lastCheck = a.m.applied
-	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+	a.Emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 }
 
 // serve is EXECUTE (Fig. III.2) for a request that reached the primary from
@@ -261,7 +261,7 @@ func (a *PB) onHeartbeatTimer() {
 		return
 	}
 	a.sendHeartbeats(kindHeartbeat)
-	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+	a.Emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 }
 
 func (a *PB) viewMsg(kind byte) message {
@@ -324,7 +324,7 @@ func (a *PB) stepDown() {
 			a.fwds[id] = &fwd{req: w.req}
 		}
 	}
-	a.emit(automaton.CancelTimer{ID: timerHeartbeat})
+	a.Emit(automaton.CancelTimer{ID: timerHeartbeat})
 	a.becomeJoining()
 }
 

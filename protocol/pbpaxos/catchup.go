@@ -52,10 +52,10 @@ func (a *PBPaxos) onSnapshot(from automaton.NodeID, m *message) {
 	a.advance()
 }
 
-// onStart rebuilds the replica from its records: the promise, the
+// OnStart rebuilds the replica from its records: the promise, the
 // snapshot, the accepted entries and the applied prefix, which it applies
 // again.
-func (a *PBPaxos) onStart(s automaton.Start) {
+func (a *PBPaxos) OnStart(s automaton.Start) {
 	a.reset()
 	if v, ok := s.Records[recPromised]; ok {
 		b, err := decodeBallotRec(v)
@@ -92,7 +92,7 @@ func (a *PBPaxos) onStart(s automaton.Start) {
 			panic(fmt.Sprintf("pbpaxos: bad record key %q", k))
 		}
 		if i <= a.snapAt {
-			a.emit(automaton.Persist{Key: k, Delete: true})
+			a.Emit(automaton.Persist{Key: k, Delete: true})
 			continue
 		}
 		sl, err := decodeSlotRec(v)
@@ -111,8 +111,8 @@ func (a *PBPaxos) onStart(s automaton.Start) {
 		// It may have promised a leader before the crash: honour it for
 		// one election timeout.
 		a.leaderAlive = true
-		a.emit(automaton.SetTimer{ID: tmAlive, After: a.prm.electionTimeout})
+		a.Emit(automaton.SetTimer{ID: tmAlive, After: a.prm.electionTimeout})
 	}
 	a.armElection()
-	a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.heartbeat})
+	a.Emit(automaton.SetTimer{ID: tmTick, After: a.prm.heartbeat})
 }

@@ -19,7 +19,7 @@ func errTryAgain(why string) service.Result {
 	return service.Errorf("TRYAGAIN pbpaxos: %s", why)
 }
 
-func (a *PBPaxos) onClientRequest(req automaton.Request) {
+func (a *PBPaxos) OnRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 && req.Txn == nil {
 		a.respond(req.ID, service.Errorf("ERR %s has no membership changes", a.proto.Protocol), nil)
 		return
@@ -229,11 +229,11 @@ func (a *PBPaxos) answer(id automaton.RequestID, res service.Result, results []s
 }
 
 func (a *PBPaxos) respond(id automaton.RequestID, res service.Result, results []service.Result) {
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res, Results: results}})
+	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res, Results: results}})
 }
 
 func (a *PBPaxos) silent(id automaton.RequestID) {
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Silent: true}})
+	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Silent: true}})
 }
 
 // readOn runs a read-only request on m (a read changes nothing).

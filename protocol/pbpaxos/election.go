@@ -15,7 +15,7 @@ import (
 
 // armElection (re)starts the randomised election timer.
 func (a *PBPaxos) armElection() {
-	a.emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.electionTimeout, a.failures, a.cfg.Rand)})
+	a.Emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.electionTimeout, a.failures, a.cfg.Rand)})
 }
 
 func (a *PBPaxos) onElectionTimeout() {
@@ -34,7 +34,7 @@ func (a *PBPaxos) onElectionTimeout() {
 func (a *PBPaxos) heardLeader(from automaton.NodeID) {
 	a.aliveLeader = from
 	a.leaderAlive = true
-	a.emit(automaton.SetTimer{ID: tmAlive, After: a.prm.electionTimeout})
+	a.Emit(automaton.SetTimer{ID: tmAlive, After: a.prm.electionTimeout})
 }
 
 // stepDown makes a leader or candidate a follower. Transactions in flight

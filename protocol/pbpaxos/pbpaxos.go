@@ -137,7 +137,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	case "replay":
 		r.state = updReplay
 	}
-	a := &PBPaxos{proto: p, cfg: cfg, prm: r, pos: pos, selfNum: uint32(me + 1)}
+	a := &PBPaxos{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, prm: r, pos: pos, selfNum: uint32(me + 1)}
 	a.reset()
 	return a, nil
 }
@@ -266,7 +266,7 @@ type PBPaxos struct {
 	// Active expiry and the leader's time (expiry.go).
 	exp expiry
 
-	out []automaton.Output
+	proto.Outbox
 	// justApplied lists the instances this step applied, for the
 	// invariant checker.
 	justApplied []appliedRec
@@ -320,12 +320,11 @@ func (a *PBPaxos) clearLeader() {
 	a.locks = service.NewLockTable[automaton.RequestID]()
 }
 
-func (a *PBPaxos) emit(o automaton.Output) { a.out = append(a.out, o) }
 func (a *PBPaxos) send(to automaton.NodeID, m *message) {
 	if to == a.cfg.Self || to == "" {
 		return
 	}
-	a.emit(automaton.Send{To: to, Msg: m.marshal()})
+	a.Emit(automaton.Send{To: to, Msg: m.marshal()})
 }
 func (a *PBPaxos) broadcast(m *message) {
 	var b []byte
@@ -336,10 +335,10 @@ func (a *PBPaxos) broadcast(m *message) {
 		if b == nil {
 			b = m.marshal()
 		}
-		a.emit(automaton.Send{To: n, Msg: b})
+		a.Emit(automaton.Send{To: n, Msg: b})
 	}
 }
-func (a *PBPaxos) persist(k string, v []byte) { a.emit(automaton.Persist{Key: k, Value: v}) }
+func (a *PBPaxos) persist(k string, v []byte) { a.Emit(automaton.Persist{Key: k, Value: v}) }
 func (a *PBPaxos) majority() int              { return automaton.Majority(len(a.cfg.Nodes)) }
 
 // owner is the node whose ballot b is.
@@ -356,27 +355,18 @@ func (a *PBPaxos) ticksOf(d time.Duration) int {
 
 // Step implements automaton.Automaton.
 func (a *PBPaxos) Step(in automaton.Input) []automaton.Output {
-	a.out = nil
+	a.Begin()
 	a.served = a.served[:0]
 	a.justApplied = a.justApplied[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onClientRequest(in.Req)
-	case automaton.PeerMessage:
-		a.onPeerMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		a.onTimer(in.ID)
-	}
-	return a.out
+	proto.Dispatch(a, in)
+	return a.Out
 }
 
-func (a *PBPaxos) onTimer(id automaton.TimerID) {
+func (a *PBPaxos) OnTimer(id automaton.TimerID) {
 	switch id {
 	case tmTick:
 		a.onTick()
-		a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.heartbeat})
+		a.Emit(automaton.SetTimer{ID: tmTick, After: a.prm.heartbeat})
 	case tmAlive:
 		a.leaderAlive = false
 	case tmElection:
@@ -384,7 +374,7 @@ func (a *PBPaxos) onTimer(id automaton.TimerID) {
 	}
 }
 
-func (a *PBPaxos) onPeerMessage(from automaton.NodeID, b []byte) {
+func (a *PBPaxos) OnMessage(from automaton.NodeID, b []byte) {
 	if from == a.cfg.Self {
 		return
 	}

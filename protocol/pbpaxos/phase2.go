@@ -283,7 +283,7 @@ func (a *PBPaxos) advance() {
 			t := a.log[k]
 			if t != nil && t.bal != b {
 				delete(a.log, k)
-				a.emit(automaton.Persist{Key: slotKey(k), Delete: true})
+				a.Emit(automaton.Persist{Key: slotKey(k), Delete: true})
 				t = nil
 			}
 			if t == nil || !t.known {
@@ -368,7 +368,7 @@ func (a *PBPaxos) dropLog(i uint64) {
 	sort.Slice(ks, func(x, y int) bool { return ks[x] < ks[y] })
 	for _, k := range ks {
 		delete(a.log, k)
-		a.emit(automaton.Persist{Key: slotKey(k), Delete: true})
+		a.Emit(automaton.Persist{Key: slotKey(k), Delete: true})
 	}
 	for g := range a.gaps {
 		if g <= i {

@@ -53,7 +53,7 @@ func (a *PBPaxos) sendPrepares() {
 		if b == nil {
 			b = m.marshal()
 		}
-		a.emit(automaton.Send{To: n, Msg: b})
+		a.Emit(automaton.Send{To: n, Msg: b})
 	}
 }
 
@@ -249,7 +249,7 @@ func (a *PBPaxos) becomeLeader(after, top uint64, entries []entry) {
 	a.batchTop = top
 	a.next = top + 1
 	a.quorumAt = a.tick
-	a.emit(automaton.CancelTimer{ID: tmElection})
+	a.Emit(automaton.CancelTimer{ID: tmElection})
 	a.broadcast(&message{Kind: kindAccept, Ballot: a.ballot, Commit: a.applied, Entries: entries})
 	for _, e := range entries {
 		if e.I <= a.applied {
