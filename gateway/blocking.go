@@ -278,9 +278,11 @@ func blockCmd(parse func(c *conn, args [][]byte) blockPlan) handler {
 		// attempt: clients are served in the order their commands
 		// arrived, whichever first attempt the protocol answers first.
 		w := c.s.blk.enqueue(c, bp.keys)
+		c.s.blk.awaitEarlier(w) // first attempts too go in arrival order
 		c.blk.quiet.Store(true) // not gated: a round may be waiting for this client
 		rs := c.runAll(p.ops)
 		c.blk.quiet.Store(false)
+		close(w.tried)
 		if rs[0].Type != service.ResultNil || c.txn.open {
 			c.s.blk.remove(w)
 			if rs[0].Type != service.ResultNil {
@@ -315,8 +317,38 @@ type waiter struct {
 	try     chan bool // the server asks for an attempt (true: only the probe)
 	done    chan bool // the attempt's outcome: served (the probe's: a key holds something)
 	gone    chan struct{}
-	unblock chan bool // CLIENT UNBLOCK (true: with an error)
-	counted bool      // in blocked_clients (b.mu)
+	unblock chan bool     // CLIENT UNBLOCK (true: with an error)
+	counted bool          // in blocked_clients (b.mu)
+	tried   chan struct{} // closed when its first attempt is answered
+}
+
+// awaitEarlier waits until every client queued before w on one of w's
+// keys has had its first attempt answered, so first attempts are made in
+// the order the commands arrived.
+func (b *blockReg) awaitEarlier(w *waiter) {
+	for {
+		var wait chan struct{}
+		b.mu.Lock()
+		for _, o := range b.waiters {
+			if o == w {
+				break
+			}
+			select {
+			case <-o.tried:
+				continue
+			default:
+			}
+			if slices.ContainsFunc(o.keys, func(k string) bool { return slices.Contains(w.keys, k) }) {
+				wait = o.tried
+				break
+			}
+		}
+		b.mu.Unlock()
+		if wait == nil {
+			return
+		}
+		<-wait
+	}
 }
 
 // blockConn is a connection's blocking state.
@@ -400,7 +432,7 @@ func opKeys(op service.Op) []string {
 // blocked: its first attempt is under way, and the server waits for it).
 func (b *blockReg) enqueue(c *conn, keys []string) *waiter {
 	w := &waiter{c: c, keys: keys, try: make(chan bool), done: make(chan bool, 1),
-		gone: make(chan struct{}), unblock: make(chan bool, 1)}
+		gone: make(chan struct{}), unblock: make(chan bool, 1), tried: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.waiters = append(b.waiters, w)
