@@ -56,6 +56,17 @@ func ServesNested(name string) bool {
 	return err == nil && c.NestedWindow > 0
 }
 
+// NestedRefusal returns why protocol name does not serve nested requests,
+// as it declares (Capabilities.NestedRefusal); empty when it serves them
+// or gives no reason.
+func NestedRefusal(name string) string {
+	c, err := capsOf(name)
+	if err != nil || c.NestedWindow > 0 {
+		return ""
+	}
+	return c.NestedRefusal
+}
+
 // Caller is implemented by protocols whose namespaces call other
 // namespaces (Adam). Callees lists the namespaces a namespace with these
 // parameters calls. Configuration validation (config.Cluster.Validate)

@@ -301,7 +301,11 @@ func (c *Cluster) validateCallees(bad func(field, f string, a ...any)) {
 				bad(f, "namespace %q (%s) calls namespace %q, which this cluster does not have: add a namespace %q with a protocol that serves nested requests (paxos), or set the callee parameter",
 					ns.Name, ns.Protocol, callee, callee)
 			case !automaton.ServesNested(p):
-				bad(f, "namespace %q (%s) calls namespace %q, whose protocol %s does not serve nested requests", ns.Name, ns.Protocol, callee, p)
+				why := ""
+				if r := automaton.NestedRefusal(p); r != "" {
+					why = ": " + r
+				}
+				bad(f, "namespace %q (%s) calls namespace %q, whose protocol %s does not serve nested requests%s", ns.Name, ns.Protocol, callee, p, why)
 			}
 		}
 	}

@@ -128,6 +128,15 @@ func TestShardedClusterKillGroupLeader(t *testing.T) {
 	t.Logf("go-redis: %d acknowledged writes (%d to %s after the kill, the first %v after it), %d errors (unknown outcome), %d log lines (failed dials)",
 		len(goAcked), afterKill.Load(), ns.Shards[1].Name, firstAfter.Round(time.Millisecond), errs.Load(), dialLogs.Load())
 	if afterKill.Load() < 20 {
+		// What each node says of the shard now, for the next reader.
+		for i, a := range addrs {
+			pc := redis.NewClient(&redis.Options{Addr: a, ReadTimeout: 3 * time.Second})
+			slotsReply, serr := pc.Do(ctx, "CLUSTER", "SLOTS").Result()
+			info, _ := pc.Info(ctx, "shards").Result()
+			setErr := pc.Set(ctx, "{"+ns.Shards[1].Name+"-probe}", "1", 0).Err()
+			pc.Close()
+			t.Logf("n%d %s: CLUSTER SLOTS %v (%v); plain SET through it: %v; INFO shards:\n%s", i+1, a, slotsReply, serr, setErr, info)
+		}
 		t.Fatalf("only %d writes to %s acknowledged in 40 s after its leader was killed", afterKill.Load(), ns.Shards[1].Name)
 	}
 

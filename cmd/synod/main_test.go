@@ -55,9 +55,6 @@ func deps(t *testing.T, pkg string) []string {
 // ZooKeeper client and no workbench package; the workbench binary, which
 // links all of them, is caught by the same check.
 func TestLeanDeps(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
 	server := deps(t, "github.com/synod-dev/synod/cmd/synod")
 	if bad := forbidden(server); len(bad) > 0 {
 		t.Errorf("cmd/synod links %d workbench packages (move the code that imports them to internal/lab):\n%s", len(bad), strings.Join(bad, "\n"))

@@ -22,6 +22,9 @@ func TestCalleeNamespacesAndParams(t *testing.T) {
 	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "adam", Extra: []config.Namespace{{Name: "remote"}}}); len(got) != 0 {
 		t.Fatalf("adam with remote given: %+v", got)
 	}
+	if got := CalleeNamespacesOf(cluster.UpOptions{Protocol: "adam"}, "pbpaxos"); len(got) != 1 || got[0].Protocol != "pbpaxos" {
+		t.Fatalf("adam --callee-protocol pbpaxos: %+v", got)
+	}
 	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "paxos"}); len(got) != 0 {
 		t.Fatalf("paxos: %+v", got)
 	}

@@ -97,21 +97,24 @@
 // ABD declares automaton.BatchStepper: the runtime may hand it the client
 // requests that reached the node together as one automaton.ClientBatch
 // (the live node: what one pass finds in its inbox; the simulator: what
-// arrives within --batch-window). Each request is still its own ABD
-// operation, with its own operation id, tag, phases, timer and answer:
-// a batch only shares the round trips. At the end of every step the
-// messages to one peer leave as one batch message (kind "batch",
-// protocol/proto's Header.Coalesce: the messages whole, in emission order,
-// placed where the last of them was, so nothing leaves before a record it
-// waited for), and a replica handles a batch message's queries and stores
-// one after the other in one step, persisting every store before the one
-// batch of acknowledgements that step sends back; the node commits the
-// step's records in one write and one fsync. Concurrent operations on one
-// key in one batch are concurrent ABD operations as before (they come from
-// different clients: the gateway sends a connection's same-key commands one
-// after the other). The seed has one operation per message (§3.1); sharing
-// a message changes no rule of the algorithm, since each operation reads
-// and writes only the messages that carry its id.
+// arrives within --batch-window). Each request keeps its own answer; a
+// batch shares the round trips. At the end of every step the messages to
+// one peer leave as one batch message (kind "batch", protocol/proto's
+// Header.Coalesce: the messages whole, in emission order, placed where the
+// last of them was, so nothing leaves before a record it waited for), and
+// a replica handles a batch message's queries and stores one after the
+// other in one step, persisting every store before the one batch of
+// acknowledgements that step sends back; the node commits the step's
+// records in one write and one fsync. A batch's requests on one key form
+// a key run: one operation whose one query and one store phase serve them
+// all, with the results of serial execution in batch order and one new
+// tag for the run's last register. A coordinator keeps at most "window"
+// round groups in flight (default 2): requests arriving meanwhile wait and
+// begin together, so that batches form even when the runtime steps each
+// request on arrival. batch.go gives the rules and the linearizability
+// argument. The seed has one operation per message and per tag (§3.1); a
+// run's writes other than its last are never installed, which only the
+// run's own later reads could observe.
 //
 // # Invariants and broken variants
 //

@@ -79,7 +79,7 @@
 // primary computes the same id from the suspended request. A client has one
 // request outstanding (Synod clients are closed-loop), so one nested client
 // id has at most one call outstanding, inside the callee's deduplication
-// window (64 for paxos). Each execution replica sends its own copy of each
+// window (64 for paxos, 1 for pbpaxos: protocol/pbpaxos/nested.go). Each execution replica sends its own copy of each
 // call (the callee answers every copy alike and executes once: its
 // NestedCallee promise); only the primary's answer matters: it goes into
 // the next batch, so every replica resumes with the same answer (the seed

@@ -8,6 +8,7 @@ import (
 	"github.com/synod-dev/synod/history"
 	"github.com/synod-dev/synod/protocol/eve"
 	_ "github.com/synod-dev/synod/protocol/paxos" // the callee
+	_ "github.com/synod-dev/synod/protocol/pbpaxos"
 	"github.com/synod-dev/synod/sim"
 )
 
@@ -85,5 +86,36 @@ func TestDivergenceRollsBack(t *testing.T) {
 		"--param", "groups=2", "--param", "threads=1", "--seeds", "1")
 	if st.Rollbacks != 0 || st.Transfers != 0 {
 		t.Fatalf("rollbacks or transfers without divergence: %+v", st)
+	}
+}
+
+// Adam calling a pbpaxos namespace (issue 31 item 2), the standard
+// scenario's flags: faults in both namespaces, ppm with 2 groups of 2
+// threads; the callee's history, the same-bytes and same-answer checks
+// pass.
+func TestPBPaxosCallee(t *testing.T) {
+	cfg, seeds, err := sim.ParseArgs([]string{"--protocol", Name, "--callee-protocol", "pbpaxos", "--callee-nodes", "3",
+		"--nodes", "3", "--clients", "6", "--ops", "150", "--faults", "all", "--callee-faults", "all",
+		"--param", "groups=2", "--param", "threads=2", "--seeds", "1-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calleeFaults := 0
+	for _, seed := range seeds {
+		cfg.Seed = seed
+		r, err := sim.Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Invariant != "" || r.Violation || r.Divergence != "" {
+			t.Fatalf("seed %d: invariant %q, violation %v, divergence %q\n  replay: %s", seed, r.Invariant, r.Violation, r.Divergence, cfg.Command())
+		}
+		if r.Callee == nil || r.Callee.Ops == 0 || r.Completed < r.Ops/2 {
+			t.Fatalf("seed %d: %d of %d completed, callee %+v", seed, r.Completed, r.Ops, r.Callee)
+		}
+		calleeFaults += r.Callee.Stats.Crashes + r.Callee.Stats.Partitions + r.Callee.Stats.Pauses
+	}
+	if calleeFaults == 0 {
+		t.Fatal("no crash, partition or pause in the pbpaxos callee")
 	}
 }

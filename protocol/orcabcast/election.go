@@ -1,6 +1,9 @@
 package orcabcast
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/synod-dev/synod/automaton"
 )
 
@@ -157,8 +160,10 @@ func (b *Bcast) recoverOrder() {
 			last++
 		}
 	}
-	for s, x := range b.log {
-		if s > last {
+	// Dropped in sequence order, not map order: the deletes are outputs,
+	// and a seed must replay them byte for byte.
+	for _, s := range slices.Sorted(maps.Keys(b.log)) {
+		if x := b.log[s]; s > last {
 			delete(b.log, s)
 			b.Emit(automaton.Persist{Key: entryKey(x.seq), Delete: true})
 		}

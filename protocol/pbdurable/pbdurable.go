@@ -350,8 +350,15 @@ func (a *PBD) adopt(v proto.Ballot) {
 	}
 	a.svc.set().SetRole(durability.Backup)
 	a.held = map[uint64]prepared{}
-	for id, f := range a.fwd {
-		if f.view.Less(v) {
+	// In request order, not map order: the answers are outputs, and a seed
+	// must replay them byte for byte (expireForwards does the same).
+	ids := make([]automaton.RequestID, 0, len(a.fwd))
+	for id := range a.fwd {
+		ids = append(ids, id)
+	}
+	automaton.SortRequestIDs(ids)
+	for _, id := range ids {
+		if f := a.fwd[id]; f.view.Less(v) {
 			delete(a.fwd, id)
 			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN the primary changed (a write's outcome is unknown)")}})
 		}

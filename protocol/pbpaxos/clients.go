@@ -33,7 +33,7 @@ func (a *PBPaxos) OnRequest(req automaton.Request) {
 		a.respond(req.ID, service.Errorf("ERR pbpaxos: unknown read mode %v", req.Opts.Read), nil)
 		return
 	}
-	read := req.Txn == nil && automaton.IsReadRequest(a.cfg.Service, req)
+	read := req.Txn == nil && a.read(req)
 	if read && (req.Opts.Read == automaton.ReadLocal || req.Opts.Read == automaton.ReadRegular) {
 		if req.Fanout && a.role != leader {
 			a.silent(req.ID)
@@ -101,7 +101,7 @@ func (a *PBPaxos) lead(p *pend) {
 		a.leadTxn(p)
 		return
 	}
-	if automaton.IsReadRequest(a.cfg.Service, req) && a.xpaxos(req) {
+	if a.read(req) && a.xpaxos(req) {
 		a.leadRead(p)
 		return
 	}
@@ -117,7 +117,7 @@ func (a *PBPaxos) lead(p *pend) {
 // flight; it reports whether it took care of p.
 func (a *PBPaxos) dedup(p *pend) bool {
 	id := p.req.ID
-	if automaton.IsReadRequest(a.cfg.Service, p.req) && p.req.Txn == nil {
+	if a.read(p.req) && p.req.Txn == nil {
 		return false
 	}
 	if d, ok := a.sm.lookup(id); ok {

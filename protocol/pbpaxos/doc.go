@@ -23,7 +23,8 @@
 // leader, VI.A.2's worked example and VI.B Protocol 1), phase2.go (the
 // basic protocol and learning), reads.go (X-Paxos), txn.go (T-Paxos),
 // clients.go (fan-out, forwarding), machine.go (the replicated state and
-// duplicate table), catchup.go (catch-up and recovery), invariant.go.
+// duplicate table), catchup.go (catch-up and recovery), nested.go (serving
+// nested requests as a callee, seed 003 §3), invariant.go.
 //
 // # State size (VI.A.2, "reducing state-transfer size"; param state)
 //

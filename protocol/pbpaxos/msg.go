@@ -289,6 +289,8 @@ const (
 	reqGroup = 1 << 0
 	reqTxn   = 1 << 1
 	reqEnv   = 1 << 2
+	// reqNested marks a nested request (Request.Nested, nested.go).
+	reqNested = 1 << 3
 )
 
 func encodeRequest(e *wire.Encoder, r automaton.Request) {
@@ -302,6 +304,9 @@ func encodeRequest(e *wire.Encoder, r automaton.Request) {
 	}
 	if r.Env != (service.Env{}) {
 		fl |= reqEnv
+	}
+	if r.Nested {
+		fl |= reqNested
 	}
 	e.Byte(fl)
 	e.Byte(byte(r.Opts.Read))
@@ -340,6 +345,7 @@ func decodeRequest(d *wire.Decoder) automaton.Request {
 	if fl&reqEnv != 0 {
 		r.Env = service.DecodeEnv(d)
 	}
+	r.Nested = fl&reqNested != 0
 	return r
 }
 

@@ -57,6 +57,8 @@ func capabilities(name, doc string) automaton.Capabilities {
 		// T-Paxos (txn.go).
 		Transactions: automaton.TxnSupport{Atomic: true, Interactive: true},
 		Params:       params.Defaults(),
+		// Nested requests are ordered and cached like writes (nested.go).
+		NestedWindow: nestedWindow,
 	}
 }
 

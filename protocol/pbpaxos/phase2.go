@@ -103,7 +103,7 @@ func (a *PBPaxos) command(p *pend) cmd {
 		return *p.txnCmd
 	case len(req.Ops) > 0:
 		return cmd{Kind: cmdGroup, ID: req.ID, Ops: req.Ops, Envs: envs}
-	case automaton.IsReadRequest(a.cfg.Service, req):
+	case a.read(req):
 		return cmd{Kind: cmdRead, ID: req.ID, Op: req.Op, Envs: envs}
 	}
 	return cmd{Kind: cmdOp, ID: req.ID, Op: req.Op, Envs: envs}

@@ -52,7 +52,7 @@ func (a *PBPaxos) onRead(from automaton.NodeID, m *message) {
 		a.confirmRead(m.Req.ID) // a leader asks: only confirm
 		return
 	}
-	if !automaton.IsReadRequest(a.cfg.Service, m.Req) {
+	if !a.read(m.Req) {
 		return
 	}
 	if a.role != leader {

@@ -66,6 +66,9 @@ func capabilities(name, doc string, scenarios []automaton.Scenario) automaton.Ca
 		// in a workspace and commit first-committer wins (txn.go).
 		Transactions: automaton.TxnSupport{Atomic: true, Interactive: true},
 		Scenarios:    scenarios,
+		// Not a callee of nested requests (docs/NESTED.md, "Callee
+		// protocols").
+		NestedRefusal: nestedRefusal,
 	}
 }
 
