@@ -189,7 +189,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 // lower label of an operation y that the same message brought: a peer
 // receiving a prefix that ends between them would apply x to its stable
 // state before y, which the final order places ahead of x (stable orders
-// agree failed: synod sim --protocol esds --nodes 3 --clients 16 --ops
+// agree failed: synod-lab sim --protocol esds --nodes 3 --clients 16 --ops
 // 1000 --keys 40 --faults crash,slow --strict 0.2 --prev 0.2 --param
 // impl=simple --seeds 3). In label order, every position saying "x stable
 // here" follows every operation labelled below x that this merge changed,

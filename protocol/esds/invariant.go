@@ -57,7 +57,7 @@ import (
 // nothing, the order stays binding. A protocol that revealed a label or a
 // stable flag before persisting it is still caught: whoever received it
 // holds the order it implies, or contradicts the restarted replica's
-// knowledge or labels. Found by seed 6 of synod sim --protocol esds
+// knowledge or labels. Found by seed 6 of synod-lab sim --protocol esds
 // --nodes 3 --clients 16 --ops 1500 --keys 40 --faults crash,slow --strict
 // 0.2 --prev 0.2 (20 of seeds 1-60 failed; TestCrashForgetsUnrevealedStableOrder).
 //

@@ -180,7 +180,7 @@
 // revealed depended on them: the runtime holds sends and answers until the
 // records before them are durable), so at a restart the checker withdraws
 // the votes the replica's records do not hold, and its backing of learned
-// values and executed prefixes (seed 98 of `synod sim --nodes 5 --faults
+// values and executed prefixes (seed 98 of `synod-lab sim --nodes 5 --faults
 // all` showed a crashed leader that had counted its own unsynced vote).
 // Separately, found by reading: a new candidacy takes a round above every
 // round in the node's records; a restarted leader that reused its old round

@@ -117,7 +117,7 @@ func (c *checker) Check(id automaton.NodeID, up map[automaton.NodeID]automaton.A
 	// overwritten within the step (its phase 2b left: learners may count
 	// it). Judging only the instances' state after the step missed those,
 	// and then took a value learned from them for one no quorum chose
-	// (synod sim --protocol fastpaxos --nodes 4 --no-fanout --faults none:
+	// (synod-lab sim --protocol fastpaxos --nodes 4 --no-fanout --faults none:
 	// 19 of 20 seeds), and could miss a real double choice.
 	casts := a.cast
 	if fresh {

@@ -128,7 +128,7 @@
 //
 // retransmit, large_bytes, state_after, snapshot_every, max_history,
 // resilience, elect_after: see
-// DefaultParams (`synod sim --help`).
+// DefaultParams (`synod-lab sim --help`).
 //
 // # Node symmetry (model checking)
 //

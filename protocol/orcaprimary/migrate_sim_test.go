@@ -117,7 +117,7 @@ func simMigrations(t *testing.T, name string, seed int64, args []string) (*obser
 		t.Fatal(err)
 	}
 	if r.Invariant != "" || r.Violation || r.Liveness != "" {
-		t.Fatalf("%s seed %d: invariant %q, violation %v, liveness %q (replay: synod sim --protocol %s --seeds %d %s)",
+		t.Fatalf("%s seed %d: invariant %q, violation %v, liveness %q (replay: synod-lab sim --protocol %s --seeds %d %s)",
 			name, seed, r.Invariant, r.Violation, r.Liveness, Name, seed, strings.Join(args, " "))
 	}
 	if r.Check == nil {

@@ -39,7 +39,7 @@ func (brokenEarlyAck) Describe() string {
 // Scenarios implements automaton.ScenarioDeclarer: pinned seeds on which
 // the simulator catches the erased vote, with fsyncs slow enough that
 // crashes often fall between an Early Accepted and its record's fsync:
-// `synod sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
+// `synod-lab sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
 // 300 --faults crash --fsync uniform:5ms:40ms --seeds 1-300` fails 44
 // seeds (seed 31: "n3 knows instance 15 chosen with a value other than the
 // one another replica knew chosen"; seed 7: a promise below one a

@@ -49,7 +49,7 @@ func (brokenLocalEnv) Describe() string {
 }
 
 // Scenarios implements automaton.ScenarioDeclarer: pinned seeds on which
-// the convergence check catches the divergence (`synod sim --protocol
+// the convergence check catches the divergence (`synod-lab sim --protocol
 // paxos-broken-localenv --service matchmaker --nodes 3 --clients 4 --ops 200
 // --faults none --seeds 1-20` fails all 20; paxos passes them).
 func (brokenLocalEnv) Scenarios() []automaton.Scenario {

@@ -208,7 +208,7 @@
 // chosen that a later majority, without that vote, replaces.
 // "paxos-broken-earlyack" does exactly that and the simulator catches it
 // under crashes with slow fsyncs (broken_early.go, TestBrokenEarlyAckCaught:
-// `synod sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
+// `synod-lab sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
 // 300 --faults crash --fsync uniform:5ms:40ms --seeds 31`).
 //
 // The seeds are silent on durability timing; these are our decisions, as is

@@ -45,7 +45,7 @@ func (p protocol) Scenarios() []automaton.Scenario {
 // Pinned seeds (found with the scenarios' flags; the correct protocol
 // passes the broken variants' seeds):
 //
-//   - partitionSeeds: `synod sim --protocol pb --faults partition --seeds
+//   - partitionSeeds: `synod-lab sim --protocol pb --faults partition --seeds
 //     1-20` failed 20 of 20 (divergent committed states, or the invariant
 //     exactly-once after the heal); with --no-invariants --converge-every
 //     1000000, 10 of 10 were not linearizable.

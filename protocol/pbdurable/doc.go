@@ -225,7 +225,7 @@
 // all-or-nothing (a new primary's replicated objects hold every update up
 // to the database's commit index and no update whose transaction did not
 // commit; caught: pbdurable-broken-noprepare, whose backups apply a
-// buffer on arrival: `synod sim --protocol pbdurable-broken-noprepare
+// buffer on arrival: `synod-lab sim --protocol pbdurable-broken-noprepare
 // --nodes 3 --clients 4 --ops 300 --faults crash,dup,reorder,slow --param
 // mapping=pbdb --seeds 1-2`; TestAllOrNothing;
 // testdata/matchmaker_commit_crash.txt).

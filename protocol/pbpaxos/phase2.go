@@ -161,7 +161,7 @@ func (a *PBPaxos) onAccept(from automaton.NodeID, m *message) {
 		// highest ballot accepted (reads.go). Without this, followers
 		// that had applied a new leader's whole takeover batch kept
 		// confirming reads to the deposed leader, and no read was
-		// answered until the next write (synod sim --protocol pbpaxos
+		// answered until the next write (synod-lab sim --protocol pbpaxos
 		// ... --seeds 76, see Scenarios).
 		if e.I <= a.applied {
 			if s := a.log[e.I]; (s == nil || !s.known) && len(e.Cmds) > 0 && a.gaps[e.I] {

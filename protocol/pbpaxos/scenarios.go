@@ -41,7 +41,7 @@ func (p protocol) Scenarios() []automaton.Scenario {
 	}
 }
 
-// The pinned seeds of the broken variants: `synod sim --protocol
+// The pinned seeds of the broken variants: `synod-lab sim --protocol
 // pbpaxos-broken-earlyserve --nodes 3 --clients 4 --ops 200 --seeds 1-20`
 // failed seed 5 of 20 with --faults all and seed 1 of 20 with --faults
 // partition (a new leader's window between its takeover's phases is one

@@ -279,7 +279,7 @@ func (a *PBPaxos) becomeLeader(after, top uint64, entries []entry) {
 		// a commit notice or a catch-up): nothing is left in flight, so
 		// no Accepted will call advance, and the takeover is complete
 		// now. Waiting for it left a leader that heartbeats for ever and
-		// never serves (synod sim --protocol pbpaxos ... --seeds 2, see
+		// never serves (synod-lab sim --protocol pbpaxos ... --seeds 2, see
 		// Scenarios).
 		a.onTakeoverDone()
 	}

@@ -100,14 +100,14 @@ var params = proto.NewSpec(
 )
 
 // brokenSeeds are seeds on which the linearizability checker catches the
-// broken variant with invariants off: `synod sim --protocol
+// broken variant with invariants off: `synod-lab sim --protocol
 // unreplicated-broken-answerfirst --seeds 1-40` with the scenario's flags
 // failed 18 of 40 seeds, seeds 1, 2 and 3 among them; the correct protocol
 // passes all 40.
 const brokenSeeds = "1-3"
 
 // dirtyTxnSeeds are seeds on which the serializability checker catches the
-// dirty-transaction variant: `synod sim --protocol
+// dirty-transaction variant: `synod-lab sim --protocol
 // unreplicated-broken-dirtytxn --seeds 1-50` with the scenario's flags
 // failed 50 of 50 seeds (and 50 of 50 with --ops 300 --faults all --txns
 // 0.3); the correct protocol passes those seeds.
