@@ -273,22 +273,29 @@ func CalleeNamespacesOf(up cluster.UpOptions, protocol string) []config.Namespac
 	return out
 }
 
+// nodeInfo asks a node that answered PING (plaintext, no password) for
+// one INFO section; false when it cannot be asked or does not answer.
+func nodeInfo(s cluster.NodeStatus, section string) (client.Reply, bool) {
+	if !s.PingOK {
+		return client.Reply{}, false
+	}
+	c, err := client.New([]string{s.Client}, client.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return client.Reply{}, false
+	}
+	defer c.Close()
+	rep, err := c.Do(context.Background(), "INFO", section)
+	return rep, err == nil
+}
+
 // printPlacement prints where each node holds copies of Orca objects (INFO
 // placement: namespaces whose runtime places copies, orca-primary), for
 // the nodes that answered PING over plaintext without a password; others
 // are skipped.
 func printPlacement(out io.Writer, st []cluster.NodeStatus) {
 	for _, s := range st {
-		if !s.PingOK {
-			continue
-		}
-		c, err := client.New([]string{s.Client}, client.Options{Timeout: 2 * time.Second})
-		if err != nil {
-			continue
-		}
-		rep, err := c.Do(context.Background(), "INFO", "placement")
-		c.Close()
-		if err != nil {
+		rep, ok := nodeInfo(s, "placement")
+		if !ok {
 			continue
 		}
 		var lines []string

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/cluster"
 )
 
@@ -27,16 +24,8 @@ type shardRow struct {
 func printShards(out io.Writer, st []cluster.NodeStatus) {
 	rows := map[string]*shardRow{}
 	for _, s := range st {
-		if !s.PingOK {
-			continue
-		}
-		c, err := client.New([]string{s.Client}, client.Options{Timeout: 2 * time.Second})
-		if err != nil {
-			continue
-		}
-		rep, err := c.Do(context.Background(), "INFO", "shards")
-		c.Close()
-		if err != nil {
+		rep, ok := nodeInfo(s, "shards")
+		if !ok {
 			continue
 		}
 		for _, l := range strings.Split(string(rep.Str), "\n") {
