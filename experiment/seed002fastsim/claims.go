@@ -91,7 +91,7 @@ func (e *Sim) Report() experiment.ReportSpec {
 			"the two-client collision cell).",
 			"Live loopback cells (--live): in-process nodes, fsync per write, closed-loop SET writers; conflict = the fastpaxos leader's",
 			"collisions over instances it learned, recov = its recovery-round instances over the same. live-wan: one client behind a userspace",
-			"relay adding one-way Pareto(1.8, 20 ms) delays to every client connection (wanlink.go; no netem here).",
+			"relay adding one-way Pareto(1.8, 20 ms) delays to every client connection (experiment/seed002wan; no netem here).",
 		},
 	}
 }

@@ -107,7 +107,7 @@
 //
 // This machine has no sch_netem, and nemesis's relay (nemesis/relay.go)
 // carries peer links only (it parses the peer transport's frames; RESP and
-// gRPC's HTTP/2 are not framed so). wanlink.go is a userspace relay for
+// gRPC's HTTP/2 are not framed so). seed002wan is a userspace relay for
 // client connections instead: every chunk in either direction is delayed
 // by a one-way Pareto(1.8, 20 ms) draw, in order (the seed's α_w = 1.8 with
 // b_w cut from 100 ms to 20 ms to hold a few hundred operations in 15 s).

@@ -58,7 +58,7 @@ namespace, link, mount and process it made.`,
 			}
 			rep.Print(cmd.OutOrStdout())
 			if rep.Failed() {
-				return errors.New("chaos: the history violates the protocol's guarantee or lost acknowledged writes")
+				return errors.New("chaos: the history violates the protocol's guarantee, lost acknowledged writes, or the namespace stayed down after the faults healed")
 			}
 			return nil
 		},
