@@ -40,6 +40,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/synod-dev/synod/automaton/cpuwork"
 	"github.com/synod-dev/synod/experiment"
 	"github.com/synod-dev/synod/protocol/eve"
 	"github.com/synod-dev/synod/service"
@@ -282,7 +283,7 @@ func liveThroughput(cost time.Duration, cores int, quick bool) (float64, error) 
 		for i := range ops {
 			ops[i] = service.Op{Kind: "set", Key: fmt.Sprintf("k%d-%d", b, i), Args: [][]byte{[]byte("v")}}
 		}
-		_, d := eve.RunBatchLive(svc, st, ops, cores, cost)
+		_, d := eve.RunBatchLive(svc, st, ops, cores, cost, cpuwork.Calibrate())
 		total += d
 		n += len(ops)
 	}
