@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -87,7 +86,7 @@ func (n *Node) call(ns string, req automaton.Request) (automaton.Response, bool)
 			return resp, false
 		case err == nil && !resp.Result.IsErr():
 			return resp, true
-		case err == nil && !retryable(resp.Result.Err):
+		case err == nil && !automaton.RetryableAnswer(resp.Result.Err):
 			return resp, true // the callee's own answer (an error it would give every copy)
 		}
 		select {
@@ -96,16 +95,4 @@ func (n *Node) call(ns string, req automaton.Request) (automaton.Response, bool)
 		case <-time.After(callBackoff):
 		}
 	}
-}
-
-// retryable reports whether an error answer means "not now" (a leader
-// change, a timeout inside the protocol) rather than the operation's
-// outcome.
-func retryable(msg string) bool {
-	for _, p := range []string{"TRYAGAIN", "ERR timeout", "MOVED", "CLUSTERDOWN", "LOADING"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
 }
