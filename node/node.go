@@ -183,8 +183,11 @@ type Node struct {
 	shards  map[string]*shardedNS // sharded namespaces by name (shard.go)
 	groupOf map[string]*shardedNS // the sharded namespace of each group (shard.go)
 	fwd     forwarder             // requests forwarded to other nodes' groups (shard.go)
-	mem     memberState           // live membership per namespace (membership.go)
-	place   placementCache        // Orca copies per namespace, for INFO (placement.go)
+	// gossipNudge asks for a leader gossip round now (leadergossip.go);
+	// nil without sharded namespaces.
+	gossipNudge chan struct{}
+	mem         memberState    // live membership per namespace (membership.go)
+	place       placementCache // Orca copies per namespace, for INFO (placement.go)
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -488,6 +491,10 @@ func (n *Node) start() error {
 		go n.loops[ns.Name].run(starts[ns.Name])
 	}
 
+	if len(n.groupOf) > 0 {
+		n.bg.Add(1)
+		go n.leaderGossip() // leadergossip.go
+	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
 	n.m.registerErrors(string(n.id), n.gw)
