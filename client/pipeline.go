@@ -537,7 +537,7 @@ func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (
 	}
 	r := sc.reply
 	if code := codes.Code(r.GetCode()); code != codes.OK {
-		return nil, service.Result{}, true, status.Error(code, r.GetMessage())
+		return nil, service.Result{}, true, statusError(status.Error(code, r.GetMessage()))
 	}
 	if r.GetResponse() == nil {
 		return nil, service.Result{}, true, errors.New("client: a call's reply has no response")

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Nested requests (automaton/call.go; seed 003 §3, Adam) in the live
@@ -99,13 +99,8 @@ func (n *Node) call(ns string, req automaton.Request) (automaton.Response, bool)
 }
 
 // retryable reports whether an error answer means "not now" (a leader
-// change, a timeout inside the protocol) rather than the operation's
-// outcome.
-func retryable(msg string) bool {
-	for _, p := range []string{"TRYAGAIN", "ERR timeout", "MOVED", "CLUSTERDOWN", "LOADING"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
-}
+// change, a timeout inside the protocol, a slot served elsewhere or by no
+// one) rather than the operation's outcome: its kind retries
+// (synoderr.Kind.Retry: TRYAGAIN, MOVED, CLUSTERDOWN, and LOADING, which
+// reads as TRYAGAIN).
+func retryable(msg string) bool { return synoderr.Parse(msg).Kind.Retry() }

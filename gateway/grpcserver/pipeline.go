@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Pipelining over gRPC (api/synod.proto, rpc Pipeline; issue 28 item 6:
@@ -101,7 +101,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	close(p.out)
 	<-p.sent
 	if s.ctx.Err() != nil {
-		return status.Error(codes.Unavailable, "node is shutting down; calls without a reply have an unknown outcome")
+		return refusal(synoderr.TryAgain, "%s", "node is shutting down; calls without a reply have an unknown outcome")
 	}
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
@@ -335,18 +335,18 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 	for _, c := range calls {
 		in := c.GetRequest()
 		if in == nil {
-			p.reply(failed(c.GetId(), status.Error(codes.InvalidArgument, "call has no request")))
+			p.reply(failed(c.GetId(), refusal(synoderr.Invalid, "%s", "call has no request")))
 			continue
 		}
 		ns, _, err := p.s.namespace(in.GetNamespace())
 		if err == nil && (in.GetClientId() != 0 || in.GetSeq() != 0) {
-			err = status.Error(codes.InvalidArgument, "a pipelined call carries no client_id or seq: the stream identifies its calls (use Do to choose the identity)")
+			err = refusal(synoderr.Invalid, "%s", "a pipelined call carries no client_id or seq: the stream identifies its calls (use Do to choose the identity)")
 		}
 		if err == nil && in.GetTxn() != nil {
-			err = status.Error(codes.InvalidArgument, "transaction steps go through Do, not Pipeline")
+			err = refusal(synoderr.Invalid, "%s", "transaction steps go through Do, not Pipeline")
 		}
 		if err == nil && in.GetFanout() {
-			err = status.Error(codes.InvalidArgument, "fanout requests go through Do, not Pipeline")
+			err = refusal(synoderr.Invalid, "%s", "fanout requests go through Do, not Pipeline")
 		}
 		if err != nil {
 			p.reply(failed(c.GetId(), err))
