@@ -81,7 +81,7 @@ func TestNestedCallToPaxos(t *testing.T) {
 	}
 }
 
-// TestRetryable: a nested call is sent again for the answers whose kind
+// TestRetryable: a nested call is sent again (automaton.RetryableAnswer) for the answers whose kind
 // retries, and for no other (before typed errors "ERR timeout ..." was
 // matched by prefix, so BLPOP's "ERR timeout is negative" counted as one).
 func TestRetryable(t *testing.T) {
@@ -95,8 +95,8 @@ func TestRetryable(t *testing.T) {
 		"value is not an integer or out of range":                           false,
 		"TRYAGAIN": false, // no message: not a code
 	} {
-		if got := retryable(msg); got != want {
-			t.Errorf("retryable(%q) = %v, want %v", msg, got, want)
+		if got := automaton.RetryableAnswer(msg); got != want {
+			t.Errorf("RetryableAnswer(%q) = %v, want %v", msg, got, want)
 		}
 	}
 }
