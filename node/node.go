@@ -187,6 +187,9 @@ type Node struct {
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
 	remotes map[string]*remoteCluster // other clusters nested calls go to (remote.go)
+	// gossipNudge asks for a leader gossip round now (leadergossip.go);
+	// nil without sharded namespaces.
+	gossipNudge chan struct{}
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -493,6 +496,10 @@ func (n *Node) start() error {
 		go n.loops[ns.Name].run(starts[ns.Name])
 	}
 
+	if len(n.groupOf) > 0 {
+		n.bg.Add(1)
+		go n.leaderGossip() // leadergossip.go
+	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
 	n.m.registerErrors(string(n.id), n.gw)
