@@ -155,7 +155,7 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if cmd.plan != nil {
-		c.runPlan(name, cmd.plan(c, args))
+		c.runPlan(name, c.planOf(cmd, args))
 		return
 	}
 	cmd.fn(c, args)

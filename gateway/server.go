@@ -116,13 +116,15 @@ type Server struct {
 	totalCommands atomic.Int64
 	rejected      atomic.Int64
 
-	lim  limits        // limits.go
-	ov   overload      // limits.go
-	errs errorStats    // error replies by code (errorstats.go)
-	tun  tunableValues // CONFIG's encoding tunables (config.go)
-	cmds cmdStats      // INFO commandstats (infostats.go)
-	blk  blockReg      // blocked clients (blocking.go)
-	scr  scripts       // the script cache and function libraries (script.go)
+	lim    limits        // limits.go
+	ov     overload      // limits.go
+	errs   errorStats    // error replies by code (errorstats.go)
+	tun    tunableValues // CONFIG's encoding tunables (config.go)
+	cmds   cmdStats      // INFO commandstats (infostats.go)
+	blk    blockReg      // blocked clients (blocking.go)
+	scr    scripts       // the script cache and function libraries (script.go)
+	ps     hub           // pub/sub subscribers (pubsub.go)
+	notify notifySetting // notify-keyspace-events (notify.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -150,6 +152,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
 	s.initLimits()
+	s.initPubSub()
 	return s
 }
 
@@ -261,7 +264,8 @@ type conn struct {
 	opts    optConn     // protocol request options (options.go)
 	txn     txnConn     // the open interactive transaction (txn.go)
 	multi   multiConn   // MULTI's queue and the watched keys (multi.go)
-	sub     subConn     // leader-channel subscriptions (subscribe.go)
+	sub     subConn     // subscriptions (subscribe.go, pubsub.go)
+	push    pushQueue   // pub/sub messages not yet written (pubsub.go)
 	blk     blockConn   // blocking commands (blocking.go)
 	pl      pipeConn    // pipelined commands in flight (pipeline.go)
 	bat     batchConn   // pipeline batches sent as atomic groups (pipeline.go)

@@ -185,6 +185,7 @@ type Node struct {
 	fwd     forwarder             // requests forwarded to other nodes' groups (shard.go)
 	mem     memberState           // live membership per namespace (membership.go)
 	place   placementCache        // Orca copies per namespace, for INFO (placement.go)
+	pubsub  pubsubPeers           // the gateway's handler of peers' pub/sub messages (pubsub.go)
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -600,6 +601,10 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	l := n.loops[ns]
 	if l == nil && ns == forwardNS {
 		n.onForward(from, msg) // shard.go
+		return
+	}
+	if l == nil && ns == pubsubNS {
+		n.onPublish(msg) // pubsub.go
 		return
 	}
 	if l == nil {
