@@ -445,7 +445,7 @@ func cmdPubSub(c *conn, args [][]byte) {
 			c.w.WriteSimple(l)
 		}
 	default:
-		c.writeError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try PUBSUB HELP.", args[1]))
+		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try PUBSUB HELP.", args[1]))
 	}
 }
 

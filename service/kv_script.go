@@ -429,10 +429,63 @@ func newScriptState(run *scriptRun) *lua.LState {
 	redis.RawSetString("REDIS_VERSION", lua.LString("7.0.15"))
 	redis.RawSetString("REDIS_VERSION_NUM", lua.LNumber(0x07000f))
 	L.SetGlobal("redis", redis)
-	// Globals protection, as Redis: reading an undefined global or
-	// creating one is an error.
-	mt := L.NewTable()
-	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+	openScriptLibs(L) // cjson, cmsgpack, bit, struct (kv_lualibs.go)
+	protectGlobals(L)
+	return L
+}
+
+// protectGlobals makes the globals read-only, as Redis 7 does: reading an
+// undefined global or creating one is an error, and so is replacing a
+// global (redis = ..., _G = ...), changing a field of the libraries' tables
+// (redis, cjson, cmsgpack, bit, struct, string, table, math), or changing
+// or replacing _G's metatable. KEYS and ARGV stay writable (EVAL sets them).
+// The globals move to a backing table that _G reads through its __index;
+// each library table is replaced by an empty proxy that reads its own the
+// same way.
+func protectGlobals(L *lua.LState) {
+	readonly := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	})
+	proxy := func(t *lua.LTable) *lua.LTable {
+		p := L.NewTable()
+		m := L.NewTable()
+		m.RawSetString("__index", t)
+		m.RawSetString("__newindex", readonly)
+		m.RawSetString("__metatable", lua.LFalse)
+		L.SetMetatable(p, m)
+		return p
+	}
+	g := L.G.Global
+	backing := L.NewTable()
+	var keys []lua.LValue
+	for k, _ := g.Next(lua.LNil); k != lua.LNil; k, _ = g.Next(k) {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		v := g.RawGet(k)
+		g.RawSet(k, lua.LNil)
+		if t, ok := v.(*lua.LTable); ok && t != g {
+			switch k.String() {
+			case "redis", "cjson", "cmsgpack", "bit", "struct", "string", "table", "math":
+				v = proxy(t)
+			}
+		}
+		backing.RawSet(k, v)
+	}
+	setmt := backing.RawGetString("setmetatable")
+	backing.RawSetString("setmetatable", L.NewFunction(func(L *lua.LState) int {
+		if L.GetMetaField(L.Get(1), "__metatable") != lua.LNil {
+			L.RaiseError("Attempt to modify a readonly table")
+		}
+		L.Push(setmt)
+		L.Push(L.Get(1))
+		L.Push(L.Get(2))
+		L.Call(2, 1)
+		return 1
+	}))
+	undefined := L.NewTable()
+	undefined.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		k := L.Get(2)
 		if k.String() == "KEYS" || k.String() == "ARGV" {
 			return 0
@@ -440,6 +493,9 @@ func newScriptState(run *scriptRun) *lua.LState {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", k.String())
 		return 0
 	}))
+	L.SetMetatable(backing, undefined)
+	mt := L.NewTable()
+	mt.RawSetString("__index", backing)
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		k := L.Get(2)
 		if k.String() == "KEYS" || k.String() == "ARGV" {
@@ -449,8 +505,8 @@ func newScriptState(run *scriptRun) *lua.LState {
 		L.RaiseError("Attempt to modify a readonly table")
 		return 0
 	}))
-	L.SetMetatable(L.G.Global, mt)
-	return L
+	mt.RawSetString("__metatable", proxy(mt))
+	L.SetMetatable(g, mt)
 }
 
 // call is redis.call (raise: an error reply raises it) and redis.pcall
