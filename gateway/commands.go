@@ -533,6 +533,10 @@ func cmdClient(c *conn, args [][]byte) {
 		cmdClientUnblock(c, args)
 		return
 	}
+	if sub == "reply" {
+		cmdClientReply(c, args) // replymode.go
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {

@@ -263,3 +263,29 @@ func TestKeyspaceNotifications(t *testing.T) {
 	run(t, c, []step{cmd("PUBLISH last x", "(integer) 1")})
 	wantFrames(t, sub, "pmessage * last x") // nothing from the SADD after notifications were turned off
 }
+
+// TestClientReply: OFF silences replies until ON (which answers OK), SKIP
+// the next command's only; pub/sub pushes are written either way.
+func TestClientReply(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	c, pub := dial(t, addr), dial(t, addr)
+	c.send("CLIENT", "REPLY", "OFF")
+	c.send("SET", "k", "1")
+	c.send("SUBSCRIBE", "ch") // its confirmation is a push: written
+	wantFrames(t, c, "subscribe ch 1")
+	run(t, pub, []step{cmd("PUBLISH ch hi", "(integer) 1")})
+	wantFrames(t, c, "message ch hi")
+	c.send("UNSUBSCRIBE")
+	wantFrames(t, c, "unsubscribe ch 0")
+	c.send("GET", "k")
+	run(t, c, []step{
+		cmd("CLIENT REPLY ON", "OK"),
+		cmd("GET k", `"1"`),
+	})
+	c.send("CLIENT", "REPLY", "SKIP")
+	c.send("SET", "k", "2") // skipped
+	run(t, c, []step{
+		cmd("GET k", `"2"`),
+		cmd("CLIENT REPLY maybe", "(error) ERR syntax error"),
+	})
+}
