@@ -49,3 +49,20 @@ func TestScriptLibs(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalShebang: EVAL's "#!lua" line, its flags, and no-writes.
+func TestEvalShebang(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"#!lua\nreturn 1", "(integer) 1"},
+		{"#!not-lua\nreturn 1", "(error) ERR Unexpected engine in script shebang: not-lua"},
+		{"#!lua badger=data\nreturn 1", "(error) ERR Unknown lua shebang option: badger=data"},
+		{"#!lua flags=allow-oom,what?\nreturn 1", "(error) ERR Unexpected flag in script shebang: what?"},
+		{"#!lua\n\nreturn nosuch", "(error) user_script:3: Script attempted to access nonexistent global variable 'nosuch'"},
+	} {
+		s := newKVState()
+		got := s.Apply(op("eval", "x", "eval", c.body, "1", "x")).String()
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q:\n got %s\nwant %s", c.body, got, c.want)
+		}
+	}
+}

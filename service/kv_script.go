@@ -184,7 +184,12 @@ func (s *KVState) opEval(op Op) Result {
 func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunction, Result) {
 	if mode == "eval" {
 		run.name = "user_script"
-		fn, err := L.Load(strings.NewReader(string(body)), "user_script")
+		src, noWrites, msg := evalShebang(string(body))
+		if msg != "" {
+			return nil, Errorf("%s", msg)
+		}
+		run.readOnly = run.readOnly || noWrites
+		fn, err := L.Load(strings.NewReader(src), "user_script")
 		if err != nil {
 			return nil, Errorf("Error compiling script (new function): %s", luaMessage(err))
 		}
@@ -209,6 +214,42 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 		return nil, Errorf("Function not found")
 	}
 	return f, Result{}
+}
+
+// evalShebang reads an EVAL script's "#!lua [flags=f1,f2]" first line, as
+// Redis 7 (evalExtractShebangFlags): it returns the source with that line
+// made a comment (line numbers stay), whether the flags say no-writes, or
+// the error.
+func evalShebang(src string) (string, bool, string) {
+	if !strings.HasPrefix(src, "#!") {
+		return src, false, ""
+	}
+	line, rest, _ := strings.Cut(src, "\n")
+	parts := strings.Fields(line[2:])
+	if len(parts) == 0 || parts[0] != "lua" {
+		engine := ""
+		if len(parts) > 0 {
+			engine = parts[0]
+		}
+		return "", false, "ERR Unexpected engine in script shebang: " + engine
+	}
+	noWrites := false
+	for _, p := range parts[1:] {
+		flags, ok := strings.CutPrefix(p, "flags=")
+		if !ok {
+			return "", false, "ERR Unknown lua shebang option: " + p
+		}
+		for _, f := range strings.Split(flags, ",") {
+			switch f {
+			case "no-writes":
+				noWrites = true
+			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+			default:
+				return "", false, "ERR Unexpected flag in script shebang: " + f
+			}
+		}
+	}
+	return "--" + line + "\n" + rest, noWrites, ""
 }
 
 // LoadLibrary runs a function library's code (after its "#!lua name=..."
