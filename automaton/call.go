@@ -1,5 +1,7 @@
 package automaton
 
+import "strings"
+
 // Nested requests: a namespace calling another namespace (the Eve/Adam thesis §3,
 // Adam: "replicated services calling replicated services").
 //
@@ -86,4 +88,22 @@ func Callees(name string, params map[string]string) []string {
 		return nil
 	}
 	return c.Callees(params)
+}
+
+// RetryableAnswer reports whether an error answer to a nested call means
+// "not now" (a leader change, a timeout inside the protocol, a node
+// starting or shutting down: TRYAGAIN, "ERR timeout", MOVED, CLUSTERDOWN,
+// LOADING) rather than the callee's answer to the request. Both runtimes
+// (node/call.go, sim/callee.go) re-send the call, same id, after a
+// retryable answer and hand any other error answer back to the caller as
+// the call's outcome: it is what the callee answers every copy of the id
+// (its deduplication table holds it, or the request was refused before
+// it was ordered).
+func RetryableAnswer(msg string) bool {
+	for _, p := range []string{"TRYAGAIN", "ERR timeout", "MOVED", "CLUSTERDOWN", "LOADING"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

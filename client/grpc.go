@@ -130,6 +130,7 @@ type GRPC struct {
 	client uint64
 	seq    atomic.Uint64
 	lanes  lanes // client ids of concurrent requests (lanes.go)
+	glanes lanes // identities of named pipeline messages (pipeline.go)
 
 	mu      sync.Mutex
 	cur     int
@@ -236,6 +237,7 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 	}
 	var b [8]byte
 	c := &GRPC{opts: opts, nodeIDs: make([]string, len(addrs))}
+	c.glanes.init = true // no own lane: every named message has a client id of its own
 	c.life, c.lifeCancel = context.WithCancel(context.Background())
 	for c.client == 0 {
 		if _, err := crand.Read(b[:]); err != nil {
@@ -359,6 +361,7 @@ type nsProps struct {
 	idempotent bool   // a retry with the same (client id, seq) takes effect once
 	fanout     bool   // clients send to every node (fanout.go)
 	hasLeader  bool   // the protocol has a leader to watch (failover.go)
+	atomic     bool   // the protocol applies atomic groups
 }
 
 // nsProps returns namespace ns's properties for a request of ops. Unknown
@@ -371,7 +374,7 @@ func (c *GRPC) nsProps(ctx context.Context, ns string, ops ...service.Op) (nsPro
 	}
 	for i, n := range nss {
 		if n.GetName() == ns || (ns == "" && i == 0) {
-			p := nsProps{name: n.GetName(), idempotent: n.GetIdempotentRetry(), fanout: n.GetClientFanout(), hasLeader: n.GetHasLeader()}
+			p := nsProps{name: n.GetName(), idempotent: n.GetIdempotentRetry(), fanout: n.GetClientFanout(), hasLeader: n.GetHasLeader(), atomic: n.GetAtomicGroups()}
 			if svc, err := service.Lookup(n.GetService()); err == nil {
 				p.read = true
 				for _, op := range ops {

@@ -1064,7 +1064,7 @@ func cmdSynod(c *conn, args [][]byte) {
 			c.w.WriteSimple(l)
 		}
 	default:
-		if c.txnCommand(sub, args) || c.optCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) {
+		if c.txnCommand(sub, args) || c.optCommand(sub, args) || c.memberCommand(sub, args) || c.leaderCommand(sub, args) || c.callCommand(sub, args) {
 			return
 		}
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try SYNOD HELP.", args[1]))

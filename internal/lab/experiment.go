@@ -129,7 +129,7 @@ func experimentAllCommand() *cobra.Command {
 	f.StringVar(&out, "out", "", "output directory of the runs (default ./results/all-<timestamp>)")
 	f.StringVar(&doc, "doc", "docs/REPRODUCTION.md", "the report written")
 	f.StringVar(&plots, "plots", "docs/reproduction", "directory the report's PNG plots are copied into")
-	f.StringSliceVar(&only, "only", nil, "run only these experiments (comma-separated names)")
+	f.StringSliceVar(&only, "only", nil, "run only these experiments (comma-separated names); the other experiments' sections of an existing --doc are kept")
 	f.DurationVar(&duration, "duration", 0, "measured length of each cell (default: each experiment's)")
 	f.BoolVar(&quick, "quick", false, "short cells, for a quick pass")
 	f.IntVar(&reps, "repeat", 0, "runs of every cell (default: each experiment's, else 3)")
