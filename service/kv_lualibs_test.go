@@ -66,3 +66,31 @@ func TestEvalShebang(t *testing.T) {
 		}
 	}
 }
+
+// TestFunctionFlags: register_function's named arguments are checked as
+// Redis checks them; no-writes makes a function read-only, and FCALL_RO
+// runs only such functions.
+func TestFunctionFlags(t *testing.T) {
+	lib := "#!lua name=l\nredis.register_function{function_name='ro', callback=function() return redis.pcall('set', 'x', 1) end, flags={'no-writes'}}\n" +
+		"redis.register_function{function_name='rw', callback=function() return 1 end, description='d'}"
+	for _, c := range []struct{ mode, want string }{
+		{"fcall:rw", "(integer) 1"},
+		{"ro:fcall:rw", "(error) ERR Can not execute a script with write flag using *_ro command."},
+		{"ro:fcall:ro", "(error) ERR Redis commands cannot be run here"}, // allowed; no command mapping in this test
+	} {
+		if got := newKVState().Apply(op("eval", "x", c.mode, lib, "0")).String(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %s, want %s", c.mode, got, c.want)
+		}
+	}
+	for body, want := range map[string]string{
+		"redis.register_function()":    "wrong number of arguments to redis.register_function",
+		"redis.register_function('f')": "calling redis.register_function with a single argument is only applicable to Lua table",
+		"redis.register_function{function_name='f', callback=function() end, description=1}":     "description argument given to redis.register_function must be a string",
+		"redis.register_function{function_name='f', callback=function() end, flags='no-writes'}": "flags argument to redis.register_function must be a table representing function flags",
+		"redis.register_function{function_name='f', callback=function() end, flags={'bad'}}":     "unknown flag given",
+	} {
+		if _, msg := CheckLibrary([]byte("#!lua name=l\n" + body)); !strings.Contains(msg, want) {
+			t.Errorf("%s: %q, want %q", body, msg, want)
+		}
+	}
+}

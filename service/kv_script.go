@@ -205,7 +205,7 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 	}
 	name := strings.TrimPrefix(mode, "fcall:")
 	run.name = name
-	fns, msg := LoadLibrary(L, body)
+	fns, noWrites, msg := loadLibrary(L, body)
 	if msg != "" {
 		return nil, Errorf("%s", msg)
 	}
@@ -213,6 +213,10 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 	if !ok {
 		return nil, Errorf("Function not found")
 	}
+	if run.readOnly && !noWrites[name] {
+		return nil, Errorf("ERR Can not execute a script with write flag using *_ro command.")
+	}
+	run.readOnly = run.readOnly || noWrites[name]
 	return f, Result{}
 }
 
@@ -256,6 +260,17 @@ func evalShebang(src string) (string, bool, string) {
 // line) with redis.register_function available, and returns the functions
 // it registered. The gateway calls it to check FUNCTION LOAD.
 func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string) {
+	fns, _, msg := loadLibrary(L, code)
+	return fns, msg
+}
+
+// functionFlags are the flags redis.register_function accepts.
+var functionFlags = map[string]bool{"no-writes": true, "allow-oom": true, "allow-stale": true, "no-cluster": true, "allow-cross-slot-keys": true}
+
+// loadLibrary is LoadLibrary; it also returns the functions flagged
+// no-writes (they run read-only; FCALL_RO runs only them).
+func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[string]bool, string) {
+	noWrites := map[string]bool{}
 	src := string(code)
 	if i := strings.IndexByte(src, '\n'); strings.HasPrefix(src, "#!") {
 		if i < 0 {
@@ -269,8 +284,12 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 	reg := L.NewFunction(func(L *lua.LState) int {
 		var name string
 		var fn *lua.LFunction
+		ro := false
 		switch a := L.Get(1).(type) {
 		case lua.LString:
+			if L.GetTop() == 1 {
+				L.RaiseError("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+			}
 			if L.GetTop() != 2 {
 				L.RaiseError("wrong number of arguments to redis.register_function")
 			}
@@ -282,7 +301,7 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 			fn = f
 		case *lua.LTable:
 			var bad string
-			a.ForEach(func(k, v lua.LValue) {
+			for k, v := a.Next(lua.LNil); k != lua.LNil && bad == ""; k, v = a.Next(k) {
 				switch k.String() {
 				case "function_name":
 					if s, ok := v.(lua.LString); ok {
@@ -296,11 +315,28 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 					} else {
 						bad = "callback argument given to redis.register_function must be a function"
 					}
-				case "description", "flags":
+				case "description":
+					if _, ok := v.(lua.LString); !ok {
+						bad = "description argument given to redis.register_function must be a string"
+					}
+				case "flags":
+					t, ok := v.(*lua.LTable)
+					if !ok {
+						bad = "flags argument to redis.register_function must be a table representing function flags"
+						break
+					}
+					for i := 1; i <= t.Len(); i++ {
+						f, ok := t.RawGetInt(i).(lua.LString)
+						if !ok || !functionFlags[string(f)] {
+							bad = "unknown flag given"
+							break
+						}
+						ro = ro || f == "no-writes"
+					}
 				default:
 					bad = "unknown argument given to redis.register_function"
 				}
-			})
+			}
 			if bad != "" {
 				L.RaiseError("%s", bad)
 			}
@@ -310,6 +346,11 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 			if fn == nil {
 				L.RaiseError("redis.register_function must get a callback argument")
 			}
+		case *lua.LNilType:
+			if L.GetTop() == 0 {
+				L.RaiseError("wrong number of arguments to redis.register_function")
+			}
+			L.RaiseError("first argument to redis.register_function must be a string")
 		default:
 			L.RaiseError("first argument to redis.register_function must be a string")
 		}
@@ -317,22 +358,23 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 			L.RaiseError("Function already exists in the library")
 		}
 		fns[name] = fn
+		noWrites[name] = ro
 		return 0
 	})
 	redis.RawSetString("register_function", reg)
 	defer redis.RawSetString("register_function", lua.LNil)
 	fn, err := L.Load(strings.NewReader(src), "user_function")
 	if err != nil {
-		return nil, "Error compiling function: " + luaMessage(err)
+		return nil, nil, "Error compiling function: " + luaMessage(err)
 	}
 	L.Push(fn)
 	if err := L.PCall(0, 0, nil); err != nil {
-		return nil, "Error registering functions: " + luaMessage(err)
+		return nil, nil, "Error registering functions: " + luaMessage(err)
 	}
 	if len(fns) == 0 {
-		return nil, "No functions registered"
+		return nil, nil, "No functions registered"
 	}
-	return fns, ""
+	return fns, noWrites, ""
 }
 
 // CheckLibrary runs a function library's code as FUNCTION LOAD does (no
