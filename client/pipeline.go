@@ -15,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Pipelining over gRPC (api/synod.proto, rpc Pipeline).
@@ -400,8 +401,7 @@ func (sc *scall) retryable() bool {
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return true
 	case codes.OK:
-		e := &Error{Msg: sc.reply.GetResponse().GetResult().GetErr()}
-		return e.Code() == "TRYAGAIN"
+		return replyError(sc.reply.GetResponse().GetResult().GetErr()).Kind == synoderr.TryAgain
 	}
 	return false
 }
@@ -723,7 +723,7 @@ func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (
 	}
 	r := sc.reply
 	if code := codes.Code(r.GetCode()); code != codes.OK {
-		return nil, service.Result{}, true, status.Error(code, r.GetMessage())
+		return nil, service.Result{}, true, statusError(status.Error(code, r.GetMessage()))
 	}
 	if r.GetResponse() == nil {
 		return nil, service.Result{}, true, errors.New("client: a call's reply has no response")

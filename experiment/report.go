@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // ReportOptions configure RunAll.
@@ -25,6 +27,9 @@ type ReportOptions struct {
 	Doc, PlotDir string
 	// Command is the command line printed at the top of the report.
 	Command string
+	// Args are flags for one experiment, by name (its Flags: "--mode",
+	// "sim"), parsed before it runs and printed in its section's command.
+	Args map[string][]string
 }
 
 // ReportRun is one experiment's part of the report.
@@ -33,6 +38,7 @@ type ReportRun struct {
 	Table   string // PrintTable's text (with the claims)
 	Plots   []string
 	Err     error
+	Args    []string // the experiment's own flags (ReportOptions.Args)
 }
 
 // RunAll runs the experiments one after another (each with its own output
@@ -93,8 +99,16 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 		if o.Stdout != nil {
 			ro.Stdout = io.MultiWriter(&buf, o.Stdout)
 		}
+		args := o.Args[e.Name()]
+		if len(args) > 0 {
+			fs := pflag.NewFlagSet(e.Name(), pflag.ContinueOnError)
+			e.Flags(fs)
+			if err := fs.Parse(args); err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+		}
 		res, err := Run(ctx, e, ro)
-		rr := ReportRun{Results: res, Table: buf.String(), Err: err}
+		rr := ReportRun{Results: res, Table: buf.String(), Err: err, Args: args}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e.Name(), err))
 		}
@@ -312,8 +326,8 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 			fmt.Fprintf(w, "\n## Seed %s\n", strings.TrimPrefix(s, "seed"))
 		}
 		fmt.Fprintf(w, "\n### %s\n\n%s\n\n", res.Experiment, res.Description)
-		fmt.Fprintf(w, "Command: `synod-lab experiment run %s%s`; %d run(s) per cell; loadavg %s → %s.\n\n",
-			res.Experiment, quickFlag(res.Quick), res.Reps, orDefault(res.LoadAvg[0], "n/a"), orDefault(res.LoadAvg[1], "n/a"))
+		fmt.Fprintf(w, "Command: `synod-lab experiment run %s%s%s`; %d run(s) per cell; loadavg %s → %s.\n\n",
+			res.Experiment, quickFlag(res.Quick), argsFlag(r.Args), res.Reps, orDefault(res.LoadAvg[0], "n/a"), orDefault(res.LoadAvg[1], "n/a"))
 		if r.Err != nil {
 			fmt.Fprintf(w, "**Errors:** %s\n\n", mdCell(r.Err.Error()))
 		}
@@ -358,6 +372,13 @@ func seedOf(name string) string {
 		return s
 	}
 	return name
+}
+
+func argsFlag(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return " " + strings.Join(args, " ")
 }
 
 func quickFlag(q bool) string {

@@ -188,6 +188,9 @@ type Node struct {
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
 	remotes map[string]*remoteCluster // other clusters nested calls go to (remote.go)
 	pubsub  pubsubPeers               // the gateway's handler of peers' pub/sub messages (pubsub.go)
+	// gossipNudge asks for a leader gossip round now (leadergossip.go);
+	// nil without sharded namespaces.
+	gossipNudge chan struct{}
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -494,6 +497,10 @@ func (n *Node) start() error {
 		go n.loops[ns.Name].run(starts[ns.Name])
 	}
 
+	if len(n.groupOf) > 0 {
+		n.bg.Add(1)
+		go n.leaderGossip() // leadergossip.go
+	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
 	n.m.registerErrors(string(n.id), n.gw)

@@ -119,7 +119,7 @@ func (e *Sim) Claims(d experiment.Data) []experiment.Claim {
 	e.summary(d.Ours, &rows)
 	var all []experiment.Sample
 	for k, m := range d.Samples {
-		if strings.HasPrefix(k, "case=") {
+		if strings.HasPrefix(k, "case=") && !strings.HasPrefix(k, "case=live") { // the simulated cells only
 			for _, s := range m {
 				all = append(all, s)
 			}

@@ -147,7 +147,7 @@
 //
 // # Live execution (issue 15 item 6, "live on this machine's cores")
 //
-// Live, eve's executor spins each step's cost (Engine.Cost: local_cost for
+// Live, eve's executor does each step's cost as CPU work (Engine.Cost: local_cost for
 // a local step) on a real core and parallelises a slot only over a
 // sharded state (service.ShardedState); adam's state, service.NestedState
 // with its suspended requests, is not one. So live, a slot's steps run one

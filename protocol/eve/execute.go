@@ -196,7 +196,7 @@ func (a *Eve) execute(b *batch, seq bool, dec *decision) {
 	r.cur = x
 	job := &execJob{
 		Slot: b.Slot, State: x.spec, Svc: a.confSvc, Entries: b.Entries, Skip: x.skip,
-		Sequential: seq, Cores: a.cores, ExecCost: a.execCost, HashCost: a.hashCost, Cost: a.cost,
+		Sequential: seq, Cores: a.cores, ExecCost: a.execCost, HashCost: a.hashCost, Cost: a.cost, WorkPerMs: a.workPerMs,
 		Corrupt: a.corrupt && !seq,
 	}
 	a.startEffect(x.id, job)
@@ -214,6 +214,7 @@ func (a *Eve) onExecuted(id uint64, res *execResult) {
 		a.stats.ParallelBatches += res.Batches
 		a.stats.Requests += len(x.b.Entries)
 		a.stats.Executions++
+		a.stats.ExecTime += res.Makespan
 	}
 	if x.seq {
 		// Sequential re-execution needs no second verification: it is
