@@ -131,6 +131,7 @@ func (c *conn) exec(args [][]byte) {
 	}
 	start := time.Now()
 	defer func() { c.s.cmds.called(name, time.Since(start)) }()
+	c.feedMonitors(name, args) // monitor.go
 	if !c.authed && !cmd.noAuth {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
