@@ -131,11 +131,11 @@ func (c *conn) exec(args [][]byte) {
 	}
 	start := time.Now()
 	defer func() { c.s.cmds.called(name, time.Since(start)) }()
-	c.feedMonitors(name, args) // monitor.go
 	if !c.authed && !cmd.noAuth {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
 	}
+	c.feedMonitors(name, args) // monitor.go: after the login check, so a refused command is not shown
 	if c.refuseSubscribed(name) {
 		return
 	}
