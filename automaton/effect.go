@@ -85,6 +85,11 @@ type ExecEnv struct {
 	// node, the incarnation and the kind); use it for any modelled
 	// nondeterminism, such as the interleaving of conflicting operations.
 	Rand *rand.Rand
+	// WorkPerMs is how many iterations of cpuwork.Work make a millisecond
+	// of CPU on this machine, measured once per process by the live
+	// runtime (cpuwork.Calibrate); 0 in simulation, where modelled work is
+	// virtual time.
+	WorkPerMs float64
 }
 
 // Executor carries out effects of one kind for one automaton instance.

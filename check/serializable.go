@@ -660,12 +660,9 @@ type srTry struct {
 }
 
 func cloneState(svc service.Service, st service.State) service.State {
-	if c, ok := st.(interface{ Clone() service.State }); ok {
-		return c.Clone()
-	}
-	n := svc.NewState()
-	if err := n.Restore(st.Snapshot()); err != nil {
-		panic("check: a service cannot restore its own snapshot: " + err.Error())
+	n, err := service.CloneState(svc, st)
+	if err != nil {
+		panic("check: " + err.Error())
 	}
 	return n
 }

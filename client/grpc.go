@@ -25,6 +25,7 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // The gRPC transport.
@@ -130,6 +131,7 @@ type GRPC struct {
 	client uint64
 	seq    atomic.Uint64
 	lanes  lanes // client ids of concurrent requests (lanes.go)
+	glanes lanes // identities of named pipeline messages (pipeline.go)
 
 	mu      sync.Mutex
 	cur     int
@@ -236,6 +238,7 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 	}
 	var b [8]byte
 	c := &GRPC{opts: opts, nodeIDs: make([]string, len(addrs))}
+	c.glanes.init = true // no own lane: every named message has a client id of its own
 	c.life, c.lifeCancel = context.WithCancel(context.Background())
 	for c.client == 0 {
 		if _, err := crand.Read(b[:]); err != nil {
@@ -329,6 +332,7 @@ func (c *GRPC) Namespaces(ctx context.Context) ([]*synodpb.Namespace, error) {
 		var resp *synodpb.NamespacesResponse
 		if err == nil {
 			resp, err = g.stub.Namespaces(c.withAuth(actx), &synodpb.NamespacesRequest{})
+			err = statusError(err)
 		}
 		cancel()
 		if err == nil {
@@ -359,6 +363,7 @@ type nsProps struct {
 	idempotent bool   // a retry with the same (client id, seq) takes effect once
 	fanout     bool   // clients send to every node (fanout.go)
 	hasLeader  bool   // the protocol has a leader to watch (failover.go)
+	atomic     bool   // the protocol applies atomic groups
 }
 
 // nsProps returns namespace ns's properties for a request of ops. Unknown
@@ -371,7 +376,7 @@ func (c *GRPC) nsProps(ctx context.Context, ns string, ops ...service.Op) (nsPro
 	}
 	for i, n := range nss {
 		if n.GetName() == ns || (ns == "" && i == 0) {
-			p := nsProps{name: n.GetName(), idempotent: n.GetIdempotentRetry(), fanout: n.GetClientFanout(), hasLeader: n.GetHasLeader()}
+			p := nsProps{name: n.GetName(), idempotent: n.GetIdempotentRetry(), fanout: n.GetClientFanout(), hasLeader: n.GetHasLeader(), atomic: n.GetAtomicGroups()}
 			if svc, err := service.Lookup(n.GetService()); err == nil {
 				p.read = true
 				for _, op := range ops {
@@ -422,7 +427,7 @@ func (c *GRPC) DoGroup(ctx context.Context, ns string, ops []service.Op, o OpOpt
 		return nil, err
 	}
 	if res.Type == service.ResultErr {
-		return nil, &Error{Msg: res.Err}
+		return nil, replyError(res.Err)
 	}
 	if len(resp.GetResults()) != len(ops) {
 		return nil, fmt.Errorf("client: group of %d operations answered with %d results", len(ops), len(resp.GetResults()))
@@ -507,8 +512,8 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 		g := c.conns[idx]
 		resp, res, sent, err := try(ctx, g, req)
 		if err == nil {
-			e := &Error{Msg: res.Err}
-			if res.Type != service.ResultErr || e.Code() != "TRYAGAIN" {
+			e := replyError(res.Err)
+			if res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
 				c.prefer(idx)
 				return resp, res, nil
 			}
@@ -572,7 +577,7 @@ func (c *GRPC) do(ctx context.Context, kind, key string, args ...[]byte) (servic
 		return res, err
 	}
 	if res.Type == service.ResultErr {
-		return res, &Error{Msg: res.Err}
+		return res, replyError(res.Err)
 	}
 	return res, nil
 }
@@ -735,7 +740,7 @@ func (c *GRPC) Begin(ctx context.Context, ns string) (*Txn, error) {
 		_, res, sent, err := c.attempt(ctx, g, req)
 		if err == nil {
 			if res.Type == service.ResultErr {
-				return nil, &Error{Msg: res.Err}
+				return nil, replyError(res.Err)
 			}
 			c.prefer(idx)
 			return &Txn{c: c, g: g, ns: req.Namespace, id: id}, nil
@@ -759,7 +764,7 @@ func (c *GRPC) attempt(ctx context.Context, g *gconn, req *synodpb.Request) (*sy
 	var pr peer.Peer // set only if the request got onto a connection
 	resp, err := g.stub.Do(c.withAuth(actx), req, grpc.Peer(&pr))
 	if err != nil {
-		return nil, service.Result{}, pr.Addr != nil, err
+		return nil, service.Result{}, pr.Addr != nil, statusError(err)
 	}
 	if resp.GetSilent() {
 		return resp, service.Result{}, true, nil // a fanout's "not mine to answer"
@@ -804,7 +809,7 @@ func (t *Txn) step(ctx context.Context, action synodpb.TxnStep_Action, op *servi
 func (t *Txn) Do(ctx context.Context, op service.Op) (service.Result, error) {
 	res, err := t.step(ctx, synodpb.TxnStep_OP, &op)
 	if err == nil && res.Type == service.ResultErr {
-		err = &Error{Msg: res.Err}
+		err = replyError(res.Err)
 	}
 	return res, err
 }
@@ -819,11 +824,11 @@ func (t *Txn) Commit(ctx context.Context) error {
 	if err != nil || res.Type != service.ResultErr {
 		return err
 	}
-	e := &Error{Msg: res.Err}
+	e := replyError(res.Err)
 	switch {
-	case e.Code() == "EXECABORT", strings.HasPrefix(res.Err, automaton.ErrNoSuchTxn):
+	case e.Kind == synoderr.Aborted, strings.HasPrefix(res.Err, automaton.ErrNoSuchTxn):
 		return fmt.Errorf("client: commit of transaction %v: %s: %w", t.id, res.Err, ErrTxnAborted)
-	case e.Code() == "TRYAGAIN":
+	case e.Kind == synoderr.TryAgain:
 		e.unknown = true
 	}
 	return e
@@ -833,7 +838,7 @@ func (t *Txn) Commit(ctx context.Context) error {
 func (t *Txn) Abort(ctx context.Context) error {
 	res, err := t.step(ctx, synodpb.TxnStep_ABORT, nil)
 	if err == nil && res.Type == service.ResultErr {
-		err = &Error{Msg: res.Err}
+		err = replyError(res.Err)
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -14,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Pipelining over gRPC (api/synod.proto, rpc Pipeline).
@@ -43,18 +45,38 @@ import (
 //     order Pipeline.Do queued them; for concurrent callers, the order
 //     their requests reached the writer). Elsewhere the node keeps the
 //     order of a stream's requests on the same key only.
-//   - Retries follow the package doc's rules with one difference: a
-//     pipelined request runs under the stream's identity (it may share an
-//     atomic group with others), so a write that may have reached a node is
-//     never resubmitted, even where the namespace deduplicates retries: its
-//     error wraps ErrUnknownOutcome. Reads, and requests never sent (still
-//     queued when the stream broke), are retried at the next address. A
-//     broken stream is replaced by a new one on the next request, so a
-//     node's restart fails only the requests in flight at the time.
+//   - Named groups (exactly once). Where the namespace's protocol applies
+//     atomic groups and deduplicates retries (idempotent_retry: paxos,
+//     pb, pbpaxos), the writer sends the single-operation calls without
+//     options it finds queued together as named messages: one atomic
+//     group per message under an identity of its own (a lane: a client
+//     id of the client's with its next seq, PipelineRequest client_id and
+//     seq), at most 256 calls of one namespace and read mode, about 1 MiB.
+//     When the stream fails before a named call's reply came (the node was
+//     killed, the connection broke) or the node answers it with an unknown
+//     outcome (UNAVAILABLE, DEADLINE_EXCEEDED, TRYAGAIN), the message's
+//     group is resubmitted once, through Do with the same identity and
+//     ops, with Do's fail-over (failover.go: at the newly notified
+//     leader): the namespace's session table applies it once and answers
+//     its first outcome, which answers each call of the message. So no
+//     such call ends with an unknown outcome while a node can still
+//     answer it (TestPipelineLeaderKillGRPC in livetest). A lane is used
+//     by one message at a time and reused once every call of the message
+//     is answered (dropped when one was abandoned), so protocols that keep
+//     only a client's latest seq deduplicate it too.
+//   - Other retries follow the package doc's rules with one difference: a
+//     pipelined request that is not in a named message runs under the
+//     stream's identity (it may share an atomic group with others), so a
+//     write that may have reached a node is never resubmitted, even where
+//     the namespace deduplicates retries: its error wraps
+//     ErrUnknownOutcome. Reads, and requests never sent (still queued when
+//     the stream broke), are retried at the next address. A broken stream
+//     is replaced by a new one on the next request, so a node's restart
+//     fails only the requests in flight at the time.
 //   - Leaders. Requests go to the namespace's leader when the client knows
 //     it (failover.go's notifications), else to the address that last
-//     answered; they are not resubmitted at a newly notified leader (Do's
-//     stub does that for deduplicated namespaces).
+//     answered; only named messages are resubmitted at a newly notified
+//     leader (above).
 //   - Not pipelined: transaction steps (Begin, Txn), and requests of
 //     client_fanout namespaces (fanout.go), which go through Do.
 //   - Cancellation. A request whose context ends is abandoned: if it was not
@@ -170,7 +192,7 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 			}
 		}
 		if st != nil {
-			pre[i].first = &scall{req: req, done: make(chan struct{})}
+			pre[i].first = &scall{req: req, done: make(chan struct{}), named: namedCall(props, req)}
 			batch = append(batch, pre[i].first)
 		}
 	}
@@ -296,6 +318,7 @@ func (c *GRPC) sendPiped(ctx context.Context, req *synodpb.Request, kind string,
 // calls, as many per message as are queued (within maxCallBytes), a
 // reader matches replies to calls by id.
 type gstream struct {
+	c      *GRPC
 	s      synodpb.Synod_PipelineClient
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes the writer (capacity 1)
@@ -311,10 +334,137 @@ type gstream struct {
 type scall struct {
 	id    uint64
 	req   *synodpb.Request
-	sent  bool // handed to the stream: it may have reached the node
+	sent  bool  // handed to the stream: it may have reached the node
+	named bool  // may go in a named message (namedCall)
+	msg   *nmsg // its named message, set with sent (under the stream's mu)
 	done  chan struct{}
 	reply *synodpb.CallReply
 	err   error
+}
+
+// namedCall reports whether req, a pipelined call on a namespace of
+// properties p, goes in a named message (the package doc's "Named
+// groups"; the server's rule is gateway/grpcserver's kind joinBatch).
+func namedCall(p nsProps, req *synodpb.Request) bool {
+	op := req.GetOp()
+	return p.atomic && p.idempotent && !p.fanout && op != nil && len(req.GetOps()) == 0 &&
+		req.GetTxn() == nil && !req.GetFanout() && len(req.GetOptions()) == 0 && req.GetOpId() == "" &&
+		len(req.GetPrev()) == 0 && !req.GetStrict() && op.GetKind() != service.GuardKind &&
+		req.GetClientId() == 0 && req.GetSeq() == 0
+}
+
+// maxNamed bounds the calls of a named message (the server's batch bound).
+const maxNamed = 256
+
+// nmsg is a named message: its calls are one atomic group under its
+// lane's identity (client id, seq).
+type nmsg struct {
+	c     *GRPC
+	lane  *lane
+	seq   uint64
+	calls []*scall
+	size  int
+	left  atomic.Int32 // calls not yet finished (finish)
+	drop  atomic.Bool  // a call was abandoned: the lane is not reused
+	once  sync.Once
+	done  chan struct{} // closed when the resubmission ended
+	resp  *synodpb.Response
+	err   error
+}
+
+// fits reports whether sc, of n bytes, may join m.
+func (m *nmsg) fits(sc *scall, n int) bool {
+	f := m.calls[0].req
+	return len(m.calls) < maxNamed && m.size+n <= maxCallBytes &&
+		sc.req.GetNamespace() == f.GetNamespace() && sc.req.GetRead() == f.GetRead()
+}
+
+// finish records that one call of m is done with; the lane goes back once
+// all are, unless one was abandoned (kept false).
+func (m *nmsg) finish(kept bool) {
+	if !kept {
+		m.drop.Store(true)
+	}
+	if m.left.Add(-1) == 0 && !m.drop.Load() {
+		m.c.glanes.put(m.lane)
+	}
+}
+
+// retryable reports whether a named call's reply leaves its outcome
+// unknown: the stream failed, or the node answered UNAVAILABLE,
+// DEADLINE_EXCEEDED or TRYAGAIN.
+func (sc *scall) retryable() bool {
+	if sc.err != nil {
+		return true
+	}
+	switch codes.Code(sc.reply.GetCode()) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	case codes.OK:
+		return replyError(sc.reply.GetResponse().GetResult().GetErr()).Kind == synoderr.TryAgain
+	}
+	return false
+}
+
+// resubmit answers sc, a call of m whose outcome was left unknown, from
+// one resubmission of m's group (shared by its calls): Do with m's
+// identity and ops, with Do's fail-over and retries.
+func (m *nmsg) resubmit(ctx context.Context, sc *scall) (*synodpb.Response, service.Result, bool, error) {
+	m.once.Do(func() { go m.run() })
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		return nil, service.Result{}, true, status.FromContextError(ctx.Err()).Err()
+	}
+	if m.err != nil {
+		return nil, service.Result{}, true, m.err
+	}
+	r := m.resp
+	res := r.GetResult()
+	if len(m.calls) > 1 && res.GetErr() == "" {
+		if len(r.GetResults()) != len(m.calls) {
+			return nil, service.Result{}, true, fmt.Errorf("client: a resubmitted group of %d calls answered %d results", len(m.calls), len(r.GetResults()))
+		}
+		for i, c := range m.calls {
+			if c == sc {
+				res = r.GetResults()[i]
+			}
+		}
+	}
+	v, err := synodpb.ToResult(res)
+	return &synodpb.Response{Result: res, OpId: r.GetOpId(), Options: r.GetOptions()}, v, true, err
+}
+
+// run resubmits m's group (resubmit).
+func (m *nmsg) run() {
+	defer close(m.done)
+	c := m.c
+	first := m.calls[0].req
+	req := &synodpb.Request{Namespace: first.GetNamespace(), ClientId: m.lane.client, Seq: m.seq, Read: first.GetRead()}
+	ops := make([]service.Op, len(m.calls))
+	for i, sc := range m.calls {
+		ops[i] = synodpb.ToOp(sc.req.GetOp())
+		if len(m.calls) > 1 {
+			req.Ops = append(req.Ops, sc.req.GetOp())
+		}
+	}
+	if len(m.calls) == 1 {
+		req.Op = first.GetOp()
+	}
+	ctx, cancel := context.WithTimeout(c.life, c.opts.Timeout)
+	defer cancel()
+	p, err := c.nsProps(ctx, req.Namespace, ops...)
+	if err != nil {
+		m.err = err
+		return
+	}
+	p.idempotent = true // the namespace's, checked when the message was formed
+	what := fmt.Sprintf("pipelined group of %d calls (request %x:%d) resubmitted after its outcome was left unknown", len(m.calls), req.ClientId, req.Seq)
+	if p.hasLeader && !c.opts.NoLeaderWatch {
+		m.resp, _, m.err = c.sendLeader(ctx, req, what, p)
+	} else {
+		m.resp, _, m.err = c.sendOne(ctx, req, what, p, -1, c.attempt)
+	}
 }
 
 // maxCallBytes is where the writer starts a new message.
@@ -344,7 +494,7 @@ func (c *GRPC) stream(ctx context.Context, g *gconn) (*gstream, error) {
 		cancel()
 		return nil, err
 	}
-	st = &gstream{s: s, cancel: cancel, kick: make(chan struct{}, 1), pending: map[uint64]*scall{}}
+	st = &gstream{c: c, s: s, cancel: cancel, kick: make(chan struct{}, 1), pending: map[uint64]*scall{}}
 	go st.writer()
 	go st.reader()
 	g.st = st
@@ -399,33 +549,55 @@ func (st *gstream) writer() {
 		}
 		q := st.queue
 		st.queue = nil
-		for _, sc := range q {
-			sc.sent = true
-			st.pending[sc.id] = sc
-		}
+		msgs := st.messages(q)
 		st.mu.Unlock()
-		var msg synodpb.PipelineRequest
-		size := 0
-		for i, sc := range q {
-			call := &synodpb.Call{Id: sc.id, Request: sc.req}
-			n := proto.Size(call)
-			if size > 0 && size+n > maxCallBytes {
-				if err := st.s.Send(&msg); err != nil {
-					st.fail(err)
-					return
-				}
-				msg.Calls, size = nil, 0
-			}
-			msg.Calls = append(msg.Calls, call)
-			size += n
-			if i == len(q)-1 {
-				if err := st.s.Send(&msg); err != nil {
-					st.fail(err)
-					return
-				}
+		for _, msg := range msgs {
+			if err := st.s.Send(msg); err != nil {
+				st.fail(err)
+				return
 			}
 		}
 	}
+}
+
+// messages makes the messages that carry q, in order (under st.mu): the
+// calls that may go in named messages in named messages (the package doc's
+// "Named groups"), the others in plain ones, each at most about
+// maxCallBytes; and hands every call to the stream (sent, pending).
+func (st *gstream) messages(q []*scall) []*synodpb.PipelineRequest {
+	var msgs []*synodpb.PipelineRequest
+	var msg *synodpb.PipelineRequest
+	var m *nmsg // msg's named message, nil for a plain one
+	size := 0
+	for _, sc := range q {
+		sc.sent = true
+		st.pending[sc.id] = sc
+		call := &synodpb.Call{Id: sc.id, Request: sc.req}
+		n := proto.Size(call)
+		switch {
+		case sc.named && (m == nil || !m.fits(sc, n)):
+			l := st.c.glanes.get()
+			l.seq++
+			m = &nmsg{c: st.c, lane: l, seq: l.seq, done: make(chan struct{})}
+			msg = &synodpb.PipelineRequest{ClientId: l.client, Seq: l.seq}
+			msgs = append(msgs, msg)
+			size = 0
+		case !sc.named && (msg == nil || m != nil || size+n > maxCallBytes):
+			m = nil
+			msg = &synodpb.PipelineRequest{}
+			msgs = append(msgs, msg)
+			size = 0
+		}
+		if m != nil {
+			m.calls = append(m.calls, sc)
+			m.size += n
+			m.left.Add(1)
+			sc.msg = m
+		}
+		msg.Calls = append(msg.Calls, call)
+		size += n
+	}
+	return msgs
 }
 
 // reader completes calls with their replies.
@@ -505,6 +677,9 @@ func (c *GRPC) attemptStream(ctx context.Context, g *gconn, req *synodpb.Request
 		}
 	}
 	sc := &scall{req: req, done: make(chan struct{})}
+	if p, err := c.nsProps(ctx, req.GetNamespace()); err == nil {
+		sc.named = namedCall(p, req)
+	}
 	if err := st.enqueue(sc); err != nil {
 		return nil, service.Result{}, false, err
 	}
@@ -529,15 +704,26 @@ func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (
 		case <-sc.done: // completed meanwhile
 		default:
 			sent := st.abandon(sc)
+			if m := sc.msg; m != nil {
+				m.finish(false)
+			}
 			return nil, service.Result{}, sent, status.FromContextError(cause).Err()
 		}
+	}
+	if m := sc.msg; m != nil {
+		if sc.retryable() {
+			resp, res, sent, err := m.resubmit(ctx, sc)
+			m.finish(err == nil)
+			return resp, res, sent, err
+		}
+		m.finish(true)
 	}
 	if sc.err != nil {
 		return nil, service.Result{}, sc.sent, sc.err
 	}
 	r := sc.reply
 	if code := codes.Code(r.GetCode()); code != codes.OK {
-		return nil, service.Result{}, true, status.Error(code, r.GetMessage())
+		return nil, service.Result{}, true, statusError(status.Error(code, r.GetMessage()))
 	}
 	if r.GetResponse() == nil {
 		return nil, service.Result{}, true, errors.New("client: a call's reply has no response")

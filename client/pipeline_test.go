@@ -286,3 +286,84 @@ func TestPipelineServerRestart(t *testing.T) {
 		t.Fatalf("read after the restart: %q %v %v", v, ok, err)
 	}
 }
+
+// applyThenHang is a node that applies a request to the shared replicated
+// state and then never answers it (it dies before its reply leaves), for
+// the requests hang selects.
+type applyThenHang struct {
+	*gatewaytest.AutomatonBackend
+	hang    func(automaton.Request) bool
+	entered chan automaton.RequestID
+}
+
+func (b *applyThenHang) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	resp, err := b.AutomatonBackend.Do(ctx, ns, req)
+	if err != nil || !b.hang(req) {
+		return resp, err
+	}
+	b.entered <- req.ID
+	<-ctx.Done()
+	return automaton.Response{}, ctx.Err()
+}
+
+// TestPipelineNamedResubmit: on a namespace that deduplicates retries
+// (Multi-Paxos, one replicated state served by two nodes), pipelined
+// writes whose node applied them and then stopped before answering are
+// resubmitted at the other node under their message's identity: each is
+// answered with its first outcome and applied once. Without the named
+// messages they ended with ErrUnknownOutcome.
+func TestPipelineNamedResubmit(t *testing.T) {
+	x := tctx(t)
+	shared := gatewaytest.MustAutomaton(t, "paxos", "kv")
+	hung := &applyThenHang{AutomatonBackend: shared, entered: make(chan automaton.RequestID, 16),
+		hang: func(req automaton.Request) bool {
+			return strings.HasPrefix(req.Op.Key, "l") || (len(req.Ops) > 0 && strings.HasPrefix(req.Ops[0].Key, "l"))
+		}}
+	a := startGRPCOver(t, hung, nil, grpcserver.Options{})
+	b := startGRPCOver(t, shared, nil, grpcserver.Options{})
+	c := newGRPC(t, []string{a.addr, b.addr}, Options{Pipeline: true, NoLeaderWatch: true, Timeout: 5 * time.Second})
+	if err := c.Set(x, "k", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	toks := []string{"t1", "t2", "t3", "t4", "t5"}
+	calls := make([]*Call, len(toks))
+	for i, tok := range toks {
+		calls[i] = c.Go(x, "", service.Op{Kind: "rpush", Key: "l", Args: [][]byte{[]byte(tok)}}, OpOptions{})
+	}
+	first := <-hung.entered // applied at node a, never answered
+	if first.Client == 0 {
+		t.Fatalf("the first group ran under no identity")
+	}
+	a.stop()
+	lens := map[int64]string{}
+	for i, call := range calls {
+		res, err := call.Result()
+		if err != nil || res.Type != service.ResultInt {
+			t.Fatalf("RPUSH %s: %v %v, want its list length (resubmitted at node b)", toks[i], res, err)
+		}
+		if prev, dup := lens[res.Int]; dup {
+			t.Fatalf("RPUSH %s and %s both answered length %d", prev, toks[i], res.Int)
+		}
+		lens[res.Int] = toks[i]
+	}
+	got, _, err := c.DoOp(x, "", service.Op{Kind: "lrange", Key: "l", Args: [][]byte{[]byte("0"), []byte("-1")}}, OpOptions{})
+	if err != nil || got.Type != service.ResultArray || len(got.Elems) != len(toks) {
+		t.Fatalf("LRANGE l: %v %v, want each of the %d tokens once", got, err, len(toks))
+	}
+	for i, e := range got.Elems {
+		if tok := lens[int64(i+1)]; string(e.Bytes) != tok {
+			t.Fatalf("position %d holds %q, but %q was answered length %d", i+1, e.Bytes, tok, i+1)
+		}
+	}
+	// The group applied at node a was answered by node b from its session
+	// table: the protocol saw its identity twice and applied it once.
+	seen := 0
+	for _, r := range shared.Log() {
+		if r.ID == first {
+			seen++
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("request %v reached the protocol %d times, want 2 (at node a, then resubmitted at node b)", first, seen)
+	}
+}

@@ -119,6 +119,9 @@ type UpOptions struct {
 	// into that many replica groups of Replicas nodes each (ShardLayout;
 	// 0: DefaultReplicas, or every node when there are fewer).
 	Shards, Replicas int
+	// Remotes are other Synod clusters the namespaces call (the cluster
+	// file's remotes; config/remotes.go).
+	Remotes []config.Remote
 }
 
 // Node is one member of a running cluster.
@@ -324,6 +327,7 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		DataDir:    filepath.Join(dir, DataDir),
 		Password:   opts.Password,
 		Namespaces: append([]config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params, Transport: opts.Transport}}, opts.Extra...),
+		Remotes:    opts.Remotes,
 	}
 	for i := range cfg.Namespaces {
 		shareDatabase(&cfg.Namespaces[i], dir, opts.Nodes)

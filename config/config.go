@@ -17,6 +17,7 @@
 //	    client: 127.0.0.1:6381 # Redis-protocol address
 //	    metrics: 127.0.0.1:9101 # optional: Prometheus /metrics and /debug/pprof
 //	    grpc: 127.0.0.1:7401   # optional: gRPC API (api/synod.proto)
+//	remotes: []                # other Synod clusters namespaces call; see remotes.go
 //	namespaces:
 //	  - name: default
 //	    protocol: abd
@@ -40,6 +41,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -135,6 +137,9 @@ type Cluster struct {
 	AllowBroken bool        `yaml:"allow_broken,omitempty"`
 	Nodes       []Node      `yaml:"nodes"`
 	Namespaces  []Namespace `yaml:"namespaces"`
+	// Remotes are other Synod clusters whose namespaces this cluster's
+	// namespaces call (remotes.go).
+	Remotes []Remote `yaml:"remotes,omitempty"`
 
 	// Path is the file the config was loaded from (not part of the YAML).
 	Path string `yaml:"-"`
@@ -158,6 +163,9 @@ func Load(path string) (*Cluster, error) {
 	}
 	if c.TLS != nil && !filepath.IsAbs(c.TLS.Dir) {
 		c.TLS.Dir = filepath.Join(filepath.Dir(path), c.TLS.Dir)
+	}
+	if err := c.resolveRemotePaths(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
@@ -277,6 +285,7 @@ func (c *Cluster) Validate() error {
 		}
 	}
 	c.validateShards(bad)
+	c.validateRemotes(bad)
 	c.validateCallees(bad)
 	c.validateSecurity(bad)
 	c.validateLimits(bad)
@@ -295,6 +304,18 @@ func (c *Cluster) validateCallees(bad func(field, f string, a ...any)) {
 	for i, ns := range c.Namespaces {
 		for _, callee := range automaton.Callees(ns.Protocol, ns.Params) {
 			f := fmt.Sprintf("namespaces[%d].params", i)
+			if remote, rns, ok := strings.Cut(callee, "/"); ok {
+				// A namespace of another cluster: its protocol is checked
+				// by that cluster when the call arrives (SYNOD CALL).
+				if _, listed := c.Remote(remote); !listed {
+					bad(f, "namespace %q (%s) calls %q, but this cluster file lists no remote cluster %q: add it under remotes (name, nodes' client addresses)",
+						ns.Name, ns.Protocol, callee, remote)
+				}
+				if !nameRE.MatchString(rns) {
+					bad(f, "namespace %q (%s) calls %q: %q is not a namespace name", ns.Name, ns.Protocol, callee, rns)
+				}
+				continue
+			}
 			p, ok := protocols[callee]
 			switch {
 			case !ok:

@@ -8,9 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // ReportOptions configure RunAll.
@@ -24,6 +27,9 @@ type ReportOptions struct {
 	Doc, PlotDir string
 	// Command is the command line printed at the top of the report.
 	Command string
+	// Args are flags for one experiment, by name (its Flags: "--mode",
+	// "sim"), parsed before it runs and printed in its section's command.
+	Args map[string][]string
 }
 
 // ReportRun is one experiment's part of the report.
@@ -32,6 +38,7 @@ type ReportRun struct {
 	Table   string // PrintTable's text (with the claims)
 	Plots   []string
 	Err     error
+	Args    []string // the experiment's own flags (ReportOptions.Args)
 }
 
 // RunAll runs the experiments one after another (each with its own output
@@ -55,14 +62,26 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 	if o.Out == "" {
 		o.Out = DefaultOut("all", time.Now())
 	}
+	// With Names, an earlier report's sections of the other experiments
+	// are kept (each says its own command and load), so that one seed's
+	// experiments can be re-run without re-running every seed's.
+	var kept []keptSection
+	if o.Doc != "" && len(o.Names) > 0 {
+		if b, err := os.ReadFile(o.Doc); err == nil {
+			kept = parseReport(string(b), o.Names)
+		}
+	}
 	if o.PlotDir != "" {
 		if err := os.MkdirAll(o.PlotDir, 0o755); err != nil {
 			return nil, err
 		}
-		// Plots of an earlier report are replaced, not accumulated.
+		// Plots of an earlier report are replaced, not accumulated (with
+		// Names: the plots of those experiments only).
 		old, _ := filepath.Glob(filepath.Join(o.PlotDir, "*.png"))
 		for _, f := range old {
-			os.Remove(f)
+			if len(o.Names) == 0 || slices.ContainsFunc(o.Names, func(n string) bool { return strings.HasPrefix(filepath.Base(f), n+"-") }) {
+				os.Remove(f)
+			}
 		}
 	}
 	start := time.Now()
@@ -80,8 +99,16 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 		if o.Stdout != nil {
 			ro.Stdout = io.MultiWriter(&buf, o.Stdout)
 		}
+		args := o.Args[e.Name()]
+		if len(args) > 0 {
+			fs := pflag.NewFlagSet(e.Name(), pflag.ContinueOnError)
+			e.Flags(fs)
+			if err := fs.Parse(args); err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+		}
 		res, err := Run(ctx, e, ro)
-		rr := ReportRun{Results: res, Table: buf.String(), Err: err}
+		rr := ReportRun{Results: res, Table: buf.String(), Err: err, Args: args}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e.Name(), err))
 		}
@@ -104,7 +131,7 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 		var b bytes.Buffer
 		WriteReport(&b, runs, reportHeader{
 			Command: o.Command, Started: start, Finished: time.Now(), Load: [2]string{load0, LoadAvg()},
-			Quick: o.Quick, Reps: o.Reps, DocDir: filepath.Dir(o.Doc),
+			Quick: o.Quick, Reps: o.Reps, DocDir: filepath.Dir(o.Doc), Kept: kept,
 		})
 		if err := os.WriteFile(o.Doc, b.Bytes(), 0o644); err != nil {
 			errs = append(errs, err)
@@ -123,18 +150,121 @@ type reportHeader struct {
 	Quick             bool
 	Reps              int
 	DocDir            string
+	// Kept are sections of an earlier report kept beside runs.
+	Kept []keptSection
+}
+
+// keptSection is one experiment's part of an earlier report: its rows of
+// the summary table, their verdicts, and its section (from "### name").
+type keptSection struct {
+	Name     string
+	Rows     []string
+	Verdicts []Verdict
+	Body     string
+}
+
+// parseReport returns the sections of an earlier report (WriteReport's
+// format) of every experiment not in rerun.
+func parseReport(doc string, rerun []string) []keptSection {
+	byName := map[string]*keptSection{}
+	var order []string
+	get := func(name string) *keptSection {
+		if k, ok := byName[name]; ok {
+			return k
+		}
+		k := &keptSection{Name: name}
+		byName[name] = k
+		order = append(order, name)
+		return k
+	}
+	lines := strings.Split(doc, "\n")
+	inTable := false
+	var cur *keptSection
+	for _, l := range lines {
+		switch {
+		case l == "| experiment | claim | verdict |":
+			inTable = true
+			continue
+		case inTable && strings.HasPrefix(l, "|---"):
+			continue
+		case inTable && strings.HasPrefix(l, "| "):
+			cells := strings.Split(l, " | ")
+			k := get(strings.TrimPrefix(cells[0], "| "))
+			k.Rows = append(k.Rows, l)
+			if v := Verdict(strings.TrimSuffix(cells[len(cells)-1], " |")); knownVerdict(v) {
+				k.Verdicts = append(k.Verdicts, v)
+			}
+			continue
+		case inTable:
+			inTable = false
+		}
+		switch {
+		case strings.HasPrefix(l, "### "):
+			cur = nil
+			if name := strings.TrimPrefix(l, "### "); !strings.HasPrefix(name, "(") {
+				cur = get(name)
+			}
+		case strings.HasPrefix(l, "## "):
+			cur = nil
+		}
+		if cur != nil {
+			cur.Body += l + "\n"
+		}
+	}
+	var out []keptSection
+	for _, n := range order {
+		if k := byName[n]; k.Body != "" && !slices.Contains(rerun, n) {
+			k.Body = strings.TrimRight(k.Body, "\n") + "\n"
+			out = append(out, *k)
+		}
+	}
+	return out
 }
 
 // WriteReport writes the Markdown report of runs.
 func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 	var all []Claim
+	counts := map[Verdict]int{}
 	for _, r := range runs {
 		if r.Results != nil {
 			all = append(all, r.Results.Claims...)
 		}
 	}
+	for v, n := range CountVerdicts(all) {
+		counts[v] += n
+	}
+	total := len(all)
+	for _, k := range h.Kept {
+		for _, v := range k.Verdicts {
+			counts[v]++
+			total++
+		}
+	}
+	// The report's parts in name order: this run's, and kept ones.
+	type part struct {
+		name string
+		run  *ReportRun
+		kept *keptSection
+	}
+	var parts []part
+	for i := range runs {
+		name := ""
+		if runs[i].Results != nil {
+			name = runs[i].Results.Experiment
+		}
+		parts = append(parts, part{name: name, run: &runs[i]})
+	}
+	for i := range h.Kept {
+		parts = append(parts, part{name: h.Kept[i].Name, kept: &h.Kept[i]})
+	}
+	if len(h.Kept) > 0 {
+		sort.SliceStable(parts, func(i, j int) bool { return parts[i].name < parts[j].name })
+	}
 	fmt.Fprintf(w, "# Reproduction report\n\n")
 	fmt.Fprintf(w, "Generated by `%s` (do not edit by hand: run it again). ", h.Command)
+	if len(h.Kept) > 0 {
+		fmt.Fprintf(w, "That command re-ran %d experiment(s); the sections of the %d others are kept from the earlier report, each with its own command and load. ", len(runs), len(h.Kept))
+	}
 	fmt.Fprintf(w, "Started %s, took %s; /proc/loadavg %s at the start and %s at the end "+
 		"(the machine is shared: live figures are noisy, and the verdicts are decided on repeated runs with that noise).",
 		h.Started.UTC().Format(time.RFC3339), h.Finished.Sub(h.Started).Round(time.Second), orDefault(h.Load[0], "n/a"), orDefault(h.Load[1], "n/a"))
@@ -142,7 +272,7 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 		fmt.Fprint(w, " **Quick pass** (`--quick`): short cells and small sizes, so more claims are inconclusive than in a full run.")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "\n**%d claims: %s.**\n\n", len(all), FormatCounts(CountVerdicts(all)))
+	fmt.Fprintf(w, "\n**%d claims: %s.**\n\n", total, FormatCounts(counts))
 	fmt.Fprintln(w, "How a verdict is decided (experiment/stats.go): every cell runs several times (`--repeat`, the run count is printed with each table); "+
 		"a claim is a test on those runs' values: the 95% interval of a ratio of means (percentile bootstrap), of a difference (Welch t), of a mean (t) "+
 		"or of a least-squares slope lies wholly on the claimed side of its threshold (**holds**), wholly on the other side (**does not hold**), "+
@@ -155,7 +285,14 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 	// Summary table of every claim.
 	fmt.Fprintln(w, "| experiment | claim | verdict |")
 	fmt.Fprintln(w, "|---|---|---|")
-	for _, r := range runs {
+	for _, p := range parts {
+		if p.kept != nil {
+			for _, row := range p.kept.Rows {
+				fmt.Fprintln(w, row)
+			}
+			continue
+		}
+		r := p.run
 		if r.Results == nil {
 			continue
 		}
@@ -169,7 +306,16 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 	fmt.Fprintln(w)
 
 	seed := ""
-	for _, r := range runs {
+	for _, p := range parts {
+		if p.kept != nil {
+			if s := seedOf(p.name); s != seed {
+				seed = s
+				fmt.Fprintf(w, "\n## Seed %s\n", strings.TrimPrefix(s, "seed"))
+			}
+			fmt.Fprintf(w, "\n%s\n", p.kept.Body)
+			continue
+		}
+		r := p.run
 		if r.Results == nil {
 			fmt.Fprintf(w, "\n### (failed before running)\n\n%v\n", r.Err)
 			continue
@@ -180,8 +326,8 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 			fmt.Fprintf(w, "\n## Seed %s\n", strings.TrimPrefix(s, "seed"))
 		}
 		fmt.Fprintf(w, "\n### %s\n\n%s\n\n", res.Experiment, res.Description)
-		fmt.Fprintf(w, "Command: `synod-lab experiment run %s%s`; %d run(s) per cell; loadavg %s → %s.\n\n",
-			res.Experiment, quickFlag(res.Quick), res.Reps, orDefault(res.LoadAvg[0], "n/a"), orDefault(res.LoadAvg[1], "n/a"))
+		fmt.Fprintf(w, "Command: `synod-lab experiment run %s%s%s`; %d run(s) per cell; loadavg %s → %s.\n\n",
+			res.Experiment, quickFlag(res.Quick), argsFlag(r.Args), res.Reps, orDefault(res.LoadAvg[0], "n/a"), orDefault(res.LoadAvg[1], "n/a"))
 		if r.Err != nil {
 			fmt.Fprintf(w, "**Errors:** %s\n\n", mdCell(r.Err.Error()))
 		}
@@ -226,6 +372,13 @@ func seedOf(name string) string {
 		return s
 	}
 	return name
+}
+
+func argsFlag(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return " " + strings.Join(args, " ")
 }
 
 func quickFlag(q bool) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Plans.
@@ -144,7 +145,7 @@ func (c *conn) check(p plan) plan {
 	for _, ops := range [2][]service.Op{p.guards, p.ops} {
 		for _, op := range ops {
 			if err := svc.Validate(op); err != nil {
-				return errPlan("%s", withCode(err.Error()))
+				return errPlan("%s", synoderr.Of(synoderr.Invalid, err.Error()).Error())
 			}
 			if msg := c.beyondRegister(ns.Name, ns.Protocol, ns.Service, op); msg != "" {
 				return errPlan("%s", msg)

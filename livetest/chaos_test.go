@@ -135,7 +135,7 @@ func TestChaosCatchesBrokenVariant(t *testing.T) {
 				if rep.History != "" {
 					os.Remove(rep.History)
 				}
-				if rep.Failed() {
+				if rep.Unsafe() {
 					return
 				}
 			}

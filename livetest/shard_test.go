@@ -48,12 +48,11 @@ func TestShardedClusterKillGroupLeader(t *testing.T) {
 	defer cancel()
 
 	// go-redis v9.22 reloads its slot table on MOVED/ASK or every
-	// ClusterStateReloadInterval (60 s by default), not after a failed dial.
-	// A node that does not replicate a shard and has not learned its leader
-	// names the shard's first node as master (docs/SHARDING.md); when that
-	// node is the one killed, the default client dials the dead node for up
-	// to 60 s (docs/ROBUSTNESS.md N10). 2 s is what a user wanting fast
-	// fail-over sets.
+	// ClusterStateReloadInterval (60 s by default), not after a failed dial:
+	// CLUSTER SLOTS names each shard's leader (leader gossip), so the
+	// default client dials the killed leader for up to 60 s
+	// (docs/ROBUSTNESS.md N10, docs/SHARDING.md). 2 s is what a user
+	// wanting fast fail-over sets.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second,
 		ClusterStateReloadInterval: 2 * time.Second})
 	defer cc.Close()
@@ -120,6 +119,11 @@ func TestShardedClusterKillGroupLeader(t *testing.T) {
 	}
 	killedAt.Store(time.Now().UnixNano())
 	t.Logf("kill -9 %s, the leader of %s", leader, ns.Shards[1].Name)
+	// A node that replicates none of s1 (n1) names s1's new leader as its
+	// master in CLUSTER SLOTS once s1 has elected one (leader gossip,
+	// node/leadergossip.go; docs/ROBUSTNESS.md N10).
+	learned := nonMemberLearnsLeader(t, ctx, c, addrs[0], ns, 1, leader)
+	t.Logf("n1's CLUSTER SLOTS named %s's new leader %s %v after the kill", ns.Shards[1].Name, learned.leader, learned.after.Round(time.Millisecond))
 	// go-redis keeps sending the shard's slots to the node it last knew as
 	// master until its slot table is reloaded (ClusterStateReloadInterval
 	// above, osscluster.go clusterStateHolder.Get); a Redis Cluster failover
@@ -209,6 +213,79 @@ func TestShardedClusterKillGroupLeader(t *testing.T) {
 	if lost > 0 {
 		t.Fatalf("%d of %d acknowledged writes lost", lost, len(goAcked))
 	}
+}
+
+type learnedLeader struct {
+	leader string
+	after  time.Duration // since the kill
+}
+
+// nonMemberLearnsLeader waits until shard gi's surviving members agree on
+// a leader other than killed, then until the node at addr (not a member)
+// names that leader first for the shard's slots in CLUSTER SLOTS; it fails
+// the test when that takes more than 30 s after the kill.
+func nonMemberLearnsLeader(t *testing.T, ctx context.Context, c *cluster.Cluster, addr string, ns config.Namespace, gi int, killed string) learnedLeader {
+	t.Helper()
+	start := time.Now()
+	group := config.GroupName(ns.Name, ns.Shards[gi].Name)
+	client := map[string]string{}
+	for _, m := range c.Config.Nodes {
+		client[m.ID] = m.Client
+	}
+	first, _, _ := strings.Cut(ns.Shards[gi].Slots, "-")
+	pc := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 3 * time.Second})
+	defer pc.Close()
+	var last any
+	for time.Since(start) < 30*time.Second {
+		var agreed string
+		for _, id := range ns.Shards[gi].Nodes {
+			if id == killed {
+				continue
+			}
+			l := infoLeader(ctx, client[id], group)
+			if l == "" || l == killed || (agreed != "" && l != agreed) {
+				agreed = ""
+				break
+			}
+			agreed = l
+		}
+		if agreed != "" {
+			cs, err := pc.ClusterSlots(ctx).Result()
+			last = cs
+			if err != nil {
+				last = err
+			}
+			for _, r := range cs {
+				if fmt.Sprint(r.Start) == first && len(r.Nodes) > 0 && r.Nodes[0].Addr == client[agreed] {
+					return learnedLeader{agreed, time.Since(start)}
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s (a non-member) does not name %s's new leader in CLUSTER SLOTS 30 s after %s was killed; last answer %v", addr, group, killed, last)
+	return learnedLeader{}
+}
+
+// infoLeader is the leader of group the node at addr names (INFO shards),
+// "" when none or unreachable.
+func infoLeader(ctx context.Context, addr, group string) string {
+	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: time.Second, DialTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	info, err := c.Info(ctx, "shards").Result()
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), group+":"); ok {
+			for _, kv := range strings.Split(rest, ",") {
+				if id, ok := strings.CutPrefix(kv, "leader="); ok {
+					return id
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // shardLeader asks the node at addr for group's leader until it names one

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -325,5 +326,40 @@ func TestNetPartition(t *testing.T) {
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	if strings.Contains(string(out), ns) {
 		t.Fatal("Close left namespace " + ns)
+	}
+}
+
+// TestFinalReadUnansweredFails: a final read no node answers within the wait
+// is counted, and a run with one fails (the namespace stayed down after the
+// faults healed), while Unsafe still means a violation or a lost write only.
+// The "node" is a listener that accepts connections and never replies.
+func TestFinalReadUnansweredFails(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	l := newLoad("paxos")
+	lost, unanswered := l.finalReads([]string{ln.Addr().String()}, []string{"a", "b"}, 300*time.Millisecond, true)
+	if unanswered != 2 || len(lost) != 0 {
+		t.Fatalf("silent node: %d unanswered, lost %v; want 2 unanswered, none lost", unanswered, lost)
+	}
+	rep := &Report{Unanswered: unanswered}
+	if !rep.Failed() || rep.Unsafe() {
+		t.Fatalf("Failed() = %v, Unsafe() = %v with %d unanswered; want true, false", rep.Failed(), rep.Unsafe(), unanswered)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	if !strings.Contains(out.String(), "stayed down") {
+		t.Fatalf("summary does not say the namespace stayed down:\n%s", out.String())
 	}
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
 )
 
@@ -21,9 +21,11 @@ import (
 // (callAttempt) or gets an error answer (TRYAGAIN, not leader), until one
 // answers or the node stops (a live node's incarnation ends with its
 // process). A namespace this cluster does not have, or one whose protocol
-// is not automaton.ServesNested, is refused with EffectDone.Err. Calls to
-// another Synod cluster are not done: Call.Namespace names a namespace of
-// this cluster.
+// is not automaton.ServesNested, is refused with EffectDone.Err. A
+// Call.Namespace of the form CLUSTER/NS names namespace NS of a remote
+// cluster of the cluster file (remote.go): the call goes over its Redis
+// protocol, and a cluster that answers no attempt within its timeout gets
+// the call answered EffectDone.Err.
 
 // callAttempt bounds one attempt of a nested call; callBackoff separates
 // attempts after an error answer.
@@ -37,7 +39,7 @@ const (
 func (n *Node) callTarget(ns string) error {
 	l := n.loops[ns]
 	if l == nil {
-		return fmt.Errorf("nested call: no namespace %q in this cluster (it serves %s; calls to other clusters are not supported)", ns, n.nsNames())
+		return fmt.Errorf("nested call: no namespace %q in this cluster (it serves %s; a namespace of another cluster is named CLUSTER/NAMESPACE, CLUSTER listed under remotes)", ns, n.nsNames())
 	}
 	if !automaton.ServesNested(l.ns.Protocol) {
 		return fmt.Errorf("nested call: namespace %q runs %s, which does not serve nested requests", ns, l.ns.Protocol)
@@ -57,7 +59,13 @@ func (l *nsLoop) runCall(o automaton.Effect) {
 	default:
 		err = fmt.Errorf("nested call: payload %T, want automaton.Call", o.Payload)
 	}
-	if err == nil {
+	remote, rns := config.SplitCallee(c.Namespace)
+	var rc *remoteCluster
+	if err == nil && remote != "" {
+		if rc = l.n.remotes[remote]; rc == nil {
+			err = fmt.Errorf("nested call to %s: the cluster file lists no remote cluster %q", c.Namespace, remote)
+		}
+	} else if err == nil {
 		err = l.n.callTarget(c.Namespace)
 	}
 	l.eff.wg.Add(1)
@@ -69,6 +77,13 @@ func (l *nsLoop) runCall(o automaton.Effect) {
 		}
 		req := c.Req
 		req.Nested = true
+		if rc != nil {
+			resp, err, ok := rc.call(l.n.stopping, rns, req)
+			if ok {
+				l.push(event{in: automaton.EffectDone{ID: o.ID, Result: resp, Err: err}})
+			}
+			return
+		}
 		if resp, ok := l.n.call(c.Namespace, req); ok {
 			l.push(event{in: automaton.EffectDone{ID: o.ID, Result: resp}})
 		}
@@ -87,7 +102,7 @@ func (n *Node) call(ns string, req automaton.Request) (automaton.Response, bool)
 			return resp, false
 		case err == nil && !resp.Result.IsErr():
 			return resp, true
-		case err == nil && !retryable(resp.Result.Err):
+		case err == nil && !automaton.RetryableAnswer(resp.Result.Err):
 			return resp, true // the callee's own answer (an error it would give every copy)
 		}
 		select {
@@ -96,16 +111,4 @@ func (n *Node) call(ns string, req automaton.Request) (automaton.Response, bool)
 		case <-time.After(callBackoff):
 		}
 	}
-}
-
-// retryable reports whether an error answer means "not now" (a leader
-// change, a timeout inside the protocol) rather than the operation's
-// outcome.
-func retryable(msg string) bool {
-	for _, p := range []string{"TRYAGAIN", "ERR timeout", "MOVED", "CLUSTERDOWN", "LOADING"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
 }

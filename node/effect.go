@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/automaton/cpuwork"
 )
 
 // Effects (automaton/effect.go) in the live runtime. An Effect is released
@@ -45,6 +46,7 @@ func (l *nsLoop) runEffect(o automaton.Effect) {
 		}
 		l.eff.execs = automaton.NewExecutors(automaton.ExecEnv{
 			Self: l.n.id, Namespace: l.ns.Name, Params: params, DataDir: dir, Run: run,
+			WorkPerMs: cpuwork.Calibrate(),
 		}, func(string) *rand.Rand {
 			var seed [8]byte
 			_, _ = crand.Read(seed[:])

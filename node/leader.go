@@ -20,6 +20,9 @@ func (l *nsLoop) noteLeader() {
 		return
 	}
 	id := l.lr.Leader()
+	if tr, ok := l.a.(automaton.TermReporter); ok {
+		l.term.Store(tr.Term())
+	}
 	if cur := l.leader.Load(); cur == nil || *cur != id {
 		old := automaton.NodeID("")
 		if cur != nil {
@@ -28,6 +31,9 @@ func (l *nsLoop) noteLeader() {
 		nid := id // only a change allocates: &id would move id to the heap on every pass
 		l.leader.Store(&nid)
 		l.announceLeader()
+		if l.n != nil && id == l.n.id {
+			l.n.nudgeLeaderGossip(l.ns.Name) // leadergossip.go
+		}
 		// One log line and the metrics per leadership change.
 		if l.log != nil {
 			l.log.Info("leader changed", "namespace", l.ns.Name, "from", string(old), "to", string(id))

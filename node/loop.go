@@ -116,6 +116,10 @@ type nsLoop struct {
 
 	lr     automaton.LeaderReporter
 	leader atomic.Pointer[automaton.NodeID]
+	// term is the automaton's term (automaton.TermReporter) when leader
+	// was last noted, 0 without one: the order of leader claims between
+	// nodes (leadergossip.go).
+	term atomic.Uint64
 
 	mRequests, mResponses, mPersists, mFsyncs, mIn, mOut prometheus.Counter
 	mLatency, mCommit, mBatchIn, mBatchPersist           prometheus.Observer

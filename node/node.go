@@ -58,8 +58,9 @@
 //
 // Nested requests (automaton.CallKind effects; seed 003 Adam) are carried
 // by call.go: the call is submitted to the named namespace of this same
-// node, as a client request, and retried with the same id until answered.
-// Calls to a namespace of another Synod cluster are not supported.
+// node, as a client request, and retried with the same id until answered;
+// a call to a namespace of another Synod cluster (the cluster file's
+// remotes) travels over that cluster's Redis protocol (remote.go).
 //
 // Storage is chosen by the cluster's durability and storage fields: the WAL
 // engine (or Pebble, storage: pebble) under data_dir/<node id> for fsync, or
@@ -178,13 +179,17 @@ type Node struct {
 	durable bool
 
 	loops   map[string]*nsLoop
-	nss     []config.Namespace    // the cluster file's namespaces, as clients name them
-	local   []config.Namespace    // the replica groups this node runs, one loop each
-	shards  map[string]*shardedNS // sharded namespaces by name (shard.go)
-	groupOf map[string]*shardedNS // the sharded namespace of each group (shard.go)
-	fwd     forwarder             // requests forwarded to other nodes' groups (shard.go)
-	mem     memberState           // live membership per namespace (membership.go)
-	place   placementCache        // Orca copies per namespace, for INFO (placement.go)
+	nss     []config.Namespace        // the cluster file's namespaces, as clients name them
+	local   []config.Namespace        // the replica groups this node runs, one loop each
+	shards  map[string]*shardedNS     // sharded namespaces by name (shard.go)
+	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
+	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
+	mem     memberState               // live membership per namespace (membership.go)
+	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
+	remotes map[string]*remoteCluster // other clusters nested calls go to (remote.go)
+	// gossipNudge asks for a leader gossip round now (leadergossip.go);
+	// nil without sharded namespaces.
+	gossipNudge chan struct{}
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -256,6 +261,9 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		n.durable = opts.Storage.Durability() == config.Fsync
 	}
 	n.initShards() // shard.go
+	if n.remotes, err = newRemotes(cfg); err != nil {
+		return nil, err
+	}
 	for _, g := range cfg.Groups() {
 		if !slices.Contains(g.Nodes, n.id) {
 			continue // a shard on other nodes: reached by forwarding (shard.go)
@@ -488,6 +496,10 @@ func (n *Node) start() error {
 		go n.loops[ns.Name].run(starts[ns.Name])
 	}
 
+	if len(n.groupOf) > 0 {
+		n.bg.Add(1)
+		go n.leaderGossip() // leadergossip.go
+	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
 	n.m.registerErrors(string(n.id), n.gw)
@@ -558,6 +570,9 @@ func (n *Node) shutdown() {
 		}
 		n.wg.Wait()
 		n.bg.Wait()
+		for _, rc := range n.remotes {
+			rc.close()
+		}
 		for _, l := range n.loops {
 			if l.store != nil {
 				l.store.Close()

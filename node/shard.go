@@ -83,8 +83,11 @@ func (n *Node) initShards() {
 			n.groupOf[g.Namespace.Name] = s
 		}
 	}
+	if len(n.groupOf) > 0 {
+		n.gossipNudge = make(chan struct{}, 1)
+	}
 	n.fwd.pending = map[uint64]chan fwdReply{}
-	n.fwd.hint = map[string]automaton.NodeID{}
+	n.fwd.hint = map[string]leaderHint{}
 }
 
 // crossSlot is Redis Cluster's answer to a request whose keys are not all
@@ -197,7 +200,7 @@ type forwarder struct {
 	mu      sync.Mutex
 	next    uint64
 	pending map[uint64]chan fwdReply
-	hint    map[string]automaton.NodeID // group -> the leader its last answer named
+	hint    map[string]leaderHint // group -> its leader as last claimed or named (leadergossip.go)
 }
 
 type fwdReply struct {
@@ -217,9 +220,7 @@ const (
 // connection to last (a killed node drops out of the answers as soon as
 // its connection does, before any forwarded request times out on it).
 func (n *Node) targets(g config.Group) []automaton.NodeID {
-	n.fwd.mu.Lock()
-	h := n.fwd.hint[g.Namespace.Name]
-	n.fwd.mu.Unlock()
+	h := n.hintOf(g.Namespace.Name)
 	var st map[automaton.NodeID]transport.PeerStats
 	if n.tr != nil {
 		st = n.tr.Stats()
@@ -270,22 +271,14 @@ func (n *Node) forward(ctx context.Context, s *shardedNS, g config.Group, req au
 		}
 		select {
 		case r := <-ch:
-			if r.leader != "" {
-				n.fwd.mu.Lock()
-				n.fwd.hint[g.Namespace.Name] = r.leader
-				n.fwd.mu.Unlock()
-			}
+			n.noteHint(g.Namespace.Name, r.leader, 0, false, time.Now())
 			if r.err != "" {
 				return automaton.Response{}, fmt.Errorf("forwarded to %s (shard %s): %s", to, g.Namespace.Name, r.err)
 			}
 			r.resp.ID = req.ID
 			return r.resp, nil
 		case <-retry:
-			n.fwd.mu.Lock()
-			if n.fwd.hint[g.Namespace.Name] == to {
-				delete(n.fwd.hint, g.Namespace.Name)
-			}
-			n.fwd.mu.Unlock()
+			n.forgetHint(g.Namespace.Name, to)
 			continue // the same request, same id: the group answers it once
 		case <-ctx.Done():
 			return automaton.Response{}, fmt.Errorf("request %s forwarded to %s (shard %s): outcome unknown: %w", req.ID, to, g.Namespace.Name, ctx.Err())
@@ -323,6 +316,8 @@ func (n *Node) onForward(from automaton.NodeID, msg []byte) {
 			}
 			n.tr.Send(from, forwardNS, encodeReply(id, r))
 		}()
+	case fwdLeaders:
+		n.onLeaderGossip(from, d) // leadergossip.go
 	case fwdReplyK:
 		id := d.Uvarint()
 		var r fwdReply
@@ -463,9 +458,7 @@ func (n *Node) ClusterShards(ns string) ([]gateway.ClusterShard, bool) {
 		ids := n.targets(g)
 		var leader automaton.NodeID
 		if l := n.loops[g.Namespace.Name]; l == nil {
-			n.fwd.mu.Lock()
-			leader = n.fwd.hint[g.Namespace.Name]
-			n.fwd.mu.Unlock()
+			leader = n.hintOf(g.Namespace.Name)
 		} else if p := l.leader.Load(); p != nil {
 			leader = *p
 			if i := indexOf(ids, leader); i > 0 {

@@ -380,7 +380,9 @@ func (s *simulator) onCallTrouble(e *event) {
 // attempt is at that node (a node answers one request id once, however
 // many copies reached it: the runtime hands the answer to each). Every
 // answer that is not an error goes through check (b); the first completes
-// the id's history entry.
+// the id's history entry. As in the live node (node/call.go), an error
+// answer is re-sent only when automaton.RetryableAnswer says it means
+// "not now"; any other error is the call's answer, handed to the caller.
 func (s *simulator) answerCalls(n *node, r automaton.Response) {
 	o := s.nested[r.ID]
 	if o != nil && !r.Result.IsErr() && s.noteAnswer(o, r.ID, r, nestedName(s.ns, n.id)) {
@@ -395,7 +397,7 @@ func (s *simulator) answerCalls(n *node, r automaton.Response) {
 		if k.done || k.node != n.idx {
 			continue
 		}
-		if r.Result.IsErr() {
+		if r.Result.IsErr() && automaton.RetryableAnswer(r.Result.Err) {
 			s.stats.ErrorReplies++
 			s.after(s.clientLat.Sample(s.rngNet), &event{kind: evCallRetry, client: k.idx, attempt: k.attempt})
 			continue

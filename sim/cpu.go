@@ -12,7 +12,8 @@ import (
 // The CPU model: processing time for the inputs a node handles.
 //
 // Off by default (every step takes no virtual time). It is on when any of
-// Config.OpCost, ApplyCost or MsgCost is set. Then every step of an automaton
+// Config.OpCost, ApplyCost or MsgCost is set, or EffectCPU (a costed
+// effect then holds its node's processor for its cost, effect.go). Then every step of an automaton
 // other than Start takes virtual CPU time on its node's processor:
 //
 //	OpCost                  per client request (ClientRequest input)
@@ -90,10 +91,10 @@ func (s *simulator) initCPU(next func() int64) error {
 	if s.cfg.CPUs < 0 {
 		return fmt.Errorf("sim: CPUs %d is negative", s.cfg.CPUs)
 	}
-	c.on = c.hasOp || c.hasApply || c.hasMsg
+	c.on = c.hasOp || c.hasApply || c.hasMsg || s.cfg.EffectCPU
 	if !c.on {
 		if s.cfg.CPUs > 0 {
-			return fmt.Errorf("sim: CPUs set without a cost (OpCost, ApplyCost or MsgCost)")
+			return fmt.Errorf("sim: CPUs set without a cost (OpCost, ApplyCost, MsgCost or EffectCPU)")
 		}
 		return nil
 	}

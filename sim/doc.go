@@ -149,8 +149,11 @@
 // seed's remote time slice), and is lost if the caller's incarnation ended.
 // A call to a namespace not simulated, or to a protocol that is not
 // automaton.ServesNested, gets EffectDone.Err. When one callee node answers
-// an id that several calls have outstanding at it, each gets the answer; an
-// error answer is a failed attempt, retried. The callee's history holds one
+// an id that several calls have outstanding at it, each gets the answer. An
+// error answer that means "not now" (automaton.RetryableAnswer: TRYAGAIN,
+// a timeout, MOVED, ...) is a failed attempt, retried; any other error is
+// the call's answer and goes back to the caller, as in the live node
+// (node/call.go). The callee's history holds one
 // operation per nested id (invoked at the first copy sent, completed at the
 // first answer, unknown if none) and is checked by the callee's checker;
 // Result.Callee is its outcome, and a violation there is one of the run.

@@ -17,16 +17,20 @@ import (
 // automaton.CostedResult, Cost() later. The event carries the incarnation,
 // so a crash loses it; a pause holds it like any input.
 
-const evEffect evKind = 220 // an effect's EffectDone is due (effect.go)
+const (
+	evEffect    evKind = 220 // an effect's EffectDone is due (effect.go)
+	evEffectCPU evKind = 221 // Config.EffectCPU: a costed effect takes its node's processor
+)
 
 // runs numbers the simulated runs of the process (ExecEnv.Run).
 var runs atomic.Uint64
 
 // effectDone is an evEffect event's payload.
 type effectDone struct {
-	id  automaton.EffectID
-	res any
-	err error
+	id   automaton.EffectID
+	res  any
+	err  error
+	cost time.Duration // evEffectCPU: the processor time it takes
 }
 
 // executors returns n's executor set for its current incarnation.
@@ -82,7 +86,28 @@ func (s *simulator) runEffect(n *node, o automaton.Effect) {
 		}
 	}
 	s.tracef("%s effect %d %s done in %v (err %v)", n.id, o.ID, o.Kind, d, err)
-	s.after(d, &event{kind: evEffect, node: n.idx, inc: n.inc, effect: &effectDone{id: o.ID, res: res, err: err}})
+	done := &effectDone{id: o.ID, res: res, err: err, cost: d}
+	if s.cfg.EffectCPU && d > 0 {
+		s.after(0, &event{kind: evEffectCPU, node: n.idx, inc: n.inc, effect: done})
+		return
+	}
+	s.after(d, &event{kind: evEffect, node: n.idx, inc: n.inc, effect: done})
+}
+
+// onEffectCPU runs a costed effect on its node's processor (Config.
+// EffectCPU): it waits in the processor's queue like any input, then holds
+// the processor for its cost, during which the node's other inputs queue;
+// EffectDone follows. So an execution is charged as the CPU model charges
+// Apply calls (ApplyCost), not run beside the node for free.
+func (s *simulator) onEffectCPU(e *event) {
+	n := s.nodes[e.node]
+	if !s.deliverable(e) || s.cpuDefer(n, e) {
+		return
+	}
+	c := s.cpuOf(n)
+	c.busy, c.node, c.inc, c.outs = true, n.idx, n.inc, nil
+	s.after(e.effect.cost, &event{kind: evCPUDone, node: n.idx})
+	s.after(e.effect.cost, &event{kind: evEffect, node: n.idx, inc: n.inc, effect: e.effect})
 }
 
 // onEffect delivers EffectDone, unless the incarnation is gone.

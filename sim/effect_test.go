@@ -117,3 +117,34 @@ func TestEffectUnknownKindFails(t *testing.T) {
 		t.Fatal("an effect of an unregistered kind was accepted")
 	}
 }
+
+// With EffectCPU a costed effect holds its node's processor: a timer that
+// fires during the effect's 10 ms waits until it is over, and the effect's
+// EffectDone comes at its end. Without it the timer fires on time beside
+// the running effect.
+func TestEffectCPUHoldsTheProcessor(t *testing.T) {
+	for _, charged := range []bool{false, true} {
+		var events []string
+		var s *simulator
+		s = newScripted(t, 1, func(self automaton.NodeID, in automaton.Input) []automaton.Output {
+			switch in := in.(type) {
+			case automaton.ClientRequest:
+				return []automaton.Output{automaton.Effect{ID: 1, Kind: "test.double", Payload: 5}, automaton.SetTimer{ID: 7, After: 2 * time.Millisecond}}
+			case automaton.TimerFired:
+				events = append(events, fmt.Sprintf("timer at %v", s.now))
+			case automaton.EffectDone:
+				events = append(events, fmt.Sprintf("%s at %v", describeEffect(in), s.now))
+			}
+			return nil
+		}, func(c *Config) { c.EffectCPU = charged })
+		s.step(s.nodes[0], automaton.ClientRequest{Req: automaton.Request{Op: service.Op{Kind: "get", Key: "x"}}})
+		s.runUntil(100 * time.Millisecond)
+		want := "[timer at 2ms done 1 = 10 at 10ms]"
+		if charged {
+			want = "[timer at 10ms done 1 = 10 at 10ms]" // the timer queued first
+		}
+		if fmt.Sprint(events) != want {
+			t.Errorf("EffectCPU %v: %v, want %v", charged, events, want)
+		}
+	}
+}

@@ -176,6 +176,12 @@ type Config struct {
 	// share (node i on processor i mod CPUs).
 	OpCost, ApplyCost, MsgCost string
 	CPUs                       int
+	// EffectCPU charges an effect's Cost (automaton.CostedResult) to its
+	// node's processor instead of running it beside the node: the CPU
+	// model is on, the effect waits for the processor and holds it for its
+	// cost (effect.go, onEffectCPU). Eve's execution so costs what Paxos's
+	// Apply calls cost under ApplyCost (seed003-eve-vs-paxos).
+	EffectCPU bool
 	// Rate, when positive, makes the clients open-loop (openloop.go): Ops
 	// operations arrive at Rate per second in total, at fixed intervals or,
 	// with PoissonArrivals, exponential ones.
@@ -815,6 +821,8 @@ func (s *simulator) handle(e *event) {
 		s.onArrival()
 	case evEffect:
 		s.onEffect(e)
+	case evEffectCPU:
+		s.onEffectCPU(e)
 	case evCallTimeout, evCallRetry:
 		s.onCallTrouble(e)
 	case evNestedEcho:

@@ -159,8 +159,27 @@ func (TxnStep_Action) EnumDescriptor() ([]byte, []int) {
 // PipelineRequest carries calls of a Pipeline stream; one message may hold
 // many.
 type PipelineRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Calls         []*Call                `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Calls []*Call                `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	// The identity of the message's calls as one group (0: none, the
+	// stream identifies its calls). Set, the calls are ONE atomic group with
+	// RequestID (client_id, seq), run after every earlier call of the stream
+	// and before any later one, each call answered by its own operation's
+	// result, exactly as Do runs a Request of these ops (one call: its op)
+	// with this client_id and seq. So a caller whose stream failed before
+	// the replies came may send the same ops, in the same order, with the
+	// same client_id and seq again (through Do or another stream, at any
+	// node) and, where the namespace deduplicates retries
+	// (Namespace.idempotent_retry), they take effect once and the first
+	// outcome is answered. The calls must all be single operations of one
+	// namespace whose protocol applies atomic groups, with one read mode,
+	// without options, op_id, prev or strict, at most 256 of them; else
+	// every call of the message is answered INVALID_ARGUMENT and nothing
+	// runs. A call refused by Do's checks refuses the whole message (its
+	// own error; the others FAILED_PRECONDITION), as Do would refuse the
+	// group.
+	ClientId      uint64 `protobuf:"varint,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Seq           uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -200,6 +219,20 @@ func (x *PipelineRequest) GetCalls() []*Call {
 		return x.Calls
 	}
 	return nil
+}
+
+func (x *PipelineRequest) GetClientId() uint64 {
+	if x != nil {
+		return x.ClientId
+	}
+	return 0
+}
+
+func (x *PipelineRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 // Call is one request of a Pipeline stream.
@@ -1579,9 +1612,11 @@ var File_synod_proto protoreflect.FileDescriptor
 
 const file_synod_proto_rawDesc = "" +
 	"\n" +
-	"\vsynod.proto\x12\bsynod.v1\"7\n" +
+	"\vsynod.proto\x12\bsynod.v1\"f\n" +
 	"\x0fPipelineRequest\x12$\n" +
-	"\x05calls\x18\x01 \x03(\v2\x0e.synod.v1.CallR\x05calls\"C\n" +
+	"\x05calls\x18\x01 \x03(\v2\x0e.synod.v1.CallR\x05calls\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\x04R\bclientId\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"C\n" +
 	"\x04Call\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12+\n" +
 	"\arequest\x18\x02 \x01(\v2\x11.synod.v1.RequestR\arequest\"A\n" +

@@ -98,7 +98,9 @@ type SynodClient interface {
 	//   - The stream identifies its calls itself, as the Redis gateway does a
 	//     connection's commands: a call's client_id and seq must be 0. So a
 	//     call whose outcome is unknown may not be retried safely (no
-	//     deduplication by the caller's id), as with a pipelined Redis write.
+	//     deduplication by the caller's id), as with a pipelined Redis write,
+	//     unless its message names the group it forms (PipelineRequest
+	//     client_id and seq): see there.
 	//   - Transaction steps (txn) and fanout go through Do.
 	//
 	// Execution. Where the namespace's protocol applies atomic groups
@@ -259,7 +261,9 @@ type SynodServer interface {
 	//   - The stream identifies its calls itself, as the Redis gateway does a
 	//     connection's commands: a call's client_id and seq must be 0. So a
 	//     call whose outcome is unknown may not be retried safely (no
-	//     deduplication by the caller's id), as with a pipelined Redis write.
+	//     deduplication by the caller's id), as with a pipelined Redis write,
+	//     unless its message names the group it forms (PipelineRequest
+	//     client_id and seq): see there.
 	//   - Transaction steps (txn) and fanout go through Do.
 	//
 	// Execution. Where the namespace's protocol applies atomic groups

@@ -13,6 +13,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/daemon"
 	"github.com/synod-dev/synod/experiment"
+	"github.com/synod-dev/synod/experiment/seed002wan"
 	"github.com/synod-dev/synod/node"
 	"github.com/synod-dev/synod/protocol/fastpaxos"
 )
@@ -171,15 +172,15 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 	defer os.RemoveAll(dir)
 	defer stop()
 	if c.Get("case") == "live-wan" {
-		// Clients behind a WAN-like link to every node (wanlink.go).
+		// Clients behind a WAN-like link to every node (seed002wan).
 		for _, addrs := range [][]string{grpcAddrs, respAddrs} {
 			for i, a := range addrs {
-				l, err := newWANLink(a, wanAlpha, wanScaleMs, uint64(e.RunSeed)*100+uint64(i))
+				l, err := seed002wan.New(a, seed002wan.Pareto(wanAlpha, wanScaleMs), uint64(e.RunSeed)*100+uint64(i))
 				if err != nil {
 					return experiment.Outcome{}, err
 				}
-				defer l.close()
-				addrs[i] = l.addr()
+				defer l.Close()
+				addrs[i] = l.Addr()
 			}
 		}
 	}

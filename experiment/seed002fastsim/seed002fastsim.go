@@ -100,14 +100,17 @@
 // out, clients as proposers) and RESP (one node; on fastpaxos its gateway
 // proposes), 5 s per cell (1 s with --quick). In process so that the
 // fastpaxos Recorder gives the conflict rate: the leader's Collisions over
-// the instances it learned. Not part of the default cells: they measure
-// this machine, not the seed's model, and take about two minutes.
+// the instances it learned. By default only the four cells of V.C's two
+// claims in the seed's setting run (paxos and fastpaxos, one gRPC client,
+// durability memory, on loopback and behind the WAN link; --no-live drops
+// them); --live adds every path, client count and fsync (about two
+// minutes).
 //
 // # Live WAN clients (--live, or --cases live-wan)
 //
 // This machine has no sch_netem, and nemesis's relay (nemesis/relay.go)
 // carries peer links only (it parses the peer transport's frames; RESP and
-// gRPC's HTTP/2 are not framed so). wanlink.go is a userspace relay for
+// gRPC's HTTP/2 are not framed so). seed002wan is a userspace relay for
 // client connections instead: every chunk in either direction is delayed
 // by a one-way Pareto(1.8, 20 ms) draw, in order (the seed's α_w = 1.8 with
 // b_w cut from 100 ms to 20 ms to hold a few hundred operations in 15 s).
@@ -126,6 +129,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/experiment"
 	"github.com/synod-dev/synod/model/fastpaxos"
 	"github.com/synod-dev/synod/model/fastpaxos/plots"
@@ -142,8 +146,11 @@ type Sim struct {
 	RunSeed              int64
 	// Live adds the live loopback cells (live.go); Cases, when set, keeps
 	// only the cells of those cases.
-	Live  bool
-	Cases []string
+	Live bool
+	// NoLive drops the four live cells run by default (V.C's claims in
+	// the seed's setting).
+	NoLive bool
+	Cases  []string
 }
 
 // New returns the experiment with its defaults.
@@ -234,6 +241,7 @@ func (e *Sim) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&e.Ops, "ops", 0, "operations measured per protocol and cell (default 400; 30 with --quick)")
 	fs.IntVar(&e.Samples, "samples", 0, "Monte Carlo samples of the model (default 200000; 20000 with --quick)")
 	fs.IntVar(&e.Rounds, "rounds", 0, "simulated rounds of simultaneous requests per collision cell (default 400; 30 with --quick)")
+	fs.BoolVar(&e.NoLive, "no-live", false, "run no live cell (by default the four of V.C's claims in the seed's setting run: paxos and fastpaxos, loopback and WAN client, gRPC, one client, durability memory)")
 	fs.BoolVar(&e.Live, "live", false, "also run the live loopback cells: fastpaxos (4 nodes) and paxos (3), durability memory (the seed wrote nothing to stable storage) and fsync, Go client and RESP, 1/4/16 writers")
 	fs.StringSliceVar(&e.Cases, "cases", nil, "run only these cases (pareto-wan, pareto-lan, collision, collision-delta, live-loopback, live-wan)")
 	fs.Int64Var(&e.RunSeed, "seed", 1, "simulator and Monte Carlo seed")
@@ -274,6 +282,14 @@ func (e *Sim) Cells(o experiment.Options) ([]experiment.Cell, error) {
 	for _, t := range tValues {
 		for _, d := range collisionDeltas {
 			cells = append(cells, collisionDeltaCell(t, d))
+		}
+	}
+	if !e.Live && !e.NoLive && len(e.Cases) == 0 {
+		// The seed's own setting of V.C's two claims (nothing on stable
+		// storage, one client, clients as proposers), LAN and WAN clients:
+		// the cells `run all` measures; --live adds the rest.
+		for _, p := range []string{"paxos", "fastpaxos"} {
+			cells = append(cells, liveCell(p, "grpc", "1", config.Memory), liveWANCell(p, "grpc", config.Memory))
 		}
 	}
 	if e.Live || slices.Contains(e.Cases, "live-loopback") {

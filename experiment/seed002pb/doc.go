@@ -53,4 +53,11 @@ const (
 	mRTTSD       = "rtt_sd_ms"
 	mRatioMedian = "ratio_median" // Table III.3: over the unreplicated baseline
 	mRatioMean   = "ratio_mean"
+	// Timed inside the node the client reached: for pb the primary,
+	// request arrival to response release (execution, the state update to
+	// the backup and its acknowledgement: Table III.1 at a live primary).
+	mNodeMean = "node_mean_ms"
+	mNodeSD   = "node_sd_ms"
+	// The rest of the client's round trip (client library, RESP, loopback).
+	mOutsideMean = "outside_mean_ms"
 )

@@ -58,6 +58,9 @@ func rttSeedFigures() experiment.Figures {
 			figs.Set(k, mSTMedian, st[0][i])
 			figs.Set(k, mSTMean, st[1][i])
 			figs.Set(k, mSTSD, st[2][i])
+			// Beside our update timed at a live primary as well.
+			figs.Set(k, mNodeMean, st[1][i])
+			figs.Set(k, mNodeSD, st[2][i])
 			figs.Set(k, mRTTMedian, cl[0][i])
 			figs.Set(k, mRTTMean, cl[1][i])
 			figs.Set(k, mRTTSD, cl[2][i])

@@ -28,7 +28,10 @@
 //     read/write (each request coordinated on its own: X-Paxos reads, basic
 //     writes, and a coordinated commit), write-only, and optimized (T-Paxos:
 //     the leader answers each request at once and coordinates only the
-//     commit).
+//     commit), with the time of each step (begin, get, set, commit: where
+//     a transaction's time goes); and Fig VI.8's throughput: --rounds
+//     rounds of --total transactions shared by 1..16 clients (each its own
+//     connection and keys), committed transactions per second per round.
 //
 // # Decisions
 //
@@ -47,12 +50,18 @@
 //   - Durability is memory by default, as the seed's in-memory replicas; the
 //     flag --durability fsync makes acceptors sync before answering, and
 //     every table states which was used.
-//   - WAN configurations (Berkeley -> Princeton, WAN-spread replicas) need
-//     network namespaces with netem delays; where this machine cannot make
-//     them (experiment.NetemCheck) those cells say why and are skipped. The
-//     nemesis relay (nemesis/relay.go) does not replace netem here: it
-//     delays only node-to-node transport frames, and both of the seed's WAN
-//     rows put the client a WAN round trip away (wanUnavailable).
+//   - WAN configurations (Berkeley -> Princeton: remote-clients;
+//     WAN-spread replicas: wan-replicas) are rows of seed002-pbpaxos-rrt on
+//     real nodes on loopback whose every link passes a userspace relay
+//     (experiment/seed002wan) with a constant one-way delay: each node's
+//     cluster file names the relay of each of its peer links, the client
+//     reaches every node's ports through its own relays. The seed gives no
+//     link latency, so the delays are derived from its own response times
+//     by each kind's message chain (wan.go): client<->leader =
+//     original/2, replica<->replica = (write - original)/2,
+//     client<->backup = read - the other two. The rows then measure
+//     whether Synod's messages follow the seed's pattern under those
+//     latencies (an extra round trip would show), not the network.
 //   - Every client of a throughput cell has its own connection and key and
 //     makes one unmeasured write first (opens the connection, creates the
 //     key its reads find); the response time is the mean over every

@@ -23,7 +23,7 @@ import (
 // the same cluster). Closed-loop clients send SETs for a short while; each
 // strategy is one cell.
 //
-// Live, a request's local step spins local_cost on a real core (eve's live
+// Live, a request's local step does local_cost of CPU work (cpuwork iterations) on a real core (eve's live
 // executor, Engine.Cost); its remote part is the paxos namespace's real
 // commit on loopback, not a configured delay.
 type Live struct {
@@ -44,7 +44,7 @@ func (*Live) Description() string {
 
 func (l *Live) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&l.Clients, "clients", l.Clients, "closed-loop clients")
-	fs.DurationVar(&l.Local, "local-cost", l.Local, "adam's local_cost: the CPU each request's local step spins")
+	fs.DurationVar(&l.Local, "local-cost", l.Local, "adam's local_cost: the CPU work of each request's local step")
 }
 
 func (*Live) Cells(experiment.Options) ([]experiment.Cell, error) {

@@ -27,7 +27,11 @@
 // conformance suite does that). Durability is the simulator's disk model
 // (records fsynced before the answers that depend on them); figures say
 // "sim". Multi-Paxos's sequential execution is the simulator's CPU model
-// charging each Apply the request cost at every replica.
+// charging each Apply the request cost at every replica; in
+// seed003-eve-vs-paxos Eve's execution is charged the same way (sim
+// Config.EffectCPU: the batch's makespan on `cores` holds the node's
+// processor, its other inputs queue), so both sides pay for execution on
+// the node's CPU.
 package seed003eve
 
 import (
@@ -92,7 +96,7 @@ func (e *Eve) Description() string {
 	case kRollback:
 		return "Rollbacks against the conflict rate (keys) and the mixer's accuracy (declared vs loose conflict keys), 16 cores, 1 ms requests (seed 003 §2.2.1: the mixer makes divergence rare)."
 	}
-	return "Eve (1 and 16 cores) against Multi-Paxos with sequential execution, 1 ms requests, same workload."
+	return "Eve (1 and 16 cores) against Multi-Paxos with sequential execution, 1 ms requests, same workload, same CPU accounting (an execution holds the node's processor as Paxos's Apply calls do)."
 }
 
 func (e *Eve) Flags(fs *pflag.FlagSet) {
@@ -101,7 +105,7 @@ func (e *Eve) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&e.Batch, "batch", e.Batch, "Eve's batch_max: requests per batch (raise --clients and --ops with it)")
 	fs.Int64Var(&e.SimSeed, "seed", e.SimSeed, "simulation seed")
 	if e.kind == kSpeedup {
-		fs.BoolVar(&e.Live, "live", true, "also run the live cells (1 and 2 real cores)")
+		fs.BoolVar(&e.Live, "live", true, "also run the live cluster cells (cores=1 and 2 from the cluster file, nodes pinned to 1 or 2 CPUs)")
 	}
 }
 
@@ -124,10 +128,21 @@ func (e *Eve) Cells(o experiment.Options) ([]experiment.Cell, error) {
 			}
 		}
 		if e.Live {
-			for _, c := range costs {
-				for _, n := range []int{1, 2} {
-					cells = append(cells, experiment.NewCell("mode", "live", "cost", c, "cores", strconv.Itoa(n)))
+			// A live cluster (cluster.go): one execution replica pinned to
+			// 1 or 2 CPUs, and three co-located ones on both CPUs.
+			lc := []string{"1ms", "10ms"}
+			if o.Quick {
+				lc = lc[:1]
+			}
+			for _, c := range lc {
+				for _, cpus := range []string{"1", "2"} {
+					for _, n := range []string{"1", "2"} {
+						cells = append(cells, experiment.NewCell("mode", "cluster", "layout", "exec1", "cost", c, "cpus", cpus, "cores", n))
+					}
 				}
+			}
+			for _, n := range []string{"1", "2"} {
+				cells = append(cells, experiment.NewCell("mode", "cluster", "layout", "colocated", "cost", "1ms", "cpus", "2", "cores", n))
 			}
 		}
 	case kMerkle:
@@ -145,8 +160,12 @@ func (e *Eve) Cells(o experiment.Options) ([]experiment.Cell, error) {
 			}
 		}
 	case kVsPaxos:
+		// cost=0s: the protocol alone (its ordering, persistence and
+		// rounds), so that the execution's share is measured (claims).
 		for _, p := range []string{"paxos", "eve-1", "eve-16"} {
-			cells = append(cells, experiment.NewCell("system", p))
+			for _, c := range []string{"0s", "1ms"} {
+				cells = append(cells, experiment.NewCell("system", p, "cost", c))
+			}
 		}
 	}
 	return cells, nil
@@ -166,11 +185,8 @@ func (e *Eve) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 	case kSpeedup:
 		cost, _ := time.ParseDuration(c.Get("cost"))
 		cores, _ := strconv.Atoi(c.Get("cores"))
-		if c.Get("mode") == "live" {
-			tput, err := liveThroughput(cost, cores, quick)
-			out.Metrics[mTput] = tput
-			out.Labels["mode"] = "live: executor only, wall-clock spin (not judged)"
-			return out, err
+		if c.Get("mode") == "cluster" {
+			return e.clusterCell(ctx, env, c, out)
 		}
 		return e.simCell(out, simRun{cost: cost, cores: cores, keys: 100000}, quick, env.Rep)
 	case kMerkle:
@@ -189,7 +205,10 @@ func (e *Eve) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cel
 		keys, _ := strconv.Atoi(c.Get("keys"))
 		return e.simCell(out, simRun{cost: time.Millisecond, cores: 16, keys: keys, loose: c.Get("conflicts") == "loose"}, quick, env.Rep)
 	}
-	r := simRun{cost: time.Millisecond, cores: 1, keys: 100000}
+	// Like for like: Eve's execution holds the node's processor as
+	// Paxos's Apply calls do (sim Config.EffectCPU against ApplyCost).
+	cost, _ := time.ParseDuration(c.Get("cost"))
+	r := simRun{cost: cost, cores: 1, keys: 100000, charged: true}
 	switch c.Get("system") {
 	case "paxos":
 		r.paxos = true
@@ -207,6 +226,9 @@ type simRun struct {
 	hash  time.Duration
 	loose bool
 	paxos bool
+	// charged: the execution's makespan holds the node's processor
+	// (sim Config.EffectCPU), as Paxos's ApplyCost does.
+	charged bool
 }
 
 func (e *Eve) simCell(out experiment.Outcome, r simRun, quick bool, rep int) (experiment.Outcome, error) {
@@ -237,8 +259,10 @@ func (e *Eve) simCell(out experiment.Outcome, r simRun, quick bool, rep int) (ex
 	// Figures, not verdicts: the conformance suite checks histories; 64
 	// clients on a few keys would make the linearizability search slow.
 	cfg.NoCheck = true
-	if r.paxos {
+	if r.paxos && r.cost > 0 {
 		cfg.ApplyCost = "constant:" + r.cost.String() // every replica executes each request, in order
+	} else if r.charged {
+		cfg.EffectCPU = true
 	}
 	res, err := sim.Run(cfg)
 	if err != nil {
@@ -261,32 +285,6 @@ func (e *Eve) simCell(out experiment.Outcome, r simRun, quick bool, rep int) (ex
 		out.Metrics[mTransfer] = float64(st.Transfers)
 	}
 	return out, nil
-}
-
-// liveThroughput runs whole batches of 64 single-key writes through the
-// live executor on cores goroutines and returns requests per second.
-func liveThroughput(cost time.Duration, cores int, quick bool) (float64, error) {
-	svc, err := service.Lookup(service.ShardedKVName)
-	if err != nil {
-		return 0, err
-	}
-	st := svc.NewState()
-	batches := 20
-	if quick {
-		batches = 3
-	}
-	var total time.Duration
-	n := 0
-	for b := 0; b < batches; b++ {
-		ops := make([]service.Op, 64)
-		for i := range ops {
-			ops[i] = service.Op{Kind: "set", Key: fmt.Sprintf("k%d-%d", b, i), Args: [][]byte{[]byte("v")}}
-		}
-		_, d := eve.RunBatchLive(svc, st, ops, cores, cost)
-		total += d
-		n += len(ops)
-	}
-	return float64(n) / total.Seconds(), nil
 }
 
 // medianHashCost is the median of five HashCostPerWrite measurements (the
@@ -333,13 +331,13 @@ func (e *Eve) Derive(figs experiment.Figures) {
 	base := func(key string) string {
 		switch e.kind {
 		case kSpeedup, kMerkle:
-			i := strings.LastIndex(key, "cores=")
+			i := strings.LastIndex(key, "cores=") // cores is every cell's last parameter
 			if i < 0 {
 				return ""
 			}
 			return key[:i] + "cores=1"
 		case kVsPaxos:
-			return experiment.NewCell("system", "paxos").Key
+			return "system=paxos," + key[strings.Index(key, "cost="):]
 		}
 		return ""
 	}
@@ -378,7 +376,7 @@ func (e *Eve) Seed() experiment.SeedFigures {
 		notes[experiment.NewCell("conflicts", "service", "keys", "2").Key] = "the mixer \"greatly reduced the likelihood that replicas would diverge\" (no figure)"
 		return experiment.SeedFigures{Source: "seed 003 §2.2.1 (qualitative)", Notes: notes}
 	}
-	notes[experiment.NewCell("system", "eve-16").Key] = "Eve outperforms Remus (passive replication) by 4.7x; no Paxos figure"
+	notes[experiment.NewCell("system", "eve-16", "cost", "1ms").Key] = "Eve outperforms Remus (passive replication) by 4.7x; no Paxos figure"
 	return experiment.SeedFigures{Source: "seed 003 §2.2.4 (qualitative)", Notes: notes}
 }
 
@@ -389,9 +387,12 @@ func (e *Eve) Report() experiment.ReportSpec {
 	case kSpeedup:
 		spec.Plots = []experiment.PlotSpec{
 			{File: "speedup-sim", Title: "Eve speedup over one core (simulated cores)", Kind: experiment.Lines, Metric: mSpeedup, YLabel: "speedup", X: "cores", XLabel: "cores", Series: []string{"cost"}, Filter: map[string]string{"mode": "sim"}},
-			{File: "speedup-live", Title: "Eve executor speedup (real cores)", Kind: experiment.Bars, Metric: mSpeedup, YLabel: "speedup", X: "cores", XLabel: "cores", Series: []string{"cost"}, Filter: map[string]string{"mode": "live"}},
+			{File: "speedup-live", Title: "Eve speedup on a live cluster (real CPU work)", Kind: experiment.Bars, Metric: mSpeedup, YLabel: "speedup over cores=1", X: "cores", XLabel: "cores", Series: []string{"layout", "cost", "cpus"}, Filter: map[string]string{"mode": "cluster"}},
 		}
-		spec.Notes = []string{"sim: three co-located replicas+verifiers, --clients closed-loop clients, batches of up to --batch requests, one batch in flight, the executor's makespan on C virtual cores; live: one replica's executor on this machine's cores (batches of 64), protocol messages excluded",
+		cols = append(cols, experiment.Column{Metric: mBound, Header: "CPU bound", Format: "%.0f"}, experiment.Column{Metric: mUtil, Header: "% of bound", Format: "%.0f"},
+			experiment.Column{Metric: mCPUms, Header: "node CPU ms/req", Format: "%.2f"})
+		spec.Notes = []string{"sim: three co-located replicas+verifiers, --clients closed-loop clients, batches of up to --batch requests, one batch in flight, the executor's makespan on C virtual cores",
+			"cluster: 3 synod node processes on loopback (durability memory), cores/exec_cost/work_per_ms in the cluster file (request work = calibrated cpuwork iterations), nodes pinned with taskset to cpus CPU(s); exec1: one execution replica + 2 verifiers, colocated: 3 execution replicas; --clients closed-loop SET clients; CPU bound = cpus/(executing replicas x exec_cost); the machine has 2 CPUs, so a speedup above 2 is impossible here",
 			"the speedup is bounded by batch/(makespan + one verification round): light requests gain little unless the load fills larger batches (the seed: \"the inability to saturate the system with client requests\"); e.g. --clients 256 --batch 256 --ops 3000"}
 	case kMerkle:
 		spec.Labels = append(spec.Labels, "hash_cost")
@@ -401,7 +402,7 @@ func (e *Eve) Report() experiment.ReportSpec {
 			{Metric: mMixer, Header: "mixer batches/batch", Format: "%.2f"}, {Metric: mTransfer, Header: "transfers", Format: "%.0f"}}
 		spec.Plots = []experiment.PlotSpec{{File: "rollback", Title: "Rollbacks against conflicts", Kind: experiment.Bars, Metric: mRollback, YLabel: "batches rolled back (%)", X: "keys", XLabel: "keys (fewer: more conflicts)", Series: []string{"conflicts"}}}
 	case kVsPaxos:
-		spec.Plots = []experiment.PlotSpec{{File: "vs-paxos", Title: "Eve against Multi-Paxos (1 ms requests)", Kind: experiment.Bars, Metric: mTput, YLabel: "req/s", X: "system", XLabel: "system"}}
+		spec.Plots = []experiment.PlotSpec{{File: "vs-paxos", Title: "Eve against Multi-Paxos (1 ms requests)", Kind: experiment.Bars, Metric: mTput, YLabel: "req/s", X: "system", XLabel: "system", Series: []string{"cost"}}}
 	}
 	spec.Columns = cols
 	return spec

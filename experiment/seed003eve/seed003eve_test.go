@@ -34,8 +34,8 @@ func TestQuickFigures(t *testing.T) {
 	if r := cell(t, kRollback, "conflicts", "service", "keys", "2")[mRollback]; r != 0 {
 		t.Errorf("accurate declaration: rollback %.1f%%, want none", r)
 	}
-	px := cell(t, kVsPaxos, "system", "paxos")[mTput]
-	ev := cell(t, kVsPaxos, "system", "eve-16")[mTput]
+	px := cell(t, kVsPaxos, "system", "paxos", "cost", "1ms")[mTput]
+	ev := cell(t, kVsPaxos, "system", "eve-16", "cost", "1ms")[mTput]
 	if ev <= px {
 		t.Errorf("eve on 16 cores %.0f req/s, paxos %.0f", ev, px)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Pipelining over gRPC (api/synod.proto, rpc Pipeline; issue 28 item 6:
@@ -50,6 +50,16 @@ import (
 //     (a group, a keyless operation, a call with options in an atomic
 //     namespace) runs alone after every earlier call completed, and later
 //     calls wait for it.
+//   - Named groups. A message that carries a client_id and seq
+//     (PipelineRequest) is one atomic group under that RequestID, run on
+//     its own (after every earlier call, before any later one; not joined
+//     with queued calls, not split): the same request Do makes of these
+//     ops with that identity, so a caller whose stream failed may send it
+//     again (Do, another stream, another node) and a namespace that
+//     deduplicates retries applies it once (runNamed). Its calls must be
+//     batch calls of one namespace and read mode, at most maxBatch; else
+//     each is refused INVALID_ARGUMENT. A call refused by Do's checks
+//     refuses the whole message, as Do refuses a group.
 //   - Replies. The executor writes a batch's replies (and a call run
 //     alone's) itself, in one message; a sender goroutine writes the other
 //     replies (refusals, concurrent calls) as they are ready, as many as
@@ -88,7 +98,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	defer stop()
 	p := &pipe{
 		s: s, stream: stream, ctx: ctx, cancel: cancel,
-		in:    make(chan []*synodpb.Call, maxQueued),
+		in:    make(chan inMsg, maxQueued),
 		out:   make(chan []*synodpb.CallReply, maxLanes+maxQueued),
 		lanes: make(chan *pipeLane, maxLanes),
 		last:  map[laneKey]chan struct{}{},
@@ -101,7 +111,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	close(p.out)
 	<-p.sent
 	if s.ctx.Err() != nil {
-		return status.Error(codes.Unavailable, "node is shutting down; calls without a reply have an unknown outcome")
+		return refusal(synoderr.TryAgain, "%s", "node is shutting down; calls without a reply have an unknown outcome")
 	}
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
@@ -115,7 +125,7 @@ type pipe struct {
 	ctx    context.Context // the stream's, also ended by Server.Close
 	cancel context.CancelFunc
 
-	in   chan []*synodpb.Call      // received messages' calls; closed by receive
+	in   chan inMsg                // received messages; closed by receive
 	out  chan []*synodpb.CallReply // replies to send; closed after execute
 	sent chan struct{}             // closed when send returns
 
@@ -132,6 +142,13 @@ type pipe struct {
 	lanes  chan *pipeLane            // idle lanes
 	wg     sync.WaitGroup            // concurrent calls in flight
 	last   map[laneKey]chan struct{} // done of each key's latest concurrent call
+}
+
+// inMsg is a received message: its calls and the group identity it names
+// (zero: none).
+type inMsg struct {
+	calls []*synodpb.Call
+	id    automaton.RequestID
 }
 
 // pipeLane is the identity of a concurrent call.
@@ -177,7 +194,7 @@ func (p *pipe) receive() {
 			continue
 		}
 		select {
-		case p.in <- m.GetCalls():
+		case p.in <- inMsg{calls: m.GetCalls(), id: automaton.RequestID{Client: m.GetClientId(), Seq: m.GetSeq()}}:
 		case <-p.ctx.Done():
 			return
 		}
@@ -244,34 +261,44 @@ func failed(id uint64, err error) *synodpb.CallReply {
 }
 
 // execute runs the queued calls, a batch at a time, until the receiver
-// ends; then it waits for the concurrent calls.
+// ends; then it waits for the concurrent calls. A named group (a message
+// with an identity) runs on its own once the calls before it have run.
 func (p *pipe) execute() {
 	defer p.wg.Wait()
 	var calls []*synodpb.Call
+	var named *inMsg // a named message waiting for calls before it
 	for {
-		var first []*synodpb.Call
-		var ok bool
-		if len(calls) == 0 {
+		if len(calls) == 0 && named == nil {
+			var m inMsg
+			var ok bool
 			select {
-			case first, ok = <-p.in:
+			case m, ok = <-p.in:
 			case <-p.ctx.Done():
 				return
 			}
 			if !ok {
 				return
 			}
-			calls = append(calls, first...)
+			if m.id.Client != 0 || m.id.Seq != 0 {
+				named = &m
+			} else {
+				calls = append(calls, m.calls...)
+			}
 		}
 		// Take what else is queued, up to maxBatch calls (a longer
-		// message runs in several turns).
+		// message runs in several turns), up to a named message.
 	more:
-		for len(calls) < maxBatch {
+		for named == nil && len(calls) < maxBatch {
 			select {
 			case m, ok := <-p.in:
 				if !ok {
 					break more
 				}
-				calls = append(calls, m...)
+				if m.id.Client != 0 || m.id.Seq != 0 {
+					named = &m
+					break more
+				}
+				calls = append(calls, m.calls...)
 			default:
 				break more
 			}
@@ -279,10 +306,77 @@ func (p *pipe) execute() {
 		if p.ctx.Err() != nil {
 			return
 		}
-		n := min(len(calls), maxBatch)
-		p.runCalls(calls[:n])
-		calls = calls[n:]
+		if len(calls) > 0 {
+			n := min(len(calls), maxBatch)
+			p.runCalls(calls[:n])
+			calls = calls[n:]
+			continue
+		}
+		p.runNamed(*named)
+		named = nil
 	}
+}
+
+// runNamed runs a named message's calls as one atomic group under its
+// identity (the package doc's "Named groups"), after every earlier call.
+func (p *pipe) runNamed(m inMsg) {
+	refuse := func(err error) {
+		out := make([]*synodpb.CallReply, len(m.calls))
+		for i, c := range m.calls {
+			out[i] = failed(c.GetId(), err)
+		}
+		p.write(out)
+	}
+	if m.id.Client == 0 || m.id.Seq == 0 {
+		refuse(refusal(synoderr.Invalid, "%s", "a named message needs both client_id and seq"))
+		return
+	}
+	if len(m.calls) > maxBatch {
+		refuse(refusal(synoderr.Invalid, "a named message holds at most %d calls (it has %d)", maxBatch, len(m.calls)))
+		return
+	}
+	batch := make([]pcall, 0, len(m.calls))
+	for i, c := range m.calls {
+		in := c.GetRequest()
+		if in == nil {
+			refuse(refusal(synoderr.Invalid, "call %d of a named message has no request", i+1))
+			return
+		}
+		ns, _, err := p.s.namespace(in.GetNamespace())
+		var rule error
+		switch {
+		case err != nil:
+		case in.GetClientId() != 0 || in.GetSeq() != 0:
+			rule = refusal(synoderr.Invalid, "call %d of a named message carries a client_id or seq: its message names the group", i+1)
+		case kind(ns, in) != joinBatch:
+			rule = refusal(synoderr.Invalid, "call %d of a named message is not a single operation without options of a namespace with atomic groups", i+1)
+		case i > 0 && (ns.Name != batch[0].ns.Name || in.GetRead() != m.calls[0].GetRequest().GetRead()):
+			rule = refusal(synoderr.Invalid, "%s", "the calls of a named message are of one namespace and read mode")
+		}
+		if rule != nil {
+			refuse(rule)
+			return
+		}
+		var req automaton.Request
+		if err == nil {
+			req, err = p.s.prepare(p.ctx, ns, m.id, in)
+		}
+		if err != nil {
+			out := make([]*synodpb.CallReply, len(m.calls))
+			for j, c := range m.calls {
+				if j == i {
+					out[j] = failed(c.GetId(), err)
+				} else {
+					out[j] = failed(c.GetId(), refusal(synoderr.Unsupported, "not run: call %d of its named message was refused (%s)", i+1, status.Convert(err).Message()))
+				}
+			}
+			p.write(out)
+			return
+		}
+		batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req})
+	}
+	p.barrier()
+	p.runBatchAs(batch, m.id)
 }
 
 // pcall is a checked call.
@@ -335,18 +429,18 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 	for _, c := range calls {
 		in := c.GetRequest()
 		if in == nil {
-			p.reply(failed(c.GetId(), status.Error(codes.InvalidArgument, "call has no request")))
+			p.reply(failed(c.GetId(), refusal(synoderr.Invalid, "%s", "call has no request")))
 			continue
 		}
 		ns, _, err := p.s.namespace(in.GetNamespace())
 		if err == nil && (in.GetClientId() != 0 || in.GetSeq() != 0) {
-			err = status.Error(codes.InvalidArgument, "a pipelined call carries no client_id or seq: the stream identifies its calls (use Do to choose the identity)")
+			err = refusal(synoderr.Invalid, "%s", "a pipelined call carries no client_id or seq: the stream identifies its calls (use Do to choose the identity)")
 		}
 		if err == nil && in.GetTxn() != nil {
-			err = status.Error(codes.InvalidArgument, "transaction steps go through Do, not Pipeline")
+			err = refusal(synoderr.Invalid, "%s", "transaction steps go through Do, not Pipeline")
 		}
 		if err == nil && in.GetFanout() {
-			err = status.Error(codes.InvalidArgument, "fanout requests go through Do, not Pipeline")
+			err = refusal(synoderr.Invalid, "%s", "fanout requests go through Do, not Pipeline")
 		}
 		if err != nil {
 			p.reply(failed(c.GetId(), err))
@@ -407,7 +501,13 @@ func (p *pipe) runOne(id uint64, ns string, req automaton.Request) *synodpb.Call
 // as itself) under the stream's next seq, and answers each.
 func (p *pipe) runBatch(batch []pcall) {
 	p.seq++
-	id := automaton.RequestID{Client: p.client, Seq: p.seq}
+	p.runBatchAs(batch, automaton.RequestID{Client: p.client, Seq: p.seq})
+}
+
+// runBatchAs runs a batch's calls as one atomic group (one operation alone
+// as itself) with request id id, and answers each: the request Do makes of
+// the same ops with that id.
+func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID) {
 	ns := batch[0].ns
 	opts := automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), id, automaton.Options{Read: batch[0].req.Opts.Read})
 	if len(batch) == 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math/rand"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,5 +235,117 @@ func TestPipelineCancelAndClose(t *testing.T) {
 	}
 	if err == nil {
 		t.Errorf("stream ended cleanly at shutdown, want UNAVAILABLE")
+	}
+}
+
+// TestPipelineNamedMessages: a message that names its group (client_id,
+// seq) runs as one atomic group under that identity, after the calls sent
+// before it and before those sent after, each call answered by its own
+// operation; the same ops sent again with that identity (through Do, or
+// another stream) are answered with the first outcome and applied once
+// (Multi-Paxos's session table). A named message that breaks the rule, or
+// holds a call Do's checks refuse, runs nothing.
+func TestPipelineNamedMessages(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
+	_, c := start(t, b, Options{})
+	call := func(id uint64, o *synodpb.Op) *synodpb.Call {
+		return &synodpb.Call{Id: id, Request: &synodpb.Request{Op: o}}
+	}
+	named := func(client, seq uint64) *synodpb.PipelineRequest {
+		return &synodpb.PipelineRequest{ClientId: client, Seq: seq, Calls: []*synodpb.Call{
+			call(2, op("rpush", "l", "a")), call(3, op("rpush", "l", "b")), call(4, op("incr", "n", "1"))}}
+	}
+	exchange := func(msgs ...*synodpb.PipelineRequest) map[uint64]*synodpb.CallReply {
+		s, err := c.Pipeline(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if err := s.Send(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.CloseSend()
+		got, err := collect(t, s)
+		if err != nil {
+			t.Fatalf("stream ended with %v", err)
+		}
+		return got
+	}
+	ints := func(got map[uint64]*synodpb.CallReply, want map[uint64]int64) {
+		t.Helper()
+		for id, w := range want {
+			r := got[id]
+			res, _ := synodpb.ToResult(r.GetResponse().GetResult())
+			if r.GetCode() != 0 || res.Type != service.ResultInt || res.Int != w {
+				t.Errorf("call %d: code %d %s, result %v; want %d", id, r.GetCode(), r.GetMessage(), res, w)
+			}
+		}
+	}
+	got := exchange(
+		&synodpb.PipelineRequest{Calls: []*synodpb.Call{call(1, op("rpush", "l", "x"))}},
+		named(77, 1),
+		&synodpb.PipelineRequest{Calls: []*synodpb.Call{call(5, op("rpush", "l", "y"))}},
+	)
+	ints(got, map[uint64]int64{1: 1, 2: 2, 3: 3, 4: 1, 5: 4})
+	groups := 0
+	for _, r := range b.Log() {
+		if r.ID == (automaton.RequestID{Client: 77, Seq: 1}) {
+			groups++
+			if len(r.Ops) != 3 || r.Ops[0].Key != "l" || r.Ops[2].Key != "n" {
+				t.Errorf("the named group reached the protocol as %+v", r)
+			}
+		}
+	}
+	if groups != 1 {
+		t.Fatalf("the named message reached the protocol %d times, want once", groups)
+	}
+
+	// Resent: on a new stream, and through Do as the Go client does.
+	ints(exchange(named(77, 1)), map[uint64]int64{2: 2, 3: 3, 4: 1})
+	resp, err := c.Do(ctx(t), &synodpb.Request{ClientId: 77, Seq: 1, Ops: []*synodpb.Op{op("rpush", "l", "a"), op("rpush", "l", "b"), op("incr", "n", "1")}})
+	if err != nil || len(resp.GetResults()) != 3 || resp.GetResults()[1].GetInt() != 3 {
+		t.Fatalf("Do of the named group again: %v %v, want its first results", resp, err)
+	}
+	lr, err := c.Do(ctx(t), &synodpb.Request{Op: op("lrange", "l", "0", "-1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := synodpb.ToResult(lr.GetResult())
+	var items []string
+	for _, e := range res.Elems {
+		items = append(items, string(e.Bytes))
+	}
+	if strings.Join(items, ",") != "x,a,b,y" {
+		t.Fatalf("list l is %v, want x,a,b,y (the named group applied once, in stream order)", items)
+	}
+
+	// Refused messages run nothing.
+	before := len(b.Log())
+	withOpt := named(78, 1)
+	withOpt.Calls[1].Request.Options = map[string]*synodpb.OptionValues{"x": {Values: []string{"1"}}}
+	noSeq := named(79, 0)
+	for i, c := range append(withOpt.Calls, noSeq.Calls...) {
+		c.Id = uint64(10 + i)
+	}
+	badOp := named(80, 1)
+	badOp.Calls[2] = call(4, op("nosuch", "n"))
+	got = exchange(withOpt, noSeq, badOp)
+	if len(got) != 9 {
+		t.Fatalf("%d replies to 9 calls", len(got))
+	}
+	for id, r := range got {
+		if code := codes.Code(r.GetCode()); code == codes.OK || (id >= 10 && code != codes.InvalidArgument) {
+			t.Errorf("call %d of a refused named message answered %v %s", id, code, r.GetMessage())
+		}
+	}
+	if code := codes.Code(got[4].GetCode()); code != codes.InvalidArgument {
+		t.Errorf("the refused call answered %v %s, want INVALID_ARGUMENT", code, got[4].GetMessage())
+	}
+	if code := codes.Code(got[2].GetCode()); code != codes.FailedPrecondition {
+		t.Errorf("a call beside the refused one answered %v %s, want FAILED_PRECONDITION", code, got[2].GetMessage())
+	}
+	if n := len(b.Log()); n != before {
+		t.Fatalf("refused named messages reached the protocol (%d requests)", n-before)
 	}
 }

@@ -93,7 +93,7 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 func experimentAllCommand() *cobra.Command {
 	var (
 		out, doc, plots string
-		only            []string
+		only, with      []string
 		duration        time.Duration
 		quick           bool
 		reps            int
@@ -115,12 +115,21 @@ func experimentAllCommand() *cobra.Command {
 			if len(only) > 0 {
 				line += " --only " + strings.Join(only, ",")
 			}
+			args := map[string][]string{}
+			for _, w := range with {
+				f := strings.Fields(w)
+				if len(f) < 2 {
+					return fmt.Errorf("--with %q: want an experiment's name and its flags", w)
+				}
+				args[f[0]] = append(args[f[0]], f[1:]...)
+				line += fmt.Sprintf(" --with %q", w)
+			}
 			_, err := experiment.RunAll(ctx, experiment.ReportOptions{
 				RunOptions: experiment.RunOptions{
 					Options: experiment.Options{Duration: duration, Quick: quick, Reps: reps},
 					Out:     out, Log: os.Stderr, Stdout: cmd.OutOrStdout(),
 				},
-				Names: only, Doc: doc, PlotDir: plots, Command: line,
+				Names: only, Doc: doc, PlotDir: plots, Command: line, Args: args,
 			})
 			return err
 		},
@@ -129,7 +138,8 @@ func experimentAllCommand() *cobra.Command {
 	f.StringVar(&out, "out", "", "output directory of the runs (default ./results/all-<timestamp>)")
 	f.StringVar(&doc, "doc", "docs/REPRODUCTION.md", "the report written")
 	f.StringVar(&plots, "plots", "docs/reproduction", "directory the report's PNG plots are copied into")
-	f.StringSliceVar(&only, "only", nil, "run only these experiments (comma-separated names)")
+	f.StringArrayVar(&with, "with", nil, "an experiment's own flags, its name first (\"seed000-strict-share --mode sim\"); repeatable")
+	f.StringSliceVar(&only, "only", nil, "run only these experiments (comma-separated names); the other experiments' sections of an existing --doc are kept")
 	f.DurationVar(&duration, "duration", 0, "measured length of each cell (default: each experiment's)")
 	f.BoolVar(&quick, "quick", false, "short cells, for a quick pass")
 	f.IntVar(&reps, "repeat", 0, "runs of every cell (default: each experiment's, else 3)")

@@ -70,7 +70,7 @@ const (
 
 var params = proto.NewSpec(
 	proto.Param{Name: "callee", Kind: proto.String, Default: "remote",
-		Doc: "the namespace the program's nested requests call (a namespace of this cluster that serves nested requests: paxos)"},
+		Doc: "the namespace the program's nested requests call: a namespace of this cluster that serves nested requests (paxos, pbpaxos), or CLUSTER/NAMESPACE, a namespace of another Synod cluster listed under the cluster file's remotes"},
 	proto.Param{Name: "program", Kind: proto.String, Default: "trail",
 		Doc: "the requests that call the callee (service.NestedProgram, registered by name): trail, the seed's microbenchmark (SET k v appends to trail:k at the callee), or a user's"},
 	proto.Param{Name: "strategy", Kind: proto.Enum, Default: PPM, Choices: []string{Naive, Walls, SPM, PPM},

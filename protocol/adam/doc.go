@@ -147,7 +147,7 @@
 //
 // # Live execution (issue 15 item 6, "live on this machine's cores")
 //
-// Live, eve's executor spins each step's cost (Engine.Cost: local_cost for
+// Live, eve's executor does each step's cost as CPU work (Engine.Cost: local_cost for
 // a local step) on a real core and parallelises a slot only over a
 // sharded state (service.ShardedState); adam's state, service.NestedState
 // with its suspended requests, is not one. So live, a slot's steps run one
@@ -196,7 +196,7 @@
 //
 // # Parameters
 //
-//	callee      string                         remote                 the namespace the program's nested requests call (a namespace of this cluster that serves nested requests: paxos)
+//	callee      string                         remote                 the namespace the program's nested requests call: a namespace of this cluster that serves nested requests (paxos, pbpaxos), or CLUSTER/NAMESPACE, a namespace of another Synod cluster listed under the cluster file's remotes
 //	program     string                         trail                  the requests that call the callee (service.NestedProgram, registered by name): trail, the seed's microbenchmark (SET k v appends to trail:k at the callee), or a user's
 //	strategy    one of naive, walls, spm, ppm  ppm                    naive: one thread, one core; walls: one group of `threads` threads (Eve modified, §3.2.2); spm: `threads` single-thread groups on one core (§3.2.3, §5.1.2); ppm: `groups` groups of `threads` threads (§4.1, §5.2)
 //	groups      integer in [1, 64]             3                      G, thread groups taking turns on the pipeline (ppm)

@@ -87,7 +87,9 @@ var params = proto.NewSpec(
 	proto.Param{Name: "cores", Kind: proto.Int, Default: "1", Min: "1", Max: "1024",
 		Doc: "execution threads per replica (virtual cores in simulation)"},
 	proto.Param{Name: "exec_cost", Kind: proto.Duration, Default: "0s", Min: "0",
-		Doc: "execution time of one request (simulated as virtual time; live, spent spinning)"},
+		Doc: "execution time of one request (simulated as virtual time; live, that much CPU work: package doc, Request work)"},
+	proto.Param{Name: "work_per_ms", Kind: proto.Int, Default: "0", Min: "0",
+		Doc: "live: iterations of cpuwork.Work that make a millisecond of exec_cost (0: the node's own calibration, cpuwork.Calibrate)"},
 	proto.Param{Name: "hash_cost", Kind: proto.Duration, Default: "0s", Min: "0",
 		Doc: "simulated Merkle cost per written key and batch (0: a zero-cost tree)"},
 	proto.Param{Name: "timeout", Kind: proto.Duration, Default: DefaultTimeout.String(), Min: "0", MinOpen: true,
@@ -117,7 +119,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	e := Engine{
 		Verifiers: prm.Int("verifiers"), R: prm.Int("r"),
 		BatchMax: prm.Int("batch_max"), Cores: prm.Int("cores"),
-		ExecCost: prm.Duration("exec_cost"), HashCost: prm.Duration("hash_cost"),
+		ExecCost: prm.Duration("exec_cost"), HashCost: prm.Duration("hash_cost"), WorkPerMs: prm.Int("work_per_ms"),
 		Timeout: prm.Duration("timeout"), MACKey: prm.String("mac_key"),
 		Commission: prm.List("commission"),
 	}
@@ -153,10 +155,13 @@ type Engine struct {
 	Verifiers, R       int // as eve's parameters verifiers and r
 	BatchMax, Cores    int
 	ExecCost, HashCost time.Duration
-	Timeout            time.Duration
-	MACKey             string
-	Commission         []string        // nodes whose executions are corrupted
-	StateSvc, ConfSvc  service.Service // the replicas' states; the mixer's conflict keys
+	// WorkPerMs (parameter work_per_ms), when positive, fixes how many
+	// cpuwork.Work iterations a millisecond of modelled cost is live.
+	WorkPerMs         int
+	Timeout           time.Duration
+	MACKey            string
+	Commission        []string        // nodes whose executions are corrupted
+	StateSvc, ConfSvc service.Service // the replicas' states; the mixer's conflict keys
 	// Cost, when set, is the execution time of one operation (else
 	// ExecCost for every one).
 	Cost     func(service.Op) time.Duration
@@ -205,6 +210,7 @@ func (p protocol) newEve(cfg automaton.Config, e Engine) (*Eve, error) {
 		macKey:    []byte(e.MACKey),
 		cores:     e.Cores,
 		execCost:  e.ExecCost,
+		workPerMs: e.WorkPerMs,
 		hashCost:  e.HashCost,
 		cost:      e.Cost,
 		stateSvc:  e.StateSvc,
@@ -259,6 +265,7 @@ type Eve struct {
 	batchMax, cores     int
 	timeout             time.Duration
 	execCost, hashCost  time.Duration
+	workPerMs           int
 	cost                func(service.Op) time.Duration // Engine.Cost
 	macKey              []byte
 	stateSvc            service.Service // whose states replicas keep

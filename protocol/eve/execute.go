@@ -196,7 +196,7 @@ func (a *Eve) execute(b *batch, seq bool, dec *decision) {
 	r.cur = x
 	job := &execJob{
 		Slot: b.Slot, State: x.spec, Svc: a.confSvc, Entries: b.Entries, Skip: x.skip,
-		Sequential: seq, Cores: a.cores, ExecCost: a.execCost, HashCost: a.hashCost, Cost: a.cost,
+		Sequential: seq, Cores: a.cores, ExecCost: a.execCost, HashCost: a.hashCost, Cost: a.cost, WorkPerMs: a.workPerMs,
 		Corrupt: a.corrupt && !seq,
 	}
 	a.startEffect(x.id, job)

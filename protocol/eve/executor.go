@@ -5,10 +5,10 @@ import (
 	"math/rand"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/automaton/cpuwork"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -27,6 +27,7 @@ type execJob struct {
 	ExecCost   time.Duration
 	HashCost   time.Duration
 	Cost       func(service.Op) time.Duration // per operation, when set (else ExecCost)
+	WorkPerMs  int                            // live: cpuwork iterations per ms of cost (0: the runtime's calibration)
 	Corrupt    bool
 }
 
@@ -65,7 +66,11 @@ func (x *executor) Execute(payload any) (any, error) {
 	if x.env.Simulated {
 		return runJob(job, x.env.Rand), nil
 	}
-	return runLive(job), nil
+	rate := float64(job.WorkPerMs)
+	if rate <= 0 {
+		rate = x.env.WorkPerMs
+	}
+	return runLive(job, rate), nil
 }
 
 // Close implements automaton.Executor: workers live only during Execute.
@@ -190,16 +195,19 @@ func listMakespan(costs []time.Duration, c int) time.Duration {
 }
 
 // runLive executes a job on job.Cores goroutines: the requests of each of
-// the mixer's parallel batches are spread over the workers, each spinning
-// ExecCost per request (the modelled work) and applying it; the sharded KV
-// lets them run at once. Other states run sequentially.
-func runLive(job *execJob) *execResult {
+// the mixer's parallel batches are spread over the workers, each doing a
+// request's modelled work (cpuwork iterations for its cost at workPerMs,
+// package doc, Request work) and applying it; the sharded KV lets them run
+// at once. Other states run sequentially. The makespan it reports is the
+// wall time the runtime measured (experiments read it; the automaton does
+// not).
+func runLive(job *execJob, workPerMs float64) *execResult {
 	start := time.Now()
 	_, parallel := job.State.(*service.ShardedState)
 	if !parallel || job.Sequential || job.cores() == 1 {
 		res := runJob(job, rand.New(rand.NewSource(1)))
 		for i := range res.Results {
-			spin(job.costOf(i))
+			work(job.costOf(i), workPerMs)
 		}
 		res.Makespan = time.Since(start)
 		return res
@@ -215,18 +223,18 @@ func runLive(job *execJob) *execResult {
 		return service.ConflictKeysOf(job.Svc, job.Entries[idx[k]].Req.Op)
 	})
 	for _, g := range groups {
-		work := make(chan int, len(g))
+		queue := make(chan int, len(g))
 		for _, k := range g {
-			work <- idx[k]
+			queue <- idx[k]
 		}
-		close(work)
+		close(queue)
 		var wg sync.WaitGroup
 		for w := 0; w < min(job.cores(), len(g)); w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for i := range work {
-					spin(job.costOf(i))
+				for i := range queue {
+					work(job.costOf(i), workPerMs)
 					req := job.Entries[i].Req
 					res.Results[i] = service.ApplyEnv(job.State, req.Op, req.Env)
 				}
@@ -240,33 +248,25 @@ func runLive(job *execJob) *execResult {
 	return res
 }
 
-// spin burns d of CPU time (a request's modelled computation).
-func spin(d time.Duration) {
-	if d <= 0 {
-		return
+// work does a request's modelled computation live: the cpuwork iterations
+// that make d of CPU at perMs iterations per millisecond (a fixed amount of
+// CPU work, not a wall-clock wait: package doc, Request work).
+func work(d time.Duration, perMs float64) {
+	if n := cpuwork.Iterations(d, perMs); n > 0 {
+		cpuwork.Sink(cpuwork.Work(n))
 	}
-	end := time.Now().Add(d)
-	x := uint64(1)
-	for time.Now().Before(end) {
-		for i := 0; i < 64; i++ {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-	}
-	spinSink.Store(x)
 }
-
-// spinSink keeps spin's result alive.
-var spinSink atomic.Uint64
 
 // RunBatchLive executes ops as one batch through the live executor, as an
 // execution replica would (the mixer, then each parallel batch on cores
-// goroutines, cost of spinning per request, the Merkle hash at the end),
-// on st, and returns the batch's results and wall time (experiments).
-func RunBatchLive(svc service.Service, st service.State, ops []service.Op, cores int, cost time.Duration) ([]service.Result, time.Duration) {
+// goroutines, cost's CPU work per request at workPerMs cpuwork iterations
+// per millisecond, the Merkle hash at the end), on st, and returns the
+// batch's results and wall time (experiments).
+func RunBatchLive(svc service.Service, st service.State, ops []service.Op, cores int, cost time.Duration, workPerMs float64) ([]service.Result, time.Duration) {
 	job := &execJob{State: st, Svc: svc, Entries: make([]entry, len(ops)), Skip: make([]bool, len(ops)), Cores: cores, ExecCost: cost}
 	for i, op := range ops {
 		job.Entries[i].Req.Op = op
 	}
-	res := runLive(job)
+	res := runLive(job, workPerMs)
 	return res.Results, res.Makespan
 }

@@ -3,10 +3,13 @@ package eve
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/automaton/cpuwork"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -64,8 +67,8 @@ func TestLiveExecutorMatchesSequential(t *testing.T) {
 		}
 	}
 	par, seq := svc.NewState(), svc.NewState()
-	pr, _ := RunBatchLive(svc, par, ops, 4, 0)
-	sr, _ := RunBatchLive(svc, seq, ops, 1, 0)
+	pr, _ := RunBatchLive(svc, par, ops, 4, 0, 0)
+	sr, _ := RunBatchLive(svc, seq, ops, 1, 0, 0)
 	if service.StateHash(par) != service.StateHash(seq) {
 		t.Fatal("the parallel run's state differs from the sequential one's")
 	}
@@ -73,5 +76,31 @@ func TestLiveExecutorMatchesSequential(t *testing.T) {
 		if !pr[i].Equal(sr[i]) {
 			t.Fatalf("request %d (%v): parallel %v, sequential %v", i, ops[i], pr[i], sr[i])
 		}
+	}
+}
+
+// Live request work is CPU work: goroutines sharing one CPU take turns at
+// it. 32 requests of 1 ms on cores=4 with GOMAXPROCS 1 use at least half of
+// 32 ms of the process's CPU (a wall-clock busy loop, the old spin, let the
+// four goroutines wait out their deadlines together: about 8 ms of CPU).
+func TestLiveWorkIsCPUTime(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	svc, _ := service.Lookup(service.ShardedKVName)
+	var ops []service.Op
+	for i := 0; i < 32; i++ {
+		ops = append(ops, service.Op{Kind: "set", Key: fmt.Sprint("k", i), Args: [][]byte{[]byte("v")}})
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Skip(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	rate := cpuwork.Calibrate()
+	start := cpu()
+	RunBatchLive(svc, svc.NewState(), ops, 4, time.Millisecond, rate)
+	if used := cpu() - start; used < 16*time.Millisecond {
+		t.Fatalf("32 requests of 1 ms of work on 4 goroutines and one CPU used %v of CPU (want >= 16ms)", used)
 	}
 }

@@ -20,3 +20,17 @@ func (a *Paxos) Leader() automaton.NodeID {
 	}
 	return ""
 }
+
+var _ automaton.TermReporter = (*Paxos)(nil)
+
+// Term implements automaton.TermReporter: the round of this node's own
+// ballot while it leads, otherwise of the highest ballot it promised. A
+// newer leader's ballot is higher, so between two nodes that each claim to
+// lead, the one with the higher term was elected later (the node's leader
+// gossip orders claims by it: node/leadergossip.go).
+func (a *Paxos) Term() uint64 {
+	if a.role == leader {
+		return a.ballot.Round
+	}
+	return a.promised.Round
+}

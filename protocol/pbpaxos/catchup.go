@@ -42,12 +42,18 @@ func (a *PBPaxos) onSnapshot(from automaton.NodeID, m *message) {
 	a.persist(recSnapshot, encodeSnapRec(a.applied, a.appliedPN, m.State))
 	a.snapAt = a.applied
 	a.dropLog(a.applied)
+	var done []automaton.RequestID // answered in id order: map order would make runs differ
 	for id, p := range a.pending {
 		if p.state == pWaiting && !p.req.Fanout {
-			if d, ok := a.sm.lookup(id); ok {
-				a.answer(id, d.res, d.results)
+			if _, ok := a.sm.lookup(id); ok {
+				done = append(done, id)
 			}
 		}
+	}
+	automaton.SortRequestIDs(done)
+	for _, id := range done {
+		d, _ := a.sm.lookup(id)
+		a.answer(id, d.res, d.results)
 	}
 	a.advance()
 }

@@ -37,14 +37,11 @@ func (m *machine) clone() *machine {
 	for k, v := range m.dups {
 		c.dups[k] = v
 	}
-	if cl, ok := m.st.(interface{ Clone() service.State }); ok {
-		c.st = cl.Clone()
-		return c
+	st, err := service.CloneState(m.svc, m.st)
+	if err != nil {
+		panic(fmt.Sprintf("pbpaxos: copying the state: %v", err))
 	}
-	c.st = m.svc.NewState()
-	if err := c.st.Restore(m.st.Snapshot()); err != nil {
-		panic(fmt.Sprintf("pbpaxos: restoring a copy of the state: %v", err))
-	}
+	c.st = st
 	return c
 }
 

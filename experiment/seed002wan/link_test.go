@@ -1,4 +1,4 @@
-package seed002fastsim
+package seed002wan
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 // The relay carries both directions intact and in order, and delays each
 // way by at least the Pareto scale (its minimum).
-func TestWANLink(t *testing.T) {
+func TestParetoLink(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -24,12 +24,12 @@ func TestWANLink(t *testing.T) {
 		io.Copy(c, c) // echo
 		c.Close()
 	}()
-	w, err := newWANLink(ln.Addr().String(), 1.8, 5, 1)
+	w, err := New(ln.Addr().String(), Pareto(1.8, 5), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
-	c, err := net.Dial("tcp", w.addr())
+	defer w.Close()
+	c, err := net.Dial("tcp", w.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
