@@ -158,7 +158,7 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if cmd.plan != nil {
-		c.runPlan(name, cmd.plan(c, args))
+		c.runPlan(name, c.planOf(cmd, args))
 		return
 	}
 	cmd.fn(c, args)
@@ -530,6 +530,10 @@ func cmdClient(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	if sub == "unblock" {
 		cmdClientUnblock(c, args)
+		return
+	}
+	if sub == "reply" {
+		cmdClientReply(c, args) // replymode.go
 		return
 	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}

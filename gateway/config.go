@@ -144,6 +144,7 @@ func (c *conn) configParams() map[string]string {
 	for name, t := range tunableByName {
 		p[name] = c.s.tun.get(t.name)
 	}
+	p["notify-keyspace-events"] = notifyFlagsString(int(c.s.notify.flags.Load()))
 	return p
 }
 
@@ -151,6 +152,13 @@ func (c *conn) configParams() map[string]string {
 // a limit. It returns the function that applies it (nil: nothing to keep),
 // or false when name is not one of them, or the error to answer.
 func (s *Server) checkOtherParam(name, value string) (apply func(), known bool, err error) {
+	if name == "notify-keyspace-events" {
+		f, err := parseNotifyFlags(value)
+		if err != nil {
+			return nil, true, err
+		}
+		return func() { s.notify.flags.Store(int64(f)) }, true, nil
+	}
 	if t, ok := tunableByName[name]; ok {
 		v, err := t.parse(value)
 		if err != nil {
