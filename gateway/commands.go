@@ -80,6 +80,9 @@ type command struct {
 	plan              planFunc // a data command (plan.go); fn is then unused
 	block             handler  // a blocking command's form outside MULTI (blocking.go)
 	group             string   // Redis's command group (COMMAND DOCS)
+	// getkeys finds the keys of a command whose keys move (SORT's STORE),
+	// for COMMAND GETKEYS (getkeys.go); nil: first, last, step.
+	getkeys func(args [][]byte) [][]byte
 }
 
 var commands = map[string]*command{}
@@ -872,6 +875,8 @@ func cmdCommand(c *conn, args [][]byte) {
 		c.w.WriteInt(int64(len(commands)))
 	case "docs":
 		c.commandDocs(args[2:])
+	case "getkeys":
+		c.commandGetKeys(args[2:])
 	case "list":
 		all := sortedCommands()
 		c.w.WriteArray(len(all))

@@ -15,7 +15,9 @@ import (
 // list-compress-depth, set-max-intset-entries, stream-node-max-*,
 // hll-sparse-max-bytes): Redis uses them to choose a compact encoding for
 // small values. Synod has one encoding per type (service/kv_types.go), so
-// they change nothing here; CONFIG SET checks and keeps them per node and
+// they change nothing here, except hll-sparse-max-bytes: HyperLogLogs keep
+// Redis's two encodings, and each PFADD and PFMERGE carries this node's
+// value in its operation (hll.go). CONFIG SET checks and keeps them per node and
 // CONFIG GET shows them, as other Redis-compatible servers do, so that
 // clients and test suites that tune them work unchanged.
 //
