@@ -80,6 +80,9 @@ type command struct {
 	plan              planFunc // a data command (plan.go); fn is then unused
 	block             handler  // a blocking command's form outside MULTI (blocking.go)
 	group             string   // Redis's command group (COMMAND DOCS)
+	// getkeys finds the keys of a command whose keys move (SORT's STORE),
+	// for COMMAND GETKEYS (getkeys.go); nil: first, last, step.
+	getkeys func(args [][]byte) [][]byte
 }
 
 var commands = map[string]*command{}
@@ -135,6 +138,7 @@ func (c *conn) exec(args [][]byte) {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
 	}
+	c.feedMonitors(name, args) // monitor.go: after the login check, so a refused command is not shown
 	if c.refuseSubscribed(name) {
 		return
 	}
@@ -155,7 +159,7 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if cmd.plan != nil {
-		c.runPlan(name, cmd.plan(c, args))
+		c.runPlan(name, c.planOf(cmd, args))
 		return
 	}
 	cmd.fn(c, args)
@@ -529,6 +533,10 @@ func cmdClient(c *conn, args [][]byte) {
 		cmdClientUnblock(c, args)
 		return
 	}
+	if sub == "reply" {
+		cmdClientReply(c, args) // replymode.go
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
@@ -867,6 +875,8 @@ func cmdCommand(c *conn, args [][]byte) {
 		c.w.WriteInt(int64(len(commands)))
 	case "docs":
 		c.commandDocs(args[2:])
+	case "getkeys":
+		c.commandGetKeys(args[2:])
 	case "list":
 		all := sortedCommands()
 		c.w.WriteArray(len(all))
