@@ -138,6 +138,7 @@ func (c *conn) exec(args [][]byte) {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
 	}
+	c.feedMonitors(name, args) // monitor.go: after the login check, so a refused command is not shown
 	if c.refuseSubscribed(name) {
 		return
 	}
