@@ -244,7 +244,15 @@ func (c *conn) pusher() {
 		}
 		c.wmu.Lock()
 		for _, f := range frames {
-			if err := c.pushFrame(f...); err != nil {
+			var err error
+			if l, ok := f[0].(statusLine); ok && len(f) == 1 { // MONITOR (monitor.go)
+				if err = c.w.Flush(); err == nil {
+					_, err = c.out.Write([]byte("+" + string(l) + "\r\n"))
+				}
+			} else {
+				err = c.pushFrame(f...)
+			}
+			if err != nil {
 				break
 			}
 		}

@@ -59,6 +59,7 @@ func init() {
 		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, fn: cmdPublish},
 		{name: "spublish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, fn: cmdSPublish},
 		{name: "pubsub", arity: -2, flags: []string{"pubsub", "loading", "stale"}, fn: cmdPubSub},
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, fn: cmdMonitor},
 	} {
 		commands[c.name] = c
 	}
@@ -191,6 +192,7 @@ func (c *conn) unsubscribe(ch string) {
 
 // unsubscribeAll stops every pusher. Connection goroutine, when it ends.
 func (c *conn) unsubscribeAll() {
+	c.stopMonitor()
 	c.unsubscribeAllData()
 	for _, ch := range append([]string(nil), c.sub.order...) {
 		c.unsubscribe(ch)
