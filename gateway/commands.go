@@ -728,6 +728,7 @@ func cmdInfo(c *conn, args [][]byte) {
 			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
 			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
 			"total_error_replies":        errTotal,
+			"migrate_cached_sockets":     "0", // no MIGRATE: no cached sockets
 		}},
 		{"Errorstats", errstats},
 		{"Keyspace", keyspace},
