@@ -83,6 +83,9 @@ type command struct {
 	plan              planFunc // a data command (plan.go); fn is then unused
 	block             handler  // a blocking command's form outside MULTI (blocking.go)
 	group             string   // Redis's command group (COMMAND DOCS)
+	// getkeys finds the keys of a command whose keys move (SORT's STORE),
+	// for COMMAND GETKEYS (getkeys.go); nil: first, last, step.
+	getkeys func(args [][]byte) [][]byte
 }
 
 var commands = map[string]*command{}
@@ -138,6 +141,7 @@ func (c *conn) exec(args [][]byte) {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
 	}
+	c.feedMonitors(name, args) // monitor.go: after the login check, so a refused command is not shown
 	if c.refuseSubscribed(name) {
 		return
 	}
@@ -158,7 +162,7 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if cmd.plan != nil {
-		c.runPlan(name, cmd.plan(c, args))
+		c.runPlan(name, c.planOf(cmd, args))
 		return
 	}
 	cmd.fn(c, args)
@@ -532,6 +536,10 @@ func cmdClient(c *conn, args [][]byte) {
 		cmdClientUnblock(c, args)
 		return
 	}
+	if sub == "reply" {
+		cmdClientReply(c, args) // replymode.go
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
@@ -723,6 +731,7 @@ func cmdInfo(c *conn, args [][]byte) {
 			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
 			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
 			"total_error_replies":        errTotal,
+			"migrate_cached_sockets":     "0", // no MIGRATE: no cached sockets
 		}},
 		{"Errorstats", errstats},
 		{"Keyspace", keyspace},
@@ -870,6 +879,8 @@ func cmdCommand(c *conn, args [][]byte) {
 		c.w.WriteInt(int64(len(commands)))
 	case "docs":
 		c.commandDocs(args[2:])
+	case "getkeys":
+		c.commandGetKeys(args[2:])
 	case "list":
 		all := sortedCommands()
 		c.w.WriteArray(len(all))
