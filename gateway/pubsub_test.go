@@ -315,3 +315,21 @@ func TestMonitor(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryName: FUNCTION LOAD's "#!lua name=..." line, as Redis reads it.
+func TestLibraryName(t *testing.T) {
+	for line, want := range map[string]string{
+		"#!lua name=lib":          "lib",
+		`#!lua name="foo"`:        "foo",
+		"#! name=test":            "ERR Engine '' not found",
+		"#!js name=x":             "ERR Engine 'js' not found",
+		"#!lua name=foo name=bar": "ERR Invalid metadata value, name argument was given multiple times",
+		"#!lua name=foo x=1":      "ERR Invalid metadata value given: x=1",
+		"return 1":                "ERR Missing library metadata",
+	} {
+		name, msg := libraryName([]byte(line + "\nredis.register_function('f', function() end)"))
+		if got := name + msg; got != want {
+			t.Errorf("%q: %q, want %q", line, got, want)
+		}
+	}
+}

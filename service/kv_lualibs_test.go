@@ -88,6 +88,8 @@ func TestFunctionFlags(t *testing.T) {
 		"redis.register_function{function_name='f', callback=function() end, description=1}":     "description argument given to redis.register_function must be a string",
 		"redis.register_function{function_name='f', callback=function() end, flags='no-writes'}": "flags argument to redis.register_function must be a table representing function flags",
 		"redis.register_function{function_name='f', callback=function() end, flags={'bad'}}":     "unknown flag given",
+		"redis.register_function('a b', function() end)":                                         "Library names can only contain letters, numbers, or underscores(_)",
+		"redis.register_function('', function() end)":                                            "Library names can only contain letters, numbers, or underscores(_)",
 	} {
 		if _, msg := CheckLibrary([]byte("#!lua name=l\n" + body)); !strings.Contains(msg, want) {
 			t.Errorf("%s: %q, want %q", body, msg, want)

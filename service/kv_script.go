@@ -354,6 +354,11 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 		default:
 			L.RaiseError("first argument to redis.register_function must be a string")
 		}
+		if name == "" || strings.IndexFunc(name, func(r rune) bool {
+			return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) >= 0 {
+			L.RaiseError("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+		}
 		if _, dup := fns[name]; dup {
 			L.RaiseError("Function already exists in the library")
 		}
