@@ -1,6 +1,6 @@
 package automaton
 
-import "strings"
+import "github.com/synod-dev/synod/synoderr"
 
 // Nested requests: a namespace calling another namespace (the Eve/Adam thesis §3,
 // Adam: "replicated services calling replicated services").
@@ -92,18 +92,12 @@ func Callees(name string, params map[string]string) []string {
 
 // RetryableAnswer reports whether an error answer to a nested call means
 // "not now" (a leader change, a timeout inside the protocol, a node
-// starting or shutting down: TRYAGAIN, "ERR timeout", MOVED, CLUSTERDOWN,
-// LOADING) rather than the callee's answer to the request. Both runtimes
-// (node/call.go, sim/callee.go) re-send the call, same id, after a
-// retryable answer and hand any other error answer back to the caller as
-// the call's outcome: it is what the callee answers every copy of the id
-// (its deduplication table holds it, or the request was refused before
-// it was ordered).
-func RetryableAnswer(msg string) bool {
-	for _, p := range []string{"TRYAGAIN", "ERR timeout", "MOVED", "CLUSTERDOWN", "LOADING"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
-}
+// starting or shutting down, a slot served elsewhere or by no one) rather
+// than the callee's answer to the request: its kind retries
+// (synoderr.Kind.Retry: TRYAGAIN, MOVED, CLUSTERDOWN, and LOADING, which
+// reads as TRYAGAIN). Both runtimes (node/call.go, sim/callee.go) re-send
+// the call, same id, after a retryable answer and hand any other error
+// answer back to the caller as the call's outcome: it is what the callee
+// answers every copy of the id (its deduplication table holds it, or the
+// request was refused before it was ordered).
+func RetryableAnswer(msg string) bool { return synoderr.Parse(msg).Kind.Retry() }

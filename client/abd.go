@@ -13,6 +13,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/abd"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Client-driven ABD (seed 001 §3.1.2: the "ABD capable client").
@@ -174,7 +175,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			continue
 		}
 		if r.res.IsErr() {
-			return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, &Error{Msg: r.res.Err})
+			return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, replyError(r.res.Err))
 		}
 		advanced, err := co.Answer(r.idx, r.res)
 		if err != nil {
@@ -197,10 +198,10 @@ func (a *ABD) ask(ctx context.Context, g *gconn, req *synodpb.Request) (service.
 		switch {
 		case err != nil && definite(status.Code(err)):
 			return service.Result{}, err
-		case err == nil && !(res.IsErr() && (&Error{Msg: res.Err}).Code() == "TRYAGAIN"):
+		case err == nil && !(res.IsErr() && replyError(res.Err).Kind == synoderr.TryAgain):
 			return res, nil
 		case err == nil:
-			err = &Error{Msg: res.Err}
+			err = replyError(res.Err)
 		}
 		t := time.NewTimer(pause)
 		select {

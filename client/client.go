@@ -53,8 +53,12 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/resp"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // ErrUnknownOutcome is wrapped by errors of writes that may or may not have
@@ -106,19 +110,67 @@ type Options struct {
 	NoFanout bool
 }
 
-// Error is an error reply from a node ("ERR ...", "TRYAGAIN ...").
+// Error is an error a node answered: an error reply ("ERR ...",
+// "TRYAGAIN ...", "WRONGTYPE ...") or, on gRPC, a refusal status. Its Kind
+// says what the caller can do (package synoderr), so
+//
+//	errors.Is(err, synoderr.TryAgain)   // not now: retry (a write's outcome is unknown)
+//	errors.Is(err, synoderr.WrongType)  // the key holds another type
+//
+// classify any error the clients return. A gRPC status keeps its code:
+// status.Code(err) works on an *Error (GRPCStatus).
 type Error struct {
-	Msg     string
+	// Msg is the error's text in its Redis form (synoderr.Error.Error):
+	// the code word, then the message.
+	Msg string
+	// Kind is the error's kind: from the text's code word, or from a gRPC
+	// status (synoderr.FromGRPC).
+	Kind    synoderr.Kind
 	unknown bool
+	st      *status.Status // the gRPC status it came from, or nil
 }
 
-func (e *Error) Error() string { return e.Msg }
+// replyError is the *Error of an error reply's text (synoderr.Parse).
+func replyError(msg string) *Error {
+	e := synoderr.Parse(msg)
+	return &Error{Msg: msg, Kind: e.Kind}
+}
 
-// Code is the error's first word ("ERR", "WRONGPASS", "TRYAGAIN").
+// statusError returns a gRPC error status as an *Error carrying the status
+// (a node's refusal or failure, or gRPC's own); other errors, and the
+// caller's own cancellation (CANCELED), unchanged.
+func statusError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() == codes.OK || st.Code() == codes.Canceled {
+		return err
+	}
+	e := synoderr.FromGRPC(uint32(st.Code()), st.Message())
+	return &Error{Msg: e.Error(), Kind: e.Kind, st: st}
+}
+
+func (e *Error) Error() string {
+	if e.st != nil {
+		return "rpc error: code = " + e.st.Code().String() + " desc = " + e.st.Message()
+	}
+	return e.Msg
+}
+
+// Code is the error's Redis code, its text's first word ("ERR",
+// "WRONGPASS", "TRYAGAIN").
 func (e *Error) Code() string {
 	code, _, _ := strings.Cut(e.Msg, " ")
 	return code
 }
+
+// Is matches the error's kind: errors.Is(err, synoderr.Moved).
+func (e *Error) Is(target error) bool {
+	k, ok := target.(synoderr.Kind)
+	return ok && k == e.Kind
+}
+
+// GRPCStatus is the gRPC status the error came from (nil for a RESP
+// reply), for status.Code and status.FromError.
+func (e *Error) GRPCStatus() *status.Status { return e.st }
 
 // Unwrap returns ErrUnknownOutcome for a write answered with TRYAGAIN.
 func (e *Error) Unwrap() error {
@@ -260,8 +312,8 @@ func (c *Client) do(ctx context.Context, args [][]byte) (Reply, error) {
 				c.prefer(idx)
 				return rep, nil
 			}
-			e := &Error{Msg: string(rep.Str)}
-			if e.Code() != "TRYAGAIN" {
+			e := replyError(string(rep.Str))
+			if e.Kind != synoderr.TryAgain {
 				c.prefer(idx)
 				return rep, e
 			}
@@ -457,7 +509,7 @@ func (p *pool) dial(ctx context.Context, opts Options) (*pconn, error) {
 		var rep Reply
 		rep, err = pc.r.ReadReply()
 		if err == nil && rep.Kind == resp.Error && replyErr == nil {
-			replyErr = &Error{Msg: string(rep.Str)}
+			replyErr = replyError(string(rep.Str))
 		}
 	}
 	if err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // The fail-over client stub (seed 002, chapter III.B, Fig. III.1).
@@ -240,8 +241,8 @@ func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what string
 			inflight[r.idx] = false
 			g := c.conns[r.idx]
 			if r.err == nil {
-				e := &Error{Msg: r.res.Err}
-				if r.res.Type != service.ResultErr || e.Code() != "TRYAGAIN" {
+				e := replyError(r.res.Err)
+				if r.res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
 					c.prefer(r.idx)
 					return r.resp, r.res, nil
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Clients that send to every replica (automaton.FanoutProtocol; seed 002
@@ -111,8 +112,8 @@ func (c *GRPC) fanoutRound(ctx context.Context, req *synodpb.Request, what strin
 			errs = append(errs, fmt.Errorf("%s: %w", g.addr, r.err))
 		case r.resp.GetSilent():
 			errs = append(errs, fmt.Errorf("%s: silent", g.addr))
-		case r.res.Type == service.ResultErr && (&Error{Msg: r.res.Err}).Code() == "TRYAGAIN":
-			errs = append(errs, fmt.Errorf("%s: %w", g.addr, &Error{Msg: r.res.Err}))
+		case r.res.Type == service.ResultErr && replyError(r.res.Err).Kind == synoderr.TryAgain:
+			errs = append(errs, fmt.Errorf("%s: %w", g.addr, replyError(r.res.Err)))
 		default:
 			c.prefer(r.idx)
 			return r.resp, r.res, true, nil, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synod-dev/synod/resp"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Atomic groups (issue 17 item 4): Redis's MULTI/EXEC as one call.
@@ -89,7 +90,7 @@ func (c *Client) Group(ctx context.Context, cmds ...[]string) ([]Reply, error) {
 		}
 		out, err := groupResult(reps, cmds, read)
 		var e *Error
-		if errors.As(err, &e) && e.Code() == "TRYAGAIN" && read {
+		if errors.As(err, &e) && e.Kind == synoderr.TryAgain && read {
 			errs = append(errs, fmt.Errorf("%s: %w", p.addr, e))
 			continue
 		}
@@ -102,18 +103,18 @@ func (c *Client) Group(ctx context.Context, cmds ...[]string) ([]Reply, error) {
 // groupResult reads the replies to MULTI, cmds..., EXEC.
 func groupResult(reps []Reply, cmds [][]string, read bool) ([]Reply, error) {
 	if m := reps[0]; m.Kind == resp.Error {
-		return nil, fmt.Errorf("%w: MULTI: %w", ErrGroupAborted, &Error{Msg: string(m.Str)})
+		return nil, fmt.Errorf("%w: MULTI: %w", ErrGroupAborted, replyError(string(m.Str)))
 	}
 	for i, r := range reps[1 : len(reps)-1] {
 		if r.Kind == resp.Error {
-			return nil, fmt.Errorf("%w: %s: %w", ErrGroupAborted, strings.ToUpper(cmds[i][0]), &Error{Msg: string(r.Str)})
+			return nil, fmt.Errorf("%w: %s: %w", ErrGroupAborted, strings.ToUpper(cmds[i][0]), replyError(string(r.Str)))
 		}
 	}
 	exec := reps[len(reps)-1]
 	switch {
 	case exec.Kind == resp.Error:
-		e := &Error{Msg: string(exec.Str)}
-		if e.Code() == "TRYAGAIN" && !read {
+		e := replyError(string(exec.Str))
+		if e.Kind == synoderr.TryAgain && !read {
 			e.unknown = true
 		}
 		return nil, e

@@ -25,6 +25,7 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // The gRPC transport.
@@ -331,6 +332,7 @@ func (c *GRPC) Namespaces(ctx context.Context) ([]*synodpb.Namespace, error) {
 		var resp *synodpb.NamespacesResponse
 		if err == nil {
 			resp, err = g.stub.Namespaces(c.withAuth(actx), &synodpb.NamespacesRequest{})
+			err = statusError(err)
 		}
 		cancel()
 		if err == nil {
@@ -425,7 +427,7 @@ func (c *GRPC) DoGroup(ctx context.Context, ns string, ops []service.Op, o OpOpt
 		return nil, err
 	}
 	if res.Type == service.ResultErr {
-		return nil, &Error{Msg: res.Err}
+		return nil, replyError(res.Err)
 	}
 	if len(resp.GetResults()) != len(ops) {
 		return nil, fmt.Errorf("client: group of %d operations answered with %d results", len(ops), len(resp.GetResults()))
@@ -510,8 +512,8 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 		g := c.conns[idx]
 		resp, res, sent, err := try(ctx, g, req)
 		if err == nil {
-			e := &Error{Msg: res.Err}
-			if res.Type != service.ResultErr || e.Code() != "TRYAGAIN" {
+			e := replyError(res.Err)
+			if res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
 				c.prefer(idx)
 				return resp, res, nil
 			}
@@ -575,7 +577,7 @@ func (c *GRPC) do(ctx context.Context, kind, key string, args ...[]byte) (servic
 		return res, err
 	}
 	if res.Type == service.ResultErr {
-		return res, &Error{Msg: res.Err}
+		return res, replyError(res.Err)
 	}
 	return res, nil
 }
@@ -738,7 +740,7 @@ func (c *GRPC) Begin(ctx context.Context, ns string) (*Txn, error) {
 		_, res, sent, err := c.attempt(ctx, g, req)
 		if err == nil {
 			if res.Type == service.ResultErr {
-				return nil, &Error{Msg: res.Err}
+				return nil, replyError(res.Err)
 			}
 			c.prefer(idx)
 			return &Txn{c: c, g: g, ns: req.Namespace, id: id}, nil
@@ -762,7 +764,7 @@ func (c *GRPC) attempt(ctx context.Context, g *gconn, req *synodpb.Request) (*sy
 	var pr peer.Peer // set only if the request got onto a connection
 	resp, err := g.stub.Do(c.withAuth(actx), req, grpc.Peer(&pr))
 	if err != nil {
-		return nil, service.Result{}, pr.Addr != nil, err
+		return nil, service.Result{}, pr.Addr != nil, statusError(err)
 	}
 	if resp.GetSilent() {
 		return resp, service.Result{}, true, nil // a fanout's "not mine to answer"
@@ -807,7 +809,7 @@ func (t *Txn) step(ctx context.Context, action synodpb.TxnStep_Action, op *servi
 func (t *Txn) Do(ctx context.Context, op service.Op) (service.Result, error) {
 	res, err := t.step(ctx, synodpb.TxnStep_OP, &op)
 	if err == nil && res.Type == service.ResultErr {
-		err = &Error{Msg: res.Err}
+		err = replyError(res.Err)
 	}
 	return res, err
 }
@@ -822,11 +824,11 @@ func (t *Txn) Commit(ctx context.Context) error {
 	if err != nil || res.Type != service.ResultErr {
 		return err
 	}
-	e := &Error{Msg: res.Err}
+	e := replyError(res.Err)
 	switch {
-	case e.Code() == "EXECABORT", strings.HasPrefix(res.Err, automaton.ErrNoSuchTxn):
+	case e.Kind == synoderr.Aborted, strings.HasPrefix(res.Err, automaton.ErrNoSuchTxn):
 		return fmt.Errorf("client: commit of transaction %v: %s: %w", t.id, res.Err, ErrTxnAborted)
-	case e.Code() == "TRYAGAIN":
+	case e.Kind == synoderr.TryAgain:
 		e.unknown = true
 	}
 	return e
@@ -836,7 +838,7 @@ func (t *Txn) Commit(ctx context.Context) error {
 func (t *Txn) Abort(ctx context.Context) error {
 	res, err := t.step(ctx, synodpb.TxnStep_ABORT, nil)
 	if err == nil && res.Type == service.ResultErr {
-		err = &Error{Msg: res.Err}
+		err = replyError(res.Err)
 	}
 	return err
 }

@@ -8,14 +8,14 @@ import (
 
 	_ "github.com/synod-dev/synod/protocol/adam"
 	_ "github.com/synod-dev/synod/protocol/paxos"
+	_ "github.com/synod-dev/synod/protocol/pb"
 	_ "github.com/synod-dev/synod/protocol/pbpaxos"
 	_ "github.com/synod-dev/synod/protocol/unreplicated"
 )
 
 // An adam namespace whose callee is missing, or runs a protocol that does
 // not serve nested requests, is refused at configuration time; with a
-// paxos or pbpaxos callee it is accepted. unreplicated is refused with its
-// reason (no deduplication table that survives a crash: docs/NESTED.md).
+// paxos, pbpaxos or unreplicated callee it is accepted.
 func TestCalleeMustExistAndServeNested(t *testing.T) {
 	const adam = "  - {name: default, protocol: adam, service: kv}\n"
 	base := strings.Replace(good, "  - {name: default, protocol: abd, service: kv}\n", adam, 1)
@@ -26,7 +26,8 @@ func TestCalleeMustExistAndServeNested(t *testing.T) {
 		{"  - {name: remote, protocol: abd, service: kv}\n", "does not serve nested requests"},
 		{"  - {name: remote, protocol: paxos, service: kv}\n", ""},
 		{"  - {name: remote, protocol: pbpaxos, service: kv}\n", ""},
-		{"  - {name: remote, protocol: unreplicated, service: kv}\n", "protocol unreplicated does not serve nested requests: it keeps no deduplication table"},
+		{"  - {name: remote, protocol: unreplicated, service: kv}\n", ""},
+		{"  - {name: remote, protocol: pb, service: kv}\n", "protocol pb does not serve nested requests"},
 		{"  - {name: other, protocol: paxos, service: kv}\n", `calls namespace "remote"`},
 	}
 	for _, tc := range cases {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/gateway/gatewaytest"
+	_ "github.com/synod-dev/synod/protocol/abd"
 	_ "github.com/synod-dev/synod/protocol/paxos"
-	"github.com/synod-dev/synod/protocol/unreplicated"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -49,10 +49,10 @@ func TestSynodCall(t *testing.T) {
 		cmd("GET k", `"2"`),
 	})
 
-	_, addr = startServer(t, gatewaytest.MustAutomaton(t, unreplicated.Name, "kv"), ServerOptions{})
+	_, addr = startServer(t, gatewaytest.MustAutomaton(t, "abd", "kv"), ServerOptions{})
 	u := dial(t, addr)
-	if got := u.do("SYNOD", "CALL", "9", "1", "set", "k", "v"); !strings.Contains(got, "runs unreplicated, which does not serve nested requests") {
-		t.Fatalf("unreplicated: %s", got)
+	if got := u.do("SYNOD", "CALL", "9", "1", "set", "k", "v"); !strings.Contains(got, "runs abd, which does not serve nested requests") {
+		t.Fatalf("abd: %s", got)
 	}
 	if got := u.do("GET", "k"); got != "(nil)" {
 		t.Fatalf("a refused call ran: k = %s", got)

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Command mapping.
@@ -80,6 +80,9 @@ type command struct {
 	plan              planFunc // a data command (plan.go); fn is then unused
 	block             handler  // a blocking command's form outside MULTI (blocking.go)
 	group             string   // Redis's command group (COMMAND DOCS)
+	// getkeys finds the keys of a command whose keys move (SORT's STORE),
+	// for COMMAND GETKEYS (getkeys.go); nil: first, last, step.
+	getkeys func(args [][]byte) [][]byte
 }
 
 var commands = map[string]*command{}
@@ -132,7 +135,7 @@ func (c *conn) exec(args [][]byte) {
 	start := time.Now()
 	defer func() { c.s.cmds.called(name, time.Since(start)) }()
 	if !c.authed && !cmd.noAuth {
-		c.writeError("NOAUTH Authentication required.")
+		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
 	}
 	if c.refuseSubscribed(name) {
@@ -155,7 +158,7 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if cmd.plan != nil {
-		c.runPlan(name, cmd.plan(c, args))
+		c.runPlan(name, c.planOf(cmd, args))
 		return
 	}
 	cmd.fn(c, args)
@@ -172,17 +175,13 @@ func errResult(f string, a ...any) service.Result {
 	return service.Result{Type: service.ResultErr, Err: fmt.Sprintf(f, a...)}
 }
 
-// withCode makes msg a Redis error: it keeps a leading upper-case code
-// ("NOQUORUM no majority reachable") and otherwise prefixes "ERR ".
+// withCode is msg in its Redis form (synoderr.Text: a leading upper-case
+// code kept, else "ERR " prefixed), or a script's status reply unchanged.
 func withCode(msg string) string {
 	if strings.HasPrefix(msg, service.StatusPrefix) {
 		return msg // a script's status reply (script.go)
 	}
-	code, _, found := strings.Cut(msg, " ")
-	if found && len(code) >= 2 && strings.IndexFunc(code, func(r rune) bool { return !unicode.IsUpper(r) && r != '_' }) < 0 {
-		return msg
-	}
-	return "ERR " + msg
+	return synoderr.Text(msg)
 }
 
 // nextSeq returns the next request sequence number of this connection.
@@ -206,7 +205,7 @@ func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 		return errResult("ERR this node serves no namespace")
 	}
 	if err := svc.Validate(op); err != nil {
-		return errResult("%s", withCode(err.Error()))
+		return errResult("%s", synoderr.Of(synoderr.Invalid, err.Error()).Error())
 	}
 	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep()})
 }
@@ -237,11 +236,11 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrShuttingDown) || (errors.Is(err, context.Canceled) && c.s.ctx.Err() != nil):
-			return errResult("TRYAGAIN node is shutting down; the outcome of request %v is unknown", req.ID), nil
+			return service.Fail(synoderr.TryAgain, "node is shutting down; the outcome of request %v is unknown", req.ID), nil
 		case errors.Is(err, context.DeadlineExceeded):
-			return errResult("TRYAGAIN request %v timed out after %v; its outcome is unknown (a write may or may not have taken effect)", req.ID, timeout), nil
+			return service.Fail(synoderr.TryAgain, "request %v timed out after %v; its outcome is unknown (a write may or may not have taken effect)", req.ID, timeout), nil
 		}
-		return errResult("ERR %v", err), nil
+		return service.Fail(synoderr.Internal, "%v", err), nil
 	}
 	if res.Result.Type == service.ResultErr {
 		res.Result.Err = withCode(res.Result.Err)
@@ -531,6 +530,10 @@ func cmdClient(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	if sub == "unblock" {
 		cmdClientUnblock(c, args)
+		return
+	}
+	if sub == "reply" {
+		cmdClientReply(c, args) // replymode.go
 		return
 	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
@@ -871,6 +874,8 @@ func cmdCommand(c *conn, args [][]byte) {
 		c.w.WriteInt(int64(len(commands)))
 	case "docs":
 		c.commandDocs(args[2:])
+	case "getkeys":
+		c.commandGetKeys(args[2:])
 	case "list":
 		all := sortedCommands()
 		c.w.WriteArray(len(all))

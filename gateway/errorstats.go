@@ -3,8 +3,9 @@ package gateway
 import (
 	"maps"
 	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Error statistics, as Redis's INFO errorstats: every error reply the RESP
@@ -13,8 +14,8 @@ import (
 // "EXECABORT", ...). INFO errorstats lists them as errorstat_<code>:count=n,
 // INFO stats as total_error_replies, and Server.ErrorStats gives them to
 // the node's metrics (synod_errors_total{kind}). Codes come from Synod's own
-// replies and from protocol errors, which withCode prefixes with ERR unless
-// they start with an upper-case word; past maxErrorKinds distinct codes the
+// replies and from protocol errors, whose code is their first upper-case
+// word, else ERR (synoderr.Parse); past maxErrorKinds distinct codes the
 // rest count as "OTHER", so a protocol inventing codes cannot grow the
 // table without bound.
 
@@ -28,7 +29,7 @@ type errorStats struct {
 
 // add counts one error reply msg.
 func (e *errorStats) add(msg string) {
-	code, _, _ := strings.Cut(withCode(msg), " ")
+	code := synoderr.Parse(msg).Code()
 	e.mu.Lock()
 	if e.m == nil {
 		e.m = map[string]int64{}

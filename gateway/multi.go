@@ -119,7 +119,7 @@ func init() {
 func (c *conn) queuedPlan(cmd *command, args [][]byte) (plan, bool) {
 	switch {
 	case cmd.plan != nil:
-		return cmd.plan(c, args), true
+		return c.planOf(cmd, args), true
 	case cmd.name == "synod" && strings.EqualFold(string(args[1]), "op"):
 		if len(args) < 3 {
 			return errPlan("%s", arityErr("synod|op")), true

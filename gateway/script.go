@@ -150,6 +150,9 @@ func planFCall(ro bool) planFunc {
 			return p
 		}
 		key, rest, msg := scriptArgs(args)
+		if _, err := strconv.ParseInt(string(args[2]), 10, 64); err != nil {
+			msg = "ERR Bad number of keys provided" // FCALL's word for it (Redis 7.0)
+		}
 		if msg != "" {
 			return errPlan("%s", msg)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // String commands (plans, plan.go) onto the KV string operations
@@ -152,7 +153,7 @@ func planMGet(c *conn, args [][]byte) plan {
 func mgetReply(rs []service.Result) service.Result {
 	out := make([]service.Result, len(rs))
 	for i, r := range rs {
-		if r.Type == service.ResultErr && strings.HasPrefix(r.Err, "WRONGTYPE") {
+		if k, isErr := r.ErrKind(); isErr && k == synoderr.WrongType {
 			r = service.Nil()
 		}
 		out[i] = r

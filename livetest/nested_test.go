@@ -21,12 +21,21 @@ import (
 // length. Then kill -9 of one node, more SETs, and kill -9 of every node
 // and a restart: every acknowledged SET's call is still in the trail, and
 // no call was executed twice (no entry repeated).
-func TestAdamCallsPBPaxos(t *testing.T) {
+func TestAdamCallsPBPaxos(t *testing.T) { testAdamCalls(t, "pbpaxos") }
+
+// TestAdamCallsUnreplicated: the same with an unreplicated callee, whose
+// one server is n1: killing n1 kills the callee too, and it is restarted
+// while the SETs wait for their calls (the caller re-sends them, same id,
+// until the server is back); its deduplication table is rebuilt from its
+// records (protocol/unreplicated/nested.go).
+func TestAdamCallsUnreplicated(t *testing.T) { testAdamCalls(t, "unreplicated") }
+
+func testAdamCalls(t *testing.T, callee string) {
 	if testing.Short() {
 		t.Skip("starts real node processes")
 	}
 	c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "adam", Durability: config.Fsync,
-		Extra: []config.Namespace{{Name: "remote", Protocol: "pbpaxos", Service: "kv"}}})
+		Extra: []config.Namespace{{Name: "remote", Protocol: callee, Service: "kv"}}})
 	defer func() {
 		if t.Failed() {
 			logTails(t, c.Dir, 30)
@@ -85,7 +94,7 @@ func TestAdamCallsPBPaxos(t *testing.T) {
 		want += fmt.Sprintf("v%d;", i)
 	}
 	if got := get("remote", "trail:a"); got != want {
-		t.Fatalf("trail:a at the pbpaxos callee = %q, want %q (one APPEND per SET)", got, want)
+		t.Fatalf("trail:a at the %s callee = %q, want %q (one APPEND per SET)", callee, got, want)
 	}
 	if got := get("", "trail-len:a"); got != fmt.Sprint(len(want)) {
 		t.Fatalf("trail-len:a = %q, want %d (the APPEND's answer)", got, len(want))
@@ -96,10 +105,20 @@ func TestAdamCallsPBPaxos(t *testing.T) {
 	if err := c.Kill("n1"); err != nil {
 		t.Fatal(err)
 	}
+	restarted := make(chan error, 1)
+	if callee == "unreplicated" { // n1 is the callee's server: bring it back while the SETs wait
+		go func() {
+			time.Sleep(time.Second)
+			restarted <- restartRetrying(t, c, "n1")
+		}()
+	}
 	for i := n; i < 2*n; i++ {
 		set("a", fmt.Sprintf("v%d", i))
 	}
-	if err := restartRetrying(t, c, "n1"); err != nil {
+	if callee != "unreplicated" {
+		restarted <- restartRetrying(t, c, "n1")
+	}
+	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}
 	onEveryNode(t, c, "kill -9", c.Kill)

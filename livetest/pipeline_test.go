@@ -316,3 +316,121 @@ func checkPushes(t *testing.T, addrs []string, n int, out map[string]pipeOutcome
 		t.Fatalf("only %d pushes acknowledged", acked)
 	}
 }
+
+// TestABDPipelineOwnOrder pipelines SETs and GETs (16 per pipeline) on a
+// 3-node ABD cluster over raw RESP connections, one per node and one more:
+// each connection on a key of its own and on two keys all share. A
+// connection's GET of its own key must return its latest SET before it in
+// the pipeline (SET k a; GET k; SET k b; GET k sees a, then b), and the
+// whole history (each command its own process, from the pipeline's send
+// to its reply) must be linearizable.
+func TestABDPipelineOwnOrder(t *testing.T) {
+	const (
+		conns = 4
+		pipe  = 16
+	)
+	c := upCluster(t, cluster.UpOptions{Nodes: 3, Protocol: "abd", Durability: "memory"})
+	addrs := c.ClientAddrs()
+	r := newRecorder(t, "abd", "memory")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for id := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ownOrderClient(t, r, id, addrs[id%len(addrs)], pipe, stop)
+		}()
+	}
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	checkHistory(t, r, "pipelined SETs and GETs")
+}
+
+// ownOrderClient is one connection of TestABDPipelineOwnOrder.
+func ownOrderClient(t *testing.T, r *recorder, id int, addr string, pipe int, stop <-chan struct{}) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer conn.Close()
+	rd := resp.NewReader(bufio.NewReader(conn), resp.DefaultLimits())
+	keys := []string{fmt.Sprintf("own%d", id), "s0", "s1"}
+	last := "" // the value of this connection's latest SET of its own key ("": none acknowledged)
+	seq := 0
+	type cmd struct {
+		op   service.Op
+		call interface {
+			Complete(service.Result)
+			Unknown()
+			Fail(service.Result)
+		}
+	}
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		var b strings.Builder
+		cmds := make([]cmd, pipe)
+		for i := range cmds {
+			k := keys[(n*7+i*3+i*i)%len(keys)]
+			if (n+i*i)%3 == 0 {
+				cmds[i].op = service.Op{Kind: "get", Key: k}
+				fmt.Fprintf(&b, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", len(k), k)
+			} else {
+				seq++
+				v := fmt.Sprintf("c%d-%d", id, seq)
+				cmds[i].op = service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte(v)}}
+				fmt.Fprintf(&b, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(k), k, len(v), v)
+			}
+		}
+		for i := range cmds {
+			cmds[i].call = r.Invoke(r.newProc(), ns, cmds[i].op, "")
+		}
+		conn.SetDeadline(time.Now().Add(pipeWait))
+		if _, err := conn.Write([]byte(b.String())); err != nil {
+			t.Errorf("connection %d: %v", id, err)
+			return
+		}
+		for i, c := range cmds {
+			rep, err := rd.ReadReply()
+			if err != nil {
+				t.Errorf("connection %d: reply %d of a pipeline: %v", id, i+1, err)
+				for _, c := range cmds[i:] {
+					c.call.Unknown()
+				}
+				return
+			}
+			own := c.op.Key == keys[0]
+			switch {
+			case rep.Kind == resp.Error && c.op.Kind == "set":
+				c.call.Unknown()
+				if own {
+					last = "" // unknown from here until the next acknowledged SET
+				}
+			case rep.Kind == resp.Error:
+				c.call.Fail(service.Result{})
+			case c.op.Kind == "set":
+				c.call.Complete(service.OK())
+				if own {
+					last = string(c.op.Args[0])
+				}
+			default:
+				res := service.Nil()
+				if rep.Kind != resp.Null {
+					res = service.Bytes(append([]byte(nil), rep.Str...))
+				}
+				c.call.Complete(res)
+				if own && last != "" && string(res.Bytes) != last {
+					t.Errorf("connection %d: GET %s answered %q, but the connection's SET before it in the pipeline wrote %q", id, c.op.Key, res.Bytes, last)
+				}
+			}
+		}
+	}
+}

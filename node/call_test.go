@@ -80,3 +80,23 @@ func TestNestedCallToPaxos(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryable: a nested call is sent again (automaton.RetryableAnswer) for the answers whose kind
+// retries, and for no other (before typed errors "ERR timeout ..." was
+// matched by prefix, so BLPOP's "ERR timeout is negative" counted as one).
+func TestRetryable(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"TRYAGAIN paxos: request c:1 not done within 2s":                    true,
+		"MOVED 12 127.0.0.1:7001":                                           true,
+		"CLUSTERDOWN Hash slot 12 not served":                               true,
+		"LOADING the dataset is loading":                                    true,
+		"ERR timeout is negative":                                           false,
+		"WRONGTYPE Operation against a key holding the wrong kind of value": false,
+		"value is not an integer or out of range":                           false,
+		"TRYAGAIN": false, // no message: not a code
+	} {
+		if got := automaton.RetryableAnswer(msg); got != want {
+			t.Errorf("RetryableAnswer(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}

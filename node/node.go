@@ -191,6 +191,7 @@ type Node struct {
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
 	remotes map[string]*remoteCluster // other clusters nested calls go to (remote.go)
+	pubsub  pubsubPeers               // the gateway's handler of peers' pub/sub messages (pubsub.go)
 	// gossipNudge asks for a leader gossip round now (leadergossip.go);
 	// nil without sharded namespaces.
 	gossipNudge chan struct{}
@@ -619,6 +620,10 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	l := n.loops[ns]
 	if l == nil && ns == forwardNS {
 		n.onForward(from, msg) // shard.go
+		return
+	}
+	if l == nil && ns == pubsubNS {
+		n.onPublish(msg) // pubsub.go
 		return
 	}
 	if l == nil && ns == batchNS {

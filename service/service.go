@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	"github.com/synod-dev/synod/internal/registry"
+	"github.com/synod-dev/synod/synoderr"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -96,8 +97,35 @@ func BytesArray(bs ...[]byte) Result {
 	return Array(elems...)
 }
 
+// Errorf is an error result whose text is f's. A text that starts with
+// a Redis error code ("TRYAGAIN ...") has that code's kind; any other is an
+// ERR (synoderr.Parse).
 func Errorf(f string, a ...any) Result {
 	return Result{Type: ResultErr, Err: fmt.Sprintf(f, a...)}
+}
+
+// Fail is an error result of kind k: its text is k's Redis code and the
+// message (the kind's wire form: package synoderr).
+func Fail(k synoderr.Kind, f string, a ...any) Result {
+	return Result{Type: ResultErr, Err: synoderr.New(k, fmt.Sprintf(f, a...)).Error()}
+}
+
+// AsError reads an error result's text as a typed error (synoderr.Parse);
+// nil when r is not an error.
+func (r Result) AsError() *synoderr.Error {
+	if r.Type != ResultErr {
+		return nil
+	}
+	return synoderr.Parse(r.Err)
+}
+
+// ErrKind is the kind of an error result (synoderr.Parse), and whether r
+// is an error.
+func (r Result) ErrKind() (synoderr.Kind, bool) {
+	if r.Type != ResultErr {
+		return synoderr.Generic, false
+	}
+	return synoderr.Parse(r.Err).Kind, true
 }
 
 // IsErr reports whether the result is an error.

@@ -102,7 +102,7 @@ func relayConfig(seed int64, callee, faults string) Config {
 }
 
 // TestCalleeRelay: three caller replicas send every request to a callee
-// (each protocol that serves nested requests: paxos, pbpaxos), under faults
+// (each protocol that serves nested requests: paxos, pbpaxos, unreplicated), under faults
 // in both namespaces; the callee's history holds one operation per id
 // (copies deduplicated), both histories check, and the run replays to the
 // same digests. A late copy of an older id at pbpaxos (window 1,
@@ -113,7 +113,7 @@ func TestCalleeRelay(t *testing.T) {
 	for _, c := range []struct {
 		callee string
 		seeds  int64
-	}{{"paxos", 3}, {"pbpaxos", 3}} {
+	}{{"paxos", 3}, {"pbpaxos", 3}, {"unreplicated", 3}} {
 		t.Run(c.callee, func(t *testing.T) { testCalleeRelay(t, c.callee, c.seeds) })
 	}
 }

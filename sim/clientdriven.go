@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Client-driven operations (Config.ClientDriven, --client-driven).
@@ -121,7 +122,7 @@ func (s *simulator) onPhaseResp(c *client, e *event) {
 	res := e.resp.Result
 	if res.IsErr() {
 		s.stats.ErrorReplies++
-		if !strings.HasPrefix(res.Err, "TRYAGAIN") {
+		if res.AsError().Kind != synoderr.TryAgain {
 			s.fail("client %d: %s answered %s phase %v with %s", c.idx, s.ids[e.node], c.coord.Phase().Name, id, res.Err)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Membership changes during a run (Config.Membership), for protocols that
@@ -213,7 +214,7 @@ func (s *simulator) adminResponse(r automaton.Response) bool {
 		return true
 	}
 	if r.Result.IsErr() {
-		if !strings.HasPrefix(r.Result.Err, "TRYAGAIN") {
+		if r.Result.AsError().Kind != synoderr.TryAgain {
 			s.fail("membership change %v refused: %s", st.ch, r.Result.Err)
 			return true
 		}

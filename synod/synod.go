@@ -84,6 +84,13 @@ type (
 	Result = service.Result
 	// Simulated lets `synod-lab sim` drive a data type with random clients.
 	Simulated = service.Simulated
+	// Conflicter declares, per operation, the keys it reads and writes:
+	// eve and adam then execute operations that do not conflict in
+	// parallel (cores > 1). Without it every operation conflicts with
+	// every other.
+	Conflicter = service.Conflicter
+	// Lock is one key an operation touches, Write when it may change it.
+	Lock = service.Lock
 )
 
 // Results (package service).

@@ -51,6 +51,13 @@ func (Inventory) Validate(op synod.Op) error {
 // IsRead marks the operations that leave the state unchanged.
 func (Inventory) IsRead(op synod.Op) bool { return op.Kind == "count" }
 
+// ConflictKeys declares what each operation touches (synod.Conflicter):
+// its item, written by stock and take, read by count. Under eve with
+// cores > 1 operations on different items then run in parallel.
+func (Inventory) ConflictKeys(op synod.Op) []synod.Lock {
+	return []synod.Lock{{Key: op.Key, Write: op.Kind != "count"}}
+}
+
 // NewState is an empty inventory.
 func (Inventory) NewState() synod.State { return &stock{n: map[string]int64{}} }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -165,10 +166,13 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 	if t.Clients > 0 {
 		cfg.Clients = t.Clients
 	}
+	var node0, self0 float64 // CPU at the start of the measured phase (after the preload)
+	cfg.OnMeasure = func() { node0, self0 = nodesCPU(cl), selfCPU() }
 	rep, err := bench.Run(ctx, cfg, env.Progress())
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
+	nodeCPU, clientCPU := nodesCPU(cl)-node0, selfCPU()-self0
 	if rep.Interrupted {
 		return experiment.Outcome{}, fmt.Errorf("interrupted")
 	}
@@ -180,6 +184,8 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 		Metrics: map[string]float64{
 			mThroughput: a.Throughput, mMean: a.MeanMs, mP50: a.P50Ms, mP95: a.P95Ms, mP99: a.P99Ms,
 			mErrors: float64(a.Errors),
+			mGetMs:  rep.Reads.MeanMs, mSetMs: rep.Writes.MeanMs,
+			mNodeCPU: 1000 * nodeCPU / float64(a.Count), mClientCPU: 1000 * clientCPU / float64(a.Count),
 		},
 		Labels: map[string]string{"durability": t.Durability, "clients": strconv.Itoa(cfg.Clients), "settings": settings(proto, pp[proto]), "target": rep.Config.Target},
 		Detail: rep,
@@ -228,6 +234,10 @@ func (t *Throughput) Report() experiment.ReportSpec {
 			{Metric: mP99, Header: "p99 ms"},
 			{Metric: mRelThroughput, Header: "tput/N=1"},
 			{Metric: mRelMean, Header: "avg/N=1"},
+			{Metric: mGetMs, Header: "GET ms"},
+			{Metric: mSetMs, Header: "SET ms"},
+			{Metric: mNodeCPU, Header: "node CPU ms/op"},
+			{Metric: mClientCPU, Header: "client CPU ms/op"},
 		},
 		Labels: []string{"durability", "target"},
 		Plots:  plots,
@@ -328,4 +338,24 @@ func degradationLines(name string, f experiment.Figures, ratios []string, nodes 
 		out = append(out, fmt.Sprintf("  %s get=%s: %s; ABD degrades less: %s", name, r, strings.Join(parts, "; "), verdict))
 	}
 	return out
+}
+
+// nodesCPU is the CPU seconds the cluster's node processes used so far.
+func nodesCPU(cl *cluster.Cluster) float64 {
+	var sum float64
+	for _, n := range cl.Nodes {
+		if v, err := bench.ProcCPU(n.PID); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// selfCPU is the CPU seconds this process used so far (its bench clients).
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

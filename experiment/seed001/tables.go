@@ -31,6 +31,13 @@ const (
 	mP95        = "p95_ms"
 	mP99        = "p99_ms"
 	mErrors     = "errors"
+	// Where the time goes (claims' causes): mean GET and SET latency, and
+	// CPU per operation of the cluster's nodes and of this process (the
+	// bench clients, which run client-driven ABD's phases).
+	mGetMs     = "get_ms"
+	mSetMs     = "set_ms"
+	mNodeCPU   = "node_cpu_ms_per_op"
+	mClientCPU = "client_cpu_ms_per_op"
 	// Derived (see Derive): relative to the same protocol and mix at N=1.
 	mRelThroughput = "rel_throughput"
 	mRelMean       = "rel_mean"

@@ -154,6 +154,11 @@ const (
 	mCI       = "ci95_ms"
 	mThrough  = "throughput"
 	mRelative = "latency_vs_original"
+	// Live Matchmaker: the mean time a jobSubmit spent inside the nodes
+	// (request submitted to response released: execution, database
+	// transaction, backup acknowledgement) and the rest of its latency.
+	mInNode  = "in_node_ms"
+	mOutside = "outside_ms"
 )
 
 func (e *Counter) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cell) (experiment.Outcome, error) {
@@ -419,6 +424,8 @@ func (e *Counter) Report() experiment.ReportSpec {
 			{Metric: mCI, Header: "±95%", Format: "%.3f"},
 			{Metric: mRelative, Header: "vs original", Format: "%.2f"},
 			{Metric: mThrough, Header: "adds/s", Format: "%.0f"},
+			{Metric: mInNode, Header: "in nodes", Format: "%.3f"},
+			{Metric: mOutside, Header: "outside", Format: "%.3f"},
 		},
 		Labels: []string{"state fsync", "adds", "load"},
 		Plots: []experiment.PlotSpec{

@@ -18,6 +18,7 @@ import (
 	"github.com/synod-dev/synod/durability/pgserver"
 	"github.com/synod-dev/synod/durability/sqlstore"
 	"github.com/synod-dev/synod/experiment"
+	"github.com/synod-dev/synod/experiment/seed002pb"
 )
 
 // The live bed: a real pbdurable cluster of `synod node` processes on
@@ -204,6 +205,10 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 	lat := make([][]float64, clients)
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
+	sum0, count0, err := clusterRequestDuration(ctx, cl)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
 	start := time.Now()
 	for i := range cls {
 		wg.Add(1)
@@ -224,6 +229,10 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 	if err := errors.Join(errs...); err != nil {
 		return experiment.Outcome{}, err
 	}
+	sum1, count1, err := clusterRequestDuration(ctx, cl)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
 	var all []float64
 	for _, l := range lat {
 		all = append(all, l...)
@@ -236,8 +245,13 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 		return experiment.Outcome{}, fmt.Errorf("the counter reads %s after %s answered adds", v, want)
 	}
 	mean, ci := meanCI(all)
+	met := map[string]float64{mLatency: mean, mCI: ci, mThrough: float64(len(all)) / el.Seconds()}
+	if count1 > count0 {
+		met[mInNode] = (sum1 - sum0) / (count1 - count0) * 1000
+		met[mOutside] = mean - met[mInNode]
+	}
 	return experiment.Outcome{
-		Metrics: map[string]float64{mLatency: mean, mCI: ci, mThrough: float64(len(all)) / el.Seconds()},
+		Metrics: met,
 		Labels:  map[string]string{"state fsync": fsyncLabel(c), "adds": strconv.Itoa(len(all)), "runs on": liveLabel("counter", cfg), "load": loadAvg()},
 	}, nil
 }
@@ -285,46 +299,72 @@ func livePostgresCells(cells []experiment.Cell) int {
 // gridmatchmaker (durability/examples/matchmaker): one client advertises
 // enough machines, then mmLoad's four clients submit; the machines left
 // must be exactly those advertised minus the jobs answered.
-func runLiveMatchmaker(ctx context.Context, env *experiment.Env, pg *pgShare, c experiment.Cell, fsync string, rounds int, lo, hi time.Duration) ([]float64, error) {
+func runLiveMatchmaker(ctx context.Context, env *experiment.Env, pg *pgShare, c experiment.Cell, fsync string, rounds int, lo, hi time.Duration) (lat []float64, inNode float64, err error) {
 	cfg, db := c.Get("config"), c.Get("db")
 	name := fmt.Sprintf("mm-%s-%s-%s", cfg, db, strings.ReplaceAll(c.Get("interval"), "-", "to"))
 	cl, stop, err := liveCluster(ctx, env, pg, name, matchmaker.ServiceName, cfg, db, fsync)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer stop()
 	adv, err := liveClient(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer adv.Close()
 	for i := 0; i < machinesNeeded(rounds); i++ {
 		if _, err := adv.Do(ctx, "SYNOD", "OP", "advertise", fmt.Sprintf("m%d", i), "2000", "1024"); err != nil {
-			return nil, fmt.Errorf("advertise: %w", err)
+			return nil, 0, fmt.Errorf("advertise: %w", err)
 		}
 	}
 	cls := make([]*synodclient.Client, mClients)
 	for i := range cls {
 		if cls[i], err = liveClient(ctx, cl); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		defer cls[i].Close()
 	}
-	lat, err := mmLoad(ctx, rounds, lo, hi, func(i int) (bool, error) {
+	sum0, count0, err := clusterRequestDuration(ctx, cl)
+	if err != nil {
+		return nil, 0, err
+	}
+	lat, err = mmLoad(ctx, rounds, lo, hi, func(i int) (bool, error) {
 		rep, err := cls[i].Do(ctx, "SYNOD", "OP", "submit", fmt.Sprintf("c%d", i), "1000", "512")
 		return err == nil && !rep.IsNull(), err
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	sum1, count1, err := clusterRequestDuration(ctx, cl)
+	if err != nil {
+		return nil, 0, err
+	}
+	if count1 > count0 {
+		inNode = (sum1 - sum0) / (count1 - count0) * 1000
 	}
 	left, err := adv.Do(ctx, "SYNOD", "OP", "available")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if n, want := left.Int, int64(machinesNeeded(rounds)-len(lat)); n != want {
-		return nil, fmt.Errorf("%d machines available after %d advertised and %d jobs placed (reply %s)", n, machinesNeeded(rounds), len(lat), left)
+		return nil, 0, fmt.Errorf("%d machines available after %d advertised and %d jobs placed (reply %s)", n, machinesNeeded(rounds), len(lat), left)
 	}
-	return lat, nil
+	return lat, inNode, nil
+}
+
+// clusterRequestDuration is the sum (seconds) and count of every node's
+// synod_request_duration_seconds: the time client requests spent inside
+// the nodes (request submitted to response released: for pbdurable the
+// execution, the database transaction and the backup's acknowledgement).
+func clusterRequestDuration(ctx context.Context, c *cluster.Cluster) (sum, count float64, err error) {
+	for _, n := range c.Nodes {
+		s, k, err := seed002pb.RequestDuration(ctx, n.Metrics)
+		if err != nil {
+			return 0, 0, err
+		}
+		sum, count = sum+s, count+k
+	}
+	return sum, count, nil
 }
 
 // loadAvg is the machine's one-minute load average ("" where unknown),

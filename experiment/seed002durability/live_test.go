@@ -101,6 +101,10 @@ func TestMatchmakerLiveQuick(t *testing.T) {
 		if db := strings.Contains(c.Key, "db=sqlite"); db != (c.Labels["state fsync"] == "on") {
 			t.Errorf("cell %s states fsync %q", c.Key, c.Labels["state fsync"])
 		}
+		// A live cell's time inside the nodes is part of its latency.
+		if in, ok := c.Metrics[mInNode]; strings.Contains(c.Key, "bed=live") && (!ok || in <= 0 || in > c.Metrics[mLatency]) {
+			t.Errorf("cell %s: %.3f ms inside the nodes of a %.3f ms jobSubmit", c.Key, in, c.Metrics[mLatency])
+		}
 	}
 	sum := strings.Join(res.Summary, "\n")
 	for _, want := range []string{"live, sqlite, state fsync on, interval " + strings.Split(quickIntervals, ",")[0], "live: db on sqlite: latency", "process: pb: latency"} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -174,8 +175,9 @@ func (e *Matchmaker) RunCell(ctx context.Context, env *experiment.Env, c experim
 	lo, hi, _ := parseInterval(c.Get("interval"))
 	var lat []float64
 	var err error
+	inNode := math.NaN()
 	if c.Get("bed") == bedLive {
-		lat, err = runLiveMatchmaker(ctx, env, &e.pg, c, e.fsyncLabel(), rounds, lo, hi)
+		lat, inNode, err = runLiveMatchmaker(ctx, env, &e.pg, c, e.fsyncLabel(), rounds, lo, hi)
 	} else {
 		lat, err = e.runProcessMatchmaker(ctx, env, c, rounds, lo, hi)
 	}
@@ -193,7 +195,11 @@ func (e *Matchmaker) RunCell(ctx context.Context, env *experiment.Env, c experim
 	} else {
 		labels["runs on"] = "one process (no runtime)"
 	}
-	return experiment.Outcome{Metrics: map[string]float64{mLatency: mean, mCI: ci}, Labels: labels}, nil
+	met := map[string]float64{mLatency: mean, mCI: ci}
+	if !math.IsNaN(inNode) {
+		met[mInNode], met[mOutside] = inNode, mean-inNode
+	}
+	return experiment.Outcome{Metrics: met, Labels: labels}, nil
 }
 
 // runProcessMatchmaker is one cell on the in-process bed (bed.go).
@@ -378,6 +384,8 @@ func (e *Matchmaker) Report() experiment.ReportSpec {
 		Columns: []experiment.Column{
 			{Metric: mLatency, Header: "jobSubmit ms", Format: "%.3f"},
 			{Metric: mCI, Header: "±95%", Format: "%.3f"},
+			{Metric: mInNode, Header: "in nodes", Format: "%.3f"},
+			{Metric: mOutside, Header: "outside", Format: "%.3f"},
 		},
 		Labels: []string{"state fsync", "requests", "load"},
 		Plots: []experiment.PlotSpec{

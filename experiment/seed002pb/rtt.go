@@ -250,7 +250,7 @@ func clientRoundTrips(ctx context.Context, addr, metricsAddr string, size, n int
 	}
 	const warmup = 3
 	for i := 0; i < warmup+n; i++ {
-		sum0, count0, err := requestDuration(ctx, metricsAddr)
+		sum0, count0, err := RequestDuration(ctx, metricsAddr)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -259,7 +259,7 @@ func clientRoundTrips(ctx context.Context, addr, metricsAddr string, size, n int
 			return nil, nil, fmt.Errorf("SET %d bytes at %s: %w", size, addr, err)
 		}
 		rtt := time.Since(t0)
-		sum1, count1, err := requestDuration(ctx, metricsAddr)
+		sum1, count1, err := RequestDuration(ctx, metricsAddr)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -274,9 +274,9 @@ func clientRoundTrips(ctx context.Context, addr, metricsAddr string, size, n int
 	return rtts, inNode, nil
 }
 
-// requestDuration is the node's synod_request_duration_seconds sum and
+// RequestDuration is the node's synod_request_duration_seconds sum and
 // count of the namespace "default", from its Prometheus endpoint.
-func requestDuration(ctx context.Context, metricsAddr string) (sum, count float64, err error) {
+func RequestDuration(ctx context.Context, metricsAddr string) (sum, count float64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
 	if err != nil {
 		return 0, 0, err

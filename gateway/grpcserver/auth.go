@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -16,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Users and permissions on the gRPC API, the same as on the Redis-protocol
@@ -96,7 +96,7 @@ func (s *Server) login(ctx context.Context, method string) (*gateway.User, error
 	md, _ := metadata.FromIncomingContext(ctx)
 	pws, names := md.Get(synodpb.PasswordKey), md.Get(synodpb.UserKey)
 	if len(pws) > 1 || len(names) > 1 {
-		return nil, s.refused(ctx, "auth", status.Newf(codes.Unauthenticated, "%q and %q may be given once each", synodpb.PasswordKey, synodpb.UserKey), "method", method)
+		return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "%q and %q may be given once each", synodpb.PasswordKey, synodpb.UserKey), "method", method)
 	}
 	name := ""
 	if len(names) == 1 {
@@ -105,26 +105,26 @@ func (s *Server) login(ctx context.Context, method string) (*gateway.User, error
 	if len(pws) == 1 {
 		u, ok := s.users.Login(name, pws[0])
 		if !ok {
-			return nil, s.refused(ctx, "auth", status.New(codes.Unauthenticated, "WRONGPASS invalid username-password pair or user is disabled"), "method", method, "user", orDefault(name))
+			return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "%s", "WRONGPASS invalid username-password pair or user is disabled"), "method", method, "user", orDefault(name))
 		}
 		return u, nil
 	}
 	if len(names) == 1 {
-		return nil, s.refused(ctx, "auth", status.Newf(codes.Unauthenticated, "user %q given without a password (%q)", name, synodpb.PasswordKey), "method", method)
+		return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "user %q given without a password (%q)", name, synodpb.PasswordKey), "method", method)
 	}
 	if cert := verifiedCert(ctx); cert != nil {
 		name, err := s.certUser(cert)
 		if err != nil {
-			return nil, s.refused(ctx, "cert", status.New(codes.Unauthenticated, err.Error()), "method", method)
+			return nil, s.refused(ctx, "cert", kindStatus(synoderr.NoAuth, "%s", err.Error()), "method", method)
 		}
 		u, ok := s.users.Named(name)
 		if !ok {
-			return nil, s.refused(ctx, "cert", status.Newf(codes.Unauthenticated, "the client certificate names user %q, which is not configured", name), "method", method)
+			return nil, s.refused(ctx, "cert", kindStatus(synoderr.NoAuth, "the client certificate names user %q, which is not configured", name), "method", method)
 		}
 		return u, nil
 	}
 	if s.users.Required() {
-		return nil, s.refused(ctx, "auth", status.Newf(codes.Unauthenticated, "authentication required: send a password in the %q metadata (and a user in %q), or a client certificate naming a user", synodpb.PasswordKey, synodpb.UserKey), "method", method)
+		return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "authentication required: send a password in the %q metadata (and a user in %q), or a client certificate naming a user", synodpb.PasswordKey, synodpb.UserKey), "method", method)
 	}
 	return s.users.Default(), nil
 }
@@ -167,7 +167,7 @@ func (s *Server) permit(ctx context.Context, ns string, req automaton.Request) e
 		cmd = strings.ToLower(req.Op.Kind)
 	}
 	if msg := s.users.Permit(u, ns, req, cmd); msg != "" {
-		return s.refused(ctx, "noperm", status.New(codes.PermissionDenied, msg), "user", u.Name(), "namespace", ns)
+		return s.refused(ctx, "noperm", kindStatus(synoderr.NoPerm, "%s", msg), "user", u.Name(), "namespace", ns)
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (s *Server) permit(ctx context.Context, ns string, req automaton.Request) e
 func (s *Server) mayAccess(ctx context.Context, ns string) error {
 	u := userOf(ctx)
 	if !s.users.MayAccess(u, ns) {
-		return s.refused(ctx, "noperm", status.Newf(codes.PermissionDenied, "NOPERM User %s has no permissions to access the '%s' namespace", u.Name(), ns), "user", u.Name(), "namespace", ns)
+		return s.refused(ctx, "noperm", kindStatus(synoderr.NoPerm, "NOPERM User %s has no permissions to access the '%s' namespace", u.Name(), ns), "user", u.Name(), "namespace", ns)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Pipelining over gRPC (api/synod.proto, rpc Pipeline; issue 28 item 6:
@@ -111,7 +111,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	close(p.out)
 	<-p.sent
 	if s.ctx.Err() != nil {
-		return status.Error(codes.Unavailable, "node is shutting down; calls without a reply have an unknown outcome")
+		return refusal(synoderr.TryAgain, "%s", "node is shutting down; calls without a reply have an unknown outcome")
 	}
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
@@ -328,18 +328,18 @@ func (p *pipe) runNamed(m inMsg) {
 		p.write(out)
 	}
 	if m.id.Client == 0 || m.id.Seq == 0 {
-		refuse(status.Error(codes.InvalidArgument, "a named message needs both client_id and seq"))
+		refuse(refusal(synoderr.Invalid, "%s", "a named message needs both client_id and seq"))
 		return
 	}
 	if len(m.calls) > maxBatch {
-		refuse(status.Errorf(codes.InvalidArgument, "a named message holds at most %d calls (it has %d)", maxBatch, len(m.calls)))
+		refuse(refusal(synoderr.Invalid, "a named message holds at most %d calls (it has %d)", maxBatch, len(m.calls)))
 		return
 	}
 	batch := make([]pcall, 0, len(m.calls))
 	for i, c := range m.calls {
 		in := c.GetRequest()
 		if in == nil {
-			refuse(status.Errorf(codes.InvalidArgument, "call %d of a named message has no request", i+1))
+			refuse(refusal(synoderr.Invalid, "call %d of a named message has no request", i+1))
 			return
 		}
 		ns, _, err := p.s.namespace(in.GetNamespace())
@@ -347,11 +347,11 @@ func (p *pipe) runNamed(m inMsg) {
 		switch {
 		case err != nil:
 		case in.GetClientId() != 0 || in.GetSeq() != 0:
-			rule = status.Errorf(codes.InvalidArgument, "call %d of a named message carries a client_id or seq: its message names the group", i+1)
+			rule = refusal(synoderr.Invalid, "call %d of a named message carries a client_id or seq: its message names the group", i+1)
 		case kind(ns, in) != joinBatch:
-			rule = status.Errorf(codes.InvalidArgument, "call %d of a named message is not a single operation without options of a namespace with atomic groups", i+1)
+			rule = refusal(synoderr.Invalid, "call %d of a named message is not a single operation without options of a namespace with atomic groups", i+1)
 		case i > 0 && (ns.Name != batch[0].ns.Name || in.GetRead() != m.calls[0].GetRequest().GetRead()):
-			rule = status.Error(codes.InvalidArgument, "the calls of a named message are of one namespace and read mode")
+			rule = refusal(synoderr.Invalid, "%s", "the calls of a named message are of one namespace and read mode")
 		}
 		if rule != nil {
 			refuse(rule)
@@ -367,7 +367,7 @@ func (p *pipe) runNamed(m inMsg) {
 				if j == i {
 					out[j] = failed(c.GetId(), err)
 				} else {
-					out[j] = failed(c.GetId(), status.Errorf(codes.FailedPrecondition, "not run: call %d of its named message was refused (%s)", i+1, status.Convert(err).Message()))
+					out[j] = failed(c.GetId(), refusal(synoderr.Unsupported, "not run: call %d of its named message was refused (%s)", i+1, status.Convert(err).Message()))
 				}
 			}
 			p.write(out)
@@ -429,18 +429,18 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 	for _, c := range calls {
 		in := c.GetRequest()
 		if in == nil {
-			p.reply(failed(c.GetId(), status.Error(codes.InvalidArgument, "call has no request")))
+			p.reply(failed(c.GetId(), refusal(synoderr.Invalid, "%s", "call has no request")))
 			continue
 		}
 		ns, _, err := p.s.namespace(in.GetNamespace())
 		if err == nil && (in.GetClientId() != 0 || in.GetSeq() != 0) {
-			err = status.Error(codes.InvalidArgument, "a pipelined call carries no client_id or seq: the stream identifies its calls (use Do to choose the identity)")
+			err = refusal(synoderr.Invalid, "%s", "a pipelined call carries no client_id or seq: the stream identifies its calls (use Do to choose the identity)")
 		}
 		if err == nil && in.GetTxn() != nil {
-			err = status.Error(codes.InvalidArgument, "transaction steps go through Do, not Pipeline")
+			err = refusal(synoderr.Invalid, "%s", "transaction steps go through Do, not Pipeline")
 		}
 		if err == nil && in.GetFanout() {
-			err = status.Error(codes.InvalidArgument, "fanout requests go through Do, not Pipeline")
+			err = refusal(synoderr.Invalid, "%s", "fanout requests go through Do, not Pipeline")
 		}
 		if err != nil {
 			p.reply(failed(c.GetId(), err))

@@ -83,7 +83,6 @@ import (
 	"net"
 	"strings"
 	"time"
-	"unicode"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -97,6 +96,7 @@ import (
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Options configure a Server. Zero values take the defaults noted.
@@ -208,7 +208,7 @@ func (s *Server) Close() {
 // namespace resolves a request's namespace ("" is the default).
 func (s *Server) namespace(name string) (config.Namespace, service.Service, error) {
 	if len(s.nss) == 0 {
-		return config.Namespace{}, nil, status.Error(codes.FailedPrecondition, "this node serves no namespace")
+		return config.Namespace{}, nil, refusal(synoderr.Unsupported, "%s", "this node serves no namespace")
 	}
 	if name == "" {
 		return s.nss[0], s.svcs[s.nss[0].Name], nil
@@ -222,7 +222,7 @@ func (s *Server) namespace(name string) (config.Namespace, service.Service, erro
 	for i, ns := range s.nss {
 		names[i] = ns.Name
 	}
-	return config.Namespace{}, nil, status.Errorf(codes.NotFound, "unknown namespace %q (namespaces: %s)", name, strings.Join(names, ", "))
+	return config.Namespace{}, nil, refusal(synoderr.NotFound, "unknown namespace %q (namespaces: %s)", name, strings.Join(names, ", "))
 }
 
 // Do implements synod.v1.Synod.
@@ -248,23 +248,23 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.RequestID, in *synodpb.Request) (automaton.Request, error) {
 	svc := s.svcs[ns.Name]
 	if svc == nil {
-		return automaton.Request{}, status.Errorf(codes.FailedPrecondition, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
+		return automaton.Request{}, refusal(synoderr.Unsupported, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
 	}
 	var err error
 	req := automaton.Request{ID: id, Fanout: in.GetFanout()}
 	if req.Txn, err = synodpb.ToTxnStep(in.GetTxn(), id); err != nil {
-		return req, status.Error(codes.InvalidArgument, err.Error())
+		return req, refusal(synoderr.Invalid, "%s", err.Error())
 	}
 	switch {
 	case req.Txn != nil && in.GetClientId() == 0:
-		return req, status.Error(codes.InvalidArgument, "a transaction step needs client_id and seq (the BEGIN's name the transaction)")
+		return req, refusal(synoderr.Invalid, "%s", "a transaction step needs client_id and seq (the BEGIN's name the transaction)")
 	case len(in.GetOps()) > 0 && in.GetOp() != nil:
-		return req, status.Error(codes.InvalidArgument, "request has both op and ops: an atomic group goes in ops alone")
+		return req, refusal(synoderr.Invalid, "%s", "request has both op and ops: an atomic group goes in ops alone")
 	case len(in.GetOps()) > 0 && req.Txn != nil:
-		return req, status.Error(codes.InvalidArgument, "request has both ops and txn: a request is an atomic group or a transaction step, not both")
+		return req, refusal(synoderr.Invalid, "%s", "request has both ops and txn: a request is an atomic group or a transaction step, not both")
 	case req.Txn != nil && req.Txn.Action != automaton.TxnOp:
 		if in.GetOp() != nil {
-			return req, status.Errorf(codes.InvalidArgument, "a transaction %v step carries no op", req.Txn.Action)
+			return req, refusal(synoderr.Invalid, "a transaction %v step carries no op", req.Txn.Action)
 		}
 	case len(in.GetOps()) > 0:
 		for _, m := range in.GetOps() {
@@ -273,7 +273,7 @@ func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.
 	case in.GetOp() != nil:
 		req.Op = synodpb.ToOp(in.GetOp())
 	default:
-		return req, status.Error(codes.InvalidArgument, "request has no op")
+		return req, refusal(synoderr.Invalid, "%s", "request has no op")
 	}
 	if err := s.permit(ctx, ns.Name, req); err != nil {
 		return req, err
@@ -282,15 +282,15 @@ func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.
 	// single operation skips its registry lookup.
 	if len(req.Ops) > 0 || req.Txn != nil {
 		if res, refused := automaton.RefuseUnsupported(ns.Protocol, req); refused {
-			return req, status.Error(codes.FailedPrecondition, res.Err)
+			return req, refusal(synoderr.Unsupported, "%s", res.Err)
 		}
 	}
 	if err := automaton.ValidateRequest(svc, req); err != nil {
-		return req, status.Errorf(codes.InvalidArgument, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
+		return req, refusal(synoderr.Invalid, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
 	}
 	read, err := synodpb.ToReadMode(in.GetRead())
 	if err != nil {
-		return req, status.Error(codes.InvalidArgument, err.Error())
+		return req, refusal(synoderr.Invalid, "%s", err.Error())
 	}
 	req.Opts, err = requestOptions(ns, id, read, in)
 	if err != nil {
@@ -328,7 +328,7 @@ func (s *Server) run(ctx context.Context, ns string, req automaton.Request) (*sy
 // fromResult converts a result, giving errors a Redis-style code.
 func fromResult(r service.Result) *synodpb.Result {
 	if r.Type == service.ResultErr {
-		r.Err = withCode(r.Err)
+		r.Err = synoderr.Text(r.Err)
 	}
 	return synodpb.FromResult(r)
 }
@@ -346,7 +346,7 @@ func requestID(in *synodpb.Request) (automaton.RequestID, error) {
 		}
 		id.Seq = 1
 	case id.Seq == 0:
-		return id, status.Error(codes.InvalidArgument, "seq must be at least 1 when client_id is set")
+		return id, refusal(synoderr.Invalid, "%s", "seq must be at least 1 when client_id is set")
 	}
 	return id, nil
 }
@@ -383,7 +383,7 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 			continue
 		}
 		if _, dup := o.Ext[a.option]; dup {
-			return o, status.Errorf(codes.InvalidArgument, "option %s given twice: in options and as the %s field (its alias); give one", a.option, a.field)
+			return o, refusal(synoderr.Invalid, "option %s given twice: in options and as the %s field (its alias); give one", a.option, a.field)
 		}
 		o.Set(a.option, vals)
 	}
@@ -394,12 +394,12 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 	}
 	for _, name := range o.Names() {
 		if _, err := automaton.FindOption(ns.Protocol, name); err != nil {
-			return o, status.Errorf(codes.InvalidArgument, "namespace %q: option %q refused: %v", ns.Name, name, err)
+			return o, refusal(synoderr.Invalid, "namespace %q: option %q refused: %v", ns.Name, name, err)
 		}
 	}
 	o, err := automaton.ValidateOptions(ns.Protocol, id, o)
 	if err != nil {
-		return o, status.Errorf(codes.InvalidArgument, "namespace %q: %v", ns.Name, err)
+		return o, refusal(synoderr.Invalid, "namespace %q: %v", ns.Name, err)
 	}
 	return o, nil
 }
@@ -409,24 +409,14 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 func (s *Server) doError(ctx, rctx context.Context, id automaton.RequestID, err error) error {
 	switch {
 	case errors.Is(err, gateway.ErrShuttingDown) || s.ctx.Err() != nil:
-		return status.Errorf(codes.Unavailable, "node is shutting down; the outcome of request %v is unknown", id)
+		return refusal(synoderr.TryAgain, "node is shutting down; the outcome of request %v is unknown", id)
 	case ctx.Err() == context.Canceled:
 		return status.Errorf(codes.Canceled, "request %v cancelled by the caller; its outcome is unknown", id)
 	case errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil:
 		return status.Errorf(codes.DeadlineExceeded, "request %v timed out; its outcome is unknown (a write may or may not have taken effect)", id)
 	}
 	s.log.Warn("backend failed a gRPC request", "request", id.String(), "err", err)
-	return status.Errorf(codes.Unavailable, "request %v failed at the node (%v); its outcome is unknown", id, err)
-}
-
-// withCode makes msg a Redis-style error: it keeps a leading upper-case code
-// and otherwise prefixes "ERR " (as the Redis gateway replies).
-func withCode(msg string) string {
-	code, _, found := strings.Cut(msg, " ")
-	if found && len(code) >= 2 && strings.IndexFunc(code, func(r rune) bool { return !unicode.IsUpper(r) && r != '_' }) < 0 {
-		return msg
-	}
-	return "ERR " + msg
+	return refusal(synoderr.TryAgain, "request %v failed at the node (%v); its outcome is unknown", id, err)
 }
 
 // Namespaces implements synod.v1.Synod.
@@ -473,14 +463,14 @@ func (s *Server) WatchLeader(in *synodpb.WatchLeaderRequest, stream synodpb.Syno
 		return status.Error(codes.Unimplemented, "this server cannot watch leaders")
 	}
 	if !lw.HasLeader(ns.Name) {
-		return status.Errorf(codes.FailedPrecondition, "namespace %q: protocol %s has no leader (every node serves it alike)", ns.Name, ns.Protocol)
+		return refusal(synoderr.Unsupported, "namespace %q: protocol %s has no leader (every node serves it alike)", ns.Name, ns.Protocol)
 	}
 	ctx := stream.Context()
 	var last *synodpb.LeaderEvent
 	for {
 		h, changed, err := lw.WatchLeader(ns.Name)
 		if err != nil {
-			return status.Errorf(codes.FailedPrecondition, "namespace %q: %v", ns.Name, err)
+			return refusal(synoderr.Unsupported, "namespace %q: %v", ns.Name, err)
 		}
 		ev := &synodpb.LeaderEvent{Namespace: ns.Name, NodeId: string(h.ID), ClientAddr: h.Client, GrpcAddr: h.GRPC, From: string(h.From)}
 		if last == nil || last.GetNodeId() != ev.GetNodeId() {
@@ -494,7 +484,7 @@ func (s *Server) WatchLeader(in *synodpb.WatchLeaderRequest, stream synodpb.Syno
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		case <-s.ctx.Done():
-			return status.Error(codes.Unavailable, "node is shutting down")
+			return refusal(synoderr.TryAgain, "%s", "node is shutting down")
 		}
 	}
 }
@@ -522,4 +512,17 @@ func (s *Server) Info(ctx context.Context, _ *synodpb.InfoRequest) (*synodpb.Inf
 	grpcSec.Fields["request_timeout_ms"] = fmt.Sprint(s.opts.RequestTimeout.Milliseconds())
 	grpcSec.Fields["max_message_bytes"] = fmt.Sprint(synodpb.MaxMessageSize)
 	return out, nil
+}
+
+// refusal is the status of an error of kind k (synoderr.Of of the
+// formatted text): the kind's gRPC code, and its message with the Redis
+// code unless that is ERR (synoderr.Error.GRPCMessage).
+func refusal(k synoderr.Kind, format string, a ...any) error {
+	return kindStatus(k, format, a...).Err()
+}
+
+// kindStatus is refusal's status.
+func kindStatus(k synoderr.Kind, format string, a ...any) *status.Status {
+	e := synoderr.Of(k, fmt.Sprintf(format, a...))
+	return status.New(codes.Code(k.GRPCCode()), e.GRPCMessage())
 }

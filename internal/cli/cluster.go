@@ -106,7 +106,7 @@ with "synod cluster down".`,
 	f.IntVar(&up.BasePort, "base-port", 0, "pin ports: client ports N.., peer ports N+100.., metrics ports N+200.., gRPC ports N+300..; 0 picks free ports")
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
 	f.StringArrayVar(&upParams, "param", nil, "protocol parameter of the default namespace, name=value (repeatable; each protocol's parameters are listed in its package doc)")
-	f.StringVar(&upCallee, "callee-protocol", "paxos", "protocol of the namespaces the default namespace calls (adam's callee), added when missing: paxos or pbpaxos (docs/NESTED.md, \"Callee protocols\")")
+	f.StringVar(&upCallee, "callee-protocol", "paxos", "protocol of the namespaces the default namespace calls (adam's callee), added when missing: paxos, pbpaxos or unreplicated (docs/NESTED.md, \"Callee protocols\")")
 	f.IntVar(&up.Shards, "shards", 0, "split the default namespace by hash slot into this many replica groups (Redis Cluster protocol; docs/SHARDING.md); 0: unsharded")
 	f.IntVar(&up.Replicas, "replicas", 0, "nodes per shard with --shards (default 3, or every node when fewer)")
 	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")

@@ -9,6 +9,7 @@ import (
 	"github.com/synod-dev/synod/protocol/eve"
 	_ "github.com/synod-dev/synod/protocol/paxos" // the callee
 	_ "github.com/synod-dev/synod/protocol/pbpaxos"
+	_ "github.com/synod-dev/synod/protocol/unreplicated"
 	"github.com/synod-dev/synod/sim"
 )
 
@@ -93,8 +94,15 @@ func TestDivergenceRollsBack(t *testing.T) {
 // scenario's flags: faults in both namespaces, ppm with 2 groups of 2
 // threads; the callee's history, the same-bytes and same-answer checks
 // pass.
-func TestPBPaxosCallee(t *testing.T) {
-	cfg, seeds, err := sim.ParseArgs([]string{"--protocol", Name, "--callee-protocol", "pbpaxos", "--callee-nodes", "3",
+func TestPBPaxosCallee(t *testing.T) { testCallee(t, "pbpaxos") }
+
+// TestUnreplicatedCallee: the same with an unreplicated callee (its one
+// server crashes too; its deduplication table is durable with its state,
+// protocol/unreplicated/nested.go).
+func TestUnreplicatedCallee(t *testing.T) { testCallee(t, "unreplicated") }
+
+func testCallee(t *testing.T, callee string) {
+	cfg, seeds, err := sim.ParseArgs([]string{"--protocol", Name, "--callee-protocol", callee, "--callee-nodes", "3",
 		"--nodes", "3", "--clients", "6", "--ops", "150", "--faults", "all", "--callee-faults", "all",
 		"--param", "groups=2", "--param", "threads=2", "--seeds", "1-2"})
 	if err != nil {
@@ -116,6 +124,6 @@ func TestPBPaxosCallee(t *testing.T) {
 		calleeFaults += r.Callee.Stats.Crashes + r.Callee.Stats.Partitions + r.Callee.Stats.Pauses
 	}
 	if calleeFaults == 0 {
-		t.Fatal("no crash, partition or pause in the pbpaxos callee")
+		t.Fatalf("no crash, partition or pause in the %s callee", callee)
 	}
 }

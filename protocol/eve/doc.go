@@ -65,7 +65,12 @@
 // requests of each mixer batch are spread over `cores` goroutines that
 // each do exec_cost of CPU work per request (below, Request work) and
 // apply concurrently to the sharded KV (service ShardedState: one lock per
-// shard, copy-on-write checkpoints).
+// shard, copy-on-write checkpoints). Any other service that declares its
+// conflicts (service.Conflicter or Lockable; a user's type too, issue 31)
+// runs on the same workers, its Applies taken one at a time under a lock
+// since its state need not be safe for concurrent use: the work runs in
+// parallel, the apply order among non-conflicting requests is the
+// threads'.
 //
 // # Request work (decision: a fixed amount of CPU work)
 //

@@ -303,6 +303,10 @@ type Stats struct {
 	Transfers, ShardsSent     int // state transfers it installed; shards it sent to others
 	ParallelBatches, Requests int // mixer batches and requests it executed speculatively
 	Executions                int // speculative runs (one per batch it executed in parallel)
+	// ExecTime sums the speculative runs' makespans as the executor
+	// reported them (simulation: modelled virtual time; live: the
+	// runtime's measurement), for experiments' breakdowns.
+	ExecTime time.Duration
 }
 
 // Stats returns the node's counters.
@@ -564,6 +568,7 @@ func (r *Recorder) Total() Stats {
 		t.ParallelBatches += s.ParallelBatches
 		t.Requests += s.Requests
 		t.Executions += s.Executions
+		t.ExecTime += s.ExecTime
 	}
 	return t
 }

@@ -214,6 +214,7 @@ func (a *Eve) onExecuted(id uint64, res *execResult) {
 		a.stats.ParallelBatches += res.Batches
 		a.stats.Requests += len(x.b.Entries)
 		a.stats.Executions++
+		a.stats.ExecTime += res.Makespan
 	}
 	if x.seq {
 		// Sequential re-execution needs no second verification: it is

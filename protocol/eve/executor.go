@@ -197,14 +197,22 @@ func listMakespan(costs []time.Duration, c int) time.Duration {
 // runLive executes a job on job.Cores goroutines: the requests of each of
 // the mixer's parallel batches are spread over the workers, each doing a
 // request's modelled work (cpuwork iterations for its cost at workPerMs,
-// package doc, Request work) and applying it; the sharded KV lets them run
-// at once. Other states run sequentially. The makespan it reports is the
-// wall time the runtime measured (experiments read it; the automaton does
-// not).
+// package doc, Request work) and applying it; the sharded KV lets them
+// apply at once. Any other service that declares its conflicts
+// (service.Conflicter or service.Lockable: a user's type too) runs the same
+// way, its Applies taken one at a time under a lock, since its state need
+// not be safe for concurrent use: the requests' work runs in parallel, and
+// the order in which non-conflicting requests apply is the threads' (it
+// does not matter when the declaration is right; when it is wrong,
+// replicas diverge and the verifiers roll back, as for the sharded KV). A
+// service that declares nothing runs sequentially. The makespan it
+// reports is the wall time the runtime measured (experiments read it; the
+// automaton does not).
 func runLive(job *execJob, workPerMs float64) *execResult {
 	start := time.Now()
-	_, parallel := job.State.(*service.ShardedState)
-	if !parallel || job.Sequential || job.cores() == 1 {
+	_, sharded := job.State.(*service.ShardedState)
+	_, declared := service.ConflictKeysOf(job.Svc, service.Op{})
+	if !(sharded || declared) || job.Sequential || job.cores() == 1 {
 		res := runJob(job, rand.New(rand.NewSource(1)))
 		for i := range res.Results {
 			work(job.costOf(i), workPerMs)
@@ -222,6 +230,7 @@ func runLive(job *execJob, workPerMs float64) *execResult {
 	groups := mix(len(idx), func(k int) ([]service.Lock, bool) {
 		return service.ConflictKeysOf(job.Svc, job.Entries[idx[k]].Req.Op)
 	})
+	var applyMu sync.Mutex // held around Apply unless the state is the sharded KV
 	for _, g := range groups {
 		queue := make(chan int, len(g))
 		for _, k := range g {
@@ -236,7 +245,13 @@ func runLive(job *execJob, workPerMs float64) *execResult {
 				for i := range queue {
 					work(job.costOf(i), workPerMs)
 					req := job.Entries[i].Req
+					if !sharded {
+						applyMu.Lock()
+					}
 					res.Results[i] = service.ApplyEnv(job.State, req.Op, req.Env)
+					if !sharded {
+						applyMu.Unlock()
+					}
 				}
 			}()
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"sort"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -102,5 +104,91 @@ func TestLiveWorkIsCPUTime(t *testing.T) {
 	RunBatchLive(svc, svc.NewState(), ops, 4, time.Millisecond, rate)
 	if used := cpu() - start; used < 16*time.Millisecond {
 		t.Fatalf("32 requests of 1 ms of work on 4 goroutines and one CPU used %v of CPU (want >= 16ms)", used)
+	}
+}
+
+// tally is a user-like service: a map of counters whose state is not safe
+// for concurrent use, declaring its conflicts (service.Conflicter).
+type tally struct{}
+
+func (tally) Name() string { return "test-tally" }
+func (tally) Validate(op service.Op) error {
+	if op.Kind != "add" && op.Kind != "read" {
+		return fmt.Errorf("unknown %s", op.Kind)
+	}
+	return nil
+}
+func (tally) IsRead(op service.Op) bool { return op.Kind == "read" }
+func (tally) NewState() service.State   { return &tallyState{n: map[string]int64{}} }
+func (tally) ConflictKeys(op service.Op) []service.Lock {
+	return []service.Lock{{Key: op.Key, Write: op.Kind == "add"}}
+}
+
+type tallyState struct{ n map[string]int64 }
+
+func (s *tallyState) Apply(op service.Op) service.Result {
+	if op.Kind == "add" {
+		s.n[op.Key]++
+	}
+	return service.Int(s.n[op.Key])
+}
+func (s *tallyState) Snapshot() []byte {
+	keys := make([]string, 0, len(s.n))
+	for k := range s.n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b []byte
+	for _, k := range keys {
+		b = fmt.Appendf(b, "%s=%d;", k, s.n[k])
+	}
+	return b
+}
+func (s *tallyState) Restore([]byte) error { return nil }
+
+// Any service that declares its conflicts runs on the live worker pool
+// (issue 31 item 4), not the sharded KV alone: a state that is not safe
+// for concurrent use (run with -race) reaches the answers and state of a
+// sequential run, and the mixer made parallel batches.
+func TestLiveExecutorRunsADeclaredService(t *testing.T) {
+	var ops []service.Op
+	for i := 0; i < 200; i++ {
+		kind := "add"
+		if i%3 == 0 {
+			kind = "read"
+		}
+		ops = append(ops, service.Op{Kind: kind, Key: fmt.Sprint("k", i%40)})
+	}
+	par, seq := tally{}.NewState(), tally{}.NewState()
+	// Cost runs in the workers before each request's work: count how many
+	// run at once (a sleep lets them overlap even on a busy machine).
+	var inflight, most atomic.Int32
+	cost := func(service.Op) time.Duration {
+		n := inflight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(200 * time.Microsecond)
+		inflight.Add(-1)
+		return 0
+	}
+	job := &execJob{State: par, Svc: tally{}, Entries: make([]entry, len(ops)), Skip: make([]bool, len(ops)), Cores: 4, Cost: cost}
+	for i, op := range ops {
+		job.Entries[i].Req.Op = op
+	}
+	res := runLive(job, 0)
+	if most.Load() < 2 {
+		t.Fatalf("at most %d requests ran at once on 4 workers: the service ran sequentially", most.Load())
+	}
+	sr, _ := RunBatchLive(tally{}, seq, ops, 1, 0, 0)
+	if string(par.Snapshot()) != string(seq.Snapshot()) {
+		t.Fatal("the parallel run's state differs from the sequential one's")
+	}
+	for i := range res.Results {
+		if !res.Results[i].Equal(sr[i]) {
+			t.Fatalf("request %d (%v): parallel %v, sequential %v", i, ops[i], res.Results[i], sr[i])
+		}
+	}
+	if res.Batches < 2 || res.Batches >= len(ops) {
+		t.Fatalf("the mixer made %d batches of %d requests: not run in parallel batches", res.Batches, len(ops))
 	}
 }

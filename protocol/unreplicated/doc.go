@@ -53,6 +53,13 @@
 // rule covers Sends and Responds of later steps too), so no client reads a
 // write that a crash could still lose.
 //
+// Nested requests (the Eve/Adam thesis §3, Adam; nested.go): the server is a
+// callee. A nested request, read or write, is applied as a write whose
+// record also carries its id and outcome; the snapshot carries the table of
+// latest outcomes per client id; a copy is answered from the table. So the
+// promise (one execution, every copy answered alike) survives crashes of
+// the server with fsync.
+//
 // Read modes. Every mode is served by the server's read: the server is the
 // only copy, so a local or regular read would be this same read, and it is
 // linearizable.

@@ -109,6 +109,8 @@ func (u *Unreplicated) DescribeMessage(b []byte) string {
 	switch m.Kind {
 	case kindForward:
 		return fmt.Sprintf("forward #%d req=%v %s", m.Seq, m.Req, showOps(m.Op, m.Ops))
+	case kindNestedForward:
+		return fmt.Sprintf("forward #%d nested req=%v %s", m.Seq, m.Req, showOps(m.Op, m.Ops))
 	case kindTxnForward:
 		if m.Txn.Action == automaton.TxnOp {
 			return fmt.Sprintf("forward #%d req=%v txn %v %s", m.Seq, m.Req, m.Txn.Txn, m.Op)

@@ -19,10 +19,13 @@ const (
 	// fields, then the TxnStep. A kind of its own keeps the bytes of every
 	// other Forward as they were.
 	kindTxnForward = 3
+	// kindNestedForward is a Forward of a nested request (nested.go),
+	// with the Forward's fields; a kind of its own for the same reason.
+	kindNestedForward = 4
 )
 
 // header is the messages' and records' version 1 header.
-var header = proto.Header{Protocol: "unreplicated", Version: 1, Kinds: []string{"forward", "reply", "txn-forward"}}
+var header = proto.Header{Protocol: "unreplicated", Version: 1, Kinds: []string{"forward", "reply", "txn-forward", "nested-forward"}}
 
 // maxOps bounds the operations of a decoded group.
 const maxOps = 1 << 16
@@ -49,7 +52,7 @@ func (m *message) marshal() []byte {
 	e.Uvarint(m.Inc)
 	e.Uvarint(m.Seq)
 	switch m.Kind {
-	case kindForward, kindTxnForward:
+	case kindForward, kindTxnForward, kindNestedForward:
 		e.Uvarint(m.Req.Client)
 		e.Uvarint(m.Req.Seq)
 		encodeOps(&e, m.Op, m.Ops)
@@ -79,7 +82,7 @@ func unmarshal(b []byte) (message, error) {
 	m.Inc = d.Uvarint()
 	m.Seq = d.Uvarint()
 	switch m.Kind {
-	case kindForward, kindTxnForward:
+	case kindForward, kindTxnForward, kindNestedForward:
 		m.Req = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
 		m.Op, m.Ops = decodeOps(d)
 		m.Env = service.DecodeEnv(d)
@@ -149,23 +152,29 @@ func parseWriteKey(k string) (uint64, bool) {
 // writeRecord is what the server persists per write: enough to apply it
 // again, in the same environment, at recovery. A committed transaction's
 // record holds its writes in Ops and the Env of each in Envs, appended
-// after the other fields (so other records keep their bytes).
+// after the other fields (so other records keep their bytes). A nested
+// request's record carries its id and outcome after the Envs' count
+// (nested.go).
 type writeRecord struct {
-	Op   service.Op
-	Ops  []service.Op
-	Env  service.Env
-	Envs []service.Env
+	Op     service.Op
+	Ops    []service.Op
+	Env    service.Env
+	Envs   []service.Env
+	Nested *nestedTrailer
 }
 
 func (r writeRecord) marshal() []byte {
 	e := header.Record(64)
 	encodeOps(&e, r.Op, r.Ops)
 	service.EncodeEnv(&e, r.Env)
-	if len(r.Envs) > 0 {
+	if len(r.Envs) > 0 || r.Nested != nil {
 		e.Uvarint(uint64(len(r.Envs)))
 		for _, env := range r.Envs {
 			service.EncodeEnv(&e, env)
 		}
+	}
+	if r.Nested != nil {
+		r.Nested.encode(&e)
 	}
 	return e.B
 }
@@ -179,32 +188,45 @@ func unmarshalWrite(b []byte) (writeRecord, error) {
 	r.Op, r.Ops = decodeOps(d)
 	r.Env = service.DecodeEnv(d)
 	if len(d.B) > 0 && d.Err() == nil {
-		r.Envs = make([]service.Env, d.Count(maxOps, 2))
-		for i := range r.Envs {
-			r.Envs[i] = service.DecodeEnv(d)
+		if n := d.Count(maxOps, 2); n > 0 {
+			r.Envs = make([]service.Env, n)
+			for i := range r.Envs {
+				r.Envs[i] = service.DecodeEnv(d)
+			}
+			if d.Err() == nil && len(r.Envs) != len(r.Ops) {
+				d.Fail(fmt.Errorf("a transaction record with %d writes and %d environments", len(r.Ops), len(r.Envs)))
+			}
 		}
-		if d.Err() == nil && len(r.Envs) != len(r.Ops) {
-			d.Fail(fmt.Errorf("a transaction record with %d writes and %d environments", len(r.Ops), len(r.Envs)))
-		}
+	}
+	if len(d.B) > 0 && d.Err() == nil {
+		r.Nested = decodeNestedTrailer(d)
 	}
 	return r, d.Done()
 }
 
 // marshalSnap encodes the snapshot record: the number of writes it covers
-// and the service state after them.
-func marshalSnap(index uint64, state []byte) []byte {
+// and the service state after them, then, when it is not empty, the
+// nested requests' deduplication table (nested.go).
+func marshalSnap(index uint64, state []byte, nested map[uint64]nestedEntry) []byte {
 	e := header.Record(16 + len(state))
 	e.Uvarint(index)
 	e.Bytes(state)
+	if len(nested) > 0 {
+		encodeNestedTable(&e, nested)
+	}
 	return e.B
 }
 
-func unmarshalSnap(b []byte) (uint64, []byte, error) {
+func unmarshalSnap(b []byte) (uint64, []byte, map[uint64]nestedEntry, error) {
 	d, err := header.OpenRecord(b, "snapshot")
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	index := d.Uvarint()
 	state := d.BytesCopy()
-	return index, state, d.Done()
+	nested := map[uint64]nestedEntry{}
+	if len(d.B) > 0 && d.Err() == nil {
+		nested = decodeNestedTable(d)
+	}
+	return index, state, nested, d.Done()
 }

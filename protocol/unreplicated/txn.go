@@ -137,6 +137,10 @@ func (u *Unreplicated) compactTxnOrder() {
 // replay applies a write record at recovery: a transaction's writes each
 // with its own Env, a group or a single operation with the record's Env.
 func (u *Unreplicated) replay(r writeRecord) {
+	if t := r.Nested; t != nil {
+		// The recorded outcome, not a re-executed one (nested.go).
+		u.noteNested(t.ID, automaton.Response{ID: t.ID, Result: t.Result, Results: t.Results})
+	}
 	if len(r.Envs) > 0 {
 		for i, op := range r.Ops {
 			service.ApplyEnv(u.st, op, r.Envs[i])

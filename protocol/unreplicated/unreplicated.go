@@ -66,9 +66,9 @@ func capabilities(name, doc string, scenarios []automaton.Scenario) automaton.Ca
 		// in a workspace and commit first-committer wins (txn.go).
 		Transactions: automaton.TxnSupport{Atomic: true, Interactive: true},
 		Scenarios:    scenarios,
-		// Not a callee of nested requests (docs/NESTED.md, "Callee
-		// protocols").
-		NestedRefusal: nestedRefusal,
+		// A callee of nested requests: the latest outcome per client id,
+		// durable with the state (nested.go).
+		NestedWindow: 1,
 	}
 }
 
@@ -160,6 +160,7 @@ type Unreplicated struct {
 	dupOrder []fwdKey
 	txns     map[automaton.RequestID]*txn // open interactive transactions (txn.go)
 	txnOrder []automaton.RequestID        // their begins, oldest first (may hold ended ones)
+	nested   map[uint64]nestedEntry       // nested requests' latest outcome per client id (nested.go)
 
 	// Forwarder state.
 	inc   uint64 // incarnation nonce, fresh at every Start
@@ -217,9 +218,10 @@ func (u *Unreplicated) OnStart(s automaton.Start) {
 	u.dups = map[fwdKey]message{}
 	u.txns = map[automaton.RequestID]*txn{} // a crash aborts every open transaction
 	u.txnOrder = nil
+	u.nested = map[uint64]nestedEntry{}
 	u.fresh = len(s.Records) == 0
 	if b, ok := s.Records[snapKey]; ok {
-		index, state, err := unmarshalSnap(b)
+		index, state, nested, err := unmarshalSnap(b)
 		if err == nil {
 			err = u.st.Restore(state)
 		}
@@ -227,6 +229,7 @@ func (u *Unreplicated) OnStart(s automaton.Start) {
 			panic(fmt.Sprintf("unreplicated: corrupt snapshot record: %v", err))
 		}
 		u.applied, u.snapAt = index, index
+		u.nested = nested
 	}
 	var idx []uint64
 	for k := range s.Records {
@@ -288,6 +291,12 @@ func (u *Unreplicated) serve(req automaton.Request, answer func(automaton.Respon
 		u.Emit(answer(automaton.Response{ID: req.ID, Result: service.Errorf("%s", automaton.ErrNoSuchTxn)}))
 		return
 	}
+	if req.Nested {
+		if r, ok := u.nestedCache(req.ID); ok {
+			u.Emit(answer(r)) // a copy: answered from the table (nested.go)
+			return
+		}
+	}
 	// Broken (dirtyTxn): a transaction's operation runs on the shared state.
 	op, ops, env := req.Op, req.Ops, req.Env
 	write := !automaton.IsReadRequest(u.cfg.Service, automaton.Request{Op: op, Ops: ops})
@@ -298,6 +307,13 @@ func (u *Unreplicated) serve(req automaton.Request, answer func(automaton.Respon
 		resp.Result = res[0]
 	}
 	ans := answer(resp)
+	if req.Nested {
+		// Read or write, its outcome is recorded before it is answered.
+		u.noteNested(req.ID, resp)
+		u.commitWrite(writeRecord{Op: op, Ops: ops, Env: env,
+			Nested: &nestedTrailer{ID: req.ID, Result: resp.Result, Results: resp.Results}}, ans)
+		return
+	}
 	if !write {
 		u.Emit(ans)
 		return
@@ -342,7 +358,7 @@ func (u *Unreplicated) persistWrite(r writeRecord) {
 	if u.applied-u.snapAt < u.snapEvery {
 		return
 	}
-	u.Emit(automaton.Persist{Key: snapKey, Value: marshalSnap(u.applied, u.st.Snapshot())})
+	u.Emit(automaton.Persist{Key: snapKey, Value: marshalSnap(u.applied, u.st.Snapshot(), u.nested)})
 	for i := u.snapAt + 1; i <= u.applied; i++ {
 		u.Emit(automaton.Persist{Key: writeKey(i), Delete: true})
 	}
@@ -357,7 +373,9 @@ func (u *Unreplicated) forward(req automaton.Request) {
 		return
 	}
 	u.seq++
-	f := &forward{seq: u.seq, req: req, read: automaton.IsReadRequest(u.cfg.Service, req)}
+	// A nested request is resent like a read: the server answers every
+	// copy of its id alike (nested.go).
+	f := &forward{seq: u.seq, req: req, read: req.Nested || automaton.IsReadRequest(u.cfg.Service, req)}
 	u.fwds[f.seq] = f
 	u.byReq[req.ID] = f.seq
 	u.Emit(automaton.SetTimer{ID: automaton.TimerID(f.seq), After: u.retransmit})
@@ -368,6 +386,8 @@ func (u *Unreplicated) sendForward(f *forward) {
 	m := message{Kind: kindForward, Inc: u.inc, Seq: f.seq, Req: f.req.ID, Op: f.req.Op, Ops: f.req.Ops, Env: f.req.Env}
 	if f.req.Txn != nil {
 		m.Kind, m.Txn = kindTxnForward, f.req.Txn
+	} else if f.req.Nested {
+		m.Kind = kindNestedForward
 	}
 	u.Emit(automaton.Send{To: u.server, Msg: m.marshal()})
 }
@@ -378,7 +398,7 @@ func (u *Unreplicated) OnMessage(from automaton.NodeID, b []byte) {
 		return // corrupt: drop (a read is retransmitted, a write times out)
 	}
 	switch m.Kind {
-	case kindForward, kindTxnForward:
+	case kindForward, kindTxnForward, kindNestedForward:
 		u.onForward(from, m)
 	case kindReply:
 		u.onReply(m)
@@ -396,7 +416,7 @@ func (u *Unreplicated) onForward(from automaton.NodeID, m message) {
 		u.Emit(automaton.Send{To: from, Msg: r.marshal()})
 		return
 	}
-	req := automaton.Request{ID: m.Req, Op: m.Op, Ops: m.Ops, Env: m.Env, Txn: m.Txn}
+	req := automaton.Request{ID: m.Req, Op: m.Op, Ops: m.Ops, Env: m.Env, Txn: m.Txn, Nested: m.Kind == kindNestedForward}
 	if err := automaton.ValidateRequest(u.cfg.Service, req); err != nil {
 		r := message{Kind: kindReply, Inc: m.Inc, Seq: m.Seq, Result: service.Errorf("ERR %v", err)}
 		u.Emit(automaton.Send{To: from, Msg: r.marshal()})

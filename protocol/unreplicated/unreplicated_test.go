@@ -136,7 +136,7 @@ func TestRecoveryStopsAtTheFirstGap(t *testing.T) {
 	}
 	c.Crash("n1")
 	c.SetRecord("n1", writeKey(3), nil)                                                  // lost
-	c.SetRecord("n1", snapKey, marshalSnap(0, service.KV{}.NewState().Snapshot()))       // empty snapshot at 0
+	c.SetRecord("n1", snapKey, marshalSnap(0, service.KV{}.NewState().Snapshot(), nil))  // empty snapshot at 0
 	c.SetRecord("n1", writeKey(0x10), writeRecord{Op: op("append", "k", "x")}.marshal()) // stray, after the gap
 	c.Restart("n1")
 	u := server(c)
@@ -152,7 +152,7 @@ func TestRecoveryStopsAtTheFirstGap(t *testing.T) {
 	}
 	// A stale record below the snapshot is deleted.
 	c.Crash("n1")
-	c.SetRecord("n1", snapKey, marshalSnap(2, mustSnapshot(t, "k", "ab")))
+	c.SetRecord("n1", snapKey, marshalSnap(2, mustSnapshot(t, "k", "ab"), nil))
 	c.Restart("n1")
 	if d := c.Disk("n1"); d[writeKey(1)] != nil || d[writeKey(2)] != nil {
 		t.Fatal("records covered by the snapshot were not deleted")

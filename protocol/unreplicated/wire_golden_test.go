@@ -23,9 +23,9 @@ var wireCodecs = fuzzcheck.Wire{Golden: "golden/wire.txt", Codecs: []fuzzcheck.C
 	fuzzcheck.New("message", func(b []byte) (any, error) { return unmarshal(b) }, func(x any) []byte { m := x.(message); return m.marshal() }),
 	fuzzcheck.New("write-record", func(b []byte) (any, error) { return unmarshalWrite(b) }, func(x any) []byte { return x.(writeRecord).marshal() }),
 	fuzzcheck.New("snap-record", func(b []byte) (any, error) {
-		i, s, err := unmarshalSnap(b)
+		i, s, _, err := unmarshalSnap(b)
 		return snapRec{i, s}, err
-	}, func(x any) []byte { return marshalSnap(x.(snapRec).Index, x.(snapRec).State) }),
+	}, func(x any) []byte { return marshalSnap(x.(snapRec).Index, x.(snapRec).State, nil) }),
 }}
 
 // TestWireGolden: both messages and both records encode to the bytes
