@@ -350,6 +350,7 @@ var notCovered = map[string]string{
 	"punsubscribe": "as subscribe",
 	"ssubscribe":   "as subscribe",
 	"sunsubscribe": "as subscribe",
+	"monitor":      "a monitoring connection receives a line per command between answers; gateway/pubsub_test.go TestMonitor",
 	"cluster":      "a standalone redis-server refuses it (cluster support disabled); node/shard_cluster_test.go and livetest's sharded cluster (go-redis ClusterClient, redis-py RedisCluster) check it",
 	"asking":       "as cluster",
 	"readonly":     "as cluster",

@@ -267,6 +267,7 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	c.mu.Lock()
 	c.lastCmd = cmd.name
 	c.mu.Unlock()
+	c.feedMonitors(cmd.name, args) // monitor.go
 	return cmd, c.check(c.planOf(cmd, args)), true
 }
 

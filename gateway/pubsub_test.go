@@ -289,3 +289,29 @@ func TestClientReply(t *testing.T) {
 		cmd("CLIENT REPLY maybe", "(error) ERR syntax error"),
 	})
 }
+
+// TestMonitor: a monitor sees the other clients' commands in order, with
+// arguments quoted and AUTH's redacted, MULTI's queued commands between
+// MULTI and EXEC, and no unknown command.
+func TestMonitor(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.MustAutomaton(t, pxName, "kv"), ServerOptions{})
+	mon, c := dial(t, addr), dial(t, addr)
+	run(t, mon, []step{cmd("MONITOR", "OK")})
+	c.send("SET", "foo", "a b\"\n")
+	c.reply()
+	run(t, c, []step{
+		cmd("GET foo", "\"a b\\\"\\n\""),
+		cmd("MULTI", "OK"),
+		cmd("NOSUCH x", "(error) ERR unknown command 'NOSUCH', with args beginning with: 'x' "),
+		cmd("INCR n", "QUEUED"),
+		cmd("EXEC", "(error) EXECABORT Transaction discarded because of previous errors."),
+		cmd("AUTH secret", "(error) ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
+	})
+	for _, want := range []string{`"SET" "foo" "a b\"\n"`, `"GET" "foo"`, `"MULTI"`, `"INCR" "n"`, `"EXEC"`, `"AUTH" "(redacted)"`} {
+		r := mon.reply()
+		line := string(r.Str)
+		if r.Kind != resp.SimpleString || !strings.HasSuffix(line, want) || !strings.Contains(line, " [0 127.0.0.1:") {
+			t.Fatalf("monitor line %q (kind %v), want one ending %s", line, r.Kind, want)
+		}
+	}
+}

@@ -125,6 +125,7 @@ type Server struct {
 	scr    scripts       // the script cache and function libraries (script.go)
 	ps     hub           // pub/sub subscribers (pubsub.go)
 	notify notifySetting // notify-keyspace-events (notify.go)
+	mon    monitors      // MONITOR connections (monitor.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.

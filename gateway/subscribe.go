@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -59,6 +61,7 @@ func init() {
 		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, fn: cmdPublish},
 		{name: "spublish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, fn: cmdSPublish},
 		{name: "pubsub", arity: -2, flags: []string{"pubsub", "loading", "stale"}, fn: cmdPubSub},
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, fn: cmdMonitor},
 	} {
 		commands[c.name] = c
 	}
@@ -160,7 +163,7 @@ func cmdUnsubscribe(c *conn, args [][]byte) {
 	chans := names(args[1:])
 	if len(chans) == 0 {
 		chans = append(chans, c.sub.order...)
-		chans = append(chans, sortedKeys(c.sub.chans)...)
+		chans = append(chans, slices.Sorted(maps.Keys(c.sub.chans))...)
 	}
 	if len(chans) == 0 {
 		c.pushFrame("unsubscribe", nil, c.dataSubs())
@@ -191,6 +194,7 @@ func (c *conn) unsubscribe(ch string) {
 
 // unsubscribeAll stops every pusher. Connection goroutine, when it ends.
 func (c *conn) unsubscribeAll() {
+	c.stopMonitor()
 	c.unsubscribeAllData()
 	for _, ch := range append([]string(nil), c.sub.order...) {
 		c.unsubscribe(ch)

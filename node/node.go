@@ -97,6 +97,7 @@ import (
 	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
+	"github.com/synod-dev/synod/synoderr"
 	"github.com/synod-dev/synod/transport"
 )
 
@@ -659,6 +660,12 @@ var _ gateway.Backend = (*Node)(nil)
 
 // Do implements gateway.Backend.
 func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	return n.do(ctx, ns, req, false)
+}
+
+// do is Do; checked says req was validated here already (doSharded does,
+// to route it), so a shard group's ownership check need not again.
+func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked bool) (automaton.Response, error) {
 	l := n.loops[ns]
 	if l == nil && n.shards[ns] != nil {
 		return n.doSharded(ctx, ns, req) // shard.go
@@ -674,10 +681,17 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	if err := n.StorageErr(); err != nil {
 		return automaton.Response{}, err
 	}
-	if err := automaton.ValidateRequest(l.svc, req); err != nil {
-		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
-	}
-	if len(n.groupOf) > 0 {
+	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
+	// do, once); the protocol refuses an invalid request all the same. Only
+	// a shard group's ownership check reads the keys of the request before
+	// the protocol does, so it validates first (a forwarded request, or a
+	// nested call, reaches it without an edge).
+	if len(n.groupOf) > 0 && n.groupOf[ns] != nil {
+		if !checked {
+			if err := automaton.ValidateRequest(l.svc, req); err != nil {
+				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
+			}
+		}
 		if res, refused := n.refuseUnowned(ns, req); refused { // shard.go
 			return automaton.Response{ID: req.ID, Result: res}, nil
 		}
