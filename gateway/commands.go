@@ -64,8 +64,11 @@ import (
 //	SYNOD HELP                                 these, and every Redis command served
 //	SUBSCRIBE synod:leader:<ns>                fail-over notifications (subscribe.go)
 //
-// Every operation is checked with the namespace's Service.Validate before it
-// reaches the Backend, so bad input never enters a replicated log.
+// Every operation is validated once, when its command is planned (plan.go,
+// check: the namespace's Service.Validate, whose table of operations,
+// arities and value checks is the one the gRPC server checks too), before
+// it reaches the Backend, so bad input never enters a replicated log; the
+// Backend does not check again (Backend.Do).
 
 type handler func(c *conn, args [][]byte)
 
@@ -191,8 +194,11 @@ func (c *conn) nextSeq() uint64 {
 	return c.seq
 }
 
-// run validates op against the connection's namespace and submits it.
-// Every failure comes back as an error Result with its Redis error code.
+// run submits op, already validated (a plan's operations are, in check;
+// the few operations the gateway builds itself are valid by construction,
+// and the protocol refuses any that is not), on the connection's
+// namespace. Every failure comes back as an error Result with its Redis
+// error code.
 func (c *conn) run(op service.Op, seq uint64) service.Result {
 	return c.runID(op, automaton.RequestID{Client: c.client, Seq: seq})
 }
@@ -204,9 +210,6 @@ func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 	c.mu.Unlock()
 	if svc == nil {
 		return errResult("ERR this node serves no namespace")
-	}
-	if err := svc.Validate(op); err != nil {
-		return errResult("%s", synoderr.Of(synoderr.Invalid, err.Error()).Error())
 	}
 	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep()})
 }

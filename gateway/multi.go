@@ -7,6 +7,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Redis transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
@@ -346,7 +347,7 @@ func (c *conn) execGroup(watch []service.Op, plans []plan, lead int) ([]service.
 			exists = ""
 		}
 	}
-	return nil, nil, errResult("TRYAGAIN the keys of MSETNX kept changing while EXEC ran; nothing was applied")
+	return nil, nil, service.Fail(synoderr.TryAgain, "the keys of MSETNX kept changing while EXEC ran; nothing was applied")
 }
 
 // cmdWatch reads each key's version for EXEC's guards.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -286,7 +287,7 @@ func cmdPSubscribe(c *conn, args [][]byte) {
 func cmdPUnsubscribe(c *conn, args [][]byte) {
 	pats := names(args[1:])
 	if len(pats) == 0 {
-		pats = sortedKeys(c.sub.pats)
+		pats = slices.Sorted(maps.Keys(c.sub.pats))
 	}
 	if len(pats) == 0 {
 		c.pushFrame("punsubscribe", nil, c.dataSubs())
@@ -343,7 +344,7 @@ func cmdSSubscribe(c *conn, args [][]byte) {
 func cmdSUnsubscribe(c *conn, args [][]byte) {
 	chans := names(args[1:])
 	if len(chans) == 0 {
-		chans = sortedKeys(c.sub.shards)
+		chans = slices.Sorted(maps.Keys(c.sub.shards))
 	}
 	if len(chans) == 0 {
 		c.pushFrame("sunsubscribe", nil, int64(0))
@@ -462,14 +463,5 @@ func names(args [][]byte) []string {
 	for i, a := range args {
 		out[i] = string(a)
 	}
-	return out
-}
-
-func sortedKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

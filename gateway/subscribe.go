@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -161,7 +163,7 @@ func cmdUnsubscribe(c *conn, args [][]byte) {
 	chans := names(args[1:])
 	if len(chans) == 0 {
 		chans = append(chans, c.sub.order...)
-		chans = append(chans, sortedKeys(c.sub.chans)...)
+		chans = append(chans, slices.Sorted(maps.Keys(c.sub.chans))...)
 	}
 	if len(chans) == 0 {
 		c.pushFrame("unsubscribe", nil, c.dataSubs())

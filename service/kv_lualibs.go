@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,21 +41,8 @@ func openScriptLibs(L *lua.LState) {
 func setFuncs(L *lua.LState, t *lua.LTable, fns map[string]lua.LGFunction) {
 	// Sorted: the table's key order (its iteration order) is the same on
 	// every replica.
-	names := make([]string, 0, len(fns))
-	for n := range fns {
-		names = append(names, n)
-	}
-	sortStrings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(fns)) {
 		t.RawSetString(n, L.NewFunction(fns[n]))
-	}
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
 	}
 }
 
