@@ -140,6 +140,9 @@ type Options struct {
 	PeerGRPC func(PeerGRPCOptions) (PeerGRPC, error)
 
 	trace tracer // stage tracing, tests only (trace.go)
+	// noCoalesce turns coalesced heartbeats off (coalesce.go): tests'
+	// and benchmarks' "before" variant only.
+	noCoalesce bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -185,6 +188,7 @@ type Node struct {
 	shards  map[string]*shardedNS     // sharded namespaces by name (shard.go)
 	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
+	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
 	remotes map[string]*remoteCluster // other clusters nested calls go to (remote.go)
@@ -623,6 +627,17 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 		n.onPublish(msg) // pubsub.go
 		return
 	}
+	if l == nil && ns == batchNS {
+		n.onBatch(from, msg) // coalesce.go
+		return
+	}
+	n.deliverOne(from, ns, msg, false)
+}
+
+// deliverOne hands peer message msg to namespace ns's loop; lazy: it came
+// in a coalesced batch (coalesce.go).
+func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy bool) {
+	l := n.loops[ns]
 	if l == nil {
 		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
 		return
@@ -633,7 +648,7 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	if tr := n.opts.trace; tr != nil {
 		tr(stageDeliver, from, msgKind(msg))
 	}
-	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}}) {
+	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}) {
 		l.msgsIn.Add(1)
 		l.mIn.Inc()
 	}

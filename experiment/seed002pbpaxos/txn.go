@@ -17,6 +17,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/experiment"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Txn is the experiment "seed002-pbpaxos-txn": Table VI.1, transaction
@@ -433,7 +434,7 @@ func runTxn(ctx context.Context, cl *client.GRPC, mode string, ops []service.Op)
 		if _, err := tx.Do(ctx, op); err != nil {
 			tx.Abort(ctx)
 			var ce *client.Error
-			if errors.As(err, &ce) && (ce.Code() == "EXECABORT" || strings.HasPrefix(ce.Msg, automaton.ErrNoSuchTxn)) {
+			if errors.As(err, &ce) && (ce.Kind == synoderr.Aborted || strings.HasPrefix(ce.Msg, automaton.ErrNoSuchTxn)) {
 				// A conflict (no-wait locks) or a leader change aborted it.
 				err = fmt.Errorf("%w: %v", client.ErrTxnAborted, err)
 			}
