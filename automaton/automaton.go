@@ -254,9 +254,18 @@ type Persist struct {
 }
 
 // SetTimer asks for TimerFired{ID} after After (virtual time in simulation).
+//
+// Slack, when positive, says the timer may fire up to Slack later than
+// After without harm (a periodic tick, never a lease or an election
+// timeout: those must fire on time). The node's runtime uses it to fire the
+// slack timers of all its groups on a shared grid, so their heartbeats
+// leave together and reach each peer in one write (coalesced heartbeats,
+// node/loop.go, docs/SHARDING.md). The simulator and the other runtimes
+// fire at After, which Slack allows.
 type SetTimer struct {
 	ID    TimerID
 	After time.Duration
+	Slack time.Duration
 }
 
 // CancelTimer cancels timer ID if it is set.

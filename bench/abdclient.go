@@ -7,6 +7,7 @@ import (
 
 	synodclient "github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Client-driven ABD target (the ABD report §3.1.2: the "ABD capable client").
@@ -68,7 +69,7 @@ func (t *abdTarget) Do(ctx context.Context, op service.Op) (service.Result, erro
 		return service.Result{}, err
 	}
 	if err != nil {
-		return service.Errorf("TRYAGAIN %v", err), nil
+		return service.Fail(synoderr.TryAgain, "%v", err), nil
 	}
 	return res, nil
 }

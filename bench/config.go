@@ -39,6 +39,9 @@ type Config struct {
 	Arrivals string
 	// Preload SETs every key once before measuring.
 	Preload bool
+	// OnMeasure, when set, is called once as the measured phase starts
+	// (after the preload), e.g. to read counters that must exclude it.
+	OnMeasure func()
 	// KeyPrefix precedes the zero-padded key index.
 	KeyPrefix string
 	// RunID, when set, is inserted after KeyPrefix ("key:<run id>:000042"),

@@ -8,6 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	synodclient "github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // TargetGRPC is the report's name of the Synod gRPC target.
@@ -66,7 +67,7 @@ func (t *grpcTarget) Do(ctx context.Context, op service.Op) (service.Result, err
 		return service.Result{}, err
 	}
 	if err != nil {
-		return service.Errorf("TRYAGAIN %v", err), nil
+		return service.Fail(synoderr.TryAgain, "%v", err), nil
 	}
 	return res, nil
 }

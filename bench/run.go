@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		}
 	}
 
+	if cfg.OnMeasure != nil {
+		cfg.OnMeasure()
+	}
 	r.measureStart = time.Now()
 	stop := make(chan struct{})
 	var stopOnce sync.Once

@@ -33,6 +33,27 @@
 // turn the next write into an unknown outcome; a close that races with the
 // request still does.
 //
+// # Errors
+//
+// Every error a node answers, an error reply or (GRPC) a refusal status,
+// is returned as a *Error whose Kind (package synoderr) says what it
+// means, so callers ask kinds, never prefixes:
+//
+//	switch {
+//	case errors.Is(err, synoderr.TryAgain):  // not now; ErrUnknownOutcome too for a write
+//	case errors.Is(err, synoderr.WrongType): // the key holds another type
+//	case errors.Is(err, synoderr.Invalid):   // malformed (GRPC only: RESP says ERR)
+//	case errors.Is(err, synoderr.NoAuth), errors.Is(err, synoderr.NoPerm):
+//	}
+//
+// The kind comes from the reply's Redis code (TRYAGAIN, MOVED,
+// CLUSTERDOWN, WRONGTYPE, NOAUTH/WRONGPASS, NOPERM, EXECABORT; any other
+// is Generic) or from a status's code when its message carries none
+// (synoderr.FromGRPC); the client's own retry rules read the same kinds. A
+// GRPC *Error keeps its status: status.Code(err) works as before. An
+// operation's own error inside a result (GRPC.DoOp's service.Result) reads
+// the same way: res.AsError().Kind.
+//
 // Commands that change a connection's state (AUTH, HELLO, SELECT, QUIT,
 // RESET, SUBSCRIBE and UNSUBSCRIBE, SYNOD NS/READ with an argument, SYNOD
 // OPT name value..., SYNOD OPTRESET, and the option aliases SYNOD

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/gateway/grpcserver"
@@ -143,4 +145,63 @@ func startRESPOver(t *testing.T, backend gateway.Backend, opts gateway.ServerOpt
 	go func() { n.done <- n.s.Serve(l) }()
 	t.Cleanup(n.stop)
 	return n
+}
+
+// countingKV is the KV service under another name, counting its
+// Validate calls.
+type countingKV struct {
+	service.KV
+	n *atomic.Int64
+}
+
+func (countingKV) Name() string { return "test-validate-count" }
+func (c countingKV) Validate(op service.Op) error {
+	c.n.Add(1)
+	return c.KV.Validate(op)
+}
+
+var validations atomic.Int64
+
+func init() { service.Register(countingKV{n: &validations}) }
+
+// TestValidatedOnce: an operation is validated once on its way in,
+// whichever edge it comes through (the RESP plan's check, the gRPC
+// server's prepare), and the Backend is not asked to check again; an
+// invalid one is refused at the edge and never reaches the Backend.
+func TestValidatedOnce(t *testing.T) {
+	mem := gatewaytest.New(config.Namespace{Name: "default", Protocol: "paxos", Service: "test-validate-count"})
+	resp := startRESPOver(t, mem, gateway.ServerOptions{})
+	g := startGRPCOver(t, mem, mem, grpcserver.Options{})
+	ctx := tctx(t)
+	rc := newClient(t, []string{resp.addr}, Options{Timeout: 5 * time.Second})
+	gc := newGRPC(t, []string{g.addr}, Options{})
+
+	check := func(what string, send func() error, wantErr bool, wantLog int) {
+		t.Helper()
+		before, logBefore := validations.Load(), len(mem.Log())
+		err := send()
+		if (err != nil) != wantErr {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := validations.Load() - before; got != 1 {
+			t.Errorf("%s: validated %d times, want once", what, got)
+		}
+		if got := len(mem.Log()) - logBefore; got != wantLog {
+			t.Errorf("%s: %d requests reached the backend, want %d", what, got, wantLog)
+		}
+	}
+	check("RESP SYNOD OP set", func() error { _, err := rc.Do(ctx, "SYNOD", "OP", "set", "k", "v"); return err }, false, 1)
+	check("RESP SYNOD OP get", func() error { _, err := rc.Do(ctx, "SYNOD", "OP", "get", "k"); return err }, false, 1)
+	check("RESP invalid", func() error { _, err := rc.Do(ctx, "SYNOD", "OP", "set", "k"); return err }, true, 0)
+	check("gRPC set", func() error {
+		_, _, err := gc.DoOp(ctx, "", service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("w")}}, OpOptions{})
+		return err
+	}, false, 1)
+	check("gRPC invalid", func() error {
+		_, _, err := gc.DoOp(ctx, "", service.Op{Kind: "set", Key: "k"}, OpOptions{})
+		if !errors.Is(err, synoderr.Invalid) {
+			t.Errorf("gRPC invalid: %v, want kind Invalid", err)
+		}
+		return err
+	}, true, 0)
 }

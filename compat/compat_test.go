@@ -348,10 +348,14 @@ var notCovered = map[string]string{
 	"unsubscribe":  "as subscribe",
 	"psubscribe":   "as subscribe",
 	"punsubscribe": "as subscribe",
+	"ssubscribe":   "as subscribe",
+	"sunsubscribe": "as subscribe",
+	"monitor":      "a monitoring connection receives a line per command between answers; gateway/pubsub_test.go TestMonitor",
 	"cluster":      "a standalone redis-server refuses it (cluster support disabled); node/shard_cluster_test.go and livetest's sharded cluster (go-redis ClusterClient, redis-py RedisCluster) check it",
 	"asking":       "as cluster",
 	"readonly":     "as cluster",
 	"readwrite":    "as cluster",
+	"pfselftest":   "adds 10 million elements (seconds per namespace); service's TestHLLSelfTest runs the same check",
 }
 
 // TestCoverage: every command Synod lists in COMMAND LIST is used by some

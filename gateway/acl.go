@@ -12,6 +12,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Users and their permissions, as Redis's ACL users (docs/SECURITY.md):
@@ -150,9 +151,9 @@ func (a *acl) permit(b Backend, u *aclUser, ns string, req automaton.Request, cm
 		if !a.writes(b, ns, req) {
 			return ""
 		}
-		return fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", u.name, cmd)
+		return synoderr.New(synoderr.NoPerm, fmt.Sprintf("User %s has no permissions to run the '%s' command", u.name, cmd)).Error()
 	}
-	return fmt.Sprintf("NOPERM User %s has no permissions to access the '%s' namespace", u.name, ns)
+	return synoderr.New(synoderr.NoPerm, fmt.Sprintf("User %s has no permissions to access the '%s' namespace", u.name, ns)).Error()
 }
 
 // writes reports whether req may change namespace ns's state.

@@ -22,6 +22,15 @@ type Backend interface {
 	// (the request's outcome is then unknown), or when the node is shutting down.
 	// Protocol-level failures (unsupported operation, no quorum) come back as a
 	// response whose Result is an error.
+	//
+	// The caller has validated req (automaton.ValidateRequest, or the
+	// service's Validate of each operation): the edges do it once, the RESP
+	// gateway when it plans a command (plan.go, check) and the gRPC server
+	// when it converts a request (grpcserver prepare). Do does not check
+	// again; a request that is invalid all the same is refused by the
+	// protocol's own check (every protocol validates the requests it is
+	// handed, for the callers that have no edge: the simulator, the model
+	// checker, a peer's forwarded request), with the same error.
 	Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error)
 	// Namespaces lists the namespaces this node serves; the first is the default.
 	Namespaces() []config.Namespace

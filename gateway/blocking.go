@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Blocking list and sorted-set commands (issue 34): BLPOP, BRPOP, BLMPOP,
@@ -397,7 +398,7 @@ func (b *blockReg) wait(w *waiter, bp blockPlan) service.Result {
 		case <-closed:
 			return nullArray() // nobody reads it
 		case <-c.s.ctx.Done():
-			return errResult("TRYAGAIN node is shutting down")
+			return service.Fail(synoderr.TryAgain, "node is shutting down")
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // The Redis Cluster protocol for sharded namespaces (issue 33; package
@@ -287,7 +288,7 @@ func (c *conn) redirect(cmd *command, args [][]byte) bool {
 	if local || addr == "" {
 		return false
 	}
-	c.writeError(fmt.Sprintf("MOVED %d %s", slot, addr))
+	c.writeError(synoderr.New(synoderr.Moved, fmt.Sprintf("%d %s", slot, addr)).Error())
 	return true
 }
 

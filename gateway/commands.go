@@ -64,8 +64,11 @@ import (
 //	SYNOD HELP                                 these, and every Redis command served
 //	SUBSCRIBE synod:leader:<ns>                fail-over notifications (subscribe.go)
 //
-// Every operation is checked with the namespace's Service.Validate before it
-// reaches the Backend, so bad input never enters a replicated log.
+// Every operation is validated once, when its command is planned (plan.go,
+// check: the namespace's Service.Validate, whose table of operations,
+// arities and value checks is the one the gRPC server checks too), before
+// it reaches the Backend, so bad input never enters a replicated log; the
+// Backend does not check again (Backend.Do).
 
 type handler func(c *conn, args [][]byte)
 
@@ -80,6 +83,9 @@ type command struct {
 	plan              planFunc // a data command (plan.go); fn is then unused
 	block             handler  // a blocking command's form outside MULTI (blocking.go)
 	group             string   // Redis's command group (COMMAND DOCS)
+	// getkeys finds the keys of a command whose keys move (SORT's STORE),
+	// for COMMAND GETKEYS (getkeys.go); nil: first, last, step.
+	getkeys func(args [][]byte) [][]byte
 }
 
 var commands = map[string]*command{}
@@ -135,6 +141,7 @@ func (c *conn) exec(args [][]byte) {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
 	}
+	c.feedMonitors(name, args) // monitor.go: after the login check, so a refused command is not shown
 	if c.refuseSubscribed(name) {
 		return
 	}
@@ -155,7 +162,7 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if cmd.plan != nil {
-		c.runPlan(name, cmd.plan(c, args))
+		c.runPlan(name, c.planOf(cmd, args))
 		return
 	}
 	cmd.fn(c, args)
@@ -187,8 +194,11 @@ func (c *conn) nextSeq() uint64 {
 	return c.seq
 }
 
-// run validates op against the connection's namespace and submits it.
-// Every failure comes back as an error Result with its Redis error code.
+// run submits op, already validated (a plan's operations are, in check;
+// the few operations the gateway builds itself are valid by construction,
+// and the protocol refuses any that is not), on the connection's
+// namespace. Every failure comes back as an error Result with its Redis
+// error code.
 func (c *conn) run(op service.Op, seq uint64) service.Result {
 	return c.runID(op, automaton.RequestID{Client: c.client, Seq: seq})
 }
@@ -200,9 +210,6 @@ func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 	c.mu.Unlock()
 	if svc == nil {
 		return errResult("ERR this node serves no namespace")
-	}
-	if err := svc.Validate(op); err != nil {
-		return errResult("%s", synoderr.Of(synoderr.Invalid, err.Error()).Error())
 	}
 	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep()})
 }
@@ -529,6 +536,10 @@ func cmdClient(c *conn, args [][]byte) {
 		cmdClientUnblock(c, args)
 		return
 	}
+	if sub == "reply" {
+		cmdClientReply(c, args) // replymode.go
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
@@ -720,6 +731,7 @@ func cmdInfo(c *conn, args [][]byte) {
 			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
 			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
 			"total_error_replies":        errTotal,
+			"migrate_cached_sockets":     "0", // no MIGRATE: no cached sockets
 		}},
 		{"Errorstats", errstats},
 		{"Keyspace", keyspace},
@@ -867,6 +879,8 @@ func cmdCommand(c *conn, args [][]byte) {
 		c.w.WriteInt(int64(len(commands)))
 	case "docs":
 		c.commandDocs(args[2:])
+	case "getkeys":
+		c.commandGetKeys(args[2:])
 	case "list":
 		all := sortedCommands()
 		c.w.WriteArray(len(all))

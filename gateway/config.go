@@ -15,7 +15,9 @@ import (
 // list-compress-depth, set-max-intset-entries, stream-node-max-*,
 // hll-sparse-max-bytes): Redis uses them to choose a compact encoding for
 // small values. Synod has one encoding per type (service/kv_types.go), so
-// they change nothing here; CONFIG SET checks and keeps them per node and
+// they change nothing here, except hll-sparse-max-bytes: HyperLogLogs keep
+// Redis's two encodings, and each PFADD and PFMERGE carries this node's
+// value in its operation (hll.go). CONFIG SET checks and keeps them per node and
 // CONFIG GET shows them, as other Redis-compatible servers do, so that
 // clients and test suites that tune them work unchanged.
 //
@@ -142,6 +144,7 @@ func (c *conn) configParams() map[string]string {
 	for name, t := range tunableByName {
 		p[name] = c.s.tun.get(t.name)
 	}
+	p["notify-keyspace-events"] = notifyFlagsString(int(c.s.notify.flags.Load()))
 	return p
 }
 
@@ -149,6 +152,13 @@ func (c *conn) configParams() map[string]string {
 // a limit. It returns the function that applies it (nil: nothing to keep),
 // or false when name is not one of them, or the error to answer.
 func (s *Server) checkOtherParam(name, value string) (apply func(), known bool, err error) {
+	if name == "notify-keyspace-events" {
+		f, err := parseNotifyFlags(value)
+		if err != nil {
+			return nil, true, err
+		}
+		return func() { s.notify.flags.Store(int64(f)) }, true, nil
+	}
 	if t, ok := tunableByName[name]; ok {
 		v, err := t.parse(value)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // MembershipBackend is implemented by backends whose namespaces can change
@@ -148,7 +149,7 @@ func (c *conn) memberCommand(sub string, args [][]byte) bool {
 	defer cancel()
 	r, err := mb.ChangeMembership(ctx, ns, op)
 	if err != nil {
-		c.writeError("TRYAGAIN " + err.Error())
+		c.writeError(synoderr.New(synoderr.TryAgain, err.Error()).Error())
 		return true
 	}
 	c.writeResult(r)

@@ -7,6 +7,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Redis transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
@@ -119,7 +120,7 @@ func init() {
 func (c *conn) queuedPlan(cmd *command, args [][]byte) (plan, bool) {
 	switch {
 	case cmd.plan != nil:
-		return cmd.plan(c, args), true
+		return c.planOf(cmd, args), true
 	case cmd.name == "synod" && strings.EqualFold(string(args[1]), "op"):
 		if len(args) < 3 {
 			return errPlan("%s", arityErr("synod|op")), true
@@ -346,7 +347,7 @@ func (c *conn) execGroup(watch []service.Op, plans []plan, lead int) ([]service.
 			exists = ""
 		}
 	}
-	return nil, nil, errResult("TRYAGAIN the keys of MSETNX kept changing while EXEC ran; nothing was applied")
+	return nil, nil, service.Fail(synoderr.TryAgain, "the keys of MSETNX kept changing while EXEC ran; nothing was applied")
 }
 
 // cmdWatch reads each key's version for EXEC's guards.

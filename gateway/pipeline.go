@@ -267,7 +267,8 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	c.mu.Lock()
 	c.lastCmd = cmd.name
 	c.mu.Unlock()
-	return cmd, c.check(cmd.plan(c, args)), true
+	c.feedMonitors(cmd.name, args) // monitor.go
+	return cmd, c.check(c.planOf(cmd, args)), true
 }
 
 // concurrent reports whether a pipelineable command's plan runs

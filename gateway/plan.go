@@ -59,6 +59,9 @@ type plan struct {
 	aborted service.Result
 	// noMulti, when set, is the error the command answers inside EXEC.
 	noMulti string
+	// note publishes the command's keyspace notifications from its reply
+	// (notify.go); nil: none.
+	note func(service.Result)
 }
 
 // planFunc parses a data command's arguments (name included) into a plan.
@@ -122,11 +125,25 @@ func firstErr(rs []service.Result) (service.Result, bool) {
 func (p plan) render(rs []service.Result) service.Result {
 	if p.reply == nil {
 		if len(rs) == 1 {
+			if p.note != nil {
+				p.note(rs[0])
+			}
 			return rs[0]
 		}
 		return errResult("ERR internal error: a plan of %d operations has no reply", len(rs))
 	}
-	return p.reply(rs)
+	r := p.reply(rs)
+	if p.note != nil {
+		p.note(r)
+	}
+	return r
+}
+
+// planOf is cmd's plan for args, with its keyspace notifications.
+func (c *conn) planOf(cmd *command, args [][]byte) plan {
+	p := cmd.plan(c, args)
+	p.note = c.keyspaceNote(cmd.name, args)
+	return p
 }
 
 // check validates p's operations against the namespace's service and the

@@ -150,6 +150,9 @@ func planFCall(ro bool) planFunc {
 			return p
 		}
 		key, rest, msg := scriptArgs(args)
+		if _, err := strconv.ParseInt(string(args[2]), 10, 64); err != nil {
+			msg = "ERR Bad number of keys provided" // FCALL's word for it (Redis 7.0)
+		}
 		if msg != "" {
 			return errPlan("%s", msg)
 		}
@@ -247,17 +250,24 @@ func libraryName(code []byte) (string, string) {
 	if !strings.HasPrefix(line, "#!") {
 		return "", "ERR Missing library metadata"
 	}
+	engine, _, _ := strings.Cut(line[2:], " ") // "#! name=x" names the engine ""
 	f := strings.Fields(line[2:])
-	if len(f) == 0 || !strings.EqualFold(f[0], "lua") {
-		return "", "ERR Engine '" + strings.Join(f[:min(len(f), 1)], "") + "' not found"
+	if !strings.EqualFold(engine, "lua") {
+		return "", "ERR Engine '" + engine + "' not found"
 	}
-	name := ""
+	name, named := "", false
 	for _, kv := range f[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k != "name" {
 			return "", "ERR Invalid metadata value given: " + kv
 		}
-		name = v
+		if named {
+			return "", "ERR Invalid metadata value, name argument was given multiple times"
+		}
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' { // Redis splits the line as sdssplitargs: quotes go
+			v = v[1 : len(v)-1]
+		}
+		name, named = v, true
 	}
 	if name == "" {
 		return "", "ERR Library name was not given"

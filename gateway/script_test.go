@@ -28,6 +28,8 @@ func TestScripts(t *testing.T) {
 				{[]string{"EVAL", "return redis.call('nosuch')", "0"}, "(error) ERR Unknown Redis command called from script"},
 				{[]string{"EVAL", "return redis.call('blpop', 'l', 0)", "0"}, "(error) ERR This Redis command is not allowed from script"},
 				{[]string{"EVAL_RO", "return redis.call('del', KEYS[1])", "1", "k"}, "(error) ERR Write commands are not allowed from read-only scripts."},
+				{[]string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('del', KEYS[1])", "1", "k"}, "(error) ERR Write commands are not allowed from read-only scripts."},
+				{[]string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('exists', KEYS[1])", "1", "k"}, "(integer) 1"},
 				{[]string{"EVAL", "return 1", "-1"}, "(error) ERR Number of keys can't be negative"},
 				{[]string{"EVALSHA", "ffd632c7d33e571e9f24556ebed26c3479a87130", "0"}, "(error) NOSCRIPT No matching script. Please use EVAL."},
 				{[]string{"SCRIPT", "LOAD", "return ARGV[1]"}, `"` + "098e0f0d1448c0a81dafe820f66d460eb09263da" + `"`},

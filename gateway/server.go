@@ -116,13 +116,16 @@ type Server struct {
 	totalCommands atomic.Int64
 	rejected      atomic.Int64
 
-	lim  limits        // limits.go
-	ov   overload      // limits.go
-	errs errorStats    // error replies by code (errorstats.go)
-	tun  tunableValues // CONFIG's encoding tunables (config.go)
-	cmds cmdStats      // INFO commandstats (infostats.go)
-	blk  blockReg      // blocked clients (blocking.go)
-	scr  scripts       // the script cache and function libraries (script.go)
+	lim    limits        // limits.go
+	ov     overload      // limits.go
+	errs   errorStats    // error replies by code (errorstats.go)
+	tun    tunableValues // CONFIG's encoding tunables (config.go)
+	cmds   cmdStats      // INFO commandstats (infostats.go)
+	blk    blockReg      // blocked clients (blocking.go)
+	scr    scripts       // the script cache and function libraries (script.go)
+	ps     hub           // pub/sub subscribers (pubsub.go)
+	notify notifySetting // notify-keyspace-events (notify.go)
+	mon    monitors      // MONITOR connections (monitor.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -150,6 +153,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}
 	s.initLimits()
+	s.initPubSub()
 	return s
 }
 
@@ -261,7 +265,10 @@ type conn struct {
 	opts    optConn     // protocol request options (options.go)
 	txn     txnConn     // the open interactive transaction (txn.go)
 	multi   multiConn   // MULTI's queue and the watched keys (multi.go)
-	sub     subConn     // leader-channel subscriptions (subscribe.go)
+	sub     subConn     // subscriptions (subscribe.go, pubsub.go)
+	push    pushQueue   // pub/sub messages not yet written (pubsub.go)
+	reply   replyMode   // CLIENT REPLY (replymode.go)
+	sink    replySink   // between w and out: drops replies CLIENT REPLY silences
 	blk     blockConn   // blocking commands (blocking.go)
 	pl      pipeConn    // pipelined commands in flight (pipeline.go)
 	bat     batchConn   // pipeline batches sent as atomic groups (pipeline.go)
@@ -297,7 +304,8 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
 	}
 	c.out = newOutBuf(c)
-	c.w = resp.NewWriter(c.out)
+	c.sink.out = c.out
+	c.w = resp.NewWriter(&c.sink)
 	if nss := s.b.Namespaces(); len(nss) > 0 {
 		c.ns = nss[0]
 		c.svc, _ = service.Lookup(nss[0].Service)
@@ -359,6 +367,9 @@ func (c *conn) serve() {
 			return
 		}
 		cmd, p, pipelined := c.pipelineable(args)
+		if c.reply != replyOn {
+			pipelined = false // silenced replies: one command at a time (replymode.go)
+		}
 		if pipelined && p.concurrent() && c.r.Buffered() > 0 && c.groupsPipelines() {
 			c.drainPipeline()
 			var ok bool
@@ -383,11 +394,13 @@ func (c *conn) serve() {
 		}
 		c.drainPipeline()
 		c.wmu.Lock()
+		mute, skipping := c.muteReply()
 		if pipelined {
 			c.writeResult(c.sendPlan(cmd.name, p))
 		} else {
 			c.exec(args)
 		}
+		c.unmuteReply(mute, skipping)
 		c.owed++
 		if c.quit || c.r.Buffered() == 0 || c.owed >= int(s.lim.pipeline.Load()) {
 			err := c.w.Flush()

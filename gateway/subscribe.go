@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -35,10 +37,10 @@ import (
 //     the backups. A client subscribes at every node it knows, as the seed's
 //     stub registers with every backup; the first message naming a new
 //     leader is the fail-over notification.
-//   - Channels: only synod:leader:<namespace>, and only for protocols with
-//     a leader (LeaderWatcher.HasLeader). Any other channel, PSUBSCRIBE and
-//     PUBLISH are refused with an error: Synod has no pub/sub for data yet
-//     (issue 17).
+//   - Channels: synod:leader:<namespace>, only for protocols with a leader
+//     (LeaderWatcher.HasLeader). Every other channel is a user's channel
+//     (pubsub.go: PUBLISH, PSUBSCRIBE, SSUBSCRIBE, PUBSUB); PUBLISH to a
+//     leader channel is refused.
 //   - Pushes are written between replies, never inside one: a push that
 //     becomes due while a command of the same connection runs (RESP3 only)
 //     is written right after that command's reply.
@@ -52,9 +54,14 @@ func init() {
 	for _, c := range []*command{
 		{name: "subscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdSubscribe},
 		{name: "unsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdUnsubscribe},
-		{name: "psubscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdNoDataPubSub},
-		{name: "punsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdNoDataPubSub},
-		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, fn: cmdNoDataPubSub},
+		{name: "psubscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdPSubscribe},
+		{name: "punsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdPUnsubscribe},
+		{name: "ssubscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdSSubscribe},
+		{name: "sunsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, fn: cmdSUnsubscribe},
+		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, fn: cmdPublish},
+		{name: "spublish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, fn: cmdSPublish},
+		{name: "pubsub", arity: -2, flags: []string{"pubsub", "loading", "stale"}, fn: cmdPubSub},
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, fn: cmdMonitor},
 	} {
 		commands[c.name] = c
 	}
@@ -64,14 +71,18 @@ func init() {
 // connection's goroutine; each subscription's pusher goroutine writes under
 // conn.wmu and stops when its channel closes.
 type subConn struct {
-	stops map[string]chan struct{} // channel name -> closed on unsubscribe
-	order []string                 // channel names in subscription order
+	stops map[string]chan struct{} // leader channel name -> closed on unsubscribe
+	order []string                 // leader channel names in subscription order
+	// users' channels, patterns and sharded channels (pubsub.go)
+	chans, pats, shards map[string]struct{}
 }
 
 func (s *subConn) count() int { return len(s.stops) }
 
 // subscribed reports whether the connection is in RESP2 subscribed mode.
-func (c *conn) subscribed() bool { return c.sub.count() > 0 && c.w.Protocol() == 2 }
+func (c *conn) subscribed() bool {
+	return c.dataSubs()+int64(len(c.sub.shards)) > 0 && c.w.Protocol() == 2
+}
 
 // refuseSubscribed refuses, in RESP2 subscribed mode, the commands Redis
 // refuses there. Connection goroutine, before running name.
@@ -80,10 +91,10 @@ func (c *conn) refuseSubscribed(name string) bool {
 		return false
 	}
 	switch name {
-	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit":
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe", "ping", "quit":
 		return false
 	}
-	c.writeError(fmt.Sprintf("ERR Can't execute '%s': only (P)SUBSCRIBE / (P)UNSUBSCRIBE / PING / QUIT are allowed in this context", name))
+	c.writeError(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT are allowed in this context", name))
 	return true
 }
 
@@ -100,31 +111,29 @@ func (c *conn) pingSubscribed(args [][]byte) bool {
 	return true
 }
 
-func cmdNoDataPubSub(c *conn, args [][]byte) {
-	c.writeError(fmt.Sprintf("ERR %s: Synod has no pub/sub for data (issue 17); the only channels are %s<namespace>, announcing its leader (SUBSCRIBE)",
-		strings.ToUpper(string(args[0])), LeaderChannelPrefix))
-}
-
-// cmdSubscribe subscribes to leader channels. All channels are checked
-// first: one refused channel refuses the command, and nothing changes.
+// cmdSubscribe subscribes to channels: leader channels (this file) and
+// users' channels (pubsub.go). The leader channels are checked first: one
+// refused channel refuses the command, and nothing changes.
 func cmdSubscribe(c *conn, args [][]byte) {
-	lw, ok := c.s.b.(LeaderWatcher)
-	if !ok {
-		c.writeError("ERR this server does not announce leaders")
-		return
-	}
-	known := map[string]bool{}
-	for _, ns := range c.s.b.Namespaces() {
-		known[ns.Name] = true
-	}
+	var lw LeaderWatcher
 	for _, a := range args[1:] {
 		ch := string(a)
 		ns, ok := strings.CutPrefix(ch, LeaderChannelPrefix)
+		if !ok {
+			continue
+		}
+		if lw == nil {
+			if lw, ok = c.s.b.(LeaderWatcher); !ok {
+				c.writeError("ERR this server does not announce leaders")
+				return
+			}
+		}
+		known := false
+		for _, n := range c.s.b.Namespaces() {
+			known = known || n.Name == ns
+		}
 		switch {
-		case !ok:
-			c.writeError(fmt.Sprintf("ERR channel '%s': Synod has no pub/sub for data (issue 17); the only channels are %s<namespace>, announcing its leader", ch, LeaderChannelPrefix))
-			return
-		case !known[ns]:
+		case !known:
 			c.writeError(fmt.Sprintf("ERR channel '%s': unknown namespace '%s'", ch, ns))
 			return
 		case !lw.HasLeader(ns):
@@ -137,32 +146,34 @@ func cmdSubscribe(c *conn, args [][]byte) {
 	}
 	for _, a := range args[1:] {
 		ch := string(a)
-		if _, dup := c.sub.stops[ch]; !dup {
+		if !strings.HasPrefix(ch, LeaderChannelPrefix) {
+			c.subscribeData(ch)
+		} else if _, dup := c.sub.stops[ch]; !dup {
 			stop := make(chan struct{})
 			c.sub.stops[ch] = stop
 			c.sub.order = append(c.sub.order, ch)
 			go c.pushLeader(lw, ch, strings.TrimPrefix(ch, LeaderChannelPrefix), stop)
 		}
-		c.pushFrame("subscribe", ch, int64(c.sub.count()))
+		c.pushFrame("subscribe", ch, c.dataSubs())
 	}
 }
 
 // cmdUnsubscribe ends the named subscriptions, or all of them.
 func cmdUnsubscribe(c *conn, args [][]byte) {
-	chans := make([]string, 0, len(args)-1)
-	for _, a := range args[1:] {
-		chans = append(chans, string(a))
-	}
+	chans := names(args[1:])
 	if len(chans) == 0 {
 		chans = append(chans, c.sub.order...)
+		chans = append(chans, slices.Sorted(maps.Keys(c.sub.chans))...)
 	}
 	if len(chans) == 0 {
-		c.pushFrame("unsubscribe", nil, int64(0))
+		c.pushFrame("unsubscribe", nil, c.dataSubs())
 		return
 	}
 	for _, ch := range chans {
-		c.unsubscribe(ch)
-		c.pushFrame("unsubscribe", ch, int64(c.sub.count()))
+		if !c.unsubscribeData(ch) {
+			c.unsubscribe(ch)
+		}
+		c.pushFrame("unsubscribe", ch, c.dataSubs())
 	}
 }
 
@@ -183,6 +194,8 @@ func (c *conn) unsubscribe(ch string) {
 
 // unsubscribeAll stops every pusher. Connection goroutine, when it ends.
 func (c *conn) unsubscribeAll() {
+	c.stopMonitor()
+	c.unsubscribeAllData()
 	for _, ch := range append([]string(nil), c.sub.order...) {
 		c.unsubscribe(ch)
 	}

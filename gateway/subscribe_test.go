@@ -61,9 +61,9 @@ func TestSubscribeLeaderRESP2(t *testing.T) {
 	run(t, c, []step{
 		cmd("SUBSCRIBE synod:leader:plain", "(error) ERR channel 'synod:leader:plain': namespace 'plain' has no leader to announce (its protocol serves at every node alike)"),
 		cmd("SUBSCRIBE synod:leader:nope", "(error) ERR channel 'synod:leader:nope': unknown namespace 'nope'"),
-		cmd("SUBSCRIBE synod:leader:default news", "(error) ERR channel 'news': Synod has no pub/sub for data (issue 17); the only channels are synod:leader:<namespace>, announcing its leader"),
-		cmd("PUBLISH news hi", "(error) ERR PUBLISH: Synod has no pub/sub for data (issue 17); the only channels are synod:leader:<namespace>, announcing its leader (SUBSCRIBE)"),
-		cmd("PSUBSCRIBE synod:*", "(error) ERR PSUBSCRIBE: Synod has no pub/sub for data (issue 17); the only channels are synod:leader:<namespace>, announcing its leader (SUBSCRIBE)"),
+		// One refused leader channel refuses the whole command.
+		cmd("SUBSCRIBE news synod:leader:plain", "(error) ERR channel 'synod:leader:plain': namespace 'plain' has no leader to announce (its protocol serves at every node alike)"),
+		cmd("PUBLISH synod:leader:default n9", "(error) ERR channel 'synod:leader:default' is the node's own leader announcement; it cannot be published to"),
 		cmd("UNSUBSCRIBE", "1) \"unsubscribe\"\n2) (nil)\n3) (integer) 0"),
 		cmd("SUBSCRIBE synod:leader:default", "1) \"subscribe\"\n2) \"synod:leader:default\"\n3) (integer) 1"),
 	})
@@ -72,7 +72,7 @@ func TestSubscribeLeaderRESP2(t *testing.T) {
 		t.Fatalf("first message: %s", got)
 	}
 	run(t, c, []step{
-		cmd("GET k", "(error) ERR Can't execute 'get': only (P)SUBSCRIBE / (P)UNSUBSCRIBE / PING / QUIT are allowed in this context"),
+		cmd("GET k", "(error) ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT are allowed in this context"),
 		cmd("PING", "1) \"pong\"\n2) \"\""),
 		cmd("PING hi", "1) \"pong\"\n2) \"hi\""),
 		// A second SUBSCRIBE of the same channel confirms, count unchanged.

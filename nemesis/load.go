@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,7 +219,13 @@ func (l *load) finalReads(addrs, keys []string, within time.Duration, realTime b
 	for _, key := range keys {
 		for _, ok := lost[key]; !ok && !agree(final[key]); _, ok = lost[key] {
 			if time.Now().After(deadline) {
-				lost[key] = fmt.Sprintf("nodes disagree at the deadline: %v", final[key])
+				if answered := slices.DeleteFunc(slices.Clone(final[key]), func(v string) bool { return v == "" }); agree(answered) {
+					// The nodes that answered agree: the rest did not
+					// answer, which is unavailability, not divergence.
+					unanswered += len(final[key]) - len(answered)
+				} else {
+					lost[key] = fmt.Sprintf("nodes disagree at the deadline: %v", final[key])
+				}
 				break
 			}
 			time.Sleep(100 * time.Millisecond)

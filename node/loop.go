@@ -20,6 +20,10 @@ import (
 type event struct {
 	in  automaton.Input
 	gen uint64 // TimerFired only: the generation of the timer that fired
+	// lazy: a slack timer's firing, or a peer message that came in a
+	// coalesced batch; the messages its step sends are coalesced too
+	// (coalesce.go).
+	lazy bool
 }
 
 // timerEntry is one armed timer. Its callback pushes a TimerFired carrying
@@ -116,6 +120,9 @@ type nsLoop struct {
 
 	lr     automaton.LeaderReporter
 	leader atomic.Pointer[automaton.NodeID]
+	// lazy (under rmu): the outputs being released are a lazy event's
+	// (event.lazy); its sends are coalesced (coalesce.go).
+	lazy bool
 	// term is the automaton's term (automaton.TermReporter) when leader
 	// was last noted, 0 without one: the order of leader claims between
 	// nodes (leadergossip.go).
@@ -287,11 +294,13 @@ func (l *nsLoop) step(ev event) {
 		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
 	}
 	io := loopIO{l}
+	l.lazy = ev.lazy && !l.n.opts.noCoalesce
 	for _, o := range outs {
 		if err := l.rel.Output(o, io); err != nil {
 			l.violation(err)
 		}
 	}
+	l.lazy = false
 	if l.rel.TakeEarly() {
 		l.early = true
 	}
@@ -345,6 +354,9 @@ func (io loopIO) Members(o automaton.Members) { io.l.n.setMembers(io.l.ns.Name, 
 func (l *nsLoop) setTimer(o automaton.SetTimer) {
 	l.gen++
 	after := o.After // never negative: the interpreter refuses that
+	if o.Slack > 0 && !l.n.opts.noCoalesce {
+		after = coalesced(time.Now(), after, o.Slack)
+	}
 	if e := l.timers[o.ID]; e != nil && e.t.Stop() {
 		// Stopped before firing: no callback of the old arming runs.
 		e.gen.Store(l.gen)
@@ -357,10 +369,35 @@ func (l *nsLoop) setTimer(o automaton.SetTimer) {
 	e := &timerEntry{}
 	e.gen.Store(l.gen)
 	id := o.ID
+	lazy := o.Slack > 0
 	e.t = time.AfterFunc(after, func() {
-		l.push(event{in: automaton.TimerFired{ID: id}, gen: e.gen.Load()})
+		l.push(event{in: automaton.TimerFired{ID: id}, gen: e.gen.Load(), lazy: lazy})
 	})
 	l.timers[o.ID] = e
+}
+
+// timerEpoch is the origin of the grid slack timers fire on (coalesce.go).
+var timerEpoch = time.Now()
+
+// coalesced is the delay from now to the first grid point (step: the
+// largest 1-2-5 multiple of a millisecond not above slack) at or after
+// now+after; after itself when slack is under a millisecond.
+func coalesced(now time.Time, after, slack time.Duration) time.Duration {
+	step := time.Duration(0)
+	for d := time.Millisecond; d <= slack; d *= 10 {
+		for _, m := range []time.Duration{1, 2, 5} {
+			if d*m <= slack {
+				step = d * m
+			}
+		}
+	}
+	if step == 0 {
+		return after
+	}
+	if r := now.Add(after).Sub(timerEpoch) % step; r > 0 {
+		after += step - r
+	}
+	return after
 }
 
 func (l *nsLoop) stopTimers() {
@@ -606,7 +643,9 @@ func (l *nsLoop) release1(o automaton.Output) {
 
 func (l *nsLoop) send(s automaton.Send) {
 	var err error
-	if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {
+	if l.lazy && l.out == transport.Sender(l.n.tr) {
+		l.n.sendCoalesced(s.To, l.ns.Name, s.Msg) // coalesce.go
+	} else if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {
 		// Busy: more inputs wait, and their messages will follow. The
 		// writer sends them in batches (one system call for many) instead
 		// of the loop writing each itself, which is for an idle node

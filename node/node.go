@@ -97,6 +97,7 @@ import (
 	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
+	"github.com/synod-dev/synod/synoderr"
 	"github.com/synod-dev/synod/transport"
 )
 
@@ -139,6 +140,9 @@ type Options struct {
 	PeerGRPC func(PeerGRPCOptions) (PeerGRPC, error)
 
 	trace tracer // stage tracing, tests only (trace.go)
+	// noCoalesce turns coalesced heartbeats off (coalesce.go): tests'
+	// and benchmarks' "before" variant only.
+	noCoalesce bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -184,9 +188,11 @@ type Node struct {
 	shards  map[string]*shardedNS     // sharded namespaces by name (shard.go)
 	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
+	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
 	remotes map[string]*remoteCluster // other clusters nested calls go to (remote.go)
+	pubsub  pubsubPeers               // the gateway's handler of peers' pub/sub messages (pubsub.go)
 	// gossipNudge asks for a leader gossip round now (leadergossip.go);
 	// nil without sharded namespaces.
 	gossipNudge chan struct{}
@@ -617,6 +623,21 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 		n.onForward(from, msg) // shard.go
 		return
 	}
+	if l == nil && ns == pubsubNS {
+		n.onPublish(msg) // pubsub.go
+		return
+	}
+	if l == nil && ns == batchNS {
+		n.onBatch(from, msg) // coalesce.go
+		return
+	}
+	n.deliverOne(from, ns, msg, false)
+}
+
+// deliverOne hands peer message msg to namespace ns's loop; lazy: it came
+// in a coalesced batch (coalesce.go).
+func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy bool) {
+	l := n.loops[ns]
 	if l == nil {
 		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
 		return
@@ -627,7 +648,7 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 	if tr := n.opts.trace; tr != nil {
 		tr(stageDeliver, from, msgKind(msg))
 	}
-	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}}) {
+	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}) {
 		l.msgsIn.Add(1)
 		l.mIn.Inc()
 	}
@@ -639,6 +660,12 @@ var _ gateway.Backend = (*Node)(nil)
 
 // Do implements gateway.Backend.
 func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	return n.do(ctx, ns, req, false)
+}
+
+// do is Do; checked says req was validated here already (doSharded does,
+// to route it), so a shard group's ownership check need not again.
+func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked bool) (automaton.Response, error) {
 	l := n.loops[ns]
 	if l == nil && n.shards[ns] != nil {
 		return n.doSharded(ctx, ns, req) // shard.go
@@ -654,10 +681,17 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 	if err := n.StorageErr(); err != nil {
 		return automaton.Response{}, err
 	}
-	if err := automaton.ValidateRequest(l.svc, req); err != nil {
-		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
-	}
-	if len(n.groupOf) > 0 {
+	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
+	// do, once); the protocol refuses an invalid request all the same. Only
+	// a shard group's ownership check reads the keys of the request before
+	// the protocol does, so it validates first (a forwarded request, or a
+	// nested call, reaches it without an edge).
+	if len(n.groupOf) > 0 && n.groupOf[ns] != nil {
+		if !checked {
+			if err := automaton.ValidateRequest(l.svc, req); err != nil {
+				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
+			}
+		}
 		if res, refused := n.refuseUnowned(ns, req); refused { // shard.go
 			return automaton.Response{ID: req.ID, Result: res}, nil
 		}

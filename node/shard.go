@@ -15,6 +15,7 @@ import (
 	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/synoderr"
 	"github.com/synod-dev/synod/transport"
 	"github.com/synod-dev/synod/wire"
 )
@@ -132,7 +133,7 @@ func (s *shardedNS) route(req automaton.Request) (int, service.Result, bool) {
 		for _, k := range keys {
 			kg := s.slots.Group(k)
 			if kg == shard.Unowned {
-				return 0, service.Errorf("CLUSTERDOWN Hash slot %d not served", shard.KeySlot(k)), false
+				return 0, service.Fail(synoderr.ClusterDown, "Hash slot %d not served", shard.KeySlot(k)), false
 			}
 			if g >= 0 && kg != g {
 				return 0, service.Errorf("%s", crossSlot), false
@@ -171,7 +172,7 @@ func (n *Node) refuseUnowned(gname string, req automaton.Request) (service.Resul
 				}
 			}
 		}
-		return service.Errorf("MOVED %d: slot %d is not owned by %s on %s", slot, slot, gname, n.id), true
+		return service.Fail(synoderr.Moved, "%d: slot %d is not owned by %s on %s", slot, slot, gname, n.id), true
 	}
 	return service.Result{}, false
 }
@@ -180,8 +181,10 @@ func (n *Node) refuseUnowned(gname string, req automaton.Request) (service.Resul
 // or forwarded to a node of the group.
 func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
 	s := n.shards[ns]
+	// Validated here, not only at the edge: routing reads the request's
+	// keys, and a nested call reaches this without an edge.
 	if err := automaton.ValidateRequest(s.svc, req); err != nil {
-		return automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, nil
+		return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 	}
 	gi, res, ok := s.route(req)
 	if !ok {
@@ -189,7 +192,7 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 	}
 	g := s.groups[gi]
 	if n.loops[g.Namespace.Name] != nil {
-		return n.Do(ctx, g.Namespace.Name, req)
+		return n.do(ctx, g.Namespace.Name, req, true) // validated above
 	}
 	return n.forward(ctx, s, g, req)
 }

@@ -180,6 +180,13 @@
 //	blmove wait dst left|right left|right   W  bytes | nil (nil, not WRONGTYPE, for an empty source)
 //	bready list|zset [key ...]              R  int 1 when a key holds a non-empty list (zset)
 //
+// Bits, HyperLogLog and SORT (issue 34; each one operation, so atomic
+// wherever it runs): kv_bits.go (bitcount, bitpos, bitop, bitfield,
+// bitfield_ro), kv_hll.go (pfadd, pfcount, pfmerge, pfdebug: Redis's HLL
+// encoding byte for byte), kv_sort.go (sort, sortstore, and the sortkeys
+// kinds for BY/GET patterns that read other keys); each file's comment
+// lists its operations and decisions.
+//
 // # Choices (the seeds are silent on all of this; Redis is the reference)
 //
 // Randomness. SPOP, SRANDMEMBER and RANDOMKEY pick deterministically: SPOP

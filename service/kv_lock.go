@@ -4,7 +4,8 @@ package service
 // exclusive for the operations that may write (set, del, hset, rename, ...),
 // shared for reads; RENAME locks both keys, SINTER/SUNION/SDIFF every key
 // they read. A keyspace-wide operation (flushdb, scan, keys, dbsize,
-// randomkey, dbinfo, activeexpire) locks the empty key only: under T-Paxos
+// randomkey, dbinfo, activeexpire) locks the empty key only (one with a key
+// besides, SORT with BY or GET patterns, locks both): under T-Paxos
 // it is not isolated from a transaction's per-key locks (documented
 // limitation: run it outside transactions).
 func (KV) Locks(op Op) []Lock {
@@ -17,6 +18,12 @@ func (KV) Locks(op Op) []Lock {
 		more = o.keys(op)
 	case op.Kind == "sinter" || op.Kind == "sunion" || op.Kind == "sdiff":
 		more = argStrings(op.Args)
+	}
+	if o.keyspace && op.Key != "" {
+		// It reads keys it cannot name (SORT's BY and GET patterns): it
+		// locks the keyspace too, so that a protocol that runs one key's
+		// operations apart (orca-primary, the sharded KV) refuses it.
+		more = append(more, "")
 	}
 	for _, k := range more {
 		dup := false

@@ -184,7 +184,12 @@ func (s *KVState) opEval(op Op) Result {
 func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunction, Result) {
 	if mode == "eval" {
 		run.name = "user_script"
-		fn, err := L.Load(strings.NewReader(string(body)), "user_script")
+		src, noWrites, msg := evalShebang(string(body))
+		if msg != "" {
+			return nil, Errorf("%s", msg)
+		}
+		run.readOnly = run.readOnly || noWrites
+		fn, err := L.Load(strings.NewReader(src), "user_script")
 		if err != nil {
 			return nil, Errorf("Error compiling script (new function): %s", luaMessage(err))
 		}
@@ -200,7 +205,7 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 	}
 	name := strings.TrimPrefix(mode, "fcall:")
 	run.name = name
-	fns, msg := LoadLibrary(L, body)
+	fns, noWrites, msg := loadLibrary(L, body)
 	if msg != "" {
 		return nil, Errorf("%s", msg)
 	}
@@ -208,13 +213,64 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 	if !ok {
 		return nil, Errorf("Function not found")
 	}
+	if run.readOnly && !noWrites[name] {
+		return nil, Errorf("ERR Can not execute a script with write flag using *_ro command.")
+	}
+	run.readOnly = run.readOnly || noWrites[name]
 	return f, Result{}
+}
+
+// evalShebang reads an EVAL script's "#!lua [flags=f1,f2]" first line, as
+// Redis 7 (evalExtractShebangFlags): it returns the source with that line
+// made a comment (line numbers stay), whether the flags say no-writes, or
+// the error.
+func evalShebang(src string) (string, bool, string) {
+	if !strings.HasPrefix(src, "#!") {
+		return src, false, ""
+	}
+	line, rest, _ := strings.Cut(src, "\n")
+	parts := strings.Fields(line[2:])
+	if len(parts) == 0 || parts[0] != "lua" {
+		engine := ""
+		if len(parts) > 0 {
+			engine = parts[0]
+		}
+		return "", false, "ERR Unexpected engine in script shebang: " + engine
+	}
+	noWrites := false
+	for _, p := range parts[1:] {
+		flags, ok := strings.CutPrefix(p, "flags=")
+		if !ok {
+			return "", false, "ERR Unknown lua shebang option: " + p
+		}
+		for _, f := range strings.Split(flags, ",") {
+			switch f {
+			case "no-writes":
+				noWrites = true
+			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+			default:
+				return "", false, "ERR Unexpected flag in script shebang: " + f
+			}
+		}
+	}
+	return "--" + line + "\n" + rest, noWrites, ""
 }
 
 // LoadLibrary runs a function library's code (after its "#!lua name=..."
 // line) with redis.register_function available, and returns the functions
 // it registered. The gateway calls it to check FUNCTION LOAD.
 func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string) {
+	fns, _, msg := loadLibrary(L, code)
+	return fns, msg
+}
+
+// functionFlags are the flags redis.register_function accepts.
+var functionFlags = map[string]bool{"no-writes": true, "allow-oom": true, "allow-stale": true, "no-cluster": true, "allow-cross-slot-keys": true}
+
+// loadLibrary is LoadLibrary; it also returns the functions flagged
+// no-writes (they run read-only; FCALL_RO runs only them).
+func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[string]bool, string) {
+	noWrites := map[string]bool{}
 	src := string(code)
 	if i := strings.IndexByte(src, '\n'); strings.HasPrefix(src, "#!") {
 		if i < 0 {
@@ -228,8 +284,12 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 	reg := L.NewFunction(func(L *lua.LState) int {
 		var name string
 		var fn *lua.LFunction
+		ro := false
 		switch a := L.Get(1).(type) {
 		case lua.LString:
+			if L.GetTop() == 1 {
+				L.RaiseError("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+			}
 			if L.GetTop() != 2 {
 				L.RaiseError("wrong number of arguments to redis.register_function")
 			}
@@ -241,7 +301,7 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 			fn = f
 		case *lua.LTable:
 			var bad string
-			a.ForEach(func(k, v lua.LValue) {
+			for k, v := a.Next(lua.LNil); k != lua.LNil && bad == ""; k, v = a.Next(k) {
 				switch k.String() {
 				case "function_name":
 					if s, ok := v.(lua.LString); ok {
@@ -255,11 +315,28 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 					} else {
 						bad = "callback argument given to redis.register_function must be a function"
 					}
-				case "description", "flags":
+				case "description":
+					if _, ok := v.(lua.LString); !ok {
+						bad = "description argument given to redis.register_function must be a string"
+					}
+				case "flags":
+					t, ok := v.(*lua.LTable)
+					if !ok {
+						bad = "flags argument to redis.register_function must be a table representing function flags"
+						break
+					}
+					for i := 1; i <= t.Len(); i++ {
+						f, ok := t.RawGetInt(i).(lua.LString)
+						if !ok || !functionFlags[string(f)] {
+							bad = "unknown flag given"
+							break
+						}
+						ro = ro || f == "no-writes"
+					}
 				default:
 					bad = "unknown argument given to redis.register_function"
 				}
-			})
+			}
 			if bad != "" {
 				L.RaiseError("%s", bad)
 			}
@@ -269,29 +346,40 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 			if fn == nil {
 				L.RaiseError("redis.register_function must get a callback argument")
 			}
+		case *lua.LNilType:
+			if L.GetTop() == 0 {
+				L.RaiseError("wrong number of arguments to redis.register_function")
+			}
+			L.RaiseError("first argument to redis.register_function must be a string")
 		default:
 			L.RaiseError("first argument to redis.register_function must be a string")
+		}
+		if name == "" || strings.IndexFunc(name, func(r rune) bool {
+			return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) >= 0 {
+			L.RaiseError("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 		}
 		if _, dup := fns[name]; dup {
 			L.RaiseError("Function already exists in the library")
 		}
 		fns[name] = fn
+		noWrites[name] = ro
 		return 0
 	})
 	redis.RawSetString("register_function", reg)
 	defer redis.RawSetString("register_function", lua.LNil)
 	fn, err := L.Load(strings.NewReader(src), "user_function")
 	if err != nil {
-		return nil, "Error compiling function: " + luaMessage(err)
+		return nil, nil, "Error compiling function: " + luaMessage(err)
 	}
 	L.Push(fn)
 	if err := L.PCall(0, 0, nil); err != nil {
-		return nil, "Error registering functions: " + luaMessage(err)
+		return nil, nil, "Error registering functions: " + luaMessage(err)
 	}
 	if len(fns) == 0 {
-		return nil, "No functions registered"
+		return nil, nil, "No functions registered"
 	}
-	return fns, ""
+	return fns, noWrites, ""
 }
 
 // CheckLibrary runs a function library's code as FUNCTION LOAD does (no
@@ -429,10 +517,63 @@ func newScriptState(run *scriptRun) *lua.LState {
 	redis.RawSetString("REDIS_VERSION", lua.LString("7.0.15"))
 	redis.RawSetString("REDIS_VERSION_NUM", lua.LNumber(0x07000f))
 	L.SetGlobal("redis", redis)
-	// Globals protection, as Redis: reading an undefined global or
-	// creating one is an error.
-	mt := L.NewTable()
-	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+	openScriptLibs(L) // cjson, cmsgpack, bit, struct (kv_lualibs.go)
+	protectGlobals(L)
+	return L
+}
+
+// protectGlobals makes the globals read-only, as Redis 7 does: reading an
+// undefined global or creating one is an error, and so is replacing a
+// global (redis = ..., _G = ...), changing a field of the libraries' tables
+// (redis, cjson, cmsgpack, bit, struct, string, table, math), or changing
+// or replacing _G's metatable. KEYS and ARGV stay writable (EVAL sets them).
+// The globals move to a backing table that _G reads through its __index;
+// each library table is replaced by an empty proxy that reads its own the
+// same way.
+func protectGlobals(L *lua.LState) {
+	readonly := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	})
+	proxy := func(t *lua.LTable) *lua.LTable {
+		p := L.NewTable()
+		m := L.NewTable()
+		m.RawSetString("__index", t)
+		m.RawSetString("__newindex", readonly)
+		m.RawSetString("__metatable", lua.LFalse)
+		L.SetMetatable(p, m)
+		return p
+	}
+	g := L.G.Global
+	backing := L.NewTable()
+	var keys []lua.LValue
+	for k, _ := g.Next(lua.LNil); k != lua.LNil; k, _ = g.Next(k) {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		v := g.RawGet(k)
+		g.RawSet(k, lua.LNil)
+		if t, ok := v.(*lua.LTable); ok && t != g {
+			switch k.String() {
+			case "redis", "cjson", "cmsgpack", "bit", "struct", "string", "table", "math":
+				v = proxy(t)
+			}
+		}
+		backing.RawSet(k, v)
+	}
+	setmt := backing.RawGetString("setmetatable")
+	backing.RawSetString("setmetatable", L.NewFunction(func(L *lua.LState) int {
+		if L.GetMetaField(L.Get(1), "__metatable") != lua.LNil {
+			L.RaiseError("Attempt to modify a readonly table")
+		}
+		L.Push(setmt)
+		L.Push(L.Get(1))
+		L.Push(L.Get(2))
+		L.Call(2, 1)
+		return 1
+	}))
+	undefined := L.NewTable()
+	undefined.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		k := L.Get(2)
 		if k.String() == "KEYS" || k.String() == "ARGV" {
 			return 0
@@ -440,6 +581,9 @@ func newScriptState(run *scriptRun) *lua.LState {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", k.String())
 		return 0
 	}))
+	L.SetMetatable(backing, undefined)
+	mt := L.NewTable()
+	mt.RawSetString("__index", backing)
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		k := L.Get(2)
 		if k.String() == "KEYS" || k.String() == "ARGV" {
@@ -449,8 +593,8 @@ func newScriptState(run *scriptRun) *lua.LState {
 		L.RaiseError("Attempt to modify a readonly table")
 		return 0
 	}))
-	L.SetMetatable(L.G.Global, mt)
-	return L
+	mt.RawSetString("__metatable", proxy(mt))
+	L.SetMetatable(g, mt)
 }
 
 // call is redis.call (raise: an error reply raises it) and redis.pcall

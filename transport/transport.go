@@ -135,6 +135,7 @@ const DefaultQueueBytes = 64 << 20
 // PeerStats counts one peer's traffic.
 type PeerStats struct {
 	Sent      uint64 // frames written to a connection
+	Writes    uint64 // writes to a connection: an inline frame, or a batch of queued frames flushed together
 	Dropped   uint64 // frames dropped (queue full, or lost with a failed connection)
 	Received  uint64 // frames received from this peer
 	Connected bool   // the outgoing connection is up
@@ -176,9 +177,9 @@ type peer struct {
 	ctx    context.Context // ends with the transport, or when the peer is removed
 	cancel context.CancelFunc
 
-	sent, dropped, received atomic.Uint64
-	qbytes                  atomic.Int64 // bytes of the frames in q
-	connected               atomic.Bool
+	sent, dropped, received, writes atomic.Uint64
+	qbytes                          atomic.Int64 // bytes of the frames in q
+	connected                       atomic.Bool
 
 	// Inline write (Send, tryInline): wmu is held by whoever writes to the
 	// connection, the writer goroutine for a batch (until its buffer is
@@ -384,6 +385,7 @@ func (p *peer) tryInline(ns string, msg []byte, size int) bool {
 	if err := p.raw.Write(p.iwFn); err != nil {
 		p.iwErr = err
 	}
+	p.writes.Add(1)
 	n, werr := max(p.iwN, 0), p.iwErr
 	p.iwB, p.iwErr = nil, nil
 	if n == len(f.b) {
@@ -444,7 +446,7 @@ func (t *Transport) Stats() map[automaton.NodeID]PeerStats {
 	defer t.pmu.RUnlock()
 	out := make(map[automaton.NodeID]PeerStats, len(t.peers))
 	for id, p := range t.peers {
-		out[id] = PeerStats{Sent: p.sent.Load(), Dropped: p.dropped.Load(), Received: p.received.Load(), Connected: p.connected.Load()}
+		out[id] = PeerStats{Sent: p.sent.Load(), Writes: p.writes.Load(), Dropped: p.dropped.Load(), Received: p.received.Load(), Connected: p.connected.Load()}
 	}
 	return out
 }
@@ -798,6 +800,7 @@ func (p *peer) pump(c net.Conn) error {
 		if err := bw.Flush(); err != nil {
 			return fail(err)
 		}
+		p.writes.Add(1)
 		p.sent.Add(pending)
 		return nil
 	}

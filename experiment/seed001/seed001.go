@@ -166,7 +166,8 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 	if t.Clients > 0 {
 		cfg.Clients = t.Clients
 	}
-	node0, self0 := nodesCPU(cl), selfCPU()
+	var node0, self0 float64 // CPU at the start of the measured phase (after the preload)
+	cfg.OnMeasure = func() { node0, self0 = nodesCPU(cl), selfCPU() }
 	rep, err := bench.Run(ctx, cfg, env.Progress())
 	if err != nil {
 		return experiment.Outcome{}, err

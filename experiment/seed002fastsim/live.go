@@ -13,6 +13,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/daemon"
 	"github.com/synod-dev/synod/experiment"
+	"github.com/synod-dev/synod/experiment/seed002pb"
 	"github.com/synod-dev/synod/experiment/seed002wan"
 	"github.com/synod-dev/synod/node"
 	"github.com/synod-dev/synod/protocol/fastpaxos"
@@ -63,12 +64,34 @@ const (
 	mLiveConflict = "live_conflict_rate"
 	mLiveRecov    = "live_recovered_rate"
 	mLiveErrors   = "live_errors"
+	mLiveMean     = "live_mean_ms"
+	mLiveInNode   = "live_in_node_ms"    // mean time a node held a client request (submitted to released)
+	mLiveSubmits  = "live_node_requests" // client requests the nodes took per operation
 )
+
+// nodesRequestDuration sums the nodes' synod_request_duration_seconds
+// (seconds) and counts.
+func nodesRequestDuration(ctx context.Context, metricsAddrs []string) (sum, count float64, err error) {
+	for _, a := range metricsAddrs {
+		s, k, err := seed002pb.RequestDuration(ctx, a)
+		if err != nil {
+			return 0, 0, err
+		}
+		sum, count = sum+s, count+k
+	}
+	return sum, count, nil
+}
 
 // liveNodes starts n in-process nodes of protocol with the durability
 // (config.Memory or config.Fsync) in dir; stop stops them (by closing each
 // node and waiting for its Run).
 func liveNodes(ctx context.Context, protocol string, n int, dir string, params map[string]string, durability string) (grpcAddrs, respAddrs []string, stop func(), err error) {
+	grpcAddrs, respAddrs, _, stop, err = liveNodesMetrics(ctx, protocol, n, dir, params, durability)
+	return
+}
+
+// liveNodesMetrics is liveNodes with each node's metrics address.
+func liveNodesMetrics(ctx context.Context, protocol string, n int, dir string, params map[string]string, durability string) (grpcAddrs, respAddrs, metricsAddrs []string, stop func(), err error) {
 	cfg := &config.Cluster{Cluster: "seed002fast", Durability: durability, DataDir: dir,
 		Namespaces: []config.Namespace{{Name: "default", Protocol: protocol, Service: "kv", Params: params}}}
 	type lns struct{ peer, client, metrics, grpc net.Listener }
@@ -87,7 +110,7 @@ func liveNodes(ctx context.Context, protocol string, n int, dir string, params m
 		for _, p := range []*net.Listener{&l.peer, &l.client, &l.metrics, &l.grpc} {
 			if *p, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 				closeAll()
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 		}
 		ls = append(ls, l)
@@ -95,10 +118,11 @@ func liveNodes(ctx context.Context, protocol string, n int, dir string, params m
 			Client: l.client.Addr().String(), Metrics: l.metrics.Addr().String(), GRPC: l.grpc.Addr().String()})
 		grpcAddrs = append(grpcAddrs, l.grpc.Addr().String())
 		respAddrs = append(respAddrs, l.client.Addr().String())
+		metricsAddrs = append(metricsAddrs, l.metrics.Addr().String())
 	}
 	if err := cfg.Validate(); err != nil {
 		closeAll()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	type running struct {
 		n    *node.Node
@@ -117,7 +141,7 @@ func liveNodes(ctx context.Context, protocol string, n int, dir string, params m
 		if err != nil {
 			stop()
 			closeAll()
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		r := running{nd, make(chan error, 1)}
 		go func() { r.done <- nd.Run(context.Background()) }()
@@ -127,13 +151,13 @@ func liveNodes(ctx context.Context, protocol string, n int, dir string, params m
 		case err := <-r.done:
 			r.done <- err
 			stop()
-			return nil, nil, nil, fmt.Errorf("node %s: %v", nc.ID, err)
+			return nil, nil, nil, nil, fmt.Errorf("node %s: %v", nc.ID, err)
 		case <-time.After(10 * time.Second):
 			stop()
-			return nil, nil, nil, fmt.Errorf("node %s not ready", nc.ID)
+			return nil, nil, nil, nil, fmt.Errorf("node %s not ready", nc.ID)
 		}
 	}
-	return grpcAddrs, respAddrs, stop, nil
+	return grpcAddrs, respAddrs, metricsAddrs, stop, nil
 }
 
 // runLive measures one live cell.
@@ -165,7 +189,7 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 	if durability == "" {
 		durability = config.Fsync
 	}
-	grpcAddrs, respAddrs, stop, err := liveNodes(ctx, proto, n, dir, params, durability)
+	grpcAddrs, respAddrs, metricsAddrs, stop, err := liveNodesMetrics(ctx, proto, n, dir, params, durability)
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -198,11 +222,28 @@ func (e *Sim) runLive(ctx context.Context, env *experiment.Env, c experiment.Cel
 	if rec != nil {
 		before = statsByNode(rec)
 	}
+	sum0, count0, err := nodesRequestDuration(ctx, metricsAddrs)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
 	rep, err := bench.Run(ctx, cfg, env.Progress())
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
+	sum1, count1, err := nodesRequestDuration(ctx, metricsAddrs)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
 	met := map[string]float64{mLiveTput: rep.All.Throughput, mLiveP50: rep.All.P50Ms, mLiveP99: rep.All.P99Ms, mLiveErrors: float64(rep.All.Errors)}
+	if count1 > count0 && rep.All.Count > 0 {
+		// Where a request's time goes: how many nodes took it as a client
+		// request (fastpaxos's clients send to every acceptor) and how long
+		// each held it (submitted to response released), against the
+		// client's mean latency.
+		met[mLiveInNode] = (sum1 - sum0) / (count1 - count0) * 1000
+		met[mLiveSubmits] = (count1 - count0) / float64(rep.All.Count)
+		met[mLiveMean] = rep.All.MeanMs
+	}
 	if rec != nil {
 		conflict, recovered := conflictRates(before, statsByNode(rec))
 		met[mLiveConflict], met[mLiveRecov] = conflict, recovered

@@ -53,8 +53,9 @@ func TestTxnSummaryOnSeedFigures(t *testing.T) {
 
 // Live: the original and Multi-Paxos kinds on real clusters, and the
 // original and write on the WAN-spread replicas' relayed links: a write
-// pays the replicas' round trip (2 x 17.96 ms) beyond the original, which a
-// relay that delayed only the client's links would not show.
+// takes at least its chain's link delays (106.73 ms, with the replicas'
+// round trip), which a relay that delayed only the client's links would
+// not show.
 func TestLiveRRTQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes")
@@ -79,8 +80,12 @@ func TestLiveRRTQuick(t *testing.T) {
 	}
 	w := wanConfigs["wan-replicas"]
 	orig, wr := rrt[experiment.NewCell("kind", "original", "config", "wan-replicas").Key], rrt[experiment.NewCell("kind", "write", "config", "wan-replicas").Key]
-	if orig < 2*w.clientLeader || wr-orig < 2*w.replicas*0.9 {
-		t.Errorf("WAN rows: original %.2f ms (links %.2f), write %.2f ms: the write should pay the replicas' round trip %.2f ms more", orig, 2*w.clientLeader, wr, 2*w.replicas)
+	// Load only adds time, so the bounds are the links' delays on each
+	// kind's message chain (a write without delayed peer links would take
+	// about the original's 70.8 ms).
+	if orig < 0.98*2*w.clientLeader || wr < 0.98*(2*w.clientLeader+2*w.replicas) {
+		t.Errorf("WAN rows: original %.2f ms (links %.2f), write %.2f ms (links %.2f: the write pays the replicas' round trip too)",
+			orig, 2*w.clientLeader, wr, 2*w.clientLeader+2*w.replicas)
 	}
 	if !strings.Contains(stdout.String(), "memory") {
 		t.Errorf("the table does not state the durability:\n%s", stdout.String())

@@ -17,6 +17,7 @@ import (
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/experiment"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Txn is the experiment "seed002-pbpaxos-txn": Table VI.1, transaction
@@ -128,6 +129,9 @@ const (
 	mStepRead   = "step_read_ms"
 	mStepWrite  = "step_write_ms"
 	mStepCommit = "step_commit_ms"
+	// Throughput transactions that ended in TRYAGAIN or an unknown
+	// outcome (no leader in time): not counted as committed.
+	mUnknown = "tryagain"
 )
 
 func (t *Txn) RunCell(ctx context.Context, env *experiment.Env, c experiment.Cell) (experiment.Outcome, error) {
@@ -209,7 +213,7 @@ func (t *Txn) runThroughput(ctx context.Context, env *experiment.Env, c experime
 		cls[i] = cl
 	}
 	var tputs []float64
-	aborted, committed := 0, 0
+	aborted, committed, unknown := 0, 0, 0
 	var mu sync.Mutex
 	for r := -1; r < rounds; r++ { // round -1 warms every connection
 		count := per
@@ -235,6 +239,15 @@ func (t *Txn) runThroughput(ctx context.Context, env *experiment.Env, c experime
 						mu.Unlock()
 						continue
 					}
+					var ce *client.Error
+					if errors.Is(err, client.ErrUnknownOutcome) || errors.As(err, &ce) && ce.Code() == "TRYAGAIN" {
+						// No leader answered in time (a loaded machine's
+						// election): not committed as far as we know.
+						mu.Lock()
+						unknown++
+						mu.Unlock()
+						continue
+					}
 					if err != nil {
 						errs[i] = err
 						return
@@ -255,7 +268,7 @@ func (t *Txn) runThroughput(ctx context.Context, env *experiment.Env, c experime
 	}
 	mean, half := ci99(tputs)
 	return experiment.Outcome{
-		Metrics: map[string]float64{mTput: mean, mTputCI: half, mAborted: float64(aborted)},
+		Metrics: map[string]float64{mTput: mean, mTputCI: half, mAborted: float64(aborted), mUnknown: float64(unknown)},
 		Labels:  map[string]string{"durability": t.Durability},
 		Samples: map[string][]float64{mTput: tputs},
 	}, nil
@@ -421,7 +434,7 @@ func runTxn(ctx context.Context, cl *client.GRPC, mode string, ops []service.Op)
 		if _, err := tx.Do(ctx, op); err != nil {
 			tx.Abort(ctx)
 			var ce *client.Error
-			if errors.As(err, &ce) && (ce.Code() == "EXECABORT" || strings.HasPrefix(ce.Msg, automaton.ErrNoSuchTxn)) {
+			if errors.As(err, &ce) && (ce.Kind == synoderr.Aborted || strings.HasPrefix(ce.Msg, automaton.ErrNoSuchTxn)) {
 				// A conflict (no-wait locks) or a leader change aborted it.
 				err = fmt.Errorf("%w: %v", client.ErrTxnAborted, err)
 			}
@@ -471,6 +484,7 @@ func (t *Txn) Report() experiment.ReportSpec {
 			{Metric: mTput, Header: "txn/s", Format: "%.0f"},
 			{Metric: mTputCI, Header: "± 99% CI", Format: "%.0f"},
 			{Metric: mAborted, Header: "aborted", Format: "%.0f"},
+			{Metric: mUnknown, Header: "TRYAGAIN", Format: "%.0f"},
 		},
 		Labels: []string{"durability"},
 		Plots: []experiment.PlotSpec{{File: "trt", Title: "Transaction response time (Table VI.1)", Kind: experiment.Bars,

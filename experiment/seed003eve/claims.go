@@ -155,6 +155,9 @@ func (e *Eve) clusterClaims(d experiment.Data) []experiment.Claim {
 			}
 			cl := experiment.Claim{Text: text, Paper: paper, Judgement: j}
 			cl.Cause = "measured: " + clusterBreakdown(d, k(c, cpus, "1"), "cores=1") + "; " + clusterBreakdown(d, k(c, cpus, "2"), "cores=2")
+			if u := d.Sample(k(c, cpus, "1"), mUtil); u != nil && u.Mean() < 50 {
+				cl.Cause += fmt.Sprintf(". At %.0f%% of its CPU bound the cluster is not CPU-bound: its time goes to waiting (the protocol's rounds, and the scheduler on a shared machine: see the loadavg), so cores cannot show", u.Mean())
+			}
 			out = append(out, cl)
 		}
 	}

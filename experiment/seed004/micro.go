@@ -176,7 +176,9 @@ func MeasureMicro(bench string, rt programs.Runtime, n int, net programs.Net) (M
 	params := rt.Params()
 	primary := rt.Protocol == "orca-primary"
 	if primary {
-		params["replicate_after"], params["drop_after"] = "1", "0"
+		// A micro-benchmark times one operation at a fixed placement: no
+		// migration (on by default, protocol/orcaprimary's doc).
+		params["replicate_after"], params["drop_after"], params["migrate_after"] = "1", "0", "0"
 		if strings.HasPrefix(bench, "remote-") {
 			params["replicate_after"] = "0"
 			n = max(n, 2)

@@ -8,7 +8,13 @@
 // FAILED_PRECONDITION with automaton.ErrNoAtomic's text otherwise); every
 // operation must pass the namespace's Service.Validate
 // (automaton.ValidateRequest), and the read mode and the request options
-// must be valid (INVALID_ARGUMENT). Such refusals executed nothing.
+// must be valid (INVALID_ARGUMENT). Such refusals executed nothing. This is
+// the request's one validation (the backend does not check again:
+// gateway.Backend.Do). Every refusal is an error of a synoderr.Kind, whose
+// gRPC code the status takes (refusal: Invalid is INVALID_ARGUMENT,
+// Unsupported FAILED_PRECONDITION, NotFound NOT_FOUND, NoAuth
+// UNAUTHENTICATED, NoPerm PERMISSION_DENIED, TryAgain UNAVAILABLE), its
+// message keeping a Redis code other than ERR ("NOPERM User ...").
 //
 // Request options are the ones the namespace's protocol declares
 // (automaton.RequestOptions); the server knows none by meaning. It checks

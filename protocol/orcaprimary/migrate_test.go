@@ -53,8 +53,8 @@ func TestPrimaryMigratesToFrequentWriter(t *testing.T) {
 	if got != 4 || w.Stats.Sends-before != 2 {
 		t.Fatalf("read after learning the location: %d in %d messages", got, w.Stats.Sends-before)
 	}
-	// Without migrate_after the primary stays: n2's writes stay remote.
-	w2, _ := programs.NewWorld("orca-primary", 3, map[string]string{"retransmit": "1s", "replicate_after": "0"}, programs.Ethernet10, 1)
+	// With migrate_after=0 the primary stays: n2's writes stay remote.
+	w2, _ := programs.NewWorld("orca-primary", 3, map[string]string{"retransmit": "1s", "replicate_after": "0", "migrate_after": "0"}, programs.Ethernet10, 1)
 	if err := w2.Phase(0, "p", func(p *programs.Proc) { p.Must(orca.New("int", key)) }, time.Hour); err != nil {
 		t.Fatal(err)
 	}

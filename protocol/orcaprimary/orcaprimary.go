@@ -52,7 +52,7 @@ const (
 	DefaultRetransmit     = 20 * time.Millisecond
 	DefaultReplicateAfter = 2
 	DefaultDropAfter      = 8
-	DefaultMigrateAfter   = 0
+	DefaultMigrateAfter   = 3
 )
 
 var params = proto.NewSpec(

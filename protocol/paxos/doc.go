@@ -154,7 +154,12 @@
 // Accept and Heartbeat (every "heartbeat"); a follower marks chosen every
 // instance up to it that it accepted under that ballot and fetches the rest.
 // Instances execute in order; a client is answered after its command
-// executed. Unacknowledged Accepts are retransmitted every heartbeat.
+// executed. Unacknowledged Accepts are retransmitted every heartbeat. The
+// heartbeat tick may fire up to a quarter of a heartbeat late
+// (automaton.SetTimer.Slack, armTick): a runtime with many groups fires
+// their ticks together and sends their heartbeats in one frame per peer
+// (node/coalesce.go). Not in the seed, which has one group per node; lease
+// and election timers carry no slack.
 //
 // Why the leader may send before its own fsync and count its vote at once.
 // The automaton contract releases a Send or Respond only after every Persist

@@ -437,11 +437,23 @@ func (a *Paxos) Step(in automaton.Input) []automaton.Output {
 	return a.out
 }
 
+// armTick sets the heartbeat tick. It may fire up to a quarter of a
+// heartbeat late (SetTimer.Slack): the node's runtime then fires the ticks
+// of all its groups together, so their heartbeats and acknowledgements
+// leave in one write per peer (coalesced heartbeats, node/loop.go). A late
+// tick only delays a heartbeat, a retransmission, a forward or the expiry
+// clock (which never runs ahead of time, expiry.go); the lease and election
+// timers carry no slack. The election timeout is at least three heartbeats,
+// so a follower still hears at least two ticks' heartbeats per timeout.
+func (a *Paxos) armTick() {
+	a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat, Slack: a.prm.Heartbeat / 4})
+}
+
 func (a *Paxos) onTimer(id automaton.TimerID) {
 	switch {
 	case id == tmTick:
 		a.onTick()
-		a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
+		a.armTick()
 	case id == tmAlive:
 		if !a.proto.stickyLeader {
 			a.leaderAlive = false

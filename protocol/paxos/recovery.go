@@ -84,6 +84,6 @@ func (a *Paxos) onStart(s automaton.Start) {
 		a.emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
 	}
 	a.armElection()
-	a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat})
+	a.armTick()
 	a.emitMembers()
 }
