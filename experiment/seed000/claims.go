@@ -179,7 +179,7 @@ func (r *Response) Claims(d experiment.Data) []experiment.Claim {
 func measuredBreakdown(get func(metric, gossip, rate string) series, c claim, intervals []string) string {
 	gossips := intervals
 	if c.gossip == "off" {
-		gossips = []string{"off"}
+		gossips = append([]string{"off"}, intervals...) // judged against gossip on
 	}
 	var parts []string
 	for _, g := range gossips {
