@@ -21,6 +21,18 @@ const MaxBytes = 64 << 20
 // ErrTruncated is returned when a field runs past the end of the buffer.
 var ErrTruncated = errors.New("wire: truncated")
 
+// ErrOverlong is returned for a varint written in more bytes than it needs
+// (a last byte of zero after the first). The Encoder writes every varint in
+// its shortest form, so each value has exactly one encoding: data that
+// decodes re-encodes to the same bytes. Accepting padded varints let a
+// count that fit the bytes left fail after re-encoding (Count bounds a
+// count by the bytes that follow it), found by FuzzDecoder's 10-minute run.
+var ErrOverlong = errors.New("wire: varint not in its shortest form")
+
+// overlong reports whether the varint binary.Uvarint read in the first n
+// bytes of b was padded: its last byte carries no bits.
+func overlong(b []byte, n int) bool { return n > 1 && b[n-1] == 0 }
+
 // Encoder appends fields to a byte slice.
 type Encoder struct{ B []byte }
 
@@ -95,6 +107,10 @@ func (d *Decoder) Uvarint() uint64 {
 		d.Fail(ErrTruncated)
 		return 0
 	}
+	if overlong(d.B, n) {
+		d.Fail(ErrOverlong)
+		return 0
+	}
 	d.B = d.B[n:]
 	return v
 }
@@ -107,6 +123,10 @@ func (d *Decoder) Varint() int64 {
 	v, n := binary.Varint(d.B)
 	if n <= 0 {
 		d.Fail(ErrTruncated)
+		return 0
+	}
+	if overlong(d.B, n) {
+		d.Fail(ErrOverlong)
 		return 0
 	}
 	d.B = d.B[n:]

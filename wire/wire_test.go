@@ -66,3 +66,38 @@ func TestTruncationAndTrailingBytes(t *testing.T) {
 		t.Fatal("forged length accepted")
 	}
 }
+
+// TestOverlongVarintRefused: a varint padded with a zero last byte decodes
+// to ErrOverlong, so every value has one encoding (FuzzDecoder's crasher
+// 3a7646ea9e3a26bd: a count that fit the bytes after a padded varint no
+// longer fit once the varint was re-encoded in its shortest form).
+func TestOverlongVarintRefused(t *testing.T) {
+	for _, c := range []struct {
+		b      []byte
+		signed bool
+	}{
+		{[]byte{0x80, 0x00}, false},
+		{[]byte{0xf9, 0x80, 0x00}, false},
+		{[]byte{0x80, 0x00}, true},
+		{[]byte{0x81, 0x80, 0x80, 0x00}, true},
+	} {
+		d := NewDecoder(c.b)
+		if c.signed {
+			d.Varint()
+		} else {
+			d.Uvarint()
+		}
+		if !errors.Is(d.Err(), ErrOverlong) {
+			t.Errorf("%x (signed %v): err %v, want ErrOverlong", c.b, c.signed, d.Err())
+		}
+	}
+	for _, v := range []uint64{0, 1, 127, 128, 300, 1 << 63} {
+		var e Encoder
+		e.Uvarint(v)
+		e.Varint(int64(v))
+		d := NewDecoder(e.B)
+		if got, got2 := d.Uvarint(), d.Varint(); got != v || got2 != int64(v) || d.Done() != nil {
+			t.Errorf("%d: decoded %d, %d, err %v", v, got, got2, d.Done())
+		}
+	}
+}
