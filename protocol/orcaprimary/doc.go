@@ -13,7 +13,13 @@
 //
 //   - Placement. All objects start with only a primary copy (§3.3), placed
 //     by a hash of the object's name over the nodes (InitialPrimary).
-//   - Migration on by default (issue 31): §3.3 makes primary-copy
+//   - Migration is OFF by default for now (migrate_after=0), although the
+//     reasoning below says it should be on: with it on (6903a86), CI's
+//     compatibility suite hung on the go-orca-primary namespace (a go-redis
+//     command got no reply for 16 minutes; the same suite hung for the
+//     engineer who made the change), which was found too late in the
+//     session to diagnose. docs/ROBUSTNESS.md P21 records it; the default
+//     returns to 3 when it is fixed. The reasoning for on (issue 31): §3.3 makes primary-copy
 //     migration part of the RPC RTS's strategy ("If the RTS discovers that
 //     an object is written frequently by a machine different from the one
 //     containing the primary copy, the RTS may decide to migrate the
