@@ -332,22 +332,10 @@ func TestNetPartition(t *testing.T) {
 // TestFinalReadUnansweredFails: a final read no node answers within the wait
 // is counted, and a run with one fails (the namespace stayed down after the
 // faults healed), while Unsafe still means a violation or a lost write only.
-// The "node" is a listener that accepts connections and never replies.
+// The "node" is a listener that reads commands and never replies.
 func TestFinalReadUnansweredFails(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := fakeNode(t, false)
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
 	l := newLoad("paxos")
 	lost, unanswered := l.finalReads([]string{ln.Addr().String()}, []string{"a", "b"}, 300*time.Millisecond, true)
 	if unanswered != 2 || len(lost) != 0 {
@@ -371,52 +359,7 @@ func TestFinalReadUnansweredFails(t *testing.T) {
 // lost write (a 10-minute esds-unopt run reported 6 lost writes that were
 // one node answering nothing under load 60).
 func TestFinalReadSilentNodeIsNotDivergence(t *testing.T) {
-	serve := func(answer bool) net.Listener {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					r := bufio.NewReader(c)
-					for {
-						var n int
-						if _, err := fmt.Fscanf(r, "*%d\r\n", &n); err != nil {
-							return
-						}
-						var args []string
-						for range n {
-							var l int
-							if _, err := fmt.Fscanf(r, "$%d\r\n", &l); err != nil {
-								return
-							}
-							b := make([]byte, l+2)
-							if _, err := io.ReadFull(r, b); err != nil {
-								return
-							}
-							args = append(args, string(b[:l]))
-						}
-						if !answer {
-							continue
-						}
-						if strings.EqualFold(args[0], "GET") {
-							fmt.Fprintf(c, "$2\r\nv1\r\n")
-						} else {
-							fmt.Fprintf(c, "+OK\r\n")
-						}
-					}
-				}()
-			}
-		}()
-		return ln
-	}
-	good, silent := serve(true), serve(false)
+	good, silent := fakeNode(t, true), fakeNode(t, false)
 	defer good.Close()
 	defer silent.Close()
 	l := newLoad("esds")
@@ -425,4 +368,53 @@ func TestFinalReadSilentNodeIsNotDivergence(t *testing.T) {
 	if len(lost) != 0 || unanswered < 1 {
 		t.Fatalf("one node answers v1, the other nothing: lost %v, %d unanswered; want none lost, the silent node's reads unanswered", lost, unanswered)
 	}
+}
+
+// fakeNode is a RESP server on loopback that reads commands and, if answer,
+// replies v1 to every GET and OK to anything else; otherwise it never
+// replies (a node that accepts connections and answers nothing).
+func fakeNode(t *testing.T, answer bool) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					var n int
+					if _, err := fmt.Fscanf(r, "*%d\r\n", &n); err != nil {
+						return
+					}
+					var args []string
+					for range n {
+						var l int
+						if _, err := fmt.Fscanf(r, "$%d\r\n", &l); err != nil {
+							return
+						}
+						b := make([]byte, l+2)
+						if _, err := io.ReadFull(r, b); err != nil {
+							return
+						}
+						args = append(args, string(b[:l]))
+					}
+					if !answer {
+						continue
+					}
+					if strings.EqualFold(args[0], "GET") {
+						fmt.Fprintf(c, "$2\r\nv1\r\n")
+					} else {
+						fmt.Fprintf(c, "+OK\r\n")
+					}
+				}
+			}()
+		}
+	}()
+	return ln
 }
