@@ -8,6 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 func init() {
@@ -800,7 +801,7 @@ func (b *Blocking) expire() {
 	var keep []*rop
 	for _, r := range b.reads {
 		if b.now-r.start > b.opTicks {
-			b.finish(r.req.ID, service.Errorf("TRYAGAIN node %s cannot serve reads now (recovering, or cut off from its view)", b.cfg.Self))
+			b.finish(r.req.ID, service.Fail(synoderr.TryAgain, "node %s cannot serve reads now (recovering, or cut off from its view)", b.cfg.Self))
 		} else {
 			keep = append(keep, r)
 		}
@@ -810,7 +811,7 @@ func (b *Blocking) expire() {
 		var q []*wop
 		for _, w := range b.waiting[l] {
 			if b.now-w.start > b.opTicks {
-				b.answerWrite(w, service.Errorf("TRYAGAIN the write lock was not granted within the operation timeout; the write was not applied"), false)
+				b.answerWrite(w, service.Fail(synoderr.TryAgain, "the write lock was not granted within the operation timeout; the write was not applied"), false)
 			} else {
 				q = append(q, w)
 			}
@@ -819,7 +820,7 @@ func (b *Blocking) expire() {
 	}
 	for _, l := range sortedKeys(b.holding) {
 		if w := b.holding[l]; b.now-w.start > b.opTicks {
-			b.answerWrite(w, service.Errorf("TRYAGAIN the write was not acknowledged by every server in time (its outcome is unknown)"), false)
+			b.answerWrite(w, service.Fail(synoderr.TryAgain, "the write was not acknowledged by every server in time (its outcome is unknown)"), false)
 		}
 	}
 }
@@ -1070,7 +1071,7 @@ func (b *Blocking) onInstall(j int, m *message) {
 				b.waiting[l] = append([]*wop{w}, b.waiting[l]...)
 			}
 		default:
-			b.answerWrite(w, service.Errorf("TRYAGAIN the write lock was revoked; the write's outcome is unknown"), false)
+			b.answerWrite(w, service.Fail(synoderr.TryAgain, "the write lock was revoked; the write's outcome is unknown"), false)
 		}
 	}
 	for _, l := range sortedKeys(b.pending) {

@@ -9,6 +9,7 @@ import (
 	"github.com/synod-dev/synod/durability/sqlstore"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Names of the protocol and its broken variant.
@@ -343,7 +344,7 @@ func (a *PBD) adopt(v proto.Ballot) {
 		a.emit(automaton.CancelTimer{ID: timerHeartbeat})
 		for _, p := range a.queue {
 			if !p.answered {
-				a.answer(p, service.Errorf("TRYAGAIN the primary stepped down (the outcome is unknown)"))
+				a.answer(p, service.Fail(synoderr.TryAgain, "the primary stepped down (the outcome is unknown)"))
 			}
 		}
 		a.queue, a.waiting = nil, nil
@@ -360,7 +361,7 @@ func (a *PBD) adopt(v proto.Ballot) {
 	for _, id := range ids {
 		if f := a.fwd[id]; f.view.Less(v) {
 			delete(a.fwd, id)
-			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN the primary changed (a write's outcome is unknown)")}})
+			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Fail(synoderr.TryAgain, "the primary changed (a write's outcome is unknown)")}})
 		}
 	}
 }
@@ -409,7 +410,7 @@ func (a *PBD) expireForwards() {
 		f := a.fwd[id]
 		if f.age++; f.age > limit {
 			delete(a.fwd, id)
-			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN the primary did not answer within %v (a write's outcome is unknown)", a.opTimeout)}})
+			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Fail(synoderr.TryAgain, "the primary did not answer within %v (a write's outcome is unknown)", a.opTimeout)}})
 		}
 	}
 }

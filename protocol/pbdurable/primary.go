@@ -5,6 +5,7 @@ import (
 	"github.com/synod-dev/synod/durability"
 	"github.com/synod-dev/synod/durability/sqlstore"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // takeOver is switch_to_primary (seed 002 III.A problem 3, IV.C.2
@@ -428,7 +429,7 @@ func (a *PBD) checkBackups() {
 func (a *PBD) forward(req automaton.Request) {
 	p := a.primaryID()
 	if p == "" || p == a.cfg.Self {
-		a.answerTo("", req.ID, service.Errorf("TRYAGAIN no primary known"))
+		a.answerTo("", req.ID, service.Fail(synoderr.TryAgain, "no primary known"))
 		return
 	}
 	if _, dup := a.fwd[req.ID]; dup {
@@ -442,7 +443,7 @@ func (a *PBD) forward(req automaton.Request) {
 // refused, its outcome stays unknown to the client).
 func (a *PBD) onForward(from automaton.NodeID, m msg) {
 	if !a.primary || m.view != a.view {
-		a.send(from, msg{kind: kindReply, id: m.id, res: service.Errorf("TRYAGAIN not the primary of view %s", m.view)})
+		a.send(from, msg{kind: kindReply, id: m.id, res: service.Fail(synoderr.TryAgain, "not the primary of view %s", m.view)})
 		return
 	}
 	a.onRequest(from, automaton.Request{ID: m.id, Op: m.op, Env: m.env})
