@@ -97,7 +97,6 @@ import (
 	"github.com/synod-dev/synod/internal/ratelog"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/storage"
-	"github.com/synod-dev/synod/synoderr"
 	"github.com/synod-dev/synod/transport"
 )
 
@@ -140,9 +139,6 @@ type Options struct {
 	PeerGRPC func(PeerGRPCOptions) (PeerGRPC, error)
 
 	trace tracer // stage tracing, tests only (trace.go)
-	// noCoalesce turns coalesced heartbeats off (coalesce.go): tests'
-	// and benchmarks' "before" variant only.
-	noCoalesce bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -188,11 +184,9 @@ type Node struct {
 	shards  map[string]*shardedNS     // sharded namespaces by name (shard.go)
 	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
-	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
 	remotes map[string]*remoteCluster // other clusters nested calls go to (remote.go)
-	pubsub  pubsubPeers               // the gateway's handler of peers' pub/sub messages (pubsub.go)
 	// gossipNudge asks for a leader gossip round now (leadergossip.go);
 	// nil without sharded namespaces.
 	gossipNudge chan struct{}
@@ -623,21 +617,6 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 		n.onForward(from, msg) // shard.go
 		return
 	}
-	if l == nil && ns == pubsubNS {
-		n.onPublish(msg) // pubsub.go
-		return
-	}
-	if l == nil && ns == batchNS {
-		n.onBatch(from, msg) // coalesce.go
-		return
-	}
-	n.deliverOne(from, ns, msg, false)
-}
-
-// deliverOne hands peer message msg to namespace ns's loop; lazy: it came
-// in a coalesced batch (coalesce.go).
-func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy bool) {
-	l := n.loops[ns]
 	if l == nil {
 		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
 		return
@@ -648,7 +627,7 @@ func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy boo
 	if tr := n.opts.trace; tr != nil {
 		tr(stageDeliver, from, msgKind(msg))
 	}
-	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}) {
+	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}}) {
 		l.msgsIn.Add(1)
 		l.mIn.Inc()
 	}
@@ -660,12 +639,6 @@ var _ gateway.Backend = (*Node)(nil)
 
 // Do implements gateway.Backend.
 func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
-	return n.do(ctx, ns, req, false)
-}
-
-// do is Do; checked says req was validated here already (doSharded does,
-// to route it), so a shard group's ownership check need not again.
-func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked bool) (automaton.Response, error) {
 	l := n.loops[ns]
 	if l == nil && n.shards[ns] != nil {
 		return n.doSharded(ctx, ns, req) // shard.go
@@ -681,19 +654,125 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	if err := n.StorageErr(); err != nil {
 		return automaton.Response{}, err
 	}
-	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
-	// do, once); the protocol refuses an invalid request all the same. Only
-	// a shard group's ownership check reads the keys of the request before
-	// the protocol does, so it validates first (a forwarded request, or a
-	// nested call, reaches it without an edge).
-	if len(n.groupOf) > 0 && n.groupOf[ns] != nil {
-		if !checked {
-			if err := automaton.ValidateRequest(l.svc, req); err != nil {
-				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
-			}
+	req, refused, ok := n.admit(l, ns, req)
+	if !ok {
+		return refused, nil
+	}
+	if tr := n.opts.trace; tr != nil {
+		tr(stageDo, "", 0)
+	}
+	t0 := time.Now()
+	ch := respChans.Get().(chan automaton.Response)
+	l.addWaiter(req.ID, ch)
+	select {
+	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case <-ctx.Done():
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
+	case <-n.stopping:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, gateway.ErrShuttingDown
+	case <-n.sf.ch:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, n.StorageErr()
+	}
+	l.requests.Add(1)
+	l.mRequests.Inc()
+	return n.await(ctx, l, req.ID, ch, t0)
+}
+
+// DoBatch implements gateway.BatchBackend: reqs go to namespace ns's loop
+// in one hand-off, in order, so that a protocol stepping client batches
+// steps them in this order in one ClientBatch (with whatever else the pass
+// holds); each request is answered as Do answers it. Elsewhere (a protocol
+// that does not step batches, a sharded namespace) they run one after the
+// other through Do.
+func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request) ([]automaton.Response, []error) {
+	out := make([]automaton.Response, len(reqs))
+	errs := make([]error, len(reqs))
+	l := n.loops[ns]
+	if l == nil || !l.batches {
+		for i, req := range reqs {
+			out[i], errs[i] = n.Do(ctx, ns, req)
 		}
+		return out, errs
+	}
+	fail := func(err error) ([]automaton.Response, []error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return out, errs
+	}
+	select {
+	case <-n.stopping:
+		return fail(gateway.ErrShuttingDown)
+	default:
+	}
+	if err := n.StorageErr(); err != nil {
+		return fail(err)
+	}
+	type sub struct {
+		i  int
+		id automaton.RequestID
+		ch chan automaton.Response
+	}
+	batch := make([]automaton.Request, 0, len(reqs))
+	subs := make([]sub, 0, len(reqs))
+	for i, req := range reqs {
+		req, refused, ok := n.admit(l, ns, req)
+		if !ok {
+			out[i] = refused
+			continue
+		}
+		ch := respChans.Get().(chan automaton.Response)
+		l.addWaiter(req.ID, ch)
+		batch = append(batch, req)
+		subs = append(subs, sub{i, req.ID, ch})
+	}
+	if len(batch) == 0 {
+		return out, errs
+	}
+	if tr := n.opts.trace; tr != nil {
+		for range batch {
+			tr(stageDo, "", 0)
+		}
+	}
+	t0 := time.Now()
+	var err error
+	select {
+	case l.inbox <- event{in: automaton.ClientBatch{Reqs: batch}}:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-n.stopping:
+		err = gateway.ErrShuttingDown
+	case <-n.sf.ch:
+		err = n.StorageErr()
+	}
+	if err != nil {
+		for _, s := range subs {
+			l.removeWaiter(s.id, s.ch)
+			errs[s.i] = fmt.Errorf("request %s not submitted: %w", s.id, err)
+		}
+		return out, errs
+	}
+	l.requests.Add(uint64(len(batch)))
+	l.mRequests.Add(float64(len(batch)))
+	for _, s := range subs {
+		out[s.i], errs[s.i] = n.await(ctx, l, s.id, s.ch, t0)
+	}
+	return out, errs
+}
+
+// admit checks req for namespace ns (loop l) as Do does and gives the
+// automaton its own copy of it, stamped with the environment observed now;
+// a request refused here comes back as its response, with ok false.
+func (n *Node) admit(l *nsLoop, ns string, req automaton.Request) (_ automaton.Request, refused automaton.Response, ok bool) {
+	if err := automaton.ValidateRequest(l.svc, req); err != nil {
+		return req, automaton.Response{ID: req.ID, Result: service.Errorf("%v", err)}, false
+	}
+	if len(n.groupOf) > 0 {
 		if res, refused := n.refuseUnowned(ns, req); refused { // shard.go
-			return automaton.Response{ID: req.ID, Result: res}, nil
+			return req, automaton.Response{ID: req.ID, Result: res}, false
 		}
 	}
 	// A transaction shape the protocol cannot honour is refused here, before
@@ -702,7 +781,7 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	// (a quarter of Do's allocations when it ran for every request).
 	if len(req.Ops) > 0 || req.Txn != nil {
 		if res, refused := automaton.RefuseUnsupported(l.ns.Protocol, req); refused {
-			return automaton.Response{ID: req.ID, Result: res}, nil
+			return req, automaton.Response{ID: req.ID, Result: res}, false
 		}
 	}
 	// The request may sit in the inbox after Do returns (context ended); the
@@ -730,26 +809,12 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	// The environment observed on arrival (service/env.go); only
 	// nondeterministic services read it, through the protocol.
 	req.Env = newEnv()
-	if tr := n.opts.trace; tr != nil {
-		tr(stageDo, "", 0)
-	}
-	t0 := time.Now()
-	ch := respChans.Get().(chan automaton.Response)
-	l.addWaiter(req.ID, ch)
-	select {
-	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
-	case <-ctx.Done():
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
-	case <-n.stopping:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, gateway.ErrShuttingDown
-	case <-n.sf.ch:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, n.StorageErr()
-	}
-	l.requests.Add(1)
-	l.mRequests.Inc()
+	return req, automaton.Response{}, true
+}
+
+// await waits for the answer to request id, submitted to loop l at t0 with
+// answer channel ch (Do's second half).
+func (n *Node) await(ctx context.Context, l *nsLoop, id automaton.RequestID, ch chan automaton.Response, t0 time.Time) (automaton.Response, error) {
 	select {
 	case r := <-ch:
 		// respond removed ch from the waiters before its one send: nothing
@@ -762,19 +827,19 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 		}
 		return r, nil
 	case <-ctx.Done():
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, ctx.Err())
+		l.removeWaiter(id, ch)
+		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", id, ctx.Err())
 	case <-n.stopping:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, gateway.ErrShuttingDown)
+		l.removeWaiter(id, ch)
+		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", id, gateway.ErrShuttingDown)
 	case <-n.sf.ch:
-		l.removeWaiter(req.ID, ch)
+		l.removeWaiter(id, ch)
 		select {
 		case r := <-ch: // released before the failure: durable
 			return r, nil
 		default:
 		}
-		return automaton.Response{}, n.errStorageUnknown(req.ID)
+		return automaton.Response{}, n.errStorageUnknown(id)
 	}
 }
 
