@@ -339,8 +339,20 @@ type scall struct {
 	named bool  // may go in a named message (namedCall)
 	msg   *nmsg // its named message, set with sent (under the stream's mu)
 	done  chan struct{}
-	reply *synodpb.CallReply
-	err   error
+	// notify, when set, receives the call once it completed (after done
+	// closed); its capacity must hold every call that names it, so the
+	// stream never blocks on it (client-driven ABD's phases).
+	notify chan<- *scall
+	reply  *synodpb.CallReply
+	err    error
+}
+
+// complete ends sc: done closes, then notify hears of it.
+func (sc *scall) complete() {
+	close(sc.done)
+	if sc.notify != nil {
+		sc.notify <- sc
+	}
 }
 
 // namedCall reports whether req, a pipelined call on a namespace of
@@ -512,6 +524,17 @@ func (c *GRPC) stream(ctx context.Context, g *gconn) (*gstream, error) {
 	return st, nil
 }
 
+// live returns g's stream when it has a live one, else nil.
+func (g *gconn) live() *gstream {
+	g.smu.Lock()
+	st := g.st
+	g.smu.Unlock()
+	if st != nil && st.alive() {
+		return st
+	}
+	return nil
+}
+
 func (st *gstream) alive() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -648,7 +671,7 @@ func (st *gstream) reader() {
 			}
 			if sc != nil {
 				sc.reply = r
-				close(sc.done)
+				sc.complete()
 			}
 		}
 	}
@@ -672,11 +695,11 @@ func (st *gstream) fail(err error) {
 	st.cancel()
 	for _, sc := range q {
 		sc.err = err
-		close(sc.done)
+		sc.complete()
 	}
 	for _, sc := range p {
 		sc.err = err
-		close(sc.done)
+		sc.complete()
 	}
 }
 
@@ -751,6 +774,12 @@ func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (
 		}
 		m.finish(true)
 	}
+	return sc.outcome()
+}
+
+// outcome is a completed call's reply as a tryFunc returns it (a call in
+// no named message).
+func (sc *scall) outcome() (*synodpb.Response, service.Result, bool, error) {
 	if sc.err != nil {
 		return nil, service.Result{}, sc.sent, sc.err
 	}

@@ -42,6 +42,12 @@ func (p protocol) Name() string { return p.name }
 func (p protocol) StepsClientBatches() bool { return true }
 func (p protocol) IdempotentRetry() bool    { return false }
 
+// OrdersKeyRuns implements automaton.KeyRunOrderer: a batch's linearizable
+// requests on one key form a key run with serial results in batch order
+// (batch.go); not in the variant whose reads skip the write-back, which
+// forms no runs.
+func (p protocol) OrdersKeyRuns() bool { return !p.noWriteBack }
+
 // RegisterSemantics implements automaton.RegisterProtocol.
 func (p protocol) RegisterSemantics() bool { return true }
 
