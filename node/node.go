@@ -196,6 +196,11 @@ type Node struct {
 	// gossipNudge asks for a leader gossip round now (leadergossip.go);
 	// nil without sharded namespaces.
 	gossipNudge chan struct{}
+	// Slot migration (slotmap.go, migrate.go): this node's own requests'
+	// client id and sequence, a placement read asked for now, the driver.
+	slotClient, slotSeq uint64
+	placeNudge          chan struct{}
+	drive               driveState
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -503,8 +508,9 @@ func (n *Node) start() error {
 	}
 
 	if len(n.groupOf) > 0 {
-		n.bg.Add(1)
+		n.bg.Add(2)
 		go n.leaderGossip() // leadergossip.go
+		go n.runPlacement() // slotmap.go
 	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
@@ -686,15 +692,16 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	// a shard group's ownership check reads the keys of the request before
 	// the protocol does, so it validates first (a forwarded request, or a
 	// nested call, reaches it without an edge).
-	if len(n.groupOf) > 0 && n.groupOf[ns] != nil {
+	if len(n.groupOf) > 0 && n.groupOf[ns] != nil && !isInternal(ctx) {
 		if !checked {
 			if err := automaton.ValidateRequest(l.svc, req); err != nil {
 				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 			}
 		}
-		if res, refused := n.refuseUnowned(ns, req); refused { // shard.go
+		if res, refused := n.refuseUnowned(ctx, ns, req); refused { // shard.go
 			return automaton.Response{ID: req.ID, Result: res}, nil
 		}
+		return n.doGuarded(ctx, n.groupOf[ns], ns, req) // slotmap.go: the slot's state, in the group's log
 	}
 	// A transaction shape the protocol cannot honour is refused here, before
 	// anything is applied (automaton/txn.go). Only groups and transaction

@@ -203,7 +203,7 @@ func (m *Machine) next1(ctl Control) Action {
 			m.enter(PhCatchup)
 			return m.next1(ctl)
 		}
-		return Action{Kind: ActScan, Group: r.From, Cursor: r.Cursor, Count: m.Batch, Token: r.Token, Slots: r.Slots}
+		return Action{Kind: ActScan, Group: r.From, Cursor: r.Cursor, Count: 10 * m.Batch, Token: r.Token, Slots: r.Slots}
 	case PhCatchup, PhFinal:
 		if !m.taken {
 			return Action{Kind: ActTake, Group: r.From, Token: r.Token, Slots: r.Slots}
@@ -236,7 +236,7 @@ func (m *Machine) next1(ctl Control) Action {
 			m.enter(r.Phase + 1) // PhGone, PhCancelC
 			return m.next1(ctl)
 		}
-		return Action{Kind: ActScan, Group: g, Cursor: r.Cursor, Count: m.Batch, Token: r.Token, Slots: r.Slots}
+		return Action{Kind: ActScan, Group: g, Cursor: r.Cursor, Count: 10 * m.Batch, Token: r.Token, Slots: r.Slots}
 	case PhGone:
 		return Action{Kind: ActSetState, Group: r.From, Slots: r.Slots, State: m.state(StGone, r.ToName), Expect: []string{StHanded, StGone}}
 	case PhCancelA:

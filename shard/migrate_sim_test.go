@@ -22,6 +22,8 @@ import (
 // write; and at the end, every acknowledged write is in the group the
 // final map names, and the source holds none of the moved slots' keys.
 
+var simTrace = false
+
 var simSeed = flag.Int64("migrate.seed", 0, "run only this seed of TestMigrationSim")
 
 type simGroup struct {
@@ -152,6 +154,9 @@ func addSet(g *simGroup, set, key string) {
 
 // do runs driver action a in the model; it returns the outcome.
 func (w *simWorld) do(d *simDriver, a Action) Outcome {
+	if simTrace {
+		fmt.Printf("tok %d phase %v: %v %v keys=%d items=%d cur=%d\n", d.m.Rec.Token, d.m.Rec.Phase, a.Kind, a.State, len(a.Keys), len(a.Items), a.Cursor)
+	}
 	fenced := func(g int) bool {
 		ref, _ := Admit(w.state(g, a.Slots[0].First), TokMode(a.Token))
 		return ref != ""
@@ -379,6 +384,12 @@ func TestMigrationSim(t *testing.T) {
 	if testing.Short() {
 		seeds = 40
 	}
+	canceled := 0
+	defer func() {
+		if *simSeed == 0 && canceled == 0 {
+			t.Errorf("no seed ended in a cancelled migration")
+		}
+	}()
 	for i := 0; i < seeds; i++ {
 		seed := int64(i + 1)
 		if *simSeed != 0 {
@@ -396,12 +407,18 @@ func TestMigrationSim(t *testing.T) {
 			}()
 			w := runSim(t.Fatalf, seed, cancel, nil)
 			finalCheck(t.Fatalf, w, cancel)
+			if w.rec.Phase == PhCanceled {
+				canceled++
+			}
 			t.Logf("seed %d: %d requests applied, %d ASK, %d MOVED, %d TRYAGAIN; record %s", seed, w.applied, w.asks, w.moved, w.tryagn, strings.ReplaceAll(w.rec.Encode(), "\n", " "))
 		})
 	}
 }
 
 func finalCheck(fatal func(string, ...any), w *simWorld, cancel bool) {
+	// A cancel asked for after the hand-off is refused: the migration
+	// finishes.
+	cancel = cancel && w.rec.Phase == PhCanceled
 	m := Build(w.place.Groups)
 	for k, v := range w.acked {
 		g := m.Owner[KeySlot(k)]
