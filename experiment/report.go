@@ -28,7 +28,8 @@ type ReportOptions struct {
 	// Command is the command line printed at the top of the report.
 	Command string
 	// Args are flags for one experiment, by name (its Flags: "--mode",
-	// "sim"), parsed before it runs and printed in its section's command.
+	// "sim"; and --duration, --repeat for it alone), parsed before it runs
+	// and printed in its section's command.
 	Args map[string][]string
 }
 
@@ -103,6 +104,9 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 		if len(args) > 0 {
 			fs := pflag.NewFlagSet(e.Name(), pflag.ContinueOnError)
 			e.Flags(fs)
+			// The run's own flags, for this experiment only.
+			fs.DurationVar(&ro.Duration, "duration", ro.Duration, "measured length of each cell")
+			fs.IntVar(&ro.Reps, "repeat", ro.Reps, "runs of every cell")
 			if err := fs.Parse(args); err != nil {
 				return nil, fmt.Errorf("%s: %w", e.Name(), err)
 			}
@@ -178,25 +182,18 @@ func parseReport(doc string, rerun []string) []keptSection {
 		return k
 	}
 	lines := strings.Split(doc, "\n")
-	inTable := false
+	var table summaryTable
 	var cur *keptSection
 	for _, l := range lines {
-		switch {
-		case l == "| experiment | claim | verdict |":
-			inTable = true
-			continue
-		case inTable && strings.HasPrefix(l, "|---"):
-			continue
-		case inTable && strings.HasPrefix(l, "| "):
-			cells := strings.Split(l, " | ")
-			k := get(strings.TrimPrefix(cells[0], "| "))
-			k.Rows = append(k.Rows, l)
-			if v := Verdict(strings.TrimSuffix(cells[len(cells)-1], " |")); knownVerdict(v) {
-				k.Verdicts = append(k.Verdicts, v)
+		if name, v, in := table.row(l); in {
+			if name != "" {
+				k := get(name)
+				k.Rows = append(k.Rows, l)
+				if knownVerdict(v) {
+					k.Verdicts = append(k.Verdicts, v)
+				}
 			}
 			continue
-		case inTable:
-			inTable = false
 		}
 		switch {
 		case strings.HasPrefix(l, "### "):
@@ -219,6 +216,25 @@ func parseReport(doc string, rerun []string) []keptSection {
 		}
 	}
 	return out
+}
+
+// summaryTable reads the report's summary table line by line.
+type summaryTable struct{ in bool }
+
+// row reports whether l belongs to the table (its header, separator or a
+// row) and, for a row, its experiment and verdict.
+func (t *summaryTable) row(l string) (experiment string, v Verdict, in bool) {
+	switch {
+	case l == "| experiment | claim | verdict |":
+		t.in = true
+	case t.in && strings.HasPrefix(l, "|---"):
+	case t.in && strings.HasPrefix(l, "| "):
+		cells := strings.Split(l, " | ")
+		return strings.TrimPrefix(cells[0], "| "), Verdict(strings.TrimSuffix(cells[len(cells)-1], " |")), true
+	default:
+		t.in = false
+	}
+	return "", "", t.in
 }
 
 // WriteReport writes the Markdown report of runs.

@@ -138,7 +138,7 @@ func experimentAllCommand() *cobra.Command {
 	f.StringVar(&out, "out", "", "output directory of the runs (default ./results/all-<timestamp>)")
 	f.StringVar(&doc, "doc", "docs/REPRODUCTION.md", "the report written")
 	f.StringVar(&plots, "plots", "docs/reproduction", "directory the report's PNG plots are copied into")
-	f.StringArrayVar(&with, "with", nil, "an experiment's own flags, its name first (\"seed000-strict-share --mode sim\"); repeatable")
+	f.StringArrayVar(&with, "with", nil, "an experiment's own flags (and --duration, --repeat for it alone), its name first (\"seed000-strict-share --mode sim\"); repeatable")
 	f.StringSliceVar(&only, "only", nil, "run only these experiments (comma-separated names); the other experiments' sections of an existing --doc are kept")
 	f.DurationVar(&duration, "duration", 0, "measured length of each cell (default: each experiment's)")
 	f.BoolVar(&quick, "quick", false, "short cells, for a quick pass")

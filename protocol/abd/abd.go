@@ -8,6 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 func init() {
@@ -40,6 +41,12 @@ func (p protocol) Name() string { return p.name }
 // leave as one batch message (msg.go, kindBatch).
 func (p protocol) StepsClientBatches() bool { return true }
 func (p protocol) IdempotentRetry() bool    { return false }
+
+// OrdersKeyRuns implements automaton.KeyRunOrderer: a batch's linearizable
+// requests on one key form a key run with serial results in batch order
+// (batch.go); not in the variant whose reads skip the write-back, which
+// forms no runs.
+func (p protocol) OrdersKeyRuns() bool { return !p.noWriteBack }
 
 // RegisterSemantics implements automaton.RegisterProtocol.
 func (p protocol) RegisterSemantics() bool { return true }
@@ -522,7 +529,7 @@ func (a *ABD) onTimer(id uint64) {
 	}
 	o.elapsed += a.retransmit
 	if o.elapsed >= a.opTimeout {
-		a.finish(o, service.Errorf("TRYAGAIN no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
+		a.finish(o, service.Fail(synoderr.TryAgain, "no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
 			o.count, len(a.cfg.Nodes), a.opTimeout))
 		return
 	}

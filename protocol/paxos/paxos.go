@@ -8,6 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 func init() {
@@ -498,7 +499,7 @@ func (a *Paxos) onTick() {
 		return p.age
 	})
 	for _, id := range expired {
-		a.finish(id, service.Errorf("TRYAGAIN paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
+		a.finish(id, service.Fail(synoderr.TryAgain, "paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
 	}
 	if a.role != leader {
 		a.fwdHint = -1 // a full pass: re-forward what waited four ticks

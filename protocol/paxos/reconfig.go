@@ -6,6 +6,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // pendingChange is a membership change proposed (or re-proposed after phase
@@ -298,10 +299,10 @@ func (a *Paxos) removed(h int) bool {
 // notMemberError is the answer of a node outside the configuration.
 func (a *Paxos) notMemberError() service.Result {
 	if a.sm.conf.epoch > 0 && a.executed >= a.sm.conf.epoch && a.nums[a.cfg.Self] != 0 {
-		return service.Errorf("TRYAGAIN paxos: node %s is not a member of namespace %s (removed; members: %s); send requests to a member (a write's outcome is unknown)",
+		return service.Fail(synoderr.TryAgain, "paxos: node %s is not a member of namespace %s (removed; members: %s); send requests to a member (a write's outcome is unknown)",
 			a.cfg.Self, a.cfg.Namespace, a.sm.conf)
 	}
-	return service.Errorf("TRYAGAIN paxos: node %s is not a member of namespace %s yet (members as of instance %d: %s); send requests to a member",
+	return service.Fail(synoderr.TryAgain, "paxos: node %s is not a member of namespace %s yet (members as of instance %d: %s); send requests to a member",
 		a.cfg.Self, a.cfg.Namespace, a.executed, a.sm.conf)
 }
 
