@@ -27,6 +27,9 @@ type ReportOptions struct {
 	Doc, PlotDir string
 	// Command is the command line printed at the top of the report.
 	Command string
+	// Note is printed in the header beside the load (why the pass is quick,
+	// which sections were kept and why).
+	Note string
 	// Args are flags for one experiment, by name (its Flags: "--mode",
 	// "sim"; and --duration, --repeat for it alone), parsed before it runs
 	// and printed in its section's command.
@@ -104,7 +107,7 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 		var b bytes.Buffer
 		WriteReport(&b, runs, reportHeader{
 			Command: o.Command, Started: start, Finished: time.Now(), Load: [2]string{load0, LoadAvg()},
-			Quick: o.Quick, Reps: o.Reps, DocDir: filepath.Dir(o.Doc), Kept: kept(),
+			Quick: o.Quick, Reps: o.Reps, DocDir: filepath.Dir(o.Doc), Kept: kept(), Note: o.Note,
 		})
 		if err := os.WriteFile(o.Doc, b.Bytes(), 0o644); err != nil {
 			errs = append(errs, err)
@@ -189,7 +192,7 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 }
 
 type reportHeader struct {
-	Command           string
+	Command, Note     string
 	Started, Finished time.Time
 	Load              [2]string
 	Quick             bool
@@ -327,6 +330,9 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 		h.Started.UTC().Format(time.RFC3339), h.Finished.Sub(h.Started).Round(time.Second), orDefault(h.Load[0], "n/a"), orDefault(h.Load[1], "n/a"))
 	if h.Quick {
 		fmt.Fprint(w, " **Quick pass** (`--quick`): short cells and small sizes, so more claims are inconclusive than in a full run.")
+	}
+	if h.Note != "" {
+		fmt.Fprintf(w, " %s", h.Note)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "\n**%d claims: %s.**\n\n", total, FormatCounts(counts))

@@ -94,7 +94,7 @@ func TestRunAllInterruptedKeepsEarlierSections(t *testing.T) {
 	defer cancel()
 	keepOne.fake, keepTwo.fake = fake{}, fake{cancel: cancel}
 	_, err := RunAll(ctx, ReportOptions{RunOptions: RunOptions{Options: Options{Reps: 1}, Out: filepath.Join(dir, "runs")},
-		Names: []string{keepOne.name, keepTwo.name}, Doc: doc, PlotDir: plots, Command: "again"})
+		Names: []string{keepOne.name, keepTwo.name}, Doc: doc, PlotDir: plots, Command: "again", Note: "A note on the load."})
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("RunAll: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestRunAllInterruptedKeepsEarlierSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := string(out)
-	for _, want := range []string{"summary: ours has", keepTwo.name + " claim a", keepTwo.name + "-old.png", keepOne.name + "-bars.png", "**1 claims: 1 inconclusive.**"} {
+	for _, want := range []string{"summary: ours has", keepTwo.name + " claim a", keepTwo.name + "-old.png", keepOne.name + "-bars.png", "**1 claims: 1 inconclusive.**", "A note on the load."} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
