@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
@@ -490,6 +489,39 @@ func (m *nmsg) run() {
 	}
 }
 
+// callBytes bounds the encoded size of a call carrying req from above,
+// without encoding it (proto.Size walks the options map by reflection,
+// allocating per entry): its operations' bytes, its options' names and
+// values, its strings, and 16 bytes of tags and lengths per field.
+func callBytes(req *synodpb.Request) int {
+	n := 64 + len(req.GetNamespace()) + len(req.GetOpId())
+	op := func(o *synodpb.Op) {
+		n += 16 + len(o.GetKind()) + len(o.GetKey())
+		for _, a := range o.GetArgs() {
+			n += 16 + len(a)
+		}
+	}
+	if o := req.GetOp(); o != nil {
+		op(o)
+	}
+	for _, o := range req.GetOps() {
+		op(o)
+	}
+	for _, p := range req.GetPrev() {
+		n += 16 + len(p)
+	}
+	for k, v := range req.GetOptions() {
+		n += 32 + len(k)
+		for _, s := range v.GetValues() {
+			n += 16 + len(s)
+		}
+	}
+	if req.GetTxn() != nil {
+		n += 64
+	}
+	return n
+}
+
 // maxCallBytes is where the writer starts a new message.
 const maxCallBytes = 1 << 20
 
@@ -611,7 +643,7 @@ func (st *gstream) messages() []*synodpb.PipelineRequest {
 	size := 0
 	for k, sc := range q {
 		call := &synodpb.Call{Id: sc.id, Request: sc.req}
-		n := proto.Size(call)
+		n := callBytes(sc.req)
 		if sc.named && (m == nil || !m.fits(sc, n)) && st.named >= maxNamedInFlight {
 			st.queue = append(st.queue, q[k:]...) // after the named message in flight
 			break
