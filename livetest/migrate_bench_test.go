@@ -183,7 +183,9 @@ func pct(ss []sample, from, to time.Time) string {
 		return "no samples"
 	}
 	slices.Sort(lat)
-	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond) }
+	q := func(p float64) time.Duration {
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(10 * time.Microsecond)
+	}
 	return fmt.Sprintf("%d ops, p50 %v, p99 %v, max %v, %d errors", len(lat), q(0.5), q(0.99), lat[len(lat)-1].Round(10*time.Microsecond), errs)
 }
 
