@@ -18,7 +18,7 @@ import (
 
 // abdReplicas starts n gRPC nodes, each running a real ABD automaton on
 // its own (client-driven phases never need a peer).
-func abdReplicas(t *testing.T, n int) ([]*gnode, []*gatewaytest.AutomatonBackend, []string) {
+func abdReplicas(t testing.TB, n int) ([]*gnode, []*gatewaytest.AutomatonBackend, []string) {
 	t.Helper()
 	var nodes []*gnode
 	var backs []*gatewaytest.AutomatonBackend

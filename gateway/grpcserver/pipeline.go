@@ -61,9 +61,11 @@ import (
 //     each is refused INVALID_ARGUMENT. A call refused by Do's checks
 //     refuses the whole message, as Do refuses a group.
 //   - Replies. The executor writes a batch's replies (and a call run
-//     alone's) itself, in one message; a sender goroutine writes the other
-//     replies (refusals, concurrent calls) as they are ready, as many as
-//     are queued in one message. A message holds at most about
+//     alone's) itself, in one message. The other replies (refusals,
+//     concurrent calls) are written by the goroutine that made them, with
+//     no hand-off: a reply made while another goroutine is writing is
+//     queued, and that writer sends the queued replies, as many as are
+//     queued in one message, before it returns (reply). A message holds at most about
 //     maxReplyBytes (a reply holds at most one value of
 //     service.MaxValueSize, so a message stays within
 //     synodpb.MaxMessageSize).
@@ -99,17 +101,12 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	p := &pipe{
 		s: s, stream: stream, ctx: ctx, cancel: cancel,
 		in:    make(chan inMsg, maxQueued),
-		out:   make(chan []*synodpb.CallReply, maxLanes+maxQueued),
 		lanes: make(chan *pipeLane, maxLanes),
 		last:  map[laneKey]chan struct{}{},
-		sent:  make(chan struct{}),
 	}
 	p.client = randomClient()
 	go p.receive()
-	go p.send()
-	p.execute()
-	close(p.out)
-	<-p.sent
+	p.execute() // every reply is written when it returns (reply)
 	if s.ctx.Err() != nil {
 		return refusal(synoderr.TryAgain, "%s", "node is shutting down; calls without a reply have an unknown outcome")
 	}
@@ -125,9 +122,11 @@ type pipe struct {
 	ctx    context.Context // the stream's, also ended by Server.Close
 	cancel context.CancelFunc
 
-	in   chan inMsg                // received messages; closed by receive
-	out  chan []*synodpb.CallReply // replies to send; closed after execute
-	sent chan struct{}             // closed when send returns
+	in chan inMsg // received messages; closed by receive
+
+	rmu     sync.Mutex
+	queued  []*synodpb.CallReply // replies made while another goroutine was writing
+	writing bool                 // a goroutine is writing the queued replies
 
 	errMu sync.Mutex
 	err   error // the first failure of the stream (receive or send), a status
@@ -201,27 +200,6 @@ func (p *pipe) receive() {
 	}
 }
 
-// send writes the queued replies (of refused and concurrent calls), as
-// many per message as are ready.
-func (p *pipe) send() {
-	defer close(p.sent)
-	for rs := range p.out {
-	more:
-		for {
-			select {
-			case more, ok := <-p.out:
-				if !ok {
-					break more
-				}
-				rs = append(rs, more...)
-			default:
-				break more
-			}
-		}
-		p.write(rs)
-	}
-}
-
 // write sends rs in messages of at most about maxReplyBytes, under the
 // stream's send lock: the executor writes a batch's replies itself (one
 // hand-off fewer per batch, as a Redis connection writes its replies), the
@@ -240,8 +218,13 @@ func (p *pipe) write(rs []*synodpb.CallReply) {
 		}
 		msg.Replies, size = nil, 0
 	}
+	if len(rs) == 1 { // one reply is one message: no size to add up
+		msg.Replies = rs
+		flush()
+		return
+	}
 	for _, r := range rs {
-		n := proto.Size(r)
+		n := replyBytes(r)
 		if size > 0 && size+n > maxReplyBytes {
 			flush()
 		}
@@ -251,8 +234,52 @@ func (p *pipe) write(rs []*synodpb.CallReply) {
 	flush()
 }
 
-// reply queues replies for the sender.
-func (p *pipe) reply(rs ...*synodpb.CallReply) { p.out <- rs }
+// replyBytes bounds r's encoded size from above without encoding the
+// options map (proto.Size walks it by reflection, allocating per entry):
+// its results' sizes, its strings, its options' names and values, and 16
+// bytes of tags and lengths per field.
+func replyBytes(r *synodpb.CallReply) int {
+	n := 64 + len(r.GetMessage())
+	resp := r.GetResponse()
+	if resp == nil {
+		return n
+	}
+	n += 16 + proto.Size(resp.GetResult()) + len(resp.GetOpId())
+	for _, x := range resp.GetResults() {
+		n += 16 + proto.Size(x)
+	}
+	for k, v := range resp.GetOptions() {
+		n += 32 + len(k)
+		for _, s := range v.GetValues() {
+			n += 16 + len(s)
+		}
+	}
+	return n
+}
+
+// reply sends rs: written at once by this goroutine, with whatever other
+// goroutines queue meanwhile, unless another goroutine is writing, which
+// then sends rs before it returns (so every reply made before execute
+// returned has been written when the goroutine that made it, or the one
+// writing for it, returned).
+func (p *pipe) reply(rs ...*synodpb.CallReply) {
+	p.rmu.Lock()
+	p.queued = append(p.queued, rs...)
+	if p.writing {
+		p.rmu.Unlock()
+		return
+	}
+	p.writing = true
+	for len(p.queued) > 0 {
+		out := p.queued
+		p.queued = nil
+		p.rmu.Unlock()
+		p.write(out)
+		p.rmu.Lock()
+	}
+	p.writing = false
+	p.rmu.Unlock()
+}
 
 // failed is the reply of a call that failed with err, a status.
 func failed(id uint64, err error) *synodpb.CallReply {
@@ -490,7 +517,7 @@ func opBytesOf(op service.Op) int {
 
 // runOne runs a prepared request and makes its reply.
 func (p *pipe) runOne(id uint64, ns string, req automaton.Request) *synodpb.CallReply {
-	resp, err := p.s.run(p.ctx, ns, req)
+	resp, err := p.s.runWithin(p.ctx, ns, req)
 	if err != nil {
 		return failed(id, err)
 	}
@@ -520,7 +547,7 @@ func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID) {
 	for i, c := range batch {
 		req.Ops[i] = c.req.Op
 	}
-	resp, err := p.s.run(p.ctx, ns.Name, req)
+	resp, err := p.s.runWithin(p.ctx, ns.Name, req)
 	out := make([]*synodpb.CallReply, len(batch))
 	for i, c := range batch {
 		switch {

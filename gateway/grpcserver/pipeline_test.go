@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
@@ -347,5 +348,24 @@ func TestPipelineNamedMessages(t *testing.T) {
 	}
 	if n := len(b.Log()); n != before {
 		t.Fatalf("refused named messages reached the protocol (%d requests)", n-before)
+	}
+}
+
+// replyBytes, the size the stream's writer counts for a reply, is at least
+// the reply's encoded size (else a message could outgrow its limit).
+func TestReplyBytesBoundsSize(t *testing.T) {
+	big := make([]byte, 5000)
+	arr := &synodpb.Result{Value: &synodpb.Result_Array{Array: &synodpb.ResultArray{Elems: []*synodpb.Result{
+		{Value: &synodpb.Result_Bytes{Bytes: big}}, {Value: &synodpb.Result_Int{Int: -1 << 62}}}}}}
+	for _, r := range []*synodpb.CallReply{
+		{},
+		{Id: ^uint64(0), Code: 14, Message: "unavailable: the stream failed"},
+		{Id: ^uint64(0), Response: &synodpb.Response{Result: arr, OpId: "0123456789abcdef-99", Silent: true,
+			Results: []*synodpb.Result{arr, {Value: &synodpb.Result_Err{Err: "ERR no"}}},
+			Options: map[string]*synodpb.OptionValues{"abd.phase": {Values: []string{"store"}}, "abd.tag": {Values: []string{"1:2:client/0123456789abcdef", ""}}, "x": {}}}},
+	} {
+		if got, want := replyBytes(r), proto.Size(r); got < want {
+			t.Errorf("replyBytes %d < encoded size %d of %v", got, want, r)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 func init() {
@@ -528,7 +529,7 @@ func (a *ABD) onTimer(id uint64) {
 	}
 	o.elapsed += a.retransmit
 	if o.elapsed >= a.opTimeout {
-		a.finish(o, service.Errorf("TRYAGAIN no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
+		a.finish(o, service.Fail(synoderr.TryAgain, "no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
 			o.count, len(a.cfg.Nodes), a.opTimeout))
 		return
 	}

@@ -277,6 +277,9 @@ type ESDS struct {
 	// state, in all and at most in one (benchmarks: the event loop's
 	// longest blocking work); merged: gossip entries merged.
 	replayed, maxReplay, merged int
+	// freeAnswers: answers given without the tentative state
+	// (service.StateFree, apply.go value).
+	freeAnswers int
 	// heard[i]: the highest label of origin i (a label (c, i)) received
 	// in gossip since the start; the final frontier (apply.go) is their
 	// minimum over the other members.
