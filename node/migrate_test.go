@@ -295,3 +295,87 @@ func TestMigrateControl(t *testing.T) {
 		t.Fatal("pause of a finished migration was accepted")
 	}
 }
+
+// The placement namespace's leader stops during the copy: its driver
+// stops with it, the new placement leader's driver takes over (a new
+// token, fencing the old one) and finishes from the saved record, and
+// every acknowledged write reads back.
+func TestMigratePlacementLeaderStops(t *testing.T) {
+	cfg, nodes, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rs := []shard.Range{{First: 0, Last: 2999}}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16, ClusterStateReloadInterval: time.Second})
+	defer cc.Close()
+	var keys []string
+	for i := 0; len(keys) < 300; i++ {
+		if k := fmt.Sprintf("p%d", i); shard.InRanges(rs, shard.KeySlot(k)) {
+			keys = append(keys, k)
+			if err := cc.Set(ctx, k, "0", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pg, _ := cfg.PlacementGroup()
+	leader := -1
+	for ctx.Err() == nil && leader < 0 {
+		for i, n := range nodes {
+			if n.leadsPlacement() {
+				leader = i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addrs[(leader+1)%len(addrs)]})
+	defer admin.Close()
+	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-2999", "rate", "150").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		if st, _ := migStatus(ctx, admin); st["phase"] == "copy" && st["keys_copied"] != "0" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Writes continue meanwhile, through whichever nodes are up.
+	var acked sync.Map
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for seq := 1; !stop.Load(); seq++ {
+			k := keys[seq%len(keys)]
+			if cc.Set(ctx, k, strconv.Itoa(seq), 0).Err() == nil {
+				acked.Store(k, seq)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	t.Logf("stopping n%d, the placement leader (members %v)", leader+1, pg.Nodes)
+	stopped := time.Now()
+	nodes[leader].Close()
+	// Lift the rate limit (the hot keys written meanwhile are copied again
+	// each pass).
+	for ctx.Err() == nil && admin.Do(ctx, "cluster", "migration", "rate", "0").Err() != nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := waitPhase(t, ctx, admin, "done")
+	t.Logf("done %v after the stop", time.Since(stopped).Round(time.Millisecond))
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("status: %v", st)
+	if tok, _ := strconv.Atoi(st["driver_token"]); tok < 2 {
+		t.Fatalf("driver token %d: no second driver took over", tok)
+	}
+	acked.Range(func(k, v any) bool {
+		got, err := cc.Get(ctx, k.(string)).Result()
+		if n, _ := strconv.Atoi(got); err != nil || n < v.(int) {
+			t.Errorf("key %s: acknowledged %d, read %q (%v)", k, v, got, err)
+		}
+		return true
+	})
+	if left := keysIn(t, ctx, nodes[(leader+1)%len(nodes)], 0, rs); len(left) > 0 {
+		t.Fatalf("s0 still holds %d keys of the moved slots", len(left))
+	}
+}
