@@ -300,7 +300,7 @@ func (c *GRPC) sendPiped(ctx context.Context, req *synodpb.Request, kind string,
 	if closed {
 		return nil, service.Result{}, ErrClosed
 	}
-	what := fmt.Sprintf("pipelined %s", kind)
+	what := reqName{kind: kind, piped: true}
 	if req.ClientId != 0 || req.Seq != 0 {
 		req.ClientId, req.Seq = 0, 0 // the stream identifies its calls
 	}
@@ -481,7 +481,7 @@ func (m *nmsg) run() {
 		return
 	}
 	p.idempotent = true // the namespace's, checked when the message was formed
-	what := fmt.Sprintf("pipelined group of %d calls (request %x:%d) resubmitted after its outcome was left unknown", len(m.calls), req.ClientId, req.Seq)
+	what := reqName{text: fmt.Sprintf("pipelined group of %d calls (request %x:%d) resubmitted after its outcome was left unknown", len(m.calls), req.ClientId, req.Seq)}
 	if p.hasLeader && !c.opts.NoLeaderWatch {
 		m.resp, _, m.err = c.sendLeader(ctx, req, what, p)
 	} else {
@@ -777,14 +777,18 @@ func (c *GRPC) attemptStream(ctx context.Context, g *gconn, req *synodpb.Request
 // wait waits up to timeout for sc's reply (a tryFunc's results),
 // abandoning sc when ctx ends or the time is up first.
 func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (*synodpb.Response, service.Result, bool, error) {
-	tm := time.NewTimer(timeout)
-	defer tm.Stop()
+	var expired <-chan time.Time // nil (never) when ctx ends first anyway
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
+		tm := time.NewTimer(timeout)
+		defer tm.Stop()
+		expired = tm.C
+	}
 	var cause error
 	select {
 	case <-sc.done:
 	case <-ctx.Done():
 		cause = ctx.Err()
-	case <-tm.C:
+	case <-expired:
 		cause = context.DeadlineExceeded
 	}
 	if cause != nil {

@@ -229,7 +229,7 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 		return errResult("%s", msg), nil
 	}
 	timeout := c.s.opts.RequestTimeout
-	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
+	ctx, cancel := context.WithTimeout(c.clusterCtx(c.s.ctx), timeout) // cluster.go
 	defer cancel()
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
 	res, err := c.s.b.Do(ctx, ns, req)

@@ -196,6 +196,11 @@ type Node struct {
 	// gossipNudge asks for a leader gossip round now (leadergossip.go);
 	// nil without sharded namespaces.
 	gossipNudge chan struct{}
+	// Slot migration (slotmap.go, migrate.go): this node's own requests'
+	// client id and sequence, a placement read asked for now, the driver.
+	slotClient, slotSeq uint64
+	placeNudge          chan struct{}
+	drive               driveState
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -503,8 +508,9 @@ func (n *Node) start() error {
 	}
 
 	if len(n.groupOf) > 0 {
-		n.bg.Add(1)
+		n.bg.Add(2)
 		go n.leaderGossip() // leadergossip.go
+		go n.runPlacement() // slotmap.go
 	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
@@ -676,7 +682,25 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	if err := n.open(); err != nil {
 		return automaton.Response{}, err
 	}
-	req, refused, ok := n.admit(l, ns, req, checked)
+	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
+	// do, once); the protocol refuses an invalid request all the same. Only
+	// a shard group's ownership check reads the keys of the request before
+	// the protocol does, so it validates first (a forwarded request, or a
+	// nested call, reaches it without an edge). A client request of a shard
+	// group then runs guarded by its slots' states in the group's log
+	// (slotmap.go); the node's own requests (internal) skip both.
+	if len(n.groupOf) > 0 && n.groupOf[ns] != nil && !isInternal(ctx) {
+		if !checked {
+			if err := automaton.ValidateRequest(l.svc, req); err != nil {
+				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
+			}
+		}
+		if res, refused := n.refuseUnowned(ctx, ns, req); refused { // shard.go
+			return automaton.Response{ID: req.ID, Result: res}, nil
+		}
+		return n.doGuarded(ctx, n.groupOf[ns], ns, req) // slotmap.go
+	}
+	req, refused, ok := n.admit(l, req)
 	if !ok {
 		return refused, nil
 	}
@@ -726,7 +750,7 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	out := make([]automaton.Response, len(reqs))
 	errs := make([]error, len(reqs))
 	l := n.loops[ns]
-	if l == nil || !l.batches {
+	if l == nil || !l.batches || n.groupOf[ns] != nil { // a shard group's requests are guarded one by one (do)
 		for i, req := range reqs {
 			out[i], errs[i] = n.Do(ctx, ns, req)
 		}
@@ -746,7 +770,7 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	batch := make([]automaton.Request, 0, len(reqs))
 	subs := make([]sub, 0, len(reqs))
 	for i, req := range reqs {
-		req, refused, ok := n.admit(l, ns, req, false)
+		req, refused, ok := n.admit(l, req)
 		if !ok {
 			out[i] = refused
 			continue
@@ -792,24 +816,9 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 
 // admit checks req for namespace ns (loop l) as Do does and gives the
 // automaton its own copy of it, stamped with the environment observed now;
-// a request refused here comes back as its response, with ok false.
-// checked: as do's.
-func (n *Node) admit(l *nsLoop, ns string, req automaton.Request, checked bool) (_ automaton.Request, refused automaton.Response, ok bool) {
-	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
-	// do, once); the protocol refuses an invalid request all the same. Only
-	// a shard group's ownership check reads the keys of the request before
-	// the protocol does, so it validates first (a forwarded request, or a
-	// nested call, reaches it without an edge).
-	if len(n.groupOf) > 0 && n.groupOf[ns] != nil {
-		if !checked {
-			if err := automaton.ValidateRequest(l.svc, req); err != nil {
-				return req, automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, false
-			}
-		}
-		if res, refused := n.refuseUnowned(ns, req); refused { // shard.go
-			return req, automaton.Response{ID: req.ID, Result: res}, false
-		}
-	}
+// a request refused here comes back as its response, with ok false. (A
+// shard group's client requests are checked by do before.)
+func (n *Node) admit(l *nsLoop, req automaton.Request) (_ automaton.Request, refused automaton.Response, ok bool) {
 	// A transaction shape the protocol cannot honour is refused here, before
 	// anything is applied (automaton/txn.go). Only groups and transaction
 	// steps can be refused, so a plain request skips the registry lookup

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"io"
+	"slices"
 	"sync"
 
 	"google.golang.org/grpc/status"
@@ -46,7 +47,14 @@ import (
 //   - Other calls. In a namespace without atomic groups a call of one
 //     operation on a key runs concurrently with the stream's other calls
 //     (at most maxLanes in flight), after the stream's earlier calls on the
-//     same namespace and key completed (the conflict rule); any other call
+//     same namespace and key completed (the conflict rule). Where the
+//     Backend hands several requests to the namespace's loop at once
+//     (gateway.BatchBackend) and the protocol steps client batches
+//     (automaton.StepsClientBatches: ABD, ESDS), the consecutive such calls
+//     of one namespace on distinct keys that the executor takes together
+//     go as one group: one goroutine, one hand-off to the loop
+//     (BatchBackend.DoBatch), each call with its own identity and its own
+//     answer, their replies written together (runGroup); any other call
 //     (a group, a keyless operation, a call with options in an atomic
 //     namespace) runs alone after every earlier call completed, and later
 //     calls wait for it.
@@ -105,6 +113,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 		last:  map[laneKey]chan struct{}{},
 	}
 	p.client = randomClient()
+	p.batcher, _ = s.b.(gateway.BatchBackend)
 	go p.receive()
 	p.execute() // every reply is written when it returns (reply)
 	if s.ctx.Err() != nil {
@@ -133,6 +142,8 @@ type pipe struct {
 
 	smu        sync.Mutex // held while sending (write)
 	sendFailed bool
+
+	batcher gateway.BatchBackend // the Backend's, when it hands over batches (runGroup)
 
 	// The executor's own (execute's goroutine only).
 	client uint64 // the stream's client id (batches and calls run alone)
@@ -408,9 +419,10 @@ func (p *pipe) runNamed(m inMsg) {
 
 // pcall is a checked call.
 type pcall struct {
-	id  uint64
-	ns  config.Namespace
-	req automaton.Request
+	id   uint64
+	ns   config.Namespace
+	req  automaton.Request
+	lane *pipeLane // a grouped concurrent call's (runGroup)
 }
 
 // callKind is how a call runs.
@@ -444,8 +456,16 @@ func kind(ns config.Namespace, in *synodpb.Request) callKind {
 // and read mode as one group, the others as kind says.
 func (p *pipe) runCalls(calls []*synodpb.Call) {
 	var batch []pcall
+	var group []pcall // concurrent calls to hand over together (runGroup)
 	size := 0
+	flushGroup := func() {
+		if len(group) > 0 {
+			p.runGroup(group)
+			group = nil
+		}
+	}
 	flush := func() {
+		flushGroup()
 		if len(batch) > 0 {
 			p.barrier()
 			p.runBatch(batch)
@@ -490,8 +510,34 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 			batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req})
 			size += n
 		case concurrent:
-			flush()
-			p.startConcurrent(c.GetId(), ns, in)
+			if !p.groups(ns) {
+				flush()
+				p.startConcurrent(c.GetId(), ns, in)
+				continue
+			}
+			if len(batch) > 0 {
+				flush()
+			}
+			key := in.GetOp().GetKey()
+			if len(group) > 0 && (group[0].ns.Name != ns.Name || slices.ContainsFunc(group, func(g pcall) bool { return g.req.Op.Key == key })) {
+				flushGroup() // the same key: after this group (the conflict rule)
+			}
+			l := p.idleLane()
+			if l == nil {
+				flushGroup() // its calls hold lanes: start them before waiting for one
+				if l = p.waitLane(); l == nil {
+					p.reply(failed(c.GetId(), status.FromContextError(p.ctx.Err()).Err()))
+					continue
+				}
+			}
+			l.seq++
+			req, err := p.s.prepare(p.ctx, ns, automaton.RequestID{Client: l.client, Seq: l.seq}, in)
+			if err != nil {
+				p.lanes <- l
+				p.reply(failed(c.GetId(), err))
+				continue
+			}
+			group = append(group, pcall{id: c.GetId(), ns: ns, req: req, lane: l})
 		default:
 			flush()
 			p.barrier()
@@ -505,6 +551,71 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 		}
 	}
 	flush()
+}
+
+// groups reports whether ns's concurrent calls go in groups (the package
+// doc's "Other calls").
+func (p *pipe) groups(ns config.Namespace) bool {
+	if p.batcher == nil || len(ns.Shards) > 0 {
+		return false // a sharded namespace's requests are guarded one by one
+	}
+	if v, ok := stepsBatches.Load(ns.Protocol); ok {
+		return v.(bool)
+	}
+	b := automaton.StepsClientBatches(ns.Protocol)
+	stepsBatches.Store(ns.Protocol, b)
+	return b
+}
+
+// stepsBatches caches automaton.StepsClientBatches per protocol.
+var stepsBatches sync.Map
+
+// runGroup starts group, concurrent calls of one namespace on distinct
+// keys, each on its lane, as one hand-off to the namespace's loop
+// (BatchBackend.DoBatch), after the stream's earlier calls on their keys
+// (the conflict rule); their replies are written together.
+func (p *pipe) runGroup(group []pcall) {
+	if len(group) == 1 {
+		c := group[0]
+		p.startOn(c.id, c.ns, c.req, c.lane)
+		return
+	}
+	done := make(chan struct{})
+	var prevs []chan struct{}
+	for _, c := range group {
+		k := laneKey{c.ns.Name, c.req.Op.Key}
+		if prev := p.last[k]; prev != nil && !slices.Contains(prevs, prev) {
+			prevs = append(prevs, prev)
+		}
+		p.last[k] = done
+	}
+	p.pruneLast()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(done)
+		for _, prev := range prevs {
+			<-prev
+		}
+		reqs := make([]automaton.Request, len(group))
+		for i, c := range group {
+			reqs[i] = c.req
+		}
+		rctx, cancel := context.WithTimeout(p.ctx, p.s.opts.RequestTimeout)
+		resps, errs := p.batcher.DoBatch(rctx, group[0].ns.Name, reqs)
+		out := make([]*synodpb.CallReply, len(group))
+		for i, c := range group {
+			resp, err := p.s.response(p.ctx, rctx, c.req, resps[i], errs[i])
+			if err != nil {
+				out[i] = failed(c.id, err)
+			} else {
+				out[i] = &synodpb.CallReply{Id: c.id, Response: resp}
+			}
+			p.lanes <- c.lane
+		}
+		cancel()
+		p.reply(out...)
+	}()
 }
 
 func opBytesOf(op service.Op) int {
@@ -576,20 +687,11 @@ func (p *pipe) barrier() {
 // startConcurrent starts a call of one operation on a key, after the
 // stream's earlier calls on the same key (the conflict rule), on a lane.
 func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Request) {
-	var l *pipeLane
-	select {
-	case l = <-p.lanes:
-	default:
-		if p.made < maxLanes {
-			p.made++
-			l = &pipeLane{client: randomClient()}
-		} else {
-			select {
-			case l = <-p.lanes:
-			case <-p.ctx.Done():
-				p.reply(failed(id, status.FromContextError(p.ctx.Err()).Err()))
-				return
-			}
+	l := p.idleLane()
+	if l == nil {
+		if l = p.waitLane(); l == nil {
+			p.reply(failed(id, status.FromContextError(p.ctx.Err()).Err()))
+			return
 		}
 	}
 	l.seq++
@@ -599,19 +701,42 @@ func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Reque
 		p.reply(failed(id, err))
 		return
 	}
+	p.startOn(id, ns, req, l)
+}
+
+// idleLane returns an idle lane, or a new one while fewer than maxLanes
+// were made; nil when every lane is in use.
+func (p *pipe) idleLane() *pipeLane {
+	select {
+	case l := <-p.lanes:
+		return l
+	default:
+	}
+	if p.made < maxLanes {
+		p.made++
+		return &pipeLane{client: randomClient()}
+	}
+	return nil
+}
+
+// waitLane waits for a lane to come back; nil when the stream ended.
+func (p *pipe) waitLane() *pipeLane {
+	select {
+	case l := <-p.lanes:
+		return l
+	case <-p.ctx.Done():
+		return nil
+	}
+}
+
+// startOn starts req, prepared under lane l's identity, after the stream's
+// earlier calls on its key.
+func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l *pipeLane) {
 	k := laneKey{ns.Name, req.Op.Key}
 	prev := p.last[k]
 	done := make(chan struct{})
 	p.last[k] = done
-	if len(p.last) > 4*maxLanes {
-		for k, d := range p.last {
-			select {
-			case <-d:
-				delete(p.last, k)
-			default:
-			}
-		}
-	}
+	p.pruneLast()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -623,4 +748,18 @@ func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Reque
 		p.lanes <- l
 		p.reply(r)
 	}()
+}
+
+// pruneLast forgets the keys whose latest call completed, once the map
+// has grown.
+func (p *pipe) pruneLast() {
+	if len(p.last) > 4*maxLanes {
+		for k, d := range p.last {
+			select {
+			case <-d:
+				delete(p.last, k)
+			default:
+			}
+		}
+	}
 }

@@ -327,10 +327,15 @@ func (s *Server) runWithin(ctx context.Context, ns string, req automaton.Request
 // execute runs req within rctx (ctx's, bounded by the request timeout)
 // and converts its response.
 func (s *Server) execute(ctx, rctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
-	id := req.ID
 	res, err := s.b.Do(rctx, ns, req)
+	return s.response(ctx, rctx, req, res, err)
+}
+
+// response converts the Backend's answer to req (res, or err) made within
+// rctx (ctx's, bounded by the request timeout).
+func (s *Server) response(ctx, rctx context.Context, req automaton.Request, res automaton.Response, err error) (*synodpb.Response, error) {
 	if err != nil {
-		return nil, s.doError(ctx, rctx, id, err)
+		return nil, s.doError(ctx, rctx, req.ID, err)
 	}
 	if res.Silent {
 		return &synodpb.Response{Silent: true, OpId: req.Opts.String(automaton.OptOpID), Options: synodpb.FromOptions(req.Opts.Ext)}, nil

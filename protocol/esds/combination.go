@@ -31,13 +31,13 @@ func (a *ESDS) gossipEnabled(j int) bool {
 // sendGossip does: for the stream, note the positions sent) and returns the
 // message it would have sent, nil if none.
 func (a *ESDS) gossipMessage(j int) []byte {
-	mark := len(a.post)
+	mark := len(a.Out)
 	a.sendGossip(j)
-	if len(a.post) == mark {
+	if len(a.Out) == mark {
 		return nil
 	}
-	s := a.post[len(a.post)-1].(automaton.Send)
-	a.post = a.post[:mark]
+	s := a.Out[len(a.Out)-1].(automaton.Send)
+	a.Out = a.Out[:mark]
 	return s.Msg
 }
 

@@ -126,7 +126,7 @@ func (a *ESDS) expirePrevWaits() {
 		res := service.Errorf("ERR esds: operation %q waited %v for prev ids not done at %s: %s (never submitted, or a cycle); its outcome is unknown: it is done if they arrive",
 			id, time.Duration(a.prevTicks)*a.gossipIvl, a.cfg.Self, strings.Join(missing, " "))
 		for _, r := range f.reqs {
-			a.respond(r, res)
+			a.Respond(r, res)
 		}
 		delete(a.wait, id)
 		delete(a.rept, id)
@@ -202,7 +202,7 @@ func (a *ESDS) responseC(id string) {
 		return
 	}
 	for _, r := range f.reqs {
-		a.respond(r, vs[0])
+		a.Respond(r, vs[0])
 	}
 	delete(a.wait, id)
 	delete(a.rept, id)

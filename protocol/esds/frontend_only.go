@@ -57,7 +57,7 @@ func (a *ESDS) startFrontEndOnly() {
 	a.rept = map[string][]service.Result{}
 	a.removed = a.removedParam
 	a.inc = a.cfg.Rand.Uint64() | 1
-	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
+	a.Emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 }
 
 // frontEndOnlyMessage handles a message between a replica and a

@@ -54,9 +54,9 @@ func (a *ESDS) collect() {
 			}
 		}
 	}
-	a.out = append(a.out, automaton.Persist{Key: recStable, Value: a.marshalStable()})
+	a.persists = append(a.persists, automaton.Persist{Key: recStable, Value: a.marshalStable()})
 	for _, o := range gone {
-		a.out = append(a.out, automaton.Persist{Key: recOp + o.id, Delete: true})
+		a.persists = append(a.persists, automaton.Persist{Key: recOp + o.id, Delete: true})
 	}
 }
 

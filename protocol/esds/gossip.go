@@ -13,7 +13,7 @@ import (
 // network is the stream layer (stream.go), which hands complete, in-order
 // ranges of entries to receiveGossip.
 
-// onMessage takes a gossip message off the network: it drops messages from
+// OnMessage takes a gossip message off the network: it drops messages from
 // non-members, corrupt ones and late ones from a peer's earlier incarnation
 // (stream.go), merges the sender's removed set, and hands the message to
 // receiveGossip, directly (full-state gossip, idempotent) or through the
@@ -21,7 +21,7 @@ import (
 //
 // A batch message (msg.go, kindBatch) is opened and each of its messages
 // handled as if it had arrived alone, in order.
-func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
+func (a *ESDS) OnMessage(from automaton.NodeID, b []byte) {
 	j, ok := a.index[from]
 	if !ok || j == a.self || a.removed&(1<<j) != 0 {
 		return // not a member: ignore

@@ -173,7 +173,7 @@ func (a *Paxos) emitMembers() {
 		return
 	}
 	a.lastMembers = key.String()
-	a.emit(out)
+	a.Emit(out)
 }
 
 // onConfChange runs after instance i made a new configuration: learn the
@@ -226,7 +226,7 @@ func (a *Paxos) retire() {
 	if a.role != follower {
 		a.stepDown()
 	}
-	a.emit(automaton.CancelTimer{ID: tmElection})
+	a.Emit(automaton.CancelTimer{ID: tmElection})
 	ids := make([]automaton.RequestID, 0, len(a.pending))
 	for id := range a.pending {
 		ids = append(ids, id)
@@ -309,7 +309,7 @@ func (a *Paxos) notMemberError() service.Result {
 // onMemberRequest handles a membership change submitted at this node.
 func (a *Paxos) onMemberRequest(req automaton.Request) {
 	if _, err := parseChange(req.Op); err != nil {
-		a.respond(req.ID, service.Errorf("ERR %v", err))
+		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	if p := a.pending[req.ID]; p != nil {
