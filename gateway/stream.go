@@ -32,7 +32,7 @@ func init() {
 		key1("xtrim", -4, fWrite, planXTrim),
 		key1("xsetid", -3, fWriteMemF, keyPlan("xsetid", 0, nil, nil)),
 		key1("xack", -4, fWriteFast, keyPlan("xack", 0, nil, nil)),
-		key1("xpending", -3, fRead, keyPlan("xpending", 0, nil, nil)),
+		key1("xpending", -3, fRead, planTimedRead("xpending", nil)),
 		key1("xclaim", -6, fWriteFast, keyPlan("xclaim", 0, nil, nestEntries)),
 		key1("xautoclaim", -6, fWriteFast, keyPlan("xautoclaim", 0, nil, func(r service.Result) service.Result {
 			if r.Type == service.ResultArray && len(r.Elems) == 3 {
@@ -71,7 +71,18 @@ func nestEntries(r service.Result) service.Result {
 // nodeLimits are this node's stream-node-max-entries and -bytes, as
 // arguments.
 func (c *conn) nodeLimits() [][]byte {
-	return [][]byte{[]byte(c.s.tun.get("stream-node-max-entries")), []byte(c.s.tun.get("stream-node-max-bytes"))}
+	return [][]byte{[]byte(c.tunable("stream-node-max-entries")), []byte(c.tunable("stream-node-max-bytes"))}
+}
+
+// tunable is this node's value of an encoding tunable (CONFIG SET), or its
+// default for a script's commands, which are planned inside the log's
+// Apply at every replica (scriptConn has no node): the same value
+// everywhere.
+func (c *conn) tunable(name string) string {
+	if c.s == nil {
+		return tunableByName[name].def
+	}
+	return c.s.tun.get(name)
 }
 
 func planXAdd(c *conn, args [][]byte) plan {
@@ -140,6 +151,26 @@ func planXGroup(c *conn, args [][]byte) plan {
 	return opPlan(kvOp("xgroup", args[2], a...), nil)
 }
 
+// readNow is the time (Unix ms) a read that shows idle times carries
+// (service/kv_stream.go, timedRead): this node's clock, or 0 (the state's
+// time) for a script's read, which runs inside the log's Apply.
+func (c *conn) readNow() []byte {
+	if c.s == nil {
+		return []byte("0")
+	}
+	return []byte(strconv.FormatInt(time.Now().UnixMilli(), 10))
+}
+
+// planTimedRead is key args... as kind now args...
+func planTimedRead(kind string, f func(service.Result) service.Result) planFunc {
+	return func(c *conn, args [][]byte) plan {
+		if p, ok := c.kvOnly(kind); !ok {
+			return p
+		}
+		return opPlan(kvOp(kind, args[1], append([][]byte{c.readNow()}, args[2:]...)...), f)
+	}
+}
+
 func planXInfo(c *conn, args [][]byte) plan {
 	if p, ok := c.kvOnly("xinfo"); !ok {
 		return p
@@ -159,7 +190,7 @@ func planXInfo(c *conn, args [][]byte) plan {
 			"    Show information about the stream.")
 	case "stream":
 		full := len(args) > 3
-		return opPlan(kvOp("xinfo", args[2], append([][]byte{[]byte(sub)}, args[3:]...)...), func(r service.Result) service.Result {
+		return opPlan(kvOp("xinfo", args[2], append([][]byte{c.readNow(), []byte(sub)}, args[3:]...)...), func(r service.Result) service.Result {
 			if r.Type != service.ResultArray {
 				return r
 			}
@@ -178,7 +209,7 @@ func planXInfo(c *conn, args [][]byte) plan {
 			return asMap(r)
 		})
 	}
-	return opPlan(kvOp("xinfo", args[2], append([][]byte{[]byte(sub)}, args[3:]...)...), func(r service.Result) service.Result {
+	return opPlan(kvOp("xinfo", args[2], append([][]byte{c.readNow(), []byte(sub)}, args[3:]...)...), func(r service.Result) service.Result {
 		return mapsOf(r, "")
 	})
 }

@@ -29,7 +29,7 @@ import (
 //	xread wait count n key2..keyn id1..idn (Op.Key the first key)
 //	                             R  array of [key, entries] | nil
 //	xlastid [key ...]            R  array of ids (0-0 for a missing key): XREAD's $
-//	xinfo stream|groups|consumers args...  R  (flat maps; the gateway shapes them)
+//	xinfo now stream|groups|consumers args...  R  (flat maps; the gateway shapes them)
 //
 // The Redis arguments after the key are passed as they came (options in any
 // case); maxentries and maxbytes are the serving node's
@@ -69,8 +69,37 @@ func init() {
 		"xsetid":    {min: 1, max: 5, check: checkXSetID, run: (*KVState).opXSetID},
 		"xread":     {read: true, min: 4, max: -1, check: checkXRead, keys: xreadKeys, run: (*KVState).opXRead},
 		"xlastid":   {read: true, max: -1, keys: func(op Op) []string { return argStrings(op.Args) }, run: (*KVState).opXLastID},
-		"xinfo":     {read: true, min: 1, max: 4, check: checkXInfo, run: (*KVState).opXInfo},
+		"xinfo":     {read: true, min: 2, max: 5, check: timedRead(checkXInfo), run: atReadTime((*KVState).opXInfo)},
 	})
+}
+
+// timedRead and atReadTime serve the reads that show idle times (XPENDING,
+// XINFO CONSUMERS): their first argument is the serving node's time (Unix
+// ms), and the read is evaluated at the later of it and the state's time.
+// A read changes nothing, so the serving node's clock decides only what it
+// answers; the leader's time, which stamps deliveries, may lag the node's
+// by up to a heartbeat (LeaderClock), and an idle time taken from it would
+// lag as much.
+func timedRead(check func(Op) error) func(Op) error {
+	return func(op Op) error {
+		if n, ok := parseInt(op.Args[0]); !ok || n < 0 {
+			return fmt.Errorf("read time must be a non-negative integer")
+		}
+		if check == nil {
+			return nil
+		}
+		op.Args = op.Args[1:]
+		return check(op)
+	}
+}
+
+func atReadTime(run func(*KVState, Op) Result) func(*KVState, Op) Result {
+	return func(s *KVState, op Op) Result {
+		n, _ := parseInt(op.Args[0])
+		s.now = max(s.now, n)
+		op.Args = op.Args[1:]
+		return run(s, op)
+	}
 }
 
 // --- IDs -------------------------------------------------------------------

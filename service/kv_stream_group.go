@@ -17,7 +17,7 @@ import (
 //	xreadgroup wait group consumer noack count n key2..keyn id1..idn (Op.Key the first key)
 //	                             W  array of [key, entries] | nil (nothing new for ">")
 //	xack group id [id ...]       W  int acknowledged
-//	xpending group [[IDLE t] start end count [consumer]]
+//	xpending now group [[IDLE t] start end count [consumer]] (now: kv_stream.go, timedRead)
 //	                             R  summary | array of [id, consumer, idle, deliveries]
 //	xclaim group consumer min-idle id ... [options]
 //	                             W  array of entries (JUSTID: ids)
@@ -35,7 +35,7 @@ func init() {
 		"xgroup":     {min: 2, max: 6, check: checkXGroup, run: (*KVState).opXGroup},
 		"xreadgroup": {min: 7, max: -1, check: checkXReadGroup, keys: xreadgroupKeys, run: (*KVState).opXReadGroup},
 		"xack":       {min: 2, max: -1, run: (*KVState).opXAck},
-		"xpending":   {read: true, min: 1, max: 7, check: checkXPending, run: (*KVState).opXPending},
+		"xpending":   {read: true, min: 2, max: 8, check: timedRead(checkXPending), run: atReadTime((*KVState).opXPending)},
 		"xclaim":     {min: 4, max: -1, run: (*KVState).opXClaim},
 		"xautoclaim": {min: 4, max: 7, check: checkXAutoClaim, run: (*KVState).opXAutoClaim},
 		"xready":     {read: true, min: 2, max: -1, check: checkXReady, keys: func(op Op) []string { return xreadKeys(Op{Args: append([][]byte{nil, nil}, op.Args[1:]...)}) }, run: (*KVState).opXReady},

@@ -136,15 +136,17 @@ func TestKVStreamGroups(t *testing.T) {
 		xreadgroup s 0 nog bob 0 0 1 > => (error) NOGROUP No such key 's' or consumer group 'nog' in XREADGROUP with GROUP option
 		xreadgroup s 1 nog bob 0 0 1 > => (error) NOGROUP the consumer group this client was blocked on no longer exists
 		xreadgroup s 1 g bob 0 0 1 > => (nil)
-		xpending s g => [(integer) 3 "1-0" "3-0" [["alice" "1"] ["bob" "2"]]]
-		xpending s g - + 10 bob => [["2-0" "bob" (integer) 0 (integer) 2] ["3-0" "bob" (integer) 0 (integer) 2]]
+		xpending s 1000 g => [(integer) 3 "1-0" "3-0" [["alice" "1"] ["bob" "2"]]]
+		xpending s 1000 g - + 10 bob => [["2-0" "bob" (integer) 0 (integer) 2] ["3-0" "bob" (integer) 0 (integer) 2]]
+		xpending s 1500 g idle 400 - + 10 bob => [["2-0" "bob" (integer) 500 (integer) 2] ["3-0" "bob" (integer) 500 (integer) 2]]
+		xpending s 1500 g idle 600 - + 10 bob => []
 		xack s g 2-0 9-0 => (integer) 1
 		xack s g 2-0 x => (error) Invalid stream ID specified as stream command argument
 		xclaim s g carol 0 3-0 justid => ["3-0"]
-		xpending s g - + 10 => [["1-0" "alice" (integer) 0 (integer) 1] ["3-0" "carol" (integer) 0 (integer) 2]]
+		xpending s 1000 g - + 10 => [["1-0" "alice" (integer) 0 (integer) 1] ["3-0" "carol" (integer) 0 (integer) 2]]
 		xdel s 1-0 => (integer) 1
 		xautoclaim s g dave 0 0 => ["0-0" ["3-0" ["a" "3"]] ["1-0"]]
-		xinfo s groups => [["name" "g" "consumers" (integer) 4 "pending" (integer) 1 "last-delivered-id" "3-0" "entries-read" (integer) 3 "lag" (integer) 0]]
+		xinfo s 1000 groups => [["name" "g" "consumers" (integer) 4 "pending" (integer) 1 "last-delivered-id" "3-0" "entries-read" (integer) 3 "lag" (integer) 0]]
 		xgroup s delconsumer g dave => (integer) 1
 		xgroup s destroy g => (integer) 1
 		xgroup s destroy g => (integer) 0
@@ -223,7 +225,7 @@ func TestKVStreamTransfer(t *testing.T) {
 		env := Env{Time: (now + 5) * 1e6}
 		for i := range 3 {
 			k := fmt.Sprintf("s%d", i)
-			for _, o := range []Op{op("xrange", k, "-", "+"), op("xinfo", k, "stream", "full"), op("xpending", k, "g0", "-", "+", "100")} {
+			for _, o := range []Op{op("xrange", k, "-", "+"), op("xinfo", k, "0", "stream", "full"), op("xpending", k, "0", "g0", "-", "+", "100")} {
 				a, b, c := leader.ApplyEnv(o, env), follower.ApplyEnv(o, env), restored.ApplyEnv(o, env)
 				if !a.Equal(b) || !a.Equal(c) {
 					t.Fatalf("seed %d %v: leader %v, follower %v, restored %v", seed, o, a, b, c)
@@ -288,12 +290,12 @@ func TestKVStreamResultDepth(t *testing.T) {
 		op("xrange", "s", "-", "+"),
 		op("xread", "s", "0", "0", "2", "t", "0", "0"),
 		op("xreadgroup", "s", "0", "g", "c1", "0", "0", "1", "0"),
-		op("xinfo", "s", "stream"),
-		op("xinfo", "s", "stream", "full"),
-		op("xinfo", "s", "groups"),
-		op("xinfo", "s", "consumers", "g"),
-		op("xpending", "s", "g"),
-		op("xpending", "s", "g", "-", "+", "10"),
+		op("xinfo", "s", "0", "stream"),
+		op("xinfo", "s", "0", "stream", "full"),
+		op("xinfo", "s", "0", "groups"),
+		op("xinfo", "s", "0", "consumers", "g"),
+		op("xpending", "s", "0", "g"),
+		op("xpending", "s", "0", "g", "-", "+", "10"),
 		op("xautoclaim", "s", "g", "c2", "0", "0"),
 		op("xclaim", "s", "g", "c3", "0", "2-0"),
 	} {
