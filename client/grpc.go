@@ -479,7 +479,7 @@ func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops 
 	}
 	l := c.takeLane(req)
 	defer c.lanes.put(l)
-	what := fmt.Sprintf("%s (request %x:%d)", kind, req.ClientId, req.Seq)
+	what := reqName{kind: kind, req: req}
 	switch {
 	case p.fanout:
 		return c.sendFanout(ctx, req, what, p)
@@ -498,7 +498,7 @@ func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops 
 // sendOne runs req at one address at a time, round robin from start (-1:
 // the preferred one), each attempt made by try, with the package doc's
 // retry rules.
-func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p nsProps, start int, try tryFunc) (*synodpb.Response, service.Result, error) {
+func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what reqName, p nsProps, start int, try tryFunc) (*synodpb.Response, service.Result, error) {
 	isRead, idem := p.read, p.idempotent
 	if start < 0 {
 		c.mu.Lock()
@@ -512,8 +512,12 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 		g := c.conns[idx]
 		resp, res, sent, err := try(ctx, g, req)
 		if err == nil {
+			if res.Type != service.ResultErr {
+				c.prefer(idx)
+				return resp, res, nil
+			}
 			e := replyError(res.Err)
-			if res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
+			if e.Kind != synoderr.TryAgain {
 				c.prefer(idx)
 				return resp, res, nil
 			}
@@ -550,13 +554,32 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 	return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("failed at every address: %w", errors.Join(errs...)))
 }
 
+// reqName names a request in errors; it is spelled (String) only when an
+// error needs it, not once per request.
+type reqName struct {
+	text  string           // the whole name, when set
+	kind  string           // else the operation's kind,
+	req   *synodpb.Request // with the request's identity (a Do call's),
+	piped bool             // or as a pipelined call (the stream's identity)
+}
+
+func (n reqName) String() string {
+	switch {
+	case n.text != "":
+		return n.text
+	case n.piped:
+		return "pipelined " + n.kind
+	}
+	return fmt.Sprintf("%s (request %x:%d)", n.kind, n.req.GetClientId(), n.req.GetSeq())
+}
+
 // tryFunc makes one attempt of req at g (GRPC.attempt: a Do call;
 // attemptStream: a call on g's Pipeline stream). sent reports whether the
 // request may have reached the node; an error with sent false means it
 // certainly did not.
 type tryFunc func(ctx context.Context, g *gconn, req *synodpb.Request) (resp *synodpb.Response, res service.Result, sent bool, err error)
 
-func (c *GRPC) giveUp(what string, isRead, maySent bool, err error) error {
+func (c *GRPC) giveUp(what reqName, isRead, maySent bool, err error) error {
 	if !isRead && maySent {
 		return fmt.Errorf("client: %s: %w: %w", what, err, ErrUnknownOutcome)
 	}

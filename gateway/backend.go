@@ -37,3 +37,15 @@ type Backend interface {
 	// Info returns "key:value" facts for the INFO command, grouped by section.
 	Info() map[string]map[string]string
 }
+
+// BatchBackend is a Backend that can also hand several requests of one
+// namespace to its loop at once, in order (node.Node). Where the
+// namespace's protocol applies a client batch's same-key requests in batch
+// order (automaton.OrdersKeyRuns: ABD), a connection's pipelined commands
+// on one key then go in one batch (gateway/pipeline.go) instead of one
+// after the other. Each request is answered as Do would answer it (errs[i]
+// as Do's error).
+type BatchBackend interface {
+	Backend
+	DoBatch(ctx context.Context, ns string, reqs []automaton.Request) (resps []automaton.Response, errs []error)
+}

@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
@@ -347,5 +349,68 @@ func TestPipelineNamedMessages(t *testing.T) {
 	}
 	if n := len(b.Log()); n != before {
 		t.Fatalf("refused named messages reached the protocol (%d requests)", n-before)
+	}
+}
+
+// replyBytes, the size the stream's writer counts for a reply, is at least
+// the reply's encoded size (else a message could outgrow its limit).
+func TestReplyBytesBoundsSize(t *testing.T) {
+	big := make([]byte, 5000)
+	arr := &synodpb.Result{Value: &synodpb.Result_Array{Array: &synodpb.ResultArray{Elems: []*synodpb.Result{
+		{Value: &synodpb.Result_Bytes{Bytes: big}}, {Value: &synodpb.Result_Int{Int: -1 << 62}}}}}}
+	for _, r := range []*synodpb.CallReply{
+		{},
+		{Id: ^uint64(0), Code: 14, Message: "unavailable: the stream failed"},
+		{Id: ^uint64(0), Response: &synodpb.Response{Result: arr, OpId: "0123456789abcdef-99", Silent: true,
+			Results: []*synodpb.Result{arr, {Value: &synodpb.Result_Err{Err: "ERR no"}}},
+			Options: map[string]*synodpb.OptionValues{"abd.phase": {Values: []string{"store"}}, "abd.tag": {Values: []string{"1:2:client/0123456789abcdef", ""}}, "x": {}}}},
+	} {
+		if got, want := replyBytes(r), proto.Size(r); got < want {
+			t.Errorf("replyBytes %d < encoded size %d of %v", got, want, r)
+		}
+	}
+}
+
+// Where the Backend hands batches over and the protocol steps them (abd),
+// a message's concurrent calls on distinct keys reach the protocol as one
+// client batch, each answered as itself; a repeated key ends the group
+// (the conflict rule) and its call runs after the earlier one on the key.
+func TestPipelineConcurrentGroups(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, "abd", "kv")
+	_, c := start(t, b, Options{})
+	s, err := c.Pipeline(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []*synodpb.Call
+	for i, k := range []string{"a", "b", "c", "d", "a"} {
+		calls = append(calls, &synodpb.Call{Id: uint64(i + 1), Request: &synodpb.Request{Op: op("set", k, fmt.Sprintf("v%d", i+1))}})
+	}
+	calls = append(calls, &synodpb.Call{Id: 6, Request: &synodpb.Request{Op: op("get", "a")}})
+	if err := s.Send(&synodpb.PipelineRequest{Calls: calls}); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseSend()
+	got, err := collect(t, s)
+	if err != nil {
+		t.Fatalf("stream ended with %v", err)
+	}
+	for id := uint64(1); id <= 5; id++ {
+		if r := got[id]; r.GetCode() != 0 || r.GetResponse().GetResult().GetOk() == nil {
+			t.Errorf("call %d: %v, want OK", id, r)
+		}
+	}
+	if v := got[6].GetResponse().GetResult().GetBytes(); string(v) != "v5" {
+		t.Errorf("get a after set a v1, set a v5: %q, want v5", v)
+	}
+	if bs := b.Batches(); len(bs) == 0 || bs[0] != 4 {
+		t.Fatalf("batches stepped %v, want the first of the 4 calls on distinct keys", bs)
+	}
+	ids := map[automaton.RequestID]bool{}
+	for _, r := range b.Log() {
+		if ids[r.ID] {
+			t.Errorf("two calls shared request id %v", r.ID)
+		}
+		ids[r.ID] = true
 	}
 }

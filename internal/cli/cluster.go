@@ -231,7 +231,7 @@ dead node is removed the same way.`,
 			return nil
 		},
 	}
-	clusterCmd.AddCommand(upCmd, statusCmd, downCmd, killCmd, restartCmd, addCmd, removeCmd)
+	clusterCmd.AddCommand(upCmd, statusCmd, downCmd, killCmd, restartCmd, addCmd, removeCmd, migrateCmd(&dir)) // cluster_migrate.go
 	rootCmd.AddCommand(clusterCmd)
 }
 

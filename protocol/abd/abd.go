@@ -8,52 +8,58 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 func init() {
-	automaton.Register(protocol{name: "abd"})
+	automaton.Register(protocol{Capabilities: capabilities("abd",
+		"multi-writer ABD atomic registers (seed 001 §3.1), linearizable, non-blocking with a majority")})
 	// Deliberately broken variants, kept so that the checkers and the
 	// invariants can be shown to catch them (see the package doc). Never use
 	// them for data.
-	automaton.RegisterBroken("abd", protocol{name: "abd-broken-nowriteback", noWriteBack: true,
-		doc: "reads never write back (seed 001 §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it"})
-	automaton.RegisterBroken("abd", protocol{name: "abd-broken-nowriterid", tsOnly: true,
-		doc: "tags compare by timestamp only (seed 001 §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it"})
-	automaton.RegisterBroken("abd", protocol{name: "abd-broken-clientnowriteback", clientNoWriteBack: true,
-		doc: "client-driven reads (sim --client-driven, client.ABD) never write back (seed 001 §3.1.2's one-phase read, run by the client): new/old inversion; the linearizability checker catches it in the client-driven scenario"})
+	automaton.RegisterBroken("abd", protocol{noWriteBack: true, Capabilities: capabilities("abd-broken-nowriteback",
+		"reads never write back (seed 001 §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it")})
+	automaton.RegisterBroken("abd", protocol{tsOnly: true, Capabilities: capabilities("abd-broken-nowriterid",
+		"tags compare by timestamp only (seed 001 §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it")})
+	automaton.RegisterBroken("abd", protocol{clientNoWriteBack: true, Capabilities: capabilities("abd-broken-clientnowriteback",
+		"client-driven reads (sim --client-driven, client.ABD) never write back (seed 001 §3.1.2's one-phase read, run by the client): new/old inversion; the linearizability checker catches it in the client-driven scenario")})
 }
 
+// capabilities is the registration of the protocol or a variant (its
+// request options, client coordinator, scenarios, model and invariants are
+// methods: direct.go, coordinator.go, scenarios.go, model.go,
+// invariant.go).
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// No table of outcomes: a write retried at another node is a new
+		// write.
+		Idempotent:        false,
+		RegisterSemantics: true,
+		Params:            params.Defaults(),
+	}
+}
+
+// protocol is the registration: its capabilities and the broken variants'
+// switches.
 type protocol struct {
-	name        string
+	automaton.Capabilities
 	noWriteBack bool // reads never write back (seed 001's one-phase read)
 	tsOnly      bool // tags compare by timestamp only (seed 001's server rule)
 	// clientNoWriteBack: client-driven reads never write back
 	// (coordinator.go; the seed's one-phase read run by the client).
 	clientNoWriteBack bool
-	doc               string
 }
-
-func (p protocol) Name() string { return p.name }
 
 // StepsClientBatches implements automaton.BatchStepper: a ClientBatch's
 // requests run as usual, and the phase messages of one step to one peer
 // leave as one batch message (msg.go, kindBatch).
 func (p protocol) StepsClientBatches() bool { return true }
-func (p protocol) IdempotentRetry() bool    { return false }
 
-// RegisterSemantics implements automaton.RegisterProtocol.
-func (p protocol) RegisterSemantics() bool { return true }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.doc != "" {
-		return p.doc
-	}
-	return "multi-writer ABD atomic registers (seed 001 §3.1), linearizable, non-blocking with a majority"
-}
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
+// OrdersKeyRuns implements automaton.KeyRunOrderer: a batch's linearizable
+// requests on one key form a key run with serial results in batch order
+// (batch.go); not in the variant whose reads skip the write-back, which
+// forms no runs.
+func (p protocol) OrdersKeyRuns() bool { return !p.noWriteBack }
 
 // Defaults for the protocol parameters.
 const (
@@ -250,7 +256,7 @@ func (a *ABD) admit(req automaton.Request) bool {
 	// Only a group or a transaction step is refused; checking for them
 	// first spares a single operation the registry lookup.
 	if len(req.Ops) > 0 || req.Txn != nil {
-		if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
+		if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 			a.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
 			return false
 		}
@@ -522,7 +528,7 @@ func (a *ABD) onTimer(id uint64) {
 	}
 	o.elapsed += a.retransmit
 	if o.elapsed >= a.opTimeout {
-		a.finish(o, service.Errorf("TRYAGAIN no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
+		a.finish(o, service.Fail(synoderr.TryAgain, "no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
 			o.count, len(a.cfg.Nodes), a.opTimeout))
 		return
 	}

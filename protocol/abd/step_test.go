@@ -29,7 +29,7 @@ type stepCluster struct {
 func newStepCluster(tb testing.TB) *stepCluster {
 	c := &stepCluster{ids: []automaton.NodeID{"n1", "n2", "n3"}, nodes: map[automaton.NodeID]automaton.Automaton{}}
 	for i, id := range c.ids {
-		a, err := protocol{name: "abd"}.New(automaton.Config{Self: id, Nodes: c.ids, Namespace: "default",
+		a, err := protocol{Capabilities: capabilities("abd", "")}.New(automaton.Config{Self: id, Nodes: c.ids, Namespace: "default",
 			Service: service.KV{}, Rand: rand.New(rand.NewSource(int64(i)))})
 		if err != nil {
 			tb.Fatal(err)

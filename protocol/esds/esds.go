@@ -11,19 +11,45 @@ import (
 )
 
 func init() {
-	automaton.Register(protocol{name: "esds"})
-	automaton.Register(protocol{name: "esds-unopt", unopt: true})
+	automaton.Register(protocol{Capabilities: capabilities("esds", optParams,
+		"ESDSOptAlg (seed 000 Fig. 4.5): incremental gossip over reliable streams, memoised stable state, garbage collection")})
+	automaton.Register(protocol{unopt: true, Capabilities: capabilities("esds-unopt", unoptParams,
+		"ESDSAlg (seed 000 Figs. 4.1, 4.2): full-state gossip, values recomputed from the initial state")})
 	// Deliberately broken variants, kept so that the ESDS checker and the
 	// invariants can be shown to catch them (see the package doc). Never use
 	// them for data.
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-earlystrict", earlyStrict: true})
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-maxlabel", maxLabel: true})
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-duplabel", dupLabel: true})
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-doublereserve", doubleReserve: true})
+	automaton.RegisterBroken("esds", protocol{earlyStrict: true, Capabilities: capabilities("esds-broken-earlystrict", optParams,
+		"answers strict operations once done locally, before they are stable everywhere (send_{r,f} precondition, seed 000 Fig. 4.2); the ESDS checker catches a strict answer that differs from the operation's value in the eventual order")})
+	automaton.RegisterBroken("esds", protocol{maxLabel: true, Capabilities: capabilities("esds-broken-maxlabel", optParams,
+		"merges labels by maximum instead of minimum (receive gossip, Fig. 4.2); the invariant \"labels only decrease\" catches it at the first merge, the ESDS checker later (replicas disagree, strict answers differ)")})
+	automaton.RegisterBroken("esds", protocol{dupLabel: true, Capabilities: capabilities("esds-broken-duplabel", optParams,
+		"labels operations (counter, 0) whatever the replica, so two replicas give one label to different operations (§4.2.3); the invariant \"labels unique\" catches it at the second do_it")})
+	automaton.RegisterBroken("esds", protocol{doubleReserve: true, Capabilities: capabilities("esds-broken-doublereserve", optParams,
+		"runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, seed 000 §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps")})
 }
 
+// capabilities is the registration of the protocol or a variant, whose
+// parameter table is spec (its request options, deployment check,
+// scenarios, model and invariants are methods: options.go, deploy.go,
+// scenarios.go, model.go, invariant.go).
+func capabilities(name string, spec *proto.Spec, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// An operation is identified by its id, so a retry of the same
+		// request (same RequestID, hence the same assigned id, or the
+		// same client-chosen op id) at any node joins the one operation;
+		// it appears once in the eventual total order.
+		Idempotent:  true,
+		Consistency: automaton.EventuallySerializable,
+		// Every parameter New accepts, with its default, as a cluster
+		// file spells it.
+		Params: spec.Defaults(),
+	}
+}
+
+// protocol is the registration: its capabilities and the variants'
+// switches.
 type protocol struct {
-	name        string
+	automaton.Capabilities
 	unopt       bool // ESDSAlg instead of ESDSOptAlg by default
 	earlyStrict bool // broken: strict operations answered once done locally
 	maxLabel    bool // broken: gossip merges labels by maximum
@@ -33,44 +59,11 @@ type protocol struct {
 	doubleReserve bool
 }
 
-func (p protocol) Name() string { return p.name }
-
 // StepsClientBatches implements automaton.BatchStepper: a ClientBatch's
 // requests are submitted one after the other in one step (each request_c
 // as alone), and the step's messages to one peer leave as one batch
 // message (msg.go, kindBatch).
 func (p protocol) StepsClientBatches() bool { return true }
-
-// Describe implements automaton.Describer: for a broken variant, what it
-// breaks and what catches it.
-func (p protocol) Describe() string {
-	switch {
-	case p.earlyStrict:
-		return "answers strict operations once done locally, before they are stable everywhere (send_{r,f} precondition, seed 000 Fig. 4.2); the ESDS checker catches a strict answer that differs from the operation's value in the eventual order"
-	case p.maxLabel:
-		return "merges labels by maximum instead of minimum (receive gossip, Fig. 4.2); the invariant \"labels only decrease\" catches it at the first merge, the ESDS checker later (replicas disagree, strict answers differ)"
-	case p.dupLabel:
-		return "labels operations (counter, 0) whatever the replica, so two replicas give one label to different operations (§4.2.3); the invariant \"labels unique\" catches it at the second do_it"
-	case p.doubleReserve:
-		return "runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, seed 000 §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps"
-	case p.unopt:
-		return "ESDSAlg (seed 000 Figs. 4.1, 4.2): full-state gossip, values recomputed from the initial state"
-	}
-	return "ESDSOptAlg (seed 000 Fig. 4.5): incremental gossip over reliable streams, memoised stable state, garbage collection"
-}
-
-// IdempotentRetry implements automaton.Protocol: an operation is identified by
-// its id, so a retry of the same request (same RequestID, hence the same
-// assigned id, or the same client-chosen op id) at any node joins the one
-// operation; it appears once in the eventual total order.
-func (p protocol) IdempotentRetry() bool { return true }
-
-// Consistency implements automaton.ConsistencyModel.
-func (p protocol) Consistency() automaton.Consistency { return automaton.EventuallySerializable }
-
-// DefaultParams implements automaton.ParamDefaulter: every parameter New
-// accepts, with its default, as a cluster file spells it.
-func (p protocol) DefaultParams() map[string]string { return p.params().Defaults() }
 
 // params is the parameter table; the variant's default is the registered
 // name's (esds: opt, esds-unopt: unopt).
@@ -277,6 +270,9 @@ type ESDS struct {
 	// state, in all and at most in one (benchmarks: the event loop's
 	// longest blocking work); merged: gossip entries merged.
 	replayed, maxReplay, merged int
+	// freeAnswers: answers given without the tentative state
+	// (service.StateFree, apply.go value).
+	freeAnswers int
 	// heard[i]: the highest label of origin i (a label (c, i)) received
 	// in gossip since the start; the final frontier (apply.go) is their
 	// minimum over the other members.

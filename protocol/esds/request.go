@@ -25,11 +25,11 @@ func (a *ESDS) receiveRequest(req automaton.Request) {
 		// The replicas order operations one by one, each by its own label:
 		// nothing keeps a group together (seed 000 §4.2.2: one descriptor
 		// per operation).
-		a.respond(req.ID, service.Errorf(automaton.ErrNoAtomic, a.proto.name))
+		a.respond(req.ID, service.Errorf(automaton.ErrNoAtomic, a.proto.Protocol))
 		return
 	}
 	if req.Txn != nil {
-		a.respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.name))
+		a.respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.Protocol))
 		return
 	}
 	if err := a.svc.Validate(req.Op); err != nil {

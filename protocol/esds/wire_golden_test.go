@@ -45,7 +45,7 @@ func TestWireGolden(t *testing.T) {
 		}
 		cases = append(cases, proto.Encoded{Name: c.name, Bytes: b})
 	}
-	aut, err := protocol{name: "esds"}.New(automaton.Config{Self: "n2", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: service.KV{}})
+	aut, err := protocol{Capabilities: capabilities("esds", optParams, "")}.New(automaton.Config{Self: "n2", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: service.KV{}})
 	if err != nil {
 		t.Fatal(err)
 	}

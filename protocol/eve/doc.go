@@ -11,7 +11,7 @@
 // only). One execution replica is the primary: execs[epoch mod E]. Every
 // node is also the origin of the requests its clients send it.
 //
-//	origin      clients.go   onClientRequest, forward to the primary, retransmit, complain, answer
+//	origin      clients.go   OnRequest, forward to the primary, retransmit, complain, answer
 //	primary     execute.go   onForward, cutBatch: a batch of requests with their environments
 //	replica     execute.go   onBatch, execute (an Effect), onExecuted: token to the verifiers
 //	            commit.go    onDecide, applyDecision, applySlot, startFetch/onFetch/onTransfer

@@ -79,7 +79,7 @@ func (x *executor) Close() error { return nil }
 // startEffect hands the job to the runtime; its state belongs to the
 // executor until EffectDone.
 func (a *Eve) startEffect(id uint64, job *execJob) {
-	a.emit(automaton.Effect{ID: automaton.EffectID(id), Kind: ExecKind, Payload: job})
+	a.Emit(automaton.Effect{ID: automaton.EffectID(id), Kind: ExecKind, Payload: job})
 }
 
 // onOther handles inputs beyond the contract's four: an execution's end.

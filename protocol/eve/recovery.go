@@ -34,7 +34,7 @@ func (a *Eve) persistReplica() {
 	e.Uvarint(r.epoch)
 	e.Bytes(r.st.Snapshot())
 	e.Bytes(r.encodeDups())
-	a.emit(automaton.Persist{Key: recReplica, Value: e.B})
+	a.Emit(automaton.Persist{Key: recReplica, Value: e.B})
 }
 
 func (a *Eve) persistSpec(x *execution) {
@@ -45,7 +45,7 @@ func (a *Eve) persistSpec(x *execution) {
 		service.EncodeResult(&e, res)
 	}
 	e.Bytes(x.spec.Snapshot())
-	a.emit(automaton.Persist{Key: recSpec, Value: e.B})
+	a.Emit(automaton.Persist{Key: recSpec, Value: e.B})
 }
 
 // recoverSpec restores a finished speculative run of slot applied+1, so
@@ -99,7 +99,7 @@ func (a *Eve) recoverReplica(recs map[string][]byte) *replica {
 func (a *Eve) persistPromise() {
 	e := header.Record(16)
 	a.ver.promised.Encode(&e)
-	a.emit(automaton.Persist{Key: recPromise, Value: e.B})
+	a.Emit(automaton.Persist{Key: recPromise, Value: e.B})
 }
 
 func (a *Eve) persistAccepted(slot uint64) {
@@ -107,7 +107,7 @@ func (a *Eve) persistAccepted(slot uint64) {
 	e := header.Record(64)
 	ac.Ballot.Encode(&e)
 	ac.Dec.encode(&e)
-	a.emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(slot, 10), Value: e.B})
+	a.Emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(slot, 10), Value: e.B})
 	var old []uint64
 	for s := range a.ver.acc {
 		if s+decidedWindow <= slot {
@@ -117,7 +117,7 @@ func (a *Eve) persistAccepted(slot uint64) {
 	sort.Slice(old, func(i, j int) bool { return old[i] < old[j] })
 	for _, s := range old {
 		delete(a.ver.acc, s)
-		a.emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(s, 10), Delete: true})
+		a.Emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(s, 10), Delete: true})
 	}
 }
 

@@ -58,7 +58,7 @@ func TestWireGolden(t *testing.T) {
 	}
 	// Records, as an execution replica and a verifier write them.
 	svc, _ := service.Lookup("kv")
-	au, err := protocol{name: Name}.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: svc, Rand: rand.New(rand.NewSource(1))})
+	au, err := protocol{Capabilities: capabilities(Name, "")}.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: svc, Rand: rand.New(rand.NewSource(1))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestWireGolden(t *testing.T) {
 	a.persistPromise()
 	a.persistAccepted(7)
 	recs := map[string][]byte{}
-	for _, o := range a.out {
+	for _, o := range a.Out {
 		p := o.(automaton.Persist)
 		recs[p.Key] = p.Value
 		if p.Key != recReplica && p.Key != recSpec {

@@ -3,6 +3,7 @@ package fastpaxos
 import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Proposers (seed 002 V.A: "in our case, clients are proposers"). A client
@@ -108,7 +109,7 @@ func (a *FastPaxos) proposerTick() {
 		case p.age > opTicks && p.fanout:
 			a.respond(automaton.Response{ID: id, Silent: true})
 		case p.age > opTicks:
-			a.respond(automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN fastpaxos: request %v not executed within %v; a write's outcome is unknown", id, a.prm.OpTimeout)})
+			a.respond(automaton.Response{ID: id, Result: service.Fail(synoderr.TryAgain, "fastpaxos: request %v not executed within %v; a write's outcome is unknown", id, a.prm.OpTimeout)})
 		case p.since >= retryTicks:
 			p.since = 0
 			a.stats.Resent++

@@ -7,7 +7,7 @@ import "github.com/synod-dev/synod/automaton"
 const BrokenEarlyAck = "paxos-broken-earlyack"
 
 func init() {
-	automaton.RegisterBroken("paxos", brokenEarlyAck{protocol{name: BrokenEarlyAck}})
+	automaton.RegisterBroken("paxos", brokenEarlyAck{protocol{Capabilities: capabilities(BrokenEarlyAck, "")}})
 }
 
 // brokenEarlyAck is Multi-Paxos whose acceptors misuse automaton.Send.Early:

@@ -12,7 +12,7 @@ import (
 const BrokenLocalEnv = "paxos-broken-localenv"
 
 func init() {
-	automaton.RegisterBroken("paxos", brokenLocalEnv{protocol{name: BrokenLocalEnv}})
+	automaton.RegisterBroken("paxos", brokenLocalEnv{protocol{Capabilities: capabilities(BrokenLocalEnv, "")}})
 }
 
 // brokenLocalEnv is Multi-Paxos that orders commands but not their

@@ -397,7 +397,7 @@
 //
 // # Nested requests
 //
-// Paxos serves nested requests (automaton.NestedCallee, automaton/call.go;
+// Paxos serves nested requests (Capabilities.NestedWindow, automaton/call.go;
 // seed 003 §3: the remote service treats the caller's replicas "as clients
 // that might make repeated requests with the same sequence numbers" and
 // answers repeats "from a cache"). A request marked Request.Nested is
@@ -405,7 +405,7 @@
 // or quorum read paths) and its outcome is recorded in the deduplication
 // table like a write's, so every copy of its id, from any caller replica at
 // any node, gets the first outcome and the request executes once, within
-// the table's window of 64 outcomes per client id (DedupWindow). The seed
+// the table's window of 64 outcomes per client id (dedupWindow). The seed
 // is silent on what the callee caches; caching reads too is our decision:
 // two caller replicas reading different values would diverge. The mark
 // travels in the forward message (flag 4 of the trailer) and in the log

@@ -52,7 +52,7 @@ func (a *Paxos) sendPrepares() {
 			if b == nil {
 				b = m.marshal()
 			}
-			a.emit(automaton.Send{To: mb.ID, Msg: b})
+			a.Emit(automaton.Send{To: mb.ID, Msg: b})
 		}
 	}
 }
@@ -286,7 +286,7 @@ func (a *Paxos) haveEveryMajority(confs []*conf) bool {
 				for _, m := range c.members {
 					if !asked[m.ID] && m.ID != a.cfg.Self {
 						asked[m.ID] = true
-						a.emit(automaton.Send{To: m.ID, Msg: prep})
+						a.Emit(automaton.Send{To: m.ID, Msg: prep})
 					}
 				}
 			}
@@ -315,7 +315,7 @@ func (a *Paxos) becomeLeader(segs []confSeg) {
 		a.changes = append(a.changes, pendingChange{at: sg.at, conf: sg.c})
 	}
 	a.quorumRound, a.quorumTick = a.hbRound, a.tick
-	a.emit(automaton.CancelTimer{ID: tmElection})
+	a.Emit(automaton.CancelTimer{ID: tmElection})
 }
 
 // reproposeValues proposes the picked value of every instance not known

@@ -3,6 +3,7 @@ package pbpaxos
 import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Clients (seed 002 VI.A.1: "A client process sends each request to all
@@ -16,7 +17,7 @@ import (
 // by that node when the leader's answer comes back.
 
 func errTryAgain(why string) service.Result {
-	return service.Errorf("TRYAGAIN pbpaxos: %s", why)
+	return service.Fail(synoderr.TryAgain, "pbpaxos: %s", why)
 }
 
 func (a *PBPaxos) OnRequest(req automaton.Request) {

@@ -22,6 +22,25 @@ type Role interface {
 	OnTimer(id automaton.TimerID)
 }
 
+// BatchRole is a role that steps a client batch as one input (ABD, ESDS:
+// automaton.ClientBatch); a role without it is handed the batch's requests
+// one by one, in order.
+type BatchRole interface {
+	OnBatch(reqs []automaton.Request)
+}
+
+// EffectRole is a role that runs effects (automaton.Effect) and takes their
+// completions.
+type EffectRole interface {
+	OnEffectDone(d automaton.EffectDone)
+}
+
+// OtherRole takes every input Dispatch has no handler for in its role
+// (extensions' inputs).
+type OtherRole interface {
+	OnOther(in automaton.Input)
+}
+
 // Dispatch performs input action in on r.
 func Dispatch(r Role, in automaton.Input) {
 	switch in := in.(type) {
@@ -33,6 +52,24 @@ func Dispatch(r Role, in automaton.Input) {
 		r.OnMessage(in.From, in.Msg)
 	case automaton.TimerFired:
 		r.OnTimer(in.ID)
+	case automaton.ClientBatch:
+		if b, ok := r.(BatchRole); ok {
+			b.OnBatch(in.Reqs)
+			return
+		}
+		for _, req := range in.Reqs {
+			r.OnRequest(req)
+		}
+	default:
+		if e, ok := r.(EffectRole); ok {
+			if d, ok := in.(automaton.EffectDone); ok {
+				e.OnEffectDone(d)
+				return
+			}
+		}
+		if o, ok := r.(OtherRole); ok {
+			o.OnOther(in)
+		}
 	}
 }
 

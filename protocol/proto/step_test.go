@@ -30,6 +30,37 @@ func TestDispatch(t *testing.T) {
 	}
 }
 
+// fullRole takes batches, effect completions and other inputs too.
+type fullRole struct{ role }
+
+func (r *fullRole) OnBatch(reqs []automaton.Request)  { r.got = append(r.got, "batch "+reqs[0].Op.Key) }
+func (r *fullRole) OnEffectDone(automaton.EffectDone) { r.got = append(r.got, "effect") }
+func (r *fullRole) OnOther(automaton.Input)           { r.got = append(r.got, "other") }
+
+// otherInput is an input no role handler names.
+type otherInput struct{ automaton.EffectDone }
+
+// A batch reaches OnBatch, or each request OnRequest in order; an effect's
+// completion reaches OnEffectDone; anything else OnOther, or nothing.
+func TestDispatchBatchesAndEffects(t *testing.T) {
+	batch := automaton.ClientBatch{Reqs: []automaton.Request{{Op: service.Op{Key: "a"}}, {Op: service.Op{Key: "b"}}}}
+	ins := []automaton.Input{batch, automaton.EffectDone{}, otherInput{}}
+	r := &role{}
+	for _, in := range ins {
+		Dispatch(r, in)
+	}
+	if want := []string{"request a", "request b"}; !reflect.DeepEqual(r.got, want) {
+		t.Fatalf("a four-handler role reached %v, want %v", r.got, want)
+	}
+	f := &fullRole{}
+	for _, in := range ins {
+		Dispatch(f, in)
+	}
+	if want := []string{"batch a", "effect", "other"}; !reflect.DeepEqual(f.got, want) {
+		t.Fatalf("a full role reached %v, want %v", f.got, want)
+	}
+}
+
 // The outbox never addresses its own node, keeps the order of outputs, and
 // the ticker is set once until it fires or stops.
 func TestOutboxAndTicker(t *testing.T) {
