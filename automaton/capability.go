@@ -380,6 +380,28 @@ func StepsClientBatches(name string) bool {
 	return ok && b.StepsClientBatches()
 }
 
+// KeyRunOrderer is implemented by batch-stepping protocols whose
+// ClientBatch applies its linearizable requests on one key in batch
+// order, as serial execution would (ABD's key runs, protocol/abd
+// batch.go): stronger than ClientBatch's contract, under which same-key
+// requests of a batch are concurrent. A runtime may then hand a
+// connection's pipelined same-key commands to the loop as one ordered
+// batch instead of one after the other (gateway/pipeline.go).
+type KeyRunOrderer interface {
+	OrdersKeyRuns() bool
+}
+
+// OrdersKeyRuns reports whether the named protocol applies a client
+// batch's linearizable same-key requests in batch order.
+func OrdersKeyRuns(name string) bool {
+	p, err := LookupAny(name)
+	if err != nil {
+		return false
+	}
+	o, ok := p.(KeyRunOrderer)
+	return ok && o.OrdersKeyRuns() && StepsClientBatches(name)
+}
+
 // DeploymentChecker is implemented by protocols that can tell, from the
 // cluster file alone, that a namespace's deployment cannot keep its
 // promise (issue 29: "a configuration that cannot be durable is refused

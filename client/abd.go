@@ -16,7 +16,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// Client-driven ABD (seed 001 §3.1.2: the "ABD capable client").
+// Client-driven ABD (the ABD report §3.1.2: the "ABD capable client").
 //
 // ABD returned by GRPC.ABD runs multi-writer ABD's two phases itself, as the
 // seed's client does, against every replica of an abd namespace, whose
@@ -26,10 +26,13 @@ import (
 // the namespace: a majority is counted over those addresses.
 //
 // Per operation, each phase is one request to every replica at once (the
-// seed launches one thread per server); the phase ends when a majority,
-// (N/2)+1, has answered (the seed's semaphore), and the requests still in
-// flight are cancelled (the seed leaves the stragglers open; ABD needs no
-// more than a majority). A replica whose attempt fails without an answer
+// seed launches one thread per server), sent as a call on the replica's
+// Pipeline stream (pipeline.go; the phases of all the operations running on
+// one client share the streams, as the seed's threads share nothing: a
+// stream's writer sends the calls queued meanwhile in one message); the
+// phase ends when a majority, (N/2)+1, has answered (the seed's semaphore),
+// and the calls still in flight are abandoned (the seed leaves the
+// stragglers open; ABD needs no more than a majority). A replica whose attempt fails without an answer
 // (connection refused or broken, TRYAGAIN) is asked again after a short
 // pause, doubling to abdMaxPause, until the majority is reached or the
 // phase's time runs out: Options.Timeout per phase, or the context's
@@ -119,16 +122,16 @@ func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
 	if closed {
 		return service.Result{}, ErrClosed
 	}
-	what := fmt.Sprintf("client-driven ABD %s %q", op.Kind, op.Key)
 	for !co.Done() {
 		storing := co.Storing()
 		if err := a.phase(ctx, co); err != nil {
+			what := fmt.Sprintf("client-driven ABD %s %q", op.Kind, op.Key)
 			switch {
 			case !storing:
 				return service.Result{}, fmt.Errorf("client: %s: query phase: %w", what, err)
 			case co.Write():
 				return service.Result{}, fmt.Errorf("client: %s: store phase: %w: %w", what, err, ErrUnknownOutcome)
-			default: // a read's write-back (seed 001 §3.1.2 omits it; ABD needs it)
+			default: // a read's write-back (the ABD report §3.1.2 omits it; ABD needs it)
 				return service.Result{}, fmt.Errorf("client: %s: write-back: %w", what, err)
 			}
 		}
@@ -136,16 +139,15 @@ func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
 	return co.Result(), nil
 }
 
-// abdAnswer is one replica's answer to a phase.
-type abdAnswer struct {
-	idx int
-	res service.Result
-	err error // nil: res is the answer
-}
-
-// phase sends the coordinator's current phase to every replica at once and
-// feeds it the answers until the phase is over (a majority). It fails at
-// once on a refusal, and when a majority can no longer answer in time.
+// phase sends the coordinator's current phase to every replica at once, as
+// a call on each replica's Pipeline stream (the phases of every operation
+// of this client share the streams, and a stream's writer sends what is
+// queued together), and feeds it the answers until the phase is over (a
+// majority). A replica whose attempt failed without an answer (the stream
+// broke or could not open, TRYAGAIN, UNAVAILABLE) is asked again after a
+// pause (ask's rule). It fails at once on a refusal, and when a majority can
+// no longer answer in time. The calls still in flight when it returns are
+// abandoned (their replies, when they come, are dropped).
 func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	ph := co.Phase()
 	req, err := a.c.request(a.ns, OpOptions{Ext: ph.Ext})
@@ -153,63 +155,93 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		return err
 	}
 	req.Op = synodpb.FromOp(ph.Op)
+	req.ClientId, req.Seq = 0, 0 // a call on a stream: the stream identifies it
 	pctx, cancel := context.WithTimeout(ctx, a.c.opts.Timeout)
 	defer cancel()
 	n := len(a.c.conns)
-	answers := make(chan abdAnswer, n)
-	for i, g := range a.c.conns {
+	// done hears of every call of this phase once it completed; one call
+	// at most is in flight per replica, so n places never block a stream.
+	done := make(chan *scall, n)
+	calls := make([]*scall, n) // each replica's call in flight
+	owner := map[*scall]int{}
+	pauses := make([]time.Duration, n)
+	again := make(chan int, n) // replicas whose pause is over
+	var timers []*time.Timer
+	defer func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+		for i, sc := range calls {
+			if sc != nil {
+				if st := a.c.conns[i].live(); st != nil {
+					st.abandon(sc)
+				}
+			}
+		}
+	}()
+	start := func(i int) {
+		sc := &scall{req: req, done: make(chan struct{}), notify: done}
+		calls[i] = sc
+		owner[sc] = i
+		g := a.c.conns[i]
+		if st := g.live(); st != nil && st.enqueue(sc) == nil {
+			return
+		}
+		// Slow path: wait for the connection and open a stream, without
+		// holding up the phase at the other replicas.
 		go func() {
-			res, err := a.ask(pctx, g, req)
-			answers <- abdAnswer{i, res, err}
+			st, err := a.c.stream(pctx, g)
+			if err == nil {
+				err = st.enqueue(sc)
+			}
+			if err != nil {
+				sc.err = err
+				sc.complete()
+			}
 		}()
 	}
-	got := 0
-	var errs []error
-	for range n {
-		r := <-answers
-		if r.err != nil {
-			if definite(status.Code(r.err)) {
-				return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, r.err)
-			}
-			errs = append(errs, fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, r.err))
-			continue
-		}
-		if r.res.IsErr() {
-			return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, replyError(r.res.Err))
-		}
-		advanced, err := co.Answer(r.idx, r.res)
-		if err != nil {
-			return fmt.Errorf("%s: %w", a.c.conns[r.idx].addr, err)
-		}
-		got++
-		if advanced {
-			return nil
-		}
+	for i := range n {
+		start(i)
 	}
-	return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(errs...))
-}
-
-// ask sends req to one replica until it answers (anything but TRYAGAIN),
-// refuses it, or ctx ends.
-func (a *ABD) ask(ctx context.Context, g *gconn, req *synodpb.Request) (service.Result, error) {
-	pause := abdFirstPause
+	got := 0
+	last := make([]error, n) // each replica's last failure
 	for {
-		_, res, _, err := a.c.attempt(ctx, g, req)
-		switch {
-		case err != nil && definite(status.Code(err)):
-			return service.Result{}, err
-		case err == nil && !(res.IsErr() && replyError(res.Err).Kind == synoderr.TryAgain):
-			return res, nil
-		case err == nil:
-			err = replyError(res.Err)
-		}
-		t := time.NewTimer(pause)
 		select {
-		case <-ctx.Done():
-			t.Stop()
-			return service.Result{}, fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-t.C:
+		case sc := <-done:
+			i := owner[sc]
+			if calls[i] != sc {
+				continue
+			}
+			calls[i] = nil
+			_, res, _, err := sc.outcome()
+			switch {
+			case err != nil && definite(status.Code(err)):
+				return fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
+			case err == nil && res.IsErr() && replyError(res.Err).Kind != synoderr.TryAgain:
+				return fmt.Errorf("%s: %w", a.c.conns[i].addr, replyError(res.Err))
+			case err == nil && !res.IsErr():
+				advanced, err := co.Answer(i, res)
+				if err != nil {
+					return fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
+				}
+				got++
+				if advanced {
+					return nil
+				}
+				continue
+			case err == nil:
+				err = replyError(res.Err)
+			}
+			last[i] = fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
+			// Ask again after a pause, doubling up to abdMaxPause.
+			pauses[i] = min(max(2*pauses[i], abdFirstPause), abdMaxPause)
+			timers = append(timers, time.AfterFunc(pauses[i], func() { again <- i }))
+		case i := <-again:
+			if pctx.Err() == nil {
+				start(i)
+			}
+		case <-pctx.Done():
+			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, pctx.Err())...))
 		}
-		pause = min(2*pause, abdMaxPause)
 	}
 }

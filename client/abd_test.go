@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 
 // abdReplicas starts n gRPC nodes, each running a real ABD automaton on
 // its own (client-driven phases never need a peer).
-func abdReplicas(t *testing.T, n int) ([]*gnode, []*gatewaytest.AutomatonBackend, []string) {
+func abdReplicas(t testing.TB, n int) ([]*gnode, []*gatewaytest.AutomatonBackend, []string) {
 	t.Helper()
 	var nodes []*gnode
 	var backs []*gatewaytest.AutomatonBackend
@@ -158,4 +159,59 @@ func TestABDClientFailures(t *testing.T) {
 	if _, err := oc.Do(tctx(t), service.Op{Kind: "incr", Key: "k"}); err == nil {
 		t.Fatal("incr accepted by the client-driven ABD client")
 	}
+}
+
+// Many goroutines on one client: their phases go as calls on the replicas'
+// Pipeline streams (the replicas see the streams' identities, never the
+// client's own, which a Do call carries), each goroutine reads its own
+// latest write, and the phases keep completing with a majority when a
+// replica stops mid-run (its stream breaks; its calls in flight are
+// abandoned, not waited for).
+func TestABDClientSharedStreams(t *testing.T) {
+	nodes, backs, addrs := abdReplicas(t, 3)
+	ctx := tctx(t)
+	c := newGRPC(t, addrs, Options{Timeout: 5 * time.Second})
+	a := c.ABD("")
+	const workers, rounds = 8, 10
+	run := func(from int) {
+		t.Helper()
+		errs := make(chan error, workers)
+		for w := range workers {
+			go func() {
+				key := fmt.Sprintf("k%d", w)
+				for i := from; i < from+rounds; i++ {
+					want := fmt.Sprintf("v%d", i)
+					if err := a.Set(ctx, key, []byte(want)); err != nil {
+						errs <- fmt.Errorf("set %s=%s: %w", key, want, err)
+						return
+					}
+					if v, ok, err := a.Get(ctx, key); err != nil || !ok || string(v) != want {
+						errs <- fmt.Errorf("get %s after set %s: %q %v %v", key, want, v, ok, err)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range workers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(0)
+	for i, b := range backs {
+		n := 0
+		for _, req := range b.Log() {
+			if req.ID.Client == c.client {
+				t.Fatalf("replica %d got a phase under the client's own id %x (a Do call, not a stream call): %v", i, c.client, req)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("replica %d got no phase", i)
+		}
+	}
+	nodes[2].stop()
+	run(rounds)
 }

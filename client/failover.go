@@ -15,7 +15,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// The fail-over client stub (seed 002, chapter III.B, Fig. III.1).
+// The fail-over client stub (the Grid Services thesis, chapter III.B, Fig. III.1).
 //
 // For a namespace whose protocol has a leader (Namespace.has_leader: paxos,
 // primary-backup's primary), GRPC subscribes on first use to WatchLeader at
@@ -195,7 +195,7 @@ type attemptResult struct {
 // first attempt at the target, another at each newly notified leader, and
 // the next address when every outstanding attempt failed. Only reads and
 // writes of namespaces with idempotent_retry come here.
-func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what string, p nsProps) (*synodpb.Response, service.Result, error) {
+func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what reqName, p nsProps) (*synodpb.Response, service.Result, error) {
 	st := c.leader(p.name)
 	sctx, scancel := context.WithCancel(ctx) // ends every attempt on return
 	defer scancel()

@@ -13,7 +13,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// Clients that send to every replica (automaton.FanoutProtocol; seed 002
+// Clients that send to every replica (automaton.FanoutProtocol; the Grid Services thesis
 // chapters V and VI).
 //
 // For a namespace whose protocol wants it (Namespace.client_fanout: Fast
@@ -40,7 +40,7 @@ const (
 )
 
 // sendFanout runs req on a client_fanout namespace.
-func (c *GRPC) sendFanout(ctx context.Context, req *synodpb.Request, what string, p nsProps) (*synodpb.Response, service.Result, error) {
+func (c *GRPC) sendFanout(ctx context.Context, req *synodpb.Request, what reqName, p nsProps) (*synodpb.Response, service.Result, error) {
 	if c.opts.NoFanout {
 		return c.sendOne(ctx, req, what, p, -1, c.attempt)
 	}
@@ -89,7 +89,7 @@ func (c *GRPC) sendFanout(ctx context.Context, req *synodpb.Request, what string
 // is not silent and not TRYAGAIN (resp non-nil), or a definite refusal
 // (err), or else whether any attempt may have reached a node and each
 // attempt's failure.
-func (c *GRPC) fanoutRound(ctx context.Context, req *synodpb.Request, what string) (*synodpb.Response, service.Result, bool, []error, error) {
+func (c *GRPC) fanoutRound(ctx context.Context, req *synodpb.Request, what reqName) (*synodpb.Response, service.Result, bool, []error, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan attemptResult, len(c.conns))

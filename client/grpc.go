@@ -78,7 +78,7 @@ type OpOptions struct {
 	// (INVALID_ARGUMENT); nothing is then executed.
 	Ext map[string][]string
 	// OpID, Prev and Strict are shorthands for the eventually-serializable
-	// model's options (seed 000 chapter 3; automaton.OptOpID, OptPrev,
+	// model's options (the ESDS thesis chapter 3; automaton.OptOpID, OptPrev,
 	// OptStrict): the operation's id (empty: the node assigns
 	// "<client id as 16 hex>-<seq>", returned by DoOp), the ids of
 	// operations that must precede it, and whether to answer only once it
@@ -479,7 +479,7 @@ func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops 
 	}
 	l := c.takeLane(req)
 	defer c.lanes.put(l)
-	what := fmt.Sprintf("%s (request %x:%d)", kind, req.ClientId, req.Seq)
+	what := reqName{kind: kind, req: req}
 	switch {
 	case p.fanout:
 		return c.sendFanout(ctx, req, what, p)
@@ -498,7 +498,7 @@ func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops 
 // sendOne runs req at one address at a time, round robin from start (-1:
 // the preferred one), each attempt made by try, with the package doc's
 // retry rules.
-func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p nsProps, start int, try tryFunc) (*synodpb.Response, service.Result, error) {
+func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what reqName, p nsProps, start int, try tryFunc) (*synodpb.Response, service.Result, error) {
 	isRead, idem := p.read, p.idempotent
 	if start < 0 {
 		c.mu.Lock()
@@ -512,8 +512,12 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 		g := c.conns[idx]
 		resp, res, sent, err := try(ctx, g, req)
 		if err == nil {
+			if res.Type != service.ResultErr {
+				c.prefer(idx)
+				return resp, res, nil
+			}
 			e := replyError(res.Err)
-			if res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
+			if e.Kind != synoderr.TryAgain {
 				c.prefer(idx)
 				return resp, res, nil
 			}
@@ -550,13 +554,32 @@ func (c *GRPC) sendOne(ctx context.Context, req *synodpb.Request, what string, p
 	return nil, service.Result{}, c.giveUp(what, isRead, maySent, fmt.Errorf("failed at every address: %w", errors.Join(errs...)))
 }
 
+// reqName names a request in errors; it is spelled (String) only when an
+// error needs it, not once per request.
+type reqName struct {
+	text  string           // the whole name, when set
+	kind  string           // else the operation's kind,
+	req   *synodpb.Request // with the request's identity (a Do call's),
+	piped bool             // or as a pipelined call (the stream's identity)
+}
+
+func (n reqName) String() string {
+	switch {
+	case n.text != "":
+		return n.text
+	case n.piped:
+		return "pipelined " + n.kind
+	}
+	return fmt.Sprintf("%s (request %x:%d)", n.kind, n.req.GetClientId(), n.req.GetSeq())
+}
+
 // tryFunc makes one attempt of req at g (GRPC.attempt: a Do call;
 // attemptStream: a call on g's Pipeline stream). sent reports whether the
 // request may have reached the node; an error with sent false means it
 // certainly did not.
 type tryFunc func(ctx context.Context, g *gconn, req *synodpb.Request) (resp *synodpb.Response, res service.Result, sent bool, err error)
 
-func (c *GRPC) giveUp(what string, isRead, maySent bool, err error) error {
+func (c *GRPC) giveUp(what reqName, isRead, maySent bool, err error) error {
 	if !isRead && maySent {
 		return fmt.Errorf("client: %s: %w: %w", what, err, ErrUnknownOutcome)
 	}
@@ -692,7 +715,7 @@ var ErrTxnAborted = errors.New("transaction aborted: nothing of it took effect")
 // aborted.
 var ErrTxnDone = errors.New("client: the transaction has ended (committed or aborted)")
 
-// Txn is an interactive transaction (automaton/txn.go; seed 002 VI.A.4's
+// Txn is an interactive transaction (automaton/txn.go; the Grid Services thesis VI.A.4's
 // shape): each Do is answered before the commit, with the transaction's own
 // writes visible to its later reads and invisible to everyone else until
 // Commit. Only protocols with Namespace.interactive_transactions serve them

@@ -114,13 +114,13 @@ func (b *tryAgainBackend) Do(ctx context.Context, ns string, req automaton.Reque
 	return automaton.Response{ID: req.ID, Result: service.Errorf("TRYAGAIN no quorum")}, nil
 }
 
-func startGRPC(t *testing.T, b *gatewaytest.MemBackend, opts grpcserver.Options) *gnode {
+func startGRPC(t testing.TB, b *gatewaytest.MemBackend, opts grpcserver.Options) *gnode {
 	t.Helper()
 	return startGRPCOver(t, b, b, opts)
 }
 
 // startGRPCOver serves backend; mem is the backend whose log tests read.
-func startGRPCOver(t *testing.T, backend gateway.Backend, b *gatewaytest.MemBackend, opts grpcserver.Options) *gnode {
+func startGRPCOver(t testing.TB, backend gateway.Backend, b *gatewaytest.MemBackend, opts grpcserver.Options) *gnode {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -139,7 +139,7 @@ func (n *gnode) stop() {
 	})
 }
 
-func newGRPC(t *testing.T, addrs []string, opts Options) *GRPC {
+func newGRPC(t testing.TB, addrs []string, opts Options) *GRPC {
 	t.Helper()
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
@@ -301,7 +300,7 @@ func (c *GRPC) sendPiped(ctx context.Context, req *synodpb.Request, kind string,
 	if closed {
 		return nil, service.Result{}, ErrClosed
 	}
-	what := fmt.Sprintf("pipelined %s", kind)
+	what := reqName{kind: kind, piped: true}
 	if req.ClientId != 0 || req.Seq != 0 {
 		req.ClientId, req.Seq = 0, 0 // the stream identifies its calls
 	}
@@ -339,8 +338,20 @@ type scall struct {
 	named bool  // may go in a named message (namedCall)
 	msg   *nmsg // its named message, set with sent (under the stream's mu)
 	done  chan struct{}
-	reply *synodpb.CallReply
-	err   error
+	// notify, when set, receives the call once it completed (after done
+	// closed); its capacity must hold every call that names it, so the
+	// stream never blocks on it (client-driven ABD's phases).
+	notify chan<- *scall
+	reply  *synodpb.CallReply
+	err    error
+}
+
+// complete ends sc: done closes, then notify hears of it.
+func (sc *scall) complete() {
+	close(sc.done)
+	if sc.notify != nil {
+		sc.notify <- sc
+	}
 }
 
 // namedCall reports whether req, a pipelined call on a namespace of
@@ -470,12 +481,45 @@ func (m *nmsg) run() {
 		return
 	}
 	p.idempotent = true // the namespace's, checked when the message was formed
-	what := fmt.Sprintf("pipelined group of %d calls (request %x:%d) resubmitted after its outcome was left unknown", len(m.calls), req.ClientId, req.Seq)
+	what := reqName{text: fmt.Sprintf("pipelined group of %d calls (request %x:%d) resubmitted after its outcome was left unknown", len(m.calls), req.ClientId, req.Seq)}
 	if p.hasLeader && !c.opts.NoLeaderWatch {
 		m.resp, _, m.err = c.sendLeader(ctx, req, what, p)
 	} else {
 		m.resp, _, m.err = c.sendOne(ctx, req, what, p, -1, c.attempt)
 	}
+}
+
+// callBytes bounds the encoded size of a call carrying req from above,
+// without encoding it (proto.Size walks the options map by reflection,
+// allocating per entry): its operations' bytes, its options' names and
+// values, its strings, and 16 bytes of tags and lengths per field.
+func callBytes(req *synodpb.Request) int {
+	n := 64 + len(req.GetNamespace()) + len(req.GetOpId())
+	op := func(o *synodpb.Op) {
+		n += 16 + len(o.GetKind()) + len(o.GetKey())
+		for _, a := range o.GetArgs() {
+			n += 16 + len(a)
+		}
+	}
+	if o := req.GetOp(); o != nil {
+		op(o)
+	}
+	for _, o := range req.GetOps() {
+		op(o)
+	}
+	for _, p := range req.GetPrev() {
+		n += 16 + len(p)
+	}
+	for k, v := range req.GetOptions() {
+		n += 32 + len(k)
+		for _, s := range v.GetValues() {
+			n += 16 + len(s)
+		}
+	}
+	if req.GetTxn() != nil {
+		n += 64
+	}
+	return n
 }
 
 // maxCallBytes is where the writer starts a new message.
@@ -510,6 +554,17 @@ func (c *GRPC) stream(ctx context.Context, g *gconn) (*gstream, error) {
 	go st.reader()
 	g.st = st
 	return st, nil
+}
+
+// live returns g's stream when it has a live one, else nil.
+func (g *gconn) live() *gstream {
+	g.smu.Lock()
+	st := g.st
+	g.smu.Unlock()
+	if st != nil && st.alive() {
+		return st
+	}
+	return nil
 }
 
 func (st *gstream) alive() bool {
@@ -588,7 +643,7 @@ func (st *gstream) messages() []*synodpb.PipelineRequest {
 	size := 0
 	for k, sc := range q {
 		call := &synodpb.Call{Id: sc.id, Request: sc.req}
-		n := proto.Size(call)
+		n := callBytes(sc.req)
 		if sc.named && (m == nil || !m.fits(sc, n)) && st.named >= maxNamedInFlight {
 			st.queue = append(st.queue, q[k:]...) // after the named message in flight
 			break
@@ -648,7 +703,7 @@ func (st *gstream) reader() {
 			}
 			if sc != nil {
 				sc.reply = r
-				close(sc.done)
+				sc.complete()
 			}
 		}
 	}
@@ -672,11 +727,11 @@ func (st *gstream) fail(err error) {
 	st.cancel()
 	for _, sc := range q {
 		sc.err = err
-		close(sc.done)
+		sc.complete()
 	}
 	for _, sc := range p {
 		sc.err = err
-		close(sc.done)
+		sc.complete()
 	}
 }
 
@@ -722,14 +777,18 @@ func (c *GRPC) attemptStream(ctx context.Context, g *gconn, req *synodpb.Request
 // wait waits up to timeout for sc's reply (a tryFunc's results),
 // abandoning sc when ctx ends or the time is up first.
 func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (*synodpb.Response, service.Result, bool, error) {
-	tm := time.NewTimer(timeout)
-	defer tm.Stop()
+	var expired <-chan time.Time // nil (never) when ctx ends first anyway
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
+		tm := time.NewTimer(timeout)
+		defer tm.Stop()
+		expired = tm.C
+	}
 	var cause error
 	select {
 	case <-sc.done:
 	case <-ctx.Done():
 		cause = ctx.Err()
-	case <-tm.C:
+	case <-expired:
 		cause = context.DeadlineExceeded
 	}
 	if cause != nil {
@@ -751,6 +810,12 @@ func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (
 		}
 		m.finish(true)
 	}
+	return sc.outcome()
+}
+
+// outcome is a completed call's reply as a tryFunc returns it (a call in
+// no named message).
+func (sc *scall) outcome() (*synodpb.Response, service.Result, bool, error) {
 	if sc.err != nil {
 		return nil, service.Result{}, sc.sent, sc.err
 	}

@@ -13,7 +13,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/gateway/grpcserver"
@@ -365,5 +367,24 @@ func TestPipelineNamedResubmit(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Fatalf("request %v reached the protocol %d times, want 2 (at node a, then resubmitted at node b)", first, seen)
+	}
+}
+
+// callBytes, the writer's size of a call, is at least the call's encoded
+// size for every kind of request (else a message could outgrow its limit).
+func TestCallBytesBoundsSize(t *testing.T) {
+	big := make([]byte, 5000)
+	for _, req := range []*synodpb.Request{
+		{},
+		{Namespace: "ns", Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{big, {1}}}},
+		{Namespace: "ns", ClientId: ^uint64(0), Seq: ^uint64(0), Read: synodpb.ReadMode_READ_MODE_REGULAR, OpId: "op-1", Prev: []string{"a", "bb"}, Strict: true, Fanout: true,
+			Ops:     []*synodpb.Op{{Kind: "set", Key: "a", Args: [][]byte{big}}, {Kind: "get", Key: "b"}},
+			Options: map[string]*synodpb.OptionValues{"abd.phase": {Values: []string{"store"}}, "abd.tag": {Values: []string{"1:2:client/0123456789abcdef", ""}}, "x": {}},
+			Txn:     &synodpb.TxnStep{TxnClient: ^uint64(0), TxnSeq: ^uint64(0), Action: synodpb.TxnStep_COMMIT}},
+	} {
+		call := &synodpb.Call{Id: ^uint64(0), Request: req}
+		if got, want := callBytes(req), proto.Size(call); got < want {
+			t.Errorf("callBytes %d < encoded size %d of %v", got, want, req)
+		}
 	}
 }

@@ -64,8 +64,9 @@ type Group struct {
 }
 
 // Groups lists every replica group of the cluster: each unsharded
-// namespace, then each shard of each sharded namespace, in file order.
-// The cluster must be valid.
+// namespace, then each shard of each sharded namespace, in file order,
+// then the placement namespace when a namespace is sharded. The cluster
+// must be valid.
 func (c *Cluster) Groups() []Group {
 	var out []Group
 	for _, ns := range c.Namespaces {
@@ -75,7 +76,39 @@ func (c *Cluster) Groups() []Group {
 		}
 		out = append(out, c.ShardGroups(ns)...)
 	}
+	if g, ok := c.PlacementGroup(); ok {
+		out = append(out, g)
+	}
 	return out
+}
+
+// PlacementName is the placement namespace's name (issue 33 item 2): a
+// paxos KV group that records each sharded namespace's slot map with its
+// epoch and its migrations (package shard, "Online slot migration";
+// node/slotmap.go). Clients cannot name it: namespace names cannot
+// contain GroupSep.
+const PlacementName = GroupSep + "placement"
+
+// PlacementGroup is the placement namespace, when some namespace is
+// sharded: paxos and KV on three nodes spread over the cluster file's
+// order (nodes 1, 1+N/3 and 1+2N/3; every node when there are fewer than
+// three), so that with the default `synod cluster up` split its members are
+// in three different shards.
+func (c *Cluster) PlacementGroup() (Group, bool) {
+	sharded := false
+	for _, ns := range c.Namespaces {
+		sharded = sharded || len(ns.Shards) > 0
+	}
+	if !sharded || len(c.Nodes) == 0 {
+		return Group{}, false
+	}
+	ids := c.NodeIDs()
+	nodes := ids
+	if len(ids) > 3 {
+		nodes = []automaton.NodeID{ids[0], ids[len(ids)/3], ids[2*len(ids)/3]}
+	}
+	ns := Namespace{Name: PlacementName, Protocol: "paxos", Service: "kv"}
+	return Group{Namespace: ns, Parent: PlacementName, Slots: []shard.Range{{First: 0, Last: shard.Slots - 1}}, Nodes: nodes}, true
 }
 
 // ShardGroups lists the groups of sharded namespace ns, in its Shards'

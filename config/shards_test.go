@@ -45,7 +45,7 @@ func TestShardsValid(t *testing.T) {
 			return s
 		}(), ","))
 	}
-	if got := strings.Join(names, " "); got != "default#s0:n1,n2,n3 default#s1:n2,n3,n4 plain:n1,n2,n3,n4" {
+	if got := strings.Join(names, " "); got != "default#s0:n1,n2,n3 default#s1:n2,n3,n4 plain:n1,n2,n3,n4 #placement:n1,n2,n3" {
 		t.Fatalf("groups = %s", got)
 	}
 	m := SlotMap(c.Namespaces[0])

@@ -34,7 +34,18 @@
 //
 // RunAll (synod-lab experiment run all [--quick]) runs every experiment and
 // writes docs/REPRODUCTION.md with every claim, its statistics and cause,
-// each table and the PNG plots copied to docs/reproduction/.
+// each table and the PNG plots copied to docs/reproduction/. It rewrites
+// the report after every experiment, keeping the earlier report's sections
+// of the experiments not run yet, so an interrupted pass leaves a whole
+// report (--only re-runs some experiments and keeps the others'; --with
+// "NAME --quick=false" runs one at full size in a quick pass). CheckReport
+// checks such a report: every claim line has a verdict of Verdicts with its
+// statistics (and a cause when it does not hold), the header counts them,
+// and no plot link dangles. CI checks the committed report with it
+// (TestCommittedReport) and runs a quick pass of at least one experiment of
+// every seed, in cells of seconds, through RunAll (experiment/all
+// TestQuickReport; --with "NAME --duration 300ms" and per-experiment flags
+// shrink a live cell).
 //
 // # What the framework does
 //

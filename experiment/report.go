@@ -27,8 +27,12 @@ type ReportOptions struct {
 	Doc, PlotDir string
 	// Command is the command line printed at the top of the report.
 	Command string
+	// Note is printed in the header beside the load (why the pass is quick,
+	// which sections were kept and why).
+	Note string
 	// Args are flags for one experiment, by name (its Flags: "--mode",
-	// "sim"), parsed before it runs and printed in its section's command.
+	// "sim"; and --duration, --repeat for it alone), parsed before it runs
+	// and printed in its section's command.
 	Args map[string][]string
 }
 
@@ -64,30 +68,51 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 	}
 	// With Names, an earlier report's sections of the other experiments
 	// are kept (each says its own command and load), so that one seed's
-	// experiments can be re-run without re-running every seed's.
-	var kept []keptSection
-	if o.Doc != "" && len(o.Names) > 0 {
+	// experiments can be re-run without re-running every seed's. The
+	// report is written after every experiment: the sections of those not
+	// run yet are the earlier report's until theirs replace them, so an
+	// interrupted run leaves a whole report with what it finished.
+	var earlier []keptSection
+	if o.Doc != "" {
 		if b, err := os.ReadFile(o.Doc); err == nil {
-			kept = parseReport(string(b), o.Names)
+			earlier = parseReport(string(b), nil)
 		}
+	}
+	pending := map[string]bool{}
+	for _, e := range exps {
+		pending[e.Name()] = true
+	}
+	kept := func() []keptSection {
+		var out []keptSection
+		for _, k := range earlier {
+			if pending[k.Name] || len(o.Names) > 0 && !slices.Contains(o.Names, k.Name) {
+				out = append(out, k)
+			}
+		}
+		return out
 	}
 	if o.PlotDir != "" {
 		if err := os.MkdirAll(o.PlotDir, 0o755); err != nil {
 			return nil, err
-		}
-		// Plots of an earlier report are replaced, not accumulated (with
-		// Names: the plots of those experiments only).
-		old, _ := filepath.Glob(filepath.Join(o.PlotDir, "*.png"))
-		for _, f := range old {
-			if len(o.Names) == 0 || slices.ContainsFunc(o.Names, func(n string) bool { return strings.HasPrefix(filepath.Base(f), n+"-") }) {
-				os.Remove(f)
-			}
 		}
 	}
 	start := time.Now()
 	load0 := LoadAvg()
 	var runs []ReportRun
 	var errs []error
+	write := func() {
+		if o.Doc == "" {
+			return
+		}
+		var b bytes.Buffer
+		WriteReport(&b, runs, reportHeader{
+			Command: o.Command, Started: start, Finished: time.Now(), Load: [2]string{load0, LoadAvg()},
+			Quick: o.Quick, Reps: o.Reps, DocDir: filepath.Dir(o.Doc), Kept: kept(), Note: o.Note,
+		})
+		if err := os.WriteFile(o.Doc, b.Bytes(), 0o644); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, e := range exps {
 		if ctx.Err() != nil {
 			break
@@ -103,14 +128,28 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 		if len(args) > 0 {
 			fs := pflag.NewFlagSet(e.Name(), pflag.ContinueOnError)
 			e.Flags(fs)
+			// The run's own flags, for this experiment only.
+			fs.DurationVar(&ro.Duration, "duration", ro.Duration, "measured length of each cell")
+			fs.IntVar(&ro.Reps, "repeat", ro.Reps, "runs of every cell")
+			fs.BoolVar(&ro.Quick, "quick", ro.Quick, "short cells (--quick=false: full size in a quick pass)")
 			if err := fs.Parse(args); err != nil {
 				return nil, fmt.Errorf("%s: %w", e.Name(), err)
 			}
 		}
 		res, err := Run(ctx, e, ro)
+		if ctx.Err() != nil && err != nil {
+			break // interrupted: its earlier section stays
+		}
 		rr := ReportRun{Results: res, Table: buf.String(), Err: err, Args: args}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e.Name(), err))
+		}
+		if o.PlotDir != "" {
+			// Its plots of an earlier report are replaced, not accumulated.
+			old, _ := filepath.Glob(filepath.Join(o.PlotDir, e.Name()+"-*.png"))
+			for _, f := range old {
+				os.Remove(f)
+			}
 		}
 		if res != nil && o.PlotDir != "" {
 			for _, p := range res.Plots {
@@ -126,17 +165,26 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 			}
 		}
 		runs = append(runs, rr)
+		delete(pending, e.Name())
+		write()
 	}
-	if o.Doc != "" {
-		var b bytes.Buffer
-		WriteReport(&b, runs, reportHeader{
-			Command: o.Command, Started: start, Finished: time.Now(), Load: [2]string{load0, LoadAvg()},
-			Quick: o.Quick, Reps: o.Reps, DocDir: filepath.Dir(o.Doc), Kept: kept,
-		})
-		if err := os.WriteFile(o.Doc, b.Bytes(), 0o644); err != nil {
-			errs = append(errs, err)
+	// A whole run's report has only its plots: others (of experiments
+	// that no longer exist) are removed.
+	if o.PlotDir != "" && len(o.Names) == 0 && len(pending) == 0 {
+		mine := map[string]bool{}
+		for _, r := range runs {
+			for _, p := range r.Plots {
+				mine[p] = true
+			}
+		}
+		old, _ := filepath.Glob(filepath.Join(o.PlotDir, "*.png"))
+		for _, f := range old {
+			if !mine[f] {
+				os.Remove(f)
+			}
 		}
 	}
+	write()
 	if ctx.Err() != nil {
 		errs = append(errs, errors.New("interrupted"))
 	}
@@ -144,7 +192,7 @@ func RunAll(ctx context.Context, o ReportOptions) ([]ReportRun, error) {
 }
 
 type reportHeader struct {
-	Command           string
+	Command, Note     string
 	Started, Finished time.Time
 	Load              [2]string
 	Quick             bool
@@ -178,25 +226,18 @@ func parseReport(doc string, rerun []string) []keptSection {
 		return k
 	}
 	lines := strings.Split(doc, "\n")
-	inTable := false
+	var table summaryTable
 	var cur *keptSection
 	for _, l := range lines {
-		switch {
-		case l == "| experiment | claim | verdict |":
-			inTable = true
-			continue
-		case inTable && strings.HasPrefix(l, "|---"):
-			continue
-		case inTable && strings.HasPrefix(l, "| "):
-			cells := strings.Split(l, " | ")
-			k := get(strings.TrimPrefix(cells[0], "| "))
-			k.Rows = append(k.Rows, l)
-			if v := Verdict(strings.TrimSuffix(cells[len(cells)-1], " |")); knownVerdict(v) {
-				k.Verdicts = append(k.Verdicts, v)
+		if name, v, in := table.row(l); in {
+			if name != "" {
+				k := get(name)
+				k.Rows = append(k.Rows, l)
+				if knownVerdict(v) {
+					k.Verdicts = append(k.Verdicts, v)
+				}
 			}
 			continue
-		case inTable:
-			inTable = false
 		}
 		switch {
 		case strings.HasPrefix(l, "### "):
@@ -219,6 +260,25 @@ func parseReport(doc string, rerun []string) []keptSection {
 		}
 	}
 	return out
+}
+
+// summaryTable reads the report's summary table line by line.
+type summaryTable struct{ in bool }
+
+// row reports whether l belongs to the table (its header, separator or a
+// row) and, for a row, its experiment and verdict.
+func (t *summaryTable) row(l string) (experiment string, v Verdict, in bool) {
+	switch {
+	case l == "| experiment | claim | verdict |":
+		t.in = true
+	case t.in && strings.HasPrefix(l, "|---"):
+	case t.in && strings.HasPrefix(l, "| "):
+		cells := strings.Split(l, " | ")
+		return strings.TrimPrefix(cells[0], "| "), Verdict(strings.TrimSuffix(cells[len(cells)-1], " |")), true
+	default:
+		t.in = false
+	}
+	return "", "", t.in
 }
 
 // WriteReport writes the Markdown report of runs.
@@ -270,6 +330,9 @@ func WriteReport(w io.Writer, runs []ReportRun, h reportHeader) {
 		h.Started.UTC().Format(time.RFC3339), h.Finished.Sub(h.Started).Round(time.Second), orDefault(h.Load[0], "n/a"), orDefault(h.Load[1], "n/a"))
 	if h.Quick {
 		fmt.Fprint(w, " **Quick pass** (`--quick`): short cells and small sizes, so more claims are inconclusive than in a full run.")
+	}
+	if h.Note != "" {
+		fmt.Fprintf(w, " %s", h.Note)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "\n**%d claims: %s.**\n\n", total, FormatCounts(counts))

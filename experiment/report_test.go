@@ -2,6 +2,9 @@ package experiment
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,5 +50,71 @@ func TestReportKeepsOtherSections(t *testing.T) {
 		if again[i].Body != kept[i].Body || strings.Join(again[i].Rows, "\n") != strings.Join(kept[i].Rows, "\n") {
 			t.Errorf("section %s changed:\n%q\n%q", kept[i].Name, kept[i].Body, again[i].Body)
 		}
+	}
+}
+
+// named is the fake experiment under another name (registered once).
+type named struct {
+	fake
+	name string
+}
+
+func (n *named) Name() string { return n.name }
+
+var keepOne, keepTwo = &named{name: "seed900-keep-one"}, &named{name: "seed900-keep-two"}
+
+func init() {
+	Register(keepOne)
+	Register(keepTwo)
+}
+
+// An interrupted run leaves a whole report: the experiments it finished
+// with their new sections and plots, the one it was running and those
+// after it with their earlier sections and plots.
+func TestRunAllInterruptedKeepsEarlierSections(t *testing.T) {
+	dir := t.TempDir()
+	doc, plots := filepath.Join(dir, "REPRODUCTION.md"), filepath.Join(dir, "reproduction")
+	if err := os.MkdirAll(plots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	one, two := reportRun(keepOne.name, Holds), reportRun(keepTwo.name, Inconclusive)
+	for _, r := range []*ReportRun{&one, &two} {
+		p := filepath.Join(plots, r.Results.Experiment+"-old.png")
+		if err := os.WriteFile(p, []byte("png"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r.Plots = []string{p}
+	}
+	var b bytes.Buffer
+	WriteReport(&b, []ReportRun{one, two}, reportHeader{Command: "earlier", DocDir: dir})
+	if err := os.WriteFile(doc, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	keepOne.fake, keepTwo.fake = fake{}, fake{cancel: cancel}
+	_, err := RunAll(ctx, ReportOptions{RunOptions: RunOptions{Options: Options{Reps: 1}, Out: filepath.Join(dir, "runs")},
+		Names: []string{keepOne.name, keepTwo.name}, Doc: doc, PlotDir: plots, Command: "again", Note: "A note on the load."})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("RunAll: %v", err)
+	}
+	out, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(out)
+	for _, want := range []string{"summary: ours has", keepTwo.name + " claim a", keepTwo.name + "-old.png", keepOne.name + "-bars.png", "**1 claims: 1 inconclusive.**", "A note on the load."} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, keepOne.name+" claim a") || strings.Contains(report, keepOne.name+"-old.png") {
+		t.Errorf("the finished experiment's earlier section is still there:\n%s", report)
+	}
+	if _, err := os.Stat(filepath.Join(plots, keepOne.name+"-old.png")); !os.IsNotExist(err) {
+		t.Errorf("the finished experiment's old plot was not replaced: %v", err)
+	}
+	for _, e := range CheckReport(report, dir) {
+		t.Error(e)
 	}
 }

@@ -3,7 +3,7 @@
 // Backend (the node runtime, or a fake in tests).
 //
 // Backends that know a namespace's leader (LeaderBackend, LeaderWatcher)
-// also get SYNOD LEADER and the fail-over notifications of seed 002,
+// also get SYNOD LEADER and the fail-over notifications of the Grid Services thesis,
 // chapter III: SUBSCRIBE synod:leader:<namespace>, in Redis pub/sub framing
 // (subscribe.go).
 package gateway
@@ -36,4 +36,16 @@ type Backend interface {
 	Namespaces() []config.Namespace
 	// Info returns "key:value" facts for the INFO command, grouped by section.
 	Info() map[string]map[string]string
+}
+
+// BatchBackend is a Backend that can also hand several requests of one
+// namespace to its loop at once, in order (node.Node). Where the
+// namespace's protocol applies a client batch's same-key requests in batch
+// order (automaton.OrdersKeyRuns: ABD), a connection's pipelined commands
+// on one key then go in one batch (gateway/pipeline.go) instead of one
+// after the other. Each request is answered as Do would answer it (errs[i]
+// as Do's error).
+type BatchBackend interface {
+	Backend
+	DoBatch(ctx context.Context, ns string, reqs []automaton.Request) (resps []automaton.Response, errs []error)
 }

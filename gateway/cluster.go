@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -32,7 +33,10 @@ import (
 // protocol (it sent CLUSTER, READONLY, READWRITE or ASKING) is instead
 // answered "-MOVED <slot> <host>:<port>" for a key whose group this node
 // does not replicate, and follows the redirection itself as Redis Cluster
-// clients do. ASK is not sent: slots do not migrate yet (docs/SHARDING.md).
+// clients do. While slots migrate (node/migrate.go), the source group
+// answers ASK for them once it has handed them over, and a command after
+// ASKING (ClusterMode.Asking) may be served by the group importing them;
+// a client that knows nothing of clusters has both followed for it.
 // Keys in different groups in one command are refused with CROSSSLOT by
 // the node (cross-shard transactions are issue 33 item 5).
 
@@ -47,6 +51,14 @@ type ClusterBackend interface {
 	// SlotLocal reports whether this node replicates the group owning
 	// slot of ns, and otherwise the client address to redirect to.
 	SlotLocal(ns string, slot int) (local bool, addr string)
+}
+
+// MigrationBackend starts, shows and controls slot migrations of a
+// sharded namespace (package node, migrate.go): args are "start
+// <from-shard> <to-shard> <slots> [rate <keys/s>]", "status", "pause",
+// "resume", "cancel" or "rate <keys/s>". The answer is text.
+type MigrationBackend interface {
+	Migrate(ctx context.Context, ns string, args []string) (string, error)
 }
 
 // ClusterShard is one group of a sharded namespace.
@@ -67,7 +79,39 @@ type ClusterNode struct {
 
 // clusterConn is a connection's cluster state.
 type clusterConn struct {
-	aware bool // sent CLUSTER, READONLY, READWRITE or ASKING: gets MOVED
+	aware  bool // sent CLUSTER, READONLY, READWRITE or ASKING: gets MOVED
+	asking bool // the last command was ASKING: the next one may go to a slot's importing group
+	now    bool // asking, for the command being run
+}
+
+// ClusterMode is what a request's client is, for a sharded namespace
+// (Backend.Do reads it from the context): Aware, it follows ASK and MOVED
+// itself (else the backend follows them for it); Asking, the command
+// came right after ASKING (Redis Cluster: it may be served by the group
+// importing its slot).
+type ClusterMode struct{ Aware, Asking bool }
+
+type clusterModeKey struct{}
+
+// WithClusterMode returns ctx carrying m.
+func WithClusterMode(ctx context.Context, m ClusterMode) context.Context {
+	return context.WithValue(ctx, clusterModeKey{}, m)
+}
+
+// ClusterModeOf is the ClusterMode ctx carries (zero: a client that
+// knows nothing of clusters).
+func ClusterModeOf(ctx context.Context) ClusterMode {
+	m, _ := ctx.Value(clusterModeKey{}).(ClusterMode)
+	return m
+}
+
+// clusterCtx is ctx with the connection's cluster mode, for the command
+// being run.
+func (c *conn) clusterCtx(ctx context.Context) context.Context {
+	if !c.cluster.aware {
+		return ctx
+	}
+	return WithClusterMode(ctx, ClusterMode{Aware: true, Asking: c.cluster.now})
 }
 
 func init() {
@@ -105,6 +149,9 @@ func (c *conn) clusterShards() (ClusterBackend, []ClusterShard, bool) {
 
 func cmdClusterMode(c *conn, args [][]byte) {
 	c.cluster.aware = true
+	if strings.EqualFold(string(args[0]), "asking") {
+		c.cluster.asking = true
+	}
 	c.w.WriteSimple("OK")
 }
 
@@ -137,11 +184,17 @@ func cmdCluster(c *conn, args [][]byte) {
 			"NODES", "    Return cluster configuration seen by node.",
 			"SHARDS", "    Return information about slot range mappings and the nodes of each shard.",
 			"SLOTS", "    Return information about slots range mappings.",
+			"MIGRATE <from-shard> <to-shard> <slots> [RATE <keys/s>]", "    Start moving slots between shards (Synod).",
+			"MIGRATION [STATUS|PAUSE|RESUME|CANCEL|RATE <keys/s>]", "    Show or control the slot migration (Synod).",
 		}
 		c.w.WriteArray(len(lines))
 		for _, l := range lines {
 			c.w.WriteSimple(l)
 		}
+		return
+	}
+	if sub == "migrate" || sub == "migration" {
+		c.clusterMigrate(sub, args[2:])
 		return
 	}
 	cb, shards, ok := c.clusterShards()
@@ -220,6 +273,38 @@ func cmdCluster(c *conn, args [][]byte) {
 	}
 }
 
+// clusterMigrate is CLUSTER MIGRATE (start a migration) and CLUSTER
+// MIGRATION (show or control it), Synod's own subcommands.
+func (c *conn) clusterMigrate(sub string, args [][]byte) {
+	mb, ok := c.s.b.(MigrationBackend)
+	if !ok || !c.sharded() {
+		c.writeError("ERR This instance has cluster support disabled")
+		return
+	}
+	var a []string
+	if sub == "migrate" {
+		a = append(a, "start")
+	}
+	for _, x := range args {
+		a = append(a, string(x))
+	}
+	c.mu.Lock()
+	ns := c.ns.Name
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.opts.RequestTimeout)
+	defer cancel()
+	out, err := mb.Migrate(ctx, ns, a)
+	if err != nil {
+		c.writeError("ERR " + err.Error())
+		return
+	}
+	if out == "OK" {
+		c.w.WriteSimple("OK")
+		return
+	}
+	c.w.WriteBulkString(out)
+}
+
 // clusterNodes is CLUSTER NODES's text: one line per node. A node that
 // leads a shard (listed first) is a master with that shard's slots; the
 // other members of a shard are its replicas. A node in several shards
@@ -269,7 +354,9 @@ func clusterNodes(cluster, self string, nodes []ClusterNode, shards []ClusterSha
 // key of cmd is in a group this node does not replicate. It reports
 // whether it answered.
 func (c *conn) redirect(cmd *command, args [][]byte) bool {
-	if !c.cluster.aware || cmd.first <= 0 || cmd.first >= len(args) {
+	// ASKING holds for the one command after it (Redis Cluster).
+	c.cluster.now, c.cluster.asking = c.cluster.asking, false
+	if !c.cluster.aware || cmd.first <= 0 || cmd.first >= len(args) || c.cluster.now {
 		return false
 	}
 	cb, ok := c.s.b.(ClusterBackend)

@@ -47,7 +47,7 @@ import (
 // this node and the registered protocols that can run it, and how to reach
 // them (SYNOD NS <name>, or a namespace in the cluster file).
 //
-// In a namespace whose service is "counter" (one integer, seed 000 chapter
+// In a namespace whose service is "counter" (one integer, the ESDS thesis chapter
 // 4.4) the key is ignored: GET maps to read (the value is replied as a
 // bulk string, like GET of a number in Redis) and INCR, INCRBY, DECR,
 // DECRBY map to add. Any service's operation can be sent directly with
@@ -229,11 +229,19 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 		return errResult("%s", msg), nil
 	}
 	timeout := c.s.opts.RequestTimeout
-	ctx, cancel := context.WithTimeout(c.s.ctx, timeout)
+	ctx, cancel := context.WithTimeout(c.clusterCtx(c.s.ctx), timeout) // cluster.go
 	defer cancel()
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
 	res, err := c.s.b.Do(ctx, ns, req)
 	release()
+	return c.answered(req, res, err)
+}
+
+// answered turns the Backend's answer to req (a response, or Do's error)
+// into its result and, for an atomic group, the result of each operation,
+// every failure as an error Result with its Redis error code; it wakes the
+// clients blocked on what a successful request wrote.
+func (c *conn) answered(req automaton.Request, res automaton.Response, err error) (service.Result, []service.Result) {
 	if err == nil && res.Result.Type != service.ResultErr {
 		c.s.blk.touched(c, req.Op, req.Ops) // wake blocked clients (blocking.go)
 	}
@@ -242,7 +250,7 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 		case errors.Is(err, ErrShuttingDown) || (errors.Is(err, context.Canceled) && c.s.ctx.Err() != nil):
 			return service.Fail(synoderr.TryAgain, "node is shutting down; the outcome of request %v is unknown", req.ID), nil
 		case errors.Is(err, context.DeadlineExceeded):
-			return service.Fail(synoderr.TryAgain, "request %v timed out after %v; its outcome is unknown (a write may or may not have taken effect)", req.ID, timeout), nil
+			return service.Fail(synoderr.TryAgain, "request %v timed out after %v; its outcome is unknown (a write may or may not have taken effect)", req.ID, c.s.opts.RequestTimeout), nil
 		}
 		return service.Fail(synoderr.Internal, "%v", err), nil
 	}
@@ -250,6 +258,53 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 		res.Result.Err = withCode(res.Result.Err)
 	}
 	return res.Result, res.Results
+}
+
+// runOrdered runs a batch's independent operations (validated by their
+// plans, as runID's) as one ordered hand-off (BatchBackend.DoBatch), each
+// on a lane of its own (as runAll's), and
+// returns their results in order: same-key operations take effect in
+// command order where the protocol orders key runs (pipeline.go).
+func (c *conn) runOrdered(bb BatchBackend, ops []service.Op) []service.Result {
+	c.mu.Lock()
+	ns, svc, read := c.ns, c.svc, c.read
+	c.mu.Unlock()
+	out := make([]service.Result, len(ops))
+	for len(c.lanes) < len(ops) {
+		c.lanes = append(c.lanes, &lane{client: randomClientID()})
+	}
+	reqs := make([]automaton.Request, 0, len(ops))
+	idx := make([]int, 0, len(ops))
+	for i, op := range ops {
+		if svc == nil {
+			out[i] = errResult("ERR this node serves no namespace")
+			continue
+		}
+		id := c.laneID(c.lanes[i], i == len(ops)-1)
+		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id)}
+		if msg := c.permit(ns.Name, req); msg != "" {
+			out[i] = errResult("%s", msg)
+			continue
+		}
+		reqs = append(reqs, req)
+		idx = append(idx, i)
+	}
+	if len(reqs) == 0 {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.opts.RequestTimeout)
+	defer cancel()
+	all := make([]service.Op, len(reqs))
+	for i, r := range reqs {
+		all[i] = r.Op
+	}
+	release := c.s.blk.writeGate(c, service.Op{}, all) // one gate for the batch (blocking.go)
+	resps, errs := bb.DoBatch(ctx, ns.Name, reqs)
+	release()
+	for k, req := range reqs {
+		out[idx[k]], _ = c.answered(req, resps[k], errs[k])
+	}
+	return out
 }
 
 // runAll runs independent operations concurrently (at most 32 at a time) and
@@ -277,13 +332,7 @@ func (c *conn) runAll(ops []service.Op) []service.Result {
 	var wg sync.WaitGroup
 	for i, op := range ops {
 		l := <-free
-		l.seq++
-		id := automaton.RequestID{Client: l.client, Seq: l.seq}
-		if i == len(ops)-1 {
-			c.mu.Lock()
-			c.opts.lastLane = id // LASTID, LASTOPT name the last key's (options.go)
-			c.mu.Unlock()
-		}
+		id := c.laneID(l, i == len(ops)-1)
 		wg.Add(1)
 		go func() {
 			defer func() { free <- l; wg.Done() }()
@@ -292,6 +341,19 @@ func (c *conn) runAll(ops []service.Op) []service.Result {
 	}
 	wg.Wait()
 	return out
+}
+
+// laneID returns lane l's next request id; last: it is the last request
+// of the command or batch, whose id LASTID and LASTOPT name (options.go).
+func (c *conn) laneID(l *lane, last bool) automaton.RequestID {
+	l.seq++
+	id := automaton.RequestID{Client: l.client, Seq: l.seq}
+	if last {
+		c.mu.Lock()
+		c.opts.lastLane = id
+		c.mu.Unlock()
+	}
+	return id
 }
 
 // maxLanes bounds a multi-key command's requests in flight at once.

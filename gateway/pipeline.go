@@ -80,7 +80,14 @@ import (
 // so such a batch holds at most one command per key: a command on a key
 // already in the batch ends it and starts the next one once this one is
 // answered (the conflict rule above: same-key commands one after the
-// other, in command order). Each command answers its own result.
+// other, in command order). Each command answers its own result. Where
+// the protocol also applies a batch's same-key requests in batch order
+// (automaton.OrdersKeyRuns: ABD's key runs) and the Backend hands a batch
+// to the loop in one ordered hand-off (BatchBackend: the node), the batch
+// goes that way (runOrdered) and may hold several commands per key, so a
+// pipelined SET k a; GET k; SET k b; GET k shares one round and still
+// answers a, b; not for a connection whose reads are not linearizable
+// (SYNOD READ regular or local: such a read does not join its key's run).
 
 // maxBatch bounds the commands of one batch, and maxBatchBytes the
 // arguments of its operations: a batch becomes one request, one log
@@ -109,10 +116,14 @@ type batchConn struct {
 	known  bool   // atomic and indep are known for proto
 	proto  string // the protocol atomic was looked up for
 	atomic bool
-	indep  bool   // not atomic, steps client batches: independent requests
-	plans  []plan // reused across batches
-	ops    []service.Op
-	keys   map[string]struct{} // an independent batch's keys
+	indep  bool // not atomic, steps client batches: independent requests
+	// ordered: indep, and the protocol orders a batch's same-key requests
+	// (automaton.OrdersKeyRuns) and the Backend hands a batch over in order
+	// (BatchBackend): same-key commands may share a batch.
+	ordered bool
+	plans   []plan // reused across batches
+	ops     []service.Op
+	keys    map[string]struct{} // an independent batch's keys
 }
 
 // groupsPipelines reports whether the connection's pipelines go to the
@@ -126,6 +137,8 @@ func (c *conn) groupsPipelines() bool {
 	if !b.known || b.proto != proto {
 		b.known, b.proto, b.atomic = true, proto, automaton.TransactionsOf(proto).Atomic
 		b.indep = !b.atomic && automaton.StepsClientBatches(proto)
+		_, bb := c.s.b.(BatchBackend)
+		b.ordered = b.indep && bb && automaton.OrdersKeyRuns(proto)
 	}
 	return b.atomic || b.indep
 }
@@ -140,6 +153,12 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 	plans := append(b.plans[:0], first)
 	limit := min(maxBatch, int(c.s.lim.pipeline.Load()))
 	indep := !b.atomic
+	// Same-key commands share an ordered batch only with linearizable reads
+	// (a regular or local read does not join its key's run: it could miss
+	// the batch's earlier write).
+	c.mu.Lock()
+	ordered := b.ordered && c.read == automaton.ReadDefault
+	c.mu.Unlock()
 	if indep {
 		limit = min(limit, maxLanes)
 		if b.keys == nil {
@@ -162,7 +181,7 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 			break
 		}
 		if indep && len(p.ops) == 1 {
-			if _, dup := b.keys[p.ops[0].Key]; dup {
+			if _, dup := b.keys[p.ops[0].Key]; dup && !ordered {
 				next = args // the same key: after this batch's answers
 				break
 			}
@@ -182,7 +201,9 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 	case 1:
 		rs = []service.Result{c.run(ops[0], c.nextSeq())}
 	default:
-		if indep {
+		if bb, ok := c.s.b.(BatchBackend); ok && ordered {
+			rs = c.runOrdered(bb, ops) // in one ordered hand-off, each answering itself
+		} else if indep {
 			rs = c.runAll(ops) // all at once, each answering itself
 		} else {
 			rs, _, fail = c.runGroup(nil, ops)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/resp"
+	"github.com/synod-dev/synod/service"
 )
 
 // TestPubSubRESP2: SUBSCRIBE, PSUBSCRIBE, PUBLISH's count, the message and
@@ -327,7 +328,7 @@ func TestLibraryName(t *testing.T) {
 		"#!lua name=foo x=1":      "ERR Invalid metadata value given: x=1",
 		"return 1":                "ERR Missing library metadata",
 	} {
-		name, msg := libraryName([]byte(line + "\nredis.register_function('f', function() end)"))
+		name, msg := service.LibraryName([]byte(line + "\nredis.register_function('f', function() end)"))
 		if got := name + msg; got != want {
 			t.Errorf("%q: %q, want %q", line, got, want)
 		}

@@ -25,12 +25,14 @@ import (
 // not allowed from scripts.
 //
 // The script cache (EVAL adds to it, SCRIPT LOAD too, EVALSHA reads it)
-// and the function libraries are this node's, as in a Redis Cluster each
-// node has its own: a client that reaches another node after a fail-over
-// gets NOSCRIPT and sends EVAL, as Redis clients do. The log never depends
-// on them: it holds the script's text. Functions are not persisted: a
-// restarted node has no libraries (FUNCTION LOAD again); Redis 7 persists
-// and replicates them.
+// is this node's, as in a Redis Cluster each node has its own: a client
+// that reaches another node after a fail-over gets NOSCRIPT and sends
+// EVAL, as Redis clients do. The log never depends on it: it holds the
+// script's text. The function libraries are replicated state, as in Redis
+// 7: FUNCTION LOAD, DELETE, FLUSH and RESTORE are operations of the log,
+// and FCALL names the function, which Apply finds in the state's library
+// table (service/kv_function.go), so every node has them and a restarted
+// node keeps them.
 
 func init() {
 	movable := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"}
@@ -42,22 +44,15 @@ func init() {
 		&command{name: "fcall", arity: -3, flags: movable, plan: planFCall(false)},
 		&command{name: "fcall_ro", arity: -3, flags: movable, plan: planFCall(true)},
 		&command{name: "script", arity: -2, flags: []string{"noscript"}, fn: cmdScript},
-		&command{name: "function", arity: -2, flags: []string{"noscript"}, fn: cmdFunction},
+		&command{name: "function", arity: -2, flags: []string{"noscript"}, plan: planFunction},
 	)
 	service.SetScriptCommands(scriptCommand)
 }
 
-// scripts is a node's script cache and function libraries.
+// scripts is a node's script cache.
 type scripts struct {
 	mu   sync.Mutex
 	body map[string][]byte // sha1 -> script
-	libs map[string]*library
-}
-
-type library struct {
-	name  string
-	code  []byte
-	funcs []string
 }
 
 func (s *scripts) add(body []byte) string {
@@ -76,21 +71,6 @@ func (s *scripts) get(sha string) ([]byte, bool) {
 	defer s.mu.Unlock()
 	b, ok := s.body[strings.ToLower(sha)]
 	return b, ok
-}
-
-// libraryOf returns the library holding function name (names compare
-// case-insensitively, as in Redis) and the name as registered.
-func (s *scripts) libraryOf(name string) (*library, string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range s.libs {
-		for _, f := range l.funcs {
-			if strings.EqualFold(f, name) {
-				return l, f, true
-			}
-		}
-	}
-	return nil, "", false
 }
 
 // scriptArgs checks numkeys and returns the eval operation's key and the
@@ -156,15 +136,13 @@ func planFCall(ro bool) planFunc {
 		if msg != "" {
 			return errPlan("%s", msg)
 		}
-		lib, fname, ok := c.s.scr.libraryOf(string(args[1]))
-		if !ok {
-			return errPlan("ERR Function not found")
-		}
-		mode := "fcall:" + fname
+		mode := "fcall:" + string(args[1])
 		if ro {
 			mode = "ro:" + mode
 		}
-		a := append([][]byte{[]byte(mode), lib.code}, rest...)
+		// No body: Apply finds the function in the replicated library
+		// table (service/kv_function.go).
+		a := append([][]byte{[]byte(mode), nil}, rest...)
 		return opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil)
 	}
 }
@@ -244,194 +222,143 @@ func cmdScript(c *conn, args [][]byte) {
 	}
 }
 
-// libraryName reads a library's "#!lua name=<name>" first line.
-func libraryName(code []byte) (string, string) {
-	line, _, _ := strings.Cut(string(code), "\n")
-	if !strings.HasPrefix(line, "#!") {
-		return "", "ERR Missing library metadata"
-	}
-	engine, _, _ := strings.Cut(line[2:], " ") // "#! name=x" names the engine ""
-	f := strings.Fields(line[2:])
-	if !strings.EqualFold(engine, "lua") {
-		return "", "ERR Engine '" + engine + "' not found"
-	}
-	name, named := "", false
-	for _, kv := range f[1:] {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k != "name" {
-			return "", "ERR Invalid metadata value given: " + kv
-		}
-		if named {
-			return "", "ERR Invalid metadata value, name argument was given multiple times"
-		}
-		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' { // Redis splits the line as sdssplitargs: quotes go
-			v = v[1 : len(v)-1]
-		}
-		name, named = v, true
-	}
-	if name == "" {
-		return "", "ERR Library name was not given"
-	}
-	if strings.IndexFunc(name, func(r rune) bool {
-		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) >= 0 {
-		return "", "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
-	}
-	return name, ""
-}
-
-// cmdFunction is FUNCTION LOAD|LIST|DELETE|FLUSH|STATS|KILL|DUMP|RESTORE|HELP.
-func cmdFunction(c *conn, args [][]byte) {
+// planFunction is FUNCTION LOAD|LIST|DELETE|FLUSH|STATS|KILL|DUMP|RESTORE|HELP:
+// the library table is replicated state (service/kv_function.go), so each
+// subcommand that reads or changes it is one KV operation.
+func planFunction(c *conn, args [][]byte) plan {
 	sub := lower(args[1])
-	scr := &c.s.scr
+	switch sub {
+	case "load", "delete", "flush", "list", "stats", "dump", "restore":
+		if p, ok := c.kvOnly("function"); !ok {
+			return p
+		}
+	}
 	switch sub {
 	case "load":
 		replace := len(args) == 4 && lower(args[2]) == "replace"
 		if len(args) > 3 && !replace {
-			c.writeError(fmt.Sprintf("ERR Unknown option given: %s", args[2]))
-			return
+			return errPlan("ERR Unknown option given: %s", args[2])
+		}
+		if len(args) < 3 {
+			return errPlan("%s", arityErr("function|load"))
 		}
 		code := args[len(args)-1]
-		name, msg := libraryName(code)
-		if msg != "" {
-			c.writeError(msg)
-			return
+		if _, msg := service.LibraryName(code); msg != "" {
+			return errPlan("%s", msg)
 		}
-		funcs, msg := service.CheckLibrary(code)
-		if msg != "" {
-			c.writeError(withCode(msg))
-			return
+		mode := "append"
+		if replace {
+			mode = "replace"
 		}
-		scr.mu.Lock()
-		defer scr.mu.Unlock()
-		if _, exists := scr.libs[name]; exists && !replace {
-			c.writeError(fmt.Sprintf("ERR Library '%s' already exists", name))
-			return
-		}
-		for _, l := range scr.libs {
-			for _, f := range funcs {
-				if l.name != name && slices.Contains(l.funcs, f) {
-					c.writeError(fmt.Sprintf("ERR Function %s already exists", f))
-					return
-				}
-			}
-		}
-		if scr.libs == nil {
-			scr.libs = map[string]*library{}
-		}
-		scr.libs[name] = &library{name: name, code: code, funcs: funcs}
-		c.w.WriteBulkString(name)
+		return opPlan(service.Op{Kind: "fnload", Args: [][]byte{[]byte(mode), code}}, nil)
 	case "delete":
 		if len(args) != 3 {
-			c.writeError(arityErr("function|delete"))
-			return
+			return errPlan("%s", arityErr("function|delete"))
 		}
-		scr.mu.Lock()
-		_, ok := scr.libs[string(args[2])]
-		delete(scr.libs, string(args[2]))
-		scr.mu.Unlock()
-		if !ok {
-			c.writeError("ERR Library not found")
-			return
-		}
-		c.w.WriteSimple("OK")
+		return opPlan(service.Op{Kind: "fndelete", Args: args[2:3]}, nil)
 	case "flush":
 		if len(args) > 3 {
-			c.writeError("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
-			return
+			return errPlan("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
 		}
 		if len(args) == 3 && lower(args[2]) != "async" && lower(args[2]) != "sync" {
-			c.writeError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-			return
+			return errPlan("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		}
-		scr.mu.Lock()
-		scr.libs = nil
-		scr.mu.Unlock()
-		c.w.WriteSimple("OK")
+		return opPlan(service.Op{Kind: "fnflush"}, nil)
 	case "list":
-		withCode, pattern := false, ""
+		withCode, pattern := false, []byte(nil)
 		for i := 2; i < len(args); i++ {
 			switch lower(args[i]) {
 			case "withcode":
+				if withCode {
+					return errPlan("ERR Unknown argument %s", args[i])
+				}
 				withCode = true
 			case "libraryname":
 				if i+1 >= len(args) {
-					c.writeError("ERR library name argument was not given")
-					return
+					return errPlan("ERR library name argument was not given")
 				}
-				pattern = string(args[i+1])
+				if pattern != nil {
+					return errPlan("ERR Unknown argument %s", args[i])
+				}
+				pattern = args[i+1]
 				i++
 			default:
-				c.writeError(fmt.Sprintf("ERR Unknown argument %s", args[i]))
-				return
+				return errPlan("ERR Unknown argument %s", args[i])
 			}
 		}
-		scr.mu.Lock()
-		var libs []*library
-		for _, l := range scr.libs {
-			if pattern == "" || service.GlobMatch([]byte(pattern), []byte(l.name)) {
-				libs = append(libs, l)
-			}
+		a := [][]byte{[]byte("nocode")}
+		if withCode {
+			a[0] = []byte("withcode")
 		}
-		scr.mu.Unlock()
-		slices.SortFunc(libs, func(a, b *library) int { return strings.Compare(a.name, b.name) })
-		c.w.WriteArray(len(libs))
-		for _, l := range libs {
-			n := 3
-			if withCode {
-				n = 4
-			}
-			c.w.WriteMap(n)
-			c.w.WriteBulkString("library_name")
-			c.w.WriteBulkString(l.name)
-			c.w.WriteBulkString("engine")
-			c.w.WriteBulkString("LUA")
-			c.w.WriteBulkString("functions")
-			c.w.WriteArray(len(l.funcs))
-			for _, f := range l.funcs {
-				c.w.WriteMap(3)
-				c.w.WriteBulkString("name")
-				c.w.WriteBulkString(f)
-				c.w.WriteBulkString("description")
-				c.w.WriteNull()
-				c.w.WriteBulkString("flags")
-				c.w.WriteSet(0)
-			}
-			if withCode {
-				c.w.WriteBulkString("library_code")
-				c.w.WriteBulk(l.code)
-			}
+		if pattern != nil {
+			a = append(a, pattern)
 		}
-	case "kill":
-		c.writeError("NOTBUSY No scripts in execution right now.")
+		return opPlan(service.Op{Kind: "fnlist", Args: a}, functionList(withCode))
 	case "stats":
-		c.w.WriteMap(2)
-		c.w.WriteBulkString("running_script")
-		c.w.WriteNull()
-		c.w.WriteBulkString("engines")
-		c.w.WriteMap(1)
-		c.w.WriteBulkString("LUA")
-		scr.mu.Lock()
-		nl, nf := len(scr.libs), 0
-		for _, l := range scr.libs {
-			nf += len(l.funcs)
+		return opPlan(service.Op{Kind: "fnlist", Args: [][]byte{[]byte("nocode")}}, functionStats)
+	case "dump":
+		if len(args) != 2 {
+			return errPlan("%s", arityErr("function|dump"))
 		}
-		scr.mu.Unlock()
-		c.w.WriteMap(2)
-		c.w.WriteBulkString("libraries_count")
-		c.w.WriteInt(int64(nl))
-		c.w.WriteBulkString("functions_count")
-		c.w.WriteInt(int64(nf))
-	case "dump", "restore":
-		c.writeError(fmt.Sprintf("ERR FUNCTION %s is not supported by Synod (FUNCTION LOAD the library's code on each node)", strings.ToUpper(sub)))
+		return opPlan(service.Op{Kind: "fndump"}, nil)
+	case "restore":
+		if len(args) < 3 || len(args) > 4 {
+			return errPlan("ERR unknown subcommand or wrong number of arguments for '%s'. Try FUNCTION HELP.", args[1])
+		}
+		return opPlan(service.Op{Kind: "fnrestore", Args: args[2:]}, nil)
+	case "kill":
+		return errPlan("NOTBUSY No scripts in execution right now.")
 	case "help":
-		help := []string{"FUNCTION LOAD [REPLACE] <code>: load a Lua library on this node (#!lua name=<name>).",
-			"FUNCTION LIST [WITHCODE] [LIBRARYNAME <pattern>]", "FUNCTION DELETE <library>", "FUNCTION FLUSH [ASYNC|SYNC]", "FUNCTION STATS", "FUNCTION KILL"}
-		c.w.WriteArray(len(help))
-		for _, h := range help {
-			c.w.WriteSimple(h)
+		help := []string{"FUNCTION LOAD [REPLACE] <code>: load a Lua library (#!lua name=<name>); libraries are replicated and persisted.",
+			"FUNCTION LIST [WITHCODE] [LIBRARYNAME <pattern>]", "FUNCTION DELETE <library>", "FUNCTION FLUSH [ASYNC|SYNC]", "FUNCTION STATS", "FUNCTION KILL",
+			"FUNCTION DUMP: a payload of the libraries (Synod's format)", "FUNCTION RESTORE <payload> [FLUSH|APPEND|REPLACE]"}
+		out := make([]service.Result, len(help))
+		for i, h := range help {
+			out[i] = status(h)
 		}
-	default:
-		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try FUNCTION HELP.", args[1]))
+		return constPlan(service.Array(out...))
 	}
+	return errPlan("ERR unknown subcommand '%s'. Try FUNCTION HELP.", args[1])
+}
+
+// functionList renders fnlist's result as FUNCTION LIST's maps.
+func functionList(withCode bool) func(service.Result) service.Result {
+	return func(r service.Result) service.Result {
+		out := make([]service.Result, len(r.Elems))
+		for i, l := range r.Elems {
+			var fns []service.Result
+			for f := l.Elems[2:]; len(f) >= 3; f = f[3:] {
+				fns = append(fns, asMap(service.Array(
+					service.Bytes([]byte("name")), f[0],
+					service.Bytes([]byte("description")), f[1],
+					service.Bytes([]byte("flags")), asSet(f[2]))))
+			}
+			m := []service.Result{
+				service.Bytes([]byte("library_name")), l.Elems[0],
+				service.Bytes([]byte("engine")), service.Bytes([]byte("LUA")),
+				service.Bytes([]byte("functions")), service.Array(fns...),
+			}
+			if withCode {
+				m = append(m, service.Bytes([]byte("library_code")), l.Elems[1])
+			}
+			out[i] = asMap(service.Array(m...))
+		}
+		return service.Array(out...)
+	}
+}
+
+// functionStats renders fnlist's result as FUNCTION STATS (no script is
+// ever running: a script runs inside Apply).
+func functionStats(r service.Result) service.Result {
+	nf := 0
+	for _, l := range r.Elems {
+		nf += (len(l.Elems) - 2) / 3
+	}
+	return asMap(service.Array(
+		service.Bytes([]byte("running_script")), service.Nil(),
+		service.Bytes([]byte("engines")), asMap(service.Array(
+			service.Bytes([]byte("LUA")), asMap(service.Array(
+				service.Bytes([]byte("libraries_count")), service.Int(int64(len(r.Elems))),
+				service.Bytes([]byte("functions_count")), service.Int(int64(nf)))))),
+	))
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"math/rand"
 	"sync"
+	"time"
 
 	crand "crypto/rand"
 	"encoding/binary"
@@ -61,7 +62,11 @@ func (l *nsLoop) runEffect(o automaton.Effect) {
 		if err != nil {
 			l.log.Error("effect of an unknown or failing executor kind (protocol bug or configuration error)", "kind", o.Kind, "err", err)
 		} else {
+			// Timed here, around the executor, so protocol code stays
+			// clock-free (synod_effect_duration_seconds).
+			start := time.Now()
 			res, err = x.Execute(o.Payload)
+			l.n.m.effects.WithLabelValues(l.ns.Name, o.Kind).Observe(time.Since(start).Seconds())
 		}
 		l.push(event{in: automaton.EffectDone{ID: o.ID, Result: res, Err: err}})
 	}()

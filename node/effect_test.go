@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,6 +129,27 @@ func TestEffectsRunConcurrentlyAndAnswer(t *testing.T) {
 	}
 	if maxRun < 2 {
 		t.Errorf("effects never overlapped (max %d running): the runtime runs them one at a time", maxRun)
+	}
+	// The runtime timed each effect around its executor (50 ms each).
+	mfs, err := n.m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count uint64
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == "synod_effect_duration_seconds" {
+			for _, m := range mf.GetMetric() {
+				count += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+				if labels := fmt.Sprint(m.GetLabel()); !strings.Contains(labels, `"nodetest.slowlen"`) || !strings.Contains(labels, `"eff"`) {
+					t.Errorf("effect duration labels %s, want kind nodetest.slowlen and namespace eff", labels)
+				}
+			}
+		}
+	}
+	if count != 4 || sum < 4*0.05 {
+		t.Errorf("synod_effect_duration_seconds: %d effects, %.3f s (want 4, at least 0.2 s)", count, sum)
 	}
 	n.Close()
 	if slowLen.closed.Load() != 1 {

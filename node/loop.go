@@ -243,8 +243,12 @@ func (l *nsLoop) run(start automaton.Start) {
 // cut into batches of one or two by the peer messages between them.
 func (l *nsLoop) take(ev event) {
 	if l.batches {
-		if cr, ok := ev.in.(automaton.ClientRequest); ok {
-			l.reqs = append(l.reqs, cr.Req)
+		switch in := ev.in.(type) {
+		case automaton.ClientRequest:
+			l.reqs = append(l.reqs, in.Req)
+			return
+		case automaton.ClientBatch: // Node.DoBatch: in order, together
+			l.reqs = append(l.reqs, in.Reqs...)
 			return
 		}
 	}

@@ -24,6 +24,7 @@ type metrics struct {
 	responses    *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	commit       *prometheus.HistogramVec
+	effects      *prometheus.HistogramVec // by namespace and kind
 	batchInputs  *prometheus.HistogramVec
 	batchPersist *prometheus.HistogramVec
 	persists     *prometheus.CounterVec
@@ -80,7 +81,10 @@ func newMetrics(id string) *metrics {
 			"(automaton.PlacementReporter: orca-primary); INFO's Placement section names them.", []string{"namespace", "role"}),
 		keysSeen: map[string]time.Time{},
 	}
-	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.batchInputs, m.batchPersist,
+	m.effects = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "synod", Name: "effect_duration_seconds",
+		Help: "Time one Effect took in its executor (automaton/effect.go: e.g. pbdurable's database transaction), by kind; " +
+			"timed by the runtime around Execute.", ConstLabels: cl, Buckets: lat}, []string{"namespace", "kind"})
+	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.effects, m.batchInputs, m.batchPersist,
 		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys, m.copies,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -56,7 +56,7 @@
 // carries the same RequestID; when two waiters share an id, the first Respond
 // for that id answers both.
 //
-// Nested requests (automaton.CallKind effects; seed 003 Adam) are carried
+// Nested requests (automaton.CallKind effects; the Eve/Adam thesis Adam) are carried
 // by call.go: the call is submitted to the named namespace of this same
 // node, as a client request, and retried with the same id until answered;
 // a call to a namespace of another Synod cluster (the cluster file's
@@ -196,6 +196,11 @@ type Node struct {
 	// gossipNudge asks for a leader gossip round now (leadergossip.go);
 	// nil without sharded namespaces.
 	gossipNudge chan struct{}
+	// Slot migration (slotmap.go, migrate.go): this node's own requests'
+	// client id and sequence, a placement read asked for now, the driver.
+	slotClient, slotSeq uint64
+	placeNudge          chan struct{}
+	drive               driveState
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -503,8 +508,9 @@ func (n *Node) start() error {
 	}
 
 	if len(n.groupOf) > 0 {
-		n.bg.Add(1)
+		n.bg.Add(2)
 		go n.leaderGossip() // leadergossip.go
+		go n.runPlacement() // slotmap.go
 	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
@@ -673,36 +679,153 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	if l == nil {
 		return automaton.Response{}, fmt.Errorf("unknown namespace %q (this node serves %s)", ns, n.nsNames())
 	}
-	select {
-	case <-n.stopping:
-		return automaton.Response{}, gateway.ErrShuttingDown
-	default:
-	}
-	if err := n.StorageErr(); err != nil {
+	if err := n.open(); err != nil {
 		return automaton.Response{}, err
 	}
 	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
 	// do, once); the protocol refuses an invalid request all the same. Only
 	// a shard group's ownership check reads the keys of the request before
 	// the protocol does, so it validates first (a forwarded request, or a
-	// nested call, reaches it without an edge).
-	if len(n.groupOf) > 0 && n.groupOf[ns] != nil {
+	// nested call, reaches it without an edge). A client request of a shard
+	// group then runs guarded by its slots' states in the group's log
+	// (slotmap.go); the node's own requests (internal) skip both.
+	if len(n.groupOf) > 0 && n.groupOf[ns] != nil && !isInternal(ctx) {
 		if !checked {
 			if err := automaton.ValidateRequest(l.svc, req); err != nil {
 				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 			}
 		}
-		if res, refused := n.refuseUnowned(ns, req); refused { // shard.go
+		if res, refused := n.refuseUnowned(ctx, ns, req); refused { // shard.go
 			return automaton.Response{ID: req.ID, Result: res}, nil
 		}
+		return n.doGuarded(ctx, n.groupOf[ns], ns, req) // slotmap.go
 	}
+	req, refused, ok := n.admit(l, req)
+	if !ok {
+		return refused, nil
+	}
+	if tr := n.opts.trace; tr != nil {
+		tr(stageDo, "", 0)
+	}
+	t0 := time.Now()
+	ch := respChans.Get().(chan automaton.Response)
+	l.addWaiter(req.ID, ch)
+	select {
+	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case <-ctx.Done():
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
+	case <-n.stopping:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, gateway.ErrShuttingDown
+	case <-n.sf.ch:
+		l.removeWaiter(req.ID, ch)
+		return automaton.Response{}, n.StorageErr()
+	}
+	l.requests.Add(1)
+	l.mRequests.Inc()
+	return n.await(ctx, l, req.ID, ch, t0)
+}
+
+// open reports why the node takes no request now (shutting down, a
+// storage failure), or nil.
+func (n *Node) open() error {
+	select {
+	case <-n.stopping:
+		return gateway.ErrShuttingDown
+	default:
+	}
+	return n.StorageErr()
+}
+
+var _ gateway.BatchBackend = (*Node)(nil)
+
+// DoBatch implements gateway.BatchBackend: reqs go to namespace ns's loop
+// in one hand-off, in order, so that a protocol stepping client batches
+// steps them in this order in one ClientBatch (with whatever else the pass
+// holds; nsLoop.take); each request is answered as Do answers it.
+// Elsewhere (a protocol that does not step batches, a sharded namespace)
+// they run one after the other through Do.
+func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request) ([]automaton.Response, []error) {
+	out := make([]automaton.Response, len(reqs))
+	errs := make([]error, len(reqs))
+	l := n.loops[ns]
+	if l == nil || !l.batches || n.groupOf[ns] != nil { // a shard group's requests are guarded one by one (do)
+		for i, req := range reqs {
+			out[i], errs[i] = n.Do(ctx, ns, req)
+		}
+		return out, errs
+	}
+	if err := n.open(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return out, errs
+	}
+	type sub struct {
+		i  int
+		id automaton.RequestID
+		ch chan automaton.Response
+	}
+	batch := make([]automaton.Request, 0, len(reqs))
+	subs := make([]sub, 0, len(reqs))
+	for i, req := range reqs {
+		req, refused, ok := n.admit(l, req)
+		if !ok {
+			out[i] = refused
+			continue
+		}
+		ch := respChans.Get().(chan automaton.Response)
+		l.addWaiter(req.ID, ch)
+		batch = append(batch, req)
+		subs = append(subs, sub{i, req.ID, ch})
+	}
+	if len(batch) == 0 {
+		return out, errs
+	}
+	if tr := n.opts.trace; tr != nil {
+		for range batch {
+			tr(stageDo, "", 0)
+		}
+	}
+	t0 := time.Now()
+	var err error
+	select {
+	case l.inbox <- event{in: automaton.ClientBatch{Reqs: batch}}:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-n.stopping:
+		err = gateway.ErrShuttingDown
+	case <-n.sf.ch:
+		err = n.StorageErr()
+	}
+	if err != nil {
+		for _, s := range subs {
+			l.removeWaiter(s.id, s.ch)
+			errs[s.i] = fmt.Errorf("request %s not submitted: %w", s.id, err)
+		}
+		return out, errs
+	}
+	l.requests.Add(uint64(len(batch)))
+	l.mRequests.Add(float64(len(batch)))
+	for _, s := range subs {
+		out[s.i], errs[s.i] = n.await(ctx, l, s.id, s.ch, t0)
+	}
+	return out, errs
+}
+
+// admit checks req for namespace ns (loop l) as Do does and gives the
+// automaton its own copy of it, stamped with the environment observed now;
+// a request refused here comes back as its response, with ok false. (A
+// shard group's client requests are checked by do before.)
+func (n *Node) admit(l *nsLoop, req automaton.Request) (_ automaton.Request, refused automaton.Response, ok bool) {
 	// A transaction shape the protocol cannot honour is refused here, before
 	// anything is applied (automaton/txn.go). Only groups and transaction
 	// steps can be refused, so a plain request skips the registry lookup
 	// (a quarter of Do's allocations when it ran for every request).
 	if len(req.Ops) > 0 || req.Txn != nil {
 		if res, refused := automaton.RefuseUnsupported(l.ns.Protocol, req); refused {
-			return automaton.Response{ID: req.ID, Result: res}, nil
+			return req, automaton.Response{ID: req.ID, Result: res}, false
 		}
 	}
 	// The request may sit in the inbox after Do returns (context ended); the
@@ -730,26 +853,12 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	// The environment observed on arrival (service/env.go); only
 	// nondeterministic services read it, through the protocol.
 	req.Env = newEnv()
-	if tr := n.opts.trace; tr != nil {
-		tr(stageDo, "", 0)
-	}
-	t0 := time.Now()
-	ch := respChans.Get().(chan automaton.Response)
-	l.addWaiter(req.ID, ch)
-	select {
-	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
-	case <-ctx.Done():
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
-	case <-n.stopping:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, gateway.ErrShuttingDown
-	case <-n.sf.ch:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, n.StorageErr()
-	}
-	l.requests.Add(1)
-	l.mRequests.Inc()
+	return req, automaton.Response{}, true
+}
+
+// await waits for the answer to request id, submitted to loop l at t0 with
+// answer channel ch (Do's second half).
+func (n *Node) await(ctx context.Context, l *nsLoop, id automaton.RequestID, ch chan automaton.Response, t0 time.Time) (automaton.Response, error) {
 	select {
 	case r := <-ch:
 		// respond removed ch from the waiters before its one send: nothing
@@ -762,19 +871,19 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 		}
 		return r, nil
 	case <-ctx.Done():
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, ctx.Err())
+		l.removeWaiter(id, ch)
+		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", id, ctx.Err())
 	case <-n.stopping:
-		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, gateway.ErrShuttingDown)
+		l.removeWaiter(id, ch)
+		return automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", id, gateway.ErrShuttingDown)
 	case <-n.sf.ch:
-		l.removeWaiter(req.ID, ch)
+		l.removeWaiter(id, ch)
 		select {
 		case r := <-ch: // released before the failure: durable
 			return r, nil
 		default:
 		}
-		return automaton.Response{}, n.errStorageUnknown(req.ID)
+		return automaton.Response{}, n.errStorageUnknown(id)
 	}
 }
 

@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -61,8 +64,8 @@ type shardedNS struct {
 	ns     config.Namespace
 	svc    service.Service
 	groups []config.Group
-	slots  *shard.Map
-	retry  bool // the protocol deduplicates a resent request
+	cur    atomic.Pointer[slotView] // the newest slot map read (slotmap.go)
+	retry  bool                     // the protocol deduplicates a resent request
 }
 
 func (n *Node) initShards() {
@@ -77,18 +80,36 @@ func (n *Node) initShards() {
 		if p, err := automaton.LookupAny(ns.Protocol); err == nil {
 			retry = p.IdempotentRetry()
 		}
-		s := &shardedNS{ns: ns, svc: svc, groups: n.cfg.ShardGroups(ns), slots: config.SlotMap(ns), retry: retry, index: map[string]int{}}
-		n.shards[ns.Name] = s
-		for i, g := range s.groups {
-			s.index[g.Namespace.Name] = i
-			n.groupOf[g.Namespace.Name] = s
-		}
+		n.addSharded(&shardedNS{ns: ns, svc: svc, groups: n.cfg.ShardGroups(ns), retry: retry, index: map[string]int{}})
+	}
+	if g, ok := n.cfg.PlacementGroup(); ok {
+		// The placement namespace is routed as a sharded namespace of one
+		// group owning every slot: members run it, others forward to it.
+		svc, _ := service.Lookup(g.Namespace.Service)
+		n.addSharded(&shardedNS{ns: g.Namespace, svc: svc, groups: []config.Group{g}, retry: true, index: map[string]int{}})
 	}
 	if len(n.groupOf) > 0 {
 		n.gossipNudge = make(chan struct{}, 1)
+		n.placeNudge = make(chan struct{}, 1)
+		n.slotClient = randUint64()
 	}
 	n.fwd.pending = map[uint64]chan fwdReply{}
 	n.fwd.hint = map[string]leaderHint{}
+}
+
+func (n *Node) addSharded(s *shardedNS) {
+	s.cur.Store(initialView(s.groups))
+	n.shards[s.ns.Name] = s
+	for i, g := range s.groups {
+		s.index[g.Namespace.Name] = i
+		n.groupOf[g.Namespace.Name] = s
+	}
+}
+
+func randUint64() uint64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // crossSlot is Redis Cluster's answer to a request whose keys are not all
@@ -115,8 +136,11 @@ func opKeys(svc service.Service, op service.Op) []string {
 }
 
 // route returns the index of the group every key of req belongs to, or an
-// error result when req spans groups or names no key.
-func (s *shardedNS) route(req automaton.Request) (int, service.Result, bool) {
+// error result when req spans groups or names no key. With asking (the
+// client sent ASKING, after an ASK), a slot under migration belongs to the
+// migration's destination.
+func (s *shardedNS) route(req automaton.Request, asking bool) (int, service.Result, bool) {
+	v := s.view()
 	if req.Txn != nil {
 		return 0, service.Errorf("ERR interactive transactions are not supported on sharded namespace %s yet (cross-shard transactions: issue 33)", s.ns.Name), false
 	}
@@ -131,7 +155,14 @@ func (s *shardedNS) route(req automaton.Request) (int, service.Result, bool) {
 			return 0, service.Errorf("ERR %s spans the keyspace, which sharded namespace %s does not serve yet: send it to each shard's nodes (CLUSTER SHARDS)", op.Kind, s.ns.Name), false
 		}
 		for _, k := range keys {
-			kg := s.slots.Group(k)
+			if shard.Reserved(k) {
+				return 0, service.Errorf("ERR keys starting with %q are reserved for slot migration", shard.ReservedPrefix), false
+			}
+			sl := shard.KeySlot(k)
+			kg := int(v.m.Owner[sl])
+			if asking && v.active() && shard.InRanges(v.mig.Slots, sl) {
+				kg = v.mig.To
+			}
 			if kg == shard.Unowned {
 				return 0, service.Fail(synoderr.ClusterDown, "Hash slot %d not served", shard.KeySlot(k)), false
 			}
@@ -150,12 +181,13 @@ func (s *shardedNS) route(req automaton.Request) (int, service.Result, bool) {
 // of a slot the group does not own is refused with MOVED naming the slot,
 // before the group's automaton sees it. So no group accepts a write to a
 // slot it does not own, whatever routed it there.
-func (n *Node) refuseUnowned(gname string, req automaton.Request) (service.Result, bool) {
+func (n *Node) refuseUnowned(ctx context.Context, gname string, req automaton.Request) (service.Result, bool) {
 	s := n.groupOf[gname]
 	if s == nil {
 		return service.Result{}, false
 	}
-	gi, res, ok := s.route(req)
+	v := s.view()
+	gi, res, ok := s.route(req, gateway.ClusterModeOf(ctx).Asking)
 	if !ok {
 		return res, true
 	}
@@ -167,10 +199,14 @@ func (n *Node) refuseUnowned(gname string, req automaton.Request) (service.Resul
 		slot := 0
 		for _, op := range ops {
 			for _, k := range opKeys(s.svc, op) {
-				if s.slots.Group(k) != s.index[gname] {
+				if v.m.Group(k) != s.index[gname] {
 					slot = shard.KeySlot(k)
 				}
 			}
+		}
+		n.nudgePlacement()
+		if addr := n.groupAddr(s, int(v.m.Owner[slot])); addr != "" {
+			return service.Errorf("MOVED %d %s", slot, addr), true
 		}
 		return service.Fail(synoderr.Moved, "%d: slot %d is not owned by %s on %s", slot, slot, gname, n.id), true
 	}
@@ -186,7 +222,17 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 	if err := automaton.ValidateRequest(s.svc, req); err != nil {
 		return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 	}
-	gi, res, ok := s.route(req)
+	resp, err := n.routeOnce(ctx, s, req)
+	if err != nil || gateway.ClusterModeOf(ctx).Aware || s.ns.Name == config.PlacementName {
+		return resp, err
+	}
+	return n.followRedirects(ctx, s, req, resp) // slotmap.go
+}
+
+// routeOnce runs req on the group its keys route to: on this node's loop
+// of it, or forwarded.
+func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Request) (automaton.Response, error) {
+	gi, res, ok := s.route(req, gateway.ClusterModeOf(ctx).Asking)
 	if !ok {
 		return automaton.Response{ID: req.ID, Result: res}, nil
 	}
@@ -265,7 +311,7 @@ func (n *Node) forward(ctx context.Context, s *shardedNS, g config.Group, req au
 		if d, ok := ctx.Deadline(); ok {
 			left = time.Until(d)
 		}
-		n.tr.Send(to, forwardNS, encodeForward(id, g.Namespace.Name, left, req)) // a lost frame is a lost message: see the retry below
+		n.tr.Send(to, forwardNS, encodeForward(id, g.Namespace.Name, left, fwdFlags(ctx), req)) // a lost frame is a lost message: see the retry below
 		var retry <-chan time.Time
 		if s.retry && len(targets) > 1 {
 			t := time.NewTimer(forwardRetry)
@@ -298,13 +344,14 @@ func (n *Node) onForward(from automaton.NodeID, msg []byte) {
 	switch d.Byte() {
 	case fwdRequest:
 		id, group, left := d.Uvarint(), d.String(), time.Duration(d.Uvarint())*time.Millisecond
+		flags := d.Byte()
 		req := decodeRequest(d)
 		if d.Done() != nil {
 			n.log.Warn("bad forwarded request; dropped", "peer", from)
 			return
 		}
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), left)
+			ctx, cancel := context.WithTimeout(flagsCtx(context.Background(), flags), left)
 			defer cancel()
 			var r fwdReply
 			if n.loops[group] == nil {
@@ -343,12 +390,40 @@ func (n *Node) onForward(from automaton.NodeID, msg []byte) {
 	}
 }
 
-func encodeForward(id uint64, group string, left time.Duration, req automaton.Request) []byte {
+// Forwarded request flags: the request is the node's own (internal:
+// no ownership checks, its keys are reserved), and the client sent ASKING.
+const (
+	fwdInternal = 1 << iota
+	fwdAsking
+)
+
+func fwdFlags(ctx context.Context) byte {
+	var f byte
+	if isInternal(ctx) {
+		f |= fwdInternal
+	}
+	if gateway.ClusterModeOf(ctx).Asking {
+		f |= fwdAsking
+	}
+	return f
+}
+
+func flagsCtx(ctx context.Context, f byte) context.Context {
+	if f&fwdInternal != 0 {
+		ctx = internalCtx(ctx)
+	}
+	// A forwarded client request is answered to the forwarding node,
+	// which follows redirections for its client or passes them on.
+	return gateway.WithClusterMode(ctx, gateway.ClusterMode{Aware: true, Asking: f&fwdAsking != 0})
+}
+
+func encodeForward(id uint64, group string, left time.Duration, flags byte, req automaton.Request) []byte {
 	e := wire.Encoder{}
 	e.Byte(fwdRequest)
 	e.Uvarint(id)
 	e.String(group)
 	e.Uvarint(uint64(max(left, 0) / time.Millisecond))
+	e.Byte(flags)
 	encodeRequest(&e, req)
 	return e.B
 }
@@ -455,7 +530,8 @@ func (n *Node) ClusterShards(ns string) ([]gateway.ClusterShard, bool) {
 		addr[automaton.NodeID(m.ID)] = m
 	}
 	out := make([]gateway.ClusterShard, 0, len(s.groups))
-	for _, g := range s.groups {
+	v := s.view()
+	for gi, g := range s.groups {
 		// Live nodes first, the leader before them: a local group's
 		// leader hint, or the leader a remote group's last answer named.
 		ids := n.targets(g)
@@ -468,7 +544,7 @@ func (n *Node) ClusterShards(ns string) ([]gateway.ClusterShard, bool) {
 				ids = append(append([]automaton.NodeID{leader}, ids[:i]...), ids[i+1:]...)
 			}
 		}
-		cs := gateway.ClusterShard{Name: g.Namespace.Name, Slots: g.Slots}
+		cs := gateway.ClusterShard{Name: g.Namespace.Name, Slots: v.groups[gi]}
 		cs.LeaderKnown = leader != "" && len(ids) > 0 && ids[0] == leader
 		for _, id := range ids {
 			m := addr[id]
@@ -496,7 +572,7 @@ func (n *Node) SlotLocal(ns string, slot int) (bool, string) {
 	if s == nil {
 		return true, ""
 	}
-	gi := int(s.slots.Owner[slot])
+	gi := int(s.view().m.Owner[slot])
 	if gi < 0 {
 		return true, "" // refused when it runs (CLUSTERDOWN)
 	}
@@ -527,12 +603,13 @@ func indexOf(ids []automaton.NodeID, id automaton.NodeID) int {
 func (n *Node) shardsInfo() map[string]string {
 	out := map[string]string{}
 	for _, s := range n.shards {
-		for _, g := range s.groups {
+		v := s.view()
+		for gi, g := range s.groups {
 			ids := make([]string, len(g.Nodes))
 			for i, id := range g.Nodes {
 				ids[i] = string(id)
 			}
-			fact := fmt.Sprintf("slots=%s,nodes=%s", shard.FormatSlots(g.Slots), strings.Join(ids, " "))
+			fact := fmt.Sprintf("slots=%s,nodes=%s,epoch=%d", shard.FormatSlots(v.groups[gi]), strings.Join(ids, " "), v.epoch)
 			if l := n.loops[g.Namespace.Name]; l != nil {
 				if p := l.leader.Load(); p != nil {
 					fact += ",leader=" + string(*p)

@@ -144,6 +144,10 @@ type KVState struct {
 	// tq are shared through full slice expressions: only appends beyond a
 	// clone's length ever write to a shared array.)
 	treeShared, tombShared, expsShared, wtShared bool
+	// libs is the function library table (kv_function.go), replaced, never
+	// changed in place; libsAt is the version of its last change.
+	libs   map[string]*fnLib
+	libsAt uint64
 	// tok marks the collections this state may change in place: those
 	// whose owner is tok (kv_types.go). Clone gives both sides new tokens.
 	tok *int

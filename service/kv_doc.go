@@ -184,8 +184,11 @@
 // wherever it runs): kv_bits.go (bitcount, bitpos, bitop, bitfield,
 // bitfield_ro), kv_hll.go (pfadd, pfcount, pfmerge, pfdebug: Redis's HLL
 // encoding byte for byte), kv_sort.go (sort, sortstore, and the sortkeys
-// kinds for BY/GET patterns that read other keys); each file's comment
-// lists its operations and decisions.
+// kinds for BY/GET patterns that read other keys), kv_geo.go (geopos,
+// geohash, geodist, geosearch, geostore: Redis's geohash scores, cell scan
+// and haversine), kv_function.go (fnload, fndelete, fnflush, fnlist,
+// fndump, fnrestore: the replicated function library table); each file's
+// comment lists its operations and decisions.
 //
 // # Choices (the seeds are silent on all of this; Redis is the reference)
 //

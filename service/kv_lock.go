@@ -49,3 +49,13 @@ func (KV) Locks(op Op) []Lock {
 func (KV) KeyLocal(op Op) bool { return kvKeyLocal[op.Kind] }
 
 var kvKeyLocal = map[string]bool{"get": true, "set": true, "append": true, "incr": true, "strlen": true}
+
+// StateFreeResult implements StateFree: SET key value without options
+// answers OK in every state (opSet: no GET, NX, XX or expiry option, so
+// neither the old value, its type nor the clock is read for the answer).
+func (KV) StateFreeResult(op Op) (Result, bool) {
+	if op.Kind == "set" && len(op.Args) == 1 {
+		return OK(), true
+	}
+	return Result{}, false
+}

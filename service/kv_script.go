@@ -205,7 +205,15 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 	}
 	name := strings.TrimPrefix(mode, "fcall:")
 	run.name = name
-	fns, noWrites, msg := loadLibrary(L, body)
+	if len(body) == 0 { // FCALL of a replicated library (kv_function.go)
+		lib, fname, ok := run.s.libraryOf(name)
+		if !ok {
+			return nil, Errorf("ERR Function not found")
+		}
+		body, name = lib.code, fname
+		run.name = name
+	}
+	fns, meta, msg := loadLibrary(L, body)
 	if msg != "" {
 		return nil, Errorf("%s", msg)
 	}
@@ -213,10 +221,10 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 	if !ok {
 		return nil, Errorf("Function not found")
 	}
-	if run.readOnly && !noWrites[name] {
+	if run.readOnly && !meta[name].noWrites {
 		return nil, Errorf("ERR Can not execute a script with write flag using *_ro command.")
 	}
-	run.readOnly = run.readOnly || noWrites[name]
+	run.readOnly = run.readOnly || meta[name].noWrites
 	return f, Result{}
 }
 
@@ -267,10 +275,18 @@ func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string)
 // functionFlags are the flags redis.register_function accepts.
 var functionFlags = map[string]bool{"no-writes": true, "allow-oom": true, "allow-stale": true, "no-cluster": true, "allow-cross-slot-keys": true}
 
-// loadLibrary is LoadLibrary; it also returns the functions flagged
-// no-writes (they run read-only; FCALL_RO runs only them).
-func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[string]bool, string) {
-	noWrites := map[string]bool{}
+// fnMeta is what register_function said of a function besides its
+// callback: its description (FUNCTION LIST) and flags; no-writes ones run
+// read-only, and FCALL_RO runs only them.
+type fnMeta struct {
+	noWrites bool
+	desc     *string
+	flags    []string
+}
+
+// loadLibrary is LoadLibrary; it also returns each function's metadata.
+func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[string]fnMeta, string) {
+	metas := map[string]fnMeta{}
 	src := string(code)
 	if i := strings.IndexByte(src, '\n'); strings.HasPrefix(src, "#!") {
 		if i < 0 {
@@ -284,7 +300,7 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 	reg := L.NewFunction(func(L *lua.LState) int {
 		var name string
 		var fn *lua.LFunction
-		ro := false
+		var meta fnMeta
 		switch a := L.Get(1).(type) {
 		case lua.LString:
 			if L.GetTop() == 1 {
@@ -316,7 +332,10 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 						bad = "callback argument given to redis.register_function must be a function"
 					}
 				case "description":
-					if _, ok := v.(lua.LString); !ok {
+					if d, ok := v.(lua.LString); ok {
+						ds := string(d)
+						meta.desc = &ds
+					} else {
 						bad = "description argument given to redis.register_function must be a string"
 					}
 				case "flags":
@@ -331,7 +350,8 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 							bad = "unknown flag given"
 							break
 						}
-						ro = ro || f == "no-writes"
+						meta.noWrites = meta.noWrites || f == "no-writes"
+						meta.flags = append(meta.flags, string(f))
 					}
 				default:
 					bad = "unknown argument given to redis.register_function"
@@ -363,7 +383,7 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 			L.RaiseError("Function already exists in the library")
 		}
 		fns[name] = fn
-		noWrites[name] = ro
+		metas[name] = meta
 		return 0
 	})
 	redis.RawSetString("register_function", reg)
@@ -379,7 +399,7 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 	if len(fns) == 0 {
 		return nil, nil, "No functions registered"
 	}
-	return fns, noWrites, ""
+	return fns, metas, ""
 }
 
 // CheckLibrary runs a function library's code as FUNCTION LOAD does (no

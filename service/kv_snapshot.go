@@ -2,6 +2,7 @@ package service
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,10 +25,18 @@ const snapVersion = 2
 // deleted keys. Formats 1 and 2 (strings only) still restore.
 const kvSnapVersion = 3
 
+// kvSnapLibs is format 3 followed by the function library table
+// (kv_function.go): a snapshot of a state with libraries has it.
+const kvSnapLibs = 4
+
 // kvDeltaCodec is the format byte of KV deltas and range exports with
 // typed values (format 1, strings only, is refused: the sender falls back
 // to a snapshot).
 const kvDeltaCodec = 2
+
+// kvDeltaLibs is codec 2 followed by the whole function library table: a
+// delta has it when the table changed after the delta's start.
+const kvDeltaLibs = 3
 
 // Snapshot implements State: the version, clock and gone, the keys in
 // sorted order with their generation, deadline and value, then the
@@ -38,11 +47,17 @@ const kvDeltaCodec = 2
 func (s *KVState) Snapshot() []byte {
 	keys := slices.Sorted(maps.Keys(s.m))
 	e := wire.Encoder{B: []byte{kvSnapVersion}}
+	if len(s.libs) > 0 {
+		e.B[0] = kvSnapLibs
+	}
 	e.Uvarint(s.version)
 	e.Varint(s.clock)
 	e.Uvarint(s.gone)
 	s.encodeEntries(&e, keys)
 	s.encodeWT(&e)
+	if len(s.libs) > 0 {
+		s.encodeLibs(&e)
+	}
 	return e.B
 }
 
@@ -88,8 +103,8 @@ func decodeWT(d *wire.Decoder) map[string]uint64 {
 // serves changes from it on, the Merkle tree is rebuilt when next hashed.
 func (s *KVState) Restore(snap []byte) error {
 	d := wire.NewDecoder(snap)
-	if len(snap) > 0 && snap[0] == kvSnapVersion {
-		d.Byte()
+	if len(snap) > 0 && (snap[0] == kvSnapVersion || snap[0] == kvSnapLibs) {
+		format := d.Byte()
 		ver, clock, gone := d.Uvarint(), d.Varint(), d.Uvarint()
 		n := d.Count(1<<40, 4)
 		m := make(map[string]kvEntry, n)
@@ -101,11 +116,16 @@ func (s *KVState) Restore(snap []byte) error {
 			m[k] = x
 		}
 		wt := decodeWT(d)
+		var libs map[string]*fnLib
+		if format == kvSnapLibs {
+			libs = decodeLibs(d)
+		}
 		if err := d.Done(); err != nil {
 			return fmt.Errorf("kv: bad snapshot: %w", err)
 		}
 		s.reset(m, ver)
 		s.tok, s.clock, s.gone, s.wt = tok, clock, gone, wt
+		s.libs, s.libsAt = libs, ver
 		s.rebuildExps()
 		return nil
 	}
@@ -204,7 +224,11 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 		size += len(out[i].key) + len(out[i].e.v) + 24
 	}
 	e := wire.Encoder{B: make([]byte, 0, size)}
-	e.Byte(kvDeltaCodec)
+	if s.libsAt > since {
+		e.Byte(kvDeltaLibs)
+	} else {
+		e.Byte(kvDeltaCodec)
+	}
 	e.Uvarint(since)
 	e.Uvarint(s.version)
 	e.Varint(s.clock)
@@ -223,6 +247,10 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 			e.Uvarint(c.wv)
 		}
 	}
+	if s.libsAt > since {
+		e.Uvarint(s.libsAt)
+		s.encodeLibs(&e)
+	}
 	return e.B, nil
 }
 
@@ -231,8 +259,9 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 // checked before anything changes.
 func (s *KVState) ApplyDelta(delta []byte) error {
 	d := wire.NewDecoder(delta)
-	if v := d.Byte(); v != kvDeltaCodec && d.Err() == nil {
-		return fmt.Errorf("%w: kv delta format %d", ErrDeltaMismatch, v)
+	codec := d.Byte()
+	if codec != kvDeltaCodec && codec != kvDeltaLibs && d.Err() == nil {
+		return fmt.Errorf("%w: kv delta format %d", ErrDeltaMismatch, codec)
 	}
 	since, to := d.Uvarint(), d.Uvarint()
 	clock, gone, wflush := d.Varint(), d.Uvarint(), d.Uvarint()
@@ -251,6 +280,12 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 			d.Fail(fmt.Errorf("key %q changed at %d, outside (%d, %d]", c.key, c.at, since, to))
 		}
 		ents = append(ents, c)
+	}
+	var libs map[string]*fnLib
+	var libsAt uint64
+	if codec == kvDeltaLibs {
+		libsAt = d.Uvarint()
+		libs = decodeLibs(d)
 	}
 	if err := d.Done(); err != nil {
 		return fmt.Errorf("%w: bad kv delta: %v", ErrDeltaMismatch, err)
@@ -317,6 +352,9 @@ func (s *KVState) ApplyDelta(delta []byte) error {
 	s.tq = keepSorted(s.tq, q0)
 	s.version, s.clock, s.gone = to, clock, gone
 	s.wflush = max(s.wflush, wflush)
+	if codec == kvDeltaLibs && libsAt > s.libsAt {
+		s.libs, s.libsAt = libs, libsAt
+	}
 	s.evictTombs()
 	if n := len(s.journal); n >= 1024 && n > 2*(len(s.m)+len(s.tomb)) {
 		s.journal = s.compact(s.journal)
@@ -361,7 +399,16 @@ func (s *KVState) hashed() *MerkleTree {
 
 // StateHash implements HashedState. The first call builds the tree (O(n));
 // later calls rehash only the leaves written since.
-func (s *KVState) StateHash() [32]byte { return s.hashed().Root() }
+// The function library table, when there is one, is hashed with the
+// tree's root.
+func (s *KVState) StateHash() [32]byte {
+	root := s.hashed().Root()
+	if len(s.libs) == 0 {
+		return root
+	}
+	lh := s.libsHash()
+	return sha256.Sum256(append(root[:], lh[:]...))
+}
 
 // MerkleTree implements HashedState: an up-to-date copy of the tree.
 func (s *KVState) MerkleTree() *MerkleTree {
@@ -459,9 +506,10 @@ func (s *KVState) ImportRanges(b []byte) error {
 			s.m[k] = e
 		}
 	}
-	tree := s.tree
+	tree, libs, libsAt := s.tree, s.libs, s.libsAt
 	s.reset(s.m, ver)
 	s.tree, s.clock, s.gone, s.wt = tree, clock, gone, wt
+	s.libs, s.libsAt = libs, min(libsAt, ver) // ranges carry keys only
 	s.rebuildExps()
 	return nil
 }

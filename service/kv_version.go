@@ -69,6 +69,8 @@ func checkGuard(op Op) error {
 		if a := string(op.Args[1]); a == "0" || a == "1" {
 			return nil
 		}
+	case "slot": // slot migration's ownership check (kv_slots.go)
+		return nil
 	}
 	return fmt.Errorf(errSyntax)
 }
@@ -76,6 +78,9 @@ func checkGuard(op Op) error {
 // opGuard is "guard version v" (the key's version is v) and "guard exists
 // 0|1": OK when the condition holds, a GUARDFAILED error otherwise.
 func (s *KVState) opGuard(op Op) Result {
+	if strings.ToLower(string(op.Args[0])) == "slot" {
+		return s.slotGuard(op) // kv_slots.go
+	}
 	if strings.ToLower(string(op.Args[0])) == "version" {
 		want, _ := strconv.ParseUint(string(op.Args[1]), 10, 64)
 		if v := s.KeyVersion(op.Key); v != want {

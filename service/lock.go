@@ -38,6 +38,16 @@ type Lockable interface {
 	Locks(op Op) []Lock
 }
 
+// StateFree is implemented by services some of whose operations answer
+// the same result in every state (KV: a plain SET answers OK whatever the
+// key held). A replica that computes results over a state it must first
+// bring up to date (protocol/esds's tentative state) answers such an
+// operation without doing so. StateFreeResult returns op's result and
+// true only when every state gives op that result.
+type StateFree interface {
+	StateFreeResult(op Op) (Result, bool)
+}
+
 // LocksOf returns svc's locks for op, or ok=false when svc is not
 // Lockable.
 func LocksOf(svc Service, op Op) ([]Lock, bool) {

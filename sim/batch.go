@@ -15,6 +15,19 @@ import "github.com/synod-dev/synod/automaton"
 // pause or a busy processor delays its delivery as any input's, and the
 // batch then holds whatever joined until it is delivered. Zero (the
 // default) steps every request on arrival, as before.
+//
+// Order: a batch is stepped in arrival order, as the live loop steps its
+// inbox's requests (node/loop.go take), and a node.DoBatch batch in the
+// order handed over. That order is a promise only for a protocol that
+// orders key runs (automaton.KeyRunOrderer: ABD), and only to a client
+// that pipelines same-key commands (gateway/pipeline.go). The simulator's
+// clients have one request in flight each, so a simulated batch holds
+// requests of different clients, which are concurrent: any order of them
+// is linearizable, and the history checker cannot tell a reordered batch
+// from this one. The order promise is therefore tested live
+// (livetest TestABDPipelineOwnOrder, which fails with the batch handed to
+// the loop reversed) and on the protocol (protocol/abd
+// TestKeyRunSerialResults), not here.
 
 const evClientBatch evKind = 250 // a node's open client batch is due
 

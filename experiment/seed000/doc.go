@@ -14,6 +14,28 @@
 // Each runs in simulation (--mode sim) and on live loopback clusters (--mode
 // live); both by default.
 //
+// # Which variant is judged (decision)
+//
+// The reproduction report (docs/REPRODUCTION.md) judges Test Series 2 and 3
+// (seed 000 §5.5, §5.6) on the simulator at full size (--mode sim: N = 1..10,
+// gossip 20 ms / 100 ms / 1 s, 10 seeds per cell), not on live clusters.
+// Every claim of chapter 5 is about a replica's capacity: the seed's
+// replicas "keep up with the user requests if they come approximately once
+// in 30 milliseconds" (§5.3) on ten workstations, so AT_r levels off, AT_fe
+// grows and throughput stops rising as each replica's queue fills. Only the
+// simulator's CPU model reproduces that cost (28 ms per request, its own
+// processor per replica, §5.4's ten processors). A live Synod replica takes
+// microseconds per operation and all of them share this machine's two
+// cores: at the seed's rates (33, 33·N, 330 ops/s) no live replica ever
+// queues, so a live "levels off at N = 4" or "drops as replicas join" would
+// measure the machine's scheduler, not ESDS; and live AT_r is not
+// observable, Counter inconsistency not at all (see below). No claim of
+// §5.4-5.6 needs a live cell that the simulator cannot give, so none is
+// added to the report's pass. The live cells stay as the check that the
+// real protocol runs the seed's workload (--mode live or both: their own
+// claims, e.g. Fig. 5.1 (live), are printed and judged when they run, and
+// seed000-throughput-vs-n's quick pass in the report runs both).
+//
 // # Choices where the seed is silent or differs from Synod
 //
 //   - The plots did not survive in the seed's text: there are no numbers to

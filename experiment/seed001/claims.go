@@ -48,7 +48,11 @@ func (t *Throughput) Claims(d experiment.Data) []experiment.Claim {
 // and mean latency at N=1 and at top, and node-coordinated ABD beside the
 // client-driven one.
 func (t *Throughput) breakdown(d experiment.Data, r string, top int) string {
-	s := fmt.Sprintf("measured (closed loop, %d clients, durability %s): ", max(t.Clients, 25), t.Durability)
+	clients := 25 // the seed's, bench preset seed001
+	if t.Clients > 0 {
+		clients = t.Clients
+	}
+	s := fmt.Sprintf("measured (closed loop, %d clients, durability %s): ", clients, t.Durability)
 	for _, p := range []string{abdClient, "abd", "blocking"} {
 		a, okA := d.Ours[cellKey(p, 1, r, loadClosed)]
 		b, okB := d.Ours[cellKey(p, top, r, loadClosed)]

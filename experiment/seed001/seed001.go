@@ -74,7 +74,7 @@ func (t *Throughput) Flags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&t.Nodes, "nodes", t.Nodes, "cluster sizes N")
 	fs.StringSliceVar(&t.Ratios, "get-ratios", t.Ratios, "fractions of GETs (the seed's \"GET/PUT ratio\")")
 	fs.StringSliceVar(&t.Protocols, "protocols", t.Protocols, "protocols to compare ("+abdClient+": ABD driven by its clients, on an abd cluster)")
-	fs.Float64SliceVar(&t.OpenRates, "open-rates", t.OpenRates, "open-loop cells' arrival rates in req/s, uniform gaps (the seed's \"uniform, average 50 req/s\"; empty: none)")
+	fs.Var((*rateList)(&t.OpenRates), "open-rates", "open-loop cells' arrival rates in req/s, uniform gaps (the seed's \"uniform, average 50 req/s\"; none: closed loop only)")
 	fs.IntVar(&t.Clients, "clients", 0, "closed-loop clients (default: the seed's 25)")
 	paramFlag(fs, &t.Params)
 }
@@ -359,3 +359,35 @@ func selfCPU() float64 {
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
+
+// rateList is --open-rates: comma-separated rates, or "none" for no
+// open-loop cell (pflag's float slice cannot be set empty).
+type rateList []float64
+
+func (r *rateList) String() string {
+	if len(*r) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, v := range *r {
+		parts = append(parts, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (r *rateList) Set(s string) error {
+	*r = nil
+	if s == "none" {
+		return nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a rate (or none)", f)
+		}
+		*r = append(*r, v)
+	}
+	return nil
+}
+
+func (r *rateList) Type() string { return "rates" }

@@ -3,6 +3,7 @@ package seed001
 import (
 	"bytes"
 	"context"
+	"github.com/spf13/pflag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -188,6 +189,32 @@ func TestWindows(t *testing.T) {
 	w = windows(succ, ms2d(1000), ms2d(1600), ms2d(3000))
 	if !w.recovered || w.recovery != ms2d(500) || w.longestGap != ms2d(495) {
 		t.Errorf("stall after a quick first write: %+v", w)
+	}
+}
+
+// --open-rates none leaves only the closed-loop cells; a list adds one
+// open-loop cell per rate and configuration.
+func TestOpenRatesFlag(t *testing.T) {
+	for _, c := range []struct {
+		arg   string
+		cells int
+		bad   bool
+	}{{"none", 2, false}, {"50", 4, false}, {"20,50", 6, false}, {"fast", 0, true}} {
+		e := NewThroughput()
+		e.Nodes, e.Ratios, e.Protocols = []int{1}, []string{"0.9"}, []string{"abd", "blocking"}
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		e.Flags(fs)
+		err := fs.Parse([]string{"--open-rates", c.arg})
+		if (err != nil) != c.bad {
+			t.Fatalf("--open-rates %s: %v", c.arg, err)
+		}
+		if c.bad {
+			continue
+		}
+		cells, err := e.Cells(experiment.Options{})
+		if err != nil || len(cells) != c.cells {
+			t.Errorf("--open-rates %s: %d cells (want %d), %v", c.arg, len(cells), c.cells, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -205,7 +206,7 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 	lat := make([][]float64, clients)
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
-	sum0, count0, err := clusterRequestDuration(ctx, cl)
+	t0, err := clusterTimes(ctx, cl)
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -229,7 +230,7 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 	if err := errors.Join(errs...); err != nil {
 		return experiment.Outcome{}, err
 	}
-	sum1, count1, err := clusterRequestDuration(ctx, cl)
+	t1, err := clusterTimes(ctx, cl)
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
@@ -246,9 +247,8 @@ func runLiveCounter(ctx context.Context, env *experiment.Env, pg *pgShare, c exp
 	}
 	mean, ci := meanCI(all)
 	met := map[string]float64{mLatency: mean, mCI: ci, mThrough: float64(len(all)) / el.Seconds()}
-	if count1 > count0 {
-		met[mInNode] = (sum1 - sum0) / (count1 - count0) * 1000
-		met[mOutside] = mean - met[mInNode]
+	if in, db, ok := t1.since(t0); ok {
+		met[mInNode], met[mDBCommit], met[mOutside] = in, db, mean-in
 	}
 	return experiment.Outcome{
 		Metrics: met,
@@ -299,72 +299,96 @@ func livePostgresCells(cells []experiment.Cell) int {
 // gridmatchmaker (durability/examples/matchmaker): one client advertises
 // enough machines, then mmLoad's four clients submit; the machines left
 // must be exactly those advertised minus the jobs answered.
-func runLiveMatchmaker(ctx context.Context, env *experiment.Env, pg *pgShare, c experiment.Cell, fsync string, rounds int, lo, hi time.Duration) (lat []float64, inNode float64, err error) {
+func runLiveMatchmaker(ctx context.Context, env *experiment.Env, pg *pgShare, c experiment.Cell, fsync string, rounds int, lo, hi time.Duration) (lat []float64, inNode, dbCommit float64, err error) {
 	cfg, db := c.Get("config"), c.Get("db")
 	name := fmt.Sprintf("mm-%s-%s-%s", cfg, db, strings.ReplaceAll(c.Get("interval"), "-", "to"))
 	cl, stop, err := liveCluster(ctx, env, pg, name, matchmaker.ServiceName, cfg, db, fsync)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer stop()
 	adv, err := liveClient(ctx, cl)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer adv.Close()
 	for i := 0; i < machinesNeeded(rounds); i++ {
 		if _, err := adv.Do(ctx, "SYNOD", "OP", "advertise", fmt.Sprintf("m%d", i), "2000", "1024"); err != nil {
-			return nil, 0, fmt.Errorf("advertise: %w", err)
+			return nil, 0, 0, fmt.Errorf("advertise: %w", err)
 		}
 	}
 	cls := make([]*synodclient.Client, mClients)
 	for i := range cls {
 		if cls[i], err = liveClient(ctx, cl); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		defer cls[i].Close()
 	}
-	sum0, count0, err := clusterRequestDuration(ctx, cl)
+	t0, err := clusterTimes(ctx, cl)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	lat, err = mmLoad(ctx, rounds, lo, hi, func(i int) (bool, error) {
 		rep, err := cls[i].Do(ctx, "SYNOD", "OP", "submit", fmt.Sprintf("c%d", i), "1000", "512")
 		return err == nil && !rep.IsNull(), err
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	sum1, count1, err := clusterRequestDuration(ctx, cl)
+	t1, err := clusterTimes(ctx, cl)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	if count1 > count0 {
-		inNode = (sum1 - sum0) / (count1 - count0) * 1000
+	inNode, dbCommit = math.NaN(), math.NaN()
+	if in, db, ok := t1.since(t0); ok {
+		inNode, dbCommit = in, db
 	}
 	left, err := adv.Do(ctx, "SYNOD", "OP", "available")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	if n, want := left.Int, int64(machinesNeeded(rounds)-len(lat)); n != want {
-		return nil, 0, fmt.Errorf("%d machines available after %d advertised and %d jobs placed (reply %s)", n, machinesNeeded(rounds), len(lat), left)
+		return nil, 0, 0, fmt.Errorf("%d machines available after %d advertised and %d jobs placed (reply %s)", n, machinesNeeded(rounds), len(lat), left)
 	}
-	return lat, inNode, nil
+	return lat, inNode, dbCommit, nil
 }
 
-// clusterRequestDuration is the sum (seconds) and count of every node's
-// synod_request_duration_seconds: the time client requests spent inside
-// the nodes (request submitted to response released: for pbdurable the
-// execution, the database transaction and the backup's acknowledgement).
-func clusterRequestDuration(ctx context.Context, c *cluster.Cluster) (sum, count float64, err error) {
+// nodeTimes are the sums over a cluster's nodes of two histograms: every
+// client request's time inside its node (synod_request_duration_seconds:
+// request submitted to response released; for pbdurable the execution, the
+// backup's acknowledgement and the database transaction) and the database
+// transactions' (pbdurable's durability.sql effects, timed by the runtime
+// around the executor: synod_effect_duration_seconds).
+type nodeTimes struct{ reqSum, reqCount, dbSum float64 }
+
+// sqlEffect selects pbdurable's database effects (durability/doc.go).
+const sqlEffect = `kind="durability.sql"`
+
+func clusterTimes(ctx context.Context, c *cluster.Cluster) (nodeTimes, error) {
+	var t nodeTimes
 	for _, n := range c.Nodes {
 		s, k, err := seed002pb.RequestDuration(ctx, n.Metrics)
 		if err != nil {
-			return 0, 0, err
+			return t, err
 		}
-		sum, count = sum+s, count+k
+		db, _, _, err := seed002pb.HistogramSum(ctx, n.Metrics, "synod_effect_duration_seconds", `namespace="default"`, sqlEffect)
+		if err != nil {
+			return t, err
+		}
+		t.reqSum, t.reqCount, t.dbSum = t.reqSum+s, t.reqCount+k, t.dbSum+db
 	}
-	return sum, count, nil
+	return t, nil
+}
+
+// since is the mean time per client request inside the nodes between t0
+// and t, and the database transactions' share of it, in ms (ok false when
+// no request was counted).
+func (t nodeTimes) since(t0 nodeTimes) (inNode, dbCommit float64, ok bool) {
+	n := t.reqCount - t0.reqCount
+	if n <= 0 {
+		return 0, 0, false
+	}
+	return (t.reqSum - t0.reqSum) / n * 1000, (t.dbSum - t0.dbSum) / n * 1000, true
 }
 
 // loadAvg is the machine's one-minute load average ("" where unknown),

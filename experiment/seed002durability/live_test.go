@@ -105,6 +105,18 @@ func TestMatchmakerLiveQuick(t *testing.T) {
 		if in, ok := c.Metrics[mInNode]; strings.Contains(c.Key, "bed=live") && (!ok || in <= 0 || in > c.Metrics[mLatency]) {
 			t.Errorf("cell %s: %.3f ms inside the nodes of a %.3f ms jobSubmit", c.Key, in, c.Metrics[mLatency])
 		}
+		// Of that, the database transaction (timed by the node around its
+		// durability.sql effect): some with a database object, none without.
+		if db, in := c.Metrics[mDBCommit], c.Metrics[mInNode]; strings.Contains(c.Key, "bed=live") {
+			if withDB := strings.Contains(c.Key, "db=sqlite"); withDB && (db <= 0 || db >= in) || !withDB && db != 0 {
+				t.Errorf("cell %s: database transaction %.3f ms of %.3f ms inside the nodes", c.Key, db, in)
+			}
+		}
+	}
+	for _, cl := range res.Claims {
+		if strings.Contains(cl.Text, "live") && !strings.Contains(cl.Cause, "second database object (DB's transaction") {
+			t.Errorf("claim %q: the cause does not split PB+DB against DB: %s", cl.Text, cl.Cause)
+		}
 	}
 	sum := strings.Join(res.Summary, "\n")
 	for _, want := range []string{"live, sqlite, state fsync on, interval " + strings.Split(quickIntervals, ",")[0], "live: db on sqlite: latency", "process: pb: latency"} {

@@ -175,9 +175,9 @@ func (e *Matchmaker) RunCell(ctx context.Context, env *experiment.Env, c experim
 	lo, hi, _ := parseInterval(c.Get("interval"))
 	var lat []float64
 	var err error
-	inNode := math.NaN()
+	inNode, dbCommit := math.NaN(), math.NaN()
 	if c.Get("bed") == bedLive {
-		lat, inNode, err = runLiveMatchmaker(ctx, env, &e.pg, c, e.fsyncLabel(), rounds, lo, hi)
+		lat, inNode, dbCommit, err = runLiveMatchmaker(ctx, env, &e.pg, c, e.fsyncLabel(), rounds, lo, hi)
 	} else {
 		lat, err = e.runProcessMatchmaker(ctx, env, c, rounds, lo, hi)
 	}
@@ -197,7 +197,7 @@ func (e *Matchmaker) RunCell(ctx context.Context, env *experiment.Env, c experim
 	}
 	met := map[string]float64{mLatency: mean, mCI: ci}
 	if !math.IsNaN(inNode) {
-		met[mInNode], met[mOutside] = inNode, mean-inNode
+		met[mInNode], met[mDBCommit], met[mOutside] = inNode, dbCommit, mean-inNode
 	}
 	return experiment.Outcome{Metrics: met, Labels: labels}, nil
 }
@@ -385,6 +385,7 @@ func (e *Matchmaker) Report() experiment.ReportSpec {
 			{Metric: mLatency, Header: "jobSubmit ms", Format: "%.3f"},
 			{Metric: mCI, Header: "±95%", Format: "%.3f"},
 			{Metric: mInNode, Header: "in nodes", Format: "%.3f"},
+			{Metric: mDBCommit, Header: "of which db", Format: "%.3f"},
 			{Metric: mOutside, Header: "outside", Format: "%.3f"},
 		},
 		Labels: []string{"state fsync", "requests", "load"},
@@ -395,6 +396,7 @@ func (e *Matchmaker) Report() experiment.ReportSpec {
 		Notes: []string{
 			"intervals scaled from the seed's seconds to milliseconds",
 			"load: the machine's one-minute load average at the end of the cell (the machine is shared; a high load makes the figures noise)",
+			"in nodes: mean time per client request inside the nodes (request submitted to response released, the nodes' synod_request_duration_seconds); of which db: the database transactions (pbdurable's durability.sql effects, timed by the node around its executor: synod_effect_duration_seconds) per request; outside: client, RESP, loopback",
 			"bed=live: pbdurable clusters (service gridmatchmaker) of synod node processes on loopback (3 nodes; original: 1 node, mapping original: both objects kept nowhere), node records in memory, rate_checking 1s (no failures injected), the database shared by every node (one SQLite file, or a fresh database on a private PostgreSQL 15); clients send to the primary",
 			"bed=process: the in-process bed (one process on loopback TCP, SQLite or a private PostgreSQL)",
 		},

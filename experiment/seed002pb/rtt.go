@@ -277,38 +277,56 @@ func clientRoundTrips(ctx context.Context, addr, metricsAddr string, size, n int
 // RequestDuration is the node's synod_request_duration_seconds sum and
 // count of the namespace "default", from its Prometheus endpoint.
 func RequestDuration(ctx context.Context, metricsAddr string) (sum, count float64, err error) {
+	sum, count, found, err := HistogramSum(ctx, metricsAddr, "synod_request_duration_seconds", `namespace="default"`)
+	if err == nil && !found {
+		err = fmt.Errorf("metrics at %s: no synod_request_duration_seconds of namespace default", metricsAddr)
+	}
+	return sum, count, err
+}
+
+// HistogramSum is the sum and count of the node's histogram name over the
+// series whose labels contain every one of labels (`kind="durability.sql"`),
+// from its Prometheus endpoint; found is false when no series matched (a
+// histogram vector with no observation yet has none).
+func HistogramSum(ctx context.Context, metricsAddr, name string, labels ...string) (sum, count float64, found bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	found := 0
+	n := 0
+lines:
 	for _, l := range strings.Split(string(b), "\n") {
 		for _, m := range []struct {
 			prefix string
 			v      *float64
-		}{{"synod_request_duration_seconds_sum{", &sum}, {"synod_request_duration_seconds_count{", &count}} {
-			if strings.HasPrefix(l, m.prefix) && strings.Contains(l, `namespace="default"`) {
-				f := strings.Fields(l)
-				if *m.v, err = strconv.ParseFloat(f[len(f)-1], 64); err != nil {
-					return 0, 0, fmt.Errorf("metrics at %s: %q: %w", metricsAddr, l, err)
-				}
-				found++
+		}{{name + "_sum{", &sum}, {name + "_count{", &count}} {
+			if !strings.HasPrefix(l, m.prefix) {
+				continue
 			}
+			for _, lb := range labels {
+				if !strings.Contains(l, lb) {
+					continue lines
+				}
+			}
+			f := strings.Fields(l)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				return 0, 0, false, fmt.Errorf("metrics at %s: %q: %w", metricsAddr, l, err)
+			}
+			*m.v += v
+			n++
 		}
 	}
-	if found != 2 {
-		return 0, 0, fmt.Errorf("metrics at %s: no synod_request_duration_seconds of namespace default", metricsAddr)
-	}
-	return sum, count, nil
+	return sum, count, n > 0, nil
 }
 
 type stats struct{ median, mean, sd float64 }

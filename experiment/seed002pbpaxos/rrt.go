@@ -214,14 +214,13 @@ func (r *RRT) Claims(d experiment.Data) []experiment.Claim {
 	// (the nodes' own time, the client, the relays).
 	breakdown := func(config string) string {
 		w := wanConfigs[config]
-		wire := map[string]float64{"original": 2 * w.clientLeader, "read": w.clientBackup + w.replicas + w.clientLeader, "write": 2*w.clientLeader + 2*w.replicas}
 		var parts []string
 		for _, k := range []string{"original", "read", "write"} {
 			s := sample(k, config)
 			if len(s) == 0 {
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s %.2f ms = %.2f ms of link delay on its message chain + %.2f ms elsewhere (nodes, client, relays)", k, s.Mean(), wire[k], s.Mean()-wire[k]))
+			parts = append(parts, fmt.Sprintf("%s %.2f ms = %.2f ms of link delay on its message chain + %.2f ms elsewhere (nodes, client, relays)", k, s.Mean(), w.chain(k), s.Mean()-w.chain(k)))
 		}
 		return "measured means against the links' one-way delays (" + w.String() + "): " + strings.Join(parts, "; ")
 	}

@@ -3,6 +3,7 @@ package seed002pbpaxos
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -185,5 +186,66 @@ func TestLiveKindsQuick(t *testing.T) {
 		if c.Status != experiment.StatusOK || c.Metrics[mTput] <= 0 || c.Metrics[mLat] <= 0 {
 			t.Errorf("cell %s: %+v", c.Key, c)
 		}
+	}
+}
+
+// Figs VI.6 and VI.7 are judged at every client count that ran: a ratio
+// inside the noise at one count makes the claim inconclusive, a clear
+// one everywhere decides it, and a missing cell makes it not measured.
+func TestWANThroughputClaims(t *testing.T) {
+	e := NewWANThroughput()
+	cells, err := e.Cells(experiment.Options{Quick: true})
+	if err != nil || len(cells) != 2*3*2 {
+		t.Fatalf("quick cells: %d, %v", len(cells), err)
+	}
+	if _, err := (&WANThroughput{Configs: []string{"moon"}, Kinds: []string{"read"}, Clients: []int{1}, Total: 4, Reps: 1, Durability: "memory"}).Cells(experiment.Options{}); err == nil {
+		t.Error("unknown configuration accepted")
+	}
+	data := func(tput map[string][]float64) experiment.Data {
+		d := experiment.Data{Ours: experiment.Figures{}, Samples: map[string]map[string]experiment.Sample{}}
+		for _, c := range cells {
+			s, ok := tput[c.Get("config")+"/"+c.Get("kind")+"/"+c.Get("clients")]
+			if !ok {
+				s = tput[c.Get("config")+"/"+c.Get("kind")]
+			}
+			if s == nil {
+				continue
+			}
+			d.Cells = append(d.Cells, experiment.CellResult{Cell: c, Status: experiment.StatusOK})
+			d.Samples[c.Key] = map[string]experiment.Sample{mTput: s}
+			d.Ours.Set(c.Key, mTput, experiment.Sample(s).Mean())
+			d.Ours.Set(c.Key, mLat, 100)
+		}
+		return d
+	}
+	verdicts := func(d experiment.Data) []experiment.Verdict {
+		var v []experiment.Verdict
+		for _, c := range e.Claims(d) {
+			v = append(v, c.Verdict)
+			if c.Verdict != experiment.NotMeasured && !strings.Contains(c.Cause, "4 clients: original") {
+				t.Errorf("claim %q: cause %q", c.Text, c.Cause)
+			}
+		}
+		return v
+	}
+	clear := map[string][]float64{
+		"remote-clients/original": {10, 10.1, 9.9}, "remote-clients/read": {10, 10.05, 9.95}, "remote-clients/write": {9.9, 10, 9.95},
+		"wan-replicas/original": {13, 13.1, 12.9}, "wan-replicas/read": {12.4, 12.5, 12.3}, "wan-replicas/write": {8.4, 8.5, 8.6},
+	}
+	if got := fmt.Sprint(verdicts(data(clear))); got != "[holds holds holds]" {
+		t.Errorf("clear figures: %s", got)
+	}
+	noisy := map[string][]float64{}
+	for k, v := range clear {
+		noisy[k] = v
+	}
+	noisy["wan-replicas/read/4"] = []float64{4, 20, 12} // read ≈ 12 ± noise at 4 clients
+	noisy["remote-clients/write"] = []float64{5, 5.1, 4.9}
+	if got := fmt.Sprint(verdicts(data(noisy))); got != "[holds does not hold inconclusive]" {
+		t.Errorf("noisy figures: %s", got)
+	}
+	delete(noisy, "remote-clients/read")
+	if got := fmt.Sprint(verdicts(data(noisy))); !strings.HasPrefix(got, "[not measured") {
+		t.Errorf("missing read cells: %s", got)
 	}
 }

@@ -52,6 +52,12 @@ func deriveWAN(name string, original, read, write float64) wanConfig {
 	return wanConfig{name: name, original: original, read: read, write: write, clientLeader: c, replicas: p, clientBackup: read - c - p}
 }
 
+// chain is the link delay on a request kind's message chain (ms): the
+// sum of the one-way delays its messages cross (the derivation above).
+func (w wanConfig) chain(kind string) float64 {
+	return map[string]float64{"original": 2 * w.clientLeader, "read": w.clientBackup + w.replicas + w.clientLeader, "write": 2*w.clientLeader + 2*w.replicas}[kind]
+}
+
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 func (w wanConfig) String() string {

@@ -26,16 +26,17 @@ import (
 type AutomatonBackend struct {
 	ns config.Namespace
 
-	mu     sync.Mutex
-	a      automaton.Automaton
-	log    []automaton.Request
-	timers map[automaton.TimerID]time.Duration // deadlines in virtual time
-	now    time.Duration                       // virtual time: the last timer fired
-	seen   map[automaton.RequestID]automaton.Response
-	clock  func() time.Time // the environment's time (SetClock); wall time by default
-	seeds  uint64
-	exec   *automaton.Executors // Effects are carried out synchronously
-	effs   []automaton.Effect   // emitted, not yet carried out
+	mu      sync.Mutex
+	a       automaton.Automaton
+	log     []automaton.Request
+	batches []int                               // sizes of the batches DoBatch stepped
+	timers  map[automaton.TimerID]time.Duration // deadlines in virtual time
+	now     time.Duration                       // virtual time: the last timer fired
+	seen    map[automaton.RequestID]automaton.Response
+	clock   func() time.Time // the environment's time (SetClock); wall time by default
+	seeds   uint64
+	exec    *automaton.Executors // Effects are carried out synchronously
+	effs    []automaton.Effect   // emitted, not yet carried out
 }
 
 // SetClock makes f the time of the environment each request carries
@@ -96,6 +97,52 @@ func (b *AutomatonBackend) Do(ctx context.Context, ns string, req automaton.Requ
 	req.Env = service.Env{Time: now().UnixNano(), Seed: b.seeds}
 	b.log = append(b.log, req)
 	b.outputs(b.a.Step(automaton.ClientRequest{Req: req}))
+	return b.answer(req)
+}
+
+// DoBatch implements gateway.BatchBackend as node.Node does: where the
+// protocol steps client batches, reqs are stepped as one ClientBatch, in
+// order; elsewhere they run one after the other through Do. The
+// requests handed over are in Batches.
+func (b *AutomatonBackend) DoBatch(ctx context.Context, ns string, reqs []automaton.Request) ([]automaton.Response, []error) {
+	out := make([]automaton.Response, len(reqs))
+	errs := make([]error, len(reqs))
+	if ns != b.ns.Name || !automaton.StepsClientBatches(b.ns.Protocol) {
+		for i, req := range reqs {
+			out[i], errs[i] = b.Do(ctx, ns, req)
+		}
+		return out, errs
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now
+	if b.clock != nil {
+		now = b.clock
+	}
+	batch := make([]automaton.Request, len(reqs))
+	for i, req := range reqs {
+		b.seeds++
+		req.Env = service.Env{Time: now().UnixNano(), Seed: b.seeds}
+		b.log = append(b.log, req)
+		batch[i] = req
+	}
+	b.batches = append(b.batches, len(batch))
+	b.outputs(b.a.Step(automaton.ClientBatch{Reqs: batch}))
+	for i, req := range batch {
+		out[i], errs[i] = b.answer(req)
+	}
+	return out, errs
+}
+
+// Batches returns the sizes of the batches DoBatch stepped, in order.
+func (b *AutomatonBackend) Batches() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int(nil), b.batches...)
+}
+
+// answer returns req's response once the automaton gave it (under b.mu).
+func (b *AutomatonBackend) answer(req automaton.Request) (automaton.Response, error) {
 	// A protocol that needs its timers (a leader election) gets them fired,
 	// earliest first, until it answers.
 	for i := 0; i < maxTimerRounds; i++ {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"io"
+	"slices"
 	"sync"
 
 	"google.golang.org/grpc/status"
@@ -46,7 +47,14 @@ import (
 //   - Other calls. In a namespace without atomic groups a call of one
 //     operation on a key runs concurrently with the stream's other calls
 //     (at most maxLanes in flight), after the stream's earlier calls on the
-//     same namespace and key completed (the conflict rule); any other call
+//     same namespace and key completed (the conflict rule). Where the
+//     Backend hands several requests to the namespace's loop at once
+//     (gateway.BatchBackend) and the protocol steps client batches
+//     (automaton.StepsClientBatches: ABD, ESDS), the consecutive such calls
+//     of one namespace on distinct keys that the executor takes together
+//     go as one group: one goroutine, one hand-off to the loop
+//     (BatchBackend.DoBatch), each call with its own identity and its own
+//     answer, their replies written together (runGroup); any other call
 //     (a group, a keyless operation, a call with options in an atomic
 //     namespace) runs alone after every earlier call completed, and later
 //     calls wait for it.
@@ -61,9 +69,11 @@ import (
 //     each is refused INVALID_ARGUMENT. A call refused by Do's checks
 //     refuses the whole message, as Do refuses a group.
 //   - Replies. The executor writes a batch's replies (and a call run
-//     alone's) itself, in one message; a sender goroutine writes the other
-//     replies (refusals, concurrent calls) as they are ready, as many as
-//     are queued in one message. A message holds at most about
+//     alone's) itself, in one message. The other replies (refusals,
+//     concurrent calls) are written by the goroutine that made them, with
+//     no hand-off: a reply made while another goroutine is writing is
+//     queued, and that writer sends the queued replies, as many as are
+//     queued in one message, before it returns (reply). A message holds at most about
 //     maxReplyBytes (a reply holds at most one value of
 //     service.MaxValueSize, so a message stays within
 //     synodpb.MaxMessageSize).
@@ -99,17 +109,13 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	p := &pipe{
 		s: s, stream: stream, ctx: ctx, cancel: cancel,
 		in:    make(chan inMsg, maxQueued),
-		out:   make(chan []*synodpb.CallReply, maxLanes+maxQueued),
 		lanes: make(chan *pipeLane, maxLanes),
 		last:  map[laneKey]chan struct{}{},
-		sent:  make(chan struct{}),
 	}
 	p.client = randomClient()
+	p.batcher, _ = s.b.(gateway.BatchBackend)
 	go p.receive()
-	go p.send()
-	p.execute()
-	close(p.out)
-	<-p.sent
+	p.execute() // every reply is written when it returns (reply)
 	if s.ctx.Err() != nil {
 		return refusal(synoderr.TryAgain, "%s", "node is shutting down; calls without a reply have an unknown outcome")
 	}
@@ -125,15 +131,19 @@ type pipe struct {
 	ctx    context.Context // the stream's, also ended by Server.Close
 	cancel context.CancelFunc
 
-	in   chan inMsg                // received messages; closed by receive
-	out  chan []*synodpb.CallReply // replies to send; closed after execute
-	sent chan struct{}             // closed when send returns
+	in chan inMsg // received messages; closed by receive
+
+	rmu     sync.Mutex
+	queued  []*synodpb.CallReply // replies made while another goroutine was writing
+	writing bool                 // a goroutine is writing the queued replies
 
 	errMu sync.Mutex
 	err   error // the first failure of the stream (receive or send), a status
 
 	smu        sync.Mutex // held while sending (write)
 	sendFailed bool
+
+	batcher gateway.BatchBackend // the Backend's, when it hands over batches (runGroup)
 
 	// The executor's own (execute's goroutine only).
 	client uint64 // the stream's client id (batches and calls run alone)
@@ -201,27 +211,6 @@ func (p *pipe) receive() {
 	}
 }
 
-// send writes the queued replies (of refused and concurrent calls), as
-// many per message as are ready.
-func (p *pipe) send() {
-	defer close(p.sent)
-	for rs := range p.out {
-	more:
-		for {
-			select {
-			case more, ok := <-p.out:
-				if !ok {
-					break more
-				}
-				rs = append(rs, more...)
-			default:
-				break more
-			}
-		}
-		p.write(rs)
-	}
-}
-
 // write sends rs in messages of at most about maxReplyBytes, under the
 // stream's send lock: the executor writes a batch's replies itself (one
 // hand-off fewer per batch, as a Redis connection writes its replies), the
@@ -240,8 +229,13 @@ func (p *pipe) write(rs []*synodpb.CallReply) {
 		}
 		msg.Replies, size = nil, 0
 	}
+	if len(rs) == 1 { // one reply is one message: no size to add up
+		msg.Replies = rs
+		flush()
+		return
+	}
 	for _, r := range rs {
-		n := proto.Size(r)
+		n := replyBytes(r)
 		if size > 0 && size+n > maxReplyBytes {
 			flush()
 		}
@@ -251,8 +245,52 @@ func (p *pipe) write(rs []*synodpb.CallReply) {
 	flush()
 }
 
-// reply queues replies for the sender.
-func (p *pipe) reply(rs ...*synodpb.CallReply) { p.out <- rs }
+// replyBytes bounds r's encoded size from above without encoding the
+// options map (proto.Size walks it by reflection, allocating per entry):
+// its results' sizes, its strings, its options' names and values, and 16
+// bytes of tags and lengths per field.
+func replyBytes(r *synodpb.CallReply) int {
+	n := 64 + len(r.GetMessage())
+	resp := r.GetResponse()
+	if resp == nil {
+		return n
+	}
+	n += 16 + proto.Size(resp.GetResult()) + len(resp.GetOpId())
+	for _, x := range resp.GetResults() {
+		n += 16 + proto.Size(x)
+	}
+	for k, v := range resp.GetOptions() {
+		n += 32 + len(k)
+		for _, s := range v.GetValues() {
+			n += 16 + len(s)
+		}
+	}
+	return n
+}
+
+// reply sends rs: written at once by this goroutine, with whatever other
+// goroutines queue meanwhile, unless another goroutine is writing, which
+// then sends rs before it returns (so every reply made before execute
+// returned has been written when the goroutine that made it, or the one
+// writing for it, returned).
+func (p *pipe) reply(rs ...*synodpb.CallReply) {
+	p.rmu.Lock()
+	p.queued = append(p.queued, rs...)
+	if p.writing {
+		p.rmu.Unlock()
+		return
+	}
+	p.writing = true
+	for len(p.queued) > 0 {
+		out := p.queued
+		p.queued = nil
+		p.rmu.Unlock()
+		p.write(out)
+		p.rmu.Lock()
+	}
+	p.writing = false
+	p.rmu.Unlock()
+}
 
 // failed is the reply of a call that failed with err, a status.
 func failed(id uint64, err error) *synodpb.CallReply {
@@ -381,9 +419,10 @@ func (p *pipe) runNamed(m inMsg) {
 
 // pcall is a checked call.
 type pcall struct {
-	id  uint64
-	ns  config.Namespace
-	req automaton.Request
+	id   uint64
+	ns   config.Namespace
+	req  automaton.Request
+	lane *pipeLane // a grouped concurrent call's (runGroup)
 }
 
 // callKind is how a call runs.
@@ -417,8 +456,16 @@ func kind(ns config.Namespace, in *synodpb.Request) callKind {
 // and read mode as one group, the others as kind says.
 func (p *pipe) runCalls(calls []*synodpb.Call) {
 	var batch []pcall
+	var group []pcall // concurrent calls to hand over together (runGroup)
 	size := 0
+	flushGroup := func() {
+		if len(group) > 0 {
+			p.runGroup(group)
+			group = nil
+		}
+	}
 	flush := func() {
+		flushGroup()
 		if len(batch) > 0 {
 			p.barrier()
 			p.runBatch(batch)
@@ -463,8 +510,34 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 			batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req})
 			size += n
 		case concurrent:
-			flush()
-			p.startConcurrent(c.GetId(), ns, in)
+			if !p.groups(ns) {
+				flush()
+				p.startConcurrent(c.GetId(), ns, in)
+				continue
+			}
+			if len(batch) > 0 {
+				flush()
+			}
+			key := in.GetOp().GetKey()
+			if len(group) > 0 && (group[0].ns.Name != ns.Name || slices.ContainsFunc(group, func(g pcall) bool { return g.req.Op.Key == key })) {
+				flushGroup() // the same key: after this group (the conflict rule)
+			}
+			l := p.idleLane()
+			if l == nil {
+				flushGroup() // its calls hold lanes: start them before waiting for one
+				if l = p.waitLane(); l == nil {
+					p.reply(failed(c.GetId(), status.FromContextError(p.ctx.Err()).Err()))
+					continue
+				}
+			}
+			l.seq++
+			req, err := p.s.prepare(p.ctx, ns, automaton.RequestID{Client: l.client, Seq: l.seq}, in)
+			if err != nil {
+				p.lanes <- l
+				p.reply(failed(c.GetId(), err))
+				continue
+			}
+			group = append(group, pcall{id: c.GetId(), ns: ns, req: req, lane: l})
 		default:
 			flush()
 			p.barrier()
@@ -480,6 +553,71 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 	flush()
 }
 
+// groups reports whether ns's concurrent calls go in groups (the package
+// doc's "Other calls").
+func (p *pipe) groups(ns config.Namespace) bool {
+	if p.batcher == nil || len(ns.Shards) > 0 {
+		return false // a sharded namespace's requests are guarded one by one
+	}
+	if v, ok := stepsBatches.Load(ns.Protocol); ok {
+		return v.(bool)
+	}
+	b := automaton.StepsClientBatches(ns.Protocol)
+	stepsBatches.Store(ns.Protocol, b)
+	return b
+}
+
+// stepsBatches caches automaton.StepsClientBatches per protocol.
+var stepsBatches sync.Map
+
+// runGroup starts group, concurrent calls of one namespace on distinct
+// keys, each on its lane, as one hand-off to the namespace's loop
+// (BatchBackend.DoBatch), after the stream's earlier calls on their keys
+// (the conflict rule); their replies are written together.
+func (p *pipe) runGroup(group []pcall) {
+	if len(group) == 1 {
+		c := group[0]
+		p.startOn(c.id, c.ns, c.req, c.lane)
+		return
+	}
+	done := make(chan struct{})
+	var prevs []chan struct{}
+	for _, c := range group {
+		k := laneKey{c.ns.Name, c.req.Op.Key}
+		if prev := p.last[k]; prev != nil && !slices.Contains(prevs, prev) {
+			prevs = append(prevs, prev)
+		}
+		p.last[k] = done
+	}
+	p.pruneLast()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(done)
+		for _, prev := range prevs {
+			<-prev
+		}
+		reqs := make([]automaton.Request, len(group))
+		for i, c := range group {
+			reqs[i] = c.req
+		}
+		rctx, cancel := context.WithTimeout(p.ctx, p.s.opts.RequestTimeout)
+		resps, errs := p.batcher.DoBatch(rctx, group[0].ns.Name, reqs)
+		out := make([]*synodpb.CallReply, len(group))
+		for i, c := range group {
+			resp, err := p.s.response(p.ctx, rctx, c.req, resps[i], errs[i])
+			if err != nil {
+				out[i] = failed(c.id, err)
+			} else {
+				out[i] = &synodpb.CallReply{Id: c.id, Response: resp}
+			}
+			p.lanes <- c.lane
+		}
+		cancel()
+		p.reply(out...)
+	}()
+}
+
 func opBytesOf(op service.Op) int {
 	n := len(op.Key)
 	for _, a := range op.Args {
@@ -490,7 +628,7 @@ func opBytesOf(op service.Op) int {
 
 // runOne runs a prepared request and makes its reply.
 func (p *pipe) runOne(id uint64, ns string, req automaton.Request) *synodpb.CallReply {
-	resp, err := p.s.run(p.ctx, ns, req)
+	resp, err := p.s.runWithin(p.ctx, ns, req)
 	if err != nil {
 		return failed(id, err)
 	}
@@ -520,7 +658,7 @@ func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID) {
 	for i, c := range batch {
 		req.Ops[i] = c.req.Op
 	}
-	resp, err := p.s.run(p.ctx, ns.Name, req)
+	resp, err := p.s.runWithin(p.ctx, ns.Name, req)
 	out := make([]*synodpb.CallReply, len(batch))
 	for i, c := range batch {
 		switch {
@@ -549,20 +687,11 @@ func (p *pipe) barrier() {
 // startConcurrent starts a call of one operation on a key, after the
 // stream's earlier calls on the same key (the conflict rule), on a lane.
 func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Request) {
-	var l *pipeLane
-	select {
-	case l = <-p.lanes:
-	default:
-		if p.made < maxLanes {
-			p.made++
-			l = &pipeLane{client: randomClient()}
-		} else {
-			select {
-			case l = <-p.lanes:
-			case <-p.ctx.Done():
-				p.reply(failed(id, status.FromContextError(p.ctx.Err()).Err()))
-				return
-			}
+	l := p.idleLane()
+	if l == nil {
+		if l = p.waitLane(); l == nil {
+			p.reply(failed(id, status.FromContextError(p.ctx.Err()).Err()))
+			return
 		}
 	}
 	l.seq++
@@ -572,19 +701,42 @@ func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Reque
 		p.reply(failed(id, err))
 		return
 	}
+	p.startOn(id, ns, req, l)
+}
+
+// idleLane returns an idle lane, or a new one while fewer than maxLanes
+// were made; nil when every lane is in use.
+func (p *pipe) idleLane() *pipeLane {
+	select {
+	case l := <-p.lanes:
+		return l
+	default:
+	}
+	if p.made < maxLanes {
+		p.made++
+		return &pipeLane{client: randomClient()}
+	}
+	return nil
+}
+
+// waitLane waits for a lane to come back; nil when the stream ended.
+func (p *pipe) waitLane() *pipeLane {
+	select {
+	case l := <-p.lanes:
+		return l
+	case <-p.ctx.Done():
+		return nil
+	}
+}
+
+// startOn starts req, prepared under lane l's identity, after the stream's
+// earlier calls on its key.
+func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l *pipeLane) {
 	k := laneKey{ns.Name, req.Op.Key}
 	prev := p.last[k]
 	done := make(chan struct{})
 	p.last[k] = done
-	if len(p.last) > 4*maxLanes {
-		for k, d := range p.last {
-			select {
-			case <-d:
-				delete(p.last, k)
-			default:
-			}
-		}
-	}
+	p.pruneLast()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -596,4 +748,18 @@ func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Reque
 		p.lanes <- l
 		p.reply(r)
 	}()
+}
+
+// pruneLast forgets the keys whose latest call completed, once the map
+// has grown.
+func (p *pipe) pruneLast() {
+	if len(p.last) > 4*maxLanes {
+		for k, d := range p.last {
+			select {
+			case <-d:
+				delete(p.last, k)
+			default:
+			}
+		}
+	}
 }

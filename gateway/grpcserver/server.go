@@ -58,7 +58,7 @@
 //     outcome is unknown. Protocol-level errors are results, not statuses,
 //     with the same upper-case code the Redis gateway replies ("ERR ...",
 //     "TRYAGAIN ...").
-//   - Leader notifications (WatchLeader; seed 002, chapter III's fail-over
+//   - Leader notifications (WatchLeader; the Grid Services thesis, chapter III's fail-over
 //     notification): served when the backend is a gateway.LeaderWatcher
 //     (UNIMPLEMENTED otherwise) for namespaces whose protocol has a leader
 //     (FAILED_PRECONDITION otherwise). The stream sends the current leader
@@ -87,6 +87,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -308,14 +309,33 @@ func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.
 // run executes a prepared request on namespace ns and converts its
 // response.
 func (s *Server) run(ctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
-	id := req.ID
 	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
+	return s.execute(ctx, rctx, ns, req)
+}
+
+// runWithin is run for a caller whose ctx already ends when the server
+// closes (a Pipeline stream's: one AfterFunc per stream, not per call).
+func (s *Server) runWithin(ctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	return s.execute(ctx, rctx, ns, req)
+}
+
+// execute runs req within rctx (ctx's, bounded by the request timeout)
+// and converts its response.
+func (s *Server) execute(ctx, rctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
 	res, err := s.b.Do(rctx, ns, req)
+	return s.response(ctx, rctx, req, res, err)
+}
+
+// response converts the Backend's answer to req (res, or err) made within
+// rctx (ctx's, bounded by the request timeout).
+func (s *Server) response(ctx, rctx context.Context, req automaton.Request, res automaton.Response, err error) (*synodpb.Response, error) {
 	if err != nil {
-		return nil, s.doError(ctx, rctx, id, err)
+		return nil, s.doError(ctx, rctx, req.ID, err)
 	}
 	if res.Silent {
 		return &synodpb.Response{Silent: true, OpId: req.Opts.String(automaton.OptOpID), Options: synodpb.FromOptions(req.Opts.Ext)}, nil
@@ -393,21 +413,22 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 		}
 		o.Set(a.option, vals)
 	}
-	if len(o.Ext) == 0 {
-		// What ValidateOptions does with no option given, without its
-		// registry lookup per request (specs cached per protocol).
-		return automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), id, o), nil
-	}
+	// What automaton.ValidateOptions does, with the specs cached per
+	// protocol instead of its registry lookups per option per request.
+	specs := gateway.RequestOptionSpecs(ns.Protocol)
 	for _, name := range o.Names() {
-		if _, err := automaton.FindOption(ns.Protocol, name); err != nil {
+		i := slices.IndexFunc(specs, func(s automaton.OptionSpec) bool { return s.Name == name })
+		if i < 0 {
+			_, err := automaton.FindOption(ns.Protocol, name)
 			return o, refusal(synoderr.Invalid, "namespace %q: option %q refused: %v", ns.Name, name, err)
 		}
+		vals, err := specs[i].Parse(o.Ext[name])
+		if err != nil {
+			return o, refusal(synoderr.Invalid, "namespace %q: %v", ns.Name, err)
+		}
+		o.Set(name, vals)
 	}
-	o, err := automaton.ValidateOptions(ns.Protocol, id, o)
-	if err != nil {
-		return o, refusal(synoderr.Invalid, "namespace %q: %v", ns.Name, err)
-	}
-	return o, nil
+	return automaton.AssignOptions(specs, id, o), nil
 }
 
 // doError maps a Backend.Do error to a status. Every such error leaves the

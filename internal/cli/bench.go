@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +27,7 @@ func init() {
 		clients, keys, valueSize                                int
 		readRatio, rate                                         float64
 		preload, quiet, leader, abdClient                       bool
-		arrivals, conns                                         string
+		arrivals, conns, cpuProfile                             string
 		pipeline                                                int
 	)
 	cmd := &cobra.Command{
@@ -107,7 +108,7 @@ instead of RESP, one session per client; the server binary links neither.`,
 			if abdClient {
 				cfg.UseABDClient()
 			}
-			if err := applyBenchConns(conns, pipeline, f.Changed("conns"), f.Changed("pipeline"), abdClient, &cfg); err != nil {
+			if err := applyBenchConns(conns, pipeline, f.Changed("conns"), f.Changed("pipeline"), &cfg); err != nil {
 				return err
 			}
 			cfg.Arrivals = arrivals
@@ -116,6 +117,17 @@ instead of RESP, one session per client; the server binary links neither.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cpuProfile != "" {
+				pf, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					pf.Close()
+					return err
+				}
+				defer func() { pprof.StopCPUProfile(); pf.Close() }()
+			}
 			var progress io.Writer
 			if !quiet {
 				progress = os.Stderr
@@ -153,7 +165,7 @@ instead of RESP, one session per client; the server binary links neither.`,
 	f.StringVar(&dist, "dist", def.Dist, "key distribution: uniform | zipf:S (S>1) | hotspot:H:P (fraction H of keys gets fraction P of ops)")
 	f.Float64Var(&rate, "rate", 0, "open loop: Poisson arrivals at this many ops/s in total (0: closed loop)")
 	f.StringVar(&arrivals, "arrivals", "poisson", "open-loop arrivals (with --rate): poisson | uniform (gaps uniform on [0, 2/rate], as seed 001 ran)")
-	f.BoolVar(&abdClient, "abd-client", false, "client-driven ABD (seed 001): every client runs both phases itself against every replica; --addr lists every replica's gRPC address")
+	f.BoolVar(&abdClient, "abd-client", false, "client-driven ABD (seed 001): every client runs both phases itself against every replica, on Pipeline streams; --addr lists every replica's gRPC address; with --conns N or --pipeline P the clients share N (clients/P) ABD clients, whose streams carry their phases together")
 	f.BoolVar(&preload, "preload", def.Preload, "SET every key once before measuring")
 	f.StringVar(&keyPrefix, "key-prefix", def.KeyPrefix, "prefix of the fixed-width key names (with --history and no --key-prefix, a random run id follows \"key:\", so the history starts from absent keys even on a used store)")
 	f.StringVar(&password, "password", "", "send AUTH with this password on every connection")
@@ -167,6 +179,7 @@ instead of RESP, one session per client; the server binary links neither.`,
 	f.StringVar(&historyPath, "history", "", "record every operation to this history file (checkable with synod check)")
 	f.StringVar(&durability, "durability-label", "", "the target's durability mode, as you know it; printed beside the results")
 	f.BoolVar(&quiet, "quiet", false, "no progress line on stderr")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the driver (this process, warm-up included) to this file (go tool pprof)")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -66,7 +66,7 @@ func applyBenchTarget(name string, cfg *bench.Config) error {
 // multiplexes Do calls, and a pipelined one carries its P clients' requests
 // on its Pipeline streams; etcd's and ZooKeeper's clients are shared as
 // they are and do not pipeline.
-func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet, abdClient bool, cfg *bench.Config) error {
+func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet bool, cfg *bench.Config) error {
 	if pipelineSet {
 		if connsSet {
 			return fmt.Errorf("give --conns or --pipeline, not both")
@@ -85,11 +85,13 @@ func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet, abdClien
 	if spec == bench.PerClient {
 		return nil
 	}
-	if abdClient {
-		return fmt.Errorf("--abd-client runs its own connections to every replica; --conns %s does not apply", spec)
-	}
 	factory, pipelined := cfg.NewTarget, bench.TargetFactory(nil)
 	switch cfg.TargetName {
+	case bench.TargetABDClient:
+		// A client-driven ABD client sends every phase on its Pipeline
+		// streams (one per replica), so a shared one is a pipelined one:
+		// the phases of the clients sharing it leave together.
+		pipelined = factory
 	case "", "resp":
 		o := bench.RedisOptions{Password: cfg.Password, Namespace: cfg.Namespace, ReadMode: cfg.ReadMode, Leader: cfg.Leader, Timeout: cfg.OpTimeout}
 		factory, pipelined = bench.PipelinedRedisFactory(o), bench.PipelinedRedisFactory(o)

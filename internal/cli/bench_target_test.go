@@ -92,7 +92,7 @@ func TestApplyBenchConns(t *testing.T) {
 		go srv.Serve(cl)
 		cfg := bench.DefaultConfig()
 		cfg.Addrs, cfg.Clients, cfg.Keys, cfg.Ops, cfg.Duration = []string{l.Addr().String()}, 8, 10, 400, 0
-		err = applyBenchConns(c.conns, c.pipeline, c.conns != "", c.pipeline != 0, false, &cfg)
+		err = applyBenchConns(c.conns, c.pipeline, c.conns != "", c.pipeline != 0, &cfg)
 		if err != nil {
 			t.Fatalf("%q/%d: %v", c.conns, c.pipeline, err)
 		}
@@ -113,25 +113,30 @@ func TestApplyBenchConns(t *testing.T) {
 		conns            string
 		pipeline         int
 		connsSet, pipSet bool
-		abd              bool
 		want             string
 	}{
-		{"2", 4, true, true, false, "not both"},
-		{"pipeline:0", 0, true, false, false, "positive"},
-		{"many", 0, true, false, false, "per-client"},
-		{"", -1, false, true, false, "at least 1"},
-		{"4", 0, true, false, true, "--abd-client"},
+		{"2", 4, true, true, "not both"},
+		{"pipeline:0", 0, true, false, "positive"},
+		{"many", 0, true, false, "per-client"},
+		{"", -1, false, true, "at least 1"},
 	} {
-		if err := applyBenchConns(c.conns, c.pipeline, c.connsSet, c.pipSet, c.abd, &cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := applyBenchConns(c.conns, c.pipeline, c.connsSet, c.pipSet, &cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q/%d: %v, want an error saying %q", c.conns, c.pipeline, err, c.want)
 		}
+	}
+	// Client-driven ABD clients may be shared: their phases share the
+	// replicas' streams.
+	cfg = bench.DefaultConfig()
+	cfg.UseABDClient()
+	if err := applyBenchConns("pipeline:4", 0, true, false, &cfg); err != nil || !strings.HasPrefix(cfg.TargetName, bench.TargetABDClient+" (") {
+		t.Errorf("--abd-client --conns pipeline:4: %v, target %q", err, cfg.TargetName)
 	}
 	withPeerTarget(t, "testpeer")
 	cfg = bench.DefaultConfig()
 	if err := applyBenchTarget("testpeer", &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyBenchConns("pipeline:4", 0, true, false, false, &cfg); err == nil || !strings.Contains(err.Error(), "does not pipeline") {
+	if err := applyBenchConns("pipeline:4", 0, true, false, &cfg); err == nil || !strings.Contains(err.Error(), "does not pipeline") {
 		t.Errorf("a peer target pipelined: %v", err)
 	}
 }
@@ -160,7 +165,7 @@ func TestBenchGRPCTarget(t *testing.T) {
 		if err := applyBenchTarget("grpc", &cfg); err != nil {
 			t.Fatal(err)
 		}
-		if err := applyBenchConns("", c.pipeline, false, c.pipeline != 0, false, &cfg); err != nil {
+		if err := applyBenchConns("", c.pipeline, false, c.pipeline != 0, &cfg); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := bench.Run(context.Background(), cfg, nil)

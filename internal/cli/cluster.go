@@ -136,7 +136,8 @@ with "synod cluster down".`,
 				return err
 			}
 			printPlacement(cmd.OutOrStdout(), st)
-			printShards(cmd.OutOrStdout(), st) // cluster_shards.go
+			printShards(cmd.OutOrStdout(), st)    // cluster_shards.go
+			printMigration(cmd.OutOrStdout(), st) // cluster_migrate.go
 			// The live membership of namespaces that change it through their
 			// log (the cluster file is only the bootstrap membership).
 			if mem, from, err := cluster.Members(dir); err == nil {
@@ -231,7 +232,7 @@ dead node is removed the same way.`,
 			return nil
 		},
 	}
-	clusterCmd.AddCommand(upCmd, statusCmd, downCmd, killCmd, restartCmd, addCmd, removeCmd)
+	clusterCmd.AddCommand(upCmd, statusCmd, downCmd, killCmd, restartCmd, addCmd, removeCmd, migrateCmd(&dir)) // cluster_migrate.go
 	rootCmd.AddCommand(clusterCmd)
 }
 

@@ -92,11 +92,11 @@ func experimentCommand(e experiment.Experiment) *cobra.Command {
 // report (experiment.RunAll).
 func experimentAllCommand() *cobra.Command {
 	var (
-		out, doc, plots string
-		only, with      []string
-		duration        time.Duration
-		quick           bool
-		reps            int
+		out, doc, plots, note string
+		only, with            []string
+		duration              time.Duration
+		quick                 bool
+		reps                  int
 	)
 	cmd := &cobra.Command{
 		Use:   "all",
@@ -129,7 +129,7 @@ func experimentAllCommand() *cobra.Command {
 					Options: experiment.Options{Duration: duration, Quick: quick, Reps: reps},
 					Out:     out, Log: os.Stderr, Stdout: cmd.OutOrStdout(),
 				},
-				Names: only, Doc: doc, PlotDir: plots, Command: line, Args: args,
+				Names: only, Doc: doc, PlotDir: plots, Command: line, Args: args, Note: note,
 			})
 			return err
 		},
@@ -138,7 +138,8 @@ func experimentAllCommand() *cobra.Command {
 	f.StringVar(&out, "out", "", "output directory of the runs (default ./results/all-<timestamp>)")
 	f.StringVar(&doc, "doc", "docs/REPRODUCTION.md", "the report written")
 	f.StringVar(&plots, "plots", "docs/reproduction", "directory the report's PNG plots are copied into")
-	f.StringArrayVar(&with, "with", nil, "an experiment's own flags, its name first (\"seed000-strict-share --mode sim\"); repeatable")
+	f.StringVar(&note, "note", "", "a sentence for the report's header (why the pass is quick, what the load did)")
+	f.StringArrayVar(&with, "with", nil, "an experiment's own flags (and --duration, --repeat, --quick=false for it alone), its name first (\"seed000-strict-share --mode sim\"); repeatable")
 	f.StringSliceVar(&only, "only", nil, "run only these experiments (comma-separated names); the other experiments' sections of an existing --doc are kept")
 	f.DurationVar(&duration, "duration", 0, "measured length of each cell (default: each experiment's)")
 	f.BoolVar(&quick, "quick", false, "short cells, for a quick pass")

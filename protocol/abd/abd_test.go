@@ -383,11 +383,11 @@ func TestRegistration(t *testing.T) {
 		if _, err := automaton.Lookup(name); err == nil {
 			t.Errorf("%s found among the real protocols", name)
 		}
-		p, err := automaton.LookupAny(name)
+		c, err := automaton.CapabilitiesOf(name)
 		if err != nil || automaton.BrokenOf(name) != "abd" {
 			t.Fatalf("%s: %v, breaks %q", name, err, automaton.BrokenOf(name))
 		}
-		if d, ok := p.(automaton.Describer); !ok || d.Describe() == "" {
+		if c.Doc == "" {
 			t.Errorf("%s has no description", name)
 		}
 	}

@@ -29,7 +29,7 @@ type stepCluster struct {
 func newStepCluster(tb testing.TB) *stepCluster {
 	c := &stepCluster{ids: []automaton.NodeID{"n1", "n2", "n3"}, nodes: map[automaton.NodeID]automaton.Automaton{}}
 	for i, id := range c.ids {
-		a, err := protocol{name: "abd"}.New(automaton.Config{Self: id, Nodes: c.ids, Namespace: "default",
+		a, err := protocol{Capabilities: capabilities("abd", "")}.New(automaton.Config{Self: id, Nodes: c.ids, Namespace: "default",
 			Service: service.KV{}, Rand: rand.New(rand.NewSource(int64(i)))})
 		if err != nil {
 			tb.Fatal(err)
@@ -77,7 +77,7 @@ func (c *stepCluster) doAt(at automaton.NodeID, req automaton.Request) {
 	c.queue, c.to = c.queue[:0], c.to[:0]
 }
 
-// TestFramesAreNotRetained: onMessage reads a frame in place (msg.go), so a
+// TestFramesAreNotRetained: OnMessage reads a frame in place (msg.go), so a
 // replica's register and a read's highest value must be copies; the
 // runtime may reuse the buffer after the step.
 func TestFramesAreNotRetained(t *testing.T) {

@@ -17,50 +17,49 @@ const Name = "adam"
 const BrokenCallFirst = Name + "-broken-callfirst"
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenCallFirst, callFirst: true,
-		doc: "replicas send their nested requests as soon as their own speculative run reaches the wall, before the verifiers commit it (no output commit, seed 003 §3): diverged replicas send different bytes under one nested id; the invariant call-after-commit catches it, the simulator's same-bytes-per-nested-id check too"})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"Adam (seed 003 §3-5): Eve's execute-verify replication for a service that calls another replicated service; requests run as resumable steps, every nested call leaves only after its wall is verified, with naive, walls, spm and ppm execution strategies")})
+	automaton.RegisterBroken(Name, protocol{callFirst: true, Capabilities: capabilities(BrokenCallFirst,
+		"replicas send their nested requests as soon as their own speculative run reaches the wall, before the verifiers commit it (no output commit, seed 003 §3): diverged replicas send different bytes under one nested id; the invariant call-after-commit catches it, the simulator's same-bytes-per-nested-id check too")})
 }
 
-// protocol is the registration: Protocol and the capabilities it declares.
+// capabilities is the registration of the protocol or its variant (its
+// scenarios and invariants are methods: scenarios.go, invariant.go).
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// The duplicate table is replicated state (eve's), so a retry at
+		// another node applies at most once.
+		Idempotent: true,
+		Params:     params.Defaults(),
+		// The namespace named by the callee parameter. A cluster file
+		// whose adam namespace calls a namespace the cluster lacks (or
+		// one that does not serve nested requests) is refused at
+		// configuration time, before any SET could be answered.
+		Callees: func(prm map[string]string) []string {
+			if c, ok := prm["callee"]; ok {
+				return []string{c}
+			}
+			return []string{params.Defaults()["callee"]}
+		},
+		// Every write of the default service calls the callee namespace,
+		// so the conformance suite's standard scenarios run a paxos callee
+		// beside adam (without one every write failed and only reads were
+		// judged; scenarios.go).
+		StandardCallee: callee,
+	}
+}
+
+// protocol is the registration: its capabilities and the broken variant's
+// switch.
 type protocol struct {
-	name      string
+	automaton.Capabilities
 	callFirst bool // broken: calls leave from speculative states
-	doc       string
-}
-
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry implements automaton.Protocol: the duplicate table is
-// replicated state (eve's), so a retry at another node applies at most once.
-func (p protocol) IdempotentRetry() bool { return true }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.doc != "" {
-		return p.doc
-	}
-	return "Adam (seed 003 §3-5): Eve's execute-verify replication for a service that calls another replicated service; requests run as resumable steps, every nested call leaves only after its wall is verified, with naive, walls, spm and ppm execution strategies"
-}
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
-
-// Callees implements automaton.Caller: the namespace named by the callee
-// parameter. A cluster file whose adam namespace calls a namespace the
-// cluster lacks (or one that does not serve nested requests) is refused
-// at configuration time, before any SET could be answered.
-func (p protocol) Callees(prm map[string]string) []string {
-	if c, ok := prm["callee"]; ok {
-		return []string{c}
-	}
-	return []string{params.Defaults()["callee"]}
 }
 
 // Scenarios implements automaton.ScenarioDeclarer.
 func (p protocol) Scenarios() []automaton.Scenario { return scenarios(p) }
 
-// Strategies (seed 003 §3.2, package doc).
+// Strategies (the Eve/Adam thesis §3.2, package doc).
 const (
 	Naive = "naive"
 	Walls = "walls"
@@ -108,16 +107,16 @@ var params = proto.NewSpec(
 // New implements automaton.Protocol: eve's engine with Adam's extension.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil || cfg.Service.Name() != "kv" {
-		return nil, fmt.Errorf("%s: namespace %q: adam serves a kv namespace", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q: adam serves a kv namespace", p.Protocol, cfg.Namespace)
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
 	x := &ext{proto: p, ns: cfg.Namespace, callee: prm.String("callee"),
 		answers: map[string]service.Result{}, issued: map[string]bool{}, calls: map[automaton.EffectID]string{}}
 	if x.callee == cfg.Namespace {
-		return nil, fmt.Errorf("%s: namespace %q calls itself", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q calls itself", p.Protocol, cfg.Namespace)
 	}
 	groups, threads, cores := prm.Int("groups"), prm.Int("threads"), prm.Int("cores")
 	switch prm.String("strategy") {
@@ -130,7 +129,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	}
 	prog, err := service.LookupNestedProgram(prm.String("program"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: namespace %q: program: %w", p.name, cfg.Namespace, err)
+		return nil, fmt.Errorf("%s: namespace %q: program: %w", p.Protocol, cfg.Namespace, err)
 	}
 	x.ppm = newPPM(groups, threads, prm.Int("batch"))
 	x.ppm.prog = prog
@@ -156,10 +155,10 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	}
 	if name := prm.String("observe"); name != "" {
 		if e.Recorder = eve.LookupRecorder(name); e.Recorder == nil {
-			return nil, fmt.Errorf("%s: observe=%s names no recorder", p.name, name)
+			return nil, fmt.Errorf("%s: observe=%s names no recorder", p.Protocol, name)
 		}
 	}
-	return eve.NewEngine(p.name, cfg, e)
+	return eve.NewEngine(p.Protocol, cfg, e)
 }
 
 // stepCost is the virtual time of one step: local_cost for a request's

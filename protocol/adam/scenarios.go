@@ -35,9 +35,3 @@ func scenarios(p protocol) []automaton.Scenario {
 // differently call with different old values); the correct protocol
 // passed all 6.
 const callFirstSeeds = "1-2"
-
-// StandardCallee implements automaton.CalleeNeeder: every write of the
-// default service calls the callee namespace, so the conformance suite's
-// standard scenarios run a paxos callee beside adam (without one every
-// write failed and only reads were judged).
-func (p protocol) StandardCallee() []string { return callee }

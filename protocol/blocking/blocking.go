@@ -8,6 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 func init() {
@@ -79,7 +80,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Blocking{proto: p, cfg: cfg, index: index, self: self, perKey: prm.String("lock") == "per-key"}
+	b := &Blocking{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, index: index, self: self, perKey: prm.String("lock") == "per-key"}
 	hb, fail, lease, opt := prm.Duration("heartbeat"), prm.Duration("fail_timeout"), prm.Duration("lease"), prm.Duration("op_timeout")
 	ticks := func(name string, d time.Duration) (uint64, error) {
 		t := uint64((d + hb - 1) / hb)
@@ -148,7 +149,7 @@ type Blocking struct {
 	doneOrder []automaton.RequestID
 	inflight  map[automaton.RequestID]bool
 
-	out []automaton.Output
+	proto.Outbox
 	// changed lists the keys whose committed register this step changed
 	// (for the invariant checker, invariant.go).
 	changed []string
@@ -220,43 +221,36 @@ func (b *Blocking) lockOf(key string) string {
 
 // Step implements automaton.Automaton.
 func (b *Blocking) Step(in automaton.Input) []automaton.Output {
-	b.out = nil
+	b.Begin()
 	b.changed = b.changed[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		b.onStart(in)
-	case automaton.ClientRequest:
-		b.onRequest(in.Req)
-	case automaton.PeerMessage:
-		b.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		if in.ID == timerTick {
-			b.onTick()
-		}
-	}
+	proto.Dispatch(b, in)
 	b.progress()
-	return b.out
+	return b.Out
 }
 
-func (b *Blocking) emit(o automaton.Output) { b.out = append(b.out, o) }
+// OnTimer: the heartbeat.
+func (b *Blocking) OnTimer(id automaton.TimerID) {
+	if id == timerTick {
+		b.onTick()
+	}
+}
 
 func (b *Blocking) send(to int, m *message) {
-	if to == b.self {
-		return
+	if to != b.self {
+		b.Send(b.cfg.Nodes[to], m.marshal())
 	}
-	b.emit(automaton.Send{To: b.cfg.Nodes[to], Msg: m.marshal()})
 }
 
 func (b *Blocking) persist(key string, v []byte) {
-	b.emit(automaton.Persist{Key: key, Value: v})
+	b.Emit(automaton.Persist{Key: key, Value: v})
 }
 
-func (b *Blocking) unpersist(key string) { b.emit(automaton.Persist{Key: key, Delete: true}) }
+func (b *Blocking) unpersist(key string) { b.Emit(automaton.Persist{Key: key, Delete: true}) }
 
-// onStart restores the durable state and enters recovery: the node serves
+// OnStart restores the durable state and enters recovery: the node serves
 // nothing and takes no part in locking until a view change installs and
 // activates a view that includes it.
-func (b *Blocking) onStart(s automaton.Start) {
+func (b *Blocking) OnStart(s automaton.Start) {
 	b.store = map[string]entry{}
 	b.pending = map[string]kentry{}
 	b.lastSeq = map[string]uint64{}
@@ -297,7 +291,7 @@ func (b *Blocking) onStart(s automaton.Start) {
 	// Whether or not the view was active, this incarnation must rejoin.
 	b.servedIn = false
 	b.maxRound = b.promised.Round
-	b.emit(automaton.SetTimer{ID: timerTick, After: b.hb})
+	b.Emit(automaton.SetTimer{ID: timerTick, After: b.hb})
 }
 
 // participating reports whether this node takes part in locking and writes
@@ -330,18 +324,18 @@ func (b *Blocking) canServe() bool {
 	return heard >= automaton.Majority(b.n())
 }
 
-// onRequest serves a read locally, or queues a write for the lock (the ABD report
+// OnRequest serves a read locally, or queues a write for the lock (the ABD report
 // §3.2.1).
-func (b *Blocking) onRequest(req automaton.Request) {
+func (b *Blocking) OnRequest(req automaton.Request) {
 	if res, refused := automaton.RefuseUnsupported(b.proto.Protocol, req); refused {
-		b.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
+		b.Respond(req.ID, res) // no atomic groups, no transactions: nothing applied
 		return
 	}
 	if b.inflight[req.ID] {
 		return // a retry of a request in progress: answered when it completes
 	}
 	if res, ok := b.done[req.ID]; ok {
-		b.respond(req.ID, res)
+		b.Respond(req.ID, res)
 		return
 	}
 	o := req.Op
@@ -350,16 +344,16 @@ func (b *Blocking) onRequest(req automaton.Request) {
 		if o.Kind == "set" {
 			what = "set with a condition (NX/XX)"
 		}
-		b.respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses %s, which offers get, set, del and exists: use a consensus protocol", what, b.cfg.Namespace, b.proto.Protocol))
+		b.Respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses %s, which offers get, set, del and exists: use a consensus protocol", what, b.cfg.Namespace, b.proto.Protocol))
 		return
 	}
 	if err := b.cfg.Service.Validate(o); err != nil {
-		b.respond(req.ID, service.Errorf("ERR %v", err))
+		b.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	if b.cfg.Service.IsRead(o) {
 		if b.canServe() && len(b.reads) == 0 {
-			b.respond(req.ID, b.readResult(o))
+			b.Respond(req.ID, b.readResult(o))
 			return
 		}
 		b.inflight[req.ID] = true
@@ -498,7 +492,7 @@ func (b *Blocking) toMembers(m *message) {
 			if enc == nil {
 				enc = m.marshal()
 			}
-			b.emit(automaton.Send{To: b.cfg.Nodes[j], Msg: enc})
+			b.Emit(automaton.Send{To: b.cfg.Nodes[j], Msg: enc})
 		}
 	}
 }
@@ -557,7 +551,7 @@ func (b *Blocking) answerWrite(w *wop, res service.Result, cache bool) {
 		b.finish(w.req.ID, res)
 	} else {
 		delete(b.inflight, w.req.ID)
-		b.respond(w.req.ID, res)
+		b.Respond(w.req.ID, res)
 	}
 }
 
@@ -571,11 +565,7 @@ func (b *Blocking) finish(id automaton.RequestID, res service.Result) {
 		b.done[id] = res
 		b.doneOrder = append(b.doneOrder, id)
 	}
-	b.respond(id, res)
-}
-
-func (b *Blocking) respond(id automaton.RequestID, res service.Result) {
-	b.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+	b.Respond(id, res)
 }
 
 func (b *Blocking) stateMessage() *message {
@@ -599,7 +589,7 @@ func (b *Blocking) broadcastState() {
 	}
 }
 
-func (b *Blocking) onMessage(from automaton.NodeID, raw []byte) {
+func (b *Blocking) OnMessage(from automaton.NodeID, raw []byte) {
 	j, ok := b.index[from]
 	if !ok || j == b.self {
 		return
@@ -739,7 +729,7 @@ func (b *Blocking) onWrite(j int, m *message) {
 // failures and stalled lock holders, drive view changes.
 func (b *Blocking) onTick() {
 	b.now++
-	b.emit(automaton.SetTimer{ID: timerTick, After: b.hb})
+	b.Emit(automaton.SetTimer{ID: timerTick, After: b.hb})
 	b.broadcastState()
 	// Retransmit writes and commits that are not acknowledged.
 	for _, l := range sortedKeys(b.holding) {
@@ -800,7 +790,7 @@ func (b *Blocking) expire() {
 	var keep []*rop
 	for _, r := range b.reads {
 		if b.now-r.start > b.opTicks {
-			b.finish(r.req.ID, service.Errorf("TRYAGAIN node %s cannot serve reads now (recovering, or cut off from its view)", b.cfg.Self))
+			b.finish(r.req.ID, service.Fail(synoderr.TryAgain, "node %s cannot serve reads now (recovering, or cut off from its view)", b.cfg.Self))
 		} else {
 			keep = append(keep, r)
 		}
@@ -810,7 +800,7 @@ func (b *Blocking) expire() {
 		var q []*wop
 		for _, w := range b.waiting[l] {
 			if b.now-w.start > b.opTicks {
-				b.answerWrite(w, service.Errorf("TRYAGAIN the write lock was not granted within the operation timeout; the write was not applied"), false)
+				b.answerWrite(w, service.Fail(synoderr.TryAgain, "the write lock was not granted within the operation timeout; the write was not applied"), false)
 			} else {
 				q = append(q, w)
 			}
@@ -819,7 +809,7 @@ func (b *Blocking) expire() {
 	}
 	for _, l := range sortedKeys(b.holding) {
 		if w := b.holding[l]; b.now-w.start > b.opTicks {
-			b.answerWrite(w, service.Errorf("TRYAGAIN the write was not acknowledged by every server in time (its outcome is unknown)"), false)
+			b.answerWrite(w, service.Fail(synoderr.TryAgain, "the write was not acknowledged by every server in time (its outcome is unknown)"), false)
 		}
 	}
 }
@@ -1070,7 +1060,7 @@ func (b *Blocking) onInstall(j int, m *message) {
 				b.waiting[l] = append([]*wop{w}, b.waiting[l]...)
 			}
 		default:
-			b.answerWrite(w, service.Errorf("TRYAGAIN the write lock was revoked; the write's outcome is unknown"), false)
+			b.answerWrite(w, service.Fail(synoderr.TryAgain, "the write lock was revoked; the write's outcome is unknown"), false)
 		}
 	}
 	for _, l := range sortedKeys(b.pending) {

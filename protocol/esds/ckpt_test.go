@@ -68,13 +68,17 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 		n.used += a.ckptUsed
 		n.finalUsed += a.ckptFinalUsed
 		n.finalStale += a.ckptFinalStale
+		n.free += a.freeAnswers
+		n.replayed += a.replayed
 	}
 	return out, n
 }
 
 // ckptCounts: rebuilds started from a checkpoint, from one at the final
 // frontier, and frontier checkpoints a placed label landed under.
-type ckptCounts struct{ used, finalUsed, finalStale, commuted, stale int }
+// free: answers given without the tentative state (service.StateFree);
+// replayed: operations applied by rebuilds.
+type ckptCounts struct{ used, finalUsed, finalStale, commuted, stale, free, replayed int }
 
 // ckptKeys is the number of keys ckptRun's load uses (at least 4).
 var ckptKeys = 4
@@ -105,6 +109,26 @@ func TestCommutingInsertsChangeNoValue(t *testing.T) {
 		}
 		t.Logf("%d answers, %d insertions in place, %d applied to a stale state, %d rebuilds from a checkpoint", len(with), n.commuted, n.stale, n.used)
 	}
+}
+
+// TestStateFreeAnswersChangeNoValue: answering a plain SET without
+// rebuilding the tentative state (apply.go value, service.StateFree)
+// answers every operation exactly as rebuilding does, and saves replays.
+func TestStateFreeAnswersChangeNoValue(t *testing.T) {
+	defer func(f bool, k int) { stateFree, ckptKeys = f, k }(stateFree, ckptKeys)
+	ckptKeys = 32
+	stateFree = false
+	without, none := ckptRun(t, 2, 2, true)
+	if none.free != 0 {
+		t.Fatalf("state-free answers off, yet %d given", none.free)
+	}
+	stateFree = true
+	with, n := ckptRun(t, 2, 2, true)
+	if n.free == 0 {
+		t.Fatal("no state-free answer: the test exercises nothing")
+	}
+	sameAnswers(t, "with state-free answers", with, without)
+	t.Logf("%d answers, %d state-free; operations replayed by rebuilds %d -> %d", len(with), n.free, none.replayed, n.replayed)
 }
 
 // sameAnswers reports the operations answered differently in two runs.

@@ -16,5 +16,5 @@ func (p protocol) CheckDeployment(_ service.Service, prm map[string]string, node
 	return fmt.Errorf("%s cannot run with durability memory on %d nodes: a replica that restarts forgets every operation it did, "+
 		"so the writes it acknowledged and had not yet gossiped are lost for good, and it serves (strict reads included) from a state "+
 		"that lacks writes its peers hold; seed 000 assumes replicas never fail. Use durability fsync, or set the namespace parameter "+
-		"volatile=true to accept this for runs without restarts", p.name, nodes)
+		"volatile=true to accept this for runs without restarts", p.Protocol, nodes)
 }

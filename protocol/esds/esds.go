@@ -11,19 +11,45 @@ import (
 )
 
 func init() {
-	automaton.Register(protocol{name: "esds"})
-	automaton.Register(protocol{name: "esds-unopt", unopt: true})
+	automaton.Register(protocol{Capabilities: capabilities("esds", optParams,
+		"ESDSOptAlg (seed 000 Fig. 4.5): incremental gossip over reliable streams, memoised stable state, garbage collection")})
+	automaton.Register(protocol{unopt: true, Capabilities: capabilities("esds-unopt", unoptParams,
+		"ESDSAlg (seed 000 Figs. 4.1, 4.2): full-state gossip, values recomputed from the initial state")})
 	// Deliberately broken variants, kept so that the ESDS checker and the
 	// invariants can be shown to catch them (see the package doc). Never use
 	// them for data.
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-earlystrict", earlyStrict: true})
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-maxlabel", maxLabel: true})
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-duplabel", dupLabel: true})
-	automaton.RegisterBroken("esds", protocol{name: "esds-broken-doublereserve", doubleReserve: true})
+	automaton.RegisterBroken("esds", protocol{earlyStrict: true, Capabilities: capabilities("esds-broken-earlystrict", optParams,
+		"answers strict operations once done locally, before they are stable everywhere (send_{r,f} precondition, seed 000 Fig. 4.2); the ESDS checker catches a strict answer that differs from the operation's value in the eventual order")})
+	automaton.RegisterBroken("esds", protocol{maxLabel: true, Capabilities: capabilities("esds-broken-maxlabel", optParams,
+		"merges labels by maximum instead of minimum (receive gossip, Fig. 4.2); the invariant \"labels only decrease\" catches it at the first merge, the ESDS checker later (replicas disagree, strict answers differ)")})
+	automaton.RegisterBroken("esds", protocol{dupLabel: true, Capabilities: capabilities("esds-broken-duplabel", optParams,
+		"labels operations (counter, 0) whatever the replica, so two replicas give one label to different operations (§4.2.3); the invariant \"labels unique\" catches it at the second do_it")})
+	automaton.RegisterBroken("esds", protocol{doubleReserve: true, Capabilities: capabilities("esds-broken-doublereserve", optParams,
+		"runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, seed 000 §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps")})
 }
 
+// capabilities is the registration of the protocol or a variant, whose
+// parameter table is spec (its request options, deployment check,
+// scenarios, model and invariants are methods: options.go, deploy.go,
+// scenarios.go, model.go, invariant.go).
+func capabilities(name string, spec *proto.Spec, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// An operation is identified by its id, so a retry of the same
+		// request (same RequestID, hence the same assigned id, or the
+		// same client-chosen op id) at any node joins the one operation;
+		// it appears once in the eventual total order.
+		Idempotent:  true,
+		Consistency: automaton.EventuallySerializable,
+		// Every parameter New accepts, with its default, as a cluster
+		// file spells it.
+		Params: spec.Defaults(),
+	}
+}
+
+// protocol is the registration: its capabilities and the variants'
+// switches.
 type protocol struct {
-	name        string
+	automaton.Capabilities
 	unopt       bool // ESDSAlg instead of ESDSOptAlg by default
 	earlyStrict bool // broken: strict operations answered once done locally
 	maxLabel    bool // broken: gossip merges labels by maximum
@@ -33,44 +59,11 @@ type protocol struct {
 	doubleReserve bool
 }
 
-func (p protocol) Name() string { return p.name }
-
 // StepsClientBatches implements automaton.BatchStepper: a ClientBatch's
 // requests are submitted one after the other in one step (each request_c
 // as alone), and the step's messages to one peer leave as one batch
 // message (msg.go, kindBatch).
 func (p protocol) StepsClientBatches() bool { return true }
-
-// Describe implements automaton.Describer: for a broken variant, what it
-// breaks and what catches it.
-func (p protocol) Describe() string {
-	switch {
-	case p.earlyStrict:
-		return "answers strict operations once done locally, before they are stable everywhere (send_{r,f} precondition, seed 000 Fig. 4.2); the ESDS checker catches a strict answer that differs from the operation's value in the eventual order"
-	case p.maxLabel:
-		return "merges labels by maximum instead of minimum (receive gossip, Fig. 4.2); the invariant \"labels only decrease\" catches it at the first merge, the ESDS checker later (replicas disagree, strict answers differ)"
-	case p.dupLabel:
-		return "labels operations (counter, 0) whatever the replica, so two replicas give one label to different operations (§4.2.3); the invariant \"labels unique\" catches it at the second do_it"
-	case p.doubleReserve:
-		return "runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, seed 000 §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps"
-	case p.unopt:
-		return "ESDSAlg (seed 000 Figs. 4.1, 4.2): full-state gossip, values recomputed from the initial state"
-	}
-	return "ESDSOptAlg (seed 000 Fig. 4.5): incremental gossip over reliable streams, memoised stable state, garbage collection"
-}
-
-// IdempotentRetry implements automaton.Protocol: an operation is identified by
-// its id, so a retry of the same request (same RequestID, hence the same
-// assigned id, or the same client-chosen op id) at any node joins the one
-// operation; it appears once in the eventual total order.
-func (p protocol) IdempotentRetry() bool { return true }
-
-// Consistency implements automaton.ConsistencyModel.
-func (p protocol) Consistency() automaton.Consistency { return automaton.EventuallySerializable }
-
-// DefaultParams implements automaton.ParamDefaulter: every parameter New
-// accepts, with its default, as a cluster file spells it.
-func (p protocol) DefaultParams() map[string]string { return p.params().Defaults() }
 
 // params is the parameter table; the variant's default is the registered
 // name's (esds: opt, esds-unopt: unopt).
@@ -151,6 +144,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, err
 	}
 	a := &ESDS{
+		Outbox:     proto.Outbox{Self: cfg.Self},
 		proto:      p,
 		cfg:        cfg,
 		svc:        cfg.Service,
@@ -277,6 +271,9 @@ type ESDS struct {
 	// state, in all and at most in one (benchmarks: the event loop's
 	// longest blocking work); merged: gossip entries merged.
 	replayed, maxReplay, merged int
+	// freeAnswers: answers given without the tentative state
+	// (service.StateFree, apply.go value).
+	freeAnswers int
 	// heard[i]: the highest label of origin i (a label (c, i)) received
 	// in gossip since the start; the final frontier (apply.go) is their
 	// minimum over the other members.
@@ -323,11 +320,11 @@ type ESDS struct {
 	dirty        map[string]bool
 	membersDirty bool
 	seen         map[string]bool    // sendStream's scratch
-	out          []automaton.Output // persists of this step
-	post         []automaton.Output // sends and responses, released after out
+	proto.Outbox                    // sends and responses, released after persists
+	persists     []automaton.Output // persists of this step
 }
 
-// op is one operation object (seed 000 §4.2.2): the descriptor plus this
+// op is one operation object (the ESDS thesis §4.2.2): the descriptor plus this
 // replica's bookkeeping.
 type op struct {
 	id      string
@@ -363,7 +360,8 @@ func (a *ESDS) bit() uint64 { return 1 << a.self }
 
 // Step implements automaton.Automaton.
 func (a *ESDS) Step(in automaton.Input) []automaton.Output {
-	a.out, a.post = nil, nil
+	a.Begin()
+	a.persists = nil
 	if a.dirty == nil {
 		a.dirty = map[string]bool{}
 	} else {
@@ -371,29 +369,12 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	}
 	batch := false
 	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.receiveRequest(in.Req)
 	case automaton.ClientBatch:
-		batch = true
-		for _, req := range in.Reqs {
-			a.receiveRequest(req)
-		}
+		batch = true // its requests one by one (OnRequest)
 	case automaton.PeerMessage:
 		batch = len(in.Msg) > 1 && in.Msg[1] == kindBatch
-		a.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		switch {
-		case in.ID == timerGossip:
-			a.onTick()
-		case a.resv == nil:
-		case in.ID == timerResv:
-			a.onResvTimer()
-		case in.ID >= timerBackoff && in.ID < timerBackoff+maxReplicas:
-			a.backoffOver(int(in.ID - timerBackoff))
-		}
 	}
+	proto.Dispatch(a, in)
 	if a.ops != nil {
 		a.progress()
 		if a.resv != nil {
@@ -401,8 +382,8 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 		}
 		a.flushDirty()
 	}
-	out := append(a.out, a.post...)
-	a.out, a.post = nil, nil
+	out := append(a.persists, a.Out...)
+	a.persists, a.Out = nil, nil
 	if batch {
 		// A batch's messages to one peer leave as one (only in batch
 		// steps: other steps' outputs, and the digests pinned for them,
@@ -438,9 +419,9 @@ func (a *ESDS) doneNotApplied() []*op {
 	return a.dna
 }
 
-// onStart restores the persisted state (see the package doc) and starts the
+// OnStart restores the persisted state (see the package doc) and starts the
 // gossip timer.
-func (a *ESDS) onStart(s automaton.Start) {
+func (a *ESDS) OnStart(s automaton.Start) {
 	if a.feOnly {
 		a.startFrontEndOnly()
 		return
@@ -480,16 +461,16 @@ func (a *ESDS) onStart(s automaton.Start) {
 		// another at the same moment, every interval (reserve.go): the
 		// first tick comes at a random phase of the interval.
 		a.startReservations()
-		a.emit(automaton.SetTimer{ID: timerGossip, After: time.Duration(a.cfg.Rand.Int63n(int64(a.gossipIvl)) + 1)})
+		a.Emit(automaton.SetTimer{ID: timerGossip, After: time.Duration(a.cfg.Rand.Int63n(int64(a.gossipIvl)) + 1)})
 	} else {
-		a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
+		a.Emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	}
 }
 
 // onTick sends gossip, retransmits, and garbage-collects.
 func (a *ESDS) onTick() {
 	a.tick++
-	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
+	a.Emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	if a.feOnly {
 		a.resendWaiting()
 		a.expirePrevWaits()
@@ -511,12 +492,17 @@ func (a *ESDS) onTick() {
 	}
 }
 
-func (a *ESDS) emit(o automaton.Output) { a.post = append(a.post, o) }
+func (a *ESDS) send(j int, b []byte) { a.Emit(automaton.Send{To: a.cfg.Nodes[j], Msg: b}) }
 
-func (a *ESDS) send(j int, b []byte) {
-	a.post = append(a.post, automaton.Send{To: a.cfg.Nodes[j], Msg: b})
-}
-
-func (a *ESDS) respond(id automaton.RequestID, res service.Result) {
-	a.post = append(a.post, automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+// OnTimer: gossip, and the reservation system's timers (reserve.go).
+func (a *ESDS) OnTimer(id automaton.TimerID) {
+	switch {
+	case id == timerGossip:
+		a.onTick()
+	case a.resv == nil:
+	case id == timerResv:
+		a.onResvTimer()
+	case id >= timerBackoff && id < timerBackoff+maxReplicas:
+		a.backoffOver(int(id - timerBackoff))
+	}
 }

@@ -67,7 +67,7 @@ func TestValuesRecomputeSameValuesMoreApplies(t *testing.T) {
 	if nMemo != 20 || nRec != 210 {
 		t.Errorf("applies: memo %d (want 20), recompute %d (want 210)", nMemo, nRec)
 	}
-	if _, err := (protocol{name: "esds"}).New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Service: service.Counter{},
+	if _, err := (protocol{Capabilities: capabilities("esds", optParams, "")}).New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Service: service.Counter{},
 		Params: map[string]string{"values": "lazy"}}); err == nil {
 		t.Error("values=lazy accepted")
 	}

@@ -92,8 +92,7 @@ func TestRegistration(t *testing.T) {
 		if !automaton.IsBroken(name) || automaton.BrokenOf(name) != "esds" {
 			t.Errorf("%s is not registered as a broken variant of esds", name)
 		}
-		p, _ := automaton.LookupAny(name)
-		if d, ok := p.(automaton.Describer); !ok || d.Describe() == "" {
+		if c, err := automaton.CapabilitiesOf(name); err != nil || c.Doc == "" {
 			t.Errorf("%s does not describe itself", name)
 		}
 	}

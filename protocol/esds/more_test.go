@@ -35,7 +35,7 @@ func TestRemoveDeadReplicaUnblocksStrict(t *testing.T) {
 	if c.esds("n1").removed&(1<<2) == 0 {
 		t.Fatal("n1 forgot the removal across a restart")
 	}
-	if _, err := (protocol{name: "esds"}).New(automaton.Config{Self: "n1", Nodes: c.IDs(), Service: service.Counter{}, Params: map[string]string{"removed": "n1"}}); err == nil {
+	if _, err := (protocol{Capabilities: capabilities("esds", optParams, "")}).New(automaton.Config{Self: "n1", Nodes: c.IDs(), Service: service.Counter{}, Params: map[string]string{"removed": "n1"}}); err == nil {
 		t.Fatal("a replica removing itself by parameter was accepted")
 	}
 }
@@ -126,12 +126,12 @@ func TestParams(t *testing.T) {
 	cfg := automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1", "n2"}, Service: service.Counter{}}
 	for _, bad := range []map[string]string{{"gossip": "0s"}, {"batch": "x"}, {"variant": "fast"}, {"removed": "n9"}, {"nope": "1"}} {
 		cfg.Params = bad
-		if _, err := (protocol{name: "esds"}).New(cfg); err == nil {
+		if _, err := (protocol{Capabilities: capabilities("esds", optParams, "")}).New(cfg); err == nil {
 			t.Errorf("params %v accepted", bad)
 		}
 	}
 	cfg.Params = map[string]string{"gossip": "5ms", "retransmit": "50ms", "batch": "64", "variant": "unopt", "removed": "n2"}
-	a, err := (protocol{name: "esds"}).New(cfg)
+	a, err := (protocol{Capabilities: capabilities("esds", optParams, "")}).New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestParams(t *testing.T) {
 	}
 }
 
-// TestSpreadsheetUsers: seed 000's distributed spreadsheet (§4.4) over ESDS:
+// TestSpreadsheetUsers: the ESDS thesis's distributed spreadsheet (§4.4) over ESDS:
 // two users at different front ends enter disjoint cells (non-strict, each
 // sent to two replicas, send=2); after gossip a strict refresh at a third
 // node sees both entries.

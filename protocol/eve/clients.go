@@ -23,19 +23,19 @@ type pendingReq struct {
 	ticks int
 }
 
-// onClientRequest takes a client's request (origin role).
-func (a *Eve) onClientRequest(req automaton.Request) {
-	if res, refused := automaton.RefuseUnsupported(a.proto.name, req); refused {
-		a.emit(automaton.Respond{Resp: automaton.Response{ID: req.ID, Result: res}})
+// OnRequest takes a client's request (origin role).
+func (a *Eve) OnRequest(req automaton.Request) {
+	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
+		a.Respond(req.ID, res)
 		return
 	}
 	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.emit(automaton.Respond{Resp: automaton.Response{ID: req.ID, Result: service.Errorf("ERR %v", err)}})
+		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	if a.stateSvc != a.cfg.Service {
 		if err := a.stateSvc.Validate(req.Op); err != nil {
-			a.emit(automaton.Respond{Resp: automaton.Response{ID: req.ID, Result: service.Errorf("ERR %v", err)}})
+			a.Respond(req.ID, service.Errorf("ERR %v", err))
 			return
 		}
 	}
@@ -61,7 +61,7 @@ func (a *Eve) answer(id automaton.RequestID, res service.Result, slot uint64) {
 	delete(a.orig.pending, id)
 	ok := a.ex == nil || slot <= a.ex.applied
 	a.stepAnswers = append(a.stepAnswers, answerNote{id: id, slot: slot, ok: ok})
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+	a.Respond(id, res)
 }
 
 // onReply answers a request this verifier-only node forwarded.

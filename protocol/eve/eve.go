@@ -23,49 +23,43 @@ const (
 )
 
 func init() {
-	automaton.Register(protocol{name: Name})
-	automaton.RegisterBroken(Name, protocol{name: BrokenEarlyReply, earlyReply: true,
-		doc: "execution replicas answer their clients from their speculative results, before the verifiers decide: a rolled-back or outvoted execution's answers reach clients; the invariant reply-after-commit catches it, linearizability with a diverging service"})
-	automaton.RegisterBroken(Name, protocol{name: BrokenMinority, minority: true,
-		doc: "the verifier leader commits the first token it receives instead of waiting for r+1 matching ones: a single faulty replica's state is committed and transferred to the correct ones; the invariant commit-quorum catches it, linearizability with a commission fault"})
-	automaton.RegisterBroken(Name, protocol{name: BrokenOwnState, ownState: true,
-		doc: "a replica applies a commit with its own run whatever its claim, instead of a state transfer when it was outvoted: diverged replicas keep their states; the invariant committed-state-matches-token catches it, the convergence check too"})
-	automaton.RegisterBroken(Name, protocol{name: BrokenNoRecovery, noRecovery: true,
-		doc: "a new verifier leader skips phase 1's recovery of accepted decisions and decides the slot afresh: a slot decided by the old leader can be decided again differently; the invariant one-decision-per-slot catches it under crashes"})
+	automaton.Register(protocol{Capabilities: capabilities(Name,
+		"Eve execute-verify replication (seed 003 §2.2): a primary batches requests, execution replicas run the mixer's parallel batches and send MAC'd (start, end) Merkle tokens to verifiers, which agree to commit, commit with state transfer, or roll back to sequential re-execution with a new primary")})
+	automaton.RegisterBroken(Name, protocol{earlyReply: true, Capabilities: capabilities(BrokenEarlyReply,
+		"execution replicas answer their clients from their speculative results, before the verifiers decide: a rolled-back or outvoted execution's answers reach clients; the invariant reply-after-commit catches it, linearizability with a diverging service")})
+	automaton.RegisterBroken(Name, protocol{minority: true, Capabilities: capabilities(BrokenMinority,
+		"the verifier leader commits the first token it receives instead of waiting for r+1 matching ones: a single faulty replica's state is committed and transferred to the correct ones; the invariant commit-quorum catches it, linearizability with a commission fault")})
+	automaton.RegisterBroken(Name, protocol{ownState: true, Capabilities: capabilities(BrokenOwnState,
+		"a replica applies a commit with its own run whatever its claim, instead of a state transfer when it was outvoted: diverged replicas keep their states; the invariant committed-state-matches-token catches it, the convergence check too")})
+	automaton.RegisterBroken(Name, protocol{noRecovery: true, Capabilities: capabilities(BrokenNoRecovery,
+		"a new verifier leader skips phase 1's recovery of accepted decisions and decides the slot afresh: a slot decided by the old leader can be decided again differently; the invariant one-decision-per-slot catches it under crashes")})
 }
 
-// protocol is the registration: Protocol and the capabilities it declares.
+// capabilities is the registration of the protocol or a variant (its
+// scenarios, model and invariants are methods: scenarios.go, model.go,
+// invariant.go).
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// The duplicate table is part of the replicated state, so a retry
+		// at another node applies at most once.
+		Idempotent: true,
+		// Every replica executes a request with the environment the batch
+		// carries (§2.2: the primary gives "a seed to a random number
+		// generator and other environment variables").
+		Nondeterminism: true,
+		Params:         params.Defaults(),
+	}
+}
+
+// protocol is the registration: its capabilities and the broken variant's
+// switch.
 type protocol struct {
-	name       string
+	automaton.Capabilities
 	earlyReply bool // broken: answer before the decision
 	minority   bool // broken: commit on one token
 	ownState   bool // broken: apply one's own run whatever the committed claim
 	noRecovery bool // broken: a new leader ignores the accepted decisions phase 1 reports
-	doc        string
 }
-
-func (p protocol) Name() string { return p.name }
-
-// IdempotentRetry implements automaton.Protocol: the duplicate table is part
-// of the replicated state, so a retry at another node applies at most once.
-func (p protocol) IdempotentRetry() bool { return true }
-
-// SupportsNondeterminism implements automaton.NondeterminismSupport: every
-// replica executes a request with the environment the batch carries (§2.2:
-// the primary gives "a seed to a random number generator and other
-// environment variables").
-func (p protocol) SupportsNondeterminism() bool { return true }
-
-// Describe implements automaton.Describer.
-func (p protocol) Describe() string {
-	if p.doc != "" {
-		return p.doc
-	}
-	return "Eve execute-verify replication (seed 003 §2.2): a primary batches requests, execution replicas run the mixer's parallel batches and send MAC'd (start, end) Merkle tokens to verifiers, which agree to commit, commit with state transfer, or roll back to sequential re-execution with a new primary"
-}
-
-// DefaultParams implements automaton.ParamDefaulter.
-func (p protocol) DefaultParams() map[string]string { return params.Defaults() }
 
 // Defaults.
 const (
@@ -110,9 +104,9 @@ func (p protocol) Scenarios() []automaton.Scenario { return scenarios(p) }
 // New implements automaton.Protocol.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
-		return nil, fmt.Errorf("%s: namespace %q has no service", p.name, cfg.Namespace)
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
 	}
-	prm, err := params.Parse(p.name, cfg.Params)
+	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +126,14 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	}
 	if prm.String("conflicts") == "loose" {
 		if _, ok := e.StateSvc.NewState().(*service.ShardedState); !ok {
-			return nil, fmt.Errorf("%s: conflicts=loose needs a kv or shardedkv namespace, not %s", p.name, cfg.Service.Name())
+			return nil, fmt.Errorf("%s: conflicts=loose needs a kv or shardedkv namespace, not %s", p.Protocol, cfg.Service.Name())
 		}
 		e.ConfSvc, _ = service.Lookup(service.ShardedKVLooseName)
 	}
 	if name := prm.String("observe"); name != "" {
 		rec, ok := recorders.Load(name)
 		if !ok {
-			return nil, fmt.Errorf("%s: observe=%s names no recorder", p.name, name)
+			return nil, fmt.Errorf("%s: observe=%s names no recorder", p.Protocol, name)
 		}
 		e.Recorder = rec.(*Recorder)
 	}
@@ -148,7 +142,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 
 // Engine configures eve's machinery (roles, batches, execution through an
 // Effect, tokens, verifier agreement, commit, rollback, state transfer)
-// for eve itself and for a protocol built on it (protocol/adam, seed 003
+// for eve itself and for a protocol built on it (protocol/adam, the Eve/Adam thesis
 // §3.2: "Adam is a modification of Eve"). Ext, when set, is that
 // protocol's part.
 type Engine struct {
@@ -196,15 +190,15 @@ type Entry = entry
 // NewEngine returns one node's automaton running eve's engine under the
 // protocol name (its broken-variant switches all off).
 func NewEngine(name string, cfg automaton.Config, e Engine) (*Eve, error) {
-	return protocol{name: name}.newEve(cfg, e)
+	return protocol{Capabilities: capabilities(name, "")}.newEve(cfg, e)
 }
 
 func (p protocol) newEve(cfg automaton.Config, e Engine) (*Eve, error) {
-	pos, _, err := proto.Positions(p.name, cfg.Nodes, cfg.Self)
+	pos, _, err := proto.Positions(p.Protocol, cfg.Nodes, cfg.Self)
 	if err != nil {
 		return nil, err
 	}
-	a := &Eve{proto: p, cfg: cfg, pos: pos,
+	a := &Eve{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, pos: pos,
 		batchMax:  e.BatchMax,
 		timeout:   e.Timeout,
 		macKey:    []byte(e.MACKey),
@@ -227,7 +221,7 @@ func (p protocol) newEve(cfg automaton.Config, e Engine) (*Eve, error) {
 	case k < len(cfg.Nodes):
 		a.execs, a.vers = cfg.Nodes[:len(cfg.Nodes)-k], cfg.Nodes[len(cfg.Nodes)-k:]
 	default:
-		return nil, fmt.Errorf("%s: verifiers=%d leaves no execution replica among %d nodes", p.name, k, len(cfg.Nodes))
+		return nil, fmt.Errorf("%s: verifiers=%d leaves no execution replica among %d nodes", p.Protocol, k, len(cfg.Nodes))
 	}
 	for _, n := range a.execs {
 		a.isExecSet[n] = true
@@ -240,7 +234,7 @@ func (p protocol) newEve(cfg automaton.Config, e Engine) (*Eve, error) {
 		r = (len(a.execs) - 1) / 2
 	}
 	if r+1 > len(a.execs) {
-		return nil, fmt.Errorf("%s: r=%d needs %d matching tokens from %d execution replicas", p.name, r, r+1, len(a.execs))
+		return nil, fmt.Errorf("%s: r=%d needs %d matching tokens from %d execution replicas", p.Protocol, r, r+1, len(a.execs))
 	}
 	a.quorum = r + 1
 	for _, n := range e.Commission {
@@ -274,8 +268,8 @@ type Eve struct {
 
 	effects uint64 // the last effect id of this incarnation
 
-	out  []automaton.Output
-	self []*message // messages to this node, handled after the current one
+	proto.Outbox            // Emit adds an output (for Ext's hooks too)
+	self         []*message // messages to this node, handled after the current one
 
 	orig origin   // clients.go
 	ex   *replica // execute.go, commit.go (nil on verifier-only nodes)
@@ -317,47 +311,46 @@ const timerTick automaton.TimerID = 1
 
 // Step implements automaton.Automaton.
 func (a *Eve) Step(in automaton.Input) []automaton.Output {
-	a.out = nil
+	a.Begin()
 	a.stepAnswers = a.stepAnswers[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onClientRequest(in.Req)
-	case automaton.PeerMessage:
-		m, err := unmarshal(in.Msg)
-		if err == nil {
-			a.onMessage(in.From, m)
-		}
-	case automaton.TimerFired:
-		if in.ID == timerTick {
-			a.onTick()
-		}
-	default:
-		if a.ext == nil || !a.ext.Other(a, in) {
-			a.onOther(in)
-		}
-	}
+	proto.Dispatch(a, in)
 	for len(a.self) > 0 {
 		m := a.self[0]
 		a.self = a.self[1:]
-		a.onMessage(a.cfg.Self, m)
+		a.receive(a.cfg.Self, m)
 	}
 	if a.rec != nil {
 		a.rec.record(a.cfg.Self, a.stats)
 	}
-	return a.out
+	return a.Out
+}
+
+// OnMessage: a peer's message, decoded (receive).
+func (a *Eve) OnMessage(from automaton.NodeID, raw []byte) {
+	if m, err := unmarshal(raw); err == nil {
+		a.receive(from, m)
+	}
+}
+
+// OnTimer: the tick.
+func (a *Eve) OnTimer(id automaton.TimerID) {
+	if id == timerTick {
+		a.onTick()
+	}
+}
+
+// OnOther: the extension's inputs, then the executor's completions
+// (executor.go onOther).
+func (a *Eve) OnOther(in automaton.Input) {
+	if a.ext == nil || !a.ext.Other(a, in) {
+		a.onOther(in)
+	}
 }
 
 func (a *Eve) nextEffect() uint64 {
 	a.effects++
 	return a.effects
 }
-
-func (a *Eve) emit(o automaton.Output) { a.out = append(a.out, o) }
-
-// Emit adds an output to the current step (for Ext's hooks).
-func (a *Eve) Emit(o automaton.Output) { a.emit(o) }
 
 // Self is this node.
 func (a *Eve) Self() automaton.NodeID { return a.cfg.Self }
@@ -391,7 +384,7 @@ func (a *Eve) send(to automaton.NodeID, m *message) {
 		a.self = append(a.self, m)
 		return
 	}
-	a.emit(automaton.Send{To: to, Msg: m.marshal()})
+	a.Emit(automaton.Send{To: to, Msg: m.marshal()})
 }
 
 // sendAll sends m to every node of to.
@@ -405,11 +398,12 @@ func (a *Eve) sendAll(to []automaton.NodeID, m *message) {
 		if b == nil {
 			b = m.marshal()
 		}
-		a.emit(automaton.Send{To: n, Msg: b})
+		a.Emit(automaton.Send{To: n, Msg: b})
 	}
 }
 
-func (a *Eve) onMessage(from automaton.NodeID, m *message) {
+// receive handles a message, a peer's or this node's own.
+func (a *Eve) receive(from automaton.NodeID, m *message) {
 	switch m.Kind {
 	case kindForward:
 		a.onForward(m)
@@ -438,8 +432,8 @@ func (a *Eve) onMessage(from automaton.NodeID, m *message) {
 	}
 }
 
-// onStart begins an incarnation (recovery.go restores the records).
-func (a *Eve) onStart(s automaton.Start) {
+// OnStart begins an incarnation (recovery.go restores the records).
+func (a *Eve) OnStart(s automaton.Start) {
 	a.self = nil
 	a.orig = origin{pending: map[automaton.RequestID]*pendingReq{}}
 	a.ex, a.ver = nil, nil
@@ -449,7 +443,7 @@ func (a *Eve) onStart(s automaton.Start) {
 	if a.isVerSet[a.cfg.Self] {
 		a.ver = a.recoverVerifier(s.Records)
 	}
-	a.emit(automaton.SetTimer{ID: timerTick, After: a.timeout})
+	a.Emit(automaton.SetTimer{ID: timerTick, After: a.timeout})
 	if a.ex != nil && a.ext != nil {
 		a.ext.Applied(a)
 	}
@@ -460,7 +454,7 @@ func (a *Eve) onStart(s automaton.Start) {
 
 // onTick drives every retransmission and suspicion (one timer per node).
 func (a *Eve) onTick() {
-	a.emit(automaton.SetTimer{ID: timerTick, After: a.timeout})
+	a.Emit(automaton.SetTimer{ID: timerTick, After: a.timeout})
 	a.originTick()
 	if a.ex != nil {
 		a.replicaTick()

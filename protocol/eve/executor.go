@@ -12,7 +12,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Execution of a batch (seed 003 §2.2.2), outside the automaton's step.
+// Execution of a batch (the Eve/Adam thesis §2.2.2), outside the automaton's step.
 
 // execJob is an execution's payload: the batch, the state it runs on (owned
 // by the executor until the result returns) and how to run it.
@@ -79,7 +79,7 @@ func (x *executor) Close() error { return nil }
 // startEffect hands the job to the runtime; its state belongs to the
 // executor until EffectDone.
 func (a *Eve) startEffect(id uint64, job *execJob) {
-	a.emit(automaton.Effect{ID: automaton.EffectID(id), Kind: ExecKind, Payload: job})
+	a.Emit(automaton.Effect{ID: automaton.EffectID(id), Kind: ExecKind, Payload: job})
 }
 
 // onOther handles inputs beyond the contract's four: an execution's end.

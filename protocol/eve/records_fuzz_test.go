@@ -14,7 +14,7 @@ import (
 // recordsNode is node n1 of three, an execution replica and a verifier.
 func recordsNode(t testing.TB) *Eve {
 	svc, _ := service.Lookup("kv")
-	au, err := protocol{name: Name}.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: svc, Rand: rand.New(rand.NewSource(1))})
+	au, err := protocol{Capabilities: capabilities(Name, "")}.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: svc, Rand: rand.New(rand.NewSource(1))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func recordsNode(t testing.TB) *Eve {
 
 // persisted applies a's Persist outputs to recs and clears them.
 func persisted(a *Eve, recs map[string][]byte) {
-	for _, o := range a.out {
+	for _, o := range a.Out {
 		if p, ok := o.(automaton.Persist); ok {
 			if p.Delete {
 				delete(recs, p.Key)
@@ -32,7 +32,7 @@ func persisted(a *Eve, recs map[string][]byte) {
 			}
 		}
 	}
-	a.out = nil
+	a.Out = nil
 }
 
 // recordSeeds are the records of a replica that applied slot 6 with a
@@ -85,7 +85,7 @@ func FuzzRecords(f *testing.F) {
 		ex, ver := a.ex, a.ver
 
 		again := map[string][]byte{}
-		a.out = nil
+		a.Out = nil
 		a.persistReplica()
 		if ex.cur != nil {
 			a.persistSpec(ex.cur)

@@ -1,4 +1,4 @@
-// Package orcaprimary is Orca's point-to-point runtime system (seed 004 §3):
+// Package orcaprimary is Orca's point-to-point runtime system (the Orca paper §3):
 // one primary copy per object, secondary copies in the primary's copy set,
 // remote reads and writes executed at the primary for nodes without a copy,
 // and, selectable per object (parameter invalidate), the invalidation

@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// primCopy is a primary copy (seed 004 §3.1, §3.2): the object, its
+// primCopy is a primary copy (the Orca paper §3.1, §3.2): the object, its
 // version (writes applied), its copy set, and the write in phase one.
 type primCopy struct {
 	st      service.State

@@ -12,11 +12,11 @@ import (
 const BrokenLocalEnv = "paxos-broken-localenv"
 
 func init() {
-	automaton.RegisterBroken("paxos", brokenLocalEnv{protocol{name: BrokenLocalEnv}})
+	automaton.RegisterBroken("paxos", brokenLocalEnv{protocol{Capabilities: capabilities(BrokenLocalEnv, "")}})
 }
 
 // brokenLocalEnv is Multi-Paxos that orders commands but not their
-// environment: the leader logs no Env beside a command (seed 002 chapter
+// environment: the leader logs no Env beside a command (the Grid Services thesis chapter
 // I: a nondeterministic request must be made deterministic before it is
 // replicated, which this variant fails to do), and each replica, executing
 // the command, observes an environment of its own. Every replica agrees on

@@ -86,7 +86,7 @@ func (a *Paxos) onSnapshot(from int, m *message) {
 	for i := a.logStart; i <= idx && i <= a.maxInst; i++ {
 		if a.log[i] != nil {
 			delete(a.log, i)
-			a.emit(automaton.Persist{Key: slotKey(i), Delete: true})
+			a.Emit(automaton.Persist{Key: slotKey(i), Delete: true})
 		}
 	}
 	a.logStart = idx + 1

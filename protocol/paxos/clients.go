@@ -8,15 +8,15 @@ import (
 // Clients: requests, forwarding to the leader, answers (package doc,
 // "Clients, forwarding, exactly-once").
 
-func (a *Paxos) onClientRequest(req automaton.Request) {
+func (a *Paxos) OnRequest(req automaton.Request) {
 	if !a.isMember() {
-		a.respond(req.ID, a.notMemberError())
+		a.Respond(req.ID, a.notMemberError())
 		return
 	}
 	if req.Txn != nil {
-		// Interactive transactions (T-Paxos, seed 002 VI.A.4) are not done:
+		// Interactive transactions (T-Paxos, the Grid Services thesis VI.A.4) are not done:
 		// refused before anything is applied.
-		a.respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.name))
+		a.Respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.Protocol))
 		return
 	}
 	if isMemberReq(req) {
@@ -25,7 +25,7 @@ func (a *Paxos) onClientRequest(req automaton.Request) {
 	}
 	a.observeTime(req.Env)
 	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.respond(req.ID, service.Errorf("ERR %v", err))
+		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	if a.isRead(req) && (req.Opts.Read == automaton.ReadLocal || req.Opts.Read == automaton.ReadRegular) {
@@ -33,7 +33,7 @@ func (a *Paxos) onClientRequest(req automaton.Request) {
 		return
 	}
 	if req.Opts.Read > automaton.ReadLease {
-		a.respond(req.ID, service.Errorf("ERR paxos: unknown read mode %v", req.Opts.Read))
+		a.Respond(req.ID, service.Errorf("ERR paxos: unknown read mode %v", req.Opts.Read))
 		return
 	}
 	if p := a.pending[req.ID]; p != nil {
@@ -212,14 +212,9 @@ func (a *Paxos) answer(id automaton.RequestID, o outcome) {
 	}
 }
 
-// respond answers a local client's request with a single result.
-func (a *Paxos) respond(id automaton.RequestID, res service.Result) {
-	a.reply(id, outcome{res: res})
-}
-
 // reply answers a local client.
 func (a *Paxos) reply(id automaton.RequestID, o outcome) {
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}})
+	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}})
 }
 
 // isMemberReq reports whether req is a membership change (a single

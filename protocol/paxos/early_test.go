@@ -69,7 +69,7 @@ func TestEarlyAcceptCommitNotice(t *testing.T) {
 	c.elect("n1")
 	a := c.node("n1")
 	a.chosenUpTo = 5
-	a.out = []automaton.Output{
+	a.Out = []automaton.Output{
 		automaton.Persist{Key: slotKey(2)},
 		automaton.Respond{},
 		automaton.Persist{Key: slotKey(3)},
@@ -78,13 +78,13 @@ func TestEarlyAcceptCommitNotice(t *testing.T) {
 	if commit, early := a.earlyAccept(); !early || commit != 2 {
 		t.Errorf("commit %d early %v, want 2 true", commit, early)
 	}
-	a.out = append(a.out, automaton.Persist{Key: recPromised})
+	a.Out = append(a.Out, automaton.Persist{Key: recPromised})
 	if _, early := a.earlyAccept(); early {
 		t.Error("Early after a promise persisted in the step")
 	}
-	a.out = []automaton.Output{automaton.Persist{Key: slotKey(9)}}
+	a.Out = []automaton.Output{automaton.Persist{Key: slotKey(9)}}
 	if commit, early := a.earlyAccept(); !early || commit != 5 {
 		t.Errorf("commit %d early %v, want 5 true", commit, early)
 	}
-	a.out = nil
+	a.Out = nil
 }

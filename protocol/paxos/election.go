@@ -14,7 +14,7 @@ import (
 // armElection (re)starts the randomised election timer: election_timeout
 // plus a random part of up to election_timeout << min(failures, 3).
 func (a *Paxos) armElection() {
-	a.emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.ElectionTimeout, a.failures, a.cfg.Rand)})
+	a.Emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.ElectionTimeout, a.failures, a.cfg.Rand)})
 }
 
 func (a *Paxos) onElectionTimeout() {
@@ -36,7 +36,7 @@ func (a *Paxos) heardLeader(from int) {
 	}
 	a.aliveLeader = from
 	a.leaderAlive = true
-	a.emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
+	a.Emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
 }
 
 // stepDown makes a leader or candidate a follower. Requests it holds are
@@ -87,14 +87,14 @@ func (a *Paxos) onRejected(promised Ballot) {
 func (a *Paxos) sendHeartbeat() {
 	a.hbRound++
 	a.ackRound[a.self] = a.hbRound
-	a.emit(automaton.SetTimer{ID: leaseTimerBase + automaton.TimerID(a.hbRound), After: a.prm.Lease()})
+	a.Emit(automaton.SetTimer{ID: leaseTimerBase + automaton.TimerID(a.hbRound), After: a.prm.Lease()})
 	m := &message{Kind: kindHeartbeat, Ballot: a.ballot, Commit: a.chosenUpTo, Round: a.hbRound}
 	var b []byte
 	for _, h := range a.peers(true) {
 		if b == nil {
 			b = m.marshal()
 		}
-		a.emit(automaton.Send{To: a.nodes[h], Msg: b})
+		a.Emit(automaton.Send{To: a.nodes[h], Msg: b})
 	}
 	a.updateQuorumRound()
 }

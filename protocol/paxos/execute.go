@@ -71,7 +71,7 @@ func (a *Paxos) takeSnapshot() {
 	for i := a.logStart; i <= prev && i <= a.maxInst; i++ {
 		if a.log[i] != nil {
 			delete(a.log, i)
-			a.emit(automaton.Persist{Key: slotKey(i), Delete: true})
+			a.Emit(automaton.Persist{Key: slotKey(i), Delete: true})
 		}
 	}
 	if prev+1 > a.logStart {

@@ -166,8 +166,8 @@ func TestGroupCodecs(t *testing.T) {
 // sees B's write between A's write and read). The real protocol executes
 // each group whole.
 func TestSplitGroupHalfApplies(t *testing.T) {
-	for _, p := range []protocol{{name: "paxos"}, {name: "paxos-broken-splitgroup", splitGroups: true}} {
-		c := newClusterOf(t, p.name, 3, "kv", map[string]string{"window": "1"})
+	for _, p := range []protocol{{Capabilities: capabilities("paxos", "")}, {splitGroups: true, Capabilities: capabilities("paxos-broken-splitgroup", "")}} {
+		c := newClusterOf(t, p.Protocol, 3, "kv", map[string]string{"window": "1"})
 		c.elect("n1")
 		// A filler fills the window, so A and B wait and go out in one batch.
 		c.Step("n1", automaton.ClientRequest{Req: automaton.Request{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: set("y", "0")}})
@@ -178,15 +178,15 @@ func TestSplitGroupHalfApplies(t *testing.T) {
 		ra, _ := c.LastResponse(a.ID)
 		rb, _ := c.LastResponse(b.ID)
 		if len(ra.Results) != 2 || len(rb.Results) != 2 {
-			t.Fatalf("%s: answers %+v %+v", p.name, ra, rb)
+			t.Fatalf("%s: answers %+v %+v", p.Protocol, ra, rb)
 		}
 		halfA := string(ra.Results[1].Bytes) != "A"
 		halfB := string(rb.Results[1].Bytes) != "B"
 		if p.splitGroups && !(halfA || halfB) {
-			t.Errorf("%s: no group half-applied: %v %v", p.name, resultStrings(ra.Results), resultStrings(rb.Results))
+			t.Errorf("%s: no group half-applied: %v %v", p.Protocol, resultStrings(ra.Results), resultStrings(rb.Results))
 		}
 		if !p.splitGroups && (halfA || halfB) {
-			t.Errorf("%s: a group half-applied: %v %v", p.name, resultStrings(ra.Results), resultStrings(rb.Results))
+			t.Errorf("%s: a group half-applied: %v %v", p.Protocol, resultStrings(ra.Results), resultStrings(rb.Results))
 		}
 	}
 }

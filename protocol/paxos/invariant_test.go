@@ -24,8 +24,8 @@ func (c *cluster) deliverOnly(to automaton.NodeID) {
 // invariant "one value chosen per instance" fires in the step where n2
 // marks it chosen, before any client could read the lost write.
 func TestSkipPhase1ValuesTripsChosenInvariant(t *testing.T) {
-	for _, p := range []protocol{{name: "paxos"}, {name: "paxos-broken-skipphase1values", skipPhase1Values: true}} {
-		c := newClusterOf(t, p.name, 3, "kv", nil)
+	for _, p := range []protocol{{Capabilities: capabilities("paxos", "")}, {skipPhase1Values: true, Capabilities: capabilities("paxos-broken-skipphase1values", "")}} {
+		c := newClusterOf(t, p.Protocol, 3, "kv", nil)
 		c.keepViolation = true
 		c.elect("n1")
 		id := automaton.RequestID{Client: 1, Seq: 1}
@@ -33,7 +33,7 @@ func TestSkipPhase1ValuesTripsChosenInvariant(t *testing.T) {
 		c.deliverOnly("n2") // the Accept reaches n2 only
 		c.deliverOnly("n1") // n2's Accepted: chosen, executed, answered
 		if r, ok := c.Response(id); !ok || r.IsErr() {
-			t.Fatalf("%s: the write was not answered: %v %v", p.name, r, ok)
+			t.Fatalf("%s: the write was not answered: %v %v", p.Protocol, r, ok)
 		}
 		c.Drop(nil) // n1's later messages are lost with it
 		c.Crash("n1")
@@ -41,15 +41,15 @@ func TestSkipPhase1ValuesTripsChosenInvariant(t *testing.T) {
 		c.tickAll()
 		if p.skipPhase1Values {
 			if c.violation == nil || !strings.Contains(c.violation.Error(), "instance 1 chosen") {
-				t.Fatalf("%s: no violation of one value per instance: %v", p.name, c.violation)
+				t.Fatalf("%s: no violation of one value per instance: %v", p.Protocol, c.violation)
 			}
 			continue
 		}
 		if c.violation != nil {
-			t.Fatalf("%s: %v", p.name, c.violation)
+			t.Fatalf("%s: %v", p.Protocol, c.violation)
 		}
 		if r, _ := c.do("n3", automaton.RequestID{Client: 2, Seq: 1}, get("x"), automaton.ReadLog); string(r.Bytes) != "1" {
-			t.Fatalf("%s: x = %v after the fail-over", p.name, r)
+			t.Fatalf("%s: x = %v after the fail-over", p.Protocol, r)
 		}
 	}
 }

@@ -427,17 +427,17 @@ func TestChangeValueAndConfCodec(t *testing.T) {
 // variant paxos-broken-bootquorum counts majorities of the bootstrap
 // configuration and does (the simulator catches it: sim/membership_test.go).
 func TestBootQuorumVariantDecidesWithTheOldMajority(t *testing.T) {
-	for _, p := range []protocol{{name: "paxos"}, {name: "paxos-broken-bootquorum", bootQuorum: true}} {
-		c := newMemberClusterOf(t, p.name, 3, 1, nil)
+	for _, p := range []protocol{{Capabilities: capabilities("paxos", "")}, {bootQuorum: true, Capabilities: capabilities("paxos-broken-bootquorum", "")}} {
+		c := newMemberClusterOf(t, p.Protocol, 3, 1, nil)
 		c.Boot("n4")
 		c.elect("n1")
 		r, ok := c.admin("n1", "n1", 1, automaton.MemberAdd("n4", "p4", "c4"))
-		mustOK(t, p.name+": add n4", r, ok)
+		mustOK(t, p.Protocol+": add n4", r, ok)
 		c.Crash("n3")
 		c.Crash("n4")
 		_, decided := c.do("n1", automaton.RequestID{Client: 7, Seq: 1}, set("k", "v"), 0)
 		if decided != p.bootQuorum {
-			t.Errorf("%s: a write with n1+n2 of {n1,n2,n3,n4} answered=%v", p.name, decided)
+			t.Errorf("%s: a write with n1+n2 of {n1,n2,n3,n4} answered=%v", p.Protocol, decided)
 		}
 	}
 }

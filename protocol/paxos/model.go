@@ -20,7 +20,7 @@ func (p protocol) Model() automaton.ModelConfig {
 	switch {
 	case p.skipPhase1Values:
 		return LeaderChangeModel()
-	case p.name == BrokenEarlyAck:
+	case p.Protocol == BrokenEarlyAck:
 		return CrashBeforeFsyncModel()
 	case p.stickyLeader:
 		return DeadLeaderModel()

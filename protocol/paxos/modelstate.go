@@ -207,7 +207,7 @@ func (m *machine) appendModelState(b []byte, rename func(automaton.RequestID) au
 // parts; the immutable ones (listed above) are shared.
 func (a *Paxos) CloneModel() automaton.Automaton {
 	c := *a
-	c.out = nil
+	c.Out = nil
 	c.cfg.Rand = automaton.ModelRand(uint64(a.self) + 1)
 	c.index = maps.Clone(a.index)
 	c.nodes = slices.Clone(a.nodes)

@@ -86,7 +86,6 @@ func TestNestedCodecs(t *testing.T) {
 	if b := encodeBatch([]cmd{{ID: req.ID, Op: req.Op}}); b[0] != msgVersion {
 		t.Fatalf("a batch without nested commands is no longer the plain version: %d", b[0])
 	}
-	var _ automaton.NestedCallee = protocol{}
 	if !automaton.ServesNested("paxos") {
 		t.Fatal("paxos does not serve nested requests")
 	}

@@ -8,78 +8,61 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 func init() {
-	automaton.Register(protocol{name: "paxos"})
+	automaton.Register(protocol{Capabilities: capabilities("paxos",
+		"Multi-Paxos state machine replication (seed 002 chapters V-VI): stable leader, batched and pipelined phase 2, ReadIndex and lease reads, single-node membership changes")})
 	// Deliberately broken variants (see the package doc). Never use them for
 	// data: the simulator and the conformance suite run them to show that a
 	// checker or an invariant catches them.
-	automaton.RegisterBroken("paxos", protocol{name: "paxos-broken-skipphase1values", skipPhase1Values: true})
-	automaton.RegisterBroken("paxos", protocol{name: "paxos-broken-stickyleader", stickyLeader: true})
-	automaton.RegisterBroken("paxos", protocol{name: "paxos-broken-bootquorum", bootQuorum: true})
-	automaton.RegisterBroken("paxos", protocol{name: "paxos-broken-splitgroup", splitGroups: true})
+	automaton.RegisterBroken("paxos", protocol{skipPhase1Values: true, Capabilities: capabilities("paxos-broken-skipphase1values",
+		"a new leader ignores the values reported in phase 1 and fills them with no-ops, losing chosen writes; the invariant \"one value chosen per instance\" and the linearizability checker catch it")})
+	automaton.RegisterBroken("paxos", protocol{stickyLeader: true, Capabilities: capabilities("paxos-broken-stickyleader",
+		"followers never give up on the first leader they heard, so a dead leader is never replaced; safe, but the simulator's liveness mode catches the stall")})
+	automaton.RegisterBroken("paxos", protocol{bootQuorum: true, Capabilities: capabilities("paxos-broken-bootquorum",
+		"phase 2 counts majorities of the bootstrap configuration instead of the instance's; after membership changes acknowledged writes are lost, caught by the linearizability checker (--membership add@1s,add@2s)")})
+	automaton.RegisterBroken("paxos", protocol{splitGroups: true, Capabilities: capabilities("paxos-broken-splitgroup",
+		"an atomic group's operations are ordered as separate commands that the other commands of its batch interleave with; the serializability checker catches the half-applied groups under load (--groups 0.5 --param window=1)")})
 }
 
+// capabilities is the registration of the protocol or a variant (its
+// scenarios, model and invariants are methods: scenarios.go, model.go,
+// invariant.go).
+func capabilities(name, doc string) automaton.Capabilities {
+	return automaton.Capabilities{Protocol: name, Doc: doc,
+		// A client's table of outcomes is replicated state (machine.go):
+		// a write retried at another node applies at most once.
+		Idempotent: true,
+		Membership: true,
+		// Atomic groups are one command in one instance; interactive
+		// transactions (T-Paxos, the Grid Services thesis VI.A.4) are not done (issue 13).
+		Transactions: automaton.TxnSupport{Atomic: true, Interactive: false},
+		// The leader puts the request's environment into the log entry
+		// beside the command, and every replica executes with it (package
+		// doc).
+		Nondeterminism: true,
+		// Every parameter ParseParams accepts, with its default, as a
+		// cluster file spells it ("members" has no default: it is
+		// Config.Nodes).
+		Params: params.Defaults(),
+		// Nested requests are answered from the table of outcomes, which
+		// keeps dedupWindow per client id (nested.go).
+		NestedWindow: dedupWindow,
+	}
+}
+
+// protocol is the registration: its capabilities and the broken variants'
+// switches.
 type protocol struct {
-	name             string
+	automaton.Capabilities
 	skipPhase1Values bool // a new leader ignores the values reported in phase 1
 	stickyLeader     bool // a follower never gives up on the first leader it heard of
 	bootQuorum       bool // phase 2 counts majorities of the bootstrap configuration
 	splitGroups      bool // an atomic group's operations become separate commands
 	nestedRead       bool // a nested read is served as a plain read, not cached (nested.go)
 }
-
-// Capabilities (automaton/capability.go).
-var (
-	_ automaton.Describer             = protocol{}
-	_ automaton.MembershipChanger     = protocol{}
-	_ automaton.ParamDefaulter        = protocol{}
-	_ automaton.TxnSupporter          = protocol{}
-	_ automaton.NondeterminismSupport = protocol{}
-	_ automaton.InvariantStater       = protocol{}
-)
-
-func (p protocol) Name() string          { return p.name }
-func (p protocol) IdempotentRetry() bool { return true }
-
-// Describe implements automaton.Describer: for a broken variant, what it
-// breaks and what catches it.
-func (p protocol) Describe() string {
-	switch {
-	case p.skipPhase1Values:
-		return "a new leader ignores the values reported in phase 1 and fills them with no-ops, losing chosen writes; the invariant \"one value chosen per instance\" and the linearizability checker catch it"
-	case p.stickyLeader:
-		return "followers never give up on the first leader they heard, so a dead leader is never replaced; safe, but the simulator's liveness mode catches the stall"
-	case p.bootQuorum:
-		return "phase 2 counts majorities of the bootstrap configuration instead of the instance's; after membership changes acknowledged writes are lost, caught by the linearizability checker (--membership add@1s,add@2s)"
-	case p.nestedRead:
-		return "a nested read (seed 003 §3) takes the read path instead of the log and is not cached, so a copy of it sent later by another caller replica gets a fresh, different answer; the simulator's nested-answer check catches it (--nested)"
-	case p.splitGroups:
-		return "an atomic group's operations are ordered as separate commands that the other commands of its batch interleave with; the serializability checker catches the half-applied groups under load (--groups 0.5 --param window=1)"
-	}
-	return "Multi-Paxos state machine replication (seed 002 chapters V-VI): stable leader, batched and pipelined phase 2, ReadIndex and lease reads, single-node membership changes"
-}
-
-// SupportsMembership implements automaton.MembershipChanger.
-func (protocol) SupportsMembership() bool { return true }
-
-// Transactions implements automaton.TxnSupporter: atomic groups are one
-// command in one instance; interactive transactions (T-Paxos, seed 002
-// VI.A.4) are not done (issue 13).
-func (protocol) Transactions() automaton.TxnSupport {
-	return automaton.TxnSupport{Atomic: true, Interactive: false}
-}
-
-// SupportsNondeterminism implements automaton.NondeterminismSupport: the
-// leader puts the request's environment into the log entry beside the
-// command, and every replica executes with it (package doc).
-func (protocol) SupportsNondeterminism() bool { return true }
-
-// DefaultParams implements automaton.ParamDefaulter: every parameter
-// ParseParams accepts, with its default, as a cluster file spells it
-// ("members" has no default: it is Config.Nodes).
-func (protocol) DefaultParams() map[string]string { return params.Defaults() }
 
 // Defaults of the parameters (see the package doc).
 const (
@@ -215,7 +198,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if _, _, err := proto.Positions("paxos", cfg.Nodes, cfg.Self); err != nil {
 		return nil, err
 	}
-	a := &Paxos{proto: p, cfg: cfg, prm: prm, index: map[automaton.NodeID]int{}}
+	a := &Paxos{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, prm: prm, index: map[automaton.NodeID]int{}}
 	if prm.Observe != "" {
 		if a.rec = recorders.Lookup(prm.Observe); a.rec == nil {
 			return nil, fmt.Errorf("paxos: observe=%s names no recorder", prm.Observe)
@@ -369,7 +352,7 @@ type Paxos struct {
 
 	rec *Recorder // parameter observe (observe.go); nil: none
 
-	out []automaton.Output
+	proto.Outbox
 }
 
 func (a *Paxos) reset() {
@@ -398,11 +381,8 @@ func (a *Paxos) reset() {
 }
 
 func (a *Paxos) myNode() uint32 { return a.nums[a.cfg.Self] }
-func (a *Paxos) emit(o automaton.Output) {
-	a.out = append(a.out, o)
-}
 func (a *Paxos) send(to int, m *message) {
-	a.emit(automaton.Send{To: a.nodes[to], Msg: m.marshal()})
+	a.Emit(automaton.Send{To: a.nodes[to], Msg: m.marshal()})
 }
 
 // broadcast sends m to every peer of the leader (peers), as Early Sends
@@ -413,28 +393,19 @@ func (a *Paxos) broadcast(m *message, early bool) {
 		if b == nil {
 			b = m.marshal()
 		}
-		a.emit(automaton.Send{To: a.nodes[h], Msg: b, Early: early})
+		a.Emit(automaton.Send{To: a.nodes[h], Msg: b, Early: early})
 	}
 }
-func (a *Paxos) persist(k string, v []byte) { a.emit(automaton.Persist{Key: k, Value: v}) }
+func (a *Paxos) persist(k string, v []byte) { a.Emit(automaton.Persist{Key: k, Value: v}) }
 func (a *Paxos) ticksOf(d time.Duration) int {
 	return proto.Ticks(d, a.prm.Heartbeat)
 }
 
 // Step implements automaton.Automaton.
 func (a *Paxos) Step(in automaton.Input) []automaton.Output {
-	a.out = nil
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onClientRequest(in.Req)
-	case automaton.PeerMessage:
-		a.onPeerMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		a.onTimer(in.ID)
-	}
-	return a.out
+	a.Begin()
+	proto.Dispatch(a, in)
+	return a.Out
 }
 
 // armTick sets the heartbeat tick. It may fire up to a quarter of a
@@ -446,10 +417,10 @@ func (a *Paxos) Step(in automaton.Input) []automaton.Output {
 // timers carry no slack. The election timeout is at least three heartbeats,
 // so a follower still hears at least two ticks' heartbeats per timeout.
 func (a *Paxos) armTick() {
-	a.emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat, Slack: a.prm.Heartbeat / 4})
+	a.Emit(automaton.SetTimer{ID: tmTick, After: a.prm.Heartbeat, Slack: a.prm.Heartbeat / 4})
 }
 
-func (a *Paxos) onTimer(id automaton.TimerID) {
+func (a *Paxos) OnTimer(id automaton.TimerID) {
 	switch {
 	case id == tmTick:
 		a.onTick()
@@ -498,7 +469,7 @@ func (a *Paxos) onTick() {
 		return p.age
 	})
 	for _, id := range expired {
-		a.finish(id, service.Errorf("TRYAGAIN paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
+		a.finish(id, service.Fail(synoderr.TryAgain, "paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
 	}
 	if a.role != leader {
 		a.fwdHint = -1 // a full pass: re-forward what waited four ticks
@@ -518,7 +489,7 @@ func (a *Paxos) onTick() {
 	}
 }
 
-func (a *Paxos) onPeerMessage(fromID automaton.NodeID, b []byte) {
+func (a *Paxos) OnMessage(fromID automaton.NodeID, b []byte) {
 	if fromID == a.cfg.Self || fromID == "" {
 		return
 	}

@@ -120,7 +120,7 @@ func TestParams(t *testing.T) {
 			t.Errorf("%v: error does not name the parameter: %v", bad, err)
 		}
 	}
-	if _, err := (protocol{name: "paxos"}).New(automaton.Config{Self: "n9", Nodes: []automaton.NodeID{"n1"}, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))}); err == nil {
+	if _, err := (protocol{Capabilities: capabilities("paxos", "")}).New(automaton.Config{Self: "n9", Nodes: []automaton.NodeID{"n1"}, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))}); err == nil {
 		t.Error("self outside the configuration accepted")
 	}
 }
@@ -163,7 +163,7 @@ func keys(m map[string]string) string {
 // sends the Accept message.
 func TestPhase1AdoptsHighestBallotAndFillsGaps(t *testing.T) {
 	ids := []automaton.NodeID{"n1", "n2", "n3", "n4", "n5"}
-	a0, _ := protocol{name: "paxos"}.New(automaton.Config{Self: "n1", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
+	a0, _ := protocol{Capabilities: capabilities("paxos", "")}.New(automaton.Config{Self: "n1", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
 	a := a0.(*Paxos)
 	a.Step(automaton.Start{})
 	outs := a.Step(automaton.TimerFired{ID: tmElection})
@@ -227,7 +227,7 @@ func TestPhase1AdoptsHighestBallotAndFillsGaps(t *testing.T) {
 // accepted value before it answers an Accept; it refuses a lower ballot.
 func TestAcceptorPersistsBeforeAnswering(t *testing.T) {
 	ids := []automaton.NodeID{"n1", "n2", "n3"}
-	a0, _ := protocol{name: "paxos"}.New(automaton.Config{Self: "n2", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
+	a0, _ := protocol{Capabilities: capabilities("paxos", "")}.New(automaton.Config{Self: "n2", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
 	a := a0.(*Paxos)
 	a.Step(automaton.Start{})
 	b := Ballot{Round: 3, Node: 1}
@@ -424,7 +424,7 @@ func TestSnapshotInstall(t *testing.T) {
 	src.apply(cmd{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: set("k", "v")}, 1)
 	snap := src.snapshot(40)
 	ids := []automaton.NodeID{"n1", "n2", "n3"}
-	a0, _ := protocol{name: "paxos"}.New(automaton.Config{Self: "n3", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
+	a0, _ := protocol{Capabilities: capabilities("paxos", "")}.New(automaton.Config{Self: "n3", Nodes: ids, Service: service.KV{}, Rand: rand.New(rand.NewSource(1))})
 	a := a0.(*Paxos)
 	a.Step(automaton.Start{})
 	a.Step(automaton.PeerMessage{From: "n1", Msg: (&message{Kind: kindAccept, Ballot: Ballot{Round: 1, Node: 1}, Entries: []entry{{I: 3, Value: noop}}}).marshal()})

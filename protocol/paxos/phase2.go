@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Phase 2 (seed 002 chapter V): proposing batches over a window of
+// Phase 2 (the Grid Services thesis chapter V): proposing batches over a window of
 // instances, acceptance, choice, commit notices (package doc, "Phase 2,
 // commit and execution").
 
@@ -163,7 +163,7 @@ func (a *Paxos) propose() {
 // An Early Send waits only for the records that the last output emitted
 // before it that is not Early waits for: every record of the earlier steps
 // up to such an output, and in this step every record before the last such
-// output in a.out (if any). So:
+// output in a.Out (if any). So:
 //   - its commit notice is the chosen prefix, but below the first instance
 //     whose record this step persisted after that output. The prefix
 //     known at the end of earlier steps is covered (checkChosen); a choice
@@ -184,7 +184,7 @@ func (a *Paxos) earlyAccept() (commit uint64, early bool) {
 		return a.chosenUpTo, false
 	}
 	commit = a.chosenUpTo
-	for _, o := range a.out[waitingOutput(a.out)+1:] {
+	for _, o := range a.Out[waitingOutput(a.Out)+1:] {
 		p, ok := o.(automaton.Persist)
 		if !ok || p.Delete {
 			continue
@@ -271,7 +271,7 @@ func (a *Paxos) onAccepted(from int, m *message) {
 // chosen prefix known at the end of a step, the leader's own included,
 // are durable before any Early Accept emitted later leaves (earlyAccept).
 func (a *Paxos) checkChosen() {
-	n0 := len(a.out)
+	n0 := len(a.Out)
 	any := false
 	for i, f := range a.inflight {
 		if a.chosenBy(f) {
@@ -285,7 +285,7 @@ func (a *Paxos) checkChosen() {
 	}
 	if any {
 		a.advance(true)
-		if waitingOutput(a.out[n0:]) < 0 {
+		if waitingOutput(a.Out[n0:]) < 0 {
 			a.sendHeartbeat()
 		}
 		a.propose()
@@ -340,10 +340,10 @@ func (a *Paxos) onAccept(from int, m *message) {
 		}
 	}
 	ack := &message{Kind: kindAccepted, Ballot: m.Ballot, OK: true, Acks: acks}
-	if a.proto.name == BrokenEarlyAck {
+	if a.proto.Protocol == BrokenEarlyAck {
 		// Broken on purpose (broken_early.go): the 2b leaves before the
 		// vote it reports is durable.
-		a.emit(automaton.Send{To: a.nodes[from], Msg: ack.marshal(), Early: true})
+		a.Emit(automaton.Send{To: a.nodes[from], Msg: ack.marshal(), Early: true})
 	} else {
 		a.send(from, ack)
 	}

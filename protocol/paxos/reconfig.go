@@ -6,6 +6,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // pendingChange is a membership change proposed (or re-proposed after phase
@@ -172,7 +173,7 @@ func (a *Paxos) emitMembers() {
 		return
 	}
 	a.lastMembers = key.String()
-	a.emit(out)
+	a.Emit(out)
 }
 
 // onConfChange runs after instance i made a new configuration: learn the
@@ -225,7 +226,7 @@ func (a *Paxos) retire() {
 	if a.role != follower {
 		a.stepDown()
 	}
-	a.emit(automaton.CancelTimer{ID: tmElection})
+	a.Emit(automaton.CancelTimer{ID: tmElection})
 	ids := make([]automaton.RequestID, 0, len(a.pending))
 	for id := range a.pending {
 		ids = append(ids, id)
@@ -298,17 +299,17 @@ func (a *Paxos) removed(h int) bool {
 // notMemberError is the answer of a node outside the configuration.
 func (a *Paxos) notMemberError() service.Result {
 	if a.sm.conf.epoch > 0 && a.executed >= a.sm.conf.epoch && a.nums[a.cfg.Self] != 0 {
-		return service.Errorf("TRYAGAIN paxos: node %s is not a member of namespace %s (removed; members: %s); send requests to a member (a write's outcome is unknown)",
+		return service.Fail(synoderr.TryAgain, "paxos: node %s is not a member of namespace %s (removed; members: %s); send requests to a member (a write's outcome is unknown)",
 			a.cfg.Self, a.cfg.Namespace, a.sm.conf)
 	}
-	return service.Errorf("TRYAGAIN paxos: node %s is not a member of namespace %s yet (members as of instance %d: %s); send requests to a member",
+	return service.Fail(synoderr.TryAgain, "paxos: node %s is not a member of namespace %s yet (members as of instance %d: %s); send requests to a member",
 		a.cfg.Self, a.cfg.Namespace, a.executed, a.sm.conf)
 }
 
 // onMemberRequest handles a membership change submitted at this node.
 func (a *Paxos) onMemberRequest(req automaton.Request) {
 	if _, err := parseChange(req.Op); err != nil {
-		a.respond(req.ID, service.Errorf("ERR %v", err))
+		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	if p := a.pending[req.ID]; p != nil {

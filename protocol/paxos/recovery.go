@@ -11,9 +11,9 @@ import (
 // Recovery: a replica rebuilds itself from its durable records (package
 // doc, "Durability").
 
-// onStart rebuilds the replica from its records: promise, snapshot, log and
+// OnStart rebuilds the replica from its records: promise, snapshot, log and
 // chosen prefix; it re-executes the chosen log after the snapshot.
-func (a *Paxos) onStart(s automaton.Start) {
+func (a *Paxos) OnStart(s automaton.Start) {
 	a.reset()
 	var commit uint64
 	if v, ok := s.Records[recPromised]; ok {
@@ -54,7 +54,7 @@ func (a *Paxos) onStart(s automaton.Start) {
 			panic(fmt.Sprintf("paxos: bad record key %q", k))
 		}
 		if i <= a.snapIndex {
-			a.emit(automaton.Persist{Key: k, Delete: true}) // left over from a truncation
+			a.Emit(automaton.Persist{Key: k, Delete: true}) // left over from a truncation
 			continue
 		}
 		sl, err := decodeSlot(s.Records[k])
@@ -81,7 +81,7 @@ func (a *Paxos) onStart(s automaton.Start) {
 	// crashed honours that leader's lease for a full election timeout more.
 	if len(s.Records) > 0 {
 		a.leaderAlive = true
-		a.emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
+		a.Emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
 	}
 	a.armElection()
 	a.armTick()

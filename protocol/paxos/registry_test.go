@@ -20,15 +20,14 @@ func TestRegistration(t *testing.T) {
 		if _, err := automaton.Lookup(n); err == nil {
 			t.Errorf("%s: Lookup accepts a broken variant", n)
 		}
-		p, err := automaton.LookupAny(n)
+		c, err := automaton.CapabilitiesOf(n)
 		if err != nil {
 			t.Fatalf("%s: %v", n, err)
 		}
 		if automaton.BrokenOf(n) != "paxos" {
 			t.Errorf("%s breaks %q, want paxos", n, automaton.BrokenOf(n))
 		}
-		d, ok := p.(automaton.Describer)
-		if !ok || d.Describe() == "" || strings.Contains(d.Describe(), "\n") {
+		if c.Doc == "" || strings.Contains(c.Doc, "\n") {
 			t.Errorf("%s: no one-line description", n)
 		}
 	}

@@ -3,6 +3,7 @@ package pb
 import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Clients that reach a node other than the primary (package doc,
@@ -70,7 +71,7 @@ func (a *PB) checkForwards() {
 		f.elapsed += a.checking
 		if f.elapsed >= a.opTimeout {
 			delete(a.fwds, id)
-			a.respond(id, outcome{res: service.Errorf("TRYAGAIN no primary answered within %v (a write's outcome is unknown)", a.opTimeout)})
+			a.respond(id, outcome{res: service.Fail(synoderr.TryAgain, "no primary answered within %v (a write's outcome is unknown)", a.opTimeout)})
 			continue
 		}
 		a.sendForward(f)

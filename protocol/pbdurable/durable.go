@@ -60,7 +60,7 @@ func (a *PBD) fenced(stmts []durability.Stmt) []durability.Stmt {
 func (a *PBD) saveView() {
 	e := proto.Header{Protocol: "pbdurable", Version: 1}.Record(16)
 	a.view.Encode(&e)
-	a.emit(automaton.Persist{Key: recordView, Value: e.B})
+	a.Emit(automaton.Persist{Key: recordView, Value: e.B})
 }
 
 func decodeView(b []byte) (proto.Ballot, error) {
@@ -155,22 +155,22 @@ func (a *PBD) persistState() {
 	if !a.svc.set().Has(durability.Replicated) {
 		return
 	}
-	a.emit(automaton.Persist{Key: recordSnap, Value: msg{kind: kindState, view: a.view, index: a.index, state: a.snapshot()}.encode()})
+	a.Emit(automaton.Persist{Key: recordSnap, Value: msg{kind: kindState, view: a.view, index: a.index, state: a.snapshot()}.encode()})
 	for i := a.snapAt + 1; i <= a.persistedTo; i++ {
-		a.emit(automaton.Persist{Key: bufferKey(i), Delete: true})
+		a.Emit(automaton.Persist{Key: bufferKey(i), Delete: true})
 	}
 	a.snapAt, a.persistedTo = a.index, a.index
 	if a.stateView != a.view {
 		a.stateView = a.view
 		e := proto.Header{Protocol: "pbdurable", Version: 1}.Record(16)
 		a.view.Encode(&e)
-		a.emit(automaton.Persist{Key: recordStateView, Value: e.B})
+		a.Emit(automaton.Persist{Key: recordStateView, Value: e.B})
 	}
 }
 
 // persistBuffer makes an executed request's update buffer durable.
 func (a *PBD) persistBuffer(p *pending) {
-	a.emit(automaton.Persist{Key: bufferKey(p.ship), Value: msg{kind: kindUpdate, view: a.view, index: p.ship, db: len(p.stmts) > 0, ups: p.ups}.encode()})
+	a.Emit(automaton.Persist{Key: bufferKey(p.ship), Value: msg{kind: kindUpdate, view: a.view, index: p.ship, db: len(p.stmts) > 0, ups: p.ups}.encode()})
 	a.persistedTo = p.ship
 }
 

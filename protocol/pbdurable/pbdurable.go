@@ -9,6 +9,7 @@ import (
 	"github.com/synod-dev/synod/durability/sqlstore"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Names of the protocol and its broken variant.
@@ -79,7 +80,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", p.Protocol, err)
 	}
-	a := &PBD{proto: p, cfg: cfg, pos: pos, me: me, svc: svc,
+	a := &PBD{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, pos: pos, me: me, svc: svc,
 		sending:   prm.Duration("rate_sending"),
 		checking:  prm.Duration("rate_checking"),
 		opTimeout: prm.Duration("op_timeout"),
@@ -100,7 +101,7 @@ const (
 	// otherwise be asked again in a loop).
 	timerRecover automaton.TimerID = 3
 	// timerRetryTx runs again a request's transaction the database
-	// refused (primary.go onEffectDone).
+	// refused (primary.go OnEffectDone).
 	timerRetryTx automaton.TimerID = 4
 )
 
@@ -109,6 +110,7 @@ const recordBooted = "pbd/booted"
 
 // PBD is one node's automaton: primary, backup, joiner and forwarder.
 type PBD struct {
+	proto.Outbox
 	proto     protocol
 	cfg       automaton.Config
 	pos       map[automaton.NodeID]int
@@ -118,7 +120,6 @@ type PBD struct {
 	sending   time.Duration
 	checking  time.Duration
 	opTimeout time.Duration
-	out       []automaton.Output
 
 	view   proto.Ballot // Node = the primary's position + 1
 	synced bool         // holds the view's replicated objects
@@ -217,11 +218,7 @@ type forward struct {
 	age  int
 }
 
-func (a *PBD) emit(o automaton.Output) { a.out = append(a.out, o) }
-
-func (a *PBD) send(to automaton.NodeID, m msg) {
-	a.emit(automaton.Send{To: to, Msg: m.encode()})
-}
+func (a *PBD) send(to automaton.NodeID, m msg) { a.Send(to, m.encode()) }
 
 func (a *PBD) primaryID() automaton.NodeID {
 	if a.view.Node == 0 {
@@ -235,26 +232,16 @@ func (a *PBD) Leader() automaton.NodeID { return a.primaryID() }
 
 // Step implements automaton.Automaton.
 func (a *PBD) Step(in automaton.Input) []automaton.Output {
-	a.out, a.released, a.recovered = nil, nil, nil
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onRequest("", in.Req)
-	case automaton.PeerMessage:
-		m, err := decode(in.Msg)
-		if err == nil {
-			a.onMessage(in.From, m)
-		}
-	case automaton.TimerFired:
-		a.onTimer(in.ID)
-	case automaton.EffectDone:
-		a.onEffectDone(in)
-	}
-	return a.out
+	a.Begin()
+	a.released, a.recovered = nil, nil
+	proto.Dispatch(a, in)
+	return a.Out
 }
 
-// onStart: the first incarnation of the cluster's first node is the
+// OnRequest: a client's request (primary.go serve).
+func (a *PBD) OnRequest(req automaton.Request) { a.serve("", req) }
+
+// OnStart: the first incarnation of the cluster's first node is the
 // primary of view 1: it initialises the database objects (init
 // statements, idempotent) and recovers them from what the database holds
 // (the Grid Services thesis IV.C.1: a new instance restores its state from the database;
@@ -263,10 +250,10 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 // incarnation whose mapping keeps no replicated object is a synced backup
 // of its durable view (durable.go); one with replicated objects lost its
 // memory: it joins (package doc).
-func (a *PBD) onStart(in automaton.Start) {
+func (a *PBD) OnStart(in automaton.Start) {
 	a.members, a.effects = map[automaton.NodeID]*member{}, map[automaton.EffectID]*pending{}
 	a.held, a.fwd = map[uint64]prepared{}, map[automaton.RequestID]*forward{}
-	a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	a.Emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
 	if a.restartDurable(in) || a.restartReplicated(in) {
 		return
 	}
@@ -274,7 +261,7 @@ func (a *PBD) onStart(in automaton.Start) {
 		a.sendJoin()
 		return
 	}
-	a.emit(automaton.Persist{Key: recordBooted, Value: []byte{1}})
+	a.Emit(automaton.Persist{Key: recordBooted, Value: []byte{1}})
 	a.view, a.synced = proto.Ballot{Round: 1, Node: 1}, true
 	a.saveView()
 	a.svc.set().SetRole(durability.Backup)
@@ -297,7 +284,7 @@ func (a *PBD) onStart(in automaton.Start) {
 			durability.Stmt{Object: viewObject, SQL: viewClaim, Args: []durability.Value{viewNumber(a.view)}})
 	}
 	a.startRecovery(&sqlstore.Payload{Stmts: stmts, Queries: a.recoveryQueries()})
-	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+	a.Emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 }
 
 func (a *PBD) sendJoin() {
@@ -308,7 +295,12 @@ func (a *PBD) sendJoin() {
 	}
 }
 
-func (a *PBD) onMessage(from automaton.NodeID, m msg) {
+// OnMessage: a peer's message, decoded and handed to its handler.
+func (a *PBD) OnMessage(from automaton.NodeID, raw []byte) {
+	m, err := decode(raw)
+	if err != nil {
+		return
+	}
 	switch m.kind {
 	case kindHeartbeat:
 		a.onHeartbeat(from, m)
@@ -340,10 +332,10 @@ func (a *PBD) adopt(v proto.Ballot) {
 	a.saveView()
 	if a.primary {
 		a.primary, a.ready = false, false
-		a.emit(automaton.CancelTimer{ID: timerHeartbeat})
+		a.Emit(automaton.CancelTimer{ID: timerHeartbeat})
 		for _, p := range a.queue {
 			if !p.answered {
-				a.answer(p, service.Errorf("TRYAGAIN the primary stepped down (the outcome is unknown)"))
+				a.answer(p, service.Fail(synoderr.TryAgain, "the primary stepped down (the outcome is unknown)"))
 			}
 		}
 		a.queue, a.waiting = nil, nil
@@ -360,14 +352,14 @@ func (a *PBD) adopt(v proto.Ballot) {
 	for _, id := range ids {
 		if f := a.fwd[id]; f.view.Less(v) {
 			delete(a.fwd, id)
-			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN the primary changed (a write's outcome is unknown)")}})
+			a.Respond(id, service.Fail(synoderr.TryAgain, "the primary changed (a write's outcome is unknown)"))
 		}
 	}
 }
 
-// onTimer: HEARTBEAT_GENERATOR and FAILURE_DETECTOR (the Grid Services thesis Figs.
+// OnTimer: HEARTBEAT_GENERATOR and FAILURE_DETECTOR (the Grid Services thesis Figs.
 // III.2, III.3), and forwards that timed out.
-func (a *PBD) onTimer(id automaton.TimerID) {
+func (a *PBD) OnTimer(id automaton.TimerID) {
 	switch id {
 	case timerHeartbeat:
 		if a.primary {
@@ -376,7 +368,7 @@ func (a *PBD) onTimer(id automaton.TimerID) {
 					a.send(n, msg{kind: kindHeartbeat, view: a.view, index: a.index, commit: a.commit})
 				}
 			}
-			a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+			a.Emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 		}
 	case timerRecover:
 		if a.primary && !a.ready {
@@ -388,7 +380,7 @@ func (a *PBD) onTimer(id automaton.TimerID) {
 			a.issue()
 		}
 	case timerCheck:
-		a.emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+		a.Emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
 		a.expireForwards()
 		if a.primary {
 			a.checkBackups()
@@ -409,7 +401,7 @@ func (a *PBD) expireForwards() {
 		f := a.fwd[id]
 		if f.age++; f.age > limit {
 			delete(a.fwd, id)
-			a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: service.Errorf("TRYAGAIN the primary did not answer within %v (a write's outcome is unknown)", a.opTimeout)}})
+			a.Respond(id, service.Fail(synoderr.TryAgain, "the primary did not answer within %v (a write's outcome is unknown)", a.opTimeout))
 		}
 	}
 }

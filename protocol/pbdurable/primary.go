@@ -5,9 +5,10 @@ import (
 	"github.com/synod-dev/synod/durability"
 	"github.com/synod-dev/synod/durability/sqlstore"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
-// takeOver is switch_to_primary (seed 002 III.A problem 3, IV.C.2
+// takeOver is switch_to_primary (the Grid Services thesis III.A problem 3, IV.C.2
 // recover): the next view names this node; the members ranked before it
 // are taken for failed, the others stay members and get the state once
 // the recovery decided the prepared buffers (commit.go);
@@ -46,8 +47,8 @@ func (a *PBD) takeOver() {
 	}
 	p.Queries = a.recoveryQueries()
 	a.startRecovery(&p)
-	a.emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
-	a.onTimer(timerHeartbeat)
+	a.Emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
+	a.OnTimer(timerHeartbeat)
 }
 
 // startRecovery issues the recover (or init) effect; the primary serves
@@ -56,7 +57,7 @@ func (a *PBD) startRecovery(p *sqlstore.Payload) {
 	a.recoverPayload = p
 	a.nextEffect++
 	a.recoverFx = a.nextEffect
-	a.emit(automaton.Effect{ID: a.recoverFx, Kind: sqlstore.EffectKind, Payload: p})
+	a.Emit(automaton.Effect{ID: a.recoverFx, Kind: sqlstore.EffectKind, Payload: p})
 }
 
 func (a *PBD) memberIDs() []automaton.NodeID {
@@ -117,7 +118,7 @@ func (a *PBD) resume() {
 	w := a.waiting
 	a.waiting = nil
 	for _, r := range w {
-		a.onRequest(r.from, r.req)
+		a.serve(r.from, r.req)
 	}
 }
 
@@ -129,9 +130,9 @@ func (a *PBD) sendState(to automaton.NodeID) {
 	a.send(to, msg{kind: kindState, view: a.view, index: a.index, state: snap})
 }
 
-// onEffectDone: the recovery's rows restore the database objects; a
+// OnEffectDone: the recovery's rows restore the database objects; a
 // request's transaction committed.
-func (a *PBD) onEffectDone(d automaton.EffectDone) {
+func (a *PBD) OnEffectDone(d automaton.EffectDone) {
 	if d.ID == a.recoverFx && a.primary && !a.ready {
 		if d.Err == nil {
 			res, _ := d.Result.(sqlstore.Result)
@@ -160,7 +161,7 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 		// The database did not answer: try again one checking period
 		// later (the objects stay empty until it does, and nothing is
 		// served).
-		a.emit(automaton.SetTimer{ID: timerRecover, After: a.checking})
+		a.Emit(automaton.SetTimer{ID: timerRecover, After: a.checking})
 		return
 	}
 	p := a.effects[d.ID]
@@ -173,7 +174,7 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 		// this primary's objects and prepared at the backups: run it again
 		// one checking period later (inflight holds the later ones back).
 		p.fx = 0
-		a.emit(automaton.SetTimer{ID: timerRetryTx, After: a.checking})
+		a.Emit(automaton.SetTimer{ID: timerRetryTx, After: a.checking})
 		return
 	}
 	a.inflight = false
@@ -183,8 +184,8 @@ func (a *PBD) onEffectDone(d automaton.EffectDone) {
 	a.sendStates()
 }
 
-// onRequest: a client's request, at the node it reached.
-func (a *PBD) onRequest(from automaton.NodeID, req automaton.Request) {
+// serve: a client's request, at the node it reached.
+func (a *PBD) serve(from automaton.NodeID, req automaton.Request) {
 	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.answerTo(from, req.ID, res)
 		return
@@ -282,7 +283,7 @@ func (a *PBD) issue() {
 			p.fx = a.nextEffect
 			a.effects[p.fx] = p
 			a.inflight = true
-			a.emit(automaton.Effect{ID: p.fx, Kind: sqlstore.EffectKind, Payload: &sqlstore.Payload{Stmts: a.fenced(p.stmts)}})
+			a.Emit(automaton.Effect{ID: p.fx, Kind: sqlstore.EffectKind, Payload: &sqlstore.Payload{Stmts: a.fenced(p.stmts)}})
 			return
 		}
 	}
@@ -349,7 +350,7 @@ func (a *PBD) answer(p *pending, res service.Result) {
 
 func (a *PBD) answerTo(from automaton.NodeID, id automaton.RequestID, res service.Result) {
 	if from == "" {
-		a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+		a.Respond(id, res)
 		return
 	}
 	a.send(from, msg{kind: kindReply, id: id, res: res})
@@ -428,7 +429,7 @@ func (a *PBD) checkBackups() {
 func (a *PBD) forward(req automaton.Request) {
 	p := a.primaryID()
 	if p == "" || p == a.cfg.Self {
-		a.answerTo("", req.ID, service.Errorf("TRYAGAIN no primary known"))
+		a.answerTo("", req.ID, service.Fail(synoderr.TryAgain, "no primary known"))
 		return
 	}
 	if _, dup := a.fwd[req.ID]; dup {
@@ -442,10 +443,10 @@ func (a *PBD) forward(req automaton.Request) {
 // refused, its outcome stays unknown to the client).
 func (a *PBD) onForward(from automaton.NodeID, m msg) {
 	if !a.primary || m.view != a.view {
-		a.send(from, msg{kind: kindReply, id: m.id, res: service.Errorf("TRYAGAIN not the primary of view %s", m.view)})
+		a.send(from, msg{kind: kindReply, id: m.id, res: service.Fail(synoderr.TryAgain, "not the primary of view %s", m.view)})
 		return
 	}
-	a.onRequest(from, automaton.Request{ID: m.id, Op: m.op, Env: m.env})
+	a.serve(from, automaton.Request{ID: m.id, Op: m.op, Env: m.env})
 }
 
 func (a *PBD) onReply(m msg) {
@@ -453,5 +454,5 @@ func (a *PBD) onReply(m msg) {
 		return
 	}
 	delete(a.fwd, m.id)
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: m.id, Result: m.res}})
+	a.Respond(m.id, m.res)
 }

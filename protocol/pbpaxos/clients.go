@@ -3,9 +3,10 @@ package pbpaxos
 import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
-// Clients (seed 002 VI.A.1: "A client process sends each request to all
+// Clients (the Grid Services thesis VI.A.1: "A client process sends each request to all
 // service processes, while only the leader sends a reply"). A fanned-out
 // request (Request.Fanout) reaches every node: the leader serves it, the
 // followers play their part (an X-Paxos confirm for a read) and answer
@@ -16,7 +17,7 @@ import (
 // by that node when the leader's answer comes back.
 
 func errTryAgain(why string) service.Result {
-	return service.Errorf("TRYAGAIN pbpaxos: %s", why)
+	return service.Fail(synoderr.TryAgain, "pbpaxos: %s", why)
 }
 
 func (a *PBPaxos) OnRequest(req automaton.Request) {
@@ -89,7 +90,7 @@ func (a *PBPaxos) xpaxos(req automaton.Request) bool {
 }
 
 // lead serves a request at the leader. Until both takeover phases are
-// complete nothing new is executed or answered (seed 002 VI.B Protocol 1):
+// complete nothing new is executed or answered (the Grid Services thesis VI.B Protocol 1):
 // the request waits.
 func (a *PBPaxos) lead(p *pend) {
 	if !a.ready {

@@ -9,6 +9,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Name is the protocol's registered name.
@@ -444,7 +445,7 @@ func (a *PBPaxos) onTick() {
 		return p.age
 	})
 	for _, id := range expired {
-		a.answer(id, service.Errorf("TRYAGAIN pbpaxos: request %v not done within %v (no leader?); a write's outcome is unknown", id, a.prm.opTimeout), nil)
+		a.answer(id, service.Fail(synoderr.TryAgain, "pbpaxos: request %v not done within %v (no leader?); a write's outcome is unknown", id, a.prm.opTimeout), nil)
 	}
 	if a.role != leader {
 		a.forwardPending(true)

@@ -22,6 +22,25 @@ type Role interface {
 	OnTimer(id automaton.TimerID)
 }
 
+// BatchRole is a role that steps a client batch as one input (ABD, ESDS:
+// automaton.ClientBatch); a role without it is handed the batch's requests
+// one by one, in order.
+type BatchRole interface {
+	OnBatch(reqs []automaton.Request)
+}
+
+// EffectRole is a role that runs effects (automaton.Effect) and takes their
+// completions.
+type EffectRole interface {
+	OnEffectDone(d automaton.EffectDone)
+}
+
+// OtherRole takes every input Dispatch has no handler for in its role
+// (extensions' inputs).
+type OtherRole interface {
+	OnOther(in automaton.Input)
+}
+
 // Dispatch performs input action in on r.
 func Dispatch(r Role, in automaton.Input) {
 	switch in := in.(type) {
@@ -33,22 +52,48 @@ func Dispatch(r Role, in automaton.Input) {
 		r.OnMessage(in.From, in.Msg)
 	case automaton.TimerFired:
 		r.OnTimer(in.ID)
+	case automaton.ClientBatch:
+		if b, ok := r.(BatchRole); ok {
+			b.OnBatch(in.Reqs)
+			return
+		}
+		for _, req := range in.Reqs {
+			r.OnRequest(req)
+		}
+	default:
+		if e, ok := r.(EffectRole); ok {
+			if d, ok := in.(automaton.EffectDone); ok {
+				e.OnEffectDone(d)
+				return
+			}
+		}
+		if o, ok := r.(OtherRole); ok {
+			o.OnOther(in)
+		}
 	}
 }
 
 // Outbox holds the outputs of the step under way, in order. Self is the
 // node the role runs on: Send and Broadcast never address it (runtimes
-// reject a Send to self).
+// reject a Send to self). Step hands Out to the runtime, so each step
+// makes a new slice; Size, when set, is the outputs a step usually makes,
+// allocated at once by the step's first Emit.
 type Outbox struct {
 	Self automaton.NodeID
 	Out  []automaton.Output
+	Size int
 }
 
 // Begin starts a step with no outputs.
 func (o *Outbox) Begin() { o.Out = nil }
 
 // Emit appends an output.
-func (o *Outbox) Emit(x automaton.Output) { o.Out = append(o.Out, x) }
+func (o *Outbox) Emit(x automaton.Output) {
+	if o.Out == nil && o.Size > 0 {
+		o.Out = make([]automaton.Output, 0, o.Size)
+	}
+	o.Out = append(o.Out, x)
+}
 
 // Send sends msg to a peer; nothing when to is Self.
 func (o *Outbox) Send(to automaton.NodeID, msg []byte) {

@@ -30,6 +30,37 @@ func TestDispatch(t *testing.T) {
 	}
 }
 
+// fullRole takes batches, effect completions and other inputs too.
+type fullRole struct{ role }
+
+func (r *fullRole) OnBatch(reqs []automaton.Request)  { r.got = append(r.got, "batch "+reqs[0].Op.Key) }
+func (r *fullRole) OnEffectDone(automaton.EffectDone) { r.got = append(r.got, "effect") }
+func (r *fullRole) OnOther(automaton.Input)           { r.got = append(r.got, "other") }
+
+// otherInput is an input no role handler names.
+type otherInput struct{ automaton.EffectDone }
+
+// A batch reaches OnBatch, or each request OnRequest in order; an effect's
+// completion reaches OnEffectDone; anything else OnOther, or nothing.
+func TestDispatchBatchesAndEffects(t *testing.T) {
+	batch := automaton.ClientBatch{Reqs: []automaton.Request{{Op: service.Op{Key: "a"}}, {Op: service.Op{Key: "b"}}}}
+	ins := []automaton.Input{batch, automaton.EffectDone{}, otherInput{}}
+	r := &role{}
+	for _, in := range ins {
+		Dispatch(r, in)
+	}
+	if want := []string{"request a", "request b"}; !reflect.DeepEqual(r.got, want) {
+		t.Fatalf("a four-handler role reached %v, want %v", r.got, want)
+	}
+	f := &fullRole{}
+	for _, in := range ins {
+		Dispatch(f, in)
+	}
+	if want := []string{"batch a", "effect", "other"}; !reflect.DeepEqual(f.got, want) {
+		t.Fatalf("a full role reached %v, want %v", f.got, want)
+	}
+}
+
 // The outbox never addresses its own node, keeps the order of outputs, and
 // the ticker is set once until it fires or stops.
 func TestOutboxAndTicker(t *testing.T) {
@@ -60,5 +91,10 @@ func TestOutboxAndTicker(t *testing.T) {
 	o.Begin()
 	if len(o.Out) != 0 {
 		t.Fatal("Begin kept the last step's outputs")
+	}
+	o.Size = 5
+	o.Emit(automaton.SetTimer{ID: 1})
+	if len(o.Out) != 1 || cap(o.Out) != 5 {
+		t.Fatalf("with Size 5 the first Emit made %d outputs of capacity %d, want 1 of 5", len(o.Out), cap(o.Out))
 	}
 }

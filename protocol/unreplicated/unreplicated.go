@@ -9,6 +9,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // Name is the protocol's registered name.
@@ -464,8 +465,8 @@ func (u *Unreplicated) OnTimer(id automaton.TimerID) {
 	}
 	f.elapsed += u.retransmit
 	if f.elapsed >= u.opTimeout {
-		u.finish(f, automaton.Response{ID: f.req.ID, Result: service.Errorf(
-			"TRYAGAIN the server %s did not answer within %v (a write's outcome is unknown)", u.server, u.opTimeout)})
+		u.finish(f, automaton.Response{ID: f.req.ID, Result: service.Fail(synoderr.TryAgain,
+			"the server %s did not answer within %v (a write's outcome is unknown)", u.server, u.opTimeout)})
 		return
 	}
 	u.Emit(automaton.SetTimer{ID: id, After: u.retransmit})

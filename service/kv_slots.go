@@ -1,0 +1,54 @@
+package service
+
+import (
+	"fmt"
+
+	"github.com/synod-dev/synod/shard"
+)
+
+// Slot migration's part of KV (issue 33; package shard, "Online slot
+// migration"): a group of a sharded namespace keeps each changed slot's
+// state in a reserved key (shard.StateKey), and the node makes every
+// request of such a group an atomic group that begins with
+//
+//	guard <state key> slot <mode>
+//
+// (shard.Admit decides: OK, or GUARDFAILED slot <refusal> <peer>, which
+// stops the group before anything is applied) and, for a write, ends with
+//
+//	slotdirty <key>
+//
+// for each key it writes: the key is added to the dirty set
+// (shard.DirtyKey) when its slot is migrating, so the copy takes it again.
+// Both run in log order with the driver's state changes, which is what
+// makes "no write accepted by a group that no longer owns its slot" hold.
+
+func init() {
+	addKVOps(map[string]kvOp{
+		"slotdirty": {min: 0, max: 0, run: (*KVState).opSlotDirty},
+	})
+}
+
+// slotGuard is "guard <state key> slot <mode>".
+func (s *KVState) slotGuard(op Op) Result {
+	var v []byte
+	if e, ok := s.live(op.Key); ok && e.c == nil {
+		v = e.v
+	}
+	if ref, peer := shard.Admit(v, string(op.Args[1])); ref != "" {
+		if peer == "" {
+			peer = "-"
+		}
+		return GuardFailure(fmt.Sprintf("slot %s %s", ref, peer))
+	}
+	return OK()
+}
+
+// opSlotDirty marks op.Key dirty when its slot is migrating.
+func (s *KVState) opSlotDirty(op Op) Result {
+	st := shard.StateKey(shard.KeySlot(op.Key))
+	if e, ok := s.live(st); ok && e.c == nil && shard.Tracks(e.v) {
+		return s.opSAdd(Op{Kind: "sadd", Key: shard.DirtyKey, Args: [][]byte{[]byte(op.Key)}})
+	}
+	return OK()
+}
