@@ -324,7 +324,7 @@ type ESDS struct {
 	persists     []automaton.Output // persists of this step
 }
 
-// op is one operation object (seed 000 §4.2.2): the descriptor plus this
+// op is one operation object (the ESDS thesis §4.2.2): the descriptor plus this
 // replica's bookkeeping.
 type op struct {
 	id      string
