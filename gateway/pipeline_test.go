@@ -196,6 +196,7 @@ func writeScript(t *testing.T, c *tconn, script [][]string) {
 func expectSerial(t *testing.T, c *tconn, script [][]string, want []string) {
 	t.Helper()
 	for i := range script {
+		c.deadline()
 		rep, err := c.r.ReadReply()
 		if err != nil {
 			t.Fatalf("reply %d: %v", i, err)
@@ -211,6 +212,7 @@ func expectSerial(t *testing.T, c *tconn, script [][]string, want []string) {
 func expectReplies(t *testing.T, c *tconn, want []string, prefix bool) {
 	t.Helper()
 	for i, w := range want {
+		c.deadline()
 		rep, err := c.r.ReadReply()
 		if err != nil {
 			t.Fatal(err)

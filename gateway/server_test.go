@@ -49,7 +49,7 @@ func dial(t *testing.T, addr string) *tconn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	nc.SetDeadline(time.Now().Add(20 * time.Second)) // renewed at each reply (deadline)
 	t.Cleanup(func() { nc.Close() })
 	return &tconn{t: t, nc: nc, r: resp.NewReader(bufio.NewReader(nc), resp.Limits{}), w: resp.NewWriter(nc)}
 }
@@ -64,6 +64,7 @@ func (c *tconn) send(args ...string) {
 
 func (c *tconn) reply() resp.Reply {
 	c.t.Helper()
+	c.deadline()
 	if err := c.w.Flush(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -73,6 +74,11 @@ func (c *tconn) reply() resp.Reply {
 	}
 	return r
 }
+
+// deadline bounds the next reply's wait: 20 s for each reply, not for the
+// connection's whole life (a script test of many commands, each slow under
+// -race on a loaded machine, outlived a connection-wide deadline).
+func (c *tconn) deadline() { c.nc.SetDeadline(time.Now().Add(20 * time.Second)) }
 
 // do sends one command and returns its reply in redis-cli's rendering.
 func (c *tconn) do(args ...string) string {
@@ -84,6 +90,7 @@ func (c *tconn) do(args ...string) string {
 // expectClosed checks that the server closes the connection.
 func (c *tconn) expectClosed() {
 	c.t.Helper()
+	c.deadline()
 	c.w.Flush()
 	if r, err := c.r.ReadReply(); err == nil {
 		c.t.Fatalf("expected the server to close the connection, got reply %s", r)

@@ -25,7 +25,7 @@ import (
 // migration's duration and the load's latency percentiles before and
 // during it, and how many acknowledged writes were lost (read back after).
 //
-//	SYNOD_MIGRATE_MB=20 SYNOD_MIGRATE_DURABILITY=fsync go test -run '^$' -bench Migration -benchtime 1x ./livetest
+//	SYNOD_MIGRATE_MB=20 SYNOD_MIGRATE_DURABILITY=fsync SYNOD_MIGRATE_RATE=0 go test -run '^$' -bench Migration -benchtime 1x ./livetest
 //
 // The target is a 100 MB shard; the default here is 20 MB (the
 // shared machine). The load is open-loop: LOAD_RATE ops/s (default 400)
@@ -33,12 +33,13 @@ import (
 func BenchmarkMigration(b *testing.B) {
 	mb := envInt("SYNOD_MIGRATE_MB", 20)
 	rate := envInt("SYNOD_MIGRATE_LOAD_RATE", 400)
+	limit := envInt("SYNOD_MIGRATE_RATE", 0) // the migration's rate limit, keys/s (0: none)
 	dur := os.Getenv("SYNOD_MIGRATE_DURABILITY")
 	if dur == "" {
 		dur = "fsync"
 	}
 	for i := 0; i < b.N; i++ {
-		benchMigration(b, mb, rate, dur)
+		benchMigration(b, mb, rate, limit, dur)
 	}
 }
 
@@ -55,7 +56,7 @@ type sample struct {
 	err bool
 }
 
-func benchMigration(b *testing.B, mb, rate int, durability string) {
+func benchMigration(b *testing.B, mb, rate, limit int, durability string) {
 	c := upClusterB(b, cluster.UpOptions{Nodes: 9, Shards: 3, Protocol: "paxos", Service: "kv", Durability: durability})
 	addrs := c.ClientAddrs()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -128,7 +129,7 @@ func benchMigration(b *testing.B, mb, rate int, durability string) {
 	defer admin.Close()
 	load0 := loadavg()
 	start := time.Now()
-	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-5460").Err(); err != nil {
+	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-5460", "rate", strconv.Itoa(limit)).Err(); err != nil {
 		b.Fatal(err)
 	}
 	var st map[string]string
@@ -157,8 +158,8 @@ func benchMigration(b *testing.B, mb, rate int, durability string) {
 	})
 	before, during := pct(samples, start.Add(-5*time.Second), start), pct(samples, start, end)
 	d := end.Sub(start)
-	fmt.Printf("migration of s0 (slots 0-5460, %d keys, %d MB) to s1: %v (%.1f MB/s), durability %s; %s keys and %s bytes copied, %s dirty passes\n",
-		len(pre), mb, d.Round(time.Millisecond), float64(mb)/d.Seconds(), durability, st["keys_copied"], st["bytes_copied"], st["dirty_passes"])
+	fmt.Printf("migration of s0 (slots 0-5460, %d keys, %d MB) to s1, rate limit %d keys/s (0: none): %v (%.1f MB/s), durability %s; %s keys and %s bytes copied, %s dirty passes\n",
+		len(pre), mb, limit, d.Round(time.Millisecond), float64(mb)/d.Seconds(), durability, st["keys_copied"], st["bytes_copied"], st["dirty_passes"])
 	fmt.Printf("load %d ops/s open-loop (8 go-redis workers, half SET half GET, every slot): before %s; during %s\n", rate, before, during)
 	fmt.Printf("acknowledged writes of the load: lost %d; /proc/loadavg at the start %s, at the end %s\n", lost, load0, load1)
 	if lost > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
@@ -219,6 +220,36 @@ func TestMigrateSlotsUnderLoad(t *testing.T) {
 	if got := len(keysIn(t, ctx, nodes[0], 1, moved)); got == 0 {
 		t.Fatal("s1 holds no key of the moved slots")
 	}
+
+	// A write of a moved slot reaches s0 as if routed by a stale map (the
+	// node's own map check skipped): s0's log refuses it (the slot is
+	// gone), so s1's value stands.
+	n1 := nodes[0]
+	s := n1.shards["default"]
+	k := keys[0]
+	for _, x := range keys {
+		if shard.InRanges(moved, shard.KeySlot(x)) {
+			k = x
+			break
+		}
+	}
+	before, _ := cc2.Get(ctx, k).Result()
+	resp, err := n1.doGuarded(ctx, s, "default#s0", automaton.Request{ID: automaton.RequestID{Client: 42, Seq: 1}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("stale")}}})
+	if err != nil || !strings.HasPrefix(resp.Result.Err, "MOVED ") {
+		t.Fatalf("a write routed to s0 by a stale map: %+v, %v; want MOVED", resp.Result, err)
+	}
+	if after, _ := cc2.Get(ctx, k).Result(); after != before {
+		t.Fatalf("%s changed from %q to %q", k, before, after)
+	}
+	// Without the guard (the node's own, unchecked path) the same write is
+	// applied by s0, which no longer owns the slot: what the guard stops.
+	resp, err = n1.do(internalCtx(ctx), "default#s0", automaton.Request{ID: automaton.RequestID{Client: 42, Seq: 2}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("stale")}}}, true)
+	if err != nil || resp.Result.IsErr() {
+		t.Fatalf("unguarded write: %+v, %v", resp.Result, err)
+	}
+	if left := keysIn(t, ctx, n1, 0, moved); len(left) != 1 || left[0] != k {
+		t.Fatalf("s0 holds %v after the unguarded write, want [%s]", left, k)
+	}
 }
 
 // Pause holds the copy still, resume lets it go on, and cancel before the
@@ -293,5 +324,89 @@ func TestMigrateControl(t *testing.T) {
 	var e error
 	if e = admin.Do(ctx, "cluster", "migration", "pause").Err(); e == nil || !errors.Is(e, e) {
 		t.Fatal("pause of a finished migration was accepted")
+	}
+}
+
+// The placement namespace's leader stops during the copy: its driver
+// stops with it, the new placement leader's driver takes over (a new
+// token, fencing the old one) and finishes from the saved record, and
+// every acknowledged write reads back.
+func TestMigratePlacementLeaderStops(t *testing.T) {
+	cfg, nodes, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rs := []shard.Range{{First: 0, Last: 2999}}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16, ClusterStateReloadInterval: time.Second})
+	defer cc.Close()
+	var keys []string
+	for i := 0; len(keys) < 300; i++ {
+		if k := fmt.Sprintf("p%d", i); shard.InRanges(rs, shard.KeySlot(k)) {
+			keys = append(keys, k)
+			if err := cc.Set(ctx, k, "0", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pg, _ := cfg.PlacementGroup()
+	leader := -1
+	for ctx.Err() == nil && leader < 0 {
+		for i, n := range nodes {
+			if n.leadsPlacement() {
+				leader = i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addrs[(leader+1)%len(addrs)]})
+	defer admin.Close()
+	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-2999", "rate", "150").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		if st, _ := migStatus(ctx, admin); st["phase"] == "copy" && st["keys_copied"] != "0" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Writes continue meanwhile, through whichever nodes are up.
+	var acked sync.Map
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for seq := 1; !stop.Load(); seq++ {
+			k := keys[seq%len(keys)]
+			if cc.Set(ctx, k, strconv.Itoa(seq), 0).Err() == nil {
+				acked.Store(k, seq)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	t.Logf("stopping n%d, the placement leader (members %v)", leader+1, pg.Nodes)
+	stopped := time.Now()
+	nodes[leader].Close()
+	// Lift the rate limit (the hot keys written meanwhile are copied again
+	// each pass).
+	for ctx.Err() == nil && admin.Do(ctx, "cluster", "migration", "rate", "0").Err() != nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := waitPhase(t, ctx, admin, "done")
+	t.Logf("done %v after the stop", time.Since(stopped).Round(time.Millisecond))
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("status: %v", st)
+	if tok, _ := strconv.Atoi(st["driver_token"]); tok < 2 {
+		t.Fatalf("driver token %d: no second driver took over", tok)
+	}
+	acked.Range(func(k, v any) bool {
+		got, err := cc.Get(ctx, k.(string)).Result()
+		if n, _ := strconv.Atoi(got); err != nil || n < v.(int) {
+			t.Errorf("key %s: acknowledged %d, read %q (%v)", k, v, got, err)
+		}
+		return true
+	})
+	if left := keysIn(t, ctx, nodes[(leader+1)%len(nodes)], 0, rs); len(left) > 0 {
+		t.Fatalf("s0 still holds %d keys of the moved slots", len(left))
 	}
 }

@@ -47,6 +47,28 @@ func collect(t *testing.T, s synodpb.Synod_PipelineClient) (map[uint64]*synodpb.
 // once) yet each key's calls take effect in the order sent; calls the
 // checks refuse are answered with their own code, beside the others; the
 // stream ends cleanly once the caller closed its side and every call was
+
+// exchange sends msgs on a new stream, ends its side and returns the
+// replies by call id; the stream must end OK.
+func exchange(t *testing.T, c synodpb.SynodClient, msgs ...*synodpb.PipelineRequest) map[uint64]*synodpb.CallReply {
+	t.Helper()
+	s, err := c.Pipeline(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := s.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.CloseSend()
+	got, err := collect(t, s)
+	if err != nil {
+		t.Fatalf("stream ended with %v", err)
+	}
+	return got
+}
+
 // answered.
 func TestPipelineRefusalsAndConflictRule(t *testing.T) {
 	b := twoNamespaces() // default: abd (no atomic groups)
@@ -157,10 +179,6 @@ func TestPipelineRefusalsAndConflictRule(t *testing.T) {
 func TestPipelineBatchesAtomic(t *testing.T) {
 	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
 	_, c := start(t, b, Options{})
-	s, err := c.Pipeline(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var calls []*synodpb.Call
 	for i := range 300 {
 		o := op("incr", "n", "1")
@@ -169,13 +187,9 @@ func TestPipelineBatchesAtomic(t *testing.T) {
 		}
 		calls = append(calls, &synodpb.Call{Id: uint64(i), Request: &synodpb.Request{Op: o}})
 	}
-	if err := s.Send(&synodpb.PipelineRequest{Calls: calls}); err != nil {
-		t.Fatal(err)
-	}
-	s.CloseSend()
-	got, err := collect(t, s)
-	if err != nil || len(got) != len(calls) {
-		t.Fatalf("%d replies, end %v", len(got), err)
+	got := exchange(t, c, &synodpb.PipelineRequest{Calls: calls})
+	if len(got) != len(calls) {
+		t.Fatalf("%d replies to %d calls", len(got), len(calls))
 	}
 	for i := range calls {
 		res, _ := synodpb.ToResult(got[uint64(i)].GetResponse().GetResult())
@@ -257,23 +271,6 @@ func TestPipelineNamedMessages(t *testing.T) {
 		return &synodpb.PipelineRequest{ClientId: client, Seq: seq, Calls: []*synodpb.Call{
 			call(2, op("rpush", "l", "a")), call(3, op("rpush", "l", "b")), call(4, op("incr", "n", "1"))}}
 	}
-	exchange := func(msgs ...*synodpb.PipelineRequest) map[uint64]*synodpb.CallReply {
-		s, err := c.Pipeline(ctx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range msgs {
-			if err := s.Send(m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s.CloseSend()
-		got, err := collect(t, s)
-		if err != nil {
-			t.Fatalf("stream ended with %v", err)
-		}
-		return got
-	}
 	ints := func(got map[uint64]*synodpb.CallReply, want map[uint64]int64) {
 		t.Helper()
 		for id, w := range want {
@@ -284,7 +281,7 @@ func TestPipelineNamedMessages(t *testing.T) {
 			}
 		}
 	}
-	got := exchange(
+	got := exchange(t, c,
 		&synodpb.PipelineRequest{Calls: []*synodpb.Call{call(1, op("rpush", "l", "x"))}},
 		named(77, 1),
 		&synodpb.PipelineRequest{Calls: []*synodpb.Call{call(5, op("rpush", "l", "y"))}},
@@ -304,7 +301,7 @@ func TestPipelineNamedMessages(t *testing.T) {
 	}
 
 	// Resent: on a new stream, and through Do as the Go client does.
-	ints(exchange(named(77, 1)), map[uint64]int64{2: 2, 3: 3, 4: 1})
+	ints(exchange(t, c, named(77, 1)), map[uint64]int64{2: 2, 3: 3, 4: 1})
 	resp, err := c.Do(ctx(t), &synodpb.Request{ClientId: 77, Seq: 1, Ops: []*synodpb.Op{op("rpush", "l", "a"), op("rpush", "l", "b"), op("incr", "n", "1")}})
 	if err != nil || len(resp.GetResults()) != 3 || resp.GetResults()[1].GetInt() != 3 {
 		t.Fatalf("Do of the named group again: %v %v, want its first results", resp, err)
@@ -332,7 +329,7 @@ func TestPipelineNamedMessages(t *testing.T) {
 	}
 	badOp := named(80, 1)
 	badOp.Calls[2] = call(4, op("nosuch", "n"))
-	got = exchange(withOpt, noSeq, badOp)
+	got = exchange(t, c, withOpt, noSeq, badOp)
 	if len(got) != 9 {
 		t.Fatalf("%d replies to 9 calls", len(got))
 	}
@@ -378,23 +375,12 @@ func TestReplyBytesBoundsSize(t *testing.T) {
 func TestPipelineConcurrentGroups(t *testing.T) {
 	b := gatewaytest.MustAutomaton(t, "abd", "kv")
 	_, c := start(t, b, Options{})
-	s, err := c.Pipeline(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var calls []*synodpb.Call
 	for i, k := range []string{"a", "b", "c", "d", "a"} {
 		calls = append(calls, &synodpb.Call{Id: uint64(i + 1), Request: &synodpb.Request{Op: op("set", k, fmt.Sprintf("v%d", i+1))}})
 	}
 	calls = append(calls, &synodpb.Call{Id: 6, Request: &synodpb.Request{Op: op("get", "a")}})
-	if err := s.Send(&synodpb.PipelineRequest{Calls: calls}); err != nil {
-		t.Fatal(err)
-	}
-	s.CloseSend()
-	got, err := collect(t, s)
-	if err != nil {
-		t.Fatalf("stream ended with %v", err)
-	}
+	got := exchange(t, c, &synodpb.PipelineRequest{Calls: calls})
 	for id := uint64(1); id <= 5; id++ {
 		if r := got[id]; r.GetCode() != 0 || r.GetResponse().GetResult().GetOk() == nil {
 			t.Errorf("call %d: %v, want OK", id, r)

@@ -136,7 +136,8 @@ with "synod cluster down".`,
 				return err
 			}
 			printPlacement(cmd.OutOrStdout(), st)
-			printShards(cmd.OutOrStdout(), st) // cluster_shards.go
+			printShards(cmd.OutOrStdout(), st)    // cluster_shards.go
+			printMigration(cmd.OutOrStdout(), st) // cluster_migrate.go
 			// The live membership of namespaces that change it through their
 			// log (the cluster file is only the bootstrap membership).
 			if mem, from, err := cluster.Members(dir); err == nil {

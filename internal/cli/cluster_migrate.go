@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -78,4 +79,29 @@ func migrateCmd(dir *string) *cobra.Command {
 	cmd.Flags().Float64Var(&rate, "rate", 0, "keys per second when starting (0: no limit)")
 	cmd.Flags().BoolVar(&watch, "watch", false, "with status: print it every second until the migration ends")
 	return cmd
+}
+
+// printMigration writes the sharded namespace's slot map epoch and last
+// migration as the first node that answers reports it (CLUSTER MIGRATION
+// STATUS), for `synod cluster status`; nothing when no node is sharded.
+func printMigration(out io.Writer, st []cluster.NodeStatus) {
+	for _, s := range st {
+		if !s.PingOK {
+			continue
+		}
+		c, err := client.New([]string{s.Client}, client.Options{Timeout: 2 * time.Second})
+		if err != nil {
+			continue
+		}
+		rep, err := c.Do(context.Background(), "CLUSTER", "MIGRATION", "STATUS")
+		c.Close()
+		if err != nil || len(rep.Str) == 0 || strings.HasPrefix(string(rep.Str), "ERR") {
+			return
+		}
+		fmt.Fprintf(out, "\nslot migration (as %s reports):\n", s.ID)
+		for _, l := range strings.Split(strings.TrimSpace(string(rep.Str)), "\n") {
+			fmt.Fprintf(out, "  %s\n", l)
+		}
+		return
+	}
 }

@@ -35,9 +35,14 @@ func printShards(out io.Writer, st []cluster.NodeStatus) {
 				continue
 			}
 			f := map[string]string{}
+			last := ""
 			for _, kv := range strings.Split(facts, ",") {
-				k, v, _ := strings.Cut(kv, "=")
-				f[k] = v
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok && last != "" { // a slot set's next range: "slots=0-99,200-299"
+					f[last] += "," + kv
+					continue
+				}
+				f[k], last = v, k
 			}
 			r := rows[name]
 			if r == nil {

@@ -43,8 +43,8 @@ func capabilities(name, doc string) automaton.Capabilities {
 // switches.
 type protocol struct {
 	automaton.Capabilities
-	noWriteBack bool // reads never write back (seed 001's one-phase read)
-	tsOnly      bool // tags compare by timestamp only (seed 001's server rule)
+	noWriteBack bool // reads never write back (the ABD report's one-phase read)
+	tsOnly      bool // tags compare by timestamp only (the ABD report's server rule)
 	// clientNoWriteBack: client-driven reads never write back
 	// (coordinator.go; the seed's one-phase read run by the client).
 	clientNoWriteBack bool
@@ -91,6 +91,9 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, err
 	}
 	return &ABD{
+		// A step's usual outputs: at most a timer, a record and a send to
+		// each peer, allocated at once.
+		Outbox:     proto.Outbox{Self: cfg.Self, Size: 2 + len(cfg.Nodes)},
 		proto:      p,
 		cfg:        cfg,
 		index:      index,
@@ -109,6 +112,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 
 // ABD is one node's replica and coordinator for one namespace.
 type ABD struct {
+	proto.Outbox
 	proto protocol
 	cfg   automaton.Config
 	index map[automaton.NodeID]int
@@ -138,7 +142,6 @@ type ABD struct {
 	queue     []automaton.Request
 	queued    map[automaton.RequestID]bool
 
-	out []automaton.Output
 	// What this step did, for the invariant checker (invariant.go): stores
 	// applied or acknowledged, and operations completed.
 	stepStores []keyTag
@@ -181,37 +184,16 @@ func (a *ABD) quorum() int { return automaton.Majority(len(a.cfg.Nodes)) }
 
 // Step implements automaton.Automaton.
 func (a *ABD) Step(in automaton.Input) []automaton.Output {
-	a.out = nil
+	a.Begin()
 	a.stepStores, a.stepDone = a.stepStores[:0], a.stepDone[:0]
-	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.onRequest(in.Req)
-	case automaton.ClientBatch:
-		a.onBatch(in.Reqs) // batch.go
-	case automaton.PeerMessage:
-		a.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		a.onTimer(uint64(in.ID))
-	}
+	proto.Dispatch(a, in) // a ClientBatch: OnBatch, batch.go
 	// One step's messages to one peer (a batch's queries or stores, a
 	// replica's answers to a batch message) leave as one batch message.
-	return header.Coalesce(a.out, kindBatch)
+	return header.Coalesce(a.Out, kindBatch)
 }
 
-// emit appends an output. Step hands its slice to the runtime, so each step
-// makes a new one, sized for a step's usual outputs (at most a timer, a
-// record and a send to each peer) so that it is allocated once.
-func (a *ABD) emit(o automaton.Output) {
-	if a.out == nil {
-		a.out = make([]automaton.Output, 0, 2+len(a.cfg.Nodes))
-	}
-	a.out = append(a.out, o)
-}
-
-// onStart restores the replica's registers and starts a new incarnation.
-func (a *ABD) onStart(s automaton.Start) {
+// OnStart restores the replica's registers and starts a new incarnation.
+func (a *ABD) OnStart(s automaton.Start) {
 	a.store = map[string]*entry{}
 	a.fresh = len(s.Records) == 0
 	for k, v := range s.Records {
@@ -236,13 +218,13 @@ func (a *ABD) onStart(s automaton.Start) {
 	a.counter = 0
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], a.incarnation)
-	a.emit(automaton.Persist{Key: "inc", Value: b[:]})
+	a.Emit(automaton.Persist{Key: "inc", Value: b[:]})
 }
 
-// onRequest starts coordinating a client request (seed 001 §3.1.2), in
+// OnRequest starts coordinating a client request (the ABD report §3.1.2), in
 // a round group of its own or, while window groups are in flight, in the
 // next (batch.go).
-func (a *ABD) onRequest(req automaton.Request) {
+func (a *ABD) OnRequest(req automaton.Request) {
 	if a.admit(req) {
 		one := [1]automaton.Request{req}
 		a.start(one[:])
@@ -257,7 +239,7 @@ func (a *ABD) admit(req automaton.Request) bool {
 	// first spares a single operation the registry lookup.
 	if len(req.Ops) > 0 || req.Txn != nil {
 		if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
-			a.respond(req.ID, res) // no atomic groups, no transactions: nothing applied
+			a.Respond(req.ID, res) // no atomic groups, no transactions: nothing applied
 			return false
 		}
 	}
@@ -269,7 +251,7 @@ func (a *ABD) admit(req automaton.Request) bool {
 		return false // a retry of a request in flight: it is answered when that completes
 	}
 	if res, ok := a.done[req.ID]; ok {
-		a.respond(req.ID, res)
+		a.Respond(req.ID, res)
 		return false
 	}
 	o := req.Op
@@ -278,18 +260,18 @@ func (a *ABD) admit(req automaton.Request) bool {
 		if o.Kind == "set" {
 			what = "set with a condition (NX/XX)"
 		}
-		a.respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses abd, which offers get, set, del and exists: use a consensus protocol", what, a.cfg.Namespace))
+		a.Respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses abd, which offers get, set, del and exists: use a consensus protocol", what, a.cfg.Namespace))
 		return false
 	}
 	if err := a.cfg.Service.Validate(o); err != nil {
-		a.respond(req.ID, service.Errorf("ERR %v", err))
+		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return false
 	}
 	if !a.cfg.Service.IsRead(o) || req.Opts.Read != automaton.ReadLocal {
 		return true
 	}
 	// Local read: this replica's register alone; may be stale.
-	a.respond(req.ID, a.readResult(o, a.entry(o.Key)))
+	a.Respond(req.ID, a.readResult(o, a.entry(o.Key)))
 	return false
 }
 
@@ -308,7 +290,7 @@ func (a *ABD) begin(req automaton.Request, group uint64) *op {
 	}
 	a.ops[o.id] = o
 	a.byReq[req.ID] = o.id
-	a.emit(automaton.SetTimer{ID: automaton.TimerID(o.id), After: a.retransmit})
+	a.Emit(automaton.SetTimer{ID: automaton.TimerID(o.id), After: a.retransmit})
 	a.broadcast(o)
 	return o
 }
@@ -334,7 +316,7 @@ func (a *ABD) broadcast(o *op) {
 		if enc == nil {
 			enc = m.marshal()
 		}
-		a.emit(automaton.Send{To: n, Msg: enc})
+		a.Emit(automaton.Send{To: n, Msg: enc})
 	}
 }
 
@@ -362,9 +344,9 @@ func (a *ABD) entry(key string) entry {
 	return entry{}
 }
 
-// onMessage handles a peer's message, or each message of a batch message
+// OnMessage handles a peer's message, or each message of a batch message
 // (msg.go, kindBatch) in order, as if it had arrived alone.
-func (a *ABD) onMessage(from automaton.NodeID, b []byte) {
+func (a *ABD) OnMessage(from automaton.NodeID, b []byte) {
 	i, ok := a.index[from]
 	if !ok || i == a.self {
 		return // not a member: ignore
@@ -390,16 +372,16 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		return // corrupt message: drop (the sender retransmits)
 	}
 	switch f.Kind {
-	case kindQuery: // replica (seed 001 §3.1.1, GET)
+	case kindQuery: // replica (the ABD report §3.1.1, GET)
 		var e entry
 		if p := a.store[string(f.Key)]; p != nil {
 			e = *p
 		}
-		a.emit(automaton.Send{To: from, Msg: marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)})
-	case kindStore: // replica (seed 001 §3.1.1, PUT)
+		a.Emit(automaton.Send{To: from, Msg: marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)})
+	case kindStore: // replica (the ABD report §3.1.1, PUT)
 		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, copyBytes(f.Value))
 		r := message{Kind: kindStoreAck, Op: f.Op}
-		a.emit(automaton.Send{To: from, Msg: r.marshal()})
+		a.Emit(automaton.Send{To: from, Msg: r.marshal()})
 	case kindQueryReply:
 		a.onQueryReply(i, f.Op, entry{Tag: f.tag(a.cfg.Nodes), Tomb: f.Tomb, Value: f.Value}, false)
 	case kindStoreAck:
@@ -421,7 +403,7 @@ func (a *ABD) applyStore(recordKey string, t Tag, tomb bool, value []byte) {
 	}
 	e := &entry{Tag: t, Tomb: tomb, Value: value}
 	a.store[key] = e
-	a.emit(automaton.Persist{Key: recordKey, Value: e.marshal()})
+	a.Emit(automaton.Persist{Key: recordKey, Value: e.marshal()})
 }
 
 // onQueryReply counts a replica's register e for operation id. owned says
@@ -521,7 +503,8 @@ func (a *ABD) readResult(op service.Op, e entry) service.Result {
 	return service.Bytes(e.Value)
 }
 
-func (a *ABD) onTimer(id uint64) {
+func (a *ABD) OnTimer(t automaton.TimerID) {
+	id := uint64(t)
 	o := a.ops[id]
 	if o == nil {
 		return
@@ -532,7 +515,7 @@ func (a *ABD) onTimer(id uint64) {
 			o.count, len(a.cfg.Nodes), a.opTimeout))
 		return
 	}
-	a.emit(automaton.SetTimer{ID: automaton.TimerID(id), After: a.retransmit})
+	a.Emit(automaton.SetTimer{ID: automaton.TimerID(id), After: a.retransmit})
 	a.broadcast(o)
 }
 
@@ -540,7 +523,7 @@ func (a *ABD) onTimer(id uint64) {
 // (batch.go) that failed as a whole, of every request of the run.
 func (a *ABD) finish(o *op, res service.Result) {
 	delete(a.ops, o.id)
-	a.emit(automaton.CancelTimer{ID: automaton.TimerID(o.id)})
+	a.Emit(automaton.CancelTimer{ID: automaton.TimerID(o.id)})
 	a.answer(o.req.ID, res)
 	for _, r := range o.run {
 		a.answer(r.ID, res)
@@ -560,9 +543,5 @@ func (a *ABD) answer(id automaton.RequestID, res service.Result) {
 		a.done[id] = res
 		a.doneOrder = append(a.doneOrder, id)
 	}
-	a.respond(id, res)
-}
-
-func (a *ABD) respond(id automaton.RequestID, res service.Result) {
-	a.emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+	a.Respond(id, res)
 }

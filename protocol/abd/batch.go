@@ -19,7 +19,7 @@ import (
 // when a majority already holds it). Every request of the run is answered
 // once that store has a majority.
 //
-// Why it is linearizable (seed 001 §3.1.2's argument, per key): the run's
+// Why it is linearizable (the ABD report §3.1.2's argument, per key): the run's
 // requests are concurrent with one another (they reached the node
 // together), so any order among them is allowed, and batch order is the
 // one the gateway relies on for a connection's pipelined commands (a
@@ -55,9 +55,9 @@ import (
 // seed's algorithm, which says nothing of how a node schedules its
 // clients' operations.
 
-// onBatch handles a client batch: each request as onRequest does, begun
+// OnBatch handles a client batch: each request as OnRequest does, begun
 // together as one round group.
-func (a *ABD) onBatch(reqs []automaton.Request) {
+func (a *ABD) OnBatch(reqs []automaton.Request) {
 	ok := reqs[:0:0]
 	seen := make(map[automaton.RequestID]bool, len(reqs))
 	for _, req := range reqs {
@@ -186,7 +186,7 @@ func (a *ABD) runQueried(o *op) {
 // finishRun answers a key run's requests, each with its result.
 func (a *ABD) finishRun(o *op, results []service.Result) {
 	delete(a.ops, o.id)
-	a.emit(automaton.CancelTimer{ID: automaton.TimerID(o.id)})
+	a.Emit(automaton.CancelTimer{ID: automaton.TimerID(o.id)})
 	a.answer(o.req.ID, results[0])
 	for i, r := range o.run {
 		a.answer(r.ID, results[i+1])

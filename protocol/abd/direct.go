@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Client-driven ABD (seed 001 §1 and §3.1: "mode 1", the "ABD capable
+// Client-driven ABD (the ABD report §1 and §3.1: "mode 1", the "ABD capable
 // client").
 //
 // In the seed, servers in ABD mode never talk to each other: the client runs
@@ -152,11 +152,11 @@ func (p protocol) RequestOptions() []automaton.OptionSpec {
 }
 
 // onPhase answers one client-driven phase from this replica's register
-// (seed 001 §3.1.1), without messages to other replicas.
+// (the ABD report §3.1.1), without messages to other replicas.
 func (a *ABD) onPhase(req automaton.Request, phase string) {
 	o := req.Op
 	if err := a.cfg.Service.Validate(o); err != nil {
-		a.respond(req.ID, service.Errorf("ERR %v", err))
+		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	switch phase {
@@ -165,22 +165,22 @@ func (a *ABD) onPhase(req automaton.Request, phase string) {
 	case PhaseStore:
 		a.onStorePhase(req)
 	default:
-		a.respond(req.ID, service.Errorf("ERR option %s: %q is neither %s nor %s", OptPhase, phase, PhaseQuery, PhaseStore))
+		a.Respond(req.ID, service.Errorf("ERR option %s: %q is neither %s nor %s", OptPhase, phase, PhaseQuery, PhaseStore))
 	}
 }
 
 // onQueryPhase answers a client's query with this replica's (tag, value)
-// (seed 001 §3.1.1, GET: "simply returns the entry").
+// (the ABD report §3.1.1, GET: "simply returns the entry").
 func (a *ABD) onQueryPhase(req automaton.Request) {
 	if k := req.Op.Kind; k != "get" && k != "exists" {
-		a.respond(req.ID, service.Errorf("ERR %s=%s runs on get or exists, not %s", OptPhase, PhaseQuery, k))
+		a.Respond(req.ID, service.Errorf("ERR %s=%s runs on get or exists, not %s", OptPhase, PhaseQuery, k))
 		return
 	}
-	a.respond(req.ID, queryResult(a.entry(req.Op.Key)))
+	a.Respond(req.ID, queryResult(a.entry(req.Op.Key)))
 }
 
 // onStorePhase installs a client's (tag, value) if the tag is higher than
-// the register's, and acknowledges either way (seed 001 §3.1.1, PUT).
+// the register's, and acknowledges either way (the ABD report §3.1.1, PUT).
 func (a *ABD) onStorePhase(req automaton.Request) {
 	o := req.Op
 	m := &message{Kind: kindStore, Key: o.Key}
@@ -190,15 +190,15 @@ func (a *ABD) onStorePhase(req automaton.Request) {
 	case o.Kind == "del":
 		m.Tomb = true
 	default:
-		a.respond(req.ID, service.Errorf("ERR %s=%s runs on set KEY VALUE (no conditions) or del KEY, not %s", OptPhase, PhaseStore, o.Kind))
+		a.Respond(req.ID, service.Errorf("ERR %s=%s runs on set KEY VALUE (no conditions) or del KEY, not %s", OptPhase, PhaseStore, o.Kind))
 		return
 	}
 	t, err := ParseTag(req.Opts.String(OptTag))
 	if err != nil || t.TS == 0 {
-		a.respond(req.ID, service.Errorf("ERR %s=%s needs option %s=TS:SEQ:WRITER with TS >= 1", OptPhase, PhaseStore, OptTag))
+		a.Respond(req.ID, service.Errorf("ERR %s=%s needs option %s=TS:SEQ:WRITER with TS >= 1", OptPhase, PhaseStore, OptTag))
 		return
 	}
 	m.Tag = t
 	a.applyStore(recKeyPfx+m.Key, m.Tag, m.Tomb, m.Value)
-	a.respond(req.ID, service.OK())
+	a.Respond(req.ID, service.OK())
 }

@@ -80,7 +80,7 @@ func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID)
 // requests' arguments) are shared: ABD never changes them in place.
 func (a *ABD) CloneModel() automaton.Automaton {
 	c := *a
-	c.out = nil
+	c.Out = nil
 	// The entries, the operations and their replies are each copied into
 	// one array (a few allocations per copy instead of one per element).
 	c.store = make(map[string]*entry, len(a.store))

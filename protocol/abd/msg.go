@@ -95,7 +95,7 @@ func marshalRegister[K string | []byte](kind byte, op uint64, key K, t Tag, tomb
 }
 
 // frame is a decoded message whose byte strings (Key, Node: the tag's
-// writer, Value) alias the received buffer. onMessage reads it without
+// writer, Value) alias the received buffer. OnMessage reads it without
 // copying and copies only what it keeps: the automaton contract forbids
 // keeping an input's bytes beyond the step.
 type frame struct {

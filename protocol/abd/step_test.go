@@ -77,7 +77,7 @@ func (c *stepCluster) doAt(at automaton.NodeID, req automaton.Request) {
 	c.queue, c.to = c.queue[:0], c.to[:0]
 }
 
-// TestFramesAreNotRetained: onMessage reads a frame in place (msg.go), so a
+// TestFramesAreNotRetained: OnMessage reads a frame in place (msg.go), so a
 // replica's register and a read's highest value must be copies; the
 // runtime may reuse the buffer after the step.
 func TestFramesAreNotRetained(t *testing.T) {

@@ -59,7 +59,7 @@ type protocol struct {
 // Scenarios implements automaton.ScenarioDeclarer.
 func (p protocol) Scenarios() []automaton.Scenario { return scenarios(p) }
 
-// Strategies (seed 003 §3.2, package doc).
+// Strategies (the Eve/Adam thesis §3.2, package doc).
 const (
 	Naive = "naive"
 	Walls = "walls"

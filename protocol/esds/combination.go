@@ -2,7 +2,7 @@ package esds
 
 import "github.com/synod-dev/synod/automaton"
 
-// The gossip I/O combination of SimpleESDSImpl (impl=simple; seed 000 §2.3,
+// The gossip I/O combination of SimpleESDSImpl (impl=simple; the ESDS thesis §2.3,
 // §3.3.4, Fig. 3.1). SimpleESDSAlg replaces the pair send_{r,r'}("gossip",
 // ...) / receive_{r,r'}("gossip", ...) by one action gossip_{r,r'}(...) that
 // both replicas take together. Its code (Fig. 3.1): the output end, when the
@@ -31,13 +31,13 @@ func (a *ESDS) gossipEnabled(j int) bool {
 // sendGossip does: for the stream, note the positions sent) and returns the
 // message it would have sent, nil if none.
 func (a *ESDS) gossipMessage(j int) []byte {
-	mark := len(a.post)
+	mark := len(a.Out)
 	a.sendGossip(j)
-	if len(a.post) == mark {
+	if len(a.Out) == mark {
 		return nil
 	}
-	s := a.post[len(a.post)-1].(automaton.Send)
-	a.post = a.post[:mark]
+	s := a.Out[len(a.Out)-1].(automaton.Send)
+	a.Out = a.Out[:mark]
 	return s.Msg
 }
 

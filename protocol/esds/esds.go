@@ -144,6 +144,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, err
 	}
 	a := &ESDS{
+		Outbox:     proto.Outbox{Self: cfg.Self},
 		proto:      p,
 		cfg:        cfg,
 		svc:        cfg.Service,
@@ -319,11 +320,11 @@ type ESDS struct {
 	dirty        map[string]bool
 	membersDirty bool
 	seen         map[string]bool    // sendStream's scratch
-	out          []automaton.Output // persists of this step
-	post         []automaton.Output // sends and responses, released after out
+	proto.Outbox                    // sends and responses, released after persists
+	persists     []automaton.Output // persists of this step
 }
 
-// op is one operation object (seed 000 §4.2.2): the descriptor plus this
+// op is one operation object (the ESDS thesis §4.2.2): the descriptor plus this
 // replica's bookkeeping.
 type op struct {
 	id      string
@@ -359,7 +360,8 @@ func (a *ESDS) bit() uint64 { return 1 << a.self }
 
 // Step implements automaton.Automaton.
 func (a *ESDS) Step(in automaton.Input) []automaton.Output {
-	a.out, a.post = nil, nil
+	a.Begin()
+	a.persists = nil
 	if a.dirty == nil {
 		a.dirty = map[string]bool{}
 	} else {
@@ -367,29 +369,12 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	}
 	batch := false
 	switch in := in.(type) {
-	case automaton.Start:
-		a.onStart(in)
-	case automaton.ClientRequest:
-		a.receiveRequest(in.Req)
 	case automaton.ClientBatch:
-		batch = true
-		for _, req := range in.Reqs {
-			a.receiveRequest(req)
-		}
+		batch = true // its requests one by one (OnRequest)
 	case automaton.PeerMessage:
 		batch = len(in.Msg) > 1 && in.Msg[1] == kindBatch
-		a.onMessage(in.From, in.Msg)
-	case automaton.TimerFired:
-		switch {
-		case in.ID == timerGossip:
-			a.onTick()
-		case a.resv == nil:
-		case in.ID == timerResv:
-			a.onResvTimer()
-		case in.ID >= timerBackoff && in.ID < timerBackoff+maxReplicas:
-			a.backoffOver(int(in.ID - timerBackoff))
-		}
 	}
+	proto.Dispatch(a, in)
 	if a.ops != nil {
 		a.progress()
 		if a.resv != nil {
@@ -397,8 +382,8 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 		}
 		a.flushDirty()
 	}
-	out := append(a.out, a.post...)
-	a.out, a.post = nil, nil
+	out := append(a.persists, a.Out...)
+	a.persists, a.Out = nil, nil
 	if batch {
 		// A batch's messages to one peer leave as one (only in batch
 		// steps: other steps' outputs, and the digests pinned for them,
@@ -434,9 +419,9 @@ func (a *ESDS) doneNotApplied() []*op {
 	return a.dna
 }
 
-// onStart restores the persisted state (see the package doc) and starts the
+// OnStart restores the persisted state (see the package doc) and starts the
 // gossip timer.
-func (a *ESDS) onStart(s automaton.Start) {
+func (a *ESDS) OnStart(s automaton.Start) {
 	if a.feOnly {
 		a.startFrontEndOnly()
 		return
@@ -476,16 +461,16 @@ func (a *ESDS) onStart(s automaton.Start) {
 		// another at the same moment, every interval (reserve.go): the
 		// first tick comes at a random phase of the interval.
 		a.startReservations()
-		a.emit(automaton.SetTimer{ID: timerGossip, After: time.Duration(a.cfg.Rand.Int63n(int64(a.gossipIvl)) + 1)})
+		a.Emit(automaton.SetTimer{ID: timerGossip, After: time.Duration(a.cfg.Rand.Int63n(int64(a.gossipIvl)) + 1)})
 	} else {
-		a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
+		a.Emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	}
 }
 
 // onTick sends gossip, retransmits, and garbage-collects.
 func (a *ESDS) onTick() {
 	a.tick++
-	a.emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
+	a.Emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})
 	if a.feOnly {
 		a.resendWaiting()
 		a.expirePrevWaits()
@@ -507,12 +492,17 @@ func (a *ESDS) onTick() {
 	}
 }
 
-func (a *ESDS) emit(o automaton.Output) { a.post = append(a.post, o) }
+func (a *ESDS) send(j int, b []byte) { a.Emit(automaton.Send{To: a.cfg.Nodes[j], Msg: b}) }
 
-func (a *ESDS) send(j int, b []byte) {
-	a.post = append(a.post, automaton.Send{To: a.cfg.Nodes[j], Msg: b})
-}
-
-func (a *ESDS) respond(id automaton.RequestID, res service.Result) {
-	a.post = append(a.post, automaton.Respond{Resp: automaton.Response{ID: id, Result: res}})
+// OnTimer: gossip, and the reservation system's timers (reserve.go).
+func (a *ESDS) OnTimer(id automaton.TimerID) {
+	switch {
+	case id == timerGossip:
+		a.onTick()
+	case a.resv == nil:
+	case id == timerResv:
+		a.onResvTimer()
+	case id >= timerBackoff && id < timerBackoff+maxReplicas:
+		a.backoffOver(int(id - timerBackoff))
+	}
 }

@@ -3,17 +3,9 @@ package esds
 import (
 	"testing"
 
-	"github.com/synod-dev/synod/internal/fuzzcheck"
-
 	"github.com/synod-dev/synod/service"
 )
 
-var codecs = []fuzzcheck.Codec{
-	fuzzcheck.New("message", func(b []byte) (any, error) { return unmarshal(b) }, func(x any) []byte { m := x.(message); return m.marshal() }),
-}
-
-// FuzzCodecs fuzzes every message and record decoder of the package (see
-// fuzzcheck.Check), seeded with the encodings in golden/wire.txt.
 // A request whose entry count does not decode is refused (found by
 // FuzzCodecs: it indexed the missing entry and panicked).
 func TestRequestWithBadCountRefused(t *testing.T) {
@@ -37,8 +29,4 @@ func TestMinimalEntriesDecode(t *testing.T) {
 			t.Errorf("%+v: %v", m, err)
 		}
 	}
-}
-
-func FuzzCodecs(f *testing.F) {
-	fuzzcheck.Decoders(f, fuzzcheck.GoldenSeeds(f, "golden/wire.txt"), codecs)
 }

@@ -7,13 +7,13 @@ import (
 )
 
 // Gossip between replicas: send_{r,r'}("gossip", R, D, L, S) and
-// receive_{r',r}("gossip", R, D, L, S) (seed 000 Figs. 4.2 and 4.5). What a
+// receive_{r',r}("gossip", R, D, L, S) (the ESDS thesis Figs. 4.2 and 4.5). What a
 // gossip message says about each operation is an entry (msg.go); how the
 // optimised variant's incremental gossip is made reliable over a lossy
 // network is the stream layer (stream.go), which hands complete, in-order
 // ranges of entries to receiveGossip.
 
-// onMessage takes a gossip message off the network: it drops messages from
+// OnMessage takes a gossip message off the network: it drops messages from
 // non-members, corrupt ones and late ones from a peer's earlier incarnation
 // (stream.go), merges the sender's removed set, and hands the message to
 // receiveGossip, directly (full-state gossip, idempotent) or through the
@@ -21,7 +21,7 @@ import (
 //
 // A batch message (msg.go, kindBatch) is opened and each of its messages
 // handled as if it had arrived alone, in order.
-func (a *ESDS) onMessage(from automaton.NodeID, b []byte) {
+func (a *ESDS) OnMessage(from automaton.NodeID, b []byte) {
 	j, ok := a.index[from]
 	if !ok || j == a.self || a.removed&(1<<j) != 0 {
 		return // not a member: ignore
@@ -81,7 +81,7 @@ func (a *ESDS) receiveGossipMessage(j int, m message) {
 	}
 }
 
-// receiveGossip is receive_{r',r}("gossip", R, D, L, S) (seed 000 Fig. 4.2;
+// receiveGossip is receive_{r',r}("gossip", R, D, L, S) (the ESDS thesis Fig. 4.2;
 // Fig. 4.5 adds the gossip_r[i] bookkeeping, newInfo here): it merges the
 // entries replica j sent, each what j knew about one operation.
 func (a *ESDS) receiveGossip(j int, entries []entry) {

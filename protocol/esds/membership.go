@@ -14,17 +14,17 @@ func (a *ESDS) onRemove(req automaton.Request) {
 	i, ok := a.index[automaton.NodeID(req.Op.Key)]
 	switch {
 	case !ok:
-		a.respond(req.ID, service.Errorf("ERR %s: %q is not a node of this namespace", AdminRemove, req.Op.Key))
+		a.Respond(req.ID, service.Errorf("ERR %s: %q is not a node of this namespace", AdminRemove, req.Op.Key))
 		return
 	case !a.isReplica(i):
-		a.respond(req.ID, service.Errorf("ERR %s: %q holds no replica (parameter replicas)", AdminRemove, req.Op.Key))
+		a.Respond(req.ID, service.Errorf("ERR %s: %q holds no replica (parameter replicas)", AdminRemove, req.Op.Key))
 		return
 	case i == a.self:
-		a.respond(req.ID, service.Errorf("ERR %s: a replica cannot remove itself (ask another node)", AdminRemove))
+		a.Respond(req.ID, service.Errorf("ERR %s: a replica cannot remove itself (ask another node)", AdminRemove))
 		return
 	}
 	a.setRemoved(a.removed | 1<<i)
-	a.respond(req.ID, service.OK())
+	a.Respond(req.ID, service.OK())
 }
 
 func (a *ESDS) setRemoved(m uint64) {

@@ -5,15 +5,15 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The front end and the request input (seed 000 §4.2.4, Fig. 4.1; the
+// The front end and the request input (the ESDS thesis §4.2.4, Fig. 4.1; the
 // replica's receive_{f,r}("request", x), Figs. 4.2 and 4.5).
 
-// receiveRequest is the front end's request_c(x) (Fig. 4.1): the front end
+// OnRequest is the front end's request_c(x) (Fig. 4.1): the front end
 // is the node the client reached, and it sends the operation to replicas
 // under the send policy (frontend.go). The descriptor x comes from the request's
 // options (options.go). A group of operations or a transaction step is
 // refused before anything is applied: ESDS orders operations one by one.
-func (a *ESDS) receiveRequest(req automaton.Request) {
+func (a *ESDS) OnRequest(req automaton.Request) {
 	if a.wait == nil {
 		return // not started
 	}
@@ -23,29 +23,29 @@ func (a *ESDS) receiveRequest(req automaton.Request) {
 	}
 	if len(req.Ops) > 0 {
 		// The replicas order operations one by one, each by its own label:
-		// nothing keeps a group together (seed 000 §4.2.2: one descriptor
+		// nothing keeps a group together (the ESDS thesis §4.2.2: one descriptor
 		// per operation).
-		a.respond(req.ID, service.Errorf(automaton.ErrNoAtomic, a.proto.Protocol))
+		a.Respond(req.ID, service.Errorf(automaton.ErrNoAtomic, a.proto.Protocol))
 		return
 	}
 	if req.Txn != nil {
-		a.respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.Protocol))
+		a.Respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.Protocol))
 		return
 	}
 	if err := a.svc.Validate(req.Op); err != nil {
-		a.respond(req.ID, service.Errorf("ERR %v", err))
+		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	id, prev, strict := requestDescriptor(req)
 	for _, p := range prev {
 		if p == id {
-			a.respond(req.ID, service.Errorf("ERR operation %q lists itself in prev", id))
+			a.Respond(req.ID, service.Errorf("ERR operation %q lists itself in prev", id))
 			return
 		}
 	}
 	x := entry{ID: id, Prev: prev, Strict: strict, Op: req.Op}
 	if p, cyc := a.prevCycle(x); cyc {
-		a.respond(req.ID, service.Errorf("ERR operation %q names %q in prev, whose prev sets lead back to it: a cycle never done", id, p))
+		a.Respond(req.ID, service.Errorf("ERR operation %q names %q in prev, whose prev sets lead back to it: a cycle never done", id, p))
 		return
 	}
 	a.requestC(req.ID, x)

@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// The reservation system of SimpleESDSImpl (impl=simple; seed 000 §3.3.5,
+// The reservation system of SimpleESDSImpl (impl=simple; the ESDS thesis §3.3.5,
 // Fig. 3.2, and §3.4.3): before replica P_i may initiate the gossip I/O
 // combination with P_j (combination.go), it must hold a reservation from
 // P_j. Each replica has one reservation status: free, negotiating_j,
@@ -140,13 +140,13 @@ func (a *ESDS) setStatus(s resvStatus, j int, seq, inc uint64) {
 	r.status, r.peer, r.seq, r.peerInc = s, j, seq, inc
 	switch s {
 	case statusNegotiating, statusCombining:
-		a.emit(automaton.SetTimer{ID: timerResv, After: a.retransmit})
+		a.Emit(automaton.SetTimer{ID: timerResv, After: a.retransmit})
 	case statusHolding:
 		// The scheduler's next round runs the enabled combination (§3.4.2).
-		a.emit(automaton.SetTimer{ID: timerResv, After: 0})
+		a.Emit(automaton.SetTimer{ID: timerResv, After: 0})
 	default:
 		r.inner = nil
-		a.emit(automaton.CancelTimer{ID: timerResv})
+		a.Emit(automaton.CancelTimer{ID: timerResv})
 	}
 }
 
@@ -260,7 +260,7 @@ func (a *ESDS) backOff(j int) {
 	q := 2*r.q[j] + time.Duration(a.cfg.Rand.Int63n(int64(a.backoffJitter())+1))
 	r.q[j] = min(q, a.backoffCap())
 	r.backingOff |= 1 << j
-	a.emit(automaton.SetTimer{ID: timerBackoff + automaton.TimerID(j), After: r.q[j]})
+	a.Emit(automaton.SetTimer{ID: timerBackoff + automaton.TimerID(j), After: r.q[j]})
 }
 
 // backoffOver: q_{i,j} has passed; P_j may be asked again.
@@ -276,12 +276,12 @@ func (a *ESDS) onResvTimer() {
 	r := a.resv
 	switch r.status {
 	case statusNegotiating:
-		a.emit(automaton.SetTimer{ID: timerResv, After: a.retransmit})
+		a.Emit(automaton.SetTimer{ID: timerResv, After: a.retransmit})
 		a.sendResv(r.peer, message{Kind: kindReserve, Seq: r.seq})
 	case statusHolding:
 		a.initiateGossip()
 	case statusCombining:
-		a.emit(automaton.SetTimer{ID: timerResv, After: a.retransmit})
+		a.Emit(automaton.SetTimer{ID: timerResv, After: a.retransmit})
 		a.sendResv(r.peer, message{Kind: kindInitiate, Seq: r.seq, Inner: r.inner})
 	}
 }

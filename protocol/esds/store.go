@@ -304,11 +304,11 @@ func (s *idSummary) decode(d *wire.Decoder) {
 func (a *ESDS) flushDirty() {
 	if a.membersDirty {
 		a.membersDirty = false
-		a.out = append(a.out, automaton.Persist{Key: recMembers, Value: uvarintBytes(a.removed)})
+		a.persists = append(a.persists, automaton.Persist{Key: recMembers, Value: uvarintBytes(a.removed)})
 	}
 	if a.counterDirty {
 		a.counterDirty = false
-		a.out = append(a.out, automaton.Persist{Key: recCounter, Value: uvarintBytes(a.counter)})
+		a.persists = append(a.persists, automaton.Persist{Key: recCounter, Value: uvarintBytes(a.counter)})
 	}
 	if len(a.dirty) == 0 {
 		return
@@ -328,6 +328,6 @@ func (a *ESDS) flushDirty() {
 		} else {
 			o.pOK, o.pFlags, o.pLabel = true, f, o.label
 		}
-		a.out = append(a.out, automaton.Persist{Key: recOp + k, Value: a.marshalOp(o)})
+		a.persists = append(a.persists, automaton.Persist{Key: recOp + k, Value: a.marshalOp(o)})
 	}
 }

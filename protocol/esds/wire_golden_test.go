@@ -5,15 +5,41 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
-	"github.com/synod-dev/synod/protocol/proto"
+	"github.com/synod-dev/synod/internal/fuzzcheck"
 	"github.com/synod-dev/synod/service"
 )
 
 var updateWire = flag.Bool("update-wire", false, "rewrite golden/wire.txt from the current encoders")
 
-// TestWireGolden: both gossip messages and the operation record encode to
-// the bytes recorded in golden/wire.txt before the codec moved onto
-// protocol/proto's header (wire and disk compatibility), and decode back.
+// wireCodecs are the package's messages and records: the golden test and
+// the fuzz target run through them (fuzzcheck.Wire).
+var wireCodecs = fuzzcheck.Wire{Golden: "golden/wire.txt", Codecs: []fuzzcheck.Codec{
+	fuzzcheck.New("message", func(b []byte) (any, error) { return unmarshal(b) }, func(x any) []byte { m := x.(message); return m.marshal() }),
+	// An operation's record o/<id> (store.go): its entry, as recovery
+	// reads it.
+	fuzzcheck.New("op-record", func(b []byte) (any, error) {
+		d, err := header.OpenRecord(b, "operation")
+		if err != nil {
+			return nil, err
+		}
+		x := decodeEntry(d)
+		return x, d.Done()
+	}, func(x any) []byte {
+		e := header.Record(64)
+		y := x.(entry)
+		encodeEntry(&e, &y)
+		return e.B
+	}),
+}}
+
+// FuzzCodecs fuzzes every message and record decoder of the package (see
+// fuzzcheck.Check), seeded with the encodings in golden/wire.txt.
+func FuzzCodecs(f *testing.F) { wireCodecs.Fuzz(f) }
+
+// TestWireGolden: the messages and the operation record encode to the
+// bytes recorded in golden/wire.txt before the codec moved onto
+// protocol/proto's header (wire and disk compatibility), and decode back to
+// what was encoded.
 func TestWireGolden(t *testing.T) {
 	sop := service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}
 	entries := []entry{
@@ -22,37 +48,25 @@ func TestWireGolden(t *testing.T) {
 		{ID: "c", Flags: flagDone | flagBare, Label: Label{C: 200, R: 0, Set: true}},
 		{ID: "d", Op: sop},
 	}
-	msgs := []struct {
-		name string
-		m    message
-	}{
-		{"stream", message{Kind: kindStream, Inc: 99, Removed: 4, Stream: 7, From: 10, To: 13, AckStream: 5, AckSeq: 300, Entries: entries}},
-		{"stream-empty", message{Kind: kindStream, Inc: 1, Stream: 1, From: 1, To: 0}},
-		{"full", message{Kind: kindFull, Inc: 2, Entries: entries[:2]}},
-		{"request", message{Kind: kindRequest, Inc: 3, Entries: []entry{{ID: "a", Prev: []string{"p1"}, Strict: true, Op: sop}}}},
-		{"response", message{Kind: kindResponse, Inc: 4, Entries: []entry{{ID: "a", Flags: flagGone}}, Value: service.Bytes([]byte("v"))}},
-		{"reserve", message{Kind: kindReserve, Inc: 5, Removed: 2, Seq: 9}},
-		{"grant", message{Kind: kindGrant, Inc: 6, Seq: 9}},
-		{"reject", message{Kind: kindReject, Inc: 6, Seq: 10}},
-		{"initiate", message{Kind: kindInitiate, Inc: 5, Seq: 9, Inner: (&message{Kind: kindFull, Inc: 5, Entries: entries[:1]}).marshal()}},
-		{"done", message{Kind: kindDone, Inc: 6, Seq: 9, AckStream: 7, AckSeq: 12}},
-	}
-	var cases []proto.Encoded
-	for _, c := range msgs {
-		b := c.m.marshal()
-		if _, err := unmarshal(b); err != nil {
-			t.Errorf("%s: %v", c.name, err)
-		}
-		cases = append(cases, proto.Encoded{Name: c.name, Bytes: b})
-	}
 	aut, err := protocol{Capabilities: capabilities("esds", optParams, "")}.New(automaton.Config{Self: "n2", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Service: service.KV{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := aut.(*ESDS)
 	o := &op{id: "x", prev: []string{"w"}, sop: sop, label: Label{C: 4, R: 1, Set: true}, solid: a.bit()}
-	cases = append(cases, proto.Encoded{Name: "op-record", Bytes: a.marshalOp(o)})
-	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
-		t.Fatal(err)
-	}
+	msg := func(name string, m message) fuzzcheck.Sample { return fuzzcheck.Pin(name, "message", m) }
+	wireCodecs.Check(t, *updateWire, []fuzzcheck.Sample{
+		msg("stream", message{Kind: kindStream, Inc: 99, Removed: 4, Stream: 7, From: 10, To: 13, AckStream: 5, AckSeq: 300, Entries: entries}),
+		msg("stream-empty", message{Kind: kindStream, Inc: 1, Stream: 1, From: 1, To: 0}),
+		msg("full", message{Kind: kindFull, Inc: 2, Entries: entries[:2]}),
+		msg("request", message{Kind: kindRequest, Inc: 3, Entries: []entry{{ID: "a", Prev: []string{"p1"}, Strict: true, Op: sop}}}),
+		msg("response", message{Kind: kindResponse, Inc: 4, Entries: []entry{{ID: "a", Flags: flagGone}}, Value: service.Bytes([]byte("v"))}),
+		msg("reserve", message{Kind: kindReserve, Inc: 5, Removed: 2, Seq: 9}),
+		msg("grant", message{Kind: kindGrant, Inc: 6, Seq: 9}),
+		msg("reject", message{Kind: kindReject, Inc: 6, Seq: 10}),
+		msg("initiate", message{Kind: kindInitiate, Inc: 5, Seq: 9, Inner: (&message{Kind: kindFull, Inc: 5, Entries: entries[:1]}).marshal()}),
+		msg("done", message{Kind: kindDone, Inc: 6, Seq: 9, AckStream: 7, AckSeq: 12}),
+		// What marshalOp writes for o.
+		fuzzcheck.Pin("op-record", "op-record", a.entryOf(o)),
+	})
 }

@@ -142,7 +142,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 
 // Engine configures eve's machinery (roles, batches, execution through an
 // Effect, tokens, verifier agreement, commit, rollback, state transfer)
-// for eve itself and for a protocol built on it (protocol/adam, seed 003
+// for eve itself and for a protocol built on it (protocol/adam, the Eve/Adam thesis
 // §3.2: "Adam is a modification of Eve"). Ext, when set, is that
 // protocol's part.
 type Engine struct {

@@ -97,17 +97,45 @@ func (a *Eve) recoverReplica(recs map[string][]byte) *replica {
 }
 
 func (a *Eve) persistPromise() {
-	e := header.Record(16)
-	a.ver.promised.Encode(&e)
-	a.Emit(automaton.Persist{Key: recPromise, Value: e.B})
+	a.Emit(automaton.Persist{Key: recPromise, Value: marshalPromise(a.ver.promised)})
 }
 
-func (a *Eve) persistAccepted(slot uint64) {
-	ac := a.ver.acc[slot]
+// marshalPromise encodes the verifier's promise record.
+func marshalPromise(b proto.Ballot) []byte {
+	e := header.Record(16)
+	b.Encode(&e)
+	return e.B
+}
+
+// unmarshalPromise decodes a promise record.
+func unmarshalPromise(b []byte) (proto.Ballot, error) {
+	d, err := header.OpenRecord(b, "promise")
+	if err != nil {
+		return proto.Ballot{}, err
+	}
+	return proto.DecodeBallot(d, maxBallotNode), nil
+}
+
+// marshalAccepted encodes a verifier's accepted decision record.
+func marshalAccepted(ac accepted) []byte {
 	e := header.Record(64)
 	ac.Ballot.Encode(&e)
 	ac.Dec.encode(&e)
-	a.Emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(slot, 10), Value: e.B})
+	return e.B
+}
+
+// unmarshalAccepted decodes an accepted decision record.
+func unmarshalAccepted(b []byte) (accepted, error) {
+	d, err := header.OpenRecord(b, "accepted")
+	if err != nil {
+		return accepted{}, err
+	}
+	ac := accepted{Ballot: proto.DecodeBallot(d, maxBallotNode), Dec: decodeDecision(d)}
+	return ac, d.Done()
+}
+
+func (a *Eve) persistAccepted(slot uint64) {
+	a.Emit(automaton.Persist{Key: recAccepted + strconv.FormatUint(slot, 10), Value: marshalAccepted(a.ver.acc[slot])})
 	var old []uint64
 	for s := range a.ver.acc {
 		if s+decidedWindow <= slot {
@@ -124,20 +152,16 @@ func (a *Eve) persistAccepted(slot uint64) {
 func (a *Eve) recoverVerifier(recs map[string][]byte) *verifier {
 	v := newVerifier()
 	if b, ok := recs[recPromise]; ok {
-		if d, err := header.OpenRecord(b, "promise"); err == nil {
-			v.promised = proto.DecodeBallot(d, maxBallotNode)
+		if p, err := unmarshalPromise(b); err == nil {
+			v.promised = p
 		}
 	}
 	for k, b := range recs {
 		if !strings.HasPrefix(k, recAccepted) {
 			continue
 		}
-		d, err := header.OpenRecord(b, "accepted")
-		if err != nil {
-			continue
-		}
-		ac := accepted{Ballot: proto.DecodeBallot(d, maxBallotNode), Dec: decodeDecision(d)}
-		if d.Done() != nil || k != fmt.Sprintf("%s%d", recAccepted, ac.Dec.Slot) {
+		ac, err := unmarshalAccepted(b)
+		if err != nil || k != fmt.Sprintf("%s%d", recAccepted, ac.Dec.Slot) {
 			continue
 		}
 		v.acc[ac.Dec.Slot] = ac

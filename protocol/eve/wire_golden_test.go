@@ -7,15 +7,39 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/internal/fuzzcheck"
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
 var updateWire = flag.Bool("update-wire", false, "rewrite golden/wire.txt from the current encoders")
 
-// TestWireGolden: every message kind and record encodes to the bytes in
-// golden/wire.txt (wire and disk compatibility), decodes, and re-encodes to
-// the same bytes.
+// wireCodecs are the package's messages and verifier records: the golden
+// test and the fuzz target run through them (fuzzcheck.Wire). The
+// replica's records embed the service's snapshot, whose format the service
+// owns: recovery checks them (TestWireGolden, FuzzRecords).
+var wireCodecs = fuzzcheck.Wire{Golden: "golden/wire.txt", Codecs: []fuzzcheck.Codec{
+	fuzzcheck.New("message", func(b []byte) (any, error) { return unmarshal(b) }, func(x any) []byte { return x.(*message).marshal() }),
+	fuzzcheck.New("promise-record", func(b []byte) (any, error) { return unmarshalPromise(b) }, func(x any) []byte { return marshalPromise(x.(proto.Ballot)) }),
+	fuzzcheck.New("accepted-record", func(b []byte) (any, error) { return unmarshalAccepted(b) }, func(x any) []byte { return marshalAccepted(x.(accepted)) }),
+}}
+
+// dupsCodec is the duplicate table inside the replica record: fuzzed
+// beside the table, pinned by the replica record's recovery.
+var dupsCodec = fuzzcheck.New("dups", func(b []byte) (any, error) { return decodeDups(b) }, func(x any) []byte {
+	return (&replica{dups: x.(map[uint64]dupEntry)}).encodeDups()
+})
+
+// FuzzCodecs fuzzes every message and record decoder of the package (see
+// fuzzcheck.Check), seeded with the encodings in golden/wire.txt.
+func FuzzCodecs(f *testing.F) {
+	fuzzcheck.Decoders(f, fuzzcheck.GoldenSeeds(f, wireCodecs.Golden), append(wireCodecs.Codecs[:len(wireCodecs.Codecs):len(wireCodecs.Codecs)], dupsCodec))
+}
+
+// TestWireGolden: every message kind and verifier record encodes to the
+// bytes in golden/wire.txt (wire and disk compatibility) and decodes to
+// what was encoded; the records are those an execution replica and a
+// verifier write, and recover.
 func TestWireGolden(t *testing.T) {
 	b := proto.Ballot{Round: 3, Node: 2}
 	id := automaton.RequestID{Client: 0xabc, Seq: 9}
@@ -25,33 +49,22 @@ func TestWireGolden(t *testing.T) {
 	tok.sign([]byte(DefaultMACKey))
 	commit := &decision{Slot: 7, Kind: decCommit, Epoch: 2, Claim: tok.claim(), Tokens: []token{tok}}
 	rollback := &decision{Slot: 7, Kind: decRollback, Epoch: 3, Batch: bt}
-	msgs := []struct {
-		name string
-		m    message
-	}{
-		{"forward", message{Kind: kindForward, Req: req, Origin: "n2"}},
-		{"reply", message{Kind: kindReply, ID: id, Result: service.Int(3)}},
-		{"batch", message{Kind: kindBatch, Batch: bt}},
-		{"token", message{Kind: kindToken, Token: tok}},
-		{"prepare", message{Kind: kindPrepare, Ballot: b}},
-		{"promise", message{Kind: kindPromise, Ballot: b, OK: true, Accepted: []accepted{{Ballot: b, Dec: rollback}, {Ballot: decidedBallot, Dec: commit}}}},
-		{"accept", message{Kind: kindAccept, Ballot: b, Dec: commit}},
-		{"accepted", message{Kind: kindAccepted, Ballot: b, Slot: 7, OK: true}},
-		{"decide", message{Kind: kindDecide, Dec: rollback}},
-		{"complain", message{Kind: kindComplain, Epoch: 2, Slot: 6, OK: true}},
-		{"fetch", message{Kind: kindFetch, Slot: 6, Roots: [][32]byte{{3}, {4}}}},
-		{"transfer", message{Kind: kindTransfer, Slot: 7, Epoch: 2, State: []byte("shards"), Dups: []byte("dups"), Hash: [32]byte{5}}},
-	}
-	var cases []proto.Encoded
-	for _, c := range msgs {
-		e := c.m.marshal()
-		d, err := unmarshal(e)
-		if err != nil {
-			t.Errorf("%s: %v", c.name, err)
-		} else if again := d.marshal(); !bytes.Equal(again, e) {
-			t.Errorf("%s: re-encodes to %x, first %x", c.name, again, e)
-		}
-		cases = append(cases, proto.Encoded{Name: c.name, Bytes: e})
+	msg := func(name string, m message) fuzzcheck.Sample { return fuzzcheck.Pin(name, "message", &m) }
+	samples := []fuzzcheck.Sample{
+		msg("forward", message{Kind: kindForward, Req: req, Origin: "n2"}),
+		msg("reply", message{Kind: kindReply, ID: id, Result: service.Int(3)}),
+		msg("batch", message{Kind: kindBatch, Batch: bt}),
+		msg("token", message{Kind: kindToken, Token: tok}),
+		msg("prepare", message{Kind: kindPrepare, Ballot: b}),
+		msg("promise", message{Kind: kindPromise, Ballot: b, OK: true, Accepted: []accepted{{Ballot: b, Dec: rollback}, {Ballot: decidedBallot, Dec: commit}}}),
+		msg("accept", message{Kind: kindAccept, Ballot: b, Dec: commit}),
+		msg("accepted", message{Kind: kindAccepted, Ballot: b, Slot: 7, OK: true}),
+		msg("decide", message{Kind: kindDecide, Dec: rollback}),
+		msg("complain", message{Kind: kindComplain, Epoch: 2, Slot: 6, OK: true}),
+		msg("fetch", message{Kind: kindFetch, Slot: 6, Roots: [][32]byte{{3}, {4}}}),
+		msg("transfer", message{Kind: kindTransfer, Slot: 7, Epoch: 2, State: []byte("shards"), Dups: []byte("dups"), Hash: [32]byte{5}}),
+		fuzzcheck.Pin("record-"+recPromise, "promise-record", b),
+		fuzzcheck.Pin("record-"+recAccepted+"7", "accepted-record", accepted{Ballot: b, Dec: commit}),
 	}
 	if !tok.valid([]byte(DefaultMACKey)) || tok.valid([]byte("another key")) {
 		t.Error("token MAC check")
@@ -76,11 +89,10 @@ func TestWireGolden(t *testing.T) {
 	for _, o := range a.Out {
 		p := o.(automaton.Persist)
 		recs[p.Key] = p.Value
-		if p.Key != recReplica && p.Key != recSpec {
-			// The replica records embed the service's snapshot, whose
-			// format the service owns: they are checked by recovery below.
-			cases = append(cases, proto.Encoded{Name: "record-" + p.Key, Bytes: p.Value})
-		}
+	}
+	// The verifier writes the records pinned above.
+	if !bytes.Equal(recs[recPromise], marshalPromise(b)) || !bytes.Equal(recs[recAccepted+"7"], marshalAccepted(accepted{Ballot: b, Dec: commit})) {
+		t.Errorf("the verifier's records %x and %x are not the pinned ones", recs[recPromise], recs[recAccepted+"7"])
 	}
 	r := a.recoverReplica(recs)
 	if r.applied != 6 || r.epoch != 2 || r.hash != service.StateHash(a.ex.st) {
@@ -92,7 +104,5 @@ func TestWireGolden(t *testing.T) {
 	if v := a.recoverVerifier(recs); v.promised != b || v.acc[7].Dec == nil || v.acc[7].Dec.Claim != commit.Claim {
 		t.Errorf("verifier records: promised %v, accepted %v", v.promised, v.acc[7])
 	}
-	if err := proto.CheckGolden("golden/wire.txt", cases, *updateWire); err != nil {
-		t.Fatal(err)
-	}
+	wireCodecs.Check(t, *updateWire, samples)
 }

@@ -1,4 +1,4 @@
-// Package orcaprimary is Orca's point-to-point runtime system (seed 004 §3):
+// Package orcaprimary is Orca's point-to-point runtime system (the Orca paper §3):
 // one primary copy per object, secondary copies in the primary's copy set,
 // remote reads and writes executed at the primary for nodes without a copy,
 // and, selectable per object (parameter invalidate), the invalidation
@@ -89,6 +89,13 @@
 // a lock-and-update, before the primary has every acknowledgement: for a
 // while one copy serves the new version and another the old one. The
 // invariant readable-copies-agree catches it.
+//
+// orca-primary-broken-skipupdate acknowledges a lock-and-update at a
+// secondary and takes its version without applying the operation: the
+// copy serves the old value under the new version. The invariants compare
+// versions and see nothing; the sequential-consistency checker catches a
+// client that writes an object (at the primary) and then reads its node's
+// copy without its own write (check/seq_generic.go on Orca objects).
 //
 // # Node symmetry (model checking)
 //

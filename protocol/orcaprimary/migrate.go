@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// Migration of the primary copy to a frequent writer (seed 004 §3.3: "If
+// Migration of the primary copy to a frequent writer (the Orca paper §3.3: "If
 // the RTS discovers that an object is written frequently by a machine
 // different from the one containing the primary copy, the RTS may decide
 // to migrate the primary copy to that machine ... precautions are taken

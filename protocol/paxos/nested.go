@@ -2,7 +2,7 @@ package paxos
 
 import "github.com/synod-dev/synod/automaton"
 
-// Nested requests (automaton/call.go; seed 003 §3, Adam): another
+// Nested requests (automaton/call.go; the Eve/Adam thesis §3, Adam): another
 // namespace's replicas call this one, each sending the same request with
 // the same id, and must all get the same answer, the request executed once.
 // Paxos already answers a repeated write from its deduplication table

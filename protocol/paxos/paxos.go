@@ -37,7 +37,7 @@ func capabilities(name, doc string) automaton.Capabilities {
 		Idempotent: true,
 		Membership: true,
 		// Atomic groups are one command in one instance; interactive
-		// transactions (T-Paxos, seed 002 VI.A.4) are not done (issue 13).
+		// transactions (T-Paxos, the Grid Services thesis VI.A.4) are not done (issue 13).
 		Transactions: automaton.TxnSupport{Atomic: true, Interactive: false},
 		// The leader puts the request's environment into the log entry
 		// beside the command, and every replica executes with it (package

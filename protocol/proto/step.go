@@ -75,17 +75,25 @@ func Dispatch(r Role, in automaton.Input) {
 
 // Outbox holds the outputs of the step under way, in order. Self is the
 // node the role runs on: Send and Broadcast never address it (runtimes
-// reject a Send to self).
+// reject a Send to self). Step hands Out to the runtime, so each step
+// makes a new slice; Size, when set, is the outputs a step usually makes,
+// allocated at once by the step's first Emit.
 type Outbox struct {
 	Self automaton.NodeID
 	Out  []automaton.Output
+	Size int
 }
 
 // Begin starts a step with no outputs.
 func (o *Outbox) Begin() { o.Out = nil }
 
 // Emit appends an output.
-func (o *Outbox) Emit(x automaton.Output) { o.Out = append(o.Out, x) }
+func (o *Outbox) Emit(x automaton.Output) {
+	if o.Out == nil && o.Size > 0 {
+		o.Out = make([]automaton.Output, 0, o.Size)
+	}
+	o.Out = append(o.Out, x)
+}
 
 // Send sends msg to a peer; nothing when to is Self.
 func (o *Outbox) Send(to automaton.NodeID, msg []byte) {

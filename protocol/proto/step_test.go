@@ -92,4 +92,9 @@ func TestOutboxAndTicker(t *testing.T) {
 	if len(o.Out) != 0 {
 		t.Fatal("Begin kept the last step's outputs")
 	}
+	o.Size = 5
+	o.Emit(automaton.SetTimer{ID: 1})
+	if len(o.Out) != 1 || cap(o.Out) != 5 {
+		t.Fatalf("with Size 5 the first Emit made %d outputs of capacity %d, want 1 of 5", len(o.Out), cap(o.Out))
+	}
 }
