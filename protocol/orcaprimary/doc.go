@@ -90,6 +90,13 @@
 // while one copy serves the new version and another the old one. The
 // invariant readable-copies-agree catches it.
 //
+// orca-primary-broken-skipupdate acknowledges a lock-and-update at a
+// secondary and takes its version without applying the operation: the
+// copy serves the old value under the new version. The invariants compare
+// versions and see nothing; the sequential-consistency checker catches a
+// client that writes an object (at the primary) and then reads its node's
+// copy without its own write (check/seq_generic.go on Orca objects).
+//
 // # Node symmetry (model checking)
 //
 // Not declared. An object's first primary copy is placed by a hash of
