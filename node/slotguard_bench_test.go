@@ -15,10 +15,13 @@ import (
 
 // BenchmarkSlotGuard measures what the slot guard costs a shard group's
 // writes (node/slotmap.go): SETs to one shard group (3 in-process nodes,
-// paxos, memory durability), 64 at a time, at its leader, each either as
-// a client request (an atomic group: the slot guard, the SET, slotdirty)
-// or as the node's own request (the SET alone), in one run. cpu-us/op is
-// the process's CPU per SET.
+// paxos, memory durability), 64 at a time, at its leader, in one run, as
+// client: a client request (validated, the node's map check, then an
+// atomic group: the slot guard, the SET, slotdirty); checked-unguarded:
+// validated and map-checked as before, then the SET alone (a client
+// request before the guard existed); own: the node's own request (the SET
+// alone, unchecked). client minus checked-unguarded is the guard's cost.
+// cpu-us/op is the process's CPU per SET.
 //
 //	go test ./node -run '^$' -bench SlotGuard -benchtime 20000x
 func BenchmarkSlotGuard(b *testing.B) {
@@ -44,8 +47,8 @@ func BenchmarkSlotGuard(b *testing.B) {
 	}
 	val := make([]byte, 100)
 	var client atomic.Uint64 // client ids never repeat (deduplication)
-	for _, guarded := range []bool{true, false} {
-		b.Run(fmt.Sprintf("guarded=%v", guarded), func(b *testing.B) {
+	for _, mode := range []string{"client", "checked-unguarded", "own"} {
+		b.Run(mode, func(b *testing.B) {
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
@@ -57,9 +60,18 @@ func BenchmarkSlotGuard(b *testing.B) {
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 					var resp automaton.Response
 					var err error
-					if guarded {
+					switch mode {
+					case "client":
 						resp, err = leader.Do(ctx, "default#s0", r)
-					} else {
+					case "checked-unguarded": // what a client request cost before the guard
+						if err = automaton.ValidateRequest(leader.loops["default#s0"].svc, r); err == nil {
+							if res, refused := leader.refuseUnowned(ctx, "default#s0", r); refused {
+								resp.Result = res
+							} else {
+								resp, err = leader.do(internalCtx(ctx), "default#s0", r, true)
+							}
+						}
+					default:
 						resp, err = leader.do(internalCtx(ctx), "default#s0", r, true)
 					}
 					cancel()

@@ -24,7 +24,7 @@ const BrokenNoRecovery = Name + "-broken-norecovery"
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"Orca's multicast runtime (seed 004 §4): full replication, update-only; writes go through a sequencer's totally ordered reliable broadcast, reads are local",
+		"Orca's multicast runtime (the Orca paper §4): full replication, update-only; writes go through a sequencer's totally ordered reliable broadcast, reads are local",
 		scenarios)})
 	automaton.RegisterBroken(Name, protocol{norecovery: true, Capabilities: capabilities(BrokenNoRecovery,
 		"a newly elected sequencer skips the recovery of the order from the promises and numbers from its own applied count: numbers already delivered elsewhere are given to other updates; the invariants sequencer-ahead and global-write-order catch it under sequencer crashes",

@@ -29,7 +29,7 @@ const BrokenSkipUpdate = Name + "-broken-skipupdate"
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"Orca's point-to-point runtime (seed 004 §3): a primary copy per object, secondaries in a copy set, remote operations at the primary, invalidation or two-phase update per object, copies created from read statistics",
+		"Orca's point-to-point runtime (the Orca paper §3): a primary copy per object, secondaries in a copy set, remote operations at the primary, invalidation or two-phase update per object, copies created from read statistics",
 		scenarios)})
 	automaton.RegisterBroken(Name, protocol{earlyUnlock: true, Capabilities: capabilities(BrokenEarlyUnlock,
 		"two-phase update whose secondaries unlock right after applying (before every copy acknowledged): two copies serve different versions at once; the invariant readable-copies-agree catches it",
