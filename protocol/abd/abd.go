@@ -13,16 +13,16 @@ import (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities("abd",
-		"multi-writer ABD atomic registers (seed 001 §3.1), linearizable, non-blocking with a majority")})
+		"multi-writer ABD atomic registers (the ABD report §3.1), linearizable, non-blocking with a majority")})
 	// Deliberately broken variants, kept so that the checkers and the
 	// invariants can be shown to catch them (see the package doc). Never use
 	// them for data.
 	automaton.RegisterBroken("abd", protocol{noWriteBack: true, Capabilities: capabilities("abd-broken-nowriteback",
-		"reads never write back (seed 001 §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it")})
+		"reads never write back (the ABD report §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it")})
 	automaton.RegisterBroken("abd", protocol{tsOnly: true, Capabilities: capabilities("abd-broken-nowriterid",
-		"tags compare by timestamp only (seed 001 §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it")})
+		"tags compare by timestamp only (the ABD report §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it")})
 	automaton.RegisterBroken("abd", protocol{clientNoWriteBack: true, Capabilities: capabilities("abd-broken-clientnowriteback",
-		"client-driven reads (sim --client-driven, client.ABD) never write back (seed 001 §3.1.2's one-phase read, run by the client): new/old inversion; the linearizability checker catches it in the client-driven scenario")})
+		"client-driven reads (sim --client-driven, client.ABD) never write back (the ABD report §3.1.2's one-phase read, run by the client): new/old inversion; the linearizability checker catches it in the client-driven scenario")})
 }
 
 // capabilities is the registration of the protocol or a variant (its

@@ -126,7 +126,7 @@ func (p protocol) RequestOptions() []automaton.OptionSpec {
 		{
 			Name:         OptPhase,
 			Type:         automaton.OptString,
-			Doc:          "client-driven ABD (seed 001's ABD client): answer one phase from this replica alone, query or store",
+			Doc:          "client-driven ABD (the ABD report's ABD client): answer one phase from this replica alone, query or store",
 			PerOperation: true,
 			Validate: func(v []string) error {
 				if v[0] != PhaseQuery && v[0] != PhaseStore {

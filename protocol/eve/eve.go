@@ -24,7 +24,7 @@ const (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"Eve execute-verify replication (seed 003 §2.2): a primary batches requests, execution replicas run the mixer's parallel batches and send MAC'd (start, end) Merkle tokens to verifiers, which agree to commit, commit with state transfer, or roll back to sequential re-execution with a new primary")})
+		"Eve execute-verify replication (the Eve/Adam thesis §2.2): a primary batches requests, execution replicas run the mixer's parallel batches and send MAC'd (start, end) Merkle tokens to verifiers, which agree to commit, commit with state transfer, or roll back to sequential re-execution with a new primary")})
 	automaton.RegisterBroken(Name, protocol{earlyReply: true, Capabilities: capabilities(BrokenEarlyReply,
 		"execution replicas answer their clients from their speculative results, before the verifiers decide: a rolled-back or outvoted execution's answers reach clients; the invariant reply-after-commit catches it, linearizability with a diverging service")})
 	automaton.RegisterBroken(Name, protocol{minority: true, Capabilities: capabilities(BrokenMinority,

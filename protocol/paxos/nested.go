@@ -18,7 +18,7 @@ const BrokenNestedRead = "paxos-broken-nestedread"
 
 func init() {
 	automaton.RegisterBroken("paxos", protocol{nestedRead: true, Capabilities: capabilities(BrokenNestedRead,
-		"a nested read (seed 003 §3) takes the read path instead of the log and is not cached, so a copy of it sent later by another caller replica gets a fresh, different answer; the simulator's nested-answer check catches it (--nested)")})
+		"a nested read (the Eve/Adam thesis §3) takes the read path instead of the log and is not cached, so a copy of it sent later by another caller replica gets a fresh, different answer; the simulator's nested-answer check catches it (--nested)")})
 }
 
 // nested reports whether req is ordered and cached as a nested request.

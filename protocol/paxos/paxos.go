@@ -13,7 +13,7 @@ import (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities("paxos",
-		"Multi-Paxos state machine replication (seed 002 chapters V-VI): stable leader, batched and pipelined phase 2, ReadIndex and lease reads, single-node membership changes")})
+		"Multi-Paxos state machine replication (the Grid Services thesis chapters V-VI): stable leader, batched and pipelined phase 2, ReadIndex and lease reads, single-node membership changes")})
 	// Deliberately broken variants (see the package doc). Never use them for
 	// data: the simulator and the conformance suite run them to show that a
 	// checker or an invariant catches them.
