@@ -83,3 +83,21 @@ func TestStreamBlocking(t *testing.T) {
 		})
 	}
 }
+
+// Scripts may call XREAD and XREADGROUP without BLOCK, as in Redis, and
+// are refused BLOCK.
+func TestStreamReadFromScript(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("XGROUP CREATE s g $ MKSTREAM", "OK"),
+		{[]string{"EVAL", "return redis.pcall('xread','STREAMS','s','$')", "1", "s"}, "(nil)"},
+		{[]string{"EVAL", "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')", "1", "s"}, "(error) ERR xread command is not allowed with BLOCK option from scripts"},
+		{[]string{"EVAL", "return redis.pcall('xreadgroup','group','g','c','STREAMS','s','>')", "1", "s"}, "(nil)"},
+		{[]string{"EVAL", "return redis.pcall('xreadgroup','group','g','c','BLOCK',0,'STREAMS','s','>')", "1", "s"}, "(error) ERR xreadgroup command is not allowed with BLOCK option from scripts"},
+		cmd("XADD s 1-0 f v", `"1-0"`),
+		// The reply nests deeper than a script's reply may (service's
+		// MaxArrayDepth); the script reads into it.
+		{[]string{"EVAL", "local r = redis.call('xread','STREAMS','s','0'); return {r[1][1], r[1][2][1][1], r[1][2][1][2][2]}", "1", "s"}, "1) \"s\"\n2) \"1-0\"\n3) \"v\""},
+	})
+}
