@@ -18,8 +18,9 @@
 //     compatibility suite hung on the go-orca-primary namespace (a go-redis
 //     command got no reply for 16 minutes; the same suite hung for the
 //     engineer who made the change), which was found too late in the
-//     session to diagnose. docs/ROBUSTNESS.md P21 records it; the default
-//     returns to 3 when it is fixed. The reasoning for on (issue 31): §3.3 makes primary-copy
+//     session to diagnose, and which 16 later runs of the suite with
+//     migration on did not reproduce. docs/ROBUSTNESS.md P21 records it
+//     and the search; the default returns to 3 when it is found. The reasoning for on (issue 31): §3.3 makes primary-copy
 //     migration part of the RPC RTS's strategy ("If the RTS discovers that
 //     an object is written frequently by a machine different from the one
 //     containing the primary copy, the RTS may decide to migrate the
