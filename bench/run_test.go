@@ -269,8 +269,13 @@ func TestRunInterrupted(t *testing.T) {
 	s := newFakeServer(t)
 	cfg := testConfig(s.addr())
 	cfg.Duration = time.Hour
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// The interruption comes 200 ms into the measured phase, not 200 ms after
+	// Run is called: on a loaded machine (CI's race pass) connecting 16
+	// clients alone took longer, and the test then saw a failed dial instead
+	// of an interrupted run.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	cfg.OnMeasure = func() { time.AfterFunc(200*time.Millisecond, cancel) }
 	start := time.Now()
 	rep, err := Run(ctx, cfg, nil)
 	t.Logf("Run returned after %v", time.Since(start))

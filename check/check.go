@@ -210,40 +210,13 @@ func (r *Report) build(h *history.History) error {
 				return fmt.Errorf("check: %s: bad result type %q", desc, op.Result.Type)
 			}
 		}
-		if op.Outcome == history.OK && op.Return < op.Call {
-			return fmt.Errorf("check: %s returns (%d) before it is called (%d)", desc, op.Return, op.Call)
+		read, drop, unknown, err := classify(op, svc, desc)
+		if err != nil {
+			return err
 		}
-		okReply := op.Outcome == history.OK && op.Result.Type != "err"
-		if err := svc.Validate(sop); err != nil {
-			if okReply {
-				return fmt.Errorf("check: %s: the service refuses it (%v) but the history records reply %s",
-					desc, err, describeResult(op.Result))
-			}
-			r.Dropped++ // refused at the edge: no effect
-			continue
-		}
-		read := svc.IsRead(sop)
-		var unknown bool
-		switch op.Outcome {
-		case history.Failed:
+		if drop {
 			r.Dropped++
 			continue
-		case history.Unknown:
-			if read {
-				r.Dropped++
-				continue
-			}
-			unknown = true
-		case history.OK:
-			if !okReply {
-				if read {
-					r.Dropped++
-					continue
-				}
-				unknown = true
-			}
-		default:
-			return fmt.Errorf("check: %s: bad outcome %q", desc, op.Outcome)
 		}
 
 		name := nsName(op.Namespace)
@@ -559,4 +532,39 @@ func forEach(n int, f func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// classify judges how a recorded operation enters a check (shared by
+// Linearizable, Sequential and the generic sequential search): dropped
+// (refused at the edge, failed, an unknown read, a read answered by an
+// error), or kept, floating when it may or may not have taken effect (a
+// write of unknown outcome, or answered by an error). It refuses a
+// malformed operation: a reply before the call, or a success claimed for
+// an operation the service refuses.
+func classify(op history.Op, svc service.Service, desc string) (read, drop, float bool, err error) {
+	if op.Outcome == history.OK && op.Return < op.Call {
+		return false, false, false, fmt.Errorf("check: %s returns (%d) before it is called (%d)", desc, op.Return, op.Call)
+	}
+	sop := op.ServiceOp()
+	okReply := op.Outcome == history.OK && op.Result.Type != "err"
+	if verr := svc.Validate(sop); verr != nil {
+		if okReply {
+			return false, false, false, fmt.Errorf("check: %s: the service refuses it (%v) but the history records reply %s",
+				desc, verr, describeResult(op.Result))
+		}
+		return false, true, false, nil // refused at the edge: no effect
+	}
+	read = svc.IsRead(sop)
+	switch op.Outcome {
+	case history.Failed:
+		return read, true, false, nil
+	case history.Unknown:
+		return read, read, !read, nil
+	case history.OK:
+		if !okReply {
+			return read, read, !read, nil
+		}
+		return read, false, false, nil
+	}
+	return false, false, false, fmt.Errorf("check: %s: bad outcome %q", desc, op.Outcome)
 }

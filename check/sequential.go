@@ -120,9 +120,10 @@ package check
 // NX/XX (no graph and no pruning at a write), with more than scMaxGraph
 // operations (no graph), or with many floating DELs and SETs of values no
 // read returns, which can land anywhere. The memo costs about 20 bytes per
-// configuration (about 100 MB at DefaultMaxStates). Only the KV service has
-// a sequential model here (Options.Services naming another service is an
-// error).
+// configuration (about 100 MB at DefaultMaxStates). A history with a
+// namespace of another service is judged by the generic search
+// (seq_generic.go), which runs the services themselves as their
+// specification.
 //
 // Measured (issue 19 item 6; synod-lab sim --nodes 3 --clients 8 --ops 1000
 // --faults all, seeds 1-600 of each protocol declaring automaton.Sequential:
@@ -286,12 +287,14 @@ func Sequential(h *history.History, opt Options) (*Report, error) {
 	if h == nil {
 		return nil, errors.New("check: nil history")
 	}
-	for ns, svc := range opt.Services {
+	start := time.Now()
+	for _, svc := range opt.Services {
 		if svc != "kv" {
-			return nil, fmt.Errorf("check: namespace %q: no sequential-consistency model for service %q (have kv)", ns, svc)
+			// Any other deterministic service: the generic search
+			// (seq_generic.go), every namespace by its own State.
+			return sequentialGeneric(h, opt, start)
 		}
 	}
-	start := time.Now()
 	r := &Report{opt: opt, Guarantee: GuaranteeSequential, spec: newSpec(opt), Partitions: 1}
 	s, err := r.buildSequential(h)
 	if err != nil {
@@ -315,27 +318,33 @@ func Sequential(h *history.History, opt Options) (*Report, error) {
 	s.counters()
 	ok := s.restarts()
 	r.Elapsed = time.Since(start)
-	r.States = s.states
+	r.verdict(ok, s.cut, s.states, s.maxState, s.total, len(s.procs), "(all keys)", func() string { return s.explain(h) })
+	return r, nil
+}
+
+// verdict sets a sequential search's result: Ok when it found an order,
+// Unknown when a bound (the time or the state limit) cut it, Illegal when
+// it exhausted every order; failed names the partition of a violation.
+func (r *Report) verdict(ok, cut bool, states, maxState, total, procs int, failed string, explain func() string) {
+	r.States = states
 	switch {
 	case ok:
 		r.Result = Ok
 		r.Detail = fmt.Sprintf("a sequential order of all %d operations of %d processes exists (%d configurations explored)",
-			s.total, len(s.procs), s.states)
-	case s.cut:
+			total, procs, states)
+	case cut:
 		r.Result = Unknown
-		why := fmt.Sprintf("the time limit (%v)", opt.Timeout)
-		if s.states >= s.maxState {
-			why = fmt.Sprintf("the state limit (%d configurations)", s.maxState)
+		why := fmt.Sprintf("the time limit (%v)", r.opt.Timeout)
+		if states >= maxState {
+			why = fmt.Sprintf("the state limit (%d configurations)", maxState)
 		}
-		r.Detail = fmt.Sprintf("%s passed before the search finished; no order was found so far; %s",
-			why, s.explain(h))
+		r.Detail = fmt.Sprintf("%s passed before the search finished; no order was found so far; %s", why, explain())
 	default:
 		r.Result = Illegal
-		r.FailedPartition = "(all keys)"
-		r.FailedPartitions = []string{r.FailedPartition}
-		r.Detail = "no sequential order exists: " + s.explain(h)
+		r.FailedPartition = failed
+		r.FailedPartitions = []string{failed}
+		r.Detail = "no sequential order exists: " + explain()
 	}
-	return r, nil
 }
 
 // buildSequential classifies operations (as build does) into per-process
@@ -357,40 +366,13 @@ func (r *Report) buildSequential(h *history.History) (*scSearch, error) {
 				return nil, fmt.Errorf("check: %s: bad result type %q", desc, op.Result.Type)
 			}
 		}
-		if op.Outcome == history.OK && op.Return < op.Call {
-			return nil, fmt.Errorf("check: %s returns (%d) before it is called (%d)", desc, op.Return, op.Call)
+		read, drop, float, err := classify(op, svc, desc)
+		if err != nil {
+			return nil, err
 		}
-		okReply := op.Outcome == history.OK && op.Result.Type != "err"
-		if err := svc.Validate(sop); err != nil {
-			if okReply {
-				return nil, fmt.Errorf("check: %s: the service refuses it (%v) but the history records reply %s",
-					desc, err, describeResult(op.Result))
-			}
+		if drop {
 			r.Dropped++
 			continue
-		}
-		read := svc.IsRead(sop)
-		float := false
-		switch op.Outcome {
-		case history.Failed:
-			r.Dropped++
-			continue
-		case history.Unknown:
-			if read {
-				r.Dropped++
-				continue
-			}
-			float = true
-		case history.OK:
-			if !okReply {
-				if read {
-					r.Dropped++
-					continue
-				}
-				float = true
-			}
-		default:
-			return nil, fmt.Errorf("check: %s: bad outcome %q", desc, op.Outcome)
 		}
 		c := scOp{key: nsName(op.Namespace) + "/" + op.Key, res: op.Result, float: float, read: read, orig: i, call: op.Call,
 			in: input{service: "kv", kind: op.Kind, key: op.Key, args: op.Args}}
@@ -882,9 +864,6 @@ func (s *scSearch) dfs(depth int) bool {
 
 // explain describes the deepest configuration the search reached.
 func (s *scSearch) explain(h *history.History) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d configurations explored; the longest valid prefix places %d of %d operations; there, ",
-		s.states, s.best, s.total)
 	var stuck []string
 	for p, ops := range s.procs {
 		if s.bestPos[p] >= len(ops) {
@@ -905,13 +884,18 @@ func (s *scSearch) explain(h *history.History) string {
 		stuck = append(stuck, fmt.Sprintf("process %d's next op %d [%d..%d] %s finds %s = %s",
 			s.ids[p], o.orig, op.Call, op.Return, describeOp(in, output{res: o.res}, s.opt), quote(o.in.key), cur))
 	}
+	return explainStuck(s.states, s.best, s.total, stuck)
+}
+
+// explainStuck words a sequential search's deepest configuration: its
+// size and each process's next operation there (the first six).
+func explainStuck(states, best, total int, stuck []string) string {
 	const show = 6
 	if len(stuck) > show {
 		stuck = append(stuck[:show], fmt.Sprintf("and %d more processes", len(stuck)-show))
 	}
-	b.WriteString(strings.Join(stuck, "; "))
-	b.WriteString(".")
-	return b.String()
+	return fmt.Sprintf("%d configurations explored; the longest valid prefix places %d of %d operations; there, %s.",
+		states, best, total, strings.Join(stuck, "; "))
 }
 
 func (r *Report) sequentialString() string {

@@ -116,8 +116,15 @@ func TestSequentialBadInput(t *testing.T) {
 	if _, err := Sequential(&history.History{Ops: overlap}, Options{}); err == nil || !strings.Contains(err.Error(), "not sequential") {
 		t.Errorf("overlapping ops of one process: %v", err)
 	}
-	if _, err := Sequential(&history.History{}, Options{Services: map[string]string{"c": "counter"}}); err == nil {
-		t.Error("counter namespace accepted")
+	// Other services go to the generic search (seq_generic.go); a
+	// nondeterministic or unknown one has no sequential specification.
+	for _, svc := range []string{"matchmaker", "nosuch"} {
+		if _, err := Sequential(&history.History{}, Options{Services: map[string]string{"c": svc}}); err == nil {
+			t.Errorf("%s namespace accepted", svc)
+		}
+	}
+	if r, err := Sequential(&history.History{}, Options{Services: map[string]string{"c": "counter"}}); err != nil || r.Result != Ok {
+		t.Errorf("counter namespace, empty history: %v %v", r, err)
 	}
 	bad := []history.Op{hop(1, 0, 1, "set", "x", nil, resOK)} // set without a value, claimed OK
 	if _, err := Sequential(&history.History{Ops: bad}, Options{}); err == nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// Client-driven ABD (seed 001 §3.1.2: the "ABD capable client").
+// Client-driven ABD (the ABD report §3.1.2: the "ABD capable client").
 //
 // ABD returned by GRPC.ABD runs multi-writer ABD's two phases itself, as the
 // seed's client does, against every replica of an abd namespace, whose
@@ -131,7 +131,7 @@ func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
 				return service.Result{}, fmt.Errorf("client: %s: query phase: %w", what, err)
 			case co.Write():
 				return service.Result{}, fmt.Errorf("client: %s: store phase: %w: %w", what, err, ErrUnknownOutcome)
-			default: // a read's write-back (seed 001 §3.1.2 omits it; ABD needs it)
+			default: // a read's write-back (the ABD report §3.1.2 omits it; ABD needs it)
 				return service.Result{}, fmt.Errorf("client: %s: write-back: %w", what, err)
 			}
 		}

@@ -1,6 +1,6 @@
 // Package client is a Go client for Synod nodes: Client over the Redis
 // protocol, GRPC over the gRPC API (grpc.go, same fail-over rules). GRPC is
-// also seed 002's fail-over client stub (failover.go: on a namespace with a
+// also the Grid Services thesis's fail-over client stub (failover.go: on a namespace with a
 // leader it subscribes to leader-change notifications at every node and
 // resubmits outstanding requests to a newly notified leader at once) and a
 // fan-out client for protocols whose clients send to every replica

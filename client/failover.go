@@ -15,7 +15,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// The fail-over client stub (seed 002, chapter III.B, Fig. III.1).
+// The fail-over client stub (the Grid Services thesis, chapter III.B, Fig. III.1).
 //
 // For a namespace whose protocol has a leader (Namespace.has_leader: paxos,
 // primary-backup's primary), GRPC subscribes on first use to WatchLeader at

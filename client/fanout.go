@@ -13,7 +13,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// Clients that send to every replica (automaton.FanoutProtocol; seed 002
+// Clients that send to every replica (automaton.FanoutProtocol; the Grid Services thesis
 // chapters V and VI).
 //
 // For a namespace whose protocol wants it (Namespace.client_fanout: Fast

@@ -78,7 +78,7 @@ type OpOptions struct {
 	// (INVALID_ARGUMENT); nothing is then executed.
 	Ext map[string][]string
 	// OpID, Prev and Strict are shorthands for the eventually-serializable
-	// model's options (seed 000 chapter 3; automaton.OptOpID, OptPrev,
+	// model's options (the ESDS thesis chapter 3; automaton.OptOpID, OptPrev,
 	// OptStrict): the operation's id (empty: the node assigns
 	// "<client id as 16 hex>-<seq>", returned by DoOp), the ids of
 	// operations that must precede it, and whether to answer only once it
@@ -715,7 +715,7 @@ var ErrTxnAborted = errors.New("transaction aborted: nothing of it took effect")
 // aborted.
 var ErrTxnDone = errors.New("client: the transaction has ended (committed or aborted)")
 
-// Txn is an interactive transaction (automaton/txn.go; seed 002 VI.A.4's
+// Txn is an interactive transaction (automaton/txn.go; the Grid Services thesis VI.A.4's
 // shape): each Do is answered before the commit, with the transaction's own
 // writes visible to its later reads and invisible to everyone else until
 // Commit. Only protocols with Namespace.interactive_transactions serve them

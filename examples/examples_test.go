@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +164,47 @@ func TestOrcaObjectExample(t *testing.T) {
 	if !ok || strings.Count(out, want) != 2 {
 		t.Fatalf("orca run primes --live --nodes 2:\n%s", out)
 	}
+	// The Bucket type in the simulator under every fault (its TypeSim:
+	// puts of unique items, guarded gets, lengths), each history judged
+	// for sequential consistency by the type itself (check/seq_generic.go);
+	// at most one seed of six may be left undecided by the time limit on a
+	// loaded machine, none may fail.
+	const mix = "bucket.new:1,bucket.put:4,bucket.get:2,bucket.len:1"
+	for _, rt := range []string{"orca-primary", "orca-bcast"} {
+		args := []string{"sim", "--protocol", rt, "--service", "orca", "--mix", mix, "--nodes", "3", "--clients", "2",
+			"--ops", "100", "--keys", "1", "--faults", "all", "--seeds", "1-6"}
+		if rt == "orca-primary" {
+			args = append(args, "--param", "replicate_after=1")
+		}
+		out, ok := run(t, bin, args...)
+		if u := undecided(out); !ok || !strings.Contains(out, "0 failing") || u < 0 || u > 1 {
+			t.Fatalf("sim %s --service orca (bucket):\n%s", rt, out)
+		}
+	}
+	// A runtime whose secondaries skip updates is caught on the user's
+	// type: a client's length read at its node's stale copy misses its own
+	// put (lengths only grow in this mix).
+	out, ok = run(t, bin, "sim", "--protocol", "orca-primary-broken-skipupdate", "--service", "orca",
+		"--mix", "bucket.new:1,bucket.put:3,bucket.len:3", "--nodes", "3", "--clients", "3", "--ops", "90", "--keys", "1",
+		"--faults", "none", "--param", "replicate_after=1", "--seeds", "1-4")
+	if ok || !strings.Contains(out, "FAIL seed") || !strings.Contains(out, "NOT sequentially consistent") || !strings.Contains(out, "replay:") {
+		t.Fatalf("sim orca-primary-broken-skipupdate --service orca (bucket) passed:\n%s", out)
+	}
+}
+
+// undecided reads "N undecided checks" from the simulator's summary (-1
+// when it is missing).
+func undecided(out string) int {
+	i := strings.Index(out, " undecided checks")
+	if i < 0 {
+		return -1
+	}
+	j := strings.LastIndex(out[:i], " ")
+	n, err := strconv.Atoi(out[j+1 : i])
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // The nested-call program (examples/nestedcall, Orders) in an adam

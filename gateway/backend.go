@@ -3,7 +3,7 @@
 // Backend (the node runtime, or a fake in tests).
 //
 // Backends that know a namespace's leader (LeaderBackend, LeaderWatcher)
-// also get SYNOD LEADER and the fail-over notifications of seed 002,
+// also get SYNOD LEADER and the fail-over notifications of the Grid Services thesis,
 // chapter III: SUBSCRIBE synod:leader:<namespace>, in Redis pub/sub framing
 // (subscribe.go).
 package gateway

@@ -47,7 +47,7 @@ import (
 // this node and the registered protocols that can run it, and how to reach
 // them (SYNOD NS <name>, or a namespace in the cluster file).
 //
-// In a namespace whose service is "counter" (one integer, seed 000 chapter
+// In a namespace whose service is "counter" (one integer, the ESDS thesis chapter
 // 4.4) the key is ignored: GET maps to read (the value is replied as a
 // bulk string, like GET of a number in Redis) and INCR, INCRBY, DECR,
 // DECRBY map to add. Any service's operation can be sent directly with

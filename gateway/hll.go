@@ -25,7 +25,7 @@ func init() {
 
 // hllMaxBytes is this node's hll-sparse-max-bytes, as an argument.
 func (c *conn) hllMaxBytes() []byte {
-	return []byte(c.s.tun.get("hll-sparse-max-bytes"))
+	return []byte(c.tunable("hll-sparse-max-bytes"))
 }
 
 // planHLLWrite is PFADD key [element ...] and PFMERGE destkey [sourcekey

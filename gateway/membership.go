@@ -41,7 +41,7 @@ type LeaderHint struct {
 }
 
 // LeaderWatcher is implemented by backends that announce leader changes
-// (node.Node): the fail-over notifications of seed 002, chapter III.A,
+// (node.Node): the fail-over notifications of the Grid Services thesis, chapter III.A,
 // served as RESP SUBSCRIBE synod:leader:<ns> (subscribe.go) and gRPC
 // WatchLeader (grpcserver).
 type LeaderWatcher interface {

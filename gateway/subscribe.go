@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Fail-over notifications over RESP (seed 002, chapter III.A: "each client
+// Fail-over notifications over RESP (the Grid Services thesis, chapter III.A: "each client
 // registers with each backup as a sink for the failover notification that
 // tells it to switch to a different primary").
 //

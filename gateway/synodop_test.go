@@ -8,7 +8,7 @@ import (
 )
 
 // SYNOD OP runs any operation of the namespace's service, keyless ones
-// included (the spreadsheet's refresh, seed 000 §4.4), inside MULTI too.
+// included (the spreadsheet's refresh, the ESDS thesis §4.4), inside MULTI too.
 func TestSynodOpKeyless(t *testing.T) {
 	b := gatewaytest.MustAutomaton(t, unreplicated.Name, "spreadsheet")
 	_, addr := startServer(t, b, ServerOptions{})

@@ -75,7 +75,7 @@ func (w *world) invokeDriven(c int) error {
 }
 
 // sendPhase sends client c's current phase to every node, as a fresh
-// request (seed 001 §3.1.2: the client asks every server).
+// request (the ABD report §3.1.2: the client asks every server).
 func (w *world) sendPhase(c int) {
 	cl := &w.clients[c]
 	cl.phaseSeq++

@@ -231,7 +231,7 @@
 // "txn-begin", reads and writes, "txn-commit"/"txn-abort" (an interactive
 // transaction, one history entry judged by the serializability checker);
 // "group a+b" (an atomic group, one entry with a result per operation);
-// "nested <op>" (a nested request, seed 003 §3); "resend k" (a later copy
+// "nested <op>" (a nested request, the Eve/Adam thesis §3); "resend k" (a later copy
 // of request k with its id, which must be answered as the first copy
 // was); ESDS strict operations (a strict answer must be the operation's
 // value in every replica's stable order, workload_esds.go). For a

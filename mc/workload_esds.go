@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// ESDS's strict operations (seed 000; protocol/esds). A strict operation's
+// ESDS's strict operations (the ESDS thesis; protocol/esds). A strict operation's
 // answer must be its value in the eventual total order (check.ESDS, which
 // the simulator runs on the replicas' final orders after quiescence). The
 // model checker cannot wait for quiescence, so it judges a strict answer

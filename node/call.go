@@ -11,7 +11,7 @@ import (
 	"github.com/synod-dev/synod/gateway"
 )
 
-// Nested requests (automaton/call.go; seed 003 §3, Adam) in the live
+// Nested requests (automaton/call.go; the Eve/Adam thesis §3, Adam) in the live
 // runtime. A node hosting namespace A carries out A's Effect of kind
 // automaton.CallKind by submitting Call.Req to namespace Call.Namespace
 // through the path a client request takes on this node (Node.Do): every

@@ -78,7 +78,7 @@ func (b *blackhole) pipe(dst, src net.Conn, fromClient bool) {
 	}
 }
 
-// The fail-over stub end to end on a real paxos cluster (seed 002, Fig.
+// The fail-over stub end to end on a real paxos cluster (the Grid Services thesis, Fig.
 // III.1): the leader's machine vanishes with a request outstanding at it
 // (no TCP error reaches the client, and the client's attempt timeout is
 // longer than the test); the survivors elect a leader and notify the

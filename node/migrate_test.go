@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
@@ -218,6 +219,36 @@ func TestMigrateSlotsUnderLoad(t *testing.T) {
 	}
 	if got := len(keysIn(t, ctx, nodes[0], 1, moved)); got == 0 {
 		t.Fatal("s1 holds no key of the moved slots")
+	}
+
+	// A write of a moved slot reaches s0 as if routed by a stale map (the
+	// node's own map check skipped): s0's log refuses it (the slot is
+	// gone), so s1's value stands.
+	n1 := nodes[0]
+	s := n1.shards["default"]
+	k := keys[0]
+	for _, x := range keys {
+		if shard.InRanges(moved, shard.KeySlot(x)) {
+			k = x
+			break
+		}
+	}
+	before, _ := cc2.Get(ctx, k).Result()
+	resp, err := n1.doGuarded(ctx, s, "default#s0", automaton.Request{ID: automaton.RequestID{Client: 42, Seq: 1}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("stale")}}})
+	if err != nil || !strings.HasPrefix(resp.Result.Err, "MOVED ") {
+		t.Fatalf("a write routed to s0 by a stale map: %+v, %v; want MOVED", resp.Result, err)
+	}
+	if after, _ := cc2.Get(ctx, k).Result(); after != before {
+		t.Fatalf("%s changed from %q to %q", k, before, after)
+	}
+	// Without the guard (the node's own, unchecked path) the same write is
+	// applied by s0, which no longer owns the slot: what the guard stops.
+	resp, err = n1.do(internalCtx(ctx), "default#s0", automaton.Request{ID: automaton.RequestID{Client: 42, Seq: 2}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("stale")}}}, true)
+	if err != nil || resp.Result.IsErr() {
+		t.Fatalf("unguarded write: %+v, %v", resp.Result, err)
+	}
+	if left := keysIn(t, ctx, n1, 0, moved); len(left) != 1 || left[0] != k {
+		t.Fatalf("s0 holds %v after the unguarded write, want [%s]", left, k)
 	}
 }
 

@@ -56,7 +56,7 @@
 // carries the same RequestID; when two waiters share an id, the first Respond
 // for that id answers both.
 //
-// Nested requests (automaton.CallKind effects; seed 003 Adam) are carried
+// Nested requests (automaton.CallKind effects; the Eve/Adam thesis Adam) are carried
 // by call.go: the call is submitted to the named namespace of this same
 // node, as a client request, and retried with the same id until answered;
 // a call to a namespace of another Synod cluster (the cluster file's

@@ -11,7 +11,7 @@ import (
 	"github.com/synod-dev/synod/gateway"
 )
 
-// Leader-change notifications (seed 002, chapter III.A: "each client
+// Leader-change notifications (the Grid Services thesis, chapter III.A: "each client
 // registers with each backup as a sink for the failover notification").
 //
 // A namespace's leader hint is published by noteLeader on the loop

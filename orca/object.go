@@ -2,6 +2,7 @@ package orca
 
 import (
 	"fmt"
+	"math/rand"
 	"sort"
 	"strings"
 
@@ -46,6 +47,24 @@ type Type struct {
 	// Decode reads an instance written by Value.Encode.
 	Decode func(d *wire.Decoder) Value
 	Ops    map[string]Operation
+	// Sim, when set, lets the simulator's random clients drive objects of
+	// this type (`synod-lab sim --service orca`, checked for sequential
+	// consistency by the service itself: sim.go).
+	Sim *TypeSim
+}
+
+// TypeSim tells the simulator how to draw operations on a type's objects.
+// Each draw uses r alone for randomness, so a seed replays the run.
+type TypeSim struct {
+	// Mix weighs the type's operations, "op:weight,...", "new" included
+	// (creation: an object exists only once some client created it).
+	Mix string
+	// New draws creation arguments (after the type name).
+	New func(r *rand.Rand) [][]byte
+	// Args draws an operation's arguments; client and n (the client's
+	// index and operation count) make written values unique, so that a
+	// read identifies the write it saw.
+	Args func(op string, r *rand.Rand, client, n int) [][]byte
 }
 
 // OpNames lists the type's operations, sorted.

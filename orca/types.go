@@ -2,6 +2,7 @@ package orca
 
 import (
 	"fmt"
+	"math/rand"
 	"slices"
 	"strconv"
 
@@ -74,6 +75,20 @@ var IntType = &Type{
 			Guard: func(v Value, a [][]byte) bool { return v.(*IntObj).V >= argInt(a, 0) },
 			Do:    func(v Value, _ [][]byte) service.Result { return service.Int(v.(*IntObj).V) }},
 	},
+	// Simulated clients create integers, read them, assign values unique to
+	// the client and operation, and increment them (a read then names the
+	// write it saw); await is left out (a client blocked on a value nobody
+	// reaches waits for the rest of the run).
+	Sim: &TypeSim{Mix: "new:1,value:3,assign:2,inc:2",
+		Args: func(op string, _ *rand.Rand, client, n int) [][]byte {
+			switch op {
+			case "assign":
+				return [][]byte{Int(int64(client)*1_000_000 + int64(n))}
+			case "inc", "lower":
+				return [][]byte{Int(1)}
+			}
+			return nil
+		}},
 }
 
 // Queue is the job queue: a FIFO of opaque jobs that can be closed.

@@ -1,8 +1,7 @@
 // # The KV data model (issue 17 items 2 to 4)
 //
 // One keyspace per namespace. A key holds one value of one type: a string,
-// a hash, a list, a set or a sorted set (Redis's types; streams and the
-// others are not offered). An operation on a key of another type answers
+// a hash, a list, a set, a sorted set or a stream (Redis's types). An operation on a key of another type answers
 // the error WRONGTYPE exactly as Redis words it:
 //
 //	WRONGTYPE Operation against a key holding the wrong kind of value
@@ -189,6 +188,13 @@
 // and haversine), kv_function.go (fnload, fndelete, fnflush, fnlist,
 // fndump, fnrestore: the replicated function library table); each file's
 // comment lists its operations and decisions.
+//
+// Streams (issue 34; each command one operation, ported from Redis 7.0.15's
+// t_stream.c): kv_stream.go (xadd, xrange, xrevrange, xlen, xdel, xtrim,
+// xsetid, xread, xlastid, xinfo; the stream's nodes, the time of XADD *)
+// and kv_stream_group.go (xgroup, xreadgroup, xack, xpending, xclaim,
+// xautoclaim, xready); the files' comments list the arguments, results and
+// decisions. A stream that became empty stays, as in Redis.
 //
 // # Choices (the seeds are silent on all of this; Redis is the reference)
 //

@@ -24,9 +24,10 @@ const (
 	tList
 	tSet
 	tZSet
+	tStream // kv_stream.go
 )
 
-var kvTypeNames = [...]string{"string", "hash", "list", "set", "zset"}
+var kvTypeNames = [...]string{"string", "hash", "list", "set", "zset", "stream"}
 
 func (t kvType) String() string {
 	if int(t) < len(kvTypeNames) {
@@ -69,6 +70,7 @@ type coll struct {
 	set map[string]struct{} // set
 	z   map[string]float64  // sorted set: member -> score
 	zs  []zel               // sorted set in (score, member) order
+	st  *stream             // stream (kv_stream.go)
 }
 
 // zel is one sorted-set element.
@@ -96,6 +98,8 @@ func newColl(t kvType, own *int) *coll {
 		c.set = map[string]struct{}{}
 	case tZSet:
 		c.z = map[string]float64{}
+	case tStream:
+		c.st = &stream{}
 	}
 	return c
 }
@@ -104,6 +108,9 @@ func (c *coll) clone(own *int) *coll {
 	n := &coll{own: own, t: c.t, h: maps.Clone(c.h), set: maps.Clone(c.set), z: maps.Clone(c.z)}
 	n.l = slices.Clone(c.l)
 	n.zs = slices.Clone(c.zs)
+	if c.st != nil {
+		n.st = c.st.clone()
+	}
 	return n
 }
 
@@ -118,6 +125,8 @@ func (c *coll) size() int {
 		return len(c.set)
 	case tZSet:
 		return len(c.zs)
+	case tStream:
+		return int(c.st.length)
 	}
 	return 0
 }
@@ -193,7 +202,7 @@ func (s *KVState) removeMembers(op Op, t kvType, del func(c *coll, m string) boo
 // store records a changed collection (its version, hash, deadline kept),
 // or deletes the key when the collection became empty.
 func (s *KVState) store(key string, e kvEntry, c *coll) {
-	if c.size() == 0 {
+	if c.size() == 0 && c.t != tStream { // an empty stream stays, as in Redis
 		if _, ok := s.m[key]; ok {
 			s.del(key)
 		}
@@ -236,6 +245,8 @@ func (e kvEntry) encode(w *wire.Encoder) {
 			w.String(z.m)
 			w.Uvarint(math.Float64bits(z.score))
 		}
+	case tStream:
+		e.c.st.encode(w)
 	}
 }
 
@@ -253,6 +264,8 @@ func decodeValue(d *wire.Decoder, own *int) kvEntry {
 		}
 		return kvEntry{v: v}
 	case tHash, tList, tSet, tZSet:
+	case tStream:
+		return kvEntry{c: &coll{own: own, t: tStream, st: decodeStream(d)}}
 	default:
 		d.Fail(fmt.Errorf("kv: value type %d", t))
 		return kvEntry{}

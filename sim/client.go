@@ -322,6 +322,19 @@ func (s *simulator) onClientResp(e *event) {
 		s.onTxnResp(c, res)
 		return
 	}
+	if res.IsErr() && s.userService() && !automaton.RetryableAnswer(res.Err) {
+		// A user's service (service.Simulated) answers errors of its own
+		// (an Orca operation on an object not created yet): a result,
+		// recorded as such. The checker takes a write answered so as
+		// applied with that reply or not at all (check/seq_generic.go).
+		s.stats.ErrorReplies++
+		s.tracef("client %d: %v -> error %s", c.idx, c.req.ID, res.Err)
+		s.digestClient(c, 'C', &res)
+		c.pending.Complete(res)
+		s.noteCompleted(c)
+		s.finishOp(c)
+		return
+	}
 	if res.IsErr() {
 		// For example ABD's TRYAGAIN after its own timeout: like a timeout, the
 		// outcome of a write is unknown and a read may be retried.

@@ -80,6 +80,9 @@ func mixOf(name string) (serviceMix, bool) {
 		return m, false
 	}
 	m.def = sim.SimMix()
+	if m.def == "" { // e.g. an orca namespace whose types declare no TypeSim
+		return m, false
+	}
 	for _, part := range strings.Split(m.def, ",") {
 		k, _, _ := strings.Cut(strings.TrimSpace(part), ":")
 		m.kinds = append(m.kinds, k)
@@ -91,6 +94,14 @@ func mixOf(name string) (serviceMix, bool) {
 func mixKinds(name string) []string {
 	m, _ := mixOf(name)
 	return m.kinds
+}
+
+// userService reports whether the namespace runs a user's service driven
+// through service.Simulated (not one with a generator of its own here).
+func (s *simulator) userService() bool {
+	_, sim := s.svc.(service.Simulated)
+	_, builtin := serviceMixes[s.cfg.Service]
+	return sim && !builtin
 }
 
 // genServiceOp draws an operation of a non-kv service.

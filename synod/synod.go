@@ -110,6 +110,9 @@ type (
 	ObjectType = orca.Type
 	// ObjectOp declares one operation: Write (false: a read, checked), Guard, Do, Arity.
 	ObjectOp = orca.Operation
+	// ObjectSim lets `synod sim --service orca` drive a type's objects
+	// (ObjectType.Sim): the mix of its operations and their arguments.
+	ObjectSim = orca.TypeSim
 	// Value is an object instance's data; Encode writes it canonically.
 	Value = orca.Value
 	// Program is a parallel program: Setup, one Worker per node, Finish.

@@ -1,6 +1,6 @@
 // Synod's client API over gRPC: every namespace, every service operation,
 // every read mode, the request options each protocol declares (for example
-// ESDS's op id, prev set and strict flag, seed 000 chapter 3) and atomic
+// ESDS's op id, prev set and strict flag, the ESDS thesis chapter 3) and atomic
 // groups of operations.
 //
 // Regenerate the Go code in api/synodpb with scripts/gen-proto after editing
@@ -609,7 +609,7 @@ type Request struct {
 	Op   *Op      `protobuf:"bytes,4,opt,name=op,proto3" json:"op,omitempty"`
 	Read ReadMode `protobuf:"varint,5,opt,name=read,proto3,enum=synod.v1.ReadMode" json:"read,omitempty"`
 	// Compatibility aliases for the eventually-serializable model's options
-	// (seed 000 chapter 3): op_id is options["opid"], prev is
+	// (the ESDS thesis chapter 3): op_id is options["opid"], prev is
 	// options["prev"], strict is options["strict"] ("1" when true). The node
 	// merges them into options; a request that sets an alias and the same
 	// options entry is INVALID_ARGUMENT. Like every option, they are refused
@@ -637,7 +637,7 @@ type Request struct {
 	// true accept groups (FAILED_PRECONDITION otherwise). Options apply to the
 	// group as a whole.
 	Ops []*Op `protobuf:"bytes,10,rep,name=ops,proto3" json:"ops,omitempty"`
-	// A step of an interactive transaction (seed 002 VI.A.4's shape: each
+	// A step of an interactive transaction (the Grid Services thesis VI.A.4's shape: each
 	// operation is answered before the commit). Only protocols whose
 	// Namespace.interactive_transactions is true serve them
 	// (FAILED_PRECONDITION otherwise, nothing applied). BEGIN opens a
@@ -651,7 +651,7 @@ type Request struct {
 	Txn *TxnStep `protobuf:"bytes,11,opt,name=txn,proto3" json:"txn,omitempty"`
 	// The client sent this same request, same (client_id, seq), to every
 	// replica itself (Namespace.client_fanout: Fast Paxos's clients are
-	// proposers, PB-Paxos's clients send to all replicas; seed 002 chapters
+	// proposers, PB-Paxos's clients send to all replicas; the Grid Services thesis chapters
 	// V and VI). Each node plays its own part and may answer silent. Unset,
 	// the contacted node serves the request for the client (it proposes or
 	// forwards).

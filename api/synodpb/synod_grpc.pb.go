@@ -1,6 +1,6 @@
 // Synod's client API over gRPC: every namespace, every service operation,
 // every read mode, the request options each protocol declares (for example
-// ESDS's op id, prev set and strict flag, seed 000 chapter 3) and atomic
+// ESDS's op id, prev set and strict flag, the ESDS thesis chapter 3) and atomic
 // groups of operations.
 //
 // Regenerate the Go code in api/synodpb with scripts/gen-proto after editing
@@ -74,7 +74,7 @@ type SynodClient interface {
 	Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*InfoResponse, error)
 	// WatchLeader streams the leader of a namespace as this node sees it: one
 	// event at once with the current leader, then one on every change (the
-	// fail-over notification of seed 002, chapter III.A, to which the client
+	// fail-over notification of the Grid Services thesis, chapter III.A, to which the client
 	// stub subscribes at every replica). Events are level-triggered: each
 	// names the leader at that moment, and a change quickly undone may be
 	// skipped. An event with an empty node_id means the node knows no leader
@@ -237,7 +237,7 @@ type SynodServer interface {
 	Info(context.Context, *InfoRequest) (*InfoResponse, error)
 	// WatchLeader streams the leader of a namespace as this node sees it: one
 	// event at once with the current leader, then one on every change (the
-	// fail-over notification of seed 002, chapter III.A, to which the client
+	// fail-over notification of the Grid Services thesis, chapter III.A, to which the client
 	// stub subscribes at every replica). Events are level-triggered: each
 	// names the leader at that moment, and a change quickly undone may be
 	// skipped. An event with an empty node_id means the node knows no leader

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand"
 	"strconv"
 
 	"github.com/synod-dev/synod/synod"
@@ -65,6 +66,18 @@ var Bucket = &synod.ObjectType{
 		}},
 		"len": {Arity: 0, Do: func(v synod.Value, _ [][]byte) synod.Result { return synod.Int(int64(len(v.(*bucket).Items))) }},
 	},
+	// In the simulator (`orcaobject sim --service orca`): buckets of 1000
+	// items, puts of items unique to the client and operation (a get names
+	// the put it took), gets, lengths; close is left out (it would end
+	// every later put).
+	Sim: &synod.ObjectSim{Mix: "new:1,put:4,get:2,len:1",
+		New: func(*rand.Rand) [][]byte { return [][]byte{[]byte("1000")} },
+		Args: func(op string, _ *rand.Rand, client, n int) [][]byte {
+			if op == "put" {
+				return [][]byte{[]byte(fmt.Sprintf("c%d.%d", client, n))}
+			}
+			return nil
+		}},
 }
 
 type bucket struct {

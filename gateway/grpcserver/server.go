@@ -58,7 +58,7 @@
 //     outcome is unknown. Protocol-level errors are results, not statuses,
 //     with the same upper-case code the Redis gateway replies ("ERR ...",
 //     "TRYAGAIN ...").
-//   - Leader notifications (WatchLeader; seed 002, chapter III's fail-over
+//   - Leader notifications (WatchLeader; the Grid Services thesis, chapter III's fail-over
 //     notification): served when the backend is a gateway.LeaderWatcher
 //     (UNIMPLEMENTED otherwise) for namespaces whose protocol has a leader
 //     (FAILED_PRECONDITION otherwise). The stream sends the current leader

@@ -285,7 +285,7 @@ func TestNamespacesAndInfo(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("namespaces %v, want %v", got, want)
 	}
-	// abd declares the options of its client-driven phases (seed 001).
+	// abd declares the options of its client-driven phases (the ABD report).
 	wantOpts := map[string]string{"default": "abd.phase abd.tag", "hits": ""}
 	for _, ns := range resp.GetNamespaces() {
 		var names []string

@@ -13,16 +13,16 @@ import (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities("abd",
-		"multi-writer ABD atomic registers (seed 001 §3.1), linearizable, non-blocking with a majority")})
+		"multi-writer ABD atomic registers (the ABD report §3.1), linearizable, non-blocking with a majority")})
 	// Deliberately broken variants, kept so that the checkers and the
 	// invariants can be shown to catch them (see the package doc). Never use
 	// them for data.
 	automaton.RegisterBroken("abd", protocol{noWriteBack: true, Capabilities: capabilities("abd-broken-nowriteback",
-		"reads never write back (seed 001 §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it")})
+		"reads never write back (the ABD report §3.1.2's one-phase read): new/old inversion; the invariant \"a completed operation's tag is held by a majority\" and the linearizability checker catch it")})
 	automaton.RegisterBroken("abd", protocol{tsOnly: true, Capabilities: capabilities("abd-broken-nowriterid",
-		"tags compare by timestamp only (seed 001 §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it")})
+		"tags compare by timestamp only (the ABD report §3.1.1's server rule): concurrent writers leave replicas with different values; the invariant \"an acknowledged store is held\" and the linearizability checker catch it")})
 	automaton.RegisterBroken("abd", protocol{clientNoWriteBack: true, Capabilities: capabilities("abd-broken-clientnowriteback",
-		"client-driven reads (sim --client-driven, client.ABD) never write back (seed 001 §3.1.2's one-phase read, run by the client): new/old inversion; the linearizability checker catches it in the client-driven scenario")})
+		"client-driven reads (sim --client-driven, client.ABD) never write back (the ABD report §3.1.2's one-phase read, run by the client): new/old inversion; the linearizability checker catches it in the client-driven scenario")})
 }
 
 // capabilities is the registration of the protocol or a variant (its
@@ -43,8 +43,8 @@ func capabilities(name, doc string) automaton.Capabilities {
 // switches.
 type protocol struct {
 	automaton.Capabilities
-	noWriteBack bool // reads never write back (seed 001's one-phase read)
-	tsOnly      bool // tags compare by timestamp only (seed 001's server rule)
+	noWriteBack bool // reads never write back (the ABD report's one-phase read)
+	tsOnly      bool // tags compare by timestamp only (the ABD report's server rule)
 	// clientNoWriteBack: client-driven reads never write back
 	// (coordinator.go; the seed's one-phase read run by the client).
 	clientNoWriteBack bool
@@ -221,7 +221,7 @@ func (a *ABD) OnStart(s automaton.Start) {
 	a.Emit(automaton.Persist{Key: "inc", Value: b[:]})
 }
 
-// OnRequest starts coordinating a client request (seed 001 §3.1.2), in
+// OnRequest starts coordinating a client request (the ABD report §3.1.2), in
 // a round group of its own or, while window groups are in flight, in the
 // next (batch.go).
 func (a *ABD) OnRequest(req automaton.Request) {
@@ -372,13 +372,13 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		return // corrupt message: drop (the sender retransmits)
 	}
 	switch f.Kind {
-	case kindQuery: // replica (seed 001 §3.1.1, GET)
+	case kindQuery: // replica (the ABD report §3.1.1, GET)
 		var e entry
 		if p := a.store[string(f.Key)]; p != nil {
 			e = *p
 		}
 		a.Emit(automaton.Send{To: from, Msg: marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)})
-	case kindStore: // replica (seed 001 §3.1.1, PUT)
+	case kindStore: // replica (the ABD report §3.1.1, PUT)
 		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, copyBytes(f.Value))
 		r := message{Kind: kindStoreAck, Op: f.Op}
 		a.Emit(automaton.Send{To: from, Msg: r.marshal()})

@@ -19,7 +19,7 @@ import (
 // when a majority already holds it). Every request of the run is answered
 // once that store has a majority.
 //
-// Why it is linearizable (seed 001 §3.1.2's argument, per key): the run's
+// Why it is linearizable (the ABD report §3.1.2's argument, per key): the run's
 // requests are concurrent with one another (they reached the node
 // together), so any order among them is allowed, and batch order is the
 // one the gateway relies on for a connection's pipelined commands (a

@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The client's coordinator (seed 001 §3.1.2, the "ABD capable client"), as
+// The client's coordinator (the ABD report §3.1.2, the "ABD capable client"), as
 // a pure state machine (automaton.ClientCoordinator) that the simulator
 // (sim --client-driven) and the Go client (client.ABD) both drive.
 //
@@ -132,7 +132,7 @@ func (c *Coordinator) Answer(replica int, res service.Result) (bool, error) {
 	return true, nil
 }
 
-// queried ends the query phase with a majority's answers (seed 001
+// queried ends the query phase with a majority's answers (the ABD report
 // §3.1.2): a write stores with a higher tag; a read writes back the
 // highest tag unless a majority already carries it.
 func (c *Coordinator) queried() {

@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Client-driven ABD (seed 001 §1 and §3.1: "mode 1", the "ABD capable
+// Client-driven ABD (the ABD report §1 and §3.1: "mode 1", the "ABD capable
 // client").
 //
 // In the seed, servers in ABD mode never talk to each other: the client runs
@@ -126,7 +126,7 @@ func (p protocol) RequestOptions() []automaton.OptionSpec {
 		{
 			Name:         OptPhase,
 			Type:         automaton.OptString,
-			Doc:          "client-driven ABD (seed 001's ABD client): answer one phase from this replica alone, query or store",
+			Doc:          "client-driven ABD (the ABD report's ABD client): answer one phase from this replica alone, query or store",
 			PerOperation: true,
 			Validate: func(v []string) error {
 				if v[0] != PhaseQuery && v[0] != PhaseStore {
@@ -152,7 +152,7 @@ func (p protocol) RequestOptions() []automaton.OptionSpec {
 }
 
 // onPhase answers one client-driven phase from this replica's register
-// (seed 001 §3.1.1), without messages to other replicas.
+// (the ABD report §3.1.1), without messages to other replicas.
 func (a *ABD) onPhase(req automaton.Request, phase string) {
 	o := req.Op
 	if err := a.cfg.Service.Validate(o); err != nil {
@@ -170,7 +170,7 @@ func (a *ABD) onPhase(req automaton.Request, phase string) {
 }
 
 // onQueryPhase answers a client's query with this replica's (tag, value)
-// (seed 001 §3.1.1, GET: "simply returns the entry").
+// (the ABD report §3.1.1, GET: "simply returns the entry").
 func (a *ABD) onQueryPhase(req automaton.Request) {
 	if k := req.Op.Kind; k != "get" && k != "exists" {
 		a.Respond(req.ID, service.Errorf("ERR %s=%s runs on get or exists, not %s", OptPhase, PhaseQuery, k))
@@ -180,7 +180,7 @@ func (a *ABD) onQueryPhase(req automaton.Request) {
 }
 
 // onStorePhase installs a client's (tag, value) if the tag is higher than
-// the register's, and acknowledges either way (seed 001 §3.1.1, PUT).
+// the register's, and acknowledges either way (the ABD report §3.1.1, PUT).
 func (a *ABD) onStorePhase(req automaton.Request) {
 	o := req.Op
 	m := &message{Kind: kindStore, Key: o.Key}

@@ -29,7 +29,7 @@ func phase(t *testing.T, c *harness.Cluster, at automaton.NodeID, op service.Op,
 	return r
 }
 
-// clientABD is the seed's ABD capable client (seed 001 §3.1.2) over the
+// clientABD is the seed's ABD capable client (the ABD report §3.1.2) over the
 // harness: both phases against the replicas that are up, a majority each.
 type clientABD struct {
 	t      *testing.T
@@ -113,7 +113,7 @@ func (cl *clientABD) get(key string) service.Result {
 }
 
 // A client-driven write and read against three replicas with one down
-// (seed 001 §3.1.2: a majority answers each phase), the replicas never
+// (the ABD report §3.1.2: a majority answers each phase), the replicas never
 // sending each other a message.
 func TestClientDrivenOneReplicaDown(t *testing.T) {
 	nw := newNet(t, "abd", 3)

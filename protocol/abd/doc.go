@@ -1,13 +1,13 @@
 // Package abd implements multi-writer ABD atomic registers (Attiya, Bar-Noy and
 // Dolev, "Sharing memory robustly in message-passing systems", PODC 1990) as
-// described in seed 001 (CSE 511 Project 3, section 3.1) and in the published
+// described in the ABD report (CSE 511 Project 3, section 3.1) and in the published
 // multi-writer algorithm, over the register subset of the KV service.
 //
 // # Roles
 //
 // Every node runs one automaton per namespace that plays both roles:
 //
-//   - Replica (seed 001 §3.1.1): keeps, per key, the highest tag it has seen and
+//   - Replica (the ABD report §3.1.1): keeps, per key, the highest tag it has seen and
 //     the value written with it. It answers Query with its (tag, value) and
 //     applies Store only when the stored tag is higher than its own, then
 //     acknowledges. A replica persists a new (tag, value) before it acknowledges
@@ -137,9 +137,9 @@
 //
 // # Client-driven mode in simulation
 //
-// Seed 001 §3.1.2 gives the client's algorithm but not its retry policy
+// The ABD report §3.1.2 gives the client's algorithm but not its retry policy
 // (its client waits on a semaphore forever). The coordinator (a pure state
-// machine, automaton.ClientCoordinator, shared by `synod sim
+// machine, automaton.ClientCoordinator, shared by `synod-lab sim
 // --client-driven` and client.ABD) counts one answer per replica per
 // phase; the runtime resends a phase that timed out, with fresh request
 // ids, to the replicas that have not answered. Writes retry too: a query

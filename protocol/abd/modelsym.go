@@ -10,10 +10,10 @@ import (
 // Node symmetry for the model checker (automaton/modelsym.go, mc's node
 // symmetry reduction, issue 20 item 1).
 //
-// Decision (seed 001 §3.1 is silent: it is about the algorithm, not about
+// Decision (the ABD report §3.1 is silent: it is about the algorithm, not about
 // checking it): ABD's replicas are interchangeable, its coordinators are
 // not. A tag (TS, Node, Seq) breaks a tie between two writes with the same
-// timestamp by the writers' names (seed 001 §3.1.1, the "writer id"
+// timestamp by the writers' names (the ABD report §3.1.1, the "writer id"
 // extension of the tag; msg.go Tag.Less), so swapping two nodes that both
 // coordinate writes may swap which of two concurrent writes wins: the
 // renamed state does not have the renamed future, and merging the two

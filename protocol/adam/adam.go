@@ -18,9 +18,9 @@ const BrokenCallFirst = Name + "-broken-callfirst"
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"Adam (seed 003 §3-5): Eve's execute-verify replication for a service that calls another replicated service; requests run as resumable steps, every nested call leaves only after its wall is verified, with naive, walls, spm and ppm execution strategies")})
+		"Adam (the Eve/Adam thesis §3-5): Eve's execute-verify replication for a service that calls another replicated service; requests run as resumable steps, every nested call leaves only after its wall is verified, with naive, walls, spm and ppm execution strategies")})
 	automaton.RegisterBroken(Name, protocol{callFirst: true, Capabilities: capabilities(BrokenCallFirst,
-		"replicas send their nested requests as soon as their own speculative run reaches the wall, before the verifiers commit it (no output commit, seed 003 §3): diverged replicas send different bytes under one nested id; the invariant call-after-commit catches it, the simulator's same-bytes-per-nested-id check too")})
+		"replicas send their nested requests as soon as their own speculative run reaches the wall, before the verifiers commit it (no output commit, the Eve/Adam thesis §3): diverged replicas send different bytes under one nested id; the invariant call-after-commit catches it, the simulator's same-bytes-per-nested-id check too")})
 }
 
 // capabilities is the registration of the protocol or its variant (its
@@ -59,7 +59,7 @@ type protocol struct {
 // Scenarios implements automaton.ScenarioDeclarer.
 func (p protocol) Scenarios() []automaton.Scenario { return scenarios(p) }
 
-// Strategies (seed 003 §3.2, package doc).
+// Strategies (the Eve/Adam thesis §3.2, package doc).
 const (
 	Naive = "naive"
 	Walls = "walls"

@@ -123,7 +123,7 @@ func observe(c *harness.Cluster) *[]string {
 	return &log
 }
 
-// One batch with a wall (seed 003 §3.2.2, §5.2.3): two SETs queued while
+// One batch with a wall (the Eve/Adam thesis §3.2.2, §5.2.3): two SETs queued while
 // an earlier batch runs form the next batch on one group of two threads;
 // their local steps run, the wall is verified, and only then does every
 // replica send the nested calls (the same bytes, the same id); the callee
@@ -179,7 +179,7 @@ func TestOneBatchWithWall(t *testing.T) {
 	}
 }
 
-// A rollback in the middle of a request (seed 003 §5.3): the slot that
+// A rollback in the middle of a request (the Eve/Adam thesis §5.3): the slot that
 // resumes a suspended SET is rolled back (its tokens lost: no quorum); the
 // replicas restore the request, from the committed state, to the point
 // right before its nested call, and re-execute the slot sequentially with

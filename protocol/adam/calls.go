@@ -11,7 +11,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Nested calls (seed 003 §3.1 and §5.2.3): a request suspended at its call
+// Nested calls (the Eve/Adam thesis §3.1 and §5.2.3): a request suspended at its call
 // is part of the committed state; only then does the call leave, from every
 // execution replica, with an id every replica and every re-issue computes
 // alike; the answer goes to the primary's PPM, which resumes the request in

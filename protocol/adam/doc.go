@@ -1,4 +1,4 @@
-// Package adam is Adam (seed 003 chapters 3-5, Wetterau 2015): Eve's
+// Package adam is Adam (the Eve/Adam thesis chapters 3-5, Wetterau 2015): Eve's
 // execute-verify replication (protocol/eve) for a service whose requests
 // call another replicated service ("nested requests"), without the output
 // commit problem: the callee only ever sees requests from verified states,

@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The Parallel Pipeline Manager and its Parallel Group Managers (seed 003
+// The Parallel Pipeline Manager and its Parallel Group Managers (the Eve/Adam thesis
 // §5.2.1-§5.2.2), at the primary. The seed's threads are the primary's
 // plan of who runs what: a batch's requests are assigned to G groups of k
 // threads, group-major round-robin; one group at a time is active and

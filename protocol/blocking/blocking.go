@@ -13,12 +13,12 @@ import (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities("blocking",
-		"seed 001 §3.2's blocking protocol: writes under a Lamport mutex, written to every server, local reads (sequentially consistent), with views for failures (§4.4)")})
+		"The ABD report §3.2's blocking protocol: writes under a Lamport mutex, written to every server, local reads (sequentially consistent), with views for failures (§4.4)")})
 	// Deliberately broken (see the package doc): the holder answers and
 	// releases the lock without waiting for acknowledgements, and replicas
 	// apply writes as they arrive. Never use it for data.
 	automaton.RegisterBroken("blocking", protocol{noAck: true, Capabilities: capabilities("blocking-broken-noack",
-		"the lock holder answers and releases without waiting for acknowledgements, replicas apply writes as they arrive (seed 001 §3.2.2 without the wait): two writes get one tag and replicas diverge; the invariant \"tag-unique\" and the sequential checker catch it")})
+		"the lock holder answers and releases without waiting for acknowledgements, replicas apply writes as they arrive (the ABD report §3.2.2 without the wait): two writes get one tag and replicas diverge; the invariant \"tag-unique\" and the sequential checker catch it")})
 }
 
 // protocol is the registered value: its capabilities, and the variant.

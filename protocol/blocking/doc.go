@@ -1,4 +1,4 @@
-// Package blocking implements seed 001's blocking protocol (CSE 511 Project 3,
+// Package blocking implements the ABD report's blocking protocol (CSE 511 Project 3,
 // §3.2, §3.3, §4.4): servers fully connected, writes under a distributed
 // Lamport mutex, applied locally and sent to every server, reads served
 // locally. It adds the failure handling the seed only proposes (§4.4: a lease

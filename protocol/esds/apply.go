@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The replica's locally controlled actions (seed 000 Figs. 4.2 and 4.5):
+// The replica's locally controlled actions (the ESDS thesis Figs. 4.2 and 4.5):
 // do_it_r(x, l), solidify_r (folded into do_it and checkSolid), the stable
 // state's advance (Fig. 4.5's memo, §4.3.1), and send_{r,f}("response", x,
 // v), with the values they need: val_r(x) over the tentative state and
@@ -269,7 +269,7 @@ func (a *ESDS) addCkpt(l Label, final bool) {
 
 // finalFrontier is the label below which the tentative order is final: the
 // minimum, over the other members, of the highest label of their origin
-// received (heard). Its argument (seed 000 §4.2.3's do_it, and the stream
+// received (heard). Its argument (the ESDS thesis §4.2.3's do_it, and the stream
 // rule of the package doc): replica i's counter only grows, so a label i
 // gives later exceeds every label i gave before; and whoever sent (c, i)
 // knew, at that moment, every operation i had labelled before it, with a

@@ -2,7 +2,7 @@ package esds
 
 import "github.com/synod-dev/synod/automaton"
 
-// The gossip I/O combination of SimpleESDSImpl (impl=simple; seed 000 §2.3,
+// The gossip I/O combination of SimpleESDSImpl (impl=simple; the ESDS thesis §2.3,
 // §3.3.4, Fig. 3.1). SimpleESDSAlg replaces the pair send_{r,r'}("gossip",
 // ...) / receive_{r,r'}("gossip", ...) by one action gossip_{r,r'}(...) that
 // both replicas take together. Its code (Fig. 3.1): the output end, when the

@@ -1,4 +1,4 @@
-// Package esds implements the eventually-serializable data service of seed 000
+// Package esds implements the eventually-serializable data service of the ESDS thesis
 // (Cheiner, "Implementation and Evaluation of an Eventually-Serializable Data
 // Service", MIT 1997, after Fekete, Gupta, Luchangco, Lynch and Shvartsman,
 // PODC 1996) over any service.Service (Counter, String, KV, ...).
@@ -9,7 +9,7 @@
 // recomputed from the initial state every time, no garbage collection). The
 // parameter variant=opt|unopt selects either under any name. Other parameters:
 // gossip (interval, or off), retransmit, batch, values=memo|recompute, removed;
-// gossip=off and values=recompute exist for seed 000's experiments
+// gossip=off and values=recompute exist for the ESDS thesis's experiments
 // (experiments.go). impl=optimised|simple is the seed's configuration
 // switch between communication methods (§4.2.5, below).
 //
@@ -77,7 +77,7 @@
 // one id are one operation (the first descriptor a replica sees wins). An
 // operation naming itself in prev is refused, and so is one whose prev ids
 // lead back to it through the prev sets of operations received here and not
-// yet done (a cycle: none of them could ever be done). Seed 000 lets do_it
+// yet done (a cycle: none of them could ever be done). The ESDS thesis lets do_it
 // wait for prev without bound (§4.2.2, Fig. 4.2); an id that is never
 // submitted hung the client for ever (issue 29). Decision: the front end
 // answers an error naming the missing ids once an operation has waited
@@ -313,7 +313,7 @@
 //     result the service says is the same in every state
 //     (service.StateFree: KV's SET without options answers OK) is answered
 //     without rebuilding the tentative state: val_r(x) over any label order
-//     is that result. Seed 000 defines val_r(x) and leaves when the memo is
+//     is that result. The ESDS thesis defines val_r(x) and leaves when the memo is
 //     recomputed open. At 64 clients (puts, fsync) the rebuilds a put's
 //     answer triggered replayed 8,000-18,000 operations in one step of the
 //     node's loop (85-290 ms steps traced live); with this, none
@@ -417,7 +417,7 @@
 //
 // # Durability memory (decision, issue 29)
 //
-// Seed 000 assumes replicas never fail (§4.3.1, "Incremental Gossip": "if we
+// The ESDS thesis assumes replicas never fail (§4.3.1, "Incremental Gossip": "if we
 // assume that replicas do not fail"; crash recovery is not addressed), and
 // answers a non-strict operation as soon as one replica has done it (Fig.
 // 4.2, send_{r,f}). With durability memory a restarted replica has no
@@ -484,7 +484,7 @@
 //	maxsends      positive integer          2          front end: cap on sends of one operation to one replica
 //	replicas      comma-separated list      ""         nodes holding a replica (node ids; empty: every node); the others run front ends only (frontend_only.go)
 //	prev_timeout  positive duration         10s        front end: an operation whose prev set is not all done here after this long is answered an error (frontend.go expirePrevWaits)
-//	volatile      true or false             false      accept durability memory with more than one replica (refused otherwise: package doc, Durability memory); for runs without restarts, as seed 000's
+//	volatile      true or false             false      accept durability memory with more than one replica (refused otherwise: package doc, Durability memory); for runs without restarts, as the ESDS thesis's
 //	impl          one of optimised, simple  optimised  gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)
 //
 // Unknown parameters are errors. esds-unopt's variant defaults to unopt.

@@ -12,20 +12,20 @@ import (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities("esds", optParams,
-		"ESDSOptAlg (seed 000 Fig. 4.5): incremental gossip over reliable streams, memoised stable state, garbage collection")})
+		"ESDSOptAlg (the ESDS thesis Fig. 4.5): incremental gossip over reliable streams, memoised stable state, garbage collection")})
 	automaton.Register(protocol{unopt: true, Capabilities: capabilities("esds-unopt", unoptParams,
-		"ESDSAlg (seed 000 Figs. 4.1, 4.2): full-state gossip, values recomputed from the initial state")})
+		"ESDSAlg (the ESDS thesis Figs. 4.1, 4.2): full-state gossip, values recomputed from the initial state")})
 	// Deliberately broken variants, kept so that the ESDS checker and the
 	// invariants can be shown to catch them (see the package doc). Never use
 	// them for data.
 	automaton.RegisterBroken("esds", protocol{earlyStrict: true, Capabilities: capabilities("esds-broken-earlystrict", optParams,
-		"answers strict operations once done locally, before they are stable everywhere (send_{r,f} precondition, seed 000 Fig. 4.2); the ESDS checker catches a strict answer that differs from the operation's value in the eventual order")})
+		"answers strict operations once done locally, before they are stable everywhere (send_{r,f} precondition, the ESDS thesis Fig. 4.2); the ESDS checker catches a strict answer that differs from the operation's value in the eventual order")})
 	automaton.RegisterBroken("esds", protocol{maxLabel: true, Capabilities: capabilities("esds-broken-maxlabel", optParams,
 		"merges labels by maximum instead of minimum (receive gossip, Fig. 4.2); the invariant \"labels only decrease\" catches it at the first merge, the ESDS checker later (replicas disagree, strict answers differ)")})
 	automaton.RegisterBroken("esds", protocol{dupLabel: true, Capabilities: capabilities("esds-broken-duplabel", optParams,
 		"labels operations (counter, 0) whatever the replica, so two replicas give one label to different operations (§4.2.3); the invariant \"labels unique\" catches it at the second do_it")})
 	automaton.RegisterBroken("esds", protocol{doubleReserve: true, Capabilities: capabilities("esds-broken-doublereserve", optParams,
-		"runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, seed 000 §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps")})
+		"runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, the ESDS thesis §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps")})
 }
 
 // capabilities is the registration of the protocol or a variant, whose
@@ -103,7 +103,7 @@ func paramSpec(variant string) *proto.Spec {
 		proto.Param{Name: "prev_timeout", Kind: proto.Duration, Default: DefaultPrevTimeout.String(), Min: "0", MinOpen: true,
 			Doc: "front end: an operation whose prev set is not all done here after this long is answered an error (frontend.go expirePrevWaits)"},
 		proto.Param{Name: "volatile", Kind: proto.Bool, Default: "false",
-			Doc: "accept durability memory with more than one replica (refused otherwise: package doc, Durability memory); for runs without restarts, as seed 000's"},
+			Doc: "accept durability memory with more than one replica (refused otherwise: package doc, Durability memory); for runs without restarts, as the ESDS thesis's"},
 		proto.Param{Name: "impl", Kind: proto.Enum, Default: "optimised", Choices: []string{"optimised", "simple"},
 			Doc: "gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)"},
 	)
@@ -324,7 +324,7 @@ type ESDS struct {
 	persists     []automaton.Output // persists of this step
 }
 
-// op is one operation object (seed 000 §4.2.2): the descriptor plus this
+// op is one operation object (the ESDS thesis §4.2.2): the descriptor plus this
 // replica's bookkeeping.
 type op struct {
 	id      string

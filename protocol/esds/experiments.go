@@ -1,6 +1,6 @@
 package esds
 
-// Parameters for seed 000's experiments (chapter 5; package
+// Parameters for the ESDS thesis's experiments (chapter 5; package
 // experiment/seed000):
 //
 //   - gossip=off: replicas send no gossip at all ("the gossip messages have

@@ -10,7 +10,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The front end (seed 000 Fig. 4.1, §4.2.4): wait_f and rept_f, request_c,
+// The front end (the ESDS thesis Fig. 4.1, §4.2.4): wait_f and rept_f, request_c,
 // send_{f,r}("request", x) under the send policy with per-replica send
 // counters, receive_{r,f}("response", x, v) and response_c(x, v).
 //
@@ -96,7 +96,7 @@ func (a *ESDS) resendWaiting() {
 	}
 }
 
-// expirePrevWaits bounds the wait for prev (seed 000 §4.2.2 leaves it
+// expirePrevWaits bounds the wait for prev (the ESDS thesis §4.2.2 leaves it
 // unbounded: do_it waits until every id in x.prev is done, and an id that
 // is never submitted, or a cycle, waits for ever). At every gossip tick an
 // operation with a prev set that has waited prev_timeout, and whose prev

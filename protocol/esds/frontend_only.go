@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Front-end-only nodes (seed 000 §4.2.4, Fig. 4.1; issue 21 item 1).
+// Front-end-only nodes (the ESDS thesis §4.2.4, Fig. 4.1; issue 21 item 1).
 //
 // The seed's front end is its own automaton: it "communicates with the
 // replicas" over channels and keeps only wait_f and rept_f; nothing in

@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// Garbage collection (seed 000 §4.3.1's remark on memoised stable state,
+// Garbage collection (the ESDS thesis §4.3.1's remark on memoised stable state,
 // §6.1): see the package doc.
 
 // collect discards operations that are applied here and stable at every
@@ -64,7 +64,7 @@ func (a *ESDS) collect() {
 // writes the whole stable state (record "s", which stands for the records
 // it deletes): with a large state (10,000 keys: a 1.3 MB snapshot, sorted
 // and encoded in the event loop) and collection every gcEveryTicks, that
-// record was a quarter of a replica's CPU under load (issue 18). Seed 000
+// record was a quarter of a replica's CPU under load (issue 18). The ESDS thesis
 // §6.1 leaves when to collect open. Decision: collect when the operations
 // that can go would take, as records of about gcOpBytes each, at least
 // half the last snapshot's size (so the rewrite costs at most about

@@ -7,7 +7,7 @@ import (
 )
 
 // Gossip between replicas: send_{r,r'}("gossip", R, D, L, S) and
-// receive_{r',r}("gossip", R, D, L, S) (seed 000 Figs. 4.2 and 4.5). What a
+// receive_{r',r}("gossip", R, D, L, S) (the ESDS thesis Figs. 4.2 and 4.5). What a
 // gossip message says about each operation is an entry (msg.go); how the
 // optimised variant's incremental gossip is made reliable over a lossy
 // network is the stream layer (stream.go), which hands complete, in-order
@@ -81,7 +81,7 @@ func (a *ESDS) receiveGossipMessage(j int, m message) {
 	}
 }
 
-// receiveGossip is receive_{r',r}("gossip", R, D, L, S) (seed 000 Fig. 4.2;
+// receiveGossip is receive_{r',r}("gossip", R, D, L, S) (the ESDS thesis Fig. 4.2;
 // Fig. 4.5 adds the gossip_r[i] bookkeeping, newInfo here): it merges the
 // entries replica j sent, each what j knew about one operation.
 func (a *ESDS) receiveGossip(j int, entries []entry) {

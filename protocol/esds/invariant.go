@@ -10,7 +10,7 @@ import (
 // Invariants (automaton.InvariantStater), checked by the simulator after
 // every step.
 //
-// Seed 000 states no lemma about ESDSAlg in so many words (its one numbered
+// The ESDS thesis states no lemma about ESDSAlg in so many words (its one numbered
 // invariant, 3.3.1, is about the reservation protocol of §3.3.5); it refers
 // to [1] for the proofs. What it does state, and what these checks assert:
 //
@@ -42,7 +42,7 @@ import (
 // because a replica persists what it reveals before revealing it. A removed
 // member (see the package doc) is left out of every check that names it.
 //
-// The stable orders across a crash (seed 000 has no crashes; automaton's
+// The stable orders across a crash (the ESDS thesis has no crashes; automaton's
 // durability rule and CrashObserver): a replica may act on its own records
 // before they are durable, and its stable order does: it applies x once x
 // is done everywhere, its own do_it of x included, while the record of
@@ -348,7 +348,7 @@ func (c *checker) release(l Label) {
 	c.labels[l] = u
 }
 
-// checkReservations checks Invariant 3.3.1 (seed 000 §3.3.5) over every
+// checkReservations checks Invariant 3.3.1 (the ESDS thesis §3.3.5) over every
 // replica that is up: each one holding a reservation from P_j finds P_j, if
 // the incarnation that granted is still up, reserved for it and for the same
 // request.

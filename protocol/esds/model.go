@@ -19,7 +19,7 @@ func (p protocol) Model() automaton.ModelConfig {
 }
 
 // SentToAllModel: one client writes once at n1, whose front end sends the
-// operation to every replica (param send=all, seed 000 §4.2.4's send
+// operation to every replica (param send=all, the ESDS thesis §4.2.4's send
 // policy), so that two replicas label it (do_it, Fig. 4.2) with labels of
 // their own; one gossip round (a timer budget of 1). esds-broken-maxlabel
 // merges the gossiped label by maximum: n1's label of the operation goes
@@ -37,7 +37,7 @@ func SentToAllModel() automaton.ModelConfig {
 }
 
 // StrictModel: two replicas; client 1 writes x at n1, client 2 reads x at
-// n2 with the strict flag (automaton.OptStrict, seed 000 §2's strict
+// n2 with the strict flag (automaton.OptStrict, the ESDS thesis §2's strict
 // operation: its answer must be its value in the eventual total order).
 // Every request carries its op id (AssignedOpID, as the edges fill it
 // in), by which mc's strict check (mc/workload_esds.go) finds the
@@ -71,7 +71,7 @@ func StrictModel() automaton.ModelConfig {
 // StableOrder returns the ids of the operations this replica applied to
 // its stable state, in order, when RecordOrder was called before Start
 // (nil otherwise): a prefix of the eventual total order that never changes
-// (stable, seed 000 §4.2.3), by which the model checker judges strict
+// (stable, the ESDS thesis §4.2.3), by which the model checker judges strict
 // answers as soon as their operation is stable. The caller must not
 // change it.
 func (a *ESDS) StableOrder() []string { return a.orderLog }

@@ -140,7 +140,7 @@ func TestParams(t *testing.T) {
 	}
 }
 
-// TestSpreadsheetUsers: seed 000's distributed spreadsheet (§4.4) over ESDS:
+// TestSpreadsheetUsers: the ESDS thesis's distributed spreadsheet (§4.4) over ESDS:
 // two users at different front ends enter disjoint cells (non-strict, each
 // sent to two replicas, send=2); after gossip a strict refresh at a third
 // node sees both entries.

@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Label is a minlabel (seed 000 §4.2.2): a pair (counter value, replica id),
+// Label is a minlabel (the ESDS thesis §4.2.2): a pair (counter value, replica id),
 // ordered lexicographically. Replica ids are positions in the configured node
 // list (0..N-1). The zero Label with Set false is the seed's ∞ ("no label").
 type Label struct {
@@ -51,7 +51,7 @@ const (
 	// (the id alone, flagGone's layout) and Value.
 	kindRequest  = 3
 	kindResponse = 4
-	// impl=simple (SimpleESDSImpl, seed 000 §3.3.4, §3.3.5; reserve.go,
+	// impl=simple (SimpleESDSImpl, the ESDS thesis §3.3.4, §3.3.5; reserve.go,
 	// combination.go): the reservation request, its grant and rejection,
 	// and the two messages of the gossip I/O combination, "Initiate X"
 	// (carrying the gossip message, kindStream or kindFull, as Inner) and

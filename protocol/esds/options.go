@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// Request options (seed 000 §4.2.2, the operation descriptor: a unique id, a
+// Request options (the ESDS thesis §4.2.2, the operation descriptor: a unique id, a
 // set prev of ids of operations that must precede it, a flag strict). ESDS
 // declares them to the edges (automaton.OptionDeclarer); the RESP gateway,
 // the gRPC API, the Go client, the history format and the simulator carry

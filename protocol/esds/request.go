@@ -5,7 +5,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The front end and the request input (seed 000 §4.2.4, Fig. 4.1; the
+// The front end and the request input (the ESDS thesis §4.2.4, Fig. 4.1; the
 // replica's receive_{f,r}("request", x), Figs. 4.2 and 4.5).
 
 // OnRequest is the front end's request_c(x) (Fig. 4.1): the front end
@@ -23,7 +23,7 @@ func (a *ESDS) OnRequest(req automaton.Request) {
 	}
 	if len(req.Ops) > 0 {
 		// The replicas order operations one by one, each by its own label:
-		// nothing keeps a group together (seed 000 §4.2.2: one descriptor
+		// nothing keeps a group together (the ESDS thesis §4.2.2: one descriptor
 		// per operation).
 		a.Respond(req.ID, service.Errorf(automaton.ErrNoAtomic, a.proto.Protocol))
 		return

@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// The reservation system of SimpleESDSImpl (impl=simple; seed 000 §3.3.5,
+// The reservation system of SimpleESDSImpl (impl=simple; the ESDS thesis §3.3.5,
 // Fig. 3.2, and §3.4.3): before replica P_i may initiate the gossip I/O
 // combination with P_j (combination.go), it must hold a reservation from
 // P_j. Each replica has one reservation status: free, negotiating_j,

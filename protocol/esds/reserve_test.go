@@ -76,7 +76,7 @@ func (c *cluster) runCombinations() {
 }
 
 // TestGossipCombination follows one gossip I/O combination through the
-// reservation system (seed 000 §3.3.4, §3.3.5): request, grant (holding /
+// reservation system (the ESDS thesis §3.3.4, §3.3.5): request, grant (holding /
 // reserved: Invariant 3.3.1, checked after every step), "Initiate X"
 // carrying the gossip, "Done X" carrying the acknowledgement.
 func TestGossipCombination(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// The reliable stream layer under incremental gossip (seed 000 §4.3.1's
+// The reliable stream layer under incremental gossip (the ESDS thesis §4.3.1's
 // remark and §6.2: "explicit sequencing of gossip messages combined with
 // retransmission and removal of duplicates"). One numbered stream per
 // ordered pair of replicas carries gossip_r[r'] (Fig. 4.5) in the order it
@@ -225,7 +225,7 @@ func (a *ESDS) peerIncarnation(j int, inc uint64) bool {
 // our stream to j, then the range of j's stream it carries, merged
 // (receiveGossip) only when it continues what we have applied: a gap, a
 // stream whose start was lost and a duplicate are dropped, to be
-// retransmitted (explicit sequencing, seed 000 §6.2).
+// retransmitted (explicit sequencing, the ESDS thesis §6.2).
 func (a *ESDS) receiveStream(j int, m *message) {
 	p := &a.peers[j]
 	a.acknowledged(j, m.AckStream, m.AckSeq)

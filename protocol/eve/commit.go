@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Decisions at the execution replicas (seed 003 §2.2.3): commit; commit
+// Decisions at the execution replicas (the Eve/Adam thesis §2.2.3): commit; commit
 // plus an incremental state transfer for a replica that did not reach the
 // committed state; roll back and re-execute sequentially with a new
 // primary. Replies leave only here, after the decision.

@@ -1,10 +1,10 @@
-// Package eve is execute-verify replication (seed 003 §2.2, which
+// Package eve is execute-verify replication (the Eve/Adam thesis §2.2, which
 // summarises Eve: Kapritsos, Wang, Quéma, Clement, Alvisi, Dahlin, "All
 // about Eve: execute-verify replication for multi-core servers", OSDI
 // 2012). Where the seed is silent this package follows the Eve paper and
 // says so below.
 //
-// # Roles (seed 003 §2.2)
+// # Roles (the Eve/Adam thesis §2.2)
 //
 // Execution replicas and verifiers, co-located (parameter verifiers=0:
 // every node plays both) or separate (verifiers=k: the last k nodes verify
@@ -74,7 +74,7 @@
 //
 // # Request work (decision: a fixed amount of CPU work)
 //
-// Seed 003 §2.2.4 reports Eve's speedup "using 16 core machines with 10ms
+// The Eve/Adam thesis §2.2.4 reports Eve's speedup "using 16 core machines with 10ms
 // requests ... 10x for 1ms requests and 3.3x for 0.1ms requests": requests
 // that take that long to execute, that is, that keep a core busy that
 // long. The seed does not say what the work is. Live, a request's

@@ -24,7 +24,7 @@ const (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"Eve execute-verify replication (seed 003 §2.2): a primary batches requests, execution replicas run the mixer's parallel batches and send MAC'd (start, end) Merkle tokens to verifiers, which agree to commit, commit with state transfer, or roll back to sequential re-execution with a new primary")})
+		"Eve execute-verify replication (the Eve/Adam thesis §2.2): a primary batches requests, execution replicas run the mixer's parallel batches and send MAC'd (start, end) Merkle tokens to verifiers, which agree to commit, commit with state transfer, or roll back to sequential re-execution with a new primary")})
 	automaton.RegisterBroken(Name, protocol{earlyReply: true, Capabilities: capabilities(BrokenEarlyReply,
 		"execution replicas answer their clients from their speculative results, before the verifiers decide: a rolled-back or outvoted execution's answers reach clients; the invariant reply-after-commit catches it, linearizability with a diverging service")})
 	automaton.RegisterBroken(Name, protocol{minority: true, Capabilities: capabilities(BrokenMinority,
@@ -142,7 +142,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 
 // Engine configures eve's machinery (roles, batches, execution through an
 // Effect, tokens, verifier agreement, commit, rollback, state transfer)
-// for eve itself and for a protocol built on it (protocol/adam, seed 003
+// for eve itself and for a protocol built on it (protocol/adam, the Eve/Adam thesis
 // §3.2: "Adam is a modification of Eve"). Ext, when set, is that
 // protocol's part.
 type Engine struct {

@@ -9,7 +9,7 @@ import (
 )
 
 // The execution replica: the primary's batching, speculative execution of
-// a batch and the token it sends (seed 003 §2.2.2 and §2.2.3).
+// a batch and the token it sends (the Eve/Adam thesis §2.2.2 and §2.2.3).
 
 // replica is an execution replica's state.
 type replica struct {

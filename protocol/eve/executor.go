@@ -12,7 +12,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Execution of a batch (seed 003 §2.2.2), outside the automaton's step.
+// Execution of a batch (the Eve/Adam thesis §2.2.2), outside the automaton's step.
 
 // execJob is an execution's payload: the batch, the state it runs on (owned
 // by the executor until the result returns) and how to run it.

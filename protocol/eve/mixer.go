@@ -2,7 +2,7 @@ package eve
 
 import "github.com/synod-dev/synod/service"
 
-// The mixer (seed 003 §2.2.1): "The mixer examines each request to
+// The mixer (the Eve/Adam thesis §2.2.1): "The mixer examines each request to
 // determine if it conflicts with any request already added to the next
 // batch to execute. If the request does not conflict, it adds the request
 // to the next batch to execute. If it does conflict, the mixer passes over

@@ -21,7 +21,7 @@ func (p protocol) Model() automaton.ModelConfig {
 }
 
 // CommissionModel: one client writes once at n1; n2's executions are
-// corrupted (param commission=n2, a commission failure, seed 003 §2.2), so
+// corrupted (param commission=n2, a commission failure, the Eve/Adam thesis §2.2), so
 // its token disagrees with n1's and n3's and the verifiers commit their
 // end state; one timer firing (quiet:1: a verifier's retransmission or
 // wait for tokens may be needed; without timers a correct run can stall

@@ -20,7 +20,7 @@ const msgVersion = 1
 const (
 	kindForward  = 1  // origin -> primary: a client request
 	kindReply    = 2  // execution replica -> origin: a committed request's answer
-	kindBatch    = 3  // primary -> execution replicas and verifiers (seed 003 §2.2)
+	kindBatch    = 3  // primary -> execution replicas and verifiers (the Eve/Adam thesis §2.2)
 	kindToken    = 4  // execution replica -> verifiers: (start hash, end hash), MAC'd (§2.2.3)
 	kindPrepare  = 5  // verifier agreement, phase 1a
 	kindPromise  = 6  // phase 1b

@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/protocol/proto"
 )
 
-// The verifiers (seed 003 §2.2.3): they collect the execution replicas'
+// The verifiers (the Eve/Adam thesis §2.2.3): they collect the execution replicas'
 // tokens for a slot, decide commit, commit with state transfer, or
 // rollback, and agree on that decision among themselves. The agreement is
 // Synod's Paxos, one slot at a time (package doc, "Verifier agreement"):

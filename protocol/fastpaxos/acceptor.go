@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// The acceptor (seed 002 V.A; Lamport's Fast Paxos, section 3): a
+// The acceptor (the Grid Services thesis V.A; Lamport's Fast Paxos, section 3): a
 // node-wide promise, per instance a round and a vote, all persisted before
 // any message that depends on them leaves.
 
@@ -148,7 +148,7 @@ func (a *FastPaxos) canVoteFast() bool {
 	return !a.anyBal.IsZero() && a.anyBal == a.promised
 }
 
-// onPropose is a proposal reaching the acceptor in a fast round (seed 002
+// onPropose is a proposal reaching the acceptor in a fast round (the Grid Services thesis
 // V.A: the proposer sends straight to the acceptors; VI.D: "the command
 // number that the acceptor believes to be the next unused one"). A request
 // already voted for at an undecided instance, or already chosen, gets no new

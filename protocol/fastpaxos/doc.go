@@ -1,5 +1,5 @@
 // Package fastpaxos implements multi-instance Fast Paxos state machine
-// replication, the protocol seed 002 chapter V measures against Classic
+// replication, the protocol the Grid Services thesis chapter V measures against Classic
 // Paxos, with Lamport's "Fast Paxos" (Distributed Computing 19(2), 2006;
 // MSR-TR-2005-112) as the reference for what the seed leaves implicit.
 // Reading notes: shared/seeds/notes/002-grid-paxos.md, sections 1.5, 1.6

@@ -23,7 +23,7 @@ const (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"multi-instance Fast Paxos (seed 002 chapter V; Lamport 2006): clients propose to every acceptor, learners learn on fast quorums, collisions resolved by the leader's coordinated recovery")})
+		"multi-instance Fast Paxos (the Grid Services thesis chapter V; Lamport 2006): clients propose to every acceptor, learners learn on fast quorums, collisions resolved by the leader's coordinated recovery")})
 	automaton.RegisterBroken(Name, protocol{classicLearn: true, Capabilities: capabilities(BrokenClassicLearn,
 		"a learner learns on a classic quorum of votes in a fast round; the invariant \"learned values are chosen\" catches it with 3 nodes (classic 2, fast 3)")})
 	automaton.RegisterBroken(Name, protocol{ignoreRule: true, Capabilities: capabilities(BrokenRecovery,

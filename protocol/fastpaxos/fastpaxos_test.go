@@ -48,7 +48,7 @@ func TestQuorums(t *testing.T) {
 	}
 }
 
-// TestPickSeedExample: seed 002 V.C's worked example, the leader hearing
+// TestPickSeedExample: the Grid Services thesis V.C's worked example, the leader hearing
 // replicas 2, 3, 4 of four: v_a, v_b, v_c for the first three requests, and
 // the fourth instance some value voted there (never v_d).
 func TestPickSeedExample(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// The leader (seed 002 V.A: "an acceptor can have a special role, which is
+// The leader (the Grid Services thesis V.A: "an acceptor can have a special role, which is
 // as a leader"; Lamport's coordinator): elected by phase 1 of a fast round,
 // it opens the round with "any", repeats it as its heartbeat, and resolves
 // collisions by coordinated recovery in the classic round right after its
@@ -200,7 +200,7 @@ func (a *FastPaxos) leaderTick() {
 }
 
 // checkCollision: the leader holds fast votes of its round at instance i
-// from a classic quorum that do not all agree: a collision (seed 002 V.A),
+// from a classic quorum that do not all agree: a collision (the Grid Services thesis V.A),
 // resolved by coordinated recovery.
 func (a *FastPaxos) checkCollision(i uint64) {
 	if r := a.recovering[i]; r != nil {

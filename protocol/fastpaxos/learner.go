@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// The learner (seed 002 V.A: "a learner accepts a value when it receives a
+// The learner (the Grid Services thesis V.A: "a learner accepts a value when it receives a
 // message from a quorum of acceptors"): every acceptor sends its votes to
 // every node; a value is chosen in round b when quorum(b) acceptors voted
 // it in b, a fast quorum in a fast round, a classic quorum in a recovery

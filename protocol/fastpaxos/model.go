@@ -24,7 +24,7 @@ func set(v string) service.Op {
 }
 
 // SequentialWritesModel: one client writes x twice (fanned out, so every
-// acceptor proposes it, seed 002 V.A); one timer firing (an election);
+// acceptor proposes it, the Grid Services thesis V.A); one timer firing (an election);
 // nodes drain their inboxes from the highest-numbered one (mc's bynode
 // network), so n1 hears last. It catches:
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// Proposers (seed 002 V.A: "in our case, clients are proposers"). A client
+// Proposers (the Grid Services thesis V.A: "in our case, clients are proposers"). A client
 // that fans out (Request.Fanout) sent the request to every node itself:
 // each node's acceptor votes for it and each node answers it once it has
 // executed it. A client that reaches one node (a RESP client) makes that
@@ -56,7 +56,7 @@ func (a *FastPaxos) propose(p *pend, force bool) {
 	a.onPropose(p.req)
 }
 
-// onNotChosen: the leader's "might not be chosen" notice (seed 002 V.C).
+// onNotChosen: the leader's "might not be chosen" notice (the Grid Services thesis V.C).
 // The node resends the request for its client at once.
 func (a *FastPaxos) onNotChosen(id automaton.RequestID) {
 	p := a.pending[id]
@@ -84,7 +84,7 @@ func (a *FastPaxos) retryPending() {
 }
 
 // proposerTick: a request not executed after retry is proposed again (the
-// client's timeout of seed 002 V.C, kept by the node that holds the
+// client's timeout of the Grid Services thesis V.C, kept by the node that holds the
 // request); one not executed after op_timeout is released: a fanned-out
 // request with a Silent answer (another node may answer it), one this node
 // proposed with TRYAGAIN (its outcome is unknown).

@@ -6,7 +6,7 @@ import (
 )
 
 // Quorums (package doc, "Quorums"): Lamport's Fast Paxos requirements,
-// which seed 002 chapter V leaves implicit behind Table V.1's 3t+1 and
+// which the Grid Services thesis chapter V leaves implicit behind Table V.1's 3t+1 and
 // 2t+1.
 type quorums struct {
 	n, classic, fast int
@@ -65,7 +65,7 @@ type report struct {
 
 // pick is Lamport's rule for the value a coordinator may propose in a new
 // round, given the 1b reports of a classic quorum (Fast Paxos, section
-// 3.3; seed 002 V.C's worked example). Let k be the highest round voted in.
+// 3.3; the Grid Services thesis V.C's worked example). Let k be the highest round voted in.
 // No vote: any value (the no-op). k classic: the value voted in k. k fast:
 // the value v that might have been chosen in k, that is voted in k by at
 // least fast - (n - |Q|) reporters (a fast quorum whose members inside Q all

@@ -3,7 +3,7 @@ package fastpaxos
 import "github.com/synod-dev/synod/automaton"
 
 // Scenarios implements automaton.ScenarioDeclarer: the 4-node (t = 1)
-// cluster of seed 002 V.C under faults besides the suite's 3-node
+// cluster of the Grid Services thesis V.C under faults besides the suite's 3-node
 // standard ones; for a broken variant, the runs that catch it.
 func (p protocol) Scenarios() []automaton.Scenario {
 	switch {
@@ -31,7 +31,7 @@ func (p protocol) Scenarios() []automaton.Scenario {
 		// Clients at one node (the redis-cli path: the node proposes for
 		// them). With 4 or more nodes the leader's collision recovery
 		// overwrites its own fast vote within one step; the checker used
-		// to miss that vote and fail 19 of 20 seeds of `synod sim
+		// to miss that vote and fail 19 of 20 seeds of `synod-lab sim
 		// --protocol fastpaxos --nodes 4 --no-fanout --faults none` whose
 		// histories were linearizable (issue 29).
 		{Name: "4 nodes, clients at one node (node proposes)", Args: []string{"--nodes", "4", "--clients", "4", "--ops", "300", "--faults", "none", "--no-fanout"}, Seeds: "1-3"},

@@ -1,4 +1,4 @@
-// Package orcabcast is Orca's multicast runtime system (seed 004, "Replication
+// Package orcabcast is Orca's multicast runtime system (the Orca paper, "Replication
 // Techniques for Speeding up Parallel Applications on Distributed Systems",
 // Bal, Kaashoek, Tanenbaum, Jansen; §4): every node holds a copy of every
 // shared data-object (full replication), reads are applied to the local
@@ -89,7 +89,7 @@
 //     had ordered when it answered. A
 //     client that stays on its node therefore never reads a value older than
 //     its own acknowledged write (its write was ordered before the crash).
-//   - Guarded operations (not in seed 004; Orca's guards come from its
+//   - Guarded operations (not in the Orca paper; Orca's guards come from its
 //     references [10, 12]; service.GuardedState). A guarded read waits at
 //     its node until the local copy makes its guard true. A guarded write is
 //     ordered like any update; a replica that handles it while its guard is

@@ -8,7 +8,7 @@ import (
 )
 
 // election is a node's part in choosing a new sequencer when the current
-// one is suspected down (issue 16 item 2; seed 004 §4.1 leaves the
+// one is suspected down (issue 16 item 2; the Orca paper §4.1 leaves the
 // sequencer's crash to [21]; see the package doc). It is Paxos phase 1
 // over ballots: ballot b belongs to node b mod N, the candidate collects
 // promises from a quorum, each carrying the updates the member holds, and

@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Message kinds (seed 004 §4.1 and §4.2).
+// Message kinds (the Orca paper §4.1 and §4.2).
 const (
 	kSubmit  byte = iota + 1 // sender → sequencer: an update, small-message method (carries the sender's state)
 	kData                    // sender → every node: an update, large-message method

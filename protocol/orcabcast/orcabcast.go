@@ -24,7 +24,7 @@ const BrokenNoRecovery = Name + "-broken-norecovery"
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"Orca's multicast runtime (seed 004 §4): full replication, update-only; writes go through a sequencer's totally ordered reliable broadcast, reads are local",
+		"Orca's multicast runtime (the Orca paper §4): full replication, update-only; writes go through a sequencer's totally ordered reliable broadcast, reads are local",
 		scenarios)})
 	automaton.RegisterBroken(Name, protocol{norecovery: true, Capabilities: capabilities(BrokenNoRecovery,
 		"a newly elected sequencer skips the recovery of the order from the promises and numbers from its own applied count: numbers already delivered elsewhere are given to other updates; the invariants sequencer-ahead and global-write-order catch it under sequencer crashes",
@@ -101,6 +101,8 @@ var scenarios = []automaton.Scenario{
 		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss"}, Seeds: "1-4"},
 	{Name: "five nodes, r=2, all faults",
 		Args: []string{"--nodes", "5", "--clients", "6", "--ops", "200", "--keys", "2", "--faults", "all"}, Seeds: "1-2"},
+	{Name: "Orca integer objects under faults (sequential consistency judged by the generic search over the object service)",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "all", "--keys", "3", "--service", "orca"}, Seeds: "1-3"},
 	{Name: "history trimming, snapshots and state transfer",
 		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss,dup", "--param", "snapshot_every=5", "--param", "max_history=8", "--param", "state_after=2"}, Seeds: "1-3"},
 }

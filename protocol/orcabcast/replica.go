@@ -7,7 +7,7 @@ import (
 )
 
 // replica is every node's copy of the objects and its queue of received
-// updates (seed 004 §4.2: "a queue of messages that have arrived ... but
+// updates (the Orca paper §4.2: "a queue of messages that have arrived ... but
 // that have not yet been handled", handled strictly in order).
 type replica struct {
 	st      service.State

@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// sequencer is the role of the node that owns the current ballot (seed 004
+// sequencer is the role of the node that owns the current ballot (the Orca paper
 // §4.1; at first the first node): it numbers updates, waits until r+1
 // nodes hold each one before it lets them be delivered ([21]'s resilience
 // degree, see the package doc), keeps a history for retransmission, and

@@ -1,4 +1,4 @@
-// Package orcaprimary is Orca's point-to-point runtime system (seed 004 §3):
+// Package orcaprimary is Orca's point-to-point runtime system (the Orca paper §3):
 // one primary copy per object, secondary copies in the primary's copy set,
 // remote reads and writes executed at the primary for nodes without a copy,
 // and, selectable per object (parameter invalidate), the invalidation
@@ -18,8 +18,9 @@
 //     compatibility suite hung on the go-orca-primary namespace (a go-redis
 //     command got no reply for 16 minutes; the same suite hung for the
 //     engineer who made the change), which was found too late in the
-//     session to diagnose. docs/ROBUSTNESS.md P21 records it; the default
-//     returns to 3 when it is fixed. The reasoning for on (issue 31): §3.3 makes primary-copy
+//     session to diagnose, and which 16 later runs of the suite with
+//     migration on did not reproduce. docs/ROBUSTNESS.md P21 records it
+//     and the search; the default returns to 3 when it is found. The reasoning for on (issue 31): §3.3 makes primary-copy
 //     migration part of the RPC RTS's strategy ("If the RTS discovers that
 //     an object is written frequently by a machine different from the one
 //     containing the primary copy, the RTS may decide to migrate the
@@ -89,6 +90,13 @@
 // a lock-and-update, before the primary has every acknowledgement: for a
 // while one copy serves the new version and another the old one. The
 // invariant readable-copies-agree catches it.
+//
+// orca-primary-broken-skipupdate acknowledges a lock-and-update at a
+// secondary and takes its version without applying the operation: the
+// copy serves the old value under the new version. The invariants compare
+// versions and see nothing; the sequential-consistency checker catches a
+// client that writes an object (at the primary) and then reads its node's
+// copy without its own write (check/seq_generic.go on Orca objects).
 //
 // # Node symmetry (model checking)
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// Migration of the primary copy to a frequent writer (seed 004 §3.3: "If
+// Migration of the primary copy to a frequent writer (the Orca paper §3.3: "If
 // the RTS discovers that an object is written frequently by a machine
 // different from the one containing the primary copy, the RTS may decide
 // to migrate the primary copy to that machine ... precautions are taken
@@ -62,8 +62,11 @@ func (a *Primary) maybeMigrate(key string, c *primCopy) {
 	sort.Slice(r.copies, func(i, j int) bool { return r.copies[i] < r.copies[j] })
 	delete(a.prim, key)
 	a.moved[key] = &moved{to: to, epoch: r.epoch, pending: true, rec: r.encode()}
-	a.Emit(automaton.Persist{Key: "o/" + key, Delete: true})
+	// The pointer first: a crash that keeps only one of the two records
+	// then leaves the copy here (recovery prefers it to the pointer), not
+	// neither (TestHandOverRecordsNewFirst).
 	a.persistMoved(key)
+	a.Emit(automaton.Persist{Key: "o/" + key, Delete: true})
 	a.resendMigrate(key)
 }
 
@@ -143,12 +146,12 @@ func (a *Primary) onMigrate(from automaton.NodeID, m message) {
 		c.copies[n] = true
 	}
 	a.prim[m.key] = c
+	a.persist(m.key, c) // the copy before the old pointer's delete, as in maybeMigrate
 	if _, ok := a.moved[m.key]; ok {
 		delete(a.moved, m.key)
 		a.Emit(automaton.Persist{Key: "f/" + m.key, Delete: true})
 	}
 	delete(a.loc, m.key)
-	a.persist(m.key, c)
 	// This node's secondary copy, fetch and remote operations on the
 	// object are now served by its own primary copy.
 	delete(a.sec, m.key)

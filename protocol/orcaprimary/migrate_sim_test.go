@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/sim"
 )
 
-// Migration of the primary copy under faults (seed 004 §3.3), counted: the
+// Migration of the primary copy under faults (the Orca paper §3.3), counted: the
 // simulator runs orca-primary wrapped in an observer that counts the
 // migrations that actually took place (a primary copy installed at an epoch
 // no copy of its object had before) and the messages a former primary

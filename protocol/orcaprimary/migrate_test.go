@@ -1,10 +1,12 @@
 package orcaprimary_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/harness"
 	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/orca/programs"
 	"github.com/synod-dev/synod/protocol/orcaprimary"
@@ -63,5 +65,69 @@ func TestPrimaryMigratesToFrequentWriter(t *testing.T) {
 	}
 	if w2.Stats.Sends != 6 {
 		t.Fatalf("no migration: %d messages for three remote writes, want 6", w2.Stats.Sends)
+	}
+}
+
+// The two records of a hand-over are written new-first: the old primary
+// persists its forwarding pointer before it deletes its copy, and the new
+// one its copy before it deletes its old pointer. A crash that keeps only
+// the first of the two (a runtime makes both durable before the migrate
+// goes out, but may lose a suffix of them) then leaves the old primary
+// holding its copy. Written the other way round, it kept only the delete:
+// the node forgot the object, and as its initial primary would have
+// created it anew, empty.
+func TestHandOverRecordsNewFirst(t *testing.T) {
+	c := harness.New(t, harness.Options{Protocol: "orca-primary", Nodes: 3,
+		Service: &orca.Service{Types: orca.Builtin},
+		Params:  map[string]string{"migrate_after": "1", "replicate_after": "0"}})
+	ids := c.IDs()
+	from := orcaprimary.InitialPrimary(ids, "x")
+	writer := ids[0]
+	if writer == from {
+		writer = ids[1]
+	}
+	do(t, c, from, orca.New("int", "x"))
+	before := c.Disk(from)
+	type put struct {
+		key string
+		del bool
+		val []byte
+	}
+	var puts []put
+	c.Observe(func(id automaton.NodeID, o automaton.Output) {
+		if p, ok := o.(automaton.Persist); ok && id == from {
+			puts = append(puts, put{p.Key, p.Delete, p.Value})
+		}
+	})
+	do(t, c, writer, orca.Call("int", "x", "assign", orca.Int(5))) // one remote write: the primary moves
+	c.Observe(nil)
+	first := -1
+	for i, p := range puts {
+		if (p.key == "o/x" && p.del) || p.key == "f/x" {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		t.Fatalf("no hand-over records at %s: %v", from, puts)
+	}
+	// The crash: everything before the hand-over, and its first record.
+	c.Crash(from)
+	c.Wipe(from)
+	for k, v := range before {
+		c.SetRecord(from, k, v)
+	}
+	for _, p := range puts[:first+1] {
+		if p.del {
+			c.SetRecord(from, p.key, nil)
+		} else {
+			c.SetRecord(from, p.key, p.val)
+		}
+	}
+	c.Restart(from)
+	pl := c.Node(from).(*orcaprimary.Primary).Placement()["x"]
+	if !strings.HasPrefix(pl, "primary=") || !strings.Contains(pl, "version=2") { // new, then the write that moved it
+		t.Fatalf("after a crash that kept the hand-over's first record (%s, delete=%v), %s holds x as %q: the object is lost",
+			puts[first].key, puts[first].del, from, pl)
 	}
 }

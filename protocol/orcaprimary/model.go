@@ -16,7 +16,7 @@ func (p protocol) Model() automaton.ModelConfig {
 	return CopiesModel()
 }
 
-// CopiesModel: the orca object service (seed 004), with a copy made at
+// CopiesModel: the orca object service (the Orca paper), with a copy made at
 // the first remote read (replicate_after=1). Client 1 at n1 creates int x
 // and assigns it; clients 2 and 3 read it at n2 and n3, which then fetch
 // secondary copies; the assignment is a two-phase update (§3.2) of both.

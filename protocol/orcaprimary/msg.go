@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Message kinds (seed 004 §3.1–§3.3).
+// Message kinds (the Orca paper §3.1–§3.3).
 const (
 	kRemote   byte = iota + 1 // node → primary: a remote read or write (the operation is executed at the primary)
 	kReply                    // primary → node: its result

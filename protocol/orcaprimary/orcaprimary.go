@@ -23,14 +23,22 @@ const Name = "orca-primary"
 // a lock-and-update, before the primary has every acknowledgement.
 const BrokenEarlyUnlock = Name + "-broken-earlyunlock"
 
+// BrokenSkipUpdate: a secondary acknowledges a lock-and-update and takes
+// its version without applying the operation.
+const BrokenSkipUpdate = Name + "-broken-skipupdate"
+
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"Orca's point-to-point runtime (seed 004 §3): a primary copy per object, secondaries in a copy set, remote operations at the primary, invalidation or two-phase update per object, copies created from read statistics",
+		"Orca's point-to-point runtime (the Orca paper §3): a primary copy per object, secondaries in a copy set, remote operations at the primary, invalidation or two-phase update per object, copies created from read statistics",
 		scenarios)})
 	automaton.RegisterBroken(Name, protocol{earlyUnlock: true, Capabilities: capabilities(BrokenEarlyUnlock,
 		"two-phase update whose secondaries unlock right after applying (before every copy acknowledged): two copies serve different versions at once; the invariant readable-copies-agree catches it",
 		[]automaton.Scenario{{Name: "caught by the invariant readable-copies-agree",
 			Args: []string{"--nodes", "3", "--clients", "6", "--ops", "300", "--keys", "2", "--faults", "none", "--param", "replicate_after=1"}, Seeds: "1-4"}})})
+	automaton.RegisterBroken(Name, protocol{skipUpdate: true, Capabilities: capabilities(BrokenSkipUpdate,
+		"two-phase update whose secondaries acknowledge a lock-and-update and take its version without applying the operation: a copy serves the old value under the new version, so the invariants (which compare versions) see nothing; the sequential-consistency checker catches a client that misses its own write at its node's copy",
+		[]automaton.Scenario{{Name: "caught by the sequential-consistency checker (Orca integer objects, the generic search)",
+			Args: []string{"--nodes", "3", "--clients", "3", "--ops", "90", "--keys", "1", "--faults", "none", "--service", "orca", "--param", "replicate_after=1"}, Seeds: "1-3"}})})
 }
 
 // capabilities is the registration of the protocol or a variant.
@@ -72,6 +80,7 @@ var params = proto.NewSpec(
 type protocol struct {
 	automaton.Capabilities
 	earlyUnlock bool
+	skipUpdate  bool
 }
 
 // scenarios are the conformance suite's own simulations of orca-primary.
@@ -84,6 +93,8 @@ var scenarios = []automaton.Scenario{
 		Args: []string{"--nodes", "3", "--clients", "3", "--ops", "400", "--faults", "crash,loss", "--keys", "2", "--mix", "get:1,set:3", "--param", "migrate_after=3", "--param", "replicate_after=1", "--param", "drop_after=4"}, Seeds: "1-5"},
 	{Name: "migration with invalidation under faults",
 		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=1", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
+	{Name: "Orca integer objects under faults (sequential consistency judged by the generic search over the object service)",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "all", "--keys", "3", "--service", "orca", "--param", "replicate_after=1"}, Seeds: "1-3"},
 	{Name: "eager copies and drops under faults",
 		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "3", "--param", "replicate_after=1", "--param", "drop_after=2"}, Seeds: "1-5"},
 }

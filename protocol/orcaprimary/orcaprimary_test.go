@@ -1,11 +1,13 @@
 package orcaprimary_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/harness"
 	"github.com/synod-dev/synod/orca"
+	"github.com/synod-dev/synod/protocol/orcaprimary"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -102,5 +104,40 @@ func TestMultiKeyOperationRefused(t *testing.T) {
 	}
 	if r := do(t, c, "n2", service.Op{Kind: "get", Key: "a"}); string(r.Bytes) != "v" {
 		t.Fatalf("get a = %v after refused operations, want v", r)
+	}
+}
+
+// A client's older write that waited at the primary (its guard false: the
+// object did not exist yet) while the client gave up and sent a later one
+// must not run after the later one: it put the deduplication entry back to
+// the older write, and a retry of the later write ran it twice (a job
+// taken twice; found by the generic sequential-consistency checker on a
+// user's bounded-buffer type: ROBUSTNESS P22). The older write is now
+// answered as stale, and the later one's retry from the table.
+func TestOlderWriteQueuedBehindLaterIsStale(t *testing.T) {
+	c := harness.New(t, harness.Options{Protocol: "orca-primary", Nodes: 3,
+		Service: &orca.Service{Types: orca.Builtin}})
+	at := orcaprimary.InitialPrimary(c.IDs(), "q")
+	get := orca.Call("queue", "q", "get")
+	later := automaton.Request{ID: automaton.RequestID{Client: 7, Seq: 2}, Op: get}
+	older := automaton.Request{ID: automaton.RequestID{Client: 7, Seq: 1}, Op: get}
+	c.Submit(at, later) // both wait for q to exist (get's guard)
+	c.Submit(at, older)
+	c.DeliverAll()
+	do(t, c, at, orca.New("queue", "q"))
+	do(t, c, at, orca.Call("queue", "q", "add", []byte("a")))
+	do(t, c, at, orca.Call("queue", "q", "add", []byte("b")))
+	c.Submit(at, later) // the client's retry
+	c.DeliverAll()
+	for _, r := range c.Responses(later.ID) {
+		if string(r.Bytes) != "a" {
+			t.Fatalf("the later get (and its retry) answered %v, want a", c.Responses(later.ID))
+		}
+	}
+	if r, ok := c.Response(older.ID); !ok || !strings.Contains(r.Err, "later write of this client") {
+		t.Fatalf("the older get answered %v (%v), want the stale refusal", r, ok)
+	}
+	if r := do(t, c, at, orca.Call("queue", "q", "len")); r.Int != 1 {
+		t.Fatalf("%d jobs left after one get, want 1 (b)", r.Int)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// primCopy is a primary copy (seed 004 §3.1, §3.2): the object, its
+// primCopy is a primary copy (the Orca paper §3.1, §3.2): the object, its
 // version (writes applied), its copy set, and the write in phase one.
 type primCopy struct {
 	st      service.State
@@ -32,6 +32,11 @@ type call struct {
 	req   automaton.Request
 	nonce uint64
 }
+
+// ErrStale answers a write whose client had a later write applied first
+// (the deduplication table keeps one write per client: orca.Dedup). It is
+// not retryable: the client gave up on the write when it sent the next.
+const ErrStale = "ERR orca-primary: a later write of this client was applied first; this older one is not applied"
 
 // flight is the write holding the primary's lock.
 type flight struct {
@@ -120,6 +125,10 @@ func (a *Primary) primaryRequest(from automaton.NodeID, req automaton.Request) {
 			c.flight.answer = append(c.flight.answer, from)
 			return
 		}
+		if d.Seq > req.ID.Seq {
+			a.answer(from, key, req.ID, service.Errorf(ErrStale))
+			return
+		}
 		a.answer(from, key, req.ID, d.Res)
 		return
 	}
@@ -141,6 +150,17 @@ func (a *Primary) startNext(key string, c *primCopy) {
 		return
 	}
 	for i, q := range c.queue {
+		if d, ok := c.dedup[q.req.ID.Client]; ok && d.Seq >= q.req.ID.Seq {
+			// A later write of the same client ran while this one
+			// waited (its client gave up on it and moved on): running it
+			// now would put the table's entry back to the older write,
+			// and a retry of the later one would run it twice
+			// (ROBUSTNESS P22). It is answered as stale instead.
+			c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
+			a.answer(q.from, key, q.req.ID, service.Errorf(ErrStale))
+			a.startNext(key, c)
+			return
+		}
 		if !service.Ready(c.st, q.req.Op) {
 			continue
 		}

@@ -92,7 +92,9 @@ func (a *Primary) onLockAndUpdate(from automaton.NodeID, m message) {
 		a.drainWaiting(m.key)
 		return
 	}
-	c.st.Apply(m.req.Op)
+	if !a.proto.skipUpdate {
+		c.st.Apply(m.req.Op)
+	}
 	c.version = m.version
 	c.locked = !a.proto.earlyUnlock
 	c.since++

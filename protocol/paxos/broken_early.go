@@ -15,7 +15,7 @@ func init() {
 // marked Early, so the runtime releases the vote before its record is
 // durable. The leader counts it; if the acceptor then crashes before its
 // fsync, the vote is erased while the leader has already taken the value
-// as chosen (seed 002 V: chosen means accepted by a majority, and a
+// as chosen (the Grid Services thesis V: chosen means accepted by a majority, and a
 // majority's acceptance must survive the crash of any of them). A later
 // leader elected by the acceptor that forgot and one that never accepted
 // finds no vote and chooses another value: acknowledged writes are lost,

@@ -16,7 +16,7 @@ func init() {
 }
 
 // brokenLocalEnv is Multi-Paxos that orders commands but not their
-// environment: the leader logs no Env beside a command (seed 002 chapter
+// environment: the leader logs no Env beside a command (the Grid Services thesis chapter
 // I: a nondeterministic request must be made deterministic before it is
 // replicated, which this variant fails to do), and each replica, executing
 // the command, observes an environment of its own. Every replica agrees on

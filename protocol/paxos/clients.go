@@ -14,7 +14,7 @@ func (a *Paxos) OnRequest(req automaton.Request) {
 		return
 	}
 	if req.Txn != nil {
-		// Interactive transactions (T-Paxos, seed 002 VI.A.4) are not done:
+		// Interactive transactions (T-Paxos, the Grid Services thesis VI.A.4) are not done:
 		// refused before anything is applied.
 		a.Respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.Protocol))
 		return

@@ -1,6 +1,6 @@
 // Package paxos implements Multi-Paxos state machine replication over any
 // service.Service (KV, Counter, ...), as a pure automaton: Classic Paxos of
-// seed 002 chapter V (prepare/promise, accept/accepted, majority quorums), run
+// the Grid Services thesis chapter V (prepare/promise, accept/accepted, majority quorums), run
 // as a sequence of instances with one stable leader, the batched leader
 // recovery of chapter VI.A.2, and the log of <request> values of chapter VI.
 //
@@ -14,7 +14,7 @@
 //
 // # Values: <request> batches, not <request, state>
 //
-// Seed 002 chooses <request, state-after-request> per instance so that
+// The Grid Services thesis chooses <request, state-after-request> per instance so that
 // nondeterministic services stay consistent, and therefore allows only one
 // outstanding proposal (a gap would break the state chain). Synod instead
 // makes execution deterministic (see Nondeterministic services: the
@@ -37,7 +37,7 @@
 // operations all read takes the read path of a single read (quorum or lease
 // ReadIndex, log, local); the others go through the log. A group holding a
 // membership change or an invalid operation is refused whole. Interactive
-// transactions (T-Paxos, seed 002 VI.A.4) are not done (issue 13): a
+// transactions (T-Paxos, the Grid Services thesis VI.A.4) are not done (issue 13): a
 // request with Txn is answered automaton.ErrNoInteractive before anything is
 // applied or logged.
 //
@@ -53,10 +53,10 @@
 //
 // # Nondeterministic services (service/env.go)
 //
-// Seed 002 and issue 9 leave the protocol to choose what replicas agree on:
+// The Grid Services thesis and issue 9 leave the protocol to choose what replicas agree on:
 // the resulting state, or the environment one replica chose. Paxos
 // replicates the environment ("Multi-Paxos with a leader-chosen
-// environment"; seed 003's Eve has one replica choose likewise): each
+// environment"; the Eve/Adam thesis's Eve has one replica choose likewise): each
 // command of a nondeterministic service carries an Env in the log value,
 // and every replica executes it with service.ApplyEnv (ApplyGroup for a
 // group, Env.For(i) for its i-th operation). The Env is the one the request
@@ -110,7 +110,7 @@
 // phase 1 after a further random delay (election_timeout plus up to
 // election_timeout << min(failures,3): randomised, backing off after failed
 // attempts; Config.Rand only). Leader stability (the "Ω meets Paxos" property
-// seed 002 VI.A.5 relies on) is a pre-vote / check-quorum rule:
+// the Grid Services thesis VI.A.5 relies on) is a pre-vote / check-quorum rule:
 //
 //   - A follower that received an Accept or Heartbeat with a ballot at least
 //     its promise within the last election_timeout (timer "alive") refuses to
@@ -175,7 +175,7 @@
 // the previous steps (the last put's "c" record, committed lazily with the
 // leader's acceptance), then the follower's fsync followed.
 //
-// The argument (Paxos Made Simple §2.2-2.3, seed 002 V: a value is chosen
+// The argument (Paxos Made Simple §2.2-2.3, the Grid Services thesis V: a value is chosen
 // when a majority of acceptors accepted it; phase 2a only asks acceptors to
 // accept, and a proposer never proposes two values under one ballot):
 //
@@ -268,7 +268,7 @@
 //   - quorum: the leader notes read index = the highest instance it has
 //     proposed, waits until it has executed it and until a majority
 //     acknowledged a heartbeat round sent after the read arrived, then
-//     answers from its state (ReadIndex; seed 002's X-Paxos confirms).
+//     answers from its state (ReadIndex; the Grid Services thesis's X-Paxos confirms).
 //   - lease: as quorum, but a valid lease replaces the round. The lease rule:
 //     each heartbeat round r sets a timer of lease = election_timeout /
 //     (1+lease_drift) - lease_margin when it is sent; once a majority
@@ -319,7 +319,7 @@
 // Unknown parameters are errors. The table is generated from the parser's
 // (paxos.go, params; protocol/proto.Spec.Doc) and TestParamDoc keeps it so.
 //
-// Parameters at 256 clients. Seed 002 is silent on how many instances to
+// Parameters at 256 clients. The Grid Services thesis is silent on how many instances to
 // keep in phase 2 and how large an instance's batch is; window 8 and batch
 // 256 were kept after a sweep of window 4-32 and batch 64-512 at 256
 // clients, fsync on (docs/COSTS.md, "Multi-Paxos parameters at 256
@@ -398,7 +398,7 @@
 // # Nested requests
 //
 // Paxos serves nested requests (Capabilities.NestedWindow, automaton/call.go;
-// seed 003 §3: the remote service treats the caller's replicas "as clients
+// the Eve/Adam thesis §3: the remote service treats the caller's replicas "as clients
 // that might make repeated requests with the same sequence numbers" and
 // answers repeats "from a cache"). A request marked Request.Nested is
 // ordered through the log even when it only reads (never the local, lease

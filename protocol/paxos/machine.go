@@ -64,7 +64,7 @@ func (m *machine) reads(c cmd) bool {
 
 // run applies c's operations to the service state in c's environment: an
 // atomic group through automaton.ApplyGroup, in one go, so nothing
-// interleaves (seed 002 VI: one log value, one state transition).
+// interleaves (the Grid Services thesis VI: one log value, one state transition).
 func (m *machine) run(c cmd) outcome {
 	if len(c.Ops) > 0 {
 		return outcome{res: service.OK(), results: automaton.ApplyGroup(m.st, c.Ops, c.Env)}
@@ -76,7 +76,7 @@ func (m *machine) run(c cmd) outcome {
 // group that writes) already in the table returns its first outcome; a
 // write older than the client's window is refused (its outcome is unknown to
 // the caller, and it is not applied). Reads are not recorded: running one
-// twice has no effect; except a nested read (seed 003 §3), recorded like a
+// twice has no effect; except a nested read (the Eve/Adam thesis §3), recorded like a
 // write so that every copy of its id gets the first answer. done is false only for a part of a group that
 // paxos-broken-splitgroup executes part by part, before its last part.
 func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {

@@ -38,7 +38,7 @@ func NestedReadModel() automaton.ModelConfig {
 }
 
 // MatchmakerModel is the model of paxos-broken-localenv: the Matchmaker
-// service (seed 002 III.C.1, nondeterministic: a submit picks one of the
+// service (the Grid Services thesis III.C.1, nondeterministic: a submit picks one of the
 // machines that suit it). One client at n1 advertises two equal machines
 // and submits a job both suit; one timer firing (n1's election). paxos
 // logs the leader's environment beside the submit, so every replica picks

@@ -2,7 +2,7 @@ package paxos
 
 import "github.com/synod-dev/synod/automaton"
 
-// Nested requests (automaton/call.go; seed 003 §3, Adam): another
+// Nested requests (automaton/call.go; the Eve/Adam thesis §3, Adam): another
 // namespace's replicas call this one, each sending the same request with
 // the same id, and must all get the same answer, the request executed once.
 // Paxos already answers a repeated write from its deduplication table
@@ -18,7 +18,7 @@ const BrokenNestedRead = "paxos-broken-nestedread"
 
 func init() {
 	automaton.RegisterBroken("paxos", protocol{nestedRead: true, Capabilities: capabilities(BrokenNestedRead,
-		"a nested read (seed 003 §3) takes the read path instead of the log and is not cached, so a copy of it sent later by another caller replica gets a fresh, different answer; the simulator's nested-answer check catches it (--nested)")})
+		"a nested read (the Eve/Adam thesis §3) takes the read path instead of the log and is not cached, so a copy of it sent later by another caller replica gets a fresh, different answer; the simulator's nested-answer check catches it (--nested)")})
 }
 
 // nested reports whether req is ordered and cached as a nested request.

@@ -13,7 +13,7 @@ import (
 // the parameter nothing is called (behaviour and digests unchanged). The
 // automaton has no clock: a caller that wants times stamps the events
 // itself (experiment seed002-fast-vs-classic-sim stamps them with the
-// simulator's virtual time, seed 002 chapter V.B's time to learn L_c).
+// simulator's virtual time, the Grid Services thesis chapter V.B's time to learn L_c).
 
 // How says how a replica learned an instance chosen.
 type How int

@@ -13,7 +13,7 @@ import (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities("paxos",
-		"Multi-Paxos state machine replication (seed 002 chapters V-VI): stable leader, batched and pipelined phase 2, ReadIndex and lease reads, single-node membership changes")})
+		"Multi-Paxos state machine replication (the Grid Services thesis chapters V-VI): stable leader, batched and pipelined phase 2, ReadIndex and lease reads, single-node membership changes")})
 	// Deliberately broken variants (see the package doc). Never use them for
 	// data: the simulator and the conformance suite run them to show that a
 	// checker or an invariant catches them.
@@ -37,7 +37,7 @@ func capabilities(name, doc string) automaton.Capabilities {
 		Idempotent: true,
 		Membership: true,
 		// Atomic groups are one command in one instance; interactive
-		// transactions (T-Paxos, seed 002 VI.A.4) are not done (issue 13).
+		// transactions (T-Paxos, the Grid Services thesis VI.A.4) are not done (issue 13).
 		Transactions: automaton.TxnSupport{Atomic: true, Interactive: false},
 		// The leader puts the request's environment into the log entry
 		// beside the command, and every replica executes with it (package

@@ -6,12 +6,12 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// Phase 1 (seed 002 chapter V; VI.A.2: one Prepare for all instances),
+// Phase 1 (the Grid Services thesis chapter V; VI.A.2: one Prepare for all instances),
 // with the configurations of membership changes (package doc, "Phase 1").
 
 // startPhase1 makes this node a candidate with a fresh ballot and sends one
 // Prepare covering every instance from the first one not known chosen
-// (seed 002, chapter VI.A.2: "a single message ... for 88, 89 and all
+// (the Grid Services thesis, chapter VI.A.2: "a single message ... for 88, 89 and all
 // instances greater than 90").
 func (a *Paxos) startPhase1() {
 	r := a.maxRound
@@ -73,7 +73,7 @@ func (a *Paxos) promiseFor(from uint64) *message {
 	return m
 }
 
-// onPrepare is the acceptor's phase 1 (seed 002 chapter V; Lamport's
+// onPrepare is the acceptor's phase 1 (the Grid Services thesis chapter V; Lamport's
 // "Paxos made simple"), with the leader-stability rule: a node that heard a
 // live leader within election_timeout does not promise anyone else.
 func (a *Paxos) onPrepare(from int, m *message) {
@@ -132,7 +132,7 @@ func (a *Paxos) onPromise(from int, m *message) {
 }
 
 // checkPhase1 completes phase 1 once a majority of every configuration
-// involved promised (seed 002 chapter V, phase 1b; VI.A.2 for all instances
+// involved promised (the Grid Services thesis chapter V, phase 1b; VI.A.2 for all instances
 // at once). In named steps:
 //
 //  1. gatherPromises: what the promises report, per instance the value to
@@ -192,7 +192,7 @@ type confSeg struct {
 // gatherPromises reads the promises in handle order: the highest chosen
 // prefix, the highest instance, and per instance above this replica's
 // chosen prefix the entry known chosen, else the one with the highest
-// accepted ballot (seed 002 V: "the value of the highest-numbered proposal
+// accepted ballot (the Grid Services thesis V: "the value of the highest-numbered proposal
 // among the responses"). paxos-broken-skipphase1values forgets them.
 func (a *Paxos) gatherPromises() phase1Report {
 	rep := phase1Report{cfrom: -1, top: a.chosenUpTo, best: map[uint64]entry{}}
@@ -239,7 +239,7 @@ func (a *Paxos) fetchChosenFirst(rep phase1Report) {
 
 // pickValues walks the instances from the first not chosen here to the
 // highest reported, in order: the value is the one known chosen, else the
-// adopted one, else a no-op (gap filling, seed 002 VI.A.2). Every change
+// adopted one, else a no-op (gap filling, the Grid Services thesis VI.A.2). Every change
 // met makes the configuration of the instances after it (membership.go).
 func (a *Paxos) pickValues(rep phase1Report) (vals map[uint64][]byte, confs []*conf, segs []confSeg) {
 	vals = map[uint64][]byte{}

@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// Phase 2 (seed 002 chapter V): proposing batches over a window of
+// Phase 2 (the Grid Services thesis chapter V): proposing batches over a window of
 // instances, acceptance, choice, commit notices (package doc, "Phase 2,
 // commit and execution").
 

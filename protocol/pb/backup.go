@@ -5,7 +5,7 @@ import (
 	"github.com/synod-dev/synod/protocol/proto"
 )
 
-// The backups (seed 002 III.B, Fig. III.3).
+// The backups (the Grid Services thesis III.B, Fig. III.3).
 
 // onUpdate is STATE_HANDLER: inject the state change and note the
 // notification. Backups acknowledge at once and apply in index order;

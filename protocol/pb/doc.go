@@ -1,4 +1,4 @@
-// Package pb is primary-backup replication as seed 002, chapter III
+// Package pb is primary-backup replication as the Grid Services thesis, chapter III
 // ("Primary-backup on Grid Middlewares", Figs. III.1-III.3) builds it: an
 // ordered list of replicas, the first the primary and the second the senior
 // backup; the primary executes each request, ships the change of state to
@@ -146,7 +146,7 @@
 // its durable state (it executed them, or acknowledged them as a member
 // before taking over: a primary answers only after every member
 // acknowledged). Waiting for its members is what makes "latest" true: a
-// node that took over a later view was a member of this one (seed 002
+// node that took over a later view was a member of this one (the Grid Services thesis
 // III.B, switch_to_primary: the senior backup, then the next), so its
 // report would name that later view. The chosen node takes over under a
 // round later than every reported one with only itself as member, keeps

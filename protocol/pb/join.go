@@ -5,7 +5,7 @@ import (
 )
 
 // Joining: a restarted node, or a backup the primary dropped, rejoins as a
-// backup by state transfer (seed 002 III.A: "the integration of new
+// backup by state transfer (the Grid Services thesis III.A: "the integration of new
 // backups"; "integration of a new backup may require a large amount of
 // state to be transferred. The details ... are outside the scope of this
 // chapter"; the package doc, "Joining", gives ours).

@@ -22,7 +22,7 @@ const (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name, true,
-		"primary-backup (seed 002 ch. III): the primary executes, ships the state change to every backup and replies after all acknowledge; heartbeats, a senior backup that takes over; safe only with a perfect failure detector (crash-stop, bounded delays)")})
+		"primary-backup (the Grid Services thesis ch. III): the primary executes, ships the state change to every backup and replies after all acknowledge; heartbeats, a senior backup that takes over; safe only with a perfect failure detector (crash-stop, bounded delays)")})
 	automaton.RegisterBroken(Name, protocol{replyFirst: true, Capabilities: capabilities(BrokenReplyFirst, true,
 		"the primary replies as soon as it has executed a write, before every backup acknowledged the update: a crash of the primary can lose an acknowledged write; the invariant reply-after-acks catches it at the first write")})
 	automaton.RegisterBroken(Name, protocol{noDedup: true, Capabilities: capabilities(BrokenNoDedup, false,

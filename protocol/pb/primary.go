@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The primary (seed 002 III.B, Fig. III.2).
+// The primary (the Grid Services thesis III.B, Fig. III.2).
 
 // initPrimary is INIT_PRIMARY: claim the heartbeat and state-update
 // sources (here: start sending them) and schedule HEARTBEAT_GENERATOR.

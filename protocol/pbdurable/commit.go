@@ -4,7 +4,7 @@ import (
 	"github.com/synod-dev/synod/durability"
 )
 
-// All-or-nothing across mechanisms (seed 002 IV.C, "the changes of an
+// All-or-nothing across mechanisms (the Grid Services thesis IV.C, "the changes of an
 // atomic action are applied to all state objects or to none"; package
 // doc): a presumed-abort two-phase commit whose log is the database.
 //

@@ -1,5 +1,5 @@
 // Package pbdurable is primary-backup whose service state objects each
-// have a durability attribute (seed 002, chapter IV, "Durability – a
+// have a durability attribute (the Grid Services thesis, chapter IV, "Durability – a
 // Service Attribute"), chosen by a mapping (package durability) without
 // changing the service: replicated objects ship their update buffer to
 // the backups (chapter III's state updates), database objects become one
@@ -111,7 +111,7 @@
 // ranked after it stay members and receive the replicated objects' state
 // once the recovery is done.
 //
-// # Restarts, and the whole service lost (issue 29; seed 002 IV.C.1)
+// # Restarts, and the whole service lost (issue 29; the Grid Services thesis IV.C.1)
 //
 // Every node persists its view (record pbd/view) before anything resting
 // on it is sent. A node that restarts under a mapping with no replicated

@@ -21,7 +21,7 @@ const (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"primary-backup whose state objects are replicated, in a database or reconstructible, per the mapping (seed 002 ch. IV)")})
+		"primary-backup whose state objects are replicated, in a database or reconstructible, per the mapping (the Grid Services thesis ch. IV)")})
 	automaton.RegisterBroken(Name, protocol{replyBeforeDB: true, Capabilities: capabilities(BrokenReplyBeforeDB,
 		"answers before the request's database transaction committed; caught by the invariant reply-after-durable")})
 	automaton.RegisterBroken(Name, protocol{noPrepare: true, Capabilities: capabilities(BrokenNoPrepare,

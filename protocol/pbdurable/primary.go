@@ -8,7 +8,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// takeOver is switch_to_primary (seed 002 III.A problem 3, IV.C.2
+// takeOver is switch_to_primary (the Grid Services thesis III.A problem 3, IV.C.2
 // recover): the next view names this node; the members ranked before it
 // are taken for failed, the others stay members and get the state once
 // the recovery decided the prepared buffers (commit.go);

@@ -15,7 +15,7 @@ import (
 )
 
 // durable is a service whose state objects sit behind durability proxies
-// (seed 002 IV.C.4, the rewired service): exec runs one update request as
+// (the Grid Services thesis IV.C.4, the rewired service): exec runs one update request as
 // one atomic action (startA..commitA on every proxy) and returns the work
 // its mechanisms need.
 type durable interface {
@@ -56,7 +56,7 @@ func counterMapping(m string) (*durability.Mapping, error) {
 	return durability.ParseMapping(b)
 }
 
-// counterSvc is Synod's counter service (read, add n) on seed 002's
+// counterSvc is Synod's counter service (read, add n) on the Grid Services thesis's
 // Counter (IV.D.1) behind its generated proxy.
 type counterSvc struct {
 	d   *counter.DurableService
@@ -121,7 +121,7 @@ func (c *counterSvc) fresh() (durability.Work, error) {
 	return c.s.CommitA()
 }
 
-// grid is seed 002's Matchmaker (IV.D.2, durability/examples/matchmaker:
+// grid is the Grid Services thesis's Matchmaker (IV.D.2, durability/examples/matchmaker:
 // service gridmatchmaker) behind its generated proxies: MachineQueue and
 // AccountSet, each with the mechanism the mapping file chooses (pb,
 // pbdb, db, reconstructible, original: matchmaker.Mappings). The service code is

@@ -9,7 +9,7 @@ import (
 // Catch-up: a replica that learns of chosen instances it cannot apply (it
 // missed their accepts, or restarted behind) asks the leader for its
 // applied state and installs it (the whole replicated state, duplicate
-// table included; seed 002 VI.A.2 keeps only the latest state, so that is
+// table included; the Grid Services thesis VI.A.2 keeps only the latest state, so that is
 // what a lagging replica gets).
 
 func (a *PBPaxos) requestCatchup(from automaton.NodeID) {

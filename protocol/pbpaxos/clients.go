@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/synoderr"
 )
 
-// Clients (seed 002 VI.A.1: "A client process sends each request to all
+// Clients (the Grid Services thesis VI.A.1: "A client process sends each request to all
 // service processes, while only the leader sends a reply"). A fanned-out
 // request (Request.Fanout) reaches every node: the leader serves it, the
 // followers play their part (an X-Paxos confirm for a read) and answer
@@ -90,7 +90,7 @@ func (a *PBPaxos) xpaxos(req automaton.Request) bool {
 }
 
 // lead serves a request at the leader. Until both takeover phases are
-// complete nothing new is executed or answered (seed 002 VI.B Protocol 1):
+// complete nothing new is executed or answered (the Grid Services thesis VI.B Protocol 1):
 // the request waits.
 func (a *PBPaxos) lead(p *pend) {
 	if !a.ready {

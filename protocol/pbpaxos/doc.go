@@ -1,4 +1,4 @@
-// Package pbpaxos implements primary-backup Paxos (seed 002 chapter VI:
+// Package pbpaxos implements primary-backup Paxos (the Grid Services thesis chapter VI:
 // "Replicating Nondeterministic Services on Grid Environments"), with its
 // two optimisations, X-Paxos reads (VI.A.3) and T-Paxos transactions
 // (VI.A.4), as a pure automaton.
@@ -24,7 +24,7 @@
 // basic protocol and learning), reads.go (X-Paxos), txn.go (T-Paxos),
 // clients.go (fan-out, forwarding), machine.go (the replicated state and
 // duplicate table), catchup.go (catch-up and recovery), nested.go (serving
-// nested requests as a callee, seed 003 §3), invariant.go.
+// nested requests as a callee, the Eve/Adam thesis §3), invariant.go.
 //
 // # State size (VI.A.2, "reducing state-transfer size"; param state)
 //

@@ -5,7 +5,7 @@ import (
 	"github.com/synod-dev/synod/protocol/proto"
 )
 
-// Leader election (seed 002 VI.A.1 assumes "an underlying leader election
+// Leader election (the Grid Services thesis VI.A.1 assumes "an underlying leader election
 // service"; VI.A.5 asks for leader stability): a follower that hears no
 // live leader for election_timeout runs the takeover (takeover.go) after a
 // random delay; a follower that heard a live leader within
@@ -38,7 +38,7 @@ func (a *PBPaxos) heardLeader(from automaton.NodeID) {
 }
 
 // stepDown makes a leader or candidate a follower. Transactions in flight
-// are aborted (seed 002 VI.A.5); pending writes wait for the next leader
+// are aborted (the Grid Services thesis VI.A.5); pending writes wait for the next leader
 // (forwarded to it; its duplicate table answers one that executed); X-Paxos
 // reads waiting for confirms are answered TRYAGAIN (a read is retried).
 func (a *PBPaxos) stepDown() {

@@ -6,7 +6,7 @@ import (
 )
 
 // Expiry (issue 17 item 2; the rules are service/kv_doc.go's "Expiry").
-// The leader executes every request itself (seed 002 VI.A.2) and the
+// The leader executes every request itself (the Grid Services thesis VI.A.2) and the
 // replicas install its resulting state (a delta or the whole state carries
 // the deadlines and the state's clock), so they agree on what expired
 // whatever their clocks; with state=replay the leader's time is logged

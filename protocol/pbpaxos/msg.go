@@ -13,7 +13,7 @@ import (
 // proposer's number (its position in Config.Nodes plus one).
 type Ballot = proto.Ballot
 
-// pn is a proposal number (seed 002 VI.A.2): the ballot and the instance
+// pn is a proposal number (the Grid Services thesis VI.A.2): the ballot and the instance
 // of an accept request, ordered lexicographically, ballot first.
 type pn struct {
 	Bal Ballot
@@ -60,7 +60,7 @@ var header = proto.Header{Protocol: "pbpaxos", Version: msgVersion, Kinds: []str
 // Update kinds: how an instance's value carries the leader's state.
 const (
 	// updCovered: no state; a later entry of the same accept batch carries
-	// it (takeover, seed 002 VI.A.2: the batch holds one latest state).
+	// it (takeover, the Grid Services thesis VI.A.2: the batch holds one latest state).
 	updCovered = 0
 	// updReplay: the requests with their environments; every replica
 	// executes them (state-size option 1, "the request and some
@@ -349,7 +349,7 @@ func decodeRequest(d *wire.Decoder) automaton.Request {
 	return r
 }
 
-// Commands: the requests of one instance (seed 002 VI.A.2: the req of
+// Commands: the requests of one instance (the Grid Services thesis VI.A.2: the req of
 // <req, state>), each with the results the leader's execution gave, so
 // that every replica's duplicate table answers a retry alike.
 const (

@@ -2,7 +2,7 @@ package pbpaxos
 
 import "github.com/synod-dev/synod/automaton"
 
-// Nested requests (automaton/call.go; seed 003 §3, Adam: the remote service
+// Nested requests (automaton/call.go; the Eve/Adam thesis §3, Adam: the remote service
 // "just has to treat Adam replicas as clients that might make repeated
 // requests with the same sequence numbers" and answers repeats "from a
 // cache"). Every replica of a calling namespace sends its own copy of each

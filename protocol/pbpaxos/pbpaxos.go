@@ -23,11 +23,11 @@ const (
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"primary-backup Paxos for nondeterministic services (seed 002 chapter VI): the leader executes, then agrees on <request, state>; X-Paxos reads with confirms, T-Paxos transactions coordinated at commit")})
+		"primary-backup Paxos for nondeterministic services (the Grid Services thesis chapter VI): the leader executes, then agrees on <request, state>; X-Paxos reads with confirms, T-Paxos transactions coordinated at commit")})
 	automaton.RegisterBroken(Name, protocol{noConfirm: true, Capabilities: capabilities(BrokenNoConfirm,
 		"the leader answers X-Paxos reads as soon as it executed them, without a majority of confirms: a deposed leader answers stale reads; the invariant reads-confirmed catches it, and the linearizability checker under partitions")})
 	automaton.RegisterBroken(Name, protocol{earlyServe: true, Capabilities: capabilities(BrokenEarly,
-		"a new leader executes and answers new requests after its prepare phase, before its batched accept is chosen (seed 002 VI.B Protocol 1 forbids it); the invariant serve-after-takeover catches it")})
+		"a new leader executes and answers new requests after its prepare phase, before its batched accept is chosen (the Grid Services thesis VI.B Protocol 1 forbids it); the invariant serve-after-takeover catches it")})
 }
 
 // protocol is the registered value: its capabilities, and the variant (its

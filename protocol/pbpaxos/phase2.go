@@ -9,7 +9,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// The basic protocol (seed 002 VI.A.2): the leader assigns the next
+// The basic protocol (the Grid Services thesis VI.A.2): the leader assigns the next
 // instance to a request, executes it, and proposes <request, state after
 // it>; it proposes instance i only once i-1 is chosen (param pipeline=1,
 // the seed's), or up to pipeline instances ahead with chained updates (an
@@ -256,7 +256,7 @@ func (a *PBPaxos) learnCommit(from automaton.NodeID, b Ballot, commit uint64) {
 }
 
 // advance applies chosen instances in order: a learner applies the chosen
-// state (seed 002 VI.A.2). A covered entry is applied with the whole state
+// state (the Grid Services thesis VI.A.2). A covered entry is applied with the whole state
 // that covers it; a chosen whole state further on is installed at once,
 // over instances whose requests this node never had (they become gaps: the
 // seed's "knows requests 1-87 and 90 and the state after 90").
@@ -340,7 +340,7 @@ func (a *PBPaxos) applyEntry(i uint64, s *slot) {
 	}
 }
 
-// onTakeoverDone: both phases are complete (seed 002 VI.B Protocol 1): the
+// onTakeoverDone: both phases are complete (the Grid Services thesis VI.B Protocol 1): the
 // leader serves new requests from now on.
 func (a *PBPaxos) onTakeoverDone() {
 	a.ready = true

@@ -4,7 +4,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// X-Paxos reads (seed 002 VI.A.3). A read goes to every replica; each
+// X-Paxos reads (the Grid Services thesis VI.A.3). A read goes to every replica; each
 // non-leader sends a confirm to the process with the highest ballot it
 // has accepted; the leader executes the read while the confirms arrive and
 // answers once both are done with a majority including itself. Only the

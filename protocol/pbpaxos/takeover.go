@@ -6,7 +6,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// Leader takeover (seed 002 VI.A.2, the worked example, and VI.B Protocol
+// Leader takeover (the Grid Services thesis VI.A.2, the worked example, and VI.B Protocol
 // 1, "New leader"): one Prepare for every gap and every instance past the
 // highest known one; replies carry OK, or (request, proposal number) for a
 // gap, or (requests, proposal numbers, latest state) past it; one batched

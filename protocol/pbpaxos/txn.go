@@ -7,7 +7,7 @@ import (
 	"github.com/synod-dev/synod/service"
 )
 
-// T-Paxos (seed 002 VI.A.4): the leader executes and answers each request
+// T-Paxos (the Grid Services thesis VI.A.4): the leader executes and answers each request
 // of a transaction at once and coordinates only the commit, which is one
 // proposal of the basic protocol carrying the transaction's writes and the
 // leader's state after them. A leader switch aborts the transactions in

@@ -72,7 +72,7 @@ func TestTransfersConserveMoney(t *testing.T) {
 }
 
 // TestLeaderSwitchAbortsTransaction: a transaction begun at n1 cannot
-// commit at n2 after a takeover (seed 002 VI.A.5); its writes never
+// commit at n2 after a takeover (the Grid Services thesis VI.A.5); its writes never
 // appear.
 func TestLeaderSwitchAbortsTransaction(t *testing.T) {
 	c := cluster(t, service.Bank{}, nil)

@@ -6,8 +6,8 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// Ballot numbers proposals (Paxos's ballots, seed 002 chapter V) and views
-// (the blocking protocol's, seed 001 §4.4): a round, then the proposing
+// Ballot numbers proposals (Paxos's ballots, the Grid Services thesis chapter V) and views
+// (the blocking protocol's, the ABD report §4.4): a round, then the proposing
 // node, compared lexicographically, so that two proposers never pick the
 // same ballot. What Node holds is the protocol's choice (Paxos: the node's
 // number, from 1, so the zero Ballot is below every real one; blocking: the

@@ -24,7 +24,7 @@ const BrokenDirtyTxn = Name + "-broken-dirtytxn"
 
 func init() {
 	automaton.Register(protocol{Capabilities: capabilities(Name,
-		"one server (the first node) holds the only copy and persists each write before answering; the others forward to it: the baseline for replication overhead (seed 002)",
+		"one server (the first node) holds the only copy and persists each write before answering; the others forward to it: the baseline for replication overhead (the Grid Services thesis)",
 		[]automaton.Scenario{
 			{Name: "snapshots and recovery under crashes",
 				Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,loss,dup", "--param", "snapshot_every=4"},
