@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -192,10 +193,19 @@ func (g *GoRedis) Close() {
 // PyRedis drives servers through redis-py (RESP2) by way of compat/py/driver.py,
 // one JSON request and answer per line.
 type PyRedis struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	outf *os.File // out's pipe, for a read deadline (nil: none)
+	wait time.Duration
 }
+
+// pyAnswerWait bounds the wait for one answer of the driver. redis-py's own
+// socket timeout (15 s, driver.py) should answer first; this bound turns a
+// driver that hangs anyway (seen once in 9 whole-package runs at load ~25,
+// on a pb namespace whose primary had moved) into a failed command that
+// names it, instead of a suite that hangs until CI's limit.
+const pyAnswerWait = 90 * time.Second
 
 // StartPyRedis starts python running script (compat/py/driver.py).
 func StartPyRedis(python, script string) (*PyRedis, error) {
@@ -211,7 +221,11 @@ func StartPyRedis(python, script string) (*PyRedis, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("compat: starting %s %s: %w", python, script, err)
 	}
-	return &PyRedis{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}, nil
+	p := &PyRedis{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), wait: pyAnswerWait}
+	if f, ok := out.(*os.File); ok {
+		p.outf = f
+	}
+	return p, nil
 }
 
 type pyRequest struct {
@@ -244,7 +258,16 @@ func (p *PyRedis) Do(t Target, args []string) (any, error) {
 	if _, err := p.in.Write(append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("compat: redis-py driver: %w", err)
 	}
+	if p.outf != nil {
+		p.outf.SetReadDeadline(time.Now().Add(p.wait))
+	}
 	line, err := p.out.ReadBytes('\n')
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The driver's state is unknown now: stop it, so that later
+		// commands fail at once rather than read this command's answer.
+		p.cmd.Process.Kill()
+		return nil, fmt.Errorf("compat: redis-py driver gave no answer to %q at %s (namespace %q) in %v; driver stopped", args, t.Addr, t.NS, p.wait)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("compat: redis-py driver: %w", err)
 	}

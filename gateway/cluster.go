@@ -61,6 +61,13 @@ type MigrationBackend interface {
 	Migrate(ctx context.Context, ns string, args []string) (string, error)
 }
 
+// ClusterEpocher is implemented by a ClusterBackend whose slot map has a
+// configuration epoch (the placement namespace's): CLUSTER INFO reports it
+// as cluster_current_epoch and cluster_my_epoch.
+type ClusterEpocher interface {
+	ClusterEpoch(ns string) uint64
+}
+
 // ClusterShard is one group of a sharded namespace.
 type ClusterShard struct {
 	Name  string
@@ -265,8 +272,15 @@ func cmdCluster(c *conn, args [][]byte) {
 		if assigned != shard.Slots {
 			state = "fail"
 		}
-		info := fmt.Sprintf("cluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:%d\r\ncluster_size:%d\r\ncluster_current_epoch:0\r\ncluster_my_epoch:0\r\n",
-			state, assigned, assigned, len(nodes), len(shards))
+		var epoch uint64
+		if ce, ok := cb.(ClusterEpocher); ok {
+			c.mu.Lock()
+			ns := c.ns.Name
+			c.mu.Unlock()
+			epoch = ce.ClusterEpoch(ns)
+		}
+		info := fmt.Sprintf("cluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:%d\r\ncluster_size:%d\r\ncluster_current_epoch:%d\r\ncluster_my_epoch:%d\r\n",
+			state, assigned, assigned, len(nodes), len(shards), epoch, epoch)
 		c.w.WriteBulkString(info)
 	default:
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLUSTER HELP.", args[1]))

@@ -36,7 +36,10 @@ import (
 //     deletion), "new" (the reply does not say that the key was new), the
 //     "del" that follows a pop which emptied a key, events of writes a
 //     script or FUNCTION makes (they run inside the log's Apply at every
-//     replica) and of stream commands. The flags x, e, n, t, m and d are
+//     replica) and of stream commands other than XADD, XDEL, XTRIM and
+//     XSETID: XGROUP's, the "xtrim" of an XADD that trimmed, and the
+//     consumer creations of XREADGROUP and XCLAIM (their replies do not
+//     say what changed). The flags x, e, n, t, m and d are
 //     accepted and shown by CONFIG GET.
 
 // Redis's notify-keyspace-events flags (server.h NOTIFY_*).
@@ -206,6 +209,10 @@ var ksRules = map[string]ksRule{
 	"zremrangebyscore": {ev(nZset, "zremrangebyscore", 1), positive},
 	"zremrangebyrank":  {ev(nZset, "zremrangebyrank", 1), positive},
 	"zremrangebylex":   {ev(nZset, "zremrangebylex", 1), positive},
+	"xadd":             {ev(nStream, "xadd", 1), notNil},
+	"xdel":             {ev(nStream, "xdel", 1), positive},
+	"xtrim":            {ev(nStream, "xtrim", 1), positive},
+	"xsetid":           {ev(nStream, "xsetid", 1), always},
 }
 
 // keyspaceNote returns the function that publishes the events of command

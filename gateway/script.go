@@ -181,7 +181,7 @@ func scriptCommand(args [][]byte) ([]service.Op, func([]service.Result) service.
 	case name == "echo" && len(args) == 2:
 		return nil, func([]service.Result) service.Result { return service.Bytes(args[1]) }, ""
 	}
-	if cmd.plan == nil || cmd.block != nil || slices.Contains(cmd.flags, "noscript") {
+	if cmd.plan == nil || (cmd.block != nil && !streamReadCmd(name)) || slices.Contains(cmd.flags, "noscript") {
 		return nil, nil, "ERR This Redis command is not allowed from script"
 	}
 	p := cmd.plan(scriptConn, args)

@@ -268,21 +268,27 @@ func mapsOf(r service.Result, nested string) service.Result {
 	return r
 }
 
+// streamReadCmd reports whether a blocking command is XREAD or
+// XREADGROUP, which a script may call without BLOCK, as in Redis (their
+// plan refuses BLOCK there).
+func streamReadCmd(name string) bool { return name == "xread" || name == "xreadgroup" }
+
 // xreadReply renders xread's and xreadgroup's flat key, entries, ...: a
 // map in RESP3, an array of [key, entries] in RESP2; nil as a null array.
 func (c *conn) xreadReply(r service.Result) service.Result {
 	if r.Type != service.ResultArray {
 		return nullArray()
 	}
+	resp3 := c.w != nil && c.w.Protocol() == 3 // a script's call (no writer) takes RESP2's shape
 	out := make([]service.Result, 0, len(r.Elems))
 	for i := 0; i+1 < len(r.Elems); i += 2 {
-		if c.w.Protocol() == 3 {
+		if resp3 {
 			out = append(out, r.Elems[i], nestEntries(r.Elems[i+1]))
 		} else {
 			out = append(out, service.Array(r.Elems[i], nestEntries(r.Elems[i+1])))
 		}
 	}
-	if c.w.Protocol() == 3 {
+	if resp3 {
 		return asMap(service.Array(out...))
 	}
 	return service.Array(out...)
@@ -305,6 +311,9 @@ func parseXRead(group, blocking bool) func(c *conn, args [][]byte) blockPlan {
 			more := len(args) - 1 - i
 			switch w := lower(args[i]); {
 			case w == "block" && more > 0:
+				if c.s == nil { // a script's call (scriptConn)
+					return blockPlan{plan: errPlan("ERR %s command is not allowed with BLOCK option from scripts", name)}
+				}
 				i++
 				ms, err := strconv.ParseInt(string(args[i]), 10, 64)
 				if err != nil {

@@ -83,3 +83,45 @@ func TestStreamBlocking(t *testing.T) {
 		})
 	}
 }
+
+// Scripts may call XREAD and XREADGROUP without BLOCK, as in Redis, and
+// are refused BLOCK.
+func TestStreamReadFromScript(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("XGROUP CREATE s g $ MKSTREAM", "OK"),
+		{[]string{"EVAL", "return redis.pcall('xread','STREAMS','s','$')", "1", "s"}, "(nil)"},
+		{[]string{"EVAL", "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')", "1", "s"}, "(error) ERR xread command is not allowed with BLOCK option from scripts"},
+		{[]string{"EVAL", "return redis.pcall('xreadgroup','group','g','c','STREAMS','s','>')", "1", "s"}, "(nil)"},
+		{[]string{"EVAL", "return redis.pcall('xreadgroup','group','g','c','BLOCK',0,'STREAMS','s','>')", "1", "s"}, "(error) ERR xreadgroup command is not allowed with BLOCK option from scripts"},
+		cmd("XADD s 1-0 f v", `"1-0"`),
+		// The reply nests deeper than a script's reply may (service's
+		// MaxArrayDepth); the script reads into it.
+		{[]string{"EVAL", "local r = redis.call('xread','STREAMS','s','0'); return {r[1][1], r[1][2][1][1], r[1][2][1][2][2]}", "1", "s"}, "1) \"s\"\n2) \"1-0\"\n3) \"v\""},
+	})
+}
+
+// XADD, XDEL, XTRIM and XSETID fire their keyspace events (class t) when
+// they changed the stream.
+func TestStreamNotifications(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.MustAutomaton(t, pxName, "kv"), ServerOptions{})
+	c, sub := dial(t, addr), dial(t, addr)
+	run(t, c, []step{cmd("CONFIG SET notify-keyspace-events Kt", "OK")})
+	sub.send("PSUBSCRIBE", "*")
+	wantFrames(t, sub, "psubscribe * 1")
+	run(t, c, []step{
+		cmd("XADD none NOMKSTREAM 1-0 f v", "(nil)"), // nothing changed: no event
+		cmd("XADD s 1-0 f v", `"1-0"`),
+		cmd("XADD s 2-0 f v", `"2-0"`),
+		cmd("XDEL s 9-0", "(integer) 0"),
+		cmd("XDEL s 1-0", "(integer) 1"),
+		cmd("XTRIM s MAXLEN 5", "(integer) 0"),
+		cmd("XTRIM s MAXLEN 0", "(integer) 1"),
+		cmd("XSETID s 5-0", "OK"),
+	})
+	wantFrames(t, sub,
+		"pmessage * __keyspace@0__:s xadd", "pmessage * __keyspace@0__:s xadd",
+		"pmessage * __keyspace@0__:s xdel", "pmessage * __keyspace@0__:s xtrim",
+		"pmessage * __keyspace@0__:s xsetid")
+}

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 }
 
 // upCluster starts a cluster in a fresh directory; t.Cleanup always stops it.
-func upCluster(t *testing.T, opts cluster.UpOptions) *cluster.Cluster {
+func upCluster(t testing.TB, opts cluster.UpOptions) *cluster.Cluster {
 	t.Helper()
 	opts.Dir = t.TempDir()
 	opts.Binary = synodBin

@@ -57,7 +57,7 @@ type sample struct {
 }
 
 func benchMigration(b *testing.B, mb, rate, limit int, durability string) {
-	c := upClusterB(b, cluster.UpOptions{Nodes: 9, Shards: 3, Protocol: "paxos", Service: "kv", Durability: durability})
+	c := upCluster(b, cluster.UpOptions{Nodes: 9, Shards: 3, Protocol: "paxos", Service: "kv", Durability: durability})
 	addrs := c.ClientAddrs()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -196,21 +196,4 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(strings.Fields(string(b))[:3], " ")
-}
-
-// upClusterB is upCluster for a benchmark.
-func upClusterB(b *testing.B, opts cluster.UpOptions) *cluster.Cluster {
-	b.Helper()
-	opts.Dir = b.TempDir()
-	opts.Binary = synodBin
-	c, err := cluster.Up(opts)
-	if err != nil {
-		b.Fatalf("cluster.Up: %v", err)
-	}
-	b.Cleanup(func() {
-		if _, err := cluster.Down(c.Dir, false); err != nil {
-			b.Errorf("cluster.Down: %v", err)
-		}
-	})
-	return c
 }

@@ -214,6 +214,15 @@ func TestMigrateSlotsUnderLoad(t *testing.T) {
 	if !strings.Contains(strings.Join(addrs[3:], " "), owner) || owner == "" {
 		t.Fatalf("CLUSTER SLOTS: slot 0 served by %q, want a node of s1 (%v): %+v", owner, addrs[3:], slots)
 	}
+	info, err := "", error(nil)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if info, err = cc2.ClusterInfo(ctx).Result(); err == nil && strings.Contains(info, "cluster_current_epoch:2") {
+			break
+		}
+	}
+	if err != nil || !strings.Contains(info, "cluster_current_epoch:2") {
+		t.Errorf("CLUSTER INFO after the migration: %q, %v; want epoch 2", info, err)
+	}
 	if left := keysIn(t, ctx, nodes[0], 0, moved); len(left) > 0 {
 		t.Fatalf("s0 still holds %d keys of the moved slots: %v", len(left), left[:min(5, len(left))])
 	}

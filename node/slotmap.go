@@ -350,3 +350,14 @@ func (n *Node) followRedirects(ctx context.Context, s *shardedNS, req automaton.
 		resp.ID = id
 	}
 }
+
+var _ gateway.ClusterEpocher = (*Node)(nil)
+
+// ClusterEpoch implements gateway.ClusterEpocher: the epoch of the newest
+// slot map this node has read for sharded namespace ns (0: not sharded).
+func (n *Node) ClusterEpoch(ns string) uint64 {
+	if s := n.shards[ns]; s != nil && ns != config.PlacementName {
+		return s.view().epoch
+	}
+	return 0
+}
