@@ -47,6 +47,14 @@ import (
 //     another node that lands during a round may still go to a later
 //     client of the round: the poll cannot see it land.) Clients blocked at different nodes race: the
 //     protocol orders their pops, and each element goes to exactly one.
+//   - A write through this node that touches a key a client here waits on
+//     is answered after the round it started, and the rounds the served
+//     clients' own pushes start (BLMOVE into a list another client waits
+//     on), have run: as in Redis, where a write serves the clients it
+//     unblocks before the next command runs, a client that reads after its
+//     write's reply sees those pops done (awaitSettled; at most
+//     settleLimit, so a chain of blocked clients that keeps serving itself
+//     cannot hold a reply forever).
 //   - A blocked client's attempts say wait: a key that holds another type
 //     counts as empty (Redis serves a blocked client only from a key of its
 //     type), except BLMOVE's destination, whose wrong type ends the command
@@ -309,6 +317,8 @@ type blockReg struct {
 	gate    sync.RWMutex // a round holds it; writes to waited keys share it (writeGate)
 	running bool         // the serving goroutine runs
 	kick    chan struct{}
+	settled uint64        // every gen up to this one has been served (serve)
+	settle  chan struct{} // closed when settled moves or serve stops
 }
 
 // waiter is one blocked client.
@@ -383,9 +393,13 @@ func (b *blockReg) wait(w *waiter, bp blockPlan) service.Result {
 				continue
 			}
 			r, served := c.attemptBlocked(op)
+			if served {
+				// Marked before the round hears of it, so the round
+				// goes on to the clients this pop's push may serve.
+				b.touchKeys(append(slices.Clone(bp.keys), string(op.Key)), opKeys(op)...)
+			}
 			w.done <- served
 			if served {
-				b.touchKeys(append(slices.Clone(bp.keys), string(op.Key)), opKeys(op)...)
 				return bp.render([]service.Result{r})
 			}
 		case withErr := <-w.unblock:
@@ -500,7 +514,59 @@ func (b *blockReg) touched(c *conn, op service.Op, group []service.Op) {
 		keys = append(keys, opKeys(op)...)
 	}
 	if len(keys) > 0 {
+		b.mu.Lock()
+		hit := slices.ContainsFunc(keys, b.waited)
+		b.mu.Unlock()
 		b.touchKeys(keys)
+		if hit {
+			b.awaitSettled(settleLimit)
+		}
+	}
+}
+
+// settleLimit bounds how long a write's reply waits for the clients it
+// woke (awaitSettled).
+const settleLimit = 2 * time.Second
+
+// awaitSettled waits until the clients blocked at this node on what a
+// write through it touched have been tried, and the clients their pops
+// in turn may serve (BLMOVE into a list another client waits on), before
+// the write is answered: in Redis a write serves the clients it unblocks
+// before the next command runs (blocked.c, handleClientsBlockedOnKeys), so
+// a client that reads after its write sees their pops done. It waits at
+// most limit: a chain of blocked clients that keeps serving itself cannot
+// hold a write's reply forever.
+func (b *blockReg) awaitSettled(limit time.Duration) {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for {
+		b.mu.Lock()
+		if !b.running || b.settled >= b.gen {
+			b.mu.Unlock()
+			return
+		}
+		if b.settle == nil {
+			b.settle = make(chan struct{})
+		}
+		ch := b.settle
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// settledLocked records that every touch up to gen has been served (b.mu
+// held) and wakes the writes waiting for it.
+func (b *blockReg) settledLocked(gen uint64) {
+	if gen > b.settled {
+		b.settled = gen
+	}
+	if b.settle != nil {
+		close(b.settle)
+		b.settle = nil
 	}
 }
 
@@ -535,6 +601,7 @@ func (b *blockReg) serve(s *Server) {
 		case <-s.ctx.Done():
 			b.mu.Lock()
 			b.running = false
+			b.settledLocked(b.gen)
 			b.mu.Unlock()
 			return
 		}
@@ -542,16 +609,19 @@ func (b *blockReg) serve(s *Server) {
 			b.mu.Lock()
 			if len(b.waiters) == 0 {
 				b.running = false
+				b.settledLocked(b.gen)
 				b.mu.Unlock()
 				return
 			}
 			dirty, poll, gen := b.dirty, b.poll, b.gen
 			b.dirty, b.poll = map[string]bool{}, false
 			ws := slices.Clone(b.waiters)
-			b.mu.Unlock()
 			if len(dirty) == 0 && !poll {
+				b.settledLocked(gen)
+				b.mu.Unlock()
 				break
 			}
+			b.mu.Unlock()
 			b.gate.Lock()
 			b.round(ws, dirty, poll, gen)
 			b.gate.Unlock()

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
 
@@ -131,4 +133,39 @@ func TestBlockingPollsOtherWrites(t *testing.T) {
 		t.Errorf("blocked client got %s", got)
 	}
 	run(t, r, []step{cmd("LRANGE done 0 -1", `1) "job"`)})
+}
+
+// TestBlockingWriteAnsweredAfterWoken: a write is answered after the
+// clients blocked at this node that it woke, and those their pops woke,
+// have been served (Redis's "Linked LMOVEs"): the element went l1 -> l2
+// -> l3 before RPUSH's reply, though every blocked attempt is slow (a
+// replicated write under load), so a LRANGE sent right after the reply
+// finds it in l3.
+func TestBlockingWriteAnsweredAfterWoken(t *testing.T) {
+	b := gatewaytest.KV()
+	b.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		if req.Op.Kind == "blmove" {
+			time.Sleep(30 * time.Millisecond)
+		}
+		return nil
+	})
+	_, addr := startServer(t, b, ServerOptions{})
+	r, c1, c2 := dial(t, addr), dial(t, addr), dial(t, addr)
+	c1.send("BLMOVE", "l1", "l2", "RIGHT", "LEFT", "0")
+	c1.w.Flush()
+	waitBlocked(t, r, "1")
+	c2.send("BLMOVE", "l2", "l3", "LEFT", "RIGHT", "0")
+	c2.w.Flush()
+	waitBlocked(t, r, "2")
+	run(t, r, []step{
+		cmd("RPUSH l1 foo", "(integer) 1"),
+		cmd("LRANGE l1 0 -1", "(empty array)"),
+		cmd("LRANGE l2 0 -1", "(empty array)"),
+		cmd("LRANGE l3 0 -1", `1) "foo"`),
+	})
+	for _, c := range []*tconn{c1, c2} {
+		if got := c.reply().String(); got != `"foo"` {
+			t.Errorf("linked BLMOVE client got %s", got)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -944,11 +946,7 @@ func cmdCommand(c *conn, args [][]byte) {
 	case "getkeys":
 		c.commandGetKeys(args[2:])
 	case "list":
-		all := sortedCommands()
-		c.w.WriteArray(len(all))
-		for _, cmd := range all {
-			c.w.WriteBulkString(cmd.name)
-		}
+		c.commandList(args[2:])
 	case "info":
 		if len(args) == 2 {
 			cmdCommand(c, args[:1])
@@ -964,6 +962,56 @@ func cmdCommand(c *conn, args [][]byte) {
 		}
 	default:
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", args[1]))
+	}
+}
+
+// aclCategories are Redis 7.0's ACL categories (acl.c, ACLCommandCategories).
+var aclCategories = []string{"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
+	"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
+	"dangerous", "connection", "transaction", "scripting"}
+
+// commandList answers COMMAND LIST [FILTERBY MODULE name | ACLCAT cat |
+// PATTERN glob] as Redis 7.0's commandListCommand: any other argument shape
+// is a syntax error; the pattern matches command names without regard to
+// case; no module is loaded, so MODULE and an unknown category answer an
+// empty array. Synod keeps no ACL categories for its commands, so a real
+// category is refused rather than answered with a wrong list.
+func (c *conn) commandList(args [][]byte) {
+	all := sortedCommands()
+	var keep func(*command) bool
+	switch {
+	case len(args) == 0:
+		keep = func(*command) bool { return true }
+	case len(args) == 3 && lower(args[0]) == "filterby":
+		switch lower(args[1]) {
+		case "module":
+			keep = func(*command) bool { return false }
+		case "aclcat":
+			if slices.Contains(aclCategories, lower(args[2])) {
+				c.writeError("ERR Synod keeps no ACL categories for its commands: FILTERBY ACLCAT " + lower(args[2]) + " is not supported")
+				return
+			}
+			keep = func(*command) bool { return false }
+		case "pattern":
+			pat := bytes.ToLower(args[2])
+			keep = func(cmd *command) bool { return service.GlobMatch(pat, []byte(cmd.name)) }
+		default:
+			c.writeError("ERR syntax error")
+			return
+		}
+	default:
+		c.writeError("ERR syntax error")
+		return
+	}
+	var names []string
+	for _, cmd := range all {
+		if keep(cmd) {
+			names = append(names, cmd.name)
+		}
+	}
+	c.w.WriteArray(len(names))
+	for _, n := range names {
+		c.w.WriteBulkString(n)
 	}
 }
 
