@@ -21,9 +21,9 @@ func init() {
 		key1("geodist", -4, fRead, keyPlan("geodist", 0, nil, nil)),
 		key1("geohash", -2, fRead, keyPlan("geohash", 0, nil, nil)),
 		key1("geopos", -2, fRead, keyPlan("geopos", 0, nil, geoPosReply)),
-		key1("georadius", -6, fWriteMovable, planGeoRadius),
+		&command{name: "georadius", arity: -6, flags: fWriteMovable, first: 1, last: 1, step: 1, plan: planGeoRadius, getkeys: geoRadiusKeys},
 		key1("georadius_ro", -6, fRead, planGeoRadius),
-		key1("georadiusbymember", -5, fWriteMovable, planGeoRadius),
+		&command{name: "georadiusbymember", arity: -5, flags: fWriteMovable, first: 1, last: 1, step: 1, plan: planGeoRadius, getkeys: geoRadiusKeys},
 		key1("georadiusbymember_ro", -5, fRead, planGeoRadius),
 		key1("geosearch", -7, fRead, planGeoRadius),
 		&command{name: "geosearchstore", arity: -8, flags: fWriteMem, first: 1, last: 2, step: 1, plan: planGeoSearchStore},
@@ -74,6 +74,16 @@ func planGeoRadius(c *conn, args [][]byte) plan {
 		return opPlan(kvOp("geostore", []byte(dest), append([][]byte{args[0], args[1]}, args[2:]...)...), nil)
 	}
 	return opPlan(kvOp("geosearch", args[1], append([][]byte{args[0]}, args[2:]...)...), geoSearchReply)
+}
+
+// geoRadiusKeys is GEORADIUS(BYMEMBER)'s key finder (georadiusGetKeys):
+// the key and the STORE or STOREDIST destination.
+func geoRadiusKeys(args [][]byte) [][]byte {
+	keys := [][]byte{args[1]}
+	if dest, ok := service.GeoStoreKey(string(args[0]), args[2:]); ok {
+		keys = append(keys, []byte(dest))
+	}
+	return keys
 }
 
 // planGeoSearchStore is GEOSEARCHSTORE destination source ....

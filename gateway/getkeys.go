@@ -1,6 +1,9 @@
 package gateway
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // COMMAND GETKEYS cmd [arg ...]: the key arguments of a command, as Redis's
 // getKeysSubcommandImpl answers them: from the command's key positions
@@ -35,6 +38,10 @@ func (c *conn) commandGetKeys(args [][]byte) {
 		}
 	}
 	if len(keys) == 0 {
+		if slices.Contains(cmd.flags, "no_mandatory_keys") { // EVAL 0, FCALL 0
+			c.w.WriteArray(0)
+			return
+		}
 		c.writeError("ERR Invalid arguments specified for command")
 		return
 	}

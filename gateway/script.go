@@ -37,12 +37,12 @@ import (
 func init() {
 	movable := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"}
 	register("scripting",
-		&command{name: "eval", arity: -3, flags: movable, plan: planEval("eval", false)},
-		&command{name: "evalsha", arity: -3, flags: movable, plan: planEval("evalsha", false)},
-		&command{name: "eval_ro", arity: -3, flags: movable, plan: planEval("eval", true)},
-		&command{name: "evalsha_ro", arity: -3, flags: movable, plan: planEval("evalsha", true)},
-		&command{name: "fcall", arity: -3, flags: movable, plan: planFCall(false)},
-		&command{name: "fcall_ro", arity: -3, flags: movable, plan: planFCall(true)},
+		&command{name: "eval", arity: -3, flags: movable, getkeys: scriptKeys, plan: planEval("eval", false)},
+		&command{name: "evalsha", arity: -3, flags: movable, getkeys: scriptKeys, plan: planEval("evalsha", false)},
+		&command{name: "eval_ro", arity: -3, flags: movable, getkeys: scriptKeys, plan: planEval("eval", true)},
+		&command{name: "evalsha_ro", arity: -3, flags: movable, getkeys: scriptKeys, plan: planEval("evalsha", true)},
+		&command{name: "fcall", arity: -3, flags: movable, getkeys: scriptKeys, plan: planFCall(false)},
+		&command{name: "fcall_ro", arity: -3, flags: movable, getkeys: scriptKeys, plan: planFCall(true)},
 		&command{name: "script", arity: -2, flags: []string{"noscript"}, fn: cmdScript},
 		&command{name: "function", arity: -2, flags: []string{"noscript"}, plan: planFunction},
 	)
@@ -71,6 +71,16 @@ func (s *scripts) get(sha string) ([]byte, bool) {
 	defer s.mu.Unlock()
 	b, ok := s.body[strings.ToLower(sha)]
 	return b, ok
+}
+
+// scriptKeys is the key finder of EVAL, EVALSHA, FCALL and their _RO
+// forms (Redis's evalGetKeys): numkeys keys after it; none for a bad count.
+func scriptKeys(args [][]byte) [][]byte {
+	n, err := strconv.Atoi(string(args[2]))
+	if err != nil || n <= 0 || n > len(args)-3 {
+		return nil
+	}
+	return args[3 : 3+n]
 }
 
 // scriptArgs checks numkeys and returns the eval operation's key and the

@@ -213,9 +213,10 @@ func (s *KVState) opFnList(op Op) Result {
 			code = Bytes(l.code)
 		}
 		var fns []Result
-		L := newScriptState(&scriptRun{})
+		run := &scriptRun{}
+		L := newScriptState(run)
 		L.SetContext(&budget{left: ScriptBudget, done: make(chan struct{})})
-		_, metas, _ := loadLibrary(L, l.code)
+		_, metas, _ := loadLibrary(run, L, l.code)
 		L.Close()
 		for _, f := range l.funcs {
 			m := metas[f]

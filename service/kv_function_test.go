@@ -123,4 +123,26 @@ func TestFunctionLibraries(t *testing.T) {
 	if got := es.Apply(Op{Kind: "fnrestore", Args: [][]byte{bad}}).String(); got != "(error) ERR DUMP payload version or checksum are wrong" {
 		t.Fatalf("fnrestore of a damaged payload: %s", got)
 	}
+	// The library API while loading (Redis 7's luaEngineCreate): only
+	// redis.register_function, log and the version.
+	for code, want := range map[string]string{
+		"return math.random()":                 "Script attempted to access nonexistent global variable 'math'",
+		"return redis.call('ping')":            "Script attempted to access nonexistent global variable 'call'",
+		"return redis.setresp(3)":              "Script attempted to access nonexistent global variable 'setresp'",
+		"mt = getmetatable(_G)":                "Script attempted to access nonexistent global variable 'getmetatable'",
+		"a = 1":                                "Attempt to modify a readonly table",
+		"local a = 1 while 1 do a = a + 1 end": "FUNCTION LOAD timeout",
+	} {
+		got := s.Apply(op("fnload", "", "replace", "#!lua name=lib2\n"+code)).String()
+		if !strings.Contains(got, want) {
+			t.Errorf("load of %q: %s, want %q", code, got, want)
+		}
+	}
+	s.Apply(op("fnload", "", "replace", "#!lua name=lib3\nlocal lib = redis\nlib.register_function('f3', function() lib.register_function('f4', function() end) end)\nredis.register_function('f5', function() return math.floor(2.5) + #redis.sha1hex('x') end)"))
+	if got := fcall(s, "f3"); !strings.Contains(got, "redis.register_function can only be called on FUNCTION LOAD command") {
+		t.Errorf("register_function at run time: %s", got)
+	}
+	if got := fcall(s, "f5"); got != "(integer) 42" {
+		t.Errorf("run-time globals in a function: %s", got)
+	}
 }

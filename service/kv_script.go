@@ -150,6 +150,12 @@ type scriptRun struct {
 	budget   *budget
 	readOnly bool
 	name     string // "user_script" or the function's name
+	// The globals' metatable and its run-time __index (protectGlobals),
+	// the globals a library's code sees while it loads (Redis 7's library
+	// API: redis.register_function, redis.log and the version, nothing
+	// else), and the registration under way (nil outside a load).
+	gmt, backing, loadGlobals *lua.LTable
+	register                  func(L *lua.LState) int
 }
 
 func (s *KVState) opEval(op Op) Result {
@@ -213,7 +219,7 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 		body, name = lib.code, fname
 		run.name = name
 	}
-	fns, meta, msg := loadLibrary(L, body)
+	fns, meta, msg := loadLibrary(run, L, body)
 	if msg != "" {
 		return nil, Errorf("%s", msg)
 	}
@@ -264,14 +270,6 @@ func evalShebang(src string) (string, bool, string) {
 	return "--" + line + "\n" + rest, noWrites, ""
 }
 
-// LoadLibrary runs a function library's code (after its "#!lua name=..."
-// line) with redis.register_function available, and returns the functions
-// it registered. The gateway calls it to check FUNCTION LOAD.
-func LoadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, string) {
-	fns, _, msg := loadLibrary(L, code)
-	return fns, msg
-}
-
 // functionFlags are the flags redis.register_function accepts.
 var functionFlags = map[string]bool{"no-writes": true, "allow-oom": true, "allow-stale": true, "no-cluster": true, "allow-cross-slot-keys": true}
 
@@ -284,8 +282,10 @@ type fnMeta struct {
 	flags    []string
 }
 
-// loadLibrary is LoadLibrary; it also returns each function's metadata.
-func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[string]fnMeta, string) {
+// loadLibrary runs a function library's code (after its "#!lua name=..."
+// line) with Redis 7's library API as its globals (libraryAPI), and returns
+// the functions it registered with their metadata, or the error.
+func loadLibrary(run *scriptRun, L *lua.LState, code []byte) (map[string]*lua.LFunction, map[string]fnMeta, string) {
 	metas := map[string]fnMeta{}
 	src := string(code)
 	if i := strings.IndexByte(src, '\n'); strings.HasPrefix(src, "#!") {
@@ -296,8 +296,7 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 		}
 	}
 	fns := map[string]*lua.LFunction{}
-	redis := L.GetGlobal("redis").(*lua.LTable)
-	reg := L.NewFunction(func(L *lua.LState) int {
+	reg := func(L *lua.LState) int {
 		var name string
 		var fn *lua.LFunction
 		var meta fnMeta
@@ -385,15 +384,24 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 		fns[name] = fn
 		metas[name] = meta
 		return 0
-	})
-	redis.RawSetString("register_function", reg)
-	defer redis.RawSetString("register_function", lua.LNil)
+	}
 	fn, err := L.Load(strings.NewReader(src), "user_function")
 	if err != nil {
 		return nil, nil, "Error compiling function: " + luaMessage(err)
 	}
+	// The code runs with the library API as its globals; the functions it
+	// registers find the run-time globals when called.
+	run.register = reg
+	run.gmt.RawSetString("__index", run.loadGlobals)
 	L.Push(fn)
-	if err := L.PCall(0, 0, nil); err != nil {
+	err = L.PCall(0, 0, nil)
+	run.register = nil
+	run.gmt.RawSetString("__index", run.backing)
+	if err != nil {
+		var le *lua.ApiError
+		if errors.As(err, &le) && (errors.Is(le.Cause, errScriptBudget) || strings.Contains(le.Object.String(), errScriptBudget.Error())) {
+			return nil, nil, "Error registering functions: FUNCTION LOAD timeout"
+		}
 		return nil, nil, "Error registering functions: " + luaMessage(err)
 	}
 	if len(fns) == 0 {
@@ -406,10 +414,11 @@ func loadLibrary(L *lua.LState, code []byte) (map[string]*lua.LFunction, map[str
 // Redis command may run) and returns the names of its functions, or the
 // error.
 func CheckLibrary(code []byte) ([]string, string) {
-	L := newScriptState(&scriptRun{})
+	run := &scriptRun{}
+	L := newScriptState(run)
 	defer L.Close()
 	L.SetContext(&budget{left: ScriptBudget, done: make(chan struct{})})
-	fns, msg := LoadLibrary(L, code)
+	fns, _, msg := loadLibrary(run, L, code)
 	if msg != "" {
 		return nil, msg
 	}
@@ -538,8 +547,56 @@ func newScriptState(run *scriptRun) *lua.LState {
 	redis.RawSetString("REDIS_VERSION_NUM", lua.LNumber(0x07000f))
 	L.SetGlobal("redis", redis)
 	openScriptLibs(L) // cjson, cmsgpack, bit, struct (kv_lualibs.go)
-	protectGlobals(L)
+	run.gmt, run.backing = protectGlobals(L)
+	run.loadGlobals = libraryAPI(L, run)
 	return L
+}
+
+// libraryAPI is what a library's code sees as globals while FUNCTION LOAD
+// (or a replica's FCALL) runs it, as Redis 7's luaEngineInitEngine: a
+// read-only table holding a read-only redis table with register_function,
+// log, the LOG_* levels and the version; any other name is an error.
+func libraryAPI(L *lua.LState, run *scriptRun) *lua.LTable {
+	readonly := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	})
+	undefined := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.Get(2).String())
+		return 0
+	})
+	protect := func(t *lua.LTable) *lua.LTable {
+		inner := L.NewTable()
+		im := L.NewTable()
+		im.RawSetString("__index", undefined)
+		L.SetMetatable(inner, im)
+		for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+			inner.RawSet(k, v)
+		}
+		p := L.NewTable()
+		m := L.NewTable()
+		m.RawSetString("__index", inner)
+		m.RawSetString("__newindex", readonly)
+		m.RawSetString("__metatable", lua.LFalse)
+		L.SetMetatable(p, m)
+		return p
+	}
+	redis := L.NewTable()
+	redis.RawSetString("register_function", L.NewFunction(func(L *lua.LState) int {
+		if run.register == nil {
+			L.RaiseError("redis.register_function can only be called on FUNCTION LOAD command")
+		}
+		return run.register(L)
+	}))
+	redis.RawSetString("log", L.NewFunction(func(L *lua.LState) int { return 0 }))
+	for i, n := range []string{"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"} {
+		redis.RawSetString(n, lua.LNumber(i))
+	}
+	redis.RawSetString("REDIS_VERSION", lua.LString("7.0.15"))
+	redis.RawSetString("REDIS_VERSION_NUM", lua.LNumber(0x07000f))
+	g := L.NewTable()
+	g.RawSetString("redis", protect(redis))
+	return protect(g)
 }
 
 // protectGlobals makes the globals read-only, as Redis 7 does: reading an
@@ -550,7 +607,7 @@ func newScriptState(run *scriptRun) *lua.LState {
 // The globals move to a backing table that _G reads through its __index;
 // each library table is replaced by an empty proxy that reads its own the
 // same way.
-func protectGlobals(L *lua.LState) {
+func protectGlobals(L *lua.LState) (gmt, backing *lua.LTable) {
 	readonly := L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Attempt to modify a readonly table")
 		return 0
@@ -565,7 +622,7 @@ func protectGlobals(L *lua.LState) {
 		return p
 	}
 	g := L.G.Global
-	backing := L.NewTable()
+	backing = L.NewTable()
 	var keys []lua.LValue
 	for k, _ := g.Next(lua.LNil); k != lua.LNil; k, _ = g.Next(k) {
 		keys = append(keys, k)
@@ -615,6 +672,7 @@ func protectGlobals(L *lua.LState) {
 	}))
 	mt.RawSetString("__metatable", proxy(mt))
 	L.SetMetatable(g, mt)
+	return mt, backing
 }
 
 // call is redis.call (raise: an error reply raises it) and redis.pcall

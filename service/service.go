@@ -236,7 +236,20 @@ func DecodeOp(d *wire.Decoder) Op {
 }
 
 // EncodeResult appends r's binary form to e.
-func EncodeResult(e *wire.Encoder, r Result) {
+func EncodeResult(e *wire.Encoder, r Result) { encodeResult(e, r, 0) }
+
+// ErrResultTooDeep is what an array result nested deeper than MaxArrayDepth
+// is written as. DecodeResult refuses such nesting, so writing it as is would
+// make a record or log entry that carries it undecodable at every replica
+// (PB-Paxos's log carries results: every replica panicked on one in a
+// stream test). Every replica writes the same error instead; the node that
+// executed the operation may still answer the deep result it holds.
+const ErrResultTooDeep = "ERR reply nested deeper than 4 arrays"
+
+func encodeResult(e *wire.Encoder, r Result, depth int) {
+	if r.Type == ResultArray && depth >= MaxArrayDepth {
+		r = Result{Type: ResultErr, Err: ErrResultTooDeep}
+	}
 	e.Byte(byte(r.Type))
 	switch r.Type {
 	case ResultBytes:
@@ -248,7 +261,7 @@ func EncodeResult(e *wire.Encoder, r Result) {
 	case ResultArray:
 		e.Uvarint(uint64(len(r.Elems)))
 		for _, x := range r.Elems {
-			EncodeResult(e, x)
+			encodeResult(e, x, depth+1)
 		}
 	}
 }
