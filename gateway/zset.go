@@ -32,18 +32,38 @@ func init() {
 		key1("zrangebylex", -4, fRead, planZRange([]string{"bylex"})),
 		key1("zrevrangebylex", -4, fRead, planZRange([]string{"bylex", "rev"})),
 		key1("zlexcount", 4, fReadFast, planZLexCount),
-		&command{name: "zunion", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("union", false)},
-		&command{name: "zinter", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("inter", false)},
-		&command{name: "zdiff", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("diff", false)},
-		&command{name: "zunionstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("union", true)},
-		&command{name: "zinterstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("inter", true)},
-		&command{name: "zdiffstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("diff", true)},
+		&command{name: "zunion", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("union", false), getkeys: zCombineKeys},
+		&command{name: "zinter", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("inter", false), getkeys: zCombineKeys},
+		&command{name: "zdiff", arity: -3, flags: []string{"readonly", "movablekeys"}, plan: planZCombine("diff", false), getkeys: zCombineKeys},
+		&command{name: "zunionstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("union", true), getkeys: zStoreKeys},
+		&command{name: "zinterstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("inter", true), getkeys: zStoreKeys},
+		&command{name: "zdiffstore", arity: -4, flags: []string{"write", "denyoom", "movablekeys"}, plan: planZCombine("diff", true), getkeys: zStoreKeys},
 		key1("zremrangebyrank", 4, fWrite, planZRemRange(nil)),
 		key1("zremrangebyscore", 4, fWrite, planZRemRange([]byte("byscore"))),
 		key1("zremrangebylex", 4, fWrite, planZRemRange([]byte("bylex"))),
 		key1("zpopmin", -2, fWriteFast, planZPop("zpopmin")),
 		key1("zpopmax", -2, fWriteFast, planZPop("zpopmax")),
 	)
+}
+
+// zCombineKeys is ZUNION/ZINTER/ZDIFF's key finder (Redis's
+// zunionInterDiffGetKeys): numkeys, then that many keys.
+func zCombineKeys(args [][]byte) [][]byte {
+	n, err := strconv.Atoi(string(args[1]))
+	if err != nil || n <= 0 || n > len(args)-2 {
+		return nil
+	}
+	return args[2 : 2+n]
+}
+
+// zStoreKeys is ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE's key finder (Redis's
+// zunionInterDiffStoreGetKeys): the destination, then numkeys keys.
+func zStoreKeys(args [][]byte) [][]byte {
+	keys := zCombineKeys(args[1:])
+	if keys == nil {
+		return nil
+	}
+	return append([][]byte{args[1]}, keys...)
 }
 
 // planZAdd lower-cases the leading option words (up to the first score).
