@@ -19,6 +19,9 @@ func init() {
 		allKeys("del", -2, fWrite, planPerKey("del", "del")),
 		allKeys("unlink", -2, fWriteFast, planPerKey("unlink", "unlink")),
 		allKeys("exists", -2, fReadFast, planPerKey("exists", "exists")),
+		// TOUCH counts the keys that exist, as EXISTS (Synod keeps no
+		// access times for it to update: OBJECT IDLETIME is refused).
+		allKeys("touch", -2, fReadFast, planPerKey("touch", "exists")),
 		key1("type", 2, fReadFast, keyPlan("type", 0, nil, asStatus)),
 		&command{name: "rename", arity: 3, flags: fWrite, first: 1, last: 2, step: 1, plan: keyPlan("rename", 0, nil, nil)},
 		&command{name: "renamenx", arity: 3, flags: fWriteFast, first: 1, last: 2, step: 1, plan: keyPlan("renamenx", 0, nil, nil)},

@@ -126,6 +126,8 @@ func TestKVCommands(t *testing.T) {
 		cmd("SET k v2 xx", "OK"),
 		cmd("SET n 1 XX", "(nil)"),
 		cmd("SET n 1 NX", "OK"),
+		cmd("TOUCH k nope n k", "(integer) 3"),
+		cmd("TOUCH", "(error) ERR wrong number of arguments for 'touch' command"),
 		cmd("SET k v NX XX", "(error) ERR syntax error"),
 		cmd("SET k v FOO", "(error) ERR syntax error"),
 		cmd("SET k v EX", "(error) ERR syntax error"),
