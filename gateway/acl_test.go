@@ -62,6 +62,7 @@ func TestACLUsers(t *testing.T) {
 		t.Fatalf("HELLO AUTH: %s", got)
 	}
 	run(t, w, []step{
+		cmd("ACL WHOAMI", `"writer"`),
 		cmd("SET k w", "OK"),
 		cmd("SYNOD NS orders", "OK"),
 		cmd("GET o", "(error) NOPERM User writer has no permissions to access the 'orders' namespace"),
