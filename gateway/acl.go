@@ -113,7 +113,9 @@ func (c *conn) authenticate(user, pass string) string {
 			s.acl.refused(s.log, "auth", c.nc.RemoteAddr().String(), "authentication failed", "id", c.id, "user", user)
 			return wrongPass
 		}
+		c.mu.Lock() // c.user is read by CLIENT KILL USER (clientkill.go)
 		c.authed, c.user = true, nil
+		c.mu.Unlock()
 		return ""
 	}
 	u, ok := s.acl.users[user]
@@ -121,7 +123,9 @@ func (c *conn) authenticate(user, pass string) string {
 		s.acl.refused(s.log, "auth", c.nc.RemoteAddr().String(), "authentication failed", "id", c.id, "user", user)
 		return wrongPass
 	}
+	c.mu.Lock() // c.user is read by CLIENT KILL USER (clientkill.go)
 	c.authed, c.user = true, u
+	c.mu.Unlock()
 	return ""
 }
 

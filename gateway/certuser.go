@@ -101,5 +101,7 @@ func (c *conn) certLogin() {
 			"reason", fmt.Sprintf("the client certificate names user %q, which is not configured", name))
 		return
 	}
+	c.mu.Lock() // c.user is read by CLIENT KILL USER (clientkill.go)
 	c.authed, c.user = true, u
+	c.mu.Unlock()
 }

@@ -604,6 +604,10 @@ func cmdClient(c *conn, args [][]byte) {
 		cmdClientReply(c, args) // replymode.go
 		return
 	}
+	if sub == "kill" {
+		cmdClientKill(c, args) // clientkill.go
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
