@@ -13,7 +13,17 @@ const ciStates = 3000
 // notYetCaught lists broken variants the bounded model does not reach at
 // CI scale, with why. Every other broken variant, including any added
 // later, must be caught.
-var notYetCaught = map[string]string{}
+var notYetCaught = map[string]string{
+	// Added with the variant (session 38) without an mc run: the
+	// orca-primary model (2 clients, 4 ops) reaches no read that
+	// sequential consistency forbids. With the model's fixed target the
+	// clients never read at the secondary that skipped the update; with
+	// --target any the search stops at 40,000 states with no violation.
+	// The simulator's generic sequential-consistency checker catches it
+	// (conformance scenario "Orca integer objects under faults", and the
+	// examples' Bucket in TestOrcaObjectExample).
+	"orca-primary-broken-skipupdate": "a skipped update shows only in a later read at that secondary that SC forbids, beyond the bounded model; caught in simulation by the sequential-consistency checker",
+}
 
 // TestEveryProtocolModel: every registered protocol has a model, and a
 // bounded breadth-first check of it finds no violation.
