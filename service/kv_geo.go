@@ -180,38 +180,28 @@ func geoEncodeScore(lon, lat float64) uint64 {
 	return h.bits << (52 - 2*uint(h.step))
 }
 
-func geohashMoveX(h *geoHashBits, d int) {
-	if d == 0 {
-		return
-	}
-	x := h.bits & 0xaaaaaaaaaaaaaaaa
-	y := h.bits & 0x5555555555555555
-	zz := uint64(0x5555555555555555) >> (64 - uint(h.step)*2)
-	if d > 0 {
-		x += zz + 1
-	} else {
-		x |= zz
-		x -= zz + 1
-	}
-	x &= 0xaaaaaaaaaaaaaaaa >> (64 - uint(h.step)*2)
-	h.bits = x | y
-}
+func geohashMoveX(h *geoHashBits, d int) { geohashMove(h, d, 0xaaaaaaaaaaaaaaaa) }
 
-func geohashMoveY(h *geoHashBits, d int) {
+func geohashMoveY(h *geoHashBits, d int) { geohashMove(h, d, 0x5555555555555555) }
+
+// geohashMove moves h by d (-1, 0, +1) cells along the axis whose bits
+// mask selects (odd bits: longitude, geohash_move_x; even bits: latitude,
+// geohash_move_y), leaving the other axis's bits alone.
+func geohashMove(h *geoHashBits, d int, mask uint64) {
 	if d == 0 {
 		return
 	}
-	x := h.bits & 0xaaaaaaaaaaaaaaaa
-	y := h.bits & 0x5555555555555555
-	zz := uint64(0xaaaaaaaaaaaaaaaa) >> (64 - uint(h.step)*2)
+	m := h.bits & mask
+	o := h.bits &^ mask
+	zz := ^mask >> (64 - uint(h.step)*2)
 	if d > 0 {
-		y += zz + 1
+		m += zz + 1
 	} else {
-		y |= zz
-		y -= zz + 1
+		m |= zz
+		m -= zz + 1
 	}
-	y &= 0x5555555555555555 >> (64 - uint(h.step)*2)
-	h.bits = x | y
+	m &= mask >> (64 - uint(h.step)*2)
+	h.bits = m | o
 }
 
 // geoNeighbors are a cell's eight neighbours in membersOfAllNeighbors'
