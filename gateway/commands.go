@@ -137,8 +137,8 @@ func (c *conn) exec(args [][]byte) {
 		c.s.cmds.rejected(name)
 		return
 	}
-	start := time.Now()
-	defer func() { c.s.cmds.called(name, time.Since(start)) }()
+	start, errs := time.Now(), c.errReplies
+	defer func() { c.s.cmds.called(name, time.Since(start), c.errReplies > errs) }()
 	if !c.authed && !cmd.noAuth {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
@@ -149,8 +149,11 @@ func (c *conn) exec(args [][]byte) {
 	}
 	c.mu.Lock()
 	c.lastCmd = name
+	c.noteCommand(name, args)
+	ns := c.ns.Name
 	c.mu.Unlock()
-	if c.redirect(cmd, args) { // cluster.go
+	c.s.acc.note(ns, cmd, args) // access.go; inside MULTI when queued
+	if c.redirect(cmd, args) {  // cluster.go
 		return
 	}
 	if c.inMulti(cmd, args) {
@@ -661,39 +664,24 @@ func cmdClient(c *conn, args [][]byte) {
 		}
 		c.w.WriteSimple("OK")
 	case "info":
-		c.w.WriteBulkString(c.infoLine(c.w.Protocol()) + "\n")
+		c.w.WriteBulkString(c.infoLine(c.w.Protocol(), true) + "\n")
 	case "list":
-		c.s.mu.Lock()
-		all := make([]*conn, 0, len(c.s.conns))
-		for o := range c.s.conns {
-			all = append(all, o)
+		all, msg := c.clientListFilter(args[2:])
+		if msg != "" {
+			c.writeError(msg)
+			return
 		}
-		c.s.mu.Unlock()
-		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 		var b strings.Builder
 		for _, o := range all {
 			proto := 0 // another connection's writer is not ours to read
 			if o == c {
 				proto = c.w.Protocol()
 			}
-			b.WriteString(o.infoLine(proto))
+			b.WriteString(o.infoLine(proto, o == c))
 			b.WriteString("\n")
 		}
 		c.w.WriteBulkString(b.String())
 	}
-}
-
-// infoLine is a CLIENT INFO / CLIENT LIST line. proto 0 omits resp=.
-func (c *conn) infoLine(proto int) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=0 cmd=%s lib-name=%s lib-ver=%s synod-client=%016x ns=%s read=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), c.lastCmd, c.libName, c.libVer,
-		c.client, c.ns.Name, c.read)
-	if proto != 0 {
-		s += fmt.Sprintf(" resp=%d", proto)
-	}
-	return s
 }
 
 func cmdConfig(c *conn, args [][]byte) {
@@ -726,7 +714,14 @@ func cmdConfig(c *conn, args [][]byte) {
 		}
 	case "set":
 		cmdConfigSet(c, args)
-	case "resetstat", "rewrite":
+	case "resetstat":
+		if len(args) != 2 {
+			c.writeError(arityErr("config|resetstat"))
+			return
+		}
+		c.s.resetStats()
+		c.w.WriteSimple("OK")
+	case "rewrite":
 		c.writeError(fmt.Sprintf("ERR CONFIG %s is not supported by Synod (configure the cluster file instead)", strings.ToUpper(sub)))
 	default:
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1]))
@@ -788,16 +783,16 @@ func cmdInfo(c *conn, args [][]byte) {
 			"connected_clients":          strconv.Itoa(nconn),
 			"blocked_clients":            strconv.FormatInt(s.blk.blocked.Load(), 10),
 			"maxclients":                 strconv.FormatInt(s.lim.maxClients.Load(), 10),
-			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
-			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
+			"total_connections_received": strconv.FormatInt(s.totalConns.Load()-s.statBase.conns.Load(), 10),
+			"rejected_connections":       strconv.FormatInt(s.rejected.Load()-s.statBase.rejected.Load(), 10),
 			"client_output_limit_closed": strconv.FormatInt(s.ov.outputClosed.Load(), 10),
 			"client_backpressure_pauses": strconv.FormatInt(s.ov.backpressure.Load(), 10),
 			"open_connections_all_ports": strconv.FormatInt(s.ov.clients.Load(), 10),
 		}},
 		{"Stats", map[string]string{
-			"total_commands_processed":   strconv.FormatInt(s.totalCommands.Load(), 10),
-			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
-			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
+			"total_commands_processed":   strconv.FormatInt(s.totalCommands.Load()-s.statBase.commands.Load(), 10),
+			"total_connections_received": strconv.FormatInt(s.totalConns.Load()-s.statBase.conns.Load(), 10),
+			"rejected_connections":       strconv.FormatInt(s.rejected.Load()-s.statBase.rejected.Load(), 10),
 			"total_error_replies":        errTotal,
 			"migrate_cached_sockets":     "0", // no MIGRATE: no cached sockets
 		}},
@@ -808,7 +803,7 @@ func cmdInfo(c *conn, args [][]byte) {
 			"default_namespace":        def,
 			"client_namespace":         nsName,
 			"client_read_mode":         read.String(),
-			"total_commands_processed": strconv.FormatInt(s.totalCommands.Load(), 10),
+			"total_commands_processed": strconv.FormatInt(s.totalCommands.Load()-s.statBase.commands.Load(), 10),
 			"request_timeout_ms":       strconv.FormatInt(s.opts.RequestTimeout.Milliseconds(), 10),
 		}},
 	}
