@@ -138,3 +138,76 @@ func TestObjectIdletime(t *testing.T) {
 	clock.Add(4)
 	run(t, r, []step{cmd("OBJECT IDLETIME foo", "(integer) 4"), cmd("DEL foo", "(integer) 1"), cmd("SET foo x", "OK"), cmd("OBJECT IDLETIME foo", "(integer) 0")})
 }
+
+// TestServedSubcommands: every subcommand COMMAND LIST names is served
+// (none answers the unknown-subcommand error); COMMAND LIST names them as
+// container|sub, and FILTERBY ACLCAT and PATTERN filter them with the
+// commands by Redis's categories, as Redis's introspection-2 unit checks.
+func TestServedSubcommands(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	r := dial(t, addr)
+	for name, subs := range servedSubcommands {
+		if commands[name] == nil {
+			t.Errorf("servedSubcommands names %s, which is no command", name)
+		}
+		for _, sub := range subs {
+			if sub == "kill" && name == "client" {
+				continue // CLIENT KILL with no filter: arity error, checked in TestClientKill
+			}
+			got := r.do(name, sub)
+			if strings.Contains(got, "unknown subcommand '") {
+				t.Errorf("%s %s is listed but answers %s", name, sub, got)
+			}
+			if redisCategories[name+"|"+sub] == nil {
+				t.Errorf("%s|%s is no Redis 7.0 subcommand", name, sub)
+			}
+		}
+	}
+	list := func(args ...string) map[string]bool {
+		r.send(append([]string{"COMMAND", "LIST"}, args...)...)
+		out := map[string]bool{}
+		for _, e := range r.reply().Elems {
+			out[string(e.Str)] = true
+		}
+		return out
+	}
+	all := list()
+	for _, want := range []string{"set", "client", "client|list", "config|get"} {
+		if !all[want] {
+			t.Errorf("COMMAND LIST lacks %s", want)
+		}
+	}
+	if all["client|pause"] || all["acl|setuser"] {
+		t.Errorf("COMMAND LIST names a subcommand Synod does not serve")
+	}
+	if s := list("FILTERBY", "ACLCAT", "scripting"); !s["eval"] || !s["script|kill"] || s["set"] {
+		t.Errorf("FILTERBY ACLCAT scripting: %v", s)
+	}
+	if s := list("FILTERBY", "PATTERN", "config|*re*"); !s["config|resetstat"] || !s["config|rewrite"] || s["config|get"] {
+		t.Errorf("FILTERBY PATTERN config|*re*: %v", s)
+	}
+	if s := list("FILTERBY", "PATTERN", "cl*help"); !s["client|help"] || !s["cluster|help"] {
+		t.Errorf("FILTERBY PATTERN cl*help: %v", s)
+	}
+	if got := r.do("COMMAND", "INFO", "get"); !strings.Contains(got, "@read") || !strings.Contains(got, "@string") || !strings.Contains(got, "@fast") {
+		t.Errorf("COMMAND INFO get: %s", got)
+	}
+	run(t, r, []step{cmd("CONFIG REWRITE", "(error) ERR The server is running without a config file")})
+}
+
+// TestConfigSetChecks: CONFIG SET's duplicate-parameter and immutable
+// errors in Redis's words; a shown parameter Synod does not set accepts
+// its own value only; nothing is applied when one argument fails.
+func TestConfigSetChecks(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	r := dial(t, addr)
+	run(t, r, []step{
+		cmd("CONFIG SET maxmemory 10000001 maxmemory 10000002", "(error) ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter"),
+		cmd("CONFIG SET hash-max-ziplist-entries 64 hash-max-listpack-entries 32", "(error) ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-entries') - duplicate parameter"),
+		cmd("CONFIG GET hash-max-ziplist-entries", `1) "hash-max-ziplist-entries"`+"\n"+`2) "128"`),
+		cmd("CONFIG SET daemonize yes", "(error) ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config"),
+		cmd("CONFIG SET maxmemory 0 timeout 0", "OK"),
+		cmd("CONFIG SET maxmemory 10", "(error) ERR CONFIG SET failed (possibly related to argument 'maxmemory') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)"),
+		cmd("CONFIG SET nosuchparam 0", "(error) ERR CONFIG SET failed (possibly related to argument 'nosuchparam') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)"),
+	})
+}

@@ -611,6 +611,12 @@ func cmdClient(c *conn, args [][]byte) {
 		cmdClientKill(c, args) // clientkill.go
 		return
 	}
+	if sub == "help" && len(args) == 2 {
+		c.writeHelp("client", "ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID <id> [<id> ...]]", "GETNAME", "SETNAME <name>",
+			"SETINFO LIB-NAME|LIB-VER <value>", "KILL <ip:port> | <filter> <value> [<filter> <value> ...]", "REPLY ON|OFF|SKIP",
+			"UNBLOCK <clientid> [TIMEOUT|ERROR]")
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
@@ -721,8 +727,13 @@ func cmdConfig(c *conn, args [][]byte) {
 		}
 		c.s.resetStats()
 		c.w.WriteSimple("OK")
+	case "help":
+		c.writeHelp("config", "GET <pattern> [<pattern> ...]", "SET <directive> <value> [<directive> <value> ...]", "RESETSTAT", "REWRITE")
 	case "rewrite":
-		c.writeError(fmt.Sprintf("ERR CONFIG %s is not supported by Synod (configure the cluster file instead)", strings.ToUpper(sub)))
+		// Redis's answer when it started without a config file: a Synod
+		// node's configuration is its cluster file, which CONFIG SET's
+		// node-local settings do not change.
+		c.writeError("ERR The server is running without a config file")
 	default:
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1]))
 	}
@@ -913,7 +924,11 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.w.WriteInt(int64(cmd.first))
 	c.w.WriteInt(int64(cmd.last))
 	c.w.WriteInt(int64(cmd.step))
-	c.w.WriteSet(0) // ACL categories
+	cats := redisCategories[cmd.name] // Redis 7.0.15's (redis_cmdtable.go)
+	c.w.WriteSet(len(cats))
+	for _, cat := range cats {
+		c.w.WriteSimple("@" + cat)
+	}
 	c.w.WriteSet(0) // tips
 	c.w.WriteArray(0)
 	c.w.WriteArray(0)
@@ -940,6 +955,9 @@ func cmdCommand(c *conn, args [][]byte) {
 	switch sub := strings.ToLower(string(args[1])); sub {
 	case "count":
 		c.w.WriteInt(int64(len(commands)))
+	case "help":
+		c.writeHelp("command", "(no subcommand)", "COUNT", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "INFO [<command-name> ...]",
+			"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]")
 	case "docs":
 		c.commandDocs(args[2:])
 	case "getkeys":
@@ -969,31 +987,60 @@ var aclCategories = []string{"keyspace", "read", "write", "set", "sortedset", "l
 	"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
 	"dangerous", "connection", "transaction", "scripting"}
 
+// servedSubcommands are, for each container command Synod serves, the
+// subcommands of Redis 7.0 it serves (TestServedSubcommands sends each):
+// COMMAND LIST names them as Redis does (client|list), and FILTERBY
+// ACLCAT and PATTERN filter them with the commands. Subcommands Synod
+// refuses with a reason (ACL SETUSER, ...) or does not know are not named.
+var servedSubcommands = map[string][]string{
+	"acl":      {"cat", "help", "users", "whoami"},
+	"client":   {"getname", "help", "id", "info", "kill", "list", "reply", "setname", "unblock"}, // and SETINFO, Redis 7.2's
+	"cluster":  {"help", "info", "keyslot", "myid", "nodes", "shards", "slots"},
+	"command":  {"count", "docs", "getkeys", "help", "info", "list"},
+	"config":   {"get", "help", "resetstat", "rewrite", "set"},
+	"function": {"delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"},
+	"memory":   {"help", "usage"},
+	"object":   {"encoding", "freq", "help", "idletime", "refcount"},
+	"pubsub":   {"channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"},
+	"script":   {"exists", "flush", "help", "kill", "load"},
+	"xgroup":   {"create", "createconsumer", "delconsumer", "destroy", "help", "setid"},
+	"xinfo":    {"consumers", "groups", "help", "stream"},
+}
+
+// listedNames are COMMAND LIST's names: every command, and after each
+// container its served subcommands.
+func listedNames() []string {
+	var out []string
+	for _, cmd := range sortedCommands() {
+		out = append(out, cmd.name)
+		for _, sub := range servedSubcommands[cmd.name] {
+			out = append(out, cmd.name+"|"+sub)
+		}
+	}
+	return out
+}
+
 // commandList answers COMMAND LIST [FILTERBY MODULE name | ACLCAT cat |
 // PATTERN glob] as Redis 7.0's commandListCommand: any other argument shape
-// is a syntax error; the pattern matches command names without regard to
-// case; no module is loaded, so MODULE and an unknown category answer an
-// empty array. Synod keeps no ACL categories for its commands, so a real
-// category is refused rather than answered with a wrong list.
+// is a syntax error; the pattern matches command and subcommand names
+// (container|sub) without regard to case; no module is loaded, so MODULE
+// answers an empty array. ACLCAT uses Redis 7.0.15's categories of each
+// command (redis_cmdtable.go); an unknown category answers an empty array.
 func (c *conn) commandList(args [][]byte) {
-	all := sortedCommands()
-	var keep func(*command) bool
+	var keep func(string) bool
 	switch {
 	case len(args) == 0:
-		keep = func(*command) bool { return true }
+		keep = func(string) bool { return true }
 	case len(args) == 3 && lower(args[0]) == "filterby":
 		switch lower(args[1]) {
 		case "module":
-			keep = func(*command) bool { return false }
+			keep = func(string) bool { return false }
 		case "aclcat":
-			if slices.Contains(aclCategories, lower(args[2])) {
-				c.writeError("ERR Synod keeps no ACL categories for its commands: FILTERBY ACLCAT " + lower(args[2]) + " is not supported")
-				return
-			}
-			keep = func(*command) bool { return false }
+			cat := lower(args[2])
+			keep = func(n string) bool { return slices.Contains(redisCategories[n], cat) }
 		case "pattern":
 			pat := bytes.ToLower(args[2])
-			keep = func(cmd *command) bool { return service.GlobMatch(pat, []byte(cmd.name)) }
+			keep = func(n string) bool { return service.GlobMatch(pat, []byte(n)) }
 		default:
 			c.writeError("ERR syntax error")
 			return
@@ -1003,9 +1050,9 @@ func (c *conn) commandList(args [][]byte) {
 		return
 	}
 	var names []string
-	for _, cmd := range all {
-		if keep(cmd) {
-			names = append(names, cmd.name)
+	for _, n := range listedNames() {
+		if keep(n) {
+			names = append(names, n)
 		}
 	}
 	c.w.WriteArray(len(names))
@@ -1204,4 +1251,15 @@ func (c *conn) setNamespace(ns config.Namespace, svc service.Service) {
 	c.mu.Lock()
 	c.ns, c.svc = ns, svc
 	c.mu.Unlock()
+}
+
+// writeHelp writes a container command's HELP, in Redis's shape: the
+// header line, the subcommands, then HELP.
+func (c *conn) writeHelp(name string, subs ...string) {
+	subs = append(subs, "HELP")
+	c.w.WriteArray(len(subs) + 1)
+	c.w.WriteSimple(strings.ToUpper(name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range subs {
+		c.w.WriteSimple(l)
+	}
 }
