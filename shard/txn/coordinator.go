@@ -28,6 +28,7 @@ type Coordinator struct {
 	committed []bool
 	tries     []int
 	aborting  []bool
+	unsure    bool // a commit's answer never came: the decision must stay
 	out       Outcome
 }
 
@@ -121,6 +122,11 @@ func (c *Coordinator) Next() Step {
 				return Step{StCommit, p}
 			}
 			c.phase = StForget
+			if c.unsure {
+				// A participant may still be prepared: its resolver
+				// needs the decision, so it is not forgotten.
+				c.phase = StDone
+			}
 			if c.out.Kind != OutLost {
 				c.out = Outcome{Kind: OutDone, Results: c.merge()}
 			}
@@ -219,7 +225,7 @@ func (c *Coordinator) Committed(i int, r service.Result, err error) {
 	if err != nil {
 		c.tries[i]++
 		if c.tries[i] >= maxCommitTries {
-			c.committed[i] = true
+			c.committed[i], c.unsure = true, true
 			c.out = Outcome{Kind: OutLost, Err: "committed; a participant's answer was lost: " + err.Error()}
 		}
 		return
