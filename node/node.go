@@ -514,6 +514,8 @@ func (n *Node) start() error {
 		n.bg.Add(2)
 		go n.leaderGossip() // leadergossip.go
 		go n.runPlacement() // slotmap.go
+		n.bg.Add(1)
+		go n.resolveTxns() // txn.go
 	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
