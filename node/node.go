@@ -143,6 +143,9 @@ type Options struct {
 	// noCoalesce turns coalesced heartbeats off (coalesce.go): tests'
 	// and benchmarks' "before" variant only.
 	noCoalesce bool
+	// noYield: the loop does not yield before stepping a pass's client
+	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
+	noYield bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
