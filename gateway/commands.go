@@ -993,7 +993,7 @@ var aclCategories = []string{"keyspace", "read", "write", "set", "sortedset", "l
 // ACLCAT and PATTERN filter them with the commands. Subcommands Synod
 // refuses with a reason (ACL SETUSER, ...) or does not know are not named.
 var servedSubcommands = map[string][]string{
-	"acl":      {"cat", "help", "users", "whoami"},
+	"acl":      {"cat", "help", "log", "users", "whoami"},
 	"client":   {"getname", "help", "id", "info", "kill", "list", "reply", "setname", "unblock"}, // and SETINFO, Redis 7.2's
 	"cluster":  {"help", "info", "keyslot", "myid", "nodes", "shards", "slots"},
 	"command":  {"count", "docs", "getkeys", "help", "info", "list"},
