@@ -224,6 +224,12 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 		}
 	}
 
+	for _, l := range lives {
+		if l.inst.Follower != nil && !hasFollower(ctx, l.inst) {
+			l.inst.Follower = nil
+		}
+	}
+
 	total := 0
 	for _, clients := range o.Clients {
 		for _, l := range lives {
@@ -357,6 +363,18 @@ func preload(ctx context.Context, inst *Instance, o Options, prefix string) erro
 	return errors.Join(errs...)
 }
 
+// hasFollower reports whether inst.Follower connects: once the keys are
+// preloaded a protocol with a leader has one, which a leaderless one never
+// names.
+func hasFollower(ctx context.Context, inst *Instance) bool {
+	t, err := inst.Follower(ctx, inst.Addrs[0], 0)
+	if err != nil {
+		return false
+	}
+	t.Close()
+	return true
+}
+
 // ClientConfig is one way of connecting a cell's clients to a system.
 type ClientConfig struct {
 	// Name is how tables name it: the client's protocol and the
@@ -398,7 +416,7 @@ func Configs(inst *Instance, o Options, clients int) []ClientConfig {
 	}
 	out := []ClientConfig{{Name: via + " conns=per-client"}}
 	if inst.Follower != nil && clients == 1 {
-		out = append(out, ClientConfig{Name: via + " follower conns=per-client", Follower: true})
+		out = append(out, ClientConfig{Name: via + " via follower", Follower: true})
 	}
 	if inst.Shareable {
 		for _, c := range o.Conns {

@@ -62,6 +62,8 @@ type Instance struct {
 	// Follower, when set, connects one client to a member that is not the
 	// leader, which forwards its requests: the sweep's one-client cells
 	// also run that way (issue 28: one client's put through a follower).
+	// Run drops it after the preload when it cannot connect (a leaderless
+	// protocol names no leader).
 	Follower bench.TargetFactory
 	// GRPC, when set, opens one Synod gRPC client (safe for concurrent
 	// use): the sweep runs clients multiplexed over few of them.
@@ -206,7 +208,7 @@ func SynodSystem(protocol, binary, durability string) System {
 				NewTarget:  bench.RedisFactory(ro),
 				Via:        "resp",
 				Pipelined:  bench.PipelinedRedisFactory(ro),
-				Follower:   followerFactory(ctx, ro, c.ClientAddrs()),
+				Follower:   bench.FollowerRedisFactory(ro, c.ClientAddrs()),
 				Durability: "fsync: records on disk (WAL engine, fdatasync, group commit) before a reply",
 				Fsync:      "fsync on",
 				Version:    "synod, protocol " + protocol,
@@ -227,15 +229,6 @@ func SynodSystem(protocol, binary, durability string) System {
 			return inst, nil
 		},
 	}
-}
-
-// followerFactory is the Follower of a cluster whose first member names
-// a leader (SYNOD LEADER), nil for a leaderless protocol.
-func followerFactory(ctx context.Context, ro bench.RedisOptions, addrs []string) bench.TargetFactory {
-	if l, err := bench.RedisLeader(ctx, addrs[0], ro); err != nil || l == "" {
-		return nil
-	}
-	return bench.FollowerRedisFactory(ro, addrs)
 }
 
 // EtcdSystem runs 3 etcd members (Debian's etcd-server) on free ports.
