@@ -105,17 +105,6 @@ func FollowerRedisFactory(o RedisOptions, addrs []string) TargetFactory {
 	}
 }
 
-// RedisLeader asks the server at addr for the namespace's leader (SYNOD
-// LEADER after o's setup): its client address, or "" when it names none.
-func RedisLeader(ctx context.Context, addr string, o RedisOptions) (string, error) {
-	t, err := dialRedis(ctx, addr, o)
-	if err != nil {
-		return "", err
-	}
-	defer t.Close()
-	return t.leader(ctx)
-}
-
 func dialRedis(ctx context.Context, addr string, o RedisOptions) (*RedisTarget, error) {
 	d := net.Dialer{Timeout: o.Timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
