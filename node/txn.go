@@ -287,7 +287,7 @@ func (n *Node) groupRun(ctx context.Context, s *shardedNS, gi int, ops []service
 	var resp automaton.Response
 	var err error
 	if n.loops[g.Namespace.Name] != nil {
-		resp, err = n.do(ctx, g.Namespace.Name, req, true)
+		resp, err = n.do(ctx, g.Namespace.Name, req)
 	} else {
 		resp, err = n.forward(ctx, s, g, req)
 	}
