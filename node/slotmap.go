@@ -275,6 +275,8 @@ func (n *Node) refusal(s *shardedNS, slot int, text string) service.Result {
 	case shard.RefuseMoved:
 		n.nudgePlacement()
 		return service.Errorf("MOVED %d %s", slot, addr)
+	case shard.RefuseLocked:
+		return service.Fail(synoderr.TryAgain, "slot %d is held by cross-shard transaction %s", slot, peer)
 	}
 	return service.Fail(synoderr.TryAgain, "slot %d is being migrated to %s", slot, peer)
 }
@@ -299,14 +301,15 @@ func (n *Node) groupAddr(s *shardedNS, gi int) string {
 func (n *Node) doGuarded(ctx context.Context, s *shardedNS, gname string, req automaton.Request) (automaton.Response, error) {
 	g, nguards, ok := n.guarded(s, gname, req, gateway.ClusterModeOf(ctx).Asking)
 	if !ok {
-		return n.do(internalCtx(ctx), gname, req, true)
+		return n.do(internalCtx(ctx), gname, req)
 	}
 	nops := len(req.Ops)
 	single := nops == 0
 	if single {
 		nops = 1
 	}
-	resp, err := n.do(internalCtx(ctx), gname, g, true)
+	g.Checked = req.Checked // the guards are the node's own
+	resp, err := n.do(internalCtx(ctx), gname, g)
 	if err != nil {
 		return resp, err
 	}

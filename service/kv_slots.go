@@ -26,11 +26,21 @@ import (
 func init() {
 	addKVOps(map[string]kvOp{
 		"slotdirty": {min: 0, max: 0, run: (*KVState).opSlotDirty},
+		"slotstats": {read: true, keyspace: true, run: (*KVState).opSlotStats},
 	})
 }
 
 // slotGuard is "guard <state key> slot <mode>".
 func (s *KVState) slotGuard(op Op) Result {
+	switch string(op.Args[1]) {
+	case shard.ModeRead, shard.ModeWrite, shard.ModeAsking:
+		// A client's request (or a transaction's prepare) waits for no
+		// transaction: a slot a prepared transaction holds is refused
+		// (kv_txn.go; the node answers TRYAGAIN).
+		if tx, locked := s.slotLocked(op.Key); locked {
+			return GuardFailure(fmt.Sprintf("slot %s %s", shard.RefuseLocked, tx))
+		}
+	}
 	var v []byte
 	if e, ok := s.live(op.Key); ok && e.c == nil {
 		v = e.v
@@ -51,4 +61,26 @@ func (s *KVState) opSlotDirty(op Op) Result {
 		return s.opSAdd(Op{Kind: "sadd", Key: shard.DirtyKey, Args: [][]byte{[]byte(op.Key)}})
 	}
 	return OK()
+}
+
+// opSlotStats is a group's size for the placement service's decisions
+// (shard.Decide): its live keys and their bytes, reserved keys (slot
+// states, dirty sets) left out. Bytes are the key's length plus a string's
+// value length, or plus 32 bytes per element of a collection (an estimate:
+// the exact serialized size would cost a DUMP per key).
+func (s *KVState) opSlotStats(Op) Result {
+	var keys, bytes int64
+	for k, e := range s.m {
+		if e.exp != 0 && e.exp <= s.now || shard.Reserved(k) {
+			continue
+		}
+		keys++
+		bytes += int64(len(k))
+		if e.c == nil {
+			bytes += int64(len(e.v))
+		} else {
+			bytes += 32 * int64(e.c.size())
+		}
+	}
+	return Array(Int(keys), Int(bytes))
 }
