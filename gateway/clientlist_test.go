@@ -211,3 +211,29 @@ func TestConfigSetChecks(t *testing.T) {
 		cmd("CONFIG SET nosuchparam 0", "(error) ERR CONFIG SET failed (possibly related to argument 'nosuchparam') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)"),
 	})
 }
+
+// TestConfigGetFacts: CONFIG GET answers several names and patterns once
+// each, with the node's facts (replicaof and its alias slaveof, bind, the
+// maxmemory family), as Redis's introspection unit asks.
+func TestConfigGetFacts(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	r := dial(t, addr)
+	r.send("CONFIG", "GET", "maxmemory", "maxmemory*", "bind", "*of")
+	m := map[string]string{}
+	el := r.reply().Elems
+	for i := 0; i+1 < len(el); i += 2 {
+		if _, dup := m[string(el[i].Str)]; dup {
+			t.Errorf("CONFIG GET answers %s twice", el[i].Str)
+		}
+		m[string(el[i].Str)] = string(el[i+1].Str)
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	want := map[string]string{"maxmemory": "0", "maxmemory-policy": "noeviction", "maxmemory-clients": "0", "maxmemory-samples": "5",
+		"bind": host, "replicaof": "", "slaveof": ""}
+	for k, v := range want {
+		if got, ok := m[k]; !ok || got != v {
+			t.Errorf("CONFIG GET %s = %q (present %v), want %q", k, got, ok, v)
+		}
+	}
+	run(t, r, []step{cmd("CONFIG GET port", "1) \"port\"\n2) \""+port+"\""), {[]string{"CONFIG", "SET", "port", port, "bind", host}, "OK"}})
+}
