@@ -200,9 +200,9 @@ func (c *conn) nextSeq() uint64 {
 }
 
 // run submits op, already validated (a plan's operations are, in check;
-// the few operations the gateway builds itself are valid by construction,
-// and the protocol refuses any that is not), on the connection's
-// namespace. Every failure comes back as an error Result with its Redis
+// the few operations the gateway builds itself are valid by construction),
+// on the connection's namespace: the request is Checked, so the protocol
+// does not validate it again. Every failure comes back as an error Result with its Redis
 // error code.
 func (c *conn) run(op service.Op, seq uint64) service.Result {
 	return c.runID(op, automaton.RequestID{Client: c.client, Seq: seq})
@@ -216,7 +216,7 @@ func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 	if svc == nil {
 		return errResult("ERR this node serves no namespace")
 	}
-	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep()})
+	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep(), Checked: true})
 }
 
 // submit hands req to the Backend and returns its result, every failure as
@@ -286,7 +286,7 @@ func (c *conn) runOrdered(bb BatchBackend, ops []service.Op) []service.Result {
 			continue
 		}
 		id := c.laneID(c.lanes[i], i == len(ops)-1)
-		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id)}
+		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Checked: true}
 		if msg := c.permit(ns.Name, req); msg != "" {
 			out[i] = errResult("%s", msg)
 			continue
