@@ -73,9 +73,9 @@ type RunningScript struct {
 	// started (a script cannot change them): FUNCTION STATS answers from
 	// them while the run is busy, without waiting for the log.
 	Libraries, Functions int
-	busy    atomic.Bool // past its mark
-	wrote   atomic.Bool // wrote before its mark (then it may go on writing)
-	killed  atomic.Bool
+	busy                 atomic.Bool // past its mark
+	wrote                atomic.Bool // wrote before its mark (then it may go on writing)
+	killed               atomic.Bool
 }
 
 // Busy says whether the run is past its mark (BUSY is answered while one
