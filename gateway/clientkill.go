@@ -11,9 +11,8 @@ import (
 // cmdClientKill is CLIENT KILL, as Redis 7.0's clientKillCommand (networking.c):
 // the old form `CLIENT KILL ip:port` (OK, or "No such client"), and the
 // filter form `CLIENT KILL <filter> <value> ...` with ID, ADDR, LADDR,
-// TYPE (master, replica and slave match nothing here; normal and pubsub are
-// refused),
-// USER, SKIPME and MAXAGE, which answers how many clients it closed. Only
+// TYPE (master, replica and slave match nothing here; pubsub is a
+// connection subscribed after its last command, normal any other), USER, SKIPME and MAXAGE, which answers how many clients it closed. Only
 // this node's connections are closed; a connection that kills itself gets
 // its reply first.
 func cmdClientKill(c *conn, args [][]byte) {
@@ -40,7 +39,7 @@ func cmdClientKill(c *conn, args [][]byte) {
 	var (
 		id              int64
 		addr, laddr     string
-		typ, user       string // typ: a replication type, which no connection has
+		typ, user       string // typ: normal, pubsub, or a replication type, which no connection has
 		maxAge          int64
 		skipMe          = true
 		haveUser, typed bool
@@ -61,11 +60,8 @@ func cmdClientKill(c *conn, args [][]byte) {
 			laddr = val
 		case "type":
 			switch t := strings.ToLower(val); t {
-			case "master", "replica", "slave": // no replication clients here
+			case "master", "replica", "slave", "normal", "pubsub": // no replication clients here
 				typ, typed = t, true
-			case "normal", "pubsub":
-				c.writeError("ERR CLIENT KILL TYPE " + t + " is not supported by Synod (a connection's subscriptions are its own goroutine's); use ID, ADDR, LADDR, USER, MAXAGE or SKIPME")
-				return
 			default:
 				c.writeError(fmt.Sprintf("ERR Unknown client type '%s'", val))
 				return
@@ -104,7 +100,8 @@ func cmdClientKill(c *conn, args [][]byte) {
 		case id != 0 && o.id != id,
 			addr != "" && o.nc.RemoteAddr().String() != addr,
 			laddr != "" && o.nc.LocalAddr().String() != laddr,
-			typed && typ != "",
+			typed && (typ == "normal") == o.isPubsub(),
+			typed && typ != "normal" && typ != "pubsub",
 			haveUser && o.userName() != user,
 			maxAge != 0 && time.Since(o.created) < time.Duration(maxAge)*time.Second,
 			skipMe && o == c:

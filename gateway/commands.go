@@ -137,8 +137,8 @@ func (c *conn) exec(args [][]byte) {
 		c.s.cmds.rejected(name)
 		return
 	}
-	start := time.Now()
-	defer func() { c.s.cmds.called(name, time.Since(start)) }()
+	start, errs := time.Now(), c.errReplies
+	defer func() { c.s.cmds.called(name, time.Since(start), c.errReplies > errs) }()
 	if !c.authed && !cmd.noAuth {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
@@ -149,8 +149,11 @@ func (c *conn) exec(args [][]byte) {
 	}
 	c.mu.Lock()
 	c.lastCmd = name
+	c.noteCommand(name, args)
+	ns := c.ns.Name
 	c.mu.Unlock()
-	if c.redirect(cmd, args) { // cluster.go
+	c.s.acc.note(ns, cmd, args) // access.go; inside MULTI when queued
+	if c.redirect(cmd, args) {  // cluster.go
 		return
 	}
 	if c.refuseBusy(name, args) { // script.go
@@ -611,6 +614,12 @@ func cmdClient(c *conn, args [][]byte) {
 		cmdClientKill(c, args) // clientkill.go
 		return
 	}
+	if sub == "help" && len(args) == 2 {
+		c.writeHelp("client", "ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID <id> [<id> ...]]", "GETNAME", "SETNAME <name>",
+			"SETINFO LIB-NAME|LIB-VER <value>", "KILL <ip:port> | <filter> <value> [<filter> <value> ...]", "REPLY ON|OFF|SKIP",
+			"UNBLOCK <clientid> [TIMEOUT|ERROR]")
+		return
+	}
 	want := map[string]int{"id": 2, "getname": 2, "info": 2, "list": 2, "setname": 3, "setinfo": 4}
 	n, ok := want[sub]
 	if !ok {
@@ -664,39 +673,24 @@ func cmdClient(c *conn, args [][]byte) {
 		}
 		c.w.WriteSimple("OK")
 	case "info":
-		c.w.WriteBulkString(c.infoLine(c.w.Protocol()) + "\n")
+		c.w.WriteBulkString(c.infoLine(c.w.Protocol(), true) + "\n")
 	case "list":
-		c.s.mu.Lock()
-		all := make([]*conn, 0, len(c.s.conns))
-		for o := range c.s.conns {
-			all = append(all, o)
+		all, msg := c.clientListFilter(args[2:])
+		if msg != "" {
+			c.writeError(msg)
+			return
 		}
-		c.s.mu.Unlock()
-		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 		var b strings.Builder
 		for _, o := range all {
 			proto := 0 // another connection's writer is not ours to read
 			if o == c {
 				proto = c.w.Protocol()
 			}
-			b.WriteString(o.infoLine(proto))
+			b.WriteString(o.infoLine(proto, o == c))
 			b.WriteString("\n")
 		}
 		c.w.WriteBulkString(b.String())
 	}
-}
-
-// infoLine is a CLIENT INFO / CLIENT LIST line. proto 0 omits resp=.
-func (c *conn) infoLine(proto int) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=0 cmd=%s lib-name=%s lib-ver=%s synod-client=%016x ns=%s read=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), c.lastCmd, c.libName, c.libVer,
-		c.client, c.ns.Name, c.read)
-	if proto != 0 {
-		s += fmt.Sprintf(" resp=%d", proto)
-	}
-	return s
 }
 
 func cmdConfig(c *conn, args [][]byte) {
@@ -729,8 +723,20 @@ func cmdConfig(c *conn, args [][]byte) {
 		}
 	case "set":
 		cmdConfigSet(c, args)
-	case "resetstat", "rewrite":
-		c.writeError(fmt.Sprintf("ERR CONFIG %s is not supported by Synod (configure the cluster file instead)", strings.ToUpper(sub)))
+	case "resetstat":
+		if len(args) != 2 {
+			c.writeError(arityErr("config|resetstat"))
+			return
+		}
+		c.s.resetStats()
+		c.w.WriteSimple("OK")
+	case "help":
+		c.writeHelp("config", "GET <pattern> [<pattern> ...]", "SET <directive> <value> [<directive> <value> ...]", "RESETSTAT", "REWRITE")
+	case "rewrite":
+		// Redis's answer when it started without a config file: a Synod
+		// node's configuration is its cluster file, which CONFIG SET's
+		// node-local settings do not change.
+		c.writeError("ERR The server is running without a config file")
 	default:
 		c.writeError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CONFIG HELP.", args[1]))
 	}
@@ -791,16 +797,16 @@ func cmdInfo(c *conn, args [][]byte) {
 			"connected_clients":          strconv.Itoa(nconn),
 			"blocked_clients":            strconv.FormatInt(s.blk.blocked.Load(), 10),
 			"maxclients":                 strconv.FormatInt(s.lim.maxClients.Load(), 10),
-			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
-			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
+			"total_connections_received": strconv.FormatInt(s.totalConns.Load()-s.statBase.conns.Load(), 10),
+			"rejected_connections":       strconv.FormatInt(s.rejected.Load()-s.statBase.rejected.Load(), 10),
 			"client_output_limit_closed": strconv.FormatInt(s.ov.outputClosed.Load(), 10),
 			"client_backpressure_pauses": strconv.FormatInt(s.ov.backpressure.Load(), 10),
 			"open_connections_all_ports": strconv.FormatInt(s.ov.clients.Load(), 10),
 		}},
 		{"Stats", map[string]string{
-			"total_commands_processed":   strconv.FormatInt(s.totalCommands.Load(), 10),
-			"total_connections_received": strconv.FormatInt(s.totalConns.Load(), 10),
-			"rejected_connections":       strconv.FormatInt(s.rejected.Load(), 10),
+			"total_commands_processed":   strconv.FormatInt(s.totalCommands.Load()-s.statBase.commands.Load(), 10),
+			"total_connections_received": strconv.FormatInt(s.totalConns.Load()-s.statBase.conns.Load(), 10),
+			"rejected_connections":       strconv.FormatInt(s.rejected.Load()-s.statBase.rejected.Load(), 10),
 			"total_error_replies":        errTotal,
 			"migrate_cached_sockets":     "0", // no MIGRATE: no cached sockets
 		}},
@@ -811,7 +817,7 @@ func cmdInfo(c *conn, args [][]byte) {
 			"default_namespace":        def,
 			"client_namespace":         nsName,
 			"client_read_mode":         read.String(),
-			"total_commands_processed": strconv.FormatInt(s.totalCommands.Load(), 10),
+			"total_commands_processed": strconv.FormatInt(s.totalCommands.Load()-s.statBase.commands.Load(), 10),
 			"request_timeout_ms":       strconv.FormatInt(s.opts.RequestTimeout.Milliseconds(), 10),
 		}},
 	}
@@ -922,7 +928,11 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.w.WriteInt(int64(cmd.first))
 	c.w.WriteInt(int64(cmd.last))
 	c.w.WriteInt(int64(cmd.step))
-	c.w.WriteSet(0) // ACL categories
+	cats := redisCategories[cmd.name] // Redis 7.0.15's (redis_cmdtable.go)
+	c.w.WriteSet(len(cats))
+	for _, cat := range cats {
+		c.w.WriteSimple("@" + cat)
+	}
 	c.w.WriteSet(0) // tips
 	c.w.WriteArray(0)
 	c.w.WriteArray(0)
@@ -949,6 +959,9 @@ func cmdCommand(c *conn, args [][]byte) {
 	switch sub := strings.ToLower(string(args[1])); sub {
 	case "count":
 		c.w.WriteInt(int64(len(commands)))
+	case "help":
+		c.writeHelp("command", "(no subcommand)", "COUNT", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "INFO [<command-name> ...]",
+			"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]")
 	case "docs":
 		c.commandDocs(args[2:])
 	case "getkeys":
@@ -978,31 +991,60 @@ var aclCategories = []string{"keyspace", "read", "write", "set", "sortedset", "l
 	"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
 	"dangerous", "connection", "transaction", "scripting"}
 
+// servedSubcommands are, for each container command Synod serves, the
+// subcommands of Redis 7.0 it serves (TestServedSubcommands sends each):
+// COMMAND LIST names them as Redis does (client|list), and FILTERBY
+// ACLCAT and PATTERN filter them with the commands. Subcommands Synod
+// refuses with a reason (ACL SETUSER, ...) or does not know are not named.
+var servedSubcommands = map[string][]string{
+	"acl":      {"cat", "help", "log", "users", "whoami"},
+	"client":   {"getname", "help", "id", "info", "kill", "list", "reply", "setname", "unblock"}, // and SETINFO, Redis 7.2's
+	"cluster":  {"help", "info", "keyslot", "myid", "nodes", "shards", "slots"},
+	"command":  {"count", "docs", "getkeys", "help", "info", "list"},
+	"config":   {"get", "help", "resetstat", "rewrite", "set"},
+	"function": {"delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"},
+	"memory":   {"help", "usage"},
+	"object":   {"encoding", "freq", "help", "idletime", "refcount"},
+	"pubsub":   {"channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"},
+	"script":   {"exists", "flush", "help", "kill", "load"},
+	"xgroup":   {"create", "createconsumer", "delconsumer", "destroy", "help", "setid"},
+	"xinfo":    {"consumers", "groups", "help", "stream"},
+}
+
+// listedNames are COMMAND LIST's names: every command, and after each
+// container its served subcommands.
+func listedNames() []string {
+	var out []string
+	for _, cmd := range sortedCommands() {
+		out = append(out, cmd.name)
+		for _, sub := range servedSubcommands[cmd.name] {
+			out = append(out, cmd.name+"|"+sub)
+		}
+	}
+	return out
+}
+
 // commandList answers COMMAND LIST [FILTERBY MODULE name | ACLCAT cat |
 // PATTERN glob] as Redis 7.0's commandListCommand: any other argument shape
-// is a syntax error; the pattern matches command names without regard to
-// case; no module is loaded, so MODULE and an unknown category answer an
-// empty array. Synod keeps no ACL categories for its commands, so a real
-// category is refused rather than answered with a wrong list.
+// is a syntax error; the pattern matches command and subcommand names
+// (container|sub) without regard to case; no module is loaded, so MODULE
+// answers an empty array. ACLCAT uses Redis 7.0.15's categories of each
+// command (redis_cmdtable.go); an unknown category answers an empty array.
 func (c *conn) commandList(args [][]byte) {
-	all := sortedCommands()
-	var keep func(*command) bool
+	var keep func(string) bool
 	switch {
 	case len(args) == 0:
-		keep = func(*command) bool { return true }
+		keep = func(string) bool { return true }
 	case len(args) == 3 && lower(args[0]) == "filterby":
 		switch lower(args[1]) {
 		case "module":
-			keep = func(*command) bool { return false }
+			keep = func(string) bool { return false }
 		case "aclcat":
-			if slices.Contains(aclCategories, lower(args[2])) {
-				c.writeError("ERR Synod keeps no ACL categories for its commands: FILTERBY ACLCAT " + lower(args[2]) + " is not supported")
-				return
-			}
-			keep = func(*command) bool { return false }
+			cat := lower(args[2])
+			keep = func(n string) bool { return slices.Contains(redisCategories[n], cat) }
 		case "pattern":
 			pat := bytes.ToLower(args[2])
-			keep = func(cmd *command) bool { return service.GlobMatch(pat, []byte(cmd.name)) }
+			keep = func(n string) bool { return service.GlobMatch(pat, []byte(n)) }
 		default:
 			c.writeError("ERR syntax error")
 			return
@@ -1012,9 +1054,9 @@ func (c *conn) commandList(args [][]byte) {
 		return
 	}
 	var names []string
-	for _, cmd := range all {
-		if keep(cmd) {
-			names = append(names, cmd.name)
+	for _, n := range listedNames() {
+		if keep(n) {
+			names = append(names, n)
 		}
 	}
 	c.w.WriteArray(len(names))
@@ -1213,4 +1255,15 @@ func (c *conn) setNamespace(ns config.Namespace, svc service.Service) {
 	c.mu.Lock()
 	c.ns, c.svc = ns, svc
 	c.mu.Unlock()
+}
+
+// writeHelp writes a container command's HELP, in Redis's shape: the
+// header line, the subcommands, then HELP.
+func (c *conn) writeHelp(name string, subs ...string) {
+	subs = append(subs, "HELP")
+	c.w.WriteArray(len(subs) + 1)
+	c.w.WriteSimple(strings.ToUpper(name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range subs {
+		c.w.WriteSimple(l)
+	}
 }

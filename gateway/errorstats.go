@@ -23,8 +23,9 @@ import (
 const maxErrorKinds = 128
 
 type errorStats struct {
-	mu sync.Mutex
-	m  map[string]int64
+	mu   sync.Mutex
+	m    map[string]int64
+	base map[string]int64 // the counts at the last CONFIG RESETSTAT (INFO subtracts them)
 }
 
 // add counts one error reply msg.
@@ -52,6 +53,31 @@ func (e *errorStats) snapshot() (map[string]int64, int64) {
 	return maps.Clone(e.m), total
 }
 
+// reset makes INFO count from now (CONFIG RESETSTAT); the node's metrics
+// (ErrorStats) keep counting from the start, as counters must.
+func (e *errorStats) reset() {
+	e.mu.Lock()
+	e.base = maps.Clone(e.m)
+	e.mu.Unlock()
+}
+
+// sinceReset returns the counts by code since the last reset and their total.
+func (e *errorStats) sinceReset() (map[string]int64, int64) {
+	m, _ := e.snapshot()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var total int64
+	for code, n := range m {
+		if n -= e.base[code]; n > 0 {
+			m[code] = n
+			total += n
+		} else {
+			delete(m, code)
+		}
+	}
+	return m, total
+}
+
 // ErrorStats returns how many error replies the server wrote, by code.
 func (s *Server) ErrorStats() map[string]int64 {
 	m, _ := s.errs.snapshot()
@@ -63,7 +89,7 @@ func (s *Server) ErrorStats() map[string]int64 {
 
 // errorInfo is INFO's Errorstats section and the total for its Stats.
 func (s *Server) errorInfo() (map[string]string, string) {
-	m, total := s.errs.snapshot()
+	m, total := s.errs.sinceReset()
 	out := make(map[string]string, len(m))
 	for code, n := range m {
 		out["errorstat_"+code] = "count=" + strconv.FormatInt(n, 10)
@@ -74,5 +100,6 @@ func (s *Server) errorInfo() (map[string]string, string) {
 // writeError writes the error reply msg and counts it.
 func (c *conn) writeError(msg string) {
 	c.s.errs.add(msg)
+	c.errReplies++
 	c.w.WriteError(msg)
 }

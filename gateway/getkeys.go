@@ -25,18 +25,7 @@ func (c *conn) commandGetKeys(args [][]byte) {
 		c.writeError("ERR Invalid number of arguments specified for command")
 		return
 	}
-	var keys [][]byte
-	if cmd.getkeys != nil {
-		keys = cmd.getkeys(args)
-	} else {
-		last := cmd.last
-		if last < 0 {
-			last += len(args)
-		}
-		for i := cmd.first; i <= last && i < len(args); i += max(cmd.step, 1) {
-			keys = append(keys, args[i])
-		}
-	}
+	keys := cmd.keysOf(args)
 	if len(keys) == 0 {
 		if slices.Contains(cmd.flags, "no_mandatory_keys") { // EVAL 0, FCALL 0
 			c.w.WriteArray(0)
@@ -49,6 +38,26 @@ func (c *conn) commandGetKeys(args [][]byte) {
 	for _, k := range keys {
 		c.w.WriteBulk(k)
 	}
+}
+
+// keysOf is the key arguments of a call of cmd: from its getkeys function
+// where its keys move, else from its key positions (first, last, step).
+func (cmd *command) keysOf(args [][]byte) [][]byte {
+	if cmd.getkeys != nil {
+		return cmd.getkeys(args)
+	}
+	if cmd.first <= 0 {
+		return nil
+	}
+	var keys [][]byte
+	last := cmd.last
+	if last < 0 {
+		last += len(args)
+	}
+	for i := cmd.first; i <= last && i < len(args); i += max(cmd.step, 1) {
+		keys = append(keys, args[i])
+	}
+	return keys
 }
 
 // sortKeys is SORT's key finder (Redis's sortGetKeys): the sorted key and

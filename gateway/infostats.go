@@ -36,11 +36,27 @@ func (cs *cmdStats) of(name string) *cmdStat {
 	return v.(*cmdStat)
 }
 
-// called records a call of name that ran for d.
-func (cs *cmdStats) called(name string, d time.Duration) {
+// called records a call of name that ran for d; failed: it answered an
+// error (Redis's failed_calls).
+func (cs *cmdStats) called(name string, d time.Duration, failed bool) {
 	st := cs.of(name)
 	st.calls.Add(1)
 	st.usec.Add(d.Microseconds())
+	if failed {
+		st.failed.Add(1)
+	}
+}
+
+// resetStats is CONFIG RESETSTAT: this node's command statistics, error
+// counts (INFO's view; the node's metrics keep counting) and commands and
+// connections received count from now, as a Redis server's do. Each node
+// keeps its own, as each Redis server does.
+func (s *Server) resetStats() {
+	s.cmds.m.Clear()
+	s.errs.reset()
+	s.statBase.commands.Store(s.totalCommands.Load())
+	s.statBase.conns.Store(s.totalConns.Load())
+	s.statBase.rejected.Store(s.rejected.Load())
 }
 
 // rejected records a call of name refused before it ran (arity, auth).

@@ -490,26 +490,60 @@ func (s *Server) setOutputLimit(value string) error {
 	return nil
 }
 
-// cmdConfigSet is CONFIG SET name value [name value ...]: the limits only,
-// all checked before any is set (as Redis 7 does).
+// immutableParams are Redis 7.0's configuration parameters that CONFIG SET
+// refuses as immutable (config.c, IMMUTABLE_CONFIG): Redis's answer.
+var immutableParams = map[string]bool{"daemonize": true, "io-threads": true, "io-threads-do-reads": true,
+	"unixsocket": true, "unixsocketperm": true, "pidfile": true, "syslog-enabled": true, "syslog-ident": true,
+	"syslog-facility": true, "databases": true, "logfile": true, "always-show-logo": true, "set-proc-title": true,
+	"cluster-enabled": true, "cluster-config-file": true, "cluster-port": true, "supervised": true,
+	"tcp-backlog": true, "aclfile": true, "disable-thp": true, "enable-protected-configs": true,
+	"enable-debug-command": true, "enable-module-command": true, "rdbchecksum": true}
+
+// cmdConfigSet is CONFIG SET name value [name value ...]: the limits and
+// the parameters config.go keeps, all checked before any is set (as Redis 7
+// does); a parameter twice, an immutable one, or one CONFIG GET shows set to
+// another value than it shows answer Redis's errors; one set to the value
+// CONFIG GET shows changes nothing and is accepted.
 func cmdConfigSet(c *conn, args [][]byte) {
 	if len(args) < 4 || len(args)%2 != 0 {
-		c.w.WriteError(arityErr("config|set"))
+		c.writeError(arityErr("config|set"))
 		return
 	}
 	type set struct{ name, value string }
 	var sets []set
 	var others []func() // the other parameters (config.go), applied with the limits
+	// First the names, as Redis 7's configSetCommand: immutable, then twice.
+	seen := map[string]bool{}
+	for i := 2; i < len(args); i += 2 {
+		name := strings.ToLower(string(args[i]))
+		if immutableParams[name] {
+			c.writeError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", args[i]))
+			return
+		}
+		canon := name
+		if t, ok := tunableByName[name]; ok {
+			canon = t.name // the alias names the same tunable
+		}
+		if seen[canon] {
+			c.writeError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - duplicate parameter", args[i]))
+			return
+		}
+		seen[canon] = true
+	}
+	shown := c.configParams()
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if _, ok := c.s.limitParams()[name]; !ok {
 			apply, known, err := c.s.checkOtherParam(name, string(args[i+1]))
+			if cur, ok := shown[name]; !known && ok && cur == string(args[i+1]) {
+				continue // a value CONFIG GET shows, set to itself: nothing changes
+			}
 			if !known {
-				c.w.WriteError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)", args[i]))
+				c.writeError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)", args[i]))
 				return
 			}
 			if err != nil {
-				c.w.WriteError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", args[i], err))
+				c.writeError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", args[i], err))
 				return
 			}
 			if apply != nil {
@@ -524,7 +558,7 @@ func cmdConfigSet(c *conn, args [][]byte) {
 	scratch.initLimits()
 	for _, st := range sets {
 		if _, err := scratch.setLimit(st.name, st.value); err != nil {
-			c.w.WriteError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", st.name, err))
+			c.writeError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", st.name, err))
 			return
 		}
 	}

@@ -50,6 +50,17 @@ func cmdMonitor(c *conn, args [][]byte) {
 	c.w.WriteSimple("OK")
 }
 
+// has reports whether c is a monitor.
+func (s *monitors) has(c *conn) bool {
+	if s.n.Load() == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[c]
+	return ok
+}
+
 // stopMonitor removes c from the monitors. Connection goroutine, at its end.
 func (c *conn) stopMonitor() {
 	s := &c.s.mon

@@ -287,7 +287,10 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	}
 	c.mu.Lock()
 	c.lastCmd = cmd.name
+	c.noteCommand(cmd.name, args)
+	ns := c.ns.Name
 	c.mu.Unlock()
+	c.s.acc.note(ns, cmd, args)    // access.go
 	c.feedMonitors(cmd.name, args) // monitor.go
 	return cmd, c.check(c.planOf(cmd, args)), true
 }

@@ -115,12 +115,17 @@ type Server struct {
 	totalConns    atomic.Int64
 	totalCommands atomic.Int64
 	rejected      atomic.Int64
+	// statBase holds the counts above at the last CONFIG RESETSTAT: INFO
+	// shows the difference (infostats.go).
+	statBase struct{ commands, conns, rejected atomic.Int64 }
 
 	lim    limits        // limits.go
 	ov     overload      // limits.go
 	errs   errorStats    // error replies by code (errorstats.go)
 	tun    tunableValues // CONFIG's encoding tunables (config.go)
 	cmds   cmdStats      // INFO commandstats (infostats.go)
+	acc    *accessTable  // keys' last access through this node (access.go)
+	acllog aclLog        // ACL LOG (acllog.go)
 	blk    blockReg      // blocked clients (blocking.go)
 	scr    scripts       // the script cache and function libraries (script.go)
 	ps     hub           // pub/sub subscribers (pubsub.go)
@@ -151,6 +156,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		b: b, opts: opts, log: log, start: time.Now(), runID: hex.EncodeToString(id[:]), acl: a,
 		ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+		acc: newAccessTable(),
 	}
 	s.initLimits()
 	s.initPubSub()
@@ -247,32 +253,33 @@ func (s *Server) Close() error {
 // the connection's goroutine; mu guards those that CLIENT LIST reads from
 // other connections.
 type conn struct {
-	s       *Server
-	nc      net.Conn
-	r       *resp.Reader
-	br      *bufio.Reader // under r: watched while the client is blocked (blocking.go)
-	w       *resp.Writer  // writes to out
-	out     *outBuf       // the output buffer and its writer (limits.go)
-	owed    int           // replies written to w since the last flush to out
-	id      int64
-	client  uint64  // RequestID.Client
-	seq     uint64  // last RequestID.Seq used
-	lanes   []*lane // client ids of a multi-key command's concurrent requests (runAll)
-	created time.Time
-	authed  bool
-	user    *aclUser // nil: the default user, who may do everything (acl.go)
-	quit    bool
-	opts    optConn     // protocol request options (options.go)
-	txn     txnConn     // the open interactive transaction (txn.go)
-	multi   multiConn   // MULTI's queue and the watched keys (multi.go)
-	sub     subConn     // subscriptions (subscribe.go, pubsub.go)
-	push    pushQueue   // pub/sub messages not yet written (pubsub.go)
-	reply   replyMode   // CLIENT REPLY (replymode.go)
-	sink    replySink   // between w and out: drops replies CLIENT REPLY silences
-	blk     blockConn   // blocking commands (blocking.go)
-	pl      pipeConn    // pipelined commands in flight (pipeline.go)
-	bat     batchConn   // pipeline batches sent as atomic groups (pipeline.go)
-	cluster clusterConn // the Redis Cluster protocol (cluster.go)
+	s          *Server
+	nc         net.Conn
+	r          *resp.Reader
+	br         *bufio.Reader // under r: watched while the client is blocked (blocking.go)
+	w          *resp.Writer  // writes to out
+	out        *outBuf       // the output buffer and its writer (limits.go)
+	owed       int           // replies written to w since the last flush to out
+	id         int64
+	client     uint64  // RequestID.Client
+	seq        uint64  // last RequestID.Seq used
+	errReplies int     // error replies written (writeError): a command that wrote one failed (INFO commandstats)
+	lanes      []*lane // client ids of a multi-key command's concurrent requests (runAll)
+	created    time.Time
+	authed     bool
+	user       *aclUser // nil: the default user, who may do everything (acl.go)
+	quit       bool
+	opts       optConn     // protocol request options (options.go)
+	txn        txnConn     // the open interactive transaction (txn.go)
+	multi      multiConn   // MULTI's queue and the watched keys (multi.go)
+	sub        subConn     // subscriptions (subscribe.go, pubsub.go)
+	push       pushQueue   // pub/sub messages not yet written (pubsub.go)
+	reply      replyMode   // CLIENT REPLY (replymode.go)
+	sink       replySink   // between w and out: drops replies CLIENT REPLY silences
+	blk        blockConn   // blocking commands (blocking.go)
+	pl         pipeConn    // pipelined commands in flight (pipeline.go)
+	bat        batchConn   // pipeline batches sent as atomic groups (pipeline.go)
+	cluster    clusterConn // the Redis Cluster protocol (cluster.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes
@@ -287,6 +294,9 @@ type conn struct {
 	libName string
 	libVer  string
 	lastCmd string
+	// CLIENT LIST's view of the connection (clientlist.go), written by its
+	// goroutine under mu.
+	list listState
 }
 
 // randomClientID returns a fresh random 64-bit client id.
@@ -304,6 +314,7 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
 	}
 	c.out = newOutBuf(c)
+	c.list = listState{fd: socketFD(nc), multi: -1}
 	c.sink.out = c.out
 	c.w = resp.NewWriter(&c.sink)
 	if nss := s.b.Namespaces(); len(nss) > 0 {
@@ -400,6 +411,7 @@ func (c *conn) serve() {
 		} else {
 			c.exec(args)
 		}
+		c.noteState()
 		c.unmuteReply(mute, skipping)
 		c.owed++
 		if c.quit || c.r.Buffered() == 0 || c.owed >= int(s.lim.pipeline.Load()) {

@@ -95,9 +95,10 @@ func planMemory(c *conn, args [][]byte) plan {
 // name for its general encoding of that type; Synod has no compact ones).
 var objectEncodings = map[string]string{"string": "raw", "hash": "hashtable", "list": "quicklist", "set": "hashtable", "zset": "skiplist"}
 
-// planObject is OBJECT ENCODING|REFCOUNT key (from the key's type: nil
-// without the key; every value has one reference), and OBJECT
-// IDLETIME|FREQ refused: Synod does not track key accesses.
+// planObject is OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key (from the key's
+// type: nil without the key; every value has one reference; IDLETIME from
+// this node's access table and FREQ Redis's error without an LFU policy,
+// access.go).
 func planObject(c *conn, args [][]byte) plan {
 	sub := lower(args[1])
 	switch sub {
@@ -105,13 +106,10 @@ func planObject(c *conn, args [][]byte) plan {
 		return constPlan(service.Array(
 			service.Bytes([]byte("OBJECT ENCODING <key>: the key's encoding (Synod keeps one per type).")),
 			service.Bytes([]byte("OBJECT REFCOUNT <key>: 1 (values are not shared).")),
+			service.Bytes([]byte("OBJECT IDLETIME <key>: seconds since a command through this node named the key.")),
 		))
 	case "encoding", "refcount":
 	case "idletime", "freq":
-		if len(args) != 3 {
-			return errPlan("%s", arityErr("object|"+sub))
-		}
-		return errPlan("ERR OBJECT %s is not supported: Synod does not track key accesses", strings.ToUpper(sub))
 	default:
 		return errPlan("ERR unknown subcommand '%s'. Try OBJECT HELP.", args[1])
 	}
@@ -121,7 +119,11 @@ func planObject(c *conn, args [][]byte) plan {
 	if p, ok := c.kvOnly("object"); !ok {
 		return p
 	}
-	return opPlan(kvOp("type", args[2]), func(r service.Result) service.Result {
+	c.mu.Lock()
+	ns := c.ns.Name
+	c.mu.Unlock()
+	key := args[2]
+	return opPlan(kvOp("type", key), func(r service.Result) service.Result {
 		if r.Type != service.ResultBytes {
 			return r
 		}
@@ -129,8 +131,13 @@ func planObject(c *conn, args [][]byte) plan {
 		if t == "none" {
 			return service.Nil()
 		}
-		if sub == "refcount" {
+		switch sub {
+		case "refcount":
 			return service.Int(1)
+		case "idletime":
+			return service.Int(c.s.acc.idle(ns, key))
+		case "freq":
+			return service.Errorf("%s", "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 		}
 		return service.Bytes([]byte(objectEncodings[t]))
 	})

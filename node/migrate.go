@@ -155,31 +155,16 @@ func (n *Node) runMachine(ctx context.Context, s *shardedNS, rec shard.Migration
 // groupDo runs ops as one atomic group, a request of this node's own, on
 // group gi of s (here or forwarded).
 func (n *Node) groupDo(ctx context.Context, s *shardedNS, gi int, ops []service.Op) ([]service.Result, error) {
-	g := s.groups[gi]
-	req := automaton.Request{ID: n.nextInternalID(), Ops: ops}
-	ctx = internalCtx(ctx)
-	var resp automaton.Response
-	var err error
-	if n.loops[g.Namespace.Name] != nil {
-		resp, err = n.do(ctx, g.Namespace.Name, req, true)
-	} else {
-		resp, err = n.forward(ctx, s, g, req)
-	}
+	rs, err := n.groupRun(ctx, s, gi, ops) // txn.go
 	if err != nil {
 		return nil, err
 	}
-	if resp.Result.IsErr() {
-		return nil, errors.New(resp.Result.Err)
-	}
-	if len(resp.Results) != len(ops) {
-		return nil, fmt.Errorf("%d results for %d operations", len(resp.Results), len(ops))
-	}
-	for _, r := range resp.Results {
+	for _, r := range rs {
 		if service.IsGuardFailure(r) {
 			return nil, errors.New(r.Err)
 		}
 	}
-	return resp.Results, nil
+	return rs, nil
 }
 
 func tokGuard(a shard.Action) service.Op {
@@ -208,6 +193,12 @@ func (n *Node) act(ctx context.Context, s *shardedNS, a shard.Action, ver *uint6
 		for _, r := range a.Slots {
 			for sl := r.First; sl <= r.Last; sl++ {
 				ops = append(ops, kvOp(service.GuardKind, shard.StateKey(sl), "slot", mode))
+				if a.State.State == shard.StFrozen {
+					// The freeze waits for the cross-shard transactions
+					// holding the slot (shard/txn, "Migrations"): a commit
+					// after the final copy would be lost to the destination.
+					ops = append(ops, kvOp(service.GuardKind, shard.LockKey(sl), "exists", "0"))
+				}
 				sets = append(sets, kvOp("set", shard.StateKey(sl), a.State.String()))
 			}
 		}

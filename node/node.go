@@ -143,6 +143,9 @@ type Options struct {
 	// noCoalesce turns coalesced heartbeats off (coalesce.go): tests'
 	// and benchmarks' "before" variant only.
 	noCoalesce bool
+	// noYield: the loop does not yield before stepping a pass's client
+	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
+	noYield bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -511,6 +514,8 @@ func (n *Node) start() error {
 		n.bg.Add(2)
 		go n.leaderGossip() // leadergossip.go
 		go n.runPlacement() // slotmap.go
+		n.bg.Add(1)
+		go n.resolveTxns() // txn.go
 	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)

@@ -32,12 +32,12 @@ import (
 // the shard's nodes only, with those nodes as its members. A request to the
 // namespace (Backend.Do) is routed by its keys' hash slots: to the group on
 // this node when this node replicates it, else forwarded to a node that
-// does (below). Requests whose keys fall in different groups are refused
-// with Redis Cluster's CROSSSLOT error: an atomic group or multi-key
-// operation across shards needs cross-shard transactions (issue 33 item
-// 5), which do not exist yet. Operations on the whole keyspace (DBSIZE,
-// KEYS, SCAN, FLUSHDB, RANDOMKEY) and interactive transactions are refused
-// for the same reason.
+// does (below). An atomic group whose operations fall in different
+// groups runs as a cross-shard transaction (txn.go, package shard/txn);
+// one operation whose keys fall in different groups (RENAME a b) is
+// refused with Redis Cluster's CROSSSLOT error. Operations on the whole
+// keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) and interactive
+// transactions (SYNOD BEGIN) are refused.
 //
 // Forwarding uses the peer transport under a reserved namespace name,
 // forwardNS, which no namespace can have (config.GroupSep is not allowed
@@ -232,7 +232,13 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 // routeOnce runs req on the group its keys route to: on this node's loop
 // of it, or forwarded.
 func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Request) (automaton.Response, error) {
-	gi, res, ok := s.route(req, gateway.ClusterModeOf(ctx).Asking)
+	asking := gateway.ClusterModeOf(ctx).Asking
+	gi, res, ok := s.route(req, asking)
+	if !ok && res.Err == crossSlot {
+		if parts, ok := s.crossParts(req, asking); ok {
+			return n.crossShard(ctx, s, req, parts) // txn.go
+		}
+	}
 	if !ok {
 		return automaton.Response{ID: req.ID, Result: res}, nil
 	}

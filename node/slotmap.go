@@ -275,6 +275,8 @@ func (n *Node) refusal(s *shardedNS, slot int, text string) service.Result {
 	case shard.RefuseMoved:
 		n.nudgePlacement()
 		return service.Errorf("MOVED %d %s", slot, addr)
+	case shard.RefuseLocked:
+		return service.Fail(synoderr.TryAgain, "slot %d is held by cross-shard transaction %s", slot, peer)
 	}
 	return service.Fail(synoderr.TryAgain, "slot %d is being migrated to %s", slot, peer)
 }

@@ -31,6 +31,15 @@ func init() {
 
 // slotGuard is "guard <state key> slot <mode>".
 func (s *KVState) slotGuard(op Op) Result {
+	switch string(op.Args[1]) {
+	case shard.ModeRead, shard.ModeWrite, shard.ModeAsking:
+		// A client's request (or a transaction's prepare) waits for no
+		// transaction: a slot a prepared transaction holds is refused
+		// (kv_txn.go; the node answers TRYAGAIN).
+		if tx, locked := s.slotLocked(op.Key); locked {
+			return GuardFailure(fmt.Sprintf("slot %s %s", shard.RefuseLocked, tx))
+		}
+	}
 	var v []byte
 	if e, ok := s.live(op.Key); ok && e.c == nil {
 		v = e.v

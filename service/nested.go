@@ -37,13 +37,60 @@ import (
 // The program is pluggable (NestedProgram, RegisterNestedProgram): Trail
 // is the one above and the default; a user's binary registers its own and
 // selects it with adam's parameter program=NAME.
+//
+// The state under the program is pluggable too (WithService, issue 31:
+// "any service may issue nested calls"): by default the sharded KV, or
+// any service's state (a user's data type). The program's steps then read
+// and write through that service's operations, every other operation is
+// that service's, run whole, and the service's own Validate, IsRead and
+// conflict declaration apply. Such a service must declare its conflicts
+// (Conflicter or Lockable: Eve's mixer needs them) and be deterministic
+// (CheckNestedService); the namespace's snapshot, hash and checkpoints
+// are the service state's own (Snapshot, StateHash) with the suspended
+// requests beside them.
 type NestedKV struct {
 	loose bool
 	prog  NestedProgram // nil: Trail
+	inner Service       // nil: the sharded KV
 }
 
 // WithProgram returns the nested KV running prog's requests.
 func (s NestedKV) WithProgram(prog NestedProgram) NestedKV { s.prog = prog; return s }
+
+// WithService returns the nested service over svc's state instead of the
+// sharded KV (nil, kv or shardedkv: the sharded KV).
+func (s NestedKV) WithService(svc Service) NestedKV {
+	if svc != nil && (svc.Name() == "kv" || svc.Name() == ShardedKVName) {
+		svc = nil
+	}
+	s.inner = svc
+	return s
+}
+
+// Inner returns the service under the program (nil: the sharded KV).
+func (s NestedKV) Inner() Service { return s.inner }
+
+// CheckNestedService reports why svc cannot be the state under a nested
+// program (nil when it can): Adam runs a service's operations on Eve's
+// parallel executor, which needs each operation's conflict keys (a
+// service that declares none would run every request alone, and a
+// program's step could not be told apart from the operations it may run
+// beside), and replays them on every replica and after a rollback, which
+// needs an Apply that is a function of the state and the operation (a
+// nondeterministic service reads an environment the suspended request
+// would have to carry across its call; Adam does not offer that).
+func CheckNestedService(svc Service) error {
+	if svc == nil || svc.Name() == "kv" || svc.Name() == ShardedKVName {
+		return nil
+	}
+	if _, ok := ConflictKeysOf(svc, Op{}); !ok {
+		return fmt.Errorf("service %s declares no conflicts (Conflicter or Lockable): Eve's parallel execution, which adam runs on, needs each operation's keys", svc.Name())
+	}
+	if IsNondeterministic(svc) {
+		return fmt.Errorf("service %s is nondeterministic: adam replays a request's steps on every replica and after a rollback, and supports deterministic services only", svc.Name())
+	}
+	return nil
+}
 
 func (s NestedKV) program() NestedProgram {
 	if s.prog == nil {
@@ -96,9 +143,9 @@ func (s NestedKV) Name() string {
 	return NestedKVName
 }
 
-// Validate implements Service: the sharded KV's operations and the two
-// step operations.
-func (NestedKV) Validate(op Op) error {
+// Validate implements Service: the inner service's operations (the sharded
+// KV's by default) and the two step operations.
+func (s NestedKV) Validate(op Op) error {
 	switch op.Kind {
 	case NestedBegin:
 		if len(op.Args) != 3 {
@@ -111,13 +158,19 @@ func (NestedKV) Validate(op Op) error {
 		}
 		return nil
 	}
+	if s.inner != nil {
+		return s.inner.Validate(op)
+	}
 	return ShardedKV{}.Validate(op)
 }
 
 // IsRead implements Service.
-func (NestedKV) IsRead(op Op) bool {
+func (s NestedKV) IsRead(op Op) bool {
 	if op.Kind == NestedBegin || op.Kind == NestedResume {
 		return false
+	}
+	if s.inner != nil {
+		return s.inner.IsRead(op)
 	}
 	return KV{}.IsRead(op)
 }
@@ -126,6 +179,9 @@ func (NestedKV) IsRead(op Op) bool {
 func (s NestedKV) NewState() State {
 	st := NewNestedState()
 	st.prog = s.program()
+	if s.inner != nil {
+		st.inner, st.kv = s.inner, s.inner.NewState()
+	}
 	return st
 }
 
@@ -151,6 +207,10 @@ func (s NestedKV) ConflictKeys(op Op) []Lock {
 		return []Lock{{Key: op.Key}}
 	case NestedResume:
 		return []Lock{{Key: op.Key, Write: !s.loose}, {Key: TrailLenPrefix + op.Key, Write: true}}
+	}
+	if s.inner != nil {
+		ls, _ := ConflictKeysOf(s.inner, op) // CheckNestedService: declared
+		return ls
 	}
 	return ShardedKV{}.ConflictKeys(op)
 }
@@ -201,10 +261,12 @@ func decodeCont(d *wire.Decoder) *Cont {
 	return c
 }
 
-// NestedState is a NestedKV replica's state: the sharded KV and the
-// suspended requests by identity. Conts are immutable once stored.
+// NestedState is a NestedKV replica's state: the inner service's state
+// (the sharded KV by default) and the suspended requests by identity.
+// Conts are immutable once stored.
 type NestedState struct {
-	kv    *ShardedState
+	kv    State   // a *ShardedState when inner is nil
+	inner Service // nil: the sharded KV
 	conts map[string]*Cont
 	prog  NestedProgram
 }
@@ -237,7 +299,7 @@ func (s *NestedState) ApplyEnv(op Op, env Env) Result {
 	case NestedResume:
 		return s.resume(op)
 	}
-	return s.kv.ApplyEnv(op, env)
+	return ApplyEnv(s.kv, op, env)
 }
 
 // begin is a nested request's first step: the program reads what it
@@ -251,7 +313,7 @@ func (s *NestedState) begin(op Op, env Env) Result {
 	if err != nil {
 		return Errorf("ERR nestedkv: %v", err)
 	}
-	read := func(r Op) Result { return s.kv.ApplyEnv(r, env) }
+	read := func(r Op) Result { return ApplyEnv(s.kv, r, env) }
 	call, locals := s.prog.Begin(req, read)
 	s.conts[id] = &Cont{ID: id, Key: op.Key, Step: 1, Env: env, Tag: op.Args[2], Locals: locals, Call: call}
 	return NestedPending
@@ -276,7 +338,7 @@ func (s *NestedState) resume(op Op) Result {
 		// nothing. A request is never answered OK without its nested call.
 		return Errorf("ERR nested call %s failed: %s", c.Call.Kind, ans.Err)
 	}
-	apply := func(w Op) Result { return s.kv.ApplyEnv(w, c.Env) }
+	apply := func(w Op) Result { return ApplyEnv(s.kv, w, c.Env) }
 	return s.prog.Resume(c.Key, c.Locals, ans, apply)
 }
 
@@ -295,7 +357,7 @@ func (s *NestedState) Snapshot() []byte {
 // Restore implements State.
 func (s *NestedState) Restore(snap []byte) error {
 	d := wire.NewDecoder(snap)
-	kv := NewShardedState(DefaultShards)
+	kv := s.newInner()
 	if err := kv.Restore(d.Bytes()); err != nil {
 		return err
 	}
@@ -312,10 +374,20 @@ func (s *NestedState) Restore(snap []byte) error {
 	return nil
 }
 
-// StateHash implements HashedState: the sharded KV's Merkle root and one
-// leaf per suspended request, so that a verified state covers them.
+// newInner returns an empty inner state.
+func (s *NestedState) newInner() State {
+	if s.inner != nil {
+		return s.inner.NewState()
+	}
+	return NewShardedState(DefaultShards)
+}
+
+// StateHash implements HashedState: the inner state's hash (the sharded
+// KV's Merkle root; another service's StateHash: its own Merkle root, or
+// the SHA-256 of its snapshot) and one leaf per suspended request, so that
+// a verified state covers them.
 func (s *NestedState) StateHash() [32]byte {
-	kv := s.kv.StateHash()
+	kv := StateHash(s.kv)
 	h := sha256.New()
 	h.Write([]byte("nestedkv\x00"))
 	h.Write(kv[:])
@@ -332,15 +404,38 @@ func (s *NestedState) StateHash() [32]byte {
 
 // MerkleTree implements HashedState: the KV's tree (the suspended requests
 // are folded into the root only: they are few, and a transfer carries
-// them whole in a snapshot).
-func (s *NestedState) MerkleTree() *MerkleTree { return s.kv.MerkleTree() }
+// them whole in a snapshot). An inner state without a tree has an empty
+// one-leaf tree: a Diff then finds nothing to fetch by ranges, and a
+// transfer carries the whole snapshot.
+func (s *NestedState) MerkleTree() *MerkleTree {
+	if h, ok := s.kv.(HashedState); ok {
+		return h.MerkleTree()
+	}
+	return NewMerkleTree(1)
+}
 
-// Clone returns a copy-on-write checkpoint (the KV's shards are shared until
-// written; Conts are immutable).
+// Clone returns a checkpoint: copy-on-write for the sharded KV (its shards
+// are shared until written), the inner state's own Clone when it has one,
+// else a copy by snapshot. Conts are immutable.
 func (s *NestedState) Clone() State {
-	c := &NestedState{kv: s.kv.Checkpoint(), conts: make(map[string]*Cont, len(s.conts)), prog: s.prog}
+	c := &NestedState{kv: s.cloneInner(), inner: s.inner, conts: make(map[string]*Cont, len(s.conts)), prog: s.prog}
 	for id, x := range s.conts {
 		c.conts[id] = x
+	}
+	return c
+}
+
+// cloneInner copies the inner state.
+func (s *NestedState) cloneInner() State {
+	switch st := s.kv.(type) {
+	case *ShardedState:
+		return st.Checkpoint()
+	case interface{ Clone() State }:
+		return st.Clone()
+	}
+	c := s.newInner()
+	if err := c.Restore(s.kv.Snapshot()); err != nil {
+		panic("nestedkv: a state does not restore its own snapshot: " + err.Error())
 	}
 	return c
 }

@@ -2,7 +2,14 @@ package service
 
 import (
 	"bytes"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/synod-dev/synod/wire"
 )
 
 // A suspended request is part of the state: its hash, its snapshot, its
@@ -103,5 +110,140 @@ func TestNestedProgram(t *testing.T) {
 	}
 	if _, err := DecodeNestedOp("other", receipt{}.Encode(op)); err == nil {
 		t.Fatal("DecodeNestedOp accepted a request under another key")
+	}
+}
+
+// tally is a user's type for the nested state over a service other than
+// the KV: "add K N" adds N to K's tally (answers the tally), "get K"
+// reads it. It declares its conflicts and has no Clone, Merkle tree or
+// environment of its own.
+type tally struct{ nondet bool }
+
+func (tally) Name() string { return "test-tally" }
+func (tally) Validate(op Op) error {
+	if (op.Kind == "add" && len(op.Args) == 1) || (op.Kind == "get" && len(op.Args) == 0) {
+		return nil
+	}
+	return errors.New("tally: add K N or get K")
+}
+func (tally) IsRead(op Op) bool         { return op.Kind == "get" }
+func (tally) ConflictKeys(op Op) []Lock { return []Lock{{Key: op.Key, Write: op.Kind == "add"}} }
+func (t tally) Nondeterministic() bool  { return t.nondet }
+func (tally) NewState() State           { return &tallyState{m: map[string]int64{}} }
+
+type tallyState struct{ m map[string]int64 }
+
+func (s *tallyState) Apply(op Op) Result {
+	if op.Kind == "add" {
+		n, _ := strconv.ParseInt(string(op.Args[0]), 10, 64)
+		s.m[op.Key] += n
+	}
+	return Int(s.m[op.Key])
+}
+func (s *tallyState) Snapshot() []byte {
+	var e wire.Encoder
+	ks := slices.Sorted(maps.Keys(s.m))
+	e.Uvarint(uint64(len(ks)))
+	for _, k := range ks {
+		e.String(k)
+		e.Varint(s.m[k])
+	}
+	return e.B
+}
+func (s *tallyState) Restore(b []byte) error {
+	d := wire.NewDecoder(b)
+	m := map[string]int64{}
+	for i, n := 0, d.Count(1<<20, 2); i < n && d.Err() == nil; i++ {
+		m[d.String()] = d.Varint()
+	}
+	s.m = m
+	return d.Done()
+}
+
+// forward is a program over tally: "add K N" calls "add K N" at the callee
+// and then adds the callee's answer to K here.
+type forward struct{}
+
+func (forward) Name() string                            { return "test-forward" }
+func (forward) Nested(op Op) bool                       { return op.Kind == "add" }
+func (forward) Encode(op Op) []byte                     { return EncodeNestedOp(op) }
+func (forward) Decode(key string, b []byte) (Op, error) { return DecodeNestedOp(key, b) }
+func (forward) Keys(key string) []string                { return []string{key} }
+func (forward) Begin(op Op, read func(Op) Result) (Op, [][]byte) {
+	return op, [][]byte{[]byte(read(Op{Kind: "get", Key: op.Key}).String())}
+}
+func (forward) Resume(key string, _ [][]byte, ans Result, apply func(Op) Result) Result {
+	return apply(Op{Kind: "add", Key: key, Args: [][]byte{[]byte(strconv.FormatInt(ans.Int, 10))}})
+}
+
+// The nested state over a service other than the KV (issue 31, "any
+// service"): the service's operations, reads and conflict keys are its
+// own; a suspended request is hashed, snapshotted and cloned with the
+// service's state (by snapshot: tally has no Clone), and a clone is
+// independent of the state.
+func TestNestedStateOverAnyService(t *testing.T) {
+	svc := NestedKV{}.WithProgram(forward{}).WithService(tally{})
+	if svc.Validate(Op{Kind: "set", Key: "k", Args: [][]byte{nil}}) == nil || svc.Validate(Op{Kind: "add", Key: "k", Args: [][]byte{[]byte("2")}}) != nil {
+		t.Fatal("Validate is not the inner service's")
+	}
+	if !svc.IsRead(Op{Kind: "get", Key: "k"}) || svc.IsRead(Op{Kind: "add", Key: "k"}) {
+		t.Fatal("IsRead is not the inner service's")
+	}
+	if ls := svc.ConflictKeys(Op{Kind: "get", Key: "k"}); len(ls) != 1 || ls[0].Key != "k" || ls[0].Write {
+		t.Fatalf("conflict keys of get: %+v", ls)
+	}
+	s := svc.NewState().(*NestedState)
+	if r := s.Apply(Op{Kind: "add", Key: "k", Args: [][]byte{[]byte("5")}}); r.Int != 5 {
+		t.Fatalf("add answered %v", r)
+	}
+	h0 := s.StateHash()
+	add := Op{Kind: "add", Key: "k", Args: [][]byte{[]byte("2")}}
+	if r := s.Apply(Op{Kind: NestedBegin, Key: "k", Args: [][]byte{forward{}.Encode(add), []byte("id1"), nil}}); !IsNestedPending(r) {
+		t.Fatalf("begin answered %v", r)
+	}
+	if c := s.Cont("id1"); c == nil || c.Call.Kind != "add" || string(c.Locals[0]) != "(integer) 5" {
+		t.Fatalf("suspended %+v", c)
+	}
+	if s.StateHash() == h0 {
+		t.Fatal("the hash does not cover the suspended request")
+	}
+	if s.MerkleTree() == nil {
+		t.Fatal("no Merkle tree for a state without one")
+	}
+	r := svc.NewState().(*NestedState)
+	if err := r.Restore(s.Snapshot()); err != nil || r.StateHash() != s.StateHash() || r.Cont("id1") == nil {
+		t.Fatalf("restore: %v", err)
+	}
+	cl := s.Clone().(*NestedState)
+	if res := s.Apply(Op{Kind: NestedResume, Key: "k", Args: [][]byte{[]byte("id1"), EncodeResultBytes(Int(40))}}); res.Int != 45 {
+		t.Fatalf("resume answered %v, want 45 (5 + the callee's 40)", res)
+	}
+	if got := cl.Apply(Op{Kind: "get", Key: "k"}); got.Int != 5 || cl.Cont("id1") == nil {
+		t.Fatalf("the clone changed with the state: k=%v", got)
+	}
+	if res := cl.Apply(Op{Kind: NestedResume, Key: "k", Args: [][]byte{[]byte("id1"), EncodeResultBytes(Int(40))}}); res.Int != 45 || cl.StateHash() != s.StateHash() {
+		t.Fatalf("the clone resumed to %v, hashes equal %v", res, cl.StateHash() == s.StateHash())
+	}
+	if r.StateHash() == s.StateHash() {
+		t.Fatal("the hash does not cover the inner state's change")
+	}
+}
+
+// Adam's refusals: a service that declares no conflicts, or a
+// nondeterministic one, cannot be the state under a nested program; kv
+// and a deterministic declaring service can.
+func TestCheckNestedService(t *testing.T) {
+	for _, c := range []struct {
+		svc  Service
+		want string
+	}{
+		{KV{}, ""}, {ShardedKV{}, ""}, {tally{}, ""},
+		{Counter{}, "declares no conflicts"},
+		{tally{nondet: true}, "nondeterministic"},
+	} {
+		err := CheckNestedService(c.svc)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.svc.Name(), err, c.want)
+		}
 	}
 }

@@ -10,14 +10,16 @@ import (
 
 // NestedProgram is the part of a nested-call service a user writes (seed
 // 003 §3 and §5.3, Adam; protocol/adam): which client operations call
-// another namespace, and what their two steps do over the namespace's KV
-// state. A request of the program runs as
+// another namespace, and what their two steps do over the namespace's
+// state: the KV's, or the namespace's data type's (NestedKV.WithService:
+// any deterministic service that declares its conflicts). A request of the
+// program runs as
 //
-//	step 0 (Begin): read the KV state, name the nested request (an
+//	step 0 (Begin): read the state, name the nested request (an
 //	        operation on the callee namespace) and the locals to keep;
 //	        the request suspends, its locals part of the replicated,
 //	        hashed state (service.Cont)
-//	step 1 (Resume): with the callee's answer, write the KV state and
+//	step 1 (Resume): with the callee's answer, write the state and
 //	        answer the client.
 //
 // Adam sends the call only once the state holding the suspended request
@@ -34,8 +36,9 @@ type NestedProgram interface {
 	// Name selects the program: adam's parameter program=NAME.
 	Name() string
 	// Nested reports whether a client operation is one of the program's
-	// requests; every other operation is KV's, run whole in one step.
-	// Clients send plain Redis commands (KV's Validate checks them).
+	// requests; every other operation is the namespace's service's (KV's
+	// by default), run whole in one step. Clients send that service's
+	// operations (its Validate checks them).
 	Nested(op Op) bool
 	// Encode and Decode carry a request inside its first step (the key
 	// travels beside it).

@@ -47,10 +47,13 @@
 //     guards) and a parallel program over shared objects (Program). Example:
 //     examples/orcaobject; guide docs/ORCA.md.
 //   - A service whose operations call another namespace: a NestedProgram
-//     run by protocol adam, whose requests call a paxos namespace of the
-//     same cluster, each call sent once its caller's state is verified
-//     (nested calls, automaton.Call). Example examples/nestedcall; guide
-//     docs/NESTED.md.
+//     run by protocol adam over the namespace's KV or its own data type
+//     (any deterministic Service that declares its conflicts), whose
+//     requests call a namespace that serves nested requests (paxos,
+//     pbpaxos, unreplicated; of this cluster or another), each call sent
+//     once its caller's state is verified (nested calls, automaton.Call).
+//     Example examples/nestedcall (Orders over the KV, Demand over
+//     examples/datatype's Inventory); guide docs/NESTED.md.
 //
 // # Versions
 //

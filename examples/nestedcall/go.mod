@@ -2,7 +2,10 @@ module example.com/nestedcall
 
 go 1.26.8
 
-require github.com/synod-dev/synod v0.0.0
+require (
+	example.com/inventory v0.0.0
+	github.com/synod-dev/synod v0.0.0
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
@@ -56,6 +59,7 @@ require (
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/vbatts/tar-split v0.11.2 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.etcd.io/etcd/api/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/v3 v3.5.35 // indirect
@@ -81,3 +85,5 @@ require (
 )
 
 replace github.com/synod-dev/synod => ../..
+
+replace example.com/inventory => ../datatype

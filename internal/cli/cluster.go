@@ -33,7 +33,7 @@ with "synod cluster down".`,
 	var up cluster.UpOptions
 	var upTLS bool
 	var upParams []string
-	var upCallee string
+	var upCallee, upCalleeService string
 	upCmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local cluster and wait until every node answers PING",
@@ -44,7 +44,7 @@ with "synod cluster down".`,
 			if up.Params, err = ParseParams(upParams); err != nil {
 				return err
 			}
-			up.Extra = append(up.Extra, CalleeNamespacesOf(up, upCallee)...)
+			up.Extra = append(up.Extra, CalleeNamespacesOf(up, upCallee, upCalleeService)...)
 			c, err := upCluster(up, upTLS) // certs.go
 			if err != nil {
 				return err
@@ -107,6 +107,7 @@ with "synod cluster down".`,
 	f.StringVar(&up.Password, "password", "", "require clients to AUTH with this password")
 	f.StringArrayVar(&upParams, "param", nil, "protocol parameter of the default namespace, name=value (repeatable; each protocol's parameters are listed in its package doc)")
 	f.StringVar(&upCallee, "callee-protocol", "paxos", "protocol of the namespaces the default namespace calls (adam's callee), added when missing: paxos, pbpaxos or unreplicated (docs/NESTED.md, \"Callee protocols\")")
+	f.StringVar(&upCalleeService, "callee-service", "", "data type of the namespaces added with --callee-protocol (default: the default namespace's --service)")
 	f.IntVar(&up.Shards, "shards", 0, "split the default namespace by hash slot into this many replica groups (Redis Cluster protocol; docs/SHARDING.md); 0: unsharded")
 	f.IntVar(&up.Replicas, "replicas", 0, "nodes per shard with --shards (default 3, or every node when fewer)")
 	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")
@@ -254,22 +255,31 @@ func ParseParams(kvs []string) (map[string]string, error) {
 
 // CalleeNamespaces are the namespaces the default namespace calls
 // (automaton.Caller: adam's callee) that up does not already add: each a
-// paxos kv namespace, so that `cluster up --protocol adam` starts a
-// cluster whose nested calls have somewhere to go.
+// paxos namespace of the default namespace's service (kv unless set), so
+// that `cluster up --protocol adam` starts a cluster whose nested calls
+// have somewhere to go.
 func CalleeNamespaces(up cluster.UpOptions) []config.Namespace {
-	return CalleeNamespacesOf(up, "paxos")
+	return CalleeNamespacesOf(up, "paxos", "")
 }
 
-// CalleeNamespacesOf is CalleeNamespaces with namespaces of protocol
-// (cluster up --callee-protocol). A protocol that does not serve nested
-// requests is refused when the cluster file is validated, with the reason.
-func CalleeNamespacesOf(up cluster.UpOptions, protocol string) []config.Namespace {
+// CalleeNamespacesOf is CalleeNamespaces with namespaces of protocol and
+// service (cluster up --callee-protocol, --callee-service; an empty
+// service is the default namespace's). A protocol that does not serve
+// nested requests is refused when the cluster file is validated, with
+// the reason.
+func CalleeNamespacesOf(up cluster.UpOptions, protocol, svc string) []config.Namespace {
+	if svc == "" {
+		svc = up.Service
+	}
+	if svc == "" {
+		svc = "kv"
+	}
 	var out []config.Namespace
 	for _, name := range automaton.Callees(up.Protocol, up.Params) {
 		if name == "default" || slices.ContainsFunc(up.Extra, func(n config.Namespace) bool { return n.Name == name }) {
 			continue
 		}
-		out = append(out, config.Namespace{Name: name, Protocol: protocol, Service: "kv"})
+		out = append(out, config.Namespace{Name: name, Protocol: protocol, Service: svc})
 	}
 	return out
 }

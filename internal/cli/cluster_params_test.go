@@ -22,8 +22,17 @@ func TestCalleeNamespacesAndParams(t *testing.T) {
 	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "adam", Extra: []config.Namespace{{Name: "remote"}}}); len(got) != 0 {
 		t.Fatalf("adam with remote given: %+v", got)
 	}
-	if got := CalleeNamespacesOf(cluster.UpOptions{Protocol: "adam"}, "pbpaxos"); len(got) != 1 || got[0].Protocol != "pbpaxos" {
+	if got := CalleeNamespacesOf(cluster.UpOptions{Protocol: "adam"}, "pbpaxos", ""); len(got) != 1 || got[0].Protocol != "pbpaxos" {
 		t.Fatalf("adam --callee-protocol pbpaxos: %+v", got)
+	}
+	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "adam"}); got[0].Service != "kv" {
+		t.Fatalf("adam: callee service %q, want kv", got[0].Service)
+	}
+	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "adam", Service: "inventory"}); got[0].Service != "inventory" {
+		t.Fatalf("adam --service inventory: callee service %q, want the default namespace's", got[0].Service)
+	}
+	if got := CalleeNamespacesOf(cluster.UpOptions{Protocol: "adam", Service: "inventory"}, "paxos", "kv"); got[0].Service != "kv" {
+		t.Fatalf("adam --callee-service kv: callee service %q", got[0].Service)
 	}
 	if got := CalleeNamespaces(cluster.UpOptions{Protocol: "paxos"}); len(got) != 0 {
 		t.Fatalf("paxos: %+v", got)

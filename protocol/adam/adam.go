@@ -106,8 +106,11 @@ var params = proto.NewSpec(
 
 // New implements automaton.Protocol: eve's engine with Adam's extension.
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
-	if cfg.Service == nil || cfg.Service.Name() != "kv" {
-		return nil, fmt.Errorf("%s: namespace %q: adam serves a kv namespace", p.Protocol, cfg.Namespace)
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("%s: namespace %q has no service", p.Protocol, cfg.Namespace)
+	}
+	if err := service.CheckNestedService(cfg.Service); err != nil {
+		return nil, fmt.Errorf("%s: namespace %q: %w", p.Protocol, cfg.Namespace, err)
 	}
 	prm, err := params.Parse(p.Protocol, cfg.Params)
 	if err != nil {
@@ -146,10 +149,15 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		Cost:       stepCost(localCost),
 		Ext:        x,
 	}
+	// The program's state: the namespace's own service (the sharded KV
+	// for kv), with the suspended requests beside it.
 	nkv, _ := service.Lookup(service.NestedKVName)
-	e.StateSvc = nkv.(service.NestedKV).WithProgram(prog)
+	e.StateSvc = nkv.(service.NestedKV).WithProgram(prog).WithService(cfg.Service)
 	e.ConfSvc = e.StateSvc
 	if prm.String("conflicts") == "loose" {
+		if n := cfg.Service.Name(); n != "kv" && n != service.ShardedKVName {
+			return nil, fmt.Errorf("%s: conflicts=loose needs a kv namespace, not %s", p.Protocol, cfg.Service.Name())
+		}
 		loose, _ := service.Lookup(service.NestedKVLooseName)
 		e.ConfSvc = loose.(service.NestedKV).WithProgram(prog)
 	}

@@ -3,6 +3,7 @@ package adam
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
 	"slices"
 	"strings"
 	"sync"
@@ -267,4 +268,58 @@ func effectsOf(c *harness.Cluster, kind string) int {
 		}
 	}
 	return n
+}
+
+// Adam runs over any service that declares its conflicts and is
+// deterministic (issue 31, "any service"); others are refused at start with
+// the reason, never served.
+func TestNewOverAnyService(t *testing.T) {
+	p, err := automaton.Lookup(Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(svc string) automaton.Config {
+		s, err := service.Lookup(svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1", "n2", "n3"}, Namespace: "default",
+			Service: s, Rand: rand.New(rand.NewSource(1))}
+	}
+	for svc, want := range map[string]string{
+		"counter":    "declares no conflicts",
+		"matchmaker": "declares no conflicts",
+	} {
+		if _, err := p.New(cfg(svc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("adam over %s: %v, want an error saying %q", svc, err, want)
+		}
+	}
+	for _, svc := range []string{"kv", service.ShardedKVName} {
+		if _, err := p.New(cfg(svc)); err != nil {
+			t.Errorf("adam over %s: %v", svc, err)
+		}
+	}
+	c := cfg("kv")
+	c.Params = map[string]string{"conflicts": "loose"}
+	if _, err := p.New(c); err != nil {
+		t.Errorf("adam conflicts=loose over kv: %v", err)
+	}
+	// A counter that declares its conflicts is served; loose (a KV
+	// declaration made incomplete on purpose) is not, for it.
+	c.Service = declaredCounter{}
+	if _, err := p.New(c); err == nil || !strings.Contains(err.Error(), "conflicts=loose needs a kv namespace") {
+		t.Errorf("adam conflicts=loose over a counter: %v", err)
+	}
+	c.Params = nil
+	if _, err := p.New(c); err != nil {
+		t.Fatalf("adam over a counter that declares its conflicts: %v", err)
+	}
+}
+
+// declaredCounter is the counter with a conflict declaration (every
+// operation touches its one value).
+type declaredCounter struct{ service.Counter }
+
+func (declaredCounter) ConflictKeys(op service.Op) []service.Lock {
+	return []service.Lock{{Key: "", Write: op.Kind != "read"}}
 }

@@ -15,7 +15,7 @@
 //	calls.go      nested ids, calls from verified walls (Applied), answers (Other), the broken variant's early calls (Executed)
 //	ppm.go        the Parallel Pipeline Manager and Group Managers: which steps each wall (slot) runs
 //	invariant.go  call-after-commit, and eve's engine invariants
-//	service/nested.go  the state: the sharded KV plus the suspended requests (Cont), the SET program
+//	service/nested.go  the state: the namespace's service state (the sharded KV for kv) plus the suspended requests (Cont), the SET program
 //
 // # Requests as resumable steps (issue 15 item 4; seed §5.3)
 //
@@ -45,6 +45,23 @@
 // (synod.RegisterNestedProgram) and selects it with program=NAME
 // (examples/nestedcall). A program's steps lock every key it declares for
 // writing (NestedKV.ConflictKeys); the default keeps its finer declaration.
+//
+// # Any service (issue 31, "any service may issue nested calls")
+//
+// The state under the program is the namespace's own service: the sharded
+// KV for kv, or any data type (a user's too: examples/nestedcall's Demand
+// over examples/datatype's Inventory). service.NestedKV.WithService puts
+// the type's state under the suspended requests: its operations, Validate,
+// IsRead and conflict keys are the namespace's, its snapshot and hash
+// (StateHash: its Merkle root, or the SHA-256 of its snapshot) carry and
+// cover the requests, a checkpoint is its Clone or a copy by snapshot. New
+// refuses, with the reason (service.CheckNestedService), a type that
+// declares no conflicts (eve's mixer, which adam's walls run on, needs
+// each operation's keys) or a nondeterministic one (a decision: adam
+// replays steps on every replica and after rollbacks, and only kv's
+// environment handling is exercised here; the seed's services are
+// deterministic Java objects, the Eve/Adam thesis §3.1). conflicts=loose
+// (a KV declaration broken on purpose) needs a kv namespace.
 //
 // # One wall is one slot of eve's engine (§3.2.2, §5.2.3)
 //
@@ -148,12 +165,15 @@
 // # Live execution (issue 15 item 6, "live on this machine's cores")
 //
 // Live, eve's executor does each step's cost as CPU work (Engine.Cost: local_cost for
-// a local step) on a real core and parallelises a slot only over a
-// sharded state (service.ShardedState); adam's state, service.NestedState
-// with its suspended requests, is not one. So live, a slot's steps run one
-// after another: walls and ppm gain nothing from cores there, only from
+// a local step) on real cores: service.NestedKV declares its conflicts
+// (the program's Keys for its steps, the inner service's for the rest), so
+// a slot's mixer batches run their steps' work on `cores` goroutines and
+// apply one at a time under a lock (service.NestedState, with its
+// suspended requests, is not safe for concurrent Apply; eve's runLive).
+// The steps' modelled work is what runs in parallel; on this 2-core
+// machine shared by both namespaces' nodes the gain is small, and
 // pipelining (a group's local steps overlap the other groups' nested
-// calls). Decision: the simulator's cores (virtual, `cores`) carry the
+// calls) does the rest. Decision: the simulator's cores (virtual, `cores`) carry the
 // multi-core figures (experiment seed003-adam-fig61/62/63);
 // seed003-adam-live runs the real thing on loopback (an adam namespace
 // calling a paxos namespace of the same cluster, node/call.go) and says

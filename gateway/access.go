@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// Key access times for OBJECT IDLETIME and TOUCH (issue 34).
+//
+// Decision: a key's last access time is this node's, kept by its gateway,
+// not replicated state. Redis keeps it in the key's object (the LRU clock)
+// and a Redis replica keeps its own, which the master's reads do not
+// update; Synod's replicated state machine has no clock (protocol code is
+// pure) and reads need not reach the log, so the gateway notes, per
+// namespace and key, when it last ran a command naming the key. As in
+// Redis, TYPE, TTL, PTTL, EXPIRETIME, PEXPIRETIME, EXISTS, OBJECT and
+// MEMORY do not count as an access (Redis's LOOKUP_NOTOUCH) and TOUCH does.
+// So OBJECT IDLETIME answers the seconds since a command through this node
+// named the key; a key no command through this node named (written through
+// another node, or forgotten below) answers the seconds since the table
+// began: this node's start, or its last clearing. The table holds at most
+// maxAccessKeys keys per shard and is cleared when full, and by FLUSHALL
+// and FLUSHDB; DEL and UNLINK drop their keys.
+//
+// OBJECT FREQ answers Redis's error for a server whose maxmemory-policy is
+// not LFU: Synod evicts nothing (maxmemory-policy noeviction).
+
+const (
+	accessShards  = 16
+	maxAccessKeys = 1 << 16 // per shard
+)
+
+type accessTable struct {
+	now    func() int64 // unix seconds (a test's clock)
+	seed   maphash.Seed
+	shards [accessShards]accessShard
+}
+
+type accessShard struct {
+	mu    sync.Mutex
+	m     map[string]int64 // namespace "\x00" key -> unix seconds of the last access
+	since int64            // unix seconds when m began
+}
+
+func newAccessTable() *accessTable {
+	t := &accessTable{seed: maphash.MakeSeed(), now: func() int64 { return time.Now().Unix() }}
+	now := t.now()
+	for i := range t.shards {
+		t.shards[i].since = now
+	}
+	return t
+}
+
+// noTouch are the commands that name keys without accessing them.
+var noTouch = map[string]bool{"type": true, "ttl": true, "pttl": true, "expiretime": true,
+	"pexpiretime": true, "exists": true, "object": true, "memory": true}
+
+func (t *accessTable) shard(ns string, key []byte) *accessShard {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	h.WriteString(ns)
+	h.Write(key)
+	return &t.shards[h.Sum64()%accessShards]
+}
+
+// note records a call of cmd on namespace ns. Called before it runs.
+func (t *accessTable) note(ns string, cmd *command, args [][]byte) {
+	switch {
+	case cmd.name == "flushall" || cmd.name == "flushdb":
+		t.clear()
+		return
+	case noTouch[cmd.name] || (cmd.first <= 0 && cmd.getkeys == nil):
+		return
+	}
+	drop := cmd.name == "del" || cmd.name == "unlink"
+	now := t.now()
+	each := func(key []byte) {
+		s := t.shard(ns, key)
+		s.mu.Lock()
+		switch {
+		case drop:
+			delete(s.m, ns+"\x00"+string(key))
+		default:
+			if s.m == nil || len(s.m) >= maxAccessKeys {
+				s.m, s.since = make(map[string]int64), now
+			}
+			s.m[ns+"\x00"+string(key)] = now
+		}
+		s.mu.Unlock()
+	}
+	if cmd.getkeys != nil {
+		for _, k := range cmd.getkeys(args) {
+			each(k)
+		}
+		return
+	}
+	last := cmd.last
+	if last < 0 {
+		last += len(args)
+	}
+	for i := cmd.first; i <= last && i < len(args); i += max(cmd.step, 1) {
+		each(args[i])
+	}
+}
+
+// idle is the seconds since key of ns was last accessed through this node.
+func (t *accessTable) idle(ns string, key []byte) int64 {
+	s := t.shard(ns, key)
+	s.mu.Lock()
+	at, ok := s.m[ns+"\x00"+string(key)]
+	if !ok {
+		at = s.since
+	}
+	s.mu.Unlock()
+	return max(t.now()-at, 0)
+}
+
+func (t *accessTable) clear() {
+	now := t.now()
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		s.m, s.since = nil, now
+		s.mu.Unlock()
+	}
+}

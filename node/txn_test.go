@@ -1,0 +1,375 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/shard/txn"
+)
+
+// keysOfGroups returns n keys of each of the two shards of migrationCluster.
+func keysOfGroups(cfg *config.Cluster, prefix string, n int) [2][]string {
+	m := config.SlotMap(cfg.Namespaces[0])
+	var out [2][]string
+	for i := 0; len(out[0]) < n || len(out[1]) < n; i++ {
+		k := fmt.Sprintf("%s%d", prefix, i)
+		if g := m.Group(k); len(out[g]) < n {
+			out[g] = append(out[g], k)
+		}
+	}
+	return out
+}
+
+// MULTI/EXEC, MSET and WATCH across shards, from a plain client at a node:
+// each runs as one cross-shard transaction.
+func TestCrossShardMultiExec(t *testing.T) {
+	cfg, _, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "k", 2)
+	a, b, c := ks[0][0], ks[1][0], ks[1][1]
+	cl := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer cl.Close()
+	if err := cl.MSet(ctx, a, "1", b, "2").Err(); err != nil {
+		t.Fatalf("MSET across shards: %v", err)
+	}
+	var get *redis.StringCmd
+	var incr *redis.IntCmd
+	_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, a, "10", 0)
+		incr = p.IncrBy(ctx, b, 5)
+		get = p.Get(ctx, a)
+		p.Set(ctx, c, "c", 0)
+		return nil
+	})
+	if err != nil || incr.Val() != 7 || get.Val() != "10" {
+		t.Fatalf("MULTI/EXEC across shards: err %v, incrby %d, get %q", err, incr.Val(), get.Val())
+	}
+	other := redis.NewClient(&redis.Options{Addr: addrs[4]})
+	defer other.Close()
+	if vs, err := other.MGet(ctx, a, b, c).Result(); err != nil || fmt.Sprint(vs) != "[10 7 c]" {
+		t.Fatalf("read back at n5: %v %v", vs, err)
+	}
+	// WATCH across shards: a watched key changed by another client aborts
+	// EXEC (nil), and nothing of it is applied; unchanged, it commits.
+	err = cl.Watch(ctx, func(tx *redis.Tx) error {
+		if err := other.Set(ctx, b, "changed", 0).Err(); err != nil {
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, a, "watched-write", 0)
+			p.Set(ctx, b, "watched-write", 0)
+			return nil
+		})
+		return err
+	}, a, b)
+	if !errors.Is(err, redis.TxFailedErr) {
+		t.Fatalf("EXEC after a watched key changed = %v, want TxFailedErr", err)
+	}
+	if v := other.Get(ctx, a).Val(); v != "10" {
+		t.Fatalf("an aborted transaction wrote %s = %q", a, v)
+	}
+	err = cl.Watch(ctx, func(tx *redis.Tx) error {
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, a, "w", 0)
+			p.Set(ctx, b, "w", 0)
+			return nil
+		})
+		return err
+	}, a, b)
+	if err != nil || other.Get(ctx, a).Val() != "w" || other.Get(ctx, b).Val() != "w" {
+		t.Fatalf("EXEC with unchanged watched keys: %v, %s=%q %s=%q", err, a, other.Get(ctx, a).Val(), b, other.Get(ctx, b).Val())
+	}
+	// One operation whose keys are in two groups is still CROSSSLOT.
+	if err := cl.Rename(ctx, a, b).Err(); err == nil {
+		t.Fatal("RENAME across shards succeeded")
+	}
+}
+
+// Transfers between accounts on both shards, from clients at every node,
+// while readers read every account in one transaction: every read sees the
+// total (no transaction half applied, none seen half), and so does the
+// end. (The readers are transactions themselves, so txprepare's own lock
+// check protects them; the slot guard's lock check, which protects single
+// requests, is what the simulation's broken variants exercise.)
+func TestCrossShardTransfers(t *testing.T) {
+	cfg, _, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "acct", 3)
+	accts := append(append([]string(nil), ks[0]...), ks[1]...)
+	const start = 100
+	setup := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer setup.Close()
+	for _, k := range accts {
+		if err := setup.Set(ctx, k, start, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := int64(start * len(accts))
+	var transfers, reads, bad atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(4 * time.Second)
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := redis.NewClient(&redis.Options{Addr: addrs[w%len(addrs)], MaxRetries: -1})
+			defer cl.Close()
+			for i := 0; time.Now().Before(stop); i++ {
+				if w%3 == 2 { // a reader
+					var cmds []*redis.StringCmd
+					_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						cmds = cmds[:0]
+						for _, k := range accts {
+							cmds = append(cmds, p.Get(ctx, k))
+						}
+						return nil
+					})
+					if err != nil {
+						continue
+					}
+					var sum int64
+					for _, c := range cmds {
+						v, _ := strconv.ParseInt(c.Val(), 10, 64)
+						sum += v
+					}
+					reads.Add(1)
+					if sum != total {
+						bad.Add(1)
+						t.Errorf("a transaction read a total of %d, want %d", sum, total)
+					}
+					continue
+				}
+				from, to := ks[0][(i+w)%3], ks[1][(i*7+w)%3]
+				if i%2 == 1 {
+					from, to = to, from
+				}
+				_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.DecrBy(ctx, from, 3)
+					p.IncrBy(ctx, to, 3)
+					return nil
+				})
+				if err == nil {
+					transfers.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var sum int64
+	for _, k := range accts {
+		v, err := setup.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	t.Logf("%d transfers and %d reads committed, %d reads with a wrong total", transfers.Load(), reads.Load(), bad.Load())
+	if sum != total {
+		t.Fatalf("final total %d, want %d", sum, total)
+	}
+	if transfers.Load() == 0 || reads.Load() == 0 {
+		t.Fatalf("no transfers (%d) or reads (%d) committed", transfers.Load(), reads.Load())
+	}
+}
+
+// A transaction left prepared by a coordinator that died is resolved by
+// the participants' leaders: one that never decided is aborted (its slot
+// locks released, nothing applied), one whose commit decision was logged
+// is committed in every participant.
+func TestCrossShardResolve(t *testing.T) {
+	cfg, nodes, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "r", 2)
+	n := nodes[0]
+	s := n.shards["default"]
+	coord := s.groups[0].Namespace.Name
+	prepare := func(id string, k0, k1 string) {
+		for gi, k := range []string{k0, k1} {
+			p := txn.Part{Group: gi, Index: []int{0}, Ops: []service.Op{kvOp("set", k, id)}}
+			if _, err := n.groupDo(ctx, s, gi, txn.Prepare(id, coord, nil, p)); err != nil {
+				t.Fatalf("prepare %s in group %d: %v", id, gi, err)
+			}
+		}
+	}
+	prepare("undecided", ks[0][0], ks[1][0])
+	prepare("decided", ks[0][1], ks[1][1])
+	if _, err := n.groupDo(ctx, s, 0, []service.Op{kvOp("txdecide", shard.DecisionKey("decided"), txn.Commit)}); err != nil {
+		t.Fatal(err)
+	}
+	// Until resolved, the locked slots refuse clients (TRYAGAIN, which the
+	// node retries for a plain client until its deadline).
+	cl := redis.NewClient(&redis.Options{Addr: addrs[2], MaxRetries: -1})
+	defer cl.Close()
+	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+	if err := cl.Get(short, ks[1][0]).Err(); err == nil || err == redis.Nil {
+		t.Fatalf("GET of a slot a prepared transaction holds = %v, want refused", err)
+	}
+	cancelShort()
+	start := time.Now()
+	for _, want := range [][3]string{{ks[0][0], ks[1][0], ""}, {ks[0][1], ks[1][1], "decided"}} {
+		for _, k := range want[:2] {
+			v, err := cl.Get(ctx, k).Result()
+			if err == redis.Nil {
+				v, err = "", nil
+			}
+			if err != nil || v != want[2] {
+				t.Fatalf("after resolution %s = %q, %v; want %q", k, v, err, want[2])
+			}
+		}
+	}
+	t.Logf("resolved after %v", time.Since(start))
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("resolution took %v", time.Since(start))
+	}
+}
+
+// Cross-shard transfers and whole-bank reads run while a slot range that
+// holds some of the accounts moves from s0 to s1 (CLUSTER MIGRATE): the
+// freeze waits for the transactions holding the slots, prepares on frozen
+// slots vote TRYAGAIN and are retried, and after the flip the accounts are
+// served by s1. Every read sees the total, the final total is kept, the
+// migration finishes, and the moved accounts are in s1 and gone from s0.
+func TestCrossShardTxnDuringMigration(t *testing.T) {
+	cfg, nodes, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	moved := []shard.Range{{First: 0, Last: 1499}}
+	m := config.SlotMap(cfg.Namespaces[0])
+	var accts, in []string
+	want := map[string]int{"in": 3, "s0": 2, "s1": 3}
+	for i := 0; want["in"]+want["s0"]+want["s1"] > 0; i++ {
+		k := fmt.Sprintf("acct%d", i)
+		kind := fmt.Sprintf("s%d", m.Group(k))
+		if shard.InRanges(moved, shard.KeySlot(k)) {
+			kind = "in"
+		}
+		if want[kind] > 0 {
+			want[kind]--
+			accts = append(accts, k)
+			if kind == "in" {
+				in = append(in, k)
+			}
+		}
+	}
+	setup := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer setup.Close()
+	for _, k := range accts {
+		if err := setup.Set(ctx, k, 100, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 400; i++ { // something to copy
+		if err := setup.Set(ctx, fmt.Sprintf("{%s}fill%d", in[i%len(in)], i), "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := int64(100 * len(accts))
+	var transfers, reads, during atomic.Int64
+	var migrating atomic.Bool
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := redis.NewClient(&redis.Options{Addr: addrs[(w*2)%len(addrs)], MaxRetries: -1, ReadTimeout: 20 * time.Second})
+			defer cl.Close()
+			for i := 0; !stop.Load(); i++ {
+				if w == 3 {
+					var cmds []*redis.StringCmd
+					_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						cmds = cmds[:0]
+						for _, k := range accts {
+							cmds = append(cmds, p.Get(ctx, k))
+						}
+						return nil
+					})
+					if err != nil {
+						continue
+					}
+					var sum int64
+					for _, c := range cmds {
+						v, _ := strconv.ParseInt(c.Val(), 10, 64)
+						sum += v
+					}
+					reads.Add(1)
+					if sum != total {
+						t.Errorf("a transaction read a total of %d, want %d", sum, total)
+					}
+					continue
+				}
+				from, to := accts[(i+w)%len(accts)], accts[(i*3+w+1)%len(accts)]
+				if from == to {
+					continue
+				}
+				_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.DecrBy(ctx, from, 2)
+					p.IncrBy(ctx, to, 2)
+					return nil
+				})
+				if err == nil {
+					transfers.Add(1)
+					if migrating.Load() {
+						during.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer admin.Close()
+	time.Sleep(300 * time.Millisecond)
+	migrating.Store(true)
+	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-1499").Err(); err != nil {
+		t.Fatal(err)
+	}
+	st := waitPhase(t, ctx, admin, "done")
+	migrating.Store(false)
+	time.Sleep(500 * time.Millisecond) // transactions after the flip
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("migration: %v", st)
+	t.Logf("%d transfers (%d while migrating), %d whole-bank reads", transfers.Load(), during.Load(), reads.Load())
+	var sum int64
+	for _, k := range accts {
+		v, err := setup.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	if sum != total {
+		t.Fatalf("final total %d, want %d", sum, total)
+	}
+	if during.Load() == 0 || reads.Load() == 0 {
+		t.Fatalf("no transfers during the migration (%d) or no reads (%d)", during.Load(), reads.Load())
+	}
+	s1 := keysIn(t, ctx, nodes[0], 1, moved)
+	s0 := keysIn(t, ctx, nodes[0], 0, moved)
+	if len(s0) != 0 {
+		t.Fatalf("s0 still holds %d keys of the moved range", len(s0))
+	}
+	for _, k := range in {
+		found := false
+		for _, x := range s1 {
+			found = found || x == k
+		}
+		if !found {
+			t.Fatalf("moved account %s is not in s1", k)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package service
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/wire"
+)
+
+// Cross-shard transactions' part of KV (issue 33 item 5; the protocol,
+// its coordinator and the reasons are in package shard/txn). Two-phase
+// commit over replica groups: every step a participant or the coordinator
+// group takes is one of these operations, so it is in that group's log
+// and survives the crash of any node, coordinator or leader.
+//
+//	txprepare <tx key> <coordinator group> <op>...   participant: lock the
+//	          slots of the ops, record them (redo log); nothing is applied
+//	txcommit  <tx key>    participant: apply the recorded ops, release
+//	txabort   <tx key>    participant: release, apply nothing
+//	txdecide  <decision key> commit|abort   coordinator group: record the
+//	          decision unless one is recorded; answer the recorded one
+//	txforget  <decision key>   coordinator group: drop a decision all
+//	          participants applied
+//	txlist    <prepared key>   participant: the prepared transactions,
+//	          each [id, coordinator group]
+//
+// The slot lock is what the slot guard (kv_slots.go) checks for every
+// client request of the group: a request naming a locked slot is refused
+// (GUARDFAILED slot locked), so nothing reads or writes a slot between a
+// transaction's prepare and its commit or abort in that group.
+
+func init() {
+	addKVOps(map[string]kvOp{
+		"txprepare": {min: 2, max: -1, check: checkTxPrepare, run: (*KVState).opTxPrepare},
+		"txcommit":  {run: (*KVState).opTxCommit},
+		"txabort":   {run: (*KVState).opTxAbort},
+		"txdecide":  {min: 1, max: 1, check: checkTxDecide, run: (*KVState).opTxDecide},
+		"txforget":  {run: (*KVState).opTxForget},
+		"txlist":    {read: true, run: (*KVState).opTxList},
+	})
+}
+
+// txRecord is a prepared transaction's record in a participant.
+type txRecord struct {
+	coord string
+	slots []int
+	ops   []Op
+}
+
+func (r txRecord) encode() []byte {
+	e := wire.Encoder{}
+	e.String(r.coord)
+	e.Uvarint(uint64(len(r.slots)))
+	for _, s := range r.slots {
+		e.Uvarint(uint64(s))
+	}
+	e.Uvarint(uint64(len(r.ops)))
+	for _, op := range r.ops {
+		EncodeOp(&e, op)
+	}
+	return e.B
+}
+
+func decodeTxRecord(b []byte) (txRecord, error) {
+	d := wire.NewDecoder(b)
+	r := txRecord{coord: d.String()}
+	n := d.Count(shard.Slots, 1)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		r.slots = append(r.slots, int(d.Uvarint()))
+	}
+	m := d.Count(1<<16, 2)
+	for i := 0; i < m && d.Err() == nil; i++ {
+		r.ops = append(r.ops, DecodeOp(d))
+	}
+	return r, d.Done()
+}
+
+// TxPrepareOp is the participant's prepare of transaction id, coordinated
+// by group coord, whose operations in this group are ops (in order).
+func TxPrepareOp(id, coord string, ops []Op) Op {
+	op := Op{Kind: "txprepare", Key: shard.TxKey(id), Args: [][]byte{[]byte(coord)}}
+	for _, o := range ops {
+		e := wire.Encoder{}
+		EncodeOp(&e, o)
+		op.Args = append(op.Args, e.B)
+	}
+	return op
+}
+
+func checkTxPrepare(op Op) error {
+	for _, a := range op.Args[1:] {
+		d := wire.NewDecoder(a)
+		o := DecodeOp(d)
+		if err := d.Done(); err != nil {
+			return fmt.Errorf("ERR txprepare: bad operation: %v", err)
+		}
+		if o.Kind == "txprepare" || o.Kind == "txcommit" {
+			return fmt.Errorf("ERR txprepare: nested transaction operation")
+		}
+		if err := (KV{}).Validate(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkTxDecide(op Op) error {
+	if d := string(op.Args[0]); d != "commit" && d != "abort" {
+		return fmt.Errorf(errSyntax)
+	}
+	return nil
+}
+
+// txSlots is the sorted set of slots ops name.
+func txSlots(ops []Op) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, op := range ops {
+		for _, l := range (KV{}).Locks(op) {
+			if l.Key == "" || shard.Reserved(l.Key) {
+				continue
+			}
+			if sl := shard.KeySlot(l.Key); !seen[sl] {
+				seen[sl] = true
+				out = append(out, sl)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// opTxPrepare records the transaction and locks its slots. A slot locked
+// by another transaction fails it (TXCONFLICT) with nothing changed; the
+// node's slot guards, which lead every prepare, normally refuse it first.
+// Preparing a recorded transaction again answers OK and changes nothing.
+func (s *KVState) opTxPrepare(op Op) Result {
+	id := shard.TxID(op.Key)
+	if _, ok := s.live(op.Key); ok {
+		return OK()
+	}
+	r := txRecord{coord: string(op.Args[0])}
+	for _, a := range op.Args[1:] {
+		r.ops = append(r.ops, DecodeOp(wire.NewDecoder(a)))
+	}
+	r.slots = txSlots(r.ops)
+	for _, sl := range r.slots {
+		if e, ok := s.live(shard.LockKey(sl)); ok && string(e.v) != id {
+			return Errorf("TXCONFLICT slot %d is locked by transaction %s", sl, e.v)
+		}
+	}
+	for _, sl := range r.slots {
+		s.putString(shard.LockKey(sl), []byte(id), 0)
+	}
+	s.putString(op.Key, r.encode(), 0)
+	s.opSAdd(Op{Kind: "sadd", Key: shard.PreparedKey, Args: [][]byte{[]byte(id)}})
+	return OK()
+}
+
+// release drops transaction id's record and the locks it holds.
+func (s *KVState) release(key string, r txRecord) {
+	id := []byte(shard.TxID(key))
+	for _, sl := range r.slots {
+		if e, ok := s.live(shard.LockKey(sl)); ok && string(e.v) == string(id) {
+			s.del(shard.LockKey(sl))
+		}
+	}
+	s.del(key)
+	s.opSRem(Op{Kind: "srem", Key: shard.PreparedKey, Args: [][]byte{id}})
+}
+
+// opTxCommit applies the prepared transaction's operations in order (as
+// an atomic group would: guards were checked at prepare and answer OK),
+// marks the written keys dirty for a migration, releases its locks, and
+// answers the array of the operations' results. Nil: no such prepared
+// transaction (already committed or aborted), nothing applied.
+func (s *KVState) opTxCommit(op Op) Result {
+	e, ok := s.live(op.Key)
+	if !ok {
+		return Nil()
+	}
+	r, err := decodeTxRecord(e.v)
+	if err != nil {
+		return Errorf("ERR txcommit: bad record: %v", err)
+	}
+	env := s.env
+	s.release(op.Key, r)
+	out := make([]Result, len(r.ops))
+	for i, o := range r.ops {
+		if o.Kind == GuardKind {
+			out[i] = OK()
+			continue
+		}
+		out[i] = s.ApplyEnv(o, env.For(i+1))
+		if !(KV{}).IsRead(o) {
+			for _, l := range (KV{}).Locks(o) {
+				if l.Key != "" {
+					s.opSlotDirty(Op{Kind: "slotdirty", Key: l.Key})
+				}
+			}
+		}
+	}
+	s.env = env
+	return Array(out...)
+}
+
+// opTxAbort releases the prepared transaction and applies nothing. Nil:
+// no such prepared transaction.
+func (s *KVState) opTxAbort(op Op) Result {
+	e, ok := s.live(op.Key)
+	if !ok {
+		return Nil()
+	}
+	r, err := decodeTxRecord(e.v)
+	if err != nil {
+		return Errorf("ERR txabort: bad record: %v", err)
+	}
+	s.release(op.Key, r)
+	return OK()
+}
+
+// opTxDecide records a decision once: the first txdecide of a transaction
+// wins (the coordinator's commit or a resolver's abort, whichever its
+// group's log orders first) and every txdecide answers the recorded one.
+func (s *KVState) opTxDecide(op Op) Result {
+	if e, ok := s.live(op.Key); ok {
+		return Bytes(e.v)
+	}
+	s.putString(op.Key, op.Args[0], 0)
+	return Bytes(op.Args[0])
+}
+
+func (s *KVState) opTxForget(op Op) Result {
+	if _, ok := s.live(op.Key); ok {
+		s.del(op.Key)
+		return Int(1)
+	}
+	return Int(0)
+}
+
+// opTxList answers the prepared transactions, each [id, coordinator
+// group], by id.
+func (s *KVState) opTxList(op Op) Result {
+	_, c, _ := s.liveOf(shard.PreparedKey, tSet)
+	var out []Result
+	for _, id := range members(c) {
+		coord := ""
+		if e, ok := s.live(shard.TxKey(id)); ok {
+			if r, err := decodeTxRecord(e.v); err == nil {
+				coord = r.coord
+			}
+		}
+		out = append(out, Array(Bytes([]byte(id)), Bytes([]byte(coord))))
+	}
+	return Array(out...)
+}
+
+// slotLocked is the slot guard's lock check: the transaction holding the
+// slot of state key key, if any.
+func (s *KVState) slotLocked(key string) (string, bool) {
+	sl := shard.SlotOfStateKey(key)
+	if sl < 0 {
+		return "", false
+	}
+	if e, ok := s.live(shard.LockKey(sl)); ok {
+		return string(e.v), true
+	}
+	return "", false
+}

@@ -1,0 +1,279 @@
+package txn
+
+import (
+	"github.com/synod-dev/synod/service"
+)
+
+// Coordinator is the two-phase commit of one attempt of a transaction, as
+// a pure machine (no clock, no I/O): Next says what to run, and the
+// driver (node/txn.go; the simulation in this package's tests) reports
+// each answer. The driver may run a step's parts in parallel. A driver
+// that dies simply stops: what it left prepared is resolved by the
+// participants' leaders (package doc).
+type Coordinator struct {
+	ID    string
+	Parts []Part
+	// Broken selects a deliberately wrong variant, for the simulation to
+	// show its checker catches it: "commit-without-prepares" commits when
+	// a prepare's answer is missing; "no-decision" commits without
+	// logging the decision first.
+	Broken string
+
+	phase     StepKind
+	votes     []Vote
+	voted     []bool
+	decision  string
+	decided   bool
+	results   [][]service.Result
+	committed []bool
+	tries     []int
+	aborting  []bool
+	unsure    bool // a commit's answer never came: the decision must stay
+	out       Outcome
+}
+
+// StepKind is what the driver is to run.
+type StepKind int
+
+const (
+	StPrepare StepKind = iota // Prepare in each of Parts
+	StDecide                  // txdecide commit in the coordinator group (Parts[0]'s)
+	StCommit                  // txcommit in each of Parts
+	StAbort                   // txabort in each of Parts
+	StForget                  // txforget in the coordinator group
+	StDone                    // answer Outcome
+)
+
+// Step is the next step: its kind and the parts (indexes into Parts) it
+// runs in.
+type Step struct {
+	Kind  StepKind
+	Parts []int
+}
+
+// OutcomeKind is how a transaction attempt ended.
+type OutcomeKind int
+
+const (
+	OutDone    OutcomeKind = iota // committed: Results
+	OutRetry                      // aborted, nothing applied: try again under a new id
+	OutRefused                    // aborted by a slot guard (ASK, MOVED, TRYAGAIN): Res
+	OutWatch                      // aborted by a client guard at request operation At: Res
+	OutUnknown                    // the decision's answer was lost: Err (resolved by the participants)
+	OutLost                       // committed, but some results were taken by a resolver: Err
+)
+
+// Outcome is the attempt's end.
+type Outcome struct {
+	Kind    OutcomeKind
+	Results []service.Result // OutDone: one per request operation, in order
+	At      int
+	Res     service.Result
+	Err     string
+}
+
+// maxCommitTries bounds the txcommit attempts in one participant whose
+// answers are lost (then the participant's leader resolves it).
+const maxCommitTries = 3
+
+// NewCoordinator starts attempt id of a transaction of parts.
+func NewCoordinator(id string, parts []Part) *Coordinator {
+	n := len(parts)
+	return &Coordinator{ID: id, Parts: parts, votes: make([]Vote, n), voted: make([]bool, n),
+		results: make([][]service.Result, n), committed: make([]bool, n), tries: make([]int, n), aborting: make([]bool, n)}
+}
+
+func pending(done []bool, want func(int) bool) []int {
+	var out []int
+	for i, d := range done {
+		if !d && want(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func all(int) bool { return true }
+
+// Next returns the step to run now: the parts of the current step still
+// unanswered, or the next step once all answered.
+func (c *Coordinator) Next() Step {
+	for {
+		switch c.phase {
+		case StPrepare:
+			if p := pending(c.voted, all); len(p) > 0 {
+				return Step{StPrepare, p}
+			}
+			c.afterVotes()
+		case StDecide:
+			if !c.decided {
+				return Step{StDecide, []int{0}}
+			}
+			switch c.decision {
+			case Commit:
+				c.phase = StCommit
+			case Abort:
+				c.startAbort(Outcome{Kind: OutRetry, Err: "aborted by a participant's resolver"})
+			default:
+				c.out, c.phase = Outcome{Kind: OutUnknown, Err: c.out.Err}, StDone
+			}
+		case StCommit:
+			if p := pending(c.committed, all); len(p) > 0 {
+				return Step{StCommit, p}
+			}
+			c.phase = StForget
+			if c.unsure {
+				// A participant may still be prepared: its resolver
+				// needs the decision, so it is not forgotten.
+				c.phase = StDone
+			}
+			if c.out.Kind != OutLost {
+				c.out = Outcome{Kind: OutDone, Results: c.merge()}
+			}
+		case StAbort:
+			if p := pending(c.voted, func(i int) bool { return c.aborting[i] }); len(p) > 0 {
+				return Step{StAbort, p}
+			}
+			c.phase = StDone
+		case StForget:
+			return Step{StForget, []int{0}}
+		default:
+			return Step{Kind: StDone}
+		}
+	}
+}
+
+// afterVotes decides once every prepare answered.
+func (c *Coordinator) afterVotes() {
+	yes := true
+	for _, v := range c.votes {
+		ok := v.Kind == Yes || (c.Broken == "commit-without-prepares" && v.Kind == Unknown)
+		yes = yes && ok
+	}
+	if yes {
+		c.phase = StDecide
+		if c.Broken == "no-decision" {
+			c.decision, c.decided, c.phase = Commit, true, StCommit
+		}
+		return
+	}
+	// Presumed abort: nothing is logged; every part that may have
+	// prepared is aborted. The client's answer is the most telling vote.
+	out := Outcome{Kind: OutRetry}
+	rank := func(k VoteKind) int {
+		switch k {
+		case Watch:
+			return 3
+		case Refused:
+			return 2
+		}
+		return 0
+	}
+	best := -1
+	for i, v := range c.votes {
+		if r := rank(v.Kind); r > 0 && r > best {
+			best = r
+			switch v.Kind {
+			case Watch:
+				out = Outcome{Kind: OutWatch, At: v.At, Res: v.Res}
+			case Refused:
+				out = Outcome{Kind: OutRefused, At: i, Res: v.Res}
+			}
+		}
+		if v.Kind == Conflict || v.Kind == Unknown {
+			out.Err = v.Err
+		}
+	}
+	c.startAbort(out)
+}
+
+func (c *Coordinator) startAbort(out Outcome) {
+	c.out, c.phase = out, StAbort
+	for i, v := range c.votes {
+		c.aborting[i] = v.Kind == Yes || v.Kind == Unknown
+		c.voted[i] = !c.aborting[i] // reused: "answered" for the abort step
+	}
+}
+
+// Prepared reports part i's vote.
+func (c *Coordinator) Prepared(i int, v Vote) {
+	if c.phase == StPrepare {
+		c.votes[i], c.voted[i] = v, true
+	}
+}
+
+// Decided reports txdecide's answer (the recorded decision), or err.
+func (c *Coordinator) Decided(decision string, err error) {
+	if c.phase != StDecide {
+		return
+	}
+	c.decided = true
+	if err != nil {
+		c.decision, c.out.Err = "", err.Error()
+		return
+	}
+	c.decision = decision
+}
+
+// Committed reports part i's txcommit answer: the array of its operations'
+// results, Nil when the transaction was no longer prepared there (a
+// resolver committed it), or err (tried again up to maxCommitTries).
+func (c *Coordinator) Committed(i int, r service.Result, err error) {
+	if c.phase != StCommit || c.committed[i] {
+		return
+	}
+	if err != nil {
+		c.tries[i]++
+		if c.tries[i] >= maxCommitTries {
+			c.committed[i], c.unsure = true, true
+			c.out = Outcome{Kind: OutLost, Err: "committed; a participant's answer was lost: " + err.Error()}
+		}
+		return
+	}
+	c.committed[i] = true
+	if r.Type != service.ResultArray || len(r.Elems) != len(c.Parts[i].Ops)-c.Parts[i].Guards() {
+		c.out = Outcome{Kind: OutLost, Err: "committed; a participant's results were taken by its resolver"}
+		return
+	}
+	c.results[i] = r.Elems
+}
+
+// Aborted reports part i's txabort answer (its error is ignored: the
+// participant's leader resolves what stays prepared).
+func (c *Coordinator) Aborted(i int) {
+	if c.phase == StAbort {
+		c.voted[i] = true
+	}
+}
+
+// Forgot reports txforget's end (answered or not: a decision left behind
+// costs a key, never a wrong answer).
+func (c *Coordinator) Forgot() {
+	if c.phase == StForget {
+		c.phase = StDone
+	}
+}
+
+// Outcome is the attempt's end, once Next returns StDone.
+func (c *Coordinator) Outcome() Outcome { return c.out }
+
+// merge puts the parts' results back in request order (client guards
+// answer OK, as in an atomic group that passed them).
+func (c *Coordinator) merge() []service.Result {
+	n := 0
+	for _, p := range c.Parts {
+		n += len(p.Index)
+	}
+	out := make([]service.Result, n)
+	for i, p := range c.Parts {
+		g := p.Guards()
+		for j, at := range p.Index {
+			if j < g {
+				out[at] = service.OK()
+			} else {
+				out[at] = c.results[i][j-g]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+// Package txn makes a request whose keys fall in several replica groups of
+// a sharded namespace atomic and strictly serializable: two-phase commit
+// over the groups (issue 33 item 5), where every participant and the
+// coordinator's decision are replicated groups.
+//
+// # Protocol
+//
+// This is Gray and Lamport's observation ("Consensus on Transaction
+// Commit", 2006) that two-phase commit blocks only because its coordinator
+// and its participants are single processes: when each is a replicated
+// state machine, the crash of any one node stops nothing. Here each
+// participant is a group of the namespace (its own log, its own leader),
+// and the coordinator's one durable fact, the decision, is recorded in the
+// log of one participant group, the coordinator group (the group of the
+// request's first operation). Seed 002's T-Paxos runs a transaction inside
+// one group; this is the step it does not take, across groups. The steps,
+// each one operation in one group's log (service/kv_txn.go):
+//
+//  1. Prepare, in every participant group at once: one atomic group of the
+//     slot guards of the part's keys (migration's ownership check, and the
+//     lock check below), the client's own guards (WATCH's versions,
+//     MSETNX's existence checks), then txprepare, which locks the part's
+//     slots and records its operations (a redo log). Nothing is applied.
+//     A failed guard applies nothing: that participant votes no.
+//  2. If every participant voted yes, txdecide commit in the coordinator
+//     group: the transaction commits when that entry is in the log. If any
+//     voted no, the coordinator aborts the others (txabort) without logging
+//     anything: presumed abort (Mohan, Lindsay and Obermarck, "Transaction
+//     Management in the R* Distributed Database Management System", 1986).
+//  3. txcommit in every participant: apply the recorded operations in
+//     order, release the locks, answer their results (the client's answer,
+//     assembled in the request's order). Then txforget drops the decision.
+//
+// # Who resolves an in-doubt transaction
+//
+// A participant whose transaction stays prepared (the coordinator node
+// died, or its messages were lost) is resolved by the leader of that
+// participant group (node/txn.go, every second; after ResolveAfter): it
+// runs txdecide abort in the coordinator group. txdecide records a
+// decision only when none is recorded and answers the recorded one, so the
+// coordinator's commit and a resolver's abort are ordered by the
+// coordinator group's log, and exactly one wins; the resolver then commits
+// or aborts its group accordingly. A coordinator whose txdecide commit
+// answers abort aborts (and retries the transaction, which nobody saw).
+// Because the decision is logged before any participant releases a lock,
+// no participant ever applies a decision other participants do not.
+//
+// # Isolation: strictly serializable
+//
+// Strict two-phase locking with no-wait, where the unit of locking is the
+// slot (Redis Cluster's hash slot, the unit of placement and migration):
+// a prepared transaction holds every slot it names, for reads and writes
+// alike, in every participant, until its commit or abort entry in that
+// participant's log; the operations themselves run at commit, under those
+// locks. Every client request of a group carries a slot guard per slot it
+// names (node/slotmap.go), and the guard refuses a locked slot (TRYAGAIN,
+// which cluster clients retry and the node retries for others), so no
+// request reads or writes a slot between a prepare and its decision. A
+// prepare that meets a locked slot votes no (no-wait: nothing ever waits,
+// so no deadlock), and the coordinator retries the whole transaction after
+// a randomised pause, up to MaxAttempts, then answers TRYAGAIN. The
+// serialization point of a transaction is any instant between its last
+// prepare and its first commit entry: every other request that touches
+// one of its slots is, in that slot's group log, wholly before the
+// prepare or wholly after the commit. Requests of one group (one slot
+// group's MULTI/EXEC) are atomic groups in that log and need none of
+// this. Reads hold locks too: a read that saw one participant's commit and
+// another's old value would break strict serializability (the broken
+// variant in the simulation shows it).
+//
+// Locking by slot, not by key, is a decision: the slot guard every request
+// already carries (migration's ownership check) is the lock check, at no
+// extra operation per request, and a migration's freeze can ask one
+// question of a slot. The cost is false conflicts between keys that share
+// a slot (1/16,384 for two random keys; keys of one hash tag always share).
+//
+// What is not covered: one operation whose keys are in two groups (RENAME,
+// SMOVE, SINTERSTORE, LMOVE, ... across groups) would need one group's
+// result to become another's input inside the transaction; it is still
+// refused with CROSSSLOT (use hash tags). Keys expiring between a
+// transaction's prepare and its commit expire at the commit's time: the
+// guards were checked at the prepare's.
+//
+// # Migrations
+//
+// A prepare carries the same slot guards as any write: a frozen slot votes
+// no with TRYAGAIN, a handed or gone one with ASK or MOVED, and the whole
+// transaction answers that refusal (a cluster client or the node follows
+// it and sends the transaction again). A migration's freeze waits until no
+// transaction holds the slot (node/migrate.go adds "guard <lock> exists 0"
+// to the freeze, which otherwise fails and is retried by the driver): a
+// commit after the final copy would be lost to the destination. Commits
+// before the freeze mark their written keys dirty like any write, so the
+// copy takes them.
+package txn
+
+import (
+	"fmt"
+
+	"github.com/synod-dev/synod/service"
+)
+
+// MaxAttempts bounds the attempts of a transaction whose prepares meet
+// locked slots.
+const MaxAttempts = 8
+
+// ResolveAfter is how long (seconds) a prepared transaction stays prepared
+// before a participant's leader resolves it.
+const ResolveAfter = 5.0
+
+// Part is one group's share of a request: its operations, in request
+// order, and their positions in the request.
+type Part struct {
+	Group int
+	Index []int
+	Ops   []service.Op
+}
+
+// Split divides a request's operations by group. groupOf names the group of
+// all of one operation's keys, ok false when they span groups or it names
+// none (then the request cannot run as a transaction: CROSSSLOT). The
+// parts are in the order of their first operation.
+func Split(ops []service.Op, groupOf func(service.Op) (int, bool)) ([]Part, bool) {
+	at := map[int]int{}
+	var parts []Part
+	for i, op := range ops {
+		g, ok := groupOf(op)
+		if !ok {
+			return nil, false
+		}
+		j, seen := at[g]
+		if !seen {
+			j = len(parts)
+			at[g] = j
+			parts = append(parts, Part{Group: g})
+		}
+		parts[j].Index = append(parts[j].Index, i)
+		parts[j].Ops = append(parts[j].Ops, op)
+	}
+	return parts, true
+}
+
+// Guards is the number of the part's leading client guards (GuardKind
+// operations before its first other operation).
+func (p Part) Guards() int {
+	n := 0
+	for n < len(p.Ops) && p.Ops[n].Kind == service.GuardKind {
+		n++
+	}
+	return n
+}
+
+// Prepare is the atomic group a participant runs for part p of
+// transaction id coordinated by group coord: the slot guards (the node's,
+// ownership and locks), the part's client guards, then txprepare of the
+// part's operations.
+func Prepare(id, coord string, slotGuards []service.Op, p Part) []service.Op {
+	g := p.Guards()
+	out := make([]service.Op, 0, len(slotGuards)+g+1)
+	out = append(out, slotGuards...)
+	out = append(out, p.Ops[:g]...)
+	return append(out, service.TxPrepareOp(id, coord, p.Ops[g:]))
+}
+
+// VoteKind is a participant's answer to its prepare.
+type VoteKind int
+
+const (
+	Unknown  VoteKind = iota // no answer: it may have prepared
+	Yes                      // prepared
+	Refused                  // a slot guard failed: nothing applied
+	Watch                    // a client guard failed: nothing applied
+	Conflict                 // txprepare met a lock: nothing applied
+)
+
+// Vote is a participant's answer.
+type Vote struct {
+	Kind VoteKind
+	At   int            // Refused: the slot guard's index; Watch: the request's operation index
+	Res  service.Result // the failed guard's result
+	Err  string
+}
+
+// ReadVote reads the answer to Prepare(..., slotGuards, p) with nslot slot
+// guards: results (nil with err set when none came).
+func ReadVote(p Part, nslot int, results []service.Result, err error) Vote {
+	if err != nil {
+		return Vote{Kind: Unknown, Err: err.Error()}
+	}
+	g := p.Guards()
+	if len(results) != nslot+g+1 {
+		return Vote{Kind: Unknown, Err: fmt.Sprintf("%d results for a prepare of %d operations", len(results), nslot+g+1)}
+	}
+	for i := 0; i < nslot+g; i++ {
+		if service.IsGuardFailure(results[i]) {
+			if i < nslot {
+				return Vote{Kind: Refused, At: i, Res: results[i]}
+			}
+			return Vote{Kind: Watch, At: p.Index[i-nslot], Res: results[i]}
+		}
+	}
+	last := results[nslot+g]
+	if last.IsErr() {
+		return Vote{Kind: Conflict, Err: last.Err}
+	}
+	return Vote{Kind: Yes}
+}
+
+// Decision values (txdecide's).
+const (
+	Commit = "commit"
+	Abort  = "abort"
+)
