@@ -204,6 +204,7 @@ type Node struct {
 	slotClient, slotSeq uint64
 	placeNudge          chan struct{}
 	drive               driveState
+	placer              placerState // placement decisions (placer.go)
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -275,6 +276,7 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		n.durable = opts.Storage.Durability() == config.Fsync
 	}
 	n.initShards() // shard.go
+	n.initPlacer() // placer.go
 	if n.remotes, err = newRemotes(cfg); err != nil {
 		return nil, err
 	}
@@ -516,6 +518,8 @@ func (n *Node) start() error {
 		go n.runPlacement() // slotmap.go
 		n.bg.Add(1)
 		go n.resolveTxns() // txn.go
+		n.bg.Add(1)
+		go n.runPlacer() // placer.go
 	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)

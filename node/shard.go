@@ -66,6 +66,7 @@ type shardedNS struct {
 	groups []config.Group
 	cur    atomic.Pointer[slotView] // the newest slot map read (slotmap.go)
 	retry  bool                     // the protocol deduplicates a resent request
+	ops    []atomic.Uint64          // client requests routed to each group (placer.go; nil without a placement block)
 }
 
 func (n *Node) initShards() {
@@ -242,6 +243,7 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	if !ok {
 		return automaton.Response{ID: req.ID, Result: res}, nil
 	}
+	s.countOps(gi) // placer.go
 	g := s.groups[gi]
 	if n.loops[g.Namespace.Name] != nil {
 		return n.do(ctx, g.Namespace.Name, req, true) // validated above

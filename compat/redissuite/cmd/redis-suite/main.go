@@ -97,6 +97,17 @@ func reusedRows(proto string, units []string, control map[string]redissuite.Unit
 	return rows, nil
 }
 
+// treeCommit is the worktree's commit, "+changes" when it has uncommitted
+// changes.
+func treeCommit() string {
+	c, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	out := strings.TrimSpace(string(c))
+	if st, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); len(bytes.TrimSpace(st)) > 0 {
+		out += "+changes"
+	}
+	return out
+}
+
 func split(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -186,8 +197,11 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 		rs.Stop()
 	}
 
-	var bin string
+	var bin, built string
 	if reuseSynod == "" {
+		// The commit the binary is built from (the control may have run
+		// long; the tree can change meanwhile).
+		built = treeCommit()
 		if bin, err = cluster.BuildSynod(tmp); err != nil {
 			return 0, err
 		}
@@ -225,16 +239,15 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	which := "every unit"
 	if len(units) != len(allUnits) {
 		which = "units " + strings.Join(units, ", ")
 	}
-	note := fmt.Sprintf("Measured %s UTC at commit %s, %s; load average at the end (/proc/loadavg): %s.",
-		time.Now().UTC().Format("2006-01-02 15:04"), strings.TrimSpace(string(commit)), which, strings.TrimSpace(string(load)))
+	note := fmt.Sprintf("Measured %s UTC, Synod built at commit %s, %s; load average at the end (/proc/loadavg): %s.",
+		time.Now().UTC().Format("2006-01-02 15:04"), built, which, strings.TrimSpace(string(load)))
 	if reuseSynod != "" {
 		note = fmt.Sprintf("%s: Synod's outputs of an earlier run (%s), compared %s UTC at commit %s with the skip file then.",
-			strings.ToUpper(which[:1])+which[1:], reuseSynodNote, time.Now().UTC().Format("2006-01-02 15:04"), strings.TrimSpace(string(commit)))
+			strings.ToUpper(which[:1])+which[1:], reuseSynodNote, time.Now().UTC().Format("2006-01-02 15:04"), treeCommit())
 	}
 	for i := range runs {
 		runs[i].Note = note
