@@ -60,7 +60,7 @@ const (
 	DefaultRetransmit     = 20 * time.Millisecond
 	DefaultReplicateAfter = 2
 	DefaultDropAfter      = 8
-	DefaultMigrateAfter   = 0 // off until P21 is fixed: see the package doc
+	DefaultMigrateAfter   = 3 // §3.3's migration, on by default: see the package doc (and ROBUSTNESS P21)
 )
 
 var params = proto.NewSpec(
