@@ -675,12 +675,13 @@ var _ gateway.Backend = (*Node)(nil)
 
 // Do implements gateway.Backend.
 func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
-	return n.do(ctx, ns, req, false)
+	return n.do(ctx, ns, req)
 }
 
-// do is Do; checked says req was validated here already (doSharded does,
-// to route it), so a shard group's ownership check need not again.
-func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked bool) (automaton.Response, error) {
+// do is Do. A request validated already (Request.Checked: by the gateway,
+// or by doSharded to route it) is not validated again, here or by the
+// protocol (proto.Validating).
+func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
 	l := n.loops[ns]
 	if l == nil && n.shards[ns] != nil {
 		return n.doSharded(ctx, ns, req) // shard.go
@@ -691,18 +692,20 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	if err := n.open(); err != nil {
 		return automaton.Response{}, err
 	}
-	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
-	// do, once); the protocol refuses an invalid request all the same. Only
+	// A request is validated once: by the RESP and gRPC edges, which mark
+	// it Checked, or else by the protocol's step (proto.Validating). Only
 	// a shard group's ownership check reads the keys of the request before
-	// the protocol does, so it validates first (a forwarded request, or a
-	// nested call, reaches it without an edge). A client request of a shard
-	// group then runs guarded by its slots' states in the group's log
-	// (slotmap.go); the node's own requests (internal) skip both.
+	// the protocol does, so it validates an unchecked one first (a
+	// forwarded request, or a nested call, reaches it without an edge). A
+	// client request of a shard group then runs guarded by its slots'
+	// states in the group's log (slotmap.go); the node's own requests
+	// (internal) skip both.
 	if len(n.groupOf) > 0 && n.groupOf[ns] != nil && !isInternal(ctx) {
-		if !checked {
+		if !req.Checked {
 			if err := automaton.ValidateRequest(l.svc, req); err != nil {
 				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 			}
+			req.Checked = true
 		}
 		if res, refused := n.refuseUnowned(ctx, ns, req); refused { // shard.go
 			return automaton.Response{ID: req.ID, Result: res}, nil
