@@ -156,6 +156,9 @@ func (c *conn) exec(args [][]byte) {
 	if c.redirect(cmd, args) {  // cluster.go
 		return
 	}
+	if c.refuseBusy(name, args) { // script.go
+		return
+	}
 	if c.inMulti(cmd, args) {
 		return
 	}
@@ -824,6 +827,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	if c.sharded() {
 		std[3].fields["cluster_enabled"] = "1" // the Redis Cluster protocol (cluster.go)
 	}
+	std[1].fields["number_of_cached_scripts"] = strconv.Itoa(s.scr.count()) // this node's script cache
 	var ordered []infoSection
 	for _, sec := range sections {
 		ordered = append(ordered, sec)
