@@ -150,6 +150,11 @@ type Request struct {
 	// callee orders it and caches its answer even when it only reads, and
 	// answers every copy of its id alike.
 	Nested bool
+	// Checked: the runtime's edge validated the request against its
+	// namespace's service (ValidateRequest), so the protocol does not
+	// again (proto.Validating). Never on the wire: a request that crosses
+	// it is a peer's forward, which protocols trust, or is checked again.
+	Checked bool
 }
 
 // Response answers a Request.

@@ -72,12 +72,32 @@ type ModelNodeRenamer interface {
 	// what AppendModelState appends. The automaton's own identity is not
 	// encoded: the checker puts the encoding at the renamed position.
 	AppendRenamedModelState(b []byte, rename func(RequestID) RequestID, node *NodeRenaming) []byte
+	ModelMessageRenamer
+}
+
+// ModelMessageRenamer renames the nodes a protocol's messages and records
+// name.
+type ModelMessageRenamer interface {
 	// RenameModelMessage returns msg (a message this protocol sent) as
 	// the renamed state would carry it: msg itself when it names no node
 	// (not modified in place).
 	RenameModelMessage(msg []byte, node *NodeRenaming) []byte
 	// RenameModelRecord is the same for a durable record's value.
 	RenameModelRecord(key string, value []byte, node *NodeRenaming) []byte
+}
+
+// ModelTypedNodeNames is implemented by protocols (the registered value,
+// with ModelNodeSymmetry) whose automata have no fast path and whose
+// automata and invariant checker name nodes only in values of type NodeID
+// (fields, map keys, elements): never in a plain string, in bytes, or by
+// a position in Config.Nodes. The checker's reflective fingerprint then
+// renames those values itself (mc/nodesym.go); the automata implement
+// ModelMessageRenamer for what their messages and records name. A NodeID
+// the protocol keeps in any other form makes the reduction unsound, so a
+// protocol declaring this has a test comparing renamed runs (mc's
+// TestNodeSymmetrySound).
+type ModelTypedNodeNames interface {
+	ModelNodeNamesTyped()
 }
 
 // ModelCheckerNodeRenamer is implemented by invariant checkers (with

@@ -103,6 +103,9 @@ type Namespace struct {
 	// Shards, when set, splits the namespace's keys by hash slot among
 	// replica groups, each on its own subset of the nodes (shards.go).
 	Shards []Shard `yaml:"shards,omitempty"`
+	// Placement, when set on a sharded namespace, lets the placement
+	// service decide splits, merges and replacements (placement.go).
+	Placement *Placement `yaml:"placement,omitempty"`
 }
 
 // PeerTransport is the namespace's transport, TransportTCP when unset.

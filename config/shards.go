@@ -32,7 +32,7 @@ import (
 // (docs/SHARDING.md).
 type Shard struct {
 	Name  string   `yaml:"name"`
-	Slots string   `yaml:"slots"` // "0-5460" or "0-99,200-299" (shard.ParseSlots)
+	Slots string   `yaml:"slots"` // "0-5460" or "0-99,200-299" (shard.ParseSlots); "": a spare (placement.go)
 	Nodes []string `yaml:"nodes"`
 }
 
@@ -118,7 +118,7 @@ func (c *Cluster) ShardGroups(ns Namespace) []Group {
 	for i, sh := range ns.Shards {
 		g := ns
 		g.Name, g.Shards = GroupName(ns.Name, sh.Name), nil
-		rs, _ := shard.ParseSlots(sh.Slots)
+		rs, _ := shardSlots(sh.Slots)
 		ids := make([]automaton.NodeID, len(sh.Nodes))
 		for j, id := range sh.Nodes {
 			ids[j] = automaton.NodeID(id)
@@ -133,7 +133,7 @@ func (c *Cluster) ShardGroups(ns Namespace) []Group {
 func SlotMap(ns Namespace) *shard.Map {
 	groups := make([][]shard.Range, len(ns.Shards))
 	for i, sh := range ns.Shards {
-		groups[i], _ = shard.ParseSlots(sh.Slots)
+		groups[i], _ = shardSlots(sh.Slots)
 	}
 	return shard.Build(groups)
 }
@@ -148,6 +148,9 @@ func (c *Cluster) validateShards(bad func(field, f string, a ...any)) {
 	}
 	for i, ns := range c.Namespaces {
 		if len(ns.Shards) == 0 {
+			if ns.Placement != nil {
+				bad(fmt.Sprintf("namespaces[%d].placement", i), "only a sharded namespace has a placement")
+			}
 			continue
 		}
 		f := fmt.Sprintf("namespaces[%d].shards", i)
@@ -162,7 +165,7 @@ func (c *Cluster) validateShards(bad func(field, f string, a ...any)) {
 				bad(fs+".name", "duplicate shard %q", sh.Name)
 			}
 			names[sh.Name] = true
-			rs, err := shard.ParseSlots(sh.Slots)
+			rs, err := shardSlots(sh.Slots)
 			if err != nil {
 				bad(fs+".slots", "%v", err)
 				slotsOK = false
@@ -190,6 +193,11 @@ func (c *Cluster) validateShards(bad func(field, f string, a ...any)) {
 		if slotsOK {
 			if err := shard.Check(groups); err != nil {
 				bad(f, "%v", err)
+			}
+		}
+		if ns.Placement != nil {
+			if _, err := ns.Placement.Params(); err != nil {
+				bad(fmt.Sprintf("namespaces[%d].placement", i), "%v", err)
 			}
 		}
 	}

@@ -111,6 +111,7 @@ func (c *conn) authenticate(user, pass string) string {
 		}
 		if subtle.ConstantTimeCompare([]byte(pass), []byte(s.opts.Password)) != 1 {
 			s.acl.refused(s.log, "auth", c.nc.RemoteAddr().String(), "authentication failed", "id", c.id, "user", user)
+			c.logRefusal("auth", "AUTH", user)
 			return wrongPass
 		}
 		c.mu.Lock() // c.user is read by CLIENT KILL USER (clientkill.go)
@@ -121,6 +122,7 @@ func (c *conn) authenticate(user, pass string) string {
 	u, ok := s.acl.users[user]
 	if !ok || !u.check(pass) {
 		s.acl.refused(s.log, "auth", c.nc.RemoteAddr().String(), "authentication failed", "id", c.id, "user", user)
+		c.logRefusal("auth", "AUTH", user)
 		return wrongPass
 	}
 	c.mu.Lock() // c.user is read by CLIENT KILL USER (clientkill.go)
@@ -141,6 +143,7 @@ func (c *conn) permit(ns string, req automaton.Request) string {
 	msg := c.s.acl.permit(c.s.b, c.user, ns, req, cmd)
 	if msg != "" {
 		c.s.acl.refused(c.s.log, "noperm", c.nc.RemoteAddr().String(), "request refused", "id", c.id, "user", c.user.name, "namespace", ns, "reason", msg)
+		c.logRefusal("command", cmd, c.user.name)
 	}
 	return msg
 }

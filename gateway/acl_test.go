@@ -127,3 +127,70 @@ func TestRedisCLIUsers(t *testing.T) {
 		t.Fatalf("wrong password: %q", got)
 	}
 }
+
+// TestACLLog: ACL LOG shows this node's refused logins (reason auth,
+// object AUTH) and refused requests (reason command, the command), grouped
+// as Redis groups them, newest first; a count limits it; RESET empties it.
+func TestACLLog(t *testing.T) {
+	_, addr := startServer(t, aclBackend(), ServerOptions{Password: "legacy", Users: aclUsers(t)})
+	admin, r := dial(t, addr), dial(t, addr)
+	run(t, admin, []step{cmd("AUTH legacy", "OK"), cmd("ACL LOG", "(empty array)")})
+	r.do("AUTH", "reader", "wrong")
+	r.do("AUTH", "nobody", "x")
+	r.do("AUTH", "nobody", "y")
+	r.do("AUTH", "reader", "r-pass")
+	r.do("SET", "k", "v")
+	admin.send("ACL", "LOG")
+	log := admin.reply()
+	type entry struct {
+		count                         int64
+		reason, context, object, user string
+		hasAge, hasInfo               bool
+	}
+	var got []entry
+	for _, m := range log.Elems {
+		var e entry
+		for i := 0; i+1 < len(m.Elems); i += 2 {
+			v := m.Elems[i+1]
+			switch string(m.Elems[i].Str) {
+			case "count":
+				e.count = v.Int
+			case "reason":
+				e.reason = string(v.Str)
+			case "context":
+				e.context = string(v.Str)
+			case "object":
+				e.object = string(v.Str)
+			case "username":
+				e.user = string(v.Str)
+			case "age-seconds":
+				e.hasAge = len(v.Str) > 0
+			case "client-info":
+				e.hasInfo = strings.HasPrefix(string(v.Str), "id=")
+			}
+		}
+		got = append(got, e)
+	}
+	want := []entry{
+		{1, "command", "toplevel", "set", "reader", true, true},
+		{2, "auth", "toplevel", "AUTH", "nobody", true, true},
+		{1, "auth", "toplevel", "AUTH", "reader", true, true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ACL LOG: %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ACL LOG entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	admin.send("ACL", "LOG", "1")
+	if n := len(admin.reply().Elems); n != 1 {
+		t.Errorf("ACL LOG 1: %d entries", n)
+	}
+	run(t, admin, []step{
+		cmd("ACL LOG -1", "(error) ERR value is out of range, must be positive"),
+		cmd("ACL LOG RESET", "OK"),
+		cmd("ACL LOG", "(empty array)"),
+	})
+}

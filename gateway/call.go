@@ -75,7 +75,7 @@ func (c *conn) callCommand(sub string, args [][]byte) bool {
 		c.w.WriteBulk(service.EncodeResultBytes(errResult("%s", withCode(err.Error()))))
 		return true
 	}
-	res := c.submit(ns.Name, automaton.Request{ID: automaton.RequestID{Client: client, Seq: seq}, Op: op, Nested: true})
+	res := c.submit(ns.Name, automaton.Request{ID: automaton.RequestID{Client: client, Seq: seq}, Op: op, Nested: true, Checked: true})
 	c.w.WriteBulk(service.EncodeResultBytes(res))
 	return true
 }

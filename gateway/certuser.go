@@ -99,6 +99,7 @@ func (c *conn) certLogin() {
 	if !ok {
 		s.acl.refused(s.log, "cert", c.nc.RemoteAddr().String(), "client certificate refused", "id", c.id,
 			"reason", fmt.Sprintf("the client certificate names user %q, which is not configured", name))
+		c.logRefusal("auth", "AUTH", name)
 		return
 	}
 	c.mu.Lock() // c.user is read by CLIENT KILL USER (clientkill.go)

@@ -211,3 +211,50 @@ func TestConfigSetChecks(t *testing.T) {
 		cmd("CONFIG SET nosuchparam 0", "(error) ERR CONFIG SET failed (possibly related to argument 'nosuchparam') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)"),
 	})
 }
+
+// TestConfigGetFacts: CONFIG GET answers several names and patterns once
+// each, with the node's facts (replicaof and its alias slaveof, bind, the
+// maxmemory family), as Redis's introspection unit asks.
+func TestConfigGetFacts(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	r := dial(t, addr)
+	r.send("CONFIG", "GET", "maxmemory", "maxmemory*", "bind", "*of")
+	m := map[string]string{}
+	el := r.reply().Elems
+	for i := 0; i+1 < len(el); i += 2 {
+		if _, dup := m[string(el[i].Str)]; dup {
+			t.Errorf("CONFIG GET answers %s twice", el[i].Str)
+		}
+		m[string(el[i].Str)] = string(el[i+1].Str)
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	want := map[string]string{"maxmemory": "0", "maxmemory-policy": "noeviction", "maxmemory-clients": "0", "maxmemory-samples": "5",
+		"bind": host, "replicaof": "", "slaveof": ""}
+	for k, v := range want {
+		if got, ok := m[k]; !ok || got != v {
+			t.Errorf("CONFIG GET %s = %q (present %v), want %q", k, got, ok, v)
+		}
+	}
+	run(t, r, []step{cmd("CONFIG GET port", "1) \"port\"\n2) \""+port+"\""), {[]string{"CONFIG", "SET", "port", port, "bind", host}, "OK"}})
+}
+
+// TestGetKeysAndFlags: COMMAND GETKEYSANDFLAGS as Redis's introspection-2
+// unit checks it: key specs walked (MSET's range, LMOVE's two specs, EVAL's
+// key count, XREAD's STREAMS keyword), SET's and SORT's own flags.
+func TestGetKeysAndFlags(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	r := dial(t, addr)
+	run(t, r, []step{
+		cmd("COMMAND GETKEYSANDFLAGS set k1 v1", "1) 1) \"k1\"\n   2) 1) OW\n      2) update"),
+		cmd("COMMAND GETKEYSANDFLAGS set k1 v1 get", "1) 1) \"k1\"\n   2) 1) RW\n      2) access\n      3) update"),
+		cmd("COMMAND GETKEYSANDFLAGS mset k1 v1 k2 v2", "1) 1) \"k1\"\n   2) 1) OW\n      2) update\n2) 1) \"k2\"\n   2) 1) OW\n      2) update"),
+		cmd("COMMAND GETKEYSANDFLAGS LMOVE k1 k2 left right", "1) 1) \"k1\"\n   2) 1) RW\n      2) access\n      3) delete\n2) 1) \"k2\"\n   2) 1) RW\n      2) insert"),
+		cmd("COMMAND GETKEYSANDFLAGS sort k1 store k2", "1) 1) \"k1\"\n   2) 1) RO\n      2) access\n2) 1) \"k2\"\n   2) 1) OW\n      2) update"),
+		cmd("COMMAND GETKEYSANDFLAGS eval x 2 a b c", "1) 1) \"a\"\n   2) 1) RW\n      2) access\n      3) update\n2) 1) \"b\"\n   2) 1) RW\n      2) access\n      3) update"),
+		cmd("COMMAND GETKEYSANDFLAGS xread count 2 streams s1 s2 0 0", "1) 1) \"s1\"\n   2) 1) RO\n      2) access\n2) 1) \"s2\"\n   2) 1) RO\n      2) access"),
+		cmd("COMMAND GETKEYSANDFLAGS eval x 0", "(empty array)"),
+		cmd("COMMAND GETKEYSANDFLAGS ping", "(error) ERR The command has no key arguments"),
+		cmd("COMMAND GETKEYSANDFLAGS nosuch a", "(error) ERR Invalid command specified"),
+		cmd("COMMAND GETKEYSANDFLAGS", "(error) ERR wrong number of arguments for 'command|getkeysandflags' command"),
+	})
+}

@@ -156,6 +156,9 @@ func (c *conn) exec(args [][]byte) {
 	if c.redirect(cmd, args) {  // cluster.go
 		return
 	}
+	if c.refuseBusy(name, args) { // script.go
+		return
+	}
 	if c.inMulti(cmd, args) {
 		return
 	}
@@ -200,9 +203,9 @@ func (c *conn) nextSeq() uint64 {
 }
 
 // run submits op, already validated (a plan's operations are, in check;
-// the few operations the gateway builds itself are valid by construction,
-// and the protocol refuses any that is not), on the connection's
-// namespace. Every failure comes back as an error Result with its Redis
+// the few operations the gateway builds itself are valid by construction),
+// on the connection's namespace: the request is Checked, so the protocol
+// does not validate it again. Every failure comes back as an error Result with its Redis
 // error code.
 func (c *conn) run(op service.Op, seq uint64) service.Result {
 	return c.runID(op, automaton.RequestID{Client: c.client, Seq: seq})
@@ -216,7 +219,7 @@ func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 	if svc == nil {
 		return errResult("ERR this node serves no namespace")
 	}
-	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep()})
+	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep(), Checked: true})
 }
 
 // submit hands req to the Backend and returns its result, every failure as
@@ -286,7 +289,7 @@ func (c *conn) runOrdered(bb BatchBackend, ops []service.Op) []service.Result {
 			continue
 		}
 		id := c.laneID(c.lanes[i], i == len(ops)-1)
-		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id)}
+		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Checked: true}
 		if msg := c.permit(ns.Name, req); msg != "" {
 			out[i] = errResult("%s", msg)
 			continue
@@ -824,6 +827,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	if c.sharded() {
 		std[3].fields["cluster_enabled"] = "1" // the Redis Cluster protocol (cluster.go)
 	}
+	std[1].fields["number_of_cached_scripts"] = strconv.Itoa(s.scr.count()) // this node's script cache
 	var ordered []infoSection
 	for _, sec := range sections {
 		ordered = append(ordered, sec)
@@ -956,12 +960,14 @@ func cmdCommand(c *conn, args [][]byte) {
 	case "count":
 		c.w.WriteInt(int64(len(commands)))
 	case "help":
-		c.writeHelp("command", "(no subcommand)", "COUNT", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "INFO [<command-name> ...]",
+		c.writeHelp("command", "(no subcommand)", "COUNT", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "GETKEYSANDFLAGS <full-command>", "INFO [<command-name> ...]",
 			"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]")
 	case "docs":
 		c.commandDocs(args[2:])
 	case "getkeys":
-		c.commandGetKeys(args[2:])
+		c.commandGetKeys(args[2:], false)
+	case "getkeysandflags":
+		c.commandGetKeys(args[2:], true)
 	case "list":
 		c.commandList(args[2:])
 	case "info":
@@ -993,10 +999,10 @@ var aclCategories = []string{"keyspace", "read", "write", "set", "sortedset", "l
 // ACLCAT and PATTERN filter them with the commands. Subcommands Synod
 // refuses with a reason (ACL SETUSER, ...) or does not know are not named.
 var servedSubcommands = map[string][]string{
-	"acl":      {"cat", "help", "users", "whoami"},
+	"acl":      {"cat", "help", "log", "users", "whoami"},
 	"client":   {"getname", "help", "id", "info", "kill", "list", "reply", "setname", "unblock"}, // and SETINFO, Redis 7.2's
 	"cluster":  {"help", "info", "keyslot", "myid", "nodes", "shards", "slots"},
-	"command":  {"count", "docs", "getkeys", "help", "info", "list"},
+	"command":  {"count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"},
 	"config":   {"get", "help", "resetstat", "rewrite", "set"},
 	"function": {"delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"},
 	"memory":   {"help", "usage"},

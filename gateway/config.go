@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +21,9 @@ import (
 // Redis's two encodings, and each PFADD and PFMERGE carries this node's
 // value in its operation (hll.go). CONFIG SET checks and keeps them per node and
 // CONFIG GET shows them, as other Redis-compatible servers do, so that
-// clients and test suites that tune them work unchanged.
+// clients and test suites that tune them work unchanged. The table also
+// holds busy-reply-threshold (alias lua-time-limit), in milliseconds: each
+// EVAL and FCALL carries the busy mark it gives (script.go).
 //
 // Persistence: Synod writes every change through its log, fsynced before
 // the reply when the cluster file says durability: fsync. So CONFIG GET
@@ -49,6 +53,9 @@ var tunables = []tunable{
 	{name: "stream-node-max-bytes", def: "4096", memory: true, min: 0, max: 1<<63 - 1},
 	{name: "stream-node-max-entries", def: "100", min: 0, max: 1<<63 - 1},
 	{name: "hll-sparse-max-bytes", def: "3000", memory: true, min: 0, max: 1<<63 - 1},
+	// Not an encoding: the time after which a script is busy (script.go
+	// turns it into the eval operation's busy mark, service/kv_script_busy.go).
+	{name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, def: "5000", min: 0, max: 1<<63 - 1},
 }
 
 // tunableByName maps every name and alias to its entry.
@@ -128,12 +135,26 @@ func (s *Server) persistenceParams() map[string]string {
 }
 
 // configParams is CONFIG GET's table: fixed facts, the limits, the
-// persistence parameters and the tunables (under every alias).
+// persistence parameters and the tunables (under every alias). The facts:
+// one database; no idle timeout; no maxmemory, so no eviction
+// (maxmemory-policy noeviction, maxmemory-clients 0; maxmemory-samples is
+// Redis's default and selects nothing here); bind and port are the
+// addresses this node's RESP listeners serve; replicaof (slaveof) is empty,
+// as a Synod node is no Redis replica. CONFIG SET accepts each of them set
+// to the value shown (limits.go).
 func (c *conn) configParams() map[string]string {
+	_, port, _ := net.SplitHostPort(c.nc.LocalAddr().String())
 	p := map[string]string{
-		"databases": "1",
-		"timeout":   "0",
-		"maxmemory": "0",
+		"databases":         "1",
+		"timeout":           "0",
+		"maxmemory":         "0",
+		"maxmemory-policy":  "noeviction",
+		"maxmemory-clients": "0",
+		"maxmemory-samples": "5",
+		"bind":              strings.Join(c.s.listenHosts(), " "),
+		"port":              port,
+		"replicaof":         "",
+		"slaveof":           "",
 	}
 	for k, v := range c.s.limitParams() {
 		p[k] = v
@@ -180,4 +201,18 @@ func (s *Server) checkOtherParam(name, value string) (apply func(), known bool, 
 		return nil, true, fmt.Errorf("Synod's persistence is its replicated log, set by the cluster file's durability field (this node: %s, which is %s %s); it cannot be changed by CONFIG SET", d, name, cur)
 	}
 	return nil, false, nil
+}
+
+// listenHosts are the hosts of the server's listeners, sorted, once each.
+func (s *Server) listenHosts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for l := range s.listeners {
+		if h, _, err := net.SplitHostPort(l.Addr().String()); err == nil && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -36,9 +36,11 @@ import (
 //     deletion), "new" (the reply does not say that the key was new), the
 //     "del" that follows a pop which emptied a key, events of writes a
 //     script or FUNCTION makes (they run inside the log's Apply at every
-//     replica) and of stream commands other than XADD, XDEL, XTRIM and
-//     XSETID: XGROUP's, the "xtrim" of an XADD that trimmed, and the
-//     consumer creations of XREADGROUP and XCLAIM (their replies do not
+//     replica) and of stream commands other than XADD, XDEL, XTRIM, XSETID
+//     and XGROUP CREATE, SETID, DESTROY and CREATECONSUMER: the "xtrim" of
+//     an XADD that trimmed, XGROUP DELCONSUMER's (its reply, the pending
+//     count, does not say whether the consumer existed) and the consumer
+//     creations of XREADGROUP, XCLAIM and XAUTOCLAIM (their replies do not
 //     say what changed). The flags x, e, n, t, m and d are
 //     accepted and shown by CONFIG GET.
 
@@ -213,6 +215,11 @@ var ksRules = map[string]ksRule{
 	"xdel":             {ev(nStream, "xdel", 1), positive},
 	"xtrim":            {ev(nStream, "xtrim", 1), positive},
 	"xsetid":           {ev(nStream, "xsetid", 1), always},
+	// XGROUP's by subcommand (keyspaceNote): its key is args[2].
+	"xgroup|create":         {ev(nStream, "xgroup-create", 2), always},
+	"xgroup|setid":          {ev(nStream, "xgroup-setid", 2), always},
+	"xgroup|destroy":        {ev(nStream, "xgroup-destroy", 2), positive},
+	"xgroup|createconsumer": {ev(nStream, "xgroup-createconsumer", 2), positive},
 }
 
 // keyspaceNote returns the function that publishes the events of command
@@ -222,6 +229,9 @@ func (c *conn) keyspaceNote(name string, args [][]byte) func(service.Result) {
 	flags := int(c.s.notify.flags.Load())
 	if flags&(nKeyspace|nKeyevent) == 0 {
 		return nil
+	}
+	if name == "xgroup" && len(args) > 1 {
+		name += "|" + lower(args[1])
 	}
 	rule, ok := ksRules[name]
 	if !ok {

@@ -229,6 +229,17 @@ func (c *conn) runPlan(name string, p plan) {
 	c.writeResult(c.sendPlan(name, p))
 }
 
+// allReads says whether every operation only reads (then an error of a
+// plan sent per key left nothing half done: LCS).
+func allReads(ops []service.Op) bool {
+	for _, op := range ops {
+		if !(service.KV{}).IsRead(op) {
+			return false
+		}
+	}
+	return true
+}
+
 // sendPlan sends p's operations (already checked) and returns its reply.
 func (c *conn) sendPlan(name string, p plan) service.Result {
 	if len(p.ops) == 0 {
@@ -246,7 +257,7 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 	if !group {
 		rs := c.runAll(p.ops)
 		r := p.render(rs)
-		if r.Type == service.ResultErr && len(p.ops) > 1 && !c.txn.open {
+		if r.Type == service.ResultErr && len(p.ops) > 1 && !c.txn.open && !allReads(p.ops) {
 			r.Err = withCode(r.Err) + fmt.Sprintf(" (%s is not atomic across keys: the other keys were processed)", strings.ToUpper(name))
 		}
 		return r
@@ -271,7 +282,7 @@ func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, int, servic
 	c.mu.Unlock()
 	all := append(append([]service.Op(nil), guards...), ops...)
 	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
-	res, results := c.submitGroup(ns.Name, automaton.Request{ID: id, Ops: all, Opts: c.requestOptions(read, id)})
+	res, results := c.submitGroup(ns.Name, automaton.Request{ID: id, Ops: all, Opts: c.requestOptions(read, id), Checked: true}) // validated in check
 	if res.Type == service.ResultErr {
 		return nil, -1, res
 	}

@@ -125,6 +125,7 @@ type Server struct {
 	tun    tunableValues // CONFIG's encoding tunables (config.go)
 	cmds   cmdStats      // INFO commandstats (infostats.go)
 	acc    *accessTable  // keys' last access through this node (access.go)
+	acllog aclLog        // ACL LOG (acllog.go)
 	blk    blockReg      // blocked clients (blocking.go)
 	scr    scripts       // the script cache and function libraries (script.go)
 	ps     hub           // pub/sub subscribers (pubsub.go)

@@ -199,7 +199,7 @@ func TestConnectionCommands(t *testing.T) {
 		cmd("CONFIG SET maxclients 78 max-pipeline 0", "(error) ERR CONFIG SET failed (possibly related to argument 'max-pipeline') - argument couldn't be parsed into an integer or is out of range: max-pipeline: 0 must be 1-1048576"),
 		cmd("CONFIG GET maxc*", "1) \"maxclients\"\n2) \"77\""),
 		cmd("CONFIG SET maxclients 78 max-pipeline 2k", "OK"),
-		cmd("CONFIG GET max*", "1) \"max-pipeline\"\n2) \"2000\"\n3) \"maxclients\"\n4) \"78\"\n5) \"maxmemory\"\n6) \"0\""),
+		cmd("CONFIG GET max*", " 1) \"max-pipeline\"\n 2) \"2000\"\n 3) \"maxclients\"\n 4) \"78\"\n 5) \"maxmemory\"\n 6) \"0\"\n 7) \"maxmemory-clients\"\n 8) \"0\"\n 9) \"maxmemory-policy\"\n10) \"noeviction\"\n11) \"maxmemory-samples\"\n12) \"5\""),
 		step{[]string{"CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0"}, "OK"},
 		cmd("CONFIG GET client-output-buffer-limit", "1) \"client-output-buffer-limit\"\n2) \"normal 1048576 0 0 replica 0 0 0 pubsub 1048576 0 0\""),
 		step{[]string{"CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 1mb 60"}, "(error) ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Synod has no soft output buffer limit: give soft limit and seconds as 0"},

@@ -102,7 +102,7 @@ func TestStreamReadFromScript(t *testing.T) {
 	})
 }
 
-// XADD, XDEL, XTRIM and XSETID fire their keyspace events (class t) when
+// XADD, XDEL, XTRIM, XSETID and XGROUP fire their keyspace events (class t) when
 // they changed the stream.
 func TestStreamNotifications(t *testing.T) {
 	_, addr := startServer(t, gatewaytest.MustAutomaton(t, pxName, "kv"), ServerOptions{})
@@ -119,9 +119,18 @@ func TestStreamNotifications(t *testing.T) {
 		cmd("XTRIM s MAXLEN 5", "(integer) 0"),
 		cmd("XTRIM s MAXLEN 0", "(integer) 1"),
 		cmd("XSETID s 5-0", "OK"),
+		cmd("XGROUP CREATE s g $", "OK"),
+		cmd("XGROUP CREATE s g $", "(error) BUSYGROUP Consumer Group name already exists"),
+		cmd("XGROUP CREATECONSUMER s g Bob", "(integer) 1"),
+		cmd("XGROUP CREATECONSUMER s g Bob", "(integer) 0"),
+		cmd("XGROUP SETID s g 0", "OK"),
+		cmd("XGROUP DESTROY s nosuch", "(integer) 0"),
+		cmd("XGROUP DESTROY s g", "(integer) 1"),
 	})
 	wantFrames(t, sub,
 		"pmessage * __keyspace@0__:s xadd", "pmessage * __keyspace@0__:s xadd",
 		"pmessage * __keyspace@0__:s xdel", "pmessage * __keyspace@0__:s xtrim",
-		"pmessage * __keyspace@0__:s xsetid")
+		"pmessage * __keyspace@0__:s xsetid", "pmessage * __keyspace@0__:s xgroup-create",
+		"pmessage * __keyspace@0__:s xgroup-createconsumer", "pmessage * __keyspace@0__:s xgroup-setid",
+		"pmessage * __keyspace@0__:s xgroup-destroy")
 }

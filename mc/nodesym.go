@@ -28,11 +28,15 @@ import (
 //     sort of the actors' states, whose ids make it miss some renamings):
 //     the groups are small (N-1 of 3-5 nodes), and the least hash is
 //     canonical, which the soundness test can then demand exactly.
-//   - The renamed encodings are the fast path's (automaton.ModelStater):
-//     the reflective walk cannot tell a node name in a string from any
-//     other string, so node symmetry is off with Config.Reflective and for
-//     automata without ModelNodeRenamer (or checkers without
-//     ModelCheckerNodeRenamer).
+//   - The renamed encodings are the fast path's (automaton.ModelStater
+//     with ModelNodeRenamer, the checker with ModelCheckerNodeRenamer), or
+//     the reflective walk's for a protocol that names nodes only in
+//     automaton.NodeID values (automaton.ModelTypedNodeNames: the walk
+//     renames every NodeID it meets, and a reference to node i's automaton
+//     as one to its renamed position; unreplicated). The reflective walk
+//     cannot tell a node name in a plain string from any other string, so
+//     any other protocol without a renamed encoding gets no reduction; nor
+//     does any with Config.Reflective.
 //   - Off on a bynode network (it orders inboxes by node number), with
 //     stateful effect executors (their log is not renamed) and with
 //     crashes before fsync (unsynced records are not renamed).
@@ -53,7 +57,7 @@ func (w *world) nodeSymmetryGroups() (reduce, declared [][]int) {
 	if cfg.Reflective || cfg.Net.ByNode || cfg.CrashBeforeFsync || len(cfg.Model.StatefulEffects) > 0 {
 		return nil, declared
 	}
-	if w.checker != nil {
+	if w.checker != nil && !w.typedNodeNames() {
 		if _, ok := w.checker.(automaton.ModelCheckerNodeRenamer); !ok {
 			return nil, declared
 		}
@@ -95,15 +99,26 @@ func (w *world) declaredNodeGroups() [][]int {
 	return groups
 }
 
+// typedNodeNames reports whether the protocol names nodes only in
+// automaton.NodeID values (automaton.ModelTypedNodeNames): its automata
+// and checker are then hashed renamed by reflection.
+func (w *world) typedNodeNames() bool {
+	_, ok := w.proto.(automaton.ModelTypedNodeNames)
+	return ok
+}
+
 // checkNodeRenamers drops the node groups when the booted automata cannot
-// encode themselves renamed, and keeps one to rename messages and records
-// with (any node's will do: they are one protocol's).
+// encode themselves renamed (the fast path's renamed encoding, or the
+// reflective walk's for typed node names), and keeps one to rename
+// messages and records with (any node's will do: they are one protocol's).
 func (w *world) checkNodeRenamers() {
+	typed := w.typedNodeNames()
 	for i := range w.nodes {
 		if a := w.nodes[i].a; a != nil {
-			r, ok := a.(automaton.ModelNodeRenamer)
+			_, fast := a.(automaton.ModelNodeRenamer)
 			_, s := a.(automaton.ModelStater)
-			if !ok || !s {
+			r, ok := a.(automaton.ModelMessageRenamer)
+			if !ok || !(fast && s) && !(typed && !s) {
 				w.nodeGroups, w.symRenamer = nil, nil
 				return
 			}
@@ -147,9 +162,14 @@ func (w *world) nodeRenamings(f func(r *automaton.NodeRenaming, inv []int)) {
 	})
 }
 
-// renamedNodeHash hashes node i's automaton encoded with nodes renamed.
+// renamedNodeHash hashes node i's automaton encoded with nodes renamed:
+// its own renamed encoding, or by reflection with typed node names.
 func (w *world) renamedNodeHash(hs *hasher, i int, r *automaton.NodeRenaming) uint64 {
-	a := w.nodes[i].a.(automaton.ModelNodeRenamer)
+	a, ok := w.nodes[i].a.(automaton.ModelNodeRenamer)
+	if !ok {
+		rh := &hasher{perm: hs.perm, w: w, node: r}
+		return rh.prepare().sum(w.nodes[i].a, i)
+	}
 	return encodedHash(func(b []byte) []byte { return a.AppendRenamedModelState(b, hs.rename(), r) })
 }
 
@@ -176,9 +196,14 @@ func (w *world) renamedMsgHash(m *message, perm []int, r *automaton.NodeRenaming
 	return msgHash(&x, perm)
 }
 
-// renamedCheckerHash hashes the checker encoded with nodes renamed.
+// renamedCheckerHash hashes the checker encoded with nodes renamed (by
+// reflection for a protocol with typed node names).
 func (w *world) renamedCheckerHash(hs *hasher, r *automaton.NodeRenaming) uint64 {
-	cs := w.checker.(automaton.ModelCheckerNodeRenamer)
+	cs, ok := w.checker.(automaton.ModelCheckerNodeRenamer)
+	if !ok {
+		rh := &hasher{perm: hs.perm, w: w, node: r}
+		return rh.prepare().sum(w.checker, -1)
+	}
 	ref := func(a automaton.Automaton) int { return r.Index(w.ref(a)) }
 	return encodedHash(func(b []byte) []byte { return cs.AppendRenamedModelState(b, ref, hs.rename(), r) })
 }

@@ -36,6 +36,7 @@ var (
 	outsType   = reflect.TypeOf([]automaton.Output(nil))
 	configType = reflect.TypeOf(automaton.Config{})
 	reqIDType  = reflect.TypeOf(automaton.RequestID{})
+	nodeIDType = reflect.TypeOf(automaton.NodeID(""))
 	typeIDs    sync.Map // reflect.Type -> uint64
 	pointerFre sync.Map // reflect.Type -> bool (type holds no pointer: copy by value)
 )
@@ -67,6 +68,11 @@ type hasher struct {
 	// perm, when set, renames clients (symmetry.go): a RequestID of client
 	// c+1 hashes as one of client perm[c]+1.
 	perm []int
+	// node, when set, renames nodes (nodesym.go): a value of type
+	// automaton.NodeID hashes as its renamed id, a reference to node i's
+	// automaton as one to node node.Index(i). Only for protocols whose
+	// state names nodes so (automaton.ModelTypedNodeNames).
+	node *automaton.NodeRenaming
 	buf  [8]byte
 	// w is the state whose automata roots lists (prepare).
 	w *world
@@ -96,8 +102,12 @@ func (hs *hasher) value(h *maphash.Hash, v reflect.Value) {
 		hs.u64(h, math.Float64bits(real(c)))
 		hs.u64(h, math.Float64bits(imag(c)))
 	case reflect.String:
-		hs.u64(h, uint64(v.Len()))
-		h.WriteString(v.String())
+		s := v.String()
+		if hs.node != nil && v.Type() == nodeIDType {
+			s = hs.node.Name(s)
+		}
+		hs.u64(h, uint64(len(s)))
+		h.WriteString(s)
 	case reflect.Slice:
 		if v.Type() == outsType {
 			return
@@ -167,7 +177,7 @@ func (hs *hasher) value(h *maphash.Hash, v reflect.Value) {
 		p := v.Pointer()
 		if i, ok := hs.roots[p]; ok {
 			h.WriteByte(0xfd)
-			hs.u64(h, uint64(i))
+			hs.u64(h, uint64(hs.node.Index(i)))
 			return
 		}
 		if hs.stack[p] {

@@ -150,7 +150,7 @@ type world struct {
 	// nodeGroups: the interchangeable nodes (nodesym.go), fixed at the
 	// start; symRenamer renames node names in messages and records.
 	nodeGroups [][]int
-	symRenamer automaton.ModelNodeRenamer
+	symRenamer automaton.ModelMessageRenamer
 	// seedGroups: nodeGroups as first computed, which seeds the nodes'
 	// random sources (kept if the automata turn out not to rename).
 	seedGroups [][]int

@@ -149,3 +149,63 @@ func BenchmarkNamespacesPut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkABDPut measures what issue 28 item 3 is about on the runtime
+// path alone (no RESP gateway): 64 puts in flight through Node.Do at one
+// coordinator of a 3-node ABD cluster (durability memory), with the loop
+// yielding once before it steps a pass's client batch (loop.go,
+// yieldForRequests) and without. Besides cpu-us/op it reports, summed over
+// the nodes, msgs/op (peer messages sent), writes/op (peer write system
+// calls: an inline frame, or the writer's batch of queued frames) and
+// steps/op (automaton steps: a pass's client batch is one).
+//
+//	go test ./node -run '^$' -bench ABDPut -benchtime 20000x
+func BenchmarkABDPut(b *testing.B) {
+	for _, noYield := range []bool{true, false} {
+		b.Run(fmt.Sprintf("yield=%v", !noYield), func(b *testing.B) {
+			ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
+			cfg, ls := mkCluster(b, 3, config.Memory, ns)
+			var nodes []*Node
+			for i, n := range cfg.Nodes {
+				nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], Options{noYield: noYield}))
+			}
+			coord := nodes[0]
+			do(b, coord, "default", req("set", "warm", "x"))
+			val := make([]byte, 100)
+			var client atomic.Uint64
+			writes := func() (s uint64) {
+				for _, n := range nodes {
+					for _, st := range n.tr.Stats() {
+						s += st.Writes
+					}
+				}
+				return s
+			}
+			b.ReportAllocs()
+			cpu0, msgs0, w0, st0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf)
+			b.ResetTimer()
+			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				id := client.Add(1)
+				for seq := uint64(1); pb.Next(); seq++ {
+					r := automaton.Request{ID: automaton.RequestID{Client: 1000 + id, Seq: seq},
+						Op: service.Op{Kind: "set", Key: fmt.Sprintf("k%d-%d", id, seq%1000), Args: [][]byte{val}}}
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					resp, err := coord.Do(ctx, "default", r)
+					cancel()
+					if err != nil || resp.Result.IsErr() {
+						b.Errorf("set: %v %v", err, resp.Result)
+					}
+				}
+			})
+			b.StopTimer()
+			n := float64(b.N)
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
+			b.ReportMetric(float64(counter(nodes, msgsOf)-msgs0)/n, "msgs/op")
+			b.ReportMetric(float64(writes()-w0)/n, "writes/op")
+			b.ReportMetric(float64(counter(nodes, steppedOf)-st0)/n, "steps/op")
+		})
+	}
+}
+
+func steppedOf(l *nsLoop) uint64 { return l.stepped.Load() }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,22 @@ type nsLoop struct {
 	rmu sync.Mutex
 	rel *release.Interp
 
+	// A pass's peer messages, under rmu (send runs under it), for a
+	// protocol that steps client batches (batches) on the TCP transport
+	// (fs: out's FrameSender form; nil otherwise). While the loop runs a
+	// pass (turn), send encodes each message into its destination's
+	// buffer; the pass's end sends each destination's in one
+	// FrameSender.SendFrames, one write system call for all when the
+	// connection is idle (issue 28 item 3: the messages one loop turn
+	// sends to a peer leave as one frame... in one write). A send outside
+	// a pass (the committer's releases) sends what is buffered first, so
+	// each peer's messages keep their release order. Not for the other
+	// protocols: Multi-Paxos formed smaller instances when its Accepts
+	// waited for the pass's end (docs/COSTS.md, "Tried and taken out").
+	turn    bool
+	turnOut []turnPeer
+	fs      transport.FrameSender
+
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID]waiterSet
 
@@ -196,6 +213,9 @@ func (l *nsLoop) run(start automaton.Start) {
 	defer l.n.wg.Done()
 	defer l.stopTimers()
 	defer l.closeEffects() // after the committer's last releases (below)
+	if l.batches {
+		l.fs, _ = l.out.(transport.FrameSender)
+	}
 	go l.committer()
 	// On return: no more batches; the committer commits and releases what it
 	// holds (unless a commit failed) before the node closes storage.
@@ -211,24 +231,112 @@ func (l *nsLoop) run(start automaton.Start) {
 	for {
 		select {
 		case ev := <-l.inbox:
+			l.beginTurn()
 			l.take(ev)
 		case <-l.n.stopping:
 			return
 		}
+		yielded := false
 	more:
 		for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
 			select {
 			case ev := <-l.inbox:
 				l.take(ev)
 			default:
+				if l.yieldForRequests(yielded) {
+					yielded = true
+					continue
+				}
 				break more
 			}
 		}
 		l.stepReqs()
 		l.noteLeader()
-		if !l.flush() {
+		ok := l.flush()
+		l.endTurn()
+		if !ok {
 			return
 		}
+	}
+}
+
+// turnPeer is one destination's messages of a pass, encoded as frames
+// (transport.AppendFrame).
+type turnPeer struct {
+	to     automaton.NodeID
+	frames []byte
+	n      int
+}
+
+// maxTurnFrames bounds a destination's buffered frames: past it they are
+// sent at once. A message larger than it is sent alone, after the buffer.
+const maxTurnFrames = 256 << 10
+
+func (l *nsLoop) beginTurn() {
+	if l.fs == nil {
+		return
+	}
+	l.rmu.Lock()
+	l.turn = true
+	l.rmu.Unlock()
+}
+
+// endTurn sends the pass's buffered messages.
+func (l *nsLoop) endTurn() {
+	if l.fs == nil {
+		return
+	}
+	l.rmu.Lock()
+	l.turn = false
+	l.sendTurn()
+	l.rmu.Unlock()
+}
+
+// bufferSend adds a message to its destination's frames of this pass.
+// Under rmu.
+func (l *nsLoop) bufferSend(s automaton.Send) {
+	var tp *turnPeer
+	for i := range l.turnOut {
+		if l.turnOut[i].to == s.To {
+			tp = &l.turnOut[i]
+			break
+		}
+	}
+	if tp == nil {
+		l.turnOut = append(l.turnOut, turnPeer{to: s.To})
+		tp = &l.turnOut[len(l.turnOut)-1]
+	}
+	tp.frames = transport.AppendFrame(tp.frames, l.ns.Name, s.Msg)
+	tp.n++
+	if tr := l.n.opts.trace; tr != nil {
+		tr(stageSend, s.To, msgKind(s.Msg))
+	}
+	if len(tp.frames) >= maxTurnFrames {
+		l.sendFrames(tp)
+	}
+}
+
+// sendTurn sends every destination's buffered frames. Under rmu.
+func (l *nsLoop) sendTurn() {
+	for i := range l.turnOut {
+		if l.turnOut[i].n > 0 {
+			l.sendFrames(&l.turnOut[i])
+		}
+	}
+}
+
+func (l *nsLoop) sendFrames(tp *turnPeer) {
+	if err := l.fs.SendFrames(tp.to, tp.frames, tp.n); err != nil {
+		if l.badSends.Add(1) <= 10 {
+			l.log.Debug("peer send failed", "to", tp.to, "messages", tp.n, "err", err)
+		}
+	} else {
+		l.msgsOut.Add(uint64(tp.n))
+		l.mOut.Add(float64(tp.n))
+	}
+	tp.frames, tp.n = tp.frames[:0], 0
+	if cap(tp.frames) > 4*maxTurnFrames {
+		tp.frames = nil
 	}
 }
 
@@ -253,6 +361,24 @@ func (l *nsLoop) take(ev event) {
 		}
 	}
 	l.step(ev)
+}
+
+// yieldForRequests lets the goroutines that are ready to run go first,
+// once per pass (yielded: already done), when the pass holds client
+// requests for one ClientBatch (a protocol that steps client batches) and
+// the inbox is empty: the clients' connection goroutines that have a
+// request read but not yet handed over then hand it to this pass, and it
+// joins the batch, so one round of peer messages (one frame and write
+// per peer) serves more requests (issue 28 item 3: "the loop drains what
+// is ready before it steps"). runtime.Gosched returns at once when
+// nothing else is ready to run (one client: no wait); it reports whether
+// the loop yielded.
+func (l *nsLoop) yieldForRequests(yielded bool) bool {
+	if yielded || len(l.reqs) == 0 || l.n.opts.noYield {
+		return false
+	}
+	runtime.Gosched()
+	return true
 }
 
 // stepReqs steps the client requests take held: one as a ClientRequest,
@@ -646,6 +772,13 @@ func (l *nsLoop) release1(o automaton.Output) {
 }
 
 func (l *nsLoop) send(s automaton.Send) {
+	if l.fs != nil && !l.lazy {
+		if l.turn && transport.FrameSize(l.ns.Name, s.Msg) <= maxTurnFrames {
+			l.bufferSend(s)
+			return
+		}
+		l.sendTurn() // what the pass buffered leaves first
+	}
 	var err error
 	if l.lazy && l.out == transport.Sender(l.n.tr) {
 		l.n.sendCoalesced(s.To, l.ns.Name, s.Msg) // coalesce.go

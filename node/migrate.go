@@ -361,7 +361,7 @@ func (n *Node) Migrate(ctx context.Context, ns string, args []string) (string, e
 		if err := n.pollPlacement(ctx, s); err != nil {
 			return "", err
 		}
-		return migrationStatus(s.view()), nil
+		return migrationStatus(s.view()) + n.placementLog(ctx, s, 5), nil
 	case "pause", "resume", "cancel", "rate":
 		if rec == nil || rec.Phase.Finished() {
 			return "", errors.New("no migration under way")

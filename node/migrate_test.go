@@ -252,7 +252,7 @@ func TestMigrateSlotsUnderLoad(t *testing.T) {
 	}
 	// Without the guard (the node's own, unchecked path) the same write is
 	// applied by s0, which no longer owns the slot: what the guard stops.
-	resp, err = n1.do(internalCtx(ctx), "default#s0", automaton.Request{ID: automaton.RequestID{Client: 42, Seq: 2}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("stale")}}}, true)
+	resp, err = n1.do(internalCtx(ctx), "default#s0", automaton.Request{ID: automaton.RequestID{Client: 42, Seq: 2}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("stale")}}})
 	if err != nil || resp.Result.IsErr() {
 		t.Fatalf("unguarded write: %+v, %v", resp.Result, err)
 	}

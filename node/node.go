@@ -143,6 +143,9 @@ type Options struct {
 	// noCoalesce turns coalesced heartbeats off (coalesce.go): tests'
 	// and benchmarks' "before" variant only.
 	noCoalesce bool
+	// noYield: the loop does not yield before stepping a pass's client
+	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
+	noYield bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -188,6 +191,7 @@ type Node struct {
 	shards  map[string]*shardedNS     // sharded namespaces by name (shard.go)
 	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
+	txs     txnStats                  // cross-shard transactions coordinated and resolved here (txn.go)
 	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
@@ -201,6 +205,7 @@ type Node struct {
 	slotClient, slotSeq uint64
 	placeNudge          chan struct{}
 	drive               driveState
+	placer              placerState // placement decisions (placer.go)
 
 	engine storage.Engine
 	// wal is engine when it is the WAL (set once storage is open): its
@@ -272,6 +277,7 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		n.durable = opts.Storage.Durability() == config.Fsync
 	}
 	n.initShards() // shard.go
+	n.initPlacer() // placer.go
 	if n.remotes, err = newRemotes(cfg); err != nil {
 		return nil, err
 	}
@@ -513,6 +519,8 @@ func (n *Node) start() error {
 		go n.runPlacement() // slotmap.go
 		n.bg.Add(1)
 		go n.resolveTxns() // txn.go
+		n.bg.Add(1)
+		go n.runPlacer() // placer.go
 	}
 	n.gw = gateway.NewServer(n, n.gatewayOptions()) // overload.go
 	n.m.registerOverload(string(n.id), n.gw)
@@ -668,12 +676,13 @@ var _ gateway.Backend = (*Node)(nil)
 
 // Do implements gateway.Backend.
 func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
-	return n.do(ctx, ns, req, false)
+	return n.do(ctx, ns, req)
 }
 
-// do is Do; checked says req was validated here already (doSharded does,
-// to route it), so a shard group's ownership check need not again.
-func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked bool) (automaton.Response, error) {
+// do is Do. A request validated already (Request.Checked: by the gateway,
+// or by doSharded to route it) is not validated again, here or by the
+// protocol (proto.Validating).
+func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
 	l := n.loops[ns]
 	if l == nil && n.shards[ns] != nil {
 		return n.doSharded(ctx, ns, req) // shard.go
@@ -684,18 +693,20 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request, checked
 	if err := n.open(); err != nil {
 		return automaton.Response{}, err
 	}
-	// The caller validated req (gateway.Backend.Do: the RESP and gRPC edges
-	// do, once); the protocol refuses an invalid request all the same. Only
+	// A request is validated once: by the RESP and gRPC edges, which mark
+	// it Checked, or else by the protocol's step (proto.Validating). Only
 	// a shard group's ownership check reads the keys of the request before
-	// the protocol does, so it validates first (a forwarded request, or a
-	// nested call, reaches it without an edge). A client request of a shard
-	// group then runs guarded by its slots' states in the group's log
-	// (slotmap.go); the node's own requests (internal) skip both.
+	// the protocol does, so it validates an unchecked one first (a
+	// forwarded request, or a nested call, reaches it without an edge). A
+	// client request of a shard group then runs guarded by its slots'
+	// states in the group's log (slotmap.go); the node's own requests
+	// (internal) skip both.
 	if len(n.groupOf) > 0 && n.groupOf[ns] != nil && !isInternal(ctx) {
-		if !checked {
+		if !req.Checked {
 			if err := automaton.ValidateRequest(l.svc, req); err != nil {
 				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 			}
+			req.Checked = true
 		}
 		if res, refused := n.refuseUnowned(ctx, ns, req); refused { // shard.go
 			return automaton.Response{ID: req.ID, Result: res}, nil
@@ -989,7 +1000,8 @@ func (n *Node) Info() map[string]map[string]string {
 		out["placement"] = p
 	}
 	if sh := n.shardsInfo(); len(sh) > 0 {
-		out["shards"] = sh // shard.go
+		out["shards"] = sh                 // shard.go
+		out["transactions"] = n.txs.info() // txn.go
 	}
 	if n.tr != nil {
 		peers := map[string]string{}

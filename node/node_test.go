@@ -3,8 +3,10 @@ package node
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/synod-dev/synod/transport"
 	"io"
 	"net"
 	"net/http"
@@ -938,4 +940,79 @@ func heldRecord(t *testing.T, cfg *config.Cluster, key string) string {
 		t.Fatal(err)
 	}
 	return string(recs[key])
+}
+
+// recSender records what the loop hands to the transport.
+type recSender struct{ calls []string }
+
+func (r *recSender) Send(to automaton.NodeID, ns string, msg []byte) error {
+	r.calls = append(r.calls, fmt.Sprintf("send %s %d bytes", to, len(msg)))
+	return nil
+}
+
+func (r *recSender) SendFrames(to automaton.NodeID, frames []byte, n int) error {
+	var msgs []string
+	for len(frames) > 0 {
+		size := binary.BigEndian.Uint32(frames)
+		_, msg, err := transport.DecodePayload(frames[4 : 4+size])
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, string(msg))
+		frames = frames[4+size:]
+	}
+	if len(msgs) != n {
+		return fmt.Errorf("%d frames, told %d", len(msgs), n)
+	}
+	r.calls = append(r.calls, fmt.Sprintf("frames %s %s", to, strings.Join(msgs, ",")))
+	return nil
+}
+
+// A loop pass's messages leave at its end, one SendFrames per destination
+// holding that destination's messages in release order (issue 28 item 3;
+// loops of protocols that step client batches);
+// a message too large to buffer goes alone, after what was buffered for its
+// peer; outside a turn a message goes at once.
+func TestTurnCoalescesMessagesPerPeer(t *testing.T) {
+	cfg, _ := mkCluster(t, 3, config.Memory, nsMisc)
+	n, err := New(cfg, "n1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close(n.stopping)
+	l := n.loops["misc"]
+	sa := &scripted{}
+	l.a = sa
+	rec := &recSender{}
+	l.out, l.fs = rec, rec
+	send := func(to, msg string) automaton.Output {
+		return automaton.Send{To: automaton.NodeID(to), Msg: []byte(msg)}
+	}
+	step := func(outs ...automaton.Output) {
+		sa.next = outs
+		l.step(event{in: automaton.ClientRequest{}})
+	}
+	expect := func(when string, want ...string) {
+		t.Helper()
+		if !slices.Equal(rec.calls, want) {
+			t.Fatalf("%s: %q, want %q", when, rec.calls, want)
+		}
+		rec.calls = nil
+	}
+	l.beginTurn()
+	step(send("n2", "a1"), send("n3", "b1"), send("n2", "a2"))
+	step(send("n2", "a3"))
+	expect("during the turn")
+	l.endTurn()
+	expect("at the turn's end", "frames n2 a1,a2,a3", "frames n3 b1")
+	l.endTurn()
+	expect("an empty turn")
+	big := make([]byte, maxTurnFrames)
+	l.beginTurn()
+	step(send("n2", "a4"), automaton.Send{To: "n2", Msg: big}, send("n3", "b2"))
+	expect("a large message in a turn", "frames n2 a4", fmt.Sprintf("send n2 %d bytes", len(big)))
+	l.endTurn()
+	expect("the turn's end", "frames n3 b2")
+	step(send("n3", "b3"))
+	expect("outside a turn", "send n3 2 bytes")
 }

@@ -33,9 +33,9 @@ import (
 // namespace (Backend.Do) is routed by its keys' hash slots: to the group on
 // this node when this node replicates it, else forwarded to a node that
 // does (below). An atomic group whose operations fall in different
-// groups runs as a cross-shard transaction (txn.go, package shard/txn);
-// one operation whose keys fall in different groups (RENAME a b) is
-// refused with Redis Cluster's CROSSSLOT error. Operations on the whole
+// groups, or one operation whose keys do (RENAME a b), runs as a
+// cross-shard transaction (txn.go, package shard/txn) where Redis Cluster
+// answers CROSSSLOT. Operations on the whole
 // keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) and interactive
 // transactions (SYNOD BEGIN) are refused.
 //
@@ -66,6 +66,7 @@ type shardedNS struct {
 	groups []config.Group
 	cur    atomic.Pointer[slotView] // the newest slot map read (slotmap.go)
 	retry  bool                     // the protocol deduplicates a resent request
+	ops    []atomic.Uint64          // client requests routed to each group (placer.go; nil without a placement block)
 }
 
 func (n *Node) initShards() {
@@ -217,10 +218,13 @@ func (n *Node) refuseUnowned(ctx context.Context, gname string, req automaton.Re
 // or forwarded to a node of the group.
 func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
 	s := n.shards[ns]
-	// Validated here, not only at the edge: routing reads the request's
-	// keys, and a nested call reaches this without an edge.
-	if err := automaton.ValidateRequest(s.svc, req); err != nil {
-		return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
+	// Routing reads the request's keys, so one that no edge validated (a
+	// nested call) is validated here, once.
+	if !req.Checked {
+		if err := automaton.ValidateRequest(s.svc, req); err != nil {
+			return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
+		}
+		req.Checked = true
 	}
 	resp, err := n.routeOnce(ctx, s, req)
 	if err != nil || gateway.ClusterModeOf(ctx).Aware || s.ns.Name == config.PlacementName {
@@ -236,15 +240,19 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	gi, res, ok := s.route(req, asking)
 	if !ok && res.Err == crossSlot {
 		if parts, ok := s.crossParts(req, asking); ok {
-			return n.crossShard(ctx, s, req, parts) // txn.go
+			return n.crossShard(ctx, s, req, parts, nil) // txn.go
+		}
+		if parts, comp, ok := s.computeParts(req, asking); ok {
+			return n.crossShard(ctx, s, req, parts, comp)
 		}
 	}
 	if !ok {
 		return automaton.Response{ID: req.ID, Result: res}, nil
 	}
+	s.countOps(gi) // placer.go
 	g := s.groups[gi]
 	if n.loops[g.Namespace.Name] != nil {
-		return n.do(ctx, g.Namespace.Name, req, true) // validated above
+		return n.do(ctx, g.Namespace.Name, req)
 	}
 	return n.forward(ctx, s, g, req)
 }

@@ -68,11 +68,11 @@ func BenchmarkSlotGuard(b *testing.B) {
 							if res, refused := leader.refuseUnowned(ctx, "default#s0", r); refused {
 								resp.Result = res
 							} else {
-								resp, err = leader.do(internalCtx(ctx), "default#s0", r, true)
+								resp, err = leader.do(internalCtx(ctx), "default#s0", r)
 							}
 						}
 					default:
-						resp, err = leader.do(internalCtx(ctx), "default#s0", r, true)
+						resp, err = leader.do(internalCtx(ctx), "default#s0", r)
 					}
 					cancel()
 					if err != nil || resp.Result.IsErr() {

@@ -301,14 +301,15 @@ func (n *Node) groupAddr(s *shardedNS, gi int) string {
 func (n *Node) doGuarded(ctx context.Context, s *shardedNS, gname string, req automaton.Request) (automaton.Response, error) {
 	g, nguards, ok := n.guarded(s, gname, req, gateway.ClusterModeOf(ctx).Asking)
 	if !ok {
-		return n.do(internalCtx(ctx), gname, req, true)
+		return n.do(internalCtx(ctx), gname, req)
 	}
 	nops := len(req.Ops)
 	single := nops == 0
 	if single {
 		nops = 1
 	}
-	resp, err := n.do(internalCtx(ctx), gname, g, true)
+	g.Checked = req.Checked // the guards are the node's own
+	resp, err := n.do(internalCtx(ctx), gname, g)
 	if err != nil {
 		return resp, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,9 +92,55 @@ func TestCrossShardMultiExec(t *testing.T) {
 	if err != nil || other.Get(ctx, a).Val() != "w" || other.Get(ctx, b).Val() != "w" {
 		t.Fatalf("EXEC with unchanged watched keys: %v, %s=%q %s=%q", err, a, other.Get(ctx, a).Val(), b, other.Get(ctx, b).Val())
 	}
-	// One operation whose keys are in two groups is still CROSSSLOT.
-	if err := cl.Rename(ctx, a, b).Err(); err == nil {
-		t.Fatal("RENAME across shards succeeded")
+	// One operation whose keys are in two groups: a computed transaction.
+	if err := cl.Rename(ctx, a, b).Err(); err != nil {
+		t.Fatalf("RENAME across shards: %v", err)
+	}
+	if v, err := other.Get(ctx, b).Result(); err != nil || v != "w" || other.Exists(ctx, a).Val() != 0 {
+		t.Fatalf("after RENAME %s %s: %s = %q, %v; %s exists %d", a, b, b, v, err, a, other.Exists(ctx, a).Val())
+	}
+	if err := cl.Rename(ctx, a, b).Err(); err == nil || err.Error() != "ERR no such key" {
+		t.Fatalf("RENAME of a missing key across shards = %v, want ERR no such key", err)
+	}
+	if v := other.Get(ctx, b).Val(); v != "w" {
+		t.Fatalf("a failed RENAME changed %s to %q", b, v)
+	}
+	// Sets across shards: SADD, then SINTERSTORE into a third group's key,
+	// SMOVE between groups, each atomic.
+	sk := keysOfGroups(cfg, "set", 1)
+	s0, s1 := sk[0][0], sk[1][0]
+	if err := cl.SAdd(ctx, s0, "x", "y", "z").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.SAdd(ctx, s1, "y", "z", "w").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cl.SInterStore(ctx, a, s0, s1).Result(); err != nil || n != 2 {
+		t.Fatalf("SINTERSTORE across shards = %d, %v", n, err)
+	}
+	if m := other.SMembers(ctx, a).Val(); fmt.Sprint(m) != "[y z]" && fmt.Sprint(m) != "[z y]" {
+		t.Fatalf("SINTERSTORE wrote %v", m)
+	}
+	if ok, err := cl.SMove(ctx, s0, s1, "x").Result(); err != nil || !ok {
+		t.Fatalf("SMOVE across shards = %v, %v", ok, err)
+	}
+	if other.SIsMember(ctx, s0, "x").Val() || !other.SIsMember(ctx, s1, "x").Val() {
+		t.Fatal("SMOVE across shards did not move x")
+	}
+	// INFO transactions counts what this node coordinated.
+	info := cl.Info(ctx, "transactions").Val()
+	if !strings.Contains(info, "txn_committed:") || strings.Contains(info, "txn_committed:0\r") || !strings.Contains(info, "txn_watch_failed:1") {
+		t.Fatalf("INFO transactions at the coordinating node:\n%s", info)
+	}
+	// In MULTI with commands of one group: all of it one transaction.
+	cmds, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, c, "before", 0)
+		p.Rename(ctx, b, c)
+		p.Get(ctx, c)
+		return nil
+	})
+	if err != nil || cmds[2].(*redis.StringCmd).Val() != "w" {
+		t.Fatalf("MULTI SET, RENAME across shards, GET: %v %v", cmds, err)
 	}
 }
 
@@ -234,5 +281,142 @@ func TestCrossShardResolve(t *testing.T) {
 	t.Logf("resolved after %v", time.Since(start))
 	if time.Since(start) > 20*time.Second {
 		t.Fatalf("resolution took %v", time.Since(start))
+	}
+}
+
+// Cross-shard transfers and whole-bank reads run while a slot range that
+// holds some of the accounts moves from s0 to s1 (CLUSTER MIGRATE): the
+// freeze waits for the transactions holding the slots, prepares on frozen
+// slots vote TRYAGAIN and are retried, and after the flip the accounts are
+// served by s1. Every read sees the total, the final total is kept, the
+// migration finishes, and the moved accounts are in s1 and gone from s0.
+func TestCrossShardTxnDuringMigration(t *testing.T) {
+	cfg, nodes, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	moved := []shard.Range{{First: 0, Last: 1499}}
+	m := config.SlotMap(cfg.Namespaces[0])
+	var accts, in []string
+	want := map[string]int{"in": 3, "s0": 2, "s1": 3}
+	for i := 0; want["in"]+want["s0"]+want["s1"] > 0; i++ {
+		k := fmt.Sprintf("acct%d", i)
+		kind := fmt.Sprintf("s%d", m.Group(k))
+		if shard.InRanges(moved, shard.KeySlot(k)) {
+			kind = "in"
+		}
+		if want[kind] > 0 {
+			want[kind]--
+			accts = append(accts, k)
+			if kind == "in" {
+				in = append(in, k)
+			}
+		}
+	}
+	setup := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer setup.Close()
+	for _, k := range accts {
+		if err := setup.Set(ctx, k, 100, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 400; i++ { // something to copy
+		if err := setup.Set(ctx, fmt.Sprintf("{%s}fill%d", in[i%len(in)], i), "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := int64(100 * len(accts))
+	var transfers, reads, during atomic.Int64
+	var migrating atomic.Bool
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := redis.NewClient(&redis.Options{Addr: addrs[(w*2)%len(addrs)], MaxRetries: -1, ReadTimeout: 20 * time.Second})
+			defer cl.Close()
+			for i := 0; !stop.Load(); i++ {
+				if w == 3 {
+					var cmds []*redis.StringCmd
+					_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						cmds = cmds[:0]
+						for _, k := range accts {
+							cmds = append(cmds, p.Get(ctx, k))
+						}
+						return nil
+					})
+					if err != nil {
+						continue
+					}
+					var sum int64
+					for _, c := range cmds {
+						v, _ := strconv.ParseInt(c.Val(), 10, 64)
+						sum += v
+					}
+					reads.Add(1)
+					if sum != total {
+						t.Errorf("a transaction read a total of %d, want %d", sum, total)
+					}
+					continue
+				}
+				from, to := accts[(i+w)%len(accts)], accts[(i*3+w+1)%len(accts)]
+				if from == to {
+					continue
+				}
+				_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.DecrBy(ctx, from, 2)
+					p.IncrBy(ctx, to, 2)
+					return nil
+				})
+				if err == nil {
+					transfers.Add(1)
+					if migrating.Load() {
+						during.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer admin.Close()
+	time.Sleep(300 * time.Millisecond)
+	migrating.Store(true)
+	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-1499").Err(); err != nil {
+		t.Fatal(err)
+	}
+	st := waitPhase(t, ctx, admin, "done")
+	migrating.Store(false)
+	time.Sleep(500 * time.Millisecond) // transactions after the flip
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("migration: %v", st)
+	t.Logf("%d transfers (%d while migrating), %d whole-bank reads", transfers.Load(), during.Load(), reads.Load())
+	var sum int64
+	for _, k := range accts {
+		v, err := setup.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	if sum != total {
+		t.Fatalf("final total %d, want %d", sum, total)
+	}
+	if during.Load() == 0 || reads.Load() == 0 {
+		t.Fatalf("no transfers during the migration (%d) or no reads (%d)", during.Load(), reads.Load())
+	}
+	s1 := keysIn(t, ctx, nodes[0], 1, moved)
+	s0 := keysIn(t, ctx, nodes[0], 0, moved)
+	if len(s0) != 0 {
+		t.Fatalf("s0 still holds %d keys of the moved range", len(s0))
+	}
+	for _, k := range in {
+		found := false
+		for _, x := range s1 {
+			found = found || x == k
+		}
+		if !found {
+			t.Fatalf("moved account %s is not in s1", k)
+		}
 	}
 }

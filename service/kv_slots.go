@@ -26,6 +26,7 @@ import (
 func init() {
 	addKVOps(map[string]kvOp{
 		"slotdirty": {min: 0, max: 0, run: (*KVState).opSlotDirty},
+		"slotstats": {read: true, keyspace: true, run: (*KVState).opSlotStats},
 	})
 }
 
@@ -60,4 +61,26 @@ func (s *KVState) opSlotDirty(op Op) Result {
 		return s.opSAdd(Op{Kind: "sadd", Key: shard.DirtyKey, Args: [][]byte{[]byte(op.Key)}})
 	}
 	return OK()
+}
+
+// opSlotStats is a group's size for the placement service's decisions
+// (shard.Decide): its live keys and their bytes, reserved keys (slot
+// states, dirty sets) left out. Bytes are the key's length plus a string's
+// value length, or plus 32 bytes per element of a collection (an estimate:
+// the exact serialized size would cost a DUMP per key).
+func (s *KVState) opSlotStats(Op) Result {
+	var keys, bytes int64
+	for k, e := range s.m {
+		if e.exp != 0 && e.exp <= s.now || shard.Reserved(k) {
+			continue
+		}
+		keys++
+		bytes += int64(len(k))
+		if e.c == nil {
+			bytes += int64(len(e.v))
+		} else {
+			bytes += 32 * int64(e.c.size())
+		}
+	}
+	return Array(Int(keys), Int(bytes))
 }

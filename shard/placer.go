@@ -39,7 +39,9 @@ import (
 //     Slots are hashed, so half the slots is about half the keys and half
 //     the uniform load; a single hot slot cannot be split (Redis Cluster's
 //     limit too).
-//  4. Merge: two groups both under every merge threshold, whose sum stays
+//  4. Merge: two groups both under every merge threshold for MergeDelay
+//     seconds (ColdFor: a fresh cluster, empty, does not merge at once, nor
+//     a group just split off; CockroachDB's by_load_merge_delay), whose sum stays
 //     under half of each split threshold (so a merge never invites a
 //     split back), while more than MinShards groups own slots. The colder
 //     group's slots all move to the other (preferring one whose slots are
@@ -62,6 +64,7 @@ type PlaceParams struct {
 	MergeBytes int64
 	MergeOps   float64
 	MinShards  int     // never merge below this many groups owning slots
+	MergeDelay float64 // seconds both groups must have been cold before they merge
 	DeadAfter  float64 // seconds a node may be down before its replicas are replaced
 	Cooldown   float64 // seconds between a split or merge and the next
 }
@@ -74,6 +77,8 @@ type PlaceParams struct {
 //   - Merge thresholds an eighth of the split ones (CockroachDB merges
 //     below range_min_bytes, a quarter of its max; an eighth leaves more
 //     room, since a merge here moves a whole group).
+//   - MergeDelay 300 s: CockroachDB's kv.range_split.by_load_merge_delay
+//     (5 minutes), so a load that pauses does not undo its split.
 //   - DeadAfter 60 s: CockroachDB waits 5 minutes (server.time_until_store
 //     _dead); a minute is long against a restart of a killed process and
 //     short against an operator's reaction.
@@ -81,7 +86,7 @@ type PlaceParams struct {
 var DefaultPlaceParams = PlaceParams{
 	SplitKeys: 4_000_000, SplitBytes: 512 << 20, SplitOps: 2500,
 	MergeKeys: 500_000, MergeBytes: 64 << 20, MergeOps: 300,
-	MinShards: 1, DeadAfter: 60, Cooldown: 30,
+	MinShards: 1, MergeDelay: 300, DeadAfter: 60, Cooldown: 30,
 }
 
 // GroupReport is what the placement leader knows of one group.
@@ -93,6 +98,7 @@ type GroupReport struct {
 	Bytes   int64    // bytes held (-1: unknown)
 	Ops     float64  // client requests per second, over the last window
 	Known   bool     // Keys/Bytes/Ops were reported (false: no decision uses them)
+	ColdFor float64  // seconds it has been Cold without a break (the runtime keeps it)
 }
 
 // NodeReport is one node's liveness as the placement leader sees it.
@@ -323,7 +329,9 @@ func groupLive(in PlaceInput, gi int) bool {
 	return true
 }
 
-func cold(g GroupReport, p PlaceParams) bool {
+// Cold reports whether g is under every merge threshold (now; merging
+// also needs it to have been so for MergeDelay, GroupReport.ColdFor).
+func Cold(g GroupReport, p PlaceParams) bool {
 	return g.Known && g.Keys < p.MergeKeys && (g.Bytes < 0 || g.Bytes < p.MergeBytes) && g.Ops < p.MergeOps
 }
 
@@ -359,13 +367,13 @@ func decideMerge(in PlaceInput, p PlaceParams) (Decision, bool) {
 	})
 	for _, from := range order {
 		f := in.Groups[from]
-		if !cold(f, p) || !groupLive(in, from) {
+		if !Cold(f, p) || f.ColdFor < p.MergeDelay || !groupLive(in, from) {
 			continue
 		}
 		to := -1
 		for _, gi := range order {
 			g := in.Groups[gi]
-			if gi == from || !cold(g, p) || !groupLive(in, gi) {
+			if gi == from || !Cold(g, p) || g.ColdFor < p.MergeDelay || !groupLive(in, gi) {
 				continue
 			}
 			sum := GroupReport{Keys: f.Keys + g.Keys, Bytes: f.Bytes + g.Bytes, Ops: f.Ops + g.Ops}

@@ -40,7 +40,7 @@ func placeIn(t *testing.T, groups []string, down ...string) PlaceInput {
 				order = append(order, m)
 			}
 		}
-		in.Groups = append(in.Groups, GroupReport{Name: f[0], Members: members, Leader: f[3], Keys: keys, Bytes: -1, Ops: ops, Known: true})
+		in.Groups = append(in.Groups, GroupReport{Name: f[0], Members: members, Leader: f[3], Keys: keys, Bytes: -1, Ops: ops, Known: true, ColdFor: 100})
 	}
 	for _, d := range down {
 		id, s, _ := strings.Cut(d, "=")
@@ -58,7 +58,7 @@ func placeIn(t *testing.T, groups []string, down ...string) PlaceInput {
 	return in
 }
 
-var testParams = PlaceParams{SplitKeys: 1000, SplitBytes: 1 << 20, SplitOps: 100, MergeKeys: 100, MergeBytes: 1 << 16, MergeOps: 10, MinShards: 1, DeadAfter: 5, Cooldown: 10}
+var testParams = PlaceParams{SplitKeys: 1000, SplitBytes: 1 << 20, SplitOps: 100, MergeKeys: 100, MergeBytes: 1 << 16, MergeOps: 10, MinShards: 1, MergeDelay: 20, DeadAfter: 5, Cooldown: 10}
 
 func TestDecide(t *testing.T) {
 	three := "n1,n2,n3"
@@ -113,6 +113,9 @@ func TestDecide(t *testing.T) {
 		{"the same with a lower sum merges",
 			[]string{"s0:0-8191:" + three + ":n1:350:8", "s1:8192-16383:n4,n5,n6:n4:100:3", "s2:-:n7,n8,n9:n7:0:0"}, nil, false, -1,
 			"merge from=1 to=0 slots=8192-16383", &PlaceParams{SplitKeys: 1000, SplitOps: 100, MergeKeys: 500, MergeOps: 10, MinShards: 1, DeadAfter: 5}},
+		{"cold, but not for MergeDelay yet: no merge",
+			[]string{"s0:0-8191:" + three + ":n1:50:1", "s1:8192-16383:n4,n5,n6:n4:20:0"}, nil, false, -1,
+			"none", &PlaceParams{SplitKeys: 1000, SplitOps: 100, MergeKeys: 100, MergeOps: 10, MinShards: 1, MergeDelay: 101, DeadAfter: 5}},
 		{"no merge below MinShards",
 			[]string{"s0:0-16383:" + three + ":n1:0:0", "s1:-:n4,n5,n6:n4:0:0"}, nil, false, -1,
 			"none", nil},
@@ -220,7 +223,7 @@ func TestDecideProperties(t *testing.T) {
 				in.Map.Groups[or.Group] = append(in.Map.Groups[or.Group], or.Range)
 			}
 			for gi := range in.Map.Groups {
-				in.Groups = append(in.Groups, GroupReport{Name: fmt.Sprint("s", gi), Members: []string{"n1", "n2", "n3"}, Keys: int64(rnd.Intn(2000)), Bytes: -1, Ops: float64(rnd.Intn(200)), Known: true})
+				in.Groups = append(in.Groups, GroupReport{Name: fmt.Sprint("s", gi), Members: []string{"n1", "n2", "n3"}, Keys: int64(rnd.Intn(2000)), Bytes: -1, Ops: float64(rnd.Intn(200)), Known: true, ColdFor: float64(rnd.Intn(40))})
 			}
 			in.Nodes = []NodeReport{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}
 			in.SinceMove = -1

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"testing"
@@ -14,7 +15,14 @@ import (
 // receiver stops reading, socket buffers fill, inline writes are cut short
 // and the writer goroutine finishes them (carry) before anything queued. No
 // frame may be torn, lost, duplicated or reordered on the way.
+// With batch > 1 the frames go batch at a time through SendFrames.
 func TestInlineWritesSurviveAFullSocket(t *testing.T) {
+	for _, batch := range []int{1, 7} {
+		inlineSurvivesFullSocket(t, batch)
+	}
+}
+
+func inlineSurvivesFullSocket(t *testing.T, batch int) {
 	la, lb := listen(t), listen(t)
 	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
 	release := make(chan struct{})
@@ -57,10 +65,21 @@ func TestInlineWritesSurviveAFullSocket(t *testing.T) {
 	waitInline(t, a, "b")
 	deadline := time.Now().Add(5 * time.Second)
 	const n = 2000 // 40 MB: far more than the socket buffers hold
+	var frames []byte
 	for i := range uint64(n) {
 		binary.BigEndian.PutUint64(msg, i)
-		if err := a.Send("b", "ns", msg); err != nil {
-			t.Fatalf("send %d: %v", i, err)
+		if batch == 1 {
+			if err := a.Send("b", "ns", msg); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+			continue
+		}
+		frames = AppendFrame(frames, "ns", msg)
+		if k := int(i%uint64(batch)) + 1; k == batch || i == n-1 {
+			if err := a.SendFrames("b", frames, k); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+			frames = frames[:0]
 		}
 	}
 	close(release)
@@ -100,6 +119,45 @@ func TestSendToAnIdlePeerWritesInline(t *testing.T) {
 		t.Fatalf("sent %d when Send returned, want 1 (written inline)", st.Sent)
 	}
 	in.expect(t, got{"a", "ns", "hello"})
+}
+
+// SendFrames writes many frames to an idle peer in one inline write,
+// counts each message, and they arrive in order; a batch holding a frame
+// over the limit is refused whole and counted as dropped.
+func TestSendFramesToAnIdlePeer(t *testing.T) {
+	a, in := idlePair(t)
+	var frames []byte
+	for _, m := range []string{"one", "two", "three"} {
+		frames = AppendFrame(frames, "ns", []byte(m))
+	}
+	if err := a.SendFrames("b", frames, 3); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats()["b"]; st.Sent != 3 {
+		t.Fatalf("sent %d when SendFrames returned, want 3 (written inline)", st.Sent)
+	}
+	for _, m := range []string{"one", "two", "three"} {
+		in.expect(t, got{"a", "ns", m})
+	}
+	big := binary.BigEndian.AppendUint32(AppendFrame(nil, "ns", []byte("x")), uint32(a.o.MaxFrame+1)) // a header is enough
+	if err := a.SendFrames("b", big, 2); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("a batch with a frame over the limit: %v, want ErrFrameTooLarge", err)
+	}
+	if st := a.Stats()["b"]; st.Sent != 3 || st.Dropped != 2 {
+		t.Fatalf("stats %+v after a refused batch, want 3 sent and 2 dropped", st)
+	}
+	p, _ := a.peer("b")
+	p.wmu.Lock() // the writer cannot write: the batch must stay queued
+	if err := a.SendFrames("b", AppendFrame(AppendFrame(nil, "ns", []byte("four")), "ns", []byte("five")), 2); err != nil {
+		t.Fatal(err)
+	}
+	p.wmu.Unlock()
+	if err := a.Send("b", "ns", []byte("six")); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"four", "five", "six"} {
+		in.expect(t, got{"a", "ns", m})
+	}
 }
 
 // waitInline waits until the writer of tr's connection to peer has set it

@@ -27,3 +27,13 @@ type QueuedSender interface {
 }
 
 var _ QueuedSender = (*Transport)(nil)
+
+// FrameSender is a Sender that also takes many messages to one peer at
+// once, already encoded as frames (Transport.SendFrames): the node's loop
+// sends what one turn released to each peer with it.
+type FrameSender interface {
+	Sender
+	SendFrames(to automaton.NodeID, frames []byte, n int) error
+}
+
+var _ FrameSender = (*Transport)(nil)

@@ -66,6 +66,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -336,26 +337,65 @@ func (t *Transport) send(to automaton.NodeID, ns string, msg []byte, inline bool
 	if t.ctx.Err() != nil {
 		return ErrClosed
 	}
-	size := int64(FrameSize(ns, msg))
-	if inline && p.tryInline(ns, msg, int(size)) {
+	f := newFrame(FrameSize(ns, msg))
+	f.b = AppendFrame(f.b, ns, msg)
+	return p.enqueue(f, inline)
+}
+
+// SendFrames sends n messages to peer to, already encoded as consecutive
+// frames (AppendFrame), in order, in one write system call when the
+// connection is idle (else through the peer's queue, as one entry): the
+// runtime's per-destination coalescing of what one loop turn sends
+// (issue 28). frames is copied; the caller may reuse it. A frame over
+// MaxFrame refuses the whole batch (ErrFrameTooLarge, counted as n drops);
+// a full queue drops it whole (ErrDropped).
+func (t *Transport) SendFrames(to automaton.NodeID, frames []byte, n int) error {
+	p, ok := t.peer(to)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownPeer, to)
+	}
+	for rest := frames; len(rest) > 0; {
+		if len(rest) < 4 {
+			return fmt.Errorf("transport: SendFrames: truncated frame")
+		}
+		size := int(binary.BigEndian.Uint32(rest))
+		if size > t.o.MaxFrame || size > len(rest)-4 {
+			p.dropped.Add(uint64(n))
+			return fmt.Errorf("%w: frame of %d bytes to %s (limit %d)", ErrFrameTooLarge, size, to, t.o.MaxFrame)
+		}
+		rest = rest[4+size:]
+	}
+	if t.ctx.Err() != nil {
+		return ErrClosed
+	}
+	f := newFrame(len(frames))
+	f.b = append(f.b, frames...)
+	f.n = n
+	return p.enqueue(f, true)
+}
+
+// enqueue writes f inline when inline and the connection is idle, else
+// queues it for the writer; a full queue drops it (counted).
+func (p *peer) enqueue(f *frame, inline bool) error {
+	if inline && p.tryInline(f) {
 		return nil
 	}
-	if p.qbytes.Add(size) > t.o.QueueBytes {
+	size := int64(len(f.b))
+	if p.qbytes.Add(size) > p.t.o.QueueBytes {
 		p.qbytes.Add(-size)
-		p.dropped.Add(1)
+		p.dropped.Add(uint64(f.n))
+		f.free()
 		return ErrDropped
 	}
-	f := newFrame(int(size))
-	f.b = AppendFrame(f.b, ns, msg)
 	p.queued.Add(1)
 	select {
 	case p.q <- f:
 		return nil
 	default:
 		p.queued.Add(-1)
-		f.free()
 		p.qbytes.Add(-size)
-		p.dropped.Add(1)
+		p.dropped.Add(uint64(f.n))
+		f.free()
 		return ErrDropped
 	}
 }
@@ -368,7 +408,7 @@ func (t *Transport) send(to automaton.NodeID, ns string, msg []byte, inline bool
 // writer holds the connection, or the socket buffer takes only part of the
 // frame, the writer goroutine writes the rest (carry) before anything else.
 // It reports whether it took the frame; false leaves it to the queue.
-func (p *peer) tryInline(ns string, msg []byte, size int) bool {
+func (p *peer) tryInline(f *frame) bool {
 	if p.queued.Load() != 0 || !p.wmu.TryLock() {
 		return false
 	}
@@ -376,8 +416,6 @@ func (p *peer) tryInline(ns string, msg []byte, size int) bool {
 	if p.raw == nil || p.carry != nil || p.queued.Load() != 0 {
 		return false
 	}
-	f := newFrame(size)
-	f.b = AppendFrame(f.b, ns, msg)
 	p.iwB, p.iwN, p.iwErr = f.b, 0, nil
 	if p.iwFn == nil {
 		p.iwFn = p.writeOnce
@@ -389,16 +427,16 @@ func (p *peer) tryInline(ns string, msg []byte, size int) bool {
 	n, werr := max(p.iwN, 0), p.iwErr
 	p.iwB, p.iwErr = nil, nil
 	if n == len(f.b) {
+		p.sent.Add(uint64(f.n))
 		f.free()
-		p.sent.Add(1)
 		return true
 	}
 	if werr != nil && werr != syscall.EAGAIN {
 		// The connection failed: the writer finds out at its next write
 		// and reconnects; the frame is lost with the connection.
+		p.dropped.Add(uint64(f.n))
 		f.free()
 		p.raw = nil
-		p.dropped.Add(1)
 		return true
 	}
 	// The socket took n bytes: the writer writes the rest before any
@@ -413,10 +451,14 @@ func (p *peer) tryInline(ns string, msg []byte, size int) bool {
 	return true
 }
 
-// frame is one encoded frame queued for a peer. Frames are recycled through
-// framePool once the writer has copied them into its buffer, so a peer
-// message costs no allocation in the steady state (issue 18).
-type frame struct{ b []byte }
+// frame is one encoded frame queued for a peer, or n consecutive frames
+// (SendFrames). Frames are recycled through framePool once the writer has
+// copied them into its buffer, so a peer message costs no allocation in the
+// steady state (issue 18).
+type frame struct {
+	b []byte
+	n int // the messages in b
+}
 
 // maxPooledFrame bounds the frames kept for reuse: a rare huge message
 // (a snapshot in a catch-up) is left to the garbage collector.
@@ -430,6 +472,7 @@ func newFrame(size int) *frame {
 		f.b = make([]byte, 0, max(size, 512))
 	}
 	f.b = f.b[:0]
+	f.n = 1
 	return f
 }
 
@@ -749,9 +792,9 @@ func (p *peer) pump(c net.Conn) error {
 		p.wmu.Lock()
 		p.raw = nil
 		if p.carry != nil { // a frame begun on this connection ends with it
+			p.dropped.Add(uint64(p.carry.n))
 			p.carry.free()
 			p.carry = nil
-			p.dropped.Add(1)
 		}
 		p.wmu.Unlock()
 	}()
@@ -770,8 +813,8 @@ func (p *peer) pump(c net.Conn) error {
 		if cf := p.carry; cf != nil {
 			p.carry = nil
 			_, err := bw.Write(cf.b)
+			pending += uint64(cf.n)
 			cf.free()
-			pending++
 			if err != nil {
 				return fail(err)
 			}
@@ -786,8 +829,8 @@ func (p *peer) pump(c net.Conn) error {
 			p.queued.Add(-1)
 			p.qbytes.Add(-int64(len(f.b)))
 			_, err := bw.Write(f.b)
+			pending += uint64(f.n)
 			f.free() // copied into bw (or lost with the connection)
-			pending++
 			if err != nil {
 				return fail(err)
 			}

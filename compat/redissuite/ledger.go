@@ -270,22 +270,29 @@ func Compare(control, synod Unit, skips []Skip) Row {
 func Ledger(protocol string, rows []Row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n", protocol)
-	b.WriteString("| unit | redis-server passed | Synod passed | skipped (skip file) | failed | of which not reached | what stopped the unit |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString(tableHeader)
 	var c, p, s, f, nr int
 	for _, r := range rows {
-		abort := r.Abort
-		if abort == "" {
-			abort = "—"
-		}
-		abort = strings.ReplaceAll(abort, "|", "\\|")
-		if len(abort) > 140 {
-			abort = abort[:140] + "…"
-		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s |\n", r.Unit, r.Control, r.Passed, r.Skipped, r.Failed, r.NotRun, abort)
+		b.WriteString(rowLine(r) + "\n")
 		c, p, s, f, nr = c+r.Control, p+r.Passed, s+r.Skipped, f+r.Failed, nr+r.NotRun
 	}
 	fmt.Fprintf(&b, "| **all** | **%d** | **%d** | **%d** | **%d** | **%d** | |\n", c, p, s, f, nr)
 	return b.String()
+}
+
+const tableHeader = "| unit | redis-server passed | Synod passed | skipped (skip file) | failed | of which not reached | what stopped the unit |\n|---|---|---|---|---|---|---|\n"
+
+// rowLine is a unit's row of the table.
+func rowLine(r Row) string {
+	abort := r.Abort
+	if abort == "" {
+		abort = "—"
+	}
+	abort = strings.ReplaceAll(abort, "|", "\\|")
+	if len(abort) > 140 {
+		abort = abort[:140] + "…"
+	}
+	return fmt.Sprintf("| %s | %d | %d | %d | %d | %d | %s |", r.Unit, r.Control, r.Passed, r.Skipped, r.Failed, r.NotRun, abort)
 }
 
 // Section markers of the ledger in docs/COMMANDS.md.
@@ -317,4 +324,112 @@ func Extract(doc string) string {
 		return ""
 	}
 	return doc[i:j+len(End)] + "\n"
+}
+
+// rowRE reads back a unit's row of a rendered ledger table.
+var rowRE = regexp.MustCompile(`^\| (\S+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (.*) \|$`)
+
+// section is one protocol's part of a rendered ledger block: its rows by
+// unit, in order, and the notes after its table (how each row was measured).
+type section struct {
+	units []string
+	rows  map[string]string // unit -> its row's line
+	notes []string
+}
+
+// parseSections reads the "### protocol" sections of a ledger block (from
+// Extract), in order.
+func parseSections(block string) (order []string, secs map[string]*section) {
+	secs = map[string]*section{}
+	var cur *section
+	for _, line := range strings.Split(block, "\n") {
+		switch {
+		case strings.HasPrefix(line, "### "):
+			name := strings.TrimPrefix(line, "### ")
+			cur = &section{rows: map[string]string{}}
+			secs[name] = cur
+			order = append(order, name)
+		case cur == nil, line == Begin, line == End, strings.TrimSpace(line) == "":
+		case rowRE.MatchString(line):
+			u := rowRE.FindStringSubmatch(line)[1]
+			if u == "**all**" {
+				continue
+			}
+			cur.units = append(cur.units, u)
+			cur.rows[u] = line
+		case strings.HasPrefix(line, "|"): // the table's header
+		default:
+			cur.notes = append(cur.notes, line)
+		}
+	}
+	return order, secs
+}
+
+// Run is one protocol's run for MergeLedger: its rows and the note saying
+// when and how it was measured.
+type Run struct {
+	Protocol string
+	Rows     []Row
+	Note     string
+}
+
+// MergeLedger renders the ledger block's section text (for Splice): intro,
+// then every protocol's section. A protocol this run measured gets its new
+// rows; the rows of units it did not run, and the sections of protocols it
+// did not run, are kept from old (the current block, from Extract), with
+// their notes, and the run's note is added after them. So a run of some
+// units or of one protocol updates only what it measured; every row keeps
+// a note that says when it was measured.
+func MergeLedger(old, intro string, runs []Run) string {
+	order, secs := parseSections(old)
+	for _, r := range runs {
+		s, ok := secs[r.Protocol]
+		if !ok {
+			s = &section{rows: map[string]string{}}
+			secs[r.Protocol] = s
+			order = append(order, r.Protocol)
+		}
+		ran := map[string]bool{}
+		for _, row := range r.Rows {
+			ran[row.Unit] = true
+		}
+		all := true
+		for _, u := range s.units {
+			all = all && ran[u]
+		}
+		if all {
+			s.notes = nil // every old row is replaced: so are their notes
+		}
+		for _, row := range r.Rows {
+			if _, ok := s.rows[row.Unit]; !ok {
+				s.units = append(s.units, row.Unit)
+			}
+			s.rows[row.Unit] = rowLine(row)
+		}
+		s.notes = append(s.notes, r.Note)
+	}
+	var b strings.Builder
+	b.WriteString(intro)
+	for _, p := range order {
+		s := secs[p]
+		fmt.Fprintf(&b, "### %s\n\n", p)
+		b.WriteString(tableHeader)
+		var tot [5]int
+		for _, u := range s.units {
+			line := s.rows[u]
+			m := rowRE.FindStringSubmatch(line)
+			for i := range tot {
+				var n int
+				fmt.Sscan(m[2+i], &n)
+				tot[i] += n
+			}
+			b.WriteString(line + "\n")
+		}
+		fmt.Fprintf(&b, "| **all** | **%d** | **%d** | **%d** | **%d** | **%d** | |\n\n", tot[0], tot[1], tot[2], tot[3], tot[4])
+		for _, n := range s.notes {
+			b.WriteString(n + "\n")
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -128,3 +128,29 @@ func TestSplice(t *testing.T) {
 		t.Errorf("extract: %q", Extract(d2))
 	}
 }
+
+// TestMergeLedger: a run replaces only the rows it measured; the other
+// rows, their notes and other protocols' sections stay; totals are the
+// rows' sums; a run of every unit of a section drops its old notes.
+func TestMergeLedger(t *testing.T) {
+	old := Begin + "\n## old intro\n\n" + Ledger("paxos", []Row{
+		{Unit: "a", Control: 10, Passed: 8, Failed: 2},
+		{Unit: "b", Control: 5, Passed: 5},
+	}) + "\nMeasured first.\n" + End + "\n"
+	got := MergeLedger(old, "intro\n\n", []Run{
+		{Protocol: "paxos", Rows: []Row{{Unit: "a", Control: 10, Passed: 9, Failed: 1, Abort: "x|y"}}, Note: "Measured a again."},
+		{Protocol: "pbpaxos", Rows: []Row{{Unit: "a", Control: 10, Passed: 7, Skipped: 1, Failed: 2, NotRun: 1}}, Note: "Measured pb."},
+	})
+	want := "intro\n\n### paxos\n\n" + tableHeader +
+		"| a | 10 | 9 | 0 | 1 | 0 | x\\|y |\n| b | 5 | 5 | 0 | 0 | 0 | — |\n| **all** | **15** | **14** | **0** | **1** | **0** | |\n\n" +
+		"Measured first.\nMeasured a again.\n\n### pbpaxos\n\n" + tableHeader +
+		"| a | 10 | 7 | 1 | 2 | 1 | — |\n| **all** | **10** | **7** | **1** | **2** | **1** | |\n\nMeasured pb.\n"
+	if got != want {
+		t.Errorf("merged:\n%s\nwant:\n%s", got, want)
+	}
+	// Every unit again: the old notes go.
+	again := MergeLedger(Begin+"\n"+got+End+"\n", "intro\n\n", []Run{{Protocol: "paxos", Rows: []Row{{Unit: "a", Control: 1, Passed: 1}, {Unit: "b", Control: 1, Passed: 1}}, Note: "Measured all."}})
+	if !strings.Contains(again, "| **all** | **2** | **2** |") || strings.Contains(again, "Measured first.") || !strings.Contains(again, "Measured pb.") {
+		t.Errorf("full rerun:\n%s", again)
+	}
+}

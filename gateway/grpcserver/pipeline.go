@@ -654,7 +654,7 @@ func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID) {
 		p.write([]*synodpb.CallReply{p.runOne(batch[0].id, ns.Name, req)})
 		return
 	}
-	req := automaton.Request{ID: id, Opts: opts, Ops: make([]service.Op, len(batch))}
+	req := automaton.Request{ID: id, Opts: opts, Ops: make([]service.Op, len(batch)), Checked: true} // each call's op was (prepare)
 	for i, c := range batch {
 		req.Ops[i] = c.req.Op
 	}

@@ -295,6 +295,7 @@ func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.
 	if err := automaton.ValidateRequest(svc, req); err != nil {
 		return req, refusal(synoderr.Invalid, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
 	}
+	req.Checked = true // validated once: the protocol does not again
 	read, err := synodpb.ToReadMode(in.GetRead())
 	if err != nil {
 		return req, refusal(synoderr.Invalid, "%s", err.Error())

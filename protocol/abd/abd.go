@@ -221,6 +221,18 @@ func (a *ABD) OnStart(s automaton.Start) {
 	a.Emit(automaton.Persist{Key: "inc", Value: b[:]})
 }
 
+// Validator implements proto.Validating: groups and transaction steps,
+// refused unvalidated (admit), aside.
+func (a *ABD) Validator(req automaton.Request) service.Service {
+	if len(req.Ops) > 0 || req.Txn != nil {
+		return nil
+	}
+	return a.cfg.Service
+}
+
+// Invalid implements proto.Validating.
+func (a *ABD) Invalid(req automaton.Request, r service.Result) { a.Respond(req.ID, r) }
+
 // OnRequest starts coordinating a client request (the ABD report §3.1.2), in
 // a round group of its own or, while window groups are in flight, in the
 // next (batch.go).
@@ -261,10 +273,6 @@ func (a *ABD) admit(req automaton.Request) bool {
 			what = "set with a condition (NX/XX)"
 		}
 		a.Respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses abd, which offers get, set, del and exists: use a consensus protocol", what, a.cfg.Namespace))
-		return false
-	}
-	if err := a.cfg.Service.Validate(o); err != nil {
-		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return false
 	}
 	if !a.cfg.Service.IsRead(o) || req.Opts.Read != automaton.ReadLocal {

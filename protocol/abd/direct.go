@@ -152,13 +152,9 @@ func (p protocol) RequestOptions() []automaton.OptionSpec {
 }
 
 // onPhase answers one client-driven phase from this replica's register
-// (the ABD report §3.1.1), without messages to other replicas.
+// (the ABD report §3.1.1), without messages to other replicas. Its
+// operation was validated (Validator).
 func (a *ABD) onPhase(req automaton.Request, phase string) {
-	o := req.Op
-	if err := a.cfg.Service.Validate(o); err != nil {
-		a.Respond(req.ID, service.Errorf("ERR %v", err))
-		return
-	}
 	switch phase {
 	case PhaseQuery:
 		a.onQueryPhase(req)

@@ -324,7 +324,13 @@ func (b *Blocking) canServe() bool {
 	return heard >= automaton.Majority(b.n())
 }
 
-// OnRequest serves a read locally, or queues a write for the lock (the ABD report
+// Validator implements proto.Validating.
+func (b *Blocking) Validator(automaton.Request) service.Service { return b.cfg.Service }
+
+// Invalid implements proto.Validating.
+func (b *Blocking) Invalid(req automaton.Request, r service.Result) { b.Respond(req.ID, r) }
+
+// OnRequest takes a validated request (Validator): it serves a read locally, or queues a write for the lock (the ABD report
 // §3.2.1).
 func (b *Blocking) OnRequest(req automaton.Request) {
 	if res, refused := automaton.RefuseUnsupported(b.proto.Protocol, req); refused {
@@ -345,10 +351,6 @@ func (b *Blocking) OnRequest(req automaton.Request) {
 			what = "set with a condition (NX/XX)"
 		}
 		b.Respond(req.ID, service.Errorf("ERR %s needs an atomic read-modify-write; namespace %q uses %s, which offers get, set, del and exists: use a consensus protocol", what, b.cfg.Namespace, b.proto.Protocol))
-		return
-	}
-	if err := b.cfg.Service.Validate(o); err != nil {
-		b.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	if b.cfg.Service.IsRead(o) {

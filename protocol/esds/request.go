@@ -8,7 +8,21 @@ import (
 // The front end and the request input (the ESDS thesis §4.2.4, Fig. 4.1; the
 // replica's receive_{f,r}("request", x), Figs. 4.2 and 4.5).
 
-// OnRequest is the front end's request_c(x) (Fig. 4.1): the front end
+// Validator implements proto.Validating: the administrative removal,
+// groups and transaction steps are refused or served (OnRequest) before
+// any service sees them; a request before Start is dropped unvalidated.
+func (a *ESDS) Validator(req automaton.Request) service.Service {
+	if a.wait == nil || req.Op.Kind == AdminRemove || len(req.Ops) > 0 || req.Txn != nil {
+		return nil
+	}
+	return a.svc
+}
+
+// Invalid implements proto.Validating.
+func (a *ESDS) Invalid(req automaton.Request, r service.Result) { a.Respond(req.ID, r) }
+
+// OnRequest is the front end's request_c(x), for a request validated
+// against the service (Validator) (Fig. 4.1): the front end
 // is the node the client reached, and it sends the operation to replicas
 // under the send policy (frontend.go). The descriptor x comes from the request's
 // options (options.go). A group of operations or a transaction step is
@@ -30,10 +44,6 @@ func (a *ESDS) OnRequest(req automaton.Request) {
 	}
 	if req.Txn != nil {
 		a.Respond(req.ID, service.Errorf(automaton.ErrNoInteractive, a.proto.Protocol))
-		return
-	}
-	if err := a.svc.Validate(req.Op); err != nil {
-		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	id, prev, strict := requestDescriptor(req)

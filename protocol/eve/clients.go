@@ -23,14 +23,18 @@ type pendingReq struct {
 	ticks int
 }
 
-// OnRequest takes a client's request (origin role).
+// Validator implements proto.Validating.
+func (a *Eve) Validator(automaton.Request) service.Service { return a.cfg.Service }
+
+// Invalid implements proto.Validating.
+func (a *Eve) Invalid(req automaton.Request, r service.Result) { a.Respond(req.ID, r) }
+
+// OnRequest takes a client's request (origin role), validated against the
+// namespace's service (Validator) and here against the state service when
+// that is another.
 func (a *Eve) OnRequest(req automaton.Request) {
 	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.Respond(req.ID, res)
-		return
-	}
-	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}
 	if a.stateSvc != a.cfg.Service {

@@ -13,12 +13,16 @@ import (
 // node its proposer: it sends the request to every acceptor on the
 // client's behalf and answers the client itself.
 
-// OnRequest: a request from a client.
+// Validator implements proto.Validating.
+func (a *FastPaxos) Validator(automaton.Request) service.Service { return a.cfg.Service }
+
+// Invalid implements proto.Validating.
+func (a *FastPaxos) Invalid(req automaton.Request, r service.Result) {
+	a.respond(automaton.Response{ID: req.ID, Result: r})
+}
+
+// OnRequest: a request from a client, validated (Validator).
 func (a *FastPaxos) OnRequest(req automaton.Request) {
-	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %v", err)})
-		return
-	}
 	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.respond(automaton.Response{ID: req.ID, Result: res})
 		return

@@ -251,16 +251,18 @@ func (b *Bcast) fetch() {
 	b.send(b.seqr, m)
 }
 
-// OnRequest serves a client: a read locally, a write through the
+// Validator implements proto.Validating.
+func (b *Bcast) Validator(automaton.Request) service.Service { return b.cfg.Service }
+
+// Invalid implements proto.Validating.
+func (b *Bcast) Invalid(req automaton.Request, r service.Result) { b.Respond(req.ID, r) }
+
+// OnRequest serves a client's validated request (Validator): a read locally, a write through the
 // sequencer (§4.2: "the process multicasts an update message ... and then
 // blocks").
 func (b *Bcast) OnRequest(req automaton.Request) {
 	if r, refused := automaton.RefuseUnsupported(b.proto.Protocol, req); refused {
 		b.Respond(req.ID, r)
-		return
-	}
-	if err := automaton.ValidateRequest(b.cfg.Service, req); err != nil {
-		b.Respond(req.ID, service.Errorf("%v", err))
 		return
 	}
 	if b.cfg.Service.IsRead(req.Op) {

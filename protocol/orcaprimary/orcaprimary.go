@@ -244,15 +244,17 @@ func (a *Primary) OnStart(s automaton.Start) {
 	}
 }
 
-// OnRequest: a write goes to the primary (here, or remote); a read runs on
+// Validator implements proto.Validating.
+func (a *Primary) Validator(automaton.Request) service.Service { return a.cfg.Service }
+
+// Invalid implements proto.Validating.
+func (a *Primary) Invalid(req automaton.Request, r service.Result) { a.Respond(req.ID, r) }
+
+// OnRequest: a validated request (Validator). A write goes to the primary (here, or remote); a read runs on
 // a local copy, or remotely, or fetches a copy (statistics decide).
 func (a *Primary) OnRequest(req automaton.Request) {
 	if r, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.Respond(req.ID, r)
-		return
-	}
-	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.Respond(req.ID, service.Errorf("%v", err))
 		return
 	}
 	if spansObjects(a.cfg.Service, req.Op) {

@@ -8,6 +8,20 @@ import (
 // Clients: requests, forwarding to the leader, answers (package doc,
 // "Clients, forwarding, exactly-once").
 
+// Validator implements proto.Validating: a request refused before any
+// service sees it (at a non-member, a transaction step) and a membership
+// change (parsed by onMemberRequest) are not validated against the service.
+func (a *Paxos) Validator(req automaton.Request) service.Service {
+	if !a.isMember() || req.Txn != nil || isMemberReq(req) {
+		return nil
+	}
+	return a.cfg.Service
+}
+
+// Invalid implements proto.Validating.
+func (a *Paxos) Invalid(req automaton.Request, r service.Result) { a.Respond(req.ID, r) }
+
+// OnRequest takes a client's request, validated (Validator).
 func (a *Paxos) OnRequest(req automaton.Request) {
 	if !a.isMember() {
 		a.Respond(req.ID, a.notMemberError())
@@ -24,10 +38,6 @@ func (a *Paxos) OnRequest(req automaton.Request) {
 		return
 	}
 	a.observeTime(req.Env)
-	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.Respond(req.ID, service.Errorf("ERR %v", err))
-		return
-	}
 	if a.isRead(req) && (req.Opts.Read == automaton.ReadLocal || req.Opts.Read == automaton.ReadRegular) {
 		a.reply(req.ID, a.readNow(req))
 		return
@@ -75,8 +85,8 @@ func (a *Paxos) lead(p *pend) {
 		p.round = a.hbRound + 1
 		if mode == automaton.ReadLease && a.leaseValid() {
 			p.round = 0 // the lease stands in for the confirmation round
-		} else if a.quorumRound >= a.hbRound {
-			a.sendHeartbeat() // no round in flight: start one now
+		} else {
+			a.wantRound(p.round) // sent at the end of the step (sendReadRound)
 		}
 		a.serveReads()
 		return
@@ -145,11 +155,12 @@ func (a *Paxos) forwardPending() {
 }
 
 func (a *Paxos) onForward(from int, m *message) {
+	// The forwarder validated the request (Validator) and parsed a
+	// membership change (onMemberRequest); this checks the shape of what
+	// the forward carries.
 	var bad error
 	if isMemberReq(m.Req) {
 		_, bad = parseChange(m.Req.Op)
-	} else {
-		bad = automaton.ValidateRequest(a.cfg.Service, m.Req)
 	}
 	if bad != nil || m.Req.Opts.Read > automaton.ReadLease {
 		a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: service.Errorf("ERR invalid forwarded request")})

@@ -379,8 +379,22 @@ func (a *PB) OnMessage(from automaton.NodeID, b []byte) {
 	}
 }
 
-// OnRequest serves a client's request: the primary executes it, every other
-// node forwards it (package doc, "Clients").
+// Validator implements proto.Validating: a membership change is refused
+// unvalidated (OnRequest).
+func (a *PB) Validator(req automaton.Request) service.Service {
+	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 {
+		return nil
+	}
+	return a.cfg.Service
+}
+
+// Invalid implements proto.Validating.
+func (a *PB) Invalid(req automaton.Request, r service.Result) {
+	a.respond(req.ID, outcome{res: r})
+}
+
+// OnRequest serves a client's request, validated (Validator): the primary
+// executes it, every other node forwards it (package doc, "Clients").
 func (a *PB) OnRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 {
 		a.respond(req.ID, outcome{res: service.Errorf("ERR %s has no membership changes", a.proto.Protocol)})
@@ -388,10 +402,6 @@ func (a *PB) OnRequest(req automaton.Request) {
 	}
 	if res, refused := automaton.RefuseUnsupported(a.proto.Protocol, req); refused {
 		a.respond(req.ID, outcome{res: res})
-		return
-	}
-	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.respond(req.ID, outcome{res: service.Errorf("ERR %v", err)})
 		return
 	}
 	if req.Opts.Read > automaton.ReadLease {

@@ -241,6 +241,13 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 // OnRequest: a client's request (primary.go serve).
 func (a *PBD) OnRequest(req automaton.Request) { a.serve("", req) }
 
+// Validator implements proto.Validating: a client's request is validated
+// where it arrives, a forwarded one is trusted.
+func (a *PBD) Validator(automaton.Request) service.Service { return a.cfg.Service }
+
+// Invalid implements proto.Validating.
+func (a *PBD) Invalid(req automaton.Request, r service.Result) { a.answerTo("", req.ID, r) }
+
 // OnStart: the first incarnation of the cluster's first node is the
 // primary of view 1: it initialises the database objects (init
 // statements, idempotent) and recovers them from what the database holds

@@ -190,10 +190,6 @@ func (a *PBD) serve(from automaton.NodeID, req automaton.Request) {
 		a.answerTo(from, req.ID, res)
 		return
 	}
-	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.answerTo(from, req.ID, service.Errorf("%v", err))
-		return
-	}
 	if !a.primary {
 		a.forward(req)
 		return

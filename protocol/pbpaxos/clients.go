@@ -20,13 +20,22 @@ func errTryAgain(why string) service.Result {
 	return service.Fail(synoderr.TryAgain, "pbpaxos: %s", why)
 }
 
+// Validator implements proto.Validating: a membership change is refused
+// unvalidated (OnRequest).
+func (a *PBPaxos) Validator(req automaton.Request) service.Service {
+	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 && req.Txn == nil {
+		return nil
+	}
+	return a.cfg.Service
+}
+
+// Invalid implements proto.Validating.
+func (a *PBPaxos) Invalid(req automaton.Request, r service.Result) { a.respond(req.ID, r, nil) }
+
+// OnRequest takes a client's request, validated (Validator).
 func (a *PBPaxos) OnRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 && req.Txn == nil {
 		a.respond(req.ID, service.Errorf("ERR %s has no membership changes", a.proto.Protocol), nil)
-		return
-	}
-	if err := automaton.ValidateRequest(a.cfg.Service, req); err != nil {
-		a.respond(req.ID, service.Errorf("ERR %v", err), nil)
 		return
 	}
 	a.observeTime(req.Env)
@@ -175,11 +184,8 @@ func wireRequest(svc service.Service, r automaton.Request) automaton.Request {
 	return r
 }
 
+// onForward: a request the forwarder validated (Validator).
 func (a *PBPaxos) onForward(from automaton.NodeID, m *message) {
-	if err := automaton.ValidateRequest(a.cfg.Service, m.Req); err != nil {
-		a.send(from, &message{Kind: kindForwardReply, ID: m.Req.ID, Result: service.Errorf("ERR invalid forwarded request")})
-		return
-	}
 	if a.role != leader {
 		return // the forwarder tries the leader it hears of next
 	}

@@ -42,12 +42,9 @@ func (a *PBPaxos) relayRead(p *pend) {
 	a.confirmRead(p.req.ID)
 }
 
-// onRead: a relayed read. The leader serves it for its origin; the others
-// confirm it.
+// onRead: a relayed read, validated at its origin (Validator). The leader
+// serves it for its origin; the others confirm it.
 func (a *PBPaxos) onRead(from automaton.NodeID, m *message) {
-	if err := automaton.ValidateRequest(a.cfg.Service, m.Req); err != nil {
-		return
-	}
 	if m.Req.Txn != nil {
 		a.confirmRead(m.Req.ID) // a leader asks: only confirm
 		return

@@ -5,6 +5,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
 )
 
 // The base of a role's Step (issue 32 item 1). The automaton contract
@@ -24,7 +25,8 @@ type Role interface {
 
 // BatchRole is a role that steps a client batch as one input (ABD, ESDS:
 // automaton.ClientBatch); a role without it is handed the batch's requests
-// one by one, in order.
+// one by one, in order. (A batch whose requests were all invalid, and
+// answered by a Validating role, does not reach it.)
 type BatchRole interface {
 	OnBatch(reqs []automaton.Request)
 }
@@ -41,12 +43,59 @@ type OtherRole interface {
 	OnOther(in automaton.Input)
 }
 
+// Validating is a role whose clients' requests Dispatch validates, once,
+// before OnRequest or OnBatch sees them (issue 32 item 4: one validation).
+// The check is automaton.ValidateRequest against the service Validator
+// names; a request whose Checked is set was validated by the runtime's
+// edge already (the RESP and gRPC gateways, a shard group's routing) and
+// is not checked again. A role then trusts its clients' requests, and its
+// peers' forwarded requests too: every forward carries a request that was
+// validated where it entered the cluster.
+type Validating interface {
+	// Validator is the service req is validated against; nil takes req
+	// unvalidated (a membership change, which no service lists, or a
+	// request the role refuses before any service sees it).
+	Validator(req automaton.Request) service.Service
+	// Invalid answers req, refused as invalid with r (Refusal).
+	Invalid(req automaton.Request, r service.Result)
+}
+
+// Refusal is the answer to a request a service's Validate refused with
+// err: an Invalid error, "ERR " and err's text on the wire.
+func Refusal(err error) service.Result {
+	return service.Fail(synoderr.Invalid, "%v", err)
+}
+
+// invalid reports whether req is an invalid request of validating role r,
+// and answers it if so.
+func invalid(r Role, req automaton.Request) bool {
+	if req.Checked {
+		return false
+	}
+	v, ok := r.(Validating)
+	if !ok {
+		return false
+	}
+	svc := v.Validator(req)
+	if svc == nil {
+		return false
+	}
+	if err := automaton.ValidateRequest(svc, req); err != nil {
+		v.Invalid(req, Refusal(err))
+		return true
+	}
+	return false
+}
+
 // Dispatch performs input action in on r.
 func Dispatch(r Role, in automaton.Input) {
 	switch in := in.(type) {
 	case automaton.Start:
 		r.OnStart(in)
 	case automaton.ClientRequest:
+		if invalid(r, in.Req) {
+			return
+		}
 		r.OnRequest(in.Req)
 	case automaton.PeerMessage:
 		r.OnMessage(in.From, in.Msg)
@@ -54,11 +103,15 @@ func Dispatch(r Role, in automaton.Input) {
 		r.OnTimer(in.ID)
 	case automaton.ClientBatch:
 		if b, ok := r.(BatchRole); ok {
-			b.OnBatch(in.Reqs)
+			if reqs := validOnly(r, in.Reqs); len(reqs) > 0 {
+				b.OnBatch(reqs)
+			}
 			return
 		}
 		for _, req := range in.Reqs {
-			r.OnRequest(req)
+			if !invalid(r, req) {
+				r.OnRequest(req)
+			}
 		}
 	default:
 		if e, ok := r.(EffectRole); ok {
@@ -71,6 +124,23 @@ func Dispatch(r Role, in automaton.Input) {
 			o.OnOther(in)
 		}
 	}
+}
+
+// validOnly is reqs without its invalid requests, which it answers
+// (Validating); reqs itself when all are valid.
+func validOnly(r Role, reqs []automaton.Request) []automaton.Request {
+	for i := range reqs {
+		if invalid(r, reqs[i]) {
+			ok := reqs[:i:i] // a new array from the first append
+			for _, req := range reqs[i+1:] {
+				if !invalid(r, req) {
+					ok = append(ok, req)
+				}
+			}
+			return ok
+		}
+	}
+	return reqs
 }
 
 // Outbox holds the outputs of the step under way, in order. Self is the

@@ -98,3 +98,44 @@ func TestOutboxAndTicker(t *testing.T) {
 		t.Fatalf("with Size 5 the first Emit made %d outputs of capacity %d, want 1 of 5", len(o.Out), cap(o.Out))
 	}
 }
+
+// validRole validates against KV, leaves key "member" unvalidated, and
+// records the refusals it answers.
+type validRole struct{ fullRole }
+
+func (r *validRole) Validator(req automaton.Request) service.Service {
+	if req.Op.Key == "member" {
+		return nil
+	}
+	return service.KV{}
+}
+func (r *validRole) Invalid(req automaton.Request, res service.Result) {
+	r.got = append(r.got, "invalid "+req.Op.Key+": "+res.Err)
+}
+
+// A validating role's invalid requests are answered by Invalid, alone or
+// out of a batch, and never reach OnRequest or OnBatch; a Checked request
+// or one the role keeps from its validator is not validated.
+func TestDispatchValidatesOnce(t *testing.T) {
+	get := func(k string) automaton.Request { return automaton.Request{Op: service.Op{Kind: "get", Key: k}} }
+	bad := func(k string) automaton.Request { return automaton.Request{Op: service.Op{Kind: "nosuch", Key: k}} }
+	checked := bad("c")
+	checked.Checked = true
+	r := &validRole{}
+	for _, in := range []automaton.Input{
+		automaton.ClientRequest{Req: get("a")},
+		automaton.ClientRequest{Req: bad("b")},
+		automaton.ClientRequest{Req: checked},
+		automaton.ClientRequest{Req: bad("member")},
+		automaton.ClientBatch{Reqs: []automaton.Request{bad("d"), get("e"), bad("f"), get("g")}},
+		automaton.ClientBatch{Reqs: []automaton.Request{bad("h")}},
+	} {
+		Dispatch(r, in)
+	}
+	want := []string{"request a", `invalid b: ERR unknown kv operation "nosuch"`, "request c", "request member",
+		`invalid d: ERR unknown kv operation "nosuch"`, `invalid f: ERR unknown kv operation "nosuch"`, "batch e",
+		`invalid h: ERR unknown kv operation "nosuch"`}
+	if !reflect.DeepEqual(r.got, want) {
+		t.Fatalf("handlers reached %q, want %q", r.got, want)
+	}
+}

@@ -257,8 +257,22 @@ func (u *Unreplicated) OnStart(s automaton.Start) {
 	u.restored = u.applied
 }
 
-// OnRequest serves a client's request: the server applies it, a forwarder
-// forwards it.
+// Validator implements proto.Validating: a membership change is refused
+// unvalidated (OnRequest).
+func (u *Unreplicated) Validator(req automaton.Request) service.Service {
+	if automaton.IsMemberOp(req.Op) {
+		return nil
+	}
+	return u.cfg.Service
+}
+
+// Invalid implements proto.Validating.
+func (u *Unreplicated) Invalid(req automaton.Request, r service.Result) {
+	u.respond(automaton.Response{ID: req.ID, Result: r})
+}
+
+// OnRequest serves a client's validated request (Validator): the server
+// applies it, a forwarder forwards it.
 func (u *Unreplicated) OnRequest(req automaton.Request) {
 	if automaton.IsMemberOp(req.Op) {
 		u.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %s has no membership changes", u.proto.Protocol)})
@@ -266,10 +280,6 @@ func (u *Unreplicated) OnRequest(req automaton.Request) {
 	}
 	if res, refused := automaton.RefuseUnsupported(u.proto.Protocol, req); refused {
 		u.respond(automaton.Response{ID: req.ID, Result: res}) // not reached: both shapes are declared
-		return
-	}
-	if err := automaton.ValidateRequest(u.cfg.Service, req); err != nil {
-		u.respond(automaton.Response{ID: req.ID, Result: service.Errorf("ERR %v", err)})
 		return
 	}
 	if u.isServer {
@@ -417,12 +427,7 @@ func (u *Unreplicated) onForward(from automaton.NodeID, m message) {
 		u.Emit(automaton.Send{To: from, Msg: r.marshal()})
 		return
 	}
-	req := automaton.Request{ID: m.Req, Op: m.Op, Ops: m.Ops, Env: m.Env, Txn: m.Txn, Nested: m.Kind == kindNestedForward}
-	if err := automaton.ValidateRequest(u.cfg.Service, req); err != nil {
-		r := message{Kind: kindReply, Inc: m.Inc, Seq: m.Seq, Result: service.Errorf("ERR %v", err)}
-		u.Emit(automaton.Send{To: from, Msg: r.marshal()})
-		return
-	}
+	req := automaton.Request{ID: m.Req, Op: m.Op, Ops: m.Ops, Env: m.Env, Txn: m.Txn, Nested: m.Kind == kindNestedForward} // validated by the forwarder (Validator)
 	var reply message
 	u.serve(req, func(r automaton.Response) automaton.Output {
 		reply = message{Kind: kindReply, Inc: m.Inc, Seq: m.Seq, Result: r.Result, Results: r.Results}

@@ -54,17 +54,58 @@ func main() {
 	unitTimeout := flag.Duration("unit-timeout", 10*time.Minute, "time limit of one unit's run")
 	keep := flag.String("out", "", "keep each run's output in this directory (default: a temporary one, removed)")
 	reuse := flag.String("control", "", "reuse the control's outputs kept by an earlier -out run (its redis-server directory) instead of running redis-server")
+	synodReuse := flag.String("synod", "", "reuse Synod's outputs kept by an earlier -out run (its directory holding <protocol>/<unit>.txt) instead of running clusters; -synod-note must say when and at which commit that run was")
+	synodNote := flag.String("synod-note", "", "with -synod: the ledger note's account of the reused run (its commit, time and load)")
 	flag.Parse()
 	if *src == "" {
 		fmt.Fprintln(os.Stderr, "redis-suite: -src is required (scripts/redis-suite fetches the suite)")
 		os.Exit(2)
 	}
+	if (*synodReuse == "") != (*synodNote == "") {
+		fmt.Fprintln(os.Stderr, "redis-suite: -synod and -synod-note go together")
+		os.Exit(2)
+	}
+	reuseSynod, reuseSynodNote = *synodReuse, *synodNote
 	code, err := run(*src, split(*units), split(*protocols), *durability, *skipPath, *ledger, *keep, *reuse, *unitTimeout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redis-suite:", err)
 		os.Exit(2)
 	}
 	os.Exit(code)
+}
+
+// reuseSynod (-synod) holds Synod outputs of an earlier run to compare
+// instead of running clusters; reuseSynodNote (-synod-note) says what run.
+var reuseSynod, reuseSynodNote string
+
+// reusedRows compares the kept outputs of protocol proto's units.
+func reusedRows(proto string, units []string, control map[string]redissuite.Unit, skips []redissuite.Skip) ([]redissuite.Row, error) {
+	var rows []redissuite.Row
+	for _, u := range units {
+		b, err := os.ReadFile(filepath.Join(reuseSynod, proto, u+".txt"))
+		if err != nil {
+			return nil, err
+		}
+		res, err := redissuite.Parse(u, bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		row := redissuite.Compare(control[u], res, skips)
+		fmt.Printf("%s %-22s passed %d of %d (skipped %d, failed %d) [kept output]\n", proto, u, row.Passed, row.Control, row.Skipped, row.Failed)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// treeCommit is the worktree's commit, "+changes" when it has uncommitted
+// changes.
+func treeCommit() string {
+	c, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	out := strings.TrimSpace(string(c))
+	if st, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); len(bytes.TrimSpace(st)) > 0 {
+		out += "+changes"
+	}
+	return out
 }
 
 func split(s string) []string {
@@ -156,25 +197,37 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 		rs.Stop()
 	}
 
-	bin, err := cluster.BuildSynod(tmp)
-	if err != nil {
-		return 0, err
+	var bin, built string
+	if reuseSynod == "" {
+		// The commit the binary is built from (the control may have run
+		// long; the tree can change meanwhile).
+		built = treeCommit()
+		if bin, err = cluster.BuildSynod(tmp); err != nil {
+			return 0, err
+		}
 	}
-	var sections strings.Builder
-	fmt.Fprintf(&sections, "## Redis's own test suite\n\n")
-	fmt.Fprintf(&sections, "Units of the Redis 7.0.15 test suite (Debian's source package) in external-server mode\n"+
+	intro := "## Redis's own test suite\n\n" + fmt.Sprintf("Units of the Redis 7.0.15 test suite (Debian's source package) in external-server mode\n"+
 		"(`--singledb --ignore-encoding --ignore-digest --durable --tags \"%s\"`), run by\n"+
 		"`scripts/redis-suite` against redis-server 7.0.15 and a 3-node Synod cluster per protocol\n"+
 		"(durability %s). Failed counts tests that pass on redis-server and not on Synod; the skip\n"+
-		"file `compat/redissuite/skip.txt` gives a reason for each skipped test.\n\n", deniedTags, durability)
+		"file `compat/redissuite/skip.txt` gives a reason for each skipped test. Each section's notes say\n"+
+		"when and how its rows were measured (a run of some units replaces only their rows).\n\n", deniedTags, durability)
+	var sections strings.Builder
+	var runs []redissuite.Run
 	code := 0
 	for _, p := range protocols {
-		rows, err := runProtocol(bin, tclsh, src, p, durability, units, control, skips, skipFile, out, tmp, unitTimeout)
+		var rows []redissuite.Row
+		if reuseSynod != "" {
+			rows, err = reusedRows(p, units, control, skips)
+		} else {
+			rows, err = runProtocol(bin, tclsh, src, p, durability, units, control, skips, skipFile, out, tmp, unitTimeout)
+		}
 		if err != nil {
 			return 0, err
 		}
 		sections.WriteString(redissuite.Ledger(p, rows))
 		sections.WriteString("\n")
+		runs = append(runs, redissuite.Run{Protocol: p, Rows: rows})
 		for _, r := range rows {
 			for _, g := range r.Regressions {
 				fmt.Printf("FAIL %s %s: %s\n", p, r.Unit, g)
@@ -186,16 +239,28 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	fmt.Fprintf(&sections, "Measured %s UTC at commit %s; load average at the end (/proc/loadavg): %s.\n",
-		time.Now().UTC().Format("2006-01-02 15:04"), strings.TrimSpace(string(commit)), strings.TrimSpace(string(load)))
+	which := "every unit"
+	if len(units) != len(allUnits) {
+		which = "units " + strings.Join(units, ", ")
+	}
+	note := fmt.Sprintf("Measured %s UTC, Synod built at commit %s, %s; load average at the end (/proc/loadavg): %s.",
+		time.Now().UTC().Format("2006-01-02 15:04"), built, which, strings.TrimSpace(string(load)))
+	if reuseSynod != "" {
+		note = fmt.Sprintf("%s: Synod's outputs of an earlier run (%s), compared %s UTC at commit %s with the skip file then.",
+			strings.ToUpper(which[:1])+which[1:], reuseSynodNote, time.Now().UTC().Format("2006-01-02 15:04"), treeCommit())
+	}
+	for i := range runs {
+		runs[i].Note = note
+	}
 	fmt.Print(sections.String())
+	fmt.Println(note)
 	if ledgerPath != "" {
 		doc, err := os.ReadFile(ledgerPath)
 		if err != nil {
 			return 0, err
 		}
-		if err := os.WriteFile(ledgerPath, []byte(redissuite.Splice(string(doc), sections.String())), 0o644); err != nil {
+		merged := redissuite.MergeLedger(redissuite.Extract(string(doc)), intro, runs)
+		if err := os.WriteFile(ledgerPath, []byte(redissuite.Splice(string(doc), merged)), 0o644); err != nil {
 			return 0, err
 		}
 	}

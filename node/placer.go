@@ -1,0 +1,384 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+)
+
+// The placement service's decisions at run time (issue 33 item 2; the
+// decision logic is the pure shard.Decide, placer.go there; the thresholds
+// are the namespace's `placement:` block, config/placement.go).
+//
+// For each sharded namespace with a placement block:
+//
+//   - Every node counts the client requests it routes to each group
+//     (routeOnce) and, once a second when they changed, writes its counts
+//     to the placement namespace: hash load/<ns>, field <node id>, value
+//     "c0 c1 ..." (cumulative since the node started).
+//   - The placement leader, once a second, reads those counts and turns
+//     them into each group's requests per second (the sum of the nodes'
+//     increments over the elapsed time, smoothed: each second's rate
+//     weighs placeSmooth); asks each group its keys and bytes (KV
+//     slotstats, one read in the group's log); knows each group's leader
+//     (leader gossip) and each node's liveness (its peer connection: a node
+//     is down from the first tick its connection is down, counted from
+//     when this node started leading); and calls shard.Decide.
+//   - A decision that differs from the last one logged is appended to the
+//     list dec/<ns> in the placement namespace (the last placeLogLen kept),
+//     as "<seq> <unix ms> <decision> action=<what was done>" (seq: the
+//     counter decseq/<ns>, so it runs on across leaders), counted in
+//     synod_placement_decisions_total{namespace,kind}, and shown by CLUSTER
+//     MIGRATION STATUS and `synod cluster status`.
+//   - A split or a merge starts a slot migration (migrate.go) at the
+//     block's rate, as an operator's CLUSTER MIGRATE would. A replacement
+//     and a leader move are logged, not carried out (action=not-done and
+//     why): a node starts the groups the cluster file names at start, so
+//     there is no node to add to a group at run time yet, and paxos has no
+//     leadership transfer on request (docs/SHARDING.md "Placement
+//     decisions", what is left).
+//
+// Decisions (no seed covers placement; CockroachDB and TiKV are the
+// models): reports are polled by the leader rather than pushed to it, as
+// the slot map is (slotmap.go), one write per node per second at most;
+// the leader's figures are its own, recomputed by a new leader from
+// scratch (its first rates are a second late, its liveness clock starts
+// when it starts leading: a dead node is replaced at the earliest
+// DeadAfter after a leader change, never sooner).
+
+const (
+	placeEvery  = time.Second
+	placeSmooth = 0.5
+	placeLogLen = 50
+)
+
+// placerState is the placement loop's state on this node.
+type placerState struct {
+	once      sync.Once
+	decisions *prometheus.CounterVec
+	groupOps  *prometheus.GaugeVec
+	groupKeys *prometheus.GaugeVec
+
+	mu   sync.Mutex
+	byNS map[string]*nsPlacer
+}
+
+// nsPlacer is one namespace's placement state on this node.
+type nsPlacer struct {
+	reported string // the counts last written
+
+	leading bool
+	prev    map[string][]uint64 // node -> its counts at prevAt
+	prevAt  time.Time
+	ops     []float64   // smoothed requests per second per group
+	coldAt  []time.Time // since when each group has been cold (zero: it is not)
+	upAt    map[string]time.Time
+	last    string    // the last decision logged (its identity)
+	moveAt  time.Time // a split or merge started or ended (zero: none)
+	wasMig  bool
+}
+
+// countOps counts a client request routed to group gi of s (routeOnce).
+func (s *shardedNS) countOps(gi int) {
+	if s.ops != nil {
+		s.ops[gi].Add(1)
+	}
+}
+
+func (n *Node) placerFor(ns string) *nsPlacer {
+	n.placer.mu.Lock()
+	defer n.placer.mu.Unlock()
+	if n.placer.byNS == nil {
+		n.placer.byNS = map[string]*nsPlacer{}
+	}
+	p := n.placer.byNS[ns]
+	if p == nil {
+		p = &nsPlacer{}
+		n.placer.byNS[ns] = p
+	}
+	return p
+}
+
+// placed lists the sharded namespaces with a placement block.
+func (n *Node) placed() []*shardedNS {
+	var out []*shardedNS
+	for _, s := range n.shards {
+		if s.ns.Placement != nil && s.ns.Name != config.PlacementName {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ns.Name < out[j].ns.Name })
+	return out
+}
+
+// initPlacer makes the request counters of placed namespaces; called from
+// initShards' caller before anything routes.
+func (n *Node) initPlacer() {
+	for _, s := range n.placed() {
+		s.ops = make([]atomic.Uint64, len(s.groups))
+	}
+}
+
+// runPlacer is the placement loop: reports on every node, decisions on
+// the placement leader.
+func (n *Node) runPlacer() {
+	defer n.bg.Done()
+	ss := n.placed()
+	if len(ss) == 0 {
+		return
+	}
+	n.placer.once.Do(func() {
+		lab := []string{"namespace", "kind"}
+		cl := prometheus.Labels{"node": string(n.id)}
+		n.placer.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "synod", Name: "placement_decisions_total",
+			Help: "Placement decisions logged by this node as the placement leader, by kind (split, merge, replace, leader, none with a reason)", ConstLabels: cl}, lab)
+		g := []string{"namespace", "group"}
+		n.placer.groupOps = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "synod", Name: "placement_group_ops",
+			Help: "Client requests per second of each group, as the placement leader computes them (smoothed)", ConstLabels: cl}, g)
+		n.placer.groupKeys = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "synod", Name: "placement_group_keys",
+			Help: "Keys of each group, as the placement leader last read them", ConstLabels: cl}, g)
+		n.m.reg.MustRegister(n.placer.decisions, n.placer.groupOps, n.placer.groupKeys)
+	})
+	t := time.NewTicker(placeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stopping:
+			return
+		case <-t.C:
+		}
+		for _, s := range ss {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			n.reportLoad(ctx, s)
+			if n.leadsPlacement() {
+				n.decide(ctx, s)
+			} else {
+				n.placerFor(s.ns.Name).leading = false
+			}
+			cancel()
+		}
+	}
+}
+
+// reportLoad writes this node's request counts of s, when they changed.
+func (n *Node) reportLoad(ctx context.Context, s *shardedNS) {
+	p := n.placerFor(s.ns.Name)
+	cs := make([]string, len(s.ops))
+	for i := range s.ops {
+		cs[i] = strconv.FormatUint(s.ops[i].Load(), 10)
+	}
+	v := strings.Join(cs, " ")
+	if v == p.reported {
+		return
+	}
+	if _, err := n.placementDo(ctx, kvOp("hset", "load/"+s.ns.Name, string(n.id), v)); err == nil {
+		p.reported = v
+	}
+}
+
+// decide gathers the inputs of shard.Decide for s, logs a new decision
+// and carries it out.
+func (n *Node) decide(ctx context.Context, s *shardedNS) {
+	p := n.placerFor(s.ns.Name)
+	now := time.Now()
+	params, err := s.ns.Placement.Params()
+	if err != nil {
+		return // refused by validation
+	}
+	if !p.leading {
+		// Starting to lead: liveness and rates from scratch.
+		p.leading, p.prev, p.ops, p.upAt = true, nil, make([]float64, len(s.groups)), map[string]time.Time{}
+		p.coldAt = make([]time.Time, len(s.groups))
+	}
+	// Liveness.
+	st := map[automaton.NodeID]bool{}
+	if n.tr != nil {
+		for id, ps := range n.tr.Stats() {
+			st[id] = ps.Connected
+		}
+	}
+	var nodes []shard.NodeReport
+	for _, m := range n.cfg.Nodes {
+		id := automaton.NodeID(m.ID)
+		if up, known := st[id]; id == n.id || !known || up {
+			p.upAt[m.ID] = now
+		} else if _, ok := p.upAt[m.ID]; !ok {
+			p.upAt[m.ID] = now
+		}
+		nodes = append(nodes, shard.NodeReport{ID: m.ID, DownFor: now.Sub(p.upAt[m.ID]).Seconds()})
+	}
+	// Load.
+	rs, err := n.placementDo(ctx, kvOp("hgetall", "load/"+s.ns.Name))
+	if err != nil {
+		return
+	}
+	cur := map[string][]uint64{}
+	for i := 0; i+1 < len(rs[0].Elems); i += 2 {
+		var cs []uint64
+		for _, f := range strings.Fields(string(rs[0].Elems[i+1].Bytes)) {
+			c, _ := strconv.ParseUint(f, 10, 64)
+			cs = append(cs, c)
+		}
+		cur[string(rs[0].Elems[i].Bytes)] = cs
+	}
+	if p.prev != nil {
+		dt := now.Sub(p.prevAt).Seconds()
+		rate := make([]float64, len(s.groups))
+		for id, cs := range cur {
+			old := p.prev[id]
+			for gi := range rate {
+				if gi >= len(cs) {
+					break
+				}
+				var was uint64
+				if gi < len(old) {
+					was = old[gi]
+				}
+				if cs[gi] >= was {
+					rate[gi] += float64(cs[gi]-was) / dt
+				} else {
+					rate[gi] += float64(cs[gi]) / dt // the node restarted
+				}
+			}
+		}
+		for gi := range rate {
+			p.ops[gi] = placeSmooth*rate[gi] + (1-placeSmooth)*p.ops[gi]
+		}
+	}
+	p.prev, p.prevAt = cur, now
+	// Size, leader, members.
+	view := s.view()
+	in := shard.PlaceInput{Map: shard.Placement{Epoch: view.epoch, Groups: view.groups}, Nodes: nodes, Migrating: view.active(), SinceMove: -1}
+	for gi, g := range s.groups {
+		gr := shard.GroupReport{Name: g.Namespace.Name, Ops: p.ops[gi], Bytes: -1}
+		for _, id := range g.Nodes {
+			gr.Members = append(gr.Members, string(id))
+		}
+		gr.Leader = string(n.hintOf(g.Namespace.Name))
+		if l := n.loops[g.Namespace.Name]; l != nil {
+			if ld := l.leader.Load(); ld != nil {
+				gr.Leader = string(*ld)
+			}
+		}
+		if res, err := n.groupDo(ctx, s, gi, []service.Op{{Kind: "slotstats"}}); err == nil && len(res[0].Elems) == 2 {
+			gr.Keys, gr.Bytes, gr.Known = res[0].Elems[0].Int, res[0].Elems[1].Int, true
+		}
+		if gr.Known && shard.Cold(gr, params) && !in.Migrating {
+			if p.coldAt[gi].IsZero() {
+				p.coldAt[gi] = now
+			}
+			gr.ColdFor = now.Sub(p.coldAt[gi]).Seconds()
+		} else {
+			p.coldAt[gi] = time.Time{}
+		}
+		in.Groups = append(in.Groups, gr)
+		n.placer.groupOps.WithLabelValues(s.ns.Name, g.Namespace.Name).Set(gr.Ops)
+		if gr.Known {
+			n.placer.groupKeys.WithLabelValues(s.ns.Name, g.Namespace.Name).Set(float64(gr.Keys))
+		}
+	}
+	if p.wasMig && !in.Migrating {
+		p.moveAt = now // the split or merge ended: cool down from here
+	}
+	p.wasMig = in.Migrating
+	if !p.moveAt.IsZero() {
+		in.SinceMove = now.Sub(p.moveAt).Seconds()
+	}
+	d := shard.Decide(in, params)
+	if d.Kind == shard.DecNone && (d.Reason == "" || in.Migrating) {
+		p.last = ""
+		return
+	}
+	id := fmt.Sprintf("%v %d %d %s %s %s", d.Kind, d.From, d.To, shard.FormatSlots(d.Slots), d.Node, d.With)
+	if d.Kind == shard.DecNone {
+		id += " " + firstWords(d.Reason, 2)
+	}
+	if id == p.last {
+		return
+	}
+	p.last = id
+	action := "none"
+	switch d.Kind {
+	case shard.DecSplit, shard.DecMerge:
+		action = "migration started"
+		if err := n.startPlaced(ctx, s, d, params); err != nil {
+			action = "refused: " + err.Error()
+			p.last = "" // decide it again next time
+		} else {
+			p.moveAt = now
+		}
+	case shard.DecReplace:
+		action = "not-done: a node cannot start a group's replica at run time yet"
+	case shard.DecLeader:
+		action = "not-done: advice (no leadership transfer on request)"
+	}
+	rs, err = n.placementDo(ctx, kvOp("incr", "decseq/"+s.ns.Name, "1"))
+	if err != nil {
+		n.log.Debug("placement decision not logged", "namespace", s.ns.Name, "err", err)
+		p.last = ""
+		return
+	}
+	entry := fmt.Sprintf("%d %d %s action=%q", rs[0].Int, now.UnixMilli(), d, action)
+	if _, err := n.placementDo(ctx, kvOp("rpush", "dec/"+s.ns.Name, entry), kvOp("ltrim", "dec/"+s.ns.Name, strconv.Itoa(-placeLogLen), "-1")); err != nil {
+		p.last = ""
+		return
+	}
+	n.placer.decisions.WithLabelValues(s.ns.Name, d.Kind.String()).Inc()
+	n.log.Info("placement decision", "namespace", s.ns.Name, "decision", d.String(), "action", action)
+}
+
+func firstWords(s string, k int) string {
+	f := strings.Fields(s)
+	if len(f) > k {
+		f = f[:k]
+	}
+	return strings.Join(f, " ")
+}
+
+// startPlaced starts the migration a split or merge decided.
+func (n *Node) startPlaced(ctx context.Context, s *shardedNS, d shard.Decision, params shard.PlaceParams) error {
+	rec, ver, err := n.readMigration(ctx, s)
+	if err != nil {
+		return err
+	}
+	rate := s.ns.Placement.Rate
+	if rate <= 0 {
+		rate = config.DefaultPlacementRate
+	}
+	short := func(gi int) string {
+		_, sh, _ := strings.Cut(s.groups[gi].Namespace.Name, config.GroupSep)
+		return sh
+	}
+	_, err = n.startMigration(ctx, s, rec, ver, []string{short(d.From), short(d.To), shard.FormatSlots(d.Slots), "rate", strconv.FormatFloat(rate, 'f', -1, 64)})
+	return err
+}
+
+// placementLog is the decision log's last entries, for CLUSTER MIGRATION
+// STATUS: one "decision: ..." line each, oldest first.
+func (n *Node) placementLog(ctx context.Context, s *shardedNS, last int) string {
+	if s.ns.Placement == nil {
+		return ""
+	}
+	rs, err := n.placementDo(ctx, kvOp("lrange", "dec/"+s.ns.Name, strconv.Itoa(-last), "-1"))
+	if err != nil {
+		return fmt.Sprintf("decisions: unknown (%v)\n", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "placement: on\n")
+	for _, e := range rs[0].Elems {
+		fmt.Fprintf(&b, "decision: %s\n", e.Bytes)
+	}
+	return b.String()
+}

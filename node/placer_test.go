@@ -1,0 +1,186 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/shard"
+)
+
+// The placement service decides by itself: s0 owns slots 0-1023, s2 the
+// rest (warm: it holds more keys than merge_keys), s1 is a spare. A load
+// on s0's slots over split_ops makes the placement leader log a split and
+// move the upper half of s0's slots to s1 (epoch 2); once the load stops,
+// s0 and s1 are cold and merge (epoch 3), s2 stays. Every acknowledged
+// write reads back afterwards, and the decisions are in the log CLUSTER
+// MIGRATION STATUS shows and in the metric.
+func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-1023", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "", Nodes: []string{"n4", "n5", "n6"}},
+		{Name: "s2", Slots: "1024-16383", Nodes: []string{"n4", "n5", "n6"}},
+	}, Placement: &config.Placement{SplitOps: 40, MergeOps: 5, MergeKeys: 300, Cooldown: "1s", MergeDelay: "2s", Rate: 5000}}
+	cfg, ls := mkCluster(t, 6, config.Memory, ns)
+	var nodes []*Node
+	var addrs []string
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+		addrs = append(addrs, cfg.Nodes[i].Client)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	plain := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer plain.Close()
+	// CLUSTER commands make a connection a cluster client's (MOVED, not
+	// forwarding): status goes on its own.
+	admin := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer admin.Close()
+	var hot, warm []string // keys of s0's slots; keys of s2's
+	for i := 0; len(hot) < 200 || len(warm) < 400; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if shard.KeySlot(k) < 1024 {
+			hot = append(hot, k)
+		} else {
+			warm = append(warm, k)
+		}
+	}
+	var kv []any // one MSET (one request, all of s2's slots): a preload that is no load
+	for _, k := range warm[:400] {
+		kv = append(kv, k, "warm")
+	}
+	if err := plain.MSet(ctx, kv...).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The load: 4 writers, each its own keys of s0, SET then GET, until
+	// the split has happened.
+	var mu sync.Mutex
+	acked := map[string]string{}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; !stop.Load() && ctx.Err() == nil; i++ {
+				k := hot[w*50+i%50]
+				v := fmt.Sprintf("%d", i)
+				if err := plain.Set(ctx, k, v, 0).Err(); err != nil {
+					errs.Add(1)
+					continue
+				}
+				mu.Lock()
+				acked[k] = v
+				mu.Unlock()
+				if got, err := plain.Get(ctx, k).Result(); err == nil && got != v {
+					t.Errorf("read %s = %q after acknowledged %q", k, got, v)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}(w)
+	}
+	epoch := func() uint64 {
+		st, err := migStatus(ctx, admin)
+		if err != nil {
+			return 0
+		}
+		var e uint64
+		fmt.Sscan(st["epoch"], &e)
+		return e
+	}
+	for epoch() < 2 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("no split within the time; status: %v", statusText(ctx, admin))
+	}
+	v := nodes[1].shards["default"].view()
+	if shard.FormatSlots(v.groups[0]) != "0-511" || shard.FormatSlots(v.groups[1]) != "512-1023" || shard.FormatSlots(v.groups[2]) != "1024-16383" {
+		t.Fatalf("after the split: %v", v.groups)
+	}
+	t.Logf("split at epoch %d: %v (%d writes acknowledged, %d errors)", v.epoch, v.groups, len(acked), errs.Load())
+
+	// No load: the two groups are cold, and merge.
+	for epoch() < 3 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("no merge within the time; status: %v", statusText(ctx, admin))
+	}
+	for ctx.Err() == nil {
+		if st, err := migStatus(ctx, admin); err == nil && st["phase"] == "done" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := statusText(ctx, admin) + nodes[0].placementLog(ctx, nodes[0].shards["default"], placeLogLen)
+	t.Logf("status and decision log:\n%s", st)
+	if !strings.Contains(st, "split from=0 to=1 slots=512-1023") || !strings.Contains(st, "merge from=") {
+		t.Fatalf("the decision log does not show the split and the merge:\n%s", st)
+	}
+	if v := nodes[1].shards["default"].view(); shard.FormatSlots(v.groups[2]) != "1024-16383" || len(v.groups[0]) != 0 && len(v.groups[1]) != 0 {
+		t.Fatalf("after the merge: %v", v.groups)
+	}
+	for _, k := range warm[:400] {
+		acked[k] = "warm"
+	}
+	for k, want := range acked {
+		got, err := plain.Get(ctx, k).Result()
+		if err != nil || got != want {
+			for i, n := range nodes {
+				v := n.shards["default"].view()
+				t.Logf("n%d %s: epoch %d %v", i+1, addrs[i], v.epoch, v.groups)
+			}
+			t.Fatalf("key %s (slot %d): acknowledged %q, read %q (%v)", k, shard.KeySlot(k), want, got, err)
+		}
+	}
+	var splits float64
+	for _, n := range nodes {
+		splits += counterValue(t, n, "synod_placement_decisions_total", "kind", "split")
+	}
+	if splits < 1 {
+		t.Fatalf("synod_placement_decisions_total{kind=split} is %v", splits)
+	}
+}
+
+func statusText(ctx context.Context, c *redis.Client) string {
+	s, err := c.Do(ctx, "cluster", "migration", "status").Text()
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// counterValue sums counter name{label=value} in n's registry.
+func counterValue(t *testing.T, n *Node, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := n.m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
