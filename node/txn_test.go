@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,6 +126,11 @@ func TestCrossShardMultiExec(t *testing.T) {
 	}
 	if other.SIsMember(ctx, s0, "x").Val() || !other.SIsMember(ctx, s1, "x").Val() {
 		t.Fatal("SMOVE across shards did not move x")
+	}
+	// INFO transactions counts what this node coordinated.
+	info := cl.Info(ctx, "transactions").Val()
+	if !strings.Contains(info, "txn_committed:") || strings.Contains(info, "txn_committed:0\r") || !strings.Contains(info, "txn_watch_failed:1") {
+		t.Fatalf("INFO transactions at the coordinating node:\n%s", info)
 	}
 	// In MULTI with commands of one group: all of it one transaction.
 	cmds, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
