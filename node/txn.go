@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -24,6 +26,25 @@ import (
 // machine txn.Coordinator; the leader of every group resolves the
 // transactions left prepared in it. The protocol, its isolation and the
 // reasons are package shard/txn's documentation.
+
+// txnStats counts the cross-shard transactions this node coordinated
+// (per client request: committed, aborted by a watched key, refused by a
+// slot's migration, of unknown outcome, out of attempts) and their
+// attempts, and the transactions its groups' leaders resolved (INFO
+// transactions).
+type txnStats struct {
+	committed, computed, watchFailed, refused, unknown, exhausted atomic.Int64
+	attempts, resolvedCommit, resolvedAbort                       atomic.Int64
+}
+
+func (t *txnStats) info() map[string]string {
+	f := func(v *atomic.Int64) string { return strconv.FormatInt(v.Load(), 10) }
+	return map[string]string{
+		"txn_committed": f(&t.committed), "txn_computed": f(&t.computed), "txn_watch_failed": f(&t.watchFailed),
+		"txn_refused": f(&t.refused), "txn_unknown": f(&t.unknown), "txn_out_of_attempts": f(&t.exhausted),
+		"txn_attempts": f(&t.attempts), "txn_resolved_commit": f(&t.resolvedCommit), "txn_resolved_abort": f(&t.resolvedAbort),
+	}
+}
 
 // txnStepTimeout bounds one step (a prepare, the decision, a commit) of a
 // transaction; forwarding resends it to the group's next node meanwhile.
@@ -121,13 +142,19 @@ func (n *Node) crossShard(ctx context.Context, s *shardedNS, req automaton.Reque
 	asking := gateway.ClusterModeOf(ctx).Asking
 	for attempt := 1; ; attempt++ {
 		out, guards := n.txnAttempt(ctx, s, parts, asking, comp)
+		n.txs.attempts.Add(1)
 		switch out.Kind {
 		case txn.OutDone:
+			n.txs.committed.Add(1)
+			if comp != nil {
+				n.txs.computed.Add(1)
+			}
 			if len(req.Ops) == 0 {
 				return automaton.Response{ID: req.ID, Result: out.Results[0]}, nil
 			}
 			return automaton.Response{ID: req.ID, Results: out.Results}, nil
 		case txn.OutWatch:
+			n.txs.watchFailed.Add(1)
 			rs := make([]service.Result, len(req.Ops))
 			for i := range rs {
 				rs[i] = service.Nil()
@@ -136,13 +163,16 @@ func (n *Node) crossShard(ctx context.Context, s *shardedNS, req automaton.Reque
 			return automaton.Response{ID: req.ID, Results: rs}, nil
 		case txn.OutRefused:
 			if g := guards[out.At]; !isLockRefusal(out.Res) {
+				n.txs.refused.Add(1)
 				return automaton.Response{ID: req.ID, Result: n.refusal(s, shard.SlotOfStateKey(g.Key), out.Res.Err)}, nil
 			}
 		case txn.OutUnknown, txn.OutLost:
+			n.txs.unknown.Add(1)
 			return automaton.Response{}, fmt.Errorf("cross-shard transaction: outcome unknown: %s", out.Err)
 		}
 		// Nothing applied (a lock, a lost prepare, a resolver's abort).
 		if attempt >= txn.MaxAttempts {
+			n.txs.exhausted.Add(1)
 			return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.TryAgain, "cross-shard transaction met locked slots %d times; nothing was applied (%s)", attempt, out.Err)}, nil
 		}
 		select {
@@ -387,6 +417,11 @@ func (n *Node) resolveTxn(s *shardedNS, gi int, id, coord string) error {
 		op = service.TxCommitOp(id, writes)
 	}
 	_, err = n.groupRun(ctx, s, gi, []service.Op{op})
+	if err == nil && d == txn.Commit {
+		n.txs.resolvedCommit.Add(1)
+	} else if err == nil {
+		n.txs.resolvedAbort.Add(1)
+	}
 	n.log.Info("resolved a cross-shard transaction", "group", s.groups[gi].Namespace.Name, "txn", id, "decision", d, "err", err)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,6 +92,21 @@ func TestCrossShardMultiExec(t *testing.T) {
 	if err != nil || other.Get(ctx, a).Val() != "w" || other.Get(ctx, b).Val() != "w" {
 		t.Fatalf("EXEC with unchanged watched keys: %v, %s=%q %s=%q", err, a, other.Get(ctx, a).Val(), b, other.Get(ctx, b).Val())
 	}
+	// A watched key in a group the transaction writes nothing in: that
+	// group's part is the guard alone (its slot locked until the commit).
+	err = cl.Watch(ctx, func(tx *redis.Tx) error {
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, b, "only-b", 0)
+			return nil
+		})
+		return err
+	}, a)
+	if err != nil || other.Get(ctx, b).Val() != "only-b" {
+		t.Fatalf("EXEC watching a key of the other group: %v, %s = %q", err, b, other.Get(ctx, b).Val())
+	}
+	if err := other.Set(ctx, b, "w", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	// One operation whose keys are in two groups: a computed transaction.
 	if err := cl.Rename(ctx, a, b).Err(); err != nil {
 		t.Fatalf("RENAME across shards: %v", err)
@@ -125,6 +141,11 @@ func TestCrossShardMultiExec(t *testing.T) {
 	}
 	if other.SIsMember(ctx, s0, "x").Val() || !other.SIsMember(ctx, s1, "x").Val() {
 		t.Fatal("SMOVE across shards did not move x")
+	}
+	// INFO transactions counts what this node coordinated.
+	info := cl.Info(ctx, "transactions").Val()
+	if !strings.Contains(info, "txn_committed:") || strings.Contains(info, "txn_committed:0\r") || !strings.Contains(info, "txn_watch_failed:1") {
+		t.Fatalf("INFO transactions at the coordinating node:\n%s", info)
 	}
 	// In MULTI with commands of one group: all of it one transaction.
 	cmds, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
