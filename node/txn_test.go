@@ -92,6 +92,21 @@ func TestCrossShardMultiExec(t *testing.T) {
 	if err != nil || other.Get(ctx, a).Val() != "w" || other.Get(ctx, b).Val() != "w" {
 		t.Fatalf("EXEC with unchanged watched keys: %v, %s=%q %s=%q", err, a, other.Get(ctx, a).Val(), b, other.Get(ctx, b).Val())
 	}
+	// A watched key in a group the transaction writes nothing in: that
+	// group's part is the guard alone (its slot locked until the commit).
+	err = cl.Watch(ctx, func(tx *redis.Tx) error {
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, b, "only-b", 0)
+			return nil
+		})
+		return err
+	}, a)
+	if err != nil || other.Get(ctx, b).Val() != "only-b" {
+		t.Fatalf("EXEC watching a key of the other group: %v, %s = %q", err, b, other.Get(ctx, b).Val())
+	}
+	if err := other.Set(ctx, b, "w", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	// One operation whose keys are in two groups: a computed transaction.
 	if err := cl.Rename(ctx, a, b).Err(); err != nil {
 		t.Fatalf("RENAME across shards: %v", err)

@@ -35,7 +35,7 @@ import (
 
 func init() {
 	addKVOps(map[string]kvOp{
-		"txprepare": {min: 2, max: -1, check: checkTxPrepare, run: (*KVState).opTxPrepare},
+		"txprepare": {min: 1, max: -1, check: checkTxPrepare, run: (*KVState).opTxPrepare},
 		"txcommit":  {max: -1, check: checkTxCommit, run: (*KVState).opTxCommit},
 		"txabort":   {run: (*KVState).opTxAbort},
 		"txdecide":  {min: 1, max: 2, check: checkTxDecide, run: (*KVState).opTxDecide},

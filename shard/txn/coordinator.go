@@ -247,7 +247,7 @@ func (c *Coordinator) Committed(i int, r service.Result, err error) {
 		return
 	}
 	c.committed[i] = true
-	want := len(c.Parts[i].Ops) - c.Parts[i].Guards()
+	want := len(c.Parts[i].Ops)
 	if c.Computed {
 		want += len(c.writes[i])
 	}
@@ -298,8 +298,8 @@ func (c *Coordinator) Forgot() {
 // Outcome is the attempt's end, once Next returns StDone.
 func (c *Coordinator) Outcome() Outcome { return c.out }
 
-// merge puts the parts' results back in request order (client guards
-// answer OK, as in an atomic group that passed them).
+// merge puts the parts' results back in request order (txcommit answers
+// OK for a client guard, as an atomic group that passed it).
 func (c *Coordinator) merge() []service.Result {
 	if c.Computed {
 		return c.final
@@ -310,13 +310,8 @@ func (c *Coordinator) merge() []service.Result {
 	}
 	out := make([]service.Result, n)
 	for i, p := range c.Parts {
-		g := p.Guards()
 		for j, at := range p.Index {
-			if j < g {
-				out[at] = service.OK()
-			} else {
-				out[at] = c.results[i][j-g]
-			}
+			out[at] = c.results[i][j]
 		}
 	}
 	return out

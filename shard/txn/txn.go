@@ -19,8 +19,9 @@
 //  1. Prepare, in every participant group at once: one atomic group of the
 //     slot guards of the part's keys (migration's ownership check, and the
 //     lock check below), the client's own guards (WATCH's versions,
-//     MSETNX's existence checks), then txprepare, which locks the part's
-//     slots and records its operations (a redo log). Nothing is applied.
+//     MSETNX's existence checks), then txprepare, which locks the slots
+//     of the part's keys, guarded ones included, and records its
+//     operations (a redo log). Nothing is applied.
 //     A failed guard applies nothing: that participant votes no.
 //  2. If every participant voted yes, txdecide commit in the coordinator
 //     group: the transaction commits when that entry is in the log. If any
@@ -161,7 +162,10 @@ func Prepare(id, coord string, slotGuards []service.Op, p Part) []service.Op {
 	out := make([]service.Op, 0, len(slotGuards)+g+1)
 	out = append(out, slotGuards...)
 	out = append(out, p.Ops[:g]...)
-	return append(out, service.TxPrepareOp(id, coord, p.Ops[g:]))
+	// The record holds the guards too, so that their keys' slots are
+	// locked (a watched key must not change before the commit: the guard
+	// is a read) and txcommit answers OK for each.
+	return append(out, service.TxPrepareOp(id, coord, p.Ops))
 }
 
 // VoteKind is a participant's answer to its prepare.
