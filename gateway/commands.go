@@ -933,9 +933,13 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	for _, cat := range cats {
 		c.w.WriteSimple("@" + cat)
 	}
-	c.w.WriteSet(0) // tips
-	c.w.WriteArray(0)
-	c.w.WriteArray(0)
+	tips := redisTips[cmd.name]
+	c.w.WriteSet(len(tips))
+	for _, t := range tips {
+		c.w.WriteBulkString(t)
+	}
+	c.writeKeySpecs(redisKeySpecs[cmd.name]) // getkeys.go
+	c.w.WriteArray(0)                        // subcommands: COMMAND LIST names the served ones
 }
 
 func sortedCommands() []*command {

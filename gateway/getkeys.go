@@ -67,6 +67,7 @@ func (c *conn) commandGetKeys(args [][]byte, withFlags bool) {
 // firstkey), and the flags of the keys it finds.
 type keySpec struct {
 	flags                []string
+	notes                string
 	index                int
 	keyword              string
 	startfrom            int
@@ -244,4 +245,85 @@ func sortKeys(args [][]byte) [][]byte {
 		keys = append(keys, store)
 	}
 	return keys
+}
+
+// writeKeySpecs writes specs as COMMAND INFO's key specifications, in Redis
+// 7.0's shape (server.c, addReplyCommandKeySpecs).
+func (c *conn) writeKeySpecs(specs []keySpec) {
+	c.w.WriteSet(len(specs))
+	for _, sp := range specs {
+		n := 3
+		if sp.notes != "" {
+			n++
+		}
+		c.w.WriteMap(n)
+		if sp.notes != "" {
+			c.w.WriteBulkString("notes")
+			c.w.WriteBulkString(sp.notes)
+		}
+		c.w.WriteBulkString("flags")
+		c.w.WriteSet(len(sp.flags))
+		for _, f := range sp.flags {
+			c.w.WriteSimple(f)
+		}
+		unknown := func() {
+			c.w.WriteMap(2)
+			c.w.WriteBulkString("type")
+			c.w.WriteBulkString("unknown")
+			c.w.WriteBulkString("spec")
+			c.w.WriteMap(0)
+		}
+		c.w.WriteBulkString("begin_search")
+		switch {
+		case sp.unknown && sp.index == 0 && sp.keyword == "":
+			unknown()
+		case sp.keyword != "":
+			c.w.WriteMap(2)
+			c.w.WriteBulkString("type")
+			c.w.WriteBulkString("keyword")
+			c.w.WriteBulkString("spec")
+			c.w.WriteMap(2)
+			c.w.WriteBulkString("keyword")
+			c.w.WriteBulkString(sp.keyword)
+			c.w.WriteBulkString("startfrom")
+			c.w.WriteInt(int64(sp.startfrom))
+		default:
+			c.w.WriteMap(2)
+			c.w.WriteBulkString("type")
+			c.w.WriteBulkString("index")
+			c.w.WriteBulkString("spec")
+			c.w.WriteMap(1)
+			c.w.WriteBulkString("index")
+			c.w.WriteInt(int64(sp.index))
+		}
+		c.w.WriteBulkString("find_keys")
+		switch {
+		case sp.unknown:
+			unknown()
+		case sp.keynum:
+			c.w.WriteMap(2)
+			c.w.WriteBulkString("type")
+			c.w.WriteBulkString("keynum")
+			c.w.WriteBulkString("spec")
+			c.w.WriteMap(3)
+			c.w.WriteBulkString("keynumidx")
+			c.w.WriteInt(int64(sp.keynumidx))
+			c.w.WriteBulkString("firstkey")
+			c.w.WriteInt(int64(sp.firstkey))
+			c.w.WriteBulkString("keystep")
+			c.w.WriteInt(int64(sp.step))
+		default:
+			c.w.WriteMap(2)
+			c.w.WriteBulkString("type")
+			c.w.WriteBulkString("range")
+			c.w.WriteBulkString("spec")
+			c.w.WriteMap(3)
+			c.w.WriteBulkString("lastkey")
+			c.w.WriteInt(int64(sp.lastkey))
+			c.w.WriteBulkString("keystep")
+			c.w.WriteInt(int64(sp.step))
+			c.w.WriteBulkString("limit")
+			c.w.WriteInt(int64(sp.limit))
+		}
+	}
 }

@@ -30,9 +30,11 @@ type spec struct {
 	Flags     []string  `json:"command_flags"`
 	ACL       []string  `json:"acl_categories"`
 	KeySpecs  []keySpec `json:"key_specs"`
+	Tips      []string  `json:"command_tips"`
 }
 
 type keySpec struct {
+	Notes       string   `json:"notes"`
 	Flags       []string `json:"flags"`
 	BeginSearch struct {
 		Index *struct {
@@ -72,6 +74,9 @@ func goSpec(k keySpec) string {
 		}
 	}
 	s := "{flags: []string{" + strings.Join(flags, ", ") + "}"
+	if k.Notes != "" {
+		s += fmt.Sprintf(", notes: %q", k.Notes)
+	}
 	switch {
 	case k.BeginSearch.Index != nil:
 		s += fmt.Sprintf(", index: %d", k.BeginSearch.Index.Pos)
@@ -103,6 +108,7 @@ func main() {
 	}
 	out := map[string][]string{}
 	specs := map[string][]string{}
+	tips := map[string][]string{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -150,6 +156,9 @@ func main() {
 				}
 			}
 			out[key] = list
+			for _, t := range s.Tips {
+				tips[key] = append(tips[key], fmt.Sprintf("%q", strings.ToLower(t)))
+			}
 			for _, k := range s.KeySpecs {
 				specs[key] = append(specs[key], goSpec(k))
 			}
@@ -187,6 +196,16 @@ func main() {
 			continue
 		}
 		fmt.Printf("\t%q: {%s},\n", n, strings.Join(specs[n], ", "))
+	}
+	fmt.Println("}")
+	fmt.Println()
+	fmt.Println("// redisTips are Redis 7.0.15's command tips (COMMAND INFO).")
+	fmt.Println("var redisTips = map[string][]string{")
+	for _, n := range names {
+		if len(tips[n]) == 0 {
+			continue
+		}
+		fmt.Printf("\t%q: {%s},\n", n, strings.Join(tips[n], ", "))
 	}
 	fmt.Println("}")
 }
