@@ -362,6 +362,7 @@ func (a *Paxos) reset() {
 	a.chosenUpTo, a.executed, a.snapIndex, a.savedC = 0, 0, 0, 0
 	a.sinceSnap = 0
 	a.sm = newMachine(a.cfg.Service, a.prm.DedupClients, a.boot)
+	a.sm.owner = a
 	a.nums = map[automaton.NodeID]uint32{}
 	a.book = map[automaton.NodeID]member{}
 	a.lastMembers = ""
