@@ -219,6 +219,7 @@ func (a *Paxos) CloneModel() automaton.Automaton {
 	c.book = maps.Clone(a.book)
 	c.log = cloneValues(a.log)
 	c.sm = a.sm // shared until c changes it (ownMachine)
+	c.tok = new(ownerToken)
 	c.promises = maps.Clone(a.promises)
 	c.p1Confs = slices.Clone(a.p1Confs)
 	c.inflight = make(map[uint64]*flight, len(a.inflight))
