@@ -127,6 +127,11 @@ func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRun
 		cc = c
 	}
 
+	// What the idle processes burn (timers, heartbeats), for reading the
+	// CPU per write below.
+	idle0 := nodesCPU(b, c)
+	time.Sleep(3 * time.Second)
+	fmt.Printf("  %d nodes idle: %.3f cores (/proc/PID/stat over 3 s)\n", nodes, (nodesCPU(b, c)-idle0).Seconds()/3)
 	var keys []string
 	shape := fmt.Sprintf("%d nodes, unsharded (1 group of 3)", nodes)
 	if shards > 0 {
@@ -186,43 +191,44 @@ func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRun
 
 	}
 
-	// The data each node holds.
-	perNode := make(map[string]int) // acknowledged keys per node (sharded)
-	if shards > 0 {
-		slots := config.SlotMap(ns)
-		perGroup := make([]int, len(ns.Shards))
-		for _, k := range keys {
-			perGroup[slots.Group(k)]++
+	// The data each node holds: the acknowledged keys of its group (every
+	// key when unsharded; DBSIZE checks that count there, and is refused
+	// in a sharded namespace), their bytes (key + value), and its data
+	// directory on disk (the WAL, in preallocated segments of about 4 MB).
+	perNode := make(map[string][2]int64)
+	slots := config.SlotMap(ns)
+	for _, k := range keys {
+		g, members := 0, c.Nodes
+		if shards > 0 {
+			g = slots.Group(k)
 		}
-		for g, s := range ns.Shards {
-			for _, id := range s.Nodes {
-				perNode[id] += perGroup[g]
+		for _, nd := range members {
+			if shards == 0 || slices.Contains(ns.Shards[g].Nodes, nd.ID) {
+				v := perNode[nd.ID]
+				perNode[nd.ID] = [2]int64{v[0] + 1, v[1] + int64(len(k)+valSize)}
 			}
 		}
 	}
-	var totalKeys, totalBytes int64
+	var totalKeys, totalBytes, totalDisk int64
 	var line []string
 	for _, nd := range c.Nodes {
-		var nk int64
-		how := "acked"
+		v := perNode[nd.ID]
 		if shards == 0 {
 			pc := redis.NewClient(&redis.Options{Addr: nd.Client})
-			nk, err = pc.DBSize(ctx).Result()
+			n, err := pc.DBSize(ctx).Result()
 			pc.Close()
-			if err != nil {
-				b.Fatalf("DBSIZE at %s: %v", nd.ID, err)
+			if err != nil || n < v[0] {
+				b.Fatalf("DBSIZE at %s: %d (%v), %d keys acknowledged", nd.ID, n, err, v[0])
 			}
-			how = "dbsize"
-		} else {
-			nk = int64(perNode[nd.ID])
 		}
-		by := dirBytes(filepath.Join(c.Dir, cluster.DataDir, nd.ID))
-		totalKeys += nk
-		totalBytes += by
-		line = append(line, fmt.Sprintf("%s %d keys (%s) %.1f MB", nd.ID, nk, how, float64(by)/1e6))
+		disk := dirBytes(filepath.Join(c.Dir, cluster.DataDir, nd.ID))
+		totalKeys += v[0]
+		totalBytes += v[1]
+		totalDisk += disk
+		line = append(line, fmt.Sprintf("%s %d keys %.1f MB (disk %.1f MB)", nd.ID, v[0], float64(v[1])/1e6, float64(disk)/1e6))
 	}
-	fmt.Printf("    data: %s; total %d key copies, %.1f MB on disk; %d distinct keys acknowledged in the runs (%.1f MB of keys+values; DBSIZE also counts the warm-up keys)\n",
-		strings.Join(line, ", "), totalKeys, float64(totalBytes)/1e6, len(keys), float64(keyBytes(keys, valSize))/1e6)
+	fmt.Printf("    data: %s; total %d key copies, %.1f MB (disk %.1f MB); %d distinct keys, %.1f MB\n",
+		strings.Join(line, ", "), totalKeys, float64(totalBytes)/1e6, float64(totalDisk)/1e6, len(keys), float64(keyBytes(keys, valSize))/1e6)
 }
 
 // nodesCPU sums the user and system CPU time of c's node processes
