@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +46,9 @@ import (
 // be faster in wall throughput here: it runs three times the replicas on
 // the same CPUs. CPU per write is the figure that carries over to one
 // machine per node.
+//
+// SYNOD_SCALE_PROFILE=DIR also saves each node's CPU profile, taken over
+// half of the last run, as DIR/3n-nK.pprof and DIR/9n-nK.pprof.
 //
 //	SYNOD_SCALE_SECONDS=10 SYNOD_SCALE_WORKERS=64 SYNOD_SCALE_VALUE=100 SYNOD_SCALE_DURABILITY=fsync go test -run '^$' -bench ShardScale -benchtime 1x ./livetest
 func BenchmarkShardScale(b *testing.B) {
@@ -141,7 +146,7 @@ func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRun
 		var mu sync.Mutex
 		var lat []time.Duration
 		errs := 0
-		cpu0, ru0 := nodesCPU(b, c), selfCPU()
+		cpu0, ru0, frames0 := nodesCPU(b, c), selfCPU(), nodesMetric(c, "synod_wal_frames_total")
 		load0 := loadavg()
 		end := time.Now().Add(d)
 		var wg sync.WaitGroup
@@ -169,8 +174,11 @@ func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRun
 				mu.Unlock()
 			}()
 		}
+		if prof := os.Getenv("SYNOD_SCALE_PROFILE"); prof != "" && run == len(workerRuns)-1 {
+			profileNodes(b, c, prof, fmt.Sprintf("%dn", nodes), d/2)
+		}
 		wg.Wait()
-		cpu1, ru1 := nodesCPU(b, c), selfCPU()
+		cpu1, ru1, frames1 := nodesCPU(b, c), selfCPU(), nodesMetric(c, "synod_wal_frames_total")
 		load1 := loadavg()
 		slices.Sort(lat)
 		q := func(f float64) time.Duration {
@@ -186,8 +194,8 @@ func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRun
 			}
 			return (t / time.Duration(n)).Round(time.Microsecond)
 		}
-		fmt.Printf("  %s, %d workers: %.0f writes/s, p50 %v, p99 %v, %d errors; CPU per write: nodes %v, client %v (nodes used %.2f cores); /proc/loadavg before %s, after %s\n",
-			shape, workers, float64(n)/d.Seconds(), q(0.5), q(0.99), errs, perWrite(cpu1-cpu0), perWrite(ru1-ru0), (cpu1-cpu0).Seconds()/d.Seconds(), load0, load1)
+		fmt.Printf("  %s, %d workers: %.0f writes/s, p50 %v, p99 %v, %d errors; CPU per write: nodes %v, client %v (nodes used %.2f cores); WAL frames (each a write and an fdatasync) per write %.3f, all nodes; /proc/loadavg before %s, after %s\n",
+			shape, workers, float64(n)/d.Seconds(), q(0.5), q(0.99), errs, perWrite(cpu1-cpu0), perWrite(ru1-ru0), (cpu1-cpu0).Seconds()/d.Seconds(), (frames1-frames0)/float64(max(n, 1)), load0, load1)
 
 	}
 
@@ -229,6 +237,59 @@ func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRun
 	}
 	fmt.Printf("    data: %s; total %d key copies, %.1f MB (disk %.1f MB); %d distinct keys, %.1f MB\n",
 		strings.Join(line, ", "), totalKeys, float64(totalBytes)/1e6, float64(totalDisk)/1e6, len(keys), float64(keyBytes(keys, valSize))/1e6)
+}
+
+// profileNodes saves a CPU profile of every node of c, taken over the same
+// span t from its metrics port (/debug/pprof/profile), as
+// dir/PREFIX-nK.pprof (go tool pprof -top to read).
+func profileNodes(b *testing.B, c *cluster.Cluster, dir, prefix string, t time.Duration) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, nd := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.Metrics, int(t.Seconds())))
+			if err != nil {
+				b.Errorf("profile %s: %v", nd.ID, err)
+				return
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, prefix+"-"+nd.ID+".pprof"), body, 0o644)
+			}
+			if err != nil {
+				b.Errorf("profile %s: %v", nd.ID, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// nodesMetric sums the samples of one metric (every label set) over the
+// nodes' /metrics; a node that does not answer counts 0.
+func nodesMetric(c *cluster.Cluster, name string) float64 {
+	var sum float64
+	for _, nd := range c.Nodes {
+		resp, err := http.Get("http://" + nd.Metrics + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, l := range strings.Split(string(body), "\n") {
+			if rest, ok := strings.CutPrefix(l, name); ok && (rest[:1] == " " || rest[:1] == "{") {
+				f := strings.Fields(l)
+				if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+					sum += v
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // nodesCPU sums the user and system CPU time of c's node processes
