@@ -226,6 +226,9 @@ func atomicProtocols() string {
 // runPlan runs p outside MULTI and writes its reply.
 func (c *conn) runPlan(name string, p plan) {
 	p = c.check(p)
+	if len(p.ops) == 1 && p.ops[0].Kind == "eval" {
+		defer c.s.scr.sending(p.ops[0])() // script.go: busy while in flight
+	}
 	c.writeResult(c.sendPlan(name, p))
 }
 
