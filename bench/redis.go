@@ -70,6 +70,41 @@ func NewRedisTarget(ctx context.Context, addr string, o RedisOptions) (*RedisTar
 	return lt, nil
 }
 
+// FollowerRedisFactory returns a TargetFactory that connects each client
+// to a server of addrs that is not the namespace's leader (SYNOD LEADER
+// names another one), starting from the address it is given: a client of
+// a follower, whose writes and linearizable reads the follower forwards
+// to the leader. It fails when no server of addrs names another as leader
+// (no leader known, or the leader is the only server).
+func FollowerRedisFactory(o RedisOptions, addrs []string) TargetFactory {
+	o.Leader = false
+	return func(ctx context.Context, addr string, _ int) (Target, error) {
+		start := 0
+		for i, a := range addrs {
+			if a == addr {
+				start = i
+			}
+		}
+		for k := range addrs {
+			a := addrs[(start+k)%len(addrs)]
+			t, err := dialRedis(ctx, a, o)
+			if err != nil {
+				return nil, err
+			}
+			leader, err := t.leader(ctx)
+			if err != nil {
+				t.Close()
+				return nil, fmt.Errorf("%s: %w", a, err)
+			}
+			if leader != "" && leader != a {
+				return t, nil
+			}
+			t.Close()
+		}
+		return nil, fmt.Errorf("no follower among %v: none names another server as the leader", addrs)
+	}
+}
+
 func dialRedis(ctx context.Context, addr string, o RedisOptions) (*RedisTarget, error) {
 	d := net.Dialer{Timeout: o.Timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)

@@ -457,3 +457,26 @@ func TestRedisReplyParsing(t *testing.T) {
 		}
 	}
 }
+
+// FollowerRedisFactory connects every client to a server that names
+// another as the leader, starting from the address it is given, and fails
+// when every server names itself or none.
+func TestFollowerFactory(t *testing.T) {
+	leader, follower := newFakeServer(t), newFakeServer(t)
+	leader.leader, follower.leader = leader.addr(), leader.addr()
+	cfg := testConfig(leader.addr())
+	cfg.Addrs = append(cfg.Addrs, follower.addr())
+	cfg.Ops = 30
+	cfg.Clients = 4
+	cfg.NewTarget = FollowerRedisFactory(RedisOptions{}, cfg.Addrs)
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, l := follower.count("GET")+follower.count("SET"), leader.count("GET")+leader.count("SET"); l != 0 || f < 30 {
+		t.Fatalf("operations at the leader %d, at the follower %d (want 0, >= 30)", l, f)
+	}
+	follower.leader = ""
+	if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "no follower") {
+		t.Fatalf("no server names another as leader: err %v", err)
+	}
+}

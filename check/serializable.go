@@ -273,9 +273,22 @@ func (c *srCheck) build(h *history.History, r *Report) error {
 		}
 		seen := map[int]bool{}
 		for _, o := range u.ops {
-			if ob := c.object(o.ns, o.op.Key); !seen[ob] {
-				seen[ob] = true
-				u.objs = append(u.objs, ob)
+			// Every key the operation names (RENAME, COPY, SMOVE, ... name
+			// two): its objects decide its component and where a
+			// maybe-applied unit may be placed.
+			keys := []string{o.op.Key}
+			if ls, ok := service.LocksOf(c.svcs[o.ns], o.op); ok {
+				for _, l := range ls {
+					if l.Key != o.op.Key {
+						keys = append(keys, l.Key)
+					}
+				}
+			}
+			for _, k := range keys {
+				if ob := c.object(o.ns, k); !seen[ob] {
+					seen[ob] = true
+					u.objs = append(u.objs, ob)
+				}
 			}
 		}
 		c.units = append(c.units, u)

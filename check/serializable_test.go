@@ -67,6 +67,13 @@ func TestSerializableHandBuilt(t *testing.T) {
 				step(rOK, "set", "b", "5"), step(rOK, "set", "c", "15")),
 			multi(3, 50, 60, history.OK, step(rBytes("5"), "get", "a"), step(rBytes("10"), "get", "b"), step(rBytes("15"), "get", "c")),
 		}, Ok, Ok, ""},
+		// The unit of COPY a b touches b too (it failed when a unit's
+		// objects were its operations' first keys only).
+		{"a COPY of unknown outcome explains a later read of its destination", []history.Op{
+			multi(0, 0, 1, history.OK, step(rOK, "set", "a", "1"), step(rOK, "set", "b", "2")),
+			{Process: 0, Kind: "copy", Key: "a", Args: []string{"b", "replace"}, Call: 10, Return: 20, Outcome: history.Unknown},
+			ok(2, 30, 40, rInt(0), "incr", "b", "-1"),
+		}, Ok, Ok, ""},
 		{"lost update: both read 0, both write 1", []history.Op{
 			ok(0, 0, 1, rOK, "set", "x", "0"),
 			txn(1, 10, 20, history.OK, step(rBytes("0"), "get", "x"), step(rOK, "set", "x", "1")),

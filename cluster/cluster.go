@@ -119,6 +119,11 @@ type UpOptions struct {
 	// into that many replica groups of Replicas nodes each (ShardLayout;
 	// 0: DefaultReplicas, or every node when there are fewer).
 	Shards, Replicas int
+	// Spares adds that many shards owning no slots; Placement, when set,
+	// turns on the placement service's decisions with its thresholds (a
+	// zero value: the defaults; docs/SHARDING.md "Placement decisions").
+	Spares    int
+	Placement *config.Placement
 	// Remotes are other Synod clusters the namespaces call (the cluster
 	// file's remotes; config/remotes.go).
 	Remotes []config.Remote
@@ -337,11 +342,12 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		if replicas == 0 {
 			replicas = min(DefaultReplicas, opts.Nodes)
 		}
-		shards, err := ShardLayout(opts.Nodes, opts.Shards, replicas)
+		shards, err := ShardLayoutSpares(opts.Nodes, opts.Shards, opts.Spares, replicas)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Namespaces[0].Shards = shards
+		cfg.Namespaces[0].Placement = opts.Placement
 	}
 	var ports []int
 	if opts.BasePort == 0 {
@@ -393,8 +399,8 @@ func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
 	if len(cfg.Namespaces) > 0 && cfg.Namespaces[0].PeerTransport() != (config.Namespace{Transport: opts.Transport}).PeerTransport() {
 		diffs = append(diffs, fmt.Sprintf("its default namespace's transport is %s", cfg.Namespaces[0].PeerTransport()))
 	}
-	if len(cfg.Namespaces) > 0 && len(cfg.Namespaces[0].Shards) != opts.Shards {
-		diffs = append(diffs, fmt.Sprintf("its default namespace has %d shards, not %d", len(cfg.Namespaces[0].Shards), opts.Shards))
+	if wantShards := opts.Shards + opts.Spares*min(opts.Shards, 1); len(cfg.Namespaces) > 0 && len(cfg.Namespaces[0].Shards) != wantShards {
+		diffs = append(diffs, fmt.Sprintf("its default namespace has %d shards, not %d", len(cfg.Namespaces[0].Shards), wantShards))
 	}
 	var extra, want []string
 	for i, ns := range cfg.Namespaces {

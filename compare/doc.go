@@ -29,7 +29,11 @@
 // PipelineDepth commands deep per connection, as a client library pipelines
 // concurrent callers; Synod also through its gRPC client, Conns of them
 // shared by every client, requests multiplexed, and gRPC clients pipelining
-// PipelineDepth callers each on their Pipeline streams. The report prints the sweep,
+// PipelineDepth callers each on their Pipeline streams. With one client a
+// system with a leader (Synod's leader-based protocols) also runs "via
+// follower": the client connected to a member that does not lead, which
+// forwards its requests (Instance.Follower; issue 28's one-client put
+// through a follower). The report prints the sweep,
 // then each system's best configuration (BestCells: highest throughput) and
 // the ratios best against best, naming the configurations. Redis (RedisSystem,
 // one server: "redis" without persistence, "redis-aof" with appendfsync

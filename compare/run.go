@@ -224,6 +224,12 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 		}
 	}
 
+	for _, l := range lives {
+		if l.inst.Follower != nil && !hasFollower(ctx, l.inst) {
+			l.inst.Follower = nil
+		}
+	}
+
 	total := 0
 	for _, clients := range o.Clients {
 		for _, l := range lives {
@@ -357,6 +363,18 @@ func preload(ctx context.Context, inst *Instance, o Options, prefix string) erro
 	return errors.Join(errs...)
 }
 
+// hasFollower reports whether inst.Follower connects: once the keys are
+// preloaded a protocol with a leader has one, which a leaderless one never
+// names.
+func hasFollower(ctx context.Context, inst *Instance) bool {
+	t, err := inst.Follower(ctx, inst.Addrs[0], 0)
+	if err != nil {
+		return false
+	}
+	t.Close()
+	return true
+}
+
 // ClientConfig is one way of connecting a cell's clients to a system.
 type ClientConfig struct {
 	// Name is how tables name it: the client's protocol and the
@@ -366,12 +384,17 @@ type ClientConfig struct {
 	// client instead of NewTarget.
 	Spec bench.ConnSpec
 	GRPC bool
+	// Follower: each client connects to a member that is not the leader
+	// (Instance.Follower), which forwards its requests.
+	Follower bool
 }
 
 // Configs lists the client configurations swept for inst at clients
 // clients (issue 18: each system measured in its best configuration):
 //
-//   - one connection per client, always;
+//   - one connection per client, always; with one client, also one
+//     connection to a follower (Instance.Follower: a system with a leader),
+//     whose requests the follower forwards;
 //   - when the targets can be shared (etcd, ZooKeeper): each of o.Conns
 //     shared connections, as etcd's benchmark separates --conns from
 //     --clients;
@@ -392,6 +415,9 @@ func Configs(inst *Instance, o Options, clients int) []ClientConfig {
 		via = "client"
 	}
 	out := []ClientConfig{{Name: via + " conns=per-client"}}
+	if inst.Follower != nil && clients == 1 {
+		out = append(out, ClientConfig{Name: via + " via follower", Follower: true})
+	}
 	if inst.Shareable {
 		for _, c := range o.Conns {
 			if s := (bench.ConnSpec{Shared: c}); s.Conns(clients) < clients {
@@ -424,6 +450,9 @@ func Configs(inst *Instance, o Options, clients int) []ClientConfig {
 
 // factory returns the target factory of configuration cc.
 func (cc ClientConfig) factory(inst *Instance, clients int) (bench.TargetFactory, error) {
+	if cc.Follower {
+		return inst.Follower, nil
+	}
 	if cc.GRPC && cc.Spec.Depth > 0 {
 		return bench.ShareConns(cc.Spec.Conns(clients), inst.GRPCPipelined), nil
 	}

@@ -59,6 +59,12 @@ type Instance struct {
 	// Pipelined, when set, opens one pipelined RESP connection
 	// (bench.PipelinedRedis): the sweep runs clients pipelining on it.
 	Pipelined bench.TargetFactory
+	// Follower, when set, connects one client to a member that is not the
+	// leader, which forwards its requests: the sweep's one-client cells
+	// also run that way (issue 28: one client's put through a follower).
+	// Run drops it after the preload when it cannot connect (a leaderless
+	// protocol names no leader).
+	Follower bench.TargetFactory
 	// GRPC, when set, opens one Synod gRPC client (safe for concurrent
 	// use): the sweep runs clients multiplexed over few of them.
 	GRPC bench.TargetFactory
@@ -202,6 +208,7 @@ func SynodSystem(protocol, binary, durability string) System {
 				NewTarget:  bench.RedisFactory(ro),
 				Via:        "resp",
 				Pipelined:  bench.PipelinedRedisFactory(ro),
+				Follower:   bench.FollowerRedisFactory(ro, c.ClientAddrs()),
 				Durability: "fsync: records on disk (WAL engine, fdatasync, group commit) before a reply",
 				Fsync:      "fsync on",
 				Version:    "synod, protocol " + protocol,

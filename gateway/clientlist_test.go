@@ -237,3 +237,24 @@ func TestConfigGetFacts(t *testing.T) {
 	}
 	run(t, r, []step{cmd("CONFIG GET port", "1) \"port\"\n2) \""+port+"\""), {[]string{"CONFIG", "SET", "port", port, "bind", host}, "OK"}})
 }
+
+// TestGetKeysAndFlags: COMMAND GETKEYSANDFLAGS as Redis's introspection-2
+// unit checks it: key specs walked (MSET's range, LMOVE's two specs, EVAL's
+// key count, XREAD's STREAMS keyword), SET's and SORT's own flags.
+func TestGetKeysAndFlags(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.KV(), ServerOptions{})
+	r := dial(t, addr)
+	run(t, r, []step{
+		cmd("COMMAND GETKEYSANDFLAGS set k1 v1", "1) 1) \"k1\"\n   2) 1) OW\n      2) update"),
+		cmd("COMMAND GETKEYSANDFLAGS set k1 v1 get", "1) 1) \"k1\"\n   2) 1) RW\n      2) access\n      3) update"),
+		cmd("COMMAND GETKEYSANDFLAGS mset k1 v1 k2 v2", "1) 1) \"k1\"\n   2) 1) OW\n      2) update\n2) 1) \"k2\"\n   2) 1) OW\n      2) update"),
+		cmd("COMMAND GETKEYSANDFLAGS LMOVE k1 k2 left right", "1) 1) \"k1\"\n   2) 1) RW\n      2) access\n      3) delete\n2) 1) \"k2\"\n   2) 1) RW\n      2) insert"),
+		cmd("COMMAND GETKEYSANDFLAGS sort k1 store k2", "1) 1) \"k1\"\n   2) 1) RO\n      2) access\n2) 1) \"k2\"\n   2) 1) OW\n      2) update"),
+		cmd("COMMAND GETKEYSANDFLAGS eval x 2 a b c", "1) 1) \"a\"\n   2) 1) RW\n      2) access\n      3) update\n2) 1) \"b\"\n   2) 1) RW\n      2) access\n      3) update"),
+		cmd("COMMAND GETKEYSANDFLAGS xread count 2 streams s1 s2 0 0", "1) 1) \"s1\"\n   2) 1) RO\n      2) access\n2) 1) \"s2\"\n   2) 1) RO\n      2) access"),
+		cmd("COMMAND GETKEYSANDFLAGS eval x 0", "(empty array)"),
+		cmd("COMMAND GETKEYSANDFLAGS ping", "(error) ERR The command has no key arguments"),
+		cmd("COMMAND GETKEYSANDFLAGS nosuch a", "(error) ERR Invalid command specified"),
+		cmd("COMMAND GETKEYSANDFLAGS", "(error) ERR wrong number of arguments for 'command|getkeysandflags' command"),
+	})
+}

@@ -37,10 +37,9 @@ import (
 // answers ASK for them once it has handed them over, and a command after
 // ASKING (ClusterMode.Asking) may be served by the group importing them;
 // a client that knows nothing of clusters has both followed for it.
-// An atomic group (MULTI/EXEC, MSET, ...) whose commands' keys are in
-// different groups runs as a cross-shard transaction (two-phase commit,
-// package shard/txn); one command whose keys are in different groups is
-// refused with CROSSSLOT by the node.
+// An atomic group (MULTI/EXEC, MSET, ...) or a command (RENAME, SMOVE,
+// ...) whose keys are in different groups runs as a cross-shard
+// transaction (two-phase commit, package shard/txn) on the node.
 
 // ClusterBackend is implemented by a Backend that serves sharded
 // namespaces (package node).

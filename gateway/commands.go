@@ -156,6 +156,9 @@ func (c *conn) exec(args [][]byte) {
 	if c.redirect(cmd, args) {  // cluster.go
 		return
 	}
+	if c.refuseBusy(name, args) { // script.go
+		return
+	}
 	if c.inMulti(cmd, args) {
 		return
 	}
@@ -824,6 +827,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	if c.sharded() {
 		std[3].fields["cluster_enabled"] = "1" // the Redis Cluster protocol (cluster.go)
 	}
+	std[1].fields["number_of_cached_scripts"] = strconv.Itoa(s.scr.count()) // this node's script cache
 	var ordered []infoSection
 	for _, sec := range sections {
 		ordered = append(ordered, sec)
@@ -956,12 +960,14 @@ func cmdCommand(c *conn, args [][]byte) {
 	case "count":
 		c.w.WriteInt(int64(len(commands)))
 	case "help":
-		c.writeHelp("command", "(no subcommand)", "COUNT", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "INFO [<command-name> ...]",
+		c.writeHelp("command", "(no subcommand)", "COUNT", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "GETKEYSANDFLAGS <full-command>", "INFO [<command-name> ...]",
 			"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]")
 	case "docs":
 		c.commandDocs(args[2:])
 	case "getkeys":
-		c.commandGetKeys(args[2:])
+		c.commandGetKeys(args[2:], false)
+	case "getkeysandflags":
+		c.commandGetKeys(args[2:], true)
 	case "list":
 		c.commandList(args[2:])
 	case "info":
@@ -996,7 +1002,7 @@ var servedSubcommands = map[string][]string{
 	"acl":      {"cat", "help", "log", "users", "whoami"},
 	"client":   {"getname", "help", "id", "info", "kill", "list", "reply", "setname", "unblock"}, // and SETINFO, Redis 7.2's
 	"cluster":  {"help", "info", "keyslot", "myid", "nodes", "shards", "slots"},
-	"command":  {"count", "docs", "getkeys", "help", "info", "list"},
+	"command":  {"count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"},
 	"config":   {"get", "help", "resetstat", "rewrite", "set"},
 	"function": {"delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"},
 	"memory":   {"help", "usage"},

@@ -21,7 +21,9 @@ import (
 // Redis's two encodings, and each PFADD and PFMERGE carries this node's
 // value in its operation (hll.go). CONFIG SET checks and keeps them per node and
 // CONFIG GET shows them, as other Redis-compatible servers do, so that
-// clients and test suites that tune them work unchanged.
+// clients and test suites that tune them work unchanged. The table also
+// holds busy-reply-threshold (alias lua-time-limit), in milliseconds: each
+// EVAL and FCALL carries the busy mark it gives (script.go).
 //
 // Persistence: Synod writes every change through its log, fsynced before
 // the reply when the cluster file says durability: fsync. So CONFIG GET
@@ -51,6 +53,9 @@ var tunables = []tunable{
 	{name: "stream-node-max-bytes", def: "4096", memory: true, min: 0, max: 1<<63 - 1},
 	{name: "stream-node-max-entries", def: "100", min: 0, max: 1<<63 - 1},
 	{name: "hll-sparse-max-bytes", def: "3000", memory: true, min: 0, max: 1<<63 - 1},
+	// Not an encoding: the time after which a script is busy (script.go
+	// turns it into the eval operation's busy mark, service/kv_script_busy.go).
+	{name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, def: "5000", min: 0, max: 1<<63 - 1},
 }
 
 // tunableByName maps every name and alias to its entry.

@@ -66,9 +66,15 @@ import (
 //     never has its SET applied outside a transaction. WATCH there is
 //     refused the same way.
 //   - Commands that change the connection (SYNOD NS, SYNOD READ, SYNOD
-//     BEGIN, SELECT, SUBSCRIBE, AUTH, HELLO, CLIENT, CONFIG, ...) are not
+//     BEGIN, SELECT, SUBSCRIBE, AUTH, HELLO, CLIENT, ...) are not
 //     allowed inside MULTI ("ERR Command not allowed inside a transaction",
-//     a queuing error): their effect would have to wait for EXEC.
+//     a queuing error): their effect would have to wait for EXEC. So are
+//     SAVE and SHUTDOWN, as in Redis (no-multi).
+//   - CONFIG and INFO (this node's own parameters and figures, no
+//     replicated data) are queued and run at EXEC, after the group was
+//     applied, each answering in its place in EXEC's array, as in Redis
+//     ("MULTI with config error": a CONFIG SET error is that command's
+//     entry, the others apply).
 //   - MULTI is refused while an interactive transaction (SYNOD BEGIN,
 //     txn.go) is open, and SYNOD BEGIN inside MULTI is a queuing error.
 //   - Changing the namespace forgets the watched keys (their versions
@@ -92,6 +98,10 @@ type multiConn struct {
 type queued struct {
 	name string
 	p    plan
+	// fn, when set, is a node command (multiDeferred) run at EXEC with
+	// args, writing its own reply into EXEC's array.
+	fn   handler
+	args [][]byte
 }
 
 type watched struct {
@@ -104,6 +114,10 @@ const execAbort = "EXECABORT Transaction discarded because of previous errors."
 
 // multiCommands run at once inside MULTI; every other command is queued.
 var multiCommands = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true}
+
+// multiDeferred are the node commands (no plan) queued inside MULTI and run
+// at EXEC in their place.
+var multiDeferred = map[string]bool{"config": true, "info": true}
 
 func init() {
 	register("transactions", []*command{
@@ -151,6 +165,15 @@ func (c *conn) inMulti(cmd *command, args [][]byte) bool {
 	if m.refused != "" {
 		c.writeError(fmt.Sprintf("ERR command not queued: MULTI was refused on this namespace (%s); EXEC or DISCARD ends it, and nothing is applied",
 			strings.TrimPrefix(m.refused, "ERR ")))
+		return true
+	}
+	if multiDeferred[cmd.name] && len(m.queue) < maxQueued {
+		cp := make([][]byte, len(args))
+		for i, a := range args {
+			cp[i] = append([]byte(nil), a...)
+		}
+		m.queue = append(m.queue, queued{name: cmd.name, fn: cmd.fn, args: cp})
+		c.w.WriteSimple("QUEUED")
 		return true
 	}
 	p, ok := c.queuedPlan(cmd, args)
@@ -261,6 +284,9 @@ func cmdExec(c *conn, args [][]byte) {
 	lead := -1 // the plan whose guards lead the group (leadingGuards)
 	sent := false
 	for i, q := range m.queue {
+		if q.fn != nil {
+			continue // no operations: run when its reply is due
+		}
 		p := c.check(q.p)
 		switch {
 		case len(p.guards) > 0 && !sent:
@@ -286,7 +312,11 @@ func cmdExec(c *conn, args [][]byte) {
 		return
 	}
 	c.w.WriteArray(len(plans))
-	for _, p := range plans {
+	for i, p := range plans {
+		if q := m.queue[i]; q.fn != nil {
+			q.fn(c, q.args)
+			continue
+		}
 		n := len(p.ops)
 		c.writeResult(p.render(rs[:n]))
 		rs = rs[n:]

@@ -91,6 +91,24 @@ func TestMultiErrors(t *testing.T) {
 		cmd("SYNOD NS default", "(error) ERR Command not allowed inside a transaction"),
 		cmd("EXEC", "(error) "+execAbort),
 		cmd("EXISTS q", "(integer) 0"),
+		// SAVE and SHUTDOWN are not allowed inside MULTI (Redis's no-multi).
+		cmd("MULTI", "OK"),
+		cmd("SET q 1", "QUEUED"),
+		cmd("SAVE", "(error) ERR Command not allowed inside a transaction"),
+		cmd("EXEC", "(error) "+execAbort),
+		cmd("MULTI", "OK"),
+		cmd("SHUTDOWN", "(error) ERR Command not allowed inside a transaction"),
+		cmd("DISCARD", "OK"),
+		// CONFIG is queued and answers in its place at EXEC; its error is
+		// that entry's, the rest applies ("MULTI with config error").
+		cmd("MULTI", "OK"),
+		cmd("SET q 1", "QUEUED"),
+		cmd("CONFIG SET maxmemory bla", "QUEUED"),
+		cmd("CONFIG SET list-compress-depth 3", "QUEUED"),
+		cmd("CONFIG GET list-compress-depth", "QUEUED"),
+		cmd("EXEC", "1) OK\n2) (error) ERR CONFIG SET failed (possibly related to argument 'maxmemory') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)\n3) OK\n4) 1) \"list-compress-depth\"\n   2) \"3\""),
+		cmd("GET q", `"1"`),
+		cmd("DEL q", "(integer) 1"),
 		// Nested MULTI and WATCH inside MULTI do not mark the transaction.
 		cmd("MULTI", "OK"),
 		cmd("MULTI", "(error) ERR MULTI calls can not be nested"),

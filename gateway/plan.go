@@ -226,7 +226,21 @@ func atomicProtocols() string {
 // runPlan runs p outside MULTI and writes its reply.
 func (c *conn) runPlan(name string, p plan) {
 	p = c.check(p)
+	if len(p.ops) == 1 && p.ops[0].Kind == "eval" {
+		defer c.s.scr.sending(p.ops[0])() // script.go: busy while in flight
+	}
 	c.writeResult(c.sendPlan(name, p))
+}
+
+// allReads says whether every operation only reads (then an error of a
+// plan sent per key left nothing half done: LCS).
+func allReads(ops []service.Op) bool {
+	for _, op := range ops {
+		if !(service.KV{}).IsRead(op) {
+			return false
+		}
+	}
+	return true
 }
 
 // sendPlan sends p's operations (already checked) and returns its reply.
@@ -246,7 +260,7 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 	if !group {
 		rs := c.runAll(p.ops)
 		r := p.render(rs)
-		if r.Type == service.ResultErr && len(p.ops) > 1 && !c.txn.open {
+		if r.Type == service.ResultErr && len(p.ops) > 1 && !c.txn.open && !allReads(p.ops) {
 			r.Err = withCode(r.Err) + fmt.Sprintf(" (%s is not atomic across keys: the other keys were processed)", strings.ToUpper(name))
 		}
 		return r

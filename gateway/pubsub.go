@@ -60,6 +60,11 @@ type PubSubBackend interface {
 const (
 	psChannel byte = 1 // SUBSCRIBE / PSUBSCRIBE
 	psShard   byte = 2 // SSUBSCRIBE
+	// psScriptKill is not a message: SCRIPT KILL or FUNCTION KILL at
+	// another node, which every node applies to its own replica's run of
+	// the same script (script.go, killPeers). Channel: "eval" or "fcall";
+	// message: the run's command line.
+	psScriptKill byte = 3
 )
 
 // hub is a server's subscribers by channel and pattern.
@@ -77,6 +82,7 @@ func (s *Server) initPubSub() {
 	s.ps.shards = map[string]map[*conn]struct{}{}
 	if pb, ok := s.b.(PubSubBackend); ok {
 		s.ps.peers = pb
+		s.scr.peers = pb
 		pb.ReceivePeers(s.receivePeer)
 	}
 }
@@ -151,6 +157,10 @@ func (s *Server) publish(kind byte, ch, msg string) int {
 func (s *Server) receivePeer(b []byte) {
 	d := wire.NewDecoder(b)
 	kind, ch, msg := d.Byte(), d.String(), d.String()
+	if d.Done() == nil && kind == psScriptKill {
+		go s.scr.killLater(ch == "eval", msg)
+		return
+	}
 	if d.Done() != nil || (kind != psChannel && kind != psShard) {
 		s.log.Warn("bad pub/sub message from a peer; dropped")
 		return

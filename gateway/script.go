@@ -6,9 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/wire"
 )
 
 // Lua scripting (issue 34): EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT
@@ -49,10 +52,64 @@ func init() {
 	service.SetScriptCommands(scriptCommand)
 }
 
-// scripts is a node's script cache.
+// scripts is a node's script cache, and its scripts in flight.
 type scripts struct {
 	mu   sync.Mutex
 	body map[string][]byte // sha1 -> script
+	// flying are this node's EVAL and FCALL requests with a busy mark
+	// that are waiting for their reply, with when they were sent.
+	flying  map[*flight]struct{}
+	nflying atomic.Int32  // len(flying), read without the lock before every command
+	peers   PubSubBackend // the other nodes, for kills (nil: none)
+}
+
+// flight is one script request in flight.
+type flight struct {
+	start  time.Time
+	limit  time.Duration // the node's busy-reply-threshold when it was sent
+	eval   bool
+	killed bool // a kill of its kind succeeded: no longer busy (under scripts.mu)
+}
+
+// sending records op (an eval operation) in flight when it carries a busy
+// mark, and returns the function that forgets it.
+func (s *scripts) sending(op service.Op) func() {
+	mode := strings.TrimPrefix(string(op.Args[0]), "ro:")
+	kind, mark, ok := strings.Cut(mode, "|")
+	if !ok {
+		return func() {}
+	}
+	m, _ := strconv.ParseInt(mark, 10, 64)
+	f := &flight{start: time.Now(), limit: time.Duration(m/service.InstructionsPerMs) * time.Millisecond, eval: kind == "eval"}
+	s.mu.Lock()
+	if s.flying == nil {
+		s.flying = map[*flight]struct{}{}
+	}
+	s.flying[f] = struct{}{}
+	s.nflying.Add(1)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.flying, f)
+		s.nflying.Add(-1)
+		s.mu.Unlock()
+	}
+}
+
+// overdue is a request of this node in flight for longer than its
+// threshold (nil: none), and whether any is in flight at all.
+func (s *scripts) overdue() (*flight, bool) {
+	if s.nflying.Load() == 0 {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for f := range s.flying {
+		if !f.killed && time.Since(f.start) >= f.limit {
+			return f, true
+		}
+	}
+	return nil, len(s.flying) > 0
 }
 
 func (s *scripts) add(body []byte) string {
@@ -64,6 +121,13 @@ func (s *scripts) add(body []byte) string {
 	}
 	s.body[sha] = body
 	return sha
+}
+
+// count is the number of cached scripts (INFO's number_of_cached_scripts).
+func (s *scripts) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.body)
 }
 
 func (s *scripts) get(sha string) ([]byte, bool) {
@@ -124,9 +188,9 @@ func planEval(kind string, ro bool) planFunc {
 		} else {
 			c.s.scr.add(body)
 		}
-		mode := "eval"
+		mode := "eval" + c.busyMark()
 		if ro {
-			mode = "ro:eval"
+			mode = "ro:" + mode
 		}
 		a := append([][]byte{[]byte(mode), body}, rest...)
 		return opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil)
@@ -146,7 +210,7 @@ func planFCall(ro bool) planFunc {
 		if msg != "" {
 			return errPlan("%s", msg)
 		}
-		mode := "fcall:" + string(args[1])
+		mode := "fcall:" + string(args[1]) + c.busyMark()
 		if ro {
 			mode = "ro:" + mode
 		}
@@ -156,6 +220,184 @@ func planFCall(ro bool) planFunc {
 		return opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil)
 	}
 }
+
+// busyMark is the "|<instructions>" suffix of an eval operation's mode from
+// this node's busy-reply-threshold, or "" when it gives none (the default:
+// service/kv_script_busy.go).
+func (c *conn) busyMark() string {
+	if c.s == nil {
+		return ""
+	}
+	ms, _ := strconv.ParseInt(c.s.tun.get("busy-reply-threshold"), 10, 64)
+	if m := service.BusyMark(ms); m > 0 {
+		return "|" + strconv.FormatInt(m, 10)
+	}
+	return ""
+}
+
+// Busy scripts (service/kv_script_busy.go). While a script run at this
+// node's replica is past its busy mark, every command but the few Redis
+// allows (allowBusy) answers BUSY, as Redis does past
+// busy-reply-threshold; inside MULTI that marks the transaction, and EXEC
+// answers EXECABORT with the BUSY error. SCRIPT KILL stops an EVAL run,
+// FUNCTION KILL an FCALL run, when it wrote nothing; the node is then no
+// longer busy. A busy script is the node's: its connections to every
+// namespace see BUSY, as one Redis server's do.
+
+// busyErr is Redis's BUSY error for the kind of the busy run.
+func busyErr(r *service.RunningScript) string {
+	if r.Eval {
+		return "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	}
+	return "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+}
+
+// allowBusy says whether a command runs while a script is busy (Redis 7.0's
+// ALLOW_BUSY commands).
+func allowBusy(name string, args [][]byte) bool {
+	switch name {
+	case "auth", "hello", "multi", "discard", "watch", "unwatch", "quit", "reset", "shutdown":
+		return true
+	case "script":
+		return lower(args[1]) == "kill"
+	case "function":
+		return lower(args[1]) == "kill" || lower(args[1]) == "stats"
+	}
+	return false
+}
+
+// refuseBusy answers BUSY for a command not allowed while a script is busy
+// and returns true. Busy: a run at this node's replica is past its mark, or
+// a script this node sent with a mark has waited for its reply longer than
+// its threshold (its run may not have reached this replica yet: the log
+// orders it first, and the commands after it wait behind it anyway).
+func (c *conn) refuseBusy(name string, args [][]byte) bool {
+	if allowBusy(name, args) {
+		return false
+	}
+	r := service.BusyScript()
+	if r == nil {
+		f, _ := c.s.scr.overdue()
+		if f == nil {
+			return false
+		}
+		r = &service.RunningScript{Eval: f.eval}
+	}
+	if name == "exec" && c.multi.open {
+		c.multi = multiConn{}
+		c.writeError("EXECABORT Transaction discarded because of: " + busyErr(r))
+		return true
+	}
+	c.queueError()
+	c.writeError(busyErr(r))
+	return true
+}
+
+// killScript is SCRIPT KILL (eval) and FUNCTION KILL: it stops this node's
+// busy run of that kind. A run that is not yet busy is waited for (Redis
+// reads the KILL only once the script is past the threshold), up to
+// killWait.
+func (s *scripts) killScript(eval bool) service.Result {
+	deadline := time.Now().Add(killWait)
+	for {
+		var busy []*service.RunningScript
+		_, pending := s.overdue()
+		for _, r := range service.RunningScripts() {
+			if r.Busy() {
+				busy = append(busy, r)
+			} else {
+				pending = true
+			}
+		}
+		// Every busy run of this process: one per replica the process
+		// holds (one in a deployed node; several in an in-process test).
+		killed, unkillable := false, false
+		for _, r := range busy {
+			if r.Eval != eval {
+				return errResult("%s", busyErr(r))
+			}
+			switch r.Kill() {
+			case service.KillUnkillable:
+				unkillable = true
+			case service.KillDone:
+				killed = true
+				s.killPeers(eval, strings.Join(r.Command, "\x00"))
+			}
+		}
+		switch {
+		case unkillable:
+			return errResult("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+		case killed:
+			s.mu.Lock()
+			for f := range s.flying {
+				f.killed = f.killed || f.eval == eval
+			}
+			s.mu.Unlock()
+			return service.OK()
+		case !pending || time.Now().After(deadline):
+			return errResult("NOTBUSY No scripts in execution right now.")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// busyRun is this process's busy run; while a script this node sent is
+// overdue but its run here is not yet busy, it waits for it (up to
+// killWait), since a request through the log would wait behind the run.
+func (c *conn) busyRun() *service.RunningScript {
+	if c.s == nil {
+		return service.BusyScript()
+	}
+	for deadline := time.Now().Add(killWait); ; time.Sleep(2 * time.Millisecond) {
+		if r := service.BusyScript(); r != nil {
+			return r
+		}
+		if f, _ := c.s.scr.overdue(); f == nil || time.Now().After(deadline) {
+			return nil
+		}
+	}
+}
+
+// killPeers hands a kill to the other nodes (over the pub/sub peer
+// transport, at most once): each stops its own replica's run of the same
+// command once that run is busy (killLater). Without it the other replicas
+// run the script to its budget, and the log waits behind them. The kill is
+// safe at any replica for the same reason as here: a busy run that has not
+// written can no longer write (service/kv_script_busy.go).
+func (s *scripts) killPeers(eval bool, cmdline string) {
+	if s.peers == nil {
+		return
+	}
+	kind := "fcall"
+	if eval {
+		kind = "eval"
+	}
+	e := wire.Encoder{}
+	e.Byte(psScriptKill)
+	e.String(kind)
+	e.String(cmdline)
+	s.peers.PublishPeers(e.B)
+}
+
+// killLater kills this process's run of cmdline when it is busy, waiting
+// for it up to killWait (the run may not have reached its mark, or this
+// replica, yet); a run that wrote before its mark is left to finish.
+func (s *scripts) killLater(eval bool, cmdline string) {
+	for deadline := time.Now().Add(killWait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, r := range service.RunningScripts() {
+			if r.Eval == eval && strings.Join(r.Command, "\x00") == cmdline {
+				switch r.Kill() {
+				case service.KillDone, service.KillUnkillable:
+					return
+				}
+			}
+		}
+	}
+}
+
+// killWait bounds how long SCRIPT KILL waits for a running script to reach
+// its busy mark.
+const killWait = 5 * time.Second
 
 // scriptConn is the connection a script's commands are planned on: a KV
 // namespace (plans read nothing else of it).
@@ -217,10 +459,10 @@ func cmdScript(c *conn, args [][]byte) {
 		c.s.scr.mu.Unlock()
 		c.w.WriteSimple("OK")
 	case sub == "kill" && len(args) == 2:
-		c.writeError("NOTBUSY No scripts in execution right now.")
+		c.writeResult(c.s.scr.killScript(true))
 	case sub == "help":
 		help := []string{"SCRIPT LOAD <script>: cache a script on this node, answer its SHA1 (EVALSHA runs it).",
-			"SCRIPT EXISTS <sha1> [<sha1> ...]", "SCRIPT FLUSH [ASYNC|SYNC]", "SCRIPT KILL: no script is ever killed (a script's run is bounded by instructions, service/kv_script.go)."}
+			"SCRIPT EXISTS <sha1> [<sha1> ...]", "SCRIPT FLUSH [ASYNC|SYNC]", "SCRIPT KILL: stop this node's busy EVAL run that wrote nothing (service/kv_script_busy.go)."}
 		c.w.WriteArray(len(help))
 		for _, h := range help {
 			c.w.WriteSimple(h)
@@ -305,6 +547,10 @@ func planFunction(c *conn, args [][]byte) plan {
 		}
 		return opPlan(service.Op{Kind: "fnlist", Args: a}, functionList(withCode))
 	case "stats":
+		if r := c.busyRun(); r != nil {
+			// The log waits behind the busy run: answer from it.
+			return constPlan(runningStats(r))
+		}
 		return opPlan(service.Op{Kind: "fnlist", Args: [][]byte{[]byte("nocode")}}, functionStats)
 	case "dump":
 		if len(args) != 2 {
@@ -317,7 +563,11 @@ func planFunction(c *conn, args [][]byte) plan {
 		}
 		return opPlan(service.Op{Kind: "fnrestore", Args: args[2:]}, nil)
 	case "kill":
-		return errPlan("NOTBUSY No scripts in execution right now.")
+		if c.s == nil {
+			return errPlan("NOTBUSY No scripts in execution right now.")
+		}
+		scr := &c.s.scr
+		return plan{reply: func([]service.Result) service.Result { return scr.killScript(false) }}
 	case "help":
 		help := []string{"FUNCTION LOAD [REPLACE] <code>: load a Lua library (#!lua name=<name>); libraries are replicated and persisted.",
 			"FUNCTION LIST [WITHCODE] [LIBRARYNAME <pattern>]", "FUNCTION DELETE <library>", "FUNCTION FLUSH [ASYNC|SYNC]", "FUNCTION STATS", "FUNCTION KILL",
@@ -357,8 +607,32 @@ func functionList(withCode bool) func(service.Result) service.Result {
 	}
 }
 
-// functionStats renders fnlist's result as FUNCTION STATS (no script is
-// ever running: a script runs inside Apply).
+// runningStats is FUNCTION STATS while run is busy: the running script (a
+// function's; an EVAL shows none, as in Redis) and the library counts the
+// run started with.
+func runningStats(r *service.RunningScript) service.Result {
+	running := service.Nil()
+	if !r.Eval {
+		cmd := make([]service.Result, len(r.Command))
+		for i, a := range r.Command {
+			cmd[i] = service.Bytes([]byte(a))
+		}
+		running = asMap(service.Array(
+			service.Bytes([]byte("name")), service.Bytes([]byte(r.Name)),
+			service.Bytes([]byte("command")), service.Array(cmd...),
+			service.Bytes([]byte("duration_ms")), service.Int(time.Since(r.Start).Milliseconds())))
+	}
+	return asMap(service.Array(
+		service.Bytes([]byte("running_script")), running,
+		service.Bytes([]byte("engines")), asMap(service.Array(
+			service.Bytes([]byte("LUA")), asMap(service.Array(
+				service.Bytes([]byte("libraries_count")), service.Int(int64(r.Libraries)),
+				service.Bytes([]byte("functions_count")), service.Int(int64(r.Functions))))))))
+}
+
+// functionStats renders fnlist's result as FUNCTION STATS when no script is
+// busy (a script that is not runs inside Apply, and the fnlist operation
+// is applied after it).
 func functionStats(r service.Result) service.Result {
 	nf := 0
 	for _, l := range r.Elems {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +19,36 @@ func init() {
 		keyless("time", 1, []string{"random", "loading", "stale", "fast"}, planTime),
 		&command{name: "memory", arity: -2, flags: fRead, first: 2, last: 2, step: 1, plan: planMemory},
 	)
+	register("server",
+		&command{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, fn: cmdSave},
+		&command{name: "shutdown", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, fn: cmdShutdown},
+	)
 	register("generic",
 		&command{name: "object", arity: -2, flags: fRead, first: 2, last: 2, step: 1, plan: planObject},
 	)
+}
+
+// cmdSave is SAVE. Synod takes no RDB snapshot: with durability fsync
+// every acknowledged write is already on disk in the replicated log, so
+// SAVE answers OK (there is nothing left to write); with durability memory
+// nothing is kept on disk and SAVE is refused with that reason. Inside
+// MULTI it is not allowed, as in Redis (no-multi).
+func cmdSave(c *conn, args [][]byte) {
+	if d := c.s.durability(); d != "fsync" {
+		if d == "" {
+			d = "unknown"
+		}
+		c.writeError(fmt.Sprintf("ERR SAVE: this node's durability is %s (the cluster file's durability field), so no data is kept on disk to save", d))
+		return
+	}
+	c.w.WriteSimple("OK")
+}
+
+// cmdShutdown is SHUTDOWN, refused: a node of a replicated cluster is
+// stopped by its operator (synod cluster down, or a signal to its process),
+// not by a client. Inside MULTI it is not allowed, as in Redis (no-multi).
+func cmdShutdown(c *conn, args [][]byte) {
+	c.writeError("ERR SHUTDOWN is not supported by Synod: stop a node with 'synod cluster down' or a signal to its process")
 }
 
 // planTime answers [seconds, microseconds] of the node's clock when the

@@ -20,7 +20,8 @@ import (
 // TestCrossShardTxnKillParticipantLeader runs 9 processes with 3 paxos
 // shards (fsync) and plain go-redis clients at nodes outside shard s1,
 // which coordinate cross-shard MULTI/EXEC transfers between 6 accounts (2
-// per shard) and whole-bank MULTI/EXEC reads (shard/txn), while s1's
+// per shard), whole-bank MULTI/EXEC reads and SMOVE of one member between
+// two sets in different shards (shard/txn), while s1's
 // leader, a participant of most transactions, is killed -9. The history
 // (every EXEC, its call and return times, its replies; an error reply is
 // an unknown outcome) is judged by check.StrictSerializable, the final
@@ -44,12 +45,24 @@ func TestCrossShardTxnKillParticipantLeader(t *testing.T) {
 	client := func(addr string) *redis.Client {
 		return redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second, MaxRetries: -1})
 	}
+	// Two sets in different shards between which one member moves (SMOVE
+	// across shards: a computed transaction).
+	var bags []string
+	for i := 0; len(bags) < 2; i++ {
+		k := fmt.Sprintf("bag%d", i)
+		if len(bags) == 0 || slots.Group(k) != slots.Group(bags[0]) {
+			bags = append(bags, k)
+		}
+	}
 	setup := client(addrs[0])
 	defer setup.Close()
 	for _, k := range accts {
 		if err := setup.Set(ctx, k, 100, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := setup.SAdd(ctx, bags[0], "m").Err(); err != nil {
+		t.Fatal(err)
 	}
 	begin := time.Now()
 	var mu sync.Mutex
@@ -58,6 +71,7 @@ func TestCrossShardTxnKillParticipantLeader(t *testing.T) {
 	for _, k := range accts {
 		init.Txn = append(init.Txn, history.Op{Kind: "set", Key: k, Args: []string{"100"}, Outcome: history.OK, Result: history.FromResult(service.OK())})
 	}
+	init.Txn = append(init.Txn, history.Op{Kind: "sadd", Key: bags[0], Args: []string{"m"}, Outcome: history.OK, Result: history.FromResult(service.Int(1))})
 	h.Ops = append(h.Ops, init)
 	killAt := 2 * time.Second
 	var killed time.Time
@@ -65,6 +79,37 @@ func TestCrossShardTxnKillParticipantLeader(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	at := []string{addrs[0], addrs[1], addrs[6], addrs[7]} // not s1's nodes (n4-n6)
+	smoves := 0
+	wg.Add(1)
+	go func() { // SMOVE back and forth across shards
+		defer wg.Done()
+		cl := client(addrs[7])
+		defer cl.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			from, to := bags[i%2], bags[(i+1)%2]
+			e := history.Op{Process: 50, Kind: "smove", Key: from, Args: []string{to, "m"}, Call: int64(time.Since(begin))}
+			moved, err := cl.SMove(ctx, from, to, "m").Result()
+			e.Return = int64(time.Since(begin))
+			if err != nil {
+				e.Outcome = history.Unknown
+			} else {
+				n := int64(0)
+				if moved {
+					n = 1
+				}
+				e.Outcome, e.Result = history.OK, history.FromResult(service.Int(n))
+				smoves++
+			}
+			mu.Lock()
+			h.Ops = append(h.Ops, e)
+			mu.Unlock()
+		}
+	}()
 	for w := 0; w < 6; w++ {
 		wg.Add(1)
 		go func() {
@@ -140,7 +185,8 @@ func TestCrossShardTxnKillParticipantLeader(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	close(stop)
 	wg.Wait()
-	// The final read, through a node outside s1.
+	// The final read, through a node outside s1 (s1's leader was killed:
+	// a set in s1 is read from its new leader).
 	fin := history.Op{Process: 100, Kind: history.MultiKind, Call: int64(time.Since(begin))}
 	var total int64
 	for _, k := range accts {
@@ -150,6 +196,21 @@ func TestCrossShardTxnKillParticipantLeader(t *testing.T) {
 		}
 		total += v
 		fin.Txn = append(fin.Txn, history.Op{Process: 100, Kind: "get", Key: k, Outcome: history.OK, Result: history.FromResult(service.Bytes([]byte(strconv.FormatInt(v, 10))))})
+	}
+	in := 0
+	for _, b := range bags {
+		is, err := setup.SIsMember(ctx, b, "m").Result()
+		if err != nil {
+			t.Fatalf("final SISMEMBER %s: %v", b, err)
+		}
+		n := int64(0)
+		if is {
+			n, in = 1, in+1
+		}
+		fin.Txn = append(fin.Txn, history.Op{Process: 100, Kind: "sismember", Key: b, Args: []string{"m"}, Outcome: history.OK, Result: history.FromResult(service.Int(n))})
+	}
+	if in != 1 {
+		t.Fatalf("the moved member is in %d of the two sets", in)
 	}
 	fin.Return, fin.Outcome, fin.Result = int64(time.Since(begin)), history.OK, history.FromResult(service.OK())
 	h.Ops = append(h.Ops, fin)
@@ -161,7 +222,7 @@ func TestCrossShardTxnKillParticipantLeader(t *testing.T) {
 			unknown++
 		}
 	}
-	t.Logf("%d EXECs answered, %d errors (unknown outcome), %d transfers committed after the kill; final total %d", ok-2, unknown, afterKill, total)
+	t.Logf("%d EXECs and SMOVEs answered (%d SMOVEs across shards), %d errors (unknown outcome), %d transfers committed after the kill; final total %d", ok-2, smoves, unknown, afterKill, total)
 	if total != 600 {
 		t.Fatalf("final total %d, want 600 (a transfer half applied)", total)
 	}

@@ -191,6 +191,7 @@ type Node struct {
 	shards  map[string]*shardedNS     // sharded namespaces by name (shard.go)
 	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
+	txs     txnStats                  // cross-shard transactions coordinated and resolved here (txn.go)
 	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
@@ -999,7 +1000,8 @@ func (n *Node) Info() map[string]map[string]string {
 		out["placement"] = p
 	}
 	if sh := n.shardsInfo(); len(sh) > 0 {
-		out["shards"] = sh // shard.go
+		out["shards"] = sh                 // shard.go
+		out["transactions"] = n.txs.info() // txn.go
 	}
 	if n.tr != nil {
 		peers := map[string]string{}

@@ -32,7 +32,8 @@ import (
 //     them into each group's requests per second (the sum of the nodes'
 //     increments over the elapsed time, smoothed: each second's rate
 //     weighs placeSmooth); asks each group its keys and bytes (KV
-//     slotstats, one read in the group's log); knows each group's leader
+//     slotstats, one read in the group's log, every placeSizeEvery, and
+//     every tick while a migration runs and the tick after); knows each group's leader
 //     (leader gossip) and each node's liveness (its peer connection: a node
 //     is down from the first tick its connection is down, counted from
 //     when this node started leading); and calls shard.Decide.
@@ -62,7 +63,16 @@ const (
 	placeEvery  = time.Second
 	placeSmooth = 0.5
 	placeLogLen = 50
+	// placeSizeEvery is how often the leader reads each group's size (KV
+	// slotstats walks the group's keys: O(keys) in its loop).
+	placeSizeEvery = 10 * time.Second
 )
+
+type groupSize struct {
+	keys, bytes int64
+	ok          bool
+	at          time.Time
+}
 
 // placerState is the placement loop's state on this node.
 type placerState struct {
@@ -84,6 +94,7 @@ type nsPlacer struct {
 	prevAt  time.Time
 	ops     []float64   // smoothed requests per second per group
 	coldAt  []time.Time // since when each group has been cold (zero: it is not)
+	sizes   []groupSize // each group\'s last size read
 	upAt    map[string]time.Time
 	last    string    // the last decision logged (its identity)
 	moveAt  time.Time // a split or merge started or ended (zero: none)
@@ -272,9 +283,18 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 				gr.Leader = string(*ld)
 			}
 		}
-		if res, err := n.groupDo(ctx, s, gi, []service.Op{{Kind: "slotstats"}}); err == nil && len(res[0].Elems) == 2 {
-			gr.Keys, gr.Bytes, gr.Known = res[0].Elems[0].Int, res[0].Elems[1].Int, true
+		if p.sizes == nil {
+			p.sizes = make([]groupSize, len(s.groups))
 		}
+		if sz := &p.sizes[gi]; now.Sub(sz.at) >= placeSizeEvery || in.Migrating || p.wasMig {
+			// slotstats walks the group's keys: every placeSizeEvery, and
+			// every tick around a migration (sizes change fast then).
+			sz.ok = false
+			if res, err := n.groupDo(ctx, s, gi, []service.Op{{Kind: "slotstats"}}); err == nil && len(res[0].Elems) == 2 {
+				sz.keys, sz.bytes, sz.ok, sz.at = res[0].Elems[0].Int, res[0].Elems[1].Int, true, now
+			}
+		}
+		gr.Keys, gr.Bytes, gr.Known = p.sizes[gi].keys, p.sizes[gi].bytes, p.sizes[gi].ok
 		if gr.Known && shard.Cold(gr, params) && !in.Migrating {
 			if p.coldAt[gi].IsZero() {
 				p.coldAt[gi] = now

@@ -33,9 +33,9 @@ import (
 // namespace (Backend.Do) is routed by its keys' hash slots: to the group on
 // this node when this node replicates it, else forwarded to a node that
 // does (below). An atomic group whose operations fall in different
-// groups runs as a cross-shard transaction (txn.go, package shard/txn);
-// one operation whose keys fall in different groups (RENAME a b) is
-// refused with Redis Cluster's CROSSSLOT error. Operations on the whole
+// groups, or one operation whose keys do (RENAME a b), runs as a
+// cross-shard transaction (txn.go, package shard/txn) where Redis Cluster
+// answers CROSSSLOT. Operations on the whole
 // keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) and interactive
 // transactions (SYNOD BEGIN) are refused.
 //
@@ -240,7 +240,10 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	gi, res, ok := s.route(req, asking)
 	if !ok && res.Err == crossSlot {
 		if parts, ok := s.crossParts(req, asking); ok {
-			return n.crossShard(ctx, s, req, parts) // txn.go
+			return n.crossShard(ctx, s, req, parts, nil) // txn.go
+		}
+		if parts, comp, ok := s.computeParts(req, asking); ok {
+			return n.crossShard(ctx, s, req, parts, comp)
 		}
 	}
 	if !ok {

@@ -89,10 +89,19 @@ func TestShardedNamespace(t *testing.T) {
 			t.Fatalf("after the cross-shard group, %s = %v", k, r)
 		}
 	}
-	// A multi-key operation across groups is refused too (RENAME names two
-	// keys: service.Lockable).
-	if r := do(t, nodes[1], "default", req("rename", k0, k1)); !strings.HasPrefix(r.Err, "CROSSSLOT") {
+	// A multi-key operation across groups runs as a computed cross-shard
+	// transaction (RENAME names two keys: service.Lockable).
+	if r := do(t, nodes[1], "default", req("set", k0, "renamed")); r.Type != service.ResultOK {
+		t.Fatal(r)
+	}
+	if r := do(t, nodes[1], "default", req("rename", k0, k1)); r.Type != service.ResultOK {
 		t.Fatalf("cross-shard rename = %v", r)
+	}
+	if r := do(t, nodes[4], "default", req("get", k1)); string(r.Bytes) != "renamed" {
+		t.Fatalf("after the rename, %s = %v", k1, r)
+	}
+	if r := do(t, nodes[4], "default", req("exists", k0)); r.Int != 0 {
+		t.Fatalf("after the rename, %s exists: %v", k0, r)
 	}
 	if r := do(t, nodes[1], "default", req("dbsize", "")); r.Type != service.ResultErr {
 		t.Fatalf("dbsize on a sharded namespace = %v, want refused", r)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -25,6 +27,25 @@ import (
 // transactions left prepared in it. The protocol, its isolation and the
 // reasons are package shard/txn's documentation.
 
+// txnStats counts the cross-shard transactions this node coordinated
+// (per client request: committed, aborted by a watched key, refused by a
+// slot's migration, of unknown outcome, out of attempts) and their
+// attempts, and the transactions its groups' leaders resolved (INFO
+// transactions).
+type txnStats struct {
+	committed, computed, watchFailed, refused, unknown, exhausted atomic.Int64
+	attempts, resolvedCommit, resolvedAbort                       atomic.Int64
+}
+
+func (t *txnStats) info() map[string]string {
+	f := func(v *atomic.Int64) string { return strconv.FormatInt(v.Load(), 10) }
+	return map[string]string{
+		"txn_committed": f(&t.committed), "txn_computed": f(&t.computed), "txn_watch_failed": f(&t.watchFailed),
+		"txn_refused": f(&t.refused), "txn_unknown": f(&t.unknown), "txn_out_of_attempts": f(&t.exhausted),
+		"txn_attempts": f(&t.attempts), "txn_resolved_commit": f(&t.resolvedCommit), "txn_resolved_abort": f(&t.resolvedAbort),
+	}
+}
+
 // txnStepTimeout bounds one step (a prepare, the decision, a commit) of a
 // transaction; forwarding resends it to the group's next node meanwhile.
 const txnStepTimeout = 5 * time.Second
@@ -43,17 +64,97 @@ func (s *shardedNS) crossParts(req automaton.Request, asking bool) ([]txn.Part, 
 	})
 }
 
+// computed is what a computed transaction (shard/txn, compute.go) needs
+// besides its parts: each part's keys and the request's operations.
+type computed struct {
+	keys [][]string
+	ops  []service.Op
+}
+
+// computeParts splits a request one of whose operations names keys of
+// several groups into the parts of a computed transaction: per group, the
+// client guards on its keys, then the reads of every key the operations
+// name there.
+func (s *shardedNS) computeParts(req automaton.Request, asking bool) ([]txn.Part, *computed, bool) {
+	if req.Txn != nil || s.ns.Name == config.PlacementName || !automaton.TransactionsOf(s.ns.Protocol).Atomic {
+		return nil, nil, false
+	}
+	ops := req.Ops
+	if len(ops) == 0 {
+		ops = []service.Op{req.Op}
+	}
+	groupOf := func(k string) (int, bool) {
+		gi, _, ok := s.route(automaton.Request{Op: service.Op{Kind: "get", Key: k}}, asking)
+		return gi, ok
+	}
+	at := map[int]int{}
+	var parts []txn.Part
+	var keys [][]string
+	part := func(g int) int {
+		j, ok := at[g]
+		if !ok {
+			j = len(parts)
+			at[g] = j
+			parts = append(parts, txn.Part{Group: g})
+			keys = append(keys, nil)
+		}
+		return j
+	}
+	for i, op := range ops {
+		if op.Kind != service.GuardKind {
+			continue
+		}
+		g, ok := groupOf(op.Key)
+		if !ok {
+			return nil, nil, false
+		}
+		j := part(g)
+		parts[j].Ops = append(parts[j].Ops, op)
+		parts[j].Index = append(parts[j].Index, i)
+	}
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if op.Kind == service.GuardKind {
+			continue
+		}
+		for _, k := range opKeys(s.svc, op) {
+			g, ok := groupOf(k)
+			if !ok {
+				return nil, nil, false
+			}
+			if !seen[k] {
+				seen[k] = true
+				j := part(g)
+				keys[j] = append(keys[j], k)
+			}
+		}
+	}
+	for j := range parts {
+		parts[j].Ops = append(parts[j].Ops, txn.ReadOps(keys[j])...)
+	}
+	return parts, &computed{keys: keys, ops: ops}, true
+}
+
 // crossShard runs req, whose operations are parts in several groups, as a
-// cross-shard transaction: up to txn.MaxAttempts attempts while prepares
-// meet locked slots, each under a new id.
-func (n *Node) crossShard(ctx context.Context, s *shardedNS, req automaton.Request, parts []txn.Part) (automaton.Response, error) {
+// cross-shard transaction (comp: a computed one): up to txn.MaxAttempts
+// attempts while prepares meet locked slots, each under a new id.
+func (n *Node) crossShard(ctx context.Context, s *shardedNS, req automaton.Request, parts []txn.Part, comp *computed) (automaton.Response, error) {
 	asking := gateway.ClusterModeOf(ctx).Asking
 	for attempt := 1; ; attempt++ {
-		out, guards := n.txnAttempt(ctx, s, parts, asking)
+		out, guards := n.txnAttempt(ctx, s, parts, asking, comp)
+		n.txs.attempts.Add(1)
 		switch out.Kind {
 		case txn.OutDone:
+			n.txs.committed.Add(1)
+			if comp != nil {
+				n.txs.computed.Add(1)
+			}
+			if len(req.Ops) == 0 {
+				return automaton.Response{ID: req.ID, Result: out.Results[0]}, nil
+			}
 			return automaton.Response{ID: req.ID, Results: out.Results}, nil
 		case txn.OutWatch:
+			n.txs.watchFailed.Add(1)
 			rs := make([]service.Result, len(req.Ops))
 			for i := range rs {
 				rs[i] = service.Nil()
@@ -62,13 +163,16 @@ func (n *Node) crossShard(ctx context.Context, s *shardedNS, req automaton.Reque
 			return automaton.Response{ID: req.ID, Results: rs}, nil
 		case txn.OutRefused:
 			if g := guards[out.At]; !isLockRefusal(out.Res) {
+				n.txs.refused.Add(1)
 				return automaton.Response{ID: req.ID, Result: n.refusal(s, shard.SlotOfStateKey(g.Key), out.Res.Err)}, nil
 			}
 		case txn.OutUnknown, txn.OutLost:
+			n.txs.unknown.Add(1)
 			return automaton.Response{}, fmt.Errorf("cross-shard transaction: outcome unknown: %s", out.Err)
 		}
 		// Nothing applied (a lock, a lost prepare, a resolver's abort).
 		if attempt >= txn.MaxAttempts {
+			n.txs.exhausted.Add(1)
 			return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.TryAgain, "cross-shard transaction met locked slots %d times; nothing was applied (%s)", attempt, out.Err)}, nil
 		}
 		select {
@@ -90,14 +194,22 @@ func isLockRefusal(r service.Result) bool {
 // txnAttempt drives one attempt to its end. It returns the outcome and,
 // per part, the slot guard that refused it (OutRefused: Outcome.At is the
 // part).
-func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, asking bool) (txn.Outcome, []service.Op) {
+func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, asking bool, comp *computed) (txn.Outcome, []service.Op) {
 	id := fmt.Sprintf("%s.%016x", n.id, randUint64())
 	c := txn.NewCoordinator(id, parts)
+	c.Computed = comp != nil
 	coord := s.groups[parts[0].Group].Namespace.Name
 	slotGuards := make([][]service.Op, len(parts))
+	names := make([]string, len(parts))
 	for i, p := range parts {
-		gname := s.groups[p.Group].Namespace.Name
-		g, ng, _ := n.guarded(s, gname, automaton.Request{Ops: p.Ops}, asking)
+		names[i] = s.groups[p.Group].Namespace.Name
+		forGuards := p.Ops
+		if comp != nil {
+			// The reads name the keys; the guards' mode is the request's.
+			forGuards = append(append([]service.Op(nil), p.Ops...), comp.ops...)
+			forGuards = keepGroup(s, forGuards, p.Group, asking)
+		}
+		g, ng, _ := n.guarded(s, names[i], automaton.Request{Ops: forGuards}, asking)
 		slotGuards[i] = g.Ops[:ng]
 	}
 	refused := make([]service.Op, len(parts)) // the failed slot guard of a part that refused
@@ -105,6 +217,22 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 		st := c.Next()
 		if st.Kind == txn.StDone {
 			break
+		}
+		if st.Kind == txn.StCompute {
+			reads := make([][]service.Result, len(parts))
+			for i := range parts {
+				reads[i] = c.Reads(i)
+			}
+			rs, writes, err := txn.Compute(comp.keys, reads, comp.ops, service.Env{Time: time.Now().UnixNano(), Seed: randUint64()})
+			if err != nil {
+				rs = make([]service.Result, len(comp.ops))
+				for i := range rs {
+					rs[i] = service.Errorf("ERR cross-shard command: %v", err)
+				}
+				writes = nil
+			}
+			c.ComputedResults(rs, writes)
+			continue
 		}
 		run := func(i int, f func(ctx context.Context, gi int)) {
 			sctx, cancel := context.WithTimeout(context.Background(), txnStepTimeout)
@@ -124,6 +252,9 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 					switch st.Kind {
 					case txn.StPrepare:
 						ops := txn.Prepare(id, coord, slotGuards[i], parts[i])
+						if comp != nil {
+							ops = txn.PrepareReads(id, coord, slotGuards[i], parts[i])
+						}
 						rs, err := n.groupRun(sctx, s, gi, ops)
 						v := txn.ReadVote(parts[i], len(slotGuards[i]), rs, err)
 						mu.Lock()
@@ -133,16 +264,24 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 						c.Prepared(i, v)
 						mu.Unlock()
 					case txn.StDecide:
-						rs, err := n.groupRun(sctx, s, gi, []service.Op{kvOp("txdecide", shard.DecisionKey(id), txn.Commit)})
+						dec := kvOp("txdecide", shard.DecisionKey(id), txn.Commit)
+						if comp != nil {
+							ws := make([][]service.Op, len(parts))
+							for j := range parts {
+								ws[j] = c.Writes(j)
+							}
+							dec.Args = append(dec.Args, txn.EncodeWrites(names, ws))
+						}
+						rs, err := n.groupRun(sctx, s, gi, []service.Op{dec})
 						d := ""
 						if err == nil {
-							d = string(rs[0].Bytes)
+							d, _, _ = txn.ParseDecision(rs[0].Bytes, "")
 						}
 						mu.Lock()
 						c.Decided(d, err)
 						mu.Unlock()
 					case txn.StCommit:
-						rs, err := n.groupRun(sctx, s, gi, []service.Op{kvOp("txcommit", shard.TxKey(id))})
+						rs, err := n.groupRun(sctx, s, gi, []service.Op{service.TxCommitOp(id, c.Writes(i))})
 						var r service.Result
 						if err == nil {
 							r = rs[0]
@@ -269,11 +408,44 @@ func (n *Node) resolveTxn(s *shardedNS, gi int, id, coord string) error {
 	if err != nil {
 		return err
 	}
-	op := "txabort"
-	if string(rs[0].Bytes) == txn.Commit {
-		op = "txcommit"
+	d, writes, err := txn.ParseDecision(rs[0].Bytes, s.groups[gi].Namespace.Name)
+	if err != nil {
+		return err
 	}
-	_, err = n.groupRun(ctx, s, gi, []service.Op{kvOp(op, shard.TxKey(id))})
-	n.log.Info("resolved a cross-shard transaction", "group", s.groups[gi].Namespace.Name, "txn", id, "decision", string(rs[0].Bytes), "err", err)
+	op := kvOp("txabort", shard.TxKey(id))
+	if d == txn.Commit {
+		op = service.TxCommitOp(id, writes)
+	}
+	_, err = n.groupRun(ctx, s, gi, []service.Op{op})
+	if err == nil && d == txn.Commit {
+		n.txs.resolvedCommit.Add(1)
+	} else if err == nil {
+		n.txs.resolvedAbort.Add(1)
+	}
+	n.log.Info("resolved a cross-shard transaction", "group", s.groups[gi].Namespace.Name, "txn", id, "decision", d, "err", err)
 	return err
+}
+
+// keepGroup keeps the operations of ops that name a key of group g, each
+// cut down to a read of that key when it names keys of other groups too
+// (for the slot guards of a computed transaction's part: their mode is
+// write when any operation writes).
+func keepGroup(s *shardedNS, ops []service.Op, g int, asking bool) []service.Op {
+	var out []service.Op
+	for _, op := range ops {
+		for _, k := range opKeys(s.svc, op) {
+			if gi, _, ok := s.route(automaton.Request{Op: service.Op{Kind: "get", Key: k}}, asking); ok && gi == g {
+				kind := "get"
+				if !s.svc.IsRead(op) && op.Kind != service.GuardKind {
+					kind = "set"
+				}
+				o := service.Op{Kind: kind, Key: k}
+				if kind == "set" {
+					o.Args = [][]byte{nil}
+				}
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }

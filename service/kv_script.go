@@ -29,8 +29,10 @@ import (
 // requires and which this file enforces:
 //
 //   - No clock, no randomness from outside: the os and io libraries are not
-//     opened, math.random is a generator seeded alike at every call (Redis
-//     7 does the same for scripts), and the commands that read the node's
+//     opened, math.random is a generator seeded from the operation's Env
+//     (logged by the leader with the operation, so every replica draws the
+//     same numbers and two runs draw different ones, as Redis 7's scripts
+//     do), math.randomseed reseeds it, and the commands that read the node's
 //     clock or nothing replicated (TIME, INFO, ...) are not reachable.
 //   - A bounded run, counted, not timed: every Lua instruction counts, and
 //     a script past ScriptBudget instructions fails with an error at the
@@ -90,7 +92,10 @@ func init() {
 }
 
 func checkEval(op Op) error {
-	m := strings.TrimPrefix(string(op.Args[0]), "ro:")
+	m, _, err := splitMark(strings.TrimPrefix(string(op.Args[0]), "ro:"))
+	if err != nil {
+		return err
+	}
 	if m != "eval" && !strings.HasPrefix(m, "fcall:") {
 		return fmt.Errorf("eval mode must be eval or fcall:<name>")
 	}
@@ -120,6 +125,11 @@ func SHA1Hex(b []byte) string {
 type budget struct {
 	left int64
 	done chan struct{}
+	// run, when the operation has a busy mark, is the registered run;
+	// busyAt is the value of left at the mark (kv_script_busy.go).
+	run    *RunningScript
+	busyAt int64
+	marked bool
 }
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -127,6 +137,9 @@ var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return
 func (b *budget) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (b *budget) Value(any) any               { return nil }
 func (b *budget) Err() error {
+	if b.run != nil && b.run.killed.Load() {
+		return errScriptKilled
+	}
 	if b.left < 0 {
 		return errScriptBudget
 	}
@@ -136,6 +149,15 @@ func (b *budget) Done() <-chan struct{} {
 	b.left--
 	if b.left < 0 {
 		return closedCh
+	}
+	if b.run != nil {
+		if !b.marked && b.left <= b.busyAt {
+			b.marked = true
+			markBusy(b.run)
+		}
+		if b.run.killed.Load() {
+			return closedCh
+		}
 	}
 	return b.done
 }
@@ -161,11 +183,25 @@ type scriptRun struct {
 func (s *KVState) opEval(op Op) Result {
 	mode := string(op.Args[0])
 	ro := strings.HasPrefix(mode, "ro:")
-	mode = strings.TrimPrefix(mode, "ro:")
+	mode, mark, _ := splitMark(strings.TrimPrefix(mode, "ro:"))
 	n, _ := parseInt(op.Args[2])
 	keys, argv := op.Args[3:3+n], op.Args[3+n:]
 	body := op.Args[1]
 	run := &scriptRun{s: s, readOnly: ro, budget: &budget{left: ScriptBudget, done: make(chan struct{})}}
+	if mark > 0 {
+		// A run that may become busy (kv_script_busy.go).
+		name := "user_script"
+		if f, ok := strings.CutPrefix(mode, "fcall:"); ok {
+			name = f
+		}
+		r := &RunningScript{Name: name, Eval: mode == "eval", Command: scriptCommandLine(ro, mode, body, op.Args[2:]), Start: time.Now(), Libraries: len(s.libs)}
+		for _, l := range s.libs {
+			r.Functions += len(l.funcs)
+		}
+		run.budget.run, run.budget.busyAt = r, ScriptBudget-mark
+		registerRun(r)
+		defer unregisterRun(r)
+	}
 	L := newScriptState(run)
 	defer L.Close()
 	L.SetContext(run.budget)
@@ -455,6 +491,9 @@ func scriptError(err error, body []byte, name string) Result {
 			}
 		}
 		msg := le.Object.String()
+		if errors.Is(le.Cause, errScriptKilled) || strings.Contains(msg, errScriptKilled.Error()) {
+			return Errorf("ERR %s script: %s, on @%s.", errScriptKilled.Error(), SHA1Hex(body), name)
+		}
 		if errors.Is(le.Cause, errScriptBudget) || strings.Contains(msg, errScriptBudget.Error()) {
 			return Errorf("BUSY script exceeded its budget of %d instructions (Synod counts instructions, not time, so every replica stops at the same point)", ScriptBudget)
 		}
@@ -488,7 +527,14 @@ func newScriptState(run *scriptRun) *lua.LState {
 		L.SetGlobal(g, lua.LNil)
 	}
 	math := L.GetGlobal("math").(*lua.LTable)
+	// The generator starts from the operation's Env (the leader's seed and
+	// time, logged with the operation: the same at every replica), so two
+	// runs draw different numbers, as Redis 7's scripts do; without an Env
+	// (a bare Apply) from a fixed seed.
 	var seed uint64 = 0x2545F4914F6CDD1D
+	if run.s != nil && (run.s.env.Seed != 0 || run.s.env.Time != 0) {
+		seed = (run.s.env.Seed ^ uint64(run.s.env.Time)*0x9e3779b97f4a7c15) | 1
+	}
 	next := func() float64 { // xorshift64*, reseeded alike at every call
 		seed ^= seed >> 12
 		seed ^= seed << 25
@@ -529,6 +575,9 @@ func newScriptState(run *scriptRun) *lua.LState {
 		return 1
 	}))
 	redis.RawSetString("sha1hex", L.NewFunction(func(L *lua.LState) int {
+		if L.GetTop() != 1 {
+			L.RaiseError("wrong number of arguments")
+		}
 		L.Push(lua.LString(SHA1Hex([]byte(L.CheckString(1)))))
 		return 1
 	}))
@@ -728,6 +777,14 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 		}
 		if run.readOnly && !kvOps[op.Kind].read {
 			return fail("ERR Write commands are not allowed from read-only scripts.")
+		}
+		if b := run.budget; b != nil && b.run != nil && !kvOps[op.Kind].read {
+			// Past the mark, only a run that wrote before it may write
+			// (kv_script_busy.go); the count is the same at every replica.
+			if b.left <= b.busyAt && !b.run.wrote.Load() {
+				return fail(ErrBusyWrite)
+			}
+			b.run.wrote.Store(true)
 		}
 		results[i] = run.s.ApplyEnv(op, run.s.env)
 	}

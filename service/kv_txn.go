@@ -16,10 +16,13 @@ import (
 //
 //	txprepare <tx key> <coordinator group> <op>...   participant: lock the
 //	          slots of the ops, record them (redo log); nothing is applied
-//	txcommit  <tx key>    participant: apply the recorded ops, release
+//	txcommit  <tx key> [<op>...]   participant: apply the recorded ops,
+//	          then the given ones (a computed transaction's writes, which the
+//	          decision record also holds), release
 //	txabort   <tx key>    participant: release, apply nothing
-//	txdecide  <decision key> commit|abort   coordinator group: record the
-//	          decision unless one is recorded; answer the recorded one
+//	txdecide  <decision key> commit|abort [<writes>]   coordinator group:
+//	          record the decision (with a computed transaction's writes)
+//	          unless one is recorded; answer the recorded one
 //	txforget  <decision key>   coordinator group: drop a decision all
 //	          participants applied
 //	txlist    <prepared key>   participant: the prepared transactions,
@@ -32,10 +35,10 @@ import (
 
 func init() {
 	addKVOps(map[string]kvOp{
-		"txprepare": {min: 2, max: -1, check: checkTxPrepare, run: (*KVState).opTxPrepare},
-		"txcommit":  {run: (*KVState).opTxCommit},
+		"txprepare": {min: 1, max: -1, check: checkTxPrepare, run: (*KVState).opTxPrepare},
+		"txcommit":  {max: -1, check: checkTxCommit, run: (*KVState).opTxCommit},
 		"txabort":   {run: (*KVState).opTxAbort},
-		"txdecide":  {min: 1, max: 1, check: checkTxDecide, run: (*KVState).opTxDecide},
+		"txdecide":  {min: 1, max: 2, check: checkTxDecide, run: (*KVState).opTxDecide},
 		"txforget":  {run: (*KVState).opTxForget},
 		"txlist":    {read: true, run: (*KVState).opTxList},
 	})
@@ -88,15 +91,31 @@ func TxPrepareOp(id, coord string, ops []Op) Op {
 	return op
 }
 
-func checkTxPrepare(op Op) error {
-	for _, a := range op.Args[1:] {
+func checkTxPrepare(op Op) error { return checkEncodedOps(op.Args[1:]) }
+
+func checkTxCommit(op Op) error { return checkEncodedOps(op.Args) }
+
+// TxCommitOp is the participant's commit of transaction id, applying
+// writes after its recorded operations.
+func TxCommitOp(id string, writes []Op) Op {
+	op := Op{Kind: "txcommit", Key: shard.TxKey(id)}
+	for _, o := range writes {
+		e := wire.Encoder{}
+		EncodeOp(&e, o)
+		op.Args = append(op.Args, e.B)
+	}
+	return op
+}
+
+func checkEncodedOps(args [][]byte) error {
+	for _, a := range args {
 		d := wire.NewDecoder(a)
 		o := DecodeOp(d)
 		if err := d.Done(); err != nil {
-			return fmt.Errorf("ERR txprepare: bad operation: %v", err)
+			return fmt.Errorf("ERR transaction step: bad operation: %v", err)
 		}
 		if o.Kind == "txprepare" || o.Kind == "txcommit" {
-			return fmt.Errorf("ERR txprepare: nested transaction operation")
+			return fmt.Errorf("ERR transaction step: nested transaction operation")
 		}
 		if err := (KV{}).Validate(o); err != nil {
 			return err
@@ -186,8 +205,12 @@ func (s *KVState) opTxCommit(op Op) Result {
 	}
 	env := s.env
 	s.release(op.Key, r)
-	out := make([]Result, len(r.ops))
-	for i, o := range r.ops {
+	ops := r.ops
+	for _, a := range op.Args {
+		ops = append(ops, DecodeOp(wire.NewDecoder(a)))
+	}
+	out := make([]Result, len(ops))
+	for i, o := range ops {
 		if o.Kind == GuardKind {
 			out[i] = OK()
 			continue
@@ -223,12 +246,19 @@ func (s *KVState) opTxAbort(op Op) Result {
 // opTxDecide records a decision once: the first txdecide of a transaction
 // wins (the coordinator's commit or a resolver's abort, whichever its
 // group's log orders first) and every txdecide answers the recorded one.
+//
+// The recorded value is the decision, then, for a computed transaction's
+// commit, a newline and its writes (shard/txn.EncodeWrites).
 func (s *KVState) opTxDecide(op Op) Result {
 	if e, ok := s.live(op.Key); ok {
 		return Bytes(e.v)
 	}
-	s.putString(op.Key, op.Args[0], 0)
-	return Bytes(op.Args[0])
+	v := op.Args[0]
+	if len(op.Args) > 1 && len(op.Args[1]) > 0 {
+		v = append(append(append([]byte(nil), v...), '\n'), op.Args[1]...)
+	}
+	s.putString(op.Key, v, 0)
+	return Bytes(v)
 }
 
 func (s *KVState) opTxForget(op Op) Result {

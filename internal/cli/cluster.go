@@ -34,12 +34,16 @@ with "synod cluster down".`,
 	var upTLS bool
 	var upParams []string
 	var upCallee, upCalleeService string
+	var placement bool
 	upCmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local cluster and wait until every node answers PING",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			up.Dir = dir
+			if placement {
+				up.Placement = &config.Placement{}
+			}
 			var err error
 			if up.Params, err = ParseParams(upParams); err != nil {
 				return err
@@ -58,7 +62,14 @@ with "synod cluster down".`,
 			fmt.Fprintf(out, "cluster %s %s in %s (%d nodes, protocol %s, service %s, durability %s)\n",
 				c.Config.Cluster, verb, c.Dir, len(c.Nodes), ns.Protocol, ns.Service, c.Config.Durability)
 			for _, sh := range ns.Shards {
-				fmt.Fprintf(out, "shard %s#%s: slots %s on %s\n", ns.Name, sh.Name, sh.Slots, strings.Join(sh.Nodes, " "))
+				slots := sh.Slots
+				if slots == "" {
+					slots = "none (a spare)"
+				}
+				fmt.Fprintf(out, "shard %s#%s: slots %s on %s\n", ns.Name, sh.Name, slots, strings.Join(sh.Nodes, " "))
+			}
+			if ns.Placement != nil {
+				fmt.Fprintln(out, "placement: on (splits, merges and their log: synod cluster status)")
 			}
 			for _, x := range c.Config.Namespaces[1:] {
 				fmt.Fprintf(out, "namespace %s: protocol %s, service %s\n", x.Name, x.Protocol, x.Service)
@@ -110,6 +121,8 @@ with "synod cluster down".`,
 	f.StringVar(&upCalleeService, "callee-service", "", "data type of the namespaces added with --callee-protocol (default: the default namespace's --service)")
 	f.IntVar(&up.Shards, "shards", 0, "split the default namespace by hash slot into this many replica groups (Redis Cluster protocol; docs/SHARDING.md); 0: unsharded")
 	f.IntVar(&up.Replicas, "replicas", 0, "nodes per shard with --shards (default 3, or every node when fewer)")
+	f.IntVar(&up.Spares, "spare-shards", 0, "with --shards: this many more shards owning no slots, for the placement service's splits")
+	f.BoolVar(&placement, "placement", false, "with --shards: the placement service splits hot or big shards into spares, merges cold ones and logs each decision (docs/SHARDING.md)")
 	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")
 
 	statusCmd := &cobra.Command{

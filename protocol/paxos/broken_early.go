@@ -40,13 +40,13 @@ func (brokenEarlyAck) Describe() string {
 // the simulator catches the erased vote, with fsyncs slow enough that
 // crashes often fall between an Early Accepted and its record's fsync:
 // `synod-lab sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
-// 300 --faults crash --fsync uniform:5ms:40ms --seeds 1-300` fails 44
-// seeds (seed 31: "n3 knows instance 15 chosen with a value other than the
-// one another replica knew chosen"; seed 7: a promise below one a
-// candidate holds the answer for, the promise record having been lost
-// with the vote); paxos passes all 300.
+// 300 --faults crash --fsync uniform:5ms:40ms --seeds 1-300` fails 33
+// seeds (seeds 3 and 31: a promise below one a candidate holds the answer
+// for, the promise record having been lost with the vote); paxos passes
+// all 300. (Before reads' confirmation rounds were sent once per step,
+// 2026-11-29, it failed 44, seeds 7 and 31.)
 func (brokenEarlyAck) Scenarios() []automaton.Scenario {
 	return []automaton.Scenario{{Name: "crashes",
 		Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash", "--fsync", "uniform:5ms:40ms"},
-		Seeds: "7,31"}}
+		Seeds: "3,31"}}
 }

@@ -85,8 +85,8 @@ func (a *Paxos) lead(p *pend) {
 		p.round = a.hbRound + 1
 		if mode == automaton.ReadLease && a.leaseValid() {
 			p.round = 0 // the lease stands in for the confirmation round
-		} else if a.quorumRound >= a.hbRound {
-			a.sendHeartbeat() // no round in flight: start one now
+		} else {
+			a.wantRound(p.round) // sent at the end of the step (sendReadRound)
 		}
 		a.serveReads()
 		return

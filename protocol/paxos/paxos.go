@@ -322,6 +322,7 @@ type Paxos struct {
 	quorumRound uint64
 	quorumTick  uint64
 	leaseFired  uint64 // highest heartbeat round whose lease timer fired
+	roundWanted uint64 // within a step: the round its reads wait for (0: none; sendReadRound)
 	inLog       map[automaton.RequestID]uint64
 	// ownUnsaved: instances proposed in this step whose own acceptance is
 	// persisted after the Accept is broadcast (persistOwn).
@@ -410,6 +411,7 @@ func (a *Paxos) ticksOf(d time.Duration) int {
 func (a *Paxos) Step(in automaton.Input) []automaton.Output {
 	a.Begin()
 	proto.Dispatch(a, in)
+	a.sendReadRound()
 	return a.Out
 }
 

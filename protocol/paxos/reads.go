@@ -14,6 +14,32 @@ func (a *Paxos) leaseValid() bool {
 	return a.role == leader && a.ready && a.quorumRound > a.leaseFired && a.quorumRound > 0
 }
 
+// readRounds bounds the confirmation rounds a leader keeps in flight for
+// reads (package doc, "Reads"): a step whose reads wait for a round not
+// sent yet sends one at its end while fewer are in flight; otherwise the
+// next acknowledged round sends it (updateQuorumRound).
+const readRounds = 2
+
+// wantRound notes that a read of this step waits for heartbeat round r.
+func (a *Paxos) wantRound(r uint64) {
+	a.roundWanted = max(a.roundWanted, r)
+}
+
+// sendReadRound, at the end of a step, sends the round its reads wait for:
+// one round for all the reads of the step (its messages leave after the
+// step, so after every read of it arrived), none when a round sent later
+// in the step already covers them or readRounds are in flight.
+func (a *Paxos) sendReadRound() {
+	r := a.roundWanted
+	if r == 0 {
+		return
+	}
+	a.roundWanted = 0
+	if r > a.hbRound && a.role == leader && a.ready && a.hbRound-a.quorumRound < readRounds {
+		a.sendHeartbeat()
+	}
+}
+
 // serveReads answers the quorum and lease reads whose conditions hold.
 func (a *Paxos) serveReads() {
 	if len(a.reads) == 0 {
@@ -27,6 +53,7 @@ func (a *Paxos) serveReads() {
 		if p.round == 0 {
 			if !a.leaseValid() {
 				p.round = a.hbRound + 1 // lease lapsed: confirm with a round
+				a.wantRound(p.round)
 				continue
 			}
 		} else if a.quorumRound < p.round {

@@ -18,6 +18,10 @@ type Coordinator struct {
 	// a prepare's answer is missing; "no-decision" commits without
 	// logging the decision first.
 	Broken string
+	// Computed marks a computed transaction (compute.go): each part's Ops
+	// are its client guards then its ReadOps; after the votes the driver
+	// computes (StCompute) and reports Computed.
+	Computed bool
 
 	phase     StepKind
 	votes     []Vote
@@ -28,7 +32,9 @@ type Coordinator struct {
 	committed []bool
 	tries     []int
 	aborting  []bool
-	unsure    bool // a commit's answer never came: the decision must stay
+	unsure    bool             // a commit's answer never came: the decision must stay
+	final     []service.Result // Computed: the client's results
+	writes    [][]service.Op   // Computed: each part's writes
 	out       Outcome
 }
 
@@ -37,7 +43,8 @@ type StepKind int
 
 const (
 	StPrepare StepKind = iota // Prepare in each of Parts
-	StDecide                  // txdecide commit in the coordinator group (Parts[0]'s)
+	StCompute                 // Computed: run the request on the reads, report Computed
+	StDecide                  // txdecide commit in the coordinator group (Parts[0]'s), with Writes
 	StCommit                  // txcommit in each of Parts
 	StAbort                   // txabort in each of Parts
 	StForget                  // txforget in the coordinator group
@@ -105,6 +112,11 @@ func (c *Coordinator) Next() Step {
 				return Step{StPrepare, p}
 			}
 			c.afterVotes()
+		case StCompute:
+			if c.writes == nil {
+				return Step{Kind: StCompute}
+			}
+			c.phase = StDecide
 		case StDecide:
 			if !c.decided {
 				return Step{StDecide, []int{0}}
@@ -152,6 +164,10 @@ func (c *Coordinator) afterVotes() {
 	}
 	if yes {
 		c.phase = StDecide
+		if c.Computed {
+			c.phase = StCompute
+			return
+		}
 		if c.Broken == "no-decision" {
 			c.decision, c.decided, c.phase = Commit, true, StCommit
 		}
@@ -231,11 +247,36 @@ func (c *Coordinator) Committed(i int, r service.Result, err error) {
 		return
 	}
 	c.committed[i] = true
-	if r.Type != service.ResultArray || len(r.Elems) != len(c.Parts[i].Ops)-c.Parts[i].Guards() {
+	want := len(c.Parts[i].Ops)
+	if c.Computed {
+		want += len(c.writes[i])
+	}
+	if r.Type != service.ResultArray || len(r.Elems) != want {
 		c.out = Outcome{Kind: OutLost, Err: "committed; a participant's results were taken by its resolver"}
 		return
 	}
 	c.results[i] = r.Elems
+}
+
+// Reads is part i's answers to its reads (Computed, at StCompute).
+func (c *Coordinator) Reads(i int) []service.Result { return c.votes[i].Reads }
+
+// ComputedResults reports the computation: the client's results (one per
+// request operation, in order) and each part's writes.
+func (c *Coordinator) ComputedResults(results []service.Result, writes [][]service.Op) {
+	if c.phase == StCompute {
+		c.final = results
+		c.writes = make([][]service.Op, len(c.Parts))
+		copy(c.writes, writes)
+	}
+}
+
+// Writes is part i's writes (Computed; nil otherwise).
+func (c *Coordinator) Writes(i int) []service.Op {
+	if c.writes == nil {
+		return nil
+	}
+	return c.writes[i]
 }
 
 // Aborted reports part i's txabort answer (its error is ignored: the
@@ -257,22 +298,20 @@ func (c *Coordinator) Forgot() {
 // Outcome is the attempt's end, once Next returns StDone.
 func (c *Coordinator) Outcome() Outcome { return c.out }
 
-// merge puts the parts' results back in request order (client guards
-// answer OK, as in an atomic group that passed them).
+// merge puts the parts' results back in request order (txcommit answers
+// OK for a client guard, as an atomic group that passed it).
 func (c *Coordinator) merge() []service.Result {
+	if c.Computed {
+		return c.final
+	}
 	n := 0
 	for _, p := range c.Parts {
 		n += len(p.Index)
 	}
 	out := make([]service.Result, n)
 	for i, p := range c.Parts {
-		g := p.Guards()
 		for j, at := range p.Index {
-			if j < g {
-				out[at] = service.OK()
-			} else {
-				out[at] = c.results[i][j-g]
-			}
+			out[at] = c.results[i][j]
 		}
 	}
 	return out

@@ -19,8 +19,9 @@
 //  1. Prepare, in every participant group at once: one atomic group of the
 //     slot guards of the part's keys (migration's ownership check, and the
 //     lock check below), the client's own guards (WATCH's versions,
-//     MSETNX's existence checks), then txprepare, which locks the part's
-//     slots and records its operations (a redo log). Nothing is applied.
+//     MSETNX's existence checks), then txprepare, which locks the slots
+//     of the part's keys, guarded ones included, and records its
+//     operations (a redo log). Nothing is applied.
 //     A failed guard applies nothing: that participant votes no.
 //  2. If every participant voted yes, txdecide commit in the coordinator
 //     group: the transaction commits when that entry is in the log. If any
@@ -74,12 +75,14 @@
 // question of a slot. The cost is false conflicts between keys that share
 // a slot (1/16,384 for two random keys; keys of one hash tag always share).
 //
-// What is not covered: one operation whose keys are in two groups (RENAME,
-// SMOVE, SINTERSTORE, LMOVE, ... across groups) would need one group's
-// result to become another's input inside the transaction; it is still
-// refused with CROSSSLOT (use hash tags). Keys expiring between a
-// transaction's prepare and its commit expire at the commit's time: the
-// guards were checked at the prepare's.
+// One operation whose keys are in several groups (RENAME, SMOVE,
+// SINTERSTORE, LMOVE, COPY, ... across groups) needs one group's data to
+// compute another's writes: it runs as a computed transaction (compute.go),
+// the same protocol with the reads taken at prepare under the locks, the
+// operation run by the coordinator on a scratch copy, and the writes
+// recorded with the decision. Keys expiring between a transaction's
+// prepare and its commit expire at the commit's time: the guards were
+// checked at the prepare's.
 //
 // # Migrations
 //
@@ -159,7 +162,10 @@ func Prepare(id, coord string, slotGuards []service.Op, p Part) []service.Op {
 	out := make([]service.Op, 0, len(slotGuards)+g+1)
 	out = append(out, slotGuards...)
 	out = append(out, p.Ops[:g]...)
-	return append(out, service.TxPrepareOp(id, coord, p.Ops[g:]))
+	// The record holds the guards too, so that their keys' slots are
+	// locked (a watched key must not change before the commit: the guard
+	// is a read) and txcommit answers OK for each.
+	return append(out, service.TxPrepareOp(id, coord, p.Ops))
 }
 
 // VoteKind is a participant's answer to its prepare.
@@ -175,10 +181,11 @@ const (
 
 // Vote is a participant's answer.
 type Vote struct {
-	Kind VoteKind
-	At   int            // Refused: the slot guard's index; Watch: the request's operation index
-	Res  service.Result // the failed guard's result
-	Err  string
+	Kind  VoteKind
+	At    int            // Refused: the slot guard's index; Watch: the request's operation index
+	Res   service.Result // the failed guard's result
+	Err   string
+	Reads []service.Result // Yes, for a computed transaction: its reads' answers
 }
 
 // ReadVote reads the answer to Prepare(..., slotGuards, p) with nslot slot
@@ -188,7 +195,7 @@ func ReadVote(p Part, nslot int, results []service.Result, err error) Vote {
 		return Vote{Kind: Unknown, Err: err.Error()}
 	}
 	g := p.Guards()
-	if len(results) != nslot+g+1 {
+	if len(results) < nslot+g+1 {
 		return Vote{Kind: Unknown, Err: fmt.Sprintf("%d results for a prepare of %d operations", len(results), nslot+g+1)}
 	}
 	for i := 0; i < nslot+g; i++ {
@@ -203,7 +210,7 @@ func ReadVote(p Part, nslot int, results []service.Result, err error) Vote {
 	if last.IsErr() {
 		return Vote{Kind: Conflict, Err: last.Err}
 	}
-	return Vote{Kind: Yes}
+	return Vote{Kind: Yes, Reads: results[nslot+g+1:]}
 }
 
 // Decision values (txdecide's).

@@ -1,5 +1,5 @@
 // Command gencmdtable writes gateway/redis_cmdtable.go, Redis 7.0.15's ACL
-// categories of each command and subcommand, from the Redis source's
+// categories and key specs of each command and subcommand, from the Redis source's
 // src/commands/*.json (the tree scripts/redis-suite caches):
 //
 //	go run ./gateway/internal/gencmdtable -src ~/.cache/synod/redis-7.0.15 | gofmt > gateway/redis_cmdtable.go
@@ -26,9 +26,71 @@ var order = []string{"keyspace", "read", "write", "set", "sortedset", "list", "h
 	"dangerous", "connection", "transaction", "scripting"}
 
 type spec struct {
-	Container string   `json:"container"`
-	Flags     []string `json:"command_flags"`
-	ACL       []string `json:"acl_categories"`
+	Container string    `json:"container"`
+	Flags     []string  `json:"command_flags"`
+	ACL       []string  `json:"acl_categories"`
+	KeySpecs  []keySpec `json:"key_specs"`
+}
+
+type keySpec struct {
+	Flags       []string `json:"flags"`
+	BeginSearch struct {
+		Index *struct {
+			Pos int `json:"pos"`
+		} `json:"index"`
+		Keyword *struct {
+			Keyword   string `json:"keyword"`
+			Startfrom int    `json:"startfrom"`
+		} `json:"keyword"`
+	} `json:"begin_search"`
+	FindKeys struct {
+		Range *struct {
+			Lastkey int `json:"lastkey"`
+			Step    int `json:"step"`
+			Limit   int `json:"limit"`
+		} `json:"range"`
+		Keynum *struct {
+			Keynumidx int `json:"keynumidx"`
+			Firstkey  int `json:"firstkey"`
+			Step      int `json:"step"`
+		} `json:"keynum"`
+	} `json:"find_keys"`
+}
+
+// flagOrder is the order COMMAND GETKEYSANDFLAGS prints key flags in
+// (server.c, addReplyFlagsForKeyArgs).
+var flagOrder = []string{"RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key", "incomplete", "variable_flags"}
+
+// goSpec renders one key spec as a keySpec literal.
+func goSpec(k keySpec) string {
+	var flags []string
+	for _, f := range flagOrder {
+		for _, g := range k.Flags {
+			if strings.EqualFold(f, g) {
+				flags = append(flags, fmt.Sprintf("%q", f))
+			}
+		}
+	}
+	s := "{flags: []string{" + strings.Join(flags, ", ") + "}"
+	switch {
+	case k.BeginSearch.Index != nil:
+		s += fmt.Sprintf(", index: %d", k.BeginSearch.Index.Pos)
+	case k.BeginSearch.Keyword != nil:
+		s += fmt.Sprintf(", keyword: %q, startfrom: %d", k.BeginSearch.Keyword.Keyword, k.BeginSearch.Keyword.Startfrom)
+	default:
+		return s + ", unknown: true}"
+	}
+	switch {
+	case k.FindKeys.Range != nil:
+		r := k.FindKeys.Range
+		s += fmt.Sprintf(", lastkey: %d, step: %d, limit: %d", r.Lastkey, r.Step, r.Limit)
+	case k.FindKeys.Keynum != nil:
+		n := k.FindKeys.Keynum
+		s += fmt.Sprintf(", keynum: true, keynumidx: %d, firstkey: %d, step: %d", n.Keynumidx, n.Firstkey, n.Step)
+	default:
+		return s + ", unknown: true}"
+	}
+	return s + "}"
 }
 
 func main() {
@@ -40,6 +102,7 @@ func main() {
 		os.Exit(2)
 	}
 	out := map[string][]string{}
+	specs := map[string][]string{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -87,6 +150,9 @@ func main() {
 				}
 			}
 			out[key] = list
+			for _, k := range s.KeySpecs {
+				specs[key] = append(specs[key], goSpec(k))
+			}
 		}
 	}
 	names := make([]string, 0, len(out))
@@ -110,6 +176,17 @@ func main() {
 			fmt.Printf("%q", c)
 		}
 		fmt.Println("},")
+	}
+	fmt.Println("}")
+	fmt.Println()
+	fmt.Println("// redisKeySpecs are Redis 7.0.15's key specs of each command and")
+	fmt.Println("// subcommand that has keys (COMMAND GETKEYSANDFLAGS).")
+	fmt.Println("var redisKeySpecs = map[string][]keySpec{")
+	for _, n := range names {
+		if len(specs[n]) == 0 {
+			continue
+		}
+		fmt.Printf("\t%q: {%s},\n", n, strings.Join(specs[n], ", "))
 	}
 	fmt.Println("}")
 }

@@ -1,0 +1,32 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// A spare shard (slots "") is valid and owns nothing; a placement block is
+// read with defaults filled in; a bad duration, and a placement block on
+// an unsharded namespace, are refused.
+func TestPlacementConfig(t *testing.T) {
+	c, err := Parse([]byte(sharded("0-16383", `""`, "[n2, n3, n4]") + "    placement: {split_ops: 100, dead_after: 3s}\n"))
+	if err == nil {
+		t.Fatal("a placement block on the unsharded namespace plain was accepted")
+	}
+	file := strings.Replace(sharded("0-16383", `""`, "[n2, n3, n4]"), "  - name: plain", "    placement: {split_ops: 100, dead_after: 3s}\n  - name: plain", 1)
+	if c, err = Parse([]byte(file)); err != nil {
+		t.Fatal(err)
+	}
+	gs := c.ShardGroups(c.Namespaces[0])
+	if len(gs[1].Slots) != 0 || len(gs[0].Slots) != 1 {
+		t.Fatalf("groups' slots: %v, %v", gs[0].Slots, gs[1].Slots)
+	}
+	p, err := c.Namespaces[0].Placement.Params()
+	if err != nil || p.SplitOps != 100 || p.DeadAfter != 3 || p.SplitKeys == 0 || p.Cooldown == 0 {
+		t.Fatalf("params %+v, %v", p, err)
+	}
+	bad := strings.Replace(file, "dead_after: 3s", "dead_after: soon", 1)
+	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "placement") {
+		t.Fatalf("a bad duration: %v", err)
+	}
+}
