@@ -341,6 +341,23 @@ func (s *scripts) killScript(eval bool) service.Result {
 	}
 }
 
+// busyRun is this process's busy run; while a script this node sent is
+// overdue but its run here is not yet busy, it waits for it (up to
+// killWait), since a request through the log would wait behind the run.
+func (c *conn) busyRun() *service.RunningScript {
+	if c.s == nil {
+		return service.BusyScript()
+	}
+	for deadline := time.Now().Add(killWait); ; time.Sleep(2 * time.Millisecond) {
+		if r := service.BusyScript(); r != nil {
+			return r
+		}
+		if f, _ := c.s.scr.overdue(); f == nil || time.Now().After(deadline) {
+			return nil
+		}
+	}
+}
+
 // killPeers hands a kill to the other nodes (over the pub/sub peer
 // transport, at most once): each stops its own replica's run of the same
 // command once that run is busy (killLater). Without it the other replicas
@@ -380,7 +397,7 @@ func (s *scripts) killLater(eval bool, cmdline string) {
 
 // killWait bounds how long SCRIPT KILL waits for a running script to reach
 // its busy mark.
-const killWait = 2 * time.Second
+const killWait = 5 * time.Second
 
 // scriptConn is the connection a script's commands are planned on: a KV
 // namespace (plans read nothing else of it).
@@ -530,7 +547,7 @@ func planFunction(c *conn, args [][]byte) plan {
 		}
 		return opPlan(service.Op{Kind: "fnlist", Args: a}, functionList(withCode))
 	case "stats":
-		if r := service.BusyScript(); r != nil {
+		if r := c.busyRun(); r != nil {
 			// The log waits behind the busy run: answer from it.
 			return constPlan(runningStats(r))
 		}

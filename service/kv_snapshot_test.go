@@ -1,8 +1,10 @@
 package service
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -195,5 +197,38 @@ func TestKVRestoreOldAndBad(t *testing.T) {
 		if err := newKVState().Restore(bad); err == nil {
 			t.Fatalf("corrupt snapshot %v accepted", bad)
 		}
+	}
+}
+
+// TestKVSnapshotOrderedReusesKeys: a snapshot through a kept KeyOrder is
+// byte for byte the freshly sorted one after every operation of a random
+// typed run (renames, deletes and expiries change the key set, sometimes
+// keeping its size), and the kept order is really reused. An order checked
+// by count alone, or reused without the check, fails the comparison.
+func TestKVSnapshotOrderedReusesKeys(t *testing.T) {
+	var reused, sameSizeChange int
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 28))
+		s := newKVState()
+		var o KeyOrder
+		now := int64(1_000_000)
+		for i := range 400 {
+			now += int64(r.IntN(20))
+			s.ApplyEnv(randomTypedOp(r, 6+int(seed%5)), Env{Time: now * 1e6, Seed: uint64(i)})
+			before := slices.Clone(o.keys)
+			got := s.SnapshotOrdered(&o)
+			if want := s.SnapshotOrdered(new(KeyOrder)); !bytes.Equal(got, want) {
+				t.Fatalf("seed %d op %d: snapshot through the kept order differs from a fresh one", seed, i)
+			}
+			switch {
+			case slices.Equal(before, o.keys):
+				reused++
+			case len(before) == len(o.keys):
+				sameSizeChange++
+			}
+		}
+	}
+	if reused == 0 || sameSizeChange == 0 {
+		t.Fatalf("the run never reused the order (%d) or never changed the key set at the same size (%d)", reused, sameSizeChange)
 	}
 }

@@ -290,6 +290,9 @@ type ESDS struct {
 	// gcSkipped: collections put off since, gcLastN: operations they could
 	// have collected at the last (collectDue).
 	snapLen, gcSkipped, gcLastN int
+	// stableOrder keeps the stable state's sorted keys between its
+	// snapshots (service.KeyOrder), when the state is a KV.
+	stableOrder service.KeyOrder
 	// goneQ: collected operations whose "gone" entry some peers (bits) have
 	// not acknowledged yet.
 	goneQ   map[string]uint64

@@ -3,6 +3,7 @@ package esds
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -62,4 +63,37 @@ func overloadRun(b *testing.B, ticks, perTick int, widen bool) {
 	b.ReportMetric(float64(merged)/float64(n), "merged/op")
 	b.ReportMetric(float64(maxReplay), "maxreplay")
 	b.ReportMetric(float64(unstable), "unstable")
+}
+
+// BenchmarkStableRecord is the collection step's largest piece of work at
+// a large state: encoding the stable-state record (marshalStable) of a
+// replica whose stable state holds 10,000 16-byte keys with 100-byte
+// values, 500 of them rewritten between two collections; kept=false
+// forgets the kept key order and size before each (what every collection
+// cost before issue 28's change).
+//
+//	go test ./protocol/esds -run '^$' -bench StableRecord
+func BenchmarkStableRecord(b *testing.B) {
+	for _, kept := range []bool{false, true} {
+		b.Run(fmt.Sprintf("kept=%v", kept), func(b *testing.B) {
+			c := harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true})
+			a := c.Node(c.IDs()[0]).(*ESDS)
+			v := []byte(strings.Repeat("v", 100))
+			for i := range 10000 {
+				a.stable.Apply(service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", i), Args: [][]byte{v}})
+			}
+			b.ResetTimer()
+			for n := range b.N {
+				b.StopTimer()
+				for i := range 500 {
+					a.stable.Apply(service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", (n*500+i*7)%10000), Args: [][]byte{v}})
+				}
+				if !kept {
+					a.stableOrder = service.KeyOrder{}
+				}
+				b.StartTimer()
+				a.marshalStable()
+			}
+		})
+	}
 }

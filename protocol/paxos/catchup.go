@@ -78,7 +78,7 @@ func (a *Paxos) onSnapshot(from int, m *message) {
 		return
 	}
 	confBefore := a.sm.conf
-	idx, err := a.sm.restore(m.Data)
+	idx, err := a.ownMachine().restore(m.Data)
 	if err != nil {
 		return // corrupt: ignored (restore replaces the state only on success)
 	}

@@ -29,7 +29,7 @@ func (a *Paxos) advance(persist bool) {
 		}
 		before := a.sm.conf
 		for _, c := range cmds {
-			res, done := a.sm.apply(c, i)
+			res, done := a.ownMachine().apply(c, i)
 			if !done {
 				continue // paxos-broken-splitgroup: more parts to come
 			}

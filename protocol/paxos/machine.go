@@ -38,6 +38,27 @@ type machine struct {
 	// parts: the results so far of groups executed part by part
 	// (paxos-broken-splitgroup only; not in snapshots).
 	parts map[automaton.RequestID][]service.Result
+	// owner is the token of the automaton that may change the machine in
+	// place; any other shares it read-only and copies it before a change
+	// (Paxos.ownMachine: CloneModel shares the machine, which most steps
+	// do not change).
+	owner *ownerToken
+}
+
+// ownerToken is an automaton's identity as a machine's owner: a token,
+// not a pointer to the automaton, so that mc's reflective walk hashes
+// every token alike (its content) and its copier maps an automaton's and
+// its machine's tokens to one new token.
+type ownerToken struct{ _ byte }
+
+// ownMachine returns a.sm to be changed in place: first a copy of a's own
+// when a shares it with the automaton it was copied from (CloneModel).
+func (a *Paxos) ownMachine() *machine {
+	if a.sm.owner != a.tok {
+		a.sm = a.sm.cloneModel()
+		a.sm.owner = a.tok
+	}
+	return a.sm
 }
 
 func newMachine(svc service.Service, maxClients int, boot *conf) *machine {

@@ -296,6 +296,7 @@ type Paxos struct {
 	sinceSnap  int    // commands executed since that snapshot
 	savedC     uint64 // commit index last persisted
 	sm         *machine
+	tok        *ownerToken // owns sm when sm.owner is tok (ownMachine)
 
 	// Election.
 	role        int
@@ -363,6 +364,10 @@ func (a *Paxos) reset() {
 	a.chosenUpTo, a.executed, a.snapIndex, a.savedC = 0, 0, 0, 0
 	a.sinceSnap = 0
 	a.sm = newMachine(a.cfg.Service, a.prm.DedupClients, a.boot)
+	if a.tok == nil {
+		a.tok = new(ownerToken)
+	}
+	a.sm.owner = a.tok
 	a.nums = map[automaton.NodeID]uint32{}
 	a.book = map[automaton.NodeID]member{}
 	a.lastMembers = ""

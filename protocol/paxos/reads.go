@@ -70,7 +70,7 @@ func (a *Paxos) serveReads() {
 // readNow answers a read from this replica's state (local reads, and quorum
 // and lease reads once their conditions hold).
 func (a *Paxos) readNow(req automaton.Request) outcome {
-	return a.sm.run(cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, Env: a.readEnv(req)})
+	return a.ownMachine().run(cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, Env: a.readEnv(req)})
 }
 
 // isRead reports whether req takes the read path: a single read, or a group

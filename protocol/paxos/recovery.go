@@ -24,7 +24,7 @@ func (a *Paxos) OnStart(s automaton.Start) {
 		a.promised = d
 	}
 	if v, ok := s.Records[recSnapshot]; ok {
-		idx, err := a.sm.restore(v)
+		idx, err := a.ownMachine().restore(v)
 		if err != nil {
 			panic(fmt.Sprintf("paxos: corrupt snapshot record: %v", err))
 		}

@@ -28,9 +28,13 @@ type Session[R any] struct {
 	Seqs  []uint64 // the keys of Res, ascending (the oldest is forgotten first)
 }
 
-// NewSession returns an empty row with room for window outcomes.
+// NewSession returns an empty row with room in Seqs for window outcomes.
+// Res grows as outcomes come: sized for the window up front, every row
+// cost about 15 KB at once (128 slots of an outcome), which the model
+// checker paid again in every copy of a state (maps.Clone keeps the
+// capacity); growing costs a row a few rehashes in its life.
 func NewSession[R any](window int) *Session[R] {
-	return &Session[R]{Res: make(map[uint64]R, window+1), Seqs: make([]uint64, 0, window+1)}
+	return &Session[R]{Res: map[uint64]R{}, Seqs: make([]uint64, 0, window+1)}
 }
 
 // Get returns the recorded outcome of write seq. A new write's sequence
