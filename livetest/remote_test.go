@@ -163,6 +163,16 @@ func TestAdamCallsAnotherCluster(t *testing.T) {
 	if !strings.Contains(err.Error(), `cluster "b"`) && !strings.Contains(err.Error(), "outcome unknown") {
 		t.Errorf("the error does not name the unreachable cluster: %v", err)
 	}
+	// An error that says the call "may have been executed there" is an
+	// unknown outcome at B (an attempt was written to a connection before
+	// B's answer could come): that call may take effect at B, so B's trail
+	// may hold the value it read (before) twice, its own call's and the
+	// next SET's. The clean-clone CI at 85cb467 saw exactly that, quiet.
+	// An error that says it did not reach the cluster allows no such copy.
+	unknownAtB := map[string]bool{}
+	if strings.Contains(err.Error(), "may have been executed") {
+		unknownAtB[before] = true
+	}
 	if got := getA("a"); got != before {
 		t.Fatalf("a = %q after the failed SET, want %q (nothing stored)", got, before)
 	}
@@ -181,7 +191,7 @@ func TestAdamCallsAnotherCluster(t *testing.T) {
 	}
 	for i := 0; i < 2*n; i++ {
 		v, next := fmt.Sprintf("v%d", i), fmt.Sprintf("v%d", i+1)
-		if count[v] != 1 && !((retried[v] || retried[next]) && count[v] == 2) {
+		if count[v] != 1 && !((retried[v] || retried[next] || unknownAtB[v]) && count[v] == 2) {
 			t.Fatalf("trail:a at B = %q holds the call of the acknowledged SET after %s %d times, want once", trail, v, count[v])
 		}
 	}
