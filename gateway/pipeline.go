@@ -279,7 +279,7 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||
 		c.multi.open || len(c.multi.watch) > 0 || c.txn.open || c.sub.count() > 0 ||
-		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 || c.cluster.aware {
+		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 || c.cluster.aware || c.outOfMemory(cmd) {
 		return nil, plan{}, false
 	}
 	if c.opts.cur != nil {
