@@ -272,8 +272,9 @@ type ESDS struct {
 	// longest blocking work); merged: gossip entries merged.
 	replayed, maxReplay, merged int
 	// freeAnswers: answers given without the tentative state
-	// (service.StateFree, apply.go value).
-	freeAnswers int
+	// (service.StateFree, apply.go value); keyAnswers: those computed
+	// over their keys alone (apply.go keyValue).
+	freeAnswers, keyAnswers int
 	// heard[i]: the highest label of origin i (a label (c, i)) received
 	// in gossip since the start; the final frontier (apply.go) is their
 	// minimum over the other members.
@@ -282,6 +283,7 @@ type ESDS struct {
 	// Indexes (index.go).
 	dna         []*op
 	dnaNew      []*op
+	byKey       map[string][]*op
 	maxSolid    Label
 	appliedLive []*op
 
@@ -346,6 +348,7 @@ type op struct {
 	inWait  bool // in a.waiting
 	inDNA   bool // in a.dna (index.go)
 	touched bool // its keys are in a.touch (apply.go noteTouch)
+	inKeys  bool // in a.byKey (index.go keyIndex)
 	// What newInfo last queued for gossip (flags without flagAll, label).
 	qFlags byte
 	qLabel Label
