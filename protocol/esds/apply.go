@@ -94,9 +94,7 @@ func (a *ESDS) doIt(o *op) {
 	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt && !a.recompute {
 		a.tentApply(o)
 	} else if !a.staleAppend(o) {
-		if a.tent != nil {
-			a.notePending(o, false) // the stale state lacks o
-		}
+		a.notePending(o, false) // the stale state lacks o (or there is none yet)
 		a.tentValid = false
 		a.lowerTent(o.label)
 	}
@@ -164,9 +162,11 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 // A key-local operation depends on and changes its keys only, so on those
 // keys that is the state the rebuild computes under o's label, and o's
 // value is the same. The condition: no operation that is not key-local
-// was placed while the state was stale (pendAll), nor applied to it above
-// the stable state (touchAll), and a tentative state exists (placements
-// before the first are not noted). The seed defines val_r(x) over the
+// was done or placed since the last rebuild without being applied to the
+// tentative state (pendNonLocal; set at a restart, whose restored
+// operations were never noted), nor applied to it above the stable state
+// (touchAll). An operation moved by a relabelling (notePending's wasDone)
+// does not stop it: byKey holds it under its new label. The seed defines val_r(x) over the
 // label order and is silent on how it is computed (the ESDS thesis Fig.
 // 4.5's memo covers the stable state only). Issue 28: at 64 clients, half
 // gets, the GETs of keys that gossip had written under a later local
@@ -174,7 +174,7 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 // a replica's CPU). It reports whether it did.
 func (a *ESDS) keyValue(o *op) bool {
 	ks, ok := a.keyed()
-	if !ok || !keyValues || a.tent == nil || a.pendAll || o.applied || !o.label.Set || !ks.KeyLocal(o.sop) {
+	if !ok || !keyValues || a.pendNonLocal || o.applied || !o.label.Set || !ks.KeyLocal(o.sop) {
 		return false
 	}
 	if a.touchAll.Set && (!a.stableMax.Set || a.stableMax.Less(a.touchAll)) {
@@ -275,7 +275,7 @@ func (a *ESDS) recomputeTent() {
 	a.tentValid = true
 	a.tentLow = Label{}
 	clear(a.pendKeys)
-	a.pendAll = false
+	a.pendAll, a.pendNonLocal = false, false
 }
 
 // notePending records, when the tentative state becomes stale because o
@@ -283,7 +283,11 @@ func (a *ESDS) recomputeTent() {
 // now hold wrongly: o's, when o is key-local; all of them otherwise.
 func (a *ESDS) notePending(o *op, wasDone bool) {
 	ks, ok := a.keyed()
-	if !ok || wasDone || !ks.KeyLocal(o.sop) {
+	if !ok || !ks.KeyLocal(o.sop) {
+		a.pendAll, a.pendNonLocal = true, true
+		return
+	}
+	if wasDone {
 		a.pendAll = true
 		return
 	}
