@@ -298,7 +298,11 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 // concurrent reports whether a pipelineable command's plan runs
 // concurrently: one operation, no guards. Other plans (a parse error's
 // reply, several operations) run serially after draining.
-func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 }
+//
+// A plan whose result reports consumers (notify.go consumerEvents) runs
+// serially too: in an atomic batch its wrapped result would nest one array
+// deeper than a result may.
+func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 && p.reported == nil }
 
 // pipeline starts a pipelined command of one operation; the replier writes
 // its reply.
