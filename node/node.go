@@ -711,7 +711,12 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 			}
 			req.Checked = true
 		}
-		if res, refused := n.refuseUnowned(ctx, ns, req); refused { // shard.go
+		epoch := n.groupOf[ns].view().epoch
+		res, refused := n.refuseUnowned(ctx, ns, req) // shard.go
+		if refused && isMoved(res) && n.consultPlacement(ctx, n.groupOf[ns], epoch) {
+			res, refused = n.refuseUnowned(ctx, ns, req) // by the newest map (slotmap.go)
+		}
+		if refused {
 			return automaton.Response{ID: req.ID, Result: res}, nil
 		}
 		return n.doGuarded(ctx, n.groupOf[ns], ns, req) // slotmap.go
