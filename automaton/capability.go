@@ -402,33 +402,6 @@ func OrdersKeyRuns(name string) bool {
 	return ok && o.OrdersKeyRuns() && StepsClientBatches(name)
 }
 
-// WriteOrderer is implemented by atomic-group protocols under which the
-// requests that write, handed to one node's automaton one after another
-// (each before the earlier is answered), take effect in that order: the
-// leader queues and proposes them in arrival order and a follower forwards
-// them in that order over one FIFO channel, so the log holds them in order
-// (Multi-Paxos, protocol/paxos clients.go and phase2.go). A runtime may
-// then keep several of a connection's pipeline batches in flight at once
-// (gateway/pipeline.go, "Batches in flight"). Reads are not covered: a
-// read that bypasses the log sees only the writes proposed before it
-// arrived, not those still queued. Nor is a change of leader while
-// requests are in flight: a request that was not chosen is proposed again
-// by the next leader, after later ones that were.
-type WriteOrderer interface {
-	OrdersWrites() bool
-}
-
-// OrdersWrites reports whether the named protocol keeps the order in which
-// one node's automaton was handed requests that write (WriteOrderer).
-func OrdersWrites(name string) bool {
-	p, err := LookupAny(name)
-	if err != nil {
-		return false
-	}
-	o, ok := p.(WriteOrderer)
-	return ok && o.OrdersWrites() && TransactionsOf(name).Atomic
-}
-
 // DeploymentChecker is implemented by protocols that can tell, from the
 // cluster file alone, that a namespace's deployment cannot keep its
 // promise (issue 29: "a configuration that cannot be durable is refused

@@ -55,10 +55,9 @@ type BatchBackend interface {
 // is handed over, so the requests one goroutine submits reach the loop in
 // that order; the function it returns waits for the response and answers
 // as Do would (Do's errors included; ctx bounds both). Where the
-// namespace's protocol keeps the order of the writes it is handed
-// (automaton.OrdersWrites: Multi-Paxos), a connection's pipeline batches
-// then go in flight one after another without waiting for each other's
-// answers (gateway/pipeline.go, "Batches in flight").
+// namespace's protocol applies atomic groups, a connection's pipeline
+// batches then go in flight together, same-key batches one after another
+// (gateway/pipeline.go, "Batches in flight").
 type SubmitBackend interface {
 	Backend
 	Submit(ctx context.Context, ns string, req automaton.Request) (await func() (automaton.Response, error))

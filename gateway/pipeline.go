@@ -122,10 +122,8 @@ type batchConn struct {
 	// (automaton.OrdersKeyRuns) and the Backend hands a batch over in order
 	// (BatchBackend): same-key commands may share a batch.
 	ordered bool
-	// async: atomic, the protocol keeps the order of the writes it is
-	// handed (automaton.OrdersWrites) and the Backend hands a request over
-	// without waiting (SubmitBackend): batches go in flight one after
-	// another (batchAsync).
+	// async: atomic, and the Backend hands a request over without
+	// waiting (SubmitBackend): batches go in flight together (batchAsync).
 	async bool
 	plans []plan // reused across batches
 	ops   []service.Op
@@ -152,7 +150,7 @@ func (c *conn) batchMode() bool {
 		_, bb := c.s.b.(BatchBackend)
 		b.ordered = b.indep && bb && automaton.OrdersKeyRuns(proto)
 		_, sb := c.s.b.(SubmitBackend)
-		b.async = b.atomic && sb && automaton.OrdersWrites(proto)
+		b.async = b.atomic && sb
 	}
 	return b.atomic || b.indep
 }
@@ -289,24 +287,22 @@ func (c *conn) gather(plans []plan) (_ []plan, next [][]byte, rerr error) {
 
 // Batches in flight.
 //
-// Where the protocol also keeps the order of the writes one node is handed
-// (automaton.OrdersWrites: Multi-Paxos) and the Backend hands a request
-// over without waiting for its answer (SubmitBackend: the node), a batch
-// does not wait for the previous one's answers (batchAsync): the
-// connection goroutine hands each batch to the namespace loop in command
-// order and goes on reading, up to maxBatchesInFlight batches (each on a
-// lane of its own, so no client id has two requests in flight); the
-// replier writes each batch's replies in command order once it is
-// answered. A batch that writes is handed over after every earlier batch
-// of the connection, so the log orders it after them: it observes their
-// effects, as serial execution would. A batch that only reads would take
-// the read path, which sees the writes proposed before it arrived but not
-// those still queued at the leader, so it first waits until every earlier
-// batch is answered; so does every command that is not batched (the rule
-// above). The order holds while the leader stays: after a change of
-// leader, an earlier batch that was in flight and not chosen may be
-// proposed again after a later one (automaton.WriteOrderer); each is
-// still applied at most once and answers its own outcome.
+// Where the Backend can also hand a request over without waiting for its
+// answer (SubmitBackend: the node), a batch of atomic groups does not wait
+// for the previous one's answers (batchAsync): the connection goroutine
+// hands each batch to the namespace loop and reads on, up to
+// maxBatchesInFlight batches, each on a lane of its own (so no client id
+// has two requests in flight), and the goroutine that awaits a batch's
+// answer writes its replies after the previous batch's, in command order.
+// Batches keep the conflict rule of the commands pipelined one by one
+// (above): a batch waits, before it is handed over, until every earlier
+// batch of the connection in flight that names one of its keys is
+// answered, so same-key commands take effect in command order whatever
+// the protocol and its leader do (a log would order batches handed over
+// in order, but not across a change of leader, where an earlier batch
+// not yet chosen may be proposed again after a later one); batches on
+// different keys may take effect in either order, as pipelined commands
+// on different keys may.
 //
 // maxBatchesInFlight bounds a connection's batches in flight.
 const maxBatchesInFlight = 8
@@ -326,18 +322,10 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	c.mu.Lock()
 	ns, svc, read := c.ns, c.svc, c.read
 	c.mu.Unlock()
-	if len(ops) > 0 && svc != nil && c.pl.inFlight() {
-		reads := true
-		for _, op := range ops {
-			reads = reads && svc.IsRead(op)
-		}
-		if reads {
-			c.drainPipeline() // a read takes the read path: after the earlier batches' answers
-		}
-	}
 	l := c.takeLaneOf(maxBatchesInFlight)
 	b := &batchSlot{written: make(chan struct{}), lane: l, prev: c.pl.lastBatch}
 	c.pl.lastBatch = b
+	c.awaitKeys(ops, b)
 	if len(ops) == 0 || svc == nil {
 		fail := service.Result{}
 		if len(ops) > 0 {
@@ -382,11 +370,43 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	return next, rerr
 }
 
+// awaitKeys waits until every earlier batch in flight that names one of
+// ops' keys is answered (the conflict rule), then notes b as the last
+// batch on each of them.
+func (c *conn) awaitKeys(ops []service.Op, b *batchSlot) {
+	pl := &c.pl
+	if pl.batchKeys == nil {
+		pl.batchKeys = make(map[string]*batchSlot)
+	} else if len(pl.batchKeys) >= 4*maxBatch*maxBatchesInFlight {
+		for k, o := range pl.batchKeys {
+			if o.answered() {
+				delete(pl.batchKeys, k)
+			}
+		}
+	}
+	for _, op := range ops {
+		if o := pl.batchKeys[op.Key]; o != nil && o != b {
+			<-o.written
+		}
+		pl.batchKeys[op.Key] = b
+	}
+}
+
 // batchSlot is a batch in flight (batchAsync).
 type batchSlot struct {
 	written chan struct{} // closed once its replies are written and flushed
 	lane    *lane
 	prev    *batchSlot // the connection's previous batch, nil once written
+}
+
+// answered reports whether b's replies are written.
+func (b *batchSlot) answered() bool {
+	select {
+	case <-b.written:
+		return true
+	default:
+		return false
+	}
 }
 
 // writeBatch writes batch b's replies rs once the previous batch's are
@@ -434,8 +454,10 @@ type pipeConn struct {
 	last  map[string]*pipeSlot
 	ended chan struct{} // closed when the replier ends
 	// lastBatch is the last batch handed over (batchAsync), whose replies
-	// the next batch's are written after.
+	// the next batch's are written after; batchKeys the last batch handed
+	// over on each key (the conflict rule).
 	lastBatch *batchSlot
+	batchKeys map[string]*batchSlot
 }
 
 // inFlight reports whether pipelined commands may be outstanding.
@@ -570,6 +592,7 @@ func (c *conn) drainPipeline() {
 		pl.free <- l
 	}
 	clear(pl.last)
+	clear(pl.batchKeys)
 	pl.lastBatch = nil
 }
 

@@ -13,12 +13,12 @@ import (
 
 // TestSubmitKeepsWriteOrder: requests submitted one after another
 // (Node.Submit, without waiting for the answers) to a node of a 3-node
-// Multi-Paxos cluster take effect in submission order, at the leader and
-// through a follower, which is what lets the gateway keep several of a
-// connection's pipeline batches in flight (automaton.OrdersWrites). Each
-// request is an atomic group of RPUSHes of the next tokens onto one list,
-// or a single RPUSH; the list must hold every token in order, and each
-// group's replies must be the list's lengths after its own pushes.
+// Multi-Paxos cluster reach its loop in submission order, at the leader
+// and through a follower, and the log keeps that order while the leader
+// stays; each is answered as Do would answer it. Each request is an atomic
+// group of RPUSHes of the next tokens onto one list, or a single RPUSH;
+// the list must hold every token in order, and each push's reply must be
+// the list's length after it.
 func TestSubmitKeepsWriteOrder(t *testing.T) {
 	nsPaxos := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
 		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}}

@@ -175,17 +175,6 @@ func parseParams(m map[string]string) (Params, []automaton.NodeID, error) {
 	return p, boot, nil
 }
 
-// OrdersWrites implements automaton.WriteOrderer: a node's automaton takes
-// its clients' requests in arrival order; the leader queues and proposes
-// them in that order (lead, propose), and a follower forwards them in that
-// order (forwardPending's fwdQ) over its one channel to the leader, which
-// queues them as they come; so writes handed over one after another are
-// chosen in that order while the leader stays (package doc, "Clients,
-// forwarding, exactly-once"). Not across a change of leader (a forward's
-// full pass goes in request id order; an instance lost with the old leader
-// is proposed again after later ones), and not for reads that bypass the log.
-func (p protocol) OrdersWrites() bool { return true }
-
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if cfg.Service == nil {
 		return nil, fmt.Errorf("paxos: namespace %q has no service", cfg.Namespace)
