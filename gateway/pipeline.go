@@ -481,7 +481,7 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||
 		c.multi.open || len(c.multi.watch) > 0 || c.txn.open || c.sub.count() > 0 ||
-		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 || c.cluster.aware {
+		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 || c.cluster.aware || c.outOfMemory(cmd) {
 		return nil, plan{}, false
 	}
 	if c.opts.cur != nil {
@@ -500,7 +500,11 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 // concurrent reports whether a pipelineable command's plan runs
 // concurrently: one operation, no guards. Other plans (a parse error's
 // reply, several operations) run serially after draining.
-func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 }
+//
+// A plan whose result reports consumers (notify.go consumerEvents) runs
+// serially too: in an atomic batch its wrapped result would nest one array
+// deeper than a result may.
+func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 && p.reported == nil }
 
 // pipeline starts a pipelined command of one operation; the replier writes
 // its reply.

@@ -119,18 +119,20 @@ type Server struct {
 	// shows the difference (infostats.go).
 	statBase struct{ commands, conns, rejected atomic.Int64 }
 
-	lim    limits        // limits.go
-	ov     overload      // limits.go
-	errs   errorStats    // error replies by code (errorstats.go)
-	tun    tunableValues // CONFIG's encoding tunables (config.go)
-	cmds   cmdStats      // INFO commandstats (infostats.go)
-	acc    *accessTable  // keys' last access through this node (access.go)
-	acllog aclLog        // ACL LOG (acllog.go)
-	blk    blockReg      // blocked clients (blocking.go)
-	scr    scripts       // the script cache and function libraries (script.go)
-	ps     hub           // pub/sub subscribers (pubsub.go)
-	notify notifySetting // notify-keyspace-events (notify.go)
-	mon    monitors      // MONITOR connections (monitor.go)
+	lim       limits                 // limits.go
+	ov        overload               // limits.go
+	errs      errorStats             // error replies by code (errorstats.go)
+	tun       tunableValues          // CONFIG's encoding tunables (config.go)
+	cmds      cmdStats               // INFO commandstats (infostats.go)
+	acc       *accessTable           // keys' last access through this node (access.go)
+	acllog    aclLog                 // ACL LOG (acllog.go)
+	blk       blockReg               // blocked clients (blocking.go)
+	scr       scripts                // the script cache and function libraries (script.go)
+	ps        hub                    // pub/sub subscribers (pubsub.go)
+	notify    notifySetting          // notify-keyspace-events (notify.go)
+	mem       memLimit               // maxmemory (maxmemory.go)
+	saveParam atomic.Pointer[string] // CONFIG SET save's schedule (maxmemory.go); nil: ""
+	mon       monitors               // MONITOR connections (monitor.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.

@@ -192,6 +192,7 @@ type Node struct {
 	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
 	txs     txnStats                  // cross-shard transactions coordinated and resolved here (txn.go)
+	tails   txnTails                  // cross-shard transactions' steps after their answers (txn.go)
 	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
@@ -567,6 +568,7 @@ func (n *Node) start() error {
 func (n *Node) shutdown() {
 	n.stopOnce.Do(func() {
 		close(n.stopping)
+		n.tails.close()
 		if n.gw != nil {
 			n.gw.Close()
 		} else if n.opts.ClientListener != nil {
@@ -590,6 +592,7 @@ func (n *Node) shutdown() {
 		} else if n.opts.PeerListener != nil {
 			n.opts.PeerListener.Close()
 		}
+		n.tails.wg.Wait()
 		n.wg.Wait()
 		n.bg.Wait()
 		for _, rc := range n.remotes {
