@@ -383,6 +383,15 @@ func (c *conn) serve() {
 		if c.reply != replyOn {
 			pipelined = false // silenced replies: one command at a time (replymode.go)
 		}
+		if pipelined && p.concurrent() && c.batchesInFlight() {
+			// Batches go in flight one after another (pipeline.go): a
+			// serial command's reply goes out before the replier's.
+			if !c.flushOwed() {
+				return
+			}
+			held, heldErr = c.batchAsync(p)
+			continue
+		}
 		if pipelined && p.concurrent() && c.r.Buffered() > 0 && c.groupsPipelines() {
 			c.drainPipeline()
 			var ok bool
@@ -392,15 +401,8 @@ func (c *conn) serve() {
 			continue
 		}
 		if pipelined && p.concurrent() {
-			if c.owed > 0 { // a serial command's reply, before the replier's
-				c.wmu.Lock()
-				err := c.w.Flush()
-				c.out.addReplies(c.owed)
-				c.owed = 0
-				c.wmu.Unlock()
-				if err != nil {
-					return
-				}
+			if !c.flushOwed() { // a serial command's reply, before the replier's
+				return
 			}
 			c.pipeline(p)
 			continue
@@ -431,4 +433,18 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// flushOwed flushes the serial commands' replies written and not yet
+// flushed (c.owed); false when the connection failed.
+func (c *conn) flushOwed() bool {
+	if c.owed == 0 {
+		return true
+	}
+	c.wmu.Lock()
+	err := c.w.Flush()
+	c.out.addReplies(c.owed)
+	c.owed = 0
+	c.wmu.Unlock()
+	return err == nil
 }
