@@ -67,6 +67,9 @@ type shardedNS struct {
 	cur    atomic.Pointer[slotView] // the newest slot map read (slotmap.go)
 	retry  bool                     // the protocol deduplicates a resent request
 	ops    []atomic.Uint64          // client requests routed to each group (placer.go; nil without a placement block)
+
+	consultMu  sync.Mutex    // one placement read at a time for a MOVED (slotmap.go, consultPlacement)
+	consulting chan struct{} // closed when the read in flight ends; nil: none
 }
 
 func (n *Node) initShards() {
@@ -226,7 +229,15 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 		}
 		req.Checked = true
 	}
+	epoch := s.view().epoch
 	resp, err := n.routeOnce(ctx, s, req)
+	if err == nil && isMoved(resp.Result) && n.consultPlacement(ctx, s, epoch) {
+		// The map changed since: route again by the newest.
+		id := req.ID
+		req.ID = freshID()
+		resp, err = n.routeOnce(ctx, s, req)
+		resp.ID = id
+	}
 	if err != nil || gateway.ClusterModeOf(ctx).Aware || s.ns.Name == config.PlacementName {
 		return resp, err
 	}

@@ -33,6 +33,9 @@ import (
 // MOVED, forwarding. A node that has not read the newest map yet routes
 // by an older one; that costs a redirection, never a wrong answer,
 // because each group checks ownership itself, in its log (guard, below).
+// Before a node answers MOVED it reads the map once more
+// (consultPlacement) and routes the request again by a newer one, so a
+// cluster client is not sent back to the node that sent it there.
 //
 // Decision (the smallest honest design): nodes poll rather than watch.
 // The placement namespace changes a few times per migration; a poll of
@@ -172,6 +175,56 @@ func (n *Node) runPlacement() {
 		case <-n.placeNudge:
 		}
 	}
+}
+
+// isMoved says whether r is a MOVED redirection.
+func isMoved(r service.Result) bool {
+	return r.IsErr() && strings.HasPrefix(r.Err, "MOVED ")
+}
+
+// consultMax bounds the placement read a node makes before answering
+// MOVED.
+const consultMax = time.Second
+
+// consultPlacement reads the placement map of s now, before this node
+// answers MOVED, and reports whether it holds a newer epoch than before
+// (the epoch the request was routed by).
+// A node that has not yet read a flipped map would otherwise send a
+// cluster client back to the node that sent it there, for up to
+// placementPoll. At most one such read is in flight per namespace: a
+// MOVED that meets one waits for it and takes its answer.
+func (n *Node) consultPlacement(ctx context.Context, s *shardedNS, before uint64) bool {
+	if s.ns.Name == config.PlacementName || n.shards[config.PlacementName] == nil {
+		return false
+	}
+	if s.view().epoch > before {
+		return true // read meanwhile (a MOVED nudges the poller)
+	}
+	s.consultMu.Lock()
+	if ch := s.consulting; ch != nil {
+		s.consultMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		return s.view().epoch > before
+	}
+	ch := make(chan struct{})
+	s.consulting = ch
+	s.consultMu.Unlock()
+	defer func() {
+		s.consultMu.Lock()
+		s.consulting = nil
+		s.consultMu.Unlock()
+		close(ch)
+	}()
+	cctx, cancel := context.WithTimeout(ctx, consultMax)
+	defer cancel()
+	if err := n.pollPlacement(cctx, s); err != nil {
+		n.nudgePlacement()
+		return false
+	}
+	return s.view().epoch > before
 }
 
 // nudgePlacement asks for a placement read now (a group answered MOVED).
