@@ -190,6 +190,7 @@ type Node struct {
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
 	txs     txnStats                  // cross-shard transactions coordinated and resolved here (txn.go)
 	tails   txnTails                  // cross-shard transactions' steps after their answers (txn.go)
+	itx     itxTable                  // interactive transactions on sharded namespaces (itxn.go)
 	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)

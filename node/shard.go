@@ -36,8 +36,9 @@ import (
 // groups, or one operation whose keys do (RENAME a b), runs as a
 // cross-shard transaction (txn.go, package shard/txn) where Redis Cluster
 // answers CROSSSLOT. Operations on the whole
-// keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) and interactive
-// transactions (SYNOD BEGIN) are refused.
+// keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) are refused;
+// interactive transactions (SYNOD BEGIN) run at the client's node,
+// validated at commit (itxn.go).
 //
 // Forwarding uses the peer transport under a reserved namespace name,
 // forwardNS, which no namespace can have (config.GroupSep is not allowed
@@ -228,6 +229,9 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 			return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 		}
 		req.Checked = true
+	}
+	if req.Txn != nil && s.ns.Name != config.PlacementName {
+		return n.interactive(ctx, s, req) // itxn.go
 	}
 	epoch := s.view().epoch
 	resp, err := n.routeOnce(ctx, s, req)
