@@ -457,7 +457,7 @@ func (n *Node) groupRun(ctx context.Context, s *shardedNS, gi int, ops []service
 	ctx = internalCtx(ctx)
 	var resp automaton.Response
 	var err error
-	if n.loops[g.Namespace.Name] != nil {
+	if n.serves(g.Namespace.Name) {
 		resp, err = n.do(ctx, g.Namespace.Name, req)
 	} else {
 		resp, err = n.forward(ctx, s, g, req)
@@ -497,7 +497,7 @@ func (n *Node) resolveTxns() {
 				continue
 			}
 			for gi, g := range s.groups {
-				l := n.loops[g.Namespace.Name]
+				l := n.loop(g.Namespace.Name)
 				if l == nil {
 					continue
 				}
