@@ -20,7 +20,7 @@ import (
 // "Online slot migration"; docs/SHARDING.md).
 //
 // The placement namespace (config.PlacementName: paxos and KV on three
-// nodes) holds, per sharded namespace ns, three keys:
+// nodes) holds, per sharded namespace ns, these keys:
 //
 //	map/<ns>  the slot map with its epoch (shard.Placement); absent: the
 //	          cluster file's map, epoch 1
@@ -40,10 +40,10 @@ import (
 // Decision (the smallest honest design): nodes poll rather than watch.
 // The placement namespace changes a few times per migration; a poll of
 // three keys every 250 ms is 4 reads per second per node, and the groups'
-// own guards make a late map harmless. The placement namespace does not
-// (yet) start or stop group instances or change group membership: a
-// migration moves slots between existing groups, whose members stay
-// those of the cluster file.
+// own guards make a late map harmless. A fourth key, mem/<ns>, names
+// each group's members once a replacement changed them (groups.go,
+// replace.go); a node starts the groups it makes it host, and routes to
+// the members it names.
 
 // placementPoll is how often a node reads the placement namespace.
 const placementPoll = 250 * time.Millisecond
@@ -56,6 +56,10 @@ type slotView struct {
 	mig    *shard.Migration // the last migration (nil: none yet)
 	migVer uint64           // mig/<ns>'s KV version
 	ctl    shard.Control
+	// members and hosts of each group, from the placement record mem/<ns>
+	// (nil: the cluster file's nodes; groups.go, placer.go): members are
+	// routed to; hosts also include a node being added.
+	members, hosts [][]automaton.NodeID
 }
 
 // active reports whether v's migration is under way.
@@ -120,7 +124,7 @@ func (n *Node) placementDo(ctx context.Context, ops ...service.Op) ([]service.Re
 // pollPlacement reads ns's placement keys and installs a newer map.
 func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 	name := s.ns.Name
-	rs, err := n.placementDo(ctx, kvOp("get", "map/"+name), kvOp("get", "mig/"+name), kvOp("version", "mig/"+name), kvOp("get", "ctl/"+name))
+	rs, err := n.placementDo(ctx, kvOp("get", "map/"+name), kvOp("get", "mig/"+name), kvOp("version", "mig/"+name), kvOp("get", "ctl/"+name), kvOp("get", "mem/"+name))
 	if err != nil {
 		return err
 	}
@@ -146,7 +150,15 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 	if rs[3].Type == service.ResultBytes {
 		v.ctl = shard.ParseControl(string(rs[3].Bytes))
 	}
+	if rs[4].Type == service.ResultBytes {
+		mr, err := parseMembersRecord(string(rs[4].Bytes), s.groups)
+		if err != nil {
+			return err
+		}
+		v.members, v.hosts = mr.members, mr.hosts
+	}
 	s.cur.CompareAndSwap(old, &v)
+	n.hostGroups(s) // groups.go
 	return nil
 }
 
