@@ -32,6 +32,35 @@ func keysOfGroups(cfg *config.Cluster, prefix string, n int) [2][]string {
 	return out
 }
 
+// checkTotal fails t unless accts hold total.
+func checkTotal(t *testing.T, ctx context.Context, cl *redis.Client, accts []string, total int64) {
+	t.Helper()
+	var sum int64
+	for _, k := range accts {
+		v, err := cl.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	if sum != total {
+		t.Fatalf("final total %d, want %d", sum, total)
+	}
+}
+
+// setAccounts sets every key of ks to 100 and returns them with their
+// total.
+func setAccounts(t *testing.T, ctx context.Context, cl *redis.Client, ks [2][]string) ([]string, int64) {
+	t.Helper()
+	accts := append(append([]string(nil), ks[0]...), ks[1]...)
+	for _, k := range accts {
+		if err := cl.Set(ctx, k, 100, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return accts, int64(100 * len(accts))
+}
+
 // MULTI/EXEC, MSET and WATCH across shards, from a plain client at a node:
 // each runs as one cross-shard transaction.
 func TestCrossShardMultiExec(t *testing.T) {
@@ -170,16 +199,9 @@ func TestCrossShardTransfers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ks := keysOfGroups(cfg, "acct", 3)
-	accts := append(append([]string(nil), ks[0]...), ks[1]...)
-	const start = 100
 	setup := redis.NewClient(&redis.Options{Addr: addrs[0]})
 	defer setup.Close()
-	for _, k := range accts {
-		if err := setup.Set(ctx, k, start, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	total := int64(start * len(accts))
+	accts, total := setAccounts(t, ctx, setup, ks)
 	var transfers, reads, bad atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(4 * time.Second)
@@ -190,21 +212,36 @@ func TestCrossShardTransfers(t *testing.T) {
 			cl := redis.NewClient(&redis.Options{Addr: addrs[w%len(addrs)], MaxRetries: -1})
 			defer cl.Close()
 			for i := 0; time.Now().Before(stop); i++ {
-				if w%3 == 2 { // a reader
-					var cmds []*redis.StringCmd
-					_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
-						cmds = cmds[:0]
-						for _, k := range accts {
-							cmds = append(cmds, p.Get(ctx, k))
+				if w%3 == 2 { // a reader: MULTI of GETs (w 2), MGET outside MULTI (w 5)
+					var vals []string
+					if w == 5 {
+						vs, err := cl.MGet(ctx, accts...).Result()
+						if err != nil {
+							continue
 						}
-						return nil
-					})
-					if err != nil {
-						continue
+						for _, v := range vs {
+							s, _ := v.(string)
+							vals = append(vals, s)
+						}
+					} else {
+						var cmds []*redis.StringCmd
+						_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							cmds = cmds[:0]
+							for _, k := range accts {
+								cmds = append(cmds, p.Get(ctx, k))
+							}
+							return nil
+						})
+						if err != nil {
+							continue
+						}
+						for _, c := range cmds {
+							vals = append(vals, c.Val())
+						}
 					}
 					var sum int64
-					for _, c := range cmds {
-						v, _ := strconv.ParseInt(c.Val(), 10, 64)
+					for _, v := range vals {
+						v, _ := strconv.ParseInt(v, 10, 64)
 						sum += v
 					}
 					reads.Add(1)
@@ -239,11 +276,62 @@ func TestCrossShardTransfers(t *testing.T) {
 		sum += v
 	}
 	t.Logf("%d transfers and %d reads committed, %d reads with a wrong total", transfers.Load(), reads.Load(), bad.Load())
+	// The MGETs ran as read-only transactions (one round, package
+	// shard/txn), at n6.
+	at6 := redis.NewClient(&redis.Options{Addr: addrs[5]})
+	defer at6.Close()
+	if info := at6.Info(ctx, "transactions").Val(); !strings.Contains(info, "txn_read_only:") || strings.Contains(info, "txn_read_only:0\r") {
+		t.Errorf("INFO transactions at n6 counts no read-only transaction:\n%s", info)
+	}
 	if sum != total {
 		t.Fatalf("final total %d, want %d", sum, total)
 	}
 	if transfers.Load() == 0 || reads.Load() == 0 {
 		t.Fatalf("no transfers (%d) or reads (%d) committed", transfers.Load(), reads.Load())
+	}
+}
+
+// A computed transaction (RENAME across shards) is answered once its
+// commit decision is logged, before its commits reach the participants:
+// a read sent right after the answer, through another node, to the
+// participant whose commit may still be on its way, must see the rename
+// (the prepared lock refuses it until the commit, and the node retries).
+func TestCrossShardAnswerAtDecision(t *testing.T) {
+	cfg, _, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "r", 1)
+	a, b := ks[0][0], ks[1][0] // a in s0 (n1-n3), b in s1 (n4-n6)
+	at1 := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer at1.Close()
+	at5 := redis.NewClient(&redis.Options{Addr: addrs[4]})
+	defer at5.Close()
+	at2 := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer at2.Close()
+	if err := at1.Set(ctx, a, "v0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	from, to := a, b
+	for i := 0; i < 40; i++ {
+		if err := at1.Rename(ctx, from, to).Err(); err != nil {
+			t.Fatalf("RENAME %s %s: %v", from, to, err)
+		}
+		// Read both, each through a node outside its group.
+		fromReader, toReader := at5, at2
+		if to == a {
+			fromReader, toReader = at2, at5
+		}
+		if v, err := toReader.Get(ctx, to).Result(); err != nil || v != "v0" {
+			t.Fatalf("GET %s right after RENAME %s %s answered: %q %v", to, from, to, v, err)
+		}
+		if n, err := fromReader.Exists(ctx, from).Result(); err != nil || n != 0 {
+			t.Fatalf("EXISTS %s right after RENAME %s %s answered: %d %v", from, from, to, n, err)
+		}
+		from, to = to, from
+	}
+	info := at1.Info(ctx, "transactions").Val()
+	if !strings.Contains(info, "txn_computed:40\r") {
+		t.Fatalf("INFO transactions at n1, want 40 computed:\n%s", info)
 	}
 }
 
@@ -406,17 +494,7 @@ func TestCrossShardTxnDuringMigration(t *testing.T) {
 	wg.Wait()
 	t.Logf("migration: %v", st)
 	t.Logf("%d transfers (%d while migrating), %d whole-bank reads", transfers.Load(), during.Load(), reads.Load())
-	var sum int64
-	for _, k := range accts {
-		v, err := setup.Get(ctx, k).Int64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum += v
-	}
-	if sum != total {
-		t.Fatalf("final total %d, want %d", sum, total)
-	}
+	checkTotal(t, ctx, setup, accts, total)
 	if during.Load() == 0 || reads.Load() == 0 {
 		t.Fatalf("no transfers during the migration (%d) or no reads (%d)", during.Load(), reads.Load())
 	}
@@ -433,5 +511,132 @@ func TestCrossShardTxnDuringMigration(t *testing.T) {
 		if !found {
 			t.Fatalf("moved account %s is not in s1", k)
 		}
+	}
+}
+
+// Interactive transactions (SYNOD BEGIN) across shards: each operation is
+// answered at once (its own writes seen), COMMIT applies them all or,
+// when a key it read changed meanwhile, none (EXECABORT); concurrent
+// transfers as read-then-write interactive transactions from every node
+// keep the total, which whole-bank MGETs check throughout (a lost update
+// or a half-applied commit would show).
+func TestCrossShardInteractive(t *testing.T) {
+	cfg, _, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "i", 3)
+	a, b := ks[0][0], ks[1][0]
+	cl := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer cl.Close()
+	other := redis.NewClient(&redis.Options{Addr: addrs[3]})
+	defer other.Close()
+	if err := cl.MSet(ctx, a, "10", b, "20").Err(); err != nil {
+		t.Fatal(err)
+	}
+	conn := cl.Conn()
+	defer conn.Close()
+	do := func(args ...any) (any, error) { return conn.Do(ctx, args...).Result() }
+	if _, err := do("synod", "begin"); err != nil {
+		t.Fatalf("SYNOD BEGIN on a sharded namespace: %v", err)
+	}
+	if v, err := do("incrby", a, 5); err != nil || v != int64(15) {
+		t.Fatalf("INCRBY in the transaction: %v %v", v, err)
+	}
+	if v, err := do("get", a); err != nil || v != "15" {
+		t.Fatalf("GET of its own write: %v %v", v, err)
+	}
+	if v, err := do("incrby", b, -5); err != nil || v != int64(15) {
+		t.Fatalf("INCRBY of the other shard's key: %v %v", v, err)
+	}
+	if v, _ := other.Get(ctx, a).Result(); v != "10" {
+		t.Fatalf("another client sees %s = %q before the commit, want 10", a, v)
+	}
+	if _, err := do("synod", "commit"); err != nil {
+		t.Fatalf("SYNOD COMMIT: %v", err)
+	}
+	if vs, err := other.MGet(ctx, a, b).Result(); err != nil || fmt.Sprint(vs) != "[15 15]" {
+		t.Fatalf("after the commit: %v %v", vs, err)
+	}
+	// A key read by the transaction changes before its commit: EXECABORT,
+	// and nothing of it is applied.
+	if _, err := do("synod", "begin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do("get", b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do("set", a, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Set(ctx, b, "theirs", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do("synod", "commit"); err == nil || !strings.Contains(err.Error(), "EXECABORT") {
+		t.Fatalf("SYNOD COMMIT after a read key changed = %v, want EXECABORT", err)
+	}
+	if v, _ := other.Get(ctx, a).Result(); v != "15" {
+		t.Fatalf("%s = %q after the aborted commit, want 15", a, v)
+	}
+
+	accts, total := setAccounts(t, ctx, cl, ks)
+	var committed, aborted, reads atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(3 * time.Second)
+	for w := 0; w < 5; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClient(&redis.Options{Addr: addrs[w%len(addrs)], MaxRetries: -1})
+			defer c.Close()
+			if w == 4 { // a reader
+				for time.Now().Before(stop) {
+					vs, err := c.MGet(ctx, accts...).Result()
+					if err != nil {
+						continue
+					}
+					var sum int64
+					for _, v := range vs {
+						s, _ := v.(string)
+						x, _ := strconv.ParseInt(s, 10, 64)
+						sum += x
+					}
+					reads.Add(1)
+					if sum != total {
+						t.Errorf("MGET read a total of %d, want %d", sum, total)
+					}
+				}
+				return
+			}
+			cn := c.Conn()
+			defer cn.Close()
+			for i := 0; time.Now().Before(stop); i++ {
+				from, to := ks[0][(i+w)%3], ks[1][(i*7+w)%3]
+				if i%2 == 1 {
+					from, to = to, from
+				}
+				if cn.Do(ctx, "synod", "begin").Err() != nil {
+					continue
+				}
+				f, err1 := cn.Do(ctx, "get", from).Int64()
+				g, err2 := cn.Do(ctx, "get", to).Int64()
+				err3 := cn.Do(ctx, "set", from, f-3).Err()
+				err4 := cn.Do(ctx, "set", to, g+3).Err()
+				if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+					cn.Do(ctx, "synod", "abort")
+					continue
+				}
+				if err := cn.Do(ctx, "synod", "commit").Err(); err == nil {
+					committed.Add(1)
+				} else if strings.Contains(err.Error(), "EXECABORT") {
+					aborted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d interactive transfers committed, %d aborted (a read key changed), %d whole-bank MGETs", committed.Load(), aborted.Load(), reads.Load())
+	checkTotal(t, ctx, cl, accts, total)
+	if committed.Load() == 0 || reads.Load() == 0 {
+		t.Fatalf("no transfer (%d) or read (%d)", committed.Load(), reads.Load())
 	}
 }
