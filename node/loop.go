@@ -501,7 +501,9 @@ func (l *nsLoop) setTimer(o automaton.SetTimer) {
 	id := o.ID
 	lazy := o.Slack > 0
 	e.t = time.AfterFunc(after, func() {
-		l.push(event{in: automaton.TimerFired{ID: id}, gen: e.gen.Load(), lazy: lazy})
+		if l.push(event{in: automaton.TimerFired{ID: id}, gen: e.gen.Load(), lazy: lazy}) {
+			l.n.handoff(1)
+		}
 	})
 	l.timers[o.ID] = e
 }
@@ -594,6 +596,7 @@ func (l *nsLoop) flush() bool {
 			return false
 		}
 	}
+	l.n.handoff(1)
 	select {
 	case l.cur = <-l.free:
 	default:
@@ -839,6 +842,7 @@ func (l *nsLoop) respond(r automaton.Response) {
 		ch <- r
 	}
 	n := ws.len()
+	l.n.handoff(n)
 	l.responses.Add(uint64(n))
 	l.mResponses.Add(float64(n))
 }

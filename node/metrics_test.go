@@ -87,3 +87,41 @@ func TestErrorsMetric(t *testing.T) {
 		t.Errorf("synod_errors_total by kind: %v, want ERR 2, WRONGTYPE 1", got)
 	}
 }
+
+// TestHandoffsCounted: one ABD put at a coordinator counts at least the
+// hand-offs its path cannot avoid: the request to the loop, a quorum's
+// reply in each of the two phases (the transport's reader to the loop)
+// and the response to the caller; each replica counts the messages it
+// was handed. synod_handoffs_total exports the same count.
+func TestHandoffsCounted(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
+	cfg, ls := mkCluster(t, 3, config.Memory, ns)
+	var nodes []*Node
+	for i, n := range cfg.Nodes {
+		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{}))
+	}
+	do(t, nodes[0], "default", req("set", "warm", "x"))
+	h0 := nodes[0].Handoffs()
+	do(t, nodes[0], "default", req("set", "k", "v"))
+	if d := nodes[0].Handoffs() - h0; d < 4 {
+		t.Errorf("coordinator: %d hand-offs for one put, want at least 4 (request, a reply per phase, response)", d)
+	}
+	for _, n := range nodes[1:] {
+		if n.Handoffs() == 0 {
+			t.Errorf("replica %s: no hand-off counted", n.id)
+		}
+	}
+	mfs, err := nodes[0].m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "synod_handoffs_total" {
+			found = mf.GetMetric()[0].GetCounter().GetValue() >= float64(h0+4)
+		}
+	}
+	if !found {
+		t.Errorf("synod_handoffs_total missing or below the count")
+	}
+}

@@ -184,6 +184,9 @@ type Node struct {
 	log     *slog.Logger
 	m       *metrics
 	durable bool
+	// handoffs counts inputs and outputs one goroutine passes to another
+	// on the request path (handoff; synod_handoffs_total).
+	handoffs atomic.Uint64
 
 	loops   map[string]*nsLoop
 	nss     []config.Namespace        // the cluster file's namespaces, as clients name them
@@ -452,6 +455,7 @@ func (n *Node) start() error {
 		return err
 	}
 	n.m.registerTransport(string(n.id), n.tr)
+	n.m.registerHandoffs(string(n.id), n)
 	if h2Ln != nil {
 		n.gp, err = n.opts.PeerGRPC(PeerGRPCOptions{
 			Cluster: n.cfg.Cluster, Self: n.id, Listener: h2Ln,
@@ -665,6 +669,7 @@ func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy boo
 		tr(stageDeliver, from, msgKind(msg))
 	}
 	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}) {
+		n.handoff(1)
 		l.msgsIn.Add(1)
 		l.mIn.Inc()
 	}
@@ -725,6 +730,7 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 	l.addWaiter(req.ID, ch)
 	select {
 	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+		n.handoff(1)
 	case <-ctx.Done():
 		l.removeWaiter(req.ID, ch)
 		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
@@ -805,6 +811,7 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	var err error
 	select {
 	case l.inbox <- event{in: automaton.ClientBatch{Reqs: batch}}:
+		n.handoff(1)
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-n.stopping:
