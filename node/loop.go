@@ -60,7 +60,8 @@ func (b *batch) reset() {
 const commitQueueLen = 256
 
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
-// only by the loop goroutine.
+// only by the goroutine running a pass (under pass): the loop goroutine, or
+// one running a direct pass (directPass).
 type nsLoop struct {
 	n     *Node
 	ns    config.Namespace
@@ -72,6 +73,23 @@ type nsLoop struct {
 	out   transport.Sender
 	log   *slog.Logger
 	inbox chan event
+	// reqIn carries client requests and batches (Node.Do, DoBatch): they
+	// have no order among them, so a direct pass may drain it too
+	// (directPass); inbox carries the inputs whose order is kept (peer
+	// messages, timers), drained by the loop goroutine only.
+	reqIn chan event
+
+	// pass is held by whoever runs a pass of the loop: the loop
+	// goroutine, or a goroutine running a direct pass (directPass). The
+	// fields under "loop only" are touched under it. live (under pass):
+	// Start was stepped and the loop has not ended; ended is closed when
+	// a direct pass ends the loop (a storage failure) to stop the loop
+	// goroutine. direct: this loop runs direct passes.
+	pass    sync.Mutex
+	live    bool
+	ended   chan struct{}
+	direct  bool
+	directs atomic.Uint64 // direct passes run
 
 	// loop only
 	timers map[automaton.TimerID]*timerEntry
@@ -154,6 +172,8 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 		n: n, ns: ns, svc: svc, a: a,
 		log:           n.log.With("namespace", ns.Name),
 		inbox:         make(chan event, n.opts.InboxLen),
+		reqIn:         make(chan event, n.opts.InboxLen),
+		ended:         make(chan struct{}),
 		timers:        map[automaton.TimerID]*timerEntry{},
 		waiters:       map[automaton.RequestID]waiterSet{},
 		cur:           &batch{},
@@ -165,6 +185,7 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 	}
 	l.lr, _ = a.(automaton.LeaderReporter)
 	l.batches = automaton.StepsClientBatches(ns.Protocol)
+	l.direct = l.batches && !n.opts.noDirect
 	m := n.m
 	l.mRequests = m.requests.WithLabelValues(ns.Name)
 	l.mResponses = m.responses.WithLabelValues(ns.Name)
@@ -188,6 +209,17 @@ func (l *nsLoop) push(ev event) bool {
 	case <-l.n.stopping:
 		return false
 	}
+}
+
+// requestChan is the channel client requests go to: reqIn in a loop
+// that runs direct passes, else the inbox (in arrival order with the
+// other inputs, as a protocol that does not step client batches has
+// always had them).
+func (l *nsLoop) requestChan() chan event {
+	if l.direct {
+		return l.reqIn
+	}
+	return l.inbox
 }
 
 // run is the event loop. It steps the automaton with Start, then repeatedly:
@@ -223,41 +255,137 @@ func (l *nsLoop) run(start automaton.Start) {
 		close(l.commitQ)
 		<-l.committerDone
 	}()
+	l.pass.Lock()
 	l.step(event{in: start})
 	l.noteLeader()
-	if !l.flush() {
+	l.live = l.flush()
+	live := l.live
+	l.pass.Unlock()
+	if !live {
 		return
 	}
 	for {
+		var ok bool
 		select {
 		case ev := <-l.inbox:
-			l.beginTurn()
-			l.take(ev)
+			ok = l.loopPass(ev)
+		case ev := <-l.reqIn:
+			ok = l.loopPass(ev)
+		case <-l.ended: // a direct pass ended the loop (storage failure)
+			return
 		case <-l.n.stopping:
+			l.pass.Lock()
+			l.live = false
+			l.pass.Unlock()
 			return
 		}
-		yielded := false
-	more:
-		for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
-			select {
-			case ev := <-l.inbox:
-				l.take(ev)
-			default:
-				if l.yieldForRequests(yielded) {
-					yielded = true
-					continue
-				}
-				break more
-			}
-		}
-		l.stepReqs()
-		l.noteLeader()
-		ok := l.flush()
-		l.endTurn()
 		if !ok {
 			return
 		}
 	}
+}
+
+// loopPass is one pass of the loop goroutine, begun with ev: it takes ev and every further input already queued
+// (up to BatchLimit), steps the pass's client requests, and hands the
+// pass's records to the committer (flush). It does not wait for the
+// commit: while the committer's fsync runs, the loop steps the next
+// inputs, and the committer commits everything queued behind the running
+// commit in one storage batch when it finishes (group commit). It
+// reports false when the loop ends.
+func (l *nsLoop) loopPass(ev event) bool {
+	l.pass.Lock()
+	defer l.pass.Unlock()
+	if !l.live {
+		return false
+	}
+	l.beginTurn()
+	l.take(ev)
+	yielded := false
+more:
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
+		select {
+		case ev := <-l.inbox:
+			l.take(ev)
+		case ev := <-l.reqIn:
+			l.take(ev)
+		default:
+			if l.yieldForRequests(yielded) {
+				yielded = true
+				continue
+			}
+			break more
+		}
+	}
+	if !l.endPass() {
+		l.live = false
+	}
+	return l.live
+}
+
+// endPass steps the pass's client requests, notes the leader, flushes
+// the pass's records and sends its buffered messages; false after a
+// storage failure. Under pass.
+func (l *nsLoop) endPass() bool {
+	l.stepReqs()
+	l.noteLeader()
+	ok := l.flush()
+	l.endTurn()
+	return ok
+}
+
+// Direct passes (issue 28 item 5: a request that finds its loop idle is
+// not passed through a chain of wake-ups). In a loop of a protocol that
+// steps client batches (abd, esds), the goroutine that has a client
+// request (the connection's goroutine in Node.Do, DoBatch) runs the pass
+// itself when no pass is running (pass.TryLock) instead of handing the
+// request to the loop goroutine and waking it: one goroutine wake-up
+// (often an OS thread's futex too) fewer. The pass is the loop
+// goroutine's, with the requests only: it takes the request, drains the
+// client requests already queued (reqIn; after one yield, as the loop
+// does, so that other connections' requests join its batch), steps them
+// as one ClientBatch, flushes and sends the pass's frames. Order is
+// kept: a client request has no order with any other input but those of
+// its own batch (take steps a pass's requests after its other inputs
+// anyway), so requests come through their own channel (reqIn), which any
+// pass may drain, while peer messages, timers and effects' results keep
+// the inbox's order, which only the loop goroutine drains. A peer
+// message is not stepped directly on the transport's reader goroutine:
+// tried, it doubled the peer writes per operation (the reader read and
+// stepped its frames one at a time, where the loop gathers the frames
+// that arrived meanwhile into one pass and one reply frame). Multi-Paxos
+// and the other protocols keep the loop goroutine's passes (their
+// batching depends on inputs accumulating in the inbox). It reports
+// whether it stepped ev.
+func (l *nsLoop) directPass(ev event) bool {
+	if !l.direct || !l.pass.TryLock() {
+		return false
+	}
+	defer l.pass.Unlock()
+	if !l.live {
+		return false
+	}
+	l.directs.Add(1)
+	l.beginTurn()
+	l.take(ev)
+	yielded := false
+more:
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
+		select {
+		case ev := <-l.reqIn:
+			l.take(ev)
+		default:
+			if l.yieldForRequests(yielded) {
+				yielded = true
+				continue
+			}
+			break more
+		}
+	}
+	if !l.endPass() {
+		l.live = false
+		close(l.ended) // once: live is false from now on
+	}
+	return true
 }
 
 // turnPeer is one destination's messages of a pass, encoded as frames

@@ -142,7 +142,7 @@ func (n *Node) ChangeMembership(ctx context.Context, ns string, op service.Op) (
 	l.addWaiter(req.ID, ch)
 	defer l.removeWaiter(req.ID, ch)
 	select {
-	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case l.requestChan() <- event{in: automaton.ClientRequest{Req: req}}:
 	case <-ctx.Done():
 		return service.Result{}, fmt.Errorf("membership change not submitted: %w", ctx.Err())
 	case <-n.stopping:

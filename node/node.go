@@ -146,6 +146,9 @@ type Options struct {
 	// noYield: the loop does not yield before stepping a pass's client
 	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
 	noYield bool
+	// noDirect: no direct passes (nsLoop.directPass): every input goes
+	// through the loop goroutine (benchmarks' before/after).
+	noDirect bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -728,8 +731,14 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 	t0 := time.Now()
 	ch := respChans.Get().(chan automaton.Response)
 	l.addWaiter(req.ID, ch)
+	ev := event{in: automaton.ClientRequest{Req: req}}
+	if l.directPass(ev) {
+		l.requests.Add(1)
+		l.mRequests.Inc()
+		return n.await(ctx, l, req.ID, ch, t0)
+	}
 	select {
-	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case l.requestChan() <- ev:
 		n.handoff(1)
 	case <-ctx.Done():
 		l.removeWaiter(req.ID, ch)
@@ -809,15 +818,20 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	}
 	t0 := time.Now()
 	var err error
-	select {
-	case l.inbox <- event{in: automaton.ClientBatch{Reqs: batch}}:
-		n.handoff(1)
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-n.stopping:
-		err = gateway.ErrShuttingDown
-	case <-n.sf.ch:
-		err = n.StorageErr()
+	ev := event{in: automaton.ClientBatch{Reqs: batch}}
+	if l.directPass(ev) {
+		// stepped here
+	} else {
+		select {
+		case l.requestChan() <- ev:
+			n.handoff(1)
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-n.stopping:
+			err = gateway.ErrShuttingDown
+		case <-n.sf.ch:
+			err = n.StorageErr()
+		}
 	}
 	if err != nil {
 		for _, s := range subs {
