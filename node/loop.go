@@ -28,17 +28,25 @@ type event struct {
 }
 
 // timerEntry is one armed timer. Its callback pushes a TimerFired carrying
-// gen as it reads it when the timer fires, so a timer that is re-armed while
-// stopped (Stop reported it pending: no callback runs for the old arming)
-// reuses its time.Timer and callback with a new generation instead of
-// allocating both again; Multi-Paxos re-arms its election timer on every
-// message from the leader. A timer whose callback may already be running is
-// replaced by a new entry instead, and the old callback's generation is
-// then stale.
+// the id and gen it reads when the timer fires, so a timer that is re-armed
+// while stopped (Stop reported it pending: no callback runs for the old
+// arming) reuses its time.Timer and callback with a new generation instead
+// of allocating both again; Multi-Paxos re-arms its election timer on every
+// message from the leader. An entry whose timer is cancelled while pending
+// is kept for the next new timer (nsLoop.freeTimers): ABD arms one timer per
+// operation and cancels it when the operation ends, which otherwise cost a
+// time.AfterFunc, its callback and an entry per operation. A timer whose
+// callback may already be running is replaced by a new entry instead, and
+// the old callback's generation is then stale.
 type timerEntry struct {
-	gen atomic.Uint64
-	t   *time.Timer
+	gen  atomic.Uint64
+	id   atomic.Uint64 // the automaton.TimerID of the current arming
+	lazy atomic.Bool   // the current arming has slack (event.lazy)
+	t    *time.Timer
 }
+
+// maxFreeTimers bounds the cancelled timer entries kept for reuse.
+const maxFreeTimers = 1024
 
 // batch is the Persist records one pass of the event loop produced, and the
 // sequence number of the last of them.
@@ -92,10 +100,11 @@ type nsLoop struct {
 	directs atomic.Uint64 // direct passes run
 
 	// loop only
-	timers map[automaton.TimerID]*timerEntry
-	gen    uint64
-	cur    *batch // the records of the batch being stepped
-	steps  int
+	timers     map[automaton.TimerID]*timerEntry
+	freeTimers []*timerEntry // cancelled while pending: no callback to come
+	gen        uint64
+	cur        *batch // the records of the batch being stepped
+	steps      int
 	// early: the batch being stepped offered an Early Send.
 	early bool
 	// batches: the protocol steps client batches; reqs holds the pass's
@@ -601,9 +610,12 @@ func (io loopIO) Release(o automaton.Output) { io.l.release1(o) }
 func (io loopIO) SetTimer(o automaton.SetTimer) { io.l.setTimer(o) }
 
 func (io loopIO) CancelTimer(id automaton.TimerID) {
-	if e := io.l.timers[id]; e != nil {
-		e.t.Stop()
-		delete(io.l.timers, id)
+	l := io.l
+	if e := l.timers[id]; e != nil {
+		if e.t.Stop() && len(l.freeTimers) < maxFreeTimers {
+			l.freeTimers = append(l.freeTimers, e)
+		}
+		delete(l.timers, id)
 	}
 }
 
@@ -615,21 +627,35 @@ func (l *nsLoop) setTimer(o automaton.SetTimer) {
 	if o.Slack > 0 && !l.n.opts.noCoalesce {
 		after = coalesced(time.Now(), after, o.Slack)
 	}
+	lazy := o.Slack > 0
 	if e := l.timers[o.ID]; e != nil && e.t.Stop() {
 		// Stopped before firing: no callback of the old arming runs.
 		e.gen.Store(l.gen)
+		e.lazy.Store(lazy)
 		e.t.Reset(after)
 		return
 	}
 	// A Stop that loses the race with the timer leaves a stale event in the
 	// inbox (or a callback about to push one, with the old entry's
 	// generation); step drops it because its generation no longer matches.
+	if k := len(l.freeTimers); k > 0 {
+		e := l.freeTimers[k-1]
+		l.freeTimers[k-1] = nil
+		l.freeTimers = l.freeTimers[:k-1]
+		e.gen.Store(l.gen)
+		e.id.Store(uint64(o.ID))
+		e.lazy.Store(lazy)
+		e.t.Reset(after)
+		l.timers[o.ID] = e
+		return
+	}
 	e := &timerEntry{}
 	e.gen.Store(l.gen)
-	id := o.ID
-	lazy := o.Slack > 0
+	e.id.Store(uint64(o.ID))
+	e.lazy.Store(lazy)
 	e.t = time.AfterFunc(after, func() {
-		if l.push(event{in: automaton.TimerFired{ID: id}, gen: e.gen.Load(), lazy: lazy}) {
+		ev := event{in: automaton.TimerFired{ID: automaton.TimerID(e.id.Load())}, gen: e.gen.Load(), lazy: e.lazy.Load()}
+		if l.push(ev) {
 			l.n.handoff(1)
 		}
 	})
