@@ -49,3 +49,16 @@ type BatchBackend interface {
 	Backend
 	DoBatch(ctx context.Context, ns string, reqs []automaton.Request) (resps []automaton.Response, errs []error)
 }
+
+// SubmitBackend is a Backend that can hand a request to its namespace's
+// loop without waiting for the answer (node.Node). Submit returns once req
+// is handed over, so the requests one goroutine submits reach the loop in
+// that order; the function it returns waits for the response and answers
+// as Do would (Do's errors included; ctx bounds both). Where the
+// namespace's protocol applies atomic groups, a connection's pipeline
+// batches then go in flight together, same-key batches one after another
+// (gateway/pipeline.go, "Batches in flight").
+type SubmitBackend interface {
+	Backend
+	Submit(ctx context.Context, ns string, req automaton.Request) (await func() (automaton.Response, error))
+}

@@ -207,8 +207,8 @@ func TestConfigSetChecks(t *testing.T) {
 		cmd("CONFIG GET hash-max-ziplist-entries", `1) "hash-max-ziplist-entries"`+"\n"+`2) "128"`),
 		cmd("CONFIG SET daemonize yes", "(error) ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config"),
 		cmd("CONFIG SET maxmemory 0 timeout 0", "OK"),
-		cmd("CONFIG SET maxmemory 10", "(error) ERR CONFIG SET failed (possibly related to argument 'maxmemory') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)"),
-		cmd("CONFIG SET nosuchparam 0", "(error) ERR CONFIG SET failed (possibly related to argument 'nosuchparam') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)"),
+		cmd("CONFIG SET port 1", "(error) ERR CONFIG SET failed (possibly related to argument 'port') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline, maxmemory, save, notify-keyspace-events and the encoding tunables (configure the cluster file for the rest)"),
+		cmd("CONFIG SET nosuchparam 0", "(error) ERR CONFIG SET failed (possibly related to argument 'nosuchparam') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline, maxmemory, save, notify-keyspace-events and the encoding tunables (configure the cluster file for the rest)"),
 	})
 }
 
@@ -256,5 +256,39 @@ func TestGetKeysAndFlags(t *testing.T) {
 		cmd("COMMAND GETKEYSANDFLAGS ping", "(error) ERR The command has no key arguments"),
 		cmd("COMMAND GETKEYSANDFLAGS nosuch a", "(error) ERR Invalid command specified"),
 		cmd("COMMAND GETKEYSANDFLAGS", "(error) ERR wrong number of arguments for 'command|getkeysandflags' command"),
+	})
+}
+
+// TestMaxmemory: with a maxmemory below the heap in use the node refuses
+// denyoom commands (and commands queued in MULTI) with Redis's OOM error and
+// serves the rest; 0 lifts the limit. maxmemory-policy, maxmemory-clients,
+// save (memory durability here), repl-backlog-size and the hidden
+// key-load-delay answer as maxmemory.go decides.
+func TestMaxmemory(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.MustAutomaton(t, pxName, "kv"), ServerOptions{})
+	r := dial(t, addr)
+	run(t, r, []step{
+		cmd("SET k v", "OK"),
+		cmd("CONFIG SET maxmemory 1", "OK"),
+		cmd("CONFIG GET maxmemory", `1) "maxmemory"`+"\n"+`2) "1"`),
+		cmd("SET k w", "(error) OOM command not allowed when used memory > 'maxmemory'."),
+		cmd("GET k", `"v"`),
+		cmd("MULTI", "OK"),
+		cmd("GET k", "(error) OOM command not allowed when used memory > 'maxmemory'."),
+		cmd("EXEC", "(error) EXECABORT Transaction discarded because of previous errors."),
+		cmd("DEL k", "(integer) 1"),
+		cmd("CONFIG SET maxmemory 0", "OK"),
+		cmd("SET k w", "OK"),
+		cmd("CONFIG SET maxmemory-policy allkeys-lru", "(error) ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - Synod evicts no keys (which keys to evict would have to be a replicated decision): only noeviction, which refuses writes over maxmemory"),
+		cmd("CONFIG SET maxmemory 5mb maxmemory-clients 200%", "(error) ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - percentage argument must be less or equal to 100"),
+		cmd("CONFIG GET maxmemory", `1) "maxmemory"`+"\n"+`2) "0"`),
+		cmd("CONFIG SET maxmemory-clients 10%", "(error) ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - Synod evicts no clients: only maxmemory-clients 0 is accepted"),
+		step{[]string{"CONFIG", "SET", "save", "3000 5"}, "(error) ERR CONFIG SET failed (possibly related to argument 'save') - Synod takes no RDB snapshots and this node's durability (unknown, the cluster file's durability field) writes nothing to disk: only save \"\" is accepted"},
+		cmd("CONFIG SET save 3000", "(error) ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"),
+		step{[]string{"CONFIG", "SET", "save", "", "repl-backlog-size", "10000002"}, "OK"},
+		cmd("CONFIG GET repl-backlog-size", `1) "repl-backlog-size"`+"\n"+`2) "10000002"`),
+		cmd("CONFIG GET key-load-delay", `1) "key-load-delay"`+"\n"+`2) "0"`),
+		cmd("CONFIG GET key-load*", "(empty array)"),
+		cmd("CONFIG SET key-load-delay 5", "(error) ERR CONFIG SET failed (possibly related to argument 'key-load-delay') - a debugging delay of Redis's RDB loading and saving; Synod loads and saves no RDB: only 0 is accepted"),
 	})
 }

@@ -159,6 +159,9 @@ func (c *conn) exec(args [][]byte) {
 	if c.refuseBusy(name, args) { // script.go
 		return
 	}
+	if c.refuseOOM(cmd) { // maxmemory.go
+		return
+	}
 	if c.inMulti(cmd, args) {
 		return
 	}
@@ -714,6 +717,12 @@ func cmdConfig(c *conn, args [][]byte) {
 					match = append(match, k)
 					break
 				}
+			}
+		}
+		for _, p := range args[2:] { // hidden: named exactly (maxmemory.go)
+			if v, ok := hiddenParams[strings.ToLower(string(p))]; ok && !slices.Contains(match, strings.ToLower(string(p))) {
+				match = append(match, strings.ToLower(string(p)))
+				params[strings.ToLower(string(p))] = v
 			}
 		}
 		c.w.WriteMap(len(match))

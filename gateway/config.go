@@ -28,9 +28,10 @@ import (
 // Persistence: Synod writes every change through its log, fsynced before
 // the reply when the cluster file says durability: fsync. So CONFIG GET
 // appendonly answers yes (appendfsync always) under fsync and no under
-// memory; save answers "" (Synod takes no RDB snapshots on a schedule).
-// CONFIG SET of these accepts the value they already have and refuses any
-// other, naming the cluster file's durability as the place to change it.
+// memory. CONFIG SET of these accepts the value they already have and
+// refuses any other, naming the cluster file's durability as the place to
+// change it. save answers "" (Synod takes no RDB snapshots) until CONFIG
+// SET sets a schedule, which only fsync durability keeps (maxmemory.go).
 
 // tunable is one parameter of the table.
 type tunable struct {
@@ -56,6 +57,8 @@ var tunables = []tunable{
 	// Not an encoding: the time after which a script is busy (script.go
 	// turns it into the eval operation's busy mark, service/kv_script_busy.go).
 	{name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, def: "5000", min: 0, max: 1<<63 - 1},
+	// Not an encoding either: Redis's replication backlog (maxmemory.go).
+	{name: "repl-backlog-size", def: "1048576", memory: true, min: 1, max: 1<<63 - 1},
 }
 
 // tunableByName maps every name and alias to its entry.
@@ -136,9 +139,9 @@ func (s *Server) persistenceParams() map[string]string {
 
 // configParams is CONFIG GET's table: fixed facts, the limits, the
 // persistence parameters and the tunables (under every alias). The facts:
-// one database; no idle timeout; no maxmemory, so no eviction
-// (maxmemory-policy noeviction, maxmemory-clients 0; maxmemory-samples is
-// Redis's default and selects nothing here); bind and port are the
+// one database; no idle timeout; no eviction (maxmemory-policy
+// noeviction, maxmemory-clients 0; maxmemory-samples is Redis's default and
+// selects nothing here; maxmemory and save: maxmemory.go); bind and port are the
 // addresses this node's RESP listeners serve; replicaof (slaveof) is empty,
 // as a Synod node is no Redis replica. CONFIG SET accepts each of them set
 // to the value shown (limits.go).
@@ -166,6 +169,9 @@ func (c *conn) configParams() map[string]string {
 		p[name] = c.s.tun.get(t.name)
 	}
 	p["notify-keyspace-events"] = notifyFlagsString(int(c.s.notify.flags.Load()))
+	for k, v := range c.s.memoryParams() {
+		p[k] = v
+	}
 	return p
 }
 
@@ -179,6 +185,9 @@ func (s *Server) checkOtherParam(name, value string) (apply func(), known bool, 
 			return nil, true, err
 		}
 		return func() { s.notify.flags.Store(int64(f)) }, true, nil
+	}
+	if apply, known, err := s.checkMemoryParam(name, value); known {
+		return apply, known, err
 	}
 	if t, ok := tunableByName[name]; ok {
 		v, err := t.parse(value)
@@ -194,9 +203,6 @@ func (s *Server) checkOtherParam(name, value string) (apply func(), known bool, 
 		d := s.durability()
 		if d == "" {
 			d = "unknown"
-		}
-		if name == "save" {
-			return nil, true, fmt.Errorf("Synod takes no RDB snapshots: every write goes through its replicated log (durability %s, set by the cluster file's durability field); only save \"\" is accepted", d)
 		}
 		return nil, true, fmt.Errorf("Synod's persistence is its replicated log, set by the cluster file's durability field (this node: %s, which is %s %s); it cannot be changed by CONFIG SET", d, name, cur)
 	}

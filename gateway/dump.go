@@ -1,9 +1,8 @@
 package gateway
 
 // DUMP and RESTORE (issue 34), each one KV operation (service/kv_dump.go)
-// with Synod's own payload: it round-trips between Synod namespaces and
-// clusters, and a payload from Redis is refused as damaged (Redis's
-// "DUMP payload version or checksum are wrong").
+// with Redis's own payload (service/kv_rdb.go): a payload dumped by
+// redis-server restores on Synod and one dumped by Synod on redis-server.
 
 func init() {
 	register("generic",

@@ -539,7 +539,7 @@ func cmdConfigSet(c *conn, args [][]byte) {
 				continue // a value CONFIG GET shows, set to itself: nothing changes
 			}
 			if !known {
-				c.writeError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)", args[i]))
+				c.writeError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline, maxmemory, save, notify-keyspace-events and the encoding tunables (configure the cluster file for the rest)", args[i]))
 				return
 			}
 			if err != nil {

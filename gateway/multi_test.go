@@ -106,7 +106,7 @@ func TestMultiErrors(t *testing.T) {
 		cmd("CONFIG SET maxmemory bla", "QUEUED"),
 		cmd("CONFIG SET list-compress-depth 3", "QUEUED"),
 		cmd("CONFIG GET list-compress-depth", "QUEUED"),
-		cmd("EXEC", "1) OK\n2) (error) ERR CONFIG SET failed (possibly related to argument 'maxmemory') - Synod sets only maxclients, client-output-buffer-limit, proto-max-bulk-len, max-pipeline and the encoding tunables (configure the cluster file for the rest)\n3) OK\n4) 1) \"list-compress-depth\"\n   2) \"3\""),
+		cmd("EXEC", "1) OK\n2) (error) ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value\n3) OK\n4) 1) \"list-compress-depth\"\n   2) \"3\""),
 		cmd("GET q", `"1"`),
 		cmd("DEL q", "(integer) 1"),
 		// Nested MULTI and WATCH inside MULTI do not mark the transaction.

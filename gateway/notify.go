@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -36,13 +37,15 @@ import (
 //     deletion), "new" (the reply does not say that the key was new), the
 //     "del" that follows a pop which emptied a key, events of writes a
 //     script or FUNCTION makes (they run inside the log's Apply at every
-//     replica) and of stream commands other than XADD, XDEL, XTRIM, XSETID
-//     and XGROUP CREATE, SETID, DESTROY and CREATECONSUMER: the "xtrim" of
-//     an XADD that trimmed, XGROUP DELCONSUMER's (its reply, the pending
-//     count, does not say whether the consumer existed) and the consumer
-//     creations of XREADGROUP, XCLAIM and XAUTOCLAIM (their replies do not
-//     say what changed). The flags x, e, n, t, m and d are
-//     accepted and shown by CONFIG GET.
+//     replica) and the "xtrim" of an XADD that trimmed. The flags x, e, n,
+//     t, m and d are accepted and shown by CONFIG GET.
+//   - A consumer that XREADGROUP, XCLAIM or XAUTOCLAIM creates, and one
+//     XGROUP DELCONSUMER deletes, fire xgroup-createconsumer and
+//     xgroup-delconsumer as in Redis; their replies do not say so, so while
+//     class t is on the operation carries service.ReportMark and its result
+//     names the keys whose group gained or lost the consumer, the same at
+//     every replica (consumerEvents). Inside MULTI they fire nothing (the
+//     wrapped result would nest deeper than EXEC's reply may).
 
 // Redis's notify-keyspace-events flags (server.h NOTIFY_*).
 const (
@@ -276,4 +279,41 @@ func (s *Server) notifyEvent(flags int, event, key string) {
 	if flags&nKeyevent != 0 {
 		s.publish(psChannel, "__keyevent@0__:"+event, key)
 	}
+}
+
+// consumerEvents marks p's only operation with service.ReportMark, so that
+// its result names the stream keys whose group gained or lost the
+// consumer, and publishes event for each of them, when keyspace events of
+// class t are on and MULTI is not open.
+func (c *conn) consumerEvents(p plan, event string) plan {
+	if c.s == nil || c.multi.open || len(p.ops) != 1 {
+		return p
+	}
+	flags := int(c.s.notify.flags.Load())
+	if flags&(nKeyspace|nKeyevent) == 0 || flags&nStream == 0 {
+		return p
+	}
+	op := p.ops[0]
+	op.Args = append(slices.Clip(op.Args), []byte(service.ReportMark))
+	p.ops = []service.Op{op}
+	p.reported = func(keys []service.Result) {
+		for _, k := range keys {
+			c.s.notifyEvent(flags, event, string(k.Bytes))
+		}
+	}
+	return p
+}
+
+// withConsumerEvents is f's plan with consumerEvents.
+func withConsumerEvents(f planFunc, event string) planFunc {
+	return func(c *conn, args [][]byte) plan { return c.consumerEvents(f(c, args), event) }
+}
+
+// unwrapReport splits a result of an operation marked with
+// service.ReportMark into the plain result and the keys it names.
+func unwrapReport(r service.Result) (service.Result, []service.Result) {
+	if r.Type == service.ResultArray && len(r.Elems) == 2 && r.Elems[0].Type == service.ResultArray {
+		return r.Elems[1], r.Elems[0].Elems
+	}
+	return r, nil
 }

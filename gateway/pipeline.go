@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
@@ -121,15 +122,24 @@ type batchConn struct {
 	// (automaton.OrdersKeyRuns) and the Backend hands a batch over in order
 	// (BatchBackend): same-key commands may share a batch.
 	ordered bool
-	plans   []plan // reused across batches
-	ops     []service.Op
-	keys    map[string]struct{} // an independent batch's keys
+	// async: atomic, and the Backend hands a request over without
+	// waiting (SubmitBackend): batches go in flight together (batchAsync).
+	async bool
+	plans []plan // reused across batches
+	ops   []service.Op
+	keys  map[string]struct{} // an independent batch's keys
 }
 
 // groupsPipelines reports whether the connection's pipelines go to the
 // Backend as batches (see above).
 func (c *conn) groupsPipelines() bool {
-	if c.user != nil || c.pl.inFlight() || c.sharded() {
+	return !c.pl.inFlight() && c.batchMode()
+}
+
+// batchMode is groupsPipelines without its condition that no command be
+// in flight; it looks up the protocol's batch state (c.bat).
+func (c *conn) batchMode() bool {
+	if c.user != nil || c.sharded() {
 		return false // a sharded namespace's batch could span groups (cluster.go)
 	}
 	proto := c.protocol()
@@ -139,8 +149,21 @@ func (c *conn) groupsPipelines() bool {
 		b.indep = !b.atomic && automaton.StepsClientBatches(proto)
 		_, bb := c.s.b.(BatchBackend)
 		b.ordered = b.indep && bb && automaton.OrdersKeyRuns(proto)
+		_, sb := c.s.b.(SubmitBackend)
+		b.async = b.atomic && sb
 	}
 	return b.atomic || b.indep
+}
+
+// batchesInFlight reports whether the connection's pipeline batches go in
+// flight one after another (batchAsync): groupsPipelines' conditions, but
+// with commands in flight allowed (they are batches: a connection whose
+// batches go in flight never pipelines command by command, see serve).
+func (c *conn) batchesInFlight() bool {
+	if c.pl.inFlight() && len(c.pl.last) > 0 {
+		return false // commands pipelined one by one are in flight
+	}
+	return c.batchMode() && c.bat.async
 }
 
 // batch runs a batch whose first command is the pipelineable, concurrent
@@ -150,7 +173,76 @@ func (c *conn) groupsPipelines() bool {
 // false when the connection failed.
 func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 	b := &c.bat
-	plans := append(b.plans[:0], first)
+	plans, next, rerr := c.gather(append(b.plans[:0], first))
+	ops := b.ops[:0]
+	for _, p := range plans {
+		ops = append(ops, p.ops...)
+	}
+	var rs []service.Result
+	var fail service.Result
+	switch len(ops) {
+	case 0:
+	case 1:
+		rs = []service.Result{c.run(ops[0], c.nextSeq())}
+	default:
+		if bb, ok := c.s.b.(BatchBackend); ok && b.ordered && c.readMode() == automaton.ReadDefault {
+			rs = c.runOrdered(bb, ops) // in one ordered hand-off, each answering itself
+		} else if !b.atomic {
+			rs = c.runAll(ops) // all at once, each answering itself
+		} else {
+			rs, _, fail = c.runGroup(nil, ops)
+		}
+	}
+	c.wmu.Lock()
+	for _, r := range renderBatch(plans, rs, fail) {
+		c.writeResult(r)
+	}
+	err := c.w.Flush()
+	c.out.addReplies(c.owed + len(plans))
+	c.owed = 0
+	c.wmu.Unlock()
+	clear(plans)
+	clear(ops)
+	b.plans, b.ops = plans[:0], ops[:0]
+	return next, rerr, err == nil
+}
+
+// readMode is the connection's read mode (SYNOD READ).
+func (c *conn) readMode() automaton.ReadMode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.read
+}
+
+// renderBatch returns the replies of a batch's commands, in order: rs
+// answers the batch's operations in order (a command of none replies its
+// own error), unless fail, an error, answers the batch as a whole (each
+// command that had an operation).
+func renderBatch(plans []plan, rs []service.Result, fail service.Result) []service.Result {
+	out := make([]service.Result, 0, len(plans))
+	k := 0
+	for _, p := range plans {
+		n := len(p.ops)
+		switch {
+		case n == 0:
+			out = append(out, p.render(nil))
+		case fail.Type == service.ResultErr:
+			out = append(out, fail)
+		default:
+			out = append(out, p.render(rs[k:k+n]))
+			k += n
+		}
+	}
+	return out
+}
+
+// gather completes a batch whose first command is plans[0] with the
+// further buffered commands that may join it (see above), and returns it
+// with the command that ended it, or the read error that did, for the
+// caller to serve next.
+func (c *conn) gather(plans []plan) (_ []plan, next [][]byte, rerr error) {
+	b := &c.bat
+	first := plans[0]
 	limit := min(maxBatch, int(c.s.lim.pipeline.Load()))
 	indep := !b.atomic
 	// Same-key commands share an ordered batch only with linearizable reads
@@ -190,47 +282,152 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 		plans = append(plans, p)
 		size += opBytes(p.ops)
 	}
-	ops := b.ops[:0]
+	return plans, next, rerr
+}
+
+// Batches in flight.
+//
+// Where the Backend can also hand a request over without waiting for its
+// answer (SubmitBackend: the node), a batch of atomic groups does not wait
+// for the previous one's answers (batchAsync): the connection goroutine
+// hands each batch to the namespace loop and reads on, up to
+// maxBatchesInFlight batches, each on a lane of its own (so no client id
+// has two requests in flight), and the goroutine that awaits a batch's
+// answer writes its replies after the previous batch's, in command order.
+// Batches keep the conflict rule of the commands pipelined one by one
+// (above): a batch waits, before it is handed over, until every earlier
+// batch of the connection in flight that names one of its keys is
+// answered, so same-key commands take effect in command order whatever
+// the protocol and its leader do (a log would order batches handed over
+// in order, but not across a change of leader, where an earlier batch
+// not yet chosen may be proposed again after a later one); batches on
+// different keys may take effect in either order, as pipelined commands
+// on different keys may.
+//
+// maxBatchesInFlight bounds a connection's batches in flight.
+const maxBatchesInFlight = 8
+
+// batchAsync is batch for a connection whose batches go in flight
+// (batchesInFlight): it gathers the batch, hands it to the Backend and
+// returns without waiting for its answer. The goroutine that waits for
+// the answer writes the batch's replies, after the previous batch's (a
+// chain, c.pl.lastBatch), and flushes them: one wake-up per batch, as the
+// connection goroutine's own wait would be.
+func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
+	plans, next, rerr := c.gather([]plan{first})
+	var ops []service.Op
 	for _, p := range plans {
 		ops = append(ops, p.ops...)
 	}
-	var rs []service.Result
-	var fail service.Result
-	switch len(ops) {
-	case 0:
-	case 1:
-		rs = []service.Result{c.run(ops[0], c.nextSeq())}
-	default:
-		if bb, ok := c.s.b.(BatchBackend); ok && ordered {
-			rs = c.runOrdered(bb, ops) // in one ordered hand-off, each answering itself
-		} else if indep {
-			rs = c.runAll(ops) // all at once, each answering itself
-		} else {
-			rs, _, fail = c.runGroup(nil, ops)
+	c.mu.Lock()
+	ns, svc, read := c.ns, c.svc, c.read
+	c.mu.Unlock()
+	l := c.takeLaneOf(maxBatchesInFlight)
+	b := &batchSlot{written: make(chan struct{}), lane: l, prev: c.pl.lastBatch}
+	c.pl.lastBatch = b
+	c.awaitKeys(ops, b)
+	if len(ops) == 0 || svc == nil {
+		fail := service.Result{}
+		if len(ops) > 0 {
+			fail = errResult("ERR this node serves no namespace")
 		}
+		go c.writeBatch(b, renderBatch(plans, nil, fail))
+		return next, rerr
 	}
-	c.wmu.Lock()
-	k := 0
-	for _, p := range plans {
-		n := len(p.ops)
+	id := c.laneID(l, true)
+	req := automaton.Request{ID: id, Opts: c.requestOptions(read, id), Checked: true} // validated in check
+	if len(ops) == 1 {
+		req.Op = ops[0]
+	} else {
+		req.Ops = ops
+	}
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.opts.RequestTimeout)
+	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
+	await := c.s.b.(SubmitBackend).Submit(ctx, ns.Name, req)
+	go func() {
+		res, err := await()
+		release()
+		cancel()
+		r, results := c.answered(req, res, err)
+		var rs []service.Result
 		switch {
-		case n == 0:
-			c.writeResult(p.render(nil))
-		case fail.Type == service.ResultErr:
-			c.writeResult(fail)
+		case len(ops) == 1:
+			rs = renderBatch(plans, []service.Result{r}, service.Result{})
+		case r.Type == service.ResultErr:
+			rs = renderBatch(plans, nil, r)
+		case len(results) != len(ops):
+			rs = renderBatch(plans, nil, errResult("ERR internal error: a group of %d operations answered %d results", len(ops), len(results)))
 		default:
-			c.writeResult(p.render(rs[k : k+n]))
-			k += n
+			for i := range results {
+				if results[i].Type == service.ResultErr {
+					results[i].Err = withCode(results[i].Err)
+				}
+			}
+			rs = renderBatch(plans, results, service.Result{})
+		}
+		c.writeBatch(b, rs)
+	}()
+	return next, rerr
+}
+
+// awaitKeys waits until every earlier batch in flight that names one of
+// ops' keys is answered (the conflict rule), then notes b as the last
+// batch on each of them.
+func (c *conn) awaitKeys(ops []service.Op, b *batchSlot) {
+	pl := &c.pl
+	if pl.batchKeys == nil {
+		pl.batchKeys = make(map[string]*batchSlot)
+	} else if len(pl.batchKeys) >= 4*maxBatch*maxBatchesInFlight {
+		for k, o := range pl.batchKeys {
+			if o.answered() {
+				delete(pl.batchKeys, k)
+			}
 		}
 	}
-	err := c.w.Flush()
-	c.out.addReplies(c.owed + len(plans))
-	c.owed = 0
+	for _, op := range ops {
+		if o := pl.batchKeys[op.Key]; o != nil && o != b {
+			<-o.written
+		}
+		pl.batchKeys[op.Key] = b
+	}
+}
+
+// batchSlot is a batch in flight (batchAsync).
+type batchSlot struct {
+	written chan struct{} // closed once its replies are written and flushed
+	lane    *lane
+	prev    *batchSlot // the connection's previous batch, nil once written
+}
+
+// answered reports whether b's replies are written.
+func (b *batchSlot) answered() bool {
+	select {
+	case <-b.written:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeBatch writes batch b's replies rs once the previous batch's are
+// written, flushes them, frees b's lane and marks b written.
+func (c *conn) writeBatch(b *batchSlot, rs []service.Result) {
+	if b.prev != nil {
+		<-b.prev.written
+		b.prev = nil
+	}
+	// Backpressure as the reader's (limits.go): replies go to the output
+	// buffer only while it has room.
+	c.out.waitRoom(int(c.s.lim.pipeline.Load()))
+	c.wmu.Lock()
+	for _, r := range rs {
+		c.writeResult(r)
+	}
+	c.w.Flush() // a failure fails out; the reader then ends the connection
+	c.out.addReplies(len(rs))
 	c.wmu.Unlock()
-	clear(plans)
-	clear(ops)
-	b.plans, b.ops = plans[:0], ops[:0]
-	return next, rerr, err == nil
+	c.pl.free <- b.lane
+	close(b.written)
 }
 
 // maxPipelined bounds a connection's pipelined commands in flight.
@@ -256,6 +453,11 @@ type pipeConn struct {
 	busy  int            // lanes taken and not yet seen back (drain)
 	last  map[string]*pipeSlot
 	ended chan struct{} // closed when the replier ends
+	// lastBatch is the last batch handed over (batchAsync), whose replies
+	// the next batch's are written after; batchKeys the last batch handed
+	// over on each key (the conflict rule).
+	lastBatch *batchSlot
+	batchKeys map[string]*batchSlot
 }
 
 // inFlight reports whether pipelined commands may be outstanding.
@@ -279,7 +481,7 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||
 		c.multi.open || len(c.multi.watch) > 0 || c.txn.open || c.sub.count() > 0 ||
-		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 || c.cluster.aware {
+		len(c.opts.sticky) > 0 || len(c.opts.pending) > 0 || c.cluster.aware || c.outOfMemory(cmd) {
 		return nil, plan{}, false
 	}
 	if c.opts.cur != nil {
@@ -298,7 +500,11 @@ func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
 // concurrent reports whether a pipelineable command's plan runs
 // concurrently: one operation, no guards. Other plans (a parse error's
 // reply, several operations) run serially after draining.
-func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 }
+//
+// A plan whose result reports consumers (notify.go consumerEvents) runs
+// serially too: in an atomic batch its wrapped result would nest one array
+// deeper than a result may.
+func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 && p.reported == nil }
 
 // pipeline starts a pipelined command of one operation; the replier writes
 // its reply.
@@ -352,7 +558,10 @@ func isDone(s *pipeSlot) bool {
 
 // takeLane returns a free pipelining lane, creating one while fewer than
 // maxPipelined exist, else waiting for one (the replier frees it).
-func (c *conn) takeLane() *lane {
+func (c *conn) takeLane() *lane { return c.takeLaneOf(maxPipelined) }
+
+// takeLaneOf is takeLane with at most most lanes.
+func (c *conn) takeLaneOf(most int) *lane {
 	pl := &c.pl
 	if pl.fifo == nil {
 		pl.fifo = make(chan *pipeSlot, maxPipelined)
@@ -365,7 +574,7 @@ func (c *conn) takeLane() *lane {
 		return l
 	default:
 	}
-	if pl.made < maxPipelined {
+	if pl.made < most {
 		pl.made++
 		return &lane{client: randomClientID()}
 	}
@@ -387,6 +596,8 @@ func (c *conn) drainPipeline() {
 		pl.free <- l
 	}
 	clear(pl.last)
+	clear(pl.batchKeys)
+	pl.lastBatch = nil
 }
 
 // endPipeline drains the pipeline and stops the replier (connection end).

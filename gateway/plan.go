@@ -62,6 +62,10 @@ type plan struct {
 	// note publishes the command's keyspace notifications from its reply
 	// (notify.go); nil: none.
 	note func(service.Result)
+	// reported, when set, takes the keys its only operation's result names
+	// (service.ReportMark, notify.go consumerEvents); render unwraps that
+	// result first.
+	reported func(keys []service.Result)
 }
 
 // planFunc parses a data command's arguments (name included) into a plan.
@@ -123,6 +127,11 @@ func firstErr(rs []service.Result) (service.Result, bool) {
 
 // render applies p's reply function.
 func (p plan) render(rs []service.Result) service.Result {
+	if p.reported != nil && len(rs) == 1 {
+		r, keys := unwrapReport(rs[0])
+		rs = []service.Result{r}
+		defer p.reported(keys)
+	}
 	if p.reply == nil {
 		if len(rs) == 1 {
 			if p.note != nil {

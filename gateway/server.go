@@ -119,18 +119,20 @@ type Server struct {
 	// shows the difference (infostats.go).
 	statBase struct{ commands, conns, rejected atomic.Int64 }
 
-	lim    limits        // limits.go
-	ov     overload      // limits.go
-	errs   errorStats    // error replies by code (errorstats.go)
-	tun    tunableValues // CONFIG's encoding tunables (config.go)
-	cmds   cmdStats      // INFO commandstats (infostats.go)
-	acc    *accessTable  // keys' last access through this node (access.go)
-	acllog aclLog        // ACL LOG (acllog.go)
-	blk    blockReg      // blocked clients (blocking.go)
-	scr    scripts       // the script cache and function libraries (script.go)
-	ps     hub           // pub/sub subscribers (pubsub.go)
-	notify notifySetting // notify-keyspace-events (notify.go)
-	mon    monitors      // MONITOR connections (monitor.go)
+	lim       limits                 // limits.go
+	ov        overload               // limits.go
+	errs      errorStats             // error replies by code (errorstats.go)
+	tun       tunableValues          // CONFIG's encoding tunables (config.go)
+	cmds      cmdStats               // INFO commandstats (infostats.go)
+	acc       *accessTable           // keys' last access through this node (access.go)
+	acllog    aclLog                 // ACL LOG (acllog.go)
+	blk       blockReg               // blocked clients (blocking.go)
+	scr       scripts                // the script cache and function libraries (script.go)
+	ps        hub                    // pub/sub subscribers (pubsub.go)
+	notify    notifySetting          // notify-keyspace-events (notify.go)
+	mem       memLimit               // maxmemory (maxmemory.go)
+	saveParam atomic.Pointer[string] // CONFIG SET save's schedule (maxmemory.go); nil: ""
+	mon       monitors               // MONITOR connections (monitor.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -381,6 +383,15 @@ func (c *conn) serve() {
 		if c.reply != replyOn {
 			pipelined = false // silenced replies: one command at a time (replymode.go)
 		}
+		if pipelined && p.concurrent() && c.batchesInFlight() {
+			// Batches go in flight one after another (pipeline.go): a
+			// serial command's reply goes out before the replier's.
+			if !c.flushOwed() {
+				return
+			}
+			held, heldErr = c.batchAsync(p)
+			continue
+		}
 		if pipelined && p.concurrent() && c.r.Buffered() > 0 && c.groupsPipelines() {
 			c.drainPipeline()
 			var ok bool
@@ -390,15 +401,8 @@ func (c *conn) serve() {
 			continue
 		}
 		if pipelined && p.concurrent() {
-			if c.owed > 0 { // a serial command's reply, before the replier's
-				c.wmu.Lock()
-				err := c.w.Flush()
-				c.out.addReplies(c.owed)
-				c.owed = 0
-				c.wmu.Unlock()
-				if err != nil {
-					return
-				}
+			if !c.flushOwed() { // a serial command's reply, before the replier's
+				return
 			}
 			c.pipeline(p)
 			continue
@@ -429,4 +433,18 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// flushOwed flushes the serial commands' replies written and not yet
+// flushed (c.owed); false when the connection failed.
+func (c *conn) flushOwed() bool {
+	if c.owed == 0 {
+		return true
+	}
+	c.wmu.Lock()
+	err := c.w.Flush()
+	c.out.addReplies(c.owed)
+	c.owed = 0
+	c.wmu.Unlock()
+	return err == nil
 }

@@ -33,13 +33,13 @@ func init() {
 		key1("xsetid", -3, fWriteMemF, keyPlan("xsetid", 0, nil, nil)),
 		key1("xack", -4, fWriteFast, keyPlan("xack", 0, nil, nil)),
 		key1("xpending", -3, fRead, planTimedRead("xpending", nil)),
-		key1("xclaim", -6, fWriteFast, keyPlan("xclaim", 0, nil, nestEntries)),
-		key1("xautoclaim", -6, fWriteFast, keyPlan("xautoclaim", 0, nil, func(r service.Result) service.Result {
+		key1("xclaim", -6, fWriteFast, withConsumerEvents(keyPlan("xclaim", 0, nil, nestEntries), "xgroup-createconsumer")),
+		key1("xautoclaim", -6, fWriteFast, withConsumerEvents(keyPlan("xautoclaim", 0, nil, func(r service.Result) service.Result {
 			if r.Type == service.ResultArray && len(r.Elems) == 3 {
 				r.Elems = []service.Result{r.Elems[0], nestEntries(r.Elems[1]), r.Elems[2]}
 			}
 			return r
-		})),
+		}), "xgroup-createconsumer")),
 		&command{name: "xgroup", arity: -2, flags: []string{"write", "denyoom"}, first: 2, last: 2, step: 1, plan: planXGroup},
 		&command{name: "xinfo", arity: -2, flags: []string{"readonly"}, first: 2, last: 2, step: 1, plan: planXInfo},
 		&command{name: "xread", arity: -4, flags: []string{"readonly", "blocking", "movablekeys"},
@@ -148,6 +148,9 @@ func planXGroup(c *conn, args [][]byte) plan {
 			"    Set the current group ID and entries_read counter.")
 	}
 	a := append([][]byte{[]byte(sub)}, args[3:]...)
+	if sub == "delconsumer" {
+		return c.consumerEvents(opPlan(kvOp("xgroup", args[2], a...), nil), "xgroup-delconsumer")
+	}
 	return opPlan(kvOp("xgroup", args[2], a...), nil)
 }
 
@@ -381,6 +384,9 @@ func parseXRead(group, blocking bool) func(c *conn, args [][]byte) blockPlan {
 				return rs[0]
 			}
 			return c.xreadReply(rs[0])
+		}
+		if group {
+			bp.plan = c.consumerEvents(bp.plan, "xgroup-createconsumer")
 		}
 		return bp
 	}

@@ -133,4 +133,25 @@ func TestStreamNotifications(t *testing.T) {
 		"pmessage * __keyspace@0__:s xsetid", "pmessage * __keyspace@0__:s xgroup-create",
 		"pmessage * __keyspace@0__:s xgroup-createconsumer", "pmessage * __keyspace@0__:s xgroup-setid",
 		"pmessage * __keyspace@0__:s xgroup-destroy")
+
+	// Consumers created by XREADGROUP, XCLAIM and XAUTOCLAIM, and deleted
+	// by XGROUP DELCONSUMER (Redis's pubsub "stream events test"); none
+	// for a consumer that existed or did not.
+	run(t, c, []step{
+		cmd("DEL s", "(integer) 1"),
+		cmd("XGROUP CREATE s g $ MKSTREAM", "OK"),
+		cmd("XGROUP CREATECONSUMER s g Bob", "(integer) 1"),
+		cmd("XADD s 1-0 f A", `"1-0"`),
+		cmd("XREADGROUP GROUP g Alice STREAMS s >", "1) 1) \"s\"\n   2) 1) 1) \"1-0\"\n         2) 1) \"f\"\n            2) \"A\""),
+		cmd("XREADGROUP GROUP g Alice STREAMS s >", "(nil)"),
+		cmd("XCLAIM s g Mike 0 1-0 FORCE JUSTID", `1) "1-0"`),
+		cmd("XGROUP DELCONSUMER s g Lee", "(integer) 0"),
+		cmd("XAUTOCLAIM s g Bob 0 0 JUSTID", "1) \"0-0\"\n2) 1) \"1-0\"\n3) (empty array)"),
+		cmd("XGROUP DELCONSUMER s g Bob", "(integer) 1"),
+	})
+	wantFrames(t, sub,
+		"pmessage * __keyspace@0__:s xgroup-create",
+		"pmessage * __keyspace@0__:s xgroup-createconsumer", "pmessage * __keyspace@0__:s xadd",
+		"pmessage * __keyspace@0__:s xgroup-createconsumer", "pmessage * __keyspace@0__:s xgroup-createconsumer",
+		"pmessage * __keyspace@0__:s xgroup-delconsumer")
 }

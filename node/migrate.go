@@ -167,10 +167,6 @@ func (n *Node) groupDo(ctx context.Context, s *shardedNS, gi int, ops []service.
 	return rs, nil
 }
 
-func tokGuard(a shard.Action) service.Op {
-	return kvOp(service.GuardKind, shard.StateKey(a.Slots[0].First), "slot", shard.TokMode(a.Token))
-}
-
 // act does one driver action and returns its outcome.
 func (n *Node) act(ctx context.Context, s *shardedNS, a shard.Action, ver *uint64) (o shard.Outcome) {
 	fail := func(err error) shard.Outcome { return shard.Outcome{Err: err.Error()} }
@@ -186,111 +182,19 @@ func (n *Node) act(ctx context.Context, s *shardedNS, a shard.Action, ver *uint6
 			return shard.Outcome{Err: "the migration record changed (another driver)"}
 		}
 		*ver = uint64(rs[2].Int)
-	case shard.ActSetState:
-		var ops []service.Op
-		var sets []service.Op
-		mode := shard.InMode(a.State.Token, a.Expect)
-		for _, r := range a.Slots {
-			for sl := r.First; sl <= r.Last; sl++ {
-				ops = append(ops, kvOp(service.GuardKind, shard.StateKey(sl), "slot", mode))
-				if a.State.State == shard.StFrozen {
-					// The freeze waits for the cross-shard transactions
-					// holding the slot (shard/txn, "Migrations"): a commit
-					// after the final copy would be lost to the destination.
-					ops = append(ops, kvOp(service.GuardKind, shard.LockKey(sl), "exists", "0"))
-				}
-				sets = append(sets, kvOp("set", shard.StateKey(sl), a.State.String()))
-			}
-		}
-		if _, err := n.groupDo(ctx, s, a.Group, append(ops, sets...)); err != nil {
-			return fail(err)
-		}
-	case shard.ActScan:
-		rs, err := n.groupDo(ctx, s, a.Group, []service.Op{kvOp("scan", "", strconv.FormatUint(a.Cursor, 10), "count", strconv.Itoa(a.Count))})
+	case shard.ActSetState, shard.ActScan, shard.ActDump, shard.ActImport, shard.ActTake, shard.ActClearTaken, shard.ActDelete:
+		// The action's atomic group in its group's log (service/kv_migrate.go).
+		rs, err := n.groupDo(ctx, s, a.Group, service.MigrationOps(a))
 		if err != nil {
 			return fail(err)
 		}
-		if len(rs[0].Elems) != 2 {
-			return shard.Outcome{Err: "bad scan answer"}
-		}
-		o.Cursor, _ = strconv.ParseUint(string(rs[0].Elems[0].Bytes), 10, 64)
-		for _, k := range rs[0].Elems[1].Elems {
-			o.Keys = append(o.Keys, string(k.Bytes))
-		}
-	case shard.ActDump:
-		ops := []service.Op{tokGuard(a)}
-		for _, k := range a.Keys {
-			ops = append(ops, kvOp("dump", k), kvOp("pttl", k))
-		}
-		rs, err := n.groupDo(ctx, s, a.Group, ops)
-		if err != nil {
-			return fail(err)
-		}
-		for i, k := range a.Keys {
-			d, t := rs[1+2*i], rs[2+2*i]
-			it := shard.Item{Key: k}
-			if d.Type != service.ResultBytes || t.Int == -2 {
-				it.Absent = true
-			} else {
-				it.Value = d.Bytes
-				it.TTL = max(t.Int, 0)
-			}
-			o.Items = append(o.Items, it)
-		}
-	case shard.ActImport:
-		ops := []service.Op{tokGuard(a)}
-		for _, it := range a.Items {
-			if it.Absent {
-				ops = append(ops, kvOp("del", it.Key))
-				continue
-			}
-			ops = append(ops, service.Op{Kind: "restore", Key: it.Key, Args: [][]byte{[]byte(strconv.FormatInt(it.TTL, 10)), it.Value, []byte("replace")}})
-		}
-		rs, err := n.groupDo(ctx, s, a.Group, ops)
-		if err != nil {
-			return fail(err)
-		}
-		for _, r := range rs[1:] {
-			if r.IsErr() {
-				return shard.Outcome{Err: "import: " + r.Err}
-			}
-		}
-	case shard.ActTake:
-		rs, err := n.groupDo(ctx, s, a.Group, []service.Op{tokGuard(a), kvOp("smembers", shard.DirtyKey), kvOp("smembers", shard.TakenKey)})
-		if err != nil {
-			return fail(err)
-		}
-		seen := map[string]bool{}
-		var dirty [][]byte
-		for _, e := range rs[1].Elems {
-			dirty = append(dirty, e.Bytes)
-		}
-		for _, e := range append(rs[1].Elems, rs[2].Elems...) {
-			if k := string(e.Bytes); !seen[k] {
-				seen[k] = true
-				o.Keys = append(o.Keys, k)
-			}
-		}
-		if len(dirty) > 0 {
-			// Move what was read from the dirty set to the taken set; keys
-			// marked since stay dirty for the next pass.
-			ops := []service.Op{tokGuard(a), {Kind: "sadd", Key: shard.TakenKey, Args: dirty}, {Kind: "srem", Key: shard.DirtyKey, Args: dirty}}
-			if _, err := n.groupDo(ctx, s, a.Group, ops); err != nil {
+		o, next := service.MigrationOutcome(a, rs)
+		if next != nil && o.Err == "" {
+			if _, err := n.groupDo(ctx, s, a.Group, next); err != nil {
 				return fail(err)
 			}
 		}
-	case shard.ActClearTaken:
-		if _, err := n.groupDo(ctx, s, a.Group, []service.Op{tokGuard(a), kvOp("del", shard.TakenKey)}); err != nil {
-			return fail(err)
-		}
-	case shard.ActDelete:
-		ops := []service.Op{tokGuard(a)}
-		for _, k := range a.Keys {
-			ops = append(ops, kvOp("del", k))
-		}
-		if _, err := n.groupDo(ctx, s, a.Group, ops); err != nil {
-			return fail(err)
-		}
+		return o
 	case shard.ActFlip:
 		if err := n.flip(ctx, s, a.Slots, a.Group); err != nil {
 			return fail(err)

@@ -198,6 +198,7 @@ type Node struct {
 	groupOf map[string]*shardedNS     // the sharded namespace of each group (shard.go)
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
 	txs     txnStats                  // cross-shard transactions coordinated and resolved here (txn.go)
+	tails   txnTails                  // cross-shard transactions' steps after their answers (txn.go)
 	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
@@ -574,6 +575,7 @@ func (n *Node) start() error {
 func (n *Node) shutdown() {
 	n.stopOnce.Do(func() {
 		close(n.stopping)
+		n.tails.close()
 		if n.gw != nil {
 			n.gw.Close()
 		} else if n.opts.ClientListener != nil {
@@ -597,6 +599,7 @@ func (n *Node) shutdown() {
 		} else if n.opts.PeerListener != nil {
 			n.opts.PeerListener.Close()
 		}
+		n.tails.wg.Wait()
 		n.wg.Wait()
 		n.bg.Wait()
 		for _, rc := range n.remotes {
@@ -725,6 +728,17 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 	if !ok {
 		return refused, nil
 	}
+	ch, t0, err := n.handOver(ctx, l, req)
+	if err != nil {
+		return automaton.Response{}, err
+	}
+	return n.await(ctx, l, req.ID, ch, t0)
+}
+
+// handOver puts an admitted request into loop l's inbox, with a waiter
+// for its response (await); the inbox is a FIFO, so requests one
+// goroutine hands over reach the loop in that order.
+func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (chan automaton.Response, time.Time, error) {
 	if tr := n.opts.trace; tr != nil {
 		tr(stageDo, "", 0)
 	}
@@ -742,17 +756,45 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 		n.handoff(1)
 	case <-ctx.Done():
 		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
+		return nil, t0, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
 	case <-n.stopping:
 		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, gateway.ErrShuttingDown
+		return nil, t0, gateway.ErrShuttingDown
 	case <-n.sf.ch:
 		l.removeWaiter(req.ID, ch)
-		return automaton.Response{}, n.StorageErr()
+		return nil, t0, n.StorageErr()
 	}
 	l.requests.Add(1)
 	l.mRequests.Inc()
-	return n.await(ctx, l, req.ID, ch, t0)
+	return ch, t0, nil
+}
+
+var _ gateway.SubmitBackend = (*Node)(nil)
+
+// Submit implements gateway.SubmitBackend: req goes into namespace ns's
+// loop's inbox before Submit returns (as Do hands it over), and the
+// returned function waits for its response as Do would. A shard group's
+// or a sharded namespace's request is not handed over by itself (do
+// routes and guards it): Submit then runs it to its end, so the order of
+// submissions is kept all the same.
+func (n *Node) Submit(ctx context.Context, ns string, req automaton.Request) func() (automaton.Response, error) {
+	l := n.loops[ns]
+	if l == nil || (len(n.groupOf) > 0 && n.groupOf[ns] != nil) {
+		r, err := n.do(ctx, ns, req)
+		return func() (automaton.Response, error) { return r, err }
+	}
+	if err := n.open(); err != nil {
+		return func() (automaton.Response, error) { return automaton.Response{}, err }
+	}
+	req, refused, ok := n.admit(l, req)
+	if !ok {
+		return func() (automaton.Response, error) { return refused, nil }
+	}
+	ch, t0, err := n.handOver(ctx, l, req)
+	if err != nil {
+		return func() (automaton.Response, error) { return automaton.Response{}, err }
+	}
+	return func() (automaton.Response, error) { return n.await(ctx, l, req.ID, ch, t0) }
 }
 
 // open reports why the node takes no request now (shutting down, a

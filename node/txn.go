@@ -33,17 +33,45 @@ import (
 // attempts, and the transactions its groups' leaders resolved (INFO
 // transactions).
 type txnStats struct {
-	committed, computed, watchFailed, refused, unknown, exhausted atomic.Int64
-	attempts, resolvedCommit, resolvedAbort                       atomic.Int64
+	committed, computed, readOnly, watchFailed, refused, unknown, exhausted atomic.Int64
+	attempts, resolvedCommit, resolvedAbort                                 atomic.Int64
 }
 
 func (t *txnStats) info() map[string]string {
 	f := func(v *atomic.Int64) string { return strconv.FormatInt(v.Load(), 10) }
 	return map[string]string{
-		"txn_committed": f(&t.committed), "txn_computed": f(&t.computed), "txn_watch_failed": f(&t.watchFailed),
+		"txn_committed": f(&t.committed), "txn_computed": f(&t.computed), "txn_read_only": f(&t.readOnly), "txn_watch_failed": f(&t.watchFailed),
 		"txn_refused": f(&t.refused), "txn_unknown": f(&t.unknown), "txn_out_of_attempts": f(&t.exhausted),
 		"txn_attempts": f(&t.attempts), "txn_resolved_commit": f(&t.resolvedCommit), "txn_resolved_abort": f(&t.resolvedAbort),
 	}
+}
+
+// txnTails runs the steps of cross-shard transactions left after their
+// clients were answered (txn.Coordinator.Answer: a read-only
+// transaction's release, a computed one's commits and forget); shutdown
+// stops new ones and waits for those running (their steps end with the
+// node's stopping).
+type txnTails struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// start reports whether a tail may start (then it must call wg.Done).
+func (t *txnTails) start() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
+func (t *txnTails) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
 }
 
 // txnStepTimeout bounds one step (a prepare, the decision, a commit) of a
@@ -148,6 +176,8 @@ func (n *Node) crossShard(ctx context.Context, s *shardedNS, req automaton.Reque
 			n.txs.committed.Add(1)
 			if comp != nil {
 				n.txs.computed.Add(1)
+			} else if readOnlyParts(s.svc, parts) {
+				n.txs.readOnly.Add(1)
 			}
 			if len(req.Ops) == 0 {
 				return automaton.Response{ID: req.ID, Result: out.Results[0]}, nil
@@ -198,6 +228,10 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 	id := fmt.Sprintf("%s.%016x", n.id, randUint64())
 	c := txn.NewCoordinator(id, parts)
 	c.Computed = comp != nil
+	c.ReadOnly = comp == nil && readOnlyParts(s.svc, parts)
+	if comp == nil && !c.ReadOnly {
+		c.Known = txn.KnownResults(parts) // MSET: answered at the decision
+	}
 	coord := s.groups[parts[0].Group].Namespace.Name
 	slotGuards := make([][]service.Op, len(parts))
 	names := make([]string, len(parts))
@@ -213,99 +247,142 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 		slotGuards[i] = g.Ops[:ng]
 	}
 	refused := make([]service.Op, len(parts)) // the failed slot guard of a part that refused
-	for {
-		st := c.Next()
-		if st.Kind == txn.StDone {
-			break
-		}
-		if st.Kind == txn.StCompute {
-			reads := make([][]service.Result, len(parts))
-			for i := range parts {
-				reads[i] = c.Reads(i)
+	base := context.Background()
+	// steps runs the coordinator's steps to the end, or (early) until the
+	// client's answer is final; it reports whether steps remain.
+	steps := func(early bool) bool {
+		for {
+			st := c.Next()
+			if st.Kind == txn.StDone {
+				return false
 			}
-			rs, writes, err := txn.Compute(comp.keys, reads, comp.ops, service.Env{Time: time.Now().UnixNano(), Seed: randUint64()})
-			if err != nil {
-				rs = make([]service.Result, len(comp.ops))
-				for i := range rs {
-					rs[i] = service.Errorf("ERR cross-shard command: %v", err)
+			if _, ok := c.Answer(); ok && early {
+				return true
+			}
+			if st.Kind == txn.StCompute {
+				reads := make([][]service.Result, len(parts))
+				for i := range parts {
+					reads[i] = c.Reads(i)
 				}
-				writes = nil
-			}
-			c.ComputedResults(rs, writes)
-			continue
-		}
-		run := func(i int, f func(ctx context.Context, gi int)) {
-			sctx, cancel := context.WithTimeout(context.Background(), txnStepTimeout)
-			if st.Kind == txn.StPrepare {
-				sctx, cancel = context.WithTimeout(ctx, txnStepTimeout)
-			}
-			defer cancel()
-			f(sctx, parts[i].Group)
-		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, i := range st.Parts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(i, func(sctx context.Context, gi int) {
-					switch st.Kind {
-					case txn.StPrepare:
-						ops := txn.Prepare(id, coord, slotGuards[i], parts[i])
-						if comp != nil {
-							ops = txn.PrepareReads(id, coord, slotGuards[i], parts[i])
-						}
-						rs, err := n.groupRun(sctx, s, gi, ops)
-						v := txn.ReadVote(parts[i], len(slotGuards[i]), rs, err)
-						mu.Lock()
-						if v.Kind == txn.Refused {
-							refused[i] = slotGuards[i][v.At]
-						}
-						c.Prepared(i, v)
-						mu.Unlock()
-					case txn.StDecide:
-						dec := kvOp("txdecide", shard.DecisionKey(id), txn.Commit)
-						if comp != nil {
-							ws := make([][]service.Op, len(parts))
-							for j := range parts {
-								ws[j] = c.Writes(j)
-							}
-							dec.Args = append(dec.Args, txn.EncodeWrites(names, ws))
-						}
-						rs, err := n.groupRun(sctx, s, gi, []service.Op{dec})
-						d := ""
-						if err == nil {
-							d, _, _ = txn.ParseDecision(rs[0].Bytes, "")
-						}
-						mu.Lock()
-						c.Decided(d, err)
-						mu.Unlock()
-					case txn.StCommit:
-						rs, err := n.groupRun(sctx, s, gi, []service.Op{service.TxCommitOp(id, c.Writes(i))})
-						var r service.Result
-						if err == nil {
-							r = rs[0]
-						}
-						mu.Lock()
-						c.Committed(i, r, err)
-						mu.Unlock()
-					case txn.StAbort:
-						_, _ = n.groupRun(sctx, s, gi, []service.Op{kvOp("txabort", shard.TxKey(id))})
-						mu.Lock()
-						c.Aborted(i)
-						mu.Unlock()
-					case txn.StForget:
-						_, _ = n.groupRun(sctx, s, gi, []service.Op{kvOp("txforget", shard.DecisionKey(id))})
-						mu.Lock()
-						c.Forgot()
-						mu.Unlock()
+				rs, writes, err := txn.Compute(comp.keys, reads, comp.ops, service.Env{Time: time.Now().UnixNano(), Seed: randUint64()})
+				if err != nil {
+					rs = make([]service.Result, len(comp.ops))
+					for i := range rs {
+						rs[i] = service.Errorf("ERR cross-shard command: %v", err)
 					}
-				})
-			}()
+					writes = nil
+				}
+				c.ComputedResults(rs, writes)
+				continue
+			}
+			run := func(i int, f func(ctx context.Context, gi int)) {
+				sctx, cancel := context.WithTimeout(base, txnStepTimeout)
+				if st.Kind == txn.StPrepare {
+					sctx, cancel = context.WithTimeout(ctx, txnStepTimeout)
+				}
+				defer cancel()
+				f(sctx, parts[i].Group)
+			}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for _, i := range st.Parts {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					run(i, func(sctx context.Context, gi int) {
+						switch st.Kind {
+						case txn.StPrepare:
+							ops := c.PrepareOps(i, coord, slotGuards[i])
+							rs, err := n.groupRun(sctx, s, gi, ops)
+							v := txn.ReadVote(parts[i], len(slotGuards[i]), rs, err)
+							mu.Lock()
+							if v.Kind == txn.Refused {
+								refused[i] = slotGuards[i][v.At]
+							}
+							c.Prepared(i, v)
+							mu.Unlock()
+						case txn.StDecide:
+							dec := kvOp("txdecide", shard.DecisionKey(id), txn.Commit)
+							if comp != nil {
+								ws := make([][]service.Op, len(parts))
+								for j := range parts {
+									ws[j] = c.Writes(j)
+								}
+								dec.Args = append(dec.Args, txn.EncodeWrites(names, ws))
+							}
+							rs, err := n.groupRun(sctx, s, gi, []service.Op{dec})
+							d := ""
+							if err == nil {
+								d, _, _ = txn.ParseDecision(rs[0].Bytes, "")
+							}
+							mu.Lock()
+							c.Decided(d, err)
+							mu.Unlock()
+						case txn.StCommit:
+							rs, err := n.groupRun(sctx, s, gi, []service.Op{service.TxCommitOp(id, c.Writes(i))})
+							var r service.Result
+							if err == nil {
+								r = rs[0]
+							}
+							mu.Lock()
+							c.Committed(i, r, err)
+							mu.Unlock()
+						case txn.StAbort:
+							_, _ = n.groupRun(sctx, s, gi, []service.Op{kvOp("txabort", shard.TxKey(id))})
+							mu.Lock()
+							c.Aborted(i)
+							mu.Unlock()
+						case txn.StForget:
+							_, _ = n.groupRun(sctx, s, gi, []service.Op{kvOp("txforget", shard.DecisionKey(id))})
+							mu.Lock()
+							c.Forgot()
+							mu.Unlock()
+						}
+					})
+				}()
+			}
+			wg.Wait()
 		}
-		wg.Wait()
 	}
-	return c.Outcome(), refused
+	if !steps(true) {
+		return c.Outcome(), refused
+	}
+	out, _ := c.Answer()
+	if !n.tails.start() {
+		steps(false) // the node is stopping: the client waits for the rest
+		return out, refused
+	}
+	tctx, cancel := context.WithCancel(context.Background())
+	base = tctx
+	go func() {
+		defer n.tails.wg.Done()
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-n.stopping:
+				cancel()
+			case <-done:
+			}
+		}()
+		steps(false)
+		close(done)
+	}()
+	return out, refused
+}
+
+// readOnlyParts says whether every operation of parts reads (their client
+// guards do too): the transaction answers after its prepares (package
+// shard/txn, "Read-only transactions").
+func readOnlyParts(svc service.Service, parts []txn.Part) bool {
+	for _, p := range parts {
+		for _, op := range p.Ops {
+			if op.Kind != service.GuardKind && !svc.IsRead(op) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // groupRun runs the node's own atomic group ops on group gi (here or

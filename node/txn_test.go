@@ -190,21 +190,36 @@ func TestCrossShardTransfers(t *testing.T) {
 			cl := redis.NewClient(&redis.Options{Addr: addrs[w%len(addrs)], MaxRetries: -1})
 			defer cl.Close()
 			for i := 0; time.Now().Before(stop); i++ {
-				if w%3 == 2 { // a reader
-					var cmds []*redis.StringCmd
-					_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
-						cmds = cmds[:0]
-						for _, k := range accts {
-							cmds = append(cmds, p.Get(ctx, k))
+				if w%3 == 2 { // a reader: MULTI of GETs (w 2), MGET outside MULTI (w 5)
+					var vals []string
+					if w == 5 {
+						vs, err := cl.MGet(ctx, accts...).Result()
+						if err != nil {
+							continue
 						}
-						return nil
-					})
-					if err != nil {
-						continue
+						for _, v := range vs {
+							s, _ := v.(string)
+							vals = append(vals, s)
+						}
+					} else {
+						var cmds []*redis.StringCmd
+						_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							cmds = cmds[:0]
+							for _, k := range accts {
+								cmds = append(cmds, p.Get(ctx, k))
+							}
+							return nil
+						})
+						if err != nil {
+							continue
+						}
+						for _, c := range cmds {
+							vals = append(vals, c.Val())
+						}
 					}
 					var sum int64
-					for _, c := range cmds {
-						v, _ := strconv.ParseInt(c.Val(), 10, 64)
+					for _, v := range vals {
+						v, _ := strconv.ParseInt(v, 10, 64)
 						sum += v
 					}
 					reads.Add(1)
@@ -239,11 +254,62 @@ func TestCrossShardTransfers(t *testing.T) {
 		sum += v
 	}
 	t.Logf("%d transfers and %d reads committed, %d reads with a wrong total", transfers.Load(), reads.Load(), bad.Load())
+	// The MGETs ran as read-only transactions (one round, package
+	// shard/txn), at n6.
+	at6 := redis.NewClient(&redis.Options{Addr: addrs[5]})
+	defer at6.Close()
+	if info := at6.Info(ctx, "transactions").Val(); !strings.Contains(info, "txn_read_only:") || strings.Contains(info, "txn_read_only:0\r") {
+		t.Errorf("INFO transactions at n6 counts no read-only transaction:\n%s", info)
+	}
 	if sum != total {
 		t.Fatalf("final total %d, want %d", sum, total)
 	}
 	if transfers.Load() == 0 || reads.Load() == 0 {
 		t.Fatalf("no transfers (%d) or reads (%d) committed", transfers.Load(), reads.Load())
+	}
+}
+
+// A computed transaction (RENAME across shards) is answered once its
+// commit decision is logged, before its commits reach the participants:
+// a read sent right after the answer, through another node, to the
+// participant whose commit may still be on its way, must see the rename
+// (the prepared lock refuses it until the commit, and the node retries).
+func TestCrossShardAnswerAtDecision(t *testing.T) {
+	cfg, _, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "r", 1)
+	a, b := ks[0][0], ks[1][0] // a in s0 (n1-n3), b in s1 (n4-n6)
+	at1 := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer at1.Close()
+	at5 := redis.NewClient(&redis.Options{Addr: addrs[4]})
+	defer at5.Close()
+	at2 := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer at2.Close()
+	if err := at1.Set(ctx, a, "v0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	from, to := a, b
+	for i := 0; i < 40; i++ {
+		if err := at1.Rename(ctx, from, to).Err(); err != nil {
+			t.Fatalf("RENAME %s %s: %v", from, to, err)
+		}
+		// Read both, each through a node outside its group.
+		fromReader, toReader := at5, at2
+		if to == a {
+			fromReader, toReader = at2, at5
+		}
+		if v, err := toReader.Get(ctx, to).Result(); err != nil || v != "v0" {
+			t.Fatalf("GET %s right after RENAME %s %s answered: %q %v", to, from, to, v, err)
+		}
+		if n, err := fromReader.Exists(ctx, from).Result(); err != nil || n != 0 {
+			t.Fatalf("EXISTS %s right after RENAME %s %s answered: %d %v", from, from, to, n, err)
+		}
+		from, to = to, from
+	}
+	info := at1.Info(ctx, "transactions").Val()
+	if !strings.Contains(info, "txn_computed:40\r") {
+		t.Fatalf("INFO transactions at n1, want 40 computed:\n%s", info)
 	}
 }
 

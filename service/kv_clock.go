@@ -4,13 +4,31 @@ import "time"
 
 // LeaderClock is a log-based protocol's estimate of its leader's time, for
 // services that read the time (UsesTime; kv_doc.go "Expiry"). Automata read
-// no clock, so the estimate is the latest Env.Time of the requests that
-// reached the node directly (its own runtime stamped them on arrival),
-// advanced by the heartbeat at every tick, and never behind the state's
-// clock (the largest time in the executed log). Timers fire no earlier than
-// asked, so it never runs ahead of the node's own clock. The zero value is
-// ready to use. protocol/paxos/expiry.go and protocol/pbpaxos/expiry.go use
-// it.
+// no clock, so the estimate is built from the times the runtime stamped on
+// requests (Env.Time: the clock of the node the client reached, read on
+// arrival) and from the protocol's ticks:
+//
+//	estimate = max(largest Env.Time of every request that reached the
+//	               leader, directly or forwarded or relayed by another node,
+//	               estimate at the previous tick + one heartbeat,
+//	               the state's clock: the largest time in the executed log)
+//
+// Bound. Let ε be the largest skew between the nodes' clocks. Timers fire
+// no earlier than asked and every Env.Time is some node's clock reading at
+// arrival, so the estimate never runs ahead of the fastest node's clock
+// (at most ε ahead of any node's). And a request the leader stamps is
+// stamped no earlier than its arrival time at the node the client reached,
+// in that node's clock: a client never sees the leader's time behind its
+// own node's, whichever node leads and however late ticks fire under load.
+// Taking forwarded times (the max rule) is what keeps the second half; the
+// earlier rule, which took a forwarded time only while nothing else was
+// known, let a leader that clients reached only through another node fall
+// ~19 s behind under load (its estimate advanced by one nominal heartbeat
+// per late tick; issue 34: Redis's expire unit and XPENDING IDLE). The
+// price is the first half: a node with a fast clock moves deadlines and
+// expiry earlier by up to ε for everyone, the skew assumption protocol's
+// expiry already makes between successive leaders. The zero value is ready
+// to use. protocol/paxos/expiry.go and protocol/pbpaxos/expiry.go use it.
 type LeaderClock struct {
 	now   int64 // ns since the Unix epoch; 0: nothing observed yet
 	ticks int
@@ -26,23 +44,10 @@ func (c *LeaderClock) NextSeq(atLeast uint64) uint64 {
 	return c.seq
 }
 
-// Observe takes the environment of a request that reached this node
-// directly.
+// Observe takes the environment of a request that reached the leader,
+// directly or through another node (the max rule above).
 func (c *LeaderClock) Observe(env Env) {
 	c.now = max(c.now, env.Time)
-}
-
-// ObserveForwarded takes the environment of a request another node
-// forwarded, only while this node has observed no time of its own: a
-// leader that no client reaches directly (every client behind a follower,
-// or a namespace whose clients all use one node) would otherwise never
-// have a time, and refuse every deadline. After that first estimate the
-// leader's own arrivals and heartbeats advance it; the follower's clock
-// enters once, bounded by the skew assumption in the package doc.
-func (c *LeaderClock) ObserveForwarded(env Env) {
-	if c.now == 0 {
-		c.now = env.Time
-	}
 }
 
 // Tick advances the estimate by one heartbeat (once anything was observed)

@@ -44,3 +44,28 @@ func (s *KVState) Clone() State {
 	}
 	return &c
 }
+
+// KeysState returns a new state holding only the given keys' entries
+// (value, type, deadline) and this state's clock: enough to apply the
+// key-local operations (KV.KeyLocal) on those keys and get the results
+// this state would give, without copying the whole map (ESDS answers a
+// key-local operation over a stale tentative state this way, apply.go
+// keyValue). Versions start afresh: WATCH generations and transfer
+// bookkeeping of the copy are not this state's. Like Clone, it gives this
+// state a new token, so neither side changes a shared collection in place.
+func (s *KVState) KeysState(keys []string) State {
+	c := newKVState()
+	c.clock = s.clock
+	s.tok = new(int)
+	for _, k := range keys {
+		e, ok := s.m[k]
+		if !ok {
+			continue
+		}
+		c.m[k] = e
+		if e.exp != 0 {
+			c.setExp(k, e.exp)
+		}
+	}
+	return c
+}

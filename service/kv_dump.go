@@ -9,21 +9,21 @@ import (
 	"github.com/synod-dev/synod/wire"
 )
 
-// DUMP and RESTORE (issue 34) with Synod's own payload:
+// DUMP and RESTORE (issue 34) with Redis's own payload (kv_rdb.go):
 //
 //	dump                         R  bytes | nil
 //	restore ttl payload [replace] [absttl] [idletime s] [freq f]
 //	                             W  OK (BUSYKEY when the key exists without replace)
 //
-// Decision: the payload is not Redis's (an RDB object with its version
-// and CRC64). It is the value's canonical encoding (kvEntry.encode, as in
-// snapshots), then dumpVersion, then the first 8 bytes of the SHA-256 of
-// what precedes. RESTORE checks the version and the checksum, so a payload
-// from Redis (or a damaged one) answers Redis's "DUMP payload version or
-// checksum are wrong" instead of being misread; DUMP/RESTORE between Synod
-// namespaces and clusters round-trips every type. IDLETIME and FREQ are
-// checked and ignored (Synod keeps no LRU or LFU data). A relative TTL needs
-// the operation's time, as EXPIRE does.
+// A payload dumped by redis-server restores on Synod and one dumped by
+// Synod restores on redis-server. RESTORE checks the RDB version (at most
+// 10) and the CRC64 as verifyDumpPayload does ("DUMP payload version or
+// checksum are wrong"), then loads the object ("Bad data format" when it
+// does not). It also accepts the payloads earlier Synod versions dumped
+// (the value's canonical encoding, 0xff 'S', the first 8 bytes of its
+// SHA-256), so a RESTORE logged before this change replays to the same
+// state. IDLETIME and FREQ are checked and ignored (Synod keeps no LRU or
+// LFU data). A relative TTL needs the operation's time, as EXPIRE does.
 
 func init() {
 	addKVOps(map[string]kvOp{
@@ -32,8 +32,8 @@ func init() {
 	})
 }
 
-// dumpVersion follows the encoding in a payload: 0xff 'S' cannot end a
-// Redis payload (its 2-byte RDB version, 10 for Redis 7.0, is little endian).
+// dumpVersion ends the payloads of earlier Synod versions: 0xff 'S'
+// cannot end a Redis payload's version (10 for Redis 7.0, little endian).
 var dumpVersion = []byte{0xff, 'S'}
 
 func (s *KVState) opDump(op Op) Result {
@@ -41,11 +41,7 @@ func (s *KVState) opDump(op Op) Result {
 	if !ok {
 		return Nil()
 	}
-	w := &wire.Encoder{}
-	e.encode(w)
-	b := append(w.B, dumpVersion...)
-	sum := sha256.Sum256(b)
-	return Bytes(append(b, sum[:8]...))
+	return Bytes(redisDump(e))
 }
 
 // restoreOpts are RESTORE's options.
@@ -99,6 +95,10 @@ func checkRestore(op Op) error {
 // undump decodes a payload: ok false for a wrong version or checksum,
 // err for a payload that checks but does not decode.
 func (s *KVState) undump(p []byte) (kvEntry, bool, error) {
+	if checkRedisPayload(p) {
+		e, err := redisUndump(p, s.tok)
+		return e, true, err
+	}
 	n := len(p) - 8 - len(dumpVersion)
 	if n < 1 || !bytes.Equal(p[n:n+len(dumpVersion)], dumpVersion) {
 		return kvEntry{}, false, nil

@@ -32,14 +32,83 @@ import (
 
 func init() {
 	addKVOps(map[string]kvOp{
-		"xgroup":     {min: 2, max: 6, check: checkXGroup, run: (*KVState).opXGroup},
-		"xreadgroup": {min: 7, max: -1, check: checkXReadGroup, keys: xreadgroupKeys, run: (*KVState).opXReadGroup},
+		"xgroup":     {min: 2, max: 7, check: unmarked(checkXGroup), run: reportConsumers((*KVState).opXGroup, 1)},
+		"xreadgroup": {min: 7, max: -1, check: unmarked(checkXReadGroup), keys: func(op Op) []string { op, _ = splitReport(op); return xreadgroupKeys(op) }, run: reportConsumers((*KVState).opXReadGroup, 1)},
 		"xack":       {min: 2, max: -1, run: (*KVState).opXAck},
 		"xpending":   {read: true, min: 2, max: 8, check: timedRead(checkXPending), run: atReadTime((*KVState).opXPending)},
-		"xclaim":     {min: 4, max: -1, run: (*KVState).opXClaim},
-		"xautoclaim": {min: 4, max: 7, check: checkXAutoClaim, run: (*KVState).opXAutoClaim},
+		"xclaim":     {min: 4, max: -1, run: reportConsumers((*KVState).opXClaim, 0)},
+		"xautoclaim": {min: 4, max: 8, check: unmarked(checkXAutoClaim), run: reportConsumers((*KVState).opXAutoClaim, 0)},
 		"xready":     {read: true, min: 2, max: -1, check: checkXReady, keys: func(op Op) []string { return xreadKeys(Op{Args: append([][]byte{nil, nil}, op.Args[1:]...)}) }, run: (*KVState).opXReady},
 	})
+}
+
+// ReportMark, as the last argument of an xreadgroup, xclaim, xautoclaim
+// or xgroup delconsumer operation, asks for its result to say which keys
+// gained or lost the named consumer: [keys, result] instead of result
+// (unless the result is an error, or nil with no key changed). The gateway
+// sends it when keyspace events of class t are on (gateway/notify.go: Redis
+// fires xgroup-createconsumer and xgroup-delconsumer then), so every
+// replica computes the same answer from the same state; operations logged
+// without it are read as before. It cannot be a Redis argument (a NUL
+// byte leads it).
+const ReportMark = "\x00consumers"
+
+// splitReport removes a trailing ReportMark from op's arguments.
+func splitReport(op Op) (Op, bool) {
+	if n := len(op.Args); n > 0 && string(op.Args[n-1]) == ReportMark {
+		op.Args = op.Args[:n-1]
+		return op, true
+	}
+	return op, false
+}
+
+// unmarked is check applied to the operation without its ReportMark.
+func unmarked(check func(Op) error) func(Op) error {
+	return func(op Op) error {
+		op, _ = splitReport(op)
+		return check(op)
+	}
+}
+
+// reportConsumers runs run without the operation's ReportMark and, when
+// it had one, wraps the result with those of the operation's stream keys
+// (all of xreadgroup's) whose group (argument g) gained or lost the
+// consumer (argument g+1).
+func reportConsumers(run func(*KVState, Op) Result, g int) func(*KVState, Op) Result {
+	return func(s *KVState, op Op) Result {
+		op, report := splitReport(op)
+		if !report {
+			return run(s, op)
+		}
+		keys := []string{op.Key}
+		if op.Kind == "xreadgroup" {
+			keys, _, _ = xreadArgs(op.Key, op.Args[5:])
+		}
+		group, name := string(op.Args[g]), string(op.Args[g+1])
+		has := func(k string) bool {
+			e, ok := s.live(k)
+			if !ok || e.typ() != tStream {
+				return false
+			}
+			gr := e.c.st.groups[group]
+			return gr != nil && gr.consumers[name] != nil
+		}
+		before := make([]bool, len(keys))
+		for i, k := range keys {
+			before[i] = has(k)
+		}
+		r := run(s, op)
+		var changed [][]byte
+		for i, k := range keys {
+			if has(k) != before[i] {
+				changed = append(changed, []byte(k))
+			}
+		}
+		if r.Type == ResultErr || (r.Type == ResultNil && changed == nil) {
+			return r
+		}
+		return Array(BytesArray(changed...), r)
+	}
 }
 
 // xready group n key2..keyn id1..idn (Op.Key the first key; group "" for

@@ -313,3 +313,41 @@ func TestKVStreamResultDepth(t *testing.T) {
 		t.Fatalf("weak test: deepest result %d", deepest)
 	}
 }
+
+// TestStreamReportConsumers: with ReportMark, XREADGROUP, XCLAIM,
+// XAUTOCLAIM and XGROUP DELCONSUMER name the keys whose group gained or lost
+// the consumer, and only those; without it their results are as before.
+func TestStreamReportConsumers(t *testing.T) {
+	s := newKVState()
+	const now = 1_000_000
+	kvScript(t, s, now, `
+xadd s 100 4096 1-0 f v => "1-0"
+xadd t 100 4096 1-0 f v => "1-0"
+xgroup s create g 0 => OK
+xgroup t create g $ => OK
+xgroup s createconsumer g Bob => (integer) 1
+`)
+	m := ReportMark
+	for _, c := range []struct {
+		op   Op
+		want string
+	}{
+		// Alice is created on s (served) and not on t (nothing new there).
+		{op("xreadgroup", "s", "0", "g", "Alice", "0", "0", "2", "t", ">", ">", m), `[["s"] ["s" ["1-0" ["f" "v"]]]]`},
+		{op("xreadgroup", "s", "0", "g", "Alice", "0", "0", "2", "t", ">", ">", m), `(nil)`},
+		{op("xreadgroup", "s", "0", "g", "Alice", "0", "0", "1", "0", m), `[[] ["s" ["1-0" ["f" "v"]]]]`},
+		{op("xclaim", "s", "g", "Mike", "0", "1-0", "force", m), `[["s"] ["1-0" ["f" "v"]]]`},
+		{op("xgroup", "s", "delconsumer", "g", "Lee", m), `[[] (integer) 0]`},
+		{op("xautoclaim", "s", "g", "Bob", "0", "0", m), `[[] ["0-0" ["1-0" ["f" "v"]] []]]`},
+		{op("xautoclaim", "s", "g", "Zed", "0", "0", "justid", m), `[["s"] ["0-0" ["1-0"] []]]`},
+		{op("xgroup", "s", "delconsumer", "g", "Bob", m), `[["s"] (integer) 0]`},
+		{op("xgroup", "s", "delconsumer", "g", "Zed", m), `[["s"] (integer) 1]`},
+		{op("xclaim", "s", "nosuch", "Mike", "0", "1-0", m), `(error) NOGROUP No such key 's' or consumer group 'nosuch'`},
+		// Without the mark, the plain result.
+		{op("xclaim", "s", "g", "Ann", "0", "1-0", "force"), `["1-0" ["f" "v"]]`},
+	} {
+		if got := s.ApplyEnv(c.op, Env{Time: now * 1e6}).String(); got != c.want {
+			t.Errorf("%s %v: got %s, want %s", c.op.Kind, c.op.Args, got, c.want)
+		}
+	}
+}

@@ -166,6 +166,16 @@
 // to a protocol alone, as a callee: clients mark their requests nested and
 // send each answered one again, later, to a random node.
 //
+// # Sharded clusters
+//
+// RunShards (shards.go; `synod-lab shardsim`) is a second world in the
+// same style for issue 33: several replica groups of one sharded KV
+// namespace on machines that share a processor, a disk and their fate,
+// a slot map, clients that route by slot and follow MOVED, ASK and
+// TRYAGAIN, and slot migrations by the real shard.Machine, under crashes,
+// power loss, partitions, loss, duplication and slow fsync; ShardScale
+// measures its throughput as shards grow in the CPU model.
+//
 // Conformance scenario: `synod-lab sim --protocol paxos-broken-nestedread
 // --nodes 3 --clients 4 --ops 300 --faults none --keys 2 --nested --seeds
 // 1-2` fails both seeds by check (b) (a copy of a nested read answered by a

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -150,17 +151,36 @@ func (u Unit) Count(st Status) int {
 }
 
 // Skip is one entry of the skip file: a test of a unit that may fail on
-// Synod, and why.
+// Synod with the named protocols (nil: every protocol), and why.
 type Skip struct {
+	Protocols          []string
 	Unit, Test, Reason string
 }
 
+// Applies says whether the entry holds for protocol proto.
+func (s Skip) Applies(proto string) bool {
+	return s.Protocols == nil || slices.Contains(s.Protocols, proto)
+}
+
+// SkipsFor is the entries of skips that hold for protocol proto.
+func SkipsFor(skips []Skip, proto string) []Skip {
+	var out []Skip
+	for _, s := range skips {
+		if s.Applies(proto) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // ParseSkips reads the skip file: one entry per line,
-// "unit | test name | reason", blank lines and lines starting with # ignored.
-// Every entry must give a reason; a test named twice is an error.
+// "protocols | unit | test name | reason", where protocols is * (every
+// protocol) or a comma-separated list (paxos,pbpaxos); blank lines and lines
+// starting with # ignored. Every entry must give a reason; a test named
+// twice for one protocol is an error.
 func ParseSkips(r io.Reader) ([]Skip, error) {
 	var out []Skip
-	seen := map[[2]string]bool{}
+	seen := map[[3]string]bool{}
 	sc := bufio.NewScanner(r)
 	n := 0
 	for sc.Scan() {
@@ -169,22 +189,46 @@ func ParseSkips(r io.Reader) ([]Skip, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f := strings.SplitN(line, " | ", 3)
-		if len(f) != 3 || strings.TrimSpace(f[0]) == "" || strings.TrimSpace(f[1]) == "" {
-			return nil, fmt.Errorf("skip file line %d: want \"unit | test name | reason\", got %q", n, line)
+		f := strings.SplitN(line, " | ", 4)
+		if len(f) != 4 || strings.TrimSpace(f[0]) == "" || strings.TrimSpace(f[1]) == "" || strings.TrimSpace(f[2]) == "" {
+			return nil, fmt.Errorf("skip file line %d: want \"protocols | unit | test name | reason\", got %q", n, line)
 		}
-		s := Skip{Unit: strings.TrimSpace(f[0]), Test: strings.TrimSpace(f[1]), Reason: strings.TrimSpace(f[2])}
+		s := Skip{Unit: strings.TrimSpace(f[1]), Test: strings.TrimSpace(f[2]), Reason: strings.TrimSpace(f[3])}
+		protos := []string{"*"}
+		if p := strings.TrimSpace(f[0]); p != "*" {
+			protos = nil
+			for _, x := range strings.Split(p, ",") {
+				x = strings.TrimSpace(x)
+				if x == "" || x == "*" {
+					return nil, fmt.Errorf("skip file line %d: protocols %q: want * or a list like paxos,pbpaxos", n, p)
+				}
+				protos = append(protos, x)
+			}
+			s.Protocols = protos
+		}
 		if len(s.Reason) < 10 {
 			return nil, fmt.Errorf("skip file line %d: %s / %s: the reason %q says too little", n, s.Unit, s.Test, s.Reason)
 		}
-		k := [2]string{s.Unit, s.Test}
-		if seen[k] {
-			return nil, fmt.Errorf("skip file line %d: %s / %s is listed twice", n, s.Unit, s.Test)
+		for _, p := range protos {
+			k := [3]string{p, s.Unit, s.Test}
+			if seen[k] || seen[[3]string{"*", s.Unit, s.Test}] || (p == "*" && seenAny(seen, s.Unit, s.Test)) {
+				return nil, fmt.Errorf("skip file line %d: %s / %s is listed twice for protocol %s", n, s.Unit, s.Test, p)
+			}
+			seen[k] = true
 		}
-		seen[k] = true
 		out = append(out, s)
 	}
 	return out, sc.Err()
+}
+
+// seenAny says whether some protocol's entry names unit's test.
+func seenAny(seen map[[3]string]bool, unit, test string) bool {
+	for k := range seen {
+		if k[1] == unit && k[2] == test {
+			return true
+		}
+	}
+	return false
 }
 
 // Row is one unit's line of the ledger.
@@ -213,7 +257,7 @@ type Row struct {
 }
 
 // Compare compares one unit's Synod run with its control run, given the skip
-// file's entries for that unit.
+// file's entries for the run's protocol (SkipsFor).
 func Compare(control, synod Unit, skips []Skip) Row {
 	r := Row{Unit: control.Name, Abort: synod.Abort}
 	got := map[string]Test{}

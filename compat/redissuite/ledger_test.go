@@ -1,6 +1,7 @@
 package redissuite
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -70,15 +71,16 @@ func TestParse(t *testing.T) {
 // test passes, or that names no test, is reported stale.
 func TestCompare(t *testing.T) {
 	skips, err := ParseSkips(strings.NewReader(`# comment
-type/incr | Skipped on Synod | Synod refuses it by design, for testing
-type/incr | INCR against non existing key | listed though it passes on Synod
-type/incr | No such test | a typo in the skip file, to be reported
-other/unit | Repeated | another unit's entry, not this one's
+* | type/incr | Skipped on Synod | Synod refuses it by design, for testing
+paxos,pbpaxos | type/incr | INCR against non existing key | listed though it passes on Synod
+paxos | type/incr | No such test | a typo in the skip file, to be reported
+* | other/unit | Repeated | another unit's entry, not this one's
+pb | type/incr | Repeated#2 | a race seen on pb only, so not paxos's
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Compare(parse(t, controlOut), parse(t, synodOut), skips)
+	r := Compare(parse(t, controlOut), parse(t, synodOut), SkipsFor(skips, "paxos"))
 	if r.Control != 6 || r.Passed != 3 || r.Skipped != 1 || r.Failed != 2 || r.NotRun != 1 {
 		t.Errorf("row %+v", r)
 	}
@@ -88,6 +90,11 @@ other/unit | Repeated | another unit's entry, not this one's
 	}
 	if len(r.StaleSkips) != 2 || !strings.Contains(r.StaleSkips[0], "INCR against non existing key") || !strings.Contains(r.StaleSkips[1], "No such test") {
 		t.Errorf("stale skips: %v", r.StaleSkips)
+	}
+	// On pb its own entry skips Repeated#2's failure, and the entries of
+	// other protocols neither skip nor count as stale.
+	if pb := Compare(parse(t, controlOut), parse(t, synodOut), SkipsFor(skips, "pb")); len(pb.StaleSkips) != 0 || pb.Skipped != 2 || pb.Failed != 1 || pb.Passed != 3 {
+		t.Errorf("pb row %+v", pb)
 	}
 	// The broken variant: a Synod run that passes everything has no
 	// regressions, and one whose only difference is one failing test has
@@ -103,14 +110,23 @@ other/unit | Repeated | another unit's entry, not this one's
 
 func TestParseSkipsRejects(t *testing.T) {
 	for _, in := range []string{
-		"type/incr | no reason",
-		"type/incr | t | short",
-		"type/incr | t | a reason long enough\ntype/incr | t | the same test again",
-		" | t | a reason long enough",
+		"* | type/incr | no reason",
+		"* | type/incr | t | short",
+		"* | type/incr | t | a reason long enough\n* | type/incr | t | the same test again",
+		"paxos | type/incr | t | a reason long enough\n* | type/incr | t | the same test again",
+		"* | type/incr | t | a reason long enough\npb,paxos | type/incr | t | the same test again",
+		"pb,paxos | type/incr | t | a reason long enough\npaxos | type/incr | t | the same test again",
+		"pb, | type/incr | t | a reason long enough",
+		"* |  | t | a reason long enough",
+		"type/incr | t | the old form without protocols",
 	} {
 		if _, err := ParseSkips(strings.NewReader(in)); err == nil {
 			t.Errorf("%q accepted", in)
 		}
+	}
+	// One test skipped for two protocols in two entries is fine.
+	if _, err := ParseSkips(strings.NewReader("pb | type/incr | t | a reason long enough\npaxos | type/incr | t | another reason, paxos's")); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -152,5 +168,22 @@ func TestMergeLedger(t *testing.T) {
 	again := MergeLedger(Begin+"\n"+got+End+"\n", "intro\n\n", []Run{{Protocol: "paxos", Rows: []Row{{Unit: "a", Control: 1, Passed: 1}, {Unit: "b", Control: 1, Passed: 1}}, Note: "Measured all."}})
 	if !strings.Contains(again, "| **all** | **2** | **2** |") || strings.Contains(again, "Measured first.") || !strings.Contains(again, "Measured pb.") {
 		t.Errorf("full rerun:\n%s", again)
+	}
+}
+
+// TestSkipFile: the repository's skip file parses (every entry with its
+// protocols and a reason).
+func TestSkipFile(t *testing.T) {
+	f, err := os.Open("skip.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	skips, err := ParseSkips(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skips) == 0 {
+		t.Fatal("no entries")
 	}
 }

@@ -1,6 +1,7 @@
 package esds
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/synod-dev/synod/service"
@@ -93,9 +94,7 @@ func (a *ESDS) doIt(o *op) {
 	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt && !a.recompute {
 		a.tentApply(o)
 	} else if !a.staleAppend(o) {
-		if a.tent != nil {
-			a.notePending(o, false) // the stale state lacks o
-		}
+		a.notePending(o, false) // the stale state lacks o (or there is none yet)
 		a.tentValid = false
 		a.lowerTent(o.label)
 	}
@@ -143,6 +142,9 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 			}
 		}
 	}
+	if !o.tvalOK && a.keyValue(o) {
+		return o.tval, true
+	}
 	if !o.tvalOK || a.unopt || a.recompute {
 		if !o.tvalOK {
 			a.lowerTent(o.label)
@@ -151,6 +153,69 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 	}
 	return o.tval, o.tvalOK
 }
+
+// keyValue computes val_r(o) for a key-local operation o over its keys
+// alone, without rebuilding the tentative state, when every operation
+// done here and not yet stable that is not a read is key-local: those
+// naming o's keys (byKey), in label order up to o, applied to a copy of
+// the stable state's entries for those keys (service.KVState.KeysState).
+// A key-local operation depends on and changes its keys only, so on those
+// keys that is the state the rebuild computes under o's label, and o's
+// value is the same. The condition: no operation that is not key-local
+// was done or placed since the last rebuild without being applied to the
+// tentative state (pendNonLocal; set at a restart, whose restored
+// operations were never noted), nor applied to it above the stable state
+// (touchAll). An operation moved by a relabelling (notePending's wasDone)
+// does not stop it: byKey holds it under its new label. The seed defines val_r(x) over the
+// label order and is silent on how it is computed (the ESDS thesis Fig.
+// 4.5's memo covers the stable state only). Issue 28: at 64 clients, half
+// gets, the GETs of keys that gossip had written under a later local
+// write rebuilt the state, replaying thousands of operations (a fifth of
+// a replica's CPU). It reports whether it did.
+func (a *ESDS) keyValue(o *op) bool {
+	ks, ok := a.keyed()
+	if !ok || !keyValues || a.pendNonLocal || o.applied || !o.label.Set || !ks.KeyLocal(o.sop) {
+		return false
+	}
+	if a.touchAll.Set && (!a.stableMax.Set || a.stableMax.Less(a.touchAll)) {
+		return false
+	}
+	sub, ok := a.stable.(interface {
+		KeysState(keys []string) service.State
+	})
+	if !ok {
+		return false
+	}
+	locks := ks.Locks(o.sop)
+	keys := make([]string, len(locks))
+	var ops []*op
+	for i, l := range locks {
+		keys[i] = l.Key
+		for _, q := range a.byKey[l.Key] {
+			if q != o && q.label.Less(o.label) && !slices.Contains(ops, q) {
+				ops = append(ops, q)
+			}
+		}
+	}
+	slices.SortFunc(ops, func(x, y *op) int {
+		if x.label.Less(y.label) {
+			return -1
+		}
+		return 1
+	})
+	st := sub.KeysState(keys)
+	for _, q := range ops {
+		st.Apply(q.sop)
+	}
+	o.tval = st.Apply(o.sop)
+	o.tvalOK = true
+	a.keyAnswers++
+	return true
+}
+
+// keyValues is a variable for the test that compares runs with and
+// without answers over keys alone (keyValue).
+var keyValues = true
 
 // recomputeTent rebuilds the tentative state: the stable state (σ0 in the
 // unoptimised variant, which recomputes every value from scratch as ESDSImpl
@@ -210,7 +275,7 @@ func (a *ESDS) recomputeTent() {
 	a.tentValid = true
 	a.tentLow = Label{}
 	clear(a.pendKeys)
-	a.pendAll = false
+	a.pendAll, a.pendNonLocal = false, false
 }
 
 // notePending records, when the tentative state becomes stale because o
@@ -218,7 +283,11 @@ func (a *ESDS) recomputeTent() {
 // now hold wrongly: o's, when o is key-local; all of them otherwise.
 func (a *ESDS) notePending(o *op, wasDone bool) {
 	ks, ok := a.keyed()
-	if !ok || wasDone || !ks.KeyLocal(o.sop) {
+	if !ok || !ks.KeyLocal(o.sop) {
+		a.pendAll, a.pendNonLocal = true, true
+		return
+	}
+	if wasDone {
 		a.pendAll = true
 		return
 	}
@@ -407,6 +476,12 @@ func (a *ESDS) noteTouch(o *op) {
 		return
 	}
 	o.touched = true
+	if a.svc.IsRead(o.sop) {
+		// A read leaves the state unchanged (labelChanged): an operation
+		// placed under it changes no state after it, only the read's own
+		// value, which keeps the one computed in the order of its time.
+		return
+	}
 	if !ks.KeyLocal(o.sop) {
 		if !a.touchAll.Set || a.touchAll.Less(o.label) {
 			a.touchAll = o.label
@@ -480,6 +555,7 @@ func (a *ESDS) applyStable(o *op) {
 	o.svalOK = true
 	o.applied = true
 	o.inDNA = false
+	a.keyUnindex(o)
 	a.appliedLive = append(a.appliedLive, o)
 	a.stableMax = o.label
 	if a.recording {

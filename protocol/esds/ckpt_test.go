@@ -70,6 +70,7 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 		n.finalStale += a.ckptFinalStale
 		n.free += a.freeAnswers
 		n.replayed += a.replayed
+		n.keyed += a.keyAnswers
 	}
 	return out, n
 }
@@ -77,8 +78,9 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 // ckptCounts: rebuilds started from a checkpoint, from one at the final
 // frontier, and frontier checkpoints a placed label landed under.
 // free: answers given without the tentative state (service.StateFree);
-// replayed: operations applied by rebuilds.
-type ckptCounts struct{ used, finalUsed, finalStale, commuted, stale, free, replayed int }
+// replayed: operations applied by rebuilds; keyed: answers over keys
+// alone (apply.go keyValue).
+type ckptCounts struct{ used, finalUsed, finalStale, commuted, stale, free, replayed, keyed int }
 
 // ckptKeys is the number of keys ckptRun's load uses (at least 4).
 var ckptKeys = 4
@@ -131,6 +133,30 @@ func TestStateFreeAnswersChangeNoValue(t *testing.T) {
 	t.Logf("%d answers, %d state-free; operations replayed by rebuilds %d -> %d", len(with), n.free, none.replayed, n.replayed)
 }
 
+// TestKeyValuesChangeNoValue: computing a key-local operation's value over
+// its keys alone when the tentative state is stale (apply.go keyValue)
+// answers every operation exactly as rebuilding does (32 keys, deletes
+// among the operations: those are not key-local and must stop it), and
+// saves replays.
+func TestKeyValuesChangeNoValue(t *testing.T) {
+	defer func(v bool, k int) { keyValues, ckptKeys = v, k }(keyValues, ckptKeys)
+	for _, keys := range []int{4, 32} { // key-local operations only; and deletes
+		ckptKeys = keys
+		keyValues = false
+		without, none := ckptRun(t, 2, 2, true)
+		if none.keyed != 0 {
+			t.Fatalf("answers over keys alone off, yet %d given", none.keyed)
+		}
+		keyValues = true
+		with, n := ckptRun(t, 2, 2, true)
+		if keys == 4 && (n.keyed == 0 || n.replayed >= none.replayed) {
+			t.Fatalf("%d answers over keys alone, replays %d -> %d: the test exercises nothing", n.keyed, none.replayed, n.replayed)
+		}
+		sameAnswers(t, "with answers over keys alone", with, without)
+		t.Logf("%d keys: %d answers, %d over keys alone; operations replayed by rebuilds %d -> %d", keys, len(with), n.keyed, none.replayed, n.replayed)
+	}
+}
+
 // sameAnswers reports the operations answered differently in two runs.
 func sameAnswers(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
@@ -151,6 +177,8 @@ func sameAnswers(t *testing.T, what string, got, want map[string]string) {
 // checkpoint (apply.go) answers every operation exactly as rebuilding it
 // from the stable state does, in a run where many rebuilds use one.
 func TestCheckpointsChangeNoValue(t *testing.T) {
+	defer func(v bool) { keyValues = v }(keyValues)
+	keyValues = false // else the rebuilds are few (keyValue)
 	with, used := ckptRun(t, 2, 2, false)
 	without, none := ckptRun(t, 1<<30, 1<<30, false)
 	if none.used != 0 {
@@ -167,6 +195,8 @@ func TestCheckpointsChangeNoValue(t *testing.T) {
 // are used, no placed label ever lands under one (its argument holds on a
 // lossy, reordering network), and they change no answer.
 func TestFrontierCheckpoints(t *testing.T) {
+	defer func(v bool) { keyValues = v }(keyValues)
+	keyValues = false // else the rebuilds are few (keyValue)
 	without, _ := ckptRun(t, 1<<30, 1<<30, false)
 	for _, tail := range []int{1 << 30, 2} { // frontier checkpoints only; with tail ones
 		with, n := ckptRun(t, tail, 2, true)

@@ -260,8 +260,12 @@ type ESDS struct {
 	// pendKeys, pendAll: the keys a stale tentative state may hold
 	// wrongly, or all of them (apply.go notePending, staleAppend);
 	// staleApplied: operations applied to a stale state (tests).
-	pendKeys     map[string]bool
-	pendAll      bool
+	pendKeys map[string]bool
+	pendAll  bool
+	// pendNonLocal: an operation that is not key-local was done or
+	// placed since the last rebuild and not applied to the tentative
+	// state (apply.go keyValue).
+	pendNonLocal bool
 	staleApplied int
 	// ckptFinalUsed: those started from a checkpoint at the final
 	// frontier; ckptFinalStale: such checkpoints a placed label landed
@@ -272,8 +276,9 @@ type ESDS struct {
 	// longest blocking work); merged: gossip entries merged.
 	replayed, maxReplay, merged int
 	// freeAnswers: answers given without the tentative state
-	// (service.StateFree, apply.go value).
-	freeAnswers int
+	// (service.StateFree, apply.go value); keyAnswers: those computed
+	// over their keys alone (apply.go keyValue).
+	freeAnswers, keyAnswers int
 	// heard[i]: the highest label of origin i (a label (c, i)) received
 	// in gossip since the start; the final frontier (apply.go) is their
 	// minimum over the other members.
@@ -282,6 +287,7 @@ type ESDS struct {
 	// Indexes (index.go).
 	dna         []*op
 	dnaNew      []*op
+	byKey       map[string][]*op
 	maxSolid    Label
 	appliedLive []*op
 
@@ -346,6 +352,7 @@ type op struct {
 	inWait  bool // in a.waiting
 	inDNA   bool // in a.dna (index.go)
 	touched bool // its keys are in a.touch (apply.go noteTouch)
+	inKeys  bool // in a.byKey (index.go keyIndex)
 	// What newInfo last queued for gossip (flags without flagAll, label).
 	qFlags byte
 	qLabel Label
@@ -446,12 +453,16 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.ckpts, a.tentLow = nil, Label{}
 	a.touch, a.touchAll = nil, Label{}
 	a.tent, a.pendKeys, a.pendAll = nil, nil, false
+	a.byKey, a.pendNonLocal = nil, false
 	a.heard = make([]Label, len(a.cfg.Nodes))
 	a.removed = a.removedParam
 	a.counter = 0
 	if err := a.restore(s.Records); err != nil {
 		panic(fmt.Sprintf("esds %s: corrupt persisted state: %v", a.cfg.Self, err))
 	}
+	// The restored operations were never noted (notePending): keyValue
+	// waits for the first rebuild.
+	a.pendNonLocal = len(a.dna)+len(a.dnaNew) > 0
 	a.inc = a.cfg.Rand.Uint64() | 1
 	a.peers = make([]peer, len(a.cfg.Nodes))
 	for i := range a.peers {

@@ -233,9 +233,7 @@ func (a *ESDS) labelChanged(o *op, wasDone bool) {
 		return // commutes with every operation after it (apply.go)
 	}
 	if !a.tentValid || !a.tentMax.Less(o.label) || wasDone {
-		if a.tentValid || a.tent != nil {
-			a.notePending(o, wasDone)
-		}
+		a.notePending(o, wasDone)
 		a.tentValid = false
 		a.lowerTent(o.label)
 		return

@@ -19,6 +19,8 @@ import (
 //     stable here, instead of being searched for on every step.
 //   - appliedLive: the applied operations not yet garbage-collected, the only
 //     candidates for collection.
+//   - byKey: per key, the done, non-applied key-local writes naming it
+//     (apply.go keyValue), in no order.
 
 // dnaPos is the position of the first operation of dna whose label is not
 // below l.
@@ -34,6 +36,7 @@ func (a *ESDS) dnaInsert(o *op) {
 		return
 	}
 	o.inDNA = true
+	a.keyIndex(o)
 	if n := len(a.dna); len(a.dnaNew) == 0 && (n == 0 || a.dna[n-1].label.Less(o.label)) {
 		a.dna = append(a.dna, o)
 		return
@@ -108,4 +111,49 @@ func (a *ESDS) copyStable() service.State {
 		panic("esds: restoring the stable state: " + err.Error())
 	}
 	return s
+}
+
+// keyIndex adds o, done and not applied, to byKey when it is a key-local
+// write of a keyed service (apply.go keyed); it stays there across
+// relabellings until applied (keyUnindex).
+func (a *ESDS) keyIndex(o *op) {
+	if o.inKeys {
+		return
+	}
+	ks, ok := a.keyed()
+	if !ok || !ks.KeyLocal(o.sop) || a.svc.IsRead(o.sop) {
+		return
+	}
+	o.inKeys = true
+	if a.byKey == nil {
+		a.byKey = map[string][]*op{}
+	}
+	for _, l := range ks.Locks(o.sop) {
+		a.byKey[l.Key] = append(a.byKey[l.Key], o)
+	}
+}
+
+// keyUnindex takes o, now applied, out of byKey.
+func (a *ESDS) keyUnindex(o *op) {
+	if !o.inKeys {
+		return
+	}
+	o.inKeys = false
+	ks, _ := a.keyed()
+	for _, l := range ks.Locks(o.sop) {
+		q := a.byKey[l.Key]
+		for i := range q {
+			if q[i] == o {
+				q[i] = q[len(q)-1]
+				q[len(q)-1] = nil
+				q = q[:len(q)-1]
+				break
+			}
+		}
+		if len(q) == 0 {
+			delete(a.byKey, l.Key)
+		} else {
+			a.byKey[l.Key] = q
+		}
+	}
 }

@@ -97,3 +97,60 @@ func BenchmarkStableRecord(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetsAmongPuts drives 3 replicas with 300 operations each per
+// gossip interval over 10,000 keys, half gets and half plain SETs
+// (mixed), or 30 intervals of SETs then 30 of gets (phases: the get cell
+// of a benchmark after its put cell), and reports per operation the
+// operations rebuilds of the tentative state replay (replay/op), the
+// answers computed over their keys alone (keyed/op, apply.go keyValue),
+// and the largest rebuild (maxreplay). keyed=false turns keyValue off.
+//
+//	go test ./protocol/esds -run '^$' -bench GetsAmongPuts -benchtime 1x
+func BenchmarkGetsAmongPuts(b *testing.B) {
+	defer func(v bool) { keyValues = v }(keyValues)
+	for _, phases := range []bool{false, true} {
+		for _, keyed := range []bool{false, true} {
+			b.Run(fmt.Sprintf("phases=%v/keyed=%v", phases, keyed), func(b *testing.B) {
+				keyValues = keyed
+				for range b.N {
+					getsAmongPuts(b, phases)
+				}
+			})
+		}
+	}
+}
+
+func getsAmongPuts(b *testing.B, phases bool) {
+	c := &cluster{rng: rand.New(rand.NewSource(1))}
+	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
+		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
+	n := 0
+	for t := range 60 {
+		for _, id := range c.IDs() {
+			for range 300 {
+				k := fmt.Sprint("k", c.rng.Intn(10000))
+				o := service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("v")}}
+				if get := c.rng.Intn(2) == 0; (phases && t >= 30) || (!phases && get) {
+					o = service.Op{Kind: "get", Key: k}
+				}
+				c.Request(id, o, opts(fmt.Sprint("p", n), false))
+				n++
+			}
+		}
+		for _, id := range c.IDs() {
+			c.FireTimer(id, timerGossip)
+		}
+		c.DeliverAll()
+	}
+	var replayed, maxReplay, keyed int
+	for _, id := range c.IDs() {
+		a := c.esds(id)
+		replayed += a.replayed
+		keyed += a.keyAnswers
+		maxReplay = max(maxReplay, a.maxReplay)
+	}
+	b.ReportMetric(float64(replayed)/float64(n), "replay/op")
+	b.ReportMetric(float64(keyed)/float64(n), "keyed/op")
+	b.ReportMetric(float64(maxReplay), "maxreplay")
+}

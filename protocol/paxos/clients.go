@@ -170,7 +170,7 @@ func (a *Paxos) onForward(from int, m *message) {
 		a.send(from, &message{Kind: kindForwardReply, Req: m.Req, Result: a.notMemberError()})
 		return
 	}
-	a.exp.clock.ObserveForwarded(m.Req.Env) // a leader no client reaches directly (expiry.go)
+	a.observeTime(m.Req.Env) // the forwarder's arrival time (service.LeaderClock)
 	p := a.pending[m.Req.ID]
 	if p == nil {
 		if !a.isRead(m.Req) {

@@ -12,11 +12,17 @@ import (
 // what expired. The seeds are silent on time; the decisions:
 //
 //   - Whose clock. The leader's estimate (service.LeaderClock): the latest
-//     Env.Time of the requests that reached it directly, advanced by one
-//     heartbeat at every tick, never behind the state's clock. A
-//     follower's time never enters the log (forwarded requests carry no
-//     Env for a deterministic service), so a follower with a fast clock
-//     cannot expire keys early.
+//     Env.Time of the requests that reached it, directly or forwarded by
+//     a follower (the follower's clock read on arrival), advanced by one
+//     heartbeat at every tick, never behind the state's clock. So a
+//     request is stamped no earlier than its arrival at the node the
+//     client reached, whichever node leads (a new leader no client talks
+//     to directly included), and no later than the fastest node's clock:
+//     a follower whose clock is ε fast moves deadlines by up to ε, the
+//     skew assumption below. (Before issue 34, a follower's time entered
+//     only while the leader had none, and a leader reached only through
+//     followers fell ~19 s behind under load on pbpaxos, which shares
+//     this clock.)
 //   - Reads at the leader (quorum and lease reads) evaluate expiry at the
 //     same estimate; a follower's local read at its own arrival time.
 //   - Active expiry. Every expiry_period (rounded up to heartbeats) the
@@ -51,7 +57,8 @@ const expiryClient uint64 = 0xe791_5e00_0ac7_1fe0
 // expiryBatch bounds the keys one active expiry operation removes.
 const expiryBatch = 512
 
-// observeTime takes the time of a request that reached this node directly.
+// observeTime takes the time of a request that reached this node, directly
+// or from another node (service.LeaderClock's max rule).
 func (a *Paxos) observeTime(env service.Env) { a.exp.clock.Observe(env) }
 
 // logEnv is the environment the leader logs beside req's command: the

@@ -3,6 +3,7 @@ package paxos
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -66,10 +67,13 @@ func (c *skewedKV) agree(what string) {
 	c.t.Fatalf("%s: %s's state differs from n1's", what, differ)
 }
 
-// The leader's clock decides deadlines and expiry, whatever the clocks of
-// the nodes the clients reached: every replica agrees, a follower with a
-// fast clock expires nothing early, active expiry removes the key on every
-// replica, and a new leader with a slow clock does not move time back.
+// The leader's estimate decides deadlines and expiry: every replica agrees;
+// a request forwarded by a follower whose clock is ahead (or a leader whose
+// estimate lags: ticks late under load) is stamped no earlier than its
+// arrival at that follower (service.LeaderClock's max rule), so a TTL read
+// there never exceeds what was asked; active expiry removes the key on
+// every replica; and a new leader with a slow clock does not move time
+// back.
 func TestExpiryUnderClockSkew(t *testing.T) {
 	c := newSkewedKV(t)
 	c.elect("n1")
@@ -78,15 +82,23 @@ func TestExpiryUnderClockSkew(t *testing.T) {
 		t.Fatalf("set px: %v", r)
 	}
 	c.agree("after set px")
-	want := c.base + 1000 // the leader's time, not n2's (10 s ahead)
+	want := c.base + 10_000 + 1000 // n2's arrival time (10 s ahead of n1's), not the leader's older one
 	for _, id := range c.IDs() {
 		if r := c.kv(id).Apply(service.Op{Kind: "pexpiretime", Key: "k"}); r.Int != want {
-			t.Fatalf("%s: deadline %d, want %d (the leader's clock + 1000)", id, r.Int, want)
+			t.Fatalf("%s: deadline %d, want %d (n2's clock + 1000)", id, r.Int-c.base, want-c.base)
 		}
 	}
-	// n2's clock is already past the deadline; its read goes to the leader.
+	// An absolute deadline half a second after n2's clock: the TTL read
+	// through n2 is at most what was asked (it was 10.5 s when the leader
+	// took a forwarded time only while it had none).
+	c.run("n2", "set", "abs", "v")
+	c.run("n2", "pexpireat", "abs", strconv.FormatInt(c.base+10_000+500, 10))
+	if r := c.run("n2", "pttl", "abs"); r.Int <= 0 || r.Int > 500 {
+		t.Fatalf("PTTL through n2 after PEXPIREAT n2's clock + 500 ms: %v", r)
+	}
+	c.run("n2", "del", "abs")
 	if r := c.run("n2", "get", "k"); !r.Equal(service.Bytes([]byte("v"))) {
-		t.Fatalf("a read reaching the fast node saw the key expired early: %v", r)
+		t.Fatalf("a read reaching n2 saw the key expired early: %v", r)
 	}
 	// Time passes at the leader only by its ticks (50 ms each): after about
 	// a second of ticks active expiry removes k everywhere.

@@ -189,7 +189,7 @@ func (a *PBPaxos) onForward(from automaton.NodeID, m *message) {
 	if a.role != leader {
 		return // the forwarder tries the leader it hears of next
 	}
-	a.exp.clock.ObserveForwarded(m.Req.Env) // a leader no client reaches directly (expiry.go)
+	a.observeTime(m.Req.Env) // the forwarder's arrival time (service.LeaderClock)
 	p := a.pending[m.Req.ID]
 	if p == nil {
 		p = &pend{req: m.Req, state: pWaiting}

@@ -32,7 +32,11 @@
 //
 //   - delta (default): the service's changes since the previous instance
 //     (service.DeltaState) plus the requests with their results (for the
-//     duplicate table). A service without deltas gets full.
+//     duplicate table). A service without deltas gets full. Per instance,
+//     when that update outweighs the instance's commands, the commands
+//     alone are shipped and replayed, as with replay (replay.go: a
+//     decision the seed leaves open; a delta holds each changed key's
+//     whole value, so a push onto a long list shipped the list).
 //   - full: the whole replicated state (service snapshot and duplicate
 //     table) in every instance: the seed's literal <req, state>.
 //   - replay: the requests with the environment the leader observed
@@ -158,7 +162,9 @@
 // pbpaxos-broken-noconfirm answers X-Paxos reads without confirms (caught
 // by reads-confirmed, and with invariants off by linearizability after
 // pauses). pbpaxos-broken-earlyserve serves before its accept phase
-// completes (caught by serve-after-takeover).
+// completes (caught by serve-after-takeover). pbpaxos-broken-replayorder's
+// backups execute a replayed instance's commands in an order they draw
+// (caught by the simulator's state comparison, replay.go).
 //
 // # Parameters
 //

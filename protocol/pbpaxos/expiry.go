@@ -13,7 +13,9 @@ import (
 // beside each request, as a nondeterministic service's environment is.
 // The rest, the seed being silent on time, is decided as for Multi-Paxos
 // (protocol/paxos/expiry.go): the leader's service.LeaderClock estimate
-// stamps what it executes (on its tentative state) and the reads it
+// (the max of every arrival time reaching it, directly, forwarded or in a
+// relayed X-Paxos read, and its ticks; the bound is written there) stamps
+// what it executes (on its tentative state) and the reads it
 // serves; active expiry proposes service.ActiveExpire every expiry_period
 // under a reserved client id; the same clock assumption.
 type expiry struct {
@@ -27,7 +29,8 @@ const expiryClient uint64 = 0xe791_5e00_0ac7_1fe1
 // expiryBatch bounds the keys one active expiry operation removes.
 const expiryBatch = 512
 
-// observeTime takes the time of a request that reached this node directly.
+// observeTime takes the time of a request that reached this node, directly
+// or from another node (service.LeaderClock's max rule).
 func (a *PBPaxos) observeTime(env service.Env) { a.exp.clock.Observe(env) }
 
 // execState is the state the leader executes on: its tentative state when

@@ -1,6 +1,7 @@
 package pbpaxos
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -50,7 +51,8 @@ func agree(t *testing.T, c *harness.Cluster, what string) {
 	}
 }
 
-// The leader's clock decides deadlines and expiry whatever node the client
+// The leader's estimate (the max of the arrival times reaching it,
+// service.LeaderClock) decides deadlines and expiry whatever node the client
 // reached, replicas agree (installing deltas or replaying with the logged
 // time), and active expiry removes the key on every replica.
 func TestExpiryUnderClockSkew(t *testing.T) {
@@ -63,12 +65,22 @@ func TestExpiryUnderClockSkew(t *testing.T) {
 			}
 			agree(t, c, "after set px")
 			for _, id := range c.IDs() {
-				if r := kvOf(c, id).Apply(service.Op{Kind: "pexpiretime", Key: "k"}); r.Int != baseMs+1000 {
-					t.Fatalf("%s: deadline %d, want the leader's clock + 1000", id, r.Int-baseMs)
+				if r := kvOf(c, id).Apply(service.Op{Kind: "pexpiretime", Key: "k"}); r.Int != baseMs+10_000+1000 {
+					t.Fatalf("%s: deadline %d, want n2's arrival time (10 s ahead of n1's) + 1000", id, r.Int-baseMs)
 				}
 			}
+			// An absolute deadline half a second after n2's clock: the
+			// TTL read through n2 (an X-Paxos read relayed to the
+			// leader) is at most what was asked; it was 10.5 s when the
+			// leader took a forwarded time only while it had none.
+			runAt(t, c, "n2", "set", "abs", "v")
+			runAt(t, c, "n2", "pexpireat", "abs", strconv.FormatInt(baseMs+10_000+500, 10))
+			if r := runAt(t, c, "n2", "pttl", "abs"); r.Int <= 0 || r.Int > 500 {
+				t.Fatalf("PTTL through n2 after PEXPIREAT n2's clock + 500 ms: %v", r)
+			}
+			runAt(t, c, "n2", "del", "abs")
 			if r := runAt(t, c, "n2", "get", "k"); !r.Equal(service.Bytes([]byte("v"))) {
-				t.Fatalf("a read at the fast node saw the key expired early: %v", r)
+				t.Fatalf("a read at n2 saw the key expired early: %v", r)
 			}
 			for i := 0; i < 30 && kvOf(c, "n1").Len() > 1; i++ {
 				c.FireTimer("n1", tmTick)

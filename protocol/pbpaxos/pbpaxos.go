@@ -19,6 +19,7 @@ const Name = "pbpaxos"
 const (
 	BrokenNoConfirm = Name + "-broken-noconfirm"
 	BrokenEarly     = Name + "-broken-earlyserve"
+	BrokenReplay    = Name + "-broken-replayorder"
 )
 
 func init() {
@@ -28,6 +29,8 @@ func init() {
 		"the leader answers X-Paxos reads as soon as it executed them, without a majority of confirms: a deposed leader answers stale reads; the invariant reads-confirmed catches it, and the linearizability checker under partitions")})
 	automaton.RegisterBroken(Name, protocol{earlyServe: true, Capabilities: capabilities(BrokenEarly,
 		"a new leader executes and answers new requests after its prepare phase, before its batched accept is chosen (the Grid Services thesis VI.B Protocol 1 forbids it); the invariant serve-after-takeover catches it")})
+	automaton.RegisterBroken(Name, protocol{replayShuffle: true, Capabilities: capabilities(BrokenReplay,
+		"backups execute a replayed instance's commands in an order they draw at random (a nondeterministic apply, replay.go); the simulator's state comparison catches the divergence")})
 }
 
 // protocol is the registered value: its capabilities, and the variant (its
@@ -36,6 +39,9 @@ type protocol struct {
 	automaton.Capabilities
 	noConfirm  bool // the leader answers X-Paxos reads without confirms
 	earlyServe bool // a new leader serves before its accept phase completes
+	// replayShuffle: backups execute a replayed instance's commands in
+	// a random order (replay.go)
+	replayShuffle bool
 }
 
 var (
@@ -101,6 +107,7 @@ type prm struct {
 	state                                 byte // updDelta, updFull or updReplay
 	pipeline, batch, snapshotEvery        int
 	logReads                              bool
+	hybrid                                bool // state=delta: replay an instance whose update outweighs its commands (replay.go)
 }
 
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
@@ -129,7 +136,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	}
 	switch v.String("state") {
 	case "delta":
-		r.state = updDelta
+		r.state, r.hybrid = updDelta, true
 		if _, ok := cfg.Service.NewState().(service.DeltaState); !ok {
 			r.state = updFull // the service has no deltas: whole states
 		}

@@ -76,6 +76,7 @@ func (a *PBPaxos) propose() {
 		if !service.UsesEnv(a.cfg.Service) && e.Kind == updReplay {
 			e.Upd = nil
 		}
+		a.shipAs(&e)
 		entries = append(entries, e)
 		a.next++
 	}
@@ -325,6 +326,7 @@ func (a *PBPaxos) applyEntry(i uint64, s *slot) {
 			panic(fmt.Sprintf("pbpaxos: instance %d holds corrupt requests: %v", i, err))
 		}
 	}
+	a.replayOrder(s, cs)
 	if err := a.sm.install(cs, s.kind, s.upd); err != nil {
 		panic(fmt.Sprintf("pbpaxos: %s: installing instance %d (%s): %v", a.cfg.Self, i, updNames[s.kind], err))
 	}

@@ -56,6 +56,7 @@ func (a *PBPaxos) onRead(from automaton.NodeID, m *message) {
 		a.confirmRead(m.Req.ID)
 		return
 	}
+	a.observeTime(m.Req.Env) // the origin's arrival time (service.LeaderClock)
 	p := a.pending[m.Req.ID]
 	if p == nil {
 		p = &pend{req: m.Req, state: pWaiting, relayed: true}

@@ -22,8 +22,18 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			{Name: "caught by the invariant serve-after-takeover", Args: with(), Seeds: "5"},
 			{Name: "caught by the invariant serve-after-takeover under partitions", Args: []string{"--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "partition"}, Seeds: "1"},
 		}
+	case p.replayShuffle:
+		// `synod-lab sim --protocol pbpaxos-broken-replayorder --service
+		// gridmatchmaker --nodes 3 --clients 4 --ops 200 --faults none
+		// --param batch=4 --seeds 1-5` fails all 5 seeds (replicas
+		// diverged at applied count 3 to 7); pbpaxos passes them and 30
+		// seeds of --faults all.
+		return []automaton.Scenario{
+			{Name: "caught by the convergence check (replayed batches)", Args: []string{"--service", "gridmatchmaker", "--nodes", "3", "--clients", "4", "--ops", "200", "--faults", "none", "--param", "batch=4"}, Seeds: "1-2"},
+		}
 	}
 	return []automaton.Scenario{
+		{Name: "deltas and replays mixed, batched (replay.go)", Args: with("--service", "gridmatchmaker", "--param", "batch=4"), Seeds: "1-2"},
 		{Name: "clients at one node (RESP path: forward, relay)", Args: with("--no-fanout"), Seeds: "1-4"},
 		{Name: "pipelined chained deltas", Args: with("--param", "pipeline=4", "--param", "batch=4"), Seeds: "1-4"},
 		{Name: "whole states", Args: with("--param", "state=full", "--param", "snapshot_every=8"), Seeds: "1-3"},

@@ -1,7 +1,10 @@
 package txn
 
 import (
+	"fmt"
+
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
 )
 
 // Coordinator is the two-phase commit of one attempt of a transaction, as
@@ -16,12 +19,27 @@ type Coordinator struct {
 	// Broken selects a deliberately wrong variant, for the simulation to
 	// show its checker catches it: "commit-without-prepares" commits when
 	// a prepare's answer is missing; "no-decision" commits without
-	// logging the decision first.
+	// logging the decision first; "read-only-without-locks" (ReadOnly)
+	// reads without taking the slots' locks, releasing each part at once
+	// as R*'s read-only vote does; "answer-before-decision" (Computed)
+	// answers the client before the decision is logged.
 	Broken string
 	// Computed marks a computed transaction (compute.go): each part's Ops
 	// are its client guards then its ReadOps; after the votes the driver
 	// computes (StCompute) and reports Computed.
 	Computed bool
+	// ReadOnly marks a transaction that only reads (MGET, EXISTS, a
+	// MULTI of reads, across groups): each prepare locks the part's slots
+	// and runs its reads at once, under the new locks (PrepareReads), so
+	// the client's answer is ready after one round; the second round only
+	// releases the locks (txabort) and nothing is logged in the
+	// coordinator group (package doc, "Read-only transactions").
+	ReadOnly bool
+	// Known, when set, is the client's answer before anything is applied
+	// (one result per request operation: a transaction of plain SETs, as
+	// MSET across groups, answers OK for each): it is answered once the
+	// commit decision is logged, as a computed transaction is.
+	Known []service.Result
 
 	phase     StepKind
 	votes     []Vote
@@ -159,8 +177,14 @@ func (c *Coordinator) Next() Step {
 func (c *Coordinator) afterVotes() {
 	yes := true
 	for _, v := range c.votes {
-		ok := v.Kind == Yes || (c.Broken == "commit-without-prepares" && v.Kind == Unknown)
+		ok := v.Kind == Yes || (c.Broken == "commit-without-prepares" && v.Kind == Unknown && !c.ReadOnly && !c.Computed)
 		yes = yes && ok
+	}
+	if yes && c.ReadOnly {
+		// The reads were answered under the locks: the client's answer
+		// is ready; the locks are released (an abort: nothing to apply).
+		c.startAbort(Outcome{Kind: OutDone, Results: c.mergeReads()})
+		return
 	}
 	if yes {
 		c.phase = StDecide
@@ -214,6 +238,9 @@ func (c *Coordinator) startAbort(out Outcome) {
 // Prepared reports part i's vote.
 func (c *Coordinator) Prepared(i int, v Vote) {
 	if c.phase == StPrepare {
+		if c.ReadOnly && v.Kind == Yes && len(v.Reads) != len(c.Parts[i].Ops)-c.Parts[i].Guards() {
+			v = Vote{Kind: Unknown, Err: fmt.Sprintf("%d reads answered for %d", len(v.Reads), len(c.Parts[i].Ops)-c.Parts[i].Guards())}
+		}
 		c.votes[i], c.voted[i] = v, true
 	}
 }
@@ -242,15 +269,19 @@ func (c *Coordinator) Committed(i int, r service.Result, err error) {
 		c.tries[i]++
 		if c.tries[i] >= maxCommitTries {
 			c.committed[i], c.unsure = true, true
-			c.out = Outcome{Kind: OutLost, Err: "committed; a participant's answer was lost: " + err.Error()}
+			if !c.Computed && c.Known == nil {
+				c.out = Outcome{Kind: OutLost, Err: "committed; a participant's answer was lost: " + err.Error()}
+			}
 		}
 		return
 	}
 	c.committed[i] = true
-	want := len(c.Parts[i].Ops)
-	if c.Computed {
-		want += len(c.writes[i])
+	if c.Computed || c.Known != nil {
+		// The client's answer is the computation's: the decision holds
+		// the writes, applied by this commit or by a resolver's.
+		return
 	}
+	want := len(c.Parts[i].Ops)
 	if r.Type != service.ResultArray || len(r.Elems) != want {
 		c.out = Outcome{Kind: OutLost, Err: "committed; a participant's results were taken by its resolver"}
 		return
@@ -298,11 +329,79 @@ func (c *Coordinator) Forgot() {
 // Outcome is the attempt's end, once Next returns StDone.
 func (c *Coordinator) Outcome() Outcome { return c.out }
 
+// Answer is the client's answer as soon as it is final, ok false before:
+// at StDone, the outcome; earlier, a read-only transaction's results once
+// every part answered its reads under its locks (the release that
+// follows changes nothing), and a computed transaction's (or one with
+// Known results) once its commit
+// decision is in the coordinator group's log (the commit point: every
+// participant applies exactly the writes the decision holds, by the
+// coordinator's txcommit or by its own resolver's, and until then its
+// prepared locks refuse every request that names the slots, so no later
+// read misses the writes). The driver may answer then and run the
+// remaining steps after.
+func (c *Coordinator) Answer() (Outcome, bool) {
+	switch {
+	case c.phase == StDone:
+		return c.out, true
+	case c.ReadOnly && c.phase == StAbort && c.out.Kind == OutDone:
+		return c.out, true
+	case c.Computed && c.Broken == "answer-before-decision" && c.writes != nil:
+		return Outcome{Kind: OutDone, Results: c.final}, true
+	case (c.Computed || c.Known != nil) && c.decided && c.decision == Commit && (c.phase == StCommit || c.phase == StForget):
+		return Outcome{Kind: OutDone, Results: c.merge()}, true
+	}
+	return Outcome{}, false
+}
+
+// PrepareOps is the atomic group part i's prepare runs, coord naming the
+// coordinator group: Prepare, or PrepareReads for a computed or read-only
+// transaction.
+func (c *Coordinator) PrepareOps(i int, coord string, slotGuards []service.Op) []service.Op {
+	p := c.Parts[i]
+	switch {
+	case c.ReadOnly && c.Broken == "read-only-without-locks":
+		// A read of the transaction's record key in place of txprepare
+		// (no lock, an answer that is not an error), then the reads.
+		g := p.Guards()
+		out := append(append([]service.Op(nil), slotGuards...), p.Ops[:g]...)
+		out = append(out, service.Op{Kind: "exists", Key: shard.TxKey(c.ID)})
+		return append(out, p.Ops[g:]...)
+	case c.ReadOnly || c.Computed:
+		return PrepareReads(c.ID, coord, slotGuards, p)
+	}
+	return Prepare(c.ID, coord, slotGuards, p)
+}
+
+// mergeReads puts a read-only transaction's reads back in request order
+// (a client guard, passed at prepare, answers OK).
+func (c *Coordinator) mergeReads() []service.Result {
+	n := 0
+	for _, p := range c.Parts {
+		n += len(p.Index)
+	}
+	out := make([]service.Result, n)
+	for i, p := range c.Parts {
+		g := p.Guards()
+		for j, at := range p.Index {
+			if j < g {
+				out[at] = service.OK()
+			} else {
+				out[at] = c.votes[i].Reads[j-g]
+			}
+		}
+	}
+	return out
+}
+
 // merge puts the parts' results back in request order (txcommit answers
 // OK for a client guard, as an atomic group that passed it).
 func (c *Coordinator) merge() []service.Result {
 	if c.Computed {
 		return c.final
+	}
+	if c.Known != nil {
+		return c.Known
 	}
 	n := 0
 	for _, p := range c.Parts {

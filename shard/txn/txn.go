@@ -32,6 +32,41 @@
 //     order, release the locks, answer their results (the client's answer,
 //     assembled in the request's order). Then txforget drops the decision.
 //
+// # Read-only transactions, and answering at the decision
+//
+// A transaction whose every operation reads (MGET or EXISTS of keys in
+// several groups, a MULTI of reads; Coordinator.ReadOnly)
+// takes one round: each prepare locks the part's slots and runs its reads
+// at once, under the new locks, in the same atomic group (PrepareReads);
+// when every part answered, the client has its answer, and the second
+// round only releases the locks (txabort), after the answer; nothing is
+// logged in the coordinator group. This is R*'s read-only optimisation
+// with presumed abort (Mohan, Lindsay and Obermarck 1986): a
+// read-only participant has nothing to commit, so no decision is ever
+// logged for it and its phase 2 carries no outcome (an abort and a commit
+// are the same to it; a lost release is resolved like any prepared
+// transaction, by an abort). One difference, decided here: R*'s read-only
+// participant releases its locks when it votes, because its reads ran
+// before the prepare while the transaction held all its locks; here the
+// reads are the prepare, so a part releasing at once would let a
+// transaction commit between two parts' reads (the broken variant
+// "read-only-without-locks" in the simulation is exactly that, and is
+// caught). The locks are held from each part's read until the release
+// after the last, so the transaction's serialization point is the instant
+// of its last read, inside its call.
+//
+// A computed transaction's answer (and a transaction's whose results are
+// known before it runs, Coordinator.Known: plain SETs, as MSET across
+// groups) is given once its commit decision is in the coordinator group's
+// log, before the commits: that entry is the commit point (Gray and
+// Lamport: the decision, once chosen, is the outcome; here it is chosen
+// by the coordinator group's log), every participant applies exactly the
+// writes it holds (by the coordinator's txcommit or its resolver's), and
+// until a participant applies them its prepared locks refuse every request
+// naming their slots, so no read after the answer misses them. This saves
+// the third round's latency. A plain transaction (MULTI INCRBY ... EXEC)
+// still answers after its commits: its results are computed there.
+//
 // # Who resolves an in-doubt transaction
 //
 // A participant whose transaction stays prepared (the coordinator node
@@ -211,6 +246,28 @@ func ReadVote(p Part, nslot int, results []service.Result, err error) Vote {
 		return Vote{Kind: Conflict, Err: last.Err}
 	}
 	return Vote{Kind: Yes, Reads: results[nslot+g+1:]}
+}
+
+// KnownResults returns the client's results of the request split into
+// parts (in request order) before anything is applied, when no
+// operation's answer depends on the state: each a plain SET (no NX, XX,
+// GET, EX: it answers OK whatever the key held) or a client guard
+// (checked at prepare: OK when the transaction commits). Nil otherwise.
+func KnownResults(parts []Part) []service.Result {
+	n := 0
+	for _, p := range parts {
+		n += len(p.Index)
+	}
+	out := make([]service.Result, n)
+	for _, p := range parts {
+		for j, op := range p.Ops {
+			if op.Kind != service.GuardKind && (op.Kind != "set" || len(op.Args) != 1) {
+				return nil
+			}
+			out[p.Index[j]] = service.OK()
+		}
+	}
+	return out
 }
 
 // Decision values (txdecide's).

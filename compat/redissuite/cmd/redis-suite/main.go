@@ -155,14 +155,6 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return 0, err
 	}
-	skipFile := filepath.Join(tmp, "skipnames")
-	var names []string
-	for _, s := range skips {
-		names = append(names, s.Test)
-	}
-	if err := os.WriteFile(skipFile, []byte(strings.Join(names, "\n")), 0o644); err != nil {
-		return 0, err
-	}
 
 	// The control.
 	control := map[string]redissuite.Unit{}
@@ -210,17 +202,29 @@ func run(src string, units, protocols []string, durability, skipPath, ledgerPath
 		"(`--singledb --ignore-encoding --ignore-digest --durable --tags \"%s\"`), run by\n"+
 		"`scripts/redis-suite` against redis-server 7.0.15 and a 3-node Synod cluster per protocol\n"+
 		"(durability %s). Failed counts tests that pass on redis-server and not on Synod; the skip\n"+
-		"file `compat/redissuite/skip.txt` gives a reason for each skipped test. Each section's notes say\n"+
-		"when and how its rows were measured (a run of some units replaces only their rows).\n\n", deniedTags, durability)
+		"file `compat/redissuite/skip.txt` gives a reason for each skipped test and the protocols it holds\n"+
+		"for. Each section's notes say when and how its rows were measured (a run of some units replaces\n"+
+		"only their rows).\n\n", deniedTags, durability)
 	var sections strings.Builder
 	var runs []redissuite.Run
 	code := 0
 	for _, p := range protocols {
 		var rows []redissuite.Row
 		if reuseSynod != "" {
-			rows, err = reusedRows(p, units, control, skips)
+			rows, err = reusedRows(p, units, control, redissuite.SkipsFor(skips, p))
 		} else {
-			rows, err = runProtocol(bin, tclsh, src, p, durability, units, control, skips, skipFile, out, tmp, unitTimeout)
+			// The suite's --skipfile gets the names of this protocol's
+			// entries only.
+			ps := redissuite.SkipsFor(skips, p)
+			skipFile := filepath.Join(tmp, "skipnames-"+p)
+			var names []string
+			for _, s := range ps {
+				names = append(names, s.Test)
+			}
+			if err = os.WriteFile(skipFile, []byte(strings.Join(names, "\n")), 0o644); err != nil {
+				return 0, err
+			}
+			rows, err = runProtocol(bin, tclsh, src, p, durability, units, control, ps, skipFile, out, tmp, unitTimeout)
 		}
 		if err != nil {
 			return 0, err

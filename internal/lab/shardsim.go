@@ -1,0 +1,140 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/synod-dev/synod/internal/cli"
+	"github.com/synod-dev/synod/sim"
+)
+
+func init() {
+	var (
+		cfg        sim.ShardsConfig
+		seeds      string
+		scale      string
+		trace      string
+		perShard   int
+		opsPerShrd int
+	)
+	cmd := &cobra.Command{
+		Use:   "shardsim",
+		Short: "Simulate a sharded cluster (many replica groups on shared machines) with migrations under faults, or measure its throughput as shards grow",
+		Long: `Simulate one sharded KV namespace: --shards replica groups owning the 16,384
+hash slots and --spares owning none, their replicas (paxos) spread over
+--machines machines (0: one machine per replica), each machine one processor,
+one disk and one fate shared by the replicas it hosts. Cluster clients route by
+their copy of the slot map and follow MOVED, ASK and TRYAGAIN; --plain of them
+send to any machine, which forwards. --migrations splits, merges and moves run
+through the real migration machine (package shard) while --faults (all, none,
+or crash,partition,loss,dup,slow,power) strike. Each step checks that no group
+applies a client's write to a slot its log has given away, each slot map
+places every slot once, and the history is checked for linearizability.
+Every failing seed is printed with the command that replays it; the exit
+status is non-zero if any seed fails.
+
+--scale 1,2,4,8 instead measures throughput in the CPU model (--op-cost,
+--msg-cost, --apply-cost, --fwd-cost) for each shard count, over --seeds, with
+--clients-per-shard closed-loop clients and --ops-per-shard operations per
+shard, and prints throughput and per-machine CPU utilisation beside their
+spread. --machines 0 gives every replica its own machine (3 per shard).`,
+		Example: `  synod-lab shardsim --seeds 1-20 --shards 2 --spares 1 --faults all --migrations 3 --plain 0.25
+  synod-lab shardsim --seeds 3 --broken keep-accepting --faults none --migrations 2
+  synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 0 --plain 0.5
+  synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 9 --plain 0.5`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ss, err := sim.ParseSeeds(seeds)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if scale != "" {
+				var points []int
+				for _, p := range strings.Split(scale, ",") {
+					n, err := strconv.Atoi(strings.TrimSpace(p))
+					if err != nil || n < 1 {
+						return fmt.Errorf("--scale %q: want a comma list of shard counts", scale)
+					}
+					points = append(points, n)
+				}
+				return sim.ShardScale(cfg, points, ss, perShard, opsPerShrd, out)
+			}
+			if trace != "" {
+				if len(ss) != 1 {
+					return fmt.Errorf("--trace needs exactly one seed")
+				}
+				f, err := os.Create(trace)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				cfg.Trace = f
+			}
+			failed := 0
+			for _, s := range ss {
+				c := cfg
+				c.Seed = s
+				r, err := sim.RunShards(c)
+				if err != nil {
+					return err
+				}
+				verdict := "ok"
+				if r.Failed() {
+					failed++
+					verdict = "FAIL"
+				}
+				fmt.Fprintf(out, "seed %d %s: %s check=%s\n", s, verdict, r.Stats, r.Check)
+				if r.Failed() {
+					if r.Invariant != "" {
+						fmt.Fprintf(out, "  invariant: %s\n", r.Invariant)
+					}
+					if r.Detail != "" {
+						fmt.Fprintf(out, "  history: %s\n", firstLines(r.Detail, 6))
+					}
+					fmt.Fprintf(out, "  replay: %s\n", sim.ShardsReplay(cfg, s))
+				}
+			}
+			fmt.Fprintf(out, "%d seeds, %d failed\n", len(ss), failed)
+			if failed > 0 {
+				return fmt.Errorf("%d of %d seeds failed", failed, len(ss))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&seeds, "seeds", "1", "seeds: N, N-M or a comma list")
+	f.IntVar(&cfg.Shards, "shards", 2, "groups owning slots at the start")
+	f.IntVar(&cfg.Spares, "spares", 1, "groups owning no slots at the start (splits move slots into them)")
+	f.IntVar(&cfg.Machines, "machines", 0, "machines (0: one per replica)")
+	f.IntVar(&cfg.Clients, "clients", 8, "closed-loop clients")
+	f.IntVar(&cfg.Ops, "ops", 1500, "operations in all")
+	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of crash, partition, loss, dup, slow, power")
+	f.IntVar(&cfg.Migrations, "migrations", 3, "splits, merges and moves to run, in turn")
+	f.IntVar(&cfg.Keys, "keys", 32, "distinct keys")
+	f.Float64Var(&cfg.PlainFrac, "plain", 0, "fraction of clients that are not cluster clients (any machine, which forwards)")
+	f.StringVar(&cfg.Latency, "latency", "", "machine-to-machine latency (default "+sim.DefaultLatency+")")
+	f.StringVar(&cfg.OpCost, "op-cost", "", "CPU per client request at a replica")
+	f.StringVar(&cfg.MsgCost, "msg-cost", "", "CPU per peer message")
+	f.StringVar(&cfg.ApplyCost, "apply-cost", "", "CPU per service Apply")
+	f.StringVar(&cfg.FwdCost, "fwd-cost", "", "CPU per request a machine forwards for a plain client")
+	f.StringVar(&cfg.Broken, "broken", "", "a deliberately wrong variant: keep-accepting (groups admit slots they gave away)")
+	f.BoolVar(&cfg.NoInvariants, "no-invariants", false, "skip the step invariants (the history check alone)")
+	f.StringVar(&scale, "scale", "", "measure throughput for these shard counts (comma list) instead")
+	f.IntVar(&perShard, "clients-per-shard", 64, "--scale: closed-loop clients per shard")
+	f.IntVar(&opsPerShrd, "ops-per-shard", 20000, "--scale: operations per shard")
+	f.StringVar(&trace, "trace", "", "write a trace of one seed to this file")
+	cli.AddCommand(cmd)
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n  ")
+}

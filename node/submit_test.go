@@ -1,0 +1,96 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
+)
+
+// TestSubmitKeepsWriteOrder: requests submitted one after another
+// (Node.Submit, without waiting for the answers) to a node of a 3-node
+// Multi-Paxos cluster reach its loop in submission order, at the leader
+// and through a follower, and the log keeps that order while the leader
+// stays; each is answered as Do would answer it. Each request is an atomic
+// group of RPUSHes of the next tokens onto one list, or a single RPUSH;
+// the list must hold every token in order, and each push's reply must be
+// the list's length after it.
+func TestSubmitKeepsWriteOrder(t *testing.T) {
+	nsPaxos := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
+		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}}
+	cfg, ls := mkCluster(t, 3, config.Fsync, nsPaxos)
+	var nodes []*Node
+	for i, n := range cfg.Nodes {
+		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{}))
+	}
+	if r := do(t, nodes[0], "default", req("set", "warm", "up")); r.IsErr() {
+		t.Fatalf("set: %v", r)
+	}
+	var leader automaton.NodeID
+	eventually(t, "a leader", func() bool {
+		id, _, _ := nodes[0].Leader("default")
+		leader = id
+		return id != ""
+	})
+	for k, n := range nodes {
+		role := "follower"
+		if n.ID() == leader {
+			role = "leader"
+		}
+		t.Run(role+"-"+string(n.ID()), func(t *testing.T) {
+			list := "order-" + string(n.ID())
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			type sub struct {
+				first, n int
+				await    func() (automaton.Response, error)
+			}
+			var subs []sub
+			base := uint64(1000 * (k + 1)) // client ids of its own: the session table would answer a reused one
+			tok := 0
+			for i := range 200 {
+				size := 1 + i%5
+				var ops []service.Op
+				for range size {
+					tok++
+					ops = append(ops, service.Op{Kind: "rpush", Key: list, Args: [][]byte{[]byte(fmt.Sprint(tok))}})
+				}
+				r := automaton.Request{ID: automaton.RequestID{Client: base + uint64(i), Seq: 1}}
+				if size == 1 {
+					r.Op = ops[0]
+				} else {
+					r.Ops = ops
+				}
+				subs = append(subs, sub{tok - size + 1, size, n.Submit(ctx, "default", r)})
+			}
+			for _, s := range subs {
+				resp, err := s.await()
+				if err != nil {
+					t.Fatalf("tokens %d..%d: %v", s.first, s.first+s.n-1, err)
+				}
+				rs := resp.Results
+				if s.n == 1 {
+					rs = []service.Result{resp.Result}
+				}
+				for j, r := range rs {
+					if r.Type != service.ResultInt || r.Int != int64(s.first+j) {
+						t.Fatalf("token %d answered %v, want the length %d", s.first+j, r, s.first+j)
+					}
+				}
+			}
+			got := do(t, n, "default", req("lrange", list, "0", "-1"))
+			if len(got.Elems) != tok {
+				t.Fatalf("the list holds %d tokens (%v), want %d", len(got.Elems), got, tok)
+			}
+			for i, e := range got.Elems {
+				if string(e.Bytes) != fmt.Sprint(i+1) {
+					t.Fatalf("position %d holds token %s, want %d: submissions overtook each other", i+1, e.Bytes, i+1)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,362 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/check"
+	"github.com/synod-dev/synod/history"
+	"github.com/synod-dev/synod/release"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+)
+
+// A sharded cluster in one event queue (issue 33 item 6; docs/SHARDING.md,
+// "The sharded simulation").
+//
+// RunShards simulates Machines machines hosting the replica groups of one
+// sharded KV namespace: Shards groups that own the 16,384 hash slots at
+// the start (shard.Even) and Spares groups that own none. Group g's
+// replica i lives on machine (Replicas·g + i) mod Machines, so with fewer
+// machines than replicas groups share machines. Every replica is an
+// automaton of the protocol (paxos by default) whose outputs go through
+// package release, as in the one-group simulator; the peers of a replica
+// are its group's replicas, named by their machines ("m4"), as a live
+// node hosts many groups and tags each message with its group.
+//
+// What a machine shares among the replicas it hosts:
+//
+//   - one processor (the CPU model of cpu.go, per machine: OpCost per
+//     client request, MsgCost per peer message, ApplyCost per service
+//     Apply, FwdCost per request forwarded for a plain client), a FIFO
+//     queue of inputs in front of it;
+//   - one disk: an fsync covers every record any of its replicas has
+//     buffered when it starts (group commit across groups, as the live
+//     node's shared log does);
+//   - its fate: a crash or a power loss takes every replica on it down.
+//
+// The slot map (shard.Placement) is the placement namespace's record,
+// modelled here as one linearizable register (it is a replicated Synod
+// namespace live; its own replication is not simulated). Slots move by
+// the real migration machine (shard.Machine): its actions become the same
+// atomic groups node/migrate.go sends (guards of the slot states, sets,
+// scans, dumps, restores), in the groups' logs. The runs split (the upper
+// half of the largest group's slots into an empty group), merge (every
+// slot of the smallest group into another) and move a few slots, in turn;
+// drivers die and are replaced from the saved record, and a dead driver's
+// requests still in flight still reach the logs (fenced by tokens).
+//
+// Clients. A cluster client keeps a copy of the slot map; it sends a
+// request to a replica of the group its map names (the last one that
+// answered, else a random live one), as the atomic group a node makes of
+// it (guard slot mode, the operation, slotdirty for a write;
+// node/slotmap.go guarded). A refused guard answers as the node would:
+// MOVED (the client reloads the map, as after CLUSTER SLOTS, and resends),
+// ASK (resend once to the named group in asking mode) or TRYAGAIN (back
+// off and resend). Attempts in one group carry one request id, so paxos's
+// deduplication makes a retry after a timeout safe, and a refusal proves
+// that no attempt was applied (the first outcome of an id is the one
+// recorded); a new group gets a new id. A plain client (PlainFrac) sends
+// to a random live machine, which forwards the request to the group (a
+// FwdCost step on its processor, one more network hop) when it hosts no
+// replica of it, and follows redirections for the client.
+//
+// Checks. After every Apply of every replica (every step): a replica
+// whose log has taken a slot away from its group (the slot's state set to
+// frozen, handed, gone or importing) must not apply a client's write to
+// that slot afterwards; every configuration of the slot map places every
+// slot in exactly one group (shard.Check). At the end, the history of
+// every client operation is checked for linearizability (check.Linearizable
+// partitions it per key). Each failure is returned with its seed; the
+// command that replays it is ShardsReplay.
+//
+// Faults (ShardsConfig.Faults): crash (a machine, restarted after
+// 20ms–1s; never a majority of any group at once; and the migration
+// driver dies), partition (1 or 2 machines cut off for 50ms–1s), loss and
+// dup (windows), slow (a machine's fsync ×10–×50 for a window), power (every
+// machine loses power at once: unsynced records are lost everywhere). Not
+// here: pause, reorder, membership changes and the callee.
+
+// ShardsConfig describes one sharded run.
+type ShardsConfig struct {
+	Protocol string // default "paxos"
+	// Shards own the slots at the start (shard.Even); Spares own none.
+	Shards, Spares int
+	// Machines hosting the replicas; 0: Replicas × (Shards+Spares), one
+	// machine per replica.
+	Machines int
+	Replicas int // per group, default 3
+	Clients  int
+	Ops      int
+	Seed     int64
+	Faults   string // none, all, or a comma list of crash, partition, loss, dup, slow, power
+	// Migrations is how many splits, merges and moves run (in turn)
+	// while the clients run.
+	Migrations int
+	Keys       int     // default 32
+	PlainFrac  float64 // fraction of plain (non-cluster) clients
+	// Latencies and costs (ParseDist); CPU costs "" are zero, and the CPU
+	// model is on when any is set.
+	Latency, ClientLatency, Fsync, Think string
+	OpCost, MsgCost, ApplyCost, FwdCost  string
+	// Warmup: operations completed before this virtual time are not
+	// counted in the throughput (the CPU figures start there too).
+	Warmup  time.Duration
+	MaxTime time.Duration
+	// Broken names a deliberately wrong variant, for the test that shows
+	// the checks catch it: "keep-accepting" (the groups' slot guards
+	// admit reads and writes to slots they have handed over or lost).
+	Broken  string
+	NoCheck bool
+	// NoInvariants skips the step checks (to show the history check
+	// alone catches a broken variant).
+	NoInvariants bool
+	Trace        io.Writer
+}
+
+// ShardsStats counts what happened in a sharded run.
+type ShardsStats struct {
+	Events, Steps, Msgs, Dropped, Fsyncs       int
+	Crashes, PowerLosses, Partitions, Windows  int
+	DriverDeaths, Migrations, Flips, Epoch     int
+	Moved, Asked, TryAgain, Forwarded, Retries int
+	Completed, Unknown                         int
+}
+
+func (s ShardsStats) String() string {
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Windows, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown)
+}
+
+// ShardsResult is the outcome of a sharded run.
+type ShardsResult struct {
+	Seed      int64
+	Stats     ShardsStats
+	Invariant string // the first invariant violation, "" if none
+	Check     string // the history check's verdict (check.Ok, Illegal, Unknown), "" if skipped
+	Detail    string // the checker's explanation when not Ok
+	Ops       int    // operations in the history
+	// Throughput: operations completed per virtual second after Warmup;
+	// Util: each machine's processor busy fraction over the same span.
+	Throughput float64
+	Util       []float64
+	Elapsed    time.Duration // virtual time of the measured span
+}
+
+// Failed reports whether the run found a violation.
+func (r *ShardsResult) Failed() bool {
+	return r.Invariant != "" || (r.Check != "" && r.Check != check.Ok)
+}
+
+// ShardsReplay is the command that replays seed of cfg.
+func ShardsReplay(cfg ShardsConfig, seed int64) string {
+	c := fmt.Sprintf("synod-lab shardsim --seeds %d --shards %d --spares %d --machines %d --clients %d --ops %d --faults %s --migrations %d --keys %d",
+		seed, cfg.Shards, cfg.Spares, cfg.Machines, cfg.Clients, cfg.Ops, orNone(cfg.Faults), cfg.Migrations, cfg.Keys)
+	if cfg.PlainFrac > 0 {
+		c += fmt.Sprintf(" --plain %g", cfg.PlainFrac)
+	}
+	if cfg.NoInvariants {
+		c += " --no-invariants"
+	}
+	for _, f := range []struct{ name, v string }{{"latency", cfg.Latency}, {"op-cost", cfg.OpCost}, {"msg-cost", cfg.MsgCost}, {"apply-cost", cfg.ApplyCost}, {"fwd-cost", cfg.FwdCost}} {
+		if f.v != "" {
+			c += " --" + f.name + " " + f.v
+		}
+	}
+	if cfg.Broken != "" {
+		c += " --broken " + cfg.Broken
+	}
+	return c
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+type shFaults struct{ crash, partition, loss, dup, slow, power bool }
+
+func parseShardFaults(s string) (shFaults, error) {
+	var f shFaults
+	switch s {
+	case "", "none":
+		return f, nil
+	case "all":
+		return shFaults{true, true, true, true, true, true}, nil
+	}
+	for _, k := range strings.Split(s, ",") {
+		switch strings.TrimSpace(k) {
+		case "crash":
+			f.crash = true
+		case "partition":
+			f.partition = true
+		case "loss":
+			f.loss = true
+		case "dup":
+			f.dup = true
+		case "slow":
+			f.slow = true
+		case "power":
+			f.power = true
+		default:
+			return f, fmt.Errorf("sim: unknown sharded fault %q (want none, all, or a comma list of crash, partition, loss, dup, slow, power)", k)
+		}
+	}
+	return f, nil
+}
+
+// ---- the world ----
+
+type shEvKind uint8
+
+const (
+	shPeer shEvKind = iota
+	shClientReq
+	shForward
+	shClientResp
+	shTimer
+	shFsync
+	shCPUDone
+	shClientNext
+	shClientTimeout
+	shClientResend
+	shDriverEv
+	shDriverTimeout
+	shNemesis
+	shRestart
+	shHeal
+	shWindowEnd
+	shDrainEnd
+	shStartMigration
+)
+
+type shEvent struct {
+	at   time.Duration
+	seq  uint64
+	kind shEvKind
+
+	mach, from, group int
+	inc               uint64
+	msg               []byte
+	timer             automaton.TimerID
+	gen               uint64
+	client            int
+	attempt           int
+	req               automaton.Request
+	resp              automaton.Response
+	upto              []uint64 // shFsync: per replica of the machine
+	fwd               int      // the forwarding machine (-1: none)
+}
+
+type shQueue []*shEvent
+
+func (q shQueue) Len() int { return len(q) }
+func (q shQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q shQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *shQueue) Push(x any)   { *q = append(*q, x.(*shEvent)) }
+func (q *shQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
+
+type shMachine struct {
+	idx      int
+	id       automaton.NodeID
+	up       bool
+	inc      uint64
+	reps     []*shReplica
+	busy     bool
+	q        []*shEvent
+	running  *shReplica
+	outs     []automaton.Output
+	busyTime time.Duration
+	fsyncing bool
+	slow     float64
+	side     int // partition side (0: with the majority)
+}
+
+type shGroup struct {
+	idx   int
+	name  string
+	ids   []automaton.NodeID
+	reps  []*shReplica
+	hint  int // the replica that answered last
+	broke bool
+}
+
+type shReplica struct {
+	w        *shWorld
+	g        *shGroup
+	m        *shMachine
+	a        automaton.Automaton
+	rel      *release.Interp
+	durable  map[string][]byte
+	buf      []bufRec
+	timers   map[automaton.TimerID]uint64
+	timerGen uint64
+	applies  int
+	// taken: the slots this replica's log has taken away from its group,
+	// with the state that did (the invariant's memory); clientWrite: the
+	// group being applied is a client's (its guards' mode says so).
+	taken       map[int]string
+	clientWrite bool
+}
+
+type shWorld struct {
+	cfg    ShardsConfig
+	proto  automaton.Protocol
+	kv     service.Service
+	faults shFaults
+
+	now time.Duration
+	seq uint64
+	q   shQueue
+
+	machines []*shMachine
+	groups   []*shGroup
+	place    shard.Placement // the placement namespace's slot map
+	placeMap *shard.Map      // place, built
+
+	rngNet, rngDisk, rngClient, rngFault, rngNode, rngCPU, rngDrv *rand.Rand
+
+	lat, clientLat, fsyncLat, think     Dist
+	opCost, msgCost, applyCost, fwdCost Dist
+	hasOp, hasMsg, hasApply, hasFwd     bool
+	cpuOn                               bool
+	loss, dup                           float64 // open windows' probabilities
+
+	clients  []*shClient
+	byID     map[uint64]*shClient
+	drv      *shDriver
+	mig      shMig
+	migsLeft int
+	migTurn  int
+
+	issued, busyClients int
+	stopping, finished  bool
+	powerUsed           int
+
+	rec      *history.Recorder
+	stats    ShardsStats
+	inv, err string
+
+	// Measurement (after Warmup).
+	measured  int
+	busyAtW   []time.Duration
+	warmedUp  bool
+	lastReply time.Duration
+}
