@@ -86,6 +86,9 @@ type nsLoop struct {
 	// (directPass); inbox carries the inputs whose order is kept (peer
 	// messages, timers), drained by the loop goroutine only.
 	reqIn chan event
+	// reqQueued counts the requests (and batches) being put into reqIn
+	// or in it, not yet taken by a pass (queueingRequests, takeRequest).
+	reqQueued atomic.Int64
 
 	// pass is held by whoever runs a pass of the loop: the loop
 	// goroutine, or a goroutine running a direct pass (directPass). The
@@ -220,6 +223,20 @@ func (l *nsLoop) push(ev event) bool {
 	}
 }
 
+// queueingRequests counts k client inputs more (or, negative, fewer:
+// one that was not queued after all) on their way into requestChan.
+func (l *nsLoop) queueingRequests(k int64) {
+	if l.direct {
+		l.reqQueued.Add(k)
+	}
+}
+
+// takeRequest takes a client input from reqIn into the pass.
+func (l *nsLoop) takeRequest(ev event) {
+	l.take(ev)
+	l.reqQueued.Add(-1)
+}
+
 // requestChan is the channel client requests go to: reqIn in a loop
 // that runs direct passes, else the inbox (in arrival order with the
 // other inputs, as a protocol that does not step client batches has
@@ -277,9 +294,12 @@ func (l *nsLoop) run(start automaton.Start) {
 		var ok bool
 		select {
 		case ev := <-l.inbox:
-			ok = l.loopPass(ev)
+			ok = l.loopPass(ev, false)
 		case ev := <-l.reqIn:
-			ok = l.loopPass(ev)
+			if f := l.n.opts.reqTaken; f != nil {
+				f()
+			}
+			ok = l.loopPass(ev, true)
 		case <-l.ended: // a direct pass ended the loop (storage failure)
 			return
 		case <-l.n.stopping:
@@ -294,21 +314,26 @@ func (l *nsLoop) run(start automaton.Start) {
 	}
 }
 
-// loopPass is one pass of the loop goroutine, begun with ev: it takes ev and every further input already queued
+// loopPass is one pass of the loop goroutine, begun with ev (from reqIn
+// when req): it takes ev and every further input already queued
 // (up to BatchLimit), steps the pass's client requests, and hands the
 // pass's records to the committer (flush). It does not wait for the
 // commit: while the committer's fsync runs, the loop steps the next
 // inputs, and the committer commits everything queued behind the running
 // commit in one storage batch when it finishes (group commit). It
 // reports false when the loop ends.
-func (l *nsLoop) loopPass(ev event) bool {
+func (l *nsLoop) loopPass(ev event, req bool) bool {
 	l.pass.Lock()
 	defer l.pass.Unlock()
 	if !l.live {
 		return false
 	}
 	l.beginTurn()
-	l.take(ev)
+	if req {
+		l.takeRequest(ev)
+	} else {
+		l.take(ev)
+	}
 	yielded := false
 more:
 	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
@@ -316,7 +341,7 @@ more:
 		case ev := <-l.inbox:
 			l.take(ev)
 		case ev := <-l.reqIn:
-			l.take(ev)
+			l.takeRequest(ev)
 		default:
 			if l.yieldForRequests(yielded) {
 				yielded = true
@@ -353,11 +378,17 @@ func (l *nsLoop) endPass() bool {
 // client requests already queued (reqIn; after one yield, as the loop
 // does, so that other connections' requests join its batch), steps them
 // as one ClientBatch, flushes and sends the pass's frames. Order is
-// kept: a client request has no order with any other input but those of
-// its own batch (take steps a pass's requests after its other inputs
-// anyway), so requests come through their own channel (reqIn), which any
-// pass may drain, while peer messages, timers and effects' results keep
-// the inbox's order, which only the loop goroutine drains. A peer
+// kept: a client request has no order with any other input but the
+// requests its goroutine handed over before it (Node.Submit: a
+// connection's pipeline, in order) and those of its own batch (take
+// steps a pass's requests after its other inputs anyway), so requests
+// come through their own channel (reqIn), which any pass may drain, and
+// a request is stepped directly only when no request is queued or on
+// its way into reqIn (reqQueued, under pass: none in the channel nor
+// taken out of it by the loop goroutine waiting for the pass), so that
+// none handed over before it is stepped after it; peer messages, timers
+// and effects' results keep the inbox's order, which only the loop
+// goroutine drains. A peer
 // message is not stepped directly on the transport's reader goroutine:
 // tried, it doubled the peer writes per operation (the reader read and
 // stepped its frames one at a time, where the loop gathers the frames
@@ -370,7 +401,7 @@ func (l *nsLoop) directPass(ev event) bool {
 		return false
 	}
 	defer l.pass.Unlock()
-	if !l.live {
+	if !l.live || l.reqQueued.Load() != 0 {
 		return false
 	}
 	l.directs.Add(1)
@@ -381,7 +412,7 @@ more:
 	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
 		select {
 		case ev := <-l.reqIn:
-			l.take(ev)
+			l.takeRequest(ev)
 		default:
 			if l.yieldForRequests(yielded) {
 				yielded = true

@@ -149,6 +149,10 @@ type Options struct {
 	// noDirect: no direct passes (nsLoop.directPass): every input goes
 	// through the loop goroutine (benchmarks' before/after).
 	noDirect bool
+	// reqTaken, when set, is called by the loop goroutine after it takes
+	// a client request from reqIn and before its pass: a test widens
+	// that window (TestSubmitKeepsOrderABD).
+	reqTaken func()
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -746,21 +750,25 @@ func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (
 	ch := respChans.Get().(chan automaton.Response)
 	l.addWaiter(req.ID, ch)
 	ev := event{in: automaton.ClientRequest{Req: req}}
-	if l.directPass(ev) {
+	if l.directPass(ev) { // loop.go
 		l.requests.Add(1)
 		l.mRequests.Inc()
-		return n.await(ctx, l, req.ID, ch, t0)
+		return ch, t0, nil
 	}
+	l.queueingRequests(1)
 	select {
 	case l.requestChan() <- ev:
 		n.handoff(1)
 	case <-ctx.Done():
+		l.queueingRequests(-1)
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
 	case <-n.stopping:
+		l.queueingRequests(-1)
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, gateway.ErrShuttingDown
 	case <-n.sf.ch:
+		l.queueingRequests(-1)
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, n.StorageErr()
 	}
@@ -861,9 +869,8 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	t0 := time.Now()
 	var err error
 	ev := event{in: automaton.ClientBatch{Reqs: batch}}
-	if l.directPass(ev) {
-		// stepped here
-	} else {
+	if !l.directPass(ev) { // loop.go; else stepped here
+		l.queueingRequests(1)
 		select {
 		case l.requestChan() <- ev:
 			n.handoff(1)
@@ -873,6 +880,9 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 			err = gateway.ErrShuttingDown
 		case <-n.sf.ch:
 			err = n.StorageErr()
+		}
+		if err != nil {
+			l.queueingRequests(-1)
 		}
 	}
 	if err != nil {
