@@ -86,9 +86,10 @@ type nsLoop struct {
 	// (directPass); inbox carries the inputs whose order is kept (peer
 	// messages, timers), drained by the loop goroutine only.
 	reqIn chan event
-	// reqQueued counts the requests (and batches) being put into reqIn
-	// or in it, not yet taken by a pass (queueingRequests, takeRequest).
-	reqQueued atomic.Int64
+	// reqNote wakes the loop goroutine for requests put into reqIn
+	// (noteRequest): reqIn is read only by a goroutine holding pass, so
+	// that the requests are stepped in the order they were put in.
+	reqNote chan struct{}
 
 	// pass is held by whoever runs a pass of the loop: the loop
 	// goroutine, or a goroutine running a direct pass (directPass). The
@@ -185,6 +186,7 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 		log:           n.log.With("namespace", ns.Name),
 		inbox:         make(chan event, n.opts.InboxLen),
 		reqIn:         make(chan event, n.opts.InboxLen),
+		reqNote:       make(chan struct{}, 1),
 		ended:         make(chan struct{}),
 		timers:        map[automaton.TimerID]*timerEntry{},
 		waiters:       map[automaton.RequestID]waiterSet{},
@@ -223,18 +225,17 @@ func (l *nsLoop) push(ev event) bool {
 	}
 }
 
-// queueingRequests counts k client inputs more (or, negative, fewer:
-// one that was not queued after all) on their way into requestChan.
-func (l *nsLoop) queueingRequests(k int64) {
-	if l.direct {
-		l.reqQueued.Add(k)
+// noteRequest wakes the loop goroutine for a request just put into
+// reqIn, unless a wake-up is pending already. (Nothing for a loop whose
+// requests go to the inbox.)
+func (l *nsLoop) noteRequest() {
+	if !l.direct {
+		return
 	}
-}
-
-// takeRequest takes a client input from reqIn into the pass.
-func (l *nsLoop) takeRequest(ev event) {
-	l.take(ev)
-	l.reqQueued.Add(-1)
+	select {
+	case l.reqNote <- struct{}{}:
+	default:
+	}
 }
 
 // requestChan is the channel client requests go to: reqIn in a loop
@@ -294,12 +295,12 @@ func (l *nsLoop) run(start automaton.Start) {
 		var ok bool
 		select {
 		case ev := <-l.inbox:
-			ok = l.loopPass(ev, false)
-		case ev := <-l.reqIn:
-			if f := l.n.opts.reqTaken; f != nil {
+			ok = l.loopPass(&ev)
+		case <-l.reqNote:
+			if f := l.n.opts.reqNoted; f != nil {
 				f()
 			}
-			ok = l.loopPass(ev, true)
+			ok = l.loopPass(nil)
 		case <-l.ended: // a direct pass ended the loop (storage failure)
 			return
 		case <-l.n.stopping:
@@ -314,25 +315,23 @@ func (l *nsLoop) run(start automaton.Start) {
 	}
 }
 
-// loopPass is one pass of the loop goroutine, begun with ev (from reqIn
-// when req): it takes ev and every further input already queued
+// loopPass is one pass of the loop goroutine, begun with ev (nil: woken
+// for queued requests, reqNote): it takes ev and every further input already queued
 // (up to BatchLimit), steps the pass's client requests, and hands the
 // pass's records to the committer (flush). It does not wait for the
 // commit: while the committer's fsync runs, the loop steps the next
 // inputs, and the committer commits everything queued behind the running
 // commit in one storage batch when it finishes (group commit). It
 // reports false when the loop ends.
-func (l *nsLoop) loopPass(ev event, req bool) bool {
+func (l *nsLoop) loopPass(ev *event) bool {
 	l.pass.Lock()
 	defer l.pass.Unlock()
 	if !l.live {
 		return false
 	}
 	l.beginTurn()
-	if req {
-		l.takeRequest(ev)
-	} else {
-		l.take(ev)
+	if ev != nil {
+		l.take(*ev)
 	}
 	yielded := false
 more:
@@ -341,7 +340,7 @@ more:
 		case ev := <-l.inbox:
 			l.take(ev)
 		case ev := <-l.reqIn:
-			l.takeRequest(ev)
+			l.take(ev)
 		default:
 			if l.yieldForRequests(yielded) {
 				yielded = true
@@ -353,7 +352,17 @@ more:
 	if !l.endPass() {
 		l.live = false
 	}
+	l.renote()
 	return l.live
+}
+
+// renote wakes the loop goroutine again when a pass leaves requests in
+// reqIn (BatchLimit): their wake-up may have been taken by this pass.
+// Under pass.
+func (l *nsLoop) renote() {
+	if len(l.reqIn) > 0 {
+		l.noteRequest()
+	}
 }
 
 // endPass steps the pass's client requests, notes the leader, flushes
@@ -374,21 +383,21 @@ func (l *nsLoop) endPass() bool {
 // itself when no pass is running (pass.TryLock) instead of handing the
 // request to the loop goroutine and waking it: one goroutine wake-up
 // (often an OS thread's futex too) fewer. The pass is the loop
-// goroutine's, with the requests only: it takes the request, drains the
-// client requests already queued (reqIn; after one yield, as the loop
-// does, so that other connections' requests join its batch), steps them
-// as one ClientBatch, flushes and sends the pass's frames. Order is
-// kept: a client request has no order with any other input but the
-// requests its goroutine handed over before it (Node.Submit: a
-// connection's pipeline, in order) and those of its own batch (take
-// steps a pass's requests after its other inputs anyway), so requests
-// come through their own channel (reqIn), which any pass may drain, and
-// a request is stepped directly only when no request is queued or on
-// its way into reqIn (reqQueued, under pass: none in the channel nor
-// taken out of it by the loop goroutine waiting for the pass), so that
-// none handed over before it is stepped after it; peer messages, timers
-// and effects' results keep the inbox's order, which only the loop
-// goroutine drains. A peer
+// goroutine's, with the requests only: it takes the client requests
+// already queued (reqIn), then its own, then those that come meanwhile
+// (after one yield, as the loop does, so that other connections'
+// requests join its batch), steps them as one ClientBatch, flushes and
+// sends the pass's frames. Order is kept: a client request has no order
+// with any other input but the requests its goroutine handed over before
+// it (Node.Submit: a connection's pipeline, in order) and those of its
+// own batch (take steps a pass's requests after its other inputs
+// anyway). So requests come through their own channel (reqIn), read
+// only under pass (the loop goroutine is woken by reqNote, then takes
+// the pass and reads it), so that they are stepped in the order they
+// were put in, and a direct pass steps the queued ones, which hold any
+// its goroutine handed over before, ahead of its own. Peer messages,
+// timers and effects' results keep the inbox's order, which only the
+// loop goroutine drains. A peer
 // message is not stepped directly on the transport's reader goroutine:
 // tried, it doubled the peer writes per operation (the reader read and
 // stepped its frames one at a time, where the loop gathers the frames
@@ -401,18 +410,23 @@ func (l *nsLoop) directPass(ev event) bool {
 		return false
 	}
 	defer l.pass.Unlock()
-	if !l.live || l.reqQueued.Load() != 0 {
+	if !l.live {
 		return false
 	}
 	l.directs.Add(1)
 	l.beginTurn()
+	// The requests queued before ev first: they may include ones its
+	// goroutine handed over before it (Node.Submit).
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit && len(l.reqIn) > 0 {
+		l.take(<-l.reqIn)
+	}
 	l.take(ev)
 	yielded := false
 more:
 	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
 		select {
 		case ev := <-l.reqIn:
-			l.takeRequest(ev)
+			l.take(ev)
 		default:
 			if l.yieldForRequests(yielded) {
 				yielded = true
@@ -425,6 +439,7 @@ more:
 		l.live = false
 		close(l.ended) // once: live is false from now on
 	}
+	l.renote()
 	return true
 }
 

@@ -141,14 +141,12 @@ func (n *Node) ChangeMembership(ctx context.Context, ns string, op service.Op) (
 	ch := make(chan automaton.Response, 1)
 	l.addWaiter(req.ID, ch)
 	defer l.removeWaiter(req.ID, ch)
-	l.queueingRequests(1)
 	select {
 	case l.requestChan() <- event{in: automaton.ClientRequest{Req: req}}:
+		l.noteRequest()
 	case <-ctx.Done():
-		l.queueingRequests(-1)
 		return service.Result{}, fmt.Errorf("membership change not submitted: %w", ctx.Err())
 	case <-n.stopping:
-		l.queueingRequests(-1)
 		return service.Result{}, gateway.ErrShuttingDown
 	}
 	t := time.NewTimer(time.Minute)

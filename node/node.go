@@ -149,10 +149,10 @@ type Options struct {
 	// noDirect: no direct passes (nsLoop.directPass): every input goes
 	// through the loop goroutine (benchmarks' before/after).
 	noDirect bool
-	// reqTaken, when set, is called by the loop goroutine after it takes
-	// a client request from reqIn and before its pass: a test widens
-	// that window (TestSubmitKeepsOrderABD).
-	reqTaken func()
+	// reqNoted, when set, is called by the loop goroutine when it is
+	// woken for queued client requests, before its pass: a test widens
+	// that window (TestSubmitKeepsOrderDirect).
+	reqNoted func()
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -755,20 +755,17 @@ func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (
 		l.mRequests.Inc()
 		return ch, t0, nil
 	}
-	l.queueingRequests(1)
 	select {
 	case l.requestChan() <- ev:
+		l.noteRequest()
 		n.handoff(1)
 	case <-ctx.Done():
-		l.queueingRequests(-1)
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
 	case <-n.stopping:
-		l.queueingRequests(-1)
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, gateway.ErrShuttingDown
 	case <-n.sf.ch:
-		l.queueingRequests(-1)
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, n.StorageErr()
 	}
@@ -870,9 +867,9 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	var err error
 	ev := event{in: automaton.ClientBatch{Reqs: batch}}
 	if !l.directPass(ev) { // loop.go; else stepped here
-		l.queueingRequests(1)
 		select {
 		case l.requestChan() <- ev:
+			l.noteRequest()
 			n.handoff(1)
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -880,9 +877,6 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 			err = gateway.ErrShuttingDown
 		case <-n.sf.ch:
 			err = n.StorageErr()
-		}
-		if err != nil {
-			l.queueingRequests(-1)
 		}
 	}
 	if err != nil {
