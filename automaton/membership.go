@@ -24,6 +24,17 @@ func MemberRemove(id NodeID) service.Op {
 	return service.Op{Kind: MemberOpKind, Key: "remove", Args: [][]byte{[]byte(id)}}
 }
 
+// LeaderTransfer is the operation that asks a namespace's leader to hand its
+// leadership to member id (protocols with a leader and a transfer on
+// request: paxos). It is answered once the leader has handed off, not once
+// id leads; nothing is logged.
+func LeaderTransfer(id NodeID) service.Op {
+	return service.Op{Kind: MemberOpKind, Key: "transfer", Args: [][]byte{[]byte(id)}}
+}
+
+// IsLeaderTransfer reports whether op is a LeaderTransfer.
+func IsLeaderTransfer(op service.Op) bool { return op.Kind == MemberOpKind && op.Key == "transfer" }
+
 // IsMemberOp reports whether op is a membership change.
 func IsMemberOp(op service.Op) bool { return op.Kind == MemberOpKind }
 

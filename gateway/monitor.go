@@ -20,8 +20,9 @@ import (
 // its name and arity are checked), so an unknown command is not logged and
 // a command queued in MULTI is logged when queued (the order MULTI, the
 // commands, EXEC, as Redis shows it). Commands a script or FUNCTION runs
-// are not logged: they run inside the log's Apply at every replica, not at
-// the gateway. AUTH's and HELLO AUTH's arguments are redacted. Lines go
+// inside the log's Apply are logged from the eval operation's report
+// (script.go scriptReports) as "[0 lua]" lines after the EVAL or FCALL,
+// once the script ran; not inside MULTI. AUTH's and HELLO AUTH's arguments are redacted. Lines go
 // through the connection's push queue (pubsub.go): a monitor that does not
 // read is closed at the output limit.
 
@@ -77,13 +78,19 @@ func (c *conn) stopMonitor() {
 
 // feedMonitors logs command args of c to every monitor but c.
 func (c *conn) feedMonitors(name string, args [][]byte) {
+	c.feedMonitorsFrom(c.nc.RemoteAddr().String(), name, args)
+}
+
+// feedMonitorsFrom is feedMonitors with the line's source: the client's
+// address, or "lua" for a command a script ran (script.go scriptReports).
+func (c *conn) feedMonitorsFrom(from, name string, args [][]byte) {
 	s := &c.s.mon
 	if s.n.Load() == 0 || name == "monitor" {
 		return
 	}
 	now := time.Now()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d.%06d [0 %s]", now.Unix(), now.Nanosecond()/1000, c.nc.RemoteAddr())
+	fmt.Fprintf(&b, "%d.%06d [0 %s]", now.Unix(), now.Nanosecond()/1000, from)
 	for i, a := range args {
 		b.WriteByte(' ')
 		if i > 0 && redacted(name, args, i) {

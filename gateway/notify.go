@@ -284,9 +284,9 @@ func (s *Server) notifyEvent(flags int, event, key string) {
 // consumerEvents marks p's only operation with service.ReportMark, so that
 // its result names the stream keys whose group gained or lost the
 // consumer, and publishes event for each of them, when keyspace events of
-// class t are on and MULTI is not open.
+// class t are on and neither MULTI nor an interactive transaction is open.
 func (c *conn) consumerEvents(p plan, event string) plan {
-	if c.s == nil || c.multi.open || len(p.ops) != 1 {
+	if c.s == nil || c.multi.open || c.txn.open || len(p.ops) != 1 {
 		return p
 	}
 	flags := int(c.s.notify.flags.Load())

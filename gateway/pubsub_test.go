@@ -307,12 +307,34 @@ func TestMonitor(t *testing.T) {
 		cmd("INCR n", "QUEUED"),
 		cmd("EXEC", "(error) EXECABORT Transaction discarded because of previous errors."),
 		cmd("AUTH secret", "(error) ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
+		// The commands a script runs show as lua lines after it, those
+		// before an error included.
+		{[]string{"EVAL", "redis.call('set', KEYS[1], ARGV[1]); redis.call('incr', KEYS[1])", "1", "foo", "bar"}, "(error) ERR value is not an integer or out of range"},
 	})
-	for _, want := range []string{`"SET" "foo" "a b\"\n"`, `"GET" "foo"`, `"MULTI"`, `"INCR" "n"`, `"EXEC"`, `"AUTH" "(redacted)"`} {
+	for _, want := range []string{`"SET" "foo" "a b\"\n"`, `"GET" "foo"`, `"MULTI"`, `"INCR" "n"`, `"EXEC"`, `"AUTH" "(redacted)"`, `"EVAL"`, `[0 lua] "set" "foo" "bar"`, `[0 lua] "incr" "foo"`} {
 		r := mon.reply()
 		line := string(r.Str)
-		if r.Kind != resp.SimpleString || !strings.HasSuffix(line, want) || !strings.Contains(line, " [0 127.0.0.1:") {
-			t.Fatalf("monitor line %q (kind %v), want one ending %s", line, r.Kind, want)
+		client := strings.Contains(line, " [0 127.0.0.1:")
+		if r.Kind != resp.SimpleString || !strings.Contains(line, want) || (client == strings.Contains(want, "lua")) {
+			t.Fatalf("monitor line %q (kind %v), want one with %s", line, r.Kind, want)
+		}
+	}
+}
+
+// TestScriptCommandStats: the commands a script runs count in INFO
+// commandstats (Redis's "command stats for scripts").
+func TestScriptCommandStats(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.MustAutomaton(t, pxName, "kv"), ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{
+		cmd("CONFIG RESETSTAT", "OK"),
+		cmd("SET mykey myval", "OK"),
+		{[]string{"EVAL", "redis.call('set', KEYS[1], 0); redis.call('expire', KEYS[1], 0); redis.call('geoadd', KEYS[1], 0, 0, 'bar')", "1", "mykey"}, "(nil)"},
+	})
+	got := c.bulk("INFO", "commandstats")
+	for _, want := range []string{"cmdstat_eval:calls=1,", "cmdstat_set:calls=2,", "cmdstat_expire:calls=1,", "cmdstat_geoadd:calls=1,"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("INFO commandstats lacks %s:\n%s", want, got)
 		}
 	}
 }

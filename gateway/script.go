@@ -74,7 +74,7 @@ type flight struct {
 // sending records op (an eval operation) in flight when it carries a busy
 // mark, and returns the function that forgets it.
 func (s *scripts) sending(op service.Op) func() {
-	mode := strings.TrimPrefix(string(op.Args[0]), "ro:")
+	mode, _ := service.SplitScriptReport(strings.TrimPrefix(string(op.Args[0]), "ro:"))
 	kind, mark, ok := strings.Cut(mode, "|")
 	if !ok {
 		return func() {}
@@ -193,7 +193,7 @@ func planEval(kind string, ro bool) planFunc {
 			mode = "ro:" + mode
 		}
 		a := append([][]byte{[]byte(mode), body}, rest...)
-		return opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil)
+		return c.scriptReports(opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil))
 	}
 }
 
@@ -217,7 +217,7 @@ func planFCall(ro bool) planFunc {
 		// No body: Apply finds the function in the replicated library
 		// table (service/kv_function.go).
 		a := append([][]byte{[]byte(mode), nil}, rest...)
-		return opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil)
+		return c.scriptReports(opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil))
 	}
 }
 
@@ -645,4 +645,51 @@ func functionStats(r service.Result) service.Result {
 				service.Bytes([]byte("libraries_count")), service.Int(int64(len(r.Elems))),
 				service.Bytes([]byte("functions_count")), service.Int(int64(nf)))))),
 	))
+}
+
+// scriptReports asks p's eval operation to report what its script ran
+// (service.ScriptCalls while a MONITOR is attached to this node, else
+// service.ScriptCounts), so that the commands a script runs count in this
+// node's command statistics and show in its MONITOR ("lua" lines), as in
+// Redis, though they run inside Apply. Not inside MULTI or an interactive
+// transaction (the wrapped result would nest deeper than their replies
+// may): there a script's commands are not counted or shown.
+func (c *conn) scriptReports(p plan) plan {
+	if c.s == nil || c.multi.open || c.txn.open || len(p.ops) != 1 {
+		return p
+	}
+	report := service.ScriptCounts
+	if c.s.mon.n.Load() > 0 {
+		report = service.ScriptCalls
+	}
+	op := p.ops[0]
+	mode := string(op.Args[0])
+	ro := strings.HasPrefix(mode, "ro:")
+	mode = report + strings.TrimPrefix(mode, "ro:")
+	if ro {
+		mode = "ro:" + mode
+	}
+	op.Args = append([][]byte{[]byte(mode)}, op.Args[1:]...)
+	p.ops = []service.Op{op}
+	p.reported = func(rep []service.Result) {
+		if report == service.ScriptCounts {
+			for i := 0; i+1 < len(rep); i += 2 {
+				for n := int64(0); n < rep[i+1].Int; n++ {
+					c.s.cmds.called(string(rep[i].Bytes), 0, false)
+				}
+			}
+			return
+		}
+		for _, call := range rep {
+			args := make([][]byte, len(call.Elems))
+			for i, a := range call.Elems {
+				args[i] = a.Bytes
+			}
+			if len(args) > 0 {
+				c.s.cmds.called(strings.ToLower(string(args[0])), 0, false)
+				c.feedMonitorsFrom("lua", strings.ToLower(string(args[0])), args)
+			}
+		}
+	}
+	return p
 }

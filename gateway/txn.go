@@ -33,7 +33,9 @@ import (
 //
 //   - BEGIN is refused, before anything reaches the node, when the
 //     namespace's protocol has no interactive transactions
-//     (automaton.ErrNoInteractive, naming the protocols that have them), and
+//     (automaton.ErrNoInteractive, naming the protocols that have them)
+//     and the namespace is not sharded over a protocol with atomic groups
+//     (a sharded namespace's node runs them: package node, itxn.go), and
 //     when a transaction is already open: transactions do not nest.
 //   - SYNOD NS is refused while a transaction is open: the transaction
 //     belongs to the namespace it began in.
@@ -61,7 +63,7 @@ type txnConn struct {
 
 func init() {
 	synodHelp = append(synodHelp,
-		"SYNOD BEGIN -- Open an interactive transaction (protocols that have them, e.g. unreplicated).",
+		"SYNOD BEGIN -- Open an interactive transaction (protocols that have them, e.g. unreplicated, and sharded namespaces).",
 		"SYNOD COMMIT -- Commit the open transaction: OK, or EXECABORT when it was aborted (nothing applied).",
 		"SYNOD ABORT -- Discard the open transaction.",
 		"SYNOD TXN -- Show whether a transaction is open.",
@@ -134,7 +136,9 @@ func (c *conn) onBegin() {
 		c.writeError("ERR this node serves no namespace")
 		return
 	}
-	if !automaton.TransactionsOf(ns.Protocol).Interactive {
+	// A sharded namespace's node runs them itself over a protocol with
+	// atomic groups (package node, itxn.go).
+	if !automaton.TransactionsOf(ns.Protocol).Interactive && !(len(ns.Shards) > 0 && automaton.TransactionsOf(ns.Protocol).Atomic) {
 		c.writeError(withCode(fmt.Sprintf(automaton.ErrNoInteractive, ns.Protocol)) + " (" + interactiveProtocols() + ")")
 		return
 	}

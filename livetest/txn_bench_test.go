@@ -20,8 +20,9 @@ import (
 // (synod cluster up --nodes 9 --shards 3): closed-loop workers, each with
 // its own plain go-redis client at a node of its own and its own keys (so
 // no two transactions share a slot), run MULTI INCRBY ... EXEC over keys
-// in 1 group (one hash tag), 2 groups and 3 groups, for a fixed time each,
-// in one run. It prints transactions/s and latency percentiles per case,
+// in 1 group (one hash tag), 2 groups and 3 groups, then MGET and MSET of
+// keys in 3 groups outside MULTI (a read-only transaction: one round; an
+// MSET: answered at the decision), for a fixed time each, in one run. It prints transactions/s and latency percentiles per case,
 // with the load average.
 //
 //	SYNOD_TXN_BENCH_SECONDS=5 SYNOD_TXN_BENCH_WORKERS=16 SYNOD_TXN_BENCH_DURABILITY=fsync go test -run '^$' -bench CrossShardTxn -benchtime 1x ./livetest
@@ -54,7 +55,11 @@ func benchCrossShardTxn(b *testing.B, d time.Duration, workers int, durability s
 		}
 	}
 	fmt.Printf("cross-shard transactions: 9 processes, 3 paxos shards, %s, %d workers, %v per case; /proc/loadavg %s\n", durability, workers, d, loadavg())
-	for _, groups := range []int{1, 2, 3} {
+	for _, cs := range []struct {
+		kind   string
+		groups int
+	}{{"multi", 1}, {"multi", 2}, {"multi", 3}, {"mget", 3}, {"mset", 3}} {
+		groups := cs.groups
 		var mu sync.Mutex
 		var lat []time.Duration
 		errs := 0
@@ -76,12 +81,24 @@ func benchCrossShardTxn(b *testing.B, d time.Duration, workers int, durability s
 				bad := 0
 				for time.Now().Before(end) {
 					t0 := time.Now()
-					_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					var err error
+					switch cs.kind {
+					case "mget":
+						err = cl.MGet(ctx, ks...).Err()
+					case "mset":
+						kv := make([]any, 0, 2*len(ks))
 						for _, k := range ks {
-							p.IncrBy(ctx, k, 1)
+							kv = append(kv, k, "1")
 						}
-						return nil
-					})
+						err = cl.MSet(ctx, kv...).Err()
+					default:
+						_, err = cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							for _, k := range ks {
+								p.IncrBy(ctx, k, 1)
+							}
+							return nil
+						})
+					}
 					if err != nil {
 						bad++
 						continue
@@ -102,7 +119,7 @@ func benchCrossShardTxn(b *testing.B, d time.Duration, workers int, durability s
 			}
 			return lat[min(len(lat)-1, int(f*float64(len(lat))))].Round(10 * time.Microsecond)
 		}
-		fmt.Printf("  %d group(s), %d keys: %.0f transactions/s, p50 %v, p99 %v, %d errors; /proc/loadavg %s\n",
-			groups, max(groups, 2), float64(len(lat))/d.Seconds(), q(0.5), q(0.99), errs, loadavg())
+		fmt.Printf("  %s, %d group(s), %d keys: %.0f transactions/s, p50 %v, p99 %v, %d errors; /proc/loadavg %s\n",
+			cs.kind, groups, max(groups, 2), float64(len(lat))/d.Seconds(), q(0.5), q(0.99), errs, loadavg())
 	}
 }

@@ -76,7 +76,7 @@ func msgsOf(l *nsLoop) uint64   { return l.msgsOut.Load() }
 func counter(nodes []*Node, f func(*nsLoop) uint64) uint64 {
 	var s uint64
 	for _, n := range nodes {
-		s += f(n.loops["default"])
+		s += f(n.loop("default"))
 	}
 	return s
 }
@@ -119,7 +119,7 @@ func BenchmarkNamespacesPut(b *testing.B) {
 			commits := func() uint64 {
 				var s uint64
 				for _, sp := range spaces {
-					s += n.loops[sp.Name].fsyncs.Load()
+					s += n.loop(sp.Name).fsyncs.Load()
 				}
 				return s
 			}

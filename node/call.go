@@ -37,7 +37,7 @@ const (
 // callTarget checks that namespace ns of this node can serve nested
 // requests.
 func (n *Node) callTarget(ns string) error {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil {
 		return fmt.Errorf("nested call: no namespace %q in this cluster (it serves %s; a namespace of another cluster is named CLUSTER/NAMESPACE, CLUSTER listed under remotes)", ns, n.nsNames())
 	}

@@ -65,7 +65,7 @@ func TestCoalescedHeartbeats(t *testing.T) {
 			deadline := time.Now().Add(60 * time.Second)
 			for led := 0; led < groups; {
 				led = 0
-				for _, l := range nodes[0].loops {
+				for _, l := range nodes[0].loopList() {
 					if p := l.leader.Load(); p != nil && *p != "" {
 						led++
 					}

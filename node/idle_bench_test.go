@@ -73,7 +73,7 @@ func idleGroups(b *testing.B, groups int, heartbeat, election string, noCoalesce
 	led := 0
 	for {
 		led = 0
-		for _, l := range nodes[0].loops {
+		for _, l := range nodes[0].loopList() {
 			if p := l.leader.Load(); p != nil && *p != "" {
 				led++
 			}
@@ -127,7 +127,7 @@ func idleGroups(b *testing.B, groups int, heartbeat, election string, noCoalesce
 
 // msgsOut is the peer messages n's groups have sent.
 func (n *Node) msgsOut() (m uint64) {
-	for _, l := range n.loops {
+	for _, l := range n.loopList() {
 		m += l.msgsOut.Load()
 	}
 	return

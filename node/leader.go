@@ -81,7 +81,7 @@ func (l *nsLoop) noteKeys() {
 // it knows none, and always for protocols without a leader, such as ABD:
 // every node serves them alike). It fails for an unknown namespace.
 func (n *Node) Leader(ns string) (automaton.NodeID, string, error) {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil {
 		return "", "", fmt.Errorf("unknown namespace %q (namespaces: %s)", ns, n.nsNames())
 	}

@@ -158,7 +158,7 @@ func (n *Node) sendLeaderGossip() {
 func (n *Node) leaderClaims() []byte {
 	var groups []string
 	for g := range n.groupOf {
-		if l := n.loops[g]; l != nil {
+		if l := n.loop(g); l != nil {
 			if p := l.leader.Load(); p != nil && *p == n.id {
 				groups = append(groups, g)
 			}
@@ -173,7 +173,7 @@ func (n *Node) leaderClaims() []byte {
 	e.Uvarint(uint64(len(groups)))
 	for _, g := range groups {
 		e.String(g)
-		e.Uvarint(n.loops[g].term.Load())
+		e.Uvarint(n.loop(g).term.Load())
 	}
 	return e.B
 }

@@ -14,7 +14,7 @@ import (
 func groupLeader(nodes []*Node, group string, skip map[int]bool) automaton.NodeID {
 	var id automaton.NodeID
 	for i, n := range nodes {
-		l := n.loops[group]
+		l := n.loop(group)
 		if l == nil || skip[i] {
 			continue
 		}

@@ -125,18 +125,25 @@ var _ gateway.MembershipBackend = (*Node)(nil)
 // under a fresh request id, bypassing the service validation that refuses
 // the reserved operation kind to ordinary clients.
 func (n *Node) ChangeMembership(ctx context.Context, ns string, op service.Op) (service.Result, error) {
-	l := n.loops[ns]
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return service.Result{}, err
+	}
+	return n.changeMembership(ctx, ns, automaton.RequestID{Client: binary.LittleEndian.Uint64(b[:]) | 1, Seq: 1}, op)
+}
+
+// changeMembership submits membership operation op (a change or a
+// leadership transfer) to ns's loop under request id id (a resent one
+// is answered once: the protocol deduplicates it).
+func (n *Node) changeMembership(ctx context.Context, ns string, id automaton.RequestID, op service.Op) (service.Result, error) {
+	l := n.loop(ns)
 	if l == nil {
 		return service.Result{}, fmt.Errorf("unknown namespace %q (this node serves %s)", ns, n.nsNames())
 	}
 	if !automaton.IsMemberOp(op) {
 		return service.Result{}, fmt.Errorf("not a membership operation: %q", op.Kind)
 	}
-	var b [8]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return service.Result{}, err
-	}
-	req := automaton.Request{ID: automaton.RequestID{Client: binary.LittleEndian.Uint64(b[:]) | 1, Seq: 1}, Op: op}
+	req := automaton.Request{ID: id, Op: op}
 	req.Op.Args = cloneArgs(req.Op.Args)
 	ch := make(chan automaton.Response, 1)
 	l.addWaiter(req.ID, ch)

@@ -37,10 +37,12 @@ type metrics struct {
 	leader        *prometheus.GaugeVec
 	term          *prometheus.GaugeVec
 	// Keys in each namespace's service state here (noteKeys, leader.go).
-	keys     *prometheus.GaugeVec
-	copies   *prometheus.GaugeVec // Orca copies held here by role (notePlacement, placement.go)
-	keysMu   sync.Mutex
-	keysSeen map[string]time.Time // namespace -> last refresh
+	keys   *prometheus.GaugeVec
+	copies *prometheus.GaugeVec // Orca copies held here by role (notePlacement, placement.go)
+	// Replica groups started at run time (groups.go).
+	groupsStarted prometheus.Counter
+	keysMu        sync.Mutex
+	keysSeen      map[string]time.Time // namespace -> last refresh
 }
 
 func newMetrics(id string) *metrics {
@@ -80,12 +82,14 @@ func newMetrics(id string) *metrics {
 		copies: gauge("orca_copies", "Copies of Orca objects this node holds, by role (primary or secondary), for runtimes that place copies "+
 			"(automaton.PlacementReporter: orca-primary); INFO's Placement section names them.", []string{"namespace", "role"}),
 		keysSeen: map[string]time.Time{},
+		groupsStarted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "synod", Name: "groups_started_total",
+			Help: "Replica groups this node started at run time (a member added by a placement replacement, or such a group after a restart).", ConstLabels: cl}),
 	}
 	m.effects = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "synod", Name: "effect_duration_seconds",
 		Help: "Time one Effect took in its executor (automaton/effect.go: e.g. pbdurable's database transaction), by kind; " +
 			"timed by the runtime around Execute.", ConstLabels: cl, Buckets: lat}, []string{"namespace", "kind"})
 	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.effects, m.batchInputs, m.batchPersist,
-		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys, m.copies,
+		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys, m.copies, m.groupsStarted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

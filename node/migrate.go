@@ -47,7 +47,7 @@ type driveState struct {
 
 // leadsPlacement reports whether this node leads the placement namespace.
 func (n *Node) leadsPlacement() bool {
-	l := n.loops[config.PlacementName]
+	l := n.loop(config.PlacementName)
 	if l == nil {
 		return false
 	}

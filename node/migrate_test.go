@@ -15,6 +15,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
 )
@@ -250,6 +251,21 @@ func TestMigrateSlotsUnderLoad(t *testing.T) {
 	if after, _ := cc2.Get(ctx, k).Result(); after != before {
 		t.Fatalf("%s changed from %q to %q", k, before, after)
 	}
+	// A node still holding the map from before the flip (it reads the
+	// placement namespace every placementPoll) sends a cluster client's
+	// read of a moved key to s0, whose log refuses it (gone): before
+	// answering MOVED it reads the placement map, finds the flip, and
+	// serves the read through s1 instead of sending the client back.
+	newest := s.view()
+	s.cur.Store(initialView(s.groups))
+	aware := gateway.WithClusterMode(ctx, gateway.ClusterMode{Aware: true})
+	resp, err = n1.doSharded(aware, "default", automaton.Request{ID: automaton.RequestID{Client: 43, Seq: 1}, Op: service.Op{Kind: "get", Key: k}})
+	if err != nil || resp.Result.IsErr() || string(resp.Result.Bytes) != before {
+		t.Fatalf("a read at a node holding the map from before the flip: %+v, %v; want %q", resp.Result, err, before)
+	}
+	if got := s.view().epoch; got < newest.epoch {
+		t.Fatalf("epoch %d after the read, want at least %d", got, newest.epoch)
+	}
 	// Without the guard (the node's own, unchecked path) the same write is
 	// applied by s0, which no longer owns the slot: what the guard stops.
 	resp, err = n1.do(internalCtx(ctx), "default#s0", automaton.Request{ID: automaton.RequestID{Client: 42, Seq: 2}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte("stale")}}})
@@ -415,7 +431,10 @@ func TestMigratePlacementLeaderStops(t *testing.T) {
 		// the client there, until it reads it: go-redis gives up after
 		// MaxRedirects and returns the MOVED. That is routing catching up,
 		// not data: retry it for a while (the clean-clone CI at ab440d8
-		// saw it under -race). A value older than the acknowledged one
+		// saw it under -race). Since a node reads the map before it
+		// answers MOVED (consultPlacement) this needs the placement
+		// namespace unreachable at that moment, as here while its leader
+		// is being replaced. A value older than the acknowledged one
 		// still fails at once.
 		for deadline := time.Now().Add(10 * time.Second); err != nil && strings.Contains(err.Error(), "MOVED") && time.Now().Before(deadline); {
 			time.Sleep(100 * time.Millisecond)

@@ -75,12 +75,9 @@ package node
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand"
 	"net"
 	"net/http"
 	"slices"
@@ -195,7 +192,7 @@ type Node struct {
 	// on the request path (handoff; synod_handoffs_total).
 	handoffs atomic.Uint64
 
-	loops   map[string]*nsLoop
+	lt      loopTable                 // the replica groups this node runs, by name (groups.go)
 	nss     []config.Namespace        // the cluster file's namespaces, as clients name them
 	local   []config.Namespace        // the replica groups this node runs, one loop each
 	shards  map[string]*shardedNS     // sharded namespaces by name (shard.go)
@@ -203,6 +200,7 @@ type Node struct {
 	fwd     forwarder                 // requests forwarded to other nodes' groups (shard.go)
 	txs     txnStats                  // cross-shard transactions coordinated and resolved here (txn.go)
 	tails   txnTails                  // cross-shard transactions' steps after their answers (txn.go)
+	itx     itxTable                  // interactive transactions on sharded namespaces (itxn.go)
 	co      coalescer                 // coalesced heartbeats waiting for their batch (coalesce.go)
 	mem     memberState               // live membership per namespace (membership.go)
 	place   placementCache            // Orca copies per namespace, for INFO (placement.go)
@@ -274,7 +272,7 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		cfg: cfg, self: self, id: automaton.NodeID(id), opts: opts,
 		log:      opts.Logger.With("node", id),
 		m:        newMetrics(id),
-		loops:    map[string]*nsLoop{},
+		lt:       loopTable{m: map[string]*nsLoop{}},
 		nss:      append([]config.Namespace(nil), cfg.Namespaces...),
 		ready:    make(chan struct{}),
 		stopping: make(chan struct{}),
@@ -297,37 +295,11 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 			continue // a shard on other nodes: reached by forwarding (shard.go)
 		}
 		ns := g.Namespace
-		lookup := automaton.Lookup
-		if cfg.AllowBroken {
-			lookup = automaton.LookupAny
-		}
-		proto, err := lookup(ns.Protocol)
+		l, err := n.groupLoop(g)
 		if err != nil {
-			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+			return nil, err
 		}
-		svc, err := service.Lookup(ns.Service)
-		if err != nil {
-			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
-		}
-		if err := automaton.CheckService(ns.Protocol, svc); err != nil {
-			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
-		}
-		var seed [8]byte
-		if _, err := crand.Read(seed[:]); err != nil {
-			return nil, fmt.Errorf("node: seeding randomness: %w", err)
-		}
-		params := map[string]string{}
-		for k, v := range ns.Params {
-			params[k] = v
-		}
-		a, err := proto.New(automaton.Config{
-			Self: n.id, Nodes: g.Nodes, Namespace: ns.Name, Service: svc, Params: params,
-			Rand: rand.New(rand.NewSource(int64(binary.LittleEndian.Uint64(seed[:])))),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("namespace %s: protocol %s: %w", ns.Name, ns.Protocol, err)
-		}
-		n.loops[ns.Name] = n.newLoop(ns, svc, a)
+		n.lt.m[ns.Name] = l
 		n.local = append(n.local, ns)
 	}
 	return n, nil
@@ -415,7 +387,7 @@ func (n *Node) start() error {
 	}
 	starts := map[string]automaton.Start{}
 	for _, ns := range n.local {
-		l := n.loops[ns.Name]
+		l := n.loop(ns.Name)
 		if l.store, err = n.engine.Namespace(ns.Name); err != nil {
 			return err
 		}
@@ -476,7 +448,7 @@ func (n *Node) start() error {
 		}
 	}
 	for _, ns := range n.local {
-		l := n.loops[ns.Name]
+		l := n.loop(ns.Name)
 		switch ns.PeerTransport() {
 		case config.TransportGRPCUnary:
 			l.out = n.gp.Unary()
@@ -522,7 +494,7 @@ func (n *Node) start() error {
 
 	for _, ns := range n.local {
 		n.wg.Add(1)
-		go n.loops[ns.Name].run(starts[ns.Name])
+		go n.loop(ns.Name).run(starts[ns.Name])
 	}
 
 	if len(n.groupOf) > 0 {
@@ -604,12 +576,13 @@ func (n *Node) shutdown() {
 			n.opts.PeerListener.Close()
 		}
 		n.tails.wg.Wait()
+		n.closeLoops() // groups.go: no group starts from here on
 		n.wg.Wait()
 		n.bg.Wait()
 		for _, rc := range n.remotes {
 			rc.close()
 		}
-		for _, l := range n.loops {
+		for _, l := range n.loopList() {
 			if l.store != nil {
 				l.store.Close()
 			}
@@ -648,7 +621,7 @@ func (n *Node) fatal(ns string, err error) {
 
 // deliver is the transport's handler.
 func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil && ns == forwardNS {
 		n.onForward(from, msg) // shard.go
 		return
@@ -667,7 +640,7 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 // deliverOne hands peer message msg to namespace ns's loop; lazy: it came
 // in a coalesced batch (coalesce.go).
 func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy bool) {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil {
 		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
 		return
@@ -698,7 +671,7 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 // or by doSharded to route it) is not validated again, here or by the
 // protocol (proto.Validating).
 func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil && n.shards[ns] != nil {
 		return n.doSharded(ctx, ns, req) // shard.go
 	}
@@ -723,7 +696,12 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 			}
 			req.Checked = true
 		}
-		if res, refused := n.refuseUnowned(ctx, ns, req); refused { // shard.go
+		epoch := n.groupOf[ns].view().epoch
+		res, refused := n.refuseUnowned(ctx, ns, req) // shard.go
+		if refused && isMoved(res) && n.consultPlacement(ctx, n.groupOf[ns], epoch) {
+			res, refused = n.refuseUnowned(ctx, ns, req) // by the newest map (slotmap.go)
+		}
+		if refused {
 			return automaton.Response{ID: req.ID, Result: res}, nil
 		}
 		return n.doGuarded(ctx, n.groupOf[ns], ns, req) // slotmap.go
@@ -783,7 +761,7 @@ var _ gateway.SubmitBackend = (*Node)(nil)
 // routes and guards it): Submit then runs it to its end, so the order of
 // submissions is kept all the same.
 func (n *Node) Submit(ctx context.Context, ns string, req automaton.Request) func() (automaton.Response, error) {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil || (len(n.groupOf) > 0 && n.groupOf[ns] != nil) {
 		r, err := n.do(ctx, ns, req)
 		return func() (automaton.Response, error) { return r, err }
@@ -824,7 +802,7 @@ var _ gateway.BatchBackend = (*Node)(nil)
 func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request) ([]automaton.Response, []error) {
 	out := make([]automaton.Response, len(reqs))
 	errs := make([]error, len(reqs))
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil || !l.batches || n.groupOf[ns] != nil { // a shard group's requests are guarded one by one (do)
 		for i, req := range reqs {
 			out[i], errs[i] = n.Do(ctx, ns, req)
@@ -1023,7 +1001,7 @@ type Counters struct {
 
 // Counters returns the counters of namespace ns.
 func (n *Node) Counters(ns string) (Counters, bool) {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil {
 		return Counters{}, false
 	}

@@ -610,7 +610,7 @@ func TestReleaseFollowsPersistSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer close(n.stopping)
-	l := n.loops["misc"]
+	l := n.loop("misc")
 	sa := &scripted{}
 	l.a = sa
 	// One channel for every request id: it receives the answers in the
@@ -865,7 +865,7 @@ func TestStaleTimerFiringIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer close(n.stopping)
-	l := n.loops["misc"]
+	l := n.loop("misc")
 	defer l.stopTimers()
 	client := func(kind, key string, args ...string) {
 		l.step(event{in: automaton.ClientRequest{Req: req(kind, key, args...)}})
@@ -980,7 +980,7 @@ func TestTurnCoalescesMessagesPerPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer close(n.stopping)
-	l := n.loops["misc"]
+	l := n.loop("misc")
 	sa := &scripted{}
 	l.a = sa
 	rec := &recSender{}

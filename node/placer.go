@@ -45,11 +45,11 @@ import (
 //     MIGRATION STATUS and `synod cluster status`.
 //   - A split or a merge starts a slot migration (migrate.go) at the
 //     block's rate, as an operator's CLUSTER MIGRATE would. A replacement
-//     and a leader move are logged, not carried out (action=not-done and
-//     why): a node starts the groups the cluster file names at start, so
-//     there is no node to add to a group at run time yet, and paxos has no
-//     leadership transfer on request (docs/SHARDING.md "Placement
-//     decisions", what is left).
+//     is carried out in steps by its own goroutine (replace.go: the new
+//     node starts the group at run time, is added, the dead one removed,
+//     the members recorded), no other decision being taken meanwhile; a
+//     leader move is a leadership transfer the group's leader carries out
+//     (replace.go transferLeader; paxos transfer.go).
 //
 // Decisions (no seed covers placement; CockroachDB and TiKV are the
 // models): reports are polled by the leader rather than pushed to it, as
@@ -80,6 +80,8 @@ type placerState struct {
 	decisions *prometheus.CounterVec
 	groupOps  *prometheus.GaugeVec
 	groupKeys *prometheus.GaugeVec
+	// replaceSteps counts the steps of replacements carried out (replace.go).
+	replaceSteps *prometheus.CounterVec
 
 	mu   sync.Mutex
 	byNS map[string]*nsPlacer
@@ -99,6 +101,10 @@ type nsPlacer struct {
 	last    string    // the last decision logged (its identity)
 	moveAt  time.Time // a split or merge started or ended (zero: none)
 	wasMig  bool
+	// replacing: a replacement is being carried out (replace.go); no
+	// decision is taken meanwhile.
+	replacing atomic.Bool
+	redo      atomic.Bool // the last replacement failed: decide it again
 }
 
 // countOps counts a client request routed to group gi of s (routeOnce).
@@ -160,7 +166,9 @@ func (n *Node) runPlacer() {
 			Help: "Client requests per second of each group, as the placement leader computes them (smoothed)", ConstLabels: cl}, g)
 		n.placer.groupKeys = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "synod", Name: "placement_group_keys",
 			Help: "Keys of each group, as the placement leader last read them", ConstLabels: cl}, g)
-		n.m.reg.MustRegister(n.placer.decisions, n.placer.groupOps, n.placer.groupKeys)
+		n.placer.replaceSteps = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "synod", Name: "placement_replace_steps_total",
+			Help: "Steps of replica replacements this node carried out as the placement leader (joining, added, removed, recorded, failed)", ConstLabels: cl}, []string{"namespace", "step"})
+		n.m.reg.MustRegister(n.placer.decisions, n.placer.groupOps, n.placer.groupKeys, n.placer.replaceSteps)
 	})
 	t := time.NewTicker(placeEvery)
 	defer t.Stop()
@@ -274,11 +282,11 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	in := shard.PlaceInput{Map: shard.Placement{Epoch: view.epoch, Groups: view.groups}, Nodes: nodes, Migrating: view.active(), SinceMove: -1}
 	for gi, g := range s.groups {
 		gr := shard.GroupReport{Name: g.Namespace.Name, Ops: p.ops[gi], Bytes: -1}
-		for _, id := range g.Nodes {
+		for _, id := range s.members(gi) {
 			gr.Members = append(gr.Members, string(id))
 		}
 		gr.Leader = string(n.hintOf(g.Namespace.Name))
-		if l := n.loops[g.Namespace.Name]; l != nil {
+		if l := n.loop(g.Namespace.Name); l != nil {
 			if ld := l.leader.Load(); ld != nil {
 				gr.Leader = string(*ld)
 			}
@@ -316,6 +324,12 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	if !p.moveAt.IsZero() {
 		in.SinceMove = now.Sub(p.moveAt).Seconds()
 	}
+	if p.replacing.Load() {
+		return // one step at a time: the replacement's goroutine logs its steps
+	}
+	if p.redo.Swap(false) {
+		p.last = ""
+	}
 	d := shard.Decide(in, params)
 	if d.Kind == shard.DecNone && (d.Reason == "" || in.Migrating) {
 		p.last = ""
@@ -340,9 +354,16 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 			p.moveAt = now
 		}
 	case shard.DecReplace:
-		action = "not-done: a node cannot start a group's replica at run time yet"
+		action = "replacement started"
+		p.replacing.Store(true)
+		n.bg.Add(1)
+		go n.replace(s, d) // replace.go
 	case shard.DecLeader:
-		action = "not-done: advice (no leadership transfer on request)"
+		action = "leadership transfer requested"
+		if err := n.transferLeader(ctx, s, d); err != nil {
+			action = "refused: " + err.Error()
+			p.last = "" // decide it again next time
+		}
 	}
 	rs, err = n.placementDo(ctx, kvOp("incr", "decseq/"+s.ns.Name, "1"))
 	if err != nil {

@@ -36,8 +36,9 @@ import (
 // groups, or one operation whose keys do (RENAME a b), runs as a
 // cross-shard transaction (txn.go, package shard/txn) where Redis Cluster
 // answers CROSSSLOT. Operations on the whole
-// keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) and interactive
-// transactions (SYNOD BEGIN) are refused.
+// keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) are refused;
+// interactive transactions (SYNOD BEGIN) run at the client's node,
+// validated at commit (itxn.go).
 //
 // Forwarding uses the peer transport under a reserved namespace name,
 // forwardNS, which no namespace can have (config.GroupSep is not allowed
@@ -67,6 +68,9 @@ type shardedNS struct {
 	cur    atomic.Pointer[slotView] // the newest slot map read (slotmap.go)
 	retry  bool                     // the protocol deduplicates a resent request
 	ops    []atomic.Uint64          // client requests routed to each group (placer.go; nil without a placement block)
+
+	consultMu  sync.Mutex    // one placement read at a time for a MOVED (slotmap.go, consultPlacement)
+	consulting chan struct{} // closed when the read in flight ends; nil: none
 }
 
 func (n *Node) initShards() {
@@ -226,7 +230,18 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 		}
 		req.Checked = true
 	}
+	if req.Txn != nil && s.ns.Name != config.PlacementName {
+		return n.interactive(ctx, s, req) // itxn.go
+	}
+	epoch := s.view().epoch
 	resp, err := n.routeOnce(ctx, s, req)
+	if err == nil && isMoved(resp.Result) && n.consultPlacement(ctx, s, epoch) {
+		// The map changed since: route again by the newest.
+		id := req.ID
+		req.ID = freshID()
+		resp, err = n.routeOnce(ctx, s, req)
+		resp.ID = id
+	}
 	if err != nil || gateway.ClusterModeOf(ctx).Aware || s.ns.Name == config.PlacementName {
 		return resp, err
 	}
@@ -251,7 +266,7 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	}
 	s.countOps(gi) // placer.go
 	g := s.groups[gi]
-	if n.loops[g.Namespace.Name] != nil {
+	if n.serves(g.Namespace.Name) {
 		return n.do(ctx, g.Namespace.Name, req)
 	}
 	return n.forward(ctx, s, g, req)
@@ -283,18 +298,22 @@ const (
 // connection to last (a killed node drops out of the answers as soon as
 // its connection does, before any forwarded request times out on it).
 func (n *Node) targets(g config.Group) []automaton.NodeID {
+	nodes := g.Nodes
+	if s := n.groupOf[g.Namespace.Name]; s != nil {
+		nodes = s.members(s.index[g.Namespace.Name]) // the placement record's (groups.go)
+	}
 	h := n.hintOf(g.Namespace.Name)
 	var st map[automaton.NodeID]transport.PeerStats
 	if n.tr != nil {
 		st = n.tr.Stats()
 	}
 	up := func(id automaton.NodeID) bool { s, ok := st[id]; return id == n.id || !ok || s.Connected }
-	out := make([]automaton.NodeID, 0, len(g.Nodes))
+	out := make([]automaton.NodeID, 0, len(nodes))
 	for _, live := range []bool{true, false} {
-		if slices.Contains(g.Nodes, h) && up(h) == live {
+		if slices.Contains(nodes, h) && up(h) == live {
 			out = append(out, h)
 		}
-		for _, id := range g.Nodes {
+		for _, id := range nodes {
 			if id != h && up(id) == live {
 				out = append(out, id)
 			}
@@ -368,13 +387,23 @@ func (n *Node) onForward(from automaton.NodeID, msg []byte) {
 			ctx, cancel := context.WithTimeout(flagsCtx(context.Background(), flags), left)
 			defer cancel()
 			var r fwdReply
-			if n.loops[group] == nil {
+			if !n.serves(group) {
 				r.err = fmt.Sprintf("node %s does not replicate %s", n.id, group)
+			} else if isAdmin(ctx) {
+				// Only membership operations travel as admin (the
+				// placement leader's, over the cluster's peer links).
+				if !automaton.IsMemberOp(req.Op) || len(req.Ops) > 0 {
+					r.err = "not a membership operation"
+				} else if res, err := n.changeMembership(ctx, group, req.ID, req.Op); err != nil {
+					r.err = err.Error()
+				} else {
+					r.resp = automaton.Response{ID: req.ID, Result: res}
+				}
 			} else if resp, err := n.Do(ctx, group, req); err != nil {
 				r.err = err.Error()
 			} else {
 				r.resp = resp
-				if p := n.loops[group].leader.Load(); p != nil {
+				if p := n.loop(group).leader.Load(); p != nil {
 					r.leader = *p
 				}
 			}
@@ -409,6 +438,7 @@ func (n *Node) onForward(from automaton.NodeID, msg []byte) {
 const (
 	fwdInternal = 1 << iota
 	fwdAsking
+	fwdAdmin // a membership operation of the placement leader (groups.go groupAdmin)
 )
 
 func fwdFlags(ctx context.Context) byte {
@@ -419,12 +449,18 @@ func fwdFlags(ctx context.Context) byte {
 	if gateway.ClusterModeOf(ctx).Asking {
 		f |= fwdAsking
 	}
+	if isAdmin(ctx) {
+		f |= fwdAdmin
+	}
 	return f
 }
 
 func flagsCtx(ctx context.Context, f byte) context.Context {
 	if f&fwdInternal != 0 {
 		ctx = internalCtx(ctx)
+	}
+	if f&fwdAdmin != 0 {
+		ctx = adminCtx(ctx)
 	}
 	// A forwarded client request is answered to the forwarding node,
 	// which follows redirections for its client or passes them on.
@@ -550,7 +586,7 @@ func (n *Node) ClusterShards(ns string) ([]gateway.ClusterShard, bool) {
 		// leader hint, or the leader a remote group's last answer named.
 		ids := n.targets(g)
 		var leader automaton.NodeID
-		if l := n.loops[g.Namespace.Name]; l == nil {
+		if l := n.loop(g.Namespace.Name); l == nil || !n.serves(g.Namespace.Name) {
 			leader = n.hintOf(g.Namespace.Name)
 		} else if p := l.leader.Load(); p != nil {
 			leader = *p
@@ -591,7 +627,7 @@ func (n *Node) SlotLocal(ns string, slot int) (bool, string) {
 		return true, "" // refused when it runs (CLUSTERDOWN)
 	}
 	g := s.groups[gi]
-	if n.loops[g.Namespace.Name] != nil {
+	if n.serves(g.Namespace.Name) {
 		return true, ""
 	}
 	to := n.targets(g)[0]
@@ -619,12 +655,13 @@ func (n *Node) shardsInfo() map[string]string {
 	for _, s := range n.shards {
 		v := s.view()
 		for gi, g := range s.groups {
-			ids := make([]string, len(g.Nodes))
-			for i, id := range g.Nodes {
+			mem := s.members(gi)
+			ids := make([]string, len(mem))
+			for i, id := range mem {
 				ids[i] = string(id)
 			}
 			fact := fmt.Sprintf("slots=%s,nodes=%s,epoch=%d", shard.FormatSlots(v.groups[gi]), strings.Join(ids, " "), v.epoch)
-			if l := n.loops[g.Namespace.Name]; l != nil {
+			if l := n.loop(g.Namespace.Name); l != nil && n.serves(g.Namespace.Name) {
 				if p := l.leader.Load(); p != nil {
 					fact += ",leader=" + string(*p)
 				}

@@ -36,7 +36,7 @@ func BenchmarkSlotGuard(b *testing.B) {
 	var leader *Node
 	for deadline := time.Now().Add(20 * time.Second); leader == nil && time.Now().Before(deadline); {
 		for _, n := range nodes {
-			if p := n.loops["default#s0"].leader.Load(); p != nil && *p == n.id {
+			if p := n.loop("default#s0").leader.Load(); p != nil && *p == n.id {
 				leader = n
 			}
 		}
@@ -64,7 +64,7 @@ func BenchmarkSlotGuard(b *testing.B) {
 					case "client":
 						resp, err = leader.Do(ctx, "default#s0", r)
 					case "checked-unguarded": // what a client request cost before the guard
-						if err = automaton.ValidateRequest(leader.loops["default#s0"].svc, r); err == nil {
+						if err = automaton.ValidateRequest(leader.loop("default#s0").svc, r); err == nil {
 							if res, refused := leader.refuseUnowned(ctx, "default#s0", r); refused {
 								resp.Result = res
 							} else {

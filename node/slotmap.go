@@ -20,7 +20,7 @@ import (
 // "Online slot migration"; docs/SHARDING.md).
 //
 // The placement namespace (config.PlacementName: paxos and KV on three
-// nodes) holds, per sharded namespace ns, three keys:
+// nodes) holds, per sharded namespace ns, these keys:
 //
 //	map/<ns>  the slot map with its epoch (shard.Placement); absent: the
 //	          cluster file's map, epoch 1
@@ -33,14 +33,17 @@ import (
 // MOVED, forwarding. A node that has not read the newest map yet routes
 // by an older one; that costs a redirection, never a wrong answer,
 // because each group checks ownership itself, in its log (guard, below).
+// Before a node answers MOVED it reads the map once more
+// (consultPlacement) and routes the request again by a newer one, so a
+// cluster client is not sent back to the node that sent it there.
 //
 // Decision (the smallest honest design): nodes poll rather than watch.
 // The placement namespace changes a few times per migration; a poll of
 // three keys every 250 ms is 4 reads per second per node, and the groups'
-// own guards make a late map harmless. The placement namespace does not
-// (yet) start or stop group instances or change group membership: a
-// migration moves slots between existing groups, whose members stay
-// those of the cluster file.
+// own guards make a late map harmless. A fourth key, mem/<ns>, names
+// each group's members once a replacement changed them (groups.go,
+// replace.go); a node starts the groups it makes it host, and routes to
+// the members it names.
 
 // placementPoll is how often a node reads the placement namespace.
 const placementPoll = 250 * time.Millisecond
@@ -53,6 +56,10 @@ type slotView struct {
 	mig    *shard.Migration // the last migration (nil: none yet)
 	migVer uint64           // mig/<ns>'s KV version
 	ctl    shard.Control
+	// members and hosts of each group, from the placement record mem/<ns>
+	// (nil: the cluster file's nodes; groups.go, placer.go): members are
+	// routed to; hosts also include a node being added.
+	members, hosts [][]automaton.NodeID
 }
 
 // active reports whether v's migration is under way.
@@ -117,7 +124,7 @@ func (n *Node) placementDo(ctx context.Context, ops ...service.Op) ([]service.Re
 // pollPlacement reads ns's placement keys and installs a newer map.
 func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 	name := s.ns.Name
-	rs, err := n.placementDo(ctx, kvOp("get", "map/"+name), kvOp("get", "mig/"+name), kvOp("version", "mig/"+name), kvOp("get", "ctl/"+name))
+	rs, err := n.placementDo(ctx, kvOp("get", "map/"+name), kvOp("get", "mig/"+name), kvOp("version", "mig/"+name), kvOp("get", "ctl/"+name), kvOp("get", "mem/"+name))
 	if err != nil {
 		return err
 	}
@@ -143,7 +150,15 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 	if rs[3].Type == service.ResultBytes {
 		v.ctl = shard.ParseControl(string(rs[3].Bytes))
 	}
+	if rs[4].Type == service.ResultBytes {
+		mr, err := parseMembersRecord(string(rs[4].Bytes), s.groups)
+		if err != nil {
+			return err
+		}
+		v.members, v.hosts = mr.members, mr.hosts
+	}
 	s.cur.CompareAndSwap(old, &v)
+	n.hostGroups(s) // groups.go
 	return nil
 }
 
@@ -172,6 +187,56 @@ func (n *Node) runPlacement() {
 		case <-n.placeNudge:
 		}
 	}
+}
+
+// isMoved says whether r is a MOVED redirection.
+func isMoved(r service.Result) bool {
+	return r.IsErr() && strings.HasPrefix(r.Err, "MOVED ")
+}
+
+// consultMax bounds the placement read a node makes before answering
+// MOVED.
+const consultMax = time.Second
+
+// consultPlacement reads the placement map of s now, before this node
+// answers MOVED, and reports whether it holds a newer epoch than before
+// (the epoch the request was routed by).
+// A node that has not yet read a flipped map would otherwise send a
+// cluster client back to the node that sent it there, for up to
+// placementPoll. At most one such read is in flight per namespace: a
+// MOVED that meets one waits for it and takes its answer.
+func (n *Node) consultPlacement(ctx context.Context, s *shardedNS, before uint64) bool {
+	if s.ns.Name == config.PlacementName || n.shards[config.PlacementName] == nil {
+		return false
+	}
+	if s.view().epoch > before {
+		return true // read meanwhile (a MOVED nudges the poller)
+	}
+	s.consultMu.Lock()
+	if ch := s.consulting; ch != nil {
+		s.consultMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		return s.view().epoch > before
+	}
+	ch := make(chan struct{})
+	s.consulting = ch
+	s.consultMu.Unlock()
+	defer func() {
+		s.consultMu.Lock()
+		s.consulting = nil
+		s.consultMu.Unlock()
+		close(ch)
+	}()
+	cctx, cancel := context.WithTimeout(ctx, consultMax)
+	defer cancel()
+	if err := n.pollPlacement(cctx, s); err != nil {
+		n.nudgePlacement()
+		return false
+	}
+	return s.view().epoch > before
 }
 
 // nudgePlacement asks for a placement read now (a group answered MOVED).

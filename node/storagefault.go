@@ -96,7 +96,7 @@ func (n *Node) StorageErr() error {
 func (n *Node) storageFailed(ns string, err error) {
 	n.sf.once.Do(func() {
 		e := &StorageError{Node: n.id, Namespace: ns, Err: err}
-		for _, l := range n.loops {
+		for _, l := range n.loopList() {
 			l.failed.Store(true)
 		}
 		n.sf.err.Store(e)

@@ -124,7 +124,7 @@ func TestStorageFsyncFailureStopsAcknowledging(t *testing.T) {
 	}
 	// Whatever was being released when the failure hit has left by now
 	// (releases happen under rmu); nothing may leave after this.
-	l2 := n2.loops["default"]
+	l2 := n2.loop("default")
 	l2.rmu.Lock()
 	l2.rmu.Unlock()
 	before, _ := n2.Counters("default")

@@ -32,6 +32,35 @@ func keysOfGroups(cfg *config.Cluster, prefix string, n int) [2][]string {
 	return out
 }
 
+// checkTotal fails t unless accts hold total.
+func checkTotal(t *testing.T, ctx context.Context, cl *redis.Client, accts []string, total int64) {
+	t.Helper()
+	var sum int64
+	for _, k := range accts {
+		v, err := cl.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	if sum != total {
+		t.Fatalf("final total %d, want %d", sum, total)
+	}
+}
+
+// setAccounts sets every key of ks to 100 and returns them with their
+// total.
+func setAccounts(t *testing.T, ctx context.Context, cl *redis.Client, ks [2][]string) ([]string, int64) {
+	t.Helper()
+	accts := append(append([]string(nil), ks[0]...), ks[1]...)
+	for _, k := range accts {
+		if err := cl.Set(ctx, k, 100, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return accts, int64(100 * len(accts))
+}
+
 // MULTI/EXEC, MSET and WATCH across shards, from a plain client at a node:
 // each runs as one cross-shard transaction.
 func TestCrossShardMultiExec(t *testing.T) {
@@ -170,16 +199,9 @@ func TestCrossShardTransfers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ks := keysOfGroups(cfg, "acct", 3)
-	accts := append(append([]string(nil), ks[0]...), ks[1]...)
-	const start = 100
 	setup := redis.NewClient(&redis.Options{Addr: addrs[0]})
 	defer setup.Close()
-	for _, k := range accts {
-		if err := setup.Set(ctx, k, start, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	total := int64(start * len(accts))
+	accts, total := setAccounts(t, ctx, setup, ks)
 	var transfers, reads, bad atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(4 * time.Second)
@@ -472,17 +494,7 @@ func TestCrossShardTxnDuringMigration(t *testing.T) {
 	wg.Wait()
 	t.Logf("migration: %v", st)
 	t.Logf("%d transfers (%d while migrating), %d whole-bank reads", transfers.Load(), during.Load(), reads.Load())
-	var sum int64
-	for _, k := range accts {
-		v, err := setup.Get(ctx, k).Int64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum += v
-	}
-	if sum != total {
-		t.Fatalf("final total %d, want %d", sum, total)
-	}
+	checkTotal(t, ctx, setup, accts, total)
 	if during.Load() == 0 || reads.Load() == 0 {
 		t.Fatalf("no transfers during the migration (%d) or no reads (%d)", during.Load(), reads.Load())
 	}
@@ -499,5 +511,132 @@ func TestCrossShardTxnDuringMigration(t *testing.T) {
 		if !found {
 			t.Fatalf("moved account %s is not in s1", k)
 		}
+	}
+}
+
+// Interactive transactions (SYNOD BEGIN) across shards: each operation is
+// answered at once (its own writes seen), COMMIT applies them all or,
+// when a key it read changed meanwhile, none (EXECABORT); concurrent
+// transfers as read-then-write interactive transactions from every node
+// keep the total, which whole-bank MGETs check throughout (a lost update
+// or a half-applied commit would show).
+func TestCrossShardInteractive(t *testing.T) {
+	cfg, _, addrs := migrationCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "i", 3)
+	a, b := ks[0][0], ks[1][0]
+	cl := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer cl.Close()
+	other := redis.NewClient(&redis.Options{Addr: addrs[3]})
+	defer other.Close()
+	if err := cl.MSet(ctx, a, "10", b, "20").Err(); err != nil {
+		t.Fatal(err)
+	}
+	conn := cl.Conn()
+	defer conn.Close()
+	do := func(args ...any) (any, error) { return conn.Do(ctx, args...).Result() }
+	if _, err := do("synod", "begin"); err != nil {
+		t.Fatalf("SYNOD BEGIN on a sharded namespace: %v", err)
+	}
+	if v, err := do("incrby", a, 5); err != nil || v != int64(15) {
+		t.Fatalf("INCRBY in the transaction: %v %v", v, err)
+	}
+	if v, err := do("get", a); err != nil || v != "15" {
+		t.Fatalf("GET of its own write: %v %v", v, err)
+	}
+	if v, err := do("incrby", b, -5); err != nil || v != int64(15) {
+		t.Fatalf("INCRBY of the other shard's key: %v %v", v, err)
+	}
+	if v, _ := other.Get(ctx, a).Result(); v != "10" {
+		t.Fatalf("another client sees %s = %q before the commit, want 10", a, v)
+	}
+	if _, err := do("synod", "commit"); err != nil {
+		t.Fatalf("SYNOD COMMIT: %v", err)
+	}
+	if vs, err := other.MGet(ctx, a, b).Result(); err != nil || fmt.Sprint(vs) != "[15 15]" {
+		t.Fatalf("after the commit: %v %v", vs, err)
+	}
+	// A key read by the transaction changes before its commit: EXECABORT,
+	// and nothing of it is applied.
+	if _, err := do("synod", "begin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do("get", b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do("set", a, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Set(ctx, b, "theirs", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do("synod", "commit"); err == nil || !strings.Contains(err.Error(), "EXECABORT") {
+		t.Fatalf("SYNOD COMMIT after a read key changed = %v, want EXECABORT", err)
+	}
+	if v, _ := other.Get(ctx, a).Result(); v != "15" {
+		t.Fatalf("%s = %q after the aborted commit, want 15", a, v)
+	}
+
+	accts, total := setAccounts(t, ctx, cl, ks)
+	var committed, aborted, reads atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(3 * time.Second)
+	for w := 0; w < 5; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClient(&redis.Options{Addr: addrs[w%len(addrs)], MaxRetries: -1})
+			defer c.Close()
+			if w == 4 { // a reader
+				for time.Now().Before(stop) {
+					vs, err := c.MGet(ctx, accts...).Result()
+					if err != nil {
+						continue
+					}
+					var sum int64
+					for _, v := range vs {
+						s, _ := v.(string)
+						x, _ := strconv.ParseInt(s, 10, 64)
+						sum += x
+					}
+					reads.Add(1)
+					if sum != total {
+						t.Errorf("MGET read a total of %d, want %d", sum, total)
+					}
+				}
+				return
+			}
+			cn := c.Conn()
+			defer cn.Close()
+			for i := 0; time.Now().Before(stop); i++ {
+				from, to := ks[0][(i+w)%3], ks[1][(i*7+w)%3]
+				if i%2 == 1 {
+					from, to = to, from
+				}
+				if cn.Do(ctx, "synod", "begin").Err() != nil {
+					continue
+				}
+				f, err1 := cn.Do(ctx, "get", from).Int64()
+				g, err2 := cn.Do(ctx, "get", to).Int64()
+				err3 := cn.Do(ctx, "set", from, f-3).Err()
+				err4 := cn.Do(ctx, "set", to, g+3).Err()
+				if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+					cn.Do(ctx, "synod", "abort")
+					continue
+				}
+				if err := cn.Do(ctx, "synod", "commit").Err(); err == nil {
+					committed.Add(1)
+				} else if strings.Contains(err.Error(), "EXECABORT") {
+					aborted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d interactive transfers committed, %d aborted (a read key changed), %d whole-bank MGETs", committed.Load(), aborted.Load(), reads.Load())
+	checkTotal(t, ctx, cl, accts, total)
+	if committed.Load() == 0 || reads.Load() == 0 {
+		t.Fatalf("no transfer (%d) or read (%d)", committed.Load(), reads.Load())
 	}
 }

@@ -72,7 +72,7 @@ func (l *nsLoop) leaderChanged() <-chan struct{} {
 // automaton reports a leader hint (automaton.LeaderReporter: paxos,
 // primary-backup's primary, the unreplicated server).
 func (n *Node) HasLeader(ns string) bool {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	return l != nil && l.lr != nil
 }
 
@@ -81,7 +81,7 @@ func (n *Node) HasLeader(ns string) bool {
 // known, and a channel closed when the hint next changes (then call again).
 // It fails for an unknown namespace and for a protocol without a leader.
 func (n *Node) WatchLeader(ns string) (gateway.LeaderHint, <-chan struct{}, error) {
-	l := n.loops[ns]
+	l := n.loop(ns)
 	if l == nil {
 		return gateway.LeaderHint{}, nil, fmt.Errorf("unknown namespace %q (namespaces: %s)", ns, n.nsNames())
 	}

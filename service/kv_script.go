@@ -50,7 +50,8 @@ import (
 //	eval mode body numkeys [key ...] [arg ...]
 //	    mode "eval" (body is a script), "fcall:<name>" (body is a library
 //	    whose function <name> is called), or either with "ro:" in front
-//	    (EVAL_RO, FCALL_RO: a write is refused). Op.Key is the first key.
+//	    (EVAL_RO, FCALL_RO: a write is refused), then optionally a report
+//	    prefix (ScriptCalls, ScriptCounts). Op.Key is the first key.
 
 // callCost is what one redis.call or redis.pcall counts against the
 // budget: a call costs far more than an instruction (an error reply is a
@@ -92,7 +93,8 @@ func init() {
 }
 
 func checkEval(op Op) error {
-	m, _, err := splitMark(strings.TrimPrefix(string(op.Args[0]), "ro:"))
+	m, _ := SplitScriptReport(strings.TrimPrefix(string(op.Args[0]), "ro:"))
+	m, _, err := splitMark(m)
 	if err != nil {
 		return err
 	}
@@ -178,16 +180,83 @@ type scriptRun struct {
 	// else), and the registration under way (nil outside a load).
 	gmt, backing, loadGlobals *lua.LTable
 	register                  func(L *lua.LState) int
+	// calls, when reporting (ScriptCalls), collects the arguments of every
+	// command the run executed.
+	calls *[][][]byte
+}
+
+// Script call reports, for a node's MONITOR and command statistics: the
+// commands a script runs execute inside Apply at every replica, not at the
+// gateway that sent it, so the eval operation can ask its result to say
+// what ran. A mode with ScriptCalls after any "ro:" gets [calls, result],
+// calls one array of arguments per command executed; with ScriptCounts it
+// gets [counts, result], counts the commands' names (lower case) and how
+// many times each ran, in order of first use. The result is wrapped even
+// when it is an error (what ran before the error ran). The report is the
+// same at every replica (the run is); operations logged without the
+// prefix are read as before.
+const (
+	ScriptCalls  = "calls:"
+	ScriptCounts = "counts:"
+)
+
+// SplitScriptReport removes a report prefix from mode (after "ro:"),
+// returning it.
+func SplitScriptReport(mode string) (string, string) {
+	for _, p := range []string{ScriptCalls, ScriptCounts} {
+		if m, ok := strings.CutPrefix(mode, p); ok {
+			return m, p
+		}
+	}
+	return mode, ""
 }
 
 func (s *KVState) opEval(op Op) Result {
+	mode := string(op.Args[0])
+	ro := strings.HasPrefix(mode, "ro:")
+	rest, report := SplitScriptReport(strings.TrimPrefix(mode, "ro:"))
+	if report == "" {
+		return s.runEval(op, nil)
+	}
+	if ro {
+		rest = "ro:" + rest
+	}
+	op.Args = append([][]byte{[]byte(rest)}, op.Args[1:]...)
+	var calls [][][]byte
+	r := s.runEval(op, &calls)
+	if report == ScriptCalls {
+		out := make([]Result, len(calls))
+		for i, c := range calls {
+			out[i] = BytesArray(c...)
+		}
+		return Array(Array(out...), r)
+	}
+	var names []string
+	count := map[string]int64{}
+	for _, c := range calls {
+		n := strings.ToLower(string(c[0]))
+		if count[n] == 0 {
+			names = append(names, n)
+		}
+		count[n]++
+	}
+	out := make([]Result, 0, 2*len(names))
+	for _, n := range names {
+		out = append(out, Bytes([]byte(n)), Int(count[n]))
+	}
+	return Array(Array(out...), r)
+}
+
+// runEval runs an eval operation without a report prefix, collecting the
+// commands it executes into calls when not nil.
+func (s *KVState) runEval(op Op, calls *[][][]byte) Result {
 	mode := string(op.Args[0])
 	ro := strings.HasPrefix(mode, "ro:")
 	mode, mark, _ := splitMark(strings.TrimPrefix(mode, "ro:"))
 	n, _ := parseInt(op.Args[2])
 	keys, argv := op.Args[3:3+n], op.Args[3+n:]
 	body := op.Args[1]
-	run := &scriptRun{s: s, readOnly: ro, budget: &budget{left: ScriptBudget, done: make(chan struct{})}}
+	run := &scriptRun{s: s, readOnly: ro, budget: &budget{left: ScriptBudget, done: make(chan struct{})}, calls: calls}
 	if mark > 0 {
 		// A run that may become busy (kv_script_busy.go).
 		name := "user_script"
@@ -769,6 +838,9 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	ops, render, msg := scriptCommand(args)
 	if msg != "" {
 		return fail(msg)
+	}
+	if run.calls != nil {
+		*run.calls = append(*run.calls, args)
 	}
 	results := make([]Result, len(ops))
 	for i, op := range ops {

@@ -50,3 +50,25 @@ func TestKVEval(t *testing.T) {
 		t.Errorf("a library without functions: %q", msg)
 	}
 }
+
+// TestScriptReportModes: a report prefix wraps the result, an error's too,
+// with the (here empty: no command mapping) report; without it the result
+// is plain; a bad mode is still refused.
+func TestScriptReportModes(t *testing.T) {
+	s := newKVState()
+	for mode, want := range map[string]string{
+		"calls:eval":     "[[] (integer) 1]",
+		"ro:counts:eval": "[[] (integer) 1]",
+		"eval":           "(integer) 1",
+	} {
+		if got := s.Apply(op("eval", "", mode, "return 1", "0")).String(); got != want {
+			t.Errorf("%s: got %s, want %s", mode, got, want)
+		}
+	}
+	if got := s.Apply(op("eval", "", "calls:eval", "return redis.call('get', 'k')", "0")).String(); !strings.HasPrefix(got, "[[] (error) ERR Redis commands cannot be run here") {
+		t.Errorf("error wrapped: %s", got)
+	}
+	if got := s.Apply(op("eval", "", "calls:nosuch", "return 1", "0")).String(); !strings.Contains(got, "eval mode must be eval or fcall") {
+		t.Errorf("bad mode: %s", got)
+	}
+}

@@ -125,7 +125,7 @@ const (
 	DecSplit                       // move Slots from group From to spare group To
 	DecMerge                       // move all of From's Slots to To
 	DecReplace                     // replace Node's replica of group From by one on With
-	DecLeader                      // advice: group From's leadership from Node to With
+	DecLeader                      // move group From's leadership from Node to With (a leadership transfer)
 )
 
 var decNames = []string{"none", "split", "merge", "replace", "leader"}
@@ -415,7 +415,7 @@ func decideLeader(in PlaceInput) (Decision, bool) {
 		for _, m := range g.Members {
 			if m != g.Leader && up[m] && leads[g.Leader] >= leads[m]+2 {
 				return Decision{Kind: DecLeader, From: gi, To: gi, Node: g.Leader, With: m,
-					Reason: fmt.Sprintf("%s leads %d groups, %s (a member of %s) %d: advice only, paxos has no leadership transfer on request", g.Leader, leads[g.Leader], m, g.Name, leads[m]),
+					Reason: fmt.Sprintf("%s leads %d groups, %s (a member of %s) %d: its leadership moves to %[3]s", g.Leader, leads[g.Leader], m, g.Name, leads[m]),
 					Inputs: fmt.Sprintf("leaders %s", leaderCounts(leads))}, true
 			}
 		}

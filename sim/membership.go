@@ -26,18 +26,29 @@ import (
 // running node, so they also meet nodes that refuse them (a joining node
 // not yet in the configuration, a removed node before it is stopped) and
 // retry elsewhere. Histories are checked across the changes as usual.
+//
+// A transfer (transfer:NODE@TIME) asks for a leadership transfer to NODE
+// (automaton.LeaderTransfer), submitted like a change and retried the same
+// way while the answer is TryAgain (no leader yet, NODE not caught up);
+// nothing is stopped or started. Stats.Transfers counts the answered ones.
 
 // MemberChange is one scheduled membership change.
 type MemberChange struct {
 	At  time.Duration
 	Add bool
-	// Node is the node to remove; adds take the next spare node.
+	// Transfer asks for a leadership transfer to Node.
+	Transfer bool
+	// Node is the node to remove, or the transfer's target; adds take the
+	// next spare node.
 	Node string
 }
 
 func (m MemberChange) String() string {
 	if m.Add {
 		return "add@" + m.At.String()
+	}
+	if m.Transfer {
+		return "transfer:" + m.Node + "@" + m.At.String()
 	}
 	return "remove:" + m.Node + "@" + m.At.String()
 }
@@ -52,15 +63,17 @@ func ParseMembership(spec string) ([]MemberChange, error) {
 		what, at, ok := strings.Cut(strings.TrimSpace(part), "@")
 		d, err := time.ParseDuration(at)
 		if !ok || err != nil || d < 0 {
-			return nil, fmt.Errorf("membership %q: %q is not add@TIME or remove:NODE@TIME", spec, part)
+			return nil, fmt.Errorf("membership %q: %q is not add@TIME, remove:NODE@TIME or transfer:NODE@TIME", spec, part)
 		}
 		switch {
 		case what == "add":
 			out = append(out, MemberChange{At: d, Add: true})
 		case strings.HasPrefix(what, "remove:") && len(what) > len("remove:"):
 			out = append(out, MemberChange{At: d, Node: what[len("remove:"):]})
+		case strings.HasPrefix(what, "transfer:") && len(what) > len("transfer:"):
+			out = append(out, MemberChange{At: d, Transfer: true, Node: what[len("transfer:"):]})
 		default:
-			return nil, fmt.Errorf("membership %q: %q is not add@TIME or remove:NODE@TIME", spec, part)
+			return nil, fmt.Errorf("membership %q: %q is not add@TIME, remove:NODE@TIME or transfer:NODE@TIME", spec, part)
 		}
 	}
 	return out, nil
@@ -137,12 +150,14 @@ func (s *simulator) initMembership() error {
 			s.nodes[spare].out = true
 			spare++
 		} else if st.target = s.nodeIndex(automaton.NodeID(m.Node)); st.target < 0 {
-			return fmt.Errorf("sim: membership: remove of unknown node %q (nodes n1..n%d)", m.Node, len(s.ids))
+			return fmt.Errorf("sim: membership: %v of unknown node %q (nodes n1..n%d)", m, m.Node, len(s.ids))
 		}
 		st.req = automaton.Request{ID: automaton.RequestID{Client: adminClient, Seq: uint64(i + 1)}}
 		if m.Add {
 			n := s.ids[st.target]
 			st.req.Op = automaton.MemberAdd(n, "sim:"+string(n), "sim:"+string(n))
+		} else if m.Transfer {
+			st.req.Op = automaton.LeaderTransfer(s.ids[st.target])
 		} else {
 			st.req.Op = automaton.MemberRemove(s.ids[st.target])
 		}
@@ -224,6 +239,11 @@ func (s *simulator) adminResponse(r automaton.Response) bool {
 		return true
 	}
 	st.done = true
+	if st.ch.Transfer {
+		s.stats.Transfers++
+		s.tracef("membership: %v done", st.ch)
+		return true
+	}
 	s.stats.MemberChanges++
 	s.tracef("membership: %v done", st.ch)
 	if !st.ch.Add {

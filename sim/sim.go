@@ -241,6 +241,7 @@ type Stats struct {
 	UnknownWrites int
 	UnknownReads  int
 	MemberChanges int // scheduled membership changes that completed
+	Transfers     int // scheduled leadership transfers answered OK (membership.go)
 	ClientBatches int // ClientBatch inputs stepped (Config.BatchWindow, batch.go)
 	// CPU model and open loop (cpu.go, openloop.go): inputs that waited for a
 	// busy processor, the longest such queue, and arrivals that found every

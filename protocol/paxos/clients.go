@@ -104,6 +104,10 @@ func (a *Paxos) lead(p *pend) {
 	if p.state == pQueued || p.state == pLearner {
 		return
 	}
+	if isTransferReq(p.req) {
+		a.onTransferLeadership(p)
+		return
+	}
 	if isMemberReq(p.req) {
 		a.leadChange(p)
 		return
@@ -159,7 +163,9 @@ func (a *Paxos) onForward(from int, m *message) {
 	// membership change (onMemberRequest); this checks the shape of what
 	// the forward carries.
 	var bad error
-	if isMemberReq(m.Req) {
+	if isTransferReq(m.Req) {
+		bad = checkTransfer(m.Req.Op)
+	} else if isMemberReq(m.Req) {
 		_, bad = parseChange(m.Req.Op)
 	}
 	if bad != nil || m.Req.Opts.Read > automaton.ReadLease {
@@ -190,6 +196,14 @@ func (a *Paxos) onForward(from int, m *message) {
 		p.remote = append(p.remote, from)
 	}
 	if p.state == pWaiting {
+		if a.role != leader && a.leaderHint == from {
+			// Each names the other as the leader (a leadership transfer's
+			// old leader hints its target before the target knows): not
+			// bounced back at once, which would loop until one learns;
+			// forwarded by the tick's pass when the hint changes.
+			p.fwdTo = from
+			return
+		}
 		a.route(p)
 	}
 }

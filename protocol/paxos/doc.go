@@ -399,6 +399,24 @@
 // configuration met). When the hand-off fails (the named member is down,
 // messages lost), the members elect after election_timeout as before.
 //
+// Leadership transfer (transfer.go; Raft's leadership transfer extension,
+// Ongaro's thesis §3.10). A request automaton.LeaderTransfer(id), the
+// reserved membership kind with the action "transfer", is forwarded to the
+// leader like a change and never logged. The leader refuses a target that
+// is not a voting member (ERR), and one that did not acknowledge one of
+// its last two heartbeat rounds or while a change is in flight (TRYAGAIN);
+// otherwise it answers OK, steps down (no lease reads, no proposals; its
+// waiting requests go to the target) and sends every member a TimeoutNow
+// with its ballot and chosen prefix, OK for the target. A member whose
+// live leader is the sender, at a promise not above that ballot, stops
+// protecting it; the target starts phase 1 at once. Phase 1 recovers what
+// the target's log lacks, so unlike Raft the target is not brought up to
+// date first. A follower does not bounce a forwarded request straight back
+// to the node that forwarded it (both naming the other leader, as a
+// transfer's old leader and its target briefly do): the tick's pass
+// forwards it once the hint changes. paxos-broken-transfer's target leads
+// under the old ballot without phase 1 (TestTransferSim).
+//
 // A removed node that was cut off when its removal was chosen may not learn
 // it (members stop talking to it); it cannot gather promises and only
 // answers TRYAGAIN. The runtime learns peer addresses from the

@@ -16,6 +16,7 @@ var kindNames = map[byte]string{
 	kindHeartbeat: "heartbeat", kindHeartbeatAck: "heartbeat-ack", kindCatchupReq: "catchup-req",
 	kindCatchup: "catchup", kindSnapshot: "snapshot", kindForward: "forward",
 	kindForwardReply: "forward-reply", kindTakeOver: "takeover",
+	kindTimeoutNow: "timeout-now",
 }
 
 // DescribeMessage renders a peer message in one line ("accept b=(1,1)
@@ -49,7 +50,7 @@ func (a *Paxos) DescribeMessage(b []byte) string {
 		s += fmt.Sprintf(" b=%v commit=%d round=%d", m.Ballot, m.Commit, m.Round)
 	case kindHeartbeatAck:
 		s += fmt.Sprintf(" b=%v%s round=%d commit=%d", m.Ballot, okOrPromised(m), m.Round, m.Commit)
-	case kindTakeOver:
+	case kindTakeOver, kindTimeoutNow:
 		s += fmt.Sprintf(" b=%v ok=%v commit=%d", m.Ballot, m.OK, m.Commit)
 	case kindCatchupReq:
 		s += fmt.Sprintf(" %d..%d", m.From, m.To)

@@ -39,13 +39,14 @@ const (
 	kindForward      = 10
 	kindForwardReply = 11
 	kindTakeOver     = 12 // a removed leader's hand-off: its ballot, commit index; OK: start phase 1 now
+	kindTimeoutNow   = 13 // a leadership transfer's hand-off (transfer.go): ballot, commit index; OK: the target
 )
 
 // header is the messages' and simple records' header (log values and
 // snapshots carry their own versions: encodeBatch, machine.snapshot).
 var header = proto.Header{Protocol: "paxos", Version: msgVersion, Kinds: []string{
 	"prepare", "promise", "accept", "accepted", "heartbeat", "heartbeat-ack",
-	"catchup-req", "catchup", "snapshot", "forward", "forward-reply", "take-over"}}
+	"catchup-req", "catchup", "snapshot", "forward", "forward-reply", "take-over", "timeout-now"}}
 
 // entry is one log instance in a message. In Promise it carries the
 // acceptor's accepted ballot (and whether it knows the instance chosen); in
@@ -132,7 +133,7 @@ func (m *message) marshal() []byte {
 		encodeBallot(&e, m.Ballot)
 		e.Uvarint(m.Commit)
 		e.Uvarint(m.Round)
-	case kindTakeOver:
+	case kindTakeOver, kindTimeoutNow:
 		encodeBallot(&e, m.Ballot)
 		e.Bool(m.OK)
 		e.Uvarint(m.Commit)
@@ -230,7 +231,7 @@ func unmarshal(b []byte) (*message, error) {
 		m.Ballot = decodeBallot(d)
 		m.Commit = d.Uvarint()
 		m.Round = d.Uvarint()
-	case kindTakeOver:
+	case kindTakeOver, kindTimeoutNow:
 		m.Ballot = decodeBallot(d)
 		m.OK = d.Bool()
 		m.Commit = d.Uvarint()

@@ -23,6 +23,8 @@ func init() {
 		"followers never give up on the first leader they heard, so a dead leader is never replaced; safe, but the simulator's liveness mode catches the stall")})
 	automaton.RegisterBroken("paxos", protocol{bootQuorum: true, Capabilities: capabilities("paxos-broken-bootquorum",
 		"phase 2 counts majorities of the bootstrap configuration instead of the instance's; after membership changes acknowledged writes are lost, caught by the linearizability checker (--membership add@1s,add@2s)")})
+	automaton.RegisterBroken("paxos", brokenTransfer{protocol{transferSkipsPhase1: true, Capabilities: capabilities(BrokenTransfer,
+		"a leadership transfer's target leads under the old leader's ballot without running phase 1; caught by the invariant \"one leader per ballot\" (--membership transfer:n2@300ms,...)")}})
 	automaton.RegisterBroken("paxos", protocol{splitGroups: true, Capabilities: capabilities("paxos-broken-splitgroup",
 		"an atomic group's operations are ordered as separate commands that the other commands of its batch interleave with; the serializability checker catches the half-applied groups under load (--groups 0.5 --param window=1)")})
 }
@@ -57,11 +59,12 @@ func capabilities(name, doc string) automaton.Capabilities {
 // switches.
 type protocol struct {
 	automaton.Capabilities
-	skipPhase1Values bool // a new leader ignores the values reported in phase 1
-	stickyLeader     bool // a follower never gives up on the first leader it heard of
-	bootQuorum       bool // phase 2 counts majorities of the bootstrap configuration
-	splitGroups      bool // an atomic group's operations become separate commands
-	nestedRead       bool // a nested read is served as a plain read, not cached (nested.go)
+	skipPhase1Values    bool // a new leader ignores the values reported in phase 1
+	stickyLeader        bool // a follower never gives up on the first leader it heard of
+	bootQuorum          bool // phase 2 counts majorities of the bootstrap configuration
+	splitGroups         bool // an atomic group's operations become separate commands
+	nestedRead          bool // a nested read is served as a plain read, not cached (nested.go)
+	transferSkipsPhase1 bool // a transfer's target leads under the old ballot, without phase 1 (broken_transfer.go)
 }
 
 // Defaults of the parameters (see the package doc).
@@ -530,6 +533,8 @@ func (a *Paxos) OnMessage(fromID automaton.NodeID, b []byte) {
 		a.onForwardReply(m)
 	case kindTakeOver:
 		a.onTakeOver(from, m)
+	case kindTimeoutNow:
+		a.onTimeoutNow(from, m)
 	}
 }
 

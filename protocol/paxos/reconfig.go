@@ -308,7 +308,12 @@ func (a *Paxos) notMemberError() service.Result {
 
 // onMemberRequest handles a membership change submitted at this node.
 func (a *Paxos) onMemberRequest(req automaton.Request) {
-	if _, err := parseChange(req.Op); err != nil {
+	if isTransferReq(req) {
+		if err := checkTransfer(req.Op); err != nil {
+			a.Respond(req.ID, service.Errorf("ERR %v", err))
+			return
+		}
+	} else if _, err := parseChange(req.Op); err != nil {
 		a.Respond(req.ID, service.Errorf("ERR %v", err))
 		return
 	}

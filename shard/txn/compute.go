@@ -105,22 +105,27 @@ func Compute(keys [][]string, reads [][]service.Result, ops []service.Op, env se
 	writes := make([][]service.Op, len(keys))
 	for i, ks := range keys {
 		for _, k := range ks {
-			if !written[k] {
-				continue
+			if written[k] {
+				writes[i] = append(writes[i], AfterImage(st, k, env))
 			}
-			d := service.ApplyEnv(st, service.Op{Kind: "dump", Key: k}, env)
-			if d.Type != service.ResultBytes {
-				writes[i] = append(writes[i], service.Op{Kind: "del", Key: k})
-				continue
-			}
-			ttl := "0"
-			if t := service.ApplyEnv(st, service.Op{Kind: "pttl", Key: k}, env); t.Type == service.ResultInt && t.Int > 0 {
-				ttl = strconv.FormatInt(t.Int, 10)
-			}
-			writes[i] = append(writes[i], service.Op{Kind: "restore", Key: k, Args: [][]byte{[]byte(ttl), d.Bytes, []byte("replace")}})
 		}
 	}
 	return results, writes, nil
+}
+
+// AfterImage is the write that makes key k elsewhere what it is in st at
+// env: RESTORE ... REPLACE of its value (with its time left to live), or
+// DEL when st does not hold it.
+func AfterImage(st service.State, k string, env service.Env) service.Op {
+	d := service.ApplyEnv(st, service.Op{Kind: "dump", Key: k}, env)
+	if d.Type != service.ResultBytes {
+		return service.Op{Kind: "del", Key: k}
+	}
+	ttl := "0"
+	if t := service.ApplyEnv(st, service.Op{Kind: "pttl", Key: k}, env); t.Type == service.ResultInt && t.Int > 0 {
+		ttl = strconv.FormatInt(t.Int, 10)
+	}
+	return service.Op{Kind: "restore", Key: k, Args: [][]byte{[]byte(ttl), d.Bytes, []byte("replace")}}
 }
 
 // EncodeWrites is a computed transaction's writes as the decision records

@@ -1,0 +1,290 @@
+package node
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
+)
+
+// Replica groups on this node: the table of loops, and groups started at
+// run time (issue 33 item 2, replacing a dead node's replica).
+//
+// A node starts, in New, the groups whose cluster-file nodes include it.
+// A sharded namespace's placement record mem/<ns> (slotmap.go) may make
+// this node a member of another group since (a replacement, placer.go);
+// the node then starts that group's loop at run time (hostGroups, after
+// each placement read), from its own stored records if it hosted the group
+// before (a restart), else empty: it joins as a learner and is caught up
+// by the group's leader (paxos's add, snapshot or log). A group is never
+// stopped at run time; a node the record does not name a member no longer
+// serves the group (serves: no local requests, forwarded ones refused,
+// routing names the members only), so a removed node that restarts with
+// the group in its cluster file does not answer for it.
+
+// loopTable is the node's loops by group name. Loops are added at run
+// time and never removed, so a loop once read stays valid.
+type loopTable struct {
+	mu     sync.RWMutex
+	m      map[string]*nsLoop
+	closed bool // shutdown began: no more loops start
+}
+
+// loop returns group name's loop on this node (nil: not run here).
+func (n *Node) loop(name string) *nsLoop {
+	n.lt.mu.RLock()
+	defer n.lt.mu.RUnlock()
+	return n.lt.m[name]
+}
+
+// loopList returns every loop, in name order.
+func (n *Node) loopList() []*nsLoop {
+	n.lt.mu.RLock()
+	defer n.lt.mu.RUnlock()
+	names := make([]string, 0, len(n.lt.m))
+	for k := range n.lt.m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]*nsLoop, len(names))
+	for i, k := range names {
+		out[i] = n.lt.m[k]
+	}
+	return out
+}
+
+// groupLoop builds the automaton and loop of group g on this node. A node
+// outside g's cluster-file nodes (a member added at run time) is given
+// g's nodes plus itself, with the file's nodes as the bootstrap
+// configuration (paxos's "members"), so that it replays the group's
+// history from the same start.
+func (n *Node) groupLoop(g config.Group) (*nsLoop, error) {
+	ns := g.Namespace
+	lookup := automaton.Lookup
+	if n.cfg.AllowBroken {
+		lookup = automaton.LookupAny
+	}
+	proto, err := lookup(ns.Protocol)
+	if err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+	}
+	svc, err := service.Lookup(ns.Service)
+	if err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+	}
+	if err := automaton.CheckService(ns.Protocol, svc); err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+	}
+	var seed [8]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("node: seeding randomness: %w", err)
+	}
+	params := map[string]string{}
+	for k, v := range ns.Params {
+		params[k] = v
+	}
+	nodes := g.Nodes
+	if !slices.Contains(nodes, n.id) {
+		if _, ok := params["members"]; !ok {
+			ids := make([]string, len(nodes))
+			for i, id := range nodes {
+				ids[i] = string(id)
+			}
+			params["members"] = strings.Join(ids, ",")
+		}
+		nodes = append(slices.Clone(nodes), n.id)
+	}
+	a, err := proto.New(automaton.Config{
+		Self: n.id, Nodes: nodes, Namespace: ns.Name, Service: svc, Params: params,
+		Rand: rand.New(rand.NewSource(int64(binary.LittleEndian.Uint64(seed[:])))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("namespace %s: protocol %s: %w", ns.Name, ns.Protocol, err)
+	}
+	return n.newLoop(ns, svc, a), nil
+}
+
+// startGroup starts group g's loop at run time (hostGroups): its stored
+// records, its transport, its goroutine. A group already running is left.
+func (n *Node) startGroup(g config.Group) error {
+	if n.loop(g.Namespace.Name) != nil {
+		return nil
+	}
+	if !automaton.SupportsMembership(g.Namespace.Protocol) {
+		return fmt.Errorf("group %s: protocol %s has a fixed membership", g.Namespace.Name, g.Namespace.Protocol)
+	}
+	l, err := n.groupLoop(g)
+	if err != nil {
+		return err
+	}
+	if l.store, err = n.engine.Namespace(g.Namespace.Name); err != nil {
+		return err
+	}
+	recs, err := l.store.Load()
+	if err != nil {
+		l.store.Close()
+		return fmt.Errorf("group %s: loading records: %w", g.Namespace.Name, err)
+	}
+	switch g.Namespace.PeerTransport() {
+	case config.TransportGRPCUnary:
+		l.out = n.gp.Unary()
+	case config.TransportGRPCStream:
+		l.out = n.gp.Stream()
+	default:
+		l.out = n.tr
+	}
+	n.lt.mu.Lock()
+	if n.lt.closed || n.lt.m[g.Namespace.Name] != nil {
+		n.lt.mu.Unlock()
+		l.store.Close()
+		return nil
+	}
+	n.lt.m[g.Namespace.Name] = l
+	n.wg.Add(1)
+	n.lt.mu.Unlock()
+	n.log.Info("group started at run time", "group", g.Namespace.Name, "records", len(recs))
+	n.m.groupsStarted.Inc()
+	go l.run(automaton.Start{Records: recs})
+	return nil
+}
+
+// hostGroups starts the groups of s that its placement record makes this
+// node host (a member, or a member being added) and that it does not run.
+func (n *Node) hostGroups(s *shardedNS) {
+	v := s.view()
+	for gi, g := range s.groups {
+		if v.hosts == nil || !slices.Contains(v.hosts[gi], n.id) || n.loop(g.Namespace.Name) != nil {
+			continue
+		}
+		if err := n.startGroup(g); err != nil {
+			n.log.Warn("starting a group at run time failed", "group", g.Namespace.Name, "err", err)
+		}
+	}
+}
+
+// members returns the members of group gi of s: the placement record's
+// when it names them, else the cluster file's.
+func (s *shardedNS) members(gi int) []automaton.NodeID {
+	if v := s.view(); v.members != nil && v.members[gi] != nil {
+		return v.members[gi]
+	}
+	return s.groups[gi].Nodes
+}
+
+// serves reports whether this node serves group name: it runs the group
+// and, for a shard group, is one of its members.
+func (n *Node) serves(name string) bool {
+	if n.loop(name) == nil {
+		return false
+	}
+	s := n.groupOf[name]
+	if s == nil {
+		return true
+	}
+	return slices.Contains(s.members(s.index[name]), n.id)
+}
+
+// closeLoops stops run-time starts (shutdown, before waiting for loops).
+func (n *Node) closeLoops() {
+	n.lt.mu.Lock()
+	n.lt.closed = true
+	n.lt.mu.Unlock()
+}
+
+// membersRecord is a sharded namespace's record mem/<ns> in the placement
+// namespace: for each group it names, its members (routed to) and the
+// nodes being added (hosting it, not yet members). Its text is a space
+// list of "<group index>:<members, comma list>[/<joining, comma list>]";
+// a group not listed has its cluster-file nodes. Only the placement
+// leader writes it (placer.go, replace).
+type membersRecord struct {
+	members, hosts [][]automaton.NodeID // by group; nil entries: the file's
+}
+
+func parseMembersRecord(text string, groups []config.Group) (membersRecord, error) {
+	r := membersRecord{members: make([][]automaton.NodeID, len(groups)), hosts: make([][]automaton.NodeID, len(groups))}
+	ids := func(s string) []automaton.NodeID {
+		var out []automaton.NodeID
+		for _, f := range strings.Split(s, ",") {
+			if f != "" {
+				out = append(out, automaton.NodeID(f))
+			}
+		}
+		return out
+	}
+	for _, e := range strings.Fields(text) {
+		gs, rest, ok := strings.Cut(e, ":")
+		gi := -1
+		fmt.Sscanf(gs, "%d", &gi)
+		if !ok || gi < 0 || gi >= len(groups) {
+			return r, fmt.Errorf("placement members record: bad entry %q", e)
+		}
+		mem, join, _ := strings.Cut(rest, "/")
+		r.members[gi] = ids(mem)
+		if len(r.members[gi]) == 0 {
+			return r, fmt.Errorf("placement members record: group %d has no members", gi)
+		}
+		r.hosts[gi] = append(slices.Clone(r.members[gi]), ids(join)...)
+	}
+	for gi := range groups {
+		if r.members[gi] == nil {
+			r.hosts[gi] = groups[gi].Nodes
+		}
+	}
+	return r, nil
+}
+
+// formatMembersRecord renders members (and joining, may be nil) of every
+// group for mem/<ns>.
+func formatMembersRecord(members, joining [][]automaton.NodeID) string {
+	var parts []string
+	for gi, m := range members {
+		ids := make([]string, len(m))
+		for i, id := range m {
+			ids[i] = string(id)
+		}
+		e := fmt.Sprintf("%d:%s", gi, strings.Join(ids, ","))
+		if joining != nil && len(joining[gi]) > 0 {
+			js := make([]string, len(joining[gi]))
+			for i, id := range joining[gi] {
+				js[i] = string(id)
+			}
+			e += "/" + strings.Join(js, ",")
+		}
+		parts = append(parts, e)
+	}
+	return strings.Join(parts, " ")
+}
+
+// admin requests are membership operations the placement leader sends to
+// a group (groupAdmin): forwarded with fwdAdmin, run by changeMembership.
+type adminKey struct{}
+
+func adminCtx(ctx context.Context) context.Context { return context.WithValue(ctx, adminKey{}, true) }
+
+func isAdmin(ctx context.Context) bool { v, _ := ctx.Value(adminKey{}).(bool); return v }
+
+// groupAdmin runs membership operation op (automaton.MemberAdd,
+// MemberRemove, LeaderTransfer) on group gi of s under request id id: on
+// this node's replica when it serves the group, else forwarded to a
+// member; the group's protocol takes it to its leader.
+func (n *Node) groupAdmin(ctx context.Context, s *shardedNS, gi int, id automaton.RequestID, op service.Op) (service.Result, error) {
+	g := s.groups[gi]
+	if n.serves(g.Namespace.Name) {
+		return n.changeMembership(ctx, g.Namespace.Name, id, op)
+	}
+	resp, err := n.forward(adminCtx(ctx), s, g, automaton.Request{ID: id, Op: op})
+	if err != nil {
+		return service.Result{}, err
+	}
+	return resp.Result, nil
+}

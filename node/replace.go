@@ -1,0 +1,170 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/shard"
+)
+
+// Carrying out the placement service's replacements and leader moves
+// (issue 33 item 2; the decisions are shard.Decide's, placer.go).
+//
+// A replacement "replace group=G node=X with=Y" runs on the placement
+// leader, one at a time (no other decision meanwhile), in steps, each
+// appended to the decision log dec/<ns> ("step ...") and counted in
+// synod_placement_replace_steps_total{namespace,step}:
+//
+//  1. joining: the members record mem/<ns> (groups.go) names Y as joining
+//     G. Y reads it (every placement poll) and starts G's replica at run
+//     time, empty (groups.go startGroup).
+//  2. added: G's membership change "add Y" (automaton.MemberAdd with Y's
+//     addresses from the cluster file) goes to a member of G, whose
+//     protocol takes it to G's leader; paxos makes Y a learner, catches it
+//     up (log or snapshot) and logs the add once it has (reconfig.go
+//     there). The step waits for the add's answer.
+//  3. removed: "remove X", the same way.
+//  4. recorded: mem/<ns> names G's members without X and with Y. Every
+//     node routes by it from its next poll: CLUSTER SLOTS, SHARDS, NODES
+//     and MOVED name Y, not X; X, restarted, no longer serves G
+//     (groups.go serves).
+//
+// Each step is idempotent, so a replacement cut short (the placement
+// leader fails, a step times out) is decided again and redone: an add of
+// a member already in, or a remove of one already out, counts as done; a
+// joining node already recorded for G is reused rather than a new one
+// chosen. Decision: the change requests carry one request id per
+// replacement and step, so a forwarded request resent to another member
+// is deduplicated by the group (paxos's table of outcomes).
+
+// replaceTimeout bounds one replacement (the add waits for the new
+// member's catch-up: a snapshot of the group's state).
+const replaceTimeout = 3 * time.Minute
+
+// replace carries out replacement d of s (its own goroutine; see above).
+func (n *Node) replace(s *shardedNS, d shard.Decision) {
+	defer n.bg.Done()
+	p := n.placerFor(s.ns.Name)
+	defer p.replacing.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), replaceTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := n.replaceSteps(ctx, s, d); err != nil {
+		n.replaceStep(ctx, s, d, "failed", err.Error())
+		n.log.Warn("placement replacement failed; it will be decided again", "namespace", s.ns.Name, "decision", d.String(), "err", err)
+		p.redo.Store(true) // decide it again
+	}
+}
+
+func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision) error {
+	gi := d.From
+	x, y := automaton.NodeID(d.Node), automaton.NodeID(d.With)
+	v := s.view()
+	if v.hosts != nil && v.members != nil && v.members[gi] != nil {
+		// A replacement cut short: reuse its joining node.
+		for _, h := range v.hosts[gi] {
+			if !slices.Contains(v.members[gi], h) {
+				y = h
+			}
+		}
+	}
+	var ym config.Node
+	for _, m := range n.cfg.Nodes {
+		if m.ID == string(y) {
+			ym = m
+		}
+	}
+	if ym.ID == "" {
+		return fmt.Errorf("node %s is not in the cluster file", y)
+	}
+	members := func() [][]automaton.NodeID {
+		out := make([][]automaton.NodeID, len(s.groups))
+		for i := range s.groups {
+			out[i] = slices.Clone(s.members(i))
+		}
+		return out
+	}
+	// 1. joining
+	mem := members()
+	joining := make([][]automaton.NodeID, len(s.groups))
+	joining[gi] = []automaton.NodeID{y}
+	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, formatMembersRecord(mem, joining))); err != nil {
+		return fmt.Errorf("recording %s as joining: %w", y, err)
+	}
+	n.replaceStep(ctx, s, d, "joining", fmt.Sprintf("%s starts %s's replica", y, s.groups[gi].Namespace.Name))
+	// 2. added
+	base := n.nextInternalID()
+	res, err := n.groupAdmin(ctx, s, gi, base, automaton.MemberAdd(y, ym.Peer, ym.Client))
+	if err != nil {
+		return fmt.Errorf("adding %s: %w", y, err)
+	}
+	if res.IsErr() && !strings.Contains(res.Err, "already a member") {
+		return fmt.Errorf("adding %s: %s", y, res.Err)
+	}
+	n.replaceStep(ctx, s, d, "added", fmt.Sprintf("%s caught up and is a member", y))
+	// 3. removed
+	res, err = n.groupAdmin(ctx, s, gi, n.nextInternalID(), automaton.MemberRemove(x))
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", x, err)
+	}
+	if res.IsErr() && !strings.Contains(res.Err, "not a member") {
+		return fmt.Errorf("removing %s: %s", x, res.Err)
+	}
+	n.replaceStep(ctx, s, d, "removed", fmt.Sprintf("%s is no longer a member", x))
+	// 4. recorded
+	mem = members()
+	mem[gi] = slices.DeleteFunc(mem[gi], func(id automaton.NodeID) bool { return id == x || id == y })
+	mem[gi] = append(mem[gi], y)
+	rec := formatMembersRecord(mem, nil)
+	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, rec)); err != nil {
+		return fmt.Errorf("recording the members: %w", err)
+	}
+	n.nudgePlacement()
+	n.replaceStep(ctx, s, d, "recorded", "members "+rec)
+	return nil
+}
+
+// replaceStep logs one step of replacement d: the node's log, the
+// decision log dec/<ns>, the step counter.
+func (n *Node) replaceStep(ctx context.Context, s *shardedNS, d shard.Decision, step, what string) {
+	n.log.Info("placement replacement step", "namespace", s.ns.Name, "group", s.groups[d.From].Namespace.Name, "node", d.Node, "with", d.With, "step", step, "what", what)
+	if n.placer.replaceSteps != nil {
+		n.placer.replaceSteps.WithLabelValues(s.ns.Name, step).Inc()
+	}
+	n.logDecisionLine(ctx, s, fmt.Sprintf("step %s group=%d node=%s with=%s: %s", step, d.From, d.Node, d.With, what))
+}
+
+// logDecisionLine appends line to dec/<ns> under the next sequence number.
+func (n *Node) logDecisionLine(ctx context.Context, s *shardedNS, line string) {
+	rs, err := n.placementDo(ctx, kvOp("incr", "decseq/"+s.ns.Name, "1"))
+	if err != nil {
+		return
+	}
+	entry := fmt.Sprintf("%d %d %s", rs[0].Int, time.Now().UnixMilli(), line)
+	n.placementDo(ctx, kvOp("rpush", "dec/"+s.ns.Name, entry), kvOp("ltrim", "dec/"+s.ns.Name, strconv.Itoa(-placeLogLen), "-1"))
+}
+
+// transferLeader carries out leader move d: G's leader hands its
+// leadership to d.With (automaton.LeaderTransfer; paxos transfer.go).
+func (n *Node) transferLeader(ctx context.Context, s *shardedNS, d shard.Decision) error {
+	res, err := n.groupAdmin(ctx, s, d.From, n.nextInternalID(), automaton.LeaderTransfer(automaton.NodeID(d.With)))
+	if err != nil {
+		return err
+	}
+	if res.IsErr() {
+		return fmt.Errorf("%s", res.Err)
+	}
+	return nil
+}

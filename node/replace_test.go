@@ -1,0 +1,120 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/shard"
+)
+
+// The placement service replaces a dead node's replica: s0 on n1-n3, s1
+// on n4-n6, n7 in no group. n6 stops; after dead_after the placement
+// leader decides "replace group=1 node=n6 with=n7" and carries it out:
+// n7 starts s1's replica at run time, is added (caught up by the group's
+// leader), n6 is removed, and the members record names n4 n5 n7. Routing
+// follows (CLUSTER SHARDS names n7, not n6), every write acknowledged
+// before and after reads back, each step is in the decision log, and a
+// leadership transfer to n7 moves s1's leader there.
+func TestPlacementReplacesDeadNode(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n4", "n5", "n6"}},
+	}, Placement: &config.Placement{DeadAfter: "1s", NoMerge: true}}
+	cfg, ls := mkCluster(t, 7, config.Memory, ns)
+	var nodes []*Node
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	plain := redis.NewClient(&redis.Options{Addr: cfg.Nodes[0].Client})
+	defer plain.Close()
+	admin := redis.NewClient(&redis.Options{Addr: cfg.Nodes[0].Client})
+	defer admin.Close()
+	var keys []string // keys of s1's slots
+	for i := 0; len(keys) < 100; i++ {
+		if k := fmt.Sprintf("k%d", i); shard.KeySlot(k) >= 8192 {
+			keys = append(keys, k)
+		}
+	}
+	acked := map[string]string{}
+	write := func(round int) {
+		for _, k := range keys {
+			v := fmt.Sprintf("%s-%d", k, round)
+			if err := plain.Set(ctx, k, v, 0).Err(); err != nil {
+				t.Fatalf("SET %s: %v", k, err)
+			}
+			acked[k] = v
+		}
+	}
+	write(1)
+	nodes[5].Close() // n6
+	s := nodes[0].shards["default"]
+	want := []automaton.NodeID{"n4", "n5", "n7"}
+	for ctx.Err() == nil {
+		ok := true
+		for _, n := range []*Node{nodes[0], nodes[3], nodes[6]} {
+			ok = ok && slices.Equal(n.shards["default"].members(1), want)
+		}
+		if ok {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log := nodes[0].placementLog(ctx, s, placeLogLen)
+	if ctx.Err() != nil {
+		t.Fatalf("s1's members never became %v (n1 sees %v); log:\n%s", want, s.members(1), log)
+	}
+	t.Logf("decision log:\n%s", log)
+	for _, step := range []string{"replace group=1 node=n6 with=n7", "step joining", "step added", "step removed", "step recorded"} {
+		if !strings.Contains(log, step) {
+			t.Errorf("the decision log lacks %q", step)
+		}
+	}
+	if !nodes[6].serves("default#s1") {
+		t.Fatal("n7 does not serve s1 after the replacement")
+	}
+	shards, _ := nodes[1].ClusterShards("default")
+	var names []string
+	for _, n := range shards[1].Nodes {
+		names = append(names, n.ID)
+	}
+	if slices.Contains(names, "n6") || !slices.Contains(names, "n7") {
+		t.Fatalf("CLUSTER SHARDS at n2 names %v for s1", names)
+	}
+	write(2)
+	for k, v := range acked {
+		if got, err := plain.Get(ctx, k).Result(); err != nil || got != v {
+			t.Fatalf("GET %s = %q %v, want %q", k, got, err, v)
+		}
+	}
+	// n7 alone with n4 down: still a majority (n5, n7), the writes read back.
+	nodes[3].Close()
+	write(3)
+	for k, v := range acked {
+		if got, err := plain.Get(ctx, k).Result(); err != nil || got != v {
+			t.Fatalf("with n4 down: GET %s = %q %v, want %q", k, got, err, v)
+		}
+	}
+	// A leadership transfer (the leader-balance action) to n7.
+	d := shard.Decision{Kind: shard.DecLeader, From: 1, With: "n7"}
+	for ctx.Err() == nil {
+		err := nodes[0].transferLeader(ctx, s, d)
+		if p := nodes[6].loop("default#s1").leader.Load(); err == nil && p != nil && *p == "n7" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("s1's leadership never moved to n7")
+	}
+	write(4)
+}
