@@ -157,7 +157,7 @@ func TestDirectPass(t *testing.T) {
 				t.Errorf("noDirect=%v: batch answer %d: %v %v, want %s", noDirect, i, out[i].Result, errs[i], want)
 			}
 		}
-		d := c.loops["default"].directs.Load()
+		d := c.loop("default").directs.Load()
 		if noDirect && d != 0 {
 			t.Errorf("noDirect: %d direct passes", d)
 		}

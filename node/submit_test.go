@@ -146,7 +146,7 @@ func TestSubmitKeepsOrderDirect(t *testing.T) {
 			t.Fatalf("stepped out of submission order at %d: %v, want %v", i, got[max(0, i-3):min(len(got), i+5)], want[max(0, i-3):min(len(want), i+5)])
 		}
 	}
-	if n.loops["default"].directs.Load() == 0 {
+	if n.loop("default").directs.Load() == 0 {
 		t.Errorf("no direct pass: the test does not exercise them")
 	}
 }
