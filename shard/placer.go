@@ -96,13 +96,13 @@ type GroupReport struct {
 	// Former members, removed by a replacement: never chosen to replace
 	// one of this group's members (their old replica's state is stale,
 	// and a protocol's member numbers are not reused).
-	Former []string
-	Leader  string   // "" when unknown
-	Keys    int64    // keys held (its leader's count)
-	Bytes   int64    // bytes held (-1: unknown)
-	Ops     float64  // client requests per second, over the last window
-	Known   bool     // Keys/Bytes/Ops were reported (false: no decision uses them)
-	ColdFor float64  // seconds it has been Cold without a break (the runtime keeps it)
+	Former  []string
+	Leader  string  // "" when unknown
+	Keys    int64   // keys held (its leader's count)
+	Bytes   int64   // bytes held (-1: unknown)
+	Ops     float64 // client requests per second, over the last window
+	Known   bool    // Keys/Bytes/Ops were reported (false: no decision uses them)
+	ColdFor float64 // seconds it has been Cold without a break (the runtime keeps it)
 }
 
 // NodeReport is one node's liveness as the placement leader sees it.
