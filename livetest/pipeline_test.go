@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,12 +31,16 @@ type pipeOutcome struct {
 	unknown bool // the connection failed before the reply
 }
 
-// pipeliner pushes unique tokens onto its own list, pipe commands per
+// pipeliner pushes unique tokens onto its own two lists, pipe commands per
 // pipeline, over one raw RESP connection to addr (redialled after a
-// failure), until stop. It records every token's outcome and fails the
-// test when a pipeline's replies do not all arrive within pipeWait.
+// failure), until stop: the first half of a pipeline onto plist-ID, the
+// second onto plist-IDb, written a moment later, so that the gateway
+// reads them as two batches on different keys, which it may keep in
+// flight together (gateway/pipeline.go, "Batches in flight"). It records
+// every token's outcome and fails the test when a pipeline's replies do
+// not all arrive within pipeWait.
 func pipeliner(t *testing.T, id int, addr string, pipe int, stop <-chan struct{}, out map[string]pipeOutcome, mu *sync.Mutex) {
-	list := fmt.Sprintf("plist-%d", id)
+	lists := [2]string{fmt.Sprintf("plist-%d", id), fmt.Sprintf("plist-%db", id)}
 	n := 0
 	var conn net.Conn
 	var rd *resp.Reader
@@ -59,15 +64,20 @@ func pipeliner(t *testing.T, id int, addr string, pipe int, stop <-chan struct{}
 			conn, rd = c, resp.NewReader(bufio.NewReader(c), resp.DefaultLimits())
 		}
 		toks := make([]string, pipe)
-		var b strings.Builder
+		var half [2]strings.Builder
 		for i := range toks {
 			n++
 			toks[i] = fmt.Sprintf("c%d-%d", id, n)
-			fmt.Fprintf(&b, "*3\r\n$5\r\nRPUSH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(list), list, len(toks[i]), toks[i])
+			h := min(1, 2*i/pipe)
+			fmt.Fprintf(&half[h], "*3\r\n$5\r\nRPUSH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(lists[h]), lists[h], len(toks[i]), toks[i])
 		}
 		conn.SetDeadline(time.Now().Add(pipeWait))
 		start := time.Now()
-		_, werr := conn.Write([]byte(b.String()))
+		_, werr := conn.Write([]byte(half[0].String()))
+		if werr == nil {
+			time.Sleep(100 * time.Microsecond)
+			_, werr = conn.Write([]byte(half[1].String()))
+		}
 		got := 0
 		for werr == nil && got < pipe {
 			r, err := rd.ReadReply()
@@ -252,11 +262,12 @@ func TestPipelineLeaderKillGRPC(t *testing.T) {
 	checkPushes(t, others, callers, out, false)
 }
 
-// checkPushes reads lists plist-1..plist-n through addrs and checks them
-// against what the clients saw (out): each token pushed at most once, each
-// acknowledged token exactly once at the position its reply named, and
-// every other outcome a retryable error, or (when unknownOK) a failed
-// connection.
+// checkPushes reads lists plist-1..plist-n (and plist-1b..plist-nb)
+// through addrs and checks them against what the clients saw (out): each
+// token pushed at most once, each acknowledged token exactly once at the
+// position its reply named, acknowledged tokens in a list in the order
+// their client pushed them (the number after the dash), and every other
+// outcome a retryable error, or (when unknownOK) a failed connection.
 func checkPushes(t *testing.T, addrs []string, n int, out map[string]pipeOutcome, unknownOK bool) {
 	t.Helper()
 	id := n
@@ -269,16 +280,31 @@ func checkPushes(t *testing.T, addrs []string, n int, out map[string]pipeOutcome
 	defer cl.Close()
 	pos := map[string][]int{} // token -> its positions (1-based) in its list
 	for i := 1; i <= id; i++ {
-		res, err := cl.Do(context.Background(), "LRANGE", fmt.Sprintf("plist-%d", i), "0", "-1")
-		if err != nil {
-			t.Fatalf("LRANGE plist-%d: %v", i, err)
-		}
-		if res.Kind != resp.Array {
-			t.Fatalf("LRANGE plist-%d answered %v", i, res)
-		}
-		for j, it := range res.Elems {
-			tok := string(it.Str)
-			pos[tok] = append(pos[tok], j+1)
+		for _, list := range []string{fmt.Sprintf("plist-%d", i), fmt.Sprintf("plist-%db", i)} {
+			res, err := cl.Do(context.Background(), "LRANGE", list, "0", "-1")
+			if err != nil {
+				t.Fatalf("LRANGE %s: %v", list, err)
+			}
+			if res.Kind != resp.Array {
+				t.Fatalf("LRANGE %s answered %v", list, res)
+			}
+			last, lastTok := -1, ""
+			for j, it := range res.Elems {
+				tok := string(it.Str)
+				pos[tok] = append(pos[tok], j+1)
+				if !out[tok].acked {
+					continue
+				}
+				_, num, _ := strings.Cut(tok, "-")
+				k, err := strconv.Atoi(num)
+				if err != nil {
+					t.Fatalf("token %q in %s", tok, list)
+				}
+				if k < last {
+					t.Errorf("%s: acknowledged token %s at position %d after %s: pushed in the other order", list, tok, j+1, lastTok)
+				}
+				last, lastTok = k, tok
+			}
 		}
 	}
 	var acked, errs, unknown int

@@ -50,22 +50,81 @@ func (t *txnStats) info() map[string]string {
 // clients were answered (txn.Coordinator.Answer: a read-only
 // transaction's release, a computed one's commits and forget); shutdown
 // stops new ones and waits for those running (their steps end with the
-// node's stopping).
+// node's stopping). A transaction this node coordinates waits, before its
+// prepares, for the tails holding any of its slots here: a client's next
+// transaction on the same keys would otherwise meet its previous one's
+// locks, still held until the tail's release or commit, and abort and
+// retry (no-wait) instead of waiting one round.
 type txnTails struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
+	busy   map[int]chan struct{} // slot -> closed when the tail holding it ends
 }
 
-// start reports whether a tail may start (then it must call wg.Done).
-func (t *txnTails) start() bool {
+// start reports whether a tail holding slots may start (then it must call
+// end with the returned channel).
+func (t *txnTails) start(slots []int) (chan struct{}, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return false
+		return nil, false
 	}
 	t.wg.Add(1)
-	return true
+	ch := make(chan struct{})
+	if t.busy == nil {
+		t.busy = map[int]chan struct{}{}
+	}
+	for _, sl := range slots {
+		t.busy[sl] = ch
+	}
+	return ch, true
+}
+
+// end ends a tail started with start(slots).
+func (t *txnTails) end(slots []int, ch chan struct{}) {
+	t.mu.Lock()
+	for _, sl := range slots {
+		if t.busy[sl] == ch {
+			delete(t.busy, sl)
+		}
+	}
+	t.mu.Unlock()
+	close(ch)
+	t.wg.Done()
+}
+
+// wait waits until no tail of this node holds one of slots, or ctx ends.
+func (t *txnTails) wait(ctx context.Context, slots []int) {
+	for _, sl := range slots {
+		t.mu.Lock()
+		ch := t.busy[sl]
+		t.mu.Unlock()
+		if ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// txnSlots lists the slots parts name.
+func txnSlots(svc service.Service, parts []txn.Part) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, p := range parts {
+		for _, op := range p.Ops {
+			for _, k := range opKeys(svc, op) {
+				if sl := shard.KeySlot(k); !seen[sl] {
+					seen[sl] = true
+					out = append(out, sl)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (t *txnTails) close() {
@@ -247,6 +306,9 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 		slotGuards[i] = g.Ops[:ng]
 	}
 	refused := make([]service.Op, len(parts)) // the failed slot guard of a part that refused
+	wctx, wcancel := context.WithTimeout(ctx, txnStepTimeout)
+	n.tails.wait(wctx, txnSlots(s.svc, parts))
+	wcancel()
 	base := context.Background()
 	// steps runs the coordinator's steps to the end, or (early) until the
 	// client's answer is final; it reports whether steps remain.
@@ -348,14 +410,16 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 		return c.Outcome(), refused
 	}
 	out, _ := c.Answer()
-	if !n.tails.start() {
+	slots := txnSlots(s.svc, parts)
+	ended, ok := n.tails.start(slots)
+	if !ok {
 		steps(false) // the node is stopping: the client waits for the rest
 		return out, refused
 	}
 	tctx, cancel := context.WithCancel(context.Background())
 	base = tctx
 	go func() {
-		defer n.tails.wg.Done()
+		defer n.tails.end(slots, ended)
 		defer cancel()
 		done := make(chan struct{})
 		go func() {
