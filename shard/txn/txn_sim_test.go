@@ -18,8 +18,9 @@ import (
 // The simulation: a sharded KV namespace of three groups, each a model of
 // a replica group (the real KV service's state, applying each request as
 // an atomic group in log order: automaton.ApplyGroup), clients running
-// cross-shard transfers and whole-bank reads (the Coordinator, driven
-// here), single-group reads and writes with their slot guards, resolvers
+// cross-shard transfers (some interactive: reads, then a commit of version
+// guards and writes, as node/itxn.go), whole-bank reads and the multi-key
+// commands on two flag keys (the Coordinator, driven here), single-group reads and writes with their slot guards, resolvers
 // on every group, and a migration of one account's slot (freeze, copy,
 // own, flip, gone, drop, through the slot states the guards read) — under
 // message loss before and after a group applies a request, groups
@@ -115,6 +116,7 @@ type simClient struct {
 	pause   int64 // step before which it starts its next attempt or operation
 	attempt int
 	crashed bool
+	npre    int        // leading history entries of the operation already answered (an interactive transaction's reads)
 	gen     int        // drops answers of an abandoned attempt
 	keys    [][]string // a computed transaction's keys per part
 	tail    bool       // runs the steps left after the client's answer (Coordinator.Answer)
@@ -138,6 +140,10 @@ func (s *sim) newOp(c *simClient) {
 			b = s.accts[(s.r.IntN(len(s.accts)-1)+1+indexOf(s.accts, a))%len(s.accts)]
 		}
 		d := fmt.Sprint(1 + s.r.IntN(5))
+		if s.r.IntN(4) == 0 {
+			s.interactive(c, a, b, int64(1+s.r.IntN(5)))
+			return
+		}
 		ops = []service.Op{kv("incr", a, "-"+d), kv("incr", b, d)}
 		if s.r.IntN(3) == 0 {
 			// WATCH w first: its version now, checked by a leading guard
@@ -189,8 +195,68 @@ func (s *sim) newOp(c *simClient) {
 	} else {
 		e.Kind, e.Key, e.Args = ops[0].Kind, ops[0].Key, argStrings(ops[0])
 	}
-	c.entry, c.ops, c.attempt = e, ops, 0
+	c.entry, c.ops, c.attempt, c.npre = e, ops, 0, 0
 	s.attempt(c)
+}
+
+// interactive runs an interactive transfer as node/itxn.go does SYNOD
+// BEGIN on a sharded namespace: read a and b (version and value, each from
+// its group with its slot guard, as any read), then commit one atomic
+// request of their version guards and their new values (a cross-shard
+// transaction when they are in two groups). The history holds the reads
+// and the writes as one transaction from the first read to the commit's
+// answer; a read that fails, or a changed version, aborts it (recorded as
+// failed: nothing applied).
+func (s *sim) interactive(c *simClient, a, b string, d int64) {
+	e := &history.Op{Process: c.pid, Call: s.now, Kind: history.MultiKind,
+		Txn: []history.Op{{Process: c.pid, Kind: "get", Key: a}, {Process: c.pid, Kind: "get", Key: b}}}
+	c.entry, c.attempt, c.npre, c.ops = e, 0, 0, nil
+	c.waiting = 2
+	gen := c.gen
+	type read struct {
+		ok  bool
+		ver int64
+		val service.Result
+	}
+	got := map[string]read{}
+	for _, k := range []string{a, b} {
+		ops := append(slotGuards([]service.Op{kv("get", k)}), kv("version", k), kv("get", k))
+		ng := len(ops) - 2
+		s.send(s.route(k), ops, func(rs []service.Result, err error) {
+			if c.gen != gen || c.crashed {
+				return
+			}
+			r := read{}
+			if err == nil && !service.IsGuardFailure(rs[guardFailed(rs, ng)]) {
+				r = read{ok: true, ver: rs[ng].Int, val: rs[ng+1]}
+			}
+			got[k] = r
+			if c.waiting--; c.waiting > 0 {
+				return
+			}
+			if !got[a].ok || !got[b].ok {
+				s.finish(c, history.Failed, nil) // the client aborts: nothing written
+				return
+			}
+			num := func(r service.Result) int64 {
+				var n int64
+				fmt.Sscan(string(r.Bytes), &n)
+				return n
+			}
+			na, nb := fmt.Sprint(num(got[a].val)-d), fmt.Sprint(num(got[b].val)+d)
+			for i, k := range []string{a, b} {
+				e.Txn[i].Outcome, e.Txn[i].Result = history.OK, history.FromResult(got[k].val)
+			}
+			e.Txn = append(e.Txn, history.Op{Process: c.pid, Kind: "set", Key: a, Args: []string{na}}, history.Op{Process: c.pid, Kind: "set", Key: b, Args: []string{nb}})
+			c.npre = 2
+			c.ops = []service.Op{kv("set", a, na), kv("set", b, nb)}
+			if s.broken != "interactive-without-validation" {
+				c.ops = append([]service.Op{kv(service.GuardKind, a, "version", fmt.Sprint(got[a].ver)), kv(service.GuardKind, b, "version", fmt.Sprint(got[b].ver))}, c.ops...)
+			}
+			s.stats["interactive commits tried"]++
+			s.attempt(c)
+		})
+	}
 }
 
 func argStrings(op service.Op) []string {
@@ -218,7 +284,7 @@ func (s *sim) finish(c *simClient, out history.Outcome, rs []service.Result) {
 	if out == history.OK {
 		if e.Kind == history.MultiKind {
 			e.Result = history.FromResult(service.OK())
-			j := 0
+			j := c.npre
 			for i, op := range c.ops {
 				if op.Kind == service.GuardKind {
 					if rs[i].Type != service.ResultOK {
@@ -739,7 +805,7 @@ func TestTxnSim(t *testing.T) {
 	if *simSeed >= 0 {
 		first, seeds = *simSeed, 1
 	}
-	units, copies, failed, ro, undecided := 0, 0, 0, 0, 0
+	units, copies, failed, ro, itx, undecided := 0, 0, 0, 0, 0, 0
 	for seed := first; seed < first+seeds; seed++ {
 		h, problems := runSim(seed, "", 400)
 		units += len(h.Ops)
@@ -751,9 +817,15 @@ func TestTxnSim(t *testing.T) {
 				failed++
 			}
 		}
-		var early int
-		fmt.Sscanf(h.Meta["stats"][strings.Index(h.Meta["stats"], "answered early:")+len("answered early:"):], "%d", &early)
-		ro += early
+		stat := func(name string) int {
+			var n int
+			if i := strings.Index(h.Meta["stats"], name+":"); i >= 0 {
+				fmt.Sscanf(h.Meta["stats"][i+len(name)+1:], "%d", &n)
+			}
+			return n
+		}
+		ro += stat("answered early")
+		itx += stat("interactive commits tried")
 		replay := fmt.Sprintf("(replay: go test ./shard/txn -run 'TestTxnSim$' -args -txn.seed %d)", seed)
 		if problems != "" {
 			t.Fatalf("seed %d: %s %s", seed, problems, replay)
@@ -771,8 +843,8 @@ func TestTxnSim(t *testing.T) {
 			t.Fatalf("seed %d: %s %s %s", seed, rep.Result, rep.Detail, replay)
 		}
 	}
-	t.Logf("%d seeds, %d history entries (%d COPYs answered, most across groups; %d failed: a watched key changed, or out of attempts; %d answered before their last step: read-only, computed, MSET), %d strictly serializable, %d undecided within %d configurations, none illegal",
-		seeds, units, copies, failed, ro, seeds-int64(undecided), undecided, simMaxStates)
+	t.Logf("%d seeds, %d history entries (%d COPYs answered, most across groups; %d failed: a watched key changed, or out of attempts; %d answered before their last step: read-only, computed, MSET; %d interactive transfers' commits tried), %d strictly serializable, %d undecided within %d configurations, none illegal",
+		seeds, units, copies, failed, ro, itx, seeds-int64(undecided), undecided, simMaxStates)
 	if undecided > simMaxUndecided {
 		t.Fatalf("%d seeds undecided (at most %d)", undecided, simMaxUndecided)
 	}
@@ -781,7 +853,7 @@ func TestTxnSim(t *testing.T) {
 // The broken variants are caught: each must fail the checker on some seed
 // (the first seed that catches it ends its search).
 func TestTxnSimBrokenVariants(t *testing.T) {
-	for _, b := range []string{"commit-without-prepares", "no-decision", "reads-ignore-locks", "read-only-without-locks", "answer-before-decision"} {
+	for _, b := range []string{"commit-without-prepares", "no-decision", "reads-ignore-locks", "read-only-without-locks", "answer-before-decision", "interactive-without-validation"} {
 		caught, tried := 0, 0
 		for seed := int64(0); seed < 100 && caught < 1; seed++ {
 			tried++
