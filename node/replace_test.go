@@ -118,3 +118,29 @@ func TestPlacementReplacesDeadNode(t *testing.T) {
 	}
 	write(4)
 }
+
+// The members record round-trips; a group it does not name has the
+// file's nodes; malformed records are refused.
+func TestMembersRecord(t *testing.T) {
+	groups := []config.Group{{Nodes: []automaton.NodeID{"n1", "n2", "n3"}}, {Nodes: []automaton.NodeID{"n4", "n5", "n6"}}}
+	mem := [][]automaton.NodeID{{"n1", "n2", "n3"}, {"n4", "n6"}}
+	join := [][]automaton.NodeID{nil, {"n7"}}
+	former := [][]automaton.NodeID{nil, {"n5"}}
+	text := formatMembersRecord(mem, join, []automaton.NodeID{"", "n6"}, former)
+	if text != "0:n1,n2,n3 1:n4,n6/n7>n6!n5" {
+		t.Fatalf("record %q", text)
+	}
+	r, err := parseMembersRecord(text, groups)
+	if err != nil || !slices.Equal(r.members[1], mem[1]) || !slices.Equal(r.hosts[1], []automaton.NodeID{"n4", "n6", "n7"}) || !slices.Equal(r.former[1], former[1]) || r.leaving[1] != "n6" {
+		t.Fatalf("parsed %+v %v", r, err)
+	}
+	r, err = parseMembersRecord("1:n4,n6,n7", groups)
+	if err != nil || r.members[0] != nil || !slices.Equal(r.hosts[0], groups[0].Nodes) || !slices.Equal(r.members[1], []automaton.NodeID{"n4", "n6", "n7"}) {
+		t.Fatalf("partial record: %+v %v", r, err)
+	}
+	for _, bad := range []string{"2:n1", "x:n1", "1:", "1"} {
+		if _, err := parseMembersRecord(bad, groups); err == nil {
+			t.Errorf("record %q accepted", bad)
+		}
+	}
+}

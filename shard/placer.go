@@ -93,12 +93,16 @@ var DefaultPlaceParams = PlaceParams{
 type GroupReport struct {
 	Name    string
 	Members []string // the group's nodes
-	Leader  string   // "" when unknown
-	Keys    int64    // keys held (its leader's count)
-	Bytes   int64    // bytes held (-1: unknown)
-	Ops     float64  // client requests per second, over the last window
-	Known   bool     // Keys/Bytes/Ops were reported (false: no decision uses them)
-	ColdFor float64  // seconds it has been Cold without a break (the runtime keeps it)
+	// Former members, removed by a replacement: never chosen to replace
+	// one of this group's members (their old replica's state is stale,
+	// and a protocol's member numbers are not reused).
+	Former  []string
+	Leader  string  // "" when unknown
+	Keys    int64   // keys held (its leader's count)
+	Bytes   int64   // bytes held (-1: unknown)
+	Ops     float64 // client requests per second, over the last window
+	Known   bool    // Keys/Bytes/Ops were reported (false: no decision uses them)
+	ColdFor float64 // seconds it has been Cold without a break (the runtime keeps it)
 }
 
 // NodeReport is one node's liveness as the placement leader sees it.
@@ -219,7 +223,7 @@ func decideReplace(in PlaceInput, p PlaceParams) (Decision, bool) {
 				Inputs: fmt.Sprintf("%s down %.0f s (dead after %.0f s); %s members %s", m, down[m], p.DeadAfter, g.Name, strings.Join(g.Members, ","))}
 			best := ""
 			for _, n := range in.Nodes {
-				if n.DownFor > 0 || contains(g.Members, n.ID) {
+				if n.DownFor > 0 || contains(g.Members, n.ID) || contains(g.Former, n.ID) {
 					continue
 				}
 				if best == "" || count[n.ID] < count[best] || count[n.ID] == count[best] && n.ID < best {

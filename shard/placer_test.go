@@ -253,3 +253,24 @@ func TestDecideProperties(t *testing.T) {
 		t.Logf("broken split cut caught: %v", err)
 	}
 }
+
+// A node a replacement removed from a group is never chosen to replace
+// another member of that group (its stale replica, its old member
+// number), though it is the least used live node; for another group it is.
+func TestDecideReplaceSkipsFormerMembers(t *testing.T) {
+	in := placeIn(t, []string{"s0:0-8191:n1,n2,n3:n1:500:50", "s1:8192-16383:n4,n6,n7:n4:500:50"}, "n6=30", "n5=0")
+	d := Decide(in, testParams)
+	if got := fmt.Sprintf("%v %s", d.Kind, d.With); got != "replace n5" {
+		t.Fatalf("without former members: %s", d)
+	}
+	in.Groups[1].Former = []string{"n5"}
+	d = Decide(in, testParams)
+	if d.Kind != DecReplace || d.With == "n5" || d.Node != "n6" {
+		t.Fatalf("n5 was removed from s1 and is chosen again: %s", d)
+	}
+	in.Groups[1].Former = nil
+	in.Groups[0].Former = []string{"n5"}
+	if d = Decide(in, testParams); d.With != "n5" {
+		t.Fatalf("n5 removed from s0 only is not chosen for s1: %s", d)
+	}
+}

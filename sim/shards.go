@@ -162,7 +162,7 @@ func ShardsReplay(cfg ShardsConfig, seed int64) string {
 	if cfg.NoInvariants {
 		c += " --no-invariants"
 	}
-	for _, f := range []struct{ name, v string }{{"latency", cfg.Latency}, {"op-cost", cfg.OpCost}, {"msg-cost", cfg.MsgCost}, {"apply-cost", cfg.ApplyCost}, {"fwd-cost", cfg.FwdCost}} {
+	for _, f := range []struct{ name, v string }{{"latency", cfg.Latency}, {"think", cfg.Think}, {"op-cost", cfg.OpCost}, {"msg-cost", cfg.MsgCost}, {"apply-cost", cfg.ApplyCost}, {"fwd-cost", cfg.FwdCost}} {
 		if f.v != "" {
 			c += " --" + f.name + " " + f.v
 		}

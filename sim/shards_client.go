@@ -170,7 +170,15 @@ func (w *shWorld) respond(r *shReplica, resp automaton.Response) {
 	if c == nil {
 		return // a dead driver's answer
 	}
+	// The group's leader as the answering replica names it (a node
+	// gossips it and names it first in CLUSTER SLOTS and MOVED), else the
+	// replica that answered.
 	r.g.hint = r.g.index(r.m.id)
+	if lr, ok := r.a.(automaton.LeaderReporter); ok {
+		if i := r.g.index(lr.Leader()); i >= 0 {
+			r.g.hint = i
+		}
+	}
 	d := w.clientLat.Sample(w.rngNet)
 	if c.fwd {
 		d += w.lat.Sample(w.rngNet)

@@ -24,7 +24,7 @@ const (
 	ScaleFwdCost   = "constant:15us"
 	ScaleLatency   = "uniform:100us:300us"
 	ScaleKeys      = 4096
-	ScaleWarmup    = 200 * time.Millisecond
+	ScaleWarmup    = time.Second
 )
 
 // ScalePoint is one shard count's figures over the seeds.

@@ -14,7 +14,7 @@ import (
 var shardSeed = flag.Int64("shards.seed", 0, "TestShardsSim: run only this seed")
 
 func shardsCfg(seed int64) ShardsConfig {
-	return ShardsConfig{Shards: 2, Spares: 1, Clients: 8, Ops: 1000, Seed: seed, Faults: "all", Migrations: 3, PlainFrac: 0.25}
+	return ShardsConfig{Shards: 2, Spares: 1, Clients: 8, Ops: 1000, Seed: seed, Faults: "all", Migrations: 3, PlainFrac: 0.25, Think: "uniform:20ms:60ms"}
 }
 
 func TestShardsSim(t *testing.T) {

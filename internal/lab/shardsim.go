@@ -42,7 +42,7 @@ status is non-zero if any seed fails.
 --clients-per-shard closed-loop clients and --ops-per-shard operations per
 shard, and prints throughput and per-machine CPU utilisation beside their
 spread. --machines 0 gives every replica its own machine (3 per shard).`,
-		Example: `  synod-lab shardsim --seeds 1-20 --shards 2 --spares 1 --faults all --migrations 3 --plain 0.25
+		Example: `  synod-lab shardsim --seeds 1-20 --shards 2 --spares 1 --faults all --migrations 3 --plain 0.25 --think uniform:20ms:60ms
   synod-lab shardsim --seeds 3 --broken keep-accepting --faults none --migrations 2
   synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 0 --plain 0.5
   synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 9 --plain 0.5`,
@@ -118,6 +118,7 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.IntVar(&cfg.Keys, "keys", 32, "distinct keys")
 	f.Float64Var(&cfg.PlainFrac, "plain", 0, "fraction of clients that are not cluster clients (any machine, which forwards)")
 	f.StringVar(&cfg.Latency, "latency", "", "machine-to-machine latency (default "+sim.DefaultLatency+")")
+	f.StringVar(&cfg.Think, "think", "", "a client's pause between operations (default "+sim.DefaultThink+")")
 	f.StringVar(&cfg.OpCost, "op-cost", "", "CPU per client request at a replica")
 	f.StringVar(&cfg.MsgCost, "msg-cost", "", "CPU per peer message")
 	f.StringVar(&cfg.ApplyCost, "apply-cost", "", "CPU per service Apply")
