@@ -36,6 +36,9 @@ type ProcCounters struct {
 	Commits  float64 `json:"commits"`
 	Persists float64 `json:"persists"`
 	PeerMsgs float64 `json:"peer_msgs"`
+	// Handoffs are inputs and outputs passed between goroutines on the
+	// request path (synod_handoffs_total; issue 28 item 5).
+	Handoffs float64 `json:"handoffs"`
 }
 
 // NodeCounters takes a node's counters from its summed metrics (name to
@@ -48,7 +51,8 @@ type ProcCounters struct {
 // namespace's commits, each with its own sync as far as the node can
 // tell).
 func NodeCounters(m map[string]float64) ProcCounters {
-	c := ProcCounters{Mallocs: m["go_memstats_mallocs_total"], Persists: m["synod_persists_total"], PeerMsgs: m["synod_peer_messages_sent_total"]}
+	c := ProcCounters{Mallocs: m["go_memstats_mallocs_total"], Persists: m["synod_persists_total"], PeerMsgs: m["synod_peer_messages_sent_total"],
+		Handoffs: m["synod_handoffs_total"]}
 	if frames, ok := m["synod_wal_frames_total"]; ok {
 		c.Fsyncs, c.Commits = frames, m["synod_wal_commits_total"]
 	} else {
@@ -59,7 +63,7 @@ func NodeCounters(m map[string]float64) ProcCounters {
 
 // NodeMetricNames are the metrics NodeCounters reads.
 var NodeMetricNames = []string{"go_memstats_mallocs_total", "synod_fsyncs_total", "synod_wal_frames_total", "synod_wal_commits_total",
-	"synod_persists_total", "synod_peer_messages_sent_total"}
+	"synod_persists_total", "synod_peer_messages_sent_total", "synod_handoffs_total"}
 
 // Sub returns c - b, counter by counter.
 func (c ProcCounters) Sub(b ProcCounters) ProcCounters {
@@ -72,6 +76,7 @@ func (c ProcCounters) Sub(b ProcCounters) ProcCounters {
 		Commits:    c.Commits - b.Commits,
 		Persists:   c.Persists - b.Persists,
 		PeerMsgs:   c.PeerMsgs - b.PeerMsgs,
+		Handoffs:   c.Handoffs - b.Handoffs,
 	}
 }
 
@@ -86,6 +91,7 @@ func (c ProcCounters) Add(b ProcCounters) ProcCounters {
 		Commits:    c.Commits + b.Commits,
 		Persists:   c.Persists + b.Persists,
 		PeerMsgs:   c.PeerMsgs + b.PeerMsgs,
+		Handoffs:   c.Handoffs + b.Handoffs,
 	}
 }
 
@@ -96,15 +102,16 @@ type ProcCost struct {
 	Name  string       `json:"name"`
 	Delta ProcCounters `json:"delta"`
 	// Per client operation.
-	CPUUsPerOp   float64 `json:"cpu_us_per_op"`
-	AllocsPerOp  float64 `json:"allocs_per_op"`
-	ReadsPerOp   float64 `json:"syscr_per_op"`
-	WritesPerOp  float64 `json:"syscw_per_op"`
-	MsgsPerOp    float64 `json:"peer_msgs_per_op"`
-	FsyncsPerOp  float64 `json:"fsyncs_per_op"`
-	FsyncsPerS   float64 `json:"fsyncs_per_s"`
-	OpsPerFsync  float64 `json:"ops_per_fsync"`     // client operations per fdatasync of this process (0: none)
-	RecsPerFsync float64 `json:"records_per_fsync"` // persisted records per fdatasync (group commit)
+	CPUUsPerOp    float64 `json:"cpu_us_per_op"`
+	AllocsPerOp   float64 `json:"allocs_per_op"`
+	ReadsPerOp    float64 `json:"syscr_per_op"`
+	WritesPerOp   float64 `json:"syscw_per_op"`
+	MsgsPerOp     float64 `json:"peer_msgs_per_op"`
+	HandoffsPerOp float64 `json:"handoffs_per_op"`
+	FsyncsPerOp   float64 `json:"fsyncs_per_op"`
+	FsyncsPerS    float64 `json:"fsyncs_per_s"`
+	OpsPerFsync   float64 `json:"ops_per_fsync"`     // client operations per fdatasync of this process (0: none)
+	RecsPerFsync  float64 `json:"records_per_fsync"` // persisted records per fdatasync (group commit)
 	// CommitsPerFsync is storage commits per fdatasync: above 1 when
 	// namespaces share the node's WAL frames (NodeCounters).
 	CommitsPerFsync float64 `json:"commits_per_fsync"`
@@ -125,6 +132,7 @@ func PerOp(name string, d ProcCounters, ops int64, elapsed float64) ProcCost {
 	c.ReadsPerOp = d.Syscr / n
 	c.WritesPerOp = d.Syscw / n
 	c.MsgsPerOp = d.PeerMsgs / n
+	c.HandoffsPerOp = d.Handoffs / n
 	c.FsyncsPerOp = d.Fsyncs / n
 	c.FsyncsPerS = d.Fsyncs / elapsed
 	if d.Fsyncs > 0 {
@@ -199,8 +207,8 @@ func (r CostRun) Print(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "  %d ops in %.2fs: %.0f ops/s, p50 %.3f ms, p99 %.3f ms\n", r.Ops, r.ElapsedSec, r.OpsPerS, r.P50Ms, r.P99Ms)
-	fmt.Fprintf(w, "  %-14s %9s %6s %9s %7s %7s %8s %8s %9s %8s %8s %9s\n",
-		"process", "CPU us/op", "cores", "allocs/op", "rd/op", "wr/op", "msgs/op", "fsync/s", "ops/fsync", "rec/fsync", "fsync/op", "cmt/fsync")
+	fmt.Fprintf(w, "  %-14s %9s %6s %9s %7s %7s %8s %8s %8s %9s %8s %8s %9s\n",
+		"process", "CPU us/op", "cores", "allocs/op", "rd/op", "wr/op", "msgs/op", "hand/op", "fsync/s", "ops/fsync", "rec/fsync", "fsync/op", "cmt/fsync")
 	for _, p := range r.Procs {
 		fsync := func(v float64, f string) string {
 			if p.Delta.Fsyncs == 0 {
@@ -216,8 +224,12 @@ func (r CostRun) Print(w io.Writer) {
 		if p.Delta.PeerMsgs != 0 {
 			msgs = fmt.Sprintf("%.2f", p.MsgsPerOp)
 		}
-		fmt.Fprintf(w, "  %-14s %9.1f %6.2f %9s %7.2f %7.2f %8s %8s %9s %8s %8s %9s\n", p.Name, p.CPUUsPerOp, p.Cores, allocs,
-			p.ReadsPerOp, p.WritesPerOp, msgs, fsync(p.FsyncsPerS, "%.0f"), fsync(p.OpsPerFsync, "%.1f"),
+		hand := "-"
+		if p.Delta.Handoffs != 0 {
+			hand = fmt.Sprintf("%.2f", p.HandoffsPerOp)
+		}
+		fmt.Fprintf(w, "  %-14s %9.1f %6.2f %9s %7.2f %7.2f %8s %8s %8s %9s %8s %8s %9s\n", p.Name, p.CPUUsPerOp, p.Cores, allocs,
+			p.ReadsPerOp, p.WritesPerOp, msgs, hand, fsync(p.FsyncsPerS, "%.0f"), fsync(p.OpsPerFsync, "%.1f"),
 			fsync(p.RecsPerFsync, "%.1f"), fsync(p.FsyncsPerOp, "%.3f"), fsync(p.CommitsPerFsync, "%.2f"))
 	}
 	for _, p := range r.Procs {

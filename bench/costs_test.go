@@ -10,8 +10,8 @@ import (
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestPerOpDivides(t *testing.T) {
-	before := ProcCounters{CPUSeconds: 1, Syscr: 100, Syscw: 50, Mallocs: 1000, Fsyncs: 10, Persists: 40, PeerMsgs: 7}
-	after := ProcCounters{CPUSeconds: 1.5, Syscr: 2100, Syscw: 1050, Mallocs: 51000, Fsyncs: 110, Persists: 840, PeerMsgs: 3007}
+	before := ProcCounters{CPUSeconds: 1, Syscr: 100, Syscw: 50, Mallocs: 1000, Fsyncs: 10, Persists: 40, PeerMsgs: 7, Handoffs: 11}
+	after := ProcCounters{CPUSeconds: 1.5, Syscr: 2100, Syscw: 1050, Mallocs: 51000, Fsyncs: 110, Persists: 840, PeerMsgs: 3007, Handoffs: 4511}
 	c := PerOp("n1 (leader)", after.Sub(before), 1000, 2)
 	for _, f := range []struct {
 		name      string
@@ -22,6 +22,7 @@ func TestPerOpDivides(t *testing.T) {
 		{"reads/op", c.ReadsPerOp, 2},
 		{"writes/op", c.WritesPerOp, 1},
 		{"msgs/op", c.MsgsPerOp, 3},
+		{"hand-offs/op", c.HandoffsPerOp, 4.5},
 		{"fsyncs/op", c.FsyncsPerOp, 0.1},
 		{"fsyncs/s", c.FsyncsPerS, 50},
 		{"ops/fsync", c.OpsPerFsync, 10},
@@ -46,7 +47,7 @@ func TestPerOpDivides(t *testing.T) {
 func TestNewCostRunSumsServersAndPrints(t *testing.T) {
 	rep := &Report{ElapsedSec: 2, All: Stats{Count: 10000, Throughput: 5000, P50Ms: 1.5, P99Ms: 9}}
 	rep.Config.Clients, rep.Config.ReadRatio = 64, 0
-	n := ProcCounters{CPUSeconds: 0.2, Syscr: 20000, Syscw: 10000, Mallocs: 300000, Fsyncs: 500, Persists: 5000, PeerMsgs: 20000}
+	n := ProcCounters{CPUSeconds: 0.2, Syscr: 20000, Syscw: 10000, Mallocs: 300000, Fsyncs: 500, Persists: 5000, PeerMsgs: 20000, Handoffs: 25000}
 	r := NewCostRun("paxos", "fsync", rep, []string{"n2 (leader)", "n1", "n3"}, []ProcCounters{n, n, n},
 		ProcCounters{CPUSeconds: 0.1, Syscr: 20000, Syscw: 10000, Mallocs: 90000})
 	if len(r.Procs) != 5 || r.Procs[3].Name != "servers" || r.Procs[4].Name != "driver" {
@@ -65,9 +66,9 @@ func TestNewCostRunSumsServersAndPrints(t *testing.T) {
 	for _, want := range []string{
 		"paxos, fsync, 64 clients, 0% gets",
 		"10000 ops in 2.00s: 5000 ops/s, p50 1.500 ms, p99 9.000 ms",
-		"  n2 (leader)         20.0   0.10      30.0    2.00    1.00     2.00      250      20.0     10.0    0.050",
-		"  servers             60.0   0.30      90.0    6.00    3.00     6.00      750       6.7     10.0    0.150",
-		"  driver              10.0   0.05       9.0    2.00    1.00        -        -         -        -        -",
+		"  n2 (leader)         20.0   0.10      30.0    2.00    1.00     2.00     2.50      250      20.0     10.0    0.050",
+		"  servers             60.0   0.30      90.0    6.00    3.00     6.00     7.50      750       6.7     10.0    0.150",
+		"  driver              10.0   0.05       9.0    2.00    1.00        -        -        -         -        -        -",
 		"n2 (leader): top functions",
 		"     7.50  37.5%     7.50  37.5%  internal/runtime/syscall/linux.Syscall6",
 	} {
@@ -158,8 +159,8 @@ func TestPickTopAddsOwnFunctionsByCum(t *testing.T) {
 // without one, synod_fsyncs_total is all there is.
 func TestNodeCountersPreferWALFrames(t *testing.T) {
 	wal := NodeCounters(map[string]float64{"synod_fsyncs_total": 160, "synod_wal_commits_total": 160,
-		"synod_wal_frames_total": 20, "synod_persists_total": 400, "go_memstats_mallocs_total": 9, "synod_peer_messages_sent_total": 3})
-	if wal.Fsyncs != 20 || wal.Commits != 160 || wal.Persists != 400 || wal.Mallocs != 9 || wal.PeerMsgs != 3 {
+		"synod_wal_frames_total": 20, "synod_persists_total": 400, "go_memstats_mallocs_total": 9, "synod_peer_messages_sent_total": 3, "synod_handoffs_total": 12})
+	if wal.Fsyncs != 20 || wal.Commits != 160 || wal.Persists != 400 || wal.Mallocs != 9 || wal.PeerMsgs != 3 || wal.Handoffs != 12 {
 		t.Errorf("WAL node: %+v, want 20 fsyncs (frames), 160 commits", wal)
 	}
 	c := PerOp("n1", wal, 100, 1)

@@ -323,8 +323,8 @@ const maxBatchesInFlight = 2
 // chain, c.pl.lastBatch), and flushes them: one wake-up per batch, as the
 // connection goroutine's own wait would be.
 func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
-	plans, next, rerr := c.gather([]plan{first})
-	var ops []service.Op
+	plans, next, rerr := c.gather(append(make([]plan, 0, 16), first)) // kept by the batch's goroutine: not reused
+	ops := make([]service.Op, 0, len(plans))
 	for _, p := range plans {
 		ops = append(ops, p.ops...)
 	}

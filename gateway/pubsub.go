@@ -65,6 +65,17 @@ const (
 	// the same script (script.go, killPeers). Channel: "eval" or "fcall";
 	// message: the run's command line.
 	psScriptKill byte = 3
+	// psScriptKillAny: SCRIPT KILL or FUNCTION KILL at a node that holds
+	// no run of the script it sent, because its replica does not execute
+	// it (pbpaxos: the leader executes, the others install its state).
+	// Channel: "eval" or "fcall"; message: the asking node's request id,
+	// "|" and the run's command line. A node whose replica holds that run
+	// kills it and answers with psScriptKillResult (script.go,
+	// killRemote).
+	psScriptKillAny byte = 4
+	// psScriptKillResult answers psScriptKillAny. Channel: the request
+	// id; message: "killed" or "unkillable".
+	psScriptKillResult byte = 5
 )
 
 // hub is a server's subscribers by channel and pattern.
@@ -158,7 +169,16 @@ func (s *Server) receivePeer(b []byte) {
 	d := wire.NewDecoder(b)
 	kind, ch, msg := d.Byte(), d.String(), d.String()
 	if d.Done() == nil && kind == psScriptKill {
-		go s.scr.killLater(ch == "eval", msg)
+		go s.scr.killLater(ch == "eval", msg, "")
+		return
+	}
+	if d.Done() == nil && kind == psScriptKillAny {
+		id, cmdline, _ := strings.Cut(msg, "|")
+		go s.scr.killLater(ch == "eval", cmdline, id)
+		return
+	}
+	if d.Done() == nil && kind == psScriptKillResult {
+		s.scr.killResult(ch, msg)
 		return
 	}
 	if d.Done() != nil || (kind != psChannel && kind != psShard) {

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -61,6 +63,9 @@ type scripts struct {
 	flying  map[*flight]struct{}
 	nflying atomic.Int32  // len(flying), read without the lock before every command
 	peers   PubSubBackend // the other nodes, for kills (nil: none)
+	// asks are this node's kills handed to the other nodes
+	// (killRemote), by request id, waiting for a node's result.
+	asks map[string]chan string
 }
 
 // flight is one script request in flight.
@@ -69,6 +74,9 @@ type flight struct {
 	limit  time.Duration // the node's busy-reply-threshold when it was sent
 	eval   bool
 	killed bool // a kill of its kind succeeded: no longer busy (under scripts.mu)
+	// cmdline names its run (service.RunCommand, joined by NULs), for a
+	// kill asked of another node (killRemote).
+	cmdline string
 }
 
 // sending records op (an eval operation) in flight when it carries a busy
@@ -80,7 +88,8 @@ func (s *scripts) sending(op service.Op) func() {
 		return func() {}
 	}
 	m, _ := strconv.ParseInt(mark, 10, 64)
-	f := &flight{start: time.Now(), limit: time.Duration(m/service.InstructionsPerMs) * time.Millisecond, eval: kind == "eval"}
+	f := &flight{start: time.Now(), limit: time.Duration(m/service.InstructionsPerMs) * time.Millisecond, eval: kind == "eval",
+		cmdline: strings.Join(service.RunCommand(op), "\x00")}
 	s.mu.Lock()
 	if s.flying == nil {
 		s.flying = map[*flight]struct{}{}
@@ -328,16 +337,99 @@ func (s *scripts) killScript(eval bool) service.Result {
 		case unkillable:
 			return errResult("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 		case killed:
-			s.mu.Lock()
-			for f := range s.flying {
-				f.killed = f.killed || f.eval == eval
-			}
-			s.mu.Unlock()
+			s.killedFlights(eval)
 			return service.OK()
+		case len(busy) == 0 && s.overdueOf(eval) != nil:
+			// This node sent a script that is overdue and its replica
+			// runs nothing: another replica executes it (pbpaxos).
+			return s.killRemote(eval, s.overdueOf(eval).cmdline, time.Until(deadline))
 		case !pending || time.Now().After(deadline):
 			return errResult("NOTBUSY No scripts in execution right now.")
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// killedFlights marks this node's scripts of the kind in flight killed: no
+// longer busy.
+func (s *scripts) killedFlights(eval bool) {
+	s.mu.Lock()
+	for f := range s.flying {
+		f.killed = f.killed || f.eval == eval
+	}
+	s.mu.Unlock()
+}
+
+// overdueOf is a script of the kind this node sent that is overdue while
+// no run of this process is in progress (the run is at another node's
+// replica only), or nil.
+func (s *scripts) overdueOf(eval bool) *flight {
+	if len(service.RunningScripts()) > 0 {
+		return nil
+	}
+	if f, _ := s.overdue(); f != nil && f.eval == eval {
+		return f
+	}
+	return nil
+}
+
+// killRemote is SCRIPT KILL (FUNCTION KILL) for a script this node sent
+// whose only runs are at other nodes' replicas (pbpaxos: the leader
+// executes and the backups install its state, replay.go aside): it asks
+// every node to kill its run of cmdline (psScriptKillAny) and answers
+// with the first result, NOTBUSY when none comes within wait. The kill is
+// safe for the reason a local one is (service/kv_script_busy.go): a busy
+// run that has not written can no longer write.
+func (s *scripts) killRemote(eval bool, cmdline string, wait time.Duration) service.Result {
+	if s.peers == nil {
+		return errResult("NOTBUSY No scripts in execution right now.")
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	ch := make(chan string, 1)
+	s.mu.Lock()
+	if s.asks == nil {
+		s.asks = map[string]chan string{}
+	}
+	s.asks[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.asks, id)
+		s.mu.Unlock()
+	}()
+	kind := "fcall"
+	if eval {
+		kind = "eval"
+	}
+	e := wire.Encoder{}
+	e.Byte(psScriptKillAny)
+	e.String(kind)
+	e.String(id + "|" + cmdline)
+	s.peers.PublishPeers(e.B)
+	select {
+	case r := <-ch:
+		if r == "unkillable" {
+			return errResult("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+		}
+		s.killedFlights(eval)
+		return service.OK()
+	case <-time.After(max(wait, 0)):
+		return errResult("NOTBUSY No scripts in execution right now.")
+	}
+}
+
+// killResult takes another node's answer to killRemote.
+func (s *scripts) killResult(id, outcome string) {
+	s.mu.Lock()
+	ch := s.asks[id]
+	s.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- outcome:
+		default:
+		}
 	}
 }
 
@@ -379,17 +471,32 @@ func (s *scripts) killPeers(eval bool, cmdline string) {
 	s.peers.PublishPeers(e.B)
 }
 
-// killLater kills this process's run of cmdline when it is busy, waiting
-// for it up to killWait (the run may not have reached its mark, or this
-// replica, yet); a run that wrote before its mark is left to finish.
-func (s *scripts) killLater(eval bool, cmdline string) {
+// killLater kills this process's run of cmdline when it is busy, waiting for it up to killWait; for a kill another node
+// asked for with an id (killRemote), it answers the outcome.
+func (s *scripts) killLater(eval bool, cmdline, id string) {
 	for deadline := time.Now().Add(killWait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		for _, r := range service.RunningScripts() {
-			if r.Eval == eval && strings.Join(r.Command, "\x00") == cmdline {
-				switch r.Kill() {
-				case service.KillDone, service.KillUnkillable:
-					return
+			if r.Eval != eval || strings.Join(r.Command, "\x00") != cmdline {
+				continue
+			}
+			switch k := r.Kill(); k {
+			case service.KillDone, service.KillUnkillable:
+				if id != "" && s.peers != nil {
+					outcome := "killed"
+					if k == service.KillUnkillable {
+						outcome = "unkillable"
+					} else {
+						// The other replicas' runs of it, if any
+						// (paxos: a replica behind in the log).
+						s.killPeers(eval, strings.Join(r.Command, "\x00"))
+					}
+					e := wire.Encoder{}
+					e.Byte(psScriptKillResult)
+					e.String(id)
+					e.String(outcome)
+					s.peers.PublishPeers(e.B)
 				}
+				return
 			}
 		}
 	}

@@ -161,13 +161,14 @@ func BenchmarkNamespacesPut(b *testing.B) {
 //
 //	go test ./node -run '^$' -bench ABDPut -benchtime 20000x
 func BenchmarkABDPut(b *testing.B) {
-	for _, noYield := range []bool{true, false} {
-		b.Run(fmt.Sprintf("yield=%v", !noYield), func(b *testing.B) {
+	for _, v := range []struct{ noYield, noDirect bool }{{true, true}, {false, true}, {false, false}} {
+		noYield := v.noYield
+		b.Run(fmt.Sprintf("yield=%v/direct=%v", !v.noYield, !v.noDirect), func(b *testing.B) {
 			ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
 			cfg, ls := mkCluster(b, 3, config.Memory, ns)
 			var nodes []*Node
 			for i, n := range cfg.Nodes {
-				nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], Options{noYield: noYield}))
+				nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], Options{noYield: noYield, noDirect: v.noDirect}))
 			}
 			coord := nodes[0]
 			do(b, coord, "default", req("set", "warm", "x"))

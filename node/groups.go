@@ -203,15 +203,20 @@ func (n *Node) closeLoops() {
 // membersRecord is a sharded namespace's record mem/<ns> in the placement
 // namespace: for each group it names, its members (routed to) and the
 // nodes being added (hosting it, not yet members). Its text is a space
-// list of "<group index>:<members, comma list>[/<joining, comma list>]";
-// a group not listed has its cluster-file nodes. Only the placement
+// list of "<group index>:<members, comma list>[/<joining>[><leaving>]]";
+// a group not listed has its cluster-file nodes. A "!<former, comma
+// list>" suffix names the nodes a replacement removed (never chosen for
+// the group again: shard.GroupReport.Former). Only the placement
 // leader writes it (placer.go, replace).
 type membersRecord struct {
 	members, hosts [][]automaton.NodeID // by group; nil entries: the file's
+	former         [][]automaton.NodeID // by group: nodes removed from it
+	leaving        []automaton.NodeID   // by group: the node a replacement under way removes ("": none)
 }
 
 func parseMembersRecord(text string, groups []config.Group) (membersRecord, error) {
-	r := membersRecord{members: make([][]automaton.NodeID, len(groups)), hosts: make([][]automaton.NodeID, len(groups))}
+	r := membersRecord{members: make([][]automaton.NodeID, len(groups)), hosts: make([][]automaton.NodeID, len(groups)),
+		former: make([][]automaton.NodeID, len(groups)), leaving: make([]automaton.NodeID, len(groups))}
 	ids := func(s string) []automaton.NodeID {
 		var out []automaton.NodeID
 		for _, f := range strings.Split(s, ",") {
@@ -228,7 +233,11 @@ func parseMembersRecord(text string, groups []config.Group) (membersRecord, erro
 		if !ok || gi < 0 || gi >= len(groups) {
 			return r, fmt.Errorf("placement members record: bad entry %q", e)
 		}
+		rest, former, _ := strings.Cut(rest, "!")
+		r.former[gi] = ids(former)
 		mem, join, _ := strings.Cut(rest, "/")
+		join, leaving, _ := strings.Cut(join, ">")
+		r.leaving[gi] = automaton.NodeID(leaving)
 		r.members[gi] = ids(mem)
 		if len(r.members[gi]) == 0 {
 			return r, fmt.Errorf("placement members record: group %d has no members", gi)
@@ -243,9 +252,9 @@ func parseMembersRecord(text string, groups []config.Group) (membersRecord, erro
 	return r, nil
 }
 
-// formatMembersRecord renders members (and joining, may be nil) of every
-// group for mem/<ns>.
-func formatMembersRecord(members, joining [][]automaton.NodeID) string {
+// formatMembersRecord renders members (and joining, leaving and former,
+// any may be nil) of every group for mem/<ns>.
+func formatMembersRecord(members, joining [][]automaton.NodeID, leaving []automaton.NodeID, former [][]automaton.NodeID) string {
 	var parts []string
 	for gi, m := range members {
 		ids := make([]string, len(m))
@@ -259,6 +268,16 @@ func formatMembersRecord(members, joining [][]automaton.NodeID) string {
 				js[i] = string(id)
 			}
 			e += "/" + strings.Join(js, ",")
+			if leaving != nil && leaving[gi] != "" {
+				e += ">" + string(leaving[gi])
+			}
+		}
+		if former != nil && len(former[gi]) > 0 {
+			fs := make([]string, len(former[gi]))
+			for i, id := range former[gi] {
+				fs[i] = string(id)
+			}
+			e += "!" + strings.Join(fs, ",")
 		}
 		parts = append(parts, e)
 	}

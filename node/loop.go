@@ -28,17 +28,25 @@ type event struct {
 }
 
 // timerEntry is one armed timer. Its callback pushes a TimerFired carrying
-// gen as it reads it when the timer fires, so a timer that is re-armed while
-// stopped (Stop reported it pending: no callback runs for the old arming)
-// reuses its time.Timer and callback with a new generation instead of
-// allocating both again; Multi-Paxos re-arms its election timer on every
-// message from the leader. A timer whose callback may already be running is
-// replaced by a new entry instead, and the old callback's generation is
-// then stale.
+// the id and gen it reads when the timer fires, so a timer that is re-armed
+// while stopped (Stop reported it pending: no callback runs for the old
+// arming) reuses its time.Timer and callback with a new generation instead
+// of allocating both again; Multi-Paxos re-arms its election timer on every
+// message from the leader. An entry whose timer is cancelled while pending
+// is kept for the next new timer (nsLoop.freeTimers): ABD arms one timer per
+// operation and cancels it when the operation ends, which otherwise cost a
+// time.AfterFunc, its callback and an entry per operation. A timer whose
+// callback may already be running is replaced by a new entry instead, and
+// the old callback's generation is then stale.
 type timerEntry struct {
-	gen atomic.Uint64
-	t   *time.Timer
+	gen  atomic.Uint64
+	id   atomic.Uint64 // the automaton.TimerID of the current arming
+	lazy atomic.Bool   // the current arming has slack (event.lazy)
+	t    *time.Timer
 }
+
+// maxFreeTimers bounds the cancelled timer entries kept for reuse.
+const maxFreeTimers = 1024
 
 // batch is the Persist records one pass of the event loop produced, and the
 // sequence number of the last of them.
@@ -60,7 +68,8 @@ func (b *batch) reset() {
 const commitQueueLen = 256
 
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
-// only by the loop goroutine.
+// only by the goroutine running a pass (under pass): the loop goroutine, or
+// one running a direct pass (directPass).
 type nsLoop struct {
 	n     *Node
 	ns    config.Namespace
@@ -72,12 +81,34 @@ type nsLoop struct {
 	out   transport.Sender
 	log   *slog.Logger
 	inbox chan event
+	// reqIn carries client requests and batches (Node.Do, DoBatch): they
+	// have no order among them, so a direct pass may drain it too
+	// (directPass); inbox carries the inputs whose order is kept (peer
+	// messages, timers), drained by the loop goroutine only.
+	reqIn chan event
+	// reqNote wakes the loop goroutine for requests put into reqIn
+	// (noteRequest): reqIn is read only by a goroutine holding pass, so
+	// that the requests are stepped in the order they were put in.
+	reqNote chan struct{}
+
+	// pass is held by whoever runs a pass of the loop: the loop
+	// goroutine, or a goroutine running a direct pass (directPass). The
+	// fields under "loop only" are touched under it. live (under pass):
+	// Start was stepped and the loop has not ended; ended is closed when
+	// a direct pass ends the loop (a storage failure) to stop the loop
+	// goroutine. direct: this loop runs direct passes.
+	pass    sync.Mutex
+	live    bool
+	ended   chan struct{}
+	direct  bool
+	directs atomic.Uint64 // direct passes run
 
 	// loop only
-	timers map[automaton.TimerID]*timerEntry
-	gen    uint64
-	cur    *batch // the records of the batch being stepped
-	steps  int
+	timers     map[automaton.TimerID]*timerEntry
+	freeTimers []*timerEntry // cancelled while pending: no callback to come
+	gen        uint64
+	cur        *batch // the records of the batch being stepped
+	steps      int
 	// early: the batch being stepped offered an Early Send.
 	early bool
 	// batches: the protocol steps client batches; reqs holds the pass's
@@ -154,6 +185,9 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 		n: n, ns: ns, svc: svc, a: a,
 		log:           n.log.With("namespace", ns.Name),
 		inbox:         make(chan event, n.opts.InboxLen),
+		reqIn:         make(chan event, n.opts.InboxLen),
+		reqNote:       make(chan struct{}, 1),
+		ended:         make(chan struct{}),
 		timers:        map[automaton.TimerID]*timerEntry{},
 		waiters:       map[automaton.RequestID]waiterSet{},
 		cur:           &batch{},
@@ -165,6 +199,7 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 	}
 	l.lr, _ = a.(automaton.LeaderReporter)
 	l.batches = automaton.StepsClientBatches(ns.Protocol)
+	l.direct = l.batches && !n.opts.noDirect
 	m := n.m
 	l.mRequests = m.requests.WithLabelValues(ns.Name)
 	l.mResponses = m.responses.WithLabelValues(ns.Name)
@@ -188,6 +223,30 @@ func (l *nsLoop) push(ev event) bool {
 	case <-l.n.stopping:
 		return false
 	}
+}
+
+// noteRequest wakes the loop goroutine for a request just put into
+// reqIn, unless a wake-up is pending already. (Nothing for a loop whose
+// requests go to the inbox.)
+func (l *nsLoop) noteRequest() {
+	if !l.direct {
+		return
+	}
+	select {
+	case l.reqNote <- struct{}{}:
+	default:
+	}
+}
+
+// requestChan is the channel client requests go to: reqIn in a loop
+// that runs direct passes, else the inbox (in arrival order with the
+// other inputs, as a protocol that does not step client batches has
+// always had them).
+func (l *nsLoop) requestChan() chan event {
+	if l.direct {
+		return l.reqIn
+	}
+	return l.inbox
 }
 
 // run is the event loop. It steps the automaton with Start, then repeatedly:
@@ -223,41 +282,165 @@ func (l *nsLoop) run(start automaton.Start) {
 		close(l.commitQ)
 		<-l.committerDone
 	}()
+	l.pass.Lock()
 	l.step(event{in: start})
 	l.noteLeader()
-	if !l.flush() {
+	l.live = l.flush()
+	live := l.live
+	l.pass.Unlock()
+	if !live {
 		return
 	}
 	for {
+		var ok bool
 		select {
 		case ev := <-l.inbox:
-			l.beginTurn()
-			l.take(ev)
+			ok = l.loopPass(&ev)
+		case <-l.reqNote:
+			if f := l.n.opts.reqNoted; f != nil {
+				f()
+			}
+			ok = l.loopPass(nil)
+		case <-l.ended: // a direct pass ended the loop (storage failure)
+			return
 		case <-l.n.stopping:
+			l.pass.Lock()
+			l.live = false
+			l.pass.Unlock()
 			return
 		}
-		yielded := false
-	more:
-		for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
-			select {
-			case ev := <-l.inbox:
-				l.take(ev)
-			default:
-				if l.yieldForRequests(yielded) {
-					yielded = true
-					continue
-				}
-				break more
-			}
-		}
-		l.stepReqs()
-		l.noteLeader()
-		ok := l.flush()
-		l.endTurn()
 		if !ok {
 			return
 		}
 	}
+}
+
+// loopPass is one pass of the loop goroutine, begun with ev (nil: woken
+// for queued requests, reqNote): it takes ev and every further input already queued
+// (up to BatchLimit), steps the pass's client requests, and hands the
+// pass's records to the committer (flush). It does not wait for the
+// commit: while the committer's fsync runs, the loop steps the next
+// inputs, and the committer commits everything queued behind the running
+// commit in one storage batch when it finishes (group commit). It
+// reports false when the loop ends.
+func (l *nsLoop) loopPass(ev *event) bool {
+	l.pass.Lock()
+	defer l.pass.Unlock()
+	if !l.live {
+		return false
+	}
+	l.beginTurn()
+	if ev != nil {
+		l.take(*ev)
+	}
+	yielded := false
+more:
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
+		select {
+		case ev := <-l.inbox:
+			l.take(ev)
+		case ev := <-l.reqIn:
+			l.take(ev)
+		default:
+			if l.yieldForRequests(yielded) {
+				yielded = true
+				continue
+			}
+			break more
+		}
+	}
+	if !l.endPass() {
+		l.live = false
+	}
+	l.renote()
+	return l.live
+}
+
+// renote wakes the loop goroutine again when a pass leaves requests in
+// reqIn (BatchLimit): their wake-up may have been taken by this pass.
+// Under pass.
+func (l *nsLoop) renote() {
+	if len(l.reqIn) > 0 {
+		l.noteRequest()
+	}
+}
+
+// endPass steps the pass's client requests, notes the leader, flushes
+// the pass's records and sends its buffered messages; false after a
+// storage failure. Under pass.
+func (l *nsLoop) endPass() bool {
+	l.stepReqs()
+	l.noteLeader()
+	ok := l.flush()
+	l.endTurn()
+	return ok
+}
+
+// Direct passes (issue 28 item 5: a request that finds its loop idle is
+// not passed through a chain of wake-ups). In a loop of a protocol that
+// steps client batches (abd, esds), the goroutine that has a client
+// request (the connection's goroutine in Node.Do, DoBatch) runs the pass
+// itself when no pass is running (pass.TryLock) instead of handing the
+// request to the loop goroutine and waking it: one goroutine wake-up
+// (often an OS thread's futex too) fewer. The pass is the loop
+// goroutine's, with the requests only: it takes the client requests
+// already queued (reqIn), then its own, then those that come meanwhile
+// (after one yield, as the loop does, so that other connections'
+// requests join its batch), steps them as one ClientBatch, flushes and
+// sends the pass's frames. Order is kept: a client request has no order
+// with any other input but the requests its goroutine handed over before
+// it (Node.Submit: a connection's pipeline, in order) and those of its
+// own batch (take steps a pass's requests after its other inputs
+// anyway). So requests come through their own channel (reqIn), read
+// only under pass (the loop goroutine is woken by reqNote, then takes
+// the pass and reads it), so that they are stepped in the order they
+// were put in, and a direct pass steps the queued ones, which hold any
+// its goroutine handed over before, ahead of its own. Peer messages,
+// timers and effects' results keep the inbox's order, which only the
+// loop goroutine drains. A peer
+// message is not stepped directly on the transport's reader goroutine:
+// tried, it doubled the peer writes per operation (the reader read and
+// stepped its frames one at a time, where the loop gathers the frames
+// that arrived meanwhile into one pass and one reply frame). Multi-Paxos
+// and the other protocols keep the loop goroutine's passes (their
+// batching depends on inputs accumulating in the inbox). It reports
+// whether it stepped ev.
+func (l *nsLoop) directPass(ev event) bool {
+	if !l.direct || !l.pass.TryLock() {
+		return false
+	}
+	defer l.pass.Unlock()
+	if !l.live {
+		return false
+	}
+	l.directs.Add(1)
+	l.beginTurn()
+	// The requests queued before ev first: they may include ones its
+	// goroutine handed over before it (Node.Submit).
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit && len(l.reqIn) > 0 {
+		l.take(<-l.reqIn)
+	}
+	l.take(ev)
+	yielded := false
+more:
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
+		select {
+		case ev := <-l.reqIn:
+			l.take(ev)
+		default:
+			if l.yieldForRequests(yielded) {
+				yielded = true
+				continue
+			}
+			break more
+		}
+	}
+	if !l.endPass() {
+		l.live = false
+		close(l.ended) // once: live is false from now on
+	}
+	l.renote()
+	return true
 }
 
 // turnPeer is one destination's messages of a pass, encoded as frames
@@ -473,9 +656,12 @@ func (io loopIO) Release(o automaton.Output) { io.l.release1(o) }
 func (io loopIO) SetTimer(o automaton.SetTimer) { io.l.setTimer(o) }
 
 func (io loopIO) CancelTimer(id automaton.TimerID) {
-	if e := io.l.timers[id]; e != nil {
-		e.t.Stop()
-		delete(io.l.timers, id)
+	l := io.l
+	if e := l.timers[id]; e != nil {
+		if e.t.Stop() && len(l.freeTimers) < maxFreeTimers {
+			l.freeTimers = append(l.freeTimers, e)
+		}
+		delete(l.timers, id)
 	}
 }
 
@@ -487,21 +673,37 @@ func (l *nsLoop) setTimer(o automaton.SetTimer) {
 	if o.Slack > 0 && !l.n.opts.noCoalesce {
 		after = coalesced(time.Now(), after, o.Slack)
 	}
+	lazy := o.Slack > 0
 	if e := l.timers[o.ID]; e != nil && e.t.Stop() {
 		// Stopped before firing: no callback of the old arming runs.
 		e.gen.Store(l.gen)
+		e.lazy.Store(lazy)
 		e.t.Reset(after)
 		return
 	}
 	// A Stop that loses the race with the timer leaves a stale event in the
 	// inbox (or a callback about to push one, with the old entry's
 	// generation); step drops it because its generation no longer matches.
+	if k := len(l.freeTimers); k > 0 {
+		e := l.freeTimers[k-1]
+		l.freeTimers[k-1] = nil
+		l.freeTimers = l.freeTimers[:k-1]
+		e.gen.Store(l.gen)
+		e.id.Store(uint64(o.ID))
+		e.lazy.Store(lazy)
+		e.t.Reset(after)
+		l.timers[o.ID] = e
+		return
+	}
 	e := &timerEntry{}
 	e.gen.Store(l.gen)
-	id := o.ID
-	lazy := o.Slack > 0
+	e.id.Store(uint64(o.ID))
+	e.lazy.Store(lazy)
 	e.t = time.AfterFunc(after, func() {
-		l.push(event{in: automaton.TimerFired{ID: id}, gen: e.gen.Load(), lazy: lazy})
+		ev := event{in: automaton.TimerFired{ID: automaton.TimerID(e.id.Load())}, gen: e.gen.Load(), lazy: e.lazy.Load()}
+		if l.push(ev) {
+			l.n.handoff(1)
+		}
 	})
 	l.timers[o.ID] = e
 }
@@ -594,6 +796,7 @@ func (l *nsLoop) flush() bool {
 			return false
 		}
 	}
+	l.n.handoff(1)
 	select {
 	case l.cur = <-l.free:
 	default:
@@ -839,6 +1042,7 @@ func (l *nsLoop) respond(r automaton.Response) {
 		ch <- r
 	}
 	n := ws.len()
+	l.n.handoff(n)
 	l.responses.Add(uint64(n))
 	l.mResponses.Add(float64(n))
 }

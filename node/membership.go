@@ -149,7 +149,8 @@ func (n *Node) changeMembership(ctx context.Context, ns string, id automaton.Req
 	l.addWaiter(req.ID, ch)
 	defer l.removeWaiter(req.ID, ch)
 	select {
-	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case l.requestChan() <- event{in: automaton.ClientRequest{Req: req}}:
+		l.noteRequest()
 	case <-ctx.Done():
 		return service.Result{}, fmt.Errorf("membership change not submitted: %w", ctx.Err())
 	case <-n.stopping:

@@ -212,3 +212,35 @@ func (m *metrics) walWrites(node string, w *storage.WAL) {
 		m.reg.MustRegister(c) // once: Run runs once per Node
 	}
 }
+
+// handoff counts k hand-offs between goroutines on the request path (issue
+// 28 item 5: hand-offs per request): a client request or batch, a peer
+// message or a timer's firing passed to a namespace's loop through its
+// inbox, a response passed to the waiting client's goroutine, a batch of
+// records passed to the committer. Each is a channel send that wakes (or
+// finds awake) another goroutine. The transport counts its own, to a
+// peer's writer goroutine (transport.PeerStats.Queued); Handoffs adds them.
+func (n *Node) handoff(k int) { n.handoffs.Add(uint64(k)) }
+
+// Handoffs is the node's hand-offs between goroutines so far: the node's
+// (handoff) and its TCP transport's to peer writers. A gRPC peer
+// transport's and the gateway's own (a pipelined connection's lanes) are
+// not counted.
+func (n *Node) Handoffs() uint64 {
+	h := n.handoffs.Load()
+	if n.tr != nil {
+		for _, s := range n.tr.Stats() {
+			h += s.Queued
+		}
+	}
+	return h
+}
+
+// registerHandoffs exports Node.Handoffs as synod_handoffs_total, read
+// at scrape time (`synod costs`: hand-offs per operation).
+func (m *metrics) registerHandoffs(id string, n *Node) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "handoffs_total",
+		Help:        "Inputs and outputs passed between goroutines on the request path: to a namespace's loop (client requests, peer messages, timers), to a waiting client, to the committer, to a peer's writer.",
+		ConstLabels: prometheus.Labels{"node": id}},
+		func() float64 { return float64(n.Handoffs()) }))
+}

@@ -143,6 +143,13 @@ type Options struct {
 	// noYield: the loop does not yield before stepping a pass's client
 	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
 	noYield bool
+	// noDirect: no direct passes (nsLoop.directPass): every input goes
+	// through the loop goroutine (benchmarks' before/after).
+	noDirect bool
+	// reqNoted, when set, is called by the loop goroutine when it is
+	// woken for queued client requests, before its pass: a test widens
+	// that window (TestSubmitKeepsOrderDirect).
+	reqNoted func()
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -181,6 +188,9 @@ type Node struct {
 	log     *slog.Logger
 	m       *metrics
 	durable bool
+	// handoffs counts inputs and outputs one goroutine passes to another
+	// on the request path (handoff; synod_handoffs_total).
+	handoffs atomic.Uint64
 
 	lt      loopTable                 // the replica groups this node runs, by name (groups.go)
 	nss     []config.Namespace        // the cluster file's namespaces, as clients name them
@@ -425,6 +435,7 @@ func (n *Node) start() error {
 		return err
 	}
 	n.m.registerTransport(string(n.id), n.tr)
+	n.m.registerHandoffs(string(n.id), n)
 	if h2Ln != nil {
 		n.gp, err = n.opts.PeerGRPC(PeerGRPCOptions{
 			Cluster: n.cfg.Cluster, Self: n.id, Listener: h2Ln,
@@ -641,6 +652,7 @@ func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy boo
 		tr(stageDeliver, from, msgKind(msg))
 	}
 	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}) {
+		n.handoff(1)
 		l.msgsIn.Add(1)
 		l.mIn.Inc()
 	}
@@ -715,8 +727,16 @@ func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (
 	t0 := time.Now()
 	ch := respChans.Get().(chan automaton.Response)
 	l.addWaiter(req.ID, ch)
+	ev := event{in: automaton.ClientRequest{Req: req}}
+	if l.directPass(ev) { // loop.go
+		l.requests.Add(1)
+		l.mRequests.Inc()
+		return ch, t0, nil
+	}
 	select {
-	case l.inbox <- event{in: automaton.ClientRequest{Req: req}}:
+	case l.requestChan() <- ev:
+		l.noteRequest()
+		n.handoff(1)
 	case <-ctx.Done():
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
@@ -823,14 +843,19 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	}
 	t0 := time.Now()
 	var err error
-	select {
-	case l.inbox <- event{in: automaton.ClientBatch{Reqs: batch}}:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-n.stopping:
-		err = gateway.ErrShuttingDown
-	case <-n.sf.ch:
-		err = n.StorageErr()
+	ev := event{in: automaton.ClientBatch{Reqs: batch}}
+	if !l.directPass(ev) { // loop.go; else stepped here
+		select {
+		case l.requestChan() <- ev:
+			l.noteRequest()
+			n.handoff(1)
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-n.stopping:
+			err = gateway.ErrShuttingDown
+		case <-n.sf.ch:
+			err = n.StorageErr()
+		}
 	}
 	if err != nil {
 		for _, s := range subs {

@@ -285,6 +285,11 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		for _, id := range s.members(gi) {
 			gr.Members = append(gr.Members, string(id))
 		}
+		if view.former != nil {
+			for _, id := range view.former[gi] {
+				gr.Former = append(gr.Former, string(id))
+			}
+		}
 		gr.Leader = string(n.hintOf(g.Namespace.Name))
 		if l := n.loop(g.Namespace.Name); l != nil {
 			if ld := l.leader.Load(); ld != nil {
@@ -330,7 +335,10 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	if p.redo.Swap(false) {
 		p.last = ""
 	}
-	d := shard.Decide(in, params)
+	d, resume := resumeReplace(s) // replace.go
+	if !resume {
+		d = shard.Decide(in, params)
+	}
 	if d.Kind == shard.DecNone && (d.Reason == "" || in.Migrating) {
 		p.last = ""
 		return
@@ -353,7 +361,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		} else {
 			p.moveAt = now
 		}
-	case shard.DecReplace:
+	case shard.DecReplace, shard.DecBalance:
 		action = "replacement started"
 		p.replacing.Store(true)
 		n.bg.Add(1)

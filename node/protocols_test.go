@@ -17,6 +17,44 @@ import (
 func init() {
 	automaton.Register(regProto{})
 	automaton.Register(miscProto{})
+	automaton.Register(orderProto{})
+}
+
+// orderProto ("nodetest-order") steps client batches (as abd and esds,
+// so its loop runs direct passes): a set of key "ord" appends its value
+// to the list of values in the order the automaton steps them; a get of
+// "ord" answers that list, comma-separated; anything else answers OK.
+type orderProto struct{}
+
+func (orderProto) Name() string             { return "nodetest-order" }
+func (orderProto) IdempotentRetry() bool    { return false }
+func (orderProto) StepsClientBatches() bool { return true }
+func (orderProto) New(cfg automaton.Config) (automaton.Automaton, error) {
+	return &orderAut{}, nil
+}
+
+type orderAut struct{ seen []string }
+
+func (o *orderAut) Step(in automaton.Input) []automaton.Output {
+	var reqs []automaton.Request
+	switch in := in.(type) {
+	case automaton.ClientRequest:
+		reqs = []automaton.Request{in.Req}
+	case automaton.ClientBatch:
+		reqs = in.Reqs
+	}
+	var out []automaton.Output
+	for _, r := range reqs {
+		res := service.OK()
+		switch {
+		case r.Op.Kind == "set" && r.Op.Key == "ord":
+			o.seen = append(o.seen, string(r.Op.Args[0]))
+		case r.Op.Kind == "get" && r.Op.Key == "ord":
+			res = service.Bytes([]byte(strings.Join(o.seen, ",")))
+		}
+		out = append(out, automaton.Respond{Resp: automaton.Response{ID: r.ID, Result: res}})
+	}
+	return out
 }
 
 // regProto ("nodetest-reg"): every node keeps a register per key. A set

@@ -35,13 +35,37 @@ import (
 //     and MOVED name Y, not X; X, restarted, no longer serves G
 //     (groups.go serves).
 //
-// Each step is idempotent, so a replacement cut short (the placement
-// leader fails, a step times out) is decided again and redone: an add of
-// a member already in, or a remove of one already out, counts as done; a
-// joining node already recorded for G is reused rather than a new one
-// chosen. Decision: the change requests carry one request id per
+// Each step is idempotent, and a replacement cut short (the placement
+// leader fails, a step times out) after step 1 is resumed from the
+// record before any new decision (resumeReplace: the record names the
+// joining and the leaving node, so the same pair is redone even if the
+// dead node came back or another node would be chosen now); an add of a
+// member already in, or a remove of one already out, counts as done.
+// Cut short before step 1, nothing was changed and Decide decides anew. Decision: the change requests carry one request id per
 // replacement and step, so a forwarded request resent to another member
 // is deduplicated by the group (paxos's table of outcomes).
+
+// resumeReplace returns the replacement the members record shows cut
+// short (a group with a joining and a leaving node), if any.
+func resumeReplace(s *shardedNS) (shard.Decision, bool) {
+	v := s.view()
+	if v.leaving == nil {
+		return shard.Decision{}, false
+	}
+	for gi, x := range v.leaving {
+		if x == "" {
+			continue
+		}
+		for _, h := range v.hosts[gi] {
+			if !slices.Contains(v.members[gi], h) {
+				return shard.Decision{Kind: shard.DecReplace, From: gi, To: gi, Node: string(x), With: string(h),
+					Reason: "resuming a replacement cut short (the members record names " + string(h) + " joining, " + string(x) + " leaving)",
+					Inputs: "members record"}, true
+			}
+		}
+	}
+	return shard.Decision{}, false
+}
 
 // replaceTimeout bounds one replacement (the add waits for the new
 // member's catch-up: a snapshot of the group's state).
@@ -72,14 +96,6 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	gi := d.From
 	x, y := automaton.NodeID(d.Node), automaton.NodeID(d.With)
 	v := s.view()
-	if v.hosts != nil && v.members != nil && v.members[gi] != nil {
-		// A replacement cut short: reuse its joining node.
-		for _, h := range v.hosts[gi] {
-			if !slices.Contains(v.members[gi], h) {
-				y = h
-			}
-		}
-	}
 	var ym config.Node
 	for _, m := range n.cfg.Nodes {
 		if m.ID == string(y) {
@@ -96,11 +112,19 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 		}
 		return out
 	}
+	former := make([][]automaton.NodeID, len(s.groups))
+	if v.former != nil {
+		for i := range former {
+			former[i] = slices.Clone(v.former[i])
+		}
+	}
 	// 1. joining
 	mem := members()
 	joining := make([][]automaton.NodeID, len(s.groups))
 	joining[gi] = []automaton.NodeID{y}
-	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, formatMembersRecord(mem, joining))); err != nil {
+	leaving := make([]automaton.NodeID, len(s.groups))
+	leaving[gi] = x
+	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, formatMembersRecord(mem, joining, leaving, former))); err != nil {
 		return fmt.Errorf("recording %s as joining: %w", y, err)
 	}
 	n.replaceStep(ctx, s, d, "joining", fmt.Sprintf("%s starts %s's replica", y, s.groups[gi].Namespace.Name))
@@ -127,7 +151,10 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	mem = members()
 	mem[gi] = slices.DeleteFunc(mem[gi], func(id automaton.NodeID) bool { return id == x || id == y })
 	mem[gi] = append(mem[gi], y)
-	rec := formatMembersRecord(mem, nil)
+	if !slices.Contains(former[gi], x) {
+		former[gi] = append(former[gi], x)
+	}
+	rec := formatMembersRecord(mem, nil, nil, former)
 	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, rec)); err != nil {
 		return fmt.Errorf("recording the members: %w", err)
 	}

@@ -118,3 +118,86 @@ func TestPlacementReplacesDeadNode(t *testing.T) {
 	}
 	write(4)
 }
+
+// The members record round-trips; a group it does not name has the
+// file's nodes; malformed records are refused.
+func TestMembersRecord(t *testing.T) {
+	groups := []config.Group{{Nodes: []automaton.NodeID{"n1", "n2", "n3"}}, {Nodes: []automaton.NodeID{"n4", "n5", "n6"}}}
+	mem := [][]automaton.NodeID{{"n1", "n2", "n3"}, {"n4", "n6"}}
+	join := [][]automaton.NodeID{nil, {"n7"}}
+	former := [][]automaton.NodeID{nil, {"n5"}}
+	text := formatMembersRecord(mem, join, []automaton.NodeID{"", "n6"}, former)
+	if text != "0:n1,n2,n3 1:n4,n6/n7>n6!n5" {
+		t.Fatalf("record %q", text)
+	}
+	r, err := parseMembersRecord(text, groups)
+	if err != nil || !slices.Equal(r.members[1], mem[1]) || !slices.Equal(r.hosts[1], []automaton.NodeID{"n4", "n6", "n7"}) || !slices.Equal(r.former[1], former[1]) || r.leaving[1] != "n6" {
+		t.Fatalf("parsed %+v %v", r, err)
+	}
+	r, err = parseMembersRecord("1:n4,n6,n7", groups)
+	if err != nil || r.members[0] != nil || !slices.Equal(r.hosts[0], groups[0].Nodes) || !slices.Equal(r.members[1], []automaton.NodeID{"n4", "n6", "n7"}) {
+		t.Fatalf("partial record: %+v %v", r, err)
+	}
+	for _, bad := range []string{"2:n1", "x:n1", "1:", "1"} {
+		if _, err := parseMembersRecord(bad, groups); err == nil {
+			t.Errorf("record %q accepted", bad)
+		}
+	}
+}
+
+// Replica balance, carried out like a replacement: n1 hosts replicas of
+// s0 and s1, n6 and n7 none; the placement leader moves n1's replica of s0
+// to n6 (n6 starts it, is added, n1 is removed from s0 though alive), and
+// stops there (every node then hosts 1 or 0). Writes before and after
+// read back.
+func TestPlacementBalancesReplicas(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n1", "n4", "n5"}},
+	}, Placement: &config.Placement{DeadAfter: "60s", NoMerge: true}}
+	cfg, ls := mkCluster(t, 7, config.Memory, ns)
+	var nodes []*Node
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	plain := redis.NewClient(&redis.Options{Addr: cfg.Nodes[1].Client})
+	defer plain.Close()
+	acked := map[string]string{}
+	for i := 0; i < 200; i++ {
+		k, v := fmt.Sprintf("k%d", i), fmt.Sprint(i)
+		if err := plain.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		acked[k] = v
+	}
+	s := nodes[1].shards["default"]
+	want := []automaton.NodeID{"n2", "n3", "n6"}
+	for ctx.Err() == nil && !slices.Equal(s.members(0), want) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	log := nodes[0].placementLog(ctx, s, placeLogLen)
+	if ctx.Err() != nil {
+		t.Fatalf("s0's members never became %v (%v); log:\n%s", want, s.members(0), log)
+	}
+	if !strings.Contains(log, "balance group=0 node=n1 with=n6") || !strings.Contains(log, "step recorded group=0 node=n1 with=n6") {
+		t.Fatalf("the decision log lacks the balance move:\n%s", log)
+	}
+	time.Sleep(2 * time.Second) // a second move would be decided by now
+	if log2 := nodes[0].placementLog(ctx, s, placeLogLen); strings.Count(log2, "balance ") != 1 {
+		t.Fatalf("more than one balance move:\n%s", log2)
+	}
+	for k, v := range acked {
+		if err := plain.Set(ctx, k, v+"b", 0).Err(); err != nil {
+			t.Fatalf("SET %s after the move: %v", k, err)
+		}
+		acked[k] = v + "b"
+	}
+	for k, v := range acked {
+		if got, err := plain.Get(ctx, k).Result(); err != nil || got != v {
+			t.Fatalf("GET %s = %q %v, want %q", k, got, err, v)
+		}
+	}
+	t.Logf("decision log:\n%s", log)
+}

@@ -60,6 +60,8 @@ type slotView struct {
 	// (nil: the cluster file's nodes; groups.go, placer.go): members are
 	// routed to; hosts also include a node being added.
 	members, hosts [][]automaton.NodeID
+	former         [][]automaton.NodeID // nodes a replacement removed, by group
+	leaving        []automaton.NodeID   // the node a replacement under way removes, by group
 }
 
 // active reports whether v's migration is under way.
@@ -155,7 +157,7 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 		if err != nil {
 			return err
 		}
-		v.members, v.hosts = mr.members, mr.hosts
+		v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
 	}
 	s.cur.CompareAndSwap(old, &v)
 	n.hostGroups(s) // groups.go

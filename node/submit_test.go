@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,60 @@ func TestSubmitKeepsWriteOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSubmitKeepsOrderDirect: requests one goroutine submits one after
+// another (Node.Submit) are stepped in that order by a protocol that
+// steps client batches, whose loop runs direct passes, while other
+// goroutines' requests keep passes running (so some submissions are
+// queued for the loop goroutine, which here waits a little when it is
+// woken for them, before its pass): a request stepped directly on the
+// submitting goroutine must not overtake one submitted before it, nor
+// may passes reading the queued requests step them out of order.
+func TestSubmitKeepsOrderDirect(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "nodetest-order", Service: "kv"}
+	cfg, ls := mkCluster(t, 1, config.Memory, ns)
+	n := startNode(t, cfg, "n1", ls[0], Options{reqNoted: func() { time.Sleep(50 * time.Microsecond) }})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n.Do(ctx, "default", req("set", "other", "x"))
+			}
+		}()
+	}
+	var waits []func() (automaton.Response, error)
+	var want []string
+	for i := range 2000 {
+		waits = append(waits, n.Submit(ctx, "default", req("set", "ord", fmt.Sprint(i))))
+		want = append(want, fmt.Sprint(i))
+	}
+	for _, w := range waits {
+		if _, err := w(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for range 4 {
+		<-done
+	}
+	got := strings.Split(string(do(t, n, "default", req("get", "ord")).Bytes), ",")
+	for i := range want {
+		if i >= len(got) || got[i] != want[i] {
+			t.Fatalf("stepped out of submission order at %d: %v, want %v", i, got[max(0, i-3):min(len(got), i+5)], want[max(0, i-3):min(len(want), i+5)])
+		}
+	}
+	if n.loop("default").directs.Load() == 0 {
+		t.Errorf("no direct pass: the test does not exercise them")
 	}
 }

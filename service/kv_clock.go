@@ -10,8 +10,13 @@ import "time"
 //
 //	estimate = max(largest Env.Time of every request that reached the
 //	               leader, directly or forwarded or relayed by another node,
-//	               estimate at the previous tick + one heartbeat,
+//	               the estimate at the previous tick + one heartbeat,
 //	               the state's clock: the largest time in the executed log)
+//
+// (A tick adds the heartbeat to the estimate as it was at the previous
+// tick, not to a time observed since: that one plus a heartbeat could run
+// up to a heartbeat ahead of every clock, and an XPENDING IDLE read 20 ms
+// after a delivery then found it not yet 1 ms old.)
 //
 // Bound. Let ε be the largest skew between the nodes' clocks. Timers fire
 // no earlier than asked and every Env.Time is some node's clock reading at
@@ -33,6 +38,7 @@ type LeaderClock struct {
 	now   int64 // ns since the Unix epoch; 0: nothing observed yet
 	ticks int
 	seq   uint64
+	base  int64 // the estimate at the previous tick (0: none yet)
 }
 
 // NextSeq is the sequence number of the next active expiry request: above
@@ -50,13 +56,15 @@ func (c *LeaderClock) Observe(env Env) {
 	c.now = max(c.now, env.Time)
 }
 
-// Tick advances the estimate by one heartbeat (once anything was observed)
-// and reports whether every heartbeats have passed since the last time it
-// said so (the active expiry period, in heartbeats).
+// Tick advances the estimate to the estimate at the previous tick plus one
+// heartbeat (once anything was observed) and reports whether every
+// heartbeats have passed since the last time it said so (the active expiry
+// period, in heartbeats).
 func (c *LeaderClock) Tick(heartbeat time.Duration, every int) bool {
-	if c.now > 0 {
-		c.now += int64(heartbeat)
+	if c.base > 0 {
+		c.now = max(c.now, c.base+int64(heartbeat))
 	}
+	c.base = c.now
 	c.ticks++
 	if c.ticks < every {
 		return false

@@ -51,16 +51,22 @@ func (s *KVState) Clone() State {
 // this state would give, without copying the whole map (ESDS answers a
 // key-local operation over a stale tentative state this way, apply.go
 // keyValue). Versions start afresh: WATCH generations and transfer
-// bookkeeping of the copy are not this state's. Like Clone, it gives this
-// state a new token, so neither side changes a shared collection in place.
+// bookkeeping of the copy are not this state's. When it copies a
+// collection it gives this state a new token, as Clone does, so neither
+// side changes the shared collection in place; copying only strings keeps
+// the token (a new one would make this state copy each of its collections
+// at its next write to it, and ESDS calls this for every GET it answers
+// this way).
 func (s *KVState) KeysState(keys []string) State {
 	c := newKVState()
 	c.clock = s.clock
-	s.tok = new(int)
 	for _, k := range keys {
 		e, ok := s.m[k]
 		if !ok {
 			continue
+		}
+		if e.c != nil {
+			s.tok = new(int)
 		}
 		c.m[k] = e
 		if e.exp != 0 {

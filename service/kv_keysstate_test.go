@@ -47,8 +47,21 @@ func TestKVKeysStateAnswersKeyLocal(t *testing.T) {
 			if rng.Intn(10) != 0 {
 				continue
 			}
-			before := s.Apply(Op{Kind: "get", Key: k}).String()
+			lr := Op{Kind: "lrange", Key: k, Args: [][]byte{[]byte("0"), []byte("-1")}}
+			before, beforeL := s.Apply(Op{Kind: "get", Key: k}).String(), s.Apply(lr).String()
 			sub := s.KeysState([]string{k})
+			// A collection is shared, not changed in place by either side.
+			subL := sub.Apply(lr).String()
+			s.Apply(Op{Kind: "rpush", Key: k, Args: [][]byte{[]byte("src")}})
+			if got := sub.Apply(lr).String(); got != subL {
+				t.Fatalf("run %d: a write to the source changed the copy's list: %s, was %s", run, got, subL)
+			}
+			sub.Apply(Op{Kind: "rpush", Key: k, Args: [][]byte{[]byte("sub")}})
+			s.Apply(Op{Kind: "rpop", Key: k})
+			if got := s.Apply(lr).String(); got != beforeL {
+				t.Fatalf("run %d: a write to the copy changed the source's list: %s, was %s", run, got, beforeL)
+			}
+			sub = s.KeysState([]string{k})
 			full := s.Clone()
 			for j := range 6 {
 				o := op(k)

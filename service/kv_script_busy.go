@@ -173,6 +173,19 @@ func splitMark(mode string) (string, int64, error) {
 	return m, v, nil
 }
 
+// RunCommand is the Command a run of the eval operation op registers
+// (RunningScript.Command): a node that sent op names by it the run it asks
+// another node's replica to kill.
+func RunCommand(op Op) []string {
+	if len(op.Args) < 2 {
+		return nil
+	}
+	mode := string(op.Args[0])
+	ro := strings.HasPrefix(mode, "ro:")
+	mode, _, _ = splitMark(strings.TrimPrefix(mode, "ro:"))
+	return scriptCommandLine(ro, mode, op.Args[1], op.Args[2:])
+}
+
 // scriptCommandLine is the command a run answers, for FUNCTION STATS:
 // FCALL name numkeys keys args (EVAL shows its body as Redis does).
 func scriptCommandLine(ro bool, mode string, body []byte, rest [][]byte) []string {

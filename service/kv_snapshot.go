@@ -299,6 +299,47 @@ func (s *KVState) Delta(since uint64) ([]byte, error) {
 	return e.B, nil
 }
 
+// DeltaSizeHint implements DeltaSizer: the keys changed after since, each
+// with its value's bytes (a string) or one byte per element and field (a
+// collection), without encoding; 0 when Delta(since) would fail.
+func (s *KVState) DeltaSizeHint(since uint64) int {
+	if since > s.version || since < s.floor {
+		return 0
+	}
+	j := sort.Search(len(s.journal), func(i int) bool { return s.journal[i].at > since })
+	n := 8
+	for _, c := range s.journal[j:] {
+		n += len(c.key) + 2
+		if e, ok := s.m[c.key]; ok && e.at == c.at {
+			n += e.sizeHint()
+		}
+	}
+	return n
+}
+
+// sizeHint is a lower bound of the value's encoded length: its bytes, or
+// one per element (two per hash field and sorted-set member).
+func (e kvEntry) sizeHint() int {
+	if e.c == nil {
+		return len(e.v)
+	}
+	switch e.c.t {
+	case tHash:
+		return 2 * len(e.c.h)
+	case tList:
+		return len(e.c.l)
+	case tSet:
+		return len(e.c.set)
+	case tZSet:
+		return 2 * len(e.c.z)
+	case tStream:
+		if e.c.st != nil {
+			return int(e.c.st.length)
+		}
+	}
+	return 0
+}
+
 // ApplyDelta implements DeltaState (the Grid Services thesis III.A: the backup "injects the
 // state into the service application"). The whole delta is decoded and
 // checked before anything changes.

@@ -16,14 +16,24 @@ import (
 // s1 is a spare, s2 owns the rest and holds enough keys never to be cold.
 // A hot phase (clients on s0's keys) must make Decide split s0 into s1; a
 // cold phase then must make it merge them back. Nodes die meanwhile (one
-// at a time, for a while); every replacement Decide makes is applied to the
-// model's membership. Checked after every step: the migration simulation's
+// at a time, for a while); every replacement Decide makes is carried out
+// in the steps node/replace.go takes, one per tick (record the joining and
+// leaving node; add the new node to the group's configuration; remove
+// the dead one; record the members), and the placement leader dies
+// between steps (a quarter of the ticks): a replacement cut short after
+// its first step is resumed from the record before anything is decided
+// (as node/placer.go does), one cut short before it is decided anew; no
+// other decision is taken while one runs. Checked after every tick: the
+// members the record routes to are in the group's configuration (but the
+// leaving node), and the configuration holds only recorded members and
+// the joining node. Checked after every step: the migration simulation's
 // invariants (every epoch's map places each slot once; at most one group
 // accepts a write to each slot; every read returns the last acknowledged
 // write); for every decision, that it moves only its source's slots into
 // a spare (split) and that a replacement names a live node outside the
 // group; at the end, that every acknowledged write is in the group the
-// final map names and each group has three distinct members.
+// final map names, each group has three distinct members, and the
+// record's members are the group's configuration.
 
 var placeSeed = flag.Int64("place.seed", 0, "run only this seed of TestPlacementSim")
 
@@ -40,7 +50,29 @@ type placeSim struct {
 	repl    int
 	decided []string
 	deaths  int
+	// The replacement steps: conf is each group's real configuration (its
+	// protocol's), members above the record's members; joining and
+	// leaving the record's replacement under way; rep the one being
+	// carried out (nil: none); cut counts the ones cut short.
+	conf             [][]string
+	former           [][]string
+	joining, leaving []string
+	rep              *simReplace
+	cut, resumed     int
+	balanced         int // balance moves decided
 }
+
+// simReplace is a replacement being carried out: its next step.
+type simReplace struct {
+	gi   int
+	x, y string
+	step int
+}
+
+// brokenResume is the broken variant TestPlacementSimCatchesBrokenResume
+// shows caught: a replacement cut short is not resumed from the record
+// (the next decision is Decide's, which may pick another node).
+var brokenResume = false
 
 func (p *placeSim) input() PlaceInput {
 	w := p.w
@@ -52,7 +84,7 @@ func (p *placeSim) input() PlaceInput {
 				keys++
 			}
 		}
-		gr := GroupReport{Name: g.name, Members: p.members[gi], Keys: int64(keys), Bytes: -1, Ops: float64(p.ops[gi]), Known: true, ColdFor: float64(p.coldFor[gi])}
+		gr := GroupReport{Name: g.name, Members: p.members[gi], Former: p.former[gi], Keys: int64(keys), Bytes: -1, Ops: float64(p.ops[gi]), Known: true, ColdFor: float64(p.coldFor[gi])}
 		in.Groups = append(in.Groups, gr)
 	}
 	for _, n := range p.nodes {
@@ -76,7 +108,9 @@ func runPlaceSim(fatal func(string, ...any), seed int64, checkDec bool) *placeSi
 	}
 	w.rec = Migration{Phase: PhDone}
 	p := &placeSim{w: w, down: map[string]int{}, ops: make([]int, 3), coldFor: make([]int, 3), since: -1,
-		members: [][]string{{"n1", "n2", "n3"}, {"n4", "n5", "n6"}, {"n7", "n8", "n9"}}}
+		members: [][]string{{"n1", "n2", "n3"}, {"n4", "n5", "n6"}, {"n7", "n8", "n9"}},
+		conf:    [][]string{{"n1", "n2", "n3"}, {"n4", "n5", "n6"}, {"n7", "n8", "n9"}},
+		joining: make([]string, 3), leaving: make([]string, 3), former: make([][]string, 3)}
 	for i := 1; i <= 10; i++ {
 		p.nodes = append(p.nodes, fmt.Sprint("n", i))
 	}
@@ -108,6 +142,10 @@ func runPlaceSim(fatal func(string, ...any), seed int64, checkDec bool) *placeSi
 			}
 			p.tick(rnd)
 			in := p.input()
+			if p.replaceStep(rnd, fatal, true) {
+				p.checkMembers(fatal, seed, steps)
+				continue // no decision while a replacement runs
+			}
 			dec := Decide(in, placeSimParams)
 			if err := checkDecision(in, dec); err != nil && checkDec {
 				fatal("seed %d step %d: %v", seed, steps, err)
@@ -124,6 +162,11 @@ func runPlaceSim(fatal func(string, ...any), seed int64, checkDec bool) *placeSi
 				hotPhase = false
 			}
 			if p.merges > 0 && w.rec.Phase.Finished() && zombie == nil {
+				// The placement leader lives on: what is under way, or
+				// recorded as cut short, completes.
+				for i := 0; i < 8 && p.replaceStep(rnd, fatal, false); i++ {
+					p.checkMembers(fatal, seed, steps)
+				}
 				return p
 			}
 			for gi := range p.ops {
@@ -231,14 +274,86 @@ func (p *placeSim) apply(in PlaceInput, d Decision, fatal func(string, ...any)) 
 		if contains(ms, d.With) || p.down[d.With] > 0 {
 			fatal("replace of %s in %s (members %v) by %s: a member or a down node", d.Node, p.w.groups[d.From].name, ms, d.With)
 		}
-		var next []string
-		for _, m := range ms {
-			if m != d.Node {
-				next = append(next, m)
+		p.rep = &simReplace{gi: d.From, x: d.Node, y: d.With}
+	case DecBalance:
+		ms := p.members[d.From]
+		if !contains(ms, d.Node) || p.down[d.Node] > 0 || contains(ms, d.With) || p.down[d.With] > 0 || contains(p.former[d.From], d.With) {
+			fatal("balance of %s in %s (members %v, former %v) to %s: not a live member, or to a member, a down node or a former member", d.Node, p.w.groups[d.From].name, ms, p.former[d.From], d.With)
+		}
+		p.balanced++
+		p.rep = &simReplace{gi: d.From, x: d.Node, y: d.With}
+	}
+}
+
+// replaceStep advances the replacement under way by one step, after the
+// placement leader may have died (the replacement is then cut short);
+// with none under way it resumes one the record shows cut short. It
+// reports whether a replacement is under way (no decision this tick).
+func (p *placeSim) replaceStep(rnd *rand.Rand, fatal func(string, ...any), faults bool) bool {
+	if p.rep != nil && faults && rnd.Intn(4) == 0 {
+		p.rep = nil // the placement leader died: its goroutine is gone
+		p.cut++
+	}
+	if p.rep == nil && !brokenResume {
+		for gi, y := range p.joining {
+			if y != "" {
+				p.rep = &simReplace{gi: gi, x: p.leaving[gi], y: y, step: 1}
+				p.resumed++
+				break
 			}
 		}
-		p.members[d.From] = append(next, d.With)
+	}
+	r := p.rep
+	if r == nil {
+		return false
+	}
+	without := func(xs []string, drop ...string) []string {
+		var out []string
+		for _, m := range xs {
+			if !contains(drop, m) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	switch r.step {
+	case 0: // joining: the record names y joining, x leaving
+		p.joining[r.gi], p.leaving[r.gi] = r.y, r.x
+	case 1: // added (an add of a member already in is done)
+		if !contains(p.conf[r.gi], r.y) {
+			p.conf[r.gi] = append(p.conf[r.gi], r.y)
+		}
+	case 2: // removed (a remove of a member already out is done)
+		p.conf[r.gi] = without(p.conf[r.gi], r.x)
+	case 3: // recorded
+		p.members[r.gi] = append(without(p.members[r.gi], r.x, r.y), r.y)
+		if !contains(p.former[r.gi], r.x) {
+			p.former[r.gi] = append(p.former[r.gi], r.x)
+		}
+		p.joining[r.gi], p.leaving[r.gi] = "", ""
 		p.repl++
+		p.rep = nil
+		return true
+	}
+	r.step++
+	return true
+}
+
+// checkMembers: routing (the record's members) names only nodes of the
+// group's configuration, but the leaving one; the configuration holds
+// only recorded members and the joining node.
+func (p *placeSim) checkMembers(fatal func(string, ...any), seed int64, step int) {
+	for gi, ms := range p.members {
+		for _, m := range ms {
+			if !contains(p.conf[gi], m) && m != p.leaving[gi] {
+				fatal("seed %d step %d: %s routes to %s, not in its configuration %v", seed, step, p.w.groups[gi].name, m, p.conf[gi])
+			}
+		}
+		for _, m := range p.conf[gi] {
+			if !contains(ms, m) && m != p.joining[gi] {
+				fatal("seed %d step %d: %s's configuration %v holds %s, which the record (%v, joining %q) does not name", seed, step, p.w.groups[gi].name, p.conf[gi], m, ms, p.joining[gi])
+			}
+		}
 	}
 }
 
@@ -247,7 +362,7 @@ func TestPlacementSim(t *testing.T) {
 	if testing.Short() {
 		seeds = 10
 	}
-	repl := 0
+	repl, cut, bal := 0, 0, 0
 	for i := 0; i < seeds; i++ {
 		seed := int64(i + 1)
 		if *placeSeed != 0 {
@@ -265,12 +380,15 @@ func TestPlacementSim(t *testing.T) {
 			p := runPlaceSim(t.Fatalf, seed, true)
 			placeFinalCheck(t.Fatalf, p)
 			repl += p.repl
-			t.Logf("seed %d: %d splits, %d merges, %d replacements, epoch %d, %d requests applied; decisions %s", seed, p.splits, p.merges, p.repl, p.w.place.Epoch, p.w.applied, strings.Join(p.decided, ","))
+			cut += p.cut
+			bal += p.balanced
+			t.Logf("seed %d: %d splits, %d merges, %d replacements (%d cut short, %d resumed), epoch %d, %d requests applied; decisions %s", seed, p.splits, p.merges, p.repl, p.cut, p.resumed, p.w.place.Epoch, p.w.applied, strings.Join(p.decided, ","))
 		})
 	}
-	if *placeSeed == 0 && repl == 0 {
-		t.Errorf("no seed replaced a replica")
+	if *placeSeed == 0 && (repl == 0 || cut == 0) {
+		t.Errorf("%d replacements carried out, %d cut short: the runs no longer exercise them", repl, cut)
 	}
+	t.Logf("%d seeds: %d replacements and balance moves carried out (%d balance moves decided), %d cut short by the placement leader's death", seeds, repl, bal, cut)
 }
 
 func placeFinalCheck(fatal func(string, ...any), p *placeSim) {
@@ -287,6 +405,11 @@ func placeFinalCheck(fatal func(string, ...any), p *placeSim) {
 		sort.Strings(s)
 		if len(s) != 3 || s[0] == s[1] || s[1] == s[2] {
 			fatal("group %s has members %v", w.groups[gi].name, ms)
+		}
+		c := append([]string(nil), p.conf[gi]...)
+		sort.Strings(c)
+		if strings.Join(c, ",") != strings.Join(s, ",") || p.joining[gi] != "" {
+			fatal("group %s: the record names %v (joining %q), its configuration is %v", w.groups[gi].name, ms, p.joining[gi], p.conf[gi])
 		}
 	}
 }
@@ -326,4 +449,41 @@ func TestPlacementSimCatchesBrokenSplit(t *testing.T) {
 		t.Fatal("no seed of 10 failed with the broken split cut")
 	}
 	t.Logf("%d of 10 seeds failed, as they should", failed)
+}
+
+// A replacement cut short and not resumed from the record (the next one
+// decided afresh, which may pick another node, or none once the dead node
+// is back) leaves a group's configuration and its record apart: caught by
+// the members checks.
+func TestPlacementSimCatchesBrokenResume(t *testing.T) {
+	brokenResume = true
+	defer func() { brokenResume = false }()
+	failed, seeds := 0, 50
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		why := func() (why string) {
+			defer func() {
+				if r := recover(); r != nil {
+					f, ok := r.(simFailure)
+					if !ok {
+						panic(r)
+					}
+					why = string(f)
+				}
+			}()
+			fatal := func(f string, a ...any) { panic(simFailure(fmt.Sprintf(f, a...))) }
+			p := runPlaceSim(fatal, seed, true)
+			placeFinalCheck(fatal, p)
+			return ""
+		}()
+		if why != "" {
+			failed++
+			if failed == 1 {
+				t.Logf("seed %d: %s", seed, why)
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("no seed of %d failed without the resume", seeds)
+	}
+	t.Logf("%d of %d seeds failed, as they should", failed, seeds)
 }

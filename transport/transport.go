@@ -135,8 +135,14 @@ const DefaultQueueBytes = 64 << 20
 
 // PeerStats counts one peer's traffic.
 type PeerStats struct {
-	Sent      uint64 // frames written to a connection
-	Writes    uint64 // writes to a connection: an inline frame, or a batch of queued frames flushed together
+	Sent   uint64 // frames written to a connection
+	Writes uint64 // writes to a connection: an inline frame, or a batch of queued frames flushed together
+	// Queued counts hand-offs to the peer's writer goroutine: entries
+	// (a frame, or SendFrames' frames together) it took from the
+	// sender through its queue, and wake-ups to write the rest of an
+	// inline write the socket took only part of. An inline write is not
+	// one (issue 28 item 5: hand-offs per request).
+	Queued    uint64
 	Dropped   uint64 // frames dropped (queue full, or lost with a failed connection)
 	Received  uint64 // frames received from this peer
 	Connected bool   // the outgoing connection is up
@@ -179,7 +185,8 @@ type peer struct {
 	cancel context.CancelFunc
 
 	sent, dropped, received, writes atomic.Uint64
-	qbytes                          atomic.Int64 // bytes of the frames in q
+	handoffs                        atomic.Uint64 // PeerStats.Queued
+	qbytes                          atomic.Int64  // bytes of the frames in q
 	connected                       atomic.Bool
 
 	// Inline write (Send, tryInline): wmu is held by whoever writes to the
@@ -390,6 +397,7 @@ func (p *peer) enqueue(f *frame, inline bool) error {
 	p.queued.Add(1)
 	select {
 	case p.q <- f:
+		p.handoffs.Add(1)
 		return nil
 	default:
 		p.queued.Add(-1)
@@ -444,6 +452,7 @@ func (p *peer) tryInline(f *frame) bool {
 	rest := copy(f.b, f.b[n:])
 	f.b = f.b[:rest]
 	p.carry = f
+	p.handoffs.Add(1)
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -489,7 +498,7 @@ func (t *Transport) Stats() map[automaton.NodeID]PeerStats {
 	defer t.pmu.RUnlock()
 	out := make(map[automaton.NodeID]PeerStats, len(t.peers))
 	for id, p := range t.peers {
-		out[id] = PeerStats{Sent: p.sent.Load(), Writes: p.writes.Load(), Dropped: p.dropped.Load(), Received: p.received.Load(), Connected: p.connected.Load()}
+		out[id] = PeerStats{Sent: p.sent.Load(), Writes: p.writes.Load(), Dropped: p.dropped.Load(), Received: p.received.Load(), Connected: p.connected.Load(), Queued: p.handoffs.Load()}
 	}
 	return out
 }

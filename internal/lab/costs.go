@@ -72,6 +72,11 @@ client operation cost:
   allocs/op   heap objects allocated (go_memstats_mallocs_total)
   rd/op wr/op read and write system calls (/proc/PID/io syscr, syscw)
   msgs/op     peer messages sent (synod_peer_messages_sent_total)
+  hand/op     hand-offs between goroutines on the request path
+              (synod_handoffs_total): inputs passed to a namespace's loop
+              (client requests, peer messages, timers), responses passed to
+              the waiting client, batches to the committer, frames queued
+              for a peer's writer (an inline write is none)
   fsync/s     fdatasyncs per second: WAL frames written (synod_wal_frames_total,
               one write + fdatasync each; synod_fsyncs_total without the WAL)
   ops/fsync   client operations per fdatasync of that node
@@ -294,7 +299,7 @@ func (s sampler) sample(ctx context.Context, after bool) (servers []bench.ProcCo
 			}
 			n := bench.NodeCounters(m) // the metrics' fields; /proc's are read apart
 			servers[i].Mallocs, servers[i].Fsyncs, servers[i].Commits = n.Mallocs, n.Fsyncs, n.Commits
-			servers[i].Persists, servers[i].PeerMsgs = n.Persists, n.PeerMsgs
+			servers[i].Persists, servers[i].PeerMsgs, servers[i].Handoffs = n.Persists, n.PeerMsgs, n.Handoffs
 		}
 		return nil
 	}

@@ -65,6 +65,7 @@ type leaderClockFields struct {
 	now   int64
 	ticks int
 	seq   uint64
+	base  int64
 }
 
 func init() {
@@ -84,7 +85,8 @@ func appendLeaderClock(b []byte, c *service.LeaderClock) []byte {
 	f := (*leaderClockFields)(unsafe.Pointer(c))
 	b = automaton.AppendModelUint(b, uint64(f.now))
 	b = automaton.AppendModelUint(b, uint64(f.ticks))
-	return automaton.AppendModelUint(b, f.seq)
+	b = automaton.AppendModelUint(b, f.seq)
+	return automaton.AppendModelUint(b, uint64(f.base))
 }
 
 // AppendModelState implements automaton.ModelStater.

@@ -64,6 +64,10 @@ func (a *PBPaxos) propose() {
 		e := entry{I: a.next, Cmds: encodeCmds(cs), Kind: a.prm.state}
 		switch a.prm.state {
 		case updDelta:
+			if a.replayCheaper(t.st, v0, len(e.Cmds)) {
+				e.Kind = updReplay
+				break
+			}
 			d, err := t.st.(service.DeltaState).Delta(v0)
 			if err != nil {
 				e.Kind, e.Upd = updFull, t.snapshot()

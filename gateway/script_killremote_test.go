@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/service"
+)
+
+// peerLink carries one node's pub/sub peer messages to another node, each
+// on its own goroutine, as the transport does.
+type peerLink struct{ peer *Server }
+
+func (l peerLink) PublishPeers(m []byte)         { go l.peer.receivePeer(append([]byte(nil), m...)) }
+func (l peerLink) ReceivePeers(func(msg []byte)) {}
+
+// TestKillRemote: SCRIPT KILL at a node whose replica does not run the
+// script it sent (pbpaxos: the leader executes, the backups install its
+// state) asks the other nodes; the node whose replica runs it kills it and
+// answers, UNKILLABLE when it wrote first; with no run anywhere the asker
+// answers NOTBUSY when its wait ends.
+func TestKillRemote(t *testing.T) {
+	asker, runner := &Server{}, &Server{}
+	asker.scr.peers, runner.scr.peers = peerLink{runner}, peerLink{asker}
+
+	if got := asker.scr.killRemote(true, "eval\x00return 2\x000", 100*time.Millisecond); !strings.Contains(got.Err, "NOTBUSY") {
+		t.Fatalf("no run anywhere: %v", got)
+	}
+	for _, tc := range []struct{ body, want, ends string }{
+		// Bodies no other test runs: a kill another test handed to this
+		// process names its script by its command line.
+		{"local killremote = 1 while true do end", "", "Script killed by user"},
+		{"redis.call('set','killremote','y') while true do end", "UNKILLABLE", ""},
+	} {
+		// A run ends by itself at its instruction budget (~1 s quiet); on
+		// a loaded machine that can come before the kill: then it is
+		// tried again.
+		for attempt := 1; ; attempt++ {
+			op := service.Op{Kind: "eval", Args: [][]byte{[]byte("eval|1000"), []byte(tc.body), []byte("0")}}
+			cmdline := strings.Join(service.RunCommand(op), "\x00")
+			done := make(chan service.Result, 1)
+			go func() { done <- service.KV{}.NewState().Apply(op) }()
+			for deadline := time.Now().Add(30 * time.Second); !busyRun(cmdline); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: never busy", tc.body)
+				}
+			}
+			got := asker.scr.killRemote(true, cmdline, 10*time.Second)
+			r := <-done
+			if strings.Contains(got.Err, "NOTBUSY") && strings.Contains(r.Err, "exceeded its budget") && attempt < 5 {
+				t.Logf("%s: the run reached its budget first (attempt %d)", tc.body, attempt)
+				continue
+			}
+			if (tc.want == "" && got.Err != "") || !strings.HasPrefix(got.Err, tc.want) {
+				t.Fatalf("%s: SCRIPT KILL through the peer answered %v, want %q (the run ended with %v)", tc.body, got, tc.want, r)
+			}
+			if !strings.Contains(r.Err, tc.ends) {
+				t.Errorf("%s: the run ended with %v", tc.body, r)
+			}
+			break
+		}
+	}
+	// A kill naming another script kills nothing.
+	op := service.Op{Kind: "eval", Args: [][]byte{[]byte("eval|1000"), []byte("local killremote = 2 while true do end"), []byte("0")}}
+	done := make(chan service.Result, 1)
+	go func() { done <- service.KV{}.NewState().Apply(op) }()
+	for !busyRun(strings.Join(service.RunCommand(op), "\x00")) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := asker.scr.killRemote(true, "eval\x00return 1\x000", 100*time.Millisecond); !strings.Contains(got.Err, "NOTBUSY") {
+		t.Fatalf("a kill naming another script answered %v", got)
+	}
+	if r := <-done; !strings.Contains(r.Err, "exceeded its budget") {
+		t.Fatalf("the run a kill did not name ended with %v", r)
+	}
+}
+
+// busyRun says whether this process has a busy run of cmdline.
+func busyRun(cmdline string) bool {
+	for _, r := range service.RunningScripts() {
+		if r.Busy() && strings.Join(r.Command, "\x00") == cmdline {
+			return true
+		}
+	}
+	return false
+}
