@@ -28,32 +28,60 @@ func TestKillRemote(t *testing.T) {
 		t.Fatalf("no run anywhere: %v", got)
 	}
 	for _, tc := range []struct{ body, want, ends string }{
-		{"while true do end", "", "Script killed by user"},
-		{"redis.call('set','x','y') while true do end", "UNKILLABLE", ""},
+		// Bodies no other test runs: a kill another test handed to this
+		// process names its script by its command line.
+		{"local killremote = 1 while true do end", "", "Script killed by user"},
+		{"redis.call('set','killremote','y') while true do end", "UNKILLABLE", ""},
 	} {
-		op := service.Op{Kind: "eval", Args: [][]byte{[]byte("eval|1000"), []byte(tc.body), []byte("0")}}
-		done := make(chan service.Result, 1)
-		go func() { done <- service.KV{}.NewState().Apply(op) }()
-		for deadline := time.Now().Add(30 * time.Second); service.BusyScript() == nil; time.Sleep(2 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: never busy", tc.body)
+		// A run ends by itself at its instruction budget (~1 s quiet); on
+		// a loaded machine that can come before the kill: then it is
+		// tried again.
+		for attempt := 1; ; attempt++ {
+			op := service.Op{Kind: "eval", Args: [][]byte{[]byte("eval|1000"), []byte(tc.body), []byte("0")}}
+			cmdline := strings.Join(service.RunCommand(op), "\x00")
+			done := make(chan service.Result, 1)
+			go func() { done <- service.KV{}.NewState().Apply(op) }()
+			for deadline := time.Now().Add(30 * time.Second); !busyRun(cmdline); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: never busy", tc.body)
+				}
 			}
-		}
-		// Another script's name kills nothing.
-		if got := asker.scr.killRemote(true, "eval\x00return 1\x000", 200*time.Millisecond); !strings.Contains(got.Err, "NOTBUSY") {
-			t.Fatalf("%s: a kill naming another script answered %v", tc.body, got)
-		}
-		got := asker.scr.killRemote(true, strings.Join(service.RunCommand(op), "\x00"), 10*time.Second)
-		if (tc.want == "" && got.Err != "") || !strings.HasPrefix(got.Err, tc.want) {
-			t.Fatalf("%s: SCRIPT KILL through the peer answered %v, want %q", tc.body, got, tc.want)
-		}
-		select {
-		case r := <-done:
+			got := asker.scr.killRemote(true, cmdline, 10*time.Second)
+			r := <-done
+			if strings.Contains(got.Err, "NOTBUSY") && strings.Contains(r.Err, "exceeded its budget") && attempt < 5 {
+				t.Logf("%s: the run reached its budget first (attempt %d)", tc.body, attempt)
+				continue
+			}
+			if (tc.want == "" && got.Err != "") || !strings.HasPrefix(got.Err, tc.want) {
+				t.Fatalf("%s: SCRIPT KILL through the peer answered %v, want %q (the run ended with %v)", tc.body, got, tc.want, r)
+			}
 			if !strings.Contains(r.Err, tc.ends) {
 				t.Errorf("%s: the run ended with %v", tc.body, r)
 			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: the run did not end", tc.body)
+			break
 		}
 	}
+	// A kill naming another script kills nothing.
+	op := service.Op{Kind: "eval", Args: [][]byte{[]byte("eval|1000"), []byte("local killremote = 2 while true do end"), []byte("0")}}
+	done := make(chan service.Result, 1)
+	go func() { done <- service.KV{}.NewState().Apply(op) }()
+	for !busyRun(strings.Join(service.RunCommand(op), "\x00")) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := asker.scr.killRemote(true, "eval\x00return 1\x000", 100*time.Millisecond); !strings.Contains(got.Err, "NOTBUSY") {
+		t.Fatalf("a kill naming another script answered %v", got)
+	}
+	if r := <-done; !strings.Contains(r.Err, "exceeded its budget") {
+		t.Fatalf("the run a kill did not name ended with %v", r)
+	}
+}
+
+// busyRun says whether this process has a busy run of cmdline.
+func busyRun(cmdline string) bool {
+	for _, r := range service.RunningScripts() {
+		if r.Busy() && strings.Join(r.Command, "\x00") == cmdline {
+			return true
+		}
+	}
+	return false
 }

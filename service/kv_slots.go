@@ -37,7 +37,7 @@ func (s *KVState) slotGuard(op Op) Result {
 		// A client's request (or a transaction's prepare) waits for no
 		// transaction: a slot a prepared transaction holds is refused
 		// (kv_txn.go; the node answers TRYAGAIN).
-		if tx, locked := s.slotLocked(op.Key); locked {
+		if tx, locked := s.slotLocked(op.Key, string(op.Args[1])); locked {
 			return GuardFailure(fmt.Sprintf("slot %s %s", shard.RefuseLocked, tx))
 		}
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/synod-dev/synod/shard"
 	"github.com/synod-dev/synod/wire"
@@ -14,8 +15,9 @@ import (
 // group takes is one of these operations, so it is in that group's log
 // and survives the crash of any node, coordinator or leader.
 //
-//	txprepare <tx key> <coordinator group> <op>...   participant: lock the
-//	          slots of the ops, record them (redo log); nothing is applied
+//	txprepare <tx key> <coordinator group>[" shared"] <op>...   participant:
+//	          lock the slots of the ops (shared: a read-only transaction's
+//	          read locks), record them (redo log); nothing is applied
 //	txcommit  <tx key> [<op>...]   participant: apply the recorded ops,
 //	          then the given ones (a computed transaction's writes, which the
 //	          decision record also holds), release
@@ -154,23 +156,43 @@ func txSlots(ops []Op) []int {
 // by another transaction fails it (TXCONFLICT) with nothing changed; the
 // node's slot guards, which lead every prepare, normally refuse it first.
 // Preparing a recorded transaction again answers OK and changes nothing.
+//
+// A read-only transaction prepares with "<coordinator group> shared" (its
+// reads are answered at once, shard/txn "Read-only transactions"): its
+// locks are shared, a slot's lock then holding "r:<id>,<id>..." (sharedLock),
+// which other shared prepares and the slot guards of reads pass, and
+// exclusive prepares and writes do not.
 func (s *KVState) opTxPrepare(op Op) Result {
 	id := shard.TxID(op.Key)
 	if _, ok := s.live(op.Key); ok {
 		return OK()
 	}
-	r := txRecord{coord: string(op.Args[0])}
+	coord, mode, _ := strings.Cut(string(op.Args[0]), " ")
+	shared := mode == SharedPrepare
+	r := txRecord{coord: coord}
 	for _, a := range op.Args[1:] {
 		r.ops = append(r.ops, DecodeOp(wire.NewDecoder(a)))
 	}
 	r.slots = txSlots(r.ops)
 	for _, sl := range r.slots {
-		if e, ok := s.live(shard.LockKey(sl)); ok && string(e.v) != id {
-			return Errorf("TXCONFLICT slot %d is locked by transaction %s", sl, e.v)
+		e, ok := s.live(shard.LockKey(sl))
+		if !ok || string(e.v) == id {
+			continue
 		}
+		if _, sh := strings.CutPrefix(string(e.v), sharedLock); sh && shared {
+			continue
+		}
+		return Errorf("TXCONFLICT slot %d is locked by transaction %s", sl, e.v)
 	}
 	for _, sl := range r.slots {
-		s.putString(shard.LockKey(sl), []byte(id), 0)
+		v := id
+		if shared {
+			v = sharedLock + id
+			if e, ok := s.live(shard.LockKey(sl)); ok {
+				v = string(e.v) + "," + id
+			}
+		}
+		s.putString(shard.LockKey(sl), []byte(v), 0)
 	}
 	s.putString(op.Key, r.encode(), 0)
 	s.opSAdd(Op{Kind: "sadd", Key: shard.PreparedKey, Args: [][]byte{[]byte(id)}})
@@ -181,7 +203,23 @@ func (s *KVState) opTxPrepare(op Op) Result {
 func (s *KVState) release(key string, r txRecord) {
 	id := []byte(shard.TxID(key))
 	for _, sl := range r.slots {
-		if e, ok := s.live(shard.LockKey(sl)); ok && string(e.v) == string(id) {
+		e, ok := s.live(shard.LockKey(sl))
+		if !ok {
+			continue
+		}
+		if rest, sh := strings.CutPrefix(string(e.v), sharedLock); sh {
+			var keep []string
+			for _, h := range strings.Split(rest, ",") {
+				if h != string(id) {
+					keep = append(keep, h)
+				}
+			}
+			if len(keep) == 0 {
+				s.del(shard.LockKey(sl))
+			} else {
+				s.putString(shard.LockKey(sl), []byte(sharedLock+strings.Join(keep, ",")), 0)
+			}
+		} else if string(e.v) == string(id) {
 			s.del(shard.LockKey(sl))
 		}
 	}
@@ -286,14 +324,26 @@ func (s *KVState) opTxList(op Op) Result {
 	return Array(out...)
 }
 
-// slotLocked is the slot guard's lock check: the transaction holding the
-// slot of state key key, if any.
-func (s *KVState) slotLocked(key string) (string, bool) {
+// SharedPrepare is the word after the coordinator group in a read-only
+// transaction's txprepare: its locks are shared.
+const SharedPrepare = "shared"
+
+// sharedLock begins a slot lock's value held by read-only transactions
+// (their ids follow, comma-separated).
+const sharedLock = "r:"
+
+// slotLocked is the slot guard's lock check: the transaction(s) holding
+// the slot of state key key, if any, for a request of mode (a read passes
+// a shared lock).
+func (s *KVState) slotLocked(key, mode string) (string, bool) {
 	sl := shard.SlotOfStateKey(key)
 	if sl < 0 {
 		return "", false
 	}
 	if e, ok := s.live(shard.LockKey(sl)); ok {
+		if mode == shard.ModeRead && strings.HasPrefix(string(e.v), sharedLock) {
+			return "", false
+		}
 		return string(e.v), true
 	}
 	return "", false

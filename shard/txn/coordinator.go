@@ -22,7 +22,8 @@ type Coordinator struct {
 	// logging the decision first; "read-only-without-locks" (ReadOnly)
 	// reads without taking the slots' locks, releasing each part at once
 	// as R*'s read-only vote does; "answer-before-decision" (Computed)
-	// answers the client before the decision is logged.
+	// answers the client before the decision is logged; "shared-writes"
+	// takes shared locks for writing transactions too.
 	Broken string
 	// Computed marks a computed transaction (compute.go): each part's Ops
 	// are its client guards then its ReadOps; after the votes the driver
@@ -367,7 +368,13 @@ func (c *Coordinator) PrepareOps(i int, coord string, slotGuards []service.Op) [
 		out := append(append([]service.Op(nil), slotGuards...), p.Ops[:g]...)
 		out = append(out, service.Op{Kind: "exists", Key: shard.TxKey(c.ID)})
 		return append(out, p.Ops[g:]...)
-	case c.ReadOnly || c.Computed:
+	case c.ReadOnly:
+		// Shared locks: read-only transactions do not conflict.
+		return PrepareReads(c.ID, coord+" "+service.SharedPrepare, slotGuards, p)
+	case c.Broken == "shared-writes":
+		coord += " " + service.SharedPrepare
+	}
+	if c.Computed {
 		return PrepareReads(c.ID, coord, slotGuards, p)
 	}
 	return Prepare(c.ID, coord, slotGuards, p)

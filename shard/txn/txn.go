@@ -53,7 +53,9 @@
 // "read-only-without-locks" in the simulation is exactly that, and is
 // caught). The locks are held from each part's read until the release
 // after the last, so the transaction's serialization point is the instant
-// of its last read, inside its call.
+// of its last read, inside its call. Their locks are shared
+// (service.SharedPrepare): read-only transactions and single reads pass
+// one another; writes and writing transactions do not.
 //
 // A computed transaction's answer (and a transaction's whose results are
 // known before it runs, Coordinator.Known: plain SETs, as MSET across

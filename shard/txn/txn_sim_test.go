@@ -853,7 +853,7 @@ func TestTxnSim(t *testing.T) {
 // The broken variants are caught: each must fail the checker on some seed
 // (the first seed that catches it ends its search).
 func TestTxnSimBrokenVariants(t *testing.T) {
-	for _, b := range []string{"commit-without-prepares", "no-decision", "reads-ignore-locks", "read-only-without-locks", "answer-before-decision", "interactive-without-validation"} {
+	for _, b := range []string{"commit-without-prepares", "no-decision", "reads-ignore-locks", "read-only-without-locks", "answer-before-decision", "interactive-without-validation", "shared-writes"} {
 		caught, tried := 0, 0
 		for seed := int64(0); seed < 100 && caught < 1; seed++ {
 			tried++
