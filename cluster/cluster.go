@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"github.com/synod-dev/synod/automaton"
 	"maps"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -437,6 +438,15 @@ func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
 func hostPort(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
 
 // freePorts reserves n distinct free ports on 127.0.0.1 and releases them.
+//
+// The ports are a run of consecutive free ones from a random start below
+// the kernel's ephemeral range (net.ipv4.ip_local_port_range), not ports
+// the kernel hands out for port 0. A node keeps its ports for life: after
+// a kill -9 it must bind the same ones again, and a port of the ephemeral
+// range may by then be the source port of any outgoing connection on the
+// machine (seen in CI: "bind: address already in use" on a restart). A
+// port below the range is taken only by a listener that asks for it. When
+// the range leaves no room below it, port 0 is used as before.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -445,7 +455,22 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for i := 0; i < n; i++ {
+	if lo, hi := fixedPortRange(); hi-lo >= 16*n {
+		start := lo + mrand.IntN(hi-lo)
+		for i := 0; i < hi-lo && len(ports) < n; i++ {
+			p := lo + (start-lo+i)%(hi-lo)
+			l, err := net.Listen("tcp", hostPort(p))
+			if err != nil {
+				continue
+			}
+			ls = append(ls, l)
+			ports = append(ports, p)
+		}
+		if len(ports) == n {
+			return ports, nil
+		}
+	}
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("cluster: finding a free port: %w", err)
@@ -454,6 +479,25 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// fixedPortRange is where freePorts looks first: from 20000 up to the
+// start of the ephemeral range (empty when that starts at or below 20000
+// or cannot be read).
+func fixedPortRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	eph, err := strconv.Atoi(f[0])
+	if err != nil || eph <= 20000 {
+		return 0, 0
+	}
+	return 20000, eph
 }
 
 // checkPortsFree fails naming the first address of cfg that cannot be bound.

@@ -352,3 +352,27 @@ func TestCmdlineMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestFreePortsBelowEphemeral: ports for a new cluster come from below the
+// kernel's ephemeral range, where no outgoing connection can take one
+// while its node is down (a restart after kill -9 binds them again).
+func TestFreePortsBelowEphemeral(t *testing.T) {
+	lo, hi := fixedPortRange()
+	if hi-lo < 64 {
+		t.Skipf("no room below the ephemeral range (%d-%d)", lo, hi)
+	}
+	ports, err := freePorts(12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p < lo || p >= hi {
+			t.Fatalf("port %d outside %d-%d: %v", p, lo, hi-1, ports)
+		}
+		if seen[p] {
+			t.Fatalf("port %d twice: %v", p, ports)
+		}
+		seen[p] = true
+	}
+}

@@ -251,7 +251,7 @@ func loadKillingN2(t *testing.T, c *cluster.Cluster, r *recorder, clients int, r
 			return
 		}
 		time.Sleep(1500 * time.Millisecond)
-		if err := c.Restart("n2"); err != nil {
+		if err := restartRetrying(t, c, "n2"); err != nil {
 			chaosErr <- fmt.Errorf("restart n2: %w", err)
 			return
 		}
@@ -281,7 +281,7 @@ func killAll(t *testing.T, c *cluster.Cluster) {
 		}
 	}
 	for _, id := range []string{"n1", "n2", "n3"} {
-		if err := c.Restart(id); err != nil {
+		if err := restartRetrying(t, c, id); err != nil {
 			t.Fatalf("restart %s: %v", id, err)
 		}
 	}

@@ -110,7 +110,7 @@ func TestBlockingKillLockHolder(t *testing.T) {
 	t.Logf("kill -9 of n1 (the writers' node, %d writes acknowledged before): the first write invoked through n2/n3 after it was acknowledged %v after the kill (heartbeat 20ms, fail_timeout 300ms, lease 500ms, fsync)",
 		before, time.Duration(resumed-killedAt).Round(time.Millisecond))
 	time.Sleep(1 * time.Second)
-	if err := c.Restart("n1"); err != nil {
+	if err := restartRetrying(t, c, "n1"); err != nil {
 		t.Fatalf("restart n1: %v", err)
 	}
 	time.Sleep(2 * time.Second)

@@ -219,7 +219,14 @@ func killPrimaryUnder(t *testing.T, c *cluster.Cluster, m string, onFail func(),
 		close(stop)
 		<-done
 	}
+	// At least 10 acknowledged writes before the kill, so that the kill
+	// lands among them. An election right after start (a loaded machine)
+	// can hold the first writes back for a while: wait up to 15 s.
+	progress := time.Now().Add(15 * time.Second)
 	time.Sleep(time.Second)
+	for count() < 10 && time.Now().Before(progress) {
+		time.Sleep(100 * time.Millisecond)
+	}
 	id, _, err := cl.Leader(ctx)
 	if err != nil || id == "" {
 		stopWriter()
@@ -228,7 +235,7 @@ func killPrimaryUnder(t *testing.T, c *cluster.Cluster, m string, onFail func(),
 	before := count()
 	if before < 10 {
 		stopWriter()
-		t.Fatalf("too little progress before the kill: %d writes acknowledged in 1 s", before)
+		t.Fatalf("too little progress before the kill: %d writes acknowledged in 15 s", before)
 	}
 	if err := c.Kill(id); err != nil {
 		stopWriter()

@@ -62,7 +62,7 @@ func TestESDSKillReplicaUnderLoad(t *testing.T) {
 	if acked.Load() == before {
 		t.Errorf("no add was acknowledged while n2 was down: non-strict operations must not wait for it")
 	}
-	if err := c.Restart("n2"); err != nil {
+	if err := restartRetrying(t, c, "n2"); err != nil {
 		t.Fatalf("restart n2: %v", err)
 	}
 	time.Sleep(500 * time.Millisecond)

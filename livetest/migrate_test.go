@@ -158,7 +158,7 @@ func TestMigrateUnderLoadKillSourceLeader(t *testing.T) {
 	// could not go on). So the source's leader is restarted before the
 	// destination's is killed.
 	time.Sleep(time.Second)
-	if err := c.Restart(leader); err != nil {
+	if err := restartRetrying(t, c, leader); err != nil {
 		t.Fatalf("restart %s: %v", leader, err)
 	}
 	t.Logf("restarted %s, %v after the start", leader, time.Since(start).Round(time.Millisecond))

@@ -77,7 +77,7 @@ func TestPaxosKillUnderLoad(t *testing.T) {
 		}
 		t.Logf("kill -9 %s (the leader): first acknowledged write after %v", id, took.Round(time.Millisecond))
 		time.Sleep(500 * time.Millisecond)
-		if err := c.Restart(id); err != nil {
+		if err := restartRetrying(t, c, id); err != nil {
 			t.Fatalf("restart %s: %v", id, err)
 		}
 		time.Sleep(time.Second)

@@ -177,7 +177,7 @@ func TestPlacementSplitsAndReplaces(t *testing.T) {
 	readBack("with a second member of s1 down")
 
 	// n5 restarted: not a member of s1 any more, it does not serve it.
-	if err := c.Restart("n5"); err != nil {
+	if err := restartRetrying(t, c, "n5"); err != nil {
 		t.Fatal(err)
 	}
 	n5 := redis.NewClient(&redis.Options{Addr: addrs[4]})

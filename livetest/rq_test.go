@@ -83,7 +83,7 @@ func TestRQThroughKills(t *testing.T) {
 	}
 	rqRun(ctx, t, py, "work", at)
 	rqCheck(ctx, t, py, at, want, "after the kill of the non-leader")
-	if err := c.Restart(victim); err != nil {
+	if err := restartRetrying(t, c, victim); err != nil {
 		t.Fatalf("restart %s: %v", victim, err)
 	}
 
@@ -99,7 +99,7 @@ func TestRQThroughKills(t *testing.T) {
 	enqueue(other)
 	rqRun(ctx, t, py, "work", other)
 	rqCheck(ctx, t, py, other, want, "after the kill of the leader, at a survivor")
-	if err := c.Restart(leader); err != nil {
+	if err := restartRetrying(t, c, leader); err != nil {
 		t.Fatalf("restart %s: %v", leader, err)
 	}
 	rqCheck(ctx, t, py, at, want, "at the restarted leader")

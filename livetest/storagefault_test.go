@@ -150,7 +150,7 @@ func TestStorageFullDisk(t *testing.T) {
 	if err := c.Kill("n2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Restart("n2"); err != nil {
+	if err := restartRetrying(t, c, "n2"); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := healthz(n2.Metrics); code != http.StatusOK {

@@ -22,7 +22,9 @@ import (
 // no two transactions share a slot), run MULTI INCRBY ... EXEC over keys
 // in 1 group (one hash tag), 2 groups and 3 groups, then MGET and MSET of
 // keys in 3 groups outside MULTI (a read-only transaction: one round; an
-// MSET: answered at the decision), for a fixed time each, in one run. It prints transactions/s and latency percentiles per case,
+// MSET: answered at the decision), and MGET of the same 3 keys by every
+// worker (read-only transactions share their locks), for a fixed time
+// each, in one run. It prints transactions/s and latency percentiles per case,
 // with the load average.
 //
 //	SYNOD_TXN_BENCH_SECONDS=5 SYNOD_TXN_BENCH_WORKERS=16 SYNOD_TXN_BENCH_DURABILITY=fsync go test -run '^$' -bench CrossShardTxn -benchtime 1x ./livetest
@@ -58,7 +60,7 @@ func benchCrossShardTxn(b *testing.B, d time.Duration, workers int, durability s
 	for _, cs := range []struct {
 		kind   string
 		groups int
-	}{{"multi", 1}, {"multi", 2}, {"multi", 3}, {"mget", 3}, {"mset", 3}} {
+	}{{"multi", 1}, {"multi", 2}, {"multi", 3}, {"mget", 3}, {"mset", 3}, {"mget-same", 3}} {
 		groups := cs.groups
 		var mu sync.Mutex
 		var lat []time.Duration
@@ -77,13 +79,16 @@ func benchCrossShardTxn(b *testing.B, d time.Duration, workers int, durability s
 				} else {
 					ks = keys[w][:groups]
 				}
+				if cs.kind == "mget-same" {
+					ks = keys[0][:groups] // every worker the same keys: read locks shared
+				}
 				var mine []time.Duration
 				bad := 0
 				for time.Now().Before(end) {
 					t0 := time.Now()
 					var err error
 					switch cs.kind {
-					case "mget":
+					case "mget", "mget-same":
 						err = cl.MGet(ctx, ks...).Err()
 					case "mset":
 						kv := make([]any, 0, 2*len(ks))

@@ -157,7 +157,9 @@ func BenchmarkNamespacesPut(b *testing.B) {
 // yieldForRequests) and without. Besides cpu-us/op it reports, summed over
 // the nodes, msgs/op (peer messages sent), writes/op (peer write system
 // calls: an inline frame, or the writer's batch of queued frames) and
-// steps/op (automaton steps: a pass's client batch is one).
+// steps/op (automaton steps: a pass's client batch is one) and
+// handoffs/op (Node.Handoffs; direct=false: every request goes through
+// the loop goroutine, no direct pass).
 //
 //	go test ./node -run '^$' -bench ABDPut -benchtime 20000x
 func BenchmarkABDPut(b *testing.B) {
@@ -182,8 +184,14 @@ func BenchmarkABDPut(b *testing.B) {
 				}
 				return s
 			}
+			handoffs := func() (h uint64) {
+				for _, n := range nodes {
+					h += n.Handoffs()
+				}
+				return h
+			}
 			b.ReportAllocs()
-			cpu0, msgs0, w0, st0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf)
+			cpu0, msgs0, w0, st0, h0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf), handoffs()
 			b.ResetTimer()
 			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
 			b.RunParallel(func(pb *testing.PB) {
@@ -205,6 +213,7 @@ func BenchmarkABDPut(b *testing.B) {
 			b.ReportMetric(float64(counter(nodes, msgsOf)-msgs0)/n, "msgs/op")
 			b.ReportMetric(float64(writes()-w0)/n, "writes/op")
 			b.ReportMetric(float64(counter(nodes, steppedOf)-st0)/n, "steps/op")
+			b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
 		})
 	}
 }

@@ -361,7 +361,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		} else {
 			p.moveAt = now
 		}
-	case shard.DecReplace:
+	case shard.DecReplace, shard.DecBalance:
 		action = "replacement started"
 		p.replacing.Store(true)
 		n.bg.Add(1)

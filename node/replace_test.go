@@ -144,3 +144,60 @@ func TestMembersRecord(t *testing.T) {
 		}
 	}
 }
+
+// Replica balance, carried out like a replacement: n1 hosts replicas of
+// s0 and s1, n6 and n7 none; the placement leader moves n1's replica of s0
+// to n6 (n6 starts it, is added, n1 is removed from s0 though alive), and
+// stops there (every node then hosts 1 or 0). Writes before and after
+// read back.
+func TestPlacementBalancesReplicas(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n1", "n4", "n5"}},
+	}, Placement: &config.Placement{DeadAfter: "60s", NoMerge: true}}
+	cfg, ls := mkCluster(t, 7, config.Memory, ns)
+	var nodes []*Node
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	plain := redis.NewClient(&redis.Options{Addr: cfg.Nodes[1].Client})
+	defer plain.Close()
+	acked := map[string]string{}
+	for i := 0; i < 200; i++ {
+		k, v := fmt.Sprintf("k%d", i), fmt.Sprint(i)
+		if err := plain.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		acked[k] = v
+	}
+	s := nodes[1].shards["default"]
+	want := []automaton.NodeID{"n2", "n3", "n6"}
+	for ctx.Err() == nil && !slices.Equal(s.members(0), want) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	log := nodes[0].placementLog(ctx, s, placeLogLen)
+	if ctx.Err() != nil {
+		t.Fatalf("s0's members never became %v (%v); log:\n%s", want, s.members(0), log)
+	}
+	if !strings.Contains(log, "balance group=0 node=n1 with=n6") || !strings.Contains(log, "step recorded group=0 node=n1 with=n6") {
+		t.Fatalf("the decision log lacks the balance move:\n%s", log)
+	}
+	time.Sleep(2 * time.Second) // a second move would be decided by now
+	if log2 := nodes[0].placementLog(ctx, s, placeLogLen); strings.Count(log2, "balance ") != 1 {
+		t.Fatalf("more than one balance move:\n%s", log2)
+	}
+	for k, v := range acked {
+		if err := plain.Set(ctx, k, v+"b", 0).Err(); err != nil {
+			t.Fatalf("SET %s after the move: %v", k, err)
+		}
+		acked[k] = v + "b"
+	}
+	for k, v := range acked {
+		if got, err := plain.Get(ctx, k).Result(); err != nil || got != v {
+			t.Fatalf("GET %s = %q %v, want %q", k, got, err, v)
+		}
+	}
+	t.Logf("decision log:\n%s", log)
+}

@@ -130,9 +130,10 @@ const (
 	DecMerge                       // move all of From's Slots to To
 	DecReplace                     // replace Node's replica of group From by one on With
 	DecLeader                      // move group From's leadership from Node to With (a leadership transfer)
+	DecBalance                     // move live Node's replica of group From to With (replica balance), as a replacement
 )
 
-var decNames = []string{"none", "split", "merge", "replace", "leader"}
+var decNames = []string{"none", "split", "merge", "replace", "leader", "balance"}
 
 func (k DecisionKind) String() string { return decNames[k] }
 
@@ -154,7 +155,7 @@ func (d Decision) String() string {
 	switch d.Kind {
 	case DecSplit, DecMerge:
 		fmt.Fprintf(&b, " from=%d to=%d slots=%s", d.From, d.To, FormatSlots(d.Slots))
-	case DecReplace, DecLeader:
+	case DecReplace, DecLeader, DecBalance:
 		fmt.Fprintf(&b, " group=%d node=%s with=%s", d.From, d.Node, d.With)
 	}
 	fmt.Fprintf(&b, " reason=%q inputs=%q", d.Reason, d.Inputs)
@@ -182,6 +183,9 @@ func Decide(in PlaceInput, p PlaceParams) Decision {
 		return d
 	}
 	if d, ok := decideMerge(in, p); ok && !cool {
+		return d
+	}
+	if d, ok := decideBalance(in); ok {
 		return d
 	}
 	if d, ok := decideLeader(in); ok {
@@ -238,6 +242,54 @@ func decideReplace(in PlaceInput, p PlaceParams) (Decision, bool) {
 			d.With = best
 			d.Reason = fmt.Sprintf("node %s is down longer than %.0f s: its replica of %s is rebuilt on %s (in %d groups)", m, p.DeadAfter, g.Name, best, count[best])
 			return d, true
+		}
+	}
+	return Decision{}, false
+}
+
+// decideBalance moves a replica from the live node hosting the most to
+// the one hosting the fewest when they differ by 2 or more (TiKV's
+// placement driver balances replica counts per store the same way; 2
+// keeps a move from swinging the difference the other way). Only while
+// every node is up: a down node's replicas are replacements' business. The
+// replica moved is of the first group (in order) holding the busiest node
+// and neither holding nor having removed the idlest.
+func decideBalance(in PlaceInput) (Decision, bool) {
+	count := map[string]int{}
+	var ids []string
+	for _, n := range in.Nodes {
+		if n.DownFor > 0 {
+			return Decision{}, false
+		}
+		count[n.ID] = 0
+		ids = append(ids, n.ID)
+	}
+	for _, g := range in.Groups {
+		for _, m := range g.Members {
+			count[m]++
+		}
+	}
+	if len(ids) == 0 {
+		return Decision{}, false
+	}
+	sort.Strings(ids)
+	most, least := ids[0], ids[0]
+	for _, id := range ids {
+		if count[id] > count[most] {
+			most = id
+		}
+		if count[id] < count[least] {
+			least = id
+		}
+	}
+	if count[most] < count[least]+2 {
+		return Decision{}, false
+	}
+	for gi, g := range in.Groups {
+		if contains(g.Members, most) && !contains(g.Members, least) && !contains(g.Former, least) {
+			return Decision{Kind: DecBalance, From: gi, To: gi, Node: most, With: least,
+				Reason: fmt.Sprintf("%s hosts %d replicas, %s %d: %s's replica of %s moves to %s", most, count[most], least, count[least], most, g.Name, least),
+				Inputs: fmt.Sprintf("replicas %s", leaderCounts(count))}, true
 		}
 	}
 	return Decision{}, false

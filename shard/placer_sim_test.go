@@ -55,9 +55,11 @@ type placeSim struct {
 	// leaving the record's replacement under way; rep the one being
 	// carried out (nil: none); cut counts the ones cut short.
 	conf             [][]string
+	former           [][]string
 	joining, leaving []string
 	rep              *simReplace
 	cut, resumed     int
+	balanced         int // balance moves decided
 }
 
 // simReplace is a replacement being carried out: its next step.
@@ -82,7 +84,7 @@ func (p *placeSim) input() PlaceInput {
 				keys++
 			}
 		}
-		gr := GroupReport{Name: g.name, Members: p.members[gi], Keys: int64(keys), Bytes: -1, Ops: float64(p.ops[gi]), Known: true, ColdFor: float64(p.coldFor[gi])}
+		gr := GroupReport{Name: g.name, Members: p.members[gi], Former: p.former[gi], Keys: int64(keys), Bytes: -1, Ops: float64(p.ops[gi]), Known: true, ColdFor: float64(p.coldFor[gi])}
 		in.Groups = append(in.Groups, gr)
 	}
 	for _, n := range p.nodes {
@@ -108,7 +110,7 @@ func runPlaceSim(fatal func(string, ...any), seed int64, checkDec bool) *placeSi
 	p := &placeSim{w: w, down: map[string]int{}, ops: make([]int, 3), coldFor: make([]int, 3), since: -1,
 		members: [][]string{{"n1", "n2", "n3"}, {"n4", "n5", "n6"}, {"n7", "n8", "n9"}},
 		conf:    [][]string{{"n1", "n2", "n3"}, {"n4", "n5", "n6"}, {"n7", "n8", "n9"}},
-		joining: make([]string, 3), leaving: make([]string, 3)}
+		joining: make([]string, 3), leaving: make([]string, 3), former: make([][]string, 3)}
 	for i := 1; i <= 10; i++ {
 		p.nodes = append(p.nodes, fmt.Sprint("n", i))
 	}
@@ -273,6 +275,13 @@ func (p *placeSim) apply(in PlaceInput, d Decision, fatal func(string, ...any)) 
 			fatal("replace of %s in %s (members %v) by %s: a member or a down node", d.Node, p.w.groups[d.From].name, ms, d.With)
 		}
 		p.rep = &simReplace{gi: d.From, x: d.Node, y: d.With}
+	case DecBalance:
+		ms := p.members[d.From]
+		if !contains(ms, d.Node) || p.down[d.Node] > 0 || contains(ms, d.With) || p.down[d.With] > 0 || contains(p.former[d.From], d.With) {
+			fatal("balance of %s in %s (members %v, former %v) to %s: not a live member, or to a member, a down node or a former member", d.Node, p.w.groups[d.From].name, ms, p.former[d.From], d.With)
+		}
+		p.balanced++
+		p.rep = &simReplace{gi: d.From, x: d.Node, y: d.With}
 	}
 }
 
@@ -318,6 +327,9 @@ func (p *placeSim) replaceStep(rnd *rand.Rand, fatal func(string, ...any), fault
 		p.conf[r.gi] = without(p.conf[r.gi], r.x)
 	case 3: // recorded
 		p.members[r.gi] = append(without(p.members[r.gi], r.x, r.y), r.y)
+		if !contains(p.former[r.gi], r.x) {
+			p.former[r.gi] = append(p.former[r.gi], r.x)
+		}
 		p.joining[r.gi], p.leaving[r.gi] = "", ""
 		p.repl++
 		p.rep = nil
@@ -350,7 +362,7 @@ func TestPlacementSim(t *testing.T) {
 	if testing.Short() {
 		seeds = 10
 	}
-	repl, cut := 0, 0
+	repl, cut, bal := 0, 0, 0
 	for i := 0; i < seeds; i++ {
 		seed := int64(i + 1)
 		if *placeSeed != 0 {
@@ -369,13 +381,14 @@ func TestPlacementSim(t *testing.T) {
 			placeFinalCheck(t.Fatalf, p)
 			repl += p.repl
 			cut += p.cut
+			bal += p.balanced
 			t.Logf("seed %d: %d splits, %d merges, %d replacements (%d cut short, %d resumed), epoch %d, %d requests applied; decisions %s", seed, p.splits, p.merges, p.repl, p.cut, p.resumed, p.w.place.Epoch, p.w.applied, strings.Join(p.decided, ","))
 		})
 	}
 	if *placeSeed == 0 && (repl == 0 || cut == 0) {
 		t.Errorf("%d replacements carried out, %d cut short: the runs no longer exercise them", repl, cut)
 	}
-	t.Logf("%d seeds: %d replacements carried out, %d cut short by the placement leader's death", seeds, repl, cut)
+	t.Logf("%d seeds: %d replacements and balance moves carried out (%d balance moves decided), %d cut short by the placement leader's death", seeds, repl, bal, cut)
 }
 
 func placeFinalCheck(fatal func(string, ...any), p *placeSim) {

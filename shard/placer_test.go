@@ -274,3 +274,43 @@ func TestDecideReplaceSkipsFormerMembers(t *testing.T) {
 		t.Fatalf("n5 removed from s0 only is not chosen for s1: %s", d)
 	}
 }
+
+// Replica balance: a live node hosting 2 more replicas than another moves
+// one there (of a group the other neither holds nor left); a difference of
+// 1, or any node down, moves nothing.
+func TestDecideBalance(t *testing.T) {
+	two := []string{"s0:0-8191:n1,n2,n3:n2:500:50", "s1:8192-16383:n1,n5,n6:n5:500:50"}
+	for _, c := range []struct {
+		name   string
+		groups []string
+		nodes  []string
+		former []string // n4 a former member of these groups
+		want   string
+	}{
+		{"n1 hosts 2, n4 none: n1's replica of s0 moves", two, []string{"n4=0"}, nil,
+			"balance group=0 node=n1 with=n4"},
+		{"n4 left s0: n1's replica of s1 moves", two, []string{"n4=0"}, []string{"s0"},
+			"balance group=1 node=n1 with=n4"},
+		{"n4 left both: nothing", two, []string{"n4=0"}, []string{"s0", "s1"},
+			"none"},
+		{"a difference of 1: nothing", []string{"s0:0-8191:n1,n2,n3:n2:500:50", "s1:8192-16383:n4,n5,n6:n5:500:50"}, []string{"n7=0"}, nil,
+			"none"},
+		{"a node down: nothing (replacements first)", two, []string{"n4=0", "n7=2"}, nil,
+			"none"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := placeIn(t, c.groups, c.nodes...)
+			for gi := range in.Groups {
+				if contains(c.former, in.Groups[gi].Name) {
+					in.Groups[gi].Former = []string{"n4"}
+				}
+			}
+			d := Decide(in, testParams)
+			got, _, _ := strings.Cut(d.String(), " reason=")
+			if got != c.want {
+				t.Fatalf("decision %s\nwant %s", d, c.want)
+			}
+			t.Log(d)
+		})
+	}
+}
