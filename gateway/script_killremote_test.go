@@ -27,35 +27,42 @@ func TestKillRemote(t *testing.T) {
 	if got := asker.scr.killRemote(true, "eval\x00return 2\x000", 100*time.Millisecond); !strings.Contains(got.Err, "NOTBUSY") {
 		t.Fatalf("no run anywhere: %v", got)
 	}
-	for _, tc := range []struct{ body, want, ends string }{
+	for _, tc := range []struct{ mode, body, want, ends string }{
 		// Bodies no other test runs: a kill another test handed to this
 		// process names its script by its command line.
-		{"local killremote = 1 while true do end", "", "Script killed by user"},
-		{"redis.call('set','killremote','y') while true do end", "UNKILLABLE", ""},
+		{"eval", "local killremote = 1 while true do end", "", "Script killed by user"},
+		{"eval", "redis.call('set','killremote','y') while true do end", "UNKILLABLE", ""},
+		{"fcall:killremote_spin", "", "", "Script killed by user"},
 	} {
 		// A run ends by itself at its instruction budget (~1 s quiet); on
 		// a loaded machine that can come before the kill: then it is
 		// tried again.
 		for attempt := 1; ; attempt++ {
-			op := service.Op{Kind: "eval", Args: [][]byte{[]byte("eval|1000"), []byte(tc.body), []byte("0")}}
+			// The mode as the gateway sends it: with the report prefix
+			// (scriptReports), which the run's name leaves out.
+			op := service.Op{Kind: "eval", Args: [][]byte{[]byte(service.ScriptCounts + tc.mode + "|1000"), []byte(tc.body), []byte("0")}}
 			cmdline := strings.Join(service.RunCommand(op), "\x00")
+			st := service.KV{}.NewState()
+			if r := st.Apply(service.Op{Kind: "fnload", Args: [][]byte{[]byte("append"), []byte("#!lua name=killremote\nredis.register_function('killremote_spin', function() while true do end end)")}}); r.Err != "" {
+				t.Fatal(r.Err)
+			}
 			done := make(chan service.Result, 1)
-			go func() { done <- service.KV{}.NewState().Apply(op) }()
+			go func() { done <- st.Apply(op) }()
 			for deadline := time.Now().Add(30 * time.Second); !busyRun(cmdline); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("%s: never busy", tc.body)
 				}
 			}
-			got := asker.scr.killRemote(true, cmdline, 10*time.Second)
+			got := asker.scr.killRemote(tc.mode == "eval", cmdline, 10*time.Second)
 			r := <-done
-			if strings.Contains(got.Err, "NOTBUSY") && strings.Contains(r.Err, "exceeded its budget") && attempt < 5 {
+			if strings.Contains(got.Err, "NOTBUSY") && strings.Contains(r.String(), "exceeded its budget") && attempt < 5 {
 				t.Logf("%s: the run reached its budget first (attempt %d)", tc.body, attempt)
 				continue
 			}
 			if (tc.want == "" && got.Err != "") || !strings.HasPrefix(got.Err, tc.want) {
 				t.Fatalf("%s: SCRIPT KILL through the peer answered %v, want %q (the run ended with %v)", tc.body, got, tc.want, r)
 			}
-			if !strings.Contains(r.Err, tc.ends) {
+			if !strings.Contains(r.String(), tc.ends) {
 				t.Errorf("%s: the run ended with %v", tc.body, r)
 			}
 			break
@@ -71,7 +78,7 @@ func TestKillRemote(t *testing.T) {
 	if got := asker.scr.killRemote(true, "eval\x00return 1\x000", 100*time.Millisecond); !strings.Contains(got.Err, "NOTBUSY") {
 		t.Fatalf("a kill naming another script answered %v", got)
 	}
-	if r := <-done; !strings.Contains(r.Err, "exceeded its budget") {
+	if r := <-done; !strings.Contains(r.String(), "exceeded its budget") {
 		t.Fatalf("the run a kill did not name ended with %v", r)
 	}
 }
