@@ -14,6 +14,7 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/transport"
 )
 
 // Replica groups on this node: the table of loops, and groups started at
@@ -134,14 +135,7 @@ func (n *Node) startGroup(g config.Group) error {
 		l.store.Close()
 		return fmt.Errorf("group %s: loading records: %w", g.Namespace.Name, err)
 	}
-	switch g.Namespace.PeerTransport() {
-	case config.TransportGRPCUnary:
-		l.out = n.gp.Unary()
-	case config.TransportGRPCStream:
-		l.out = n.gp.Stream()
-	default:
-		l.out = n.tr
-	}
+	l.out = n.peerSender(g.Namespace)
 	n.lt.mu.Lock()
 	if n.lt.closed || n.lt.m[g.Namespace.Name] != nil {
 		n.lt.mu.Unlock()
@@ -306,4 +300,17 @@ func (n *Node) groupAdmin(ctx context.Context, s *shardedNS, gi int, id automato
 		return service.Result{}, err
 	}
 	return resp.Result, nil
+}
+
+// peerSender is the transport a loop of namespace ns sends its peer
+// messages on: the namespace's peer transport (config.PeerTransport).
+func (n *Node) peerSender(ns config.Namespace) transport.Sender {
+	switch ns.PeerTransport() {
+	case config.TransportGRPCUnary:
+		return n.gp.Unary()
+	case config.TransportGRPCStream:
+		return n.gp.Stream()
+	default:
+		return n.tr
+	}
 }

@@ -83,15 +83,8 @@ func (n *Node) driveLoop(s *shardedNS) {
 		n.drive.running[s.ns.Name] = false
 		n.drive.mu.Unlock()
 	}()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := n.untilStop(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-n.stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for n.leadsPlacement() && ctx.Err() == nil {
 		rec, ver, err := n.readMigration(ctx, s)
 		if err == nil && (rec == nil || rec.Phase.Finished()) {
@@ -373,4 +366,18 @@ func migrationStatus(v *slotView) string {
 		fmt.Fprintf(&b, "last_error: %s\n", m.Err)
 	}
 	return b.String()
+}
+
+// untilStop is a context derived from parent that is also cancelled when
+// the node stops; cancel ends its watcher.
+func (n *Node) untilStop(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-n.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

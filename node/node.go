@@ -448,15 +448,7 @@ func (n *Node) start() error {
 		}
 	}
 	for _, ns := range n.local {
-		l := n.loop(ns.Name)
-		switch ns.PeerTransport() {
-		case config.TransportGRPCUnary:
-			l.out = n.gp.Unary()
-		case config.TransportGRPCStream:
-			l.out = n.gp.Stream()
-		default:
-			l.out = n.tr
-		}
+		n.loop(ns.Name).out = n.peerSender(ns)
 	}
 
 	clientLn, err := n.listen(n.opts.ClientListener, n.self.Client, "clients")

@@ -76,15 +76,10 @@ func (n *Node) replace(s *shardedNS, d shard.Decision) {
 	defer n.bg.Done()
 	p := n.placerFor(s.ns.Name)
 	defer p.replacing.Store(false)
-	ctx, cancel := context.WithTimeout(context.Background(), replaceTimeout)
+	tctx, tcancel := context.WithTimeout(context.Background(), replaceTimeout)
+	defer tcancel()
+	ctx, cancel := n.untilStop(tctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-n.stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	if err := n.replaceSteps(ctx, s, d); err != nil {
 		n.replaceStep(ctx, s, d, "failed", err.Error())
 		n.log.Warn("placement replacement failed; it will be decided again", "namespace", s.ns.Name, "decision", d.String(), "err", err)

@@ -416,21 +416,12 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 		steps(false) // the node is stopping: the client waits for the rest
 		return out, refused
 	}
-	tctx, cancel := context.WithCancel(context.Background())
+	tctx, cancel := n.untilStop(context.Background())
 	base = tctx
 	go func() {
 		defer n.tails.end(slots, ended)
 		defer cancel()
-		done := make(chan struct{})
-		go func() {
-			select {
-			case <-n.stopping:
-				cancel()
-			case <-done:
-			}
-		}()
 		steps(false)
-		close(done)
 	}()
 	return out, refused
 }
