@@ -188,6 +188,7 @@ func SynodSystem(protocol, binary, durability string) System {
 		Start: func(ctx context.Context, env *Env) (*Instance, error) {
 			c, err := cluster.Up(cluster.UpOptions{
 				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: durability, Binary: binary,
+				DieWithParent: true,
 			})
 			if err != nil {
 				return nil, err
