@@ -194,6 +194,7 @@ func SynodSystemParams(protocol, binary, durability string, params map[string]st
 		Start: func(ctx context.Context, env *Env) (*Instance, error) {
 			c, err := cluster.Up(cluster.UpOptions{
 				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: durability, Binary: binary, Params: params,
+				DieWithParent: true,
 			})
 			if err != nil {
 				return nil, err
