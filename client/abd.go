@@ -180,6 +180,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	}
 	req.Op = synodpb.FromOp(ph.Op)
 	req.ClientId, req.Seq = 0, 0 // a call on a stream: the stream identifies it
+	req.Terse = true             // the answer's result is all a phase reads
 	pctx, cancel := context.WithTimeout(ctx, a.c.opts.Timeout)
 	defer cancel()
 	n := len(a.c.conns)
