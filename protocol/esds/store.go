@@ -15,14 +15,14 @@ import (
 
 // Persisted records.
 const (
-	recOp      = "o/" // o/<id>: an operation done here (entry: descriptor, label, stable-here flag)
-	recStable  = "s"  // the stable state standing for garbage-collected operations
+	recOp     = "o/" // o/<id>: an operation done here (entry: descriptor, label, stable-here flag)
+	recStable = "s"  // the stable state standing for garbage-collected operations
 	// recStableDelta is record "s" without its snapshot, written instead
 	// of it at a collection while the operation records of what became
 	// stable since the last "s" are kept (gc.go, collectDelta): the stable
 	// state is then "s"'s snapshot plus those operations in label order.
 	recStableDelta = "g"
-	recMembers = "m"  // the removed members (bit mask)
+	recMembers     = "m" // the removed members (bit mask)
 	// recCounter holds lbl-counter when one of this replica's own labels
 	// was lowered by gossip: the operation's record then names another
 	// replica's label, so the counter is no longer implied by the records,
