@@ -45,13 +45,15 @@ func TestShardsSim(t *testing.T) {
 		total.Crashes += r.Stats.Crashes
 		total.PowerLosses += r.Stats.PowerLosses
 		total.Partitions += r.Stats.Partitions
+		total.Pauses += r.Stats.Pauses
+		total.Reorders += r.Stats.Reorders
 		total.DriverDeaths += r.Stats.DriverDeaths
 		total.Moved += r.Stats.Moved + r.Stats.Asked
 		total.Forwarded += r.Stats.Forwarded
 	}
 	// The runs must have exercised what they claim to check.
 	if total.Migrations < len(seeds) || total.Flips < len(seeds) || total.Crashes == 0 || total.PowerLosses == 0 ||
-		total.Partitions == 0 || total.DriverDeaths == 0 || total.Moved == 0 || total.Forwarded == 0 {
+		total.Partitions == 0 || total.Pauses == 0 || total.Reorders == 0 || total.DriverDeaths == 0 || total.Moved == 0 || total.Forwarded == 0 {
 		t.Errorf("the seeds did not exercise migrations, faults and redirections: %v", total)
 	}
 }

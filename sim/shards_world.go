@@ -107,9 +107,10 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 	if w.kv, err = service.Lookup(ServiceName); err != nil {
 		return nil, err
 	}
-	if w.faults, err = parseShardFaults(cfg.Faults); err != nil {
-		return nil, err
+	if w.faults, err = ParseFaultKinds(cfg.Faults, ShardFaultKinds); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
 	}
+	w.reorderDelay = MustParseDist(DefaultReorderDelay)
 	for _, d := range []struct {
 		src string
 		dst *Dist
@@ -215,7 +216,7 @@ func (w *shWorld) run() {
 	for _, c := range w.clients {
 		w.after(w.think.Sample(w.rngClient), &shEvent{kind: shClientNext, client: c.idx})
 	}
-	if w.faults != (shFaults{}) {
+	if len(w.faults) > 0 {
 		w.after(w.nemesisGap(), &shEvent{kind: shNemesis})
 	}
 	if w.migsLeft > 0 {
@@ -262,6 +263,10 @@ func (w *shWorld) handle(e *shEvent) {
 		w.onForward(e)
 	case shCPUDone:
 		if m := w.machines[e.mach]; m.inc == e.inc {
+			if m.paused {
+				m.cpuHeld = true // the step finishes when the process resumes
+				return
+			}
 			w.onCPUDone(m)
 		}
 	case shFsync:
@@ -290,6 +295,8 @@ func (w *shWorld) handle(e *shEvent) {
 		w.restart(w.machines[e.mach], e.inc)
 	case shHeal:
 		w.onHeal(e)
+	case shResume:
+		w.resume(w.machines[e.mach], e.inc)
 	case shWindowEnd:
 		w.onWindowEnd(e)
 	case shDrainEnd:
@@ -368,8 +375,13 @@ func (w *shWorld) deliver(e *shEvent) {
 		}
 		return
 	}
-	if e.kind == shPeer && e.from >= 0 && w.cut(e.from, e.mach) {
+	if e.kind == shPeer && e.from >= 0 && !e.arrived && w.cut(e.from, e.mach) {
 		w.stats.Dropped++
+		return
+	}
+	if m.paused {
+		e.arrived = true
+		m.pausedQ = append(m.pausedQ, e)
 		return
 	}
 	r := w.replicaOn(m, e.group)
@@ -380,6 +392,7 @@ func (w *shWorld) deliver(e *shEvent) {
 		return
 	}
 	if m.busy {
+		e.arrived = true
 		m.q = append(m.q, e)
 		return
 	}
@@ -492,6 +505,10 @@ func (w *shWorld) onFsync(e *shEvent) {
 			}
 		}
 		r.buf = r.buf[j:]
+		if m.paused {
+			r.rel.Synced(e.upto[i]) // what waits leaves on resume
+			continue
+		}
 		r.rel.Durable(e.upto[i], shIO{r})
 		again = again || r.rel.Unsynced()
 	}
@@ -519,7 +536,11 @@ func (w *shWorld) send(r *shReplica, o automaton.Send) {
 		copies = 2
 	}
 	for i := 0; i < copies; i++ {
-		w.after(w.lat.Sample(w.rngNet), &shEvent{kind: shPeer, mach: dst.idx, from: r.m.idx, group: r.g.idx, inc: dst.inc, msg: append([]byte(nil), o.Msg...)})
+		d := w.lat.Sample(w.rngNet) + r.m.spike + dst.spike
+		if w.reorder > 0 && w.rngNet.Float64() < w.reorder {
+			d += w.reorderDelay.Sample(w.rngNet)
+		}
+		w.after(d, &shEvent{kind: shPeer, mach: dst.idx, from: r.m.idx, group: r.g.idx, inc: dst.inc, msg: append([]byte(nil), o.Msg...)})
 	}
 }
 
@@ -532,6 +553,10 @@ func (w *shWorld) cut(a, b int) bool { return w.machines[a].side != w.machines[b
 func (w *shWorld) onForward(e *shEvent) {
 	m := w.machines[e.mach]
 	if !m.up || m.inc != e.inc {
+		return
+	}
+	if m.paused {
+		m.pausedQ = append(m.pausedQ, e)
 		return
 	}
 	if m.busy {

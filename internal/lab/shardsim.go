@@ -31,7 +31,8 @@ one disk and one fate shared by the replicas it hosts. Cluster clients route by
 their copy of the slot map and follow MOVED, ASK and TRYAGAIN; --plain of them
 send to any machine, which forwards. --migrations splits, merges and moves run
 through the real migration machine (package shard) while --faults (all, none,
-or crash,partition,loss,dup,slow,power) strike. Each step checks that no group
+or a comma list of crash, partition, loss, dup, pause, slow, reorder, power)
+strike. Each step checks that no group
 applies a client's write to a slot its log has given away, each slot map
 places every slot once, and the history is checked for linearizability.
 Every failing seed is printed with the command that replays it; the exit
@@ -108,12 +109,13 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&seeds, "seeds", "1", "seeds: N, N-M or a comma list")
+	f.StringVar(&cfg.Protocol, "protocol", "paxos", "the groups' protocol (one with atomic groups)")
 	f.IntVar(&cfg.Shards, "shards", 2, "groups owning slots at the start")
 	f.IntVar(&cfg.Spares, "spares", 1, "groups owning no slots at the start (splits move slots into them)")
 	f.IntVar(&cfg.Machines, "machines", 0, "machines (0: one per replica)")
 	f.IntVar(&cfg.Clients, "clients", 8, "closed-loop clients")
 	f.IntVar(&cfg.Ops, "ops", 1500, "operations in all")
-	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of crash, partition, loss, dup, slow, power")
+	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of "+strings.Join(sim.ShardFaultKinds, ","))
 	f.IntVar(&cfg.Migrations, "migrations", 3, "splits, merges and moves to run, in turn")
 	f.IntVar(&cfg.Keys, "keys", 32, "distinct keys")
 	f.Float64Var(&cfg.PlainFrac, "plain", 0, "fraction of clients that are not cluster clients (any machine, which forwards)")
