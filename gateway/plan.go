@@ -136,7 +136,7 @@ func (p plan) render(rs []service.Result) service.Result {
 	if p.reported != nil && len(rs) == 1 {
 		r, keys := unwrapReport(rs[0])
 		rs = []service.Result{r}
-		defer p.reported(keys)
+		p.reported(keys) // before the reply: it may depend on the report (scriptReports)
 	}
 	if p.reply == nil {
 		if len(rs) == 1 {
