@@ -967,10 +967,11 @@ func (l *nsLoop) send(s automaton.Send) {
 	var err error
 	if l.lazy && l.out == transport.Sender(l.n.tr) {
 		l.n.sendCoalesced(s.To, l.ns.Name, s.Msg) // coalesce.go
-	} else if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {
-		// Busy: more inputs wait, and their messages will follow. The
-		// writer sends them in batches (one system call for many) instead
-		// of the loop writing each itself, which is for an idle node
+	} else if qs, ok := l.out.(transport.QueuedSender); ok && (len(l.inbox) > 0 || l.n.pool.queued.Load() > 0) {
+		// Busy: more inputs wait, and their messages will follow, or
+		// other groups wait for a pool worker (sched.go). The writer
+		// sends them in batches (one system call for many) instead of
+		// the loop writing each itself, which is for an idle node
 		// (transport.Transport.Send's inline write; issue 18: inline
 		// writes on a loaded leader made its loop the bottleneck).
 		err = qs.SendQueued(s.To, l.ns.Name, s.Msg)
