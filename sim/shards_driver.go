@@ -40,8 +40,8 @@ type shMig struct {
 	active bool // a migration has started and not ended
 }
 
-// startMigration plans the next split, merge or move and starts a
-// driver for it.
+// startMigration plans the next split, merge or move in turn (Plan
+// "rotation") and starts a driver for it.
 func (w *shWorld) startMigration() {
 	if w.stopping || w.migsLeft <= 0 || w.drv != nil {
 		return
@@ -51,6 +51,12 @@ func (w *shWorld) startMigration() {
 		w.migsLeft = 0
 		return
 	}
+	w.beginMigration(from, to, slots)
+}
+
+// beginMigration saves a new migration record (slots from group from to
+// group to) and starts a driver for it.
+func (w *shWorld) beginMigration(from, to int, slots []shard.Range) {
 	w.mig.id++
 	w.mig.rec = shard.Migration{ID: w.mig.id, From: from, To: to, FromName: w.groups[from].name, ToName: w.groups[to].name, Slots: slots}
 	w.mig.ver++
@@ -451,7 +457,7 @@ func (w *shWorld) mayTake(m *shMachine) bool {
 func (w *shWorld) crash(m *shMachine) {
 	w.tracef("%s crashes", m.id)
 	w.stats.Crashes++
-	m.up = false
+	m.up, m.downAt = false, w.now
 	m.inc++
 	m.busy, m.running, m.outs, m.q, m.fsyncing = false, nil, nil, nil, false
 	m.paused, m.pausedQ, m.cpuHeld = false, nil, false

@@ -92,7 +92,7 @@ func BenchmarkStableRecord(b *testing.B) {
 					a.stableOrder = service.KeyOrder{}
 				}
 				b.StartTimer()
-				a.marshalStable()
+				a.marshalStable(true)
 			}
 		})
 	}
