@@ -119,8 +119,10 @@ type ShardsConfig struct {
 	OpCost, MsgCost, ApplyCost, FwdCost  string
 	// Warmup: operations completed before this virtual time are not
 	// counted in the throughput (the CPU figures start there too).
-	Warmup  time.Duration
-	MaxTime time.Duration
+	Warmup time.Duration
+	// MigrateAt: when the first migration may start (default 100ms).
+	MigrateAt time.Duration
+	MaxTime   time.Duration
 	// Broken names a deliberately wrong variant, for the test that shows
 	// the checks catch it: "keep-accepting" (the groups' slot guards
 	// admit reads and writes to slots they have handed over or lost);
@@ -164,7 +166,15 @@ type ShardsResult struct {
 	Util       []float64
 	Elapsed    time.Duration // virtual time of the measured span
 	Decisions  string        // Plan decide: Decide's decisions by kind, and how many were carried out
+	// Every completed client operation: when it was answered and how
+	// long it took; and each migration's start and end (-1: not ended).
+	Done     []OpDone
+	MigSpans [][2]time.Duration
+	StopAt   time.Duration // when the last operation was issued
 }
+
+// OpDone is one completed client operation.
+type OpDone struct{ At, Latency time.Duration }
 
 // Failed reports whether the run found a violation.
 func (r *ShardsResult) Failed() bool {
@@ -366,6 +376,9 @@ type shWorld struct {
 	byID     map[uint64]*shClient
 	drv      *shDriver
 	placer   *shPlacer
+	migSpans [][2]time.Duration
+	stopAt   time.Duration
+	done     []OpDone
 	mig      shMig
 	migsLeft int
 	migTurn  int

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"flag"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/synod-dev/synod/check"
 )
@@ -141,5 +144,26 @@ func TestShardsSimCatchesPlacerOverreach(t *testing.T) {
 			t.Errorf("seed %d: placer-overreach not caught: %v %s", s, r.Stats, r.Decisions)
 		}
 		t.Logf("seed %d caught: %s", s, r.Invariant)
+	}
+}
+
+// A split under load is online: clients are answered while it runs, at a
+// rate not far below the rate before it (the figures: synod-lab shardsim
+// --migration-load, docs/SHARDING.md).
+func TestShardsMigrationLoad(t *testing.T) {
+	var b strings.Builder
+	base := ShardsConfig{Shards: 2, Keys: 256, PlainFrac: 0.5}
+	if err := MigrationLoad(base, []int64{1}, 32, 30000, 1200*time.Millisecond, &b); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	t.Log(b.String())
+	var ratio float64
+	for _, l := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "1" {
+			ratio, _ = strconv.ParseFloat(f[len(f)-1], 64)
+		}
+	}
+	if ratio < 0.3 {
+		t.Errorf("throughput during the split fell to %.2f of the rate before it", ratio)
 	}
 }

@@ -28,6 +28,7 @@ func RunShards(cfg ShardsConfig) (*ShardsResult, error) {
 	res := &ShardsResult{Seed: cfg.Seed, Stats: w.stats, Invariant: w.inv}
 	res.Stats.Epoch = int(w.place.Epoch)
 	res.Decisions = w.placer.summary()
+	res.Done, res.MigSpans, res.StopAt = w.done, w.migSpans, w.stopAt
 	if w.err != "" {
 		return res, fmt.Errorf("sim seed %d: %s", cfg.Seed, w.err)
 	}
@@ -242,7 +243,7 @@ func (w *shWorld) run() {
 		if w.cfg.Plan == "decide" {
 			w.newPlacer()
 		} else {
-			w.after(100*time.Millisecond, &shEvent{kind: shStartMigration})
+			w.after(orDuration(w.cfg.MigrateAt, 100*time.Millisecond), &shEvent{kind: shStartMigration})
 		}
 	}
 	if w.cfg.Ops == 0 {
@@ -343,6 +344,7 @@ func (w *shWorld) stopIssuing() {
 		return
 	}
 	w.stopping = true
+	w.stopAt = w.now
 	w.tracef("workload over: healing every fault")
 	w.healAll()
 	w.after(DefaultDrainTime, &shEvent{kind: shDrainEnd})
