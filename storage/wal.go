@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
@@ -578,7 +579,7 @@ var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 // the writer with w.mu held; the file work happens without w.mu (commits
 // keep queueing behind the writer meanwhile).
 func (w *WAL) compact() error {
-	old := w.off
+	old, t0 := w.off, time.Now()
 	// w.live bounds the records' encoded size (walRecSize counts each varint
 	// at its longest) and each frame adds a header and at most 7 bytes of
 	// padding: sized once, the snapshot is built without regrowing (appends
@@ -623,7 +624,9 @@ func (w *WAL) compact() error {
 	}
 	w.f.Close()
 	w.f, w.off, w.alloc = f, int64(len(snap)), int64(len(snap))
-	w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", len(snap))
+	// took: every commit of the node waits for the compaction (a leader's
+	// loop then stalls; docs/COSTS.md, issue 28's rt-cpu section).
+	w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", len(snap), "took", time.Since(t0))
 	return nil
 }
 
