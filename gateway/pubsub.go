@@ -96,6 +96,9 @@ func (s *Server) initPubSub() {
 		s.scr.peers = pb
 		pb.ReceivePeers(s.receivePeer)
 	}
+	if ab, ok := s.b.(AnnounceBackend); ok {
+		ab.ReceiveAnnounce(s.receiveAnnounce)
+	}
 }
 
 func (h *hub) add(m map[string]map[*conn]struct{}, name string, c *conn) {

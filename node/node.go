@@ -622,6 +622,10 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 		n.onPublish(msg) // pubsub.go
 		return
 	}
+	if l == nil && ns == announceNS {
+		n.onPeerAnnounce(msg) // pubsub.go
+		return
+	}
 	if l == nil && ns == batchNS {
 		n.onBatch(from, msg) // coalesce.go
 		return
