@@ -3,8 +3,8 @@ package esds
 import (
 	"fmt"
 	"math/rand"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
