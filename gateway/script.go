@@ -83,6 +83,7 @@ type flight struct {
 // mark, and returns the function that forgets it.
 func (s *scripts) sending(op service.Op) func() {
 	mode, _ := service.SplitScriptReport(strings.TrimPrefix(string(op.Args[0]), "ro:"))
+	mode, _ = service.SplitScriptOOM(mode)
 	kind, mark, ok := strings.Cut(mode, "|")
 	if !ok {
 		return func() {}
@@ -197,7 +198,7 @@ func planEval(kind string, ro bool) planFunc {
 		} else {
 			c.s.scr.add(body)
 		}
-		mode := "eval" + c.busyMark()
+		mode := c.scriptOOM() + "eval" + c.busyMark()
 		if ro {
 			mode = "ro:" + mode
 		}
@@ -219,7 +220,7 @@ func planFCall(ro bool) planFunc {
 		if msg != "" {
 			return errPlan("%s", msg)
 		}
-		mode := "fcall:" + string(args[1]) + c.busyMark()
+		mode := c.scriptOOM() + "fcall:" + string(args[1]) + c.busyMark()
 		if ro {
 			mode = "ro:" + mode
 		}
@@ -228,6 +229,16 @@ func planFCall(ro bool) planFunc {
 		a := append([][]byte{[]byte(mode), nil}, rest...)
 		return c.scriptReports(opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil))
 	}
+}
+
+// scriptOOM is service.ScriptOOM while this node is over its maxmemory
+// (maxmemory.go), else "": the script then runs as Redis runs one that
+// starts over maxmemory (service/kv_script.go says how).
+func (c *conn) scriptOOM() string {
+	if c.s == nil || !c.s.mem.over() {
+		return ""
+	}
+	return service.ScriptOOM
 }
 
 // busyMark is the "|<instructions>" suffix of an eval operation's mode from
@@ -512,32 +523,52 @@ var scriptConn = &conn{ns: config.Namespace{Name: "script", Service: "kv"}, svc:
 
 // scriptCommand maps a command called from a script onto its plan's
 // operations (service.SetScriptCommands).
-func scriptCommand(args [][]byte) ([]service.Op, func([]service.Result) service.Result, string) {
+func scriptCommand(args [][]byte) (service.ScriptCmd, string) {
 	name := lower(args[0])
 	cmd, ok := commands[name]
 	if !ok {
-		return nil, nil, "ERR Unknown Redis command called from script"
+		return service.ScriptCmd{}, "ERR Unknown Redis command called from script"
 	}
+	sc := service.ScriptCmd{Known: true, DenyOOM: slices.Contains(cmd.flags, "denyoom")}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
-		return nil, nil, "ERR Wrong number of args calling Redis command from script"
+		return sc, "ERR Wrong number of args calling Redis command from script"
 	}
 	switch {
 	case name == "ping" && len(args) <= 2:
+		sc.Render = func([]service.Result) service.Result { return status("PONG") }
 		if len(args) == 2 {
-			return nil, func([]service.Result) service.Result { return service.Bytes(args[1]) }, ""
+			sc.Render = func([]service.Result) service.Result { return service.Bytes(args[1]) }
 		}
-		return nil, func([]service.Result) service.Result { return status("PONG") }, ""
+		return sc, ""
 	case name == "echo" && len(args) == 2:
-		return nil, func([]service.Result) service.Result { return service.Bytes(args[1]) }, ""
+		sc.Render = func([]service.Result) service.Result { return service.Bytes(args[1]) }
+		return sc, ""
+	case name == "select":
+		// SELECT changes only the script's database in Redis; Synod has
+		// database 0 only. Redis's 16 databases bound "out of range".
+		sc.Render = func([]service.Result) service.Result {
+			n, err := strconv.Atoi(string(args[1]))
+			switch {
+			case err != nil:
+				return errResult("ERR value is not an integer or out of range")
+			case n < 0 || n >= 16:
+				return errResult("ERR DB index is out of range")
+			case n != 0:
+				return errResult("ERR DB index is out of range: Synod has no numbered databases; choose a namespace with SYNOD NS <name>")
+			}
+			return service.OK()
+		}
+		return sc, ""
 	}
 	if cmd.plan == nil || (cmd.block != nil && !streamReadCmd(name)) || slices.Contains(cmd.flags, "noscript") {
-		return nil, nil, "ERR This Redis command is not allowed from script"
+		return sc, "ERR This Redis command is not allowed from script"
 	}
 	p := cmd.plan(scriptConn, args)
 	if len(p.guards) > 0 {
-		return nil, nil, fmt.Sprintf("ERR %s is not supported from scripts by Synod", strings.ToUpper(name))
+		return sc, fmt.Sprintf("ERR %s is not supported from scripts by Synod", strings.ToUpper(name))
 	}
-	return p.ops, p.render, ""
+	sc.Ops, sc.Render = p.ops, p.render
+	return sc, ""
 }
 
 // cmdScript is SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP.
@@ -778,25 +809,53 @@ func (c *conn) scriptReports(p plan) plan {
 	}
 	op.Args = append([][]byte{[]byte(mode)}, op.Args[1:]...)
 	p.ops = []service.Op{op}
+	counted := false
 	p.reported = func(rep []service.Result) {
-		if report == service.ScriptCounts {
-			for i := 0; i+1 < len(rep); i += 2 {
-				for n := int64(0); n < rep[i+1].Int; n++ {
-					c.s.cmds.called(string(rep[i].Bytes), 0, false)
+		for _, e := range rep {
+			if len(e.Elems) == 0 {
+				continue
+			}
+			switch string(e.Elems[0].Bytes) {
+			case "c": // name, calls, rejected, failed
+				if len(e.Elems) != 5 {
+					continue
 				}
+				name := string(e.Elems[1].Bytes)
+				calls, rejected, failed := e.Elems[2].Int, e.Elems[3].Int, e.Elems[4].Int
+				for n := int64(0); n < calls; n++ {
+					c.s.cmds.called(name, 0, n < failed)
+				}
+				for n := int64(0); n < rejected; n++ {
+					c.s.cmds.rejected(name)
+				}
+			case "e": // the error codes, counted as replies are
+				for _, code := range e.Elems[1:] {
+					c.s.errs.addCode(string(code.Bytes))
+				}
+			case "m": // a command executed, for MONITOR
+				args := make([][]byte, len(e.Elems)-1)
+				for i, a := range e.Elems[1:] {
+					args[i] = a.Bytes
+				}
+				if len(args) > 0 {
+					c.feedMonitorsFrom("lua", strings.ToLower(string(args[0])), args)
+				}
+			case "x":
+				counted = true
 			}
-			return
 		}
-		for _, call := range rep {
-			args := make([][]byte, len(call.Elems))
-			for i, a := range call.Elems {
-				args[i] = a.Bytes
-			}
-			if len(args) > 0 {
-				c.s.cmds.called(strings.ToLower(string(args[0])), 0, false)
-				c.feedMonitorsFrom("lua", strings.ToLower(string(args[0])), args)
-			}
+	}
+	reply := p.reply
+	p.reply = func(rs []service.Result) service.Result {
+		r := rs[0]
+		if reply != nil {
+			r = reply(rs)
 		}
+		if counted && r.Type == service.ResultErr {
+			// Counted where the command failed (Redis counts it once).
+			r.Err = countedErr + r.Err
+		}
+		return r
 	}
 	return p
 }

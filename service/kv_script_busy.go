@@ -183,6 +183,7 @@ func RunCommand(op Op) []string {
 	mode := string(op.Args[0])
 	ro := strings.HasPrefix(mode, "ro:")
 	mode, _ = SplitScriptReport(strings.TrimPrefix(mode, "ro:")) // as opEval
+	mode, _ = SplitScriptOOM(mode)
 	mode, _, _ = splitMark(mode)
 	return scriptCommandLine(ro, mode, op.Args[1], op.Args[2:])
 }
