@@ -97,22 +97,37 @@ type ShardsConfig struct {
 	Ops      int
 	Seed     int64
 	Faults   string // none, all, or a comma list of ShardFaultKinds
-	// Migrations is how many splits, merges and moves run (in turn)
-	// while the clients run.
+	// Migrations bounds how many migrations run while the clients run:
+	// splits and merges shard.Decide decides (Plan "decide", the
+	// default), or splits, merges and moves in turn (Plan "rotation").
 	Migrations int
-	Keys       int     // default 32
-	PlainFrac  float64 // fraction of plain (non-cluster) clients
+	Plan       string
+	// Place are Decide's thresholds (zero: SimPlaceParams).
+	Place shard.PlaceParams
+	// Hot of the operations go to HotKeys keys (default 1) in hot phases
+	// of HotPhase (default 2s), which alternate with quiet ones (uniform
+	// keys, clients thinking 5 times longer): the load moves, rises and
+	// falls (hotPhase). 0: uniform keys, no phases.
+	Hot       float64
+	HotKeys   int
+	HotPhase  time.Duration
+	Keys      int     // default 32
+	PlainFrac float64 // fraction of plain (non-cluster) clients
 	// Latencies and costs (ParseDist); CPU costs "" are zero, and the CPU
 	// model is on when any is set.
 	Latency, ClientLatency, Fsync, Think string
 	OpCost, MsgCost, ApplyCost, FwdCost  string
 	// Warmup: operations completed before this virtual time are not
 	// counted in the throughput (the CPU figures start there too).
-	Warmup  time.Duration
-	MaxTime time.Duration
+	Warmup time.Duration
+	// MigrateAt: when the first migration may start (default 100ms).
+	MigrateAt time.Duration
+	MaxTime   time.Duration
 	// Broken names a deliberately wrong variant, for the test that shows
 	// the checks catch it: "keep-accepting" (the groups' slot guards
-	// admit reads and writes to slots they have handed over or lost).
+	// admit reads and writes to slots they have handed over or lost);
+	// "placer-overreach" (the placer's decided slots run one slot past
+	// the decision, into the next group's).
 	Broken  string
 	NoCheck bool
 	// NoInvariants skips the step checks (to show the history check
@@ -127,6 +142,7 @@ type ShardsStats struct {
 	Crashes, PowerLosses, Partitions, Windows  int
 	Pauses, Reorders                           int
 	DriverDeaths, Migrations, Flips, Epoch     int
+	Splits, Merges                             int // Plan decide: started by Decide's decisions
 	Moved, Asked, TryAgain, Forwarded, Retries int
 	Completed, Unknown                         int
 }
@@ -149,7 +165,16 @@ type ShardsResult struct {
 	Throughput float64
 	Util       []float64
 	Elapsed    time.Duration // virtual time of the measured span
+	Decisions  string        // Plan decide: Decide's decisions by kind, and how many were carried out
+	// Every completed client operation: when it was answered and how
+	// long it took; and each migration's start and end (-1: not ended).
+	Done     []OpDone
+	MigSpans [][2]time.Duration
+	StopAt   time.Duration // when the last operation was issued
 }
+
+// OpDone is one completed client operation.
+type OpDone struct{ At, Latency time.Duration }
 
 // Failed reports whether the run found a violation.
 func (r *ShardsResult) Failed() bool {
@@ -158,8 +183,21 @@ func (r *ShardsResult) Failed() bool {
 
 // ShardsReplay is the command that replays seed of cfg.
 func ShardsReplay(cfg ShardsConfig, seed int64) string {
-	c := fmt.Sprintf("synod-lab shardsim --seeds %d --shards %d --spares %d --machines %d --clients %d --ops %d --faults %s --migrations %d --keys %d",
-		seed, cfg.Shards, cfg.Spares, cfg.Machines, cfg.Clients, cfg.Ops, orNone(cfg.Faults), cfg.Migrations, cfg.Keys)
+	c := fmt.Sprintf("synod-lab shardsim --seeds %d --shards %d --spares %d --machines %d --clients %d --ops %d --faults %s --migrations %d --plan %s --keys %d",
+		seed, cfg.Shards, cfg.Spares, cfg.Machines, cfg.Clients, cfg.Ops, orNone(cfg.Faults), cfg.Migrations, orDefault(cfg.Plan, "decide"), cfg.Keys)
+	if cfg.Hot > 0 {
+		c += fmt.Sprintf(" --hot %g", cfg.Hot)
+		if cfg.HotKeys > 0 {
+			c += fmt.Sprintf(" --hot-keys %d", cfg.HotKeys)
+		}
+		if cfg.HotPhase > 0 {
+			c += fmt.Sprintf(" --hot-phase %v", cfg.HotPhase)
+		}
+	}
+	if cfg.Place != (shard.PlaceParams{}) {
+		p := cfg.Place
+		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown)
+	}
 	if cfg.Protocol != "" && cfg.Protocol != "paxos" {
 		c += " --protocol " + cfg.Protocol
 	}
@@ -215,6 +253,8 @@ const (
 	shResume
 	shDrainEnd
 	shStartMigration
+	shPlaceTick
+	shPlaceAnswer
 )
 
 type shEvent struct {
@@ -267,6 +307,7 @@ type shMachine struct {
 	outs     []automaton.Output
 	busyTime time.Duration
 	fsyncing bool
+	downAt   time.Duration // when it last went down
 	slow     float64       // fsync time ×slow (a slow disk window)
 	spike    time.Duration // extra latency of every message from or to it (a spike window)
 	side     int           // partition side (0: with the majority)
@@ -334,6 +375,10 @@ type shWorld struct {
 	clients  []*shClient
 	byID     map[uint64]*shClient
 	drv      *shDriver
+	placer   *shPlacer
+	migSpans [][2]time.Duration
+	stopAt   time.Duration
+	done     []OpDone
 	mig      shMig
 	migsLeft int
 	migTurn  int

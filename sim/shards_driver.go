@@ -40,8 +40,8 @@ type shMig struct {
 	active bool // a migration has started and not ended
 }
 
-// startMigration plans the next split, merge or move and starts a
-// driver for it.
+// startMigration plans the next split, merge or move in turn (Plan
+// "rotation") and starts a driver for it.
 func (w *shWorld) startMigration() {
 	if w.stopping || w.migsLeft <= 0 || w.drv != nil {
 		return
@@ -51,10 +51,17 @@ func (w *shWorld) startMigration() {
 		w.migsLeft = 0
 		return
 	}
+	w.beginMigration(from, to, slots)
+}
+
+// beginMigration saves a new migration record (slots from group from to
+// group to) and starts a driver for it.
+func (w *shWorld) beginMigration(from, to int, slots []shard.Range) {
 	w.mig.id++
 	w.mig.rec = shard.Migration{ID: w.mig.id, From: from, To: to, FromName: w.groups[from].name, ToName: w.groups[to].name, Slots: slots}
 	w.mig.ver++
 	w.mig.active = true
+	w.migSpans = append(w.migSpans, [2]time.Duration{w.now, -1})
 	w.tracef("migration %d: %s -> %s slots %s", w.mig.id, w.groups[from].name, w.groups[to].name, shard.FormatSlots(slots))
 	w.newDriver()
 }
@@ -169,6 +176,7 @@ func (w *shWorld) driverNext(d *shDriver) {
 		w.drv = nil
 		if d.m.Rec.Phase.Finished() {
 			w.mig.active = false
+			w.migSpans[len(w.migSpans)-1][1] = w.now
 			w.stats.Migrations++
 			w.migsLeft--
 			w.tracef("migration %d %s", d.m.Rec.ID, d.m.Rec.Phase)
@@ -451,7 +459,7 @@ func (w *shWorld) mayTake(m *shMachine) bool {
 func (w *shWorld) crash(m *shMachine) {
 	w.tracef("%s crashes", m.id)
 	w.stats.Crashes++
-	m.up = false
+	m.up, m.downAt = false, w.now
 	m.inc++
 	m.busy, m.running, m.outs, m.q, m.fsyncing = false, nil, nil, nil, false
 	m.paused, m.pausedQ, m.cpuHeld = false, nil, false

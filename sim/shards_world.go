@@ -27,6 +27,8 @@ func RunShards(cfg ShardsConfig) (*ShardsResult, error) {
 	w.run()
 	res := &ShardsResult{Seed: cfg.Seed, Stats: w.stats, Invariant: w.inv}
 	res.Stats.Epoch = int(w.place.Epoch)
+	res.Decisions = w.placer.summary()
+	res.Done, res.MigSpans, res.StopAt = w.done, w.migSpans, w.stopAt
 	if w.err != "" {
 		return res, fmt.Errorf("sim seed %d: %s", cfg.Seed, w.err)
 	}
@@ -77,6 +79,18 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 	if c.MaxTime == 0 {
 		c.MaxTime = DefaultMaxTime
 	}
+	if c.Plan == "" {
+		c.Plan = "decide"
+	}
+	if c.Place == (shard.PlaceParams{}) {
+		c.Place = SimPlaceParams
+	}
+	if c.HotKeys == 0 {
+		c.HotKeys = 1
+	}
+	if c.HotPhase == 0 {
+		c.HotPhase = 2 * time.Second
+	}
 	switch {
 	case c.Shards < 1 || c.Spares < 0:
 		return c, fmt.Errorf("sim: need at least 1 shard (and no negative spares)")
@@ -86,8 +100,14 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: need clients, keys and a non-negative op count")
 	case c.PlainFrac < 0 || c.PlainFrac > 1:
 		return c, fmt.Errorf("sim: plain fraction must be within [0, 1]")
-	case c.Broken != "" && c.Broken != "keep-accepting":
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting)", c.Broken)
+	case c.Plan != "decide" && c.Plan != "rotation":
+		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
+	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
+		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach":
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting or placer-overreach)", c.Broken)
+	case c.Broken == "placer-overreach" && c.Plan != "decide":
+		return c, fmt.Errorf("sim: placer-overreach needs --plan decide")
 	}
 	return c, nil
 }
@@ -220,7 +240,11 @@ func (w *shWorld) run() {
 		w.after(w.nemesisGap(), &shEvent{kind: shNemesis})
 	}
 	if w.migsLeft > 0 {
-		w.after(100*time.Millisecond, &shEvent{kind: shStartMigration})
+		if w.cfg.Plan == "decide" {
+			w.newPlacer()
+		} else {
+			w.after(orDuration(w.cfg.MigrateAt, 100*time.Millisecond), &shEvent{kind: shStartMigration})
+		}
 	}
 	if w.cfg.Ops == 0 {
 		w.stopIssuing()
@@ -252,6 +276,11 @@ func (w *shWorld) run() {
 			c.pending.Unknown()
 			w.stats.Unknown++
 		}
+	}
+	// Liveness: with every fault healed, the migration under way ends
+	// (done or canceled) within the drain.
+	if w.mig.active && w.err == "" {
+		w.violation("migration %d (%s -> %s, slots %s) did not end within %v of the final heal", w.mig.rec.ID, w.mig.rec.FromName, w.mig.rec.ToName, shard.FormatSlots(w.mig.rec.Slots), DefaultDrainTime)
 	}
 }
 
@@ -288,7 +317,13 @@ func (w *shWorld) handle(e *shEvent) {
 			}
 			return
 		}
-		w.startMigration()
+		if w.cfg.Plan == "rotation" {
+			w.startMigration()
+		}
+	case shPlaceTick:
+		w.onPlaceTick()
+	case shPlaceAnswer:
+		w.placerAnswer(e.resp)
 	case shNemesis:
 		w.onNemesis()
 	case shRestart:
@@ -309,6 +344,7 @@ func (w *shWorld) stopIssuing() {
 		return
 	}
 	w.stopping = true
+	w.stopAt = w.now
 	w.tracef("workload over: healing every fault")
 	w.healAll()
 	w.after(DefaultDrainTime, &shEvent{kind: shDrainEnd})
@@ -395,6 +431,9 @@ func (w *shWorld) deliver(e *shEvent) {
 		e.arrived = true
 		m.q = append(m.q, e)
 		return
+	}
+	if e.kind == shClientReq && e.client >= 0 {
+		w.countRequest(e.group)
 	}
 	var in automaton.Input
 	var cost time.Duration

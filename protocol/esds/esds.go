@@ -310,6 +310,11 @@ type ESDS struct {
 	// gcSkipped: collections put off since, gcLastN: operations they could
 	// have collected at the last (collectDue).
 	snapLen, gcSkipped, gcLastN int
+	// uncompacted: the collected operations whose records are kept for
+	// record "g" (gc.go collectDelta) until the next "s"; deltaWritten:
+	// a "g" was written since the last "s".
+	uncompacted  []string
+	deltaWritten bool
 	// stableOrder keeps the stable state's sorted keys between its
 	// snapshots (service.KeyOrder), when the state is a KV.
 	stableOrder service.KeyOrder
@@ -460,6 +465,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.resultQ = nil
 	a.gcd = idSummary{}
 	a.reads = idSummary{}
+	a.uncompacted, a.deltaWritten = nil, false
 	a.goneQ = map[string]uint64{}
 	a.stable = a.svc.NewState()
 	a.stableMax = Label{}
