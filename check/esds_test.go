@@ -102,3 +102,63 @@ func TestESDSBadInput(t *testing.T) {
 		t.Fatal("no orders accepted")
 	}
 }
+
+// kvOp is an ESDS operation of the KV service on key k.
+func kvOp(id, kind, val string, res history.Result, prev ...string) history.Op {
+	o := esdsOp(id, kind, val, false, res, prev...)
+	o.Key = "k"
+	return o
+}
+
+// TestESDSLocalReads: with LocalReads, a non-strict read may be absent from
+// the order, an operation naming it in prev must follow the read's own prev
+// closure, and a read's value must come from a set holding its prev closure
+// (checkReadsAgainstPrev). Each broken history is a way a replica could
+// answer a read from a view missing its prev.
+func TestESDSLocalReads(t *testing.T) {
+	nilRes := history.FromResult(service.Nil())
+	ok := history.FromResult(service.OK())
+	cases := []struct {
+		name  string
+		ops   []history.Op
+		order []string
+		local bool
+		want  string // "" passes
+	}{
+		{"read outside the order", []history.Op{kvOp("w1", "set", "a", ok), kvOp("r", "get", "", resBytes("a"), "w1")},
+			[]string{"w1"}, true, ""},
+		{"read outside the order, option off", []history.Op{kvOp("w1", "set", "a", ok), kvOp("r", "get", "", resBytes("a"), "w1")},
+			[]string{"w1"}, false, "no replica ordered it"},
+		{"read misses its prev write (nil)", []history.Op{kvOp("w1", "set", "a", ok), kvOp("r", "get", "", nilRes, "w1")},
+			[]string{"w1"}, true, "non-strict read \"r\""},
+		{"read misses its prev write, also when ordered", []history.Op{kvOp("w1", "set", "a", ok), kvOp("r", "get", "", nilRes, "w1")},
+			[]string{"w1", "r"}, false, "non-strict read \"r\""},
+		{"read sees a write its prev overwrote", []history.Op{kvOp("w0", "set", "z", ok), kvOp("w1", "set", "a", ok, "w0"), kvOp("r", "get", "", resBytes("z"), "w1")},
+			[]string{"w0", "w1"}, true, "non-strict read \"r\""},
+		{"read sees a concurrent write", []history.Op{kvOp("w0", "set", "z", ok), kvOp("w1", "set", "a", ok), kvOp("r", "get", "", resBytes("z"), "w1")},
+			[]string{"w0", "w1"}, true, ""},
+		{"read through a read's prev", []history.Op{kvOp("w1", "set", "a", ok), kvOp("r1", "get", "", resBytes("a"), "w1"), kvOp("r2", "get", "", nilRes, "r1")},
+			[]string{"w1"}, true, "non-strict read \"r2\""},
+		{"write after a read follows the read's prev", []history.Op{kvOp("w1", "set", "a", ok), kvOp("r", "get", "", resBytes("a"), "w1"), kvOp("w2", "set", "b", ok, "r")},
+			[]string{"w2", "w1"}, true, "before \"w1\" from its prev set"},
+		{"write after a read, in order", []history.Op{kvOp("w1", "set", "a", ok), kvOp("r", "get", "", resBytes("a"), "w1"), kvOp("w2", "set", "b", ok, "r")},
+			[]string{"w1", "w2"}, true, ""},
+		{"not blind: unchecked", []history.Op{kvOp("w1", "append", "a", history.Result{Type: "int", Int: 1}), kvOp("r", "get", "", nilRes, "w1")},
+			[]string{"w1"}, true, ""},
+	}
+	for _, c := range cases {
+		rep, err := ESDSWith(&history.History{Ops: c.ops}, map[string][]string{"n1": c.order}, service.KV{}, ESDSOptions{LocalReads: c.local})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.want == "" {
+			if !rep.Ok {
+				t.Errorf("%s: %s", c.name, rep.Detail())
+			}
+			continue
+		}
+		if rep.Ok || !strings.Contains(rep.Detail(), c.want) {
+			t.Errorf("%s: want a violation naming %q, got %s", c.name, c.want, rep.Detail())
+		}
+	}
+}

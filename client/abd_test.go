@@ -215,3 +215,67 @@ func TestABDClientSharedStreams(t *testing.T) {
 	nodes[2].stop()
 	run(rounds)
 }
+
+// A phase asks a majority first (abd.go, "Phases to a majority"): with
+// every replica up, a put costs about 2 calls per phase, not 3, spread over
+// every replica; Options.ABDAll asks all 3 every phase (the test's
+// broken variant: it fails the majority bound).
+func TestABDClientAsksMajority(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("all=%v", all), func(t *testing.T) {
+			_, backs, addrs := abdReplicas(t, 3)
+			ctx := tctx(t)
+			a := newGRPC(t, addrs, Options{ABDAll: all}).ABD("")
+			const puts = 60
+			for i := range puts {
+				if err := a.Set(ctx, fmt.Sprintf("k%d", i%7), []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(50 * time.Millisecond) // calls still in flight at a phase's end arrive
+			total := 0
+			for i, b := range backs {
+				n := len(b.Log())
+				if n == 0 {
+					t.Fatalf("replica %d got no phase", i)
+				}
+				total += n
+			}
+			phases := 2 * puts
+			t.Logf("%d phases, %d calls", phases, total)
+			// With ABDAll a third call is dropped only when the phase ended
+			// before its stream's writer took it.
+			if all && total <= 2*phases {
+				t.Fatalf("ABDAll: %d calls for %d phases, want more than a majority's %d", total, phases, 2*phases)
+			}
+			// Asking all 3 is 360; a hedge (20 ms without a majority) adds
+			// one call, rare even under load.
+			if !all && total > phases*5/2 {
+				t.Fatalf("%d calls for %d phases: the phases asked every replica", total, phases)
+			}
+		})
+	}
+}
+
+// The hedge follows the client's phase times: 20 ms while phases are
+// fast, about 4 times their time when they are slow (a loaded machine),
+// and back once they are fast again.
+func TestABDClientHedgeFollowsPhases(t *testing.T) {
+	_, _, addrs := abdReplicas(t, 3)
+	a := newGRPC(t, addrs, Options{}).ABD("")
+	if h := a.hedge(); h != abdHedge {
+		t.Fatalf("hedge of a new client %v, want %v", h, abdHedge)
+	}
+	for range 200 {
+		a.took(50 * time.Millisecond)
+	}
+	if h := a.hedge(); h < 150*time.Millisecond || h > 200*time.Millisecond {
+		t.Fatalf("hedge after 50 ms phases %v, want about 200 ms", h)
+	}
+	for range 200 {
+		a.took(100 * time.Microsecond)
+	}
+	if h := a.hedge(); h != abdHedge {
+		t.Fatalf("hedge after fast phases again %v, want %v", h, abdHedge)
+	}
+}

@@ -129,6 +129,10 @@ type Options struct {
 	// one node, unmarked, as for any other namespace: that node proposes or
 	// forwards for the client (fanout.go).
 	NoFanout bool
+	// ABDAll (GRPC.ABD only) sends each client-driven ABD phase to every
+	// replica at once, as the seed's client does, instead of to a
+	// majority first (abd.go, "Phases to a majority").
+	ABDAll bool
 }
 
 // Error is an error a node answered: an error reply ("ERR ...",

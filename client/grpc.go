@@ -142,6 +142,9 @@ type GRPC struct {
 
 	life       context.Context // ends at Close: leader watches
 	lifeCancel context.CancelFunc
+
+	abdNext  atomic.Uint64 // where client-driven ABD's next majority starts (abd.go)
+	abdPhase atomic.Int64  // client-driven ABD's recent phase time, ns (abd.go hedge)
 }
 
 type gconn struct {
@@ -151,6 +154,8 @@ type gconn struct {
 
 	smu sync.Mutex
 	st  *gstream // the Pipeline stream (pipeline.go), nil until first used
+
+	abdSuspect atomic.Int64 // unix ns until which ABD phases ask it last (abd.go)
 
 	mu         sync.Mutex
 	starts     uint64        // dials started

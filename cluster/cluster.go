@@ -72,6 +72,9 @@ const (
 	ConfigFile = "cluster.yaml"
 	BinaryFile = "binary"
 	DataDir    = "data"
+	// DieWithParentFile marks a cluster whose nodes die with the process
+	// that started them (UpOptions.DieWithParent); Restart reads it too.
+	DieWithParentFile = "die-with-parent"
 )
 
 // Timeouts.
@@ -128,6 +131,12 @@ type UpOptions struct {
 	// Remotes are other Synod clusters the namespaces call (the cluster
 	// file's remotes; config/remotes.go).
 	Remotes []config.Remote
+	// DieWithParent makes the kernel kill every node (now and on Restart
+	// or AddNode) when the process that started it dies (Linux's parent-
+	// death signal). Test harnesses and benchmark commands set it, so a
+	// binary killed by its timeout leaves no nodes running; `synod cluster
+	// up` does not, its nodes outlive the command.
+	DieWithParent bool
 }
 
 // Node is one member of a running cluster.
@@ -276,6 +285,13 @@ func Up(opts UpOptions) (*Cluster, error) {
 	}
 	if err := writeFileAtomic(filepath.Join(dir, BinaryFile), []byte(bin+"\n")); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if opts.DieWithParent {
+		if err := writeFileAtomic(filepath.Join(dir, DieWithParentFile), nil); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	} else {
+		os.Remove(filepath.Join(dir, DieWithParentFile))
 	}
 
 	// Start every node, then wait for all of them together.

@@ -18,6 +18,9 @@ import (
 var synodBin string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("SYNOD_TEST_PARENT_DIR"); dir != "" {
+		os.Exit(parentOfCluster(dir, os.Getenv("SYNOD_TEST_PARENT_BIN"), os.Getenv("SYNOD_TEST_PARENT_DIE") == "1"))
+	}
 	tmp, err := os.MkdirTemp("", "synod-cluster-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

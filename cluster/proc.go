@@ -44,7 +44,8 @@ func startNode(dir, bin, id string) (*proc, error) {
 	cmd.Dir = dir
 	cmd.Stdout = lf
 	cmd.Stderr = lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	_, err = os.Stat(filepath.Join(dir, DieWithParentFile))
+	cmd.SysProcAttr = nodeAttr(err == nil)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cluster: starting %s: %w", id, err)
 	}

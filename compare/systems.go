@@ -179,6 +179,12 @@ func startRedis(ctx context.Context, env *Env, name string, aof bool) (*Instance
 // standard clients do.
 // binary is the synod executable ("" means this one).
 func SynodSystem(protocol, binary, durability string) System {
+	return SynodSystemParams(protocol, binary, durability, nil)
+}
+
+// SynodSystemParams is SynodSystem with the namespace's protocol
+// parameters (for example esds reads=local).
+func SynodSystemParams(protocol, binary, durability string, params map[string]string) System {
 	if durability == "" {
 		durability = "fsync"
 	}
@@ -187,7 +193,8 @@ func SynodSystem(protocol, binary, durability string) System {
 		Missing: func() string { return "" },
 		Start: func(ctx context.Context, env *Env) (*Instance, error) {
 			c, err := cluster.Up(cluster.UpOptions{
-				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: durability, Binary: binary,
+				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: durability, Binary: binary, Params: params,
+				DieWithParent: true,
 			})
 			if err != nil {
 				return nil, err

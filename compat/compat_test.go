@@ -185,7 +185,7 @@ func setupAndRun(m *testing.M) int {
 	// ("remote" by default): a paxos namespace that serves nested requests.
 	extra = append(extra, config.Namespace{Name: "remote", Protocol: "paxos", Service: "kv"})
 	cdir := filepath.Join(tmp, "cluster")
-	c, err := cluster.Up(cluster.UpOptions{Dir: cdir, Nodes: 3, Protocol: "unreplicated", Durability: "memory", Binary: bin, Extra: extra})
+	c, err := cluster.Up(cluster.UpOptions{Dir: cdir, Nodes: 3, Protocol: "unreplicated", Durability: "memory", Binary: bin, Extra: extra, DieWithParent: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -114,6 +114,7 @@ func (e *Env) Up(name string, opts cluster.UpOptions) (*cluster.Cluster, error) 
 		}
 	}
 	e.Logf("starting %d-node %s cluster (durability %s) in %s", opts.Nodes, orDefault(opts.Protocol, automaton.DefaultProtocol), orDefault(opts.Durability, "fsync"), opts.Dir)
+	opts.DieWithParent = true // an experiment killed midway leaves no nodes
 	c, err := cluster.Up(opts)
 	if err != nil {
 		return nil, err

@@ -41,6 +41,7 @@ type accessShard struct {
 	mu    sync.Mutex
 	m     map[string]int64 // namespace "\x00" key -> unix seconds of the last access
 	since int64            // unix seconds when m began
+	buf   []byte           // scratch for a lookup's map key (under mu)
 }
 
 func newAccessTable() *accessTable {
@@ -85,7 +86,13 @@ func (t *accessTable) note(ns string, cmd *command, args [][]byte) {
 			if s.m == nil || len(s.m) >= maxAccessKeys {
 				s.m, s.since = make(map[string]int64), now
 			}
-			s.m[ns+"\x00"+string(key)] = now
+			// A key noted already this second keeps its entry: the lookup
+			// through the scratch buffer allocates nothing, where storing
+			// a new key string did for every command.
+			s.buf = append(append(append(s.buf[:0], ns...), 0), key...)
+			if at, ok := s.m[string(s.buf)]; !ok || at != now {
+				s.m[string(s.buf)] = now
+			}
 		}
 		s.mu.Unlock()
 	}

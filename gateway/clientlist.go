@@ -60,12 +60,24 @@ func (c *conn) noteCommand(name string, args [][]byte) {
 	if containers[name] && len(args) > 1 {
 		full = name + "|" + strings.ToLower(string(args[1]))
 	}
-	argv, wire := 0, len(fmt.Sprintf("*%d\r\n", len(args)))
+	argv, wire := 0, 3+decimalLen(len(args)) // *N\r\n
 	for _, a := range args {
 		argv += len(a)
-		wire += len(fmt.Sprintf("$%d\r\n", len(a))) + len(a) + 2
+		wire += 3 + decimalLen(len(a)) + len(a) + 2 // $N\r\n, the bytes, \r\n
 	}
 	c.list.cmd, c.list.last, c.list.argvMem, c.list.wireSize = full, time.Now(), argv, wire
+}
+
+// decimalLen is the number of digits of n >= 0 in base 10 (the length
+// fmt's %d gives it, without formatting: noteCommand runs for every
+// command).
+func decimalLen(n int) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
 }
 
 // noteState notes c's MULTI and subscription state after a command.

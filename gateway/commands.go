@@ -410,6 +410,10 @@ func (c *conn) writeResult(r service.Result) {
 			c.w.WriteSimple(st) // a script's status reply (script.go)
 			return
 		}
+		if msg, ok := strings.CutPrefix(r.Err, countedErr); ok {
+			c.writeCountedError(withCode(msg))
+			return
+		}
 		c.writeError(withCode(r.Err))
 	case service.ResultArray:
 		switch r.Err {

@@ -29,8 +29,10 @@ type errorStats struct {
 }
 
 // add counts one error reply msg.
-func (e *errorStats) add(msg string) {
-	code := synoderr.Parse(msg).Code()
+func (e *errorStats) add(msg string) { e.addCode(synoderr.Parse(msg).Code()) }
+
+// addCode counts one error reply whose code is code.
+func (e *errorStats) addCode(code string) {
 	e.mu.Lock()
 	if e.m == nil {
 		e.m = map[string]int64{}
@@ -100,6 +102,18 @@ func (s *Server) errorInfo() (map[string]string, string) {
 // writeError writes the error reply msg and counts it.
 func (c *conn) writeError(msg string) {
 	c.s.errs.add(msg)
+	c.errReplies++
+	c.w.WriteError(msg)
+}
+
+// countedErr leads the text of an error reply already counted where it
+// arose (a script's reply made of a command's error, script.go
+// scriptReports): writeResult writes it without counting its code again;
+// the command still counts as failed.
+const countedErr = "\x00counted:"
+
+// writeCountedError writes the error reply msg, already counted by its code.
+func (c *conn) writeCountedError(msg string) {
 	c.errReplies++
 	c.w.WriteError(msg)
 }

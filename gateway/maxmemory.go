@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
 )
 
 // maxmemory, save and the other CONFIG parameters Redis's introspection
@@ -76,7 +77,13 @@ func (m *memLimit) heapInUse() uint64 {
 }
 
 // oomErr is Redis's shared.oomerr.
-const oomErr = "OOM command not allowed when used memory > 'maxmemory'."
+const oomErr = service.OOMError
+
+// over says whether a limit is set and the heap is above it.
+func (m *memLimit) over() bool {
+	max := m.max.Load()
+	return max > 0 && m.heapInUse() > uint64(max)
+}
 
 // outOfMemory reports whether cmd is refused for memory now: a limit is
 // set, the heap is above it, and cmd is denyoom or queued in MULTI.

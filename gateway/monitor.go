@@ -78,6 +78,9 @@ func (c *conn) stopMonitor() {
 
 // feedMonitors logs command args of c to every monitor but c.
 func (c *conn) feedMonitors(name string, args [][]byte) {
+	if c.s.mon.n.Load() == 0 {
+		return // no monitor: the address string is not built (every command comes here)
+	}
 	c.feedMonitorsFrom(c.nc.RemoteAddr().String(), name, args)
 }
 

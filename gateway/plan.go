@@ -85,6 +85,9 @@ func constPlan(r service.Result) plan {
 // opPlan is a plan of one operation whose result is the reply, passed
 // through f when f is not nil.
 func opPlan(op service.Op, f func(service.Result) service.Result) plan {
+	if f == nil {
+		return plan{ops: []service.Op{op}, reply: firstResult} // no closure to allocate
+	}
 	return plan{ops: []service.Op{op}, reply: func(rs []service.Result) service.Result {
 		if f == nil || rs[0].Type == service.ResultErr {
 			return rs[0]
@@ -92,6 +95,9 @@ func opPlan(op service.Op, f func(service.Result) service.Result) plan {
 		return f(rs[0])
 	}}
 }
+
+// firstResult is the reply of a plan of one operation answered as it is.
+func firstResult(rs []service.Result) service.Result { return rs[0] }
 
 // Shape markers (see the package comment above).
 const (
@@ -130,7 +136,7 @@ func (p plan) render(rs []service.Result) service.Result {
 	if p.reported != nil && len(rs) == 1 {
 		r, keys := unwrapReport(rs[0])
 		rs = []service.Result{r}
-		defer p.reported(keys)
+		p.reported(keys) // before the reply: it may depend on the report (scriptReports)
 	}
 	if p.reply == nil {
 		if len(rs) == 1 {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
@@ -83,6 +84,7 @@ type flight struct {
 // mark, and returns the function that forgets it.
 func (s *scripts) sending(op service.Op) func() {
 	mode, _ := service.SplitScriptReport(strings.TrimPrefix(string(op.Args[0]), "ro:"))
+	mode, _ = service.SplitScriptOOM(mode)
 	kind, mark, ok := strings.Cut(mode, "|")
 	if !ok {
 		return func() {}
@@ -197,7 +199,7 @@ func planEval(kind string, ro bool) planFunc {
 		} else {
 			c.s.scr.add(body)
 		}
-		mode := "eval" + c.busyMark()
+		mode := c.scriptOOM() + "eval" + c.busyMark()
 		if ro {
 			mode = "ro:" + mode
 		}
@@ -219,7 +221,7 @@ func planFCall(ro bool) planFunc {
 		if msg != "" {
 			return errPlan("%s", msg)
 		}
-		mode := "fcall:" + string(args[1]) + c.busyMark()
+		mode := c.scriptOOM() + "fcall:" + string(args[1]) + c.busyMark()
 		if ro {
 			mode = "ro:" + mode
 		}
@@ -228,6 +230,16 @@ func planFCall(ro bool) planFunc {
 		a := append([][]byte{[]byte(mode), nil}, rest...)
 		return c.scriptReports(opPlan(service.Op{Kind: "eval", Key: key, Args: a}, nil))
 	}
+}
+
+// scriptOOM is service.ScriptOOM while this node is over its maxmemory
+// (maxmemory.go), else "": the script then runs as Redis runs one that
+// starts over maxmemory (service/kv_script.go says how).
+func (c *conn) scriptOOM() string {
+	if c.s == nil || !c.s.mem.over() {
+		return ""
+	}
+	return service.ScriptOOM
 }
 
 // busyMark is the "|<instructions>" suffix of an eval operation's mode from
@@ -330,19 +342,25 @@ func (s *scripts) killScript(eval bool) service.Result {
 				unkillable = true
 			case service.KillDone:
 				killed = true
-				s.killPeers(eval, strings.Join(r.Command, "\x00"))
+				s.killPeers(eval, r.ID, strings.Join(r.Command, "\x00"))
 			}
 		}
+		f := s.overdueElsewhere()
 		switch {
 		case unkillable:
 			return errResult("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 		case killed:
 			s.killedFlights(eval)
 			return service.OK()
-		case len(busy) == 0 && s.overdueOf(eval) != nil:
+		case len(busy) == 0 && f != nil && f.eval != eval:
+			// A script of the other kind is busy at another replica.
+			return errResult("%s", busyErr(&service.RunningScript{Eval: f.eval}))
+		case len(busy) == 0 && f != nil:
 			// This node sent a script that is overdue and its replica
-			// runs nothing: another replica executes it (pbpaxos).
-			return s.killRemote(eval, s.overdueOf(eval).cmdline, time.Until(deadline))
+			// runs nothing: another replica executes it (pbpaxos; paxos
+			// when the leader is another node: this replica runs it once
+			// the leader has).
+			return s.killRemote(eval, f.cmdline, time.Until(deadline))
 		case !pending || time.Now().After(deadline):
 			return errResult("NOTBUSY No scripts in execution right now.")
 		}
@@ -360,17 +378,15 @@ func (s *scripts) killedFlights(eval bool) {
 	s.mu.Unlock()
 }
 
-// overdueOf is a script of the kind this node sent that is overdue while
-// no run of this process is in progress (the run is at another node's
+// overdueElsewhere is a script this node sent that is overdue while no
+// run of this process is in progress (the run is at another node's
 // replica only), or nil.
-func (s *scripts) overdueOf(eval bool) *flight {
+func (s *scripts) overdueElsewhere() *flight {
 	if len(service.RunningScripts()) > 0 {
 		return nil
 	}
-	if f, _ := s.overdue(); f != nil && f.eval == eval {
-		return f
-	}
-	return nil
+	f, _ := s.overdue()
+	return f
 }
 
 // killRemote is SCRIPT KILL (FUNCTION KILL) for a script this node sent
@@ -436,27 +452,42 @@ func (s *scripts) killResult(id, outcome string) {
 // busyRun is this process's busy run; while a script this node sent is
 // overdue but its run here is not yet busy, it waits for it (up to
 // killWait), since a request through the log would wait behind the run.
-func (c *conn) busyRun() *service.RunningScript {
+// When this process runs nothing while the script is overdue (another
+// node's replica runs it: pbpaxos, or paxos with another leader), it is
+// the run as this node knows it from the flight (remote true: name,
+// command and start, without the library counts).
+func (c *conn) busyRun() (r *service.RunningScript, remote bool) {
 	if c.s == nil {
-		return service.BusyScript()
+		return service.BusyScript(), false
 	}
 	for deadline := time.Now().Add(killWait); ; time.Sleep(2 * time.Millisecond) {
 		if r := service.BusyScript(); r != nil {
-			return r
+			return r, false
+		}
+		if f := c.s.scr.overdueElsewhere(); f != nil {
+			cmd := strings.Split(f.cmdline, "\x00")
+			r := &service.RunningScript{Eval: f.eval, Command: cmd, Start: f.start, Name: "user_script"}
+			if !f.eval && len(cmd) > 1 {
+				r.Name = cmd[1]
+			}
+			return r, true
 		}
 		if f, _ := c.s.scr.overdue(); f == nil || time.Now().After(deadline) {
-			return nil
+			return nil, false
 		}
 	}
 }
 
 // killPeers hands a kill to the other nodes (over the pub/sub peer
-// transport, at most once): each stops its own replica's run of the same
-// command once that run is busy (killLater). Without it the other replicas
-// run the script to its budget, and the log waits behind them. The kill is
-// safe at any replica for the same reason as here: a busy run that has not
-// written can no longer write (service/kv_script_busy.go).
-func (s *scripts) killPeers(eval bool, cmdline string) {
+// transport, at most once): each ends its own replica's run of the same
+// operation, named by runID, now if it is busy or at its mark if it has
+// not reached it (service.EndRun). Without it the other replicas run the
+// script to its budget, and the log waits behind them. The kill is safe at
+// any replica for the same reason as here: a busy run that has not written
+// can no longer write (service/kv_script_busy.go). A run without an ID (an
+// operation without Env) is named by its command line instead, which each
+// node waits for up to killWait (killLater).
+func (s *scripts) killPeers(eval bool, runID, cmdline string) {
 	if s.peers == nil {
 		return
 	}
@@ -467,14 +498,17 @@ func (s *scripts) killPeers(eval bool, cmdline string) {
 	e := wire.Encoder{}
 	e.Byte(psScriptKill)
 	e.String(kind)
-	e.String(cmdline)
+	e.String(runID + "|" + cmdline)
 	s.peers.PublishPeers(e.B)
 }
 
-// killLater kills this process's run of cmdline when it is busy, waiting for it up to killWait; for a kill another node
-// asked for with an id (killRemote), it answers the outcome.
+// killLater kills this process's run of cmdline when it is busy, waiting
+// for it up to killWait or until a run of cmdline has ended anywhere (a
+// later run of the same command must not be killed); for a kill another
+// node asked for with an id (killRemote), it answers the outcome.
 func (s *scripts) killLater(eval bool, cmdline, id string) {
-	for deadline := time.Now().Add(killWait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	start := time.Now()
+	for deadline := start.Add(killWait); time.Now().Before(deadline) && !service.EndedSince(cmdline, start); time.Sleep(5 * time.Millisecond) {
 		for _, r := range service.RunningScripts() {
 			if r.Eval != eval || strings.Join(r.Command, "\x00") != cmdline {
 				continue
@@ -488,7 +522,7 @@ func (s *scripts) killLater(eval bool, cmdline, id string) {
 					} else {
 						// The other replicas' runs of it, if any
 						// (paxos: a replica behind in the log).
-						s.killPeers(eval, strings.Join(r.Command, "\x00"))
+						s.killPeers(eval, r.ID, strings.Join(r.Command, "\x00"))
 					}
 					e := wire.Encoder{}
 					e.Byte(psScriptKillResult)
@@ -512,32 +546,52 @@ var scriptConn = &conn{ns: config.Namespace{Name: "script", Service: "kv"}, svc:
 
 // scriptCommand maps a command called from a script onto its plan's
 // operations (service.SetScriptCommands).
-func scriptCommand(args [][]byte) ([]service.Op, func([]service.Result) service.Result, string) {
+func scriptCommand(args [][]byte) (service.ScriptCmd, string) {
 	name := lower(args[0])
 	cmd, ok := commands[name]
 	if !ok {
-		return nil, nil, "ERR Unknown Redis command called from script"
+		return service.ScriptCmd{}, "ERR Unknown Redis command called from script"
 	}
+	sc := service.ScriptCmd{Known: true, DenyOOM: slices.Contains(cmd.flags, "denyoom")}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
-		return nil, nil, "ERR Wrong number of args calling Redis command from script"
+		return sc, "ERR Wrong number of args calling Redis command from script"
 	}
 	switch {
 	case name == "ping" && len(args) <= 2:
+		sc.Render = func([]service.Result) service.Result { return status("PONG") }
 		if len(args) == 2 {
-			return nil, func([]service.Result) service.Result { return service.Bytes(args[1]) }, ""
+			sc.Render = func([]service.Result) service.Result { return service.Bytes(args[1]) }
 		}
-		return nil, func([]service.Result) service.Result { return status("PONG") }, ""
+		return sc, ""
 	case name == "echo" && len(args) == 2:
-		return nil, func([]service.Result) service.Result { return service.Bytes(args[1]) }, ""
+		sc.Render = func([]service.Result) service.Result { return service.Bytes(args[1]) }
+		return sc, ""
+	case name == "select":
+		// SELECT changes only the script's database in Redis; Synod has
+		// database 0 only. Redis's 16 databases bound "out of range".
+		sc.Render = func([]service.Result) service.Result {
+			n, err := strconv.Atoi(string(args[1]))
+			switch {
+			case err != nil:
+				return errResult("ERR value is not an integer or out of range")
+			case n < 0 || n >= 16:
+				return errResult("ERR DB index is out of range")
+			case n != 0:
+				return errResult("ERR DB index is out of range: Synod has no numbered databases; choose a namespace with SYNOD NS <name>")
+			}
+			return service.OK()
+		}
+		return sc, ""
 	}
 	if cmd.plan == nil || (cmd.block != nil && !streamReadCmd(name)) || slices.Contains(cmd.flags, "noscript") {
-		return nil, nil, "ERR This Redis command is not allowed from script"
+		return sc, "ERR This Redis command is not allowed from script"
 	}
 	p := cmd.plan(scriptConn, args)
 	if len(p.guards) > 0 {
-		return nil, nil, fmt.Sprintf("ERR %s is not supported from scripts by Synod", strings.ToUpper(name))
+		return sc, fmt.Sprintf("ERR %s is not supported from scripts by Synod", strings.ToUpper(name))
 	}
-	return p.ops, p.render, ""
+	sc.Ops, sc.Render = p.ops, p.render
+	return sc, ""
 }
 
 // cmdScript is SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP.
@@ -654,7 +708,23 @@ func planFunction(c *conn, args [][]byte) plan {
 		}
 		return opPlan(service.Op{Kind: "fnlist", Args: a}, functionList(withCode))
 	case "stats":
-		if r := c.busyRun(); r != nil {
+		if r, remote := c.busyRun(); remote {
+			// The run is at another node's replica and this replica
+			// has not reached it: the library counts are this
+			// replica's, read from its state without the log (which
+			// waits behind the run).
+			return plan{reply: func([]service.Result) service.Result {
+				res := c.readLocal(service.Op{Kind: "fnlist", Args: [][]byte{[]byte("nocode")}})
+				if res.Type != service.ResultArray {
+					return res
+				}
+				r.Libraries = len(res.Elems)
+				for _, l := range res.Elems {
+					r.Functions += (len(l.Elems) - 2) / 3
+				}
+				return runningStats(r)
+			}}
+		} else if r != nil {
 			// The log waits behind the busy run: answer from it.
 			return constPlan(runningStats(r))
 		}
@@ -712,6 +782,16 @@ func functionList(withCode bool) func(service.Result) service.Result {
 		}
 		return service.Array(out...)
 	}
+}
+
+// readLocal runs op, a read, on this node's replica alone
+// (automaton.ReadLocal: no log, no leader).
+func (c *conn) readLocal(op service.Op) service.Result {
+	c.mu.Lock()
+	ns := c.ns
+	c.mu.Unlock()
+	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
+	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(automaton.ReadLocal, id), Checked: true})
 }
 
 // runningStats is FUNCTION STATS while run is busy: the running script (a
@@ -778,25 +858,57 @@ func (c *conn) scriptReports(p plan) plan {
 	}
 	op.Args = append([][]byte{[]byte(mode)}, op.Args[1:]...)
 	p.ops = []service.Op{op}
+	counted := false
 	p.reported = func(rep []service.Result) {
-		if report == service.ScriptCounts {
-			for i := 0; i+1 < len(rep); i += 2 {
-				for n := int64(0); n < rep[i+1].Int; n++ {
-					c.s.cmds.called(string(rep[i].Bytes), 0, false)
+		for _, e := range rep {
+			if len(e.Elems) == 0 {
+				continue
+			}
+			switch string(e.Elems[0].Bytes) {
+			case "c": // name, calls, rejected, failed
+				if len(e.Elems) != 5 {
+					continue
+				}
+				name := string(e.Elems[1].Bytes)
+				calls, rejected, failed := e.Elems[2].Int, e.Elems[3].Int, e.Elems[4].Int
+				for n := int64(0); n < calls; n++ {
+					c.s.cmds.called(name, 0, n < failed)
+				}
+				for n := int64(0); n < rejected; n++ {
+					c.s.cmds.rejected(name)
+				}
+			case "e": // the error codes, counted as replies are
+				for _, code := range e.Elems[1:] {
+					c.s.errs.addCode(string(code.Bytes))
+				}
+			case "m": // a command executed, for MONITOR
+				args := make([][]byte, len(e.Elems)-1)
+				for i, a := range e.Elems[1:] {
+					args[i] = a.Bytes
+				}
+				if len(args) > 0 {
+					c.feedMonitorsFrom("lua", strings.ToLower(string(args[0])), args)
+				}
+			case "x":
+				counted = true
+			case "i": // this replica's run of it, if any, need not be busy
+				if len(e.Elems) == 2 {
+					service.RunAnswered(string(e.Elems[1].Bytes))
 				}
 			}
-			return
 		}
-		for _, call := range rep {
-			args := make([][]byte, len(call.Elems))
-			for i, a := range call.Elems {
-				args[i] = a.Bytes
-			}
-			if len(args) > 0 {
-				c.s.cmds.called(strings.ToLower(string(args[0])), 0, false)
-				c.feedMonitorsFrom("lua", strings.ToLower(string(args[0])), args)
-			}
+	}
+	reply := p.reply
+	p.reply = func(rs []service.Result) service.Result {
+		r := rs[0]
+		if reply != nil {
+			r = reply(rs)
 		}
+		if counted && r.Type == service.ResultErr {
+			// Counted where the command failed (Redis counts it once).
+			r.Err = countedErr + r.Err
+		}
+		return r
 	}
 	return p
 }

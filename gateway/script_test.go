@@ -3,6 +3,8 @@ package gateway
 import (
 	"strings"
 	"testing"
+
+	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
 
 // TestScripts runs EVAL, EVALSHA, SCRIPT and FUNCTION/FCALL on the live
@@ -71,5 +73,62 @@ func TestScripts(t *testing.T) {
 				t.Errorf("redis.sha1hex(): %s", got)
 			}
 		})
+	}
+}
+
+// TestScriptOOM: over maxmemory, scripts answer as in Redis's scripting
+// tests "Consistent eval error reporting" and "reject script do not cause a
+// Lua stack leak": a script with a shebang and no no-writes flag is refused
+// with OOM, a legacy EVAL's SET answers OOM (redis.pcall returns it), and
+// INFO counts the refusal once: errorstat OOM 1, total_error_replies 1,
+// SET rejected (not called), EVAL failed unless the script caught it.
+func TestScriptOOM(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.MustAutomaton(t, pxName, "kv"), ServerOptions{})
+	r := dial(t, addr)
+	oom := "(error) OOM command not allowed when used memory > 'maxmemory'."
+	stats := func(wantEvalFailed string) {
+		t.Helper()
+		info := r.bulk("INFO", "all")
+		for _, want := range []string{"errorstat_OOM:count=1\r", "total_error_replies:1\r",
+			"cmdstat_set:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0\r",
+			"rejected_calls=0,failed_calls=" + wantEvalFailed + "\r"} {
+			if !strings.Contains(info, want) {
+				t.Errorf("INFO lacks %q:\n%s", want, info)
+			}
+		}
+		if strings.Contains(info, "errorstat_ERR") {
+			t.Errorf("INFO counts an ERR:\n%s", info)
+		}
+	}
+	run(t, r, []step{
+		cmd("CONFIG SET maxmemory 1", "OK"),
+		{[]string{"EVAL", "#!lua\nreturn 1", "0"}, oom},
+		{[]string{"EVAL", "#!lua flags=no-writes\nreturn 1", "0"}, "(integer) 1"},
+		cmd("CONFIG RESETSTAT", "OK"),
+		{[]string{"EVAL", "return redis.call('set','x','y')", "1", "x"}, oom},
+	})
+	stats("1")
+	run(t, r, []step{
+		cmd("CONFIG RESETSTAT", "OK"),
+		{[]string{"EVAL", "local t = redis.pcall('set','x','y') if t['err'] == \"OOM command not allowed when used memory > 'maxmemory'.\" then return 1 else return 0 end", "1", "x"}, "(integer) 1"},
+	})
+	stats("0")
+	run(t, r, []step{
+		cmd("CONFIG RESETSTAT", "OK"),
+		{[]string{"EVAL", "return redis.pcall('set','x','y')", "1", "x"}, oom},
+	})
+	stats("1")
+	run(t, r, []step{
+		cmd("CONFIG SET maxmemory 0", "OK"),
+		{[]string{"EVAL", "#!lua\nreturn redis.call('set','x','y')", "1", "x"}, "OK"},
+		// A command's failure (not a refusal) counts once too.
+		cmd("CONFIG RESETSTAT", "OK"),
+		{[]string{"EVAL", "return redis.call('select',99)", "0"}, "(error) ERR DB index is out of range"},
+	})
+	info := r.bulk("INFO", "all")
+	for _, want := range []string{"errorstat_ERR:count=1\r", "total_error_replies:1\r", "cmdstat_select:calls=1,", "rejected_calls=0,failed_calls=1\r"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q:\n%s", want, info)
+		}
 	}
 }

@@ -245,7 +245,9 @@ func planSet(c *conn, args [][]byte) plan {
 			return errPlan("ERR syntax error")
 		}
 	}
-	op := kvOp("set", args[1], args[2])
+	// The value's list is a piece of the command's own (capped: an option
+	// appended below goes to a fresh array): no list of one to allocate.
+	op := service.Op{Kind: "set", Key: string(args[1]), Args: args[2:3:3]}
 	if cond != "" {
 		op.Args = append(op.Args, []byte(cond))
 	}

@@ -33,6 +33,7 @@ func upCluster(t testing.TB, opts cluster.UpOptions) *cluster.Cluster {
 	t.Helper()
 	opts.Dir = t.TempDir()
 	opts.Binary = synodBin
+	opts.DieWithParent = true // a test binary killed by its timeout leaves no nodes
 	c, err := cluster.Up(opts)
 	if err != nil {
 		t.Fatalf("cluster.Up: %v", err)

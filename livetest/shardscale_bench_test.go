@@ -75,7 +75,7 @@ func BenchmarkShardScale(b *testing.B) {
 
 func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRuns []int, valSize int, durability string) {
 	pool := slices.Max(workerRuns)
-	c, err := cluster.Up(cluster.UpOptions{Dir: b.TempDir(), Binary: synodBin, Nodes: nodes, Shards: shards,
+	c, err := cluster.Up(cluster.UpOptions{Dir: b.TempDir(), Binary: synodBin, DieWithParent: true, Nodes: nodes, Shards: shards,
 		Protocol: "paxos", Service: "kv", Durability: durability})
 	if err != nil {
 		b.Fatalf("cluster.Up: %v", err)

@@ -42,7 +42,7 @@ func TestStorageFullDisk(t *testing.T) {
 		t.Skipf("cannot make a small file system here: %v", err)
 	}
 	t.Cleanup(func() { unmount() }) // after the cluster is down (cleanups run last first)
-	c, err := cluster.Up(cluster.UpOptions{Dir: dir, Binary: synodBin, Nodes: 3, Protocol: "paxos",
+	c, err := cluster.Up(cluster.UpOptions{Dir: dir, Binary: synodBin, DieWithParent: true, Nodes: 3, Protocol: "paxos",
 		Params: map[string]string{"heartbeat": "20ms", "election_timeout": "200ms"}})
 	if err != nil {
 		t.Fatalf("cluster.Up: %v", err)

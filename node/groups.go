@@ -147,7 +147,12 @@ func (n *Node) startGroup(g config.Group) error {
 	n.lt.mu.Unlock()
 	n.log.Info("group started at run time", "group", g.Namespace.Name, "records", len(recs))
 	n.m.groupsStarted.Inc()
-	go l.run(automaton.Start{Records: recs})
+	l.start(automaton.Start{Records: recs})
+	select {
+	case <-n.stopping: // shutdown's endLoops may have missed it
+		go l.end()
+	default:
+	}
 	return nil
 }
 

@@ -27,25 +27,10 @@ type event struct {
 	lazy bool
 }
 
-// timerEntry is one armed timer. Its callback pushes a TimerFired carrying
-// the id and gen it reads when the timer fires, so a timer that is re-armed
-// while stopped (Stop reported it pending: no callback runs for the old
-// arming) reuses its time.Timer and callback with a new generation instead
-// of allocating both again; Multi-Paxos re-arms its election timer on every
-// message from the leader. An entry whose timer is cancelled while pending
-// is kept for the next new timer (nsLoop.freeTimers): ABD arms one timer per
-// operation and cancels it when the operation ends, which otherwise cost a
-// time.AfterFunc, its callback and an entry per operation. A timer whose
-// callback may already be running is replaced by a new entry instead, and
-// the old callback's generation is then stale.
-type timerEntry struct {
-	gen  atomic.Uint64
-	id   atomic.Uint64 // the automaton.TimerID of the current arming
-	lazy atomic.Bool   // the current arming has slack (event.lazy)
-	t    *time.Timer
-}
-
-// maxFreeTimers bounds the cancelled timer entries kept for reuse.
+// maxFreeTimers bounds the cancelled timer entries kept for reuse (an
+// entry cancelled or fired is out of the timer heap and can serve the
+// next arming: ABD arms one timer per operation and cancels it when the
+// operation ends).
 const maxFreeTimers = 1024
 
 // batch is the Persist records one pass of the event loop produced, and the
@@ -68,7 +53,7 @@ func (b *batch) reset() {
 const commitQueueLen = 256
 
 // nsLoop runs one namespace's automaton. Fields under "loop only" are touched
-// only by the goroutine running a pass (under pass): the loop goroutine, or
+// only by the goroutine running a pass (under pass): a pool worker (sched.go), or
 // one running a direct pass (directPass).
 type nsLoop struct {
 	n     *Node
@@ -84,28 +69,39 @@ type nsLoop struct {
 	// reqIn carries client requests and batches (Node.Do, DoBatch): they
 	// have no order among them, so a direct pass may drain it too
 	// (directPass); inbox carries the inputs whose order is kept (peer
-	// messages, timers), drained by the loop goroutine only.
+	// messages, effects' results), drained by pool passes only.
 	reqIn chan event
-	// reqNote wakes the loop goroutine for requests put into reqIn
-	// (noteRequest): reqIn is read only by a goroutine holding pass, so
-	// that the requests are stepped in the order they were put in.
-	reqNote chan struct{}
+	// reqIn is read only under pass, so that the requests are stepped
+	// in the order they were put in.
+
+	// sched is the loop's state in the node's step pool (sched.go):
+	// loopIdle or loopQueued. fired (under fmu) holds the timers that
+	// fired since the last pass (timerHeap.fire); firedSpare is the
+	// previous pass's list, reused.
+	sched      atomic.Int32
+	fmu        sync.Mutex
+	fired      []event
+	firedSpare []event
 
 	// pass is held by whoever runs a pass of the loop: the loop
 	// goroutine, or a goroutine running a direct pass (directPass). The
 	// fields under "loop only" are touched under it. live (under pass):
 	// Start was stepped and the loop has not ended; ended is closed when
-	// a direct pass ends the loop (a storage failure) to stop the loop
-	// goroutine. direct: this loop runs direct passes.
+	// a storage failure). startEv: the Start the first pass steps.
+	// dead: the loop has ended (end); no pass runs any more. direct:
+	// this loop runs direct passes.
 	pass    sync.Mutex
 	live    bool
-	ended   chan struct{}
+	startEv *automaton.Start
+	begun   atomic.Bool // start was called
+	dead    bool
+	endOnce sync.Once
 	direct  bool
 	directs atomic.Uint64 // direct passes run
 
 	// loop only
 	timers     map[automaton.TimerID]*timerEntry
-	freeTimers []*timerEntry // cancelled while pending: no callback to come
+	freeTimers []*timerEntry // cancelled or fired: out of the timer heap
 	gen        uint64
 	cur        *batch // the records of the batch being stepped
 	steps      int
@@ -116,18 +112,23 @@ type nsLoop struct {
 	batches bool
 	reqs    []automaton.Request
 
-	// Pipeline between the loop and its committer goroutine.
-	commitQ chan *batch   // batches waiting for (or in) a commit, in order
-	needed  chan struct{} // offer's wake-up of a committer holding records nobody waits for
-	free    chan *batch   // recycled batches
-	failed  atomic.Bool   // a Commit failed (any namespace's): release nothing any more
+	// Pipeline between the loop and its committer goroutine, which runs
+	// only while batches wait (ensureCommitter; committing: it runs, cwg:
+	// waits for it; committed: the last record committed, committer
+	// only).
+	commitQ    chan *batch // batches waiting for (or in) a commit, in order
+	committing atomic.Bool
+	cwg        sync.WaitGroup
+	committed  uint64
+	needed     chan struct{} // offer's wake-up of a committer holding records nobody waits for
+	free       chan *batch   // recycled batches
+	failed     atomic.Bool   // a Commit failed (any namespace's): release nothing any more
 	// eager is the number of the last record of a batch that offered an
 	// Early Send: the committer commits it without waiting for an output
 	// to need it (lazy commit would start the leader's fsync only when
 	// the answer that needs it is ready, in sequence instead of in
 	// parallel with the round the Early Send began).
-	eager         atomic.Uint64
-	committerDone chan struct{} // closed when the committer has drained commitQ
+	eager atomic.Uint64
 
 	// rel interprets the automaton's outputs (package release, the
 	// interpreter the simulator, the model checker and the harness run
@@ -183,19 +184,16 @@ type nsLoop struct {
 func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Automaton) *nsLoop {
 	l := &nsLoop{
 		n: n, ns: ns, svc: svc, a: a,
-		log:           n.log.With("namespace", ns.Name),
-		inbox:         make(chan event, n.opts.InboxLen),
-		reqIn:         make(chan event, n.opts.InboxLen),
-		reqNote:       make(chan struct{}, 1),
-		ended:         make(chan struct{}),
-		timers:        map[automaton.TimerID]*timerEntry{},
-		waiters:       map[automaton.RequestID]waiterSet{},
-		cur:           &batch{},
-		commitQ:       make(chan *batch, commitQueueLen),
-		needed:        make(chan struct{}, 1),
-		free:          make(chan *batch, commitQueueLen),
-		committerDone: make(chan struct{}),
-		rel:           release.New(release.Config{Self: n.id}),
+		log:     n.log.With("namespace", ns.Name),
+		inbox:   make(chan event, n.opts.InboxLen),
+		reqIn:   make(chan event, n.opts.InboxLen),
+		timers:  map[automaton.TimerID]*timerEntry{},
+		waiters: map[automaton.RequestID]waiterSet{},
+		cur:     &batch{},
+		commitQ: make(chan *batch, commitQueueLen),
+		needed:  make(chan struct{}, 1),
+		free:    make(chan *batch, commitQueueLen),
+		rel:     release.New(release.Config{Self: n.id}),
 	}
 	l.lr, _ = a.(automaton.LeaderReporter)
 	l.batches = automaton.StepsClientBatches(ns.Protocol)
@@ -214,28 +212,22 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 	return l
 }
 
-// push hands an input to the loop, waiting while the inbox is full. It returns
-// false when the node is stopping.
+// push hands an input to the loop, waiting while the inbox is full, and
+// wakes it (sched.go). It returns false when the node is stopping.
 func (l *nsLoop) push(ev event) bool {
 	select {
 	case l.inbox <- ev:
+		l.wake()
 		return true
 	case <-l.n.stopping:
 		return false
 	}
 }
 
-// noteRequest wakes the loop goroutine for a request just put into
-// reqIn, unless a wake-up is pending already. (Nothing for a loop whose
-// requests go to the inbox.)
+// noteRequest wakes the loop for a request just put into requestChan
+// (sched.go: queued for a pool worker unless queued or stepped already).
 func (l *nsLoop) noteRequest() {
-	if !l.direct {
-		return
-	}
-	select {
-	case l.reqNote <- struct{}{}:
-	default:
-	}
+	l.wake()
 }
 
 // requestChan is the channel client requests go to: reqIn in a loop
@@ -249,13 +241,13 @@ func (l *nsLoop) requestChan() chan event {
 	return l.inbox
 }
 
-// run is the event loop. It steps the automaton with Start, then repeatedly:
-// takes one input (waiting for it), takes every further input that is already
-// queued (up to BatchLimit), and hands the batch's records to the committer
-// (flush). It does not wait for the commit: while the committer's fsync runs,
-// the loop steps the next inputs, and the committer commits everything queued
-// behind the running commit in one storage batch when it finishes (group
-// commit).
+// start begins the loop: its first pass (on a pool worker, sched.go)
+// steps Start, and every later one takes every input already queued (up
+// to BatchLimit) and hands the pass's records to the committer (flush).
+// A pass does not wait for the commit: while the committer's fsync runs,
+// the next passes step the next inputs, and the committer commits
+// everything queued behind the running commit in one storage batch when
+// it finishes (group commit). The node counts the loop (n.wg) until end.
 //
 // Release rule, the finest the automaton contract allows, decided by the
 // interpreter every runtime runs (package release): every Persist gets the
@@ -268,97 +260,41 @@ func (l *nsLoop) requestChan() chan event {
 // earlier waits and its requirement is durable already (whatever later
 // records are pending), and otherwise from the committer, after the commit
 // that makes its requirement durable.
-func (l *nsLoop) run(start automaton.Start) {
-	defer l.n.wg.Done()
-	defer l.stopTimers()
-	defer l.closeEffects() // after the committer's last releases (below)
+func (l *nsLoop) start(st automaton.Start) {
 	if l.batches {
 		l.fs, _ = l.out.(transport.FrameSender)
 	}
-	go l.committer()
-	// On return: no more batches; the committer commits and releases what it
-	// holds (unless a commit failed) before the node closes storage.
-	defer func() {
-		close(l.commitQ)
-		<-l.committerDone
-	}()
 	l.pass.Lock()
-	l.step(event{in: start})
-	l.noteLeader()
-	l.live = l.flush()
-	live := l.live
+	l.startEv = &st
 	l.pass.Unlock()
-	if !live {
-		return
-	}
-	for {
-		var ok bool
-		select {
-		case ev := <-l.inbox:
-			ok = l.loopPass(&ev)
-		case <-l.reqNote:
-			if f := l.n.opts.reqNoted; f != nil {
-				f()
-			}
-			ok = l.loopPass(nil)
-		case <-l.ended: // a direct pass ended the loop (storage failure)
-			return
-		case <-l.n.stopping:
-			l.pass.Lock()
-			l.live = false
-			l.pass.Unlock()
-			return
-		}
-		if !ok {
-			return
-		}
-	}
+	l.begun.Store(true)
+	l.wake()
 }
 
-// loopPass is one pass of the loop goroutine, begun with ev (nil: woken
-// for queued requests, reqNote): it takes ev and every further input already queued
-// (up to BatchLimit), steps the pass's client requests, and hands the
-// pass's records to the committer (flush). It does not wait for the
-// commit: while the committer's fsync runs, the loop steps the next
-// inputs, and the committer commits everything queued behind the running
-// commit in one storage batch when it finishes (group commit). It
-// reports false when the loop ends.
-func (l *nsLoop) loopPass(ev *event) bool {
-	l.pass.Lock()
-	defer l.pass.Unlock()
-	if !l.live {
-		return false
-	}
-	l.beginTurn()
-	if ev != nil {
-		l.take(*ev)
-	}
-	yielded := false
-more:
-	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
-		select {
-		case ev := <-l.inbox:
-			l.take(ev)
-		case ev := <-l.reqIn:
-			l.take(ev)
-		default:
-			if l.yieldForRequests(yielded) {
-				yielded = true
-				continue
-			}
-			break more
-		}
-	}
-	if !l.endPass() {
+// end ends the loop (the node stops, or a pass failed to flush): no pass
+// runs any more; the committer commits and releases what it holds
+// (unless a commit failed) before the node closes storage; then the
+// effects are waited for and the timers cancelled. Once; it may block.
+func (l *nsLoop) end() {
+	l.endOnce.Do(func() {
+		defer l.n.wg.Done()
+		l.pass.Lock()
 		l.live = false
-	}
-	l.renote()
-	return l.live
+		l.dead = true
+		l.pass.Unlock()
+		close(l.commitQ)
+		if l.committing.CompareAndSwap(false, true) {
+			l.cwg.Add(1)
+			l.committer() // drains what is queued, if anything
+		}
+		l.cwg.Wait()
+		l.closeEffects() // after the committer's last releases
+		l.stopTimers()
+	})
 }
 
-// renote wakes the loop goroutine again when a pass leaves requests in
-// reqIn (BatchLimit): their wake-up may have been taken by this pass.
-// Under pass.
+// renote wakes the loop again when a direct pass leaves requests in
+// reqIn (BatchLimit). Under pass.
 func (l *nsLoop) renote() {
 	if len(l.reqIn) > 0 {
 		l.noteRequest()
@@ -381,9 +317,9 @@ func (l *nsLoop) endPass() bool {
 // steps client batches (abd, esds), the goroutine that has a client
 // request (the connection's goroutine in Node.Do, DoBatch) runs the pass
 // itself when no pass is running (pass.TryLock) instead of handing the
-// request to the loop goroutine and waking it: one goroutine wake-up
-// (often an OS thread's futex too) fewer. The pass is the loop
-// goroutine's, with the requests only: it takes the client requests
+// request to the pool and waking a worker: one goroutine wake-up
+// (often an OS thread's futex too) fewer. The pass is a pool
+// pass, with the requests only: it takes the client requests
 // already queued (reqIn), then its own, then those that come meanwhile
 // (after one yield, as the loop does, so that other connections'
 // requests join its batch), steps them as one ClientBatch, flushes and
@@ -392,17 +328,17 @@ func (l *nsLoop) endPass() bool {
 // it (Node.Submit: a connection's pipeline, in order) and those of its
 // own batch (take steps a pass's requests after its other inputs
 // anyway). So requests come through their own channel (reqIn), read
-// only under pass (the loop goroutine is woken by reqNote, then takes
+// only under pass (a pool worker is woken by noteRequest, then takes
 // the pass and reads it), so that they are stepped in the order they
 // were put in, and a direct pass steps the queued ones, which hold any
 // its goroutine handed over before, ahead of its own. Peer messages,
 // timers and effects' results keep the inbox's order, which only the
-// loop goroutine drains. A peer
+// pool's passes drain. A peer
 // message is not stepped directly on the transport's reader goroutine:
 // tried, it doubled the peer writes per operation (the reader read and
 // stepped its frames one at a time, where the loop gathers the frames
 // that arrived meanwhile into one pass and one reply frame). Multi-Paxos
-// and the other protocols keep the loop goroutine's passes (their
+// and the other protocols keep the pool's passes (their
 // batching depends on inputs accumulating in the inbox). It reports
 // whether it stepped ev.
 func (l *nsLoop) directPass(ev event) bool {
@@ -437,7 +373,7 @@ more:
 	}
 	if !l.endPass() {
 		l.live = false
-		close(l.ended) // once: live is false from now on
+		go l.end()
 	}
 	l.renote()
 	return true
@@ -583,10 +519,13 @@ func (l *nsLoop) stepReqs() {
 func (l *nsLoop) step(ev event) {
 	if tf, ok := ev.in.(automaton.TimerFired); ok {
 		e := l.timers[tf.ID]
-		if e == nil || e.gen.Load() != ev.gen {
+		if e == nil || e.gen != ev.gen {
 			return // cancelled or replaced after it fired
 		}
 		delete(l.timers, tf.ID)
+		if len(l.freeTimers) < maxFreeTimers {
+			l.freeTimers = append(l.freeTimers, e) // out of the heap
+		}
 	}
 	l.steps++
 	if tr := l.n.opts.trace; tr != nil {
@@ -601,7 +540,13 @@ func (l *nsLoop) step(ev event) {
 			tr(stageStepMsg, in.From, msgKind(in.Msg))
 		}
 	}
+	if h := l.n.opts.onStep; h != nil {
+		h(l, true)
+	}
 	outs := l.a.Step(ev.in)
+	if h := l.n.opts.onStep; h != nil {
+		h(l, false)
+	}
 	l.rmu.Lock()
 	if l.failed.Load() {
 		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
@@ -658,7 +603,8 @@ func (io loopIO) SetTimer(o automaton.SetTimer) { io.l.setTimer(o) }
 func (io loopIO) CancelTimer(id automaton.TimerID) {
 	l := io.l
 	if e := l.timers[id]; e != nil {
-		if e.t.Stop() && len(l.freeTimers) < maxFreeTimers {
+		l.n.timers.cancel(e)
+		if len(l.freeTimers) < maxFreeTimers {
 			l.freeTimers = append(l.freeTimers, e)
 		}
 		delete(l.timers, id)
@@ -667,45 +613,29 @@ func (io loopIO) CancelTimer(id automaton.TimerID) {
 
 func (io loopIO) Members(o automaton.Members) { io.l.n.setMembers(io.l.ns.Name, o) } // membership.go
 
+// setTimer arms a timer in the node's timer heap (sched.go). A firing
+// already delivered (nsLoop.fired) for an earlier arming of the same id,
+// or of the entry it reuses, carries an older generation, and step drops
+// it.
 func (l *nsLoop) setTimer(o automaton.SetTimer) {
 	l.gen++
 	after := o.After // never negative: the interpreter refuses that
+	now := time.Now()
 	if o.Slack > 0 && !l.n.opts.noCoalesce {
-		after = coalesced(time.Now(), after, o.Slack)
+		after = coalesced(now, after, o.Slack)
 	}
-	lazy := o.Slack > 0
-	if e := l.timers[o.ID]; e != nil && e.t.Stop() {
-		// Stopped before firing: no callback of the old arming runs.
-		e.gen.Store(l.gen)
-		e.lazy.Store(lazy)
-		e.t.Reset(after)
-		return
-	}
-	// A Stop that loses the race with the timer leaves a stale event in the
-	// inbox (or a callback about to push one, with the old entry's
-	// generation); step drops it because its generation no longer matches.
-	if k := len(l.freeTimers); k > 0 {
-		e := l.freeTimers[k-1]
-		l.freeTimers[k-1] = nil
-		l.freeTimers = l.freeTimers[:k-1]
-		e.gen.Store(l.gen)
-		e.id.Store(uint64(o.ID))
-		e.lazy.Store(lazy)
-		e.t.Reset(after)
-		l.timers[o.ID] = e
-		return
-	}
-	e := &timerEntry{}
-	e.gen.Store(l.gen)
-	e.id.Store(uint64(o.ID))
-	e.lazy.Store(lazy)
-	e.t = time.AfterFunc(after, func() {
-		ev := event{in: automaton.TimerFired{ID: automaton.TimerID(e.id.Load())}, gen: e.gen.Load(), lazy: e.lazy.Load()}
-		if l.push(ev) {
-			l.n.handoff(1)
+	e := l.timers[o.ID]
+	if e == nil {
+		if k := len(l.freeTimers); k > 0 {
+			e = l.freeTimers[k-1]
+			l.freeTimers[k-1] = nil
+			l.freeTimers = l.freeTimers[:k-1]
+		} else {
+			e = &timerEntry{l: l, idx: -1}
 		}
-	})
-	l.timers[o.ID] = e
+		l.timers[o.ID] = e
+	}
+	l.n.timers.arm(e, o.ID, now.Add(after), l.gen, o.Slack > 0)
 }
 
 // timerEpoch is the origin of the grid slack timers fire on (coalesce.go).
@@ -734,7 +664,7 @@ func coalesced(now time.Time, after, slack time.Duration) time.Duration {
 
 func (l *nsLoop) stopTimers() {
 	for id, e := range l.timers {
-		e.t.Stop()
+		l.n.timers.cancel(e)
 		delete(l.timers, id)
 	}
 }
@@ -788,7 +718,9 @@ func (l *nsLoop) flush() bool {
 	// select on both would drop the batch half of the time.
 	select {
 	case l.commitQ <- b:
+		l.ensureCommitter()
 	default:
+		l.ensureCommitter()
 		select {
 		case l.commitQ <- b:
 		case <-l.n.stopping:
@@ -805,7 +737,7 @@ func (l *nsLoop) flush() bool {
 	return true
 }
 
-// commitInline commits a batch on the loop goroutine, for engines without
+// commitInline commits a batch in the pass, for engines without
 // fsync (durability memory): their Commit is a map update, so handing it to
 // the committer would cost a goroutine wake-up per batch for nothing to
 // overlap. The release rule is the same: the batch's waiting outputs leave
@@ -840,15 +772,33 @@ func (l *nsLoop) commitInline(b *batch) bool {
 // automaton holds, with one fsync fewer wherever such a record used to be
 // committed alone (issue 18: a Multi-Paxos put's "c" record cost the leader
 // a second fsync per request at low load).
+//
+// The committer runs only while there is work (sched.go: an idle group
+// owns no goroutine): flush starts it (ensureCommitter) and it returns
+// when it holds nothing and the queue is empty. A committer holding
+// records for lazy commit stays until they are committed.
 func (l *nsLoop) committer() {
-	defer close(l.committerDone)
+	defer l.cwg.Done()
 	var group []*batch
 	var recs []automaton.Persist
-	var committed uint64 // the last record committed
+	committed := l.committed // the last record committed
 	closed := false
 	for !closed {
 		if len(group) == 0 {
-			b, ok := <-l.commitQ
+			var b *batch
+			var ok bool
+			select {
+			case b, ok = <-l.commitQ:
+			default:
+				// Nothing to do: return, unless a batch came after the
+				// check and its flush saw this committer running.
+				l.committed = committed
+				l.committing.Store(false)
+				if len(l.commitQ) == 0 || !l.committing.CompareAndSwap(false, true) {
+					return
+				}
+				continue
+			}
 			if !ok {
 				break
 			}
@@ -920,6 +870,15 @@ func (l *nsLoop) committer() {
 			l.failed.Store(true)
 		}
 		l.recycle(group)
+	}
+}
+
+// ensureCommitter starts the committer unless it runs. Under pass (the
+// loop is live: commitQ is open).
+func (l *nsLoop) ensureCommitter() {
+	if l.committing.CompareAndSwap(false, true) {
+		l.cwg.Add(1)
+		go l.committer()
 	}
 }
 

@@ -5,10 +5,11 @@
 // # Design
 //
 // A Node hosts one automaton per namespace of the cluster file. Each automaton
-// has its own event-loop goroutine and inbox; the automaton itself is only ever
-// touched by that goroutine, so protocol code needs no locks. Inputs come from
-// three places: clients (Backend.Do, called by the Redis gateway), peers (the
-// transport's reader goroutines) and timers (time.AfterFunc).
+// has its own event loop and inbox, stepped by the node's fixed pool of
+// workers (sched.go) one pass at a time, so protocol code needs no locks and
+// an idle loop owns no goroutine. Inputs come from three places: clients
+// (Backend.Do, called by the Redis gateway), peers (the transport's reader
+// goroutines) and timers (the node's one timer heap, sched.go).
 //
 // The loop steps every input that is already queued (up to Options.BatchLimit)
 // and hands the batch's Persist records to the namespace's committer
@@ -144,12 +145,20 @@ type Options struct {
 	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
 	noYield bool
 	// noDirect: no direct passes (nsLoop.directPass): every input goes
-	// through the loop goroutine (benchmarks' before/after).
+	// through the pool's passes (benchmarks' before/after).
 	noDirect bool
-	// reqNoted, when set, is called by the loop goroutine when it is
-	// woken for queued client requests, before its pass: a test widens
+	// reqNoted, when set, is called by a pool worker when it runs a
+	// pass with queued client requests, before the pass: a test widens
 	// that window (TestSubmitKeepsOrderDirect).
 	reqNoted func()
+	// onStep, when set, is called before (enter) and after each
+	// automaton step (tests: TestGroupStepsSerial).
+	onStep func(l *nsLoop, enter bool)
+	// unserialized: the step pool's broken variant (sched.go): wake
+	// queues a loop whatever its state and a pool pass takes no pass
+	// lock, so a group may be stepped by two goroutines at once
+	// (TestGroupStepsSerial shows it caught).
+	unserialized bool
 }
 
 // PeerGRPCOptions is what the node hands to Options.PeerGRPC: the fields of
@@ -231,6 +240,8 @@ type Node struct {
 	peerAddr, clientAddr, metricsAddr, grpcAddr net.Addr
 
 	wg       sync.WaitGroup // event loops
+	pool     *stepPool      // sched.go
+	timers   timerHeap      // sched.go
 	bg       sync.WaitGroup // server goroutines
 	ready    chan struct{}
 	stopping chan struct{}
@@ -279,6 +290,7 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 		closeReq: make(chan struct{}),
 		runDone:  make(chan struct{}),
 		fatalCh:  make(chan struct{}),
+		pool:     newStepPool(),
 	}
 	n.initStorageFault()
 	n.durable = cfg.Durability != config.Memory
@@ -484,9 +496,10 @@ func (n *Node) start() error {
 		n.grpcAddr = grpcLn.Addr()
 	}
 
+	n.pool.start(poolWorkers()) // sched.go
 	for _, ns := range n.local {
 		n.wg.Add(1)
-		go n.loop(ns.Name).run(starts[ns.Name])
+		n.loop(ns.Name).start(starts[ns.Name])
 	}
 
 	if len(n.groupOf) > 0 {
@@ -543,6 +556,7 @@ func (n *Node) start() error {
 func (n *Node) shutdown() {
 	n.stopOnce.Do(func() {
 		close(n.stopping)
+		n.endLoops() // sched.go
 		n.tails.close()
 		if n.gw != nil {
 			n.gw.Close()
@@ -570,6 +584,8 @@ func (n *Node) shutdown() {
 		n.tails.wg.Wait()
 		n.closeLoops() // groups.go: no group starts from here on
 		n.wg.Wait()
+		n.pool.stop()   // sched.go: no loop is queued any more
+		n.timers.stop() // no loop has a timer any more
 		n.bg.Wait()
 		for _, rc := range n.remotes {
 			rc.close()

@@ -13,7 +13,25 @@ type Reader struct {
 	br  *bufio.Reader
 	lim Limits
 	n   int // bytes consumed by the current frame
+
+	// Arenas for commands' small arguments and argument lists: each is
+	// carved out of a shared chunk with its capacity capped at its length,
+	// so it stays a slice of its own (an append to it reallocates; the
+	// next one never overlaps it) that the caller may keep, and a command
+	// costs about one allocation per chunk instead of one per argument.
+	// A chunk is never reused: it is freed when nothing keeps a piece.
+	bytes []byte
+	lists [][]byte
 }
+
+// Arena sizes: arguments up to smallArg bytes share chunks of arenaBytes;
+// argument lists of up to smallList elements share chunks of arenaLists.
+const (
+	smallArg   = 256
+	arenaBytes = 4 << 10
+	smallList  = 16
+	arenaLists = 256
+)
 
 // NewReader returns a Reader over br with the given limits (zero fields take
 // the package defaults).
@@ -67,7 +85,17 @@ func (r *Reader) readMultibulk() ([][]byte, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	args := make([][]byte, 0, min(n, 64))
+	var args [][]byte
+	if n <= smallList {
+		if cap(r.lists)-len(r.lists) < int(n) {
+			r.lists = make([][]byte, 0, arenaLists)
+		}
+		l := len(r.lists)
+		args = r.lists[l : l : l+int(n)]
+		r.lists = r.lists[:l+int(n)]
+	} else {
+		args = make([][]byte, 0, min(n, 64))
+	}
 	for i := int64(0); i < n; i++ {
 		line, err := r.readLine(true, "too big bulk count string")
 		if err != nil {
@@ -159,7 +187,20 @@ func (r *Reader) readBulkBody(n int) ([]byte, error) {
 	if err := r.count(n + 2); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, min(n, bulkChunk))
+	var b []byte
+	if n <= smallArg {
+		if cap(r.bytes)-len(r.bytes) < n {
+			r.bytes = make([]byte, 0, arenaBytes)
+		}
+		l := len(r.bytes)
+		b = r.bytes[l : l+n : l+n]
+		r.bytes = r.bytes[:l+n]
+		if _, err := io.ReadFull(r.br, b); err != nil {
+			return nil, eofIsUnexpected(err)
+		}
+	} else {
+		b = make([]byte, 0, min(n, bulkChunk))
+	}
 	for len(b) < n {
 		want := min(n-len(b), bulkChunk)
 		b = slices.Grow(b, want)

@@ -38,7 +38,12 @@ import (
 //     a script past ScriptBudget instructions fails with an error at the
 //     same instruction on every replica (Redis's lua-time-limit is a time;
 //     a time would differ between replicas). Writes made before an error
-//     stay, as in Redis (a script is not rolled back).
+//     stay, as in Redis (a script is not rolled back). Redis runs a script
+//     until SCRIPT KILL, FUNCTION KILL or SHUTDOWN NOSAVE; a logged run
+//     must end by itself (every replica, and every restart replaying the
+//     log, runs it), so Synod gives a run that a kill can still end (busy
+//     mark, nothing written: kv_script_busy.go) KillableBudget, ten times
+//     ScriptBudget, and one that cannot ScriptBudget.
 //   - redis.call runs a Redis command through the gateway's own mapping
 //     (SetScriptCommands): its KV operations are applied here, one after
 //     the other, on this state. Blocking commands are refused, as in Redis.
@@ -74,10 +79,32 @@ const StatusPrefix = "\x00status:"
 // ScriptBudget bounds the Lua instructions of one script run.
 const ScriptBudget = 20_000_000
 
+// KillableBudget bounds a run that may be killed: one with a busy mark
+// that has not written before it (kv_script_busy.go). Redis runs a script
+// until SCRIPT KILL, FUNCTION KILL or SHUTDOWN NOSAVE; a Synod run is in
+// the log and every replica (and every restart) runs it, so it must end
+// by itself, but while a kill can end it the budget is ten times larger
+// (about 10-30 s on a loaded 2-core machine) so that a client has the time
+// Redis gives it. A run that writes before its mark can no longer be
+// killed and falls back to ScriptBudget counted from its start.
+const KillableBudget = 10 * ScriptBudget
+
 // ScriptCommand turns a Redis command called from a script (name first)
 // into KV operations and a function rendering their results as the
 // command's reply; errMsg refuses it (a Redis error text).
-type ScriptCommand func(args [][]byte) (ops []Op, render func([]Result) Result, errMsg string)
+type ScriptCommand func(args [][]byte) (ScriptCmd, string)
+
+// ScriptCmd is a command a script calls, as ScriptCommand maps it.
+type ScriptCmd struct {
+	Ops    []Op
+	Render func([]Result) Result
+	// DenyOOM: Redis's denyoom flag (a command that may grow memory),
+	// refused over maxmemory (ScriptOOM).
+	DenyOOM bool
+	// Known: the command exists (a refusal of it counts in its
+	// statistics; an unknown command's counts only as an error).
+	Known bool
+}
 
 var scriptCommand ScriptCommand
 
@@ -94,6 +121,7 @@ func init() {
 
 func checkEval(op Op) error {
 	m, _ := SplitScriptReport(strings.TrimPrefix(string(op.Args[0]), "ro:"))
+	m, _ = SplitScriptOOM(m)
 	m, _, err := splitMark(m)
 	if err != nil {
 		return err
@@ -132,6 +160,7 @@ type budget struct {
 	run    *RunningScript
 	busyAt int64
 	marked bool
+	total  int64 // the budget the run started with
 }
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -155,13 +184,31 @@ func (b *budget) Done() <-chan struct{} {
 	if b.run != nil {
 		if !b.marked && b.left <= b.busyAt {
 			b.marked = true
-			markBusy(b.run)
+			switch {
+			case !b.run.wrote.Load() && runEnded(b.run.ID):
+				// Killed (or out of budget) at another replica: end
+				// here at the mark, with the same state.
+				b.run.killed.Store(true)
+			case runAnswered(b.run.ID):
+				// Run first elsewhere and answered: not busy here.
+			default:
+				markBusy(b.run)
+			}
 		}
 		if b.run.killed.Load() {
 			return closedCh
 		}
 	}
 	return b.done
+}
+
+// wrote records that the run wrote (before its mark: a write past it is
+// refused): it can no longer be killed, and its budget falls back to
+// ScriptBudget.
+func (b *budget) wrote() {
+	if !b.run.wrote.Swap(true) {
+		b.left -= b.total - ScriptBudget
+	}
 }
 
 var errScriptBudget = errors.New("script exceeded its budget of instructions")
@@ -180,9 +227,81 @@ type scriptRun struct {
 	// else), and the registration under way (nil outside a load).
 	gmt, backing, loadGlobals *lua.LTable
 	register                  func(L *lua.LState) int
-	// calls, when reporting (ScriptCalls), collects the arguments of every
-	// command the run executed.
-	calls *[][][]byte
+	// rep, when reporting (ScriptCalls, ScriptCounts), collects what the
+	// run's commands did.
+	rep *scriptReport
+	// oom: the operation was sent over maxmemory (ScriptOOM) and the run
+	// is in Redis's compatibility mode (an EVAL without a shebang), so a
+	// denyoom command is refused until the run has written; wrote: a
+	// command that writes ran (Redis's SCRIPT_WRITE_DIRTY).
+	oom, wrote bool
+}
+
+// scriptReport is what a run's commands did, for the sending node's
+// statistics and MONITOR.
+type scriptReport struct {
+	calls bool       // keep each command's arguments (ScriptCalls)
+	args  [][][]byte // the commands executed, in order (calls only)
+	names []string   // command names (lower case) in order of first use
+	stats map[string]*callStats
+	codes []string // the error codes of refused and failed commands, in order
+	// id is the run's RunningScript.ID, when it has a busy mark.
+	id string
+	// counted: the run's reply is an error a command answered (a
+	// redis.call error raised, or redis.pcall's error returned), already
+	// counted among codes, as Redis counts it once.
+	counted bool
+}
+
+// callStats are one command's outcomes in a run, as Redis counts them:
+// calls that ran (failed ones among them) and calls refused before they
+// ran.
+type callStats struct{ calls, rejected, failed int64 }
+
+// Command outcomes a run reports.
+const (
+	callOK = iota
+	callFailed
+	callRejected
+)
+
+// record notes one command's outcome (name "" for a command that does
+// not exist: only its error counts).
+func (r *scriptReport) record(name string, outcome int, errMsg string) {
+	if r == nil {
+		return
+	}
+	if outcome != callOK {
+		r.codes = append(r.codes, errCode(errMsg))
+	}
+	if name == "" {
+		return
+	}
+	st := r.stats[name]
+	if st == nil {
+		if r.stats == nil {
+			r.stats = map[string]*callStats{}
+		}
+		st = &callStats{}
+		r.stats[name] = st
+		r.names = append(r.names, name)
+	}
+	switch outcome {
+	case callRejected:
+		st.rejected++
+	case callFailed:
+		st.calls++
+		st.failed++
+	default:
+		st.calls++
+	}
+}
+
+// errCode is an error text's code: its first word when upper case, else
+// ERR (withErrCode's rule).
+func errCode(msg string) string {
+	code, _, _ := strings.Cut(withErrCode(msg), " ")
+	return code
 }
 
 // Script call reports, for a node's MONITOR and command statistics: the
@@ -195,10 +314,47 @@ type scriptRun struct {
 // when it is an error (what ran before the error ran). The report is the
 // same at every replica (the run is); operations logged without the
 // prefix are read as before.
+//
+// The report is an array of entries, each an array led by its tag:
+//
+//	["c", name, calls, rejected, failed]  one command's outcomes (Redis's
+//	                                      calls, rejected_calls, failed_calls)
+//	["e", code ...]                       the error codes of the refused and
+//	                                      failed commands, in order (errorstats)
+//	["m", arg ...]                        one command executed (ScriptCalls only)
+//	["x"]                                 the reply is an error a command
+//	                                      answered, already among the codes
+//	["i", id]                             the run's RunningScript.ID (a run
+//	                                      with a busy mark): the sending node
+//	                                      answered it (RunAnswered)
 const (
 	ScriptCalls  = "calls:"
 	ScriptCounts = "counts:"
 )
+
+// Scripts over maxmemory (Redis 7.0's script.c; issue 34). maxmemory is a
+// node's (gateway/maxmemory.go): the node sending an EVAL or FCALL while
+// over its limit puts ScriptOOM into the mode (after any "ro:" and report
+// prefix), as Redis takes pre_command_oom_state when the script starts, so
+// every replica decides alike:
+//
+//   - a script that declares flags (an EVAL with a "#!lua" shebang, any
+//     FCALL) without no-writes or allow-oom is refused before it runs
+//     with Redis's OOM error (processCommand, scriptPrepareForRun);
+//   - an EVAL without a shebang (Redis's compatibility mode) runs, and a
+//     denyoom command it calls before it has written answers the OOM error
+//     (scriptVerifyOOM): redis.call raises it, redis.pcall returns it;
+//   - allow-oom lets a script run any command, as in Redis.
+const ScriptOOM = "oom:"
+
+// OOMError is Redis's shared.oomerr.
+const OOMError = "OOM command not allowed when used memory > 'maxmemory'."
+
+// SplitScriptOOM removes ScriptOOM from mode (after "ro:" and the report
+// prefix), saying whether it was there.
+func SplitScriptOOM(mode string) (string, bool) {
+	return strings.CutPrefix(mode, ScriptOOM)
+}
 
 // SplitScriptReport removes a report prefix from mode (after "ro:"),
 // returning it.
@@ -222,41 +378,43 @@ func (s *KVState) opEval(op Op) Result {
 		rest = "ro:" + rest
 	}
 	op.Args = append([][]byte{[]byte(rest)}, op.Args[1:]...)
-	var calls [][][]byte
-	r := s.runEval(op, &calls)
-	if report == ScriptCalls {
-		out := make([]Result, len(calls))
-		for i, c := range calls {
-			out[i] = BytesArray(c...)
-		}
-		return Array(Array(out...), r)
+	rep := &scriptReport{calls: report == ScriptCalls}
+	r := s.runEval(op, rep)
+	var out []Result
+	for _, n := range rep.names {
+		st := rep.stats[n]
+		out = append(out, Array(Bytes([]byte("c")), Bytes([]byte(n)), Int(st.calls), Int(st.rejected), Int(st.failed)))
 	}
-	var names []string
-	count := map[string]int64{}
-	for _, c := range calls {
-		n := strings.ToLower(string(c[0]))
-		if count[n] == 0 {
-			names = append(names, n)
+	if len(rep.codes) > 0 {
+		e := []Result{Bytes([]byte("e"))}
+		for _, c := range rep.codes {
+			e = append(e, Bytes([]byte(c)))
 		}
-		count[n]++
+		out = append(out, Array(e...))
 	}
-	out := make([]Result, 0, 2*len(names))
-	for _, n := range names {
-		out = append(out, Bytes([]byte(n)), Int(count[n]))
+	for _, c := range rep.args {
+		out = append(out, BytesArray(append([][]byte{[]byte("m")}, c...)...))
+	}
+	if rep.counted && r.Type == ResultErr {
+		out = append(out, Array(Bytes([]byte("x"))))
+	}
+	if rep.id != "" {
+		out = append(out, Array(Bytes([]byte("i")), Bytes([]byte(rep.id))))
 	}
 	return Array(Array(out...), r)
 }
 
-// runEval runs an eval operation without a report prefix, collecting the
-// commands it executes into calls when not nil.
-func (s *KVState) runEval(op Op, calls *[][][]byte) Result {
+// runEval runs an eval operation without a report prefix, collecting what
+// its commands did into rep when not nil.
+func (s *KVState) runEval(op Op, rep *scriptReport) Result {
 	mode := string(op.Args[0])
 	ro := strings.HasPrefix(mode, "ro:")
-	mode, mark, _ := splitMark(strings.TrimPrefix(mode, "ro:"))
+	mode, oom := SplitScriptOOM(strings.TrimPrefix(mode, "ro:"))
+	mode, mark, _ := splitMark(mode)
 	n, _ := parseInt(op.Args[2])
 	keys, argv := op.Args[3:3+n], op.Args[3+n:]
 	body := op.Args[1]
-	run := &scriptRun{s: s, readOnly: ro, budget: &budget{left: ScriptBudget, done: make(chan struct{})}, calls: calls}
+	run := &scriptRun{s: s, readOnly: ro, oom: oom, budget: &budget{left: ScriptBudget, total: ScriptBudget, done: make(chan struct{})}, rep: rep}
 	if mark > 0 {
 		// A run that may become busy (kv_script_busy.go).
 		name := "user_script"
@@ -267,9 +425,19 @@ func (s *KVState) runEval(op Op, calls *[][][]byte) Result {
 		for _, l := range s.libs {
 			r.Functions += len(l.funcs)
 		}
-		run.budget.run, run.budget.busyAt = r, ScriptBudget-mark
+		r.ID = runID(s.env)
+		if rep != nil {
+			rep.id = r.ID
+		}
+		run.budget.left, run.budget.total = KillableBudget, KillableBudget
+		run.budget.run, run.budget.busyAt = r, KillableBudget-mark
 		registerRun(r)
-		defer unregisterRun(r)
+		defer func() {
+			if run.budget.left < 0 && !r.wrote.Load() {
+				endRun(r) // the replicas behind end theirs at the mark
+			}
+			unregisterRun(r)
+		}()
 	}
 	L := newScriptState(run)
 	defer L.Close()
@@ -282,11 +450,33 @@ func (s *KVState) runEval(op Op, calls *[][][]byte) Result {
 	L.Push(bytesTable(L, keys))
 	L.Push(bytesTable(L, argv))
 	if err := L.PCall(2, 1, nil); err != nil {
-		return scriptError(err, body, run.name)
+		var le *lua.ApiError
+		if errors.As(err, &le) && rep != nil {
+			rep.counted = countedError(le.Object)
+		}
+		total := run.budget.total
+		if run.budget.run != nil && run.budget.run.wrote.Load() {
+			total = ScriptBudget
+		}
+		return scriptError(err, body, run.name, total)
 	}
 	ret := L.Get(-1)
 	L.Pop(1)
+	if rep != nil {
+		rep.counted = countedError(ret)
+	}
 	return fromLua(ret, 0)
+}
+
+// countedField marks the error table of a command's error (redis.call
+// raises it, redis.pcall returns it): its code is counted where the command
+// failed, so the script's reply made of it is not counted again (Redis's
+// ignore_error_stats_update).
+const countedField = "ignore_error_stats_update"
+
+func countedError(v lua.LValue) bool {
+	t, ok := v.(*lua.LTable)
+	return ok && t.RawGetString("err").Type() == lua.LTString && lua.LVAsBool(t.RawGetString(countedField))
 }
 
 // load compiles the script (eval) or runs the library and finds its
@@ -295,11 +485,24 @@ func (s *KVState) runEval(op Op, calls *[][][]byte) Result {
 func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunction, Result) {
 	if mode == "eval" {
 		run.name = "user_script"
-		src, noWrites, msg := evalShebang(string(body))
+		src, flags, msg := evalShebang(string(body))
 		if msg != "" {
 			return nil, Errorf("%s", msg)
 		}
-		run.readOnly = run.readOnly || noWrites
+		if run.oom && !run.readOnly {
+			switch {
+			case !flags.shebang:
+				// Compatibility mode: denyoom commands are refused
+				// until the run writes (call).
+			case !flags.noWrites && !flags.allowOOM:
+				return nil, Errorf("%s", OOMError)
+			default:
+				run.oom = false
+			}
+		} else {
+			run.oom = false
+		}
+		run.readOnly = run.readOnly || flags.noWrites
 		fn, err := L.Load(strings.NewReader(src), "user_script")
 		if err != nil {
 			return nil, Errorf("Error compiling script (new function): %s", luaMessage(err))
@@ -335,17 +538,25 @@ func (run *scriptRun) load(L *lua.LState, mode string, body []byte) (*lua.LFunct
 	if run.readOnly && !meta[name].noWrites {
 		return nil, Errorf("ERR Can not execute a script with write flag using *_ro command.")
 	}
+	if run.oom && !meta[name].noWrites && !meta[name].allowOOM {
+		return nil, Errorf("%s", OOMError)
+	}
+	run.oom = false // a function declares its flags: no compatibility mode
 	run.readOnly = run.readOnly || meta[name].noWrites
 	return f, Result{}
 }
 
+// shebangFlags are what an EVAL script's shebang declares.
+type shebangFlags struct {
+	shebang, noWrites, allowOOM bool
+}
+
 // evalShebang reads an EVAL script's "#!lua [flags=f1,f2]" first line, as
 // Redis 7 (evalExtractShebangFlags): it returns the source with that line
-// made a comment (line numbers stay), whether the flags say no-writes, or
-// the error.
-func evalShebang(src string) (string, bool, string) {
+// made a comment (line numbers stay), the flags it declares, or the error.
+func evalShebang(src string) (string, shebangFlags, string) {
 	if !strings.HasPrefix(src, "#!") {
-		return src, false, ""
+		return src, shebangFlags{}, ""
 	}
 	line, rest, _ := strings.Cut(src, "\n")
 	parts := strings.Fields(line[2:])
@@ -354,25 +565,27 @@ func evalShebang(src string) (string, bool, string) {
 		if len(parts) > 0 {
 			engine = parts[0]
 		}
-		return "", false, "ERR Unexpected engine in script shebang: " + engine
+		return "", shebangFlags{}, "ERR Unexpected engine in script shebang: " + engine
 	}
-	noWrites := false
+	fl := shebangFlags{shebang: true}
 	for _, p := range parts[1:] {
 		flags, ok := strings.CutPrefix(p, "flags=")
 		if !ok {
-			return "", false, "ERR Unknown lua shebang option: " + p
+			return "", shebangFlags{}, "ERR Unknown lua shebang option: " + p
 		}
 		for _, f := range strings.Split(flags, ",") {
 			switch f {
 			case "no-writes":
-				noWrites = true
-			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+				fl.noWrites = true
+			case "allow-oom":
+				fl.allowOOM = true
+			case "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
 			default:
-				return "", false, "ERR Unexpected flag in script shebang: " + f
+				return "", shebangFlags{}, "ERR Unexpected flag in script shebang: " + f
 			}
 		}
 	}
-	return "--" + line + "\n" + rest, noWrites, ""
+	return "--" + line + "\n" + rest, fl, ""
 }
 
 // functionFlags are the flags redis.register_function accepts.
@@ -382,9 +595,9 @@ var functionFlags = map[string]bool{"no-writes": true, "allow-oom": true, "allow
 // callback: its description (FUNCTION LIST) and flags; no-writes ones run
 // read-only, and FCALL_RO runs only them.
 type fnMeta struct {
-	noWrites bool
-	desc     *string
-	flags    []string
+	noWrites, allowOOM bool
+	desc               *string
+	flags              []string
 }
 
 // loadLibrary runs a function library's code (after its "#!lua name=..."
@@ -455,6 +668,7 @@ func loadLibrary(run *scriptRun, L *lua.LState, code []byte) (map[string]*lua.LF
 							break
 						}
 						meta.noWrites = meta.noWrites || f == "no-writes"
+						meta.allowOOM = meta.allowOOM || f == "allow-oom"
 						meta.flags = append(meta.flags, string(f))
 					}
 				default:
@@ -551,7 +765,7 @@ func luaMessage(err error) string {
 
 // scriptError is the reply of a script that raised an error: a
 // redis.call error keeps its code, as in Redis.
-func scriptError(err error, body []byte, name string) Result {
+func scriptError(err error, body []byte, name string, budget int64) Result {
 	var le *lua.ApiError
 	if errors.As(err, &le) {
 		if t, ok := le.Object.(*lua.LTable); ok {
@@ -564,7 +778,7 @@ func scriptError(err error, body []byte, name string) Result {
 			return Errorf("ERR %s script: %s, on @%s.", errScriptKilled.Error(), SHA1Hex(body), name)
 		}
 		if errors.Is(le.Cause, errScriptBudget) || strings.Contains(msg, errScriptBudget.Error()) {
-			return Errorf("BUSY script exceeded its budget of %d instructions (Synod counts instructions, not time, so every replica stops at the same point)", ScriptBudget)
+			return Errorf("BUSY script exceeded its budget of %d instructions (Synod counts instructions, not time, so every replica stops at the same point)", budget)
 		}
 		return Errorf("%s script: %s, on @%s.", msg, SHA1Hex(body), name)
 	}
@@ -794,11 +1008,21 @@ func protectGlobals(L *lua.LState) (gmt, backing *lua.LTable) {
 }
 
 // call is redis.call (raise: an error reply raises it) and redis.pcall
-// (returns it as a table {err=...}).
+// (returns it as a table {err=...}). Its outcome is reported as Redis
+// counts it (scriptCall): refused before it ran (rejected: unknown,
+// not allowed, a write in a read-only or busy script, OOM) or ran and
+// answered an error (failed).
 func (run *scriptRun) call(L *lua.LState, raise bool) int {
-	fail := func(msg string) int {
+	name := ""
+	// fail answers msg; a command's refusal or failure is reported and
+	// its error table marked counted (countedField).
+	fail := func(outcome int, msg string) int {
 		t := L.NewTable()
 		t.RawSetString("err", lua.LString(msg))
+		if outcome != callOK {
+			run.rep.record(name, outcome, msg)
+			t.RawSetString(countedField, lua.LTrue)
+		}
 		if raise {
 			if run.budget != nil {
 				run.budget.left -= raiseCost
@@ -814,7 +1038,7 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 	}
 	n := L.GetTop()
 	if n == 0 {
-		return fail("ERR Please specify at least one argument for this redis lib call")
+		return fail(callOK, "ERR Please specify at least one argument for this redis lib call")
 	}
 	args := make([][]byte, n)
 	for i := 1; i <= n; i++ {
@@ -829,41 +1053,55 @@ func (run *scriptRun) call(L *lua.LState, raise bool) int {
 				args[i-1] = []byte(strconv.FormatFloat(f, 'g', 17, 64))
 			}
 		default:
-			return fail("ERR Lua redis lib command arguments must be strings or integers")
+			return fail(callOK, "ERR Lua redis lib command arguments must be strings or integers")
 		}
 	}
 	if scriptCommand == nil || run.s == nil {
-		return fail("ERR Redis commands cannot be run here (no command mapping, or a library being loaded)")
+		return fail(callOK, "ERR Redis commands cannot be run here (no command mapping, or a library being loaded)")
 	}
-	ops, render, msg := scriptCommand(args)
+	cmd, msg := scriptCommand(args)
+	if cmd.Known {
+		name = strings.ToLower(string(args[0]))
+	}
 	if msg != "" {
-		return fail(msg)
+		return fail(callRejected, msg)
 	}
-	if run.calls != nil {
-		*run.calls = append(*run.calls, args)
-	}
-	results := make([]Result, len(ops))
-	for i, op := range ops {
+	write := false
+	for _, op := range cmd.Ops {
 		if err := (KV{}).Validate(op); err != nil {
-			return fail(withErrCode(err.Error()))
+			return fail(callFailed, withErrCode(err.Error()))
 		}
-		if run.readOnly && !kvOps[op.Kind].read {
-			return fail("ERR Write commands are not allowed from read-only scripts.")
+		write = write || !kvOps[op.Kind].read
+	}
+	if write && run.readOnly {
+		return fail(callRejected, "ERR Write commands are not allowed from read-only scripts.")
+	}
+	if run.oom && cmd.DenyOOM && !run.wrote {
+		// Over maxmemory when the run started, nothing written yet
+		// (Redis's scriptVerifyOOM).
+		return fail(callRejected, OOMError)
+	}
+	if b := run.budget; write && b != nil && b.run != nil {
+		// Past the mark, only a run that wrote before it may write
+		// (kv_script_busy.go); the count is the same at every replica.
+		if b.left <= b.busyAt && !b.run.wrote.Load() {
+			return fail(callRejected, ErrBusyWrite)
 		}
-		if b := run.budget; b != nil && b.run != nil && !kvOps[op.Kind].read {
-			// Past the mark, only a run that wrote before it may write
-			// (kv_script_busy.go); the count is the same at every replica.
-			if b.left <= b.busyAt && !b.run.wrote.Load() {
-				return fail(ErrBusyWrite)
-			}
-			b.run.wrote.Store(true)
-		}
+		b.wrote()
+	}
+	run.wrote = run.wrote || write
+	if run.rep != nil && run.rep.calls {
+		run.rep.args = append(run.rep.args, args)
+	}
+	results := make([]Result, len(cmd.Ops))
+	for i, op := range cmd.Ops {
 		results[i] = run.s.ApplyEnv(op, run.s.env)
 	}
-	r := render(results)
+	r := cmd.Render(results)
 	if r.Type == ResultErr {
-		return fail(withErrCode(r.Err))
+		return fail(callFailed, withErrCode(r.Err))
 	}
+	run.rep.record(name, callOK, "")
 	L.Push(toLua(L, r))
 	return 1
 }

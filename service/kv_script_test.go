@@ -72,3 +72,75 @@ func TestScriptReportModes(t *testing.T) {
 		t.Errorf("bad mode: %s", got)
 	}
 }
+
+// testScriptCommands installs a small command mapping (SET denyoom, DEL,
+// GET) for the test, as the gateway's table would.
+func testScriptCommands(t *testing.T) {
+	old := scriptCommand
+	t.Cleanup(func() { scriptCommand = old })
+	SetScriptCommands(func(args [][]byte) (ScriptCmd, string) {
+		name := strings.ToLower(string(args[0]))
+		one := func(rs []Result) Result { return rs[0] }
+		switch {
+		case name == "set" && len(args) == 3:
+			return ScriptCmd{Known: true, DenyOOM: true, Ops: []Op{op("set", string(args[1]), string(args[2]))}, Render: one}, ""
+		case name == "get" && len(args) == 2:
+			return ScriptCmd{Known: true, Ops: []Op{op("get", string(args[1]))}, Render: one}, ""
+		case name == "del" && len(args) == 2:
+			return ScriptCmd{Known: true, Ops: []Op{op("del", string(args[1]))}, Render: one}, ""
+		}
+		return ScriptCmd{}, "ERR Unknown Redis command called from script"
+	})
+}
+
+// TestScriptOOM: an operation sent over maxmemory (ScriptOOM) runs as
+// Redis runs a script that starts over maxmemory: a script that declares
+// flags without no-writes or allow-oom is refused before it runs, an EVAL
+// without a shebang gets the OOM error from a denyoom command until it has
+// written (redis.pcall returns it), allow-oom runs anything; without the
+// prefix nothing is refused. The report counts the refusal once.
+func TestScriptOOM(t *testing.T) {
+	testScriptCommands(t)
+	lib := "#!lua name=l\nredis.register_function('w', function() return redis.call('set', 'x', '1') end)\n" +
+		"redis.register_function{function_name='a', callback=function() return redis.call('set', 'x', '2') end, flags={'allow-oom'}}\n" +
+		"redis.register_function{function_name='r', callback=function() return redis.call('get', 'x') end, flags={'no-writes'}}"
+	oom := "(error) " + OOMError
+	for _, c := range []struct{ mode, body, want, x string }{
+		{"oom:eval", "return redis.call('set', 'x', 'y')", oom, "(nil)"},
+		{"oom:eval", "local t = redis.pcall('set', 'x', 'y') return t['err']", `"` + OOMError + `"`, "(nil)"},
+		{"oom:eval", "return redis.call('get', 'x')", "(nil)", "(nil)"},
+		{"oom:eval", "redis.call('del', 'x') return redis.call('set', 'x', 'y')", "OK", `"y"`}, // wrote first
+		{"oom:eval", "#!lua\nreturn 1", oom, "(nil)"},
+		{"oom:eval", "#!lua flags=no-writes\nreturn redis.call('get', 'x')", "(nil)", "(nil)"},
+		{"oom:eval", "#!lua flags=allow-oom\nreturn redis.call('set', 'x', 'z')", "OK", `"z"`},
+		{"ro:oom:eval", "return redis.call('get', 'x')", "(nil)", "(nil)"},
+		{"oom:fcall:w", lib, oom, "(nil)"},
+		{"oom:fcall:a", lib, "OK", `"2"`},
+		{"oom:fcall:r", lib, "(nil)", "(nil)"},
+		{"eval", "return redis.call('set', 'x', 'y')", "OK", `"y"`},
+		{"eval", "#!lua\nreturn redis.call('set', 'x', 'y')", "OK", `"y"`},
+		{"fcall:w", lib, "OK", `"1"`},
+	} {
+		s := newKVState()
+		got := s.Apply(op("eval", "x", c.mode, c.body, "1", "x")).String()
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s %q: got %s, want %s", c.mode, c.body, got, c.want)
+		}
+		if x := s.Apply(op("get", "x")).String(); x != c.x {
+			t.Errorf("%s %q: x is %s, want %s", c.mode, c.body, x, c.x)
+		}
+	}
+	// The report: SET refused once (not a call), its code counted once,
+	// the reply marked as counted; a pcall'd refusal returned as the reply
+	// likewise; a script's own error reply is not marked.
+	for body, want := range map[string]string{
+		"return redis.call('set', 'x', 'y')":                         `[[["c" "set" (integer) 0 (integer) 1 (integer) 0] ["e" "OOM"] ["x"]] (error) ` + OOMError,
+		"return redis.pcall('set', 'x', 'y')":                        `[[["c" "set" (integer) 0 (integer) 1 (integer) 0] ["e" "OOM"] ["x"]] (error) ` + OOMError,
+		"redis.pcall('set', 'x', 'y') return redis.call('get', 'x')": `[[["c" "set" (integer) 0 (integer) 1 (integer) 0] ["c" "get" (integer) 1 (integer) 0 (integer) 0] ["e" "OOM"]] (nil)]`,
+		"return redis.error_reply('MY_ERR x')":                       `[[] (error) MY_ERR x]`,
+	} {
+		if got := newKVState().Apply(op("eval", "x", "counts:oom:eval", body, "1", "x")).String(); !strings.HasPrefix(got, want) {
+			t.Errorf("report of %q: got %s, want %s", body, got, want)
+		}
+	}
+}

@@ -223,17 +223,58 @@ func EncodeOp(e *wire.Encoder, op Op) {
 }
 
 // DecodeOp reads an operation written by EncodeOp. Argument slices are copied.
+//
+// Every replica decodes every operation it applies, so this is on the
+// request path: a common kind's name is not allocated (commonKinds) and
+// the arguments share one fresh buffer, each capped at its own length
+// (an append to one never writes into the next). An empty argument
+// decodes as nil, as a copy of it always did.
 func DecodeOp(d *wire.Decoder) Op {
-	op := Op{Kind: d.String(), Key: d.String()}
+	kind := d.Bytes()
+	op := Op{Kind: commonKinds[string(kind)], Key: d.String()}
+	if op.Kind == "" {
+		op.Kind = string(kind)
+	}
 	n := d.Count(maxArgs, 1)
 	if n > 0 {
 		op.Args = make([][]byte, n)
+		size := 0
 		for i := range op.Args {
-			op.Args[i] = d.BytesCopy()
+			op.Args[i] = d.Bytes() // aliases d's buffer until copied below
+			size += len(op.Args[i])
+		}
+		if d.Err() != nil {
+			clear(op.Args)
+			return op
+		}
+		buf := make([]byte, 0, size)
+		for i, a := range op.Args {
+			if len(a) == 0 {
+				op.Args[i] = nil
+				continue
+			}
+			start := len(buf)
+			buf = append(buf, a...)
+			op.Args[i] = buf[start:len(buf):len(buf)]
 		}
 	}
 	return op
 }
+
+// commonKinds interns the operation kinds most requests carry, so that
+// DecodeOp finds their names without allocating (a map lookup by a byte
+// slice converted in place allocates nothing).
+var commonKinds = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"set", "get", "del", "exists", "incr", "incrby", "decrby", "incrbyfloat",
+		"append", "getex", "getdel", "getset", "setrange", "getrange", "strlen", "expire", "persist", "ttl",
+		"type", "hset", "hget", "hdel", "hincrby", "hgetall", "lpush", "rpush", "lpop", "rpop", "lrange",
+		"llen", "sadd", "srem", "smembers", "sismember", "scard", "zadd", "zrem", "zscore", "zrange",
+		"zincrby", "xadd", "pfadd", "setstore", "copy"} {
+		m[k] = k
+	}
+	return m
+}()
 
 // EncodeResult appends r's binary form to e.
 func EncodeResult(e *wire.Encoder, r Result) { encodeResult(e, r, 0) }

@@ -39,6 +39,11 @@ type finalOrderer interface{ FinalOrder() []string }
 type replicaReporter interface{ IsReplica() bool }
 type orderRecorder interface{ RecordOrder() }
 
+// localReader is implemented by automata that may answer non-strict reads
+// without ordering them (protocol/esds, reads=local): the checker then
+// accepts such reads outside the order (check.ESDSOptions.LocalReads).
+type localReader interface{ AnswersReadsLocally() bool }
+
 // DefaultSettleTime bounds the quiescence phase of ESDS runs.
 const DefaultSettleTime = 10 * time.Second
 
@@ -226,7 +231,13 @@ func (s *simulator) checkESDS(res *Result) error {
 	if err != nil {
 		return err
 	}
-	rep, err := check.ESDS(res.History, orders, s.svc)
+	var opt check.ESDSOptions
+	for _, n := range s.nodes {
+		if lr, ok := n.a.(localReader); ok && lr.AnswersReadsLocally() {
+			opt.LocalReads = true
+		}
+	}
+	rep, err := check.ESDSWith(res.History, orders, s.svc, opt)
 	if err != nil {
 		return fmt.Errorf("sim seed %d: checking the history: %w", s.cfg.Seed, err)
 	}

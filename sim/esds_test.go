@@ -76,3 +76,39 @@ func TestESDSSimReplays(t *testing.T) {
 		t.Fatalf("replay differs: %s vs %s\nreplay: %s", a.Digest, b.Digest, cfg.Command())
 	}
 }
+
+// Local reads (protocol/esds reads=local): no violation, reads answered
+// outside the order and reads' values checked against their prev sets;
+// the broken variant that answers without its prev is caught.
+func TestESDSSimLocalReads(t *testing.T) {
+	for seed := int64(1); seed <= 4; seed++ {
+		cfg := esdsConfig("esds", "kv", seed)
+		cfg.Params = map[string]string{"reads": "local"}
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatalf("%v\nreplay: %s", err, cfg.Command())
+		}
+		if r.Violation {
+			t.Fatalf("seed %d: %s\nreplay: %s", seed, r.ESDS.Detail(), cfg.Command())
+		}
+		if r.ESDS.LocalReads == 0 || r.ESDS.ReadsChecked == 0 {
+			t.Fatalf("seed %d: %d local reads, %d reads checked: the run exercises nothing\nreplay: %s", seed, r.ESDS.LocalReads, r.ESDS.ReadsChecked, cfg.Command())
+		}
+	}
+	caught := 0
+	for seed := int64(1); seed <= 12 && caught == 0; seed++ {
+		cfg := esdsConfig("esds-broken-localread", "kv", seed)
+		cfg.Ops = 300
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatalf("%v\nreplay: %s", err, cfg.Command())
+		}
+		if r.Violation {
+			caught++
+			t.Logf("caught at seed %d: %s", seed, r.ESDS.Detail())
+		}
+	}
+	if caught == 0 {
+		t.Fatal("esds-broken-localread: no violation found in 12 seeds")
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"strings"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -74,12 +73,16 @@ import (
 // partitions it per key). Each failure is returned with its seed; the
 // command that replays it is ShardsReplay.
 //
-// Faults (ShardsConfig.Faults): crash (a machine, restarted after
-// 20ms–1s; never a majority of any group at once; and the migration
-// driver dies), partition (1 or 2 machines cut off for 50ms–1s), loss and
-// dup (windows), slow (a machine's fsync ×10–×50 for a window), power (every
-// machine loses power at once: unsynced records are lost everywhere). Not
-// here: pause, reorder, membership changes and the callee.
+// Faults (ShardsConfig.Faults, ShardFaultKinds): crash (a machine,
+// restarted after 20ms–1s; and the migration driver dies), pause (a
+// machine's process stops for 10–500ms: inputs queue, its disk finishes),
+// partition (1 or 2 machines cut off for 50ms–1s), loss, dup and reorder
+// (windows: 20% of messages lost, duplicated, or delayed by a further
+// DefaultReorderDelay), slow (a window in which one machine's fsync takes
+// ×10–×50, or its messages a 5–50ms spike), power (once: every machine
+// loses power at once, unsynced records are lost everywhere). Crashes and
+// pauses together never take a majority of any group away. Not here:
+// membership changes and the callee.
 
 // ShardsConfig describes one sharded run.
 type ShardsConfig struct {
@@ -93,23 +96,38 @@ type ShardsConfig struct {
 	Clients  int
 	Ops      int
 	Seed     int64
-	Faults   string // none, all, or a comma list of crash, partition, loss, dup, slow, power
-	// Migrations is how many splits, merges and moves run (in turn)
-	// while the clients run.
+	Faults   string // none, all, or a comma list of ShardFaultKinds
+	// Migrations bounds how many migrations run while the clients run:
+	// splits and merges shard.Decide decides (Plan "decide", the
+	// default), or splits, merges and moves in turn (Plan "rotation").
 	Migrations int
-	Keys       int     // default 32
-	PlainFrac  float64 // fraction of plain (non-cluster) clients
+	Plan       string
+	// Place are Decide's thresholds (zero: SimPlaceParams).
+	Place shard.PlaceParams
+	// Hot of the operations go to HotKeys keys (default 1) in hot phases
+	// of HotPhase (default 2s), which alternate with quiet ones (uniform
+	// keys, clients thinking 5 times longer): the load moves, rises and
+	// falls (hotPhase). 0: uniform keys, no phases.
+	Hot       float64
+	HotKeys   int
+	HotPhase  time.Duration
+	Keys      int     // default 32
+	PlainFrac float64 // fraction of plain (non-cluster) clients
 	// Latencies and costs (ParseDist); CPU costs "" are zero, and the CPU
 	// model is on when any is set.
 	Latency, ClientLatency, Fsync, Think string
 	OpCost, MsgCost, ApplyCost, FwdCost  string
 	// Warmup: operations completed before this virtual time are not
 	// counted in the throughput (the CPU figures start there too).
-	Warmup  time.Duration
-	MaxTime time.Duration
+	Warmup time.Duration
+	// MigrateAt: when the first migration may start (default 100ms).
+	MigrateAt time.Duration
+	MaxTime   time.Duration
 	// Broken names a deliberately wrong variant, for the test that shows
 	// the checks catch it: "keep-accepting" (the groups' slot guards
-	// admit reads and writes to slots they have handed over or lost).
+	// admit reads and writes to slots they have handed over or lost);
+	// "placer-overreach" (the placer's decided slots run one slot past
+	// the decision, into the next group's).
 	Broken  string
 	NoCheck bool
 	// NoInvariants skips the step checks (to show the history check
@@ -122,14 +140,16 @@ type ShardsConfig struct {
 type ShardsStats struct {
 	Events, Steps, Msgs, Dropped, Fsyncs       int
 	Crashes, PowerLosses, Partitions, Windows  int
+	Pauses, Reorders                           int
 	DriverDeaths, Migrations, Flips, Epoch     int
+	Splits, Merges                             int // Plan decide: started by Decide's decisions
 	Moved, Asked, TryAgain, Forwarded, Retries int
 	Completed, Unknown                         int
 }
 
 func (s ShardsStats) String() string {
-	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d",
-		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Windows, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown)
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown)
 }
 
 // ShardsResult is the outcome of a sharded run.
@@ -145,7 +165,16 @@ type ShardsResult struct {
 	Throughput float64
 	Util       []float64
 	Elapsed    time.Duration // virtual time of the measured span
+	Decisions  string        // Plan decide: Decide's decisions by kind, and how many were carried out
+	// Every completed client operation: when it was answered and how
+	// long it took; and each migration's start and end (-1: not ended).
+	Done     []OpDone
+	MigSpans [][2]time.Duration
+	StopAt   time.Duration // when the last operation was issued
 }
+
+// OpDone is one completed client operation.
+type OpDone struct{ At, Latency time.Duration }
 
 // Failed reports whether the run found a violation.
 func (r *ShardsResult) Failed() bool {
@@ -154,8 +183,24 @@ func (r *ShardsResult) Failed() bool {
 
 // ShardsReplay is the command that replays seed of cfg.
 func ShardsReplay(cfg ShardsConfig, seed int64) string {
-	c := fmt.Sprintf("synod-lab shardsim --seeds %d --shards %d --spares %d --machines %d --clients %d --ops %d --faults %s --migrations %d --keys %d",
-		seed, cfg.Shards, cfg.Spares, cfg.Machines, cfg.Clients, cfg.Ops, orNone(cfg.Faults), cfg.Migrations, cfg.Keys)
+	c := fmt.Sprintf("synod-lab shardsim --seeds %d --shards %d --spares %d --machines %d --clients %d --ops %d --faults %s --migrations %d --plan %s --keys %d",
+		seed, cfg.Shards, cfg.Spares, cfg.Machines, cfg.Clients, cfg.Ops, orNone(cfg.Faults), cfg.Migrations, orDefault(cfg.Plan, "decide"), cfg.Keys)
+	if cfg.Hot > 0 {
+		c += fmt.Sprintf(" --hot %g", cfg.Hot)
+		if cfg.HotKeys > 0 {
+			c += fmt.Sprintf(" --hot-keys %d", cfg.HotKeys)
+		}
+		if cfg.HotPhase > 0 {
+			c += fmt.Sprintf(" --hot-phase %v", cfg.HotPhase)
+		}
+	}
+	if cfg.Place != (shard.PlaceParams{}) {
+		p := cfg.Place
+		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown)
+	}
+	if cfg.Protocol != "" && cfg.Protocol != "paxos" {
+		c += " --protocol " + cfg.Protocol
+	}
 	if cfg.PlainFrac > 0 {
 		c += fmt.Sprintf(" --plain %g", cfg.PlainFrac)
 	}
@@ -180,36 +225,9 @@ func orNone(s string) string {
 	return s
 }
 
-type shFaults struct{ crash, partition, loss, dup, slow, power bool }
-
-func parseShardFaults(s string) (shFaults, error) {
-	var f shFaults
-	switch s {
-	case "", "none":
-		return f, nil
-	case "all":
-		return shFaults{true, true, true, true, true, true}, nil
-	}
-	for _, k := range strings.Split(s, ",") {
-		switch strings.TrimSpace(k) {
-		case "crash":
-			f.crash = true
-		case "partition":
-			f.partition = true
-		case "loss":
-			f.loss = true
-		case "dup":
-			f.dup = true
-		case "slow":
-			f.slow = true
-		case "power":
-			f.power = true
-		default:
-			return f, fmt.Errorf("sim: unknown sharded fault %q (want none, all, or a comma list of crash, partition, loss, dup, slow, power)", k)
-		}
-	}
-	return f, nil
-}
+// ShardFaultKinds are the sharded world's fault kinds: the one-group
+// simulator's (FaultKinds) and power, parsed by the same ParseFaultKinds.
+var ShardFaultKinds = append(append([]string(nil), FaultKinds...), "power")
 
 // ---- the world ----
 
@@ -232,8 +250,11 @@ const (
 	shRestart
 	shHeal
 	shWindowEnd
+	shResume
 	shDrainEnd
 	shStartMigration
+	shPlaceTick
+	shPlaceAnswer
 )
 
 type shEvent struct {
@@ -252,6 +273,7 @@ type shEvent struct {
 	resp              automaton.Response
 	upto              []uint64 // shFsync: per replica of the machine
 	fwd               int      // the forwarding machine (-1: none)
+	arrived           bool     // reached its machine and was queued there (busy or paused): no partition check again
 }
 
 type shQueue []*shEvent
@@ -285,8 +307,17 @@ type shMachine struct {
 	outs     []automaton.Output
 	busyTime time.Duration
 	fsyncing bool
-	slow     float64
-	side     int // partition side (0: with the majority)
+	downAt   time.Duration // when it last went down
+	slow     float64       // fsync time ×slow (a slow disk window)
+	spike    time.Duration // extra latency of every message from or to it (a spike window)
+	side     int           // partition side (0: with the majority)
+	// A paused process (the pause fault) runs nothing: the inputs that
+	// reach it wait in pausedQ, a step it was running finishes on resume
+	// (cpuHeld), and its disk still finishes fsyncs (what they release
+	// leaves on resume), as in the one-group simulator.
+	paused  bool
+	pausedQ []*shEvent
+	cpuHeld bool
 }
 
 type shGroup struct {
@@ -320,7 +351,7 @@ type shWorld struct {
 	cfg    ShardsConfig
 	proto  automaton.Protocol
 	kv     service.Service
-	faults shFaults
+	faults map[string]bool // ParseFaultKinds over ShardFaultKinds
 
 	now time.Duration
 	seq uint64
@@ -337,11 +368,17 @@ type shWorld struct {
 	opCost, msgCost, applyCost, fwdCost Dist
 	hasOp, hasMsg, hasApply, hasFwd     bool
 	cpuOn                               bool
-	loss, dup                           float64 // open windows' probabilities
+	loss, dup, reorder                  float64 // open windows' probabilities
+	reorderDelay                        Dist
+	winGen                              [winKinds]uint64 // a window's end closes only its own window
 
 	clients  []*shClient
 	byID     map[uint64]*shClient
 	drv      *shDriver
+	placer   *shPlacer
+	migSpans [][2]time.Duration
+	stopAt   time.Duration
+	done     []OpDone
 	mig      shMig
 	migsLeft int
 	migTurn  int

@@ -37,6 +37,7 @@ type shClient struct {
 	tries     int // sends of the current id
 	redirects int
 	fwd       bool // the current attempt went through a forwarding machine
+	start     time.Duration
 }
 
 func (w *shWorld) onClientNext(c *shClient) {
@@ -45,11 +46,15 @@ func (w *shWorld) onClientNext(c *shClient) {
 	}
 	kinds := []string{"get", "get", "get", "get", "set", "set", "set", "set", "del"}
 	op := service.Op{Kind: kinds[w.rngClient.Intn(len(kinds))], Key: "k" + strconv.Itoa(w.rngClient.Intn(w.cfg.Keys))}
+	if phase, hot := w.hotPhase(); hot && w.rngClient.Float64() < w.cfg.Hot {
+		// The hot spot of this phase: HotKeys consecutive key names.
+		op.Key = "k" + strconv.Itoa((phase*w.cfg.HotKeys+w.rngClient.Intn(w.cfg.HotKeys))%w.cfg.Keys)
+	}
 	c.ops++
 	if op.Kind == "set" {
 		op.Args = [][]byte{[]byte("c" + strconv.Itoa(c.idx) + "-" + strconv.Itoa(c.ops))}
 	}
-	c.op, c.busy, c.redirects = op, true, 0
+	c.op, c.busy, c.redirects, c.start = op, true, 0, w.now
 	c.pending = w.rec.Invoke(c.idx, Namespace, op, "")
 	w.issued++
 	w.busyClients++
@@ -162,6 +167,10 @@ func (w *shWorld) onClientResend(e *shEvent) {
 
 // respond takes a replica's answer to a client or to the driver.
 func (w *shWorld) respond(r *shReplica, resp automaton.Response) {
+	if p := w.placer; p != nil && resp.ID.Client == p.id {
+		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shPlaceAnswer, resp: resp})
+		return
+	}
 	if d := w.drv; d != nil && resp.ID.Client == d.id {
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shDriverEv, gen: d.gen, resp: resp, attempt: 1})
 		return
@@ -205,6 +214,7 @@ func (w *shWorld) onClientResp(e *shEvent) {
 	res := resp.Results[1]
 	c.pending.Complete(res)
 	w.stats.Completed++
+	w.done = append(w.done, OpDone{At: w.now, Latency: w.now - c.start})
 	if w.warmedUp {
 		w.measured++
 		w.lastReply = w.now
@@ -266,5 +276,25 @@ func (w *shWorld) finishOp(c *shClient) {
 	c.busy = false
 	c.attempt++
 	w.busyClients--
-	w.after(w.think.Sample(w.rngClient), &shEvent{kind: shClientNext, client: c.idx})
+	d := w.think.Sample(w.rngClient)
+	if _, hot := w.hotPhase(); w.cfg.Hot > 0 && !hot {
+		d *= quietThink
+	}
+	w.after(d, &shEvent{kind: shClientNext, client: c.idx})
+}
+
+// quietThink: in a quiet phase clients think this many times longer.
+const quietThink = 5
+
+// hotPhase is the workload's phase (ShardsConfig.Hot): phases of
+// HotPhase alternate between hot (a share Hot of the operations on this
+// phase's hot keys) and quiet (uniform keys, clients thinking quietThink
+// times longer): the load moves, rises and falls, so groups turn hot
+// (splits) and cold (merges).
+func (w *shWorld) hotPhase() (int, bool) {
+	if w.cfg.Hot == 0 {
+		return 0, false
+	}
+	p := int(w.now / w.cfg.HotPhase)
+	return p / 2, p%2 == 0
 }

@@ -40,8 +40,8 @@ type shMig struct {
 	active bool // a migration has started and not ended
 }
 
-// startMigration plans the next split, merge or move and starts a
-// driver for it.
+// startMigration plans the next split, merge or move in turn (Plan
+// "rotation") and starts a driver for it.
 func (w *shWorld) startMigration() {
 	if w.stopping || w.migsLeft <= 0 || w.drv != nil {
 		return
@@ -51,10 +51,17 @@ func (w *shWorld) startMigration() {
 		w.migsLeft = 0
 		return
 	}
+	w.beginMigration(from, to, slots)
+}
+
+// beginMigration saves a new migration record (slots from group from to
+// group to) and starts a driver for it.
+func (w *shWorld) beginMigration(from, to int, slots []shard.Range) {
 	w.mig.id++
 	w.mig.rec = shard.Migration{ID: w.mig.id, From: from, To: to, FromName: w.groups[from].name, ToName: w.groups[to].name, Slots: slots}
 	w.mig.ver++
 	w.mig.active = true
+	w.migSpans = append(w.migSpans, [2]time.Duration{w.now, -1})
 	w.tracef("migration %d: %s -> %s slots %s", w.mig.id, w.groups[from].name, w.groups[to].name, shard.FormatSlots(slots))
 	w.newDriver()
 }
@@ -169,6 +176,7 @@ func (w *shWorld) driverNext(d *shDriver) {
 		w.drv = nil
 		if d.m.Rec.Phase.Finished() {
 			w.mig.active = false
+			w.migSpans[len(w.migSpans)-1][1] = w.now
 			w.stats.Migrations++
 			w.migsLeft--
 			w.tracef("migration %d %s", d.m.Rec.ID, d.m.Rec.Phase)
@@ -299,32 +307,49 @@ func (w *shWorld) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(w.rngFault.Int63n(int64(hi-lo)))
 }
 
+// Window kinds of the sharded world.
+const (
+	winShLoss = iota
+	winShDup
+	winShReorder
+	winShSlowDisk
+	winShSpike
+	winKinds
+)
+
 func (w *shWorld) onNemesis() {
 	if w.stopping {
 		return
 	}
 	var kinds []string
-	f := w.faults
-	for _, k := range []struct {
-		on   bool
-		name string
-	}{{f.crash, "crash"}, {f.crash, "driver"}, {f.partition, "partition"}, {f.loss, "loss"}, {f.dup, "dup"}, {f.slow, "slow"}, {f.power && w.powerUsed == 0, "power"}} {
-		if k.on {
-			kinds = append(kinds, k.name)
+	for _, k := range ShardFaultKinds {
+		if !w.faults[k] || (k == "power" && w.powerUsed > 0) {
+			continue
+		}
+		kinds = append(kinds, k)
+		if k == "crash" {
+			kinds = append(kinds, "driver")
 		}
 	}
-	switch kinds[w.rngFault.Intn(len(kinds))] {
-	case "crash":
+	pick := kinds[w.rngFault.Intn(len(kinds))]
+	switch pick {
+	case "crash", "pause":
 		var can []*shMachine
 		for _, m := range w.machines {
-			if m.up && w.mayCrash(m) {
+			if m.up && !m.paused && w.mayTake(m) {
 				can = append(can, m)
 			}
 		}
-		if len(can) > 0 {
-			m := can[w.rngFault.Intn(len(can))]
+		if len(can) == 0 {
+			break
+		}
+		m := can[w.rngFault.Intn(len(can))]
+		if pick == "crash" {
 			w.crash(m)
 			w.after(w.between(20*time.Millisecond, time.Second), &shEvent{kind: shRestart, mach: m.idx, inc: m.inc})
+		} else {
+			w.pause(m)
+			w.after(pauseDist.Sample(w.rngFault), &shEvent{kind: shResume, mach: m.idx, inc: m.inc})
 		}
 	case "driver":
 		if w.drv != nil {
@@ -351,42 +376,60 @@ func (w *shWorld) onNemesis() {
 		}
 		w.tracef("partition: %d machines cut off", k)
 		w.after(w.between(50*time.Millisecond, time.Second), &shEvent{kind: shHeal})
-	case "loss", "dup", "slow":
-		w.stats.Windows++
-		w.openWindow()
+	case "loss":
+		w.openWindow(winShLoss, -1)
+	case "dup":
+		w.openWindow(winShDup, -1)
+	case "reorder":
+		w.openWindow(winShReorder, -1)
+	case "slow":
+		m := w.rngFault.Intn(len(w.machines))
+		if w.rngFault.Intn(2) == 0 {
+			w.openWindow(winShSlowDisk, m)
+		} else {
+			w.openWindow(winShSpike, m)
+		}
 	}
 	w.after(w.nemesisGap(), &shEvent{kind: shNemesis})
 }
 
-func (w *shWorld) openWindow() {
-	f := w.faults
-	var kinds []int
-	for i, on := range []bool{f.loss, f.dup, f.slow} {
-		if on {
-			kinds = append(kinds, i)
-		}
-	}
-	k := kinds[w.rngFault.Intn(len(kinds))]
-	m := w.rngFault.Intn(len(w.machines))
+// openWindow opens a window of kind k (on machine m for the per-machine
+// kinds) for 50–500ms; a later window of the same kind replaces it.
+func (w *shWorld) openWindow(k int, m int) {
+	w.stats.Windows++
 	switch k {
-	case 0:
+	case winShLoss:
 		w.loss = 0.2
-	case 1:
+	case winShDup:
 		w.dup = 0.2
-	case 2:
+	case winShReorder:
+		w.stats.Reorders++
+		w.reorder = 0.2
+	case winShSlowDisk:
 		w.machines[m].slow = float64(10 + w.rngFault.Intn(41))
+	case winShSpike:
+		w.machines[m].spike = spikeDist.Sample(w.rngFault)
 	}
-	w.after(w.between(50*time.Millisecond, 500*time.Millisecond), &shEvent{kind: shWindowEnd, gen: uint64(k), mach: m})
+	w.winGen[k]++
+	w.tracef("window %d opens (machine %d)", k, m)
+	w.after(w.between(50*time.Millisecond, 500*time.Millisecond), &shEvent{kind: shWindowEnd, gen: w.winGen[k], attempt: k, mach: m})
 }
 
 func (w *shWorld) onWindowEnd(e *shEvent) {
-	switch e.gen {
-	case 0:
+	if w.winGen[e.attempt] != e.gen {
+		return // replaced by a later window of its kind
+	}
+	switch e.attempt {
+	case winShLoss:
 		w.loss = 0
-	case 1:
+	case winShDup:
 		w.dup = 0
-	case 2:
+	case winShReorder:
+		w.reorder = 0
+	case winShSlowDisk:
 		w.machines[e.mach].slow = 0
+	case winShSpike:
+		w.machines[e.mach].spike = 0
 	}
 }
 
@@ -396,12 +439,13 @@ func (w *shWorld) onHeal(*shEvent) {
 	}
 }
 
-// mayCrash: crashing m leaves every group it hosts a majority up.
-func (w *shWorld) mayCrash(m *shMachine) bool {
+// mayTake: crashing or pausing m leaves every group it hosts a majority
+// up and running.
+func (w *shWorld) mayTake(m *shMachine) bool {
 	for _, r := range m.reps {
 		down := 1
 		for _, o := range r.g.reps {
-			if !o.m.up {
+			if !o.m.up || o.m.paused {
 				down++
 			}
 		}
@@ -415,9 +459,10 @@ func (w *shWorld) mayCrash(m *shMachine) bool {
 func (w *shWorld) crash(m *shMachine) {
 	w.tracef("%s crashes", m.id)
 	w.stats.Crashes++
-	m.up = false
+	m.up, m.downAt = false, w.now
 	m.inc++
 	m.busy, m.running, m.outs, m.q, m.fsyncing = false, nil, nil, nil, false
+	m.paused, m.pausedQ, m.cpuHeld = false, nil, false
 	for _, r := range m.reps {
 		r.rel.Crash()
 		r.a, r.buf, r.timers = nil, nil, nil
@@ -435,12 +480,55 @@ func (w *shWorld) restart(m *shMachine, inc uint64) {
 	}
 }
 
+// pause stops m's process (the pause fault).
+func (w *shWorld) pause(m *shMachine) {
+	w.tracef("%s pauses", m.id)
+	w.stats.Pauses++
+	m.paused = true
+}
+
+// resume restarts a paused m: held outputs whose fsync finished go out,
+// the step it was running finishes, then the inputs that waited are
+// delivered in arrival order.
+func (w *shWorld) resume(m *shMachine, inc uint64) {
+	if !m.up || !m.paused || m.inc != inc {
+		return
+	}
+	w.tracef("%s resumes (%d queued inputs)", m.id, len(m.pausedQ))
+	m.paused = false
+	for _, r := range m.reps {
+		if r.a != nil {
+			r.rel.ReleaseReady(shIO{r})
+		}
+	}
+	for _, r := range m.reps {
+		if r.rel.Unsynced() && !m.fsyncing {
+			w.startFsync(m)
+		}
+	}
+	q := m.pausedQ
+	m.pausedQ = nil
+	for _, e := range q {
+		w.after(0, e)
+	}
+	if m.cpuHeld {
+		m.cpuHeld = false
+		w.onCPUDone(m)
+	}
+}
+
 func (w *shWorld) healAll() {
-	w.loss, w.dup = 0, 0
+	w.loss, w.dup, w.reorder = 0, 0, 0
+	for k := range w.winGen {
+		w.winGen[k]++
+	}
 	for _, m := range w.machines {
-		m.side, m.slow = 0, 0
+		m.side, m.slow, m.spike = 0, 0, 0
 		if !m.up {
 			w.restart(m, m.inc)
+		}
+		if m.paused {
+			w.resume(m, m.inc)
 		}
 	}
 }

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"flag"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/synod-dev/synod/check"
 )
@@ -14,7 +17,7 @@ import (
 var shardSeed = flag.Int64("shards.seed", 0, "TestShardsSim: run only this seed")
 
 func shardsCfg(seed int64) ShardsConfig {
-	return ShardsConfig{Shards: 2, Spares: 1, Clients: 8, Ops: 1000, Seed: seed, Faults: "all", Migrations: 3, PlainFrac: 0.25, Think: "uniform:20ms:60ms"}
+	return ShardsConfig{Shards: 2, Spares: 1, Clients: 8, Ops: 1000, Seed: seed, Faults: "all", Migrations: 3, PlainFrac: 0.25, Think: "uniform:20ms:60ms", Hot: 0.8}
 }
 
 func TestShardsSim(t *testing.T) {
@@ -39,19 +42,24 @@ func TestShardsSim(t *testing.T) {
 		if r.Stats.Completed == 0 {
 			t.Errorf("seed %d: no operation completed: %v", s, r.Stats)
 		}
-		t.Logf("seed %d: %v check=%s", s, r.Stats, r.Check)
+		t.Logf("seed %d: %v check=%s decisions: %s", s, r.Stats, r.Check, r.Decisions)
 		total.Migrations += r.Stats.Migrations
 		total.Flips += r.Stats.Flips
 		total.Crashes += r.Stats.Crashes
 		total.PowerLosses += r.Stats.PowerLosses
 		total.Partitions += r.Stats.Partitions
+		total.Pauses += r.Stats.Pauses
+		total.Reorders += r.Stats.Reorders
 		total.DriverDeaths += r.Stats.DriverDeaths
 		total.Moved += r.Stats.Moved + r.Stats.Asked
 		total.Forwarded += r.Stats.Forwarded
+		total.Splits += r.Stats.Splits
+		total.Merges += r.Stats.Merges
 	}
 	// The runs must have exercised what they claim to check.
 	if total.Migrations < len(seeds) || total.Flips < len(seeds) || total.Crashes == 0 || total.PowerLosses == 0 ||
-		total.Partitions == 0 || total.DriverDeaths == 0 || total.Moved == 0 || total.Forwarded == 0 {
+		total.Partitions == 0 || total.Pauses == 0 || total.Reorders == 0 || total.DriverDeaths == 0 || total.Moved == 0 || total.Forwarded == 0 ||
+		total.Splits == 0 || total.Merges == 0 {
 		t.Errorf("the seeds did not exercise migrations, faults and redirections: %v", total)
 	}
 }
@@ -97,5 +105,65 @@ func TestShardsSimCatchesKeepAccepting(t *testing.T) {
 	}
 	if r.Check != check.Illegal {
 		t.Errorf("seed 1: keep-accepting, invariants off: the history check says %s (%v)", r.Check, r.Stats)
+	}
+}
+
+// Decide splits by size too: with the load thresholds out of reach, a
+// group holding more than split_keys keys splits into the spare.
+func TestShardsSimSplitsBySize(t *testing.T) {
+	cfg := shardsCfg(1)
+	cfg.Faults, cfg.Hot, cfg.Keys, cfg.Migrations = "none", 0, 64, 1
+	cfg.Place = SimPlaceParams
+	cfg.Place.SplitKeys, cfg.Place.SplitOps, cfg.Place.MergeKeys, cfg.Place.MergeOps = 24, 1e9, 8, 0
+	r, err := RunShards(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed() || r.Stats.Splits != 1 || r.Stats.Migrations != 1 {
+		t.Fatalf("want one split by keys, done: %v %s invariant %q check %s\nreplay: %s", r.Stats, r.Decisions, r.Invariant, r.Check, ShardsReplay(cfg, 1))
+	}
+	t.Logf("%v decisions: %s", r.Stats, r.Decisions)
+}
+
+// The broken placer (decided slots run one slot past the decision, into
+// the next group's) is caught by the decision invariant: a split or merge
+// moves only slots its source owns.
+func TestShardsSimCatchesPlacerOverreach(t *testing.T) {
+	seeds := []int64{2, 5}
+	if testing.Short() {
+		seeds = seeds[1:]
+	}
+	for _, s := range seeds {
+		cfg := shardsCfg(s)
+		cfg.Faults, cfg.Broken = "none", "placer-overreach"
+		r, err := RunShards(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Invariant == "" {
+			t.Errorf("seed %d: placer-overreach not caught: %v %s", s, r.Stats, r.Decisions)
+		}
+		t.Logf("seed %d caught: %s", s, r.Invariant)
+	}
+}
+
+// A split under load is online: clients are answered while it runs, at a
+// rate not far below the rate before it (the figures: synod-lab shardsim
+// --migration-load, docs/SHARDING.md).
+func TestShardsMigrationLoad(t *testing.T) {
+	var b strings.Builder
+	base := ShardsConfig{Shards: 2, Keys: 256, PlainFrac: 0.5}
+	if err := MigrationLoad(base, []int64{1}, 32, 30000, 1200*time.Millisecond, &b); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	t.Log(b.String())
+	var ratio float64
+	for _, l := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "1" {
+			ratio, _ = strconv.ParseFloat(f[len(f)-1], 64)
+		}
+	}
+	if ratio < 0.3 {
+		t.Errorf("throughput during the split fell to %.2f of the rate before it", ratio)
 	}
 }

@@ -27,6 +27,8 @@ func RunShards(cfg ShardsConfig) (*ShardsResult, error) {
 	w.run()
 	res := &ShardsResult{Seed: cfg.Seed, Stats: w.stats, Invariant: w.inv}
 	res.Stats.Epoch = int(w.place.Epoch)
+	res.Decisions = w.placer.summary()
+	res.Done, res.MigSpans, res.StopAt = w.done, w.migSpans, w.stopAt
 	if w.err != "" {
 		return res, fmt.Errorf("sim seed %d: %s", cfg.Seed, w.err)
 	}
@@ -77,6 +79,18 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 	if c.MaxTime == 0 {
 		c.MaxTime = DefaultMaxTime
 	}
+	if c.Plan == "" {
+		c.Plan = "decide"
+	}
+	if c.Place == (shard.PlaceParams{}) {
+		c.Place = SimPlaceParams
+	}
+	if c.HotKeys == 0 {
+		c.HotKeys = 1
+	}
+	if c.HotPhase == 0 {
+		c.HotPhase = 2 * time.Second
+	}
 	switch {
 	case c.Shards < 1 || c.Spares < 0:
 		return c, fmt.Errorf("sim: need at least 1 shard (and no negative spares)")
@@ -86,8 +100,14 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: need clients, keys and a non-negative op count")
 	case c.PlainFrac < 0 || c.PlainFrac > 1:
 		return c, fmt.Errorf("sim: plain fraction must be within [0, 1]")
-	case c.Broken != "" && c.Broken != "keep-accepting":
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting)", c.Broken)
+	case c.Plan != "decide" && c.Plan != "rotation":
+		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
+	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
+		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach":
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting or placer-overreach)", c.Broken)
+	case c.Broken == "placer-overreach" && c.Plan != "decide":
+		return c, fmt.Errorf("sim: placer-overreach needs --plan decide")
 	}
 	return c, nil
 }
@@ -107,9 +127,10 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 	if w.kv, err = service.Lookup(ServiceName); err != nil {
 		return nil, err
 	}
-	if w.faults, err = parseShardFaults(cfg.Faults); err != nil {
-		return nil, err
+	if w.faults, err = ParseFaultKinds(cfg.Faults, ShardFaultKinds); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
 	}
+	w.reorderDelay = MustParseDist(DefaultReorderDelay)
 	for _, d := range []struct {
 		src string
 		dst *Dist
@@ -215,11 +236,15 @@ func (w *shWorld) run() {
 	for _, c := range w.clients {
 		w.after(w.think.Sample(w.rngClient), &shEvent{kind: shClientNext, client: c.idx})
 	}
-	if w.faults != (shFaults{}) {
+	if len(w.faults) > 0 {
 		w.after(w.nemesisGap(), &shEvent{kind: shNemesis})
 	}
 	if w.migsLeft > 0 {
-		w.after(100*time.Millisecond, &shEvent{kind: shStartMigration})
+		if w.cfg.Plan == "decide" {
+			w.newPlacer()
+		} else {
+			w.after(orDuration(w.cfg.MigrateAt, 100*time.Millisecond), &shEvent{kind: shStartMigration})
+		}
 	}
 	if w.cfg.Ops == 0 {
 		w.stopIssuing()
@@ -252,6 +277,11 @@ func (w *shWorld) run() {
 			w.stats.Unknown++
 		}
 	}
+	// Liveness: with every fault healed, the migration under way ends
+	// (done or canceled) within the drain.
+	if w.mig.active && w.err == "" {
+		w.violation("migration %d (%s -> %s, slots %s) did not end within %v of the final heal", w.mig.rec.ID, w.mig.rec.FromName, w.mig.rec.ToName, shard.FormatSlots(w.mig.rec.Slots), DefaultDrainTime)
+	}
 }
 
 func (w *shWorld) handle(e *shEvent) {
@@ -262,6 +292,10 @@ func (w *shWorld) handle(e *shEvent) {
 		w.onForward(e)
 	case shCPUDone:
 		if m := w.machines[e.mach]; m.inc == e.inc {
+			if m.paused {
+				m.cpuHeld = true // the step finishes when the process resumes
+				return
+			}
 			w.onCPUDone(m)
 		}
 	case shFsync:
@@ -283,13 +317,21 @@ func (w *shWorld) handle(e *shEvent) {
 			}
 			return
 		}
-		w.startMigration()
+		if w.cfg.Plan == "rotation" {
+			w.startMigration()
+		}
+	case shPlaceTick:
+		w.onPlaceTick()
+	case shPlaceAnswer:
+		w.placerAnswer(e.resp)
 	case shNemesis:
 		w.onNemesis()
 	case shRestart:
 		w.restart(w.machines[e.mach], e.inc)
 	case shHeal:
 		w.onHeal(e)
+	case shResume:
+		w.resume(w.machines[e.mach], e.inc)
 	case shWindowEnd:
 		w.onWindowEnd(e)
 	case shDrainEnd:
@@ -302,6 +344,7 @@ func (w *shWorld) stopIssuing() {
 		return
 	}
 	w.stopping = true
+	w.stopAt = w.now
 	w.tracef("workload over: healing every fault")
 	w.healAll()
 	w.after(DefaultDrainTime, &shEvent{kind: shDrainEnd})
@@ -368,8 +411,13 @@ func (w *shWorld) deliver(e *shEvent) {
 		}
 		return
 	}
-	if e.kind == shPeer && e.from >= 0 && w.cut(e.from, e.mach) {
+	if e.kind == shPeer && e.from >= 0 && !e.arrived && w.cut(e.from, e.mach) {
 		w.stats.Dropped++
+		return
+	}
+	if m.paused {
+		e.arrived = true
+		m.pausedQ = append(m.pausedQ, e)
 		return
 	}
 	r := w.replicaOn(m, e.group)
@@ -380,8 +428,12 @@ func (w *shWorld) deliver(e *shEvent) {
 		return
 	}
 	if m.busy {
+		e.arrived = true
 		m.q = append(m.q, e)
 		return
+	}
+	if e.kind == shClientReq && e.client >= 0 {
+		w.countRequest(e.group)
 	}
 	var in automaton.Input
 	var cost time.Duration
@@ -492,6 +544,10 @@ func (w *shWorld) onFsync(e *shEvent) {
 			}
 		}
 		r.buf = r.buf[j:]
+		if m.paused {
+			r.rel.Synced(e.upto[i]) // what waits leaves on resume
+			continue
+		}
 		r.rel.Durable(e.upto[i], shIO{r})
 		again = again || r.rel.Unsynced()
 	}
@@ -519,7 +575,11 @@ func (w *shWorld) send(r *shReplica, o automaton.Send) {
 		copies = 2
 	}
 	for i := 0; i < copies; i++ {
-		w.after(w.lat.Sample(w.rngNet), &shEvent{kind: shPeer, mach: dst.idx, from: r.m.idx, group: r.g.idx, inc: dst.inc, msg: append([]byte(nil), o.Msg...)})
+		d := w.lat.Sample(w.rngNet) + r.m.spike + dst.spike
+		if w.reorder > 0 && w.rngNet.Float64() < w.reorder {
+			d += w.reorderDelay.Sample(w.rngNet)
+		}
+		w.after(d, &shEvent{kind: shPeer, mach: dst.idx, from: r.m.idx, group: r.g.idx, inc: dst.inc, msg: append([]byte(nil), o.Msg...)})
 	}
 }
 
@@ -532,6 +592,10 @@ func (w *shWorld) cut(a, b int) bool { return w.machines[a].side != w.machines[b
 func (w *shWorld) onForward(e *shEvent) {
 	m := w.machines[e.mach]
 	if !m.up || m.inc != e.inc {
+		return
+	}
+	if m.paused {
+		m.pausedQ = append(m.pausedQ, e)
 		return
 	}
 	if m.busy {

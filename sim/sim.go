@@ -289,34 +289,39 @@ var FaultKinds = []string{"crash", "partition", "loss", "dup", "pause", "slow", 
 
 // ParseFaults parses Config.Faults.
 func ParseFaults(s string) (faultSet, error) {
-	var f faultSet
+	on, err := ParseFaultKinds(s, FaultKinds)
+	if err != nil {
+		return faultSet{}, err
+	}
+	return faultSet{on["crash"], on["partition"], on["loss"], on["dup"], on["pause"], on["slow"], on["reorder"]}, nil
+}
+
+// ParseFaultKinds parses a list of fault kinds over the kinds a simulator
+// knows (FaultKinds here, ShardFaultKinds in the sharded world): "" or
+// "none" (no faults), "all" (every kind), or a comma list of their names.
+func ParseFaultKinds(s string, kinds []string) (map[string]bool, error) {
+	on := map[string]bool{}
 	switch s {
 	case "", "none":
-		return f, nil
+		return on, nil
 	case "all":
-		return faultSet{true, true, true, true, true, true, true}, nil
+		for _, k := range kinds {
+			on[k] = true
+		}
+		return on, nil
 	}
 	for _, k := range strings.Split(s, ",") {
-		switch strings.TrimSpace(k) {
-		case "crash":
-			f.crash = true
-		case "partition":
-			f.partition = true
-		case "loss":
-			f.loss = true
-		case "dup":
-			f.dup = true
-		case "pause":
-			f.pause = true
-		case "slow":
-			f.slow = true
-		case "reorder":
-			f.reorder = true
-		default:
-			return f, fmt.Errorf("unknown fault %q in %q (want none, all, or a comma list of %s)", k, s, strings.Join(FaultKinds, ","))
+		k = strings.TrimSpace(k)
+		known := false
+		for _, x := range kinds {
+			known = known || x == k
 		}
+		if !known {
+			return nil, fmt.Errorf("unknown fault %q in %q (want none, all, or a comma list of %s)", k, s, strings.Join(kinds, ","))
+		}
+		on[k] = true
 	}
-	return f, nil
+	return on, nil
 }
 
 func (f faultSet) kinds() []string {

@@ -579,7 +579,12 @@ var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 // keep queueing behind the writer meanwhile).
 func (w *WAL) compact() error {
 	old := w.off
-	var snap []byte
+	// w.live bounds the records' encoded size (walRecSize counts each varint
+	// at its longest) and each frame adds a header and at most 7 bytes of
+	// padding: sized once, the snapshot is built without regrowing (appends
+	// regrowing from nil copied and cleared it about twice over, 5-9 % of
+	// each node's CPU under redis-benchmark -P 16 with a 40 MB live set).
+	snap := make([]byte, 0, w.live+(w.live>>22+2)*(walHeader+walAlign))
 	// Frames of at most ~4 MiB of records each.
 	start := -1
 	seal := func() {

@@ -655,7 +655,12 @@ type Request struct {
 	// V and VI). Each node plays its own part and may answer silent. Unset,
 	// the contacted node serves the request for the client (it proposes or
 	// forwards).
-	Fanout        bool `protobuf:"varint,12,opt,name=fanout,proto3" json:"fanout,omitempty"`
+	Fanout bool `protobuf:"varint,12,opt,name=fanout,proto3" json:"fanout,omitempty"`
+	// Leave Response.op_id and Response.options out of the reply: the caller
+	// reads only the result (the Go client's client-driven ABD phases set it;
+	// encoding and decoding the options map costs a reflection pass per
+	// entry each way). Nothing else changes.
+	Terse         bool `protobuf:"varint,13,opt,name=terse,proto3" json:"terse,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -770,6 +775,13 @@ func (x *Request) GetTxn() *TxnStep {
 func (x *Request) GetFanout() bool {
 	if x != nil {
 		return x.Fanout
+	}
+	return false
+}
+
+func (x *Request) GetTerse() bool {
+	if x != nil {
+		return x.Terse
 	}
 	return false
 }
@@ -1639,7 +1651,7 @@ const file_synod_proto_rawDesc = "" +
 	"\x02Op\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
-	"\x04args\x18\x03 \x03(\fR\x04args\"\xc8\x03\n" +
+	"\x04args\x18\x03 \x03(\fR\x04args\"\xde\x03\n" +
 	"\aRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\x04R\bclientId\x12\x10\n" +
@@ -1653,7 +1665,8 @@ const file_synod_proto_rawDesc = "" +
 	"\x03ops\x18\n" +
 	" \x03(\v2\f.synod.v1.OpR\x03ops\x12#\n" +
 	"\x03txn\x18\v \x01(\v2\x11.synod.v1.TxnStepR\x03txn\x12\x16\n" +
-	"\x06fanout\x18\f \x01(\bR\x06fanout\x1aR\n" +
+	"\x06fanout\x18\f \x01(\bR\x06fanout\x12\x14\n" +
+	"\x05terse\x18\r \x01(\bR\x05terse\x1aR\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\xbf\x01\n" +

@@ -411,7 +411,7 @@ func (p *pipe) runNamed(m inMsg) {
 			p.write(out)
 			return
 		}
-		batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req})
+		batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req, terse: in.GetTerse()})
 	}
 	p.barrier()
 	p.runBatchAs(batch, m.id)
@@ -419,10 +419,11 @@ func (p *pipe) runNamed(m inMsg) {
 
 // pcall is a checked call.
 type pcall struct {
-	id   uint64
-	ns   config.Namespace
-	req  automaton.Request
-	lane *pipeLane // a grouped concurrent call's (runGroup)
+	id    uint64
+	ns    config.Namespace
+	req   automaton.Request
+	lane  *pipeLane // a grouped concurrent call's (runGroup)
+	terse bool      // Request.terse: no op id and options in its reply
 }
 
 // callKind is how a call runs.
@@ -507,7 +508,7 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 			if len(batch) > 0 && (batch[0].ns.Name != ns.Name || batch[0].req.Opts.Read != req.Opts.Read || size+n > maxBatchBytes) {
 				flush()
 			}
-			batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req})
+			batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req, terse: in.GetTerse()})
 			size += n
 		case concurrent:
 			if !p.groups(ns) {
@@ -537,7 +538,7 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 				p.reply(failed(c.GetId(), err))
 				continue
 			}
-			group = append(group, pcall{id: c.GetId(), ns: ns, req: req, lane: l})
+			group = append(group, pcall{id: c.GetId(), ns: ns, req: req, lane: l, terse: in.GetTerse()})
 		default:
 			flush()
 			p.barrier()
@@ -547,7 +548,7 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 				p.reply(failed(c.GetId(), err))
 				continue
 			}
-			p.write([]*synodpb.CallReply{p.runOne(c.GetId(), ns.Name, req)})
+			p.write([]*synodpb.CallReply{p.runOne(c.GetId(), ns.Name, req, in.GetTerse())})
 		}
 	}
 	flush()
@@ -577,7 +578,7 @@ var stepsBatches sync.Map
 func (p *pipe) runGroup(group []pcall) {
 	if len(group) == 1 {
 		c := group[0]
-		p.startOn(c.id, c.ns, c.req, c.lane)
+		p.startOn(c.id, c.ns, c.req, c.lane, c.terse)
 		return
 	}
 	done := make(chan struct{})
@@ -605,7 +606,7 @@ func (p *pipe) runGroup(group []pcall) {
 		resps, errs := p.batcher.DoBatch(rctx, group[0].ns.Name, reqs)
 		out := make([]*synodpb.CallReply, len(group))
 		for i, c := range group {
-			resp, err := p.s.response(p.ctx, rctx, c.req, resps[i], errs[i])
+			resp, err := p.s.response(p.ctx, rctx, c.req, resps[i], errs[i], c.terse)
 			if err != nil {
 				out[i] = failed(c.id, err)
 			} else {
@@ -627,8 +628,8 @@ func opBytesOf(op service.Op) int {
 }
 
 // runOne runs a prepared request and makes its reply.
-func (p *pipe) runOne(id uint64, ns string, req automaton.Request) *synodpb.CallReply {
-	resp, err := p.s.runWithin(p.ctx, ns, req)
+func (p *pipe) runOne(id uint64, ns string, req automaton.Request, terse bool) *synodpb.CallReply {
+	resp, err := p.s.runWithin(p.ctx, ns, req, terse)
 	if err != nil {
 		return failed(id, err)
 	}
@@ -651,14 +652,14 @@ func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID) {
 	if len(batch) == 1 {
 		req := batch[0].req
 		req.ID, req.Opts = id, opts
-		p.write([]*synodpb.CallReply{p.runOne(batch[0].id, ns.Name, req)})
+		p.write([]*synodpb.CallReply{p.runOne(batch[0].id, ns.Name, req, batch[0].terse)})
 		return
 	}
 	req := automaton.Request{ID: id, Opts: opts, Ops: make([]service.Op, len(batch)), Checked: true} // each call's op was (prepare)
 	for i, c := range batch {
 		req.Ops[i] = c.req.Op
 	}
-	resp, err := p.s.runWithin(p.ctx, ns.Name, req)
+	resp, err := p.s.runWithin(p.ctx, ns.Name, req, false)
 	out := make([]*synodpb.CallReply, len(batch))
 	for i, c := range batch {
 		switch {
@@ -674,6 +675,9 @@ func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID) {
 		default:
 			out[i] = &synodpb.CallReply{Id: c.id, Response: &synodpb.Response{Result: resp.GetResults()[i], OpId: resp.GetOpId(), Options: resp.GetOptions()}}
 		}
+		if r := out[i].GetResponse(); r != nil && c.terse {
+			r.OpId, r.Options = "", nil
+		}
 	}
 	p.write(out)
 }
@@ -687,6 +691,7 @@ func (p *pipe) barrier() {
 // startConcurrent starts a call of one operation on a key, after the
 // stream's earlier calls on the same key (the conflict rule), on a lane.
 func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Request) {
+	terse := in.GetTerse()
 	l := p.idleLane()
 	if l == nil {
 		if l = p.waitLane(); l == nil {
@@ -701,7 +706,7 @@ func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Reque
 		p.reply(failed(id, err))
 		return
 	}
-	p.startOn(id, ns, req, l)
+	p.startOn(id, ns, req, l, terse)
 }
 
 // idleLane returns an idle lane, or a new one while fewer than maxLanes
@@ -731,7 +736,7 @@ func (p *pipe) waitLane() *pipeLane {
 
 // startOn starts req, prepared under lane l's identity, after the stream's
 // earlier calls on its key.
-func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l *pipeLane) {
+func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l *pipeLane, terse bool) {
 	k := laneKey{ns.Name, req.Op.Key}
 	prev := p.last[k]
 	done := make(chan struct{})
@@ -744,7 +749,7 @@ func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l 
 		if prev != nil {
 			<-prev
 		}
-		r := p.runOne(id, ns.Name, req)
+		r := p.runOne(id, ns.Name, req, terse)
 		p.lanes <- l
 		p.reply(r)
 	}()

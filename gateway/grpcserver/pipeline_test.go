@@ -17,6 +17,7 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/protocol/abd"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -398,5 +399,42 @@ func TestPipelineConcurrentGroups(t *testing.T) {
 			t.Errorf("two calls shared request id %v", r.ID)
 		}
 		ids[r.ID] = true
+	}
+}
+
+// Request.terse leaves the op id and the options out of the reply, on Do
+// and on every Pipeline path (a call run alone, grouped concurrent calls),
+// and changes nothing else: the same request without it gets them.
+func TestTerseReplies(t *testing.T) {
+	_, c := start(t, optionNamespaces(), Options{})
+	x := ctx(t)
+	for _, terse := range []bool{false, true} {
+		resp, err := c.Do(x, &synodpb.Request{Namespace: "ev", Op: op("set", "k", "v"), Options: optionMap("strict", []string{"on"}), Terse: terse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetOpId() == "" && len(resp.GetOptions()) == 0; got != terse {
+			t.Errorf("Do, terse %v: op id %q, options %v", terse, resp.GetOpId(), resp.GetOptions())
+		}
+		if resp.GetResult().GetOk() == nil {
+			t.Errorf("Do, terse %v: result %v, want OK", terse, resp.GetResult())
+		}
+	}
+	b := gatewaytest.MustAutomaton(t, "abd", "kv")
+	_, ac := start(t, b, Options{})
+	phase := optionMap(abd.OptPhase, []string{abd.PhaseQuery})
+	var calls []*synodpb.Call
+	for i, k := range []string{"a", "b", "a", "c"} {
+		calls = append(calls, &synodpb.Call{Id: uint64(i + 1), Request: &synodpb.Request{Op: op("get", k), Options: phase, Terse: i != 3}})
+	}
+	got := exchange(t, ac, &synodpb.PipelineRequest{Calls: calls})
+	for id := uint64(1); id <= 4; id++ {
+		r := got[id].GetResponse()
+		if r.GetResult().GetArray() == nil {
+			t.Fatalf("call %d: %v, want a query answer", id, got[id])
+		}
+		if terse := id != 4; (len(r.GetOptions()) == 0) != terse {
+			t.Errorf("call %d, terse %v: options %v", id, terse, r.GetOptions())
+		}
 	}
 }

@@ -246,7 +246,7 @@ func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response
 	if err != nil {
 		return nil, err
 	}
-	return s.run(ctx, ns.Name, req)
+	return s.run(ctx, ns.Name, req, in.GetTerse())
 }
 
 // prepare checks in, a request on namespace ns identified as id, and
@@ -308,44 +308,45 @@ func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.
 }
 
 // run executes a prepared request on namespace ns and converts its
-// response.
-func (s *Server) run(ctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
+// response (without op id and options when terse: Request.terse).
+func (s *Server) run(ctx context.Context, ns string, req automaton.Request, terse bool) (*synodpb.Response, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	return s.execute(ctx, rctx, ns, req)
+	return s.execute(ctx, rctx, ns, req, terse)
 }
 
 // runWithin is run for a caller whose ctx already ends when the server
 // closes (a Pipeline stream's: one AfterFunc per stream, not per call).
-func (s *Server) runWithin(ctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
+func (s *Server) runWithin(ctx context.Context, ns string, req automaton.Request, terse bool) (*synodpb.Response, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
-	return s.execute(ctx, rctx, ns, req)
+	return s.execute(ctx, rctx, ns, req, terse)
 }
 
 // execute runs req within rctx (ctx's, bounded by the request timeout)
 // and converts its response.
-func (s *Server) execute(ctx, rctx context.Context, ns string, req automaton.Request) (*synodpb.Response, error) {
+func (s *Server) execute(ctx, rctx context.Context, ns string, req automaton.Request, terse bool) (*synodpb.Response, error) {
 	res, err := s.b.Do(rctx, ns, req)
-	return s.response(ctx, rctx, req, res, err)
+	return s.response(ctx, rctx, req, res, err, terse)
 }
 
 // response converts the Backend's answer to req (res, or err) made within
 // rctx (ctx's, bounded by the request timeout).
-func (s *Server) response(ctx, rctx context.Context, req automaton.Request, res automaton.Response, err error) (*synodpb.Response, error) {
+func (s *Server) response(ctx, rctx context.Context, req automaton.Request, res automaton.Response, err error, terse bool) (*synodpb.Response, error) {
 	if err != nil {
 		return nil, s.doError(ctx, rctx, req.ID, err)
 	}
+	out := &synodpb.Response{}
+	if !terse {
+		out.OpId, out.Options = req.Opts.String(automaton.OptOpID), synodpb.FromOptions(req.Opts.Ext)
+	}
 	if res.Silent {
-		return &synodpb.Response{Silent: true, OpId: req.Opts.String(automaton.OptOpID), Options: synodpb.FromOptions(req.Opts.Ext)}, nil
+		out.Silent = true
+		return out, nil
 	}
-	out := &synodpb.Response{
-		Result:  fromResult(res.Result),
-		OpId:    req.Opts.String(automaton.OptOpID),
-		Options: synodpb.FromOptions(req.Opts.Ext),
-	}
+	out.Result = fromResult(res.Result)
 	for _, r := range res.Results {
 		out.Results = append(out.Results, fromResult(r))
 	}
@@ -403,7 +404,19 @@ var aliases = []struct {
 // validates them against the namespace protocol's specs and fills in
 // assigned values. Every error is INVALID_ARGUMENT and names the option.
 func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.ReadMode, in *synodpb.Request) (automaton.Options, error) {
+	// o.Ext is this request's own map (ToOptions makes it): changed in
+	// place, not copied per option as Options.Set does.
 	o := automaton.Options{Read: read, Ext: synodpb.ToOptions(in.GetOptions())}
+	set := func(name string, vals []string) {
+		switch {
+		case vals == nil:
+			delete(o.Ext, name)
+		case o.Ext == nil:
+			o.Ext = map[string][]string{name: vals}
+		default:
+			o.Ext[name] = vals
+		}
+	}
 	for _, a := range aliases {
 		vals := a.get(in)
 		if vals == nil {
@@ -412,7 +425,7 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 		if _, dup := o.Ext[a.option]; dup {
 			return o, refusal(synoderr.Invalid, "option %s given twice: in options and as the %s field (its alias); give one", a.option, a.field)
 		}
-		o.Set(a.option, vals)
+		set(a.option, vals)
 	}
 	// What automaton.ValidateOptions does, with the specs cached per
 	// protocol instead of its registry lookups per option per request.
@@ -427,7 +440,10 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 		if err != nil {
 			return o, refusal(synoderr.Invalid, "namespace %q: %v", ns.Name, err)
 		}
-		o.Set(name, vals)
+		set(name, vals)
+	}
+	if len(o.Ext) == 0 {
+		o.Ext = nil // as Options.Set leaves it
 	}
 	return automaton.AssignOptions(specs, id, o), nil
 }

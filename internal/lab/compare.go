@@ -20,6 +20,7 @@ func init() {
 	def := compare.DefaultOptions()
 	var (
 		protocol, clients, systems, dir, jsonPath string
+		params                                    map[string]string
 		durability, conns                         string
 		duration, warmup                          time.Duration
 		keys, keySize, valueSize, depth           int
@@ -80,7 +81,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 			for _, s := range strings.Split(systems, ",") {
 				switch strings.TrimSpace(s) {
 				case "synod":
-					sys = append(sys, compare.SynodSystem(protocol, "", durability))
+					sys = append(sys, compare.SynodSystemParams(protocol, "", durability, params))
 				case "etcd":
 					sys = append(sys, compare.EtcdSystem())
 				case "zookeeper":
@@ -129,6 +130,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 	f.IntVar(&keys, "keys", def.Keys, "number of keys (all preloaded)")
 	f.IntVar(&keySize, "key-size", def.KeySize, "bytes per key")
 	f.IntVar(&valueSize, "value-size", def.ValueSize, "bytes per value")
+	f.StringToStringVar(&params, "param", nil, "protocol parameters of Synod's namespace, key=value[,key=value] (repeatable; for example esds reads=local)")
 	f.StringVar(&systems, "systems", "synod,etcd,zookeeper", "systems to run, comma-separated: synod, etcd, zookeeper, redis (no persistence), redis-aof (appendfsync always); synod is the one the ratios divide")
 	f.StringVar(&durability, "durability", "fsync", "Synod's durability: fsync or memory (compare memory with redis, fsync with the others)")
 	f.StringVar(&conns, "conns", "1,16", "shared connection counts swept beside one per client (etcd, ZooKeeper, Synod's gRPC client); empty: none")

@@ -390,6 +390,7 @@ func measureNodes(ctx context.Context, o costsOptions, protocol string, clients 
 	dir := filepath.Join(o.dir, fmt.Sprintf("%s-%s-%d", protocol, o.durability, clients))
 	up := cluster.UpOptions{Dir: dir, Nodes: compare.Members, Protocol: protocol, Durability: o.durability, Params: o.params}
 	up.Extra = cli.CalleeNamespaces(up) // adam's callee, as cluster up adds it
+	up.DieWithParent = true
 	c, err := cluster.Up(up)
 	if err != nil {
 		return failedRun(o, protocol, clients, err)

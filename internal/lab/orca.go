@@ -195,7 +195,7 @@ func liveClusters(rt programs.Runtime, nodes int, header string, run func(addrs 
 	fmt.Fprintf(tw, "runtime\tnodes\t%s\n", header)
 	for n := 1; n <= nodes; n++ {
 		c, err := cluster.Up(cluster.UpOptions{Dir: filepath.Join(work, strconv.Itoa(n)), Nodes: n, Protocol: rt.Protocol,
-			Service: orca.ServiceName, Durability: "memory", Params: rt.Params()})
+			Service: orca.ServiceName, Durability: "memory", Params: rt.Params(), DieWithParent: true})
 		if err != nil {
 			return bad, err
 		}

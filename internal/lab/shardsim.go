@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,9 @@ func init() {
 		trace      string
 		perShard   int
 		opsPerShrd int
+		place      string
+		migLoad    bool
+		migAt      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "shardsim",
@@ -31,7 +35,8 @@ one disk and one fate shared by the replicas it hosts. Cluster clients route by
 their copy of the slot map and follow MOVED, ASK and TRYAGAIN; --plain of them
 send to any machine, which forwards. --migrations splits, merges and moves run
 through the real migration machine (package shard) while --faults (all, none,
-or crash,partition,loss,dup,slow,power) strike. Each step checks that no group
+or a comma list of crash, partition, loss, dup, pause, slow, reorder, power)
+strike. Each step checks that no group
 applies a client's write to a slot its log has given away, each slot map
 places every slot once, and the history is checked for linearizability.
 Every failing seed is printed with the command that replays it; the exit
@@ -45,14 +50,23 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 		Example: `  synod-lab shardsim --seeds 1-20 --shards 2 --spares 1 --faults all --migrations 3 --plain 0.25 --think uniform:20ms:60ms
   synod-lab shardsim --seeds 3 --broken keep-accepting --faults none --migrations 2
   synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 0 --plain 0.5
-  synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 9 --plain 0.5`,
+  synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 9 --plain 0.5
+  synod-lab shardsim --migration-load --shards 2 --seeds 1-3 --clients-per-shard 64 --ops-per-shard 20000 --plain 0.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ss, err := sim.ParseSeeds(seeds)
 			if err != nil {
 				return err
 			}
+			if place != "" {
+				if cfg.Place, err = sim.ParsePlaceParams(place); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
+			if migLoad {
+				return sim.MigrationLoad(cfg, ss, perShard*cfg.Shards, opsPerShrd*cfg.Shards, migAt, out)
+			}
 			if scale != "" {
 				var points []int
 				for _, p := range strings.Split(scale, ",") {
@@ -88,7 +102,11 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 					failed++
 					verdict = "FAIL"
 				}
-				fmt.Fprintf(out, "seed %d %s: %s check=%s\n", s, verdict, r.Stats, r.Check)
+				fmt.Fprintf(out, "seed %d %s: %s check=%s", s, verdict, r.Stats, r.Check)
+				if r.Decisions != "" {
+					fmt.Fprintf(out, " decisions: %s", r.Decisions)
+				}
+				fmt.Fprintln(out)
 				if r.Failed() {
 					if r.Invariant != "" {
 						fmt.Fprintf(out, "  invariant: %s\n", r.Invariant)
@@ -108,13 +126,19 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&seeds, "seeds", "1", "seeds: N, N-M or a comma list")
+	f.StringVar(&cfg.Protocol, "protocol", "paxos", "the groups' protocol (one with atomic groups)")
 	f.IntVar(&cfg.Shards, "shards", 2, "groups owning slots at the start")
 	f.IntVar(&cfg.Spares, "spares", 1, "groups owning no slots at the start (splits move slots into them)")
 	f.IntVar(&cfg.Machines, "machines", 0, "machines (0: one per replica)")
 	f.IntVar(&cfg.Clients, "clients", 8, "closed-loop clients")
 	f.IntVar(&cfg.Ops, "ops", 1500, "operations in all")
-	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of crash, partition, loss, dup, slow, power")
+	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of "+strings.Join(sim.ShardFaultKinds, ","))
 	f.IntVar(&cfg.Migrations, "migrations", 3, "splits, merges and moves to run, in turn")
+	f.StringVar(&cfg.Plan, "plan", "decide", "what starts migrations: decide (the placement policy, shard.Decide, on the simulated load and size) or rotation (split, merge, move in turn)")
+	f.StringVar(&place, "place", "", "Decide's thresholds, a comma list of split_ops=, merge_ops=, split_keys=, merge_keys=, merge_delay=, cooldown= (default sim.SimPlaceParams)")
+	f.Float64Var(&cfg.Hot, "hot", 0, "fraction of operations on the hot keys in hot phases, which alternate with quiet ones (0: uniform keys, no phases)")
+	f.IntVar(&cfg.HotKeys, "hot-keys", 0, "hot keys per hot phase (default 1)")
+	f.DurationVar(&cfg.HotPhase, "hot-phase", 0, "length of a hot or quiet phase (default 2s)")
 	f.IntVar(&cfg.Keys, "keys", 32, "distinct keys")
 	f.Float64Var(&cfg.PlainFrac, "plain", 0, "fraction of clients that are not cluster clients (any machine, which forwards)")
 	f.StringVar(&cfg.Latency, "latency", "", "machine-to-machine latency (default "+sim.DefaultLatency+")")
@@ -123,11 +147,13 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.StringVar(&cfg.MsgCost, "msg-cost", "", "CPU per peer message")
 	f.StringVar(&cfg.ApplyCost, "apply-cost", "", "CPU per service Apply")
 	f.StringVar(&cfg.FwdCost, "fwd-cost", "", "CPU per request a machine forwards for a plain client")
-	f.StringVar(&cfg.Broken, "broken", "", "a deliberately wrong variant: keep-accepting (groups admit slots they gave away)")
+	f.StringVar(&cfg.Broken, "broken", "", "a deliberately wrong variant: keep-accepting (groups admit slots they gave away), placer-overreach (decided slots run one past the decision)")
 	f.BoolVar(&cfg.NoInvariants, "no-invariants", false, "skip the step invariants (the history check alone)")
 	f.StringVar(&scale, "scale", "", "measure throughput for these shard counts (comma list) instead")
 	f.IntVar(&perShard, "clients-per-shard", 64, "--scale: closed-loop clients per shard")
 	f.IntVar(&opsPerShrd, "ops-per-shard", 20000, "--scale: operations per shard")
+	f.BoolVar(&migLoad, "migration-load", false, "measure throughput and latency before, during and after one split under load, in the CPU model (--shards groups and a spare, --clients-per-shard, --ops-per-shard, --at)")
+	f.DurationVar(&migAt, "at", 2*time.Second, "--migration-load: when the split starts (virtual time)")
 	f.StringVar(&trace, "trace", "", "write a trace of one seed to this file")
 	cli.AddCommand(cmd)
 }

@@ -69,7 +69,7 @@ func (a *ESDS) sendResponses() {
 
 func (a *ESDS) prevDone(o *op) bool {
 	for _, p := range o.prev {
-		if a.gcd.has(p) {
+		if a.gcd.has(p) || a.reads.has(p) {
 			continue
 		}
 		q := a.ops[p]
@@ -174,25 +174,44 @@ func (a *ESDS) value(o *op) (service.Result, bool) {
 // a replica's CPU). It reports whether it did.
 func (a *ESDS) keyValue(o *op) bool {
 	ks, ok := a.keyed()
-	if !ok || !keyValues || a.pendNonLocal || o.applied || !o.label.Set || !ks.KeyLocal(o.sop) {
+	if !ok || o.applied || !o.label.Set || !ks.KeyLocal(o.sop) {
 		return false
 	}
-	if a.touchAll.Set && (!a.stableMax.Set || a.stableMax.Less(a.touchAll)) {
+	v, ok := a.overKeys(ks, o.sop, o.label)
+	if !ok {
 		return false
+	}
+	o.tval, o.tvalOK = v, true
+	return true
+}
+
+// overKeys is the value of the key-local operation sop placed under label
+// upTo (after every done operation when upTo is unset), computed over its
+// keys alone (keyValue's argument): the stable state's entries for its
+// keys, then the done, non-stable operations naming them (byKey) below
+// upTo in label order. It reports false when that is not the value: an
+// operation that is not key-local is pending (pendNonLocal) or applied
+// above the stable state (touchAll), or the state cannot be cut by keys.
+func (a *ESDS) overKeys(ks keyedService, sop service.Op, upTo Label) (service.Result, bool) {
+	if !keyValues || a.pendNonLocal {
+		return service.Result{}, false
+	}
+	if a.touchAll.Set && (!a.stableMax.Set || a.stableMax.Less(a.touchAll)) {
+		return service.Result{}, false
 	}
 	sub, ok := a.stable.(interface {
 		KeysState(keys []string) service.State
 	})
 	if !ok {
-		return false
+		return service.Result{}, false
 	}
-	locks := ks.Locks(o.sop)
+	locks := ks.Locks(sop)
 	keys := make([]string, len(locks))
 	var ops []*op
 	for i, l := range locks {
 		keys[i] = l.Key
 		for _, q := range a.byKey[l.Key] {
-			if q != o && q.label.Less(o.label) && !slices.Contains(ops, q) {
+			if (!upTo.Set || q.label.Less(upTo)) && !slices.Contains(ops, q) {
 				ops = append(ops, q)
 			}
 		}
@@ -207,10 +226,31 @@ func (a *ESDS) keyValue(o *op) bool {
 	for _, q := range ops {
 		st.Apply(q.sop)
 	}
-	o.tval = st.Apply(o.sop)
-	o.tvalOK = true
 	a.keyAnswers++
-	return true
+	return st.Apply(sop), true
+}
+
+// readValue is val_r of a read placed after every operation done here
+// (localRead): the tentative state's answer when it is valid, or when it
+// is stale only on keys the read does not name (staleAppend's condition);
+// else the answer over the read's keys alone (keyValue's condition, with
+// every done, non-stable operation on them); else the rebuilt state's. A
+// read leaves the state unchanged (service.Service.IsRead).
+func (a *ESDS) readValue(sop service.Op) service.Result {
+	if a.tentValid && a.tent != nil {
+		return a.tent.Apply(sop)
+	}
+	if ks, ok := a.keyed(); ok && ks.KeyLocal(sop) {
+		locks := ks.Locks(sop)
+		if a.tent != nil && !a.pendAll && !slices.ContainsFunc(locks, func(l service.Lock) bool { return a.pendKeys[l.Key] }) {
+			return a.tent.Apply(sop)
+		}
+		if v, ok := a.overKeys(ks, sop, Label{}); ok {
+			return v
+		}
+	}
+	a.recomputeTent()
+	return a.tent.Apply(sop)
 }
 
 // keyValues is a variable for the test that compares runs with and

@@ -24,6 +24,8 @@ func init() {
 		"merges labels by maximum instead of minimum (receive gossip, Fig. 4.2); the invariant \"labels only decrease\" catches it at the first merge, the ESDS checker later (replicas disagree, strict answers differ)")})
 	automaton.RegisterBroken("esds", protocol{dupLabel: true, Capabilities: capabilities("esds-broken-duplabel", optParams,
 		"labels operations (counter, 0) whatever the replica, so two replicas give one label to different operations (§4.2.3); the invariant \"labels unique\" catches it at the second do_it")})
+	automaton.RegisterBroken("esds", protocol{readNoPrev: true, Capabilities: capabilities("esds-broken-localread", optParams,
+		"runs reads=local and answers a non-strict read from the replica's view even when its prev ids are not done there (the ESDS spec's valset needs every prev operation in the set the value is computed from); the ESDS checker catches a read whose value no set containing its prev can give")})
 	automaton.RegisterBroken("esds", protocol{doubleReserve: true, Capabilities: capabilities("esds-broken-doublereserve", optParams,
 		"runs impl=simple (SimpleESDSImpl) and grants a reservation request while reserved for another replica, dropping the first reservation (reservation system, the ESDS thesis §3.3.5); the invariant \"reservation 3.3.1\" catches a replica holding a reservation its grantor no longer keeps")})
 }
@@ -54,6 +56,9 @@ type protocol struct {
 	earlyStrict bool // broken: strict operations answered once done locally
 	maxLabel    bool // broken: gossip merges labels by maximum
 	dupLabel    bool // broken: labels leave out the replica id
+	// broken (reads=local forced): a non-strict read is answered locally
+	// even when its prev ids are not done here.
+	readNoPrev bool
 	// broken (impl=simple): a reserved replica grants another request,
 	// forgetting the reservation it holds for the first requester.
 	doubleReserve bool
@@ -104,6 +109,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "front end: an operation whose prev set is not all done here after this long is answered an error (frontend.go expirePrevWaits)"},
 		proto.Param{Name: "volatile", Kind: proto.Bool, Default: "false",
 			Doc: "accept durability memory with more than one replica (refused otherwise: package doc, Durability memory); for runs without restarts, as the ESDS thesis's"},
+		proto.Param{Name: "reads", Kind: proto.Enum, Default: "ordered", Choices: []string{"ordered", "local"},
+			Doc: "non-strict reads: labelled, persisted and gossiped like every operation (Fig. 4.2), or answered from the replica's view when their prev ids are done there, without a label, record or gossip (frontend.go localRead; package doc, Local reads)"},
 		proto.Param{Name: "impl", Kind: proto.Enum, Default: "optimised", Choices: []string{"optimised", "simple"},
 			Doc: "gossip over asynchronous channels (ESDSImpl, §3.3.6) or I/O combinations with reservations (SimpleESDSImpl, §3.3.4-5; reserve.go)"},
 	)
@@ -157,6 +164,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		retransmit: prm.Duration("retransmit"),
 		batch:      prm.Int("batch"),
 		widen:      prm.Bool("widen"),
+		readsLocal: prm.String("reads") == "local" || p.readNoPrev,
 	}
 	if a.gossipOff {
 		a.gossipIvl = DefaultGossip
@@ -215,8 +223,14 @@ type ESDS struct {
 	gossipIvl, retransmit time.Duration
 	retxTicks, batch      int
 	widen                 bool // parameter widen (stream.go streamWindow)
-	removedParam          uint64
-	gossipOff, recompute  bool // experiments.go
+	// readsLocal: parameter reads=local (frontend.go localRead); reads
+	// holds the ids of the reads answered so, for prev sets naming them,
+	// and localReads counts them.
+	readsLocal           bool
+	reads                idSummary
+	localReads           int
+	removedParam         uint64
+	gossipOff, recompute bool // experiments.go
 	// simple: impl=simple, gossip through I/O combinations guarded by
 	// reservations (reserve.go, combination.go); resv is their state.
 	simple bool
@@ -296,6 +310,11 @@ type ESDS struct {
 	// gcSkipped: collections put off since, gcLastN: operations they could
 	// have collected at the last (collectDue).
 	snapLen, gcSkipped, gcLastN int
+	// uncompacted: the collected operations whose records are kept for
+	// record "g" (gc.go collectDelta) until the next "s"; deltaWritten:
+	// a "g" was written since the last "s".
+	uncompacted  []string
+	deltaWritten bool
 	// stableOrder keeps the stable state's sorted keys between its
 	// snapshots (service.KeyOrder), when the state is a KV.
 	stableOrder service.KeyOrder
@@ -445,6 +464,8 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.results = map[string]service.Result{}
 	a.resultQ = nil
 	a.gcd = idSummary{}
+	a.reads = idSummary{}
+	a.uncompacted, a.deltaWritten = nil, false
 	a.goneQ = map[string]uint64{}
 	a.stable = a.svc.NewState()
 	a.stableMax = Label{}

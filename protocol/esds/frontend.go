@@ -133,12 +133,12 @@ func (a *ESDS) expirePrevWaits() {
 	}
 }
 
-// missingPrev returns the ids of prev not done (nor collected) at this
-// node's replica.
+// missingPrev returns the ids of prev not done (nor collected, nor a read
+// answered locally) at this node's replica.
 func (a *ESDS) missingPrev(prev []string) []string {
 	var out []string
 	for _, p := range prev {
-		if a.gcd.has(p) {
+		if a.gcd.has(p) || a.reads.has(p) {
 			continue
 		}
 		if q := a.ops[p]; q == nil || !q.label.Set {
@@ -214,6 +214,9 @@ func (a *ESDS) responseC(id string) {
 // answered at once from the value cache.
 func (a *ESDS) replicaRequest(fe int, x entry) {
 	a.replicaReqs++
+	if a.localRead(fe, x) {
+		return
+	}
 	if a.ops[x.ID] == nil && a.gcd.has(x.ID) {
 		res, ok := a.results[x.ID]
 		if !ok {
@@ -227,6 +230,36 @@ func (a *ESDS) replicaRequest(fe int, x entry) {
 	}
 	a.pending[x.ID] |= 1 << fe
 }
+
+// localRead answers a non-strict read at once from this replica's view,
+// under reads=local (package doc, "Local reads"): the value is val_r of the
+// read placed after every operation done here (readValue), exactly what
+// do_it followed by send_{r,f}("response") would answer in this step, but
+// the read is given no label, no record and no gossip: it changes no value
+// any operation sees. Its precondition is do_it's on prev (Fig. 4.2: x.prev
+// ⊆ done_r[r].id); a read whose prev ids are not all done here is received
+// and ordered as before (so is a strict read, one already received here,
+// and every read of the unoptimised variant or values=recompute). The id
+// is kept in reads, so that a later operation naming it in prev is done
+// here without waiting for it. It reports whether it answered.
+func (a *ESDS) localRead(fe int, x entry) bool {
+	if !a.readsLocal || x.Strict || a.unopt || a.recompute || a.ops[x.ID] != nil || !a.svc.IsRead(x.Op) {
+		return false
+	}
+	if !a.proto.readNoPrev && len(a.missingPrev(x.Prev)) > 0 {
+		return false
+	}
+	v := a.readValue(x.Op)
+	a.reads.add(x.ID)
+	a.localReads++
+	a.sendResponse(fe, x.ID, v)
+	return true
+}
+
+// AnswersReadsLocally reports whether this node answers non-strict reads
+// without ordering them (reads=local): checkers must then accept such
+// reads outside the eventual order (check.ESDSOptions.LocalReads).
+func (a *ESDS) AnswersReadsLocally() bool { return a.readsLocal }
 
 // sendResponse is send_{r,f}("response", x, v) to front end fe.
 func (a *ESDS) sendResponse(fe int, id string, v service.Result) {

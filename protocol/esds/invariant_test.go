@@ -85,7 +85,7 @@ func TestRegistration(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	for _, name := range []string{"esds-broken-earlystrict", "esds-broken-maxlabel", "esds-broken-duplabel"} {
+	for _, name := range []string{"esds-broken-earlystrict", "esds-broken-maxlabel", "esds-broken-duplabel", "esds-broken-localread"} {
 		if _, err := automaton.Lookup(name); err == nil {
 			t.Errorf("%s is offered as a real protocol", name)
 		}
@@ -99,7 +99,7 @@ func TestRegistration(t *testing.T) {
 	// The default parameters are accepted as they are spelled.
 	for _, name := range []string{"esds", "esds-unopt"} {
 		params := automaton.DefaultParams(name)
-		if len(params) != 14 {
+		if len(params) != 15 {
 			t.Errorf("%s: default params %v", name, params)
 		}
 		p, _ := automaton.Lookup(name)

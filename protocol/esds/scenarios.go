@@ -11,8 +11,18 @@ func (p protocol) Scenarios() []automaton.Scenario {
 	if p.earlyStrict || p.maxLabel || p.dupLabel || p.doubleReserve {
 		seeds = "1-3"
 	}
+	// Local reads (reads=local, frontend.go localRead): KV reads with prev
+	// sets, where the checker holds each read's value to its prev closure
+	// and the order to the prev sets that name reads.
+	local := []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--service", "kv", "--strict", "0.2", "--prev", "0.5", "--param", "reads=local"}
+	if p.readNoPrev {
+		// Pinned: seeds 8 and 10 of 1-10 are caught (an operation naming
+		// a read answered without its prev is ordered before that prev).
+		return []automaton.Scenario{{Name: "reads=local, kv, prev", Args: local, Seeds: "8-10"}}
+	}
 	sc := []automaton.Scenario{{Name: "counter, strict and prev", Args: args, Seeds: seeds}}
 	if !p.earlyStrict && !p.maxLabel && !p.dupLabel && !p.doubleReserve {
+		sc = append(sc, automaton.Scenario{Name: "reads=local, kv, prev", Args: local, Seeds: "1-2"})
 		// SimpleESDSImpl (reserve.go, combination.go): gossip by I/O
 		// combinations under the reservation system, with both gossip
 		// variants, under every fault; invariant 3.3.1 is checked.

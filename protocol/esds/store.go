@@ -2,6 +2,7 @@ package esds
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,9 +15,14 @@ import (
 
 // Persisted records.
 const (
-	recOp      = "o/" // o/<id>: an operation done here (entry: descriptor, label, stable-here flag)
-	recStable  = "s"  // the stable state standing for garbage-collected operations
-	recMembers = "m"  // the removed members (bit mask)
+	recOp     = "o/" // o/<id>: an operation done here (entry: descriptor, label, stable-here flag)
+	recStable = "s"  // the stable state standing for garbage-collected operations
+	// recStableDelta is record "s" without its snapshot, written instead
+	// of it at a collection while the operation records of what became
+	// stable since the last "s" are kept (gc.go, collectDelta): the stable
+	// state is then "s"'s snapshot plus those operations in label order.
+	recStableDelta = "g"
+	recMembers     = "m" // the removed members (bit mask)
 	// recCounter holds lbl-counter when one of this replica's own labels
 	// was lowered by gossip: the operation's record then names another
 	// replica's label, so the counter is no longer implied by the records,
@@ -44,14 +50,18 @@ func (a *ESDS) marshalOp(o *op) []byte {
 }
 
 // marshalStable encodes the stable state, the label of the last operation in
-// it, the label counter, the id summary and (when recording) the order log.
-func (a *ESDS) marshalStable() []byte {
-	snap := a.snapshotStable()
-	a.snapLen = len(snap)
+// it, the label counter, the id summary and (when recording) the order log;
+// without snap (record "g"), an empty snapshot in its place.
+func (a *ESDS) marshalStable(snap bool) []byte {
+	var b []byte
+	if snap {
+		b = a.snapshotStable()
+		a.snapLen = len(b)
+	}
 	// Sized for the snapshot and the gone ids at once: growing a 1.3 MB
 	// record by appends copies it more than once.
-	e := stableHeader.Record(len(snap) + 32*len(a.goneQ) + 256)
-	e.Bytes(snap)
+	e := stableHeader.Record(len(b) + 32*len(a.goneQ) + 256)
+	e.Bytes(b)
 	e.Bool(a.stableMax.Set)
 	e.Uvarint(a.stableMax.C)
 	e.Uvarint(uint64(a.stableMax.R))
@@ -61,9 +71,15 @@ func (a *ESDS) marshalStable() []byte {
 	for _, id := range a.orderLog {
 		e.String(id)
 	}
+	// The gone ids go in "s" only: "g" stands for them with the kept
+	// records of the operations collected since "s" (restore tells the
+	// peers of those again). Under load the peers' acknowledgements lag,
+	// and "g", written at every collection, would list tens of thousands.
 	gone := make([]string, 0, len(a.goneQ))
 	for id := range a.goneQ {
-		gone = append(gone, id)
+		if snap {
+			gone = append(gone, id)
+		}
 	}
 	sort.Strings(gone)
 	e.Uvarint(uint64(len(gone)))
@@ -71,6 +87,39 @@ func (a *ESDS) marshalStable() []byte {
 		e.String(id)
 	}
 	return e.B
+}
+
+// stableRec is a decoded record "s" or "g".
+type stableRec struct {
+	snap      []byte
+	stableMax Label
+	counter   uint64
+	gcd       idSummary
+	log, gone []string
+}
+
+func decodeStable(b []byte) (stableRec, error) {
+	var r stableRec
+	d, err := stableHeader.OpenRecord(b, "stable")
+	if err != nil {
+		return r, err
+	}
+	r.snap = d.Bytes()
+	r.stableMax.Set = d.Bool()
+	r.stableMax.C = d.Uvarint()
+	r.stableMax.R = uint32(d.Uvarint())
+	r.counter = d.Uvarint()
+	r.gcd.decode(d)
+	n := d.Count(maxEntries*64, 1)
+	r.log = make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		r.log = append(r.log, d.String())
+	}
+	n = d.Count(maxEntries*64, 1)
+	for i := 0; i < n; i++ {
+		r.gone = append(r.gone, d.String())
+	}
+	return r, d.Done()
 }
 
 // snapshotStable is the stable state's snapshot. A KV state's is taken
@@ -94,34 +143,35 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		}
 		a.removed |= m &^ a.bit() & a.all
 	}
-	if b, ok := recs[recStable]; ok {
-		d, err := stableHeader.OpenRecord(b, "stable")
+	// The stable state: record "s", then, when a later collection wrote
+	// "g", its fields, and the operations between the two labels, which
+	// "g" stands for with their records (applied below, in label order).
+	var base Label // the label of the last operation in "s"'s snapshot
+	for _, k := range []string{recStable, recStableDelta} {
+		b, ok := recs[k]
+		if !ok {
+			continue
+		}
+		r, err := decodeStable(b)
 		if err != nil {
-			return fmt.Errorf("record %q: %w", recStable, err)
+			return fmt.Errorf("record %q: %w", k, err)
 		}
-		snap := d.Bytes()
-		a.stableMax.Set = d.Bool()
-		a.stableMax.C = d.Uvarint()
-		a.stableMax.R = uint32(d.Uvarint())
-		a.counter = d.Uvarint()
-		a.gcd.decode(d)
-		n := d.Count(maxEntries*64, 1)
-		log := make([]string, 0, n)
-		for i := 0; i < n; i++ {
-			log = append(log, d.String())
+		a.deltaWritten = k == recStableDelta
+		if a.deltaWritten {
+			deltaUse.restores.Add(1)
 		}
-		n = d.Count(maxEntries*64, 1)
-		for i := 0; i < n; i++ {
-			a.goneQ[d.String()] = a.all &^ a.bit()
+		if k == recStable {
+			if err := a.stable.Restore(r.snap); err != nil {
+				return fmt.Errorf("record %q: %w", k, err)
+			}
+			base = r.stableMax
 		}
-		if err := d.Done(); err != nil {
-			return fmt.Errorf("record %q: %w", recStable, err)
-		}
-		if err := a.stable.Restore(snap); err != nil {
-			return fmt.Errorf("record %q: %w", recStable, err)
+		a.stableMax, a.counter, a.gcd = r.stableMax, r.counter, r.gcd
+		for _, id := range r.gone {
+			a.goneQ[id] = a.all &^ a.bit()
 		}
 		if a.recording {
-			a.orderLog = log
+			a.orderLog = r.log
 		}
 	}
 	if b, ok := recs[recCounter]; ok {
@@ -141,6 +191,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		}
 	}
 	sort.Strings(keys)
+	var above []*op
 	for _, k := range keys {
 		d, err := header.OpenRecord(recs[k], "operation")
 		if err != nil {
@@ -153,10 +204,16 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		if x.ID != k[len(recOp):] || !x.Label.Set {
 			return fmt.Errorf("record %q: holds operation %q (label %v)", k, x.ID, x.Label)
 		}
-		if a.gcd.has(x.ID) {
-			continue // collected; its delete was lost with a crash
-		}
 		o := &op{id: x.ID, prev: x.Prev, strict: x.Strict, sop: x.Op, label: x.Label, done: a.bit()}
+		if a.stableMax.Set && !a.stableMax.Less(o.label) && (!base.Set || base.Less(o.label)) {
+			above = append(above, o) // in the stable state after "s"'s snapshot
+		}
+		if a.gcd.has(x.ID) {
+			if !base.Set || base.Less(o.label) {
+				a.uncompacted = append(a.uncompacted, x.ID) // kept for "g"
+			}
+			continue // collected (since "s", or its delete was lost with a crash)
+		}
 		if x.Flags&flagSolid != 0 {
 			o.solid = a.bit()
 		}
@@ -173,6 +230,23 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		o.arrival = a.arrival
 		a.ops[o.id] = o
 		o.pOK, o.pFlags, o.pLabel = true, x.Flags, x.Label
+	}
+	// The operations collected since "s" ("g"): every peer is told again.
+	for _, id := range a.uncompacted {
+		a.goneQ[id] = a.all &^ a.bit()
+	}
+	// The stable state from "s"'s snapshot to "g"'s label.
+	slices.SortFunc(above, func(x, y *op) int {
+		if x.label.Less(y.label) {
+			return -1
+		}
+		return 1
+	})
+	for _, o := range above {
+		v := a.stable.Apply(o.sop)
+		if q := a.ops[o.id]; q != nil {
+			q.sval, q.svalOK = v, true
+		}
 	}
 	// Indexes (index.go), in label order.
 	for _, o := range a.sortedOps() {

@@ -282,7 +282,7 @@ func runProtocol(bin, tclsh, src, proto, durability string, units []string, cont
 	var c *cluster.Cluster
 	up := func(n int) error {
 		var err error
-		c, err = cluster.Up(cluster.UpOptions{Dir: filepath.Join(tmp, fmt.Sprintf("cluster-%s-%d", proto, n)), Nodes: 3, Protocol: proto, Durability: durability, Binary: bin})
+		c, err = cluster.Up(cluster.UpOptions{Dir: filepath.Join(tmp, fmt.Sprintf("cluster-%s-%d", proto, n)), Nodes: 3, Protocol: proto, Durability: durability, Binary: bin, DieWithParent: true})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,363 @@
+package node
+
+import (
+	"container/heap"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// Stepping groups by a fixed pool (issue 33 item 1: "idle groups cost next
+// to nothing ... groups stepped by a fixed pool, not a goroutine set
+// each").
+//
+// A node steps all its namespace loops (groups) with a fixed set of
+// worker goroutines (stepPool, about GOMAXPROCS) and fires all their
+// protocol timers from one heap (timerHeap, one runtime timer armed at the
+// earliest deadline). A loop that has nothing to do owns no goroutine and
+// no runtime timer: its state is its inbox, its armed timers (heap
+// entries) and its committer, which runs only while records wait for a
+// commit (committer).
+//
+// Scheduling. Whatever gives a loop work (a peer message or an effect's
+// result in its inbox, a client request in reqIn, a fired timer) puts it
+// there, then calls wake: a loop that is idle becomes queued and goes to
+// the back of the pool's ready queue (one FIFO for the node); a loop that
+// is queued or being stepped is left as it is. A worker takes the loop at
+// the front and runs one pass (poolPass: at most Options.BatchLimit inputs,
+// so one busy group cannot hold a worker while others wait: after its pass
+// it goes to the back of the queue if more work waits). When the pass ends
+// the loop is idle again, and is queued again at once if work came
+// meanwhile (wake's check after the state change: no wake-up is lost). A
+// loop is therefore in the queue at most once and stepped by at most one
+// worker at a time; every pass also holds the loop's pass lock, which the
+// direct passes (directPass: a client request that finds its loop idle is
+// stepped on its own goroutine) take too, so a group's steps stay serial
+// and in order.
+//
+// How Dragonboat does it, and why not the same: Dragonboat binds each
+// shard to one step worker by a fixed partitioner (shard id modulo the
+// worker count); a worker keeps a ready set per partition and a wake-up
+// channel, and steps every ready shard of its partition per wake-up. That
+// makes a shard's steps serial without a per-shard flag, but a busy shard
+// delays every shard of its partition while other workers idle. Here the
+// queue is shared and the per-loop state (nsLoop.sched) gives the same
+// serial guarantee, so any free worker takes the next ready group.
+// Dragonboat ticks every shard from one node-wide ticker (every RTT);
+// here timers stay the protocols' own (automaton.SetTimer), kept in one
+// heap per node, so an idle group costs no wake-up between its timers.
+//
+// A worker may block inside a pass (a full commit queue waiting for an
+// fsync, a peer write): it then waits for a goroutine that is not a
+// worker (the committer, the transport), never for another loop, so the
+// pool cannot deadlock; other loops wait meanwhile on the other workers.
+
+// Loop scheduling states (nsLoop.sched).
+const (
+	loopIdle   int32 = iota // no pass running, not in the ready queue
+	loopQueued              // in the ready queue or being stepped
+)
+
+// stepPool is a node's fixed set of workers and its queue of loops ready
+// for a pass.
+type stepPool struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	ready   []*nsLoop // FIFO: ready[head:]
+	head    int
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// poolWorkers is the number of workers a node's pool runs: GOMAXPROCS,
+// at least 2 (a worker blocked on a write or a full commit queue leaves
+// another for the other groups).
+func poolWorkers() int {
+	return max(runtime.GOMAXPROCS(0), 2)
+}
+
+func newStepPool() *stepPool {
+	p := &stepPool{}
+	p.cond.L = &p.mu
+	return p
+}
+
+// start runs k workers.
+func (p *stepPool) start(k int) {
+	for range k {
+		p.wg.Add(1)
+		go p.worker()
+	}
+}
+
+// stop ends the workers and waits for them. Every loop has ended (what
+// is still queued is dropped).
+func (p *stepPool) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *stepPool) enqueue(l *nsLoop) {
+	p.mu.Lock()
+	if p.head > 0 && p.head == len(p.ready) {
+		clear(p.ready)
+		p.ready, p.head = p.ready[:0], 0
+	}
+	p.ready = append(p.ready, l)
+	p.mu.Unlock()
+	p.cond.Signal()
+}
+
+// next waits for a ready loop; nil when the pool stops.
+func (p *stepPool) next() *nsLoop {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.head == len(p.ready) && !p.stopped {
+		p.cond.Wait()
+	}
+	if p.stopped {
+		return nil
+	}
+	l := p.ready[p.head]
+	p.ready[p.head] = nil
+	p.head++
+	return l
+}
+
+func (p *stepPool) worker() {
+	defer p.wg.Done()
+	for {
+		l := p.next()
+		if l == nil {
+			return
+		}
+		live := l.poolPass()
+		l.sched.Store(loopIdle)
+		if live && l.hasWork() {
+			l.wake()
+		}
+	}
+}
+
+// wake queues l for a pass unless it is queued or being stepped already.
+// Callers put the work in first: a worker that ends l's pass sets it
+// idle and then looks for work (hasWork), so one of the two queues it.
+func (l *nsLoop) wake() {
+	if l.n.opts.unserialized {
+		l.sched.Store(loopQueued)
+		l.n.pool.enqueue(l)
+		return
+	}
+	if l.sched.CompareAndSwap(loopIdle, loopQueued) {
+		l.n.pool.enqueue(l)
+	}
+}
+
+// hasWork reports whether inputs wait for l's next pass.
+func (l *nsLoop) hasWork() bool {
+	if len(l.inbox) > 0 || len(l.reqIn) > 0 || l.startEv != nil {
+		return true
+	}
+	l.fmu.Lock()
+	defer l.fmu.Unlock()
+	return len(l.fired) > 0
+}
+
+// poolPass is one pass of l run by a pool worker: Start first (the loop's
+// first pass), then the timers that fired, the inbox and the queued
+// client requests, at most BatchLimit inputs, stepped and flushed as the
+// loop goroutine's passes were. It reports false when the loop has ended
+// (its inputs are then never stepped).
+func (l *nsLoop) poolPass() bool {
+	if !l.n.opts.unserialized {
+		l.pass.Lock()
+		defer l.pass.Unlock()
+	}
+	if l.dead {
+		return false
+	}
+	if st := l.startEv; st != nil {
+		l.startEv = nil
+		l.step(event{in: *st})
+		l.noteLeader()
+		l.live = l.flush()
+		if !l.live {
+			go l.end()
+			return false
+		}
+	}
+	if !l.live {
+		return false
+	}
+	if len(l.reqIn) > 0 {
+		if f := l.n.opts.reqNoted; f != nil {
+			f()
+		}
+	}
+	l.beginTurn()
+	l.fmu.Lock()
+	fired := l.fired
+	l.fired = l.firedSpare[:0]
+	l.fmu.Unlock()
+	for i, ev := range fired {
+		l.take(ev)
+		fired[i] = event{}
+	}
+	l.firedSpare = fired[:0]
+	yielded := false
+more:
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
+		select {
+		case ev := <-l.inbox:
+			l.take(ev)
+		case ev := <-l.reqIn:
+			l.take(ev)
+		default:
+			if l.yieldForRequests(yielded) {
+				yielded = true
+				continue
+			}
+			break more
+		}
+	}
+	if !l.endPass() {
+		l.live = false
+		go l.end()
+	}
+	return l.live
+}
+
+// endLoops ends every loop that started (shutdown, once stopping is
+// closed; a group started at run time meanwhile ends itself, startGroup).
+func (n *Node) endLoops() {
+	for _, l := range n.loopList() {
+		if l.begun.Load() {
+			go l.end()
+		}
+	}
+}
+
+// timerHeap is a node's protocol timers, all loops', ordered by deadline,
+// with one runtime timer armed at the earliest. Timers that fall due
+// together (the grid of slack timers, coalesce.go) fire in one callback.
+type timerHeap struct {
+	mu sync.Mutex
+	h  timerEntries
+	t  *time.Timer
+	at time.Time // when t fires; zero: not armed
+}
+
+// timerEntry is one armed timer of a loop: in the heap (idx >= 0) until it
+// fires or is cancelled. Its fields are under timerHeap.mu; gen and id are
+// also read by the loop under pass (it is their only writer).
+type timerEntry struct {
+	l    *nsLoop
+	id   automaton.TimerID
+	gen  uint64
+	lazy bool
+	when time.Time
+	idx  int
+}
+
+type timerEntries []*timerEntry
+
+func (h timerEntries) Len() int           { return len(h) }
+func (h timerEntries) Less(i, j int) bool { return h[i].when.Before(h[j].when) }
+func (h timerEntries) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *timerEntries) Push(x any) {
+	e := x.(*timerEntry)
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *timerEntries) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.idx = -1
+	return e
+}
+
+// arm (re)arms e to fire at when with generation gen.
+func (th *timerHeap) arm(e *timerEntry, id automaton.TimerID, when time.Time, gen uint64, lazy bool) {
+	th.mu.Lock()
+	e.id, e.when, e.gen, e.lazy = id, when, gen, lazy
+	if e.idx >= 0 {
+		heap.Fix(&th.h, e.idx)
+	} else {
+		heap.Push(&th.h, e)
+	}
+	th.rearm()
+	th.mu.Unlock()
+}
+
+// cancel takes e out of the heap; its firing, if already delivered, is
+// dropped by the loop (its generation is stale).
+func (th *timerHeap) cancel(e *timerEntry) {
+	th.mu.Lock()
+	if e.idx >= 0 {
+		heap.Remove(&th.h, e.idx)
+	}
+	th.mu.Unlock()
+}
+
+// rearm sets the runtime timer to the earliest deadline. Under mu.
+func (th *timerHeap) rearm() {
+	if len(th.h) == 0 {
+		return // a firing with nothing due is harmless
+	}
+	when := th.h[0].when
+	if !th.at.IsZero() && !when.Before(th.at) {
+		return // armed earlier already: it rearms when it fires
+	}
+	th.at = when
+	d := time.Until(when)
+	if th.t == nil {
+		th.t = time.AfterFunc(d, th.fire)
+		return
+	}
+	th.t.Reset(d)
+}
+
+// fire delivers every timer due to its loop and rearms.
+func (th *timerHeap) fire() {
+	now := time.Now()
+	var woken []*nsLoop
+	th.mu.Lock()
+	th.at = time.Time{}
+	for len(th.h) > 0 && !th.h[0].when.After(now) {
+		e := heap.Pop(&th.h).(*timerEntry)
+		l := e.l
+		l.fmu.Lock()
+		l.fired = append(l.fired, event{in: automaton.TimerFired{ID: e.id}, gen: e.gen, lazy: e.lazy})
+		first := len(l.fired) == 1
+		l.fmu.Unlock()
+		if first {
+			woken = append(woken, l)
+		}
+	}
+	th.rearm()
+	th.mu.Unlock()
+	for _, l := range woken {
+		l.n.handoff(1)
+		l.wake()
+	}
+}
+
+// stop stops the runtime timer (the node's loops have ended).
+func (th *timerHeap) stop() {
+	th.mu.Lock()
+	if th.t != nil {
+		th.t.Stop()
+	}
+	th.at = time.Time{}
+	th.mu.Unlock()
+}

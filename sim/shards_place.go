@@ -1,0 +1,302 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+)
+
+// The placement leader of the sharded world (ShardsConfig.Plan "decide",
+// the default): every PlaceTick it gathers what node/placer.go gathers on
+// the placement leader and asks shard.Decide, the placement policy, what
+// to do; a split or a merge starts a migration (the real shard.Machine,
+// shards_driver.go). The inputs, as the node computes them:
+//
+//   - Ops: client requests each group's replicas received (every replica,
+//     as the node's per-node load counters sum), as a rate over the tick,
+//     smoothed by placeSmooth (node/placer.go's 0.5).
+//   - Keys and Bytes: the answer of a "slotstats" request sent through the
+//     group's log (the node's groupDo of slotstats) every fifth tick, and
+//     every tick around a migration, as the node does; until one is
+//     answered the group's figures are not Known and no decision uses
+//     them.
+//   - ColdFor: how long a group has been cold (shard.Cold) without a
+//     break; SinceMove: time since the last split or merge ended;
+//     Migrating: a migration's record is active; a machine down is a node
+//     down for as long.
+//
+// Replacements, leader moves and replica balance are counted as decided
+// and not carried out here (the world has no membership changes); the
+// thresholds (ShardsConfig.Place, SimPlaceParams by default) are scaled
+// to the simulated load, and DeadAfter is longer than any downtime the
+// nemesis makes, so replacements are never decided under the crash fault.
+//
+// The workload moves its load (ShardsConfig.Hot): a fraction of the
+// operations go to HotKeys keys that change every HotPhase, so a group
+// turns hot (a split), then cold (a merge) as the hot spot moves on.
+
+// PlaceTick is how often the simulated placement leader decides (the
+// node's tick is a second; the simulated runs are seconds long).
+const PlaceTick = 100 * time.Millisecond
+
+// sizeEvery: ticks between two size reads outside migrations.
+const sizeEvery = 5
+
+// SimPlaceParams are the sharded world's placement thresholds, by load: a
+// group serving more than 90 requests/s (the hot spot's share at the
+// test's load) splits; two groups both under 35 requests/s for 0.5 s
+// merge; 0.3 s cool-down. Size thresholds are off by default (a few dozen
+// keys); ShardsConfig.Place sets them (the size test splits by keys).
+var SimPlaceParams = shard.PlaceParams{
+	SplitKeys: 1 << 40, SplitBytes: 1 << 40, SplitOps: 90,
+	MergeKeys: 1 << 40, MergeBytes: 1 << 40, MergeOps: 35,
+	MinShards: 1, MergeDelay: 0.5, DeadAfter: 3600, Cooldown: 0.3,
+}
+
+type shPlacer struct {
+	params shard.PlaceParams
+	reqs   []uint64 // client requests each group's replicas received
+	prev   []uint64
+	ops    []float64
+	keys   []int64
+	bytes  []int64
+	known  []bool
+	coldAt []time.Duration // -1: not cold
+	moveAt time.Duration   // -1: no move yet
+	wasMig bool
+	id     uint64
+	seq    uint64
+	asked  map[uint64]int // slotstats request seq -> group
+	// Decisions by kind; carried: splits and merges started.
+	decisions map[string]int
+	carried   int
+	refused   int
+	ticks     int
+	last      string
+}
+
+func (w *shWorld) newPlacer() {
+	p := &shPlacer{params: w.cfg.Place, moveAt: -1, asked: map[uint64]int{}, decisions: map[string]int{}}
+	n := len(w.groups)
+	p.reqs, p.prev, p.ops = make([]uint64, n), make([]uint64, n), make([]float64, n)
+	p.keys, p.bytes, p.known = make([]int64, n), make([]int64, n), make([]bool, n)
+	p.coldAt = make([]time.Duration, n)
+	for i := range p.coldAt {
+		p.coldAt[i] = -1
+	}
+	for p.id == 0 || w.byID[p.id] != nil {
+		p.id = w.rngDrv.Uint64()
+	}
+	w.placer = p
+	w.after(PlaceTick, &shEvent{kind: shPlaceTick})
+}
+
+// countRequest notes a client request reaching a replica of group g.
+func (w *shWorld) countRequest(g int) {
+	if w.placer != nil {
+		w.placer.reqs[g]++
+	}
+}
+
+func (w *shWorld) onPlaceTick() {
+	p := w.placer
+	if w.stopping {
+		return
+	}
+	w.after(PlaceTick, &shEvent{kind: shPlaceTick})
+	const smooth = 0.5 // node/placer.go placeSmooth
+	for g := range p.ops {
+		rate := float64(p.reqs[g]-p.prev[g]) / PlaceTick.Seconds()
+		p.ops[g] = smooth*rate + (1-smooth)*p.ops[g]
+		p.prev[g] = p.reqs[g]
+	}
+	mig := w.mig.active
+	// Sizes: one slotstats through each group's log, answered by the
+	// next ticks: every sizeEvery ticks, and every tick around a
+	// migration (node/placer.go's placeSizeEvery rule).
+	if p.ticks++; p.ticks%sizeEvery == 1 || mig || p.wasMig {
+		for g := range w.groups {
+			w.placerAsk(g)
+		}
+	}
+	in := shard.PlaceInput{Map: w.place, Migrating: mig, SinceMove: -1}
+	for _, m := range w.machines {
+		nr := shard.NodeReport{ID: string(m.id)}
+		if !m.up {
+			nr.DownFor = (w.now - m.downAt).Seconds()
+		}
+		in.Nodes = append(in.Nodes, nr)
+	}
+	for gi, g := range w.groups {
+		gr := shard.GroupReport{Name: g.name, Ops: p.ops[gi], Keys: p.keys[gi], Bytes: p.bytes[gi], Known: p.known[gi]}
+		for _, id := range g.ids {
+			gr.Members = append(gr.Members, string(id))
+		}
+		if g.hint >= 0 {
+			gr.Leader = string(g.ids[g.hint])
+		}
+		if gr.Known && shard.Cold(gr, p.params) && !mig {
+			if p.coldAt[gi] < 0 {
+				p.coldAt[gi] = w.now
+			}
+			gr.ColdFor = (w.now - p.coldAt[gi]).Seconds()
+		} else {
+			p.coldAt[gi] = -1
+		}
+		in.Groups = append(in.Groups, gr)
+	}
+	if p.wasMig && !mig {
+		p.moveAt = w.now
+	}
+	p.wasMig = mig
+	if p.moveAt >= 0 {
+		in.SinceMove = (w.now - p.moveAt).Seconds()
+	}
+	d := shard.Decide(in, p.params)
+	if d.Kind == shard.DecNone {
+		return
+	}
+	id := fmt.Sprintf("%v %d %d %s %s %s", d.Kind, d.From, d.To, shard.FormatSlots(d.Slots), d.Node, d.With)
+	if id == p.last {
+		return // the same advice again: logged once, as the node does
+	}
+	p.last = id
+	p.decisions[d.Kind.String()]++
+	w.tracef("placement decision: %s", d)
+	if (d.Kind == shard.DecSplit || d.Kind == shard.DecMerge) && w.migsLeft > 0 && w.drv == nil && !w.mig.active {
+		slots := d.Slots
+		if w.cfg.Broken == "placer-overreach" {
+			slots = overreach(slots)
+		}
+		// The decision invariant: a split or merge moves only slots its
+		// source owns in the current map. The node refuses such a start
+		// (node/migrate.go startMigration) and logs the refusal; here it
+		// is a violation, and refused as the node refuses it.
+		if !w.place.Owns(d.From, slots) {
+			w.violation("placement decision %s: group %s does not own every slot of %s (epoch %d)", d.Kind, w.groups[d.From].name, shard.FormatSlots(slots), w.place.Epoch)
+			p.refused++
+			p.last = ""
+			return
+		}
+		p.carried++
+		if d.Kind == shard.DecSplit {
+			w.stats.Splits++
+		} else {
+			w.stats.Merges++
+		}
+		w.beginMigration(d.From, d.To, slots)
+		p.moveAt = w.now
+	}
+}
+
+// overreach is the broken placer's off-by-one: the decided slots run one
+// slot past their last range, into whatever group owns the next slot
+// (shard's own brokenSplitCut, here in the world's placer).
+func overreach(rs []shard.Range) []shard.Range {
+	out := append([]shard.Range(nil), rs...)
+	if k := len(out) - 1; k >= 0 && out[k].Last < shard.Slots-1 {
+		out[k].Last++
+	}
+	return out
+}
+
+// placerAsk sends a slotstats request through group g's log, to the
+// replica the group last named its leader, else a random live one.
+func (w *shWorld) placerAsk(g int) {
+	p := w.placer
+	gr := w.groups[g]
+	var live []*shReplica
+	for _, r := range gr.reps {
+		if r.m.up {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	r := live[w.rngDrv.Intn(len(live))]
+	if h := gr.hint; h >= 0 && gr.reps[h].m.up {
+		r = gr.reps[h]
+	}
+	p.seq++
+	p.asked[p.seq] = g
+	req := automaton.Request{ID: automaton.RequestID{Client: p.id, Seq: p.seq}, Ops: []service.Op{{Kind: "slotstats"}}}
+	w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shClientReq, mach: r.m.idx, group: g, inc: r.m.inc, client: -1, req: req, fwd: -1})
+}
+
+// placerAnswer takes a slotstats answer: keys and bytes.
+func (w *shWorld) placerAnswer(resp automaton.Response) {
+	p := w.placer
+	g, ok := p.asked[resp.ID.Seq]
+	if !ok {
+		return
+	}
+	delete(p.asked, resp.ID.Seq)
+	rs := resp.Results
+	if len(rs) == 0 && !resp.Result.IsErr() {
+		rs = []service.Result{resp.Result}
+	}
+	if len(rs) != 1 || len(rs[0].Elems) != 2 {
+		return
+	}
+	p.keys[g], p.bytes[g], p.known[g] = rs[0].Elems[0].Int, rs[0].Elems[1].Int, true
+}
+
+// ParsePlaceParams reads Decide's thresholds for the sharded world: a
+// comma list of split_ops=, merge_ops=, split_keys=, merge_keys=,
+// merge_delay=, cooldown= over SimPlaceParams.
+func ParsePlaceParams(s string) (shard.PlaceParams, error) {
+	p := SimPlaceParams
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			return p, fmt.Errorf("--place %q: want name=number, not %q", s, kv)
+		}
+		switch k {
+		case "split_ops":
+			p.SplitOps = f
+		case "merge_ops":
+			p.MergeOps = f
+		case "split_keys":
+			p.SplitKeys = int64(f)
+		case "merge_keys":
+			p.MergeKeys = int64(f)
+		case "merge_delay":
+			p.MergeDelay = f
+		case "cooldown":
+			p.Cooldown = f
+		default:
+			return p, fmt.Errorf("--place %q: unknown threshold %q", s, k)
+		}
+	}
+	return p, nil
+}
+
+// summary is the decisions a run's placer made, by kind, and how
+// many splits and merges it carried out.
+func (p *shPlacer) summary() string {
+	if p == nil {
+		return ""
+	}
+	var ks []string
+	for k := range p.decisions {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var b strings.Builder
+	for _, k := range ks {
+		fmt.Fprintf(&b, "%s=%d ", k, p.decisions[k])
+	}
+	fmt.Fprintf(&b, "carried=%d", p.carried)
+	if p.refused > 0 {
+		fmt.Fprintf(&b, " refused=%d", p.refused)
+	}
+	return b.String()
+}
