@@ -62,8 +62,9 @@ const (
 	psShard   byte = 2 // SSUBSCRIBE
 	// psScriptKill is not a message: SCRIPT KILL or FUNCTION KILL at
 	// another node, which every node applies to its own replica's run of
-	// the same script (script.go, killPeers). Channel: "eval" or "fcall";
-	// message: the run's command line.
+	// the same operation (script.go, killPeers). Channel: "eval" or
+	// "fcall"; message: the run's ID (service.RunningScript.ID, may be
+	// empty), "|" and its command line.
 	psScriptKill byte = 3
 	// psScriptKillAny: SCRIPT KILL or FUNCTION KILL at a node that holds
 	// no run of the script it sent, because its replica does not execute
@@ -169,7 +170,11 @@ func (s *Server) receivePeer(b []byte) {
 	d := wire.NewDecoder(b)
 	kind, ch, msg := d.Byte(), d.String(), d.String()
 	if d.Done() == nil && kind == psScriptKill {
-		go s.scr.killLater(ch == "eval", msg, "")
+		if id, cmdline, _ := strings.Cut(msg, "|"); id != "" {
+			service.EndRun(id, cmdline)
+		} else {
+			go s.scr.killLater(ch == "eval", cmdline, "")
+		}
 		return
 	}
 	if d.Done() == nil && kind == psScriptKillAny {
