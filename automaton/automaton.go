@@ -230,8 +230,8 @@ type Send struct {
 	// are; it still leaves after every output emitted before it. A crash
 	// between its release and the fsync of the later records loses those
 	// records but not the message (the simulator models exactly that).
-	// Respond and Effect have no such flag: an answer always waits for
-	// every Persist emitted before it.
+	// Effect has no such flag; a Respond may narrow what it waits for to
+	// positioned records (Respond.UpTo), but never to nothing.
 	//
 	// What a protocol must guarantee to set it: nothing the message
 	// carries reveals state resting on a record emitted after that last
@@ -249,13 +249,39 @@ type Send struct {
 }
 
 // Respond answers a client request.
-type Respond struct{ Resp Response }
+//
+// UpTo, when positive, narrows what the answer waits for (a positioned
+// answer; package release, "Positioned answers"): instead of every Persist
+// emitted before it, only those emitted before it whose Pos is in
+// [1, UpTo] (and, records being durable in emission order, everything
+// emitted before the last of those). A runtime releases it as soon as
+// those are durable, possibly before outputs emitted earlier that still
+// wait. For any Early Send emitted after it, it counts as an output that
+// waits for everything before it (the Early rule is unchanged).
+//
+// What a protocol must guarantee to set it: the answer rests on nothing
+// the node persisted except the positioned records up to UpTo; a crash that
+// loses every later record (and every record without a position emitted
+// after the last of them) leaves the answer true. Multi-Paxos answers the
+// commands of instance i with UpTo = i: the answer rests on instances 1..i
+// being chosen, and the node's own part in that is its acceptance records
+// of those instances (protocol/paxos, package doc, "Positioned answers").
+type Respond struct {
+	Resp Response
+	UpTo uint64
+}
 
 // Persist writes Value under Key, or removes Key when Delete is set.
+//
+// Pos, when positive, is the log position the record belongs to (Multi-
+// Paxos: the instance of an acceptance record). Only positioned answers
+// (Respond.UpTo) look at it; every other output waits for every record
+// emitted before it, positioned or not.
 type Persist struct {
 	Key    string
 	Value  []byte
 	Delete bool
+	Pos    uint64
 }
 
 // SetTimer asks for TimerFired{ID} after After (virtual time in simulation).
@@ -276,11 +302,25 @@ type SetTimer struct {
 // CancelTimer cancels timer ID if it is set.
 type CancelTimer struct{ ID TimerID }
 
+// Announce reports the result of an operation the protocol proposed on its
+// own behalf, not a client's (active expiry: service.ActiveExpire, whose
+// result names the keys it removed), once the operation is decided and
+// applied, at the one node that proposed it. No client waits for it: a
+// runtime hands it to the namespace's listener if it has one (the node:
+// the gateway publishes Redis's "expired" keyspace events,
+// gateway/notify.go) and otherwise drops it. Like Respond it waits for
+// every Persist emitted before it.
+type Announce struct {
+	Op     service.Op
+	Result service.Result
+}
+
 func (Send) isOutput()        {}
 func (Respond) isOutput()     {}
 func (Persist) isOutput()     {}
 func (SetTimer) isOutput()    {}
 func (CancelTimer) isOutput() {}
+func (Announce) isOutput()    {}
 
 // Automaton is one role instance of one namespace on one node.
 type Automaton interface {

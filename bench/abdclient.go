@@ -33,13 +33,17 @@ type ABDClientOptions struct {
 	// an unknown outcome).
 	Timeout  time.Duration
 	Password string
+	// All asks every replica in every phase, as the ABD report's client
+	// does (client.Options.ABDAll); by default a phase asks a majority
+	// first.
+	All bool
 }
 
 // ABDClientFactory returns a TargetFactory of client-driven ABD clients.
 // Its addr argument is ignored: every client talks to every replica.
 func ABDClientFactory(o ABDClientOptions) TargetFactory {
 	return func(ctx context.Context, _ string, _ int) (Target, error) {
-		c, err := synodclient.NewGRPC(o.Addrs, synodclient.Options{Namespace: o.Namespace, Timeout: o.Timeout, Password: o.Password})
+		c, err := synodclient.NewGRPC(o.Addrs, synodclient.Options{Namespace: o.Namespace, Timeout: o.Timeout, Password: o.Password, ABDAll: o.All})
 		if err != nil {
 			return nil, err
 		}
@@ -48,9 +52,10 @@ func ABDClientFactory(o ABDClientOptions) TargetFactory {
 }
 
 // UseABDClient points c at client-driven ABD clients over the gRPC
-// addresses c.Addrs, with c's namespace, password and operation timeout.
-func (c *Config) UseABDClient() {
-	c.NewTarget = ABDClientFactory(ABDClientOptions{Addrs: c.Addrs, Namespace: c.Namespace, Timeout: c.OpTimeout, Password: c.Password})
+// addresses c.Addrs, with c's namespace, password and operation timeout;
+// all asks every replica in every phase (ABDClientOptions.All).
+func (c *Config) UseABDClient(all bool) {
+	c.NewTarget = ABDClientFactory(ABDClientOptions{Addrs: c.Addrs, Namespace: c.Namespace, Timeout: c.OpTimeout, Password: c.Password, All: all})
 	c.TargetName = TargetABDClient
 }
 

@@ -46,7 +46,7 @@ func TestABDClientRun(t *testing.T) {
 	cfg.Addrs = addrs
 	cfg.Ops, cfg.Clients, cfg.Keys, cfg.ReadRatio, cfg.Preload = 400, 4, 8, 0.5, true
 	cfg.HistoryPath = filepath.Join(t.TempDir(), "h.json")
-	cfg.UseABDClient()
+	cfg.UseABDClient(false)
 	rep, err := Run(context.Background(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)

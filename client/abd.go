@@ -44,14 +44,16 @@ import (
 // majority). A phase first asks a majority only, (N/2)+1 replicas taken
 // round robin so that each replica carries its share, those that failed or
 // were slow lately (abdSuspectFor) last; it asks the others too as soon as
-// an asked replica fails, or once it has waited abdHedge without a
-// majority. Any majority intersects every other, which is all ABD's proof
+// an asked replica fails, or once it has waited without a majority for
+// abdHedge (20 ms) or, when longer, 4 times the client's recent phase time
+// (a loaded machine's phases take longer, and a fixed hedge would then ask
+// every replica every phase). Any majority intersects every other, which is all ABD's proof
 // uses (a query sees the latest completed store), so the answers are the
 // same as when every replica is asked; what changes is the work: a put is
 // 4 calls instead of 6 (issue 28 item 6: client-driven ABD was about 10x
 // slower than node-coordinated ABD, most of it in per-call costs on the
 // client and the replicas). The price is the latency of the slower of
-// two replicas instead of the second fastest of three, and abdHedge on
+// two replicas instead of the second fastest of three, and the hedge on
 // the first phase that finds an asked replica silent. Options.ABDAll
 // restores the seed's every-replica phases.
 //
@@ -76,11 +78,15 @@ import (
 const (
 	abdFirstPause = 10 * time.Millisecond
 	abdMaxPause   = 500 * time.Millisecond
-	// abdHedge is how long a phase waits for the majority it asked before
-	// it asks the other replicas too; abdSuspectFor how long a replica
-	// that failed or was that slow is asked after the others.
-	abdHedge      = 20 * time.Millisecond
-	abdSuspectFor = time.Second
+	// abdHedge is the least a phase waits for the majority it asked
+	// before it asks the other replicas too (hedge: abdHedgeFactor times
+	// the client's recent phase time when that is longer, so that a loaded
+	// machine does not ask every replica every phase); abdSuspectFor how
+	// long a replica that failed or was that slow is asked after the
+	// others.
+	abdHedge       = 20 * time.Millisecond
+	abdHedgeFactor = 4
+	abdSuspectFor  = time.Second
 )
 
 // ABD is a client-driven ABD coordinator over c's connections, for
@@ -237,10 +243,11 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		start(i)
 	}
 	var hedge <-chan time.Time
+	began := time.Now()
 	if a.c.opts.ABDAll {
 		askRest()
 	} else {
-		ht := time.NewTimer(abdHedge)
+		ht := time.NewTimer(a.hedge())
 		defer ht.Stop()
 		hedge = ht.C
 	}
@@ -268,6 +275,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 				}
 				got++
 				if advanced {
+					a.took(time.Since(began))
 					return nil
 				}
 				continue
@@ -317,6 +325,19 @@ func (a *ABD) majority(n int) []int {
 		}
 	}
 	return pick
+}
+
+// hedge is how long a phase waits for the majority it asked (abdHedge).
+func (a *ABD) hedge() time.Duration {
+	return max(abdHedge, abdHedgeFactor*time.Duration(a.c.abdPhase.Load()))
+}
+
+// took folds a phase's time d into the client's recent phase time, a
+// moving average over about 16 phases (racing updates may drop one: it
+// is an estimate).
+func (a *ABD) took(d time.Duration) {
+	old := a.c.abdPhase.Load()
+	a.c.abdPhase.Store(old + (int64(d)-old)/16)
 }
 
 // suspect marks g as suspected by client-driven ABD's phases (majority).

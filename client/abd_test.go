@@ -256,3 +256,26 @@ func TestABDClientAsksMajority(t *testing.T) {
 		})
 	}
 }
+
+// The hedge follows the client's phase times: 20 ms while phases are
+// fast, about 4 times their time when they are slow (a loaded machine),
+// and back once they are fast again.
+func TestABDClientHedgeFollowsPhases(t *testing.T) {
+	_, _, addrs := abdReplicas(t, 3)
+	a := newGRPC(t, addrs, Options{}).ABD("")
+	if h := a.hedge(); h != abdHedge {
+		t.Fatalf("hedge of a new client %v, want %v", h, abdHedge)
+	}
+	for range 200 {
+		a.took(50 * time.Millisecond)
+	}
+	if h := a.hedge(); h < 150*time.Millisecond || h > 200*time.Millisecond {
+		t.Fatalf("hedge after 50 ms phases %v, want about 200 ms", h)
+	}
+	for range 200 {
+		a.took(100 * time.Microsecond)
+	}
+	if h := a.hedge(); h != abdHedge {
+		t.Fatalf("hedge after fast phases again %v, want %v", h, abdHedge)
+	}
+}

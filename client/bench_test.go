@@ -49,22 +49,30 @@ func cpuTime() time.Duration {
 }
 
 // Client-driven ABD against 3 replicas (real ABD automatons), one client
-// shared by the goroutines: puts (query and store phases) and gets.
+// shared by the goroutines: puts (query and store phases) and gets, with
+// phases to a majority first (the default) and to every replica (all,
+// Options.ABDAll).
 func BenchmarkABDClientDriven(b *testing.B) {
 	_, _, addrs := abdReplicas(b, 3)
-	a := newGRPC(b, addrs, Options{}).ABD("")
 	val := make([]byte, 100)
-	b.Run("put", func(b *testing.B) {
-		benchParallel(b, func(ctx context.Context, i int64) error {
-			return a.Set(ctx, fmt.Sprintf("key:%04d", i%1000), val)
+	for _, all := range []bool{false, true} {
+		a := newGRPC(b, addrs, Options{ABDAll: all}).ABD("")
+		sfx := ""
+		if all {
+			sfx = "/all"
+		}
+		b.Run("put"+sfx, func(b *testing.B) {
+			benchParallel(b, func(ctx context.Context, i int64) error {
+				return a.Set(ctx, fmt.Sprintf("key:%04d", i%1000), val)
+			})
 		})
-	})
-	b.Run("get", func(b *testing.B) {
-		benchParallel(b, func(ctx context.Context, i int64) error {
-			_, _, err := a.Get(ctx, fmt.Sprintf("key:%04d", i%1000))
-			return err
+		b.Run("get"+sfx, func(b *testing.B) {
+			benchParallel(b, func(ctx context.Context, i int64) error {
+				_, _, err := a.Get(ctx, fmt.Sprintf("key:%04d", i%1000))
+				return err
+			})
 		})
-	})
+	}
 }
 
 // One node's gRPC API over an in-memory backend: SETs through Do (one

@@ -143,7 +143,8 @@ type GRPC struct {
 	life       context.Context // ends at Close: leader watches
 	lifeCancel context.CancelFunc
 
-	abdNext atomic.Uint64 // where client-driven ABD's next majority starts (abd.go)
+	abdNext  atomic.Uint64 // where client-driven ABD's next majority starts (abd.go)
+	abdPhase atomic.Int64  // client-driven ABD's recent phase time, ns (abd.go hedge)
 }
 
 type gconn struct {

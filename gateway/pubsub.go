@@ -62,8 +62,9 @@ const (
 	psShard   byte = 2 // SSUBSCRIBE
 	// psScriptKill is not a message: SCRIPT KILL or FUNCTION KILL at
 	// another node, which every node applies to its own replica's run of
-	// the same script (script.go, killPeers). Channel: "eval" or "fcall";
-	// message: the run's command line.
+	// the same operation (script.go, killPeers). Channel: "eval" or
+	// "fcall"; message: the run's ID (service.RunningScript.ID, may be
+	// empty), "|" and its command line.
 	psScriptKill byte = 3
 	// psScriptKillAny: SCRIPT KILL or FUNCTION KILL at a node that holds
 	// no run of the script it sent, because its replica does not execute
@@ -95,6 +96,9 @@ func (s *Server) initPubSub() {
 		s.ps.peers = pb
 		s.scr.peers = pb
 		pb.ReceivePeers(s.receivePeer)
+	}
+	if ab, ok := s.b.(AnnounceBackend); ok {
+		ab.ReceiveAnnounce(s.receiveAnnounce)
 	}
 }
 
@@ -169,7 +173,11 @@ func (s *Server) receivePeer(b []byte) {
 	d := wire.NewDecoder(b)
 	kind, ch, msg := d.Byte(), d.String(), d.String()
 	if d.Done() == nil && kind == psScriptKill {
-		go s.scr.killLater(ch == "eval", msg, "")
+		if id, cmdline, _ := strings.Cut(msg, "|"); id != "" {
+			service.EndRun(id, cmdline)
+		} else {
+			go s.scr.killLater(ch == "eval", cmdline, "")
+		}
 		return
 	}
 	if d.Done() == nil && kind == psScriptKillAny {
@@ -412,10 +420,12 @@ func cmdPublish(c *conn, args [][]byte) {
 		c.writeError(fmt.Sprintf("ERR channel '%s' is the node's own leader announcement; it cannot be published to", ch))
 		return
 	}
+	c.orderPublish() // arrived subscription commands first (order.go)
 	c.w.WriteInt(int64(c.s.publish(psChannel, ch, string(args[2]))))
 }
 
 func cmdSPublish(c *conn, args [][]byte) {
+	c.orderPublish()
 	c.w.WriteInt(int64(c.s.publish(psShard, string(args[1]), string(args[2]))))
 }
 

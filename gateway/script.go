@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/wire"
@@ -341,19 +342,25 @@ func (s *scripts) killScript(eval bool) service.Result {
 				unkillable = true
 			case service.KillDone:
 				killed = true
-				s.killPeers(eval, strings.Join(r.Command, "\x00"))
+				s.killPeers(eval, r.ID, strings.Join(r.Command, "\x00"))
 			}
 		}
+		f := s.overdueElsewhere()
 		switch {
 		case unkillable:
 			return errResult("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 		case killed:
 			s.killedFlights(eval)
 			return service.OK()
-		case len(busy) == 0 && s.overdueOf(eval) != nil:
+		case len(busy) == 0 && f != nil && f.eval != eval:
+			// A script of the other kind is busy at another replica.
+			return errResult("%s", busyErr(&service.RunningScript{Eval: f.eval}))
+		case len(busy) == 0 && f != nil:
 			// This node sent a script that is overdue and its replica
-			// runs nothing: another replica executes it (pbpaxos).
-			return s.killRemote(eval, s.overdueOf(eval).cmdline, time.Until(deadline))
+			// runs nothing: another replica executes it (pbpaxos; paxos
+			// when the leader is another node: this replica runs it once
+			// the leader has).
+			return s.killRemote(eval, f.cmdline, time.Until(deadline))
 		case !pending || time.Now().After(deadline):
 			return errResult("NOTBUSY No scripts in execution right now.")
 		}
@@ -371,17 +378,15 @@ func (s *scripts) killedFlights(eval bool) {
 	s.mu.Unlock()
 }
 
-// overdueOf is a script of the kind this node sent that is overdue while
-// no run of this process is in progress (the run is at another node's
+// overdueElsewhere is a script this node sent that is overdue while no
+// run of this process is in progress (the run is at another node's
 // replica only), or nil.
-func (s *scripts) overdueOf(eval bool) *flight {
+func (s *scripts) overdueElsewhere() *flight {
 	if len(service.RunningScripts()) > 0 {
 		return nil
 	}
-	if f, _ := s.overdue(); f != nil && f.eval == eval {
-		return f
-	}
-	return nil
+	f, _ := s.overdue()
+	return f
 }
 
 // killRemote is SCRIPT KILL (FUNCTION KILL) for a script this node sent
@@ -447,27 +452,42 @@ func (s *scripts) killResult(id, outcome string) {
 // busyRun is this process's busy run; while a script this node sent is
 // overdue but its run here is not yet busy, it waits for it (up to
 // killWait), since a request through the log would wait behind the run.
-func (c *conn) busyRun() *service.RunningScript {
+// When this process runs nothing while the script is overdue (another
+// node's replica runs it: pbpaxos, or paxos with another leader), it is
+// the run as this node knows it from the flight (remote true: name,
+// command and start, without the library counts).
+func (c *conn) busyRun() (r *service.RunningScript, remote bool) {
 	if c.s == nil {
-		return service.BusyScript()
+		return service.BusyScript(), false
 	}
 	for deadline := time.Now().Add(killWait); ; time.Sleep(2 * time.Millisecond) {
 		if r := service.BusyScript(); r != nil {
-			return r
+			return r, false
+		}
+		if f := c.s.scr.overdueElsewhere(); f != nil {
+			cmd := strings.Split(f.cmdline, "\x00")
+			r := &service.RunningScript{Eval: f.eval, Command: cmd, Start: f.start, Name: "user_script"}
+			if !f.eval && len(cmd) > 1 {
+				r.Name = cmd[1]
+			}
+			return r, true
 		}
 		if f, _ := c.s.scr.overdue(); f == nil || time.Now().After(deadline) {
-			return nil
+			return nil, false
 		}
 	}
 }
 
 // killPeers hands a kill to the other nodes (over the pub/sub peer
-// transport, at most once): each stops its own replica's run of the same
-// command once that run is busy (killLater). Without it the other replicas
-// run the script to its budget, and the log waits behind them. The kill is
-// safe at any replica for the same reason as here: a busy run that has not
-// written can no longer write (service/kv_script_busy.go).
-func (s *scripts) killPeers(eval bool, cmdline string) {
+// transport, at most once): each ends its own replica's run of the same
+// operation, named by runID, now if it is busy or at its mark if it has
+// not reached it (service.EndRun). Without it the other replicas run the
+// script to its budget, and the log waits behind them. The kill is safe at
+// any replica for the same reason as here: a busy run that has not written
+// can no longer write (service/kv_script_busy.go). A run without an ID (an
+// operation without Env) is named by its command line instead, which each
+// node waits for up to killWait (killLater).
+func (s *scripts) killPeers(eval bool, runID, cmdline string) {
 	if s.peers == nil {
 		return
 	}
@@ -478,14 +498,17 @@ func (s *scripts) killPeers(eval bool, cmdline string) {
 	e := wire.Encoder{}
 	e.Byte(psScriptKill)
 	e.String(kind)
-	e.String(cmdline)
+	e.String(runID + "|" + cmdline)
 	s.peers.PublishPeers(e.B)
 }
 
-// killLater kills this process's run of cmdline when it is busy, waiting for it up to killWait; for a kill another node
-// asked for with an id (killRemote), it answers the outcome.
+// killLater kills this process's run of cmdline when it is busy, waiting
+// for it up to killWait or until a run of cmdline has ended anywhere (a
+// later run of the same command must not be killed); for a kill another
+// node asked for with an id (killRemote), it answers the outcome.
 func (s *scripts) killLater(eval bool, cmdline, id string) {
-	for deadline := time.Now().Add(killWait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	start := time.Now()
+	for deadline := start.Add(killWait); time.Now().Before(deadline) && !service.EndedSince(cmdline, start); time.Sleep(5 * time.Millisecond) {
 		for _, r := range service.RunningScripts() {
 			if r.Eval != eval || strings.Join(r.Command, "\x00") != cmdline {
 				continue
@@ -499,7 +522,7 @@ func (s *scripts) killLater(eval bool, cmdline, id string) {
 					} else {
 						// The other replicas' runs of it, if any
 						// (paxos: a replica behind in the log).
-						s.killPeers(eval, strings.Join(r.Command, "\x00"))
+						s.killPeers(eval, r.ID, strings.Join(r.Command, "\x00"))
 					}
 					e := wire.Encoder{}
 					e.Byte(psScriptKillResult)
@@ -685,7 +708,23 @@ func planFunction(c *conn, args [][]byte) plan {
 		}
 		return opPlan(service.Op{Kind: "fnlist", Args: a}, functionList(withCode))
 	case "stats":
-		if r := c.busyRun(); r != nil {
+		if r, remote := c.busyRun(); remote {
+			// The run is at another node's replica and this replica
+			// has not reached it: the library counts are this
+			// replica's, read from its state without the log (which
+			// waits behind the run).
+			return plan{reply: func([]service.Result) service.Result {
+				res := c.readLocal(service.Op{Kind: "fnlist", Args: [][]byte{[]byte("nocode")}})
+				if res.Type != service.ResultArray {
+					return res
+				}
+				r.Libraries = len(res.Elems)
+				for _, l := range res.Elems {
+					r.Functions += (len(l.Elems) - 2) / 3
+				}
+				return runningStats(r)
+			}}
+		} else if r != nil {
 			// The log waits behind the busy run: answer from it.
 			return constPlan(runningStats(r))
 		}
@@ -743,6 +782,16 @@ func functionList(withCode bool) func(service.Result) service.Result {
 		}
 		return service.Array(out...)
 	}
+}
+
+// readLocal runs op, a read, on this node's replica alone
+// (automaton.ReadLocal: no log, no leader).
+func (c *conn) readLocal(op service.Op) service.Result {
+	c.mu.Lock()
+	ns := c.ns
+	c.mu.Unlock()
+	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
+	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(automaton.ReadLocal, id), Checked: true})
 }
 
 // runningStats is FUNCTION STATS while run is busy: the running script (a
@@ -842,6 +891,10 @@ func (c *conn) scriptReports(p plan) plan {
 				}
 			case "x":
 				counted = true
+			case "i": // this replica's run of it, if any, need not be busy
+				if len(e.Elems) == 2 {
+					service.RunAnswered(string(e.Elems[1].Bytes))
+				}
 			}
 		}
 	}

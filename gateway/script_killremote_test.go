@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -78,8 +79,46 @@ func TestKillRemote(t *testing.T) {
 	if got := asker.scr.killRemote(true, "eval\x00return 1\x000", 100*time.Millisecond); !strings.Contains(got.Err, "NOTBUSY") {
 		t.Fatalf("a kill naming another script answered %v", got)
 	}
-	if r := <-done; !strings.Contains(r.String(), "exceeded its budget") {
-		t.Fatalf("the run a kill did not name ended with %v", r)
+	time.Sleep(20 * time.Millisecond) // the runner's killLater gave up at once: nothing ended
+	if !busyRun(strings.Join(service.RunCommand(op), "\x00")) {
+		t.Fatal("a kill naming another script ended the run")
+	}
+	for _, r := range service.RunningScripts() {
+		r.Kill()
+	}
+	if r := <-done; !strings.Contains(r.String(), "killed by user") {
+		t.Fatalf("the run ended with %v", r)
+	}
+}
+
+// TestBusyElsewhere: while a script this node sent is overdue and its run
+// is at another node's replica only (paxos with another leader, pbpaxos),
+// FUNCTION KILL of an EVAL (SCRIPT KILL of an FCALL) answers BUSY at once,
+// as Redis does, and FUNCTION STATS answers the running function from the
+// flight, with the library counts of this node's replica, read without the
+// log (which waits behind the run).
+func TestBusyElsewhere(t *testing.T) {
+	srv, addr := startServer(t, gatewaytest.MustAutomaton(t, pxName, "kv"), ServerOptions{})
+	c := dial(t, addr)
+	run(t, c, []step{{[]string{"FUNCTION", "LOAD", "#!lua name=elsewhere\nredis.register_function('f', function() return 1 end)\nredis.register_function('g', function() return 2 end)"}, `"elsewhere"`}})
+	// Flights only: no replica of this process runs them.
+	ev := srv.scr.sending(service.Op{Kind: "eval", Args: [][]byte{[]byte("eval|20"), []byte("while true do end"), []byte("0")}})
+	start := time.Now()
+	if got := srv.scr.killScript(false); !strings.Contains(got.Err, "BUSY Redis is busy running a script. You can only call SCRIPT KILL") || time.Since(start) > time.Second {
+		t.Errorf("FUNCTION KILL while an EVAL runs elsewhere: %v after %v", got, time.Since(start))
+	}
+	ev()
+	fc := srv.scr.sending(service.Op{Kind: "eval", Args: [][]byte{[]byte(service.ScriptCounts + "fcall:f|20"), nil, []byte("0")}})
+	defer fc()
+	time.Sleep(5 * time.Millisecond)
+	if got := srv.scr.killScript(true); !strings.Contains(got.Err, "BUSY Redis is busy running a script. You can only call FUNCTION KILL") {
+		t.Errorf("SCRIPT KILL while an FCALL runs elsewhere: %v", got)
+	}
+	got := c.do("FUNCTION", "STATS")
+	for _, want := range []string{`"running_script"`, `"name"`, `"f"`, `"fcall"`, `"duration_ms"`, `"libraries_count"`, "(integer) 1", `"functions_count"`, "(integer) 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("FUNCTION STATS lacks %s:\n%s", want, got)
+		}
 	}
 }
 

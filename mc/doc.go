@@ -29,16 +29,22 @@
 //     written to a synchronous disk, so every output leaves as emitted. Bugs of
 //     the persist-before-answer order are still caught by the protocols'
 //     invariants (unreplicated-broken-answerfirst, pb-broken-replyfirst).
-//     The exception is a Send marked Early, which the runtime may release
-//     before the fsync: with Config.CrashBeforeFsync (ModelConfig's, or
-//     --crash-before-fsync) a node whose last step released an Early Send
-//     and persisted records after its last waiting output may crash
-//     before the fsync, losing those records (unsynced.go; the window
-//     closes at the node's next step). paxos-broken-earlyack (an
+//     The exceptions are a Send marked Early and a positioned answer
+//     (automaton.Respond.UpTo), which the runtime may release before the
+//     fsync of records they do not wait for: with Config.CrashBeforeFsync
+//     (ModelConfig's, or --crash-before-fsync) a node that released such
+//     an output and persisted records it does not wait for may crash
+//     before the fsync, losing those records (unsynced.go; they stay
+//     exposed across steps until an output that waits for them is
+//     offered). paxos-broken-answerearly (a leader answering before its
+//     own acceptance is durable) is caught in its AnswerEarlyModel in
+//     16,835 states (20 events, 10 after the prefix; TestAnswerEarly).
+//     paxos-broken-earlyack (an
 //     acceptor's Early 2b) needs such a crash and a leader change after
 //     it: its model (protocol/paxos.CrashBeforeFsyncModel) scripts the
 //     election, the vote and the crash as a prefix and catches it in
-//     19,927 states (22 events, 12 after the prefix); without the crash
+//     28,196 states (22 events, 12 after the prefix; 19,927 while the
+//     window closed at the node's next step); without the crash
 //     and restart in the prefix it took 42,781 states, and with only the
 //     vote in the prefix it was not reached within 100,000.
 //     TestCrashBeforeFsync shows its acceptor may lose the vote it

@@ -87,9 +87,9 @@ type nodeState struct {
 	// node (automaton.ModelCheckerPartStater; 0: not computed since the
 	// node last stepped or crashed).
 	chkFP uint64
-	// unsynced are the records the node's last step persisted that a
-	// crash before its fsync would lose (unsynced.go); never changed in
-	// place.
+	// unsynced are the records the node persisted that a crash before
+	// their fsync would lose while the outputs that do not wait for them
+	// are out (unsynced.go), in emission order; never changed in place.
 	unsynced []unsyncedRec
 }
 
@@ -284,6 +284,7 @@ func (w *world) step(i int, in automaton.Input) {
 	// happens), so outputs leave as they are emitted; the interpreter
 	// still tells which records an Early Send exposes (unsynced.go).
 	r := release.New(release.Config{Self: w.ids[i], Known: w.isNode})
+	carried := w.carryUnsynced(i, r)
 	io := &worldIO{w: w, i: i}
 	for _, o := range outs {
 		if err := r.Output(o, io); err != nil {
@@ -294,7 +295,7 @@ func (w *world) step(i int, in automaton.Input) {
 			r.Durable(r.Last(), io)
 		}
 	}
-	w.noteUnsynced(i, r, io.undo)
+	w.noteUnsynced(i, r, carried, io.undo)
 	if w.checker != nil && w.violation == "" {
 		w.checkerFP, n.chkFP = 0, 0
 		up := w.upNodes()
@@ -325,7 +326,7 @@ func (io *worldIO) Persist(seq uint64, p automaton.Persist) {
 	n := &io.w.nodes[io.i]
 	if io.w.cfg.CrashBeforeFsync {
 		old, had := n.disk[p.Key]
-		io.undo = append(io.undo, unsyncedAt{seq, unsyncedRec{key: p.Key, old: old, had: had}})
+		io.undo = append(io.undo, unsyncedAt{seq, unsyncedRec{key: p.Key, pos: p.Pos, old: old, had: had}})
 	}
 	n.persist(p)
 }

@@ -953,6 +953,8 @@ func (l *nsLoop) release1(o automaton.Output) {
 		l.respond(o.Resp)
 	case automaton.Effect:
 		l.runEffect(o) // effect.go
+	case automaton.Announce:
+		l.n.announce(l.ns.Name, o) // pubsub.go
 	}
 }
 

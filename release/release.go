@@ -20,16 +20,52 @@
 // durable one (Interp.Durable).
 //
 // The durability rule (etcd raft's Ready discipline, package automaton):
-// every Send, Respond and Effect waits for the Persist numbered by the last
+// every Send, Respond, Effect and Announce waits for the Persist numbered by the last
 // Persist emitted before it, in its own step or any earlier one: its
 // requirement. A Send marked Early (automaton.Send.Early) adds no
 // requirement of its own: it requires what the last output before it that
 // was not Early required, so it may leave before the records of its own
 // step are durable. Requirements grow with emission order, so one queue in
-// emission order serves every output: an output leaves as soon as its
-// requirement is durable and every output emitted before it has left
-// (Runtime.Release). Nothing leaves after Fail (a failed commit: nobody
+// emission order serves every output but positioned answers (below): an
+// output leaves as soon as its requirement is durable and every output
+// emitted before it in that queue has left (Runtime.Release). Nothing leaves after Fail (a failed commit: nobody
 // knows what is on disk), and a crash (Crash) drops what is held.
+//
+// # Positioned answers
+//
+// A Respond with UpTo > 0 (automaton.Respond) is a positioned answer: its
+// requirement is the last Persist emitted before it whose Pos is in
+// [1, UpTo] (0 if none: it waits for nothing), not the last Persist
+// emitted before it. Records being durable in emission order, it still
+// waits for every record emitted before that one; what it may skip are
+// the records emitted after the last of its positioned records: records
+// of later positions (a Multi-Paxos leader's acceptances of later
+// instances) and records without a position. It is held apart from the
+// emission-order queue and leaves as soon as its requirement is durable,
+// overtaking held outputs emitted before it (nothing in the contract
+// orders releases beyond durability: messages may be reordered anyway,
+// and answers go to different clients). For an Early Send emitted after
+// it, it counts as an output that waits for every record before it, so
+// the Early rule, and every argument resting on it, is unchanged.
+//
+// Why this is the rule and not another (etcd-io/raft, for comparison):
+// with AsyncStorageWrites a raft leader's own log append becomes a
+// message to its storage thread, and the entries count toward the
+// commit index only when that thread answers MsgStorageAppendResp after
+// the fsync: the leader's vote counts once durable, and the application of
+// committed entries (and so the answer to a client) waits only for the
+// commit index, not for later entries' fsyncs. The synchronous Ready loop
+// instead persists everything in a Ready (MustSync) before the messages of
+// that Ready leave and before the next Ready's committed entries are
+// applied. Synod's contract counts a Multi-Paxos leader's vote at once
+// (its Accept is Early) and makes every output that rests on it wait for
+// it, which is the synchronous discipline; the positioned answer keeps
+// that (the answer still waits for the leader's acceptances up to its
+// instance) and drops only the wait for later positions, which is what
+// raft's asynchronous writes gain for the answer, without turning the
+// runtime's durability report into an input of the automaton. The
+// protocol states what an answer rests on; the interpreter, shared by
+// every runtime, enforces it.
 //
 // Timers and membership carry no durability requirement: SetTimer,
 // CancelTimer and Members go to the runtime at once.
@@ -52,7 +88,9 @@
 package release
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -87,11 +125,16 @@ type Config struct {
 	Flaw Flaw
 }
 
-// held is an output waiting for the Persist numbered need.
+// held is an output waiting for the Persist numbered need; at numbers the
+// outputs held in emission order.
 type held struct {
 	o    automaton.Output
 	need uint64
+	at   uint64
 }
+
+// posSeq is a positioned record: its position and its number.
+type posSeq struct{ pos, seq uint64 }
 
 // Interp interprets the outputs of one automaton, incarnation after
 // incarnation (Crash starts the next).
@@ -103,13 +146,25 @@ type Interp struct {
 	// need is the requirement of the last output that was not an Early
 	// Send: what an Early Send requires.
 	need uint64
-	// queue[head:] are the outputs held, oldest first.
+	// queue[head:] are the outputs held, oldest first, but for the
+	// positioned answers held, which are in loose (emission order).
 	queue []held
 	head  int
+	loose []held
+	// at numbers the outputs offered (held.at).
+	at uint64
+	// pos is the frontier of positioned records (Persist.Pos): increasing
+	// in both position and number, a record dropped once a later one has
+	// a position no higher; posFloor bounds the number of the records
+	// dropped from its front once durable (needUpTo).
+	pos      []posSeq
+	posFloor uint64
+	// offered is the highest requirement of an output offered (Exposed).
+	offered uint64
 	// early: an Early Send was offered since the last TakeEarly.
-	// tailEarly: an Early Send was offered after the last output that was
-	// not one (EarlyExposed).
-	early, tailEarly bool
+	// tailLoose: an Early Send or a positioned answer was offered after
+	// the last output that waits for every record before it (Exposed).
+	early, tailLoose bool
 	// failed: storage failed (Fail); nothing is released any more.
 	failed bool
 }
@@ -150,6 +205,9 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 			return violation(o, "persisted a record with an empty key")
 		}
 		r.seq++
+		if o.Pos > 0 {
+			r.notePos(o.Pos, r.seq)
+		}
 		rt.Persist(r.seq, o)
 	case automaton.Send:
 		if o.To == r.cfg.Self {
@@ -159,7 +217,7 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 			return violation(o, "sent to unknown node %q", o.To)
 		}
 		if o.Early {
-			r.early, r.tailEarly = true, true
+			r.early, r.tailLoose = true, true
 			r.offer(o, r.need, rt)
 			return nil
 		}
@@ -169,8 +227,15 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 			r.offer(o, r.durable, rt) // wrong: the answer waits only for what is durable already
 			return nil
 		}
+		if o.UpTo > 0 {
+			// A positioned answer: an Early Send after it waits for every
+			// record before it, as after any waiting output.
+			r.need, r.tailLoose = r.seq, true
+			r.offerLoose(o, r.needUpTo(o.UpTo), rt)
+			return nil
+		}
 		r.waitAll(o, rt)
-	case automaton.Effect:
+	case automaton.Effect, automaton.Announce:
 		r.waitAll(o, rt)
 	case automaton.SetTimer:
 		if o.After < 0 {
@@ -191,18 +256,63 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 
 // waitAll offers an output that waits for every Persist emitted before it.
 func (r *Interp) waitAll(o automaton.Output, rt Runtime) {
-	r.need, r.tailEarly = r.seq, false
+	r.need, r.tailLoose = r.seq, false
 	r.offer(o, r.seq, rt)
 }
 
 // offer releases o at once if nothing emitted before it waits and its
 // requirement is durable, and otherwise holds it.
 func (r *Interp) offer(o automaton.Output, need uint64, rt Runtime) {
+	r.at++
+	r.offered = max(r.offered, need)
 	if r.head == len(r.queue) && need <= r.durable && !r.failed {
 		rt.Release(o)
 		return
 	}
-	r.queue = append(r.queue, held{o: o, need: need})
+	r.queue = append(r.queue, held{o: o, need: need, at: r.at})
+}
+
+// offerLoose releases a positioned answer at once if its requirement is
+// durable, whatever waits before it, and otherwise holds it apart.
+func (r *Interp) offerLoose(o automaton.Output, need uint64, rt Runtime) {
+	r.at++
+	r.offered = max(r.offered, need)
+	if need <= r.durable && !r.failed {
+		rt.Release(o)
+		return
+	}
+	r.loose = append(r.loose, held{o: o, need: need, at: r.at})
+}
+
+// notePos adds the positioned record seq at position p to the frontier:
+// the records it supersedes (a position at least p, so every answer that
+// would wait for them waits for it) leave it.
+func (r *Interp) notePos(p, seq uint64) {
+	k := len(r.pos)
+	for k > 0 && r.pos[k-1].pos >= p {
+		k--
+	}
+	r.pos = append(r.pos[:k], posSeq{p, seq})
+}
+
+// needUpTo is the requirement of a positioned answer with UpTo u: the
+// number of the last positioned record emitted with a position in [1, u]
+// (0: none). Records dropped from the front of the frontier once durable
+// count as posFloor (durable, so the answer's release is the same).
+func (r *Interp) needUpTo(u uint64) uint64 {
+	lo, hi := 0, len(r.pos) // the first entry with a position above u
+	for lo < hi {
+		m := (lo + hi) / 2
+		if r.pos[m].pos <= u {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return min(r.posFloor, r.seq)
+	}
+	return r.pos[lo-1].seq
 }
 
 // Durable records that every Persist up to number d is durable, and
@@ -235,10 +345,29 @@ func (r *Interp) ReleaseReady(rt Runtime) {
 		return
 	}
 	for r.head < len(r.queue) && r.queue[r.head].need <= r.durable {
-		o := r.queue[r.head].o
+		h := r.queue[r.head]
 		r.queue[r.head] = held{}
 		r.head++
-		rt.Release(o)
+		rt.Release(h.o)
+	}
+	if len(r.loose) > 0 {
+		k := 0
+		for _, h := range r.loose {
+			if h.need <= r.durable {
+				rt.Release(h.o)
+				continue
+			}
+			r.loose[k] = h
+			k++
+		}
+		clear(r.loose[k:])
+		r.loose = r.loose[:k]
+	}
+	if len(r.pos) >= 1024 && r.pos[len(r.pos)/2].seq <= r.durable {
+		// Bound the frontier: its durable front half answers as posFloor.
+		n := len(r.pos) / 2
+		r.posFloor = max(r.posFloor, r.pos[n-1].seq)
+		r.pos = append(r.pos[:0], r.pos[n:]...)
 	}
 	switch {
 	case r.head == len(r.queue):
@@ -263,11 +392,21 @@ func (r *Interp) Failed() bool { return r.failed }
 // incarnation, whose durable records the runtime hands to Start.
 func (r *Interp) Crash() []automaton.Output {
 	var lost []automaton.Output
-	for _, h := range r.queue[r.head:] {
+	for _, h := range r.held() {
 		lost = append(lost, h.o)
 	}
 	*r = Interp{cfg: r.cfg}
 	return lost
+}
+
+// held returns the outputs held in emission order.
+func (r *Interp) held() []held {
+	hs := append([]held(nil), r.queue[r.head:]...)
+	if len(r.loose) > 0 {
+		hs = append(hs, r.loose...)
+		slices.SortFunc(hs, func(a, b held) int { return cmp.Compare(a.at, b.at) })
+	}
+	return hs
 }
 
 // Last is the number of the last Persist emitted (0: none).
@@ -282,10 +421,10 @@ func (r *Interp) Unsynced() bool { return r.seq > r.durable }
 // Waiting reports whether some output is held. Outside Synced and Fail, a
 // record it needs is then not durable yet: a runtime that holds records
 // back (lazy commit) must commit them now.
-func (r *Interp) Waiting() bool { return r.head < len(r.queue) }
+func (r *Interp) Waiting() bool { return r.head < len(r.queue) || len(r.loose) > 0 }
 
 // Held is the number of outputs held.
-func (r *Interp) Held() int { return len(r.queue) - r.head }
+func (r *Interp) Held() int { return len(r.queue) - r.head + len(r.loose) }
 
 // Waiter is an output held and the number of the Persist it waits for.
 type Waiter struct {
@@ -296,7 +435,7 @@ type Waiter struct {
 // Pending returns the outputs held, oldest first (for tests and traces).
 func (r *Interp) Pending() []Waiter {
 	out := make([]Waiter, 0, r.Held())
-	for _, h := range r.queue[r.head:] {
+	for _, h := range r.held() {
 		out = append(out, Waiter{h.o, h.need})
 	}
 	return out
@@ -312,12 +451,14 @@ func (r *Interp) TakeEarly() bool {
 	return e
 }
 
-// EarlyExposed reports what a crash between the release of an Early Send
-// and the fsync of the records emitted after the last waiting output could
-// lose while the Early Send is out: when an Early Send was offered after
-// the last output that waits for every record before it, ok is true and
-// the records numbered after last are exactly those (the model checker
-// makes them its crash-before-fsync event, mc/unsynced.go).
-func (r *Interp) EarlyExposed() (last uint64, ok bool) {
-	return r.need, r.tailEarly && r.seq > r.need
+// Exposed reports what a crash between the release of an output that does
+// not wait for every record before it (an Early Send, a positioned answer)
+// and the fsync of the records it does not wait for could lose while that
+// output is out: when such an output was offered after the last output
+// that waits for every record before it, ok is true, last is the highest
+// requirement of the outputs offered, and the records numbered after
+// last are exactly those (the model checker makes them its
+// crash-before-fsync event, mc/unsynced.go).
+func (r *Interp) Exposed() (last uint64, ok bool) {
+	return r.offered, r.tailLoose && r.seq > r.offered
 }

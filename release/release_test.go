@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,12 @@ func early(m string) automaton.Output {
 }
 func answer(seq uint64) automaton.Output {
 	return automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Client: 1, Seq: seq}}}
+}
+func at(k string, pos uint64) automaton.Output {
+	return automaton.Persist{Key: k, Value: []byte("v"), Pos: pos}
+}
+func upTo(seq, pos uint64) automaton.Output {
+	return automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Client: 1, Seq: seq}}, UpTo: pos}
 }
 func effect(id automaton.EffectID) automaton.Output { return automaton.Effect{ID: id, Kind: "k"} }
 
@@ -118,6 +125,39 @@ func TestRelease(t *testing.T) {
 		{"an Early Send released before the crash stays out; the records after it are lost", []act{
 			{step: []automaton.Output{put("a"), early("2a"), put("b")}, want: []string{"persist 1 a", "send 2a", "persist 2 b"}},
 			{crash: true, lost: nil},
+		}},
+		{"a positioned answer waits for its positions only, and overtakes held outputs", []act{
+			// acc/1 (pos 1), acc/2 (pos 2), c (no position); the answer
+			// for position 1 skips acc/2 and c, the plain send does not.
+			{step: []automaton.Output{at("acc1", 1)}, want: []string{"persist 1 acc1"}},
+			{step: []automaton.Output{at("acc2", 2), early("2a")}, want: []string{"persist 2 acc2", "send 2a"}},
+			{step: []automaton.Output{put("c"), send("hb"), upTo(7, 1), upTo(8, 2)}, want: []string{"persist 3 c"}},
+			{durable: 1, want: []string{"respond 7"}},
+			{durable: 2, want: []string{"respond 8"}},
+			{durable: 3, want: []string{"send hb"}},
+		}},
+		{"a positioned answer waits for everything before its last positioned record", []act{
+			{step: []automaton.Output{put("p"), at("acc3", 3), at("acc1", 1), upTo(1, 1), upTo(2, 2), upTo(3, 3)},
+				want: []string{"persist 1 p", "persist 2 acc3", "persist 3 acc1"}},
+			// acc1 is number 3, after acc3: every answer needs 3.
+			{durable: 2, want: nil},
+			{durable: 3, want: []string{"respond 1", "respond 2", "respond 3"}},
+		}},
+		{"a positioned answer with no positioned record before it leaves at once", []act{
+			{step: []automaton.Output{put("c"), at("acc5", 5), upTo(4, 4), answer(9)},
+				want: []string{"persist 1 c", "persist 2 acc5", "respond 4"}},
+			{durable: 2, want: []string{"respond 9"}},
+		}},
+		{"an Early Send after a positioned answer waits for every record before the answer", []act{
+			{step: []automaton.Output{at("acc1", 1), at("acc2", 2), upTo(1, 1), early("e"), put("x")},
+				want: []string{"persist 1 acc1", "persist 2 acc2", "persist 3 x"}},
+			{durable: 1, want: []string{"respond 1"}},
+			{durable: 2, want: []string{"send e"}},
+		}},
+		{"a crash drops held positioned answers in emission order", []act{
+			{step: []automaton.Output{at("acc1", 1), send("x"), upTo(1, 1), at("acc2", 2), upTo(2, 2)},
+				want: []string{"persist 1 acc1", "persist 2 acc2"}},
+			{crash: true, lost: []string{"send x", "respond 1", "respond 2"}},
 		}},
 		{"after a storage failure nothing is released", []act{
 			{step: []automaton.Output{put("a"), answer(1)}, want: []string{"persist 1 a"}},
@@ -205,15 +245,15 @@ func TestEarlyAndExposed(t *testing.T) {
 	if !r.TakeEarly() || r.TakeEarly() {
 		t.Fatal("TakeEarly must report the Early Send once")
 	}
-	if last, ok := r.EarlyExposed(); !ok || last != 1 {
-		t.Fatalf("EarlyExposed = %d, %v; want records after 1 exposed", last, ok)
+	if last, ok := r.Exposed(); !ok || last != 1 {
+		t.Fatalf("Exposed = %d, %v; want records after 1 exposed", last, ok)
 	}
 	if !r.Waiting() || r.Held() != 2 || !r.Unsynced() {
 		t.Fatalf("waiting %v held %d unsynced %v", r.Waiting(), r.Held(), r.Unsynced())
 	}
 	// A plain output after the Early Send covers every record again.
 	_ = r.Step([]automaton.Output{send("x")}, rt)
-	if _, ok := r.EarlyExposed(); ok {
+	if _, ok := r.Exposed(); ok {
 		t.Fatal("a plain Send after the Early one leaves nothing exposed")
 	}
 	r.Durable(3, rt)
@@ -222,8 +262,44 @@ func TestEarlyAndExposed(t *testing.T) {
 	}
 	// No Early Send after the last plain output: nothing exposed.
 	_ = r.Step([]automaton.Output{early("e2"), send("y"), put("d")}, rt)
-	if _, ok := r.EarlyExposed(); ok {
+	if _, ok := r.Exposed(); ok {
 		t.Fatal("an Early Send before the last plain output exposes nothing")
+	}
+}
+
+// TestPositionedFrontier checks the requirement of positioned answers
+// against a brute force over random record sequences, across the
+// frontier's pruning.
+func TestPositionedFrontier(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 40; trial++ {
+		r := New(Config{Self: "n1"})
+		rt := &rec{}
+		var recs []posSeq // every positioned record, by number
+		for k := 0; k < 3000; k++ {
+			p := uint64(rng.IntN(40))
+			if trial%2 == 0 {
+				p = uint64(k/3 + rng.IntN(5)) // mostly increasing, as a leader's
+			}
+			_ = r.Output(automaton.Persist{Key: "k", Pos: p}, rt)
+			if p > 0 {
+				recs = append(recs, posSeq{p, r.Last()})
+			}
+			if rng.IntN(10) == 0 {
+				r.Durable(r.Last()-min(r.Last(), uint64(rng.IntN(3))), rt)
+			}
+			u := uint64(rng.IntN(int(k/3 + 45)))
+			want := uint64(0)
+			for _, x := range recs {
+				if x.pos <= u {
+					want = x.seq
+				}
+			}
+			got := r.needUpTo(u)
+			if got != want && !(got <= r.DurableUpTo() && want <= r.DurableUpTo()) {
+				t.Fatalf("trial %d record %d: needUpTo(%d) = %d, want %d (durable %d)", trial, k, u, got, want, r.DurableUpTo())
+			}
+		}
 	}
 }
 

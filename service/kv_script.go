@@ -38,7 +38,12 @@ import (
 //     a script past ScriptBudget instructions fails with an error at the
 //     same instruction on every replica (Redis's lua-time-limit is a time;
 //     a time would differ between replicas). Writes made before an error
-//     stay, as in Redis (a script is not rolled back).
+//     stay, as in Redis (a script is not rolled back). Redis runs a script
+//     until SCRIPT KILL, FUNCTION KILL or SHUTDOWN NOSAVE; a logged run
+//     must end by itself (every replica, and every restart replaying the
+//     log, runs it), so Synod gives a run that a kill can still end (busy
+//     mark, nothing written: kv_script_busy.go) KillableBudget, ten times
+//     ScriptBudget, and one that cannot ScriptBudget.
 //   - redis.call runs a Redis command through the gateway's own mapping
 //     (SetScriptCommands): its KV operations are applied here, one after
 //     the other, on this state. Blocking commands are refused, as in Redis.
@@ -73,6 +78,16 @@ const StatusPrefix = "\x00status:"
 
 // ScriptBudget bounds the Lua instructions of one script run.
 const ScriptBudget = 20_000_000
+
+// KillableBudget bounds a run that may be killed: one with a busy mark
+// that has not written before it (kv_script_busy.go). Redis runs a script
+// until SCRIPT KILL, FUNCTION KILL or SHUTDOWN NOSAVE; a Synod run is in
+// the log and every replica (and every restart) runs it, so it must end
+// by itself, but while a kill can end it the budget is ten times larger
+// (about 10-30 s on a loaded 2-core machine) so that a client has the time
+// Redis gives it. A run that writes before its mark can no longer be
+// killed and falls back to ScriptBudget counted from its start.
+const KillableBudget = 10 * ScriptBudget
 
 // ScriptCommand turns a Redis command called from a script (name first)
 // into KV operations and a function rendering their results as the
@@ -145,6 +160,7 @@ type budget struct {
 	run    *RunningScript
 	busyAt int64
 	marked bool
+	total  int64 // the budget the run started with
 }
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -168,7 +184,16 @@ func (b *budget) Done() <-chan struct{} {
 	if b.run != nil {
 		if !b.marked && b.left <= b.busyAt {
 			b.marked = true
-			markBusy(b.run)
+			switch {
+			case !b.run.wrote.Load() && runEnded(b.run.ID):
+				// Killed (or out of budget) at another replica: end
+				// here at the mark, with the same state.
+				b.run.killed.Store(true)
+			case runAnswered(b.run.ID):
+				// Run first elsewhere and answered: not busy here.
+			default:
+				markBusy(b.run)
+			}
 		}
 		if b.run.killed.Load() {
 			return closedCh
@@ -178,8 +203,13 @@ func (b *budget) Done() <-chan struct{} {
 }
 
 // wrote records that the run wrote (before its mark: a write past it is
-// refused).
-func (b *budget) wrote() { b.run.wrote.Store(true) }
+// refused): it can no longer be killed, and its budget falls back to
+// ScriptBudget.
+func (b *budget) wrote() {
+	if !b.run.wrote.Swap(true) {
+		b.left -= b.total - ScriptBudget
+	}
+}
 
 var errScriptBudget = errors.New("script exceeded its budget of instructions")
 
@@ -215,6 +245,8 @@ type scriptReport struct {
 	names []string   // command names (lower case) in order of first use
 	stats map[string]*callStats
 	codes []string // the error codes of refused and failed commands, in order
+	// id is the run's RunningScript.ID, when it has a busy mark.
+	id string
 	// counted: the run's reply is an error a command answered (a
 	// redis.call error raised, or redis.pcall's error returned), already
 	// counted among codes, as Redis counts it once.
@@ -292,6 +324,9 @@ func errCode(msg string) string {
 //	["m", arg ...]                        one command executed (ScriptCalls only)
 //	["x"]                                 the reply is an error a command
 //	                                      answered, already among the codes
+//	["i", id]                             the run's RunningScript.ID (a run
+//	                                      with a busy mark): the sending node
+//	                                      answered it (RunAnswered)
 const (
 	ScriptCalls  = "calls:"
 	ScriptCounts = "counts:"
@@ -363,6 +398,9 @@ func (s *KVState) opEval(op Op) Result {
 	if rep.counted && r.Type == ResultErr {
 		out = append(out, Array(Bytes([]byte("x"))))
 	}
+	if rep.id != "" {
+		out = append(out, Array(Bytes([]byte("i")), Bytes([]byte(rep.id))))
+	}
 	return Array(Array(out...), r)
 }
 
@@ -376,7 +414,7 @@ func (s *KVState) runEval(op Op, rep *scriptReport) Result {
 	n, _ := parseInt(op.Args[2])
 	keys, argv := op.Args[3:3+n], op.Args[3+n:]
 	body := op.Args[1]
-	run := &scriptRun{s: s, readOnly: ro, oom: oom, budget: &budget{left: ScriptBudget, done: make(chan struct{})}, rep: rep}
+	run := &scriptRun{s: s, readOnly: ro, oom: oom, budget: &budget{left: ScriptBudget, total: ScriptBudget, done: make(chan struct{})}, rep: rep}
 	if mark > 0 {
 		// A run that may become busy (kv_script_busy.go).
 		name := "user_script"
@@ -387,9 +425,19 @@ func (s *KVState) runEval(op Op, rep *scriptReport) Result {
 		for _, l := range s.libs {
 			r.Functions += len(l.funcs)
 		}
-		run.budget.run, run.budget.busyAt = r, ScriptBudget-mark
+		r.ID = runID(s.env)
+		if rep != nil {
+			rep.id = r.ID
+		}
+		run.budget.left, run.budget.total = KillableBudget, KillableBudget
+		run.budget.run, run.budget.busyAt = r, KillableBudget-mark
 		registerRun(r)
-		defer unregisterRun(r)
+		defer func() {
+			if run.budget.left < 0 && !r.wrote.Load() {
+				endRun(r) // the replicas behind end theirs at the mark
+			}
+			unregisterRun(r)
+		}()
 	}
 	L := newScriptState(run)
 	defer L.Close()
@@ -406,7 +454,11 @@ func (s *KVState) runEval(op Op, rep *scriptReport) Result {
 		if errors.As(err, &le) && rep != nil {
 			rep.counted = countedError(le.Object)
 		}
-		return scriptError(err, body, run.name)
+		total := run.budget.total
+		if run.budget.run != nil && run.budget.run.wrote.Load() {
+			total = ScriptBudget
+		}
+		return scriptError(err, body, run.name, total)
 	}
 	ret := L.Get(-1)
 	L.Pop(1)
@@ -713,7 +765,7 @@ func luaMessage(err error) string {
 
 // scriptError is the reply of a script that raised an error: a
 // redis.call error keeps its code, as in Redis.
-func scriptError(err error, body []byte, name string) Result {
+func scriptError(err error, body []byte, name string, budget int64) Result {
 	var le *lua.ApiError
 	if errors.As(err, &le) {
 		if t, ok := le.Object.(*lua.LTable); ok {
@@ -726,7 +778,7 @@ func scriptError(err error, body []byte, name string) Result {
 			return Errorf("ERR %s script: %s, on @%s.", errScriptKilled.Error(), SHA1Hex(body), name)
 		}
 		if errors.Is(le.Cause, errScriptBudget) || strings.Contains(msg, errScriptBudget.Error()) {
-			return Errorf("BUSY script exceeded its budget of %d instructions (Synod counts instructions, not time, so every replica stops at the same point)", ScriptBudget)
+			return Errorf("BUSY script exceeded its budget of %d instructions (Synod counts instructions, not time, so every replica stops at the same point)", budget)
 		}
 		return Errorf("%s script: %s, on @%s.", msg, SHA1Hex(body), name)
 	}

@@ -39,6 +39,19 @@ import (
 // is that node's; a replica that was not killed records its budget error in
 // its deduplication table, which only a retried request could observe.
 //
+// A run is named by its operation's Env (RunningScript.ID: the time and
+// seed the leader logged with it, the same at every replica and different
+// for every request). Replicas run an operation one after the other (a
+// paxos follower learns it once the leader has applied it; a pbpaxos
+// leader applies a replayed entry twice), so a kill at one replica must
+// reach runs that have not started yet: a run killed here, or one that
+// ended at its KillableBudget without having written, is recorded by ID
+// (EndRun, and the gateway hands the ID to the other nodes), and a run of a
+// recorded ID that reaches its mark without having written ends there, as
+// if killed. Its state is the one the killed run left (neither wrote past
+// the mark), and the command line alone would not do: the next request
+// may run the same script and must not be killed.
+//
 // The registry of runs (RunningScripts) is this process's, read by the
 // gateway for BUSY, SCRIPT KILL, FUNCTION KILL and FUNCTION STATS. Its
 // start time is for FUNCTION STATS only; nothing a run computes reads it.
@@ -65,6 +78,9 @@ var errScriptKilled = errors.New("Script killed by user with SCRIPT KILL...")
 // RunningScript is a script run in progress at one of this process's
 // replicas.
 type RunningScript struct {
+	// ID names the operation's run at every replica (runID); "" when the
+	// operation has no Env.
+	ID      string
 	Name    string   // "user_script" or the function's name
 	Eval    bool     // EVAL (SCRIPT KILL); else FCALL (FUNCTION KILL)
 	Command []string // the command, as FUNCTION STATS shows it
@@ -99,7 +115,132 @@ func (r *RunningScript) Kill() int {
 		return KillUnkillable
 	}
 	r.killed.Store(true)
+	endRun(r)
 	return KillDone
+}
+
+// runID names the run of the operation applied with env.
+func runID(env Env) string {
+	if env.Time == 0 && env.Seed == 0 {
+		return ""
+	}
+	return strconv.FormatInt(env.Time, 36) + "." + strconv.FormatUint(env.Seed, 36)
+}
+
+// ended are the runs killed or out of budget without having written, by
+// ID, with their command line and when they ended; kept for endedKeep.
+var ended struct {
+	mu   sync.Mutex
+	runs map[string]endedRun
+}
+
+type endedRun struct {
+	cmdline string
+	at      time.Time
+}
+
+// endedKeep is how long an ended run's ID is kept: longer than any replica
+// takes to reach the operation.
+const endedKeep = 10 * time.Minute
+
+// endRun records that r ended without writing (killed, or out of budget).
+func endRun(r *RunningScript) { EndRun(r.ID, strings.Join(r.Command, "\x00")) }
+
+// EndRun records that the run id of cmdline (its Command joined by NULs)
+// ended without writing at some replica (another node's kill, handed over
+// by the gateway): a run of id here stops at once if it is busy, else
+// when it reaches its mark.
+func EndRun(id, cmdline string) {
+	if id == "" {
+		return
+	}
+	now := time.Now()
+	ended.mu.Lock()
+	if ended.runs == nil {
+		ended.runs = map[string]endedRun{}
+	}
+	for k, e := range ended.runs {
+		if now.Sub(e.at) > endedKeep {
+			delete(ended.runs, k)
+		}
+	}
+	ended.runs[id] = endedRun{cmdline: cmdline, at: now}
+	ended.mu.Unlock()
+	for _, r := range RunningScripts() {
+		if r.ID == id && r.busy.Load() && !r.wrote.Load() {
+			r.killed.Store(true)
+		}
+	}
+}
+
+// answered are the runs whose request this process's node has answered
+// (the reply came from another replica that ran it first), by ID, with
+// when: a replica of this process that runs the operation afterwards (a
+// paxos follower) runs it without being busy, since no request of this
+// node waits behind it any more. Whether a run is busy changes what the
+// node answers, never what the run does (its writes past the mark are
+// refused by the instruction count alone).
+var answered struct {
+	mu   sync.Mutex
+	runs map[string]time.Time
+}
+
+// RunAnswered records that this node answered the request of run id.
+func RunAnswered(id string) {
+	if id == "" {
+		return
+	}
+	now := time.Now()
+	answered.mu.Lock()
+	if answered.runs == nil {
+		answered.runs = map[string]time.Time{}
+	}
+	for k, at := range answered.runs {
+		if now.Sub(at) > endedKeep {
+			delete(answered.runs, k)
+		}
+	}
+	answered.runs[id] = now
+	answered.mu.Unlock()
+	for _, r := range RunningScripts() {
+		if r.ID == id && r.busy.CompareAndSwap(true, false) {
+			busyRuns.Add(-1)
+		}
+	}
+}
+
+func runAnswered(id string) bool {
+	if id == "" {
+		return false
+	}
+	answered.mu.Lock()
+	defer answered.mu.Unlock()
+	_, ok := answered.runs[id]
+	return ok
+}
+
+// runEnded says whether the run id ended at some replica.
+func runEnded(id string) bool {
+	if id == "" {
+		return false
+	}
+	ended.mu.Lock()
+	defer ended.mu.Unlock()
+	_, ok := ended.runs[id]
+	return ok
+}
+
+// EndedSince says whether a run of cmdline ended (was recorded) at or
+// after t.
+func EndedSince(cmdline string, t time.Time) bool {
+	ended.mu.Lock()
+	defer ended.mu.Unlock()
+	for _, e := range ended.runs {
+		if e.cmdline == cmdline && !e.at.Before(t) {
+			return true
+		}
+	}
+	return false
 }
 
 var running struct {
@@ -155,7 +296,7 @@ func unregisterRun(r *RunningScript) {
 	running.mu.Lock()
 	defer running.mu.Unlock()
 	delete(running.runs, r)
-	if r.busy.Load() {
+	if r.busy.Swap(false) {
 		busyRuns.Add(-1)
 	}
 }

@@ -83,3 +83,98 @@ func TestBusyMark(t *testing.T) {
 		t.Errorf("BusyMark: %d %d %d", BusyMark(5000), BusyMark(0), BusyMark(10))
 	}
 }
+
+// TestKillableBudget: a run with a busy mark that writes nothing may run
+// past ScriptBudget (a kill can end it: KillableBudget); one that wrote
+// before its mark cannot be killed and ends at ScriptBudget.
+func TestKillableBudget(t *testing.T) {
+	testScriptCommands(t)
+	loop := "local i = 0 while i < 7000000 do i = i + 1 end return i"
+	if got := newKVState().Apply(op("eval", "", "eval", loop, "0")).String(); !strings.Contains(got, "exceeded its budget of 20000000") {
+		t.Fatalf("the loop without a mark: %s (the test needs it past ScriptBudget)", got)
+	}
+	if got := newKVState().Apply(op("eval", "", "eval|1000", loop, "0")).String(); got != "(integer) 7000000" {
+		t.Errorf("the loop with a mark: %s", got)
+	}
+	s := newKVState()
+	if got := s.Apply(op("eval", "x", "eval|1000", "redis.call('set', 'x', 'y') "+loop, "1", "x")).String(); !strings.Contains(got, "exceeded its budget of 20000000") {
+		t.Errorf("the loop after a write: %s", got)
+	}
+	if got := s.Apply(op("get", "x")).String(); got != `"y"` {
+		t.Errorf("the write before the budget's end: %s", got)
+	}
+}
+
+// TestEndedRun: a run killed at one replica ends at its mark at a replica
+// that runs the same operation (same Env) later, with the state the killed
+// run left; another operation of the same script (another Env) is not
+// killed.
+func TestEndedRun(t *testing.T) {
+	env := Env{Time: 1700000000000000000, Seed: 42}
+	spin := op("eval", "", "eval|1000", "while true do end", "0")
+	done := make(chan string, 1)
+	go func() { done <- newKVState().ApplyEnv(spin, env).String() }()
+	r := waitBusy(t)
+	if r.ID == "" || r.Kill() != KillDone {
+		t.Fatalf("first run %+v not killed", r)
+	}
+	if got := <-done; !strings.Contains(got, "killed by user") {
+		t.Fatalf("first run: %s", got)
+	}
+	start := time.Now()
+	if got := newKVState().ApplyEnv(spin, env).String(); !strings.Contains(got, "killed by user") {
+		t.Errorf("the same operation at a later replica: %s", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the later replica's run took %v", d)
+	}
+	// Another request of the same script is busy until killed.
+	go func() { done <- newKVState().ApplyEnv(spin, Env{Time: env.Time + 1, Seed: 43}).String() }()
+	r = waitBusy(t)
+	if r.Kill() != KillDone {
+		t.Fatal("the other request's run was not busy")
+	}
+	<-done
+	// A kill at another node, handed over by ID, ends a run not yet
+	// started and one running.
+	env3 := Env{Time: env.Time + 2, Seed: 44}
+	EndRun(runID(env3), "eval\x00while true do end\x000")
+	if got := newKVState().ApplyEnv(spin, env3).String(); !strings.Contains(got, "killed by user") {
+		t.Errorf("a run whose kill came first: %s", got)
+	}
+	env4 := Env{Time: env.Time + 3, Seed: 45}
+	go func() { done <- newKVState().ApplyEnv(spin, env4).String() }()
+	waitBusy(t)
+	EndRun(runID(env4), "eval\x00while true do end\x000")
+	if got := <-done; !strings.Contains(got, "killed by user") {
+		t.Errorf("a busy run ended by another node's kill: %s", got)
+	}
+}
+
+// TestAnsweredRun: a run whose request the node already answered (another
+// replica ran it first) is not busy, and stops being busy when the answer
+// comes while it runs; it still runs to its end, as the first run did.
+func TestAnsweredRun(t *testing.T) {
+	env := Env{Time: 1700000000000000100, Seed: 7}
+	long := op("eval", "", "counts:eval|1000", "local i = 0 while i < 200000 do i = i + 1 end return i", "0")
+	RunAnswered(runID(env))
+	if got := newKVState().ApplyEnv(long, env).String(); !strings.HasSuffix(got, "(integer) 200000]") || !strings.Contains(got, `["i" "`+runID(env)+`"]`) {
+		t.Errorf("the answered run: %s", got)
+	}
+	if BusyScript() != nil {
+		t.Error("a run is busy")
+	}
+	// Answered while busy.
+	env2 := Env{Time: env.Time + 1, Seed: 8}
+	done := make(chan string, 1)
+	go func() {
+		done <- newKVState().ApplyEnv(op("eval", "", "eval|1000", "while true do end", "0"), env2).String()
+	}()
+	r := waitBusy(t)
+	RunAnswered(r.ID)
+	if r.Busy() || BusyScript() != nil {
+		t.Error("an answered run stayed busy")
+	}
+	r.killed.Store(true) // end the test's run
+	<-done
+}

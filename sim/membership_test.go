@@ -78,13 +78,14 @@ func TestParseMembership(t *testing.T) {
 // new configuration never sees. The correct paxos passes the same seeds.
 // Seeds found with: synod-lab sim --protocol paxos-broken-bootquorum --nodes 3
 // --clients 4 --ops 1200 --faults all --membership add@1s,add@2s --seeds
-// 1-200 (4, 21, 22, 58 and ten more fail since quorum reads' rounds are
-// sent once per step; each trips the one-value-per-instance invariant
-// before its history shows the lost write; before, 94, 165, 181, 197 and
-// five more did).
+// 1-60 (2, 18 and 22 fail since a command's answer is positioned at its
+// instance, issue 28; before, 4, 21, 22, 58 and ten more of 1-200 since
+// quorum reads' rounds are sent once per step, each tripping the
+// one-value-per-instance invariant before its history shows the lost
+// write; before that, 94, 165, 181, 197 and five more did).
 func TestPaxosBrokenBootQuorumCaughtWithMembership(t *testing.T) {
 	caught := 0
-	for _, seed := range []int64{4, 21} {
+	for _, seed := range []int64{2, 18} {
 		for _, proto := range []string{"paxos", "paxos-broken-bootquorum"} {
 			cfg := Config{Protocol: proto, Nodes: 3, Clients: 4, Ops: 1200, Seed: seed, Faults: "all",
 				Membership: []MemberChange{{At: time.Second, Add: true}, {At: 2 * time.Second, Add: true}}}
@@ -101,6 +102,6 @@ func TestPaxosBrokenBootQuorumCaughtWithMembership(t *testing.T) {
 		}
 	}
 	if caught == 0 {
-		t.Fatal("paxos-broken-bootquorum passed seeds 4 and 21 with membership changes and faults")
+		t.Fatal("paxos-broken-bootquorum passed seeds 2 and 18 with membership changes and faults")
 	}
 }

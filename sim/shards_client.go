@@ -37,6 +37,7 @@ type shClient struct {
 	tries     int // sends of the current id
 	redirects int
 	fwd       bool // the current attempt went through a forwarding machine
+	start     time.Duration
 }
 
 func (w *shWorld) onClientNext(c *shClient) {
@@ -53,7 +54,7 @@ func (w *shWorld) onClientNext(c *shClient) {
 	if op.Kind == "set" {
 		op.Args = [][]byte{[]byte("c" + strconv.Itoa(c.idx) + "-" + strconv.Itoa(c.ops))}
 	}
-	c.op, c.busy, c.redirects = op, true, 0
+	c.op, c.busy, c.redirects, c.start = op, true, 0, w.now
 	c.pending = w.rec.Invoke(c.idx, Namespace, op, "")
 	w.issued++
 	w.busyClients++
@@ -170,6 +171,10 @@ func (w *shWorld) respond(r *shReplica, resp automaton.Response) {
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shPlaceAnswer, resp: resp})
 		return
 	}
+	if c := w.calls[resp.ID.Client]; c != nil {
+		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shCallResp, resp: resp})
+		return
+	}
 	if d := w.drv; d != nil && resp.ID.Client == d.id {
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shDriverEv, gen: d.gen, resp: resp, attempt: 1})
 		return
@@ -213,6 +218,7 @@ func (w *shWorld) onClientResp(e *shEvent) {
 	res := resp.Results[1]
 	c.pending.Complete(res)
 	w.stats.Completed++
+	w.done = append(w.done, OpDone{At: w.now, Latency: w.now - c.start})
 	if w.warmedUp {
 		w.measured++
 		w.lastReply = w.now

@@ -61,6 +61,7 @@ func (w *shWorld) beginMigration(from, to int, slots []shard.Range) {
 	w.mig.rec = shard.Migration{ID: w.mig.id, From: from, To: to, FromName: w.groups[from].name, ToName: w.groups[to].name, Slots: slots}
 	w.mig.ver++
 	w.mig.active = true
+	w.migSpans = append(w.migSpans, [2]time.Duration{w.now, -1})
 	w.tracef("migration %d: %s -> %s slots %s", w.mig.id, w.groups[from].name, w.groups[to].name, shard.FormatSlots(slots))
 	w.newDriver()
 }
@@ -175,6 +176,7 @@ func (w *shWorld) driverNext(d *shDriver) {
 		w.drv = nil
 		if d.m.Rec.Phase.Finished() {
 			w.mig.active = false
+			w.migSpans[len(w.migSpans)-1][1] = w.now
 			w.stats.Migrations++
 			w.migsLeft--
 			w.tracef("migration %d %s", d.m.Rec.ID, d.m.Rec.Phase)
@@ -328,6 +330,9 @@ func (w *shWorld) onNemesis() {
 		if k == "crash" {
 			kinds = append(kinds, "driver")
 		}
+	}
+	if len(kinds) == 0 {
+		return // power only, and it was used
 	}
 	pick := kinds[w.rngFault.Intn(len(kinds))]
 	switch pick {

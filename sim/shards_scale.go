@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"time"
 )
 
@@ -137,3 +138,84 @@ func minMax(x []float64) (float64, float64) {
 	}
 	return lo, hi
 }
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// MigrationLoad measures throughput and latency before, during and after
+// one split under a steady closed-loop load, in the CPU model (issue 33's
+// target "migration of a shard under a steady load: its duration, the
+// load's p99 during it"; docs/SHARDING.md). Each seed runs Shards groups
+// and one spare on their own machines, clients closed-loop clients, and
+// splits the upper half of the first group's slots into the spare at
+// at (after the warm-up); the table prints each window's ops/s, p50 and
+// p99 and the migration's virtual duration.
+func MigrationLoad(base ShardsConfig, seeds []int64, clients, ops int, at time.Duration, out io.Writer) error {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&base.OpCost, ScaleOpCost)
+	def(&base.MsgCost, ScaleMsgCost)
+	def(&base.ApplyCost, ScaleApplyCost)
+	def(&base.FwdCost, ScaleFwdCost)
+	def(&base.Latency, ScaleLatency)
+	def(&base.Think, "constant:0s")
+	if base.Keys < ScaleKeys {
+		base.Keys = ScaleKeys
+	}
+	base.Warmup = ScaleWarmup
+	base.Faults, base.Migrations, base.Spares, base.NoCheck, base.Plan = "none", 1, 1, true, "rotation"
+	base.Clients, base.Ops, base.MigrateAt = clients, ops, at
+	fmt.Fprintf(out, "one split under load in the CPU model (virtual time: the host's load does not change it)\n")
+	fmt.Fprintf(out, "costs: op %s, msg %s, apply %s, forward %s; latency %s, fsync %s; %d shards + 1 spare, one machine per replica\n",
+		base.OpCost, base.MsgCost, base.ApplyCost, base.FwdCost, base.Latency, orDefault(base.Fsync, DefaultFsync), base.Shards)
+	fmt.Fprintf(out, "clients: %d closed loop, no think time, %.0f%% plain; %d ops over %d keys; the split starts at %v; seeds %v\n\n",
+		clients, 100*base.PlainFrac, ops, base.Keys, at, seeds)
+	fmt.Fprintf(out, "%5s %10s | %9s %8s %8s | %9s %8s %8s | %9s %8s %8s | %s\n", "seed", "migration",
+		"before/s", "p50", "p99", "during/s", "p50", "p99", "after/s", "p50", "p99", "during/before")
+	for _, s := range seeds {
+		cfg := base
+		cfg.Seed = s
+		r, err := RunShards(cfg)
+		if err != nil {
+			return err
+		}
+		if len(r.MigSpans) == 0 || r.MigSpans[0][1] < 0 {
+			return fmt.Errorf("seed %d: the split did not end (raise --ops)", s)
+		}
+		start, end := r.MigSpans[0][0], r.MigSpans[0][1]
+		last := r.StopAt // the load is steady until the last operation is issued
+		if last <= end {
+			return fmt.Errorf("seed %d: the load ended before the split did (raise --ops)", s)
+		}
+		win := func(lo, hi time.Duration) (float64, time.Duration, time.Duration) {
+			var lats []time.Duration
+			for _, d := range r.Done {
+				if d.At >= lo && d.At < hi {
+					lats = append(lats, d.Latency)
+				}
+			}
+			if len(lats) == 0 || hi <= lo {
+				return 0, 0, 0
+			}
+			sortDurations(lats)
+			return float64(len(lats)) / (hi - lo).Seconds(), lats[len(lats)/2], lats[len(lats)*99/100]
+		}
+		b, b50, b99 := win(cfg.Warmup, start)
+		d, d50, d99 := win(start, end)
+		a, a50, a99 := win(end, last)
+		fmt.Fprintf(out, "%5d %10v | %9.0f %8v %8v | %9.0f %8v %8v | %9.0f %8v %8v | %.2f\n", s, (end - start).Round(time.Millisecond),
+			b, b50.Round(time.Microsecond), b99.Round(time.Microsecond), d, d50.Round(time.Microsecond), d99.Round(time.Microsecond),
+			a, a50.Round(time.Microsecond), a99.Round(time.Microsecond), d/b)
+	}
+	fmt.Fprintf(out, "\nbefore: from the warm-up (%v) to the split's start; during: until its record is done; after: until the last operation is issued (then the clients run out). p50/p99: client latency of the operations answered in the window.\n", base.Warmup)
+	return nil
+}
+
+func sortDurations(x []time.Duration) { sort.Slice(x, func(i, j int) bool { return x[i] < x[j] }) }

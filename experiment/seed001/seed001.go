@@ -149,12 +149,15 @@ func (t *Throughput) RunCell(ctx context.Context, env *experiment.Env, c experim
 	}
 	cfg.Addrs = cl.ClientAddrs()
 	if driven {
-		// Every client talks to every replica over gRPC (client.ABD).
+		// Every client talks to every replica over gRPC (client.ABD),
+		// every phase to all of them, as the seed's client does (its
+		// threads, one per server); the Go client's default asks a
+		// majority first.
 		cfg.Addrs = nil
 		for _, nd := range cl.Nodes {
 			cfg.Addrs = append(cfg.Addrs, nd.GRPC)
 		}
-		cfg.UseABDClient()
+		cfg.UseABDClient(true)
 	}
 	if rate, ok := strings.CutPrefix(c.Get("load"), loadOpenPrefix); ok {
 		cfg.Rate, _ = strconv.ParseFloat(rate, 64)

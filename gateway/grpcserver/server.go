@@ -404,7 +404,19 @@ var aliases = []struct {
 // validates them against the namespace protocol's specs and fills in
 // assigned values. Every error is INVALID_ARGUMENT and names the option.
 func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.ReadMode, in *synodpb.Request) (automaton.Options, error) {
+	// o.Ext is this request's own map (ToOptions makes it): changed in
+	// place, not copied per option as Options.Set does.
 	o := automaton.Options{Read: read, Ext: synodpb.ToOptions(in.GetOptions())}
+	set := func(name string, vals []string) {
+		switch {
+		case vals == nil:
+			delete(o.Ext, name)
+		case o.Ext == nil:
+			o.Ext = map[string][]string{name: vals}
+		default:
+			o.Ext[name] = vals
+		}
+	}
 	for _, a := range aliases {
 		vals := a.get(in)
 		if vals == nil {
@@ -413,7 +425,7 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 		if _, dup := o.Ext[a.option]; dup {
 			return o, refusal(synoderr.Invalid, "option %s given twice: in options and as the %s field (its alias); give one", a.option, a.field)
 		}
-		o.Set(a.option, vals)
+		set(a.option, vals)
 	}
 	// What automaton.ValidateOptions does, with the specs cached per
 	// protocol instead of its registry lookups per option per request.
@@ -428,7 +440,10 @@ func requestOptions(ns config.Namespace, id automaton.RequestID, read automaton.
 		if err != nil {
 			return o, refusal(synoderr.Invalid, "namespace %q: %v", ns.Name, err)
 		}
-		o.Set(name, vals)
+		set(name, vals)
+	}
+	if len(o.Ext) == 0 {
+		o.Ext = nil // as Options.Set leaves it
 	}
 	return automaton.AssignOptions(specs, id, o), nil
 }

@@ -127,7 +127,7 @@ func TestApplyBenchConns(t *testing.T) {
 	// Client-driven ABD clients may be shared: their phases share the
 	// replicas' streams.
 	cfg = bench.DefaultConfig()
-	cfg.UseABDClient()
+	cfg.UseABDClient(false)
 	if err := applyBenchConns("pipeline:4", 0, true, false, &cfg); err != nil || !strings.HasPrefix(cfg.TargetName, bench.TargetABDClient+" (") {
 		t.Errorf("--abd-client --conns pipeline:4: %v, target %q", err, cfg.TargetName)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,8 @@ func init() {
 		perShard   int
 		opsPerShrd int
 		place      string
+		migLoad    bool
+		migAt      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "shardsim",
@@ -46,8 +49,10 @@ shard, and prints throughput and per-machine CPU utilisation beside their
 spread. --machines 0 gives every replica its own machine (3 per shard).`,
 		Example: `  synod-lab shardsim --seeds 1-20 --shards 2 --spares 1 --faults all --migrations 3 --plain 0.25 --think uniform:20ms:60ms
   synod-lab shardsim --seeds 3 --broken keep-accepting --faults none --migrations 2
+  synod-lab shardsim --seeds 1-20 --faults all --hot 0.8 --txn-clients 4 --plain 0.25 --think uniform:20ms:60ms
   synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 0 --plain 0.5
-  synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 9 --plain 0.5`,
+  synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 9 --plain 0.5
+  synod-lab shardsim --migration-load --shards 2 --seeds 1-3 --clients-per-shard 64 --ops-per-shard 20000 --plain 0.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ss, err := sim.ParseSeeds(seeds)
@@ -60,6 +65,9 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 				}
 			}
 			out := cmd.OutOrStdout()
+			if migLoad {
+				return sim.MigrationLoad(cfg, ss, perShard*cfg.Shards, opsPerShrd*cfg.Shards, migAt, out)
+			}
 			if scale != "" {
 				var points []int
 				for _, p := range strings.Split(scale, ",") {
@@ -99,6 +107,9 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 				if r.Decisions != "" {
 					fmt.Fprintf(out, " decisions: %s", r.Decisions)
 				}
+				if r.TxnOps > 0 {
+					fmt.Fprintf(out, " txn-check=%s (%d bank ops)", r.TxnCheck, r.TxnOps)
+				}
 				fmt.Fprintln(out)
 				if r.Failed() {
 					if r.Invariant != "" {
@@ -106,6 +117,9 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 					}
 					if r.Detail != "" {
 						fmt.Fprintf(out, "  history: %s\n", firstLines(r.Detail, 6))
+					}
+					if r.TxnDetail != "" {
+						fmt.Fprintf(out, "  bank history: %s\n", firstLines(r.TxnDetail, 6))
 					}
 					fmt.Fprintf(out, "  replay: %s\n", sim.ShardsReplay(cfg, s))
 				}
@@ -124,6 +138,7 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.IntVar(&cfg.Spares, "spares", 1, "groups owning no slots at the start (splits move slots into them)")
 	f.IntVar(&cfg.Machines, "machines", 0, "machines (0: one per replica)")
 	f.IntVar(&cfg.Clients, "clients", 8, "closed-loop clients")
+	f.IntVar(&cfg.TxnClients, "txn-clients", 0, "bank clients: transfers and whole-bank reads over accounts in several groups (cross-shard two-phase commit), judged by the strict-serializability checker")
 	f.IntVar(&cfg.Ops, "ops", 1500, "operations in all")
 	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of "+strings.Join(sim.ShardFaultKinds, ","))
 	f.IntVar(&cfg.Migrations, "migrations", 3, "splits, merges and moves to run, in turn")
@@ -145,6 +160,8 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.StringVar(&scale, "scale", "", "measure throughput for these shard counts (comma list) instead")
 	f.IntVar(&perShard, "clients-per-shard", 64, "--scale: closed-loop clients per shard")
 	f.IntVar(&opsPerShrd, "ops-per-shard", 20000, "--scale: operations per shard")
+	f.BoolVar(&migLoad, "migration-load", false, "measure throughput and latency before, during and after one split under load, in the CPU model (--shards groups and a spare, --clients-per-shard, --ops-per-shard, --at)")
+	f.DurationVar(&migAt, "at", 2*time.Second, "--migration-load: when the split starts (virtual time)")
 	f.StringVar(&trace, "trace", "", "write a trace of one seed to this file")
 	cli.AddCommand(cmd)
 }

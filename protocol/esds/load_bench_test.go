@@ -3,7 +3,10 @@ package esds
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -153,4 +156,93 @@ func getsAmongPuts(b *testing.B, phases bool) {
 	b.ReportMetric(float64(replayed)/float64(n), "replay/op")
 	b.ReportMetric(float64(keyed)/float64(n), "keyed/op")
 	b.ReportMetric(float64(maxReplay), "maxreplay")
+}
+
+// BenchmarkCollectionTicks drives 3 replicas whose stable state holds
+// 10,000 keys with 100-byte values (a 1.3 MB snapshot) with 300 plain
+// SETs each per gossip interval for 120 intervals, and reports the
+// longest gossip-tick step (maxtick-ms: a collection every gcEveryTicks
+// ticks, the step that wrote the stable-state record) and the 99th
+// percentile of tick steps (p99tick-ms), in CPU time of the thread that
+// steps (a loaded machine makes wall time meaningless), and the bytes
+// persisted per SET (B/set). delta=false rewrites record "s" at every
+// collection (deltaMin out of reach: before issue 28's change); delta=true
+// writes record "g" (gc.go collectDelta). The harness copies every record
+// it stores, which both pay.
+//
+//	go test ./protocol/esds -run '^$' -bench CollectionTicks -benchtime 1x
+func BenchmarkCollectionTicks(b *testing.B) {
+	defer func(v int) { deltaMin = v }(deltaMin)
+	for _, delta := range []bool{false, true} {
+		b.Run(fmt.Sprintf("delta=%v", delta), func(b *testing.B) {
+			deltaMin = 64 << 10
+			if !delta {
+				deltaMin = 1 << 62
+			}
+			for range b.N {
+				collectionTicks(b)
+			}
+		})
+	}
+}
+
+func collectionTicks(b *testing.B) {
+	c := &cluster{rng: rand.New(rand.NewSource(1))}
+	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
+		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
+	v := []byte(strings.Repeat("v", 100))
+	n := 0
+	put := func(id automaton.NodeID, k int) {
+		c.Request(id, service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", k), Args: [][]byte{v}}, opts(fmt.Sprint("p", n), false))
+		n++
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tick := func(measure []float64) []float64 {
+		for _, id := range c.IDs() {
+			t0 := threadCPU()
+			c.FireTimer(id, timerGossip)
+			if measure != nil {
+				measure = append(measure, float64(threadCPU()-t0)/1e6)
+			}
+		}
+		c.DeliverAll()
+		return measure
+	}
+	for k := range 10000 {
+		put(c.IDs()[k%3], k)
+	}
+	for range 4 * gcEveryTicks {
+		tick(nil)
+	}
+	var bytes int
+	c.Observe(func(_ automaton.NodeID, o automaton.Output) {
+		if p, ok := o.(automaton.Persist); ok {
+			bytes += len(p.Value)
+		}
+	})
+	n0 := n
+	ticks := []float64{}
+	for range 120 {
+		for _, id := range c.IDs() {
+			for range 300 {
+				put(id, c.rng.Intn(10000))
+			}
+		}
+		ticks = tick(ticks)
+	}
+	slices.Sort(ticks)
+	b.ReportMetric(ticks[len(ticks)-1], "maxtick-ms")
+	b.ReportMetric(ticks[len(ticks)*99/100], "p99tick-ms")
+	b.ReportMetric(float64(bytes)/float64(n-n0), "B/set")
+}
+
+// threadCPU is the CPU time of the calling OS thread, in nanoseconds
+// (getrusage RUSAGE_THREAD, Linux).
+func threadCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -71,9 +71,15 @@ func (a *ESDS) marshalStable(snap bool) []byte {
 	for _, id := range a.orderLog {
 		e.String(id)
 	}
+	// The gone ids go in "s" only: "g" stands for them with the kept
+	// records of the operations collected since "s" (restore tells the
+	// peers of those again). Under load the peers' acknowledgements lag,
+	// and "g", written at every collection, would list tens of thousands.
 	gone := make([]string, 0, len(a.goneQ))
 	for id := range a.goneQ {
-		gone = append(gone, id)
+		if snap {
+			gone = append(gone, id)
+		}
 	}
 	sort.Strings(gone)
 	e.Uvarint(uint64(len(gone)))
@@ -161,7 +167,6 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 			base = r.stableMax
 		}
 		a.stableMax, a.counter, a.gcd = r.stableMax, r.counter, r.gcd
-		clear(a.goneQ)
 		for _, id := range r.gone {
 			a.goneQ[id] = a.all &^ a.bit()
 		}
@@ -225,6 +230,10 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		o.arrival = a.arrival
 		a.ops[o.id] = o
 		o.pOK, o.pFlags, o.pLabel = true, x.Flags, x.Label
+	}
+	// The operations collected since "s" ("g"): every peer is told again.
+	for _, id := range a.uncompacted {
+		a.goneQ[id] = a.all &^ a.bit()
 	}
 	// The stable state from "s"'s snapshot to "g"'s label.
 	slices.SortFunc(above, func(x, y *op) int {

@@ -59,7 +59,7 @@ func (a *Paxos) onCatchup(from int, m *message) {
 		}
 		s := &slot{val: e.Value, chosen: true}
 		a.putSlot(e.I, s)
-		a.persist(slotKey(e.I), encodeSlot(s))
+		a.persistSlot(e.I, s)
 		a.observe(e.I, ByCatchup, e.Value)
 	}
 	a.advance(true)

@@ -232,14 +232,21 @@ func (a *Paxos) answer(id automaton.RequestID, o outcome) {
 	if p.local {
 		a.reply(id, o)
 	}
+	if id.Client == expiryClient {
+		a.announceExpired(p, o.res)
+	}
 	for _, r := range p.remote {
 		a.send(r, &message{Kind: kindForwardReply, Req: p.req, Result: o.res, Results: o.results})
 	}
 }
 
-// reply answers a local client.
+// reply answers a local client. The answer to a command that instance i's
+// execution completed is positioned at i (automaton.Respond.UpTo): it waits
+// for this node's slot records up to i, not for its later ones (package
+// doc, "Positioned answers"); every other answer waits for every record
+// before it.
 func (a *Paxos) reply(id automaton.RequestID, o outcome) {
-	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}})
+	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}, UpTo: a.answerAt})
 }
 
 // isMemberReq reports whether req is a membership change (a single

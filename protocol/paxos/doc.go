@@ -244,6 +244,66 @@
 // Start restores the snapshot, reloads the log and re-executes the chosen
 // prefix; the executed state itself is never persisted separately.
 //
+// # Positioned answers (issue 28)
+//
+// Every slot record "a/<i>" is persisted positioned at i
+// (automaton.Persist.Pos), and the answer to a command that the execution
+// of instance i completed is positioned at i (automaton.Respond.UpTo = i):
+// the runtime (package release, the one interpreter) releases it once this
+// node's records up to the last slot record of an instance <= i are
+// durable, not every record emitted before it. What it no longer waits for
+// is what was emitted after that record: the leader's acceptances of later
+// instances (proposed while i's round ran, under load in the steps between
+// i's proposal and its choice), "c" and snapshot records, promises.
+//
+// The seed is silent here (the Grid Services thesis, ch. V and VI.A.2,
+// defines chosen as accepted by a majority and executes the log in order;
+// its prototype wrote nothing to stable storage, and ch. VI does not
+// discuss it), so this is our decision. Why it is safe. The answer states
+// the result of executing instances 1..i in order, and that result is
+// fixed once each of them is chosen: a value accepted by a majority under
+// one ballot is the only value any later ballot can choose (Paxos Made
+// Simple §2.2, the thesis ch. V). So the answer may leave once each of
+// 1..i is chosen by acceptances that survive any crash:
+//
+//   - a follower's acceptance counts only through its Accepted, which
+//     leaves after its record is durable (never Early; paxos-broken-earlyack);
+//   - the leader's own acceptance of j <= i counted at once (its Accept is
+//     Early): its record a/<j> is positioned at j <= i, so the answer waits
+//     for it (and, records being durable in emission order, for everything
+//     emitted before it: the promise of the leader's ballot, earlier
+//     slots);
+//   - instances the leader learned chosen from others (commit notices,
+//     catch-up, phase 1 reports) rest on those others' durable records;
+//     their slot records here are positioned too, which costs nothing in
+//     the common case and keeps the rule one line;
+//   - nothing the answer states depends on a record emitted after the last
+//     of those: acceptances of instances above i do not change 1..i; "c"
+//     is a hint (Durability, above); a snapshot and the deletions behind it
+//     are derived from the executed state; a promise to a higher ballot does
+//     not unchoose a chosen value.
+//
+// The Early Accept's argument is untouched: for an Early Send emitted
+// after it, a positioned answer counts as an output that waits for every
+// record before it (package release), so checkChosen's "a choice is
+// followed by an answer or a heartbeat" still covers the commit notices
+// that later Early Accepts carry. Other answers (reads, errors, answers
+// relayed from the leader, the leader's ForwardReply to a follower) keep
+// the full rule. This is what etcd-io/raft's asynchronous storage writes
+// gain for a leader's answer (the leader's append acknowledges itself after
+// its fsync, and entries apply once a quorum's appends are durable, not
+// once the leader's later appends are), without turning the runtime's
+// fsync into an input of the automaton.
+//
+// "paxos-broken-answerearly" persists the leader's own acceptances without
+// a position, so its answers leave before the leader's vote is durable;
+// the simulator catches the lost write (broken_answer.go,
+// TestBrokenAnswerEarlyCaught: `synod-lab sim --protocol
+// paxos-broken-answerearly --nodes 3 --clients 8 --ops 500 --faults crash
+// --fsync uniform:20ms:80ms --seeds 39`), and so does the model checker
+// (AnswerEarlyModel), whose crashes before an fsync follow the positioned
+// rule across steps (mc/unsynced.go).
+//
 // # Catch-up, snapshots, compaction
 //
 // A replica that learns it is behind asks a peer for the chosen range

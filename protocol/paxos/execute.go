@@ -28,6 +28,7 @@ func (a *Paxos) advance(persist bool) {
 			panic(fmt.Sprintf("paxos: instance %d holds a corrupt value: %v", i, err))
 		}
 		before := a.sm.conf
+		a.answerAt = i
 		for _, c := range cmds {
 			res, done := a.ownMachine().apply(c, i)
 			if !done {
@@ -38,6 +39,7 @@ func (a *Paxos) advance(persist bool) {
 				a.answer(c.ID, res)
 			}
 		}
+		a.answerAt = 0
 		a.executed = i
 		a.sinceSnap += len(cmds)
 		if a.sm.conf != before {

@@ -12,7 +12,8 @@ import (
 // only across a leader change after an accepted value, so its model is
 // LeaderChangeModel: the checker finds the lost write (invariant "one
 // value chosen per instance") in 21 events; paxos-broken-earlyack
-// declares CrashBeforeFsyncModel, paxos-broken-stickyleader
+// declares CrashBeforeFsyncModel, paxos-broken-answerearly
+// AnswerEarlyModel, paxos-broken-stickyleader
 // DeadLeaderModel, paxos-broken-nestedread NestedReadModel and
 // paxos-broken-splitgroup GroupModel (model_workload.go),
 // paxos-broken-bootquorum MemberModel (model_member.go).
@@ -22,6 +23,8 @@ func (p protocol) Model() automaton.ModelConfig {
 		return LeaderChangeModel()
 	case p.Protocol == BrokenEarlyAck:
 		return CrashBeforeFsyncModel()
+	case p.Protocol == BrokenAnswerEarly:
+		return AnswerEarlyModel()
 	case p.stickyLeader:
 		return DeadLeaderModel()
 	case p.nestedRead:
@@ -44,7 +47,7 @@ func (p protocol) Model() automaton.ModelConfig {
 // finds n3 elected with n2's promise (its prepare reaching n2 before n1's
 // Accept), choosing "2" at instance 1 while n1 counts n3's old vote for
 // "1" ("one value chosen per instance"): 22 events, 12 after the prefix,
-// 19,927 states. paxos cannot run this model: its n3's Accepted waits for
+// 28,196 states. paxos cannot run this model: its n3's Accepted waits for
 // the fsync, so the prefix's crash is not enabled (a configuration error
 // naming it; mc's TestCrashBeforeFsync). The prefix is a reduction: the
 // search covers only runs that start with that crash.
@@ -143,3 +146,31 @@ var n1LeadsPrefix = append(slices.Clone(n1ElectedPrefix),
 	"deliver n3 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
 	"deliver n2 -> n1: heartbeat-ack b=(1,1) ok round=1 commit=0",
 )
+
+// AnswerEarlyModel is the model of paxos-broken-answerearly: crashes
+// before an fsync (mc's CrashBeforeFsync, whose window spans steps and
+// follows positioned answers, mc/unsynced.go). Client 1 writes "1" at n1,
+// client 2 then reads x at n2. The scripted prefix is n1's election, its
+// Accept reaching n3 and n3's Accepted reaching n1, which chooses instance
+// 1 and answers client 1 (the broken variant's answer did not wait for
+// n1's acceptance), n1's crash before its fsync, losing its acceptance and
+// the chosen-prefix record, and its restart. The search then finds n2
+// elected with n1's promise and its read of x answered without "1": 20
+// events, 10 after the prefix, 16,835 states (mc's TestAnswerEarly). paxos
+// cannot run this prefix: its answer waited for the acceptance, so n1's
+// crash before its fsync loses the chosen-prefix record only.
+func AnswerEarlyModel() automaton.ModelConfig {
+	m := LeaderChangeModel()
+	m.Crashes, m.CrashBeforeFsync = 1, true
+	m.Network, m.Timers, m.Depth = "lossless,unordered", "all:3", 10
+	m.Clients, m.Target = 2, "fixed"
+	m.Scripts = [][]service.Op{{modelSet("1")}, {{Kind: "get", Key: "x"}}}
+	m.Prefix = slices.Concat([]string{`client 1 sends set x "1" to n1`}, n1ElectedPrefix, []string{
+		"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=1",
+		`deliver n1 -> n3: accept b=(1,1) commit=0 [1: 1:1 set x "1"]`,
+		"deliver n3 -> n1: accepted b=(1,1) ok acks=[1]",
+		"n1 crashes before its fsync, losing 2 unsynced record(s)",
+		"n1 restarts",
+	})
+	return m
+}

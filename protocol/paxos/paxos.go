@@ -295,6 +295,7 @@ type Paxos struct {
 	// Learner and state machine.
 	chosenUpTo uint64 // every instance up to it is chosen (and here)
 	executed   uint64
+	answerAt   uint64 // the instance being executed (advance), else 0: what reply positions an answer at
 	snapIndex  uint64 // instance of the last persisted snapshot
 	sinceSnap  int    // commands executed since that snapshot
 	savedC     uint64 // commit index last persisted
@@ -406,6 +407,13 @@ func (a *Paxos) broadcast(m *message, early bool) {
 	}
 }
 func (a *Paxos) persist(k string, v []byte) { a.Emit(automaton.Persist{Key: k, Value: v}) }
+
+// persistSlot persists instance i's slot record, positioned at i
+// (automaton.Persist.Pos): the records the answers of instances from i on
+// wait for (package doc, "Positioned answers").
+func (a *Paxos) persistSlot(i uint64, s *slot) {
+	a.Emit(automaton.Persist{Key: slotKey(i), Value: encodeSlot(s), Pos: i})
+}
 func (a *Paxos) ticksOf(d time.Duration) int {
 	return proto.Ticks(d, a.prm.Heartbeat)
 }

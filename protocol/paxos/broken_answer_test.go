@@ -1,0 +1,37 @@
+package paxos_test
+
+import (
+	"testing"
+
+	"github.com/synod-dev/synod/protocol/paxos"
+	"github.com/synod-dev/synod/sim"
+)
+
+// An answer positioned below its own instance leaves before the leader's
+// acceptance of that instance is durable: the simulator catches the lost
+// write on the pinned seed (broken_answer.go), and paxos, whose answers
+// are positioned at their instance, passes the same run.
+func TestBrokenAnswerEarlyCaught(t *testing.T) {
+	run := func(proto string) (bool, string) {
+		cfg := sim.Config{Protocol: proto, Nodes: 3, Clients: 8, Ops: 500, Seed: 39,
+			Faults: "crash", Fsync: "uniform:20ms:80ms"}
+		r, err := sim.Run(cfg)
+		switch {
+		case err != nil:
+			return true, err.Error() + "\nreplay: " + cfg.Command()
+		case r.Invariant != "":
+			return true, r.Invariant + "\nreplay: " + cfg.Command()
+		case r.Violation:
+			return true, "history not linearizable\nreplay: " + cfg.Command()
+		}
+		return false, cfg.Command()
+	}
+	if failed, how := run(paxos.BrokenAnswerEarly); !failed {
+		t.Errorf("%s passed seed 39: nothing catches it any more\nreplay: %s", paxos.BrokenAnswerEarly, how)
+	} else {
+		t.Logf("%s caught at seed 39: %.300s", paxos.BrokenAnswerEarly, how)
+	}
+	if failed, how := run("paxos"); failed {
+		t.Errorf("paxos failed seed 39: %s", how)
+	}
+}
