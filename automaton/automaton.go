@@ -302,11 +302,25 @@ type SetTimer struct {
 // CancelTimer cancels timer ID if it is set.
 type CancelTimer struct{ ID TimerID }
 
+// Announce reports the result of an operation the protocol proposed on its
+// own behalf, not a client's (active expiry: service.ActiveExpire, whose
+// result names the keys it removed), once the operation is decided and
+// applied, at the one node that proposed it. No client waits for it: a
+// runtime hands it to the namespace's listener if it has one (the node:
+// the gateway publishes Redis's "expired" keyspace events,
+// gateway/notify.go) and otherwise drops it. Like Respond it waits for
+// every Persist emitted before it.
+type Announce struct {
+	Op     service.Op
+	Result service.Result
+}
+
 func (Send) isOutput()        {}
 func (Respond) isOutput()     {}
 func (Persist) isOutput()     {}
 func (SetTimer) isOutput()    {}
 func (CancelTimer) isOutput() {}
+func (Announce) isOutput()    {}
 
 // Automaton is one role instance of one namespace on one node.
 type Automaton interface {

@@ -6,6 +6,19 @@
 // also get SYNOD LEADER and the fail-over notifications of the Grid Services thesis,
 // chapter III: SUBSCRIBE synod:leader:<namespace>, in Redis pub/sub framing
 // (subscribe.go).
+//
+// Each connection is served by its own goroutine, so commands sent on
+// different connections are not served in the order they arrived, as
+// Redis's one thread serves them. Where that order changes an outcome,
+// a command that blocks or (un)subscribes sent just before a write or
+// PUBLISH on another connection, the write first lets such commands that
+// have reached the node go first (order.go has the decision, its cost and
+// its limits: one node's connections only, at most 16 of them, writes
+// only while blocking or subscription commands were served in the last
+// minute, and a window of a few instructions the step cannot see).
+//
+// Keyspace "expired" events come from the leader's active expiry, whose
+// result the proposing node hands to every node (notify.go).
 package gateway
 
 import (

@@ -292,6 +292,7 @@ func blockCmd(parse func(c *conn, args [][]byte) blockPlan) handler {
 		rs := c.runAll(p.ops)
 		c.blk.quiet.Store(false)
 		close(w.tried)
+		c.settleOrdered() // writes held back for this command go on (order.go)
 		if rs[0].Type != service.ResultNil || c.txn.open {
 			c.s.blk.remove(w)
 			if rs[0].Type != service.ResultNil {

@@ -242,6 +242,7 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 	timeout := c.s.opts.RequestTimeout
 	ctx, cancel := context.WithTimeout(c.clusterCtx(c.s.ctx), timeout) // cluster.go
 	defer cancel()
+	c.orderWrite(req.Op, req.Ops)                    // arrived ordered commands first (order.go)
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
 	res, err := c.s.b.Do(ctx, ns, req)
 	release()
@@ -309,6 +310,7 @@ func (c *conn) runOrdered(bb BatchBackend, ops []service.Op) []service.Result {
 	for i, r := range reqs {
 		all[i] = r.Op
 	}
+	c.orderWrite(service.Op{}, all)                    // arrived ordered commands first (order.go)
 	release := c.s.blk.writeGate(c, service.Op{}, all) // one gate for the batch (blocking.go)
 	resps, errs := bb.DoBatch(ctx, ns.Name, reqs)
 	release()

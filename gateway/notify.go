@@ -32,9 +32,27 @@ import (
 //     EXPIRE when it set a timeout (1), LPOP when it popped (not nil). A
 //     multi-key DEL fires "del" for every key when all were deleted and for
 //     none otherwise (its reply counts, it does not name the keys).
-//   - Not implemented: "expired" and "evicted" (Synod expires keys inside
-//     the state machine, at every replica; no node's gateway serves the
-//     deletion), "new" (the reply does not say that the key was new), the
+//   - "expired": a key whose deadline passed is invisible to every
+//     operation at once (service/kv_doc.go, "Expiry"); it is removed by the
+//     leader's active expiry, an operation the protocol proposes through
+//     the log (service.ActiveExpire, protocol/paxos/expiry.go), whose
+//     result names the keys it removed, the same at every replica. The
+//     node whose replica proposed it, one node, gets that result once
+//     (automaton.Announce) and hands it to every node (node/pubsub.go,
+//     at most once, as PUBLISH); each node publishes "expired" to its own
+//     subscribers only, as its own notify-keyspace-events asks
+//     (receiveAnnounce). So the event fires once per key and subscriber,
+//     whichever node leads, without the proposing node's setting, and
+//     nothing about it enters the log but the sweep the leader made
+//     anyway. Redis fires it also when an access finds the key expired
+//     (lazy expiry); Synod's reads change nothing and a write that
+//     replaces an expired key removes it silently, so the event comes
+//     from the sweep, within expiry_period (100 ms by default) of the
+//     deadline, and not at all for a key a write replaced first. A
+//     leader that fails between applying a sweep and announcing it loses
+//     those events (at most once).
+//   - Not implemented: "evicted" (Synod evicts nothing), "new" (the reply
+//     does not say that the key was new), the
 //     "del" that follows a pop which emptied a key, events of writes a
 //     script or FUNCTION makes (they run inside the log's Apply at every
 //     replica) and the "xtrim" of an XADD that trimmed. The flags x, e, n,
@@ -268,6 +286,40 @@ func (c *conn) keyspaceNote(name string, args [][]byte) func(service.Result) {
 				c.s.notifyEvent(flags, e.name, string(args[e.key]))
 			}
 		}
+	}
+}
+
+// AnnounceBackend is a Backend that reports the results of the operations
+// a protocol proposes on its own (automaton.Announce), from this node's
+// replica and from every other node's.
+type AnnounceBackend interface {
+	// ReceiveAnnounce registers f, called with each announcement once
+	// (from any goroutine; f must not block).
+	ReceiveAnnounce(f func(ns string, op service.Op, res service.Result))
+}
+
+// receiveAnnounce publishes to this node's subscribers the "expired"
+// events of the keys an active expiry removed.
+func (s *Server) receiveAnnounce(_ string, op service.Op, res service.Result) {
+	if op.Kind != service.ActiveExpireOp || res.Type != service.ResultArray {
+		return
+	}
+	flags := int(s.notify.flags.Load())
+	if flags&(nKeyspace|nKeyevent) == 0 || flags&nExpired == 0 {
+		return
+	}
+	for _, k := range res.Elems {
+		s.notifyHere(flags, "expired", string(k.Bytes))
+	}
+}
+
+// notifyHere delivers one event to this node's subscribers only.
+func (s *Server) notifyHere(flags int, event, key string) {
+	if flags&nKeyspace != 0 {
+		s.deliver(psChannel, "__keyspace@0__:"+key, event)
+	}
+	if flags&nKeyevent != 0 {
+		s.deliver(psChannel, "__keyevent@0__:"+event, key)
 	}
 }
 

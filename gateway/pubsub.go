@@ -97,6 +97,9 @@ func (s *Server) initPubSub() {
 		s.scr.peers = pb
 		pb.ReceivePeers(s.receivePeer)
 	}
+	if ab, ok := s.b.(AnnounceBackend); ok {
+		ab.ReceiveAnnounce(s.receiveAnnounce)
+	}
 }
 
 func (h *hub) add(m map[string]map[*conn]struct{}, name string, c *conn) {
@@ -417,10 +420,12 @@ func cmdPublish(c *conn, args [][]byte) {
 		c.writeError(fmt.Sprintf("ERR channel '%s' is the node's own leader announcement; it cannot be published to", ch))
 		return
 	}
+	c.orderPublish() // arrived subscription commands first (order.go)
 	c.w.WriteInt(int64(c.s.publish(psChannel, ch, string(args[2]))))
 }
 
 func cmdSPublish(c *conn, args [][]byte) {
+	c.orderPublish()
 	c.w.WriteInt(int64(c.s.publish(psShard, string(args[1]), string(args[2]))))
 }
 

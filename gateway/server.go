@@ -12,6 +12,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -119,20 +120,24 @@ type Server struct {
 	// shows the difference (infostats.go).
 	statBase struct{ commands, conns, rejected atomic.Int64 }
 
-	lim       limits                 // limits.go
-	ov        overload               // limits.go
-	errs      errorStats             // error replies by code (errorstats.go)
-	tun       tunableValues          // CONFIG's encoding tunables (config.go)
-	cmds      cmdStats               // INFO commandstats (infostats.go)
-	acc       *accessTable           // keys' last access through this node (access.go)
-	acllog    aclLog                 // ACL LOG (acllog.go)
-	blk       blockReg               // blocked clients (blocking.go)
-	scr       scripts                // the script cache and function libraries (script.go)
-	ps        hub                    // pub/sub subscribers (pubsub.go)
-	notify    notifySetting          // notify-keyspace-events (notify.go)
-	mem       memLimit               // maxmemory (maxmemory.go)
-	saveParam atomic.Pointer[string] // CONFIG SET save's schedule (maxmemory.go); nil: ""
-	mon       monitors               // MONITOR connections (monitor.go)
+	lim    limits        // limits.go
+	ov     overload      // limits.go
+	errs   errorStats    // error replies by code (errorstats.go)
+	tun    tunableValues // CONFIG's encoding tunables (config.go)
+	cmds   cmdStats      // INFO commandstats (infostats.go)
+	acc    *accessTable  // keys' last access through this node (access.go)
+	acllog aclLog        // ACL LOG (acllog.go)
+	blk    blockReg      // blocked clients (blocking.go)
+	ord    orderReg      // arrival order across connections (order.go)
+	// testBeforeRead, set by tests only, runs before a connection reads
+	// its next command (order_test.go: a goroutine late to read).
+	testBeforeRead atomic.Pointer[func(c *conn)]
+	scr            scripts                // the script cache and function libraries (script.go)
+	ps             hub                    // pub/sub subscribers (pubsub.go)
+	notify         notifySetting          // notify-keyspace-events (notify.go)
+	mem            memLimit               // maxmemory (maxmemory.go)
+	saveParam      atomic.Pointer[string] // CONFIG SET save's schedule (maxmemory.go); nil: ""
+	mon            monitors               // MONITOR connections (monitor.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -216,6 +221,7 @@ func (s *Server) Serve(l net.Listener) error {
 		s.nextID++
 		c := s.newConn(nc, s.nextID)
 		s.conns[c] = struct{}{}
+		s.ord.conns.Add(1)
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.totalConns.Add(1)
@@ -279,6 +285,7 @@ type conn struct {
 	reply      replyMode   // CLIENT REPLY (replymode.go)
 	sink       replySink   // between w and out: drops replies CLIENT REPLY silences
 	blk        blockConn   // blocking commands (blocking.go)
+	ord        orderConn   // arrival order across connections (order.go)
 	pl         pipeConn    // pipelined commands in flight (pipeline.go)
 	bat        batchConn   // pipeline batches sent as atomic groups (pipeline.go)
 	cluster    clusterConn // the Redis Cluster protocol (cluster.go)
@@ -309,11 +316,14 @@ func randomClientID() uint64 {
 }
 
 func (s *Server) newConn(nc net.Conn, id int64) *conn {
-	br := bufio.NewReaderSize(nc, 16<<10)
-	c := &conn{
-		s: s, nc: nc, id: id, client: randomClientID(), created: time.Now(), br: br,
-		r:      resp.NewReader(br, resp.Limits{MaxBulk: int(s.lim.bulkLen.Load())}),
+	c := &conn{s: s, nc: nc, id: id, client: randomClientID(), created: time.Now(),
 		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
+	}
+	br := bufio.NewReaderSize(orderReader{c, nc}, 16<<10)
+	c.br = br
+	c.r = resp.NewReader(br, resp.Limits{MaxBulk: int(s.lim.bulkLen.Load())})
+	if sc, ok := nc.(syscall.Conn); ok { // not TLS: its bytes are not peekable (order.go)
+		c.ord.raw, _ = sc.SyscallConn()
 	}
 	c.out = newOutBuf(c)
 	c.list = listState{fd: socketFD(nc), multi: -1}
@@ -338,6 +348,8 @@ func (c *conn) serve() {
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
+		s.ord.conns.Add(-1)
+		c.endCommand(false) // nobody waits for a connection that ended (order.go)
 		s.wg.Done()
 	}()
 	remote := c.nc.RemoteAddr().String()
@@ -356,6 +368,10 @@ func (c *conn) serve() {
 		}
 		var args [][]byte
 		var err error
+		c.endCommand(held != nil || c.r.Buffered() > 0) // order.go
+		if f := s.testBeforeRead.Load(); f != nil {
+			(*f)(c)
+		}
 		switch {
 		case held != nil || heldErr != nil:
 			args, err, held, heldErr = held, heldErr, nil, nil
@@ -365,6 +381,7 @@ func (c *conn) serve() {
 				s.totalCommands.Add(1)
 			}
 		}
+		c.beginCommand(args)
 		if err != nil {
 			c.drainPipeline()
 			switch {

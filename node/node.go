@@ -638,6 +638,10 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 		n.onPublish(msg) // pubsub.go
 		return
 	}
+	if l == nil && ns == announceNS {
+		n.onPeerAnnounce(msg) // pubsub.go
+		return
+	}
 	if l == nil && ns == batchNS {
 		n.onBatch(from, msg) // coalesce.go
 		return

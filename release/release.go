@@ -20,7 +20,7 @@
 // durable one (Interp.Durable).
 //
 // The durability rule (etcd raft's Ready discipline, package automaton):
-// every Send, Respond and Effect waits for the Persist numbered by the last
+// every Send, Respond, Effect and Announce waits for the Persist numbered by the last
 // Persist emitted before it, in its own step or any earlier one: its
 // requirement. A Send marked Early (automaton.Send.Early) adds no
 // requirement of its own: it requires what the last output before it that
@@ -235,7 +235,7 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 			return nil
 		}
 		r.waitAll(o, rt)
-	case automaton.Effect:
+	case automaton.Effect, automaton.Announce:
 		r.waitAll(o, rt)
 	case automaton.SetTimer:
 		if o.After < 0 {

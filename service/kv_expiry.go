@@ -31,7 +31,10 @@ func init() {
 // ActiveExpireOp is the kind of the internal operation a protocol's active
 // expiry proposes (protocol/paxos/expiry.go, protocol/pbpaxos/expiry.go):
 // "activeexpire limit" removes at most limit keys whose deadline has
-// passed at the operation's time, earliest deadline first.
+// passed at the operation's time, earliest deadline first, and answers
+// their names in that order (an array of bulk strings), the same at every
+// replica: the proposing node publishes them as Redis's "expired"
+// keyspace events (automaton.Announce, gateway/notify.go).
 const ActiveExpireOp = "activeexpire"
 
 // ActiveExpire returns the active expiry operation removing at most limit
@@ -250,7 +253,7 @@ func (s *KVState) opPersist(op Op) Result {
 
 // opActiveExpire removes up to limit keys whose deadline has passed,
 // earliest deadline first (ties by key), so every replica removes the
-// same keys in the same order.
+// same keys in the same order, and answers the keys it removed.
 func (s *KVState) opActiveExpire(op Op) Result {
 	limit, _ := parseInt(op.Args[0])
 	type due struct {
@@ -269,13 +272,13 @@ func (s *KVState) opActiveExpire(op Op) Result {
 		}
 		return strings.Compare(a.k, b.k)
 	})
-	n := 0
-	for _, x := range ds {
-		if int64(n) >= limit {
-			break
-		}
-		s.del(x.k)
-		n++
+	if int64(len(ds)) > limit {
+		ds = ds[:limit]
 	}
-	return Int(int64(n))
+	keys := make([]Result, len(ds))
+	for i, x := range ds {
+		s.del(x.k)
+		keys[i] = Bytes([]byte(x.k))
+	}
+	return Array(keys...)
 }

@@ -126,7 +126,7 @@ func TestKVActiveExpire(t *testing.T) {
 		t.Fatalf("next deadline %d %v", d, ok)
 	}
 	env := Env{Time: 1300e6}
-	if got := a.ApplyEnv(ActiveExpire(1), env); !got.Equal(Int(1)) {
+	if got := a.ApplyEnv(ActiveExpire(1), env); !got.Equal(Array(Bytes([]byte("early")))) {
 		t.Fatalf("activeexpire 1: %v", got)
 	}
 	if got := a.ApplyEnv(op("exists", "early"), env); !got.Equal(Int(0)) {
@@ -135,7 +135,10 @@ func TestKVActiveExpire(t *testing.T) {
 	if got := a.Len(); got != 3 {
 		t.Fatalf("%d keys left in the map", got)
 	}
-	a.ApplyEnv(ActiveExpire(10), env)
+	want := Array(Bytes([]byte("mid")))
+	if got := a.ApplyEnv(ActiveExpire(10), env); !got.Equal(want) {
+		t.Fatalf("activeexpire 10 answered %v, want %v (the keys it removed)", got, want)
+	}
 	b.ApplyEnv(ActiveExpire(10), env)
 	sameState(t, "after active expiry", a, b)
 	if a.Len() != 2 {

@@ -232,6 +232,9 @@ func (a *Paxos) answer(id automaton.RequestID, o outcome) {
 	if p.local {
 		a.reply(id, o)
 	}
+	if id.Client == expiryClient {
+		a.announceExpired(p, o.res)
+	}
 	for _, r := range p.remote {
 		a.send(r, &message{Kind: kindForwardReply, Req: p.req, Result: o.res, Results: o.results})
 	}

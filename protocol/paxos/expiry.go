@@ -32,7 +32,10 @@ import (
 //     write, one at a time, under the reserved client id expiryClient with
 //     a sequence number that grows with the log (at least the instance the
 //     leader would propose next), so the deduplication table never
-//     mistakes one for another. Nobody is answered. Keys past their
+//     mistakes one for another. No client is answered; the keys it
+//     removed are announced at the proposing node (automaton.Announce,
+//     announceExpired), whose gateway turns them into Redis's "expired"
+//     keyspace events for every node (gateway/notify.go). Keys past their
 //     deadline are already invisible to every operation the leader
 //     stamps, so active expiry reclaims memory and makes followers' local
 //     reads and INFO keyspace agree; a namespace without deadlines gets no
@@ -93,4 +96,17 @@ func (a *Paxos) expiryTick() {
 	a.pending[id] = p
 	a.exp.inflight = id
 	a.lead(p)
+}
+
+// announceExpired reports the keys an active expiry request removed
+// (service.ActiveExpire's result) with automaton.Announce, at the node that
+// proposed it, once: the request is this node's own pend, answered once
+// when applied (a leader that lost its leadership before then finishes it
+// with an error, which names no keys). The gateway publishes them as
+// Redis's "expired" keyspace events (gateway/notify.go).
+func (a *Paxos) announceExpired(p *pend, res service.Result) {
+	if res.Type != service.ResultArray || len(res.Elems) == 0 {
+		return
+	}
+	a.Emit(automaton.Announce{Op: p.req.Op, Result: res})
 }

@@ -226,6 +226,9 @@ func (a *PBPaxos) answer(id automaton.RequestID, res service.Result, results []s
 	if p.local {
 		a.respond(id, res, results)
 	}
+	if id.Client == expiryClient {
+		a.announceExpired(p, res)
+	}
 	kind := byte(kindForwardReply)
 	if p.state == pRead {
 		kind = kindReadReply

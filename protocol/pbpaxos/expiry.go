@@ -17,7 +17,9 @@ import (
 // relayed X-Paxos read, and its ticks; the bound is written there) stamps
 // what it executes (on its tentative state) and the reads it
 // serves; active expiry proposes service.ActiveExpire every expiry_period
-// under a reserved client id; the same clock assumption.
+// under a reserved client id, and the keys it removed are announced at the
+// proposing node (announceExpired) for the gateway's "expired" keyspace
+// events; the same clock assumption.
 type expiry struct {
 	clock    service.LeaderClock
 	inflight automaton.RequestID
@@ -70,4 +72,17 @@ func (a *PBPaxos) expiryTick() {
 	a.pending[id] = p
 	a.exp.inflight = id
 	a.lead(p)
+}
+
+// announceExpired reports the keys an active expiry request removed
+// (service.ActiveExpire's result) with automaton.Announce, at the node that
+// proposed it, once: the request is this node's own pend, answered once
+// when applied (a leader that lost its leadership before then finishes it
+// with an error, which names no keys). The gateway publishes them as
+// Redis's "expired" keyspace events (gateway/notify.go).
+func (a *PBPaxos) announceExpired(p *pend, res service.Result) {
+	if res.Type != service.ResultArray || len(res.Elems) == 0 {
+		return
+	}
+	a.Emit(automaton.Announce{Op: p.req.Op, Result: res})
 }
