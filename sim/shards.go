@@ -94,9 +94,12 @@ type ShardsConfig struct {
 	Machines int
 	Replicas int // per group, default 3
 	Clients  int
-	Ops      int
-	Seed     int64
-	Faults   string // none, all, or a comma list of ShardFaultKinds
+	// TxnClients run bank transactions (transfers and whole-bank reads)
+	// over accounts in several groups (shards_txn.go).
+	TxnClients int
+	Ops        int
+	Seed       int64
+	Faults     string // none, all, or a comma list of ShardFaultKinds
 	// Migrations bounds how many migrations run while the clients run:
 	// splits and merges shard.Decide decides (Plan "decide", the
 	// default), or splits, merges and moves in turn (Plan "rotation").
@@ -143,6 +146,8 @@ type ShardsStats struct {
 	Pauses, Reorders                           int
 	DriverDeaths, Migrations, Flips, Epoch     int
 	Splits, Merges                             int // Plan decide: started by Decide's decisions
+	Txns, TxnEarly, TxnRetries                 int // cross-shard transaction attempts, answered before their last step, retries
+	TxnCoordDeaths, TxnResolved                int
 	Moved, Asked, TryAgain, Forwarded, Retries int
 	Completed, Unknown                         int
 }
@@ -166,6 +171,10 @@ type ShardsResult struct {
 	Util       []float64
 	Elapsed    time.Duration // virtual time of the measured span
 	Decisions  string        // Plan decide: Decide's decisions by kind, and how many were carried out
+	// The bank's history (TxnClients) and its strict-serializability
+	// verdict ("" if none or skipped).
+	TxnOps              int
+	TxnCheck, TxnDetail string
 	// Every completed client operation: when it was answered and how
 	// long it took; and each migration's start and end (-1: not ended).
 	Done     []OpDone
@@ -178,7 +187,7 @@ type OpDone struct{ At, Latency time.Duration }
 
 // Failed reports whether the run found a violation.
 func (r *ShardsResult) Failed() bool {
-	return r.Invariant != "" || (r.Check != "" && r.Check != check.Ok)
+	return r.Invariant != "" || (r.Check != "" && r.Check != check.Ok) || r.TxnCheck == check.Illegal
 }
 
 // ShardsReplay is the command that replays seed of cfg.
@@ -197,6 +206,9 @@ func ShardsReplay(cfg ShardsConfig, seed int64) string {
 	if cfg.Place != (shard.PlaceParams{}) {
 		p := cfg.Place
 		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown)
+	}
+	if cfg.TxnClients > 0 {
+		c += fmt.Sprintf(" --txn-clients %d", cfg.TxnClients)
 	}
 	if cfg.Protocol != "" && cfg.Protocol != "paxos" {
 		c += " --protocol " + cfg.Protocol
@@ -255,6 +267,11 @@ const (
 	shStartMigration
 	shPlaceTick
 	shPlaceAnswer
+	shTxNext
+	shTxRetry
+	shCallTimeout
+	shCallResp
+	shResolve
 )
 
 type shEvent struct {
@@ -372,10 +389,17 @@ type shWorld struct {
 	reorderDelay                        Dist
 	winGen                              [winKinds]uint64 // a window's end closes only its own window
 
-	clients  []*shClient
-	byID     map[uint64]*shClient
-	drv      *shDriver
-	placer   *shPlacer
+	clients []*shClient
+	byID    map[uint64]*shClient
+	drv     *shDriver
+	placer  *shPlacer
+	// Cross-shard transactions (shards_txn.go).
+	calls    map[uint64]*shCall
+	txc      []*shTxClient
+	accts    []string
+	bank     []history.Op
+	seenTx   map[string]time.Duration
+	busyTx   map[string]bool
 	migSpans [][2]time.Duration
 	stopAt   time.Duration
 	done     []OpDone

@@ -331,6 +331,9 @@ func (w *shWorld) onNemesis() {
 			kinds = append(kinds, "driver")
 		}
 	}
+	if len(kinds) == 0 {
+		return // power only, and it was used
+	}
 	pick := kinds[w.rngFault.Intn(len(kinds))]
 	switch pick {
 	case "crash", "pause":

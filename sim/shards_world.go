@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -38,6 +39,19 @@ func RunShards(cfg ShardsConfig) (*ShardsResult, error) {
 		res.Throughput = float64(w.measured) / span.Seconds()
 		for i, m := range w.machines {
 			res.Util = append(res.Util, float64(m.busyTime-w.busyAtW[i])/float64(span))
+		}
+	}
+	if len(w.bank) > 0 {
+		res.TxnOps = len(w.bank)
+		if !cfg.NoCheck && w.inv == "" {
+			rep, err := check.StrictSerializable(&history.History{Ops: w.bank}, check.Options{MaxStates: txnMaxStates})
+			if err != nil {
+				return res, fmt.Errorf("sim seed %d: bank check: %v", cfg.Seed, err)
+			}
+			res.TxnCheck = rep.Result
+			if rep.Result != check.Ok {
+				res.TxnDetail = rep.String()
+			}
 		}
 	}
 	h := w.rec.History()
@@ -104,8 +118,10 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
 	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
 		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
-	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach":
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting or placer-overreach)", c.Broken)
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && !strings.HasPrefix(c.Broken, "txn:"):
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty or txn:<a shard/txn Coordinator variant>)", c.Broken)
+	case (strings.HasPrefix(c.Broken, "txn:") || c.Broken == "txn-no-dirty") && c.TxnClients == 0:
+		return c, fmt.Errorf("sim: %s needs --txn-clients", c.Broken)
 	case c.Broken == "placer-overreach" && c.Plan != "decide":
 		return c, fmt.Errorf("sim: placer-overreach needs --plan decide")
 	}
@@ -117,7 +133,7 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &shWorld{cfg: cfg, byID: map[uint64]*shClient{}}
+	w := &shWorld{cfg: cfg, byID: map[uint64]*shClient{}, calls: map[uint64]*shCall{}}
 	if w.proto, err = automaton.LookupAny(cfg.Protocol); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -236,6 +252,9 @@ func (w *shWorld) run() {
 	for _, c := range w.clients {
 		w.after(w.think.Sample(w.rngClient), &shEvent{kind: shClientNext, client: c.idx})
 	}
+	if w.cfg.TxnClients > 0 {
+		w.initBank()
+	}
 	if len(w.faults) > 0 {
 		w.after(w.nemesisGap(), &shEvent{kind: shNemesis})
 	}
@@ -275,6 +294,13 @@ func (w *shWorld) run() {
 		if c.busy {
 			c.pending.Unknown()
 			w.stats.Unknown++
+		}
+	}
+	for _, c := range w.txc {
+		if c.busy {
+			e := *c.entry
+			e.Return, e.Outcome = int64(w.now), history.Unknown
+			w.bank = append(w.bank, e)
 		}
 	}
 	// Liveness: with every fault healed, the migration under way ends
@@ -324,6 +350,18 @@ func (w *shWorld) handle(e *shEvent) {
 		w.onPlaceTick()
 	case shPlaceAnswer:
 		w.placerAnswer(e.resp)
+	case shTxNext:
+		w.onTxNext(w.txc[e.client])
+	case shTxRetry:
+		if c := w.txc[e.client]; c.busy && uint64(c.gen) == e.gen {
+			w.txAttempt(c)
+		}
+	case shCallTimeout:
+		w.onCallTimeout(e)
+	case shCallResp:
+		w.onCallResp(e)
+	case shResolve:
+		w.onResolve()
 	case shNemesis:
 		w.onNemesis()
 	case shRestart:

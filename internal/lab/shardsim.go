@@ -49,6 +49,7 @@ shard, and prints throughput and per-machine CPU utilisation beside their
 spread. --machines 0 gives every replica its own machine (3 per shard).`,
 		Example: `  synod-lab shardsim --seeds 1-20 --shards 2 --spares 1 --faults all --migrations 3 --plain 0.25 --think uniform:20ms:60ms
   synod-lab shardsim --seeds 3 --broken keep-accepting --faults none --migrations 2
+  synod-lab shardsim --seeds 1-20 --faults all --hot 0.8 --txn-clients 4 --plain 0.25 --think uniform:20ms:60ms
   synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 0 --plain 0.5
   synod-lab shardsim --scale 1,2,4,8 --seeds 1-3 --machines 9 --plain 0.5
   synod-lab shardsim --migration-load --shards 2 --seeds 1-3 --clients-per-shard 64 --ops-per-shard 20000 --plain 0.5`,
@@ -106,6 +107,9 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 				if r.Decisions != "" {
 					fmt.Fprintf(out, " decisions: %s", r.Decisions)
 				}
+				if r.TxnOps > 0 {
+					fmt.Fprintf(out, " txn-check=%s (%d bank ops)", r.TxnCheck, r.TxnOps)
+				}
 				fmt.Fprintln(out)
 				if r.Failed() {
 					if r.Invariant != "" {
@@ -113,6 +117,9 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 					}
 					if r.Detail != "" {
 						fmt.Fprintf(out, "  history: %s\n", firstLines(r.Detail, 6))
+					}
+					if r.TxnDetail != "" {
+						fmt.Fprintf(out, "  bank history: %s\n", firstLines(r.TxnDetail, 6))
 					}
 					fmt.Fprintf(out, "  replay: %s\n", sim.ShardsReplay(cfg, s))
 				}
@@ -131,6 +138,7 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.IntVar(&cfg.Spares, "spares", 1, "groups owning no slots at the start (splits move slots into them)")
 	f.IntVar(&cfg.Machines, "machines", 0, "machines (0: one per replica)")
 	f.IntVar(&cfg.Clients, "clients", 8, "closed-loop clients")
+	f.IntVar(&cfg.TxnClients, "txn-clients", 0, "bank clients: transfers and whole-bank reads over accounts in several groups (cross-shard two-phase commit), judged by the strict-serializability checker")
 	f.IntVar(&cfg.Ops, "ops", 1500, "operations in all")
 	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of "+strings.Join(sim.ShardFaultKinds, ","))
 	f.IntVar(&cfg.Migrations, "migrations", 3, "splits, merges and moves to run, in turn")
