@@ -16,7 +16,12 @@ import (
 // backend, and reads the replies: the gateway's cost per command (the
 // client's share is one preencoded write per batch and the RESP reader).
 // Run with -benchmem: allocs/op is the gateway's and the reader's.
-func benchServe(b *testing.B, depth int) {
+func benchServe(b *testing.B, depth int) { benchServeWith(b, depth, 0) }
+
+// benchServeWith is benchServe with idle more connections open and, when
+// idle > 0, the ordering step armed by a BLPOP (order.go): each write then
+// peeks at the idle connections' sockets.
+func benchServeWith(b *testing.B, depth, idle int) {
 	s := NewServer(gatewaytest.KV(), ServerOptions{})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -24,6 +29,20 @@ func benchServe(b *testing.B, depth int) {
 	}
 	go s.Serve(l)
 	defer s.Close()
+	for i := range idle {
+		nc, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		if i == 0 { // arm the step: a blocking command that times out
+			r := resp.NewReader(bufio.NewReader(nc), resp.Limits{})
+			fmt.Fprintf(nc, "*3\r\n$5\r\nBLPOP\r\n$6\r\nnolist\r\n$4\r\n0.01\r\n")
+			if _, err := r.ReadReply(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	nc, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		b.Fatal(err)
@@ -62,3 +81,7 @@ func benchServe(b *testing.B, depth int) {
 
 func BenchmarkServeOneByOne(b *testing.B)  { benchServe(b, 1) }
 func BenchmarkServePipelined(b *testing.B) { benchServe(b, 32) }
+
+// BenchmarkServeOrdered: one by one, with 3 idle connections open and the
+// ordering step armed, its worst case within its connection limit.
+func BenchmarkServeOrdered(b *testing.B) { benchServeWith(b, 1, 3) }

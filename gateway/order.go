@@ -92,6 +92,7 @@ type orderConn struct {
 	state   atomic.Int32
 	settled atomic.Uint64   // counts ordered commands settled
 	raw     syscall.RawConn // nil: not peekable (TLS, not a socket)
+	peek    *peeker         // its steps' peek buffer (its goroutine's), made at its first step
 }
 
 // orderReg is a server's ordering step.
@@ -184,7 +185,10 @@ func (c *conn) orderWrite(op service.Op, group []service.Op) {
 		return
 	}
 	if len(group) == 0 {
-		group = []service.Op{op}
+		if op.Kind != "" && !c.svc.IsRead(op) {
+			c.orderBefore()
+		}
+		return
 	}
 	for _, o := range group {
 		if o.Kind != "" && !c.svc.IsRead(o) {
@@ -214,6 +218,9 @@ func (c *conn) orderBefore() {
 		o       *conn
 		settled uint64
 	}
+	if c.ord.peek == nil {
+		c.ord.peek = newPeeker()
+	}
 	var buf [4]ahead
 	wait := buf[:0]
 	s.mu.Lock()
@@ -226,7 +233,7 @@ func (c *conn) orderBefore() {
 		case orderRunning:
 			continue
 		case orderIdle:
-			if !o.peekOrdered() {
+			if !o.peekOrdered(c.ord.peek) {
 				continue
 			}
 		}
@@ -238,7 +245,7 @@ func (c *conn) orderBefore() {
 	}
 	deadline := time.Now().Add(orderWaitLimit)
 	for _, w := range wait {
-		w.o.awaitOrdered(w.settled, deadline)
+		w.o.awaitOrdered(c.ord.peek, w.settled, deadline)
 	}
 }
 
@@ -246,14 +253,14 @@ func (c *conn) orderBefore() {
 // ordered command that arrived and has not settled: until o settles one
 // more (start: its count when it was found), runs a command that is not
 // ordered, or is idle with no ordered command waiting in its socket.
-func (o *conn) awaitOrdered(start uint64, deadline time.Time) {
+func (o *conn) awaitOrdered(p *peeker, start uint64, deadline time.Time) {
 	pause := 20 * time.Microsecond
 	for {
 		switch o.ord.state.Load() {
 		case orderRunning:
 			return
 		case orderIdle:
-			if !o.peekOrdered() && o.ord.state.Load() == orderIdle {
+			if !o.peekOrdered(p) && o.ord.state.Load() == orderIdle {
 				return
 			}
 		}
