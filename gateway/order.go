@@ -32,9 +32,11 @@ import (
 //     command; not yet done, for a subscription command), or has read
 //     bytes it has not yet parsed, goes first: the step waits until it
 //     settles;
-//   - one idle in its read: the step peeks at its socket (recv with
-//     MSG_PEEK, nothing consumed) and, when the bytes waiting there start
-//     an ordered command, waits until that command has settled.
+//   - otherwise (idle in its read, or running a command that is not
+//     ordered, whose reply its client may already have read) the step
+//     peeks at its socket (recv with MSG_PEEK, nothing consumed) and,
+//     when the bytes waiting there start an ordered command, waits until
+//     that command has been read and has settled.
 //
 // Any command found this way had arrived before the write's step ran,
 // so it is concurrent with the write: serving it first is one of the
@@ -89,10 +91,9 @@ const (
 
 // orderConn is a connection's part in the step.
 type orderConn struct {
-	state   atomic.Int32
-	settled atomic.Uint64   // counts ordered commands settled
-	raw     syscall.RawConn // nil: not peekable (TLS, not a socket)
-	peek    *peeker         // its steps' peek buffer (its goroutine's), made at its first step
+	state atomic.Int32
+	raw   syscall.RawConn // nil: not peekable (TLS, not a socket)
+	peek  *peeker         // its steps' peek buffer (its goroutine's), made at its first step
 }
 
 // orderReg is a server's ordering step.
@@ -152,10 +153,7 @@ func (c *conn) beginCommand(args [][]byte) {
 // whose first attempt was answered and that now waits, or any command
 // that ended. Writes and publishes waiting for c go on.
 func (c *conn) settleOrdered() {
-	if c.ord.state.Load() == orderOrdered {
-		c.ord.settled.Add(1)
-		c.ord.state.Store(orderRunning)
-	}
+	c.ord.state.CompareAndSwap(orderOrdered, orderRunning)
 }
 
 // endCommand marks c as back in its loop: idle when nothing read waits,
@@ -214,61 +212,43 @@ func (c *conn) orderBefore() {
 	if n := s.ord.conns.Load(); n <= 1 || n > orderConnsMax {
 		return
 	}
-	type ahead struct {
-		o       *conn
-		settled uint64
-	}
 	if c.ord.peek == nil {
 		c.ord.peek = newPeeker()
 	}
-	var buf [4]ahead
+	var buf [4]*conn
 	wait := buf[:0]
 	s.mu.Lock()
 	for o := range s.conns {
-		if o == c {
-			continue
+		if o != c && o.orderedAhead(c.ord.peek) {
+			wait = append(wait, o)
 		}
-		settled := o.ord.settled.Load()
-		switch o.ord.state.Load() {
-		case orderRunning:
-			continue
-		case orderIdle:
-			if !o.peekOrdered(c.ord.peek) {
-				continue
-			}
-		}
-		wait = append(wait, ahead{o, settled})
 	}
 	s.mu.Unlock()
 	if len(wait) == 0 {
 		return
 	}
 	deadline := time.Now().Add(orderWaitLimit)
-	for _, w := range wait {
-		w.o.awaitOrdered(c.ord.peek, w.settled, deadline)
+	for _, o := range wait {
+		pause := 20 * time.Microsecond
+		for o.orderedAhead(c.ord.peek) && time.Now().Before(deadline) {
+			time.Sleep(pause)
+			pause = min(2*pause, time.Millisecond)
+		}
 	}
 }
 
-// awaitOrdered waits, until deadline at the latest, while o holds an
-// ordered command that arrived and has not settled: until o settles one
-// more (start: its count when it was found), runs a command that is not
-// ordered, or is idle with no ordered command waiting in its socket.
-func (o *conn) awaitOrdered(p *peeker, start uint64, deadline time.Time) {
-	pause := 20 * time.Microsecond
-	for {
-		switch o.ord.state.Load() {
-		case orderRunning:
-			return
-		case orderIdle:
-			if !o.peekOrdered(p) && o.ord.state.Load() == orderIdle {
-				return
-			}
-		}
-		if o.ord.settled.Load() != start || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
+// orderedAhead reports whether o holds an ordered command that arrived and
+// has not settled: one it runs, bytes it read and has not parsed, or an
+// ordered command waiting in its socket. The socket is peeked whether o
+// is idle or running a command that is not ordered: its goroutine may not
+// yet have marked itself idle after its last reply (a client that read
+// that reply may already have sent the next command).
+func (o *conn) orderedAhead(p *peeker) bool {
+	switch st := o.ord.state.Load(); st {
+	case orderOrdered, orderUnparsed:
+		return true
+	default:
+		return o.peekOrdered(p) || o.ord.state.Load() != st
 	}
 }
 
