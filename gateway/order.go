@@ -55,9 +55,17 @@ import (
 //     client connections; with more it is skipped (a benchmark's hundreds
 //     of clients pay one more atomic load, and are served in whatever
 //     order their goroutines run, as before). Within the limit it costs
-//     one recv(MSG_PEEK) system call per idle connection.
+//     one recv(MSG_PEEK) system call per other connection that is not
+//     itself running an ordered command, and no allocation
+//     (BenchmarkServeOrdered: one by one with 3 idle connections, armed).
 //   - It orders the connections of one node. Commands sent to different
 //     nodes have no common arrival order to keep.
+//   - The first ordered command after a minute without one is not
+//     protected: nothing armed the step for the write racing it.
+//   - An ordered command takes no step itself, so two ordered commands
+//     on two connections keep no arrival order between them (type/list's
+//     "BRPOPLPUSH with multiple blocked clients" stays skipped): two
+//     such commands waiting for each other would each wait out the limit.
 //   - The peek reads only what the kernel holds. Bytes a connection's
 //     goroutine has read but not parsed count as "goes first" (state
 //     orderUnparsed), but the instant between its read(2) returning and
