@@ -41,9 +41,10 @@ import (
 // Any command found this way had arrived before the write's step ran,
 // so it is concurrent with the write: serving it first is one of the
 // orders Redis could have chosen, and it is the one Redis chooses when
-// it arrived first. The wait ends after orderWaitLimit in any case, so a
-// connection that never settles (a client that stalls mid-command)
-// delays nobody for longer than that.
+// it arrived first. The wait ends after orderWaitLimit (1 s) in any
+// case, and after orderParseLimit (200 ms) for a connection that holds
+// bytes it has not parsed, so a connection that never settles (a client
+// that stalls mid-command) delays nobody for longer than that.
 //
 // Cost and limits, the hot path first:
 //   - Writes take the step only while the step is armed: for
@@ -85,9 +86,16 @@ const (
 	orderPeek     = 512
 )
 
-// orderWaitLimit bounds one step's wait (a variable for tests, which raise
-// it so that a loaded machine cannot end a wait they assert on).
-var orderWaitLimit = 200 * time.Millisecond
+// orderWaitLimit bounds one step's wait for ordered commands to settle
+// (a blocking command's first attempt goes through the log: at a loaded
+// node's fsync, tens of milliseconds); orderParseLimit, for a connection
+// that holds bytes it has not parsed (a large command arriving slowly is
+// no race). Variables for tests, which raise them so that a loaded
+// machine cannot end a wait they assert on.
+var (
+	orderWaitLimit  = time.Second
+	orderParseLimit = 200 * time.Millisecond
+)
 
 // Connection states for the step (orderConn.state).
 const (
@@ -235,10 +243,14 @@ func (c *conn) orderBefore() {
 	if len(wait) == 0 {
 		return
 	}
-	deadline := time.Now().Add(orderWaitLimit)
+	start := time.Now()
 	for _, o := range wait {
 		pause := 20 * time.Microsecond
-		for o.orderedAhead(c.ord.peek) && time.Now().Before(deadline) {
+		for o.orderedAhead(c.ord.peek) {
+			waited := time.Since(start)
+			if waited > orderWaitLimit || (waited > orderParseLimit && o.ord.state.Load() == orderUnparsed) {
+				break
+			}
 			time.Sleep(pause)
 			pause = min(2*pause, time.Millisecond)
 		}
