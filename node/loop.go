@@ -120,9 +120,13 @@ type nsLoop struct {
 	committing atomic.Bool
 	cwg        sync.WaitGroup
 	committed  uint64
-	needed     chan struct{} // offer's wake-up of a committer holding records nobody waits for
-	free       chan *batch   // recycled batches
-	failed     atomic.Bool   // a Commit failed (any namespace's): release nothing any more
+	// held: batches a committer held for lazy commit and parked when it
+	// returned (committer only); holding: held is not empty.
+	held    []*batch
+	holding atomic.Bool
+	needed  chan struct{} // offer's wake-up of a committer holding records nobody waits for
+	free    chan *batch   // recycled batches
+	failed  atomic.Bool   // a Commit failed (any namespace's): release nothing any more
 	// eager is the number of the last record of a batch that offered an
 	// Early Send: the committer commits it without waiting for an output
 	// to need it (lazy commit would start the leader's fsync only when
@@ -517,15 +521,8 @@ func (l *nsLoop) stepReqs() {
 }
 
 func (l *nsLoop) step(ev event) {
-	if tf, ok := ev.in.(automaton.TimerFired); ok {
-		e := l.timers[tf.ID]
-		if e == nil || e.gen != ev.gen {
-			return // cancelled or replaced after it fired
-		}
-		delete(l.timers, tf.ID)
-		if len(l.freeTimers) < maxFreeTimers {
-			l.freeTimers = append(l.freeTimers, e) // out of the heap
-		}
+	if tf, ok := ev.in.(automaton.TimerFired); ok && !l.takeFired(tf.ID, ev.gen) {
+		return // cancelled or replaced after it fired
 	}
 	l.steps++
 	if tr := l.n.opts.trace; tr != nil {
@@ -568,6 +565,9 @@ func (l *nsLoop) step(ev event) {
 		select { // a committer holding the records an output needs commits them now
 		case l.needed <- struct{}{}:
 		default:
+		}
+		if l.holding.Load() {
+			l.ensureCommitter() // the held records were parked (committer)
 		}
 	}
 	l.stepped.Add(1)
@@ -612,6 +612,24 @@ func (io loopIO) CancelTimer(id automaton.TimerID) {
 }
 
 func (io loopIO) Members(o automaton.Members) { io.l.n.setMembers(io.l.ns.Name, o) } // membership.go
+
+// takeFired removes the timer id that fired with generation gen from the
+// loop's table, or reports false when it was cancelled or re-armed since.
+// Under rmu: outputs released after an fsync (the committer's goroutine,
+// not the pass) arm and cancel timers in the same table.
+func (l *nsLoop) takeFired(id automaton.TimerID, gen uint64) bool {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	e := l.timers[id]
+	if e == nil || e.gen != gen {
+		return false
+	}
+	delete(l.timers, id)
+	if len(l.freeTimers) < maxFreeTimers {
+		l.freeTimers = append(l.freeTimers, e) // out of the heap
+	}
+	return true
+}
 
 // setTimer arms a timer in the node's timer heap (sched.go). A firing
 // already delivered (nsLoop.fired) for an earlier arming of the same id,
@@ -663,6 +681,8 @@ func coalesced(now time.Time, after, slack time.Duration) time.Duration {
 }
 
 func (l *nsLoop) stopTimers() {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
 	for id, e := range l.timers {
 		l.n.timers.cancel(e)
 		delete(l.timers, id)
@@ -775,11 +795,13 @@ func (l *nsLoop) commitInline(b *batch) bool {
 //
 // The committer runs only while there is work (sched.go: an idle group
 // owns no goroutine): flush starts it (ensureCommitter) and it returns
-// when it holds nothing and the queue is empty. A committer holding
-// records for lazy commit stays until they are committed.
+// when the queue is empty, parking the records it holds for lazy commit
+// in the loop (held) for the next committer.
 func (l *nsLoop) committer() {
 	defer l.cwg.Done()
-	var group []*batch
+	group := l.held // parked by the previous committer, or nil
+	l.held = nil
+	l.holding.Store(false)
 	var recs []automaton.Persist
 	committed := l.committed // the last record committed
 	closed := false
@@ -831,8 +853,22 @@ func (l *nsLoop) committer() {
 				} else {
 					group = append(group, b2)
 				}
+				continue
 			case <-l.needed:
+				continue
+			default:
 			}
+			// Park them in the loop and return (an idle group owns no
+			// goroutine): the next flush, or a step whose output needs
+			// them (holding), starts a committer that takes them back.
+			l.held, l.committed = group, committed
+			l.holding.Store(true)
+			l.committing.Store(false)
+			if len(l.commitQ) == 0 && len(l.needed) == 0 || !l.committing.CompareAndSwap(false, true) {
+				return
+			}
+			group, l.held = l.held, nil
+			l.holding.Store(false)
 			continue
 		}
 		select { // the commit below covers whatever the token asked for
@@ -946,10 +982,11 @@ func (l *nsLoop) send(s automaton.Send) {
 	var err error
 	if l.lazy && l.out == transport.Sender(l.n.tr) {
 		l.n.sendCoalesced(s.To, l.ns.Name, s.Msg) // coalesce.go
-	} else if qs, ok := l.out.(transport.QueuedSender); ok && len(l.inbox) > 0 {
-		// Busy: more inputs wait, and their messages will follow. The
-		// writer sends them in batches (one system call for many) instead
-		// of the loop writing each itself, which is for an idle node
+	} else if qs, ok := l.out.(transport.QueuedSender); ok && (len(l.inbox) > 0 || l.n.pool.queued.Load() > 0) {
+		// Busy: more inputs wait, and their messages will follow, or
+		// other groups wait for a pool worker (sched.go). The writer
+		// sends them in batches (one system call for many) instead of
+		// the loop writing each itself, which is for an idle node
 		// (transport.Transport.Send's inline write; issue 18: inline
 		// writes on a loaded leader made its loop the bottleneck).
 		err = qs.SendQueued(s.To, l.ns.Name, s.Msg)

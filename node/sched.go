@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -69,6 +70,9 @@ type stepPool struct {
 	head    int
 	stopped bool
 	wg      sync.WaitGroup
+	// queued is len(ready[head:]), read without mu: a pass's sends go
+	// through the transport's writer while other loops wait (send).
+	queued atomic.Int32
 }
 
 // poolWorkers is the number of workers a node's pool runs: GOMAXPROCS,
@@ -109,6 +113,7 @@ func (p *stepPool) enqueue(l *nsLoop) {
 		p.ready, p.head = p.ready[:0], 0
 	}
 	p.ready = append(p.ready, l)
+	p.queued.Add(1)
 	p.mu.Unlock()
 	p.cond.Signal()
 }
@@ -126,6 +131,7 @@ func (p *stepPool) next() *nsLoop {
 	l := p.ready[p.head]
 	p.ready[p.head] = nil
 	p.head++
+	p.queued.Add(-1)
 	return l
 }
 
@@ -169,8 +175,8 @@ func (l *nsLoop) hasWork() bool {
 }
 
 // poolPass is one pass of l run by a pool worker: Start first (the loop's
-// first pass), then the timers that fired, the inbox and the queued
-// client requests, at most BatchLimit inputs, stepped and flushed as the
+// first pass), then the inbox and the queued client requests, at most
+// BatchLimit inputs, then the timers that fired, stepped and flushed as the
 // loop goroutine's passes were. It reports false when the loop has ended
 // (its inputs are then never stepped).
 func (l *nsLoop) poolPass() bool {
@@ -200,15 +206,6 @@ func (l *nsLoop) poolPass() bool {
 		}
 	}
 	l.beginTurn()
-	l.fmu.Lock()
-	fired := l.fired
-	l.fired = l.firedSpare[:0]
-	l.fmu.Unlock()
-	for i, ev := range fired {
-		l.take(ev)
-		fired[i] = event{}
-	}
-	l.firedSpare = fired[:0]
 	yielded := false
 more:
 	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
@@ -225,6 +222,20 @@ more:
 			break more
 		}
 	}
+	// The timers that fired, after the inbox: a firing is stepped after
+	// the messages that came before it, as when both went through the
+	// inbox (a heartbeat that came before the election timer fired
+	// re-arms it, and the firing is then stale). Stepping them first
+	// started elections whenever passes lagged.
+	l.fmu.Lock()
+	fired := l.fired
+	l.fired = l.firedSpare[:0]
+	l.fmu.Unlock()
+	for i, ev := range fired {
+		l.take(ev)
+		fired[i] = event{}
+	}
+	l.firedSpare = fired[:0]
 	if !l.endPass() {
 		l.live = false
 		go l.end()

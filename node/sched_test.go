@@ -28,11 +28,11 @@ func shardedOnOne(groups int, params map[string]string) config.Namespace {
 // idleGoroutines starts one node hosting groups idle paxos groups, waits
 // until every group leads and the goroutine count settles, and reports
 // the goroutines the node added and the timers in its heap.
-func idleGoroutines(t *testing.T, groups int) (goroutines, timers int) {
+func idleGoroutines(t *testing.T, durability string, groups, writes int) (goroutines, timers int) {
 	t.Helper()
 	runtime.GC()
 	g0 := runtime.NumGoroutine()
-	cfg, ls := mkCluster(t, 1, config.Memory, shardedOnOne(groups, nil))
+	cfg, ls := mkCluster(t, 1, durability, shardedOnOne(groups, nil))
 	n := startNode(t, cfg, "n1", ls[0], Options{InboxLen: 64})
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -49,6 +49,11 @@ func idleGoroutines(t *testing.T, groups int) (goroutines, timers int) {
 			t.Fatalf("%d groups: only %d lead after 2 min", groups, led)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range writes {
+		if r := do(t, n, "default", req("set", fmt.Sprintf("k%d", i), "v")); r.IsErr() {
+			t.Fatalf("set: %v", r)
+		}
 	}
 	// The fewest goroutines seen over a second: transient ones (a
 	// timer callback, a committer finishing) come and go.
@@ -74,14 +79,23 @@ func TestIdleGroupsOwnNoGoroutine(t *testing.T) {
 		many = 300
 	}
 	few := 10
-	gFew, _ := idleGoroutines(t, few)
-	gMany, timers := idleGoroutines(t, many)
+	gFew, _ := idleGoroutines(t, config.Memory, few, 0)
+	gMany, timers := idleGoroutines(t, config.Memory, many, 0)
 	t.Logf("goroutines added by a node: %d with %d idle groups, %d with %d; %d timers in the heap", gFew, few, gMany, many, timers)
 	if extra := gMany - gFew; extra > (many-few)/20 {
 		t.Errorf("%d more goroutines for %d more idle groups: idle groups keep goroutines", extra, many-few)
 	}
 	if timers < many {
 		t.Errorf("%d timers in the node's heap for %d groups: every idle paxos group keeps a timer armed there", timers, many)
+	}
+	// With fsync, after writes: a group's committer returns when idle,
+	// parking what it holds for lazy commit (loop.go, committer).
+	const durable, writes = 100, 400
+	gFew, _ = idleGoroutines(t, config.Fsync, few, writes)
+	gMany, _ = idleGoroutines(t, config.Fsync, durable, writes)
+	t.Logf("fsync, after %d writes: %d goroutines with %d groups, %d with %d", writes, gFew, few, gMany, durable)
+	if extra := gMany - gFew; extra > (durable-few)/20 {
+		t.Errorf("fsync: %d more goroutines for %d more idle groups: idle groups keep goroutines", extra, durable-few)
 	}
 }
 

@@ -389,6 +389,7 @@ func (n *Node) doGuarded(ctx context.Context, s *shardedNS, gname string, req au
 // (after a pause) itself, each time under a fresh request id (the
 // refused attempt applied nothing), until the request's context ends.
 func (n *Node) followRedirects(ctx context.Context, s *shardedNS, req automaton.Request, resp automaton.Response) (automaton.Response, error) {
+	id := req.ID // the client's: every answer carries it (req.ID changes each hop)
 	for hop := 0; ; hop++ {
 		if !resp.Result.IsErr() {
 			return resp, nil
@@ -410,7 +411,6 @@ func (n *Node) followRedirects(ctx context.Context, s *shardedNS, req automaton.
 		default:
 			return resp, nil
 		}
-		id := req.ID
 		req.ID = freshID()
 		var err error
 		resp, err = n.routeOnce(gateway.WithClusterMode(ctx, gateway.ClusterMode{Asking: asking}), s, req)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
@@ -90,6 +91,14 @@ type WAL struct {
 	f     File
 	off   int64 // end of the written (and synced) frames
 	alloc int64 // preallocated file size
+
+	// A compaction in progress (compact, finishCompaction): its snapshot
+	// is written to the temporary file while commits go on appending to
+	// the log; tail holds the frames they write meanwhile, which follow
+	// the snapshot in the new log.
+	compacting bool
+	tail       []byte
+	switching  bool // compactFiles waits for the writer's role: no commit takes it first
 }
 
 // OpenWAL opens (creating if needed) the log in dir and replays it.
@@ -336,7 +345,7 @@ func (w *WAL) Writes() (commits, frames uint64) {
 func (w *WAL) Size() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for w.writing {
+	for w.writing || w.compacting {
 		w.cond.Wait()
 	}
 	return w.off
@@ -367,7 +376,7 @@ func (w *WAL) Namespace(name string) (Store, error) {
 func (w *WAL) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for w.writing {
+	for w.writing || w.compacting {
 		w.cond.Wait()
 	}
 	if w.closed {
@@ -413,7 +422,7 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 		if w.closed {
 			return ErrClosed
 		}
-		if w.writing {
+		if w.writing || w.switching {
 			w.cond.Wait()
 			continue
 		}
@@ -421,14 +430,16 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 		buf, upto := w.pending, w.nextSeq
 		w.pending = append(w.spare[:0], make([]byte, walHeader)...)
 		w.mu.Unlock()
-		err := w.writeFrame(buf)
+		frame, err := w.writeFrame(buf)
 		w.mu.Lock()
 		w.spare = buf[:0]
 		if err == nil {
 			w.doneSeq = upto
 			w.frames++
-			if w.off > max(w.opts.CompactMin, 2*w.live) {
-				err = w.compact()
+			if w.compacting {
+				w.tail = append(w.tail, frame...)
+			} else if w.off > max(w.opts.CompactMin, 2*w.live) {
+				w.compact()
 			}
 		}
 		if err != nil {
@@ -441,8 +452,9 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 }
 
 // writeFrame fills in buf's header, pads it, writes it at w.off with one
-// write, and syncs. Called by the one writer, without w.mu.
-func (w *WAL) writeFrame(buf []byte) error {
+// write, and syncs; it returns the frame as written. Called by the one
+// writer, without w.mu.
+func (w *WAL) writeFrame(buf []byte) ([]byte, error) {
 	n := len(buf) - walHeader
 	binary.LittleEndian.PutUint32(buf[0:], uint32(n))
 	binary.LittleEndian.PutUint32(buf[4:], walCRC(buf[0:4], buf[walHeader:]))
@@ -450,18 +462,18 @@ func (w *WAL) writeFrame(buf []byte) error {
 		buf = append(buf, 0)
 	}
 	if err := w.prealloc(int64(len(buf))); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := w.f.WriteAt(buf, w.off); err != nil {
-		return failure("write", w.f.Name(), err)
+		return nil, failure("write", w.f.Name(), err)
 	}
 	if w.opts.Sync && !w.opts.DSync {
 		if err := w.f.Datasync(); err != nil {
-			return failure("fdatasync", w.f.Name(), err)
+			return nil, failure("fdatasync", w.f.Name(), err)
 		}
 	}
 	w.off += int64(len(buf))
-	return nil
+	return buf, nil
 }
 
 // prealloc makes sure n more bytes fit in the allocated file.
@@ -572,13 +584,23 @@ func (s *walStore) Close() error {
 // errWALCrash is the error of a compaction that a test stopped.
 var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 
-// compact rewrites the log with only the live records: it writes them to a
-// temporary file, fsyncs it, fsyncs the directory, renames the file over the
-// log and fsyncs the directory again, then appends to the new file. Called by
-// the writer with w.mu held; the file work happens without w.mu (commits
-// keep queueing behind the writer meanwhile).
-func (w *WAL) compact() error {
-	old := w.off
+// compact rewrites the log with only the live records, without holding
+// the node's commits for the file work. Called by the writer with w.mu held:
+// it encodes the live records (the state after every record appended so
+// far) and starts compactFiles, which writes them to a temporary file and
+// fsyncs it while commits go on appending to the log (each frame written
+// meanwhile is kept in w.tail), then takes the writer's role, appends the
+// tail to the file, fsyncs it and the directory, renames it over the log,
+// fsyncs the directory again and appends to the new file from then on.
+// Until the rename the log is complete by itself; after it the new file
+// holds the same records: the snapshot, then every frame written since.
+//
+// Holding the commits for the whole compaction (as this did before) took
+// 266-825 ms with a 40 MB live set under redis-benchmark -P 16 at load 24,
+// and a leader whose loop waited that long lost its leadership each time
+// (docs/COSTS.md, issue 28's rt-cpu section).
+func (w *WAL) compact() {
+	old, t0 := w.off, time.Now()
 	// w.live bounds the records' encoded size (walRecSize counts each varint
 	// at its longest) and each frame adds a header and at most 7 bytes of
 	// padding: sized once, the snapshot is built without regrowing (appends
@@ -612,25 +634,53 @@ func (w *WAL) compact() error {
 		}
 	}
 	seal()
-	w.mu.Unlock()
-	f, err := w.writeSnapshot(snap)
-	w.mu.Lock()
-	if err != nil {
-		if f, ok := AsFailure(err); ok {
-			return &Failure{Op: "compaction: " + f.Op, Path: f.Path, Err: f.Err}
-		}
-		return err
-	}
-	w.f.Close()
-	w.f, w.off, w.alloc = f, int64(len(snap)), int64(len(snap))
-	w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", len(snap))
-	return nil
+	w.compacting, w.tail = true, nil
+	go w.compactFiles(snap, old, t0)
 }
 
-// writeSnapshot carries out the file steps of a compaction.
+// compactFiles carries out a compaction's file steps (see compact); it
+// ends the compaction, failing the engine if a step failed.
+func (w *WAL) compactFiles(snap []byte, old int64, t0 time.Time) {
+	f, err := w.writeSnapshot(snap)
+	w.mu.Lock()
+	w.switching = true
+	for w.writing {
+		w.cond.Wait()
+	}
+	w.writing, w.switching = true, false // the log's file and offsets are ours until the end
+	tail, gone := w.tail, w.err != nil
+	w.mu.Unlock()
+	if err == nil && !gone {
+		err = w.switchLog(f, tail)
+	} else if err == nil {
+		f.Close() // the engine failed meanwhile: the log stays as it is
+	}
+	w.mu.Lock()
+	switch {
+	case err != nil:
+		if fl, ok := AsFailure(err); ok {
+			err = &Failure{Op: "compaction: " + fl.Op, Path: fl.Path, Err: fl.Err}
+		}
+		if w.err == nil {
+			w.fail(err)
+		}
+	case !gone:
+		w.f.Close()
+		end := int64(len(snap) + len(tail))
+		w.f, w.off, w.alloc = f, end, end
+		w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", end,
+			"tail_bytes", len(tail), "took", time.Since(t0))
+	}
+	w.compacting, w.tail = false, nil
+	w.writing = false
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+// writeSnapshot opens the temporary file, writes the snapshot and fsyncs
+// it (a compaction's first steps, run beside the commits).
 func (w *WAL) writeSnapshot(snap []byte) (File, error) {
 	tmp := filepath.Join(w.dir, walTmpFile)
-	stop := func(step string) bool { return w.opts.crashAfter != nil && w.opts.crashAfter(step) }
 	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
 	if w.opts.DSync && w.opts.Sync {
 		flags |= syscall.O_DSYNC
@@ -639,42 +689,68 @@ func (w *WAL) writeSnapshot(snap []byte) (File, error) {
 	if err != nil {
 		return nil, failure("open", tmp, err)
 	}
-	fail := func(err error) (File, error) {
-		f.Close()
-		if errors.Is(err, errWALCrash) {
-			return nil, err
-		}
-		return nil, failure("write", tmp, err)
-	}
 	if _, err := f.Write(snap); err != nil {
-		return fail(err)
+		return nil, w.compactionStepFailed(f, err)
 	}
-	if stop("write") {
-		return fail(errWALCrash)
+	if w.stop("write") {
+		return nil, w.compactionStepFailed(f, errWALCrash)
 	}
 	if err := f.Sync(); err != nil {
-		return fail(failure("fsync", tmp, err))
+		return nil, w.compactionStepFailed(f, failure("fsync", tmp, err))
 	}
-	if stop("sync") {
-		return fail(errWALCrash)
-	}
-	if err := syncDir(w.dir); err != nil {
-		return fail(err)
-	}
-	if stop("syncdir") {
-		return fail(errWALCrash)
-	}
-	if err := os.Rename(tmp, filepath.Join(w.dir, WALFile)); err != nil {
-		return fail(failure("rename", tmp, err))
-	}
-	if stop("rename") {
-		return fail(errWALCrash)
-	}
-	if err := syncDir(w.dir); err != nil {
-		return fail(err)
-	}
-	if stop("syncdir2") {
-		return fail(errWALCrash)
+	if w.stop("sync") {
+		return nil, w.compactionStepFailed(f, errWALCrash)
 	}
 	return f, nil
+}
+
+// switchLog appends the frames written since the snapshot to the
+// temporary file f, makes it durable and renames it over the log (a
+// compaction's last steps, by the writer). On failure f is closed.
+func (w *WAL) switchLog(f File, tail []byte) error {
+	tmp := filepath.Join(w.dir, walTmpFile)
+	if len(tail) > 0 {
+		if _, err := f.Write(tail); err != nil {
+			return w.compactionStepFailed(f, err)
+		}
+		if err := f.Sync(); err != nil {
+			return w.compactionStepFailed(f, failure("fsync", tmp, err))
+		}
+	}
+	if err := syncDir(w.dir); err != nil {
+		return w.compactionStepFailed(f, err)
+	}
+	if w.stop("syncdir") {
+		return w.compactionStepFailed(f, errWALCrash)
+	}
+	if err := os.Rename(tmp, filepath.Join(w.dir, WALFile)); err != nil {
+		return w.compactionStepFailed(f, failure("rename", tmp, err))
+	}
+	if w.stop("rename") {
+		return w.compactionStepFailed(f, errWALCrash)
+	}
+	if err := syncDir(w.dir); err != nil {
+		return w.compactionStepFailed(f, err)
+	}
+	if w.stop("syncdir2") {
+		return w.compactionStepFailed(f, errWALCrash)
+	}
+	return nil
+}
+
+// stop reports whether a test's crashAfter abandons the compaction after
+// step.
+func (w *WAL) stop(step string) bool { return w.opts.crashAfter != nil && w.opts.crashAfter(step) }
+
+// compactionStepFailed closes the temporary file f and returns err as a
+// Failure (errWALCrash, a test's simulated crash, as it is).
+func (w *WAL) compactionStepFailed(f File, err error) error {
+	f.Close()
+	if errors.Is(err, errWALCrash) {
+		return err
+	}
+	if _, ok := AsFailure(err); ok {
+		return err
+	}
+	return failure("write", filepath.Join(w.dir, walTmpFile), err)
 }
