@@ -32,16 +32,19 @@ import (
 //     command; not yet done, for a subscription command), or has read
 //     bytes it has not yet parsed, goes first: the step waits until it
 //     settles;
-//   - one idle in its read: the step peeks at its socket (recv with
-//     MSG_PEEK, nothing consumed) and, when the bytes waiting there start
-//     an ordered command, waits until that command has settled.
+//   - otherwise (idle in its read, or running a command that is not
+//     ordered, whose reply its client may already have read) the step
+//     peeks at its socket (recv with MSG_PEEK, nothing consumed) and,
+//     when the bytes waiting there start an ordered command, waits until
+//     that command has been read and has settled.
 //
 // Any command found this way had arrived before the write's step ran,
 // so it is concurrent with the write: serving it first is one of the
 // orders Redis could have chosen, and it is the one Redis chooses when
-// it arrived first. The wait ends after orderWaitLimit in any case, so a
-// connection that never settles (a client that stalls mid-command)
-// delays nobody for longer than that.
+// it arrived first. The wait ends after orderWaitLimit (1 s) in any
+// case, and after orderParseLimit (200 ms) for a connection that holds
+// bytes it has not parsed, so a connection that never settles (a client
+// that stalls mid-command) delays nobody for longer than that.
 //
 // Cost and limits, the hot path first:
 //   - Writes take the step only while the step is armed: for
@@ -53,9 +56,17 @@ import (
 //     client connections; with more it is skipped (a benchmark's hundreds
 //     of clients pay one more atomic load, and are served in whatever
 //     order their goroutines run, as before). Within the limit it costs
-//     one recv(MSG_PEEK) system call per idle connection.
+//     one recv(MSG_PEEK) system call per other connection that is not
+//     itself running an ordered command, and no allocation
+//     (BenchmarkServeOrdered: one by one with 3 idle connections, armed).
 //   - It orders the connections of one node. Commands sent to different
 //     nodes have no common arrival order to keep.
+//   - The first ordered command after a minute without one is not
+//     protected: nothing armed the step for the write racing it.
+//   - An ordered command takes no step itself, so two ordered commands
+//     on two connections keep no arrival order between them (type/list's
+//     "BRPOPLPUSH with multiple blocked clients" stays skipped): two
+//     such commands waiting for each other would each wait out the limit.
 //   - The peek reads only what the kernel holds. Bytes a connection's
 //     goroutine has read but not parsed count as "goes first" (state
 //     orderUnparsed), but the instant between its read(2) returning and
@@ -75,9 +86,16 @@ const (
 	orderPeek     = 512
 )
 
-// orderWaitLimit bounds one step's wait (a variable for tests, which raise
-// it so that a loaded machine cannot end a wait they assert on).
-var orderWaitLimit = 200 * time.Millisecond
+// orderWaitLimit bounds one step's wait for ordered commands to settle
+// (a blocking command's first attempt goes through the log: at a loaded
+// node's fsync, tens of milliseconds); orderParseLimit, for a connection
+// that holds bytes it has not parsed (a large command arriving slowly is
+// no race). Variables for tests, which raise them so that a loaded
+// machine cannot end a wait they assert on.
+var (
+	orderWaitLimit  = time.Second
+	orderParseLimit = 200 * time.Millisecond
+)
 
 // Connection states for the step (orderConn.state).
 const (
@@ -89,10 +107,9 @@ const (
 
 // orderConn is a connection's part in the step.
 type orderConn struct {
-	state   atomic.Int32
-	settled atomic.Uint64   // counts ordered commands settled
-	raw     syscall.RawConn // nil: not peekable (TLS, not a socket)
-	peek    *peeker         // its steps' peek buffer (its goroutine's), made at its first step
+	state atomic.Int32
+	raw   syscall.RawConn // nil: not peekable (TLS, not a socket)
+	peek  *peeker         // its steps' peek buffer (its goroutine's), made at its first step
 }
 
 // orderReg is a server's ordering step.
@@ -152,10 +169,7 @@ func (c *conn) beginCommand(args [][]byte) {
 // whose first attempt was answered and that now waits, or any command
 // that ended. Writes and publishes waiting for c go on.
 func (c *conn) settleOrdered() {
-	if c.ord.state.Load() == orderOrdered {
-		c.ord.settled.Add(1)
-		c.ord.state.Store(orderRunning)
-	}
+	c.ord.state.CompareAndSwap(orderOrdered, orderRunning)
 }
 
 // endCommand marks c as back in its loop: idle when nothing read waits,
@@ -214,61 +228,47 @@ func (c *conn) orderBefore() {
 	if n := s.ord.conns.Load(); n <= 1 || n > orderConnsMax {
 		return
 	}
-	type ahead struct {
-		o       *conn
-		settled uint64
-	}
 	if c.ord.peek == nil {
 		c.ord.peek = newPeeker()
 	}
-	var buf [4]ahead
+	var buf [4]*conn
 	wait := buf[:0]
 	s.mu.Lock()
 	for o := range s.conns {
-		if o == c {
-			continue
+		if o != c && o.orderedAhead(c.ord.peek) {
+			wait = append(wait, o)
 		}
-		settled := o.ord.settled.Load()
-		switch o.ord.state.Load() {
-		case orderRunning:
-			continue
-		case orderIdle:
-			if !o.peekOrdered(c.ord.peek) {
-				continue
-			}
-		}
-		wait = append(wait, ahead{o, settled})
 	}
 	s.mu.Unlock()
 	if len(wait) == 0 {
 		return
 	}
-	deadline := time.Now().Add(orderWaitLimit)
-	for _, w := range wait {
-		w.o.awaitOrdered(c.ord.peek, w.settled, deadline)
+	start := time.Now()
+	for _, o := range wait {
+		pause := 20 * time.Microsecond
+		for o.orderedAhead(c.ord.peek) {
+			waited := time.Since(start)
+			if waited > orderWaitLimit || (waited > orderParseLimit && o.ord.state.Load() == orderUnparsed) {
+				break
+			}
+			time.Sleep(pause)
+			pause = min(2*pause, time.Millisecond)
+		}
 	}
 }
 
-// awaitOrdered waits, until deadline at the latest, while o holds an
-// ordered command that arrived and has not settled: until o settles one
-// more (start: its count when it was found), runs a command that is not
-// ordered, or is idle with no ordered command waiting in its socket.
-func (o *conn) awaitOrdered(p *peeker, start uint64, deadline time.Time) {
-	pause := 20 * time.Microsecond
-	for {
-		switch o.ord.state.Load() {
-		case orderRunning:
-			return
-		case orderIdle:
-			if !o.peekOrdered(p) && o.ord.state.Load() == orderIdle {
-				return
-			}
-		}
-		if o.ord.settled.Load() != start || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
+// orderedAhead reports whether o holds an ordered command that arrived and
+// has not settled: one it runs, bytes it read and has not parsed, or an
+// ordered command waiting in its socket. The socket is peeked whether o
+// is idle or running a command that is not ordered: its goroutine may not
+// yet have marked itself idle after its last reply (a client that read
+// that reply may already have sent the next command).
+func (o *conn) orderedAhead(p *peeker) bool {
+	switch st := o.ord.state.Load(); st {
+	case orderOrdered, orderUnparsed:
+		return true
+	default:
+		return o.peekOrdered(p) || o.ord.state.Load() != st
 	}
 }
 

@@ -17,9 +17,9 @@ import (
 // wait limit, so that only the assertions decide.
 func holdReads(t *testing.T, s *Server, subscribed bool) (release func()) {
 	t.Helper()
-	old := orderWaitLimit
-	orderWaitLimit = 30 * time.Second
-	t.Cleanup(func() { orderWaitLimit = old })
+	oldWait, oldParse := orderWaitLimit, orderParseLimit
+	orderWaitLimit, orderParseLimit = 30*time.Second, 30*time.Second
+	t.Cleanup(func() { orderWaitLimit, orderParseLimit = oldWait, oldParse })
 	ch := make(chan struct{})
 	f := func(c *conn) {
 		c.mu.Lock()

@@ -129,8 +129,9 @@ type Server struct {
 	acllog aclLog        // ACL LOG (acllog.go)
 	blk    blockReg      // blocked clients (blocking.go)
 	ord    orderReg      // arrival order across connections (order.go)
-	// testBeforeRead, set by tests only, runs before a connection reads
-	// its next command (order_test.go: a goroutine late to read).
+	// testBeforeRead, set by tests only, runs before a connection marks
+	// its last command done and reads its next (order_test.go: a
+	// goroutine late to read).
 	testBeforeRead atomic.Pointer[func(c *conn)]
 	scr            scripts                // the script cache and function libraries (script.go)
 	ps             hub                    // pub/sub subscribers (pubsub.go)
@@ -368,10 +369,10 @@ func (c *conn) serve() {
 		}
 		var args [][]byte
 		var err error
-		c.endCommand(held != nil || c.r.Buffered() > 0) // order.go
 		if f := s.testBeforeRead.Load(); f != nil {
 			(*f)(c)
 		}
+		c.endCommand(held != nil || c.r.Buffered() > 0) // order.go
 		switch {
 		case held != nil || heldErr != nil:
 			args, err, held, heldErr = held, heldErr, nil, nil

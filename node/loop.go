@@ -521,15 +521,8 @@ func (l *nsLoop) stepReqs() {
 }
 
 func (l *nsLoop) step(ev event) {
-	if tf, ok := ev.in.(automaton.TimerFired); ok {
-		e := l.timers[tf.ID]
-		if e == nil || e.gen != ev.gen {
-			return // cancelled or replaced after it fired
-		}
-		delete(l.timers, tf.ID)
-		if len(l.freeTimers) < maxFreeTimers {
-			l.freeTimers = append(l.freeTimers, e) // out of the heap
-		}
+	if tf, ok := ev.in.(automaton.TimerFired); ok && !l.takeFired(tf.ID, ev.gen) {
+		return // cancelled or replaced after it fired
 	}
 	l.steps++
 	if tr := l.n.opts.trace; tr != nil {
@@ -620,6 +613,24 @@ func (io loopIO) CancelTimer(id automaton.TimerID) {
 
 func (io loopIO) Members(o automaton.Members) { io.l.n.setMembers(io.l.ns.Name, o) } // membership.go
 
+// takeFired removes the timer id that fired with generation gen from the
+// loop's table, or reports false when it was cancelled or re-armed since.
+// Under rmu: outputs released after an fsync (the committer's goroutine,
+// not the pass) arm and cancel timers in the same table.
+func (l *nsLoop) takeFired(id automaton.TimerID, gen uint64) bool {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	e := l.timers[id]
+	if e == nil || e.gen != gen {
+		return false
+	}
+	delete(l.timers, id)
+	if len(l.freeTimers) < maxFreeTimers {
+		l.freeTimers = append(l.freeTimers, e) // out of the heap
+	}
+	return true
+}
+
 // setTimer arms a timer in the node's timer heap (sched.go). A firing
 // already delivered (nsLoop.fired) for an earlier arming of the same id,
 // or of the entry it reuses, carries an older generation, and step drops
@@ -670,6 +681,8 @@ func coalesced(now time.Time, after, slack time.Duration) time.Duration {
 }
 
 func (l *nsLoop) stopTimers() {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
 	for id, e := range l.timers {
 		l.n.timers.cancel(e)
 		delete(l.timers, id)
