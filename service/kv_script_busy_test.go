@@ -161,12 +161,32 @@ func TestAnsweredRun(t *testing.T) {
 	if got := newKVState().ApplyEnv(long, env).String(); !strings.HasSuffix(got, "(integer) 200000]") || !strings.Contains(got, `["i" "`+runID(env)+`"]`) {
 		t.Errorf("the answered run: %s", got)
 	}
-	if BusyScript() != nil {
-		t.Error("a run is busy")
+	// Answered before it starts: never busy.
+	env1 := Env{Time: env.Time + 10, Seed: 9}
+	RunAnswered(runID(env1))
+	done := make(chan string, 1)
+	go func() {
+		done <- newKVState().ApplyEnv(op("eval", "", "eval|1000", "while true do end", "0"), env1).String()
+	}()
+	var run *RunningScript
+	for deadline := time.Now().Add(10 * time.Second); run == nil; time.Sleep(time.Millisecond) {
+		for _, x := range RunningScripts() {
+			if x.ID == runID(env1) {
+				run = x
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run never started")
+		}
 	}
+	time.Sleep(100 * time.Millisecond) // far past its mark (1000 instructions)
+	if run.Busy() || BusyScript() != nil {
+		t.Error("a run answered before it started is busy")
+	}
+	run.killed.Store(true)
+	<-done
 	// Answered while busy.
 	env2 := Env{Time: env.Time + 1, Seed: 8}
-	done := make(chan string, 1)
 	go func() {
 		done <- newKVState().ApplyEnv(op("eval", "", "eval|1000", "while true do end", "0"), env2).String()
 	}()
