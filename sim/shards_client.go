@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand"
 	"strconv"
 	"strings"
 	"time"
@@ -132,17 +133,7 @@ func (w *shWorld) sendAttempt(c *shClient) {
 		}
 	} else {
 		c.fwd = false
-		var live []*shReplica
-		for _, r := range g.reps {
-			if r.m.up {
-				live = append(live, r)
-			}
-		}
-		if len(live) > 0 {
-			r := live[w.rngClient.Intn(len(live))]
-			if h := g.hint; h >= 0 && c.tries == 1 && g.reps[h].m.up {
-				r = g.reps[h]
-			}
+		if r := w.pickReplica(g, w.rngClient, c.tries == 1); r != nil {
 			w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shClientReq, mach: r.m.idx, group: g.idx, inc: r.m.inc, client: c.idx, req: req, fwd: -1})
 		}
 	}
@@ -301,4 +292,26 @@ func (w *shWorld) hotPhase() (int, bool) {
 	}
 	p := int(w.now / w.cfg.HotPhase)
 	return p / 2, p%2 == 0
+}
+
+// pickReplica picks the machine a request to group g goes to: a live
+// replica drawn from rng (nil when none is up), or, when useHint (a first
+// try) and the group's last known leader is up, that leader. The draw is
+// made whenever a replica is up, so the hint does not change the
+// schedule's random stream.
+func (w *shWorld) pickReplica(g *shGroup, rng *rand.Rand, useHint bool) *shReplica {
+	var live []*shReplica
+	for _, r := range g.reps {
+		if r.m.up {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	r := live[rng.Intn(len(live))]
+	if h := g.hint; useHint && h >= 0 && g.reps[h].m.up {
+		r = g.reps[h]
+	}
+	return r
 }

@@ -225,14 +225,7 @@ func (w *shWorld) driverSend(d *shDriver) {
 	d.tries++
 	d.wait = true
 	g := w.groups[d.group]
-	var live []*shReplica
-	for _, r := range g.reps {
-		if r.m.up {
-			live = append(live, r)
-		}
-	}
-	if len(live) > 0 {
-		r := live[w.rngDrv.Intn(len(live))]
+	if r := w.pickReplica(g, w.rngDrv, false); r != nil {
 		req := automaton.Request{ID: automaton.RequestID{Client: d.id, Seq: d.seq}, Ops: d.ops}
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shClientReq, mach: r.m.idx, group: g.idx, inc: r.m.inc, client: -1, req: req, fwd: -1})
 	}

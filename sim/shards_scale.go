@@ -36,8 +36,10 @@ type ScalePoint struct {
 	MsgsPerOp, FwdPerOp       []float64
 }
 
-// ShardScale runs the points and prints a table to out.
-func ShardScale(base ShardsConfig, points []int, seeds []int64, clientsPerShard, opsPerShard int, out io.Writer) error {
+// scaleDefaults fills the CPU model's costs, latency, no think time, the
+// key count and the warm-up where base leaves them unset (ShardScale and
+// MigrationLoad).
+func scaleDefaults(base ShardsConfig) ShardsConfig {
 	def := func(p *string, v string) {
 		if *p == "" {
 			*p = v
@@ -53,6 +55,12 @@ func ShardScale(base ShardsConfig, points []int, seeds []int64, clientsPerShard,
 		base.Keys = ScaleKeys
 	}
 	base.Warmup = ScaleWarmup
+	return base
+}
+
+// ShardScale runs the points and prints a table to out.
+func ShardScale(base ShardsConfig, points []int, seeds []int64, clientsPerShard, opsPerShard int, out io.Writer) error {
+	base = scaleDefaults(base)
 	base.Faults, base.Migrations, base.Spares, base.NoCheck = "none", 0, 0, true
 	fmt.Fprintf(out, "sharded throughput in the CPU model (virtual time: the host's load does not change it)\n")
 	fmt.Fprintf(out, "costs: op %s, msg %s, apply %s, forward %s; latency %s, fsync %s; one processor and one disk per machine\n",
@@ -155,21 +163,7 @@ func orDuration(d, def time.Duration) time.Duration {
 // at (after the warm-up); the table prints each window's ops/s, p50 and
 // p99 and the migration's virtual duration.
 func MigrationLoad(base ShardsConfig, seeds []int64, clients, ops int, at time.Duration, out io.Writer) error {
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	def(&base.OpCost, ScaleOpCost)
-	def(&base.MsgCost, ScaleMsgCost)
-	def(&base.ApplyCost, ScaleApplyCost)
-	def(&base.FwdCost, ScaleFwdCost)
-	def(&base.Latency, ScaleLatency)
-	def(&base.Think, "constant:0s")
-	if base.Keys < ScaleKeys {
-		base.Keys = ScaleKeys
-	}
-	base.Warmup = ScaleWarmup
+	base = scaleDefaults(base)
 	base.Faults, base.Migrations, base.Spares, base.NoCheck, base.Plan = "none", 1, 1, true, "rotation"
 	base.Clients, base.Ops, base.MigrateAt = clients, ops, at
 	fmt.Fprintf(out, "one split under load in the CPU model (virtual time: the host's load does not change it)\n")

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,17 +100,7 @@ func (w *shWorld) callSend(c *shCall) {
 	}
 	c.tries++
 	g := w.groups[c.g]
-	var live []*shReplica
-	for _, r := range g.reps {
-		if r.m.up {
-			live = append(live, r)
-		}
-	}
-	if len(live) > 0 {
-		r := live[w.rngDrv.Intn(len(live))]
-		if h := g.hint; h >= 0 && c.tries == 1 && g.reps[h].m.up {
-			r = g.reps[h]
-		}
+	if r := w.pickReplica(g, w.rngDrv, c.tries == 1); r != nil {
 		req := automaton.Request{ID: automaton.RequestID{Client: c.id, Seq: 1}, Ops: c.ops}
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shClientReq, mach: r.m.idx, group: c.g, inc: r.m.inc, client: -1, req: req, fwd: -1})
 	}
@@ -173,7 +164,7 @@ func (w *shWorld) onTxNext(c *shTxClient) {
 	var ops []service.Op
 	if w.rngClient.Intn(5) < 3 { // a transfer
 		a := w.accts[w.rngClient.Intn(len(w.accts))]
-		b := w.accts[(indexOfStr(w.accts, a)+1+w.rngClient.Intn(len(w.accts)-1))%len(w.accts)]
+		b := w.accts[(slices.Index(w.accts, a)+1+w.rngClient.Intn(len(w.accts)-1))%len(w.accts)]
 		d := strconv.Itoa(1 + w.rngClient.Intn(5))
 		ops = []service.Op{shOp("incr", a, "-"+d), shOp("incr", b, d)}
 	} else { // the whole bank
@@ -196,15 +187,6 @@ func argStrs(op service.Op) []string {
 		out = append(out, string(a))
 	}
 	return out
-}
-
-func indexOfStr(xs []string, x string) int {
-	for i, y := range xs {
-		if y == x {
-			return i
-		}
-	}
-	return -1
 }
 
 func txReadOnly(ops []service.Op) bool {
