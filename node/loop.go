@@ -361,20 +361,7 @@ func (l *nsLoop) directPass(ev event) bool {
 		l.take(<-l.reqIn)
 	}
 	l.take(ev)
-	yielded := false
-more:
-	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
-		select {
-		case ev := <-l.reqIn:
-			l.take(ev)
-		default:
-			if l.yieldForRequests(yielded) {
-				yielded = true
-				continue
-			}
-			break more
-		}
-	}
+	l.drain(nil) // a direct pass leaves the inbox to the pool's pass
 	if !l.endPass() {
 		l.live = false
 		go l.end()
@@ -484,6 +471,29 @@ func (l *nsLoop) take(ev event) {
 		}
 	}
 	l.step(ev)
+}
+
+// drain takes what is ready, up to BatchLimit inputs: client requests and,
+// when inbox is not nil (a pool pass; nil for a direct pass, whose nil
+// channel is never ready), peer messages and effects' results. It yields
+// once for requests about to be handed over (yieldForRequests) before it
+// stops.
+func (l *nsLoop) drain(inbox chan event) {
+	yielded := false
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
+		select {
+		case ev := <-inbox:
+			l.take(ev)
+		case ev := <-l.reqIn:
+			l.take(ev)
+		default:
+			if l.yieldForRequests(yielded) {
+				yielded = true
+				continue
+			}
+			return
+		}
+	}
 }
 
 // yieldForRequests lets the goroutines that are ready to run go first,

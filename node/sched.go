@@ -206,22 +206,7 @@ func (l *nsLoop) poolPass() bool {
 		}
 	}
 	l.beginTurn()
-	yielded := false
-more:
-	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
-		select {
-		case ev := <-l.inbox:
-			l.take(ev)
-		case ev := <-l.reqIn:
-			l.take(ev)
-		default:
-			if l.yieldForRequests(yielded) {
-				yielded = true
-				continue
-			}
-			break more
-		}
-	}
+	l.drain(l.inbox)
 	// The timers that fired, after the inbox: a firing is stepped after
 	// the messages that came before it, as when both went through the
 	// inbox (a heartbeat that came before the election timer fired
