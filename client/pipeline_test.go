@@ -358,15 +358,24 @@ func TestPipelineNamedResubmit(t *testing.T) {
 		}
 	}
 	// The group applied at node a was answered by node b from its session
-	// table: the protocol saw its identity twice and applied it once.
+	// table: the protocol saw its identity at node a, then once at node b,
+	// and applied it once. The resubmission may first reach node a again
+	// while its server is closing (the client has not yet seen it go); it
+	// hangs there too, so each such arrival shows on hung.entered.
+	atA := 1
+	for len(hung.entered) > 0 {
+		if <-hung.entered == first {
+			atA++
+		}
+	}
 	seen := 0
 	for _, r := range shared.Log() {
 		if r.ID == first {
 			seen++
 		}
 	}
-	if seen != 2 {
-		t.Fatalf("request %v reached the protocol %d times, want 2 (at node a, then resubmitted at node b)", first, seen)
+	if seen-atA != 1 {
+		t.Fatalf("request %v reached the protocol %d times, %d of them at node a; want exactly one more, resubmitted at node b under the same identity", first, seen, atA)
 	}
 }
 
