@@ -154,6 +154,11 @@ type gconn struct {
 
 	smu sync.Mutex
 	st  *gstream // the Pipeline stream (pipeline.go), nil until first used
+	ps  *pstream // the Phases stream (phases.go), nil until first used
+
+	// noPhases: the node answered Phases UNIMPLEMENTED (an older node);
+	// client-driven ABD asks it through the Pipeline stream (abd.go).
+	noPhases atomic.Bool
 
 	abdSuspect atomic.Int64 // unix ns until which ABD phases ask it last (abd.go)
 
