@@ -268,6 +268,8 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(g.dial),
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: opts.Timeout}),
+			grpc.WithStaticStreamWindowSize(synodpb.StreamWindow), // no BDP pings: synodpb.StreamWindow
+			grpc.WithStaticConnWindowSize(synodpb.ConnWindow),
 			grpc.WithDefaultCallOptions(
 				grpc.MaxCallRecvMsgSize(synodpb.MaxMessageSize),
 				grpc.MaxCallSendMsgSize(synodpb.MaxMessageSize)),
