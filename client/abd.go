@@ -200,8 +200,26 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		return p
 	}
 	var req *synodpb.Request // the phase as a Pipeline call (made when needed)
-	pctx, cancel := context.WithTimeout(ctx, a.c.opts.Timeout)
-	defer cancel()
+	var subCancel context.CancelFunc
+	// The phase's time: Options.Timeout, or less when ctx ends first (one
+	// timer; a context of its own, sub, only for a slow path, which must
+	// end with the phase).
+	limit := time.NewTimer(a.c.opts.Timeout)
+	defer limit.Stop()
+	var pctx context.Context
+	sub := func() context.Context {
+		if pctx == nil {
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(ctx, a.c.opts.Timeout)
+			subCancel = cancel
+		}
+		return pctx
+	}
+	defer func() {
+		if subCancel != nil {
+			subCancel()
+		}
+	}()
 	n := len(a.c.conns)
 	// done hears of every phase sent once it completed; one is in flight
 	// at most per replica, so n places never block a stream.
@@ -247,6 +265,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			}
 			sc := &scall{req: req, done: make(chan struct{})}
 			pc.via = sc
+			pctx := sub()
 			go func() {
 				st, err := a.c.stream(pctx, g)
 				if err == nil {
@@ -270,6 +289,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		}
 		// Slow path: wait for the connection and open a stream, without
 		// holding up the phase at the other replicas.
+		pctx := sub()
 		go func() {
 			ps, err := a.c.phases(pctx, g)
 			if err == nil {
@@ -366,13 +386,13 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 				return err
 			}
 		case i := <-again:
-			if pctx.Err() == nil {
-				if err := start(i); err != nil {
-					return err
-				}
+			if err := start(i); err != nil {
+				return err
 			}
-		case <-pctx.Done():
-			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, pctx.Err())...))
+		case <-limit.C:
+			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, context.DeadlineExceeded)...))
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, ctx.Err())...))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/status"
 
@@ -38,11 +39,11 @@ import (
 //     message. The client sends, per replica, every phase its concurrent
 //     operations queued while its previous message was in flight
 //     (client/phases.go), so the batches grow with the load.
-//   - Concurrency. The goroutine that received a message starts the next
-//     receiver and runs its message itself (no hand-off between receiving
-//     a message and handing it to the loop); at most maxPhaseMsgs messages
-//     of a stream run at once, then the stream stops reading and HTTP/2
-//     flow control holds the caller back. The phases of a message and of
+//   - Concurrency. A stream has maxPhaseMsgs workers; they take turns
+//     receiving, and the one that received a message runs it (no hand-off
+//     between receiving a message and handing it to the loop), so at most
+//     maxPhaseMsgs messages of a stream run at once; then the stream stops
+//     reading and HTTP/2 flow control holds the caller back. The phases of a message and of
 //     different messages are independent (ABD needs no order: a query has
 //     no effect, a store installs a tag's value once, in any order).
 //   - Identity. A stream picks a random client id; each phase takes the
@@ -70,15 +71,17 @@ func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(),
-		slots: make(chan struct{}, maxPhaseMsgs), received: make(chan struct{})}
+	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(), received: make(chan struct{})}
 	ph.batcher, _ = s.b.(gateway.BatchBackend)
-	go ph.receive()
+	ph.workers.Store(maxPhaseMsgs)
+	for range maxPhaseMsgs {
+		go ph.work()
+	}
 	select {
 	case <-ph.received: // the caller closed its side, or the stream failed
 	case <-ctx.Done():
 	}
-	// No message starts from now on; wait for those running (a receiver
+	// No message starts from now on; wait for those running (a worker
 	// still blocked in Recv ends with the stream).
 	ph.mu.Lock()
 	ph.closed = true
@@ -100,9 +103,12 @@ type phaser struct {
 	cancel   context.CancelFunc
 	batcher  gateway.BatchBackend
 	client   uint64
-	slots    chan struct{} // one per message running (maxPhaseMsgs)
-	received chan struct{} // closed when receiving ended
+	workers  atomic.Int32  // workers not yet returned
+	received chan struct{} // closed when every worker returned
 	running  sync.WaitGroup
+
+	rmu   sync.Mutex // held by the worker receiving
+	ended bool       // receiving ended (under rmu)
 
 	mu     sync.Mutex
 	seq    uint64
@@ -123,38 +129,45 @@ func (ph *phaser) fail(err error) {
 	ph.cancel()
 }
 
-// receive receives one message, starts the next receiver once a slot is
-// free and runs the message (the doc's "Concurrency").
-func (ph *phaser) receive() {
-	var m *synodpb.PhaseRequest
-	for len(m.GetPhases()) == 0 {
-		var err error
-		if m, err = ph.stream.Recv(); err != nil {
-			if err != io.EOF {
-				ph.fail(err)
-			}
+// work receives a message, in turn with the stream's other workers, and
+// runs it (the doc's "Concurrency": the goroutine that received a message
+// runs it; the workers live as long as the stream, so that their stacks,
+// grown by a run, are not grown again for every message).
+func (ph *phaser) work() {
+	defer func() {
+		if ph.workers.Add(-1) == 0 {
 			close(ph.received)
+		}
+	}()
+	for {
+		ph.rmu.Lock()
+		var m *synodpb.PhaseRequest
+		for !ph.ended && len(m.GetPhases()) == 0 {
+			var err error
+			if m, err = ph.stream.Recv(); err != nil {
+				if err != io.EOF {
+					ph.fail(err)
+				}
+				ph.ended = true
+			}
+		}
+		ended := ph.ended
+		ph.rmu.Unlock()
+		if ended {
 			return
 		}
+		ph.mu.Lock()
+		ok := !ph.closed
+		if ok {
+			ph.running.Add(1)
+		}
+		ph.mu.Unlock()
+		if !ok {
+			return
+		}
+		ph.run(m)
+		ph.running.Done()
 	}
-	select {
-	case ph.slots <- struct{}{}:
-	case <-ph.ctx.Done():
-		return
-	}
-	ph.mu.Lock()
-	ok := !ph.closed
-	if ok {
-		ph.running.Add(1)
-	}
-	ph.mu.Unlock()
-	if !ok {
-		return
-	}
-	go ph.receive()
-	ph.run(m)
-	<-ph.slots
-	ph.running.Done()
 }
 
 // run checks and runs a message's phases as one batch and sends their
