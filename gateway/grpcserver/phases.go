@@ -13,7 +13,6 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
-	"github.com/synod-dev/synod/protocol/abd"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/synoderr"
 )
@@ -63,6 +62,18 @@ const (
 	// maxPhases bounds a Phases message's phases (the batch bound of
 	// Pipeline, maxBatch); more are refused INVALID_ARGUMENT.
 	maxPhases = 4 * maxBatch
+)
+
+// The request a phase stands for: protocol/abd's client-driven options
+// (direct.go), named here as api/synod.proto names them; the gateway knows
+// no protocol, it takes the options' specs from the registry (a namespace
+// whose protocol declares no optPhase refuses phases) and checks a tag
+// with the protocol's own optTag spec.
+const (
+	optPhase   = "abd.phase"
+	optTag     = "abd.tag"
+	phaseQuery = "query"
+	phaseStore = "store"
 )
 
 // Phases implements synod.v1.Synod.
@@ -187,8 +198,15 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 		return
 	}
 	ns, svc, err := ph.s.namespace(m.GetNamespace())
-	if err == nil && !slices.ContainsFunc(gateway.RequestOptionSpecs(ns.Protocol), func(o automaton.OptionSpec) bool { return o.Name == abd.OptPhase }) {
-		err = refusal(synoderr.Invalid, "namespace %q uses %s, which declares no %s option: client-driven ABD phases need an abd namespace", ns.Name, ns.Protocol, abd.OptPhase)
+	var tagSpec automaton.OptionSpec
+	if err == nil {
+		specs := gateway.RequestOptionSpecs(ns.Protocol)
+		i := slices.IndexFunc(specs, func(o automaton.OptionSpec) bool { return o.Name == optTag })
+		if i < 0 || !slices.ContainsFunc(specs, func(o automaton.OptionSpec) bool { return o.Name == optPhase }) {
+			err = refusal(synoderr.Invalid, "namespace %q uses %s, which declares no %s option: client-driven ABD phases need an abd namespace", ns.Name, ns.Protocol, optPhase)
+		} else {
+			tagSpec = specs[i]
+		}
 	}
 	if err == nil && svc == nil {
 		err = refusal(synoderr.Unsupported, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
@@ -204,7 +222,7 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 	reqs := make([]automaton.Request, 0, len(phases))
 	idx := make([]int, 0, len(phases)) // reqs[k] answers phases[idx[k]]
 	for i, p := range phases {
-		req, err := ph.request(ns, svc, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p)
+		req, err := ph.request(ns, svc, tagSpec, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p)
 		if err != nil {
 			st := status.Convert(err)
 			out[i] = &synodpb.PhaseReply{Id: p.GetId(), Code: uint32(st.Code()), Message: st.Message()}
@@ -235,29 +253,27 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 
 // Query and store phases' options (shared: the node gives the automaton
 // its own copy of a request's options, node.admit).
-var queryExt = map[string][]string{abd.OptPhase: {abd.PhaseQuery}}
+var queryExt = map[string][]string{optPhase: {phaseQuery}}
 
 // request checks phase p of namespace ns as Do checks the request it
-// stands for, and makes that request, identified as id.
-func (ph *phaser) request(ns config.Namespace, svc service.Service, id automaton.RequestID, p *synodpb.Phase) (automaton.Request, error) {
+// stands for (its tag with tagSpec, the protocol's), and makes that
+// request, identified as id.
+func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec automaton.OptionSpec, id automaton.RequestID, p *synodpb.Phase) (automaton.Request, error) {
 	req := automaton.Request{ID: id, Checked: true}
 	switch {
 	case p.GetTag() == "":
 		req.Op = service.Op{Kind: "get", Key: p.GetKey()}
 		req.Opts.Ext = queryExt
 	default:
-		t, err := abd.ParseTag(p.GetTag())
-		if err == nil && t.TS == 0 {
-			return req, refusal(synoderr.Invalid, "phase %d: tag %q: a stored tag's timestamp is at least 1", p.GetId(), p.GetTag())
-		}
+		tag, err := tagSpec.Parse([]string{p.GetTag()})
 		if err != nil {
-			return req, refusal(synoderr.Invalid, "phase %d: %v", p.GetId(), err)
+			return req, refusal(synoderr.Invalid, "namespace %q: phase %d: %v", ns.Name, p.GetId(), err)
 		}
 		req.Op = service.Op{Kind: "set", Key: p.GetKey(), Args: [][]byte{p.GetValue()}}
 		if p.GetTomb() {
 			req.Op = service.Op{Kind: "del", Key: p.GetKey()}
 		}
-		req.Opts.Ext = map[string][]string{abd.OptPhase: {abd.PhaseStore}, abd.OptTag: {p.GetTag()}}
+		req.Opts.Ext = map[string][]string{optPhase: {phaseStore}, optTag: tag}
 	}
 	if err := ph.s.permit(ph.ctx, ns.Name, req); err != nil {
 		return req, err
