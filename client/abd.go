@@ -201,11 +201,18 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	}
 	var req *synodpb.Request // the phase as a Pipeline call (made when needed)
 	var subCancel context.CancelFunc
-	// The phase's time: Options.Timeout, or less when ctx ends first (one
-	// timer; a context of its own, sub, only for a slow path, which must
-	// end with the phase).
-	limit := time.NewTimer(a.c.opts.Timeout)
-	defer limit.Stop()
+	// The phase's time: Options.Timeout, or less when ctx ends first. One
+	// timer serves the hedge and then the time limit (tick); a context of
+	// its own, sub, is made only for a slow path, which must end with the
+	// phase.
+	timeout := a.c.opts.Timeout
+	hedging := !a.c.opts.ABDAll
+	first := timeout
+	if hedging {
+		first = min(a.hedge(), timeout)
+	}
+	tick := time.NewTimer(first)
+	defer tick.Stop()
 	var pctx context.Context
 	sub := func() context.Context {
 		if pctx == nil {
@@ -318,16 +325,11 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			return err
 		}
 	}
-	var hedge <-chan time.Time
 	began := time.Now()
-	if a.c.opts.ABDAll {
+	if !hedging {
 		if err := askRest(); err != nil {
 			return err
 		}
-	} else {
-		ht := time.NewTimer(a.hedge())
-		defer ht.Stop()
-		hedge = ht.C
 	}
 	got := 0
 	last := make([]error, n) // each replica's last failure
@@ -375,8 +377,12 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			// Ask again after a pause, doubling up to abdMaxPause.
 			pauses[i] = min(max(2*pauses[i], abdFirstPause), abdMaxPause)
 			timers = append(timers, time.AfterFunc(pauses[i], func() { again <- i }))
-		case <-hedge:
-			hedge = nil
+		case <-tick.C:
+			if !hedging || first >= timeout {
+				return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, context.DeadlineExceeded)...))
+			}
+			hedging = false // the hedge: the time limit next
+			tick.Reset(timeout - first)
 			for i, pc := range calls {
 				if pc != nil {
 					a.c.conns[i].suspect() // slow: others go first for a while
@@ -389,8 +395,6 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			if err := start(i); err != nil {
 				return err
 			}
-		case <-limit.C:
-			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, context.DeadlineExceeded)...))
 		case <-ctx.Done():
 			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, ctx.Err())...))
 		}
