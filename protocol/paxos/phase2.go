@@ -20,14 +20,14 @@ import (
 // it so and counting the vote at once is safe).
 //
 // cmds is v's commands when the caller has just encoded them (propose: they
-// are already in inLog; copied here, as decodeBatch would, so the slot keeps
-// nothing of the requests); nil makes proposeAt decode v and note its
-// commands in inLog (a value picked in phase 1, a membership change). The
-// slot keeps the commands, so the leader decodes none of its own batches
-// (the decoding was 5-6 % of a leader's CPU under pipelined SETs, issue 28).
+// are already in inLog); nil makes proposeAt decode v and note its commands
+// in inLog (a value picked in phase 1, a membership change). The slot keeps
+// the commands (keptCmds), so the leader decodes none of its own batches
+// (the two decodings were 5-6 % of a leader's CPU and 4 of its allocations
+// per SET under pipelined SETs, issue 28).
 func (a *Paxos) proposeAt(i uint64, v []byte, cmds []cmd, c *conf) entry {
 	if cmds != nil {
-		cmds = copyCmds(cmds)
+		cmds = keptCmds(cmds)
 	} else if dec, err := decodeBatch(v); err == nil {
 		cmds = dec
 		for _, c := range cmds {
@@ -43,22 +43,44 @@ func (a *Paxos) proposeAt(i uint64, v []byte, cmds []cmd, c *conf) entry {
 	return entry{I: i, Value: v}
 }
 
-// copyCmds returns cmds as decodeBatch(encodeBatch(cmds)) would: the same
-// commands with their operations' arguments copied (service.CopyOp).
-func copyCmds(cmds []cmd) []cmd {
-	out := make([]cmd, len(cmds))
-	for k, c := range cmds {
-		c.Op = service.CopyOp(c.Op)
+// keptCmds returns cmds as decodeBatch(encodeBatch(cmds)) returns them,
+// for the slot to execute. An operation keeps its request's argument
+// slices: the runtime hands those over as the automaton's own and never
+// modifies them (automaton package doc), as pending requests already keep
+// them; services do not change an argument in place (KV shares its stored
+// values copy-on-write, KVState.Clone).
+// Only an operation whose arguments DecodeOp would give otherwise (an
+// empty argument list or argument, an argument with spare capacity) is
+// copied by service.CopyOp, which gives exactly what DecodeOp would.
+//
+// cmds is the caller's own slice (propose builds it for this batch) and is
+// changed in place; a group's operation list, the request's, is not.
+func keptCmds(cmds []cmd) []cmd {
+	for k := range cmds {
+		c := &cmds[k]
+		c.Op = keptOp(c.Op)
 		if len(c.Ops) > 0 {
 			ops := make([]service.Op, len(c.Ops))
 			for j, op := range c.Ops {
-				ops[j] = service.CopyOp(op)
+				ops[j] = keptOp(op)
 			}
 			c.Ops = ops
 		}
-		out[k] = c
 	}
-	return out
+	return cmds
+}
+
+func keptOp(op service.Op) service.Op {
+	if len(op.Args) == 0 {
+		op.Args = nil
+		return op
+	}
+	for _, a := range op.Args {
+		if len(a) == 0 || cap(a) != len(a) {
+			return service.CopyOp(op)
+		}
+	}
+	return op
 }
 
 // persistOwn emits the Persist of the leader's own acceptances proposed
