@@ -92,34 +92,6 @@ type command struct {
 
 var commands = map[string]*command{}
 
-// lookupCommand finds the command named name in any letter case, as
-// commands[strings.ToLower(string(name))] does, without allocating for an
-// ASCII name: as sent, else lowered into a stack buffer (the pipelined
-// path looks up every command; strings.ToLower allocated for each
-// upper-case name, 2 % of a leader's CPU under pipelined SETs).
-func lookupCommand(name []byte) (*command, bool) {
-	if cmd, ok := commands[string(name)]; ok {
-		return cmd, true
-	}
-	var buf [32]byte
-	if len(name) > len(buf) {
-		cmd, ok := commands[strings.ToLower(string(name))]
-		return cmd, ok
-	}
-	for i, b := range name {
-		if b >= 0x80 { // Unicode case mapping: as strings.ToLower does it
-			cmd, ok := commands[strings.ToLower(string(name))]
-			return cmd, ok
-		}
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		buf[i] = b
-	}
-	cmd, ok := commands[string(buf[:len(name)])]
-	return cmd, ok
-}
-
 func init() {
 	for _, c := range []*command{
 		{name: "ping", arity: -1, flags: []string{"fast", "stale"}, fn: cmdPing},
