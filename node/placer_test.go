@@ -37,7 +37,10 @@ func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	plain := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	// A read may wait for a split or a merge to settle: longer than
+	// go-redis's 3 s read timeout under the race detector at load 25 (an
+	// "i/o timeout" reading k121 once failed the test).
+	plain := redis.NewClient(&redis.Options{Addr: addrs[1], ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
 	defer plain.Close()
 	// CLUSTER commands make a connection a cluster client's (MOVED, not
 	// forwarding): status goes on its own.
