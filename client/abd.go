@@ -200,8 +200,33 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		return p
 	}
 	var req *synodpb.Request // the phase as a Pipeline call (made when needed)
-	pctx, cancel := context.WithTimeout(ctx, a.c.opts.Timeout)
-	defer cancel()
+	var subCancel context.CancelFunc
+	// The phase's time: Options.Timeout, or less when ctx ends first. One
+	// timer serves the hedge and then the time limit (tick); a context of
+	// its own, sub, is made only for a slow path, which must end with the
+	// phase.
+	timeout := a.c.opts.Timeout
+	hedging := !a.c.opts.ABDAll
+	first := timeout
+	if hedging {
+		first = min(a.hedge(), timeout)
+	}
+	tick := time.NewTimer(first)
+	defer tick.Stop()
+	var pctx context.Context
+	sub := func() context.Context {
+		if pctx == nil {
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(ctx, a.c.opts.Timeout)
+			subCancel = cancel
+		}
+		return pctx
+	}
+	defer func() {
+		if subCancel != nil {
+			subCancel()
+		}
+	}()
 	n := len(a.c.conns)
 	// done hears of every phase sent once it completed; one is in flight
 	// at most per replica, so n places never block a stream.
@@ -247,6 +272,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			}
 			sc := &scall{req: req, done: make(chan struct{})}
 			pc.via = sc
+			pctx := sub()
 			go func() {
 				st, err := a.c.stream(pctx, g)
 				if err == nil {
@@ -270,6 +296,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		}
 		// Slow path: wait for the connection and open a stream, without
 		// holding up the phase at the other replicas.
+		pctx := sub()
 		go func() {
 			ps, err := a.c.phases(pctx, g)
 			if err == nil {
@@ -298,16 +325,11 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			return err
 		}
 	}
-	var hedge <-chan time.Time
 	began := time.Now()
-	if a.c.opts.ABDAll {
+	if !hedging {
 		if err := askRest(); err != nil {
 			return err
 		}
-	} else {
-		ht := time.NewTimer(a.hedge())
-		defer ht.Stop()
-		hedge = ht.C
 	}
 	got := 0
 	last := make([]error, n) // each replica's last failure
@@ -355,8 +377,12 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			// Ask again after a pause, doubling up to abdMaxPause.
 			pauses[i] = min(max(2*pauses[i], abdFirstPause), abdMaxPause)
 			timers = append(timers, time.AfterFunc(pauses[i], func() { again <- i }))
-		case <-hedge:
-			hedge = nil
+		case <-tick.C:
+			if !hedging || first >= timeout {
+				return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, context.DeadlineExceeded)...))
+			}
+			hedging = false // the hedge: the time limit next
+			tick.Reset(timeout - first)
 			for i, pc := range calls {
 				if pc != nil {
 					a.c.conns[i].suspect() // slow: others go first for a while
@@ -366,13 +392,11 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 				return err
 			}
 		case i := <-again:
-			if pctx.Err() == nil {
-				if err := start(i); err != nil {
-					return err
-				}
+			if err := start(i); err != nil {
+				return err
 			}
-		case <-pctx.Done():
-			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, pctx.Err())...))
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, ctx.Err())...))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/status"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway"
-	"github.com/synod-dev/synod/protocol/abd"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/synoderr"
 )
@@ -38,11 +38,11 @@ import (
 //     message. The client sends, per replica, every phase its concurrent
 //     operations queued while its previous message was in flight
 //     (client/phases.go), so the batches grow with the load.
-//   - Concurrency. The goroutine that received a message starts the next
-//     receiver and runs its message itself (no hand-off between receiving
-//     a message and handing it to the loop); at most maxPhaseMsgs messages
-//     of a stream run at once, then the stream stops reading and HTTP/2
-//     flow control holds the caller back. The phases of a message and of
+//   - Concurrency. A stream has maxPhaseMsgs workers; they take turns
+//     receiving, and the one that received a message runs it (no hand-off
+//     between receiving a message and handing it to the loop), so at most
+//     maxPhaseMsgs messages of a stream run at once; then the stream stops
+//     reading and HTTP/2 flow control holds the caller back. The phases of a message and of
 //     different messages are independent (ABD needs no order: a query has
 //     no effect, a store installs a tag's value once, in any order).
 //   - Identity. A stream picks a random client id; each phase takes the
@@ -64,21 +64,35 @@ const (
 	maxPhases = 4 * maxBatch
 )
 
+// The request a phase stands for: protocol/abd's client-driven options
+// (direct.go), named here as api/synod.proto names them; the gateway knows
+// no protocol, it takes the options' specs from the registry (a namespace
+// whose protocol declares no optPhase refuses phases) and checks a tag
+// with the protocol's own optTag spec.
+const (
+	optPhase   = "abd.phase"
+	optTag     = "abd.tag"
+	phaseQuery = "query"
+	phaseStore = "store"
+)
+
 // Phases implements synod.v1.Synod.
 func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(),
-		slots: make(chan struct{}, maxPhaseMsgs), received: make(chan struct{})}
+	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(), received: make(chan struct{})}
 	ph.batcher, _ = s.b.(gateway.BatchBackend)
-	go ph.receive()
+	ph.workers.Store(maxPhaseMsgs)
+	for range maxPhaseMsgs {
+		go ph.work()
+	}
 	select {
 	case <-ph.received: // the caller closed its side, or the stream failed
 	case <-ctx.Done():
 	}
-	// No message starts from now on; wait for those running (a receiver
+	// No message starts from now on; wait for those running (a worker
 	// still blocked in Recv ends with the stream).
 	ph.mu.Lock()
 	ph.closed = true
@@ -100,9 +114,12 @@ type phaser struct {
 	cancel   context.CancelFunc
 	batcher  gateway.BatchBackend
 	client   uint64
-	slots    chan struct{} // one per message running (maxPhaseMsgs)
-	received chan struct{} // closed when receiving ended
+	workers  atomic.Int32  // workers not yet returned
+	received chan struct{} // closed when every worker returned
 	running  sync.WaitGroup
+
+	rmu   sync.Mutex // held by the worker receiving
+	ended bool       // receiving ended (under rmu)
 
 	mu     sync.Mutex
 	seq    uint64
@@ -123,38 +140,45 @@ func (ph *phaser) fail(err error) {
 	ph.cancel()
 }
 
-// receive receives one message, starts the next receiver once a slot is
-// free and runs the message (the doc's "Concurrency").
-func (ph *phaser) receive() {
-	var m *synodpb.PhaseRequest
-	for len(m.GetPhases()) == 0 {
-		var err error
-		if m, err = ph.stream.Recv(); err != nil {
-			if err != io.EOF {
-				ph.fail(err)
-			}
+// work receives a message, in turn with the stream's other workers, and
+// runs it (the doc's "Concurrency": the goroutine that received a message
+// runs it; the workers live as long as the stream, so that their stacks,
+// grown by a run, are not grown again for every message).
+func (ph *phaser) work() {
+	defer func() {
+		if ph.workers.Add(-1) == 0 {
 			close(ph.received)
+		}
+	}()
+	for {
+		ph.rmu.Lock()
+		var m *synodpb.PhaseRequest
+		for !ph.ended && len(m.GetPhases()) == 0 {
+			var err error
+			if m, err = ph.stream.Recv(); err != nil {
+				if err != io.EOF {
+					ph.fail(err)
+				}
+				ph.ended = true
+			}
+		}
+		ended := ph.ended
+		ph.rmu.Unlock()
+		if ended {
 			return
 		}
+		ph.mu.Lock()
+		ok := !ph.closed
+		if ok {
+			ph.running.Add(1)
+		}
+		ph.mu.Unlock()
+		if !ok {
+			return
+		}
+		ph.run(m)
+		ph.running.Done()
 	}
-	select {
-	case ph.slots <- struct{}{}:
-	case <-ph.ctx.Done():
-		return
-	}
-	ph.mu.Lock()
-	ok := !ph.closed
-	if ok {
-		ph.running.Add(1)
-	}
-	ph.mu.Unlock()
-	if !ok {
-		return
-	}
-	go ph.receive()
-	ph.run(m)
-	<-ph.slots
-	ph.running.Done()
 }
 
 // run checks and runs a message's phases as one batch and sends their
@@ -174,8 +198,15 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 		return
 	}
 	ns, svc, err := ph.s.namespace(m.GetNamespace())
-	if err == nil && !slices.ContainsFunc(gateway.RequestOptionSpecs(ns.Protocol), func(o automaton.OptionSpec) bool { return o.Name == abd.OptPhase }) {
-		err = refusal(synoderr.Invalid, "namespace %q uses %s, which declares no %s option: client-driven ABD phases need an abd namespace", ns.Name, ns.Protocol, abd.OptPhase)
+	var tagSpec automaton.OptionSpec
+	if err == nil {
+		specs := gateway.RequestOptionSpecs(ns.Protocol)
+		i := slices.IndexFunc(specs, func(o automaton.OptionSpec) bool { return o.Name == optTag })
+		if i < 0 || !slices.ContainsFunc(specs, func(o automaton.OptionSpec) bool { return o.Name == optPhase }) {
+			err = refusal(synoderr.Invalid, "namespace %q uses %s, which declares no %s option: client-driven ABD phases need an abd namespace", ns.Name, ns.Protocol, optPhase)
+		} else {
+			tagSpec = specs[i]
+		}
 	}
 	if err == nil && svc == nil {
 		err = refusal(synoderr.Unsupported, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
@@ -191,7 +222,7 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 	reqs := make([]automaton.Request, 0, len(phases))
 	idx := make([]int, 0, len(phases)) // reqs[k] answers phases[idx[k]]
 	for i, p := range phases {
-		req, err := ph.request(ns, svc, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p)
+		req, err := ph.request(ns, svc, tagSpec, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p)
 		if err != nil {
 			st := status.Convert(err)
 			out[i] = &synodpb.PhaseReply{Id: p.GetId(), Code: uint32(st.Code()), Message: st.Message()}
@@ -222,29 +253,27 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 
 // Query and store phases' options (shared: the node gives the automaton
 // its own copy of a request's options, node.admit).
-var queryExt = map[string][]string{abd.OptPhase: {abd.PhaseQuery}}
+var queryExt = map[string][]string{optPhase: {phaseQuery}}
 
 // request checks phase p of namespace ns as Do checks the request it
-// stands for, and makes that request, identified as id.
-func (ph *phaser) request(ns config.Namespace, svc service.Service, id automaton.RequestID, p *synodpb.Phase) (automaton.Request, error) {
+// stands for (its tag with tagSpec, the protocol's), and makes that
+// request, identified as id.
+func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec automaton.OptionSpec, id automaton.RequestID, p *synodpb.Phase) (automaton.Request, error) {
 	req := automaton.Request{ID: id, Checked: true}
 	switch {
 	case p.GetTag() == "":
 		req.Op = service.Op{Kind: "get", Key: p.GetKey()}
 		req.Opts.Ext = queryExt
 	default:
-		t, err := abd.ParseTag(p.GetTag())
-		if err == nil && t.TS == 0 {
-			return req, refusal(synoderr.Invalid, "phase %d: tag %q: a stored tag's timestamp is at least 1", p.GetId(), p.GetTag())
-		}
+		tag, err := tagSpec.Parse([]string{p.GetTag()})
 		if err != nil {
-			return req, refusal(synoderr.Invalid, "phase %d: %v", p.GetId(), err)
+			return req, refusal(synoderr.Invalid, "namespace %q: phase %d: %v", ns.Name, p.GetId(), err)
 		}
 		req.Op = service.Op{Kind: "set", Key: p.GetKey(), Args: [][]byte{p.GetValue()}}
 		if p.GetTomb() {
 			req.Op = service.Op{Kind: "del", Key: p.GetKey()}
 		}
-		req.Opts.Ext = map[string][]string{abd.OptPhase: {abd.PhaseStore}, abd.OptTag: {p.GetTag()}}
+		req.Opts.Ext = map[string][]string{optPhase: {phaseStore}, optTag: tag}
 	}
 	if err := ph.s.permit(ph.ctx, ns.Name, req); err != nil {
 		return req, err

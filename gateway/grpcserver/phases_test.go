@@ -8,6 +8,7 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/protocol/abd"
 )
 
 // phaseExchange sends msgs on a new Phases stream, one at a time, each
@@ -110,5 +111,13 @@ func TestPhases(t *testing.T) {
 	got = phaseExchange(t, c, &synodpb.PhaseRequest{Namespace: "nope", Phases: []*synodpb.Phase{{Id: 1, Key: "a"}}})
 	if r := got[1]; codes.Code(r.GetCode()) != codes.NotFound {
 		t.Errorf("phase on an unknown namespace: %v, want NOT_FOUND", r)
+	}
+}
+
+// The gateway names protocol/abd's client-driven options itself (it
+// imports no protocol): the names must be abd's.
+func TestPhaseOptionNames(t *testing.T) {
+	if optPhase != abd.OptPhase || optTag != abd.OptTag || phaseQuery != abd.PhaseQuery || phaseStore != abd.PhaseStore {
+		t.Fatalf("gateway's %q %q %q %q, protocol/abd's %q %q %q %q", optPhase, optTag, phaseQuery, phaseStore, abd.OptPhase, abd.OptTag, abd.PhaseQuery, abd.PhaseStore)
 	}
 }
