@@ -187,15 +187,7 @@ func BenchmarkCollectionTicks(b *testing.B) {
 }
 
 func collectionTicks(b *testing.B) {
-	c := &cluster{rng: rand.New(rand.NewSource(1))}
-	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
-		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
-	v := []byte(strings.Repeat("v", 100))
-	n := 0
-	put := func(id automaton.NodeID, k int) {
-		c.Request(id, service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", k), Args: [][]byte{v}}, opts(fmt.Sprint("p", n), false))
-		n++
-	}
+	c, put, n := setCluster(b)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	tick := func(measure []float64) []float64 {
@@ -221,7 +213,7 @@ func collectionTicks(b *testing.B) {
 			bytes += len(p.Value)
 		}
 	})
-	n0 := n
+	n0 := *n
 	ticks := []float64{}
 	for range 120 {
 		for _, id := range c.IDs() {
@@ -234,7 +226,23 @@ func collectionTicks(b *testing.B) {
 	slices.Sort(ticks)
 	b.ReportMetric(ticks[len(ticks)-1], "maxtick-ms")
 	b.ReportMetric(ticks[len(ticks)*99/100], "p99tick-ms")
-	b.ReportMetric(float64(bytes)/float64(n-n0), "B/set")
+	b.ReportMetric(float64(bytes)/float64(*n-n0), "B/set")
+}
+
+// setCluster starts 3 replicas of a KV service and returns put, which
+// submits a plain SET of a 100-byte value to key k at a replica, and the
+// count of puts submitted.
+func setCluster(b *testing.B) (*cluster, func(automaton.NodeID, int), *int) {
+	c := &cluster{rng: rand.New(rand.NewSource(1))}
+	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
+		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
+	v := []byte(strings.Repeat("v", 100))
+	n := new(int)
+	put := func(id automaton.NodeID, k int) {
+		c.Request(id, service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", k), Args: [][]byte{v}}, opts(fmt.Sprint("p", *n), false))
+		*n++
+	}
+	return c, put, n
 }
 
 // threadCPU is the CPU time of the calling OS thread, in nanoseconds
@@ -269,15 +277,7 @@ func BenchmarkPutSteps(b *testing.B) {
 }
 
 func putSteps(b *testing.B, perTick int) {
-	c := &cluster{rng: rand.New(rand.NewSource(1))}
-	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
-		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
-	v := []byte(strings.Repeat("v", 100))
-	n := 0
-	put := func(id automaton.NodeID, k int) {
-		c.Request(id, service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", k), Args: [][]byte{v}}, opts(fmt.Sprint("p", n), false))
-		n++
-	}
+	c, put, n := setCluster(b)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for k := range 10000 {
@@ -289,7 +289,7 @@ func putSteps(b *testing.B, perTick int) {
 		}
 		c.DeliverAll()
 	}
-	n0 := n
+	n0 := *n
 	var ticks, msgs []float64
 	t0 := threadCPU()
 	for range 100 {
@@ -314,7 +314,7 @@ func putSteps(b *testing.B, perTick int) {
 	total := threadCPU() - t0
 	slices.Sort(ticks)
 	slices.Sort(msgs)
-	b.ReportMetric(float64(total)/1e3/float64(n-n0), "cpu-us/set")
+	b.ReportMetric(float64(total)/1e3/float64(*n-n0), "cpu-us/set")
 	b.ReportMetric(ticks[len(ticks)-1], "maxtick-ms")
 	b.ReportMetric(ticks[len(ticks)*99/100], "p99tick-ms")
 	b.ReportMetric(msgs[len(msgs)-1], "maxmsg-ms")
