@@ -154,6 +154,11 @@ type gconn struct {
 
 	smu sync.Mutex
 	st  *gstream // the Pipeline stream (pipeline.go), nil until first used
+	ps  *pstream // the Phases stream (phases.go), nil until first used
+
+	// noPhases: the node answered Phases UNIMPLEMENTED (an older node);
+	// client-driven ABD asks it through the Pipeline stream (abd.go).
+	noPhases atomic.Bool
 
 	abdSuspect atomic.Int64 // unix ns until which ABD phases ask it last (abd.go)
 
@@ -263,6 +268,8 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(g.dial),
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: opts.Timeout}),
+			grpc.WithStaticStreamWindowSize(synodpb.StreamWindow), // no BDP pings: synodpb.StreamWindow
+			grpc.WithStaticConnWindowSize(synodpb.ConnWindow),
 			grpc.WithDefaultCallOptions(
 				grpc.MaxCallRecvMsgSize(synodpb.MaxMessageSize),
 				grpc.MaxCallSendMsgSize(synodpb.MaxMessageSize)),

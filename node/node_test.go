@@ -108,9 +108,14 @@ func do(t testing.TB, n *Node, ns string, r automaton.Request) service.Result {
 	return resp.Result
 }
 
+// eventually waits for cond. 30 s is only the bound past which the test
+// fails: a passing run waits for the event, however soon it comes, and
+// under CI's worst load (the race detector, two packages on 2 cores) an
+// election or a gRPC stream can take longer than the 5 s this was, as
+// TestFailoverStubOnPaxos's "the client knows the leader's address" did.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out: %s", what)

@@ -174,6 +174,8 @@ func New(b gateway.Backend, opts Options) *Server {
 		grpc.MaxRecvMsgSize(synodpb.MaxMessageSize),
 		grpc.MaxSendMsgSize(synodpb.MaxMessageSize),
 		grpc.MaxConcurrentStreams(1024),
+		grpc.StaticStreamWindowSize(synodpb.StreamWindow), // no BDP pings: synodpb.StreamWindow
+		grpc.StaticConnWindowSize(synodpb.ConnWindow),
 		grpc.UnaryInterceptor(s.authenticate),
 		grpc.StreamInterceptor(s.authenticateStream),
 	}
