@@ -44,6 +44,13 @@
 //
 // Step must not retain the Input's byte slices beyond the call unless it copies
 // them, and the runtime must not modify slices in outputs it has received.
+// A ClientRequest's operation arguments are the exception: the runtime hands
+// them over as the automaton's own (the node copies them out of the caller's
+// buffers, the simulator clones every request it delivers) and never modifies
+// them afterwards, so an automaton may keep them (a pending request, the batch
+// a Multi-Paxos leader proposes and executes, a stored value). Copies of an
+// automaton's state may share them (the model checker's), so neither the
+// automaton nor its service changes them in place.
 package automaton
 
 import (

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
@@ -26,11 +27,13 @@ import (
 // other. The GRPC client must be given the gRPC address of every replica of
 // the namespace: a majority is counted over those addresses.
 //
-// Per operation, each phase is one request to each replica it asks, sent
-// as a call on the replica's
-// Pipeline stream (pipeline.go; the phases of all the operations running on
-// one client share the streams, as the seed's threads share nothing: a
-// stream's writer sends the calls queued meanwhile in one message); the
+// Per operation, each phase is one phase to each replica it asks, sent on
+// the replica's Phases stream (phases.go: the request a phase stands for in
+// a compact form; the phases of all the operations running on one client
+// share the streams, as the seed's threads share nothing: a stream's writer
+// sends the phases queued meanwhile in one message, which the replica hands
+// to its loop as one batch; an older node without Phases gets the phase as
+// a call on its Pipeline stream, pipeline.go); the
 // phase ends when a majority, (N/2)+1, has answered (the seed's semaphore),
 // and the calls still in flight are abandoned (the seed leaves the
 // stragglers open; ABD needs no more than a majority). A replica whose attempt fails without an answer
@@ -168,32 +171,69 @@ func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
 }
 
 // phase sends the coordinator's current phase to a majority of the
-// replicas (thrifty, see "Phases to a majority" above), as a call on each
-// one's Pipeline stream (the phases of every operation of this client share
-// the streams, and a stream's writer sends what is queued together), and
-// feeds it the answers until the phase is over (a majority). The other
-// replicas are asked too once an asked one failed or the phase has waited
-// abdHedge. A replica whose attempt failed without an answer (the stream
-// broke or could not open, TRYAGAIN, UNAVAILABLE) is asked again after a
-// pause (ask's rule). It fails at once on a refusal, and when a majority can
-// no longer answer in time. The calls still in flight when it returns are
-// abandoned (their replies, when they come, are dropped).
+// replicas (thrifty, see "Phases to a majority" above), as a phase on each
+// one's Phases stream (phases.go: the phases of every operation of this
+// client share the streams, and a stream's writer sends what is queued
+// together, which the replica hands to its loop as one batch), and feeds
+// it the answers until the phase is over (a majority). A replica that does
+// not serve Phases (UNIMPLEMENTED: an older node) is asked with a call on
+// its Pipeline stream instead, as the same request with the abd.phase
+// option. The other replicas are asked too once an asked one failed or the
+// phase has waited abdHedge. A replica whose attempt failed without an
+// answer (the stream broke or could not open, TRYAGAIN, UNAVAILABLE) is
+// asked again after a pause (ask's rule). It fails at once on a refusal,
+// and when a majority can no longer answer in time. The phases still in
+// flight when it returns are abandoned (their replies, when they come, are
+// dropped).
 func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	ph := co.Phase()
-	req, err := a.c.request(a.ns, OpOptions{Ext: ph.Ext})
-	if err != nil {
-		return err
+	ns := a.c.nsName(a.ns)
+	compact := func() *synodpb.Phase {
+		p := &synodpb.Phase{Key: ph.Op.Key}
+		if t := ph.Ext[abd.OptTag]; len(t) > 0 {
+			p.Tag = t[0]
+			switch ph.Op.Kind {
+			case "del":
+				p.Tomb = true
+			default:
+				p.Value = ph.Op.Args[0]
+			}
+		}
+		return p
 	}
-	req.Op = synodpb.FromOp(ph.Op)
-	req.ClientId, req.Seq = 0, 0 // a call on a stream: the stream identifies it
-	req.Terse = true             // the answer's result is all a phase reads
-	pctx, cancel := context.WithTimeout(ctx, a.c.opts.Timeout)
-	defer cancel()
+	var req *synodpb.Request // the phase as a Pipeline call (made when needed)
+	var subCancel context.CancelFunc
+	// The phase's time: Options.Timeout, or less when ctx ends first. One
+	// timer serves the hedge and then the time limit (tick); a context of
+	// its own, sub, is made only for a slow path, which must end with the
+	// phase.
+	timeout := a.c.opts.Timeout
+	hedging := !a.c.opts.ABDAll
+	first := timeout
+	if hedging {
+		first = min(a.hedge(), timeout)
+	}
+	tick := time.NewTimer(first)
+	defer tick.Stop()
+	var pctx context.Context
+	sub := func() context.Context {
+		if pctx == nil {
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(ctx, a.c.opts.Timeout)
+			subCancel = cancel
+		}
+		return pctx
+	}
+	defer func() {
+		if subCancel != nil {
+			subCancel()
+		}
+	}()
 	n := len(a.c.conns)
-	// done hears of every call of this phase once it completed; one call
-	// at most is in flight per replica, so n places never block a stream.
-	done := make(chan *scall, n)
-	calls := make([]*scall, n) // each replica's call in flight
+	// done hears of every phase sent once it completed; one is in flight
+	// at most per replica, so n places never block a stream.
+	done := make(chan *pcall, n)
+	calls := make([]*pcall, n) // each replica's phase in flight
 	asked := make([]bool, n)   // replicas asked at least once
 	pauses := make([]time.Duration, n)
 	again := make(chan int, n) // replicas whose pause is over
@@ -202,67 +242,116 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		for _, t := range timers {
 			t.Stop()
 		}
-		for i, sc := range calls {
-			if sc != nil {
-				if st := a.c.conns[i].live(); st != nil {
-					st.abandon(sc)
+		for i, pc := range calls {
+			switch g := a.c.conns[i]; {
+			case pc == nil:
+			case pc.via != nil:
+				if st := g.live(); st != nil {
+					st.abandon(pc.via)
+				}
+			default:
+				if ps := g.livePhases(); ps != nil {
+					ps.abandon(pc)
 				}
 			}
 		}
 	}()
-	start := func(i int) {
+	start := func(i int) error {
 		asked[i] = true
-		sc := &scall{req: req, done: make(chan struct{}), notify: done}
-		calls[i] = sc
+		pc := &pcall{ns: ns, notify: done}
+		calls[i] = pc
 		g := a.c.conns[i]
-		if st := g.live(); st != nil && st.enqueue(sc) == nil {
-			return
+		if g.noPhases.Load() {
+			// An older node: the phase as a call on its Pipeline stream.
+			if req == nil {
+				var err error
+				if req, err = a.c.request(a.ns, OpOptions{Ext: ph.Ext}); err != nil {
+					return err
+				}
+				req.Op = synodpb.FromOp(ph.Op)
+				req.ClientId, req.Seq = 0, 0 // a call on a stream: the stream identifies it
+				req.Terse = true             // the answer's result is all a phase reads
+			}
+			sc := &scall{req: req, done: make(chan struct{})}
+			pc.via = sc
+			pctx := sub()
+			go func() {
+				st, err := a.c.stream(pctx, g)
+				if err == nil {
+					err = st.enqueue(sc)
+				}
+				if err != nil {
+					sc.err = err
+					close(sc.done)
+				}
+				select {
+				case <-sc.done:
+					pc.complete()
+				case <-pctx.Done(): // the phase is over; abandoned (above)
+				}
+			}()
+			return nil
+		}
+		pc.phase = compact()
+		if ps := g.livePhases(); ps != nil && ps.enqueue(pc) == nil {
+			return nil
 		}
 		// Slow path: wait for the connection and open a stream, without
 		// holding up the phase at the other replicas.
+		pctx := sub()
 		go func() {
-			st, err := a.c.stream(pctx, g)
+			ps, err := a.c.phases(pctx, g)
 			if err == nil {
-				err = st.enqueue(sc)
+				err = ps.enqueue(pc)
 			}
 			if err != nil {
-				sc.err = err
-				sc.complete()
+				pc.err = err
+				pc.complete()
 			}
 		}()
+		return nil
 	}
 	// askRest asks every replica not asked yet (hedging; a failure).
-	askRest := func() {
+	askRest := func() error {
 		for i := range n {
 			if !asked[i] {
-				start(i)
+				if err := start(i); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
 	}
 	for _, i := range a.majority(n) {
-		start(i)
+		if err := start(i); err != nil {
+			return err
+		}
 	}
-	var hedge <-chan time.Time
 	began := time.Now()
-	if a.c.opts.ABDAll {
-		askRest()
-	} else {
-		ht := time.NewTimer(a.hedge())
-		defer ht.Stop()
-		hedge = ht.C
+	if !hedging {
+		if err := askRest(); err != nil {
+			return err
+		}
 	}
 	got := 0
 	last := make([]error, n) // each replica's last failure
 	for {
 		select {
-		case sc := <-done:
-			i := slices.Index(calls, sc)
+		case pc := <-done:
+			i := slices.Index(calls, pc)
 			if i < 0 {
 				continue
 			}
 			calls[i] = nil
-			_, res, _, err := sc.outcome()
+			res, err := pc.result()
 			switch {
+			case err != nil && pc.via == nil && status.Code(err) == codes.Unimplemented:
+				// An older node without Phases: ask it through Pipeline.
+				a.c.conns[i].noPhases.Store(true)
+				if err := start(i); err != nil {
+					return err
+				}
+				continue
 			case err != nil && definite(status.Code(err)):
 				return fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
 			case err == nil && res.IsErr() && replyError(res.Err).Kind != synoderr.TryAgain:
@@ -284,24 +373,32 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			}
 			last[i] = fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
 			a.c.conns[i].suspect()
-			askRest() // the majority asked may no longer answer
+			if err := askRest(); err != nil { // the majority asked may no longer answer
+				return err
+			}
 			// Ask again after a pause, doubling up to abdMaxPause.
 			pauses[i] = min(max(2*pauses[i], abdFirstPause), abdMaxPause)
 			timers = append(timers, time.AfterFunc(pauses[i], func() { again <- i }))
-		case <-hedge:
-			hedge = nil
-			for i, sc := range calls {
-				if sc != nil {
+		case <-tick.C:
+			if !hedging || first >= timeout {
+				return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, context.DeadlineExceeded)...))
+			}
+			hedging = false // the hedge: the time limit next
+			tick.Reset(timeout - first)
+			for i, pc := range calls {
+				if pc != nil {
 					a.c.conns[i].suspect() // slow: others go first for a while
 				}
 			}
-			askRest()
-		case i := <-again:
-			if pctx.Err() == nil {
-				start(i)
+			if err := askRest(); err != nil {
+				return err
 			}
-		case <-pctx.Done():
-			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, pctx.Err())...))
+		case i := <-again:
+			if err := start(i); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, ctx.Err())...))
 		}
 	}
 }

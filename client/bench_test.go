@@ -97,3 +97,35 @@ func BenchmarkGRPCSet(b *testing.B) {
 		}
 	}
 }
+
+// One caller, one request at a time (the one-client latency path), over
+// an in-memory paxos namespace: GETs through Do (a unary call each) and
+// through the Pipeline stream (Options.Pipeline). Count the goroutine
+// hand-offs per call with a runtime trace: `go test ./client -run X
+// -bench OneClient/stream -benchtime 5000x -trace t.out`, then count the
+// trace's goroutine unblocks (docs/COSTS.md, "Client-driven ABD's phases
+// in a compact form").
+func BenchmarkGRPCOneClient(b *testing.B) {
+	for _, piped := range []bool{false, true} {
+		name := "do"
+		if piped {
+			name = "stream"
+		}
+		b.Run(name, func(b *testing.B) {
+			n := startGRPC(b, kvNS("paxos"), grpcserver.Options{})
+			c := newGRPC(b, []string{n.addr}, Options{Pipeline: piped})
+			ctx := context.Background()
+			if _, _, err := c.DoOp(ctx, "", service.Op{Kind: "set", Key: "k", Args: [][]byte{make([]byte, 100)}}, OpOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			c0 := cpuTime()
+			for range b.N {
+				if _, _, err := c.DoOp(ctx, "", service.Op{Kind: "get", Key: "k"}, OpOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}

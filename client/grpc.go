@@ -154,6 +154,11 @@ type gconn struct {
 
 	smu sync.Mutex
 	st  *gstream // the Pipeline stream (pipeline.go), nil until first used
+	ps  *pstream // the Phases stream (phases.go), nil until first used
+
+	// noPhases: the node answered Phases UNIMPLEMENTED (an older node);
+	// client-driven ABD asks it through the Pipeline stream (abd.go).
+	noPhases atomic.Bool
 
 	abdSuspect atomic.Int64 // unix ns until which ABD phases ask it last (abd.go)
 
@@ -263,6 +268,8 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(g.dial),
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: opts.Timeout}),
+			grpc.WithStaticStreamWindowSize(synodpb.StreamWindow), // no BDP pings: synodpb.StreamWindow
+			grpc.WithStaticConnWindowSize(synodpb.ConnWindow),
 			grpc.WithDefaultCallOptions(
 				grpc.MaxCallRecvMsgSize(synodpb.MaxMessageSize),
 				grpc.MaxCallSendMsgSize(synodpb.MaxMessageSize)),
@@ -723,8 +730,9 @@ var ErrTxnDone = errors.New("client: the transaction has ended (committed or abo
 // Txn is an interactive transaction (automaton/txn.go; the Grid Services thesis VI.A.4's
 // shape): each Do is answered before the commit, with the transaction's own
 // writes visible to its later reads and invisible to everyone else until
-// Commit. Only protocols with Namespace.interactive_transactions serve them
-// (unreplicated); others refuse Begin with FAILED_PRECONDITION.
+// Commit. Only namespaces with Namespace.interactive_transactions serve them
+// (unreplicated, pbpaxos, and sharded namespaces over a protocol with atomic
+// groups, whose nodes run them); others refuse Begin with FAILED_PRECONDITION.
 //
 // An open transaction lives at the node that serves it, so every step is
 // sent to the node that served Begin, and never fails over: if that node

@@ -327,6 +327,7 @@ type gstream struct {
 	queue   []*scall          // not yet handed to the stream
 	pending map[uint64]*scall // handed to it, awaiting a reply
 	named   int               // named messages in flight (messages)
+	writing bool              // a goroutine is sending (flush)
 	err     error             // set once the stream failed
 }
 
@@ -581,22 +582,36 @@ func (st *gstream) wake() {
 }
 
 // enqueue queues scs, in order, for the writer; an error means the stream
-// has failed (none sent).
+// has failed (none sent). One small call on a quiet stream (nothing in
+// flight, nobody writing) is sent by the caller itself (flush), one
+// goroutine hand-off fewer per call for a client with one caller; it
+// cannot block in gRPC's Send (a quiet stream's HTTP/2 window,
+// synodpb.StreamWindow, holds it whole, and the node reads a quiet
+// stream). Others wake the writer.
 func (st *gstream) enqueue(scs ...*scall) error {
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
 		return st.err
 	}
+	quiet := len(scs) == 1 && len(st.queue) == 0 && len(st.pending) == 0 && !st.writing &&
+		callBytes(scs[0].req) <= maxInlineBytes
 	for _, sc := range scs {
 		st.next++
 		sc.id = st.next
 		st.queue = append(st.queue, sc)
 	}
 	st.mu.Unlock()
-	st.wake()
+	if quiet {
+		st.flush()
+	} else {
+		st.wake()
+	}
 	return nil
 }
+
+// maxInlineBytes bounds a call its caller sends itself (enqueue).
+const maxInlineBytes = 64 << 10
 
 // writer sends the queued calls whenever woken.
 func (st *gstream) writer() {
@@ -608,20 +623,35 @@ func (st *gstream) writer() {
 			st.fail(status.FromContextError(ctx.Err()).Err())
 			return
 		}
-		st.mu.Lock()
-		if st.err != nil {
-			st.mu.Unlock()
-			return
-		}
+		st.flush()
+	}
+}
+
+// flush sends the queued calls, and those queued meanwhile, unless
+// another goroutine is sending (it then sends them before it stops).
+func (st *gstream) flush() {
+	st.mu.Lock()
+	if st.writing {
+		st.mu.Unlock()
+		return
+	}
+	st.writing = true
+	for st.err == nil {
 		msgs := st.messages()
+		if len(msgs) == 0 {
+			break
+		}
 		st.mu.Unlock()
 		for _, msg := range msgs {
 			if err := st.s.Send(msg); err != nil {
 				st.fail(err)
-				return
+				break
 			}
 		}
+		st.mu.Lock()
 	}
+	st.writing = false
+	st.mu.Unlock()
 }
 
 // messages takes the queued calls to send now and makes the messages that

@@ -137,6 +137,9 @@ type UpOptions struct {
 	// binary killed by its timeout leaves no nodes running; `synod cluster
 	// up` does not, its nodes outlive the command.
 	DieWithParent bool
+	// WALCompactMin is the cluster file's wal_compact_min: the WAL log
+	// size below which a node never compacts (0: the default, 64 MiB).
+	WALCompactMin int64
 }
 
 // Node is one member of a running cluster.
@@ -171,6 +174,10 @@ func (c *Cluster) ClientAddrs() []string {
 func (c *Cluster) Status() ([]NodeStatus, error) { return Status(c.Dir) }
 func (c *Cluster) Kill(id string) error          { return Kill(c.Dir, id) }
 func (c *Cluster) Restart(id string) error       { return Restart(c.Dir, id) }
+
+// PID is the process id of node id, or 0 when it is not running (its pid
+// file checked against the running process, as Kill does).
+func (c *Cluster) PID(id string) (int, error) { return nodePID(c.Dir, id) }
 func (c *Cluster) Down(purge bool) ([]string, error) {
 	return Down(c.Dir, purge)
 }
@@ -344,12 +351,13 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		return nil, err
 	}
 	cfg := &config.Cluster{
-		Cluster:    "local-" + hex.EncodeToString(rb[:]),
-		Durability: opts.Durability,
-		DataDir:    filepath.Join(dir, DataDir),
-		Password:   opts.Password,
-		Namespaces: append([]config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params, Transport: opts.Transport}}, opts.Extra...),
-		Remotes:    opts.Remotes,
+		Cluster:       "local-" + hex.EncodeToString(rb[:]),
+		Durability:    opts.Durability,
+		DataDir:       filepath.Join(dir, DataDir),
+		Password:      opts.Password,
+		WALCompactMin: opts.WALCompactMin,
+		Namespaces:    append([]config.Namespace{{Name: "default", Protocol: opts.Protocol, Service: opts.Service, Params: opts.Params, Transport: opts.Transport}}, opts.Extra...),
+		Remotes:       opts.Remotes,
 	}
 	for i := range cfg.Namespaces {
 		shareDatabase(&cfg.Namespaces[i], dir, opts.Nodes)

@@ -46,6 +46,13 @@ type ReportConfig struct {
 	WarmupSec   float64  `json:"warmup_per_cell_s"`
 	Seed        int64    `json:"seed"`
 	Dir         string   `json:"dir"`
+	// PipelineDepths are the pipelining depths swept.
+	PipelineDepths []int `json:"pipeline_depths"`
+	// Isolation says whether the other systems were paused during a
+	// system's cells.
+	Isolation string `json:"isolation"`
+	// IdleWindowSec is the window of the CPU figures of SystemReport.
+	IdleWindowSec float64 `json:"idle_window_s"`
 }
 
 // SystemReport describes one system that ran.
@@ -54,6 +61,11 @@ type SystemReport struct {
 	Version    string   `json:"version"`
 	Durability string   `json:"durability"`
 	Addrs      []string `json:"addrs"`
+	// IdleCPU is the cores the system's processes used while it served no
+	// client, after its preload (nil: not measured); AfterTurnCPU the same
+	// right after each of its turns, in order.
+	IdleCPU      *float64  `json:"idle_cpu_cores,omitempty"`
+	AfterTurnCPU []float64 `json:"after_turn_cpu_cores,omitempty"`
 }
 
 // Skipped is a system that was not run.
@@ -226,6 +238,10 @@ func (r *Result) Print(w io.Writer) {
 		names = append(names, s.Name)
 		fmt.Fprintf(w, "  %-9s %s; durability %s\n", s.Name, s.Version, s.Durability)
 	}
+	if c.Isolation != "" {
+		fmt.Fprintf(w, "  isolation: %s\n", c.Isolation)
+	}
+	r.printIdleCPU(w)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "  %-9s not run: not installed (install with: %s)\n", s.Name, s.Install)
 	}
@@ -265,6 +281,35 @@ func (r *Result) Print(w io.Writer) {
 			orDash(ra.SynodConfig), fsync[Synod], orDash(ra.PeerConfig), fsync[ra.Peer])
 	}
 	fmt.Fprintln(w, "  (ratios from one run on one machine; a shared machine makes every figure noisy)")
+}
+
+// printIdleCPU writes each system's CPU while it served no client: after
+// its preload, and after each of its turns (mean and max).
+func (r *Result) printIdleCPU(w io.Writer) {
+	header := false
+	for _, s := range r.Systems {
+		if s.IdleCPU == nil && len(s.AfterTurnCPU) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "  CPU while serving no client (cores; utime+stime of the system's processes over %gs):\n", r.Config.IdleWindowSec)
+			header = true
+		}
+		idle := "-"
+		if s.IdleCPU != nil {
+			idle = fmt.Sprintf("%.3f", *s.IdleCPU)
+		}
+		line := fmt.Sprintf("    %-9s idle after the preload %s", s.Name, idle)
+		if n := len(s.AfterTurnCPU); n > 0 {
+			var sum, mx float64
+			for _, c := range s.AfterTurnCPU {
+				sum += c
+				mx = max(mx, c)
+			}
+			line += fmt.Sprintf("; right after its turns: mean %.3f, max %.3f (%d turns)", sum/float64(n), mx, n)
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // printCells writes one table of cells; withErrors adds the conns and

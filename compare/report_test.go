@@ -213,9 +213,11 @@ func TestConfigs(t *testing.T) {
 		{etcd, 256, "v3 conns=per-client, v3 conns=1, v3 conns=16"},
 		{etcd, 16, "v3 conns=per-client, v3 conns=1"},
 		{etcd, 1, "v3 conns=per-client"},
-		{synod, 256, "resp conns=per-client, resp conns=pipeline:16, grpc conns=1, grpc conns=16, grpc conns=pipeline:16"},
+		{synod, 256, "resp conns=per-client, resp conns=pipeline:16, resp conns=pipeline:64, grpc conns=1, grpc conns=16, grpc conns=pipeline:16, grpc conns=pipeline:64"},
+		// Depth 64 opens the one connection depth 16 opens.
+		{synod, 16, "resp conns=per-client, resp conns=pipeline:16, grpc conns=1, grpc conns=pipeline:16"},
 		{synod, 1, "resp conns=per-client, grpc conns=1"},
-		{redis, 64, "resp conns=per-client, resp conns=pipeline:16"},
+		{redis, 64, "resp conns=per-client, resp conns=pipeline:16, resp conns=pipeline:64"},
 	} {
 		if got := names(c.inst, c.clients); got != c.want {
 			t.Errorf("%s at %d clients: %s, want %s", c.inst.Via, c.clients, got, c.want)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,27 +51,40 @@ type Options struct {
 	// share a connection (etcd, ZooKeeper, Synod's gRPC client), beside one
 	// connection per client.
 	Conns []int
-	// PipelineDepth is the RESP pipelining depth swept beside one
-	// connection per client (0: no pipelined configuration).
-	PipelineDepth int
+	// PipelineDepths are the pipelining depths swept beside one connection
+	// per client, over RESP and Synod's gRPC Pipeline streams (none: no
+	// pipelined configuration).
+	PipelineDepths []int
+	// Isolate runs each system's cells with every other system paused
+	// (SIGSTOP), resuming it (SIGCONT) for its own turn (package doc,
+	// "Isolation"). Without it every system runs throughout, as before
+	// session 42: a peer's cells then share the machine with the other
+	// systems' background work.
+	Isolate bool
+	// IdleWindow is how long each system's CPU is measured while it serves
+	// no client: once after the preload (alone, after a settle of the same
+	// length) and after each of its turns (0: not measured).
+	IdleWindow time.Duration
 }
 
 // DefaultOptions returns the defaults of `synod-lab compare`.
 func DefaultOptions() Options {
 	return Options{
-		Clients:       []int{1, 16, 64, 256},
-		Duration:      10 * time.Second,
-		Warmup:        time.Second,
-		Keys:          10000,
-		KeySize:       16,
-		ValueSize:     100,
-		Ops:           []string{OpPut, OpGet},
-		Seed:          1,
-		OpTimeout:     5 * time.Second,
-		ReadyTimeout:  60 * time.Second,
-		StopGrace:     10 * time.Second,
-		Conns:         []int{1, 16},
-		PipelineDepth: 16,
+		Clients:        []int{1, 16, 64, 256},
+		Duration:       10 * time.Second,
+		Warmup:         time.Second,
+		Keys:           10000,
+		KeySize:        16,
+		ValueSize:      100,
+		Ops:            []string{OpPut, OpGet},
+		Seed:           1,
+		OpTimeout:      5 * time.Second,
+		ReadyTimeout:   60 * time.Second,
+		StopGrace:      10 * time.Second,
+		Conns:          []int{1, 16},
+		PipelineDepths: []int{16, 64},
+		Isolate:        true,
+		IdleWindow:     time.Second,
 	}
 }
 
@@ -115,8 +129,13 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("shared connection count %d: must be at least 1", c)
 		}
 	}
-	if o.PipelineDepth < 0 {
-		return fmt.Errorf("pipelining depth %d: must be 0 (none) or positive", o.PipelineDepth)
+	for _, d := range o.PipelineDepths {
+		if d < 1 {
+			return fmt.Errorf("pipelining depth %d: must be at least 1", d)
+		}
+	}
+	if o.IdleWindow < 0 {
+		return fmt.Errorf("idle CPU window must be 0 or positive (got %v)", o.IdleWindow)
 	}
 	if o.OpTimeout <= 0 || o.ReadyTimeout <= 0 || o.StopGrace <= 0 {
 		return errors.New("timeouts must be positive")
@@ -165,7 +184,7 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 		Start: time.Now(),
 		Config: ReportConfig{Members: Members, Protocol: o.Protocol, Keys: o.Keys, KeySize: o.KeySize,
 			ValueSize: o.ValueSize, Clients: o.Clients, Ops: o.Ops, DurationSec: o.Duration.Seconds(), WarmupSec: o.Warmup.Seconds(),
-			Seed: o.Seed, Dir: dir},
+			Seed: o.Seed, Dir: dir, PipelineDepths: o.PipelineDepths, IdleWindowSec: o.IdleWindow.Seconds()},
 	}
 
 	procs := newProcGroup()
@@ -230,6 +249,44 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 		}
 	}
 
+	var insts []*Instance
+	for _, l := range lives {
+		insts = append(insts, l.inst)
+	}
+	isolate := o.Isolate && len(lives) > 1
+	if isolate {
+		res.Config.Isolation = "each system's cells ran with the other systems paused (SIGSTOP), resumed (SIGCONT) for their own turn"
+		if err := pauseOthers(insts, nil); err != nil {
+			return res, fmt.Errorf("pausing: %w", err)
+		}
+	} else {
+		res.Config.Isolation = "none: every system ran throughout, beside the others' cells"
+	}
+	// Each system's CPU while it serves no client, after its preload: alone
+	// when isolated, after a settle of the same length.
+	if o.IdleWindow > 0 {
+		for i, l := range lives {
+			if isolate {
+				if err := resumeTurn(ctx, l.inst, o); err != nil {
+					return res, fmt.Errorf("resuming %s: %w", l.sys.Name, err)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(o.IdleWindow):
+			}
+			res.Systems[i].IdleCPU = cpuOver(ctx, l.inst, o.IdleWindow)
+			if c := res.Systems[i].IdleCPU; c != nil {
+				fmt.Fprintf(progress, "%s idle: %.3f cores over %v\n", l.sys.Name, *c, o.IdleWindow)
+			}
+			if isolate {
+				if err := pauseOthers(insts, nil); err != nil {
+					return res, fmt.Errorf("pausing %s: %w", l.sys.Name, err)
+				}
+			}
+		}
+	}
+
 	total := 0
 	for _, clients := range o.Clients {
 		for _, l := range lives {
@@ -237,11 +294,23 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 		}
 	}
 	n := 0
-	// Systems take turns cell by cell, so that drift over the run (page
-	// cache, other load) falls on all of them alike.
+	// Systems take turns, all configurations of one op and client count at
+	// a time, so that drift over the run (page cache, other load) falls on
+	// all of them alike.
 	for _, clients := range o.Clients {
 		for _, op := range o.Ops {
-			for _, l := range lives {
+			for i, l := range lives {
+				if ctx.Err() != nil {
+					break
+				}
+				if isolate {
+					if err := resumeTurn(ctx, l.inst, o); err != nil {
+						if ctx.Err() != nil {
+							break
+						}
+						return res, fmt.Errorf("resuming %s: %w", l.sys.Name, err)
+					}
+				}
 				for _, cc := range Configs(l.inst, o, clients) {
 					if ctx.Err() != nil {
 						break
@@ -257,6 +326,17 @@ func Run(ctx context.Context, o Options, systems []System, out, progress io.Writ
 					} else {
 						fmt.Fprintf(progress, "[%2d/%d] %-3s clients %3d  %-9s %-22s %10.1f ops/s  p50 %7.3f ms  p99 %7.3f ms  errors %d  (%s)\n",
 							n, total, op, clients, l.sys.Name, cc.Name, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.Errors, cell.Fsync)
+					}
+				}
+				// What the system still does once its clients are gone (a
+				// backlog of background work), measured before it is paused.
+				if c := cpuOver(ctx, l.inst, o.IdleWindow); c != nil {
+					res.Systems[i].AfterTurnCPU = append(res.Systems[i].AfterTurnCPU, *c)
+					fmt.Fprintf(progress, "%s after its %s turn at %d clients: %.3f cores over %v\n", l.sys.Name, op, clients, *c, o.IdleWindow)
+				}
+				if isolate && ctx.Err() == nil {
+					if err := pauseOthers(insts, nil); err != nil {
+						return res, fmt.Errorf("pausing %s: %w", l.sys.Name, err)
 					}
 				}
 			}
@@ -302,8 +382,10 @@ func prepareDir(dir string) (string, bool, error) {
 	return abs, false, nil
 }
 
-// stopAll stops every running instance and every process of the group.
+// stopAll stops every running instance and every process of the group,
+// resuming the paused ones first.
 func stopAll(running []*Instance, procs *procGroup, grace time.Duration, progress io.Writer) error {
+	resumeAll(running)
 	var errs []error
 	for _, inst := range running {
 		if inst.Stop != nil {
@@ -398,17 +480,19 @@ type ClientConfig struct {
 //   - when the targets can be shared (etcd, ZooKeeper): each of o.Conns
 //     shared connections, as etcd's benchmark separates --conns from
 //     --clients;
-//   - when the system speaks RESP (Synod, Redis): pipelining at depth
-//     o.PipelineDepth, the way a client library pipelines concurrent
+//   - when the system speaks RESP (Synod, Redis): pipelining at each depth
+//     of o.PipelineDepths, the way a client library pipelines concurrent
 //     callers' commands on one connection;
 //   - when it has a gRPC client (Synod): each of o.Conns gRPC clients
 //     shared by all clients, requests multiplexed, and (GRPCPipelined)
-//     gRPC clients pipelining o.PipelineDepth clients each on their
-//     Pipeline streams.
+//     gRPC clients pipelining each depth of o.PipelineDepths clients each
+//     on their Pipeline streams.
 //
 // A configuration that would open as many connections as one per client
 // (a shared count at least the client count, pipelining one client deep)
-// is the per-client run again and is left out.
+// is the per-client run again and is left out, and so is a depth that
+// opens as many connections as a smaller one (at 16 clients depths 16 and
+// 64 both put every client on one connection).
 func Configs(inst *Instance, o Options, clients int) []ClientConfig {
 	via := inst.Via
 	if via == "" {
@@ -425,8 +509,8 @@ func Configs(inst *Instance, o Options, clients int) []ClientConfig {
 			}
 		}
 	}
-	if inst.Pipelined != nil && o.PipelineDepth > 0 {
-		if s := (bench.ConnSpec{Depth: o.PipelineDepth}); s.Conns(clients) < clients {
+	if inst.Pipelined != nil {
+		for _, s := range pipelineSpecs(o.PipelineDepths, clients) {
 			out = append(out, ClientConfig{Name: via + " conns=" + s.String(), Spec: s})
 		}
 	}
@@ -440,9 +524,27 @@ func Configs(inst *Instance, o Options, clients int) []ClientConfig {
 			}
 		}
 	}
-	if inst.GRPCPipelined != nil && o.PipelineDepth > 0 {
-		if s := (bench.ConnSpec{Depth: o.PipelineDepth}); s.Conns(clients) < clients {
+	if inst.GRPCPipelined != nil {
+		for _, s := range pipelineSpecs(o.PipelineDepths, clients) {
 			out = append(out, ClientConfig{Name: "grpc conns=" + s.String(), Spec: s, GRPC: true})
+		}
+	}
+	return out
+}
+
+// pipelineSpecs returns the pipelined arrangements of depths at clients
+// clients, smallest depth first, leaving out those that open one
+// connection per client or as many connections as a smaller depth.
+func pipelineSpecs(depths []int, clients int) []bench.ConnSpec {
+	ds := slices.Clone(depths)
+	slices.Sort(ds)
+	var out []bench.ConnSpec
+	last := clients
+	for _, d := range ds {
+		s := bench.ConnSpec{Depth: d}
+		if n := s.Conns(clients); n < last {
+			out = append(out, s)
+			last = n
 		}
 	}
 	return out

@@ -23,12 +23,23 @@ type fakeStore struct {
 	ops     map[string]int
 	delay   time.Duration
 	stopped atomic.Bool
+	// others, when set, lists the other systems' processes; each get that
+	// finds one of them not stopped counts in running.
+	others  func() []int
+	running atomic.Int64
 }
 
 type fakeTarget struct{ s *fakeStore }
 
 func (t fakeTarget) Do(ctx context.Context, op service.Op) (service.Result, error) {
 	time.Sleep(t.s.delay)
+	if op.Kind == "get" && t.s.others != nil {
+		for _, pid := range t.s.others() {
+			if st, err := procState(pid); err == nil && st != 'T' && st != 't' {
+				t.s.running.Add(1)
+			}
+		}
+	}
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
 	t.s.ops[op.Kind]++
@@ -60,7 +71,11 @@ func fakeSystem(t *testing.T, name string, delay time.Duration, procs *[]*proc) 
 				return nil, err
 			}
 			*procs = append(*procs, p)
+			pause, resume, pids := procControls([]*proc{p})
 			return &Instance{
+				Pause:      pause,
+				Resume:     resume,
+				PIDs:       pids,
 				Addrs:      []string{"a1", "a2", "a3"},
 				NewTarget:  func(context.Context, string, int) (bench.Target, error) { return fakeTarget{s}, nil },
 				Durability: "fake",
@@ -79,6 +94,7 @@ func testOptions() Options {
 	o.Warmup = 0
 	o.Keys = 50
 	o.StopGrace = 2 * time.Second
+	o.IdleWindow = 50 * time.Millisecond
 	return o
 }
 
@@ -281,4 +297,71 @@ func TestWarmupIsNotMeasured(t *testing.T) {
 		t.Errorf("the report does not state the warm-up:\n%s", rep.String())
 	}
 	checkStopped(t, procs)
+}
+
+// With Isolate, a system's cells run while the other system's processes
+// are stopped; without it (the broken arrangement before session 42) they
+// run beside them. Each system's CPU while idle is reported either way.
+func TestRunIsolates(t *testing.T) {
+	for _, isolate := range []bool{true, false} {
+		var procs []*proc
+		synod, ss := fakeSystem(t, "synod", 100*time.Microsecond, &procs)
+		redis, rs := fakeSystem(t, "redis", 100*time.Microsecond, &procs)
+		pidsOf := func(name string) func() []int {
+			return func() []int {
+				var out []int
+				for _, p := range procs {
+					if p.name == name+" helper" && p.running() {
+						out = append(out, p.PID())
+					}
+				}
+				return out
+			}
+		}
+		ss.others, rs.others = pidsOf("redis"), pidsOf("synod")
+		o := testOptions()
+		o.Isolate = isolate
+		res, err := Run(context.Background(), o, []System{synod, redis}, &bytes.Buffer{}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ss.ops["get"] == 0 || rs.ops["get"] == 0 {
+			t.Fatalf("isolate %v: gets %d and %d", isolate, ss.ops["get"], rs.ops["get"])
+		}
+		got := ss.running.Load() + rs.running.Load()
+		if isolate && got != 0 {
+			t.Errorf("isolated: %d gets found the other system running", got)
+		}
+		if !isolate && got == 0 {
+			t.Errorf("not isolated: no get found the other system running")
+		}
+		for _, s := range res.Systems {
+			// 2 client counts x 2 ops: one turn each.
+			if s.IdleCPU == nil || len(s.AfterTurnCPU) != 4 {
+				t.Errorf("isolate %v: %s idle CPU %v after turns %v", isolate, s.Name, s.IdleCPU, s.AfterTurnCPU)
+			}
+		}
+		var rep bytes.Buffer
+		res.Print(&rep)
+		if want := "isolation: " + res.Config.Isolation; !strings.Contains(rep.String(), want) || !strings.Contains(rep.String(), "idle after the preload") {
+			t.Errorf("the report does not state isolation and idle CPU:\n%s", rep.String())
+		}
+		checkStopped(t, procs)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// Field 2 may hold spaces and parentheses; utime 1234, stime 56.
+	line := "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1234 56 0 0 20 0 9 0 100 0 0"
+	got, err := parseStatCPU(line)
+	if err != nil || got != 1290 {
+		t.Fatalf("parseStatCPU = %d, %v; want 1290", got, err)
+	}
+	if _, err := parseStatCPU("4242 (x) S 1 2"); err == nil {
+		t.Error("short line accepted")
+	}
+	// This process has used some CPU by now.
+	if cpuTicks([]int{os.Getpid()}) <= 0 {
+		t.Error("no CPU time read for this process")
+	}
 }

@@ -3,6 +3,7 @@ package compare
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -81,6 +82,13 @@ type Instance struct {
 	Version string
 	// Stop, when set, stops processes that Procs does not own.
 	Stop func() error
+	// Pause and Resume, when set, freeze every process of the system
+	// (SIGSTOP) and let them run again (SIGCONT): Run pauses every system
+	// but the one it measures (package doc, "Isolation").
+	Pause, Resume func() error
+	// PIDs, when set, lists the system's processes, whose CPU time Run
+	// reads from /proc to print each system's CPU while it serves no client.
+	PIDs func() []int
 }
 
 // Members is the cluster size of every system in the comparison.
@@ -155,6 +163,7 @@ func startRedis(ctx context.Context, env *Env, name string, aof bool) (*Instance
 	ro := bench.RedisOptions{Timeout: env.OpTimeout}
 	inst.NewTarget = bench.RedisFactory(ro)
 	inst.Pipelined = bench.PipelinedRedisFactory(ro)
+	inst.Pause, inst.Resume, inst.PIDs = procControls([]*proc{p})
 	err = waitReady(ctx, name, env.ReadyTimeout, []*proc{p}, func(ctx context.Context) error {
 		return probe(ctx, inst.NewTarget, inst.Addrs)
 	})
@@ -223,6 +232,16 @@ func SynodSystemParams(protocol, binary, durability string, params map[string]st
 					_, err := cluster.Down(c.Dir, false)
 					return err
 				},
+				// Each node's verified PID is signalled (cluster.Pause).
+				Pause:  func() error { return eachNode(c, cluster.Pause) },
+				Resume: func() error { return eachNode(c, cluster.Resume) },
+				PIDs: func() []int {
+					var pids []int
+					for _, n := range c.Nodes {
+						pids = append(pids, n.PID)
+					}
+					return pids
+				},
 			}
 			if durability == "memory" {
 				inst.Durability, inst.Fsync = "memory: nothing on disk (storage engine memory)", "memory"
@@ -236,6 +255,15 @@ func SynodSystemParams(protocol, binary, durability string, params map[string]st
 			return inst, nil
 		},
 	}
+}
+
+// eachNode applies f (cluster.Pause or cluster.Resume) to every node of c.
+func eachNode(c *cluster.Cluster, f func(dir, id string) error) error {
+	var errs []error
+	for _, n := range c.Nodes {
+		errs = append(errs, f(c.Dir, n.ID))
+	}
+	return errors.Join(errs...)
 }
 
 // EtcdSystem runs 3 etcd members (Debian's etcd-server) on free ports.
@@ -298,6 +326,7 @@ func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
 		procs = append(procs, p)
 		addrs = append(addrs, hostPort(client))
 	}
+	pause, resume, pids := procControls(procs)
 	factory := peers.EtcdFactory(peers.EtcdOptions{Timeout: env.OpTimeout})
 	// Ready when every member answers a linearizable get (a leader exists and
 	// the member reaches it).
@@ -312,6 +341,9 @@ func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
 		NewTarget:  factory,
 		Shareable:  true,
 		Via:        "v3",
+		Pause:      pause,
+		Resume:     resume,
+		PIDs:       pids,
 		Durability: "fsync: WAL fsynced before a put is acknowledged (etcd default)",
 		Fsync:      "fsync on",
 		Version:    strings.Replace(commandVersion(EtcdBinary, "--version"), "etcd Version:", "etcd", 1),
@@ -390,6 +422,7 @@ func startZooKeeper(ctx context.Context, env *Env) (*Instance, error) {
 		procs = append(procs, p)
 		addrs = append(addrs, hostPort(ports[3*(id-1)]))
 	}
+	pause, resume, pids := procControls(procs)
 	factory := peers.ZooKeeperFactory(peers.ZooKeeperOptions{Timeout: env.OpTimeout})
 	var version string
 	err = waitReady(ctx, "zookeeper", env.ReadyTimeout, procs, func(ctx context.Context) error {
@@ -410,6 +443,9 @@ func startZooKeeper(ctx context.Context, env *Env) (*Instance, error) {
 		NewTarget:  factory,
 		Shareable:  true,
 		Via:        "zk",
+		Pause:      pause,
+		Resume:     resume,
+		PIDs:       pids,
 		Durability: "fsync: transaction log fsynced before a write is acknowledged (forceSync=yes)",
 		Fsync:      "fsync on",
 		Version:    version,

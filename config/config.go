@@ -122,7 +122,13 @@ type Cluster struct {
 	Durability string `yaml:"durability,omitempty"`
 	DataDir    string `yaml:"data_dir,omitempty"`
 	Storage    string `yaml:"storage,omitempty"` // "" means wal
-	Password   string `yaml:"password,omitempty"`
+	// WALCompactMin is the log size in bytes below which the WAL engine
+	// (storage: wal) never compacts; it compacts when its log exceeds
+	// max(WALCompactMin, 2 x the live records' size). 0 means the default,
+	// 64 MiB (storage.DefaultWALCompactMin). Tests and soaks set it small
+	// so that compactions run every second or so under load.
+	WALCompactMin int64  `yaml:"wal_compact_min,omitempty"`
+	Password      string `yaml:"password,omitempty"`
 	// Secret authenticates peers to each other (security.go).
 	Secret string `yaml:"secret,omitempty"`
 	// TLS, when set, makes peers use mutual TLS (security.go).
@@ -217,6 +223,9 @@ func (c *Cluster) Validate() error {
 	case "", StoragePebble, StorageWAL:
 	default:
 		bad("storage", "%q must be %q or %q", c.Storage, StoragePebble, StorageWAL)
+	}
+	if c.WALCompactMin < 0 {
+		bad("wal_compact_min", "%d must be 0 (the default) or a size in bytes", c.WALCompactMin)
 	}
 	if c.Durability == Fsync && c.DataDir == "" {
 		bad("data_dir", "required when durability is fsync")

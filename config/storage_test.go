@@ -20,3 +20,14 @@ func TestStorageField(t *testing.T) {
 		t.Fatalf("storage: tape: error %v", err)
 	}
 }
+
+func TestWALCompactMinField(t *testing.T) {
+	c, err := Parse([]byte("wal_compact_min: 262144\n" + good))
+	if err != nil || c.WALCompactMin != 262144 {
+		t.Fatalf("wal_compact_min: 262144: %v, %d", err, c.WALCompactMin)
+	}
+	_, err = Parse([]byte("wal_compact_min: -1\n" + good))
+	if err == nil || !strings.Contains(err.Error(), "wal_compact_min: -1 must be 0") {
+		t.Fatalf("wal_compact_min: -1: error %v", err)
+	}
+}

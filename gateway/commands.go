@@ -110,10 +110,28 @@ func init() {
 	}
 }
 
+// lookupCommand is the command named name, whatever its case (ASCII
+// letters, as Redis compares command names), found without allocating:
+// the name is lowered into a buffer on the stack for short names.
+func lookupCommand(name []byte) (*command, bool) {
+	var buf [32]byte
+	b := buf[:0]
+	if len(name) > len(buf) {
+		b = make([]byte, 0, len(name))
+	}
+	for _, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		b = append(b, ch)
+	}
+	cmd, ok := commands[string(b)]
+	return cmd, ok
+}
+
 // exec runs one command and writes its reply.
 func (c *conn) exec(args [][]byte) {
-	name := strings.ToLower(string(args[0]))
-	cmd, ok := commands[name]
+	cmd, ok := lookupCommand(args[0])
 	if !ok {
 		var b strings.Builder
 		for i := 1; i < len(args) && b.Len() < 128; i++ {
@@ -131,6 +149,7 @@ func (c *conn) exec(args [][]byte) {
 		c.queueError()
 		return
 	}
+	name := cmd.name
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		c.writeError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
 		c.queueError()
@@ -240,8 +259,8 @@ func (c *conn) submitGroup(ns string, req automaton.Request) (service.Result, []
 		return errResult("%s", msg), nil
 	}
 	timeout := c.s.opts.RequestTimeout
-	ctx, cancel := context.WithTimeout(c.clusterCtx(c.s.ctx), timeout) // cluster.go
-	defer cancel()
+	ctx, end := c.dl.acquire(c.s, c.clusterCtx(c.s.ctx), timeout) // deadline.go; cluster.go
+	defer end()
 	c.orderWrite(req.Op, req.Ops)                    // arrived ordered commands first (order.go)
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
 	res, err := c.s.b.Do(ctx, ns, req)

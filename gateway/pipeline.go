@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -487,7 +486,7 @@ func (c *conn) pipelineable(args [][]byte) (cmd *command, p plan, ok bool) {
 // pipelineRule is pipelineable without its first condition: the command
 // and the connection meet the rule.
 func (c *conn) pipelineRule(args [][]byte) (cmd *command, p plan, ok bool) {
-	cmd, found := commands[strings.ToLower(string(args[0]))]
+	cmd, found := lookupCommand(args[0])
 	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||
 		c.multi.open || len(c.multi.watch) > 0 || c.txn.open || c.sub.count() > 0 ||

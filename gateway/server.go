@@ -168,6 +168,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	}
 	s.initLimits()
 	s.initPubSub()
+	context.AfterFunc(ctx, s.stopCommands) // deadline.go
 	return s
 }
 
@@ -290,6 +291,7 @@ type conn struct {
 	pl         pipeConn    // pipelined commands in flight (pipeline.go)
 	bat        batchConn   // pipeline batches sent as atomic groups (pipeline.go)
 	cluster    clusterConn // the Redis Cluster protocol (cluster.go)
+	dl         deadlines   // the deadline of the request in flight (deadline.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes

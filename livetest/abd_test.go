@@ -108,6 +108,11 @@ func (r *recorder) get(ctx context.Context, proc int, c kv, key string) (service
 // a write of unknown outcome it continues as a fresh process, so that every
 // process stays sequential.
 func runClient(t *testing.T, r *recorder, id int, addrs []string, keys []string, stop <-chan struct{}) {
+	runClientOn(t, r, id, addrs, func(rng *rand.Rand) string { return keys[rng.IntN(len(keys))] }, stop)
+}
+
+// runClientOn is runClient with the key of each operation drawn by pick.
+func runClientOn(t *testing.T, r *recorder, id int, addrs []string, pick func(*rand.Rand) string, stop <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(uint64(id), 42))
 	rot := append(append([]string{}, addrs[id%len(addrs):]...), addrs[:id%len(addrs)]...)
 	c, err := client.New(rot, client.Options{Timeout: opTimeout, PoolSize: 1})
@@ -124,7 +129,7 @@ func runClient(t *testing.T, r *recorder, id int, addrs []string, keys []string,
 			return
 		default:
 		}
-		key := keys[rng.IntN(len(keys))]
+		key := pick(rng)
 		var err error
 		if rng.IntN(2) == 0 {
 			if err = r.set(ctx, proc, c, key, fmt.Sprintf("c%d-%d", id, seq)); err != nil {

@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +18,6 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/config"
-	"github.com/synod-dev/synod/gateway"
-	"github.com/synod-dev/synod/gateway/grpcserver"
 )
 
 // TestLimitsFromClusterFile: the cluster file's limits reach the node's
@@ -28,18 +26,11 @@ import (
 func TestLimitsFromClusterFile(t *testing.T) {
 	cfg, ls := mkCluster(t, 1, config.Memory, config.Namespace{Name: "default", Protocol: "abd", Service: "kv"})
 	cfg.Limits = &config.Limits{MaxClients: 2, MaxPipeline: 7, ProtoMaxBulkLen: 4096}
-	gl := listen(t)
-	cfg.Nodes[0].GRPC = gl.Addr().String()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	n := startNode(t, cfg, "n1", ls[0], Options{GRPCListener: gl, GRPC: func(b gateway.Backend, pw string, log *slog.Logger) ClientServer {
-		return grpcserver.New(b, grpcserver.Options{Password: pw, Logger: log})
-	}})
+	n := startGRPCNode(t, cfg, ls[0])
 	addr := n.ClientAddr().String()
 
 	// One gRPC client (connected by a call) and one RESP client: the limit.
-	cc, err := grpc.NewClient("passthrough:///"+gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+cfg.Nodes[0].GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,17 +83,45 @@ func respDial(t *testing.T, addr string) *respConn {
 	return &respConn{nc: nc, br: bufio.NewReader(nc)}
 }
 
-// cmd sends an inline command and returns the whole reply's first lines.
+// cmd sends an inline command and returns its whole reply as sent. Each
+// command has its own 30 s deadline: a connection kept through a long test
+// (TestNodeUnderFlood's other client) must not run out of a deadline set
+// at dial time when the machine is loaded.
 func (c *respConn) cmd(line string) string {
+	c.nc.SetDeadline(time.Now().Add(30 * time.Second))
 	io.WriteString(c.nc, line+"\r\n")
 	var out strings.Builder
-	l, _ := c.br.ReadString('\n')
-	out.WriteString(l)
-	for c.br.Buffered() > 0 {
-		l, _ = c.br.ReadString('\n')
-		out.WriteString(l)
-	}
+	readReply(c.br, &out)
 	return out.String()
+}
+
+// readReply copies one RESP reply, nested arrays and bulk strings read to
+// their end, from br to out (what arrived, up to an error).
+func readReply(br *bufio.Reader, out *strings.Builder) {
+	l, err := br.ReadString('\n')
+	out.WriteString(l)
+	if err != nil || len(l) < 3 {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(l[1:], "\r\n"))
+	if err != nil {
+		return
+	}
+	switch l[0] {
+	case '$':
+		if n >= 0 {
+			b := make([]byte, n+2)
+			k, _ := io.ReadFull(br, b)
+			out.Write(b[:k])
+		}
+	case '*', '%', '~', '>':
+		if l[0] == '%' {
+			n *= 2
+		}
+		for range n {
+			readReply(br, out)
+		}
+	}
 }
 
 func (c *respConn) raw(s string) string {

@@ -2,9 +2,20 @@ package service
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+var envBase atomic.Int64
+
+// freshEnvTime is an Env.Time no other test of this process used, with
+// room for 1000 more after it. The registries of ended and answered runs
+// (EndRun, RunAnswered) are the process's and keep a run for endedKeep, so
+// a test run again in the same process (go test -count=2) would find its
+// own earlier runs there: they would start ended or answered and never
+// become busy ("no script became busy").
+func freshEnvTime() int64 { return 1700000000000000000 + envBase.Add(1000) }
 
 // waitBusy waits for a busy run of this process.
 func waitBusy(t *testing.T) *RunningScript {
@@ -110,7 +121,7 @@ func TestKillableBudget(t *testing.T) {
 // run left; another operation of the same script (another Env) is not
 // killed.
 func TestEndedRun(t *testing.T) {
-	env := Env{Time: 1700000000000000000, Seed: 42}
+	env := Env{Time: freshEnvTime(), Seed: 42}
 	spin := op("eval", "", "eval|1000", "while true do end", "0")
 	done := make(chan string, 1)
 	go func() { done <- newKVState().ApplyEnv(spin, env).String() }()
@@ -155,7 +166,7 @@ func TestEndedRun(t *testing.T) {
 // replica ran it first) is not busy, and stops being busy when the answer
 // comes while it runs; it still runs to its end, as the first run did.
 func TestAnsweredRun(t *testing.T) {
-	env := Env{Time: 1700000000000000100, Seed: 7}
+	env := Env{Time: freshEnvTime(), Seed: 7}
 	long := op("eval", "", "counts:eval|1000", "local i = 0 while i < 200000 do i = i + 1 end return i", "0")
 	RunAnswered(runID(env))
 	if got := newKVState().ApplyEnv(long, env).String(); !strings.HasSuffix(got, "(integer) 200000]") || !strings.Contains(got, `["i" "`+runID(env)+`"]`) {

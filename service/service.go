@@ -261,6 +261,35 @@ func DecodeOp(d *wire.Decoder) Op {
 	return op
 }
 
+// CopyOp returns the operation DecodeOp would read back from op's
+// encoding, without encoding it: the same kind and key (strings, shared),
+// the arguments copied into one fresh buffer, each capped at its own
+// length, an empty argument as nil and no arguments as nil. A replica that
+// has just encoded a batch keeps it decoded so (protocol/paxos's
+// proposeAt); TestCopyOp holds it to DecodeOp.
+func CopyOp(op Op) Op {
+	if len(op.Args) == 0 {
+		op.Args = nil
+		return op
+	}
+	size := 0
+	for _, a := range op.Args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size)
+	args := make([][]byte, len(op.Args))
+	for i, a := range op.Args {
+		if len(a) == 0 {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, a...)
+		args[i] = buf[start:len(buf):len(buf)]
+	}
+	op.Args = args
+	return op
+}
+
 // commonKinds interns the operation kinds most requests carry, so that
 // DecodeOp finds their names without allocating (a map lookup by a byte
 // slice converted in place allocates nothing).

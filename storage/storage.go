@@ -114,7 +114,8 @@
 // frame makes OpenWAL fail instead of truncating (it fails closed).
 //
 // Compaction: when the log is longer than max(64 MiB, 2 x live size)
-// (DefaultWALCompactMin; live size = encoded size of the live records), the
+// (DefaultWALCompactMin, or the cluster file's wal_compact_min; live size =
+// encoded size of the live records), the
 // committer that just wrote a frame encodes the live records, and a
 // goroutine writes them to synod.wal.tmp and fsyncs it while commits go on
 // appending frames to synod.wal (the WAL keeps a copy of each frame written
@@ -130,6 +131,12 @@
 // records. Commits used to queue behind the whole compaction: with a 40 MB
 // live set under redis-benchmark -P 16 that held a node's commits for
 // 266-825 ms, and a leader lost its leadership at each one.
+// The crash steps are unit tests (wal_test.go); on real processes,
+// livetest's TestCompactionKill kills every node of a 3-node cluster with
+// kill -9 under load, some of them stopped while their synod.wal.tmp
+// exists, with wal_compact_min set small, and checks that every
+// acknowledged write reads back and the history is linearizable;
+// scripts/soak-compaction is its long run.
 //
 // Memory: the WAL keeps every live record in memory (as Pebble's memtable
 // would keep recent ones); namespaces' live state must fit in RAM, and a
@@ -238,7 +245,7 @@ func Open(cfg *config.Cluster, id string) (Engine, error) {
 			if exists(filepath.Join(dir, "CURRENT")) {
 				return nil, fmt.Errorf("storage: %s holds a Pebble database but storage is %q (the default since 2026-11): set storage: pebble, or move the directory away", dir, config.StorageWAL)
 			}
-			return OpenWAL(dir, WALOptions{Sync: true})
+			return OpenWAL(dir, WALOptions{Sync: true, CompactMin: cfg.WALCompactMin})
 		}
 		return nil, fmt.Errorf("storage: unknown storage engine %q (want %q or %q)", cfg.Storage, config.StoragePebble, config.StorageWAL)
 	case config.Memory:

@@ -199,6 +199,34 @@ func TestOpenFsyncUsesNodeDir(t *testing.T) {
 	}
 }
 
+// TestOpenWALCompactMin: the cluster file's wal_compact_min reaches the
+// WAL: overwriting one key past 64 KiB of log compacts it with the setting
+// (the log shrinks to about one record) and not without it.
+func TestOpenWALCompactMin(t *testing.T) {
+	for _, cm := range []int64{0, 64 << 10} {
+		cfg := &config.Cluster{Durability: config.Fsync, DataDir: t.TempDir(), WALCompactMin: cm}
+		e, err := Open(cfg, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.Namespace("ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		val := make([]byte, 1000)
+		for i := 0; i < 100; i++ {
+			if err := s.Commit([]automaton.Persist{{Key: "k", Value: val}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		size := e.(*WAL).Size()
+		e.Close()
+		if compacted := size < 64<<10; compacted != (cm > 0) {
+			t.Errorf("wal_compact_min %d: log of %d bytes after 100 KB of overwrites of one key", cm, size)
+		}
+	}
+}
+
 const crashEnv = "SYNOD_STORAGE_CRASH_DIR"
 
 // TestCrashChild is the child half of TestCrashKeepsCommitted: it commits

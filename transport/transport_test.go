@@ -123,12 +123,14 @@ func TestExchange(t *testing.T) {
 	}
 }
 
+// waitFor waits for cond; 30 s is only the bound past which the test
+// fails (a loaded machine can take more than a few seconds to connect).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
+			t.Fatal("condition not reached in 30s")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

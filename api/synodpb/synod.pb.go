@@ -153,7 +153,7 @@ func (x TxnStep_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TxnStep_Action.Descriptor instead.
 func (TxnStep_Action) EnumDescriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{8, 0}
+	return file_synod_proto_rawDescGZIP(), []int{12, 0}
 }
 
 // PipelineRequest carries calls of a Pipeline stream; one message may hold
@@ -405,6 +405,291 @@ func (x *CallReply) GetResponse() *Response {
 	return nil
 }
 
+// PhaseRequest carries phases of a Phases stream, all of one namespace.
+type PhaseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace; empty selects the node's default namespace.
+	Namespace     string   `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Phases        []*Phase `protobuf:"bytes,2,rep,name=phases,proto3" json:"phases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PhaseRequest) Reset() {
+	*x = PhaseRequest{}
+	mi := &file_synod_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PhaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PhaseRequest) ProtoMessage() {}
+
+func (x *PhaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PhaseRequest.ProtoReflect.Descriptor instead.
+func (*PhaseRequest) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PhaseRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PhaseRequest) GetPhases() []*Phase {
+	if x != nil {
+		return x.Phases
+	}
+	return nil
+}
+
+// Phase is one client-driven ABD phase at one replica (protocol/abd,
+// direct.go). Without tag it is a query: the replica answers its register's
+// tag and value (get KEY with abd.phase=query). With tag it is a store:
+// the replica installs (tag, value), or a tombstone when tomb is set, if
+// tag is higher than its register's, and acknowledges either way (set KEY
+// VALUE or del KEY with abd.phase=store and abd.tag=TAG).
+type Phase struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's name for the phase, echoed in its PhaseReply.
+	Id  uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Key string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// A store's tag, "TS:SEQ:WRITER" (protocol/abd FormatTag) with TS at
+	// least 1; empty for a query.
+	Tag           string `protobuf:"bytes,3,opt,name=tag,proto3" json:"tag,omitempty"`
+	Value         []byte `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	Tomb          bool   `protobuf:"varint,5,opt,name=tomb,proto3" json:"tomb,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Phase) Reset() {
+	*x = Phase{}
+	mi := &file_synod_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Phase) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Phase) ProtoMessage() {}
+
+func (x *Phase) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Phase.ProtoReflect.Descriptor instead.
+func (*Phase) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Phase) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Phase) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Phase) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *Phase) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Phase) GetTomb() bool {
+	if x != nil {
+		return x.Tomb
+	}
+	return false
+}
+
+// PhaseResponse carries replies of a Phases stream.
+type PhaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replies       []*PhaseReply          `protobuf:"bytes,1,rep,name=replies,proto3" json:"replies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PhaseResponse) Reset() {
+	*x = PhaseResponse{}
+	mi := &file_synod_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PhaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PhaseResponse) ProtoMessage() {}
+
+func (x *PhaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PhaseResponse.ProtoReflect.Descriptor instead.
+func (*PhaseResponse) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PhaseResponse) GetReplies() []*PhaseReply {
+	if x != nil {
+		return x.Replies
+	}
+	return nil
+}
+
+// PhaseReply answers one phase.
+type PhaseReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The phase's status: 0 (OK), or the gRPC status code Do would have
+	// failed with, and its message.
+	Code    uint32 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// An error answer of the protocol (for example "TRYAGAIN ..."), as
+	// Result.err; the fields below are then unset.
+	Err string `protobuf:"bytes,4,opt,name=err,proto3" json:"err,omitempty"`
+	// A query's answer: the register's tag as protocol/abd FormatTag spells
+	// it ("" for a register never written), and its value when present
+	// (false: a tombstone, or a register never written). A store's
+	// acknowledgement leaves them unset.
+	Tag           string `protobuf:"bytes,5,opt,name=tag,proto3" json:"tag,omitempty"`
+	Value         []byte `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
+	Present       bool   `protobuf:"varint,7,opt,name=present,proto3" json:"present,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PhaseReply) Reset() {
+	*x = PhaseReply{}
+	mi := &file_synod_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PhaseReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PhaseReply) ProtoMessage() {}
+
+func (x *PhaseReply) ProtoReflect() protoreflect.Message {
+	mi := &file_synod_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PhaseReply.ProtoReflect.Descriptor instead.
+func (*PhaseReply) Descriptor() ([]byte, []int) {
+	return file_synod_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PhaseReply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *PhaseReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *PhaseReply) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PhaseReply) GetErr() string {
+	if x != nil {
+		return x.Err
+	}
+	return ""
+}
+
+func (x *PhaseReply) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *PhaseReply) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *PhaseReply) GetPresent() bool {
+	if x != nil {
+		return x.Present
+	}
+	return false
+}
+
 type WatchLeaderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Namespace; empty selects the node's default namespace.
@@ -415,7 +700,7 @@ type WatchLeaderRequest struct {
 
 func (x *WatchLeaderRequest) Reset() {
 	*x = WatchLeaderRequest{}
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +712,7 @@ func (x *WatchLeaderRequest) String() string {
 func (*WatchLeaderRequest) ProtoMessage() {}
 
 func (x *WatchLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[4]
+	mi := &file_synod_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +725,7 @@ func (x *WatchLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchLeaderRequest.ProtoReflect.Descriptor instead.
 func (*WatchLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{4}
+	return file_synod_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WatchLeaderRequest) GetNamespace() string {
@@ -469,7 +754,7 @@ type LeaderEvent struct {
 
 func (x *LeaderEvent) Reset() {
 	*x = LeaderEvent{}
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -481,7 +766,7 @@ func (x *LeaderEvent) String() string {
 func (*LeaderEvent) ProtoMessage() {}
 
 func (x *LeaderEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[5]
+	mi := &file_synod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -494,7 +779,7 @@ func (x *LeaderEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderEvent.ProtoReflect.Descriptor instead.
 func (*LeaderEvent) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{5}
+	return file_synod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LeaderEvent) GetNamespace() string {
@@ -545,7 +830,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +842,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[6]
+	mi := &file_synod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +855,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{6}
+	return file_synod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Op) GetKind() string {
@@ -667,7 +952,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +964,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[7]
+	mi := &file_synod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +977,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{7}
+	return file_synod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Request) GetNamespace() string {
@@ -800,7 +1085,7 @@ type TxnStep struct {
 
 func (x *TxnStep) Reset() {
 	*x = TxnStep{}
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +1097,7 @@ func (x *TxnStep) String() string {
 func (*TxnStep) ProtoMessage() {}
 
 func (x *TxnStep) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[8]
+	mi := &file_synod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +1110,7 @@ func (x *TxnStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnStep.ProtoReflect.Descriptor instead.
 func (*TxnStep) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{8}
+	return file_synod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TxnStep) GetTxnClient() uint64 {
@@ -859,7 +1144,7 @@ type OptionValues struct {
 
 func (x *OptionValues) Reset() {
 	*x = OptionValues{}
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +1156,7 @@ func (x *OptionValues) String() string {
 func (*OptionValues) ProtoMessage() {}
 
 func (x *OptionValues) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[9]
+	mi := &file_synod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1169,7 @@ func (x *OptionValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionValues.ProtoReflect.Descriptor instead.
 func (*OptionValues) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{9}
+	return file_synod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OptionValues) GetValues() []string {
@@ -903,7 +1188,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1200,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[10]
+	mi := &file_synod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1213,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{10}
+	return file_synod_proto_rawDescGZIP(), []int{14}
 }
 
 // Result is an operation's outcome (service.Result).
@@ -949,7 +1234,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1246,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[11]
+	mi := &file_synod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1259,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{11}
+	return file_synod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Result) GetValue() isResult_Value {
@@ -1091,7 +1376,7 @@ type ResultArray struct {
 
 func (x *ResultArray) Reset() {
 	*x = ResultArray{}
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1103,7 +1388,7 @@ func (x *ResultArray) String() string {
 func (*ResultArray) ProtoMessage() {}
 
 func (x *ResultArray) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[12]
+	mi := &file_synod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1116,7 +1401,7 @@ func (x *ResultArray) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultArray.ProtoReflect.Descriptor instead.
 func (*ResultArray) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{12}
+	return file_synod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResultArray) GetElems() []*Result {
@@ -1150,7 +1435,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1447,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[13]
+	mi := &file_synod_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1460,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{13}
+	return file_synod_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Response) GetResult() *Result {
@@ -1221,7 +1506,7 @@ type NamespacesRequest struct {
 
 func (x *NamespacesRequest) Reset() {
 	*x = NamespacesRequest{}
-	mi := &file_synod_proto_msgTypes[14]
+	mi := &file_synod_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1518,7 @@ func (x *NamespacesRequest) String() string {
 func (*NamespacesRequest) ProtoMessage() {}
 
 func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[14]
+	mi := &file_synod_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1531,7 @@ func (x *NamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesRequest.ProtoReflect.Descriptor instead.
 func (*NamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{14}
+	return file_synod_proto_rawDescGZIP(), []int{18}
 }
 
 type Namespace struct {
@@ -1279,7 +1564,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_synod_proto_msgTypes[15]
+	mi := &file_synod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1576,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[15]
+	mi := &file_synod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1589,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{15}
+	return file_synod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Namespace) GetName() string {
@@ -1396,7 +1681,7 @@ type OptionSpec struct {
 
 func (x *OptionSpec) Reset() {
 	*x = OptionSpec{}
-	mi := &file_synod_proto_msgTypes[16]
+	mi := &file_synod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1693,7 @@ func (x *OptionSpec) String() string {
 func (*OptionSpec) ProtoMessage() {}
 
 func (x *OptionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[16]
+	mi := &file_synod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1706,7 @@ func (x *OptionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionSpec.ProtoReflect.Descriptor instead.
 func (*OptionSpec) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{16}
+	return file_synod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OptionSpec) GetName() string {
@@ -1461,7 +1746,7 @@ type NamespacesResponse struct {
 
 func (x *NamespacesResponse) Reset() {
 	*x = NamespacesResponse{}
-	mi := &file_synod_proto_msgTypes[17]
+	mi := &file_synod_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1758,7 @@ func (x *NamespacesResponse) String() string {
 func (*NamespacesResponse) ProtoMessage() {}
 
 func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[17]
+	mi := &file_synod_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1771,7 @@ func (x *NamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespacesResponse.ProtoReflect.Descriptor instead.
 func (*NamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{17}
+	return file_synod_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NamespacesResponse) GetNamespaces() []*Namespace {
@@ -1504,7 +1789,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_synod_proto_msgTypes[18]
+	mi := &file_synod_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1801,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[18]
+	mi := &file_synod_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1814,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{18}
+	return file_synod_proto_rawDescGZIP(), []int{22}
 }
 
 type InfoSection struct {
@@ -1541,7 +1826,7 @@ type InfoSection struct {
 
 func (x *InfoSection) Reset() {
 	*x = InfoSection{}
-	mi := &file_synod_proto_msgTypes[19]
+	mi := &file_synod_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1838,7 @@ func (x *InfoSection) String() string {
 func (*InfoSection) ProtoMessage() {}
 
 func (x *InfoSection) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[19]
+	mi := &file_synod_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1851,7 @@ func (x *InfoSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoSection.ProtoReflect.Descriptor instead.
 func (*InfoSection) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{19}
+	return file_synod_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InfoSection) GetFields() map[string]string {
@@ -1585,7 +1870,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_synod_proto_msgTypes[20]
+	mi := &file_synod_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1882,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synod_proto_msgTypes[20]
+	mi := &file_synod_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1895,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_synod_proto_rawDescGZIP(), []int{20}
+	return file_synod_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InfoResponse) GetSections() map[string]*InfoSection {
@@ -1638,7 +1923,27 @@ const file_synod_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12.\n" +
-	"\bresponse\x18\x04 \x01(\v2\x12.synod.v1.ResponseR\bresponse\"2\n" +
+	"\bresponse\x18\x04 \x01(\v2\x12.synod.v1.ResponseR\bresponse\"U\n" +
+	"\fPhaseRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12'\n" +
+	"\x06phases\x18\x02 \x03(\v2\x0f.synod.v1.PhaseR\x06phases\"e\n" +
+	"\x05Phase\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x10\n" +
+	"\x03tag\x18\x03 \x01(\tR\x03tag\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12\x12\n" +
+	"\x04tomb\x18\x05 \x01(\bR\x04tomb\"?\n" +
+	"\rPhaseResponse\x12.\n" +
+	"\areplies\x18\x01 \x03(\v2\x14.synod.v1.PhaseReplyR\areplies\"\x9e\x01\n" +
+	"\n" +
+	"PhaseReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x10\n" +
+	"\x03err\x18\x04 \x01(\tR\x03err\x12\x10\n" +
+	"\x03tag\x18\x05 \x01(\tR\x03tag\x12\x14\n" +
+	"\x05value\x18\x06 \x01(\fR\x05value\x12\x18\n" +
+	"\apresent\x18\a \x01(\bR\apresent\"2\n" +
 	"\x12WatchLeaderRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"\x96\x01\n" +
 	"\vLeaderEvent\x12\x1c\n" +
@@ -1745,14 +2050,15 @@ const file_synod_proto_rawDesc = "" +
 	"\x0fREAD_MODE_LOCAL\x10\x02\x12\x11\n" +
 	"\rREAD_MODE_LOG\x10\x03\x12\x14\n" +
 	"\x10READ_MODE_QUORUM\x10\x04\x12\x13\n" +
-	"\x0fREAD_MODE_LEASE\x10\x052\xc1\x02\n" +
+	"\x0fREAD_MODE_LEASE\x10\x052\x80\x03\n" +
 	"\x05Synod\x12+\n" +
 	"\x02Do\x12\x11.synod.v1.Request\x1a\x12.synod.v1.Response\x12G\n" +
 	"\n" +
 	"Namespaces\x12\x1b.synod.v1.NamespacesRequest\x1a\x1c.synod.v1.NamespacesResponse\x125\n" +
 	"\x04Info\x12\x15.synod.v1.InfoRequest\x1a\x16.synod.v1.InfoResponse\x12D\n" +
 	"\vWatchLeader\x12\x1c.synod.v1.WatchLeaderRequest\x1a\x15.synod.v1.LeaderEvent0\x01\x12E\n" +
-	"\bPipeline\x12\x19.synod.v1.PipelineRequest\x1a\x1a.synod.v1.PipelineResponse(\x010\x01B(Z&github.com/synod-dev/synod/api/synodpbb\x06proto3"
+	"\bPipeline\x12\x19.synod.v1.PipelineRequest\x1a\x1a.synod.v1.PipelineResponse(\x010\x01\x12=\n" +
+	"\x06Phases\x12\x16.synod.v1.PhaseRequest\x1a\x17.synod.v1.PhaseResponse(\x010\x01B(Z&github.com/synod-dev/synod/api/synodpbb\x06proto3"
 
 var (
 	file_synod_proto_rawDescOnce sync.Once
@@ -1767,7 +2073,7 @@ func file_synod_proto_rawDescGZIP() []byte {
 }
 
 var file_synod_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_synod_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_synod_proto_goTypes = []any{
 	(ReadMode)(0),              // 0: synod.v1.ReadMode
 	(TxnStep_Action)(0),        // 1: synod.v1.TxnStep.Action
@@ -1775,68 +2081,76 @@ var file_synod_proto_goTypes = []any{
 	(*Call)(nil),               // 3: synod.v1.Call
 	(*PipelineResponse)(nil),   // 4: synod.v1.PipelineResponse
 	(*CallReply)(nil),          // 5: synod.v1.CallReply
-	(*WatchLeaderRequest)(nil), // 6: synod.v1.WatchLeaderRequest
-	(*LeaderEvent)(nil),        // 7: synod.v1.LeaderEvent
-	(*Op)(nil),                 // 8: synod.v1.Op
-	(*Request)(nil),            // 9: synod.v1.Request
-	(*TxnStep)(nil),            // 10: synod.v1.TxnStep
-	(*OptionValues)(nil),       // 11: synod.v1.OptionValues
-	(*Empty)(nil),              // 12: synod.v1.Empty
-	(*Result)(nil),             // 13: synod.v1.Result
-	(*ResultArray)(nil),        // 14: synod.v1.ResultArray
-	(*Response)(nil),           // 15: synod.v1.Response
-	(*NamespacesRequest)(nil),  // 16: synod.v1.NamespacesRequest
-	(*Namespace)(nil),          // 17: synod.v1.Namespace
-	(*OptionSpec)(nil),         // 18: synod.v1.OptionSpec
-	(*NamespacesResponse)(nil), // 19: synod.v1.NamespacesResponse
-	(*InfoRequest)(nil),        // 20: synod.v1.InfoRequest
-	(*InfoSection)(nil),        // 21: synod.v1.InfoSection
-	(*InfoResponse)(nil),       // 22: synod.v1.InfoResponse
-	nil,                        // 23: synod.v1.Request.OptionsEntry
-	nil,                        // 24: synod.v1.Response.OptionsEntry
-	nil,                        // 25: synod.v1.InfoSection.FieldsEntry
-	nil,                        // 26: synod.v1.InfoResponse.SectionsEntry
+	(*PhaseRequest)(nil),       // 6: synod.v1.PhaseRequest
+	(*Phase)(nil),              // 7: synod.v1.Phase
+	(*PhaseResponse)(nil),      // 8: synod.v1.PhaseResponse
+	(*PhaseReply)(nil),         // 9: synod.v1.PhaseReply
+	(*WatchLeaderRequest)(nil), // 10: synod.v1.WatchLeaderRequest
+	(*LeaderEvent)(nil),        // 11: synod.v1.LeaderEvent
+	(*Op)(nil),                 // 12: synod.v1.Op
+	(*Request)(nil),            // 13: synod.v1.Request
+	(*TxnStep)(nil),            // 14: synod.v1.TxnStep
+	(*OptionValues)(nil),       // 15: synod.v1.OptionValues
+	(*Empty)(nil),              // 16: synod.v1.Empty
+	(*Result)(nil),             // 17: synod.v1.Result
+	(*ResultArray)(nil),        // 18: synod.v1.ResultArray
+	(*Response)(nil),           // 19: synod.v1.Response
+	(*NamespacesRequest)(nil),  // 20: synod.v1.NamespacesRequest
+	(*Namespace)(nil),          // 21: synod.v1.Namespace
+	(*OptionSpec)(nil),         // 22: synod.v1.OptionSpec
+	(*NamespacesResponse)(nil), // 23: synod.v1.NamespacesResponse
+	(*InfoRequest)(nil),        // 24: synod.v1.InfoRequest
+	(*InfoSection)(nil),        // 25: synod.v1.InfoSection
+	(*InfoResponse)(nil),       // 26: synod.v1.InfoResponse
+	nil,                        // 27: synod.v1.Request.OptionsEntry
+	nil,                        // 28: synod.v1.Response.OptionsEntry
+	nil,                        // 29: synod.v1.InfoSection.FieldsEntry
+	nil,                        // 30: synod.v1.InfoResponse.SectionsEntry
 }
 var file_synod_proto_depIdxs = []int32{
 	3,  // 0: synod.v1.PipelineRequest.calls:type_name -> synod.v1.Call
-	9,  // 1: synod.v1.Call.request:type_name -> synod.v1.Request
+	13, // 1: synod.v1.Call.request:type_name -> synod.v1.Request
 	5,  // 2: synod.v1.PipelineResponse.replies:type_name -> synod.v1.CallReply
-	15, // 3: synod.v1.CallReply.response:type_name -> synod.v1.Response
-	8,  // 4: synod.v1.Request.op:type_name -> synod.v1.Op
-	0,  // 5: synod.v1.Request.read:type_name -> synod.v1.ReadMode
-	23, // 6: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
-	8,  // 7: synod.v1.Request.ops:type_name -> synod.v1.Op
-	10, // 8: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
-	1,  // 9: synod.v1.TxnStep.action:type_name -> synod.v1.TxnStep.Action
-	12, // 10: synod.v1.Result.nil:type_name -> synod.v1.Empty
-	12, // 11: synod.v1.Result.ok:type_name -> synod.v1.Empty
-	14, // 12: synod.v1.Result.array:type_name -> synod.v1.ResultArray
-	13, // 13: synod.v1.ResultArray.elems:type_name -> synod.v1.Result
-	13, // 14: synod.v1.Response.result:type_name -> synod.v1.Result
-	24, // 15: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
-	13, // 16: synod.v1.Response.results:type_name -> synod.v1.Result
-	18, // 17: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
-	17, // 18: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
-	25, // 19: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
-	26, // 20: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
-	11, // 21: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	11, // 22: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
-	21, // 23: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
-	9,  // 24: synod.v1.Synod.Do:input_type -> synod.v1.Request
-	16, // 25: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
-	20, // 26: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
-	6,  // 27: synod.v1.Synod.WatchLeader:input_type -> synod.v1.WatchLeaderRequest
-	2,  // 28: synod.v1.Synod.Pipeline:input_type -> synod.v1.PipelineRequest
-	15, // 29: synod.v1.Synod.Do:output_type -> synod.v1.Response
-	19, // 30: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
-	22, // 31: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
-	7,  // 32: synod.v1.Synod.WatchLeader:output_type -> synod.v1.LeaderEvent
-	4,  // 33: synod.v1.Synod.Pipeline:output_type -> synod.v1.PipelineResponse
-	29, // [29:34] is the sub-list for method output_type
-	24, // [24:29] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	19, // 3: synod.v1.CallReply.response:type_name -> synod.v1.Response
+	7,  // 4: synod.v1.PhaseRequest.phases:type_name -> synod.v1.Phase
+	9,  // 5: synod.v1.PhaseResponse.replies:type_name -> synod.v1.PhaseReply
+	12, // 6: synod.v1.Request.op:type_name -> synod.v1.Op
+	0,  // 7: synod.v1.Request.read:type_name -> synod.v1.ReadMode
+	27, // 8: synod.v1.Request.options:type_name -> synod.v1.Request.OptionsEntry
+	12, // 9: synod.v1.Request.ops:type_name -> synod.v1.Op
+	14, // 10: synod.v1.Request.txn:type_name -> synod.v1.TxnStep
+	1,  // 11: synod.v1.TxnStep.action:type_name -> synod.v1.TxnStep.Action
+	16, // 12: synod.v1.Result.nil:type_name -> synod.v1.Empty
+	16, // 13: synod.v1.Result.ok:type_name -> synod.v1.Empty
+	18, // 14: synod.v1.Result.array:type_name -> synod.v1.ResultArray
+	17, // 15: synod.v1.ResultArray.elems:type_name -> synod.v1.Result
+	17, // 16: synod.v1.Response.result:type_name -> synod.v1.Result
+	28, // 17: synod.v1.Response.options:type_name -> synod.v1.Response.OptionsEntry
+	17, // 18: synod.v1.Response.results:type_name -> synod.v1.Result
+	22, // 19: synod.v1.Namespace.options:type_name -> synod.v1.OptionSpec
+	21, // 20: synod.v1.NamespacesResponse.namespaces:type_name -> synod.v1.Namespace
+	29, // 21: synod.v1.InfoSection.fields:type_name -> synod.v1.InfoSection.FieldsEntry
+	30, // 22: synod.v1.InfoResponse.sections:type_name -> synod.v1.InfoResponse.SectionsEntry
+	15, // 23: synod.v1.Request.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	15, // 24: synod.v1.Response.OptionsEntry.value:type_name -> synod.v1.OptionValues
+	25, // 25: synod.v1.InfoResponse.SectionsEntry.value:type_name -> synod.v1.InfoSection
+	13, // 26: synod.v1.Synod.Do:input_type -> synod.v1.Request
+	20, // 27: synod.v1.Synod.Namespaces:input_type -> synod.v1.NamespacesRequest
+	24, // 28: synod.v1.Synod.Info:input_type -> synod.v1.InfoRequest
+	10, // 29: synod.v1.Synod.WatchLeader:input_type -> synod.v1.WatchLeaderRequest
+	2,  // 30: synod.v1.Synod.Pipeline:input_type -> synod.v1.PipelineRequest
+	6,  // 31: synod.v1.Synod.Phases:input_type -> synod.v1.PhaseRequest
+	19, // 32: synod.v1.Synod.Do:output_type -> synod.v1.Response
+	23, // 33: synod.v1.Synod.Namespaces:output_type -> synod.v1.NamespacesResponse
+	26, // 34: synod.v1.Synod.Info:output_type -> synod.v1.InfoResponse
+	11, // 35: synod.v1.Synod.WatchLeader:output_type -> synod.v1.LeaderEvent
+	4,  // 36: synod.v1.Synod.Pipeline:output_type -> synod.v1.PipelineResponse
+	8,  // 37: synod.v1.Synod.Phases:output_type -> synod.v1.PhaseResponse
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_synod_proto_init() }
@@ -1844,7 +2158,7 @@ func file_synod_proto_init() {
 	if File_synod_proto != nil {
 		return
 	}
-	file_synod_proto_msgTypes[11].OneofWrappers = []any{
+	file_synod_proto_msgTypes[15].OneofWrappers = []any{
 		(*Result_Nil)(nil),
 		(*Result_Ok)(nil),
 		(*Result_Bytes)(nil),
@@ -1858,7 +2172,7 @@ func file_synod_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_synod_proto_rawDesc), len(file_synod_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

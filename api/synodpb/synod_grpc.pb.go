@@ -38,6 +38,7 @@ const (
 	Synod_Info_FullMethodName        = "/synod.v1.Synod/Info"
 	Synod_WatchLeader_FullMethodName = "/synod.v1.Synod/WatchLeader"
 	Synod_Pipeline_FullMethodName    = "/synod.v1.Synod/Pipeline"
+	Synod_Phases_FullMethodName      = "/synod.v1.Synod/Phases"
 )
 
 // SynodClient is the client API for Synod service.
@@ -131,6 +132,30 @@ type SynodClient interface {
 	// synodpb.MaxMessageSize bytes in either direction; the server splits its
 	// replies into several messages as needed.
 	Pipeline(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PipelineRequest, PipelineResponse], error)
+	// Phases carries client-driven ABD phases in a compact form (the ABD
+	// report §3.1.2, "ABD capable client"; the Go client's client.ABD): a
+	// phase is what a Request with the option abd.phase asks of one replica
+	// (protocol/abd, direct.go), without the options map, op id and the
+	// generic Result, and every phase of a message is handed to the
+	// namespace in one batch, as a node-coordinated replica takes a peer
+	// frame's messages. The caller sends many phases per message (every
+	// phase its concurrent operations have queued for this replica) and
+	// names each by an id of its choosing; the node answers every phase of a
+	// message in one PhaseResponse (split only past the size limit), in any
+	// order, matched by id. Messages are served concurrently (a few at a
+	// time per stream; then the node stops reading). The phases of a message
+	// are independent: no order among them or across messages is kept (ABD
+	// needs none: a query has no effect, a store of a tag installs one value
+	// however often and in whatever order it arrives).
+	//
+	// A phase refused by Do's checks (the namespace does not exist, its
+	// protocol declares no abd.phase option, an invalid key or tag, no
+	// permission) is answered with that status code and runs nothing; a
+	// phase that timed out or was cut short at the node is answered
+	// DEADLINE_EXCEEDED or UNAVAILABLE (a store's outcome is then unknown).
+	// When the caller closes its sending side, the node answers every phase
+	// it received and ends the stream with OK.
+	Phases(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PhaseRequest, PhaseResponse], error)
 }
 
 type synodClient struct {
@@ -202,6 +227,19 @@ func (c *synodClient) Pipeline(ctx context.Context, opts ...grpc.CallOption) (gr
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Synod_PipelineClient = grpc.BidiStreamingClient[PipelineRequest, PipelineResponse]
+
+func (c *synodClient) Phases(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PhaseRequest, PhaseResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Synod_ServiceDesc.Streams[2], Synod_Phases_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PhaseRequest, PhaseResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Synod_PhasesClient = grpc.BidiStreamingClient[PhaseRequest, PhaseResponse]
 
 // SynodServer is the server API for Synod service.
 // All implementations must embed UnimplementedSynodServer
@@ -294,6 +332,30 @@ type SynodServer interface {
 	// synodpb.MaxMessageSize bytes in either direction; the server splits its
 	// replies into several messages as needed.
 	Pipeline(grpc.BidiStreamingServer[PipelineRequest, PipelineResponse]) error
+	// Phases carries client-driven ABD phases in a compact form (the ABD
+	// report §3.1.2, "ABD capable client"; the Go client's client.ABD): a
+	// phase is what a Request with the option abd.phase asks of one replica
+	// (protocol/abd, direct.go), without the options map, op id and the
+	// generic Result, and every phase of a message is handed to the
+	// namespace in one batch, as a node-coordinated replica takes a peer
+	// frame's messages. The caller sends many phases per message (every
+	// phase its concurrent operations have queued for this replica) and
+	// names each by an id of its choosing; the node answers every phase of a
+	// message in one PhaseResponse (split only past the size limit), in any
+	// order, matched by id. Messages are served concurrently (a few at a
+	// time per stream; then the node stops reading). The phases of a message
+	// are independent: no order among them or across messages is kept (ABD
+	// needs none: a query has no effect, a store of a tag installs one value
+	// however often and in whatever order it arrives).
+	//
+	// A phase refused by Do's checks (the namespace does not exist, its
+	// protocol declares no abd.phase option, an invalid key or tag, no
+	// permission) is answered with that status code and runs nothing; a
+	// phase that timed out or was cut short at the node is answered
+	// DEADLINE_EXCEEDED or UNAVAILABLE (a store's outcome is then unknown).
+	// When the caller closes its sending side, the node answers every phase
+	// it received and ends the stream with OK.
+	Phases(grpc.BidiStreamingServer[PhaseRequest, PhaseResponse]) error
 	mustEmbedUnimplementedSynodServer()
 }
 
@@ -318,6 +380,9 @@ func (UnimplementedSynodServer) WatchLeader(*WatchLeaderRequest, grpc.ServerStre
 }
 func (UnimplementedSynodServer) Pipeline(grpc.BidiStreamingServer[PipelineRequest, PipelineResponse]) error {
 	return status.Error(codes.Unimplemented, "method Pipeline not implemented")
+}
+func (UnimplementedSynodServer) Phases(grpc.BidiStreamingServer[PhaseRequest, PhaseResponse]) error {
+	return status.Error(codes.Unimplemented, "method Phases not implemented")
 }
 func (UnimplementedSynodServer) mustEmbedUnimplementedSynodServer() {}
 func (UnimplementedSynodServer) testEmbeddedByValue()               {}
@@ -412,6 +477,13 @@ func _Synod_Pipeline_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Synod_PipelineServer = grpc.BidiStreamingServer[PipelineRequest, PipelineResponse]
 
+func _Synod_Phases_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SynodServer).Phases(&grpc.GenericServerStream[PhaseRequest, PhaseResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Synod_PhasesServer = grpc.BidiStreamingServer[PhaseRequest, PhaseResponse]
+
 // Synod_ServiceDesc is the grpc.ServiceDesc for Synod service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -441,6 +513,12 @@ var Synod_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Pipeline",
 			Handler:       _Synod_Pipeline_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Phases",
+			Handler:       _Synod_Phases_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -168,7 +168,7 @@ instead of RESP, one session per client; the server binary links neither.`,
 	f.StringVar(&dist, "dist", def.Dist, "key distribution: uniform | zipf:S (S>1) | hotspot:H:P (fraction H of keys gets fraction P of ops)")
 	f.Float64Var(&rate, "rate", 0, "open loop: Poisson arrivals at this many ops/s in total (0: closed loop)")
 	f.StringVar(&arrivals, "arrivals", "poisson", "open-loop arrivals (with --rate): poisson | uniform (gaps uniform on [0, 2/rate], as seed 001 ran)")
-	f.BoolVar(&abdClient, "abd-client", false, "client-driven ABD (seed 001): every client runs both phases itself against every replica, on Pipeline streams; --addr lists every replica's gRPC address; with --conns N or --pipeline P the clients share N (clients/P) ABD clients, whose streams carry their phases together")
+	f.BoolVar(&abdClient, "abd-client", false, "client-driven ABD (seed 001): every client runs both phases itself against the replicas (a majority first), on Phases streams; --addr lists every replica's gRPC address; with --conns N or --pipeline P the clients share N (clients/P) ABD clients, whose streams carry their phases together")
 	f.BoolVar(&abdAll, "abd-all", false, "with --abd-client: every phase asks every replica at once, as the ABD report's client does (default: a majority first, the others on a failure or a hedge)")
 	f.BoolVar(&preload, "preload", def.Preload, "SET every key once before measuring")
 	f.StringVar(&keyPrefix, "key-prefix", def.KeyPrefix, "prefix of the fixed-width key names (with --history and no --key-prefix, a random run id follows \"key:\", so the history starts from absent keys even on a used store)")

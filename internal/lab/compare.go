@@ -21,9 +21,11 @@ func init() {
 	var (
 		protocol, clients, systems, dir, jsonPath string
 		params                                    map[string]string
-		durability, conns                         string
+		durability, conns, depths                 string
+		isolate                                   bool
+		idleWindow                                time.Duration
 		duration, warmup                          time.Duration
-		keys, keySize, valueSize, depth           int
+		keys, keySize, valueSize                  int
 		keep                                      bool
 	)
 	cmd := &cobra.Command{
@@ -33,14 +35,19 @@ func init() {
 asked, redis-server (redis: no persistence; redis-aof: appendfsync always) on
 127.0.0.1 (free ports, data in a temporary directory), preload the keys, then
 measure puts and linearizable gets separately at each client count, systems
-taking turns cell by cell.
+taking turns (all configurations of one op and client count at a time). During
+a system's turn every other system is paused (SIGSTOP) and resumed (SIGCONT)
+for its own turn, so no peer is measured beside another system's background
+work (--isolate=false: all run throughout); each system's CPU while it serves
+no client (after the preload, and right after each of its turns) is printed
+beside the tables.
 
 Each system is swept over client configurations, the number of clients (operations
 outstanding) staying the same: one connection per client; for etcd and ZooKeeper
 also --conns shared connections (as etcd's benchmark separates --conns from
---clients); for Synod and Redis over RESP, pipelining --pipeline commands deep per
+--clients); for Synod and Redis over RESP, pipelining each --pipeline depth per
 connection; for Synod also its gRPC client, --conns of them shared by all
-clients. Prints the sweep, then each system's best configuration and the ratios
+clients, and gRPC clients pipelining each --pipeline depth on their streams. Prints the sweep, then each system's best configuration and the ratios
 Synod/peer best against best, durability beside every figure; writes the same as
 JSON. A peer that is not installed is skipped with its install command printed.
 Every process started is stopped by PID at the end, on error and on Ctrl-C.
@@ -67,7 +74,13 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 			o.Warmup = warmup
 			o.Keys, o.KeySize, o.ValueSize = keys, keySize, valueSize
 			o.Dir, o.Keep = dir, keep
-			o.PipelineDepth = depth
+			o.PipelineDepths = nil
+			if depths != "" && depths != "0" {
+				if o.PipelineDepths, err = compare.ParseClients(depths); err != nil {
+					return fmt.Errorf("--pipeline: %w", err)
+				}
+			}
+			o.Isolate, o.IdleWindow = isolate, idleWindow
 			o.Conns = nil
 			if conns != "" {
 				if o.Conns, err = compare.ParseClients(conns); err != nil {
@@ -134,7 +147,9 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 	f.StringVar(&systems, "systems", "synod,etcd,zookeeper", "systems to run, comma-separated: synod, etcd, zookeeper, redis (no persistence), redis-aof (appendfsync always); synod is the one the ratios divide")
 	f.StringVar(&durability, "durability", "fsync", "Synod's durability: fsync or memory (compare memory with redis, fsync with the others)")
 	f.StringVar(&conns, "conns", "1,16", "shared connection counts swept beside one per client (etcd, ZooKeeper, Synod's gRPC client); empty: none")
-	f.IntVar(&depth, "pipeline", def.PipelineDepth, "RESP pipelining depth swept beside one connection per client (Synod, Redis); 0: none")
+	f.StringVar(&depths, "pipeline", "16,64", "pipelining depths swept beside one connection per client, comma-separated (RESP: Synod, Redis; Synod's gRPC Pipeline streams); 0 or empty: none")
+	f.BoolVar(&isolate, "isolate", def.Isolate, "pause (SIGSTOP) every other system during a system's cells; --isolate=false runs all throughout")
+	f.DurationVar(&idleWindow, "idle-window", def.IdleWindow, "measure each system's CPU over this window while it serves no client, after the preload and after each turn (0: not measured)")
 	f.StringVar(&dir, "dir", "", "directory for all data and logs (empty or new; default a temporary directory, removed after a successful run)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory after a successful run")
 	f.StringVar(&jsonPath, "json", "compare.json", "write the results as JSON to this file (empty: do not)")

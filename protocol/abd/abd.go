@@ -160,9 +160,10 @@ type op struct {
 	write bool
 	phase int // 1 query, 2 store
 
-	replied []bool
-	count   int
-	elapsed time.Duration
+	replied    []bool
+	repliedBuf [7]bool // replied's room for up to 7 replicas (one allocation per op fewer)
+	count      int
+	elapsed    time.Duration
 
 	// Query phase: highest (tag, value) seen, and how many replies carry it.
 	max  entry
@@ -289,12 +290,16 @@ func (a *ABD) begin(req automaton.Request, group uint64) *op {
 		a.groupLeft[group]++
 	}
 	o := &op{
-		id:      a.incarnation<<32 | (a.counter & 0xffffffff),
-		group:   group,
-		req:     req,
-		write:   !a.cfg.Service.IsRead(req.Op),
-		phase:   1,
-		replied: make([]bool, len(a.cfg.Nodes)),
+		id:    a.incarnation<<32 | (a.counter & 0xffffffff),
+		group: group,
+		req:   req,
+		write: !a.cfg.Service.IsRead(req.Op),
+		phase: 1,
+	}
+	if n := len(a.cfg.Nodes); n <= len(o.repliedBuf) {
+		o.replied = o.repliedBuf[:n:n]
+	} else {
+		o.replied = make([]bool, n)
 	}
 	a.ops[o.id] = o
 	a.byReq[req.ID] = o.id
@@ -387,7 +392,7 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		}
 		a.Emit(automaton.Send{To: from, Msg: marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)})
 	case kindStore: // replica (the ABD report §3.1.1, PUT)
-		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, copyBytes(f.Value))
+		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, f.Value)
 		r := message{Kind: kindStoreAck, Op: f.Op}
 		a.Emit(automaton.Send{To: from, Msg: r.marshal()})
 	case kindQueryReply:
@@ -400,8 +405,11 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 // applyStore installs (tag, value) if the tag is higher than the register's,
 // persisting it first; a lower or equal tag is acknowledged and ignored.
 // recordKey is the register's record key, recKeyPfx and the key: the key
-// is its tail, one string for both. value is kept: it must not alias an
-// input's buffer.
+// is its tail, one string for both. value may alias an input's buffer:
+// the register keeps the copy in its record (the record's tail), and a
+// register already held is updated in place, so a store allocates its
+// record only (and the register, for a new key). Nothing writes into a
+// register's value or a Persist's bytes after they are made.
 func (a *ABD) applyStore(recordKey string, t Tag, tomb bool, value []byte) {
 	key := recordKey[len(recKeyPfx):]
 	a.stepStores = append(a.stepStores, keyTag{key, t})
@@ -409,9 +417,13 @@ func (a *ABD) applyStore(recordKey string, t Tag, tomb bool, value []byte) {
 	if cur != nil && !cur.Tag.Less(t, a.proto.tsOnly) {
 		return
 	}
-	e := &entry{Tag: t, Tomb: tomb, Value: value}
-	a.store[key] = e
-	a.Emit(automaton.Persist{Key: recordKey, Value: e.marshal()})
+	rec := entry{Tag: t, Tomb: tomb, Value: value}.marshal()
+	if cur == nil {
+		cur = &entry{}
+		a.store[key] = cur
+	}
+	*cur = entry{Tag: t, Tomb: tomb, Value: recordValue(rec, len(value))}
+	a.Emit(automaton.Persist{Key: recordKey, Value: rec})
 }
 
 // onQueryReply counts a replica's register e for operation id. owned says

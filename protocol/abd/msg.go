@@ -192,6 +192,16 @@ func (e entry) marshal() []byte {
 	return w.B
 }
 
+// recordValue is the value of the register record rec (marshal), its
+// last n bytes, as a slice of rec capped at its end; nil when n is 0
+// (as copyBytes).
+func recordValue(rec []byte, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	return rec[len(rec)-n : len(rec) : len(rec)]
+}
+
 func unmarshalEntry(b []byte) (entry, error) {
 	var e entry
 	d, err := header.OpenRecord(b, "register")

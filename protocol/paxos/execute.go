@@ -23,10 +23,15 @@ func (a *Paxos) advance(persist bool) {
 	}
 	for a.executed < a.chosenUpTo {
 		i := a.executed + 1
-		cmds, err := decodeBatch(a.log[i].val)
-		if err != nil {
-			panic(fmt.Sprintf("paxos: instance %d holds a corrupt value: %v", i, err))
+		s := a.log[i]
+		cmds := s.cmds
+		if cmds == nil {
+			var err error
+			if cmds, err = decodeBatch(s.val); err != nil {
+				panic(fmt.Sprintf("paxos: instance %d holds a corrupt value: %v", i, err))
+			}
 		}
+		s.cmds = nil // executed once; the slot stays for catch-up
 		before := a.sm.conf
 		a.answerAt = i
 		for _, c := range cmds {

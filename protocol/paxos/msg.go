@@ -329,7 +329,10 @@ func encodeBatch(cmds []cmd) []byte {
 	size := 16
 	for _, c := range cmds {
 		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0 && !c.nested
-		size += 32 + 24*len(c.Ops)
+		size += 48 + opSize(c.Op)
+		for _, op := range c.Ops {
+			size += opSize(op)
+		}
 	}
 	e := wire.Encoder{B: make([]byte, 0, size)}
 	if plain {
@@ -381,6 +384,17 @@ func encodeBatch(cmds []cmd) []byte {
 }
 
 var noop = encodeBatch(nil)
+
+// opSize bounds op's encoded length from above for lengths below 2^28
+// (service.EncodeOp: each string and argument after a varint of at most 4
+// bytes), so that encodeBatch allocates its buffer once.
+func opSize(op service.Op) int {
+	n := 12 + len(op.Kind) + len(op.Key)
+	for _, a := range op.Args {
+		n += 4 + len(a)
+	}
+	return n
+}
 
 func decodeBatch(b []byte) ([]cmd, error) {
 	d := wire.NewDecoder(b)

@@ -233,6 +233,12 @@ type slot struct {
 	bal    Ballot // accepted ballot (zero for a value learnt as chosen)
 	val    []byte
 	chosen bool
+	// cmds is val decoded, kept by the leader that proposed it (proposeAt)
+	// until it executes the instance, so that it decodes none of its own
+	// batches; nil elsewhere (execution decodes val). Derived from val, so
+	// never persisted, sent or encoded in a model state; never changed once
+	// set (CloneModel's slot copies share it).
+	cmds []cmd
 }
 
 // flight is a leader's phase 2 bookkeeping for one instance.

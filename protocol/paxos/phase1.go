@@ -335,7 +335,7 @@ func (a *Paxos) reproposeValues(top uint64, vals map[uint64][]byte, segs []confS
 		if s := a.log[i]; s != nil && s.chosen {
 			continue
 		}
-		entries = append(entries, a.proposeAt(i, vals[i], ci))
+		entries = append(entries, a.proposeAt(i, vals[i], nil, ci))
 	}
 	a.next = top + 1
 	a.emitMembers()

@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A command's deadline without a runtime timer of its own.
+//
+// Every request the gateway hands to the Backend is bounded by
+// ServerOptions.RequestTimeout. context.WithTimeout per command costs a
+// timer created, armed and stopped, a registration in the server
+// context's children (one mutex shared by every connection) and about five
+// allocations: on the unpipelined path of many closed-loop clients that
+// is paid once per command (issue 28). A connection instead keeps one
+// timer (deadlines.timer) for the one request it usually has in flight:
+// submitGroup takes the connection's slot when it is free and gets a
+// cmdCtx, a small context whose Done closes at the deadline (the timer),
+// when the server stops (Server.Close cancels s.ctx, whose AfterFunc
+// cancels every connection's current cmdCtx) or when the command ends
+// (release: as WithTimeout's cancel, so a goroutine that kept the
+// context sees it done). A second request of the connection in flight at
+// the same time (pipelined lanes, a multi-key command's concurrent
+// operations) finds the slot taken and uses context.WithTimeout as before.
+//
+// A timer armed for an earlier command may fire while a later one holds
+// the slot (Reset cannot always stop a callback already started); the
+// callback cancels the current command only when its deadline has passed,
+// so a late firing is harmless and the later command's own firing still
+// comes (Reset rescheduled it).
+type deadlines struct {
+	busy  atomic.Bool
+	cur   atomic.Pointer[cmdCtx]
+	timer *time.Timer // created on first use; owned by the slot's holder
+}
+
+// acquire returns a context for one request bounded by timeout with
+// parent's values and cancellation, and the function that ends it. It
+// uses the connection's slot when free, else context.WithTimeout. parent
+// is s.ctx or carries only values over it (clusterCtx): its cancellation
+// is the server's.
+func (d *deadlines) acquire(s *Server, parent context.Context, timeout time.Duration) (context.Context, func()) {
+	if !d.busy.CompareAndSwap(false, true) {
+		return context.WithTimeout(parent, timeout)
+	}
+	c := &cmdCtx{parent: parent, deadline: time.Now().Add(timeout), done: make(chan struct{})}
+	d.cur.Store(c)
+	if d.timer == nil {
+		d.timer = time.AfterFunc(timeout, d.fire)
+	} else {
+		d.timer.Reset(timeout)
+	}
+	// After publishing c: a Close that cancelled s.ctx before this load
+	// sees c in its sweep or c sees its error here (both atomics).
+	if err := s.ctx.Err(); err != nil {
+		c.cancel(err)
+	}
+	return c, func() { d.release(c) }
+}
+
+// release ends c (context.Canceled, as a cancel func would) and frees
+// the slot.
+func (d *deadlines) release(c *cmdCtx) {
+	d.timer.Stop()
+	d.cur.Store(nil)
+	c.cancel(context.Canceled)
+	d.busy.Store(false)
+}
+
+// fire is the timer's callback: it cancels the current command if its
+// deadline has passed (a late firing for an earlier command does not).
+func (d *deadlines) fire() {
+	if c := d.cur.Load(); c != nil && !time.Now().Before(c.deadline) {
+		c.cancel(context.DeadlineExceeded)
+	}
+}
+
+// stop cancels the current command (the server is stopping).
+func (d *deadlines) stop() {
+	if c := d.cur.Load(); c != nil {
+		c.cancel(context.Canceled)
+	}
+}
+
+// cmdCtx is one command's context from the connection's slot: parent's
+// values, a deadline, and a Done closed by the first of the timer, the
+// server's stop and the command's end.
+type cmdCtx struct {
+	parent   context.Context
+	deadline time.Time
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+}
+
+func (c *cmdCtx) cancel(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+		close(c.done)
+	}
+	c.mu.Unlock()
+}
+
+func (c *cmdCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *cmdCtx) Done() <-chan struct{}       { return c.done }
+func (c *cmdCtx) Value(key any) any           { return c.parent.Value(key) }
+
+func (c *cmdCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// stopCommands cancels every connection's current command: Close
+// cancelled the server's context (an AfterFunc of s.ctx).
+func (s *Server) stopCommands() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.dl.stop()
+	}
+}

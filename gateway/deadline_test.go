@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+)
+
+// The connection's deadline slot (deadline.go): a command's context ends
+// at its deadline, at its release and when the server closes; a late
+// firing of the timer armed for an earlier command does not end a later
+// one; a second request in flight gets a context of its own.
+func TestDeadlineSlot(t *testing.T) {
+	s := NewServer(gatewaytest.KV(), ServerOptions{})
+	defer s.Close()
+	nc, peer := net.Pipe()
+	defer peer.Close()
+	c := s.newConn(nc, 1)
+
+	// The deadline.
+	ctx, end := c.dl.acquire(s, s.ctx, 20*time.Millisecond)
+	if _, ok := ctx.(*cmdCtx); !ok {
+		t.Fatalf("a free slot gave %T, want *cmdCtx", ctx)
+	}
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > 20*time.Millisecond {
+		t.Errorf("deadline %v %v", dl, ok)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deadline did not end the command")
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("after the deadline: %v, want DeadlineExceeded", ctx.Err())
+	}
+	end()
+
+	// The release; a second request while the slot is taken.
+	ctx, end = c.dl.acquire(s, s.ctx, time.Hour)
+	ctx2, end2 := c.dl.acquire(s, s.ctx, time.Hour)
+	if _, ok := ctx2.(*cmdCtx); ok {
+		t.Error("a taken slot was given again")
+	}
+	end2()
+	if ctx.Err() != nil {
+		t.Errorf("the other request's end ended this one: %v", ctx.Err())
+	}
+	// A late firing (the timer of an earlier command whose callback had
+	// started): the current command's deadline is an hour away.
+	c.dl.fire()
+	if ctx.Err() != nil {
+		t.Errorf("a late firing ended a command before its deadline: %v", ctx.Err())
+	}
+	end()
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("after its end: %v, want Canceled", ctx.Err())
+	}
+	if c.dl.busy.Load() {
+		t.Error("the slot stayed taken after the end")
+	}
+
+	// The server's close ends the command in flight.
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	ctx, end = c.dl.acquire(s, s.ctx, time.Hour)
+	s.Close()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's close did not end the command in flight")
+	}
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("after the close: %v, want Canceled", ctx.Err())
+	}
+	// A command begun after the close is ended at once.
+	end()
+	ctx, end = c.dl.acquire(s, s.ctx, time.Hour)
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("begun after the close: %v, want Canceled", ctx.Err())
+	}
+	end()
+}

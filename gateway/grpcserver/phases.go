@@ -1,0 +1,336 @@
+package grpcserver
+
+import (
+	"context"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/synoderr"
+)
+
+// Client-driven ABD phases in a compact form (api/synod.proto, rpc
+// Phases; issue 28 item 6: client-driven ABD within 2x of node-coordinated
+// ABD).
+//
+// A phase is the request a client-driven ABD client makes of one replica
+// (protocol/abd, direct.go: get KEY with abd.phase=query; set KEY VALUE or
+// del KEY with abd.phase=store and abd.tag=TAG). Over Do or Pipeline it is
+// a whole Request: the options map decoded and encoded by reflection, its
+// options parsed and checked, a lane and a goroutine per group of calls,
+// and a query's answer as a generic Result array. Here it is a Phase: key,
+// tag, value; the node makes the same automaton.Request of it (the same
+// options, checked as Do checks them), so the protocol answers it exactly
+// as it answers a phase over Do, and replies with a PhaseReply: tag,
+// value.
+//
+//   - Batches. Every phase of a message goes to the namespace's loop in
+//     one hand-off (BatchBackend.DoBatch), as a node-coordinated replica
+//     takes the messages of a peer frame; their replies leave in one
+//     message. The client sends, per replica, every phase its concurrent
+//     operations queued while its previous message was in flight
+//     (client/phases.go), so the batches grow with the load.
+//   - Concurrency. A stream has maxPhaseMsgs workers; they take turns
+//     receiving, and the one that received a message runs it (no hand-off
+//     between receiving a message and handing it to the loop), so at most
+//     maxPhaseMsgs messages of a stream run at once; then the stream stops
+//     reading and HTTP/2 flow control holds the caller back. The phases of a message and of
+//     different messages are independent (ABD needs no order: a query has
+//     no effect, a store installs a tag's value once, in any order).
+//   - Identity. A stream picks a random client id; each phase takes the
+//     next seq (the node matches answers by request id; phases are never
+//     deduplicated, protocol/abd answers each from the register).
+//   - Checks, per phase, as Do's (prepare): the namespace exists and its
+//     protocol declares abd.phase (NOT_FOUND, INVALID_ARGUMENT as Do's
+//     option check, for the whole message), the operation is valid for the service and the tag
+//     parses with TS >= 1 (INVALID_ARGUMENT), the user may run it
+//     (PERMISSION_DENIED); a refused phase runs nothing, the others run.
+//   - End. When the caller closes its side, every message received is
+//     answered, then the stream ends OK; when the caller cancels or the
+//     server closes, phases in flight are cut short as Pipeline's are.
+const (
+	// maxPhaseMsgs bounds a Phases stream's messages running at once.
+	maxPhaseMsgs = 4
+	// maxPhases bounds a Phases message's phases (the batch bound of
+	// Pipeline, maxBatch); more are refused INVALID_ARGUMENT.
+	maxPhases = 4 * maxBatch
+)
+
+// The request a phase stands for: protocol/abd's client-driven options
+// (direct.go), named here as api/synod.proto names them; the gateway knows
+// no protocol, it takes the options' specs from the registry (a namespace
+// whose protocol declares no optPhase refuses phases) and checks a tag
+// with the protocol's own optTag spec.
+const (
+	optPhase   = "abd.phase"
+	optTag     = "abd.tag"
+	phaseQuery = "query"
+	phaseStore = "store"
+)
+
+// Phases implements synod.v1.Synod.
+func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(), received: make(chan struct{})}
+	ph.batcher, _ = s.b.(gateway.BatchBackend)
+	ph.workers.Store(maxPhaseMsgs)
+	for range maxPhaseMsgs {
+		go ph.work()
+	}
+	select {
+	case <-ph.received: // the caller closed its side, or the stream failed
+	case <-ctx.Done():
+	}
+	// No message starts from now on; wait for those running (a worker
+	// still blocked in Recv ends with the stream).
+	ph.mu.Lock()
+	ph.closed = true
+	ph.mu.Unlock()
+	ph.running.Wait()
+	if s.ctx.Err() != nil {
+		return refusal(synoderr.TryAgain, "%s", "node is shutting down; phases without a reply have an unknown outcome")
+	}
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	return ph.err
+}
+
+// phaser is one Phases stream's state.
+type phaser struct {
+	s        *Server
+	stream   synodpb.Synod_PhasesServer
+	ctx      context.Context
+	cancel   context.CancelFunc
+	batcher  gateway.BatchBackend
+	client   uint64
+	workers  atomic.Int32  // workers not yet returned
+	received chan struct{} // closed when every worker returned
+	running  sync.WaitGroup
+
+	rmu   sync.Mutex // held by the worker receiving
+	ended bool       // receiving ended (under rmu)
+
+	mu     sync.Mutex
+	seq    uint64
+	closed bool  // no message may start (Phases is returning)
+	err    error // the stream's first failure, a status
+
+	smu        sync.Mutex // held while sending
+	sendFailed bool
+}
+
+// fail records the stream's first failure and ends the stream.
+func (ph *phaser) fail(err error) {
+	ph.mu.Lock()
+	if ph.err == nil {
+		ph.err = status.Convert(err).Err()
+	}
+	ph.mu.Unlock()
+	ph.cancel()
+}
+
+// work receives a message, in turn with the stream's other workers, and
+// runs it (the doc's "Concurrency": the goroutine that received a message
+// runs it; the workers live as long as the stream, so that their stacks,
+// grown by a run, are not grown again for every message).
+func (ph *phaser) work() {
+	defer func() {
+		if ph.workers.Add(-1) == 0 {
+			close(ph.received)
+		}
+	}()
+	for {
+		ph.rmu.Lock()
+		var m *synodpb.PhaseRequest
+		for !ph.ended && len(m.GetPhases()) == 0 {
+			var err error
+			if m, err = ph.stream.Recv(); err != nil {
+				if err != io.EOF {
+					ph.fail(err)
+				}
+				ph.ended = true
+			}
+		}
+		ended := ph.ended
+		ph.rmu.Unlock()
+		if ended {
+			return
+		}
+		ph.mu.Lock()
+		ok := !ph.closed
+		if ok {
+			ph.running.Add(1)
+		}
+		ph.mu.Unlock()
+		if !ok {
+			return
+		}
+		ph.run(m)
+		ph.running.Done()
+	}
+}
+
+// run checks and runs a message's phases as one batch and sends their
+// replies.
+func (ph *phaser) run(m *synodpb.PhaseRequest) {
+	phases := m.GetPhases()
+	out := make([]*synodpb.PhaseReply, len(phases))
+	refuseAll := func(err error) {
+		st := status.Convert(err)
+		for i, p := range phases {
+			out[i] = &synodpb.PhaseReply{Id: p.GetId(), Code: uint32(st.Code()), Message: st.Message()}
+		}
+		ph.send(out)
+	}
+	if len(phases) > maxPhases {
+		refuseAll(refusal(synoderr.Invalid, "a Phases message holds at most %d phases (it has %d)", maxPhases, len(phases)))
+		return
+	}
+	ns, svc, err := ph.s.namespace(m.GetNamespace())
+	var tagSpec automaton.OptionSpec
+	if err == nil {
+		specs := gateway.RequestOptionSpecs(ns.Protocol)
+		i := slices.IndexFunc(specs, func(o automaton.OptionSpec) bool { return o.Name == optTag })
+		if i < 0 || !slices.ContainsFunc(specs, func(o automaton.OptionSpec) bool { return o.Name == optPhase }) {
+			err = refusal(synoderr.Invalid, "namespace %q uses %s, which declares no %s option: client-driven ABD phases need an abd namespace", ns.Name, ns.Protocol, optPhase)
+		} else {
+			tagSpec = specs[i]
+		}
+	}
+	if err == nil && svc == nil {
+		err = refusal(synoderr.Unsupported, "namespace %q has service %q, which this node does not know", ns.Name, ns.Service)
+	}
+	if err != nil {
+		refuseAll(err)
+		return
+	}
+	ph.mu.Lock()
+	seq := ph.seq
+	ph.seq += uint64(len(phases))
+	ph.mu.Unlock()
+	reqs := make([]automaton.Request, 0, len(phases))
+	idx := make([]int, 0, len(phases)) // reqs[k] answers phases[idx[k]]
+	for i, p := range phases {
+		req, err := ph.request(ns, svc, tagSpec, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p)
+		if err != nil {
+			st := status.Convert(err)
+			out[i] = &synodpb.PhaseReply{Id: p.GetId(), Code: uint32(st.Code()), Message: st.Message()}
+			continue
+		}
+		reqs = append(reqs, req)
+		idx = append(idx, i)
+	}
+	if len(reqs) > 0 {
+		rctx, cancel := context.WithTimeout(ph.ctx, ph.s.opts.RequestTimeout)
+		var resps []automaton.Response
+		var errs []error
+		if ph.batcher != nil {
+			resps, errs = ph.batcher.DoBatch(rctx, ns.Name, reqs)
+		} else {
+			resps, errs = make([]automaton.Response, len(reqs)), make([]error, len(reqs))
+			for k, req := range reqs {
+				resps[k], errs[k] = ph.s.b.Do(rctx, ns.Name, req)
+			}
+		}
+		for k, i := range idx {
+			out[i] = ph.reply(phases[i].GetId(), rctx, reqs[k], resps[k], errs[k])
+		}
+		cancel()
+	}
+	ph.send(out)
+}
+
+// Query and store phases' options (shared: the node gives the automaton
+// its own copy of a request's options, node.admit).
+var queryExt = map[string][]string{optPhase: {phaseQuery}}
+
+// request checks phase p of namespace ns as Do checks the request it
+// stands for (its tag with tagSpec, the protocol's), and makes that
+// request, identified as id.
+func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec automaton.OptionSpec, id automaton.RequestID, p *synodpb.Phase) (automaton.Request, error) {
+	req := automaton.Request{ID: id, Checked: true}
+	switch {
+	case p.GetTag() == "":
+		req.Op = service.Op{Kind: "get", Key: p.GetKey()}
+		req.Opts.Ext = queryExt
+	default:
+		tag, err := tagSpec.Parse([]string{p.GetTag()})
+		if err != nil {
+			return req, refusal(synoderr.Invalid, "namespace %q: phase %d: %v", ns.Name, p.GetId(), err)
+		}
+		req.Op = service.Op{Kind: "set", Key: p.GetKey(), Args: [][]byte{p.GetValue()}}
+		if p.GetTomb() {
+			req.Op = service.Op{Kind: "del", Key: p.GetKey()}
+		}
+		req.Opts.Ext = map[string][]string{optPhase: {phaseStore}, optTag: tag}
+	}
+	if err := ph.s.permit(ph.ctx, ns.Name, req); err != nil {
+		return req, err
+	}
+	if err := automaton.ValidateRequest(svc, req); err != nil {
+		return req, refusal(synoderr.Invalid, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
+	}
+	return req, nil
+}
+
+// reply converts the Backend's answer to a phase (res, or err made within
+// rctx) to its PhaseReply.
+func (ph *phaser) reply(id uint64, rctx context.Context, req automaton.Request, res automaton.Response, err error) *synodpb.PhaseReply {
+	if err != nil {
+		st := status.Convert(ph.s.doError(ph.ctx, rctx, req.ID, err))
+		return &synodpb.PhaseReply{Id: id, Code: uint32(st.Code()), Message: st.Message()}
+	}
+	r := res.Result
+	switch {
+	case r.Type == service.ResultErr:
+		return &synodpb.PhaseReply{Id: id, Err: synoderr.Text(r.Err)}
+	case r.Type == service.ResultArray && len(r.Elems) == 2 && r.Elems[0].Type == service.ResultBytes:
+		// A query's [tag, value] (protocol/abd queryResult).
+		out := &synodpb.PhaseReply{Id: id, Tag: string(r.Elems[0].Bytes)}
+		if v := r.Elems[1]; v.Type == service.ResultBytes {
+			out.Value, out.Present = v.Bytes, true
+		}
+		return out
+	case r.Type == service.ResultOK:
+		return &synodpb.PhaseReply{Id: id}
+	}
+	return &synodpb.PhaseReply{Id: id, Err: "ERR internal error: a phase answered " + r.String()}
+}
+
+// send writes a message's replies, in messages of at most about
+// maxReplyBytes. After a failure it sends nothing.
+func (ph *phaser) send(rs []*synodpb.PhaseReply) {
+	ph.smu.Lock()
+	defer ph.smu.Unlock()
+	var msg synodpb.PhaseResponse
+	size := 0
+	flush := func() {
+		if len(msg.Replies) > 0 && !ph.sendFailed {
+			if err := ph.stream.Send(&msg); err != nil {
+				ph.sendFailed = true
+				ph.fail(err)
+			}
+		}
+		msg.Replies, size = nil, 0
+	}
+	for _, r := range rs {
+		n := 64 + len(r.GetMessage()) + len(r.GetErr()) + len(r.GetTag()) + len(r.GetValue())
+		if size > 0 && size+n > maxReplyBytes {
+			flush()
+		}
+		msg.Replies = append(msg.Replies, r)
+		size += n
+	}
+	flush()
+}

@@ -1,0 +1,123 @@
+package grpcserver
+
+import (
+	"io"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/protocol/abd"
+)
+
+// phaseExchange sends msgs on a new Phases stream, one at a time, each
+// after the previous one's replies are in (so that the test does not
+// depend on the order in which concurrent messages run), then ends its
+// side; it returns the replies by phase id, and checks that each message
+// was answered in one reply message and that the stream ends OK.
+func phaseExchange(t *testing.T, c synodpb.SynodClient, msgs ...*synodpb.PhaseRequest) map[uint64]*synodpb.PhaseReply {
+	t.Helper()
+	s, err := c.Phases(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint64]*synodpb.PhaseReply{}
+	for _, m := range msgs {
+		if err := s.Send(m); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.GetReplies()) != len(m.GetPhases()) {
+			t.Fatalf("a message of %d phases answered by a message of %d replies", len(m.GetPhases()), len(r.GetReplies()))
+		}
+		for _, p := range r.GetReplies() {
+			if _, dup := out[p.GetId()]; dup {
+				t.Errorf("phase %d answered twice", p.GetId())
+			}
+			out[p.GetId()] = p
+		}
+	}
+	s.CloseSend()
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatalf("stream ended with %v, want OK", err)
+	}
+	return out
+}
+
+// A Phases message's phases reach the protocol as one client batch and
+// are answered as the same requests over Do are (protocol/abd direct.go:
+// a store installs a higher tag only, a query answers the register's tag
+// and value, a tombstone has no value); a phase the checks refuse is
+// answered with its own code beside the others, which run; a namespace
+// whose protocol has no abd.phase refuses every phase.
+func TestPhases(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, "abd", "kv")
+	_, c := start(t, b, Options{})
+	got := phaseExchange(t, c,
+		&synodpb.PhaseRequest{Phases: []*synodpb.Phase{
+			{Id: 1, Key: "a", Tag: "2:1:client/x", Value: []byte("va")},
+			{Id: 2, Key: "b", Tag: "1:1:client/x", Tomb: true},
+			{Id: 3, Key: "c", Tag: "0:1:client/x", Value: []byte("vc")}, // TS 0: refused
+			{Id: 4, Key: "d", Tag: "no-tag", Value: []byte("vd")},       // refused
+			{Id: 5, Key: "e", Tag: "1:1:client/x", Value: []byte("ve")},
+		}},
+		&synodpb.PhaseRequest{Phases: []*synodpb.Phase{
+			{Id: 6, Key: "a", Tag: "1:9:client/y", Value: []byte("old")}, // lower: acknowledged, not installed
+		}},
+		&synodpb.PhaseRequest{Phases: []*synodpb.Phase{
+			{Id: 7, Key: "a"}, {Id: 8, Key: "b"}, {Id: 9, Key: "c"}, {Id: 10, Key: "e"},
+		}},
+	)
+	for _, id := range []uint64{1, 2, 5, 6} {
+		if r := got[id]; r.GetCode() != 0 || r.GetErr() != "" || r.GetTag() != "" || r.GetPresent() {
+			t.Errorf("store %d: %v, want a bare acknowledgement", id, r)
+		}
+	}
+	for _, id := range []uint64{3, 4} {
+		if r := got[id]; codes.Code(r.GetCode()) != codes.InvalidArgument {
+			t.Errorf("store %d with a bad tag: %v, want INVALID_ARGUMENT", id, r)
+		}
+	}
+	want := map[uint64]struct {
+		tag, value string
+		present    bool
+	}{
+		7:  {"2:1:client/x", "va", true},
+		8:  {"1:1:client/x", "", false},
+		9:  {"", "", false},
+		10: {"1:1:client/x", "ve", true},
+	}
+	for id, w := range want {
+		r := got[id]
+		if r.GetCode() != 0 || r.GetErr() != "" || r.GetTag() != w.tag || string(r.GetValue()) != w.value || r.GetPresent() != w.present {
+			t.Errorf("query %d: %v, want tag %q value %q present %v", id, r, w.tag, w.value, w.present)
+		}
+	}
+	if bs := b.Batches(); len(bs) != 3 || bs[0] != 3 || bs[1] != 1 || bs[2] != 4 {
+		t.Errorf("batches stepped %v, want [3 1 4] (each message's phases that passed the checks, in one batch)", bs)
+	}
+
+	_, oc := start(t, gatewaytest.MustAutomaton(t, "paxos", "kv"), Options{})
+	got = phaseExchange(t, oc, &synodpb.PhaseRequest{Phases: []*synodpb.Phase{{Id: 1, Key: "a"}, {Id: 2, Key: "b", Tag: "1:1:w", Value: []byte("v")}}})
+	for id, r := range got {
+		if codes.Code(r.GetCode()) != codes.InvalidArgument {
+			t.Errorf("phase %d on a namespace without abd.phase: %v, want INVALID_ARGUMENT", id, r)
+		}
+	}
+	got = phaseExchange(t, c, &synodpb.PhaseRequest{Namespace: "nope", Phases: []*synodpb.Phase{{Id: 1, Key: "a"}}})
+	if r := got[1]; codes.Code(r.GetCode()) != codes.NotFound {
+		t.Errorf("phase on an unknown namespace: %v, want NOT_FOUND", r)
+	}
+}
+
+// The gateway names protocol/abd's client-driven options itself (it
+// imports no protocol): the names must be abd's.
+func TestPhaseOptionNames(t *testing.T) {
+	if optPhase != abd.OptPhase || optTag != abd.OptTag || phaseQuery != abd.PhaseQuery || phaseStore != abd.PhaseStore {
+		t.Fatalf("gateway's %q %q %q %q, protocol/abd's %q %q %q %q", optPhase, optTag, phaseQuery, phaseStore, abd.OptPhase, abd.OptTag, abd.PhaseQuery, abd.PhaseStore)
+	}
+}
