@@ -19,7 +19,14 @@ import (
 // rest (warm: it holds more keys than merge_keys), s1 is a spare. A load
 // on s0's slots over split_ops makes the placement leader log a split and
 // move the upper half of s0's slots to s1 (epoch 2); once the load stops,
-// s0 and s1 are cold and merge (epoch 3), s2 stays. Every acknowledged
+// s0 and s1 are cold and merge (epoch 3), s2 stays. merge_delay (12 s)
+// is longer than the placement leader's period of size reads
+// (placeSizeEvery, 10 s): its first read, before the preload, finds s2
+// empty, and with merge_delay 2 s s0 and s2 merged before the writers'
+// load on s0 counted whenever the nodes took long to start (under -race
+// at load 30, 2 runs of 5: "after the split: [[] [] [0-16383]]" at epoch
+// 2); now s2's keys are read before s0 and s2 can have been cold that
+// long, and then s2 is not cold. Every acknowledged
 // write reads back afterwards, and the decisions are in the log CLUSTER
 // MIGRATION STATUS shows and in the metric.
 func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
@@ -27,7 +34,7 @@ func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
 		{Name: "s0", Slots: "0-1023", Nodes: []string{"n1", "n2", "n3"}},
 		{Name: "s1", Slots: "", Nodes: []string{"n4", "n5", "n6"}},
 		{Name: "s2", Slots: "1024-16383", Nodes: []string{"n4", "n5", "n6"}},
-	}, Placement: &config.Placement{SplitOps: 40, MergeOps: 5, MergeKeys: 300, Cooldown: "1s", MergeDelay: "2s", Rate: 5000}}
+	}, Placement: &config.Placement{SplitOps: 40, MergeOps: 5, MergeKeys: 300, Cooldown: "1s", MergeDelay: "12s", Rate: 5000}}
 	cfg, ls := mkCluster(t, 6, config.Memory, ns)
 	var nodes []*Node
 	var addrs []string
@@ -100,17 +107,29 @@ func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
 		fmt.Sscan(st["epoch"], &e)
 		return e
 	}
-	for epoch() < 2 && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
+	// The split's view, read as soon as n2 has it: once the load stops
+	// the two halves are cold and merge (after MergeDelay), and on a
+	// loaded machine the writers' last requests can take longer than
+	// that to finish (under -race at load 30 the view read after them
+	// was already the merge's, [[] [] [0-16383]]).
+	var v *slotView
+	for ctx.Err() == nil {
+		if v = nodes[1].shards["default"].view(); v.epoch >= 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	stop.Store(true)
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("no split within the time; status: %v", statusText(ctx, admin))
 	}
-	v := nodes[1].shards["default"].view()
-	if shard.FormatSlots(v.groups[0]) != "0-511" || shard.FormatSlots(v.groups[1]) != "512-1023" || shard.FormatSlots(v.groups[2]) != "1024-16383" {
-		t.Fatalf("after the split: %v", v.groups)
+	if v.epoch != 2 {
+		// n2 took the split and the merge together: the decision log
+		// checked below still shows the split's slots.
+		t.Logf("n2 went from epoch 1 to %d at once", v.epoch)
+	} else if shard.FormatSlots(v.groups[0]) != "0-511" || shard.FormatSlots(v.groups[1]) != "512-1023" || shard.FormatSlots(v.groups[2]) != "1024-16383" {
+		t.Fatalf("after the split: %v; status and decision log:\n%s", v.groups, statusText(ctx, admin)+nodes[0].placementLog(ctx, nodes[0].shards["default"], placeLogLen))
 	}
 	t.Logf("split at epoch %d: %v (%d writes acknowledged, %d errors)", v.epoch, v.groups, len(acked), errs.Load())
 

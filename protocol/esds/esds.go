@@ -381,6 +381,12 @@ type op struct {
 	pFlags byte
 	pLabel Label
 	pOK    bool
+	// has: bit j when peer j has acknowledged this operation's descriptor
+	// on our current stream to it (later entries go bare, stream.go).
+	has uint64
+	// gone: collected (gc.go); stream positions queued while it was live
+	// point here and now say "gone".
+	gone bool
 }
 
 func (a *ESDS) members() uint64 { return a.all &^ a.removed }

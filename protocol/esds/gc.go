@@ -46,12 +46,12 @@ func (a *ESDS) collect() {
 			}
 		}
 		delete(a.ops, o.id)
+		o.gone = true // its queued stream positions now say "gone"
 		delete(a.dirty, o.id)
 		a.goneQ[o.id] = m &^ a.bit()
 		for j := range a.peers {
-			delete(a.peers[j].has, o.id)
 			if j != a.self && m&(1<<j) != 0 {
-				a.enqueue(j, o.id)
+				a.enqueueOp(j, o.id, nil)
 			}
 		}
 	}

@@ -76,9 +76,10 @@ func (a *ESDS) checkIndexes() error {
 		return fmt.Errorf("%s: applied list holds %d operations, the scan %d", a.cfg.Self, live, applied)
 	}
 	for j := range a.peers {
-		for id := range a.peers[j].has {
-			if a.ops[id] == nil {
-				return fmt.Errorf("%s: peer %d's descriptor set keeps collected %s", a.cfg.Self, j, id)
+		for i := range a.peers[j].queue {
+			q := &a.peers[j].queue[i]
+			if o := q.live(); o != a.ops[q.id] {
+				return fmt.Errorf("%s: peer %d's stream position %d holds %s as %p, the operation table %p", a.cfg.Self, j, i, q.id, o, a.ops[q.id])
 			}
 		}
 	}

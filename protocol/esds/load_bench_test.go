@@ -187,15 +187,7 @@ func BenchmarkCollectionTicks(b *testing.B) {
 }
 
 func collectionTicks(b *testing.B) {
-	c := &cluster{rng: rand.New(rand.NewSource(1))}
-	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
-		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
-	v := []byte(strings.Repeat("v", 100))
-	n := 0
-	put := func(id automaton.NodeID, k int) {
-		c.Request(id, service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", k), Args: [][]byte{v}}, opts(fmt.Sprint("p", n), false))
-		n++
-	}
+	c, put, n := setCluster(b)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	tick := func(measure []float64) []float64 {
@@ -221,7 +213,7 @@ func collectionTicks(b *testing.B) {
 			bytes += len(p.Value)
 		}
 	})
-	n0 := n
+	n0 := *n
 	ticks := []float64{}
 	for range 120 {
 		for _, id := range c.IDs() {
@@ -234,7 +226,23 @@ func collectionTicks(b *testing.B) {
 	slices.Sort(ticks)
 	b.ReportMetric(ticks[len(ticks)-1], "maxtick-ms")
 	b.ReportMetric(ticks[len(ticks)*99/100], "p99tick-ms")
-	b.ReportMetric(float64(bytes)/float64(n-n0), "B/set")
+	b.ReportMetric(float64(bytes)/float64(*n-n0), "B/set")
+}
+
+// setCluster starts 3 replicas of a KV service and returns put, which
+// submits a plain SET of a 100-byte value to key k at a replica, and the
+// count of puts submitted.
+func setCluster(b *testing.B) (*cluster, func(automaton.NodeID, int), *int) {
+	c := &cluster{rng: rand.New(rand.NewSource(1))}
+	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
+		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
+	v := []byte(strings.Repeat("v", 100))
+	n := new(int)
+	put := func(id automaton.NodeID, k int) {
+		c.Request(id, service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", k), Args: [][]byte{v}}, opts(fmt.Sprint("p", *n), false))
+		*n++
+	}
+	return c, put, n
 }
 
 // threadCPU is the CPU time of the calling OS thread, in nanoseconds
@@ -245,4 +253,70 @@ func threadCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkPutSteps drives 3 replicas whose stable state holds 10,000
+// keys (100-byte values) with perTick plain SETs each per gossip interval
+// (170: 25.5k puts/s over the cluster, session 41's quiet 64-client rate)
+// for 100 intervals, every message delivered one at a time after the
+// interval's tick, and reports in CPU time of the stepping thread (a
+// loaded machine makes wall time meaningless): the CPU of every step per
+// SET (cpu-us/set), and the longest and 99th-percentile tick step and
+// message step (maxtick-ms, p99tick-ms, maxmsg-ms, p99msg-ms): the steps
+// a request arriving meanwhile waits behind.
+//
+//	go test ./protocol/esds -run '^$' -bench PutSteps -benchtime 1x
+func BenchmarkPutSteps(b *testing.B) {
+	for _, perTick := range []int{170} {
+		b.Run(fmt.Sprintf("perTick=%d", perTick), func(b *testing.B) {
+			for range b.N {
+				putSteps(b, perTick)
+			}
+		})
+	}
+}
+
+func putSteps(b *testing.B, perTick int) {
+	c, put, n := setCluster(b)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for k := range 10000 {
+		put(c.IDs()[k%3], k)
+	}
+	for range 4 * gcEveryTicks {
+		for _, id := range c.IDs() {
+			c.FireTimer(id, timerGossip)
+		}
+		c.DeliverAll()
+	}
+	n0 := *n
+	var ticks, msgs []float64
+	t0 := threadCPU()
+	for range 100 {
+		for _, id := range c.IDs() {
+			for range perTick {
+				put(id, c.rng.Intn(10000))
+			}
+		}
+		for _, id := range c.IDs() {
+			s := threadCPU()
+			c.FireTimer(id, timerGossip)
+			ticks = append(ticks, float64(threadCPU()-s)/1e6)
+		}
+		for {
+			s := threadCPU()
+			if !c.DeliverOne() {
+				break
+			}
+			msgs = append(msgs, float64(threadCPU()-s)/1e6)
+		}
+	}
+	total := threadCPU() - t0
+	slices.Sort(ticks)
+	slices.Sort(msgs)
+	b.ReportMetric(float64(total)/1e3/float64(*n-n0), "cpu-us/set")
+	b.ReportMetric(ticks[len(ticks)-1], "maxtick-ms")
+	b.ReportMetric(ticks[len(ticks)*99/100], "p99tick-ms")
+	b.ReportMetric(msgs[len(msgs)-1], "maxmsg-ms")
+	b.ReportMetric(msgs[len(msgs)*99/100], "p99msg-ms")
 }

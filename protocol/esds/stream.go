@@ -25,6 +25,18 @@ type qent struct {
 	id    string
 	flags byte // flagGone: collected when queued
 	label Label
+	// o is the operation when it was live at queueing (nil: collected):
+	// sending and acknowledging read it instead of looking id up in the
+	// operation table (o.gone once collected since; ids never return).
+	o *op
+}
+
+// live returns the position's operation while it is live (a.ops[q.id]).
+func (q *qent) live() *op {
+	if q.o == nil || q.o.gone {
+		return nil
+	}
+	return q.o
 }
 
 // peer is the gossip stream state towards (and from) one other replica.
@@ -36,9 +48,9 @@ type peer struct {
 	sentUpTo uint64 // next to send is sentUpTo+1 (back to acked on retransmission)
 	hiSent   uint64 // highest position ever sent on this stream
 	lastRetx int
-	// has: live operations whose descriptor the peer has acknowledged on
-	// this stream; later entries for them are sent bare (flagBare).
-	has map[string]bool
+	// (The live operations whose descriptor the peer has acknowledged on
+	// this stream, whose later entries are sent bare (flagBare), have the
+	// peer's bit in op.has.)
 	// What we know of the peer: its incarnation, and incarnations it left.
 	inc     uint64
 	retired map[uint64]bool
@@ -69,7 +81,7 @@ func (a *ESDS) newInfo(o *op) {
 	o.qOK, o.qFlags, o.qLabel = true, f, o.label
 	for j := range a.peers {
 		if j != a.self && a.isReplica(j) {
-			a.enqueue(j, o.id)
+			a.enqueueOp(j, o.id, o)
 		}
 	}
 }
@@ -78,12 +90,15 @@ func (a *ESDS) newInfo(o *op) {
 // stream's last position, if it has never been sent, is updated instead:
 // nothing was queued after it, so it still marks a moment of this replica's
 // state. Any earlier position keeps what it said (see the package doc).
-func (a *ESDS) enqueue(j int, id string) {
+func (a *ESDS) enqueue(j int, id string) { a.enqueueOp(j, id, a.ops[id]) }
+
+// enqueueOp is enqueue with id's live operation o (nil: collected).
+func (a *ESDS) enqueueOp(j int, id string, o *op) {
 	p := &a.peers[j]
 	q := qent{id: id, flags: flagGone}
-	if o := a.ops[id]; o != nil {
+	if o != nil {
 		x := a.entryOf(o)
-		q.flags, q.label = x.Flags, x.Label
+		q.flags, q.label, q.o = x.Flags, x.Label, o
 	}
 	if n := len(p.queue); n > 0 && p.acked+uint64(n) > p.hiSent && p.queue[n-1].id == id {
 		p.queue[n-1] = q
@@ -97,14 +112,16 @@ func (a *ESDS) resetStream(j int) {
 	p := &a.peers[j]
 	p.stream = a.cfg.Rand.Uint64() | 1
 	p.queue, p.acked, p.sentUpTo, p.hiSent, p.lastRetx = nil, 0, 0, 0, a.tick
-	p.has = map[string]bool{}
+	for _, o := range a.ops {
+		o.has &^= 1 << j
+	}
 	if a.unopt {
 		return
 	}
 	// Label order (then arrival): a done operation never precedes one done
 	// before it, which the receiver's stability rule relies on.
 	for _, o := range a.sortedOps() {
-		a.enqueue(j, o.id)
+		a.enqueueOp(j, o.id, o)
 	}
 	gone := make([]string, 0, len(a.goneQ))
 	for id := range a.goneQ {
@@ -151,7 +168,7 @@ func (a *ESDS) sendStream(j int) {
 			continue
 		}
 		a.seen[q.id] = true
-		o := a.ops[q.id]
+		o := q.live()
 		switch {
 		case o == nil:
 			// Collected since (or when) queued: stable at every member,
@@ -161,7 +178,7 @@ func (a *ESDS) sendStream(j int) {
 			if a.gcd.has(q.id) {
 				m.Entries = append(m.Entries, entry{ID: q.id, Flags: flagGone})
 			}
-		case p.has[q.id]:
+		case o.has&(1<<j) != 0:
 			m.Entries = append(m.Entries, entry{ID: q.id, Flags: q.flags | flagBare, Label: q.label})
 		default:
 			m.Entries = append(m.Entries, entry{ID: q.id, Prev: o.prev, Strict: o.strict, Op: o.sop, Flags: q.flags, Label: q.label})
@@ -267,11 +284,12 @@ func (a *ESDS) acknowledged(j int, stream, seq uint64) {
 		return // another stream's, old, or beyond what we sent
 	}
 	n := seq - p.acked
-	for _, q := range p.queue[:n] {
-		if a.ops[q.id] != nil {
+	for i := range p.queue[:n] {
+		q := &p.queue[i]
+		if o := q.live(); o != nil {
 			// Live now, so live when sent: the entry carried the
 			// descriptor, or the peer had acknowledged one before.
-			p.has[q.id] = true
+			o.has |= 1 << j
 		} else if g, ok := a.goneQ[q.id]; ok && q.flags == flagGone {
 			if g &^= 1 << j; g == 0 {
 				delete(a.goneQ, q.id)

@@ -35,6 +35,9 @@ import (
 //   - rec: the Recorder of parameter observe, shared by every replica of
 //     a run (nil in the models).
 //   - out: the step's outputs, reset at every Step.
+//   - slot.cmds: the leader's decoded copy of slot.val (proposeAt), derived
+//     from val, which is encoded; shared by the copies (never changed once
+//     set, only dropped). Two states that differ only in it behave alike.
 //
 // Encoded by content but shared by CloneModel, being replaced rather than
 // changed in place: every *conf (sm.conf, p1Confs, flight.conf,
