@@ -267,13 +267,51 @@ func TestCrossShardTransfers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var sum int64
-	for _, k := range accts {
-		v, err := setup.Get(ctx, k).Int64()
-		if err != nil {
-			t.Fatal(err)
+	// The final total. A writer whose request failed (go-redis's 3 s read
+	// timeout, under -race at load 30) has stopped, but its transaction
+	// may still commit: GETs of one account after another may see one
+	// before it and the other after (so a run failed "final total 603,
+	// want 600"). A read-only transaction (MGET across the shards) sees it
+	// whole or not at all, at once; the accounts read one by one agree
+	// once it has settled (the resolver ends an undecided one in 5 s).
+	sumOf := func(vals []any) int64 {
+		var sum int64
+		for _, v := range vals {
+			s, _ := v.(string)
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("account value %q: %v", s, err)
+			}
+			sum += n
 		}
-		sum += v
+		return sum
+	}
+	for {
+		vs, err := setup.MGet(ctx, accts...).Result()
+		if err == nil {
+			if sum := sumOf(vs); sum != total {
+				t.Fatalf("MGET after the run: total %d, want %d", sum, total)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("MGET after the run: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var sum int64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var vals []any
+		for _, k := range accts {
+			v, err := setup.Get(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals = append(vals, v)
+		}
+		if sum = sumOf(vals); sum == total || time.Now().After(deadline) {
+			break
+		}
 	}
 	t.Logf("%d transfers and %d reads committed, %d reads with a wrong total", transfers.Load(), reads.Load(), bad.Load())
 	// The MGETs ran as read-only transactions (one round, package

@@ -382,6 +382,28 @@
 //     an error (outcome unknown); so does one at this replica after a
 //     restart (the ids are not persisted). Clients that name reads in
 //     prev sets across nodes keep reads=ordered, the default.
+//     Why ordered stays the default (decided in session 42, issue 28):
+//     the seed answers a non-strict operation by send_{r,f}("response",
+//     x, v) with precondition x ∈ pending_r ∩ done_r[r] and v = val_r(x)
+//     (Fig. 4.2; Fig. 4.5 the same with stable-value_r for stable x): the
+//     answer comes after do_it, which puts x in done_r[r], and done_r[r]
+//     is what gossip carries (D), so every replica eventually has x in
+//     done and can do an operation whose prev names it (do_it's x.prev ⊆
+//     done_r[r].id). The seed relies on that for every id: "operation
+//     identifiers are kept around forever because they may enter the prev
+//     sets of future operations" (§4.3.1, the Remark after the memoised
+//     stable state) and "a prev set may include any operations that have
+//     been previously submitted to the system" (§6.1). A local read gives
+//     the value do_it then send_{r,f}("response") would give at r, but it
+//     is in no done set, at r after a restart or anywhere else, so an
+//     operation naming it at another replica is never done by the seed's
+//     rules (here: prev_timeout's error). reads=local therefore answers
+//     reads as the seed may, but narrows what the seed lets clients put in
+//     prev sets; a default may not narrow the seed's interface, so it
+//     stays a parameter for clients that do not name reads in prev sets
+//     at other nodes. Making it the default needs local reads to enter
+//     done sets lazily (their ids and prev sets gossiped, not persisted
+//     or ordered), not built.
 //     Session order: a client's read at the node whose replica answered
 //     its writes (send=1) sees them, as an ordered read does; naming a
 //     write in prev makes any replica wait for it (the read is then
