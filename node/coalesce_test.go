@@ -95,8 +95,11 @@ func TestCoalescedHeartbeats(t *testing.T) {
 			}
 			// 60 groups tick on at most 6 grid points per 60 ms: each frame
 			// to a peer carries several groups' messages (about 10 on an
-			// idle machine; 3 is the bar a loaded one must clear).
-			if good := frames*3 <= msgs; good != on {
+			// idle machine, 7.7 at load 31; a run at load ~25 had 2.8,
+			// under the bar of 3 this had). Without coalescing every
+			// message is its own frame (1.0, a little under with the frames
+			// that carry no heartbeat), so 2 still tells them apart.
+			if good := frames*2 <= msgs; good != on {
 				t.Fatalf("coalesced=%v: %d messages in %d frames", on, msgs, frames)
 			}
 		})

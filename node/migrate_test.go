@@ -65,6 +65,9 @@ func waitPhase(t *testing.T, ctx context.Context, c *redis.Client, want ...strin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if st == nil && err == nil {
+		t.Fatalf("migration did not reach %v: the test's time was up before the wait began", want)
+	}
 	t.Fatalf("migration did not reach %v: last status %v, err %v", want, st, err)
 	return nil
 }
@@ -413,9 +416,18 @@ func TestMigratePlacementLeaderStops(t *testing.T) {
 	nodes[leader].Close()
 	// Lift the rate limit (the hot keys written meanwhile are copied again
 	// each pass).
-	for ctx.Err() == nil && admin.Do(ctx, "cluster", "migration", "rate", "0").Err() != nil {
+	for {
+		err := admin.Do(ctx, "cluster", "migration", "rate", "0").Err()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			st, serr := migStatus(context.Background(), admin)
+			t.Fatalf("CLUSTER MIGRATION RATE 0 failed for %v after the stop, last: %v; status %v %v", time.Since(stopped).Round(time.Millisecond), err, st, serr)
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	t.Logf("rate lifted %v after the stop", time.Since(stopped).Round(time.Millisecond))
 	st := waitPhase(t, ctx, admin, "done")
 	t.Logf("done %v after the stop", time.Since(stopped).Round(time.Millisecond))
 	stop.Store(true)
