@@ -27,11 +27,13 @@ import (
 // other. The GRPC client must be given the gRPC address of every replica of
 // the namespace: a majority is counted over those addresses.
 //
-// Per operation, each phase is one request to each replica it asks, sent
-// as a call on the replica's
-// Pipeline stream (pipeline.go; the phases of all the operations running on
-// one client share the streams, as the seed's threads share nothing: a
-// stream's writer sends the calls queued meanwhile in one message); the
+// Per operation, each phase is one phase to each replica it asks, sent on
+// the replica's Phases stream (phases.go: the request a phase stands for in
+// a compact form; the phases of all the operations running on one client
+// share the streams, as the seed's threads share nothing: a stream's writer
+// sends the phases queued meanwhile in one message, which the replica hands
+// to its loop as one batch; an older node without Phases gets the phase as
+// a call on its Pipeline stream, pipeline.go); the
 // phase ends when a majority, (N/2)+1, has answered (the seed's semaphore),
 // and the calls still in flight are abandoned (the seed leaves the
 // stragglers open; ABD needs no more than a majority). A replica whose attempt fails without an answer

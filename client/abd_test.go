@@ -162,8 +162,8 @@ func TestABDClientFailures(t *testing.T) {
 	}
 }
 
-// Many goroutines on one client: their phases go as calls on the replicas'
-// Pipeline streams (the replicas see the streams' identities, never the
+// Many goroutines on one client: their phases go on the replicas' Phases
+// streams (the replicas see the streams' identities, never the
 // client's own, which a Do call carries), each goroutine reads its own
 // latest write, and the phases keep completing with a majority when a
 // replica stops mid-run (its stream breaks; its calls in flight are

@@ -730,8 +730,9 @@ var ErrTxnDone = errors.New("client: the transaction has ended (committed or abo
 // Txn is an interactive transaction (automaton/txn.go; the Grid Services thesis VI.A.4's
 // shape): each Do is answered before the commit, with the transaction's own
 // writes visible to its later reads and invisible to everyone else until
-// Commit. Only protocols with Namespace.interactive_transactions serve them
-// (unreplicated); others refuse Begin with FAILED_PRECONDITION.
+// Commit. Only namespaces with Namespace.interactive_transactions serve them
+// (unreplicated, pbpaxos, and sharded namespaces over a protocol with atomic
+// groups, whose nodes run them); others refuse Begin with FAILED_PRECONDITION.
 //
 // An open transaction lives at the node that serves it, so every step is
 // sent to the node that served Begin, and never fails over: if that node

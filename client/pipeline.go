@@ -642,8 +642,9 @@ func (st *gstream) flush() {
 			break
 		}
 		st.mu.Unlock()
-		for _, msg := range msgs {
+		for k, msg := range msgs {
 			if err := st.s.Send(msg); err != nil {
+				st.unsent(msgs[k:])
 				st.fail(err)
 				break
 			}
@@ -652,6 +653,22 @@ func (st *gstream) flush() {
 	}
 	st.writing = false
 	st.mu.Unlock()
+}
+
+// unsent marks the calls of msgs as never sent: gRPC's Send failed before
+// it queued the first of them (the stream had ended), so none reached the
+// node, and fail then leaves their outcome known (retried elsewhere, as a
+// call still queued).
+func (st *gstream) unsent(msgs []*synodpb.PipelineRequest) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, msg := range msgs {
+		for _, call := range msg.GetCalls() {
+			if sc := st.pending[call.GetId()]; sc != nil {
+				sc.sent = false
+			}
+		}
+	}
 }
 
 // messages takes the queued calls to send now and makes the messages that

@@ -66,7 +66,11 @@ func (t *accessTable) shard(ns string, key []byte) *accessShard {
 }
 
 // note records a call of cmd on namespace ns. Called before it runs.
-func (t *accessTable) note(ns string, cmd *command, args [][]byte) {
+func (t *accessTable) note(ns string, cmd *command, args [][]byte) { t.noteAt(ns, cmd, args, t.now()) }
+
+// noteAt is note at now, unix seconds from t.now (a pipelined batch reads
+// it once for all its commands).
+func (t *accessTable) noteAt(ns string, cmd *command, args [][]byte, now int64) {
 	switch {
 	case cmd.name == "flushall" || cmd.name == "flushdb":
 		t.clear()
@@ -75,7 +79,6 @@ func (t *accessTable) note(ns string, cmd *command, args [][]byte) {
 		return
 	}
 	drop := cmd.name == "del" || cmd.name == "unlink"
-	now := t.now()
 	each := func(key []byte) {
 		s := t.shard(ns, key)
 		s.mu.Lock()

@@ -55,7 +55,12 @@ var containers = map[string]bool{"acl": true, "client": true, "cluster": true, "
 	"pubsub": true, "script": true, "slowlog": true, "xgroup": true, "xinfo": true}
 
 // noteCommand notes the command c starts. Under c.mu.
-func (c *conn) noteCommand(name string, args [][]byte) {
+func (c *conn) noteCommand(name string, args [][]byte) { c.noteCommandAt(name, args, time.Now()) }
+
+// noteCommandAt is noteCommand at time now (a pipelined batch reads the
+// clock once for all its commands, as Redis caches its clock per event
+// loop turn).
+func (c *conn) noteCommandAt(name string, args [][]byte, now time.Time) {
 	full := name
 	if containers[name] && len(args) > 1 {
 		full = name + "|" + strings.ToLower(string(args[1]))
@@ -65,7 +70,7 @@ func (c *conn) noteCommand(name string, args [][]byte) {
 		argv += len(a)
 		wire += 3 + decimalLen(len(a)) + len(a) + 2 // $N\r\n, the bytes, \r\n
 	}
-	c.list.cmd, c.list.last, c.list.argvMem, c.list.wireSize = full, time.Now(), argv, wire
+	c.list.cmd, c.list.last, c.list.argvMem, c.list.wireSize = full, now, argv, wire
 }
 
 // decimalLen is the number of digits of n >= 0 in base 10 (the length

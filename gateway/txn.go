@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -79,6 +80,14 @@ func (c *conn) txnStep() *automaton.TxnStep {
 	return &automaton.TxnStep{Txn: c.txn.id, Action: automaton.TxnOp}
 }
 
+// InteractiveTransactions reports whether namespace ns serves interactive
+// transactions: its protocol has them, or it is sharded over a protocol
+// with atomic groups (its nodes run them: package node, itxn.go).
+func InteractiveTransactions(ns config.Namespace) bool {
+	t := automaton.TransactionsOf(ns.Protocol)
+	return t.Interactive || len(ns.Shards) > 0 && t.Atomic
+}
+
 // interactiveProtocols names the registered protocols with interactive
 // transactions.
 func interactiveProtocols() string {
@@ -136,9 +145,7 @@ func (c *conn) onBegin() {
 		c.writeError("ERR this node serves no namespace")
 		return
 	}
-	// A sharded namespace's node runs them itself over a protocol with
-	// atomic groups (package node, itxn.go).
-	if !automaton.TransactionsOf(ns.Protocol).Interactive && !(len(ns.Shards) > 0 && automaton.TransactionsOf(ns.Protocol).Atomic) {
+	if !InteractiveTransactions(ns) {
 		c.writeError(withCode(fmt.Sprintf(automaton.ErrNoInteractive, ns.Protocol)) + " (" + interactiveProtocols() + ")")
 		return
 	}

@@ -26,14 +26,20 @@ import (
 // the node then starts that group's loop at run time (hostGroups, after
 // each placement read), from its own stored records if it hosted the group
 // before (a restart), else empty: it joins as a learner and is caught up
-// by the group's leader (paxos's add, snapshot or log). A group is never
-// stopped at run time; a node the record does not name a member no longer
-// serves the group (serves: no local requests, forwarded ones refused,
-// routing names the members only), so a removed node that restarts with
-// the group in its cluster file does not answer for it.
+// by the group's leader (paxos's add, snapshot or log). A node the record
+// does not name a member no longer serves the group (serves: no local
+// requests, forwarded ones refused, routing names the members only). A
+// node the record names as a former member of a group (a replacement
+// removed it, and such a node is never chosen for the group again) stops
+// its replica when it reads that (retireGroups): the loop ends as at
+// shutdown (its batches committed, its timers cancelled) and peer
+// messages for it are dropped; its records stay on disk. A removed node
+// that restarts with the group in its cluster file starts the replica
+// and stops it again at its first placement read.
 
 // loopTable is the node's loops by group name. Loops are added at run
-// time and never removed, so a loop once read stays valid.
+// time and never removed (a retired loop stays, ended), so a loop once
+// read stays valid.
 type loopTable struct {
 	mu     sync.RWMutex
 	m      map[string]*nsLoop
@@ -166,6 +172,27 @@ func (n *Node) hostGroups(s *shardedNS) {
 		}
 		if err := n.startGroup(g); err != nil {
 			n.log.Warn("starting a group at run time failed", "group", g.Namespace.Name, "err", err)
+		}
+	}
+}
+
+// retireGroups stops this node's replicas of the groups of s that its
+// placement record names it a former member of (and not a member or a
+// host): a replacement removed it (replace.go, step 4).
+func (n *Node) retireGroups(s *shardedNS) {
+	v := s.view()
+	if v.former == nil {
+		return
+	}
+	for gi, g := range s.groups {
+		if !slices.Contains(v.former[gi], n.id) || slices.Contains(s.members(gi), n.id) ||
+			v.hosts != nil && slices.Contains(v.hosts[gi], n.id) {
+			continue
+		}
+		if l := n.loop(g.Namespace.Name); l != nil && l.retired.CompareAndSwap(false, true) {
+			n.log.Info("group stopped at run time: this node was removed from it", "group", g.Namespace.Name)
+			n.m.groupsStopped.Inc()
+			go l.end()
 		}
 	}
 }

@@ -67,7 +67,7 @@ func idleGroups(b *testing.B, groups int, heartbeat, election string, noCoalesce
 	cfg, ls := mkCluster(b, 3, config.Memory, ns)
 	var nodes []*Node
 	for i, l := range ls {
-		nodes = append(nodes, startNode(b, cfg, fmt.Sprintf("n%d", i+1), l, Options{InboxLen: 64, noCoalesce: noCoalesce}))
+		nodes = append(nodes, startNode(b, cfg, fmt.Sprintf("n%d", i+1), l, Options{noCoalesce: noCoalesce}))
 	}
 	t0 := time.Now()
 	led := 0

@@ -47,7 +47,8 @@ func (b *batch) reset() {
 }
 
 // commitQueueLen bounds the batches handed to the committer and not yet
-// taken into a commit; the loop waits when it is full. It also bounds the
+// taken into a commit; when it is full the loop is parked with its next
+// batch (flush, unpark) until the committer takes some. It also bounds the
 // outputs the interpreter holds (nsLoop.rel), since each waits for one of
 // those batches or for the one being committed.
 const commitQueueLen = 256
@@ -65,12 +66,12 @@ type nsLoop struct {
 	// gRPC sender (config.Namespace.Transport). Set before the loop starts.
 	out   transport.Sender
 	log   *slog.Logger
-	inbox chan event
+	inbox *inQueue // inqueue.go: grows on demand, bounded at InboxLen
 	// reqIn carries client requests and batches (Node.Do, DoBatch): they
 	// have no order among them, so a direct pass may drain it too
 	// (directPass); inbox carries the inputs whose order is kept (peer
 	// messages, effects' results), drained by pool passes only.
-	reqIn chan event
+	reqIn *inQueue
 	// reqIn is read only under pass, so that the requests are stepped
 	// in the order they were put in.
 
@@ -94,6 +95,7 @@ type nsLoop struct {
 	live    bool
 	startEv *automaton.Start
 	begun   atomic.Bool // start was called
+	retired atomic.Bool // stopped at run time: this node was removed from the group (groups.go)
 	dead    bool
 	endOnce sync.Once
 	direct  bool
@@ -120,6 +122,11 @@ type nsLoop struct {
 	committing atomic.Bool
 	cwg        sync.WaitGroup
 	committed  uint64
+	// over (loop only): a batch flush could not queue because commitQ
+	// was full; the loop is parked (park, sched.go: no pass steps it, a
+	// worker never waits for a commit) until the committer makes room.
+	over *batch
+	park atomic.Int32
 	// held: batches a committer held for lazy commit and parked when it
 	// returned (committer only); holding: held is not empty.
 	held    []*batch
@@ -189,8 +196,8 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 	l := &nsLoop{
 		n: n, ns: ns, svc: svc, a: a,
 		log:     n.log.With("namespace", ns.Name),
-		inbox:   make(chan event, n.opts.InboxLen),
-		reqIn:   make(chan event, n.opts.InboxLen),
+		inbox:   newInQueue(n.opts.InboxLen),
+		reqIn:   newInQueue(n.opts.InboxLen),
 		timers:  map[automaton.TimerID]*timerEntry{},
 		waiters: map[automaton.RequestID]waiterSet{},
 		cur:     &batch{},
@@ -219,26 +226,27 @@ func (n *Node) newLoop(ns config.Namespace, svc service.Service, a automaton.Aut
 // push hands an input to the loop, waiting while the inbox is full, and
 // wakes it (sched.go). It returns false when the node is stopping.
 func (l *nsLoop) push(ev event) bool {
-	select {
-	case l.inbox <- ev:
-		l.wake()
-		return true
-	case <-l.n.stopping:
+	if l.retired.Load() {
+		return false // never stepped again: its inbox must not fill
+	}
+	if l.inbox.put(ev, l.n.stopping, nil, nil) >= 0 {
 		return false
 	}
+	l.wake()
+	return true
 }
 
-// noteRequest wakes the loop for a request just put into requestChan
+// noteRequest wakes the loop for a request just put into requestQueue
 // (sched.go: queued for a pool worker unless queued or stepped already).
 func (l *nsLoop) noteRequest() {
 	l.wake()
 }
 
-// requestChan is the channel client requests go to: reqIn in a loop
+// requestQueue is the queue client requests go to: reqIn in a loop
 // that runs direct passes, else the inbox (in arrival order with the
 // other inputs, as a protocol that does not step client batches has
 // always had them).
-func (l *nsLoop) requestChan() chan event {
+func (l *nsLoop) requestQueue() *inQueue {
 	if l.direct {
 		return l.reqIn
 	}
@@ -285,7 +293,20 @@ func (l *nsLoop) end() {
 		l.pass.Lock()
 		l.live = false
 		l.dead = true
+		if l.retired.Load() {
+			l.leader.Store(nil) // it claims no leadership any more (leadergossip.go)
+		}
+		over := l.over
+		l.over = nil
+		if over != nil {
+			l.ensureCommitter() // commitQ is still open
+		}
 		l.pass.Unlock()
+		if over != nil {
+			// The parked batch goes last (a clean shutdown loses no
+			// record); the running committer makes room.
+			l.commitQ <- over
+		}
 		close(l.commitQ)
 		if l.committing.CompareAndSwap(false, true) {
 			l.cwg.Add(1)
@@ -300,7 +321,7 @@ func (l *nsLoop) end() {
 // renote wakes the loop again when a direct pass leaves requests in
 // reqIn (BatchLimit). Under pass.
 func (l *nsLoop) renote() {
-	if len(l.reqIn) > 0 {
+	if l.reqIn.len() > 0 {
 		l.noteRequest()
 	}
 }
@@ -350,15 +371,19 @@ func (l *nsLoop) directPass(ev event) bool {
 		return false
 	}
 	defer l.pass.Unlock()
-	if !l.live {
+	if !l.live || l.over != nil { // parked: the pool steps it once unparked
 		return false
 	}
 	l.directs.Add(1)
 	l.beginTurn()
 	// The requests queued before ev first: they may include ones its
 	// goroutine handed over before it (Node.Submit).
-	for l.steps+len(l.reqs) < l.n.opts.BatchLimit && len(l.reqIn) > 0 {
-		l.take(<-l.reqIn)
+	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
+		q, ok := l.reqIn.take()
+		if !ok {
+			break
+		}
+		l.take(q)
 	}
 	l.take(ev)
 	l.drain(nil) // a direct pass leaves the inbox to the pool's pass
@@ -475,24 +500,30 @@ func (l *nsLoop) take(ev event) {
 
 // drain takes what is ready, up to BatchLimit inputs: client requests and,
 // when inbox is not nil (a pool pass; nil for a direct pass, whose nil
-// channel is never ready), peer messages and effects' results. It yields
-// once for requests about to be handed over (yieldForRequests) before it
-// stops.
-func (l *nsLoop) drain(inbox chan event) {
-	yielded := false
+// queue is always empty), peer messages and effects' results, one from
+// each queue in turn while both hold some. It yields once for requests
+// about to be handed over (yieldForRequests) before it stops.
+func (l *nsLoop) drain(inbox *inQueue) {
+	yielded, reqFirst := false, false
 	for l.steps+len(l.reqs) < l.n.opts.BatchLimit {
-		select {
-		case ev := <-inbox:
-			l.take(ev)
-		case ev := <-l.reqIn:
-			l.take(ev)
-		default:
-			if l.yieldForRequests(yielded) {
-				yielded = true
-				continue
-			}
-			return
+		first, second := inbox, l.reqIn
+		if reqFirst {
+			first, second = second, first
 		}
+		reqFirst = !reqFirst
+		ev, ok := first.take()
+		if !ok {
+			ev, ok = second.take()
+		}
+		if ok {
+			l.take(ev)
+			continue
+		}
+		if l.yieldForRequests(yielded) {
+			yielded = true
+			continue
+		}
+		return
 	}
 }
 
@@ -744,19 +775,17 @@ func (l *nsLoop) flush() bool {
 	// A queue with room takes the batch even when the node is stopping: an
 	// output released before its step's records (a Respond emitted before a
 	// Persist) may already have let the node's user close it, and a clean
-	// shutdown loses no record (the committer commits what is queued). A
-	// select on both would drop the batch half of the time.
+	// shutdown loses no record (the committer commits what is queued).
+	// A full queue does not make the pass wait (a pool worker waiting
+	// for an fsync would leave one worker fewer for the node's other
+	// groups): the batch waits in the loop, which is parked until the
+	// committer makes room (unpark; end queues it at shutdown).
 	select {
 	case l.commitQ <- b:
-		l.ensureCommitter()
+		l.ensureCommitter() // after the send: a committer finding the queue empty returns
 	default:
-		l.ensureCommitter()
-		select {
-		case l.commitQ <- b:
-		case <-l.n.stopping:
-			// Never committed: the outputs that need it are never released.
-			return false
-		}
+		l.over = b
+		l.unpark()
 	}
 	l.n.handoff(1)
 	select {
@@ -765,6 +794,50 @@ func (l *nsLoop) flush() bool {
 		l.cur = &batch{}
 	}
 	return true
+}
+
+// Parking states (nsLoop.park).
+const (
+	parkNone    int32 = iota
+	parkWaiting       // over is set; the loop waits for the committer (wake skips it)
+	parkReady         // the committer made room: the next pass queues over
+)
+
+// unpark queues the parked batch (over) if the commit queue has room and
+// reports whether the loop may step (nothing is parked any more). If not,
+// the loop stays parked: hasWork is false and wake leaves it until the
+// committer, having taken batches, makes it ready (roomMade); a full
+// queue always has a committer running (it returns only when the queue
+// is empty). Under pass.
+func (l *nsLoop) unpark() bool {
+	if l.over == nil {
+		return true
+	}
+	for try := 0; try < 2; try++ {
+		select {
+		case l.commitQ <- l.over:
+			l.over = nil
+			l.park.Store(parkNone)
+			// After the send: the committer that made room may have
+			// returned since, finding the queue empty.
+			l.ensureCommitter()
+			return true
+		default:
+		}
+		// Waiting first, then once more: a committer that took a batch
+		// after the failed send either left room for the second try or
+		// finds the loop waiting (roomMade).
+		l.park.Store(parkWaiting)
+	}
+	return false
+}
+
+// roomMade wakes a loop parked on a full commit queue: the committer has
+// just taken batches from it.
+func (l *nsLoop) roomMade() {
+	if l.park.Load() == parkWaiting && l.park.CompareAndSwap(parkWaiting, parkReady) {
+		l.wake()
+	}
 }
 
 // commitInline commits a batch in the pass, for engines without
@@ -849,6 +922,7 @@ func (l *nsLoop) committer() {
 				break more
 			}
 		}
+		l.roomMade()
 		if l.failed.Load() {
 			l.recycle(group) // never released
 			group = group[:0]
@@ -992,7 +1066,7 @@ func (l *nsLoop) send(s automaton.Send) {
 	var err error
 	if l.lazy && l.out == transport.Sender(l.n.tr) {
 		l.n.sendCoalesced(s.To, l.ns.Name, s.Msg) // coalesce.go
-	} else if qs, ok := l.out.(transport.QueuedSender); ok && (len(l.inbox) > 0 || l.n.pool.queued.Load() > 0) {
+	} else if qs, ok := l.out.(transport.QueuedSender); ok && (l.inbox.len() > 0 || l.n.pool.queued.Load() > 0) {
 		// Busy: more inputs wait, and their messages will follow, or
 		// other groups wait for a pool worker (sched.go). The writer
 		// sends them in batches (one system call for many) instead of

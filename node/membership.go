@@ -148,12 +148,12 @@ func (n *Node) changeMembership(ctx context.Context, ns string, id automaton.Req
 	ch := make(chan automaton.Response, 1)
 	l.addWaiter(req.ID, ch)
 	defer l.removeWaiter(req.ID, ch)
-	select {
-	case l.requestChan() <- event{in: automaton.ClientRequest{Req: req}}:
+	switch l.requestQueue().put(event{in: automaton.ClientRequest{Req: req}}, ctx.Done(), n.stopping, nil) {
+	case -1:
 		l.noteRequest()
-	case <-ctx.Done():
+	case 0:
 		return service.Result{}, fmt.Errorf("membership change not submitted: %w", ctx.Err())
-	case <-n.stopping:
+	default:
 		return service.Result{}, gateway.ErrShuttingDown
 	}
 	t := time.NewTimer(time.Minute)

@@ -41,6 +41,7 @@ type metrics struct {
 	copies *prometheus.GaugeVec // Orca copies held here by role (notePlacement, placement.go)
 	// Replica groups started at run time (groups.go).
 	groupsStarted prometheus.Counter
+	groupsStopped prometheus.Counter
 	keysMu        sync.Mutex
 	keysSeen      map[string]time.Time // namespace -> last refresh
 }
@@ -84,12 +85,14 @@ func newMetrics(id string) *metrics {
 		keysSeen: map[string]time.Time{},
 		groupsStarted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "synod", Name: "groups_started_total",
 			Help: "Replica groups this node started at run time (a member added by a placement replacement, or such a group after a restart).", ConstLabels: cl}),
+		groupsStopped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "synod", Name: "groups_stopped_total",
+			Help: "Replica groups this node stopped at run time (a placement replacement removed it from them).", ConstLabels: cl}),
 	}
 	m.effects = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "synod", Name: "effect_duration_seconds",
 		Help: "Time one Effect took in its executor (automaton/effect.go: e.g. pbdurable's database transaction), by kind; " +
 			"timed by the runtime around Execute.", ConstLabels: cl, Buckets: lat}, []string{"namespace", "kind"})
 	reg.MustRegister(m.requests, m.responses, m.latency, m.commit, m.effects, m.batchInputs, m.batchPersist,
-		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys, m.copies, m.groupsStarted,
+		m.persists, m.fsyncs, m.msgsIn, m.msgsOut, m.leaderChanges, m.isLeader, m.leader, m.term, m.keys, m.copies, m.groupsStarted, m.groupsStopped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

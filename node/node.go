@@ -745,17 +745,17 @@ func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (
 		l.mRequests.Inc()
 		return ch, t0, nil
 	}
-	select {
-	case l.requestChan() <- ev:
+	switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
+	case -1:
 		l.noteRequest()
 		n.handoff(1)
-	case <-ctx.Done():
+	case 0:
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
-	case <-n.stopping:
+	case 1:
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, gateway.ErrShuttingDown
-	case <-n.sf.ch:
+	default:
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, n.StorageErr()
 	}
@@ -857,15 +857,15 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	var err error
 	ev := event{in: automaton.ClientBatch{Reqs: batch}}
 	if !l.directPass(ev) { // loop.go; else stepped here
-		select {
-		case l.requestChan() <- ev:
+		switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
+		case -1:
 			l.noteRequest()
 			n.handoff(1)
-		case <-ctx.Done():
+		case 0:
 			err = ctx.Err()
-		case <-n.stopping:
+		case 1:
 			err = gateway.ErrShuttingDown
-		case <-n.sf.ch:
+		default:
 			err = n.StorageErr()
 		}
 	}

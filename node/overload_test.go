@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -19,8 +18,6 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/config"
-	"github.com/synod-dev/synod/gateway"
-	"github.com/synod-dev/synod/gateway/grpcserver"
 )
 
 // TestLimitsFromClusterFile: the cluster file's limits reach the node's
@@ -29,18 +26,11 @@ import (
 func TestLimitsFromClusterFile(t *testing.T) {
 	cfg, ls := mkCluster(t, 1, config.Memory, config.Namespace{Name: "default", Protocol: "abd", Service: "kv"})
 	cfg.Limits = &config.Limits{MaxClients: 2, MaxPipeline: 7, ProtoMaxBulkLen: 4096}
-	gl := listen(t)
-	cfg.Nodes[0].GRPC = gl.Addr().String()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	n := startNode(t, cfg, "n1", ls[0], Options{GRPCListener: gl, GRPC: func(b gateway.Backend, pw string, log *slog.Logger) ClientServer {
-		return grpcserver.New(b, grpcserver.Options{Password: pw, Logger: log})
-	}})
+	n := startGRPCNode(t, cfg, ls[0])
 	addr := n.ClientAddr().String()
 
 	// One gRPC client (connected by a call) and one RESP client: the limit.
-	cc, err := grpc.NewClient("passthrough:///"+gl.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+cfg.Nodes[0].GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

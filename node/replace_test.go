@@ -184,6 +184,23 @@ func TestPlacementBalancesReplicas(t *testing.T) {
 	if !strings.Contains(log, "balance group=0 node=n1 with=n6") || !strings.Contains(log, "step recorded group=0 node=n1 with=n6") {
 		t.Fatalf("the decision log lacks the balance move:\n%s", log)
 	}
+	// n1, removed from s0, stops its replica of s0 once it reads the
+	// record (groups.go, retireGroups); its replica of s1 runs on.
+	ended := func(l *nsLoop) bool {
+		l.pass.Lock()
+		defer l.pass.Unlock()
+		return l.dead
+	}
+	old := nodes[0].loop("default#s0")
+	for ctx.Err() == nil && !(old.retired.Load() && ended(old)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("n1 still runs its replica of s0 after the move (retired %v)", old.retired.Load())
+	}
+	if l := nodes[0].loop("default#s1"); l.retired.Load() || ended(l) {
+		t.Fatal("n1 stopped its replica of s1, which it still is a member of")
+	}
 	time.Sleep(2 * time.Second) // a second move would be decided by now
 	if log2 := nodes[0].placementLog(ctx, s, placeLogLen); strings.Count(log2, "balance ") != 1 {
 		t.Fatalf("more than one balance move:\n%s", log2)
@@ -198,6 +215,9 @@ func TestPlacementBalancesReplicas(t *testing.T) {
 		if got, err := plain.Get(ctx, k).Result(); err != nil || got != v {
 			t.Fatalf("GET %s = %q %v, want %q", k, got, err, v)
 		}
+	}
+	if p := old.leader.Load(); p != nil {
+		t.Fatalf("n1's stopped replica of s0 still names a leader (%s)", *p)
 	}
 	t.Logf("decision log:\n%s", log)
 }

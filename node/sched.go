@@ -18,9 +18,10 @@ import (
 // worker goroutines (stepPool, about GOMAXPROCS) and fires all their
 // protocol timers from one heap (timerHeap, one runtime timer armed at the
 // earliest deadline). A loop that has nothing to do owns no goroutine and
-// no runtime timer: its state is its inbox, its armed timers (heap
-// entries) and its committer, which runs only while records wait for a
-// commit (committer).
+// no runtime timer: its state is its inbox (a queue whose buffer grows
+// as inputs come and is given back when an idle group's queue empties,
+// inqueue.go), its armed timers (heap entries) and its committer, which
+// runs only while records wait for a commit (committer).
 //
 // Scheduling. Whatever gives a loop work (a peer message or an effect's
 // result in its inbox, a client request in reqIn, a fired timer) puts it
@@ -50,10 +51,21 @@ import (
 // here timers stay the protocols' own (automaton.SetTimer), kept in one
 // heap per node, so an idle group costs no wake-up between its timers.
 //
-// A worker may block inside a pass (a full commit queue waiting for an
-// fsync, a peer write): it then waits for a goroutine that is not a
-// worker (the committer, the transport), never for another loop, so the
-// pool cannot deadlock; other loops wait meanwhile on the other workers.
+// A worker never waits for I/O inside a pass (Dragonboat's split: its
+// step workers hand records to separate commit workers and never block on
+// them). Records go to the group's committer (loop.go, flush); when its
+// queue is full (commitQueueLen batches waiting for an fsync) the pass
+// does not wait: the batch stays in the loop and the loop is parked
+// (nsLoop.park: wake leaves it, hasWork is false, direct passes refuse)
+// until the committer takes batches and makes it ready (roomMade); its
+// next pass queues the parked batch first, then steps. So a group stuck
+// behind a slow or blocked commit holds back its own inputs (the same
+// backpressure as before: its inbox fills, then its clients and peer
+// readers wait) and no worker (TestStuckCommitDelaysNoOtherGroup).
+// Peer sends do not wait either: the TCP transport's inline write is one
+// non-blocking write system call (what the socket does not take goes to
+// the peer's writer goroutine), and otherwise a message is queued or
+// dropped (transport.Transport.Send, the gRPC senders).
 
 // Loop scheduling states (nsLoop.sched).
 const (
@@ -154,6 +166,9 @@ func (p *stepPool) worker() {
 // Callers put the work in first: a worker that ends l's pass sets it
 // idle and then looks for work (hasWork), so one of the two queues it.
 func (l *nsLoop) wake() {
+	if l.park.Load() == parkWaiting {
+		return // the committer wakes it when it makes room (roomMade)
+	}
 	if l.n.opts.unserialized {
 		l.sched.Store(loopQueued)
 		l.n.pool.enqueue(l)
@@ -166,7 +181,13 @@ func (l *nsLoop) wake() {
 
 // hasWork reports whether inputs wait for l's next pass.
 func (l *nsLoop) hasWork() bool {
-	if len(l.inbox) > 0 || len(l.reqIn) > 0 || l.startEv != nil {
+	switch l.park.Load() {
+	case parkWaiting:
+		return false // parked on a full commit queue (loop.go, unpark)
+	case parkReady:
+		return true
+	}
+	if l.inbox.len() > 0 || l.reqIn.len() > 0 || l.startEv != nil {
 		return true
 	}
 	l.fmu.Lock()
@@ -200,7 +221,10 @@ func (l *nsLoop) poolPass() bool {
 	if !l.live {
 		return false
 	}
-	if len(l.reqIn) > 0 {
+	if !l.unpark() {
+		return true // still parked: nothing is stepped (loop.go, flush)
+	}
+	if l.reqIn.len() > 0 {
 		if f := l.n.opts.reqNoted; f != nil {
 			f()
 		}

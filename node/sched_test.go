@@ -35,22 +35,7 @@ func idleGoroutines(t *testing.T, durability string, groups, writes int) (gorout
 	g0 := runtime.NumGoroutine()
 	cfg, ls := mkCluster(t, 1, durability, shardedOnOne(groups, nil))
 	n := startNode(t, cfg, "n1", ls[0], Options{InboxLen: 64})
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		led := 0
-		for _, l := range n.loopList() {
-			if p := l.leader.Load(); p != nil && *p != "" {
-				led++
-			}
-		}
-		if led >= groups {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d groups: only %d lead after 2 min", groups, led)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLeaders(t, n, groups)
 	for i := range writes {
 		if r := do(t, n, "default", req("set", fmt.Sprintf("k%d", i), "v")); r.IsErr() {
 			t.Fatalf("set: %v", r)
@@ -81,6 +66,28 @@ func idleGoroutines(t *testing.T, durability string, groups, writes int) (gorout
 	}
 	n.timers.mu.Unlock()
 	return goroutines, timers
+}
+
+// waitLeaders waits, up to 2 minutes, until groups of n's loops name a
+// leader (the placement group may be counted too).
+func waitLeaders(t *testing.T, n *Node, groups int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		led := 0
+		for _, l := range n.loopList() {
+			if p := l.leader.Load(); p != nil && *p != "" {
+				led++
+			}
+		}
+		if led >= groups {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d groups: only %d lead after 2 min", groups, led)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // An idle group owns no goroutine and no runtime timer (sched.go): a node

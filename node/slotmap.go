@@ -160,7 +160,8 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 		v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
 	}
 	s.cur.CompareAndSwap(old, &v)
-	n.hostGroups(s) // groups.go
+	n.hostGroups(s)   // groups.go
+	n.retireGroups(s) // groups.go
 	return nil
 }
 

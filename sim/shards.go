@@ -80,9 +80,16 @@ import (
 // (windows: 20% of messages lost, duplicated, or delayed by a further
 // DefaultReorderDelay), slow (a window in which one machine's fsync takes
 // ×10–×50, or its messages a 5–50ms spike), power (once: every machine
-// loses power at once, unsynced records are lost everywhere). Crashes and
-// pauses together never take a majority of any group away. Not here:
-// membership changes and the callee.
+// loses power at once, unsynced records are lost everywhere), dead (a
+// machine down for 2.5–4s, long enough for the placer to replace its
+// replicas). Crashes, pauses and dead machines together never take more
+// than (Replicas-1)/2 of a group's replicas away.
+//
+// Membership (shards_members.go): the placer carries out Decide's
+// replacements, replica moves and leader moves through the groups' own
+// reconfiguration (paxos adds and removes, leadership transfers), checked
+// by the majority, one-chain and healed invariants. Not here: the callee,
+// and the placement namespace's own replication.
 
 // ShardsConfig describes one sharded run.
 type ShardsConfig struct {
@@ -130,7 +137,8 @@ type ShardsConfig struct {
 	// the checks catch it: "keep-accepting" (the groups' slot guards
 	// admit reads and writes to slots they have handed over or lost);
 	// "placer-overreach" (the placer's decided slots run one slot past
-	// the decision, into the next group's).
+	// the decision, into the next group's); the membership variants
+	// memberVariants (shards_members.go).
 	Broken  string
 	NoCheck bool
 	// NoInvariants skips the step checks (to show the history check
@@ -141,20 +149,25 @@ type ShardsConfig struct {
 
 // ShardsStats counts what happened in a sharded run.
 type ShardsStats struct {
-	Events, Steps, Msgs, Dropped, Fsyncs       int
-	Crashes, PowerLosses, Partitions, Windows  int
-	Pauses, Reorders                           int
-	DriverDeaths, Migrations, Flips, Epoch     int
-	Splits, Merges                             int // Plan decide: started by Decide's decisions
-	Txns, TxnEarly, TxnRetries                 int // cross-shard transaction attempts, answered before their last step, retries
-	TxnCoordDeaths, TxnResolved                int
-	Moved, Asked, TryAgain, Forwarded, Retries int
-	Completed, Unknown                         int
+	Events, Steps, Msgs, Dropped, Fsyncs      int
+	Crashes, PowerLosses, Partitions, Windows int
+	Pauses, Reorders                          int
+	DriverDeaths, Migrations, Flips, Epoch    int
+	Splits, Merges                            int // Plan decide: started by Decide's decisions
+	// Membership (shards_members.go): machines down for long (the dead
+	// fault), replacements and replica moves done, leadership transfers
+	// answered, configurations the groups went through, change drivers
+	// that died.
+	Dead, Replaced, Balanced, LeaderMoves, Confs, ChangeDeaths int
+	Txns, TxnEarly, TxnRetries                                 int // cross-shard transaction attempts, answered before their last step, retries
+	TxnCoordDeaths, TxnResolved                                int
+	Moved, Asked, TryAgain, Forwarded, Retries                 int
+	Completed, Unknown                                         int
 }
 
 func (s ShardsStats) String() string {
-	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d",
-		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown)
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths)
 }
 
 // ShardsResult is the outcome of a sharded run.
@@ -205,7 +218,7 @@ func ShardsReplay(cfg ShardsConfig, seed int64) string {
 	}
 	if cfg.Place != (shard.PlaceParams{}) {
 		p := cfg.Place
-		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown)
+		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g,dead_after=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown, p.DeadAfter)
 	}
 	if cfg.TxnClients > 0 {
 		c += fmt.Sprintf(" --txn-clients %d", cfg.TxnClients)
@@ -239,7 +252,7 @@ func orNone(s string) string {
 
 // ShardFaultKinds are the sharded world's fault kinds: the one-group
 // simulator's (FaultKinds) and power, parsed by the same ParseFaultKinds.
-var ShardFaultKinds = append(append([]string(nil), FaultKinds...), "power")
+var ShardFaultKinds = append(append([]string(nil), FaultKinds...), "power", "dead")
 
 // ---- the world ----
 
@@ -272,6 +285,9 @@ const (
 	shCallTimeout
 	shCallResp
 	shResolve
+	shChangeEv
+	shChangeTimeout
+	shChangeResume
 )
 
 type shEvent struct {
@@ -288,9 +304,10 @@ type shEvent struct {
 	attempt           int
 	req               automaton.Request
 	resp              automaton.Response
-	upto              []uint64 // shFsync: per replica of the machine
-	fwd               int      // the forwarding machine (-1: none)
-	arrived           bool     // reached its machine and was queued there (busy or paused): no partition check again
+	upto              []uint64     // shFsync: per replica of the machine
+	reps              []*shReplica // shFsync: the replicas upto names
+	fwd               int          // the forwarding machine (-1: none)
+	arrived           bool         // reached its machine and was queued there (busy or paused): no partition check again
 }
 
 type shQueue []*shEvent
@@ -335,15 +352,35 @@ type shMachine struct {
 	paused  bool
 	pausedQ []*shEvent
 	cpuHeld bool
+	// powered: down by the power fault (the majority invariant waits
+	// until every such machine is back); deadUntil: down by the dead
+	// fault until then.
+	powered   bool
+	deadUntil time.Duration
 }
 
 type shGroup struct {
-	idx   int
-	name  string
+	idx  int
+	name string
+	// ids and reps: the replicas the group's machines host (its members,
+	// and a joining node's replica; a removed member's replica goes when
+	// its removal is done), in the same order.
 	ids   []automaton.NodeID
 	reps  []*shReplica
-	hint  int // the replica that answered last
+	hint  int // the replica that answered last (an index of reps; -1: none)
 	broke bool
+	// Membership (shards_members.go): boot is the bootstrap configuration
+	// (the paxos parameter members of a replica added later); members the
+	// members record (the placement namespace's mem/<ns>: the intended
+	// members), joining and leaving a replacement under way, former the
+	// nodes replaced out of it; chain the configurations the group's
+	// replicas have reported, in order (the one-chain invariant).
+	boot             []automaton.NodeID
+	ever             []automaton.NodeID // every node that hosted a replica of it
+	members          []automaton.NodeID
+	joining, leaving automaton.NodeID
+	former           []string
+	chain            [][]automaton.NodeID
 }
 
 type shReplica struct {
@@ -362,6 +399,11 @@ type shReplica struct {
 	// group being applied is a client's (its guards' mode says so).
 	taken       map[int]string
 	clientWrite bool
+	// fresh: the broken member-bootstrap variant's bootstrap members;
+	// confAt: the index in its group's chain of the configuration it
+	// reported last.
+	fresh  []automaton.NodeID
+	confAt int
 }
 
 type shWorld struct {
@@ -393,6 +435,9 @@ type shWorld struct {
 	byID    map[uint64]*shClient
 	drv     *shDriver
 	placer  *shPlacer
+	chg     *shChange // the membership change under way (shards_members.go)
+	chgGen  uint64
+	rngChg  *rand.Rand
 	// Cross-shard transactions (shards_txn.go).
 	calls    map[uint64]*shCall
 	txc      []*shTxClient

@@ -166,6 +166,10 @@ func (w *shWorld) respond(r *shReplica, resp automaton.Response) {
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shCallResp, resp: resp})
 		return
 	}
+	if c := w.chg; c != nil && resp.ID.Client == c.id {
+		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shChangeEv, gen: c.gen, resp: resp})
+		return
+	}
 	if d := w.drv; d != nil && resp.ID.Client == d.id {
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shDriverEv, gen: d.gen, resp: resp, attempt: 1})
 		return

@@ -347,6 +347,9 @@ func (w *shWorld) onNemesis() {
 			w.pause(m)
 			w.after(pauseDist.Sample(w.rngFault), &shEvent{kind: shResume, mach: m.idx, inc: m.inc})
 		}
+		w.checkMajority(string(m.id) + "'s " + pick)
+	case "dead":
+		w.deadFault()
 	case "driver":
 		if w.drv != nil {
 			w.tracef("the migration driver dies")
@@ -354,6 +357,7 @@ func (w *shWorld) onNemesis() {
 			w.drv = nil
 			w.after(w.between(50*time.Millisecond, 300*time.Millisecond), &shEvent{kind: shStartMigration, attempt: -1})
 		}
+		w.killChange()
 	case "power":
 		w.powerUsed++
 		w.stats.PowerLosses++
@@ -361,6 +365,7 @@ func (w *shWorld) onNemesis() {
 		for _, m := range w.machines {
 			if m.up {
 				w.crash(m)
+				m.powered = true
 			}
 			w.after(w.between(50*time.Millisecond, 500*time.Millisecond), &shEvent{kind: shRestart, mach: m.idx, inc: m.inc})
 		}
@@ -435,8 +440,11 @@ func (w *shWorld) onHeal(*shEvent) {
 	}
 }
 
-// mayTake: crashing or pausing m leaves every group it hosts a majority
-// up and running.
+// mayTake: crashing or pausing m keeps every group it hosts within the
+// placement's promise: at most (Replicas-1)/2 of the replicas the group's
+// machines host down or paused (the intended replica count, not the
+// hosted one: a change that shrinks a group below it is caught by the
+// majority invariant, shards_members.go).
 func (w *shWorld) mayTake(m *shMachine) bool {
 	for _, r := range m.reps {
 		down := 1
@@ -445,7 +453,7 @@ func (w *shWorld) mayTake(m *shMachine) bool {
 				down++
 			}
 		}
-		if down > (len(r.g.reps)-1)/2 {
+		if down > (w.cfg.Replicas-1)/2 {
 			return false
 		}
 	}
@@ -470,7 +478,7 @@ func (w *shWorld) restart(m *shMachine, inc uint64) {
 		return
 	}
 	w.tracef("%s restarts", m.id)
-	m.up = true
+	m.up, m.powered, m.deadUntil = true, false, 0
 	for _, r := range m.reps {
 		w.boot(r)
 	}

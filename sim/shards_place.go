@@ -31,11 +31,12 @@ import (
 //     Migrating: a migration's record is active; a machine down is a node
 //     down for as long.
 //
-// Replacements, leader moves and replica balance are counted as decided
-// and not carried out here (the world has no membership changes); the
-// thresholds (ShardsConfig.Place, SimPlaceParams by default) are scaled
-// to the simulated load, and DeadAfter is longer than any downtime the
-// nemesis makes, so replacements are never decided under the crash fault.
+// Replacements, leader moves and replica balance are carried out by
+// shards_members.go (protocols with membership changes; counted only for
+// the others). The thresholds (ShardsConfig.Place, SimPlaceParams by
+// default) are scaled to the simulated load; DeadAfter (1.2s) is longer
+// than any crash's downtime (at most 1s) and shorter than the dead
+// fault's (2.5–4s), so replacements are decided for dead machines only.
 //
 // The workload moves its load (ShardsConfig.Hot): a fraction of the
 // operations go to HotKeys keys that change every HotPhase, so a group
@@ -51,12 +52,12 @@ const sizeEvery = 5
 // SimPlaceParams are the sharded world's placement thresholds, by load: a
 // group serving more than 90 requests/s (the hot spot's share at the
 // test's load) splits; two groups both under 35 requests/s for 0.5 s
-// merge; 0.3 s cool-down. Size thresholds are off by default (a few dozen
+// merge; 0.3 s cool-down; a machine down for 1.2 s is dead. Size thresholds are off by default (a few dozen
 // keys); ShardsConfig.Place sets them (the size test splits by keys).
 var SimPlaceParams = shard.PlaceParams{
 	SplitKeys: 1 << 40, SplitBytes: 1 << 40, SplitOps: 90,
 	MergeKeys: 1 << 40, MergeBytes: 1 << 40, MergeOps: 35,
-	MinShards: 1, MergeDelay: 0.5, DeadAfter: 3600, Cooldown: 0.3,
+	MinShards: 1, MergeDelay: 0.5, DeadAfter: 1.2, Cooldown: 0.3,
 }
 
 type shPlacer struct {
@@ -134,8 +135,8 @@ func (w *shWorld) onPlaceTick() {
 		in.Nodes = append(in.Nodes, nr)
 	}
 	for gi, g := range w.groups {
-		gr := shard.GroupReport{Name: g.name, Ops: p.ops[gi], Keys: p.keys[gi], Bytes: p.bytes[gi], Known: p.known[gi]}
-		for _, id := range g.ids {
+		gr := shard.GroupReport{Name: g.name, Ops: p.ops[gi], Keys: p.keys[gi], Bytes: p.bytes[gi], Known: p.known[gi], Former: g.former}
+		for _, id := range g.members {
 			gr.Members = append(gr.Members, string(id))
 		}
 		if g.hint >= 0 {
@@ -157,6 +158,19 @@ func (w *shWorld) onPlaceTick() {
 	p.wasMig = mig
 	if p.moveAt >= 0 {
 		in.SinceMove = (w.now - p.moveAt).Seconds()
+	}
+	if w.chg != nil {
+		return // one change at a time, and no other decision meanwhile (node/placer.go)
+	}
+	for _, g := range w.groups {
+		if g.joining != "" {
+			// A replacement cut short (its driver died) is resumed from
+			// the members record before any new decision, as the node's
+			// resumeReplace does: deciding anew could pick another node
+			// while the first one's add is still in flight.
+			w.resumeChange()
+			return
+		}
 	}
 	d := shard.Decide(in, p.params)
 	if d.Kind == shard.DecNone {
@@ -192,6 +206,10 @@ func (w *shWorld) onPlaceTick() {
 		}
 		w.beginMigration(d.From, d.To, slots)
 		p.moveAt = w.now
+	}
+	if (d.Kind == shard.DecReplace || d.Kind == shard.DecBalance || d.Kind == shard.DecLeader) && w.membersOn() && w.drv == nil && !w.mig.active {
+		p.carried++
+		w.startChange(d)
 	}
 }
 
@@ -250,7 +268,7 @@ func (w *shWorld) placerAnswer(resp automaton.Response) {
 
 // ParsePlaceParams reads Decide's thresholds for the sharded world: a
 // comma list of split_ops=, merge_ops=, split_keys=, merge_keys=,
-// merge_delay=, cooldown= over SimPlaceParams.
+// merge_delay=, cooldown=, dead_after= over SimPlaceParams.
 func ParsePlaceParams(s string) (shard.PlaceParams, error) {
 	p := SimPlaceParams
 	for _, kv := range strings.Split(s, ",") {
@@ -272,6 +290,8 @@ func ParsePlaceParams(s string) (shard.PlaceParams, error) {
 			p.MergeDelay = f
 		case "cooldown":
 			p.Cooldown = f
+		case "dead_after":
+			p.DeadAfter = f
 		default:
 			return p, fmt.Errorf("--place %q: unknown threshold %q", s, k)
 		}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,8 +119,10 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
 	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
 		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
-	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && !strings.HasPrefix(c.Broken, "txn:"):
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty or txn:<a shard/txn Coordinator variant>)", c.Broken)
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
+	case slices.Contains(memberVariants, c.Broken) && c.Plan != "decide":
+		return c, fmt.Errorf("sim: %s needs --plan decide", c.Broken)
 	case (strings.HasPrefix(c.Broken, "txn:") || c.Broken == "txn-no-dirty") && c.TxnClients == 0:
 		return c, fmt.Errorf("sim: %s needs --txn-clients", c.Broken)
 	case c.Broken == "placer-overreach" && c.Plan != "decide":
@@ -169,6 +172,9 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 	master := rand.New(rand.NewSource(cfg.Seed))
 	sub := func() *rand.Rand { return rand.New(rand.NewSource(master.Int63())) }
 	w.rngNet, w.rngDisk, w.rngClient, w.rngFault, w.rngNode, w.rngCPU, w.rngDrv = sub(), sub(), sub(), sub(), sub(), sub(), sub()
+	// Membership changes draw from a stream of their own, so that the
+	// other streams' draws are those of a run without them.
+	w.rngChg = rand.New(rand.NewSource(cfg.Seed ^ 0x6368616e6765))
 	w.rec = history.NewRecorder(func() int64 { return int64(w.now) })
 
 	for i := 0; i < cfg.Machines; i++ {
@@ -185,10 +191,14 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 			m := w.machines[(cfg.Replicas*gi+i)%cfg.Machines]
 			g.ids = append(g.ids, m.id)
 			r := &shReplica{w: w, g: g, m: m, durable: map[string][]byte{}, taken: map[int]string{}}
-			r.rel = release.New(release.Config{Self: m.id, Known: g.member})
+			r.rel = release.New(release.Config{Self: m.id, Known: g.known})
 			g.reps = append(g.reps, r)
 			m.reps = append(m.reps, r)
 		}
+		g.boot = append([]automaton.NodeID(nil), g.ids...)
+		g.ever = append([]automaton.NodeID(nil), g.ids...)
+		g.members = append([]automaton.NodeID(nil), g.ids...)
+		g.chain = [][]automaton.NodeID{sortedIDs(g.ids)}
 		w.groups = append(w.groups, g)
 	}
 	w.placeMap = shard.Build(w.place.Groups)
@@ -208,6 +218,10 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 }
 
 func (g *shGroup) member(id automaton.NodeID) bool { return g.index(id) >= 0 }
+
+// known: id hosted a replica of g once (a removed member's messages are
+// dropped, not refused).
+func (g *shGroup) known(id automaton.NodeID) bool { return slices.Contains(g.ever, id) }
 
 func (g *shGroup) index(id automaton.NodeID) int {
 	for i, x := range g.ids {
@@ -269,7 +283,7 @@ func (w *shWorld) run() {
 		w.stopIssuing()
 	}
 	for len(w.q) > 0 && !w.finished && w.err == "" && w.inv == "" {
-		if w.stopping && w.busyClients == 0 && !w.mig.active {
+		if w.stopping && w.busyClients == 0 && !w.mig.active && w.chg == nil {
 			break
 		}
 		e := heap.Pop(&w.q).(*shEvent)
@@ -307,6 +321,9 @@ func (w *shWorld) run() {
 	// (done or canceled) within the drain.
 	if w.mig.active && w.err == "" {
 		w.violation("migration %d (%s -> %s, slots %s) did not end within %v of the final heal", w.mig.rec.ID, w.mig.rec.FromName, w.mig.rec.ToName, shard.FormatSlots(w.mig.rec.Slots), DefaultDrainTime)
+	}
+	if w.err == "" {
+		w.checkHealed()
 	}
 }
 
@@ -372,6 +389,10 @@ func (w *shWorld) handle(e *shEvent) {
 		w.resume(w.machines[e.mach], e.inc)
 	case shWindowEnd:
 		w.onWindowEnd(e)
+	case shChangeEv, shChangeTimeout:
+		w.onChange(e)
+	case shChangeResume:
+		w.resumeChange()
 	case shDrainEnd:
 		w.finished = true
 	}
@@ -418,13 +439,15 @@ func (io shIO) SetTimer(o automaton.SetTimer) {
 }
 
 func (io shIO) CancelTimer(id automaton.TimerID) { delete(io.r.timers, id) }
-func (io shIO) Members(automaton.Members)        {}
+func (io shIO) Members(o automaton.Members)      { io.r.w.observeConf(io.r, o) }
 
 func (w *shWorld) boot(r *shReplica) {
 	r.timers = map[automaton.TimerID]uint64{}
 	r.taken = map[int]string{}
+	r.confAt = 0
+	nodes, params := w.bootConfig(r)
 	a, err := w.proto.New(automaton.Config{
-		Self: r.m.id, Nodes: append([]automaton.NodeID(nil), r.g.ids...), Namespace: r.g.name,
+		Self: r.m.id, Nodes: nodes, Params: params, Namespace: r.g.name,
 		Service: shService{r}, Rand: rand.New(rand.NewSource(w.rngNode.Int63())),
 	})
 	if err != nil {
@@ -558,11 +581,12 @@ func (w *shWorld) startFsync(m *shMachine) {
 	for i, r := range m.reps {
 		upto[i] = r.rel.Last()
 	}
+	reps := append([]*shReplica(nil), m.reps...)
 	d := w.fsyncLat.Sample(w.rngDisk)
 	if m.slow > 0 {
 		d = durationTimes(d, m.slow)
 	}
-	w.after(d, &shEvent{kind: shFsync, mach: m.idx, inc: m.inc, upto: upto})
+	w.after(d, &shEvent{kind: shFsync, mach: m.idx, inc: m.inc, upto: upto, reps: reps})
 }
 
 func (w *shWorld) onFsync(e *shEvent) {
@@ -572,7 +596,10 @@ func (w *shWorld) onFsync(e *shEvent) {
 	}
 	m.fsyncing = false
 	again := false
-	for i, r := range m.reps {
+	for i, r := range e.reps {
+		if !slices.Contains(m.reps, r) {
+			continue // a removed member's replica (its records go with it)
+		}
 		j := 0
 		for ; j < len(r.buf) && r.buf[j].seq <= e.upto[i]; j++ {
 			if p := r.buf[j].p; p.Delete {
@@ -589,6 +616,9 @@ func (w *shWorld) onFsync(e *shEvent) {
 		r.rel.Durable(e.upto[i], shIO{r})
 		again = again || r.rel.Unsynced()
 	}
+	for _, r := range m.reps {
+		again = again || !m.paused && r.a != nil && r.rel.Unsynced() // a replica added since the fsync began
+	}
 	if again && !m.fsyncing {
 		w.startFsync(m)
 	}
@@ -599,6 +629,10 @@ func (w *shWorld) onFsync(e *shEvent) {
 func (w *shWorld) send(r *shReplica, o automaton.Send) {
 	to := r.g.index(o.To)
 	if to < 0 {
+		if r.g.known(o.To) {
+			w.stats.Dropped++ // a removed member: its replica is gone
+			return
+		}
 		w.fail("%s on %s sent to %s, not a member", r.g.name, r.m.id, o.To)
 		return
 	}

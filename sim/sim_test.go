@@ -409,14 +409,16 @@ func TestParse(t *testing.T) {
 	if f, err := ParseFaults("crash, pause"); err != nil || !f.crash || !f.pause || f.loss {
 		t.Errorf("ParseFaults: %+v %v", f, err)
 	}
-	// One parser over each world's kinds: power is the sharded world's only.
-	if _, err := ParseFaults("power"); err == nil {
-		t.Errorf("ParseFaults(power) succeeded")
+	// One parser over each world's kinds: power and dead are the sharded world's only.
+	for _, k := range []string{"power", "dead"} {
+		if _, err := ParseFaults(k); err == nil {
+			t.Errorf("ParseFaults(%s) succeeded", k)
+		}
 	}
 	if on, err := ParseFaultKinds("power,pause,reorder", ShardFaultKinds); err != nil || !on["power"] || !on["pause"] || !on["reorder"] || on["crash"] {
 		t.Errorf("ParseFaultKinds: %v %v", on, err)
 	}
-	if on, _ := ParseFaultKinds("all", ShardFaultKinds); len(on) != len(FaultKinds)+1 {
+	if on, _ := ParseFaultKinds("all", ShardFaultKinds); len(on) != len(FaultKinds)+2 || !on["dead"] {
 		t.Errorf("ParseFaultKinds(all) = %v", on)
 	}
 	for _, bad := range []string{"get", "get:x", "incr:1", "get:0,set:0", "get:1,get:2"} {

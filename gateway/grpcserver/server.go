@@ -43,8 +43,9 @@
 //     (client_id, seq) gets the same op id.
 //   - Interactive transactions (Request.txn): a step needs client_id (the
 //     BEGIN's (client_id, seq) names the transaction, so the client must
-//     know it); a protocol without them (automaton.TransactionsOf(protocol)
-//     .Interactive) is refused with FAILED_PRECONDITION and
+//     know it); a namespace without them (gateway.InteractiveTransactions:
+//     neither its protocol nor, for a sharded namespace, its nodes run
+//     them) is refused with FAILED_PRECONDITION and
 //     automaton.ErrNoInteractive's text before anything is applied; BEGIN,
 //     COMMIT and ABORT carry no op. The server keeps no transaction state:
 //     the protocol does, at the node it runs on.
@@ -289,7 +290,7 @@ func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.
 	}
 	// RefuseUnsupported refuses only groups and transaction steps; a
 	// single operation skips its registry lookup.
-	if len(req.Ops) > 0 || req.Txn != nil {
+	if len(req.Ops) > 0 || req.Txn != nil && !gateway.InteractiveTransactions(ns) {
 		if res, refused := automaton.RefuseUnsupported(ns.Protocol, req); refused {
 			return req, refusal(synoderr.Unsupported, "%s", res.Err)
 		}
@@ -476,7 +477,7 @@ func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (
 			Name: ns.Name, Protocol: ns.Protocol, Service: ns.Service,
 			Options:                 synodpb.FromOptionSpecs(automaton.RequestOptions(ns.Protocol)),
 			AtomicGroups:            automaton.TransactionsOf(ns.Protocol).Atomic,
-			InteractiveTransactions: automaton.TransactionsOf(ns.Protocol).Interactive,
+			InteractiveTransactions: gateway.InteractiveTransactions(ns),
 			ClientFanout:            automaton.ClientFanoutOf(ns.Protocol),
 		}
 		if lw, ok := s.b.(gateway.LeaderWatcher); ok {

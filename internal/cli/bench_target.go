@@ -88,7 +88,7 @@ func applyBenchConns(conns string, pipeline int, connsSet, pipelineSet bool, cfg
 	factory, pipelined := cfg.NewTarget, bench.TargetFactory(nil)
 	switch cfg.TargetName {
 	case bench.TargetABDClient:
-		// A client-driven ABD client sends every phase on its Pipeline
+		// A client-driven ABD client sends every phase on its Phases
 		// streams (one per replica), so a shared one is a pipelined one:
 		// the phases of the clients sharing it leave together.
 		pipelined = factory

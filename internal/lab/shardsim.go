@@ -35,10 +35,14 @@ one disk and one fate shared by the replicas it hosts. Cluster clients route by
 their copy of the slot map and follow MOVED, ASK and TRYAGAIN; --plain of them
 send to any machine, which forwards. --migrations splits, merges and moves run
 through the real migration machine (package shard) while --faults (all, none,
-or a comma list of crash, partition, loss, dup, pause, slow, reorder, power)
-strike. Each step checks that no group
+or a comma list of crash, partition, loss, dup, pause, slow, reorder, power,
+dead) strike; the placer (--plan decide) also carries out replacements of dead
+machines' replicas, replica moves and leader moves through the groups' own
+membership changes. Each step checks that no group
 applies a client's write to a slot its log has given away, each slot map
-places every slot once, and the history is checked for linearizability.
+places every slot once, each group keeps a majority of live members and one
+chain of configurations (and its replica count once the faults heal), and the
+history is checked for linearizability.
 Every failing seed is printed with the command that replays it; the exit
 status is non-zero if any seed fails.
 
@@ -143,7 +147,7 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of "+strings.Join(sim.ShardFaultKinds, ","))
 	f.IntVar(&cfg.Migrations, "migrations", 3, "splits, merges and moves to run, in turn")
 	f.StringVar(&cfg.Plan, "plan", "decide", "what starts migrations: decide (the placement policy, shard.Decide, on the simulated load and size) or rotation (split, merge, move in turn)")
-	f.StringVar(&place, "place", "", "Decide's thresholds, a comma list of split_ops=, merge_ops=, split_keys=, merge_keys=, merge_delay=, cooldown= (default sim.SimPlaceParams)")
+	f.StringVar(&place, "place", "", "Decide's thresholds, a comma list of split_ops=, merge_ops=, split_keys=, merge_keys=, merge_delay=, cooldown=, dead_after= (default sim.SimPlaceParams)")
 	f.Float64Var(&cfg.Hot, "hot", 0, "fraction of operations on the hot keys in hot phases, which alternate with quiet ones (0: uniform keys, no phases)")
 	f.IntVar(&cfg.HotKeys, "hot-keys", 0, "hot keys per hot phase (default 1)")
 	f.DurationVar(&cfg.HotPhase, "hot-phase", 0, "length of a hot or quiet phase (default 2s)")
@@ -155,7 +159,7 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.StringVar(&cfg.MsgCost, "msg-cost", "", "CPU per peer message")
 	f.StringVar(&cfg.ApplyCost, "apply-cost", "", "CPU per service Apply")
 	f.StringVar(&cfg.FwdCost, "fwd-cost", "", "CPU per request a machine forwards for a plain client")
-	f.StringVar(&cfg.Broken, "broken", "", "a deliberately wrong variant: keep-accepting (groups admit slots they gave away), placer-overreach (decided slots run one past the decision)")
+	f.StringVar(&cfg.Broken, "broken", "", "a deliberately wrong variant: keep-accepting (groups admit slots they gave away), placer-overreach (decided slots run one past the decision), member-remove-first (a replacement removes the old member before adding the new), member-no-remove (adds without removing), member-bootstrap (the new member starts as a founding member of a new configuration)")
 	f.BoolVar(&cfg.NoInvariants, "no-invariants", false, "skip the step invariants (the history check alone)")
 	f.StringVar(&scale, "scale", "", "measure throughput for these shard counts (comma list) instead")
 	f.IntVar(&perShard, "clients-per-shard", 64, "--scale: closed-loop clients per shard")

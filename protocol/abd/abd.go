@@ -90,7 +90,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ABD{
+	a := &ABD{
 		// A step's usual outputs: at most a timer, a record and a send to
 		// each peer, allocated at once.
 		Outbox:     proto.Outbox{Self: cfg.Self, Size: 2 + len(cfg.Nodes)},
@@ -107,12 +107,15 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		window:     prm.Int("window"),
 		groupLeft:  map[uint64]int{},
 		queued:     map[automaton.RequestID]bool{},
-	}, nil
+	}
+	a.sends.Reset()
+	return a, nil
 }
 
 // ABD is one node's replica and coordinator for one namespace.
 type ABD struct {
 	proto.Outbox
+	sends proto.Sends // this step's Sends (send)
 	proto protocol
 	cfg   automaton.Config
 	index map[automaton.NodeID]int
@@ -186,12 +189,21 @@ func (a *ABD) quorum() int { return automaton.Majority(len(a.cfg.Nodes)) }
 // Step implements automaton.Automaton.
 func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	a.Begin()
+	a.sends.Reset()
 	a.stepStores, a.stepDone = a.stepStores[:0], a.stepDone[:0]
 	proto.Dispatch(a, in) // a ClientBatch: OnBatch, batch.go
 	// One step's messages to one peer (a batch's queries or stores, a
-	// replica's answers to a batch message) leave as one batch message.
-	return header.Coalesce(a.Out, kindBatch)
+	// replica's answers to a batch message) leave as one batch message,
+	// placed as Header.Coalesce places it.
+	out := header.Place(a.Out, &a.sends, kindBatch)
+	a.sends.Reset() // placed: nothing of this step's Sends stays in the state
+	return out
 }
+
+// send sends msg to a peer: kept aside with its place among the step's
+// outputs (proto.Sends), so that a step boxes one Send per batch message,
+// not one per message.
+func (a *ABD) send(to automaton.NodeID, msg []byte) { a.sends.Add(len(a.Out), to, msg) }
 
 // OnStart restores the replica's registers and starts a new incarnation.
 func (a *ABD) OnStart(s automaton.Start) {
@@ -329,7 +341,7 @@ func (a *ABD) broadcast(o *op) {
 		if enc == nil {
 			enc = m.marshal()
 		}
-		a.Emit(automaton.Send{To: n, Msg: enc})
+		a.send(n, enc)
 	}
 }
 
@@ -390,11 +402,11 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		if p := a.store[string(f.Key)]; p != nil {
 			e = *p
 		}
-		a.Emit(automaton.Send{To: from, Msg: marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)})
+		a.send(from, marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value))
 	case kindStore: // replica (the ABD report §3.1.1, PUT)
 		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, f.Value)
 		r := message{Kind: kindStoreAck, Op: f.Op}
-		a.Emit(automaton.Send{To: from, Msg: r.marshal()})
+		a.send(from, r.marshal())
 	case kindQueryReply:
 		a.onQueryReply(i, f.Op, entry{Tag: f.tag(a.cfg.Nodes), Tomb: f.Tomb, Value: f.Value}, false)
 	case kindStoreAck:

@@ -101,7 +101,9 @@
 // batch shares the round trips. At the end of every step the messages to
 // one peer leave as one batch message (kind "batch", protocol/proto's
 // Header.Coalesce: the messages whole, in emission order, placed where the
-// last of them was, so nothing leaves before a record it waited for), and
+// last of them was, so nothing leaves before a record it waited for; ABD
+// keeps its Sends aside with their places, proto.Sends, and Header.Place
+// builds the same outputs with one boxed Send per batch message), and
 // a replica handles a batch message's queries and stores one after the
 // other in one step, persisting every store before the one batch of
 // acknowledgements that step sends back; the node commits the step's

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -81,6 +82,8 @@ func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID)
 func (a *ABD) CloneModel() automaton.Automaton {
 	c := *a
 	c.Out = nil
+	c.sends = proto.Sends{} // a step's scratch, not shared with the copy
+	c.sends.Reset()
 	// The entries, the operations and their replies are each copied into
 	// one array (a few allocations per copy instead of one per element).
 	c.store = make(map[string]*entry, len(a.store))

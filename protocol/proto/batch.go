@@ -2,6 +2,7 @@ package proto
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/wire"
@@ -134,4 +135,109 @@ func (h Header) SplitBatch(b []byte, kind byte) ([][]byte, error) {
 		return nil, err
 	}
 	return msgs, nil
+}
+
+// Sends holds a step's Sends (none Early) aside from its other outputs, each with its
+// place among them, so that a protocol that coalesces (ABD) boxes one Send
+// per batch message instead of one per message: Place then builds what
+// Coalesce builds from the outputs with every Send in its place. Reset it
+// at the start of every step.
+type Sends struct {
+	list []pendingSend
+}
+
+type pendingSend struct {
+	at  int // the Send came after this many other outputs
+	to  automaton.NodeID
+	msg []byte
+}
+
+// Add records a Send to to of msg emitted after the step's first at
+// other outputs (len of the Outbox's Out at that moment).
+func (s *Sends) Add(at int, to automaton.NodeID, msg []byte) {
+	s.list = append(s.list, pendingSend{at: at, to: to, msg: msg})
+}
+
+// Reset forgets the last step's Sends (their messages are not kept). It
+// leaves s empty and never nil, so that s looks the same after any step
+// and after Reset on a new value (a model checker's reflective walk tells
+// a nil list from an empty one).
+func (s *Sends) Reset() {
+	if s.list == nil {
+		s.list = make([]pendingSend, 0, 8)
+		return
+	}
+	clear(s.list)
+	s.list = s.list[:0]
+}
+
+// Place returns outs with s's Sends in their places, coalesced as
+// Coalesce coalesces them (the same outputs, in the same order): a peer's
+// batch message takes the place of its last message, MaxBatchBytes
+// starts another, a peer with one message gets it alone. The result is
+// outs grown in place (it allocates only when outs lacks the room).
+func (h Header) Place(outs []automaton.Output, s *Sends, kind byte) []automaton.Output {
+	if len(s.list) == 0 {
+		return outs
+	}
+	type peer struct {
+		to   automaton.NodeID
+		left int
+		msgs [][]byte
+		size int
+	}
+	var pbuf [8]peer
+	peers := pbuf[:0]
+	find := func(to automaton.NodeID) *peer {
+		for i := range peers {
+			if peers[i].to == to {
+				return &peers[i]
+			}
+		}
+		return nil
+	}
+	for _, p := range s.list {
+		if q := find(p.to); q != nil {
+			q.left++
+		} else {
+			peers = append(peers, peer{to: p.to, left: 1})
+		}
+	}
+	// The Sends that leave, each at the place of its last message (in
+	// emission order, so their places do not decrease).
+	type placed struct {
+		at  int
+		to  automaton.NodeID
+		msg []byte
+	}
+	var sbuf [16]placed
+	out := sbuf[:0]
+	for _, p := range s.list {
+		q := find(p.to)
+		q.left--
+		if q.msgs == nil && q.left == 0 {
+			out = append(out, placed{p.at, p.to, p.msg}) // alone
+			continue
+		}
+		q.msgs = append(q.msgs, p.msg)
+		q.size += len(p.msg)
+		if q.left == 0 || q.size >= MaxBatchBytes {
+			out = append(out, placed{p.at, p.to, h.batch(kind, q.msgs, q.size)})
+			q.msgs, q.size = nil, 0
+		}
+	}
+	// Merge from the back: outs[i] moves up past the Sends placed after it.
+	n := len(outs)
+	outs = slices.Grow(outs, len(out))[:n+len(out)]
+	i, j := n-1, len(out)-1
+	for k := len(outs) - 1; j >= 0; k-- {
+		if i >= out[j].at {
+			outs[k] = outs[i]
+			i--
+		} else {
+			outs[k] = automaton.Send{To: out[j].to, Msg: out[j].msg}
+			j--
+		}
+	}
+	return outs
 }

@@ -2,6 +2,9 @@ package proto
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -96,6 +99,43 @@ func TestSplitBatchCorrupt(t *testing.T) {
 	} {
 		if _, err := bh.SplitBatch(b, 2); err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// Place, given a step's other outputs and its Sends kept aside with their
+// places, builds exactly what Coalesce builds from the outputs with every
+// Send in its place: random steps of three peers, Persists, Responds and
+// timers between the Sends, some messages large enough to close a batch
+// at MaxBatchBytes.
+func TestPlaceIsCoalesce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 64))
+	peers := []automaton.NodeID{"a", "b", "c"}
+	var s Sends
+	for step := range 2000 {
+		s.Reset()
+		var outs, whole []automaton.Output
+		for range rng.IntN(12) {
+			switch rng.IntN(4) {
+			case 0, 1:
+				n := 1 + rng.IntN(8)
+				if rng.IntN(50) == 0 {
+					n = MaxBatchBytes/2 + rng.IntN(MaxBatchBytes/2)
+				}
+				to, m := peers[rng.IntN(len(peers))], msg(byte(step), n)
+				s.Add(len(outs), to, m)
+				whole = append(whole, automaton.Send{To: to, Msg: m})
+			case 2:
+				p := automaton.Persist{Key: fmt.Sprint(step)}
+				outs, whole = append(outs, p), append(whole, p)
+			default:
+				r := automaton.Respond{Resp: automaton.Response{ID: automaton.RequestID{Seq: uint64(step)}}}
+				outs, whole = append(outs, r), append(whole, r)
+			}
+		}
+		want := bh.Coalesce(whole, 2)
+		if got := bh.Place(outs, &s, 2); !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: Place gave %d outputs, Coalesce %d (or their contents differ)", step, len(got), len(want))
 		}
 	}
 }
