@@ -47,7 +47,8 @@ func (b *batch) reset() {
 }
 
 // commitQueueLen bounds the batches handed to the committer and not yet
-// taken into a commit; the loop waits when it is full. It also bounds the
+// taken into a commit; when it is full the loop is parked with its next
+// batch (flush, unpark) until the committer takes some. It also bounds the
 // outputs the interpreter holds (nsLoop.rel), since each waits for one of
 // those batches or for the one being committed.
 const commitQueueLen = 256

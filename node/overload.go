@@ -25,7 +25,9 @@ import (
 //	                                                                          reader waits, so TCP pushes back to the peer
 //	Backend.Do waiters                 one per request in flight: at most     (not a queue of its own)
 //	                                   max_clients x 32 RESP, x 1024 gRPC
-//	commit queue (nsLoop.commitQ)      commitQueueLen (256) batches           the loop waits for the committer
+//	commit queue (nsLoop.commitQ)      commitQueueLen (256) batches           the group is parked until the committer
+//	                                                                          takes batches (loop.go, unpark); no pool
+//	                                                                          worker waits
 //	held outputs (nsLoop.rel)          those of the queued batches            (bounded by the commit queue)
 //	peer send queue (transport)        4096 frames and 64 MB per peer         the message is dropped and counted
 //	                                                                          (synod_transport_dropped_total): protocols
