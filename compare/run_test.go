@@ -218,26 +218,45 @@ func TestRunStartFailureStopsEverything(t *testing.T) {
 	}
 }
 
+// cancelAfter is a progress writer that cancels once n cells are reported.
+type cancelAfter struct {
+	n      int
+	cancel func()
+	at     time.Time
+}
+
+func (w *cancelAfter) Write(b []byte) (int, error) {
+	if bytes.HasPrefix(b, []byte("[")) {
+		if w.n--; w.n == 0 {
+			w.at = time.Now()
+			w.cancel()
+		}
+	}
+	return len(b), nil
+}
+
+// Ctrl-C after two cells: Run returns soon, with those cells, and stops
+// everything it started.
 func TestRunInterrupted(t *testing.T) {
 	var procs []*proc
 	synod, _ := fakeSystem(t, "synod", 0, &procs)
 	etcd, _ := fakeSystem(t, "etcd", 0, &procs)
 	o := testOptions()
 	o.Clients = []int{1, 2, 3, 4, 5}
-	o.Duration = 200 * time.Millisecond
+	o.Duration = 500 * time.Millisecond // 20 cells: 10 s if not interrupted
 	o.Dir = filepath.Join(t.TempDir(), "given")
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
-	res, err := Run(ctx, o, []System{synod, etcd}, &bytes.Buffer{}, nil)
+	progress := &cancelAfter{n: 2, cancel: cancel}
+	res, err := Run(ctx, o, []System{synod, etcd}, &bytes.Buffer{}, progress)
 	if err == nil || !res.Interrupted {
 		t.Fatalf("Run after the context ended: err %v, interrupted %v", err, res.Interrupted)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Run took %v after a 700ms context", d)
+	if d := time.Since(progress.at); d > 5*time.Second {
+		t.Fatalf("Run took %v after the context ended", d)
 	}
-	if n := len(res.Cells); n == 0 || n >= 20 {
-		t.Fatalf("%d cells measured, want some but not all 20", n)
+	if n := len(res.Cells); n < 2 || n >= 20 {
+		t.Fatalf("%d cells measured, want the 2 before the interruption and not all 20", n)
 	}
 	checkStopped(t, procs)
 	if _, err := os.Stat(o.Dir); err != nil {
@@ -288,8 +307,10 @@ func TestWarmupIsNotMeasured(t *testing.T) {
 	}
 	measured := res.Cells[0].Count
 	unmeasured := int64(ss.ops["set"]) - int64(o.Keys) - measured
-	if measured == 0 || unmeasured < 10 {
-		t.Fatalf("%d sets measured, %d more beside the preload (want a warm-up's worth, >= 10)", measured, unmeasured)
+	// (How many the warm-up does depends on the machine's load; that it
+	// did some and they are not counted does not.)
+	if measured == 0 || unmeasured < 1 {
+		t.Fatalf("%d sets measured, %d more beside the preload (want the warm-up's, at least 1)", measured, unmeasured)
 	}
 	var rep bytes.Buffer
 	res.Print(&rep)
