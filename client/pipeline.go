@@ -815,6 +815,13 @@ func (c *GRPC) attemptStream(ctx context.Context, g *gconn, req *synodpb.Request
 	if p, err := c.nsProps(ctx, req.GetNamespace()); err == nil {
 		sc.named = namedCall(p, req)
 	}
+	// A call whose context has ended is not sent. Without this check it
+	// was queued, and on a quiet stream enqueue sends it at once, before
+	// wait sees the context: the node ran a call its caller had given up
+	// before making it, and the caller was told the outcome was unknown.
+	if err := ctx.Err(); err != nil {
+		return nil, service.Result{}, false, err
+	}
 	if err := st.enqueue(sc); err != nil {
 		return nil, service.Result{}, false, err
 	}

@@ -216,7 +216,18 @@ func TestPipelineCancel(t *testing.T) {
 		t.Fatalf("another call after a cancelled one: %v", err)
 	}
 	close(release)
-	// Cancelled before sending: nothing reaches the node.
+	// Cancelled before sending: nothing reaches the node, also when the
+	// stream is quiet, where enqueue sends a call at once, on its
+	// caller's goroutine (the slow call's reply has come back).
+	waitFor(t, "a quiet stream", func() bool {
+		g := c.conns[0]
+		g.smu.Lock()
+		st := g.st
+		g.smu.Unlock()
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return len(st.queue) == 0 && len(st.pending) == 0 && !st.writing
+	})
 	dead, cancel2 := context.WithCancel(x)
 	cancel2()
 	before := len(mem.Log())
@@ -279,6 +290,12 @@ func TestPipelineServerRestart(t *testing.T) {
 	go s.Serve(l)
 	defer s.Close()
 	b.stop()
+	// Until the client has seen node b's stream end, a write may still
+	// go out on it and then fail with an unknown outcome (EOF), which is
+	// right for a write on a stream that breaks: wait for that first.
+	// (-count=50 failed once: "write 0 after the restart: ... pipeline
+	// stream failed: EOF: outcome unknown".)
+	waitFor(t, "the client sees node b's stream end", func() bool { return c.conns[1].live() == nil })
 	for i := range 20 {
 		if err := c.Set(x, fmt.Sprintf("after%d", i), []byte("v")); err != nil {
 			t.Fatalf("write %d after the restart: %v", i, err)
