@@ -109,6 +109,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		queued:     map[automaton.RequestID]bool{},
 	}
 	a.sends.Reset()
+	a.replies = []byte{}
 	return a, nil
 }
 
@@ -116,10 +117,13 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 type ABD struct {
 	proto.Outbox
 	sends proto.Sends // this step's Sends (send)
-	proto protocol
-	cfg   automaton.Config
-	index map[automaton.NodeID]int
-	self  int
+	// replies holds this step's answers to peers (reply); never nil, so
+	// that it looks the same after every step (as sends).
+	replies []byte
+	proto   protocol
+	cfg     automaton.Config
+	index   map[automaton.NodeID]int
+	self    int
 
 	retransmit, opTimeout time.Duration
 
@@ -197,6 +201,7 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	// placed as Header.Coalesce places it.
 	out := header.Place(a.Out, &a.sends, kindBatch)
 	a.sends.Reset() // placed: nothing of this step's Sends stays in the state
+	a.replies = a.replies[:0]
 	return out
 }
 
@@ -204,6 +209,13 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 // outputs (proto.Sends), so that a step boxes one Send per batch message,
 // not one per message.
 func (a *ABD) send(to automaton.NodeID, msg []byte) { a.sends.Add(len(a.Out), to, msg) }
+
+// reply sends a replica's answer encoded at a.replies[from:] (a buffer
+// reused every step: Place copies what leaves alone, a batch copies
+// anyway), so a step's answers to a batch message allocate nothing each.
+func (a *ABD) reply(to automaton.NodeID, from int) {
+	a.sends.AddScratch(len(a.Out), to, a.replies[from:len(a.replies):len(a.replies)])
+}
 
 // OnStart restores the replica's registers and starts a new incarnation.
 func (a *ABD) OnStart(s automaton.Start) {
@@ -402,11 +414,14 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		if p := a.store[string(f.Key)]; p != nil {
 			e = *p
 		}
-		a.send(from, marshalRegister(kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value))
+		n := len(a.replies)
+		a.replies = appendRegister(a.replies, kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)
+		a.reply(from, n)
 	case kindStore: // replica (the ABD report §3.1.1, PUT)
 		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, f.Value)
-		r := message{Kind: kindStoreAck, Op: f.Op}
-		a.send(from, r.marshal())
+		n := len(a.replies)
+		a.replies = appendStoreAck(a.replies, f.Op)
+		a.reply(from, n)
 	case kindQueryReply:
 		a.onQueryReply(i, f.Op, entry{Tag: f.tag(a.cfg.Nodes), Tomb: f.Tomb, Value: f.Value}, false)
 	case kindStoreAck:

@@ -84,6 +84,7 @@ func (a *ABD) CloneModel() automaton.Automaton {
 	c.Out = nil
 	c.sends = proto.Sends{} // a step's scratch, not shared with the copy
 	c.sends.Reset()
+	c.replies = []byte{}
 	// The entries, the operations and their replies are each copied into
 	// one array (a few allocations per copy instead of one per element).
 	c.store = make(map[string]*entry, len(a.store))

@@ -67,6 +67,15 @@ func decodeTag(d *wire.Decoder) Tag {
 	return Tag{TS: d.Uvarint(), Node: d.String(), Seq: d.Uvarint()}
 }
 
+// appendStoreAck appends a store-ack message for op to b (as marshal).
+func appendStoreAck(b []byte, op uint64) []byte {
+	e := wire.Encoder{B: b}
+	e.Byte(header.Version)
+	e.Byte(kindStoreAck)
+	e.Uvarint(op)
+	return e.B
+}
+
 func (m *message) marshal() []byte {
 	switch m.Kind {
 	case kindQueryReply, kindStore:
@@ -84,7 +93,14 @@ func (m *message) marshal() []byte {
 // tomb, value) of a key. The key is a string or the bytes of a received
 // frame (a replica answers a query without making the key a string).
 func marshalRegister[K string | []byte](kind byte, op uint64, key K, t Tag, tomb bool, value []byte) []byte {
-	e := header.Message(kind, 32+len(key)+len(value))
+	return appendRegister(make([]byte, 0, 32+len(key)+len(value)), kind, op, key, t, tomb, value)
+}
+
+// appendRegister appends marshalRegister's message to b.
+func appendRegister[K string | []byte](b []byte, kind byte, op uint64, key K, t Tag, tomb bool, value []byte) []byte {
+	e := wire.Encoder{B: b}
+	e.Byte(header.Version)
+	e.Byte(kind)
 	e.Uvarint(op)
 	e.Uvarint(uint64(len(key))) // as wire.Encoder.String and Bytes
 	e.B = append(e.B, key...)

@@ -147,15 +147,24 @@ type Sends struct {
 }
 
 type pendingSend struct {
-	at  int // the Send came after this many other outputs
-	to  automaton.NodeID
-	msg []byte
+	at      int // the Send came after this many other outputs
+	to      automaton.NodeID
+	msg     []byte
+	scratch bool // msg is in a buffer the protocol reuses after the step
 }
 
 // Add records a Send to to of msg emitted after the step's first at
 // other outputs (len of the Outbox's Out at that moment).
 func (s *Sends) Add(at int, to automaton.NodeID, msg []byte) {
 	s.list = append(s.list, pendingSend{at: at, to: to, msg: msg})
+}
+
+// AddScratch is Add for a message in a buffer the protocol reuses once
+// the step's outputs are built (Place): Place copies it when it leaves
+// alone; in a batch message it is copied anyway. A protocol encodes its
+// many small replies into one such buffer instead of allocating each.
+func (s *Sends) AddScratch(at int, to automaton.NodeID, msg []byte) {
+	s.list = append(s.list, pendingSend{at: at, to: to, msg: msg, scratch: true})
 }
 
 // Reset forgets the last step's Sends (their messages are not kept). It
@@ -216,13 +225,17 @@ func (h Header) Place(outs []automaton.Output, s *Sends, kind byte) []automaton.
 		q := find(p.to)
 		q.left--
 		if q.msgs == nil && q.left == 0 {
-			out = append(out, placed{p.at, p.to, p.msg}) // alone
+			out = append(out, placed{p.at, p.to, owned(p)}) // alone
 			continue
 		}
 		q.msgs = append(q.msgs, p.msg)
 		q.size += len(p.msg)
 		if q.left == 0 || q.size >= MaxBatchBytes {
-			out = append(out, placed{p.at, p.to, h.batch(kind, q.msgs, q.size)})
+			b := h.batch(kind, q.msgs, q.size)
+			if len(q.msgs) == 1 {
+				b = owned(p) // one message travels as itself: p's
+			}
+			out = append(out, placed{p.at, p.to, b})
 			q.msgs, q.size = nil, 0
 		}
 	}
@@ -240,4 +253,12 @@ func (h Header) Place(outs []automaton.Output, s *Sends, kind byte) []automaton.
 		}
 	}
 	return outs
+}
+
+// owned is p's message, copied when it is in the protocol's scratch buffer.
+func owned(p pendingSend) []byte {
+	if p.scratch {
+		return append([]byte(nil), p.msg...)
+	}
+	return p.msg
 }

@@ -107,13 +107,15 @@ func TestSplitBatchCorrupt(t *testing.T) {
 // places, builds exactly what Coalesce builds from the outputs with every
 // Send in its place: random steps of three peers, Persists, Responds and
 // timers between the Sends, some messages large enough to close a batch
-// at MaxBatchBytes.
+// at MaxBatchBytes, half of them in a scratch buffer overwritten once
+// Place returns (none of its outputs may alias it).
 func TestPlaceIsCoalesce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 64))
 	peers := []automaton.NodeID{"a", "b", "c"}
 	var s Sends
 	for step := range 2000 {
 		s.Reset()
+		scratch, arrays := make([]byte, 0, 64), [][]byte(nil)
 		var outs, whole []automaton.Output
 		for range rng.IntN(12) {
 			switch rng.IntN(4) {
@@ -123,7 +125,17 @@ func TestPlaceIsCoalesce(t *testing.T) {
 					n = MaxBatchBytes/2 + rng.IntN(MaxBatchBytes/2)
 				}
 				to, m := peers[rng.IntN(len(peers))], msg(byte(step), n)
-				s.Add(len(outs), to, m)
+				if rng.IntN(2) == 0 {
+					s.Add(len(outs), to, m)
+				} else { // in a scratch buffer overwritten after Place
+					if cap(scratch)-len(scratch) < len(m) {
+						arrays = append(arrays, scratch)
+						scratch = make([]byte, 0, max(64, 2*len(m)))
+					}
+					at := len(scratch)
+					scratch = append(scratch, m...)
+					s.AddScratch(len(outs), to, scratch[at:len(scratch):len(scratch)])
+				}
 				whole = append(whole, automaton.Send{To: to, Msg: m})
 			case 2:
 				p := automaton.Persist{Key: fmt.Sprint(step)}
@@ -134,7 +146,14 @@ func TestPlaceIsCoalesce(t *testing.T) {
 			}
 		}
 		want := bh.Coalesce(whole, 2)
-		if got := bh.Place(outs, &s, 2); !reflect.DeepEqual(got, want) {
+		got := bh.Place(outs, &s, 2)
+		for _, a := range append(arrays, scratch) {
+			a = a[:cap(a)]
+			for i := range a {
+				a[i] = 0xff // reused by the next step
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: Place gave %d outputs, Coalesce %d (or their contents differ)", step, len(got), len(want))
 		}
 	}
