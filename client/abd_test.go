@@ -303,7 +303,11 @@ func TestABDClientAsksMajority(t *testing.T) {
 			total := calls()
 			t.Logf("%d phases, %d calls", phases, total)
 			if all && total <= 2*phases {
-				t.Fatalf("ABDAll: %d calls for %d phases, want more than a majority's %d", total, phases, 2*phases)
+				var per []int
+				for _, b := range backs {
+					per = append(per, len(b.Log()))
+				}
+				t.Fatalf("ABDAll: %d calls for %d phases (per replica %v), want more than a majority's %d", total, phases, per, 2*phases)
 			}
 			// Asking all 3 is 360; a hedge (20 ms without a majority) adds
 			// one call, rare even under load.
