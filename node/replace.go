@@ -10,6 +10,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
 )
 
@@ -129,7 +130,7 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	if err != nil {
 		return fmt.Errorf("adding %s: %w", y, err)
 	}
-	if res.IsErr() && !strings.Contains(res.Err, "already a member") {
+	if res.IsErr() && !settledAlready(res, "already a member") {
 		return fmt.Errorf("adding %s: %s", y, res.Err)
 	}
 	n.replaceStep(ctx, s, d, "added", fmt.Sprintf("%s caught up and is a member", y))
@@ -138,7 +139,7 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", x, err)
 	}
-	if res.IsErr() && !strings.Contains(res.Err, "not a member") {
+	if res.IsErr() && !settledAlready(res, "not a member") {
 		return fmt.Errorf("removing %s: %s", x, res.Err)
 	}
 	n.replaceStep(ctx, s, d, "removed", fmt.Sprintf("%s is no longer a member", x))
@@ -189,4 +190,16 @@ func (n *Node) transferLeader(ctx context.Context, s *shardedNS, d shard.Decisio
 		return fmt.Errorf("%s", res.Err)
 	}
 	return nil
+}
+
+// settledAlready reports whether res, an error answer to a membership
+// change, says the change had already been made ("already a member" for an
+// add, "not a member" for a remove). A retryable error never does: paxos
+// answers TRYAGAIN "not a member of namespace ... yet" from a replica that
+// has not yet joined, and that says nothing about the member removed.
+func settledAlready(res service.Result, text string) bool {
+	if e := res.AsError(); e != nil && e.Kind.Retry() {
+		return false
+	}
+	return strings.Contains(res.Err, text)
 }
