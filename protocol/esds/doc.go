@@ -526,6 +526,15 @@
 //     else is answered: the next suspect for ESDS's put p99); now once
 //     per 80,000 or so collected operations. Collections are then due
 //     every gcEveryTicks again (collectDue): a "g" costs what it discards.
+//   - Incremental collection (gc.go collectEveryTick, issue 28): once
+//     "g" is in use, collection runs at every tick instead of every
+//     gcEveryTicks, and each tick examines at most gcScanPerTick (8,192)
+//     applied operations, from where the previous tick stopped, and
+//     discards at most gcPerTick (2,048): every gcEveryTicks-th tick
+//     discarded ten ticks' worth at once (the longest ticks at 64
+//     clients). The seed (§6.1) says nothing of when or how much to
+//     collect; what is collected, and every record, is as before, and
+//     small states (every simulation) keep the old schedule.
 //   - Membership: a dead replica blocks stability, hence strict operations. The
 //     parameter removed=n3,n4 or the admin request Op{Kind: "esds.remove",
 //     Key: "n3"} (to any node; the RESP gateway validates operations against the

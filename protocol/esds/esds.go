@@ -310,6 +310,9 @@ type ESDS struct {
 	// gcSkipped: collections put off since, gcLastN: operations they could
 	// have collected at the last (collectDue).
 	snapLen, gcSkipped, gcLastN int
+	// gcCursor: where in appliedLive the next incremental collection
+	// starts examining (gc.go collectEveryTick).
+	gcCursor int
 	// uncompacted: the collected operations whose records are kept for
 	// record "g" (gc.go collectDelta) until the next "s"; deltaWritten:
 	// a "g" was written since the last "s".
@@ -463,7 +466,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	}
 	a.ops = map[string]*op{}
 	a.waiting = nil
-	a.dna, a.dnaNew, a.maxSolid, a.appliedLive = nil, nil, Label{}, nil
+	a.dna, a.dnaNew, a.maxSolid, a.appliedLive, a.gcCursor = nil, nil, Label{}, nil, 0
 	a.pending = map[string]uint64{}
 	a.wait = map[string]*feOp{}
 	a.rept = map[string][]service.Result{}
@@ -528,8 +531,8 @@ func (a *ESDS) onTick() {
 	}
 	a.resendWaiting()
 	a.expirePrevWaits()
-	if !a.unopt && a.tick%gcEveryTicks == 0 {
-		a.collect()
+	if !a.unopt && (a.tick%gcEveryTicks == 0 || a.collectEveryTick()) {
+		a.collect() // gc.go (collectEveryTick: incremental once the state is large)
 	}
 }
 
