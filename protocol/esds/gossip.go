@@ -110,6 +110,11 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 		if fresh { // rcvd_r ∪= R
 			o = &op{id: x.ID, prev: x.Prev, strict: x.Strict, sop: x.Op}
 		}
+		// j holds x's descriptor (it gossips about x): our entries for
+		// x to j go bare from now on, as after j acknowledged one
+		// carrying it (stream.go; package doc, "Descriptors travel once
+		// per stream").
+		o.has |= bj
 		changed := fresh
 		inD, inS := x.Flags&flagDone != 0, x.Flags&flagSolid != 0
 		if inD && x.Label.Set && int(x.Label.R) < len(a.heard) &&
