@@ -282,7 +282,8 @@ func threadCPU() int64 {
 // SET (cpu-us/set), and the longest and 99th-percentile tick step and
 // message step (maxtick-ms, p99tick-ms, maxmsg-ms, p99msg-ms) and their
 // medians (p50tick-ms, p50msg-ms): the steps a request arriving meanwhile
-// waits behind. Ids are of AssignedOpID's form (setCluster) and the
+// waits behind; and the bytes of peer messages sent (msgB/set) and the
+// gossip entries delivered (entries/set) per SET. Ids are of AssignedOpID's form (setCluster) and the
 // harness's trace is emptied at every interval, so that neither an id
 // summary of every id nor the trace's reallocations are measured as the
 // protocol's (session 42's figures had both).
@@ -313,6 +314,12 @@ func putSteps(b *testing.B, perTick int) {
 	}
 	n0 := *n
 	var ticks, msgs []float64
+	var sent, entries int
+	c.Observe(func(_ automaton.NodeID, o automaton.Output) {
+		if s, ok := o.(automaton.Send); ok {
+			sent += len(s.Msg)
+		}
+	})
 	t0 := threadCPU()
 	for range 100 {
 		// The harness keeps a trace of every input and output: grown
@@ -331,14 +338,22 @@ func putSteps(b *testing.B, perTick int) {
 			ticks = append(ticks, float64(threadCPU()-s)/1e6)
 		}
 		for {
-			s := threadCPU()
-			if !c.DeliverOne() {
+			m, ok := c.Pop()
+			if !ok {
 				break
 			}
+			if x, err := unmarshal(m.Msg); err == nil {
+				entries += len(x.Entries)
+			}
+			s := threadCPU()
+			c.DeliverMessage(m)
 			msgs = append(msgs, float64(threadCPU()-s)/1e6)
 		}
 	}
 	total := threadCPU() - t0
+	c.Observe(nil)
+	b.ReportMetric(float64(sent)/float64(*n-n0), "msgB/set")
+	b.ReportMetric(float64(entries)/float64(*n-n0), "entries/set")
 	slices.Sort(ticks)
 	slices.Sort(msgs)
 	b.ReportMetric(float64(total)/1e3/float64(*n-n0), "cpu-us/set")
