@@ -100,7 +100,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 			if o != nil && o.label.Set && o.solid|a.all != o.solid {
 				o.done |= a.all
 				o.solid |= a.all
-				a.dirty[o.id] = true
+				a.markDirty(o)
 				a.newInfo(o)
 				a.noteSolid(o)
 			}
@@ -155,7 +155,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 			if o.done|a.all != o.done || o.solid|bj|a.bit() != o.solid {
 				o.done |= a.all
 				if o.solid&a.bit() == 0 {
-					a.dirty[o.id] = true
+					a.markDirty(o)
 				}
 				o.solid |= bj | a.bit()
 				changed = true
@@ -164,7 +164,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 		if x.Flags&flagAll != 0 && o.solid|a.all != o.solid {
 			o.done |= a.all
 			o.solid |= a.all
-			a.dirty[o.id] = true
+			a.markDirty(o)
 			changed = true
 		}
 		if fresh {
@@ -173,10 +173,10 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 			a.newInfo(o)
 		}
 		if o.label.Set && !fresh && changed {
-			a.dirty[o.id] = true
+			a.markDirty(o)
 		}
 		if fresh && o.label.Set {
-			a.dirty[o.id] = true
+			a.markDirty(o)
 		}
 		a.checkSolid(o) // solid_r[r] ∪= ⋂_i done_r[i]
 		a.noteSolid(o)
@@ -269,7 +269,7 @@ func (a *ESDS) checkSolid(o *op) {
 	}
 	if m := a.members(); o.done&m == m {
 		o.solid |= a.bit()
-		a.dirty[o.id] = true
+		a.markDirty(o)
 		a.newInfo(o)
 		a.noteSolid(o)
 	}
