@@ -345,10 +345,11 @@ type ESDS struct {
 	recording bool
 	orderLog  []string
 
-	// dirty: the operations whose durable part (o/<id>) may have changed in
-	// this step; membersDirty: the removed set did (record "m"). Kept
-	// apart: "m" is a valid operation id.
-	dirty        map[string]bool
+	// dirtyOps: the operations whose durable part (o/<id>) may have
+	// changed in this step (those with op.dirty set: markDirty);
+	// membersDirty: the removed set did (record "m"). Kept apart: "m" is
+	// a valid operation id.
+	dirtyOps     []*op
 	membersDirty bool
 	seen         map[string]bool    // sendStream's scratch
 	proto.Outbox                    // sends and responses, released after persists
@@ -390,21 +391,33 @@ type op struct {
 	// gone: collected (gc.go); stream positions queued while it was live
 	// point here and now say "gone".
 	gone bool
+	// dirty: in a.dirtyOps (markDirty), unless collected since.
+	dirty bool
 }
 
 func (a *ESDS) members() uint64 { return a.all &^ a.removed }
 
 func (a *ESDS) bit() uint64 { return 1 << a.self }
 
+// markDirty notes that o's durable part (record o/<id>) may have changed
+// in this step (flushDirty). A flag on the operation and a list, not a
+// set of ids: a merge marks most of the operations it touches (issue 28).
+func (a *ESDS) markDirty(o *op) {
+	if !o.dirty {
+		o.dirty = true
+		a.dirtyOps = append(a.dirtyOps, o)
+	}
+}
+
 // Step implements automaton.Automaton.
 func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	a.Begin()
 	a.persists = nil
-	if a.dirty == nil {
-		a.dirty = map[string]bool{}
-	} else {
-		clear(a.dirty)
+	for _, o := range a.dirtyOps {
+		o.dirty = false
 	}
+	clear(a.dirtyOps)
+	a.dirtyOps = a.dirtyOps[:0]
 	batch := false
 	switch in := in.(type) {
 	case automaton.ClientBatch:

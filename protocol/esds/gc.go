@@ -67,8 +67,8 @@ func (a *ESDS) collect() {
 			}
 		}
 		delete(a.ops, o.id)
-		o.gone = true // its queued stream positions now say "gone"
-		delete(a.dirty, o.id)
+		o.gone = true   // its queued stream positions now say "gone"
+		o.dirty = false // nothing to persist: its record goes (or stays for "g")
 		a.goneQ[o.id] = m &^ a.bit()
 		for j := range a.peers {
 			if j != a.self && m&(1<<j) != 0 {
