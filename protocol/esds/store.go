@@ -43,7 +43,16 @@ func uvarintBytes(v uint64) []byte {
 }
 
 func (a *ESDS) marshalOp(o *op) []byte {
-	e := header.Record(64)
+	// Sized for the whole entry (a merge writes hundreds of these): grown
+	// from 64 bytes, a 100-byte value's record was copied twice.
+	n := 64 + len(o.id) + len(o.sop.Kind) + len(o.sop.Key)
+	for _, b := range o.sop.Args {
+		n += 4 + len(b)
+	}
+	for _, p := range o.prev {
+		n += 4 + len(p)
+	}
+	e := header.Record(n)
 	x := a.entryOf(o)
 	encodeEntry(&e, &x)
 	return e.B
