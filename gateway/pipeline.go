@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -354,7 +353,7 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	} else {
 		req.Ops = ops
 	}
-	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.opts.RequestTimeout)
+	ctx, cancel := c.batchDeadline()                 // deadline.go
 	c.orderWrite(req.Op, req.Ops)                    // arrived ordered commands first (order.go)
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
 	await := c.s.b.(SubmitBackend).Submit(ctx, ns.Name, req)
