@@ -62,6 +62,9 @@ type nsLoop struct {
 	svc   service.Service
 	a     automaton.Automaton
 	store storage.Store // used by the committer goroutine only, after Load
+	// keysNext: noteKeys looks at the node's key-count clock only from
+	// then on (under pass: a pass ends with it).
+	keysNext time.Time
 	// out carries the namespace's peer messages: the TCP transport or a
 	// gRPC sender (config.Namespace.Transport). Set before the loop starts.
 	out   transport.Sender

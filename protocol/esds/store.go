@@ -398,19 +398,18 @@ func (a *ESDS) flushDirty() {
 		a.counterDirty = false
 		a.persists = append(a.persists, automaton.Persist{Key: recCounter, Value: uvarintBytes(a.counter)})
 	}
-	if len(a.dirty) == 0 {
+	if len(a.dirtyOps) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(a.dirty))
-	for k := range a.dirty {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		o := a.ops[k]
-		if o == nil || !o.label.Set {
-			continue
+	dirty := make([]*op, 0, len(a.dirtyOps))
+	for _, o := range a.dirtyOps {
+		if o.dirty && o.label.Set {
+			dirty = append(dirty, o)
 		}
+	}
+	slices.SortFunc(dirty, func(x, y *op) int { return strings.Compare(x.id, y.id) })
+	for _, o := range dirty {
+		k := o.id
 		if f := a.entryOf(o).Flags; o.pOK && o.pFlags == f && o.pLabel == o.label {
 			continue // the record already says this
 		} else {
