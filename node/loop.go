@@ -316,6 +316,14 @@ func (l *nsLoop) end() {
 			l.committer() // drains what is queued, if anything
 		}
 		l.cwg.Wait()
+		// A running committer that had found the queue open and empty may
+		// have parked its held records (lazy commit) after the close,
+		// seeing nothing queued: commit them now. This committer takes
+		// them back, finds the queue closed and commits; it never parks.
+		if l.holding.Load() && l.committing.CompareAndSwap(false, true) {
+			l.cwg.Add(1)
+			l.committer()
+		}
 		l.closeEffects() // after the committer's last releases
 		l.stopTimers()
 	})
