@@ -21,8 +21,9 @@ import (
 )
 
 // migrationCluster starts 6 in-process nodes with two shards of
-// "default": s0 (slots 0-8191) on n1-n3, s1 on n4-n6.
-func migrationCluster(t *testing.T) (*config.Cluster, []*Node, []string) {
+// "default": s0 (slots 0-8191) on n1-n3, s1 on n4-n6 (opts[0], when
+// given, are every node's options).
+func migrationCluster(t *testing.T, opts ...Options) (*config.Cluster, []*Node, []string) {
 	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
 		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
 		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n4", "n5", "n6"}},
@@ -31,7 +32,11 @@ func migrationCluster(t *testing.T) (*config.Cluster, []*Node, []string) {
 	var nodes []*Node
 	var addrs []string
 	for i, l := range ls {
-		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+		o := Options{}
+		if len(opts) > 0 {
+			o = opts[0]
+		}
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, o))
 		addrs = append(addrs, cfg.Nodes[i].Client)
 	}
 	return cfg, nodes, addrs

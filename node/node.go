@@ -151,6 +151,14 @@ type Options struct {
 	// pass with queued client requests, before the pass: a test widens
 	// that window (TestSubmitKeepsOrderDirect).
 	reqNoted func()
+	// txnTailHook, when set, runs before the commits of a cross-shard
+	// transaction answered at its decision from its prepares' evaluation
+	// (tests: it holds the commits while the test reads).
+	txnTailHook func()
+	// brokenReadGuards: reads of a sharded group go without their slot
+	// guards, so they pass a prepared transaction's locks (the broken
+	// variant TestCrossShardExecReadAfterAnswer catches).
+	brokenReadGuards bool
 	// onStep, when set, is called before (enter) and after each
 	// automaton step (tests: TestGroupStepsSerial).
 	onStep func(l *nsLoop, enter bool)

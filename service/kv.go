@@ -206,6 +206,14 @@ func (s *KVState) ApplyEnv(op Op, env Env) Result {
 	}
 	if !o.read {
 		s.clock = s.now
+	}
+	return s.runOp(o, op)
+}
+
+// runOp runs op (its table entry o) at s.now: a write first removes the
+// expired keys it touches.
+func (s *KVState) runOp(o kvOp, op Op) Result {
+	if !o.read {
 		if !o.keyspace {
 			s.reap(op.Key)
 		}
