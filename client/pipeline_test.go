@@ -296,9 +296,13 @@ func TestPipelineServerRestart(t *testing.T) {
 	// (-count=50 failed once: "write 0 after the restart: ... pipeline
 	// stream failed: EOF: outcome unknown".)
 	waitFor(t, "the client sees node b's stream end", func() bool { return c.conns[1].live() == nil })
+	// Node a's old stream may still look alive (its calls were answered
+	// TRYAGAIN as it shut down, and the client reads the close later): the
+	// write then finds it dead before sending and tries a new stream to a
+	// (attemptStream); it failed at every address before that.
 	for i := range 20 {
 		if err := c.Set(x, fmt.Sprintf("after%d", i), []byte("v")); err != nil {
-			t.Fatalf("write %d after the restart: %v", i, err)
+			t.Fatalf("write %d after the restart (a %s, b %s): %v", i, a.addr, b.addr, err)
 		}
 	}
 	if v, ok, err := c.Get(x, "after19"); err != nil || !ok || string(v) != "v" {

@@ -67,7 +67,11 @@ type BatchBackend interface {
 // loop without waiting for the answer (node.Node). Submit returns once req
 // is handed over, so the requests one goroutine submits reach the loop in
 // that order; the function it returns waits for the response and answers
-// as Do would (Do's errors included; ctx bounds both). Where the
+// as Do would (Do's errors included; ctx bounds both). req.Ops, the list,
+// is the Backend's once Submit is called: the caller neither changes nor
+// reuses it, and reads it only (the Backend may replace its operations'
+// argument slices with copies of the same bytes before Submit returns);
+// the argument bytes stay the caller's, as for Do. Where the
 // namespace's protocol applies atomic groups, a connection's pipeline
 // batches then go in flight together, same-key batches one after another
 // (gateway/pipeline.go, "Batches in flight").

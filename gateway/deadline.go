@@ -24,6 +24,8 @@ import (
 // context sees it done). A second request of the connection in flight at
 // the same time (pipelined lanes, a multi-key command's concurrent
 // operations) finds the slot taken and uses context.WithTimeout as before.
+// Pipeline batches in flight (batchAsync, at most maxBatchesInFlight) have
+// slots of their own (conn.bdl), one per batch.
 //
 // A timer armed for an earlier command may fire while a later one holds
 // the slot (Reset cannot always stop a callback already started); the
@@ -42,8 +44,17 @@ type deadlines struct {
 // is s.ctx or carries only values over it (clusterCtx): its cancellation
 // is the server's.
 func (d *deadlines) acquire(s *Server, parent context.Context, timeout time.Duration) (context.Context, func()) {
+	if ctx, end, ok := d.tryAcquire(s, parent, timeout); ok {
+		return ctx, end
+	}
+	return context.WithTimeout(parent, timeout)
+}
+
+// tryAcquire is acquire without its fallback: ok false when the slot is
+// taken.
+func (d *deadlines) tryAcquire(s *Server, parent context.Context, timeout time.Duration) (context.Context, func(), bool) {
 	if !d.busy.CompareAndSwap(false, true) {
-		return context.WithTimeout(parent, timeout)
+		return nil, nil, false
 	}
 	c := &cmdCtx{parent: parent, deadline: time.Now().Add(timeout), done: make(chan struct{})}
 	d.cur.Store(c)
@@ -57,7 +68,19 @@ func (d *deadlines) acquire(s *Server, parent context.Context, timeout time.Dura
 	if err := s.ctx.Err(); err != nil {
 		c.cancel(err)
 	}
-	return c, func() { d.release(c) }
+	return c, func() { d.release(c) }, true
+}
+
+// batchDeadline is acquire for a pipeline batch in flight (batchAsync): a
+// connection has up to maxBatchesInFlight of them at once, each taking a
+// slot of its own (c.bdl) while one is free, then context.WithTimeout.
+func (c *conn) batchDeadline() (context.Context, func()) {
+	for i := range c.bdl {
+		if ctx, end, ok := c.bdl[i].tryAcquire(c.s, c.s.ctx, c.s.opts.RequestTimeout); ok {
+			return ctx, end
+		}
+	}
+	return context.WithTimeout(c.s.ctx, c.s.opts.RequestTimeout)
 }
 
 // release ends c (context.Canceled, as a cancel func would) and frees
@@ -121,5 +144,8 @@ func (s *Server) stopCommands() {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		c.dl.stop()
+		for i := range c.bdl {
+			c.bdl[i].stop()
+		}
 	}
 }

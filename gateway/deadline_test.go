@@ -85,3 +85,57 @@ func TestDeadlineSlot(t *testing.T) {
 	}
 	end()
 }
+
+// A pipeline batch in flight (batchAsync) takes a deadline slot of its
+// own, one per batch up to maxBatchesInFlight, then falls back to
+// context.WithTimeout; the server's close ends the batches in flight.
+func TestBatchDeadlineSlots(t *testing.T) {
+	s := NewServer(gatewaytest.KV(), ServerOptions{RequestTimeout: time.Hour})
+	defer s.Close()
+	nc, peer := net.Pipe()
+	defer peer.Close()
+	c := s.newConn(nc, 1)
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+
+	var ctxs []context.Context
+	var ends []func()
+	for range maxBatchesInFlight {
+		ctx, end := c.batchDeadline()
+		if _, ok := ctx.(*cmdCtx); !ok {
+			t.Fatalf("batch %d of %d in flight got %T, want a slot's *cmdCtx", len(ctxs)+1, maxBatchesInFlight, ctx)
+		}
+		ctxs, ends = append(ctxs, ctx), append(ends, end)
+	}
+	extra, endExtra := c.batchDeadline()
+	if _, ok := extra.(*cmdCtx); ok {
+		t.Error("a batch beyond the slots got a taken slot")
+	}
+	endExtra()
+	if c.dl.busy.Load() {
+		t.Error("a batch took the connection's command slot")
+	}
+	// A batch's end frees its slot for the next batch and ends no other.
+	ends[0]()
+	if ctxs[1].Err() != nil {
+		t.Errorf("one batch's end ended another: %v", ctxs[1].Err())
+	}
+	ctx, end := c.batchDeadline()
+	if _, ok := ctx.(*cmdCtx); !ok {
+		t.Fatalf("a freed slot was not taken again: %T", ctx)
+	}
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) < 59*time.Minute {
+		t.Errorf("deadline %v %v, want RequestTimeout (an hour) away", dl, ok)
+	}
+	s.Close()
+	for _, x := range []context.Context{ctx, ctxs[1]} {
+		select {
+		case <-x.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server's close did not end a batch in flight")
+		}
+	}
+	end()
+	ends[1]()
+}

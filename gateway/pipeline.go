@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -194,8 +193,8 @@ func (c *conn) batch(first plan) (next [][]byte, rerr error, ok bool) {
 		}
 	}
 	c.wmu.Lock()
-	for _, r := range renderBatch(plans, rs, fail) {
-		c.writeResult(r)
+	for i, k := 0, 0; i < len(plans); i++ {
+		c.writeResult(renderNext(plans[i], rs, &k, fail))
 	}
 	err := c.w.Flush()
 	c.out.addReplies(c.owed + len(plans))
@@ -214,26 +213,24 @@ func (c *conn) readMode() automaton.ReadMode {
 	return c.read
 }
 
-// renderBatch returns the replies of a batch's commands, in order: rs
-// answers the batch's operations in order (a command of none replies its
+// renderNext returns the reply of a batch's next command, plan p: rs
+// answers the batch's operations in order, those of p (if any) from
+// rs[*k], and renderNext moves *k past them (a command of none replies its
 // own error), unless fail, an error, answers the batch as a whole (each
-// command that had an operation).
-func renderBatch(plans []plan, rs []service.Result, fail service.Result) []service.Result {
-	out := make([]service.Result, 0, len(plans))
-	k := 0
-	for _, p := range plans {
-		n := len(p.ops)
-		switch {
-		case n == 0:
-			out = append(out, p.render(nil))
-		case fail.Type == service.ResultErr:
-			out = append(out, fail)
-		default:
-			out = append(out, p.render(rs[k:k+n]))
-			k += n
-		}
+// command that had an operation). The writers render a batch's replies
+// one by one into the connection's writer, with no list of replies to
+// allocate per batch.
+func renderNext(p plan, rs []service.Result, k *int, fail service.Result) service.Result {
+	n := len(p.ops)
+	switch {
+	case n == 0:
+		return p.render(nil)
+	case fail.Type == service.ResultErr:
+		return fail
 	}
-	return out
+	r := p.render(rs[*k : *k+n])
+	*k += n
+	return r
 }
 
 // gather completes a batch whose first command is plans[0] with the
@@ -344,7 +341,7 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 		if len(ops) > 0 {
 			fail = errResult("ERR this node serves no namespace")
 		}
-		go c.writeBatch(b, renderBatch(plans, nil, fail))
+		go c.writeBatch(b, plans, nil, fail)
 		return next, rerr
 	}
 	id := c.laneID(l, true)
@@ -354,7 +351,7 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	} else {
 		req.Ops = ops
 	}
-	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.opts.RequestTimeout)
+	ctx, cancel := c.batchDeadline()                 // deadline.go
 	c.orderWrite(req.Op, req.Ops)                    // arrived ordered commands first (order.go)
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
 	await := c.s.b.(SubmitBackend).Submit(ctx, ns.Name, req)
@@ -363,23 +360,21 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 		release()
 		cancel()
 		r, results := c.answered(req, res, err)
-		var rs []service.Result
 		switch {
 		case len(ops) == 1:
-			rs = renderBatch(plans, []service.Result{r}, service.Result{})
+			c.writeBatch(b, plans, []service.Result{r}, service.Result{})
 		case r.Type == service.ResultErr:
-			rs = renderBatch(plans, nil, r)
+			c.writeBatch(b, plans, nil, r)
 		case len(results) != len(ops):
-			rs = renderBatch(plans, nil, errResult("ERR internal error: a group of %d operations answered %d results", len(ops), len(results)))
+			c.writeBatch(b, plans, nil, errResult("ERR internal error: a group of %d operations answered %d results", len(ops), len(results)))
 		default:
 			for i := range results {
 				if results[i].Type == service.ResultErr {
 					results[i].Err = withCode(results[i].Err)
 				}
 			}
-			rs = renderBatch(plans, results, service.Result{})
+			c.writeBatch(b, plans, results, service.Result{})
 		}
-		c.writeBatch(b, rs)
 	}()
 	return next, rerr
 }
@@ -423,9 +418,11 @@ func (b *batchSlot) answered() bool {
 	}
 }
 
-// writeBatch writes batch b's replies rs once the previous batch's are
-// written, flushes them, frees b's lane and marks b written.
-func (c *conn) writeBatch(b *batchSlot, rs []service.Result) {
+// writeBatch writes batch b's replies, those of plans answered by rs or
+// fail (renderNext), once the previous batch's are written, flushes them,
+// frees b's lane and marks b written. The replies are rendered here, in
+// command order after the previous batch's.
+func (c *conn) writeBatch(b *batchSlot, plans []plan, rs []service.Result, fail service.Result) {
 	if b.prev != nil {
 		<-b.prev.written
 		b.prev = nil
@@ -434,11 +431,11 @@ func (c *conn) writeBatch(b *batchSlot, rs []service.Result) {
 	// buffer only while it has room.
 	c.out.waitRoom(int(c.s.lim.pipeline.Load()))
 	c.wmu.Lock()
-	for _, r := range rs {
-		c.writeResult(r)
+	for i, k := 0, 0; i < len(plans); i++ {
+		c.writeResult(renderNext(plans[i], rs, &k, fail))
 	}
 	c.w.Flush() // a failure fails out; the reader then ends the connection
-	c.out.addReplies(len(rs))
+	c.out.addReplies(len(plans))
 	c.wmu.Unlock()
 	c.pl.free <- b.lane
 	close(b.written)

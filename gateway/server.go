@@ -279,19 +279,20 @@ type conn struct {
 	authed     bool
 	user       *aclUser // nil: the default user, who may do everything (acl.go)
 	quit       bool
-	opts       optConn     // protocol request options (options.go)
-	txn        txnConn     // the open interactive transaction (txn.go)
-	multi      multiConn   // MULTI's queue and the watched keys (multi.go)
-	sub        subConn     // subscriptions (subscribe.go, pubsub.go)
-	push       pushQueue   // pub/sub messages not yet written (pubsub.go)
-	reply      replyMode   // CLIENT REPLY (replymode.go)
-	sink       replySink   // between w and out: drops replies CLIENT REPLY silences
-	blk        blockConn   // blocking commands (blocking.go)
-	ord        orderConn   // arrival order across connections (order.go)
-	pl         pipeConn    // pipelined commands in flight (pipeline.go)
-	bat        batchConn   // pipeline batches sent as atomic groups (pipeline.go)
-	cluster    clusterConn // the Redis Cluster protocol (cluster.go)
-	dl         deadlines   // the deadline of the request in flight (deadline.go)
+	opts       optConn                       // protocol request options (options.go)
+	txn        txnConn                       // the open interactive transaction (txn.go)
+	multi      multiConn                     // MULTI's queue and the watched keys (multi.go)
+	sub        subConn                       // subscriptions (subscribe.go, pubsub.go)
+	push       pushQueue                     // pub/sub messages not yet written (pubsub.go)
+	reply      replyMode                     // CLIENT REPLY (replymode.go)
+	sink       replySink                     // between w and out: drops replies CLIENT REPLY silences
+	blk        blockConn                     // blocking commands (blocking.go)
+	ord        orderConn                     // arrival order across connections (order.go)
+	pl         pipeConn                      // pipelined commands in flight (pipeline.go)
+	bat        batchConn                     // pipeline batches sent as atomic groups (pipeline.go)
+	cluster    clusterConn                   // the Redis Cluster protocol (cluster.go)
+	dl         deadlines                     // the deadline of the request in flight (deadline.go)
+	bdl        [maxBatchesInFlight]deadlines // pipeline batches' deadlines (batchAsync)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes

@@ -34,27 +34,10 @@ func runABDClient(t *testing.T, r *recorder, id int, addrs, keys []string, stop 
 	}
 	defer g.Close()
 	a := g.ABD(ns)
-	ctx := context.Background()
 	proc := r.newProc()
-	for seq := 0; ; seq++ {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		key := keys[rng.IntN(len(keys))]
-		var err error
-		if rng.IntN(2) == 0 {
-			if err = r.set(ctx, proc, a, key, fmt.Sprintf("a%d-%d", id, seq)); err != nil {
-				proc = r.newProc()
-			}
-		} else {
-			_, err = r.get(ctx, proc, a, key)
-		}
-		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	writeLoop(stop, func(seq int) error {
+		return r.randomOp(&proc, a, rng, keys[rng.IntN(len(keys))], fmt.Sprintf("a%d-%d", id, seq))
+	})
 }
 
 // readAllABD reads every key with a client-driven read, retrying within

@@ -121,27 +121,44 @@ func runClientOn(t *testing.T, r *recorder, id int, addrs []string, pick func(*r
 		return
 	}
 	defer c.Close()
-	ctx := context.Background()
 	proc := r.newProc()
+	writeLoop(stop, func(seq int) error {
+		return r.randomOp(&proc, c, rng, pick(rng), fmt.Sprintf("c%d-%d", id, seq))
+	})
+}
+
+// writeLoop runs step(seq) for seq = 0, 1, ... until stop is closed, and
+// backs off 10 ms after a step that failed, so that a client does not spin
+// while a node is down. step picks its key and handles its own errors
+// (the livetests' load clients: runClientOn, runABDClient, stickyClient,
+// slotWriter).
+func writeLoop(stop <-chan struct{}, step func(seq int) error) {
 	for seq := 0; ; seq++ {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		key := pick(rng)
-		var err error
-		if rng.IntN(2) == 0 {
-			if err = r.set(ctx, proc, c, key, fmt.Sprintf("c%d-%d", id, seq)); err != nil {
-				proc = r.newProc()
-			}
-		} else {
-			_, err = r.get(ctx, proc, c, key)
-		}
-		if err != nil {
-			time.Sleep(10 * time.Millisecond) // do not spin while a node is down
+		if step(seq) != nil {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// randomOp is one operation of process *proc, recorded: SET key val or
+// GET key, even odds. After a SET that failed (its outcome unknown) the
+// client continues as a fresh process, so that every process stays
+// sequential.
+func (r *recorder) randomOp(proc *int, c kv, rng *rand.Rand, key, val string) error {
+	if rng.IntN(2) == 0 {
+		err := r.set(context.Background(), *proc, c, key, val)
+		if err != nil {
+			*proc = r.newProc()
+		}
+		return err
+	}
+	_, err := r.get(context.Background(), *proc, c, key)
+	return err
 }
 
 // readAll reads every key through every node, recording the reads in the

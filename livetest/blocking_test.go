@@ -33,28 +33,21 @@ func stickyClient(t *testing.T, r *recorder, id int, addr string, keys []string,
 	defer c.Close()
 	ctx := context.Background()
 	proc := r.newProc()
-	for seq := 0; ; seq++ {
-		select {
-		case <-stop:
-			return
-		default:
-		}
+	writeLoop(stop, func(seq int) error {
 		key := keys[rng.IntN(len(keys))]
-		var err error
-		if rng.IntN(10) < writeFrac {
-			call := r.Now()
-			if err = r.set(ctx, proc, c, key, fmt.Sprintf("c%d-%d", id, seq)); err == nil && o != nil {
-				if k := o.killedAt.Load(); k != 0 && call > k {
-					o.resumed.CompareAndSwap(0, r.Now())
-				}
+		if rng.IntN(10) >= writeFrac {
+			_, err := r.get(ctx, proc, c, key)
+			return err
+		}
+		call := r.Now()
+		err := r.set(ctx, proc, c, key, fmt.Sprintf("c%d-%d", id, seq))
+		if err == nil && o != nil {
+			if k := o.killedAt.Load(); k != 0 && call > k {
+				o.resumed.CompareAndSwap(0, r.Now())
 			}
-		} else {
-			_, err = r.get(ctx, proc, c, key)
 		}
-		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+		return err
+	})
 }
 
 // TestBlockingKillLockHolder runs a 3-node blocking cluster (fsync) under

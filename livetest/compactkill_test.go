@@ -406,22 +406,17 @@ func (w *slotWriter) run(t *testing.T, r *recorder, addrs []string, stop <-chan 
 	defer c.Close()
 	pad := strings.Repeat("x", 180)
 	proc := r.newProc()
-	for seq := 0; ; seq++ {
-		select {
-		case <-stop:
-			return
-		default:
-		}
+	writeLoop(stop, func(seq int) error {
 		key := fmt.Sprintf("s%d-%03d", w.id, seq%200)
 		if err := r.set(context.Background(), proc, c, key, fmt.Sprintf("%09d-%s", seq, pad)); err != nil {
 			proc = r.newProc()
-			time.Sleep(10 * time.Millisecond)
-			continue
+			return err
 		}
 		w.mu.Lock()
 		w.last[key] = seq
 		w.mu.Unlock()
-	}
+		return nil
+	})
 }
 
 // readBack reads every slot of w (recorded) and counts the lost writes:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,8 +25,13 @@ import (
 // keys in 3 groups outside MULTI (a read-only transaction: one round; an
 // MSET: answered at the decision), and MGET of the same 3 keys by every
 // worker (read-only transactions share their locks), for a fixed time
-// each, in one run. It prints transactions/s and latency percentiles per case,
-// with the load average.
+// each, in one run; "multi-spread" is the 3-group MULTI over 8 key sets per
+// worker in turn (a client moving between accounts: its next transaction
+// seldom waits for its previous one's commits, which the other cases, on
+// the same keys each time, do). It prints transactions/s and latency
+// percentiles per case, with the load average. SYNOD_TXN_BENCH_CASES
+// (comma-separated, as printed: multi-1, multi-2, multi-3, mget-3, mset-3,
+// mget-same-3, multi-spread-3) picks cases.
 //
 //	SYNOD_TXN_BENCH_SECONDS=5 SYNOD_TXN_BENCH_WORKERS=16 SYNOD_TXN_BENCH_DURABILITY=fsync go test -run '^$' -bench CrossShardTxn -benchtime 1x ./livetest
 func BenchmarkCrossShardTxn(b *testing.B) {
@@ -46,21 +52,42 @@ func benchCrossShardTxn(b *testing.B, d time.Duration, workers int, durability s
 	slots := config.SlotMap(c.Config.Namespaces[0])
 	ctx := context.Background()
 	// keys[w][g]: worker w's key in group g (two workers' keys share a
-	// slot with odds 1/16,384 per pair: then they may conflict).
+	// slot with odds 1/16,384 per pair: then they may conflict); spread[w]
+	// its 8 key sets of multi-spread.
+	const spreadSets = 8
 	keys := make([][3]string, workers)
+	spread := make([][spreadSets][3]string, workers)
 	for w := 0; w < workers; w++ {
-		for i := 0; keys[w][0] == "" || keys[w][1] == "" || keys[w][2] == ""; i++ {
-			k := fmt.Sprintf("w%d:k%d", w, i)
-			if g := slots.Group(k); keys[w][g] == "" {
-				keys[w][g] = k
+		for j := 0; j <= spreadSets; j++ {
+			set := &keys[w]
+			if j > 0 {
+				set = &spread[w][j-1]
 			}
+			for i := 0; set[0] == "" || set[1] == "" || set[2] == ""; i++ {
+				k := fmt.Sprintf("w%d:s%d:k%d", w, j, i)
+				if j == 0 {
+					k = fmt.Sprintf("w%d:k%d", w, i)
+				}
+				if g := slots.Group(k); set[g] == "" {
+					set[g] = k
+				}
+			}
+		}
+	}
+	only := map[string]bool{}
+	for _, c := range strings.Split(os.Getenv("SYNOD_TXN_BENCH_CASES"), ",") {
+		if c != "" {
+			only[c] = true
 		}
 	}
 	fmt.Printf("cross-shard transactions: 9 processes, 3 paxos shards, %s, %d workers, %v per case; /proc/loadavg %s\n", durability, workers, d, loadavg())
 	for _, cs := range []struct {
 		kind   string
 		groups int
-	}{{"multi", 1}, {"multi", 2}, {"multi", 3}, {"mget", 3}, {"mset", 3}, {"mget-same", 3}} {
+	}{{"multi", 1}, {"multi", 2}, {"multi", 3}, {"mget", 3}, {"mset", 3}, {"mget-same", 3}, {"multi-spread", 3}} {
+		if len(only) > 0 && !only[fmt.Sprintf("%s-%d", cs.kind, cs.groups)] {
+			continue
+		}
 		groups := cs.groups
 		var mu sync.Mutex
 		var lat []time.Duration
@@ -84,7 +111,10 @@ func benchCrossShardTxn(b *testing.B, d time.Duration, workers int, durability s
 				}
 				var mine []time.Duration
 				bad := 0
-				for time.Now().Before(end) {
+				for n := 0; time.Now().Before(end); n++ {
+					if cs.kind == "multi-spread" {
+						ks = spread[w][n%spreadSets][:groups]
+					}
 					t0 := time.Now()
 					var err error
 					switch cs.kind {

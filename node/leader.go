@@ -56,8 +56,18 @@ type keyCounter interface{ Len() int }
 // (Eve's parallel execution) outside the loop, so once the namespace has
 // run an executor its state is not read: rmu, held here, is also held while
 // effects start, so none starts meanwhile. Loop goroutine only.
+// A pass before keysNext looks no further: the node's clock of the
+// refreshes (keysDue) takes a lock shared by its loops and a map lookup.
 func (l *nsLoop) noteKeys() {
-	if l.n == nil || l.n.m == nil || !l.n.m.keysDue(l.ns.Name, time.Now()) {
+	if l.n == nil || l.n.m == nil {
+		return
+	}
+	now := time.Now()
+	if now.Before(l.keysNext) {
+		return
+	}
+	l.keysNext = now.Add(keysEvery)
+	if !l.n.m.keysDue(l.ns.Name, now) {
 		return
 	}
 	sr, ok := l.a.(automaton.StateReporter)

@@ -195,7 +195,7 @@ func (n *Node) onLeaderGossip(from automaton.NodeID, d *wire.Decoder) {
 	}
 	now := time.Now()
 	for _, c := range cs {
-		if s := n.groupOf[c.g]; s != nil && containsNode(s.groups[s.index[c.g]].Nodes, from) {
+		if s := n.groupOf[c.g]; s != nil && containsNode(s.members(s.index[c.g]), from) {
 			n.noteHint(c.g, from, c.term, true, now)
 		}
 	}

@@ -62,6 +62,9 @@ type nsLoop struct {
 	svc   service.Service
 	a     automaton.Automaton
 	store storage.Store // used by the committer goroutine only, after Load
+	// keysNext: noteKeys looks at the node's key-count clock only from
+	// then on (under pass: a pass ends with it).
+	keysNext time.Time
 	// out carries the namespace's peer messages: the TCP transport or a
 	// gRPC sender (config.Namespace.Transport). Set before the loop starts.
 	out   transport.Sender
@@ -313,6 +316,14 @@ func (l *nsLoop) end() {
 			l.committer() // drains what is queued, if anything
 		}
 		l.cwg.Wait()
+		// A running committer that had found the queue open and empty may
+		// have parked its held records (lazy commit) after the close,
+		// seeing nothing queued: commit them now. This committer takes
+		// them back, finds the queue closed and commits; it never parks.
+		if l.holding.Load() && l.committing.CompareAndSwap(false, true) {
+			l.cwg.Add(1)
+			l.committer()
+		}
 		l.closeEffects() // after the committer's last releases
 		l.stopTimers()
 	})

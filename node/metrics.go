@@ -151,12 +151,15 @@ func (m *metrics) setTerm(ns string, a any) {
 func (m *metrics) keysDue(ns string, now time.Time) bool {
 	m.keysMu.Lock()
 	defer m.keysMu.Unlock()
-	if now.Sub(m.keysSeen[ns]) < time.Second {
+	if now.Sub(m.keysSeen[ns]) < keysEvery {
 		return false
 	}
 	m.keysSeen[ns] = now
 	return true
 }
+
+// keysEvery is how often a namespace's key count is refreshed.
+const keysEvery = time.Second
 
 // setKeys records namespace ns's key count.
 func (m *metrics) setKeys(ns string, n int) { m.keys.WithLabelValues(ns).Set(float64(n)) }

@@ -21,8 +21,9 @@ import (
 )
 
 // migrationCluster starts 6 in-process nodes with two shards of
-// "default": s0 (slots 0-8191) on n1-n3, s1 on n4-n6.
-func migrationCluster(t *testing.T) (*config.Cluster, []*Node, []string) {
+// "default": s0 (slots 0-8191) on n1-n3, s1 on n4-n6 (opts[0], when
+// given, are every node's options).
+func migrationCluster(t *testing.T, opts ...Options) (*config.Cluster, []*Node, []string) {
 	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
 		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
 		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n4", "n5", "n6"}},
@@ -31,7 +32,11 @@ func migrationCluster(t *testing.T) (*config.Cluster, []*Node, []string) {
 	var nodes []*Node
 	var addrs []string
 	for i, l := range ls {
-		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+		o := Options{}
+		if len(opts) > 0 {
+			o = opts[0]
+		}
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, o))
 		addrs = append(addrs, cfg.Nodes[i].Client)
 	}
 	return cfg, nodes, addrs
@@ -387,12 +392,28 @@ func TestMigratePlacementLeaderStops(t *testing.T) {
 	}
 	admin := redis.NewClient(&redis.Options{Addr: addrs[(leader+1)%len(addrs)]})
 	defer admin.Close()
-	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-2999", "rate", "150").Err(); err != nil {
+	// The copy saves its record after each scan page (about 90 of the 300
+	// keys here) and the admin node reads it every placementPoll, so the
+	// record shows a copy under way only between its first page and its
+	// last: at 50 keys/s at least 4 s, waited after the page's import
+	// whatever the load. (At 150 keys/s it was 1.4 s, and a test that did
+	// not see it under -race at load 30 waited for it until its context
+	// ended.) A catch-up pass is still the copy (keys move while the
+	// source serves); a later phase fails at once.
+	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "0-2999", "rate", "50").Err(); err != nil {
 		t.Fatal(err)
 	}
-	for ctx.Err() == nil {
-		if st, _ := migStatus(ctx, admin); st["phase"] == "copy" && st["keys_copied"] != "0" {
+	for {
+		st, err := migStatus(ctx, admin)
+		if err == nil && (st["phase"] == "copy" && st["keys_copied"] != "0" || st["phase"] == "catchup") {
+			t.Logf("stopping the placement leader at %s, %s keys copied", st["phase"], st["keys_copied"])
 			break
+		}
+		if err == nil && st["phase"] != "import" && st["phase"] != "migrate" && st["phase"] != "copy" {
+			t.Fatalf("the copy ended before the test saw it under way: %v", st)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the copy did not start: %v, %v", st, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

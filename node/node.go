@@ -151,6 +151,14 @@ type Options struct {
 	// pass with queued client requests, before the pass: a test widens
 	// that window (TestSubmitKeepsOrderDirect).
 	reqNoted func()
+	// txnTailHook, when set, runs before the commits of a cross-shard
+	// transaction answered at its decision from its prepares' evaluation
+	// (tests: it holds the commits while the test reads).
+	txnTailHook func()
+	// brokenReadGuards: reads of a sharded group go without their slot
+	// guards, so they pass a prepared transaction's locks (the broken
+	// variant TestCrossShardExecReadAfterAnswer catches).
+	brokenReadGuards bool
 	// onStep, when set, is called before (enter) and after each
 	// automaton step (tests: TestGroupStepsSerial).
 	onStep func(l *nsLoop, enter bool)
@@ -768,7 +776,9 @@ var _ gateway.SubmitBackend = (*Node)(nil)
 
 // Submit implements gateway.SubmitBackend: req goes into namespace ns's
 // loop's inbox before Submit returns (as Do hands it over), and the
-// returned function waits for its response as Do would. A shard group's
+// returned function waits for its response as Do would. req.Ops is the
+// node's from then on (SubmitBackend's contract): its operations'
+// arguments are copied into it in place (admitOwned). A shard group's
 // or a sharded namespace's request is not handed over by itself (do
 // routes and guards it): Submit then runs it to its end, so the order of
 // submissions is kept all the same.
@@ -781,7 +791,7 @@ func (n *Node) Submit(ctx context.Context, ns string, req automaton.Request) fun
 	if err := n.open(); err != nil {
 		return func() (automaton.Response, error) { return automaton.Response{}, err }
 	}
-	req, refused, ok := n.admit(l, req)
+	req, refused, ok := n.admitOwned(l, req, true)
 	if !ok {
 		return func() (automaton.Response, error) { return refused, nil }
 	}
@@ -889,6 +899,14 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 // a request refused here comes back as its response, with ok false. (A
 // shard group's client requests are checked by do before.)
 func (n *Node) admit(l *nsLoop, req automaton.Request) (_ automaton.Request, refused automaton.Response, ok bool) {
+	return n.admitOwned(l, req, false)
+}
+
+// admitOwned is admit; ownOps says req.Ops (the list, not the arguments
+// its operations point to) is already the node's (Submit's contract): the
+// operations' arguments are then copied into it in place instead of into
+// a new list (one list of a batch's operations fewer per pipelined batch).
+func (n *Node) admitOwned(l *nsLoop, req automaton.Request, ownOps bool) (_ automaton.Request, refused automaton.Response, ok bool) {
 	// A transaction shape the protocol cannot honour is refused here, before
 	// anything is applied (automaton/txn.go). Only groups and transaction
 	// steps can be refused, so a plain request skips the registry lookup
@@ -901,7 +919,11 @@ func (n *Node) admit(l *nsLoop, req automaton.Request) (_ automaton.Request, ref
 	// The request may sit in the inbox after Do returns (context ended); the
 	// caller may then reuse its buffers, so the automaton gets its own copy.
 	req.Op.Args = cloneArgs(req.Op.Args)
-	if req.Ops != nil {
+	if ownOps {
+		for i := range req.Ops {
+			req.Ops[i].Args = cloneArgs(req.Ops[i].Args)
+		}
+	} else if req.Ops != nil {
 		ops := make([]service.Op, len(req.Ops))
 		for i, op := range req.Ops {
 			op.Args = cloneArgs(op.Args)

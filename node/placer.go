@@ -188,6 +188,13 @@ func (n *Node) runPlacer() {
 			}
 			cancel()
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if n.leadsPlacement() {
+			n.decidePlacementGroup(ctx, ss)
+		} else {
+			n.placerFor(config.PlacementName).leading = false
+		}
+		cancel()
 	}
 }
 
@@ -221,23 +228,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		p.leading, p.prev, p.ops, p.upAt = true, nil, make([]float64, len(s.groups)), map[string]time.Time{}
 		p.coldAt = make([]time.Time, len(s.groups))
 	}
-	// Liveness.
-	st := map[automaton.NodeID]bool{}
-	if n.tr != nil {
-		for id, ps := range n.tr.Stats() {
-			st[id] = ps.Connected
-		}
-	}
-	var nodes []shard.NodeReport
-	for _, m := range n.cfg.Nodes {
-		id := automaton.NodeID(m.ID)
-		if up, known := st[id]; id == n.id || !known || up {
-			p.upAt[m.ID] = now
-		} else if _, ok := p.upAt[m.ID]; !ok {
-			p.upAt[m.ID] = now
-		}
-		nodes = append(nodes, shard.NodeReport{ID: m.ID, DownFor: now.Sub(p.upAt[m.ID]).Seconds()})
-	}
+	nodes := n.liveness(p, now)
 	// Load.
 	rs, err := n.placementDo(ctx, kvOp("hgetall", "load/"+s.ns.Name))
 	if err != nil {
@@ -373,7 +364,14 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 			p.last = "" // decide it again next time
 		}
 	}
-	rs, err = n.placementDo(ctx, kvOp("incr", "decseq/"+s.ns.Name, "1"))
+	n.logDecision(ctx, s, p, d, action, now)
+}
+
+// logDecision appends decision d of s, and what was done, to the decision
+// log dec/<ns> (under the next sequence number decseq/<ns>), and counts it;
+// a decision not logged is decided again (p.last).
+func (n *Node) logDecision(ctx context.Context, s *shardedNS, p *nsPlacer, d shard.Decision, action string, now time.Time) {
+	rs, err := n.placementDo(ctx, kvOp("incr", "decseq/"+s.ns.Name, "1"))
 	if err != nil {
 		n.log.Debug("placement decision not logged", "namespace", s.ns.Name, "err", err)
 		p.last = ""
@@ -386,6 +384,107 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	}
 	n.placer.decisions.WithLabelValues(s.ns.Name, d.Kind.String()).Inc()
 	n.log.Info("placement decision", "namespace", s.ns.Name, "decision", d.String(), "action", action)
+}
+
+// liveness is each cluster node's time down as this node, leading the
+// placement namespace, sees it: a node is down from the first tick its
+// peer connection is down, counted in p from when p began leading.
+func (n *Node) liveness(p *nsPlacer, now time.Time) []shard.NodeReport {
+	st := map[automaton.NodeID]bool{}
+	if n.tr != nil {
+		for id, ps := range n.tr.Stats() {
+			st[id] = ps.Connected
+		}
+	}
+	var nodes []shard.NodeReport
+	for _, m := range n.cfg.Nodes {
+		id := automaton.NodeID(m.ID)
+		if up, known := st[id]; id == n.id || !known || up {
+			p.upAt[m.ID] = now
+		} else if _, ok := p.upAt[m.ID]; !ok {
+			p.upAt[m.ID] = now
+		}
+		nodes = append(nodes, shard.NodeReport{ID: m.ID, DownFor: now.Sub(p.upAt[m.ID]).Seconds()})
+	}
+	return nodes
+}
+
+// decidePlacementGroup replaces a dead member of the placement namespace
+// itself (its leader, once a tick): a member down longer than the first
+// placed namespace's dead_after is replaced by the live node outside it
+// hosting the fewest replicas (shard.DecideGroupReplace), carried out with
+// a data group's steps (replace.go: joining, added, removed, recorded, on
+// the members record mem/#placement, which every node reads with its
+// placement poll: slotmap.go pollPlacementMembers), and a replacement cut
+// short is resumed first. The decisions and steps go to the log
+// dec/#placement (CLUSTER MIGRATION STATUS shows its last entries). The
+// leader adding and removing members of its own group is paxos's ordinary
+// reconfiguration: the change is logged by the group it changes, and the
+// leader, a member throughout (only the dead node leaves), keeps leading.
+func (n *Node) decidePlacementGroup(ctx context.Context, ss []*shardedNS) {
+	ps := n.shards[config.PlacementName]
+	if ps == nil || len(ss) == 0 || !automaton.SupportsMembership(ps.ns.Protocol) {
+		return
+	}
+	params, err := ss[0].ns.Placement.Params()
+	if err != nil {
+		return
+	}
+	p := n.placerFor(config.PlacementName)
+	now := time.Now()
+	if !p.leading {
+		p.leading, p.upAt = true, map[string]time.Time{}
+	}
+	nodes := n.liveness(p, now)
+	if p.replacing.Load() {
+		return
+	}
+	if p.redo.Swap(false) {
+		p.last = ""
+	}
+	d, ok := resumeReplace(ps) // replace.go
+	if !ok {
+		g := shard.GroupReport{Name: ps.ns.Name}
+		for _, id := range ps.members(0) {
+			g.Members = append(g.Members, string(id))
+		}
+		if v := ps.view(); v.former != nil {
+			for _, id := range v.former[0] {
+				g.Former = append(g.Former, string(id))
+			}
+		}
+		var others []shard.GroupReport
+		for _, s := range n.shards {
+			if s == ps {
+				continue
+			}
+			for gi := range s.groups {
+				var o shard.GroupReport
+				for _, id := range s.members(gi) {
+					o.Members = append(o.Members, string(id))
+				}
+				others = append(others, o)
+			}
+		}
+		d, ok = shard.DecideGroupReplace(g, others, nodes, params)
+	}
+	if !ok {
+		p.last = ""
+		return
+	}
+	id := fmt.Sprintf("%v %s %s %s", d.Kind, d.Node, d.With, firstWords(d.Reason, 2))
+	if id == p.last {
+		return
+	}
+	p.last = id
+	action := "none"
+	if d.Kind == shard.DecReplace {
+		action = "replacement started"
+		p.replacing.Store(true)
+		n.bg.Add(1)
+		go n.replace(ps, d) // replace.go
+	}
+	n.logDecision(ctx, ps, p, d, action, now)
 }
 
 func firstWords(s string, k int) string {
@@ -428,6 +527,12 @@ func (n *Node) placementLog(ctx context.Context, s *shardedNS, last int) string 
 	fmt.Fprintf(&b, "placement: on\n")
 	for _, e := range rs[0].Elems {
 		fmt.Fprintf(&b, "decision: %s\n", e.Bytes)
+	}
+	// The placement namespace's own replacements (decidePlacementGroup).
+	if rs, err := n.placementDo(ctx, kvOp("lrange", "dec/"+config.PlacementName, strconv.Itoa(-last), "-1")); err == nil {
+		for _, e := range rs[0].Elems {
+			fmt.Fprintf(&b, "placement group decision: %s\n", e.Bytes)
+		}
 	}
 	return b.String()
 }

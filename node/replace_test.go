@@ -221,3 +221,132 @@ func TestPlacementBalancesReplicas(t *testing.T) {
 	}
 	t.Logf("decision log:\n%s", log)
 }
+
+// The placement namespace's own members are replaced too: with 7 nodes it
+// runs on n1, n3 and n5. A member that is not its leader stops; after
+// dead_after the placement leader decides "replace group=0 node=X with=Y"
+// for #placement and carries it out in the data groups' steps (Y starts
+// the replica at run time, is added, X removed, mem/#placement
+// recorded). Every live node then routes to the new members and INFO
+// shards (what `synod cluster status` prints) names them; the placement
+// namespace takes writes; and with the leader stopped as well, the two
+// members left (Y among them) still elect a leader and take writes, so Y
+// votes.
+func TestPlacementReplacesOwnMember(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n4", "n5", "n6"}},
+	}, Placement: &config.Placement{DeadAfter: "1s", NoMerge: true}}
+	cfg, ls := mkCluster(t, 7, config.Memory, ns)
+	if g, _ := cfg.PlacementGroup(); !slices.Equal(g.Nodes, []automaton.NodeID{"n1", "n3", "n5"}) {
+		t.Fatalf("placement group on %v", g.Nodes)
+	}
+	var nodes []*Node
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+	}
+	byID := func(id automaton.NodeID) *Node { return nodes[int(id[1]-'1')] }
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	leader := func(among []*Node) *Node {
+		for _, n := range among {
+			if n.leadsPlacement() {
+				return n
+			}
+		}
+		return nil
+	}
+	var l *Node
+	for ctx.Err() == nil && l == nil {
+		l = leader(nodes)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l == nil {
+		t.Fatal("the placement namespace never elected a leader")
+	}
+	// The victim: a member that does not lead (never two of one data
+	// group with the leader's later stop).
+	x := automaton.NodeID("n5")
+	if l.id == "n5" {
+		x = "n3"
+	}
+	byID(x).Close()
+	var live []*Node
+	for _, n := range nodes {
+		if n.id != x {
+			live = append(live, n)
+		}
+	}
+	var members []automaton.NodeID
+	settled := func() bool {
+		members = live[0].shards[config.PlacementName].members(0)
+		for _, n := range live {
+			m := n.shards[config.PlacementName].members(0)
+			if len(m) != 3 || slices.Contains(m, x) || !slices.Equal(m, members) {
+				return false
+			}
+		}
+		return true
+	}
+	settleBy := time.Now().Add(60 * time.Second)
+	for time.Now().Before(settleBy) && !settled() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	ps := l.shards["default"]
+	log := l.placementLog(ctx, ps, placeLogLen)
+	if !settled() {
+		t.Fatalf("the placement namespace's members never left %s (n1 sees %v); log:\n%s", x, live[0].shards[config.PlacementName].members(0), log)
+	}
+	t.Logf("placement members %v; log:\n%s", members, log)
+	var y automaton.NodeID
+	for _, m := range members {
+		if !slices.Contains([]automaton.NodeID{"n1", "n3", "n5"}, m) {
+			y = m
+		}
+	}
+	for _, step := range []string{fmt.Sprintf("replace group=0 node=%s with=%s", x, y), "step joining group=0", "step added group=0", "step removed group=0", "step recorded group=0"} {
+		if !strings.Contains(log, "placement group decision: ") || !strings.Contains(log, step) {
+			t.Errorf("the decision log lacks %q", step)
+		}
+	}
+	if !byID(y).serves(config.PlacementName) {
+		t.Fatalf("%s does not serve the placement namespace", y)
+	}
+	var names []string
+	for _, m := range members {
+		names = append(names, string(m))
+	}
+	for _, n := range live {
+		if f := n.shardsInfo()[config.PlacementName]; !strings.Contains(f, "nodes="+strings.Join(names, " ")+",") {
+			t.Fatalf("INFO shards at %s: %s = %q, want nodes %v", n.id, config.PlacementName, f, names)
+		}
+	}
+	write := func(from *Node, v string) error {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := from.placementDo(wctx, kvOp("set", "test/k", v)); err != nil {
+			return err
+		}
+		rs, err := from.placementDo(wctx, kvOp("get", "test/k"))
+		if err == nil && string(rs[0].Bytes) != v {
+			err = fmt.Errorf("read back %q, want %q", rs[0].Bytes, v)
+		}
+		return err
+	}
+	if err := write(byID("n2"), "after-replace"); err != nil {
+		t.Fatalf("placement write through n2 after the replacement: %v", err)
+	}
+	// The leader stops too: the other original member and y are a
+	// majority of the new configuration.
+	l.Close()
+	var err error
+	for ctx.Err() == nil {
+		if err = write(byID(y), "after-leader-stop"); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("with %s and %s down, the placement namespace (members %v) took no write: %v", x, l.id, members, err)
+	}
+}

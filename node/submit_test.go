@@ -150,3 +150,43 @@ func TestSubmitKeepsOrderDirect(t *testing.T) {
 		t.Errorf("no direct pass: the test does not exercise them")
 	}
 }
+
+// TestSubmitCopiesGroupArgs: Submit takes a group's operation list as the
+// node's own (SubmitBackend's contract) and copies the operations'
+// arguments into it in place, so a caller that reuses its argument
+// buffers once Submit has returned changes nothing the node applies; the
+// list then points at the node's copies, not at the caller's bytes.
+func TestSubmitCopiesGroupArgs(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv",
+		Params: map[string]string{"heartbeat": "10ms", "election_timeout": "100ms"}}
+	cfg, ls := mkCluster(t, 1, config.Memory, ns)
+	n := startNode(t, cfg, "n1", ls[0], Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for round := range 20 {
+		bufs := [][]byte{[]byte(fmt.Sprintf("a-%d", round)), []byte(fmt.Sprintf("b-%d", round))}
+		ops := []service.Op{
+			{Kind: "set", Key: "ka", Args: [][]byte{bufs[0]}},
+			{Kind: "set", Key: "kb", Args: [][]byte{bufs[1]}},
+		}
+		r := automaton.Request{ID: automaton.RequestID{Client: 77, Seq: uint64(round + 1)}, Ops: ops}
+		await := n.Submit(ctx, "default", r)
+		for i, op := range ops {
+			if &op.Args[0][0] == &bufs[i][0] {
+				t.Fatalf("round %d: operation %d still points at the caller's bytes", round, i)
+			}
+		}
+		for _, b := range bufs {
+			copy(b, "XXXX") // the caller reuses its buffers
+		}
+		if _, err := await(); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range []string{"ka", "kb"} {
+			want := fmt.Sprintf("%c-%d", 'a'+i, round)
+			if got := string(do(t, n, "default", req("get", k)).Bytes); got != want {
+				t.Fatalf("round %d: %s = %q, want %q", round, k, got, want)
+			}
+		}
+	}
+}

@@ -35,6 +35,10 @@ import (
 type txnStats struct {
 	committed, computed, readOnly, watchFailed, refused, unknown, exhausted atomic.Int64
 	attempts, resolvedCommit, resolvedAbort                                 atomic.Int64
+	// evaluated: writing transactions answered at the decision from their
+	// prepares' evaluation; evalMismatch: their commits whose results
+	// differed from that answer (0 unless the evaluation is wrong).
+	evaluated, evalMismatch atomic.Int64
 }
 
 func (t *txnStats) info() map[string]string {
@@ -43,6 +47,7 @@ func (t *txnStats) info() map[string]string {
 		"txn_committed": f(&t.committed), "txn_computed": f(&t.computed), "txn_read_only": f(&t.readOnly), "txn_watch_failed": f(&t.watchFailed),
 		"txn_refused": f(&t.refused), "txn_unknown": f(&t.unknown), "txn_out_of_attempts": f(&t.exhausted),
 		"txn_attempts": f(&t.attempts), "txn_resolved_commit": f(&t.resolvedCommit), "txn_resolved_abort": f(&t.resolvedAbort),
+		"txn_evaluated": f(&t.evaluated), "txn_eval_mismatch": f(&t.evalMismatch),
 	}
 }
 
@@ -290,6 +295,9 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 	c.ReadOnly = comp == nil && readOnlyParts(s.svc, parts)
 	if comp == nil && !c.ReadOnly {
 		c.Known = txn.KnownResults(parts) // MSET: answered at the decision
+		// Any other writing transaction (MULTI INCRBY ... EXEC): its parts
+		// evaluated at their prepares, answered at the decision too.
+		c.Eval = c.Known == nil
 	}
 	coord := s.groups[parts[0].Group].Namespace.Name
 	slotGuards := make([][]service.Op, len(parts))
@@ -410,6 +418,9 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 		return c.Outcome(), refused
 	}
 	out, _ := c.Answer()
+	if c.Evaluated() {
+		n.txs.evaluated.Add(1)
+	}
 	slots := txnSlots(s.svc, parts)
 	ended, ok := n.tails.start(slots)
 	if !ok {
@@ -421,7 +432,14 @@ func (n *Node) txnAttempt(ctx context.Context, s *shardedNS, parts []txn.Part, a
 	go func() {
 		defer n.tails.end(slots, ended)
 		defer cancel()
+		if h := n.opts.txnTailHook; h != nil && c.Evaluated() {
+			h()
+		}
 		steps(false)
+		if m := c.Mismatched(); m > 0 {
+			n.txs.evalMismatch.Add(int64(m))
+			n.log.Error("a cross-shard transaction's commit applied other results than its prepares evaluated and answered", "txn", id, "parts", m)
+		}
 	}()
 	return out, refused
 }

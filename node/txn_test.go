@@ -373,6 +373,108 @@ func TestCrossShardAnswerAtDecision(t *testing.T) {
 	}
 }
 
+// A plain MULTI/EXEC across shards (INCRBY of a key in each of two
+// groups) is answered at its commit decision, with the results its
+// prepares evaluated, and a read right after the answer, through a node
+// of another group, sees its writes: a participant that has not applied
+// its commit yet still holds the prepared lock, which refuses the read
+// (TRYAGAIN, retried by the node) until the commit lands. The commits are
+// held (txnTailHook) until the test's reads have answered or hold has
+// passed, so every read meets a participant that has not applied. With
+// reads that skip their slot guards (brokenReadGuards) the read returns
+// the old value, and the test's check fails (shown in the broken run).
+func TestCrossShardExecReadAfterAnswer(t *testing.T) {
+	stale := execReadAfterAnswer(t, false, 8, 300*time.Millisecond)
+	if stale != "" {
+		t.Fatal(stale)
+	}
+	// The broken variant: the commits wait for the reads, which pass the
+	// locks and read what the commit has not applied yet.
+	if stale := execReadAfterAnswer(t, true, 1, 30*time.Second); stale == "" {
+		t.Fatal("with reads skipping their slot guards, no read missed an acknowledged EXEC's write")
+	} else {
+		t.Logf("broken variant caught: %s", stale)
+	}
+}
+
+// execReadAfterAnswer runs rounds of MULTI INCRBY a INCRBY b EXEC, each
+// followed by GETs of a and b through nodes outside their groups, the
+// EXEC's commits held until the reads answered or hold passed; it
+// returns the first read that missed the EXEC's write ("" if none).
+func execReadAfterAnswer(t *testing.T, brokenReads bool, rounds int, hold time.Duration) string {
+	var mu sync.Mutex
+	readDone := make(chan struct{})
+	hook := func() {
+		mu.Lock()
+		ch := readDone
+		mu.Unlock()
+		select {
+		case <-ch:
+		case <-time.After(hold):
+		}
+	}
+	cfg, nodes, addrs := migrationCluster(t, Options{txnTailHook: hook, brokenReadGuards: brokenReads})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ks := keysOfGroups(cfg, "x", 1)
+	a, b := ks[0][0], ks[1][0] // a in s0 (n1-n3), b in s1 (n4-n6)
+	at1 := redis.NewClient(&redis.Options{Addr: addrs[0], ReadTimeout: 20 * time.Second})
+	defer at1.Close()
+	readA := redis.NewClient(&redis.Options{Addr: addrs[4], ReadTimeout: 20 * time.Second}) // n5: outside s0
+	defer readA.Close()
+	readB := redis.NewClient(&redis.Options{Addr: addrs[1], ReadTimeout: 20 * time.Second}) // n2: outside s1
+	defer readB.Close()
+	stale := ""
+	for i := 1; i <= rounds && stale == ""; i++ {
+		mu.Lock()
+		readDone = make(chan struct{})
+		done := readDone
+		mu.Unlock()
+		cmds, err := at1.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.IncrBy(ctx, a, 1)
+			p.IncrBy(ctx, b, 10)
+			return nil
+		})
+		if err != nil {
+			close(done)
+			t.Fatalf("round %d: EXEC: %v", i, err)
+		}
+		if x, y := cmds[0].(*redis.IntCmd).Val(), cmds[1].(*redis.IntCmd).Val(); x != int64(i) || y != int64(10*i) {
+			close(done)
+			t.Fatalf("round %d: EXEC answered %d %d, want %d %d", i, x, y, i, 10*i)
+		}
+		for _, r := range []struct {
+			cl   *redis.Client
+			key  string
+			want int64
+		}{{readA, a, int64(i)}, {readB, b, int64(10 * i)}} {
+			v, err := r.cl.Get(ctx, r.key).Int64()
+			if err == redis.Nil {
+				v, err = 0, nil
+			}
+			if err != nil {
+				close(done)
+				t.Fatalf("round %d: GET %s: %v", i, r.key, err)
+			}
+			if v != r.want && stale == "" {
+				stale = fmt.Sprintf("round %d: GET %s right after the EXEC's answer = %d, want %d", i, r.key, v, r.want)
+			}
+		}
+		close(done)
+	}
+	n1 := nodes[0]
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	n1.tails.wait(wctx, []int{shard.KeySlot(a), shard.KeySlot(b)})
+	wcancel()
+	if !brokenReads {
+		info := at1.Info(ctx, "transactions").Val()
+		if !strings.Contains(info, fmt.Sprintf("txn_evaluated:%d\r", rounds)) || !strings.Contains(info, "txn_eval_mismatch:0\r") {
+			t.Fatalf("INFO transactions at n1, want %d evaluated, 0 mismatches:\n%s", rounds, info)
+		}
+	}
+	return stale
+}
+
 // A transaction left prepared by a coordinator that died is resolved by
 // the participants' leaders: one that never decided is aborted (its slot
 // locks released, nothing applied), one whose commit decision was logged

@@ -199,24 +199,26 @@ func (r *Interp) Step(outs []automaton.Output, rt Runtime) error {
 // Output interprets one output. A *Violation is returned for an output
 // that breaks the contract; nothing of it reaches the runtime.
 func (r *Interp) Output(o automaton.Output, rt Runtime) error {
-	switch o := o.(type) {
+	// v is o's value; o (the interface the automaton boxed) is what is
+	// passed on, so that no output is boxed again.
+	switch v := o.(type) {
 	case automaton.Persist:
-		if o.Key == "" {
+		if v.Key == "" {
 			return violation(o, "persisted a record with an empty key")
 		}
 		r.seq++
-		if o.Pos > 0 {
-			r.notePos(o.Pos, r.seq)
+		if v.Pos > 0 {
+			r.notePos(v.Pos, r.seq)
 		}
-		rt.Persist(r.seq, o)
+		rt.Persist(r.seq, v)
 	case automaton.Send:
-		if o.To == r.cfg.Self {
+		if v.To == r.cfg.Self {
 			return violation(o, "sent a message to itself (the contract forbids sends to self)")
 		}
-		if r.cfg.Known != nil && !r.cfg.Known(o.To) {
-			return violation(o, "sent to unknown node %q", o.To)
+		if r.cfg.Known != nil && !r.cfg.Known(v.To) {
+			return violation(o, "sent to unknown node %q", v.To)
 		}
-		if o.Early {
+		if v.Early {
 			r.early, r.tailLoose = true, true
 			r.offer(o, r.need, rt)
 			return nil
@@ -227,25 +229,25 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 			r.offer(o, r.durable, rt) // wrong: the answer waits only for what is durable already
 			return nil
 		}
-		if o.UpTo > 0 {
+		if v.UpTo > 0 {
 			// A positioned answer: an Early Send after it waits for every
 			// record before it, as after any waiting output.
 			r.need, r.tailLoose = r.seq, true
-			r.offerLoose(o, r.needUpTo(o.UpTo), rt)
+			r.offerLoose(o, r.needUpTo(v.UpTo), rt)
 			return nil
 		}
 		r.waitAll(o, rt)
 	case automaton.Effect, automaton.Announce:
 		r.waitAll(o, rt)
 	case automaton.SetTimer:
-		if o.After < 0 {
-			return violation(o, "set timer %d with negative duration %v", o.ID, o.After)
+		if v.After < 0 {
+			return violation(o, "set timer %d with negative duration %v", v.ID, v.After)
 		}
-		rt.SetTimer(o)
+		rt.SetTimer(v)
 	case automaton.CancelTimer:
-		rt.CancelTimer(o.ID)
+		rt.CancelTimer(v.ID)
 	case automaton.Members:
-		rt.Members(o)
+		rt.Members(v)
 	case nil:
 		return violation(o, "emitted a nil output")
 	default:

@@ -131,7 +131,10 @@ type KVState struct {
 	// journal lists (key, version) in version order for every change after
 	// floor; an entry is current while the key's last change is still at
 	// that version. Compacted when twice as long as the keys it can name.
-	journal []change
+	// journalShared: a Clone may read the journal's array (compact then
+	// copies it instead of compacting in place).
+	journal       []change
+	journalShared bool
 	// tree is nil until first hashed; leaves is its shape. unhashed lists
 	// the collections (and strings with deadlines) written since the tree
 	// last took their entry hashes: a collection's hash covers its whole
@@ -206,6 +209,14 @@ func (s *KVState) ApplyEnv(op Op, env Env) Result {
 	}
 	if !o.read {
 		s.clock = s.now
+	}
+	return s.runOp(o, op)
+}
+
+// runOp runs op (its table entry o) at s.now: a write first removes the
+// expired keys it touches.
+func (s *KVState) runOp(o kvOp, op Op) Result {
+	if !o.read {
 		if !o.keyspace {
 			s.reap(op.Key)
 		}
@@ -312,9 +323,23 @@ func (s *KVState) current(c change) bool {
 	return ok && at == c.at
 }
 
-// compact returns the current entries of l in a new array (clones may
-// share the old one).
+// compact returns the current entries of l: in l's own array when no
+// clone shares it (s.journalShared), else in a new one. In place, a state
+// whose few keys change often (one key written 1,000 times a second)
+// allocates no journal array per compaction, where it allocated two
+// (the compacted copy and its growth back to the threshold).
 func (s *KVState) compact(l []change) []change {
+	if !s.journalShared {
+		out := l[:0]
+		for _, c := range l {
+			if s.current(c) {
+				out = append(out, c)
+			}
+		}
+		clear(l[len(out):]) // no key kept alive by a dropped entry
+		return out
+	}
+	s.journalShared = false
 	out := make([]change, 0, len(l)/2+16)
 	for _, c := range l {
 		if s.current(c) {

@@ -12,7 +12,8 @@ import "maps"
 //
 // The transfer bookkeeping costs the copy nothing beyond the map: the
 // journal and tombstone queue are shared as capacity-limited slices (a
-// later append on either side never writes where the other reads), and the
+// later append on either side never writes where the other reads, and
+// neither compacts the shared journal in place: journalShared), and the
 // Merkle tree, the tombstone maps and the deadline map are shared
 // copy-on-write (the first write on either side that touches them copies
 // them).
@@ -29,6 +30,7 @@ func (s *KVState) Clone() State {
 	c.tok = new(int)
 	c.m = m
 	c.journal = s.journal[:len(s.journal):len(s.journal)]
+	s.journalShared, c.journalShared = true, true // neither compacts it in place
 	c.tq = s.tq[:len(s.tq):len(s.tq)]
 	if s.tree != nil {
 		s.treeShared, c.treeShared = true, true

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/synod-dev/synod/shard"
 )
 
 // Expiry (package documentation, "Expiry" and "Which protocols"): deadlines
@@ -31,7 +33,9 @@ func init() {
 // ActiveExpireOp is the kind of the internal operation a protocol's active
 // expiry proposes (protocol/paxos/expiry.go, protocol/pbpaxos/expiry.go):
 // "activeexpire limit" removes at most limit keys whose deadline has
-// passed at the operation's time, earliest deadline first, and answers
+// passed at the operation's time, earliest deadline first (but keys in a
+// slot a writing cross-shard transaction holds: its commit applies its
+// operations at its prepare's time, when they were live; kv_txn.go), and answers
 // their names in that order (an array of bulk strings), the same at every
 // replica: the proposing node publishes them as Redis's "expired"
 // keyspace events (automaton.Announce, gateway/notify.go).
@@ -261,8 +265,9 @@ func (s *KVState) opActiveExpire(op Op) Result {
 		d int64
 	}
 	var ds []due
+	_, locks := s.m[shard.PreparedKey]
 	for k, d := range s.exps {
-		if d <= s.now {
+		if d <= s.now && !(locks && s.writeLocked(k)) {
 			ds = append(ds, due{k, d})
 		}
 	}

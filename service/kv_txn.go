@@ -15,9 +15,11 @@ import (
 // group takes is one of these operations, so it is in that group's log
 // and survives the crash of any node, coordinator or leader.
 //
-//	txprepare <tx key> <coordinator group>[" shared"] <op>...   participant:
-//	          lock the slots of the ops (shared: a read-only transaction's
-//	          read locks), record them (redo log); nothing is applied
+//	txprepare <tx key> <coordinator group>[" shared"|" eval"] <op>...
+//	          participant: lock the slots of the ops (shared: a read-only
+//	          transaction's read locks), record them (redo log); nothing is
+//	          applied. eval: also evaluate them on a scratch copy of their
+//	          keys and answer their results (below)
 //	txcommit  <tx key> [<op>...]   participant: apply the recorded ops,
 //	          then the given ones (a computed transaction's writes, which the
 //	          decision record also holds), release
@@ -46,11 +48,16 @@ func init() {
 	})
 }
 
-// txRecord is a prepared transaction's record in a participant.
+// txRecord is a prepared transaction's record in a participant. eval:
+// its operations were evaluated at the prepare, at time now (ms) with
+// environment env, and are applied at the commit with the same.
 type txRecord struct {
 	coord string
 	slots []int
 	ops   []Op
+	eval  bool
+	env   Env
+	now   int64
 }
 
 func (r txRecord) encode() []byte {
@@ -63,6 +70,12 @@ func (r txRecord) encode() []byte {
 	e.Uvarint(uint64(len(r.ops)))
 	for _, op := range r.ops {
 		EncodeOp(&e, op)
+	}
+	if r.eval {
+		// A trailing section: records written before it have none.
+		e.Byte(1)
+		EncodeEnv(&e, r.env)
+		e.Varint(r.now)
 	}
 	return e.B
 }
@@ -77,6 +90,11 @@ func decodeTxRecord(b []byte) (txRecord, error) {
 	m := d.Count(1<<16, 2)
 	for i := 0; i < m && d.Err() == nil; i++ {
 		r.ops = append(r.ops, DecodeOp(d))
+	}
+	if d.Err() == nil && len(d.B) > 0 {
+		r.eval = d.Byte() == 1
+		r.env = DecodeEnv(d)
+		r.now = d.Varint()
 	}
 	return r, d.Done()
 }
@@ -169,7 +187,7 @@ func (s *KVState) opTxPrepare(op Op) Result {
 	}
 	coord, mode, _ := strings.Cut(string(op.Args[0]), " ")
 	shared := mode == SharedPrepare
-	r := txRecord{coord: coord}
+	r := txRecord{coord: coord, eval: mode == EvalPrepare, env: s.env, now: s.now}
 	for _, a := range op.Args[1:] {
 		r.ops = append(r.ops, DecodeOp(wire.NewDecoder(a)))
 	}
@@ -194,9 +212,91 @@ func (s *KVState) opTxPrepare(op Op) Result {
 		}
 		s.putString(shard.LockKey(sl), []byte(v), 0)
 	}
+	var results []Result
+	if r.eval {
+		results, r.eval = s.evalPrepared(r)
+	}
 	s.putString(op.Key, r.encode(), 0)
 	s.opSAdd(Op{Kind: "sadd", Key: shard.PreparedKey, Args: [][]byte{[]byte(id)}})
+	if r.eval {
+		return Array(results...)
+	}
 	return OK()
+}
+
+// EvalPrepare is the word after the coordinator group in a writing
+// transaction's txprepare whose results the coordinator wants at the
+// prepare, to answer its client at the commit decision (shard/txn,
+// "Answering at the decision").
+const EvalPrepare = "eval"
+
+// evalMaxElems bounds the collection elements a prepare evaluates over: a
+// transaction on larger collections answers after its commits (the
+// scratch copies a collection before it writes it, on every replica).
+const evalMaxElems = 4096
+
+// evalPrepared evaluates a prepared transaction's operations at its
+// prepare: on a scratch state holding the entries of the keys they name,
+// at the prepare's time and environment, the ones its commit applies them
+// with (applyAt). Until the commit the slots are locked: no request
+// changes those keys (the slot guards refuse them, active expiry passes
+// over them), so the commit's results are these. ok false, and nothing
+// evaluated, when an operation is not one whose results depend on its
+// keys and environment (a script, the keyspace, versions, SPOP, which
+// draws from the state's version, reserved keys) or the
+// collections are over evalMaxElems.
+func (s *KVState) evalPrepared(r txRecord) ([]Result, bool) {
+	scratch := newKVState()
+	scratch.clock = s.clock
+	elems := 0
+	for _, o := range r.ops {
+		if o.Kind == GuardKind {
+			continue
+		}
+		if k := kvOps[o.Kind]; k.keyspace || o.Kind == "eval" || o.Kind == "version" || o.Kind == "spop" || o.Kind == "slotdirty" || strings.HasPrefix(o.Kind, "tx") {
+			return nil, false
+		}
+		for _, l := range (KV{}).Locks(o) {
+			if shard.Reserved(l.Key) {
+				return nil, false
+			}
+			e, ok := s.m[l.Key]
+			if _, copied := scratch.m[l.Key]; !ok || copied {
+				continue
+			}
+			if e.c != nil {
+				if elems += e.c.size(); elems > evalMaxElems {
+					return nil, false
+				}
+			}
+			// Shared: the scratch's token is its own, so it copies a
+			// collection before changing it, and it is dropped before
+			// s changes anything.
+			scratch.m[l.Key] = e
+			if e.exp != 0 {
+				scratch.setExp(l.Key, e.exp)
+			}
+		}
+	}
+	out := make([]Result, len(r.ops))
+	for i, o := range r.ops {
+		if o.Kind == GuardKind {
+			out[i] = OK()
+			continue
+		}
+		out[i] = scratch.applyAt(o, r.env.For(i+1), r.now)
+	}
+	return out, true
+}
+
+// applyAt applies op as ApplyEnv would with environment env at time now
+// (ms), without moving the state's clock: a transaction evaluated at its
+// prepare is applied at its commit at the prepare's time (a key that
+// expired meanwhile is as it was then: Redis, too, stops the clock for
+// a MULTI/EXEC).
+func (s *KVState) applyAt(op Op, env Env, now int64) Result {
+	s.env, s.timed, s.now = env, env.Time > 0, now
+	return s.runOp(kvOps[op.Kind], op)
 }
 
 // release drops transaction id's record and the locks it holds.
@@ -253,7 +353,11 @@ func (s *KVState) opTxCommit(op Op) Result {
 			out[i] = OK()
 			continue
 		}
-		out[i] = s.ApplyEnv(o, env.For(i+1))
+		if r.eval && i < len(r.ops) {
+			out[i] = s.applyAt(o, r.env.For(i+1), r.now)
+		} else {
+			out[i] = s.ApplyEnv(o, env.For(i+1))
+		}
 		if !(KV{}).IsRead(o) {
 			for _, l := range (KV{}).Locks(o) {
 				if l.Key != "" {
@@ -331,6 +435,13 @@ const SharedPrepare = "shared"
 // sharedLock begins a slot lock's value held by read-only transactions
 // (their ids follow, comma-separated).
 const sharedLock = "r:"
+
+// writeLocked reports whether key's slot is held by a writing
+// transaction (an exclusive lock).
+func (s *KVState) writeLocked(key string) bool {
+	e, ok := s.m[shard.LockKey(shard.KeySlot(key))]
+	return ok && !strings.HasPrefix(string(e.v), sharedLock)
+}
 
 // slotLocked is the slot guard's lock check: the transaction(s) holding
 // the slot of state key key, if any, for a request of mode (a read passes

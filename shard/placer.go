@@ -219,30 +219,59 @@ func decideReplace(in PlaceInput, p PlaceParams) (Decision, bool) {
 		}
 	}
 	for gi, g := range in.Groups {
-		for _, m := range g.Members {
-			if down[m] <= p.DeadAfter {
-				continue
-			}
-			d := Decision{Kind: DecReplace, From: gi, To: gi, Node: m,
-				Inputs: fmt.Sprintf("%s down %.0f s (dead after %.0f s); %s members %s", m, down[m], p.DeadAfter, g.Name, strings.Join(g.Members, ","))}
-			best := ""
-			for _, n := range in.Nodes {
-				if n.DownFor > 0 || contains(g.Members, n.ID) || contains(g.Former, n.ID) {
-					continue
-				}
-				if best == "" || count[n.ID] < count[best] || count[n.ID] == count[best] && n.ID < best {
-					best = n.ID
-				}
-			}
-			if best == "" {
-				d.Kind = DecNone
-				d.Reason = fmt.Sprintf("%s's replica on dead node %s cannot be replaced: every live node is already in the group", g.Name, m)
-				return d, true
-			}
-			d.With = best
-			d.Reason = fmt.Sprintf("node %s is down longer than %.0f s: its replica of %s is rebuilt on %s (in %d groups)", m, p.DeadAfter, g.Name, best, count[best])
+		if d, ok := replaceDead(gi, g, in.Nodes, down, count, p); ok {
 			return d, true
 		}
+	}
+	return Decision{}, false
+}
+
+// DecideGroupReplace is decideReplace for one group outside the slot map,
+// the placement namespace itself (node/placer.go): a member of g down
+// longer than DeadAfter is replaced by the live node outside g (never a
+// former member) hosting the fewest replicas of all groups (g and others,
+// every sharded namespace's). From and To are 0.
+func DecideGroupReplace(g GroupReport, others []GroupReport, nodes []NodeReport, p PlaceParams) (Decision, bool) {
+	down := map[string]float64{}
+	for _, n := range nodes {
+		down[n.ID] = n.DownFor
+	}
+	count := map[string]int{}
+	for _, o := range append([]GroupReport{g}, others...) {
+		for _, m := range o.Members {
+			count[m]++
+		}
+	}
+	return replaceDead(0, g, nodes, down, count, p)
+}
+
+// replaceDead is the replacement of group gi's first member down longer
+// than DeadAfter, if any: by the live node outside the group, never a
+// former member, in the fewest groups (count), the first by id on a tie.
+func replaceDead(gi int, g GroupReport, nodes []NodeReport, down map[string]float64, count map[string]int, p PlaceParams) (Decision, bool) {
+	for _, m := range g.Members {
+		if down[m] <= p.DeadAfter {
+			continue
+		}
+		d := Decision{Kind: DecReplace, From: gi, To: gi, Node: m,
+			Inputs: fmt.Sprintf("%s down %.0f s (dead after %.0f s); %s members %s", m, down[m], p.DeadAfter, g.Name, strings.Join(g.Members, ","))}
+		best := ""
+		for _, n := range nodes {
+			if n.DownFor > 0 || contains(g.Members, n.ID) || contains(g.Former, n.ID) {
+				continue
+			}
+			if best == "" || count[n.ID] < count[best] || count[n.ID] == count[best] && n.ID < best {
+				best = n.ID
+			}
+		}
+		if best == "" {
+			d.Kind = DecNone
+			d.Reason = fmt.Sprintf("%s's replica on dead node %s cannot be replaced: every live node is already in the group", g.Name, m)
+			return d, true
+		}
+		d.With = best
+		d.Reason = fmt.Sprintf("node %s is down longer than %.0f s: its replica of %s is rebuilt on %s (in %d groups)", m, p.DeadAfter, g.Name, best, count[best])
+		return d, true
 	}
 	return Decision{}, false
 }

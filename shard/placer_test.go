@@ -314,3 +314,40 @@ func TestDecideBalance(t *testing.T) {
 		})
 	}
 }
+
+// The placement namespace's own members: one down longer than DeadAfter
+// is replaced by the live node outside it hosting the fewest replicas of
+// every group (its own and the data groups'), never a former member; one
+// down for less, or a dead node outside it, changes nothing.
+func TestDecideGroupReplace(t *testing.T) {
+	pl := GroupReport{Name: "#placement", Members: []string{"n1", "n4", "n7"}}
+	data := []GroupReport{
+		{Name: "s0", Members: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Members: []string{"n4", "n5", "n6"}},
+		{Name: "s2", Members: []string{"n2", "n8", "n9"}},
+	}
+	nodes := func(down map[string]float64) []NodeReport {
+		var out []NodeReport
+		for i := 1; i <= 9; i++ {
+			id := fmt.Sprintf("n%d", i)
+			out = append(out, NodeReport{ID: id, DownFor: down[id]})
+		}
+		return out
+	}
+	dead := testParams.DeadAfter + 1
+	d, ok := DecideGroupReplace(pl, data, nodes(map[string]float64{"n4": dead}), testParams)
+	// n2 hosts 2 replicas; n3, n5, n6, n8, n9 one each: n3 first by id.
+	if !ok || d.Kind != DecReplace || d.Node != "n4" || d.With != "n3" {
+		t.Fatalf("n4 of the placement group dead: %v %s", ok, d)
+	}
+	pl.Former = []string{"n3"}
+	if d, _ = DecideGroupReplace(pl, data, nodes(map[string]float64{"n4": dead}), testParams); d.With != "n5" {
+		t.Fatalf("a former member is chosen again, or not the least used: %s", d)
+	}
+	if d, ok = DecideGroupReplace(pl, data, nodes(map[string]float64{"n4": testParams.DeadAfter - 1}), testParams); ok {
+		t.Fatalf("n4 down less than DeadAfter: %s", d)
+	}
+	if d, ok = DecideGroupReplace(pl, data, nodes(map[string]float64{"n5": dead}), testParams); ok {
+		t.Fatalf("a dead node outside the placement group: %s", d)
+	}
+}

@@ -38,9 +38,10 @@ import (
 //     node's shared log does);
 //   - its fate: a crash or a power loss takes every replica on it down.
 //
-// The slot map (shard.Placement) is the placement namespace's record,
-// modelled here as one linearizable register (it is a replicated Synod
-// namespace live; its own replication is not simulated). Slots move by
+// The slot map (shard.Placement) is the placement namespace's record:
+// one linearizable register by default, or (PlaceReplicas > 0) a key of
+// the placement namespace replicated by a group of the protocol, whose
+// leader runs the placer and the drivers (shards_placegroup.go). Slots move by
 // the real migration machine (shard.Machine): its actions become the same
 // atomic groups node/migrate.go sends (guards of the slot states, sets,
 // scans, dumps, restores), in the groups' logs. The runs split (the upper
@@ -88,8 +89,7 @@ import (
 // Membership (shards_members.go): the placer carries out Decide's
 // replacements, replica moves and leader moves through the groups' own
 // reconfiguration (paxos adds and removes, leadership transfers), checked
-// by the majority, one-chain and healed invariants. Not here: the callee,
-// and the placement namespace's own replication.
+// by the majority, one-chain and healed invariants.
 
 // ShardsConfig describes one sharded run.
 type ShardsConfig struct {
@@ -112,6 +112,11 @@ type ShardsConfig struct {
 	// default), or splits, merges and moves in turn (Plan "rotation").
 	Migrations int
 	Plan       string
+	// PlaceReplicas > 0: the placement records are a KV namespace
+	// replicated by a group of the protocol on that many machines, whose
+	// leader's machine runs the placer and the drivers
+	// (shards_placegroup.go); 0: world registers.
+	PlaceReplicas int
 	// Place are Decide's thresholds (zero: SimPlaceParams).
 	Place shard.PlaceParams
 	// Hot of the operations go to HotKeys keys (default 1) in hot phases
@@ -159,15 +164,20 @@ type ShardsStats struct {
 	// answered, configurations the groups went through, change drivers
 	// that died.
 	Dead, Replaced, Balanced, LeaderMoves, Confs, ChangeDeaths int
-	Txns, TxnEarly, TxnRetries                                 int // cross-shard transaction attempts, answered before their last step, retries
-	TxnCoordDeaths, TxnResolved                                int
-	Moved, Asked, TryAgain, Forwarded, Retries                 int
-	Completed, Unknown                                         int
+	// The replicated placement namespace (shards_placegroup.go):
+	// placement leaders started, of which after a deposed one
+	// (failovers), migrations and replacements a new one resumed, and
+	// calls answered through the placement log.
+	PlaceLeaders, PlaceFailovers, PlaceResumed, PlaceWrites int
+	Txns, TxnEarly, TxnRetries                              int // cross-shard transaction attempts, answered before their last step, retries
+	TxnCoordDeaths, TxnResolved                             int
+	Moved, Asked, TryAgain, Forwarded, Retries              int
+	Completed, Unknown                                      int
 }
 
 func (s ShardsStats) String() string {
-	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d",
-		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths)
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites)
 }
 
 // ShardsResult is the outcome of a sharded run.
@@ -219,6 +229,9 @@ func ShardsReplay(cfg ShardsConfig, seed int64) string {
 	if cfg.Place != (shard.PlaceParams{}) {
 		p := cfg.Place
 		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g,dead_after=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown, p.DeadAfter)
+	}
+	if cfg.PlaceReplicas > 0 {
+		c += fmt.Sprintf(" --place-replicas %d", cfg.PlaceReplicas)
 	}
 	if cfg.TxnClients > 0 {
 		c += fmt.Sprintf(" --txn-clients %d", cfg.TxnClients)
@@ -288,6 +301,8 @@ const (
 	shChangeEv
 	shChangeTimeout
 	shChangeResume
+	shPlaceCallTimeout
+	shPlaceCallAnswer
 )
 
 type shEvent struct {
@@ -307,6 +322,7 @@ type shEvent struct {
 	upto              []uint64     // shFsync: per replica of the machine
 	reps              []*shReplica // shFsync: the replicas upto names
 	fwd               int          // the forwarding machine (-1: none)
+	cseq              uint64       // a placement call's sequence number
 	arrived           bool         // reached its machine and was queued there (busy or paused): no partition check again
 }
 
@@ -376,6 +392,7 @@ type shGroup struct {
 	// nodes replaced out of it; chain the configurations the group's
 	// replicas have reported, in order (the one-chain invariant).
 	boot             []automaton.NodeID
+	place            bool               // #placement (shards_placegroup.go), not a data group
 	ever             []automaton.NodeID // every node that hosted a replica of it
 	members          []automaton.NodeID
 	joining, leaving automaton.NodeID
@@ -435,7 +452,8 @@ type shWorld struct {
 	byID    map[uint64]*shClient
 	drv     *shDriver
 	placer  *shPlacer
-	chg     *shChange // the membership change under way (shards_members.go)
+	pg      *shPlaceGroup // the replicated placement namespace (nil: registers)
+	chg     *shChange     // the membership change under way (shards_members.go)
 	chgGen  uint64
 	rngChg  *rand.Rand
 	// Cross-shard transactions (shards_txn.go).

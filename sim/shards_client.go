@@ -162,6 +162,10 @@ func (w *shWorld) respond(r *shReplica, resp automaton.Response) {
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shPlaceAnswer, resp: resp})
 		return
 	}
+	if p := w.pg; p != nil && resp.ID.Client == p.id {
+		w.after(0, &shEvent{kind: shPlaceCallAnswer, resp: resp})
+		return
+	}
 	if c := w.calls[resp.ID.Client]; c != nil {
 		w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shCallResp, resp: resp})
 		return

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -58,7 +59,12 @@ func (w *shWorld) startMigration() {
 // group to) and starts a driver for it.
 func (w *shWorld) beginMigration(from, to int, slots []shard.Range) {
 	w.mig.id++
-	w.mig.rec = shard.Migration{ID: w.mig.id, From: from, To: to, FromName: w.groups[from].name, ToName: w.groups[to].name, Slots: slots}
+	rec := shard.Migration{ID: w.mig.id, From: from, To: to, FromName: w.groups[from].name, ToName: w.groups[to].name, Slots: slots}
+	if w.placeMode() {
+		w.beginLogged(rec)
+		return
+	}
+	w.mig.rec = rec
 	w.mig.ver++
 	w.mig.active = true
 	w.migSpans = append(w.migSpans, [2]time.Duration{w.now, -1})
@@ -152,6 +158,9 @@ func (w *shWorld) plan() (from, to int, slots []shard.Range) {
 func (w *shWorld) newDriver() {
 	w.mig.gen++
 	d := &shDriver{m: shard.NewMachine(w.mig.rec), gen: w.mig.gen, ver: w.mig.ver}
+	if w.placeMode() {
+		d.ver = uint64(w.pg.ver["mig"])
+	}
 	d.m.Batch = 16
 	d.m.FreezeAt = 4
 	for d.id == 0 || w.byID[d.id] != nil {
@@ -174,6 +183,12 @@ func (w *shWorld) driverNext(d *shDriver) {
 	switch a.Kind {
 	case shard.ActStop:
 		w.drv = nil
+		if d.m.Rec.Phase.Finished() && w.placeMode() {
+			// The placement log's record ended the migration
+			// (takeRecord).
+			w.tracef("migration %d %s: its driver stops", d.m.Rec.ID, d.m.Rec.Phase)
+			return
+		}
 		if d.m.Rec.Phase.Finished() {
 			w.mig.active = false
 			w.migSpans[len(w.migSpans)-1][1] = w.now
@@ -186,6 +201,10 @@ func (w *shWorld) driverNext(d *shDriver) {
 		w.tracef("driver stopped (%s): a new one takes over", a.Reason)
 		w.after(50*time.Millisecond, &shEvent{kind: shStartMigration, attempt: -1})
 	case shard.ActSave:
+		if w.placeMode() {
+			w.driverSave(d, a.Rec)
+			return
+		}
 		if w.mig.ver != d.ver {
 			d.out.Err = "the migration record changed (another driver)"
 		} else {
@@ -195,6 +214,10 @@ func (w *shWorld) driverNext(d *shDriver) {
 		}
 		later(time.Millisecond)
 	case shard.ActFlip:
+		if w.placeMode() {
+			w.driverFlip(d, a)
+			return
+		}
 		if !w.place.Owns(a.Group, a.Slots) {
 			w.place = w.place.Move(a.Slots, a.Group)
 			w.placeMap = shard.Build(w.place.Groups)
@@ -340,6 +363,9 @@ func (w *shWorld) onNemesis() {
 			break
 		}
 		m := can[w.rngFault.Intn(len(can))]
+		if p := w.pg; p != nil && p.mach >= 0 && w.rngFault.Intn(4) == 0 && slices.Contains(can, w.machines[p.mach]) {
+			m = w.machines[p.mach] // the placement leader's machine
+		}
 		if pick == "crash" {
 			w.crash(m)
 			w.after(w.between(20*time.Millisecond, time.Second), &shEvent{kind: shRestart, mach: m.idx, inc: m.inc})
@@ -453,7 +479,7 @@ func (w *shWorld) mayTake(m *shMachine) bool {
 				down++
 			}
 		}
-		if down > (w.cfg.Replicas-1)/2 {
+		if down > (w.want(r.g)-1)/2 {
 			return false
 		}
 	}
@@ -471,6 +497,7 @@ func (w *shWorld) crash(m *shMachine) {
 		r.rel.Crash()
 		r.a, r.buf, r.timers = nil, nil, nil
 	}
+	w.placeMachineDown(m)
 }
 
 func (w *shWorld) restart(m *shMachine, inc uint64) {
@@ -489,6 +516,7 @@ func (w *shWorld) pause(m *shMachine) {
 	w.tracef("%s pauses", m.id)
 	w.stats.Pauses++
 	m.paused = true
+	w.placeMachineDown(m)
 }
 
 // resume restarts a paused m: held outputs whose fsync finished go out,

@@ -121,7 +121,11 @@ func (w *shWorld) startChange(d shard.Decision) {
 	g := w.groups[d.From]
 	c := &shChange{d: d, g: g, x: automaton.NodeID(d.Node), y: automaton.NodeID(d.With), steps: w.changeSteps(d.Kind)}
 	if d.Kind != shard.DecLeader {
-		g.joining, g.leaving = c.y, c.x // the members record, first
+		if w.placeMode() {
+			c.steps = append([]string{"mark"}, c.steps...) // the record, through the placement log
+		} else {
+			g.joining, g.leaving = c.y, c.x // the members record, first
+		}
 	}
 	w.runChange(c)
 }
@@ -140,7 +144,7 @@ func (w *shWorld) runChange(c *shChange) {
 // resumeChange: a new change driver resumes the replacement the members
 // record shows under way (after the last one died).
 func (w *shWorld) resumeChange() {
-	if w.chg != nil {
+	if w.chg != nil || !w.placeReady() {
 		return
 	}
 	for gi, g := range w.groups {
@@ -180,23 +184,33 @@ func (w *shWorld) changeNext(c *shChange) {
 	case "drop":
 		w.dropReplica(g, c.x)
 		next()
+	case "mark":
+		w.writeMembers(g, g.members, c.y, c.x, g.former, func() {
+			if w.chg == c {
+				next()
+			}
+		})
 	case "record":
 		rec := slices.DeleteFunc(slices.Clone(g.members), func(id automaton.NodeID) bool { return id == c.y || id == c.x && w.cfg.Broken != "member-no-remove" })
-		g.members = append(rec, c.y)
-		if w.cfg.Broken != "member-no-remove" {
-			if !slices.Contains(g.former, string(c.x)) {
-				g.former = append(g.former, string(c.x))
+		former := slices.Clone(g.former)
+		if w.cfg.Broken != "member-no-remove" && !slices.Contains(former, string(c.x)) {
+			former = append(former, string(c.x))
+		}
+		w.writeMembers(g, append(rec, c.y), "", "", former, func() {
+			if w.chg != c {
+				return
 			}
-			w.dropReplica(g, c.x)
-		}
-		g.joining, g.leaving = "", ""
-		if c.d.Kind == shard.DecBalance {
-			w.stats.Balanced++
-		} else {
-			w.stats.Replaced++
-		}
-		w.tracef("membership: %s members %v", g.name, g.members)
-		next()
+			if w.cfg.Broken != "member-no-remove" {
+				w.dropReplica(g, c.x)
+			}
+			if c.d.Kind == shard.DecBalance {
+				w.stats.Balanced++
+			} else {
+				w.stats.Replaced++
+			}
+			w.tracef("membership: %s members %v", g.name, g.members)
+			next()
+		})
 	default: // add, remove, transfer: a request through the group
 		c.seq++
 		c.tries = 0

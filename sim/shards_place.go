@@ -80,6 +80,9 @@ type shPlacer struct {
 	refused   int
 	ticks     int
 	last      string
+	// beginning: a new migration's record is being written through the
+	// placement log (shards_placegroup.go): no decision meanwhile.
+	beginning bool
 }
 
 func (w *shWorld) newPlacer() {
@@ -107,10 +110,24 @@ func (w *shWorld) countRequest(g int) {
 
 func (w *shWorld) onPlaceTick() {
 	p := w.placer
-	if w.stopping {
-		return
+	if w.placeMode() {
+		// The placement leader is #placement's leader; it keeps being
+		// checked (and replaced) through the drain, where it resumes
+		// what was cut short.
+		if !w.finished {
+			w.after(PlaceTick, &shEvent{kind: shPlaceTick})
+		}
+		w.placeLeaderCheck()
+		w.placeResume()
+		if w.stopping {
+			return
+		}
+	} else {
+		if w.stopping {
+			return
+		}
+		w.after(PlaceTick, &shEvent{kind: shPlaceTick})
 	}
-	w.after(PlaceTick, &shEvent{kind: shPlaceTick})
 	const smooth = 0.5 // node/placer.go placeSmooth
 	for g := range p.ops {
 		rate := float64(p.reqs[g]-p.prev[g]) / PlaceTick.Seconds()
@@ -159,7 +176,7 @@ func (w *shWorld) onPlaceTick() {
 	if p.moveAt >= 0 {
 		in.SinceMove = (w.now - p.moveAt).Seconds()
 	}
-	if w.chg != nil {
+	if w.chg != nil || !w.placeReady() || p.beginning {
 		return // one change at a time, and no other decision meanwhile (node/placer.go)
 	}
 	for _, g := range w.groups {

@@ -68,18 +68,25 @@ func TestShardsSim(t *testing.T) {
 
 // A run replays: the same seed gives the same run.
 func TestShardsSimDeterministic(t *testing.T) {
-	cfg := shardsCfg(7)
-	cfg.Ops = 400
-	a, err := RunShards(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := RunShards(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Stats != b.Stats {
-		t.Fatalf("seed 7 ran twice differently:\n%v\n%v", a.Stats, b.Stats)
+	// Also with the placement namespace replicated (its leader's
+	// failovers included).
+	for _, pr := range []int{0, 3} {
+		cfg := shardsCfg(7)
+		cfg.Ops, cfg.PlaceReplicas = 400, pr
+		a, err := RunShards(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := RunShards(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Stats != b.Stats {
+			t.Fatalf("seed 7 (placement replicas %d) ran twice differently:\n%v\n%v", pr, a.Stats, b.Stats)
+		}
+		if pr > 0 && a.Stats.PlaceWrites == 0 {
+			t.Fatalf("seed 7 wrote nothing through the placement log: %v", a.Stats)
+		}
 	}
 }
 

@@ -119,14 +119,20 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
 	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
 		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
-	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && c.Broken != "place-no-guard" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, place-no-guard, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
 	case slices.Contains(memberVariants, c.Broken) && c.Plan != "decide":
 		return c, fmt.Errorf("sim: %s needs --plan decide", c.Broken)
 	case (strings.HasPrefix(c.Broken, "txn:") || c.Broken == "txn-no-dirty") && c.TxnClients == 0:
 		return c, fmt.Errorf("sim: %s needs --txn-clients", c.Broken)
 	case c.Broken == "placer-overreach" && c.Plan != "decide":
 		return c, fmt.Errorf("sim: placer-overreach needs --plan decide")
+	case c.PlaceReplicas < 0 || c.PlaceReplicas > c.Machines:
+		return c, fmt.Errorf("sim: %d machines cannot host %d placement replicas", c.Machines, c.PlaceReplicas)
+	case c.PlaceReplicas > 0 && c.Plan != "decide":
+		return c, fmt.Errorf("sim: --place-replicas needs --plan decide")
+	case c.Broken == "place-no-guard" && c.PlaceReplicas == 0:
+		return c, fmt.Errorf("sim: place-no-guard needs --place-replicas")
 	}
 	return c, nil
 }
@@ -204,6 +210,9 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 	w.placeMap = shard.Build(w.place.Groups)
 	if err := w.checkMap(); err != "" {
 		return nil, fmt.Errorf("sim: %s", err)
+	}
+	if cfg.PlaceReplicas > 0 {
+		w.newPlaceGroup()
 	}
 	w.migsLeft = cfg.Migrations
 	for i := 0; i < cfg.Clients; i++ {
@@ -355,7 +364,7 @@ func (w *shWorld) handle(e *shEvent) {
 		w.onDriver(e)
 	case shStartMigration:
 		if e.attempt == -1 { // a driver takes over the migration under way
-			if w.drv == nil && w.mig.active {
+			if w.drv == nil && w.mig.active && w.placeReady() {
 				w.newDriver()
 			}
 			return
@@ -393,6 +402,8 @@ func (w *shWorld) handle(e *shEvent) {
 		w.onChange(e)
 	case shChangeResume:
 		w.resumeChange()
+	case shPlaceCallTimeout, shPlaceCallAnswer:
+		w.onPlaceCall(e)
 	case shDrainEnd:
 		w.finished = true
 	}
@@ -446,9 +457,13 @@ func (w *shWorld) boot(r *shReplica) {
 	r.taken = map[int]string{}
 	r.confAt = 0
 	nodes, params := w.bootConfig(r)
+	var svc service.Service = shService{r}
+	if r.g.place {
+		svc = pgService{r}
+	}
 	a, err := w.proto.New(automaton.Config{
 		Self: r.m.id, Nodes: nodes, Params: params, Namespace: r.g.name,
-		Service: shService{r}, Rand: rand.New(rand.NewSource(w.rngNode.Int63())),
+		Service: svc, Rand: rand.New(rand.NewSource(w.rngNode.Int63())),
 	})
 	if err != nil {
 		w.fail("creating %s replica of %s on %s: %v", w.cfg.Protocol, r.g.name, r.m.id, err)

@@ -86,9 +86,17 @@ func (s *memStore) Commit(batch []automaton.Persist) error {
 	for _, r := range batch {
 		if r.Delete {
 			delete(d, r.Key)
-		} else {
-			d[r.Key] = append([]byte{}, r.Value...)
+			continue
 		}
+		// A record held with a value of the same length (a register's
+		// next store, usually) is rewritten in place: no allocation, one
+		// map lookup. The engine's copies are its own (Load copies them
+		// out), so nothing else sees the change.
+		if v, ok := d[r.Key]; ok && v != nil && len(v) == len(r.Value) {
+			copy(v, r.Value)
+			continue
+		}
+		d[r.Key] = append([]byte{}, r.Value...)
 	}
 	return nil
 }

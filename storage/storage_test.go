@@ -159,6 +159,19 @@ func TestLoadReturnsCopies(t *testing.T) {
 		m := mustLoad(t, s)
 		m["k"][1] = 'Y'
 		equal(t, mustLoad(t, s), map[string]string{"k": "abc"})
+		// A record rewritten with a value of the same length, or of a
+		// shorter one (the engines may rewrite their copy in place): an
+		// earlier Load's copy and the caller's buffers stay apart.
+		before := mustLoad(t, s)
+		for _, next := range []string{"def", "gh", "ijkl"} {
+			w := []byte(next)
+			if err := s.Commit([]automaton.Persist{{Key: "k", Value: w}}); err != nil {
+				t.Fatal(err)
+			}
+			w[0] = 'X'
+			equal(t, mustLoad(t, s), map[string]string{"k": next})
+		}
+		equal(t, before, map[string]string{"k": "abc"})
 	})
 }
 

@@ -259,7 +259,7 @@ func (w *WAL) applyPayload(p []byte) error {
 			if val, p, err = walField(p); err != nil {
 				return err
 			}
-			w.apply(string(ns), string(key), bytes.Clone(val), false)
+			w.apply(string(ns), string(key), val, false)
 		case walOpDelete:
 			w.apply(string(ns), string(key), nil, true)
 		default:
@@ -281,19 +281,29 @@ func walRecSize(ns, key string, val []byte) int64 {
 	return int64(1 + 3*binary.MaxVarintLen32 + len(ns) + len(key) + len(val))
 }
 
-// apply updates the live records (w.mu held, or during OpenWAL).
+// apply updates the live records (w.mu held, or during OpenWAL) with a
+// copy of val: a record held is rewritten in place when it has the room
+// (a store to a key held allocates nothing). The live records are the
+// WAL's own: Load copies them out and a compaction encodes them under
+// w.mu, so nothing else holds them.
 func (w *WAL) apply(ns, key string, val []byte, del bool) {
 	m := w.data[ns]
 	if m == nil {
 		m = map[string][]byte{}
 		w.data[ns] = m
 	}
-	if old, ok := m[key]; ok {
+	old, held := m[key]
+	if held {
 		w.live -= walRecSize(ns, key, old)
 	}
-	if del {
+	switch {
+	case del:
 		delete(m, key)
 		return
+	case held && old != nil && cap(old) >= len(val):
+		val = append(old[:0], val...)
+	default:
+		val = bytes.Clone(val)
 	}
 	m[key] = val
 	w.live += walRecSize(ns, key, val)
@@ -406,7 +416,7 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 			w.apply(ns, r.Key, nil, true)
 		} else {
 			w.pending = walAppendRec(w.pending, walOpPut, ns, r.Key, r.Value)
-			w.apply(ns, r.Key, bytes.Clone(r.Value), false)
+			w.apply(ns, r.Key, r.Value, false)
 		}
 	}
 	if len(w.pending)-walHeader > walMaxFrame {

@@ -1,6 +1,8 @@
 package synod_test
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/synod-dev/synod/orca"
@@ -27,13 +29,21 @@ func (s *echoState) Apply(op synod.Op) synod.Result {
 func (s *echoState) Snapshot() []byte       { return s.last }
 func (s *echoState) Restore(b []byte) error { s.last = b; return nil }
 
+// freshName is base with a number no earlier run in this process used:
+// the registries are the process's, and go test -count=N runs each test N
+// times in one process.
+func freshName(base string) string { return fmt.Sprintf("%s-%d", base, runs.Add(1)) }
+
+var runs atomic.Int64
+
 // A registered service is the one Synod's registry hands out (aliases, not
 // copies); a taken or empty name is refused.
 func TestRegisterService(t *testing.T) {
-	if err := synod.RegisterService(echo{"synodtest-echo"}); err != nil {
+	name := freshName("synodtest-echo")
+	if err := synod.RegisterService(echo{name}); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.Lookup("synodtest-echo")
+	svc, err := service.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +52,7 @@ func TestRegisterService(t *testing.T) {
 	if r := st.Apply(synod.Op{Kind: "get"}); string(r.Bytes) != "x" {
 		t.Fatalf("get = %v", r)
 	}
-	for _, bad := range []synod.Service{echo{"synodtest-echo"}, echo{"kv"}, echo{""}} {
+	for _, bad := range []synod.Service{echo{name}, echo{"kv"}, echo{""}} {
 		if err := synod.RegisterService(bad); err == nil {
 			t.Errorf("RegisterService(%q) accepted", bad.Name())
 		}
@@ -59,13 +69,14 @@ func TestRegisterService(t *testing.T) {
 // built-in trail's name and an empty name are refused.
 func TestRegisterNestedProgram(t *testing.T) {
 	named := func(n string) synod.NestedProgram { return renamed{service.Trail, n} }
-	if err := synod.RegisterNestedProgram(named("synodtest-trail")); err != nil {
+	name := freshName("synodtest-trail")
+	if err := synod.RegisterNestedProgram(named(name)); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := service.LookupNestedProgram("synodtest-trail"); err != nil || p.Name() != "synodtest-trail" {
+	if p, err := service.LookupNestedProgram(name); err != nil || p.Name() != name {
 		t.Fatalf("lookup = %v, %v", p, err)
 	}
-	for _, bad := range []string{"synodtest-trail", "trail", ""} {
+	for _, bad := range []string{name, "trail", ""} {
 		if err := synod.RegisterNestedProgram(named(bad)); err == nil {
 			t.Errorf("RegisterNestedProgram(%q) accepted", bad)
 		}

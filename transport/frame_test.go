@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -148,4 +149,54 @@ func FuzzHandshake(f *testing.F) {
 			}
 		}
 	})
+}
+
+// chunkReader returns at most n bytes per Read, as a socket does.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// TestFrameLarge: frames above 64 KB (read into a buffer that doubles as
+// their bytes arrive) round-trip whole at and around the doubling
+// boundaries, arriving in socket-sized pieces; a large frame cut short is
+// ErrUnexpectedEOF; and a forged huge length followed by 200 KB allocates
+// about what arrived, not what was declared.
+func TestFrameLarge(t *testing.T) {
+	for _, size := range []int{64<<10 + 1, 128 << 10, 128<<10 + 1, 300000, 1<<20 + 3} {
+		msg := make([]byte, size)
+		for i := range msg {
+			msg[i] = byte(i * 7)
+		}
+		stream := AppendFrame(nil, "default", msg)
+		stream = AppendFrame(stream, "next", []byte("after"))
+		r := bufio.NewReader(chunkReader{bytes.NewReader(stream), 4000})
+		p, err := ReadFrame(r, DefaultMaxFrame)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if ns, got, err := DecodePayload(p); err != nil || ns != "default" || !bytes.Equal(got, msg) {
+			t.Fatalf("%d bytes: got %q %d bytes %v", size, ns, len(got), err)
+		}
+		if p, err := ReadFrame(r, DefaultMaxFrame); err != nil || string(p[1+len("next"):]) != "after" {
+			t.Fatalf("%d bytes: the next frame: %q %v", size, p, err)
+		}
+		cut := stream[:len(stream)-FrameSize("next", []byte("after"))-1]
+		if _, err := ReadFrame(bufio.NewReader(chunkReader{bytes.NewReader(cut), 4000}), DefaultMaxFrame); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("%d bytes cut short by one: %v, want ErrUnexpectedEOF", size, err)
+		}
+	}
+	forged := append([]byte{0x03, 0xc0, 0, 0}, make([]byte, 200000)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadFrame(bufio.NewReader(bytes.NewReader(forged)), DefaultMaxFrame)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("forged length: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Fatalf("a forged 60 MB length with 200 KB behind it allocated %d bytes", got)
+	}
 }

@@ -77,6 +77,13 @@ import (
 //     maxReplyBytes (a reply holds at most one value of
 //     service.MaxValueSize, so a message stays within
 //     synodpb.MaxMessageSize).
+//   - Hand-offs. The stream's goroutines take turns receiving (pipe's
+//     roles): a message that finds the stream idle is run by the goroutine
+//     that received it, which first wakes another to receive; one that
+//     finds a batch running is queued for it. A call on a quiet stream
+//     thus reaches the namespace's loop from the goroutine gRPC woke for
+//     it, as a Redis connection's command does, and the last concurrent
+//     calls of an idle stream run on that goroutine too (execute's tail).
 //   - Flow control. The receiver queues at most maxQueued messages; then it
 //     stops reading and HTTP/2 flow control holds the caller back, as a
 //     Redis connection stops being read.
@@ -108,14 +115,37 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	defer stop()
 	p := &pipe{
 		s: s, stream: stream, ctx: ctx, cancel: cancel,
-		in:    make(chan inMsg, maxQueued),
+		kick:  make(chan struct{}, 1),
+		end:   make(chan struct{}),
 		lanes: make(chan *pipeLane, maxLanes),
 		last:  map[laneKey]chan struct{}{},
 	}
+	p.cond = sync.NewCond(&p.wmu)
+	// The stream's end wakes whoever waits on the roles (below).
+	stopWake := context.AfterFunc(ctx, func() {
+		p.wmu.Lock()
+		p.cond.Broadcast()
+		p.wmu.Unlock()
+	})
+	defer stopWake()
 	p.client = randomClient()
 	p.batcher, _ = s.b.(gateway.BatchBackend)
-	go p.receive()
-	p.execute() // every reply is written when it returns (reply)
+	go p.worker()
+	// Wait until the caller has ended its side and everything received
+	// has run, or the stream has ended; then no executor starts, and
+	// every reply is written when the executor and the concurrent calls
+	// have returned (reply).
+	p.wmu.Lock()
+	for (!p.recvEnded || p.executing) && ctx.Err() == nil {
+		p.cond.Wait()
+	}
+	p.stopped = true
+	for p.executing {
+		p.cond.Wait()
+	}
+	p.wmu.Unlock()
+	close(p.end)
+	p.wg.Wait()
 	if s.ctx.Err() != nil {
 		return refusal(synoderr.TryAgain, "%s", "node is shutting down; calls without a reply have an unknown outcome")
 	}
@@ -125,13 +155,34 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 }
 
 // pipe is one Pipeline stream's state.
+//
+// Roles (the package doc's hand-offs): the stream's goroutines (workers)
+// take turns receiving, as a Phases stream's do. The worker holding the
+// receive turn (receiving) receives; a message that finds no executor
+// makes its receiver the executor, which gives up the turn, wakes an idle
+// worker to take it (a new one when none is idle) and runs the message
+// itself: no hand-off between receiving a call and handing it to the
+// namespace's loop. A message that finds an executor is queued for it (at
+// most maxQueued). The executor runs what is queued until nothing is, then
+// takes the turn back if no worker has taken it yet (a caller with one
+// call at a time: the woken worker finds the turn taken and waits again),
+// else waits as an idle worker (or ends, when another worker is idle).
 type pipe struct {
 	s      *Server
 	stream synodpb.Synod_PipelineServer
 	ctx    context.Context // the stream's, also ended by Server.Close
 	cancel context.CancelFunc
 
-	in chan inMsg // received messages; closed by receive
+	wmu       sync.Mutex
+	cond      *sync.Cond    // on wmu: the queue, executing, recvEnded changed
+	queue     []inMsg       // received, not yet taken by the executor
+	receiving bool          // a worker holds the receive turn
+	executing bool          // a worker is the executor
+	recvEnded bool          // receiving ended: the caller closed its side, or the stream failed
+	stopped   bool          // Pipeline is returning: no executor starts
+	idle      int           // workers waiting for a kick, or about to
+	kick      chan struct{} // wakes an idle worker to take the turn (capacity 1)
+	end       chan struct{} // closed when Pipeline returns: idle workers end
 
 	rmu     sync.Mutex
 	queued  []*synodpb.CallReply // replies made while another goroutine was writing
@@ -145,7 +196,7 @@ type pipe struct {
 
 	batcher gateway.BatchBackend // the Backend's, when it hands over batches (runGroup)
 
-	// The executor's own (execute's goroutine only).
+	// The executor's own (one worker at a time: the role passes under wmu).
 	client uint64 // the stream's client id (batches and calls run alone)
 	seq    uint64
 	made   int                       // lanes created
@@ -187,27 +238,94 @@ func (p *pipe) fail(err error) {
 	p.cancel()
 }
 
-// receive queues the calls of every message until the caller ends its
-// side (recvErr nil) or the stream fails (recvErr its status).
-func (p *pipe) receive() {
-	defer close(p.in)
+// worker is one of the stream's goroutines (pipe's roles): it takes the
+// receive turn when nobody holds it, receives until a message makes it
+// the executor, runs what is queued (and its last concurrent calls, if it
+// has them, itself), and takes the turn again; when another worker holds
+// it, it waits to be woken, unless another worker is idle already or the
+// stream is ending.
+func (p *pipe) worker() {
+	p.wmu.Lock()
 	for {
-		m, err := p.stream.Recv()
-		if err == io.EOF {
+		switch {
+		case p.recvEnded || p.stopped:
+			p.wmu.Unlock()
+			return
+		case !p.receiving:
+			p.receiving = true
+			p.wmu.Unlock()
+			if !p.receive() {
+				return
+			}
+			if tail := p.execute(); tail != nil {
+				tail()
+			}
+			p.wmu.Lock()
+			continue
+		case p.idle > 0:
+			p.wmu.Unlock()
 			return
 		}
-		if err != nil {
-			p.fail(err)
+		p.idle++
+		p.wmu.Unlock()
+		select {
+		case <-p.kick:
+		case <-p.end:
 			return
+		}
+		p.wmu.Lock()
+		p.idle--
+	}
+}
+
+// receive receives messages, holding the receive turn, and queues their
+// calls, until a message finds no executor: its receiver then becomes
+// the executor, gives up the turn and wakes an idle worker to take it (a
+// new one when none is idle), and returns true. It returns false when
+// receiving ended: the caller ended its side (recvEnded), or the stream
+// failed or ended.
+func (p *pipe) receive() bool {
+	for {
+		m, err := p.stream.Recv()
+		if err != nil {
+			if err != io.EOF {
+				p.fail(err)
+			}
+			p.wmu.Lock()
+			p.recvEnded = true
+			p.receiving = false
+			p.cond.Broadcast()
+			p.wmu.Unlock()
+			return false
 		}
 		if len(m.GetCalls()) == 0 {
 			continue
 		}
-		select {
-		case p.in <- inMsg{calls: m.GetCalls(), id: automaton.RequestID{Client: m.GetClientId(), Seq: m.GetSeq()}}:
-		case <-p.ctx.Done():
-			return
+		p.wmu.Lock()
+		if p.stopped || p.ctx.Err() != nil {
+			p.receiving = false
+			p.wmu.Unlock()
+			return false
 		}
+		p.queue = append(p.queue, inMsg{calls: m.GetCalls(), id: automaton.RequestID{Client: m.GetClientId(), Seq: m.GetSeq()}})
+		if !p.executing {
+			p.executing = true
+			p.receiving = false
+			if p.idle > 0 {
+				select {
+				case p.kick <- struct{}{}:
+				default: // a kick is pending already
+				}
+			} else {
+				go p.worker()
+			}
+			p.wmu.Unlock()
+			return true
+		}
+		for len(p.queue) >= maxQueued && p.ctx.Err() == nil {
+			p.cond.Wait()
+		}
+		p.wmu.Unlock()
 	}
 }
 
@@ -298,56 +416,61 @@ func failed(id uint64, err error) *synodpb.CallReply {
 	return &synodpb.CallReply{Id: id, Code: uint32(st.Code()), Message: st.Message()}
 }
 
-// execute runs the queued calls, a batch at a time, until the receiver
-// ends; then it waits for the concurrent calls. A named group (a message
+// execute runs the queued calls, a batch at a time, until none is
+// queued; then it gives up the executor's role. A named group (a message
 // with an identity) runs on its own once the calls before it have run.
-func (p *pipe) execute() {
-	defer p.wg.Wait()
+// When the last calls it ran end with concurrent calls started together
+// (runCalls' tail) and nothing is queued, it returns their run instead of
+// starting a goroutine for it: the worker runs it after giving up the
+// role (the next message makes its receiver the executor).
+func (p *pipe) execute() (tail func()) {
 	var calls []*synodpb.Call
 	var named *inMsg // a named message waiting for calls before it
 	for {
-		if len(calls) == 0 && named == nil {
-			var m inMsg
-			var ok bool
-			select {
-			case m, ok = <-p.in:
-			case <-p.ctx.Done():
-				return
-			}
-			if !ok {
-				return
-			}
+		// Take what is queued, up to maxBatch calls (a longer message
+		// runs in several turns), up to a named message.
+		p.wmu.Lock()
+		took := false
+		for named == nil && len(calls) < maxBatch && len(p.queue) > 0 {
+			m := p.queue[0]
+			p.queue[0] = inMsg{}
+			p.queue = p.queue[1:]
+			took = true
 			if m.id.Client != 0 || m.id.Seq != 0 {
 				named = &m
 			} else {
 				calls = append(calls, m.calls...)
 			}
 		}
-		// Take what else is queued, up to maxBatch calls (a longer
-		// message runs in several turns), up to a named message.
-	more:
-		for named == nil && len(calls) < maxBatch {
-			select {
-			case m, ok := <-p.in:
-				if !ok {
-					break more
-				}
-				if m.id.Client != 0 || m.id.Seq != 0 {
-					named = &m
-					break more
-				}
-				calls = append(calls, m.calls...)
-			default:
-				break more
+		if took {
+			p.cond.Broadcast() // room for the receiver
+		}
+		if p.ctx.Err() != nil || (len(calls) == 0 && named == nil) {
+			if p.ctx.Err() != nil {
+				p.queue = nil // no queued call starts
 			}
+			p.executing = false
+			p.cond.Broadcast()
+			p.wmu.Unlock()
+			return nil
 		}
-		if p.ctx.Err() != nil {
-			return
-		}
+		p.wmu.Unlock()
 		if len(calls) > 0 {
 			n := min(len(calls), maxBatch)
-			p.runCalls(calls[:n])
+			t := p.runCalls(calls[:n], n == len(calls) && named == nil)
 			calls = calls[n:]
+			if t == nil {
+				continue
+			}
+			p.wmu.Lock()
+			if len(p.queue) == 0 {
+				p.executing = false
+				p.cond.Broadcast()
+				p.wmu.Unlock()
+				return t
+			}
+			p.wmu.Unlock()
+			go t()
 			continue
 		}
 		p.runNamed(*named)
@@ -454,14 +577,18 @@ func kind(ns config.Namespace, in *synodpb.Request) callKind {
 }
 
 // runCalls runs calls in order: consecutive batch calls of one namespace
-// and read mode as one group, the others as kind says.
-func (p *pipe) runCalls(calls []*synodpb.Call) {
+// and read mode as one group, the others as kind says. When last (no call
+// follows calls yet) and calls end with a group of concurrent calls, it
+// returns the group's run (runGroup) for the caller to start (execute's
+// tail) instead of starting it.
+func (p *pipe) runCalls(calls []*synodpb.Call, last bool) (tail func()) {
 	var batch []pcall
 	var group []pcall // concurrent calls to hand over together (runGroup)
 	size := 0
 	flushGroup := func() {
 		if len(group) > 0 {
-			p.runGroup(group)
+			run := p.runGroup(group)
+			go run()
 			group = nil
 		}
 	}
@@ -551,7 +678,12 @@ func (p *pipe) runCalls(calls []*synodpb.Call) {
 			p.write([]*synodpb.CallReply{p.runOne(c.GetId(), ns.Name, req, in.GetTerse())})
 		}
 	}
+	if last && len(batch) == 0 && len(group) > 0 {
+		tail = p.runGroup(group)
+		group = nil
+	}
 	flush()
+	return tail
 }
 
 // groups reports whether ns's concurrent calls go in groups (the package
@@ -571,15 +703,15 @@ func (p *pipe) groups(ns config.Namespace) bool {
 // stepsBatches caches automaton.StepsClientBatches per protocol.
 var stepsBatches sync.Map
 
-// runGroup starts group, concurrent calls of one namespace on distinct
-// keys, each on its lane, as one hand-off to the namespace's loop
+// runGroup prepares group, concurrent calls of one namespace on distinct
+// keys, each on its lane, and returns its run, to be started on a
+// goroutine of its own: one hand-off to the namespace's loop
 // (BatchBackend.DoBatch), after the stream's earlier calls on their keys
 // (the conflict rule); their replies are written together.
-func (p *pipe) runGroup(group []pcall) {
+func (p *pipe) runGroup(group []pcall) (run func()) {
 	if len(group) == 1 {
 		c := group[0]
-		p.startOn(c.id, c.ns, c.req, c.lane, c.terse)
-		return
+		return p.startOn(c.id, c.ns, c.req, c.lane, c.terse)
 	}
 	done := make(chan struct{})
 	var prevs []chan struct{}
@@ -592,7 +724,7 @@ func (p *pipe) runGroup(group []pcall) {
 	}
 	p.pruneLast()
 	p.wg.Add(1)
-	go func() {
+	return func() {
 		defer p.wg.Done()
 		defer close(done)
 		for _, prev := range prevs {
@@ -616,7 +748,7 @@ func (p *pipe) runGroup(group []pcall) {
 		}
 		cancel()
 		p.reply(out...)
-	}()
+	}
 }
 
 func opBytesOf(op service.Op) int {
@@ -706,7 +838,8 @@ func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Reque
 		p.reply(failed(id, err))
 		return
 	}
-	p.startOn(id, ns, req, l, terse)
+	run := p.startOn(id, ns, req, l, terse)
+	go run()
 }
 
 // idleLane returns an idle lane, or a new one while fewer than maxLanes
@@ -734,16 +867,17 @@ func (p *pipe) waitLane() *pipeLane {
 	}
 }
 
-// startOn starts req, prepared under lane l's identity, after the stream's
+// startOn prepares req, prepared under lane l's identity, and returns its
+// run, to be started on a goroutine of its own: after the stream's
 // earlier calls on its key.
-func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l *pipeLane, terse bool) {
+func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l *pipeLane, terse bool) (run func()) {
 	k := laneKey{ns.Name, req.Op.Key}
 	prev := p.last[k]
 	done := make(chan struct{})
 	p.last[k] = done
 	p.pruneLast()
 	p.wg.Add(1)
-	go func() {
+	return func() {
 		defer p.wg.Done()
 		defer close(done)
 		if prev != nil {
@@ -752,7 +886,7 @@ func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l 
 		r := p.runOne(id, ns.Name, req, terse)
 		p.lanes <- l
 		p.reply(r)
-	}()
+	}
 }
 
 // pruneLast forgets the keys whose latest call completed, once the map

@@ -438,3 +438,127 @@ func TestTerseReplies(t *testing.T) {
 		}
 	}
 }
+
+// slowBackend delays some requests at random and records how many of them
+// it ran at once.
+type slowBackend struct {
+	*gatewaytest.AutomatonBackend
+	in, most atomic.Int32
+	mu       sync.Mutex
+	rnd      *rand.Rand
+}
+
+func (b *slowBackend) delay() {
+	b.mu.Lock()
+	d := time.Duration(0)
+	if b.rnd.Intn(3) == 0 {
+		d = time.Duration(b.rnd.Intn(400)) * time.Microsecond
+	}
+	b.mu.Unlock()
+	time.Sleep(d)
+}
+
+func (b *slowBackend) enter() {
+	n := b.in.Add(1)
+	for m := b.most.Load(); n > m && !b.most.CompareAndSwap(m, n); m = b.most.Load() {
+	}
+}
+
+func (b *slowBackend) Do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
+	b.enter()
+	defer b.in.Add(-1)
+	b.delay()
+	return b.AutomatonBackend.Do(ctx, ns, req)
+}
+
+func (b *slowBackend) DoBatch(ctx context.Context, ns string, reqs []automaton.Request) ([]automaton.Response, []error) {
+	b.enter()
+	defer b.in.Add(-1)
+	b.delay()
+	return b.AutomatonBackend.DoBatch(ctx, ns, reqs)
+}
+
+// TestPipelineManyMessagesWhileRunning: messages sent one after another,
+// at random pauses, while earlier calls run at random speeds (so the
+// stream's workers take turns receiving and running, pipe's roles, and
+// the receiver queues while the executor runs): every call is answered
+// once; on a Multi-Paxos namespace the backend never runs two of the
+// stream's batches at once and the calls take effect in the order sent;
+// on ABD (concurrent calls) each key ends with the value sent last on it.
+func TestPipelineManyMessagesWhileRunning(t *testing.T) {
+	for _, proto := range []string{"paxos", "abd"} {
+		t.Run(proto, func(t *testing.T) {
+			seed := time.Now().UnixNano()
+			t.Logf("seed %d", seed)
+			rnd := rand.New(rand.NewSource(seed))
+			b := &slowBackend{AutomatonBackend: gatewaytest.MustAutomaton(t, proto, "kv"), rnd: rand.New(rand.NewSource(seed + 1))}
+			_, c := start(t, b, Options{})
+			s, err := c.Pipeline(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const msgs = 300
+			id := uint64(0)
+			last := map[string]string{}
+			for i := range msgs {
+				var m synodpb.PipelineRequest
+				for range 1 + rnd.Intn(3) {
+					id++
+					o := op("rpush", "l", fmt.Sprint(id))
+					if proto == "abd" {
+						k := fmt.Sprintf("k%d", rnd.Intn(5))
+						o = op("set", k, fmt.Sprint(id))
+						last[k] = fmt.Sprint(id)
+					}
+					m.Calls = append(m.Calls, &synodpb.Call{Id: id, Request: &synodpb.Request{Op: o}})
+				}
+				if err := s.Send(&m); err != nil {
+					t.Fatal(err)
+				}
+				if i%7 == 0 {
+					time.Sleep(time.Duration(rnd.Intn(300)) * time.Microsecond)
+				}
+			}
+			s.CloseSend()
+			got, err := collect(t, s)
+			if err != nil {
+				t.Fatalf("stream ended with %v", err)
+			}
+			if len(got) != int(id) {
+				t.Fatalf("%d replies to %d calls", len(got), id)
+			}
+			for i := uint64(1); i <= id; i++ {
+				if r := got[i]; r == nil || r.GetCode() != 0 || r.GetResponse().GetResult().GetErr() != "" {
+					t.Fatalf("call %d: %v", i, r)
+				}
+			}
+			if proto == "abd" {
+				for k, v := range last {
+					r, err := c.Do(ctx(t), &synodpb.Request{Op: op("get", k)})
+					if err != nil || string(r.GetResult().GetBytes()) != v {
+						t.Errorf("get %s: %v %v, want %s (the value sent last)", k, r.GetResult(), err, v)
+					}
+				}
+				return
+			}
+			if n := b.most.Load(); n != 1 {
+				t.Errorf("the backend ran %d of the stream's batches at once, want 1", n)
+			}
+			var order []string
+			for _, r := range b.Log() {
+				ops := r.Ops
+				if len(ops) == 0 {
+					ops = []service.Op{r.Op}
+				}
+				for _, o := range ops {
+					order = append(order, string(o.Args[0]))
+				}
+			}
+			for i, v := range order {
+				if v != fmt.Sprint(i+1) {
+					t.Fatalf("operation %d to take effect was %s, want %d (the order sent)", i+1, v, i+1)
+				}
+			}
+		})
+	}
+}

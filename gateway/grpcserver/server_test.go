@@ -56,8 +56,10 @@ func start(t *testing.T, b gateway.Backend, opts Options) (*Server, synodpb.Syno
 	return s, synodpb.NewSynodClient(cc)
 }
 
+// ctx bounds a test's calls: 60 s, since TestInvalidRequests's five
+// 8 MiB messages took more than 20 s under -race at load 36.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return c
 }

@@ -60,6 +60,7 @@ func TestCostsRejectsBadFlags(t *testing.T) {
 		{[]string{"--protocols", "abd", "--read-ratio", "0.5", "--clients", "1", "--param", "window"}, "--param"},
 		{[]string{"--protocols", "abd", "--read-ratio", "0.5", "--clients", "0"}, "--clients 0"}, // last: a repeated slice flag appends,
 	} {
+		clearHelp("costs") // TestLabCommands ran costs --help
 		cli.Root().SetArgs(append([]string{"costs"}, c.args...))
 		cli.Root().SetOut(new(bytes.Buffer))
 		cli.Root().SetErr(new(bytes.Buffer))

@@ -210,9 +210,10 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 // not one per message.
 func (a *ABD) send(to automaton.NodeID, msg []byte) { a.sends.Add(len(a.Out), to, msg) }
 
-// reply sends a replica's answer encoded at a.replies[from:] (a buffer
-// reused every step: Place copies what leaves alone, a batch copies
-// anyway), so a step's answers to a batch message allocate nothing each.
+// reply sends a replica's answer (or a coordinator's phase message,
+// broadcast) encoded at a.replies[from:] (a buffer reused every step:
+// Place copies what leaves alone, a batch copies anyway), so a step's
+// answers to a batch message allocate nothing each.
 func (a *ABD) reply(to automaton.NodeID, from int) {
 	a.sends.AddScratch(len(a.Out), to, a.replies[from:len(a.replies):len(a.replies)])
 }
@@ -227,6 +228,7 @@ func (a *ABD) OnStart(s automaton.Start) {
 			if err != nil {
 				panic(fmt.Sprintf("abd: corrupt record %q: %v", k, err))
 			}
+			e.rkey = k
 			a.store[key] = &e
 		} else if k == "inc" && len(v) == 8 {
 			a.incarnation = binary.BigEndian.Uint64(v)
@@ -335,48 +337,57 @@ func (a *ABD) begin(req automaton.Request, group uint64) *op {
 // broadcast sends the current phase's message to every replica that has not
 // answered it. This replica answers itself first, without the network; if that
 // answer completes the phase (N = 1, or the last missing vote), the recursive
-// call has already moved the operation on and this call stops.
+// call has already moved the operation on and this call stops. The message
+// is encoded once into the step's scratch buffer (a.replies) and shared by
+// the peers: Place copies it for a peer it leaves alone to, a batch
+// message copies it anyway, so a phase of a batch allocates nothing of its
+// own.
 func (a *ABD) broadcast(o *op) {
-	m := a.phaseMessage(o)
 	if !o.replied[a.self] {
 		phase := o.phase
-		a.selfReply(o, m)
+		a.selfReply(o)
 		if a.ops[o.id] != o || o.phase != phase {
 			return
 		}
 	}
-	var enc []byte
+	at := -1
 	for i, n := range a.cfg.Nodes {
 		if o.replied[i] {
 			continue
 		}
-		if enc == nil {
-			enc = m.marshal()
+		if at < 0 {
+			at = len(a.replies)
+			a.replies = appendPhase(a.replies, o)
 		}
-		a.send(n, enc)
+		a.reply(n, at)
 	}
 }
 
-func (a *ABD) phaseMessage(o *op) *message {
+// appendPhase appends o's current phase message to b: a query (phase 1)
+// or a store of o.put (phase 2), as message.marshal encodes them.
+func appendPhase(b []byte, o *op) []byte {
 	if o.phase == 1 {
-		return &message{Kind: kindQuery, Op: o.id, Key: o.req.Op.Key}
+		return appendQuery(b, o.id, o.req.Op.Key)
 	}
-	return &message{Kind: kindStore, Op: o.id, Key: o.req.Op.Key, Tag: o.put.Tag, Tomb: o.put.Tomb, Value: o.put.Value}
+	return appendRegister(b, kindStore, o.id, o.req.Op.Key, o.put.Tag, o.put.Tomb, o.put.Value)
 }
 
-func (a *ABD) selfReply(o *op, m *message) {
-	switch m.Kind {
-	case kindQuery:
-		a.onQueryReply(a.self, o.id, a.entry(m.Key), true)
-	case kindStore:
-		a.applyStore(recKeyPfx+m.Key, m.Tag, m.Tomb, m.Value)
-		a.onStoreAck(a.self, o.id)
+// selfReply is this replica's own answer to o's current phase.
+func (a *ABD) selfReply(o *op) {
+	if o.phase == 1 {
+		a.onQueryReply(a.self, o.id, a.entry(o.req.Op.Key), true)
+		return
 	}
+	a.applyStore(o.req.Op.Key, nil, o.put.Tag, o.put.Tomb, o.put.Value)
+	a.onStoreAck(a.self, o.id)
 }
 
+// entry is key's register, as a value without its record key (rkey: the
+// store's own; an operation keeps the value, whose state then does not
+// depend on where it came from).
 func (a *ABD) entry(key string) entry {
 	if e := a.store[key]; e != nil {
-		return *e
+		return entry{Tag: e.Tag, Tomb: e.Tomb, Value: e.Value}
 	}
 	return entry{}
 }
@@ -418,7 +429,7 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		a.replies = appendRegister(a.replies, kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)
 		a.reply(from, n)
 	case kindStore: // replica (the ABD report §3.1.1, PUT)
-		a.applyStore(recKeyPfx+string(f.Key), f.tag(a.cfg.Nodes), f.Tomb, f.Value)
+		a.applyStore("", f.Key, f.tag(a.cfg.Nodes), f.Tomb, f.Value)
 		n := len(a.replies)
 		a.replies = appendStoreAck(a.replies, f.Op)
 		a.reply(from, n)
@@ -429,28 +440,42 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 	}
 }
 
-// applyStore installs (tag, value) if the tag is higher than the register's,
-// persisting it first; a lower or equal tag is acknowledged and ignored.
-// recordKey is the register's record key, recKeyPfx and the key: the key
-// is its tail, one string for both. value may alias an input's buffer:
-// the register keeps the copy in its record (the record's tail), and a
-// register already held is updated in place, so a store allocates its
-// record only (and the register, for a new key). Nothing writes into a
-// register's value or a Persist's bytes after they are made.
-func (a *ABD) applyStore(recordKey string, t Tag, tomb bool, value []byte) {
-	key := recordKey[len(recKeyPfx):]
-	a.stepStores = append(a.stepStores, keyTag{key, t})
-	cur := a.store[key]
+// applyStore installs (tag, value) in the register of key if the tag is
+// higher than the register's, persisting it first; a lower or equal tag is
+// acknowledged and ignored. The key is key, or keyb (the bytes of a
+// received frame, made a string only for a register it creates). value
+// may alias an input's buffer: the register keeps the copy in its record
+// (the record's tail), and a register already held is updated in place
+// and keeps its record key (entry.rkey), so a store allocates its record
+// only (and the register and its record key, for a new key). Nothing
+// writes into a register's value or a Persist's bytes after they are made.
+func (a *ABD) applyStore(key string, keyb []byte, t Tag, tomb bool, value []byte) {
+	var cur *entry
+	if keyb != nil {
+		cur = a.store[string(keyb)]
+	} else {
+		cur = a.store[key]
+	}
+	var rkey string
+	switch {
+	case cur != nil:
+		rkey = cur.rkey
+	case keyb != nil:
+		rkey = recKeyPfx + string(keyb)
+	default:
+		rkey = recKeyPfx + key
+	}
+	a.stepStores = append(a.stepStores, keyTag{rkey[len(recKeyPfx):], t})
 	if cur != nil && !cur.Tag.Less(t, a.proto.tsOnly) {
 		return
 	}
 	rec := entry{Tag: t, Tomb: tomb, Value: value}.marshal()
 	if cur == nil {
 		cur = &entry{}
-		a.store[key] = cur
+		a.store[rkey[len(recKeyPfx):]] = cur
 	}
-	*cur = entry{Tag: t, Tomb: tomb, Value: recordValue(rec, len(value))}
-	a.Emit(automaton.Persist{Key: recordKey, Value: rec})
+	*cur = entry{Tag: t, Tomb: tomb, Value: recordValue(rec, len(value)), rkey: rkey}
+	a.Emit(automaton.Persist{Key: rkey, Value: rec})
 }
 
 // onQueryReply counts a replica's register e for operation id. owned says

@@ -1,6 +1,7 @@
 package abd
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -460,5 +461,22 @@ func TestInvariantsCatchTamperedState(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.HasPrefix(got[0], "majority-holds") {
 		t.Fatalf("violations %q, want majority-holds", got)
+	}
+}
+
+// TestAppendPhaseIsMarshal holds the coordinator's phase messages,
+// encoded into the step's scratch buffer (appendPhase), to the encoding
+// of message.marshal, which peers and the golden files read.
+func TestAppendPhaseIsMarshal(t *testing.T) {
+	o := &op{id: 1<<40 | 7, req: automaton.Request{Op: service.Op{Kind: "set", Key: "key", Args: [][]byte{[]byte("v")}}}, phase: 1}
+	if got, want := appendPhase([]byte("xx"), o), (&message{Kind: kindQuery, Op: o.id, Key: "key"}).marshal(); !bytes.Equal(got[2:], want) {
+		t.Fatalf("query %x, want %x", got[2:], want)
+	}
+	for _, put := range []entry{{Tag: Tag{TS: 3, Node: "n2", Seq: 9}, Value: []byte("value")}, {Tag: Tag{TS: 4, Node: "n1", Seq: 1}, Tomb: true}} {
+		o.phase, o.put = 2, put
+		want := (&message{Kind: kindStore, Op: o.id, Key: "key", Tag: put.Tag, Tomb: put.Tomb, Value: put.Value}).marshal()
+		if got := appendPhase(nil, o); !bytes.Equal(got, want) {
+			t.Fatalf("store %x, want %x", got, want)
+		}
 	}
 }

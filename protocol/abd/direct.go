@@ -195,6 +195,6 @@ func (a *ABD) onStorePhase(req automaton.Request) {
 		return
 	}
 	m.Tag = t
-	a.applyStore(recKeyPfx+m.Key, m.Tag, m.Tomb, m.Value)
+	a.applyStore(m.Key, nil, m.Tag, m.Tomb, m.Value)
 	a.Respond(req.ID, service.OK())
 }

@@ -76,6 +76,16 @@ func appendStoreAck(b []byte, op uint64) []byte {
 	return e.B
 }
 
+// appendQuery appends a query message for op on key to b (as marshal).
+func appendQuery(b []byte, op uint64, key string) []byte {
+	e := wire.Encoder{B: b}
+	e.Byte(header.Version)
+	e.Byte(kindQuery)
+	e.Uvarint(op)
+	e.String(key)
+	return e.B
+}
+
 func (m *message) marshal() []byte {
 	switch m.Kind {
 	case kindQueryReply, kindStore:
@@ -195,6 +205,11 @@ type entry struct {
 	Tag   Tag
 	Tomb  bool
 	Value []byte
+	// rkey is a held register's record key (recKeyPfx and the key; the
+	// store's map key is its tail): kept so that a store to a key already
+	// held does not build it again. Empty in an entry that is not a
+	// register of the store (a reply, an operation's tag and value).
+	rkey string
 }
 
 // present reports whether the register holds a value (not nothing, not a tombstone).

@@ -89,7 +89,7 @@ func (a *ESDS) doIt(o *op) {
 	}
 	o.done |= a.bit()
 	a.dnaInsert(o)
-	a.dirty[o.id] = true
+	a.markDirty(o)
 	a.newInfo(o)
 	if a.tentValid && a.tentMax.Less(o.label) && !a.unopt && !a.recompute {
 		a.tentApply(o)

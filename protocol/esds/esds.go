@@ -310,6 +310,9 @@ type ESDS struct {
 	// gcSkipped: collections put off since, gcLastN: operations they could
 	// have collected at the last (collectDue).
 	snapLen, gcSkipped, gcLastN int
+	// gcCursor: where in appliedLive the next incremental collection
+	// starts examining (gc.go collectEveryTick).
+	gcCursor int
 	// uncompacted: the collected operations whose records are kept for
 	// record "g" (gc.go collectDelta) until the next "s"; deltaWritten:
 	// a "g" was written since the last "s".
@@ -342,10 +345,11 @@ type ESDS struct {
 	recording bool
 	orderLog  []string
 
-	// dirty: the operations whose durable part (o/<id>) may have changed in
-	// this step; membersDirty: the removed set did (record "m"). Kept
-	// apart: "m" is a valid operation id.
-	dirty        map[string]bool
+	// dirtyOps: the operations whose durable part (o/<id>) may have
+	// changed in this step (those with op.dirty set: markDirty);
+	// membersDirty: the removed set did (record "m"). Kept apart: "m" is
+	// a valid operation id.
+	dirtyOps     []*op
 	membersDirty bool
 	seen         map[string]bool    // sendStream's scratch
 	proto.Outbox                    // sends and responses, released after persists
@@ -387,21 +391,33 @@ type op struct {
 	// gone: collected (gc.go); stream positions queued while it was live
 	// point here and now say "gone".
 	gone bool
+	// dirty: in a.dirtyOps (markDirty), unless collected since.
+	dirty bool
 }
 
 func (a *ESDS) members() uint64 { return a.all &^ a.removed }
 
 func (a *ESDS) bit() uint64 { return 1 << a.self }
 
+// markDirty notes that o's durable part (record o/<id>) may have changed
+// in this step (flushDirty). A flag on the operation and a list, not a
+// set of ids: a merge marks most of the operations it touches (issue 28).
+func (a *ESDS) markDirty(o *op) {
+	if !o.dirty {
+		o.dirty = true
+		a.dirtyOps = append(a.dirtyOps, o)
+	}
+}
+
 // Step implements automaton.Automaton.
 func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	a.Begin()
 	a.persists = nil
-	if a.dirty == nil {
-		a.dirty = map[string]bool{}
-	} else {
-		clear(a.dirty)
+	for _, o := range a.dirtyOps {
+		o.dirty = false
 	}
+	clear(a.dirtyOps)
+	a.dirtyOps = a.dirtyOps[:0]
 	batch := false
 	switch in := in.(type) {
 	case automaton.ClientBatch:
@@ -463,7 +479,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	}
 	a.ops = map[string]*op{}
 	a.waiting = nil
-	a.dna, a.dnaNew, a.maxSolid, a.appliedLive = nil, nil, Label{}, nil
+	a.dna, a.dnaNew, a.maxSolid, a.appliedLive, a.gcCursor = nil, nil, Label{}, nil, 0
 	a.pending = map[string]uint64{}
 	a.wait = map[string]*feOp{}
 	a.rept = map[string][]service.Result{}
@@ -528,8 +544,8 @@ func (a *ESDS) onTick() {
 	}
 	a.resendWaiting()
 	a.expirePrevWaits()
-	if !a.unopt && a.tick%gcEveryTicks == 0 {
-		a.collect()
+	if !a.unopt && (a.tick%gcEveryTicks == 0 || a.collectEveryTick()) {
+		a.collect() // gc.go (collectEveryTick: incremental once the state is large)
 	}
 }
 

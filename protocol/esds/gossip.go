@@ -100,7 +100,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 			if o != nil && o.label.Set && o.solid|a.all != o.solid {
 				o.done |= a.all
 				o.solid |= a.all
-				a.dirty[o.id] = true
+				a.markDirty(o)
 				a.newInfo(o)
 				a.noteSolid(o)
 			}
@@ -110,6 +110,11 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 		if fresh { // rcvd_r ∪= R
 			o = &op{id: x.ID, prev: x.Prev, strict: x.Strict, sop: x.Op}
 		}
+		// j holds x's descriptor (it gossips about x): our entries for
+		// x to j go bare from now on, as after j acknowledged one
+		// carrying it (stream.go; package doc, "Descriptors travel once
+		// per stream").
+		o.has |= bj
 		changed := fresh
 		inD, inS := x.Flags&flagDone != 0, x.Flags&flagSolid != 0
 		if inD && x.Label.Set && int(x.Label.R) < len(a.heard) &&
@@ -150,7 +155,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 			if o.done|a.all != o.done || o.solid|bj|a.bit() != o.solid {
 				o.done |= a.all
 				if o.solid&a.bit() == 0 {
-					a.dirty[o.id] = true
+					a.markDirty(o)
 				}
 				o.solid |= bj | a.bit()
 				changed = true
@@ -159,7 +164,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 		if x.Flags&flagAll != 0 && o.solid|a.all != o.solid {
 			o.done |= a.all
 			o.solid |= a.all
-			a.dirty[o.id] = true
+			a.markDirty(o)
 			changed = true
 		}
 		if fresh {
@@ -168,10 +173,10 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 			a.newInfo(o)
 		}
 		if o.label.Set && !fresh && changed {
-			a.dirty[o.id] = true
+			a.markDirty(o)
 		}
 		if fresh && o.label.Set {
-			a.dirty[o.id] = true
+			a.markDirty(o)
 		}
 		a.checkSolid(o) // solid_r[r] ∪= ⋂_i done_r[i]
 		a.noteSolid(o)
@@ -264,7 +269,7 @@ func (a *ESDS) checkSolid(o *op) {
 	}
 	if m := a.members(); o.done&m == m {
 		o.solid |= a.bit()
-		a.dirty[o.id] = true
+		a.markDirty(o)
 		a.newInfo(o)
 		a.noteSolid(o)
 	}

@@ -161,8 +161,14 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 			return err
 		}
 	} else {
-		for id := range a.dirty {
-			o := a.ops[id]
+		for _, o := range a.dirtyOps {
+			if !o.dirty {
+				continue // collected in the step: its record was not written
+			}
+			id := o.id
+			if a.ops[id] != o {
+				o = nil
+			}
 			if o == nil {
 				if ov, had := v.ops[id]; had && ov.label.Set && !a.gcd.has(id) {
 					return violation(invSetsGrow, "%s: %q, done here with label %v, vanished without being collected", a.cfg.Self, id, ov.label)

@@ -91,7 +91,7 @@ func TestLocalReads(t *testing.T) {
 	if got := c.mustAnswer(r1); string(got.Bytes) != "a" {
 		t.Fatalf("local read answered %v, want a", got)
 	}
-	if n1 := c.esds("n1"); n1.localReads != 1 || n1.ops["r1"] != nil || n1.dirty["r1"] {
+	if n1 := c.esds("n1"); n1.localReads != 1 || n1.ops["r1"] != nil || slices.ContainsFunc(n1.dirtyOps, func(o *op) bool { return o.id == "r1" }) {
 		t.Fatalf("r1: %d local reads, op kept %v", n1.localReads, n1.ops["r1"] != nil)
 	}
 	// n2 has not done a: r2 is received and waits for it, as any operation.

@@ -1,6 +1,8 @@
 package esds
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/automaton"
@@ -98,6 +100,32 @@ func TestIDSummary(t *testing.T) {
 	}
 	if !s.has("custom-id") || s.has("00000000000000ab-01") || s.size() != 3 {
 		t.Fatalf("summary %+v", s)
+	}
+	// Only the canonical spelling parses (anything else is an id of its
+	// own, kept one by one): the rule of the version that parsed, then
+	// compared the lower-cased and re-formatted parts.
+	canonical := func(id string) (uint64, uint64, bool) {
+		c, q, found := strings.Cut(id, "-")
+		if !found || len(c) != 16 {
+			return 0, 0, false
+		}
+		cv, err1 := strconv.ParseUint(c, 16, 64)
+		sv, err2 := strconv.ParseUint(q, 10, 64)
+		if err1 != nil || err2 != nil || strings.ToLower(c) != c || strconv.FormatUint(sv, 10) != q {
+			return 0, 0, false
+		}
+		return cv, sv, true
+	}
+	for _, id := range []string{"00000000000000ab-1", "00000000000000ab-0", "00000000000000ab-00", "00000000000000ab-01",
+		"00000000000000AB-1", "00000000000000ab-", "00000000000000ab-+1", "00000000000000ab--1", "0x000000000000ab-1",
+		"00000000000000ab-1-2", "ffffffffffffffff-18446744073709551615", "ffffffffffffffff-18446744073709551616",
+		"0000000000000ab-1", "000000000000000ab-1", "00000000000000ag-1", "00000000000000ab-1a", "-1", "", "custom-id",
+		"00000000000000ab-" + strings.Repeat("9", 25), "0000000000_000ab-1"} {
+		c1, q1, ok1 := parseDerived(id)
+		c2, q2, ok2 := canonical(id)
+		if c1 != c2 || q1 != q2 || ok1 != ok2 {
+			t.Errorf("parseDerived(%q) = %x, %d, %v; the canonical rule says %x, %d, %v", id, c1, q1, ok1, c2, q2, ok2)
+		}
 	}
 }
 

@@ -43,7 +43,16 @@ func uvarintBytes(v uint64) []byte {
 }
 
 func (a *ESDS) marshalOp(o *op) []byte {
-	e := header.Record(64)
+	// Sized for the whole entry (a merge writes hundreds of these): grown
+	// from 64 bytes, a 100-byte value's record was copied twice.
+	n := 64 + len(o.id) + len(o.sop.Kind) + len(o.sop.Key)
+	for _, b := range o.sop.Args {
+		n += 4 + len(b)
+	}
+	for _, p := range o.prev {
+		n += 4 + len(p)
+	}
+	e := header.Record(n)
 	x := a.entryOf(o)
 	encodeEntry(&e, &x)
 	return e.B
@@ -273,15 +282,23 @@ type idSummary struct {
 
 type span struct{ lo, hi uint64 }
 
-// parseDerived parses an id of AssignedOpID's form, in its canonical spelling.
+// parseDerived parses an id of AssignedOpID's form, in its canonical
+// spelling (lower-case hex, no leading zero in the sequence number). It
+// allocates nothing: every gossip entry about a collected operation asks
+// the id summary (issue 28).
 func parseDerived(id string) (client, seq uint64, ok bool) {
 	c, s, found := strings.Cut(id, "-")
-	if !found || len(c) != 16 {
+	if !found || len(c) != 16 || s == "" || len(s) > 1 && s[0] == '0' {
 		return 0, 0, false
+	}
+	for i := 0; i < len(c); i++ {
+		if d := c[i]; !('0' <= d && d <= '9' || 'a' <= d && d <= 'f') {
+			return 0, 0, false
+		}
 	}
 	cv, err1 := strconv.ParseUint(c, 16, 64)
 	sv, err2 := strconv.ParseUint(s, 10, 64)
-	if err1 != nil || err2 != nil || strings.ToLower(c) != c || strconv.FormatUint(sv, 10) != s {
+	if err1 != nil || err2 != nil {
 		return 0, 0, false
 	}
 	return cv, sv, true
@@ -398,19 +415,18 @@ func (a *ESDS) flushDirty() {
 		a.counterDirty = false
 		a.persists = append(a.persists, automaton.Persist{Key: recCounter, Value: uvarintBytes(a.counter)})
 	}
-	if len(a.dirty) == 0 {
+	if len(a.dirtyOps) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(a.dirty))
-	for k := range a.dirty {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		o := a.ops[k]
-		if o == nil || !o.label.Set {
-			continue
+	dirty := make([]*op, 0, len(a.dirtyOps))
+	for _, o := range a.dirtyOps {
+		if o.dirty && o.label.Set {
+			dirty = append(dirty, o)
 		}
+	}
+	slices.SortFunc(dirty, func(x, y *op) int { return strings.Compare(x.id, y.id) })
+	for _, o := range dirty {
+		k := o.id
 		if f := a.entryOf(o).Flags; o.pOK && o.pFlags == f && o.pLabel == o.label {
 			continue // the record already says this
 		} else {

@@ -427,7 +427,11 @@
 //
 // Adds: the leader first makes the new node a learner (heartbeats, catch-up
 // by ranges or snapshot; it counts in no quorum) and proposes the add once
-// the learner's acknowledged chosen prefix is within one window of its own;
+// the learner has acknowledged one of its heartbeats and its acknowledged
+// chosen prefix is within one window of its own (the paper is silent on
+// when a joining node is ready; without the acknowledgement, a learner
+// that never answered was added whenever the log was shorter than a
+// window, making a configuration whose new member may be down);
 // the new node is numbered at execution (next unused number). A node
 // outside the configuration (joining, or removed) answers every client
 // request with TRYAGAIN "not a member", never stands for election, and

@@ -120,8 +120,9 @@ func (a *Paxos) onHeartbeatAck(from int, m *message) {
 		return
 	}
 	if l := a.learners[a.nodes[from]]; l != nil {
-		if m.Commit > l.commit {
-			l.commit = m.Commit
+		if !l.heard || m.Commit > l.commit {
+			l.heard = true
+			l.commit = max(l.commit, m.Commit)
 			a.checkLearners()
 		}
 		return // a learner's acknowledgement confirms nothing

@@ -160,6 +160,48 @@ func TestMemberAddQuorumSwitchesAfterTheChange(t *testing.T) {
 	}
 }
 
+// An add waits for its learner's answer: with a log shorter than one
+// window, a learner that never acknowledged a heartbeat (down, paused, cut
+// off) is not caught up, so its add is not proposed (the old rule, "its
+// acknowledged prefix within one window of the leader's", held at once and
+// made {n1..n4} with n4 absent: issue 33, the sharded simulation's seed 3
+// on 5 machines). Once n4 answers, the add goes through.
+func TestMemberAddWaitsForTheLearnersAnswer(t *testing.T) {
+	c := newMemberCluster(t, 3, 1, nil)
+	c.elect("n1")
+	c.mustDo("write", "n2", automaton.RequestID{Client: 7, Seq: 1}, set("k", "v"))
+	if up, w := c.node("n1").chosenUpTo, c.node("n1").prm.Window; up >= uint64(w) {
+		t.Fatalf("the log holds %d instances, not fewer than a window (%d)", up, w)
+	}
+	id := automaton.RequestID{Client: 1 << 40, Seq: 1}
+	c.Step("n1", automaton.ClientRequest{Req: automaton.Request{ID: id, Op: automaton.MemberAdd("n4", "p4", "c4")}})
+	c.DeliverAll()
+	for i := 0; i < 5; i++ {
+		c.fire("n1", tmTick)
+	}
+	if n := len(c.node("n1").changes); n > 0 {
+		t.Fatalf("the add of n4, which never answered, was proposed (%d changes in flight)", n)
+	}
+	if _, done := c.Response(id); done {
+		t.Fatal("the add of n4 was answered although n4 never answered")
+	}
+	if got := c.members("n1"); !reflect.DeepEqual(got, ids("n1", "n2", "n3")) {
+		t.Fatalf("n1's members %v while n4 is down", got)
+	}
+	c.Boot("n4")
+	for i := 0; i < 5; i++ {
+		if _, done := c.Response(id); done {
+			break
+		}
+		c.fire("n1", tmTick)
+	}
+	res, done := c.Response(id)
+	mustOK(t, "add of n4 once it answers", res, done)
+	if got := c.members("n1"); !reflect.DeepEqual(got, ids("n1", "n2", "n3", "n4")) {
+		t.Fatalf("n1's members %v after the add", got)
+	}
+}
+
 // Removing the leader: the change executes, the old leader steps down and
 // refuses clients, and the remaining members elect a leader and serve with
 // majorities of the new configuration.

@@ -19,7 +19,9 @@ import (
 // firings.
 //
 // The scripted prefix (memberPrefix, 64 events) is n1's election, the
-// two adds with the learners' catch-up and a heartbeat round that makes
+// two adds with the learners' catch-up (each add's accept follows its
+// learner's first heartbeat-ack: the leader proposes an add only once
+// the learner has answered) and a heartbeat round that makes
 // every replica execute them (all five hold the configuration
 // n1..n5), client 1's write, the crashes of n5, n4 and n3 with n1's
 // accept delivered while each is down (lost) and their restarts, n2's
@@ -63,12 +65,12 @@ func MemberModel() automaton.ModelConfig {
 var memberPrefix = append(slices.Clone(n1LeadsPrefix),
 	`client 1 sends synod.member add "n4" "mc:n4" "mc:n4" to n1`,
 	"deliver n1 -> n4: heartbeat b=(1,1) commit=0 round=2",
-	"deliver n1 -> n4: accept b=(1,1) commit=0 [1: member add n4 (peer mc:n4, client mc:n4)]",
 	"deliver n1 -> n3: heartbeat b=(1,1) commit=0 round=2",
-	"deliver n1 -> n3: accept b=(1,1) commit=0 [1: member add n4 (peer mc:n4, client mc:n4)]",
 	"deliver n1 -> n2: heartbeat b=(1,1) commit=0 round=2",
-	"deliver n1 -> n2: accept b=(1,1) commit=0 [1: member add n4 (peer mc:n4, client mc:n4)]",
 	"deliver n4 -> n1: heartbeat-ack b=(1,1) ok round=2 commit=0",
+	"deliver n1 -> n4: accept b=(1,1) commit=0 [1: member add n4 (peer mc:n4, client mc:n4)]",
+	"deliver n1 -> n3: accept b=(1,1) commit=0 [1: member add n4 (peer mc:n4, client mc:n4)]",
+	"deliver n1 -> n2: accept b=(1,1) commit=0 [1: member add n4 (peer mc:n4, client mc:n4)]",
 	"deliver n4 -> n1: accepted b=(1,1) ok acks=[1]",
 	"deliver n3 -> n1: heartbeat-ack b=(1,1) ok round=2 commit=0",
 	"deliver n3 -> n1: accepted b=(1,1) ok acks=[1]",
@@ -76,14 +78,14 @@ var memberPrefix = append(slices.Clone(n1LeadsPrefix),
 	"deliver n2 -> n1: accepted b=(1,1) ok acks=[1]",
 	`client 1 sends synod.member add "n5" "mc:n5" "mc:n5" to n1`,
 	"deliver n1 -> n5: heartbeat b=(1,1) commit=1 round=3",
-	"deliver n1 -> n5: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
 	"deliver n1 -> n4: heartbeat b=(1,1) commit=1 round=3",
-	"deliver n1 -> n4: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
 	"deliver n1 -> n3: heartbeat b=(1,1) commit=1 round=3",
-	"deliver n1 -> n3: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
 	"deliver n1 -> n2: heartbeat b=(1,1) commit=1 round=3",
-	"deliver n1 -> n2: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
 	"deliver n5 -> n1: heartbeat-ack b=(1,1) ok round=3 commit=0",
+	"deliver n1 -> n5: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
+	"deliver n1 -> n4: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
+	"deliver n1 -> n3: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
+	"deliver n1 -> n2: accept b=(1,1) commit=1 [2: member add n5 (peer mc:n5, client mc:n5)]",
 	"deliver n5 -> n1: catchup-req 1..1",
 	"deliver n1 -> n5: catchup b=(0,0) commit=1 [1: member add n4 (peer mc:n4, client mc:n4)]",
 	"deliver n5 -> n1: accepted b=(1,1) ok acks=[2]",

@@ -159,7 +159,8 @@ func (a *Paxos) AppendModelState(b []byte, rename func(automaton.RequestID) auto
 		if l == nil {
 			return b
 		}
-		return u(automaton.AppendModelString(automaton.AppendModelString(b, l.peer), l.client), l.commit)
+		b = u(automaton.AppendModelString(automaton.AppendModelString(b, l.peer), l.client), l.commit)
+		return automaton.AppendModelBool(b, l.heard)
 	})
 
 	// Requests.

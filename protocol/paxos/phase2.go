@@ -54,20 +54,39 @@ func (a *Paxos) proposeAt(i uint64, v []byte, cmds []cmd, c *conf) entry {
 // copied by service.CopyOp, which gives exactly what DecodeOp would.
 //
 // cmds is the caller's own slice (propose builds it for this batch) and is
-// changed in place; a group's operation list, the request's, is not.
+// changed in place; a group's operation list, the request's, is not: it is
+// kept as it is when every operation is (the usual case: no list to
+// allocate per group), else copied with the operations that change.
 func keptCmds(cmds []cmd) []cmd {
 	for k := range cmds {
 		c := &cmds[k]
 		c.Op = keptOp(c.Op)
-		if len(c.Ops) > 0 {
-			ops := make([]service.Op, len(c.Ops))
-			for j, op := range c.Ops {
-				ops[j] = keptOp(op)
+		for j, op := range c.Ops {
+			if !keptAsIs(op) {
+				ops := make([]service.Op, len(c.Ops))
+				copy(ops, c.Ops[:j])
+				for ; j < len(c.Ops); j++ {
+					ops[j] = keptOp(c.Ops[j])
+				}
+				c.Ops = ops
+				break
 			}
-			c.Ops = ops
 		}
 	}
 	return cmds
+}
+
+// keptAsIs reports whether keptOp returns op unchanged.
+func keptAsIs(op service.Op) bool {
+	if len(op.Args) == 0 {
+		return op.Args == nil
+	}
+	for _, a := range op.Args {
+		if len(a) == 0 || cap(a) != len(a) {
+			return false
+		}
+	}
+	return true
 }
 
 func keptOp(op service.Op) service.Op {

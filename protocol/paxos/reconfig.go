@@ -22,6 +22,12 @@ type pendingChange struct {
 type learner struct {
 	peer, client string
 	commit       uint64 // highest chosen prefix it acknowledged
+	// heard: the learner acknowledged one of this leader's heartbeats.
+	// Without it a learner that never answered (down, paused, cut off)
+	// would count as caught up whenever the leader's chosen prefix is
+	// shorter than a window, and its add would make a configuration with
+	// a member that may not be there.
+	heard bool
 }
 
 // handle returns id's local handle, assigning one to a node not seen before.
@@ -349,8 +355,9 @@ func (a *Paxos) leadChange(p *pend) {
 	a.checkLearners()
 }
 
-// checkLearners queues the adds whose learners have caught up: their
-// acknowledged chosen prefix is within one window of the leader's.
+// checkLearners queues the adds whose learners have caught up: they
+// acknowledged a heartbeat of this leader, and their acknowledged chosen
+// prefix is within one window of the leader's.
 func (a *Paxos) checkLearners() {
 	var ready []automaton.RequestID
 	for id, p := range a.pending {
@@ -365,7 +372,7 @@ func (a *Paxos) checkLearners() {
 			a.learners[ch.id] = l
 			a.emitMembers()
 		}
-		if l.commit+uint64(a.prm.Window) >= a.chosenUpTo {
+		if l.heard && l.commit+uint64(a.prm.Window) >= a.chosenUpTo {
 			ready = append(ready, id)
 		}
 	}

@@ -144,6 +144,7 @@ func (h Header) SplitBatch(b []byte, kind byte) ([][]byte, error) {
 // at the start of every step.
 type Sends struct {
 	list []pendingSend
+	msgs [][]byte // Place's scratch: the messages of its batches
 }
 
 type pendingSend struct {
@@ -174,6 +175,7 @@ func (s *Sends) AddScratch(at int, to automaton.NodeID, msg []byte) {
 func (s *Sends) Reset() {
 	if s.list == nil {
 		s.list = make([]pendingSend, 0, 8)
+		s.msgs = make([][]byte, 0, 8)
 		return
 	}
 	clear(s.list)
@@ -212,6 +214,14 @@ func (h Header) Place(outs []automaton.Output, s *Sends, kind byte) []automaton.
 			peers = append(peers, peer{to: p.to, left: 1})
 		}
 	}
+	// Every peer's messages in one array reused every step (s.msgs),
+	// each peer's part as long as its Sends.
+	all := slices.Grow(s.msgs[:0], len(s.list))[:len(s.list)]
+	off := 0
+	for i := range peers {
+		peers[i].msgs = all[off : off : off+peers[i].left]
+		off += peers[i].left
+	}
 	// The Sends that leave, each at the place of its last message (in
 	// emission order, so their places do not decrease).
 	type placed struct {
@@ -224,7 +234,7 @@ func (h Header) Place(outs []automaton.Output, s *Sends, kind byte) []automaton.
 	for _, p := range s.list {
 		q := find(p.to)
 		q.left--
-		if q.msgs == nil && q.left == 0 {
+		if len(q.msgs) == 0 && q.left == 0 {
 			out = append(out, placed{p.at, p.to, owned(p)}) // alone
 			continue
 		}
@@ -236,7 +246,7 @@ func (h Header) Place(outs []automaton.Output, s *Sends, kind byte) []automaton.
 				b = owned(p) // one message travels as itself: p's
 			}
 			out = append(out, placed{p.at, p.to, b})
-			q.msgs, q.size = nil, 0
+			q.msgs, q.size = q.msgs[len(q.msgs):], 0
 		}
 	}
 	// Merge from the back: outs[i] moves up past the Sends placed after it.
@@ -252,6 +262,8 @@ func (h Header) Place(outs []automaton.Output, s *Sends, kind byte) []automaton.
 			j--
 		}
 	}
+	clear(all) // keeps no message past the step
+	s.msgs = all[:0]
 	return outs
 }
 

@@ -41,6 +41,15 @@ type Coordinator struct {
 	// MSET across groups, answers OK for each): it is answered once the
 	// commit decision is logged, as a computed transaction is.
 	Known []service.Result
+	// Eval, for a writing transaction without Known results (MULTI
+	// INCRBY ... EXEC), asks each participant to evaluate its part at the
+	// prepare (service.EvalPrepare: on a scratch copy of its keys, under
+	// the new locks, at the time its commit applies it with): when every
+	// part answered its results, the client is answered once the commit
+	// decision is logged, as a computed transaction is. A part that could
+	// not evaluate (a script, large collections) answers OK, and the
+	// transaction answers after its commits as before.
+	Eval bool
 
 	phase     StepKind
 	votes     []Vote
@@ -54,6 +63,8 @@ type Coordinator struct {
 	unsure    bool             // a commit's answer never came: the decision must stay
 	final     []service.Result // Computed: the client's results
 	writes    [][]service.Op   // Computed: each part's writes
+	evalRes   []service.Result // Eval: the client's results, from the prepares
+	mismatch  int              // Eval: commits whose results differ from evalRes
 	out       Outcome
 }
 
@@ -181,6 +192,9 @@ func (c *Coordinator) afterVotes() {
 		ok := v.Kind == Yes || (c.Broken == "commit-without-prepares" && v.Kind == Unknown && !c.ReadOnly && !c.Computed)
 		yes = yes && ok
 	}
+	if yes && c.Eval && !c.ReadOnly && !c.Computed {
+		c.evalRes = c.mergeEval()
+	}
 	if yes && c.ReadOnly {
 		// The reads were answered under the locks: the client's answer
 		// is ready; the locks are released (an abort: nothing to apply).
@@ -270,13 +284,21 @@ func (c *Coordinator) Committed(i int, r service.Result, err error) {
 		c.tries[i]++
 		if c.tries[i] >= maxCommitTries {
 			c.committed[i], c.unsure = true, true
-			if !c.Computed && c.Known == nil {
+			if !c.Computed && c.Known == nil && c.evalRes == nil {
 				c.out = Outcome{Kind: OutLost, Err: "committed; a participant's answer was lost: " + err.Error()}
 			}
 		}
 		return
 	}
 	c.committed[i] = true
+	if c.evalRes != nil {
+		// Answered from the prepares' evaluation: the commit applies
+		// the same (or a resolver's did: Nil).
+		if r.Type == service.ResultArray && !sameResults(r.Elems, c.votes[i].Eval) {
+			c.mismatch++
+		}
+		return
+	}
 	if c.Computed || c.Known != nil {
 		// The client's answer is the computation's: the decision holds
 		// the writes, applied by this commit or by a resolver's.
@@ -349,7 +371,9 @@ func (c *Coordinator) Answer() (Outcome, bool) {
 		return c.out, true
 	case c.Computed && c.Broken == "answer-before-decision" && c.writes != nil:
 		return Outcome{Kind: OutDone, Results: c.final}, true
-	case (c.Computed || c.Known != nil) && c.decided && c.decision == Commit && (c.phase == StCommit || c.phase == StForget):
+	case c.evalRes != nil && c.Broken == "answer-before-decision" && c.phase == StDecide:
+		return Outcome{Kind: OutDone, Results: c.evalRes}, true
+	case (c.Computed || c.Known != nil || c.evalRes != nil) && c.decided && c.decision == Commit && (c.phase == StCommit || c.phase == StForget):
 		return Outcome{Kind: OutDone, Results: c.merge()}, true
 	}
 	return Outcome{}, false
@@ -377,7 +401,59 @@ func (c *Coordinator) PrepareOps(i int, coord string, slotGuards []service.Op) [
 	if c.Computed {
 		return PrepareReads(c.ID, coord, slotGuards, p)
 	}
+	if c.Eval {
+		coord += " " + service.EvalPrepare
+	}
 	return Prepare(c.ID, coord, slotGuards, p)
+}
+
+// Evaluated reports whether every part answered its results at the
+// prepare (Eval): the client's answer then comes at the decision.
+func (c *Coordinator) Evaluated() bool { return c.evalRes != nil }
+
+// Mismatched is the number of commits whose results differed from the
+// prepares' evaluation the client was answered with (Eval; never more
+// than 0 unless the evaluation is wrong).
+func (c *Coordinator) Mismatched() int { return c.mismatch }
+
+// mergeEval puts the parts' evaluated results in request order, nil when
+// a part did not evaluate.
+func (c *Coordinator) mergeEval() []service.Result {
+	for i, p := range c.Parts {
+		if len(c.votes[i].Eval) != len(p.Ops) {
+			return nil
+		}
+	}
+	return c.inOrder(func(i int) []service.Result { return c.votes[i].Eval })
+}
+
+// inOrder puts each part's results (of its operations, in order) back in
+// request order.
+func (c *Coordinator) inOrder(part func(i int) []service.Result) []service.Result {
+	n := 0
+	for _, p := range c.Parts {
+		n += len(p.Index)
+	}
+	out := make([]service.Result, n)
+	for i, p := range c.Parts {
+		rs := part(i)
+		for j, at := range p.Index {
+			out[at] = rs[j]
+		}
+	}
+	return out
+}
+
+func sameResults(a, b []service.Result) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeReads puts a read-only transaction's reads back in request order
@@ -410,15 +486,8 @@ func (c *Coordinator) merge() []service.Result {
 	if c.Known != nil {
 		return c.Known
 	}
-	n := 0
-	for _, p := range c.Parts {
-		n += len(p.Index)
+	if c.evalRes != nil {
+		return c.evalRes
 	}
-	out := make([]service.Result, n)
-	for i, p := range c.Parts {
-		for j, at := range p.Index {
-			out[at] = c.results[i][j]
-		}
-	}
-	return out
+	return c.inOrder(func(i int) []service.Result { return c.results[i] })
 }

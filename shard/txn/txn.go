@@ -66,8 +66,31 @@
 // writes it holds (by the coordinator's txcommit or its resolver's), and
 // until a participant applies them its prepared locks refuse every request
 // naming their slots, so no read after the answer misses them. This saves
-// the third round's latency. A plain transaction (MULTI INCRBY ... EXEC)
-// still answers after its commits: its results are computed there.
+// the third round's latency.
+//
+// A plain writing transaction (MULTI INCRBY ... EXEC, Coordinator.Eval) is
+// answered at the decision too: each participant evaluates its part at
+// the prepare (service.EvalPrepare), under the locks it has just taken,
+// on a scratch copy of the part's keys, at the prepare's time and
+// environment, and answers the results with its vote; its commit applies
+// the recorded operations at that same time and environment. Between the
+// two the slots are locked (no request reads or writes them, and active
+// expiry passes over them), so the commit computes exactly the results
+// already answered (Coordinator.Mismatched counts any that differ: the
+// simulation fails on one, node's INFO counts them). Decided against:
+// running it as a computed transaction, which copies every value through
+// the coordinator and carries TTLs as time left. The price: a part is
+// evaluated as of its prepare's time (a key expiring between the
+// prepare and the commit is still there for the transaction, as Redis
+// stops its clock during a MULTI/EXEC), and a part that cannot be
+// evaluated alone (SPOP, whose draw depends on the state's version; a
+// script; collections over 4,096 elements, which the scratch would copy
+// on every replica) answers OK at the prepare and the transaction answers
+// after its commits, as before. A read after the answer on a participant
+// that has not applied its commit meets the prepared lock: the slot guard
+// refuses it with TRYAGAIN, which the node retries for a plain client and
+// a cluster client retries itself, until the commit (the coordinator's,
+// or its resolver's after ResolveAfter) releases it.
 //
 // # Who resolves an in-doubt transaction
 //
@@ -118,8 +141,9 @@
 // the same protocol with the reads taken at prepare under the locks, the
 // operation run by the coordinator on a scratch copy, and the writes
 // recorded with the decision. Keys expiring between a transaction's
-// prepare and its commit expire at the commit's time: the guards were
-// checked at the prepare's.
+// prepare and its commit expire at the commit's time (the guards were
+// checked at the prepare's), but in an evaluated transaction (Eval), whose
+// operations run at the prepare's time both times.
 //
 // # Migrations
 //
@@ -223,6 +247,7 @@ type Vote struct {
 	Res   service.Result // the failed guard's result
 	Err   string
 	Reads []service.Result // Yes, for a computed transaction: its reads' answers
+	Eval  []service.Result // Yes, for a prepare with service.EvalPrepare that evaluated: its operations' results
 }
 
 // ReadVote reads the answer to Prepare(..., slotGuards, p) with nslot slot
@@ -247,7 +272,11 @@ func ReadVote(p Part, nslot int, results []service.Result, err error) Vote {
 	if last.IsErr() {
 		return Vote{Kind: Conflict, Err: last.Err}
 	}
-	return Vote{Kind: Yes, Reads: results[nslot+g+1:]}
+	v := Vote{Kind: Yes, Reads: results[nslot+g+1:]}
+	if last.Type == service.ResultArray {
+		v.Eval = last.Elems
+	}
+	return v
 }
 
 // KnownResults returns the client's results of the request split into

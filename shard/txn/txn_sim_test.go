@@ -98,9 +98,13 @@ func slotGuards(ops []service.Op) []service.Op {
 	seen := map[int]bool{}
 	var out []service.Op
 	for _, op := range ops {
-		if sl := shard.KeySlot(op.Key); !seen[sl] {
-			seen[sl] = true
-			out = append(out, service.Op{Kind: service.GuardKind, Key: shard.StateKey(sl), Args: [][]byte{[]byte("slot"), []byte(mode)}})
+		// Every key the operation names (COPY's destination too), as
+		// the node's opKeys.
+		for _, l := range (service.KV{}).Locks(op) {
+			if sl := shard.KeySlot(l.Key); !seen[sl] {
+				seen[sl] = true
+				out = append(out, service.Op{Kind: service.GuardKind, Key: shard.StateKey(sl), Args: [][]byte{[]byte("slot"), []byte(mode)}})
+			}
 		}
 	}
 	return out
@@ -389,6 +393,7 @@ func (s *sim) attempt(c *simClient) {
 	c.coord.ReadOnly = keys == nil && readOnly(c.ops)
 	if keys == nil && !c.coord.ReadOnly {
 		c.coord.Known = KnownResults(parts)
+		c.coord.Eval = c.coord.Known == nil // transfers: evaluated at prepare, answered at the decision
 	}
 	c.keys = keys
 	s.step(c)
@@ -421,10 +426,16 @@ func (s *sim) step(c *simClient) {
 		// The client is answered now; the steps left (commits, the
 		// release) run on, and a crash may still end them.
 		s.stats["answered early"]++
+		if co.Evaluated() {
+			s.stats["evaluated at prepare"]++
+		}
 		s.finish(c, history.OK, out.Results)
 		c = &simClient{pid: -1, coord: co, tail: true}
 	}
 	gen := c.gen
+	if st.Kind == StDone {
+		s.stats["eval mismatches"] += co.Mismatched()
+	}
 	if st.Kind == StDone && c.tail {
 		return
 	}
@@ -745,6 +756,9 @@ func runSim(seed int64, broken string, steps int) (*history.History, string) {
 		}
 	}
 	var problems []string
+	if n := s.stats["eval mismatches"]; n > 0 {
+		problems = append(problems, fmt.Sprintf("%d commits applied other results than their prepares evaluated and answered", n))
+	}
 	if n := s.pendingTxns(); n > 0 {
 		problems = append(problems, fmt.Sprintf("%d transactions still prepared at the end", n))
 	}
@@ -805,7 +819,7 @@ func TestTxnSim(t *testing.T) {
 	if *simSeed >= 0 {
 		first, seeds = *simSeed, 1
 	}
-	units, copies, failed, ro, itx, undecided := 0, 0, 0, 0, 0, 0
+	units, copies, failed, ro, evals, itx, undecided := 0, 0, 0, 0, 0, 0, 0
 	for seed := first; seed < first+seeds; seed++ {
 		h, problems := runSim(seed, "", 400)
 		units += len(h.Ops)
@@ -825,6 +839,7 @@ func TestTxnSim(t *testing.T) {
 			return n
 		}
 		ro += stat("answered early")
+		evals += stat("evaluated at prepare")
 		itx += stat("interactive commits tried")
 		replay := fmt.Sprintf("(replay: go test ./shard/txn -run 'TestTxnSim$' -args -txn.seed %d)", seed)
 		if problems != "" {
@@ -843,8 +858,8 @@ func TestTxnSim(t *testing.T) {
 			t.Fatalf("seed %d: %s %s %s", seed, rep.Result, rep.Detail, replay)
 		}
 	}
-	t.Logf("%d seeds, %d history entries (%d COPYs answered, most across groups; %d failed: a watched key changed, or out of attempts; %d answered before their last step: read-only, computed, MSET; %d interactive transfers' commits tried), %d strictly serializable, %d undecided within %d configurations, none illegal",
-		seeds, units, copies, failed, ro, itx, seeds-int64(undecided), undecided, simMaxStates)
+	t.Logf("%d seeds, %d history entries (%d COPYs answered, most across groups; %d failed: a watched key changed, or out of attempts; %d answered before their last step: read-only, computed, MSET, transfers evaluated at prepare (%d); %d interactive transfers' commits tried), %d strictly serializable, %d undecided within %d configurations, none illegal",
+		seeds, units, copies, failed, ro, evals, itx, seeds-int64(undecided), undecided, simMaxStates)
 	if undecided > simMaxUndecided {
 		t.Fatalf("%d seeds undecided (at most %d)", undecided, simMaxUndecided)
 	}

@@ -1,0 +1,585 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/release"
+	"github.com/synod-dev/synod/service"
+	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/synoderr"
+)
+
+// The placement namespace replicated (issue 33 items 2, 3 and 6;
+// docs/SHARDING.md "The placement namespace in the simulation").
+//
+// With ShardsConfig.PlaceReplicas > 0 the placement records are not world
+// registers: they are keys of a KV namespace, #placement, replicated by
+// a group of the world's protocol (paxos: the real automaton) on
+// PlaceReplicas machines spread over the machine list as
+// config.PlacementGroup spreads them (machines 1, 1+M/3, 1+2M/3 of M).
+// Its replicas share their machines' processor, disk and fate with the
+// data groups' replicas; they take part in every fault (the nemesis's
+// budget counts them as a group's).
+//
+// Records (as node/slotmap.go names them, one namespace): "map" the slot
+// map (shard.Placement), "mig" the migration record (shard.Migration),
+// "mem/<group>" a group's members record (members, joining, leaving,
+// former). Every record write is one atomic group through the
+// placement log, as node/migrate.go writes them: the migration record
+// and the slot map behind a version guard (guard <key> version <v>,
+// the version the writer read or wrote last), then the set, the key's
+// new version, and "incr seq", which numbers the placement log's record
+// writes. What the world calls the placement state (the slot map the
+// clients load, the migration record, the members records) is what the
+// first replica to apply each numbered write applied: the chosen
+// prefix of the placement log.
+//
+// The placement leader. The placer (shards_place.go), the migration
+// driver and the change driver run on the machine whose replica of
+// #placement leads it (as node/placer.go runs on the placement leader).
+// At every PlaceTick, and at once when its machine crashes or pauses,
+// the world checks that this replica still leads (its Leader() is
+// itself, and no other replica on a live machine leads with a higher
+// term); if not, the placement leader is deposed: its placer and both
+// drivers stop, and its record writes still in flight may still reach
+// the log (they are fenced by their version guards and by the
+// migration's driver token). A replica that leads then starts the next
+// placement leader, which first reads through the placement log (a
+// request in the log, answered after everything chosen before it) and
+// then resumes the migration the record shows under way (a new driver,
+// a new token) and the replacement a members record shows under way.
+// The crash fault picks the placement leader's machine one time in
+// four (in this mode only), so failovers are frequent.
+//
+// Invariants (besides the world's):
+//
+//   - Placement log agreement: every replica of #placement applies the
+//     same record write at each position of the placement log (no split
+//     brain of the placement service).
+//   - Epochs: along the placement log, each slot map written has the
+//     epoch of the one before plus one (one map per epoch), and every
+//     slot is owned by exactly one group in it (shard.Check).
+//   - Driver tokens: along the placement log, the migration record's
+//     (ID, Token) never goes back: a deposed placement leader's driver
+//     never overwrites its successor's record.
+//
+// Broken variant place-no-guard: the record writes of the migration
+// driver (saves and flips) and the placer's new migration records are
+// sent without their version guards (TestShardsSimPlaceGroup shows it
+// caught by the token or epoch invariant).
+
+// placeKeySeq numbers the placement log's record writes.
+const placeKeySeq = "seq"
+
+type shPlaceGroup struct {
+	g     *shGroup
+	rng   *rand.Rand
+	mach  int    // the machine the placement leader runs on (-1: none)
+	term  uint64 // its replica's term when it took over
+	gen   uint64 // placement leader generation (its calls carry it)
+	ready bool   // it has read through the placement log
+	id    uint64 // its request ids' client
+	seq   uint64
+	calls map[uint64]*shPgCall
+	// The placement log's record writes, by position, as first applied,
+	// and each record key's KV version there.
+	log []string
+	ver map[string]int64
+	had bool // a placement leader ran before (a new one is a failover)
+}
+
+type shPgCall struct {
+	seq  uint64
+	ops  []service.Op
+	gen  uint64
+	att  int
+	done func([]service.Result)
+}
+
+// placeMode: the placement records are the #placement group's.
+func (w *shWorld) placeMode() bool { return w.pg != nil }
+
+// placeReady: the placement leader may act (always in register mode).
+func (w *shWorld) placeReady() bool {
+	return w.pg == nil || w.pg.mach >= 0 && w.pg.ready
+}
+
+// newPlaceGroup builds #placement's replicas (booted with the others).
+func (w *shWorld) newPlaceGroup() {
+	n := w.cfg.PlaceReplicas
+	g := &shGroup{idx: len(w.groups), name: "#placement", hint: -1, place: true}
+	for i := 0; i < n; i++ {
+		m := w.machines[i*len(w.machines)/n]
+		g.ids = append(g.ids, m.id)
+		r := &shReplica{w: w, g: g, m: m, durable: map[string][]byte{}, taken: map[int]string{}}
+		r.rel = release.New(release.Config{Self: m.id, Known: g.known})
+		g.reps = append(g.reps, r)
+		m.reps = append(m.reps, r)
+	}
+	g.boot = slices.Clone(g.ids)
+	g.ever = slices.Clone(g.ids)
+	g.members = slices.Clone(g.ids)
+	g.chain = [][]automaton.NodeID{sortedIDs(g.ids)}
+	w.pg = &shPlaceGroup{g: g, rng: rand.New(rand.NewSource(w.cfg.Seed ^ 0x706c616365)), mach: -1, calls: map[uint64]*shPgCall{}, ver: map[string]int64{}}
+}
+
+// want is the replica count g's placement promises.
+func (w *shWorld) want(g *shGroup) int {
+	if g.place {
+		return w.cfg.PlaceReplicas
+	}
+	return w.cfg.Replicas
+}
+
+// ---- the placement leader ----
+
+// leads: r's replica leads #placement, by its own account, with its term.
+func leads(r *shReplica) (uint64, bool) {
+	if r.a == nil || !r.m.up || r.m.paused {
+		return 0, false
+	}
+	lr, ok := r.a.(automaton.LeaderReporter)
+	if !ok || lr.Leader() != r.m.id {
+		return 0, false
+	}
+	var t uint64
+	if tr, ok := r.a.(automaton.TermReporter); ok {
+		t = tr.Term()
+	}
+	return t, true
+}
+
+// placeLeaderCheck deposes a placement leader whose replica no longer
+// leads (or leads with a lower term than another's), and starts one on a
+// replica that leads.
+func (w *shWorld) placeLeaderCheck() {
+	p := w.pg
+	var best *shReplica
+	var bestTerm uint64
+	for _, r := range p.g.reps {
+		if t, ok := leads(r); ok && (best == nil || t > bestTerm) {
+			best, bestTerm = r, t
+		}
+	}
+	if p.mach >= 0 {
+		r := w.replicaOn(w.machines[p.mach], p.g.idx)
+		t, ok := leads(r)
+		if ok && t >= bestTerm {
+			return
+		}
+		w.deposePlacement(fmt.Sprintf("its replica on %s no longer leads #placement", w.machines[p.mach].id))
+	}
+	if best != nil {
+		w.takeOverPlacement(best.m, bestTerm)
+	}
+}
+
+// placeMachineDown: m crashed or paused; a placement leader on it stops.
+func (w *shWorld) placeMachineDown(m *shMachine) {
+	if w.pg != nil && w.pg.mach == m.idx {
+		w.deposePlacement(string(m.id) + " is down")
+	}
+}
+
+// deposePlacement stops the placement leader with its drivers; its calls
+// in flight are dropped (their requests may still reach the log).
+func (w *shWorld) deposePlacement(why string) {
+	p := w.pg
+	w.tracef("placement leader on %s deposed: %s", w.machines[p.mach].id, why)
+	p.mach, p.ready = -1, false
+	p.gen++
+	clear(p.calls)
+	if w.drv != nil {
+		w.drv = nil
+	}
+	w.chg = nil
+	if w.placer != nil {
+		w.placer.last = ""
+		w.placer.beginning = false
+	}
+}
+
+// takeOverPlacement starts the placement leader on m: it reads through
+// the placement log, then resumes what the records show under way.
+func (w *shWorld) takeOverPlacement(m *shMachine, term uint64) {
+	p := w.pg
+	p.mach, p.term, p.ready = m.idx, term, false
+	p.gen++
+	for p.id == 0 || w.byID[p.id] != nil {
+		p.id = p.rng.Uint64()
+	}
+	w.stats.PlaceLeaders++
+	if p.had {
+		w.stats.PlaceFailovers++
+	}
+	p.had = true
+	w.tracef("placement leader starts on %s (term %d): reading the placement log", m.id, term)
+	w.pgCall([]service.Op{{Kind: "get", Key: placeKeySeq}}, func([]service.Result) {
+		p.ready = true
+		w.tracef("placement leader on %s ready", m.id)
+		// A replacement whose record was written but whose removed
+		// member's replica was not stopped (its leader was deposed in
+		// between): stop it now.
+		for _, g := range w.groups {
+			for _, id := range slices.Clone(g.ids) {
+				if !slices.Contains(g.members, id) && id != g.joining {
+					w.dropReplica(g, id)
+				}
+			}
+		}
+		if w.mig.active && w.drv == nil {
+			w.stats.PlaceResumed++
+			w.newDriver()
+		}
+		for _, g := range w.groups {
+			if g.joining != "" && w.chg == nil {
+				w.stats.PlaceResumed++
+				w.resumeChange()
+			}
+		}
+	})
+}
+
+// placeResume: at every tick, a ready placement leader drives the
+// migration its log shows under way and resumes the replacement a members
+// record shows under way, when nothing of its own does (a deposed
+// leader's record write may land after its successor read the log).
+func (w *shWorld) placeResume() {
+	if !w.placeReady() || w.placer != nil && w.placer.beginning {
+		return
+	}
+	if w.mig.active && w.drv == nil {
+		w.newDriver()
+	}
+	if w.chg == nil {
+		w.resumeChange()
+	}
+}
+
+// ---- record writes through the placement log ----
+
+// pgCall runs ops as one atomic group in the placement log, sent by the
+// placement leader to its own replica (which forwards when it does not
+// lead) under one request id until answered; done gets the results,
+// unless the placement leader was deposed meanwhile.
+func (w *shWorld) pgCall(ops []service.Op, done func([]service.Result)) {
+	p := w.pg
+	p.seq++
+	c := &shPgCall{seq: p.seq, ops: ops, gen: p.gen, done: done}
+	p.calls[c.seq] = c
+	w.pgSend(c)
+}
+
+func (w *shWorld) pgSend(c *shPgCall) {
+	p := w.pg
+	if p.gen != c.gen || p.calls[c.seq] != c {
+		return
+	}
+	c.att++
+	if p.mach >= 0 {
+		if r := w.replicaOn(w.machines[p.mach], p.g.idx); r != nil && r.m.up {
+			req := automaton.Request{ID: automaton.RequestID{Client: p.id, Seq: c.seq}, Ops: c.ops}
+			w.after(0, &shEvent{kind: shClientReq, mach: r.m.idx, group: p.g.idx, inc: r.m.inc, client: -1, req: req, fwd: -1})
+		}
+	}
+	w.after(300*time.Millisecond, &shEvent{kind: shPlaceCallTimeout, gen: c.gen, attempt: c.att, cseq: c.seq})
+}
+
+// onPlaceCall: an answer to a placement call, or a timeout.
+func (w *shWorld) onPlaceCall(e *shEvent) {
+	p := w.pg
+	if e.kind == shPlaceCallTimeout {
+		if c := p.calls[e.cseq]; c != nil && c.gen == e.gen && c.att == e.attempt {
+			w.pgSend(c)
+		}
+		return
+	}
+	c := p.calls[e.resp.ID.Seq]
+	if c == nil || e.resp.ID.Client != p.id {
+		return
+	}
+	if res := e.resp.Result; res.IsErr() && res.AsError().Kind != synoderr.TryAgain {
+		w.fail("placement call %d refused: %s", c.seq, res.Err)
+		return
+	}
+	if e.resp.Result.IsErr() || len(e.resp.Results) < len(c.ops) {
+		// No leader yet, or not a member: again, same id.
+		c.att++
+		w.after(20*time.Millisecond, &shEvent{kind: shPlaceCallTimeout, gen: c.gen, attempt: c.att, cseq: c.seq})
+		return
+	}
+	delete(p.calls, c.seq)
+	w.stats.PlaceWrites++
+	c.done(e.resp.Results)
+}
+
+// recordOps is the atomic group writing value to record key: behind a
+// version guard unless guard is false, then the set, the new version
+// and the log position.
+func (w *shWorld) recordOps(key, value string, guard bool) []service.Op {
+	var ops []service.Op
+	if guard {
+		ops = append(ops, kvOpOf(service.GuardKind, key, "version", fmt.Sprint(w.pg.ver[key])))
+	}
+	return append(ops, kvOpOf("set", key, value), kvOpOf("version", key), kvOpOf("incr", placeKeySeq, "1"))
+}
+
+func kvOpOf(kind, key string, args ...string) service.Op {
+	op := service.Op{Kind: kind, Key: key}
+	for _, a := range args {
+		op.Args = append(op.Args, []byte(a))
+	}
+	return op
+}
+
+// guarded: the world's writers put their version guards on (not the
+// broken place-no-guard).
+func (w *shWorld) guarded() bool { return w.cfg.Broken != "place-no-guard" }
+
+// ---- the members record ----
+
+func encodeMembers(g *shGroup, members []automaton.NodeID, joining, leaving automaton.NodeID, former []string) string {
+	return fmt.Sprintf("members=%s;joining=%s;leaving=%s;former=%s", joinIDs(members), joining, leaving, strings.Join(former, " "))
+}
+
+func (w *shWorld) applyMembers(g *shGroup, v string) {
+	for _, f := range strings.Split(v, ";") {
+		k, x, _ := strings.Cut(f, "=")
+		switch k {
+		case "members":
+			g.members = nil
+			for _, id := range strings.Fields(x) {
+				g.members = append(g.members, automaton.NodeID(id))
+			}
+		case "joining":
+			g.joining = automaton.NodeID(x)
+		case "leaving":
+			g.leaving = automaton.NodeID(x)
+		case "former":
+			g.former = strings.Fields(x)
+		}
+	}
+}
+
+// writeMembers writes g's members record (in register mode at once),
+// then calls then.
+func (w *shWorld) writeMembers(g *shGroup, members []automaton.NodeID, joining, leaving automaton.NodeID, former []string, then func()) {
+	if !w.placeMode() {
+		g.members, g.joining, g.leaving, g.former = members, joining, leaving, former
+		then()
+		return
+	}
+	w.pgCall(w.recordOps("mem/"+g.name, encodeMembers(g, members, joining, leaving, former), false), func([]service.Result) { then() })
+}
+
+// ---- the placement replicas' service: the world's window on the log ----
+
+// pgService is KV as a replica of #placement applies it: every numbered
+// record write is checked against the placement log and, the first time
+// a replica applies it, taken as the placement state.
+type pgService struct{ r *shReplica }
+
+func (s pgService) Name() string                 { return ServiceName }
+func (s pgService) Validate(op service.Op) error { return s.r.w.kv.Validate(op) }
+func (s pgService) IsRead(op service.Op) bool    { return s.r.w.kv.IsRead(op) }
+func (s pgService) NewState() service.State      { return &pgState{st: s.r.w.kv.NewState(), r: s.r} }
+func (s pgService) Nondeterministic() bool       { return false }
+
+type pgState struct {
+	st  service.State
+	r   *shReplica
+	ops []string // the record write being applied: its sets and versions
+}
+
+func (s *pgState) Snapshot() []byte                   { return s.st.Snapshot() }
+func (s *pgState) Restore(b []byte) error             { return s.st.Restore(b) }
+func (s *pgState) Apply(op service.Op) service.Result { return s.ApplyEnv(op, service.Env{}) }
+
+func (s *pgState) ApplyEnv(op service.Op, env service.Env) service.Result {
+	res := service.ApplyEnv(s.st, op, env)
+	switch {
+	case op.Kind == "set":
+		s.ops = append(s.ops, "set\x00"+op.Key+"\x00"+string(op.Args[0]))
+	case op.Kind == "version" && res.Type == service.ResultInt:
+		s.ops = append(s.ops, fmt.Sprintf("version\x00%s\x00%d", op.Key, res.Int))
+	case op.Kind == "incr" && op.Key == placeKeySeq && res.Type == service.ResultInt:
+		ops := s.ops
+		s.ops = nil
+		s.r.w.onPlaceWrite(s.r, res.Int, ops)
+	}
+	return res
+}
+
+// onPlaceWrite: replica r applied the record write at position n of the
+// placement log.
+func (w *shWorld) onPlaceWrite(r *shReplica, n int64, ops []string) {
+	p := w.pg
+	text := strings.Join(ops, "\x01")
+	switch {
+	case n <= int64(len(p.log)):
+		if p.log[n-1] != text {
+			w.violation("placement log agreement: the replica of #placement on %s applied %q at position %d, where another applied %q", r.m.id, shortRecord(text), n, shortRecord(p.log[n-1]))
+		}
+		return
+	case n > int64(len(p.log))+1:
+		w.fail("the replica of #placement on %s applied position %d of the placement log before position %d was applied anywhere", r.m.id, n, len(p.log)+1)
+		return
+	}
+	p.log = append(p.log, text)
+	for _, o := range ops {
+		f := strings.SplitN(o, "\x00", 3)
+		if f[0] == "version" {
+			var v int64
+			fmt.Sscan(f[2], &v)
+			p.ver[f[1]] = v
+			continue
+		}
+		w.takeRecord(f[1], f[2])
+	}
+}
+
+func shortRecord(s string) string {
+	s = strings.NewReplacer("\x00", " ", "\x01", "; ").Replace(s)
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}
+
+// takeRecord makes a record chosen in the placement log the world's
+// placement state, checking the epoch and token invariants.
+func (w *shWorld) takeRecord(key, value string) {
+	switch {
+	case key == "map":
+		q, err := shard.ParsePlacement(value, len(w.groups))
+		if err != nil {
+			w.fail("placement log: slot map: %v", err)
+			return
+		}
+		if q.Epoch != w.place.Epoch+1 {
+			w.violation("epochs: the placement log holds slot map epoch %d after epoch %d (each map is its predecessor's epoch plus one)", q.Epoch, w.place.Epoch)
+		}
+		w.place = q
+		w.placeMap = shard.Build(w.place.Groups)
+		w.stats.Flips++
+		w.tracef("slot map epoch %d (placement log)", w.place.Epoch)
+		if err := w.checkMap(); err != "" {
+			w.violation("%s", err)
+		}
+	case key == "mig":
+		rec, err := shard.ParseMigration(value)
+		if err != nil {
+			w.fail("placement log: migration record: %v", err)
+			return
+		}
+		old := w.mig.rec
+		if w.mig.ver > 0 && (rec.ID < old.ID || rec.ID == old.ID && rec.Token < old.Token) {
+			w.violation("driver tokens: the placement log holds migration %d token %d after migration %d token %d (a deposed driver's record overwrote its successor's)", rec.ID, rec.Token, old.ID, old.Token)
+		}
+		was := w.mig.active
+		w.mig.rec = rec
+		w.mig.ver++
+		w.mig.active = !rec.Phase.Finished()
+		switch {
+		case !was && w.mig.active:
+			w.migSpans = append(w.migSpans, [2]time.Duration{w.now, -1})
+		case was && !w.mig.active:
+			w.migSpans[len(w.migSpans)-1][1] = w.now
+			w.stats.Migrations++
+			w.migsLeft--
+			w.tracef("migration %d %s (placement log)", rec.ID, rec.Phase)
+		}
+	case strings.HasPrefix(key, "mem/"):
+		for _, g := range w.groups {
+			if "mem/"+g.name == key {
+				w.applyMembers(g, value)
+			}
+		}
+	}
+}
+
+// ---- the drivers' record writes (shards_driver.go) ----
+
+// beginLogged writes a new migration record through the placement log
+// (behind the version of the record the placer read), then starts its
+// driver.
+func (w *shWorld) beginLogged(rec shard.Migration) {
+	if p := w.placer; p != nil {
+		p.beginning = true
+	}
+	rec.ID = w.mig.rec.ID + 1
+	if prev := w.mig.rec; prev.ID > 0 {
+		rec.Token = prev.Token
+	}
+	gen := w.pg.gen
+	w.tracef("migration %d: %s -> %s slots %s (writing its record)", rec.ID, rec.FromName, rec.ToName, shard.FormatSlots(rec.Slots))
+	w.pgCall(w.recordOps("mig", rec.Encode(), w.guarded()), func(rs []service.Result) {
+		if w.placer != nil {
+			w.placer.beginning = false
+		}
+		if w.pg.gen != gen {
+			return
+		}
+		if w.guarded() && service.IsGuardFailure(rs[0]) {
+			w.tracef("migration record changed meanwhile: decide again")
+			if w.placer != nil {
+				w.placer.last = ""
+			}
+			return
+		}
+		if w.mig.active && w.drv == nil {
+			w.newDriver()
+		}
+	})
+}
+
+// driverSave saves d's record through the placement log, behind the
+// version d saved or read last.
+func (w *shWorld) driverSave(d *shDriver, rec shard.Migration) {
+	d.wait, d.tries = true, 0 // no timeout or answer of a group request matches now
+	d.seq++
+	ops := w.recordOps("mig", rec.Encode(), w.guarded())
+	if w.guarded() {
+		ops[0] = kvOpOf(service.GuardKind, "mig", "version", fmt.Sprint(d.ver))
+	}
+	w.pgCall(ops, func(rs []service.Result) {
+		if w.drv != d {
+			return
+		}
+		d.wait = false
+		if w.guarded() && service.IsGuardFailure(rs[0]) {
+			d.out.Err = "the migration record changed (another driver)"
+		} else {
+			d.ver = uint64(rs[len(rs)-2].Int)
+		}
+		w.after(time.Millisecond, &shEvent{kind: shDriverEv, gen: d.gen})
+	})
+}
+
+// driverFlip records the flip in the placement log (node/migrate.go flip):
+// the slot map with the slots moved, at the next epoch, behind the
+// version of the map read (nothing when the slots are there already).
+func (w *shWorld) driverFlip(d *shDriver, a shard.Action) {
+	if w.place.Owns(a.Group, a.Slots) {
+		w.after(time.Millisecond, &shEvent{kind: shDriverEv, gen: d.gen})
+		return
+	}
+	d.wait, d.tries = true, 0
+	d.seq++
+	q := w.place.Move(a.Slots, a.Group)
+	w.pgCall(w.recordOps("map", q.Encode(), w.guarded()), func(rs []service.Result) {
+		if w.drv != d {
+			return
+		}
+		d.wait = false
+		if w.guarded() && service.IsGuardFailure(rs[0]) {
+			d.out.Err = "the slot map changed meanwhile"
+		}
+		w.after(time.Millisecond, &shEvent{kind: shDriverEv, gen: d.gen})
+	})
+}
