@@ -190,6 +190,18 @@
 //     violation; but nothing in the model bounds the pause, and a primary
 //     that resumes after its detector has dropped the backups answers
 //     alone.
+//   - a slow disk: a primary's sends wait behind its own fsyncs, so fsyncs
+//     slower than a check period hold its heartbeats back and a backup
+//     takes over while it lives, and it drops its silent backups and
+//     answers alone. With the simulator's default fsync (0.1-1 ms) its
+//     slow windows stay inside a period; with 1-30 ms they do not:
+//     `synod-lab sim --protocol pb --nodes 3 --clients 8 --ops 1000
+//     --faults crash,dup,reorder,slow --fsync uniform:1ms:30ms --seeds
+//     1-20` fails 9 of 20 seeds (exactly-once, diverged replicas).
+//     protocol/pbdurable closes it for its replicated objects (a backup
+//     must hold each answered write, and a new primary collects the
+//     states of every node but its predecessor: its takeover.go); pb
+//     does not yet (docs/CHAOS.md).
 //   - loss: a run of lost heartbeats as long as a check period looks like
 //     a crash. At the simulator's worst loss window (30%) the chance is
 //     about 0.3^12 per period and 100 seeds of crash,loss passed, but the
