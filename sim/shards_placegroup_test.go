@@ -3,6 +3,8 @@ package sim
 import (
 	"strings"
 	"testing"
+
+	"github.com/synod-dev/synod/shard"
 )
 
 // The placement namespace replicated (shards_placegroup.go): the slot
@@ -59,4 +61,58 @@ func TestShardsSimCatchesPlaceNoGuard(t *testing.T) {
 		t.Logf("seed %d not caught (%s): %v", s, r.Invariant, r.Stats)
 	}
 	t.Error("place-no-guard not caught in seeds 8, 1, 2, 3")
+}
+
+// The placement log's checks on crafted logs: two replicas applying
+// different record writes at one position (a split brain of the placement
+// service), a slot map whose epoch does not follow its predecessor's, and
+// a migration record whose driver token goes back.
+func TestShardsPlaceLogChecks(t *testing.T) {
+	world := func() *shWorld {
+		cfg := shardsCfg(1)
+		cfg.PlaceReplicas = 3
+		w, err := newShWorld(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	mapWrite := func(w *shWorld, to int) []string {
+		q := w.place.Move(w.place.Groups[0][:1], to)
+		return []string{"set\x00map\x00" + q.Encode(), "version\x00map\x001"}
+	}
+	w := world()
+	a, b := w.pg.g.reps[0], w.pg.g.reps[1]
+	first := mapWrite(w, 1)
+	w.onPlaceWrite(a, 1, first)
+	if w.inv != "" || w.place.Epoch != 2 {
+		t.Fatalf("a first map write: invariant %q, epoch %d", w.inv, w.place.Epoch)
+	}
+	w.onPlaceWrite(b, 1, first) // the same write: agreement
+	if w.inv != "" {
+		t.Fatalf("the same write at the same position: %s", w.inv)
+	}
+	w.onPlaceWrite(b, 1, []string{"set\x00mem/s0\x00members=m1"})
+	if !strings.Contains(w.inv, "placement log agreement") {
+		t.Fatalf("two writes at position 1 not caught: %q", w.inv)
+	}
+
+	w = world()
+	w.onPlaceWrite(w.pg.g.reps[0], 1, mapWrite(w, 1))
+	stale := w.place
+	stale.Epoch-- // a map written from the one before: the same epoch again
+	w.onPlaceWrite(w.pg.g.reps[0], 2, []string{"set\x00map\x00" + stale.Move(stale.Groups[1][:1], 2).Encode()})
+	if !strings.Contains(w.inv, "epochs") {
+		t.Fatalf("a repeated epoch not caught: %q", w.inv)
+	}
+
+	w = world()
+	r := w.pg.g.reps[0]
+	rec := shard.Migration{ID: 1, From: 0, To: 2, FromName: "s0", ToName: "s2", Slots: w.place.Groups[0][:1], Token: 2}
+	w.onPlaceWrite(r, 1, []string{"set\x00mig\x00" + rec.Encode()})
+	rec.Token = 1
+	w.onPlaceWrite(r, 2, []string{"set\x00mig\x00" + rec.Encode()})
+	if !strings.Contains(w.inv, "driver tokens") {
+		t.Fatalf("a token going back not caught: %q", w.inv)
+	}
 }

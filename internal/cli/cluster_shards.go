@@ -17,10 +17,10 @@ type shardRow struct {
 	leaders      map[string][]string // leader -> the members that report it
 }
 
-// printShards writes the sharded namespaces' groups: slots, nodes and
-// leader, as each group's live members report it ("-" when none does; a
-// disagreement, as during an election, lists each answer with who gave
-// it).
+// printShards writes the sharded namespaces' groups and the placement
+// namespace (#placement): slots, nodes and leader, as each group's live
+// members report it ("-" when none does; a disagreement, as during an
+// election, lists each answer with who gave it).
 func printShards(out io.Writer, st []cluster.NodeStatus) {
 	rows := map[string]*shardRow{}
 	for _, s := range st {
@@ -31,7 +31,9 @@ func printShards(out io.Writer, st []cluster.NodeStatus) {
 		for _, l := range strings.Split(string(rep.Str), "\n") {
 			l = strings.TrimSpace(l)
 			name, facts, ok := strings.Cut(l, ":")
-			if !ok || strings.HasPrefix(l, "#") {
+			// "# Shards" heads the section; "#placement:..." is the
+			// placement namespace's row.
+			if !ok || strings.HasPrefix(l, "# ") {
 				continue
 			}
 			f := map[string]string{}

@@ -26,6 +26,9 @@ func (a *PBD) onHeartbeat(from automaton.NodeID, m msg) {
 		a.send(from, msg{kind: kindAck, view: a.view, index: a.index})
 	} else {
 		a.send(from, msg{kind: kindJoin, view: a.view})
+		if !a.promised {
+			a.sendPromise()
+		}
 	}
 }
 
@@ -87,6 +90,7 @@ func (a *PBD) onState(from automaton.NodeID, m msg) {
 		}
 		a.index, a.applied, a.dbApplied, a.commit, a.synced = m.index, m.index, 0, m.index, true
 		a.held = map[uint64]prepared{}
+		a.memView = m.view
 	}
 	a.send(from, msg{kind: kindAck, view: a.view, index: stateAck})
 	a.send(from, msg{kind: kindAck, view: a.view, index: a.index})

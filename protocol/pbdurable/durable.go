@@ -203,6 +203,7 @@ func (a *PBD) restartReplicated(in automaton.Start) bool {
 			panic(fmt.Sprintf("pbdurable: corrupt state view record: %v", err))
 		}
 		a.loadState(in.Records)
+		a.memView = a.stateView
 	}
 	a.recovering = true
 	a.reports = map[automaton.NodeID]report{a.cfg.Self: {view: a.view, stateView: a.stateView}}
@@ -251,6 +252,13 @@ func (a *PBD) onReport(from automaton.NodeID, m msg) {
 	switch {
 	case a.primary:
 		a.send(from, msg{kind: kindHeartbeat, view: a.view, index: a.index, commit: a.commit})
+	case !a.recovering && !a.synced && a.collects():
+		// A node waiting for a state that no primary sends (its primary
+		// stopped before it was ready) joins the restarted node's
+		// election, as if it had restarted too.
+		a.recovering = true
+		a.reports = map[automaton.NodeID]report{a.cfg.Self: {view: a.view, stateView: a.stateView}}
+		fallthrough
 	case a.recovering:
 		a.reports[from] = report{view: m.view, stateView: m.stateView}
 		if m.db {
@@ -268,6 +276,10 @@ func (a *PBD) onReport(from automaton.NodeID, m msg) {
 // executed since; a later view whose primary has no durable state never
 // answered. Only the chosen node acts.
 func (a *PBD) elect() {
+	defer func() {
+		if !a.recovering {
+		}
+	}()
 	if len(a.reports) < len(a.cfg.Nodes) {
 		return
 	}
@@ -290,5 +302,9 @@ func (a *PBD) elect() {
 // leaveRecovery: a live primary answered; the node joins it.
 func (a *PBD) leaveRecovery() {
 	a.recovering, a.reports = false, nil
-	a.held = map[uint64]prepared{}
+	if !a.collects() {
+		a.held = map[uint64]prepared{}
+	}
+	// Otherwise the loaded buffers stay held: the node's promise reports
+	// them (takeover.go) until a state replaces them.
 }

@@ -20,10 +20,11 @@ const (
 	kindForward   = 6 // non-primary -> primary: a client's request
 	kindReply     = 7 // primary -> forwarder: its answer
 	kindReport    = 8 // restarted node -> every node: its durable views (durable.go)
+	kindPromise   = 9 // node that adopted a new view -> its primary: the state it holds (takeover.go)
 )
 
 var header = proto.Header{Protocol: "pbdurable", Version: 3, Kinds: []string{
-	"heartbeat", "update", "ack", "state", "join", "forward", "reply", "report"}}
+	"heartbeat", "update", "ack", "state", "join", "forward", "reply", "report", "promise"}}
 
 const maxNode = 1 << 12
 
@@ -71,6 +72,9 @@ func (m msg) encode() []byte {
 	case kindReport:
 		m.stateView.Encode(&e)
 		e.Bool(m.db)
+	case kindPromise:
+		m.stateView.Encode(&e)
+		e.Bytes(m.state)
 	}
 	return e.B
 }
@@ -100,6 +104,9 @@ func decode(b []byte) (msg, error) {
 	case kindReport:
 		m.stateView = proto.DecodeBallot(d, maxNode)
 		m.db = d.Bool()
+	case kindPromise:
+		m.stateView = proto.DecodeBallot(d, maxNode)
+		m.state = d.BytesCopy()
 	}
 	return m, d.Done()
 }
@@ -142,6 +149,8 @@ func (a *PBD) DescribeMessage(b []byte) string {
 		return fmt.Sprintf("%s view=%s index=%d (%d bytes)", name, m.view, m.index, len(m.state))
 	case kindJoin:
 		return fmt.Sprintf("%s view=%s", name, m.view)
+	case kindPromise:
+		return fmt.Sprintf("%s view=%s state of %s index=%d (%d bytes)", name, m.view, m.stateView, m.index, len(m.state))
 	case kindForward:
 		return fmt.Sprintf("%s view=%s %v %v", name, m.view, m.id, m.op)
 	case kindReply:

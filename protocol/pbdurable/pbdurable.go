@@ -17,6 +17,7 @@ const (
 	Name                = "pbdurable"
 	BrokenReplyBeforeDB = "pbdurable-broken-replybeforedb"
 	BrokenNoPrepare     = "pbdurable-broken-noprepare"
+	BrokenTakeOver      = "pbdurable-broken-takeover"
 )
 
 func init() {
@@ -26,6 +27,8 @@ func init() {
 		"answers before the request's database transaction committed; caught by the invariant reply-after-durable")})
 	automaton.RegisterBroken(Name, protocol{noPrepare: true, Capabilities: capabilities(BrokenNoPrepare,
 		"backups apply an update buffer on arrival, before the request's database transaction committed; caught by the invariant all-or-nothing")})
+	automaton.RegisterBroken(Name, protocol{soloTakeOver: true, Capabilities: capabilities(BrokenTakeOver,
+		"the seed's switch_to_primary as is (earlier versions): a new primary serves with its own state, without its peers' promises, and a primary answers with no backup holding the write; with a slow disk the old primary drops its backups and answers alone while a backup takes over: acknowledged writes are lost, caught by the linearizability checker (TestTakeOverSlowDisk)")})
 }
 
 // capabilities is the registration of the protocol or a variant.
@@ -61,6 +64,9 @@ type protocol struct {
 	// the request's database transaction committed (caught by the
 	// invariant all-or-nothing).
 	noPrepare bool
+	// soloTakeOver: take-overs collect no promises and answers need no
+	// backup (takeover.go's rules off: the seed's protocol as is).
+	soloTakeOver bool
 }
 
 // New implements automaton.Protocol.
@@ -178,6 +184,18 @@ type PBD struct {
 	stateView           proto.Ballot
 	recovering          bool
 	reports             map[automaton.NodeID]report
+
+	// Take-overs (takeover.go): the view of the replicated state this
+	// node holds in memory (zero: none); a new primary's suspected
+	// predecessor, the promises it collects, and its recovery's result
+	// while it waits for them.
+	memView      proto.Ballot
+	suspect      automaton.NodeID
+	collecting   bool
+	promised     bool // sent a promise in this view
+	promises     map[automaton.NodeID]msg
+	recoveryDone bool
+	recoveryRes  sqlstore.Result
 }
 
 // prepared is an update buffer a backup holds until it may apply it.
@@ -270,6 +288,7 @@ func (a *PBD) OnStart(in automaton.Start) {
 	}
 	a.Emit(automaton.Persist{Key: recordBooted, Value: []byte{1}})
 	a.view, a.synced = proto.Ballot{Round: 1, Node: 1}, true
+	a.memView = a.view
 	a.saveView()
 	a.svc.set().SetRole(durability.Backup)
 	if a.me != 0 {
@@ -325,12 +344,16 @@ func (a *PBD) OnMessage(from automaton.NodeID, raw []byte) {
 		a.onReply(m)
 	case kindReport:
 		a.onReport(from, m)
+	case kindPromise:
+		a.onPromise(from, m)
 	}
 }
 
 // adopt moves to a later view: a primary steps down, everyone waits for
 // the new primary's state.
 func (a *PBD) adopt(v proto.Ballot) {
+	if a.view.Less(v) {
+	}
 	if !a.view.Less(v) {
 		return
 	}
@@ -338,6 +361,7 @@ func (a *PBD) adopt(v proto.Ballot) {
 	a.restarted = false
 	a.saveView()
 	if a.primary {
+		a.stepDownState()
 		a.primary, a.ready = false, false
 		a.Emit(automaton.CancelTimer{ID: timerHeartbeat})
 		for _, p := range a.queue {
@@ -348,7 +372,13 @@ func (a *PBD) adopt(v proto.Ballot) {
 		a.queue, a.waiting = nil, nil
 	}
 	a.svc.set().SetRole(durability.Backup)
-	a.held = map[uint64]prepared{}
+	a.collecting, a.promised = false, false
+	if !a.collects() {
+		a.held = map[uint64]prepared{}
+	}
+	// Otherwise the held buffers stay: they are part of the state this
+	// node reports in its promise (takeover.go) until a state replaces
+	// them.
 	// In request order, not map order: the answers are outputs, and a seed
 	// must replay them byte for byte (expireForwards does the same).
 	ids := make([]automaton.RequestID, 0, len(a.fwd))
@@ -423,6 +453,7 @@ func (a *PBD) checkPrimary() {
 	}
 	if !a.synced {
 		a.sendJoin()
+		a.sendPromise()
 		return
 	}
 	if a.heard {

@@ -16,6 +16,7 @@ import (
 // replicated objects change role (their state is here), database objects
 // reload by the mapping's queries, reconstructible ones come back empty.
 func (a *PBD) takeOver() {
+	a.beginCollect()
 	a.view = a.view.Next(uint32(a.me + 1))
 	a.restarted = false
 	a.saveView()
@@ -55,6 +56,7 @@ func (a *PBD) takeOver() {
 // once it is done.
 func (a *PBD) startRecovery(p *sqlstore.Payload) {
 	a.recoverPayload = p
+	a.recoveryDone = false
 	a.nextEffect++
 	a.recoverFx = a.nextEffect
 	a.Emit(automaton.Effect{ID: a.recoverFx, Kind: sqlstore.EffectKind, Payload: p})
@@ -136,26 +138,8 @@ func (a *PBD) OnEffectDone(d automaton.EffectDone) {
 	if d.ID == a.recoverFx && a.primary && !a.ready {
 		if d.Err == nil {
 			res, _ := d.Result.(sqlstore.Result)
-			qs := a.recoveryQueries()
-			var c uint64
-			for i, q := range qs {
-				if i >= len(res.Rows) {
-					break
-				}
-				if q.Object == commitObject {
-					if rows := res.Rows[i]; len(rows) == 1 && len(rows[0]) == 1 {
-						n, _ := durability.AsInt64(rows[0][0])
-						c = uint64(n)
-					}
-					continue
-				}
-				_ = a.svc.set().Restore(q, res.Rows[i])
-			}
-			a.decide(c)
-			a.ready = true
-			a.persistState() // before anything is answered in this view
-			a.sendStates()
-			a.resume()
+			a.recoveryDone, a.recoveryRes = true, res
+			a.finishTakeOver()
 			return
 		}
 		// The database did not answer: try again one checking period
@@ -164,6 +148,44 @@ func (a *PBD) OnEffectDone(d automaton.EffectDone) {
 		a.Emit(automaton.SetTimer{ID: timerRecover, After: a.checking})
 		return
 	}
+	a.onTxDone(d)
+}
+
+// finishTakeOver makes a new primary ready once its recovery effect is
+// done and, after a take-over, every promise it waits for arrived
+// (takeover.go): the best state reported is installed, the database
+// objects restored from the recovery's rows, the prepared buffers decided.
+func (a *PBD) finishTakeOver() {
+	if !a.primary || a.ready || !a.recoveryDone || !a.promisesComplete() {
+		return
+	}
+	a.installBest()
+	res := a.recoveryRes
+	qs := a.recoveryQueries()
+	var c uint64
+	for i, q := range qs {
+		if i >= len(res.Rows) {
+			break
+		}
+		if q.Object == commitObject {
+			if rows := res.Rows[i]; len(rows) == 1 && len(rows[0]) == 1 {
+				n, _ := durability.AsInt64(rows[0][0])
+				c = uint64(n)
+			}
+			continue
+		}
+		_ = a.svc.set().Restore(q, res.Rows[i])
+	}
+	a.decide(c)
+	a.ready = true
+	a.memView = a.view
+	a.persistState() // before anything is answered in this view
+	a.sendStates()
+	a.resume()
+}
+
+// onTxDone: a request's transaction committed (or failed).
+func (a *PBD) onTxDone(d automaton.EffectDone) {
 	p := a.effects[d.ID]
 	if p == nil {
 		return
@@ -260,7 +282,7 @@ func (a *PBD) prepared(p *pending) bool {
 			return false
 		}
 	}
-	return true
+	return a.heldByBackup(p)
 }
 
 // issue sends the next request's transaction when none is in flight:
@@ -297,7 +319,7 @@ func (a *PBD) durable(p *pending) bool {
 			}
 		}
 	}
-	return true
+	return a.heldByBackup(p)
 }
 
 // release answers the requests at the head of the queue whose effects

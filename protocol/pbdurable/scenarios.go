@@ -17,7 +17,16 @@ import "github.com/synod-dev/synod/automaton"
 func (p protocol) Scenarios() []automaton.Scenario {
 	crash := []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash,dup,reorder,slow"}
 	with := func(args []string, more ...string) []string { return append(append([]string{}, args...), more...) }
+	// A slow disk holds a primary's heartbeats back past a check period: a
+	// backup takes over from a live primary (takeover.go).
+	slowDisk := []string{"--nodes", "3", "--clients", "8", "--ops", "300", "--faults", "crash,slow",
+		"--fsync", "uniform:1ms:30ms", "--power-loss", "500ms,1s,1.5s,2s", "--param", "mapping=pb"}
 	switch {
+	case p.soloTakeOver:
+		return []automaton.Scenario{
+			{Name: "caught by the linearizability checker (slow disks: a backup takes over from a live primary, which answers alone)",
+				Args: slowDisk, Seeds: "7,16"},
+		}
 	case p.replyBeforeDB:
 		return []automaton.Scenario{
 			{Name: "caught by the invariant reply-after-durable",
@@ -41,6 +50,8 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			Args: with(counter, "--param", "mapping=pb"), Seeds: "1-3"},
 		{Name: "kv replicated (PB) under crashes",
 			Args: with(crash, "--param", "mapping=pb"), Seeds: "1-4"},
+		{Name: "kv replicated (PB) under crashes, slow disks and power losses: take-overs from a live primary lose nothing",
+			Args: slowDisk, Seeds: "7,16"},
 		{Name: "kv state replicated, answers in the database (PB+DB) under crashes: all-or-nothing across the two",
 			Args: with(crash, "--param", "mapping=pbdb"), Seeds: "1-6"},
 		{Name: "Counter reconstructible: a fail-over loses the value (documented loss, seen by the checker)",
