@@ -166,3 +166,94 @@ func TestPipelineBatchesInFlight(t *testing.T) {
 	}
 	t.Logf("%d commands, %d requests submitted, at most %d in flight", len(script), b.submits, b.most)
 }
+
+// gatedBackend is a MemBackend that hands requests over without waiting
+// (SubmitBackend) and holds the answer of every request naming the key
+// "held" until release is closed; the others are answered at once. held
+// gets each held request as it is handed over.
+type gatedBackend struct {
+	*gatewaytest.MemBackend
+	release chan struct{}
+	held    chan automaton.Request
+}
+
+func (b *gatedBackend) Submit(ctx context.Context, ns string, req automaton.Request) func() (automaton.Response, error) {
+	held := req.Op.Key == "held"
+	for _, op := range req.Ops {
+		held = held || op.Key == "held"
+	}
+	r, err := b.Do(ctx, ns, req)
+	if held {
+		b.held <- req
+	}
+	return func() (automaton.Response, error) {
+		if held {
+			<-b.release
+		}
+		return r, err
+	}
+}
+
+// TestBatchKeyspaceEventsDoNotWait: a pipeline batch's keyspace events
+// are published when its answer arrives, not once the previous batch's
+// replies are written: with the first batch's answer held, the second
+// batch (other keys, in flight beside it) notifies a subscriber at once;
+// the replies still go out in command order once the first is answered.
+func TestBatchKeyspaceEventsDoNotWait(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: pxName, Service: "kv"}
+	b := &gatedBackend{MemBackend: gatewaytest.New(ns), release: make(chan struct{}), held: make(chan automaton.Request, 4)}
+	_, addr := startServer(t, b, ServerOptions{})
+	admin := dial(t, addr)
+	if got := admin.do("CONFIG", "SET", "notify-keyspace-events", "KA"); got != "OK" {
+		t.Fatalf("CONFIG SET: %s", got)
+	}
+	sub := dial(t, addr)
+	sub.send("SUBSCRIBE", "__keyspace@0__:free")
+	sub.reply()
+
+	c := dial(t, addr)
+	chunk := func(cmds ...[]string) {
+		for _, args := range cmds {
+			c.send(args...)
+		}
+		if err := c.w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunk([]string{"SET", "held", "1"}, []string{"SET", "held", "2"}) // the first batch: answer held
+	select {
+	case req := <-b.held: // handed over: the next chunk is a batch of its own
+		if len(req.Ops) != 2 {
+			t.Fatalf("the first batch handed over %d operations, want its 2 (%v)", len(req.Ops), req)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first batch was not handed over")
+	}
+	chunk([]string{"SET", "free", "1"}, []string{"SET", "other", "1"})
+
+	got := make(chan string, 1)
+	go func() {
+		sub.nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+		r, err := sub.r.ReadReply()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- r.String()
+	}()
+	select {
+	case m := <-got:
+		if !strings.Contains(m, "__keyspace@0__:free") || !strings.Contains(m, "set") {
+			t.Errorf("the subscriber got %q, want the set event of free", m)
+		}
+	case <-time.After(20 * time.Second):
+		close(b.release)
+		t.Fatal("the second batch's event waited for the first batch's held answer")
+	}
+	close(b.release)
+	for i, want := range []string{"OK", "OK", "OK", "OK"} {
+		if r := c.reply().String(); r != want {
+			t.Fatalf("reply %d: %s, want %s", i+1, r, want)
+		}
+	}
+}

@@ -420,9 +420,23 @@ func (b *batchSlot) answered() bool {
 
 // writeBatch writes batch b's replies, those of plans answered by rs or
 // fail (renderNext), once the previous batch's are written, flushes them,
-// frees b's lane and marks b written. The replies are rendered here, in
-// command order after the previous batch's.
+// frees b's lane and marks b written. The replies are rendered as they
+// are written (no list of them per batch), unless a plan of the batch
+// notes its result (keyspace notifications, plan.note): then the whole
+// batch is rendered at once, as its answer arrives, as before, so that its
+// events wait neither for the previous batch's replies nor for room in the
+// output buffer of a client that does not read them.
 func (c *conn) writeBatch(b *batchSlot, plans []plan, rs []service.Result, fail service.Result) {
+	var early []service.Result
+	for _, p := range plans {
+		if p.note != nil {
+			early = make([]service.Result, 0, len(plans))
+			for i, k := 0, 0; i < len(plans); i++ {
+				early = append(early, renderNext(plans[i], rs, &k, fail))
+			}
+			break
+		}
+	}
 	if b.prev != nil {
 		<-b.prev.written
 		b.prev = nil
@@ -432,7 +446,11 @@ func (c *conn) writeBatch(b *batchSlot, plans []plan, rs []service.Result, fail 
 	c.out.waitRoom(int(c.s.lim.pipeline.Load()))
 	c.wmu.Lock()
 	for i, k := 0, 0; i < len(plans); i++ {
-		c.writeResult(renderNext(plans[i], rs, &k, fail))
+		if early != nil {
+			c.writeResult(early[i])
+		} else {
+			c.writeResult(renderNext(plans[i], rs, &k, fail))
+		}
 	}
 	c.w.Flush() // a failure fails out; the reader then ends the connection
 	c.out.addReplies(len(plans))
