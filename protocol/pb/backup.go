@@ -29,6 +29,9 @@ func (a *PB) onUpdate(from automaton.NodeID, m message) {
 	case rolePrimary, roleRecovering:
 		return
 	}
+	if a.waiting {
+		return // the primary resends once it named its members
+	}
 	a.heard = true
 	if m.Stable > a.stable {
 		a.stable = m.Stable
@@ -91,6 +94,18 @@ func (a *PB) onView(from automaton.NodeID, m message) {
 		return
 	}
 	fromPrimary := from == m.Members[0] && m.Kind != kindStale
+	if a.collects() && (m.Kind == kindNewView && fromPrimary || m.Kind == kindStale) && !m.View.Less(a.view) {
+		// A primary that collects promises (takeover.go).
+		if a.view.Less(m.View) || a.role == roleRecovering {
+			a.adoptCollecting(m)
+			return
+		}
+		if m.Kind == kindNewView && m.View == a.view && (a.waiting || a.role == roleJoining) {
+			a.heard = a.heard || a.waiting
+			a.sendPromise()
+		}
+		return
+	}
 	if a.role == roleRecovering {
 		if !fromPrimary {
 			return
@@ -116,6 +131,10 @@ func (a *PB) onView(from automaton.NodeID, m message) {
 			a.heard = true
 		}
 		a.epoch, a.members = m.Epoch, m.Members
+		if a.waiting && fromPrimary && m.Kind == kindHeartbeat {
+			a.endWait() // the collection is over (takeover.go)
+			return
+		}
 		if m.Stable > a.stable && a.role == roleBackup {
 			a.stable = m.Stable
 		}
@@ -128,13 +147,14 @@ func (a *PB) onView(from automaton.NodeID, m message) {
 		a.stepDown()
 	}
 	in := contains(m.Members, a.cfg.Self)
-	keep := a.role == roleBackup && in && !a.awaiting && a.view == m.Prev && a.m.applied <= m.Base
+	keep := a.role == roleBackup && in && !a.awaiting && a.view == m.Prev && a.m.applied <= m.Base && !a.collects()
 	a.view, a.prev, a.base, a.epoch, a.members = m.View, m.Prev, m.Base, m.Epoch, m.Members
 	if keep {
 		// Bind to the new primary: everything this node applied is in its
 		// state too (the same old primary's stream, up to m.Base). It
 		// sends what is missing when this acknowledgement arrives.
 		a.ahead = nil
+		a.sv = a.view
 		a.heard, a.misses = fromPrimary, 0
 		a.send(a.primary(), message{Kind: kindAck, View: a.view, Index: a.m.applied})
 	} else if a.role != roleJoining {
@@ -180,6 +200,7 @@ func (a *PB) onCheck() {
 	case rolePrimary:
 		a.checkBackups()
 	case roleBackup:
+		a.promiseSent = false
 		if a.heard {
 			a.misses = 0
 		} else {
@@ -215,6 +236,8 @@ func promoteAfter(r int) int { return 3*r - 2 }
 // presumed failed; the rest keep their order, so the next one is the new
 // senior backup.
 func (a *PB) switchToPrimary(r int) {
+	suspect := a.primary()
+	a.waiting = false
 	a.prev = a.view
 	a.view = proto.Ballot{Round: a.view.Round + 1, Node: uint32(a.me + 1)}
 	a.base = a.m.applied
@@ -225,6 +248,13 @@ func (a *PB) switchToPrimary(r int) {
 	for _, n := range a.members[1:] {
 		a.peers[n] = &peer{member: true, heard: true, fresh: true}
 	}
+	a.beginCollect(suspect)
+	if a.collecting {
+		a.sendHeartbeats(kindNewView) // the promises come back (takeover.go)
+		a.finishTakeOver()
+		return
+	}
+	a.sv = a.view
 	a.announce()
 }
 
@@ -233,6 +263,11 @@ func (a *PB) switchToPrimary(r int) {
 // are now its own.
 func (a *PB) announce() {
 	a.sendHeartbeats(kindNewView)
+	a.serveHeld()
+}
+
+// serveHeld serves the requests this node was forwarding, now its own.
+func (a *PB) serveHeld() {
 	for _, id := range sortedIDs(a.fwds) {
 		f := a.fwds[id]
 		delete(a.fwds, id)

@@ -35,8 +35,9 @@ type viewRecord struct {
 	view, prev  proto.Ballot
 	base, epoch uint64
 	members     []automaton.NodeID
-	hasState    bool   // the state records hold this node's state in this view
-	applied     uint64 // (reports) the state's applied count
+	hasState    bool         // the state records hold this node's state in this view
+	applied     uint64       // (reports) the state's applied count
+	sv          proto.Ballot // the view of the stream the state follows (takeover.go)
 }
 
 func (r viewRecord) marshal() []byte {
@@ -47,6 +48,7 @@ func (r viewRecord) marshal() []byte {
 	e.Uvarint(r.epoch)
 	encodeNodes(&e, r.members)
 	e.Bool(r.hasState)
+	r.sv.Encode(&e)
 	return e.B
 }
 
@@ -62,6 +64,7 @@ func unmarshalViewRecord(b []byte) (viewRecord, error) {
 	r.epoch = d.Uvarint()
 	r.members = decodeNodes(d)
 	r.hasState = d.Bool()
+	r.sv = proto.DecodeBallot(d, maxMembers)
 	return r, d.Done()
 }
 
@@ -93,7 +96,7 @@ func unmarshalEntry(b []byte) (entry, error) {
 // record is the node's current durable view record.
 func (a *PB) record() viewRecord {
 	r := viewRecord{view: a.view, prev: a.prev, base: a.base, epoch: a.epoch,
-		members: a.members, hasState: a.m != nil && a.role != roleJoining && a.role != roleRecovering}
+		members: a.members, hasState: a.m != nil && a.role != roleJoining && a.role != roleRecovering, sv: a.sv}
 	if a.role == roleRecovering {
 		r.hasState = a.m != nil
 	}
@@ -195,6 +198,7 @@ func (a *PB) recoverFrom(recs map[string][]byte, vb []byte) {
 	}
 	a.savedView = vb
 	a.view, a.prev, a.base, a.epoch, a.members = r.view, r.prev, r.base, r.epoch, r.members
+	a.sv = r.sv
 	if r.hasState {
 		a.m = a.restore(recs)
 	}
@@ -215,7 +219,7 @@ func (a *PB) sendReports(ask bool) {
 func (a *PB) reportMsg(ask bool) message {
 	r := a.record()
 	m := message{Kind: kindReport, View: r.view, Prev: r.prev, Base: r.base, Epoch: r.epoch,
-		Members: r.members, Index: r.applied, Joined: r.hasState}
+		Members: r.members, Index: r.applied, Joined: r.hasState, SV: r.sv}
 	if ask {
 		m.Nonce = 1
 	}
@@ -228,10 +232,10 @@ func (a *PB) reportMsg(ask bool) message {
 func (a *PB) onReport(from automaton.NodeID, m message) {
 	switch a.role {
 	case rolePrimary:
-		a.send(from, a.viewMsg(kindHeartbeat))
+		a.send(from, a.viewMsg(a.heartbeatKind()))
 	case roleRecovering:
 		a.reports[from] = viewRecord{view: m.View, prev: m.Prev, base: m.Base, epoch: m.Epoch,
-			members: m.Members, hasState: m.Joined, applied: m.Index}
+			members: m.Members, hasState: m.Joined, applied: m.Index, sv: m.SV}
 		if m.Nonce == 1 {
 			a.send(from, a.reportMsg(false))
 		}
@@ -256,6 +260,10 @@ func (a *PB) elect() {
 	}
 	p := best.members[0]
 	pr, ok := a.reports[p]
+	if a.collects() && (!ok || pr.view != best.view || !pr.hasState || pr.sv != pr.view) {
+		a.electLatestState() // its primary was still collecting (takeover.go)
+		return
+	}
 	if !ok || pr.view != best.view || p != a.cfg.Self || !pr.hasState {
 		return
 	}
@@ -282,6 +290,7 @@ func (a *PB) restartPrimary(round uint64) {
 	a.base = a.m.applied
 	a.epoch = 0
 	a.members = []automaton.NodeID{a.cfg.Self}
+	a.sv = a.view
 	a.stable = a.m.applied
 	a.initPrimary()
 	a.announce()
@@ -292,4 +301,31 @@ func (a *PB) restartPrimary(round uint64) {
 func (a *PB) leaveRecovery() {
 	a.reports = nil
 	a.becomeJoining()
+}
+
+// electLatestState is the restarted cluster's choice when the primary of
+// the latest view reported was not serving yet (it collected promises,
+// takeover.go): once every configured node reported, the node with the
+// latest state (its state's view, then its applied count; the first in
+// configuration order on a tie) takes over. Every acknowledged write is
+// in it: the collection it replaces would have chosen among fewer.
+func (a *PB) electLatestState() {
+	var best automaton.NodeID
+	var bv proto.Ballot
+	var bi uint64
+	var round uint64
+	for _, n := range a.cfg.Nodes {
+		r, ok := a.reports[n]
+		if !ok {
+			return
+		}
+		round = max(round, r.view.Round)
+		if r.hasState && (best == "" || better(r.sv, r.applied, bv, bi)) {
+			best, bv, bi = n, r.sv, r.applied
+		}
+	}
+	if best != a.cfg.Self {
+		return
+	}
+	a.restartPrimary(round + 1)
 }

@@ -44,8 +44,8 @@ func (a *PB) reforward() {
 // drops it (the forwarder resends it to the primary it learns of). The
 // forwarder validated it (Validator).
 func (a *PB) onForward(from automaton.NodeID, m message) {
-	if a.role != rolePrimary {
-		return
+	if a.role != rolePrimary || a.collecting {
+		return // a collecting primary: the forwarder resends it
 	}
 	a.serve(m.Req, from)
 }

@@ -14,7 +14,7 @@ import (
 var invariantNames = []string{
 	"one-primary-per-view: a primary's ballot names itself, and no two up nodes are primary under one ballot",
 	"view-monotonic: a node's view never goes back within an incarnation",
-	"backup-prefix: a backup in the view of an up primary has applied at most what the primary applied, and the same entries (equal digest chains at its count)",
+	"backup-prefix: a backup in the view of an up primary (not waiting for its promises, nor the backup for the primary's member list: takeover.go) has applied at most what the primary applied, and the same entries (equal digest chains at its count)",
 	"reply-after-acks: when the primary answers a request whose answer covers entry i, every up backup in its member list and view has applied entry i (Fig. III.2: notify_change_with_ack before the reply)",
 	"exactly-once: no request id is answered from two different entries (the duplicate table: a resubmitted write gets the old answer, III.B check_previous_requests)",
 }
@@ -76,12 +76,12 @@ func (c *checker) Check(stepped automaton.NodeID, up map[automaton.NodeID]automa
 	// backup-prefix, for the primary of the stepped node's view.
 	for _, id := range ids {
 		p, ok := up[id].(*PB)
-		if !ok || p.role != rolePrimary {
+		if !ok || p.role != rolePrimary || p.collecting {
 			continue
 		}
 		for _, bid := range ids {
 			b, ok := up[bid].(*PB)
-			if !ok || b.role != roleBackup || b.view != p.view || b.m == nil || (bid != stepped && id != stepped) {
+			if !ok || b.role != roleBackup || b.waiting || b.view != p.view || b.m == nil || (bid != stepped && id != stepped) {
 				continue
 			}
 			if b.m.applied > p.m.applied {
@@ -121,6 +121,12 @@ func (a *PB) Dump() string {
 	if a.awaiting {
 		b.WriteString(" awaiting-membership")
 	}
+	if a.waiting {
+		fmt.Fprintf(&b, " waiting state-view=%v", a.sv)
+	}
+	if a.collecting {
+		fmt.Fprintf(&b, " collecting promises=%d", len(a.promises))
+	}
 	if len(a.fwds) > 0 {
 		fmt.Fprintf(&b, " forwarding=%d", len(a.fwds))
 	}
@@ -148,6 +154,8 @@ func (a *PB) DescribeMessage(b []byte) string {
 		}
 	case kindHeartbeat, kindNewView, kindStale:
 		s += fmt.Sprintf(" v=%v prev=%v base=%d epoch=%d members=%v applied=%d stable=%d", m.View, m.Prev, m.Base, m.Epoch, m.Members, m.Index, m.Stable)
+	case kindPromise:
+		s += fmt.Sprintf(" v=%v state=%v #%d has=%v %dB", m.View, m.SV, m.Index, m.Joined, len(m.Data))
 	case kindChunk:
 		s += fmt.Sprintf(" v=%v image@%d bytes %d-%d of %d", m.View, m.Index, m.Offset, m.Offset+uint64(len(m.Data)), m.Total)
 	case kindChunkAck:

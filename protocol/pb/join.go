@@ -19,6 +19,7 @@ func (a *PB) becomeJoining() {
 	a.log, a.logStart, a.stable = nil, 0, 0
 	a.peers, a.inflight, a.waiters = nil, nil, nil
 	a.heard, a.misses = false, 0
+	a.waiting = false
 	a.join = &joining{}
 }
 
@@ -42,7 +43,7 @@ func (a *PB) sendJoin() {
 // m.applied; every entry after it goes to the joiner as an update, which it
 // holds until the image is complete (package doc, "Joining").
 func (a *PB) onJoin(from automaton.NodeID) {
-	if a.role != rolePrimary {
+	if a.role != rolePrimary || a.collecting {
 		return
 	}
 	if _, ok := a.pos[from]; !ok {
@@ -158,6 +159,7 @@ func (a *PB) install() {
 	}
 	a.role = roleBackup
 	a.m = m
+	a.sv = a.view
 	a.persistImage() // durable before the node asks to be a member
 	a.log, a.logStart = nil, m.applied
 	a.ahead = j.ahead

@@ -23,11 +23,12 @@ const (
 	kindForward   = 9  // non-primary -> primary: a client's request
 	kindReply     = 10 // primary -> forwarder: its answer
 	kindReport    = 11 // restarted node -> every node: its durable view (durable.go)
+	kindPromise   = 12 // node -> collecting new primary: the state it holds (takeover.go)
 )
 
 // header is the messages' and records' version 1 header.
 var header = proto.Header{Protocol: "pb", Version: 1, Kinds: []string{
-	"update", "ack", "heartbeat", "newview", "stale", "join", "chunk", "chunk-ack", "forward", "reply", "report"}}
+	"update", "ack", "heartbeat", "newview", "stale", "join", "chunk", "chunk-ack", "forward", "reply", "report", "promise"}}
 
 // Decoding bounds.
 const (
@@ -91,6 +92,9 @@ type message struct {
 	Data   []byte
 	// forward.
 	Req automaton.Request
+	// report, promise: the view of the primary whose stream the sender's
+	// state follows (takeover.go).
+	SV proto.Ballot
 }
 
 func encodeNodes(e *wire.Encoder, ns []automaton.NodeID) {
@@ -167,6 +171,13 @@ func (m *message) marshal() []byte {
 		e.Uvarint(m.Index)
 		e.Bool(m.Joined)
 		e.Uvarint(m.Nonce)
+		m.SV.Encode(&e)
+	case kindPromise:
+		m.View.Encode(&e)
+		m.SV.Encode(&e)
+		e.Uvarint(m.Index)
+		e.Bool(m.Joined)
+		e.Bytes(m.Data)
 	case kindJoin:
 	case kindChunk:
 		m.View.Encode(&e)
@@ -231,6 +242,13 @@ func unmarshal(b []byte) (message, error) {
 		m.Index = d.Uvarint()
 		m.Joined = d.Bool()
 		m.Nonce = d.Uvarint()
+		m.SV = ballot()
+	case kindPromise:
+		m.View = ballot()
+		m.SV = ballot()
+		m.Index = d.Uvarint()
+		m.Joined = d.Bool()
+		m.Data = d.BytesCopy()
 	case kindJoin:
 	case kindChunk:
 		m.View = ballot()

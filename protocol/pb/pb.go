@@ -18,6 +18,7 @@ const Name = "pb"
 const (
 	BrokenReplyFirst = Name + "-broken-replyfirst"
 	BrokenNoDedup    = Name + "-broken-nodedup"
+	BrokenTakeOver   = Name + "-broken-takeover"
 )
 
 func init() {
@@ -27,6 +28,8 @@ func init() {
 		"the primary replies as soon as it has executed a write, before every backup acknowledged the update: a crash of the primary can lose an acknowledged write; the invariant reply-after-acks catches it at the first write")})
 	automaton.RegisterBroken(Name, protocol{noDedup: true, Capabilities: capabilities(BrokenNoDedup, false,
 		"the primary runs every request it receives, without its duplicate table: a resubmitted or duplicated write is executed twice; the invariant exactly-once catches it under duplicated messages")})
+	automaton.RegisterBroken(Name, protocol{soloTakeOver: true, Capabilities: capabilities(BrokenTakeOver, true,
+		"the Grid Services thesis's take-over as is: a backup takes over with the state it has, and a primary that dropped its backups answers alone; under slow fsyncs the primary lives on, and the writes it answered alone are lost (takeover.go)")})
 }
 
 // capabilities is the registration of the protocol or a variant (its
@@ -86,6 +89,8 @@ type protocol struct {
 	automaton.Capabilities
 	replyFirst bool // broken: reply before the backups acknowledged
 	noDedup    bool // broken: no duplicate detection
+	// broken: the seed's take-over (no promises; answers without a backup)
+	soloTakeOver bool
 }
 
 // New implements automaton.Protocol.
@@ -195,6 +200,18 @@ type PB struct {
 	savedView           []byte
 	snapAt, persistedTo uint64
 	reports             map[automaton.NodeID]viewRecord
+
+	// Take-overs (takeover.go): the view of the primary whose stream
+	// this node's state follows; a new primary's collection of promises
+	// and its suspected predecessor; a node that adopted a collecting
+	// view waits (keeps its state, acknowledges nothing) and promised in
+	// this check period.
+	sv          proto.Ballot
+	collecting  bool
+	promises    map[automaton.NodeID]message
+	suspect     automaton.NodeID
+	waiting     bool
+	promiseSent bool
 }
 
 // peer is the primary's view of a backup or a joining node.
@@ -335,6 +352,7 @@ func (a *PB) OnStart(s automaton.Start) {
 	}
 	a.fresh = true
 	a.view = proto.Ballot{Round: 1, Node: 1}
+	a.sv = a.view
 	a.members = append([]automaton.NodeID(nil), a.cfg.Nodes...)
 	a.m = newMachine(a.cfg.Service)
 	a.persistImage()
@@ -376,6 +394,8 @@ func (a *PB) OnMessage(from automaton.NodeID, b []byte) {
 		a.onReply(m)
 	case kindReport:
 		a.onReport(from, m)
+	case kindPromise:
+		a.onPromise(from, m)
 	}
 }
 
@@ -413,11 +433,11 @@ func (a *PB) OnRequest(req automaton.Request) {
 		a.respond(req.ID, a.m.read(req))
 		return
 	}
-	if a.role == rolePrimary {
+	if a.role == rolePrimary && !a.collecting {
 		a.serve(req, "")
 		return
 	}
-	a.forward(req)
+	a.forward(req) // a collecting primary holds it in fwds (serveHeld)
 }
 
 func (a *PB) respond(id automaton.RequestID, o outcome) {

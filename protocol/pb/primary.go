@@ -137,6 +137,9 @@ func (a *PB) advance() {
 			c = p.acked
 		}
 	}
+	if !a.hasBackup() {
+		c = a.committed // rule 1 (takeover.go): no backup holds the entries after it
+	}
 	if c > a.committed {
 		a.committed = c
 	}
@@ -181,7 +184,7 @@ func (a *PB) prune() {
 // onAck counts a backup's acknowledgement (the reply of
 // notify_change_with_ack), or a joiner's request to become a member.
 func (a *PB) onAck(from automaton.NodeID, m message) {
-	if a.role != rolePrimary || m.View != a.view {
+	if a.role != rolePrimary || a.collecting || m.View != a.view {
 		return
 	}
 	p := a.peers[from]
@@ -260,7 +263,7 @@ func (a *PB) onHeartbeatTimer() {
 	if a.role != rolePrimary {
 		return
 	}
-	a.sendHeartbeats(kindHeartbeat)
+	a.sendHeartbeats(a.heartbeatKind())
 	a.Emit(automaton.SetTimer{ID: timerHeartbeat, After: a.sending})
 }
 
@@ -289,6 +292,9 @@ func (a *PB) sendHeartbeats(kind byte) {
 // checks is dropped; a peer whose acknowledgement has not reached what was
 // sent a check ago gets the missing entries again.
 func (a *PB) checkBackups() {
+	if a.collecting {
+		return // it waits for every promise (takeover.go)
+	}
 	for _, n := range sortedNodes(a.peers) {
 		p := a.peers[n]
 		if p.heard {
@@ -314,6 +320,14 @@ func (a *PB) checkBackups() {
 // requests are forwarded to the new primary (the duplicate table there
 // answers those it already holds).
 func (a *PB) stepDown() {
+	a.stepDownForward()
+	a.becomeJoining()
+}
+
+// stepDownForward moves a primary's local requests to its forwards and
+// stops its heartbeats.
+func (a *PB) stepDownForward() {
+	a.collecting, a.promises, a.suspect = false, nil, ""
 	for _, w := range a.waiters {
 		if w.local {
 			a.fwds[w.req.ID] = &fwd{req: w.req}
@@ -325,7 +339,6 @@ func (a *PB) stepDown() {
 		}
 	}
 	a.Emit(automaton.CancelTimer{ID: timerHeartbeat})
-	a.becomeJoining()
 }
 
 func sortedIDs[V any](m map[automaton.RequestID]V) []automaton.RequestID {

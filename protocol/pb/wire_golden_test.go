@@ -48,9 +48,13 @@ func TestWireGolden(t *testing.T) {
 		msg("forward", message{Kind: kindForward, Req: automaton.Request{ID: id, Op: op, Env: service.Env{Time: 1700000000, Seed: 42}}}),
 		msg("forward-group", message{Kind: kindForward, Req: automaton.Request{ID: id, Ops: []service.Op{op, op}, Opts: automaton.Options{Read: automaton.ReadLocal}}}),
 		msg("reply", message{Kind: kindReply, ID: id, Out: outcome{res: service.Bytes([]byte("x"))}}),
-		msg("report", message{Kind: kindReport, View: v, Prev: proto.Ballot{Round: 2, Node: 1}, Base: 5, Epoch: 1, Members: members, Index: 9, Joined: true, Nonce: 1}),
+		msg("report", message{Kind: kindReport, View: v, Prev: proto.Ballot{Round: 2, Node: 1}, Base: 5, Epoch: 1, Members: members, Index: 9, Joined: true, Nonce: 1,
+			SV: proto.Ballot{Round: 2, Node: 1}}),
+		msg("promise", message{Kind: kindPromise, View: v, SV: proto.Ballot{Round: 2, Node: 1}, Index: 9, Joined: true, Data: []byte("image")}),
+		msg("promise-none", message{Kind: kindPromise, View: v}),
 		fuzzcheck.Pin("boot-record", "boot-record", proto.Ballot{Round: 1, Node: 1}),
-		fuzzcheck.Pin("view-record", "view-record", viewRecord{view: v, prev: proto.Ballot{Round: 2, Node: 1}, base: 5, epoch: 1, members: members, hasState: true}),
+		fuzzcheck.Pin("view-record", "view-record", viewRecord{view: v, prev: proto.Ballot{Round: 2, Node: 1}, base: 5, epoch: 1, members: members, hasState: true,
+			sv: proto.Ballot{Round: 2, Node: 1}}),
 		fuzzcheck.Pin("entry-record", "entry-record", entry{index: 7, id: id, payload: []byte("delta"), out: outcome{res: service.OK()}}),
 	})
 	if _, err := unmarshal([]byte{9, kindAck}); err == nil {

@@ -3,6 +3,7 @@ package pbdurable_test
 import (
 	"testing"
 
+	"github.com/synod-dev/synod/internal/simtest"
 	"github.com/synod-dev/synod/protocol/pbdurable"
 	"github.com/synod-dev/synod/sim"
 )
@@ -16,22 +17,7 @@ var slowDiskArgs = []string{"--nodes", "3", "--clients", "8", "--ops", "300", "-
 
 func runSlowDisk(t *testing.T, proto, seed string) (*sim.Result, string) {
 	t.Helper()
-	cfg, seeds, err := sim.ParseArgs(append([]string{"--protocol", proto, "--seeds", seed}, slowDiskArgs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Seed = seeds[0]
-	r, err := sim.Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Check != nil && len(r.Check.Undecided) > 0 {
-		t.Fatalf("seed %s: the check was cut short (%v); replay: %s", seed, r.Check.Undecided, cfg.Command())
-	}
-	if r.Completed < 50 {
-		t.Fatalf("seed %s: only %d of %d operations completed: the check is nearly vacuous; replay: %s", seed, r.Completed, r.Ops, cfg.Command())
-	}
-	return r, cfg.Command()
+	return simtest.Run(t, append([]string{"--protocol", proto}, slowDiskArgs...), seed, 50)
 }
 
 // TestTakeOverSlowDisk (issue 28, "kill -9 under load loses no
