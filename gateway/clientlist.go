@@ -229,3 +229,16 @@ func (o *conn) isPubsub() bool {
 	defer o.mu.Unlock()
 	return o.list.sub+o.list.psub+o.list.ssub > 0
 }
+
+// confirmSub writes a (un)subscribe confirmation after noting the
+// connection's subscription counts for CLIENT LIST / CLIENT INFO, so a client
+// that has read the confirmation sees the subscription from any connection,
+// as in Redis, whose state changes before the reply is written. Connection
+// goroutine (it reads c.sub).
+func (c *conn) confirmSub(elems ...any) {
+	sub, psub, ssub := len(c.sub.chans), len(c.sub.pats), len(c.sub.shards)
+	c.mu.Lock()
+	c.list.sub, c.list.psub, c.list.ssub = sub, psub, ssub
+	c.mu.Unlock()
+	c.pushFrame(elems...)
+}

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -291,4 +293,37 @@ func TestMaxmemory(t *testing.T) {
 		cmd("CONFIG GET key-load*", "(empty array)"),
 		cmd("CONFIG SET key-load-delay 5", "(error) ERR CONFIG SET failed (possibly related to argument 'key-load-delay') - a debugging delay of Redis's RDB loading and saving; Synod loads and saves no RDB: only 0 is accepted"),
 	})
+}
+
+// TestClientListSeesSubscriptionOnceConfirmed: once a client has read a
+// SUBSCRIBE confirmation, CLIENT LIST from another connection counts that
+// subscription (Redis changes the state before it writes the reply). The
+// counts used to be noted only after the whole command, so while a
+// 2,000-channel SUBSCRIBE was still confirming, another connection read
+// sub=0 (and, in TestClientListFormat, 1 run in ~30 at load ~33, right
+// after a one-channel SUBSCRIBE's confirmation).
+func TestClientListSeesSubscriptionOnceConfirmed(t *testing.T) {
+	_, addr := startServer(t, gatewaytest.MustAutomaton(t, unreplicated.Name, "kv"), ServerOptions{})
+	r, sub := dial(t, addr), dial(t, addr)
+	const n = 2000
+	args := []string{"SUBSCRIBE"}
+	for i := 0; i < n; i++ {
+		args = append(args, fmt.Sprintf("chan-%d", i))
+	}
+	sub.send(args...)
+	subCount := regexp.MustCompile(` sub=(\d+) `)
+	read := 0
+	for _, k := range []int{1, n / 2, n} {
+		for ; read < k; read++ {
+			sub.reply()
+		}
+		list := r.bulk("CLIENT", "LIST", "TYPE", "pubsub")
+		m := subCount.FindStringSubmatch(list)
+		if m == nil {
+			t.Fatalf("after %d confirmations CLIENT LIST TYPE pubsub shows no subscribed connection:\n%s", k, list)
+		}
+		if got, _ := strconv.Atoi(m[1]); got < k {
+			t.Fatalf("after %d confirmations CLIENT LIST shows sub=%d", k, got)
+		}
+	}
 }

@@ -317,7 +317,7 @@ func cmdPSubscribe(c *conn, args [][]byte) {
 			c.sub.pats[p] = struct{}{}
 			c.s.ps.add(c.s.ps.pats, p, c)
 		}
-		c.pushFrame("psubscribe", p, c.dataSubs())
+		c.confirmSub("psubscribe", p, c.dataSubs())
 	}
 }
 
@@ -328,7 +328,7 @@ func cmdPUnsubscribe(c *conn, args [][]byte) {
 		pats = slices.Sorted(maps.Keys(c.sub.pats))
 	}
 	if len(pats) == 0 {
-		c.pushFrame("punsubscribe", nil, c.dataSubs())
+		c.confirmSub("punsubscribe", nil, c.dataSubs())
 		return
 	}
 	for _, p := range pats {
@@ -336,7 +336,7 @@ func cmdPUnsubscribe(c *conn, args [][]byte) {
 			delete(c.sub.pats, p)
 			c.s.ps.remove(c.s.ps.pats, p, c)
 		}
-		c.pushFrame("punsubscribe", p, c.dataSubs())
+		c.confirmSub("punsubscribe", p, c.dataSubs())
 	}
 }
 
@@ -374,7 +374,7 @@ func cmdSSubscribe(c *conn, args [][]byte) {
 			c.sub.shards[ch] = struct{}{}
 			c.s.ps.add(c.s.ps.shards, ch, c)
 		}
-		c.pushFrame("ssubscribe", ch, int64(len(c.sub.shards)))
+		c.confirmSub("ssubscribe", ch, int64(len(c.sub.shards)))
 	}
 }
 
@@ -385,7 +385,7 @@ func cmdSUnsubscribe(c *conn, args [][]byte) {
 		chans = slices.Sorted(maps.Keys(c.sub.shards))
 	}
 	if len(chans) == 0 {
-		c.pushFrame("sunsubscribe", nil, int64(0))
+		c.confirmSub("sunsubscribe", nil, int64(0))
 		return
 	}
 	for _, ch := range chans {
@@ -393,7 +393,7 @@ func cmdSUnsubscribe(c *conn, args [][]byte) {
 			delete(c.sub.shards, ch)
 			c.s.ps.remove(c.s.ps.shards, ch, c)
 		}
-		c.pushFrame("sunsubscribe", ch, int64(len(c.sub.shards)))
+		c.confirmSub("sunsubscribe", ch, int64(len(c.sub.shards)))
 	}
 }
 

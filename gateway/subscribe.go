@@ -154,7 +154,7 @@ func cmdSubscribe(c *conn, args [][]byte) {
 			c.sub.order = append(c.sub.order, ch)
 			go c.pushLeader(lw, ch, strings.TrimPrefix(ch, LeaderChannelPrefix), stop)
 		}
-		c.pushFrame("subscribe", ch, c.dataSubs())
+		c.confirmSub("subscribe", ch, c.dataSubs())
 	}
 }
 
@@ -166,14 +166,14 @@ func cmdUnsubscribe(c *conn, args [][]byte) {
 		chans = append(chans, slices.Sorted(maps.Keys(c.sub.chans))...)
 	}
 	if len(chans) == 0 {
-		c.pushFrame("unsubscribe", nil, c.dataSubs())
+		c.confirmSub("unsubscribe", nil, c.dataSubs())
 		return
 	}
 	for _, ch := range chans {
 		if !c.unsubscribeData(ch) {
 			c.unsubscribe(ch)
 		}
-		c.pushFrame("unsubscribe", ch, c.dataSubs())
+		c.confirmSub("unsubscribe", ch, c.dataSubs())
 	}
 }
 
