@@ -52,10 +52,8 @@ func (a *PB) onUpdate(from automaton.NodeID, m message) {
 // ackMsg acknowledges the applied entries (a joiner that installed its
 // state also asks to become a member, naming its transfer).
 func (a *PB) ackMsg() message {
-	m := message{Kind: kindAck, View: a.view, Index: a.m.applied}
-	if a.awaiting {
-		m.Joined, m.Nonce = true, a.joinNonce
-	}
+	m := message{Kind: kindAck, View: a.view, Index: a.m.applied, Nonce: a.joinNonce}
+	m.Joined = a.awaiting
 	return m
 }
 
@@ -156,7 +154,8 @@ func (a *PB) onView(from automaton.NodeID, m message) {
 		a.ahead = nil
 		a.sv = a.view
 		a.heard, a.misses = fromPrimary, 0
-		a.send(a.primary(), message{Kind: kindAck, View: a.view, Index: a.m.applied})
+		a.joinNonce = 0 // a member of the new view as a backup of the old one
+		a.send(a.primary(), a.ackMsg())
 	} else if a.role != roleJoining {
 		a.becomeJoining()
 	} else if a.join.from != a.primary() {
@@ -196,11 +195,11 @@ func (a *PB) afterMembers(m message) {
 // "Failure detection"), plus the periodic duties of each role.
 func (a *PB) onCheck() {
 	a.Emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
+	a.promiseSent = false
 	switch a.role {
 	case rolePrimary:
 		a.checkBackups()
 	case roleBackup:
-		a.promiseSent = false
 		if a.heard {
 			a.misses = 0
 		} else {

@@ -78,19 +78,79 @@
 // variant would have to drain its queue first); it drops the members
 // ranked before it (failed), keeps the others in order (so the next is the
 // new senior), and announces the view to every node (a newview message:
-// notify_change(FAILURE)). The seed's senior-backup trick (backups bound
+// notify_change(FAILURE)) and, before it serves, collects every other
+// node's state (below, "Take-overs from a live primary"). The seed's
+// senior-backup trick (backups bound
 // to the senior in advance, so that the take-over is immediate and
 // re-binding happens off-line) has nothing to save here: binding is one
-// message. A backup binds to the new view when it was a backup of the view
-// the new primary came from and has applied no more than the new primary
-// had (its updates are then a prefix of the new primary's); it
-// acknowledges, and the new primary resends what it lacks from its log.
-// A backup that applied more (updates the old primary sent only to it:
-// never acknowledged by all, never answered) cannot roll back: it
-// rejoins. A primary that hears of a later view (a newview, a heartbeat,
+// message. A backup stays a member of the new view when the state it
+// promised is a prefix of the state the new primary installed (the same
+// state view, no more entries); it acknowledges, and the new primary
+// resends what it lacks from its log. Any other node (one whose state is
+// behind the installed one in another view, or that holds updates the
+// old primary sent only to it) cannot roll back: it rejoins by state
+// transfer. A primary that hears of a later view (a newview, a heartbeat,
 // or a stale notice that any node sends in answer to a message from an
 // older view) steps down, forwards its clients' requests to the new
-// primary, and rejoins.
+// primary, and, if the new primary still collects, keeps its state to
+// report it; otherwise it rejoins.
+//
+// # Take-overs from a live primary (takeover.go)
+//
+// switch_to_primary (III.A problem 3, Fig. III.3) assumes a perfect
+// failure detector. A slow disk breaks it with every node alive: the
+// runtime releases a step's sends only after the records emitted before
+// them are durable, so a primary whose fsyncs stall holds its heartbeats
+// back; the senior backup takes over with the state it has, and the old
+// primary, hearing no acknowledgement either, drops both backups after
+// two periods and answers alone. The new primary's state, which every
+// node then installs, lacks those answers. Before this, `synod-lab sim
+// --protocol pb --nodes 3 --clients 8 --ops 300 --faults crash,slow
+// --fsync uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --seeds 1-20`
+// failed 7 of 20 seeds (seeds 15 and 39 not linearizable), and the 1,000
+// operation run with dup and reorder 9 of 20. The seed being silent, two
+// rules close it (decision; protocol/pbdurable's for its replicated
+// objects):
+//
+//   - A write is answered (and a read released) only once at least one
+//     member backup holds its entry: the primary's committed count does
+//     not move while it has no member backup, so a primary that dropped
+//     its backups answers nothing until a joiner becomes a member. Every
+//     acknowledged write is then durable at two nodes.
+//   - A new primary serves only once every node but its suspected
+//     predecessor (the primary of the view it left) has adopted its view
+//     and sent a promise. While it collects, its heartbeats are newview
+//     messages; a node that receives one adopts the view (persisted
+//     before its promise leaves), stops acknowledging the old view (its
+//     updates get a stale notice), keeps its state without applying
+//     anything, and promises: its state view (the view of the primary
+//     whose stream the state follows, persisted with the view record),
+//     its applied count and its image; a node without a state promises
+//     none. The new primary installs the latest state reported (state
+//     view, then applied count) when it is later than its own, keeps as
+//     members the nodes whose promised state is a prefix of it, and
+//     announces them with a heartbeat: the collection is over, the
+//     members acknowledge, the others rejoin. A write the old primary
+//     answered was acknowledged by a member backup before that backup
+//     adopted the new view, so its promise holds it.
+//
+// A backup's acknowledgement names the transfer it joined by (0 for a
+// member that did not join by transfer), and the primary counts only
+// those naming the member's own: a duplicated acknowledgement sent
+// before the node was dropped and rejoined from an older image would
+// otherwise count entries it no longer holds (the take-over rules drop
+// and rejoin more nodes: `synod-lab sim --protocol pb --faults
+// crash,dup,reorder,slow --seeds 45` broke reply-after-acks with them
+// before this check).
+//
+// The costs, decided here: a take-over waits for every node but the
+// suspect, so with one more node down the namespace waits until it comes
+// back (availability, not safety); every promise carries a whole image
+// (one per node and check period while the collection lasts). A
+// restarted cluster whose latest primary was still collecting (its state
+// view is older than its view) cannot elect it (below): once every
+// configured node reported, the node with the latest state takes over.
+// pb-broken-takeover keeps the seed's rules.
 //
 // # Joining (III.A: integration of a new backup, "outside the scope")
 //
@@ -138,24 +198,31 @@
 // it is not reused). If the whole cluster restarted, nobody is primary,
 // and the seed is silent (its failure model is crash-stop, III.A; IV.B.1
 // assumes "all in-memory state" is lost and recovery comes from the
-// database or a live replica). Decision: the primary of the latest view
-// any node reports is chosen, once it has reported with its durable
-// state and every member of its own durable member list has reported
-// too, and no report names a later view. It holds every acknowledged
-// write: every write it answered, or any earlier primary answered, is in
-// its durable state (it executed them, or acknowledged them as a member
-// before taking over: a primary answers only after every member
-// acknowledged). Waiting for its members is what makes "latest" true: a
-// node that took over a later view was a member of this one (the Grid Services thesis
-// III.B, switch_to_primary: the senior backup, then the next), so its
-// report would name that later view. The chosen node takes over under a
-// round later than every reported one with only itself as member, keeps
-// every entry it holds (those never answered take effect, as any
-// unanswered request may), and the others rejoin by state transfer. A
-// restarted cluster therefore needs that primary and its members back;
-// with one of them lost for good it stays unavailable rather than lose
-// writes. Only the chosen node acts, so two restarted nodes never both
-// take over.
+// database or a live replica). Decision: once every configured node has
+// reported (a restarted node asks; a backup or a joiner answers with its
+// own view and state; a live primary answers with its heartbeat, which
+// ends the recovery), the node with the latest state takes over: the
+// latest state view (the view of the primary whose stream the state
+// follows, takeover.go), then the most entries, then the first in
+// configuration order. It holds every acknowledged write: a write was
+// answered only once a member backup held it, and every later take-over
+// installed the latest state of every node but one (below, "Take-overs
+// from a live primary"), so the latest state reported by every node
+// holds it. An earlier rule (the primary of the latest view once its own
+// durable member list reported) is unsafe once members can be dropped
+// while they live: a primary that dropped every backup, crashed and
+// restarted elected itself alone under a view later than the one that
+// had taken over from it (`synod-lab sim --protocol pb --faults
+// crash,dup,reorder,slow --fsync uniform:1ms:30ms --seeds 97` was not
+// linearizable with that rule and the take-over rules);
+// pb-broken-takeover keeps it. The
+// chosen node takes over under a round later than every reported one
+// with only itself as member, keeps every entry it holds (those never
+// answered take effect, as any unanswered request may), and the others
+// rejoin by state transfer; it answers writes once one of them is a
+// member again. A restarted cluster therefore needs every node back; with
+// one lost for good it stays unavailable rather than lose writes. Only
+// the chosen node acts, so two restarted nodes never both take over.
 //
 // Checkpoints of long-running requests (III.A) are not done: a request
 // runs to completion in one step of the primary, so there is nothing to
@@ -179,10 +246,13 @@
 //
 //   - partition: the backups on the other side of the primary stop
 //     hearing it and the senior takes over, while the primary drops them
-//     and serves alone: two primaries, both answering (split brain). The
-//     simulator shows it on every seed (the ExpectViolation scenarios:
-//     committed states diverge, and with the state checks off, clients see
-//     a non-linearizable history).
+//     and (before the take-over rules) served alone: two primaries, both
+//     answering (split brain). The
+//     simulator showed it on every seed before the take-over rules
+//     (committed states diverged). They do not close it: `--nodes 3
+//     --clients 4 --ops 300 --faults partition` still fails 8 of seeds
+//     1-40, not linearizable, with the state checks off too (the
+//     ExpectViolation scenarios, seeds 3-4); how is not investigated.
 //   - pause: a primary paused past a check period is taken for dead. In
 //     the simulator a paused primary's queued inputs still bring it the
 //     new view before its own detector drops its backups, and its reads
@@ -192,16 +262,12 @@
 //     alone.
 //   - a slow disk: a primary's sends wait behind its own fsyncs, so fsyncs
 //     slower than a check period hold its heartbeats back and a backup
-//     takes over while it lives, and it drops its silent backups and
-//     answers alone. With the simulator's default fsync (0.1-1 ms) its
-//     slow windows stay inside a period; with 1-30 ms they do not:
-//     `synod-lab sim --protocol pb --nodes 3 --clients 8 --ops 1000
-//     --faults crash,dup,reorder,slow --fsync uniform:1ms:30ms --seeds
-//     1-20` fails 9 of 20 seeds (exactly-once, diverged replicas).
-//     protocol/pbdurable closes it for its replicated objects (a backup
-//     must hold each answered write, and a new primary collects the
-//     states of every node but its predecessor: its takeover.go); pb
-//     does not yet (docs/CHAOS.md).
+//     takes over while it lives. The take-over rules (above, "Take-overs
+//     from a live primary") make that safe: `synod-lab sim --protocol pb
+//     --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync
+//     uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --seeds 1-100`
+//     fails 0 of 100 seeds (7 of 20 before), and the 1,000-operation run
+//     with dup and reorder 0 of 20 (9 of 20 before).
 //   - loss: a run of lost heartbeats as long as a check period looks like
 //     a crash. At the simulator's worst loss window (30%) the chance is
 //     about 0.3^12 per period and 100 seeds of crash,loss passed, but the
@@ -233,7 +299,8 @@
 //
 // One primary per view; a node's view never goes back; a backup in the
 // view of an up primary holds a prefix of the primary's updates (equal
-// digest chains); the primary answers only once every up backup of its
+// digest chains), unless the primary still collects promises or the
+// backup waits for its member list; the primary answers only once every up backup of its
 // view applied the entry the answer covers; no request is answered from
 // two different entries.
 //
@@ -244,7 +311,11 @@
 // off the linearizability checker catches lost writes under crash,loss.
 // "pb-broken-nodedup" runs every request it receives: exactly-once catches
 // it under duplicated messages, and so does linearizability with
-// invariants off.
+// invariants off. "pb-broken-takeover" is the seed's take-over (no
+// promises, answers without a backup): linearizability catches it on
+// seeds 15 and 39 of the slow-disk scenario (TestTakeOverSlowDisk, and a
+// conformance scenario); mc's model, whose failure detector is perfect,
+// cannot.
 //
 // # Parameters
 //

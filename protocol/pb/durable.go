@@ -240,6 +240,10 @@ func (a *PB) onReport(from automaton.NodeID, m message) {
 			a.send(from, a.reportMsg(false))
 		}
 		a.elect()
+	case roleBackup, roleJoining:
+		if a.collects() && m.Nonce == 1 {
+			a.send(from, a.reportMsg(false)) // its election needs every node (takeover.go)
+		}
 	}
 }
 
@@ -249,6 +253,10 @@ func (a *PB) onReport(from automaton.NodeID, m message) {
 // reports a later view. Only that node acts: it takes over under a view
 // later than every reported one, keeping its state; the others join it.
 func (a *PB) elect() {
+	if a.collects() {
+		a.electLatestState() // takeover.go: a member list may have shrunk
+		return
+	}
 	var best viewRecord
 	for _, n := range sortedNodes(a.reports) {
 		if r := a.reports[n]; best.view.Less(r.view) {
@@ -260,10 +268,6 @@ func (a *PB) elect() {
 	}
 	p := best.members[0]
 	pr, ok := a.reports[p]
-	if a.collects() && (!ok || pr.view != best.view || !pr.hasState || pr.sv != pr.view) {
-		a.electLatestState() // its primary was still collecting (takeover.go)
-		return
-	}
 	if !ok || pr.view != best.view || p != a.cfg.Self || !pr.hasState {
 		return
 	}

@@ -222,6 +222,10 @@ type peer struct {
 	misses int
 	fresh  bool // no acknowledgement in this view yet
 	xfer   *transfer
+	// nonce is the transfer a member joined by (0: none): its
+	// acknowledgements name it, so a duplicated one from before it was
+	// dropped and rejoined is not counted.
+	nonce uint64
 }
 
 // transfer is a state transfer to a joining node.

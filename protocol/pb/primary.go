@@ -197,8 +197,8 @@ func (a *PB) onAck(from automaton.NodeID, m message) {
 		a.dropPeer(from)
 		return
 	}
-	if p.xfer != nil && m.Nonce != p.xfer.nonce {
-		return // about an earlier transfer to this node
+	if p.xfer != nil && m.Nonce != p.xfer.nonce || p.xfer == nil && m.Nonce != p.nonce {
+		return // about an earlier transfer to this node, or from before it rejoined
 	}
 	p.acked = max(p.acked, m.Index)
 	if p.fresh {
@@ -207,7 +207,7 @@ func (a *PB) onAck(from automaton.NodeID, m message) {
 	}
 	if !p.member && m.Joined && p.acked >= a.committed {
 		// A joiner that installed the state and holds everything committed.
-		p.member, p.xfer = true, nil
+		p.member, p.nonce, p.xfer = true, p.xfer.nonce, nil
 		a.members = append(a.members, from)
 		a.epoch++
 		a.sendHeartbeats(kindHeartbeat)

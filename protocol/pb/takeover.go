@@ -187,7 +187,8 @@ func (a *PB) endWait() {
 	}
 	a.sv = a.view
 	a.heard, a.misses = true, 0
-	a.send(a.primary(), message{Kind: kindAck, View: a.view, Index: a.m.applied})
+	a.joinNonce = 0 // a member of the new view by its promise, not a transfer
+	a.send(a.primary(), a.ackMsg())
 }
 
 // stepDownKeep is stepDown for a collecting successor: the old primary
