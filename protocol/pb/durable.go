@@ -41,7 +41,7 @@ type viewRecord struct {
 }
 
 func (r viewRecord) marshal() []byte {
-	e := header.Record(32)
+	e := recordHeader.Record(32)
 	r.view.Encode(&e)
 	r.prev.Encode(&e)
 	e.Uvarint(r.base)
@@ -54,7 +54,7 @@ func (r viewRecord) marshal() []byte {
 
 func unmarshalViewRecord(b []byte) (viewRecord, error) {
 	var r viewRecord
-	d, err := header.OpenRecord(b, "view")
+	d, err := recordHeader.OpenRecord(b, "view")
 	if err != nil {
 		return r, err
 	}
@@ -78,7 +78,7 @@ func unmarshalViewRecord(b []byte) (viewRecord, error) {
 }
 
 func marshalEntry(e entry) []byte {
-	w := header.Record(32 + len(e.payload))
+	w := recordHeader.Record(32 + len(e.payload))
 	w.Uvarint(e.index)
 	w.Uvarint(e.id.Client)
 	w.Uvarint(e.id.Seq)
@@ -90,7 +90,7 @@ func marshalEntry(e entry) []byte {
 
 func unmarshalEntry(b []byte) (entry, error) {
 	var e entry
-	d, err := header.OpenRecord(b, "entry")
+	d, err := recordHeader.OpenRecord(b, "entry")
 	if err != nil {
 		return e, err
 	}

@@ -171,7 +171,7 @@ func (m *machine) read(req automaton.Request) outcome {
 // table (clients by id) and the service snapshot.
 func (m *machine) encode() []byte {
 	snap := m.st.Snapshot()
-	e := header.Record(64 + len(snap))
+	e := recordHeader.Record(64 + len(snap))
 	e.Uvarint(m.applied)
 	e.Uvarint(m.chain)
 	ids := m.clients.IDs()
@@ -195,7 +195,7 @@ func (m *machine) encode() []byte {
 
 // decodeMachine restores an image encode made.
 func decodeMachine(svc service.Service, b []byte) (*machine, error) {
-	d, err := header.OpenRecord(b, "state image")
+	d, err := recordHeader.OpenRecord(b, "state image")
 	if err != nil {
 		return nil, err
 	}

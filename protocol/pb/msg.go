@@ -26,9 +26,19 @@ const (
 	kindPromise   = 12 // node -> collecting new primary: the state it holds (takeover.go)
 )
 
-// header is the messages' and records' version 1 header.
-var header = proto.Header{Protocol: "pb", Version: 1, Kinds: []string{
+// header is the messages' header. Version 2 (session 44): the take-over
+// rules (takeover.go) added the promise, the report's state view, and
+// acknowledgements that always name the transfer the member joined by;
+// a version 1 node would misread or drop them without a word, so each
+// version refuses the other's messages (proto.ErrBadVersion).
+var header = proto.Header{Protocol: "pb", Version: 2, Kinds: []string{
 	"update", "ack", "heartbeat", "newview", "stale", "join", "chunk", "chunk-ack", "forward", "reply", "report", "promise"}}
+
+// recordHeader is the records' header, version 1: their formats did not
+// change with the messages' (a view record without the state view, from
+// before 1975ce1, still opens: viewRecord), so a data directory of the
+// earlier version is read as it is.
+var recordHeader = proto.Header{Protocol: "pb", Version: 1}
 
 // Decoding bounds.
 const (
@@ -284,13 +294,13 @@ const bootKey = "pb/booted"
 
 // marshalBoot encodes the boot record: the view the node first started in.
 func marshalBoot(v proto.Ballot) []byte {
-	e := header.Record(8)
+	e := recordHeader.Record(8)
 	v.Encode(&e)
 	return e.B
 }
 
 func unmarshalBoot(b []byte) (proto.Ballot, error) {
-	d, err := header.OpenRecord(b, "boot")
+	d, err := recordHeader.OpenRecord(b, "boot")
 	if err != nil {
 		return proto.Ballot{}, err
 	}

@@ -12,17 +12,21 @@
 // IV.D.2: MachineQueue and AccountSet) with one of its mappings (pb,
 // pbdb, db, reconstructible: the queue kept nowhere and the accounts in
 // the database, original: both kept nowhere, the seed's original service
-// when run on one node; the yaml files next to it). Every node
-// must use the same database (durability_dsn), or a new primary recovers
-// from an empty one:
+// when run on one node; the yaml files next to it). With database
+// objects every node must use the same database (durability_dsn), or a
+// new primary recovers from an empty one:
 //
 //	namespaces:
 //	  - name: mm
 //	    protocol: pbdurable
 //	    service: gridmatchmaker
-//	    params: {mapping: pbdb, durability_dsn: /tmp/synod-mm.db}
-//	    # PostgreSQL: {mapping: pbdb, durability_driver: pgx,
+//	    params: {mapping: db, durability_dsn: /tmp/synod-mm.db}
+//	    # PostgreSQL: {mapping: db, durability_driver: pgx,
 //	    #   durability_dsn: "postgres://user@127.0.0.1:5433/synod"}
+//	    # pbdb (queue replicated, accounts in the database) is refused with
+//	    # durability fsync on several nodes unless it accepts the take-over
+//	    # hazard ("Take-overs from a live primary"):
+//	    #   {mapping: pbdb, unsafe_takeover: "true", durability_dsn: ...}
 //
 // A client sends (RESP, on the namespace: SYNOD NS mm):
 //
@@ -32,7 +36,9 @@
 //	SYNOD OP available                            machines in the queue (integer; read)
 //
 // Other parameters: rate_sending (20ms), rate_checking (250ms), op_timeout
-// (2s), durability_sync (true). Counter: service counter, mappings pb, db,
+// (2s), durability_sync (true), unsafe_takeover (false: mapping pbdb on
+// several nodes with durability fsync is refused; "Take-overs from a
+// live primary"). Counter: service counter, mappings pb, db,
 // reconstructible (durability/examples/counter). Other deterministic
 // services (kv, string): one object State, mappings pb, db, pbdb (State
 // replicated, Replies in the database), reconstructible. Every service
@@ -164,13 +170,26 @@
 // 300 operations) fail no seed (5 of 20 before); SafeFaults is not
 // widened on that alone.
 //
-// Not yet under mapping pbdb (replicated objects and the database): a
-// promised state would have to be reconciled with the database's commit
-// index (a transaction committed after its only holder restarted), and a
-// first version that collected promises there broke all-or-nothing in
-// the slow-disk scenario (3 of 20 seeds). pbdb keeps the seed's
-// take-over; the same scenario under pbdb fails no seed of 1-20, but
-// with 55 % of its operations unanswered (stalls) that settles little.
+// Not under mapping pbdb (replicated objects and the database), which
+// keeps the seed's take-over and is therefore refused with durability
+// fsync on several nodes (CheckDeployment; decision, session 44): the
+// slow-disk scenario under pbdb (`synod-lab sim --protocol pbdurable
+// --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync
+// uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pbdb
+// --seeds 1-40`) breaks all-or-nothing on 4 of 40 seeds (25, 29, 30, 34;
+// TestPBDBTakeOverHazard replays 34): the live old primary committed a
+// transaction whose update buffer no node the new primary hears from
+// holds, so the new primary recovers a commit index beyond its
+// replicated state (Replies says a write was done that State lacks). The
+// promises do not close it: a promised state would have to be
+// reconciled with the database's commit index (a transaction committed
+// after its only holder restarted, or a stepped-down primary whose
+// objects hold executed but undecided requests), and a first version
+// that collected promises there broke all-or-nothing in the same
+// scenario (3 of 20 seeds). A deployment that accepts the hazard sets
+// unsafe_takeover=true (the live whole-cluster kill test does, for the
+// restart path it checks); durability memory (no promise made) and a
+// single node (no take-over) are accepted as they are.
 //
 // # Restarts, and the whole service lost (issue 29; the Grid Services thesis IV.C.1)
 //
@@ -277,9 +296,20 @@
 // # Failure model
 //
 // As protocol/pb: safe under crash, dup, reorder and slow (SafeFaults),
-// and with replicated objects also when a slow disk makes a backup take
-// over from a live primary (above); a partition or a long pause makes two
-// primaries.
+// and under mappings pb and db also when a slow disk makes a backup take
+// over from a live primary (above; not pbdb, refused with fsync on
+// several nodes); a partition or a long pause makes two primaries.
+//
+// # Message versions
+//
+// Messages carry version 4 (the promise, session 43, made a version 3
+// node a silent non-participant: it drops promises as an unknown kind
+// and never sends one, so its new primary would wait for ever); each
+// version refuses the other's messages (proto.ErrBadVersion). The
+// records that are message encodings (the state image, the update
+// buffers) keep version 3 framing (recordHeader), and the view records
+// version 1: their formats did not change, so a node restarts on the
+// earlier version's data directory.
 //
 // # Invariants (invariant.go)
 //

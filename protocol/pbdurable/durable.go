@@ -14,6 +14,14 @@ import (
 // restarts" and "Fencing"): the durable view record, the view table the
 // database checks, and the refusal of deployments that cannot be durable.
 
+// paramUnsafeTakeOver accepts a deployment CheckDeployment would refuse
+// for its take-overs (mapping pbdb on several nodes with fsync).
+const paramUnsafeTakeOver = "unsafe_takeover"
+
+// pbdbHazardReplay is a simulated run where the hazard breaks
+// all-or-nothing (TestPBDBTakeOverHazard).
+const pbdbHazardReplay = "synod-lab sim --protocol pbdurable --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pbdb --seeds 34"
+
 // recordView is the node's durable view (proto.Ballot encoding), written
 // before anything that rests on it is sent.
 const recordView = "pbd/view"
@@ -109,8 +117,16 @@ func (a *PBD) promoteAfter(rank int) int {
 // its own SQLite file in its data directory, and a new primary would
 // recover from its own file: every write the old primary acknowledged
 // would be lost at a fail-over.
-func (p protocol) CheckDeployment(svc service.Service, prm map[string]string, nodes int, _ string) error {
-	if nodes < 2 || prm[sqlstore.ParamDSN] != "" {
+//
+// It also refuses, with durability fsync on several nodes, a mapping
+// whose objects are both replicated and in the database (pbdb) unless
+// the namespace sets unsafe_takeover=true: its take-overs do not keep
+// the all-or-nothing rule between the backups and the database when a
+// backup takes over from a live primary (package doc, "Take-overs from
+// a live primary"; TestPBDBTakeOverHazard replays it), so an
+// acknowledged write can be lost.
+func (p protocol) CheckDeployment(svc service.Service, prm map[string]string, nodes int, dur string) error {
+	if nodes < 2 {
 		return nil
 	}
 	m := prm["mapping"]
@@ -121,7 +137,12 @@ func (p protocol) CheckDeployment(svc service.Service, prm map[string]string, no
 	if err != nil {
 		return nil // New reports it
 	}
-	if !d.set().Has(durability.Database) {
+	s := d.set()
+	if dur != "memory" && s.Has(durability.Replicated) && s.Has(durability.Database) && prm[paramUnsafeTakeOver] != "true" {
+		return fmt.Errorf("%s: mapping %q keeps objects both replicated and in the database, and with durability fsync on %d nodes it cannot promise that no acknowledged write is lost: when a slow disk or a pause makes a backup take over from a live primary, the new primary can recover a database commit index beyond every update buffer it holds or was promised (the all-or-nothing rule between the backups and the database breaks; simulated: %s). Use mapping pb (every object replicated) or db (every object in the database), one node, or set %s=true to accept this",
+			p.Protocol, m, nodes, pbdbHazardReplay, paramUnsafeTakeOver)
+	}
+	if prm[sqlstore.ParamDSN] != "" || !s.Has(durability.Database) {
 		return nil
 	}
 	return fmt.Errorf("%s: mapping %q keeps state in the database, and without %s each of the %d nodes would use its own SQLite file (<data dir>/durability-<namespace>.db): a new primary would recover from its own file and lose every write the old one acknowledged. Set %s to one database all nodes share (a SQLite file on one machine, or PostgreSQL with %s: pgx)",
@@ -155,7 +176,7 @@ func (a *PBD) persistState() {
 	if !a.svc.set().Has(durability.Replicated) {
 		return
 	}
-	a.Emit(automaton.Persist{Key: recordSnap, Value: msg{kind: kindState, view: a.view, index: a.index, state: a.snapshot()}.encode()})
+	a.Emit(automaton.Persist{Key: recordSnap, Value: msg{kind: kindState, view: a.view, index: a.index, state: a.snapshot()}.encodeAs(recordHeader)})
 	for i := a.snapAt + 1; i <= a.persistedTo; i++ {
 		a.Emit(automaton.Persist{Key: bufferKey(i), Delete: true})
 	}
@@ -170,7 +191,7 @@ func (a *PBD) persistState() {
 
 // persistBuffer makes an executed request's update buffer durable.
 func (a *PBD) persistBuffer(p *pending) {
-	a.Emit(automaton.Persist{Key: bufferKey(p.ship), Value: msg{kind: kindUpdate, view: a.view, index: p.ship, db: len(p.stmts) > 0, ups: p.ups}.encode()})
+	a.Emit(automaton.Persist{Key: bufferKey(p.ship), Value: msg{kind: kindUpdate, view: a.view, index: p.ship, db: len(p.stmts) > 0, ups: p.ups}.encodeAs(recordHeader)})
 	a.persistedTo = p.ship
 }
 
@@ -214,7 +235,7 @@ func (a *PBD) restartReplicated(in automaton.Start) bool {
 // loadState installs the image and holds the buffers after it, in order,
 // as prepared: a take-over's recovery decides them (commit.go).
 func (a *PBD) loadState(recs map[string][]byte) {
-	m, err := decode(recs[recordSnap])
+	m, err := decodeAs(recordHeader, recs[recordSnap])
 	if err != nil || m.kind != kindState {
 		panic(fmt.Sprintf("pbdurable: corrupt state image: %v", err))
 	}
@@ -228,7 +249,7 @@ func (a *PBD) loadState(recs map[string][]byte) {
 		if !ok {
 			break
 		}
-		u, err := decode(b)
+		u, err := decodeAs(recordHeader, b)
 		if err != nil || u.kind != kindUpdate {
 			panic(fmt.Sprintf("pbdurable: corrupt update buffer %d: %v", i, err))
 		}

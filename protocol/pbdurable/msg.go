@@ -23,8 +23,19 @@ const (
 	kindPromise   = 9 // node that adopted a new view -> its primary: the state it holds (takeover.go)
 )
 
-var header = proto.Header{Protocol: "pbdurable", Version: 3, Kinds: []string{
+// header is the messages' header. Version 4 (session 44): the take-over
+// rules (takeover.go, 9886577) added the promise, and a new primary waits
+// for every other node's: a version 3 node drops it as an unknown kind
+// and never sends one, so a mixed cluster would stall without a word.
+// Each version refuses the other's messages (proto.ErrBadVersion).
+var header = proto.Header{Protocol: "pbdurable", Version: 4, Kinds: []string{
 	"heartbeat", "update", "ack", "state", "join", "forward", "reply", "report", "promise"}}
+
+// recordHeader frames the records that are message encodings (the state
+// image, a kindState, and the update buffers, kindUpdate: durable.go):
+// version 3, as before the messages' version 4, since their format did
+// not change; a data directory of the earlier version is read as it is.
+var recordHeader = proto.Header{Protocol: "pbdurable", Version: 3, Kinds: header.Kinds}
 
 const maxNode = 1 << 12
 
@@ -47,8 +58,12 @@ type msg struct {
 	stateView proto.Ballot
 }
 
-func (m msg) encode() []byte {
-	e := header.Message(m.kind, 32+len(m.state))
+func (m msg) encode() []byte { return m.encodeAs(header) }
+
+// encodeAs encodes m under h: header for a message, recordHeader for a
+// record.
+func (m msg) encodeAs(h proto.Header) []byte {
+	e := h.Message(m.kind, 32+len(m.state))
 	m.view.Encode(&e)
 	e.Uvarint(m.index)
 	switch m.kind {
@@ -79,8 +94,11 @@ func (m msg) encode() []byte {
 	return e.B
 }
 
-func decode(b []byte) (msg, error) {
-	d, k, err := header.OpenMessage(b)
+func decode(b []byte) (msg, error) { return decodeAs(header, b) }
+
+// decodeAs decodes what encodeAs wrote under h.
+func decodeAs(h proto.Header, b []byte) (msg, error) {
+	d, k, err := h.OpenMessage(b)
 	if err != nil {
 		return msg{}, err
 	}

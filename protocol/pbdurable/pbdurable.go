@@ -54,6 +54,7 @@ var params = proto.NewSpec(
 	proto.Param{Name: sqlstore.ParamDriver, Kind: proto.String, Default: "sqlite", Doc: "the database driver: sqlite or pgx (read by the durability.sql executor)"},
 	proto.Param{Name: sqlstore.ParamDSN, Kind: proto.String, Default: "", Doc: "the database every node uses (shared: a new primary recovers from it); empty: <data dir>/durability-<namespace>.db"},
 	proto.Param{Name: sqlstore.ParamSync, Kind: proto.Bool, Default: "true", Doc: "state fsync: a commit is durable before it returns"},
+	proto.Param{Name: paramUnsafeTakeOver, Kind: proto.Bool, Default: "false", Doc: "accept a mapping with replicated and database objects (pbdb) on several nodes with durability fsync, which is refused otherwise: its take-overs from a live primary can lose acknowledged writes (package doc)"},
 )
 
 // protocol is the registered value: its capabilities, and the variant.

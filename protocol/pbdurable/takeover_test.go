@@ -1,6 +1,7 @@
 package pbdurable_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/internal/simtest"
@@ -46,5 +47,21 @@ func TestTakeOverSlowDisk(t *testing.T) {
 		if good.Stats.PowerLosses != 4 || good.Stats.Crashes < 12 {
 			t.Errorf("seed %s: %d power losses, %d crashes; want 4 and at least 12; replay: %s", seed, good.Stats.PowerLosses, good.Stats.Crashes, replay)
 		}
+	}
+}
+
+// TestPBDBTakeOverHazard pins why CheckDeployment refuses mapping pbdb on
+// several nodes with fsync (package doc, "Take-overs from a live
+// primary"): in the slow-disk scenario under pbdb a backup takes over
+// from a live primary and recovers a database commit index beyond every
+// update buffer it holds, so the invariant all-or-nothing fails (seeds
+// 25, 29, 30, 34 of 1-40 at b4f148f). When this test fails, pbdb's
+// take-overs may have been fixed: lift the refusal with it.
+func TestPBDBTakeOverHazard(t *testing.T) {
+	args := append([]string{"--protocol", pbdurable.Name}, slowDiskArgs...)
+	args[len(args)-1] = "mapping=pbdb"
+	r, replay := simtest.Run(t, args, "34", 0)
+	if !strings.Contains(r.Invariant, "all-or-nothing") {
+		t.Errorf("seed 34 under pbdb kept all-or-nothing (invariant %q, linearizable %v): is pbdb's take-over fixed? Then lift its refusal (durable.go CheckDeployment); replay: %s", r.Invariant, !r.Violation, replay)
 	}
 }
