@@ -290,6 +290,8 @@ type conn struct {
 	ord        orderConn                     // arrival order across connections (order.go)
 	pl         pipeConn                      // pipelined commands in flight (pipeline.go)
 	bat        batchConn                     // pipeline batches sent as atomic groups (pipeline.go)
+	setKey     string                        // the last SET's key (strings.go, keyOfSet)
+	opChunk    []service.Op                  // one-operation lists to hand out (strings.go, oneOp)
 	cluster    clusterConn                   // the Redis Cluster protocol (cluster.go)
 	dl         deadlines                     // the deadline of the request in flight (deadline.go)
 	bdl        [maxBatchesInFlight]deadlines // pipeline batches' deadlines (batchAsync)

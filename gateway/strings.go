@@ -247,7 +247,7 @@ func planSet(c *conn, args [][]byte) plan {
 	}
 	// The value's list is a piece of the command's own (capped: an option
 	// appended below goes to a fresh array): no list of one to allocate.
-	op := service.Op{Kind: "set", Key: string(args[1]), Args: args[2:3:3]}
+	op := service.Op{Kind: "set", Key: c.keyOfSet(args[1]), Args: args[2:3:3]}
 	if cond != "" {
 		op.Args = append(op.Args, []byte(cond))
 	}
@@ -260,7 +260,47 @@ func planSet(c *conn, args [][]byte) plan {
 	if ttlArg != nil {
 		op.Args = append(op.Args, ttlArg)
 	}
-	return opPlan(op, nil)
+	return plan{ops: c.oneOp(op), reply: firstResult}
+}
+
+// opChunkLen is how many one-operation lists oneOp carves from one array.
+const opChunkLen = 16
+
+// oneOp is the list of op alone, carved (capped: an append goes to a fresh
+// array) from a small array the connection fills in turn: a pipeline of
+// SETs allocates one array per opChunkLen commands instead of one list per
+// command. A plan lives until its reply is written (or its EXEC), so an
+// array, and the reader's buffers its operations' arguments point into,
+// is garbage once its opChunkLen commands are answered; a command queued
+// in a long MULTI keeps at most the opChunkLen-1 commands planned around
+// it alive with it. scriptConn, shared by concurrent scripts, allocates.
+func (c *conn) oneOp(op service.Op) []service.Op {
+	if c == scriptConn {
+		return []service.Op{op}
+	}
+	if len(c.opChunk) == 0 {
+		c.opChunk = make([]service.Op, opChunkLen)
+	}
+	l := c.opChunk[:1:1]
+	l[0] = op
+	c.opChunk = c.opChunk[1:]
+	return l
+}
+
+// keyOfSet is SET's key k as a string: the connection's previous SET's
+// string when k is the same key, so that a pipeline of one key's SETs
+// allocates its key once, not once per command (the store keeps the
+// string of the key's first SET as its map key; the others were garbage
+// at once). A connection plans its commands on its own goroutine (serve);
+// scriptConn, shared by every script, keeps no key.
+func (c *conn) keyOfSet(k []byte) string {
+	if c == scriptConn {
+		return string(k)
+	}
+	if string(k) != c.setKey {
+		c.setKey = string(k)
+	}
+	return c.setKey
 }
 
 // planSetEx maps SETEX/PSETEX key ttl value onto set value ex|px ttl.

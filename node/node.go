@@ -920,9 +920,7 @@ func (n *Node) admitOwned(l *nsLoop, req automaton.Request, ownOps bool) (_ auto
 	// caller may then reuse its buffers, so the automaton gets its own copy.
 	req.Op.Args = cloneArgs(req.Op.Args)
 	if ownOps {
-		for i := range req.Ops {
-			req.Ops[i].Args = cloneArgs(req.Ops[i].Args)
-		}
+		cloneGroupArgs(req.Ops)
 	} else if req.Ops != nil {
 		ops := make([]service.Op, len(req.Ops))
 		for i, op := range req.Ops {
@@ -986,12 +984,40 @@ func cloneArgs(args [][]byte) [][]byte {
 	if args == nil {
 		return nil
 	}
+	return cloneArgsInto(make([][]byte, len(args)), args)
+}
+
+// cloneGroupArgs gives each operation of a group (the caller's own list)
+// a copy of its arguments, as cloneArgs does, with the group's argument
+// lists carved from one array, each capped at its own length (an append
+// to one never writes into the next): one allocation per group instead of
+// one per operation. Each operation's argument bytes stay a buffer of its
+// own, so a value the store keeps keeps no other operation's bytes alive.
+func cloneGroupArgs(ops []service.Op) {
+	total := 0
+	for _, op := range ops {
+		total += len(op.Args)
+	}
+	lists := make([][]byte, total)
+	for i := range ops {
+		args := ops[i].Args
+		if args == nil {
+			continue
+		}
+		n := len(args)
+		ops[i].Args = cloneArgsInto(lists[:n:n], args)
+		lists = lists[n:]
+	}
+}
+
+// cloneArgsInto copies args' bytes into one fresh buffer, each argument
+// capped at its own length (nil stays nil), into out (len(args) long).
+func cloneArgsInto(out, args [][]byte) [][]byte {
 	size := 0
 	for _, a := range args {
 		size += len(a)
 	}
 	buf := make([]byte, 0, size)
-	out := make([][]byte, len(args))
 	for i, a := range args {
 		if a == nil {
 			continue

@@ -413,10 +413,11 @@ func decodeBatch(b []byte) ([]cmd, error) {
 	}
 	n := d.Count(maxEntries, 5)
 	out := make([]cmd, 0, n)
+	var od service.OpDecoder // the batch's operations share argument-list arrays and repeated keys
 	for i := 0; i < n && d.Err() == nil; i++ {
 		c := cmd{ID: automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}}
 		if v == msgVersion {
-			c.Op = service.DecodeOp(d)
+			c.Op = od.Decode(d, n-1-i)
 			out = append(out, c)
 			continue
 		}
@@ -442,10 +443,10 @@ func decodeBatch(b []byte) ([]cmd, error) {
 			}
 			c.Ops = make([]service.Op, 0, k)
 			for j := 0; j < k && d.Err() == nil; j++ {
-				c.Ops = append(c.Ops, service.DecodeOp(d))
+				c.Ops = append(c.Ops, od.Decode(d, n-1-i+k-1-j))
 			}
 		} else {
-			c.Op = service.DecodeOp(d)
+			c.Op = od.Decode(d, n-1-i)
 		}
 		out = append(out, c)
 	}
