@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -197,6 +198,8 @@ func (n *Node) onLeaderGossip(from automaton.NodeID, d *wire.Decoder) {
 	for _, c := range cs {
 		if s := n.groupOf[c.g]; s != nil && containsNode(s.members(s.index[c.g]), from) {
 			n.noteHint(c.g, from, c.term, true, now)
+		} else if s != nil && c.g == config.PlacementName {
+			n.notePlacementClaim(from, c.term, now) // placemembers.go: a target of last resort
 		}
 	}
 }

@@ -249,6 +249,7 @@ type Node struct {
 
 	wg       sync.WaitGroup // event loops
 	pool     *stepPool      // sched.go
+	pm       placeMembers   // placemembers.go: the stored members of #placement
 	timers   timerHeap      // sched.go
 	bg       sync.WaitGroup // server goroutines
 	ready    chan struct{}
@@ -405,6 +406,9 @@ func (n *Node) start() error {
 		n.wal.Store(w)
 		n.m.walWrites(string(n.id), w) // metrics.go
 	}
+	if err := n.openPlacementMembers(); err != nil { // placemembers.go
+		return err
+	}
 	starts := map[string]automaton.Start{}
 	for _, ns := range n.local {
 		l := n.loop(ns.Name)
@@ -509,6 +513,7 @@ func (n *Node) start() error {
 		n.wg.Add(1)
 		n.loop(ns.Name).start(starts[ns.Name])
 	}
+	n.hostPlacementMembers() // placemembers.go: by the stored record
 
 	if len(n.groupOf) > 0 {
 		n.bg.Add(2)
@@ -603,6 +608,7 @@ func (n *Node) shutdown() {
 				l.store.Close()
 			}
 		}
+		n.closePlacementMembers() // placemembers.go
 		if n.engine != nil {
 			if err := n.engine.Close(); err != nil {
 				n.log.Error("closing storage", "err", err)

@@ -308,7 +308,11 @@ func (n *Node) targets(g config.Group) []automaton.NodeID {
 		st = n.tr.Stats()
 	}
 	up := func(id automaton.NodeID) bool { s, ok := st[id]; return id == n.id || !ok || s.Connected }
-	out := make([]automaton.NodeID, 0, len(nodes))
+	claim := automaton.NodeID("")
+	if g.Namespace.Name == config.PlacementName {
+		claim = n.placementClaim(nodes) // placemembers.go: a leader the view does not name
+	}
+	out := make([]automaton.NodeID, 0, len(nodes)+1)
 	for _, live := range []bool{true, false} {
 		if slices.Contains(nodes, h) && up(h) == live {
 			out = append(out, h)
@@ -317,6 +321,9 @@ func (n *Node) targets(g config.Group) []automaton.NodeID {
 			if id != h && up(id) == live {
 				out = append(out, id)
 			}
+		}
+		if claim != "" && up(claim) == live {
+			out = append(out, claim)
 		}
 	}
 	return out

@@ -180,6 +180,7 @@ func (n *Node) pollPlacementMembers(ctx context.Context, s *shardedNS) error {
 	if err != nil {
 		return err
 	}
+	n.savePlacementMembers(string(rs[0].Bytes)) // placemembers.go: before acting on it
 	old := s.view()
 	v := *old
 	v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
