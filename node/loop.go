@@ -103,6 +103,7 @@ type nsLoop struct {
 	endOnce sync.Once
 	direct  bool
 	directs atomic.Uint64 // direct passes run
+	inlines atomic.Uint64 // inline passes run (sched.go, inlinePass)
 
 	// loop only
 	timers     map[automaton.TimerID]*timerEntry

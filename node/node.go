@@ -144,8 +144,9 @@ type Options struct {
 	// noYield: the loop does not yield before stepping a pass's client
 	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
 	noYield bool
-	// noDirect: no direct passes (nsLoop.directPass): every input goes
-	// through the pool's passes (benchmarks' before/after).
+	// noDirect: no direct passes (nsLoop.directPass) and no inline
+	// passes (nsLoop.inlinePass): every input goes through the pool's
+	// passes (benchmarks' and tests' before/after).
 	noDirect bool
 	// reqNoted, when set, is called by a pool worker when it runs a
 	// pass with queued client requests, before the pass: a test widens
@@ -761,8 +762,10 @@ func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (
 	}
 	switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
 	case -1:
-		l.noteRequest()
-		n.handoff(1)
+		if !l.inlinePass() { // sched.go; else stepped here
+			l.noteRequest()
+			n.handoff(1)
+		}
 	case 0:
 		l.removeWaiter(req.ID, ch)
 		return nil, t0, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())

@@ -162,6 +162,37 @@ func (p *stepPool) worker() {
 	}
 }
 
+// inlinePass runs, on the calling goroutine, the pass a pool worker would
+// run for a client request just put into the inbox of a loop that does
+// not run direct passes (Multi-Paxos and the other protocols that do not
+// step client batches), when the loop is idle: neither queued nor being
+// stepped (issue 28 item 5: a request that finds its loop idle is not
+// passed through a chain of wake-ups). It takes the loop's state as a
+// worker does (idle to queued), so a group's passes stay serial, runs the
+// same pass (poolPass: the inbox in its order, the fired timers, flush,
+// the turn's frames), and leaves the loop as a worker leaves it (idle,
+// queued again if work came meanwhile). The request therefore costs no
+// enqueue, no condition-variable signal and no worker wake-up (often an
+// OS thread's futex too) on its way in. A loop that is queued or running
+// a pass already is left to it: under load the request joins the next
+// pass as before, so what a pass gathers does not shrink where inputs
+// accumulate. It reports whether it ran the pass.
+func (l *nsLoop) inlinePass() bool {
+	if l.direct || l.n.opts.noDirect || l.n.opts.unserialized || l.park.Load() == parkWaiting {
+		return false
+	}
+	if !l.sched.CompareAndSwap(loopIdle, loopQueued) {
+		return false
+	}
+	l.inlines.Add(1)
+	live := l.poolPass()
+	l.sched.Store(loopIdle)
+	if live && l.hasWork() {
+		l.wake()
+	}
+	return true
+}
+
 // wake queues l for a pass unless it is queued or being stepped already.
 // Callers put the work in first: a worker that ends l's pass sets it
 // idle and then looks for work (hasWork), so one of the two queues it.
