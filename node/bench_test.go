@@ -164,58 +164,82 @@ func BenchmarkNamespacesPut(b *testing.B) {
 //	go test ./node -run '^$' -bench ABDPut -benchtime 20000x
 func BenchmarkABDPut(b *testing.B) {
 	for _, v := range []struct{ noYield, noDirect bool }{{true, true}, {false, true}, {false, false}} {
-		noYield := v.noYield
 		b.Run(fmt.Sprintf("yield=%v/direct=%v", !v.noYield, !v.noDirect), func(b *testing.B) {
-			ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
-			cfg, ls := mkCluster(b, 3, config.Memory, ns)
-			var nodes []*Node
-			for i, n := range cfg.Nodes {
-				nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], Options{noYield: noYield, noDirect: v.noDirect}))
-			}
-			coord := nodes[0]
-			do(b, coord, "default", req("set", "warm", "x"))
-			val := make([]byte, 100)
-			var client atomic.Uint64
-			writes := func() (s uint64) {
-				for _, n := range nodes {
-					for _, st := range n.tr.Stats() {
-						s += st.Writes
-					}
-				}
-				return s
-			}
-			handoffs := func() (h uint64) {
-				for _, n := range nodes {
-					h += n.Handoffs()
-				}
-				return h
-			}
-			b.ReportAllocs()
-			cpu0, msgs0, w0, st0, h0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf), handoffs()
-			b.ResetTimer()
-			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				id := client.Add(1)
-				for seq := uint64(1); pb.Next(); seq++ {
-					r := automaton.Request{ID: automaton.RequestID{Client: 1000 + id, Seq: seq},
-						Op: service.Op{Kind: "set", Key: fmt.Sprintf("k%d-%d", id, seq%1000), Args: [][]byte{val}}}
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					resp, err := coord.Do(ctx, "default", r)
-					cancel()
-					if err != nil || resp.Result.IsErr() {
-						b.Errorf("set: %v %v", err, resp.Result)
-					}
-				}
-			})
-			b.StopTimer()
-			n := float64(b.N)
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
-			b.ReportMetric(float64(counter(nodes, msgsOf)-msgs0)/n, "msgs/op")
-			b.ReportMetric(float64(writes()-w0)/n, "writes/op")
-			b.ReportMetric(float64(counter(nodes, steppedOf)-st0)/n, "steps/op")
-			b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
+			benchABD(b, "set", nil, Options{noYield: v.noYield, noDirect: v.noDirect})
 		})
 	}
+}
+
+// BenchmarkABDThrifty is BenchmarkABDPut's direct passes with abd's
+// query phases asking a majority first (thrifty=true, the default) or
+// every replica (false), for puts and for gets (of keys no replica
+// holds: every answer carries the zero tag, one phase each):
+//
+//	go test ./node -run '^$' -bench ABDThrifty -benchtime 20000x
+func BenchmarkABDThrifty(b *testing.B) {
+	for _, kind := range []string{"set", "get"} {
+		for _, thrifty := range []string{"false", "true"} {
+			b.Run(fmt.Sprintf("op=%s/thrifty=%s", kind, thrifty), func(b *testing.B) {
+				benchABD(b, kind, map[string]string{"thrifty": thrifty}, Options{})
+			})
+		}
+	}
+}
+
+// benchABD runs b.N requests of kind (set or get) through a 3-node abd
+// cluster's first node, 64 at a time.
+func benchABD(b *testing.B, kind string, params map[string]string, opts Options) {
+	ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv", Params: params}
+	cfg, ls := mkCluster(b, 3, config.Memory, ns)
+	var nodes []*Node
+	for i, n := range cfg.Nodes {
+		nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], opts))
+	}
+	coord := nodes[0]
+	do(b, coord, "default", req("set", "warm", "x"))
+	val := make([]byte, 100)
+	var client atomic.Uint64
+	writes := func() (s uint64) {
+		for _, n := range nodes {
+			for _, st := range n.tr.Stats() {
+				s += st.Writes
+			}
+		}
+		return s
+	}
+	handoffs := func() (h uint64) {
+		for _, n := range nodes {
+			h += n.Handoffs()
+		}
+		return h
+	}
+	b.ReportAllocs()
+	cpu0, msgs0, w0, st0, h0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf), handoffs()
+	b.ResetTimer()
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		id := client.Add(1)
+		for seq := uint64(1); pb.Next(); seq++ {
+			r := automaton.Request{ID: automaton.RequestID{Client: 1000 + id, Seq: seq},
+				Op: service.Op{Kind: kind, Key: fmt.Sprintf("k%d-%d", id, seq%1000)}}
+			if kind == "set" {
+				r.Op.Args = [][]byte{val}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			resp, err := coord.Do(ctx, "default", r)
+			cancel()
+			if err != nil || resp.Result.IsErr() {
+				b.Errorf("%s: %v %v", kind, err, resp.Result)
+			}
+		}
+	})
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
+	b.ReportMetric(float64(counter(nodes, msgsOf)-msgs0)/n, "msgs/op")
+	b.ReportMetric(float64(writes()-w0)/n, "writes/op")
+	b.ReportMetric(float64(counter(nodes, steppedOf)-st0)/n, "steps/op")
+	b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
 }
 
 func steppedOf(l *nsLoop) uint64 { return l.stepped.Load() }

@@ -76,6 +76,8 @@ var params = proto.NewSpec(
 		Doc: "a request's time limit at its coordinator"},
 	proto.Param{Name: "window", Kind: proto.Int, Default: "2", Min: "0",
 		Doc: "round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)"},
+	proto.Param{Name: "thrifty", Kind: proto.Bool, Default: "true",
+		Doc: "a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed"},
 )
 
 func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
@@ -105,6 +107,8 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		retransmit: prm.Duration("retransmit"),
 		opTimeout:  prm.Duration("op_timeout"),
 		window:     prm.Int("window"),
+		thrifty:    prm.Bool("thrifty"),
+		silent:     make([]bool, len(cfg.Nodes)),
 		groupLeft:  map[uint64]int{},
 		queued:     map[automaton.RequestID]bool{},
 	}
@@ -126,6 +130,13 @@ type ABD struct {
 	self    int
 
 	retransmit, opTimeout time.Duration
+	// thrifty: a query phase's first sending asks a majority only
+	// (broadcast; parameter thrifty). silent[i]: replica i had not
+	// answered an operation when it retransmitted, and nothing came from
+	// it since; thrifty queries ask it last (a replica down would
+	// otherwise cost every query that asks it a retransmission).
+	thrifty bool
+	silent  []bool
 
 	// Replica state.
 	store map[string]*entry
@@ -342,6 +353,13 @@ func (a *ABD) begin(req automaton.Request, group uint64) *op {
 // the peers: Place copies it for a peer it leaves alone to, a batch
 // message copies it anyway, so a phase of a batch allocates nothing of its
 // own.
+//
+// A query phase's first sending is thrifty (parameter thrifty, default
+// true): it asks only the peers a majority needs besides this replica,
+// taken round robin by round group (thriftyPeers); the retransmission
+// (OnTimer) asks every replica that has not answered. Store phases ask
+// every replica, so that every replica holds what a majority holds and
+// a read's majority usually finds its tags equal (no write-back).
 func (a *ABD) broadcast(o *op) {
 	if !o.replied[a.self] {
 		phase := o.phase
@@ -349,6 +367,10 @@ func (a *ABD) broadcast(o *op) {
 		if a.ops[o.id] != o || o.phase != phase {
 			return
 		}
+	}
+	if a.thrifty && o.phase == 1 && o.elapsed == 0 {
+		a.thriftyPeers(o)
+		return
 	}
 	at := -1
 	for i, n := range a.cfg.Nodes {
@@ -360,6 +382,40 @@ func (a *ABD) broadcast(o *op) {
 			a.replies = appendPhase(a.replies, o)
 		}
 		a.reply(n, at)
+	}
+}
+
+// thriftyPeers sends o's query to as many peers as a majority needs
+// besides the answers o has (this replica's own), the peers taken in ring
+// order after this replica from an offset that moves by one each round
+// group: all the operations of a group ask the same peers (one batch
+// message each), and consecutive groups spread the queries over the
+// peers. Any majority intersects the majority that holds the latest
+// completed write (the ABD report §3.1.2's argument needs no more), so a
+// query answered by this replica and these peers sees what one answered
+// by every replica sees; the others are asked when o retransmits.
+func (a *ABD) thriftyPeers(o *op) {
+	n := len(a.cfg.Nodes)
+	need := a.quorum() - o.count
+	if need <= 0 || n < 2 {
+		return
+	}
+	at := -1
+	off := int(o.group % uint64(n-1))
+	// Peers not silent first; silent ones only when too few others.
+	for pass := 0; pass < 2 && need > 0; pass++ {
+		for j := 0; j < n-1 && need > 0; j++ {
+			i := (a.self + 1 + (off+j)%(n-1)) % n
+			if o.replied[i] || a.silent[i] != (pass == 1) {
+				continue
+			}
+			if at < 0 {
+				at = len(a.replies)
+				a.replies = appendPhase(a.replies, o)
+			}
+			a.reply(a.cfg.Nodes[i], at)
+			need--
+		}
 	}
 }
 
@@ -399,6 +455,7 @@ func (a *ABD) OnMessage(from automaton.NodeID, b []byte) {
 	if !ok || i == a.self {
 		return // not a member: ignore
 	}
+	a.silent[i] = false
 	if len(b) < 2 || b[1] != kindBatch {
 		a.onMessage1(from, i, b)
 		return
@@ -586,6 +643,11 @@ func (a *ABD) OnTimer(t automaton.TimerID) {
 		a.finish(o, service.Fail(synoderr.TryAgain, "no quorum: %d of %d replicas answered within %v (a write's outcome is unknown)",
 			o.count, len(a.cfg.Nodes), a.opTimeout))
 		return
+	}
+	for i, r := range o.replied {
+		if !r && i != a.self {
+			a.silent[i] = true
+		}
 	}
 	a.Emit(automaton.SetTimer{ID: automaton.TimerID(id), After: a.retransmit})
 	a.broadcast(o)

@@ -30,6 +30,8 @@
 //
 // Read (get, exists): query a majority; take the highest tag; unless a majority
 // of the answers already carries that tag, write it back to a majority; answer.
+// (A phase is sent to every replica and completes with a majority's
+// answers; a query is first sent to a majority only: thrifty, below.)
 //
 // # How the seed's gaps and errors are resolved
 //
@@ -53,6 +55,23 @@
 //     works, and f < N/2 crashed replicas are tolerated.
 //   - Writes wait for a majority of acknowledgements, not all (§3.1.2 leaves it
 //     open; a majority is the ABD rule and keeps the protocol non-blocking).
+//   - Thrifty queries (parameter thrifty, default true; §3.1.2 sends every
+//     phase to every replica and is silent on cost): a query phase first
+//     asks only the peers a majority needs besides the coordinator's own
+//     replica, in ring order after it from an offset that moves by one per
+//     round group (a group's operations ask the same peers: one batch
+//     message), peers that missed a retransmission last until they are
+//     heard from again; the retransmission asks every replica that has not
+//     answered. Any two majorities intersect, which is all the argument
+//     uses, so the answers are those of an every-replica query; a query
+//     phase sends half the messages with three replicas (the client-driven
+//     coordinator made the same decision, client/abd.go "Phases to a
+//     majority"). Store phases still go to every replica, so that the
+//     replicas a later read asks usually hold equal tags and it skips the
+//     write-back. The price: a query waits for the one peer it asked, not
+//     the faster of two; thrifty=false restores the seed's phases. The
+//     model checker runs thrifty=false (model.go says why that covers
+//     thrifty runs); the simulator runs the default.
 //   - Delete, absent from the seed's ABD, is a write of a tagged tombstone.
 //     Tombstones are kept (they carry the tag that orders later writes).
 //   - PUT/INSERT distinctions of the seed's Lab-2 store are dropped: set writes
@@ -157,6 +176,7 @@
 //	retransmit  positive duration     50ms  a phase's resend interval to replicas that have not answered
 //	op_timeout  positive duration     5s    a request's time limit at its coordinator
 //	window      non-negative integer  2     round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)
+//	thrifty     true or false         true  a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed
 //
 // Unknown parameters are errors. The table is generated from the
 // parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.

@@ -26,11 +26,20 @@ type stepCluster struct {
 	drop     automaton.NodeID
 }
 
+// newStepCluster is three automatons whose phases ask every replica at
+// once (thrifty=false: the message counts these tests assert are the
+// seed's); newThriftyCluster's query phases ask a majority first.
 func newStepCluster(tb testing.TB) *stepCluster {
+	return newStepClusterParams(tb, map[string]string{"thrifty": "false"})
+}
+
+func newThriftyCluster(tb testing.TB) *stepCluster { return newStepClusterParams(tb, nil) }
+
+func newStepClusterParams(tb testing.TB, params map[string]string) *stepCluster {
 	c := &stepCluster{ids: []automaton.NodeID{"n1", "n2", "n3"}, nodes: map[automaton.NodeID]automaton.Automaton{}}
 	for i, id := range c.ids {
 		a, err := protocol{Capabilities: capabilities("abd", "")}.New(automaton.Config{Self: id, Nodes: c.ids, Namespace: "default",
-			Service: service.KV{}, Rand: rand.New(rand.NewSource(int64(i)))})
+			Service: service.KV{}, Params: params, Rand: rand.New(rand.NewSource(int64(i)))})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -174,5 +183,107 @@ func BenchmarkStep(b *testing.B) {
 				b.Fatalf("%d responses, want %d", c.resps, want)
 			}
 		})
+	}
+}
+
+// sendsOf counts outs' sends per destination.
+func sendsOf(outs []automaton.Output) map[automaton.NodeID]int {
+	m := map[automaton.NodeID]int{}
+	for _, o := range outs {
+		if s, ok := o.(automaton.Send); ok {
+			m[s.To]++
+		}
+	}
+	return m
+}
+
+// Thrifty queries (the default): a query phase asks this replica and one
+// peer (a majority of three), a round group's operations the same peer,
+// consecutive groups the other peer in turn; store phases ask both. A
+// peer that did not answer before a retransmission is asked last until
+// something comes from it, so a replica down costs one retransmission,
+// not one per round group that would ask it.
+func TestThriftyQueries(t *testing.T) {
+	c := newThriftyCluster(t)
+	n1 := c.nodes["n1"]
+	batch := func(seq uint64, kind string) []automaton.Request {
+		var reqs []automaton.Request
+		for i := range 4 {
+			op := service.Op{Kind: kind, Key: fmt.Sprintf("k%d", i)}
+			if kind == "set" {
+				op.Args = [][]byte{[]byte("v")}
+			}
+			reqs = append(reqs, automaton.Request{ID: automaton.RequestID{Client: uint64(10 + i), Seq: seq}, Op: op})
+		}
+		return reqs
+	}
+	// Group 1 asks n3, group 2 n2 (ring order after n1, offset by group).
+	g1 := n1.Step(automaton.ClientBatch{Reqs: batch(1, "set")})
+	if s := sendsOf(g1); len(s) != 1 || s["n3"] != 1 {
+		t.Fatalf("group 1's queries went to %v, want one batch to n3 alone", s)
+	}
+	c.route("n1", g1)
+	g2 := n1.Step(automaton.ClientBatch{Reqs: batch(2, "get")})
+	if s := sendsOf(g2); len(s) != 1 || s["n2"] != 1 {
+		t.Fatalf("group 2's queries went to %v, want one batch to n2 alone", s)
+	}
+	c.route("n1", g2)
+	// Delivered: the sets' stores go to both peers; every request is answered.
+	stores := map[automaton.NodeID]int{}
+	for i := 0; i < len(c.queue); i++ {
+		outs := c.nodes[c.to[i]].Step(c.queue[i])
+		if c.to[i] == "n1" {
+			for to, k := range sendsOf(outs) {
+				stores[to] += k
+			}
+		}
+		c.route(c.to[i], outs)
+	}
+	c.queue, c.to = c.queue[:0], c.to[:0]
+	if c.resps != 8 || stores["n2"] != 1 || stores["n3"] != 1 {
+		t.Fatalf("%d answers, stores to %v; want 8 answers and one store batch to each peer", c.resps, stores)
+	}
+	// n3 goes silent: group 3 would ask it; its query is lost, the
+	// retransmission asks both peers, and n2 answers. Groups 4 and 5 then
+	// ask n2 alone, whatever their turn.
+	c.drop = "n3"
+	g3 := n1.Step(automaton.ClientBatch{Reqs: batch(3, "get")})
+	if s := sendsOf(g3); len(s) != 1 || s["n3"] != 1 {
+		t.Fatalf("group 3's queries went to %v, want n3", s)
+	}
+	c.route("n1", g3)
+	c.queue, c.to = c.queue[:0], c.to[:0] // lost
+	a1 := abdOf(c, "n1")
+	for id := range a1.ops {
+		outs := n1.Step(automaton.TimerFired{ID: automaton.TimerID(id)})
+		if s := sendsOf(outs); s["n2"] != 1 || s["n3"] != 1 {
+			t.Fatalf("retransmission went to %v, want both peers", s)
+		}
+		c.route("n1", outs)
+	}
+	for i := 0; i < len(c.queue); i++ {
+		c.route(c.to[i], c.nodes[c.to[i]].Step(c.queue[i]))
+	}
+	c.queue, c.to = c.queue[:0], c.to[:0]
+	if c.resps != 12 {
+		t.Fatalf("%d answers after the retransmission, want 12", c.resps)
+	}
+	for g := uint64(4); g <= 5; g++ {
+		outs := n1.Step(automaton.ClientBatch{Reqs: batch(g, "get")})
+		if s := sendsOf(outs); len(s) != 1 || s["n2"] != 1 {
+			t.Fatalf("group %d's queries went to %v with n3 silent, want n2 alone", g, s)
+		}
+		c.route("n1", outs)
+		for i := 0; i < len(c.queue); i++ {
+			c.route(c.to[i], c.nodes[c.to[i]].Step(c.queue[i]))
+		}
+		c.queue, c.to = c.queue[:0], c.to[:0]
+	}
+	// n3 speaks again (its answer to a store): it takes its turn again.
+	c.drop = ""
+	c.doAt("n1", automaton.Request{ID: automaton.RequestID{Client: 99, Seq: 1}, Op: set("k0", "w")}) // group 6: n2's turn, stores reach n3
+	outs := n1.Step(automaton.ClientBatch{Reqs: batch(7, "get")})
+	if s := sendsOf(outs); len(s) != 1 || s["n3"] != 1 {
+		t.Fatalf("group 7's queries went to %v after n3 answered, want n3", s)
 	}
 }
