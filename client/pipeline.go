@@ -81,7 +81,11 @@ import (
 //   - Cancellation. A request whose context ends is abandoned: if it was not
 //     yet written it is dropped, otherwise its reply is ignored when it
 //     comes (a write's outcome is then unknown). The other requests on the
-//     stream are not affected. Close ends the streams.
+//     stream are not affected. A lone request on a quiet stream is read by
+//     its caller (gstream's read turn); when its context ends, the stream
+//     is cut (the next request opens a new one) if no other request awaits
+//     a reply on it, else the caller returns with the stream's next reply
+//     (or once every other caller gave up). Close ends the streams.
 
 // Call is a pipelined request in flight (GRPC.Go, Pipeline.Do).
 type Call struct {
@@ -316,11 +320,25 @@ func (c *GRPC) sendPiped(ctx context.Context, req *synodpb.Request, kind string,
 // gstream is a Pipeline stream on one connection: a writer sends queued
 // calls, as many per message as are queued (within maxCallBytes), a
 // reader matches replies to calls by id.
+//
+// Reading replies is a turn (turn), taken only while a call awaits a
+// reply: a lone call on a quiet stream is read by its own caller (solo:
+// gRPC's reader goroutine wakes the caller directly, one goroutine
+// hand-off fewer per call than through the stream's reader goroutine);
+// otherwise the stream's reader goroutine takes the turn when calls are
+// sent and gives it back when none awaits a reply. A caller blocked in
+// gRPC's Recv cannot be woken by its context, so a solo caller's context
+// end or time limit cuts the stream (cancel: its Recv returns) when no
+// other sent call awaits a reply; when others do, it waits for the
+// stream's next reply (or until every other caller gave up, abandon) and
+// then hands the turn to the reader goroutine, so one caller's
+// cancellation never fails the others' calls.
 type gstream struct {
 	c      *GRPC
 	s      synodpb.Synod_PipelineClient
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes the writer (capacity 1)
+	rkick  chan struct{} // wakes the reader goroutine to its turn (capacity 1)
 
 	mu      sync.Mutex
 	next    uint64
@@ -328,8 +346,21 @@ type gstream struct {
 	pending map[uint64]*scall // handed to it, awaiting a reply
 	named   int               // named messages in flight (messages)
 	writing bool              // a goroutine is sending (flush)
+	turn    readTurn          // who reads replies
+	solo    *scall            // the call whose caller reads (turn == byCaller)
+	leave   error             // set when solo's caller must stop reading (its context ended)
+	cut     bool              // the stream was cancelled for solo's caller
 	err     error             // set once the stream failed
 }
+
+// readTurn is who reads a stream's replies (gstream's doc).
+type readTurn int
+
+const (
+	byNobody readTurn = iota // no call awaits a reply
+	byReader                 // the stream's reader goroutine
+	byCaller                 // a solo call's caller
+)
 
 // scall is one call on a stream.
 type scall struct {
@@ -345,6 +376,9 @@ type scall struct {
 	notify chan<- *scall
 	reply  *synodpb.CallReply
 	err    error
+	// abandoned: its caller gave up after it was sent (under the
+	// stream's mu).
+	abandoned bool
 }
 
 // complete ends sc: done closes, then notify hears of it.
@@ -550,7 +584,7 @@ func (c *GRPC) stream(ctx context.Context, g *gconn) (*gstream, error) {
 		cancel()
 		return nil, err
 	}
-	st = &gstream{c: c, s: s, cancel: cancel, kick: make(chan struct{}, 1), pending: map[uint64]*scall{}}
+	st = &gstream{c: c, s: s, cancel: cancel, kick: make(chan struct{}, 1), rkick: make(chan struct{}, 1), pending: map[uint64]*scall{}}
 	go st.writer()
 	go st.reader()
 	g.st = st
@@ -589,13 +623,25 @@ func (st *gstream) wake() {
 // synodpb.StreamWindow, holds it whole, and the node reads a quiet
 // stream). Others wake the writer.
 func (st *gstream) enqueue(scs ...*scall) error {
+	_, err := st.enqueueAs(false, scs...)
+	return err
+}
+
+// enqueueAs is enqueue; with solo, a call that finds the stream quiet
+// (and nobody reading) is read by its caller, who takes the read turn
+// (gstream's doc) and must then wait with readOwn (solo reports it).
+func (st *gstream) enqueueAs(solo bool, scs ...*scall) (bool, error) {
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
-		return st.err
+		return false, st.err
 	}
 	quiet := len(scs) == 1 && len(st.queue) == 0 && len(st.pending) == 0 && !st.writing &&
 		callBytes(scs[0].req) <= maxInlineBytes
+	solo = solo && quiet && st.turn == byNobody
+	if solo {
+		st.turn, st.solo, st.leave, st.cut = byCaller, scs[0], nil, false
+	}
 	for _, sc := range scs {
 		st.next++
 		sc.id = st.next
@@ -607,7 +653,7 @@ func (st *gstream) enqueue(scs ...*scall) error {
 	} else {
 		st.wake()
 	}
-	return nil
+	return solo, nil
 }
 
 // maxInlineBytes bounds a call its caller sends itself (enqueue).
@@ -640,6 +686,13 @@ func (st *gstream) flush() {
 		msgs := st.messages()
 		if len(msgs) == 0 {
 			break
+		}
+		if st.turn == byNobody && len(st.pending) > 0 {
+			st.turn = byReader // its replies are the reader goroutine's to read
+			select {
+			case st.rkick <- struct{}{}:
+			default:
+			}
 		}
 		st.mu.Unlock()
 		for k, msg := range msgs {
@@ -725,35 +778,157 @@ func (st *gstream) messages() []*synodpb.PipelineRequest {
 	return msgs
 }
 
-// reader completes calls with their replies.
+// reader completes calls with their replies while the read turn is its
+// (gstream's doc): woken when calls were sent and no caller reads them,
+// it reads until no call awaits a reply.
 func (st *gstream) reader() {
+	ctx := st.s.Context()
 	for {
-		m, err := st.s.Recv()
-		if err != nil {
-			st.fail(err)
+		select {
+		case <-st.rkick:
+		case <-ctx.Done():
+			st.fail(status.FromContextError(ctx.Err()).Err())
 			return
 		}
-		for _, r := range m.GetReplies() {
+		st.mu.Lock()
+		mine := st.turn == byReader
+		st.mu.Unlock()
+		for mine {
+			m, err := st.s.Recv()
+			if err != nil {
+				st.fail(err)
+				return
+			}
+			st.deliver(m)
 			st.mu.Lock()
-			sc := st.pending[r.GetId()]
-			delete(st.pending, r.GetId())
-			wake := false
-			if sc != nil && sc.msg != nil {
-				if sc.msg.unanswered--; sc.msg.unanswered == 0 {
-					st.named--
-					wake = len(st.queue) > 0
-				}
+			if len(st.pending) == 0 && st.turn == byReader {
+				st.turn, mine = byNobody, false
 			}
 			st.mu.Unlock()
-			if wake {
-				st.wake()
-			}
-			if sc != nil {
-				sc.reply = r
-				sc.complete()
-			}
 		}
 	}
+}
+
+// deliver completes the calls m answers.
+func (st *gstream) deliver(m *synodpb.PipelineResponse) {
+	if testDeliver != nil {
+		testDeliver()
+	}
+	for _, r := range m.GetReplies() {
+		st.mu.Lock()
+		sc := st.pending[r.GetId()]
+		delete(st.pending, r.GetId())
+		wake := false
+		if sc != nil && sc.msg != nil {
+			if sc.msg.unanswered--; sc.msg.unanswered == 0 {
+				st.named--
+				wake = len(st.queue) > 0
+			}
+		}
+		st.mu.Unlock()
+		if wake {
+			st.wake()
+		}
+		if sc != nil {
+			sc.reply = r
+			sc.complete()
+		}
+	}
+}
+
+// readOwn waits for sc, a solo call (enqueueAs), reading the stream's
+// replies itself until sc's is in, its context ends or timeout passes
+// (gstream's doc: the stream is then cut, unless another sent call awaits
+// a reply), and returns what wait would.
+func (st *gstream) readOwn(ctx context.Context, sc *scall, timeout time.Duration) (*synodpb.Response, service.Result, bool, error) {
+	out := func(cause error) {
+		st.mu.Lock()
+		if st.solo == sc && st.leave == nil {
+			st.leave = cause
+			st.cutIfAlone()
+		}
+		st.mu.Unlock()
+	}
+	stop := context.AfterFunc(ctx, func() { out(ctx.Err()) })
+	defer stop()
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
+		tm := time.AfterFunc(timeout, func() { out(context.DeadlineExceeded) })
+		defer tm.Stop()
+	}
+	for {
+		select {
+		case <-sc.done:
+		default:
+			st.mu.Lock()
+			leave := st.leave
+			st.mu.Unlock()
+			if leave == nil {
+				m, err := st.s.Recv()
+				if err != nil {
+					st.fail(err)
+				} else {
+					st.deliver(m)
+				}
+				continue
+			}
+		}
+		break
+	}
+	// Give the turn up: to the reader goroutine when calls sent meanwhile
+	// await replies; wake the writer for calls queued meanwhile.
+	st.mu.Lock()
+	cause := st.leave
+	st.solo, st.leave = nil, nil
+	kickR, kickW := false, false
+	if st.turn == byCaller {
+		st.turn = byNobody
+		if len(st.pending) > 0 && st.err == nil {
+			st.turn, kickR = byReader, true
+		}
+	}
+	kickW = len(st.queue) > 0
+	st.mu.Unlock()
+	if kickR {
+		select {
+		case st.rkick <- struct{}{}:
+		default:
+		}
+	}
+	if kickW {
+		st.wake()
+	}
+	select {
+	case <-sc.done:
+		if sc.err == nil || cause == nil {
+			return st.finish(ctx, sc, nil)
+		}
+	default:
+		st.mu.Lock()
+		if st.pending[sc.id] == sc {
+			sc.abandoned = true
+		}
+		st.mu.Unlock()
+	}
+	return st.finish(ctx, sc, cause) // its reply is ignored when it comes
+}
+
+// testDeliver, when set (tests only), is called by the goroutine that
+// reads each reply message, before it completes its calls.
+var testDeliver func()
+
+// cutIfAlone cancels the stream for the solo caller that must leave, once
+// no other sent call awaits a reply (under st.mu).
+func (st *gstream) cutIfAlone() {
+	if st.solo == nil || st.leave == nil || st.cut {
+		return
+	}
+	for _, p := range st.pending {
+		if p != st.solo && !p.abandoned {
+			return
+		}
+	}
+	st.cut = true
+	st.cancel()
 }
 
 // fail ends the stream once: every call without a reply fails with err
@@ -792,6 +967,10 @@ func (st *gstream) abandon(sc *scall) bool {
 			st.queue = append(st.queue[:i], st.queue[i+1:]...)
 			return false
 		}
+	}
+	if st.pending[sc.id] == sc {
+		sc.abandoned = true
+		st.cutIfAlone() // a solo caller waiting to leave may now
 	}
 	return sc.sent
 }
@@ -839,8 +1018,13 @@ func (c *GRPC) attemptStreamOnce(ctx context.Context, g *gconn, req *synodpb.Req
 	if err := ctx.Err(); err != nil {
 		return nil, service.Result{}, false, err, nil
 	}
-	if err := st.enqueue(sc); err != nil {
+	solo, err := st.enqueueAs(true, sc)
+	if err != nil {
 		return nil, service.Result{}, false, err, st
+	}
+	if solo {
+		resp, res, sent, err := st.readOwn(ctx, sc, c.opts.Timeout)
+		return resp, res, sent, err, st
 	}
 	resp, res, sent, err := st.wait(ctx, sc, c.opts.Timeout)
 	return resp, res, sent, err, st
@@ -867,12 +1051,24 @@ func (st *gstream) wait(ctx context.Context, sc *scall, timeout time.Duration) (
 		select {
 		case <-sc.done: // completed meanwhile
 		default:
-			sent := st.abandon(sc)
-			if m := sc.msg; m != nil {
-				m.finish(false)
-			}
-			return nil, service.Result{}, sent, status.FromContextError(cause).Err()
+			st.abandon(sc)
+			return st.finish(ctx, sc, cause)
 		}
+	}
+	return st.finish(ctx, sc, nil)
+}
+
+// finish is wait's end for sc: given up for cause (its reply, if it
+// comes, is ignored), or completed (cause nil).
+func (st *gstream) finish(ctx context.Context, sc *scall, cause error) (*synodpb.Response, service.Result, bool, error) {
+	if cause != nil {
+		st.mu.Lock()
+		sent := sc.sent
+		st.mu.Unlock()
+		if m := sc.msg; m != nil {
+			m.finish(false)
+		}
+		return nil, service.Result{}, sent, status.FromContextError(cause).Err()
 	}
 	if m := sc.msg; m != nil {
 		if sc.retryable() {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -211,7 +213,9 @@ func TestPipelineCancel(t *testing.T) {
 	if _, err := slow.Result(); !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled write: %v, want context.Canceled with ErrUnknownOutcome", err)
 	}
-	// The stream still serves others (a different key runs beside the slow one).
+	// The client still serves others (a different key runs beside the
+	// slow one; the cancelled call was its stream's only one, read by its
+	// caller, so the stream was cut and this call opens a new one).
 	if err := c.Set(x, "other", []byte("v")); err != nil {
 		t.Fatalf("another call after a cancelled one: %v", err)
 	}
@@ -290,12 +294,17 @@ func TestPipelineServerRestart(t *testing.T) {
 	go s.Serve(l)
 	defer s.Close()
 	b.stop()
-	// Until the client has seen node b's stream end, a write may still
-	// go out on it and then fail with an unknown outcome (EOF), which is
-	// right for a write on a stream that breaks: wait for that first.
-	// (-count=50 failed once: "write 0 after the restart: ... pipeline
-	// stream failed: EOF: outcome unknown".)
-	waitFor(t, "the client sees node b's stream end", func() bool { return c.conns[1].live() == nil })
+	// Until gRPC has seen node b's stream end, a write may still go out
+	// on it and then fail with an unknown outcome (EOF), which is right
+	// for a write on a stream that breaks: wait for that first. (-count=50
+	// failed once: "write 0 after the restart: ... pipeline stream failed:
+	// EOF: outcome unknown".) An idle stream is not read (gstream's read
+	// turn), so the sign is the connection's end, which gRPC's reader
+	// meets after the stream's trailers; a write on the ended stream then
+	// fails unsent and goes elsewhere.
+	waitFor(t, "the client sees node b's connection end", func() bool {
+		return c.conns[1].live() == nil || c.conns[1].cc.GetState() != connectivity.Ready
+	})
 	// Node a's old stream may still look alive (its calls were answered
 	// TRYAGAIN as it shut down, and the client reads the close later): the
 	// write then finds it dead before sending and tries a new stream to a
@@ -416,5 +425,156 @@ func TestCallBytesBoundsSize(t *testing.T) {
 		if got, want := callBytes(req), proto.Size(call); got < want {
 			t.Errorf("callBytes %d < encoded size %d of %v", got, want, req)
 		}
+	}
+}
+
+// goid is the calling goroutine's id (runtime.Stack's first line).
+func goid() string {
+	var b [64]byte
+	f := strings.Fields(string(b[:runtime.Stack(b[:], false)]))
+	return f[1]
+}
+
+// TestPipelineLoneCallerReadsItsReply: a caller with one call at a time
+// on its stream (the one-client path) reads its reply itself, on its own
+// goroutine: no hand-off from the stream's reader goroutine (gstream's
+// read turn), on a namespace with named groups (paxos) and one without
+// (memory: plain calls). Replies of calls that overlap are read by
+// whoever holds the turn, and every call is answered. On 8115eb6 every
+// reply was read by the stream's reader goroutine (this test, with the
+// hook in its reader: 0 of 80 on the caller's goroutine).
+func TestPipelineLoneCallerReadsItsReply(t *testing.T) {
+	x := tctx(t)
+	for _, proto := range []string{"paxos", "memory"} {
+		t.Run(proto, func(t *testing.T) {
+			n := startGRPC(t, kvNS(proto), grpcserver.Options{})
+			c := newGRPC(t, []string{n.addr}, Options{Pipeline: true})
+			var mu sync.Mutex
+			var readers []string
+			testDeliver = func() {
+				mu.Lock()
+				readers = append(readers, goid())
+				mu.Unlock()
+			}
+			t.Cleanup(func() { testDeliver = nil })
+			if err := c.Set(x, "k", []byte("v")); err != nil { // opens the stream
+				t.Fatal(err)
+			}
+			me := goid()
+			mu.Lock()
+			readers = nil
+			mu.Unlock()
+			for i := range 40 {
+				if err := c.Set(x, "k", []byte(fmt.Sprint(i))); err != nil {
+					t.Fatal(err)
+				}
+				if v, ok, err := c.Get(x, "k"); err != nil || !ok || string(v) != fmt.Sprint(i) {
+					t.Fatalf("get %d: %q %v %v", i, v, ok, err)
+				}
+			}
+			mu.Lock()
+			mine := 0
+			for _, r := range readers {
+				if r == me {
+					mine++
+				}
+			}
+			if len(readers) != 80 || mine != 80 {
+				t.Errorf("%d of %d reply messages read on the caller's goroutine, want 80 of 80", mine, len(readers))
+			}
+			mu.Unlock()
+			// Overlapping callers: every call answered, whoever reads.
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 25 {
+						key := fmt.Sprintf("g%d", g)
+						if err := c.Set(x, key, []byte(fmt.Sprint(i))); err != nil {
+							t.Error(err)
+							return
+						}
+						if v, _, err := c.Get(x, key); err != nil || string(v) != fmt.Sprint(i) {
+							t.Errorf("%s: %q %v", key, v, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// TestPipelineSoloCancelSparesOthers: a call read by its own caller is
+// cancelled while another call on its stream awaits its reply: the other
+// call is answered (the stream is not cut for the cancelled one), the
+// cancelled caller returns once the other's reply is in, with its
+// cancellation and an unknown outcome, and the stream keeps serving. A
+// variant that cuts the stream whenever a reading caller's context ends
+// fails the other call (pipeline stream failed: canceled, outcome
+// unknown).
+func TestPipelineSoloCancelSparesOthers(t *testing.T) {
+	x := tctx(t)
+	mem := kvNS("memory")
+	relA, relB := make(chan struct{}), make(chan struct{})
+	entered := make(chan string, 2)
+	mem.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		var rel chan struct{}
+		switch req.Op.Key {
+		case "hold-a":
+			rel = relA
+		case "hold-b":
+			rel = relB
+		default:
+			return nil
+		}
+		entered <- req.Op.Key
+		select {
+		case <-rel:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	n := startGRPC(t, mem, grpcserver.Options{})
+	c := newGRPC(t, []string{n.addr}, Options{Pipeline: true})
+	if err := c.Set(x, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	st := c.conns[0].live()
+	cx, cancel := context.WithCancel(x)
+	a := c.Go(cx, "", service.Op{Kind: "set", Key: "hold-a", Args: [][]byte{[]byte("1")}}, OpOptions{})
+	<-entered
+	st.mu.Lock()
+	solo := st.turn == byCaller && st.solo != nil
+	st.mu.Unlock()
+	if !solo {
+		t.Fatal("the lone call is not read by its caller")
+	}
+	b := c.Go(x, "", service.Op{Kind: "set", Key: "hold-b", Args: [][]byte{[]byte("2")}}, OpOptions{})
+	<-entered
+	cancel()
+	select {
+	case <-a.Done():
+		t.Fatal("the cancelled caller returned while it held the stream's read turn and another call awaited its reply")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(relB)
+	if _, err := b.Result(); err != nil {
+		t.Fatalf("the other call: %v", err)
+	}
+	if _, err := a.Result(); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrUnknownOutcome) {
+		t.Errorf("cancelled write: %v, want context.Canceled with ErrUnknownOutcome", err)
+	}
+	close(relA)
+	if c.conns[0].live() != st {
+		t.Error("the stream was replaced")
+	}
+	if err := c.Set(x, "after", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if c.conns[0].live() != st {
+		t.Error("the stream was replaced")
 	}
 }
