@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -43,6 +44,12 @@ const driveRetry = 500 * time.Millisecond
 type driveState struct {
 	mu      sync.Mutex
 	running map[string]bool
+	// held counts the times this node's driver decided to hold still for
+	// an operator's pause (a "paused" wait). The machine saves its
+	// progress before it holds, so once held has grown the saved record
+	// is the one a pause keeps (TestMigrateControl waits on it rather
+	// than on the clock).
+	held atomic.Int64
 }
 
 // leadsPlacement reports whether this node leads the placement namespace.
@@ -127,6 +134,9 @@ func (n *Node) runMachine(ctx context.Context, s *shardedNS, rec shard.Migration
 			return errors.New("no longer the placement leader")
 		}
 		a := m.Next(s.view().ctl)
+		if a.Kind == shard.ActWait && a.Reason == "paused" {
+			n.drive.held.Add(1)
+		}
 		if a.Kind == shard.ActStop {
 			if m.Rec.Phase.Finished() {
 				n.log.Info("migration ended", "namespace", s.ns.Name, "id", m.Rec.ID, "phase", m.Rec.Phase, "keys", m.Rec.Keys, "bytes", m.Rec.Bytes)

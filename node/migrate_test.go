@@ -305,7 +305,10 @@ func TestMigrateControl(t *testing.T) {
 	}
 	admin := redis.NewClient(&redis.Options{Addr: addrs[4]})
 	defer admin.Close()
-	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "2000-3999", "rate", "200").Err(); err != nil {
+	// Rate 100: the pause below lands after the first saved page (about
+	// 240 keys) with the other 360, 3.6 s of copying, still to go. (At
+	// 200, 1.8 s: a pause the driver saw 1.5 s late found the copy over.)
+	if err := admin.Do(ctx, "cluster", "migrate", "s0", "s1", "2000-3999", "rate", "100").Err(); err != nil {
 		t.Fatal(err)
 	}
 	st := waitPhase(t, ctx, admin, "copy")
@@ -315,14 +318,49 @@ func TestMigrateControl(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The driver (on the placement leader, whichever node that is now)
+	// sees the pause at its next read of the placement namespace, after
+	// the action it is doing; it saves that action's progress, then holds
+	// still (node.drive.held counts its holds). The test waits for those
+	// holds, not for time: a loaded machine can take seconds over the
+	// read and the in-flight import and save (1 s sleeps failed there).
+	// A pause the driver ignored ends the copy: caught as a phase past it.
+	held := func() (h int64) {
+		for _, n := range nodes {
+			h += n.drive.held.Load()
+		}
+		return h
+	}
+	h0 := held()
 	if err := admin.Do(ctx, "cluster", "migration", "pause").Err(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the driver sees the pause within a poll
-	a, _ := migStatus(ctx, admin)
-	time.Sleep(time.Second)
-	b, _ := migStatus(ctx, admin)
-	if a["keys_copied"] != b["keys_copied"] || a["phase"] != "copy" {
+	waitHeld := func(want int64) {
+		t.Helper()
+		for held() < want {
+			st, err := migStatus(ctx, admin)
+			if err == nil && st["phase"] != "copy" {
+				t.Fatalf("paused, yet the copy went on to %s: %v", st["phase"], st)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the driver never held still for the pause (%d holds): %v, %v", held()-h0, st, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitHeld(h0 + 1)
+	a, err := migStatus(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten more holds: the driver has looked at the pause again and
+	// waited at least 1 s of its own time, copying nothing.
+	waitHeld(held() + 10)
+	b, err := migStatus(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a["keys_copied"] != b["keys_copied"] || a["phase"] != "copy" || b["phase"] != "copy" {
 		t.Fatalf("paused, yet the copy went on: %v then %v", a, b)
 	}
 	t.Logf("paused at %s keys copied, %s left (estimate), %s bytes left", b["keys_copied"], b["keys_left"], b["bytes_left"])
