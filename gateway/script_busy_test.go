@@ -107,7 +107,7 @@ func TestScriptBusy(t *testing.T) {
 	if got := c.do("SCRIPT", "KILL"); !strings.HasPrefix(got, "(error) UNKILLABLE") {
 		t.Errorf("SCRIPT KILL of a script that wrote: %s", got)
 	}
-	if got := rd.reply().String(); !strings.Contains(got, "exceeded its budget") {
+	if got := rd.budgetReply().String(); !strings.Contains(got, "exceeded its budget") {
 		t.Errorf("the unkillable script answered %s", got)
 	}
 	// Past its mark a script that has not written may not write: at every

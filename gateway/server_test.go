@@ -82,6 +82,29 @@ func (c *tconn) reply() resp.Reply {
 // to 20 s under -race at load 30-38.
 func (c *tconn) deadline() { c.nc.SetDeadline(time.Now().Add(60 * time.Second)) }
 
+// budgetReply reads the reply of a command whose script runs to its
+// instruction budget (service.ScriptBudget, 20 million Lua instructions,
+// at every replica that runs it). That run is CPU-bound: about 20 s under
+// -race at load 30, and past deadline's 60 s in go test -race -count=3
+// ./gateway/... at load ~40 (TestScripts/unreplicated, TestScriptBusy,
+// session 44). What the tests assert is that the run ends, with the
+// budget's error, not how soon: the wait is bounded only against a run
+// that never ends (10 minutes; the reply's time is logged).
+func (c *tconn) budgetReply() resp.Reply {
+	c.t.Helper()
+	start := time.Now()
+	if err := c.w.Flush(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.nc.SetDeadline(time.Now().Add(10 * time.Minute))
+	r, err := c.r.ReadReply()
+	if err != nil {
+		c.t.Fatalf("reading the reply of a run to the script budget (after %v): %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	c.t.Logf("a run to the script budget answered %v after this read began", time.Since(start).Round(time.Millisecond))
+	return r
+}
+
 // do sends one command and returns its reply in redis-cli's rendering.
 func (c *tconn) do(args ...string) string {
 	c.t.Helper()
