@@ -317,6 +317,21 @@
 // conformance scenario); mc's model, whose failure detector is perfect,
 // cannot.
 //
+// # Message versions (msg.go)
+//
+// Messages carry version 2 since session 44: the take-over rules
+// (takeover.go, session 43) added the promise, the report's state view
+// and acknowledgements that always name the transfer the member joined
+// by, which a version 1 node would drop or misread without a word (a new
+// primary ignores a version 1 member's acknowledgements, whose nonce is
+// 0). As every protocol here does for a format change, the version byte
+// moved, and each version refuses the other's messages
+// (proto.ErrBadVersion; TestMessageVersion): a mixed cluster does not
+// form, and an upgrade restarts every node. Records keep version 1 (their
+// formats did not change; a view record without the state view, from
+// before 1975ce1, still opens), so a node restarts on the earlier
+// version's data directory.
+//
 // # Parameters
 //
 //	rate_sending   positive duration  20ms   the primary's heartbeat interval (Fig. III.2)
