@@ -208,7 +208,29 @@ func setupAndRun(m *testing.M) int {
 	suite = &Suite{Redis: rs.Addr, Synod: c.Nodes[0].Client, Protocols: serving, Passes: passes}
 	code := m.Run()
 	fmt.Println(suite.Counts())
+	if code != 0 {
+		// The cluster's directory goes with tmp: what the nodes logged
+		// (leader changes, take-overs, warnings) is the evidence a failure
+		// under load leaves.
+		printLogTails(cdir, c.Nodes, 80)
+	}
 	return code
+}
+
+// printLogTails prints the last n lines of each node's log in dir.
+func printLogTails(dir string, nodes []cluster.Node, n int) {
+	for _, nd := range nodes {
+		b, err := os.ReadFile(filepath.Join(dir, nd.ID+".log"))
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Printf("=== the last %d lines of %s.log\n%s\n", len(lines), nd.ID, strings.Join(lines, "\n"))
+	}
 }
 
 func needSuite(t *testing.T) {
