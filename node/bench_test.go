@@ -171,8 +171,8 @@ func BenchmarkABDPut(b *testing.B) {
 }
 
 // BenchmarkABDThrifty is BenchmarkABDPut's direct passes with abd's
-// query phases asking a majority first (thrifty=true, the default) or
-// every replica (false), for puts and for gets (of keys no replica
+// query phases asking a majority first (thrifty=true) or every replica
+// (false, the default), for puts and for gets (of keys no replica
 // holds: every answer carries the zero tag, one phase each):
 //
 //	go test ./node -run '^$' -bench ABDThrifty -benchtime 20000x

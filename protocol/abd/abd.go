@@ -76,7 +76,7 @@ var params = proto.NewSpec(
 		Doc: "a request's time limit at its coordinator"},
 	proto.Param{Name: "window", Kind: proto.Int, Default: "2", Min: "0",
 		Doc: "round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)"},
-	proto.Param{Name: "thrifty", Kind: proto.Bool, Default: "true",
+	proto.Param{Name: "thrifty", Kind: proto.Bool, Default: "false",
 		Doc: "a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed"},
 )
 
@@ -354,8 +354,8 @@ func (a *ABD) begin(req automaton.Request, group uint64) *op {
 // message copies it anyway, so a phase of a batch allocates nothing of its
 // own.
 //
-// A query phase's first sending is thrifty (parameter thrifty, default
-// true): it asks only the peers a majority needs besides this replica,
+// With parameter thrifty (default false), a query phase's first sending
+// is thrifty: it asks only the peers a majority needs besides this replica,
 // taken round robin by round group (thriftyPeers); the retransmission
 // (OnTimer) asks every replica that has not answered. Store phases ask
 // every replica, so that every replica holds what a majority holds and

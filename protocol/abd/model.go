@@ -17,7 +17,8 @@ import (
 // reduction applies with clients at one node (--target first) and not to
 // the default fixed targets, which leave only n3 free.
 //
-// The model runs the seed's every-replica query phases (thrifty=false):
+// The model runs the seed's every-replica query phases (thrifty=false,
+// the default, set here so that the model stays so):
 // a thrifty coordinator's choice of the peers it asks first follows the
 // ring order of the node names and its round groups, which no renaming of
 // nodes keeps, so node symmetry would merge states whose futures differ.
@@ -25,8 +26,8 @@ import (
 // protocol in which the queries to the peers not asked first are delayed
 // until the retransmission (a query changes no replica's state, and an
 // answer that comes after its phase has a majority is ignored), and the
-// checker delivers messages in every order. The simulator (and the live
-// node) runs the default, thrifty queries.
+// checker delivers messages in every order. The simulator runs thrifty
+// queries with --param thrifty=true.
 //
 // abd-broken-clientnowriteback's model is ClientDrivenModel: its bug is in
 // the client's coordinator, which only client-driven clients run.

@@ -27,13 +27,16 @@ type stepCluster struct {
 }
 
 // newStepCluster is three automatons whose phases ask every replica at
-// once (thrifty=false: the message counts these tests assert are the
-// seed's); newThriftyCluster's query phases ask a majority first.
+// once (thrifty=false, the default: the message counts these tests
+// assert are the seed's); newThriftyCluster's query phases ask a
+// majority first.
 func newStepCluster(tb testing.TB) *stepCluster {
 	return newStepClusterParams(tb, map[string]string{"thrifty": "false"})
 }
 
-func newThriftyCluster(tb testing.TB) *stepCluster { return newStepClusterParams(tb, nil) }
+func newThriftyCluster(tb testing.TB) *stepCluster {
+	return newStepClusterParams(tb, map[string]string{"thrifty": "true"})
+}
 
 func newStepClusterParams(tb testing.TB, params map[string]string) *stepCluster {
 	c := &stepCluster{ids: []automaton.NodeID{"n1", "n2", "n3"}, nodes: map[automaton.NodeID]automaton.Automaton{}}
@@ -197,7 +200,7 @@ func sendsOf(outs []automaton.Output) map[automaton.NodeID]int {
 	return m
 }
 
-// Thrifty queries (the default): a query phase asks this replica and one
+// Thrifty queries (thrifty=true): a query phase asks this replica and one
 // peer (a majority of three), a round group's operations the same peer,
 // consecutive groups the other peer in turn; store phases ask both. A
 // peer that did not answer before a retransmission is asked last until
