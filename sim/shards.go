@@ -38,10 +38,12 @@ import (
 //     node's shared log does);
 //   - its fate: a crash or a power loss takes every replica on it down.
 //
-// The slot map (shard.Placement) is the placement namespace's record:
-// one linearizable register by default, or (PlaceReplicas > 0) a key of
-// the placement namespace replicated by a group of the protocol, whose
-// leader runs the placer and the drivers (shards_placegroup.go). Slots move by
+// The slot map (shard.Placement) is the placement namespace's record: a
+// key of the placement namespace replicated by a group of the protocol
+// (PlaceReplicas; 3 by default with the decided plan since session 44),
+// whose leader runs the placer and the drivers, fails over and replaces
+// the group's own dead members (shards_placegroup.go), or one
+// linearizable register (PlaceReplicas -1, and the rotation plan). Slots move by
 // the real migration machine (shard.Machine): its actions become the same
 // atomic groups node/migrate.go sends (guards of the slot states, sets,
 // scans, dumps, restores), in the groups' logs. The runs split (the upper
@@ -115,7 +117,8 @@ type ShardsConfig struct {
 	// PlaceReplicas > 0: the placement records are a KV namespace
 	// replicated by a group of the protocol on that many machines, whose
 	// leader's machine runs the placer and the drivers
-	// (shards_placegroup.go); 0: world registers.
+	// (shards_placegroup.go); -1: world registers; 0: the default,
+	// DefaultPlaceReplicas with Plan "decide", registers with "rotation".
 	PlaceReplicas int
 	// Place are Decide's thresholds (zero: SimPlaceParams).
 	Place shard.PlaceParams
@@ -169,15 +172,17 @@ type ShardsStats struct {
 	// (failovers), migrations and replacements a new one resumed, and
 	// calls answered through the placement log.
 	PlaceLeaders, PlaceFailovers, PlaceResumed, PlaceWrites int
+	PlaceReplaced                                           int // replacements of #placement's own members (of Replaced)
 	Txns, TxnEarly, TxnRetries                              int // cross-shard transaction attempts, answered before their last step, retries
+	TxnEvaluated                                            int // writing ones answered at the decision from their prepares' evaluation
 	TxnCoordDeaths, TxnResolved                             int
 	Moved, Asked, TryAgain, Forwarded, Retries              int
 	Completed, Unknown                                      int
 }
 
 func (s ShardsStats) String() string {
-	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d",
-		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites)
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d place-replaced=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites, s.PlaceReplaced)
 }
 
 // ShardsResult is the outcome of a sharded run.
@@ -213,6 +218,11 @@ func (r *ShardsResult) Failed() bool {
 	return r.Invariant != "" || (r.Check != "" && r.Check != check.Ok) || r.TxnCheck == check.Illegal
 }
 
+// DefaultPlaceReplicas is the placement namespace's replica count when
+// ShardsConfig.PlaceReplicas is 0 and the plan is "decide" (session 44: the
+// replicated placement namespace is the default, as on a live cluster).
+const DefaultPlaceReplicas = 3
+
 // ShardsReplay is the command that replays seed of cfg.
 func ShardsReplay(cfg ShardsConfig, seed int64) string {
 	c := fmt.Sprintf("synod-lab shardsim --seeds %d --shards %d --spares %d --machines %d --clients %d --ops %d --faults %s --migrations %d --plan %s --keys %d",
@@ -230,7 +240,7 @@ func ShardsReplay(cfg ShardsConfig, seed int64) string {
 		p := cfg.Place
 		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g,dead_after=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown, p.DeadAfter)
 	}
-	if cfg.PlaceReplicas > 0 {
+	if cfg.PlaceReplicas != 0 {
 		c += fmt.Sprintf(" --place-replicas %d", cfg.PlaceReplicas)
 	}
 	if cfg.TxnClients > 0 {

@@ -118,7 +118,7 @@ func (w *shWorld) membersOn() bool { return automaton.SupportsMembership(w.cfg.P
 
 // startChange starts carrying out decision d.
 func (w *shWorld) startChange(d shard.Decision) {
-	g := w.groups[d.From]
+	g := w.groupAt(d.From)
 	c := &shChange{d: d, g: g, x: automaton.NodeID(d.Node), y: automaton.NodeID(d.With), steps: w.changeSteps(d.Kind)}
 	if d.Kind != shard.DecLeader {
 		if w.placeMode() {
@@ -147,12 +147,12 @@ func (w *shWorld) resumeChange() {
 	if w.chg != nil || !w.placeReady() {
 		return
 	}
-	for gi, g := range w.groups {
+	for _, g := range w.allGroups() {
 		if g.joining == "" {
 			continue
 		}
 		k := shard.DecReplace
-		d := shard.Decision{Kind: k, From: gi, To: gi, Node: string(g.leaving), With: string(g.joining), Reason: "resuming a replacement cut short"}
+		d := shard.Decision{Kind: k, From: g.idx, To: g.idx, Node: string(g.leaving), With: string(g.joining), Reason: "resuming a replacement cut short"}
 		w.runChange(&shChange{d: d, g: g, x: g.leaving, y: g.joining, steps: w.changeSteps(k)})
 		return
 	}
@@ -207,6 +207,9 @@ func (w *shWorld) changeNext(c *shChange) {
 				w.stats.Balanced++
 			} else {
 				w.stats.Replaced++
+			}
+			if g.place {
+				w.stats.PlaceReplaced++
 			}
 			w.tracef("membership: %s members %v", g.name, g.members)
 			next()
@@ -437,7 +440,7 @@ func (w *shWorld) checkMajority(why string) {
 			return
 		}
 	}
-	for _, g := range w.groups {
+	for _, g := range w.allGroups() {
 		c := g.chain[len(g.chain)-1]
 		live := 0
 		for _, id := range c {
@@ -460,10 +463,10 @@ func (w *shWorld) checkHealed() {
 		w.violation("membership change %s of %s did not end within %v of the final heal", c.steps[c.step], c.g.name, DefaultDrainTime)
 		return
 	}
-	for _, g := range w.groups {
+	for _, g := range w.allGroups() {
 		c := g.chain[len(g.chain)-1]
-		if len(c) != w.cfg.Replicas || !slices.Equal(c, sortedIDs(g.members)) || len(g.reps) != w.cfg.Replicas {
-			w.violation("after the faults healed, group %s has configuration {%s} (%d members, want %d), members record {%s}, replicas on {%s}", g.name, joinIDs(c), len(c), w.cfg.Replicas, joinIDs(g.members), joinIDs(g.ids))
+		if n := w.want(g); len(c) != n || !slices.Equal(c, sortedIDs(g.members)) || len(g.reps) != n {
+			w.violation("after the faults healed, group %s has configuration {%s} (%d members, want %d), members record {%s}, replicas on {%s}", g.name, joinIDs(c), len(c), n, joinIDs(g.members), joinIDs(g.ids))
 			return
 		}
 	}

@@ -15,10 +15,12 @@ func TestShardsSimMembers(t *testing.T) {
 		machines int
 		seed     int64
 	}
-	// 9 machines (one replica each): replacements, then replica balance
-	// when the dead machine is back; 5 machines (groups share them):
-	// replacements and leader moves.
-	runs := []run{{5, 4}, {0, 2}}
+	// 9 machines (one replica each): replacements; 5 machines (groups
+	// share them): replacements and leader moves, and on seed 2 replica
+	// balance when the dead machine is back (since session 44's default,
+	// the replicated placement namespace; 9 machines' seed 2 balanced
+	// before).
+	runs := []run{{5, 4}, {0, 2}, {5, 2}}
 	if testing.Short() {
 		runs = runs[:1]
 	}

@@ -179,7 +179,7 @@ func (w *shWorld) onPlaceTick() {
 	if w.chg != nil || !w.placeReady() || p.beginning {
 		return // one change at a time, and no other decision meanwhile (node/placer.go)
 	}
-	for _, g := range w.groups {
+	for _, g := range w.allGroups() {
 		if g.joining != "" {
 			// A replacement cut short (its driver died) is resumed from
 			// the members record before any new decision, as the node's
@@ -188,6 +188,19 @@ func (w *shWorld) onPlaceTick() {
 			w.resumeChange()
 			return
 		}
+	}
+	if d, ok := w.decidePlaceGroup(in, p.params); ok {
+		// #placement's own dead member first (node/placer.go
+		// decidePlacementGroup): the service the others rely on.
+		id := fmt.Sprintf("%v placement %s %s", d.Kind, d.Node, d.With)
+		if id != p.last {
+			p.last = id
+			p.decisions["placement-"+d.Kind.String()]++
+			w.tracef("placement group decision: %s", d)
+			p.carried++
+			w.startChange(d)
+		}
+		return
 	}
 	d := shard.Decide(in, p.params)
 	if d.Kind == shard.DecNone {
@@ -336,4 +349,40 @@ func (p *shPlacer) summary() string {
 		fmt.Fprintf(&b, " refused=%d", p.refused)
 	}
 	return b.String()
+}
+
+// decidePlaceGroup is the placement leader's decision on its own group's
+// members (placement mode, a protocol with membership changes):
+// shard.DecideGroupReplace, as node/placer.go decidePlacementGroup asks
+// it, over #placement's members record and every data group's members.
+// It is carried out like a data group's replacement (shards_members.go),
+// on the members record mem/#placement in #placement itself: the leader
+// adds the new member to its own group and removes the dead one through
+// the group's log, a member throughout. Unlike the node, where the
+// placement group's replacements run beside the data groups' decisions,
+// the world runs one change at a time (w.chg); it runs beside a
+// migration, as on the node.
+func (w *shWorld) decidePlaceGroup(in shard.PlaceInput, params shard.PlaceParams) (shard.Decision, bool) {
+	if !w.placeMode() || !w.membersOn() {
+		return shard.Decision{}, false
+	}
+	pg := w.pg.g
+	g := shard.GroupReport{Name: pg.name, Former: pg.former}
+	for _, id := range pg.members {
+		g.Members = append(g.Members, string(id))
+	}
+	var others []shard.GroupReport
+	for _, og := range w.groups {
+		var o shard.GroupReport
+		for _, id := range og.members {
+			o.Members = append(o.Members, string(id))
+		}
+		others = append(others, o)
+	}
+	d, ok := shard.DecideGroupReplace(g, others, in.Nodes, params)
+	if !ok || d.Kind != shard.DecReplace {
+		return shard.Decision{}, false
+	}
+	d.From, d.To = pg.idx, pg.idx
+	return d, true
 }

@@ -17,8 +17,9 @@ import (
 // The placement namespace replicated (issue 33 items 2, 3 and 6;
 // docs/SHARDING.md "The placement namespace in the simulation").
 //
-// With ShardsConfig.PlaceReplicas > 0 the placement records are not world
-// registers: they are keys of a KV namespace, #placement, replicated by
+// With ShardsConfig.PlaceReplicas > 0 (3 by default with the decided
+// plan, since session 44; -1 keeps the registers of the earlier world)
+// the placement records are not world registers: they are keys of a KV namespace, #placement, replicated by
 // a group of the world's protocol (paxos: the real automaton) on
 // PlaceReplicas machines spread over the machine list as
 // config.PlacementGroup spreads them (machines 1, 1+M/3, 1+2M/3 of M).
@@ -55,6 +56,22 @@ import (
 // a new token) and the replacement a members record shows under way.
 // The crash fault picks the placement leader's machine one time in
 // four (in this mode only), so failovers are frequent.
+//
+// Its own members (session 44). A member of #placement down longer than
+// DeadAfter (the dead fault) is replaced as live (node/placer.go
+// decidePlacementGroup, since 45aef5c): the placement leader asks
+// shard.DecideGroupReplace (the live machine outside #placement hosting
+// the fewest replicas of all groups, never a former member) and carries
+// it out with a data group's steps (shards_members.go: mark, join, add,
+// remove, record) on the members record mem/#placement in #placement
+// itself; a replacement cut short (a deposed leader) is resumed by the
+// next leader from that record before any other decision. The leader
+// changes its own group's membership through the group's log, a member
+// throughout. Decision (the world's, not the node's): the world runs one
+// change at a time, so #placement's replacement waits for a data group's
+// and the other way round (live they run side by side); it runs beside a
+// migration, as live. The majority, one-chain and healed invariants
+// (shards_members.go) cover #placement as they cover the data groups.
 //
 // Invariants (besides the world's):
 //
@@ -222,21 +239,12 @@ func (w *shWorld) takeOverPlacement(m *shMachine, term uint64) {
 	w.pgCall([]service.Op{{Kind: "get", Key: placeKeySeq}}, func([]service.Result) {
 		p.ready = true
 		w.tracef("placement leader on %s ready", m.id)
-		// A replacement whose record was written but whose removed
-		// member's replica was not stopped (its leader was deposed in
-		// between): stop it now.
-		for _, g := range w.groups {
-			for _, id := range slices.Clone(g.ids) {
-				if !slices.Contains(g.members, id) && id != g.joining {
-					w.dropReplica(g, id)
-				}
-			}
-		}
+		w.retireRemoved()
 		if w.mig.active && w.drv == nil {
 			w.stats.PlaceResumed++
 			w.newDriver()
 		}
-		for _, g := range w.groups {
+		for _, g := range w.allGroups() {
 			if g.joining != "" && w.chg == nil {
 				w.stats.PlaceResumed++
 				w.resumeChange()
@@ -257,7 +265,28 @@ func (w *shWorld) placeResume() {
 		w.newDriver()
 	}
 	if w.chg == nil {
+		w.retireRemoved()
 		w.resumeChange()
+	}
+}
+
+// retireRemoved stops the replicas of members a members record in the
+// log no longer names (and that are not joining): a replacement whose
+// record was written but whose removed member's replica was not stopped,
+// because the leader was deposed or the change driver died while the
+// record's write was in flight (it lands without its callback). Live, the
+// removed node stops its replica itself when it reads the record
+// (node/groups.go retireGroups). Session 44: before, only a new placement
+// leader did this, at its take-over, and a write landing after its read
+// left the replica running (the healed check caught it: seed 6 of
+// --machines 5, a replica balance move whose driver died).
+func (w *shWorld) retireRemoved() {
+	for _, g := range w.allGroups() {
+		for _, id := range slices.Clone(g.ids) {
+			if !slices.Contains(g.members, id) && id != g.joining {
+				w.dropReplica(g, id)
+			}
+		}
 	}
 }
 
@@ -495,7 +524,7 @@ func (w *shWorld) takeRecord(key, value string) {
 			w.tracef("migration %d %s (placement log)", rec.ID, rec.Phase)
 		}
 	case strings.HasPrefix(key, "mem/"):
-		for _, g := range w.groups {
+		for _, g := range w.allGroups() {
 			if "mem/"+g.name == key {
 				w.applyMembers(g, value)
 			}

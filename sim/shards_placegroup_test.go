@@ -22,8 +22,7 @@ func TestShardsSimPlaceGroup(t *testing.T) {
 	var total ShardsStats
 	for _, s := range seeds {
 		cfg := shardsCfg(s)
-		cfg.PlaceReplicas = 3
-		r, err := RunShards(cfg)
+		r, err := RunShards(cfg) // the placement namespace replicated: the default
 		if err != nil {
 			t.Fatalf("seed %d: %v\nreplay: %s", s, err, ShardsReplay(cfg, s))
 		}
@@ -35,10 +34,11 @@ func TestShardsSimPlaceGroup(t *testing.T) {
 		total.PlaceResumed += r.Stats.PlaceResumed
 		total.Flips += r.Stats.Flips
 		total.Replaced += r.Stats.Replaced
+		total.PlaceReplaced += r.Stats.PlaceReplaced
 		total.Completed += r.Stats.Completed
 	}
-	if total.PlaceFailovers == 0 || total.PlaceResumed == 0 || total.Flips == 0 || total.Replaced == 0 || total.Completed == 0 {
-		t.Errorf("the runs did not fail the placement leader over while it carried out migrations and replacements: %v", total)
+	if total.PlaceFailovers == 0 || total.PlaceResumed == 0 || total.Flips == 0 || total.Replaced == 0 || total.PlaceReplaced == 0 || total.Completed == 0 {
+		t.Errorf("the runs did not fail the placement leader over while it carried out migrations and replacements (#placement's own among them): %v", total)
 	}
 }
 

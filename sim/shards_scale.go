@@ -62,6 +62,7 @@ func scaleDefaults(base ShardsConfig) ShardsConfig {
 func ShardScale(base ShardsConfig, points []int, seeds []int64, clientsPerShard, opsPerShard int, out io.Writer) error {
 	base = scaleDefaults(base)
 	base.Faults, base.Migrations, base.Spares, base.NoCheck = "none", 0, 0, true
+	base.PlaceReplicas = -1 // the placement records as registers: the figures measure the data groups
 	fmt.Fprintf(out, "sharded throughput in the CPU model (virtual time: the host's load does not change it)\n")
 	fmt.Fprintf(out, "costs: op %s, msg %s, apply %s, forward %s; latency %s, fsync %s; one processor and one disk per machine\n",
 		base.OpCost, base.MsgCost, base.ApplyCost, base.FwdCost, base.Latency, orDefault(base.Fsync, DefaultFsync))

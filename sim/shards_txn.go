@@ -22,7 +22,9 @@ import (
 // atomic request with its slot guards, as any; across groups it is the
 // two-phase commit of shard/txn: the same Coordinator node/txn.go runs
 // (prepares with slot guards and slot locks, the decision logged in the
-// coordinator group, commits, answers at the decision, read-only
+// coordinator group, commits, answers at the decision (a transfer's
+// INCRs evaluated at the prepares, Coordinator.Eval; a commit applying
+// other results than the answered ones is a violation), read-only
 // transactions in one round under shared locks), its steps sent as atomic
 // requests to the real paxos groups of this world, through their logs,
 // under every fault. Each group's leader's resolver (node/txn.go
@@ -259,6 +261,9 @@ func (w *shWorld) txAttempt(c *shTxClient) {
 	}
 	if write {
 		c.co.Known = txn.KnownResults(parts)
+		// A transfer's INCRs: evaluated at the prepares and answered at
+		// the decision, as node/txn.go does since 135b8da.
+		c.co.Eval = c.co.Known == nil
 	}
 	w.txStep(c)
 }
@@ -281,10 +286,16 @@ func (w *shWorld) txStep(c *shTxClient) {
 		// Answered at the decision (or after a read-only round); the
 		// steps left run on.
 		w.stats.TxnEarly++
+		if co.Evaluated() {
+			w.stats.TxnEvaluated++
+		}
 		w.txFinish(c, history.OK, out.Results)
 		c = &shTxClient{idx: -1, co: co, tail: true}
 	}
 	if st.Kind == txn.StDone {
+		if k := co.Mismatched(); k > 0 {
+			w.violation("transaction %s: %d of its commits applied results other than the prepares' evaluation its client was answered with", co.ID, k)
+		}
 		if c.tail {
 			return
 		}

@@ -103,6 +103,9 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 	if c.HotKeys == 0 {
 		c.HotKeys = 1
 	}
+	if c.PlaceReplicas == 0 && c.Plan == "decide" {
+		c.PlaceReplicas = DefaultPlaceReplicas
+	}
 	if c.HotPhase == 0 {
 		c.HotPhase = 2 * time.Second
 	}
@@ -127,11 +130,11 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: %s needs --txn-clients", c.Broken)
 	case c.Broken == "placer-overreach" && c.Plan != "decide":
 		return c, fmt.Errorf("sim: placer-overreach needs --plan decide")
-	case c.PlaceReplicas < 0 || c.PlaceReplicas > c.Machines:
+	case c.PlaceReplicas < -1 || c.PlaceReplicas > c.Machines:
 		return c, fmt.Errorf("sim: %d machines cannot host %d placement replicas", c.Machines, c.PlaceReplicas)
 	case c.PlaceReplicas > 0 && c.Plan != "decide":
 		return c, fmt.Errorf("sim: --place-replicas needs --plan decide")
-	case c.Broken == "place-no-guard" && c.PlaceReplicas == 0:
+	case c.Broken == "place-no-guard" && c.PlaceReplicas <= 0:
 		return c, fmt.Errorf("sim: place-no-guard needs --place-replicas")
 	}
 	return c, nil
@@ -227,6 +230,24 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 }
 
 func (g *shGroup) member(id automaton.NodeID) bool { return g.index(id) >= 0 }
+
+// groupAt is the group of index idx: a data group, or #placement
+// (shards_placegroup.go), whose index follows theirs.
+func (w *shWorld) groupAt(idx int) *shGroup {
+	if w.pg != nil && idx == w.pg.g.idx {
+		return w.pg.g
+	}
+	return w.groups[idx]
+}
+
+// allGroups are the data groups and, replicated, #placement: the groups
+// whose membership the placement leader changes (shards_members.go).
+func (w *shWorld) allGroups() []*shGroup {
+	if w.pg == nil {
+		return w.groups
+	}
+	return append(slices.Clone(w.groups), w.pg.g)
+}
 
 // known: id hosted a replica of g once (a removed member's messages are
 // dropped, not refused).
@@ -690,7 +711,7 @@ func (w *shWorld) onForward(e *shEvent) {
 		return
 	}
 	w.stats.Forwarded++
-	g := w.groups[e.group]
+	g := w.groupAt(e.group)
 	dst := g.reps[w.rngNet.Intn(len(g.reps))].m
 	if g.hint >= 0 {
 		dst = g.reps[g.hint].m

@@ -112,7 +112,7 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 					fmt.Fprintf(out, " decisions: %s", r.Decisions)
 				}
 				if r.TxnOps > 0 {
-					fmt.Fprintf(out, " txn-check=%s (%d bank ops)", r.TxnCheck, r.TxnOps)
+					fmt.Fprintf(out, " txn-check=%s (%d bank ops, %d cross-shard attempts, %d answered early, %d of them at the decision from the prepares)", r.TxnCheck, r.TxnOps, r.Stats.Txns, r.Stats.TxnEarly, r.Stats.TxnEvaluated)
 				}
 				fmt.Fprintln(out)
 				if r.Failed() {
@@ -147,7 +147,7 @@ spread. --machines 0 gives every replica its own machine (3 per shard).`,
 	f.StringVar(&cfg.Faults, "faults", "all", "none, all, or a comma list of "+strings.Join(sim.ShardFaultKinds, ","))
 	f.IntVar(&cfg.Migrations, "migrations", 3, "splits, merges and moves to run, in turn")
 	f.StringVar(&cfg.Plan, "plan", "decide", "what starts migrations: decide (the placement policy, shard.Decide, on the simulated load and size) or rotation (split, merge, move in turn)")
-	f.IntVar(&cfg.PlaceReplicas, "place-replicas", 0, "replicate the placement namespace (slot map, migration and members records) in a group of the protocol on this many machines, whose leader runs the placer and the drivers (0: the records are registers)")
+	f.IntVar(&cfg.PlaceReplicas, "place-replicas", 0, "replicate the placement namespace (slot map, migration and members records) in a group of the protocol on this many machines, whose leader runs the placer and the drivers and replaces its dead members (0: the default, 3 with --plan decide; -1: the records are registers)")
 	f.StringVar(&place, "place", "", "Decide's thresholds, a comma list of split_ops=, merge_ops=, split_keys=, merge_keys=, merge_delay=, cooldown=, dead_after= (default sim.SimPlaceParams)")
 	f.Float64Var(&cfg.Hot, "hot", 0, "fraction of operations on the hot keys in hot phases, which alternate with quiet ones (0: uniform keys, no phases)")
 	f.IntVar(&cfg.HotKeys, "hot-keys", 0, "hot keys per hot phase (default 1)")
