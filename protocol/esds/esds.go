@@ -89,6 +89,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "stream resend interval, rounded up to gossip intervals"},
 		proto.Param{Name: "batch", Kind: proto.Int, Default: strconv.Itoa(DefaultBatch), Min: "1",
 			Doc: "operations per stream message"},
+		proto.Param{Name: "drain", Kind: proto.Duration, Default: DefaultDrain.String(), Min: "0", MinOpen: true, Words: []string{"off"},
+			Doc: "a stream with a full message's worth of positions unsent after a tick sends its next message this soon, not at the next tick, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence); off: only at ticks"},
 		proto.Param{Name: "widen", Kind: proto.Bool, Default: "false",
 			Doc: "under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)"},
 		proto.Param{Name: "variant", Kind: proto.Enum, Default: variant, Choices: []string{"opt", "unopt"},
@@ -123,11 +125,15 @@ const (
 	// DefaultPrevTimeout bounds the wait for an operation's prev set (frontend.go).
 	DefaultPrevTimeout = 10 * time.Second
 	DefaultBatch       = 512
-	resultCacheSize    = 4096
-	gcEveryTicks       = 10
-	maxReplicas        = 64
+	// DefaultDrain: a backlogged stream's next message (stream.go onDrain).
+	DefaultDrain    = 5 * time.Millisecond
+	resultCacheSize = 4096
+	gcEveryTicks    = 10
+	maxReplicas     = 64
 
 	timerGossip automaton.TimerID = 1
+	// timerDrain: a backlogged stream's next message (stream.go onDrain).
+	timerDrain automaton.TimerID = 3
 
 	// AdminRemove is the operation kind of the membership admin request:
 	// Op{Kind: AdminRemove, Key: "<node id>"} removes that replica from the
@@ -164,6 +170,8 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		retransmit: prm.Duration("retransmit"),
 		batch:      prm.Int("batch"),
 		widen:      prm.Bool("widen"),
+		drainIvl:   prm.Duration("drain"),
+		drainOff:   prm.Word("drain") == "off",
 		readsLocal: prm.String("reads") == "local" || p.readNoPrev,
 	}
 	if a.gossipOff {
@@ -223,6 +231,10 @@ type ESDS struct {
 	gossipIvl, retransmit time.Duration
 	retxTicks, batch      int
 	widen                 bool // parameter widen (stream.go streamWindow)
+	// Parameter drain (stream.go onDrain): the interval, off, and whether
+	// the drain timer is set.
+	drainIvl           time.Duration
+	drainOff, drainSet bool
 	// readsLocal: parameter reads=local (frontend.go localRead); reads
 	// holds the ids of the reads answered so, for prev sets naming them,
 	// and localReads counts them.
@@ -508,6 +520,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.pendNonLocal = len(a.dna)+len(a.dnaNew) > 0
 	a.inc = a.cfg.Rand.Uint64() | 1
 	a.peers = make([]peer, len(a.cfg.Nodes))
+	a.drainSet = false
 	for i := range a.peers {
 		if i != a.self {
 			a.resetStream(i)
@@ -547,6 +560,7 @@ func (a *ESDS) onTick() {
 	if !a.unopt && (a.tick%gcEveryTicks == 0 || a.collectEveryTick()) {
 		a.collect() // gc.go (collectEveryTick: incremental once the state is large)
 	}
+	a.armDrain()
 }
 
 func (a *ESDS) send(j int, b []byte) { a.Emit(automaton.Send{To: a.cfg.Nodes[j], Msg: b}) }
@@ -556,6 +570,8 @@ func (a *ESDS) OnTimer(id automaton.TimerID) {
 	switch {
 	case id == timerGossip:
 		a.onTick()
+	case id == timerDrain:
+		a.onDrain()
 	case a.resv == nil:
 	case id == timerResv:
 		a.onResvTimer()

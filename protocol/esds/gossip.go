@@ -78,6 +78,7 @@ func (a *ESDS) receiveGossipMessage(j int, m message) {
 		a.receiveGossip(j, m.Entries)
 	case kindStream:
 		a.receiveStream(j, &m)
+		a.armDrain() // its acknowledgement may open our window, its batch be full (stream.go)
 	}
 }
 

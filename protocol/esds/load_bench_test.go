@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/synod-dev/synod/automaton"
@@ -238,8 +239,13 @@ func setCluster(b *testing.B) (*cluster, func(automaton.NodeID, int), *int) {
 }
 
 func setClusterT(b testing.TB) (*cluster, func(automaton.NodeID, int), *int) {
+	return setClusterP(b, nil)
+}
+
+// setClusterP is setClusterT with protocol parameters.
+func setClusterP(b testing.TB, params map[string]string) (*cluster, func(automaton.NodeID, int), *int) {
 	c := &cluster{rng: rand.New(rand.NewSource(1))}
-	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true,
+	c.Cluster = harness.New(b, harness.Options{Protocol: "esds", Nodes: 3, Service: service.KV{}, NoInvariants: true, Params: params,
 		RandFor: func(automaton.NodeID, int) *rand.Rand { return rand.New(rand.NewSource(c.rng.Int63())) }})
 	v := []byte(strings.Repeat("v", 100))
 	n := new(int)
@@ -274,7 +280,7 @@ func threadCPU() int64 {
 }
 
 // BenchmarkPutSteps drives 3 replicas whose stable state holds 10,000
-// keys (100-byte values) with perTick plain SETs each per gossip interval
+// keys (100-byte values) with perTick plain SETs each per 20 ms interval
 // (170: 25.5k puts/s over the cluster, session 41's quiet 64-client rate;
 // 60: 9k puts/s, about where the streams' capacity of batch positions a
 // tick is reached) for 100 intervals, every message delivered one at a time after the
@@ -289,27 +295,56 @@ func threadCPU() int64 {
 // summary of every id nor the trace's reallocations are measured as the
 // protocol's (session 42's figures had both).
 //
+// The streams' cadence (session 44): every interval is 4 slots of 5 ms,
+// a quarter of the SETs before each; a gossip tick fires at every node
+// each 4/ticks slots (ticks=k: gossip=20ms/k) and a drain timer
+// (parameter drain, 5 ms: stream.go onDrain) set in one slot fires in the
+// next, both counted as tick steps; batch=n sets the positions per
+// message. Beside the step figures it reports the positions left unsent
+// per stream at the end (queued: the backlog a saturated stream grows),
+// then ticks without SETs until every stream is empty and reports that
+// drain's CPU per SET (drain-us/set) and the whole, run and drain, per
+// SET (total-us/set): the work a saturated stream defers past the run,
+// which cpu-us/set alone does not count. p99burst-ms and p50burst-ms are
+// a node's step CPU within one 5 ms slot (timer steps and the messages
+// delivered to it), over every node and slot: the bursts a request
+// arriving in the slot waits behind, whatever their division into steps.
+//
 //	go test ./protocol/esds -run '^$' -bench PutSteps -benchtime 1x
 func BenchmarkPutSteps(b *testing.B) {
-	for _, perTick := range []int{60, 170} {
-		b.Run(fmt.Sprintf("perTick=%d", perTick), func(b *testing.B) {
+	for _, c := range []struct {
+		perTick, ticks, batch int
+		drain                 string
+		name                  string
+	}{
+		{60, 1, DefaultBatch, "off", "perTick=60,drain=off"},
+		{60, 1, DefaultBatch, "5ms", "perTick=60"},
+		{170, 1, DefaultBatch, "off", "perTick=170,drain=off"},
+		{170, 1, DefaultBatch, "5ms", "perTick=170"},
+		{170, 4, 128, "off", "perTick=170,ticks=4,batch=128,drain=off"},
+		{170, 4, 512, "off", "perTick=170,ticks=4,batch=512,drain=off"},
+		{170, 1, 2048, "off", "perTick=170,batch=2048,drain=off"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
-				putSteps(b, perTick)
+				putSteps(b, c.perTick, c.ticks, c.batch, c.drain)
 			}
 		})
 	}
 }
 
-func putSteps(b *testing.B, perTick int) {
-	c, put, n := setCluster(b)
+func putSteps(b *testing.B, perTick, ticksPer, batch int, drain string) {
+	c, put, n := setClusterP(b, map[string]string{
+		"batch": fmt.Sprint(batch), "gossip": (DefaultGossip / time.Duration(ticksPer)).String(), "drain": drain})
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for k := range 10000 {
 		put(c.IDs()[k%3], k)
 	}
-	for range 4 * gcEveryTicks {
+	for range 4 * gcEveryTicks * ticksPer {
 		for _, id := range c.IDs() {
 			c.FireTimer(id, timerGossip)
+			c.FireTimer(id, timerDrain)
 		}
 		c.DeliverAll()
 	}
@@ -321,23 +356,12 @@ func putSteps(b *testing.B, perTick int) {
 			sent += len(s.Msg)
 		}
 	})
-	t0 := threadCPU()
-	for range 100 {
-		// The harness keeps a trace of every input and output: grown
-		// over the run, its reallocations (tens of ms) land in
-		// whichever step crosses a capacity and were the longest
-		// "message steps" this benchmark reported.
-		c.ResetTrace()
-		for _, id := range c.IDs() {
-			for range perTick {
-				put(id, c.rng.Intn(10000))
-			}
-		}
-		for _, id := range c.IDs() {
-			s := threadCPU()
-			c.FireTimer(id, timerGossip)
-			ticks = append(ticks, float64(threadCPU()-s)/1e6)
-		}
+	// busy: each node's step CPU in the current slot (a burst a SET
+	// arriving in the slot may wait behind); bursts: every node's, every
+	// slot.
+	busy := map[automaton.NodeID]float64{}
+	var bursts []float64
+	deliver := func() {
 		for {
 			m, ok := c.Pop()
 			if !ok {
@@ -348,20 +372,94 @@ func putSteps(b *testing.B, perTick int) {
 			}
 			s := threadCPU()
 			c.DeliverMessage(m)
-			msgs = append(msgs, float64(threadCPU()-s)/1e6)
+			d := float64(threadCPU()-s) / 1e6
+			msgs = append(msgs, d)
+			busy[m.To] += d
+		}
+	}
+	const slots = 4
+	t0 := threadCPU()
+	for range 100 {
+		// The harness keeps a trace of every input and output: grown
+		// over the run, its reallocations (tens of ms) land in
+		// whichever step crosses a capacity and were the longest
+		// "message steps" this benchmark reported.
+		c.ResetTrace()
+		for t := range slots {
+			for _, id := range c.IDs() {
+				for range perTick*(t+1)/slots - perTick*t/slots {
+					put(id, c.rng.Intn(10000))
+				}
+			}
+			var due []automaton.NodeID
+			for _, id := range c.IDs() {
+				if _, ok := c.TimerAfter(id, timerDrain); ok {
+					due = append(due, id)
+				}
+			}
+			fire := func(id automaton.NodeID, tid automaton.TimerID) {
+				s := threadCPU()
+				if c.FireTimer(id, tid) {
+					d := float64(threadCPU()-s) / 1e6
+					ticks = append(ticks, d)
+					busy[id] += d
+				}
+			}
+			for _, id := range due {
+				fire(id, timerDrain)
+			}
+			if t%(slots/ticksPer) == 0 {
+				for _, id := range c.IDs() {
+					fire(id, timerGossip)
+				}
+			}
+			deliver()
+			for _, id := range c.IDs() {
+				bursts = append(bursts, busy[id])
+				busy[id] = 0
+			}
 		}
 	}
 	total := threadCPU() - t0
+	sets := float64(*n - n0)
 	c.Observe(nil)
-	b.ReportMetric(float64(sent)/float64(*n-n0), "msgB/set")
-	b.ReportMetric(float64(entries)/float64(*n-n0), "entries/set")
+	unsent := func() (q uint64) {
+		for _, id := range c.IDs() {
+			a := c.esds(id)
+			for j := range a.peers {
+				if p := &a.peers[j]; j != a.self {
+					q += p.acked + uint64(len(p.queue)) - p.sentUpTo
+				}
+			}
+		}
+		return q
+	}
+	b.ReportMetric(float64(unsent())/6, "queued")
+	b.ReportMetric(float64(sent)/sets, "msgB/set")
+	b.ReportMetric(float64(entries)/sets, "entries/set")
 	slices.Sort(ticks)
 	slices.Sort(msgs)
-	b.ReportMetric(float64(total)/1e3/float64(*n-n0), "cpu-us/set")
+	b.ReportMetric(float64(total)/1e3/sets, "cpu-us/set")
 	b.ReportMetric(ticks[len(ticks)-1], "maxtick-ms")
 	b.ReportMetric(ticks[len(ticks)*99/100], "p99tick-ms")
 	b.ReportMetric(msgs[len(msgs)-1], "maxmsg-ms")
 	b.ReportMetric(msgs[len(msgs)*99/100], "p99msg-ms")
 	b.ReportMetric(ticks[len(ticks)/2], "p50tick-ms")
 	b.ReportMetric(msgs[len(msgs)/2], "p50msg-ms")
+	slices.Sort(bursts)
+	b.ReportMetric(bursts[len(bursts)*99/100], "p99burst-ms")
+	b.ReportMetric(bursts[len(bursts)/2], "p50burst-ms")
+	// The drain: what the run left queued, sent and merged with no SETs.
+	t1 := threadCPU()
+	for k := 0; k < 100000 && unsent() > 0; k++ {
+		c.ResetTrace()
+		for _, id := range c.IDs() {
+			c.FireTimer(id, timerGossip)
+			c.FireTimer(id, timerDrain)
+		}
+		deliver()
+	}
+	dr := threadCPU() - t1
+	b.ReportMetric(float64(dr)/1e3/sets, "drain-us/set")
+	b.ReportMetric(float64(total+dr)/1e3/sets, "total-us/set")
 }
