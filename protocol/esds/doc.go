@@ -8,7 +8,8 @@
 // "esds-unopt" is ESDSAlg (Figs. 4.1, 4.2: full-state gossip, values
 // recomputed from the initial state every time, no garbage collection). The
 // parameter variant=opt|unopt selects either under any name. Other parameters:
-// gossip (interval, or off), retransmit, batch, values=memo|recompute, removed;
+// gossip (interval, or off), retransmit, batch, drain (stream cadence),
+// values=memo|recompute, removed;
 // gossip=off and values=recompute exist for the ESDS thesis's experiments
 // (experiments.go). impl=optimised|simple is the seed's configuration
 // switch between communication methods (§4.2.5, below).
