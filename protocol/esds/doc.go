@@ -491,29 +491,31 @@
 //     session 44). Fig. 4.5's send_{r,r'}("gossip") is an output enabled
 //     whenever gossip_r[r'] is non-empty: the seed fixes no cadence, and
 //     the gossip tick with at most batch positions a message (§6.2's
-//     sequencing) is this implementation's. A stream therefore carried
+//     sequencing) is this implementation's. A stream therefore carries
 //     512 positions per 20 ms, and each operation takes about 3 positions
 //     per stream (done or relayed, stable here, gone): above about 8.5k
-//     puts/s over 3 replicas the streams fell behind without bound, the
-//     merging, stability and collection they deferred ran for seconds
-//     after the load, and memory grew with the backlog. Decision: a
-//     stream that still has a full batch unsent after a send, and at most
-//     2 batches unacknowledged, sends its next message drain (5 ms) later
-//     instead of at the next tick; a replica whose peer's last message
-//     was full acknowledges it at the drain too (that opens the peer's
-//     window). Messages keep their size (a merge step is no longer); what
-//     a message carries, its order and every prefix's meaning are as
-//     before, so no checker's or model's expectation changes. Below a
-//     full batch nothing is sent differently: the simulations and models
-//     (default batch 512) never reach one, and their digests are
-//     unchanged; tests with a small batch exercise it. The price: the
-//     merging the streams used to defer is done during the load.
-//     BenchmarkPutSteps (3 replicas, 25.5k puts/s, thread CPU per SET;
-//     docs/COSTS.md, session 44): with drain=off 32-34 us during the run
-//     and 40-46 us more to drain the 26,400 positions per stream left
-//     queued (74-78 us in all); with drain 60-65 us in all, 400 queued,
-//     the p99 message step 4.9 -> 2.7-3.1 ms and the p99 tick 2.8-3.6 ->
-//     1.9-2.3 ms. drain=off restores the tick-only cadence.
+//     puts/s over 3 replicas the streams fall behind without bound, and
+//     the merging, stability and collection they defer run for seconds
+//     after the load. With drain=D, a stream that still has a full batch
+//     unsent after a send, and at most 2 batches unacknowledged, sends
+//     its next message D later instead of at the next tick; a replica
+//     whose peer's last message was full acknowledges it at its drain too
+//     (that opens the peer's window). Messages keep their size; what a
+//     message carries, its order and every prefix's meaning are as
+//     before, so no checker's or model's expectation changes, and below a
+//     full batch nothing is sent differently. BenchmarkPutSteps (3
+//     replicas, 25.5k puts/s, thread CPU; docs/COSTS.md, session 44),
+//     off against 5ms: positions left queued per stream 26,379 -> 407;
+//     CPU per SET including the drain of what the run left 68-73 -> 54-58
+//     us, but during the run 30-34 -> 54-57 us (the merging the streams
+//     deferred is done during the load: 18.8 entries merged per SET
+//     against 6.0, each a record); p99 message step 4.5-5.6 -> 2.5-2.8
+//     ms. Decision: off by default, as widen (Gossip backlog, above): a
+//     5-second run at 64 clients, the measure, would pay the
+//     deferred work during the run, and live pairs at load 15-25
+//     (5-7k puts/s) showed no gain (puts/s 4-8 % lower, p99 10-25 %
+//     higher, within that load's noise). The fix that keeps up without
+//     the cost is fewer positions per operation (docs/COSTS.md).
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
@@ -642,7 +644,7 @@
 //	gossip        positive duration or off  20ms       gossip interval; off: replicas learn only through front ends (experiments.go)
 //	retransmit    positive duration         100ms      stream resend interval, rounded up to gossip intervals
 //	batch         positive integer          512        operations per stream message
-//	drain         positive duration or off  5ms        a stream with a full message's worth of positions unsent after a tick sends its next message this soon, not at the next tick, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence); off: only at ticks
+//	drain         positive duration or off  off        off: a stream sends at gossip ticks only; a duration (5ms measured): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)
 //	widen         true or false             false      under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)
 //	variant       one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
 //	values        one of memo, recompute    memo       memoise the stable state, or recompute values from the initial state

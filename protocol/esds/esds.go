@@ -89,8 +89,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "stream resend interval, rounded up to gossip intervals"},
 		proto.Param{Name: "batch", Kind: proto.Int, Default: strconv.Itoa(DefaultBatch), Min: "1",
 			Doc: "operations per stream message"},
-		proto.Param{Name: "drain", Kind: proto.Duration, Default: DefaultDrain.String(), Min: "0", MinOpen: true, Words: []string{"off"},
-			Doc: "a stream with a full message's worth of positions unsent after a tick sends its next message this soon, not at the next tick, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence); off: only at ticks"},
+		proto.Param{Name: "drain", Kind: proto.Duration, Default: "off", Min: "0", MinOpen: true, Words: []string{"off"},
+			Doc: "off: a stream sends at gossip ticks only; a duration (5ms measured): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)"},
 		proto.Param{Name: "widen", Kind: proto.Bool, Default: "false",
 			Doc: "under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)"},
 		proto.Param{Name: "variant", Kind: proto.Enum, Default: variant, Choices: []string{"opt", "unopt"},
@@ -125,11 +125,9 @@ const (
 	// DefaultPrevTimeout bounds the wait for an operation's prev set (frontend.go).
 	DefaultPrevTimeout = 10 * time.Second
 	DefaultBatch       = 512
-	// DefaultDrain: a backlogged stream's next message (stream.go onDrain).
-	DefaultDrain    = 5 * time.Millisecond
-	resultCacheSize = 4096
-	gcEveryTicks    = 10
-	maxReplicas     = 64
+	resultCacheSize    = 4096
+	gcEveryTicks       = 10
+	maxReplicas        = 64
 
 	timerGossip automaton.TimerID = 1
 	// timerDrain: a backlogged stream's next message (stream.go onDrain).

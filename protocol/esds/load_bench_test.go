@@ -298,7 +298,7 @@ func threadCPU() int64 {
 // The streams' cadence (session 44): every interval is 4 slots of 5 ms,
 // a quarter of the SETs before each; a gossip tick fires at every node
 // each 4/ticks slots (ticks=k: gossip=20ms/k) and a drain timer
-// (parameter drain, 5 ms: stream.go onDrain) set in one slot fires in the
+// (parameter drain=5ms: stream.go onDrain) set in one slot fires in the
 // next, both counted as tick steps; batch=n sets the positions per
 // message. Beside the step figures it reports the positions left unsent
 // per stream at the end (queued: the backlog a saturated stream grows),
@@ -318,9 +318,9 @@ func BenchmarkPutSteps(b *testing.B) {
 		name                  string
 	}{
 		{60, 1, DefaultBatch, "off", "perTick=60,drain=off"},
-		{60, 1, DefaultBatch, "5ms", "perTick=60"},
+		{60, 1, DefaultBatch, "5ms", "perTick=60,drain=5ms"},
 		{170, 1, DefaultBatch, "off", "perTick=170,drain=off"},
-		{170, 1, DefaultBatch, "5ms", "perTick=170"},
+		{170, 1, DefaultBatch, "5ms", "perTick=170,drain=5ms"},
 		{170, 4, 128, "off", "perTick=170,ticks=4,batch=128,drain=off"},
 		{170, 4, 512, "off", "perTick=170,ticks=4,batch=512,drain=off"},
 		{170, 1, 2048, "off", "perTick=170,batch=2048,drain=off"},
