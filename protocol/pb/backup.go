@@ -210,6 +210,23 @@ func (a *PB) onCheck() {
 			a.switchToPrimary(r)
 			return
 		}
+		if !a.waiting && !a.awaiting && contains(a.members, a.cfg.Self) {
+			// The primary drops a backup silent for backupMisses checks;
+			// with no writes to acknowledge, a member says it lives once
+			// per check (pb-stall: an idle namespace lost both backups
+			// every two checks, and each write then waited for a join).
+			a.send(a.primary(), a.ackMsg())
+		}
+		if a.awaiting && !contains(a.members, a.cfg.Self) {
+			// An installed joiner the primary does not make a member (it
+			// dropped the transfer, or counts another): it rejoins
+			// (package doc, "Joining"; pb-stall).
+			a.awaited++
+			if a.awaited > joinPatience {
+				a.becomeJoining()
+				a.sendJoin()
+			}
+		}
 	case roleJoining:
 		if !a.join.active && a.primary() != "" {
 			a.sendJoin()

@@ -63,8 +63,13 @@
 //
 // The primary detects failed backups the same way (III.A: "the detection
 // of backup failures"): a backup that acknowledged nothing for two
-// consecutive periods (backups acknowledge every heartbeat) is dropped
-// from the member list, which unblocks the answers waiting for it. Backups
+// consecutive periods is dropped from the member list, which unblocks
+// the answers waiting for it. A member backup acknowledges each update
+// and, once per check period, what it applied (its proof of life when
+// there are no writes: until pb-stall, session 44, this doc said backups
+// acknowledged heartbeats, but they did not, and the primary of an idle
+// namespace dropped both backups every two periods; they rejoined by
+// state transfer and each write meanwhile waited for a join). Backups
 // whose acknowledgement lags what was sent a period ago get the missing
 // updates again from the primary's log (which keeps what some member or
 // joiner may still need), so a lost update costs a period.
@@ -169,8 +174,17 @@
 // from. It then asks to become a member (an acknowledgement naming the
 // transfer); the primary adds it at the end of the member list once it
 // holds every committed entry, so that a later take-over by it loses
-// nothing. A joiner that is silent for a period asks again; a new primary,
-// or a second join while no chunk moved, starts a new transfer. Encoding
+// nothing. A joiner that is silent for a period asks again; a new primary
+// starts a new transfer, and a second join while no chunk moved sends the
+// same transfer again from its start, under the same nonce (decision,
+// pb-stall, session 44: a new nonce there stalled a namespace for good:
+// the joiner installed the first transfer when its late chunk arrived and
+// asked to be a member under the first nonce, which the primary no longer
+// counted, while it ignored the second transfer, being a joiner no more;
+// with no other member backup the primary answered nothing). A joiner
+// that installed the state and is not made a member within 4 check
+// periods (the primary dropped its transfer, or counts another) rejoins.
+// Encoding
 // the image is one O(state) step at the primary; a range-by-range image
 // (service.RangeState) would avoid even that and is not done.
 //

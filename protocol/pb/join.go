@@ -51,6 +51,19 @@ func (a *PB) onJoin(from automaton.NodeID) {
 	}
 	if p := a.peers[from]; p != nil && p.xfer != nil && p.heard {
 		return // a transfer under way (a duplicated or repeated join)
+	} else if p != nil && p.xfer != nil && p.xfer.image != nil {
+		// A join repeated while the image is not delivered: the same
+		// transfer again from its start, under the same nonce. A new
+		// nonce here stalled the namespace (pb-stall): the joiner that
+		// installs the first transfer's image asks to become a member
+		// under the first nonce, which the primary no longer counts, and
+		// it ignores the second transfer's chunks, being no longer a
+		// joiner; a primary with no other member backup then answers
+		// nothing, for ever.
+		p.heard = true
+		p.xfer.sent, p.xfer.got = 0, 0
+		a.sendChunks(from, p.xfer)
+		return
 	} else if p != nil && p.member {
 		a.dropPeer(from)
 	}
@@ -164,7 +177,7 @@ func (a *PB) install() {
 	a.log, a.logStart = nil, m.applied
 	a.ahead = j.ahead
 	a.join = nil
-	a.awaiting, a.joinNonce = true, j.nonce
+	a.awaiting, a.joinNonce, a.awaited = true, j.nonce, 0
 	a.heard, a.misses = true, 0
 	if !a.drain() {
 		return

@@ -71,6 +71,10 @@ const (
 	// backupMisses is how many consecutive check periods without an
 	// acknowledgement make the primary drop a backup.
 	backupMisses = 2
+	// joinPatience is how many check periods a joiner that installed the
+	// state asks to become a member before it rejoins (package doc,
+	// "Joining").
+	joinPatience = 4
 )
 
 var params = proto.NewSpec(
@@ -175,6 +179,7 @@ type PB struct {
 	ahead     map[uint64]entry
 	awaiting  bool   // installed a transferred state, not yet a member
 	joinNonce uint64 // the transfer it installed
+	awaited   int    // checks spent awaiting membership
 
 	// Primary.
 	peers     map[automaton.NodeID]*peer

@@ -25,7 +25,7 @@ func runSlowDisk(t *testing.T, proto, seed string, extra ...string) (*sim.Result
 // backup rule every history is linearizable and every invariant holds
 // (seeds 1-100 of the scenario).
 func TestTakeOverSlowDisk(t *testing.T) {
-	for _, seed := range []string{"15", "39"} {
+	for _, seed := range []string{"13", "83"} {
 		bad, replay := runSlowDisk(t, pb.BrokenTakeOver, seed, "--no-invariants")
 		if !bad.Violation {
 			t.Errorf("seed %s: the seed's take-over lost no acknowledged write here (it did when this test was written); replay: %s", seed, replay)
