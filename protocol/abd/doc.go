@@ -71,11 +71,11 @@
 //     write-back. The price: a query waits for the one peer it asked, not
 //     the faster of two, and that decides the default. Live, 64 closed-loop
 //     clients on a shared 2-core machine, the same binary alternated
-//     (docs/COSTS.md, branch rt-abd66): peer messages per put fell by a
-//     quarter to a third, but the put p50 rose from 2.8-4.1 ms to 8.2-9.6
-//     ms and the rate fell in 5 of 6 rounds: the closed loop's rate
-//     is bounded by its latency, and the one peer asked is often a
-//     process waiting for a core. A peer marked silent in a read-only
+//     (docs/COSTS.md, branch rt-abd66): peer messages per put fell in
+//     all six rounds, but the put p50 rose in all six (2.5-6.4 ms to
+//     3.6-13.5 ms) and the rate fell in four (gets: five): the closed
+//     loop's rate is bounded by its latency, and the one peer asked is
+//     often a process waiting for a core. A peer marked silent in a read-only
 //     workload is not asked again until a retransmission asks every
 //     replica (it receives no stores to answer). The model checker runs
 //     thrifty=false (model.go says why that covers thrifty runs); the
