@@ -120,6 +120,6 @@ func (n *Node) onBatch(from automaton.NodeID, msg []byte) {
 		return
 	}
 	for _, m := range ms {
-		n.deliverOne(from, m.ns, m.msg, true)
+		n.deliverOne(from, m.ns, m.msg, true, false)
 	}
 }

@@ -209,6 +209,11 @@ type Node struct {
 	// handoffs counts inputs and outputs one goroutine passes to another
 	// on the request path (handoff; synod_handoffs_total).
 	handoffs atomic.Uint64
+	// held: per peer, the loops a TCP reader put messages into without
+	// waking them yet (deliverTCP), woken or passed inline when it is
+	// idle (readerIdle). Under heldMu.
+	heldMu sync.Mutex
+	held   map[automaton.NodeID][]heldWake
 
 	lt      loopTable                 // the replica groups this node runs, by name (groups.go)
 	nss     []config.Namespace        // the cluster file's namespaces, as clients name them
@@ -451,7 +456,7 @@ func (n *Node) start() error {
 	}
 	to := n.opts.Transport
 	to.Cluster, to.Self, to.Peers, to.Listener, to.Logger = n.cfg.Cluster, n.id, peers, tcpLn, n.log
-	to.Handler = n.deliver
+	to.Handler, to.Idle = n.deliverTCP, n.readerIdle
 	if n.tr, err = transport.New(to); err != nil {
 		tcpLn.Close()
 		if h2Ln != nil {
@@ -644,6 +649,23 @@ func (n *Node) fatal(ns string, err error) {
 
 // deliver is the transport's handler.
 func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
+	n.deliverFrom(from, ns, msg, false)
+}
+
+// deliverTCP is deliver for the TCP transport's readers, which call
+// readerIdle once they have handed over every frame they read: a message
+// for a loop that does not run direct passes is put into its inbox
+// without waking it (hold), and readerIdle then runs the loop's pass on
+// the reader's goroutine if the loop is idle (inlinePass), else wakes it.
+// A lone message (a one-client put's Accept, Accepted, Forward,
+// ForwardReply) is thus stepped without a hand-off to a pool worker,
+// while the frames a reader read together still reach the loop before
+// its pass, as they did when each woke it (a pass takes them all).
+func (n *Node) deliverTCP(from automaton.NodeID, ns string, msg []byte) {
+	n.deliverFrom(from, ns, msg, true)
+}
+
+func (n *Node) deliverFrom(from automaton.NodeID, ns string, msg []byte, hold bool) {
 	l := n.loop(ns)
 	if l == nil && ns == forwardNS {
 		n.onForward(from, msg) // shard.go
@@ -661,12 +683,60 @@ func (n *Node) deliver(from automaton.NodeID, ns string, msg []byte) {
 		n.onBatch(from, msg) // coalesce.go
 		return
 	}
-	n.deliverOne(from, ns, msg, false)
+	n.deliverOne(from, ns, msg, false, hold)
+}
+
+// heldWake is a loop a reader put k messages into without waking it.
+type heldWake struct {
+	l *nsLoop
+	k int
+}
+
+// hold notes that the reader of peer from put a message into l's inbox
+// without waking l.
+func (n *Node) hold(from automaton.NodeID, l *nsLoop) {
+	n.heldMu.Lock()
+	hs := n.held[from]
+	if k := len(hs); k > 0 && hs[k-1].l == l {
+		hs[k-1].k++
+	} else {
+		if n.held == nil {
+			n.held = map[automaton.NodeID][]heldWake{}
+		}
+		hs = append(hs, heldWake{l, 1})
+	}
+	n.held[from] = hs
+	n.heldMu.Unlock()
+}
+
+// readerIdle runs, for each loop the reader of peer from put messages into
+// since its last call, the loop's pass here if the loop is idle
+// (inlinePass), else wakes it (a hand-off per message, as before).
+func (n *Node) readerIdle(from automaton.NodeID) {
+	var buf [4]heldWake
+	n.heldMu.Lock()
+	hs := append(buf[:0], n.held[from]...)
+	if len(hs) > 0 {
+		clear(n.held[from])
+		n.held[from] = n.held[from][:0]
+	}
+	n.heldMu.Unlock()
+	for _, h := range hs {
+		// Inline only when the loop holds nothing but what this reader
+		// put there (a lone message): a loop that other inputs wait for
+		// (client requests, the other peers' messages) is a busy one,
+		// whose pass a worker runs while the readers go on reading.
+		if h.l.inbox.len() <= h.k && h.l.reqIn.len() == 0 && h.l.inlinePass() {
+			continue
+		}
+		h.l.wake()
+		n.handoff(h.k)
+	}
 }
 
 // deliverOne hands peer message msg to namespace ns's loop; lazy: it came
 // in a coalesced batch (coalesce.go).
-func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy bool) {
+func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy, hold bool) {
 	l := n.loop(ns)
 	if l == nil {
 		n.log.Warn("peer message for a namespace this node does not serve; dropped", "peer", from, "namespace", ns)
@@ -678,7 +748,18 @@ func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy boo
 	if tr := n.opts.trace; tr != nil {
 		tr(stageDeliver, from, msgKind(msg))
 	}
-	if l.push(event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}) {
+	ev := event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}
+	if hold && !l.direct && !n.opts.noDirect && !n.opts.unserialized && !l.retired.Load() {
+		if l.inbox.tryPut(ev) == nil {
+			n.hold(from, l)
+			l.msgsIn.Add(1)
+			l.mIn.Inc()
+			return
+		}
+		// Full: what this reader holds is woken before it waits for room.
+		n.readerIdle(from)
+	}
+	if l.push(ev) {
 		n.handoff(1)
 		l.msgsIn.Add(1)
 		l.mIn.Inc()

@@ -100,7 +100,13 @@ type Options struct {
 	Listener   net.Listener
 	ListenAddr string
 	Handler    Handler
-	Logger     *slog.Logger
+	// Idle, when set, is called by a connection's reader goroutine once it
+	// has handed over every frame it has read (its buffer is empty: the
+	// next frame needs another read), and when the reader ends: a handler
+	// that holds back the wake-ups of what it was handed wakes them then,
+	// after the frames that arrived together (node: inline passes).
+	Idle   func(from automaton.NodeID)
+	Logger *slog.Logger
 
 	QueueLen         int           // per-peer queue, default 4096 frames
 	QueueBytes       int64         // per-peer queued bytes, default DefaultQueueBytes
@@ -634,6 +640,9 @@ func (t *Transport) serve(raw net.Conn) {
 		return // removed meanwhile
 	}
 	t.log.Debug("peer connected", "peer", h.From, "remote", remote)
+	if t.o.Idle != nil {
+		defer t.o.Idle(p.id)
+	}
 	ns := "" // the previous frame's namespace, reused while it repeats
 	for {
 		payload, err := ReadFrame(br, t.o.MaxFrame)
@@ -660,6 +669,9 @@ func (t *Transport) serve(raw net.Conn) {
 		}
 		p.received.Add(1)
 		t.o.Handler(p.id, ns, msg)
+		if t.o.Idle != nil && br.Buffered() == 0 {
+			t.o.Idle(p.id)
+		}
 	}
 }
 
