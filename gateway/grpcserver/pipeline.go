@@ -138,6 +138,9 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	p.wmu.Lock()
 	for (!p.recvEnded || p.executing) && ctx.Err() == nil {
 		p.cond.Wait()
+		if testHandlerWoke != nil {
+			testHandlerWoke()
+		}
 	}
 	p.stopped = true
 	for p.executing {
@@ -430,7 +433,7 @@ func (p *pipe) execute() (tail func()) {
 		// Take what is queued, up to maxBatch calls (a longer message
 		// runs in several turns), up to a named message.
 		p.wmu.Lock()
-		took := false
+		took, full := false, len(p.queue) >= maxQueued
 		for named == nil && len(calls) < maxBatch && len(p.queue) > 0 {
 			m := p.queue[0]
 			p.queue[0] = inMsg{}
@@ -442,15 +445,14 @@ func (p *pipe) execute() (tail func()) {
 				calls = append(calls, m.calls...)
 			}
 		}
-		if took {
+		if took && full {
 			p.cond.Broadcast() // room for the receiver
 		}
 		if p.ctx.Err() != nil || (len(calls) == 0 && named == nil) {
 			if p.ctx.Err() != nil {
 				p.queue = nil // no queued call starts
 			}
-			p.executing = false
-			p.cond.Broadcast()
+			p.stopExecuting()
 			p.wmu.Unlock()
 			return nil
 		}
@@ -464,8 +466,7 @@ func (p *pipe) execute() (tail func()) {
 			}
 			p.wmu.Lock()
 			if len(p.queue) == 0 {
-				p.executing = false
-				p.cond.Broadcast()
+				p.stopExecuting()
 				p.wmu.Unlock()
 				return t
 			}
@@ -477,6 +478,23 @@ func (p *pipe) execute() (tail func()) {
 		named = nil
 	}
 }
+
+// stopExecuting gives up the executor's role (under wmu). Only Pipeline's
+// own goroutine waits for the role's end, and only once receiving ended
+// or the stream is ending (its loop's conditions): it is woken then, not
+// at the end of every execution (a wake-up of a goroutine that found its
+// condition unmet and waited again, per call of a caller with one call
+// at a time). The receiver waits for room in the queue, not for this.
+func (p *pipe) stopExecuting() {
+	p.executing = false
+	if p.recvEnded || p.stopped || p.ctx.Err() != nil {
+		p.cond.Broadcast()
+	}
+}
+
+// testHandlerWoke, when set (tests only), hears of each wake-up of
+// Pipeline's own goroutine while it waits for the stream's end.
+var testHandlerWoke func()
 
 // runNamed runs a named message's calls as one atomic group under its
 // identity (the package doc's "Named groups"), after every earlier call.

@@ -562,3 +562,46 @@ func TestPipelineManyMessagesWhileRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineQuietCallsWakeNobody: a caller with one call at a time on
+// its stream (the one-client path) does not wake the stream's own
+// goroutine (Pipeline's, which waits for the stream's end) per call, on
+// a namespace with atomic groups (paxos: batches) and one without (abd:
+// concurrent calls); the stream still ends when the caller closes its
+// side. On 8115eb6 every execution's start and end broadcast to it (this
+// test with the hook there: 54 (paxos) and 47 (abd)
+// wake-ups in 50 calls).
+func TestPipelineQuietCallsWakeNobody(t *testing.T) {
+	for _, proto := range []string{"paxos", "abd"} {
+		t.Run(proto, func(t *testing.T) {
+			b := gatewaytest.MustAutomaton(t, proto, "kv")
+			_, c := start(t, b, Options{})
+			var wakes atomic.Int64
+			testHandlerWoke = func() { wakes.Add(1) }
+			t.Cleanup(func() { testHandlerWoke = nil })
+			s, err := c.Pipeline(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 50 {
+				id := uint64(i + 1)
+				if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: id, Request: &synodpb.Request{Op: op("set", "k", fmt.Sprint(i))}}}}); err != nil {
+					t.Fatal(err)
+				}
+				m, err := s.Recv()
+				if err != nil || len(m.GetReplies()) != 1 || m.GetReplies()[0].GetId() != id || m.GetReplies()[0].GetResponse() == nil {
+					t.Fatalf("call %d: %v %v", id, m, err)
+				}
+			}
+			if n := wakes.Load(); n != 0 {
+				t.Errorf("the stream's goroutine was woken %d times in 50 calls, want 0", n)
+			}
+			if err := s.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Recv(); err != io.EOF {
+				t.Fatalf("stream end: %v, want io.EOF", err)
+			}
+		})
+	}
+}
