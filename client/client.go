@@ -125,6 +125,11 @@ type Options struct {
 	// applies atomic groups, run as one group per batch; a write that may
 	// have reached a node is then never resubmitted.
 	Pipeline bool
+	// GRPCTransport (GRPC only) selects the HTTP/2 transport:
+	// TransportGRPCGo (grpc-go's ClientConn) or TransportDirect (h2.go: the
+	// calling goroutine writes its frames and, alone, reads its reply).
+	// Empty means DefaultGRPCTransport.
+	GRPCTransport string
 	// NoFanout (GRPC only) sends requests of client_fanout namespaces to
 	// one node, unmarked, as for any other namespace: that node proposes or
 	// forwards for the client (fanout.go).

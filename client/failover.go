@@ -113,7 +113,7 @@ func (c *GRPC) watch(ns string, i int, st *leaderState) {
 	g := c.conns[i]
 	pause := 50 * time.Millisecond
 	for c.life.Err() == nil {
-		stream, err := g.stub.WatchLeader(c.withAuth(c.life), &synodpb.WatchLeaderRequest{Namespace: ns})
+		stream, err := g.sideStub.WatchLeader(c.withAuth(c.life), &synodpb.WatchLeaderRequest{Namespace: ns})
 		for err == nil {
 			var ev *synodpb.LeaderEvent
 			if ev, err = stream.Recv(); err == nil {

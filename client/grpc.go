@@ -62,7 +62,10 @@ import (
 // properties with one Namespaces call, on first use.
 //
 // Options.PoolSize is ignored: gRPC multiplexes requests over one
-// connection per address. With Options.Pipeline, DoOp and the typed
+// connection per address. Options.GRPCTransport selects grpc-go's
+// transport or the client's own (h2.go: no goroutines of its own, a lone
+// call read by its caller; the WatchLeader and Phases streams then go on a
+// second connection per address). With Options.Pipeline, DoOp and the typed
 // methods send their requests on a Pipeline stream per connection instead
 // of one Do call each (pipeline.go).
 
@@ -149,8 +152,13 @@ type GRPC struct {
 
 type gconn struct {
 	addr string
-	cc   *grpc.ClientConn
-	stub synodpb.SynodClient
+	cc   *grpc.ClientConn    // TransportGRPCGo
+	h2   *h2client           // TransportDirect: calls and Pipeline streams
+	side *h2client           // TransportDirect: WatchLeader and Phases streams (h2.go)
+	stub synodpb.SynodClient // over cc or h2
+	// sideStub is the stub for streams whose reader waits while idle:
+	// stub's over grpc-go, side's over the direct transport.
+	sideStub synodpb.SynodClient
 
 	smu sync.Mutex
 	st  *gstream // the Pipeline stream (pipeline.go), nil until first used
@@ -194,6 +202,9 @@ var errNotConnected = errors.New("not connected")
 // It fails when a dial that started during the call fails, or when ctx ends.
 // An error means nothing was sent.
 func (g *gconn) ready(ctx context.Context) error {
+	if g.h2 != nil {
+		return g.h2.ready(ctx)
+	}
 	g.mu.Lock()
 	since := g.starts
 	g.mu.Unlock()
@@ -246,6 +257,10 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
+	transport, err := grpcTransport(opts.GRPCTransport)
+	if err != nil {
+		return nil, err
+	}
 	var b [8]byte
 	c := &GRPC{opts: opts, nodeIDs: make([]string, len(addrs))}
 	c.glanes.init = true // no own lane: every named message has a client id of its own
@@ -262,6 +277,13 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 			return nil, fmt.Errorf("client: address %q is not host:port", a)
 		}
 		g := &gconn{addr: a, failed: make(chan struct{})}
+		if transport == TransportDirect {
+			g.h2 = &h2client{addr: a, timeout: opts.Timeout}
+			g.side = &h2client{addr: a, timeout: opts.Timeout}
+			g.stub, g.sideStub = synodpb.NewSynodClient(g.h2), synodpb.NewSynodClient(g.side)
+			c.conns = append(c.conns, g)
+			continue
+		}
 		bo := backoff.DefaultConfig
 		bo.MaxDelay = 2 * time.Second
 		cc, err := grpc.NewClient("passthrough:///"+a,
@@ -279,6 +301,7 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 			return nil, fmt.Errorf("client: %s: %w", a, err)
 		}
 		g.cc, g.stub = cc, synodpb.NewSynodClient(cc)
+		g.sideStub = g.stub
 		c.conns = append(c.conns, g)
 	}
 	return c, nil
@@ -297,6 +320,10 @@ func (c *GRPC) Close() error {
 	for _, g := range c.conns {
 		if g.cc != nil {
 			g.cc.Close()
+		}
+		if g.h2 != nil {
+			g.h2.close()
+			g.side.close()
 		}
 	}
 	return nil

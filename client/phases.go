@@ -115,7 +115,7 @@ func (c *GRPC) phases(ctx context.Context, g *gconn) (*pstream, error) {
 		return g.ps, nil
 	}
 	sctx, cancel := context.WithCancel(c.life)
-	s, err := g.stub.Phases(c.withAuth(sctx))
+	s, err := g.sideStub.Phases(c.withAuth(sctx))
 	if err != nil {
 		cancel()
 		return nil, err

@@ -303,7 +303,11 @@ func TestPipelineServerRestart(t *testing.T) {
 	// meets after the stream's trailers; a write on the ended stream then
 	// fails unsent and goes elsewhere.
 	waitFor(t, "the client sees node b's connection end", func() bool {
-		return c.conns[1].live() == nil || c.conns[1].cc.GetState() != connectivity.Ready
+		g := c.conns[1]
+		if g.h2 != nil { // the direct transport: polled before sending
+			return g.live() == nil || !g.h2.alive()
+		}
+		return g.live() == nil || g.cc.GetState() != connectivity.Ready
 	})
 	// Node a's old stream may still look alive (its calls were answered
 	// TRYAGAIN as it shut down, and the client reads the close later): the

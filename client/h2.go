@@ -1,0 +1,1298 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/synod-dev/synod/api/synodpb"
+)
+
+// The direct gRPC transport (Options.GRPCTransport = TransportDirect).
+//
+// h2client speaks gRPC's wire format itself (HTTP/2 with
+// golang.org/x/net/http2's Framer and hpack, length-prefixed protobuf
+// messages, grpc-status trailers: the gRPC over HTTP/2 protocol document,
+// github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md) to the nodes'
+// grpc-go server, without goroutines of its own. grpc-go's ClientConn
+// costs every unary call two goroutine hand-offs a RESP client does not
+// pay: the caller hands its frames to the connection's writer goroutine
+// (loopy), and the connection's reader goroutine hands the reply to the
+// caller (docs/COSTS.md, "grpc45, session 45"). Here:
+//
+//   - Writing. The calling goroutine encodes its HEADERS and DATA frames
+//     and writes them itself, under the connection's write lock, with one
+//     flush (one write system call per call).
+//   - Reading is a turn. One goroutine at a time reads the connection: a
+//     caller that waits for a reply (or for send window) and finds nobody
+//     reading reads itself, dispatching every frame it reads (other
+//     streams' messages and end, SETTINGS, PING, WINDOW_UPDATE, GOAWAY);
+//     when what it waited for arrived it passes the turn to the oldest
+//     other waiter, which the reader woke for that. So a lone call reads
+//     its own reply, as a RESP client does: no goroutine is woken on its
+//     way. Callers whose reply another reader read are woken by it (one
+//     hand-off, as gRPC's reader does for every call).
+//   - Nobody reads an idle connection. Before a call on a connection with
+//     no stream open, the caller reads whatever is pending without
+//     blocking (a non-blocking read, as the RESP pool's connCheck): a
+//     connection the node closed or shut down (GOAWAY) while idle is
+//     replaced before anything is sent on it, so the call is certainly not
+//     sent there (grpc-go's reader goroutine notices the same at once).
+//   - Cancellation. A stream's context ending (context.AfterFunc) fails
+//     it with CANCELED or DEADLINE_EXCEEDED, sends RST_STREAM(CANCEL) and,
+//     if its caller is the one reading, interrupts the read with a past
+//     read deadline; the caller then passes the turn on.
+//   - Streams whose reader waits while idle (WatchLeader, Phases: a
+//     goroutine of the client blocked in Recv for good) would hold the turn
+//     and make every call's reply a hand-off; GRPC opens them on a second
+//     connection to the address (gconn.side).
+//   - Flow control: the same fixed windows as grpc-go's client
+//     (synodpb.StreamWindow, ConnWindow), a WINDOW_UPDATE once a quarter
+//     was read; the node's windows are honoured (a writer short of window
+//     waits as a reader does, taking the turn when free).
+//   - Limits: messages up to synodpb.MaxMessageSize each way, as the
+//     grpc-go client is configured; no compression (the server sends none
+//     unless asked); no TLS (the GRPC client dials in plain text).
+//
+// A failed connection (a read or write error, end of stream) fails every
+// stream open on it with UNAVAILABLE, and the next call dials anew. A call
+// counts as sent (grpc.Peer set) once its HEADERS frame was handed to the
+// connection; a dial failure, a GOAWAY found before sending, a stream the
+// node refused (REFUSED_STREAM, or above a GOAWAY's last stream id) mean
+// not sent (UNAVAILABLE without a peer, or for a refused stream
+// the error errH2Refused wraps).
+
+// Transports of GRPC (Options.GRPCTransport).
+const (
+	// TransportGRPCGo is grpc-go's ClientConn.
+	TransportGRPCGo = "grpc-go"
+	// TransportDirect is the client's own HTTP/2 transport (h2.go): the
+	// calling goroutine writes its frames and reads its reply.
+	TransportDirect = "direct"
+)
+
+// DefaultGRPCTransport is the transport of a GRPC client whose
+// Options.GRPCTransport is empty: the environment variable
+// SYNOD_GRPC_TRANSPORT when set (so a test run or a bench driver can
+// select one), else TransportGRPCGo.
+var DefaultGRPCTransport = func() string {
+	if t := os.Getenv("SYNOD_GRPC_TRANSPORT"); t != "" {
+		return t
+	}
+	return TransportGRPCGo
+}()
+
+func grpcTransport(t string) (string, error) {
+	if t == "" {
+		t = DefaultGRPCTransport
+	}
+	switch t {
+	case TransportGRPCGo, TransportDirect:
+		return t, nil
+	}
+	return "", fmt.Errorf("client: unknown gRPC transport %q (%s or %s)", t, TransportGRPCGo, TransportDirect)
+}
+
+// h2client is the direct transport to one address: a
+// grpc.ClientConnInterface for synodpb.NewSynodClient, over one HTTP/2
+// connection at a time, dialled on first use and after a failure.
+type h2client struct {
+	addr    string
+	timeout time.Duration // bounds a dial and the HTTP/2 handshake
+
+	mu      sync.Mutex
+	cur     *h2conn
+	dialing chan struct{} // closed when the dial under way ends
+	closed  bool
+}
+
+var errH2Closed = status.Error(codes.Canceled, "grpc: the client connection is closing")
+
+// conn returns a usable connection, dialling if needed. An error means
+// nothing was sent.
+func (h *h2client) conn(ctx context.Context) (*h2conn, error) {
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return nil, errH2Closed
+		}
+		if c := h.cur; c != nil {
+			h.mu.Unlock()
+			if c.usable() {
+				return c, nil
+			}
+			h.drop(c)
+			continue
+		}
+		if ch := h.dialing; ch != nil {
+			h.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		ch := make(chan struct{})
+		h.dialing = ch
+		h.mu.Unlock()
+		c, err := dialH2(ctx, h.addr, h.timeout)
+		h.mu.Lock()
+		h.dialing = nil
+		close(ch)
+		if err == nil {
+			if h.closed {
+				h.mu.Unlock()
+				c.fail(errH2Closed)
+				return nil, errH2Closed
+			}
+			h.cur = c
+		}
+		h.mu.Unlock()
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "connection error: %v", err)
+		}
+		return c, nil
+	}
+}
+
+// drop forgets c as the current connection.
+func (h *h2client) drop(c *h2conn) {
+	h.mu.Lock()
+	if h.cur == c {
+		h.cur = nil
+	}
+	h.mu.Unlock()
+}
+
+func (h *h2client) close() {
+	h.mu.Lock()
+	h.closed = true
+	c := h.cur
+	h.cur = nil
+	h.mu.Unlock()
+	if c != nil {
+		c.fail(errH2Closed)
+	}
+}
+
+// ready waits until a connection is up (gconn.ready's contract).
+func (h *h2client) ready(ctx context.Context) error {
+	if _, err := h.conn(ctx); err != nil {
+		if status.Code(err) == codes.Canceled && errors.Is(err, errH2Closed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w (%v)", errNotConnected, err)
+	}
+	return nil
+}
+
+// Invoke implements grpc.ClientConnInterface: one unary call.
+func (h *h2client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	c, err := h.conn(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := c.open(ctx, method, args, true)
+	if err != nil {
+		return err
+	}
+	defer s.release()
+	err = c.await(s, s.finished)
+	c.mu.Lock()
+	st, msgs, refused := s.st, s.msgs, s.refused
+	c.mu.Unlock()
+	if !refused {
+		setPeer(opts, c) // the call may have reached the node
+	}
+	if err != nil {
+		return err
+	}
+	if st.Code() != codes.OK {
+		return st.Err()
+	}
+	if len(msgs) != 1 {
+		return status.Errorf(codes.Internal, "grpc: unary call %s answered with %d messages", method, len(msgs))
+	}
+	return unmarshal(msgs[0], reply)
+}
+
+// NewStream implements grpc.ClientConnInterface.
+func (h *h2client) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.open(ctx, method, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	setPeer(opts, c)
+	return s, nil
+}
+
+func setPeer(opts []grpc.CallOption, c *h2conn) {
+	for _, o := range opts {
+		if p, ok := o.(grpc.PeerCallOption); ok {
+			*p.PeerAddr = peer.Peer{Addr: c.nc.RemoteAddr(), LocalAddr: c.nc.LocalAddr()}
+		}
+	}
+}
+
+func unmarshal(b []byte, m any) error {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", m)
+	}
+	if err := proto.Unmarshal(b, pm); err != nil {
+		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+	}
+	return nil
+}
+
+// h2conn is one HTTP/2 connection of the direct transport.
+type h2conn struct {
+	nc        net.Conn
+	raw       syscall.RawConn // nil when the connection has none
+	authority string
+
+	// Writing: under wmu.
+	wmu      sync.Mutex
+	bw       *bufio.Writer
+	fw       *http2.Framer
+	hbuf     bytes.Buffer
+	henc     *hpack.Encoder
+	nextID   uint32
+	maxFrame uint32 // the node's SETTINGS_MAX_FRAME_SIZE
+
+	// Shared state: under mu.
+	mu        sync.Mutex
+	streams   map[uint32]*h2stream
+	reading   bool        // a goroutine holds the read turn
+	reader    *h2stream   // the stream whose caller reads (nil: none, or a poll)
+	waiters   []*h2stream // callers waiting (entries of streams no longer waiting are skipped)
+	err       error       // set once the connection failed
+	goaway    bool        // the node sent GOAWAY: no new streams
+	sendWin   int64       // connection-level send window
+	streamWin int64       // the node's SETTINGS_INITIAL_WINDOW_SIZE
+
+	// Reading: by the turn's holder only.
+	rbuf        []byte
+	rs, re      int // rbuf[rs:re] is read and not yet parsed
+	src         frameSource
+	fr          *http2.Framer
+	hdec        *hpack.Decoder
+	block       []byte // header block being assembled (HEADERS + CONTINUATION)
+	blockSID    uint32
+	blockEnd    bool // the HEADERS frame ended the stream
+	recvUnacked int  // connection-level bytes read and not yet granted back
+}
+
+// frameSource feeds the read Framer from rbuf; the reader hands it only
+// complete frames, so it never reads the connection.
+type frameSource struct{ c *h2conn }
+
+func (s frameSource) Read(p []byte) (int, error) {
+	c := s.c
+	if c.rs == c.re {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n := copy(p, c.rbuf[c.rs:c.re])
+	c.rs += n
+	return n, nil
+}
+
+var errH2Refused = errors.New("the node refused the stream before processing it")
+
+func dialH2(ctx context.Context, addr string, timeout time.Duration) (*h2conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := &h2conn{nc: nc, authority: addr, streams: map[uint32]*h2stream{}, nextID: 1,
+		maxFrame: 16384, sendWin: 65535, streamWin: 65535, rbuf: make([]byte, 64<<10)}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	c.bw = bufio.NewWriterSize(nc, 32<<10)
+	c.fw = http2.NewFramer(c.bw, nil)
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.src = frameSource{c}
+	c.fr = http2.NewFramer(nil, c.src)
+	c.hdec = hpack.NewDecoder(4096, nil)
+	// The preface, our settings (the stream window; the rest default), the
+	// connection window; then the node's SETTINGS, which every HTTP/2
+	// server sends first.
+	if dl, ok := dctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(dctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	_, err = c.bw.WriteString(http2.ClientPreface)
+	if err == nil {
+		err = c.fw.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: synodpb.StreamWindow},
+			http2.Setting{ID: http2.SettingEnablePush, Val: 0})
+	}
+	if err == nil {
+		err = c.fw.WriteWindowUpdate(0, synodpb.ConnWindow-65535)
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	for err == nil {
+		var f http2.Frame
+		if f, err = c.readFrame(true); err == nil {
+			_, isSettings := f.(*http2.SettingsFrame)
+			err = c.handle(f)
+			if isSettings && err == nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("http2 handshake with %s: %w", addr, err)
+	}
+	nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// usable reports whether new calls may go on c. When nobody reads c, it
+// first reads what the node sent meanwhile, without blocking.
+func (c *h2conn) usable() bool {
+	c.pollIdle()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err == nil && !c.goaway
+}
+
+// pollIdle reads what is pending on c if nobody reads it, without
+// blocking (so a connection the node closed or shut down while nobody
+// read it is known before anything is sent on it).
+func (c *h2conn) pollIdle() {
+	c.mu.Lock()
+	if c.reading || c.err != nil || c.raw == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.reading = true
+	c.mu.Unlock()
+	err := c.poll()
+	if err != nil {
+		c.fail(err)
+	}
+	c.mu.Lock()
+	c.reading = false
+	c.passTurn()
+	c.mu.Unlock()
+}
+
+// poll reads and handles what is pending on the connection, without
+// blocking. The caller holds the turn.
+func (c *h2conn) poll() error {
+	for {
+		c.compact()
+		var n int
+		var rerr error
+		err := c.raw.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), c.rbuf[c.re:])
+			return true
+		})
+		switch {
+		case err != nil:
+			return err
+		case rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK:
+			return nil
+		case rerr != nil:
+			return rerr
+		case n == 0:
+			return io.EOF
+		}
+		c.re += n
+		for c.complete() {
+			f, err := c.fr.ReadFrame()
+			if err != nil {
+				return err
+			}
+			if err := c.handle(f); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// compact makes room at rbuf's end for at least one more frame.
+func (c *h2conn) compact() {
+	if c.rs == c.re {
+		c.rs, c.re = 0, 0
+		return
+	}
+	need := 9 + 16384
+	if c.re-c.rs >= 9 {
+		need = 9 + int(uint32(c.rbuf[c.rs])<<16|uint32(c.rbuf[c.rs+1])<<8|uint32(c.rbuf[c.rs+2]))
+	}
+	if len(c.rbuf)-c.rs >= need && len(c.rbuf)-c.re >= 4096 {
+		return
+	}
+	if need > len(c.rbuf) {
+		nb := make([]byte, need+4096)
+		c.re = copy(nb, c.rbuf[c.rs:c.re])
+		c.rbuf, c.rs = nb, 0
+		return
+	}
+	c.re = copy(c.rbuf, c.rbuf[c.rs:c.re])
+	c.rs = 0
+}
+
+// complete reports whether rbuf holds a whole frame.
+func (c *h2conn) complete() bool {
+	if c.re-c.rs < 9 {
+		return false
+	}
+	n := int(uint32(c.rbuf[c.rs])<<16 | uint32(c.rbuf[c.rs+1])<<8 | uint32(c.rbuf[c.rs+2]))
+	return c.re-c.rs >= 9+n
+}
+
+// readFrame returns the next frame, reading the connection (blocking) if
+// rbuf holds no complete one. A read interrupted by a deadline returns the
+// timeout error with nothing lost: partial frames stay in rbuf.
+func (c *h2conn) readFrame(handshake bool) (http2.Frame, error) {
+	for !c.complete() {
+		c.compact()
+		n, err := c.nc.Read(c.rbuf[c.re:])
+		c.re += n
+		if err != nil && !(n > 0 && c.complete()) {
+			return nil, err
+		}
+	}
+	return c.fr.ReadFrame()
+}
+
+// open starts a stream of method; for a unary call it also sends msg and
+// ends the stream's sending side. An error means nothing was sent.
+func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (*h2stream, error) {
+	var body []byte
+	if unary {
+		var err error
+		if body, err = frame(msg); err != nil {
+			return nil, err
+		}
+	}
+	hdrs := c.headers(ctx, method)
+	s := &h2stream{c: c, ctx: ctx, method: method, ch: make(chan struct{}, 1), unary: unary}
+	c.wmu.Lock()
+	c.mu.Lock()
+	if err := c.err; err != nil || c.goaway {
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		if err == nil {
+			err = errors.New("the node is shutting down (GOAWAY)")
+		}
+		return nil, status.Errorf(codes.Unavailable, "connection closed before the call was sent: %v", err)
+	}
+	s.id = c.nextID
+	c.nextID += 2
+	s.sendWin = c.streamWin
+	c.streams[s.id] = s
+	c.mu.Unlock()
+	err := c.writeHeaders(s.id, hdrs, false)
+	end := false
+	if err == nil && unary {
+		end, err = c.writeSome(s, body, true)
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(err)
+	}
+	if ctx.Done() != nil {
+		s.stop = context.AfterFunc(ctx, s.abort)
+	}
+	if err == nil && unary && !end {
+		err = c.sendRest(s, body, true)
+	}
+	// A failed write leaves the stream failed by c.fail: its caller learns
+	// it from the stream, as for a failure after sending.
+	return s, nil
+}
+
+// frame marshals m behind gRPC's message prefix (uncompressed, length).
+func frame(m any) ([]byte, error) {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return nil, status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", m)
+	}
+	b := make([]byte, 5, 5+proto.Size(pm))
+	b, err := proto.MarshalOptions{}.MarshalAppend(b, pm)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
+	}
+	if len(b)-5 > synodpb.MaxMessageSize {
+		return nil, status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", len(b)-5, synodpb.MaxMessageSize)
+	}
+	binary.BigEndian.PutUint32(b[1:5], uint32(len(b)-5))
+	return b, nil
+}
+
+// headers returns the request's header fields: gRPC's, the deadline as
+// grpc-timeout, and the outgoing metadata.
+func (c *h2conn) headers(ctx context.Context, method string) []hpack.HeaderField {
+	h := make([]hpack.HeaderField, 0, 10)
+	h = append(h,
+		hpack.HeaderField{Name: ":method", Value: "POST"},
+		hpack.HeaderField{Name: ":scheme", Value: "http"},
+		hpack.HeaderField{Name: ":path", Value: method},
+		hpack.HeaderField{Name: ":authority", Value: c.authority},
+		hpack.HeaderField{Name: "content-type", Value: "application/grpc"},
+		hpack.HeaderField{Name: "user-agent", Value: "synod-go-direct"},
+		hpack.HeaderField{Name: "te", Value: "trailers"})
+	if dl, ok := ctx.Deadline(); ok {
+		h = append(h, hpack.HeaderField{Name: "grpc-timeout", Value: encodeTimeout(time.Until(dl)), Sensitive: true})
+	}
+	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+		for k, vs := range md {
+			if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") || k == "content-type" || k == "te" || k == "user-agent" {
+				continue
+			}
+			for _, v := range vs {
+				if strings.HasSuffix(k, "-bin") {
+					v = base64.RawStdEncoding.EncodeToString([]byte(v))
+				}
+				h = append(h, hpack.HeaderField{Name: k, Value: v, Sensitive: true})
+			}
+		}
+	}
+	return h
+}
+
+// encodeTimeout is gRPC's grpc-timeout value (at most 8 digits and a unit).
+func encodeTimeout(d time.Duration) string {
+	if d <= 0 {
+		return "1n"
+	}
+	for _, u := range []struct {
+		d    time.Duration
+		unit string
+	}{{time.Nanosecond, "n"}, {time.Microsecond, "u"}, {time.Millisecond, "m"}, {time.Second, "S"}, {time.Minute, "M"}, {time.Hour, "H"}} {
+		if v := (d + u.d - 1) / u.d; v < 1e8 {
+			return strconv.FormatInt(int64(v), 10) + u.unit
+		}
+	}
+	return "99999999H"
+}
+
+// writeHeaders writes a header block (HEADERS, CONTINUATION as needed).
+// The caller holds wmu.
+func (c *h2conn) writeHeaders(sid uint32, hdrs []hpack.HeaderField, end bool) error {
+	c.hbuf.Reset()
+	for _, f := range hdrs {
+		if err := c.henc.WriteField(f); err != nil {
+			return err
+		}
+	}
+	block := c.hbuf.Bytes()
+	first := true
+	for first || len(block) > 0 {
+		n := min(len(block), int(c.maxFrame))
+		frag, last := block[:n], n == len(block)
+		var err error
+		if first {
+			err = c.fw.WriteHeaders(http2.HeadersFrameParam{StreamID: sid, BlockFragment: frag, EndStream: end, EndHeaders: last})
+		} else {
+			err = c.fw.WriteContinuation(sid, last, frag)
+		}
+		if err != nil {
+			return err
+		}
+		block, first = block[n:], false
+	}
+	return nil
+}
+
+// writeSome writes as much of body as the send windows allow, moving
+// s.sent on, and ends the stream with the last of it when end is set. It
+// reports whether everything was written. The caller holds wmu.
+func (c *h2conn) writeSome(s *h2stream, body []byte, end bool) (bool, error) {
+	for {
+		rest := body[s.sent:]
+		c.mu.Lock()
+		n := int64(len(rest))
+		n = min(n, c.sendWin, s.sendWin, int64(c.maxFrame))
+		if n < 0 {
+			n = 0
+		}
+		if n == 0 && len(rest) > 0 {
+			c.mu.Unlock()
+			return false, nil
+		}
+		c.sendWin -= n
+		s.sendWin -= n
+		c.mu.Unlock()
+		last := int(n) == len(rest)
+		if err := c.fw.WriteData(s.id, end && last, rest[:n]); err != nil {
+			return false, err
+		}
+		s.sent += int(n)
+		if last {
+			return true, nil
+		}
+	}
+}
+
+// sendRest writes the rest of body as the node grants window, waiting for
+// it as a reader does.
+func (c *h2conn) sendRest(s *h2stream, body []byte, end bool) error {
+	for {
+		c.mu.Lock()
+		s.winWait = true
+		c.mu.Unlock()
+		err := c.await(s, func() bool {
+			return s.done || (c.sendWin > 0 && s.sendWin > 0)
+		})
+		c.mu.Lock()
+		s.winWait = false
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		done := s.done
+		c.mu.Unlock()
+		if done {
+			return nil // the stream ended: its caller learns how from it
+		}
+		var all bool
+		if err := c.write(func() (err error) {
+			all, err = c.writeSome(s, body, end)
+			return err
+		}); err != nil {
+			return nil
+		}
+		if all {
+			return nil
+		}
+	}
+}
+
+// write runs fn (writing frames) under the write lock and flushes; an
+// error fails the connection.
+func (c *h2conn) write(fn func() error) error {
+	c.wmu.Lock()
+	err := fn()
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(err)
+	}
+	return err
+}
+
+// await waits until cond (evaluated under mu) holds, reading the
+// connection when nobody else does. It returns an error when the
+// connection failed before cond held.
+func (c *h2conn) await(s *h2stream, cond func() bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !cond() {
+		if c.err != nil {
+			c.dropTurn(s)
+			return c.err
+		}
+		if !c.reading || s.turn {
+			s.turn = false
+			c.reading, c.reader = true, s
+			c.mu.Unlock()
+			err := c.readUntil(cond)
+			if err != nil {
+				c.fail(err)
+			}
+			c.mu.Lock()
+			c.reading, c.reader = false, nil
+			c.passTurn()
+			continue
+		}
+		s.waiting = true
+		c.waiters = append(c.waiters, s)
+		c.mu.Unlock()
+		<-s.ch // woken for data, the stream's end, window or the turn
+		c.mu.Lock()
+	}
+	c.dropTurn(s)
+	return nil
+}
+
+// dropTurn passes on the read turn if it was passed to s, which no longer
+// needs it. The caller holds mu.
+func (c *h2conn) dropTurn(s *h2stream) {
+	if s.turn {
+		s.turn = false
+		c.reading = false
+		c.passTurn()
+	}
+}
+
+// passTurn gives the read turn to the oldest waiting caller, if any. The
+// caller holds mu and has left the turn.
+func (c *h2conn) passTurn() {
+	for len(c.waiters) > 0 && !c.reading {
+		w := c.waiters[0]
+		c.waiters[0] = nil
+		c.waiters = c.waiters[1:]
+		if w.waiting {
+			w.waiting = false
+			w.turn = true
+			c.reading = true // held for w
+			w.wake()
+		}
+	}
+	if len(c.waiters) == 0 {
+		c.waiters = nil
+	}
+}
+
+// readUntil reads and handles frames until cond holds. The caller holds
+// the turn (not mu).
+func (c *h2conn) readUntil(cond func() bool) error {
+	for {
+		c.mu.Lock()
+		ok := cond()
+		c.mu.Unlock()
+		if ok {
+			return nil
+		}
+		f, err := c.readFrame(false)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// s's context ended (s.abort) or a stale interruption of an
+				// earlier reader's: read on unless cond now holds.
+				c.nc.SetReadDeadline(time.Time{})
+				continue
+			}
+			return err
+		}
+		if err := c.handle(f); err != nil {
+			return err
+		}
+	}
+}
+
+// handle acts on one frame read. The caller holds the turn.
+func (c *h2conn) handle(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.DataFrame:
+		return c.handleData(f)
+	case *http2.HeadersFrame:
+		c.block = append(c.block[:0], f.HeaderBlockFragment()...)
+		c.blockSID, c.blockEnd = f.StreamID, f.StreamEnded()
+		if f.HeadersEnded() {
+			return c.handleHeaders()
+		}
+	case *http2.ContinuationFrame:
+		if f.StreamID != c.blockSID {
+			return errors.New("http2: CONTINUATION of another stream")
+		}
+		c.block = append(c.block, f.HeaderBlockFragment()...)
+		if f.HeadersEnded() {
+			return c.handleHeaders()
+		}
+	case *http2.RSTStreamFrame:
+		st := status.Newf(codes.Internal, "stream terminated by RST_STREAM with error code: %v", f.ErrCode)
+		refused := false
+		switch f.ErrCode {
+		case http2.ErrCodeRefusedStream:
+			st = status.Newf(codes.Unavailable, "%v: %v", errH2Refused, f.ErrCode)
+			refused = true
+		case http2.ErrCodeCancel:
+			st = status.New(codes.Canceled, "stream terminated by RST_STREAM with error code: CANCEL")
+		case http2.ErrCodeEnhanceYourCalm:
+			st = status.New(codes.ResourceExhausted, "stream terminated by RST_STREAM with error code: ENHANCE_YOUR_CALM")
+		}
+		c.mu.Lock()
+		if s := c.streams[f.StreamID]; s != nil {
+			s.refused = refused
+			s.end(st)
+		}
+		c.mu.Unlock()
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		var err error
+		c.wmu.Lock()
+		c.mu.Lock()
+		f.ForeachSetting(func(st http2.Setting) error {
+			switch st.ID {
+			case http2.SettingInitialWindowSize:
+				d := int64(st.Val) - c.streamWin
+				c.streamWin = int64(st.Val)
+				for _, s := range c.streams {
+					s.sendWin += d
+				}
+			case http2.SettingMaxFrameSize:
+				c.maxFrame = st.Val
+			case http2.SettingHeaderTableSize:
+				c.henc.SetMaxDynamicTableSizeLimit(st.Val)
+			}
+			return nil
+		})
+		c.wakeWriters()
+		c.mu.Unlock()
+		if err = c.fw.WriteSettingsAck(); err == nil {
+			err = c.bw.Flush()
+		}
+		c.wmu.Unlock()
+		return err
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return c.write(func() error { return c.fw.WritePing(true, f.Data) })
+	case *http2.WindowUpdateFrame:
+		c.mu.Lock()
+		if f.StreamID == 0 {
+			c.sendWin += int64(f.Increment)
+		} else if s := c.streams[f.StreamID]; s != nil {
+			s.sendWin += int64(f.Increment)
+		}
+		c.wakeWriters()
+		c.mu.Unlock()
+	case *http2.GoAwayFrame:
+		c.mu.Lock()
+		c.goaway = true
+		for id, s := range c.streams {
+			if id > f.LastStreamID {
+				s.refused = true
+				s.end(status.Newf(codes.Unavailable, "%v: GOAWAY, last stream %d", errH2Refused, f.LastStreamID))
+			}
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// wakeWriters wakes the callers waiting for send window. The caller holds
+// mu.
+func (c *h2conn) wakeWriters() {
+	for _, w := range c.waiters {
+		if w != nil && w.waiting && w.winWait {
+			w.waiting = false
+			w.wake()
+		}
+	}
+}
+
+func (c *h2conn) handleData(f *http2.DataFrame) error {
+	n := int(f.Header().Length)
+	c.recvUnacked += n
+	var connInc, streamInc uint32
+	if c.recvUnacked >= synodpb.ConnWindow/4 {
+		connInc, c.recvUnacked = uint32(c.recvUnacked), 0
+	}
+	c.mu.Lock()
+	s := c.streams[f.StreamID]
+	var err error
+	if s != nil && !s.done {
+		s.partial = append(s.partial, f.Data()...)
+		for len(s.partial) >= 5 {
+			if s.partial[0] != 0 {
+				s.end(status.New(codes.Internal, "grpc: compressed message received, none asked for"))
+				break
+			}
+			l := int(binary.BigEndian.Uint32(s.partial[1:5]))
+			if l > synodpb.MaxMessageSize {
+				s.end(status.Newf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", l, synodpb.MaxMessageSize))
+				break
+			}
+			if len(s.partial) < 5+l {
+				break
+			}
+			s.msgs = append(s.msgs, s.partial[5:5+l:5+l])
+			s.partial = s.partial[5+l:]
+			if len(s.partial) == 0 {
+				s.partial = nil
+			}
+			s.wakeReader()
+		}
+		s.recvUnacked += n
+		if !f.StreamEnded() && s.recvUnacked >= synodpb.StreamWindow/4 {
+			streamInc, s.recvUnacked = uint32(s.recvUnacked), 0
+		}
+		if f.StreamEnded() && !s.done {
+			s.end(status.New(codes.Internal, "server closed the stream without sending trailers"))
+		}
+	}
+	c.mu.Unlock()
+	if connInc > 0 || streamInc > 0 {
+		err = c.write(func() (err error) {
+			if connInc > 0 {
+				err = c.fw.WriteWindowUpdate(0, connInc)
+			}
+			if streamInc > 0 && err == nil {
+				err = c.fw.WriteWindowUpdate(f.StreamID, streamInc)
+			}
+			return err
+		})
+	}
+	return err
+}
+
+// handleHeaders decodes a complete header block: a response's headers, or
+// its trailers (or both at once: trailers-only).
+func (c *h2conn) handleHeaders() error {
+	fields, err := c.hdec.DecodeFull(c.block)
+	if err != nil {
+		return fmt.Errorf("http2: header block: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.streams[c.blockSID]
+	if s == nil || s.done {
+		return nil
+	}
+	md := metadata.MD{}
+	httpStatus, ctype := "", ""
+	grpcStatus, grpcMsg := "", ""
+	for _, f := range fields {
+		switch f.Name {
+		case ":status":
+			httpStatus = f.Value
+		case "content-type":
+			ctype = f.Value
+		case "grpc-status":
+			grpcStatus = f.Value
+		case "grpc-message":
+			grpcMsg = decodeGrpcMessage(f.Value)
+		default:
+			if strings.HasPrefix(f.Name, ":") || strings.HasPrefix(f.Name, "grpc-") {
+				continue
+			}
+			v := f.Value
+			if strings.HasSuffix(f.Name, "-bin") {
+				if b, err := decodeBin(v); err == nil {
+					v = string(b)
+				}
+			}
+			md[f.Name] = append(md[f.Name], v)
+		}
+	}
+	if !s.gotHeader {
+		s.gotHeader = true
+		s.header = md
+		if httpStatus != "200" && grpcStatus == "" {
+			s.end(status.Newf(httpCode(httpStatus), "unexpected HTTP status code received from server: %s", httpStatus))
+			return nil
+		}
+		if grpcStatus == "" && !strings.HasPrefix(ctype, "application/grpc") {
+			s.end(status.Newf(codes.Unknown, "unexpected content-type %q", ctype))
+			return nil
+		}
+		if !c.blockEnd {
+			s.wakeReader()
+			return nil
+		}
+	} else {
+		s.trailer = md
+	}
+	if !c.blockEnd {
+		return errors.New("http2: trailers without END_STREAM")
+	}
+	code, err := strconv.ParseUint(grpcStatus, 10, 32)
+	if err != nil {
+		s.end(status.Newf(codes.Internal, "malformed grpc-status %q", grpcStatus))
+		return nil
+	}
+	s.end(status.New(codes.Code(code), grpcMsg))
+	return nil
+}
+
+func httpCode(s string) codes.Code {
+	switch s {
+	case "400":
+		return codes.Internal
+	case "401":
+		return codes.Unauthenticated
+	case "403":
+		return codes.PermissionDenied
+	case "404":
+		return codes.Unimplemented
+	case "429", "502", "503", "504":
+		return codes.Unavailable
+	}
+	return codes.Unknown
+}
+
+func decodeBin(v string) ([]byte, error) {
+	if len(v)%4 == 0 {
+		return base64.StdEncoding.DecodeString(v)
+	}
+	return base64.RawStdEncoding.DecodeString(v)
+}
+
+// decodeGrpcMessage undoes grpc-message's percent-encoding.
+func decodeGrpcMessage(m string) string {
+	if !strings.Contains(m, "%") {
+		return m
+	}
+	var b strings.Builder
+	for i := 0; i < len(m); i++ {
+		if m[i] == '%' && i+2 < len(m) {
+			if v, err := strconv.ParseUint(m[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(m[i])
+	}
+	return b.String()
+}
+
+// fail ends the connection: every open stream fails with UNAVAILABLE.
+func (c *h2conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		st = status.Newf(codes.Unavailable, "connection error: %v", err)
+	}
+	c.err = st.Err()
+	for _, s := range c.streams {
+		s.end(st)
+	}
+	for _, w := range c.waiters {
+		if w != nil && w.waiting {
+			w.waiting = false
+			w.wake()
+		}
+	}
+	c.waiters = nil
+	c.mu.Unlock()
+	c.nc.Close()
+}
+
+// h2stream is one stream: a unary call, or a grpc.ClientStream.
+type h2stream struct {
+	c      *h2conn
+	id     uint32
+	ctx    context.Context
+	method string
+	unary  bool
+	stop   func() bool // stops the context's AfterFunc
+	ch     chan struct{}
+
+	// Under c.mu.
+	sendWin     int64
+	sent        int  // bytes of the message being written
+	winWait     bool // the caller waits for send window (wakeWriters)
+	refused     bool // the node refused the stream: not processed
+	waiting     bool // the caller waits on ch (an entry of c.waiters)
+	turn        bool // the read turn was passed to the caller
+	gotHeader   bool
+	header      metadata.MD
+	trailer     metadata.MD
+	msgs        [][]byte
+	partial     []byte
+	done        bool
+	st          *status.Status
+	sentEnd     bool
+	recvUnacked int
+	wmuSend     sync.Mutex // serialises SendMsg/CloseSend (a stream's sending side is one goroutine's, but be safe)
+}
+
+// h2Wakes counts callers woken by another goroutine (hand-offs), for
+// tests.
+var h2Wakes atomic.Int64
+
+func (s *h2stream) wake() {
+	h2Wakes.Add(1)
+	select {
+	case s.ch <- struct{}{}:
+	default:
+	}
+}
+
+// wakeReader wakes s's caller if it waits. The caller holds c.mu.
+func (s *h2stream) wakeReader() {
+	if s.waiting {
+		s.waiting = false
+		s.wake()
+	}
+}
+
+// end records the stream's status and forgets it. The caller holds c.mu.
+func (s *h2stream) end(st *status.Status) {
+	if s.done {
+		return
+	}
+	s.done, s.st = true, st
+	delete(s.c.streams, s.id)
+	s.wakeReader()
+}
+
+func (s *h2stream) finished() bool { return s.done }
+
+// abort ends s when its context ends: RST_STREAM(CANCEL) to the node, and
+// an interrupted read if its caller reads.
+func (s *h2stream) abort() {
+	c := s.c
+	c.mu.Lock()
+	if s.done {
+		c.mu.Unlock()
+		return
+	}
+	s.end(status.FromContextError(s.ctx.Err()))
+	if c.reader == s {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+	dead := c.err != nil
+	c.mu.Unlock()
+	if !dead {
+		c.write(func() error { return c.fw.WriteRSTStream(s.id, http2.ErrCodeCancel) })
+	}
+}
+
+// release ends a finished unary call: the context's AfterFunc stops.
+func (s *h2stream) release() {
+	if s.stop != nil {
+		s.stop()
+	}
+	c := s.c
+	c.mu.Lock()
+	if !s.done {
+		s.end(status.New(codes.Canceled, "call abandoned"))
+	}
+	c.mu.Unlock()
+}
+
+// Header implements grpc.ClientStream.
+func (s *h2stream) Header() (metadata.MD, error) {
+	if err := s.c.await(s, func() bool { return s.gotHeader || s.done }); err != nil {
+		return nil, err
+	}
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if !s.gotHeader && s.st.Code() != codes.OK {
+		return nil, s.st.Err()
+	}
+	return s.header, nil
+}
+
+// Trailer implements grpc.ClientStream (meaningful once RecvMsg returned an error).
+func (s *h2stream) Trailer() metadata.MD {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.trailer
+}
+
+// Context implements grpc.ClientStream.
+func (s *h2stream) Context() context.Context { return s.ctx }
+
+// SendMsg implements grpc.ClientStream. An error means m was not sent:
+// io.EOF when the stream had ended (RecvMsg says how).
+func (s *h2stream) SendMsg(m any) error {
+	body, err := frame(m)
+	if err != nil {
+		return err
+	}
+	s.wmuSend.Lock()
+	defer s.wmuSend.Unlock()
+	c := s.c
+	c.pollIdle() // an end of the stream (or connection) while nobody read
+	c.mu.Lock()
+	if s.done || s.sentEnd {
+		c.mu.Unlock()
+		return io.EOF
+	}
+	s.sent = 0
+	c.mu.Unlock()
+	var all bool
+	if err := c.write(func() (err error) {
+		all, err = c.writeSome(s, body, false)
+		return err
+	}); err != nil {
+		return io.EOF
+	}
+	if !all {
+		c.sendRest(s, body, false)
+	}
+	return nil
+}
+
+// CloseSend implements grpc.ClientStream.
+func (s *h2stream) CloseSend() error {
+	s.wmuSend.Lock()
+	defer s.wmuSend.Unlock()
+	c := s.c
+	c.mu.Lock()
+	if s.done || s.sentEnd {
+		c.mu.Unlock()
+		return nil
+	}
+	s.sentEnd = true
+	c.mu.Unlock()
+	c.write(func() error { return c.fw.WriteData(s.id, true, nil) })
+	return nil
+}
+
+// RecvMsg implements grpc.ClientStream: the next message, or io.EOF when
+// the stream ended with OK, or the stream's status.
+func (s *h2stream) RecvMsg(m any) error {
+	c := s.c
+	if err := c.await(s, func() bool { return len(s.msgs) > 0 || s.done }); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if len(s.msgs) > 0 {
+		b := s.msgs[0]
+		s.msgs[0] = nil
+		s.msgs = s.msgs[1:]
+		c.mu.Unlock()
+		return unmarshal(b, m)
+	}
+	st := s.st
+	c.mu.Unlock()
+	if s.stop != nil {
+		s.stop()
+	}
+	if st.Code() == codes.OK {
+		return io.EOF
+	}
+	return st.Err()
+}
