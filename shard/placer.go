@@ -29,16 +29,28 @@ import (
 //     because a group that lost a replica is one failure from losing its
 //     quorum.
 //  3. Split: a group over any split threshold (keys, bytes, ops/s) that
-//     owns more than one slot. The upper half of its slots (by count, cut
-//     at the median slot) moves to a spare group: one that owns no slots
-//     (the cluster file may declare spare shards; a merge leaves one).
-//     Decision: split into an existing spare group rather than create a
-//     group: a node starts the groups the cluster file names at start, and
-//     cannot yet start a replica group on chosen nodes at run time. Without
-//     a spare group, the split is not made and the decision says so.
-//     Slots are hashed, so half the slots is about half the keys and half
-//     the uniform load; a single hot slot cannot be split (Redis Cluster's
-//     limit too).
+//     owns more than one slot. The upper part of its slots moves to a
+//     spare group (one that owns no slots and has members, all up: the
+//     cluster file may declare spare shards; a merge leaves one) or, when
+//     there is none, to a new group (session 45): an unplaced group, one
+//     with no members yet (GroupReport.Members empty: a group name the
+//     namespace reserves for splits, config placement new_groups), on
+//     Replicas nodes chosen here: the live nodes hosting the fewest
+//     groups plus leaders (NodeLoad), first by id on a tie. The decision
+//     names them (Decision.Create); the runtime records the new group's
+//     members, starts its replicas (a fresh group whose bootstrap
+//     configuration is those nodes) and then migrates the slots into it
+//     like any split. Decision: a spare first (it runs already: nothing
+//     to create), a new group second; without either the split is not
+//     made and the decision says so.
+//     The cut: by load when the split is by ops/s and per-slot request
+//     counts are known (PlaceInput.SlotOps), by size when it is by keys
+//     or bytes and per-slot key counts are known (SlotKeys): the cut
+//     between two of the group's slots (in slot order) that leaves the two
+//     parts' weights closest (splitCut); else at the median slot (slots
+//     are hashed, so half the slots is about half the keys and half a
+//     uniform load). A single hot slot cannot be split (Redis Cluster's
+//     limit too): the cut puts it on the side that balances best.
 //  4. Merge: two groups both under every merge threshold for MergeDelay
 //     seconds (ColdFor: a fresh cluster, empty, does not merge at once, nor
 //     a group just split off; CockroachDB's by_load_merge_delay), whose sum stays
@@ -46,10 +58,26 @@ import (
 //     split back), while more than MinShards groups own slots. The colder
 //     group's slots all move to the other (preferring one whose slots are
 //     adjacent, so ranges stay few); the colder group becomes a spare.
-//  5. Leader balance: a node leading at least two more groups than a live
-//     member of one of them that leads fewer. Advice only: paxos has no
-//     leadership transfer on request (protocol/paxos, doc), so the runtime
-//     logs it and does not carry it out.
+//  5. Replica balance by count: a node hosting 2+ more replicas than
+//     another (decideBalance).
+//  6. Leader balance by count: a node leading at least two more groups
+//     than a live member of one of them that leads fewer (decideLeader),
+//     carried out as a leadership transfer.
+//  7. Balance by load (session 45, with BalanceOps > 0): a replica or a
+//     leadership moves from the node with the most load to one with less
+//     (decideLoad; leaders first, a transfer is cheap). A node's leader
+//     load is the sum of the requests per second of the groups it leads,
+//     its replica load the sum over the groups it hosts. Hysteresis, so
+//     that moves do not flap: a move is made only when the busiest node's
+//     load is over BalanceOps, the move leaves both it and the receiving
+//     node at most 1-BalanceMargin of the busiest node's load before the
+//     move, and the state after the move asks no count balance (5, 6) of
+//     its own. Such a move lowers the sum of the squared node loads (by
+//     2·o·(A-B-o) > 0 for a group of load o moved from load A to load B),
+//     so with fixed loads no sequence of moves returns to a state it left
+//     (the reverse of a move is never made), and a count balance never
+//     undoes one. TiKV's placement driver
+//     likewise balances leaders and regions by a score with a tolerance.
 //
 // After a split or a merge the runtime waits Cooldown seconds before the
 // next one, so that the reports describe the new map.
@@ -67,6 +95,11 @@ type PlaceParams struct {
 	MergeDelay float64 // seconds both groups must have been cold before they merge
 	DeadAfter  float64 // seconds a node may be down before its replicas are replaced
 	Cooldown   float64 // seconds between a split or merge and the next
+	// Balance by load (decideLoad): the busiest node's load must be over
+	// BalanceOps requests/s (0: no balance by load), and a move must lower
+	// the highest node load by at least BalanceMargin of it (0: 0.25).
+	BalanceOps    float64
+	BalanceMargin float64
 }
 
 // DefaultPlaceParams are the defaults, with their reasons:
@@ -83,16 +116,24 @@ type PlaceParams struct {
 //     _dead); a minute is long against a restart of a killed process and
 //     short against an operator's reaction.
 //   - Cooldown 30 s: several reports (every second) of the new map.
+//   - BalanceOps 1,000, BalanceMargin 0.25: a node leading under 1,000
+//     requests/s is not worth a move (the merge threshold's order); a
+//     move must lower the highest load by a quarter, well above the
+//     smoothed rates' noise (TiKV's default tolerance is 5 % of a score
+//     that also counts regions; a quarter keeps moves rare).
 var DefaultPlaceParams = PlaceParams{
 	SplitKeys: 4_000_000, SplitBytes: 512 << 20, SplitOps: 2500,
 	MergeKeys: 500_000, MergeBytes: 64 << 20, MergeOps: 300,
 	MinShards: 1, MergeDelay: 300, DeadAfter: 60, Cooldown: 30,
+	BalanceOps: 1000, BalanceMargin: 0.25,
 }
 
 // GroupReport is what the placement leader knows of one group.
 type GroupReport struct {
-	Name    string
-	Members []string // the group's nodes
+	Name string
+	// Members are the group's nodes; none: an unplaced group, a name
+	// reserved for a split into a new group (it owns no slots).
+	Members []string
 	// Former members, removed by a replacement: never chosen to replace
 	// one of this group's members (their old replica's state is stale,
 	// and a protocol's member numbers are not reused).
@@ -118,6 +159,13 @@ type PlaceInput struct {
 	Nodes     []NodeReport
 	Migrating bool    // a migration is under way
 	SinceMove float64 // seconds since the last split or merge finished (<0: none yet)
+	// Replicas is a new group's replica count (0: the count of the group
+	// it splits from).
+	Replicas int
+	// SlotOps and SlotKeys, when not nil, are per-slot weights (Slots
+	// entries): requests (any unit: only their ratios count) and keys.
+	// A split by load cuts by SlotOps, one by size by SlotKeys.
+	SlotOps, SlotKeys []float64
 }
 
 // DecisionKind is the kind of a placement decision.
@@ -143,8 +191,11 @@ type Decision struct {
 	From, To   int // group indexes (To: split and merge)
 	Slots      []Range
 	Node, With string
-	Reason     string // why, in words
-	Inputs     string // the figures it was decided from
+	// Create: a split into a new group (To is an unplaced group) names the
+	// nodes it is to be created on.
+	Create []string
+	Reason string // why, in words
+	Inputs string // the figures it was decided from
 }
 
 // String is the decision in one line (the decision log's form, less the
@@ -155,12 +206,21 @@ func (d Decision) String() string {
 	switch d.Kind {
 	case DecSplit, DecMerge:
 		fmt.Fprintf(&b, " from=%d to=%d slots=%s", d.From, d.To, FormatSlots(d.Slots))
+		if len(d.Create) > 0 {
+			fmt.Fprintf(&b, " create=%s", strings.Join(d.Create, ","))
+		}
 	case DecReplace, DecLeader, DecBalance:
 		fmt.Fprintf(&b, " group=%d node=%s with=%s", d.From, d.Node, d.With)
 	}
 	fmt.Fprintf(&b, " reason=%q inputs=%q", d.Reason, d.Inputs)
 	return b.String()
 }
+
+// brokenLoadFlap is the broken variant of balance by load
+// (TestDecideLoadNoFlap shows it caught): no hysteresis, a move is taken
+// whenever it lowers the busiest node's load, wherever the moved load
+// lands.
+var brokenLoadFlap = false
 
 // brokenSplitCut is the broken variant the tests show caught: the split's
 // slots run one past the cut group's last slot (an off-by-one), so the
@@ -189,6 +249,9 @@ func Decide(in PlaceInput, p PlaceParams) Decision {
 		return d
 	}
 	if d, ok := decideLeader(in); ok {
+		return d
+	}
+	if d, ok := decideLoad(in, p); ok {
 		return d
 	}
 	return Decision{Kind: DecNone}
@@ -386,22 +449,152 @@ func decideSplit(in PlaceInput, p PlaceParams) (Decision, bool) {
 	}
 	g := in.Groups[hot]
 	d := Decision{Kind: DecSplit, From: hot, Inputs: g.figures()}
-	spare := -1
-	for gi := range in.Groups {
-		if len(in.Map.Groups[gi]) == 0 && groupLive(in, gi) {
+	spare, fresh := -1, -1
+	for gi, sg := range in.Groups {
+		if len(in.Map.Groups[gi]) > 0 {
+			continue
+		}
+		if len(sg.Members) == 0 {
+			if fresh < 0 {
+				fresh = gi
+			}
+		} else if groupLive(in, gi) {
 			spare = gi
 			break
 		}
 	}
-	if spare < 0 {
+	into := ""
+	switch {
+	case spare >= 0:
+		d.To = spare
+		into = "spare group " + in.Groups[spare].Name
+	case fresh >= 0:
+		n := in.Replicas
+		if n <= 0 {
+			n = len(g.Members)
+		}
+		nodes, load := leastLoaded(in, n)
+		if len(nodes) < n {
+			d.Kind = DecNone
+			d.Reason = fmt.Sprintf("%s should split (%s) but fewer than %d nodes are up to create group %s on", g.Name, why, n, in.Groups[fresh].Name)
+			return d, true
+		}
+		d.To, d.Create = fresh, nodes
+		into = fmt.Sprintf("new group %s on %s (the least loaded: groups+leaders %s)", in.Groups[fresh].Name, strings.Join(nodes, ","), load)
+	default:
 		d.Kind = DecNone
-		d.Reason = fmt.Sprintf("%s should split (%s) but no spare group (one owning no slots, its members up) exists", g.Name, why)
+		d.Reason = fmt.Sprintf("%s should split (%s) but no spare group (one owning no slots, its members up) and no unplaced group name exists", g.Name, why)
 		return d, true
 	}
-	d.To = spare
-	d.Slots = upperHalf(in.Map.Groups[hot])
-	d.Reason = fmt.Sprintf("%s: %s; the upper half of its slots moves to spare group %s", g.Name, why, in.Groups[spare].Name)
+	var weight []float64
+	by := "the median slot"
+	switch {
+	case strings.HasPrefix(why, "ops/s") && in.SlotOps != nil:
+		weight, by = in.SlotOps, "load"
+	case !strings.HasPrefix(why, "ops/s") && in.SlotKeys != nil:
+		weight, by = in.SlotKeys, "size"
+	}
+	var lo, hi float64
+	d.Slots, lo, hi = splitCut(in.Map.Groups[hot], weight)
+	if weight == nil || lo+hi == 0 {
+		by = "the median slot"
+	} else {
+		by = fmt.Sprintf("%s (%.0f%% stays, %.0f%% moves)", by, 100*lo/(lo+hi), 100*hi/(lo+hi))
+	}
+	d.Reason = fmt.Sprintf("%s: %s; its slots after a cut by %s move to %s", g.Name, why, by, into)
 	return d, true
+}
+
+// NodeLoad is each node's count of groups it is a member of plus groups
+// it leads, the measure a new group's nodes are chosen by.
+func NodeLoad(in PlaceInput) map[string]int {
+	load := map[string]int{}
+	for _, g := range in.Groups {
+		for _, m := range g.Members {
+			load[m]++
+		}
+		if g.Leader != "" {
+			load[g.Leader]++
+		}
+	}
+	return load
+}
+
+// leastLoaded picks n live nodes of the fewest NodeLoad, the first by id
+// on a tie (fewer when fewer are up), and the loads it compared.
+func leastLoaded(in PlaceInput, n int) ([]string, string) {
+	load := NodeLoad(in)
+	var ids []string
+	all := map[string]int{}
+	for _, nr := range in.Nodes {
+		all[nr.ID] = load[nr.ID]
+		if nr.DownFor == 0 {
+			ids = append(ids, nr.ID)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if load[ids[i]] != load[ids[j]] {
+			return load[ids[i]] < load[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	if len(ids) > n {
+		ids = ids[:n]
+	}
+	return ids, leaderCounts(all)
+}
+
+// splitCut cuts rs (a group's slots) in two and returns the upper part,
+// the one that moves, with the two parts' weights. With weights (Slots
+// entries) it is the cut between two owned slots that leaves the parts'
+// weights closest, the one nearest the median slot on a tie; without
+// (or with no weight on rs) the median slot's (upperHalf).
+func splitCut(rs []Range, weight []float64) ([]Range, float64, float64) {
+	n := owned(rs)
+	if weight == nil || n < 2 {
+		return upperHalf(rs), 0, 0
+	}
+	var slots []int
+	total := 0.0
+	for _, r := range rs {
+		for s := r.First; s <= r.Last; s++ {
+			slots = append(slots, s)
+			total += weight[s]
+		}
+	}
+	if total == 0 {
+		return upperHalf(rs), 0, 0
+	}
+	// keep: how many slots stay (1..n-1).
+	keep, best, lo := n-n/2, -1.0, 0.0
+	bestLo := 0.0
+	for k := 1; k < n; k++ {
+		lo += weight[slots[k-1]]
+		diff := abs(2*lo - total)
+		median := n - n/2
+		if best < 0 || diff < best || diff == best && abs(float64(k-median)) < abs(float64(keep-median)) {
+			keep, best, bestLo = k, diff, lo
+		}
+	}
+	var out []Range
+	for _, s := range slots[keep:] {
+		if k := len(out) - 1; k >= 0 && out[k].Last == s-1 {
+			out[k].Last = s
+		} else {
+			out = append(out, Range{s, s})
+		}
+	}
+	if brokenSplitCut && len(out) > 0 && out[len(out)-1].Last < Slots-1 {
+		out[len(out)-1].Last++
+	}
+	return out, bestLo, total - bestLo
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // groupLive reports whether every member of group gi is up.
@@ -522,4 +715,166 @@ func leaderCounts(m map[string]int) string {
 		b.WriteString(k + ":" + strconv.Itoa(m[k]))
 	}
 	return b.String()
+}
+
+// decideLoad is the balance by load (Decide's step 7, hysteresis there):
+// leaders first (the sum of the led groups' requests per second), then
+// replicas (the sum over hosted groups). It considers live nodes only,
+// and only while every node is up (a down node's replicas are
+// replacements' business).
+func decideLoad(in PlaceInput, p PlaceParams) (Decision, bool) {
+	if p.BalanceOps <= 0 {
+		return Decision{}, false
+	}
+	margin := p.BalanceMargin
+	if margin <= 0 {
+		margin = 0.25
+	}
+	up := map[string]bool{}
+	var ids []string
+	for _, n := range in.Nodes {
+		if n.DownFor > 0 {
+			return Decision{}, false
+		}
+		up[n.ID] = true
+		ids = append(ids, n.ID)
+	}
+	sort.Strings(ids)
+	if d, ok := loadLeader(in, p, margin, ids, up); ok {
+		return d, true
+	}
+	return loadReplica(in, p, margin, ids, up)
+}
+
+// loads sums each node's load: with leaders, over the groups it leads;
+// else over the groups it hosts.
+func loads(in PlaceInput, ids []string, leaders bool) map[string]float64 {
+	l := map[string]float64{}
+	for _, id := range ids {
+		l[id] = 0
+	}
+	for _, g := range in.Groups {
+		if leaders {
+			if g.Leader != "" {
+				l[g.Leader] += g.Ops
+			}
+			continue
+		}
+		for _, m := range g.Members {
+			l[m] += g.Ops
+		}
+	}
+	return l
+}
+
+func maxLoad(l map[string]float64, ids []string) (string, float64) {
+	best, v := "", -1.0
+	for _, id := range ids {
+		if l[id] > v {
+			best, v = id, l[id]
+		}
+	}
+	return best, v
+}
+
+func loadFigures(l map[string]float64, ids []string) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%s:%.0f", id, l[id])
+	}
+	return strings.Join(parts, ",")
+}
+
+// loadLeader moves a leadership from the node leading the most load to a
+// live member of that group, the move lowering the highest leader load
+// most (at least by the margin), and asking no count balance after it.
+func loadLeader(in PlaceInput, p PlaceParams, margin float64, ids []string, up map[string]bool) (Decision, bool) {
+	l := loads(in, ids, true)
+	top, high := maxLoad(l, ids)
+	if high <= p.BalanceOps {
+		return Decision{}, false
+	}
+	var best Decision
+	bestMax := high * (1 - margin)
+	found := false
+	for gi, g := range in.Groups {
+		if g.Leader != top || g.Ops <= 0 {
+			continue
+		}
+		for _, m := range g.Members {
+			if m == top || !up[m] {
+				continue
+			}
+			after := max(high-g.Ops, l[m]+g.Ops)
+			if brokenLoadFlap {
+				after = high - g.Ops
+			}
+			if after > bestMax || found && after == bestMax {
+				continue
+			}
+			next := in
+			next.Groups = append([]GroupReport(nil), in.Groups...)
+			next.Groups[gi].Leader = m
+			if _, again := decideLeader(next); again {
+				continue
+			}
+			found, bestMax = true, after
+			best = Decision{Kind: DecLeader, From: gi, To: gi, Node: top, With: m,
+				Reason: fmt.Sprintf("by load: %s leads %.0f requests/s (over %.0f); %s's leadership (%.0f/s) moves to %s, both then lead at most %.0f (at most %.0f%% of %.0f)", top, high, p.BalanceOps, g.Name, g.Ops, m, after, 100*(1-margin), high),
+				Inputs: "leader load " + loadFigures(l, ids)}
+		}
+	}
+	return best, found
+}
+
+// loadReplica moves a replica from the node hosting the most load to the
+// live node outside the group (never a former member) that lowers the
+// highest replica load most (at least by the margin), asking no count
+// balance after it.
+func loadReplica(in PlaceInput, p PlaceParams, margin float64, ids []string, up map[string]bool) (Decision, bool) {
+	l := loads(in, ids, false)
+	top, high := maxLoad(l, ids)
+	if high <= p.BalanceOps {
+		return Decision{}, false
+	}
+	var best Decision
+	bestMax := high * (1 - margin)
+	found := false
+	for gi, g := range in.Groups {
+		if !contains(g.Members, top) || g.Ops <= 0 {
+			continue
+		}
+		for _, x := range ids {
+			if !up[x] || contains(g.Members, x) || contains(g.Former, x) {
+				continue
+			}
+			after := max(high-g.Ops, l[x]+g.Ops)
+			if brokenLoadFlap {
+				after = high - g.Ops
+			}
+			if after > bestMax || found && after == bestMax {
+				continue
+			}
+			next := in
+			next.Groups = append([]GroupReport(nil), in.Groups...)
+			ms := append([]string(nil), g.Members...)
+			for i := range ms {
+				if ms[i] == top {
+					ms[i] = x
+				}
+			}
+			next.Groups[gi].Members = ms
+			if next.Groups[gi].Leader == top {
+				next.Groups[gi].Leader = ""
+			}
+			if _, again := decideBalance(next); again {
+				continue
+			}
+			found, bestMax = true, after
+			best = Decision{Kind: DecBalance, From: gi, To: gi, Node: top, With: x,
+				Reason: fmt.Sprintf("by load: %s hosts %.0f requests/s (over %.0f); its replica of %s (%.0f/s) moves to %s, both then host at most %.0f (at most %.0f%% of %.0f)", top, high, p.BalanceOps, g.Name, g.Ops, x, after, 100*(1-margin), high),
+				Inputs: "replica load " + loadFigures(l, ids)}
+		}
+	}
+	return best, found
 }

@@ -98,6 +98,16 @@ type ShardsConfig struct {
 	Protocol string // default "paxos"
 	// Shards own the slots at the start (shard.Even); Spares own none.
 	Shards, Spares int
+	// NewGroups are group names reserved for splits into new groups
+	// (session 45): no replicas and no members at the start; a split with
+	// no spare creates one on the machines shard.Decide chooses (the least
+	// loaded by groups and leaders) and migrates the slots into it
+	// (shards_place.go, "Splits into new groups").
+	NewGroups int
+	// CutByLoad gives Decide the per-slot request rates, so that a split
+	// by load cuts where the load halves (off by default: the published
+	// seeds' schedules cut at the median slot).
+	CutByLoad bool
 	// Machines hosting the replicas; 0: Replicas × (Shards+Spares), one
 	// machine per replica.
 	Machines int
@@ -173,6 +183,7 @@ type ShardsStats struct {
 	// calls answered through the placement log.
 	PlaceLeaders, PlaceFailovers, PlaceResumed, PlaceWrites int
 	PlaceReplaced                                           int // replacements of #placement's own members (of Replaced)
+	Created                                                 int // groups created by splits (NewGroups)
 	Txns, TxnEarly, TxnRetries                              int // cross-shard transaction attempts, answered before their last step, retries
 	TxnEvaluated                                            int // writing ones answered at the decision from their prepares' evaluation
 	TxnCoordDeaths, TxnResolved                             int
@@ -181,8 +192,8 @@ type ShardsStats struct {
 }
 
 func (s ShardsStats) String() string {
-	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d place-replaced=%d",
-		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites, s.PlaceReplaced)
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d place-replaced=%d created=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites, s.PlaceReplaced, s.Created)
 }
 
 // ShardsResult is the outcome of a sharded run.
@@ -239,9 +250,18 @@ func ShardsReplay(cfg ShardsConfig, seed int64) string {
 	if cfg.Place != (shard.PlaceParams{}) {
 		p := cfg.Place
 		c += fmt.Sprintf(" --place split_ops=%g,merge_ops=%g,split_keys=%d,merge_keys=%d,merge_delay=%g,cooldown=%g,dead_after=%g", p.SplitOps, p.MergeOps, p.SplitKeys, p.MergeKeys, p.MergeDelay, p.Cooldown, p.DeadAfter)
+		if p.BalanceOps > 0 {
+			c += fmt.Sprintf(",balance_ops=%g,balance_margin=%g", p.BalanceOps, p.BalanceMargin)
+		}
 	}
 	if cfg.PlaceReplicas != 0 {
 		c += fmt.Sprintf(" --place-replicas %d", cfg.PlaceReplicas)
+	}
+	if cfg.NewGroups > 0 {
+		c += fmt.Sprintf(" --new-groups %d", cfg.NewGroups)
+	}
+	if cfg.CutByLoad {
+		c += " --cut-by-load"
 	}
 	if cfg.TxnClients > 0 {
 		c += fmt.Sprintf(" --txn-clients %d", cfg.TxnClients)
@@ -403,6 +423,7 @@ type shGroup struct {
 	// replicas have reported, in order (the one-chain invariant).
 	boot             []automaton.NodeID
 	place            bool               // #placement (shards_placegroup.go), not a data group
+	born             bool               // a NewGroups name: created by a split, owning nothing at its birth
 	ever             []automaton.NodeID // every node that hosted a replica of it
 	members          []automaton.NodeID
 	joining, leaving automaton.NodeID

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -115,6 +116,21 @@ func (w *shWorld) sendAttempt(c *shClient) {
 	c.attempt++
 	g := w.groups[c.group]
 	req := c.request(w.kv)
+	if w.cfg.NewGroups > 0 && c.tries == 1 && !c.asking {
+		// The node's own map check (node/shard.go refuseUnowned), before
+		// the group: a node whose map names another owner answers MOVED
+		// (here with the newest map). Only on a series' first send, so
+		// no earlier attempt of the id can be in the group's log (the
+		// refusal bypasses the group's deduplication). Modelled in worlds
+		// with new groups only (session 45), so that the published seeds
+		// of the others keep their schedules.
+		if own := w.placeMap.Group(c.op.Key); own != c.group && own >= 0 {
+			resp := automaton.Response{ID: req.ID, Results: []service.Result{service.GuardFailure(fmt.Sprintf("slot %s %s", shard.RefuseMoved, w.groups[own].name)), {}}}
+			w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shClientResp, client: c.idx, resp: resp})
+			w.after(shTimeout, &shEvent{kind: shClientTimeout, client: c.idx, attempt: c.attempt})
+			return
+		}
+	}
 	if c.plain {
 		var live []*shMachine
 		for _, m := range w.machines {

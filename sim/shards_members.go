@@ -313,7 +313,7 @@ func (w *shWorld) machineByID(id automaton.NodeID) *shMachine {
 func (w *shWorld) addReplica(g *shGroup, m *shMachine) {
 	r := &shReplica{w: w, g: g, m: m, durable: map[string][]byte{}, taken: map[int]string{}}
 	r.rel = release.New(release.Config{Self: m.id, Known: g.known})
-	if w.cfg.Broken == "member-bootstrap" {
+	if w.cfg.Broken == "member-bootstrap" && !slices.Contains(g.boot, m.id) {
 		// Broken: a founding member of the new configuration.
 		r.fresh = append(slices.DeleteFunc(slices.Clone(g.members), func(id automaton.NodeID) bool { return id == g.leaving }), m.id)
 	}
@@ -441,6 +441,9 @@ func (w *shWorld) checkMajority(why string) {
 		}
 	}
 	for _, g := range w.allGroups() {
+		if len(g.chain) == 0 {
+			continue // not created (NewGroups)
+		}
 		c := g.chain[len(g.chain)-1]
 		live := 0
 		for _, id := range c {
@@ -464,6 +467,12 @@ func (w *shWorld) checkHealed() {
 		return
 	}
 	for _, g := range w.allGroups() {
+		if len(g.chain) == 0 {
+			if len(g.members) > 0 || len(g.reps) > 0 {
+				w.violation("after the faults healed, group %s has members {%s} and replicas on {%s} but was never created", g.name, joinIDs(g.members), joinIDs(g.ids))
+			}
+			continue
+		}
 		c := g.chain[len(g.chain)-1]
 		if n := w.want(g); len(c) != n || !slices.Equal(c, sortedIDs(g.members)) || len(g.reps) != n {
 			w.violation("after the faults healed, group %s has configuration {%s} (%d members, want %d), members record {%s}, replicas on {%s}", g.name, joinIDs(c), len(c), n, joinIDs(g.members), joinIDs(g.ids))

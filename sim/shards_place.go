@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,8 +82,16 @@ type shPlacer struct {
 	ticks     int
 	last      string
 	// beginning: a new migration's record is being written through the
-	// placement log (shards_placegroup.go): no decision meanwhile.
-	beginning bool
+	// placement log (shards_placegroup.go): no decision meanwhile;
+	// creating: a new group's members record likewise (createGroup).
+	beginning, creating bool
+	// slotOps: client requests per slot, halved every tick (the per-slot
+	// load Decide cuts a split by, with CutByLoad).
+	slotOps []float64
+	slotNew []float64
+	// early: the broken split-publish-early's migration, started after
+	// the cool-down that follows the map naming the new owner.
+	early func()
 }
 
 func (w *shWorld) newPlacer() {
@@ -91,6 +100,7 @@ func (w *shWorld) newPlacer() {
 	p.reqs, p.prev, p.ops = make([]uint64, n), make([]uint64, n), make([]float64, n)
 	p.keys, p.bytes, p.known = make([]int64, n), make([]int64, n), make([]bool, n)
 	p.coldAt = make([]time.Duration, n)
+	p.slotOps, p.slotNew = make([]float64, shard.Slots), make([]float64, shard.Slots)
 	for i := range p.coldAt {
 		p.coldAt[i] = -1
 	}
@@ -101,10 +111,22 @@ func (w *shWorld) newPlacer() {
 	w.after(PlaceTick, &shEvent{kind: shPlaceTick})
 }
 
-// countRequest notes a client request reaching a replica of group g.
-func (w *shWorld) countRequest(g int) {
-	if w.placer != nil {
-		w.placer.reqs[g]++
+// countRequest notes a client request reaching a replica of group g, and
+// its slot (the first key its operations name).
+func (w *shWorld) countRequest(g int, req automaton.Request) {
+	if w.placer == nil {
+		return
+	}
+	w.placer.reqs[g]++
+	ops := req.Ops
+	if len(ops) == 0 {
+		ops = []service.Op{req.Op}
+	}
+	for _, op := range ops {
+		if op.Key != "" && !shard.Reserved(op.Key) && op.Kind != service.GuardKind {
+			w.placer.slotNew[shard.KeySlot(op.Key)]++
+			return
+		}
 	}
 }
 
@@ -134,6 +156,10 @@ func (w *shWorld) onPlaceTick() {
 		p.ops[g] = smooth*rate + (1-smooth)*p.ops[g]
 		p.prev[g] = p.reqs[g]
 	}
+	for s := range p.slotOps {
+		p.slotOps[s] = smooth*p.slotNew[s] + (1-smooth)*p.slotOps[s]
+		p.slotNew[s] = 0
+	}
 	mig := w.mig.active
 	// Sizes: one slotstats through each group's log, answered by the
 	// next ticks: every sizeEvery ticks, and every tick around a
@@ -143,7 +169,10 @@ func (w *shWorld) onPlaceTick() {
 			w.placerAsk(g)
 		}
 	}
-	in := shard.PlaceInput{Map: w.place, Migrating: mig, SinceMove: -1}
+	in := shard.PlaceInput{Map: w.place, Migrating: mig, SinceMove: -1, Replicas: w.cfg.Replicas}
+	if w.cfg.CutByLoad {
+		in.SlotOps = p.slotOps
+	}
 	for _, m := range w.machines {
 		nr := shard.NodeReport{ID: string(m.id)}
 		if !m.up {
@@ -176,7 +205,12 @@ func (w *shWorld) onPlaceTick() {
 	if p.moveAt >= 0 {
 		in.SinceMove = (w.now - p.moveAt).Seconds()
 	}
-	if w.chg != nil || !w.placeReady() || p.beginning {
+	if f := p.early; f != nil && w.placeReady() && !p.creating && (w.now-p.moveAt).Seconds() >= p.params.Cooldown {
+		p.early = nil
+		f()
+		return
+	}
+	if w.chg != nil || !w.placeReady() || p.beginning || p.creating {
 		return // one change at a time, and no other decision meanwhile (node/placer.go)
 	}
 	for _, g := range w.allGroups() {
@@ -234,8 +268,12 @@ func (w *shWorld) onPlaceTick() {
 		} else {
 			w.stats.Merges++
 		}
-		w.beginMigration(d.From, d.To, slots)
 		p.moveAt = w.now
+		if len(d.Create) > 0 {
+			w.createGroup(d, slots)
+			return
+		}
+		w.beginMigration(d.From, d.To, slots)
 	}
 	if (d.Kind == shard.DecReplace || d.Kind == shard.DecBalance || d.Kind == shard.DecLeader) && w.membersOn() && w.drv == nil && !w.mig.active {
 		p.carried++
@@ -298,7 +336,8 @@ func (w *shWorld) placerAnswer(resp automaton.Response) {
 
 // ParsePlaceParams reads Decide's thresholds for the sharded world: a
 // comma list of split_ops=, merge_ops=, split_keys=, merge_keys=,
-// merge_delay=, cooldown=, dead_after= over SimPlaceParams.
+// merge_delay=, cooldown=, dead_after=, balance_ops=, balance_margin=
+// over SimPlaceParams.
 func ParsePlaceParams(s string) (shard.PlaceParams, error) {
 	p := SimPlaceParams
 	for _, kv := range strings.Split(s, ",") {
@@ -322,6 +361,10 @@ func ParsePlaceParams(s string) (shard.PlaceParams, error) {
 			p.Cooldown = f
 		case "dead_after":
 			p.DeadAfter = f
+		case "balance_ops":
+			p.BalanceOps = f
+		case "balance_margin":
+			p.BalanceMargin = f
 		default:
 			return p, fmt.Errorf("--place %q: unknown threshold %q", s, k)
 		}
@@ -385,4 +428,110 @@ func (w *shWorld) decidePlaceGroup(in shard.PlaceInput, params shard.PlaceParams
 	}
 	d.From, d.To = pg.idx, pg.idx
 	return d, true
+}
+
+// ---- splits into new groups ----
+
+// createGroup carries out a split into a new group (session 45;
+// shard.Decide names the group, an unplaced NewGroups name, and its
+// machines): the members record names the machines as the group's
+// members and its bootstrap configuration (written through the placement
+// log in placement mode, as node/placer.go writes mem/<ns>); the world
+// starts the group's replicas when the record is in the log (found: the
+// machines read it, as a node starts a group at its placement poll); then
+// the slots migrate into it like any split's. A placement leader deposed
+// (or a change driver dead) between the two leaves a group with members
+// and no slots: a spare, which the next split takes. Nothing is published
+// in the slot map before the migration's own flip, after its fence
+// (the source's freeze); the broken variant split-publish-early
+// publishes the new owner first.
+func (w *shWorld) createGroup(d shard.Decision, slots []shard.Range) {
+	p := w.placer
+	g := w.groups[d.To]
+	var ids []automaton.NodeID
+	for _, id := range d.Create {
+		ids = append(ids, automaton.NodeID(id))
+	}
+	p.creating = true
+	gen := w.pgGen()
+	w.tracef("placement: creating group %s on %s", g.name, joinIDs(ids))
+	then := func() {
+		p.creating = false
+		if w.pgGen() != gen || w.drv != nil || w.mig.active || w.migsLeft <= 0 || !w.place.Owns(d.From, slots) {
+			return // the group stays a spare
+		}
+		if w.cfg.Broken == "split-publish-early" {
+			w.publishEarly(d.From, d.To, slots)
+			return
+		}
+		w.beginMigration(d.From, d.To, slots)
+	}
+	text := fmt.Sprintf("members=%s;joining=;leaving=;former=;boot=%s", joinIDs(ids), joinIDs(ids))
+	if !w.placeMode() {
+		w.applyMembers(g, text)
+		then()
+		return
+	}
+	// Only a group with no record yet is created ("guard exists 0"): two
+	// placement leaders deciding the same split (the first deposed with
+	// its write in flight) do not found the group twice, on two sets of
+	// machines.
+	ops := append([]service.Op{kvOpOf(service.GuardKind, "mem/"+g.name, "exists", "0")}, w.recordOps("mem/"+g.name, text, false)...)
+	w.pgCall(ops, func(rs []service.Result) {
+		if service.IsGuardFailure(rs[0]) {
+			p.creating, p.last = false, ""
+			return
+		}
+		then()
+	})
+}
+
+// pgGen is the placement leader's generation (0 without #placement).
+func (w *shWorld) pgGen() uint64 {
+	if w.pg == nil {
+		return 0
+	}
+	return w.pg.gen
+}
+
+// found starts new group g's replicas on ids, its bootstrap configuration
+// (each a founding member: a fresh group).
+func (w *shWorld) found(g *shGroup, ids []automaton.NodeID) {
+	g.boot = slices.Clone(ids)
+	if len(g.members) == 0 {
+		g.members = slices.Clone(ids)
+	}
+	g.chain = [][]automaton.NodeID{sortedIDs(ids)}
+	w.stats.Created++
+	w.tracef("placement: group %s created on %s", g.name, joinIDs(ids))
+	for _, id := range ids {
+		w.addReplica(g, w.machineByID(id))
+	}
+}
+
+// publishEarly is the broken variant split-publish-early: the creation
+// step also writes the slot map naming the new group the slots' owner,
+// before any migration fenced the source (froze the slots) or handed them
+// over; the migration starts as the next move, after the cool-down (a
+// split in two moves, the new group and its map first).
+func (w *shWorld) publishEarly(from, to int, slots []shard.Range) {
+	q := w.place.Move(slots, to)
+	w.tracef("broken: slot map epoch %d names %s the owner of %s before the migration", q.Epoch, w.groups[to].name, shard.FormatSlots(slots))
+	start := func() {
+		if w.drv == nil && !w.mig.active && w.migsLeft > 0 {
+			w.beginMigration(from, to, slots)
+		}
+	}
+	if !w.placeMode() {
+		w.place = q
+		w.placeMap = shard.Build(w.place.Groups)
+		w.stats.Flips++
+		w.placer.early, w.placer.moveAt = start, w.now
+		return
+	}
+	w.placer.creating = true
+	w.pgCall(w.recordOps("map", q.Encode(), w.guarded()), func([]service.Result) {
+		w.placer.creating = false
+		w.placer.early, w.placer.moveAt = start, w.now
+	})
 }

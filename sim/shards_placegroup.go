@@ -217,7 +217,7 @@ func (w *shWorld) deposePlacement(why string) {
 	w.chg = nil
 	if w.placer != nil {
 		w.placer.last = ""
-		w.placer.beginning = false
+		w.placer.beginning, w.placer.creating = false, false
 	}
 }
 
@@ -391,6 +391,14 @@ func (w *shWorld) applyMembers(g *shGroup, v string) {
 			g.leaving = automaton.NodeID(x)
 		case "former":
 			g.former = strings.Fields(x)
+		case "boot":
+			if len(g.boot) == 0 && x != "" {
+				var ids []automaton.NodeID
+				for _, id := range strings.Fields(x) {
+					ids = append(ids, automaton.NodeID(id))
+				}
+				w.found(g, ids)
+			}
 		}
 	}
 }

@@ -110,6 +110,10 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		c.HotPhase = 2 * time.Second
 	}
 	switch {
+	case c.NewGroups < 0 || c.NewGroups > 0 && c.Plan != "decide":
+		return c, fmt.Errorf("sim: --new-groups needs --plan decide")
+	case c.Broken == "split-publish-early" && c.NewGroups == 0:
+		return c, fmt.Errorf("sim: split-publish-early needs --new-groups")
 	case c.Shards < 1 || c.Spares < 0:
 		return c, fmt.Errorf("sim: need at least 1 shard (and no negative spares)")
 	case c.Replicas < 1 || c.Machines < c.Replicas:
@@ -122,8 +126,8 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
 	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
 		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
-	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && c.Broken != "place-no-guard" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, place-no-guard, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && c.Broken != "place-no-guard" && c.Broken != "split-publish-early" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, place-no-guard, split-publish-early, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
 	case slices.Contains(memberVariants, c.Broken) && c.Plan != "decide":
 		return c, fmt.Errorf("sim: %s needs --plan decide", c.Broken)
 	case (strings.HasPrefix(c.Broken, "txn:") || c.Broken == "txn-no-dirty") && c.TxnClients == 0:
@@ -189,13 +193,18 @@ func newShWorld(cfg ShardsConfig) (*shWorld, error) {
 	for i := 0; i < cfg.Machines; i++ {
 		w.machines = append(w.machines, &shMachine{idx: i, id: automaton.NodeID("m" + strconv.Itoa(i+1)), up: true})
 	}
-	n := cfg.Shards + cfg.Spares
+	n := cfg.Shards + cfg.Spares + cfg.NewGroups
 	w.place = shard.Placement{Epoch: 1, Groups: make([][]shard.Range, n)}
 	for i, r := range shard.Even(cfg.Shards) {
 		w.place.Groups[i] = []shard.Range{r}
 	}
 	for gi := 0; gi < n; gi++ {
 		g := &shGroup{idx: gi, name: "s" + strconv.Itoa(gi), hint: -1, broke: cfg.Broken == "keep-accepting"}
+		if gi >= cfg.Shards+cfg.Spares {
+			g.born = true // unplaced until a split creates it (shards_place.go)
+			w.groups = append(w.groups, g)
+			continue
+		}
 		for i := 0; i < cfg.Replicas; i++ {
 			m := w.machines[(cfg.Replicas*gi+i)%cfg.Machines]
 			g.ids = append(g.ids, m.id)
@@ -530,7 +539,7 @@ func (w *shWorld) deliver(e *shEvent) {
 		return
 	}
 	if e.kind == shClientReq && e.client >= 0 {
-		w.countRequest(e.group)
+		w.countRequest(e.group, e.req)
 	}
 	var in automaton.Input
 	var cost time.Duration
@@ -773,9 +782,25 @@ func (s *shState) ApplyEnv(op service.Op, env service.Env) service.Result {
 			r.clientWrite = false
 		}
 	}
+	if r.g.born && r.clientWrite && clientWriteOp(r.w, orig) {
+		// A group created by a split owns nothing at its birth: a client's
+		// write must find its slot handed to it (owned) in its own log, or
+		// being sent on from it (migrating).
+		sl := shard.KeySlot(orig.Key)
+		v := service.ApplyEnv(s.st, service.Op{Kind: "get", Key: shard.StateKey(sl)}, env)
+		if st := shard.ParseState(v.Bytes).State; st != shard.StOwned && st != shard.StMigrating {
+			r.w.violation("group %s (created by a split, owning nothing at its birth; replica on %s) applied a client's %s %s to slot %d, which its log holds %s: no slot was handed to it", r.g.name, r.m.id, orig.Kind, orig.Key, sl, st)
+		}
+	}
 	res := service.ApplyEnv(s.st, op, env)
 	r.w.observeApply(r, orig, res)
 	return res
+}
+
+// clientWriteOp: op is a write of a client key (not a guard, not
+// migration's own).
+func clientWriteOp(w *shWorld, op service.Op) bool {
+	return !shard.Reserved(op.Key) && op.Key != "" && !w.kv.IsRead(op) && op.Kind != "slotdirty" && op.Kind != "restore" && op.Kind != service.GuardKind
 }
 
 // observeApply is the invariant "no write accepted by a group that no
@@ -797,10 +822,7 @@ func (w *shWorld) observeApply(r *shReplica, op service.Op, res service.Result) 
 		}
 		return
 	}
-	if shard.Reserved(op.Key) || op.Key == "" || w.kv.IsRead(op) || op.Kind == "slotdirty" || op.Kind == "restore" || op.Kind == service.GuardKind {
-		return
-	}
-	if !r.clientWrite {
+	if !clientWriteOp(w, op) || !r.clientWrite {
 		return
 	}
 	sl := shard.KeySlot(op.Key)
