@@ -3,7 +3,10 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -189,8 +192,20 @@ func BenchmarkABDThrifty(b *testing.B) {
 // benchABD runs b.N requests of kind (set or get) through a 3-node abd
 // cluster's first node, 64 at a time.
 func benchABD(b *testing.B, kind string, params map[string]string, opts Options) {
-	ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv", Params: params}
-	cfg, ls := mkCluster(b, 3, config.Memory, ns)
+	benchQuorum(b, "abd", config.Memory, kind, 64, params, opts)
+}
+
+// benchQuorum is benchABD for protocol proto and durability dur, with
+// clients requests in flight (1: one after the other). Besides
+// benchABD's figures it reports, per operation over the whole process
+// (the nodes' peer connections are its only sockets), read and write
+// system calls (syscr/op, syscw/op: /proc/self/io), context switches of
+// its threads (ctxsw/op, voluntary and not: a thread that sleeps and is
+// woken pays one), and passes run inline on a caller's or a peer reader's
+// goroutine (inline/op: sched.go, readerpass.go).
+func benchQuorum(b *testing.B, proto, dur, kind string, clients int, params map[string]string, opts Options) {
+	ns := config.Namespace{Name: "default", Protocol: proto, Service: "kv", Params: params}
+	cfg, ls := mkCluster(b, 3, dur, ns)
 	var nodes []*Node
 	for i, n := range cfg.Nodes {
 		nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], opts))
@@ -215,11 +230,11 @@ func benchABD(b *testing.B, kind string, params map[string]string, opts Options)
 	}
 	b.ReportAllocs()
 	cpu0, msgs0, w0, st0, h0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf), handoffs()
+	io0, cs0, in0 := procIO(), ctxSwitches(), counter(nodes, inlinesOf)
 	b.ResetTimer()
-	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
-	b.RunParallel(func(pb *testing.PB) {
+	run := func(next func() bool) {
 		id := client.Add(1)
-		for seq := uint64(1); pb.Next(); seq++ {
+		for seq := uint64(1); next(); seq++ {
 			r := automaton.Request{ID: automaton.RequestID{Client: 1000 + id, Seq: seq},
 				Op: service.Op{Kind: kind, Key: fmt.Sprintf("k%d-%d", id, seq%1000)}}
 			if kind == "set" {
@@ -232,7 +247,14 @@ func benchABD(b *testing.B, kind string, params map[string]string, opts Options)
 				b.Errorf("%s: %v %v", kind, err, resp.Result)
 			}
 		}
-	})
+	}
+	if clients == 1 {
+		i := 0
+		run(func() bool { i++; return i <= b.N })
+	} else {
+		b.SetParallelism(max(clients/runtime.GOMAXPROCS(0), 1))
+		b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
+	}
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
@@ -240,6 +262,52 @@ func benchABD(b *testing.B, kind string, params map[string]string, opts Options)
 	b.ReportMetric(float64(writes()-w0)/n, "writes/op")
 	b.ReportMetric(float64(counter(nodes, steppedOf)-st0)/n, "steps/op")
 	b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
+	io1 := procIO()
+	b.ReportMetric(float64(io1[0]-io0[0])/n, "syscr/op")
+	b.ReportMetric(float64(io1[1]-io0[1])/n, "syscw/op")
+	b.ReportMetric(float64(ctxSwitches()-cs0)/n, "ctxsw/op")
+	b.ReportMetric(float64(counter(nodes, inlinesOf)-in0)/n, "inline/op")
+}
+
+func inlinesOf(l *nsLoop) uint64 { return l.inlines.Load() }
+
+// procIO is this process's read and write system calls so far
+// (/proc/self/io syscr, syscw; zero where there is none).
+func procIO() (rw [2]uint64) {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return rw
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		x, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		switch {
+		case ok && k == "syscr":
+			rw[0] = x
+		case ok && k == "syscw":
+			rw[1] = x
+		}
+	}
+	return rw
+}
+
+// ctxSwitches is the context switches, voluntary and not, of this
+// process's threads so far (/proc/self/task/*/status).
+func ctxSwitches() (s uint64) {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				x, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+				s += x
+			}
+		}
+	}
+	return s
 }
 
 func steppedOf(l *nsLoop) uint64 { return l.stepped.Load() }

@@ -371,10 +371,12 @@ func (l *nsLoop) endPass() bool {
 // its goroutine handed over before, ahead of its own. Peer messages,
 // timers and effects' results keep the inbox's order, which only the
 // pool's passes drain. A peer
-// message is not stepped directly on the transport's reader goroutine:
-// tried, it doubled the peer writes per operation (the reader read and
-// stepped its frames one at a time, where the loop gathers the frames
-// that arrived meanwhile into one pass and one reply frame). Multi-Paxos
+// message is not stepped by a direct pass on the transport's reader
+// goroutine: tried, it doubled the peer writes per operation (the reader
+// read and stepped its frames one at a time, where the loop gathers the
+// frames that arrived meanwhile into one pass and one reply frame); the
+// reader runs a pool pass instead once it has read every frame waiting
+// (readerpass.go). Multi-Paxos
 // and the other protocols keep the pool's passes (their
 // batching depends on inputs accumulating in the inbox). It reports
 // whether it stepped ev.

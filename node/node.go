@@ -148,6 +148,10 @@ type Options struct {
 	// passes (nsLoop.inlinePass): every input goes through the pool's
 	// passes (benchmarks' and tests' before/after).
 	noDirect bool
+	// noReaderPass: a TCP peer reader wakes a loop that runs direct
+	// passes (abd, esds) for every message, as before readerpass.go
+	// (tests' and benchmarks' before/after).
+	noReaderPass bool
 	// reqNoted, when set, is called by a pool worker when it runs a
 	// pass with queued client requests, before the pass: a test widens
 	// that window (TestSubmitKeepsOrderDirect).
@@ -711,7 +715,7 @@ func (n *Node) hold(from automaton.NodeID, l *nsLoop) {
 
 // readerIdle runs, for each loop the reader of peer from put messages into
 // since its last call, the loop's pass here if the loop is idle
-// (inlinePass), else wakes it (a hand-off per message, as before).
+// (readerPass), else wakes it (a hand-off per message, as before).
 func (n *Node) readerIdle(from automaton.NodeID) {
 	var buf [4]heldWake
 	n.heldMu.Lock()
@@ -726,7 +730,7 @@ func (n *Node) readerIdle(from automaton.NodeID) {
 		// put there (a lone message): a loop that other inputs wait for
 		// (client requests, the other peers' messages) is a busy one,
 		// whose pass a worker runs while the readers go on reading.
-		if h.l.inbox.len() <= h.k && h.l.reqIn.len() == 0 && h.l.inlinePass() {
+		if h.l.inbox.len() <= h.k && h.l.reqIn.len() == 0 && h.l.readerPass() {
 			continue
 		}
 		h.l.wake()
@@ -749,7 +753,7 @@ func (n *Node) deliverOne(from automaton.NodeID, ns string, msg []byte, lazy, ho
 		tr(stageDeliver, from, msgKind(msg))
 	}
 	ev := event{in: automaton.PeerMessage{From: from, Msg: msg}, lazy: lazy}
-	if hold && !l.direct && !n.opts.noDirect && !n.opts.unserialized && !l.retired.Load() {
+	if hold && l.holds() && !l.retired.Load() {
 		if l.inbox.tryPut(ev) == nil {
 			n.hold(from, l)
 			l.msgsIn.Add(1)

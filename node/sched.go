@@ -181,6 +181,13 @@ func (l *nsLoop) inlinePass() bool {
 	if l.direct || l.n.opts.noDirect || l.n.opts.unserialized || l.park.Load() == parkWaiting {
 		return false
 	}
+	return l.passHere()
+}
+
+// passHere runs the pool's pass of l on the calling goroutine if l is idle
+// (idle to queued, the pass, then idle and queued again if work came, as
+// a worker does); it reports whether it ran it (inlinePass, readerPass).
+func (l *nsLoop) passHere() bool {
 	if !l.sched.CompareAndSwap(loopIdle, loopQueued) {
 		return false
 	}
