@@ -381,6 +381,15 @@ func (a *PBD) onAck(from automaton.NodeID, m msg) {
 	}
 	mb := a.members[from]
 	if mb == nil {
+		// A live backup of this view that is not a member: one this
+		// primary dropped while its acknowledgements were late (a loaded
+		// machine), or a joiner dropped while its state was on its way.
+		// Nothing else would make it a member again (it hears the
+		// heartbeats, so it never asks), and under mapping pb a primary
+		// left without members answers nothing (heldByBackup): its
+		// acknowledgement is taken as a join (package doc, "Failure
+		// detection").
+		a.onJoin(from, m)
 		return
 	}
 	mb.silent = 0
