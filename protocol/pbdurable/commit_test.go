@@ -75,7 +75,7 @@ func TestRetryAtMostOnce(t *testing.T) {
 				t.Fatalf("submit: %v %v, want m1", first, ok)
 			}
 			c.Crash("n1")
-			settle(c, 4)
+			settle(c, 6) // n2 takes over at its fourth check (suspect_checks 3), then recovers
 			c.ForgetResponses(id)
 			c.Submit("n2", automaton.Request{ID: id, Op: op("submit", "alice", "1", "1")})
 			settle(c, 2)

@@ -20,7 +20,7 @@ const paramUnsafeTakeOver = "unsafe_takeover"
 
 // pbdbHazardReplay is a simulated run where the hazard breaks
 // all-or-nothing (TestPBDBTakeOverHazard).
-const pbdbHazardReplay = "synod-lab sim --protocol pbdurable --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pbdb --seeds 34"
+const pbdbHazardReplay = "synod-lab sim --protocol pbdurable --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pbdb --seeds 3"
 
 // recordView is the node's durable view (proto.Ballot encoding), written
 // before anything that rests on it is sent.
@@ -99,14 +99,21 @@ func (a *PBD) restartDurable(in automaton.Start) bool {
 	return true
 }
 
-// promoteAfter is how many silent check periods make the backup of rank
-// r take over: 3r-2 (protocol/pb), and after a restart at least two more
-// (a live primary's heartbeat comes first; the old primary of the view,
-// rank 0, goes first in a whole-cluster restart).
+// promoteAfter is how many consecutive silent check periods make the
+// backup of rank r take over: suspect_checks for the senior (rank 1), 3
+// more per rank after it (protocol/pb's spacing). A node restarted as a
+// backup of its durable view (mappings without replicated objects) waits
+// 3r periods, at least that: two for the old primary of the view (rank
+// 0, first in a whole-cluster restart, where no primary lives: waiting
+// longer there only keeps the service down), and a live primary's
+// heartbeat comes well within them. Package doc, "Failure detection".
 func (a *PBD) promoteAfter(rank int) int {
-	n := 3*rank - 2
+	n := a.suspectChecks + 3*(rank-1)
 	if a.restarted {
-		n = max(n, 0) + 2
+		if rank == 0 {
+			return 2
+		}
+		n = max(n, 3*rank)
 	}
 	return n
 }

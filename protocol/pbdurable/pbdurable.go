@@ -50,6 +50,8 @@ var params = proto.NewSpec(
 		Doc: "the durability mapping of the service's state objects (counter: durability/examples/counter/<mapping>.yaml; other services: the State object's mapping in service.go)"},
 	proto.Param{Name: "rate_sending", Kind: proto.Duration, Default: "20ms", Min: "0", MinOpen: true, Doc: "the primary's heartbeat interval"},
 	proto.Param{Name: "rate_checking", Kind: proto.Duration, Default: "250ms", Min: "0", MinOpen: true, Doc: "the failure detector's check period; at least 2 rate_sending"},
+	proto.Param{Name: "suspect_checks", Kind: proto.Int, Default: "3", Min: "1",
+		Doc: "consecutive silent check periods after which the senior backup takes over (the next ranks 3 periods later each); a pause or a starved process silent for less than suspect_checks x rate_checking causes no take-over (package doc, \"Failure detection\")"},
 	proto.Param{Name: "op_timeout", Kind: proto.Duration, Default: "2s", Min: "0", MinOpen: true, Doc: "a forwarded request's time limit at the node the client reached"},
 	proto.Param{Name: sqlstore.ParamDriver, Kind: proto.String, Default: "sqlite", Doc: "the database driver: sqlite or pgx (read by the durability.sql executor)"},
 	proto.Param{Name: sqlstore.ParamDSN, Kind: proto.String, Default: "", Doc: "the database every node uses (shared: a new primary recovers from it); empty: <data dir>/durability-<namespace>.db"},
@@ -88,10 +90,11 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		return nil, fmt.Errorf("%s: %v", p.Protocol, err)
 	}
 	a := &PBD{Outbox: proto.Outbox{Self: cfg.Self}, proto: p, cfg: cfg, pos: pos, me: me, svc: svc,
-		sending:   prm.Duration("rate_sending"),
-		checking:  prm.Duration("rate_checking"),
-		opTimeout: prm.Duration("op_timeout"),
-		mapping:   prm.String("mapping"),
+		sending:       prm.Duration("rate_sending"),
+		checking:      prm.Duration("rate_checking"),
+		opTimeout:     prm.Duration("op_timeout"),
+		mapping:       prm.String("mapping"),
+		suspectChecks: prm.Int("suspect_checks"),
 	}
 	if a.checking < 2*a.sending {
 		return nil, fmt.Errorf("%s: rate_checking %v must be at least twice rate_sending %v", p.Protocol, a.checking, a.sending)
@@ -127,6 +130,9 @@ type PBD struct {
 	sending   time.Duration
 	checking  time.Duration
 	opTimeout time.Duration
+	// suspectChecks: consecutive silent check periods before the senior
+	// backup takes over (promoteAfter).
+	suspectChecks int
 
 	view   proto.Ballot // Node = the primary's position + 1
 	synced bool         // holds the view's replicated objects
@@ -445,7 +451,9 @@ func (a *PBD) expireForwards() {
 }
 
 // checkPrimary is FAILURE_DETECTOR at a backup: rank r (1 is the senior)
-// takes over after 3r-2 check periods without a word from the primary.
+// takes over after suspect_checks + 3(r-1) consecutive check periods
+// without a word from the primary (promoteAfter; package doc, "Failure
+// detection").
 func (a *PBD) checkPrimary() {
 	if a.recovering {
 		a.sendReports(true)

@@ -25,7 +25,7 @@ func (p protocol) Scenarios() []automaton.Scenario {
 	case p.soloTakeOver:
 		return []automaton.Scenario{
 			{Name: "caught by the linearizability checker (slow disks: a backup takes over from a live primary, which answers alone)",
-				Args: slowDisk, Seeds: "7,16"},
+				Args: slowDisk, Seeds: TakeOverSeeds},
 		}
 	case p.replyBeforeDB:
 		return []automaton.Scenario{
@@ -51,7 +51,7 @@ func (p protocol) Scenarios() []automaton.Scenario {
 		{Name: "kv replicated (PB) under crashes",
 			Args: with(crash, "--param", "mapping=pb"), Seeds: "1-4"},
 		{Name: "kv replicated (PB) under crashes, slow disks and power losses: take-overs from a live primary lose nothing",
-			Args: slowDisk, Seeds: "7,16"},
+			Args: slowDisk, Seeds: TakeOverSeeds},
 		{Name: "kv state replicated, answers in the database (PB+DB) under crashes: all-or-nothing across the two",
 			Args: with(crash, "--param", "mapping=pbdb"), Seeds: "1-6"},
 		{Name: "Counter reconstructible: a fail-over loses the value (documented loss, seen by the checker)",
@@ -62,3 +62,15 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			Args: with(grid, "--param", "mapping=reconstructible"), Seeds: "3", ExpectViolation: true},
 	}
 }
+
+// TakeOverSeeds are the seeds of the slow-disk scenario (mapping pb) on
+// which pbdurable-broken-takeover loses acknowledged writes; pbdurable
+// passes them (TestTakeOverSlowDisk and the conformance suite's
+// broken-variant catch share them). They were 7 and 16 (3 of seeds 1-40:
+// 7, 16, 29) until session 45's failure detector (suspect_checks 3) and
+// the re-admission of dropped backups moved the schedules: `synod-lab sim
+// --protocol pbdurable-broken-takeover --nodes 3 --clients 8 --ops 300
+// --faults crash,slow --fsync uniform:1ms:30ms --power-loss
+// 500ms,1s,1.5s,2s --param mapping=pb --seeds 1-100` fails 30, 47 and 52
+// (3 of 100); pbdurable passes all three.
+const TakeOverSeeds = "30,47"

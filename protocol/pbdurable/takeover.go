@@ -12,7 +12,8 @@ import (
 // is wrong (package doc, "Take-overs"). The Grid Services thesis's
 // switch_to_primary (III.A problem 3, IV.C.2 recover) assumes a perfect
 // failure detector: the senior backup takes over after one silent
-// check period, and the primary drops a backup silent for two. Under a
+// check period (here after suspect_checks: package doc, "Failure
+// detection"), and the primary drops a backup silent for two. Under a
 // slow disk or a pause both happen to live nodes, and together they lose
 // writes: the primary, whose heartbeats wait behind its own fsync, drops
 // the backups it stopped hearing and answers alone, while a backup that

@@ -28,14 +28,14 @@ func runSlowDisk(t *testing.T, proto, seed string) (*sim.Result, string) {
 // answers alone. The seed's take-over as is (pbdurable-broken-takeover:
 // no promises, no backup rule; what pbdurable did before, the same trace
 // digest on seed 16 as main 50dcb6c's pbdurable) loses acknowledged
-// writes on seeds 7 and 16 (3 of seeds 1-40 of this scenario: 7, 16, 29;
-// at 50dcb6c "synod-lab sim --protocol pbdurable --nodes 3 --clients 8
-// --ops 300 --faults crash,slow --fsync uniform:1ms:30ms --power-loss
-// 500ms,1s,1.5s,2s --param mapping=pb --seeds 16" is illegal); with the
-// promises and the backup rule every history is linearizable (0 of
-// seeds 1-40).
+// writes on the seeds TakeOverSeeds names (7 and 16 until session 45,
+// 30 and 47 since: scenarios.go; at 50dcb6c "synod-lab sim --protocol
+// pbdurable --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync
+// uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pb
+// --seeds 16" is illegal); with the promises and the backup rule every
+// history is linearizable.
 func TestTakeOverSlowDisk(t *testing.T) {
-	for _, seed := range []string{"7", "16"} {
+	for _, seed := range strings.Split(pbdurable.TakeOverSeeds, ",") {
 		bad, replay := runSlowDisk(t, pbdurable.BrokenTakeOver, seed)
 		if !bad.Violation {
 			t.Errorf("seed %s: the seed's take-over lost no acknowledged write here (it did when this test was written); replay: %s", seed, replay)
@@ -55,13 +55,14 @@ func TestTakeOverSlowDisk(t *testing.T) {
 // primary"): in the slow-disk scenario under pbdb a backup takes over
 // from a live primary and recovers a database commit index beyond every
 // update buffer it holds, so the invariant all-or-nothing fails (seeds
-// 25, 29, 30, 34 of 1-40 at b4f148f). When this test fails, pbdb's
+// 25, 29, 30, 34 of 1-40 at b4f148f; 3, 8, 30 since session 45's
+// failure detector, suspect_checks 3). When this test fails, pbdb's
 // take-overs may have been fixed: lift the refusal with it.
 func TestPBDBTakeOverHazard(t *testing.T) {
 	args := append([]string{"--protocol", pbdurable.Name}, slowDiskArgs...)
 	args[len(args)-1] = "mapping=pbdb"
-	r, replay := simtest.Run(t, args, "34", 0)
+	r, replay := simtest.Run(t, args, "3", 0)
 	if !strings.Contains(r.Invariant, "all-or-nothing") {
-		t.Errorf("seed 34 under pbdb kept all-or-nothing (invariant %q, linearizable %v): is pbdb's take-over fixed? Then lift its refusal (durable.go CheckDeployment); replay: %s", r.Invariant, !r.Violation, replay)
+		t.Errorf("seed 3 under pbdb kept all-or-nothing (invariant %q, linearizable %v): is pbdb's take-over fixed? Then lift its refusal (durable.go CheckDeployment); replay: %s", r.Invariant, !r.Violation, replay)
 	}
 }
