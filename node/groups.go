@@ -207,16 +207,19 @@ func (s *shardedNS) members(gi int) []automaton.NodeID {
 }
 
 // serves reports whether this node serves group name: it runs the group
-// and, for a shard group, is one of its members.
+// and, for a shard group, is one of its members, by the placement record
+// and by its own replica (one that executed its removal does not serve,
+// whatever a stale record says: placemembers.go).
 func (n *Node) serves(name string) bool {
-	if n.loop(name) == nil {
+	l := n.loop(name)
+	if l == nil || l.retired.Load() {
 		return false
 	}
 	s := n.groupOf[name]
 	if s == nil {
 		return true
 	}
-	return slices.Contains(s.members(s.index[name]), n.id)
+	return slices.Contains(s.members(s.index[name]), n.id) && !l.outside.Load()
 }
 
 // closeLoops stops run-time starts (shutdown, before waiting for loops).

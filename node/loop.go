@@ -99,6 +99,7 @@ type nsLoop struct {
 	startEv *automaton.Start
 	begun   atomic.Bool // start was called
 	retired atomic.Bool // stopped at run time: this node was removed from the group (groups.go)
+	outside atomic.Bool // the replica's executed configuration leaves this node out (placemembers.go noteOwnMembership)
 	dead    bool
 	endOnce sync.Once
 	direct  bool
@@ -666,7 +667,10 @@ func (io loopIO) CancelTimer(id automaton.TimerID) {
 	}
 }
 
-func (io loopIO) Members(o automaton.Members) { io.l.n.setMembers(io.l.ns.Name, o) } // membership.go
+func (io loopIO) Members(o automaton.Members) {
+	io.l.n.setMembers(io.l.ns.Name, o)   // membership.go
+	io.l.noteOwnMembership(io.l.n.id, o) // placemembers.go
+}
 
 // takeFired removes the timer id that fired with generation gen from the
 // loop's table, or reports false when it was cancelled or re-armed since.

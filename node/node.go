@@ -784,7 +784,10 @@ func (n *Node) Do(ctx context.Context, ns string, req automaton.Request) (automa
 // protocol (proto.Validating).
 func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automaton.Response, error) {
 	l := n.loop(ns)
-	if l == nil && n.shards[ns] != nil {
+	if n.shards[ns] != nil && (l == nil || !n.serves(ns)) {
+		// A sharded namespace, or the placement namespace on a node that
+		// does not serve it (not a member, or its replica retired or
+		// outside the configuration: placemembers.go): routed.
 		return n.doSharded(ctx, ns, req) // shard.go
 	}
 	if l == nil {

@@ -146,3 +146,25 @@ func (n *Node) placementClaim(nodes []automaton.NodeID) automaton.NodeID {
 	}
 	return ""
 }
+
+// noteOwnMembership records whether the replica's executed configuration
+// (its Members output: voting members are the configuration's) names
+// this node a voting member (loopIO.Members, on the loop goroutine). A
+// replica outside it does not serve the group (serves): a node that was
+// removed while down, restarted with a stale members record naming it a
+// member, would otherwise send every request of the group, its own
+// placement reads included, to its own replica, which answers each with
+// paxos's "not a member (removed)" refusal, so it could never read the
+// record that would correct it (TestPlacementStaleFirstBackAfterWholeStop).
+// It forwards them to the other members instead.
+func (l *nsLoop) noteOwnMembership(self automaton.NodeID, o automaton.Members) {
+	in := false
+	for _, m := range o.Members {
+		if m.ID == self && m.Voting {
+			in = true
+		}
+	}
+	if l.outside.Swap(!in) != !in && l.n.groupOf[l.ns.Name] != nil {
+		l.n.log.Info("this node's replica is outside the group's configuration", "group", l.ns.Name, "outside", !in)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,30 +46,8 @@ func TestPlacementFoundAfterEveryMemberReplaced(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
-	write := func(via *Node, v string) error {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if _, err := via.placementDo(wctx, kvOp("set", "test/k", v)); err != nil {
-			return err
-		}
-		rs, err := via.placementDo(wctx, kvOp("get", "test/k"))
-		if err == nil && string(rs[0].Bytes) != v {
-			err = fmt.Errorf("read back %q, want %q", rs[0].Bytes, v)
-		}
-		return err
-	}
-	eventually := func(what string, limit time.Duration, f func() error) {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		var err error
-		for ctx.Err() == nil && time.Now().Before(deadline) {
-			if err = f(); err == nil {
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatalf("%s: %v", what, err)
-	}
+	pp := placeProbe{t, ctx}
+	write, eventually := pp.write, pp.eventually
 	eventually("a first placement write", 30*time.Second, func() error { return write(nodes["n2"], "start") })
 	nodes["n7"].Close()
 	down := map[automaton.NodeID]bool{"n7": true}
@@ -136,4 +115,206 @@ func TestPlacementFoundAfterEveryMemberReplaced(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The whole cluster stops and the first node back holds a stale members
+// record (placemembers.go, "A node outside the group's configuration").
+// Eight nodes with fsync, #placement on n1, n3, n6, the data group s0 on
+// n2, n4, n5. n8 stops at once, before any members record exists. n1
+// stops and is replaced while down (by n7), so its own view (the
+// cluster file's) names it a member of #placement; the others' stored
+// record names it a former member. Then every node but n8 stops, and
+// they come back in the worst order for n1: n1 alone first, then the
+// nodes that are no member, then the current members one at a time. The
+// namespace must take writes again through every node, n1 included; n1
+// must come to route by the current members and stop its replica (the
+// record names it a former member); and the members record must be the
+// one written before the stop (no node rewrote it from a stale view).
+// Last, with n7 leading #placement (a transfer), n8 restarts: it knows
+// only n1, n3, n6 and tries n1 first, which does not serve the group any
+// more; it must reach the group through the next node.
+func TestPlacementStaleFirstBackAfterWholeStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a replacement and a whole-cluster restart of 8 nodes")
+	}
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-16383", Nodes: []string{"n2", "n4", "n5"}},
+	}, Placement: &config.Placement{DeadAfter: "1s", NoMerge: true}}
+	cfg, ls := mkCluster(t, 8, config.Fsync, ns)
+	if g, _ := cfg.PlacementGroup(); !slices.Equal(g.Nodes, []automaton.NodeID{"n1", "n3", "n6"}) {
+		t.Fatalf("placement group on %v", g.Nodes)
+	}
+	nodes := map[automaton.NodeID]*Node{}
+	var ids []automaton.NodeID
+	for i, l := range ls {
+		id := automaton.NodeID(fmt.Sprintf("n%d", i+1))
+		ids = append(ids, id)
+		nodes[id] = startNode(t, cfg, string(id), l, Options{})
+	}
+	nodes["n8"].Close()
+	ids = ids[:7] // n8 stays down until the end
+	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	defer cancel()
+	pp := placeProbe{t, ctx}
+	write, eventually := pp.write, pp.eventually
+	membersAt := func(n *Node) []automaton.NodeID { return n.shards[config.PlacementName].members(0) }
+	record := func(via *Node) (string, error) {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		rs, err := via.placementDo(wctx, kvOp("get", "mem/"+config.PlacementName))
+		if err != nil {
+			return "", err
+		}
+		return string(rs[0].Bytes), nil
+	}
+	eventually("a first placement write", 30*time.Second, func() error { return write(nodes["n2"], "start") })
+
+	// n1 stops and is replaced.
+	nodes["n1"].Close()
+	var members []automaton.NodeID
+	eventually("n1 replaced", 60*time.Second, func() error {
+		members = membersAt(nodes["n2"])
+		for _, id := range ids[1:] {
+			if m := membersAt(nodes[id]); len(m) != 3 || slices.Contains(m, "n1") || !slices.Equal(m, members) {
+				return fmt.Errorf("%s routes #placement to %v", id, m)
+			}
+		}
+		return nil
+	})
+	var rec string
+	eventually("a placement write and the members record with n1 replaced", 30*time.Second, func() error {
+		if err := write(nodes["n2"], "replaced"); err != nil {
+			return err
+		}
+		var err error
+		rec, err = record(nodes["n2"])
+		return err
+	})
+	t.Logf("n1 replaced: members %v, record %q", members, rec)
+	if !slices.Contains(members, "n7") {
+		t.Fatalf("members %v: the test wants n7 among them", members)
+	}
+
+	// Every node stops.
+	for _, id := range ids[1:] {
+		nodes[id].Close()
+	}
+	// n1 first, alone: its view (the cluster file's) names it a member.
+	nodes["n1"] = startNode(t, cfg, "n1", relisten(t, cfg, "n1"), Options{})
+	if m := membersAt(nodes["n1"]); !slices.Contains(m, "n1") {
+		t.Fatalf("n1 restarted routes #placement to %v: the test wants it stale", m)
+	}
+	time.Sleep(3 * time.Second)
+	// Then the nodes that are no member, then the members one at a time.
+	for _, id := range ids[1:] {
+		if !slices.Contains(members, id) {
+			nodes[id] = startNode(t, cfg, string(id), relisten(t, cfg, string(id)), Options{})
+		}
+	}
+	time.Sleep(2 * time.Second)
+	for _, id := range members {
+		nodes[id] = startNode(t, cfg, string(id), relisten(t, cfg, string(id)), Options{})
+		time.Sleep(time.Second)
+	}
+	eventually("a placement write through n1 after the whole-cluster restart", 60*time.Second, func() error {
+		return write(nodes["n1"], "n1")
+	})
+	for _, id := range ids {
+		eventually(fmt.Sprintf("a placement write through %s", id), 30*time.Second, func() error { return write(nodes[id], string(id)) })
+	}
+	eventually("every node routes by the current members", 30*time.Second, func() error {
+		for _, id := range ids {
+			if m := membersAt(nodes[id]); !slices.Equal(m, members) {
+				return fmt.Errorf("%s routes #placement to %v, want %v", id, m, members)
+			}
+		}
+		return nil
+	})
+	eventually("n1 stops its replica of #placement", 30*time.Second, func() error {
+		if l := nodes["n1"].loop(config.PlacementName); l != nil && !l.retired.Load() {
+			return fmt.Errorf("n1 still runs its replica of #placement")
+		}
+		return nil
+	})
+	if got, err := record(nodes["n3"]); err != nil || got != rec {
+		t.Fatalf("members record after the restart %q (%v), want %q", got, err, rec)
+	}
+
+	// n7 leads; n8, which never read a members record, restarts.
+	eventually("n7 leads #placement", 60*time.Second, func() error {
+		if nodes["n7"].leadsPlacement() {
+			return nil
+		}
+		for _, id := range members {
+			if nodes[id].leadsPlacement() {
+				res, err := nodes[id].changeMembership(ctx, config.PlacementName, nodes[id].nextInternalID(), automaton.LeaderTransfer("n7"))
+				return fmt.Errorf("%s leads; transfer to n7: %v %v", id, res, err)
+			}
+		}
+		return fmt.Errorf("no leader")
+	})
+	nodes["n8"] = startNode(t, cfg, "n8", relisten(t, cfg, "n8"), Options{})
+	// Its peer connection to n1 up, so that n1's refusal comes back (a
+	// frame lost while connecting would move on to the next node after
+	// forwardRetry anyway).
+	eventually("n8 connected to n1", 30*time.Second, func() error {
+		if !nodes["n8"].tr.Stats()["n1"].Connected {
+			return fmt.Errorf("not connected")
+		}
+		return nil
+	})
+	ps8 := nodes["n8"].shards[config.PlacementName]
+	t.Logf("n8 restarted: members %v, targets %v, n1 serves %v", membersAt(nodes["n8"]), nodes["n8"].targets(ps8.groups[0]), nodes["n1"].serves(config.PlacementName))
+	// n1 is n8's first target unless a leader hint names another member
+	// of its view: a refusal from a node that does not serve the group
+	// must never end a request (the next node is tried).
+	eventually("a placement write through n8", 60*time.Second, func() error {
+		err := write(nodes["n8"], "n8")
+		if err != nil && strings.Contains(err.Error(), notReplicating) {
+			t.Fatalf("a placement write through n8 (targets %v): %v", nodes["n8"].targets(ps8.groups[0]), err)
+		}
+		return err
+	})
+	eventually("n8 routes by the current members", 30*time.Second, func() error {
+		if m := membersAt(nodes["n8"]); !slices.Equal(m, members) {
+			return fmt.Errorf("n8 routes #placement to %v, want %v", m, members)
+		}
+		return nil
+	})
+}
+
+// placeProbe is the placement tests' helpers (this file's two tests).
+type placeProbe struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// write sets test/k to v in the placement namespace through via and reads
+// it back.
+func (p placeProbe) write(via *Node, v string) error {
+	wctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	if _, err := via.placementDo(wctx, kvOp("set", "test/k", v)); err != nil {
+		return err
+	}
+	rs, err := via.placementDo(wctx, kvOp("get", "test/k"))
+	if err == nil && string(rs[0].Bytes) != v {
+		err = fmt.Errorf("read back %q, want %q", rs[0].Bytes, v)
+	}
+	return err
+}
+
+// eventually runs f every 200 ms until it succeeds; the test fails with
+// its last error after limit.
+func (p placeProbe) eventually(what string, limit time.Duration, f func() error) {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	var err error
+	for p.ctx.Err() == nil && time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	p.t.Fatalf("%s: %v", what, err)
 }

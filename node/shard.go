@@ -55,6 +55,11 @@ import (
 // forwardNS is the transport namespace of forwarded requests and replies.
 const forwardNS = config.GroupSep + "forward"
 
+// notReplicating ends the refusal of a forwarded request by a node that
+// does not serve its group (followed by the group's name): nothing ran,
+// so the forwarder tries the group's next node.
+const notReplicating = " does not replicate "
+
 // forwardRetry is how long a forwarded request of an idempotent protocol
 // waits for its answer before it is resent to the group's next node.
 const forwardRetry = 2 * time.Second
@@ -312,6 +317,11 @@ func (n *Node) targets(g config.Group) []automaton.NodeID {
 	if g.Namespace.Name == config.PlacementName {
 		claim = n.placementClaim(nodes) // placemembers.go: a leader the view does not name
 	}
+	if slices.Contains(nodes, n.id) && !n.serves(g.Namespace.Name) {
+		// Named by a stale record, but this node's replica is outside
+		// the group (or not run): not a target (placemembers.go).
+		nodes = slices.DeleteFunc(slices.Clone(nodes), func(id automaton.NodeID) bool { return id == n.id })
+	}
 	out := make([]automaton.NodeID, 0, len(nodes)+1)
 	for _, live := range []bool{true, false} {
 		if slices.Contains(nodes, h) && up(h) == live {
@@ -345,6 +355,9 @@ func (n *Node) forward(ctx context.Context, s *shardedNS, g config.Group, req au
 		n.fwd.mu.Unlock()
 	}()
 	targets := n.targets(g)
+	if len(targets) == 0 {
+		return automaton.Response{}, fmt.Errorf("shard %s: no node to forward to", g.Namespace.Name)
+	}
 	for i := 0; ; i++ {
 		to := targets[i%len(targets)]
 		left := time.Minute
@@ -361,6 +374,11 @@ func (n *Node) forward(ctx context.Context, s *shardedNS, g config.Group, req au
 		select {
 		case r := <-ch:
 			n.noteHint(g.Namespace.Name, r.leader, 0, false, time.Now())
+			if strings.HasSuffix(r.err, notReplicating+g.Namespace.Name) && i+1 < len(targets) {
+				// Refused unrun by a node that does not serve the group
+				// (a stale members record named it): the next one.
+				continue
+			}
 			if r.err != "" {
 				return automaton.Response{}, fmt.Errorf("forwarded to %s (shard %s): %s", to, g.Namespace.Name, r.err)
 			}
@@ -395,7 +413,7 @@ func (n *Node) onForward(from automaton.NodeID, msg []byte) {
 			defer cancel()
 			var r fwdReply
 			if !n.serves(group) {
-				r.err = fmt.Sprintf("node %s does not replicate %s", n.id, group)
+				r.err = fmt.Sprintf("node %s%s", n.id, notReplicating+group)
 			} else if isAdmin(ctx) {
 				// Only membership operations travel as admin (the
 				// placement leader's, over the cluster's peer links).
