@@ -7,7 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
+	_ "github.com/synod-dev/synod/protocol/orcaprimary"
+	_ "github.com/synod-dev/synod/protocol/unreplicated"
 )
 
 // TestInlinePass: a client request that finds its Multi-Paxos loop idle is
@@ -88,5 +91,85 @@ func inFunc(fns ...string) int {
 		if !more {
 			return -1
 		}
+	}
+}
+
+// TestInlineWriteCommit pins the path of a lone fsync'd write in the
+// protocols whose one-client put session 44's re-measure flagged
+// (orca-primary 0.268 -> 0.311 ms, unreplicated 0.234 -> 0.252 ms p50,
+// quiet, two rounds; docs/COSTS.md, lat45): the request is stepped by an
+// inline pass on the goroutine that hands it over (sched.go, inlinePass),
+// and its records are committed by the loop's committer, never on that
+// goroutine: the requesting goroutine (the connection's, or a TCP peer
+// reader's for orca-primary's remote write at the primary) does not wait
+// for the fsync inside the pass, so it parks in await before the fsync
+// starts and the committer's fdatasync runs on its thread (lat45 measured
+// it live: fdatasync and the reply on the reading thread for 99-100 % of
+// unreplicated's puts). Each put at unreplicated's server costs two
+// hand-offs (the batch to the committer, the response to the waiting
+// goroutine), one fewer than a worker's pass. Fails with the inline pass
+// off (0 requests inline, 3 hand-offs per put) and with a pass that
+// commits on the caller (commits on the caller's goroutine).
+func TestInlineWriteCommit(t *testing.T) {
+	for _, proto := range []string{"unreplicated", "orca-primary"} {
+		t.Run(proto, func(t *testing.T) {
+			var inline, onCaller, commits atomic.Int64
+			hook := func(l *nsLoop, enter bool) {
+				if enter && l.ns.Name == "default" && inFunc(".(*Node).handOver") == 0 {
+					inline.Add(1)
+				}
+			}
+			tr := func(stage string, _ automaton.NodeID, _ byte) {
+				if stage != stageCommitStart {
+					return
+				}
+				commits.Add(1)
+				if inFunc(".(*Node).handOver", ".(*Node).readerIdle") >= 0 {
+					onCaller.Add(1)
+				}
+			}
+			size := 1
+			ns := config.Namespace{Name: "default", Protocol: proto, Service: "kv"}
+			if proto == "orca-primary" {
+				// Three nodes, primaries where the hash puts them: two
+				// writes in three are remote (stepped at the primary by
+				// its TCP reader's inline pass).
+				size = 3
+				ns.Params = map[string]string{"migrate_after": "0"}
+			}
+			cfg, ls := mkCluster(t, size, config.Fsync, ns)
+			var nodes []*Node
+			for i, n := range cfg.Nodes {
+				nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{onStep: hook, trace: tr}))
+			}
+			entry := nodes[0]
+			do(t, entry, "default", req("set", "warm", "x"))
+			l := entry.loop("default")
+			const puts = 20
+			inline.Store(0)
+			h0, c0 := entry.Handoffs(), commits.Load()
+			onCaller.Store(0)
+			for i := range puts {
+				eventually(t, "an idle loop", func() bool { return l.sched.Load() == loopIdle })
+				if r := do(t, entry, "default", req("set", fmt.Sprintf("k%d", i), "v")); r.IsErr() {
+					t.Fatalf("set: %v", r)
+				}
+			}
+			got, hand, com, bad := inline.Load(), entry.Handoffs()-h0, commits.Load()-c0, onCaller.Load()
+			t.Logf("%s: %d of %d puts stepped on the caller's goroutine; %d commits, %d of them on a caller's or reader's goroutine; %d hand-offs at the entry",
+				proto, got, puts, com, bad, hand)
+			if got < puts/2 {
+				t.Errorf("%d of %d lone writes stepped on the caller's goroutine, want most", got, puts)
+			}
+			if com < puts {
+				t.Errorf("%d commits for %d puts, want one per put at least", com, puts)
+			}
+			if bad != 0 {
+				t.Errorf("%d of %d commits ran on the goroutine that stepped the write (the caller waits for the fsync)", bad, com)
+			}
+			if proto == "unreplicated" && hand > 2*puts+(puts-uint64(got)) {
+				t.Errorf("%d hand-offs for %d puts (%d inline), want 2 per inline put (committer, response), 3 otherwise", hand, puts, got)
+			}
+		})
 	}
 }
