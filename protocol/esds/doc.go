@@ -645,6 +645,7 @@
 //	retransmit    positive duration         100ms      stream resend interval, rounded up to gossip intervals
 //	batch         positive integer          512        operations per stream message
 //	drain         positive duration or off  off        off: a stream sends at gossip ticks only; a duration (5ms measured): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)
+//	stability     one of prefix, positions  prefix     how a replica tells its peers what is stable here: prefix, one label per stream message (every operation up to it is stable here; stable_prefix.go), or positions, a stream position per operation that becomes stable here (before session 45)
 //	widen         true or false             false      under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)
 //	variant       one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)
 //	values        one of memo, recompute    memo       memoise the stable state, or recompute values from the initial state

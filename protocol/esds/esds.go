@@ -91,6 +91,8 @@ func paramSpec(variant string) *proto.Spec {
 			Doc: "operations per stream message"},
 		proto.Param{Name: "drain", Kind: proto.Duration, Default: "off", Min: "0", MinOpen: true, Words: []string{"off"},
 			Doc: "off: a stream sends at gossip ticks only; a duration (5ms measured): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)"},
+		proto.Param{Name: "stability", Kind: proto.Enum, Default: "prefix", Choices: []string{"prefix", "positions"},
+			Doc: "how a replica tells its peers what is stable here: prefix, one label per stream message (every operation up to it is stable here; stable_prefix.go), or positions, a stream position per operation that becomes stable here (before session 45)"},
 		proto.Param{Name: "widen", Kind: proto.Bool, Default: "false",
 			Doc: "under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)"},
 		proto.Param{Name: "variant", Kind: proto.Enum, Default: variant, Choices: []string{"opt", "unopt"},
@@ -170,6 +172,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		widen:      prm.Bool("widen"),
 		drainIvl:   prm.Duration("drain"),
 		drainOff:   prm.Word("drain") == "off",
+		spPrefix:   prm.String("stability") == "prefix",
 		readsLocal: prm.String("reads") == "local" || p.readNoPrev,
 	}
 	if a.gossipOff {
@@ -233,6 +236,13 @@ type ESDS struct {
 	// the drain timer is set.
 	drainIvl           time.Duration
 	drainOff, drainSet bool
+	// spPrefix: parameter stability=prefix (stable_prefix.go): stream
+	// messages carry the sender's stable prefix, and no position is queued
+	// for an operation's becoming stable here; sp is that prefix as last
+	// computed (solidPrefix).
+	spPrefix bool
+	sp       Label
+	spOp     *op // the operation labelled sp
 	// readsLocal: parameter reads=local (frontend.go localRead); reads
 	// holds the ids of the reads answered so, for prev sets naming them,
 	// and localReads counts them.
@@ -490,6 +500,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.ops = map[string]*op{}
 	a.waiting = nil
 	a.dna, a.dnaNew, a.maxSolid, a.appliedLive, a.gcCursor = nil, nil, Label{}, nil, 0
+	a.sp, a.spOp = Label{}, nil
 	a.pending = map[string]uint64{}
 	a.wait = map[string]*feOp{}
 	a.rept = map[string][]service.Result{}

@@ -99,7 +99,7 @@ func TestRegistration(t *testing.T) {
 	// The default parameters are accepted as they are spelled.
 	for _, name := range []string{"esds", "esds-unopt"} {
 		params := automaton.DefaultParams(name)
-		if len(params) != 16 {
+		if len(params) != 17 {
 			t.Errorf("%s: default params %v", name, params)
 		}
 		p, _ := automaton.Lookup(name)

@@ -73,9 +73,18 @@ const (
 // reservationKind reports whether kind is one of impl=simple's messages.
 func reservationKind(kind byte) bool { return kind >= kindReserve && kind <= kindDone }
 
-// header is the messages' and operation records' version 1 header.
-var header = proto.Header{Protocol: "esds", Version: 1, Kinds: []string{"stream", "full", "request", "response",
-	"reserve", "grant", "reject", "initiate", "done", "batch"}}
+// header is the messages' version 2 header: version 2 added a stream
+// message's stamp (Stable, the sender's stable prefix; stream.go). Version 1
+// messages are refused (a peer of the previous version must be upgraded).
+var header = proto.Header{Protocol: "esds", Version: 2, Kinds: headerKinds}
+
+// recHeader is the operation records' header: version 1, as before (a
+// record holds a gossip entry, whose encoding version 2 did not change), so
+// data directories of the previous version restart.
+var recHeader = proto.Header{Protocol: "esds", Version: 1, Kinds: headerKinds}
+
+var headerKinds = []string{"stream", "full", "request", "response",
+	"reserve", "grant", "reject", "initiate", "done", "batch"}
 
 const (
 	flagDone  = 1 // the sender has done the operation (it carries a label)
@@ -121,6 +130,13 @@ type message struct {
 	// acknowledgement of the receiver's stream AckStream up to AckSeq.
 	Stream, From, To  uint64
 	AckStream, AckSeq uint64
+	// Stable (kindStream, stability=prefix): the sender's stable prefix
+	// when the last position of the range was queued: every operation
+	// with a label at most Stable is stable at the sender, and the
+	// receiver, once it has applied the stream through To, knows each of
+	// them with its final label (stream.go stampOf; package doc, "Stability
+	// as a prefix"). Unset: no claim.
+	Stable Label
 
 	Entries []entry
 	// kindResponse: the value.
@@ -196,6 +212,11 @@ func (m *message) marshal() []byte {
 		e.Uvarint(m.To)
 		e.Uvarint(m.AckStream)
 		e.Uvarint(m.AckSeq)
+		e.Bool(m.Stable.Set)
+		if m.Stable.Set {
+			e.Uvarint(m.Stable.C)
+			e.Uvarint(uint64(m.Stable.R))
+		}
 	}
 	if reservationKind(m.Kind) {
 		e.Uvarint(m.Seq)
@@ -233,6 +254,14 @@ func unmarshal(b []byte) (message, error) {
 		m.To = d.Uvarint()
 		m.AckStream = d.Uvarint()
 		m.AckSeq = d.Uvarint()
+		if d.Bool() {
+			m.Stable.C = d.Uvarint()
+			r := d.Uvarint()
+			if r >= maxReplicas {
+				d.Fail(fmt.Errorf("esds: stable label replica id %d out of range", r))
+			}
+			m.Stable.R, m.Stable.Set = uint32(r), true
+		}
 		if d.Err() == nil && m.To+1 < m.From {
 			return m, fmt.Errorf("esds: stream range %d..%d is backwards", m.From, m.To)
 		}

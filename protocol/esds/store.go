@@ -52,7 +52,7 @@ func (a *ESDS) marshalOp(o *op) []byte {
 	for _, p := range o.prev {
 		n += 4 + len(p)
 	}
-	e := header.Record(n)
+	e := recHeader.Record(n)
 	x := a.entryOf(o)
 	encodeEntry(&e, &x)
 	return e.B
@@ -202,7 +202,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 	sort.Strings(keys)
 	var above []*op
 	for _, k := range keys {
-		d, err := header.OpenRecord(recs[k], "operation")
+		d, err := recHeader.OpenRecord(recs[k], "operation")
 		if err != nil {
 			return fmt.Errorf("record %q: %w", k, err)
 		}

@@ -28,6 +28,9 @@ type qent struct {
 	id    string
 	flags byte // flagGone: collected when queued
 	label Label
+	// sp is the stamp a message ending at this position carries
+	// (stability=prefix; stable_prefix.go stampFor).
+	sp Label
 	// o is the operation when it was live at queueing (nil: collected):
 	// sending and acknowledging read it instead of looking id up in the
 	// operation table (o.gone once collected since; ids never return).
@@ -64,6 +67,10 @@ type peer struct {
 	// fullIn: the last message merged from the peer carried a full batch
 	// (its stream is backlogged: acknowledge at the drain, onDrain).
 	fullIn bool
+	// stability=prefix (stable_prefix.go): spSent is the highest stamp sent
+	// on our stream to the peer; stamp the highest adopted from its stream
+	// (every operation labelled at most stamp is stable at the peer).
+	spSent, stamp Label
 }
 
 // newInfo queues o for gossip to every peer (gossip_r[i] ∪= {x}) when what
@@ -81,6 +88,11 @@ func (a *ESDS) newInfo(o *op) {
 		return
 	}
 	f := a.entryOf(o).Flags &^ flagAll
+	if a.spPrefix {
+		// Stable here travels as the messages' stamp (stable_prefix.go);
+		// a position's flagSolid still says it when set at queueing.
+		f &^= flagSolid
+	}
 	if o.qOK && o.qFlags == f && o.qLabel == o.label {
 		return
 	}
@@ -106,6 +118,9 @@ func (a *ESDS) enqueueOp(j int, id string, o *op) {
 		x := a.entryOf(o)
 		q.flags, q.label, q.o = x.Flags, x.Label, o
 	}
+	if a.spPrefix {
+		q.sp = a.stampFor(o, q.label)
+	}
 	if n := len(p.queue); n > 0 && p.acked+uint64(n) > p.hiSent && p.queue[n-1].id == id {
 		p.queue[n-1] = q
 		return
@@ -118,6 +133,7 @@ func (a *ESDS) resetStream(j int) {
 	p := &a.peers[j]
 	p.stream = a.cfg.Rand.Uint64() | 1
 	p.queue, p.acked, p.sentUpTo, p.hiSent, p.lastRetx = nil, 0, 0, 0, a.tick
+	p.spSent = Label{}
 	for _, o := range a.ops {
 		o.has &^= 1 << j
 	}
@@ -151,6 +167,10 @@ func (a *ESDS) sendStream(j int) {
 		p.lastRetx = a.tick
 	}
 	end := p.acked + uint64(len(p.queue))
+	if p.sentUpTo >= end && a.stampDue(j) {
+		a.queueStamp(j) // stable_prefix.go
+		end = p.acked + uint64(len(p.queue))
+	}
 	if p.sentUpTo >= end && !p.ackDue {
 		return
 	}
@@ -191,6 +211,9 @@ func (a *ESDS) sendStream(j int) {
 		}
 	}
 	slices.Reverse(m.Entries)
+	if a.spPrefix {
+		m.Stable = a.stampOf(j, m.To, end)
+	}
 	p.sentUpTo = m.To
 	if p.hiSent < m.To {
 		p.hiSent = m.To
@@ -311,7 +334,12 @@ func (a *ESDS) receiveStream(j int, m *message) {
 	p := &a.peers[j]
 	a.acknowledged(j, m.AckStream, m.AckSeq)
 	if m.To < m.From {
-		return // an acknowledgement only
+		// An acknowledgement only; its stamp holds once we have applied
+		// the stream up to where it stands (stable_prefix.go).
+		if m.Stream == p.inStream && p.inNext > 0 && m.To+1 == p.inNext {
+			a.adoptStamp(j, m.Stable)
+		}
+		return
 	}
 	p.ackDue = true
 	if m.Stream != p.inStream {
@@ -336,6 +364,7 @@ func (a *ESDS) receiveStream(j int, m *message) {
 	}
 	a.receiveGossip(j, m.Entries)
 	p.inNext = m.To + 1
+	a.adoptStamp(j, m.Stable)
 	p.fullIn = m.To-m.From+1 >= uint64(a.batch)
 }
 

@@ -18,14 +18,14 @@ var wireCodecs = fuzzcheck.Wire{Golden: "golden/wire.txt", Codecs: []fuzzcheck.C
 	// An operation's record o/<id> (store.go): its entry, as recovery
 	// reads it.
 	fuzzcheck.New("op-record", func(b []byte) (any, error) {
-		d, err := header.OpenRecord(b, "operation")
+		d, err := recHeader.OpenRecord(b, "operation")
 		if err != nil {
 			return nil, err
 		}
 		x := decodeEntry(d)
 		return x, d.Done()
 	}, func(x any) []byte {
-		e := header.Record(64)
+		e := recHeader.Record(64)
 		y := x.(entry)
 		encodeEntry(&e, &y)
 		return e.B
