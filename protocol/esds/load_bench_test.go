@@ -312,11 +312,12 @@ func threadCPU() int64 {
 //
 //	go test ./protocol/esds -run '^$' -bench PutSteps -benchtime 1x
 func BenchmarkPutSteps(b *testing.B) {
-	for _, c := range []struct {
+	type pcase struct {
 		perTick, ticks, batch int
 		drain                 string
 		name                  string
-	}{
+	}
+	cases := []pcase{
 		{60, 1, DefaultBatch, "off", "perTick=60,drain=off"},
 		{60, 1, DefaultBatch, "5ms", "perTick=60,drain=5ms"},
 		{170, 1, DefaultBatch, "off", "perTick=170,drain=off"},
@@ -324,18 +325,29 @@ func BenchmarkPutSteps(b *testing.B) {
 		{170, 4, 128, "off", "perTick=170,ticks=4,batch=128,drain=off"},
 		{170, 4, 512, "off", "perTick=170,ticks=4,batch=512,drain=off"},
 		{170, 1, 2048, "off", "perTick=170,batch=2048,drain=off"},
-	} {
+	}
+	// The same loads with stability=positions (the gossip before session
+	// 45: a stream position per operation that becomes stable here).
+	for _, c := range cases[:4] {
+		cases = append(cases, pcase{c.perTick, c.ticks, c.batch, c.drain, c.name + ",stability=positions"})
+	}
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
+			stability := "prefix"
+			if strings.HasSuffix(c.name, ",stability=positions") {
+				stability = "positions"
+			}
 			for range b.N {
-				putSteps(b, c.perTick, c.ticks, c.batch, c.drain)
+				putSteps(b, c.perTick, c.ticks, c.batch, c.drain, stability)
 			}
 		})
 	}
 }
 
-func putSteps(b *testing.B, perTick, ticksPer, batch int, drain string) {
+func putSteps(b *testing.B, perTick, ticksPer, batch int, drain, stability string) {
 	c, put, n := setClusterP(b, map[string]string{
-		"batch": fmt.Sprint(batch), "gossip": (DefaultGossip / time.Duration(ticksPer)).String(), "drain": drain})
+		"batch": fmt.Sprint(batch), "gossip": (DefaultGossip / time.Duration(ticksPer)).String(), "drain": drain,
+		"stability": stability})
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for k := range 10000 {
@@ -350,10 +362,14 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain string) {
 	}
 	n0 := *n
 	var ticks, msgs []float64
-	var sent, entries int
+	var sent, entries, persists, peerMsgs int
 	c.Observe(func(_ automaton.NodeID, o automaton.Output) {
-		if s, ok := o.(automaton.Send); ok {
+		switch s := o.(type) {
+		case automaton.Send:
 			sent += len(s.Msg)
+			peerMsgs++
+		case automaton.Persist:
+			persists++
 		}
 	})
 	// busy: each node's step CPU in the current slot (a burst a SET
@@ -437,6 +453,21 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain string) {
 	b.ReportMetric(float64(unsent())/6, "queued")
 	b.ReportMetric(float64(sent)/sets, "msgB/set")
 	b.ReportMetric(float64(entries)/sets, "entries/set")
+	b.ReportMetric(float64(persists)/sets, "records/set")
+	b.ReportMetric(sets/float64(max(peerMsgs, 1)), "sets/msg")
+	// unstable: operations done here and not yet stable here at the end of
+	// the run, per replica (stability's lag behind the load, in operations;
+	// 170 SETs per replica a 20 ms tick is 510 a tick over the cluster).
+	notStable := 0
+	for _, id := range c.IDs() {
+		a := c.esds(id)
+		for _, o := range a.ops {
+			if o.label.Set && o.solid&a.bit() == 0 {
+				notStable++
+			}
+		}
+	}
+	b.ReportMetric(float64(notStable)/3, "unstable")
 	slices.Sort(ticks)
 	slices.Sort(msgs)
 	b.ReportMetric(float64(total)/1e3/sets, "cpu-us/set")

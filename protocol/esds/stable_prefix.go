@@ -87,13 +87,22 @@ func (a *ESDS) stampFor(o *op, l Label) Label {
 	return l
 }
 
+// brokenStamp (tests only, TestBrokenStampCaught): 1 stamps every message
+// with the label of the last operation applied to the stable state, at
+// sending: "stable here" read as Fig. 4.5's applied prefix, which is not
+// solid_r[r]; 2 stamps it with the stable prefix at sending, whatever the
+// position the message ends at.
+var brokenStamp int
+
 // stampOf is the stamp of a message to peer j ending at stream position
 // to, where end is the last position queued.
 func (a *ESDS) stampOf(j int, to, end uint64) Label {
 	p := &a.peers[j]
 	s := Label{}
 	switch {
-	case to == end:
+	case brokenStamp == 1:
+		s = a.stableMax
+	case brokenStamp == 2 || to == end:
 		s = a.solidPrefix()
 	case to > p.acked:
 		s = p.queue[to-p.acked-1].sp
