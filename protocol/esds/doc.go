@@ -9,6 +9,7 @@
 // recomputed from the initial state every time, no garbage collection). The
 // parameter variant=opt|unopt selects either under any name. Other parameters:
 // gossip (interval, or off), retransmit, batch, drain (stream cadence),
+// stability (stable here as a prefix label or as positions),
 // values=memo|recompute, removed;
 // gossip=off and values=recompute exist for the ESDS thesis's experiments
 // (experiments.go). impl=optimised|simple is the seed's configuration
@@ -104,6 +105,8 @@
 //   - apply.go: do_it, the stable-state advance, send_{r,f}("response").
 //   - gossip.go: send_{r,r'}("gossip") and receive_{r',r}("gossip").
 //   - stream.go: the reliable stream layer under incremental gossip (§6.2).
+//   - stable_prefix.go: stability=prefix, the stable prefix a stream
+//     message carries in place of a position per operation stable here.
 //   - reserve.go, combination.go: impl=simple, SimpleESDSImpl's gossip by
 //     I/O combinations under the reservation system (§3.3.4, §3.3.5, §3.4.3).
 //   - gc.go, membership.go, store.go (records, restart), index.go.
@@ -510,12 +513,57 @@
 //     us, but during the run 30-34 -> 54-57 us (the merging the streams
 //     deferred is done during the load: 18.8 entries merged per SET
 //     against 6.0, each a record); p99 message step 4.5-5.6 -> 2.5-2.8
-//     ms. Decision: off by default, as widen (Gossip backlog, above): a
-//     5-second run at 64 clients, the issue's measure, would pay the
-//     deferred work during the run, and live pairs at load 15-25
-//     (5-7k puts/s) showed no gain (puts/s 4-8 % lower, p99 10-25 %
-//     higher, within that load's noise). The fix that keeps up without
-//     the cost is fewer positions per operation (docs/COSTS.md).
+//     ms. Session 44 left it off by default, as widen (Gossip backlog,
+//     above): a 5-second run at 64 clients, the issue's measure, would
+//     pay the deferred work during the run, and live pairs at load
+//     15-25 (5-7k puts/s) showed no gain; the fix named was fewer
+//     positions per operation. With stability=prefix (below), which is
+//     that fix, drain=5ms is the default (session 45): at 25.5k puts/s
+//     (BenchmarkPutSteps, two runs each, load 14-19) against drain=off
+//     the p99 of a node's step CPU per 5 ms slot, what a put arriving in
+//     the slot waits behind, is 5.6-5.8 ms against 9.0-9.6 ms, the CPU
+//     per SET including what the run leaves queued 50-52 against 65 us,
+//     the operations done and not yet stable here at the end 298 against
+//     14,918 per replica (strict operations and collection wait for
+//     those); during the run it costs 50-52 against 40-41 us per SET,
+//     the merging drain=off defers past the run. At 9k puts/s the
+//     streams keep up either way and both send the same. drain=off
+//     restores session 44's default.
+//   - Stability as a prefix (parameter stability, stable_prefix.go; issue
+//     28, session 45). Fig. 4.5 queues an operation for gossip again when
+//     it becomes stable here, so that the peers merge S (solid_r[r'] ∪=
+//     S, solid_r[r] ∪= S, done_r[i] ∪= S): a stream position per operation
+//     per peer, about a quarter of the streams' positions under load and a
+//     third of the entries merged. The seed fixes what a gossip message
+//     carries, not how S is spelled. Decision: under stability=prefix (the
+//     default) no position is queued for an operation's becoming stable
+//     here; every stream message instead carries one label, Stable, the
+//     sender's stable prefix: the label of an operation stable here below
+//     which every operation done here is stable here (solid_r[r] as it
+//     is, never more: Fig. 4.5's "≤ max-stable" applies operations that
+//     are not in ⋂ done one by one, so max-stable_r cannot serve, and the
+//     invariant "stable implies done everywhere" catches a stamp that
+//     claims it). The label a message carries is the one its last
+//     position was stamped with when queued, min(prefix, the position's
+//     label): every operation the sender knew with a label at most that
+//     was queued at or before the position (what a merge changed is queued
+//     in label order, a new stream carries the state in label order), so
+//     a receiver that has applied the stream up to it knows each of them
+//     with its final label, and merges "stable at the sender" for those,
+//     as it merges S. Stamped at sending instead, a receiver applied an
+//     operation to its stable state ahead of one it had not yet been
+//     sent, and "stable orders agree" caught it (TestBrokenStampCaught).
+//     A stream with nothing left to send whose prefix grew queues one
+//     position for the prefix's operation, so the stamp is acknowledged
+//     and retransmitted with the stream; a message reaching the end of the
+//     queue carries the prefix as it is at sending (everything known is
+//     queued). Positions still carry flagSolid when it was set at
+//     queueing. stability=positions restores the positions. Messages are
+//     version 2 (the stamp); operation records stay version 1.
+//     BenchmarkPutSteps (25.5k puts/s, drain=5ms, two runs each,
+//     docs/COSTS.md, session 45): entries merged per SET 18.8 -> 11.8,
+//     peer bytes per SET 944 -> 778, CPU per SET 56-61 -> 50-52 us, p99
+//     step CPU per 5 ms slot 6.4-6.9 -> 5.6-5.8 ms.
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
@@ -644,7 +692,7 @@
 //	gossip        positive duration or off  20ms       gossip interval; off: replicas learn only through front ends (experiments.go)
 //	retransmit    positive duration         100ms      stream resend interval, rounded up to gossip intervals
 //	batch         positive integer          512        operations per stream message
-//	drain         positive duration or off  off        off: a stream sends at gossip ticks only; a duration (5ms measured): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)
+//	drain         positive duration or off  5ms        off: a stream sends at gossip ticks only; a duration (5ms, the default since session 45): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)
 //	stability     one of prefix, positions  prefix     how a replica tells its peers what is stable here: prefix, one label per stream message (every operation up to it is stable here; stable_prefix.go), or positions, a stream position per operation that becomes stable here (before session 45)
 //	widen         true or false             false      under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)
 //	variant       one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)

@@ -362,7 +362,7 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain, stability strin
 	}
 	n0 := *n
 	var ticks, msgs []float64
-	var sent, entries, persists, peerMsgs int
+	var sent, entries, persists, peerMsgs, gone, solidE int
 	c.Observe(func(_ automaton.NodeID, o automaton.Output) {
 		switch s := o.(type) {
 		case automaton.Send:
@@ -385,6 +385,14 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain, stability strin
 			}
 			if x, err := unmarshal(m.Msg); err == nil {
 				entries += len(x.Entries)
+				for i := range x.Entries {
+					switch f := x.Entries[i].Flags; {
+					case f == flagGone:
+						gone++
+					case f&flagSolid != 0:
+						solidE++
+					}
+				}
 			}
 			s := threadCPU()
 			c.DeliverMessage(m)
@@ -454,6 +462,10 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain, stability strin
 	b.ReportMetric(float64(sent)/sets, "msgB/set")
 	b.ReportMetric(float64(entries)/sets, "entries/set")
 	b.ReportMetric(float64(persists)/sets, "records/set")
+	// Of the entries: "gone" (collected at the sender) and those saying
+	// stable at the sender (flagSolid); the rest say done or relayed.
+	b.ReportMetric(float64(gone)/sets, "gone/set")
+	b.ReportMetric(float64(solidE)/sets, "solidE/set")
 	b.ReportMetric(sets/float64(max(peerMsgs, 1)), "sets/msg")
 	// unstable: operations done here and not yet stable here at the end of
 	// the run, per replica (stability's lag behind the load, in operations;
