@@ -20,6 +20,7 @@ import (
 //	      - {name: s0, slots: 0-8191, nodes: [n1, n2, n3]}
 //	      - {name: s1, slots: 8192-16383, nodes: [n4, n5, n6]}
 //	      - {name: s2, slots: "", nodes: [n7, n8, n9]}   # a spare: splits go here
+//	      - {name: s3, slots: "", nodes: []}             # unplaced: a split with no spare creates it
 //	    placement: {split_ops: 2500, dead_after: 60s}
 type Placement struct {
 	SplitKeys  int64   `yaml:"split_keys,omitempty"`
@@ -34,6 +35,13 @@ type Placement struct {
 	DeadAfter  string `yaml:"dead_after,omitempty"`  // a duration, "60s"
 	MergeDelay string `yaml:"merge_delay,omitempty"` // a duration, "5m"
 	Cooldown   string `yaml:"cooldown,omitempty"`    // a duration, "30s"
+	// BalanceOps: a node leading or hosting more than this many requests
+	// per second has a leadership or a replica moved to a less loaded node
+	// (0: shard.DefaultPlaceParams' 1,000; negative: no balance by load);
+	// BalanceMargin: the fraction of its load a move must take off
+	// (hysteresis; 0: 0.25).
+	BalanceOps    float64 `yaml:"balance_ops,omitempty"`
+	BalanceMargin float64 `yaml:"balance_margin,omitempty"`
 	// Rate is the keys per second of the migrations it starts (0: the
 	// default, 2,000: docs/SHARDING.md, an unlimited copy stalls the load).
 	Rate float64 `yaml:"rate,omitempty"`
@@ -66,6 +74,14 @@ func (p *Placement) Params() (shard.PlaceParams, error) {
 	}
 	if p.MinShards > 0 {
 		d.MinShards = p.MinShards
+	}
+	if p.BalanceOps > 0 {
+		d.BalanceOps = p.BalanceOps
+	} else if p.BalanceOps < 0 {
+		d.BalanceOps = 0
+	}
+	if p.BalanceMargin > 0 {
+		d.BalanceMargin = p.BalanceMargin
 	}
 	if p.NoMerge {
 		d.MergeKeys, d.MergeBytes, d.MergeOps = 0, 0, 0

@@ -30,3 +30,29 @@ func TestPlacementConfig(t *testing.T) {
 		t.Fatalf("a bad duration: %v", err)
 	}
 }
+
+// An unplaced shard (no nodes, no slots: a split creates it) is valid in a
+// namespace with a placement block and a protocol with membership changes;
+// refused without a placement block, and with slots. balance_ops: a
+// negative value turns balance by load off.
+func TestPlacementUnplacedShard(t *testing.T) {
+	withPlace := func(f string) string {
+		return strings.Replace(f, "  - name: plain", "    placement: {split_ops: 100, balance_ops: -1}\n  - name: plain", 1)
+	}
+	c, err := Parse([]byte(withPlace(sharded("0-16383", `""`, "[]"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs := c.ShardGroups(c.Namespaces[0]); len(gs[1].Nodes) != 0 || len(gs[1].Slots) != 0 {
+		t.Fatalf("the unplaced shard: %+v", gs[1])
+	}
+	if p, _ := c.Namespaces[0].Placement.Params(); p.BalanceOps != 0 {
+		t.Fatalf("balance_ops -1: %v", p.BalanceOps)
+	}
+	if _, err := Parse([]byte(sharded("0-16383", `""`, "[]"))); err == nil || !strings.Contains(err.Error(), "unplaced") {
+		t.Fatalf("an unplaced shard without a placement block: %v", err)
+	}
+	if _, err := Parse([]byte(withPlace(sharded("0-8191", "8192-16383", "[]")))); err == nil {
+		t.Fatal("an unplaced shard owning slots was accepted")
+	}
+}

@@ -31,8 +31,11 @@ import (
 // (shard.Check). A placement service and online migration are later work
 // (docs/SHARDING.md).
 type Shard struct {
-	Name  string   `yaml:"name"`
-	Slots string   `yaml:"slots"` // "0-5460" or "0-99,200-299" (shard.ParseSlots); "": a spare (placement.go)
+	Name  string `yaml:"name"`
+	Slots string `yaml:"slots"` // "0-5460" or "0-99,200-299" (shard.ParseSlots); "": a spare (placement.go)
+	// Nodes replicate the shard; none (with no slots, in a namespace with
+	// a placement block): an unplaced shard, created by a split on the
+	// nodes the placement service chooses (placement.go).
 	Nodes []string `yaml:"nodes"`
 }
 
@@ -171,8 +174,11 @@ func (c *Cluster) validateShards(bad func(field, f string, a ...any)) {
 				slotsOK = false
 			}
 			groups = append(groups, rs)
-			if len(sh.Nodes) == 0 {
-				bad(fs+".nodes", "at least one node is required")
+			if len(sh.Nodes) == 0 && (len(rs) > 0 || ns.Placement == nil || !automaton.SupportsMembership(ns.Protocol)) {
+				// No nodes: an unplaced group, a name the placement
+				// service creates a group under when it splits one
+				// (shard.Decide, node/placer.go createSplit).
+				bad(fs+".nodes", "at least one node is required (none: an unplaced shard, which owns no slots, in a namespace with a placement block and a protocol with membership changes)")
 			}
 			seen := map[string]bool{}
 			for k, id := range sh.Nodes {

@@ -170,6 +170,16 @@ func (n *Node) hostGroups(s *shardedNS) {
 		if v.hosts == nil || !slices.Contains(v.hosts[gi], n.id) || n.loop(g.Namespace.Name) != nil {
 			continue
 		}
+		if len(g.Nodes) == 0 {
+			// A group created at run time: its bootstrap configuration is
+			// the record's (a founding member starts with it as its
+			// nodes; a member added later is given it as paxos's
+			// "members", groupLoop).
+			if v.boot == nil || len(v.boot[gi]) == 0 {
+				continue
+			}
+			g.Nodes = v.boot[gi]
+		}
 		if err := n.startGroup(g); err != nil {
 			n.log.Warn("starting a group at run time failed", "group", g.Namespace.Name, "err", err)
 		}
@@ -239,13 +249,17 @@ func (n *Node) closeLoops() {
 // leader writes it (placer.go, replace).
 type membersRecord struct {
 	members, hosts [][]automaton.NodeID // by group; nil entries: the file's
-	former         [][]automaton.NodeID // by group: nodes removed from it
-	leaving        []automaton.NodeID   // by group: the node a replacement under way removes ("": none)
+	// boot: a group created at run time (a split into an unplaced shard,
+	// placer.go createSplit): its bootstrap configuration, the nodes it
+	// was created on ("^<boot, comma list>" at the end of its entry).
+	boot    [][]automaton.NodeID
+	former  [][]automaton.NodeID // by group: nodes removed from it
+	leaving []automaton.NodeID   // by group: the node a replacement under way removes ("": none)
 }
 
 func parseMembersRecord(text string, groups []config.Group) (membersRecord, error) {
 	r := membersRecord{members: make([][]automaton.NodeID, len(groups)), hosts: make([][]automaton.NodeID, len(groups)),
-		former: make([][]automaton.NodeID, len(groups)), leaving: make([]automaton.NodeID, len(groups))}
+		former: make([][]automaton.NodeID, len(groups)), leaving: make([]automaton.NodeID, len(groups)), boot: make([][]automaton.NodeID, len(groups))}
 	ids := func(s string) []automaton.NodeID {
 		var out []automaton.NodeID
 		for _, f := range strings.Split(s, ",") {
@@ -262,6 +276,8 @@ func parseMembersRecord(text string, groups []config.Group) (membersRecord, erro
 		if !ok || gi < 0 || gi >= len(groups) {
 			return r, fmt.Errorf("placement members record: bad entry %q", e)
 		}
+		rest, boot, _ := strings.Cut(rest, "^")
+		r.boot[gi] = ids(boot)
 		rest, former, _ := strings.Cut(rest, "!")
 		r.former[gi] = ids(former)
 		mem, join, _ := strings.Cut(rest, "/")
@@ -281,11 +297,15 @@ func parseMembersRecord(text string, groups []config.Group) (membersRecord, erro
 	return r, nil
 }
 
-// formatMembersRecord renders members (and joining, leaving and former,
-// any may be nil) of every group for mem/<ns>.
-func formatMembersRecord(members, joining [][]automaton.NodeID, leaving []automaton.NodeID, former [][]automaton.NodeID) string {
+// formatMembersRecord renders members (and joining, leaving, former and
+// boot, any may be nil) of every group for mem/<ns>; a group without
+// members (an unplaced shard) has no entry.
+func formatMembersRecord(members, joining [][]automaton.NodeID, leaving []automaton.NodeID, former, boot [][]automaton.NodeID) string {
 	var parts []string
 	for gi, m := range members {
+		if len(m) == 0 {
+			continue
+		}
 		ids := make([]string, len(m))
 		for i, id := range m {
 			ids[i] = string(id)
@@ -307,6 +327,13 @@ func formatMembersRecord(members, joining [][]automaton.NodeID, leaving []automa
 				fs[i] = string(id)
 			}
 			e += "!" + strings.Join(fs, ",")
+		}
+		if boot != nil && len(boot[gi]) > 0 {
+			bs := make([]string, len(boot[gi]))
+			for i, id := range boot[gi] {
+				bs[i] = string(id)
+			}
+			e += "^" + strings.Join(bs, ",")
 		}
 		parts = append(parts, e)
 	}

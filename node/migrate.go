@@ -318,6 +318,9 @@ func (n *Node) startMigration(ctx context.Context, s *shardedNS, prev *shard.Mig
 	if !okf || !okt || from == to {
 		return "", fmt.Errorf("from and to must be two different shards of %s", s.ns.Name)
 	}
+	if len(s.members(to)) == 0 {
+		return "", fmt.Errorf("shard %s has no nodes yet (an unplaced shard: the placement service creates it when it splits one into it)", args[1])
+	}
 	slots, err := shard.ParseSlots(args[2])
 	if err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,6 +83,8 @@ type placerState struct {
 	groupKeys *prometheus.GaugeVec
 	// replaceSteps counts the steps of replacements carried out (replace.go).
 	replaceSteps *prometheus.CounterVec
+	// created counts groups created by splits (createSplit).
+	created *prometheus.CounterVec
 
 	mu   sync.Mutex
 	byNS map[string]*nsPlacer
@@ -160,7 +163,7 @@ func (n *Node) runPlacer() {
 		lab := []string{"namespace", "kind"}
 		cl := prometheus.Labels{"node": string(n.id)}
 		n.placer.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "synod", Name: "placement_decisions_total",
-			Help: "Placement decisions logged by this node as the placement leader, by kind (split, merge, replace, leader, none with a reason)", ConstLabels: cl}, lab)
+			Help: "Placement decisions logged by this node as the placement leader, by kind (split, split-new-group, merge, replace, balance, leader, none with a reason)", ConstLabels: cl}, lab)
 		g := []string{"namespace", "group"}
 		n.placer.groupOps = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "synod", Name: "placement_group_ops",
 			Help: "Client requests per second of each group, as the placement leader computes them (smoothed)", ConstLabels: cl}, g)
@@ -168,7 +171,9 @@ func (n *Node) runPlacer() {
 			Help: "Keys of each group, as the placement leader last read them", ConstLabels: cl}, g)
 		n.placer.replaceSteps = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "synod", Name: "placement_replace_steps_total",
 			Help: "Steps of replica replacements this node carried out as the placement leader (joining, added, removed, recorded, failed)", ConstLabels: cl}, []string{"namespace", "step"})
-		n.m.reg.MustRegister(n.placer.decisions, n.placer.groupOps, n.placer.groupKeys, n.placer.replaceSteps)
+		n.placer.created = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "synod", Name: "placement_groups_created_total",
+			Help: "Replica groups this node created as the placement leader, splitting a group into an unplaced shard", ConstLabels: cl}, []string{"namespace"})
+		n.m.reg.MustRegister(n.placer.decisions, n.placer.groupOps, n.placer.groupKeys, n.placer.replaceSteps, n.placer.created)
 	})
 	t := time.NewTicker(placeEvery)
 	defer t.Stop()
@@ -290,7 +295,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		if p.sizes == nil {
 			p.sizes = make([]groupSize, len(s.groups))
 		}
-		if sz := &p.sizes[gi]; now.Sub(sz.at) >= placeSizeEvery || in.Migrating || p.wasMig {
+		if sz := &p.sizes[gi]; len(gr.Members) > 0 && (now.Sub(sz.at) >= placeSizeEvery || in.Migrating || p.wasMig) {
 			// slotstats walks the group's keys: every placeSizeEvery, and
 			// every tick around a migration (sizes change fast then).
 			sz.ok = false
@@ -346,6 +351,16 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	switch d.Kind {
 	case shard.DecSplit, shard.DecMerge:
 		action = "migration started"
+		if len(d.Create) > 0 {
+			// A split into a new group: created, then migrated into, by
+			// its own goroutine (createSplit); no decision meanwhile.
+			action = "group creation started"
+			p.moveAt = now
+			p.replacing.Store(true)
+			n.bg.Add(1)
+			go n.createSplit(s, d, params)
+			break
+		}
 		if err := n.startPlaced(ctx, s, d, params); err != nil {
 			action = "refused: " + err.Error()
 			p.last = "" // decide it again next time
@@ -382,7 +397,11 @@ func (n *Node) logDecision(ctx context.Context, s *shardedNS, p *nsPlacer, d sha
 		p.last = ""
 		return
 	}
-	n.placer.decisions.WithLabelValues(s.ns.Name, d.Kind.String()).Inc()
+	kind := d.Kind.String()
+	if len(d.Create) > 0 {
+		kind = "split-new-group"
+	}
+	n.placer.decisions.WithLabelValues(s.ns.Name, kind).Inc()
 	n.log.Info("placement decision", "namespace", s.ns.Name, "decision", d.String(), "action", action)
 }
 
@@ -535,4 +554,101 @@ func (n *Node) placementLog(ctx context.Context, s *shardedNS, last int) string 
 		}
 	}
 	return b.String()
+}
+
+// createWait bounds a new group's creation: its nodes read the members
+// record at their next placement poll (placementPoll), start the group
+// and elect a leader.
+const createWait = 30 * time.Second
+
+// createSplit carries out a split into a new group (shard.Decide's
+// Decision.Create; its own goroutine, no other decision meanwhile), in
+// steps logged as "step <name> group=G ..." in dec/<ns> and counted in
+// synod_placement_replace_steps_total{namespace,step}:
+//
+//  1. created: the members record mem/<ns> names the chosen nodes as the
+//     unplaced group's members and bootstrap configuration ("^"); each of
+//     them starts the group at its next placement poll (groups.go
+//     hostGroups: a fresh paxos group of those nodes, or from its own
+//     records after a restart). The group owns no slot yet: no routing
+//     names it, and the slot map is not touched.
+//  2. ready: the group answers a read through its log (slotstats).
+//  3. the split's migration starts (startPlaced), like a split into a
+//     spare: the map names the new group only at the migration's flip,
+//     after the source froze the slots and handed them over.
+//
+// Cut short after step 1 (the placement leader died, a step failed), the
+// group stays created, with members and no slots: a spare, which the next
+// split takes (Decide prefers a spare). A record naming members for the
+// group already is not overwritten.
+func (n *Node) createSplit(s *shardedNS, d shard.Decision, params shard.PlaceParams) {
+	defer n.bg.Done()
+	p := n.placerFor(s.ns.Name)
+	defer p.replacing.Store(false)
+	tctx, tcancel := context.WithTimeout(context.Background(), createWait+10*time.Second)
+	defer tcancel()
+	ctx, cancel := n.untilStop(tctx)
+	defer cancel()
+	if err := n.createSteps(ctx, s, d, params); err != nil {
+		n.replaceStep(ctx, s, d, "failed", err.Error())
+		n.log.Warn("placement split into a new group failed; it will be decided again", "namespace", s.ns.Name, "decision", d.String(), "err", err)
+		p.redo.Store(true)
+	}
+}
+
+func (n *Node) createSteps(ctx context.Context, s *shardedNS, d shard.Decision, params shard.PlaceParams) error {
+	gi := d.To
+	name := s.groups[gi].Namespace.Name
+	if err := n.pollPlacement(ctx, s); err != nil {
+		return err
+	}
+	v := s.view()
+	if len(s.members(gi)) == 0 {
+		var ids []automaton.NodeID
+		for _, id := range d.Create {
+			ids = append(ids, automaton.NodeID(id))
+		}
+		mem := make([][]automaton.NodeID, len(s.groups))
+		boot := make([][]automaton.NodeID, len(s.groups))
+		for i := range s.groups {
+			mem[i] = slices.Clone(s.members(i))
+			if v.boot != nil {
+				boot[i] = v.boot[i]
+			}
+		}
+		mem[gi], boot[gi] = ids, ids
+		var former [][]automaton.NodeID
+		if v.former != nil {
+			former = v.former
+		}
+		rec := formatMembersRecord(mem, nil, v.leaving, former, boot)
+		if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, rec)); err != nil {
+			return fmt.Errorf("recording group %s's members: %w", name, err)
+		}
+		n.nudgePlacement()
+		n.placer.created.WithLabelValues(s.ns.Name).Inc()
+		n.replaceStep(ctx, s, d, "created", fmt.Sprintf("group %s on %s (members %s)", name, strings.Join(d.Create, ","), rec))
+	}
+	// 2. ready: a read through the new group's log.
+	for {
+		_ = n.pollPlacement(ctx, s)
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		res, err := n.groupDo(rctx, s, gi, []service.Op{{Kind: "slotstats"}})
+		rcancel()
+		if err == nil && len(res) == 1 && !res[0].IsErr() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("group %s did not answer after its creation: %v", name, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	n.replaceStep(ctx, s, d, "ready", fmt.Sprintf("group %s answers", name))
+	// 3. the migration.
+	if err := n.startPlaced(ctx, s, d, params); err != nil {
+		return fmt.Errorf("starting the split's migration: %w", err)
+	}
+	n.replaceStep(ctx, s, d, "migrating", fmt.Sprintf("slots %s from %s to %s", shard.FormatSlots(d.Slots), s.groups[d.From].Namespace.Name, name))
+	return nil
 }

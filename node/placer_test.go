@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,32 +70,7 @@ func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
 
 	// The load: 4 writers, each its own keys of s0, SET then GET, until
 	// the split has happened.
-	var mu sync.Mutex
-	acked := map[string]string{}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; !stop.Load() && ctx.Err() == nil; i++ {
-				k := hot[w*50+i%50]
-				v := fmt.Sprintf("%d", i)
-				if err := plain.Set(ctx, k, v, 0).Err(); err != nil {
-					errs.Add(1)
-					continue
-				}
-				mu.Lock()
-				acked[k] = v
-				mu.Unlock()
-				if got, err := plain.Get(ctx, k).Result(); err == nil && got != v {
-					t.Errorf("read %s = %q after acknowledged %q", k, got, v)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-		}(w)
-	}
+	load := startHotLoad(ctx, t, plain, hot)
 	epoch := func() uint64 {
 		st, err := migStatus(ctx, admin)
 		if err != nil {
@@ -119,8 +92,7 @@ func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	stop.Store(true)
-	wg.Wait()
+	acked, errs := load.stop()
 	if ctx.Err() != nil {
 		t.Fatalf("no split within the time; status: %v", statusText(ctx, admin))
 	}
@@ -131,7 +103,7 @@ func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
 	} else if shard.FormatSlots(v.groups[0]) != "0-511" || shard.FormatSlots(v.groups[1]) != "512-1023" || shard.FormatSlots(v.groups[2]) != "1024-16383" {
 		t.Fatalf("after the split: %v; status and decision log:\n%s", v.groups, statusText(ctx, admin)+nodes[0].placementLog(ctx, nodes[0].shards["default"], placeLogLen))
 	}
-	t.Logf("split at epoch %d: %v (%d writes acknowledged, %d errors)", v.epoch, v.groups, len(acked), errs.Load())
+	t.Logf("split at epoch %d: %v (%d writes acknowledged, %d errors)", v.epoch, v.groups, len(acked), errs)
 
 	// No load: the two groups are cold, and merge.
 	for epoch() < 3 && ctx.Err() == nil {
@@ -157,25 +129,14 @@ func TestPlacementSplitsUnderLoadThenMerges(t *testing.T) {
 	for _, k := range warm[:400] {
 		acked[k] = "warm"
 	}
-	// One pipeline of GETs: read one at a time, the 500-odd keys took the
-	// rest of the test's time under -race at load 35 (k411: context
-	// deadline exceeded, the test at 158 s).
-	pipe := plain.Pipeline()
-	gets := map[string]*redis.StringCmd{}
-	for k := range acked {
-		gets[k] = pipe.Get(ctx, k)
-	}
-	pipe.Exec(ctx) // each command's own error is checked below
-	for k, want := range acked {
-		got, err := gets[k].Result()
-		if err != nil || got != want {
-			for i, n := range nodes {
-				v := n.shards["default"].view()
-				t.Logf("n%d %s: epoch %d %v", i+1, addrs[i], v.epoch, v.groups)
-			}
-			t.Fatalf("key %s (slot %d): acknowledged %q, read %q (%v)", k, shard.KeySlot(k), want, got, err)
+	// One pipeline of GETs (readBack; one at a time, the 500-odd keys
+	// took the rest of the test's time under -race at load 35).
+	readBack(ctx, t, plain, acked, func() {
+		for i, n := range nodes {
+			v := n.shards["default"].view()
+			t.Logf("n%d %s: epoch %d %v", i+1, addrs[i], v.epoch, v.groups)
 		}
-	}
+	})
 	var splits float64
 	for _, n := range nodes {
 		splits += counterValue(t, n, "synod_placement_decisions_total", "kind", "split")

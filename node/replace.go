@@ -120,7 +120,7 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	joining[gi] = []automaton.NodeID{y}
 	leaving := make([]automaton.NodeID, len(s.groups))
 	leaving[gi] = x
-	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, formatMembersRecord(mem, joining, leaving, former))); err != nil {
+	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, formatMembersRecord(mem, joining, leaving, former, v.boot))); err != nil {
 		return fmt.Errorf("recording %s as joining: %w", y, err)
 	}
 	n.replaceStep(ctx, s, d, "joining", fmt.Sprintf("%s starts %s's replica", y, s.groups[gi].Namespace.Name))
@@ -150,7 +150,7 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	if !slices.Contains(former[gi], x) {
 		former[gi] = append(former[gi], x)
 	}
-	rec := formatMembersRecord(mem, nil, nil, former)
+	rec := formatMembersRecord(mem, nil, nil, former, v.boot)
 	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, rec)); err != nil {
 		return fmt.Errorf("recording the members: %w", err)
 	}

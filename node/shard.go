@@ -343,7 +343,7 @@ func (n *Node) forward(ctx context.Context, s *shardedNS, g config.Group, req au
 	if n.tr == nil {
 		return automaton.Response{}, errors.New("node not started")
 	}
-	ch := make(chan fwdReply, len(g.Nodes)+1)
+	ch := make(chan fwdReply, len(n.targets(g))+1)
 	n.fwd.mu.Lock()
 	n.fwd.next++
 	id := n.fwd.next

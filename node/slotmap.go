@@ -61,6 +61,7 @@ type slotView struct {
 	// routed to; hosts also include a node being added.
 	members, hosts [][]automaton.NodeID
 	former         [][]automaton.NodeID // nodes a replacement removed, by group
+	boot           [][]automaton.NodeID // groups created at run time: their bootstrap configuration
 	leaving        []automaton.NodeID   // the node a replacement under way removes, by group
 }
 
@@ -157,7 +158,7 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 		if err != nil {
 			return err
 		}
-		v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
+		v.members, v.hosts, v.former, v.leaving, v.boot = mr.members, mr.hosts, mr.former, mr.leaving, mr.boot
 	}
 	s.cur.CompareAndSwap(old, &v)
 	n.hostGroups(s)   // groups.go
