@@ -230,7 +230,7 @@ func benchQuorum(b *testing.B, proto, dur, kind string, clients int, params map[
 	}
 	b.ReportAllocs()
 	cpu0, msgs0, w0, st0, h0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf), handoffs()
-	io0, cs0, in0 := procIO(), ctxSwitches(), counter(nodes, inlinesOf)
+	io0, cs0, in0, fs0 := procIO(), ctxSwitches(), counter(nodes, inlinesOf), counter(nodes, fsyncsOf)
 	b.ResetTimer()
 	run := func(next func() bool) {
 		id := client.Add(1)
@@ -267,6 +267,7 @@ func benchQuorum(b *testing.B, proto, dur, kind string, clients int, params map[
 	b.ReportMetric(float64(io1[1]-io0[1])/n, "syscw/op")
 	b.ReportMetric(float64(ctxSwitches()-cs0)/n, "ctxsw/op")
 	b.ReportMetric(float64(counter(nodes, inlinesOf)-in0)/n, "inline/op")
+	b.ReportMetric(float64(counter(nodes, fsyncsOf)-fs0)/n, "fsyncs/op")
 }
 
 func inlinesOf(l *nsLoop) uint64 { return l.inlines.Load() }

@@ -134,7 +134,7 @@ func TestReaderPass(t *testing.T) {
 // and without them (noReaderPass: every peer message of an abd or esds
 // loop wakes a pool worker), for abd in memory (puts and gets, 64 in
 // flight at one coordinator; puts one at a time) and esds with fsync (puts,
-// 64 in flight): hand-offs, peer writes,
+// 64 in flight and one at a time): hand-offs, peer writes,
 // read/write system calls and context switches per operation, same
 // binary, variants alternated within one run:
 //
@@ -145,7 +145,7 @@ func BenchmarkReaderPass(b *testing.B) {
 		clients          int
 	}{
 		{"abd", config.Memory, "set", 64}, {"abd", config.Memory, "get", 64}, {"abd", config.Memory, "set", 1},
-		{"esds", config.Fsync, "set", 64},
+		{"esds", config.Fsync, "set", 64}, {"esds", config.Fsync, "set", 1},
 	} {
 		for _, before := range []bool{true, false} {
 			b.Run(fmt.Sprintf("%s/%s/op=%s/clients=%d/readerPass=%v", c.proto, c.dur, c.kind, c.clients, !before), func(b *testing.B) {
