@@ -399,7 +399,11 @@ func (a *PBD) onAck(from automaton.NodeID, m msg) {
 		if m.index != stateAck {
 			return
 		}
-		mb.needsState, mb.acked = false, a.index
+		// acked stays 0 until the member's next acknowledgement names its
+		// index (onState sends it right after): a duplicated or late
+		// acknowledgement of an earlier state must not count for
+		// updates executed since (the primary's index may have moved).
+		mb.needsState, mb.acked = false, 0
 		a.resume()
 		return
 	}

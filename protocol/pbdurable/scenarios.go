@@ -67,10 +67,13 @@ func (p protocol) Scenarios() []automaton.Scenario {
 // which pbdurable-broken-takeover loses acknowledged writes; pbdurable
 // passes them (TestTakeOverSlowDisk and the conformance suite's
 // broken-variant catch share them). They were 7 and 16 (3 of seeds 1-40:
-// 7, 16, 29) until session 45's failure detector (suspect_checks 3) and
-// the re-admission of dropped backups moved the schedules: `synod-lab sim
-// --protocol pbdurable-broken-takeover --nodes 3 --clients 8 --ops 300
-// --faults crash,slow --fsync uniform:1ms:30ms --power-loss
-// 500ms,1s,1.5s,2s --param mapping=pb --seeds 1-100` fails 30, 47 and 52
-// (3 of 100); pbdurable passes all three.
-const TakeOverSeeds = "30,47"
+// 7, 16, 29) until session 45 moved the schedules twice: with the failure
+// detector (suspect_checks 3) and the re-admission of dropped backups
+// `synod-lab sim --protocol pbdurable-broken-takeover --nodes 3 --clients
+// 8 --ops 300 --faults crash,slow --fsync uniform:1ms:30ms --power-loss
+// 500ms,1s,1.5s,2s --param mapping=pb --seeds 1-100` failed 30, 47, 52;
+// since a stale acknowledgement of a state no longer counts (primary.go
+// onAck) it fails 9, 30, 52, 60, 99 (not linearizable; 27 of the 100
+// checks undecided at the default 30 s, load ~15), and pbdurable passes
+// 9, 30, 52, 60.
+const TakeOverSeeds = "9,30"

@@ -194,3 +194,67 @@ func TestJoinRepeatedStallPBD(t *testing.T) {
 		t.Errorf("a repeated join: n1's synced members %v", syncedMembers(pbd(c, "n1")))
 	}
 }
+
+// TestStaleStateAckPBD: an acknowledgement of a state counts for no
+// update executed after that state. n3 is cut off (dropped by n1); n2
+// acknowledges a state (a copy of that acknowledgement is kept, as a
+// duplicating network would), then crashes before holding the write w
+// that n1 executes next; restarted, n2 asks to join and n1's new state
+// (which holds w) is lost. The old copy of the acknowledgement then
+// arrives. On 0a0a1ee (and pbd45's first commits) n1 took it as n2
+// holding everything n1 executed (acked = its index) and answered w
+// although no backup held it (mapping pb, takeover.go rule 1); an
+// acknowledgement of a state now counts for nothing until the member's
+// next acknowledgement names its index.
+func TestStaleStateAckPBD(t *testing.T) {
+	c := stallCluster(t, "pb")
+	c.Isolate("n3")
+	for i := 0; i < 3; i++ {
+		c.Drop(harness.Match("", "n1"))
+		c.FireTimer("n1", timerCheck)
+	}
+	c.DeliverAll() // n2's acknowledgements: it is a member again, by a state
+	c.FireTimer("n1", timerHeartbeat)
+	var stale *harness.Message
+	for i := 0; i < 50 && c.Pending() > 0; i++ {
+		m, _ := c.Pop()
+		if d, err := decode(m.Msg); err == nil && d.kind == kindAck && d.index == stateAck && m.From == "n2" {
+			mm := m
+			stale = &mm
+		}
+		c.DeliverMessage(m)
+	}
+	if stale == nil {
+		t.Fatal("n2 acknowledged no state")
+	}
+	if mb := pbd(c, "n1").members["n2"]; mb == nil || mb.needsState {
+		t.Fatalf("n2 is not a synced member of n1")
+	}
+	c.Crash("n2")
+	id := c.Request("n1", service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("w")}}, automaton.Options{})
+	c.Restart("n2")
+	c.CompleteEffects()
+	c.FireTimer("n1", timerHeartbeat)
+	// n2's reports and join reach n1; n1's state to n2 is lost.
+	for i := 0; i < 50 && c.Pending() > 0; i++ {
+		m, _ := c.Pop()
+		if m.To == "n2" && kindOf(t, m) == kindState {
+			continue
+		}
+		c.DeliverMessage(m)
+	}
+	if mb := pbd(c, "n1").members["n2"]; mb == nil || !mb.needsState {
+		t.Fatalf("n1 did not take the restarted n2's join")
+	}
+	c.Heal()
+	c.Drop(nil)
+	c.DeliverMessage(*stale)
+	c.FireTimer("n1", timerCheck) // its next check releases what is durable
+	if _, ok := c.Response(id); ok {
+		t.Fatalf("n1 answered the write while no backup holds it (n2 restarted empty, n3 cut off): a stale acknowledgement of a state counted for it")
+	}
+	healthy(t, c, 20)
+	if _, ok := c.Response(id); !ok {
+		t.Fatalf("the write is unanswered after 20 healthy check periods (n1's members %v)", syncedMembers(pbd(c, "n1")))
+	}
+}

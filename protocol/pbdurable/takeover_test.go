@@ -29,7 +29,7 @@ func runSlowDisk(t *testing.T, proto, seed string) (*sim.Result, string) {
 // no promises, no backup rule; what pbdurable did before, the same trace
 // digest on seed 16 as main 50dcb6c's pbdurable) loses acknowledged
 // writes on the seeds TakeOverSeeds names (7 and 16 until session 45,
-// 30 and 47 since: scenarios.go; at 50dcb6c "synod-lab sim --protocol
+// 9 and 30 since: scenarios.go; at 50dcb6c "synod-lab sim --protocol
 // pbdurable --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync
 // uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pb
 // --seeds 16" is illegal); with the promises and the backup rule every
