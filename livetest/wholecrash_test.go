@@ -43,14 +43,8 @@ func TestWholeClusterKill(t *testing.T) {
 	// pbdurable's mappings with replicated objects (the default, db, is
 	// above): the node whose durable state is of the latest view takes
 	// over once every node reported (protocol/pbdurable, "Restarts").
-	// pbdb is refused with fsync on several nodes (its take-overs from a
-	// live primary can break all-or-nothing); its whole-cluster restart,
-	// what this test checks, is accepted explicitly.
 	for _, m := range []string{"pb", "pbdb"} {
 		prm := map[string]string{"mapping": m}
-		if m == "pbdb" {
-			prm["unsafe_takeover"] = "true"
-		}
 		t.Run("pbdurable-"+m, func(t *testing.T) { wholeClusterKill(t, "pbdurable", prm, n) })
 	}
 }

@@ -21,7 +21,11 @@ import (
 //     discarded: presumed abort.
 //
 // Requests without a database transaction need no decision: a backup
-// applies their buffer once every earlier one is applied.
+// applies their buffer once every earlier one is applied. Since session
+// 45 there are none under two mechanisms: a request that touches only
+// replicated objects gets a transaction of its decision alone (primary.go
+// execute), so that the commit index covers every answered write
+// (takeover.go shortOfCommit).
 
 // commitObject names the protocol's own table in statements and queries.
 const commitObject = "pbd_commit"

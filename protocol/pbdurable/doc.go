@@ -23,10 +23,9 @@
 //	    params: {mapping: db, durability_dsn: /tmp/synod-mm.db}
 //	    # PostgreSQL: {mapping: db, durability_driver: pgx,
 //	    #   durability_dsn: "postgres://user@127.0.0.1:5433/synod"}
-//	    # pbdb (queue replicated, accounts in the database) is refused with
-//	    # durability fsync on several nodes unless it accepts the take-over
-//	    # hazard ("Take-overs from a live primary"):
-//	    #   {mapping: pbdb, unsafe_takeover: "true", durability_dsn: ...}
+//	    # pbdb: the queue replicated, the accounts in the database
+//	    # ("Take-overs from a live primary" for its take-overs):
+//	    #   {mapping: pbdb, durability_dsn: ...}
 //
 // A client sends (RESP, on the namespace: SYNOD NS mm):
 //
@@ -37,9 +36,9 @@
 //
 // Other parameters: rate_sending (20ms), rate_checking (250ms),
 // suspect_checks (3: "Failure detection"), op_timeout
-// (2s), durability_sync (true), unsafe_takeover (false: mapping pbdb on
-// several nodes with durability fsync is refused; "Take-overs from a
-// live primary"). Counter: service counter, mappings pb, db,
+// (2s), durability_sync (true), unsafe_takeover (ignored since session
+// 45: mapping pbdb is no longer refused; "Take-overs from a live
+// primary"). Counter: service counter, mappings pb, db,
 // reconstructible (durability/examples/counter). Other deterministic
 // services (kv, string): one object State, mappings pb, db, pbdb (State
 // replicated, Replies in the database), reconstructible. Every service
@@ -74,7 +73,9 @@
 // pbd_commit.idx to the request's index), and a new primary's recovery
 // queries read it: prepared buffers up to that index are applied, later
 // ones with a transaction are discarded (with everything after them),
-// buffers of requests without a transaction need no decision. The cost
+// buffers of requests without a transaction need no decision (under
+// two mechanisms every buffer has one since session 45: "Take-overs from
+// a live primary"). The cost
 // is one round trip more before the transaction (PB+DB latency: backups'
 // acknowledgement, then the database, in sequence instead of in
 // parallel). Only mappings with both replicated and database objects
@@ -185,7 +186,8 @@
 // disks (TestTakeOverSlowDisk: seed 16 of its scenario was not
 // linearizable; replay command in the test). Decision (the seed is
 // silent; it is what Synod's durable-means-durable rule asks), for the
-// mappings whose objects are replicated and none in the database (pb):
+// mappings whose objects are replicated and none in the database (pb;
+// pbdb's variant of the rules follows the list):
 //
 //   - A request with an update buffer is answered, and its transaction
 //     issued, only once at least one synced backup of the view
@@ -223,27 +225,52 @@
 // 300 operations) fail no seed (5 of 20 before); SafeFaults is not
 // widened on that alone.
 //
-// Not under mapping pbdb (replicated objects and the database), which
-// keeps the seed's take-over and is therefore refused with durability
-// fsync on several nodes (CheckDeployment; decision, session 44): the
-// slow-disk scenario under pbdb (`synod-lab sim --protocol pbdurable
-// --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync
-// uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pbdb
-// --seeds 1-40`) breaks all-or-nothing on 4 of 40 seeds (25, 29, 30, 34
-// at b4f148f; 3, 8, 30 since session 45's failure detector;
-// TestPBDBTakeOverHazard replays 3): the live old primary committed a
-// transaction whose update buffer no node the new primary hears from
-// holds, so the new primary recovers a commit index beyond its
-// replicated state (Replies says a write was done that State lacks). The
-// promises do not close it: a promised state would have to be
-// reconciled with the database's commit index (a transaction committed
-// after its only holder restarted, or a stepped-down primary whose
-// objects hold executed but undecided requests), and a first version
-// that collected promises there broke all-or-nothing in the same
-// scenario (3 of 20 seeds). A deployment that accepts the hazard sets
-// unsafe_takeover=true (the live whole-cluster kill test does, for the
-// restart path it checks); durability memory (no promise made) and a
-// single node (no take-over) are accepted as they are.
+// Under mapping pbdb (replicated objects and the database; session 45)
+// the database's commit index is the decision (commit.go), and the rules
+// are these instead. Session 44 had kept the seed's take-over there and
+// refused pbdb with fsync on several nodes: in the slow-disk scenario
+// (`synod-lab sim --protocol pbdurable --nodes 3 --clients 8 --ops 300
+// --faults crash,slow --fsync uniform:1ms:30ms --power-loss
+// 500ms,1s,1.5s,2s --param mapping=pbdb --seeds 1-40`) a backup the live
+// primary had dropped took over with an older state and recovered a
+// commit index beyond it (all-or-nothing broken on seeds 25, 29, 30, 34
+// at b4f148f; 3, 8, 30 with session 45's failure detector;
+// pbdurable-broken-takeover, which keeps that take-over, still breaks
+// seed 3: TestPBDBTakeOverKeepsAllOrNothing).
+//
+//   - Every update has a transaction, one that touches only replicated
+//     objects too (the decision alone: pbd_commit := its index), so the
+//     commit index covers every answered write. A write is answered once
+//     its transaction committed and every member acknowledged it; it
+//     needs no synced backup holding it (heldByBackup): a primary whose
+//     members were all dropped must commit, or its queue never drains for
+//     the state a returning member needs.
+//   - A new primary collects promises as under mapping pb, and installs
+//     the latest state reported. When that state stops before the commit
+//     index its recovery read (every backup that held the last committed
+//     updates restarted, or was dropped before them), it also waits for
+//     the suspect's promise: the old primary persisted every buffer
+//     before shipping it, so it has them, alive (it adopts the new view
+//     from a heartbeat) or restarted (it loads them and answers the new
+//     primary's heartbeat). The recovery then decides the held buffers
+//     against the commit index as after any fail-over (presumed abort).
+//   - A primary that steps down reports its durable state, kept in
+//     memory: the image it last persisted (only decided changes: written
+//     when no transaction was undecided) and the buffers it executed
+//     since, held as prepared; never its objects, which hold executed
+//     requests whose transactions may never commit (the new primary's
+//     fence refuses them).
+//
+// The cost: a transaction per request that touches only replicated
+// objects (the Matchmaker's advertise), and the availability of mapping
+// pb's promises (a take-over waits for every node but the suspect, and
+// for the suspect when it alone holds the committed updates). With these
+// rules the slow-disk scenario under pbdb breaks no invariant on seeds
+// 1-100 (all-or-nothing included), and no history checked is
+// illegal (83 of 100 decided linearizable, 17 checks undecided at 2
+// minutes: half the operations there have unknown outcomes);
+// TestPBDBTakeOverKeepsAllOrNothing replays 3, 8 and 30. pbdb is no
+// longer refused; unsafe_takeover is accepted and ignored.
 //
 // # Restarts, and the whole service lost (issue 29; the Grid Services thesis IV.C.1)
 //
@@ -351,9 +378,9 @@
 // # Failure model
 //
 // As protocol/pb: safe under crash, dup, reorder and slow (SafeFaults),
-// and under mappings pb and db also when a slow disk makes a backup take
-// over from a live primary (above; not pbdb, refused with fsync on
-// several nodes); a partition or a long pause makes two primaries.
+// and under mappings pb, pbdb and db also when a slow disk makes a
+// backup take over from a live primary (above); a partition or a pause
+// longer than suspect_checks periods makes two primaries.
 //
 // # Message versions
 //

@@ -14,13 +14,12 @@ import (
 // restarts" and "Fencing"): the durable view record, the view table the
 // database checks, and the refusal of deployments that cannot be durable.
 
-// paramUnsafeTakeOver accepts a deployment CheckDeployment would refuse
-// for its take-overs (mapping pbdb on several nodes with fsync).
+// paramUnsafeTakeOver was the opt-in to mapping pbdb on several nodes
+// with fsync, refused by session 44 for its take-overs; since session 45
+// pbdb's take-overs keep all-or-nothing (package doc, "Take-overs from a
+// live primary") and the parameter is accepted and ignored, so that
+// cluster files that set it still start.
 const paramUnsafeTakeOver = "unsafe_takeover"
-
-// pbdbHazardReplay is a simulated run where the hazard breaks
-// all-or-nothing (TestPBDBTakeOverHazard).
-const pbdbHazardReplay = "synod-lab sim --protocol pbdurable --nodes 3 --clients 8 --ops 300 --faults crash,slow --fsync uniform:1ms:30ms --power-loss 500ms,1s,1.5s,2s --param mapping=pbdb --seeds 3"
 
 // recordView is the node's durable view (proto.Ballot encoding), written
 // before anything that rests on it is sent.
@@ -125,13 +124,9 @@ func (a *PBD) promoteAfter(rank int) int {
 // recover from its own file: every write the old primary acknowledged
 // would be lost at a fail-over.
 //
-// It also refuses, with durability fsync on several nodes, a mapping
-// whose objects are both replicated and in the database (pbdb) unless
-// the namespace sets unsafe_takeover=true: its take-overs do not keep
-// the all-or-nothing rule between the backups and the database when a
-// backup takes over from a live primary (package doc, "Take-overs from
-// a live primary"; TestPBDBTakeOverHazard replays it), so an
-// acknowledged write can be lost.
+// A mapping with replicated and database objects (pbdb) was also refused
+// with durability fsync on several nodes until session 45 (its
+// take-overs broke all-or-nothing); it is accepted now.
 func (p protocol) CheckDeployment(svc service.Service, prm map[string]string, nodes int, dur string) error {
 	if nodes < 2 {
 		return nil
@@ -145,10 +140,6 @@ func (p protocol) CheckDeployment(svc service.Service, prm map[string]string, no
 		return nil // New reports it
 	}
 	s := d.set()
-	if dur != "memory" && s.Has(durability.Replicated) && s.Has(durability.Database) && prm[paramUnsafeTakeOver] != "true" {
-		return fmt.Errorf("%s: mapping %q keeps objects both replicated and in the database, and with durability fsync on %d nodes it cannot promise that no acknowledged write is lost: when a slow disk or a pause makes a backup take over from a live primary, the new primary can recover a database commit index beyond every update buffer it holds or was promised (the all-or-nothing rule between the backups and the database breaks; simulated: %s). Use mapping pb (every object replicated) or db (every object in the database), one node, or set %s=true to accept this",
-			p.Protocol, m, nodes, pbdbHazardReplay, paramUnsafeTakeOver)
-	}
 	if prm[sqlstore.ParamDSN] != "" || !s.Has(durability.Database) {
 		return nil
 	}
@@ -183,9 +174,13 @@ func (a *PBD) persistState() {
 	if !a.svc.set().Has(durability.Replicated) {
 		return
 	}
-	a.Emit(automaton.Persist{Key: recordSnap, Value: msg{kind: kindState, view: a.view, index: a.index, state: a.snapshot()}.encodeAs(recordHeader)})
+	img := a.snapshot()
+	a.Emit(automaton.Persist{Key: recordSnap, Value: msg{kind: kindState, view: a.view, index: a.index, state: img}.encodeAs(recordHeader)})
 	for i := a.snapAt + 1; i <= a.persistedTo; i++ {
 		a.Emit(automaton.Persist{Key: bufferKey(i), Delete: true})
+	}
+	if a.twoMechanisms() {
+		a.snapImg, a.own = img, map[uint64]prepared{}
 	}
 	a.snapAt, a.persistedTo = a.index, a.index
 	if a.stateView != a.view {
@@ -200,6 +195,9 @@ func (a *PBD) persistState() {
 func (a *PBD) persistBuffer(p *pending) {
 	a.Emit(automaton.Persist{Key: bufferKey(p.ship), Value: msg{kind: kindUpdate, view: a.view, index: p.ship, db: len(p.stmts) > 0, ups: p.ups}.encodeAs(recordHeader)})
 	a.persistedTo = p.ship
+	if a.own != nil {
+		a.own[p.ship] = prepared{ups: p.ups, db: len(p.stmts) > 0}
+	}
 }
 
 // compact replaces the buffers by an image once snapEvery accumulated

@@ -56,7 +56,7 @@ var params = proto.NewSpec(
 	proto.Param{Name: sqlstore.ParamDriver, Kind: proto.String, Default: "sqlite", Doc: "the database driver: sqlite or pgx (read by the durability.sql executor)"},
 	proto.Param{Name: sqlstore.ParamDSN, Kind: proto.String, Default: "", Doc: "the database every node uses (shared: a new primary recovers from it); empty: <data dir>/durability-<namespace>.db"},
 	proto.Param{Name: sqlstore.ParamSync, Kind: proto.Bool, Default: "true", Doc: "state fsync: a commit is durable before it returns"},
-	proto.Param{Name: paramUnsafeTakeOver, Kind: proto.Bool, Default: "false", Doc: "accept a mapping with replicated and database objects (pbdb) on several nodes with durability fsync, which is refused otherwise: its take-overs from a live primary can lose acknowledged writes (package doc)"},
+	proto.Param{Name: paramUnsafeTakeOver, Kind: proto.Bool, Default: "false", Doc: "ignored since session 45 (it accepted mapping pbdb on several nodes with durability fsync, refused before pbdb's take-overs kept all-or-nothing: package doc)"},
 )
 
 // protocol is the registered value: its capabilities, and the variant.
@@ -196,7 +196,14 @@ type PBD struct {
 	// node holds in memory (zero: none); a new primary's suspected
 	// predecessor, the promises it collects, and its recovery's result
 	// while it waits for them.
-	memView      proto.Ballot
+	memView proto.Ballot
+	// Under two mechanisms (pbdb), the primary's durable state kept in
+	// memory too: the image at snapAt (persistState) and the buffers it
+	// executed since (persistBuffer), from which a primary that steps
+	// down reports the decided state and the buffers for the next
+	// primary's recovery to decide (takeover.go stepDownState).
+	snapImg      []byte
+	own          map[uint64]prepared
 	suspect      automaton.NodeID
 	collecting   bool
 	promised     bool // sent a promise in this view

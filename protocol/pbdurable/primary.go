@@ -159,22 +159,28 @@ func (a *PBD) finishTakeOver() {
 	if !a.primary || a.ready || !a.recoveryDone || !a.promisesComplete() {
 		return
 	}
-	a.installBest()
 	res := a.recoveryRes
 	qs := a.recoveryQueries()
 	var c uint64
 	for i, q := range qs {
-		if i >= len(res.Rows) {
-			break
-		}
-		if q.Object == commitObject {
+		if i < len(res.Rows) && q.Object == commitObject {
 			if rows := res.Rows[i]; len(rows) == 1 && len(rows[0]) == 1 {
 				n, _ := durability.AsInt64(rows[0][0])
 				c = uint64(n)
 			}
-			continue
 		}
-		_ = a.svc.set().Restore(q, res.Rows[i])
+	}
+	if a.shortOfCommit(c) {
+		return // the suspect's promise holds the updates up to c (takeover.go)
+	}
+	a.installBest()
+	for i, q := range qs {
+		if i >= len(res.Rows) {
+			break
+		}
+		if q.Object != commitObject {
+			_ = a.svc.set().Restore(q, res.Rows[i])
+		}
 	}
 	a.decide(c)
 	a.ready = true
@@ -254,8 +260,13 @@ func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
 		if len(w.Ship) > 0 {
 			a.index++
 			p.ship, p.ups = a.index, w.Ship
-			if len(p.stmts) > 0 && a.twoMechanisms() {
-				p.stmts = append(p.stmts, commitDecision(p.ship))
+			if a.twoMechanisms() {
+				// Every update is decided by the database under two
+				// mechanisms, one that touches only replicated objects too
+				// (a transaction of the decision alone): the commit index
+				// then covers every answered write, which a new primary's
+				// recovery relies on (takeover.go shortOfCommit).
+				p.stmts, p.dbDone = append(p.stmts, commitDecision(p.ship)), false
 			}
 			a.persistBuffer(p)
 			for _, id := range a.memberIDs() {

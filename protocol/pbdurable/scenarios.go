@@ -21,11 +21,14 @@ func (p protocol) Scenarios() []automaton.Scenario {
 	// backup takes over from a live primary (takeover.go).
 	slowDisk := []string{"--nodes", "3", "--clients", "8", "--ops", "300", "--faults", "crash,slow",
 		"--fsync", "uniform:1ms:30ms", "--power-loss", "500ms,1s,1.5s,2s", "--param", "mapping=pb"}
+	slowDiskPBDB := with(slowDisk[:len(slowDisk)-1], "mapping=pbdb")
 	switch {
 	case p.soloTakeOver:
 		return []automaton.Scenario{
 			{Name: "caught by the linearizability checker (slow disks: a backup takes over from a live primary, which answers alone)",
 				Args: slowDisk, Seeds: TakeOverSeeds},
+			{Name: "caught by the invariant all-or-nothing (slow disks, mapping pbdb: a dropped backup takes over short of the database's commit index)",
+				Args: slowDiskPBDB, Seeds: "3"},
 		}
 	case p.replyBeforeDB:
 		return []automaton.Scenario{
@@ -54,6 +57,8 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			Args: slowDisk, Seeds: TakeOverSeeds},
 		{Name: "kv state replicated, answers in the database (PB+DB) under crashes: all-or-nothing across the two",
 			Args: with(crash, "--param", "mapping=pbdb"), Seeds: "1-6"},
+		{Name: "kv PB+DB under crashes, slow disks and power losses: take-overs from a live primary keep all-or-nothing",
+			Args: slowDiskPBDB, Seeds: "3,8,30"},
 		{Name: "Counter reconstructible: a fail-over loses the value (documented loss, seen by the checker)",
 			Args: with(counter, "--param", "mapping=reconstructible"), Seeds: "3-4", ExpectViolation: true},
 		{Name: "gridmatchmaker queue replicated, accounts in the database (PB+DB, Figs. IV.4-5) under crashes",

@@ -52,7 +52,7 @@ type promiseState struct {
 // there (package doc, "Take-overs from a live primary").
 func (a *PBD) collects() bool {
 	s := a.svc.set()
-	return !a.proto.soloTakeOver && len(a.cfg.Nodes) > 1 && s.Has(durability.Replicated) && !s.Has(durability.Database)
+	return !a.proto.soloTakeOver && len(a.cfg.Nodes) > 1 && s.Has(durability.Replicated)
 }
 
 // beginCollect starts a take-over's collection of promises, before the
@@ -94,12 +94,9 @@ func (a *PBD) onPromise(from automaton.NodeID, m msg) {
 	a.finishTakeOver()
 }
 
-// installBest installs the latest state the promises reported when it is
-// later than this node's own (its view, then its index).
-func (a *PBD) installBest() {
-	if !a.collecting {
-		return
-	}
+// bestPromise is the node whose reported state is the latest (its view,
+// then its index), "" for this node's own, and that state's index.
+func (a *PBD) bestPromise() (automaton.NodeID, uint64) {
 	best, bv, bi := automaton.NodeID(""), a.memView, a.index
 	for _, n := range a.cfg.Nodes {
 		m, ok := a.promises[n]
@@ -110,6 +107,35 @@ func (a *PBD) installBest() {
 			best, bv, bi = n, m.stateView, m.index
 		}
 	}
+	return best, bi
+}
+
+// shortOfCommit reports whether, under two mechanisms, the best state
+// promised so far stops before the database's commit index c while the
+// suspect has not promised: the updates up to c are then at the suspect
+// only (its buffers are durable: it persisted each before shipping it;
+// every backup that acknowledged them restarted since), and the new
+// primary waits for the suspect's promise (it comes once the suspect
+// adopts this view, alive or restarted) rather than recover a commit
+// index beyond its replicated state.
+func (a *PBD) shortOfCommit(c uint64) bool {
+	if !a.collecting || !a.twoMechanisms() || a.suspect == "" {
+		return false
+	}
+	if _, ok := a.promises[a.suspect]; ok {
+		return false
+	}
+	_, bi := a.bestPromise()
+	return bi < c
+}
+
+// installBest installs the latest state the promises reported when it is
+// later than this node's own (its view, then its index).
+func (a *PBD) installBest() {
+	if !a.collecting {
+		return
+	}
+	best, bi := a.bestPromise()
 	m := a.promises[best]
 	a.collecting, a.promises = false, nil
 	if best == "" {
@@ -127,6 +153,7 @@ func (a *PBD) installBest() {
 	if err := a.install(ps.Snap); err != nil {
 		panic(fmt.Sprintf("pbdurable: promised state from %s does not install: %v", best, err))
 	}
+	a.initDatabaseObjects() // the promised image's copies: the recovery queries restore them next
 	a.held = map[uint64]prepared{}
 	for _, b := range ps.Held {
 		u, err := decode(b)
@@ -163,18 +190,55 @@ func (a *PBD) sendPromise() {
 // as the state of its view: every request it executed is in them (it
 // reports them in its promise like a backup's; a primary that was not
 // ready yet still holds the state it took over with).
+//
+// Under two mechanisms (pbdb) its objects also hold requests whose
+// transactions are undecided (executed, shipped, not committed, perhaps
+// never: a later view fenced them), which no promise may report as
+// applied. It goes back to its durable state instead, kept in memory:
+// the image it last persisted (decided changes only: written when no
+// transaction was undecided) and the buffers it executed since, held as
+// prepared, for the next primary's recovery to decide against the
+// database's commit index like any backup's.
 func (a *PBD) stepDownState() {
 	if !a.collects() || !a.ready {
+		return
+	}
+	if a.twoMechanisms() && a.snapImg != nil {
+		if err := a.install(a.snapImg); err != nil {
+			panic(fmt.Sprintf("pbdurable: own image does not install: %v", err))
+		}
+		a.initDatabaseObjects()
+		a.held = a.own
+		a.applied, a.commit, a.dbApplied = a.snapAt, a.snapAt, 0
+		a.snapImg, a.own = nil, nil
 		return
 	}
 	a.applied = a.index
 	a.held = map[uint64]prepared{}
 }
 
+// initDatabaseObjects empties the objects a node other than the primary
+// does not keep (database and reconstructible ones).
+func (a *PBD) initDatabaseObjects() {
+	for _, p := range a.svc.set().Proxies() {
+		if p.Mechanism() != durability.Replicated {
+			p.Init()
+		}
+	}
+}
+
 // heldByBackup reports whether a synced backup holds p's update buffer
 // (always true for a request without one, or on a single node).
+//
+// Under two mechanisms (pbdb) the database's commit index decides
+// instead: every update has a transaction, a new primary recovers the
+// commit index and waits for the suspect's durable buffers when no other
+// node holds the updates up to it (shortOfCommit), so a write the primary
+// answered alone is not lost; and a primary whose members were all
+// dropped must still commit, or its queue never drains for the state a
+// returning member needs (stateClear).
 func (a *PBD) heldByBackup(p *pending) bool {
-	if p.ship == 0 || !a.collects() {
+	if p.ship == 0 || !a.collects() || a.twoMechanisms() {
 		return true
 	}
 	for _, m := range a.members {
