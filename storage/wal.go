@@ -114,6 +114,15 @@ func OpenWAL(dir string, o WALOptions) (*WAL, error) {
 	}
 	if o.FS == nil {
 		o.FS = OSFS{}
+		if o.Sync && !o.DSync {
+			if ok, err := RingStatus(); !ok {
+				lg := o.Logger
+				if lg == nil {
+					lg = slog.Default()
+				}
+				lg.Info("storage: wal: fdatasync as a blocking system call (io_uring unavailable)", "dir", dir, "err", err)
+			}
+		}
 	}
 	w := &WAL{dir: dir, opts: o, lg: o.Logger, data: map[string]map[string][]byte{}, open: map[string]bool{}}
 	if w.lg == nil {

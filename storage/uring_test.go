@@ -1,0 +1,283 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"golang.org/x/sys/unix"
+)
+
+// refuseRing makes io_uring_setup fail with errno for the rest of the test
+// (as a seccomp profile or io_uring_disabled=2 would) and probes anew.
+func refuseRing(t testing.TB, errno syscall.Errno) {
+	t.Helper()
+	setup := uringSetup
+	uringSetup = func(uint32, *uringParams) (int, error) { return -1, errno }
+	ringProbe = &ringProbeState{}
+	t.Cleanup(func() {
+		uringSetup = setup
+		ringProbe = &ringProbeState{}
+	})
+}
+
+func openOSFile(t *testing.T) File {
+	t.Helper()
+	f, err := OSFS{}.OpenFile(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.WriteAt([]byte("frame"), 0); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Datasync goes through the ring where the kernel allows one, and each call
+// is one completion reaped.
+func TestRingDatasync(t *testing.T) {
+	if ok, err := RingStatus(); !ok {
+		t.Skipf("io_uring unavailable here (%v): TestRingRefusedFallsBack covers this machine's path", err)
+	}
+	f := openOSFile(t)
+	r0, p0 := ringSyncs.Load(), plainSyncs.Load()
+	for i := 0; i < 3; i++ {
+		if err := f.Datasync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, p := ringSyncs.Load()-r0, plainSyncs.Load()-p0; r != 3 || p != 0 {
+		t.Fatalf("3 Datasyncs: %d through the ring, %d fdatasync; want 3 and 0", r, p)
+	}
+	of := f.(*osFile)
+	if h, tl := *of.ring.cqHead, *of.ring.cqTail; h != tl {
+		t.Fatalf("completion queue head %d tail %d after Datasync: a completion left unreaped", h, tl)
+	}
+}
+
+// The fsync's own result is Datasync's: an error that only the completion
+// carries (the submission itself succeeds) is returned. A ring that returned
+// once its entry was submitted, or ignored the completion's result, fails
+// this test.
+func TestRingDatasyncError(t *testing.T) {
+	if ok, err := RingStatus(); !ok {
+		t.Skipf("io_uring unavailable here (%v)", err)
+	}
+	r, err := newRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	submitted, err := r.datasync(-1)
+	if !submitted || !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("datasync(-1) = %v, %v; want submitted, EBADF from the completion", submitted, err)
+	}
+	f := openOSFile(t)
+	if submitted, err := r.datasync(int(f.(*osFile).Fd())); !submitted || err != nil {
+		t.Fatalf("datasync after an error = %v, %v; want submitted, nil", submitted, err)
+	}
+}
+
+// Where io_uring_setup is refused (EPERM: seccomp or io_uring_disabled;
+// ENOSYS: no io_uring), Datasync is fdatasync, RingStatus says why, and a
+// WAL commits and reopens as before.
+func TestRingRefusedFallsBack(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EPERM, syscall.ENOSYS} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			refuseRing(t, errno)
+			if ok, err := RingStatus(); ok || !errors.Is(err, errno) {
+				t.Fatalf("RingStatus = %v, %v; want false, %v", ok, err, errno)
+			}
+			f := openOSFile(t)
+			r0, p0 := ringSyncs.Load(), plainSyncs.Load()
+			if err := f.Datasync(); err != nil {
+				t.Fatal(err)
+			}
+			if r, p := ringSyncs.Load()-r0, plainSyncs.Load()-p0; r != 0 || p != 1 {
+				t.Fatalf("Datasync with io_uring refused: %d through the ring, %d fdatasync; want 0 and 1", r, p)
+			}
+			dir := t.TempDir()
+			w, err := OpenWAL(dir, WALOptions{Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := w.Namespace("ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p1 := plainSyncs.Load()
+			if err := s.Commit([]automaton.Persist{{Key: "k", Value: []byte("v")}}); err != nil {
+				t.Fatal(err)
+			}
+			if plainSyncs.Load() == p1 {
+				t.Fatal("a WAL commit with io_uring refused called no fdatasync")
+			}
+			w.Close()
+			w, err = OpenWAL(dir, WALOptions{Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			s, _ = w.Namespace("ns")
+			if m, err := s.Load(); err != nil || string(m["k"]) != "v" {
+				t.Fatalf("reopened: %v, %v; want k=v", m, err)
+			}
+		})
+	}
+}
+
+// A ring whose submission fails (here: its descriptor closed under it)
+// is given up, and Datasync falls back to fdatasync for that call and the
+// next ones.
+func TestRingSubmitFailureFallsBack(t *testing.T) {
+	if ok, err := RingStatus(); !ok {
+		t.Skipf("io_uring unavailable here (%v)", err)
+	}
+	f := openOSFile(t)
+	if err := f.Datasync(); err != nil {
+		t.Fatal(err)
+	}
+	of := f.(*osFile)
+	unix.Close(of.ring.fd)
+	of.ring.fd = -1
+	r0, p0 := ringSyncs.Load(), plainSyncs.Load()
+	for i := 0; i < 2; i++ {
+		if err := f.Datasync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, p := ringSyncs.Load()-r0, plainSyncs.Load()-p0; r != 0 || p != 2 {
+		t.Fatalf("after a failed submission: %d through the ring, %d fdatasync; want 0 and 2", r, p)
+	}
+}
+
+// BenchmarkDatasyncPath compares fdatasync with the ring's fsync (held
+// wait, the default) and with the ring waited for through the netpoller
+// (ringPoller), on a 4 KiB write each, with the process idle and with
+// GOMAXPROCS goroutines kept runnable (a busy node: a scheduler with
+// runnable goroutines polls the network late, up to sysmon's 10 ms). Wall
+// time per sync (p50, p99) and, idle, the process's CPU per sync:
+//
+//	go test ./storage -run '^$' -bench DatasyncPath -benchtime 2000x
+func BenchmarkDatasyncPath(b *testing.B) {
+	for _, path := range []string{"fdatasync", "ring", "ring-poller"} {
+		for _, busy := range []bool{false, true} {
+			name := path + "/idle"
+			if busy {
+				name = path + "/busy"
+			}
+			b.Run(name, func(b *testing.B) {
+				if path == "fdatasync" {
+					refuseRing(b, syscall.EPERM)
+				} else if ok, err := RingStatus(); !ok {
+					b.Skipf("io_uring unavailable: %v", err)
+				}
+				if path == "ring-poller" {
+					ringPoller = true
+					defer func() { ringPoller = false }()
+				}
+				f, err := OSFS{}.OpenFile(filepath.Join(b.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				if busy {
+					for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for {
+								select {
+								case <-stop:
+									return
+								default:
+								}
+								for j := 0; j < 2000; j++ { // ~µs of work, then yield
+									_ = j * j
+								}
+								runtime.Gosched()
+							}
+						}()
+					}
+				}
+				buf := make([]byte, 4096)
+				lat := make([]time.Duration, 0, b.N)
+				var ru0, ru1 syscall.Rusage
+				syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := f.WriteAt(buf, int64(i%256)*4096); err != nil {
+						b.Fatal(err)
+					}
+					t0 := time.Now()
+					if err := f.Datasync(); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+				b.StopTimer()
+				syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+				close(stop)
+				wg.Wait()
+				slices.Sort(lat)
+				us := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Nanoseconds()) / 1e3 }
+				b.ReportMetric(us(0.5), "p50-us")
+				b.ReportMetric(us(0.99), "p99-us")
+				if !busy {
+					cpu := time.Duration(syscall.TimevalToNsec(ru1.Utime) + syscall.TimevalToNsec(ru1.Stime) - syscall.TimevalToNsec(ru0.Utime) - syscall.TimevalToNsec(ru0.Stime))
+					b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N), "cpu-us/sync")
+				}
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
+
+// The held wait (a timed io_uring_enter made without telling the
+// scheduler) ends when Go preempts its goroutine: a stop-the-world's signal
+// cuts it short with EINTR, after which datasync waits the ordinary way. A
+// wait that ignored signals would hold up every stop-the-world of the node
+// for as long as a slow disk takes; here it would wait out its 20 s and
+// return ETIME.
+func TestRingHeldWaitYieldsToStopTheWorld(t *testing.T) {
+	if ok, err := RingStatus(); !ok {
+		t.Skipf("io_uring unavailable here (%v)", err)
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs a second P to stop the world while the first is held")
+	}
+	r, err := newRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	started := make(chan struct{})
+	done := make(chan syscall.Errno, 1)
+	go func() {
+		close(started)
+		_, e := r.enterHeld(0, 20*time.Second) // nothing in flight: only a signal or the timeout ends it
+		done <- e
+	}()
+	<-started
+	for {
+		select {
+		case e := <-done:
+			if e != syscall.EINTR {
+				t.Fatalf("held wait ended with %v; want EINTR from the stop-the-world's preemption", e)
+			}
+			return
+		default:
+			runtime.GC()
+		}
+	}
+}
