@@ -42,9 +42,10 @@ func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	return &osFile{File: f}, nil
 }
 
-// osFile is an *os.File whose Datasync goes through an io_uring when the
-// kernel lets the process set one up (uring_linux.go): its ring is made at
-// the first Datasync and closed with the file.
+// osFile is an *os.File whose Datasync goes through an io_uring when that
+// is turned on (SYNOD_WAL_IOURING=1) and the kernel lets the process set one
+// up (uring_linux.go): its ring is made at the first Datasync and closed
+// with the file.
 type osFile struct {
 	*os.File
 	ringOnce sync.Once
@@ -53,6 +54,9 @@ type osFile struct {
 
 func (f *osFile) Datasync() error {
 	f.ringOnce.Do(func() {
+		if !ringOn {
+			return
+		}
 		if ok, _ := RingStatus(); ok {
 			f.ring, _ = newRing()
 		}

@@ -67,10 +67,11 @@
 // the in-memory maps; the first committer that finds no write in progress
 // writes the frame with one write at the end of the log and calls fdatasync
 // (or, with WALOptions.DSync, relies on O_DSYNC), then wakes every commit the
-// frame carried. The fdatasync is an io_uring IORING_OP_FSYNC (DATASYNC)
-// waited for without Go's scheduler seeing a blocking system call, where the
-// kernel allows io_uring, else the system call (uring_linux.go says why and
-// what it measured; RingStatus says which, and OpenWAL logs the fallback). Concurrent commits of different namespaces therefore share
+// frame carried. With SYNOD_WAL_IOURING=1 in the node's environment (off by
+// default) the fdatasync is an io_uring IORING_OP_FSYNC (DATASYNC) waited for
+// without Go's scheduler seeing a blocking system call, where the kernel
+// allows io_uring (uring_linux.go says why, what it measured and why it is
+// off; OpenWAL logs a fallback to the system call). Concurrent commits of different namespaces therefore share
 // one write and one sync (group commit), and a frame holds whole batches, so
 // a batch is atomic. A failed write or sync fails the engine for good (see
 // "Storage faults" below).

@@ -44,6 +44,16 @@ import (
 // GOMAXPROCS goroutines runnable, against 0.13-0.19 ms for fdatasync, and a
 // live cluster did 30-40 % fewer SETs per second in 4 of 4 rounds.
 //
+// **Off by default** (SYNOD_WAL_IOURING=1 in a node's environment turns it
+// on): the io-wq worker that runs the fsync is one more thread to wake and
+// schedule per sync, and a lone writer pays it on its critical path. One
+// closed-loop client, 4 alternated rounds, load 11-15 (scripts/bench-latency13,
+// docs/COSTS.md): unreplicated put p50 0.220 -> 0.398 ms (worse in 3 of 4),
+// paxos put p50 0.552 -> 0.520 ms but p99 2.8-4.6 -> 6.0-17.0 ms (worse in 4
+// of 4). Issue 28 allows no protocol's one-client latency to get worse, so
+// pipelined SET's gain (CPU per SET lower in 6 of 6 rounds) is kept as an
+// option until the ring is used only where commits queue behind the sync.
+//
 // Durability is unchanged: Datasync returns only after reaping the
 // completion of the fsync it submitted, with that fsync's result (an error
 // is the fdatasync's error, and the WAL fails as before). Where io_uring
@@ -74,6 +84,10 @@ type uringParams struct {
 	sqOff                                                                  struct{ head, tail, ringMask, ringEntries, flags, dropped, array, resv1, userAddrLo, userAddrHi uint32 }
 	cqOff                                                                  struct{ head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1, userAddrLo, userAddrHi uint32 }
 }
+
+// ringOn turns the ring on: the environment's SYNOD_WAL_IOURING=1, read at
+// start (off by default: see above for the one-client latency it costs).
+var ringOn = os.Getenv("SYNOD_WAL_IOURING") == "1"
 
 // uringSetup is io_uring_setup; tests replace it to refuse the ring.
 var uringSetup = func(entries uint32, p *uringParams) (int, error) {

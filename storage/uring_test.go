@@ -28,6 +28,30 @@ func refuseRing(t testing.TB, errno syscall.Errno) {
 	})
 }
 
+// ringTurnedOn turns the ring on for the rest of the test, as
+// SYNOD_WAL_IOURING=1 does.
+func ringTurnedOn(t testing.TB) {
+	t.Helper()
+	on := ringOn
+	ringOn = true
+	t.Cleanup(func() { ringOn = on })
+}
+
+// Off by default: Datasync is fdatasync unless SYNOD_WAL_IOURING=1.
+func TestRingOffByDefault(t *testing.T) {
+	if os.Getenv("SYNOD_WAL_IOURING") != "" {
+		t.Skip("SYNOD_WAL_IOURING is set")
+	}
+	f := openOSFile(t)
+	r0, p0 := ringSyncs.Load(), plainSyncs.Load()
+	if err := f.Datasync(); err != nil {
+		t.Fatal(err)
+	}
+	if r, p := ringSyncs.Load()-r0, plainSyncs.Load()-p0; r != 0 || p != 1 {
+		t.Fatalf("Datasync by default: %d through the ring, %d fdatasync; want 0 and 1", r, p)
+	}
+}
+
 func openOSFile(t *testing.T) File {
 	t.Helper()
 	f, err := OSFS{}.OpenFile(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
@@ -44,6 +68,7 @@ func openOSFile(t *testing.T) File {
 // Datasync goes through the ring where the kernel allows one, and each call
 // is one completion reaped.
 func TestRingDatasync(t *testing.T) {
+	ringTurnedOn(t)
 	if ok, err := RingStatus(); !ok {
 		t.Skipf("io_uring unavailable here (%v): TestRingRefusedFallsBack covers this machine's path", err)
 	}
@@ -92,6 +117,7 @@ func TestRingDatasyncError(t *testing.T) {
 func TestRingRefusedFallsBack(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EPERM, syscall.ENOSYS} {
 		t.Run(errno.Error(), func(t *testing.T) {
+			ringTurnedOn(t)
 			refuseRing(t, errno)
 			if ok, err := RingStatus(); ok || !errors.Is(err, errno) {
 				t.Fatalf("RingStatus = %v, %v; want false, %v", ok, err, errno)
@@ -138,6 +164,7 @@ func TestRingRefusedFallsBack(t *testing.T) {
 // is given up, and Datasync falls back to fdatasync for that call and the
 // next ones.
 func TestRingSubmitFailureFallsBack(t *testing.T) {
+	ringTurnedOn(t)
 	if ok, err := RingStatus(); !ok {
 		t.Skipf("io_uring unavailable here (%v)", err)
 	}
@@ -175,6 +202,7 @@ func BenchmarkDatasyncPath(b *testing.B) {
 				name = path + "/busy"
 			}
 			b.Run(name, func(b *testing.B) {
+				ringTurnedOn(b)
 				if path == "fdatasync" {
 					refuseRing(b, syscall.EPERM)
 				} else if ok, err := RingStatus(); !ok {

@@ -114,13 +114,13 @@ func OpenWAL(dir string, o WALOptions) (*WAL, error) {
 	}
 	if o.FS == nil {
 		o.FS = OSFS{}
-		if o.Sync && !o.DSync {
+		if o.Sync && !o.DSync && ringOn {
 			if ok, err := RingStatus(); !ok {
 				lg := o.Logger
 				if lg == nil {
 					lg = slog.Default()
 				}
-				lg.Info("storage: wal: fdatasync as a blocking system call (io_uring unavailable)", "dir", dir, "err", err)
+				lg.Warn("storage: wal: SYNOD_WAL_IOURING=1 but io_uring is unavailable: fdatasync as a blocking system call", "dir", dir, "err", err)
 			}
 		}
 	}
