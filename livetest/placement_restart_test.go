@@ -77,9 +77,9 @@ func TestShardedMigrationKillsAndWholeRestart(t *testing.T) {
 	moved := []shard.Range{{First: s0.First, Last: s0.First + 999}}
 	rangeText := shard.FormatSlots(moved)
 
-	// Preload 300 keys of the range (600 with 9+ nodes), 256 bytes each,
+	// Preload 50 keys of the range per node (300 with 6 nodes), 256 bytes each,
 	// so that the copy lasts several seconds at the rate below.
-	preload := 300 * (nodes / 6)
+	preload := 300 * nodes / 6
 	pad := strings.Repeat("p", 250)
 	var pre []string
 	for i := 0; len(pre) < preload; i++ {
@@ -201,7 +201,7 @@ func TestShardedMigrationKillsAndWholeRestart(t *testing.T) {
 	for round := 1; round <= rounds; round++ {
 		start := time.Now()
 		admin := redis.NewClient(&redis.Options{Addr: addrs[nodes-1], ReadTimeout: 10 * time.Second})
-		if err := admin.Do(ctx, "cluster", "migrate", from, to, rangeText, "rate", strconv.Itoa(60*(nodes/6))).Err(); err != nil {
+		if err := admin.Do(ctx, "cluster", "migrate", from, to, rangeText, "rate", strconv.Itoa(60*nodes/6)).Err(); err != nil {
 			t.Fatalf("round %d: CLUSTER MIGRATE %s %s %s: %v", round, from, to, rangeText, err)
 		}
 		admin.Close()
@@ -217,8 +217,10 @@ func TestShardedMigrationKillsAndWholeRestart(t *testing.T) {
 			restart(victim)
 			allLed(30 * time.Second)
 		}
-		// 2. The placement namespace's leader (the migration's driver).
-		st = waitFor("the copy to go on", func(st map[string]string) bool { return copied(st) >= preload/3 })
+		// 2. The placement namespace's leader (the migration's driver),
+		// once the copy went on after the first kill.
+		was := copied(st)
+		st = waitFor("the copy to go on", func(st map[string]string) bool { return copied(st) >= preload/3 && copied(st) > was })
 		if st["phase"] != "done" {
 			victim := leaderOf(config.PlacementName)
 			kill(victim, "the leader of "+config.PlacementName+", the migration's driver", st)
@@ -227,7 +229,8 @@ func TestShardedMigrationKillsAndWholeRestart(t *testing.T) {
 			allLed(30 * time.Second)
 		}
 		// 3. Every node at once, then restarted in reverse order.
-		st = waitFor("the copy to go further", func(st map[string]string) bool { return copied(st) >= preload/2 })
+		was = copied(st)
+		st = waitFor("the copy to go further", func(st map[string]string) bool { return copied(st) >= preload/2 && copied(st) > was })
 		atKill := st["phase"]
 		for _, id := range ids {
 			if err := c.Kill(id); err != nil {
