@@ -73,16 +73,31 @@ type LeaderChange struct {
 
 // leaderState is what the client knows of one namespace's leader.
 type leaderState struct {
-	mu      sync.Mutex
-	id      string        // current leader's node id ("" unknown)
-	idx     int           // its index in GRPC.conns, -1 unknown
-	changed chan struct{} // closed and replaced when idx changes
+	mu       sync.Mutex
+	id       string             // current leader's node id ("" unknown)
+	idx      int                // its index in GRPC.conns, -1 unknown
+	epoch    context.Context    // ends (and is replaced) when idx changes
+	endEpoch context.CancelFunc // ends epoch
 }
 
+func newLeaderState() *leaderState {
+	st := &leaderState{idx: -1}
+	st.epoch, st.endEpoch = context.WithCancel(context.Background())
+	return st
+}
+
+// target returns the leader's index and a channel closed when it changes.
 func (st *leaderState) target() (int, <-chan struct{}) {
+	idx, epoch := st.targetEpoch()
+	return idx, epoch.Done()
+}
+
+// targetEpoch returns the leader's index and a context that ends when it
+// changes.
+func (st *leaderState) targetEpoch() (int, context.Context) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.idx, st.changed
+	return st.idx, st.epoch
 }
 
 // watchBackoff bounds the pause before a broken WatchLeader stream is
@@ -97,7 +112,7 @@ func (c *GRPC) leader(ns string) *leaderState {
 	if st := c.leaders[ns]; st != nil {
 		return st
 	}
-	st := &leaderState{idx: -1, changed: make(chan struct{})}
+	st := newLeaderState()
 	if c.leaders == nil {
 		c.leaders = map[string]*leaderState{}
 	}
@@ -160,8 +175,8 @@ func (c *GRPC) noteLeader(ns string, st *leaderState, ev *synodpb.LeaderEvent, a
 	ch := LeaderChange{Namespace: ns, Leader: ev.GetNodeId(), Previous: st.id, From: ev.GetFrom(), At: at}
 	isNew := st.id != ev.GetNodeId()
 	st.id, st.idx = ev.GetNodeId(), idx
-	close(st.changed)
-	st.changed = make(chan struct{})
+	st.endEpoch()
+	st.epoch, st.endEpoch = context.WithCancel(context.Background())
 	st.mu.Unlock()
 	if idx >= 0 {
 		ch.Addr = c.conns[idx].addr
@@ -197,6 +212,42 @@ type attemptResult struct {
 // writes of namespaces with idempotent_retry come here.
 func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what reqName, p nsProps) (*synodpb.Response, service.Result, error) {
 	st := c.leader(p.name)
+	// The first attempt at a known leader runs on the calling goroutine (no
+	// hand-off to an attempt goroutine and back, two per call): a
+	// notification of a new leader cancels it (only reads and deduplicated
+	// writes come here, so the resubmission below under the same identity
+	// takes effect once), and the loop below takes over, at the new leader;
+	// a failure without a change moves to the next address, as in the loop.
+	first, maySent := -1, false
+	var errs []error
+	if target, epoch := st.targetEpoch(); target >= 0 {
+		actx, acancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(epoch, acancel)
+		resp, res, sent, err := c.attempt(actx, c.conns[target], req)
+		changed := !stop() || epoch.Err() != nil
+		acancel()
+		g := c.conns[target]
+		if err == nil {
+			e := replyError(res.Err)
+			if res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
+				c.prefer(target)
+				return resp, res, nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", g.addr, e))
+		} else {
+			if definite(status.Code(err)) && !changed {
+				return nil, service.Result{}, fmt.Errorf("client: %s at %s: %w", what, g.addr, err)
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", g.addr, err))
+		}
+		maySent = sent && !p.read
+		if cerr := ctxDone(ctx); cerr != nil {
+			return nil, service.Result{}, c.giveUp(what, p.read, maySent, fmt.Errorf("%w (last error: %v)", cerr, errs[len(errs)-1]))
+		}
+		if !changed {
+			first = target
+		}
+	}
 	sctx, scancel := context.WithCancel(ctx) // ends every attempt on return
 	defer scancel()
 	stop := context.AfterFunc(c.life, scancel)
@@ -228,12 +279,19 @@ func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what reqNam
 		return -1
 	}
 	target, changed := st.target()
-	if target < 0 {
+	if first >= 0 {
+		tried[first] = true // it failed: the next address (the leader unchanged)
+		if target == first {
+			target = next()
+		}
+	}
+	if target < 0 || tried[target] {
 		target = next()
 	}
+	if target < 0 {
+		return nil, service.Result{}, c.giveUp(what, p.read, maySent, fmt.Errorf("failed at every address: %w", errors.Join(errs...)))
+	}
 	launch(target)
-	maySent := false
-	var errs []error
 	for {
 		select {
 		case r := <-results:

@@ -333,3 +333,45 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A request to a known leader makes its first attempt on the calling
+// goroutine: no attempt goroutine to hand the call to and the result back
+// from (fails on main 0fae8db: every attempt ran on a goroutine of its
+// own). The fail-over on a notification is TestFailoverResubmitsOnNotification's.
+func TestFailoverFirstAttemptOnCaller(t *testing.T) {
+	_, _, addrs := startFakeCluster(t, 3, "test-grpc-dedup")
+	seen := newChanges()
+	c := newGRPC(t, addrs, Options{OnLeaderChange: seen.note})
+	ctx := tctx(t)
+	if err := c.Set(ctx, "warm", []byte("up")); err != nil {
+		t.Fatal(err)
+	}
+	<-seen.ch // the leader is known
+	var mu sync.Mutex
+	var on []string
+	testHookAttempt = func() {
+		mu.Lock()
+		on = append(on, goid())
+		mu.Unlock()
+	}
+	defer func() { testHookAttempt = nil }()
+	me := goid()
+	for range 10 {
+		if _, _, err := c.Get(ctx, "warm"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Set(ctx, "k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(on) != 20 {
+		t.Fatalf("%d attempts for 20 requests", len(on))
+	}
+	for _, g := range on {
+		if g != me {
+			t.Fatalf("an attempt ran on goroutine %s, the caller is %s", g, me)
+		}
+	}
+}

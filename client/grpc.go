@@ -816,9 +816,15 @@ func (c *GRPC) Begin(ctx context.Context, ns string) (*Txn, error) {
 	return nil, fmt.Errorf("client: begin (request %v) failed at every address: %w", id, errors.Join(errs...))
 }
 
+// testHookAttempt, when set (by tests), is called at each attempt's start.
+var testHookAttempt func()
+
 // attempt sends req once to g. sent reports whether it may have reached
 // the node.
 func (c *GRPC) attempt(ctx context.Context, g *gconn, req *synodpb.Request) (*synodpb.Response, service.Result, bool, error) {
+	if testHookAttempt != nil {
+		testHookAttempt()
+	}
 	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	if err := g.ready(actx); err != nil {

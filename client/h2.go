@@ -130,9 +130,11 @@ type h2client struct {
 
 var errH2Closed = status.Error(codes.Canceled, "grpc: the client connection is closing")
 
-// conn returns a usable connection, dialling if needed. An error means
-// nothing was sent.
-func (h *h2client) conn(ctx context.Context) (*h2conn, error) {
+// conn returns a usable connection, dialling if needed (and polling an
+// existing one: h2conn.usable). An error means nothing was sent.
+func (h *h2client) conn(ctx context.Context) (*h2conn, error) { return h.connect(ctx, true) }
+
+func (h *h2client) connect(ctx context.Context, poll bool) (*h2conn, error) {
 	for {
 		h.mu.Lock()
 		if h.closed {
@@ -141,7 +143,7 @@ func (h *h2client) conn(ctx context.Context) (*h2conn, error) {
 		}
 		if c := h.cur; c != nil {
 			h.mu.Unlock()
-			if c.usable() {
+			if !poll || c.usable() {
 				return c, nil
 			}
 			h.drop(c)
@@ -199,9 +201,10 @@ func (h *h2client) close() {
 	}
 }
 
-// ready waits until a connection is up (gconn.ready's contract).
+// ready waits until a connection is up (gconn.ready's contract); the call
+// that follows polls it (h2conn.usable), once.
 func (h *h2client) ready(ctx context.Context) error {
-	if _, err := h.conn(ctx); err != nil {
+	if _, err := h.connect(ctx, false); err != nil {
 		if status.Code(err) == codes.Canceled && errors.Is(err, errH2Closed) {
 			return ErrClosed
 		}
@@ -280,13 +283,16 @@ type h2conn struct {
 	authority string
 
 	// Writing: under wmu.
-	wmu      sync.Mutex
-	bw       *bufio.Writer
-	fw       *http2.Framer
-	hbuf     bytes.Buffer
-	henc     *hpack.Encoder
-	nextID   uint32
-	maxFrame uint32 // the node's SETTINGS_MAX_FRAME_SIZE
+	wmu    sync.Mutex
+	bw     *bufio.Writer
+	fw     *http2.Framer
+	hbuf   bytes.Buffer
+	henc   *hpack.Encoder
+	nextID uint32
+	// tableSize is the node's SETTINGS_HEADER_TABLE_SIZE when it changed
+	// and the encoder has not yet taken it (-1: none): the reader sets it,
+	// the next writer applies it.
+	tableSize atomic.Int64
 
 	// Shared state: under mu.
 	mu        sync.Mutex
@@ -298,6 +304,13 @@ type h2conn struct {
 	goaway    bool        // the node sent GOAWAY: no new streams
 	sendWin   int64       // connection-level send window
 	streamWin int64       // the node's SETTINGS_INITIAL_WINDOW_SIZE
+	maxFrame  uint32      // the node's SETTINGS_MAX_FRAME_SIZE
+	// ctl holds control frames the reader wrote (WINDOW_UPDATE, SETTINGS
+	// and PING acknowledgements) until a writer sends them: the reader
+	// never waits for the write lock, whose holder may be blocked writing
+	// to a node that is itself blocked writing to us (sendCtl).
+	ctl   bytes.Buffer
+	ctlFr *http2.Framer
 
 	// Reading: by the turn's holder only.
 	rbuf        []byte
@@ -345,6 +358,8 @@ func dialH2(ctx context.Context, addr string, timeout time.Duration) (*h2conn, e
 	}
 	c.bw = bufio.NewWriterSize(nc, 32<<10)
 	c.fw = http2.NewFramer(c.bw, nil)
+	c.ctlFr = http2.NewFramer(&c.ctl, nil)
+	c.tableSize.Store(-1)
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.src = frameSource{c}
 	c.fr = http2.NewFramer(nil, c.src)
@@ -513,7 +528,7 @@ func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (
 	c.mu.Lock()
 	if err := c.err; err != nil || c.goaway {
 		c.mu.Unlock()
-		c.wmu.Unlock()
+		c.unlockW(nil)
 		if err == nil {
 			err = errors.New("the node is shutting down (GOAWAY)")
 		}
@@ -529,13 +544,7 @@ func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (
 	if err == nil && unary {
 		end, err = c.writeSome(s, body, true)
 	}
-	if err == nil {
-		err = c.bw.Flush()
-	}
-	c.wmu.Unlock()
-	if err != nil {
-		c.fail(err)
-	}
+	err = c.unlockW(err)
 	if ctx.Done() != nil {
 		s.stop = context.AfterFunc(ctx, s.abort)
 	}
@@ -615,6 +624,9 @@ func encodeTimeout(d time.Duration) string {
 // writeHeaders writes a header block (HEADERS, CONTINUATION as needed).
 // The caller holds wmu.
 func (c *h2conn) writeHeaders(sid uint32, hdrs []hpack.HeaderField, end bool) error {
+	if ts := c.tableSize.Swap(-1); ts >= 0 {
+		c.henc.SetMaxDynamicTableSizeLimit(uint32(ts))
+	}
 	c.hbuf.Reset()
 	for _, f := range hdrs {
 		if err := c.henc.WriteField(f); err != nil {
@@ -624,7 +636,7 @@ func (c *h2conn) writeHeaders(sid uint32, hdrs []hpack.HeaderField, end bool) er
 	block := c.hbuf.Bytes()
 	first := true
 	for first || len(block) > 0 {
-		n := min(len(block), int(c.maxFrame))
+		n := min(len(block), 16384) // any peer accepts frames of 16 KiB
 		frag, last := block[:n], n == len(block)
 		var err error
 		if first {
@@ -709,15 +721,63 @@ func (c *h2conn) sendRest(s *h2stream, body []byte, end bool) error {
 // error fails the connection.
 func (c *h2conn) write(fn func() error) error {
 	c.wmu.Lock()
-	err := fn()
-	if err == nil {
-		err = c.bw.Flush()
+	return c.unlockW(fn())
+}
+
+// unlockW sends the pending control frames, flushes and releases the
+// write lock; err (a failed write) or a failed flush fails the connection.
+// Control frames the reader queued meanwhile are sent by taking the lock
+// again if it is free.
+func (c *h2conn) unlockW(err error) error {
+	for {
+		if err == nil {
+			if b := c.takeCtl(); b != nil {
+				_, err = c.bw.Write(b)
+			}
+		}
+		if err == nil {
+			err = c.bw.Flush()
+		}
+		c.wmu.Unlock()
+		if err != nil {
+			c.fail(err)
+			return err
+		}
+		c.mu.Lock()
+		pending := c.ctl.Len() > 0
+		c.mu.Unlock()
+		if !pending || !c.wmu.TryLock() {
+			return nil
+		}
 	}
-	c.wmu.Unlock()
+}
+
+// takeCtl returns (a copy of) the pending control frames, or nil.
+func (c *h2conn) takeCtl() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctl.Len() == 0 {
+		return nil
+	}
+	b := bytes.Clone(c.ctl.Bytes())
+	c.ctl.Reset()
+	return b
+}
+
+// sendCtl queues a control frame (fn writes it) and sends it now if the
+// write lock is free, else its holder does when it releases it. The reader
+// uses it: it must never wait for the write lock.
+func (c *h2conn) sendCtl(fn func(fr *http2.Framer) error) error {
+	c.mu.Lock()
+	err := fn(c.ctlFr)
+	c.mu.Unlock()
 	if err != nil {
-		c.fail(err)
+		return err
 	}
-	return err
+	if c.wmu.TryLock() {
+		return c.unlockW(nil)
+	}
+	return nil
 }
 
 // await waits until cond (evaluated under mu) holds, reading the
@@ -851,8 +911,6 @@ func (c *h2conn) handle(f http2.Frame) error {
 		if f.IsAck() {
 			return nil
 		}
-		var err error
-		c.wmu.Lock()
 		c.mu.Lock()
 		f.ForeachSetting(func(st http2.Setting) error {
 			switch st.ID {
@@ -865,22 +923,18 @@ func (c *h2conn) handle(f http2.Frame) error {
 			case http2.SettingMaxFrameSize:
 				c.maxFrame = st.Val
 			case http2.SettingHeaderTableSize:
-				c.henc.SetMaxDynamicTableSizeLimit(st.Val)
+				c.tableSize.Store(int64(st.Val))
 			}
 			return nil
 		})
 		c.wakeWriters()
 		c.mu.Unlock()
-		if err = c.fw.WriteSettingsAck(); err == nil {
-			err = c.bw.Flush()
-		}
-		c.wmu.Unlock()
-		return err
+		return c.sendCtl(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
 	case *http2.PingFrame:
 		if f.IsAck() {
 			return nil
 		}
-		return c.write(func() error { return c.fw.WritePing(true, f.Data) })
+		return c.sendCtl(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) })
 	case *http2.WindowUpdateFrame:
 		c.mu.Lock()
 		if f.StreamID == 0 {
@@ -957,12 +1011,12 @@ func (c *h2conn) handleData(f *http2.DataFrame) error {
 	}
 	c.mu.Unlock()
 	if connInc > 0 || streamInc > 0 {
-		err = c.write(func() (err error) {
+		err = c.sendCtl(func(fr *http2.Framer) (err error) {
 			if connInc > 0 {
-				err = c.fw.WriteWindowUpdate(0, connInc)
+				err = fr.WriteWindowUpdate(0, connInc)
 			}
 			if streamInc > 0 && err == nil {
-				err = c.fw.WriteWindowUpdate(f.StreamID, streamInc)
+				err = fr.WriteWindowUpdate(f.StreamID, streamInc)
 			}
 			return err
 		})
