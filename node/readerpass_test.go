@@ -45,7 +45,16 @@ func TestReaderPass(t *testing.T) {
 				}
 				nodes = append(nodes, startNode(t, cfg, c.ID, ls[i], o))
 			}
-			do(t, nodes[0], "default", req("set", "warm", "x"))
+			// Warm up until n1's messages reach both replicas: a node
+			// dials its peers as it starts, and a dial refused because
+			// the peer was not listening yet backs off; until n1's
+			// connection to a replica is up, ABD's quorum is n1 and the
+			// other replica, and the first replica steps nothing (seen
+			// in CI: n2 0, n3 30).
+			eventually(t, "n1's messages reach n2 and n3", func() bool {
+				do(t, nodes[0], "default", req("set", "warm", "x"))
+				return nodes[1].loop("default").msgsIn.Load() > 0 && nodes[2].loop("default").msgsIn.Load() > 0
+			})
 			idle := func() bool {
 				for _, n := range nodes {
 					if l := n.loop("default"); l.sched.Load() != loopIdle || !l.pass.TryLock() {
@@ -71,6 +80,14 @@ func TestReaderPass(t *testing.T) {
 					t.Fatalf("%s: %v", r.Op.Kind, res)
 				}
 			}
+			// A replica whose reply the quorum did not wait for may not
+			// have read its messages yet when the last operation
+			// returns (its reader goroutine woken late on a loaded
+			// machine): wait until both replicas stepped every message
+			// n1 sent them, and every loop is idle again.
+			eventually(t, "the replicas step every message n1 sent", func() bool {
+				return nodes[1].loop("default").msgsIn.Load()+nodes[2].loop("default").msgsIn.Load() >= nodes[0].loop("default").msgsOut.Load() && idle()
+			})
 			c, r2, r3, resp := onReader[0].Load(), onReader[1].Load(), onReader[2].Load(), responds.Load()
 			t.Logf("%d operations: steps on readers at n1 %d, n2 %d, n3 %d; n1's responses sent on a reader %d", ops, c, r2, r3, resp)
 			if before {
