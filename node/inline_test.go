@@ -167,8 +167,12 @@ func TestInlineWriteCommit(t *testing.T) {
 			if bad != 0 {
 				t.Errorf("%d of %d commits ran on the goroutine that stepped the write (the caller waits for the fsync)", bad, com)
 			}
-			if proto == "unreplicated" && hand > 2*puts+(puts-uint64(got)) {
-				t.Errorf("%d hand-offs for %d puts (%d inline), want 2 per inline put (committer, response), 3 otherwise", hand, puts, got)
+			// A few hand-offs besides the puts' own may fall in the
+			// window (the warm-up's, a background flush: 41 for 20 puts
+			// once in 6 runs while CI ran); a pass on a worker costs
+			// one more per put, 20 more here.
+			if slack := uint64(puts / 4); proto == "unreplicated" && hand > 2*puts+(puts-uint64(got))+slack {
+				t.Errorf("%d hand-offs for %d puts (%d inline), want 2 per inline put (committer, response), 3 otherwise, +%d", hand, puts, got, slack)
 			}
 		})
 	}
