@@ -805,10 +805,7 @@ func loadLeader(in PlaceInput, p PlaceParams, margin float64, ids []string, up m
 			if m == top || !up[m] {
 				continue
 			}
-			after := max(high-g.Ops, l[m]+g.Ops)
-			if brokenLoadFlap {
-				after = high - g.Ops
-			}
+			after := loadAfter(high, g.Ops, l[m])
 			if after > bestMax || found && after == bestMax {
 				continue
 			}
@@ -825,6 +822,17 @@ func loadLeader(in PlaceInput, p PlaceParams, margin float64, ids []string, up m
 		}
 	}
 	return best, found
+}
+
+// loadAfter is the higher of two nodes' loads after a group's load ops
+// moves from the busiest node (load high) to one carrying to: what a
+// load move must bring under the margin (loadLeader, loadReplica). The
+// broken variant brokenLoadFlap forgets the receiving node.
+func loadAfter(high, ops, to float64) float64 {
+	if brokenLoadFlap {
+		return high - ops
+	}
+	return max(high-ops, to+ops)
 }
 
 // loadReplica moves a replica from the node hosting the most load to the
@@ -848,10 +856,7 @@ func loadReplica(in PlaceInput, p PlaceParams, margin float64, ids []string, up 
 			if !up[x] || contains(g.Members, x) || contains(g.Former, x) {
 				continue
 			}
-			after := max(high-g.Ops, l[x]+g.Ops)
-			if brokenLoadFlap {
-				after = high - g.Ops
-			}
+			after := loadAfter(high, g.Ops, l[x])
 			if after > bestMax || found && after == bestMax {
 				continue
 			}
