@@ -564,6 +564,42 @@
 //     docs/COSTS.md, session 45): entries merged per SET 18.8 -> 11.8,
 //     peer bytes per SET 944 -> 778, CPU per SET 56-61 -> 50-52 us, p99
 //     step CPU per 5 ms slot 6.4-6.9 -> 5.6-5.8 ms.
+//   - Collection without "gone" (stability=prefix, gc.go goneless,
+//     stable_prefix.go solidPrefix; issue 28, session 46). The seed's
+//     garbage collection (§4.3.1's remark, §6.1) discards an operation
+//     stable at every member and says nothing of telling the peers; until
+//     session 46 each peer was sent a "gone" position for it until it
+//     acknowledged (Garbage collection, below): with the prefix, half the
+//     entries merged under load (5.9 of 11.8 per SET). Decision: under
+//     stability=prefix collection queues nothing, and the stable prefix
+//     covers the collected operations: when every live operation done
+//     here with a label at most stableMax (the label of the last operation
+//     applied to the stable state, a stable operation's, persisted in "s"
+//     and "g") is stable here, the prefix is at least stableMax, whose
+//     operation may be collected (spOp nil; the stamp then rides a stream
+//     position that names no operation, id "", and carries no entry).
+//     Sound: every operation done here labelled at most stableMax is
+//     applied, so live in appliedLive or collected (hence stable here);
+//     none unknown here can be labelled below a stable one; and a collected
+//     operation is known, with its final label, at every member (each
+//     revealed it stable there, which it persisted first), so a receiver
+//     can merge the stamp for it as for the others. Live after crashes: a
+//     replica that collected x reaches x's label once the live operations
+//     below it are stable here, also after a restart that restored none
+//     (stableMax comes from "s"/"g"), and each member's prefix does (every
+//     operation collected anywhere was revealed stable here by every
+//     member, so its record says so, or it is collected there); a new
+//     stream to a restarted peer sends the prefix again (spSent reset). A
+//     prefix over live operations only (brokenGoneless=1) leaves a replica
+//     restarted after its peers collected what it holds unable to learn
+//     those are stable there: it keeps them for good
+//     (TestBrokenGonelessCaught). impl=simple keeps "gone": its streams
+//     send only when they have positions (combination.go gossipEnabled),
+//     so a grown prefix alone would not travel; stability=positions too.
+//     Records and messages are unchanged in format. BenchmarkPutSteps
+//     (25.5k puts/s, drain=5ms, load 22-24, two alternated pairs,
+//     docs/COSTS.md, session 46): entries merged per SET 11.8 -> 5.9,
+//     peer bytes per SET 778 -> 644, CPU per SET 49-50 -> 40-41 us.
 //   - Crash and restart: a replica persists, before any send or response that
 //     reveals it, every operation it has done (descriptor, label, stable-here
 //     flag, known-stable-everywhere flag: record "o/<id>"), the removed members
@@ -582,9 +618,13 @@
 //     stable at every member is discarded; its id goes to a summary (per
 //     client, sorted ranges of sequence numbers for ids of AssignedOpID's form:
 //     a watermark plus the gaps; other ids one by one, as the seed keeps them)
-//     and its value to a cache of the last 4096. Each peer is told ("gone"
-//     entry: stable at every member) until it acknowledges, so that replicas
-//     that have not yet heard every stable flag still learn it.
+//     and its value to a cache of the last 4096. Under stability=positions
+//     and impl=simple each peer is told ("gone" entry: stable at every
+//     member) until it acknowledges, so that replicas that have not yet
+//     heard every stable flag still learn it; under stability=prefix the
+//     stable prefix covers collected operations instead (Collection
+//     without "gone", above). A position queued while the operation was
+//     live and sent after its collection still says "gone".
 //   - When to collect (seed §6.1 is silent): every gcEveryTicks ticks, but
 //     each collection rewrites the whole stable state (record "s"), so with
 //     a large state it waits until the operations it can discard are worth

@@ -69,6 +69,13 @@ func (a *ESDS) collect() {
 		delete(a.ops, o.id)
 		o.gone = true   // its queued stream positions now say "gone"
 		o.dirty = false // nothing to persist: its record goes (or stays for "g")
+		if a.goneless() {
+			// No "gone" positions: the peers learn o is stable here
+			// from our stable prefix, which covers the collected
+			// operations (stable_prefix.go solidPrefix; package doc,
+			// "Stability as a prefix").
+			continue
+		}
 		a.goneQ[o.id] = m &^ a.bit()
 		for j := range a.peers {
 			if j != a.self && m&(1<<j) != 0 {
@@ -97,6 +104,14 @@ func (a *ESDS) collect() {
 	}
 	a.uncompacted, a.deltaWritten = nil, false
 }
+
+// goneless reports whether collection queues no "gone" positions: under
+// stability=prefix the peers learn that a collected operation is stable
+// here from the stable prefix every stream message carries, which covers
+// it (stable_prefix.go solidPrefix). impl=simple sends a stream only when
+// it has positions to send (combination.go gossipEnabled), so an idle
+// stream's grown prefix would never reach the peer: it keeps "gone".
+func (a *ESDS) goneless() bool { return a.spPrefix && !a.simple }
 
 // collectDelta reports whether this collection writes record "g" (the
 // stable state's fields without its snapshot) and keeps the records of the

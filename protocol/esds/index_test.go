@@ -143,31 +143,8 @@ func kvLoad(t *testing.T, params map[string]string, crash bool) {
 
 func kvLoadSeeds(t *testing.T, params map[string]string, crash bool, from, to int64) {
 	for seed := from; seed <= to; seed++ {
-		c := newCluster(t, "esds", 3, service.KV{}, params)
-		c.rng.Seed(seed)
-		for i := 0; i < 150; i++ {
-			n := c.IDs()[c.rng.Intn(len(c.IDs()))]
-			if crash && c.rng.Intn(25) == 0 {
-				c.Restart(n)
-			}
-			key := fmt.Sprint("k", c.rng.Intn(4))
-			if c.rng.Intn(2) == 0 {
-				kvRequest(c, n, opts("", c.rng.Intn(4) == 0), "get", key)
-			} else {
-				kvRequest(c, n, opts("", false), "set", key, fmt.Sprint(i))
-			}
-			if c.rng.Intn(2) == 0 {
-				c.tick()
-				c.deliver(0.2, 0.1, 0.3)
-			}
-		}
-		c.settle(300)
-		c.agreedOrder()
-		c.settle(2 * gcEveryTicks)
-		for _, id := range c.IDs() {
-			if a := c.esds(id); len(a.ops) != 0 || len(a.dna) != 0 || len(a.appliedLive) != 0 {
-				t.Fatalf("seed %d: %s keeps %d operations (%d done, %d applied) after quiescence", seed, id, len(a.ops), len(a.dna), len(a.appliedLive))
-			}
+		if s := quiescentKept(t, params, crash, seed); s != "" {
+			t.Fatalf("seed %d: %s after quiescence", seed, s)
 		}
 	}
 }

@@ -38,34 +38,45 @@ import "sort"
 // has applied the stream exactly up to where the stamp stands.
 
 // solidPrefix returns this replica's stable prefix (sp above), advancing
-// it over the operations that became stable here since.
+// it over the operations that became stable here since. Collected
+// operations are stable here, and every operation done here with a label
+// at most stableMax is applied (advanceStable) and so live in appliedLive
+// or collected: when every live one of those is stable here, sp is at least
+// stableMax, whose operation may be collected (spOp nil). This is what
+// lets collection queue no "gone" positions (gc.go; package doc, "Stability
+// as a prefix"): a replica that collected x has a prefix that reaches x's
+// label once the live operations below it are stable here, also after a
+// restart that restored nothing live ("s"/"g" hold stableMax).
 func (a *ESDS) solidPrefix() Label {
 	a.dnaSettle()
-	me := a.bit()
-	// appliedLive then dna: the live done operations in label order.
-	i := 0
-	if a.sp.Set {
-		i = sort.Search(len(a.appliedLive), func(k int) bool { return a.sp.Less(a.appliedLive[k].label) })
+	// appliedLive then dna: the live done operations in label order; f
+	// is the first above sp not stable here.
+	f := a.solidWalk(a.appliedLive)
+	if f == nil {
+		f = a.solidWalk(a.dna)
 	}
-	for ; i < len(a.appliedLive); i++ {
-		o := a.appliedLive[i]
-		if o.solid&me == 0 {
-			return a.sp
-		}
-		a.sp, a.spOp = o.label, o
-	}
-	i = 0
-	if a.sp.Set {
-		i = sort.Search(len(a.dna), func(k int) bool { return a.sp.Less(a.dna[k].label) })
-	}
-	for ; i < len(a.dna); i++ {
-		o := a.dna[i]
-		if o.solid&me == 0 {
-			break
-		}
-		a.sp, a.spOp = o.label, o
+	if brokenGoneless != 1 && a.stableMax.Set && (!a.sp.Set || a.sp.Less(a.stableMax)) && (f == nil || a.stableMax.Less(f.label)) {
+		a.sp, a.spOp = a.stableMax, nil
 	}
 	return a.sp
+}
+
+// solidWalk advances sp over the operations of l (in label order) above it
+// that are stable here, and returns the first that is not (nil: none).
+func (a *ESDS) solidWalk(l []*op) *op {
+	me := a.bit()
+	i := 0
+	if a.sp.Set {
+		i = sort.Search(len(l), func(k int) bool { return a.sp.Less(l[k].label) })
+	}
+	for ; i < len(l); i++ {
+		o := l[i]
+		if o.solid&me == 0 {
+			return o
+		}
+		a.sp, a.spOp = o.label, o
+	}
+	return nil
 }
 
 // stampFor is the stamp of a position queued now for o (nil: collected)
@@ -121,7 +132,7 @@ func (a *ESDS) stampDue(j int) bool {
 	}
 	p := &a.peers[j]
 	sp := a.solidPrefix()
-	return sp.Set && a.spOp != nil && (!p.spSent.Set || p.spSent.Less(sp))
+	return sp.Set && (!p.spSent.Set || p.spSent.Less(sp))
 }
 
 // queueStamp queues, on a stream with nothing left to send whose peer is
@@ -130,14 +141,27 @@ func (a *ESDS) stampDue(j int) bool {
 // retransmission make sure the peer gets it (a stamp on a message that
 // carried no position would be lost with it). The position says what
 // every position says: the operation's flags and label now (or "gone").
+// When sp is stableMax and its operation is collected (solidPrefix: spOp
+// nil), the position names no operation (id ""): the message carries no
+// entry for it, only the stamp.
 func (a *ESDS) queueStamp(j int) {
 	o := a.spOp
-	if o.gone {
+	switch {
+	case o == nil:
+		a.enqueueOp(j, "", nil)
+	case o.gone:
 		a.enqueueOp(j, o.id, nil)
-		return
+	default:
+		a.enqueueOp(j, o.id, o)
 	}
-	a.enqueueOp(j, o.id, o)
 }
+
+// brokenGoneless (tests only, TestBrokenGonelessCaught): 1 leaves out the
+// collected operations from the stable prefix (sp never reaches stableMax
+// over collected ones), as before session 46, while collection no longer
+// queues "gone": a replica restarted after its peers collected what it
+// holds never learns those operations are stable there.
+var brokenGoneless int
 
 // adoptStamp takes peer j's stamp s, once the stream from j has been
 // applied up to the position it was stamped at: every operation here

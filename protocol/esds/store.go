@@ -177,7 +177,9 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		}
 		a.stableMax, a.counter, a.gcd = r.stableMax, r.counter, r.gcd
 		for _, id := range r.gone {
-			a.goneQ[id] = a.all &^ a.bit()
+			if !a.goneless() { // (stability=prefix queues no "gone": gc.go)
+				a.goneQ[id] = a.all &^ a.bit()
+			}
 		}
 		if a.recording {
 			a.orderLog = r.log
@@ -242,7 +244,9 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 	}
 	// The operations collected since "s" ("g"): every peer is told again.
 	for _, id := range a.uncompacted {
-		a.goneQ[id] = a.all &^ a.bit()
+		if !a.goneless() {
+			a.goneQ[id] = a.all &^ a.bit()
+		}
 	}
 	// The stable state from "s"'s snapshot to "g"'s label.
 	slices.SortFunc(above, func(x, y *op) int {
