@@ -243,6 +243,10 @@ type ESDS struct {
 	spPrefix bool
 	sp       Label
 	spOp     *op // the operation labelled sp
+	// spRec: the stable prefix last persisted (record "p", store.go
+	// flushDirty): every operation done here labelled at most it is
+	// stable here, so its record need not say so.
+	spRec Label
 	// readsLocal: parameter reads=local (frontend.go localRead); reads
 	// holds the ids of the reads answered so, for prev sets naming them,
 	// and localReads counts them.
@@ -500,7 +504,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.ops = map[string]*op{}
 	a.waiting = nil
 	a.dna, a.dnaNew, a.maxSolid, a.appliedLive, a.gcCursor = nil, nil, Label{}, nil, 0
-	a.sp, a.spOp = Label{}, nil
+	a.sp, a.spOp, a.spRec = Label{}, nil, Label{}
 	a.pending = map[string]uint64{}
 	a.wait = map[string]*feOp{}
 	a.rept = map[string][]service.Result{}

@@ -325,6 +325,8 @@ func BenchmarkPutSteps(b *testing.B) {
 		{170, 4, 128, "off", "perTick=170,ticks=4,batch=128,drain=off"},
 		{170, 4, 512, "off", "perTick=170,ticks=4,batch=512,drain=off"},
 		{170, 1, 2048, "off", "perTick=170,batch=2048,drain=off"},
+		{170, 2, DefaultBatch, "5ms", "perTick=170,ticks=2,drain=5ms"},
+		{170, 4, DefaultBatch, "5ms", "perTick=170,ticks=4,drain=5ms"},
 	}
 	// The same loads with stability=positions (the gossip before session
 	// 45: a stream position per operation that becomes stable here).

@@ -30,7 +30,21 @@ const (
 	// still holds for a different operation (the invariant "labels
 	// unique").
 	recCounter = "c"
+	// recPrefix holds a stable prefix of this replica (stable_prefix.go):
+	// every operation done here labelled at most it is stable here. Under
+	// stability=prefix a record o/<id> is not rewritten when the
+	// operation becomes stable here below it, nor when it becomes stable
+	// everywhere (flushDirty; package doc, "Records at stability").
+	recPrefix = "p"
 )
+
+func labelBytes(l Label) []byte {
+	e := wire.Encoder{}
+	e.Bool(l.Set)
+	e.Uvarint(l.C)
+	e.Uvarint(uint64(l.R))
+	return e.B
+}
 
 // stableHeader is the stable-state record's version 1 header (operation
 // records use the messages' header: they hold a gossip entry).
@@ -195,6 +209,15 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 			a.counter = c
 		}
 	}
+	if b, ok := recs[recPrefix]; ok {
+		d := wire.NewDecoder(b)
+		a.spRec.Set = d.Bool()
+		a.spRec.C = d.Uvarint()
+		a.spRec.R = uint32(d.Uvarint())
+		if err := d.Done(); err != nil {
+			return fmt.Errorf("record %q: %w", recPrefix, err)
+		}
+	}
 	keys := make([]string, 0, len(recs))
 	for k := range recs {
 		if strings.HasPrefix(k, recOp) {
@@ -225,7 +248,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 			}
 			continue // collected (since "s", or its delete was lost with a crash)
 		}
-		if x.Flags&flagSolid != 0 {
+		if x.Flags&flagSolid != 0 || a.spRec.Set && !a.spRec.Less(o.label) {
 			o.solid = a.bit()
 		}
 		if x.Flags&flagAll != 0 {
@@ -429,13 +452,44 @@ func (a *ESDS) flushDirty() {
 		}
 	}
 	slices.SortFunc(dirty, func(x, y *op) int { return strings.Compare(x.id, y.id) })
+	// Under stability=prefix (goneless) a record is not rewritten for
+	// stable everywhere (the peers' stamps teach it again after a
+	// restart), nor for stable here at or below the stable prefix, which
+	// record "p" then says once for all of them, after this step's
+	// records (package doc, "Records at stability").
+	var sp Label
+	if a.goneless() {
+		sp = a.solidPrefix()
+	}
+	needP := false
 	for _, o := range dirty {
 		k := o.id
-		if f := a.entryOf(o).Flags; o.pOK && o.pFlags == f && o.pLabel == o.label {
-			continue // the record already says this
-		} else {
-			o.pOK, o.pFlags, o.pLabel = true, f, o.label
+		f := a.entryOf(o).Flags
+		if o.pOK && o.pLabel == o.label {
+			if o.pFlags == f {
+				continue // the record already says this
+			}
+			if a.goneless() {
+				derived := byte(flagAll)
+				if sp.Set && !sp.Less(o.label) {
+					derived |= flagSolid
+				}
+				if (f&^o.pFlags)&^derived == 0 {
+					needP = needP || f&^o.pFlags&flagSolid != 0 && brokenPrefixRec != 1
+					continue // "p" or the peers say the rest
+				}
+			}
 		}
+		o.pOK, o.pFlags, o.pLabel = true, f, o.label
 		a.persists = append(a.persists, automaton.Persist{Key: recOp + k, Value: a.marshalOp(o)})
 	}
+	if needP && (!a.spRec.Set || a.spRec.Less(sp)) {
+		a.spRec = sp
+		a.persists = append(a.persists, automaton.Persist{Key: recPrefix, Value: labelBytes(sp)})
+	}
 }
+
+// brokenPrefixRec (tests only, TestBrokenPrefixRecordCaught): 1 leaves a
+// record unwritten when its operation becomes stable here at or below the
+// stable prefix, without writing record "p".
+var brokenPrefixRec int
