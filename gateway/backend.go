@@ -79,3 +79,19 @@ type SubmitBackend interface {
 	Backend
 	Submit(ctx context.Context, ns string, req automaton.Request) (await func() (automaton.Response, error))
 }
+
+// ReplyBackend is a SubmitBackend that can also answer a request through
+// a callback run by the goroutine that completes it (node.Node), so that
+// the reply is written there and the connection's goroutine is not woken
+// to write it (replyfn.go). SubmitReply returns false, having handed
+// nothing over, when it cannot take req so (the caller then uses Submit or
+// Do); else done is called exactly once, on the calling goroutine or the
+// one that completes the request, with the response or Do's error, unless
+// Abandon withdraws the request first and returns true. done must not
+// block: it runs on the namespace loop's goroutines. The req.Ops contract
+// is Submit's.
+type ReplyBackend interface {
+	SubmitBackend
+	SubmitReply(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool
+	Abandon(ns string, id automaton.RequestID) bool
+}

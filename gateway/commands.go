@@ -131,6 +131,8 @@ func lookupCommand(name []byte) (*command, bool) {
 
 // exec runs one command and writes its reply.
 func (c *conn) exec(args [][]byte) {
+	may := c.as.may // replyfn.go: this top-level command only
+	c.as.may = false
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
 		var b strings.Builder
@@ -157,7 +159,11 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	start, errs := time.Now(), c.errReplies
-	defer func() { c.s.cmds.called(name, time.Since(start), c.errReplies > errs) }()
+	defer func() {
+		if !c.as.submitted { // else replied counts it
+			c.s.cmds.called(name, time.Since(start), c.errReplies > errs)
+		}
+	}()
 	if !c.authed && !cmd.noAuth {
 		c.writeError(synoderr.New(synoderr.NoAuth, "Authentication required.").Error())
 		return
@@ -192,6 +198,10 @@ func (c *conn) exec(args [][]byte) {
 		return
 	}
 	if cmd.plan != nil {
+		if may {
+			c.replyAsync(name, c.planOf(cmd, args), start, errs) // replyfn.go
+			return
+		}
 		c.runPlan(name, c.planOf(cmd, args))
 		return
 	}

@@ -116,15 +116,36 @@ type cmdCtx struct {
 	done     chan struct{}
 	mu       sync.Mutex
 	err      error
+	after    func(*cmdCtx, error) // run once Done closes (setAfter)
 }
 
 func (c *cmdCtx) cancel(err error) {
 	c.mu.Lock()
+	var after func(*cmdCtx, error)
 	if c.err == nil {
 		c.err = err
 		close(c.done)
+		after, c.after = c.after, nil
 	}
 	c.mu.Unlock()
+	if after != nil {
+		after(c, err)
+	}
+}
+
+// setAfter has f run with the context's error once Done closes: here and
+// now if it has (a reply written off the connection's goroutine, whose
+// request nobody waits for on Done: replyfn.go).
+func (c *cmdCtx) setAfter(f func(*cmdCtx, error)) {
+	c.mu.Lock()
+	err := c.err
+	if err == nil {
+		c.after = f
+	}
+	c.mu.Unlock()
+	if err != nil {
+		f(c, err)
+	}
 }
 
 func (c *cmdCtx) Deadline() (time.Time, bool) { return c.deadline, true }

@@ -240,7 +240,11 @@ func atomicProtocols() string {
 
 // runPlan runs p outside MULTI and writes its reply.
 func (c *conn) runPlan(name string, p plan) {
-	p = c.check(p)
+	c.runChecked(name, c.check(p))
+}
+
+// runChecked is runPlan of a plan already checked.
+func (c *conn) runChecked(name string, p plan) {
 	if len(p.ops) == 1 && p.ops[0].Kind == "eval" {
 		defer c.s.scr.sending(p.ops[0])() // script.go: busy while in flight
 	}

@@ -96,12 +96,15 @@ type ServerOptions struct {
 
 // Server is a Redis-protocol server in front of a Backend.
 type Server struct {
-	b     Backend
-	opts  ServerOptions
-	log   *slog.Logger
-	start time.Time
-	runID string
-	acl   *acl // users (acl.go)
+	b Backend
+	// noReplyFn: no reply written by the goroutine that completes the
+	// request (replyfn.go); tests' "before".
+	noReplyFn bool
+	opts      ServerOptions
+	log       *slog.Logger
+	start     time.Time
+	runID     string
+	acl       *acl // users (acl.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -295,6 +298,7 @@ type conn struct {
 	cluster    clusterConn                   // the Redis Cluster protocol (cluster.go)
 	dl         deadlines                     // the deadline of the request in flight (deadline.go)
 	bdl        [maxBatchesInFlight]deadlines // pipeline batches' deadlines (batchAsync)
+	as         replyConn                     // the request answered by replied (replyfn.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes
@@ -345,6 +349,7 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 func (c *conn) serve() {
 	s := c.s
 	defer func() {
+		c.awaitReply()  // replyfn.go: the reply in flight first
 		c.endPipeline() // the pipelined commands' replies go out first
 		c.out.finish()  // then the replies already computed
 		c.nc.Close()
@@ -386,6 +391,10 @@ func (c *conn) serve() {
 			if err == nil {
 				s.totalCommands.Add(1)
 			}
+		}
+		if werr := c.awaitReply(); werr != nil { // replyfn.go: its reply first
+			s.log.Debug("writing reply failed", "id", c.id, "remote", remote, "err", werr)
+			return
 		}
 		c.beginCommand(args)
 		if err != nil {
@@ -436,7 +445,14 @@ func (c *conn) serve() {
 		if pipelined {
 			c.writeResult(c.sendPlan(cmd.name, p))
 		} else {
+			c.as.may = c.replyFirst() // replyfn.go
 			c.exec(args)
+			c.as.may = false
+		}
+		if c.as.submitted { // replied writes its reply; wmu was released
+			c.as.submitted = false
+			c.noteState()
+			continue
 		}
 		c.noteState()
 		c.unmuteReply(mute, skipping)

@@ -1115,13 +1115,21 @@ func (l *nsLoop) send(s automaton.Send) {
 type waiterSet struct {
 	first chan automaton.Response
 	more  []chan automaton.Response
+	// fn is a callback waiter (Node.SubmitReply, replyfn.go), run by
+	// respond on the goroutine that responds; t0 its submission time.
+	fn func(automaton.Response, error)
+	t0 time.Time
 }
 
 func (w waiterSet) len() int {
-	if w.first == nil {
-		return 0
+	n := 0
+	if w.first != nil {
+		n = 1 + len(w.more)
 	}
-	return 1 + len(w.more)
+	if w.fn != nil {
+		n++
+	}
+	return n
 }
 
 // respond hands a response to every client waiting for its RequestID.
@@ -1130,19 +1138,24 @@ func (l *nsLoop) respond(r automaton.Response) {
 	ws := l.waiters[r.ID]
 	delete(l.waiters, r.ID)
 	l.wmu.Unlock()
-	if ws.first == nil {
+	if ws.first == nil && ws.fn == nil {
 		l.orphans.Add(1) // the client gave up, or a duplicate answer
 		return
 	}
 	if tr := l.n.opts.trace; tr != nil {
 		tr(stageRespond, "", 0)
 	}
-	ws.first <- r // buffered, and each waiter receives at most one response
-	for _, ch := range ws.more {
-		ch <- r
+	if ws.first != nil {
+		ws.first <- r // buffered, and each waiter receives at most one response
+		for _, ch := range ws.more {
+			ch <- r
+		}
+		l.n.handoff(1 + len(ws.more))
+	}
+	if ws.fn != nil {
+		l.called(ws, r) // replyfn.go: here, no hand-off
 	}
 	n := ws.len()
-	l.n.handoff(n)
 	l.responses.Add(uint64(n))
 	l.mResponses.Add(float64(n))
 }
@@ -1177,7 +1190,7 @@ func (l *nsLoop) removeWaiter(id automaton.RequestID, ch chan automaton.Response
 			}
 		}
 	}
-	if ws.first == nil {
+	if ws.first == nil && ws.fn == nil {
 		delete(l.waiters, id)
 	} else {
 		l.waiters[id] = ws

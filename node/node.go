@@ -152,6 +152,9 @@ type Options struct {
 	// passes (abd, esds) for every message, as before readerpass.go
 	// (tests' and benchmarks' before/after).
 	noReaderPass bool
+	// noReplyFn: SubmitReply takes nothing (replyfn.go): the gateway's
+	// replies are written by the connections' goroutines (tests' "before").
+	noReplyFn bool
 	// reqNoted, when set, is called by a pool worker when it runs a
 	// pass with queued client requests, before the pass: a test widens
 	// that window (TestSubmitKeepsOrderDirect).
@@ -579,7 +582,8 @@ func (n *Node) start() error {
 func (n *Node) shutdown() {
 	n.stopOnce.Do(func() {
 		close(n.stopping)
-		n.endLoops() // sched.go
+		n.failCallbacks(stopped) // replyfn.go: as await's stopping case
+		n.endLoops()             // sched.go
 		n.tails.close()
 		if n.gw != nil {
 			n.gw.Close()
@@ -836,12 +840,23 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 // for its response (await); the inbox is a FIFO, so requests one
 // goroutine hands over reach the loop in that order.
 func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (chan automaton.Response, time.Time, error) {
+	return n.handOverTo(ctx, l, req, nil)
+}
+
+// handOverTo is handOver with the response going to fn (a callback
+// waiter, replyfn.go) instead of a channel when fn is not nil.
+func (n *Node) handOverTo(ctx context.Context, l *nsLoop, req automaton.Request, fn func(automaton.Response, error)) (chan automaton.Response, time.Time, error) {
 	if tr := n.opts.trace; tr != nil {
 		tr(stageDo, "", 0)
 	}
 	t0 := time.Now()
-	ch := respChans.Get().(chan automaton.Response)
-	l.addWaiter(req.ID, ch)
+	var ch chan automaton.Response
+	if fn != nil {
+		l.addCallback(req.ID, fn, t0)
+	} else {
+		ch = respChans.Get().(chan automaton.Response)
+		l.addWaiter(req.ID, ch)
+	}
 	ev := event{in: automaton.ClientRequest{Req: req}}
 	if l.directPass(ev) { // loop.go
 		l.requests.Add(1)
@@ -855,13 +870,13 @@ func (n *Node) handOver(ctx context.Context, l *nsLoop, req automaton.Request) (
 			n.handoff(1)
 		}
 	case 0:
-		l.removeWaiter(req.ID, ch)
+		l.unwait(req.ID, ch) // a callback is SubmitReply's to remove
 		return nil, t0, fmt.Errorf("request %s not submitted: %w", req.ID, ctx.Err())
 	case 1:
-		l.removeWaiter(req.ID, ch)
+		l.unwait(req.ID, ch) // a callback is SubmitReply's to remove
 		return nil, t0, gateway.ErrShuttingDown
 	default:
-		l.removeWaiter(req.ID, ch)
+		l.unwait(req.ID, ch) // a callback is SubmitReply's to remove
 		return nil, t0, n.StorageErr()
 	}
 	l.requests.Add(1)

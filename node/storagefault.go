@@ -107,6 +107,7 @@ func (n *Node) storageFailed(ns string, err error) {
 		n.fatalMu.Unlock()
 		n.sf.gauge.Set(1)
 		close(n.sf.ch)
+		n.failCallbacks(n.errStorageUnknown) // replyfn.go: as await's storage-failure case
 		n.log.Error("storage failed: acknowledging nothing more and refusing requests until restarted",
 			"namespace", ns, "err", err, "no_space", e.NoSpace())
 	})

@@ -1,0 +1,132 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/gateway"
+)
+
+// Replies written by the goroutine that responds (issue 28 item 5).
+//
+// A request submitted with SubmitReply has a callback for a waiter
+// instead of a channel: respond runs it on the goroutine that completes
+// the request (a pool worker, a peer reader's pass, a client's direct
+// pass, the committer), which renders and writes the reply there
+// (gateway/replyfn.go). The connection's goroutine does not wait for the
+// answer and is not woken to write it: one wake-up per operation less.
+// The callback runs at most once: respond and Abandon remove the waiter
+// under the loop's waiter lock, so exactly one of them gets it; a storage
+// failure answers the callbacks still waiting as await answers its
+// channel waiters (failCallbacks).
+
+var _ gateway.ReplyBackend = (*Node)(nil)
+
+// SubmitReply implements gateway.ReplyBackend. It returns false, having
+// handed nothing over, where Submit would not hand the request over by
+// itself (a shard group's or a sharded namespace's request) or the node
+// takes no request now; the caller then uses Submit or Do. Otherwise done
+// is called exactly once, unless Abandon withdraws the request first: on
+// this goroutine when the request is refused or not handed over, else on
+// the goroutine that responds.
+func (n *Node) SubmitReply(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool {
+	l := n.loop(ns)
+	if l == nil || n.opts.noReplyFn || (len(n.groupOf) > 0 && n.groupOf[ns] != nil) || n.open() != nil {
+		return false
+	}
+	req, refused, ok := n.admitOwned(l, req, true)
+	if !ok {
+		done(refused, nil)
+		return true
+	}
+	if _, _, err := n.handOverTo(ctx, l, req, done); err != nil && l.removeCallback(req.ID) {
+		done(automaton.Response{}, err)
+	}
+	return true
+}
+
+// stopped is failCallbacks' error when the node stops (await's).
+func stopped(id automaton.RequestID) error {
+	return fmt.Errorf("request %s: outcome unknown: %w", id, gateway.ErrShuttingDown)
+}
+
+// Abandon implements gateway.ReplyBackend: it withdraws the callback of
+// request id of namespace ns (its deadline passed, its server stops) and
+// reports whether it did; false: the callback has run or is running.
+func (n *Node) Abandon(ns string, id automaton.RequestID) bool {
+	l := n.loop(ns)
+	return l != nil && l.removeCallback(id)
+}
+
+// addCallback registers fn as the waiter of request id (at most one
+// callback per id: the gateway's ids are its connections' own).
+func (l *nsLoop) addCallback(id automaton.RequestID, fn func(automaton.Response, error), t0 time.Time) {
+	l.wmu.Lock()
+	ws := l.waiters[id]
+	ws.fn, ws.t0 = fn, t0
+	l.waiters[id] = ws
+	l.wmu.Unlock()
+}
+
+// removeCallback removes request id's callback; false when it had none.
+func (l *nsLoop) removeCallback(id automaton.RequestID) bool {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	ws, ok := l.waiters[id]
+	if !ok || ws.fn == nil {
+		return false
+	}
+	ws.fn = nil
+	if ws.first == nil {
+		delete(l.waiters, id)
+	} else {
+		l.waiters[id] = ws
+	}
+	return true
+}
+
+// unwait removes channel waiter ch of request id, if any.
+func (l *nsLoop) unwait(id automaton.RequestID, ch chan automaton.Response) {
+	if ch != nil {
+		l.removeWaiter(id, ch)
+	}
+}
+
+// called runs ws's callback with response r (respond took ws out of the
+// waiters), as await returns a response.
+func (l *nsLoop) called(ws waiterSet, r automaton.Response) {
+	l.mLatency.Observe(time.Since(ws.t0).Seconds())
+	if tr := l.n.opts.trace; tr != nil {
+		tr(stageDoDone, "", 0)
+	}
+	ws.fn(r, nil)
+}
+
+// failCallbacks answers every callback still waiting with errOf(its
+// request), as await answers its channel waiters when storage fails
+// (outcome unknown; a response released before the failure was taken by
+// respond already) or the node stops.
+func (n *Node) failCallbacks(errOf func(automaton.RequestID) error) {
+	for _, l := range n.loopList() {
+		l.wmu.Lock()
+		var fns []func(automaton.Response, error)
+		var ids []automaton.RequestID
+		for id, ws := range l.waiters {
+			if ws.fn != nil {
+				fns, ids = append(fns, ws.fn), append(ids, id)
+				ws.fn = nil
+				if ws.first == nil {
+					delete(l.waiters, id)
+				} else {
+					l.waiters[id] = ws
+				}
+			}
+		}
+		l.wmu.Unlock()
+		for i, fn := range fns {
+			fn(automaton.Response{}, errOf(ids[i]))
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package node
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/resp"
+)
+
+// replyClient is a RESP client of a node's gateway for these tests.
+type replyClient struct {
+	nc net.Conn
+	r  *resp.Reader
+	w  *resp.Writer
+}
+
+func dialReplyClient(t testing.TB, addr string) *replyClient {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &replyClient{nc, resp.NewReader(bufio.NewReader(nc), resp.Limits{}), resp.NewWriter(nc)}
+}
+
+// do sends one command and returns its reply's rendering.
+func (c *replyClient) do(t testing.TB, args ...string) string {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	c.w.WriteCommand(b)
+	if err := c.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+	r, err := c.r.ReadReply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.String()
+}
+
+// TestReplyFn pins replyfn.go end to end: one RESP client's lone SETs and
+// GETs at n1 of a 3-node ABD cluster (memory) and of an ESDS one (fsync)
+// are answered by callbacks run where the request completes (the trace's
+// stageDoDone inside nsLoop.called), every one of them, and each reply
+// is the right one; with noReplyFn (the old path) none is. The count is
+// exact, not a rate: a client that waits for each reply always sends a
+// lone command.
+func TestReplyFn(t *testing.T) {
+	for _, c := range []struct{ proto, dur string }{{"abd", config.Memory}, {"esds", config.Fsync}} {
+		for _, before := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/noReplyFn=%v", c.proto, before), func(t *testing.T) {
+				ns := config.Namespace{Name: "default", Protocol: c.proto, Service: "kv"}
+				cfg, ls := mkCluster(t, 3, c.dur, ns)
+				var called, done atomic.Int64
+				var nodes []*Node
+				for i, nc := range cfg.Nodes {
+					o := Options{noReplyFn: before}
+					if i == 0 {
+						o.trace = func(stage string, _ automaton.NodeID, _ byte) {
+							if stage == stageDoDone {
+								done.Add(1)
+								if inFunc(".(*nsLoop).called") == 0 {
+									called.Add(1)
+								}
+							}
+						}
+					}
+					nodes = append(nodes, startNode(t, cfg, nc.ID, ls[i], o))
+				}
+				cl := dialReplyClient(t, ls[0].client.Addr().String())
+				if got := cl.do(t, "SET", "warm", "x"); got != "OK" {
+					t.Fatalf("warm-up SET: %s", got)
+				}
+				called.Store(0)
+				done.Store(0)
+				const ops = 20
+				for i := range ops / 2 {
+					k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
+					if got := cl.do(t, "SET", k, v); got != "OK" {
+						t.Fatalf("SET %s: %s", k, got)
+					}
+					if got := cl.do(t, "GET", k); got != fmt.Sprintf("%q", v) {
+						t.Fatalf("GET %s: %s, want %q", k, got, v)
+					}
+				}
+				want := int64(ops)
+				if before {
+					want = 0
+				}
+				if called.Load() != want || done.Load() != ops {
+					t.Errorf("%d of %d answers through a callback, want %d", called.Load(), done.Load(), want)
+				}
+			})
+		}
+	}
+}
+
+// TestReplyFnConcurrent: 16 RESP clients at n1 of a 3-node ABD cluster,
+// each on its own keys, mixing lone commands and pipelined bursts (which
+// fall back to the old paths); every reply must be the one serial
+// execution gives, in command order. Run with -race for the callback's
+// hand-over of the connection's state.
+func TestReplyFnConcurrent(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
+	cfg, ls := mkCluster(t, 3, config.Memory, ns)
+	for i, nc := range cfg.Nodes {
+		startNode(t, cfg, nc.ID, ls[i], Options{})
+	}
+	addr := ls[0].client.Addr().String()
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := dialReplyClient(t, addr)
+			for i := range 30 {
+				k := fmt.Sprintf("g%d-%d", g, i%3)
+				v := fmt.Sprintf("v%d", i)
+				if i%3 == 2 { // a burst: SET, GET, ECHO in one write
+					for _, a := range [][]string{{"SET", k, v}, {"GET", k}, {"ECHO", k}} {
+						b := make([][]byte, len(a))
+						for j := range a {
+							b[j] = []byte(a[j])
+						}
+						cl.w.WriteCommand(b)
+					}
+					cl.w.Flush()
+					cl.nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+					for _, want := range []string{"OK", fmt.Sprintf("%q", v), fmt.Sprintf("%q", k)} {
+						r, err := cl.r.ReadReply()
+						if err != nil || r.String() != want {
+							t.Errorf("client %d burst %d: %v %v, want %s", g, i, r, err, want)
+							return
+						}
+					}
+					continue
+				}
+				if got := cl.do(t, "SET", k, v); got != "OK" {
+					t.Errorf("SET: %s", got)
+					return
+				}
+				if got := cl.do(t, "GET", k); got != fmt.Sprintf("%q", v) {
+					t.Errorf("GET %s: %s, want %q", k, got, v)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkReplyFn: closed-loop RESP clients (one connection each, no
+// pipelining) at n1 of a 3-node cluster, with the reply written where the
+// request completes (replyFn=true) or by the connection's goroutine
+// (false), same binary. Per operation, summed over the process (the
+// clients' goroutines included, equal in both): hand-offs, context
+// switches, read and write system calls, CPU µs.
+func BenchmarkReplyFn(b *testing.B) {
+	for _, c := range []struct {
+		proto, dur, kind string
+		clients          int
+	}{
+		{"abd", config.Memory, "set", 64}, {"abd", config.Memory, "get", 64}, {"abd", config.Memory, "set", 1},
+		{"esds", config.Memory, "set", 64}, {"esds", config.Memory, "get", 64},
+	} {
+		for _, before := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/%s/op=%s/clients=%d/replyFn=%v", c.proto, c.dur, c.kind, c.clients, !before), func(b *testing.B) {
+				benchRESP(b, c.proto, c.dur, c.kind, c.clients, Options{noReplyFn: before})
+			})
+		}
+	}
+}
+
+func benchRESP(b *testing.B, proto, dur, kind string, clients int, opts Options) {
+	ns := config.Namespace{Name: "default", Protocol: proto, Service: "kv"}
+	cfg, ls := mkCluster(b, 3, dur, ns)
+	var nodes []*Node
+	for i, n := range cfg.Nodes {
+		nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], opts))
+	}
+	addr := ls[0].client.Addr().String()
+	conns := make(chan *replyClient, clients)
+	for range clients {
+		cl := dialReplyClient(b, addr)
+		cl.do(b, "SET", "warm", "x")
+		conns <- cl
+	}
+	val := string(make([]byte, 100))
+	handoffs := func() (h uint64) {
+		for _, n := range nodes {
+			h += n.Handoffs()
+		}
+		return h
+	}
+	b.ReportAllocs()
+	cpu0, h0, io0, cs0, m0 := cpuTime(), handoffs(), procIO(), ctxSwitches(), counter(nodes, msgsOf)
+	b.ResetTimer()
+	var id atomic.Int64
+	run := func(next func() bool) {
+		cl := <-conns
+		g := id.Add(1)
+		for i := 0; next(); i++ {
+			k := fmt.Sprintf("k%d-%d", g, i%1000)
+			var got string
+			if kind == "set" {
+				got = cl.do(b, "SET", k, val)
+			} else {
+				got = cl.do(b, "GET", k)
+			}
+			if len(got) > 0 && got[0] == '(' && got != "(nil)" {
+				b.Errorf("%s: %s", kind, got)
+			}
+		}
+		conns <- cl
+	}
+	if clients == 1 {
+		i := 0
+		run(func() bool { i++; return i <= b.N })
+	} else {
+		b.SetParallelism(max(clients/runtime.GOMAXPROCS(0), 1))
+		b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
+	b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
+	io1 := procIO()
+	b.ReportMetric(float64(io1[0]-io0[0])/n, "syscr/op")
+	b.ReportMetric(float64(io1[1]-io0[1])/n, "syscw/op")
+	b.ReportMetric(float64(ctxSwitches()-cs0)/n, "ctxsw/op")
+	b.ReportMetric(float64(counter(nodes, msgsOf)-m0)/n, "msgs/op")
+}
