@@ -45,14 +45,16 @@ import (
 // live cluster did 30-40 % fewer SETs per second in 4 of 4 rounds.
 //
 // **Off by default** (SYNOD_WAL_IOURING=1 in a node's environment turns it
-// on): the io-wq worker that runs the fsync is one more thread to wake and
-// schedule per sync, and a lone writer pays it on its critical path. One
-// closed-loop client, 4 alternated rounds, load 11-15 (scripts/bench-latency13,
+// on for every sync, =bulk for large frames only): the io-wq worker that
+// runs the fsync is one more thread to wake and schedule per sync, and a
+// lone writer pays it on its critical path. One closed-loop client, 4 alternated rounds, load 11-15 (scripts/bench-latency13,
 // docs/COSTS.md): unreplicated put p50 0.220 -> 0.398 ms (worse in 3 of 4),
 // paxos put p50 0.552 -> 0.520 ms but p99 2.8-4.6 -> 6.0-17.0 ms (worse in 4
 // of 4). Issue 28 allows no protocol's one-client latency to get worse, so
 // pipelined SET's gain (CPU per SET lower in 6 of 6 rounds) is kept as an
-// option until the ring is used only where commits queue behind the sync.
+// option. SYNOD_WAL_IOURING=bulk (session 46) uses the ring only for frames
+// of at least walBulkFrame bytes, so a lone writer keeps fdatasync; it too
+// is off by default (see ringMode).
 //
 // Durability is unchanged: Datasync returns only after reaping the
 // completion of the fsync it submitted, with that fsync's result (an error
@@ -85,9 +87,33 @@ type uringParams struct {
 	cqOff                                                                  struct{ head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1, userAddrLo, userAddrHi uint32 }
 }
 
-// ringOn turns the ring on: the environment's SYNOD_WAL_IOURING=1, read at
-// start (off by default: see above for the one-client latency it costs).
-var ringOn = os.Getenv("SYNOD_WAL_IOURING") == "1"
+// Where the ring is used (SYNOD_WAL_IOURING in a node's environment, read
+// at start): ringOff (the default, variable unset or "0") for no sync;
+// ringAll ("1", session 45's option) for every sync; ringBulk ("bulk",
+// branch pxs46, session 46) for the syncs of frames of at least
+// walBulkFrame bytes only (DatasyncBulk): a loaded node's group commits,
+// while a lone writer's small frames keep fdatasync and its latency. Bulk
+// is not the default: at load 24 on the 2-core machine it lowered the
+// leader's futex calls per SET by 30-50 % but raised the followers' CPU and
+// context switches per SET (the io-wq worker's wake-up on every sync) by
+// more than the leader saved (docs/COSTS.md, pxs46, session 46).
+const (
+	ringOff = iota
+	ringBulk
+	ringAll
+)
+
+var ringMode = ringModeOf(os.Getenv("SYNOD_WAL_IOURING"))
+
+func ringModeOf(v string) int {
+	switch v {
+	case "1":
+		return ringAll
+	case "bulk":
+		return ringBulk
+	}
+	return ringOff
+}
 
 // uringSetup is io_uring_setup; tests replace it to refuse the ring.
 var uringSetup = func(entries uint32, p *uringParams) (int, error) {

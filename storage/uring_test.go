@@ -28,16 +28,27 @@ func refuseRing(t testing.TB, errno syscall.Errno) {
 	})
 }
 
-// ringTurnedOn turns the ring on for the rest of the test, as
+// ringTurnedOn makes every sync use the ring for the rest of the test, as
 // SYNOD_WAL_IOURING=1 does.
-func ringTurnedOn(t testing.TB) {
+func ringTurnedOn(t testing.TB) { withRingMode(t, ringAll) }
+
+func withRingMode(t testing.TB, mode int) {
 	t.Helper()
-	on := ringOn
-	ringOn = true
-	t.Cleanup(func() { ringOn = on })
+	m := ringMode
+	ringMode = mode
+	t.Cleanup(func() { ringMode = m })
 }
 
-// Off by default: Datasync is fdatasync unless SYNOD_WAL_IOURING=1.
+func TestRingModeOf(t *testing.T) {
+	for v, want := range map[string]int{"": ringOff, "0": ringOff, "1": ringAll, "bulk": ringBulk, "yes": ringOff} {
+		if got := ringModeOf(v); got != want {
+			t.Errorf("SYNOD_WAL_IOURING=%q: mode %d, want %d", v, got, want)
+		}
+	}
+}
+
+// Off by default: Datasync and DatasyncBulk are fdatasync unless
+// SYNOD_WAL_IOURING says otherwise.
 func TestRingOffByDefault(t *testing.T) {
 	if os.Getenv("SYNOD_WAL_IOURING") != "" {
 		t.Skip("SYNOD_WAL_IOURING is set")
@@ -47,8 +58,11 @@ func TestRingOffByDefault(t *testing.T) {
 	if err := f.Datasync(); err != nil {
 		t.Fatal(err)
 	}
-	if r, p := ringSyncs.Load()-r0, plainSyncs.Load()-p0; r != 0 || p != 1 {
-		t.Fatalf("Datasync by default: %d through the ring, %d fdatasync; want 0 and 1", r, p)
+	if err := f.(bulkSyncer).DatasyncBulk(); err != nil {
+		t.Fatal(err)
+	}
+	if r, p := ringSyncs.Load()-r0, plainSyncs.Load()-p0; r != 0 || p != 2 {
+		t.Fatalf("Datasync and DatasyncBulk by default: %d through the ring, %d fdatasync; want 0 and 2", r, p)
 	}
 }
 
@@ -307,5 +321,75 @@ func TestRingHeldWaitYieldsToStopTheWorld(t *testing.T) {
 		default:
 			runtime.GC()
 		}
+	}
+}
+
+// The WAL syncs a frame of at least walBulkFrame bytes (a loaded node's
+// group commit) through DatasyncBulk and a smaller one (a lone writer's)
+// through Datasync: with SYNOD_WAL_IOURING=bulk the first takes the ring,
+// the second fdatasync; with the ring refused or off both take fdatasync; in every case the records commit and come back on reopening.
+// A WAL that ignored the frame's size (every sync one way) fails this test.
+func TestWALBulkFrameSync(t *testing.T) {
+	ringUp, _ := RingStatus()
+	for _, c := range []struct {
+		name       string
+		mode       int
+		refuse     bool
+		bigThrough string // "ring" or "fdatasync"
+	}{
+		{"bulk", ringBulk, false, "ring"},
+		{"off", ringOff, false, "fdatasync"},
+		{"refused", ringBulk, true, "fdatasync"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.bigThrough == "ring" && !ringUp {
+				t.Skip("io_uring unavailable here: the refused case covers this machine's path")
+			}
+			withRingMode(t, c.mode)
+			if c.refuse {
+				refuseRing(t, syscall.EPERM)
+			}
+			dir := t.TempDir()
+			w, err := OpenWAL(dir, WALOptions{Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := w.Namespace("ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			syncs := func(batch []automaton.Persist) (ring, plain uint64) {
+				t.Helper()
+				r0, p0 := ringSyncs.Load(), plainSyncs.Load()
+				if err := s.Commit(batch); err != nil {
+					t.Fatal(err)
+				}
+				return ringSyncs.Load() - r0, plainSyncs.Load() - p0
+			}
+			val := make([]byte, 100)
+			small := []automaton.Persist{{Key: "lone", Value: val}}
+			var big []automaton.Persist
+			for i := 0; len(big)*len(val) < 2*walBulkFrame; i++ {
+				big = append(big, automaton.Persist{Key: "k" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Value: val})
+			}
+			if r, p := syncs(small); r != 0 || p != 1 {
+				t.Fatalf("a one-record frame: %d syncs through the ring, %d fdatasync; want 0 and 1", r, p)
+			}
+			r, p := syncs(big)
+			if want := map[string][2]uint64{"ring": {1, 0}, "fdatasync": {0, 1}}[c.bigThrough]; r != want[0] || p != want[1] {
+				t.Fatalf("a frame of %d records: %d syncs through the ring, %d fdatasync; want %d and %d", len(big), r, p, want[0], want[1])
+			}
+			w.Close()
+			w, err = OpenWAL(dir, WALOptions{Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			s, _ = w.Namespace("ns")
+			m, err := s.Load()
+			if err != nil || len(m) != len(big)+1 {
+				t.Fatalf("reopened: %d records, %v; want %d", len(m), err, len(big)+1)
+			}
+		})
 	}
 }
