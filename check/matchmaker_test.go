@@ -112,6 +112,46 @@ func TestMatchmakerModelUnknownSubmit(t *testing.T) {
 	}
 }
 
+// "no such job" is a reply the specification decides (pbd46, session 46):
+// legal after a cancel, an advertise of the job's machine or a submit of
+// unknown outcome, illegal after an acknowledged submit nothing ended (a
+// lost acknowledged write). Before, a read answered by it was dropped and
+// the lost submit passed.
+func TestMatchmakerNoSuchJobChecked(t *testing.T) {
+	noJob := rp(service.Errorf("no such job %q", "j1"))
+	adv := mmEntry{mmOp("advertise", "m1", "4", "4", "2"), rp(service.OK())}
+	for _, c := range []struct {
+		name string
+		h    []mmEntry
+		want string
+	}{
+		{"acknowledged submit, nothing ended it", []mmEntry{adv,
+			{mmOp("submit", "j1", "2", "2", "1"), rp(service.Bytes([]byte("m1")))},
+			{mmOp("job", "j1"), noJob}}, Illegal},
+		{"acknowledged queued submit, nothing ended it", []mmEntry{
+			{mmOp("submit", "j1", "2", "2", "1", "0"), rp(service.Nil())},
+			{mmOp("job", "j1"), noJob}}, Illegal},
+		{"re-advertised machine ended it", []mmEntry{adv,
+			{mmOp("submit", "j1", "2", "2", "1"), rp(service.Bytes([]byte("m1")))},
+			{mmOp("advertise", "m1", "4", "4", "2"), rp(service.OK())},
+			{mmOp("job", "j1"), noJob}}, Ok},
+		{"cancelled", []mmEntry{adv,
+			{mmOp("submit", "j1", "2", "2", "1"), rp(service.Bytes([]byte("m1")))},
+			{mmOp("cancel", "j1"), rp(service.Int(1))},
+			{mmOp("job", "j1"), noJob}}, Ok},
+		{"submit of unknown outcome never applied", []mmEntry{adv,
+			{mmOp("submit", "j1", "2", "2", "1"), nil},
+			{mmOp("job", "j1"), noJob}}, Ok},
+		{"another error proves nothing", []mmEntry{adv,
+			{mmOp("submit", "j1", "2", "2", "1"), rp(service.Bytes([]byte("m1")))},
+			{mmOp("job", "j1"), rp(service.Errorf("TRYAGAIN no primary"))}}, Ok},
+	} {
+		if got := mmVerdict(t, c.h); got != c.want {
+			t.Errorf("%s: verdict %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
 // The model mirrors service.MatchmakerState: over random sequential
 // operations with random environments, the service's reply is always one
 // the model allows, and following it keeps the listings equal.

@@ -322,10 +322,11 @@ func (s *simulator) onClientResp(e *event) {
 		s.onTxnResp(c, res)
 		return
 	}
-	if res.IsErr() && s.userService() && !automaton.RetryableAnswer(res.Err) {
+	if res.IsErr() && (s.userService() && !automaton.RetryableAnswer(res.Err) || s.mmServiceAnswer(c.req, res)) {
 		// A user's service (service.Simulated) answers errors of its own
-		// (an Orca operation on an object not created yet): a result,
-		// recorded as such. The checker takes a write answered so as
+		// (an Orca operation on an object not created yet), and so does the
+		// Matchmaker ("no such job": matchmaker.go): a result, recorded as
+		// such, not retried. The checker takes a write answered so as
 		// applied with that reply or not at all (check/seq_generic.go).
 		s.stats.ErrorReplies++
 		s.tracef("client %d: %v -> error %s", c.idx, c.req.ID, res.Err)

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -21,11 +23,18 @@ import (
 // listings. A client keeps at most mmMaxJobs jobs: a submit beyond that
 // cancels its oldest job instead, and cancels outweigh submits, so that
 // machines are often free and a submit often has several suitable ones to
-// choose from (the nondeterministic choice the check is about). A job that an
-// advertise or a withdraw ended makes the client's later "job" query an
-// error reply, which the simulated client treats like any error reply (it
-// retries the read elsewhere, then records it as unknown, and unknown reads
-// are not checked).
+// choose from (the nondeterministic choice the check is about).
+//
+// A job that an advertise, a withdraw or a cancel ended, or whose submit
+// had no answer (its outcome unknown: it may never have taken effect, as
+// after a power loss), makes the client's later "job" query answer
+// `no such job "j.."`. That is the service's answer, not a protocol's
+// trouble: the simulated client records it as the read's result and moves
+// on (mmServiceAnswer), and the check decides it like any reply, so an
+// acknowledged submit that was lost shows as an illegal "no such job".
+// Until session 46 the client treated it like a TRYAGAIN: it retried the
+// read on every node, gave up and recorded it as unknown, and unknown
+// reads are not checked (pbd46).
 //
 // # The check: linearizability against a nondeterministic specification
 //
@@ -53,6 +62,15 @@ func init() {
 		[]string{"advertise", "submit", "cancel", "withdraw", "job", "machines", "queue"},
 		"advertise:4,submit:3,cancel:4,withdraw:1,job:2,machines:1,queue:1",
 	}
+}
+
+// mmServiceAnswer reports whether res, an error reply to req, is the
+// Matchmaker's own answer to a job query ("no such job", service/matchmaker.go
+// jobStatus): a result the client records, as check.MatchmakerCheck decides
+// it (check/matchmaker.go mmServiceAnswer).
+func (s *simulator) mmServiceAnswer(req automaton.Request, res service.Result) bool {
+	return s.cfg.Service == MatchmakerService && req.Ops == nil && req.Txn == nil &&
+		req.Op.Kind == "job" && res.Err == fmt.Sprintf("no such job %q", req.Op.Key)
 }
 
 // genMatchmakerOp draws a Matchmaker operation of the given kind for c.
