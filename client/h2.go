@@ -25,7 +25,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/synod-dev/synod/api/synodpb"
 )
@@ -240,7 +239,7 @@ func (h *h2client) Invoke(ctx context.Context, method string, args, reply any, o
 	if len(msgs) != 1 {
 		return status.Errorf(codes.Internal, "grpc: unary call %s answered with %d messages", method, len(msgs))
 	}
-	return unmarshal(msgs[0], reply)
+	return synodpb.UnmarshalMessage(msgs[0], reply)
 }
 
 // NewStream implements grpc.ClientConnInterface.
@@ -263,17 +262,6 @@ func setPeer(opts []grpc.CallOption, c *h2conn) {
 			*p.PeerAddr = peer.Peer{Addr: c.nc.RemoteAddr(), LocalAddr: c.nc.LocalAddr()}
 		}
 	}
-}
-
-func unmarshal(b []byte, m any) error {
-	pm, ok := m.(proto.Message)
-	if !ok {
-		return status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", m)
-	}
-	if err := proto.Unmarshal(b, pm); err != nil {
-		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
-	}
-	return nil
 }
 
 // h2conn is one HTTP/2 connection of the direct transport.
@@ -518,7 +506,7 @@ func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (
 	var body []byte
 	if unary {
 		var err error
-		if body, err = frame(msg); err != nil {
+		if body, err = synodpb.FrameMessage(msg); err != nil {
 			return nil, err
 		}
 	}
@@ -556,24 +544,6 @@ func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (
 	return s, nil
 }
 
-// frame marshals m behind gRPC's message prefix (uncompressed, length).
-func frame(m any) ([]byte, error) {
-	pm, ok := m.(proto.Message)
-	if !ok {
-		return nil, status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", m)
-	}
-	b := make([]byte, 5, 5+proto.Size(pm))
-	b, err := proto.MarshalOptions{}.MarshalAppend(b, pm)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
-	}
-	if len(b)-5 > synodpb.MaxMessageSize {
-		return nil, status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", len(b)-5, synodpb.MaxMessageSize)
-	}
-	binary.BigEndian.PutUint32(b[1:5], uint32(len(b)-5))
-	return b, nil
-}
-
 // headers returns the request's header fields: gRPC's, the deadline as
 // grpc-timeout, and the outgoing metadata.
 func (c *h2conn) headers(ctx context.Context, method string) []hpack.HeaderField {
@@ -587,7 +557,7 @@ func (c *h2conn) headers(ctx context.Context, method string) []hpack.HeaderField
 		hpack.HeaderField{Name: "user-agent", Value: "synod-go-direct"},
 		hpack.HeaderField{Name: "te", Value: "trailers"})
 	if dl, ok := ctx.Deadline(); ok {
-		h = append(h, hpack.HeaderField{Name: "grpc-timeout", Value: encodeTimeout(time.Until(dl)), Sensitive: true})
+		h = append(h, hpack.HeaderField{Name: "grpc-timeout", Value: synodpb.EncodeTimeout(time.Until(dl)), Sensitive: true})
 	}
 	if md, ok := metadata.FromOutgoingContext(ctx); ok {
 		for k, vs := range md {
@@ -603,22 +573,6 @@ func (c *h2conn) headers(ctx context.Context, method string) []hpack.HeaderField
 		}
 	}
 	return h
-}
-
-// encodeTimeout is gRPC's grpc-timeout value (at most 8 digits and a unit).
-func encodeTimeout(d time.Duration) string {
-	if d <= 0 {
-		return "1n"
-	}
-	for _, u := range []struct {
-		d    time.Duration
-		unit string
-	}{{time.Nanosecond, "n"}, {time.Microsecond, "u"}, {time.Millisecond, "m"}, {time.Second, "S"}, {time.Minute, "M"}, {time.Hour, "H"}} {
-		if v := (d + u.d - 1) / u.d; v < 1e8 {
-			return strconv.FormatInt(int64(v), 10) + u.unit
-		}
-	}
-	return "99999999H"
 }
 
 // writeHeaders writes a header block (HEADERS, CONTINUATION as needed).
@@ -953,6 +907,7 @@ func (c *h2conn) handle(f http2.Frame) error {
 				s.end(status.Newf(codes.Unavailable, "%v: GOAWAY, last stream %d", errH2Refused, f.LastStreamID))
 			}
 		}
+		c.closeDrained()
 		c.mu.Unlock()
 	}
 	return nil
@@ -1049,14 +1004,14 @@ func (c *h2conn) handleHeaders() error {
 		case "grpc-status":
 			grpcStatus = f.Value
 		case "grpc-message":
-			grpcMsg = decodeGrpcMessage(f.Value)
+			grpcMsg = synodpb.DecodeStatusMessage(f.Value)
 		default:
 			if strings.HasPrefix(f.Name, ":") || strings.HasPrefix(f.Name, "grpc-") {
 				continue
 			}
 			v := f.Value
 			if strings.HasSuffix(f.Name, "-bin") {
-				if b, err := decodeBin(v); err == nil {
+				if b, err := synodpb.DecodeBinaryHeader(v); err == nil {
 					v = string(b)
 				}
 			}
@@ -1107,32 +1062,6 @@ func httpCode(s string) codes.Code {
 		return codes.Unavailable
 	}
 	return codes.Unknown
-}
-
-func decodeBin(v string) ([]byte, error) {
-	if len(v)%4 == 0 {
-		return base64.StdEncoding.DecodeString(v)
-	}
-	return base64.RawStdEncoding.DecodeString(v)
-}
-
-// decodeGrpcMessage undoes grpc-message's percent-encoding.
-func decodeGrpcMessage(m string) string {
-	if !strings.Contains(m, "%") {
-		return m
-	}
-	var b strings.Builder
-	for i := 0; i < len(m); i++ {
-		if m[i] == '%' && i+2 < len(m) {
-			if v, err := strconv.ParseUint(m[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 2
-				continue
-			}
-		}
-		b.WriteByte(m[i])
-	}
-	return b.String()
 }
 
 // fail ends the connection: every open stream fails with UNAVAILABLE.
@@ -1218,6 +1147,22 @@ func (s *h2stream) end(st *status.Status) {
 	s.done, s.st = true, st
 	delete(s.c.streams, s.id)
 	s.wakeReader()
+	s.c.closeDrained()
+}
+
+// errH2Drained is the error of a connection closed by closeDrained.
+var errH2Drained = status.Error(codes.Unavailable, "connection closed: the node sent GOAWAY and its last stream ended")
+
+// closeDrained closes c once the node sent GOAWAY and no stream is left
+// open: nothing more can go on it, and the node may keep its side open
+// (grpc-go does while a GracefulStop or a max-age grace lasts), so it
+// would otherwise wait for the finalizer. The caller holds c.mu.
+func (c *h2conn) closeDrained() {
+	if !c.goaway || len(c.streams) > 0 || c.err != nil {
+		return
+	}
+	c.err = errH2Drained
+	c.nc.Close()
 }
 
 func (s *h2stream) finished() bool { return s.done }
@@ -1281,7 +1226,7 @@ func (s *h2stream) Context() context.Context { return s.ctx }
 // SendMsg implements grpc.ClientStream. An error means m was not sent:
 // io.EOF when the stream had ended (RecvMsg says how).
 func (s *h2stream) SendMsg(m any) error {
-	body, err := frame(m)
+	body, err := synodpb.FrameMessage(m)
 	if err != nil {
 		return err
 	}
@@ -1338,7 +1283,7 @@ func (s *h2stream) RecvMsg(m any) error {
 		s.msgs[0] = nil
 		s.msgs = s.msgs[1:]
 		c.mu.Unlock()
-		return unmarshal(b, m)
+		return synodpb.UnmarshalMessage(b, m)
 	}
 	st := s.st
 	c.mu.Unlock()

@@ -5,15 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/gateway/grpcserver"
@@ -162,7 +167,9 @@ func TestGRPCTransportsLargeValues(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), (7<<20)/16)
 	for _, tr := range []string{TransportGRPCGo, TransportDirect} {
 		t.Run(tr, func(t *testing.T) {
-			c := newGRPC(t, []string{n.addr}, Options{GRPCTransport: tr})
+			// 30 s per attempt: 7 MiB messages take 5-17 s per subtest
+			// under -race at load 26 (either transport).
+			c := newGRPC(t, []string{n.addr}, Options{GRPCTransport: tr, Timeout: 30 * time.Second})
 			x := tctx(t)
 			var wg sync.WaitGroup
 			for i := range 3 {
@@ -184,5 +191,81 @@ func TestGRPCTransportsLargeValues(t *testing.T) {
 			}
 			wg.Wait()
 		})
+	}
+}
+
+// A connection the node sent GOAWAY on is closed by the client once its
+// last stream ends, even when the node keeps its side open (grpc-go does
+// during a GracefulStop or a max-age grace). The node here is a bare
+// HTTP/2 peer: GOAWAY before it answers stream 1, then it waits for the
+// client's end. Before the fix the connection stayed open (c.err nil, the
+// node's read blocked until the process ended).
+func TestDirectClosesConnAfterGoAway(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	eof := make(chan error, 1)
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			eof <- err
+			return
+		}
+		defer nc.Close()
+		pre := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(nc, pre); err != nil {
+			eof <- err
+			return
+		}
+		fr := http2.NewFramer(nc, nc)
+		fr.WriteSettings()
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				eof <- err
+				return
+			}
+			if d, ok := f.(*http2.DataFrame); ok && d.StreamEnded() && d.StreamID == 1 {
+				break
+			}
+		}
+		var hb bytes.Buffer
+		enc := hpack.NewEncoder(&hb)
+		enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/grpc"})
+		fr.WriteGoAway(1, http2.ErrCodeNo, nil)
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: bytes.Clone(hb.Bytes()), EndHeaders: true})
+		fr.WriteData(1, false, []byte{0, 0, 0, 0, 0}) // an empty InfoResponse
+		hb.Reset()
+		enc.WriteField(hpack.HeaderField{Name: "grpc-status", Value: "0"})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true, EndStream: true})
+		for {
+			if _, err := fr.ReadFrame(); err != nil {
+				eof <- err
+				return
+			}
+		}
+	}()
+	h := &h2client{addr: l.Addr().String(), timeout: 10 * time.Second}
+	defer h.close()
+	if err := h.Invoke(tctx(t), "/synod.v1.Synod/Info", &synodpb.InfoRequest{}, &synodpb.InfoResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	c.mu.Lock()
+	cerr := c.err
+	c.mu.Unlock()
+	if cerr != errH2Drained {
+		t.Fatalf("after GOAWAY and the last stream's end: connection error %v, want it closed (%v)", cerr, errH2Drained)
+	}
+	if err := <-eof; err != io.EOF {
+		t.Fatalf("the node read %v, want EOF (the client closed)", err)
+	}
+	if h.alive() {
+		t.Fatal("a drained connection is still usable")
 	}
 }

@@ -122,6 +122,10 @@ type Options struct {
 	Logger *slog.Logger
 	// TLS, when set, makes the server speak TLS only (docs/SECURITY.md).
 	TLS *tls.Config
+	// Transport is TransportGRPCGo (grpc-go's server) or TransportDirect
+	// (this package's own HTTP/2 server, h2server.go); empty:
+	// DefaultTransport.
+	Transport string
 }
 
 // Server implements synod.v1.Synod.
@@ -131,7 +135,8 @@ type Server struct {
 	b    gateway.Backend
 	opts Options
 	log  *slog.Logger
-	g    *grpc.Server
+	g    *grpc.Server // TransportGRPCGo
+	h    *h2server    // TransportDirect
 
 	nss  []config.Namespace
 	svcs map[string]service.Service
@@ -152,6 +157,9 @@ func New(b gateway.Backend, opts Options) *Server {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Transport == "" {
+		opts.Transport = DefaultTransport
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{b: b, opts: opts, log: log, svcs: map[string]service.Service{}, ctx: ctx, cancel: cancel, lim: ratelog.New(0)}
@@ -179,21 +187,37 @@ func New(b gateway.Backend, opts Options) *Server {
 		grpc.UnaryInterceptor(s.authenticate),
 		grpc.StreamInterceptor(s.authenticateStream),
 	}
-	if opts.TLS != nil {
-		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	var reg reflection.GRPCServer
+	switch opts.Transport {
+	case TransportDirect:
+		s.h = newH2Server(opts.TLS, s.authenticate, s.authenticateStream, log)
+		reg = s.h
+	default:
+		if opts.Transport != TransportGRPCGo {
+			log.Error("unknown gRPC server transport; serving with grpc-go's", "transport", opts.Transport)
+		}
+		if opts.TLS != nil {
+			sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+		}
+		s.g = grpc.NewServer(sopts...)
+		reg = s.g
 	}
-	s.g = grpc.NewServer(sopts...)
-	synodpb.RegisterSynodServer(s.g, s)
+	synodpb.RegisterSynodServer(reg, s)
 	// Server reflection, so that grpcurl and GUI clients list and call the
 	// API without the .proto file (behind the same authentication).
-	reflection.Register(s.g)
+	reflection.Register(reg)
 	return s
 }
 
 // Serve accepts connections on l until Close (it then returns nil) or until
 // l fails.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.g.Serve(l)
+	var err error
+	if s.h != nil {
+		err = s.h.serve(l)
+	} else {
+		err = s.g.Serve(l)
+	}
 	if s.ctx.Err() != nil {
 		return nil
 	}
@@ -205,6 +229,10 @@ func (s *Server) Serve(l net.Listener) error {
 // before closing connections.
 func (s *Server) Close() {
 	s.cancel()
+	if s.h != nil {
+		s.h.close()
+		return
+	}
 	done := make(chan struct{})
 	go func() { s.g.GracefulStop(); close(done) }()
 	select {

@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -33,27 +30,7 @@ import (
 
 func start(t *testing.T, b gateway.Backend, opts Options) (*Server, synodpb.SynodClient) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(b, opts)
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(l) }()
-	cc, err := grpc.NewClient("passthrough:///"+l.Addr().String(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cc.Close()
-		s.Close()
-		if err := <-done; err != nil {
-			t.Errorf("Serve returned %v after Close", err)
-		}
-	})
-	return s, synodpb.NewSynodClient(cc)
+	return startWith(t, b, opts)
 }
 
 // ctx bounds a test's calls: 60 s, since TestInvalidRequests's five
