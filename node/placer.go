@@ -28,7 +28,9 @@ import (
 //   - Every node counts the client requests it routes to each group
 //     (routeOnce) and, once a second when they changed, writes its counts
 //     to the placement namespace: hash load/<ns>, field <node id>, value
-//     "c0 c1 ..." (cumulative since the node started).
+//     "c0 c1 ..." (cumulative since the node started); and per slot, its
+//     busiest slots' rates (slotload.go: hash slotload/<ns>), by which the
+//     leader cuts a split by load (PlaceInput.SlotOps).
 //   - The placement leader, once a second, reads those counts and turns
 //     them into each group's requests per second (the sum of the nodes'
 //     increments over the elapsed time, smoothed: each second's rate
@@ -148,6 +150,7 @@ func (n *Node) placed() []*shardedNS {
 func (n *Node) initPlacer() {
 	for _, s := range n.placed() {
 		s.ops = make([]atomic.Uint64, len(s.groups))
+		s.sl = &slotLoad{lastAt: time.Now().UnixNano()} // its first report counts from here
 	}
 }
 
@@ -205,6 +208,7 @@ func (n *Node) runPlacer() {
 
 // reportLoad writes this node's request counts of s, when they changed.
 func (n *Node) reportLoad(ctx context.Context, s *shardedNS) {
+	n.reportSlotLoad(ctx, s, time.Now().UnixNano()) // slotload.go
 	p := n.placerFor(s.ns.Name)
 	cs := make([]string, len(s.ops))
 	for i := range s.ops {
@@ -318,6 +322,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 			n.placer.groupKeys.WithLabelValues(s.ns.Name, g.Namespace.Name).Set(float64(gr.Keys))
 		}
 	}
+	in.SlotOps = n.slotWeights(ctx, s, view.groups, p.ops) // slotload.go
 	if p.wasMig && !in.Migrating {
 		p.moveAt = now // the split or merge ended: cool down from here
 	}

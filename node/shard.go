@@ -73,6 +73,7 @@ type shardedNS struct {
 	cur    atomic.Pointer[slotView] // the newest slot map read (slotmap.go)
 	retry  bool                     // the protocol deduplicates a resent request
 	ops    []atomic.Uint64          // client requests routed to each group (placer.go; nil without a placement block)
+	sl     *slotLoad                // client requests routed to each slot (slotload.go; nil without a placement block)
 
 	consultMu  sync.Mutex    // one placement read at a time for a MOVED (slotmap.go, consultPlacement)
 	consulting chan struct{} // closed when the read in flight ends; nil: none
@@ -269,7 +270,8 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	if !ok {
 		return automaton.Response{ID: req.ID, Result: res}, nil
 	}
-	s.countOps(gi) // placer.go
+	s.countOps(gi)   // placer.go
+	s.countSlot(req) // slotload.go
 	g := s.groups[gi]
 	if n.serves(g.Namespace.Name) {
 		return n.do(ctx, g.Namespace.Name, req)

@@ -1,0 +1,254 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/shard"
+)
+
+// Per-slot load (issue 33 item 2; split46, session 46), so that a live
+// split by load cuts where the load divides (shard.Decide's cut by
+// PlaceInput.SlotOps) rather than at the median slot.
+//
+//   - Every node counts the client requests it routes (routeOnce) per hash
+//     slot, one per request at its first key's slot (a multi-key request's
+//     keys are in one group; its other keys' slots are not counted), in
+//     16,384 counters per placed namespace (128 KiB: one atomic add per
+//     request beside the per-group one).
+//   - Once a second (runPlacer's tick) it turns them into smoothed rates
+//     per slot (each second's count weighs placeSmooth) and, while any rate
+//     is not zero, writes a bounded summary to the placement namespace:
+//     hash slotload/<ns>, field <node id>, value "<seq> <slot>:<rate> ...",
+//     its slotLoadTop busiest slots (rates in requests/s, two decimals; a
+//     rate under slotLoadMin is left out), seq counting its writes. The
+//     rest of its load is not reported slot by slot: it is what the
+//     group counts (load/<ns>) hold beyond the hot slots.
+//   - The placement leader reads the hash once a second (one request
+//     beside load/<ns>'s) and builds each slot's weight: the sum of the
+//     nodes' reported rates; a group's load not covered by its reported
+//     slots (its smoothed requests/s less their sum) is spread evenly over
+//     its slots no node reported. A report whose seq has not changed for
+//     slotLoadStale ticks of the leader is left out (its node is down or
+//     idle: a node that stops writing leaves its last summary in the hash).
+//     With no report at all the weights are nil and the cut is the median.
+//
+// Why a top-k rather than every slot or a histogram: 16,384 rates per node
+// per second (about 150 KiB written into the placement log per node per
+// second, times the nodes, times the namespaces) would make the placement
+// namespace's log the cluster's busiest; a histogram over fixed slot
+// ranges mixes groups whenever a group owns fewer slots than a bucket
+// (1,000 groups own 16 slots each), so it cannot say where a group's load
+// divides. A skew worth a cut by load is a few hot slots (keys are hashed,
+// so a load spread over many keys spreads over many slots); the top 128
+// name them exactly, and a load spread evenly is cut at about the median by
+// the evenly spread remainder, as before. Bounded: at most
+// slotLoadTop*16 bytes per node per namespace per second, whatever the
+// number of groups. Where it is coarse: a load over more than slotLoadTop
+// slots of one group, unevenly; its remainder is spread as if even.
+const (
+	slotLoadTop   = 128
+	slotLoadMin   = 0.05
+	slotLoadStale = 5
+)
+
+// slotLoad is a placed namespace's per-slot counting (every node) and the
+// leader's view of the reports.
+type slotLoad struct {
+	count [shard.Slots]atomic.Uint64 // requests routed, cumulative
+
+	// This node's reporting state (the placement loop's goroutine only).
+	last     [shard.Slots]uint64
+	rate     [shard.Slots]float64
+	seq      uint64
+	reported string
+	lastAt   int64 // unix nanos of the last rates update (0: none; initPlacer sets it, so the first report has rates)
+
+	// The leader's view (the placement loop's goroutine only): per node,
+	// its last seq and the ticks it has been unchanged.
+	seen map[string]*slotSeen
+}
+
+type slotSeen struct {
+	seq   string
+	still int
+}
+
+// countSlot counts req at its first key's slot (routeOnce, with countOps).
+func (s *shardedNS) countSlot(req automaton.Request) {
+	if s.sl == nil {
+		return
+	}
+	op := req.Op
+	if len(req.Ops) > 0 {
+		op = req.Ops[0]
+	}
+	k := op.Key
+	if k == "" {
+		ks := opKeys(s.svc, op)
+		if len(ks) == 0 {
+			return
+		}
+		k = ks[0]
+	}
+	s.sl.count[shard.KeySlot(k)].Add(1)
+}
+
+// slotSummary updates the smoothed per-slot rates with the counts since
+// the last call (dt seconds ago; 0: the first call, which only takes the
+// counts) and returns the summary to report ("" when every rate is zero).
+func (sl *slotLoad) slotSummary(dt float64) string {
+	type hot struct {
+		slot int
+		r    float64
+	}
+	var top []hot
+	for i := range sl.count {
+		c := sl.count[i].Load()
+		if dt > 0 {
+			r := placeSmooth*float64(c-sl.last[i])/dt + (1-placeSmooth)*sl.rate[i]
+			if r < slotLoadMin/10 {
+				r = 0
+			}
+			sl.rate[i] = r
+		}
+		sl.last[i] = c
+		if sl.rate[i] >= slotLoadMin {
+			top = append(top, hot{i, sl.rate[i]})
+		}
+	}
+	if len(top) == 0 {
+		return ""
+	}
+	sort.Slice(top, func(i, j int) bool {
+		if top[i].r != top[j].r {
+			return top[i].r > top[j].r
+		}
+		return top[i].slot < top[j].slot
+	})
+	if len(top) > slotLoadTop {
+		top = top[:slotLoadTop]
+	}
+	sort.Slice(top, func(i, j int) bool { return top[i].slot < top[j].slot })
+	var b strings.Builder
+	for _, h := range top {
+		fmt.Fprintf(&b, " %d:%.2f", h.slot, h.r)
+	}
+	return b.String()
+}
+
+// reportSlotLoad writes this node's per-slot summary of s (reportLoad's
+// tick), while it has load and once when it falls to none.
+func (n *Node) reportSlotLoad(ctx context.Context, s *shardedNS, nowNanos int64) {
+	sl := s.sl
+	if sl == nil {
+		return
+	}
+	dt := 0.0
+	if sl.lastAt != 0 {
+		dt = float64(nowNanos-sl.lastAt) / 1e9
+	}
+	sl.lastAt = nowNanos
+	sum := sl.slotSummary(dt)
+	if sum == "" && sl.reported == "" {
+		return
+	}
+	sl.seq++
+	if _, err := n.placementDo(ctx, kvOp("hset", "slotload/"+s.ns.Name, string(n.id), strconv.FormatUint(sl.seq, 10)+sum)); err == nil {
+		sl.reported = sum
+	}
+}
+
+// slotWeights reads the nodes' summaries of s (the placement leader, once
+// a tick) and returns each slot's weight for shard.Decide's cut
+// (PlaceInput.SlotOps), given the map's groups and each group's smoothed
+// requests/s; nil when no node reported a slot.
+func (n *Node) slotWeights(ctx context.Context, s *shardedNS, groups [][]shard.Range, ops []float64) []float64 {
+	sl := s.sl
+	if sl == nil {
+		return nil
+	}
+	rs, err := n.placementDo(ctx, kvOp("hgetall", "slotload/"+s.ns.Name))
+	if err != nil {
+		return nil
+	}
+	if sl.seen == nil {
+		sl.seen = map[string]*slotSeen{}
+	}
+	var reports []string
+	for i := 0; i+1 < len(rs[0].Elems); i += 2 {
+		id, v := string(rs[0].Elems[i].Bytes), string(rs[0].Elems[i+1].Bytes)
+		seq, rest, _ := strings.Cut(v, " ")
+		st := sl.seen[id]
+		if st == nil {
+			st = &slotSeen{seq: seq}
+			sl.seen[id] = st
+		} else if st.seq == seq {
+			st.still++
+		} else {
+			st.seq, st.still = seq, 0
+		}
+		if st.still < slotLoadStale {
+			reports = append(reports, rest)
+		}
+	}
+	return combineSlotLoad(reports, groups, ops)
+}
+
+// combineSlotLoad is slotWeights' arithmetic: the sum of the reports'
+// rates per slot, and each group's load beyond its reported slots spread
+// evenly over its other slots; nil when no report names a slot.
+func combineSlotLoad(reports []string, groups [][]shard.Range, ops []float64) []float64 {
+	w := make([]float64, shard.Slots)
+	named := make([]bool, shard.Slots)
+	found := false
+	for _, r := range reports {
+		for _, f := range strings.Fields(r) {
+			a, b, ok := strings.Cut(f, ":")
+			if !ok {
+				continue
+			}
+			slot, err1 := strconv.Atoi(a)
+			rate, err2 := strconv.ParseFloat(b, 64)
+			if err1 != nil || err2 != nil || slot < 0 || slot >= shard.Slots || rate < 0 {
+				continue
+			}
+			w[slot] += rate
+			named[slot], found = true, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	for gi, g := range groups {
+		if gi >= len(ops) {
+			break
+		}
+		covered, rest := 0.0, 0
+		for _, r := range g {
+			for sl := r.First; sl <= r.Last; sl++ {
+				if named[sl] {
+					covered += w[sl]
+				} else {
+					rest++
+				}
+			}
+		}
+		if left := ops[gi] - covered; left > 0 && rest > 0 {
+			each := left / float64(rest)
+			for _, r := range g {
+				for sl := r.First; sl <= r.Last; sl++ {
+					if !named[sl] {
+						w[sl] = each
+					}
+				}
+			}
+		}
+	}
+	return w
+}

@@ -1,0 +1,139 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/shard"
+)
+
+// A live split by load cuts where the load divides (split46): the setup of
+// TestPlacementSplitsIntoNewGroup (s0 owns 0-1023 on n1-n3, s1 the rest on
+// n4-n6, s2 unplaced), but the load is on 200 keys of slots 0-63 only. The
+// nodes report their busiest slots (slotload.go) and the placement leader
+// cuts s0 by them: the slots moved to s2 start inside 1-63, and each side
+// keeps between a quarter and three quarters of the hot keys. Before the
+// per-slot reports the leader had only per-group counts and cut at the
+// median slot (512-1023 moved: none of the load).
+func TestPlacementSplitCutsByLoad(t *testing.T) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-1023", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "1024-16383", Nodes: []string{"n4", "n5", "n6"}},
+		{Name: "s2", Slots: ""},
+	}, Placement: &config.Placement{SplitOps: 40, NoMerge: true, Cooldown: "1s", Rate: 5000, BalanceOps: -1}}
+	cfg, ls := mkCluster(t, 6, config.Memory, ns)
+	var nodes []*Node
+	var addrs []string
+	for i, l := range ls {
+		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+		addrs = append(addrs, cfg.Nodes[i].Client)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	plain := redis.NewClient(&redis.Options{Addr: addrs[1], ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+	defer plain.Close()
+	admin := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer admin.Close()
+	var hot []string
+	for i := 0; len(hot) < 200; i++ {
+		if k := fmt.Sprintf("k%d", i); shard.KeySlot(k) < 64 {
+			hot = append(hot, k)
+		}
+	}
+	// The load is even over the hot keys at every moment (each writer sets
+	// then reads all its 50 keys per round, in one pipeline each), so
+	// that the keys divide the load whenever the leader decides (with
+	// startHotLoad's one key after another, a decision in its first
+	// second sees only the keys written so far).
+	load := &hotLoad{acked: map[string]string{}}
+	for w := 0; w < 4; w++ {
+		load.wg.Add(1)
+		go func(keys []string) {
+			defer load.wg.Done()
+			for i := 0; !load.halt.Load() && ctx.Err() == nil; i++ {
+				v := fmt.Sprint(i)
+				pipe := plain.Pipeline()
+				sets := make([]*redis.StatusCmd, len(keys))
+				for j, k := range keys {
+					sets[j] = pipe.Set(ctx, k, v, 0)
+				}
+				pipe.Exec(ctx) // each command's own error is checked
+				var ok []string
+				load.mu.Lock()
+				for j, k := range keys {
+					if sets[j].Err() == nil {
+						load.acked[k] = v
+						ok = append(ok, k)
+					} else {
+						load.errs.Add(1)
+					}
+				}
+				load.mu.Unlock()
+				pipe = plain.Pipeline()
+				gets := make([]*redis.StringCmd, len(ok))
+				for j, k := range ok {
+					gets[j] = pipe.Get(ctx, k)
+				}
+				pipe.Exec(ctx)
+				for j, k := range ok {
+					if got, err := gets[j].Result(); err == nil && got != v {
+						t.Errorf("read %s = %q after acknowledged %q", k, got, v)
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}(hot[w*50 : w*50+50])
+	}
+	for ctx.Err() == nil {
+		if v := nodes[1].shards["default"].view(); v.epoch >= 2 && len(v.groups[2]) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	acked, errs := load.stop()
+	if ctx.Err() != nil {
+		t.Fatalf("no split into s2 within the time; status: %v", statusText(ctx, admin)+nodes[0].placementLog(context.Background(), nodes[0].shards["default"], placeLogLen))
+	}
+	s := nodes[1].shards["default"]
+	v := s.view()
+	log := statusText(ctx, admin) + nodes[1].placementLog(ctx, s, placeLogLen)
+	t.Logf("epoch %d %v (%d keys acknowledged, %d errors); status and decision log:\n%s", v.epoch, v.groups, len(acked), errs, log)
+	moved := v.groups[2]
+	if len(moved) != 1 || moved[0].Last != 1023 || shard.FormatSlots(v.groups[1]) != "1024-16383" {
+		t.Fatalf("after the split: %v", v.groups)
+	}
+	cut := moved[0].First
+	below := 0
+	for _, k := range hot {
+		if shard.KeySlot(k) < cut {
+			below++
+		}
+	}
+	if cut < 1 || cut > 63 || below < len(hot)/4 || below > 3*len(hot)/4 {
+		t.Fatalf("s0 was cut at slot %d: %d of the %d hot keys (slots 0-63) stay, %d move; want a cut inside the hot slots that divides them", cut, below, len(hot), len(hot)-below)
+	}
+	if !strings.Contains(log, "a cut by load (") {
+		t.Fatalf("the decision does not say it cut by load:\n%s", log)
+	}
+	t.Logf("cut at slot %d: %d hot keys stay in s0, %d moved to s2", cut, below, len(hot)-below)
+	readBack(ctx, t, plain, acked, func() {})
+}
+
+// combineSlotLoad sums the nodes' reported slots and spreads a group's
+// load beyond them over its other slots.
+func TestCombineSlotLoad(t *testing.T) {
+	groups := [][]shard.Range{{{First: 0, Last: 3}}, {{First: 4, Last: shard.Slots - 1}}}
+	if w := combineSlotLoad([]string{"", " "}, groups, []float64{10, 10}); w != nil {
+		t.Fatalf("no report: %v, want nil (the median cut)", w[:8])
+	}
+	w := combineSlotLoad([]string{" 1:6.00 5:2.00", " 1:2.00 bad 9:x"}, groups, []float64{12, 2})
+	if w[1] != 8 || w[0] != 4.0/3 || w[2] != 4.0/3 || w[3] != 4.0/3 || w[5] != 2 || w[4] != 0 || w[6] != 0 {
+		t.Fatalf("weights %v", w[:8])
+	}
+}
