@@ -322,7 +322,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 			n.placer.groupKeys.WithLabelValues(s.ns.Name, g.Namespace.Name).Set(float64(gr.Keys))
 		}
 	}
-	in.SlotOps = n.slotWeights(ctx, s, view.groups, p.ops) // slotload.go
+	in.SlotOps = n.slotWeights(ctx, s, view.groups) // slotload.go
 	if p.wasMig && !in.Migrating {
 		p.moveAt = now // the split or merge ended: cool down from here
 	}

@@ -26,14 +26,18 @@ import (
 //     is not zero, writes a bounded summary to the placement namespace:
 //     hash slotload/<ns>, field <node id>, value "<seq> <slot>:<rate> ...",
 //     its slotLoadTop busiest slots (rates in requests/s, two decimals; a
-//     rate under slotLoadMin is left out), seq counting its writes. The
-//     rest of its load is not reported slot by slot: it is what the
-//     group counts (load/<ns>) hold beyond the hot slots.
+//     rate under slotLoadMin is left out), seq counting its writes, then
+//     "g<group>:<rate> ..." for each group (by its index in the map this
+//     node routes by) the summed rate of its other slots, where not zero.
 //   - The placement leader reads the hash once a second (one request
 //     beside load/<ns>'s) and builds each slot's weight: the sum of the
-//     nodes' reported rates; a group's load not covered by its reported
-//     slots (its smoothed requests/s less their sum) is spread evenly over
-//     its slots no node reported. A report whose seq has not changed for
+//     nodes' reported rates; a group's reported rest is spread evenly over
+//     its slots no node named. (The rest is the node's own, from the same
+//     smoothed rates: a first version took it as the group's requests/s
+//     from load/<ns> less the named slots' sum, two figures smoothed in
+//     different windows, and the excess spread over the group's cold
+//     slots moved the cut off the load's middle, 2 runs in 140 of
+//     TestPlacementSplitCutsByLoad.) A report whose seq has not changed for
 //     slotLoadStale ticks of the leader is left out (its node is down or
 //     idle: a node that stops writing leaves its last summary in the hash).
 //     With no report at all the weights are nil and the cut is the median.
@@ -47,9 +51,10 @@ import (
 // divides. A skew worth a cut by load is a few hot slots (keys are hashed,
 // so a load spread over many keys spreads over many slots); the top 128
 // name them exactly, and a load spread evenly is cut at about the median by
-// the evenly spread remainder, as before. Bounded: at most
-// slotLoadTop*16 bytes per node per namespace per second, whatever the
-// number of groups. Where it is coarse: a load over more than slotLoadTop
+// the evenly spread remainder, as before. Bounded: slotLoadTop*16 bytes
+// per node per namespace per second, plus one figure per group whose load
+// on the node is not all in its top slots (with 1,000 groups all loaded,
+// about 16 KiB: still an eighth of every slot's). Where it is coarse: a load over more than slotLoadTop
 // slots of one group, unevenly; its remainder is spread as if even.
 const (
 	slotLoadTop   = 128
@@ -102,7 +107,7 @@ func (s *shardedNS) countSlot(req automaton.Request) {
 // slotSummary updates the smoothed per-slot rates with the counts since
 // the last call (dt seconds ago; 0: the first call, which only takes the
 // counts) and returns the summary to report ("" when every rate is zero).
-func (sl *slotLoad) slotSummary(dt float64) string {
+func (sl *slotLoad) slotSummary(dt float64, owner *[shard.Slots]int16) string {
 	type hot struct {
 		slot int
 		r    float64
@@ -131,13 +136,27 @@ func (sl *slotLoad) slotSummary(dt float64) string {
 		}
 		return top[i].slot < top[j].slot
 	})
+	rest := map[int]float64{} // group -> the rate of its slots past the top
 	if len(top) > slotLoadTop {
+		for _, h := range top[slotLoadTop:] {
+			if g := owner[h.slot]; g >= 0 {
+				rest[int(g)] += h.r
+			}
+		}
 		top = top[:slotLoadTop]
 	}
 	sort.Slice(top, func(i, j int) bool { return top[i].slot < top[j].slot })
 	var b strings.Builder
 	for _, h := range top {
 		fmt.Fprintf(&b, " %d:%.2f", h.slot, h.r)
+	}
+	gs := make([]int, 0, len(rest))
+	for g := range rest {
+		gs = append(gs, g)
+	}
+	sort.Ints(gs)
+	for _, g := range gs {
+		fmt.Fprintf(&b, " g%d:%.2f", g, rest[g])
 	}
 	return b.String()
 }
@@ -154,7 +173,7 @@ func (n *Node) reportSlotLoad(ctx context.Context, s *shardedNS, nowNanos int64)
 		dt = float64(nowNanos-sl.lastAt) / 1e9
 	}
 	sl.lastAt = nowNanos
-	sum := sl.slotSummary(dt)
+	sum := sl.slotSummary(dt, &s.view().m.Owner)
 	if sum == "" && sl.reported == "" {
 		return
 	}
@@ -168,7 +187,7 @@ func (n *Node) reportSlotLoad(ctx context.Context, s *shardedNS, nowNanos int64)
 // a tick) and returns each slot's weight for shard.Decide's cut
 // (PlaceInput.SlotOps), given the map's groups and each group's smoothed
 // requests/s; nil when no node reported a slot.
-func (n *Node) slotWeights(ctx context.Context, s *shardedNS, groups [][]shard.Range, ops []float64) []float64 {
+func (n *Node) slotWeights(ctx context.Context, s *shardedNS, groups [][]shard.Range) []float64 {
 	sl := s.sl
 	if sl == nil {
 		return nil
@@ -197,15 +216,16 @@ func (n *Node) slotWeights(ctx context.Context, s *shardedNS, groups [][]shard.R
 			reports = append(reports, rest)
 		}
 	}
-	return combineSlotLoad(reports, groups, ops)
+	return combineSlotLoad(reports, groups)
 }
 
 // combineSlotLoad is slotWeights' arithmetic: the sum of the reports'
-// rates per slot, and each group's load beyond its reported slots spread
-// evenly over its other slots; nil when no report names a slot.
-func combineSlotLoad(reports []string, groups [][]shard.Range, ops []float64) []float64 {
+// rates per slot, and each group's reported rest spread evenly over its
+// slots no report names; nil when no report names a slot.
+func combineSlotLoad(reports []string, groups [][]shard.Range) []float64 {
 	w := make([]float64, shard.Slots)
 	named := make([]bool, shard.Slots)
+	rests := make([]float64, len(groups))
 	found := false
 	for _, r := range reports {
 		for _, f := range strings.Fields(r) {
@@ -213,9 +233,18 @@ func combineSlotLoad(reports []string, groups [][]shard.Range, ops []float64) []
 			if !ok {
 				continue
 			}
-			slot, err1 := strconv.Atoi(a)
-			rate, err2 := strconv.ParseFloat(b, 64)
-			if err1 != nil || err2 != nil || slot < 0 || slot >= shard.Slots || rate < 0 {
+			rate, err := strconv.ParseFloat(b, 64)
+			if err != nil || rate < 0 {
+				continue
+			}
+			if g, isRest := strings.CutPrefix(a, "g"); isRest {
+				if gi, err := strconv.Atoi(g); err == nil && gi >= 0 && gi < len(rests) {
+					rests[gi] += rate
+				}
+				continue
+			}
+			slot, err := strconv.Atoi(a)
+			if err != nil || slot < 0 || slot >= shard.Slots {
 				continue
 			}
 			w[slot] += rate
@@ -226,21 +255,16 @@ func combineSlotLoad(reports []string, groups [][]shard.Range, ops []float64) []
 		return nil
 	}
 	for gi, g := range groups {
-		if gi >= len(ops) {
-			break
-		}
-		covered, rest := 0.0, 0
+		unnamed := 0
 		for _, r := range g {
 			for sl := r.First; sl <= r.Last; sl++ {
-				if named[sl] {
-					covered += w[sl]
-				} else {
-					rest++
+				if !named[sl] {
+					unnamed++
 				}
 			}
 		}
-		if left := ops[gi] - covered; left > 0 && rest > 0 {
-			each := left / float64(rest)
+		if left := rests[gi]; left > 0 && unnamed > 0 {
+			each := left / float64(unnamed)
 			for _, r := range g {
 				for sl := r.First; sl <= r.Last; sl++ {
 					if !named[sl] {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
 )
 
@@ -125,15 +127,41 @@ func TestPlacementSplitCutsByLoad(t *testing.T) {
 	readBack(ctx, t, plain, acked, func() {})
 }
 
-// combineSlotLoad sums the nodes' reported slots and spreads a group's
-// load beyond them over its other slots.
+// combineSlotLoad sums the nodes' reported slots and spreads each group's
+// reported rest over its slots no report names; the summary keeps the top
+// slots and sums the others by group.
 func TestCombineSlotLoad(t *testing.T) {
 	groups := [][]shard.Range{{{First: 0, Last: 3}}, {{First: 4, Last: shard.Slots - 1}}}
-	if w := combineSlotLoad([]string{"", " "}, groups, []float64{10, 10}); w != nil {
+	if w := combineSlotLoad([]string{"", " "}, groups); w != nil {
 		t.Fatalf("no report: %v, want nil (the median cut)", w[:8])
 	}
-	w := combineSlotLoad([]string{" 1:6.00 5:2.00", " 1:2.00 bad 9:x"}, groups, []float64{12, 2})
+	w := combineSlotLoad([]string{" 1:6.00 5:2.00 g0:3.00", " 1:2.00 bad 9:x g0:1.00 g7:5"}, groups)
 	if w[1] != 8 || w[0] != 4.0/3 || w[2] != 4.0/3 || w[3] != 4.0/3 || w[5] != 2 || w[4] != 0 || w[6] != 0 {
 		t.Fatalf("weights %v", w[:8])
+	}
+	var sl slotLoad
+	var owner [shard.Slots]int16
+	for i := range owner {
+		owner[i] = int16(i % 2)
+	}
+	for i := 0; i < slotLoadTop+3; i++ {
+		sl.count[i].Add(uint64(1000 + i))
+	}
+	sum := sl.slotSummary(1, &owner)
+	f := strings.Fields(sum)
+	if len(f) != slotLoadTop+2 || f[0] != "3:501.50" || f[slotLoadTop] != "g0:1001.00" || f[slotLoadTop+1] != "g1:500.50" {
+		t.Fatalf("summary: %d fields, %v ... %v", len(f), f[:2], f[slotLoadTop-1:])
+	}
+}
+
+// countSlot allocates nothing for a request with a key (the common case).
+func TestCountSlotAllocs(t *testing.T) {
+	s := &shardedNS{sl: new(slotLoad)}
+	req := automaton.Request{Op: service.Op{Kind: "set", Key: "k1", Args: [][]byte{[]byte("v")}}}
+	if a := testing.AllocsPerRun(100, func() { s.countSlot(req) }); a != 0 {
+		t.Fatalf("%v allocations per count", a)
+	}
+	if got := s.sl.count[shard.KeySlot("k1")].Load(); got != 101 {
+		t.Fatalf("slot of k1 counted %d times, want 101", got)
 	}
 }
