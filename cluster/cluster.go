@@ -128,6 +128,9 @@ type UpOptions struct {
 	// zero value: the defaults; docs/SHARDING.md "Placement decisions").
 	Spares    int
 	Placement *config.Placement
+	// NewGroups adds that many unplaced shards (no nodes, no slots: names
+	// a split creates a new group under; they need Placement).
+	NewGroups int
 	// Remotes are other Synod clusters the namespaces call (the cluster
 	// file's remotes; config/remotes.go).
 	Remotes []config.Remote
@@ -371,6 +374,9 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
+		for i := 0; i < opts.NewGroups; i++ {
+			shards = append(shards, config.Shard{Name: fmt.Sprintf("s%d", len(shards))})
+		}
 		cfg.Namespaces[0].Shards = shards
 		cfg.Namespaces[0].Placement = opts.Placement
 	}
@@ -424,7 +430,7 @@ func compatible(cfg *config.Cluster, opts UpOptions, dir string) error {
 	if len(cfg.Namespaces) > 0 && cfg.Namespaces[0].PeerTransport() != (config.Namespace{Transport: opts.Transport}).PeerTransport() {
 		diffs = append(diffs, fmt.Sprintf("its default namespace's transport is %s", cfg.Namespaces[0].PeerTransport()))
 	}
-	if wantShards := opts.Shards + opts.Spares*min(opts.Shards, 1); len(cfg.Namespaces) > 0 && len(cfg.Namespaces[0].Shards) != wantShards {
+	if wantShards := opts.Shards + (opts.Spares+opts.NewGroups)*min(opts.Shards, 1); len(cfg.Namespaces) > 0 && len(cfg.Namespaces[0].Shards) != wantShards {
 		diffs = append(diffs, fmt.Sprintf("its default namespace has %d shards, not %d", len(cfg.Namespaces[0].Shards), wantShards))
 	}
 	var extra, want []string

@@ -27,12 +27,17 @@ func migrationStatus(ctx context.Context, c *redis.Client) (map[string]string, e
 	if err != nil {
 		return nil, err
 	}
+	return parseMigrationStatus(s), nil
+}
+
+// parseMigrationStatus is CLUSTER MIGRATION STATUS's text as fields.
+func parseMigrationStatus(s string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
 		k, v, _ := strings.Cut(line, ": ")
 		out[k] = v
 	}
-	return out, nil
+	return out
 }
 
 // TestMigrateUnderLoadKillSourceLeader runs 9 processes (synod cluster up
