@@ -58,6 +58,23 @@ import (
 //     split back), while more than MinShards groups own slots. The colder
 //     group's slots all move to the other (preferring one whose slots are
 //     adjacent, so ranges stay few); the colder group becomes a spare.
+//     A merge leaves a spare (split46, session 46), also when the group
+//     emptied was created by a split: its name does not become an
+//     unplaced one again, and the next split takes it as a spare (first,
+//     creating nothing) on the nodes it runs on. Why not free the name: a
+//     group is its name (its log, its storage, its members' numbers, the
+//     messages in flight to it), so founding it a second time with a fresh
+//     bootstrap configuration on nodes that still hold the first
+//     incarnation's log would mix two histories under one name, unless
+//     every replica of the first were retired and its storage removed
+//     first, on every node, including one that is down at the time (it
+//     would come back with the old log); that needs an incarnation number
+//     in the group's identity, which nothing has yet. The spare costs next
+//     to nothing (an idle group: coalesced heartbeats, no goroutines), is
+//     kept whole (a dead member is replaced like any group's), and count
+//     balance moves its replicas like any; what is given up is choosing
+//     its nodes afresh at the next split. With a spare not all up, a split
+//     takes an unplaced name if one is left.
 //  5. Replica balance by count: a node hosting 2+ more replicas than
 //     another (decideBalance).
 //  6. Leader balance by count: a node leading at least two more groups

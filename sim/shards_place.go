@@ -273,6 +273,9 @@ func (w *shWorld) onPlaceTick() {
 			w.createGroup(d, slots)
 			return
 		}
+		if d.Kind == shard.DecSplit && w.groups[d.To].born {
+			w.stats.Reused++ // a created group, emptied by a merge (or never migrated into): a spare
+		}
 		w.beginMigration(d.From, d.To, slots)
 	}
 	if (d.Kind == shard.DecReplace || d.Kind == shard.DecBalance || d.Kind == shard.DecLeader) && w.membersOn() && w.drv == nil && !w.mig.active {
