@@ -165,9 +165,13 @@ type nsLoop struct {
 	// connection is idle (issue 28 item 3: the messages one loop turn
 	// sends to a peer leave as one frame... in one write). A send outside
 	// a pass (the committer's releases) sends what is buffered first, so
-	// each peer's messages keep their release order. Not for the other
-	// protocols: Multi-Paxos formed smaller instances when its Accepts
-	// waited for the pass's end (docs/COSTS.md, "Tried and taken out").
+	// each peer's messages keep their release order. Passes buffer only
+	// for those protocols: Multi-Paxos formed smaller instances when its
+	// Accepts waited for the pass's end (docs/COSTS.md, "Tried and taken
+	// out"). The committer's release of the outputs a commit made durable
+	// is a turn of its own for every protocol on a FrameSender transport
+	// (setDurable): a Multi-Paxos follower's Accepteds of one commit leave
+	// in one write, not one each.
 	turn    bool
 	turnOut []turnPeer
 	fs      transport.FrameSender
@@ -278,9 +282,7 @@ func (l *nsLoop) requestQueue() *inQueue {
 // records are pending), and otherwise from the committer, after the commit
 // that makes its requirement durable.
 func (l *nsLoop) start(st automaton.Start) {
-	if l.batches {
-		l.fs, _ = l.out.(transport.FrameSender)
-	}
+	l.fs, _ = l.out.(transport.FrameSender)
 	l.pass.Lock()
 	l.startEv = &st
 	l.pass.Unlock()
@@ -423,7 +425,7 @@ type turnPeer struct {
 const maxTurnFrames = 256 << 10
 
 func (l *nsLoop) beginTurn() {
-	if l.fs == nil {
+	if l.fs == nil || !l.batches {
 		return
 	}
 	l.rmu.Lock()
@@ -433,7 +435,7 @@ func (l *nsLoop) beginTurn() {
 
 // endTurn sends the pass's buffered messages.
 func (l *nsLoop) endTurn() {
-	if l.fs == nil {
+	if l.fs == nil || !l.batches {
 		return
 	}
 	l.rmu.Lock()
@@ -757,7 +759,13 @@ func (l *nsLoop) outputsWait() bool {
 }
 
 // setDurable records that every Persist up to number d is durable and
-// releases, in order, the waiting outputs that need nothing later.
+// releases, in order, the waiting outputs that need nothing later. Outside
+// a pass the release is a turn of its own (on a FrameSender transport): the
+// messages it releases to one peer leave in one SendFrames at its end, one
+// write when the connection is idle, instead of one write each (a Multi-Paxos
+// follower's commit of several Accepts releases as many Accepteds;
+// docs/COSTS.md, pxs46, session 46). The release runs without waiting, so
+// nothing waits longer than the release itself.
 func (l *nsLoop) setDurable(d uint64) {
 	l.rmu.Lock()
 	defer l.rmu.Unlock()
@@ -765,7 +773,14 @@ func (l *nsLoop) setDurable(d uint64) {
 		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
 		return
 	}
+	if l.fs == nil || l.turn || l.lazy {
+		l.rel.Durable(d, loopIO{l})
+		return
+	}
+	l.turn = true
 	l.rel.Durable(d, loopIO{l})
+	l.turn = false
+	l.sendTurn()
 }
 
 // flush ends the current batch: it queues the batch's records, if any, for

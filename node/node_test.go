@@ -998,6 +998,7 @@ func TestTurnCoalescesMessagesPerPeer(t *testing.T) {
 	}
 	defer close(n.stopping)
 	l := n.loop("misc")
+	l.batches = true // as a protocol that steps client batches
 	sa := &scripted{}
 	l.a = sa
 	rec := &recSender{}
@@ -1032,4 +1033,57 @@ func TestTurnCoalescesMessagesPerPeer(t *testing.T) {
 	expect("the turn's end", "frames n3 b2")
 	step(send("n3", "b3"))
 	expect("outside a turn", "send n3 2 bytes")
+}
+
+// The committer's release of what a commit made durable (setDurable,
+// outside a pass) is a turn of its own for every protocol on a FrameSender
+// transport, Multi-Paxos included (whose passes do not buffer: a pass's
+// messages still go at once): the held messages leave in one SendFrames per
+// destination, in release order, instead of one write each (a follower's
+// Accepteds of one commit). On the old path (one Send per message) this
+// test fails at "released".
+func TestCommitReleaseCoalescesPerPeer(t *testing.T) {
+	cfg, _ := mkCluster(t, 3, config.Memory, nsMisc)
+	n, err := New(cfg, "n1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer close(n.stopping)
+	l := n.loop("misc")
+	l.batches = false // as Multi-Paxos: passes do not buffer
+	sa := &scripted{}
+	l.a = sa
+	rec := &recSender{}
+	l.out, l.fs = rec, rec
+	send := func(to, msg string) automaton.Output {
+		return automaton.Send{To: automaton.NodeID(to), Msg: []byte(msg)}
+	}
+	expect := func(when string, want ...string) {
+		t.Helper()
+		if !slices.Equal(rec.calls, want) {
+			t.Fatalf("%s: %q, want %q", when, rec.calls, want)
+		}
+		rec.calls = nil
+	}
+	hold := func(outs ...automaton.Output) {
+		t.Helper()
+		for _, o := range append([]automaton.Output{automaton.Persist{Key: "k"}}, outs...) {
+			if err := l.rel.Output(o, loopIO{l}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hold(send("n2", "a1"), send("n3", "b1"), send("n2", "a2"))
+	hold(send("n2", "a3"))
+	expect("held")
+	l.setDurable(l.rel.Last())
+	expect("released", "frames n2 a1,a2,a3", "frames n3 b1")
+	l.setDurable(l.rel.Last())
+	expect("nothing to release")
+	l.beginTurn()
+	sa.next = []automaton.Output{send("n2", "a4")}
+	l.step(event{in: automaton.ClientRequest{}})
+	expect("a pass of a protocol that does not step client batches", "send n2 2 bytes")
+	l.endTurn()
+	expect("its end")
 }
