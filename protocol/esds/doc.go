@@ -529,6 +529,15 @@
 //     the merging drain=off defers past the run. At 9k puts/s the
 //     streams keep up either way (345 positions queued, 225 operations
 //     not yet stable, in both). drain=off restores session 44's default.
+//     Since session 46 a stream is due at the drain with min(batch,
+//     drainAt=128) positions unsent, not only a full batch: with the
+//     prefix and no "gone" (below) the streams carry about one position
+//     per SET and no longer fill a batch per tick at 25.5k puts/s, so
+//     the drain stopped engaging and each tick's message carried 20 ms of
+//     SETs (p99 step CPU per 5 ms slot 7.4-7.9 ms); due at 128, they send
+//     about every 5 ms under load (3.4 ms). The seed fixes no cadence
+//     (above); below 128 positions per tick nothing changes (the
+//     simulations' pinned digests did not move).
 //   - Stability as a prefix (parameter stability, stable_prefix.go; issue
 //     28, session 45). Fig. 4.5 queues an operation for gossip again when
 //     it becomes stable here, so that the peers merge S (solid_r[r'] ∪=
@@ -754,7 +763,7 @@
 //	gossip        positive duration or off  20ms       gossip interval; off: replicas learn only through front ends (experiments.go)
 //	retransmit    positive duration         100ms      stream resend interval, rounded up to gossip intervals
 //	batch         positive integer          512        operations per stream message
-//	drain         positive duration or off  5ms        off: a stream sends at gossip ticks only; a duration (5ms, the default since session 45): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)
+//	drain         positive duration or off  5ms        off: a stream sends at gossip ticks only; a duration (5ms, the default since session 45): a stream with min(batch, 128) positions unsent sends its next message this soon instead of at the next tick, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)
 //	stability     one of prefix, positions  prefix     how a replica tells its peers what is stable here: prefix, one label per stream message (every operation up to it is stable here; stable_prefix.go), or positions, a stream position per operation that becomes stable here (before session 45)
 //	widen         true or false             false      under a backlog of more than 4 batches, one stream message carries the whole backlog up to 32 batches (stream.go streamWindow): bounds rebuilds, costs put throughput (package doc, Gossip backlog)
 //	variant       one of opt, unopt         opt        ESDSOptAlg (Fig. 4.5) or ESDSAlg (Figs. 4.1, 4.2)

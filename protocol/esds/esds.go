@@ -90,7 +90,7 @@ func paramSpec(variant string) *proto.Spec {
 		proto.Param{Name: "batch", Kind: proto.Int, Default: strconv.Itoa(DefaultBatch), Min: "1",
 			Doc: "operations per stream message"},
 		proto.Param{Name: "drain", Kind: proto.Duration, Default: "5ms", Min: "0", MinOpen: true, Words: []string{"off"},
-			Doc: "off: a stream sends at gossip ticks only; a duration (5ms, the default since session 45): a stream with a full message's worth of positions unsent after a send sends its next message this soon, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)"},
+			Doc: "off: a stream sends at gossip ticks only; a duration (5ms, the default since session 45): a stream with min(batch, 128) positions unsent sends its next message this soon instead of at the next tick, while at most 2 batches are unacknowledged (stream.go onDrain; package doc, Stream cadence)"},
 		proto.Param{Name: "stability", Kind: proto.Enum, Default: "prefix", Choices: []string{"prefix", "positions"},
 			Doc: "how a replica tells its peers what is stable here: prefix, one label per stream message (every operation up to it is stable here; stable_prefix.go), or positions, a stream position per operation that becomes stable here (before session 45)"},
 		proto.Param{Name: "widen", Kind: proto.Bool, Default: "false",

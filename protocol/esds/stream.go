@@ -248,8 +248,12 @@ func (a *ESDS) drainDue(j int) bool {
 	p := &a.peers[j]
 	end := p.acked + uint64(len(p.queue))
 	b := uint64(a.batch)
-	return end-p.sentUpTo >= b && p.sentUpTo-p.acked < drainInflight*b || p.ackDue && p.fullIn
+	return end-p.sentUpTo >= min(b, drainAt) && p.sentUpTo-p.acked < drainInflight*b || p.ackDue && p.fullIn
 }
+
+// drainAt: a stream with at least min(batch, drainAt) positions unsent is
+// due at the drain (drainDue; package doc, Stream cadence).
+const drainAt = 128
 
 // armDrain sets the drain timer when some stream is due at it.
 func (a *ESDS) armDrain() {
