@@ -100,12 +100,14 @@ func inFunc(fns ...string) int {
 // quiet, two rounds; docs/COSTS.md, lat45): the request is stepped by an
 // inline pass on the goroutine that hands it over (sched.go, inlinePass),
 // and its records are committed by the loop's committer, never on that
-// goroutine: the requesting goroutine (the connection's, or a TCP peer
-// reader's for orca-primary's remote write at the primary) does not wait
-// for the fsync inside the pass, so it parks in await before the fsync
-// starts and the committer's fdatasync runs on its thread (lat45 measured
-// it live: fdatasync and the reply on the reading thread for 99-100 % of
-// unreplicated's puts). Each put at unreplicated's server costs two
+// goroutine: the connection's goroutine does not wait for the fsync
+// inside the pass, so it parks in await before the fsync starts and the
+// committer's fdatasync runs on its thread (lat45 measured it live:
+// fdatasync and the reply on the reading thread for 99-100 % of
+// unreplicated's puts). (A TCP peer reader's pass of a lone message, such
+// as orca-primary's remote write at the primary, commits on the reader
+// with SYNOD_READER_COMMIT=1 since lat46: sched.go, readerCommitPass;
+// TestReaderCommit.) Each put at unreplicated's server costs two
 // hand-offs (the batch to the committer, the response to the waiting
 // goroutine), one fewer than a worker's pass. Fails with the inline pass
 // off (0 requests inline, 3 hand-offs per put) and with a pass that
@@ -124,7 +126,7 @@ func TestInlineWriteCommit(t *testing.T) {
 					return
 				}
 				commits.Add(1)
-				if inFunc(".(*Node).handOver", ".(*Node).readerIdle") >= 0 {
+				if inFunc(".(*Node).handOver") >= 0 {
 					onCaller.Add(1)
 				}
 			}
@@ -156,7 +158,7 @@ func TestInlineWriteCommit(t *testing.T) {
 				}
 			}
 			got, hand, com, bad := inline.Load(), entry.Handoffs()-h0, commits.Load()-c0, onCaller.Load()
-			t.Logf("%s: %d of %d puts stepped on the caller's goroutine; %d commits, %d of them on a caller's or reader's goroutine; %d hand-offs at the entry",
+			t.Logf("%s: %d of %d puts stepped on the caller's goroutine; %d commits, %d of them on the caller's goroutine; %d hand-offs at the entry",
 				proto, got, puts, com, bad, hand)
 			if got < puts/2 {
 				t.Errorf("%d of %d lone writes stepped on the caller's goroutine, want most", got, puts)

@@ -127,6 +127,10 @@ type nsLoop struct {
 	committing atomic.Bool
 	cwg        sync.WaitGroup
 	committed  uint64
+	// commitHere (loop only): the pass's caller commits its batch
+	// (sched.go, passHereCommit): flush queues it without starting a
+	// committer and sets deferred.
+	commitHere, deferred bool
 	// over (loop only): a batch flush could not queue because commitQ
 	// was full; the loop is parked (park, sched.go: no pass steps it, a
 	// worker never waits for a commit) until the committer makes room.
@@ -815,12 +819,18 @@ func (l *nsLoop) flush() bool {
 	// committer makes room (unpark; end queues it at shutdown).
 	select {
 	case l.commitQ <- b:
-		l.ensureCommitter() // after the send: a committer finding the queue empty returns
+		if l.commitHere {
+			l.deferred = true // the pass's caller commits (passHereCommit)
+		} else {
+			l.ensureCommitter() // after the send: a committer finding the queue empty returns
+		}
 	default:
 		l.over = b
 		l.unpark()
 	}
-	l.n.handoff(1)
+	if !l.deferred {
+		l.n.handoff(1) // else counted if the caller does not commit it (commitOnCaller)
+	}
 	select {
 	case l.cur = <-l.free:
 	default:
@@ -913,7 +923,12 @@ func (l *nsLoop) commitInline(b *batch) bool {
 // owns no goroutine): flush starts it (ensureCommitter) and it returns
 // when the queue is empty, parking the records it holds for lazy commit
 // in the loop (held) for the next committer.
-func (l *nsLoop) committer() {
+func (l *nsLoop) committer() { l.commitLoop(false) }
+
+// commitLoop is the committer; once (a caller's commit, commitOnCaller):
+// it returns after its first commit, handing what was queued meanwhile to
+// a committer goroutine.
+func (l *nsLoop) commitLoop(once bool) {
 	defer l.cwg.Done()
 	group := l.held // parked by the previous committer, or nil
 	l.held = nil
@@ -1009,6 +1024,18 @@ func (l *nsLoop) committer() {
 		}
 		committed = last
 		l.setDurable(last)
+		if once && !closed {
+			// Leave as an idle committer leaves; what came meanwhile
+			// goes to a committer goroutine.
+			l.committed = committed
+			l.committing.Store(false)
+			if len(l.commitQ) == 0 || !l.committing.CompareAndSwap(false, true) {
+				return
+			}
+			l.cwg.Add(1)
+			go l.committer()
+			return
+		}
 	}
 	if len(group) > 0 && !l.failed.Load() {
 		// The loop ended: commit what is held (a clean shutdown loses

@@ -81,6 +81,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -155,6 +156,12 @@ type Options struct {
 	// noReplyFn: SubmitReply takes nothing (replyfn.go): the gateway's
 	// replies are written by the connections' goroutines (tests' "before").
 	noReplyFn bool
+	// readerCommit: a TCP reader's pass of a lone message commits its
+	// records on the reader (sched.go, readerCommitPass). Off by default
+	// (docs/COSTS.md, lat46: one client's put p99 rose with it on this
+	// loaded machine); SYNOD_READER_COMMIT=1 in a node's environment turns
+	// it on (New), for a quiet A/B.
+	readerCommit bool
 	// reqNoted, when set, is called by a pool worker when it runs a
 	// pass with queued client requests, before the pass: a test widens
 	// that window (TestSubmitKeepsOrderDirect).
@@ -297,6 +304,9 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 	}
 	if opts.BatchLimit <= 0 {
 		opts.BatchLimit = 1024
+	}
+	if os.Getenv("SYNOD_READER_COMMIT") == "1" {
+		opts.readerCommit = true
 	}
 	if opts.InboxLen <= 0 {
 		opts.InboxLen = 4096
@@ -734,7 +744,13 @@ func (n *Node) readerIdle(from automaton.NodeID) {
 		// put there (a lone message): a loop that other inputs wait for
 		// (client requests, the other peers' messages) is a busy one,
 		// whose pass a worker runs while the readers go on reading.
-		if h.l.inbox.len() <= h.k && h.l.reqIn.len() == 0 && h.l.readerPass() {
+		// A lone message (one read, one message: a one-client put's
+		// Accept at a follower) is also committed here (readerCommitPass).
+		pass := h.l.readerPass
+		if h.k == 1 {
+			pass = h.l.readerCommitPass
+		}
+		if h.l.inbox.len() <= h.k && h.l.reqIn.len() == 0 && pass() {
 			continue
 		}
 		h.l.wake()

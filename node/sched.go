@@ -187,17 +187,67 @@ func (l *nsLoop) inlinePass() bool {
 // passHere runs the pool's pass of l on the calling goroutine if l is idle
 // (idle to queued, the pass, then idle and queued again if work came, as
 // a worker does); it reports whether it ran it (inlinePass, readerPass).
-func (l *nsLoop) passHere() bool {
+func (l *nsLoop) passHere() bool { return l.passHereCommit(false) }
+
+// passHereCommit is passHere; with commit, the pass's records are
+// committed on the calling goroutine too (readerCommitPass): the pass
+// queues its batch without starting a committer goroutine (flush,
+// commitHere), and once the loop is left idle (so that other inputs are
+// stepped by others meanwhile) the caller runs the committer itself
+// (commitOnCaller) unless one runs already.
+func (l *nsLoop) passHereCommit(commit bool) bool {
 	if !l.sched.CompareAndSwap(loopIdle, loopQueued) {
 		return false
 	}
 	l.inlines.Add(1)
-	live := l.poolPass()
+	live, deferred := l.passWith(commit)
 	l.sched.Store(loopIdle)
 	if live && l.hasWork() {
 		l.wake()
 	}
+	if deferred {
+		l.commitOnCaller()
+	}
 	return true
+}
+
+// readerCommitPass is readerPass for a TCP reader that read one lone
+// message for l (readerIdle), such as a one-client put's Accept at a
+// follower: for a loop without direct passes (Multi-Paxos and the other
+// protocols that do not step client batches), with fsync, the reader
+// steps the message and then commits the pass's records itself
+// (passHereCommit) when no committer runs, instead of handing the batch
+// to a new committer goroutine. The follower's round was: the reader's
+// step, flush starting `go committer()` (the runtime wakes an idle thread
+// for it: a futex call on the reader's path), the reader's next read
+// (EAGAIN) and park, then the committer's write and fdatasync; now the
+// reader's write and fdatasync follow its step, and the Accepted leaves
+// from the reader once it is durable. What leaves and when is package
+// release's decision as before (setDurable after the commit). The reader
+// reads nothing from that peer while it commits: so only a lone message,
+// only when no committer runs (a busy loop's batches keep going to its
+// committer while its readers read on), and one commit at most
+// (committer, once: what is queued meanwhile goes to a committer
+// goroutine).
+func (l *nsLoop) readerCommitPass() bool {
+	if l.direct || !l.n.durable || !l.n.opts.readerCommit || l.committing.Load() {
+		return l.readerPass()
+	}
+	if l.n.opts.noDirect || l.n.opts.unserialized || l.park.Load() == parkWaiting {
+		return false
+	}
+	return l.passHereCommit(true)
+}
+
+// commitOnCaller runs the committer on the calling goroutine for one
+// commit unless a committer runs (which then takes the queued batch).
+func (l *nsLoop) commitOnCaller() {
+	if l.committing.CompareAndSwap(false, true) {
+		l.cwg.Add(1)
+		l.commitLoop(true)
+		return
+	}
+	l.n.handoff(1) // the running committer takes the batch
 }
 
 // wake queues l for a pass unless it is queued or being stepped already.
@@ -239,10 +289,27 @@ func (l *nsLoop) hasWork() bool {
 // loop goroutine's passes were. It reports false when the loop has ended
 // (its inputs are then never stepped).
 func (l *nsLoop) poolPass() bool {
+	live, _ := l.passWith(false)
+	return live
+}
+
+// passWith is poolPass; with commitHere, the pass's flush queues its batch
+// without starting a committer, and deferred reports that it did: the
+// caller must then see to the commit (passHereCommit).
+func (l *nsLoop) passWith(commitHere bool) (live, deferred bool) {
 	if !l.n.opts.unserialized {
 		l.pass.Lock()
 		defer l.pass.Unlock()
 	}
+	l.commitHere, l.deferred = commitHere, false
+	defer func() {
+		deferred = l.deferred
+		l.commitHere, l.deferred = false, false
+	}()
+	return l.pass1(), false
+}
+
+func (l *nsLoop) pass1() bool {
 	if l.dead {
 		return false
 	}
