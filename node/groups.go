@@ -209,8 +209,11 @@ func (n *Node) retireGroups(s *shardedNS) {
 
 // members returns the members of group gi of s: the placement record's
 // when it names them, else the cluster file's.
-func (s *shardedNS) members(gi int) []automaton.NodeID {
-	if v := s.view(); v.members != nil && v.members[gi] != nil {
+func (s *shardedNS) members(gi int) []automaton.NodeID { return s.membersIn(s.view(), gi) }
+
+// membersIn returns the members of group gi of s in view v.
+func (s *shardedNS) membersIn(v *slotView, gi int) []automaton.NodeID {
+	if v.members != nil && v.members[gi] != nil {
 		return v.members[gi]
 	}
 	return s.groups[gi].Nodes

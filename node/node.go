@@ -139,6 +139,11 @@ type Options struct {
 	PeerGRPC func(PeerGRPCOptions) (PeerGRPC, error)
 
 	trace tracer // stage tracing, tests only (trace.go)
+	// holdPoll, while true, pauses the background placement reads of
+	// sharded namespaces (slotmap.go runPlacement; #placement's own
+	// members are still read): tests only, to keep a node's view of the
+	// groups' members stale (placer.go's re-read before each decision).
+	holdPoll *atomic.Bool
 	// noCoalesce turns coalesced heartbeats off (coalesce.go): tests'
 	// and benchmarks' "before" variant only.
 	noCoalesce bool

@@ -10,7 +10,8 @@ import (
 	"github.com/synod-dev/synod/storage"
 )
 
-// The placement namespace's members, remembered (issue 33; session 44).
+// The members records, remembered (issue 33; session 44 for the
+// placement namespace's own, session 46 for the data groups').
 //
 // The members record mem/#placement lives in the group it describes
 // (slotmap.go pollPlacementMembers), so a node that has just started knew
@@ -31,6 +32,14 @@ import (
 //     as the node's view of the group's members, and the node starts its
 //     replica when the record makes it a host (from its own records, as a
 //     restart does) and stops a file replica it names a former member.
+//   - Session 46 (plmem46): the same for every sharded namespace's record
+//     mem/<ns> (each under its own key), so a node added to a data group
+//     at run time restarts that replica, and every node routes to the
+//     group's current members, without a placement read (after a
+//     whole-cluster stop the placement namespace may be down longer than
+//     the data groups). Precedence: the stored record over the cluster
+//     file at start; the placement namespace's record over the stored one
+//     from the first read on (openPlacementMembers).
 //   - A node whose stored record is stale too (it was down while every
 //     member it knew of was replaced) still reaches the group through
 //     leader gossip: the placement leader's claim is believed as a routing
@@ -40,26 +49,40 @@ import (
 //     forward, never an answer.
 
 // placeMembersStore is the storage engine store holding the node's last
-// read of mem/#placement.
+// read of each members record: mem/#placement under placeMembersKey, a
+// sharded namespace's mem/<ns> under placeMembersKey+"/"+<ns> (session 46).
 const placeMembersStore = config.PlacementName + config.GroupSep + "members"
 
 const placeMembersKey = "mem"
 
-// placeMembers is the node's durable copy of mem/#placement.
+// placeMembers is the node's durable copy of the members records.
 type placeMembers struct {
 	mu    sync.Mutex
-	store storage.Store // nil: no placement namespace, or not opened
-	last  string        // the record stored last
+	store storage.Store     // nil: no placement namespace, or not opened
+	last  map[string]string // by store key: the record stored last
 
 	claim leaderHint // the latest placement leader claim from a node the view does not name
 }
 
-// openPlacementMembers opens the stored record and installs it as the
-// view of #placement's members (start, after the engine opened, before
-// any loop starts).
+// membersKey is s's key in placeMembersStore.
+func membersKey(s *shardedNS) string {
+	if s.ns.Name == config.PlacementName {
+		return placeMembersKey
+	}
+	return placeMembersKey + "/" + s.ns.Name
+}
+
+// openPlacementMembers opens the stored records and installs each as the
+// view of its namespace's members (start, after the engine opened, before
+// any loop starts). Precedence (session 46, plmem46): a stored record
+// replaces the cluster file's lists at start; the placement namespace's
+// record, once read (slotmap.go pollPlacement, pollPlacementMembers),
+// replaces the stored one and is stored in its turn. The stored copy only
+// routes and starts or stops this node's replicas: it is not a read
+// (slotView.memRead stays false), so the placement leader never derives a
+// members record from it (placer.go writeMembers).
 func (n *Node) openPlacementMembers() error {
-	ps := n.shards[config.PlacementName]
-	if ps == nil {
+	if n.shards[config.PlacementName] == nil {
 		return nil
 	}
 	st, err := n.engine.Namespace(placeMembersStore)
@@ -72,48 +95,56 @@ func (n *Node) openPlacementMembers() error {
 		return err
 	}
 	n.pm.mu.Lock()
-	n.pm.store = st
+	n.pm.store, n.pm.last = st, map[string]string{}
 	n.pm.mu.Unlock()
-	text, ok := recs[placeMembersKey]
-	if !ok {
-		return nil
+	for _, s := range n.shards {
+		text, ok := recs[membersKey(s)]
+		if !ok {
+			continue
+		}
+		mr, err := parseMembersRecord(string(text), s.groups)
+		if err != nil {
+			n.log.Warn("stored members record unreadable; using the cluster file's", "namespace", s.ns.Name, "err", err)
+			continue
+		}
+		n.pm.last[membersKey(s)] = string(text)
+		v := *s.view()
+		v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
+		if s.ns.Name != config.PlacementName {
+			v.boot = mr.boot
+		}
+		s.cur.Store(&v)
+		n.log.Info("members from the data directory", "namespace", s.ns.Name, "record", string(text))
 	}
-	mr, err := parseMembersRecord(string(text), ps.groups)
-	if err != nil {
-		n.log.Warn("stored placement members record unreadable; using the cluster file's", "err", err)
-		return nil
-	}
-	n.pm.last = string(text)
-	v := *ps.view()
-	v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
-	ps.cur.Store(&v)
-	n.log.Info("placement members from the data directory", "members", mr.members[0])
 	return nil
 }
 
-// hostPlacementMembers starts or stops this node's replica of #placement
-// by the stored record (start, once the transport and the file's loops
-// run).
+// hostPlacementMembers starts or stops this node's replicas by the stored
+// records (start, once the transport and the file's loops run): a node
+// that joined a group at run time starts it before any placement read.
 func (n *Node) hostPlacementMembers() {
-	if ps := n.shards[config.PlacementName]; ps != nil && ps.view().members != nil {
-		n.hostGroups(ps)   // groups.go
-		n.retireGroups(ps) // groups.go
+	for _, s := range n.shards {
+		if s.view().members != nil {
+			n.hostGroups(s)   // groups.go
+			n.retireGroups(s) // groups.go
+		}
 	}
 }
 
-// savePlacementMembers stores record text when it differs from the one
-// stored (pollPlacementMembers, before the node acts on it).
-func (n *Node) savePlacementMembers(text string) {
+// saveMembers stores s's record text when it differs from the one stored
+// (pollPlacement, pollPlacementMembers: before the node acts on it).
+func (n *Node) saveMembers(s *shardedNS, text string) {
 	n.pm.mu.Lock()
 	defer n.pm.mu.Unlock()
-	if n.pm.store == nil || text == n.pm.last {
+	k := membersKey(s)
+	if n.pm.store == nil || text == n.pm.last[k] {
 		return
 	}
-	if err := n.pm.store.Commit([]automaton.Persist{{Key: placeMembersKey, Value: []byte(text)}}); err != nil {
-		n.log.Warn("storing the placement members record failed", "err", err)
+	if err := n.pm.store.Commit([]automaton.Persist{{Key: k, Value: []byte(text)}}); err != nil {
+		n.log.Warn("storing a members record failed", "namespace", s.ns.Name, "err", err)
 		return
 	}
-	n.pm.last = text
+	n.pm.last[k] = text
 }
 
 // closePlacementMembers closes the store (shutdown, before the engine).

@@ -110,6 +110,9 @@ type nsPlacer struct {
 	// decision is taken meanwhile.
 	replacing atomic.Bool
 	redo      atomic.Bool // the last replacement failed: decide it again
+	// passes counts the passes that reached a decision (shard.Decide or a
+	// resumed replacement) on a members view just read (tests wait on it).
+	passes atomic.Uint64
 }
 
 // countOps counts a client request routed to group gi of s (routeOnce).
@@ -277,12 +280,27 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		}
 	}
 	p.prev, p.prevAt = cur, now
+	// Members: read again now, and decide on that read or not at all
+	// (session 46, plmem46). Until its first successful placement read a
+	// node's view of the groups' members is the cluster file's or its
+	// stored copy (placemembers.go), and a decision taken on it (a balance
+	// move at the first tick, when every node counts as up; a replacement
+	// when the reads fail for dead_after) would write a members record
+	// rebuilt from that stale view over a newer one. The writes are also
+	// conditional on the version read (writeMembers).
+	if err := n.pollPlacement(ctx, s); err != nil {
+		n.log.Debug("placement decision skipped: the placement read failed", "namespace", s.ns.Name, "err", err)
+		return
+	}
 	// Size, leader, members.
 	view := s.view()
+	if !view.memRead {
+		return
+	}
 	in := shard.PlaceInput{Map: shard.Placement{Epoch: view.epoch, Groups: view.groups}, Nodes: nodes, Migrating: view.active(), SinceMove: -1}
 	for gi, g := range s.groups {
 		gr := shard.GroupReport{Name: g.Namespace.Name, Ops: p.ops[gi], Bytes: -1}
-		for _, id := range s.members(gi) {
+		for _, id := range s.membersIn(view, gi) {
 			gr.Members = append(gr.Members, string(id))
 		}
 		if view.former != nil {
@@ -336,7 +354,8 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	if p.redo.Swap(false) {
 		p.last = ""
 	}
-	d, resume := resumeReplace(s) // replace.go
+	p.passes.Add(1)
+	d, resume := resumeReplace(view) // replace.go
 	if !resume {
 		d = shard.Decide(in, params)
 	}
@@ -376,7 +395,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		action = "replacement started"
 		p.replacing.Store(true)
 		n.bg.Add(1)
-		go n.replace(s, d) // replace.go
+		go n.replace(s, d, view) // replace.go
 	case shard.DecLeader:
 		action = "leadership transfer requested"
 		if err := n.transferLeader(ctx, s, d); err != nil {
@@ -463,16 +482,25 @@ func (n *Node) decidePlacementGroup(ctx context.Context, ss []*shardedNS) {
 	if p.replacing.Load() {
 		return
 	}
+	// The members read again, as decide does.
+	if err := n.pollPlacementMembers(ctx, ps); err != nil {
+		return
+	}
+	v := ps.view()
+	if !v.memRead {
+		return
+	}
 	if p.redo.Swap(false) {
 		p.last = ""
 	}
-	d, ok := resumeReplace(ps) // replace.go
+	p.passes.Add(1)
+	d, ok := resumeReplace(v) // replace.go
 	if !ok {
 		g := shard.GroupReport{Name: ps.ns.Name}
-		for _, id := range ps.members(0) {
+		for _, id := range ps.membersIn(v, 0) {
 			g.Members = append(g.Members, string(id))
 		}
-		if v := ps.view(); v.former != nil {
+		if v.former != nil {
 			for _, id := range v.former[0] {
 				g.Former = append(g.Former, string(id))
 			}
@@ -506,7 +534,7 @@ func (n *Node) decidePlacementGroup(ctx context.Context, ss []*shardedNS) {
 		action = "replacement started"
 		p.replacing.Store(true)
 		n.bg.Add(1)
-		go n.replace(ps, d) // replace.go
+		go n.replace(ps, d, v) // replace.go
 	}
 	n.logDecision(ctx, ps, p, d, action, now)
 }
@@ -608,7 +636,10 @@ func (n *Node) createSteps(ctx context.Context, s *shardedNS, d shard.Decision, 
 		return err
 	}
 	v := s.view()
-	if len(s.members(gi)) == 0 {
+	if !v.memRead {
+		return fmt.Errorf("group %s: the members record was not read", name)
+	}
+	if len(s.membersIn(v, gi)) == 0 {
 		var ids []automaton.NodeID
 		for _, id := range d.Create {
 			ids = append(ids, automaton.NodeID(id))
@@ -616,7 +647,7 @@ func (n *Node) createSteps(ctx context.Context, s *shardedNS, d shard.Decision, 
 		mem := make([][]automaton.NodeID, len(s.groups))
 		boot := make([][]automaton.NodeID, len(s.groups))
 		for i := range s.groups {
-			mem[i] = slices.Clone(s.members(i))
+			mem[i] = slices.Clone(s.membersIn(v, i))
 			if v.boot != nil {
 				boot[i] = v.boot[i]
 			}
@@ -627,7 +658,7 @@ func (n *Node) createSteps(ctx context.Context, s *shardedNS, d shard.Decision, 
 			former = v.former
 		}
 		rec := formatMembersRecord(mem, nil, v.leaving, former, boot)
-		if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, rec)); err != nil {
+		if _, err := n.writeMembers(ctx, s, v.memVer, rec); err != nil {
 			return fmt.Errorf("recording group %s's members: %w", name, err)
 		}
 		n.nudgePlacement()

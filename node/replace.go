@@ -46,10 +46,9 @@ import (
 // replacement and step, so a forwarded request resent to another member
 // is deduplicated by the group (paxos's table of outcomes).
 
-// resumeReplace returns the replacement the members record shows cut
-// short (a group with a joining and a leaving node), if any.
-func resumeReplace(s *shardedNS) (shard.Decision, bool) {
-	v := s.view()
+// resumeReplace returns the replacement the members record (as read in
+// v) shows cut short (a group with a joining and a leaving node), if any.
+func resumeReplace(v *slotView) (shard.Decision, bool) {
 	if v.leaving == nil {
 		return shard.Decision{}, false
 	}
@@ -72,8 +71,9 @@ func resumeReplace(s *shardedNS) (shard.Decision, bool) {
 // member's catch-up: a snapshot of the group's state).
 const replaceTimeout = 3 * time.Minute
 
-// replace carries out replacement d of s (its own goroutine; see above).
-func (n *Node) replace(s *shardedNS, d shard.Decision) {
+// replace carries out replacement d of s, decided on view v (its own
+// goroutine; see above).
+func (n *Node) replace(s *shardedNS, d shard.Decision, v *slotView) {
 	defer n.bg.Done()
 	p := n.placerFor(s.ns.Name)
 	defer p.replacing.Store(false)
@@ -81,17 +81,19 @@ func (n *Node) replace(s *shardedNS, d shard.Decision) {
 	defer tcancel()
 	ctx, cancel := n.untilStop(tctx)
 	defer cancel()
-	if err := n.replaceSteps(ctx, s, d); err != nil {
+	if err := n.replaceSteps(ctx, s, d, v); err != nil {
 		n.replaceStep(ctx, s, d, "failed", err.Error())
 		n.log.Warn("placement replacement failed; it will be decided again", "namespace", s.ns.Name, "decision", d.String(), "err", err)
 		p.redo.Store(true) // decide it again
 	}
 }
 
-func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision) error {
+func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision, v *slotView) error {
 	gi := d.From
 	x, y := automaton.NodeID(d.Node), automaton.NodeID(d.With)
-	v := s.view()
+	if !v.memRead {
+		return fmt.Errorf("the members record was not read")
+	}
 	var ym config.Node
 	for _, m := range n.cfg.Nodes {
 		if m.ID == string(y) {
@@ -104,7 +106,7 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	members := func() [][]automaton.NodeID {
 		out := make([][]automaton.NodeID, len(s.groups))
 		for i := range s.groups {
-			out[i] = slices.Clone(s.members(i))
+			out[i] = slices.Clone(s.membersIn(v, i))
 		}
 		return out
 	}
@@ -120,7 +122,8 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 	joining[gi] = []automaton.NodeID{y}
 	leaving := make([]automaton.NodeID, len(s.groups))
 	leaving[gi] = x
-	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, formatMembersRecord(mem, joining, leaving, former, v.boot))); err != nil {
+	ver, err := n.writeMembers(ctx, s, v.memVer, formatMembersRecord(mem, joining, leaving, former, v.boot))
+	if err != nil {
 		return fmt.Errorf("recording %s as joining: %w", y, err)
 	}
 	n.replaceStep(ctx, s, d, "joining", fmt.Sprintf("%s starts %s's replica", y, s.groups[gi].Namespace.Name))
@@ -143,20 +146,42 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision)
 		return fmt.Errorf("removing %s: %s", x, res.Err)
 	}
 	n.replaceStep(ctx, s, d, "removed", fmt.Sprintf("%s is no longer a member", x))
-	// 4. recorded
-	mem = members()
+	// 4. recorded: derived from the joining record (the version written
+	// in step 1), so it fails if anything wrote the record since.
 	mem[gi] = slices.DeleteFunc(mem[gi], func(id automaton.NodeID) bool { return id == x || id == y })
 	mem[gi] = append(mem[gi], y)
 	if !slices.Contains(former[gi], x) {
 		former[gi] = append(former[gi], x)
 	}
 	rec := formatMembersRecord(mem, nil, nil, former, v.boot)
-	if _, err := n.placementDo(ctx, kvOp("set", "mem/"+s.ns.Name, rec)); err != nil {
+	if _, err := n.writeMembers(ctx, s, ver, rec); err != nil {
 		return fmt.Errorf("recording the members: %w", err)
 	}
 	n.nudgePlacement()
 	n.replaceStep(ctx, s, d, "recorded", "members "+rec)
 	return nil
+}
+
+// writeMembers writes rec as s's members record mem/<ns> if the record's
+// KV version is still ver, the version of the read rec was derived from
+// (slotView.memVer), and returns the version written (session 46,
+// plmem46). Every write of a members record goes through it: a record is
+// rebuilt whole from a view of every group's members, so one derived
+// from an older view (a restarted leader's cluster-file or stored lists, a
+// read overtaken by another leader's write) would drop a newer record's
+// members and former members. Refused (the guard fails), the step fails
+// and is decided again from a new read.
+func (n *Node) writeMembers(ctx context.Context, s *shardedNS, ver uint64, rec string) (uint64, error) {
+	key := "mem/" + s.ns.Name
+	rs, err := n.placementDo(ctx, kvOp(service.GuardKind, key, "version", strconv.FormatUint(ver, 10)),
+		kvOp("set", key, rec), kvOp("version", key))
+	if err != nil {
+		return 0, err
+	}
+	if service.IsGuardFailure(rs[0]) {
+		return 0, fmt.Errorf("the members record changed since it was read (%s)", rs[0].Err)
+	}
+	return uint64(rs[2].Int), nil
 }
 
 // replaceStep logs one step of replacement d: the node's log, the

@@ -63,6 +63,13 @@ type slotView struct {
 	former         [][]automaton.NodeID // nodes a replacement removed, by group
 	boot           [][]automaton.NodeID // groups created at run time: their bootstrap configuration
 	leaving        []automaton.NodeID   // the node a replacement under way removes, by group
+	// memRead: members, hosts, former, leaving and boot are a read of
+	// mem/<ns> from the placement namespace, whose KV version was then
+	// memVer (false: the cluster file's lists, or the node's stored copy,
+	// placemembers.go; a placement decision is never derived from those:
+	// placer.go, writeMembers).
+	memRead bool
+	memVer  uint64
 }
 
 // active reports whether v's migration is under way.
@@ -127,7 +134,11 @@ func (n *Node) placementDo(ctx context.Context, ops ...service.Op) ([]service.Re
 // pollPlacement reads ns's placement keys and installs a newer map.
 func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 	name := s.ns.Name
-	rs, err := n.placementDo(ctx, kvOp("get", "map/"+name), kvOp("get", "mig/"+name), kvOp("version", "mig/"+name), kvOp("get", "ctl/"+name), kvOp("get", "mem/"+name))
+	rs, err := n.placementDo(ctx, kvOp("get", "map/"+name), kvOp("get", "mig/"+name), kvOp("version", "mig/"+name), kvOp("get", "ctl/"+name), kvOp("get", "mem/"+name), kvOp("version", "mem/"+name))
+	if err != nil {
+		return err
+	}
+	mr, err := n.membersRead(s, rs[4])
 	if err != nil {
 		return err
 	}
@@ -153,12 +164,13 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 	if rs[3].Type == service.ResultBytes {
 		v.ctl = shard.ParseControl(string(rs[3].Bytes))
 	}
-	if rs[4].Type == service.ResultBytes {
-		mr, err := parseMembersRecord(string(rs[4].Bytes), s.groups)
-		if err != nil {
-			return err
+	if ver := uint64(rs[5].Int); !old.memRead || ver >= old.memVer {
+		// (A read overtaken by a newer one, two polls racing, is not
+		// installed over it.)
+		if mr != nil {
+			v.members, v.hosts, v.former, v.leaving, v.boot = mr.members, mr.hosts, mr.former, mr.leaving, mr.boot
 		}
-		v.members, v.hosts, v.former, v.leaving, v.boot = mr.members, mr.hosts, mr.former, mr.leaving, mr.boot
+		v.memRead, v.memVer = true, ver
 	}
 	s.cur.CompareAndSwap(old, &v)
 	n.hostGroups(s)   // groups.go
@@ -173,22 +185,40 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 // A node routes by the cluster file's members until its first read, which
 // reaches the group through any of them still a live member.
 func (n *Node) pollPlacementMembers(ctx context.Context, s *shardedNS) error {
-	rs, err := n.placementDo(ctx, kvOp("get", "mem/"+s.ns.Name))
-	if err != nil || rs[0].Type != service.ResultBytes {
-		return err
-	}
-	mr, err := parseMembersRecord(string(rs[0].Bytes), s.groups)
+	rs, err := n.placementDo(ctx, kvOp("get", "mem/"+s.ns.Name), kvOp("version", "mem/"+s.ns.Name))
 	if err != nil {
 		return err
 	}
-	n.savePlacementMembers(string(rs[0].Bytes)) // placemembers.go: before acting on it
+	mr, err := n.membersRead(s, rs[0])
+	if err != nil {
+		return err
+	}
 	old := s.view()
 	v := *old
-	v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
+	if ver := uint64(rs[1].Int); !old.memRead || ver >= old.memVer {
+		if mr != nil {
+			v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
+		}
+		v.memRead, v.memVer = true, ver
+	}
 	s.cur.CompareAndSwap(old, &v)
 	n.hostGroups(s)   // groups.go
 	n.retireGroups(s) // groups.go
 	return nil
+}
+
+// membersRead parses r, a read of s's members record (nil: absent), and
+// stores it (placemembers.go) before the node acts on it.
+func (n *Node) membersRead(s *shardedNS, r service.Result) (*membersRecord, error) {
+	if r.Type != service.ResultBytes {
+		return nil, nil
+	}
+	mr, err := parseMembersRecord(string(r.Bytes), s.groups)
+	if err != nil {
+		return nil, err
+	}
+	n.saveMembers(s, string(r.Bytes))
+	return &mr, nil
 }
 
 // runPlacement polls the placement namespace and runs the migration
@@ -206,6 +236,9 @@ func (n *Node) runPlacement() {
 				}
 				cancel()
 				continue
+			}
+			if h := n.opts.holdPoll; h != nil && h.Load() {
+				continue // tests only: this node's background reads of data namespaces paused
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			if err := n.pollPlacement(ctx, s); err != nil && ctx.Err() == nil {
