@@ -140,6 +140,10 @@ type Cluster struct {
 	MetricsToken string `yaml:"metrics_token,omitempty"`
 	// Limits bound what a node accepts from its clients (limits.go).
 	Limits *Limits `yaml:"limits,omitempty"`
+	// GRPCServer is the gRPC API's server transport: "grpc-go" (grpc-go's
+	// server) or "direct" (gateway/grpcserver's own HTTP/2 server); ""
+	// is the server's default (grpcserver.DefaultTransport).
+	GRPCServer string `yaml:"grpc_server,omitempty"`
 	// AllowBroken admits the deliberately broken protocol variants
 	// (automaton.RegisterBroken), which exist to show that checkers catch
 	// them. Never set it for data you care about.
@@ -223,6 +227,11 @@ func (c *Cluster) Validate() error {
 	case "", StoragePebble, StorageWAL:
 	default:
 		bad("storage", "%q must be %q or %q", c.Storage, StoragePebble, StorageWAL)
+	}
+	switch c.GRPCServer {
+	case "", "grpc-go", "direct":
+	default:
+		bad("grpc_server", "%q must be %q or %q", c.GRPCServer, "grpc-go", "direct")
 	}
 	if c.WALCompactMin < 0 {
 		bad("wal_compact_min", "%d must be 0 (the default) or a size in bytes", c.WALCompactMin)

@@ -26,10 +26,10 @@ func GRPC(b gateway.Backend, password string, log *slog.Logger) node.ClientServe
 
 // grpcServer builds the gRPC API server for cfg: the same password and
 // users as the Redis-protocol port, client certificates of cfg's cluster,
-// TLS with tc when not nil.
+// TLS with tc when not nil, cfg's server transport (grpc_server).
 func grpcServer(cfg *config.Cluster, tc *tls.Config) func(gateway.Backend, string, *slog.Logger) node.ClientServer {
 	return func(b gateway.Backend, password string, log *slog.Logger) node.ClientServer {
-		return grpcserver.New(b, grpcserver.Options{Password: password, Users: cfg.Users, Cluster: cfg.Cluster, Logger: log, TLS: tc})
+		return grpcserver.New(b, grpcserver.Options{Password: password, Users: cfg.Users, Cluster: cfg.Cluster, Logger: log, TLS: tc, Transport: cfg.GRPCServer})
 	}
 }
 
