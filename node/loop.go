@@ -182,6 +182,10 @@ type nsLoop struct {
 
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID]waiterSet
+	// aside, asideCalls: under rmu, the committer's release in progress
+	// and the callback waiters it answered (replyfn.go, setDurable).
+	aside      bool
+	asideCalls []asideCall
 
 	requests, responses, orphans       atomic.Uint64
 	persisted, fsyncs, msgsIn, msgsOut atomic.Uint64
@@ -770,21 +774,29 @@ func (l *nsLoop) outputsWait() bool {
 // follower's commit of several Accepts releases as many Accepteds;
 // docs/COSTS.md, pxs46, session 46). The release runs without waiting, so
 // nothing waits longer than the release itself.
-func (l *nsLoop) setDurable(d uint64) {
+//
+// aside (the committer's releases): the callback waiters answered are run
+// after the release, together, on a goroutine of their own (replyfn.go).
+func (l *nsLoop) setDurable(d uint64, aside bool) {
 	l.rmu.Lock()
-	defer l.rmu.Unlock()
 	if l.failed.Load() {
 		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
+		l.rmu.Unlock()
 		return
 	}
+	l.aside = aside
 	if l.fs == nil || l.turn || l.lazy {
 		l.rel.Durable(d, loopIO{l})
-		return
+	} else {
+		l.turn = true
+		l.rel.Durable(d, loopIO{l})
+		l.turn = false
+		l.sendTurn()
 	}
-	l.turn = true
-	l.rel.Durable(d, loopIO{l})
-	l.turn = false
-	l.sendTurn()
+	l.aside = false
+	calls := l.takeAside()
+	l.rmu.Unlock()
+	l.runAside(calls)
 }
 
 // flush ends the current batch: it queues the batch's records, if any, for
@@ -897,7 +909,7 @@ func (l *nsLoop) commitInline(b *batch) bool {
 	}
 	last := b.last
 	b.reset()
-	l.setDurable(last)
+	l.setDurable(last, false)
 	return true
 }
 
@@ -1023,7 +1035,7 @@ func (l *nsLoop) commitLoop(once bool) {
 			continue
 		}
 		committed = last
-		l.setDurable(last)
+		l.setDurable(last, true)
 		if once && !closed {
 			// Leave as an idle committer leaves; what came meanwhile
 			// goes to a committer goroutine.
@@ -1045,7 +1057,7 @@ func (l *nsLoop) commitLoop(once bool) {
 			recs = append(recs, g.persists...)
 		}
 		if l.commit(recs) {
-			l.setDurable(group[len(group)-1].last)
+			l.setDurable(group[len(group)-1].last, true)
 		} else {
 			l.failed.Store(true)
 		}
@@ -1195,7 +1207,7 @@ func (l *nsLoop) respond(r automaton.Response) {
 		l.n.handoff(1 + len(ws.more))
 	}
 	if ws.fn != nil {
-		l.called(ws, r) // replyfn.go: here, no hand-off
+		l.call(ws, r) // replyfn.go: here, no hand-off (or set aside)
 	}
 	n := ws.len()
 	l.responses.Add(uint64(n))

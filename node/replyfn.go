@@ -130,3 +130,44 @@ func (n *Node) failCallbacks(errOf func(automaton.RequestID) error) {
 		}
 	}
 }
+
+// asideCall is a callback waiter answered by the committer's release, run
+// after it (setDurable).
+type asideCall struct {
+	ws waiterSet
+	r  automaton.Response
+}
+
+// call runs callback waiter ws with response r here, or, in the
+// committer's release (l.aside, under rmu), sets it aside: the committer
+// does not write its clients' replies one by one between two commits
+// (measured: ESDS with fsync, 64 clients, slower and more context switches
+// per put when it did); they are written together on one goroutine after
+// the release, one hand-off per commit instead of one per request.
+func (l *nsLoop) call(ws waiterSet, r automaton.Response) {
+	if l.aside {
+		l.asideCalls = append(l.asideCalls, asideCall{ws, r})
+		return
+	}
+	l.called(ws, r)
+}
+
+// takeAside returns the calls set aside and empties the list (under rmu).
+func (l *nsLoop) takeAside() []asideCall {
+	calls := l.asideCalls
+	l.asideCalls = nil
+	return calls
+}
+
+// runAside runs calls, if any, on a goroutine of their own.
+func (l *nsLoop) runAside(calls []asideCall) {
+	if len(calls) == 0 {
+		return
+	}
+	l.n.handoff(1)
+	go func() {
+		for _, c := range calls {
+			l.called(c.ws, c.r)
+		}
+	}()
+}
