@@ -151,26 +151,7 @@ func TestShardedMigrationKillsAndWholeRestart(t *testing.T) {
 	for _, s := range ns.Shards {
 		groups = append(groups, config.GroupName(ns.Name, s.Name))
 	}
-	leaderOf := func(group string) string {
-		for _, a := range addrs {
-			cl := redis.NewClient(&redis.Options{Addr: a, ReadTimeout: 3 * time.Second, MaxRetries: -1})
-			info, err := cl.Info(ctx, "shards").Result()
-			cl.Close()
-			if err != nil {
-				continue
-			}
-			for _, l := range strings.Split(info, "\n") {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(l), group+":"); ok {
-					for _, kv := range strings.Split(rest, ",") {
-						if id, ok := strings.CutPrefix(kv, "leader="); ok && id != "" {
-							return id
-						}
-					}
-				}
-			}
-		}
-		return ""
-	}
+	leaderOf := func(group string) string { return groupLeader(ctx, addrs, group) } // splitkill_test.go
 	allLed := func(limit time.Duration) {
 		t.Helper()
 		deadline := time.Now().Add(limit)
