@@ -248,13 +248,7 @@ func benchQuorum(b *testing.B, proto, dur, kind string, clients int, params map[
 			}
 		}
 	}
-	if clients == 1 {
-		i := 0
-		run(func() bool { i++; return i <= b.N })
-	} else {
-		b.SetParallelism(max(clients/runtime.GOMAXPROCS(0), 1))
-		b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
-	}
+	runClients(b, clients, run)
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
@@ -312,3 +306,16 @@ func ctxSwitches() (s uint64) {
 }
 
 func steppedOf(l *nsLoop) uint64 { return l.stepped.Load() }
+
+// runClients runs run as clients closed-loop clients for b.N operations in
+// all: one on the benchmark's goroutine, or RunParallel with about clients
+// goroutines; run loops while next says so.
+func runClients(b *testing.B, clients int, run func(next func() bool)) {
+	if clients == 1 {
+		i := 0
+		run(func() bool { i++; return i <= b.N })
+		return
+	}
+	b.SetParallelism(max(clients/runtime.GOMAXPROCS(0), 1))
+	b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
+}

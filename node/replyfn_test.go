@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -225,13 +224,7 @@ func benchRESP(b *testing.B, proto, dur, kind string, clients int, opts Options)
 		}
 		conns <- cl
 	}
-	if clients == 1 {
-		i := 0
-		run(func() bool { i++; return i <= b.N })
-	} else {
-		b.SetParallelism(max(clients/runtime.GOMAXPROCS(0), 1))
-		b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
-	}
+	runClients(b, clients, run)
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
