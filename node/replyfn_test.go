@@ -184,6 +184,9 @@ func BenchmarkReplyFn(b *testing.B) {
 
 func benchRESP(b *testing.B, proto, dur, kind string, clients int, opts Options) {
 	ns := config.Namespace{Name: "default", Protocol: proto, Service: "kv"}
+	if proto == "esds" && dur == config.Memory {
+		ns.Params = map[string]string{"volatile": "true"} // no restarts here
+	}
 	cfg, ls := mkCluster(b, 3, dur, ns)
 	var nodes []*Node
 	for i, n := range cfg.Nodes {
