@@ -45,13 +45,38 @@ func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 // osFile is an *os.File whose Datasync may go through an io_uring
 // (uring_linux.go): DatasyncBulk with SYNOD_WAL_IOURING=bulk or 1, Datasync
 // with SYNOD_WAL_IOURING=1, neither by default nor where the kernel refuses
-// the process a ring. The ring is made at the first sync that may use it and
-// closed with the file.
+// the process a ring. With =1 the ring is made at the first sync and closed
+// with the file. With =bulk it is lazy (lazySync): made only once
+// ringOpenAfter bulk syncs came in a row, closed again after
+// ringCloseAfter plain ones in a row, so a lone writer, or a node whose
+// only large frame was its namespace's opening, has no ring and no io-wq
+// worker threads.
 type osFile struct {
 	*os.File
 	ringOnce sync.Once
+	// mu guards ring, bulkRun, plainRun and noRing in bulk mode, held over
+	// the sync, so that no sync runs on a ring being closed.
+	mu       sync.Mutex
 	ring     *ring // nil: fdatasync
+	bulkRun  int   // bulk mode: DatasyncBulk calls in a row (at most ringOpenAfter)
+	plainRun int   // bulk mode, ring open: Datasync calls in a row
+	noRing   bool  // bulk mode: making a ring failed; not tried again
 }
+
+// The lazy ring's hysteresis (SYNOD_WAL_IOURING=bulk; branch pxs47,
+// session 47). pxs46 found a lone unreplicated writer slower with =bulk
+// although its 184-byte frames all took fdatasync: only its namespace's
+// opening frame (102 KB) had used the ring, which then kept two idle io-wq
+// threads for good. So the ring waits for a run of large frames (a loaded
+// node's group commits: redis-benchmark -c 50 -P 16 makes 99 % of the
+// leader's frames bulk ones), and a run of small frames (the load ended)
+// closes it, which ends its io-wq workers. A lone frame of the other size
+// inside a run (1 % of a loaded leader's frames are small) only restarts
+// the count.
+const (
+	ringOpenAfter  = 8
+	ringCloseAfter = 8
+)
 
 // bulkSyncer is a File with a second Datasync for the frames of a loaded
 // node's group commits (the WAL calls it for frames of at least
@@ -61,10 +86,20 @@ type bulkSyncer interface {
 	DatasyncBulk() error
 }
 
-func (f *osFile) Datasync() error { return f.datasync(ringMode == ringAll) }
+func (f *osFile) Datasync() error {
+	if ringMode == ringBulk {
+		return f.lazySync(false)
+	}
+	return f.datasync(ringMode == ringAll)
+}
 
 // DatasyncBulk implements bulkSyncer.
-func (f *osFile) DatasyncBulk() error { return f.datasync(ringMode != ringOff) }
+func (f *osFile) DatasyncBulk() error {
+	if ringMode == ringBulk {
+		return f.lazySync(true)
+	}
+	return f.datasync(ringMode != ringOff)
+}
 
 func (f *osFile) datasync(useRing bool) error {
 	if useRing {
@@ -74,6 +109,44 @@ func (f *osFile) datasync(useRing bool) error {
 			}
 		})
 	}
+	return f.syncOn(useRing)
+}
+
+// lazySync is bulk mode's sync (bulk: DatasyncBulk): it opens the ring
+// after ringOpenAfter bulk syncs in a row and closes it after
+// ringCloseAfter plain ones in a row (above); a bulk sync takes the ring
+// while it is open, every other sync fdatasync.
+func (f *osFile) lazySync(bulk bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if bulk {
+		f.plainRun = 0
+		f.bulkRun = min(f.bulkRun+1, ringOpenAfter)
+		if f.ring == nil && f.bulkRun == ringOpenAfter && !f.noRing {
+			if ok, _ := RingStatus(); ok {
+				f.ring, _ = newRing()
+			}
+			f.noRing = f.ring == nil
+			if f.ring != nil {
+				ringOpens.Add(1)
+			}
+		}
+	} else {
+		f.bulkRun = 0
+		if f.ring != nil {
+			if f.plainRun++; f.plainRun >= ringCloseAfter {
+				f.ring.close()
+				f.ring, f.plainRun = nil, 0
+				ringCloses.Add(1)
+			}
+		}
+	}
+	return f.syncOn(bulk)
+}
+
+// syncOn syncs through the ring when useRing and the file has a working
+// one, else with fdatasync.
+func (f *osFile) syncOn(useRing bool) error {
 	if useRing && f.ring != nil {
 		if done, err := f.ring.datasync(int(f.Fd())); done {
 			ringSyncs.Add(1)
@@ -90,9 +163,12 @@ func (f *osFile) datasync(useRing bool) error {
 // Close closes the file and its ring (no Datasync is in progress: the
 // WAL closes its file only with no writer).
 func (f *osFile) Close() error {
+	f.mu.Lock()
 	if f.ring != nil {
 		f.ring.close()
+		f.ring = nil
 	}
+	f.mu.Unlock()
 	return f.File.Close()
 }
 

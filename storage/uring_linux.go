@@ -96,7 +96,10 @@ type uringParams struct {
 // is not the default: at load 24 on the 2-core machine it lowered the
 // leader's futex calls per SET by 30-50 % but raised the followers' CPU and
 // context switches per SET (the io-wq worker's wake-up on every sync) by
-// more than the leader saved (docs/COSTS.md, pxs46, session 46).
+// more than the leader saved (docs/COSTS.md, pxs46, session 46). Since
+// session 47 (pxs47) bulk's ring is lazy: made after a run of bulk syncs,
+// closed after a run of plain ones (osFile.lazySync), so a lone writer has
+// no ring and no io-wq threads.
 const (
 	ringOff = iota
 	ringBulk
@@ -126,6 +129,9 @@ var uringSetup = func(entries uint32, p *uringParams) (int, error) {
 
 // Counts of Datasync calls by path (tests, and the figures of docs/COSTS.md).
 var ringSyncs, plainSyncs atomic.Uint64
+
+// Counts of lazy rings opened and closed (bulk mode, osFile.lazySync).
+var ringOpens, ringCloses atomic.Uint64
 
 type ringProbeState struct {
 	once sync.Once

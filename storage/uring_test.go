@@ -375,6 +375,15 @@ func TestWALBulkFrameSync(t *testing.T) {
 			if r, p := syncs(small); r != 0 || p != 1 {
 				t.Fatalf("a one-record frame: %d syncs through the ring, %d fdatasync; want 0 and 1", r, p)
 			}
+			if c.name == "bulk" {
+				// The lazy ring (TestRingLazy): the first bulk frames of a
+				// run take fdatasync.
+				for i := 1; i < ringOpenAfter; i++ {
+					if r, p := syncs(big); r != 0 || p != 1 {
+						t.Fatalf("bulk frame %d of a run: %d syncs through the ring, %d fdatasync; want 0 and 1", i, r, p)
+					}
+				}
+			}
 			r, p := syncs(big)
 			if want := map[string][2]uint64{"ring": {1, 0}, "fdatasync": {0, 1}}[c.bigThrough]; r != want[0] || p != want[1] {
 				t.Fatalf("a frame of %d records: %d syncs through the ring, %d fdatasync; want %d and %d", len(big), r, p, want[0], want[1])
@@ -387,9 +396,72 @@ func TestWALBulkFrameSync(t *testing.T) {
 			defer w.Close()
 			s, _ = w.Namespace("ns")
 			m, err := s.Load()
-			if err != nil || len(m) != len(big)+1 {
+			if err != nil || len(m) != len(big)+1 { // the bulk frames rewrite the same keys
 				t.Fatalf("reopened: %d records, %v; want %d", len(m), err, len(big)+1)
 			}
 		})
 	}
+}
+
+// With SYNOD_WAL_IOURING=bulk the ring is lazy: made after ringOpenAfter
+// bulk syncs in a row (a lone large frame, such as a namespace's opening,
+// makes none; the run's last sync takes it), closed after ringCloseAfter plain syncs in a row (a lone
+// small frame inside a run of bulk ones does not close it). A ring made at
+// the first bulk sync (session 46's) fails the first check; one never closed
+// fails the last two.
+func TestRingLazy(t *testing.T) {
+	if ok, err := RingStatus(); !ok {
+		t.Skipf("io_uring unavailable here (%v): TestWALBulkFrameSync's refused case covers this machine's path", err)
+	}
+	withRingMode(t, ringBulk)
+	f := openOSFile(t)
+	of := f.(*osFile)
+	sync := func(bulk bool, n int) (ring, plain uint64) {
+		t.Helper()
+		r0, p0 := ringSyncs.Load(), plainSyncs.Load()
+		for range n {
+			var err error
+			if bulk {
+				err = of.DatasyncBulk()
+			} else {
+				err = of.Datasync()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ringSyncs.Load() - r0, plainSyncs.Load() - p0
+	}
+	want := func(what string, r, p, wr, wp uint64, open bool) {
+		t.Helper()
+		if r != wr || p != wp || (of.ring != nil) != open {
+			t.Fatalf("%s: %d through the ring, %d fdatasync, ring open %v; want %d, %d, %v", what, r, p, of.ring != nil, wr, wp, open)
+		}
+	}
+	r, p := sync(true, 1)
+	want("a lone bulk sync", r, p, 0, 1, false)
+	r, p = sync(false, 1)
+	want("then a plain one", r, p, 0, 1, false)
+	r, p = sync(true, ringOpenAfter-1)
+	want("a run of bulk syncs one short", r, p, 0, ringOpenAfter-1, false)
+	o0 := ringOpens.Load()
+	r, p = sync(true, 1)
+	want("the run's last (made the ring and took it)", r, p, 1, 0, true)
+	if o := ringOpens.Load() - o0; o != 1 {
+		t.Fatalf("%d rings opened; want 1", o)
+	}
+	r, p = sync(true, 3)
+	want("bulk syncs with the ring open", r, p, 3, 0, true)
+	r, p = sync(false, ringCloseAfter-1)
+	want("plain syncs one short of closing", r, p, 0, ringCloseAfter-1, true)
+	r, p = sync(true, 1)
+	want("a bulk sync restarting the count", r, p, 1, 0, true)
+	c0 := ringCloses.Load()
+	r, p = sync(false, ringCloseAfter)
+	want("a run of plain syncs", r, p, 0, ringCloseAfter, false)
+	if c := ringCloses.Load() - c0; c != 1 {
+		t.Fatalf("%d rings closed; want 1", c)
+	}
+	r, p = sync(true, ringOpenAfter)
+	want("a new run of bulk syncs", r, p, 1, ringOpenAfter-1, true)
 }
