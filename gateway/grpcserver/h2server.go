@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -31,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/gateway"
 )
 
 // The server's transports (Options.Transport).
@@ -44,7 +46,9 @@ import (
 // below): the goroutine that read a unary request runs its handler and
 // writes HEADERS, DATA and trailers in one write, after starting another
 // goroutine that reads the connection meanwhile (a new goroutine, not a
-// hand-off: nothing waits for it). Streams run their handler on a goroutine
+// hand-off: nothing waits for it). Do on a gateway.ReplyBackend (the
+// node) is not waited for at all: the reader hands it over and reads on,
+// and the goroutine that completes it writes the reply (doreply.go). Streams run their handler on a goroutine
 // of their own (as grpc-go), fed by the reader, and write their messages
 // themselves (no writer goroutine). It serves the same registered services
 // (synod.v1.Synod and reflection) with the same interceptors (auth.go),
@@ -112,6 +116,11 @@ type h2method struct {
 	unary  grpc.MethodHandler
 	stream *grpc.StreamDesc
 	name   string
+	// async, when set, serves the unary method without waiting for its
+	// answer (Server.doReply): it decodes the request and hands it over;
+	// done is called once, on whatever goroutine has the answer, and must
+	// not block (it may run on a node loop's goroutine).
+	async func(ctx context.Context, dec func(any) error, done func(reply any, err error))
 }
 
 func newH2Server(tc *tls.Config, ui grpc.UnaryServerInterceptor, si grpc.StreamServerInterceptor, log *slog.Logger) *h2server {
@@ -243,6 +252,7 @@ type h2sconn struct {
 	// Writing: under wmu.
 	wmu       sync.Mutex
 	bw        *bufio.Writer
+	out       h2out // bw's writer
 	fw        *http2.Framer
 	hbuf      bytes.Buffer
 	henc      *hpack.Encoder
@@ -298,7 +308,13 @@ func (h *h2server) serveConn(nc net.Conn) {
 	c := &h2sconn{srv: h, nc: nc, streams: map[uint32]*h2sstream{}, sendWin: 65535, streamWin: 65535, maxFrame: 16384}
 	c.ctx, c.stop = context.WithCancel(peer.NewContext(context.Background(), p))
 	c.window = sync.NewCond(&c.mu)
-	c.bw = bufio.NewWriterSize(nc, 32<<10)
+	c.out.nc = nc
+	if sc, ok := nc.(syscall.Conn); ok { // a socket (the node's counted connections are too)
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.out.dw = gateway.NewDirectWriter(raw) // nil where there are no direct writes
+		}
+	}
+	c.bw = bufio.NewWriterSize(&c.out, 32<<10)
 	c.fw = http2.NewFramer(c.bw, nil)
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.tableSize.Store(-1)
@@ -369,6 +385,63 @@ func (c *h2sconn) unlockW(err error) error {
 		if !more || !c.wmu.TryLock() {
 			return nil
 		}
+	}
+}
+
+// h2out is a connection's writer under bw: the socket, or (now set, by
+// unlockNow) only what the socket takes at once, the rest kept in rest.
+type h2out struct {
+	nc   net.Conn
+	dw   *gateway.DirectWriter // nil: TLS, or no direct writes here
+	now  bool
+	rest []byte
+}
+
+func (o *h2out) Write(p []byte) (int, error) {
+	if !o.now {
+		return o.nc.Write(p)
+	}
+	n := 0
+	if len(o.rest) == 0 {
+		n = o.dw.WriteNow(p)
+	}
+	o.rest = append(o.rest, p[n:]...)
+	return len(p), nil
+}
+
+// unlockNow is unlockW for a goroutine that must not wait for the client
+// (one of a node loop's, answering a call: finishNow): the flush writes
+// what the socket takes at once; the rest, if any, is written by a
+// goroutine of its own, which holds wmu until it is written.
+func (c *h2sconn) unlockNow(err error) {
+	if err == nil {
+		if b := c.takeCtl(); b != nil {
+			_, err = c.bw.Write(b)
+		}
+	}
+	if err == nil {
+		c.out.now = true
+		err = c.bw.Flush()
+		c.out.now = false
+	}
+	if err == nil && len(c.out.rest) > 0 {
+		go func() {
+			_, err := c.nc.Write(c.out.rest)
+			c.out.rest = c.out.rest[:0]
+			c.unlockW(err)
+		}()
+		return
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.mu.Lock()
+	more := c.ctl.Len() > 0
+	c.mu.Unlock()
+	if more && c.wmu.TryLock() {
+		c.unlockNow(nil)
 	}
 }
 
@@ -467,7 +540,9 @@ func (c *h2sconn) read() {
 			c.fail(err)
 			return
 		}
-		if s == nil {
+		if s == nil || s.runAsync() {
+			// Nothing to run, or a call handed over whose answer is
+			// written by the goroutine that has it (finishNow): read on.
 			continue
 		}
 		if c.br.Buffered() > 0 {
@@ -476,6 +551,7 @@ func (c *h2sconn) read() {
 			go s.runUnary()
 			continue
 		}
+		h2Readers.Add(1)
 		go c.read()
 		s.runUnary()
 		return
@@ -810,9 +886,111 @@ func (s *h2sstream) endLocked() {
 	s.notify()
 }
 
-// h2Inline counts unary calls run on the goroutine that read them, for
-// tests.
-var h2Inline atomic.Int64
+// h2Inline counts unary calls run on the goroutine that read them, and
+// h2Readers the readers started for a call run on the one that read it,
+// for tests.
+var h2Inline, h2Readers atomic.Int64
+
+// runAsync hands s over to its method's async handler, if it has one,
+// on this goroutine (the reader: handing over does not wait for the
+// answer), and reports whether it did.
+func (s *h2sstream) runAsync() bool {
+	if s.m == nil || s.m.async == nil {
+		return false
+	}
+	c := s.c
+	c.mu.Lock()
+	if s.bad != nil || len(s.msgs) != 1 {
+		c.mu.Unlock()
+		return false // runUnary answers it
+	}
+	msg := s.msgs[0]
+	s.msgs = nil
+	c.mu.Unlock()
+	h2Inline.Add(1)
+	s.m.async(s.ctx, decoder(msg), s.replied)
+	return true
+}
+
+// replied is an async call's answer: written here when that cannot wait
+// (finishNow), else by a goroutine of its own.
+func (s *h2sstream) replied(reply any, err error) {
+	var out []byte
+	if err == nil {
+		out, err = synodpb.FrameMessage(reply)
+	}
+	st := statusOf(err)
+	if s.finishNow(out, st) {
+		return
+	}
+	go func() {
+		defer s.c.srv.callDone()
+		s.finish(out, st)
+	}()
+}
+
+// finishNow writes the reply (msg, a framed message or nil, then the
+// trailers with st) and ends the call, and reports whether it did: not
+// when that could wait (for the write lock, for flow-control window, for
+// a TLS write), which finish may do. A plain socket's write never waits
+// here (unlockNow).
+func (s *h2sstream) finishNow(msg []byte, st *status.Status) bool {
+	c := s.c
+	if c.out.dw == nil || !c.wmu.TryLock() {
+		return false
+	}
+	if !s.sendMu.TryLock() {
+		c.wmu.Unlock()
+		return false
+	}
+	n := int64(len(msg))
+	c.mu.Lock()
+	dead := s.reset || c.err != nil || s.done
+	fits := n <= c.sendWin && n <= s.sendWin && n <= int64(c.maxFrame)
+	if !dead && fits {
+		c.sendWin -= n
+		s.sendWin -= n
+	}
+	c.mu.Unlock()
+	switch {
+	case dead:
+		c.wmu.Unlock()
+	case !fits:
+		s.sendMu.Unlock()
+		c.wmu.Unlock()
+		return false
+	default:
+		err := s.writeHeader()
+		if err == nil && msg != nil {
+			err = c.fw.WriteData(s.id, false, msg)
+		}
+		if err == nil {
+			err = s.writeTrailers(st)
+		}
+		c.unlockNow(err)
+	}
+	s.sendMu.Unlock()
+	s.end()
+	c.srv.callDone()
+	return true
+}
+
+// decoder returns a function decoding msg (decode).
+func decoder(msg []byte) func(any) error {
+	return func(v any) error { return decode(msg, v) }
+}
+
+// decode decodes msg into v, a protobuf message.
+func decode(msg []byte, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", v)
+	}
+	if err := proto.Unmarshal(msg, m); err != nil {
+		return status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
+	}
+	return nil
+}
 
 // runUnary runs a unary call (or answers its refusal) and writes the
 // reply.
@@ -832,17 +1010,7 @@ func (s *h2sstream) runUnary() {
 		s.finish(nil, status.Newf(codes.Internal, "grpc: a unary call sent %d messages, want 1", len(msgs)))
 		return
 	}
-	dec := func(v any) error {
-		m, ok := v.(proto.Message)
-		if !ok {
-			return status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", v)
-		}
-		if err := proto.Unmarshal(msgs[0], m); err != nil {
-			return status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
-		}
-		return nil
-	}
-	reply, err := s.m.unary(s.m.impl, s.ctx, dec, c.srv.unaryInt)
+	reply, err := s.m.unary(s.m.impl, s.ctx, decoder(msgs[0]), c.srv.unaryInt)
 	var out []byte
 	if err == nil {
 		out, err = synodpb.FrameMessage(reply)
@@ -1110,14 +1278,7 @@ func (s *h2sstream) RecvMsg(m any) error {
 			if inc > 0 {
 				c.sendCtl(func(fr *http2.Framer) error { return fr.WriteWindowUpdate(s.id, inc) })
 			}
-			pm, ok := m.(proto.Message)
-			if !ok {
-				return status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", m)
-			}
-			if err := proto.Unmarshal(b, pm); err != nil {
-				return status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
-			}
-			return nil
+			return decode(b, m)
 		}
 		bad, recvDone, done := s.bad, s.recvDone, s.done
 		c.mu.Unlock()

@@ -207,6 +207,9 @@ func New(b gateway.Backend, opts Options) *Server {
 		reg = s.g
 	}
 	synodpb.RegisterSynodServer(reg, s)
+	if _, ok := b.(gateway.ReplyBackend); ok && s.h != nil {
+		s.h.methods[synodpb.Synod_Do_FullMethodName].async = s.doReply // doreply.go
+	}
 	// Server reflection, so that grpcurl and GUI clients list and call the
 	// API without the .proto file (behind the same authentication).
 	reflection.Register(reg)
@@ -269,19 +272,25 @@ func (s *Server) namespace(name string) (config.Namespace, service.Service, erro
 
 // Do implements synod.v1.Synod.
 func (s *Server) Do(ctx context.Context, in *synodpb.Request) (*synodpb.Response, error) {
-	ns, _, err := s.namespace(in.GetNamespace())
+	ns, req, err := s.prepareDo(ctx, in)
 	if err != nil {
 		return nil, err
+	}
+	return s.run(ctx, ns, req, in.GetTerse())
+}
+
+// prepareDo is Do's request: its namespace and in prepared.
+func (s *Server) prepareDo(ctx context.Context, in *synodpb.Request) (string, automaton.Request, error) {
+	ns, _, err := s.namespace(in.GetNamespace())
+	if err != nil {
+		return "", automaton.Request{}, err
 	}
 	id, err := requestID(in)
 	if err != nil {
-		return nil, err
+		return "", automaton.Request{}, err
 	}
 	req, err := s.prepare(ctx, ns, id, in)
-	if err != nil {
-		return nil, err
-	}
-	return s.run(ctx, ns.Name, req, in.GetTerse())
+	return ns.Name, req, err
 }
 
 // prepare checks in, a request on namespace ns identified as id, and

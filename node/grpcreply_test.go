@@ -1,0 +1,126 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/synod-dev/synod/client"
+	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/gateway/grpcserver"
+	"github.com/synod-dev/synod/service"
+)
+
+// BenchmarkGRPCParity: one closed-loop client at the leader (paxos) or n1
+// (abd) of a 3-node cluster in memory, through RESP (one connection) or
+// through gRPC (the Go client's direct transport, Do calls) with the
+// server's grpc-go or direct transport; the same binary. Per operation,
+// summed over the process (the client's goroutines included): hand-offs
+// the node counts, context switches, read and write system calls, CPU µs,
+// allocations (issue 28 item 6; docs/COSTS.md, grpc47).
+func BenchmarkGRPCParity(b *testing.B) {
+	for _, proto := range []string{"abd", "paxos"} {
+		for _, kind := range []string{"get", "set"} {
+			for _, path := range []string{"resp", grpcserver.TransportGRPCGo, grpcserver.TransportDirect} {
+				b.Run(fmt.Sprintf("%s/op=%s/%s", proto, kind, path), func(b *testing.B) {
+					benchParity(b, proto, kind, path)
+				})
+			}
+		}
+	}
+}
+
+func benchParity(b *testing.B, proto, kind, path string) {
+	ns := config.Namespace{Name: "default", Protocol: proto, Service: "kv"}
+	cfg, ls := mkCluster(b, 3, config.Memory, ns)
+	gls := make([]lns, 3)
+	for i := range cfg.Nodes {
+		gls[i].client = listen(b)
+		cfg.Nodes[i].GRPC = gls[i].client.Addr().String()
+	}
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	srv := func(bk gateway.Backend, pw string, log *slog.Logger) ClientServer {
+		return grpcserver.New(bk, grpcserver.Options{Password: pw, Logger: log, Transport: path})
+	}
+	var nodes []*Node
+	for i, n := range cfg.Nodes {
+		nodes = append(nodes, startNode(b, cfg, n.ID, ls[i], Options{GRPCListener: gls[i].client, GRPC: srv}))
+	}
+	at := 0
+	if proto == "paxos" {
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if id, _, err := nodes[0].Leader("default"); err == nil && id != "" {
+				fmt.Sscanf(string(id), "n%d", &at)
+				at--
+				break
+			}
+			if time.Now().After(end) {
+				b.Fatal("no leader")
+			}
+		}
+	}
+	val := string(make([]byte, 100))
+	var do func(k string) error
+	if path == "resp" {
+		cl := dialReplyClient(b, cfg.Nodes[at].Client)
+		do = func(k string) error {
+			var got string
+			if kind == "set" {
+				got = cl.do(b, "SET", k, val)
+			} else {
+				got = cl.do(b, "GET", k)
+			}
+			if len(got) > 0 && got[0] == '(' && got != "(nil)" {
+				return fmt.Errorf("%s", got)
+			}
+			return nil
+		}
+	} else {
+		gc, err := client.NewGRPC([]string{cfg.Nodes[at].GRPC}, client.Options{GRPCTransport: client.TransportDirect, Timeout: 10 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { gc.Close() })
+		ctx := context.Background()
+		do = func(k string) error {
+			o := service.Op{Kind: kind, Key: k}
+			if kind == "set" {
+				o.Args = [][]byte{[]byte(val)}
+			}
+			_, _, err := gc.DoOp(ctx, "", o, client.OpOptions{})
+			return err
+		}
+	}
+	for i := range 1000 { // warm: every key set, the connections' buffers grown
+		if err := do(fmt.Sprintf("k%d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	handoffs := func() (h uint64) {
+		for _, n := range nodes {
+			h += n.Handoffs()
+		}
+		return h
+	}
+	b.ReportAllocs()
+	cpu0, h0, io0, cs0 := cpuTime(), handoffs(), procIO(), ctxSwitches()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := do(fmt.Sprintf("k%d", i%1000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
+	b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
+	io1 := procIO()
+	b.ReportMetric(float64(io1[0]-io0[0])/n, "syscr/op")
+	b.ReportMetric(float64(io1[1]-io0[1])/n, "syscw/op")
+	b.ReportMetric(float64(ctxSwitches()-cs0)/n, "ctxsw/op")
+}
