@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"time"
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
@@ -57,14 +58,21 @@ func (s *Server) doReply(ctx context.Context, dec func(any) error, done func(any
 		return
 	}
 	rb, terse := s.b.(gateway.ReplyBackend), in.GetTerse()
-	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-	stop := context.AfterFunc(s.ctx, cancel)
+	// ctx ends when the caller's deadline passes, the caller cancels, the
+	// connection ends or the server closes (h2server.close cancels the
+	// async calls' contexts): a timer of its own only when RequestTimeout
+	// is earlier than the caller's deadline.
+	rctx, cancel := ctx, context.CancelFunc(nil)
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.opts.RequestTimeout {
+		rctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+	}
 	var abandon func() bool
 	answer := func(res automaton.Response, err error) {
 		abandon()
-		stop()
 		out, err := s.response(ctx, rctx, req, res, err, terse)
-		cancel()
+		if cancel != nil {
+			cancel()
+		}
 		done(out, err)
 	}
 	// Registered before the request is handed over: answer runs after

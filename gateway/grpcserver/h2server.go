@@ -208,6 +208,7 @@ func (h *h2server) close() {
 	acks := make([]chan struct{}, len(conns))
 	for i, c := range conns {
 		acks[i] = c.goAway()
+		c.cancelAsync()
 	}
 	h.draining.Store(true)
 	t := time.NewTimer(2 * time.Second)
@@ -508,6 +509,19 @@ func (c *h2sconn) goAway() chan struct{} {
 		return c.fw.WritePing(false, goAwayPing)
 	})
 	return ack
+}
+
+// cancelAsync cancels the contexts of the calls handed over by runAsync
+// (Close: their callers learn at once that the outcome is unknown, as the
+// Server cancels the others', doreply.go).
+func (c *h2sconn) cancelAsync() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.streams {
+		if s.m != nil && s.m.async != nil {
+			s.cancel()
+		}
+	}
 }
 
 // goAwayPing is the data of the PING sent behind GOAWAY.
@@ -1022,10 +1036,13 @@ func (s *h2sstream) runUnary() {
 // *Status).
 func statusOf(err error) *status.Status {
 	if err == nil {
-		return status.New(codes.OK, "")
+		return statusOK
 	}
 	return status.Convert(err)
 }
+
+// statusOK is every call's OK status (a Status is not changed once made).
+var statusOK = status.New(codes.OK, "")
 
 // finish writes what is left of the reply: the headers unless sent, msg
 // (a framed message, or nil), and the trailers with st; then it ends the
@@ -1086,7 +1103,9 @@ func (s *h2sstream) writeTrailers(st *status.Status) error {
 	if m := st.Message(); m != "" {
 		fs = append(fs, hpack.HeaderField{Name: "grpc-message", Value: synodpb.EncodeStatusMessage(m)})
 	}
-	if p := st.Proto(); p != nil && len(p.Details) > 0 {
+	if st.Code() == codes.OK {
+		// no details (Proto would copy them)
+	} else if p := st.Proto(); p != nil && len(p.Details) > 0 {
 		if b, err := proto.Marshal(p); err == nil {
 			fs = append(fs, hpack.HeaderField{Name: "grpc-status-details-bin", Value: base64.RawStdEncoding.EncodeToString(b)})
 		}
