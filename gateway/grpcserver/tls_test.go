@@ -11,10 +11,19 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/certs"
+	"github.com/synod-dev/synod/gateway"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
 
+// Over TLS, and over TLS to a ReplyBackend (the direct transport's Do
+// answered where it completes: written by a goroutine of its own, as a
+// TLS write may wait).
 func TestTLS(t *testing.T) {
+	t.Run("mem", func(t *testing.T) { testTLS(t, gatewaytest.KV()) })
+	t.Run("reply", func(t *testing.T) { testTLS(t, newAnswerer()) })
+}
+
+func testTLS(t *testing.T, b gateway.Backend) {
 	dir := t.TempDir()
 	if _, err := certs.Generate(dir, certs.Spec{Cluster: "c", Nodes: []certs.Node{{ID: "n1"}}}); err != nil {
 		t.Fatal(err)
@@ -27,7 +36,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(gatewaytest.KV(), Options{TLS: cfg})
+	s := New(b, Options{TLS: cfg})
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(l) }()
 	t.Cleanup(func() { s.Close(); <-done })
