@@ -186,6 +186,10 @@ type nsLoop struct {
 	// and the callback waiters it answered (replyfn.go, setDurable).
 	aside      bool
 	asideCalls []asideCall
+	// lone (committer only): the release is a caller's one commit
+	// (commitLoop's once): a single callback it answers runs on the
+	// caller, after the release (runAside).
+	lone bool
 
 	requests, responses, orphans       atomic.Uint64
 	persisted, fsyncs, msgsIn, msgsOut atomic.Uint64
@@ -390,15 +394,22 @@ func (l *nsLoop) endPass() bool {
 // (readerpass.go). Multi-Paxos
 // and the other protocols keep the pool's passes (their
 // batching depends on inputs accumulating in the inbox). It reports
-// whether it stepped ev.
-func (l *nsLoop) directPass(ev event) bool {
+// whether it stepped ev; with commit, the pass's flush queues its batch
+// without starting a committer, and deferred reports that it did: the
+// caller then commits it (commitOnCaller; replyfn.go, callerCommits).
+func (l *nsLoop) directPass(ev event, commit bool) (stepped, deferred bool) {
 	if !l.direct || !l.pass.TryLock() {
-		return false
+		return false, false
 	}
 	defer l.pass.Unlock()
 	if !l.live || l.over != nil { // parked: the pool steps it once unparked
-		return false
+		return false, false
 	}
+	l.commitHere, l.deferred = commit, false
+	defer func() {
+		deferred = l.deferred
+		l.commitHere, l.deferred = false, false
+	}()
 	l.directs.Add(1)
 	l.beginTurn()
 	// The requests queued before ev first: they may include ones its
@@ -417,7 +428,7 @@ func (l *nsLoop) directPass(ev event) bool {
 		go l.end()
 	}
 	l.renote()
-	return true
+	return true, false
 }
 
 // turnPeer is one destination's messages of a pass, encoded as frames
@@ -796,7 +807,7 @@ func (l *nsLoop) setDurable(d uint64, aside bool) {
 	l.aside = false
 	calls := l.takeAside()
 	l.rmu.Unlock()
-	l.runAside(calls)
+	l.runAside(calls, l.lone)
 }
 
 // flush ends the current batch: it queues the batch's records, if any, for
@@ -1035,7 +1046,9 @@ func (l *nsLoop) commitLoop(once bool) {
 			continue
 		}
 		committed = last
+		l.lone = once // replyfn.go, runAside
 		l.setDurable(last, true)
+		l.lone = false
 		if once && !closed {
 			// Leave as an idle committer leaves; what came meanwhile
 			// goes to a committer goroutine.

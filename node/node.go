@@ -161,6 +161,10 @@ type Options struct {
 	// noReplyFn: SubmitReply takes nothing (replyfn.go): the gateway's
 	// replies are written by the connections' goroutines (tests' "before").
 	noReplyFn bool
+	// noCallerCommit: a lone callback request's direct pass hands its
+	// records to a committer goroutine, as before replyfn.go's caller
+	// commit (tests' and benchmarks' "before").
+	noCallerCommit bool
 	// readerCommit: a TCP reader's pass of a lone message commits its
 	// records on the reader (sched.go, readerCommitPass). Off by default
 	// (docs/COSTS.md, lat46: one client's put p99 rose with it on this
@@ -879,9 +883,12 @@ func (n *Node) handOverTo(ctx context.Context, l *nsLoop, req automaton.Request,
 		l.addWaiter(req.ID, ch)
 	}
 	ev := event{in: automaton.ClientRequest{Req: req}}
-	if l.directPass(ev) { // loop.go
+	if ok, deferred := l.directPass(ev, l.callerCommits(fn)); ok { // loop.go
 		l.requests.Add(1)
 		l.mRequests.Inc()
+		if deferred {
+			l.commitOnCaller() // replyfn.go, callerCommits
+		}
 		return ch, t0, nil
 	}
 	switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
@@ -999,7 +1006,7 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	t0 := time.Now()
 	var err error
 	ev := event{in: automaton.ClientBatch{Reqs: batch}}
-	if !l.directPass(ev) { // loop.go; else stepped here
+	if ok, _ := l.directPass(ev, false); !ok { // loop.go; else stepped here
 		switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
 		case -1:
 			l.noteRequest()

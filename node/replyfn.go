@@ -159,9 +159,15 @@ func (l *nsLoop) takeAside() []asideCall {
 	return calls
 }
 
-// runAside runs calls, if any, on a goroutine of their own.
-func (l *nsLoop) runAside(calls []asideCall) {
+// runAside runs calls, if any, on a goroutine of their own; with lone (a
+// caller's one commit: commitLoop's once) a single call runs here
+// (callerCommits: the connection's own reply).
+func (l *nsLoop) runAside(calls []asideCall, lone bool) {
 	if len(calls) == 0 {
+		return
+	}
+	if lone && len(calls) == 1 {
+		l.called(calls[0].ws, calls[0].r)
 		return
 	}
 	l.n.handoff(1)
@@ -170,4 +176,25 @@ func (l *nsLoop) runAside(calls []asideCall) {
 			l.called(c.ws, c.r)
 		}
 	}()
+}
+
+// callerCommits reports whether the direct pass of a request answered
+// through callback fn (SubmitReply) commits its records on the calling
+// goroutine (directPass's commit, then commitOnCaller) instead of handing
+// them to a committer goroutine: with fsync, when no committer runs (a
+// lone client's put; under load the batches keep going to the running
+// committer). The connection's goroutine then steps the request, writes
+// and syncs its records and writes the reply (runAside: a single call of
+// a caller's commit runs here) before it goes back to its read: no
+// goroutine wake-up on a lone client's put. Before, flush started a
+// committer goroutine (a wake-up) and, since f273c75, the connection's
+// goroutine went back to its read (an EAGAIN read, a park) before that
+// committer could run on its P; the reply then came from the committer's
+// release, by a goroutine of its own (docs/COSTS.md, lat47, session 47:
+// ESDS's one-client put p50 rose 8 % with f273c75). The connection has
+// nothing else to serve meanwhile: its command is alone
+// (gateway/replyfn.go), and the next one it reads waits for this reply
+// anyway (awaitReply).
+func (l *nsLoop) callerCommits(fn func(automaton.Response, error)) bool {
+	return fn != nil && l.n.durable && !l.n.opts.noCallerCommit && !l.committing.Load()
 }
