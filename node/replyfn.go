@@ -191,10 +191,13 @@ func (l *nsLoop) runAside(calls []asideCall, lone bool) {
 // goroutine went back to its read (an EAGAIN read, a park) before that
 // committer could run on its P; the reply then came from the committer's
 // release, by a goroutine of its own (docs/COSTS.md, lat47, session 47:
-// ESDS's one-client put p50 rose 8 % with f273c75). The connection has
+// ESDS's one-client put p50 rose 8 % with f273c75). A RESP connection has
 // nothing else to serve meanwhile: its command is alone
 // (gateway/replyfn.go), and the next one it reads waits for this reply
-// anyway (awaitReply).
+// anyway (awaitReply). The gRPC direct transport's reader
+// (grpcserver/doreply.go) reads its connection's other streams only after
+// the commit (before, it read them and queued their batches behind it):
+// not measured (lat47 notes).
 func (l *nsLoop) callerCommits(fn func(automaton.Response, error)) bool {
 	return fn != nil && l.n.durable && !l.n.opts.noCallerCommit && !l.committing.Load()
 }
