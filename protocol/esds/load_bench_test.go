@@ -305,7 +305,8 @@ func threadCPU() int64 {
 // then ticks without SETs until every stream is empty and reports that
 // drain's CPU per SET (drain-us/set) and the whole, run and drain, per
 // SET (total-us/set): the work a saturated stream defers past the run,
-// which cpu-us/set alone does not count. p99burst-ms and p50burst-ms are
+// which cpu-us/set alone does not count; allocs/set is the heap
+// allocations per SET (harness included). p99burst-ms and p50burst-ms are
 // a node's step CPU within one 5 ms slot (timer steps and the messages
 // delivered to it), over every node and slot: the bursts a request
 // arriving in the slot waits behind, whatever their division into steps.
@@ -404,6 +405,9 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain, stability strin
 		}
 	}
 	const slots = 4
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m0 := ms.Mallocs
 	t0 := threadCPU()
 	for range 100 {
 		// The harness keeps a trace of every input and output: grown
@@ -447,6 +451,8 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain, stability strin
 		}
 	}
 	total := threadCPU() - t0
+	runtime.ReadMemStats(&ms)
+	mallocs := ms.Mallocs - m0
 	sets := float64(*n - n0)
 	c.Observe(nil)
 	unsent := func() (q uint64) {
@@ -460,6 +466,9 @@ func putSteps(b *testing.B, perTick, ticksPer, batch int, drain, stability strin
 		}
 		return q
 	}
+	// allocs/set: heap allocations of the run per SET, the harness's
+	// (its trace, the records it keeps, the requests' options) included.
+	b.ReportMetric(float64(mallocs)/sets, "allocs/set")
 	b.ReportMetric(float64(unsent())/6, "queued")
 	b.ReportMetric(float64(sent)/sets, "msgB/set")
 	b.ReportMetric(float64(entries)/sets, "entries/set")
