@@ -334,7 +334,7 @@ func (a *ESDS) notePending(o *op, wasDone bool) {
 	if a.pendKeys == nil {
 		a.pendKeys = map[string]bool{}
 	}
-	for _, l := range ks.Locks(o.sop) {
+	for _, l := range opLocks(ks, o) {
 		a.pendKeys[l.Key] = true
 	}
 }
@@ -354,7 +354,7 @@ func (a *ESDS) staleAppend(o *op) bool {
 		!a.tentMax.Less(o.label) || !ks.KeyLocal(o.sop) {
 		return false
 	}
-	for _, l := range ks.Locks(o.sop) {
+	for _, l := range opLocks(ks, o) {
 		if a.pendKeys[l.Key] {
 			return false
 		}
@@ -470,6 +470,15 @@ func (a *ESDS) tentApply(o *op) {
 	a.noteTouch(o)
 }
 
+// opLocks is ks.Locks(o.sop), computed once per operation (an operation
+// never changes; the service's Locks allocates its answer at every call).
+func opLocks(ks keyedService, o *op) []service.Lock {
+	if o.locks == nil {
+		o.locks = ks.Locks(o.sop)
+	}
+	return o.locks
+}
+
 // keyedService is a service that names the keys each operation reads and
 // writes (service.Lockable) and says which operations are key-local:
 // depend on, and change, only the keys they name (service.KV). Any other
@@ -531,7 +540,7 @@ func (a *ESDS) noteTouch(o *op) {
 	if a.touch == nil {
 		a.touch = map[string]Label{}
 	}
-	for _, l := range ks.Locks(o.sop) {
+	for _, l := range opLocks(ks, o) {
 		if t, ok := a.touch[l.Key]; !ok || t.Less(o.label) {
 			a.touch[l.Key] = o.label
 		}
@@ -557,7 +566,7 @@ func (a *ESDS) tentInsert(o *op) bool {
 	if (a.touchAll.Set && o.label.Less(a.touchAll)) || !ks.KeyLocal(o.sop) {
 		return false
 	}
-	for _, l := range ks.Locks(o.sop) {
+	for _, l := range opLocks(ks, o) {
 		if t, ok := a.touch[l.Key]; ok && o.label.Less(t) {
 			return false
 		}

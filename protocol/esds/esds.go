@@ -326,6 +326,7 @@ type ESDS struct {
 	dna         []*op
 	dnaNew      []*op
 	byKey       map[string][]*op
+	byKeyFree   [][]*op // emptied byKey lists, for reuse (index.go keyIndex)
 	maxSolid    Label
 	appliedLive []*op
 
@@ -417,6 +418,10 @@ type op struct {
 	gone bool
 	// dirty: in a.dirtyOps (markDirty), unless collected since.
 	dirty bool
+	// locks: the keyed service's Locks(sop), once computed (apply.go
+	// opLocks): notePending, keyIndex, noteTouch, tentInsert and
+	// staleAppend each asked for them, an allocation each.
+	locks []service.Lock
 }
 
 func (a *ESDS) members() uint64 { return a.all &^ a.removed }

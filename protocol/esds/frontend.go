@@ -34,6 +34,10 @@ type feOp struct {
 	cursor int // the last replica sent to
 	age    int // gossip ticks since the last send
 	waited int // gossip ticks since request_c (prev deadline)
+	// req0 and sent0 back reqs and sent in the common case (one request,
+	// at most 8 nodes): one allocation per operation instead of three.
+	req0  [1]automaton.RequestID
+	sent0 [8]uint8
 }
 
 // requestC is request_c(x) (Fig. 4.1): wait_f ∪= {x}, then the first sends.
@@ -43,7 +47,14 @@ func (a *ESDS) requestC(id automaton.RequestID, x entry) {
 		return
 	}
 	start := a.firstReplica()
-	f := &feOp{x: x, reqs: []automaton.RequestID{id}, sent: make([]uint8, len(a.cfg.Nodes)), cursor: start}
+	f := &feOp{x: x, cursor: start}
+	f.req0[0] = id
+	f.reqs = f.req0[:1:1]
+	if n := len(a.cfg.Nodes); n <= len(f.sent0) {
+		f.sent = f.sent0[:n:n]
+	} else {
+		f.sent = make([]uint8, n)
+	}
 	a.wait[x.ID] = f
 	n := a.sendN
 	if n <= 0 || n > len(a.cfg.Nodes) {

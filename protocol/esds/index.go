@@ -140,10 +140,21 @@ func (a *ESDS) keyIndex(o *op) {
 	if a.byKey == nil {
 		a.byKey = map[string][]*op{}
 	}
-	for _, l := range ks.Locks(o.sop) {
-		a.byKey[l.Key] = append(a.byKey[l.Key], o)
+	for _, l := range opLocks(ks, o) {
+		q, ok := a.byKey[l.Key]
+		if !ok && len(a.byKeyFree) > 0 {
+			q = a.byKeyFree[len(a.byKeyFree)-1]
+			a.byKeyFree = a.byKeyFree[:len(a.byKeyFree)-1]
+		}
+		a.byKey[l.Key] = append(q, o)
 	}
 }
+
+// byKeyFreeMax bounds the emptied byKey lists kept for reuse (keyIndex):
+// with most keys naming one unapplied write at a time, each write made a
+// list and its application dropped it (an allocation per write per
+// replica).
+const byKeyFreeMax = 1024
 
 // keyUnindex takes o, now applied, out of byKey.
 func (a *ESDS) keyUnindex(o *op) {
@@ -152,7 +163,7 @@ func (a *ESDS) keyUnindex(o *op) {
 	}
 	o.inKeys = false
 	ks, _ := a.keyed()
-	for _, l := range ks.Locks(o.sop) {
+	for _, l := range opLocks(ks, o) {
 		q := a.byKey[l.Key]
 		for i := range q {
 			if q[i] == o {
@@ -164,6 +175,9 @@ func (a *ESDS) keyUnindex(o *op) {
 		}
 		if len(q) == 0 {
 			delete(a.byKey, l.Key)
+			if cap(q) <= 4 && len(a.byKeyFree) < byKeyFreeMax {
+				a.byKeyFree = append(a.byKeyFree, q)
+			}
 		} else {
 			a.byKey[l.Key] = q
 		}
