@@ -169,7 +169,11 @@ func encodeEntry(e *wire.Encoder, x *entry) {
 	}
 }
 
-func decodeEntry(d *wire.Decoder) entry {
+// decodeEntry reads an entry; od decodes its operation (shared by a
+// message's entries: their argument lists come from one array, an
+// allocation per message instead of one per operation; service.OpDecoder)
+// and more is how many entries follow it.
+func decodeEntry(d *wire.Decoder, od *service.OpDecoder, more int) entry {
 	x := entry{ID: d.String(), Flags: d.Byte()}
 	if x.Flags == flagGone {
 		return x
@@ -185,7 +189,7 @@ func decodeEntry(d *wire.Decoder) entry {
 			}
 		}
 		x.Strict = d.Bool()
-		x.Op = service.DecodeOp(d)
+		x.Op = od.Decode(d, more)
 	}
 	if x.Flags&(flagSolid|flagAll) != 0 && x.Flags&flagDone == 0 {
 		d.Fail(fmt.Errorf("esds: entry %q is solid but not done", x.ID))
@@ -279,8 +283,9 @@ func unmarshal(b []byte) (message, error) {
 	// An entry takes at least 2 bytes: its id's length and its flags.
 	if n := d.Count(maxEntries, 2); n > 0 {
 		m.Entries = make([]entry, n)
+		var od service.OpDecoder
 		for i := range m.Entries {
-			m.Entries[i] = decodeEntry(d)
+			m.Entries[i] = decodeEntry(d, &od, n-i-1)
 		}
 	}
 	if m.Kind == kindResponse {

@@ -231,7 +231,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		if err != nil {
 			return fmt.Errorf("record %q: %w", k, err)
 		}
-		x := decodeEntry(d)
+		x := decodeEntry(d, new(service.OpDecoder), 0)
 		if err := d.Done(); err != nil {
 			return fmt.Errorf("record %q: %w", k, err)
 		}

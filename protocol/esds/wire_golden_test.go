@@ -22,7 +22,7 @@ var wireCodecs = fuzzcheck.Wire{Golden: "golden/wire.txt", Codecs: []fuzzcheck.C
 		if err != nil {
 			return nil, err
 		}
-		x := decodeEntry(d)
+		x := decodeEntry(d, new(service.OpDecoder), 0)
 		return x, d.Done()
 	}, func(x any) []byte {
 		e := recHeader.Record(64)
