@@ -35,7 +35,8 @@ import (
 //     them into each group's requests per second (the sum of the nodes'
 //     increments over the elapsed time, smoothed: each second's rate
 //     weighs placeSmooth); asks each group its keys and bytes (KV
-//     slotstats, one read in the group's log, every placeSizeEvery, and
+//     slotstats, per slot near a size threshold (slotsize.go: by which
+//     the leader cuts a split by size), one read in the group's log, every placeSizeEvery, and
 //     every tick while a migration runs and the tick after); knows each group's leader
 //     (leader gossip) and each node's liveness (its peer connection: a node
 //     is down from the first tick its connection is down, counted from
@@ -75,6 +76,7 @@ type groupSize struct {
 	keys, bytes int64
 	ok          bool
 	at          time.Time
+	slots       []slotSize // per slot, when read so (slotsize.go)
 }
 
 // placerState is the placement loop's state on this node.
@@ -320,10 +322,9 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		if sz := &p.sizes[gi]; len(gr.Members) > 0 && (now.Sub(sz.at) >= placeSizeEvery || in.Migrating || p.wasMig) {
 			// slotstats walks the group's keys: every placeSizeEvery, and
 			// every tick around a migration (sizes change fast then).
+			// Per slot for a group near a split by size (slotsize.go).
 			sz.ok = false
-			if res, err := n.groupDo(ctx, s, gi, []service.Op{{Kind: "slotstats"}}); err == nil && len(res[0].Elems) == 2 {
-				sz.keys, sz.bytes, sz.ok, sz.at = res[0].Elems[0].Int, res[0].Elems[1].Int, true, now
-			}
+			n.readSize(ctx, s, gi, sz, params, now)
 		}
 		gr.Keys, gr.Bytes, gr.Known = p.sizes[gi].keys, p.sizes[gi].bytes, p.sizes[gi].ok
 		if gr.Known && shard.Cold(gr, params) && !in.Migrating {
@@ -340,7 +341,8 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 			n.placer.groupKeys.WithLabelValues(s.ns.Name, g.Namespace.Name).Set(float64(gr.Keys))
 		}
 	}
-	in.SlotOps = n.slotWeights(ctx, s, view.groups) // slotload.go
+	in.SlotOps = n.slotWeights(ctx, s, view.groups)                     // slotload.go
+	in.SlotKeys, in.SlotBytes = slotSizeWeights(p.sizes, &view.m.Owner) // slotsize.go
 	if p.wasMig && !in.Migrating {
 		p.moveAt = now // the split or merge ended: cool down from here
 	}

@@ -29,24 +29,8 @@ import (
 // read after each acknowledged write returned it (no write lost, none
 // read stale) through the creation and the migration.
 func TestPlacementSplitsIntoNewGroup(t *testing.T) {
-	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
-		{Name: "s0", Slots: "0-1023", Nodes: []string{"n1", "n2", "n3"}},
-		{Name: "s1", Slots: "1024-16383", Nodes: []string{"n4", "n5", "n6"}},
-		{Name: "s2", Slots: ""},
-	}, Placement: &config.Placement{SplitOps: 40, NoMerge: true, Cooldown: "1s", Rate: 5000, BalanceOps: -1}}
-	cfg, ls := mkCluster(t, 6, config.Memory, ns)
-	var nodes []*Node
-	var addrs []string
-	for i, l := range ls {
-		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
-		addrs = append(addrs, cfg.Nodes[i].Client)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
-	defer cancel()
-	plain := redis.NewClient(&redis.Options{Addr: addrs[1], ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
-	defer plain.Close()
-	admin := redis.NewClient(&redis.Options{Addr: addrs[1]})
-	defer admin.Close()
+	c := startSplitCluster(t, &config.Placement{SplitOps: 40, NoMerge: true, Cooldown: "1s", Rate: 5000, BalanceOps: -1})
+	ctx, nodes, addrs, plain := c.ctx, c.nodes, c.addrs, c.plain
 	var hot []string
 	for i := 0; len(hot) < 200; i++ {
 		if k := fmt.Sprintf("k%d", i); shard.KeySlot(k) < 1024 {
@@ -56,21 +40,11 @@ func TestPlacementSplitsIntoNewGroup(t *testing.T) {
 	load := startHotLoad(ctx, t, plain, hot)
 	// Until the migration into s2 is done (n2's view names s2 the owner),
 	// and a second more of load on both halves.
-	for ctx.Err() == nil {
-		if v := nodes[1].shards["default"].view(); v.epoch >= 2 && len(v.groups[2]) > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	c.waitSplit()
 	time.Sleep(time.Second)
 	acked, errs := load.stop()
-	if ctx.Err() != nil {
-		t.Fatalf("no split into s2 within the time; status: %v", statusText(ctx, admin)+nodes[0].placementLog(context.Background(), nodes[0].shards["default"], placeLogLen))
-	}
-	s := nodes[1].shards["default"]
-	v := s.view()
-	log := statusText(ctx, admin) + nodes[1].placementLog(ctx, s, placeLogLen)
-	t.Logf("epoch %d %v (%d keys acknowledged, %d errors); status and decision log:\n%s", v.epoch, v.groups, len(acked), errs, log)
+	s, v, log := c.split(t)
+	t.Logf("%d keys acknowledged, %d errors", len(acked), errs)
 	// The cut is by the per-slot load (split46; slotload.go): the load is
 	// spread over s0's slots, so near the median, not at it.
 	if len(v.groups[2]) != 1 || v.groups[2][0].Last != 1023 || shard.FormatSlots(v.groups[0]) != fmt.Sprintf("0-%d", v.groups[2][0].First-1) || shard.FormatSlots(v.groups[1]) != "1024-16383" {
@@ -113,6 +87,84 @@ func TestPlacementSplitsIntoNewGroup(t *testing.T) {
 		}
 	}
 	t.Logf("every acknowledged write reads back: %d keys, %d of them moved to the new group", len(acked), moved)
+}
+
+// splitCluster is the split tests' cluster (in memory): s0 owns slots
+// 0-1023 on n1-n3, s1 the rest on n4-n6, s2 is an unplaced shard, with
+// placement pl; plain and admin are clients of n2, ctx ends the test's
+// time (180 s).
+type splitCluster struct {
+	ctx          context.Context
+	nodes        []*Node
+	addrs        []string
+	plain, admin *redis.Client
+}
+
+func startSplitCluster(t *testing.T, pl *config.Placement) *splitCluster {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+		{Name: "s0", Slots: "0-1023", Nodes: []string{"n1", "n2", "n3"}},
+		{Name: "s1", Slots: "1024-16383", Nodes: []string{"n4", "n5", "n6"}},
+		{Name: "s2", Slots: ""},
+	}, Placement: pl}
+	cfg, ls := mkCluster(t, 6, config.Memory, ns)
+	c := &splitCluster{}
+	for i, l := range ls {
+		c.nodes = append(c.nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
+		c.addrs = append(c.addrs, cfg.Nodes[i].Client)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	c.ctx = ctx
+	c.plain = redis.NewClient(&redis.Options{Addr: c.addrs[1], ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+	c.admin = redis.NewClient(&redis.Options{Addr: c.addrs[1]})
+	t.Cleanup(func() { c.plain.Close(); c.admin.Close(); cancel() })
+	return c
+}
+
+// waitSplit waits until n2's map names s2 the owner of slots (or the
+// test's time ends).
+func (c *splitCluster) waitSplit() {
+	for c.ctx.Err() == nil {
+		if v := c.nodes[1].shards["default"].view(); v.epoch >= 2 && len(v.groups[2]) > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// split fails unless waitSplit saw the split, and returns n2's namespace,
+// its map, and the status and decision log (logged).
+func (c *splitCluster) split(t *testing.T) (*shardedNS, *slotView, string) {
+	t.Helper()
+	if c.ctx.Err() != nil {
+		t.Fatalf("no split into s2 within the time; status: %v", statusText(context.Background(), c.admin)+c.nodes[0].placementLog(context.Background(), c.nodes[0].shards["default"], placeLogLen))
+	}
+	s := c.nodes[1].shards["default"]
+	v := s.view()
+	log := statusText(c.ctx, c.admin) + c.nodes[1].placementLog(c.ctx, s, placeLogLen)
+	t.Logf("epoch %d %v; status and decision log:\n%s", v.epoch, v.groups, log)
+	return s, v, log
+}
+
+// cutInside fails unless s0 was cut once inside slots lo-hi (s2 owns
+// c-1023, lo < c <= hi) so that each side keeps between a quarter and
+// three quarters of keys; it returns the cut and the keys that stay.
+func cutInside(t *testing.T, v *slotView, keys []string, lo, hi int) (int, int) {
+	t.Helper()
+	moved := v.groups[2]
+	if len(moved) != 1 || moved[0].Last != 1023 || shard.FormatSlots(v.groups[1]) != "1024-16383" {
+		t.Fatalf("after the split: %v", v.groups)
+	}
+	cut := moved[0].First
+	below := 0
+	for _, k := range keys {
+		if shard.KeySlot(k) < cut {
+			below++
+		}
+	}
+	if cut <= lo || cut > hi || below < len(keys)/4 || below > 3*len(keys)/4 {
+		t.Fatalf("s0 was cut at slot %d: %d of the %d keys (slots %d-%d) stay, %d move; want a cut inside their slots that divides them", cut, below, len(keys), lo, hi, len(keys)-below)
+	}
+	return cut, below
 }
 
 // hotLoad is 4 writers, each on its own 50 of keys, SET then GET (a read

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,24 +23,8 @@ import (
 // per-slot reports the leader had only per-group counts and cut at the
 // median slot (512-1023 moved: none of the load).
 func TestPlacementSplitCutsByLoad(t *testing.T) {
-	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
-		{Name: "s0", Slots: "0-1023", Nodes: []string{"n1", "n2", "n3"}},
-		{Name: "s1", Slots: "1024-16383", Nodes: []string{"n4", "n5", "n6"}},
-		{Name: "s2", Slots: ""},
-	}, Placement: &config.Placement{SplitOps: 40, NoMerge: true, Cooldown: "1s", Rate: 5000, BalanceOps: -1}}
-	cfg, ls := mkCluster(t, 6, config.Memory, ns)
-	var nodes []*Node
-	var addrs []string
-	for i, l := range ls {
-		nodes = append(nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
-		addrs = append(addrs, cfg.Nodes[i].Client)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
-	defer cancel()
-	plain := redis.NewClient(&redis.Options{Addr: addrs[1], ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
-	defer plain.Close()
-	admin := redis.NewClient(&redis.Options{Addr: addrs[1]})
-	defer admin.Close()
+	c := startSplitCluster(t, &config.Placement{SplitOps: 40, NoMerge: true, Cooldown: "1s", Rate: 5000, BalanceOps: -1})
+	ctx, plain := c.ctx, c.plain
 	var hot []string
 	for i := 0; len(hot) < 200; i++ {
 		if k := fmt.Sprintf("k%d", i); shard.KeySlot(k) < 64 {
@@ -92,34 +75,11 @@ func TestPlacementSplitCutsByLoad(t *testing.T) {
 			}
 		}(hot[w*50 : w*50+50])
 	}
-	for ctx.Err() == nil {
-		if v := nodes[1].shards["default"].view(); v.epoch >= 2 && len(v.groups[2]) > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	c.waitSplit()
 	acked, errs := load.stop()
-	if ctx.Err() != nil {
-		t.Fatalf("no split into s2 within the time; status: %v", statusText(ctx, admin)+nodes[0].placementLog(context.Background(), nodes[0].shards["default"], placeLogLen))
-	}
-	s := nodes[1].shards["default"]
-	v := s.view()
-	log := statusText(ctx, admin) + nodes[1].placementLog(ctx, s, placeLogLen)
-	t.Logf("epoch %d %v (%d keys acknowledged, %d errors); status and decision log:\n%s", v.epoch, v.groups, len(acked), errs, log)
-	moved := v.groups[2]
-	if len(moved) != 1 || moved[0].Last != 1023 || shard.FormatSlots(v.groups[1]) != "1024-16383" {
-		t.Fatalf("after the split: %v", v.groups)
-	}
-	cut := moved[0].First
-	below := 0
-	for _, k := range hot {
-		if shard.KeySlot(k) < cut {
-			below++
-		}
-	}
-	if cut < 1 || cut > 63 || below < len(hot)/4 || below > 3*len(hot)/4 {
-		t.Fatalf("s0 was cut at slot %d: %d of the %d hot keys (slots 0-63) stay, %d move; want a cut inside the hot slots that divides them", cut, below, len(hot), len(hot)-below)
-	}
+	_, v, log := c.split(t)
+	t.Logf("%d keys acknowledged, %d errors", len(acked), errs)
+	cut, below := cutInside(t, v, hot, 0, 63)
 	if !strings.Contains(log, "a cut by load (") {
 		t.Fatalf("the decision does not say it cut by load:\n%s", log)
 	}

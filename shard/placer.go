@@ -45,7 +45,8 @@ import (
 //     made and the decision says so.
 //     The cut: by load when the split is by ops/s and per-slot request
 //     counts are known (PlaceInput.SlotOps), by size when it is by keys
-//     or bytes and per-slot key counts are known (SlotKeys): the cut
+//     or bytes and per-slot key counts are known (SlotKeys; by bytes,
+//     SlotBytes when known, split47): the cut
 //     between two of the group's slots (in slot order) that leaves the two
 //     parts' weights closest (splitCut); else at the median slot (slots
 //     are hashed, so half the slots is about half the keys and half a
@@ -179,10 +180,11 @@ type PlaceInput struct {
 	// Replicas is a new group's replica count (0: the count of the group
 	// it splits from).
 	Replicas int
-	// SlotOps and SlotKeys, when not nil, are per-slot weights (Slots
-	// entries): requests (any unit: only their ratios count) and keys.
-	// A split by load cuts by SlotOps, one by size by SlotKeys.
-	SlotOps, SlotKeys []float64
+	// SlotOps, SlotKeys and SlotBytes, when not nil, are per-slot
+	// weights (Slots entries): requests (any unit: only their ratios
+	// count), keys and bytes. A split by load cuts by SlotOps, one by
+	// keys by SlotKeys, one by bytes by SlotBytes (SlotKeys without it).
+	SlotOps, SlotKeys, SlotBytes []float64
 }
 
 // DecisionKind is the kind of a placement decision.
@@ -508,6 +510,8 @@ func decideSplit(in PlaceInput, p PlaceParams) (Decision, bool) {
 	switch {
 	case strings.HasPrefix(why, "ops/s") && in.SlotOps != nil:
 		weight, by = in.SlotOps, "load"
+	case strings.HasPrefix(why, "bytes") && in.SlotBytes != nil:
+		weight, by = in.SlotBytes, "size (bytes)"
 	case !strings.HasPrefix(why, "ops/s") && in.SlotKeys != nil:
 		weight, by = in.SlotKeys, "size"
 	}

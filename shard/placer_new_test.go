@@ -83,6 +83,19 @@ func TestDecideSplitCut(t *testing.T) {
 	if d := Decide(in, testParams); FormatSlots(d.Slots) != "86-99" {
 		t.Fatalf("by keys: %s", d)
 	}
+	// Over by bytes (split47): SlotBytes when known, else SlotKeys.
+	in.Groups[0].Keys, in.Groups[0].Bytes = 50, 4<<20
+	if d := Decide(in, testParams); FormatSlots(d.Slots) != "86-99" || !strings.Contains(d.Reason, "bytes 4194304 over") {
+		t.Fatalf("by bytes without per-slot bytes: %s", d)
+	}
+	bytes := make([]float64, Slots)
+	for s := 0; s < 20; s++ {
+		bytes[s] = 1000 // the big values are in the low slots
+	}
+	in.SlotBytes = bytes
+	if d := Decide(in, testParams); FormatSlots(d.Slots) != "10-99" || !strings.Contains(d.Reason, "cut by size (bytes) (50% stays, 50% moves)") {
+		t.Fatalf("by bytes: %s", d)
+	}
 	// The cut moves only the group's own slots, over random weights and
 	// slot sets (two ranges, odd counts), and both parts are non-empty.
 	rng := rand.New(rand.NewSource(1))
