@@ -151,6 +151,12 @@ func opKeys(svc service.Service, op service.Op) []string {
 // client sent ASKING, after an ASK), a slot under migration belongs to the
 // migration's destination.
 func (s *shardedNS) route(req automaton.Request, asking bool) (int, service.Result, bool) {
+	return s.routeSlots(req, asking, nil)
+}
+
+// routeSlots is route, noting in sb (when not nil) the slot of each key
+// it routes by (slotload.go's per-slot count).
+func (s *shardedNS) routeSlots(req automaton.Request, asking bool, sb *slotBuf) (int, service.Result, bool) {
 	v := s.view()
 	if req.Txn != nil {
 		return 0, service.Errorf("ERR interactive transactions are not supported on sharded namespace %s yet (cross-shard transactions: issue 33)", s.ns.Name), false
@@ -170,6 +176,7 @@ func (s *shardedNS) route(req automaton.Request, asking bool) (int, service.Resu
 				return 0, service.Errorf("ERR keys starting with %q are reserved for slot migration", shard.ReservedPrefix), false
 			}
 			sl := shard.KeySlot(k)
+			sb.note(sl)
 			kg := int(v.m.Owner[sl])
 			if asking && v.active() && shard.InRanges(v.mig.Slots, sl) {
 				kg = v.mig.To
@@ -258,7 +265,8 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 // of it, or forwarded.
 func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Request) (automaton.Response, error) {
 	asking := gateway.ClusterModeOf(ctx).Asking
-	gi, res, ok := s.route(req, asking)
+	var sb slotBuf
+	gi, res, ok := s.routeSlots(req, asking, &sb)
 	if !ok && res.Err == crossSlot {
 		if parts, ok := s.crossParts(req, asking); ok {
 			return n.crossShard(ctx, s, req, parts, nil) // txn.go
@@ -270,8 +278,8 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	if !ok {
 		return automaton.Response{ID: req.ID, Result: res}, nil
 	}
-	s.countOps(gi)   // placer.go
-	s.countSlot(req) // slotload.go
+	s.countOps(gi)    // placer.go
+	s.countSlots(&sb) // slotload.go
 	g := s.groups[gi]
 	if n.serves(g.Namespace.Name) {
 		return n.do(ctx, g.Namespace.Name, req)

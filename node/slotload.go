@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/shard"
 )
 
@@ -17,10 +16,14 @@ import (
 // PlaceInput.SlotOps) rather than at the median slot.
 //
 //   - Every node counts the client requests it routes (routeOnce) per hash
-//     slot, one per request at its first key's slot (a multi-key request's
-//     keys are in one group; its other keys' slots are not counted), in
-//     16,384 counters per placed namespace (128 KiB: one atomic add per
-//     request beside the per-group one).
+//     slot, one at each key's slot (a multi-key request's keys are all in
+//     one group; split47: session 46 counted only the first key's), the
+//     slots noted as route hashes the keys (slotBuf, on the stack), at
+//     most slotCountKeys counters per request (a request with more keys
+//     spreads its count over its first slotCountKeys keys' slots), in
+//     16,384 counters per placed namespace (128 KiB: an atomic add per
+//     key beside the per-group one per request). A cross-group request
+//     (txn.go) is counted at neither, as before.
 //   - Once a second (runPlacer's tick) it turns them into smoothed rates
 //     per slot (each second's count weighs placeSmooth) and, while any rate
 //     is not zero, writes a bounded summary to the placement namespace:
@@ -84,24 +87,48 @@ type slotSeen struct {
 	still int
 }
 
-// countSlot counts req at its first key's slot (routeOnce, with countOps).
-func (s *shardedNS) countSlot(req automaton.Request) {
-	if s.sl == nil {
+// slotCountKeys bounds the keys of one request counted one by one: a
+// request with more has its count spread over the slots of its first
+// slotCountKeys keys.
+const slotCountKeys = 32
+
+// slotBuf is the slots of a request's keys as route saw them (routeOnce's
+// stack): the first slotCountKeys, and how many keys there were.
+type slotBuf struct {
+	n    int
+	slot [slotCountKeys]uint16
+}
+
+// note adds a key's slot (nothing on a nil slotBuf).
+func (b *slotBuf) note(slot int) {
+	if b == nil {
 		return
 	}
-	op := req.Op
-	if len(req.Ops) > 0 {
-		op = req.Ops[0]
+	if b.n < slotCountKeys {
+		b.slot[b.n] = uint16(slot)
 	}
-	k := op.Key
-	if k == "" {
-		ks := opKeys(s.svc, op)
-		if len(ks) == 0 {
-			return
+	b.n++
+}
+
+// countSlots counts a routed request at each of its keys' slots
+// (routeOnce, with countOps): n keys add n in all, one at each key's slot
+// for up to slotCountKeys keys; past that, n spread over the first
+// slotCountKeys keys' slots (split47: before, only the first key's slot
+// counted, so an MSET or MULTI over several slots of one group weighed
+// one slot, once).
+func (s *shardedNS) countSlots(b *slotBuf) {
+	if s.sl == nil || b.n == 0 {
+		return
+	}
+	m := min(b.n, slotCountKeys)
+	each, extra := b.n/m, b.n%m
+	for i, sl := range b.slot[:m] {
+		c := uint64(each)
+		if i < extra {
+			c++
 		}
-		k = ks[0]
+		s.sl.count[sl].Add(c)
 	}
-	s.sl.count[shard.KeySlot(k)].Add(1)
 }
 
 // slotSummary updates the smoothed per-slot rates with the counts since

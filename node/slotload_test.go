@@ -114,14 +114,77 @@ func TestCombineSlotLoad(t *testing.T) {
 	}
 }
 
-// countSlot allocates nothing for a request with a key (the common case).
+// countSlots allocates nothing (routeOnce's slotBuf is on its stack).
 func TestCountSlotAllocs(t *testing.T) {
 	s := &shardedNS{sl: new(slotLoad)}
-	req := automaton.Request{Op: service.Op{Kind: "set", Key: "k1", Args: [][]byte{[]byte("v")}}}
-	if a := testing.AllocsPerRun(100, func() { s.countSlot(req) }); a != 0 {
+	var b slotBuf
+	b.note(shard.KeySlot("k1"))
+	if a := testing.AllocsPerRun(100, func() { s.countSlots(&b) }); a != 0 {
 		t.Fatalf("%v allocations per count", a)
 	}
 	if got := s.sl.count[shard.KeySlot("k1")].Load(); got != 101 {
 		t.Fatalf("slot of k1 counted %d times, want 101", got)
+	}
+}
+
+// A routed request counts at each key's slot (split47): an MSET of three
+// keys in three slots, an MGET naming one of them twice, a MULTI of a SET
+// and a RENAME (a two-key operation); a request of more keys than slotCountKeys
+// spreads its count over its first keys' slots, the total kept. Session
+// 46 counted each request once at its first key's slot (the MSET's k2
+// and k3 not at all, the PFCOUNT's 70 keys as 1).
+func TestCountSlotsEachKey(t *testing.T) {
+	s := &shardedNS{svc: service.KV{}, sl: new(slotLoad)}
+	s.cur.Store(initialView([]config.Group{{Slots: []shard.Range{{First: 0, Last: shard.Slots - 1}}}}))
+	route := func(req automaton.Request) {
+		t.Helper()
+		var b slotBuf
+		if _, res, ok := s.routeSlots(req, false, &b); !ok {
+			t.Fatalf("%v: %v", req, res)
+		}
+		s.countSlots(&b)
+	}
+	b := func(xs ...string) [][]byte {
+		var out [][]byte
+		for _, x := range xs {
+			out = append(out, []byte(x))
+		}
+		return out
+	}
+	set := func(k string) service.Op { return service.Op{Kind: "set", Key: k, Args: b("v")} }
+	get := func(k string) service.Op { return service.Op{Kind: "get", Key: k} }
+	route(automaton.Request{Ops: []service.Op{set("k1"), set("k2"), set("k3")}})                       // MSET k1 v k2 v k3 v
+	route(automaton.Request{Ops: []service.Op{get("k2"), get("k3"), get("k2")}})                       // MGET k2 k3 k2
+	route(automaton.Request{Ops: []service.Op{set("k3"), {Kind: "rename", Key: "k1", Args: b("k2")}}}) // MULTI SET, RENAME
+	want := map[string]uint64{"k1": 2, "k2": 4, "k3": 3}
+	for k, w := range want {
+		if got := s.sl.count[shard.KeySlot(k)].Load(); got != w {
+			t.Errorf("slot of %s counted %d, want %d", k, got, w)
+		}
+	}
+	// 70 keys: 70 counts over the first 32 keys' slots.
+	var keys []string
+	for i := 0; i < 70; i++ {
+		keys = append(keys, fmt.Sprintf("m%d", i))
+	}
+	s.sl = new(slotLoad)
+	route(automaton.Request{Op: service.Op{Kind: "pfcount", Key: keys[0], Args: b(keys[1:]...)}}) // PFCOUNT of 70 keys
+	exp := map[int]uint64{}                                                                       // 70 = 32*2 + 6: the first 6 keys count 3
+	for i, k := range keys[:slotCountKeys] {
+		exp[shard.KeySlot(k)] += 2
+		if i < 70%slotCountKeys {
+			exp[shard.KeySlot(k)]++
+		}
+	}
+	total := uint64(0)
+	for i := range s.sl.count {
+		c := s.sl.count[i].Load()
+		total += c
+		if c != exp[i] {
+			t.Errorf("a 70-key request counted %d at slot %d, want %d", c, i, exp[i])
+		}
+	}
+	if total != 70 {
+		t.Fatalf("a 70-key request counted %d in all, want 70", total)
 	}
 }
