@@ -34,8 +34,10 @@ import (
 // on every insert and delete, so the keyspace's write path and every
 // namespace that is never split pay nothing; the cost is a CRC16 per key
 // in a walk that is O(keys) already, at most once per placeSizeEvery per
-// group outside migrations, and only for groups near a size threshold.
-// Why exact counts rather than a sample: the walk visits every key anyway.
+// group outside migrations, and only for groups near a size threshold;
+// past 32,768 live keys the per-slot figures are a sample of them
+// (service/kv_slots.go, slotStatsSample: hashing every key took up to
+// 3.4 times the plain walk's time over 1,000,000 keys).
 
 // slotSize is one slot's keys and bytes in a group's per-slot answer.
 type slotSize struct {
