@@ -133,26 +133,37 @@ func writeChunks(t *testing.T, c *tconn, chunks [][][]string, r *rand.Rand) {
 // two requests in flight and no batch is handed over while an earlier one
 // on one of its keys is unanswered.
 func TestPipelineBatchesInFlight(t *testing.T) {
-	r := rand.New(rand.NewPCG(4, 28))
-	chunks := chunkScript(r, 300)
-	var script [][]string
-	for _, chunk := range chunks {
-		script = append(script, chunk...)
-	}
 	ns := config.Namespace{Name: "default", Protocol: pxName, Service: "kv"}
-
-	_, saddr := startServer(t, gatewaytest.New(ns), ServerOptions{})
-	sc := dial(t, saddr)
-	want := make([]string, len(script))
-	for i, args := range script {
-		want[i] = sc.do(args...)
-	}
-
+	chunks, script, want := inFlightScript(t, ns)
 	b := newSubmitBackend(ns)
 	_, addr := startServer(t, b, ServerOptions{})
 	c := dial(t, addr)
 	go writeChunks(t, c, chunks, rand.New(rand.NewPCG(5, 28)))
 	expectSerial(t, c, script, want)
+	b.checkInFlight(t, len(script))
+}
+
+// inFlightScript is TestPipelineBatchesInFlight's pipeline (chunkScript)
+// and serial execution's replies to it.
+func inFlightScript(t *testing.T, ns config.Namespace) (chunks [][][]string, script [][]string, want []string) {
+	chunks = chunkScript(rand.New(rand.NewPCG(4, 28)), 300)
+	for _, chunk := range chunks {
+		script = append(script, chunk...)
+	}
+	_, saddr := startServer(t, gatewaytest.New(ns), ServerOptions{})
+	sc := dial(t, saddr)
+	want = make([]string, len(script))
+	for i, args := range script {
+		want[i] = sc.do(args...)
+	}
+	return chunks, script, want
+}
+
+// checkInFlight fails t unless batches went in flight together, no client
+// id had two requests in flight and no request was handed over with an
+// earlier one on its keys in flight.
+func (b *submitBackend) checkInFlight(t *testing.T, commands int) {
+	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.most < 2 {
@@ -164,7 +175,7 @@ func TestPipelineBatchesInFlight(t *testing.T) {
 	if len(b.sameKey) > 0 {
 		t.Errorf("%d requests handed over while an earlier one on the same key was in flight: %v", len(b.sameKey), b.sameKey[:min(len(b.sameKey), 5)])
 	}
-	t.Logf("%d commands, %d requests submitted, at most %d in flight", len(script), b.submits, b.most)
+	t.Logf("%d commands, %d requests submitted, at most %d in flight", commands, b.submits, b.most)
 }
 
 // gatedBackend is a MemBackend that hands requests over without waiting

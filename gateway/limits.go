@@ -351,6 +351,13 @@ func (o *outBuf) waitRoom(maxPipeline int) bool {
 	return o.err == nil && !o.closing
 }
 
+// hasRoom reports whether waitRoom(maxPipeline) would return at once.
+func (o *outBuf) hasRoom(maxPipeline int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err != nil || o.closing || !(len(o.buf)+o.writing >= outputPause || o.replies+o.wreplies >= maxPipeline)
+}
+
 // fail stops the buffer: nothing more is appended or written.
 func (o *outBuf) fail(err error) {
 	o.mu.Lock()

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -293,8 +295,9 @@ func (c *conn) gather(plans []plan) (_ []plan, next [][]byte, rerr error) {
 // for the previous one's answers (batchAsync): the connection goroutine
 // hands each batch to the namespace loop and reads on, up to
 // maxBatchesInFlight batches, each on a lane of its own (so no client id
-// has two requests in flight), and the goroutine that awaits a batch's
-// answer writes its replies after the previous batch's, in command order.
+// has two requests in flight), and the goroutine that completes a batch
+// (ReplyBackend's callback, batchCall) or awaits its answer writes its
+// replies after the previous batch's, in command order.
 // Batches keep the conflict rule of the commands pipelined one by one
 // (above): a batch waits, before it is handed over, until every earlier
 // batch of the connection in flight that names one of its keys is
@@ -319,10 +322,11 @@ const maxBatchesInFlight = 2
 
 // batchAsync is batch for a connection whose batches go in flight
 // (batchesInFlight): it gathers the batch, hands it to the Backend and
-// returns without waiting for its answer. The goroutine that waits for
-// the answer writes the batch's replies, after the previous batch's (a
-// chain, c.pl.lastBatch), and flushes them: one wake-up per batch, as the
-// connection goroutine's own wait would be.
+// returns without waiting for its answer. The goroutine that completes it
+// (batchCall.done, where the Backend answers through callbacks: no
+// wake-up of a goroutine of the batch's own), or else a goroutine that
+// waits for the answer, writes the batch's replies, after the previous
+// batch's (a chain, c.pl.lastBatch), and flushes them.
 func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	plans, next, rerr := c.gather(append(make([]plan, 0, 16), first)) // kept by the batch's goroutine: not reused
 	ops := make([]service.Op, 0, len(plans))
@@ -354,29 +358,105 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	ctx, cancel := c.batchDeadline()                 // deadline.go
 	c.orderWrite(req.Op, req.Ops)                    // arrived ordered commands first (order.go)
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
+	bc := &batchCall{c: c, b: b, plans: plans, n: len(ops), req: req, ns: ns.Name, release: release, end: cancel}
+	if c.batchReply(ctx, bc) {
+		return next, rerr
+	}
 	await := c.s.b.(SubmitBackend).Submit(ctx, ns.Name, req)
 	go func() {
 		res, err := await()
-		release()
-		cancel()
-		r, results := c.answered(req, res, err)
-		switch {
-		case len(ops) == 1:
-			c.writeBatch(b, plans, []service.Result{r}, service.Result{})
-		case r.Type == service.ResultErr:
-			c.writeBatch(b, plans, nil, r)
-		case len(results) != len(ops):
-			c.writeBatch(b, plans, nil, errResult("ERR internal error: a group of %d operations answered %d results", len(ops), len(results)))
-		default:
-			for i := range results {
-				if results[i].Type == service.ResultErr {
-					results[i].Err = withCode(results[i].Err)
-				}
-			}
-			c.writeBatch(b, plans, results, service.Result{})
-		}
+		bc.finish(res, err)
 	}()
 	return next, rerr
+}
+
+// Batch replies by callback (branch pxs47, session 47).
+//
+// Where the Backend answers through a callback (ReplyBackend: the node), a
+// batch in flight is handed over with one (batchCall.done) instead of a
+// goroutine that waits for its answer: the goroutine that completes the
+// batch (the committer's release, run aside with the rest of its commit's
+// answers, or a peer reader's pass) writes its replies, as replyfn.go's
+// lone commands are written, so a batch costs no goroutine and no wake-up
+// of its own. The callback must not block: when the batch's replies cannot
+// be written at once (the previous batch's are not written yet, the output
+// buffer has no room: the client does not read; or clients are blocked on
+// keys, whose wake-up (blockReg.touched) may wait), it hands them to a
+// goroutine that writes them as before. Order, the conflict rule and the
+// output buffer's limits are writeBatch's, unchanged. The deadline is the
+// batch's slot (conn.bdl): its after-hook withdraws a request the Backend
+// still holds (Abandon) and answers it as Submit's await would (TRYAGAIN,
+// outcome unknown); without a free slot (a context.WithTimeout) the batch
+// takes the waiting goroutine.
+
+// batchCall is one batch in flight and what its answer needs.
+type batchCall struct {
+	c       *conn
+	b       *batchSlot
+	plans   []plan
+	n       int // the batch's operations
+	req     automaton.Request
+	ns      string
+	release func() // the write gate (blocking.go)
+	end     func() // the deadline
+}
+
+// batchReply hands bc's request over with bc.done for its answer, and
+// reports whether it did; false: nothing was handed over (the caller
+// submits it as before).
+func (c *conn) batchReply(ctx context.Context, bc *batchCall) bool {
+	rb, ok := c.s.b.(ReplyBackend)
+	cc, slot := ctx.(*cmdCtx)
+	if !ok || !slot || c.s.noReplyFn {
+		return false
+	}
+	if !rb.SubmitReply(ctx, bc.ns, bc.req, bc.done) {
+		return false
+	}
+	id := bc.req.ID
+	cc.setAfter(func(_ *cmdCtx, err error) { // the deadline passed, or the server stops
+		if rb.Abandon(bc.ns, id) {
+			bc.done(automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", id, err))
+		}
+	})
+	return true
+}
+
+// done is the batch's answer (run once, by the goroutine that completes
+// it): it writes the replies here when that cannot block, else on a
+// goroutine of their own.
+func (bc *batchCall) done(res automaton.Response, err error) {
+	c := bc.c
+	if c.s.blk.blocked.Load() != 0 || (bc.b.prev != nil && !bc.b.prev.answered()) ||
+		!c.out.hasRoom(int(c.s.lim.pipeline.Load())) {
+		go bc.finish(res, err)
+		return
+	}
+	bc.finish(res, err)
+}
+
+// finish ends the batch's deadline and write gate and writes its replies
+// from its answer (res, err), after the previous batch's.
+func (bc *batchCall) finish(res automaton.Response, err error) {
+	c := bc.c
+	bc.release()
+	bc.end()
+	r, results := c.answered(bc.req, res, err)
+	switch {
+	case bc.n == 1:
+		c.writeBatch(bc.b, bc.plans, []service.Result{r}, service.Result{})
+	case r.Type == service.ResultErr:
+		c.writeBatch(bc.b, bc.plans, nil, r)
+	case len(results) != bc.n:
+		c.writeBatch(bc.b, bc.plans, nil, errResult("ERR internal error: a group of %d operations answered %d results", bc.n, len(results)))
+	default:
+		for i := range results {
+			if results[i].Type == service.ResultErr {
+				results[i].Err = withCode(results[i].Err)
+			}
+		}
+		c.writeBatch(bc.b, bc.plans, results, service.Result{})
+	}
 }
 
 // awaitKeys waits until every earlier batch in flight that names one of
