@@ -161,7 +161,13 @@ func stageCluster(t testing.TB, durability string, rec *stageRecorder) (nodes []
 // paxosCluster starts a 3-node Multi-Paxos cluster (namespace "default", kv)
 // with each node's options from opts, and returns it with its leader.
 func paxosCluster(t testing.TB, durability string, opts func(id string) Options) (nodes []*Node, leader *Node) {
-	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv"}
+	return paxosClusterParams(t, durability, nil, opts)
+}
+
+// paxosClusterParams is paxosCluster with the namespace's protocol
+// parameters.
+func paxosClusterParams(t testing.TB, durability string, params map[string]string, opts func(id string) Options) (nodes []*Node, leader *Node) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Params: params}
 	cfg, ls := mkCluster(t, 3, durability, ns)
 	for i, n := range cfg.Nodes {
 		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], opts(n.ID)))
