@@ -84,13 +84,27 @@ func (a *Paxos) onRejected(promised Ballot) {
 	a.startPhase1()
 }
 
-func (a *Paxos) sendHeartbeat() {
+// sendHeartbeat starts a heartbeat round at every peer, learners included.
+func (a *Paxos) sendHeartbeat() { a.heartbeat(false) }
+
+// heartbeat starts heartbeat round hbRound+1. A confirmation round for
+// reads goes only to the followers a majority needs (readTargets, package
+// doc "Reads"); every other round to every peer.
+func (a *Paxos) heartbeat(confirm bool) {
 	a.hbRound++
 	a.ackRound[a.self] = a.hbRound
 	a.Emit(automaton.SetTimer{ID: leaseTimerBase + automaton.TimerID(a.hbRound), After: a.prm.Lease()})
 	m := &message{Kind: kindHeartbeat, Ballot: a.ballot, Commit: a.chosenUpTo, Round: a.hbRound}
+	var to []int
+	if confirm {
+		to = a.readTargets()
+	}
+	if to == nil {
+		to = a.peers(true)
+		a.allRound = [2]uint64{a.allRound[1], a.hbRound}
+	}
 	var b []byte
-	for _, h := range a.peers(true) {
+	for _, h := range to {
 		if b == nil {
 			b = m.marshal()
 		}
@@ -162,7 +176,7 @@ func (a *Paxos) updateQuorumRound() {
 		// Reads waiting for a round that has not been sent yet.
 		for _, p := range a.reads {
 			if p.state == pRead && p.round > a.hbRound {
-				a.sendHeartbeat()
+				a.heartbeat(true)
 				break
 			}
 		}

@@ -151,6 +151,7 @@ func (a *Paxos) AppendModelState(b []byte, rename func(automaton.RequestID) auto
 	b = appendIntMap(b, a.ackRound)
 	b = appendIntMap(b, a.acked)
 	b = u(u(u(b, a.quorumRound), a.quorumTick), a.leaseFired)
+	b = u(u(b, a.allRound[0]), a.allRound[1])
 	b = appendByID(b, a.inLog, rename, func(b []byte, i uint64) []byte { return u(b, i) })
 	b = automaton.AppendModelSlice(b, a.ownUnsaved, automaton.AppendModelUint)
 	b = automaton.AppendModelSlice(b, a.changes, func(b []byte, c pendingChange) []byte { return appendConf(u(b, c.at), c.conf) })

@@ -96,6 +96,10 @@ type Params struct {
 	ExpiryPeriod time.Duration
 	// Observe names a Recorder (observe.go); "" for none.
 	Observe string
+	// ReadRoundMajority sends quorum and lease reads' confirmation rounds
+	// only to the followers a majority needs (read_round=majority;
+	// reads.go, readTargets); by default they go to every peer.
+	ReadRoundMajority bool
 }
 
 // Lease is the lease a leader assumes after a majority acknowledged a
@@ -129,6 +133,8 @@ var params = proto.NewSpec(
 		Doc: "leader proposes removing expired keys (expiry.go)"},
 	proto.Param{Name: "read", Kind: proto.Enum, Default: "quorum", Choices: []string{"quorum", "log", "lease"},
 		Doc: "what the default linearizable read is"},
+	proto.Param{Name: "read_round", Kind: proto.Enum, Default: "all", Choices: []string{"all", "majority"},
+		Doc: "who a read's confirmation round goes to"},
 	proto.Param{Name: "members", Kind: proto.List, NoDefault: true,
 		Doc: "bootstrap configuration, in numbering order (absent: Config.Nodes)"},
 	proto.Param{Name: "observe", Kind: proto.String, NoDefault: true,
@@ -157,6 +163,7 @@ func parseParams(m map[string]string) (Params, []automaton.NodeID, error) {
 		Window: v.Int("window"), Batch: v.Int("batch"), SnapshotEvery: v.Int("snapshot_every"),
 		LeaseDrift: v.Float("lease_drift"), DedupClients: v.Int("dedup_clients"), LeaseMargin: v.Duration("lease_margin"),
 		Read: readModes[v.String("read")], ExpiryPeriod: v.Duration("expiry_period"), Observe: v.String("observe"),
+		ReadRoundMajority: v.String("read_round") == "majority",
 	}
 	if !v.Given("lease_margin") {
 		p.LeaseMargin = p.Heartbeat
@@ -331,8 +338,9 @@ type Paxos struct {
 	acked       map[int]uint64 // highest instance (or chosen prefix) each peer acknowledged
 	quorumRound uint64
 	quorumTick  uint64
-	leaseFired  uint64 // highest heartbeat round whose lease timer fired
-	roundWanted uint64 // within a step: the round its reads wait for (0: none; sendReadRound)
+	leaseFired  uint64    // highest heartbeat round whose lease timer fired
+	allRound    [2]uint64 // the last two heartbeat rounds sent to every peer, older first (readTargets)
+	roundWanted uint64    // within a step: the round its reads wait for (0: none; sendReadRound)
 	inLog       map[automaton.RequestID]uint64
 	// ownUnsaved: instances proposed in this step whose own acceptance is
 	// persisted after the Accept is broadcast (persistOwn).

@@ -77,3 +77,78 @@ func TestReadRounds(t *testing.T) {
 		}
 	}
 }
+
+// hbTo counts the heartbeats n1 has in flight to each node.
+func hbTo(c *cluster) map[automaton.NodeID]int {
+	out := map[automaton.NodeID]int{}
+	for _, m := range c.Queue() {
+		if msg, err := unmarshal(m.Msg); err == nil && m.From == "n1" && msg.Kind == kindHeartbeat {
+			out[m.To]++
+		}
+	}
+	return out
+}
+
+// A read's confirmation round goes to the followers a majority needs, not
+// to every follower with read_round=majority (readTargets, package doc
+// "Reads"): of 3 nodes, to the one that acknowledged the latest rounds; by
+// default (read_round=all), to both. When that follower stops answering, the reads waiting on its
+// round are answered on the next tick's round, sent to every follower and
+// acknowledged by the other one, which the next read's round goes to.
+func TestReadRoundToMajority(t *testing.T) {
+	read := func(seq uint64) automaton.Request {
+		return automaton.Request{ID: automaton.RequestID{Client: 7, Seq: seq}, Op: get("k"), Opts: automaton.Options{Read: automaton.ReadQuorum}}
+	}
+	for _, all := range []bool{false, true} {
+		params := map[string]string{"read_round": "majority"}
+		if all {
+			params = nil // the default: every peer
+		}
+		c := newCluster(t, 3, "kv", params)
+		c.elect("n1")
+		c.DeliverAll()
+		answered := func(seq uint64) bool {
+			_, ok := c.LastResponse(automaton.RequestID{Client: 7, Seq: seq})
+			return ok
+		}
+		c.Submit("n1", read(1))
+		got := hbTo(c)
+		want := map[automaton.NodeID]int{"n2": 1}
+		if all {
+			want["n3"] = 1
+		}
+		if len(got) != len(want) || got["n2"] != want["n2"] || got["n3"] != want["n3"] {
+			t.Fatalf("read_round all=%v: one read's round went to %v (want %v)", all, got, want)
+		}
+		c.DeliverAll()
+		if !answered(1) {
+			t.Fatalf("read_round all=%v: read 1 not answered after its round", all)
+		}
+		if all {
+			continue
+		}
+		// n2 stops answering: read 2's round (to n2) is lost; the next
+		// tick's round reaches n3, whose acknowledgement answers read 2.
+		c.Isolate("n2")
+		c.Submit("n1", read(2))
+		if got := hbTo(c); got["n2"] != 1 || got["n3"] != 0 {
+			t.Fatalf("read 2's round went to %v (want n2 only)", got)
+		}
+		c.DeliverAll()
+		if answered(2) {
+			t.Fatal("read 2 answered without a majority's acknowledgement")
+		}
+		c.fire("n1", tmTick)
+		if !answered(2) {
+			t.Fatal("read 2 not answered after the tick's round, acknowledged by n3")
+		}
+		c.Submit("n1", read(3))
+		if got := hbTo(c); got["n3"] != 1 || got["n2"] != 0 {
+			t.Fatalf("read 3's round went to %v (want n3 only: n2 has not acknowledged lately)", got)
+		}
+		c.DeliverAll()
+		if !answered(3) {
+			t.Fatal("read 3 not answered after n3 acknowledged its round")
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package paxos
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/synod-dev/synod/automaton"
 )
 
@@ -36,8 +39,41 @@ func (a *Paxos) sendReadRound() {
 	}
 	a.roundWanted = 0
 	if r > a.hbRound && a.role == leader && a.ready && a.hbRound-a.quorumRound < readRounds {
-		a.sendHeartbeat()
+		a.heartbeat(true)
 	}
+}
+
+// readTargets returns the followers a confirmation round goes to with
+// read_round=majority: as many
+// as make a majority of the configuration with the leader, those that
+// acknowledged the latest rounds first (ties: the lower handle), or nil
+// (every peer) unless read_round=majority, while a membership change is in flight or learners catch
+// up, when the leader is not a member of its configuration, or when no
+// follower can be left out. A follower left out still hears every tick's
+// round; if a target does not answer, the reads are answered on the next
+// tick's round, acknowledged by the others, which are the targets from then on.
+func (a *Paxos) readTargets() []int {
+	c := a.sm.conf
+	if !a.prm.ReadRoundMajority || len(a.changes) > 0 || len(a.learners) > 0 || !c.has(a.cfg.Self) {
+		return nil
+	}
+	fs := make([]int, 0, len(c.members))
+	for _, m := range c.members {
+		if h := a.handle(m.ID); h != a.self {
+			fs = append(fs, h)
+		}
+	}
+	need := c.majority() - 1
+	if need >= len(fs) {
+		return nil
+	}
+	slices.SortFunc(fs, func(x, y int) int {
+		if c := cmp.Compare(a.ackRound[y], a.ackRound[x]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	})
+	return fs[:need]
 }
 
 // serveReads answers the quorum and lease reads whose conditions hold.

@@ -52,9 +52,10 @@ func (a *Paxos) onTransferLeadership(p *pend) {
 		return
 	}
 	h := a.handle(id)
-	if a.ackRound[h] == 0 || a.ackRound[h]+1 < a.hbRound || len(a.changes) > 0 {
+	if a.ackRound[h] == 0 || a.ackRound[h] < a.allRound[0] || len(a.changes) > 0 {
 		// The target did not acknowledge one of the last two heartbeat
-		// rounds (down or cut off), or a membership change is in flight
+		// rounds sent to every peer (down or cut off; confirmation rounds
+		// for reads may leave it out), or a membership change is in flight
 		// (its new members' quorums are the leader's to finish).
 		a.finish(p.req.ID, service.Fail(synoderr.TryAgain, "paxos: leadership of %s not transferred to %s now: it has not acknowledged the last heartbeats, or a membership change is in flight; try again", a.cfg.Namespace, id))
 		return
