@@ -1,6 +1,8 @@
 package paxos
 
 import (
+	"slices"
+
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
 )
@@ -229,6 +231,9 @@ func (a *Paxos) answer(id automaton.RequestID, o outcome) {
 	}
 	delete(a.pending, id)
 	delete(a.reads, id)
+	if p.state == pSettling {
+		a.settling = slices.DeleteFunc(a.settling, func(x automaton.RequestID) bool { return x == id })
+	}
 	if p.local {
 		a.reply(id, o)
 	}

@@ -456,7 +456,11 @@
 // request with TRYAGAIN "not a member", never stands for election, and
 // members refuse it promises. Removes: a removed leader steps down when its
 // removal executes and answers its waiting requests TRYAGAIN; the remove
-// request itself is answered OK.
+// request itself is answered OK. A leader answers a removal of another
+// node only once a majority of the new configuration (itself included)
+// acknowledged a chosen prefix reaching it (settle.go, session 47): else a
+// crash of the leader just after the answer left the survivors, a
+// majority of the new configuration, in the old one with no quorum.
 //
 // Leader hand-off (like Raft's TimeoutNow). A leader whose removal executes
 // sends every remaining member a TakeOver (its ballot and chosen prefix, a

@@ -45,6 +45,7 @@ func (a *Paxos) stepDown() {
 	if a.role == follower {
 		return
 	}
+	a.releaseSettling()
 	a.role = follower
 	a.ready = false
 	a.promises = nil
@@ -142,6 +143,7 @@ func (a *Paxos) onHeartbeatAck(from int, m *message) {
 		return // a learner's acknowledgement confirms nothing
 	}
 	a.acked[from] = max(a.acked[from], m.Commit)
+	a.noteKnows(from, m.Commit)
 	if m.Round > a.ackRound[from] {
 		a.ackRound[from] = m.Round
 		a.updateQuorumRound()

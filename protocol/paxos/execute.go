@@ -40,7 +40,7 @@ func (a *Paxos) advance(persist bool) {
 				continue // paxos-broken-splitgroup: more parts to come
 			}
 			delete(a.inLog, c.ID)
-			if p := a.pending[c.ID]; p != nil && p.state != pRead {
+			if p := a.pending[c.ID]; p != nil && p.state != pRead && !a.holdRemoval(p, res, i) {
 				a.answer(c.ID, res)
 			}
 		}

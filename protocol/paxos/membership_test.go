@@ -496,3 +496,56 @@ func TestTakeOverCodec(t *testing.T) {
 		}
 	}
 }
+
+// A removal is answered only once a majority of the configuration it makes
+// knows it chosen (settle.go): the replacement of a dead n1 by n4 (add n4,
+// remove n1) under leader n2, then n2 crashes the moment the removal is
+// answered. n3 and n4, two of the new configuration {n2, n3, n4}, must
+// elect a leader and take a write.
+//
+// On the old code (answered when the leader executed it): FAIL, the answer
+// leaves before any commit notice, n3 and n4 are still in {n1, n2, n3, n4}
+// and stay candidates needing three promises of it (the group has no
+// leader until n2 returns).
+func TestMemberRemoveAnsweredWhenTheNewMajorityKnows(t *testing.T) {
+	c := newMemberCluster(t, 3, 1, nil)
+	c.elect("n2")
+	c.mustDo("write", "n3", automaton.RequestID{Client: 7, Seq: 1}, set("a", "1"))
+	c.Crash("n1")
+	c.Boot("n4")
+	r, ok := c.admin("n3", "n2", 1, automaton.MemberAdd("n4", "p4", "c4"))
+	mustOK(t, "add n4", r, ok)
+	c.tickAll()
+	id := automaton.RequestID{Client: 1 << 40, Seq: 2}
+	c.Submit("n2", automaton.Request{ID: id, Op: automaton.MemberRemove("n1")})
+	for i := 0; i < 10; i++ {
+		c.DeliverAll()
+		if _, done := c.Response(id); done {
+			break
+		}
+		c.fire("n2", tmTick)
+	}
+	r, ok = c.Response(id)
+	mustOK(t, "remove n1", r, ok)
+	c.Crash("n2") // at once: no further heartbeat
+	for i := 0; i < 20 && c.node("n3").Status().Role != "leader" && c.node("n4").Status().Role != "leader"; i++ {
+		for _, o := range ids("n3", "n4") {
+			c.FireAll(o)
+			c.DeliverAll()
+		}
+	}
+	var l automaton.NodeID
+	for _, o := range ids("n3", "n4") {
+		if st := c.node(o).Status(); st.Role == "leader" {
+			l = o
+		}
+	}
+	if l == "" {
+		t.Fatalf("no leader among n3, n4 after the removal was answered and n2 crashed: n3 %+v, n4 %+v",
+			c.node("n3").Status(), c.node("n4").Status())
+	}
+	if got := c.members(l); !reflect.DeepEqual(got, ids("n2", "n3", "n4")) {
+		t.Fatalf("leader %s: members %v", l, got)
+	}
+	c.mustDo("write after the leader's crash", "n3", automaton.RequestID{Client: 7, Seq: 2}, set("a", "2"))
+}

@@ -174,7 +174,12 @@ func (a *Paxos) AppendModelState(b []byte, rename func(automaton.RequestID) auto
 		b = automaton.AppendModelBool(b, p.local)
 		b = automaton.AppendModelSlice(b, p.remote, func(b []byte, h int) []byte { return u(b, uint64(h)) })
 		b = u(u(u(u(b, uint64(p.state)), uint64(p.age)), uint64(p.fwdAge)), uint64(p.fwdTo))
-		return u(u(b, p.readIndex), p.round)
+		b = u(u(b, p.readIndex), p.round)
+		if p.state == pSettling { // (other states encode as before)
+			b = automaton.AppendModelString(u(b, p.heldAt), p.held.res.String())
+			b = automaton.AppendModelSlice(b, []uint64(p.knowers), automaton.AppendModelUint)
+		}
+		return b
 	}
 	b = appendByID(b, a.pending, rename, appendPend)
 	b = appendByID(b, a.reads, rename, appendPend)
@@ -256,6 +261,7 @@ func (a *Paxos) CloneModel() automaton.Automaton {
 		}
 	}
 	c.fwdQ = slices.Clone(a.fwdQ)
+	c.settling = slices.Clone(a.settling)
 	return &c
 }
 
@@ -265,6 +271,7 @@ func (p *pend) clone() *pend {
 	}
 	x := *p
 	x.remote = slices.Clone(p.remote)
+	x.knowers = slices.Clone(p.knowers)
 	return &x
 }
 

@@ -261,6 +261,7 @@ const (
 	pQueued          // leader: waiting for a proposal slot
 	pProposed        // leader: in an instance not yet executed
 	pRead            // leader: quorum or lease read waiting for its conditions
+	pSettling        // leader: a removal executed, its answer held until a majority of the new configuration knows it chosen (settle.go)
 	pLearner         // leader: a member add waiting for its node to catch up
 )
 
@@ -277,6 +278,12 @@ type pend struct {
 	// Reads under ReadQuorum/ReadLease: instance to have executed, and the
 	// heartbeat round whose majority acknowledgement confirms leadership.
 	readIndex, round uint64
+	// A removal in state pSettling: its outcome, its instance, and the
+	// peers whose heartbeat acknowledgements showed a chosen prefix
+	// reaching it (settle.go).
+	held    outcome
+	heldAt  uint64
+	knowers nodeSet
 }
 
 // Paxos is one node's replica of a Multi-Paxos namespace: acceptor, learner,
@@ -359,6 +366,8 @@ type Paxos struct {
 	reads   map[automaton.RequestID]*pend
 	fwdQ    []automaton.RequestID
 	fwdHint int
+	// settling: the requests in state pSettling, in execution order.
+	settling []automaton.RequestID
 
 	// Catch-up: the outstanding request's peer, and the highest chosen
 	// instance some peer is known to have.
@@ -398,6 +407,7 @@ func (a *Paxos) reset() {
 	a.pending = map[automaton.RequestID]*pend{}
 	a.reads = map[automaton.RequestID]*pend{}
 	a.fwdQ, a.fwdHint = nil, -1
+	a.settling = nil
 	a.inflight = map[uint64]*flight{}
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.ackRound = map[int]uint64{}
@@ -501,6 +511,10 @@ func (a *Paxos) onTick() {
 		return p.age
 	})
 	for _, id := range expired {
+		if p := a.pending[id]; p != nil && p.state == pSettling {
+			a.answer(id, p.held) // executed: its outcome, not a timeout
+			continue
+		}
 		a.finish(id, service.Fail(synoderr.TryAgain, "paxos: request %v not done within %v (leader unavailable?); a write's outcome is unknown", id, a.prm.OpTimeout))
 	}
 	if a.role != leader {
