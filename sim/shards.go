@@ -183,6 +183,7 @@ type ShardsStats struct {
 	// calls answered through the placement log.
 	PlaceLeaders, PlaceFailovers, PlaceResumed, PlaceWrites int
 	PlaceReplaced                                           int // replacements of #placement's own members (of Replaced)
+	MembersRefused                                          int // members writes refused by their version guard (a stale view)
 	Created                                                 int // groups created by splits (NewGroups)
 	Reused                                                  int // splits into a group a split created, emptied since (a spare: nothing created)
 	Txns, TxnEarly, TxnRetries                              int // cross-shard transaction attempts, answered before their last step, retries
@@ -193,8 +194,8 @@ type ShardsStats struct {
 }
 
 func (s ShardsStats) String() string {
-	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d place-replaced=%d created=%d reused=%d",
-		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites, s.PlaceReplaced, s.Created, s.Reused)
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d place-replaced=%d members-refused=%d created=%d reused=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites, s.PlaceReplaced, s.MembersRefused, s.Created, s.Reused)
 }
 
 // ShardsResult is the outcome of a sharded run.

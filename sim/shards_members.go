@@ -185,18 +185,20 @@ func (w *shWorld) changeNext(c *shChange) {
 		w.dropReplica(g, c.x)
 		next()
 	case "mark":
-		w.writeMembers(g, g.members, c.y, c.x, g.former, func() {
+		v := w.memView(g)
+		w.writeMembers(g, v, v.members, c.y, c.x, v.former, func() {
 			if w.chg == c {
 				next()
 			}
 		})
 	case "record":
-		rec := slices.DeleteFunc(slices.Clone(g.members), func(id automaton.NodeID) bool { return id == c.y || id == c.x && w.cfg.Broken != "member-no-remove" })
-		former := slices.Clone(g.former)
+		v := w.memView(g)
+		rec := slices.DeleteFunc(slices.Clone(v.members), func(id automaton.NodeID) bool { return id == c.y || id == c.x && w.cfg.Broken != "member-no-remove" })
+		former := slices.Clone(v.former)
 		if w.cfg.Broken != "member-no-remove" && !slices.Contains(former, string(c.x)) {
 			former = append(former, string(c.x))
 		}
-		w.writeMembers(g, append(rec, c.y), "", "", former, func() {
+		w.writeMembers(g, v, append(rec, c.y), "", "", former, func() {
 			if w.chg != c {
 				return
 			}

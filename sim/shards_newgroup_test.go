@@ -22,11 +22,14 @@ func newGroupCfg(seed int64) ShardsConfig {
 // kind, with every invariant on: the created group accepts no client
 // write to a slot not handed to it, every slot has one owner at every
 // epoch, majority, one chain, healed, and the history is linearizable.
-// Seed 7 (not with -short) also merges its created group away and splits
+// Seed 48 (not with -short) also merges its created group away and splits
 // into it again later (split46): the name stays a spare, reused without a
-// second creation (shard's package doc, "a merge leaves a spare").
+// second creation (shard's package doc, "a merge leaves a spare"). Seed 7
+// until session 47 (plmem47: removals answered a heartbeat later, members
+// writes refused for a stale view moved the runs; seeds 1-47 but 48 reuse
+// none now; at 4584d87 seeds 1-4 and 8-11 reused none either).
 func TestShardsSimNewGroups(t *testing.T) {
-	seeds := []int64{2, 7}
+	seeds := []int64{2, 48}
 	if testing.Short() {
 		seeds = seeds[:1]
 	}

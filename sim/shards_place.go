@@ -469,7 +469,7 @@ func (w *shWorld) createGroup(d shard.Decision, slots []shard.Range) {
 		}
 		w.beginMigration(d.From, d.To, slots)
 	}
-	text := fmt.Sprintf("members=%s;joining=;leaving=;former=;boot=%s", joinIDs(ids), joinIDs(ids))
+	text := fmt.Sprintf("members=%s;joining=;leaving=;former=;boot=%s;base=0", joinIDs(ids), joinIDs(ids))
 	if !w.placeMode() {
 		w.applyMembers(g, text)
 		then()
@@ -484,6 +484,9 @@ func (w *shWorld) createGroup(d shard.Decision, slots []shard.Range) {
 		if service.IsGuardFailure(rs[0]) {
 			p.creating, p.last = false, ""
 			return
+		}
+		if w.pg.gen == gen {
+			w.pg.view["mem/"+g.name] = shMemView{text: text, ver: rs[len(rs)-2].Int}
 		}
 		then()
 	})

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -49,7 +50,9 @@ import (
 // term); if not, the placement leader is deposed: its placer and both
 // drivers stop, and its record writes still in flight may still reach
 // the log (they are fenced by their version guards and by the
-// migration's driver token). A replica that leads then starts the next
+// migration's driver token); its members write in flight is resent from
+// its machine for a while (lingerSend, as a live deposed leader's
+// replacement goroutine runs on). A replica that leads then starts the next
 // placement leader, which first reads through the placement log (a
 // request in the log, answered after everything chosen before it) and
 // then resumes the migration the record shows under way (a new driver,
@@ -89,6 +92,39 @@ import (
 // driver (saves and flips) and the placer's new migration records are
 // sent without their version guards (TestShardsSimPlaceGroup shows it
 // caught by the token or epoch invariant).
+//
+// The members records' view (session 47, plmem47; node/replace.go
+// writeMembers since plmem46). A members record is rebuilt whole by its
+// writer, so the placement leader derives each one it writes (a
+// replacement's mark and record steps, shards_members.go) from its own
+// view of the record, not from the log's state: the text and KV version
+// its machine last read (after a refused write) or wrote, in this term or
+// an earlier one as placement leader; a record its machine never read is
+// seen as the group's bootstrap members at version 0 (a restarted live
+// leader's cluster-file lists). So a new placement leader decides on an
+// old members record whenever another machine's leader wrote since (the
+// stale view plive45 found live), and a deposed leader's members write,
+// still in flight or resent by its machine (lingerSend), may land after
+// the successor's writes. Every members write is "guard mem/<group>
+// version <the view's version>", set, version, as live; refused, the
+// record is read again into the view, the change driver stops and the
+// placer decides again (a replacement under way is resumed from the
+// record). Decision (the world's): the view is not read again at a
+// take-over or before each decision (live reads it before each pass
+// since plmem46): the guard alone must keep stale views out of the log,
+// and the runs show it does (ShardsStats.MembersRefused counts the
+// refused writes).
+//
+// Invariant "members records": each members write carries the version
+// of the record it was derived from (the field base=<v> in its value);
+// along the placement log, that base equals the key's version before the
+// write: no members write derived from an older view than the record it
+// replaces lands (it would drop what the newer one added: a member, a
+// former member, a joining node). Broken variant members-no-guard: the
+// members writes go without their guard (as the world wrote them before
+// session 47) and the view is not read again;
+// TestShardsSimCatchesMembersNoGuard shows it caught, with the seed and
+// the replay command.
 
 // placeKeySeq numbers the placement log's record writes.
 const placeKeySeq = "seq"
@@ -103,11 +139,27 @@ type shPlaceGroup struct {
 	id    uint64 // its request ids' client
 	seq   uint64
 	calls map[uint64]*shPgCall
+	// lingering: deposed leaders' members writes still being resent.
+	lingering map[uint64]*shPgCall
 	// The placement log's record writes, by position, as first applied,
 	// and each record key's KV version there.
 	log []string
 	ver map[string]int64
 	had bool // a placement leader ran before (a new one is a failover)
+	// view: the placement leader's view of the members records (key
+	// mem/<group>): the text and KV version its machine read after a
+	// refused write or wrote itself, in any of its terms as placement
+	// leader (views, by machine). Its members writes are derived from it
+	// (see "The members records' view" above).
+	view  map[string]shMemView
+	views map[int]map[string]shMemView
+}
+
+// shMemView is one members record as the placement leader last read or
+// wrote it ("" and 0: never written).
+type shMemView struct {
+	text string
+	ver  int64
 }
 
 type shPgCall struct {
@@ -116,7 +168,16 @@ type shPgCall struct {
 	gen  uint64
 	att  int
 	done func([]service.Result)
+	// The placement leader's request id client and machine; linger: a
+	// members write, resent by its machine after a deposition (lingerSend).
+	client uint64
+	mach   int
+	linger bool
 }
+
+// lingerSends bounds a deposed placement leader's resends of a members
+// write (every 300ms while its machine is up).
+const lingerSends = 6
 
 // placeMode: the placement records are the #placement group's.
 func (w *shWorld) placeMode() bool { return w.pg != nil }
@@ -142,7 +203,7 @@ func (w *shWorld) newPlaceGroup() {
 	g.ever = slices.Clone(g.ids)
 	g.members = slices.Clone(g.ids)
 	g.chain = [][]automaton.NodeID{sortedIDs(g.ids)}
-	w.pg = &shPlaceGroup{g: g, rng: rand.New(rand.NewSource(w.cfg.Seed ^ 0x706c616365)), mach: -1, calls: map[uint64]*shPgCall{}, ver: map[string]int64{}}
+	w.pg = &shPlaceGroup{g: g, rng: rand.New(rand.NewSource(w.cfg.Seed ^ 0x706c616365)), mach: -1, calls: map[uint64]*shPgCall{}, lingering: map[uint64]*shPgCall{}, ver: map[string]int64{}, views: map[int]map[string]shMemView{}}
 }
 
 // want is the replica count g's placement promises.
@@ -208,6 +269,16 @@ func (w *shWorld) placeMachineDown(m *shMachine) {
 func (w *shWorld) deposePlacement(why string) {
 	p := w.pg
 	w.tracef("placement leader on %s deposed: %s", w.machines[p.mach].id, why)
+	for _, c := range p.calls {
+		if c.linger {
+			p.lingering[c.seq] = c
+		}
+	}
+	for _, seq := range slices.Sorted(maps.Keys(p.lingering)) {
+		if c := p.lingering[seq]; c.gen == p.gen && c.att < lingerSends {
+			w.lingerSend(c)
+		}
+	}
 	p.mach, p.ready = -1, false
 	p.gen++
 	clear(p.calls)
@@ -236,6 +307,10 @@ func (w *shWorld) takeOverPlacement(m *shMachine, term uint64) {
 	}
 	p.had = true
 	w.tracef("placement leader starts on %s (term %d): reading the placement log", m.id, term)
+	if p.views[m.idx] == nil {
+		p.views[m.idx] = map[string]shMemView{}
+	}
+	p.view = p.views[m.idx] // its machine's, possibly old: see "The members records' view"
 	w.pgCall([]service.Op{{Kind: "get", Key: placeKeySeq}}, func([]service.Result) {
 		p.ready = true
 		w.tracef("placement leader on %s ready", m.id)
@@ -296,12 +371,33 @@ func (w *shWorld) retireRemoved() {
 // placement leader to its own replica (which forwards when it does not
 // lead) under one request id until answered; done gets the results,
 // unless the placement leader was deposed meanwhile.
-func (w *shWorld) pgCall(ops []service.Op, done func([]service.Result)) {
+func (w *shWorld) pgCall(ops []service.Op, done func([]service.Result)) *shPgCall {
 	p := w.pg
 	p.seq++
-	c := &shPgCall{seq: p.seq, ops: ops, gen: p.gen, done: done}
+	c := &shPgCall{seq: p.seq, ops: ops, gen: p.gen, done: done, client: p.id, mach: p.mach}
 	p.calls[c.seq] = c
 	w.pgSend(c)
+	return c
+}
+
+// lingerSend resends c, a members write of a deposed placement leader,
+// from its machine's replica of #placement under its id (as live: the
+// deposed leader's replacement goroutine runs on, its writes go through
+// its node's replica, which forwards them to the new leader). Its answer
+// goes nowhere; the write lands or its guard refuses it.
+func (w *shWorld) lingerSend(c *shPgCall) {
+	p := w.pg
+	c.att++
+	if c.att > lingerSends || c.mach < 0 {
+		delete(p.lingering, c.seq)
+		return
+	}
+	if r := w.replicaOn(w.machines[c.mach], p.g.idx); r != nil && r.m.up {
+		w.tracef("placement: a deposed leader's members write resent by %s (%d)", r.m.id, c.att)
+		req := automaton.Request{ID: automaton.RequestID{Client: c.client, Seq: c.seq}, Ops: c.ops}
+		w.after(0, &shEvent{kind: shClientReq, mach: r.m.idx, group: p.g.idx, inc: r.m.inc, client: -1, req: req, fwd: -1})
+	}
+	w.after(300*time.Millisecond, &shEvent{kind: shPlaceCallTimeout, gen: c.gen, attempt: c.att, cseq: c.seq})
 }
 
 func (w *shWorld) pgSend(c *shPgCall) {
@@ -323,6 +419,10 @@ func (w *shWorld) pgSend(c *shPgCall) {
 func (w *shWorld) onPlaceCall(e *shEvent) {
 	p := w.pg
 	if e.kind == shPlaceCallTimeout {
+		if c := p.lingering[e.cseq]; c != nil && c.gen == e.gen && c.att == e.attempt {
+			w.lingerSend(c)
+			return
+		}
 		if c := p.calls[e.cseq]; c != nil && c.gen == e.gen && c.att == e.attempt {
 			w.pgSend(c)
 		}
@@ -377,41 +477,118 @@ func encodeMembers(g *shGroup, members []automaton.NodeID, joining, leaving auto
 }
 
 func (w *shWorld) applyMembers(g *shGroup, v string) {
-	for _, f := range strings.Split(v, ";") {
-		k, x, _ := strings.Cut(f, "=")
-		switch k {
-		case "members":
-			g.members = nil
-			for _, id := range strings.Fields(x) {
-				g.members = append(g.members, automaton.NodeID(id))
-			}
-		case "joining":
-			g.joining = automaton.NodeID(x)
-		case "leaving":
-			g.leaving = automaton.NodeID(x)
-		case "former":
-			g.former = strings.Fields(x)
-		case "boot":
-			if len(g.boot) == 0 && x != "" {
-				var ids []automaton.NodeID
-				for _, id := range strings.Fields(x) {
-					ids = append(ids, automaton.NodeID(id))
-				}
-				w.found(g, ids)
-			}
-		}
+	r, boot := parseMemRec(v)
+	g.members, g.joining, g.leaving, g.former = r.members, r.joining, r.leaving, r.former
+	if len(g.boot) == 0 && len(boot) > 0 {
+		w.found(g, boot)
 	}
 }
 
-// writeMembers writes g's members record (in register mode at once),
-// then calls then.
-func (w *shWorld) writeMembers(g *shGroup, members []automaton.NodeID, joining, leaving automaton.NodeID, former []string, then func()) {
+// parseMemRec parses a members record's text (encodeMembers; a created
+// group's also names its bootstrap members, boot).
+func parseMemRec(text string) (r shMemRec, boot []automaton.NodeID) {
+	ids := func(x string) []automaton.NodeID {
+		var out []automaton.NodeID
+		for _, id := range strings.Fields(x) {
+			out = append(out, automaton.NodeID(id))
+		}
+		return out
+	}
+	for _, f := range strings.Split(text, ";") {
+		k, x, _ := strings.Cut(f, "=")
+		switch k {
+		case "members":
+			r.members = ids(x)
+		case "joining":
+			r.joining = automaton.NodeID(x)
+		case "leaving":
+			r.leaving = automaton.NodeID(x)
+		case "former":
+			r.former = strings.Fields(x)
+		case "boot":
+			boot = ids(x)
+		}
+	}
+	return r, boot
+}
+
+// shMemRec is a members record's fields, and the KV version of the
+// record they were read from.
+type shMemRec struct {
+	members          []automaton.NodeID
+	joining, leaving automaton.NodeID
+	former           []string
+	ver              int64
+}
+
+// memView returns g's members record as the placement leader sees it
+// (in register mode, the world's: there is one writer and no log).
+func (w *shWorld) memView(g *shGroup) shMemRec {
+	if !w.placeMode() {
+		return shMemRec{members: slices.Clone(g.members), joining: g.joining, leaving: g.leaving, former: slices.Clone(g.former)}
+	}
+	key := "mem/" + g.name
+	v := w.pg.view[key]
+	if v.text == "" {
+		// Never read here: the group's bootstrap members (the cluster
+		// file's, or a created group's founders), version 0.
+		return shMemRec{members: slices.Clone(g.boot)}
+	}
+	r, _ := parseMemRec(v.text)
+	r.ver = v.ver
+	return r
+}
+
+// noteMemView puts a read of g's members record (get, version) in the
+// placement leader's view.
+func (w *shWorld) noteMemView(g *shGroup, get, ver service.Result) {
+	w.pg.view["mem/"+g.name] = shMemView{text: string(get.Bytes), ver: ver.Int}
+}
+
+// membersGuarded: members writes carry their version guard (not the
+// broken members-no-guard).
+func (w *shWorld) membersGuarded() bool { return w.cfg.Broken != "members-no-guard" }
+
+// writeMembers writes g's members record, derived from base (memView), in
+// register mode at once, then calls then. In placement mode the write is
+// guarded by base's version; refused, the placement leader reads the
+// record again and its change driver stops (the placer decides again),
+// and then is not called.
+func (w *shWorld) writeMembers(g *shGroup, base shMemRec, members []automaton.NodeID, joining, leaving automaton.NodeID, former []string, then func()) {
 	if !w.placeMode() {
 		g.members, g.joining, g.leaving, g.former = members, joining, leaving, former
 		then()
 		return
 	}
-	w.pgCall(w.recordOps("mem/"+g.name, encodeMembers(g, members, joining, leaving, former), false), func([]service.Result) { then() })
+	key := "mem/" + g.name
+	text := encodeMembers(g, members, joining, leaving, former) + fmt.Sprintf(";base=%d", base.ver)
+	ops := w.recordOps(key, text, false)
+	if w.membersGuarded() {
+		ops = append([]service.Op{kvOpOf(service.GuardKind, key, "version", fmt.Sprint(base.ver))}, ops...)
+	}
+	gen := w.pg.gen
+	c := w.pgCall(ops, func(rs []service.Result) {
+		if w.pg.gen != gen {
+			return
+		}
+		if w.membersGuarded() && service.IsGuardFailure(rs[0]) {
+			w.stats.MembersRefused++
+			w.tracef("placement: the members record of %s changed since version %d: read again, decide again", g.name, base.ver)
+			w.chg = nil
+			if w.placer != nil {
+				w.placer.last = ""
+			}
+			w.pgCall([]service.Op{kvOpOf("get", key), kvOpOf("version", key)}, func(rs []service.Result) {
+				if w.pg.gen == gen {
+					w.noteMemView(g, rs[0], rs[1])
+				}
+			})
+			return
+		}
+		w.pg.view[key] = shMemView{text: text, ver: rs[len(rs)-2].Int}
+		then()
+	})
+	c.linger = true
 }
 
 // ---- the placement replicas' service: the world's window on the log ----
@@ -442,7 +619,8 @@ func (s *pgState) ApplyEnv(op service.Op, env service.Env) service.Result {
 	switch {
 	case op.Kind == "set":
 		s.ops = append(s.ops, "set\x00"+op.Key+"\x00"+string(op.Args[0]))
-	case op.Kind == "version" && res.Type == service.ResultInt:
+	case op.Kind == "version" && res.Type == service.ResultInt && len(s.ops) > 0 && strings.HasPrefix(s.ops[len(s.ops)-1], "set\x00"+op.Key+"\x00"):
+		// A write's new version (a read's, the take-over's, is no write).
 		s.ops = append(s.ops, fmt.Sprintf("version\x00%s\x00%d", op.Key, res.Int))
 	case op.Kind == "incr" && op.Key == placeKeySeq && res.Type == service.ResultInt:
 		ops := s.ops
@@ -532,6 +710,13 @@ func (w *shWorld) takeRecord(key, value string) {
 			w.tracef("migration %d %s (placement log)", rec.ID, rec.Phase)
 		}
 	case strings.HasPrefix(key, "mem/"):
+		if i := strings.LastIndex(value, ";base="); i >= 0 {
+			var base int64
+			fmt.Sscan(value[i+len(";base="):], &base)
+			if cur := w.pg.ver[key]; base != cur {
+				w.violation("members records: the placement log holds a write of %s derived from version %d over version %d (a members write from a stale view)", key, base, cur)
+			}
+		}
 		for _, g := range w.allGroups() {
 			if "mem/"+g.name == key {
 				w.applyMembers(g, value)

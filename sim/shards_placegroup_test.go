@@ -116,3 +116,28 @@ func TestShardsPlaceLogChecks(t *testing.T) {
 		t.Fatalf("a token going back not caught: %q", w.inv)
 	}
 }
+
+// members-no-guard (members writes without their version guard, derived
+// from the placement leader's possibly old view: shards_placegroup.go,
+// "The members records' view") is caught by the members-records
+// invariant: a new placement leader derives a replacement's record from
+// a view older than the record in the log, and the write lands over it.
+// The seed and the command that replays it are printed. With the guard
+// (TestShardsSimPlaceGroup, TestShardsSimMembers) such writes are
+// refused and the runs pass.
+func TestShardsSimCatchesMembersNoGuard(t *testing.T) {
+	for _, s := range []int64{3} {
+		cfg := shardsCfg(s)
+		cfg.PlaceReplicas, cfg.Broken = 3, "members-no-guard"
+		r, err := RunShards(cfg)
+		if err != nil {
+			t.Fatalf("seed %d: %v", s, err)
+		}
+		if strings.Contains(r.Invariant, "members records") {
+			t.Logf("seed %d caught: %s\nreplay: %s", s, r.Invariant, ShardsReplay(cfg, s))
+			return
+		}
+		t.Logf("seed %d not caught (%s): %v", s, r.Invariant, r.Stats)
+	}
+	t.Error("members-no-guard not caught in seed 3")
+}

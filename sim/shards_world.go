@@ -126,8 +126,8 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
 	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
 		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
-	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && c.Broken != "place-no-guard" && c.Broken != "split-publish-early" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, place-no-guard, split-publish-early, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && c.Broken != "place-no-guard" && c.Broken != "members-no-guard" && c.Broken != "split-publish-early" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, place-no-guard, members-no-guard, split-publish-early, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
 	case slices.Contains(memberVariants, c.Broken) && c.Plan != "decide":
 		return c, fmt.Errorf("sim: %s needs --plan decide", c.Broken)
 	case (strings.HasPrefix(c.Broken, "txn:") || c.Broken == "txn-no-dirty") && c.TxnClients == 0:
@@ -140,6 +140,8 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: --place-replicas needs --plan decide")
 	case c.Broken == "place-no-guard" && c.PlaceReplicas <= 0:
 		return c, fmt.Errorf("sim: place-no-guard needs --place-replicas")
+	case c.Broken == "members-no-guard" && c.PlaceReplicas <= 0:
+		return c, fmt.Errorf("sim: members-no-guard needs --place-replicas")
 	}
 	return c, nil
 }
