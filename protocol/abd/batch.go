@@ -56,9 +56,16 @@ import (
 // clients' operations.
 
 // OnBatch handles a client batch: each request as OnRequest does, begun
-// together as one round group.
+// together as one round group. A batch of one is OnRequest (a node's
+// direct pass steps most requests that way): no list of the admitted
+// ones, whose array was the one allocation a batch of one added; a larger
+// batch's list is sized once.
 func (a *ABD) OnBatch(reqs []automaton.Request) {
-	ok := reqs[:0:0]
+	if len(reqs) == 1 {
+		a.OnRequest(reqs[0])
+		return
+	}
+	ok := make([]automaton.Request, 0, len(reqs))
 	seen := make(map[automaton.RequestID]bool, len(reqs))
 	for _, req := range reqs {
 		if !seen[req.ID] && a.admit(req) { // a retry in the same batch joins the first

@@ -24,6 +24,10 @@ type stepCluster struct {
 	// (a runtime reusing its frame buffers); drop loses messages to a node.
 	scribble bool
 	drop     automaton.NodeID
+	// batch hands each request over as a client batch of one (what a
+	// node's direct pass steps), one its slice.
+	batch bool
+	one   [1]automaton.Request
 }
 
 // newStepCluster is three automatons whose phases ask every replica at
@@ -77,7 +81,13 @@ func (c *stepCluster) route(from automaton.NodeID, outs []automaton.Output) {
 func (c *stepCluster) do(req automaton.Request) { c.doAt("n1", req) }
 
 func (c *stepCluster) doAt(at automaton.NodeID, req automaton.Request) {
-	c.route(at, c.nodes[at].Step(automaton.ClientRequest{Req: req}))
+	if c.batch {
+		c.one[0] = req
+		c.route(at, c.nodes[at].Step(automaton.ClientBatch{Reqs: c.one[:]}))
+		c.one[0] = automaton.Request{}
+	} else {
+		c.route(at, c.nodes[at].Step(automaton.ClientRequest{Req: req}))
+	}
 	for i := 0; i < len(c.queue); i++ {
 		c.route(c.to[i], c.nodes[c.to[i]].Step(c.queue[i]))
 		if c.scribble {
@@ -121,7 +131,8 @@ func TestFramesAreNotRetained(t *testing.T) {
 // the three automatons together (BenchmarkStep's workload): 77 and 36
 // before frames were read in place (decoder on the stack) and a step's
 // outputs were sized once, 50 and 21 after. A change that copies or grows
-// again fails here.
+// again fails here. Each also as a client batch of one request, which
+// must allocate no more than the request handed over alone.
 func TestAllocationsPerOperation(t *testing.T) {
 	c := newStepCluster(t)
 	val := make([]byte, 100)
@@ -130,10 +141,13 @@ func TestAllocationsPerOperation(t *testing.T) {
 		seq++
 		c.do(automaton.Request{ID: automaton.RequestID{Client: 1, Seq: seq}, Op: service.Op{Kind: "set", Key: fmt.Sprint("key:", i), Args: [][]byte{val}}})
 	}
+	lone := map[string]float64{}
 	for _, tc := range []struct {
-		kind string
-		max  float64
-	}{{"set", 50}, {"get", 21}} {
+		kind  string
+		max   float64
+		batch bool
+	}{{"set", 50, false}, {"get", 21, false}, {"set", 50, true}, {"get", 21, true}} {
+		c.batch = tc.batch
 		i := 0
 		got := testing.AllocsPerRun(200, func() {
 			seq++
@@ -144,10 +158,17 @@ func TestAllocationsPerOperation(t *testing.T) {
 			}
 			c.do(automaton.Request{ID: automaton.RequestID{Client: 2, Seq: seq}, Op: op})
 		})
-		t.Logf("%s: %.1f allocations per operation (the test's fmt.Sprint and Args included)", tc.kind, got)
+		t.Logf("%s (batch of one %v): %.1f allocations per operation (the test's fmt.Sprint and Args included)", tc.kind, tc.batch, got)
 		// fmt.Sprint and the request's Args are the test's own: 1 or 2.
 		if got > tc.max+2 {
-			t.Errorf("%s: %.1f allocations per operation, want at most %.0f", tc.kind, got, tc.max)
+			t.Errorf("%s (batch of one %v): %.1f allocations per operation, want at most %.0f", tc.kind, tc.batch, got, tc.max)
+		}
+		// A client batch of one (a node's direct pass) allocates what the
+		// request alone does (one more before OnBatch took it as OnRequest).
+		if !tc.batch {
+			lone[tc.kind] = got
+		} else if got > lone[tc.kind] {
+			t.Errorf("%s: %.1f allocations per operation as a client batch of one, %.1f as a request", tc.kind, got, lone[tc.kind])
 		}
 	}
 }
