@@ -222,15 +222,9 @@ func benchQuorum(b *testing.B, proto, dur, kind string, clients int, params map[
 		}
 		return s
 	}
-	handoffs := func() (h uint64) {
-		for _, n := range nodes {
-			h += n.Handoffs()
-		}
-		return h
-	}
 	b.ReportAllocs()
-	cpu0, msgs0, w0, st0, h0 := cpuTime(), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf), handoffs()
-	io0, cs0, in0, fs0 := procIO(), ctxSwitches(), counter(nodes, inlinesOf), counter(nodes, fsyncsOf)
+	p0, msgs0, w0, st0 := takeProcCounts(nodes), counter(nodes, msgsOf), writes(), counter(nodes, steppedOf)
+	in0, fs0 := counter(nodes, inlinesOf), counter(nodes, fsyncsOf)
 	b.ResetTimer()
 	run := func(next func() bool) {
 		id := client.Add(1)
@@ -251,20 +245,45 @@ func benchQuorum(b *testing.B, proto, dur, kind string, clients int, params map[
 	runClients(b, clients, run)
 	b.StopTimer()
 	n := float64(b.N)
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
+	p0.report(b, nodes, n)
 	b.ReportMetric(float64(counter(nodes, msgsOf)-msgs0)/n, "msgs/op")
 	b.ReportMetric(float64(writes()-w0)/n, "writes/op")
 	b.ReportMetric(float64(counter(nodes, steppedOf)-st0)/n, "steps/op")
-	b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
-	io1 := procIO()
-	b.ReportMetric(float64(io1[0]-io0[0])/n, "syscr/op")
-	b.ReportMetric(float64(io1[1]-io0[1])/n, "syscw/op")
-	b.ReportMetric(float64(ctxSwitches()-cs0)/n, "ctxsw/op")
 	b.ReportMetric(float64(counter(nodes, inlinesOf)-in0)/n, "inline/op")
 	b.ReportMetric(float64(counter(nodes, fsyncsOf)-fs0)/n, "fsyncs/op")
 }
 
 func inlinesOf(l *nsLoop) uint64 { return l.inlines.Load() }
+
+// procCounts is what the node benchmarks report per operation, summed over
+// the process (clients included): CPU time, the hand-offs the nodes count,
+// read and write system calls, context switches.
+type procCounts struct {
+	cpu      time.Duration
+	handoffs uint64
+	io       [2]uint64
+	ctxsw    uint64
+}
+
+// takeProcCounts reads the counts so far.
+func takeProcCounts(nodes []*Node) procCounts {
+	p := procCounts{cpu: cpuTime(), io: procIO(), ctxsw: ctxSwitches()}
+	for _, n := range nodes {
+		p.handoffs += n.Handoffs()
+	}
+	return p
+}
+
+// report reports the counts since p per operation over n operations:
+// cpu-us/op, handoffs/op, syscr/op, syscw/op and ctxsw/op.
+func (p procCounts) report(b *testing.B, nodes []*Node, n float64) {
+	q := takeProcCounts(nodes)
+	b.ReportMetric(float64(q.cpu-p.cpu)/float64(time.Microsecond)/n, "cpu-us/op")
+	b.ReportMetric(float64(q.handoffs-p.handoffs)/n, "handoffs/op")
+	b.ReportMetric(float64(q.io[0]-p.io[0])/n, "syscr/op")
+	b.ReportMetric(float64(q.io[1]-p.io[1])/n, "syscw/op")
+	b.ReportMetric(float64(q.ctxsw-p.ctxsw)/n, "ctxsw/op")
+}
 
 // procIO is this process's read and write system calls so far
 // (/proc/self/io syscr, syscw; zero where there is none).

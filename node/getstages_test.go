@@ -60,21 +60,13 @@ func BenchmarkGetStages(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			med := slices.Clone(ends)
-			slices.Sort(med)
-			ex := slices.Index(ends, med[len(med)/2])
-			var one strings.Builder
-			for j, l := range gets[ex] {
-				fmt.Fprintf(&one, "%-36s %10.1f\n", l, us(ats[ex][j]))
-			}
-			b.ReportMetric(us(med[len(med)/2]), "p50-us")
-			b.ReportMetric(us(med[len(med)*99/100]), "p99-us")
+			one := reportMedianRun(b, gets, ats, ends)
 			b.ReportMetric(float64(sends)/float64(b.N), "sends/get")
 			if b.N == 1 { // the benchmark's probe run; its get is no median
 				return
 			}
 			b.Logf("one client's get at the leader via resp, read=%s, fsync on, %d gets:\n%s\na get of median latency:\n%s",
-				mode, b.N, stageTable(gets, ats), one.String())
+				mode, b.N, stageTable(gets, ats), one)
 		})
 	}
 }

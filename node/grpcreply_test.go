@@ -101,14 +101,8 @@ func benchParity(b *testing.B, proto, kind, path string) {
 			b.Fatal(err)
 		}
 	}
-	handoffs := func() (h uint64) {
-		for _, n := range nodes {
-			h += n.Handoffs()
-		}
-		return h
-	}
 	b.ReportAllocs()
-	cpu0, h0, io0, cs0 := cpuTime(), handoffs(), procIO(), ctxSwitches()
+	p0 := takeProcCounts(nodes)
 	b.ResetTimer()
 	for i := range b.N {
 		if err := do(fmt.Sprintf("k%d", i%1000)); err != nil {
@@ -117,10 +111,5 @@ func benchParity(b *testing.B, proto, kind, path string) {
 	}
 	b.StopTimer()
 	n := float64(b.N)
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
-	b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
-	io1 := procIO()
-	b.ReportMetric(float64(io1[0]-io0[0])/n, "syscr/op")
-	b.ReportMetric(float64(io1[1]-io0[1])/n, "syscw/op")
-	b.ReportMetric(float64(ctxSwitches()-cs0)/n, "ctxsw/op")
+	p0.report(b, nodes, n)
 }

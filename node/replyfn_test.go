@@ -200,14 +200,8 @@ func benchRESP(b *testing.B, proto, dur, kind string, clients int, opts Options)
 		conns <- cl
 	}
 	val := string(make([]byte, 100))
-	handoffs := func() (h uint64) {
-		for _, n := range nodes {
-			h += n.Handoffs()
-		}
-		return h
-	}
 	b.ReportAllocs()
-	cpu0, h0, io0, cs0, m0 := cpuTime(), handoffs(), procIO(), ctxSwitches(), counter(nodes, msgsOf)
+	p0, m0 := takeProcCounts(nodes), counter(nodes, msgsOf)
 	b.ResetTimer()
 	var id atomic.Int64
 	run := func(next func() bool) {
@@ -230,12 +224,7 @@ func benchRESP(b *testing.B, proto, dur, kind string, clients int, opts Options)
 	runClients(b, clients, run)
 	b.StopTimer()
 	n := float64(b.N)
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-us/op")
-	b.ReportMetric(float64(handoffs()-h0)/n, "handoffs/op")
-	io1 := procIO()
-	b.ReportMetric(float64(io1[0]-io0[0])/n, "syscr/op")
-	b.ReportMetric(float64(io1[1]-io0[1])/n, "syscw/op")
-	b.ReportMetric(float64(ctxSwitches()-cs0)/n, "ctxsw/op")
+	p0.report(b, nodes, n)
 	b.ReportMetric(float64(counter(nodes, msgsOf)-m0)/n, "msgs/op")
 }
 

@@ -144,6 +144,22 @@ func stageTable(puts [][]string, ats [][]time.Duration) string {
 	return b.String()
 }
 
+// reportMedianRun reports the p50-us and p99-us of the runs' end times and
+// returns the stage table of the run whose end is the median: each stage's
+// label and its time from the run's start in µs.
+func reportMedianRun(b *testing.B, labels [][]string, ats [][]time.Duration, ends []time.Duration) string {
+	med := slices.Clone(ends)
+	slices.Sort(med)
+	ex := slices.Index(ends, med[len(med)/2])
+	var one strings.Builder
+	for j, l := range labels[ex] {
+		fmt.Fprintf(&one, "%-36s %10.1f\n", l, us(ats[ex][j]))
+	}
+	b.ReportMetric(us(med[len(med)/2]), "p50-us")
+	b.ReportMetric(us(med[len(med)*99/100]), "p99-us")
+	return one.String()
+}
+
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // stageCluster starts a 3-node Multi-Paxos cluster with every node traced
@@ -262,17 +278,9 @@ func BenchmarkPutStages(b *testing.B) {
 				}
 				b.StopTimer()
 				// One put of median latency, stage by stage.
-				med := slices.Clone(ends)
-				slices.Sort(med)
-				ex := slices.Index(ends, med[len(med)/2])
-				var one strings.Builder
-				for j, l := range puts[ex] {
-					fmt.Fprintf(&one, "%-36s %10.1f\n", l, us(ats[ex][j]))
-				}
-				b.ReportMetric(us(med[len(med)/2]), "p50-us")
-				b.ReportMetric(us(med[len(med)*99/100]), "p99-us")
+				one := reportMedianRun(b, puts, ats, ends)
 				b.Logf("one client's put at the %s via %s, fsync on, %d puts:\n%s\na put of median latency:\n%s",
-					at, via, b.N, stageTable(puts, ats), one.String())
+					at, via, b.N, stageTable(puts, ats), one)
 			})
 		}
 	}
