@@ -186,10 +186,6 @@ type nsLoop struct {
 	// and the callback waiters it answered (replyfn.go, setDurable).
 	aside      bool
 	asideCalls []asideCall
-	// lone (committer only): the release is a caller's one commit
-	// (commitLoop's once): a single callback it answers runs on the
-	// caller, after the release (runAside).
-	lone bool
 
 	requests, responses, orphans       atomic.Uint64
 	persisted, fsyncs, msgsIn, msgsOut atomic.Uint64
@@ -787,8 +783,10 @@ func (l *nsLoop) outputsWait() bool {
 // nothing waits longer than the release itself.
 //
 // aside (the committer's releases): the callback waiters answered are run
-// after the release, together, on a goroutine of their own (replyfn.go).
-func (l *nsLoop) setDurable(d uint64, aside bool) {
+// after the release, together, on a goroutine of their own (replyfn.go);
+// with lone (a caller's one commit, commitLoop's once) a single one runs
+// on the caller (runAside).
+func (l *nsLoop) setDurable(d uint64, aside, lone bool) {
 	l.rmu.Lock()
 	if l.failed.Load() {
 		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
@@ -807,7 +805,7 @@ func (l *nsLoop) setDurable(d uint64, aside bool) {
 	l.aside = false
 	calls := l.takeAside()
 	l.rmu.Unlock()
-	l.runAside(calls, l.lone)
+	l.runAside(calls, lone)
 }
 
 // flush ends the current batch: it queues the batch's records, if any, for
@@ -920,7 +918,7 @@ func (l *nsLoop) commitInline(b *batch) bool {
 	}
 	last := b.last
 	b.reset()
-	l.setDurable(last, false)
+	l.setDurable(last, false, false)
 	return true
 }
 
@@ -1046,9 +1044,7 @@ func (l *nsLoop) commitLoop(once bool) {
 			continue
 		}
 		committed = last
-		l.lone = once // replyfn.go, runAside
-		l.setDurable(last, true)
-		l.lone = false
+		l.setDurable(last, true, once) // once: replyfn.go, runAside
 		if once && !closed {
 			// Leave as an idle committer leaves; what came meanwhile
 			// goes to a committer goroutine.
@@ -1070,7 +1066,7 @@ func (l *nsLoop) commitLoop(once bool) {
 			recs = append(recs, g.persists...)
 		}
 		if l.commit(recs) {
-			l.setDurable(group[len(group)-1].last, true)
+			l.setDurable(group[len(group)-1].last, true, false)
 		} else {
 			l.failed.Store(true)
 		}

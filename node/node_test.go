@@ -650,17 +650,17 @@ func TestReleaseFollowsPersistSequence(t *testing.T) {
 	step(r(3), p("b"), r(4))     // 3 needs a; 4 needs b (#2)
 	step(r(5))                   // needs b
 	expect("nothing durable", 1) // only what needs no record
-	l.setDurable(1, false)
+	l.setDurable(1, false, false)
 	expect("a durable, b pending", 2, 3)
 	step(r(6), p("c"), r(7)) // 6 needs b: waits behind 4 and 5; 7 needs c (#3)
 	expect("b still pending")
-	l.setDurable(2, false)
+	l.setDurable(2, false, false)
 	expect("b durable", 4, 5, 6)
 	step(r(8), p("d"), r(9)) // 8 needs c: waits behind 7
 	expect("c pending")
-	l.setDurable(3, false)
+	l.setDurable(3, false, false)
 	expect("c durable", 7, 8)
-	l.setDurable(4, false)
+	l.setDurable(4, false, false)
 	expect("d durable", 9)
 	// Nothing waits and d is durable: an output needing d leaves at step
 	// time although a later record is pending, and the one after that
@@ -668,9 +668,9 @@ func TestReleaseFollowsPersistSequence(t *testing.T) {
 	step(r(10), p("e"))        // 10 leaves at once
 	step(r(11), r(12), p("f")) // both need e, from the step before
 	expect("e, f pending", 10)
-	l.setDurable(3, false) // stale reports change nothing
+	l.setDurable(3, false, false) // stale reports change nothing
 	expect("stale durable")
-	l.setDurable(6, false) // one commit covering e and f
+	l.setDurable(6, false, false) // one commit covering e and f
 	expect("e, f durable", 11, 12)
 	if n := l.rel.Held(); n != 0 {
 		t.Fatalf("pending outputs left: %d", n)
@@ -1076,9 +1076,9 @@ func TestCommitReleaseCoalescesPerPeer(t *testing.T) {
 	hold(send("n2", "a1"), send("n3", "b1"), send("n2", "a2"))
 	hold(send("n2", "a3"))
 	expect("held")
-	l.setDurable(l.rel.Last(), false)
+	l.setDurable(l.rel.Last(), false, false)
 	expect("released", "frames n2 a1,a2,a3", "frames n3 b1")
-	l.setDurable(l.rel.Last(), false)
+	l.setDurable(l.rel.Last(), false, false)
 	expect("nothing to release")
 	l.beginTurn()
 	sa.next = []automaton.Output{send("n2", "a4")}
