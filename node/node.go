@@ -1247,6 +1247,9 @@ func (n *Node) Info() map[string]map[string]string {
 	if sh := n.shardsInfo(); len(sh) > 0 {
 		out["shards"] = sh                 // shard.go
 		out["transactions"] = n.txs.info() // txn.go
+		if c := n.crossInfo(); len(c) > 0 {
+			out["crossgroup"] = c // crossgroup.go
+		}
 	}
 	if n.tr != nil {
 		peers := map[string]string{}

@@ -74,6 +74,7 @@ type shardedNS struct {
 	retry  bool                     // the protocol deduplicates a resent request
 	ops    []atomic.Uint64          // client requests routed to each group (placer.go; nil without a placement block)
 	sl     *slotLoad                // client requests routed to each slot (slotload.go; nil without a placement block)
+	cross  *crossCounts             // requests routed as cross-shard transactions (crossgroup.go)
 
 	consultMu  sync.Mutex    // one placement read at a time for a MOVED (slotmap.go, consultPlacement)
 	consulting chan struct{} // closed when the read in flight ends; nil: none
@@ -99,6 +100,7 @@ func (n *Node) initShards() {
 		svc, _ := service.Lookup(g.Namespace.Service)
 		n.addSharded(&shardedNS{ns: g.Namespace, svc: svc, groups: []config.Group{g}, retry: true, index: map[string]int{}})
 	}
+	n.registerCross() // crossgroup.go
 	if len(n.groupOf) > 0 {
 		n.gossipNudge = make(chan struct{}, 1)
 		n.placeNudge = make(chan struct{}, 1)
@@ -110,6 +112,7 @@ func (n *Node) initShards() {
 
 func (n *Node) addSharded(s *shardedNS) {
 	s.cur.Store(initialView(s.groups))
+	s.cross = newCrossCounts(len(s.groups))
 	n.shards[s.ns.Name] = s
 	for i, g := range s.groups {
 		s.index[g.Namespace.Name] = i
@@ -269,9 +272,11 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	gi, res, ok := s.routeSlots(req, asking, &sb)
 	if !ok && res.Err == crossSlot {
 		if parts, ok := s.crossParts(req, asking); ok {
+			s.countCross(parts, nil)                     // crossgroup.go
 			return n.crossShard(ctx, s, req, parts, nil) // txn.go
 		}
 		if parts, comp, ok := s.computeParts(req, asking); ok {
+			s.countCross(parts, comp)
 			return n.crossShard(ctx, s, req, parts, comp)
 		}
 	}
@@ -695,7 +700,7 @@ func (n *Node) shardsInfo() map[string]string {
 			for i, id := range mem {
 				ids[i] = string(id)
 			}
-			fact := fmt.Sprintf("slots=%s,nodes=%s,epoch=%d", shard.FormatSlots(v.groups[gi]), strings.Join(ids, " "), v.epoch)
+			fact := fmt.Sprintf("slots=%s,nodes=%s,epoch=%d,cross=%d", shard.FormatSlots(v.groups[gi]), strings.Join(ids, " "), v.epoch, s.cross.byGroup[gi].Load())
 			if l := n.loop(g.Namespace.Name); l != nil && n.serves(g.Namespace.Name) {
 				if p := l.leader.Load(); p != nil {
 					fact += ",leader=" + string(*p)
