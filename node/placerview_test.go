@@ -11,7 +11,6 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
-	"github.com/synod-dev/synod/service"
 )
 
 // placeTestNS is the two tests' namespace: one data group s0 on n2, n4,
@@ -185,27 +184,8 @@ func TestPlacementMembersStoredForRestart(t *testing.T) {
 	defer cancel()
 	pp := placeProbe{t, ctx}
 	eventually := pp.eventually
-	set := func(via *Node, k, v string) error {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		resp, err := via.Do(wctx, "default", automaton.Request{ID: via.nextInternalID(), Ops: []service.Op{kvOp("set", k, v)}})
-		if err == nil && resp.Result.IsErr() {
-			err = fmt.Errorf("%s", resp.Result.Err)
-		}
-		return err
-	}
-	get := func(via *Node, k string) (string, error) {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		resp, err := via.Do(wctx, "default", automaton.Request{ID: via.nextInternalID(), Ops: []service.Op{kvOp("get", k)}})
-		if err == nil && resp.Result.IsErr() {
-			err = fmt.Errorf("%s", resp.Result.Err)
-		}
-		if err != nil {
-			return "", err
-		}
-		return string(resp.Results[0].Bytes), nil
-	}
+	set := func(via *Node, k, v string) error { _, err := dataDo(ctx, via, kvOp("set", k, v)); return err }
+	get := func(via *Node, k string) (string, error) { return dataDo(ctx, via, kvOp("get", k)) }
 	eventually("a first write", 30*time.Second, func() error { return set(nodes["n4"], "a", "1") })
 	nodes["n2"].Close()
 	want := []automaton.NodeID{"n4", "n5", "n1"}
