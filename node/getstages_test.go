@@ -85,3 +85,45 @@ func stageGet(t testing.TB, conn *bufio.ReadWriter, key string) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkGets: closed-loop RESP clients (one connection each, no
+// pipelining) reading at the leader of a 3-node Multi-Paxos cluster with
+// fsync, the namespace's default read (quorum); issue 28's 16-client get
+// cell in one process. Per get, summed over the process (the clients'
+// goroutines included): CPU µs, hand-offs, read and write system calls,
+// context switches, allocations, and msgs/op (peer messages; a
+// confirmation round to two followers is 4: rounds/get = msgs/op / 4).
+//
+//	go test ./node -run '^$' -bench 'Gets$' -benchtime 20000x
+func BenchmarkGets(b *testing.B) {
+	for _, clients := range []int{1, 16} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			nodes, leader := paxosCluster(b, config.Fsync, func(string) Options { return Options{} })
+			conns := make(chan *replyClient, clients)
+			val := string(make([]byte, 100))
+			for i := range clients {
+				cl := dialReplyClient(b, leader.ClientAddr().String())
+				for k := range 100 / clients {
+					cl.do(b, "SET", fmt.Sprintf("k%d", i*(100/clients)+k), val)
+				}
+				conns <- cl
+			}
+			b.ReportAllocs()
+			p0, m0 := takeProcCounts(nodes), counter(nodes, msgsOf)
+			b.ResetTimer()
+			runClients(b, clients, func(next func() bool) {
+				cl := <-conns
+				for i := 0; next(); i++ {
+					if got := cl.do(b, "GET", fmt.Sprintf("k%d", i%96)); len(got) > 0 && got[0] == '(' {
+						b.Errorf("GET: %s", got)
+					}
+				}
+				conns <- cl
+			})
+			b.StopTimer()
+			n := float64(b.N)
+			p0.report(b, nodes, n)
+			b.ReportMetric(float64(counter(nodes, msgsOf)-m0)/n, "msgs/op")
+		})
+	}
+}

@@ -367,7 +367,16 @@
 //     factor (1+lease_drift) of each other and timers do not fire early; a
 //     process pause longer than lease_margin between the check and the
 //     answer is not covered (defaults: drift 0.1, margin = heartbeat). Without
-//     a valid lease the read falls back to a quorum round.
+//     a valid lease the read falls back to a quorum round. Which rounds set
+//     a lease timer (timesLease; our decision, pxget48, session 48): every
+//     round when read=lease; otherwise every round but the confirmation
+//     rounds quorum reads send, whose timers were one wake-up of the
+//     leader's loop per round for a lease no quorum read uses (at 16
+//     clients a round per 2-4 gets). An explicit lease read then holds the
+//     lease of the latest acknowledged tick round: a majority that
+//     acknowledged a later round acknowledged it after the tick round was
+//     sent, so the lease measured from the earlier send is shorter, never
+//     longer, than the followers' promise.
 //   - local: the contacted replica answers from its state (may be stale).
 //   - regular: served as local (documented, not refused).
 //

@@ -94,7 +94,10 @@ func (a *Paxos) sendHeartbeat() { a.heartbeat(false) }
 func (a *Paxos) heartbeat(confirm bool) {
 	a.hbRound++
 	a.ackRound[a.self] = a.hbRound
-	a.Emit(automaton.SetTimer{ID: leaseTimerBase + automaton.TimerID(a.hbRound), After: a.prm.Lease()})
+	if a.timesLease(confirm) {
+		a.Emit(automaton.SetTimer{ID: leaseTimerBase + automaton.TimerID(a.hbRound), After: a.prm.Lease()})
+		a.leaseRounds = append(a.leaseRounds, a.hbRound)
+	}
 	m := &message{Kind: kindHeartbeat, Ballot: a.ballot, Commit: a.chosenUpTo, Round: a.hbRound}
 	var to []int
 	if confirm {

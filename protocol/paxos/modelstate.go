@@ -151,6 +151,7 @@ func (a *Paxos) AppendModelState(b []byte, rename func(automaton.RequestID) auto
 	b = appendIntMap(b, a.ackRound)
 	b = appendIntMap(b, a.acked)
 	b = u(u(u(b, a.quorumRound), a.quorumTick), a.leaseFired)
+	b = automaton.AppendModelSlice(b, a.leaseRounds, automaton.AppendModelUint)
 	b = u(u(b, a.allRound[0]), a.allRound[1])
 	b = appendByID(b, a.inLog, rename, func(b []byte, i uint64) []byte { return u(b, i) })
 	b = automaton.AppendModelSlice(b, a.ownUnsaved, automaton.AppendModelUint)
@@ -242,6 +243,7 @@ func (a *Paxos) CloneModel() automaton.Automaton {
 	}
 	c.queue = slices.Clone(a.queue)
 	c.ackRound = maps.Clone(a.ackRound)
+	c.leaseRounds = slices.Clone(a.leaseRounds)
 	c.acked = maps.Clone(a.acked)
 	c.inLog = maps.Clone(a.inLog)
 	c.ownUnsaved = slices.Clone(a.ownUnsaved)

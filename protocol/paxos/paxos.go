@@ -346,6 +346,7 @@ type Paxos struct {
 	quorumRound uint64
 	quorumTick  uint64
 	leaseFired  uint64    // highest heartbeat round whose lease timer fired
+	leaseRounds []uint64  // the rounds above leaseFired that set a lease timer, ascending (timesLease)
 	allRound    [2]uint64 // the last two heartbeat rounds sent to every peer, older first (readTargets)
 	roundWanted uint64    // within a step: the round its reads wait for (0: none; sendReadRound)
 	inLog       map[automaton.RequestID]uint64
@@ -474,9 +475,7 @@ func (a *Paxos) OnTimer(id automaton.TimerID) {
 	case id == tmElection:
 		a.onElectionTimeout()
 	case id >= leaseTimerBase:
-		if r := uint64(id - leaseTimerBase); r > a.leaseFired {
-			a.leaseFired = r
-		}
+		a.leaseFiredAt(uint64(id - leaseTimerBase))
 	}
 }
 

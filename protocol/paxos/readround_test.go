@@ -152,3 +152,62 @@ func TestReadRoundToMajority(t *testing.T) {
 		}
 	}
 }
+
+// leaseTimers returns the rounds whose lease timers are set at n1.
+func leaseTimers(c *cluster) []uint64 {
+	var rs []uint64
+	for _, id := range c.Timers("n1") {
+		if id >= leaseTimerBase {
+			rs = append(rs, uint64(id-leaseTimerBase))
+		}
+	}
+	return rs
+}
+
+// A read's confirmation round sets no lease timer unless lease reads are
+// the namespace's default (timesLease, package doc "Reads"): under quorum
+// reads each timer was one more wake-up of the leader's loop per round.
+// The tick's rounds still set theirs, so an explicit lease read is served
+// on the lease of the latest acknowledged tick round, and needs a round
+// once that round's timer fired. With read=lease every round sets one.
+func TestReadRoundLeaseTimers(t *testing.T) {
+	for _, mode := range []string{"quorum", "lease"} {
+		c := newCluster(t, 3, "kv", map[string]string{"read": mode})
+		c.elect("n1")
+		c.DeliverAll()
+		c.fire("n1", tmTick) // a tick round, acknowledged
+		tickRound := c.node("n1").hbRound
+		before := leaseTimers(c)
+		c.Submit("n1", automaton.Request{ID: automaton.RequestID{Client: 7, Seq: 1}, Op: get("k"), Opts: automaton.Options{Read: automaton.ReadQuorum}})
+		readRound := c.node("n1").hbRound
+		if readRound != tickRound+1 {
+			t.Fatalf("read=%s: the read sent round %d (want %d)", mode, readRound, tickRound+1)
+		}
+		_, timed := c.TimerAfter("n1", leaseTimerBase+automaton.TimerID(readRound))
+		if want := mode == "lease"; timed != want {
+			t.Fatalf("read=%s: the read's confirmation round %d set a lease timer: %v (want %v; lease timers before %v)", mode, readRound, timed, want, before)
+		}
+		c.DeliverAll()
+		if _, ok := c.LastResponse(automaton.RequestID{Client: 7, Seq: 1}); !ok {
+			t.Fatalf("read=%s: the quorum read not answered after its round", mode)
+		}
+		// A lease read: served at once on the lease.
+		c.Submit("n1", automaton.Request{ID: automaton.RequestID{Client: 7, Seq: 2}, Op: get("k"), Opts: automaton.Options{Read: automaton.ReadLease}})
+		if _, ok := c.LastResponse(automaton.RequestID{Client: 7, Seq: 2}); !ok || c.node("n1").hbRound != readRound {
+			t.Fatalf("read=%s: a lease read with the tick round's lease standing: answered %v, rounds sent %d (want answered, none)", mode, ok, c.node("n1").hbRound-readRound)
+		}
+		if mode == "quorum" {
+			// The tick round's timer fires: its lease ends although a
+			// later (untimed) round was acknowledged.
+			c.FireTimer("n1", leaseTimerBase+automaton.TimerID(tickRound))
+			c.Submit("n1", automaton.Request{ID: automaton.RequestID{Client: 7, Seq: 3}, Op: get("k"), Opts: automaton.Options{Read: automaton.ReadLease}})
+			if _, ok := c.LastResponse(automaton.RequestID{Client: 7, Seq: 3}); ok || c.node("n1").hbRound != readRound+1 {
+				t.Fatalf("read=quorum: a lease read after the last timed round's timer fired: answered %v, rounds sent %d (want not yet, one)", ok, c.node("n1").hbRound-readRound)
+			}
+			c.DeliverAll()
+			if _, ok := c.LastResponse(automaton.RequestID{Client: 7, Seq: 3}); !ok {
+				t.Fatal("read=quorum: the lease read not answered after its round")
+			}
+		}
+	}
+}

@@ -11,10 +11,35 @@ import (
 // leader, local reads anywhere (package doc, "Reads").
 
 // leaseValid: a majority acknowledged a heartbeat whose lease timer has not
-// fired yet (timers are set when each heartbeat is sent, so they fire in
-// round order; a lease is never assumed longer than the timer says).
+// fired yet (timers are set when a heartbeat is sent, so they fire in
+// round order; a lease is never assumed longer than the timer says). A
+// majority that acknowledged round quorumRound acknowledged it after every
+// earlier round was sent, so any timed round up to quorumRound whose timer
+// is still armed (leaseRounds) holds the lease.
 func (a *Paxos) leaseValid() bool {
-	return a.role == leader && a.ready && a.quorumRound > a.leaseFired && a.quorumRound > 0
+	return a.role == leader && a.ready && len(a.leaseRounds) > 0 && a.leaseRounds[0] <= a.quorumRound
+}
+
+// timesLease reports whether a heartbeat round sets a lease timer: every
+// round when lease reads are the namespace's default, else every round
+// but the confirmation rounds reads send (package doc, "Reads"): under
+// quorum reads a round per few gets, each one's timer a wake-up of the
+// leader's loop when it fires, for a lease nothing but an explicit lease
+// read uses; the tick's rounds keep such a lease standing.
+func (a *Paxos) timesLease(confirm bool) bool {
+	return !confirm || a.prm.Read == automaton.ReadLease
+}
+
+// leaseFiredAt notes that round r's lease timer fired.
+func (a *Paxos) leaseFiredAt(r uint64) {
+	if r > a.leaseFired {
+		a.leaseFired = r
+	}
+	k := 0
+	for k < len(a.leaseRounds) && a.leaseRounds[k] <= r {
+		k++
+	}
+	a.leaseRounds = a.leaseRounds[k:]
 }
 
 // readRounds bounds the confirmation rounds a leader keeps in flight for
