@@ -385,6 +385,7 @@ type ESDS struct {
 // replica's bookkeeping.
 type op struct {
 	id      string
+	rkey    string // recOp+id once known (recKey)
 	prev    []string
 	strict  bool
 	sop     service.Op

@@ -237,7 +237,7 @@ func (a *ESDS) replicaRequest(fe int, x entry) {
 		return
 	}
 	if a.ops[x.ID] == nil {
-		a.receive(&op{id: x.ID, prev: append([]string(nil), x.Prev...), strict: x.Strict, sop: x.Op})
+		a.receive(&op{id: x.ID, rkey: x.rkey, prev: append([]string(nil), x.Prev...), strict: x.Strict, sop: x.Op})
 	}
 	a.pending[x.ID] |= 1 << fe
 }

@@ -109,7 +109,7 @@ func (a *ESDS) receiveGossip(j int, entries []entry) {
 		}
 		fresh := o == nil
 		if fresh { // rcvd_r ∪= R
-			o = &op{id: x.ID, prev: x.Prev, strict: x.Strict, sop: x.Op}
+			o = &op{id: x.ID, rkey: x.rkey, prev: x.Prev, strict: x.Strict, sop: x.Op}
 		}
 		// j holds x's descriptor (it gossips about x): our entries for
 		// x to j go bare from now on, as after j acknowledged one

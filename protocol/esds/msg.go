@@ -2,6 +2,7 @@ package esds
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/synod-dev/synod/protocol/proto"
 	"github.com/synod-dev/synod/service"
@@ -108,7 +109,11 @@ const (
 // entry is what gossip (and the persisted record) says about one operation:
 // its descriptor (id, prev, strict, op) and the sender's knowledge about it.
 type entry struct {
-	ID     string
+	ID string
+	// rkey, when set, is the record key recOp+ID, ID its tail (one string:
+	// unmarshal cuts a stream message's ids from one allocation).
+	rkey   string
+	raw    []byte // the id's bytes while unmarshal decodes (aliases the message)
 	Prev   []string
 	Strict bool
 	Op     service.Op
@@ -174,7 +179,15 @@ func encodeEntry(e *wire.Encoder, x *entry) {
 // allocation per message instead of one per operation; service.OpDecoder)
 // and more is how many entries follow it.
 func decodeEntry(d *wire.Decoder, od *service.OpDecoder, more int) entry {
-	x := entry{ID: d.String(), Flags: d.Byte()}
+	x := decodeEntryRaw(d, od, more)
+	x.ID, x.raw = string(x.raw), nil
+	return x
+}
+
+// decodeEntryRaw is decodeEntry leaving the id in x.raw, aliasing d's
+// buffer (idStrings gives it its string).
+func decodeEntryRaw(d *wire.Decoder, od *service.OpDecoder, more int) entry {
+	x := entry{raw: d.Bytes(), Flags: d.Byte()}
 	if x.Flags == flagGone {
 		return x
 	}
@@ -192,7 +205,7 @@ func decodeEntry(d *wire.Decoder, od *service.OpDecoder, more int) entry {
 		x.Op = od.Decode(d, more)
 	}
 	if x.Flags&(flagSolid|flagAll) != 0 && x.Flags&flagDone == 0 {
-		d.Fail(fmt.Errorf("esds: entry %q is solid but not done", x.ID))
+		d.Fail(fmt.Errorf("esds: entry %q is solid but not done", x.raw))
 	}
 	if x.Flags&flagDone != 0 {
 		x.Label.C = d.Uvarint()
@@ -285,8 +298,9 @@ func unmarshal(b []byte) (message, error) {
 		m.Entries = make([]entry, n)
 		var od service.OpDecoder
 		for i := range m.Entries {
-			m.Entries[i] = decodeEntry(d, &od, n-i-1)
+			m.Entries[i] = decodeEntryRaw(d, &od, n-i-1)
 		}
+		idStrings(m.Entries)
 	}
 	if m.Kind == kindResponse {
 		m.Value = service.DecodeResult(d)
@@ -304,4 +318,32 @@ func unmarshal(b []byte) (message, error) {
 		return message{}, err
 	}
 	return m, nil
+}
+
+// idStrings gives each entry, decoded by decodeEntryRaw, its id and record
+// key (recOp+id) as parts of one string: one allocation per message
+// instead of one per entry, and none for the record a new operation's
+// first step writes (flushDirty). Most entries name an operation already
+// here (their id is only looked up); an id kept beyond the message (an
+// operation's, the id summary's) keeps the message's ids alive, as the
+// operations received together are collected together (idSummary.add
+// clones an id it keeps for ever).
+func idStrings(es []entry) {
+	n := 0
+	for i := range es {
+		n += len(recOp) + len(es[i].raw)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range es {
+		b.WriteString(recOp)
+		b.Write(es[i].raw)
+	}
+	s, at := b.String(), 0
+	for i := range es {
+		x := &es[i]
+		end := at + len(recOp) + len(x.raw)
+		x.rkey, x.ID, x.raw = s[at:end], s[at+len(recOp):end], nil
+		at = end
+	}
 }

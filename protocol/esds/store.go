@@ -56,6 +56,14 @@ func uvarintBytes(v uint64) []byte {
 	return e.B
 }
 
+// recKey is o's record key, recOp+id (made once).
+func (o *op) recKey() string {
+	if o.rkey == "" {
+		o.rkey = recOp + o.id
+	}
+	return o.rkey
+}
+
 func (a *ESDS) marshalOp(o *op) []byte {
 	// Sized for the whole entry (a merge writes hundreds of these): grown
 	// from 64 bytes, a 100-byte value's record was copied twice.
@@ -346,7 +354,7 @@ func (s *idSummary) add(id string) {
 		if s.other == nil {
 			s.other = map[string]bool{}
 		}
-		s.other[id] = true
+		s.other[strings.Clone(id)] = true // not the message's ids (idStrings)
 		return
 	}
 	if s.clients == nil {
@@ -463,7 +471,6 @@ func (a *ESDS) flushDirty() {
 	}
 	needP := false
 	for _, o := range dirty {
-		k := o.id
 		f := a.entryOf(o).Flags
 		if o.pOK && o.pLabel == o.label {
 			if o.pFlags == f {
@@ -481,7 +488,7 @@ func (a *ESDS) flushDirty() {
 			}
 		}
 		o.pOK, o.pFlags, o.pLabel = true, f, o.label
-		a.persists = append(a.persists, automaton.Persist{Key: recOp + k, Value: a.marshalOp(o)})
+		a.persists = append(a.persists, automaton.Persist{Key: o.recKey(), Value: a.marshalOp(o)})
 	}
 	if needP && (!a.spRec.Set || a.spRec.Less(sp)) {
 		a.spRec = sp
