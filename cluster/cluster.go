@@ -54,6 +54,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +144,42 @@ type UpOptions struct {
 	// WALCompactMin is the cluster file's wal_compact_min: the WAL log
 	// size below which a node never compacts (0: the default, 64 MiB).
 	WALCompactMin int64
+	// Procs is every node's GOMAXPROCS (the cluster file's procs): 0
+	// leaves Go's default, ProcsAuto gives each node its share of this
+	// machine's cores, AutoProcs(Nodes). All the nodes of a local cluster
+	// share one machine. A resumed cluster keeps its file's procs unless
+	// Procs is set.
+	Procs int
+}
+
+// ProcsAuto asks Up for AutoProcs(Nodes) as every node's GOMAXPROCS.
+const ProcsAuto = -1
+
+// AutoProcs is the GOMAXPROCS for each of nodes node processes sharing
+// this machine: ceil(cores / nodes), where cores is what Go would give
+// this process (runtime.GOMAXPROCS: the CPUs, or a container's limit).
+func AutoProcs(nodes int) int {
+	cores := runtime.GOMAXPROCS(0)
+	if nodes < 1 {
+		return cores
+	}
+	return (cores + nodes - 1) / nodes
+}
+
+// ParseProcs reads a --procs value: "go" (or "0", or "") for Go's default,
+// "auto" for ProcsAuto, or a count.
+func ParseProcs(s string) (int, error) {
+	switch s {
+	case "", "go", "0":
+		return 0, nil
+	case "auto":
+		return ProcsAuto, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--procs %q: want go, auto or a count of 1 or more", s)
+	}
+	return n, nil
 }
 
 // Node is one member of a running cluster.
@@ -204,6 +241,11 @@ func Up(opts UpOptions) (*Cluster, error) {
 	if opts.Durability == "" {
 		opts.Durability = config.Fsync
 	}
+	if opts.Procs == ProcsAuto {
+		opts.Procs = AutoProcs(opts.Nodes)
+	} else if opts.Procs < 0 {
+		return nil, fmt.Errorf("cluster: --procs %d: want 0 (Go's default), a count, or auto", opts.Procs)
+	}
 	if opts.BasePort < 0 || (opts.BasePort > 0 && opts.BasePort+300+opts.Nodes > 65535) {
 		return nil, fmt.Errorf("cluster: --base-port %d: ports %d-%d must lie in 1-65535", opts.BasePort, opts.BasePort, opts.BasePort+300+opts.Nodes)
 	}
@@ -254,6 +296,14 @@ func Up(opts UpOptions) (*Cluster, error) {
 			}
 			if err := cfg.Validate(); err != nil {
 				return nil, fmt.Errorf("cluster: %s with TLS: %w", cfgPath, err)
+			}
+			if err := writeFileAtomic(cfgPath, mustMarshal(cfg)); err != nil {
+				return nil, fmt.Errorf("cluster: %w", err)
+			}
+		}
+		if opts.Procs > 0 && cfg.Nodes[0].Procs != opts.Procs {
+			for i := range cfg.Nodes {
+				cfg.Nodes[i].Procs = opts.Procs
 			}
 			if err := writeFileAtomic(cfgPath, mustMarshal(cfg)); err != nil {
 				return nil, fmt.Errorf("cluster: %w", err)
@@ -400,6 +450,7 @@ func newConfig(dir string, opts UpOptions) (*config.Cluster, error) {
 			Peer:    hostPort(peer),
 			Metrics: hostPort(metrics),
 			GRPC:    hostPort(grpc),
+			Procs:   opts.Procs,
 		})
 	}
 	return cfg, nil

@@ -132,6 +132,9 @@ func Add(dir string) (Node, error) {
 	if len(cfg.Nodes) > 0 && cfg.Nodes[0].GRPC != "" {
 		nn.GRPC = hostPort(ports[3])
 	}
+	if len(cfg.Nodes) > 0 {
+		nn.Procs = cfg.Nodes[0].Procs // the co-located members' setting
+	}
 	pinBootstrap(cfg)
 	cfg.Nodes = append(cfg.Nodes, nn)
 	if cfg.TLS != nil {

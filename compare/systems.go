@@ -188,12 +188,14 @@ func startRedis(ctx context.Context, env *Env, name string, aof bool) (*Instance
 // standard clients do.
 // binary is the synod executable ("" means this one).
 func SynodSystem(protocol, binary, durability string) System {
-	return SynodSystemParams(protocol, binary, durability, nil)
+	return SynodSystemParams(protocol, binary, durability, nil, 0)
 }
 
 // SynodSystemParams is SynodSystem with the namespace's protocol
-// parameters (for example esds reads=local).
-func SynodSystemParams(protocol, binary, durability string, params map[string]string) System {
+// parameters (for example esds reads=local) and the nodes' GOMAXPROCS
+// (cluster.UpOptions.Procs: 0 Go's default, cluster.ProcsAuto each
+// co-located node's share of the cores).
+func SynodSystemParams(protocol, binary, durability string, params map[string]string, procs int) System {
 	if durability == "" {
 		durability = "fsync"
 	}
@@ -203,7 +205,7 @@ func SynodSystemParams(protocol, binary, durability string, params map[string]st
 		Start: func(ctx context.Context, env *Env) (*Instance, error) {
 			c, err := cluster.Up(cluster.UpOptions{
 				Dir: env.Dir, Nodes: Members, Protocol: protocol, Durability: durability, Binary: binary, Params: params,
-				DieWithParent: true,
+				DieWithParent: true, Procs: procs,
 			})
 			if err != nil {
 				return nil, err

@@ -88,6 +88,12 @@ type Node struct {
 	Client  string `yaml:"client"`
 	Metrics string `yaml:"metrics,omitempty"`
 	GRPC    string `yaml:"grpc,omitempty"` // optional gRPC API address
+	// Procs is the node process's GOMAXPROCS (how many threads run Go
+	// code at once); 0 leaves Go's default (the machine's or container's
+	// CPUs, or the GOMAXPROCS environment variable). It is a co-location
+	// setting: nodes sharing one machine each take their share of its
+	// cores (`synod cluster up --procs auto`: ceil(cores / nodes)).
+	Procs int `yaml:"procs,omitempty"`
 }
 
 // Namespace is one replicated object.
@@ -252,6 +258,9 @@ func (c *Cluster) Validate() error {
 			bad(f+".id", "duplicate node id %q", n.ID)
 		}
 		ids[n.ID] = true
+		if n.Procs < 0 {
+			bad(f+".procs", "%d must be 0 (Go's default) or more", n.Procs)
+		}
 		for _, a := range []struct{ name, v string }{{"peer", n.Peer}, {"client", n.Client}, {"metrics", n.Metrics}, {"grpc", n.GRPC}} {
 			if a.v == "" && (a.name == "metrics" || a.name == "grpc") {
 				continue

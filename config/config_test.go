@@ -35,7 +35,7 @@ func TestLoadGood(t *testing.T) {
 	if c.DataDir != filepath.Join(dir, "data") {
 		t.Errorf("relative data_dir resolved to %q", c.DataDir)
 	}
-	if n, err := c.Node("n2"); err != nil || n.Metrics != "127.0.0.1:9102" {
+	if n, err := c.Node("n2"); err != nil || n.Metrics != "127.0.0.1:9102" || n.Procs != 0 {
 		t.Errorf("Node(n2) = %+v, %v", n, err)
 	}
 	if _, err := c.Node("n9"); err == nil || !strings.Contains(err.Error(), "n9") {
@@ -61,8 +61,9 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"id: n2", "id: n1"},
 		{"data_dir: data", "durability: sometimes"},
 		{"data_dir: data", "colour: blue"},
+		{`metrics: "127.0.0.1:9102"`, `metrics: "127.0.0.1:9102", procs: -1`},
 	}
-	wants := []string{"cluster:", "nodes[1].peer", "nodes[1].client", "namespaces[0].protocol", "namespaces[0].service", "nodes[1].id", "durability", "colour"}
+	wants := []string{"cluster:", "nodes[1].peer", "nodes[1].client", "namespaces[0].protocol", "namespaces[0].service", "nodes[1].id", "durability", "colour", "nodes[1].procs"}
 	for i, tc := range cases {
 		y := strings.Replace(good, tc.edit, tc.field, 1)
 		_, err := Parse([]byte(y))

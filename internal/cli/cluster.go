@@ -33,6 +33,7 @@ with "synod cluster down".`,
 	var up cluster.UpOptions
 	var upTLS bool
 	var upParams []string
+	var upProcs string
 	var upCallee, upCalleeService string
 	var placement bool
 	upCmd := &cobra.Command{
@@ -41,10 +42,13 @@ with "synod cluster down".`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			up.Dir = dir
+			var err error
+			if up.Procs, err = cluster.ParseProcs(upProcs); err != nil {
+				return err
+			}
 			if placement {
 				up.Placement = &config.Placement{}
 			}
-			var err error
 			if up.Params, err = ParseParams(upParams); err != nil {
 				return err
 			}
@@ -59,8 +63,12 @@ with "synod cluster down".`,
 				verb = "resumed"
 			}
 			ns := c.Config.Namespaces[0]
-			fmt.Fprintf(out, "cluster %s %s in %s (%d nodes, protocol %s, service %s, durability %s)\n",
-				c.Config.Cluster, verb, c.Dir, len(c.Nodes), ns.Protocol, ns.Service, c.Config.Durability)
+			procs := ""
+			if p := c.Config.Nodes[0].Procs; p > 0 {
+				procs = fmt.Sprintf(", GOMAXPROCS %d per node", p)
+			}
+			fmt.Fprintf(out, "cluster %s %s in %s (%d nodes, protocol %s, service %s, durability %s%s)\n",
+				c.Config.Cluster, verb, c.Dir, len(c.Nodes), ns.Protocol, ns.Service, c.Config.Durability, procs)
 			for _, sh := range ns.Shards {
 				slots := sh.Slots
 				if slots == "" {
@@ -123,6 +131,7 @@ with "synod cluster down".`,
 	f.IntVar(&up.Replicas, "replicas", 0, "nodes per shard with --shards (default 3, or every node when fewer)")
 	f.IntVar(&up.Spares, "spare-shards", 0, "with --shards: this many more shards owning no slots, for the placement service's splits")
 	f.BoolVar(&placement, "placement", false, "with --shards: the placement service splits hot or big shards into spares, merges cold ones and logs each decision (docs/SHARDING.md)")
+	f.StringVar(&upProcs, "procs", "go", "GOMAXPROCS of each node (the cluster file's procs): go (Go's default), auto (ceil(cores / nodes): each co-located node its share of this machine) or a count")
 	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")
 
 	statusCmd := &cobra.Command{

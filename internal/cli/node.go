@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/synod-dev/synod/gateway/grpcserver"
@@ -19,6 +20,7 @@ import (
 
 func init() {
 	var cfgPath, id, level, format string
+	var procs int
 	cmd := &cobra.Command{
 		Use:   "node --config cluster.yaml --id n1",
 		Short: "Run one Synod node of a cluster until SIGINT or SIGTERM",
@@ -27,6 +29,10 @@ gateway on the node's client address, the peer transport on its peer address,
 one automaton per namespace, storage under data_dir/<id> (durability fsync) or
 in memory (durability memory: data is lost on restart), and, when the node has
 a metrics address, Prometheus /metrics and /debug/pprof/.
+
+--procs N (or the node's procs: in the cluster file; the flag wins) sets the
+process's GOMAXPROCS; 0 keeps Go's default. It is for nodes that share a
+machine: each then runs at most its share of the cores (docs/COSTS.md).
 
 On SIGINT or SIGTERM it stops accepting clients and peers, finishes the batch
 in progress (commit, then release), closes storage and exits 0. A storage
@@ -55,6 +61,15 @@ failure exits 1 without answering the requests of the failed batch.`,
 			if err != nil {
 				return err
 			}
+			if procs < 0 {
+				return fmt.Errorf("--procs %d: want 0 (Go's default) or more", procs)
+			}
+			if !cmd.Flags().Changed("procs") {
+				procs = self.Procs
+			}
+			if procs > 0 {
+				runtime.GOMAXPROCS(procs)
+			}
 			log := slog.New(h)
 			grpcserver.UseSlog(log) // gRPC's own lines in the node's format
 			n, err := daemon.New(cfg, id, node.Options{Logger: log})
@@ -73,9 +88,9 @@ failure exits 1 without answering the requests of the failed batch.`,
 				if self.Metrics != "" {
 					metrics = ", metrics on " + self.Metrics
 				}
-				log.Info(fmt.Sprintf("synod node %s: clients on %s, peers on %s%s, durability %s",
-					id, n.ClientAddr(), n.PeerAddr(), metrics, n.Durability()),
-					"node", id, "clients", n.ClientAddr(), "peers", n.PeerAddr(), "durability", n.Durability())
+				log.Info(fmt.Sprintf("synod node %s: clients on %s, peers on %s%s, durability %s, GOMAXPROCS %d",
+					id, n.ClientAddr(), n.PeerAddr(), metrics, n.Durability(), runtime.GOMAXPROCS(0)),
+					"node", id, "clients", n.ClientAddr(), "peers", n.PeerAddr(), "durability", n.Durability(), "gomaxprocs", runtime.GOMAXPROCS(0))
 			case err := <-errc:
 				return err
 			}
@@ -87,6 +102,7 @@ failure exits 1 without answering the requests of the failed batch.`,
 	f.StringVar(&id, "id", "", "this node's id in the cluster file")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&format, "log-format", "text", "text or json")
+	f.IntVar(&procs, "procs", 0, "GOMAXPROCS of this node, 0 for Go's default (unset: the cluster file's procs)")
 	cmd.MarkFlagRequired("config")
 	cmd.MarkFlagRequired("id")
 	rootCmd.AddCommand(cmd)

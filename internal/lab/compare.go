@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/compare"
 	"github.com/synod-dev/synod/internal/cli"
 )
@@ -21,7 +22,7 @@ func init() {
 	var (
 		protocol, clients, systems, dir, jsonPath string
 		params                                    map[string]string
-		durability, conns, depths                 string
+		durability, conns, depths, procs          string
 		isolate                                   bool
 		idleWindow                                time.Duration
 		duration, warmup                          time.Duration
@@ -87,6 +88,10 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 					return fmt.Errorf("--conns: %w", err)
 				}
 			}
+			nprocs, err := cluster.ParseProcs(procs)
+			if err != nil {
+				return err
+			}
 			if durability != "fsync" && durability != "memory" {
 				return fmt.Errorf("--durability %q: want fsync or memory", durability)
 			}
@@ -94,7 +99,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 			for _, s := range strings.Split(systems, ",") {
 				switch strings.TrimSpace(s) {
 				case "synod":
-					sys = append(sys, compare.SynodSystemParams(protocol, "", durability, params))
+					sys = append(sys, compare.SynodSystemParams(protocol, "", durability, params, nprocs))
 				case "etcd":
 					sys = append(sys, compare.EtcdSystem())
 				case "zookeeper":
@@ -145,6 +150,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 	f.IntVar(&valueSize, "value-size", def.ValueSize, "bytes per value")
 	f.StringToStringVar(&params, "param", nil, "protocol parameters of Synod's namespace, key=value[,key=value] (repeatable; for example esds reads=local)")
 	f.StringVar(&systems, "systems", "synod,etcd,zookeeper", "systems to run, comma-separated: synod, etcd, zookeeper, redis (no persistence), redis-aof (appendfsync always); synod is the one the ratios divide")
+	f.StringVar(&procs, "procs", "go", "GOMAXPROCS of each Synod node (all share this machine): go (Go's default), auto (ceil(cores / nodes)) or a count")
 	f.StringVar(&durability, "durability", "fsync", "Synod's durability: fsync or memory (compare memory with redis, fsync with the others)")
 	f.StringVar(&conns, "conns", "1,16", "shared connection counts swept beside one per client (etcd, ZooKeeper, Synod's gRPC client); empty: none")
 	f.StringVar(&depths, "pipeline", "16,64", "pipelining depths swept beside one connection per client, comma-separated (RESP: Synod, Redis; Synod's gRPC Pipeline streams); 0 or empty: none")

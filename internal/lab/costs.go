@@ -41,6 +41,7 @@ type costsOptions struct {
 	redis      bool   // also measure redis-server with the same driver
 	params     map[string]string
 	conns      bench.ConnSpec // the driver's connections (bench.ParseConnSpec)
+	procs      int            // the nodes' GOMAXPROCS (cluster.UpOptions.Procs)
 }
 
 // costsReport is what --json writes.
@@ -53,7 +54,7 @@ func init() {
 	var (
 		o                  costsOptions
 		protocols, jsonOut string
-		conns              string
+		conns, procs       string
 		memory             bool
 	)
 	cmd := &cobra.Command{
@@ -121,6 +122,9 @@ docs/COSTS.md explains the model and records runs.`,
 				return fmt.Errorf("--conns: %w", err)
 			}
 			o.conns = spec
+			if o.procs, err = cluster.ParseProcs(procs); err != nil {
+				return err
+			}
 			o.durability = "fsync"
 			if memory {
 				o.durability = "memory"
@@ -166,6 +170,7 @@ docs/COSTS.md explains the model and records runs.`,
 	f.BoolVar(&o.redis, "redis", false, "also measure redis-server with the same driver (no persistence with --memory, else appendfsync always)")
 	f.StringToStringVar(&o.params, "param", nil, "protocol parameters of the namespace, key=value[,key=value] (repeatable)")
 	f.StringVar(&jsonOut, "json", "", "also write the figures as JSON to this file")
+	f.StringVar(&procs, "procs", "go", "GOMAXPROCS of each node (all share this machine): go (Go's default), auto (ceil(cores / nodes)) or a count")
 	f.StringVar(&conns, "conns", "per-client", "the driver's RESP connections: per-client, N shared, or pipeline:P (P clients pipelining on each)")
 	cli.AddCommand(cmd)
 }
@@ -388,7 +393,7 @@ func measured(ctx context.Context, o costsOptions, cfg bench.Config, s sampler, 
 // measureNodes runs protocol on a fresh 3-node cluster.
 func measureNodes(ctx context.Context, o costsOptions, protocol string, clients int) bench.CostRun {
 	dir := filepath.Join(o.dir, fmt.Sprintf("%s-%s-%d", protocol, o.durability, clients))
-	up := cluster.UpOptions{Dir: dir, Nodes: compare.Members, Protocol: protocol, Durability: o.durability, Params: o.params}
+	up := cluster.UpOptions{Dir: dir, Nodes: compare.Members, Protocol: protocol, Durability: o.durability, Params: o.params, Procs: o.procs}
 	up.Extra = cli.CalleeNamespaces(up) // adam's callee, as cluster up adds it
 	up.DieWithParent = true
 	c, err := cluster.Up(up)
