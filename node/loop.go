@@ -785,13 +785,14 @@ func (l *nsLoop) outputsWait() bool {
 // aside (the committer's releases): the callback waiters answered are run
 // after the release, together, on a goroutine of their own (replyfn.go);
 // with lone (a caller's one commit, commitLoop's once) a single one runs
-// on the caller (runAside).
-func (l *nsLoop) setDurable(d uint64, aside, lone bool) {
+// on the caller (runAside); else a single one is returned, for the
+// committer to run once it leaves (keepAside).
+func (l *nsLoop) setDurable(d uint64, aside, lone bool) (kept []asideCall) {
 	l.rmu.Lock()
 	if l.failed.Load() {
 		l.rel.Fail() // storage failed (storagefault.go): nothing leaves any more
 		l.rmu.Unlock()
-		return
+		return nil
 	}
 	l.aside = aside
 	if l.fs == nil || l.turn || l.lazy {
@@ -805,7 +806,11 @@ func (l *nsLoop) setDurable(d uint64, aside, lone bool) {
 	l.aside = false
 	calls := l.takeAside()
 	l.rmu.Unlock()
+	if l.keepAside(calls, lone) {
+		return calls
+	}
 	l.runAside(calls, lone)
+	return nil
 }
 
 // flush ends the current batch: it queues the batch's records, if any, for
@@ -951,6 +956,8 @@ func (l *nsLoop) committer() { l.commitLoop(false) }
 // a committer goroutine.
 func (l *nsLoop) commitLoop(once bool) {
 	defer l.cwg.Done()
+	var reply []asideCall // kept by setDurable: run when this committer leaves (keepAside)
+	defer func() { l.runAside(reply, true) }()
 	group := l.held // parked by the previous committer, or nil
 	l.held = nil
 	l.holding.Store(false)
@@ -1033,6 +1040,8 @@ func (l *nsLoop) commitLoop(once bool) {
 			recs = append(recs, g.persists...)
 		}
 		last := group[len(group)-1].last
+		l.runAside(reply, false) // more to commit: the reply does not wait for it
+		reply = nil
 		ok := l.commit(recs)
 		clear(recs)
 		l.recycle(group)
@@ -1044,7 +1053,7 @@ func (l *nsLoop) commitLoop(once bool) {
 			continue
 		}
 		committed = last
-		l.setDurable(last, true, once) // once: replyfn.go, runAside
+		reply = l.setDurable(last, true, once) // once: replyfn.go, runAside
 		if once && !closed {
 			// Leave as an idle committer leaves; what came meanwhile
 			// goes to a committer goroutine.
@@ -1065,8 +1074,10 @@ func (l *nsLoop) commitLoop(once bool) {
 		for _, g := range group {
 			recs = append(recs, g.persists...)
 		}
+		l.runAside(reply, false)
+		reply = nil
 		if l.commit(recs) {
-			l.setDurable(group[len(group)-1].last, true, false)
+			reply = l.setDurable(group[len(group)-1].last, true, false)
 		} else {
 			l.failed.Store(true)
 		}

@@ -165,6 +165,10 @@ type Options struct {
 	// records to a committer goroutine, as before replyfn.go's caller
 	// commit (tests' and benchmarks' "before").
 	noCallerCommit bool
+	// noCommitterReply: a single callback answered by a committer
+	// goroutine's release runs on a goroutine of its own, as before
+	// runAside ran it on the committer (tests' and benchmarks' "before").
+	noCommitterReply bool
 	// readerCommit: a TCP reader's pass of a lone message commits its
 	// records on the reader (sched.go, readerCommitPass). Off by default
 	// (docs/COSTS.md, lat46: one client's put p99 rose with it on this

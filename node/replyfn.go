@@ -178,6 +178,33 @@ func (l *nsLoop) runAside(calls []asideCall, lone bool) {
 	}()
 }
 
+// keepAside reports whether the committer's release keeps calls, its
+// only call, to run on the committer itself once it has left
+// (commitLoop's reply) instead of on a goroutine of its own: one client's
+// reply released by its commit, such as a Multi-Paxos leader's answer
+// when its own fdatasync ends after the first Accepted came (about a
+// third of one client's puts; docs/COSTS.md, lat46 and lat48) or an ESDS
+// put whose batch went to a running committer. Written there, the reply
+// leaves without a goroutine start and its wake-up (often a futex wake of
+// another thread, then that thread's run). After the committer has left,
+// not inside the release: the client's next request, which may come as
+// soon as the reply is written, then finds no committer running (an ESDS
+// connection commits it itself: callerCommits); written inside, it went
+// to the committer still running (measured: ESDS one client, more
+// hand-offs per put and 3 of 6 rounds slower). A reply write never
+// blocks on the client (gateway/replyfn.go: a non-blocking write, else
+// the connection's output buffer). A committer that has more to commit
+// first hands it to a goroutine as before (commitLoop). Only for loops
+// without direct passes (Multi-Paxos and the others that do not step
+// client requests on the connection's goroutine): with ESDS, whose lone
+// puts are committed by their callers, one client's put p50 was higher in
+// 5 of 6 alternated rounds with it (lat48: 0.348 -> 0.448 ms medians at
+// load 32-44; inside the release, 3 of 6 and +9 %); not understood, so
+// ESDS and ABD keep the goroutine.
+func (l *nsLoop) keepAside(calls []asideCall, lone bool) bool {
+	return len(calls) == 1 && !lone && !l.direct && !l.n.opts.noCommitterReply
+}
+
 // callerCommits reports whether the direct pass of a request answered
 // through callback fn (SubmitReply) commits its records on the calling
 // goroutine (directPass's commit, then commitOnCaller) instead of handing
