@@ -160,7 +160,7 @@ func (c *conn) exec(args [][]byte) {
 	}
 	start, errs := time.Now(), c.errReplies
 	defer func() {
-		if !c.as.submitted { // else replied counts it
+		if !c.as.submitted && c.as.detour == nil { // else replied, or the detour (evloop.go), counts it
 			c.s.cmds.called(name, time.Since(start), c.errReplies > errs)
 		}
 	}()

@@ -61,6 +61,11 @@ import (
 type replyConn struct {
 	may       bool // serve: the command exec runs may go this way (replyFirst)
 	submitted bool // the command went this way: serve writes nothing for it
+	// loop: exec runs on the event loop (evloop.go), which must not wait:
+	// a command that would be run here and waited for is left in detour
+	// for a goroutine instead (wmu held).
+	loop   bool
+	detour func()
 
 	state  atomic.Int32 // replyIdle, replyPending, replyWaited
 	wake   chan struct{}
@@ -82,9 +87,10 @@ type replyConn struct {
 }
 
 const (
-	replyIdle    = iota // no request in flight this way
-	replyPending        // in flight
-	replyWaited         // in flight, and the connection goroutine waits for it
+	replyIdle       = iota // no request in flight this way
+	replyPending           // in flight
+	replyWaited            // in flight, and the connection goroutine waits for it
+	replyLoopWaited        // in flight, and the event loop has the next command (evloop.go)
 )
 
 // replyFirst reports whether the command serve is about to exec may be
@@ -107,12 +113,12 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 	ns, svc, read := c.ns, c.svc, c.read
 	c.mu.Unlock()
 	if !p.concurrent() || p.note != nil || p.ops[0].Kind == "eval" || svc == nil || len(ns.Shards) > 0 {
-		c.runChecked(name, p)
+		c.runCheckedOff(name, p, start, errs)
 		return
 	}
 	ctx, end, ok := c.dl.tryAcquire(c.s, c.s.ctx, c.s.opts.RequestTimeout)
 	if !ok {
-		c.runChecked(name, p)
+		c.runCheckedOff(name, p, start, errs)
 		return
 	}
 	a := &c.as
@@ -141,13 +147,36 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 		a.release()
 		end()
 		c.wmu.Lock()
-		a.rs[0] = c.submit(ns.Name, req)
-		c.writeResult(p.render(a.rs[:]))
-		a.p, a.rs = plan{}, [1]service.Result{}
+		run := func() {
+			a.rs[0] = c.submit(ns.Name, req)
+			c.writeResult(p.render(a.rs[:]))
+			a.p, a.rs = plan{}, [1]service.Result{}
+		}
+		if a.loop { // evloop.go: c.submit waits
+			a.detour = func() {
+				run()
+				c.s.cmds.called(name, time.Since(start), c.errReplies > errs)
+			}
+			return
+		}
+		run()
 		return
 	}
 	a.submitted = true
 	cc.setAfter(a.cancel) // deadline.go: the timer, the server's stop
+}
+
+// runCheckedOff is runChecked(name, p), left for a goroutine when exec
+// runs on the event loop (c.as.loop): the plan may wait for the Backend.
+func (c *conn) runCheckedOff(name string, p plan, start time.Time, errs int) {
+	if !c.as.loop {
+		c.runChecked(name, p)
+		return
+	}
+	c.as.detour = func() {
+		c.runChecked(name, p)
+		c.s.cmds.called(name, time.Since(start), c.errReplies > errs)
+	}
 }
 
 // replied is the answer to the connection's request handed over by
@@ -180,8 +209,11 @@ func (c *conn) writeReplied(res automaton.Response, err error) {
 	if werr != nil && a.err == nil {
 		a.err = werr
 	}
-	if a.state.Swap(replyIdle) == replyWaited {
+	switch a.state.Swap(replyIdle) {
+	case replyWaited:
 		a.wake <- struct{}{}
+	case replyLoopWaited:
+		c.s.ev.ready(c) // evloop.go: the loop serves the command it holds
 	}
 }
 
@@ -205,8 +237,15 @@ func (c *conn) replyCancel(ctx *cmdCtx, err error) {
 // Connection goroutine only.
 func (c *conn) awaitReply() error {
 	a := &c.as
-	if a.state.Load() != replyIdle && a.state.CompareAndSwap(replyPending, replyWaited) {
-		<-a.wake
+	for {
+		st := a.state.Load()
+		if st == replyIdle {
+			break
+		}
+		if (st == replyPending || st == replyLoopWaited) && a.state.CompareAndSwap(st, replyWaited) {
+			<-a.wake
+			break
+		}
 	}
 	err := a.err
 	a.err = nil

@@ -162,7 +162,12 @@ func TestReplyFnOrder(t *testing.T) {
 func TestReplyFnMix(t *testing.T) {
 	b := newReplyBackend()
 	_, addr := startServer(t, b, ServerOptions{})
-	c := dial(t, addr)
+	runReplyMix(t, dial(t, addr), b)
+}
+
+// runReplyMix is TestReplyFnMix's client on c, served over b.
+func runReplyMix(t *testing.T, c *tconn, b *replyBackend) {
+	t.Helper()
 	model := map[string]string{}
 	rng := rand.New(rand.NewSource(1))
 	type cmdWant struct {

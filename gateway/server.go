@@ -92,6 +92,10 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// RequestTimeout bounds each Backend.Do call (default 10 s).
 	RequestTimeout time.Duration
+	// EventLoop serves plaintext connections' plain data commands from one
+	// epoll loop instead of a goroutine per connection (evloop.go); also
+	// on when SYNOD_GATEWAY_EVLOOP=1. Linux only; off by default.
+	EventLoop bool
 }
 
 // Server is a Redis-protocol server in front of a Backend.
@@ -142,6 +146,7 @@ type Server struct {
 	mem            memLimit               // maxmemory (maxmemory.go)
 	saveParam      atomic.Pointer[string] // CONFIG SET save's schedule (maxmemory.go); nil: ""
 	mon            monitors               // MONITOR connections (monitor.go)
+	ev             *evLoop                // the client event loop, nil when off (evloop.go)
 }
 
 // NewServer returns a server for b. Call Serve to accept connections.
@@ -171,6 +176,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	}
 	s.initLimits()
 	s.initPubSub()
+	s.ev = newEvLoop(s)                    // evloop.go: nil unless on
 	context.AfterFunc(ctx, s.stopCommands) // deadline.go
 	return s
 }
@@ -224,13 +230,22 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		s.nextID++
+		ev := s.ev.takes(nc) // evloop.go
+		if ev {
+			nc = &evNetConn{Conn: nc}
+		}
 		c := s.newConn(nc, s.nextID)
+		ev = ev && c.ev.on
 		s.conns[c] = struct{}{}
 		s.ord.conns.Add(1)
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.totalConns.Add(1)
 		go c.out.writer()
+		if ev {
+			s.ev.add(c)
+			continue
+		}
 		go c.serve()
 	}
 }
@@ -258,6 +273,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	s.ev.stop() // evloop.go: its connections go to goroutines, which end them
 	s.wg.Wait()
 	return nil
 }
@@ -299,6 +315,7 @@ type conn struct {
 	dl         deadlines                     // the deadline of the request in flight (deadline.go)
 	bdl        [maxBatchesInFlight]deadlines // pipeline batches' deadlines (batchAsync)
 	as         replyConn                     // the request answered by replied (replyfn.go)
+	ev         evConnState                   // the event loop's (evloop.go)
 
 	// wmu serialises writes: the connection goroutine holds it while it
 	// runs a command and flushes, a subscription's pusher while it writes
@@ -329,7 +346,7 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 	c := &conn{s: s, nc: nc, id: id, client: randomClientID(), created: time.Now(),
 		authed: s.opts.Password == "" && len(s.opts.Users) == 0,
 	}
-	br := bufio.NewReaderSize(orderReader{c, nc}, 16<<10)
+	br := bufio.NewReaderSize(orderReader{c, c.evSource(nc)}, 16<<10)
 	c.br = br
 	c.r = resp.NewReader(br, resp.Limits{MaxBulk: int(s.lim.bulkLen.Load())})
 	if sc, ok := nc.(syscall.Conn); ok { // not TLS: its bytes are not peekable (order.go)
@@ -347,8 +364,22 @@ func (s *Server) newConn(nc net.Conn, id int64) *conn {
 }
 
 func (c *conn) serve() {
+	c.s.log.Debug("client connected", "id", c.id, "remote", c.nc.RemoteAddr().String())
+	c.certLogin() // a verified client certificate may name the user (certuser.go)
+	c.serveFrom(evResume{})
+}
+
+// serveFrom is the connection's goroutine from where r says (a command
+// the event loop read, evloop.go; nothing: the next command) until the
+// connection ends, or until it hands the connection back to the event
+// loop.
+func (c *conn) serveFrom(r evResume) {
 	s := c.s
+	back := false // handed back to the event loop: nothing to end
 	defer func() {
+		if back {
+			return
+		}
 		c.awaitReply()  // replyfn.go: the reply in flight first
 		c.endPipeline() // the pipelined commands' replies go out first
 		c.out.finish()  // then the replies already computed
@@ -364,13 +395,28 @@ func (c *conn) serve() {
 		s.wg.Done()
 	}()
 	remote := c.nc.RemoteAddr().String()
-	s.log.Debug("client connected", "id", c.id, "remote", remote)
-	c.certLogin() // a verified client certificate may name the user (certuser.go)
+	if r.failed {
+		return
+	}
+	if r.detour != nil { // exec's command, left for a goroutine (evloop.go); wmu held
+		r.detour()
+		if err := c.finishReply(false, false); err != nil {
+			s.log.Debug("writing reply failed", "id", c.id, "remote", remote, "err", err)
+			return
+		}
+	}
 	// held is a command (or a read error) that ended a pipeline batch
-	// (pipeline.go, batch): the next iteration serves it without reading.
-	var held [][]byte
-	var heldErr error
-	for {
+	// (pipeline.go, batch), or one the event loop read: the next iteration
+	// serves it without reading.
+	held, heldErr := r.held, r.heldErr
+	for first := true; ; first = false {
+		// Back to the event loop once a command was served here (the one
+		// that brought the connection here first: a read error, a command
+		// the loop does not serve).
+		if !first && held == nil && heldErr == nil && c.handBack() { // evloop.go
+			back = true
+			return
+		}
 		// Backpressure: while the client owes too many replies, read no
 		// more of its commands (limits.go).
 		if !c.out.waitRoom(int(s.lim.pipeline.Load())) {
@@ -454,24 +500,31 @@ func (c *conn) serve() {
 			c.noteState()
 			continue
 		}
-		c.noteState()
-		c.unmuteReply(mute, skipping)
-		c.owed++
-		if c.quit || c.r.Buffered() == 0 || c.owed >= int(s.lim.pipeline.Load()) {
-			err := c.w.Flush()
-			c.out.addReplies(c.owed)
-			c.owed = 0
-			if err != nil {
-				c.wmu.Unlock()
-				s.log.Debug("writing reply failed", "id", c.id, "remote", remote, "err", err)
-				return
-			}
+		if err := c.finishReply(mute, skipping); err != nil {
+			s.log.Debug("writing reply failed", "id", c.id, "remote", remote, "err", err)
+			return
 		}
-		c.wmu.Unlock()
 		if c.quit {
 			return
 		}
 	}
+}
+
+// finishReply ends a command exec ran (wmu held, released on return): it
+// counts its reply and flushes the replies owed when nothing is buffered
+// behind it (or QUIT, or too many owed); the flush's error, if any.
+func (c *conn) finishReply(mute, skipping bool) error {
+	c.noteState()
+	c.unmuteReply(mute, skipping)
+	c.owed++
+	var err error
+	if c.quit || c.r.Buffered() == 0 || c.owed >= int(c.s.lim.pipeline.Load()) {
+		err = c.w.Flush()
+		c.out.addReplies(c.owed)
+		c.owed = 0
+	}
+	c.wmu.Unlock()
+	return err
 }
 
 // flushOwed flushes the serial commands' replies written and not yet

@@ -70,4 +70,21 @@ func (m *metrics) registerOverload(id string, gw *gateway.Server) {
 			Help: "Times a client connection stopped being read because it owed too many replies.", ConstLabels: cl},
 			stat(func(s gateway.OverloadStats) int64 { return s.BackpressurePauses })),
 	)
+	ev := func(f func(gateway.EventLoopStats) int64) func() float64 {
+		return func() float64 { return float64(f(gw.EventLoopStats())) }
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "gateway_evloop_steps_total",
+			Help: "Readable client sockets the gateway's event loop served (SYNOD_GATEWAY_EVLOOP=1).", ConstLabels: cl},
+			ev(func(s gateway.EventLoopStats) int64 { return s.Steps })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "gateway_evloop_handoffs_total",
+			Help: "Client connections the event loop gave to a goroutine (a command it does not serve).", ConstLabels: cl},
+			ev(func(s gateway.EventLoopStats) int64 { return s.Handoffs })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "gateway_evloop_wakes_total",
+			Help: "Event loop wake-ups by another goroutine (a reply written after the next command arrived, a close).", ConstLabels: cl},
+			ev(func(s gateway.EventLoopStats) int64 { return s.Wakes })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "gateway_evloop_waits_total",
+			Help: "The event loop's epoll_wait calls.", ConstLabels: cl},
+			ev(func(s gateway.EventLoopStats) int64 { return s.Waits })),
+	)
 }

@@ -1,0 +1,361 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The client event loop (issue 28; branch evloop48, session 48).
+//
+// A connection's goroutine pays, per command of a client that waits for
+// each reply, a wake-up through Go's netpoller, the command's read and
+// the EAGAIN read before it parks again (internal/poll resets the
+// read-ready flag before every read, so Go's net.Conn cannot wait for
+// readability without reading), plus the futex wake-ups between it and the
+// namespace loop. Redis's ae loop pays one epoll_wait for many clients and
+// one read per command. With the event loop on (ServerOptions.EventLoop,
+// or SYNOD_GATEWAY_EVLOOP=1; Linux only) plaintext connections are served
+// that way: one goroutine waits in epoll_wait, level-triggered, on the
+// connections it owns, reads each ready socket once, parses, and hands a
+// plain data command to the namespace with SubmitReply (replyfn.go), whose
+// completing goroutine writes the reply with the direct write. Nothing
+// waits on the loop: no EAGAIN read re-arms anything.
+//
+// Decision: the raw descriptor of the net.Conn (SyscallConn), read with
+// RawConn.Read, so the descriptor's lifetime stays Go's (a Close waits for
+// a read in progress; no number is reused under the loop). The socket stays
+// registered with Go's netpoller (edge-triggered): its edges only set a
+// flag while no goroutine waits on it. Exactly one owner reads a
+// connection at a time, the loop or the connection's goroutine (evOwner):
+// the loop removes the socket from its epoll set before a goroutine takes
+// it, and the goroutine adds it back when it hands the connection back.
+// (cloudwego/netpoll and gnet own raw descriptors instead; that would
+// need a second net.Conn for every fallback below.)
+//
+// What the loop serves itself: a command that arrives alone and complete
+// (a RESP array, nothing read behind it), a data command (a plan, not a
+// blocking form) that replyFirst admits (the default user, replies on, no
+// MULTI/WATCH, no transaction, no subscription, no request options, not in
+// cluster mode), with no client blocked on a key and the arrival-order
+// step (order.go) not armed on this server, and the output buffer empty.
+// Anything else, and anything the loop cannot finish without waiting (a
+// partial write, a full output buffer, a read error, a protocol error, a
+// plan replyAsync would run and wait for: keyspace notifications, a
+// script, a sharded namespace, a Backend that took nothing), goes to the
+// connection's goroutine (serveFrom) with the command already read, or
+// the work exec left (detour), and the goroutine serves as before; at the
+// top of its loop, when the connection is back in the state above, it
+// hands the connection back (handBack). Replies stay in command order: the
+// loop serves a connection's next command only once its previous reply is
+// written (a reply still in flight parks the command: replyLoopWaited,
+// and the writer hands the connection back to the loop).
+
+// evResume is where a connection's goroutine starts (serveFrom).
+type evResume struct {
+	held    [][]byte // a command read, not yet served
+	heldErr error    // a read's error, not yet met
+	detour  func()   // exec's work left for a goroutine (replyAsync); wmu held
+	failed  bool     // the connection failed: end it
+}
+
+const (
+	evOwnGoroutine = iota // the connection's goroutine reads it
+	evOwnLoop             // the event loop reads it
+)
+
+// evConnState is a connection's part in the event loop.
+type evConnState struct {
+	on     bool         // the connection may be served by the loop
+	key    uint32       // its key in the loop's epoll set
+	owner  atomic.Int32 // evOwnGoroutine, evOwnLoop
+	closed atomic.Bool  // Close was called (evNetConn)
+	rd     evReader
+}
+
+// errEvAgain: the loop's read found nothing more on the socket.
+var errEvAgain = errors.New("gateway: event loop: nothing to read")
+
+const (
+	evPass  = iota // reads are the net.Conn's (the goroutine's, blocking)
+	evOnce         // the loop's next read is one read(2)
+	evSpent        // the loop read once: report errEvAgain
+)
+
+// evReader is the socket under a loop connection's bufio.Reader.
+type evReader struct {
+	nc   net.Conn
+	raw  syscall.RawConn
+	mode int
+	p    []byte
+	n    int
+	err  error
+	fn   func(fd uintptr) bool
+}
+
+func (r *evReader) Read(p []byte) (int, error) {
+	switch r.mode {
+	case evPass:
+		return r.nc.Read(p)
+	case evSpent:
+		return 0, errEvAgain
+	}
+	r.mode = evSpent
+	r.p, r.n, r.err = p, 0, nil
+	if err := r.raw.Read(r.fn); err != nil {
+		return 0, err
+	}
+	r.p = nil
+	return r.n, r.err
+}
+
+// read is one read(2) on the non-blocking descriptor (EINTR retried).
+func (r *evReader) read(fd uintptr) bool {
+	for {
+		n, err := syscall.Read(int(fd), r.p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			r.err = errEvAgain
+		case err != nil:
+			r.err = err
+		case n == 0:
+			r.err = io.EOF
+		default:
+			r.n = n
+		}
+		return true // never wait for the socket
+	}
+}
+
+// evNetConn is a loop connection's net.Conn: its Close tells the loop,
+// which gives a connection it owns to a goroutine to end it.
+type evNetConn struct {
+	net.Conn
+	c *conn
+}
+
+func (e *evNetConn) Close() error {
+	err := e.Conn.Close()
+	if c := e.c; c != nil && c.ev.closed.CompareAndSwap(false, true) {
+		c.s.ev.ready(c)
+	}
+	return err
+}
+
+// SyscallConn is the socket's (order.go's peek, the direct write).
+func (e *evNetConn) SyscallConn() (syscall.RawConn, error) {
+	return e.Conn.(syscall.Conn).SyscallConn()
+}
+
+// evSource is what c's bufio.Reader reads: the socket, through the loop's
+// reader when nc is a loop connection.
+func (c *conn) evSource(nc net.Conn) io.Reader {
+	e, ok := nc.(*evNetConn)
+	if !ok {
+		return nc
+	}
+	raw, err := e.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	e.c = c
+	c.ev.on, c.ev.key = true, uint32(c.id)
+	c.ev.rd = evReader{nc: e.Conn, raw: raw}
+	c.ev.rd.fn = c.ev.rd.read
+	if c.ev.key == 0 {
+		c.ev.key = 1 << 31 // 0 is the loop's wake-up
+	}
+	return &c.ev.rd
+}
+
+// evQuiet reports whether no client is blocked on a key and the
+// arrival-order step is not armed (order.go): the loop must never wait
+// in either.
+func (s *Server) evQuiet() bool {
+	if s.blk.blocked.Load() != 0 {
+		return false
+	}
+	u := s.ord.armedUntil.Load()
+	return u == 0 || time.Now().UnixNano() > u
+}
+
+// idle reports whether the buffer holds nothing unwritten and is open.
+func (o *outBuf) idle() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err == nil && !o.closing && len(o.buf) == 0 && o.writing == 0
+}
+
+// evFast reports whether command args, just read, may be served by the
+// loop (see the top of the file).
+func (c *conn) evFast(args [][]byte) bool {
+	if c.r.Buffered() != 0 || !c.authed || orderedCommand(args) {
+		return false
+	}
+	cmd, ok := lookupCommand(args[0])
+	if !ok || cmd.plan == nil || cmd.block != nil ||
+		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
+		return false
+	}
+	return c.replyFirst()
+}
+
+// mayHandBack reports whether c's goroutine may give c to the loop.
+func (c *conn) mayHandBack() bool {
+	return c.ev.on && !c.ev.closed.Load() && c.as.err == nil && c.owed == 0 &&
+		c.authed && c.replyFirst() && c.s.evQuiet() && c.out.idle() && c.s.testBeforeRead.Load() == nil
+}
+
+// evStep serves what the loop found for c (read: its socket is readable;
+// else its previous reply was written). It returns false with where the
+// goroutine starts when c must go to its goroutine.
+func (c *conn) evStep(read bool) (evResume, bool) {
+	if c.ev.closed.Load() {
+		return evResume{}, false
+	}
+	if read {
+		c.ev.rd.mode = evOnce
+		_, err := c.br.Peek(c.br.Buffered() + 1)
+		c.ev.rd.mode = evSpent
+		if err != nil && err != errEvAgain {
+			// EOF, a failure, or a command larger than the buffer: the
+			// goroutine's read meets it.
+			return evResume{}, false
+		}
+	}
+	s := c.s
+	for c.br.Buffered() > 0 {
+		if s.testBeforeRead.Load() != nil || !s.evQuiet() {
+			return evResume{}, false
+		}
+		switch c.as.state.Load() {
+		case replyPending:
+			if c.as.state.CompareAndSwap(replyPending, replyLoopWaited) {
+				return evResume{}, true // replied hands c back (ready)
+			}
+			continue
+		case replyLoopWaited:
+			return evResume{}, true
+		}
+		if c.as.err != nil || !c.out.idle() {
+			return evResume{}, false
+		}
+		b, _ := c.br.Peek(c.br.Buffered())
+		switch respComplete(b) {
+		case evIncomplete:
+			return evResume{}, true
+		case evUnsure:
+			return evResume{}, false
+		}
+		c.endCommand(true)
+		args, err := c.r.ReadCommand()
+		if err != nil {
+			return evResume{heldErr: err}, false
+		}
+		s.totalCommands.Add(1)
+		if !c.evFast(args) {
+			return evResume{held: args}, false
+		}
+		c.beginCommand(args)
+		c.wmu.Lock()
+		c.as.may, c.as.loop = true, true
+		c.exec(args)
+		c.as.may, c.as.loop = false, false
+		if d := c.as.detour; d != nil {
+			c.as.detour = nil
+			return evResume{detour: d}, false
+		}
+		if c.as.submitted { // replied writes its reply; wmu was released
+			c.as.submitted = false
+			c.noteState()
+		} else if err := c.finishReply(false, false); err != nil {
+			return evResume{failed: true}, false
+		}
+		c.endCommand(c.br.Buffered() > 0)
+	}
+	return evResume{}, true
+}
+
+const (
+	evIncomplete = iota // a RESP array not all read yet
+	evComplete          // a whole RESP array of bulk strings
+	evUnsure            // anything else: the goroutine's reader decides
+)
+
+// respComplete tells whether b starts with one whole command in the form
+// clients send (an array of bulk strings), so that reading it cannot
+// wait. Inline commands, empty arrays and anything odd are evUnsure.
+func respComplete(b []byte) int {
+	if len(b) == 0 || b[0] != '*' {
+		return evUnsure
+	}
+	n, pos, st := respLen(b, 1)
+	if st != evComplete {
+		return st
+	}
+	if n < 1 || n > 1<<16 {
+		return evUnsure
+	}
+	for ; n > 0; n-- {
+		if pos >= len(b) {
+			return evIncomplete
+		}
+		if b[pos] != '$' {
+			return evUnsure
+		}
+		l, p, st := respLen(b, pos+1)
+		if st != evComplete {
+			return st
+		}
+		if l < 0 || l > 1<<30 {
+			return evUnsure
+		}
+		pos = p + l + 2
+		if pos > len(b) {
+			return evIncomplete
+		}
+		if b[pos-2] != '\r' || b[pos-1] != '\n' {
+			return evUnsure
+		}
+	}
+	return evComplete
+}
+
+// respLen parses the decimal number at b[i:] up to "\r\n"; it returns the
+// number, the index after "\r\n" and evComplete, or evIncomplete/evUnsure.
+func respLen(b []byte, i int) (int, int, int) {
+	n, digits := 0, 0
+	for ; i < len(b); i++ {
+		ch := b[i]
+		switch {
+		case ch >= '0' && ch <= '9' && digits < 10:
+			n = n*10 + int(ch-'0')
+			digits++
+		case ch == '\r' && digits > 0:
+			if i+1 >= len(b) {
+				return 0, 0, evIncomplete
+			}
+			if b[i+1] != '\n' {
+				return 0, 0, evUnsure
+			}
+			return n, i + 2, evComplete
+		default:
+			return 0, 0, evUnsure
+		}
+	}
+	return 0, 0, evIncomplete
+}
+
+// handBack gives c to the loop when it may serve c's next command (top of
+// serveFrom's loop); true: the goroutine ends, owning nothing.
+func (c *conn) handBack() bool {
+	if !c.ev.on || c.s.ev == nil || !c.mayHandBack() {
+		return false
+	}
+	return c.s.ev.giveBack(c)
+}

@@ -1,0 +1,279 @@
+//go:build linux
+
+package gateway
+
+import (
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// evLoop is the client event loop (evloop.go): one goroutine in
+// epoll_wait (level-triggered) on the connections it owns, and an eventfd
+// (key 0) that wakes it for connections queued by other goroutines (a
+// reply written while the loop held the next command; a Close; stop).
+type evLoop struct {
+	s    *Server
+	once sync.Once
+	ok   bool // started: epfd and efd open, run running
+	epfd int
+	efd  int
+
+	woken atomic.Bool
+
+	mu      sync.Mutex
+	stopped bool
+	conns   map[uint32]*conn // owned by the loop
+	queue   []*conn
+	spare   []*conn
+
+	// Counts for tests and benchmarks.
+	handoffs atomic.Int64 // connections given to a goroutine
+	backs    atomic.Int64 // connections given back by a goroutine
+	steps    atomic.Int64 // readable sockets served
+	wakes    atomic.Int64 // wake-ups by the eventfd
+	waits    atomic.Int64 // epoll_wait calls
+}
+
+// EventLoopStats are the client event loop's counts (evloop.go).
+type EventLoopStats struct {
+	Steps, Handoffs, HandBacks, Wakes, Waits int64
+}
+
+// EventLoopStats returns the event loop's counts; zero when it is off.
+func (s *Server) EventLoopStats() EventLoopStats {
+	l := s.ev
+	if l == nil {
+		return EventLoopStats{}
+	}
+	return EventLoopStats{Steps: l.steps.Load(), Handoffs: l.handoffs.Load(), HandBacks: l.backs.Load(),
+		Wakes: l.wakes.Load(), Waits: l.waits.Load()}
+}
+
+// newEvLoop returns s's event loop, or nil when it is off (the option,
+// SYNOD_GATEWAY_EVLOOP) or s's Backend cannot answer by callback.
+func newEvLoop(s *Server) *evLoop {
+	on := s.opts.EventLoop
+	if v := os.Getenv("SYNOD_GATEWAY_EVLOOP"); v != "" {
+		on = v == "1"
+	}
+	if !on {
+		return nil
+	}
+	if _, ok := s.b.(ReplyBackend); !ok {
+		return nil
+	}
+	return &evLoop{s: s, conns: map[uint32]*conn{}}
+}
+
+// takes reports whether the loop serves nc (a plaintext TCP or Unix
+// socket); it starts the loop the first time. s.mu held, s not closed.
+func (l *evLoop) takes(nc net.Conn) bool {
+	if l == nil || l.s.noReplyFn {
+		return false
+	}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return false // TLS
+	}
+	l.once.Do(l.start)
+	return l.ok
+}
+
+func (l *evLoop) start() {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		l.s.log.Warn("event loop off: epoll_create1 failed", "err", err)
+		return
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		l.s.log.Warn("event loop off: eventfd failed", "err", err)
+		return
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: 0}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(efd)
+		l.s.log.Warn("event loop off: epoll_ctl failed", "err", err)
+		return
+	}
+	l.epfd, l.efd, l.ok = epfd, efd, true
+	l.s.wg.Add(1)
+	go l.run()
+}
+
+// add serves new connection c: the loop's when it may serve it, else its
+// goroutine's.
+func (l *evLoop) add(c *conn) {
+	c.s.log.Debug("client connected", "id", c.id, "remote", c.nc.RemoteAddr().String())
+	if !c.handBack() {
+		go c.serveFrom(evResume{})
+	}
+}
+
+// giveBack gives c, owned by its goroutine, to the loop; false when the
+// loop takes no more (stopped) or c's socket is gone.
+func (l *evLoop) giveBack(c *conn) bool {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return false
+	}
+	c.ev.rd.mode = evSpent
+	c.ev.owner.Store(evOwnLoop)
+	l.conns[c.ev.key] = c
+	l.mu.Unlock()
+	var eerr error
+	err := c.ev.rd.raw.Control(func(fd uintptr) {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.ev.key)}
+		eerr = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev)
+	})
+	if err == nil && eerr == nil {
+		l.backs.Add(1)
+		return true
+	}
+	if !c.ev.owner.CompareAndSwap(evOwnLoop, evOwnGoroutine) {
+		return true // the loop took it (a Close) and gave it to a goroutine
+	}
+	l.mu.Lock()
+	delete(l.conns, c.ev.key)
+	l.mu.Unlock()
+	c.ev.rd.mode = evPass
+	return false
+}
+
+// handoff gives c, owned by the loop, to a goroutine starting at r.
+func (l *evLoop) handoff(c *conn, r evResume) {
+	if !c.ev.owner.CompareAndSwap(evOwnLoop, evOwnGoroutine) {
+		return
+	}
+	l.mu.Lock()
+	delete(l.conns, c.ev.key)
+	l.mu.Unlock()
+	l.unwatch(c)
+	c.ev.rd.mode = evPass
+	l.handoffs.Add(1)
+	go c.serveFrom(r)
+}
+
+// unwatch takes c's socket out of the epoll set (a closed socket left it).
+func (l *evLoop) unwatch(c *conn) {
+	c.ev.rd.raw.Control(func(fd uintptr) {
+		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
+	})
+}
+
+// ready queues c for the loop: its reply was written while the loop held
+// its next command (replyLoopWaited), or it was closed.
+func (l *evLoop) ready(c *conn) {
+	if l == nil || !l.ok {
+		return
+	}
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	l.queue = append(l.queue, c)
+	l.mu.Unlock()
+	l.wake()
+}
+
+func (l *evLoop) wake() {
+	if l.woken.CompareAndSwap(false, true) {
+		var one = [8]byte{1}
+		unix.Write(l.efd, one[:])
+	}
+}
+
+// stop gives every connection of the loop to a goroutine (the server is
+// closing: their reads fail and they end) and ends the loop.
+func (l *evLoop) stop() {
+	if l == nil {
+		return
+	}
+	l.once.Do(func() {}) // a loop not started stays so
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	if l.ok {
+		l.wake()
+	}
+}
+
+func (l *evLoop) run() {
+	defer l.s.wg.Done()
+	evs := make([]unix.EpollEvent, 256)
+	for {
+		n, err := unix.EpollWait(l.epfd, evs, -1)
+		l.waits.Add(1)
+		if err != nil && err != syscall.EINTR {
+			l.s.log.Error("event loop: epoll_wait failed", "err", err)
+			l.mu.Lock()
+			l.stopped = true
+			l.mu.Unlock()
+		}
+		for i := 0; i < n; i++ {
+			key := uint32(evs[i].Fd)
+			if key == 0 {
+				// Cleared before the read: a wake after it writes again.
+				l.woken.Store(false)
+				var b [8]byte
+				unix.Read(l.efd, b[:])
+				l.wakes.Add(1)
+				continue
+			}
+			l.mu.Lock()
+			c := l.conns[key]
+			l.mu.Unlock()
+			if c == nil {
+				continue
+			}
+			if c.ev.owner.Load() != evOwnLoop {
+				l.unwatch(c)
+				continue
+			}
+			l.steps.Add(1)
+			l.serve(c, true)
+		}
+		l.mu.Lock()
+		q := l.queue
+		l.queue, l.spare = l.spare[:0], q
+		stopped := l.stopped
+		l.mu.Unlock()
+		for i, c := range q {
+			if c.ev.owner.Load() == evOwnLoop {
+				l.serve(c, false)
+			}
+			q[i] = nil
+		}
+		if stopped {
+			l.mu.Lock()
+			var all []*conn
+			for _, c := range l.conns {
+				all = append(all, c)
+			}
+			l.mu.Unlock()
+			for _, c := range all {
+				l.handoff(c, evResume{})
+			}
+			unix.Close(l.epfd)
+			unix.Close(l.efd)
+			return
+		}
+	}
+}
+
+// serve runs c's step and gives c to a goroutine when the step says so.
+func (l *evLoop) serve(c *conn, read bool) {
+	if r, stay := c.evStep(read); !stay {
+		l.handoff(c, r)
+	}
+}
