@@ -61,10 +61,13 @@ type WALOptions struct {
 	// faults with a FaultFS).
 	FS FS
 
-	// crashAfter, when set (tests), is called after each compaction step;
-	// returning true abandons the compaction there, as a crash would, and
-	// fails the engine.
+	// crashAfter, when set (tests), is called after each compaction step
+	// ("encode" after each chunk of the snapshot, without w.mu); returning
+	// true abandons the compaction there, as a crash would, and fails the
+	// engine.
 	crashAfter func(step string) bool
+	// encodeChunk, when positive (tests), replaces walEncodeChunk.
+	encodeChunk int
 }
 
 // WAL is the append-only log engine: one log file per node holding the
@@ -622,30 +625,58 @@ func (s *walStore) Close() error {
 var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 
 // compact rewrites the log with only the live records, without holding
-// the node's commits for the file work. Called by the writer with w.mu held:
-// it encodes the live records (the state after every record appended so
-// far) and starts compactFiles, which writes them to a temporary file and
-// fsyncs it while commits go on appending to the log (each frame written
-// meanwhile is kept in w.tail), then takes the writer's role, appends the
-// tail to the file, fsyncs it and the directory, renames it over the log,
-// fsyncs the directory again and appends to the new file from then on.
-// Until the rename the log is complete by itself; after it the new file
-// holds the same records: the snapshot, then every frame written since.
+// the node's commits for the work. Called by the writer with w.mu held: it
+// marks the compaction started (every frame written from now on is also
+// kept in w.tail) and starts compactFiles, which encodes the live records
+// (encodeLive, taking w.mu only a chunk at a time), writes them to a
+// temporary file and fsyncs it while commits go on appending to the log,
+// then takes the writer's role, appends the tail to the file, fsyncs it and
+// the directory, renames it over the log, fsyncs the directory again and
+// appends to the new file from then on. Until the rename the log is
+// complete by itself; after it the new file holds the snapshot, then every
+// frame written since the compaction started.
 //
 // Holding the commits for the whole compaction (as this did before) took
 // 266-825 ms with a 40 MB live set under redis-benchmark -P 16 at load 24,
 // and a leader whose loop waited that long lost its leadership each time
-// (docs/COSTS.md, issue 28's rt-cpu section).
+// (docs/COSTS.md, issue 28's rt-cpu section). Encoding the snapshot in the
+// writer (as this did until session 48) still held them 27-368 ms per
+// compaction with that live set at load 22-25, every ~8 s on each node
+// (docs/COSTS.md, pxs48).
 func (w *WAL) compact() {
-	old, t0 := w.off, time.Now()
+	w.compacting, w.tail = true, nil
+	go w.compactFiles(w.off, time.Now())
+}
+
+// walEncodeChunk is how many bytes of snapshot encodeLive encodes between
+// releases of w.mu (a commit waits at most about that long to append).
+const walEncodeChunk = 256 << 10
+
+// encodeLive encodes the live records as a snapshot: frames of at most
+// ~4 MiB of put records. It takes w.mu a chunk at a time, so commits go on
+// meanwhile, and the snapshot is fuzzy: a key's record is its value at the
+// moment its chunk was encoded, a key deleted before its chunk is absent,
+// one created meanwhile may be there or not. Every record applied since
+// the compaction started is also in a frame of w.tail, which follows the
+// snapshot in the new log, and records are blind puts and deletes of whole
+// values: replaying the snapshot and then the tail in order ends in the
+// state after the tail's last frame, as replaying the old log does. (A key
+// whose snapshot record is newer than some of its tail records ends at its
+// last tail record, the newest value.)
+func (w *WAL) encodeLive() ([]byte, error) {
+	chunk := walEncodeChunk
+	if w.opts.encodeChunk > 0 {
+		chunk = w.opts.encodeChunk
+	}
+	w.mu.Lock()
 	// w.live bounds the records' encoded size (walRecSize counts each varint
 	// at its longest) and each frame adds a header and at most 7 bytes of
-	// padding: sized once, the snapshot is built without regrowing (appends
-	// regrowing from nil copied and cleared it about twice over, 5-9 % of
-	// each node's CPU under redis-benchmark -P 16 with a 40 MB live set).
+	// padding: sized once, the snapshot is built without regrowing unless
+	// the live set grows meanwhile (appends regrowing from nil copied and
+	// cleared it about twice over, 5-9 % of each node's CPU under
+	// redis-benchmark -P 16 with a 40 MB live set).
 	snap := make([]byte, 0, w.live+(w.live>>22+2)*(walHeader+walAlign))
-	// Frames of at most ~4 MiB of records each.
-	start := -1
+	start, mark := -1, 0
 	seal := func() {
 		if start < 0 {
 			return
@@ -658,6 +689,11 @@ func (w *WAL) compact() {
 		}
 		start = -1
 	}
+	// Ranging over the maps across releases of w.mu is ranging over maps
+	// modified during the iteration, which the language defines: an entry
+	// deleted before it is reached is not produced, one added may be or
+	// not, every other is produced once. w.mu orders each step with the
+	// commits' changes.
 	for ns, m := range w.data {
 		for k, v := range m {
 			if start < 0 {
@@ -668,22 +704,35 @@ func (w *WAL) compact() {
 			if len(snap)-start > 4<<20 {
 				seal()
 			}
+			if len(snap)-mark >= chunk {
+				mark = len(snap)
+				w.mu.Unlock()
+				if w.stop("encode") {
+					return nil, errWALCrash
+				}
+				w.mu.Lock()
+			}
 		}
 	}
 	seal()
-	w.compacting, w.tail = true, nil
-	go w.compactFiles(snap, old, t0)
+	w.mu.Unlock()
+	return snap, nil
 }
 
 // compactFiles carries out a compaction's file steps (see compact); it
 // ends the compaction, failing the engine if a step failed.
-func (w *WAL) compactFiles(snap []byte, old int64, t0 time.Time) {
-	f, err := w.writeSnapshot(snap)
+func (w *WAL) compactFiles(old int64, t0 time.Time) {
+	snap, err := w.encodeLive()
+	var f File
+	if err == nil {
+		f, err = w.writeSnapshot(snap)
+	}
 	w.mu.Lock()
 	w.switching = true
 	for w.writing {
 		w.cond.Wait()
 	}
+	t1 := time.Now()
 	w.writing, w.switching = true, false // the log's file and offsets are ours until the end
 	tail, gone := w.tail, w.err != nil
 	w.mu.Unlock()
@@ -706,7 +755,7 @@ func (w *WAL) compactFiles(snap []byte, old int64, t0 time.Time) {
 		end := int64(len(snap) + len(tail))
 		w.f, w.off, w.alloc = f, end, end
 		w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", end,
-			"tail_bytes", len(tail), "took", time.Since(t0))
+			"tail_bytes", len(tail), "took", time.Since(t0), "held", time.Since(t1))
 	}
 	w.compacting, w.tail = false, nil
 	w.writing = false
