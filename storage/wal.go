@@ -629,19 +629,22 @@ var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 // marks the compaction started (every frame written from now on is also
 // kept in w.tail) and starts compactFiles, which encodes the live records
 // (encodeLive, taking w.mu only a chunk at a time), writes them to a
-// temporary file and fsyncs it while commits go on appending to the log,
-// then takes the writer's role, appends the tail to the file, fsyncs it and
-// the directory, renames it over the log, fsyncs the directory again and
-// appends to the new file from then on. Until the rename the log is
-// complete by itself; after it the new file holds the snapshot, then every
-// frame written since the compaction started.
+// temporary file, fsyncs it and the directory, and appends the frames
+// written meanwhile (w.tail) and fsyncs them, all while commits go on
+// appending to the log; then it takes the writer's role, appends and
+// fsyncs the last of the tail (less than walCatchUp), renames the file over
+// the log, fsyncs the directory again and appends to the new file from then
+// on. Until the rename the log is complete by itself; after it the new file
+// holds the snapshot, then every frame written since the compaction
+// started.
 //
 // Holding the commits for the whole compaction (as this did before) took
 // 266-825 ms with a 40 MB live set under redis-benchmark -P 16 at load 24,
 // and a leader whose loop waited that long lost its leadership each time
 // (docs/COSTS.md, issue 28's rt-cpu section). Encoding the snapshot in the
 // writer (as this did until session 48) still held them 27-368 ms per
-// compaction with that live set at load 22-25, every ~8 s on each node
+// compaction with that live set at load 22-25, every ~8 s on each node,
+// and the switch (the whole tail, two directory syncs) 48-208 ms more
 // (docs/COSTS.md, pxs48).
 func (w *WAL) compact() {
 	w.compacting, w.tail = true, nil
@@ -727,6 +730,31 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 	if err == nil {
 		f, err = w.writeSnapshot(snap)
 	}
+	if err == nil {
+		// The temporary file's directory entry, made durable before the
+		// commits are held (a directory sync waits for the journal: it
+		// took tens of ms with three nodes' compactions on one disk).
+		if err = syncDir(w.dir); err != nil {
+			err = w.compactionStepFailed(f, err)
+		} else if w.stop("syncdir") {
+			err = w.compactionStepFailed(f, errWALCrash)
+		}
+	}
+	// Catch up: the frames written meanwhile are appended to the temporary
+	// file and fsynced without the writer's role, until what is left is
+	// small, so that the commits wait only for the rest (w.tail only grows
+	// until the compaction ends, and its bytes never change).
+	done := 0
+	for err == nil {
+		w.mu.Lock()
+		more := w.tail[done:]
+		w.mu.Unlock()
+		if len(more) < walCatchUp {
+			break
+		}
+		err = w.appendTail(f, more)
+		done += len(more)
+	}
 	w.mu.Lock()
 	w.switching = true
 	for w.writing {
@@ -737,7 +765,7 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 	tail, gone := w.tail, w.err != nil
 	w.mu.Unlock()
 	if err == nil && !gone {
-		err = w.switchLog(f, tail)
+		err = w.switchLog(f, tail[done:])
 	} else if err == nil {
 		f.Close() // the engine failed meanwhile: the log stays as it is
 	}
@@ -790,24 +818,17 @@ func (w *WAL) writeSnapshot(snap []byte) (File, error) {
 	return f, nil
 }
 
-// switchLog appends the frames written since the snapshot to the
-// temporary file f, makes it durable and renames it over the log (a
-// compaction's last steps, by the writer). On failure f is closed.
+// switchLog appends the rest of the frames written since the snapshot to
+// the temporary file f, makes it durable and renames it over the log,
+// then makes the rename durable (a compaction's last steps, by the writer:
+// no commit may be acknowledged from the new file before its name is
+// durable). On failure f is closed.
 func (w *WAL) switchLog(f File, tail []byte) error {
 	tmp := filepath.Join(w.dir, walTmpFile)
 	if len(tail) > 0 {
-		if _, err := f.Write(tail); err != nil {
-			return w.compactionStepFailed(f, err)
+		if err := w.appendTail(f, tail); err != nil {
+			return err
 		}
-		if err := f.Sync(); err != nil {
-			return w.compactionStepFailed(f, failure("fsync", tmp, err))
-		}
-	}
-	if err := syncDir(w.dir); err != nil {
-		return w.compactionStepFailed(f, err)
-	}
-	if w.stop("syncdir") {
-		return w.compactionStepFailed(f, errWALCrash)
 	}
 	if err := os.Rename(tmp, filepath.Join(w.dir, WALFile)); err != nil {
 		return w.compactionStepFailed(f, failure("rename", tmp, err))
@@ -820,6 +841,26 @@ func (w *WAL) switchLog(f File, tail []byte) error {
 	}
 	if w.stop("syncdir2") {
 		return w.compactionStepFailed(f, errWALCrash)
+	}
+	return nil
+}
+
+// walCatchUp is the most of the tail a compaction leaves for the
+// writer's role to write: more is appended before the commits are held.
+const walCatchUp = 64 << 10
+
+// appendTail appends frames of the tail to the temporary file f and
+// fsyncs it. On failure f is closed.
+func (w *WAL) appendTail(f File, b []byte) error {
+	tmp := filepath.Join(w.dir, walTmpFile)
+	if _, err := f.Write(b); err != nil {
+		return w.compactionStepFailed(f, err)
+	}
+	if w.stop("tail") {
+		return w.compactionStepFailed(f, errWALCrash)
+	}
+	if err := f.Sync(); err != nil {
+		return w.compactionStepFailed(f, failure("fsync", tmp, err))
 	}
 	return nil
 }

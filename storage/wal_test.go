@@ -588,7 +588,9 @@ func TestWALFuzzySnapshot(t *testing.T) {
 		if step == "encode" {
 			commit()
 			commit()
+			mu.Lock()
 			during++
+			mu.Unlock()
 		}
 		return false
 	}}
@@ -599,11 +601,95 @@ func TestWALFuzzySnapshot(t *testing.T) {
 	}
 	mu.Lock()
 	closed = true
+	chunks := during
 	mu.Unlock()
 	s.Close()
-	if during < 20 {
-		t.Fatalf("%d chunks of a snapshot encoded with commits between them; want at least 20", during)
+	if chunks < 20 {
+		t.Fatalf("%d chunks of a snapshot encoded with commits between them; want at least 20", chunks)
 	}
+	m.check(t, w, "a")
+	w.Close()
+	w2 := openWAL(t, dir, WALOptions{CompactMin: 4 << 10})
+	defer w2.Close()
+	m.check(t, w2, "a")
+}
+
+// TestWALCommitsDuringTailCatchUp: the frames written while a compaction's
+// snapshot was written (here more than walCatchUp of them, the compaction
+// held at its "write" step meanwhile) are appended to the new log without
+// the writer's role: held at that append ("tail"), commits go on and
+// return. Fails when the whole tail is left for the writer's role (as
+// until session 48; verified with walCatchUp above the tail's size).
+func TestWALCommitsDuringTailCatchUp(t *testing.T) {
+	dir := t.TempDir()
+	atWrite, atTail := make(chan struct{}), make(chan struct{})
+	releaseWrite, releaseTail := make(chan struct{}), make(chan struct{})
+	var onceW, onceT sync.Once
+	o := WALOptions{CompactMin: 4 << 10, crashAfter: func(step string) bool {
+		switch step {
+		case "write":
+			onceW.Do(func() {
+				close(atWrite)
+				<-releaseWrite
+			})
+		case "tail":
+			onceT.Do(func() {
+				close(atTail)
+				<-releaseTail
+			})
+		}
+		return false
+	}}
+	w := openWAL(t, dir, o)
+	s := mustNS(t, w, "a")
+	m := model{}
+	done := make(chan error, 1)
+	go func() {
+		written, more := 0, -1
+		for i := 0; more != 0; i++ {
+			b := []automaton.Persist{put(fmt.Sprintf("k%d", i%50), strings.Repeat("v", 1+i%40)), del(fmt.Sprintf("k%d", (i+25)%50))}
+			if err := s.Commit(b); err != nil {
+				done <- err
+				return
+			}
+			m.apply("a", b)
+			select {
+			case <-atWrite:
+				// The tail grows while the snapshot's write is held.
+				if written++; written == 2*walCatchUp/64 {
+					close(releaseWrite)
+				}
+			default:
+			}
+			if more > 0 {
+				more--
+				continue
+			}
+			select {
+			case <-atTail:
+				more = 200
+			default:
+				if i > 200000 {
+					done <- fmt.Errorf("the compaction never appended its tail beside the commits")
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			close(releaseTail)
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		close(releaseTail) // let the compaction end, so that the WAL closes
+		<-done
+		t.Fatal("commits did not return while the compaction appended its tail")
+	}
+	close(releaseTail)
+	s.Close()
 	m.check(t, w, "a")
 	w.Close()
 	w2 := openWAL(t, dir, WALOptions{CompactMin: 4 << 10})
