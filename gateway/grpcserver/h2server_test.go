@@ -394,3 +394,76 @@ func TestDirectGoAwayOnClose(t *testing.T) {
 		t.Fatalf("Serve returned %v after Close", err)
 	}
 }
+
+// A lone Pipeline message on the direct transport is read by the stream's
+// own RecvMsg (h2sconn's Read turn): the receiver that runs it, not the
+// connection's reader, which would hand it over. The first message or two
+// may come through the reader (it leaves the turn once it finds the
+// stream's receiver waiting); the test asks for 90 of 100 (with the turn
+// off, Options.turn unset, 0 of 100). Unary calls sent on the same
+// connection between the stream's messages are read by the stream's
+// receiver and answered (run beside it), and a second stream opened
+// meanwhile is served: the turn passes to a reader while it is open.
+func TestDirectLonePipelineMessageReadByReceiver(t *testing.T) {
+	_, c := startWith(t, kvBackend(), Options{Transport: TransportDirect}, grpc.WithStaticStreamWindowSize(synodpb.StreamWindow), grpc.WithStaticConnWindowSize(synodpb.ConnWindow))
+	x := ctx(t)
+	s, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(s synodpb.Synod_PipelineClient, id uint64, o *synodpb.Op) *synodpb.CallReply {
+		t.Helper()
+		if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: id, Request: &synodpb.Request{Op: o}}}}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.GetReplies()) != 1 || r.GetReplies()[0].GetId() != id || r.GetReplies()[0].GetCode() != 0 {
+			t.Fatalf("call %d: reply %v", id, r)
+		}
+		return r.GetReplies()[0]
+	}
+	own0, yields0 := h2OwnReads.Load(), h2Yields.Load()
+	for i := range 100 {
+		call(s, uint64(i+1), op("set", "k", fmt.Sprint(i)))
+	}
+	own, yields := h2OwnReads.Load()-own0, h2Yields.Load()-yields0
+	t.Logf("%d of 100 lone Pipeline messages read by their receiver; %d readers left the turn", own, yields)
+	if own < 90 {
+		t.Fatalf("%d of 100 lone Pipeline messages read by their receiver, want at least 90", own)
+	}
+	// Unary calls between the stream's messages, on the same connection.
+	for i := range 20 {
+		r, err := c.Do(x, &synodpb.Request{Op: op("get", "k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(r.GetResult().GetBytes()); got != "99" {
+			t.Fatalf("Do %d: got %q, want 99", i, got)
+		}
+		call(s, uint64(200+i), op("get", "k"))
+	}
+	// A second stream beside the first, then the first ends.
+	s2, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		call(s, uint64(300+i), op("set", "k", "a"))
+		call(s2, uint64(400+i), op("get", "k"))
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatalf("first stream's end: %v, want EOF", err)
+	}
+	if r := call(s2, 500, op("get", "k")); string(r.GetResponse().GetResult().GetBytes()) != "a" {
+		t.Fatalf("after the first stream's end: %v", r)
+	}
+	if _, err := c.Do(x, &synodpb.Request{Op: op("get", "k")}); err != nil {
+		t.Fatal(err)
+	}
+}
