@@ -60,7 +60,7 @@ func TestPipelineBatchReplyFn(t *testing.T) {
 // answered and the read times out.
 func TestPipelineBatchReplyFnDeadline(t *testing.T) {
 	b := newReplyBackend()
-	b.hold.Store(true)
+	b.Hold.Store(true)
 	_, addr := startServer(t, b, ServerOptions{RequestTimeout: 50 * time.Millisecond})
 	c := dial(t, addr)
 	c.send("SET", "a", "1")
@@ -73,10 +73,10 @@ func TestPipelineBatchReplyFnDeadline(t *testing.T) {
 			t.Fatalf("held batch's reply %d: %q, want TRYAGAIN ... timed out", i+1, got)
 		}
 	}
-	if n := b.abandoned.Load(); n != 1 {
+	if n := b.Abandoned.Load(); n != 1 {
 		t.Fatalf("abandoned %d, want 1 (the batch)", n)
 	}
-	b.hold.Store(false)
+	b.Hold.Store(false)
 	if got := c.do("SET", "c", "3"); got != "OK" {
 		t.Fatalf("then SET: %q", got)
 	}

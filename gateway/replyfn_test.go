@@ -1,100 +1,22 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"math/rand"
 	"net"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
 
-// replyBackend is a ReplyBackend over the in-memory backend: SubmitReply
-// applies the request and calls done on another goroutine (interleaved
-// with the connection's goroutine, as a namespace loop's would), or, with
-// hold, keeps it until the test releases it.
-type replyBackend struct {
-	*gatewaytest.MemBackend
-	hold      atomic.Bool
-	submitted atomic.Int64
-	abandoned atomic.Int64
-	mu        sync.Mutex
-	held      map[automaton.RequestID]heldReply
-}
-
-type heldReply struct {
-	ns   string
-	req  automaton.Request
-	done func(automaton.Response, error)
-}
-
-func newReplyBackend() *replyBackend {
-	ns := config.Namespace{Name: "default", Protocol: "unreplicated", Service: "kv"} // MULTI needs atomic groups
-	return &replyBackend{MemBackend: gatewaytest.New(ns), held: map[automaton.RequestID]heldReply{}}
-}
-
-func (b *replyBackend) Submit(ctx context.Context, ns string, req automaton.Request) func() (automaton.Response, error) {
-	r, err := b.Do(ctx, ns, req)
-	return func() (automaton.Response, error) { return r, err }
-}
-
-func (b *replyBackend) SubmitReply(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool {
-	b.submitted.Add(1)
-	if b.hold.Load() {
-		b.mu.Lock()
-		b.held[req.ID] = heldReply{ns, req, done}
-		b.mu.Unlock()
-		return true
-	}
-	r, err := b.Do(ctx, ns, req)
-	go func() {
-		for range rand.Intn(4) {
-			runtime.Gosched()
-		}
-		done(r, err)
-	}()
-	return true
-}
-
-func (b *replyBackend) Abandon(ns string, id automaton.RequestID) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.held[id]; !ok {
-		return false
-	}
-	delete(b.held, id)
-	b.abandoned.Add(1)
-	return true
-}
-
-// heldCount is the number of requests held.
-func (b *replyBackend) heldCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.held)
-}
-
-// release answers every held request (applied now), on this goroutine.
-func (b *replyBackend) release() {
-	b.mu.Lock()
-	hs := make([]heldReply, 0, len(b.held))
-	for id, h := range b.held {
-		hs = append(hs, h)
-		delete(b.held, id)
-	}
-	b.mu.Unlock()
-	for _, h := range hs {
-		r, err := b.Do(context.Background(), h.ns, h.req)
-		h.done(r, err)
-	}
+// newReplyBackend is the shared ReplyBackend double (gatewaytest) over a
+// namespace with atomic groups (MULTI needs them).
+func newReplyBackend() *gatewaytest.ReplyBackend {
+	return gatewaytest.NewReply(gatewaytest.New(config.Namespace{Name: "default", Protocol: "unreplicated", Service: "kv"}))
 }
 
 // waitFor polls cond until it holds (bounded against a hang only).
@@ -130,12 +52,12 @@ func onlyConn(t *testing.T, s *Server) *conn {
 // the PING is answered at once and the client reads +PONG first.
 func TestReplyFnOrder(t *testing.T) {
 	b := newReplyBackend()
-	b.hold.Store(true)
+	b.Hold.Store(true)
 	s, addr := startServer(t, b, ServerOptions{})
 	c := dial(t, addr)
 	c.send("SET", "k", "v")
 	c.w.Flush()
-	waitReplyFn(t, "the SET held", func() bool { return b.heldCount() == 1 })
+	waitReplyFn(t, "the SET held", func() bool { return b.Held() == 1 })
 	sc := onlyConn(t, s)
 	var reads atomic.Int64
 	f := func(*conn) { reads.Add(1) }
@@ -145,7 +67,7 @@ func TestReplyFnOrder(t *testing.T) {
 	// The connection's goroutine either waits for the SET's reply (the
 	// rule) or, broken, has answered the PING and is back before a read.
 	waitReplyFn(t, "the PING read", func() bool { return sc.as.state.Load() == replyWaited || reads.Load() > 0 })
-	b.release()
+	b.Release()
 	if got := c.reply().String(); got != "OK" {
 		t.Fatalf("first reply %q, want OK (the SET's, before the PING's)", got)
 	}
@@ -230,10 +152,10 @@ func runReplyMix(t *testing.T, c *tconn, b *replyBackend) {
 			}
 		}
 	}
-	if b.submitted.Load() < int64(lone)/2 {
-		t.Errorf("%d requests through SubmitReply for %d lone commands", b.submitted.Load(), lone)
+	if b.Submitted.Load() < int64(lone)/2 {
+		t.Errorf("%d requests through SubmitReply for %d lone commands", b.Submitted.Load(), lone)
 	}
-	t.Logf("%d lone commands, %d bursts, %d through SubmitReply", lone, bursts, b.submitted.Load())
+	t.Logf("%d lone commands, %d bursts, %d through SubmitReply", lone, bursts, b.Submitted.Load())
 }
 
 // TestReplyFnDeadlineAndClose: a reply the Backend never gives is
@@ -244,19 +166,19 @@ func runReplyMix(t *testing.T, c *tconn, b *replyBackend) {
 // called), the first reply never comes and Close never returns.
 func TestReplyFnDeadlineAndClose(t *testing.T) {
 	b := newReplyBackend()
-	b.hold.Store(true)
+	b.Hold.Store(true)
 	_, addr := startServer(t, b, ServerOptions{RequestTimeout: 50 * time.Millisecond})
 	c := dial(t, addr)
 	if got := c.do("SET", "k", "v"); !strings.Contains(got, "TRYAGAIN") || !strings.Contains(got, "timed out") {
 		t.Fatalf("held SET answered %q, want TRYAGAIN ... timed out", got)
 	}
-	if b.abandoned.Load() != 1 {
-		t.Fatalf("abandoned %d, want 1", b.abandoned.Load())
+	if b.Abandoned.Load() != 1 {
+		t.Fatalf("abandoned %d, want 1", b.Abandoned.Load())
 	}
-	b.release() // nothing held: a late answer has nobody to answer
+	b.Release() // nothing held: a late answer has nobody to answer
 
 	b2 := newReplyBackend()
-	b2.hold.Store(true)
+	b2.Hold.Store(true)
 	s2 := NewServer(b2, ServerOptions{RequestTimeout: time.Hour})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -268,7 +190,7 @@ func TestReplyFnDeadlineAndClose(t *testing.T) {
 	c2 := dial(t, addr2)
 	c2.send("SET", "k", "v")
 	c2.w.Flush()
-	waitReplyFn(t, "the SET held", func() bool { return b2.heldCount() == 1 })
+	waitReplyFn(t, "the SET held", func() bool { return b2.Held() == 1 })
 	c2.nc.Close()
 	closed := make(chan struct{})
 	go func() { s2.Close(); close(closed) }()
@@ -278,7 +200,7 @@ func TestReplyFnDeadlineAndClose(t *testing.T) {
 		t.Fatal("Close did not return with a reply pending on a closed connection")
 	}
 	<-served
-	if b2.abandoned.Load() != 1 {
-		t.Fatalf("abandoned %d at close, want 1", b2.abandoned.Load())
+	if b2.Abandoned.Load() != 1 {
+		t.Fatalf("abandoned %d at close, want 1", b2.Abandoned.Load())
 	}
 }

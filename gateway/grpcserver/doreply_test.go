@@ -3,8 +3,6 @@ package grpcserver
 import (
 	"context"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,58 +11,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
-	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
 
-// answerer is a gateway.ReplyBackend over the in-memory backend, as the
-// node answers: SubmitReply applies the request and calls done on a
-// goroutine of its own (a loop's), or on the caller's (inline, as the
-// node's inline pass may), or, with hold, keeps it until Abandon.
-type answerer struct {
-	*gatewaytest.MemBackend
-	inline, hold bool
-	mu           sync.Mutex
-	held         map[automaton.RequestID]func(automaton.Response, error)
-	abandoned    atomic.Int64
-}
-
-func newAnswerer() *answerer {
-	return &answerer{MemBackend: kvBackend(), held: map[automaton.RequestID]func(automaton.Response, error){}}
-}
-
-func (b *answerer) Submit(ctx context.Context, ns string, req automaton.Request) func() (automaton.Response, error) {
-	r, err := b.Do(ctx, ns, req)
-	return func() (automaton.Response, error) { return r, err }
-}
-
-func (b *answerer) SubmitReply(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool {
-	b.mu.Lock()
-	if b.hold {
-		b.held[req.ID] = done
-		b.mu.Unlock()
-		return true
-	}
-	b.mu.Unlock()
-	r, err := b.Do(ctx, ns, req)
-	if b.inline {
-		done(r, err)
-	} else {
-		go done(r, err)
-	}
-	return true
-}
-
-func (b *answerer) Abandon(ns string, id automaton.RequestID) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.held[id]; !ok {
-		return false
-	}
-	delete(b.held, id)
-	b.abandoned.Add(1)
-	return true
-}
+// newAnswerer is the shared ReplyBackend double (gatewaytest) over the
+// KV backend.
+func newAnswerer() *gatewaytest.ReplyBackend { return gatewaytest.NewReply(kvBackend()) }
 
 // On the direct transport, a lone Do handed to a ReplyBackend starts no
 // goroutine to read the connection meanwhile: the reader hands it over and
@@ -74,7 +26,7 @@ func (b *answerer) Abandon(ns string, id automaton.RequestID) bool {
 func TestDirectDoAnsweredWhereCompleted(t *testing.T) {
 	for _, inline := range []bool{false, true} {
 		b := newAnswerer()
-		b.inline = inline
+		b.Inline.Store(inline)
 		_, c := startWith(t, b, Options{Transport: TransportDirect}, grpc.WithStaticStreamWindowSize(synodpb.StreamWindow), grpc.WithStaticConnWindowSize(synodpb.ConnWindow))
 		x := ctx(t)
 		r0 := h2Readers.Load()
@@ -107,38 +59,32 @@ func TestDirectDoAnsweredWhereCompleted(t *testing.T) {
 func TestDirectDoAbandoned(t *testing.T) {
 	b := newAnswerer()
 	s, c := startWith(t, b, Options{Transport: TransportDirect})
-	b.mu.Lock()
-	b.hold = true
-	b.mu.Unlock()
+	b.Hold.Store(true)
 	x, cancel := context.WithTimeout(ctx(t), 300*time.Millisecond)
 	_, err := c.Do(x, &synodpb.Request{Op: op("set", "k", "v")})
 	cancel()
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("held past its deadline: %v, want DEADLINE_EXCEEDED", err)
 	}
-	waitFor(t, "the held call abandoned", func() bool { return b.abandoned.Load() == 1 })
+	waitFor(t, "the held call abandoned", func() bool { return b.Abandoned.Load() == 1 })
 
-	b.mu.Lock()
-	b.hold = false
-	b.mu.Unlock()
+	b.Hold.Store(false)
 	if _, err := c.Do(ctx(t), &synodpb.Request{Op: op("get", "k")}); err != nil {
 		t.Fatalf("after an abandoned call: %v", err)
 	}
 
-	b.mu.Lock()
-	b.hold = true
-	b.mu.Unlock()
+	b.Hold.Store(true)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := c.Do(ctx(t), &synodpb.Request{Op: op("set", "k", "w")})
 		errc <- err
 	}()
-	waitFor(t, "the call held", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.held) == 1 })
+	waitFor(t, "the call held", func() bool { return b.Held() == 1 })
 	s.Close()
 	if err := <-errc; status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "unknown") {
 		t.Fatalf("held when the server closed: %v, want UNAVAILABLE, outcome unknown", err)
 	}
-	if n := b.abandoned.Load(); n != 2 {
+	if n := b.Abandoned.Load(); n != 2 {
 		t.Fatalf("%d calls abandoned, want 2", n)
 	}
 }
