@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/synod-dev/synod/service"
@@ -40,16 +38,10 @@ import (
 // 3.4 times the plain walk's time over 1,000,000 keys).
 
 // slotSize is one slot's keys and bytes in a group's per-slot answer.
-type slotSize struct {
-	slot        int
-	keys, bytes int64
-}
+type slotSize = shard.SlotSize
 
-// sizeNear says whether a group of keys and bytes is near a split by size
-// (half of a threshold or more), so that its size is read per slot.
-func sizeNear(keys, bytes int64, p shard.PlaceParams) bool {
-	return p.SplitKeys > 0 && 2*keys >= p.SplitKeys || p.SplitBytes > 0 && 2*bytes >= p.SplitBytes
-}
+// sizeNear says whether a group is near a split by size (shard.SizeNear).
+func sizeNear(keys, bytes int64, p shard.PlaceParams) bool { return shard.SizeNear(keys, bytes, p) }
 
 // readSize reads group gi's size into sz (decide's tick): per slot when
 // the group is near a split by size (the last read says so, or this one,
@@ -88,45 +80,19 @@ func (n *Node) readSize(ctx context.Context, s *shardedNS, gi int, sz *groupSize
 	}
 }
 
-// parseSlotSizes reads "slotstats slots"'s third element; a malformed
-// field is skipped.
-func parseSlotSizes(v string) []slotSize {
-	var out []slotSize
-	for _, f := range strings.Fields(v) {
-		a, rest, ok1 := strings.Cut(f, ":")
-		b, c, ok2 := strings.Cut(rest, ":")
-		if !ok1 || !ok2 {
-			continue
-		}
-		sl, e1 := strconv.Atoi(a)
-		k, e2 := strconv.ParseInt(b, 10, 64)
-		by, e3 := strconv.ParseInt(c, 10, 64)
-		if e1 != nil || e2 != nil || e3 != nil || sl < 0 || sl >= shard.Slots || k < 0 || by < 0 {
-			continue
-		}
-		out = append(out, slotSize{sl, k, by})
-	}
-	return out
-}
+// parseSlotSizes reads "slotstats slots"'s third element
+// (shard.ParseSlotSizes).
+func parseSlotSizes(v string) []slotSize { return shard.ParseSlotSizes(v) }
 
 // slotSizeWeights builds shard.PlaceInput's SlotKeys and SlotBytes from
-// the groups' last per-slot answers, each slot counted for the group that
-// owns it in owner (a slot a group answered for but no longer owns is
-// left out); nil, nil when no group was read per slot.
+// the groups' last per-slot answers (shard.SlotSizeWeights; a group not
+// read, or read plainly, adds nothing).
 func slotSizeWeights(sizes []groupSize, owner *[shard.Slots]int16) ([]float64, []float64) {
-	var keys, bytes []float64
+	per := make([][]slotSize, len(sizes))
 	for gi, sz := range sizes {
-		if !sz.ok || sz.slots == nil {
-			continue
-		}
-		if keys == nil {
-			keys, bytes = make([]float64, shard.Slots), make([]float64, shard.Slots)
-		}
-		for _, e := range sz.slots {
-			if int(owner[e.slot]) == gi {
-				keys[e.slot], bytes[e.slot] = float64(e.keys), float64(e.bytes)
-			}
+		if sz.ok {
+			per[gi] = sz.slots
 		}
 	}
-	return keys, bytes
+	return shard.SlotSizeWeights(per, owner)
 }

@@ -59,7 +59,7 @@ func TestPlacementSplitCutsBySize(t *testing.T) {
 // owns now, nil without any per-slot answer.
 func TestSlotSizeWeights(t *testing.T) {
 	got := parseSlotSizes("3:2:10 bad 5:x:1 7:1:4 99999:1:1 9:1")
-	if len(got) != 2 || got[0] != (slotSize{3, 2, 10}) || got[1] != (slotSize{7, 1, 4}) {
+	if len(got) != 2 || got[0] != (ss(3, 2, 10)) || got[1] != (ss(7, 1, 4)) {
 		t.Fatalf("parsed %v", got)
 	}
 	var owner [shard.Slots]int16
@@ -71,14 +71,17 @@ func TestSlotSizeWeights(t *testing.T) {
 	}
 	// Group 0 answered slots 3 and 4 (3 is group 1's: left out), group 1
 	// slot 7.
-	k, b := slotSizeWeights([]groupSize{{ok: true, slots: []slotSize{{4, 5, 50}, {3, 2, 10}}}, {ok: true, slots: []slotSize{{7, 1, 4}}}}, &owner)
+	k, b := slotSizeWeights([]groupSize{{ok: true, slots: []slotSize{ss(4, 5, 50), ss(3, 2, 10)}}, {ok: true, slots: []slotSize{ss(7, 1, 4)}}}, &owner)
 	if k[3] != 0 || b[3] != 0 || k[4] != 5 || b[4] != 50 || k[7] != 1 || b[7] != 4 {
 		t.Fatalf("weights %v %v", k[:8], b[:8])
 	}
 	// Slot 3 moved to group 0; group 1's answer is not ok (a failed read).
 	owner[3] = 0
-	k, b = slotSizeWeights([]groupSize{{ok: true, slots: []slotSize{{4, 5, 50}, {3, 2, 10}}}, {ok: false, slots: []slotSize{{7, 1, 4}}}}, &owner)
+	k, b = slotSizeWeights([]groupSize{{ok: true, slots: []slotSize{ss(4, 5, 50), ss(3, 2, 10)}}, {ok: false, slots: []slotSize{ss(7, 1, 4)}}}, &owner)
 	if k[3] != 2 || b[3] != 10 || k[4] != 5 || b[4] != 50 || k[7] != 0 {
 		t.Fatalf("weights %v %v", k[:8], b[:8])
 	}
 }
+
+// ss is a slotSize (shard.SlotSize) literal.
+func ss(slot int, keys, bytes int64) slotSize { return slotSize{Slot: slot, Keys: keys, Bytes: bytes} }

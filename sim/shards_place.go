@@ -26,7 +26,13 @@ import (
 //     group's log (the node's groupDo of slotstats) every fifth tick, and
 //     every tick around a migration, as the node does; until one is
 //     answered the group's figures are not Known and no decision uses
-//     them.
+//     them. A group near a size threshold (shard.SizeNear, by its last
+//     answer; a plain answer that finds it near is asked again at once)
+//     is asked "slotstats slots", and Decide cuts a split by size where
+//     its keys (or bytes) halve (PlaceInput.SlotKeys, SlotBytes:
+//     shard.SlotSizeWeights over the current map), as node/slotsize.go
+//     does since split47 (session 48; before, the simulator's split by
+//     size cut at the median slot).
 //   - ColdFor: how long a group has been cold (shard.Cold) without a
 //     break; SinceMove: time since the last split or merge ended;
 //     Migrating: a migration's record is active; a machine down is a node
@@ -75,6 +81,8 @@ type shPlacer struct {
 	id     uint64
 	seq    uint64
 	asked  map[uint64]int // slotstats request seq -> group
+	// slots: each group's last per-slot answer (nil: read plainly).
+	slots [][]shard.SlotSize
 	// Decisions by kind; carried: splits and merges started.
 	decisions map[string]int
 	carried   int
@@ -99,6 +107,7 @@ func (w *shWorld) newPlacer() {
 	n := len(w.groups)
 	p.reqs, p.prev, p.ops = make([]uint64, n), make([]uint64, n), make([]float64, n)
 	p.keys, p.bytes, p.known = make([]int64, n), make([]int64, n), make([]bool, n)
+	p.slots = make([][]shard.SlotSize, n)
 	p.coldAt = make([]time.Duration, n)
 	p.slotOps, p.slotNew = make([]float64, shard.Slots), make([]float64, shard.Slots)
 	for i := range p.coldAt {
@@ -172,6 +181,12 @@ func (w *shWorld) onPlaceTick() {
 	in := shard.PlaceInput{Map: w.place, Migrating: mig, SinceMove: -1, Replicas: w.cfg.Replicas}
 	if w.cfg.CutByLoad {
 		in.SlotOps = p.slotOps
+	}
+	for _, sz := range p.slots {
+		if sz != nil { // a group read per slot: weigh each slot for its owner now
+			in.SlotKeys, in.SlotBytes = shard.SlotSizeWeights(p.slots, &shard.Build(w.place.Groups).Owner)
+			break
+		}
 	}
 	for _, m := range w.machines {
 		nr := shard.NodeReport{ID: string(m.id)}
@@ -315,11 +330,17 @@ func (w *shWorld) placerAsk(g int) {
 	}
 	p.seq++
 	p.asked[p.seq] = g
-	req := automaton.Request{ID: automaton.RequestID{Client: p.id, Seq: p.seq}, Ops: []service.Op{{Kind: "slotstats"}}}
+	op := service.Op{Kind: "slotstats"}
+	if shard.SizeNear(p.keys[g], p.bytes[g], p.params) {
+		op.Args = [][]byte{[]byte("slots")}
+	}
+	req := automaton.Request{ID: automaton.RequestID{Client: p.id, Seq: p.seq}, Ops: []service.Op{op}}
 	w.after(w.clientLat.Sample(w.rngNet), &shEvent{kind: shClientReq, mach: r.m.idx, group: g, inc: r.m.inc, client: -1, req: req, fwd: -1})
 }
 
-// placerAnswer takes a slotstats answer: keys and bytes.
+// placerAnswer takes a slotstats answer: keys and bytes, and per slot
+// when asked so; a plain answer that finds the group near a split by size
+// is asked again per slot (node/slotsize.go readSize).
 func (w *shWorld) placerAnswer(resp automaton.Response) {
 	p := w.placer
 	g, ok := p.asked[resp.ID.Seq]
@@ -331,10 +352,16 @@ func (w *shWorld) placerAnswer(resp automaton.Response) {
 	if len(rs) == 0 && !resp.Result.IsErr() {
 		rs = []service.Result{resp.Result}
 	}
-	if len(rs) != 1 || len(rs[0].Elems) != 2 {
+	if len(rs) != 1 || len(rs[0].Elems) < 2 {
 		return
 	}
 	p.keys[g], p.bytes[g], p.known[g] = rs[0].Elems[0].Int, rs[0].Elems[1].Int, true
+	p.slots[g] = nil
+	if len(rs[0].Elems) == 3 {
+		p.slots[g] = shard.ParseSlotSizes(string(rs[0].Elems[2].Bytes))
+	} else if shard.SizeNear(p.keys[g], p.bytes[g], p.params) {
+		w.placerAsk(g)
+	}
 }
 
 // ParsePlaceParams reads Decide's thresholds for the sharded world: a

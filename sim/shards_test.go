@@ -124,6 +124,8 @@ func TestShardsSimSplitsBySize(t *testing.T) {
 	cfg.Faults, cfg.Hot, cfg.Keys, cfg.Migrations = "none", 0, 64, 1
 	cfg.Place = SimPlaceParams
 	cfg.Place.SplitKeys, cfg.Place.SplitOps, cfg.Place.MergeKeys, cfg.Place.MergeOps = 24, 1e9, 8, 0
+	var trace strings.Builder
+	cfg.Trace = &trace
 	r, err := RunShards(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +133,18 @@ func TestShardsSimSplitsBySize(t *testing.T) {
 	if r.Failed() || r.Stats.Splits != 1 || r.Stats.Migrations != 1 {
 		t.Fatalf("want one split by keys, done: %v %s invariant %q check %s\nreplay: %s", r.Stats, r.Decisions, r.Invariant, r.Check, ShardsReplay(cfg, 1))
 	}
-	t.Logf("%v decisions: %s", r.Stats, r.Decisions)
+	// The cut is where the group's keys halve, by its per-slot answer
+	// (session 48; before, the median slot).
+	var split string
+	for _, l := range strings.Split(trace.String(), "\n") {
+		if strings.Contains(l, "placement decision: split") {
+			split = l
+		}
+	}
+	if !strings.Contains(split, "after a cut by size (") {
+		t.Fatalf("the split was not cut by the group's per-slot keys: %q", split)
+	}
+	t.Logf("%v decisions: %s; %s", r.Stats, r.Decisions, split)
 }
 
 // The broken placer (decided slots run one slot past the decision, into
