@@ -37,7 +37,7 @@ func TestEvLoopServesLoneCommands(t *testing.T) {
 	if st := s.ev.steps.Load(); st < 2*n {
 		t.Errorf("%d loop steps for %d commands", st, 2*n)
 	}
-	if sub := b.submitted.Load(); sub != 2*n {
+	if sub := b.Submitted.Load(); sub != 2*n {
 		t.Errorf("%d requests through SubmitReply, want %d", sub, 2*n)
 	}
 }

@@ -88,7 +88,7 @@ func TestReplyFnMix(t *testing.T) {
 }
 
 // runReplyMix is TestReplyFnMix's client on c, served over b.
-func runReplyMix(t *testing.T, c *tconn, b *replyBackend) {
+func runReplyMix(t *testing.T, c *tconn, b *gatewaytest.ReplyBackend) {
 	t.Helper()
 	model := map[string]string{}
 	rng := rand.New(rand.NewSource(1))
