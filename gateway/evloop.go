@@ -357,5 +357,9 @@ func (c *conn) handBack() bool {
 	if !c.ev.on || c.s.ev == nil || !c.mayHandBack() {
 		return false
 	}
+	// Idle for the arrival-order step (order.go), as the goroutine marks
+	// itself before a read: a connection left marked as running an
+	// ordered command would hold other connections' writes for 1 s.
+	c.endCommand(false)
 	return c.s.ev.giveBack(c)
 }
