@@ -407,17 +407,25 @@ func TestGroupCommitAcrossNamespaces(t *testing.T) {
 }
 
 // TestWALCommitsDuringCompaction: while a compaction's snapshot is being
-// written (held here at its "write" step), commits go on and return, and
-// the frames they wrote follow the snapshot in the new log: after the
-// compaction and a reopen every record is there. Fails when the
-// compaction holds the commits (they never return while it is held) and
-// when the frames written meanwhile are left out of the new log.
+// encoded or written (held here after its first "encode" chunk, or at its
+// "write" step), commits go on and return, and the frames they wrote
+// follow the snapshot in the new log: after the compaction and a reopen
+// every record is there. Fails when the compaction holds the commits
+// (they never return while it is held: the snapshot encoded by the writer,
+// as until session 48, verified) and when the frames written meanwhile
+// are left out of the new log.
 func TestWALCommitsDuringCompaction(t *testing.T) {
+	for _, step := range []string{"encode", "write"} {
+		t.Run(step, func(t *testing.T) { testCommitsDuringCompaction(t, step) })
+	}
+}
+
+func testCommitsDuringCompaction(t *testing.T, at string) {
 	dir := t.TempDir()
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	o := WALOptions{CompactMin: 4 << 10, crashAfter: func(step string) bool {
-		if step == "write" {
+	o := WALOptions{CompactMin: 4 << 10, encodeChunk: 64, crashAfter: func(step string) bool {
+		if step == at {
 			once.Do(func() {
 				close(held)
 				<-release
@@ -472,74 +480,7 @@ func TestWALCommitsDuringCompaction(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		close(release) // let the compaction end, so that the WAL closes
 		<-done
-		t.Fatal("commits did not return while the compaction's snapshot was being written")
-	}
-	close(release)
-	s.Close()
-	m.check(t, w, "a")
-	w.Close()
-	w2 := openWAL(t, dir, WALOptions{CompactMin: 4 << 10})
-	defer w2.Close()
-	m.check(t, w2, "a")
-}
-
-// TestWALCommitsDuringSnapshotEncoding: while a compaction encodes its
-// snapshot (held here after its first chunk), commits go on and return.
-// Fails when the snapshot is encoded by the writer (as until session 48;
-// verified): the commits wait for the writer's role, which the encoding
-// holds, until the test's bound.
-func TestWALCommitsDuringSnapshotEncoding(t *testing.T) {
-	dir := t.TempDir()
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	o := WALOptions{CompactMin: 4 << 10, encodeChunk: 64, crashAfter: func(step string) bool {
-		if step == "encode" {
-			once.Do(func() {
-				close(held)
-				<-release
-			})
-		}
-		return false
-	}}
-	w := openWAL(t, dir, o)
-	s := mustNS(t, w, "a")
-	m := model{}
-	done := make(chan error, 1)
-	go func() {
-		more := -1
-		for i := 0; more != 0; i++ {
-			b := []automaton.Persist{put(fmt.Sprintf("k%d", i%50), strings.Repeat("v", 1+i%40)), del(fmt.Sprintf("k%d", (i+25)%50))}
-			if err := s.Commit(b); err != nil {
-				done <- err
-				return
-			}
-			m.apply("a", b)
-			if more > 0 {
-				more--
-				continue
-			}
-			select {
-			case <-held:
-				more = 200
-			default:
-				if i > 100000 {
-					done <- fmt.Errorf("no compaction started")
-					return
-				}
-			}
-		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			close(release)
-			t.Fatal(err)
-		}
-	case <-time.After(60 * time.Second):
-		close(release) // let the compaction end, so that the WAL closes
-		<-done
-		t.Fatal("commits did not return while the compaction's snapshot was being encoded")
+		t.Fatalf("commits did not return while the compaction was held at %q", at)
 	}
 	close(release)
 	s.Close()
