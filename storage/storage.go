@@ -120,21 +120,27 @@
 // Compaction: when the log is longer than max(64 MiB, 2 x live size)
 // (DefaultWALCompactMin, or the cluster file's wal_compact_min; live size =
 // encoded size of the live records), the
-// committer that just wrote a frame encodes the live records, and a
-// goroutine writes them to synod.wal.tmp and fsyncs it while commits go on
-// appending frames to synod.wal (the WAL keeps a copy of each frame written
-// meanwhile: the tail). Then it takes the committer's role (commits queue
-// behind it from here), appends the tail to synod.wal.tmp, fsyncs it and the
-// directory, renames it over synod.wal, fsyncs the directory again, and
-// commits append to the new file from then on. A crash before the rename
-// leaves the old log complete (OpenWAL deletes synod.wal.tmp); after it, the
-// new log is complete: the snapshot, then every frame written since it was
-// taken. The snapshot may include batches that were queued but not yet
-// written: they are whole batches, they are written again after it (in the
-// tail or later), and replaying a put or delete twice gives the same
-// records. Commits used to queue behind the whole compaction: with a 40 MB
-// live set under redis-benchmark -P 16 that held a node's commits for
-// 266-825 ms, and a leader lost its leadership at each one.
+// committer that just wrote a frame starts a compaction: from then on the
+// WAL keeps a copy of each frame written (the tail), and a goroutine
+// encodes the live records, taking the WAL's lock a 256 KiB chunk at a
+// time, writes them to synod.wal.tmp, fsyncs it and the directory, and
+// appends the tail so far to it and fsyncs it, while commits go on
+// appending frames to synod.wal. Then it takes the committer's role
+// (commits queue behind it from here), appends the last of the tail (less
+// than 64 KiB) and fsyncs it, renames synod.wal.tmp over synod.wal, fsyncs
+// the directory again, and commits append to the new file from then on. A
+// crash before the rename leaves the old log complete (OpenWAL deletes
+// synod.wal.tmp); after it, the new log is complete: the snapshot, then
+// every frame written since the compaction started. The snapshot is fuzzy:
+// each key's record is its value when its chunk was encoded, which may be
+// newer than the compaction's start, or include batches queued but not yet
+// written; every change since the start is also in the tail, records are
+// whole puts and deletes, and replaying the snapshot then the tail in order
+// ends with each key at its last record. Commits used to queue behind the
+// whole compaction: with a 40 MB live set under redis-benchmark -P 16 that
+// held a node's commits for 266-825 ms, and a leader lost its leadership at
+// each one; encoding the snapshot in the committer (until session 48) still
+// held them 27-368 ms.
 // The crash steps are unit tests (wal_test.go); on real processes,
 // livetest's TestCompactionKill kills every node of a 3-node cluster with
 // kill -9 under load, some of them stopped while their synod.wal.tmp
