@@ -54,9 +54,10 @@
 package automaton
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/synod-dev/synod/service"
@@ -390,6 +391,13 @@ func (r RequestID) Less(o RequestID) bool {
 }
 
 // SortRequestIDs sorts ids in place by RequestID.Less.
+// (slices.SortFunc: no allocation, where sort.Slice's swapper allocated
+// and made every caller's slice escape).
 func SortRequestIDs(ids []RequestID) {
-	sort.Slice(ids, func(i, j int) bool { return ids[i].Less(ids[j]) })
+	slices.SortFunc(ids, func(a, b RequestID) int {
+		if c := cmp.Compare(a.Client, b.Client); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
 }

@@ -1,7 +1,7 @@
 package paxos
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
@@ -104,7 +104,8 @@ func (a *Paxos) heartbeat(confirm bool) {
 		to = a.readTargets()
 	}
 	if to == nil {
-		to = a.peers(true)
+		var pb [8]int
+		to = a.peers(true, pb[:])
 		a.allRound = [2]uint64{a.allRound[1], a.hbRound}
 	}
 	var b []byte
@@ -159,20 +160,9 @@ func (a *Paxos) onHeartbeatAck(from int, m *message) {
 // of the current configuration and of every configuration a change in flight
 // makes (a competing candidate may need either).
 func (a *Paxos) updateQuorumRound() {
-	var q uint64
-	for i, c := range a.leaderConfs() {
-		r := make([]uint64, 0, len(c.members))
-		for _, m := range c.members {
-			if h, ok := a.index[m.ID]; ok {
-				r = append(r, a.ackRound[h])
-			} else {
-				r = append(r, 0)
-			}
-		}
-		sort.Slice(r, func(x, y int) bool { return r[x] > r[y] })
-		if v := r[c.majority()-1]; i == 0 || v < q {
-			q = v
-		}
+	q := a.confRound(a.sm.conf)
+	for _, c := range a.changes {
+		q = min(q, a.confRound(c.conf))
 	}
 	if q > a.quorumRound {
 		a.quorumRound = q
@@ -186,6 +176,22 @@ func (a *Paxos) updateQuorumRound() {
 			}
 		}
 	}
+}
+
+// confRound is the highest heartbeat round a majority of c acknowledged
+// (updateQuorumRound; no allocation for up to 16 members).
+func (a *Paxos) confRound(c *conf) uint64 {
+	var buf [16]uint64
+	r := buf[:0]
+	for _, m := range c.members {
+		if h, ok := a.index[m.ID]; ok {
+			r = append(r, a.ackRound[h])
+		} else {
+			r = append(r, 0)
+		}
+	}
+	slices.Sort(r) // ascending: the majority-th highest is at len-majority
+	return r[len(r)-c.majority()]
 }
 
 // acceptFrom applies the ballot rule shared by Accept and Heartbeat: a

@@ -194,10 +194,11 @@ func (m *message) marshal() []byte {
 }
 
 func unmarshal(b []byte) (*message, error) {
-	d, kind, err := header.OpenMessage(b)
+	kind, err := header.MessageKind(b)
 	if err != nil {
 		return nil, err
 	}
+	d := &wire.Decoder{B: b[2:]} // on the stack (MessageKind: the body is b[2:])
 	m := &message{Kind: kind}
 	switch m.Kind {
 	case kindPrepare:

@@ -424,7 +424,8 @@ func (a *Paxos) send(to int, m *message) {
 // when early is set (the Accept: earlyAccept).
 func (a *Paxos) broadcast(m *message, early bool) {
 	var b []byte
-	for _, h := range a.peers(false) {
+	var pb [8]int
+	for _, h := range a.peers(false, pb[:]) {
 		if b == nil {
 			b = m.marshal()
 		}

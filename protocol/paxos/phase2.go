@@ -146,7 +146,8 @@ func (a *Paxos) retransmitAccepts() {
 		}
 	}
 	sort.Slice(ids, func(x, y int) bool { return ids[x] < ids[y] })
-	for _, to := range a.peers(false) {
+	var pb [8]int
+	for _, to := range a.peers(false, pb[:]) {
 		var entries []entry
 		for _, i := range ids {
 			if !a.inflight[i].acks.has(to) {

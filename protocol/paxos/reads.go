@@ -106,7 +106,8 @@ func (a *Paxos) serveReads() {
 	if len(a.reads) == 0 {
 		return
 	}
-	var done []automaton.RequestID
+	var buf [32]automaton.RequestID
+	done := buf[:0]
 	for id, p := range a.reads {
 		if p.state != pRead || p.readIndex > a.executed {
 			continue

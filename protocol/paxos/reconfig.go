@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -103,31 +104,38 @@ func (a *Paxos) chosenBy(f *flight) bool {
 }
 
 // peers returns the handles a leader sends to, sorted: the members of every
-// configuration it works with (and learners, when withLearners), self excluded.
-func (a *Paxos) peers(withLearners bool) []int {
-	set := map[int]bool{}
-	for _, c := range a.leaderConfs() {
-		for _, m := range c.members {
-			set[a.handle(m.ID)] = true
+// configuration it works with (and learners, when withLearners), self
+// excluded. They are appended to buf[:0] (a caller's array on its stack: a
+// heartbeat round or an Accept allocates nothing for it).
+func (a *Paxos) peers(withLearners bool, buf []int) []int {
+	hs := buf[:0]
+	for _, m := range a.sm.conf.members {
+		hs = append(hs, a.handle(m.ID))
+	}
+	for _, c := range a.changes {
+		for _, m := range c.conf.members {
+			hs = append(hs, a.handle(m.ID))
 		}
 	}
 	for _, f := range a.inflight {
+		if f.conf == a.sm.conf {
+			continue // counted above
+		}
 		for _, m := range f.conf.members {
-			set[a.handle(m.ID)] = true
+			hs = append(hs, a.handle(m.ID))
 		}
 	}
 	if withLearners {
 		for id := range a.learners {
-			set[a.handle(id)] = true
+			hs = append(hs, a.handle(id))
 		}
 	}
-	delete(set, a.self)
-	out := make([]int, 0, len(set))
-	for h := range set {
-		out = append(out, h)
+	slices.Sort(hs)
+	hs = slices.Compact(hs)
+	if i, ok := slices.BinarySearch(hs, a.self); ok {
+		hs = slices.Delete(hs, i, i+1)
 	}
-	sort.Ints(out)
-	return out
+	return hs
 }
 
 // emitMembers tells the runtime which nodes this replica exchanges messages
