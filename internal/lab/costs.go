@@ -202,6 +202,10 @@ func measureCosts(ctx context.Context, o costsOptions, out, progress io.Writer) 
 			fmt.Fprintf(progress, "measuring %s (3 nodes, %s, %d clients, %v)\n", p, o.durability, clients, o.duration)
 			r := measureNodes(ctx, o, p, clients)
 			rep.Runs = append(rep.Runs, r)
+			if o.procs != 0 {
+				// A co-location setting: said beside the figures it affects.
+				fmt.Fprintf(out, "  (nodes ran GOMAXPROCS %d: --procs, not Go's default)\n", procsOf(o.procs))
+			}
 			r.Print(out)
 			printBound(out, r, lim, redis)
 		}
@@ -388,6 +392,14 @@ func measured(ctx context.Context, o costsOptions, cfg bench.Config, s sampler, 
 		finish(&r)
 	}
 	return r
+}
+
+// procsOf is the nodes' GOMAXPROCS for --procs p (cluster.UpOptions.Procs).
+func procsOf(p int) int {
+	if p == cluster.ProcsAuto {
+		return cluster.AutoProcs(compare.Members)
+	}
+	return p
 }
 
 // measureNodes runs protocol on a fresh 3-node cluster.
