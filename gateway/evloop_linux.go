@@ -22,6 +22,8 @@ type evLoop struct {
 	ok   bool // started: epfd and efd open, run running
 	epfd int
 	efd  int
+	epf  *os.File        // epfd in Go's netpoller (wait); nil: blocking epoll_wait
+	eprc syscall.RawConn // epf's
 
 	woken atomic.Bool
 
@@ -105,6 +107,17 @@ func (l *evLoop) start() {
 		return
 	}
 	l.epfd, l.efd, l.ok = epfd, efd, true
+	// The loop's goroutine waits for its epoll set in Go's netpoller (the
+	// epoll descriptor is itself pollable), not in a blocking epoll_wait:
+	// a thread asleep in a system call keeps its P for up to 10 ms
+	// (sysmon's retake), so the goroutines the loop readied (peer readers,
+	// a committer) would share the node's other P.
+	if unix.SetNonblock(epfd, true) == nil {
+		f := os.NewFile(uintptr(epfd), "gateway-evloop")
+		if rc, err := f.SyscallConn(); err == nil {
+			l.epf, l.eprc = f, rc
+		}
+	}
 	l.s.wg.Add(1)
 	go l.run()
 }
@@ -212,7 +225,7 @@ func (l *evLoop) run() {
 	defer l.s.wg.Done()
 	evs := make([]unix.EpollEvent, 256)
 	for {
-		n, err := unix.EpollWait(l.epfd, evs, -1)
+		n, err := l.wait(evs)
 		l.waits.Add(1)
 		if err != nil && err != syscall.EINTR {
 			l.s.log.Error("event loop: epoll_wait failed", "err", err)
@@ -264,11 +277,35 @@ func (l *evLoop) run() {
 			for _, c := range all {
 				l.handoff(c, evResume{})
 			}
-			unix.Close(l.epfd)
+			if l.epf != nil {
+				l.epf.Close()
+			} else {
+				unix.Close(l.epfd)
+			}
 			unix.Close(l.efd)
 			return
 		}
 	}
+}
+
+// wait returns the ready events of the loop's set: parked in Go's
+// netpoller until the set has one (a zero-timeout epoll_wait finds them),
+// or in a blocking epoll_wait where the set cannot be polled.
+func (l *evLoop) wait(evs []unix.EpollEvent) (int, error) {
+	if l.eprc != nil {
+		var n int
+		var werr error
+		err := l.eprc.Read(func(fd uintptr) bool {
+			n, werr = unix.EpollWait(int(fd), evs, 0)
+			return n > 0 || (werr != nil && werr != syscall.EINTR)
+		})
+		if err == nil {
+			return n, werr
+		}
+		l.s.log.Warn("event loop: waiting in Go's netpoller failed; blocking epoll_wait from now", "err", err)
+		l.eprc = nil
+	}
+	return unix.EpollWait(l.epfd, evs, -1)
 }
 
 // serve runs c's step and gives c to a goroutine when the step says so.
