@@ -3,6 +3,7 @@ package esds
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -41,7 +42,17 @@ const (
 // AssignedOpID is the op id of a request that carries none:
 // "<client id as 16 hex digits>-<seq>". A retry carries the same RequestID,
 // hence the same id, and joins the one operation.
-func AssignedOpID(r automaton.RequestID) string { return fmt.Sprintf("%016x-%d", r.Client, r.Seq) }
+// One allocation (the string): fmt.Sprintf("%016x-%d") took three (its
+// two arguments boxed), once per request.
+func AssignedOpID(r automaton.RequestID) string {
+	const hex = "0123456789abcdef"
+	var b [16 + 1 + 20]byte
+	for i := range 16 {
+		b[i] = hex[r.Client>>(4*(15-i))&15]
+	}
+	b[16] = '-'
+	return string(strconv.AppendUint(b[:17], r.Seq, 10))
+}
 
 var assignedRE = regexp.MustCompile(`^[0-9a-f]{16}-[0-9]+$`)
 
