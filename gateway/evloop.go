@@ -19,11 +19,16 @@ import (
 // namespace loop. Redis's ae loop pays one epoll_wait for many clients and
 // one read per command. With the event loop on (ServerOptions.EventLoop,
 // or SYNOD_GATEWAY_EVLOOP=1; Linux only) plaintext connections are served
-// that way: one goroutine waits in epoll_wait, level-triggered, on the
+// that way: one goroutine waits on an epoll set (level-triggered) of the
 // connections it owns, reads each ready socket once, parses, and hands a
 // plain data command to the namespace with SubmitReply (replyfn.go), whose
 // completing goroutine writes the reply with the direct write. Nothing
-// waits on the loop: no EAGAIN read re-arms anything.
+// waits on the loop: no EAGAIN read re-arms anything. The goroutine waits
+// for the set in Go's netpoller (the epoll descriptor is pollable; a
+// zero-timeout epoll_wait takes the events), not in a blocking epoll_wait,
+// whose thread would keep its P for up to 10 ms (sysmon's retake):
+// measured, one client's paxos put was 15 % slower that way (docs/COSTS.md,
+// evloop48).
 //
 // Decision: the raw descriptor of the net.Conn (SyscallConn), read with
 // RawConn.Read, so the descriptor's lifetime stays Go's (a Close waits for

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// evLoop is the client event loop (evloop.go): one goroutine in
-// epoll_wait (level-triggered) on the connections it owns, and an eventfd
+// evLoop is the client event loop (evloop.go): one goroutine waiting on an
+// epoll set (level-triggered) of the connections it owns, and an eventfd
 // (key 0) that wakes it for connections queued by other goroutines (a
 // reply written while the loop held the next command; a Close; stop).
 type evLoop struct {
