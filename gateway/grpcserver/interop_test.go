@@ -30,8 +30,9 @@ import (
 // calls, a Pipeline stream (bidirectional), the password in metadata
 // (absent, wrong: UNAUTHENTICATED), status codes and messages (unknown
 // method and service: UNIMPLEMENTED; a refused request: the same code and
-// message as grpc-go's client gets, with the status details trailer), a
-// deadline (DEADLINE_EXCEEDED; the handler's context carries it and ends),
+// message as grpc-go's client gets), a deadline (DEADLINE_EXCEEDED, or
+// grpc-go's server resetting the stream when its timer fires first; the
+// handler's context carries it and ends),
 // a cancellation (the handler's context ends), a gzip-compressed request
 // (refused UNIMPLEMENTED by both servers: the direct one accepts no
 // compression, grpc-go's has no gzip codec registered here), the
@@ -144,9 +145,9 @@ func testGRPCIO(t *testing.T, py string, withTLS bool) {
 		{Name: "unknown method", Method: "/synod.v1.Synod/Nope", Kind: "unary", Req: nil, Metadata: pw},
 		{Name: "unknown service", Method: "/nope.v1.Nope/Do", Kind: "unary", Req: nil, Metadata: pw},
 		{Name: "invalid", Method: synodpb.Synod_Do_FullMethodName, Kind: "unary", Req: marshal(t, invalid), Metadata: pw},
-		{Name: "deadline", Method: synodpb.Synod_Do_FullMethodName, Kind: "unary", Req: marshal(t, &synodpb.Request{Op: op("get", "block-deadline")}), Metadata: pw, Timeout: 0.3},
+		{Name: "deadline", Method: synodpb.Synod_Do_FullMethodName, Kind: "unary", Req: marshal(t, &synodpb.Request{Op: op("get", "block-deadline")}), Metadata: pw, Timeout: 1},
 		{Name: "cancel", Method: synodpb.Synod_Do_FullMethodName, Kind: "unary", Req: marshal(t, &synodpb.Request{Op: op("get", "block-cancel")}), Metadata: pw, CancelWhen: filepath.Join(dir, "block-cancel")},
-		{Name: "stream deadline", Method: synodpb.Synod_Pipeline_FullMethodName, Kind: "stream", Metadata: pw, Timeout: 0.3,
+		{Name: "stream deadline", Method: synodpb.Synod_Pipeline_FullMethodName, Kind: "stream", Metadata: pw, Timeout: 1,
 			Reqs: [][]byte{pipeMsg(1, op("get", "block-stream"))}},
 		{Name: "compressed", Method: synodpb.Synod_Do_FullMethodName, Kind: "unary", Req: marshal(t, &synodpb.Request{Op: &synodpb.Op{Kind: "set", Key: "z", Args: [][]byte{bytes.Repeat([]byte("z"), 64<<10)}}}), Metadata: pw, Compress: true, Fresh: true},
 		do("after compressed", op("get", "k")),
@@ -223,7 +224,12 @@ func testGRPCIO(t *testing.T, py string, withTLS bool) {
 	if gst == nil || r.Code != strings.ToUpper(snake(gst.Code().String())) || r.Details != gst.Message() {
 		t.Errorf("invalid: grpcio got %s %q, grpc-go %v", r.Code, r.Details, gerr)
 	}
-	want("deadline", "DEADLINE_EXCEEDED")
+	// A deadline: DEADLINE_EXCEEDED by the client's timer or the server's
+	// answer, or, when the server's timer fires first (the client's is
+	// late under load), grpc-go's server resets the stream (CANCEL).
+	if r := res["deadline"]; r.Code != "DEADLINE_EXCEEDED" && (DefaultTransport != TransportGRPCGo || r.Code != "CANCELLED" || !strings.Contains(r.Details, "RST_STREAM")) {
+		t.Errorf("deadline: %s %q, want DEADLINE_EXCEEDED", r.Code, r.Details)
+	}
 	want("cancel", "CANCELLED")
 	// The stream's deadline: the client's own, or (the server's timer
 	// first) the stream ended OK with the call answered DEADLINE_EXCEEDED.
@@ -236,18 +242,23 @@ func testGRPCIO(t *testing.T, py string, withTLS bool) {
 			t.Errorf("stream deadline: %s %q, replies %v; want DEADLINE_EXCEEDED", r.Code, r.Details, pr.GetReplies())
 		}
 	}
-	// The handlers' contexts ended (and carried the deadline).
+	// The handlers' contexts ended (and carried the deadline). The
+	// stream's call may not have started before its deadline (a stream's
+	// calls do not start once it ended): checked when it did.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()
 		d, c, st := ends["block-deadline"], ends["block-cancel"], ends["block-stream"]
 		mu.Unlock()
-		if d.err != nil && c.err != nil && st.err != nil {
-			if !d.hasDeadline || !st.hasDeadline {
+		if d.err != nil && c.err != nil && (st.err != nil || time.Now().After(deadline)) {
+			if !d.hasDeadline || (st.err != nil && !st.hasDeadline) {
 				t.Errorf("the handler's context had no deadline: unary %v, stream %v", d.hasDeadline, st.hasDeadline)
 			}
 			if !errors.Is(c.err, context.Canceled) {
 				t.Errorf("cancelled call's context ended with %v", c.err)
+			}
+			if st.err == nil {
+				t.Logf("the stream's call did not start before its deadline")
 			}
 			break
 		}
