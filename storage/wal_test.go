@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand"
@@ -434,61 +435,8 @@ func testCommitsDuringCompaction(t *testing.T, at string) {
 		return false
 	}}
 	w := openWAL(t, dir, o)
-	s := mustNS(t, w, "a")
-	m := model{}
-	commit := func(i int) error {
-		b := []automaton.Persist{put(fmt.Sprintf("k%d", i%50), strings.Repeat("v", 1+i%40)), del(fmt.Sprintf("k%d", (i+25)%50))}
-		if err := s.Commit(b); err != nil {
-			return err
-		}
-		m.apply("a", b)
-		return nil
-	}
-	// Commits until the compaction is held at its step, then 200 more,
-	// on a goroutine of their own: a compaction that held the commits
-	// would hold this goroutine too.
-	done := make(chan error, 1)
-	go func() {
-		more := -1
-		for i := 0; more != 0; i++ {
-			if err := commit(i); err != nil {
-				done <- err
-				return
-			}
-			if more > 0 {
-				more--
-				continue
-			}
-			select {
-			case <-held:
-				more = 200
-			default:
-				if i > 100000 {
-					done <- fmt.Errorf("no compaction started")
-					return
-				}
-			}
-		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			close(release)
-			t.Fatal(err)
-		}
-	case <-time.After(60 * time.Second):
-		close(release) // let the compaction end, so that the WAL closes
-		<-done
-		t.Fatalf("commits did not return while the compaction was held at %q", at)
-	}
-	close(release)
-	s.Close()
-	m.check(t, w, "a")
-	w.Close()
-	w2 := openWAL(t, dir, WALOptions{CompactMin: 4 << 10})
-	defer w2.Close()
-	m.check(t, w2, "a")
+	commitsWhileHeld(t, w, dir, held, release, 100000, nil,
+		"no compaction started", fmt.Sprintf("commits did not return while the compaction was held at %q", at))
 }
 
 // TestWALFuzzySnapshot: commits that overwrite, delete and create keys
@@ -582,11 +530,34 @@ func TestWALCommitsDuringTailCatchUp(t *testing.T) {
 		return false
 	}}
 	w := openWAL(t, dir, o)
+	written := 0
+	after := func() {
+		select {
+		case <-atWrite:
+			// The tail grows while the snapshot's write is held.
+			if written++; written == 2*walCatchUp/64 {
+				close(releaseWrite)
+			}
+		default:
+		}
+	}
+	commitsWhileHeld(t, w, dir, atTail, releaseTail, 200000, after,
+		"the compaction never appended its tail beside the commits", "commits did not return while the compaction appended its tail")
+}
+
+// commitsWhileHeld commits to w's namespace "a" (after each commit, after
+// if set) until held is closed, then 200 more, on a goroutine of its own: a
+// compaction that held the commits would hold that goroutine too. It fails
+// with notHeld when held is not closed within limit commits and with stuck
+// when the commits do not return within 60 s; release is closed either
+// way. Then every record committed must be in w, and in the log reopened.
+func commitsWhileHeld(t *testing.T, w *WAL, dir string, held <-chan struct{}, release chan struct{}, limit int, after func(), notHeld, stuck string) {
+	t.Helper()
 	s := mustNS(t, w, "a")
 	m := model{}
 	done := make(chan error, 1)
 	go func() {
-		written, more := 0, -1
+		more := -1
 		for i := 0; more != 0; i++ {
 			b := []automaton.Persist{put(fmt.Sprintf("k%d", i%50), strings.Repeat("v", 1+i%40)), del(fmt.Sprintf("k%d", (i+25)%50))}
 			if err := s.Commit(b); err != nil {
@@ -594,24 +565,19 @@ func TestWALCommitsDuringTailCatchUp(t *testing.T) {
 				return
 			}
 			m.apply("a", b)
-			select {
-			case <-atWrite:
-				// The tail grows while the snapshot's write is held.
-				if written++; written == 2*walCatchUp/64 {
-					close(releaseWrite)
-				}
-			default:
+			if after != nil {
+				after()
 			}
 			if more > 0 {
 				more--
 				continue
 			}
 			select {
-			case <-atTail:
+			case <-held:
 				more = 200
 			default:
-				if i > 200000 {
-					done <- fmt.Errorf("the compaction never appended its tail beside the commits")
+				if i > limit {
+					done <- errors.New(notHeld)
 					return
 				}
 			}
@@ -621,15 +587,15 @@ func TestWALCommitsDuringTailCatchUp(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			close(releaseTail)
+			close(release)
 			t.Fatal(err)
 		}
 	case <-time.After(60 * time.Second):
-		close(releaseTail) // let the compaction end, so that the WAL closes
+		close(release) // let the compaction end, so that the WAL closes
 		<-done
-		t.Fatal("commits did not return while the compaction appended its tail")
+		t.Fatal(stuck)
 	}
-	close(releaseTail)
+	close(release)
 	s.Close()
 	m.check(t, w, "a")
 	w.Close()
