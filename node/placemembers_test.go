@@ -39,11 +39,7 @@ func TestPlacementFoundAfterEveryMemberReplaced(t *testing.T) {
 	if g, _ := cfg.PlacementGroup(); !slices.Equal(g.Nodes, orig) {
 		t.Fatalf("placement group on %v", g.Nodes)
 	}
-	nodes := map[automaton.NodeID]*Node{}
-	for i, l := range ls {
-		id := automaton.NodeID(fmt.Sprintf("n%d", i+1))
-		nodes[id] = startNode(t, cfg, string(id), l, Options{})
-	}
+	nodes := startNodes(t, cfg, ls)
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	pp := placeProbe{t, ctx}
@@ -144,12 +140,10 @@ func TestPlacementStaleFirstBackAfterWholeStop(t *testing.T) {
 	if g, _ := cfg.PlacementGroup(); !slices.Equal(g.Nodes, []automaton.NodeID{"n1", "n3", "n6"}) {
 		t.Fatalf("placement group on %v", g.Nodes)
 	}
-	nodes := map[automaton.NodeID]*Node{}
+	nodes := startNodes(t, cfg, ls)
 	var ids []automaton.NodeID
-	for i, l := range ls {
-		id := automaton.NodeID(fmt.Sprintf("n%d", i+1))
-		ids = append(ids, id)
-		nodes[id] = startNode(t, cfg, string(id), l, Options{})
+	for i := range ls {
+		ids = append(ids, automaton.NodeID(fmt.Sprintf("n%d", i+1)))
 	}
 	nodes["n8"].Close()
 	ids = ids[:7] // n8 stays down until the end
@@ -317,4 +311,16 @@ func (p placeProbe) eventually(what string, limit time.Duration, f func() error)
 		time.Sleep(200 * time.Millisecond)
 	}
 	p.t.Fatalf("%s: %v", what, err)
+}
+
+// startNodes starts a node on each of ls, named n1, n2, ... in order,
+// with default options, and returns them by id.
+func startNodes(t testing.TB, cfg *config.Cluster, ls []lns) map[automaton.NodeID]*Node {
+	t.Helper()
+	nodes := map[automaton.NodeID]*Node{}
+	for i, l := range ls {
+		id := automaton.NodeID(fmt.Sprintf("n%d", i+1))
+		nodes[id] = startNode(t, cfg, string(id), l, Options{})
+	}
+	return nodes
 }

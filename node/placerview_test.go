@@ -175,11 +175,7 @@ func TestPlacementMembersStoredForRestart(t *testing.T) {
 		t.Skip("a replacement and a whole-cluster restart of 8 nodes")
 	}
 	cfg, ls := mkCluster(t, 8, config.Fsync, placeTestNS())
-	nodes := map[automaton.NodeID]*Node{}
-	for i, l := range ls {
-		id := automaton.NodeID(fmt.Sprintf("n%d", i+1))
-		nodes[id] = startNode(t, cfg, string(id), l, Options{})
-	}
+	nodes := startNodes(t, cfg, ls)
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	pp := placeProbe{t, ctx}

@@ -31,11 +31,7 @@ func TestPlacementSecondMemberStopsAfterReplacement(t *testing.T) {
 		t.Skip("two replacements of one group on 8 nodes")
 	}
 	cfg, ls := mkCluster(t, 8, config.Memory, placeTestNS())
-	nodes := map[automaton.NodeID]*Node{}
-	for i, l := range ls {
-		id := automaton.NodeID(fmt.Sprintf("n%d", i+1))
-		nodes[id] = startNode(t, cfg, string(id), l, Options{})
-	}
+	nodes := startNodes(t, cfg, ls)
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	pp := placeProbe{t, ctx}
