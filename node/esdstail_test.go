@@ -8,12 +8,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/automaton/cpuwork"
 	"github.com/synod-dev/synod/config"
 )
 
@@ -275,13 +274,9 @@ func firstEnding(n int, to func(int) time.Duration, at time.Duration) int {
 	return sort.Search(n, func(j int) bool { return to(j) >= at })
 }
 
-// threadCPU is the CPU time of the calling OS thread, in nanoseconds
-// (clock_gettime CLOCK_THREAD_CPUTIME_ID, Linux).
+// threadCPU is the CPU time of the calling OS thread in nanoseconds
+// (cpuwork.ThreadCPU; 0 where it cannot be read).
 func threadCPU() int64 {
-	const clockThreadCPUTime = 3
-	var ts syscall.Timespec
-	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
-		return 0
-	}
-	return ts.Nano()
+	t, _ := cpuwork.ThreadCPU()
+	return int64(t)
 }

@@ -17,7 +17,6 @@ package cpuwork
 import (
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -77,15 +76,13 @@ func measure(d time.Duration) float64 {
 	return best
 }
 
-// threadCPU is the calling thread's CPU time (user + system); where the
-// thread's usage cannot be read (not Linux), the wall clock since the
-// process started.
+// threadCPU is the calling thread's CPU time (ThreadCPU); where it cannot
+// be read (not Linux), the wall clock since the process started.
 func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if runtime.GOOS != "linux" || syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru) != nil {
-		return time.Since(processStart)
+	if t, ok := ThreadCPU(); ok {
+		return t
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Since(processStart)
 }
 
 var processStart = time.Now()

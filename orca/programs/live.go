@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synod-dev/synod/automaton/cpuwork"
 	"github.com/synod-dev/synod/client"
 	"github.com/synod-dev/synod/orca"
 	"github.com/synod-dev/synod/service"
@@ -78,8 +79,8 @@ func spin(d time.Duration) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if t0, ok := threadCPU(); ok {
-		for t, _ := threadCPU(); t-t0 < d; t, _ = threadCPU() {
+	if t0, ok := cpuwork.ThreadCPU(); ok {
+		for t, _ := cpuwork.ThreadCPU(); t-t0 < d; t, _ = cpuwork.ThreadCPU() {
 		}
 		return
 	}

@@ -7,12 +7,11 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/automaton/cpuwork"
 	"github.com/synod-dev/synod/harness"
 	"github.com/synod-dev/synod/service"
 )
@@ -266,18 +265,11 @@ func setClusterP(b testing.TB, params map[string]string) (*cluster, func(automat
 	return c, put, n
 }
 
-// threadCPU is the CPU time of the calling OS thread, in nanoseconds
-// (clock_gettime CLOCK_THREAD_CPUTIME_ID, Linux). getrusage's
-// RUSAGE_THREAD, used before, splits the thread's time into user and
-// system by scheduler ticks (4 ms here): a step's figure was a multiple
-// of about 4 ms or 0, so the percentiles of steps were quantised.
+// threadCPU is the CPU time of the calling OS thread in nanoseconds
+// (cpuwork.ThreadCPU; 0 where it cannot be read).
 func threadCPU() int64 {
-	const clockThreadCPUTime = 3
-	var ts syscall.Timespec
-	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
-		return 0
-	}
-	return ts.Nano()
+	t, _ := cpuwork.ThreadCPU()
+	return int64(t)
 }
 
 // BenchmarkPutSteps drives 3 replicas whose stable state holds 10,000
