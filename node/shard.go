@@ -35,8 +35,9 @@ import (
 // does (below). An atomic group whose operations fall in different
 // groups, or one operation whose keys do (RENAME a b), runs as a
 // cross-shard transaction (txn.go, package shard/txn) where Redis Cluster
-// answers CROSSSLOT. Operations on the whole
-// keyspace (DBSIZE, KEYS, SCAN, FLUSHDB, RANDOMKEY) are refused;
+// answers CROSSSLOT. Operations on the whole keyspace (DBSIZE, KEYS,
+// SCAN, FLUSHDB, RANDOMKEY) are answered for the whole namespace by
+// fan-out over its groups (shardks.go), refused inside an atomic group;
 // interactive transactions (SYNOD BEGIN) run at the client's node,
 // validated at commit (itxn.go).
 //
@@ -172,7 +173,7 @@ func (s *shardedNS) routeSlots(req automaton.Request, asking bool, sb *slotBuf) 
 	for _, op := range ops {
 		keys := opKeys(s.svc, op)
 		if len(keys) == 0 {
-			return 0, service.Errorf("ERR %s spans the keyspace, which sharded namespace %s does not serve yet: send it to each shard's nodes (CLUSTER SHARDS)", op.Kind, s.ns.Name), false
+			return 0, service.Errorf("ERR %s spans the keyspace, which sharded namespace %s serves only outside an atomic group (MULTI, scripts)", op.Kind, s.ns.Name), false
 		}
 		for _, k := range keys {
 			if shard.Reserved(k) {
@@ -248,6 +249,9 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 	}
 	if req.Txn != nil && s.ns.Name != config.PlacementName {
 		return n.interactive(ctx, s, req) // itxn.go
+	}
+	if len(req.Ops) == 0 && keyspaceKinds[req.Op.Kind] && s.ns.Name != config.PlacementName {
+		return n.wholeKeyspace(ctx, s, req) // shardks.go
 	}
 	epoch := s.view().epoch
 	resp, err := n.routeOnce(ctx, s, req)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/synod-dev/synod/shard"
 	"github.com/synod-dev/synod/wire"
 )
 
@@ -18,11 +19,11 @@ func init() {
 		"type":      {read: true, run: (*KVState).opType},
 		"rename":    {min: 1, max: 1, keys: renameKeys, run: (*KVState).opRename},
 		"renamenx":  {min: 1, max: 1, keys: renameKeys, run: (*KVState).opRename},
-		"keys":      {read: true, min: 1, max: 1, keyspace: true, run: (*KVState).opKeys},
-		"scan":      {read: true, min: 1, max: 7, keyspace: true, check: checkScan, run: (*KVState).opScan},
-		"dbsize":    {read: true, keyspace: true, run: (*KVState).opDBSize},
-		"randomkey": {read: true, keyspace: true, run: (*KVState).opRandomKey},
-		"flushdb":   {keyspace: true, run: (*KVState).opFlushDB},
+		"keys":      {read: true, min: 1, max: 2, keyspace: true, check: checkServedAt(1), run: (*KVState).opKeys},
+		"scan":      {read: true, min: 1, max: 9, keyspace: true, check: checkScan, run: (*KVState).opScan},
+		"dbsize":    {read: true, max: 1, keyspace: true, check: checkServedAt(0), run: (*KVState).opDBSize},
+		"randomkey": {read: true, max: 1, keyspace: true, check: checkServedAt(0), run: (*KVState).opRandomKey},
+		"flushdb":   {max: 1, keyspace: true, check: checkServedAt(0), run: (*KVState).opFlushDB},
 		"dbinfo":    {read: true, keyspace: true, run: (*KVState).opDBInfo},
 		"memusage":  {read: true, run: (*KVState).opMemUsage},
 	})
@@ -97,7 +98,11 @@ func (s *KVState) liveKeys() []string {
 
 func (s *KVState) opKeys(op Op) Result {
 	var out [][]byte
-	for _, k := range s.liveKeys() {
+	ks := s.liveKeys
+	if servedOnly(op, 1) {
+		ks = s.servedLiveKeys // kv_served.go
+	}
+	for _, k := range ks() {
 		if globMatch(op.Args[0], []byte(k)) {
 			out = append(out, []byte(k))
 		}
@@ -105,8 +110,17 @@ func (s *KVState) opKeys(op Op) Result {
 	return BytesArray(out...)
 }
 
-func (s *KVState) opDBSize(Op) Result {
+func (s *KVState) opDBSize(op Op) Result {
 	n := 0
+	if servedOnly(op, 0) {
+		st := s.slotStates() // kv_served.go
+		for k, e := range s.m {
+			if (e.exp == 0 || e.exp > s.now) && st.served(k) {
+				n++
+			}
+		}
+		return Int(int64(n))
+	}
 	for _, e := range s.m {
 		if e.exp == 0 || e.exp > s.now {
 			n++
@@ -117,8 +131,15 @@ func (s *KVState) opDBSize(Op) Result {
 
 // opRandomKey picks from the operation's environment (any answer is a
 // valid random pick; a read changes nothing).
-func (s *KVState) opRandomKey(Op) Result {
-	ks := s.liveKeys()
+func (s *KVState) opRandomKey(op Op) Result {
+	ks := s.liveKeys
+	if servedOnly(op, 0) {
+		ks = s.servedLiveKeys
+	}
+	return s.randomOf(ks())
+}
+
+func (s *KVState) randomOf(ks []string) Result {
 	if len(ks) == 0 {
 		return Nil()
 	}
@@ -128,7 +149,10 @@ func (s *KVState) opRandomKey(Op) Result {
 // opFlushDB deletes every key in one write: one new version, the oldest a
 // delta can start from (the deleted keys leave no tombstones); gone rises
 // above every key's version (kv_version.go).
-func (s *KVState) opFlushDB(Op) Result {
+func (s *KVState) opFlushDB(op Op) Result {
+	if servedOnly(op, 0) {
+		return s.flushServed() // kv_served.go
+	}
 	s.version++
 	for _, e := range s.m {
 		s.gone = max(s.gone, e.gen+1)
@@ -172,10 +196,12 @@ func scanPos(key string) uint64 { return leafHash(key) }
 func leafHash(key string) uint64 { return uint64(leafOf(key, 1<<62)) }
 
 type scanArgs struct {
-	cursor uint64
-	match  []byte
-	count  int
-	typ    string
+	cursor      uint64
+	match       []byte
+	count       int
+	typ         string
+	slots       bool // "slots FIRST-LAST": a cluster-wide scan's part (kv_served.go)
+	first, last int
 }
 
 func parseScan(op Op) (scanArgs, error) {
@@ -204,6 +230,12 @@ func parseScan(op Op) (scanArgs, error) {
 			a.count = int(min(n, 1<<30))
 		case "type":
 			a.typ = strings.ToLower(string(v))
+		case "slots":
+			r, err := shard.ParseSlots(string(v))
+			if err != nil || len(r) != 1 {
+				return a, fmt.Errorf(errSyntax)
+			}
+			a.slots, a.first, a.last = true, r[0].First, r[0].Last
 		default:
 			return a, fmt.Errorf(errSyntax)
 		}
@@ -221,6 +253,9 @@ func checkScan(op Op) error {
 // MATCH and TYPE, and the next cursor (0 at the end).
 func (s *KVState) opScan(op Op) Result {
 	a, _ := parseScan(op)
+	if a.slots {
+		return s.scanSlots(a) // kv_served.go
+	}
 	type pk struct {
 		p uint64
 		k string

@@ -1,0 +1,188 @@
+package service
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/synoderr"
+)
+
+// Whole-keyspace operations of a shard group (issue 33; node/shardks.go).
+//
+// A group of a sharded namespace may hold keys it does not answer for:
+// copies it is importing (state importing), keys it has handed over or
+// given up (handed, gone: deleted by the driver later), and migration's
+// own reserved keys (shard.ReservedPrefix). The node's cluster-wide
+// DBSIZE, KEYS, SCAN, RANDOMKEY and FLUSHDB ask each group for the keys it
+// serves, with the trailing argument ServedArg (SCAN: the option "slots
+// FIRST-LAST"): reserved keys are left out, and so are the keys of slots
+// whose state key says importing, handed or gone. The filter reads the
+// slot states in the same log entry as the keys, so it is exact at that
+// point of the group's log. At a hand-off the destination becomes owned
+// before the source becomes handed (package shard), so a key of a slot
+// under hand-off is counted by both groups for that moment, never by
+// neither.
+//
+// FLUSHDB served deletes the served keys one by one (each leaves a
+// tombstone, as DEL), marks each key of a migrating slot dirty (so the
+// copy deletes it at the destination too), and refuses with TRYAGAIN,
+// deleting nothing, while any slot is frozen (its last copy pass is
+// running: a deletion then would not reach the destination).
+
+// ServedArg is the trailing argument of dbsize, keys, randomkey and
+// flushdb asking for the served keys only.
+const ServedArg = "served"
+
+// slotStates is what a group's reserved slot-state keys say of its slots.
+type slotStates struct {
+	skip   *[shard.Slots]bool // keys of these slots are not served here (nil: none)
+	track  *[shard.Slots]bool // migrating slots: a deletion is marked dirty (nil: none)
+	frozen bool               // some slot is frozen
+}
+
+func (s *KVState) slotStates() slotStates {
+	var st slotStates
+	pre := shard.ReservedPrefix + "slot:"
+	for k, e := range s.m {
+		if !strings.HasPrefix(k, pre) || e.c != nil {
+			continue
+		}
+		sl, err := strconv.Atoi(k[len(pre):])
+		if err != nil || sl < 0 || sl >= shard.Slots {
+			continue
+		}
+		switch shard.ParseState(e.v).State {
+		case shard.StImporting, shard.StHanded, shard.StGone:
+			if st.skip == nil {
+				st.skip = new([shard.Slots]bool)
+			}
+			st.skip[sl] = true
+		case shard.StMigrating:
+			if st.track == nil {
+				st.track = new([shard.Slots]bool)
+			}
+			st.track[sl] = true
+		case shard.StFrozen:
+			st.frozen = true
+		}
+	}
+	return st
+}
+
+// served reports whether key is one the group answers for.
+func (st slotStates) served(key string) bool {
+	return !shard.Reserved(key) && (st.skip == nil || !st.skip[shard.KeySlot(key)])
+}
+
+// servedOnly reports whether op asks for the served keys only.
+func servedOnly(op Op, at int) bool {
+	return len(op.Args) > at && string(op.Args[at]) == ServedArg
+}
+
+func checkServedAt(at int) func(Op) error {
+	return func(op Op) error {
+		if len(op.Args) > at && string(op.Args[at]) != ServedArg {
+			return fmt.Errorf(errSyntax)
+		}
+		return nil
+	}
+}
+
+// servedLiveKeys lists the live keys the group serves, sorted.
+func (s *KVState) servedLiveKeys() []string {
+	st := s.slotStates()
+	out := make([]string, 0, len(s.m))
+	for k, e := range s.m {
+		if (e.exp == 0 || e.exp > s.now) && st.served(k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// flushServed is FLUSHDB served.
+func (s *KVState) flushServed() Result {
+	st := s.slotStates()
+	if st.frozen {
+		return Fail(synoderr.TryAgain, "a slot of this group is frozen for a migration's last pass")
+	}
+	var ks []string
+	for k := range s.m {
+		if st.served(k) {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks) // the same order on every replica
+	for _, k := range ks {
+		s.del(k)
+		if st.track != nil && st.track[shard.KeySlot(k)] {
+			s.opSAdd(Op{Kind: "sadd", Key: shard.DirtyKey, Args: [][]byte{[]byte(k)}})
+		}
+	}
+	return OK()
+}
+
+// ClusterCursorBits is how many low bits of a cluster-wide SCAN cursor
+// hold the position within its slot; the slot is in the bits above
+// (node/shardks.go, "SCAN's cursor").
+const ClusterCursorBits = 50
+
+// clusterPos is key's position in a cluster-wide scan: its slot, then the
+// top 50 bits of its 62-bit scan position.
+func clusterPos(key string) uint64 {
+	return uint64(shard.KeySlot(key))<<ClusterCursorBits | scanPos(key)>>(62-ClusterCursorBits)
+}
+
+// scanSlots is SCAN with the option "slots FIRST-LAST": the served keys
+// of those slots, by cluster position (clusterPos), from the cursor on;
+// the next cursor is 0 when none is left in the range.
+func (s *KVState) scanSlots(a scanArgs) Result {
+	st := s.slotStates()
+	type pk struct {
+		p uint64
+		k string
+	}
+	var cand []pk
+	for k, e := range s.m {
+		if e.exp != 0 && e.exp <= s.now || !st.served(k) {
+			continue
+		}
+		sl := shard.KeySlot(k)
+		if sl < a.first || sl > a.last {
+			continue
+		}
+		if p := clusterPos(k); p >= a.cursor {
+			cand = append(cand, pk{p, k})
+		}
+	}
+	slices.SortFunc(cand, func(x, y pk) int {
+		if x.p != y.p {
+			return cmp.Compare(x.p, y.p)
+		}
+		return strings.Compare(x.k, y.k)
+	})
+	n := min(a.count, len(cand))
+	for n < len(cand) && n > 0 && cand[n].p == cand[n-1].p {
+		n++
+	}
+	next := uint64(0)
+	if n < len(cand) {
+		next = cand[n-1].p + 1
+	}
+	var keys [][]byte
+	for _, c := range cand[:n] {
+		if a.match != nil && !globMatch(a.match, []byte(c.k)) {
+			continue
+		}
+		if a.typ != "" && s.m[c.k].typ().String() != a.typ {
+			continue
+		}
+		keys = append(keys, []byte(c.k))
+	}
+	return Array(Bytes([]byte(strconv.FormatUint(next, 10))), BytesArray(keys...))
+}
