@@ -4,9 +4,11 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
 )
@@ -68,7 +70,7 @@ func (n *Node) wholeKeyspace(ctx context.Context, s *shardedNS, req automaton.Re
 		return resp, err
 	}
 	served := service.Op{Kind: op.Kind, Args: append(append([][]byte(nil), op.Args...), []byte(service.ServedArg))}
-	gs := s.slotGroups()
+	gs := n.keyGroups(s)
 	if op.Kind == "randomkey" {
 		for _, gi := range rand.Perm(len(gs)) {
 			r, err := n.groupOne(ctx, s, gs[gi], served, req.Opts)
@@ -115,13 +117,14 @@ func (n *Node) wholeKeyspace(ctx context.Context, s *shardedNS, req automaton.Re
 	return resp, nil
 }
 
-// slotGroups lists the groups owning a slot in the current map: only
-// they serve keys (a group owning none serves none).
-func (s *shardedNS) slotGroups() []int {
-	v := s.view()
+// keyGroups lists the groups to ask: every group with a node (each
+// answers for the keys it serves by its own slot states, whatever this
+// node's map says, so a map older than a split or a migration counts
+// every key; a spare declared without nodes holds none).
+func (n *Node) keyGroups(s *shardedNS) []int {
 	var out []int
-	for gi := range s.groups {
-		if len(v.groups[gi]) > 0 {
+	for gi, g := range s.groups {
+		if len(n.targets(g)) > 0 {
 			out = append(out, gi)
 		}
 	}
@@ -161,6 +164,7 @@ func (n *Node) scanSharded(ctx context.Context, s *shardedNS, req automaton.Requ
 	}
 	var keys []service.Result
 	v := s.view()
+	only := -1 // the group a refusal named for the cursor's slot
 	for hop := 0; hop < keyspaceMaxHops && len(keys) < count; hop++ {
 		slot := int(cur >> service.ClusterCursorBits)
 		gi := int(v.m.Owner[slot])
@@ -168,13 +172,40 @@ func (n *Node) scanSharded(ctx context.Context, s *shardedNS, req automaton.Requ
 		for last+1 < shard.Slots && int(v.m.Owner[last+1]) == gi {
 			last++
 		}
+		if only >= 0 {
+			gi, last, only = only, slot, -1
+		}
 		next := uint64(0)
 		if gi != shard.Unowned {
 			a := append([][]byte{[]byte(strconv.FormatUint(cur, 10))}, args[1:]...)
 			a = append(a, []byte("slots"), []byte(shard.Range{First: slot, Last: last}.String()))
+			epoch := v.epoch
 			r, err := n.groupOne(ctx, s, gi, service.Op{Kind: "scan", Args: a}, req.Opts)
-			if err != nil || r.IsErr() {
+			if err != nil {
 				return r, err
+			}
+			if service.IsGuardFailure(r) {
+				// The group does not serve the slot (the map moved it, or
+				// it is being handed over): the group its state names, or
+				// the map read anew.
+				// A group is asked only for slots it owned at some
+				// epoch (its map's, or a state naming it): one that never
+				// owned a slot holds no state for it and would answer it
+				// empty, so the group a state names is asked for that
+				// slot alone, and the map is read meanwhile.
+				n.nudgePlacement()
+				if f := strings.Fields(r.Err); len(f) >= 4 {
+					if pi, ok := s.index[config.GroupName(s.ns.Name, f[3])]; ok && pi != gi {
+						only, v = pi, s.view()
+						continue
+					}
+				}
+				n.consultPlacement(ctx, s, epoch)
+				v = s.view()
+				continue
+			}
+			if r.IsErr() {
+				return r, nil
 			}
 			if r.Type != service.ResultArray || len(r.Elems) != 2 {
 				return service.Errorf("bad scan answer from %s", s.groups[gi].Namespace.Name), nil
@@ -184,13 +215,13 @@ func (n *Node) scanSharded(ctx context.Context, s *shardedNS, req automaton.Requ
 		}
 		switch {
 		case next != 0:
-			cur = next // more in this group's run
+			cur = next // more from this slot on
 		case last == shard.Slots-1:
 			cur = 0 // the whole keyspace is done
 		default:
 			cur = uint64(last+1) << service.ClusterCursorBits
 		}
-		if cur == 0 || next != 0 {
+		if cur == 0 {
 			break
 		}
 	}

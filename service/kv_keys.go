@@ -202,6 +202,7 @@ type scanArgs struct {
 	typ         string
 	slots       bool // "slots FIRST-LAST": a cluster-wide scan's part (kv_served.go)
 	first, last int
+	cut         bool // the range ends before an unserved slot
 }
 
 func parseScan(op Op) (scanArgs, error) {

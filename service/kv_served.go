@@ -141,8 +141,34 @@ func clusterPos(key string) uint64 {
 // scanSlots is SCAN with the option "slots FIRST-LAST": the served keys
 // of those slots, by cluster position (clusterPos), from the cursor on;
 // the next cursor is 0 when none is left in the range.
+//
+// A slot of the range the group does not serve ends it: asked for such a
+// slot first, the group refuses as a guard does ("GUARDFAILED slot <MOVED
+// or ASK> <peer group>", shard.Admit), so the node asks the group that
+// serves it; met later, the page stops before it (the next cursor names
+// it). A node whose map is older than the group's states so never skips
+// a slot's keys.
 func (s *KVState) scanSlots(a scanArgs) Result {
 	st := s.slotStates()
+	if st.skip != nil {
+		if st.skip[a.first] {
+			var v []byte
+			if e, ok := s.live(shard.StateKey(a.first)); ok && e.c == nil {
+				v = e.v
+			}
+			ref, peer := shard.Admit(v, shard.ModeRead)
+			if peer == "" {
+				peer = "-"
+			}
+			return GuardFailure(fmt.Sprintf("slot %s %s", ref, peer))
+		}
+		for sl := a.first + 1; sl <= a.last; sl++ {
+			if st.skip[sl] {
+				a.last, a.cut = sl-1, true
+				break
+			}
+		}
+	}
 	type pk struct {
 		p uint64
 		k string
@@ -171,8 +197,11 @@ func (s *KVState) scanSlots(a scanArgs) Result {
 		n++
 	}
 	next := uint64(0)
-	if n < len(cand) {
+	switch {
+	case n < len(cand):
 		next = cand[n-1].p + 1
+	case a.cut:
+		next = uint64(a.last+1) << ClusterCursorBits
 	}
 	var keys [][]byte
 	for _, c := range cand[:n] {

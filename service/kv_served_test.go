@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/synod-dev/synod/shard"
@@ -75,6 +76,16 @@ func TestKeyspaceServed(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, served) {
 		t.Fatalf("scan slots %s = %v, want %v", rng, got, served)
+	}
+	// A scan asked first for a slot the group gave away is refused as a
+	// guard is, naming the slot's new group; a range running into it
+	// stops before it (the next cursor names it).
+	d := shard.KeySlot("{d}")
+	if r := s.Apply(Op{Kind: "scan", Args: arg(strconv.FormatUint(uint64(d)<<ClusterCursorBits, 10), "slots", shard.Range{First: d, Last: d + 1}.String())}); !IsGuardFailure(r) || !strings.HasSuffix(r.Err, "slot MOVED s1") {
+		t.Fatalf("scan of gone slot %d = %v, want GUARDFAILED slot MOVED s1", d, r)
+	}
+	if r := s.Apply(Op{Kind: "scan", Args: arg("0", "count", "100", "slots", shard.Range{First: 0, Last: shard.Slots - 1}.String())}); r.IsErr() || string(r.Elems[0].Bytes) != strconv.FormatUint(uint64(min(d, shard.KeySlot("{a}")))<<ClusterCursorBits, 10) {
+		t.Fatalf("scan of every slot = %v, want it cut at slot %d", r, min(d, shard.KeySlot("{a}")))
 	}
 	if r := s.Apply(Op{Kind: "dbsize", Args: arg("x")}); r.Type != ResultErr {
 		t.Fatalf("dbsize x = %v, want a syntax error", r)
