@@ -56,3 +56,21 @@ func TestPlacementUnplacedShard(t *testing.T) {
 		t.Fatal("an unplaced shard owning slots was accepted")
 	}
 }
+
+// A placement block on a sharded namespace whose protocol has a fixed
+// membership (pbpaxos here) is refused at start, naming why; the same
+// namespace sharded statically (no placement block) is accepted
+// (shardks49, session 49; node TestShardedOtherProtocols runs such shards).
+func TestPlacementNeedsMembership(t *testing.T) {
+	static := strings.Replace(sharded("0-8191", "8192-16383", "[n2, n3, n4]"), "    protocol: paxos\n    service: kv\n    shards:", "    protocol: pbpaxos\n    service: kv\n    shards:", 1)
+	if !strings.Contains(static, "protocol: pbpaxos") {
+		t.Fatal("the file did not change")
+	}
+	if _, err := Parse([]byte(static)); err != nil {
+		t.Fatalf("static pbpaxos shards: %v", err)
+	}
+	placed := strings.Replace(static, "  - name: plain", "    placement: {split_ops: 100}\n  - name: plain", 1)
+	if _, err := Parse([]byte(placed)); err == nil || !strings.Contains(err.Error(), "protocol pbpaxos has a fixed membership") {
+		t.Fatalf("placement on pbpaxos shards: %v, want refused", err)
+	}
+}

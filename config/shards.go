@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -204,6 +205,15 @@ func (c *Cluster) validateShards(bad func(field, f string, a ...any)) {
 		if ns.Placement != nil {
 			if _, err := ns.Placement.Params(); err != nil {
 				bad(fmt.Sprintf("namespaces[%d].placement", i), "%v", err)
+			}
+			// The placement service replaces a dead node's replicas and
+			// creates groups by membership changes, and splits, merges
+			// and balances by slot migrations: a protocol without
+			// membership changes is refused here rather than failing
+			// at the first decision (docs/SHARDING.md, "Which protocols
+			// shard"; static shards of any protocol need no placement).
+			if _, err := automaton.Lookup(ns.Protocol); err == nil && !automaton.SupportsMembership(ns.Protocol) {
+				bad(fmt.Sprintf("namespaces[%d].placement", i), "protocol %s has a fixed membership: the placement service needs membership changes (%s) to replace replicas and create groups; shard it statically (shards with nodes, no placement block)", ns.Protocol, strings.Join(slices.DeleteFunc(automaton.Names(), func(p string) bool { return !automaton.SupportsMembership(p) }), ", "))
 			}
 		}
 	}
