@@ -320,10 +320,17 @@ func (c *conn) clusterMigrate(sub string, args [][]byte) {
 	c.w.WriteBulkString(out)
 }
 
-// clusterNodes is CLUSTER NODES's text: one line per node. A node that
-// leads a shard (listed first) is a master with that shard's slots; the
-// other members of a shard are its replicas. A node in several shards
-// (overlapping placements) is shown in the first role found.
+// clusterNodes is CLUSTER NODES's text: one line per node. Redis Cluster
+// gives a node one role; a Synod node may lead one group and follow
+// another (shards whose node sets overlap). Decision (shardks49, session
+// 49): a node leading any group is a master, with the slots of every
+// group it leads (each group's leader is the first of its nodes: the
+// leader where known); a node leading none is a replica of the leader of
+// the first group (cluster-file order) it replicates. So every slot is
+// listed once, under its group's leader, whatever the order of the
+// groups; that a master also follows another group is not shown. CLUSTER
+// SLOTS and CLUSTER SHARDS list every group's nodes in full, and the
+// clients this file names read those.
 func clusterNodes(cluster, self string, nodes []ClusterNode, shards []ClusterShard) string {
 	role := map[string]string{}    // node -> "master" or master's id
 	slots := map[string][]string{} // master -> slot ranges
@@ -332,17 +339,18 @@ func clusterNodes(cluster, self string, nodes []ClusterNode, shards []ClusterSha
 			continue
 		}
 		lead := s.Nodes[0].ID
-		if _, ok := role[lead]; !ok {
-			role[lead] = "master"
+		role[lead] = "master"
+		for _, r := range s.Slots {
+			slots[lead] = append(slots[lead], r.String())
 		}
-		if role[lead] == "master" {
-			for _, r := range s.Slots {
-				slots[lead] = append(slots[lead], r.String())
-			}
+	}
+	for _, s := range shards {
+		if len(s.Nodes) == 0 {
+			continue
 		}
 		for _, nd := range s.Nodes[1:] {
 			if _, ok := role[nd.ID]; !ok {
-				role[nd.ID] = clusterNodeID(cluster, lead)
+				role[nd.ID] = clusterNodeID(cluster, s.Nodes[0].ID)
 			}
 		}
 	}
