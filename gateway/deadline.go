@@ -32,10 +32,28 @@ import (
 // callback cancels the current command only when its deadline has passed,
 // so a late firing is harmless and the later command's own firing still
 // comes (Reset rescheduled it).
+//
+// Allocations (branch evloop49, session 49): acquire's end is bound once
+// per slot (deadlines.end), not a closure per command, and a cmdCtx's Done
+// channel is made when Done is first called. A request handed to a
+// ReplyBackend (replyfn.go, the lone command's path) uses the slot's own
+// cmdCtx (deadlines.own), reused from one command to the next: SubmitReply
+// uses ctx only while it runs (ReplyBackend's contract), so after the
+// command's end nobody but the gateway holds it, and the gateway tells one
+// command's context from the next by its generation (cmdCtx.gen: the
+// timer's firing and the after-hook check it under the context's lock).
+// Such a context's end marks it ended without closing a Done channel that
+// nobody waits on, so the channel too is kept until a deadline or the
+// server's stop closes it. That path allocates nothing per command (was
+// three: the cmdCtx, its channel, the end closure; pxget48 counted them).
+// Do's and a batch's contexts are fresh per request (a Backend may keep a
+// context it was given to Do after Do returns).
 type deadlines struct {
 	busy  atomic.Bool
 	cur   atomic.Pointer[cmdCtx]
 	timer *time.Timer // created on first use; owned by the slot's holder
+	end   func()      // ends the current command (d.endCur), bound once
+	own   cmdCtx      // the reused context of tryAcquire's reuse form
 }
 
 // acquire returns a context for one request bounded by timeout with
@@ -44,22 +62,37 @@ type deadlines struct {
 // is s.ctx or carries only values over it (clusterCtx): its cancellation
 // is the server's.
 func (d *deadlines) acquire(s *Server, parent context.Context, timeout time.Duration) (context.Context, func()) {
-	if ctx, end, ok := d.tryAcquire(s, parent, timeout); ok {
+	if ctx, end, ok := d.tryAcquire(s, parent, timeout, false); ok {
 		return ctx, end
 	}
 	return context.WithTimeout(parent, timeout)
 }
 
 // tryAcquire is acquire without its fallback: ok false when the slot is
-// taken.
-func (d *deadlines) tryAcquire(s *Server, parent context.Context, timeout time.Duration) (context.Context, func(), bool) {
+// taken. reuse: the context is the slot's own (d.own, see above), for a
+// request whose Backend keeps no hold of it after the command's end.
+func (d *deadlines) tryAcquire(s *Server, parent context.Context, timeout time.Duration, reuse bool) (context.Context, func(), bool) {
 	if !d.busy.CompareAndSwap(false, true) {
 		return nil, nil, false
 	}
-	c := &cmdCtx{parent: parent, deadline: time.Now().Add(timeout), done: make(chan struct{})}
+	deadline := time.Now().Add(timeout)
+	var c *cmdCtx
+	if reuse {
+		c = &d.own
+		c.mu.Lock()
+		c.gen++
+		c.parent, c.deadline, c.err, c.after, c.reused = parent, deadline, nil, nil, true
+		if c.closed { // a closed channel ends its own command only
+			c.done, c.closed = nil, false
+		}
+		c.mu.Unlock()
+	} else {
+		c = &cmdCtx{parent: parent, deadline: deadline}
+	}
 	d.cur.Store(c)
 	if d.timer == nil {
 		d.timer = time.AfterFunc(timeout, d.fire)
+		d.end = d.endCur
 	} else {
 		d.timer.Reset(timeout)
 	}
@@ -68,7 +101,14 @@ func (d *deadlines) tryAcquire(s *Server, parent context.Context, timeout time.D
 	if err := s.ctx.Err(); err != nil {
 		c.cancel(err)
 	}
-	return c, func() { d.release(c) }, true
+	return c, d.end, true
+}
+
+// endCur is the slot's end function (d.end): it ends the current command.
+func (d *deadlines) endCur() {
+	if c := d.cur.Load(); c != nil {
+		d.release(c)
+	}
 }
 
 // batchDeadline is acquire for a pipeline batch in flight (batchAsync): a
@@ -76,7 +116,7 @@ func (d *deadlines) tryAcquire(s *Server, parent context.Context, timeout time.D
 // slot of its own (c.bdl) while one is free, then context.WithTimeout.
 func (c *conn) batchDeadline() (context.Context, func()) {
 	for i := range c.bdl {
-		if ctx, end, ok := c.bdl[i].tryAcquire(c.s, c.s.ctx, c.s.opts.RequestTimeout); ok {
+		if ctx, end, ok := c.bdl[i].tryAcquire(c.s, c.s.ctx, c.s.opts.RequestTimeout, false); ok {
 			return ctx, end
 		}
 	}
@@ -88,15 +128,21 @@ func (c *conn) batchDeadline() (context.Context, func()) {
 func (d *deadlines) release(c *cmdCtx) {
 	d.timer.Stop()
 	d.cur.Store(nil)
-	c.cancel(context.Canceled)
+	if c.reused {
+		c.end()
+	} else {
+		c.cancel(context.Canceled)
+	}
 	d.busy.Store(false)
 }
 
 // fire is the timer's callback: it cancels the current command if its
-// deadline has passed (a late firing for an earlier command does not).
+// deadline has passed (a late firing for an earlier command does not; the
+// check and the cancel are one step under the context's lock, so a
+// reused context's next command is never ended by this one's deadline).
 func (d *deadlines) fire() {
-	if c := d.cur.Load(); c != nil && !time.Now().Before(c.deadline) {
-		c.cancel(context.DeadlineExceeded)
+	if c := d.cur.Load(); c != nil {
+		c.expire()
 	}
 }
 
@@ -109,48 +155,105 @@ func (d *deadlines) stop() {
 
 // cmdCtx is one command's context from the connection's slot: parent's
 // values, a deadline, and a Done closed by the first of the timer, the
-// server's stop and the command's end.
+// server's stop and the command's end (a reused context's end: see
+// deadlines).
 type cmdCtx struct {
 	parent   context.Context
 	deadline time.Time
-	done     chan struct{}
 	mu       sync.Mutex
+	gen      uint64        // the command's number on a reused context
+	done     chan struct{} // made by Done; closedChan once closed before
+	closed   bool          // done is closed
+	reused   bool          // the slot's own context (deadlines.own)
 	err      error
-	after    func(*cmdCtx, error) // run once Done closes (setAfter)
+	after    func(*cmdCtx, uint64, error) // run once Done closes (setAfter), with gen
 }
+
+// closedChan is the Done of a context ended before anyone asked for it.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 func (c *cmdCtx) cancel(err error) {
 	c.mu.Lock()
-	var after func(*cmdCtx, error)
+	c.cancelLocked(err)
+}
+
+// cancelLocked is cancel with c.mu held; it unlocks it.
+func (c *cmdCtx) cancelLocked(err error) {
+	var after func(*cmdCtx, uint64, error)
+	gen := c.gen
 	if c.err == nil {
 		c.err = err
-		close(c.done)
+		if c.done == nil {
+			c.done = closedChan
+		} else {
+			close(c.done)
+		}
+		c.closed = true
 		after, c.after = c.after, nil
 	}
 	c.mu.Unlock()
 	if after != nil {
-		after(c, err)
+		after(c, gen, err)
 	}
 }
 
-// setAfter has f run with the context's error once Done closes: here and
-// now if it has (a reply written off the connection's goroutine, whose
-// request nobody waits for on Done: replyfn.go).
-func (c *cmdCtx) setAfter(f func(*cmdCtx, error)) {
+// expire cancels c if its deadline has passed (deadlines.fire).
+func (c *cmdCtx) expire() {
 	c.mu.Lock()
-	err := c.err
+	if c.err != nil || time.Now().Before(c.deadline) {
+		c.mu.Unlock()
+		return
+	}
+	c.cancelLocked(context.DeadlineExceeded)
+}
+
+// end is a reused context's end: Canceled from now on, and no after-hook;
+// a Done channel nobody was woken by stays open for the next command.
+func (c *cmdCtx) end() {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = context.Canceled
+		c.after = nil
+	}
+	c.mu.Unlock()
+}
+
+// setAfter has f run with the context's generation and error once Done
+// closes: here and now if it has (a reply written off the connection's
+// goroutine, whose request nobody waits for on Done: replyfn.go).
+func (c *cmdCtx) setAfter(f func(*cmdCtx, uint64, error)) {
+	c.mu.Lock()
+	err, gen := c.err, c.gen
 	if err == nil {
 		c.after = f
 	}
 	c.mu.Unlock()
 	if err != nil {
-		f(c, err)
+		f(c, gen, err)
 	}
 }
 
 func (c *cmdCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *cmdCtx) Done() <-chan struct{}       { return c.done }
 func (c *cmdCtx) Value(key any) any           { return c.parent.Value(key) }
+
+// Done is made on first use; a reused context's open channel is kept
+// for its next command (see deadlines).
+func (c *cmdCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		if c.err != nil {
+			c.done, c.closed = closedChan, true
+		} else {
+			c.done = make(chan struct{})
+		}
+	}
+	return c.done
+}
 
 func (c *cmdCtx) Err() error {
 	c.mu.Lock()

@@ -139,3 +139,81 @@ func TestBatchDeadlineSlots(t *testing.T) {
 	end()
 	ends[1]()
 }
+
+// The slot's reused context (tryAcquire's reuse form, the ReplyBackend
+// path): the next command gets it back not ended, with a new generation;
+// its end runs no after-hook; a late firing or an earlier generation's
+// deadline ends no later command; a closed Done is not handed on; and a
+// command costs no allocation (was three: cmdCtx, channel, end closure).
+func TestDeadlineSlotReused(t *testing.T) {
+	s := NewServer(gatewaytest.KV(), ServerOptions{})
+	defer s.Close()
+	nc, peer := net.Pipe()
+	defer peer.Close()
+	c := s.newConn(nc, 1)
+
+	ctx, end, ok := c.dl.tryAcquire(s, s.ctx, time.Hour, true)
+	if !ok {
+		t.Fatal("a free slot was refused")
+	}
+	cc := ctx.(*cmdCtx)
+	g1 := cc.gen
+	hooked := 0
+	cc.setAfter(func(*cmdCtx, uint64, error) { hooked++ })
+	d1 := ctx.Done()
+	end()
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("after its end: %v, want Canceled", ctx.Err())
+	}
+	if hooked != 0 {
+		t.Error("a command's end ran its after-hook")
+	}
+	ctx2, end2, _ := c.dl.tryAcquire(s, s.ctx, time.Hour, true)
+	if ctx2 != ctx || cc.gen == g1 {
+		t.Fatalf("got %p gen %d, want the slot's context %p with a generation after %d", ctx2, cc.gen, ctx, g1)
+	}
+	if ctx2.Err() != nil || ctx2.Done() != d1 {
+		t.Errorf("the next command starts ended (%v) or with another open channel", ctx2.Err())
+	}
+	c.dl.fire() // a late firing: the deadline is an hour away
+	if ctx2.Err() != nil {
+		t.Errorf("a late firing ended the next command: %v", ctx2.Err())
+	}
+	end2()
+
+	if n := testing.AllocsPerRun(100, func() {
+		ctx, end, _ := c.dl.tryAcquire(s, s.ctx, time.Hour, true)
+		ctx.Done()
+		end()
+	}); n != 0 {
+		t.Errorf("%v allocations per command on the reused context, want 0", n)
+	}
+
+	ctx3, end3, _ := c.dl.tryAcquire(s, s.ctx, time.Millisecond, true)
+	gens := make(chan uint64, 2)
+	g3 := cc.gen
+	ctx3.(*cmdCtx).setAfter(func(_ *cmdCtx, gen uint64, _ error) { gens <- gen })
+	select {
+	case gen := <-gens:
+		if gen != g3 {
+			t.Errorf("the after-hook got generation %d, want %d", gen, g3)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deadline did not end the command")
+	}
+	<-ctx3.Done()
+	if !errors.Is(ctx3.Err(), context.DeadlineExceeded) {
+		t.Errorf("after the deadline: %v, want DeadlineExceeded", ctx3.Err())
+	}
+	end3()
+	ctx4, end4, _ := c.dl.tryAcquire(s, s.ctx, time.Hour, true)
+	select {
+	case <-ctx4.Done():
+		t.Error("the next command got the closed channel of a command ended by its deadline")
+	default:
+	}
+	if ctx4.Err() != nil {
+		t.Errorf("the command after a deadline starts ended: %v", ctx4.Err())
+	}
+	end4()
+}

@@ -414,7 +414,7 @@ func (c *conn) batchReply(ctx context.Context, bc *batchCall) bool {
 		return false
 	}
 	id := bc.req.ID
-	cc.setAfter(func(_ *cmdCtx, err error) { // the deadline passed, or the server stops
+	cc.setAfter(func(_ *cmdCtx, _ uint64, err error) { // the deadline passed, or the server stops
 		if rb.Abandon(bc.ns, id) {
 			bc.done(automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", id, err))
 		}

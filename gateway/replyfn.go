@@ -70,10 +70,11 @@ type replyConn struct {
 	state  atomic.Int32 // replyIdle, replyPending, replyWaited
 	wake   chan struct{}
 	done   func(automaton.Response, error) // c.replied, bound once
-	cancel func(*cmdCtx, error)            // c.replyCancel, bound once
+	cancel func(*cmdCtx, uint64, error)    // c.replyCancel, bound once
 
-	mu  sync.Mutex // ctx, ns, req: replyCancel reads them off the connection's goroutine
+	mu  sync.Mutex // ctx, gen, ns, req: replyCancel reads them off the connection's goroutine
 	ctx *cmdCtx
+	gen uint64 // ctx's generation (deadline.go: the slot's context is reused)
 	ns  string
 	req automaton.Request
 
@@ -116,7 +117,7 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 		c.runCheckedOff(name, p, start, errs)
 		return
 	}
-	ctx, end, ok := c.dl.tryAcquire(c.s, c.s.ctx, c.s.opts.RequestTimeout)
+	ctx, end, ok := c.dl.tryAcquire(c.s, c.s.ctx, c.s.opts.RequestTimeout, true) // reused: SubmitReply keeps no hold of ctx
 	if !ok {
 		c.runCheckedOff(name, p, start, errs)
 		return
@@ -135,7 +136,7 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 	}
 	cc := ctx.(*cmdCtx)
 	a.mu.Lock()
-	a.ctx, a.ns, a.req = cc, ns.Name, req
+	a.ctx, a.gen, a.ns, a.req = cc, cc.gen, ns.Name, req
 	a.mu.Unlock()
 	a.p, a.name, a.start, a.errs = p, name, start, errs
 	c.orderWrite(req.Op, nil)                     // arrived ordered commands first (order.go)
@@ -221,10 +222,10 @@ func (c *conn) writeReplied(res automaton.Response, err error) {
 // its deadline passed or the server stops. If the Backend still holds the
 // request, it is withdrawn and answered with ctx's error as Do's would be;
 // else its answer is on its way (replied).
-func (c *conn) replyCancel(ctx *cmdCtx, err error) {
+func (c *conn) replyCancel(ctx *cmdCtx, gen uint64, err error) {
 	a := &c.as
 	a.mu.Lock()
-	ns, id, cur := a.ns, a.req.ID, a.ctx == ctx
+	ns, id, cur := a.ns, a.req.ID, a.ctx == ctx && a.gen == gen
 	a.mu.Unlock()
 	if !cur || !c.s.b.(ReplyBackend).Abandon(ns, id) {
 		return // an earlier request's context, or answered
