@@ -30,17 +30,21 @@ import (
 // measured, one client's paxos put was 15 % slower that way (docs/COSTS.md,
 // evloop48).
 //
-// Decision: the raw descriptor of the net.Conn (SyscallConn), read with
-// RawConn.Read, so the descriptor's lifetime stays Go's (a Close waits for
-// a read in progress; no number is reused under the loop). The socket stays
-// registered with Go's netpoller (edge-triggered): its edges only set a
-// flag while no goroutine waits on it. Exactly one owner reads a
-// connection at a time, the loop or the connection's goroutine (evOwner):
-// the loop removes the socket from its epoll set before a goroutine takes
-// it, and the goroutine adds it back when it hands the connection back.
-// (cloudwego/netpoll and gnet own raw descriptors instead; that would
-// need a second net.Conn for every fallback below.)
-//
+// Decision (evloop49, session 49; session 48 kept Go's descriptor and
+// read it with RawConn.Read, which left the socket in Go's netpoller too,
+// edge-triggered: each command woke Go's netpoller thread for nothing):
+// the loop owns the socket outright. The accepted connection's descriptor
+// is duplicated and the Go connection closed (evNetConn,
+// evconn_linux.go), so the socket is in the loop's epoll set only. A
+// goroutine that must read the connection (below) reads through a Go
+// connection made then by net.FileConn, closed when it hands the
+// connection back: a socket is in exactly one epoll set at a time, and
+// exactly one owner reads it (evOwner): the loop removes the socket from
+// its epoll set before a goroutine takes it, and the goroutine adds it
+// back when it hands the connection back. A pipelining client stays with
+// its goroutine for evStayPipelined commands (a Go connection costs a
+// dozen system calls to make).
+
 // What the loop serves itself: a command that arrives alone and complete
 // (a RESP array, nothing read behind it), a data command (a plan, not a
 // blocking form) that replyFirst admits (the default user, replies on, no
@@ -79,7 +83,17 @@ type evConnState struct {
 	owner  atomic.Int32 // evOwnGoroutine, evOwnLoop
 	closed atomic.Bool  // Close was called (evNetConn)
 	rd     evReader
+	stay   int // commands its goroutine serves before it may hand c back (a pipelining client)
 }
+
+// evStayPipelined is how many commands a pipelining client's goroutine
+// serves before it offers the connection back to the loop: each move
+// from the loop to a goroutine that reads makes a Go connection
+// (net.FileConn: a dozen system calls, evconn_linux.go), and a client
+// that pipelines once usually keeps pipelining (redis-benchmark -P 16
+// would leave the loop and come back once per batch); 64 commands (4 batches of
+// -P 16) make it one move per 64 commands at most.
+const evStayPipelined = 64
 
 // errEvAgain: the loop's read found nothing more on the socket.
 var errEvAgain = errors.New("gateway: event loop: nothing to read")
@@ -92,9 +106,10 @@ const (
 
 // evReader is the socket under a loop connection's bufio.Reader.
 type evReader struct {
-	nc   net.Conn
+	e    *evNetConn
 	raw  syscall.RawConn
 	mode int
+	held bool // evPass: the goroutine holds e's Go connection (evconn_linux.go)
 	p    []byte
 	n    int
 	err  error
@@ -104,7 +119,7 @@ type evReader struct {
 func (r *evReader) Read(p []byte) (int, error) {
 	switch r.mode {
 	case evPass:
-		return r.nc.Read(p)
+		return r.e.goRead(p, &r.held)
 	case evSpent:
 		return 0, errEvAgain
 	}
@@ -115,6 +130,15 @@ func (r *evReader) Read(p []byte) (int, error) {
 	}
 	r.p = nil
 	return r.n, r.err
+}
+
+// dropGo lets go of the Go connection the goroutine read through: the
+// socket leaves Go's netpoller before it joins the loop's epoll set.
+func (r *evReader) dropGo() {
+	if r.held {
+		r.held = false
+		r.e.unhold()
+	}
 }
 
 // read is one read(2) on the non-blocking descriptor (EINTR retried).
@@ -137,26 +161,6 @@ func (r *evReader) read(fd uintptr) bool {
 	}
 }
 
-// evNetConn is a loop connection's net.Conn: its Close tells the loop,
-// which gives a connection it owns to a goroutine to end it.
-type evNetConn struct {
-	net.Conn
-	c *conn
-}
-
-func (e *evNetConn) Close() error {
-	err := e.Conn.Close()
-	if c := e.c; c != nil && c.ev.closed.CompareAndSwap(false, true) {
-		c.s.ev.ready(c)
-	}
-	return err
-}
-
-// SyscallConn is the socket's (order.go's peek, the direct write).
-func (e *evNetConn) SyscallConn() (syscall.RawConn, error) {
-	return e.Conn.(syscall.Conn).SyscallConn()
-}
-
 // evSource is what c's bufio.Reader reads: the socket, through the loop's
 // reader when nc is a loop connection.
 func (c *conn) evSource(nc net.Conn) io.Reader {
@@ -170,7 +174,7 @@ func (c *conn) evSource(nc net.Conn) io.Reader {
 	}
 	e.c = c
 	c.ev.on, c.ev.key = true, uint32(c.id)
-	c.ev.rd = evReader{nc: e.Conn, raw: raw}
+	c.ev.rd = evReader{e: e, raw: raw}
 	c.ev.rd.fn = c.ev.rd.read
 	if c.ev.key == 0 {
 		c.ev.key = 1 << 31 // 0 is the loop's wake-up
@@ -264,6 +268,9 @@ func (c *conn) evStep(read bool) (evResume, bool) {
 		}
 		s.totalCommands.Add(1)
 		if !c.evFast(args) {
+			if c.r.Buffered() > 0 { // a pipelining client: its goroutine keeps it a while
+				c.ev.stay = evStayPipelined
+			}
 			return evResume{held: args}, false
 		}
 		c.beginCommand(args)
@@ -359,7 +366,14 @@ func respLen(b []byte, i int) (int, int, int) {
 // handBack gives c to the loop when it may serve c's next command (top of
 // serveFrom's loop); true: the goroutine ends, owning nothing.
 func (c *conn) handBack() bool {
-	if !c.ev.on || c.s.ev == nil || !c.mayHandBack() {
+	if !c.ev.on || c.s.ev == nil {
+		return false
+	}
+	if c.ev.stay > 0 {
+		c.ev.stay--
+		return false
+	}
+	if !c.mayHandBack() {
 		return false
 	}
 	// Idle for the arrival-order step (order.go), as the goroutine marks

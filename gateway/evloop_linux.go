@@ -139,6 +139,7 @@ func (l *evLoop) giveBack(c *conn) bool {
 		l.mu.Unlock()
 		return false
 	}
+	c.ev.rd.dropGo() // out of Go's netpoller before the loop's set (evconn_linux.go)
 	c.ev.rd.mode = evSpent
 	c.ev.owner.Store(evOwnLoop)
 	l.conns[c.ev.key] = c

@@ -4,9 +4,12 @@ package gateway
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestEvLoopServesLoneCommands: with the event loop on, a client that
@@ -139,4 +142,100 @@ func TestRespComplete(t *testing.T) {
 			t.Errorf("respComplete(%q) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestEvLoopOwnsSocket: a loop connection's socket is in exactly one
+// epoll set at a time (evconn_linux.go): the loop's while the loop serves
+// it (no Go connection made), Go's netpoller's while its goroutine reads
+// it (in MULTI), and the loop's again once the goroutine
+// hands it back (the Go connection closed). Not a blocking command: one
+// arms the arrival-order step (order.go), which keeps every connection off
+// the loop for a minute. Counted in /proc/self/fdinfo
+// of every epoll descriptor of the process. Fails on session 48's loop
+// (the socket also stayed in Go's netpoller: 2 sets while the loop served).
+func TestEvLoopOwnsSocket(t *testing.T) {
+	b := newReplyBackend()
+	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	a, p := dial(t, addr), dial(t, addr)
+	for _, cl := range []*tconn{a, p} {
+		if got := cl.do("SET", "x", "1"); got != "OK" {
+			t.Fatal(got)
+		}
+	}
+	waitReplyFn(t, "both connections with the loop", func() bool { return s.ev.backs.Load() >= 2 })
+	var ea *evNetConn
+	s.mu.Lock()
+	for c := range s.conns {
+		if e, ok := c.nc.(*evNetConn); ok && ea == nil && c.id == 1 {
+			ea = e
+		}
+	}
+	s.mu.Unlock()
+	if ea == nil {
+		t.Fatal("the first connection is not the loop's")
+	}
+	ea.lmu.RLock()
+	fd := ea.fd
+	ea.lmu.RUnlock()
+	if n := epollSets(t, fd); n != 1 {
+		t.Errorf("served by the loop: the socket is in %d epoll sets, want 1", n)
+	}
+	if g := ea.gcs.Load(); g != 0 {
+		t.Errorf("served by the loop: %d Go connections made, want 0", g)
+	}
+
+	if got := a.do("MULTI"); got != "OK" { // its goroutine's, which then waits in its read
+		t.Fatalf("MULTI: %q", got)
+	}
+	waitReplyFn(t, "the goroutine reading in MULTI", func() bool {
+		ea.gmu.Lock()
+		defer ea.gmu.Unlock()
+		return ea.gc != nil
+	})
+	if n := epollSets(t, fd); n != 1 {
+		t.Errorf("read by its goroutine: the socket is in %d epoll sets, want 1", n)
+	}
+	a.do("SET", "x", "2")
+	if got := a.do("EXEC"); !strings.Contains(got, "OK") {
+		t.Fatalf("EXEC: %q", got)
+	}
+	waitReplyFn(t, "the Go connection closed at the hand-back", func() bool {
+		ea.gmu.Lock()
+		defer ea.gmu.Unlock()
+		return ea.gc == nil
+	})
+	if n := epollSets(t, fd); n != 1 {
+		t.Errorf("handed back: the socket is in %d epoll sets, want 1", n)
+	}
+}
+
+// epollSets counts the epoll sets of this process that watch the socket
+// fd (by inode, in /proc/self/fdinfo of each eventpoll descriptor).
+func epollSets(t *testing.T, fd int) int {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	ino := fmt.Sprintf(" ino:%x ", st.Ino)
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "anon_inode:[eventpoll]" {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "tfd:") && strings.Contains(line+" ", ino) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -230,10 +230,8 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		s.nextID++
-		ev := s.ev.takes(nc) // evloop.go
-		if ev {
-			nc = &evNetConn{Conn: nc}
-		}
+		var ev bool
+		nc, ev = s.ev.own(nc) // evconn_linux.go: the loop's socket, out of Go's netpoller
 		c := s.newConn(nc, s.nextID)
 		ev = ev && c.ev.on
 		s.conns[c] = struct{}{}
