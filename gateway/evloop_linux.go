@@ -24,12 +24,15 @@ type evLoop struct {
 	efd  int
 	epf  *os.File        // epfd in Go's netpoller (wait); nil: blocking epoll_wait
 	eprc syscall.RawConn // epf's
+	w    evWait          // the wait in progress (loop goroutine only)
+	wfn  func(uintptr) bool
 
 	woken atomic.Bool
 
 	mu      sync.Mutex
 	stopped bool
-	conns   map[uint32]*conn // owned by the loop
+	conns   map[uint32]*conn     // owned by the loop
+	single  atomic.Pointer[conn] // the only connection in conns; nil: none or several
 	queue   []*conn
 	spare   []*conn
 
@@ -37,6 +40,7 @@ type evLoop struct {
 	handoffs atomic.Int64 // connections given to a goroutine
 	backs    atomic.Int64 // connections given back by a goroutine
 	steps    atomic.Int64 // readable sockets served
+	singles  atomic.Int64 // of which served without an epoll_wait (wait's -1)
 	wakes    atomic.Int64 // wake-ups by the eventfd
 	waits    atomic.Int64 // epoll_wait calls
 }
@@ -115,7 +119,7 @@ func (l *evLoop) start() {
 	if unix.SetNonblock(epfd, true) == nil {
 		f := os.NewFile(uintptr(epfd), "gateway-evloop")
 		if rc, err := f.SyscallConn(); err == nil {
-			l.epf, l.eprc = f, rc
+			l.epf, l.eprc, l.wfn = f, rc, l.check
 		}
 	}
 	l.s.wg.Add(1)
@@ -143,6 +147,7 @@ func (l *evLoop) giveBack(c *conn) bool {
 	c.ev.rd.mode = evSpent
 	c.ev.owner.Store(evOwnLoop)
 	l.conns[c.ev.key] = c
+	l.noteSingle()
 	l.mu.Unlock()
 	var eerr error
 	err := c.ev.rd.raw.Control(func(fd uintptr) {
@@ -158,9 +163,21 @@ func (l *evLoop) giveBack(c *conn) bool {
 	}
 	l.mu.Lock()
 	delete(l.conns, c.ev.key)
+	l.noteSingle()
 	l.mu.Unlock()
 	c.ev.rd.mode = evPass
 	return false
+}
+
+// noteSingle records the loop's only connection, if it has one. l.mu held.
+func (l *evLoop) noteSingle() {
+	var one *conn
+	if len(l.conns) == 1 {
+		for _, c := range l.conns {
+			one = c
+		}
+	}
+	l.single.Store(one)
 }
 
 // handoff gives c, owned by the loop, to a goroutine starting at r.
@@ -170,6 +187,7 @@ func (l *evLoop) handoff(c *conn, r evResume) {
 	}
 	l.mu.Lock()
 	delete(l.conns, c.ev.key)
+	l.noteSingle()
 	l.mu.Unlock()
 	l.unwatch(c)
 	c.ev.rd.mode = evPass
@@ -228,6 +246,14 @@ func (l *evLoop) run() {
 	for {
 		n, err := l.wait(evs)
 		l.waits.Add(1)
+		if n < 0 { // woken with one connection in the set: serve it without asking epoll
+			if c := l.single.Load(); c != nil && c.ev.owner.Load() == evOwnLoop {
+				l.steps.Add(1)
+				l.singles.Add(1)
+				l.serve(c, true)
+			}
+			n = 0
+		}
 		if err != nil && err != syscall.EINTR {
 			l.s.log.Error("event loop: epoll_wait failed", "err", err)
 			l.mu.Lock()
@@ -291,22 +317,49 @@ func (l *evLoop) run() {
 
 // wait returns the ready events of the loop's set: parked in Go's
 // netpoller until the set has one (a zero-timeout epoll_wait finds them),
-// or in a blocking epoll_wait where the set cannot be polled.
+// or in a blocking epoll_wait where the set cannot be polled. Woken by Go
+// with a single connection in the set (one client), it returns -1 instead
+// of asking epoll which: the caller reads that connection (EAGAIN if the
+// wake was the eventfd's), and the next wait's first check, a
+// zero-timeout epoll_wait on the level-triggered set, reports whatever is
+// still ready. So a lone client's command costs a read and that one check,
+// as a goroutine's costs a read and the EAGAIN read, not two epoll_waits
+// and a read.
 func (l *evLoop) wait(evs []unix.EpollEvent) (int, error) {
 	if l.eprc != nil {
-		var n int
-		var werr error
-		err := l.eprc.Read(func(fd uintptr) bool {
-			n, werr = unix.EpollWait(int(fd), evs, 0)
-			return n > 0 || (werr != nil && werr != syscall.EINTR)
-		})
+		l.w = evWait{evs: evs}
+		err := l.eprc.Read(l.wfn)
 		if err == nil {
+			n, werr := l.w.n, l.w.err
+			l.w = evWait{}
 			return n, werr
 		}
 		l.s.log.Warn("event loop: waiting in Go's netpoller failed; blocking epoll_wait from now", "err", err)
 		l.eprc = nil
 	}
 	return unix.EpollWait(l.epfd, evs, -1)
+}
+
+// evWait is one wait's state for check (bound once: a closure per wait
+// cost three allocations).
+type evWait struct {
+	evs     []unix.EpollEvent
+	n       int
+	err     error
+	checked bool
+}
+
+// check is the loop's test in Go's netpoller (wait): true when it has
+// something to serve.
+func (l *evLoop) check(fd uintptr) bool {
+	w := &l.w
+	if w.checked && l.single.Load() != nil {
+		w.n = -1
+		return true
+	}
+	w.checked = true
+	w.n, w.err = unix.EpollWait(int(fd), w.evs, 0)
+	return w.n > 0 || (w.err != nil && w.err != syscall.EINTR)
 }
 
 // serve runs c's step and gives c to a goroutine when the step says so.
