@@ -496,6 +496,7 @@ func (n *Node) start() error {
 	}
 	n.m.registerTransport(string(n.id), n.tr)
 	n.m.registerHandoffs(string(n.id), n)
+	n.m.registerRounds(string(n.id), n)
 	if h2Ln != nil {
 		n.gp, err = n.opts.PeerGRPC(PeerGRPCOptions{
 			Cluster: n.cfg.Cluster, Self: n.id, Listener: h2Ln,

@@ -159,6 +159,9 @@ type ABD struct {
 	groupSeq  uint64
 	queue     []automaton.Request
 	queued    map[automaton.RequestID]bool
+	// rounds counts the groups begun, for the runtime's metrics
+	// (automaton.RoundReporter); nothing reads it in a step.
+	rounds automaton.RoundGroups
 
 	// What this step did, for the invariant checker (invariant.go): stores
 	// applied or acknowledged, and operations completed.
@@ -277,7 +280,7 @@ func (a *ABD) Invalid(req automaton.Request, r service.Result) { a.Respond(req.I
 func (a *ABD) OnRequest(req automaton.Request) {
 	if a.admit(req) {
 		one := [1]automaton.Request{req}
-		a.start(one[:])
+		a.start(one[:], false)
 	}
 }
 

@@ -73,12 +73,13 @@ func (a *ABD) OnBatch(reqs []automaton.Request) {
 			ok = append(ok, req)
 		}
 	}
-	a.start(ok)
+	a.start(ok, false)
 }
 
 // start begins admitted requests as one round group, or queues them
-// while window groups are in flight.
-func (a *ABD) start(reqs []automaton.Request) {
+// while window groups are in flight; fromQueue: they are the queue,
+// begun as a group ended (counted apart: RoundGroups).
+func (a *ABD) start(reqs []automaton.Request, fromQueue bool) {
 	if len(reqs) == 0 {
 		return
 	}
@@ -88,6 +89,11 @@ func (a *ABD) start(reqs []automaton.Request) {
 		}
 		a.queue = append(a.queue, reqs...)
 		return
+	}
+	if fromQueue {
+		a.rounds.FromQueue.Add(len(reqs))
+	} else {
+		a.rounds.OnArrival.Add(len(reqs))
 	}
 	a.groupSeq++
 	g := a.groupSeq
@@ -116,7 +122,7 @@ func (a *ABD) leave(g uint64) {
 	q := a.queue
 	a.queue = nil
 	clear(a.queued)
-	a.start(q)
+	a.start(q, true)
 }
 
 // beginGroup begins reqs in group g, the ones on a key already begun in
@@ -207,3 +213,7 @@ func boolInt(b bool) int64 {
 	}
 	return 0
 }
+
+// RoundGroups implements automaton.RoundReporter: the round groups begun
+// since Start (not reset by a restart of the automaton: it is a new one).
+func (a *ABD) RoundGroups() automaton.RoundGroups { return a.rounds }
