@@ -76,6 +76,8 @@ var params = proto.NewSpec(
 		Doc: "a request's time limit at its coordinator"},
 	proto.Param{Name: "window", Kind: proto.Int, Default: "2", Min: "0",
 		Doc: "round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)"},
+	proto.Param{Name: "gather", Kind: proto.Duration, Default: "0s", Min: "0",
+		Doc: "after a round group of several requests ends, hold the requests that arrive until as many as it answered have come back, or this long (0: off)"},
 	proto.Param{Name: "thrifty", Kind: proto.Bool, Default: "false",
 		Doc: "a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed"},
 )
@@ -108,6 +110,8 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		opTimeout:  prm.Duration("op_timeout"),
 		window:     prm.Int("window"),
 		thrifty:    prm.Bool("thrifty"),
+		gather:     prm.Duration("gather"),
+		groupReqs:  map[uint64]int{},
 		silent:     make([]bool, len(cfg.Nodes)),
 		groupLeft:  map[uint64]int{},
 		queued:     map[automaton.RequestID]bool{},
@@ -159,6 +163,16 @@ type ABD struct {
 	groupSeq  uint64
 	queue     []automaton.Request
 	queued    map[automaton.RequestID]bool
+	// gather (parameter gather, batch.go): after a group of expect > 1
+	// requests ended, arrivals wait in the queue until expect of them are
+	// queued or the gather timer (armed: gathering) fires; backCap bounds
+	// expect after a timer fired (0: no bound). groupReqs: requests per
+	// group in flight (kept only with gather).
+	gather    time.Duration
+	expect    int
+	backCap   int
+	gathering bool
+	groupReqs map[uint64]int
 	// rounds counts the groups begun, for the runtime's metrics
 	// (automaton.RoundReporter); nothing reads it in a step.
 	rounds automaton.RoundGroups
@@ -636,6 +650,10 @@ func (a *ABD) readResult(op service.Op, e entry) service.Result {
 }
 
 func (a *ABD) OnTimer(t automaton.TimerID) {
+	if t == gatherTimer {
+		a.gathered()
+		return
+	}
 	id := uint64(t)
 	o := a.ops[id]
 	if o == nil {

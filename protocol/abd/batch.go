@@ -55,6 +55,39 @@ import (
 // seed's algorithm, which says nothing of how a node schedules its
 // clients' operations.
 
+// Cohorts, and gather (issue 28; branch abd49, session 49). With closed-loop
+// clients (each sends its next request when answered), a group's
+// clients come back together, so the clients split into cohorts that
+// begin groups together. Under window 2 the split is kept: with two
+// cohorts, each finds a group slot free when it comes back (the other
+// cohort's group is the only one in flight), so neither ever waits in the
+// queue, and the queue is the only place cohorts merge. Which split a run
+// keeps is decided by its first rounds (the first client back after a
+// group finds the window empty and begins a group alone). A small cohort's
+// rounds are short, so it goes round many times while the large one's
+// clients are away: live at 64 clients, n1's groups went "20 2 20 2" and
+// "41 23 23 41", and one client went round alone ten times running
+// (docs/COSTS.md, abd49), each time paying a whole round of peer messages.
+// That is the bistable rate of session 48: the requests per group, so
+// the peer messages and the CPU per request, are set by the split.
+//
+// No rule on the coordinator's own state merges two cohorts: the small
+// one would have to wait for the large one's clients, which come back
+// after their group ended, when nothing of theirs is in flight. Parameter
+// gather makes that wait, bounded: after a group of n > 1 requests ends,
+// arriving requests wait in the queue until n are queued (its clients are
+// back, in a closed loop) or a timer of gather fires; then they begin as
+// one group. A group of one (a lone client) sets no wait, so one client is
+// never held. When the timer fires with m < n back, later waits expect at
+// most max(m, 1) until a wait is completed by its arrivals (clients that
+// think, or left, are not waited for every round). The waiting requests
+// are queued requests as under window (concurrent with each other and
+// with the groups in flight), so the linearizability argument above is
+// unchanged: only when a group begins changes, never what it does. Off by
+// default: on the loaded machine gather=5ms raised the requests per group
+// in 5 of 6 alternated rounds and gather=1ms did not (clients take longer
+// than 1 ms to come back there); the default waits for a quiet A/B.
+
 // OnBatch handles a client batch: each request as OnRequest does, begun
 // together as one round group. A batch of one is OnRequest (a node's
 // direct pass steps most requests that way): no list of the admitted
@@ -83,13 +116,24 @@ func (a *ABD) start(reqs []automaton.Request, fromQueue bool) {
 	if len(reqs) == 0 {
 		return
 	}
-	if a.window > 0 && len(a.groupLeft) >= a.window {
+	if (a.window > 0 && len(a.groupLeft) >= a.window) || (!fromQueue && a.holding(len(reqs))) {
 		for _, r := range reqs {
 			a.queued[r.ID] = true
 		}
 		a.queue = append(a.queue, reqs...)
 		return
 	}
+	if !fromQueue && len(a.queue) > 0 { // a gather's last arrival: the queue goes with it
+		reqs = append(a.queue, reqs...)
+		a.queue = nil
+		clear(a.queued)
+		a.backCap = 0 // they all came back
+	}
+	if a.gathering {
+		a.gathering = false
+		a.Emit(automaton.CancelTimer{ID: gatherTimer})
+	}
+	a.expect = 0
 	if fromQueue {
 		a.rounds.FromQueue.Add(len(reqs))
 	} else {
@@ -98,6 +142,9 @@ func (a *ABD) start(reqs []automaton.Request, fromQueue bool) {
 	a.groupSeq++
 	g := a.groupSeq
 	a.groupLeft[g] = 1 // held while the group begins: none of its ops may end it
+	if a.gather > 0 {
+		a.groupReqs[g] = len(reqs)
+	}
 	a.beginGroup(reqs, g)
 	a.leave(g)
 }
@@ -116,7 +163,16 @@ func (a *ABD) leave(g uint64) {
 		return
 	}
 	delete(a.groupLeft, g)
-	if len(a.queue) == 0 || (a.window > 0 && len(a.groupLeft) >= a.window) {
+	if n := a.groupReqs[g]; a.gather > 0 {
+		if a.backCap > 0 && n > a.backCap {
+			n = a.backCap
+		}
+		if n > 1 && n > a.expect {
+			a.expect = n // its clients are expected back
+		}
+		delete(a.groupReqs, g)
+	}
+	if len(a.queue) == 0 || (a.window > 0 && len(a.groupLeft) >= a.window) || a.holding(0) {
 		return
 	}
 	q := a.queue
@@ -217,3 +273,40 @@ func boolInt(b bool) int64 {
 // RoundGroups implements automaton.RoundReporter: the round groups begun
 // since Start (not reset by a restart of the automaton: it is a new one).
 func (a *ABD) RoundGroups() automaton.RoundGroups { return a.rounds }
+
+// gatherTimer is the gather timer's id (operations' timers are their ids,
+// below 1<<64-1: the incarnation has 32 bits).
+const gatherTimer = automaton.TimerID(^uint64(0))
+
+// holding reports whether n more arrivals wait in the queue for the
+// clients of an ended group (gather), arming the gather timer.
+func (a *ABD) holding(n int) bool {
+	if a.gather <= 0 || a.expect <= 1 || len(a.queue)+n >= a.expect {
+		return false
+	}
+	if !a.gathering {
+		a.gathering = true
+		a.Emit(automaton.SetTimer{ID: gatherTimer, After: a.gather})
+	}
+	return true
+}
+
+// gathered ends a gather whose timer fired: the queue begins as a group
+// if the window has room, and later gathers expect no more clients back
+// than came this time (backCap; at least one: none is held), until a
+// gather is completed by its arrivals.
+func (a *ABD) gathered() {
+	if !a.gathering {
+		return // cancelled before it fired
+	}
+	a.gathering = false
+	a.expect = 0
+	a.backCap = max(len(a.queue), 1)
+	if len(a.queue) == 0 || (a.window > 0 && len(a.groupLeft) >= a.window) {
+		return
+	}
+	q := a.queue
+	a.queue = nil
+	clear(a.queued)
+	a.start(q, true)
+}

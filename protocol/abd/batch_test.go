@@ -286,3 +286,101 @@ func TestWindowQueuesIntoOneGroup(t *testing.T) {
 		t.Fatalf("the waiting requests sent %d messages, want one batch per peer", sends)
 	}
 }
+
+// gatherStep steps in at n1 and delivers every message until none is
+// left (as stepCluster.do); it reports whether n1's own step sent a
+// message and whether it armed the gather timer.
+func gatherStep(c *stepCluster, in automaton.Input) (sent, armed bool) {
+	outs := c.nodes["n1"].Step(in)
+	for _, o := range outs {
+		switch o := o.(type) {
+		case automaton.Send:
+			sent = true
+		case automaton.SetTimer:
+			armed = armed || o.ID == gatherTimer
+		}
+	}
+	c.route("n1", outs)
+	for i := 0; i < len(c.queue); i++ {
+		c.route(c.to[i], c.nodes[c.to[i]].Step(c.queue[i]))
+	}
+	c.queue, c.to = c.queue[:0], c.to[:0]
+	return sent, armed
+}
+
+// With parameter gather, after a round group of several requests ends,
+// the requests that arrive wait until as many have come back as the group
+// answered (its clients, in a closed loop), and begin as one group: the
+// first client back does not begin a group of its own that would keep
+// its clients apart from the others' (docs/COSTS.md, abd49: two cohorts of
+// clients keep their split while each finds room in the window). The
+// gather timer ends a wait that is not completed; later waits then expect
+// no more than came. A lone client is never held. Without gather (the
+// default) the first request back begins at once.
+func TestGatherWaitsForTheGroupsClients(t *testing.T) {
+	set := func(i int) automaton.Request {
+		return automaton.Request{ID: automaton.RequestID{Client: uint64(500 + i), Seq: uint64(i)}, Op: service.Op{Kind: "set", Key: fmt.Sprint("k", i%4), Args: [][]byte{[]byte(fmt.Sprint(i))}}}
+	}
+	batch := func(from, n int) automaton.ClientBatch {
+		var b automaton.ClientBatch
+		for i := from; i < from+n; i++ {
+			b.Reqs = append(b.Reqs, set(i))
+		}
+		return b
+	}
+	for _, gather := range []bool{false, true} {
+		p := map[string]string{"thrifty": "false"}
+		if gather {
+			p["gather"] = "1ms"
+		}
+		c := newStepClusterParams(t, p)
+		a := c.nodes["n1"].(*ABD)
+		// A lone client: never held.
+		for i := range 3 {
+			if sent, armed := gatherStep(c, automaton.ClientRequest{Req: set(i)}); !sent || armed {
+				t.Fatalf("gather=%v: lone request %d: sent %v, gather timer %v; want sent at once", gather, i, sent, armed)
+			}
+		}
+		// A group of four ends; its clients come back one by one.
+		gatherStep(c, batch(10, 4))
+		for i := 20; i < 23; i++ {
+			sent, armed := gatherStep(c, automaton.ClientRequest{Req: set(i)})
+			if !gather {
+				if !sent {
+					t.Fatalf("gather off: request %d back after a group of 4 was held", i)
+				}
+				continue
+			}
+			if sent || armed != (i == 20) {
+				t.Fatalf("gather: request %d of 4 back: sent %v, timer armed %v; want held (the timer armed by the first)", i, sent, armed)
+			}
+		}
+		if !gather {
+			if g := a.RoundGroups().OnArrival; g.Groups != 3+1+3 {
+				t.Errorf("gather off: %+v groups on arrival, want 7", g)
+			}
+			continue
+		}
+		if sent, _ := gatherStep(c, automaton.ClientRequest{Req: set(23)}); !sent {
+			t.Fatal("gather: the fourth request back did not begin the group")
+		}
+		if g := a.RoundGroups().OnArrival; g.Groups != 5 || g.Requests != 3+4+4 {
+			t.Fatalf("gather: groups on arrival %+v, want 5 with 11 requests (the four back as one)", g)
+		}
+		// Of the next four, one comes back: the timer begins it alone, and
+		// the next wait expects one at most (none is held).
+		if sent, armed := gatherStep(c, automaton.ClientRequest{Req: set(30)}); sent || !armed {
+			t.Fatalf("gather: first back of 4: sent %v, armed %v; want held", sent, armed)
+		}
+		if sent, _ := gatherStep(c, automaton.TimerFired{ID: gatherTimer}); !sent {
+			t.Fatal("gather: the timer did not begin the one request back")
+		}
+		gatherStep(c, batch(40, 4))
+		if sent, armed := gatherStep(c, automaton.ClientRequest{Req: set(50)}); !sent || armed {
+			t.Fatalf("gather after a timer: sent %v, armed %v; want begun at once (one came back last time)", sent, armed)
+		}
+		if c.resps != 3+4+4+1+4+1 {
+			t.Errorf("gather: %d answers, want 17", c.resps)
+		}
+	}
+}

@@ -141,8 +141,11 @@
 // tag for the run's last register. A coordinator keeps at most "window"
 // round groups in flight (default 2): requests arriving meanwhile wait and
 // begin together, so that batches form even when the runtime steps each
-// request on arrival. batch.go gives the rules and the linearizability
-// argument. The seed has one operation per message and per tag (§3.1); a
+// request on arrival. With parameter gather (off by default), after a
+// group of several requests ends, the requests arriving next wait until
+// as many have come back or gather has passed, so that a group's first
+// client back does not begin a group of its own (batch.go, "Cohorts").
+// batch.go gives the rules and the linearizability argument. The seed has one operation per message and per tag (§3.1); a
 // run's writes other than its last are never installed, which only the
 // run's own later reads could observe.
 //
@@ -182,10 +185,11 @@
 //
 // # Parameters
 //
-//	retransmit  positive duration     50ms   a phase's resend interval to replicas that have not answered
-//	op_timeout  positive duration     5s     a request's time limit at its coordinator
-//	window      non-negative integer  2      round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)
-//	thrifty     true or false         false  a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed
+//	retransmit  positive duration      50ms   a phase's resend interval to replicas that have not answered
+//	op_timeout  positive duration      5s     a request's time limit at its coordinator
+//	window      non-negative integer   2      round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)
+//	gather      non-negative duration  0s     after a round group of several requests ends, hold the requests that arrive until as many as it answered have come back, or this long (0: off)
+//	thrifty     true or false          false  a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed
 //
 // Unknown parameters are errors. The table is generated from the
 // parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.

@@ -117,6 +117,7 @@ func (a *ABD) CloneModel() automaton.Automaton {
 	}
 	c.byReq = maps.Clone(a.byReq)
 	c.groupLeft, c.queued, c.queue = maps.Clone(a.groupLeft), maps.Clone(a.queued), slices.Clone(a.queue)
+	c.groupReqs = maps.Clone(a.groupReqs)
 	c.done = maps.Clone(a.done)
 	c.doneOrder = slices.Clone(a.doneOrder)
 	c.stepStores = slices.Clone(a.stepStores)
