@@ -126,12 +126,17 @@
 // time, writes them to synod.wal.tmp, fsyncs it and the directory, and
 // appends the tail so far to it and fsyncs it, while commits go on
 // appending frames to synod.wal. Then it takes the committer's role
-// (commits queue behind it from here), appends the last of the tail (less
-// than 64 KiB) and fsyncs it, renames synod.wal.tmp over synod.wal, fsyncs
-// the directory again, and commits append to the new file from then on. A
-// crash before the rename leaves the old log complete (OpenWAL deletes
-// synod.wal.tmp); after it, the new log is complete: the snapshot, then
-// every frame written since the compaction started. The snapshot is fuzzy:
+// (commits queue behind it for this step only), appends the last of the
+// tail (less than 64 KiB) and fsyncs it, and from then on each frame is
+// written and fdatasynced in both files; beside the commits it renames
+// synod.wal.tmp over synod.wal and fsyncs the directory, and only then do
+// commits append to the new file alone. A crash before the rename leaves
+// the old log complete (OpenWAL deletes synod.wal.tmp); after it, the new
+// log is complete: the snapshot, then every frame written since the
+// compaction started. Between the rename and its directory sync a machine
+// crash may leave either file under the name, and both hold every
+// acknowledged frame (TestWALCompactionRenameNotDurable keeps the old one
+// under a second name and reopens each). The snapshot is fuzzy:
 // each key's record is its value when its chunk was encoded, which may be
 // newer than the compaction's start, or include batches queued but not yet
 // written; every change since the start is also in the tail, records are
@@ -140,7 +145,8 @@
 // whole compaction: with a 40 MB live set under redis-benchmark -P 16 that
 // held a node's commits for 266-825 ms, and a leader lost its leadership at
 // each one; encoding the snapshot in the committer (until session 48) still
-// held them 27-368 ms.
+// held them 27-368 ms, and the rename and its directory sync there (until
+// session 49) 58-400 ms at load 34-41.
 // The crash steps are unit tests (wal_test.go); on real processes,
 // livetest's TestCompactionKill kills every node of a 3-node cluster with
 // kill -9 under load, some of them stopped while their synod.wal.tmp

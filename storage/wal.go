@@ -102,6 +102,16 @@ type WAL struct {
 	compacting bool
 	tail       []byte
 	switching  bool // compactFiles waits for the writer's role: no commit takes it first
+
+	// From the compaction's switch until its rename is durable, every frame
+	// is written to both files, the old log (f at off) and the new one
+	// (dual at dualOff), and synced in both: whichever of them the name
+	// synod.wal leads to after a crash holds every acknowledged frame, so
+	// the commits never wait for the rename's directory sync. The writer
+	// owns dual and dualOff (set and cleared by compactFiles while it
+	// holds the writer's role).
+	dual    File
+	dualOff int64
 }
 
 // OpenWAL opens (creating if needed) the log in dir and replays it.
@@ -458,8 +468,10 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 		if err == nil {
 			w.doneSeq = upto
 			w.frames++
-			if w.compacting {
+			if w.compacting && w.dual == nil {
 				w.tail = append(w.tail, frame...)
+			} else if w.compacting {
+				// Written to both files: nothing to keep.
 			} else if w.off > max(w.opts.CompactMin, 2*w.live) {
 				w.compact()
 			}
@@ -489,12 +501,25 @@ func (w *WAL) writeFrame(buf []byte) ([]byte, error) {
 	if _, err := w.f.WriteAt(buf, w.off); err != nil {
 		return nil, failure("write", w.f.Name(), err)
 	}
+	if w.dual != nil {
+		if _, err := w.dual.WriteAt(buf, w.dualOff); err != nil {
+			return nil, failure("write", w.dual.Name(), err)
+		}
+	}
 	if w.opts.Sync && !w.opts.DSync {
-		if err := w.datasync(len(buf)); err != nil {
+		if err := w.datasync(w.f, len(buf)); err != nil {
 			return nil, failure("fdatasync", w.f.Name(), err)
+		}
+		if w.dual != nil {
+			if err := w.datasync(w.dual, len(buf)); err != nil {
+				return nil, failure("fdatasync", w.dual.Name(), err)
+			}
 		}
 	}
 	w.off += int64(len(buf))
+	if w.dual != nil {
+		w.dualOff += int64(len(buf))
+	}
 	return buf, nil
 }
 
@@ -508,12 +533,13 @@ func (w *WAL) writeFrame(buf []byte) ([]byte, error) {
 // 1 KiB, a quarter below 4 KiB; docs/COSTS.md, pxs46, session 46).
 const walBulkFrame = 1 << 10
 
-// datasync syncs the log after a frame of n bytes.
-func (w *WAL) datasync(n int) error {
-	if b, ok := w.f.(bulkSyncer); ok && n >= walBulkFrame {
+// datasync syncs f (the log, or the compaction's new file) after a frame
+// of n bytes.
+func (w *WAL) datasync(f File, n int) error {
+	if b, ok := f.(bulkSyncer); ok && n >= walBulkFrame {
 		return b.DatasyncBulk()
 	}
-	return w.f.Datasync()
+	return f.Datasync()
 }
 
 // prealloc makes sure n more bytes fit in the allocated file.
@@ -555,6 +581,20 @@ func (w *WAL) fail(err error) {
 		w.lg.Error("storage: wal: failed; cut the log back to its last synced frame, but the cut did not sync (after a machine crash the failed frame may be back)",
 			"dir", w.dir, "err", err, "cut_err", cut, "offset", w.off)
 		return
+	}
+	if w.dual != nil {
+		// The compaction's new file may be the log after a restart (its
+		// rename may be durable): cut it back the same way.
+		if cut := w.dual.Truncate(w.dualOff); cut != nil {
+			w.lg.Error("storage: wal: failed; could not cut the compaction's new log back to its last synced frame (a restart may replay a frame that never synced)",
+				"dir", w.dir, "err", err, "cut_err", cut, "offset", w.dualOff)
+			return
+		}
+		if cut := w.dual.Datasync(); cut != nil {
+			w.lg.Error("storage: wal: failed; cut the compaction's new log back to its last synced frame, but the cut did not sync (after a machine crash the failed frame may be back)",
+				"dir", w.dir, "err", err, "cut_err", cut, "offset", w.dualOff)
+			return
+		}
 	}
 	w.lg.Error("storage: wal: failed; refusing every commit until the node restarts", "dir", w.dir, "err", err, "durable_end", w.off)
 }
@@ -631,12 +671,15 @@ var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 // (encodeLive, taking w.mu only a chunk at a time), writes them to a
 // temporary file, fsyncs it and the directory, and appends the frames
 // written meanwhile (w.tail) and fsyncs them, all while commits go on
-// appending to the log; then it takes the writer's role, appends and
-// fsyncs the last of the tail (less than walCatchUp), renames the file over
-// the log, fsyncs the directory again and appends to the new file from then
-// on. Until the rename the log is complete by itself; after it the new file
-// holds the snapshot, then every frame written since the compaction
-// started.
+// appending to the log; then it takes the writer's role only to append and
+// fsync the last of the tail (less than walCatchUp) and to make the writer
+// write every later frame to both files (w.dual); beside the commits again
+// it renames the file over the log and fsyncs the directory, and then
+// (waiting only for a frame in progress) makes the new file the log. Until
+// the rename the old log is complete by itself; from the switch on the new
+// file holds the snapshot, then every frame written since the compaction
+// started, and every frame is synced in both files until the rename is
+// durable, so whichever file a crash leaves under the name is complete.
 //
 // Holding the commits for the whole compaction (as this did before) took
 // 266-825 ms with a 40 MB live set under redis-benchmark -P 16 at load 24,
@@ -645,7 +688,8 @@ var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 // writer (as this did until session 48) still held them 27-368 ms per
 // compaction with that live set at load 22-25, every ~8 s on each node,
 // and the switch (the whole tail, two directory syncs) 48-208 ms more
-// (docs/COSTS.md, pxs48).
+// (docs/COSTS.md, pxs48); the rename's directory sync in the writer's role
+// (until session 49) still held them 58-400 ms at load 34-41 (pxs48).
 func (w *WAL) compact() {
 	w.compacting, w.tail = true, nil
 	go w.compactFiles(w.off, time.Now())
@@ -755,40 +799,72 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 		err = w.appendTail(f, more)
 		done += len(more)
 	}
+	// Switch: the writer's role only for the last of the tail (less than
+	// walCatchUp); from then on the writer writes every frame to both files
+	// (w.dual), and the rename and its directory sync run beside the
+	// commits.
 	w.mu.Lock()
 	w.switching = true
 	for w.writing {
 		w.cond.Wait()
 	}
 	t1 := time.Now()
-	w.writing, w.switching = true, false // the log's file and offsets are ours until the end
+	w.writing, w.switching = true, false // the log's file and offsets are ours until the switch
 	tail, gone := w.tail, w.err != nil
 	w.mu.Unlock()
-	if err == nil && !gone {
-		err = w.switchLog(f, tail[done:])
-	} else if err == nil {
-		f.Close() // the engine failed meanwhile: the log stays as it is
+	if err == nil && !gone && len(tail) > done {
+		err = w.appendTail(f, tail[done:])
 	}
 	w.mu.Lock()
+	switch {
+	case err == nil && !gone:
+		w.dual, w.dualOff = f, int64(len(snap)+len(tail))
+		w.tail = nil
+	case err == nil:
+		f.Close() // the engine failed meanwhile: the log stays as it is
+	}
+	held := time.Since(t1)
+	w.writing = false
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	if err == nil && !gone {
+		err = w.renameLog()
+	}
+	// End: no writer in progress (the switching gate keeps the next one
+	// out while w.mu is held), only to swap the files or fail the engine.
+	w.mu.Lock()
+	w.switching = true
+	for w.writing {
+		w.cond.Wait()
+	}
+	t2 := time.Now()
+	done2 := w.dual // closed below: the old log after the swap, or the new file given up
 	switch {
 	case err != nil:
 		if fl, ok := AsFailure(err); ok {
 			err = &Failure{Op: "compaction: " + fl.Op, Path: fl.Path, Err: fl.Err}
 		}
 		if w.err == nil {
-			w.fail(err)
+			w.fail(err) // cuts the new file back too while it is w.dual
 		}
-	case !gone:
-		w.f.Close()
-		end := int64(len(snap) + len(tail))
-		w.f, w.off, w.alloc = f, end, end
+	case gone || w.err != nil:
+		// The engine failed meanwhile (a frame's write or sync): the writer
+		// that failed it cut both files back.
+	default:
+		done2 = w.f
+		end := w.dualOff
+		w.f, w.off, w.alloc = w.dual, end, end
 		w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", end,
-			"tail_bytes", len(tail), "took", time.Since(t0), "held", time.Since(t1))
+			"tail_bytes", len(tail), "took", time.Since(t0), "held", held, "held_end", time.Since(t2))
 	}
+	w.dual = nil
 	w.compacting, w.tail = false, nil
-	w.writing = false
+	w.switching = false
 	w.cond.Broadcast()
 	w.mu.Unlock()
+	if done2 != nil {
+		done2.Close()
+	}
 }
 
 // writeSnapshot opens the temporary file, writes the snapshot and fsyncs
@@ -818,29 +894,28 @@ func (w *WAL) writeSnapshot(snap []byte) (File, error) {
 	return f, nil
 }
 
-// switchLog appends the rest of the frames written since the snapshot to
-// the temporary file f, makes it durable and renames it over the log,
-// then makes the rename durable (a compaction's last steps, by the writer:
-// no commit may be acknowledged from the new file before its name is
-// durable). On failure f is closed.
-func (w *WAL) switchLog(f File, tail []byte) error {
-	tmp := filepath.Join(w.dir, walTmpFile)
-	if len(tail) > 0 {
-		if err := w.appendTail(f, tail); err != nil {
-			return err
-		}
+// renameLog renames the compaction's new file over the log and makes the
+// rename durable (a compaction's last steps, beside the commits: until
+// they end, the writer writes every frame to both files, so either name
+// the directory holds after a crash leads to a complete log). It leaves
+// the new file open either way (compactFiles closes it or makes it the
+// log).
+func (w *WAL) renameLog() error {
+	if w.stop("dual") {
+		return errWALCrash
 	}
+	tmp := filepath.Join(w.dir, walTmpFile)
 	if err := os.Rename(tmp, filepath.Join(w.dir, WALFile)); err != nil {
-		return w.compactionStepFailed(f, failure("rename", tmp, err))
+		return failure("rename", tmp, err)
 	}
 	if w.stop("rename") {
-		return w.compactionStepFailed(f, errWALCrash)
+		return errWALCrash
 	}
 	if err := syncDir(w.dir); err != nil {
-		return w.compactionStepFailed(f, err)
+		return err
 	}
 	if w.stop("syncdir2") {
-		return w.compactionStepFailed(f, errWALCrash)
+		return errWALCrash
 	}
 	return nil
 }

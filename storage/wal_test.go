@@ -228,7 +228,7 @@ func TestWALCompaction(t *testing.T) {
 // crash would) and reopens: every record committed is there, nothing else,
 // and the leftover temporary file is gone.
 func TestWALCompactionCrash(t *testing.T) {
-	for _, step := range []string{"write", "sync", "syncdir", "rename", "syncdir2"} {
+	for _, step := range []string{"write", "sync", "syncdir", "dual", "rename", "syncdir2"} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			stopped := false
@@ -409,14 +409,15 @@ func TestGroupCommitAcrossNamespaces(t *testing.T) {
 
 // TestWALCommitsDuringCompaction: while a compaction's snapshot is being
 // encoded or written (held here after its first "encode" chunk, or at its
-// "write" step), commits go on and return, and the frames they wrote
-// follow the snapshot in the new log: after the compaction and a reopen
-// every record is there. Fails when the compaction holds the commits
-// (they never return while it is held: the snapshot encoded by the writer,
-// as until session 48, verified) and when the frames written meanwhile
-// are left out of the new log.
+// "write" step), or just before its new file is renamed over the log
+// ("dual"; after the rename: TestWALCompactionRenameNotDurable), commits
+// go on and return, and the frames they wrote are in the new log: after
+// the compaction and a reopen every record is there. Fails when the
+// compaction holds the commits (they never return while it is held: the
+// snapshot encoded by the writer, as until session 48, verified) and when
+// the frames written meanwhile are left out of the new log.
 func TestWALCommitsDuringCompaction(t *testing.T) {
-	for _, step := range []string{"encode", "write"} {
+	for _, step := range []string{"encode", "write", "dual"} {
 		t.Run(step, func(t *testing.T) { testCommitsDuringCompaction(t, step) })
 	}
 }
@@ -550,8 +551,9 @@ func TestWALCommitsDuringTailCatchUp(t *testing.T) {
 // compaction that held the commits would hold that goroutine too. It fails
 // with notHeld when held is not closed within limit commits and with stuck
 // when the commits do not return within 60 s; release is closed either
-// way. Then every record committed must be in w, and in the log reopened.
-func commitsWhileHeld(t *testing.T, w *WAL, dir string, held <-chan struct{}, release chan struct{}, limit int, after func(), notHeld, stuck string) {
+// way. Then every record committed must be in w, and in the log reopened;
+// it returns the records committed.
+func commitsWhileHeld(t *testing.T, w *WAL, dir string, held <-chan struct{}, release chan struct{}, limit int, after func(), notHeld, stuck string) model {
 	t.Helper()
 	s := mustNS(t, w, "a")
 	m := model{}
@@ -602,4 +604,59 @@ func commitsWhileHeld(t *testing.T, w *WAL, dir string, held <-chan struct{}, re
 	w2 := openWAL(t, dir, WALOptions{CompactMin: 4 << 10})
 	defer w2.Close()
 	m.check(t, w2, "a")
+	return m
+}
+
+// TestWALCompactionRenameNotDurable: until a compaction's rename is durable
+// a machine crash may leave the directory with either file under the log's
+// name, so each must hold every acknowledged commit. The old log is kept
+// under a second name (a hard link made at the "dual" step, just before
+// the rename); the compaction is held after the rename, before its
+// directory sync, while 200 commits return (it fails on a hold there:
+// the rename and its directory sync in the writer's role, as until session
+// 49, verified), and copies of both files are taken then, as a crash
+// would leave them. Each copy, reopened as the log, holds exactly the
+// records committed. Fails when the frames written after the switch go
+// only to the old file (the new log lacks them) or only to the new one
+// (the old log lacks them; both verified).
+func TestWALCompactionRenameNotDurable(t *testing.T) {
+	dir, crash := t.TempDir(), t.TempDir()
+	held, release := make(chan struct{}), make(chan struct{})
+	var hookErr error
+	var onceD, onceR sync.Once
+	copies := []string{WALFile, "old.wal"}
+	o := WALOptions{CompactMin: 4 << 10, crashAfter: func(step string) bool {
+		switch step {
+		case "dual":
+			onceD.Do(func() { hookErr = os.Link(filepath.Join(dir, WALFile), filepath.Join(dir, "old.wal")) })
+		case "rename":
+			onceR.Do(func() {
+				close(held)
+				<-release // the commits have stopped: copy what a crash would leave
+				for _, name := range copies {
+					b, err := os.ReadFile(filepath.Join(dir, name))
+					if err == nil {
+						err = os.WriteFile(filepath.Join(crash, name), b, 0o644)
+					}
+					hookErr = errors.Join(hookErr, err)
+				}
+			})
+		}
+		return false
+	}}
+	w := openWAL(t, dir, o)
+	m := commitsWhileHeld(t, w, dir, held, release, 100000, nil,
+		"no compaction reached its rename", "commits did not return while the compaction was held after its rename")
+	if hookErr != nil {
+		t.Fatal(hookErr)
+	}
+	for _, name := range copies {
+		d := t.TempDir()
+		if err := os.Rename(filepath.Join(crash, name), filepath.Join(d, WALFile)); err != nil {
+			t.Fatal(err)
+		}
+		w2 := openWAL(t, d, WALOptions{CompactMin: 4 << 10})
+		m.check(t, w2, "a")
+		w2.Close()
+	}
 }
