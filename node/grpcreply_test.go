@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	rtmetrics "runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +26,7 @@ import (
 func BenchmarkGRPCParity(b *testing.B) {
 	for _, proto := range []string{"abd", "paxos"} {
 		for _, kind := range []string{"get", "set"} {
-			for _, path := range []string{"resp", grpcserver.TransportGRPCGo, grpcserver.TransportDirect} {
+			for _, path := range []string{"resp", grpcserver.TransportGRPCGo, grpcserver.TransportDirect, "stream-" + grpcserver.TransportGRPCGo, "stream-" + grpcserver.TransportDirect} {
 				b.Run(fmt.Sprintf("%s/op=%s/%s", proto, kind, path), func(b *testing.B) {
 					benchParity(b, proto, kind, path)
 				})
@@ -44,8 +46,11 @@ func benchParity(b *testing.B, proto, kind, path string) {
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
+	// stream-TRANSPORT: the same calls on the client's Pipeline stream
+	// (client.Options.Pipeline), one at a time: a lone Pipeline message.
+	transport, stream := strings.CutPrefix(path, "stream-")
 	srv := func(bk gateway.Backend, pw string, log *slog.Logger) ClientServer {
-		return grpcserver.New(bk, grpcserver.Options{Password: pw, Logger: log, Transport: path})
+		return grpcserver.New(bk, grpcserver.Options{Password: pw, Logger: log, Transport: transport})
 	}
 	var nodes []*Node
 	for i, n := range cfg.Nodes {
@@ -81,7 +86,7 @@ func benchParity(b *testing.B, proto, kind, path string) {
 			return nil
 		}
 	} else {
-		gc, err := client.NewGRPC([]string{cfg.Nodes[at].GRPC}, client.Options{GRPCTransport: client.TransportDirect, Timeout: 10 * time.Second})
+		gc, err := client.NewGRPC([]string{cfg.Nodes[at].GRPC}, client.Options{GRPCTransport: client.TransportDirect, Timeout: 10 * time.Second, Pipeline: stream})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -103,6 +108,7 @@ func benchParity(b *testing.B, proto, kind, path string) {
 	}
 	b.ReportAllocs()
 	p0 := takeProcCounts(nodes)
+	s0 := takeSchedCounts()
 	b.ResetTimer()
 	for i := range b.N {
 		if err := do(fmt.Sprintf("k%d", i%1000)); err != nil {
@@ -112,4 +118,34 @@ func benchParity(b *testing.B, proto, kind, path string) {
 	b.StopTimer()
 	n := float64(b.N)
 	p0.report(b, nodes, n)
+	s0.report(b, n)
+}
+
+// schedCounts are the Go scheduler's counts of the process: goroutines
+// made runnable and then run (runtime/metrics /sched/latencies:seconds,
+// which samples one scheduling in gTrackingPeriod = 8: its count × 8;
+// wake-ups, new goroutines' first runs and preemptions) and goroutines
+// created. Reported per op as runs/op and gonew/op: the hand-offs the
+// node does not count (a connection reader waking a stream's handler).
+type schedCounts struct{ runs, created float64 }
+
+func takeSchedCounts() schedCounts {
+	ms := []rtmetrics.Sample{{Name: "/sched/latencies:seconds"}, {Name: "/sched/goroutines-created:goroutines"}}
+	rtmetrics.Read(ms)
+	var c schedCounts
+	if ms[0].Value.Kind() == rtmetrics.KindFloat64Histogram {
+		for _, x := range ms[0].Value.Float64Histogram().Counts {
+			c.runs += 8 * float64(x)
+		}
+	}
+	if ms[1].Value.Kind() == rtmetrics.KindUint64 {
+		c.created = float64(ms[1].Value.Uint64())
+	}
+	return c
+}
+
+func (s schedCounts) report(b *testing.B, n float64) {
+	e := takeSchedCounts()
+	b.ReportMetric((e.runs-s.runs)/n, "runs/op")
+	b.ReportMetric((e.created-s.created)/n, "gonew/op")
 }

@@ -116,6 +116,11 @@ type h2method struct {
 	unary  grpc.MethodHandler
 	stream *grpc.StreamDesc
 	name   string
+	// turn, when set (Pipeline), lets the stream's RecvMsg take the
+	// connection's read turn (h2sconn's "Read turn"): the handler
+	// promises to call RecvMsg again soon after a message, or
+	// keepReading before it stops receiving for a while.
+	turn bool
 	// async, when set, serves the unary method without waiting for its
 	// answer (Server.doReply): it decodes the request and hands it over;
 	// done is called once, on whatever goroutine has the answer, and must
@@ -277,10 +282,30 @@ type h2sconn struct {
 	ctl   bytes.Buffer
 	ctlFr *http2.Framer
 
+	// Read turn. One goroutine at a time reads the connection: the one
+	// holding the turn (reading, under mu). Usually that is a reader
+	// (read: serveConn's goroutine, or one started in its place), but a
+	// stream whose method has turn set (Pipeline) reads for itself: its
+	// RecvMsg takes the turn when nobody holds it, reads frames (the
+	// other streams' are handled as the reader handles them, but a call
+	// never runs on this goroutine: it is handed over or run beside),
+	// and returns its own message. It gives the turn up to nobody when
+	// its stream is the connection's only one and open (the handler's
+	// next RecvMsg takes it again and reads whatever is buffered), else
+	// to a new reader. A reader that gave such a stream's waiting RecvMsg
+	// a message under the same conditions ends, leaving the turn free for
+	// that stream's next RecvMsg. So a lone Pipeline message is read by
+	// the goroutine that runs it: no reader → handler hand-off (issue 28
+	// item 6). While nobody holds the turn nobody reads, so whatever may
+	// wait for the client starts a reader first (ensureReader: a stream's
+	// end, waiting for send window, GOAWAY, keepReading).
+	reading bool
+
 	// Reading: by the goroutine holding the read turn only.
 	br          *bufio.Reader
 	fr          *http2.Framer
 	recvUnacked int
+	delivered   *h2sstream // a turn stream handleData gave a message to (read's yield)
 }
 
 func (h *h2server) serveConn(nc net.Conn) {
@@ -306,8 +331,8 @@ func (h *h2server) serveConn(nc net.Conn) {
 	} else {
 		nc.SetDeadline(time.Now().Add(20 * time.Second))
 	}
-	c := &h2sconn{srv: h, nc: nc, streams: map[uint32]*h2sstream{}, sendWin: 65535, streamWin: 65535, maxFrame: 16384}
-	c.ctx, c.stop = context.WithCancel(peer.NewContext(context.Background(), p))
+	c := &h2sconn{srv: h, nc: nc, streams: map[uint32]*h2sstream{}, sendWin: 65535, streamWin: 65535, maxFrame: 16384, reading: true}
+	c.ctx, c.stop = context.WithCancel(context.WithValue(peer.NewContext(context.Background(), p), h2connKey{}, c))
 	c.window = sync.NewCond(&c.mu)
 	c.out.nc = nc
 	if sc, ok := nc.(syscall.Conn); ok { // a socket (the node's counted connections are too)
@@ -502,6 +527,7 @@ func (c *h2sconn) goAway() chan struct{} {
 		c.goawayAck = ack
 	}
 	c.mu.Unlock()
+	c.ensureReader() // the PING's acknowledgement is read
 	c.write(func() error {
 		if err := c.fw.WriteGoAway(last, http2.ErrCodeNo, nil); err != nil {
 			return err
@@ -537,26 +563,19 @@ func (c *h2sconn) ackGoAway() {
 
 // read holds the read turn: it reads frames until the connection ends or
 // a unary request is complete with nothing more read behind it; then it
-// starts another goroutine to read and runs the call itself.
+// starts another goroutine to read and runs the call itself. It also ends,
+// giving the turn up, when it gave a lone turn stream's waiting RecvMsg
+// a message (the Read turn).
 func (c *h2sconn) read() {
 	for {
-		f, err := c.fr.ReadFrame()
-		if err != nil {
-			if ce, ok := err.(http2.ConnectionError); ok {
-				c.write(func() error { return c.fw.WriteGoAway(c.lastID, http2.ErrCode(ce), nil) })
+		s, ok := c.readFrame()
+		if !ok {
+			return
+		}
+		if s == nil {
+			if c.delivered != nil && c.yield() {
+				return
 			}
-			c.fail(err)
-			return
-		}
-		s, err := c.handle(f)
-		if err != nil {
-			c.write(func() error { return c.fw.WriteGoAway(c.lastID, http2.ErrCodeProtocol, []byte(err.Error())) })
-			c.fail(err)
-			return
-		}
-		if s == nil || s.runAsync() {
-			// Nothing to run, or a call handed over whose answer is
-			// written by the goroutine that has it (finishNow): read on.
 			continue
 		}
 		if c.br.Buffered() > 0 {
@@ -569,6 +588,95 @@ func (c *h2sconn) read() {
 		go c.read()
 		s.runUnary()
 		return
+	}
+}
+
+// readFrame reads one frame and acts on it, holding the read turn; it
+// returns a unary call to run (one handed over by runAsync is not), and
+// false when the connection failed.
+func (c *h2sconn) readFrame() (*h2sstream, bool) {
+	c.delivered = nil
+	f, err := c.fr.ReadFrame()
+	if err != nil {
+		if ce, ok := err.(http2.ConnectionError); ok {
+			c.write(func() error { return c.fw.WriteGoAway(c.lastID, http2.ErrCode(ce), nil) })
+		}
+		c.fail(err)
+		return nil, false
+	}
+	s, err := c.handle(f)
+	if err != nil {
+		c.write(func() error { return c.fw.WriteGoAway(c.lastID, http2.ErrCodeProtocol, []byte(err.Error())) })
+		c.fail(err)
+		return nil, false
+	}
+	if s == nil || s.runAsync() {
+		// Nothing to run, or a call handed over whose answer is
+		// written by the goroutine that has it (finishNow).
+		return nil, true
+	}
+	return s, true
+}
+
+// yield gives the read turn up to nobody, and reports whether it did,
+// when the frame just read gave a message to the RecvMsg of a turn stream
+// waiting for it, the connection's only stream (what more is buffered,
+// that RecvMsg reads): that stream's next RecvMsg takes the turn. The
+// reader holds the turn.
+//
+// The message must still be there: a waiting RecvMsg, woken by it, may
+// have taken it, returned, and its handler's next RecvMsg found the turn
+// held (by this reader) and waits again, for a message only the turn's
+// holder reads; giving the turn up then would leave nobody reading (the
+// turn lost: session 48's hang, TestDirectReadTurnNotLostToReturnedReceiver).
+// With the message still queued, the RecvMsg that takes it returns it,
+// and the handler's next RecvMsg takes the turn.
+func (c *h2sconn) yield() bool {
+	s := c.delivered
+	if f := testBeforeYield.Load(); f != nil {
+		(*f)(s)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !s.waiting || len(s.msgs) == 0 || !c.alone(s) {
+		return false
+	}
+	c.reading = false
+	h2Yields.Add(1)
+	return true
+}
+
+// alone reports whether s is the connection's only stream, open both
+// ways, on a connection neither failed nor going away: the conditions
+// for leaving the read turn to s's RecvMsg. The caller holds mu.
+func (c *h2sconn) alone(s *h2sstream) bool {
+	return len(c.streams) == 1 && c.streams[s.id] == s && !s.recvDone && !s.done && s.bad == nil && c.err == nil && !c.goaway
+}
+
+// ensureReader starts a reader unless somebody holds the read turn (or
+// the connection failed): before anything that may wait for the client
+// while the turn may be free.
+func (c *h2sconn) ensureReader() {
+	c.mu.Lock()
+	start := !c.reading && c.err == nil
+	c.reading = c.reading || start
+	c.mu.Unlock()
+	if start {
+		h2Readers.Add(1)
+		go c.read()
+	}
+}
+
+// h2connKey is the context key of a call's connection (keepReading).
+type h2connKey struct{}
+
+// keepReading makes sure the connection of the call whose context is ctx
+// is read (ensureReader), when it is the direct transport's: a turn
+// stream's handler calls it before it stops receiving for a while (the
+// Read turn's promise).
+func keepReading(ctx context.Context) {
+	if c, ok := ctx.Value(h2connKey{}).(*h2sconn); ok {
+		c.ensureReader()
 	}
 }
 
@@ -654,6 +762,7 @@ type h2sstream struct {
 	queued   int      // bytes in msgs
 	unacked  int      // stream-level bytes received and not yet granted back
 	recvDone bool     // END_STREAM received
+	waiting  bool     // a RecvMsg waits for a message (read's yield)
 	started  bool     // the call runs (unary: dispatch)
 	done     bool     // the stream ended (reply written, reset, or the connection failed)
 	reset    bool     // the client reset it
@@ -850,6 +959,9 @@ func (c *h2sconn) handleData(f *http2.DataFrame) (*h2sstream, error) {
 			}
 			if s.m.stream != nil {
 				s.notify()
+				if s.m.turn {
+					c.delivered = s
+				}
 			} else if len(s.msgs) > 1 {
 				s.bad = status.New(codes.Internal, "grpc: a unary call sent more than one message")
 			}
@@ -900,10 +1012,16 @@ func (s *h2sstream) endLocked() {
 	s.notify()
 }
 
-// h2Inline counts unary calls run on the goroutine that read them, and
-// h2Readers the readers started for a call run on the one that read it,
-// for tests.
-var h2Inline, h2Readers atomic.Int64
+// h2Inline counts unary calls run on the goroutine that read them,
+// h2Readers the readers started (for a call run on the one that read it,
+// or to read on where the turn was free), h2OwnReads the turn streams'
+// messages read by their own RecvMsg and h2Yields the readers that left
+// the turn to one, for tests.
+var h2Inline, h2Readers, h2OwnReads, h2Yields atomic.Int64
+
+// testBeforeYield, when set (tests only), runs on the reader between
+// handing a turn stream a message and yield's decision.
+var testBeforeYield atomic.Pointer[func(s *h2sstream)]
 
 // runAsync hands s over to its method's async handler, if it has one,
 // on this goroutine (the reader: handing over does not wait for the
@@ -1069,15 +1187,22 @@ func (s *h2sstream) finish(msg []byte, st *status.Status) {
 	s.end()
 }
 
-// end forgets s; a client still sending is told to stop.
+// end forgets s; a client still sending is told to stop. The connection
+// is read on (ensureReader: the turn may have been left to s).
 func (s *h2sstream) end() {
 	c := s.c
 	c.mu.Lock()
 	rst := !s.recvDone && !s.done && c.err == nil
 	s.endLocked()
+	start := !c.reading && c.err == nil
+	c.reading = c.reading || start
 	c.mu.Unlock()
 	if rst {
 		c.sendCtl(func(fr *http2.Framer) error { return fr.WriteRSTStream(s.id, http2.ErrCodeNo) })
+	}
+	if start {
+		h2Readers.Add(1)
+		go c.read()
 	}
 }
 
@@ -1202,7 +1327,9 @@ func (s *h2sstream) sendData(msg []byte, st *status.Status) error {
 		if err = c.unlockW(err); err != nil || len(msg) == 0 {
 			return err
 		}
-		// Out of window: wait for the client's WINDOW_UPDATE.
+		// Out of window: wait for the client's WINDOW_UPDATE, which
+		// somebody must read.
+		c.ensureReader()
 		c.mu.Lock()
 		for c.err == nil && !s.done && (c.sendWin <= 0 || s.sendWin <= 0) {
 			c.window.Wait()
@@ -1300,6 +1427,9 @@ func (s *h2sstream) RecvMsg(m any) error {
 			return decode(b, m)
 		}
 		bad, recvDone, done := s.bad, s.recvDone, s.done
+		turn := !c.reading && s.m.turn && bad == nil && !recvDone && !done && c.err == nil
+		c.reading = c.reading || turn
+		s.waiting = !turn && bad == nil && !recvDone && !done
 		c.mu.Unlock()
 		switch {
 		case bad != nil:
@@ -1311,16 +1441,62 @@ func (s *h2sstream) RecvMsg(m any) error {
 				return status.FromContextError(err).Err()
 			}
 			return status.Error(codes.Canceled, "the stream ended")
+		case turn:
+			s.readOwn()
+			continue
 		}
 		select {
 		case <-s.ch:
 		case <-s.ctx.Done():
 			c.mu.Lock()
+			s.waiting = false
 			more := len(s.msgs) > 0
 			c.mu.Unlock()
 			if !more {
 				return status.FromContextError(s.ctx.Err()).Err()
 			}
 		}
+		c.mu.Lock()
+		s.waiting = false
+		c.mu.Unlock()
+	}
+}
+
+// readOwn reads frames holding the read turn (the Read turn) until s has
+// a message or ended: the other streams' frames are handled as the
+// reader handles them, a unary call they complete runs beside. Then it
+// gives the turn up: to nobody if s may take it again (alone), else to a
+// new reader.
+func (s *h2sstream) readOwn() {
+	c := s.c
+	for {
+		u, ok := c.readFrame()
+		if !ok {
+			return
+		}
+		if u != nil {
+			go u.runUnary()
+		}
+		c.mu.Lock()
+		if len(s.msgs) == 0 && s.bad == nil && !s.recvDone && !s.done {
+			c.mu.Unlock()
+			continue
+		}
+		got := len(s.msgs) > 0
+		if c.alone(s) {
+			c.reading = false
+			c.mu.Unlock()
+			if got {
+				h2OwnReads.Add(1)
+			}
+			return
+		}
+		c.mu.Unlock()
+		if got {
+			h2OwnReads.Add(1)
+		}
+		h2Readers.Add(1)
+		go c.read()
+		return
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -393,4 +394,146 @@ func TestDirectGoAwayOnClose(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("Serve returned %v after Close", err)
 	}
+}
+
+// A lone Pipeline message on the direct transport is read by the stream's
+// own RecvMsg (h2sconn's Read turn): the receiver that runs it, not the
+// connection's reader, which would hand it over. The first message or two
+// may come through the reader (it leaves the turn once it finds the
+// stream's receiver waiting); the test asks for 90 of 100 (with the turn
+// off, Options.turn unset, 0 of 100). Unary calls sent on the same
+// connection between the stream's messages are read by the stream's
+// receiver and answered (run beside it), and a second stream opened
+// meanwhile is served: the turn passes to a reader while it is open.
+func TestDirectLonePipelineMessageReadByReceiver(t *testing.T) {
+	_, c := startWith(t, kvBackend(), Options{Transport: TransportDirect}, grpc.WithStaticStreamWindowSize(synodpb.StreamWindow), grpc.WithStaticConnWindowSize(synodpb.ConnWindow))
+	x := ctx(t)
+	s, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(s synodpb.Synod_PipelineClient, id uint64, o *synodpb.Op) *synodpb.CallReply {
+		t.Helper()
+		if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: id, Request: &synodpb.Request{Op: o}}}}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.GetReplies()) != 1 || r.GetReplies()[0].GetId() != id || r.GetReplies()[0].GetCode() != 0 {
+			t.Fatalf("call %d: reply %v", id, r)
+		}
+		return r.GetReplies()[0]
+	}
+	own0, yields0 := h2OwnReads.Load(), h2Yields.Load()
+	for i := range 100 {
+		call(s, uint64(i+1), op("set", "k", fmt.Sprint(i)))
+	}
+	own, yields := h2OwnReads.Load()-own0, h2Yields.Load()-yields0
+	t.Logf("%d of 100 lone Pipeline messages read by their receiver; %d readers left the turn", own, yields)
+	if own < 90 {
+		t.Fatalf("%d of 100 lone Pipeline messages read by their receiver, want at least 90", own)
+	}
+	// Unary calls between the stream's messages, on the same connection.
+	for i := range 20 {
+		r, err := c.Do(x, &synodpb.Request{Op: op("get", "k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(r.GetResult().GetBytes()); got != "99" {
+			t.Fatalf("Do %d: got %q, want 99", i, got)
+		}
+		call(s, uint64(200+i), op("get", "k"))
+	}
+	// A second stream beside the first, then the first ends.
+	s2, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		call(s, uint64(300+i), op("set", "k", "a"))
+		call(s2, uint64(400+i), op("get", "k"))
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatalf("first stream's end: %v, want EOF", err)
+	}
+	if r := call(s2, 500, op("get", "k")); string(r.GetResponse().GetResult().GetBytes()) != "a" {
+		t.Fatalf("after the first stream's end: %v", r)
+	}
+	if _, err := c.Do(x, &synodpb.Request{Op: op("get", "k")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The read turn is not given up to a receiver that already took its
+// message (session 48's lost turn): the reader hands a lone Pipeline
+// stream's waiting receiver a message; before the reader decides whether
+// to leave the turn (yield), the receiver takes the message, becomes the
+// executor, and the worker that receives next waits in RecvMsg, finding
+// the turn held. testBeforeYield holds the reader until then (what the
+// race detector's timing did 1 run in 6-10). Leaving the turn then leaves
+// nobody reading: the second call's message is never read and the test
+// fails at its bound, printing every goroutine (the old yield, which
+// looked only at the receiver's waiting, fails every run at call 2).
+func TestDirectReadTurnNotLostToReturnedReceiver(t *testing.T) {
+	var held atomic.Int64
+	var srv atomic.Pointer[h2server]
+	hook := func(s *h2sstream) {
+		c := s.c
+		if c.srv != srv.Load() {
+			return // another test's server, still ending
+		}
+		for range 2000 { // the next receiver waits within microseconds; 2 s bound
+			c.mu.Lock()
+			again := s.waiting && len(s.msgs) == 0
+			c.mu.Unlock()
+			if again {
+				held.Add(1)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	testBeforeYield.Store(&hook)
+	t.Cleanup(func() { testBeforeYield.Store(nil) })
+	server, c := startWith(t, kvBackend(), Options{Transport: TransportDirect}, grpc.WithStaticStreamWindowSize(synodpb.StreamWindow), grpc.WithStaticConnWindowSize(synodpb.ConnWindow))
+	srv.Store(server.h)
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := c.Pipeline(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		done := make(chan error, 1)
+		go func() {
+			if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: uint64(i + 1), Request: &synodpb.Request{Op: op("set", "k", fmt.Sprint(i))}}}}); err != nil {
+				done <- err
+				return
+			}
+			r, err := s.Recv()
+			if err == nil && (len(r.GetReplies()) != 1 || r.GetReplies()[0].GetId() != uint64(i+1)) {
+				err = fmt.Errorf("reply %v", r)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("call %d: %v", i+1, err)
+			}
+		case <-time.After(20 * time.Second): // a bound on a hang, not a timing
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("call %d: no reply in 20 s (the connection's read turn lost; %d of %d messages had the next receiver waiting before yield); goroutines:\n%s", i+1, held.Load(), i+1, buf)
+		}
+	}
+	if held.Load() == 0 {
+		t.Fatalf("the reader never found the next receiver waiting before yield: the test did not set up the race")
+	}
+	t.Logf("%d of 20 messages had the next receiver waiting before the reader's yield", held.Load())
 }

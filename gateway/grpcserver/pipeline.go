@@ -325,6 +325,11 @@ func (p *pipe) receive() bool {
 			p.wmu.Unlock()
 			return true
 		}
+		if len(p.queue) >= maxQueued {
+			// Not receiving for a while: the connection is read on
+			// meanwhile (the direct transport's read turn, h2server.go).
+			keepReading(p.ctx)
+		}
 		for len(p.queue) >= maxQueued && p.ctx.Err() == nil {
 			p.cond.Wait()
 		}

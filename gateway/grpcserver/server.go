@@ -210,6 +210,11 @@ func New(b gateway.Backend, opts Options) *Server {
 	if _, ok := b.(gateway.ReplyBackend); ok && s.h != nil {
 		s.h.methods[synodpb.Synod_Do_FullMethodName].async = s.doReply // doreply.go
 	}
+	if s.h != nil {
+		// A lone Pipeline message is read by the stream's receiver (h2sconn's
+		// Read turn); the pipe keeps its promise (pipe.receive).
+		s.h.methods[synodpb.Synod_Pipeline_FullMethodName].turn = true
+	}
 	// Server reflection, so that grpcurl and GUI clients list and call the
 	// API without the .proto file (behind the same authentication).
 	reflection.Register(reg)
