@@ -2,6 +2,8 @@ package grpcserver
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/config"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
 
@@ -96,5 +99,146 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(end) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// On the direct transport, a lone Pipeline call to a ReplyBackend is
+// handed over with SubmitReply and answered by the goroutine that
+// completes it (submitLone): every one of 100 lone calls goes through
+// SubmitReply, answered on the answering goroutine and inline, in a
+// namespace without atomic groups (concurrent calls) and with them (a
+// batch of one); a burst of calls sent together still runs (through the
+// executor) and is answered; a held call past the stream's deadline is
+// withdrawn.
+func TestDirectLonePipelineCallSubmitted(t *testing.T) {
+	for _, proto := range []string{"memory", "unreplicated"} {
+		for _, inline := range []bool{false, true} {
+			b := gatewaytest.NewReply(gatewaytest.New(config.Namespace{Name: "default", Protocol: proto, Service: "kv"}))
+			b.Inline.Store(inline)
+			_, c := startWith(t, b, Options{Transport: TransportDirect})
+			s, err := c.Pipeline(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 100 {
+				if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: uint64(i + 1), Request: &synodpb.Request{Op: op("set", "k", fmt.Sprint(i))}}}}); err != nil {
+					t.Fatal(err)
+				}
+				r, err := s.Recv()
+				if err != nil || len(r.GetReplies()) != 1 || r.GetReplies()[0].GetId() != uint64(i+1) || r.GetReplies()[0].GetCode() != 0 {
+					t.Fatalf("%s: call %d: %v %v", proto, i+1, r, err)
+				}
+			}
+			if n := b.Submitted.Load(); n != 100 {
+				t.Fatalf("%s inline=%v: %d of 100 lone calls through SubmitReply", proto, inline, n)
+			}
+			// A burst: 20 calls sent before any reply is read.
+			for i := range 20 {
+				if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: uint64(200 + i), Request: &synodpb.Request{Op: op("set", fmt.Sprintf("b%d", i%3), fmt.Sprint(i))}}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[uint64]bool{}
+			for len(got) < 20 {
+				r, err := s.Recv()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, x := range r.GetReplies() {
+					if x.GetCode() != 0 {
+						t.Fatalf("%s: burst call %d: %v", proto, x.GetId(), x)
+					}
+					got[x.GetId()] = true
+				}
+			}
+			s.CloseSend()
+			if _, err := s.Recv(); err != io.EOF {
+				t.Fatalf("%s: stream end %v", proto, err)
+			}
+		}
+	}
+	// Held past the stream's deadline: withdrawn, the stream ends.
+	b := newAnswerer()
+	b.Hold.Store(true)
+	_, c := startWith(t, b, Options{Transport: TransportDirect})
+	x, cancel := context.WithTimeout(ctx(t), 300*time.Millisecond)
+	defer cancel()
+	s, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: 1, Request: &synodpb.Request{Op: op("set", "k", "v")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The call's reply (outcome unknown) may come before the stream's end.
+	r, err := s.Recv()
+	if err == nil {
+		if len(r.GetReplies()) != 1 || r.GetReplies()[0].GetCode() == 0 {
+			t.Fatalf("held past the deadline: %v", r)
+		}
+		_, err = s.Recv()
+	}
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("held past the deadline: %v", err)
+	}
+	waitFor(t, "the held call abandoned", func() bool { return b.Abandoned.Load() == 1 })
+}
+
+// A lone Pipeline call in flight (submitLone, held by the Backend) keeps
+// the executor's role: a message that arrives meanwhile is queued behind
+// it, runs once the lone call is answered (its answer starts an executor
+// for the queue: doneExecuting), and its reply follows the lone call's
+// (answerLone holds the send lock until its reply is written). The get
+// queued behind the held set sees the set's value. Each reply is bounded
+// (a hang, e.g. a queue left without an executor, fails at the bound).
+func TestDirectLonePipelineCallHoldsLaterCalls(t *testing.T) {
+	b := newAnswerer()
+	b.Hold.Store(true)
+	_, c := startWith(t, b, Options{Transport: TransportDirect})
+	x, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(id uint64, o *synodpb.Op) {
+		if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: id, Request: &synodpb.Request{Op: o}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1, op("set", "k", "1"))
+	waitFor(t, "the lone call held", func() bool { return b.Held() == 1 })
+	q0 := pipeQueuedBehind.Load()
+	send(2, op("get", "k"))
+	waitFor(t, "the second message queued behind the lone call", func() bool { return pipeQueuedBehind.Load() > q0 })
+	if n := b.Submitted.Load(); n != 1 {
+		t.Fatalf("%d calls submitted while the lone call was held, want 1", n)
+	}
+	b.Hold.Store(false)
+	b.Release() // answers call 1 on this goroutine
+	var got []uint64
+	for len(got) < 2 {
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatalf("after %v: %v", got, err)
+		}
+		for _, x := range r.GetReplies() {
+			if x.GetCode() != 0 {
+				t.Fatalf("call %d: %v", x.GetId(), x)
+			}
+			if x.GetId() == 2 {
+				if v := string(x.GetResponse().GetResult().GetBytes()); v != "1" {
+					t.Fatalf("the queued get saw %q, want 1 (the held set's)", v)
+				}
+			}
+			got = append(got, x.GetId())
+		}
+	}
+	if got[0] != 1 || got[1] != 2 {
+		t.Fatalf("replies in order %v, want [1 2]", got)
+	}
+	s.CloseSend()
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatalf("stream end %v", err)
 	}
 }

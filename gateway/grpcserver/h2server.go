@@ -667,8 +667,55 @@ func (c *h2sconn) ensureReader() {
 	}
 }
 
-// h2connKey is the context key of a call's connection (keepReading).
-type h2connKey struct{}
+// h2connKey is the context key of a call's connection (keepReading), and
+// h2streamKey a turn stream's (sendNowOf).
+type (
+	h2connKey   struct{}
+	h2streamKey struct{}
+)
+
+// sendNowOf returns a function writing a framed message on the stream
+// whose context is ctx now, reporting whether it did (h2sstream.sendNow),
+// or nil if the stream is not the direct transport's turn stream.
+func sendNowOf(ctx context.Context) func([]byte) bool {
+	if s, ok := ctx.Value(h2streamKey{}).(*h2sstream); ok {
+		return s.sendNow
+	}
+	return nil
+}
+
+// sendNow writes msg (a framed message) on s as DATA and reports whether
+// it did: not when that could wait (the stream's or the connection's
+// write lock held, no window, TLS) or s ended. A plain socket's write
+// never waits here (unlockNow), so a node loop's goroutine may call it.
+func (s *h2sstream) sendNow(msg []byte) bool {
+	c := s.c
+	if c.out.dw == nil || !s.sendMu.TryLock() {
+		return false
+	}
+	defer s.sendMu.Unlock()
+	if !c.wmu.TryLock() {
+		return false
+	}
+	n := int64(len(msg))
+	c.mu.Lock()
+	ok := !s.reset && c.err == nil && !s.done && n <= c.sendWin && n <= s.sendWin && n <= int64(c.maxFrame)
+	if ok {
+		c.sendWin -= n
+		s.sendWin -= n
+	}
+	c.mu.Unlock()
+	if !ok {
+		c.wmu.Unlock()
+		return false
+	}
+	err := s.writeHeader()
+	if err == nil {
+		err = c.fw.WriteData(s.id, false, msg)
+	}
+	c.unlockNow(err)
+	return err == nil
+}
 
 // keepReading makes sure the connection of the call whose context is ctx
 // is read (ensureReader), when it is the direct transport's: a turn
@@ -847,6 +894,9 @@ func (c *h2sconn) handleHeaders(f *http2.MetaHeadersFrame) (*h2sstream, error) {
 	m := c.srv.methods[path]
 	s := &h2sstream{c: c, id: id, m: m, ch: make(chan struct{}, 1)}
 	ctx := metadata.NewIncomingContext(c.ctx, md)
+	if m != nil && m.turn {
+		ctx = context.WithValue(ctx, h2streamKey{}, s) // the pipe's sendNow
+	}
 	if timeout > 0 {
 		s.ctx, s.cancel = context.WithTimeout(ctx, timeout)
 	} else {

@@ -22,6 +22,8 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/certs"
+	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
 )
 
 // A client that is not Go's against the server (both transports, by
@@ -50,8 +52,28 @@ func TestGRPCIOClient(t *testing.T) {
 		}
 		t.Skip("SYNOD_GRPC_PYTHON (a Python with grpcio) not set: scripts/test sets it")
 	}
-	t.Run("plaintext", func(t *testing.T) { testGRPCIO(t, py, false) })
-	t.Run("tls", func(t *testing.T) { testGRPCIO(t, py, true) })
+	t.Run("plaintext", func(t *testing.T) { testGRPCIO(t, py, false, false) })
+	t.Run("tls", func(t *testing.T) { testGRPCIO(t, py, true, false) })
+	// The same against a Backend that answers through a callback, as the
+	// node does: the direct server's Do and lone Pipeline calls are then
+	// answered by the goroutine that completes them (doreply.go,
+	// submitLone); over TLS their replies take the goroutine fallback.
+	t.Run("plaintext-reply", func(t *testing.T) { testGRPCIO(t, py, false, true) })
+	t.Run("tls-reply", func(t *testing.T) { testGRPCIO(t, py, true, true) })
+}
+
+// blockReply is a ReplyBackend whose "block-*" requests are not taken by
+// SubmitReply (they run as Do on a goroutine of their own, as a shard
+// group's request does at the node): the double answers SubmitReply on
+// the caller's goroutine, which a request waiting for its context would
+// hold.
+type blockReply struct{ *gatewaytest.ReplyBackend }
+
+func (b blockReply) SubmitReply(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool {
+	if strings.HasPrefix(req.Op.Key, "block-") {
+		return false
+	}
+	return b.ReplyBackend.SubmitReply(ctx, ns, req, done)
 }
 
 // pyStep is a step of grpcio_client.py's plan; pyResult its result.
@@ -77,9 +99,13 @@ type pyResult struct {
 	Trailing []string `json:"trailing"`
 }
 
-func testGRPCIO(t *testing.T, py string, withTLS bool) {
+func testGRPCIO(t *testing.T, py string, withTLS, reply bool) {
 	dir := t.TempDir()
 	b := kvBackend()
+	var backend gateway.Backend = b
+	if reply {
+		backend = blockReply{gatewaytest.NewReply(b)}
+	}
 	// Keys "block-*" wait for the call's context to end; the handler says
 	// it started (a file, for the client's cancellation) and how it ended.
 	type ended struct {
@@ -121,7 +147,7 @@ func testGRPCIO(t *testing.T, py string, withTLS bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(b, opts)
+	s := New(backend, opts)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(l) }()
 	t.Cleanup(func() { s.Close(); <-done })

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -84,6 +85,19 @@ import (
 //     thus reaches the namespace's loop from the goroutine gRPC woke for
 //     it, as a Redis connection's command does, and the last concurrent
 //     calls of an idle stream run on that goroutine too (execute's tail).
+//   - A lone call (the direct transport, a Backend that answers through a
+//     callback: gateway.ReplyBackend, the node): a message of one call
+//     that finds the stream idle (no executor, nothing queued, no
+//     concurrent call in flight), a single operation of an atomic
+//     namespace (a batch of one, under the stream's next seq or the
+//     message's name) or on a key, is handed over with SubmitReply by its
+//     receiver, which holds the executor's role for it and goes back to
+//     receiving at once; the goroutine that completes it writes its reply
+//     (a non-blocking write, else a goroutine of its own) and gives the
+//     role up, starting an executor for what was queued meanwhile
+//     (submitLone, answerLone). So a lone Pipeline call, as a lone Do
+//     (doreply.go), wakes no worker and parks no executor; messages that
+//     arrive meanwhile wait for it as they wait for a batch.
 //   - Flow control. The receiver queues at most maxQueued messages; then it
 //     stops reading and HTTP/2 flow control holds the caller back, as a
 //     Redis connection stops being read.
@@ -130,6 +144,9 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	defer stopWake()
 	p.client = randomClient()
 	p.batcher, _ = s.b.(gateway.BatchBackend)
+	if _, ok := s.b.(gateway.ReplyBackend); ok {
+		p.sendNow = sendNowOf(stream.Context())
+	}
 	go p.worker()
 	// Wait until the caller has ended its side and everything received
 	// has run, or the stream has ended; then no executor starts, and
@@ -149,6 +166,14 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	p.wmu.Unlock()
 	close(p.end)
 	p.wg.Wait()
+	if err := stream.Context().Err(); err != nil {
+		// The stream's deadline passed or the caller cancelled: its
+		// status, though the receiver may not have seen it (on the
+		// direct transport it may be reading the connection, holding
+		// its read turn, or a lone call's answer may have ended the
+		// wait first).
+		p.fail(status.FromContextError(err).Err())
+	}
 	if s.ctx.Err() != nil {
 		return refusal(synoderr.TryAgain, "%s", "node is shutting down; calls without a reply have an unknown outcome")
 	}
@@ -198,6 +223,12 @@ type pipe struct {
 	sendFailed bool
 
 	batcher gateway.BatchBackend // the Backend's, when it hands over batches (runGroup)
+	// sendNow writes a framed message now if that cannot wait (the direct
+	// transport's h2sstream.sendNow), when the Backend is a ReplyBackend:
+	// a lone call is then handed over and answered where it completes
+	// (submitLone).
+	sendNow  func([]byte) bool
+	inflight atomic.Int64 // concurrent calls started and not done (submitLone)
 
 	// The executor's own (one worker at a time: the role passes under wmu).
 	client uint64 // the stream's client id (batches and calls run alone)
@@ -313,6 +344,16 @@ func (p *pipe) receive() bool {
 		p.queue = append(p.queue, inMsg{calls: m.GetCalls(), id: automaton.RequestID{Client: m.GetClientId(), Seq: m.GetSeq()}})
 		if !p.executing {
 			p.executing = true
+			if m := p.queue[0]; p.sendNow != nil && len(p.queue) == 1 && len(m.calls) == 1 && p.inflight.Load() == 0 {
+				p.queue[0] = inMsg{}
+				p.queue = p.queue[:0]
+				p.wmu.Unlock()
+				if p.submitLone(m.calls[0], m.id) {
+					continue // handed over: this goroutine receives on
+				}
+				p.wmu.Lock()
+				p.queue = append(p.queue, m)
+			}
 			p.receiving = false
 			if p.idle > 0 {
 				select {
@@ -325,6 +366,7 @@ func (p *pipe) receive() bool {
 			p.wmu.Unlock()
 			return true
 		}
+		pipeQueuedBehind.Add(1)
 		if len(p.queue) >= maxQueued {
 			// Not receiving for a while: the connection is read on
 			// meanwhile (the direct transport's read turn, h2server.go).
@@ -407,6 +449,14 @@ func (p *pipe) reply(rs ...*synodpb.CallReply) {
 		return
 	}
 	p.writing = true
+	p.rmu.Unlock()
+	p.drain()
+}
+
+// drain writes the queued replies until none is, then ends this
+// goroutine's writing. The caller is the writer (writing set).
+func (p *pipe) drain() {
+	p.rmu.Lock()
 	for len(p.queued) > 0 {
 		out := p.queued
 		p.queued = nil
@@ -496,6 +546,10 @@ func (p *pipe) stopExecuting() {
 		p.cond.Broadcast()
 	}
 }
+
+// pipeQueuedBehind counts the messages queued behind a running executor
+// (or a lone call in flight), for tests.
+var pipeQueuedBehind atomic.Int64
 
 // testHandlerWoke, when set (tests only), hears of each wake-up of
 // Pipeline's own goroutine while it waits for the stream's end.
@@ -747,8 +801,10 @@ func (p *pipe) runGroup(group []pcall) (run func()) {
 	}
 	p.pruneLast()
 	p.wg.Add(1)
+	p.inflight.Add(1)
 	return func() {
 		defer p.wg.Done()
+		defer p.inflight.Add(-1)
 		defer close(done)
 		for _, prev := range prevs {
 			<-prev
@@ -900,8 +956,10 @@ func (p *pipe) startOn(id uint64, ns config.Namespace, req automaton.Request, l 
 	p.last[k] = done
 	p.pruneLast()
 	p.wg.Add(1)
+	p.inflight.Add(1)
 	return func() {
 		defer p.wg.Done()
+		defer p.inflight.Add(-1)
 		defer close(done)
 		if prev != nil {
 			<-prev
@@ -924,4 +982,161 @@ func (p *pipe) pruneLast() {
 			}
 		}
 	}
+}
+
+// submitLone runs a lone message's one call, taken by its receiver as the
+// executor (the stream idle, nothing queued, no concurrent call in
+// flight), without waiting for it: a single operation of an atomic
+// namespace (a batch of one; a named message's under its identity) or on
+// a key (a concurrent call) is handed over with SubmitReply under the
+// stream's next seq, and the goroutine that completes it writes its reply (sendNow,
+// else a goroutine of its own) and gives up the executor's role, starting
+// an executor for what was queued meanwhile; the receiver goes back to
+// receiving at once. So a lone Pipeline call, as a lone Do, wakes no
+// goroutine besides the network's (no worker kicked to receive, no
+// executor parked in Do). A call that is not such an operation is left to
+// the executor as before (false).
+func (p *pipe) submitLone(c *synodpb.Call, named automaton.RequestID) bool {
+	in := c.GetRequest()
+	if in == nil || in.GetClientId() != 0 || in.GetSeq() != 0 || in.GetTxn() != nil || in.GetFanout() {
+		return false
+	}
+	ns, _, err := p.s.namespace(in.GetNamespace())
+	if err != nil {
+		return false
+	}
+	k := kind(ns, in)
+	isNamed := named != (automaton.RequestID{})
+	if (k != joinBatch && k != concurrent) || (isNamed && (k != joinBatch || named.Client == 0 || named.Seq == 0)) {
+		return false
+	}
+	id := c.GetId()
+	rid := named
+	if !isNamed {
+		p.seq++
+		rid = automaton.RequestID{Client: p.client, Seq: p.seq}
+	}
+	req, err := p.s.prepare(p.ctx, ns, rid, in)
+	if err == nil && k == joinBatch {
+		// A batch of one, as runBatchAs makes it.
+		req.Opts = automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), rid, automaton.Options{Read: req.Opts.Read})
+	}
+	if err != nil {
+		p.answerLone(failed(id, err))
+		return true
+	}
+	rb, terse := p.s.b.(gateway.ReplyBackend), in.GetTerse()
+	rctx, cancel := context.WithTimeout(p.ctx, p.s.opts.RequestTimeout)
+	var abandon func() bool
+	answer := func(res automaton.Response, err error) {
+		abandon()
+		out, err := p.s.response(p.ctx, rctx, req, res, err, terse)
+		cancel()
+		r := &synodpb.CallReply{Id: id, Response: out}
+		if err != nil {
+			r = failed(id, err)
+		}
+		p.answerLone(r)
+	}
+	abandon = context.AfterFunc(rctx, func() {
+		if rb.Abandon(ns.Name, req.ID) {
+			answer(automaton.Response{}, rctx.Err())
+		}
+	})
+	if !rb.SubmitReply(rctx, ns.Name, req, answer) {
+		go func() {
+			res, err := p.s.b.Do(rctx, ns.Name, req)
+			answer(res, err)
+		}()
+	}
+	return true
+}
+
+// answerLone answers a lone call (submitLone) on the goroutine that has
+// its answer, and gives up the executor's role (doneExecuting), never
+// waiting there but for the reply locks' short sections (the goroutine
+// may be a namespace loop's). With no reply being written, it becomes the
+// writer (writing) and holds the send lock (smu) across giving up the
+// role and writing, so every later reply is written after this one (the
+// executor's own writes wait for smu, the others queue behind writing):
+// written now if that cannot wait (sendNow), else by a goroutine of its
+// own that takes the writer's role over (Pipeline's end waits for it:
+// wg); the replies queued meanwhile are written by a goroutine of its
+// own (drain). With a reply being written (the previous call's writer
+// finishing), the reply is queued for that writer, which writes it
+// before it ends, and the role is given up at once: so the caller's
+// next message, sent once it has this reply, finds the stream idle.
+func (p *pipe) answerLone(r *synodpb.CallReply) {
+	p.rmu.Lock()
+	if p.writing {
+		p.queued = append(p.queued, r)
+		p.rmu.Unlock()
+		p.doneExecuting()
+		return
+	}
+	if !p.smu.TryLock() {
+		p.rmu.Unlock()
+		p.answerLater(r)
+		return
+	}
+	p.writing = true
+	p.rmu.Unlock()
+	msg := synodpb.PipelineResponse{Replies: []*synodpb.CallReply{r}}
+	b, err := synodpb.FrameMessage(&msg)
+	p.wg.Add(1)
+	p.doneExecuting()
+	if err == nil && !p.sendFailed && p.sendNow(b) {
+		p.smu.Unlock()
+		p.rmu.Lock()
+		if len(p.queued) == 0 {
+			p.writing = false
+			p.rmu.Unlock()
+			p.wg.Done()
+			return
+		}
+		p.rmu.Unlock()
+		go func() {
+			defer p.wg.Done()
+			p.drain()
+		}()
+		return
+	}
+	go func() {
+		defer p.wg.Done()
+		if !p.sendFailed {
+			if err := p.stream.Send(&msg); err != nil {
+				p.sendFailed = true
+				p.fail(err)
+			}
+		}
+		p.smu.Unlock()
+		p.drain()
+	}()
+}
+
+// answerLater answers a lone call on a goroutine of its own, behind the
+// replies queued or being written, then gives up the executor's role.
+func (p *pipe) answerLater(r *synodpb.CallReply) {
+	go func() {
+		p.reply(r)
+		p.doneExecuting()
+	}()
+}
+
+// doneExecuting gives up the executor's role a lone call held
+// (submitLone), or hands it to a new executor for what was queued
+// meanwhile.
+func (p *pipe) doneExecuting() {
+	p.wmu.Lock()
+	if len(p.queue) > 0 {
+		p.wmu.Unlock()
+		go func() {
+			if tail := p.execute(); tail != nil {
+				tail()
+			}
+		}()
+		return
+	}
+	p.stopExecuting()
+	p.wmu.Unlock()
 }
