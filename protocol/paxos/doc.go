@@ -109,7 +109,12 @@
 // A follower that has not heard a live leader for election_timeout starts
 // phase 1 after a further random delay (election_timeout plus up to
 // election_timeout << min(failures,3): randomised, backing off after failed
-// attempts; Config.Rand only). Leader stability (the "Ω meets Paxos" property
+// attempts; Config.Rand only). While it hears the leader only the "alive"
+// timer runs (re-armed by each Accept and Heartbeat); the election timer is
+// armed when "alive" fires, for the random part only (election.go,
+// armElectionRest), so phase 1 still starts election_timeout plus the
+// random part after the leader's last message: one timer per message
+// instead of two (session 49). Leader stability (the "Ω meets Paxos" property
 // the Grid Services thesis VI.A.5 relies on) is a pre-vote / check-quorum rule:
 //
 //   - A follower that received an Accept or Heartbeat with a ballot at least
@@ -300,7 +305,7 @@
 // the simulator catches the lost write (broken_answer.go,
 // TestBrokenAnswerEarlyCaught: `synod-lab sim --protocol
 // paxos-broken-answerearly --nodes 3 --clients 8 --ops 500 --faults crash
-// --fsync uniform:20ms:80ms --seeds 39`), and so does the model checker
+// --fsync uniform:20ms:80ms --seeds 61`), and so does the model checker
 // (AnswerEarlyModel), whose crashes before an fsync follow the positioned
 // rule across steps (mc/unsynced.go).
 //

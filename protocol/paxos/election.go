@@ -17,6 +17,31 @@ func (a *Paxos) armElection() {
 	a.Emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.ElectionTimeout, a.failures, a.cfg.Rand)})
 }
 
+// Election timer and "alive" timer (package doc, "Leader election"). While
+// a follower hears a live leader (leaderAlive), only "alive" runs: each
+// Accept or Heartbeat re-arms it (one timer per message, where re-arming
+// the election timer too made two), and the election timer is not armed.
+// When "alive" fires (election_timeout of silence), the election timer runs
+// for the random part only (armElectionRest), so phase 1 starts
+// election_timeout plus the random part after the last message, as when
+// every message re-armed the election timer to the whole delay.
+
+// armElectionRest arms the election timer for the random part of the
+// election delay: "alive" has just fired.
+func (a *Paxos) armElectionRest() {
+	a.Emit(automaton.SetTimer{ID: tmElection, After: proto.ElectionDelay(a.prm.ElectionTimeout, a.failures, a.cfg.Rand) - a.prm.ElectionTimeout})
+}
+
+// onAliveTimeout: no live leader heard for election_timeout.
+func (a *Paxos) onAliveTimeout() {
+	if !a.proto.stickyLeader {
+		a.leaderAlive = false
+	}
+	if a.role == follower && a.isMember() {
+		a.armElectionRest()
+	}
+}
+
 func (a *Paxos) onElectionTimeout() {
 	if a.role != follower || !a.isMember() {
 		return // only members stand for election
@@ -29,14 +54,21 @@ func (a *Paxos) onElectionTimeout() {
 }
 
 // heardLeader records that from, a leader (or a candidate this node promised),
-// is alive now: no other node gets a promise for election_timeout.
-func (a *Paxos) heardLeader(from int) {
+// is alive now: no other node gets a promise for election_timeout. It
+// reports whether it re-armed "alive"; the election timer then waits for
+// "alive" to fire (onAliveTimeout): it is cancelled when the leader comes
+// alive, and otherwise left alone.
+func (a *Paxos) heardLeader(from int) bool {
 	if a.proto.stickyLeader && a.aliveLeader >= 0 && a.aliveLeader != from {
-		return
+		return false
 	}
 	a.aliveLeader = from
-	a.leaderAlive = true
+	if !a.leaderAlive {
+		a.leaderAlive = true
+		a.Emit(automaton.CancelTimer{ID: tmElection})
+	}
 	a.Emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
+	return true
 }
 
 // stepDown makes a leader or candidate a follower. Requests it holds are
@@ -211,9 +243,10 @@ func (a *Paxos) acceptBallot(from int, b Ballot) bool {
 	if a.role != follower {
 		a.stepDown()
 	}
-	a.heardLeader(from)
+	if !a.heardLeader(from) {
+		a.armElection() // not the leader this follower stays with (broken variant)
+	}
 	a.leaderHint = from
-	a.armElection()
 	a.forwardPending()
 	return true
 }

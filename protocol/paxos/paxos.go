@@ -470,9 +470,7 @@ func (a *Paxos) OnTimer(id automaton.TimerID) {
 		a.onTick()
 		a.armTick()
 	case id == tmAlive:
-		if !a.proto.stickyLeader {
-			a.leaderAlive = false
-		}
+		a.onAliveTimeout()
 	case id == tmElection:
 		a.onElectionTimeout()
 	case id >= leaseTimerBase:

@@ -105,8 +105,9 @@ func (a *Paxos) onPrepare(from int, m *message) {
 		a.promised = b
 		a.persist(recPromised, encodeBallotRec(b))
 	}
-	a.heardLeader(from)
-	a.armElection()
+	if !a.heardLeader(from) {
+		a.armElection()
+	}
 	a.send(from, a.promiseFor(m.From))
 }
 

@@ -81,9 +81,10 @@ func (a *Paxos) OnStart(s automaton.Start) {
 	// crashed honours that leader's lease for a full election timeout more.
 	if len(s.Records) > 0 {
 		a.leaderAlive = true
-		a.Emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout})
+		a.Emit(automaton.SetTimer{ID: tmAlive, After: a.prm.ElectionTimeout}) // then the election's random part (onAliveTimeout)
+	} else {
+		a.armElection()
 	}
-	a.armElection()
 	a.armTick()
 	a.emitMembers()
 }

@@ -84,8 +84,9 @@ func (a *Paxos) onTimeoutNow(from int, m *message) {
 	if a.leaderAlive && a.aliveLeader != from {
 		return // another live leader: not the sender's to give away
 	}
+	// "alive" keeps running: when it fires, the election timer runs for its
+	// random part (onAliveTimeout), in case the target does not take over.
 	a.leaderAlive, a.aliveLeader = false, -1
-	a.Emit(automaton.CancelTimer{ID: tmAlive})
 	if m.OK && a.role == follower && a.isMember() {
 		if a.proto.transferSkipsPhase1 {
 			a.takeOverBallot(m.Ballot) // broken on purpose (broken_transfer.go)
