@@ -408,3 +408,24 @@ func (c *conn) sharded() bool {
 	defer c.mu.Unlock()
 	return len(c.ns.Shards) > 0
 }
+
+// keyspaceWide are the commands a sharded namespace answers for the whole
+// namespace at any node (node/shardks.go).
+var keyspaceWide = map[string]bool{"dbsize": true, "keys": true, "scan": true, "randomkey": true, "flushdb": true, "flushall": true}
+
+// shardedKeyspaceTips is COMMAND's tips for a keyspaceWide command on a
+// sharded namespace: Redis's request_policy (all_shards, special) and
+// response_policy tips tell a cluster client to send the command to every
+// master and combine the answers, which would count each key once per
+// master here, where any node answers for the namespace; so they are left
+// out (no request_policy: any one node; go-redis's dynamic resolver,
+// ClusterClient.NewDynamicResolver, routes by them).
+func shardedKeyspaceTips(tips []string) []string {
+	var out []string
+	for _, t := range tips {
+		if !strings.HasPrefix(t, "request_policy:") && !strings.HasPrefix(t, "response_policy:") {
+			out = append(out, t)
+		}
+	}
+	return out
+}

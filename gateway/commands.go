@@ -978,6 +978,9 @@ func (c *conn) writeCommandInfo(cmd *command) {
 		c.w.WriteSimple("@" + cat)
 	}
 	tips := redisTips[cmd.name]
+	if keyspaceWide[cmd.name] && c.sharded() {
+		tips = shardedKeyspaceTips(tips)
+	}
 	c.w.WriteSet(len(tips))
 	for _, t := range tips {
 		c.w.WriteBulkString(t)

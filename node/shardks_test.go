@@ -120,6 +120,19 @@ func TestShardedWholeKeyspace(t *testing.T) {
 		t.Fatalf("ClusterClient SCAN: %d keys, %v", len(ccKeys), err)
 	}
 
+	// go-redis's dynamic resolver routes by COMMAND's tips: on a sharded
+	// namespace KEYS carries no request_policy (gateway
+	// shardedKeyspaceTips), so it goes to one node, which answers for the
+	// namespace; with Redis's tips (request_policy:all_shards) it went to
+	// both masters and answered no key at all (go-redis 9.22 combining the
+	// masters' answers).
+	dyn := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs[:1]})
+	defer dyn.Close()
+	dyn.SetCommandInfoResolver(dyn.NewDynamicResolver())
+	if ks, err := dyn.Keys(ctx, "*").Result(); err != nil || len(ks) != len(all) {
+		t.Fatalf("KEYS * through go-redis's dynamic resolver: %d keys, %v; want %d", len(ks), err, len(all))
+	}
+
 	// A migration between two pages: slots 0-4095 move from s0 to s1
 	// once the cursor has passed slot 2000; the scan still returns every key.
 	admin := plain[1]
