@@ -60,12 +60,14 @@
 //	                                (the gateway renders it as a status reply)
 //	rename newkey                W  OK | error "no such key" (TTL moves with the value)
 //	renamenx newkey              W  int 1/0 | error "no such key"
-//	keys pattern    (Key "")     R  array of keys, sorted (glob as Redis: * ? [a-z] [^a] \x)
-//	scan cursor [match p] [count n] [type t]  (Key "")
+//	keys pattern [served] (Key "")  R  array of keys, sorted (glob as Redis: * ? [a-z] [^a] \x)
+//	scan cursor [match p] [count n] [type t] [slots FIRST-LAST]  (Key "")
 //	                             R  array [bytes next-cursor, array of keys]
-//	dbsize          (Key "")     R  int
-//	randomkey       (Key "")     R  bytes | nil
-//	flushdb         (Key "")     W  OK (FLUSHALL is the same: one database)
+//	dbsize [served] (Key "")     R  int
+//	randomkey [served] (Key "")  R  bytes | nil
+//	flushdb [served] (Key "")    W  OK (FLUSHALL is the same: one database)
+//	                                (served, and scan's slots: a shard group's part of a
+//	                                sharded namespace's answer, the keys it serves; kv_served.go)
 //	dbinfo          (Key "")     R  array [int keys, int expires, int avg_ttl_ms]
 //	                                (INFO keyspace: db0:keys=..,expires=..,avg_ttl=..)
 //	memusage                     R  int estimated bytes | nil (MEMORY USAGE: key,
