@@ -113,13 +113,7 @@ func (s *KVState) opKeys(op Op) Result {
 func (s *KVState) opDBSize(op Op) Result {
 	n := 0
 	if servedOnly(op, 0) {
-		st := s.slotStates() // kv_served.go
-		for k, e := range s.m {
-			if (e.exp == 0 || e.exp > s.now) && st.served(k) {
-				n++
-			}
-		}
-		return Int(int64(n))
+		return s.dbsizeServed() // kv_served.go
 	}
 	for _, e := range s.m {
 		if e.exp == 0 || e.exp > s.now {
