@@ -14,7 +14,8 @@ import (
 )
 
 // Whole-keyspace commands on a sharded namespace (issue 33; shardks49,
-// session 49): DBSIZE, KEYS, SCAN, RANDOMKEY and FLUSHDB/FLUSHALL.
+// session 49): DBSIZE, KEYS, SCAN, RANDOMKEY and FLUSHDB/FLUSHALL, and
+// INFO keyspace's figures (dbinfo).
 //
 // Decision: every node answers them for the whole namespace, to every
 // client, by fan-out over the namespace's groups (each group answers for
@@ -54,7 +55,7 @@ import (
 // namespace.
 
 // keyspaceKinds are the operations answered by fan-out.
-var keyspaceKinds = map[string]bool{"dbsize": true, "keys": true, "scan": true, "randomkey": true, "flushdb": true}
+var keyspaceKinds = map[string]bool{"dbsize": true, "keys": true, "scan": true, "randomkey": true, "flushdb": true, "dbinfo": true}
 
 // keyspaceMaxHops bounds the groups one SCAN page visits.
 const keyspaceMaxHops = 8
@@ -93,7 +94,7 @@ func (n *Node) wholeKeyspace(ctx context.Context, s *shardedNS, req automaton.Re
 		}()
 	}
 	wg.Wait()
-	var sum int64
+	var sum, expires, ttl int64
 	var keys []service.Result
 	for i := range gs {
 		if errs[i] != nil {
@@ -105,8 +106,19 @@ func (n *Node) wholeKeyspace(ctx context.Context, s *shardedNS, req automaton.Re
 		}
 		sum += rs[i].Int
 		keys = append(keys, rs[i].Elems...)
+		if op.Kind == "dbinfo" && len(rs[i].Elems) == 3 {
+			sum += rs[i].Elems[0].Int
+			expires += rs[i].Elems[1].Int
+			ttl += rs[i].Elems[1].Int * rs[i].Elems[2].Int
+		}
 	}
 	switch op.Kind {
+	case "dbinfo": // INFO keyspace: keys, keys with a deadline, their mean time left
+		avg := int64(0)
+		if expires > 0 {
+			avg = ttl / expires
+		}
+		resp.Result = service.Array(service.Int(sum), service.Int(expires), service.Int(avg))
 	case "dbsize":
 		resp.Result = service.Int(sum)
 	case "keys":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,9 @@ func TestShardedWholeKeyspace(t *testing.T) {
 		if n, err := c.DBSize(ctx).Result(); err != nil || n != int64(len(all)) {
 			t.Fatalf("DBSIZE at n%d = %d, %v; want %d", i+1, n, err, len(all))
 		}
+	}
+	if info := plain[2].Info(ctx, "keyspace").Val(); !strings.Contains(info, fmt.Sprintf("db0:keys=%d,expires=0,", len(all))) {
+		t.Fatalf("INFO keyspace at n3:\n%s", info)
 	}
 	if n, err := cc.Do(ctx, "dbsize").Int64(); err != nil || n != int64(len(all)) {
 		t.Fatalf("ClusterClient Do(DBSIZE) = %d, %v; want %d", n, err, len(all))

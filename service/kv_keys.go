@@ -24,7 +24,7 @@ func init() {
 		"dbsize":    {read: true, max: 1, keyspace: true, check: checkServedAt(0), run: (*KVState).opDBSize},
 		"randomkey": {read: true, max: 1, keyspace: true, check: checkServedAt(0), run: (*KVState).opRandomKey},
 		"flushdb":   {max: 1, keyspace: true, check: checkServedAt(0), run: (*KVState).opFlushDB},
-		"dbinfo":    {read: true, keyspace: true, run: (*KVState).opDBInfo},
+		"dbinfo":    {read: true, max: 1, keyspace: true, check: checkServedAt(0), run: (*KVState).opDBInfo},
 		"memusage":  {read: true, run: (*KVState).opMemUsage},
 	})
 }
@@ -164,16 +164,33 @@ func (s *KVState) opFlushDB(op Op) Result {
 
 // opDBInfo answers INFO keyspace's figures: keys, keys with a deadline and
 // their mean remaining time in ms (0 without any).
-func (s *KVState) opDBInfo(Op) Result {
+func (s *KVState) opDBInfo(op Op) Result {
 	var keys, expires, ttl int64
-	for _, e := range s.m {
+	sign := int64(1)
+	count := func(_ string, e kvEntry) {
 		if e.exp != 0 && e.exp <= s.now {
-			continue
+			return
 		}
-		keys++
+		keys += sign
 		if e.exp != 0 {
-			expires++
-			ttl += e.exp - s.now
+			expires += sign
+			ttl += sign * (e.exp - s.now)
+		}
+	}
+	if servedOnly(op, 0) {
+		// A shard group's part (kv_served.go): its served keys, the
+		// unserved slots' keys taken back out in a second pass.
+		if st := s.walk(count); st.skip != nil {
+			sign = -1
+			for k, e := range s.m {
+				if !shard.Reserved(k) && st.unserved(k) {
+					count(k, e)
+				}
+			}
+		}
+	} else {
+		for k, e := range s.m {
+			count(k, e)
 		}
 	}
 	avg := int64(0)

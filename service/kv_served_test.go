@@ -49,6 +49,9 @@ func TestKeyspaceServed(t *testing.T) {
 	if !slices.Equal(got, served) {
 		t.Fatalf("keys * served = %v, want %v", got, served)
 	}
+	if r := s.Apply(Op{Kind: "dbinfo", Args: arg(ServedArg)}); len(r.Elems) != 3 || r.Elems[0].Int != 3 {
+		t.Fatalf("dbinfo served = %v, want 3 keys", r)
+	}
 	if r := s.Apply(Op{Kind: "randomkey", Args: arg(ServedArg)}); !slices.Contains(served, string(r.Bytes)) {
 		t.Fatalf("randomkey served = %v", r)
 	}
