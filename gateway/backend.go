@@ -95,3 +95,14 @@ type ReplyBackend interface {
 	SubmitReply(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool
 	Abandon(ns string, id automaton.RequestID) bool
 }
+
+// TurnBackend is a ReplyBackend that can hold requests for one pass
+// (node.Node): the event loop (evloop.go), with several clients' commands
+// read in one turn, submits them with SubmitReplyHeld, which queues each
+// without stepping it (else as SubmitReply), then calls Kick for each
+// namespace it submitted to, so that one pass steps them together.
+type TurnBackend interface {
+	ReplyBackend
+	SubmitReplyHeld(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool
+	Kick(ns string)
+}

@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/synod-dev/synod/automaton"
 )
 
 // The client event loop (issue 28; branch evloop48, session 48).
@@ -381,4 +384,23 @@ func (c *conn) handBack() bool {
 	// ordered command would hold other connections' writes for 1 s.
 	c.endCommand(false)
 	return c.s.ev.giveBack(c)
+}
+
+// submitReply hands replyAsync's request to the Backend (replyfn.go):
+// held for the turn's one pass (TurnBackend: the loop calls Kick once the
+// turn's ready sockets are served) when the event loop serves several
+// clients in this turn, else by SubmitReply. Without holding, each
+// request's pass ran on the loop's goroutine before the next client's
+// command was read, one request per pass (docs/COSTS.md, evloop49).
+func (c *conn) submitReply(ctx context.Context, ns string, req automaton.Request) bool {
+	if c.as.loop && c.s.ev.holding() {
+		if tb, ok := c.s.b.(TurnBackend); ok {
+			if !tb.SubmitReplyHeld(ctx, ns, req, c.as.done) {
+				return false
+			}
+			c.s.ev.held(ns)
+			return true
+		}
+	}
+	return c.s.b.(ReplyBackend).SubmitReply(ctx, ns, req, c.as.done)
 }

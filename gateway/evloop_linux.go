@@ -17,15 +17,17 @@ import (
 // (key 0) that wakes it for connections queued by other goroutines (a
 // reply written while the loop held the next command; a Close; stop).
 type evLoop struct {
-	s    *Server
-	once sync.Once
-	ok   bool // started: epfd and efd open, run running
-	epfd int
-	efd  int
-	epf  *os.File        // epfd in Go's netpoller (wait); nil: blocking epoll_wait
-	eprc syscall.RawConn // epf's
-	w    evWait          // the wait in progress (loop goroutine only)
-	wfn  func(uintptr) bool
+	s     *Server
+	once  sync.Once
+	ok    bool // started: epfd and efd open, run running
+	epfd  int
+	efd   int
+	epf   *os.File        // epfd in Go's netpoller (wait); nil: blocking epoll_wait
+	eprc  syscall.RawConn // epf's
+	w     evWait          // the wait in progress (loop goroutine only)
+	hold  bool            // this turn's requests are held for one pass (loop goroutine only)
+	kicks []string        // the namespaces with requests held this turn
+	wfn   func(uintptr) bool
 
 	woken atomic.Bool
 
@@ -169,6 +171,20 @@ func (l *evLoop) giveBack(c *conn) bool {
 	return false
 }
 
+// holding reports whether the loop holds this turn's requests for one
+// pass (submitReply). Loop goroutine only.
+func (l *evLoop) holding() bool { return l != nil && l.hold }
+
+// held notes that a request of namespace ns waits for the turn's Kick.
+func (l *evLoop) held(ns string) {
+	for _, k := range l.kicks {
+		if k == ns {
+			return
+		}
+	}
+	l.kicks = append(l.kicks, ns)
+}
+
 // noteSingle records the loop's only connection, if it has one. l.mu held.
 func (l *evLoop) noteSingle() {
 	var one *conn
@@ -260,6 +276,7 @@ func (l *evLoop) run() {
 			l.stopped = true
 			l.mu.Unlock()
 		}
+		l.hold = n > 1 // several sockets: their requests go in one pass (Kick below)
 		for i := 0; i < n; i++ {
 			key := uint32(evs[i].Fd)
 			if key == 0 {
@@ -282,6 +299,15 @@ func (l *evLoop) run() {
 			}
 			l.steps.Add(1)
 			l.serve(c, true)
+		}
+		l.hold = false
+		if len(l.kicks) > 0 {
+			tb := l.s.b.(TurnBackend) // held only through one
+			for i, ns := range l.kicks {
+				tb.Kick(ns)
+				l.kicks[i] = ""
+			}
+			l.kicks = l.kicks[:0]
 		}
 		l.mu.Lock()
 		q := l.queue

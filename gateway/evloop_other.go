@@ -31,6 +31,8 @@ func (l *evLoop) add(*conn)           {}
 func (l *evLoop) giveBack(*conn) bool { return false }
 func (l *evLoop) ready(*conn)         {}
 func (l *evLoop) stop()               {}
+func (l *evLoop) holding() bool       { return false }
+func (l *evLoop) held(string)         {}
 
 // EventLoopStats are the client event loop's counts (evloop.go).
 type EventLoopStats struct {

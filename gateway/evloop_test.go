@@ -3,12 +3,20 @@
 package gateway
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/resp"
 	"golang.org/x/sys/unix"
 )
 
@@ -246,4 +254,104 @@ func epollSets(t *testing.T, fd int) int {
 		}
 	}
 	return n
+}
+
+// turnBackend is a TurnBackend double: SubmitReplyHeld keeps the request
+// until Kick submits it (noKick: the broken variant, Kick drops nothing
+// and submits nothing, so a held request is never answered).
+type turnBackend struct {
+	*gatewaytest.ReplyBackend
+	mu     sync.Mutex
+	held   map[string][]func()
+	heldN  atomic.Int64
+	kicks  atomic.Int64
+	noKick bool
+}
+
+func (b *turnBackend) SubmitReplyHeld(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool {
+	b.heldN.Add(1)
+	b.mu.Lock()
+	b.held[ns] = append(b.held[ns], func() { b.ReplyBackend.SubmitReply(ctx, ns, req, done) })
+	b.mu.Unlock()
+	return true
+}
+
+func (b *turnBackend) Kick(ns string) {
+	b.kicks.Add(1)
+	if b.noKick {
+		return
+	}
+	b.mu.Lock()
+	fs := b.held[ns]
+	b.held[ns] = nil
+	b.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// TestEvLoopHeldTurn: with several clients' commands ready in one turn,
+// the loop submits them held (TurnBackend.SubmitReplyHeld) and kicks the
+// namespace once the turn's sockets are served; every client gets its own
+// replies, in order. Fails with a Kick that steps nothing (the broken
+// variant: clients time out) and when nothing is held (heldN 0).
+func TestEvLoopHeldTurn(t *testing.T) {
+	b := &turnBackend{ReplyBackend: newReplyBackend(), held: map[string][]func(){}}
+	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	const clients, n = 16, 150
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- heldClient(addr, i, n)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.heldN.Load() == 0 || b.kicks.Load() == 0 {
+		t.Errorf("held %d, kicks %d: want both (%d steps)", b.heldN.Load(), b.kicks.Load(), s.ev.steps.Load())
+	}
+	t.Logf("held %d, kicks %d, steps %d", b.heldN.Load(), b.kicks.Load(), s.ev.steps.Load())
+}
+
+// heldClient runs one client of TestEvLoopHeldTurn: n SETs and GETs of
+// its own key, each reply checked.
+func heldClient(addr string, id, n int) error {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	r, w := resp.NewReader(bufio.NewReader(nc), resp.Limits{}), resp.NewWriter(nc)
+	do := func(args ...string) (string, error) {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		w.WriteCommand(b)
+		if err := w.Flush(); err != nil {
+			return "", err
+		}
+		nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+		rep, err := r.ReadReply()
+		return rep.String(), err
+	}
+	k := fmt.Sprintf("k%d", id)
+	for j := range n {
+		v := fmt.Sprintf("v%d-%d", id, j)
+		if got, err := do("SET", k, v); err != nil || got != "OK" {
+			return fmt.Errorf("client %d SET %d: %q %v", id, j, got, err)
+		}
+		if got, err := do("GET", k); err != nil || got != fmt.Sprintf("%q", v) {
+			return fmt.Errorf("client %d GET %d: %q %v", id, j, got, err)
+		}
+	}
+	return nil
 }

@@ -142,8 +142,8 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 	c.orderWrite(req.Op, nil)                     // arrived ordered commands first (order.go)
 	a.release = c.s.blk.writeGate(c, req.Op, nil) // no write to a waited key during a round (blocking.go)
 	a.state.Store(replyPending)
-	c.wmu.Unlock() // replied takes it; it may run on this goroutine, inside SubmitReply
-	if !c.s.b.(ReplyBackend).SubmitReply(ctx, ns.Name, req, a.done) {
+	c.wmu.Unlock()                         // replied takes it; it may run on this goroutine, inside SubmitReply
+	if !c.submitReply(ctx, ns.Name, req) { // evloop.go: held for the turn's pass on the event loop
 		a.state.Store(replyIdle) // nothing was handed over: as submitGroup
 		a.release()
 		end()
