@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/synod-dev/synod/automaton"
@@ -48,6 +49,41 @@ const GroupSep = "#"
 
 // GroupName is the name of shard sh of namespace ns.
 func GroupName(ns, sh string) string { return ns + GroupSep + sh }
+
+// IncSep joins a group's name and its incarnation (issue 33, session 49):
+// a group created by a split and retired by the merge that emptied it
+// frees its name for a later split, which founds the group again under
+// the next incarnation, a new identity (docs/SHARDING.md "Group
+// incarnations"). The incarnated name is the group's name everywhere the
+// group is its name: its loop, its storage records, the peer transport's
+// namespace field, #forward and #batch frames, leader gossip. Incarnation
+// 0 is spelled as the plain name, so no stored data moves. Names cannot
+// contain IncSep (nameRE), so it never collides with a namespace or shard.
+const IncSep = "@"
+
+// IncarnationName is group name's name at incarnation inc: name itself
+// for 0, else "<name>@<inc>".
+func IncarnationName(name string, inc uint64) string {
+	if inc == 0 {
+		return name
+	}
+	return name + IncSep + strconv.FormatUint(inc, 10)
+}
+
+// SplitIncarnation parses an incarnated group name into the group's name
+// and incarnation (0 when it has none). A name whose suffix is not a
+// number is returned whole, at incarnation 0.
+func SplitIncarnation(name string) (string, uint64) {
+	i := strings.LastIndex(name, IncSep)
+	if i < 0 {
+		return name, 0
+	}
+	inc, err := strconv.ParseUint(name[i+1:], 10, 64)
+	if err != nil || inc == 0 {
+		return name, 0
+	}
+	return name[:i], inc
+}
 
 // Group is one replica group a node may run: an unsharded namespace on
 // every node of the cluster, or one shard of a sharded namespace on its

@@ -69,3 +69,26 @@ func TestShardsInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestIncarnationName: incarnation 0 is the plain name (no stored data
+// moves), a later one "<name>@<inc>", and parsing inverts both.
+func TestIncarnationName(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		inc  uint64
+		want string
+	}{{"default#s2", 0, "default#s2"}, {"default#s2", 3, "default#s2@3"}, {"#placement", 0, "#placement"}} {
+		got := IncarnationName(c.name, c.inc)
+		if got != c.want {
+			t.Errorf("IncarnationName(%q, %d) = %q, want %q", c.name, c.inc, got, c.want)
+		}
+		if n, i := SplitIncarnation(got); n != c.name || i != c.inc {
+			t.Errorf("SplitIncarnation(%q) = %q, %d, want %q, %d", got, n, i, c.name, c.inc)
+		}
+	}
+	for _, bad := range []string{"default#s2@", "default#s2@x", "default#s2@0"} {
+		if n, i := SplitIncarnation(bad); n != bad || i != 0 {
+			t.Errorf("SplitIncarnation(%q) = %q, %d, want the name whole at 0", bad, n, i)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -36,6 +37,18 @@ import (
 // messages for it are dropped; its records stay on disk. A removed node
 // that restarts with the group in its cluster file starts the replica
 // and stops it again at its first placement read.
+//
+// Group incarnations (issue 33, session 49; config.IncSep): a group
+// created at run time and later emptied by a merge is retired (shard
+// decision "retire", placer_retire.go): the record makes its name
+// unplaced at the next incarnation, and the next split founds it afresh
+// as "<ns>#<shard>@<inc>". Its loop, records, peer messages, forwarded
+// requests and leader gossip all carry that name (shardedNS.name,
+// group), so no message or record of an earlier incarnation ever reaches
+// it; a node that reads the record stops its replicas of earlier
+// incarnations and removes their records (retireIncarnations). Lookups
+// by a loop's or a message's name strip the incarnation (shardOf) and a
+// name that is not the view's current incarnation is not served (serves).
 
 // loopTable is the node's loops by group name. Loops are added at run
 // time and never removed (a retired loop stays, ended), so a loop once
@@ -163,10 +176,13 @@ func (n *Node) startGroup(g config.Group) error {
 }
 
 // hostGroups starts the groups of s that its placement record makes this
-// node host (a member, or a member being added) and that it does not run.
+// node host (a member, or a member being added) and that it does not run,
+// each under its incarnated name (config.IncSep): a loop of an earlier
+// incarnation of the group is another group (retireGroups ends it).
 func (n *Node) hostGroups(s *shardedNS) {
 	v := s.view()
 	for gi, g := range s.groups {
+		g.Namespace.Name = s.nameIn(v, gi)
 		if v.hosts == nil || !slices.Contains(v.hosts[gi], n.id) || n.loop(g.Namespace.Name) != nil {
 			continue
 		}
@@ -188,28 +204,160 @@ func (n *Node) hostGroups(s *shardedNS) {
 
 // retireGroups stops this node's replicas of the groups of s that its
 // placement record names it a former member of (and not a member or a
-// host): a replacement removed it (replace.go, step 4).
+// host): a replacement removed it (replace.go, step 4). It also stops
+// every replica of an earlier incarnation of a group than the record's
+// and removes its records (retireIncarnations).
 func (n *Node) retireGroups(s *shardedNS) {
 	v := s.view()
+	n.retireIncarnations(s, v)
 	if v.former == nil {
 		return
 	}
-	for gi, g := range s.groups {
+	for gi := range s.groups {
 		if !slices.Contains(v.former[gi], n.id) || slices.Contains(s.members(gi), n.id) ||
 			v.hosts != nil && slices.Contains(v.hosts[gi], n.id) {
 			continue
 		}
-		if l := n.loop(g.Namespace.Name); l != nil && l.retired.CompareAndSwap(false, true) {
-			n.log.Info("group stopped at run time: this node was removed from it", "group", g.Namespace.Name)
+		name := s.nameIn(v, gi)
+		if l := n.loop(name); l != nil && l.retired.CompareAndSwap(false, true) {
+			n.log.Info("group stopped at run time: this node was removed from it", "group", name)
 			n.m.groupsStopped.Inc()
 			go l.end()
 		}
 	}
 }
 
+// retireIncarnations stops this node's replicas of earlier incarnations
+// of s's groups than view v's (the merge that emptied a created group
+// retired it: placer_retire.go) and removes their records from the
+// storage engine (issue 33, session 49; docs/SHARDING.md "Group
+// incarnations"). This is garbage collection, not safety: the group's
+// next incarnation has another name, so its messages and records never
+// meet these. Until it runs (a node down during the retirement restarts
+// the old incarnation from its stored members copy) the old replica's
+// peers no longer run it and drop its messages, so it commits nothing.
+func (n *Node) retireIncarnations(s *shardedNS, v *slotView) {
+	if v.inc == nil {
+		return
+	}
+	for _, l := range n.loopList() {
+		base, inc := config.SplitIncarnation(l.ns.Name)
+		gi, ok := s.index[base]
+		if !ok || inc >= v.inc[gi] || !l.retired.CompareAndSwap(false, true) {
+			continue
+		}
+		n.log.Info("group stopped at run time: a later incarnation replaced it", "group", l.ns.Name, "incarnation", v.inc[gi])
+		n.m.groupsStopped.Inc()
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			l.end()
+			n.removeRecords(l)
+		}()
+	}
+}
+
+// removeRecords deletes every record of ended loop l from its store (a
+// retired incarnation, retireIncarnations).
+func (n *Node) removeRecords(l *nsLoop) {
+	if l.store == nil {
+		return
+	}
+	recs, err := l.store.Load()
+	if err == nil && len(recs) > 0 {
+		batch := make([]automaton.Persist, 0, len(recs))
+		for k := range recs {
+			batch = append(batch, automaton.Persist{Key: k, Delete: true})
+		}
+		err = l.store.Commit(batch)
+	}
+	if err != nil {
+		n.log.Warn("removing a retired incarnation's records failed", "group", l.ns.Name, "err", err)
+		return
+	}
+	n.log.Info("a retired incarnation's records removed", "group", l.ns.Name, "records", len(recs))
+}
+
 // members returns the members of group gi of s: the placement record's
 // when it names them, else the cluster file's.
 func (s *shardedNS) members(gi int) []automaton.NodeID { return s.membersIn(s.view(), gi) }
+
+// name is group gi's incarnated name (config.IncarnationName): the name
+// of its loop, its records and its messages.
+func (s *shardedNS) name(gi int) string { return s.nameIn(s.view(), gi) }
+
+// nameIn is group gi's incarnated name in view v.
+func (s *shardedNS) nameIn(v *slotView, gi int) string {
+	if v.names == nil {
+		return s.groups[gi].Namespace.Name
+	}
+	return v.names[gi]
+}
+
+// group is group gi under its incarnated name, as requests address it.
+func (s *shardedNS) group(gi int) config.Group {
+	g := s.groups[gi]
+	if v := s.view(); v.names != nil {
+		g.Namespace.Name = v.names[gi]
+	}
+	return g
+}
+
+// setInc installs incarnations inc (by group; nil: all 0) and the groups'
+// incarnated names in v.
+func (v *slotView) setInc(groups []config.Group, inc []uint64) {
+	v.inc, v.names = nil, nil
+	for gi, i := range inc {
+		if i == 0 {
+			continue
+		}
+		if v.names == nil {
+			v.inc = inc
+			v.names = make([]string, len(groups))
+			for j, g := range groups {
+				v.names[j] = g.Namespace.Name
+			}
+		}
+		v.names[gi] = config.IncarnationName(groups[gi].Namespace.Name, i)
+	}
+}
+
+// shardIndex is the sharded namespace and index of the group a loop or
+// message names (nil: not a shard group, or not its current incarnation
+// by this node's view).
+func (n *Node) shardIndex(name string) (*shardedNS, int) {
+	s := n.shardOf(name)
+	if s == nil {
+		return nil, -1
+	}
+	base, _ := config.SplitIncarnation(name)
+	gi := s.index[base]
+	if s.name(gi) != name {
+		return nil, -1
+	}
+	return s, gi
+}
+
+// shardOfLoop is shardOf, free when no namespace is sharded (the
+// request paths: node.go do, Submit, DoBatch; replyfn.go).
+func (n *Node) shardOfLoop(name string) *shardedNS {
+	if len(n.groupOf) == 0 {
+		return nil
+	}
+	return n.shardOf(name)
+}
+
+// shardOf is the sharded namespace of the group a loop or message names
+// (its incarnated name; nil: not a shard group).
+func (n *Node) shardOf(name string) *shardedNS {
+	if s := n.groupOf[name]; s != nil {
+		return s
+	}
+	if base, inc := config.SplitIncarnation(name); inc > 0 {
+		return n.groupOf[base]
+	}
+	return nil
+}
 
 // membersIn returns the members of group gi of s in view v.
 func (s *shardedNS) membersIn(v *slotView, gi int) []automaton.NodeID {
@@ -222,17 +370,21 @@ func (s *shardedNS) membersIn(v *slotView, gi int) []automaton.NodeID {
 // serves reports whether this node serves group name: it runs the group
 // and, for a shard group, is one of its members, by the placement record
 // and by its own replica (one that executed its removal does not serve,
-// whatever a stale record says: placemembers.go).
+// whatever a stale record says: placemembers.go), and name is the
+// group's current incarnation by the record.
 func (n *Node) serves(name string) bool {
 	l := n.loop(name)
 	if l == nil || l.retired.Load() {
 		return false
 	}
-	s := n.groupOf[name]
+	s := n.shardOf(name)
 	if s == nil {
 		return true
 	}
-	return slices.Contains(s.members(s.index[name]), n.id) && !l.outside.Load()
+	base, _ := config.SplitIncarnation(name)
+	gi := s.index[base]
+	v := s.view()
+	return s.nameIn(v, gi) == name && slices.Contains(s.membersIn(v, gi), n.id) && !l.outside.Load()
 }
 
 // closeLoops stops run-time starts (shutdown, before waiting for loops).
@@ -250,6 +402,15 @@ func (n *Node) closeLoops() {
 // list>" suffix names the nodes a replacement removed (never chosen for
 // the group again: shard.GroupReport.Former). Only the placement
 // leader writes it (placer.go, replace).
+//
+// Incarnations (session 49): "<group index>@<incarnation>:..." names a
+// group created at run time at an incarnation after 0 (config.IncSep;
+// "<index>:" is incarnation 0, so a record written before incarnations
+// reads the same). "<index>@<incarnation>:" with no members is a created
+// group retired by the merge that emptied it (placer_retire.go):
+// unplaced again, its next creation is that incarnation, and every
+// replica of an earlier one stops and removes its records
+// (retireIncarnations).
 type membersRecord struct {
 	members, hosts [][]automaton.NodeID // by group; nil entries: the file's
 	// boot: a group created at run time (a split into an unplaced shard,
@@ -258,11 +419,13 @@ type membersRecord struct {
 	boot    [][]automaton.NodeID
 	former  [][]automaton.NodeID // by group: nodes removed from it
 	leaving []automaton.NodeID   // by group: the node a replacement under way removes ("": none)
+	inc     []uint64             // by group: its incarnation
 }
 
 func parseMembersRecord(text string, groups []config.Group) (membersRecord, error) {
 	r := membersRecord{members: make([][]automaton.NodeID, len(groups)), hosts: make([][]automaton.NodeID, len(groups)),
-		former: make([][]automaton.NodeID, len(groups)), leaving: make([]automaton.NodeID, len(groups)), boot: make([][]automaton.NodeID, len(groups))}
+		former: make([][]automaton.NodeID, len(groups)), leaving: make([]automaton.NodeID, len(groups)), boot: make([][]automaton.NodeID, len(groups)),
+		inc: make([]uint64, len(groups))}
 	ids := func(s string) []automaton.NodeID {
 		var out []automaton.NodeID
 		for _, f := range strings.Split(s, ",") {
@@ -274,10 +437,21 @@ func parseMembersRecord(text string, groups []config.Group) (membersRecord, erro
 	}
 	for _, e := range strings.Fields(text) {
 		gs, rest, ok := strings.Cut(e, ":")
-		gi := -1
-		fmt.Sscanf(gs, "%d", &gi)
-		if !ok || gi < 0 || gi >= len(groups) {
+		gs, incs, hasInc := strings.Cut(gs, config.IncSep)
+		gi, err := strconv.Atoi(gs)
+		if !ok || err != nil || gi < 0 || gi >= len(groups) {
 			return r, fmt.Errorf("placement members record: bad entry %q", e)
+		}
+		if hasInc {
+			inc, err := strconv.ParseUint(incs, 10, 64)
+			if err != nil || inc == 0 || len(groups[gi].Nodes) > 0 {
+				// Only a group created at run time has incarnations.
+				return r, fmt.Errorf("placement members record: bad incarnation in %q", e)
+			}
+			r.inc[gi] = inc
+			if rest == "" {
+				continue // retired: unplaced at this incarnation
+			}
 		}
 		rest, boot, _ := strings.Cut(rest, "^")
 		r.boot[gi] = ids(boot)
@@ -300,12 +474,21 @@ func parseMembersRecord(text string, groups []config.Group) (membersRecord, erro
 	return r, nil
 }
 
-// formatMembersRecord renders members (and joining, leaving, former and
-// boot, any may be nil) of every group for mem/<ns>; a group without
-// members (an unplaced shard) has no entry.
-func formatMembersRecord(members, joining [][]automaton.NodeID, leaving []automaton.NodeID, former, boot [][]automaton.NodeID) string {
+// formatMembersRecord renders members (and joining, leaving, former,
+// boot and inc, any may be nil) of every group for mem/<ns>; a group
+// without members (an unplaced shard) has no entry, unless its
+// incarnation is not 0 (retired: "<index>@<inc>:").
+func formatMembersRecord(members, joining [][]automaton.NodeID, leaving []automaton.NodeID, former, boot [][]automaton.NodeID, inc []uint64) string {
 	var parts []string
 	for gi, m := range members {
+		gs := strconv.Itoa(gi)
+		if inc != nil && inc[gi] > 0 {
+			gs += config.IncSep + strconv.FormatUint(inc[gi], 10)
+			if len(m) == 0 {
+				parts = append(parts, gs+":")
+				continue
+			}
+		}
 		if len(m) == 0 {
 			continue
 		}
@@ -313,7 +496,7 @@ func formatMembersRecord(members, joining [][]automaton.NodeID, leaving []automa
 		for i, id := range m {
 			ids[i] = string(id)
 		}
-		e := fmt.Sprintf("%d:%s", gi, strings.Join(ids, ","))
+		e := gs + ":" + strings.Join(ids, ",")
 		if joining != nil && len(joining[gi]) > 0 {
 			js := make([]string, len(joining[gi]))
 			for i, id := range joining[gi] {
@@ -356,7 +539,7 @@ func isAdmin(ctx context.Context) bool { v, _ := ctx.Value(adminKey{}).(bool); r
 // this node's replica when it serves the group, else forwarded to a
 // member; the group's protocol takes it to its leader.
 func (n *Node) groupAdmin(ctx context.Context, s *shardedNS, gi int, id automaton.RequestID, op service.Op) (service.Result, error) {
-	g := s.groups[gi]
+	g := s.group(gi)
 	if n.serves(g.Namespace.Name) {
 		return n.changeMembership(ctx, g.Namespace.Name, id, op)
 	}

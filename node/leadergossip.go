@@ -108,7 +108,7 @@ func (n *Node) forgetHint(group string, id automaton.NodeID) {
 // nudgeLeaderGossip asks for a gossip round soon: this node was elected
 // leader of group. Loop goroutine (noteLeader); never blocks.
 func (n *Node) nudgeLeaderGossip(group string) {
-	if n.groupOf[group] == nil || n.gossipNudge == nil {
+	if n.shardOf(group) == nil || n.gossipNudge == nil {
 		return
 	}
 	select {
@@ -158,10 +158,14 @@ func (n *Node) sendLeaderGossip() {
 // leaderClaims encodes the groups this node leads (nil when none).
 func (n *Node) leaderClaims() []byte {
 	var groups []string
-	for g := range n.groupOf {
-		if l := n.loop(g); l != nil {
-			if p := l.leader.Load(); p != nil && *p == n.id {
-				groups = append(groups, g)
+	for _, s := range n.shards {
+		v := s.view()
+		for gi := range s.groups {
+			g := s.nameIn(v, gi) // the incarnated name (groups.go)
+			if l := n.loop(g); l != nil {
+				if p := l.leader.Load(); p != nil && *p == n.id {
+					groups = append(groups, g)
+				}
 			}
 		}
 	}
@@ -196,9 +200,9 @@ func (n *Node) onLeaderGossip(from automaton.NodeID, d *wire.Decoder) {
 	}
 	now := time.Now()
 	for _, c := range cs {
-		if s := n.groupOf[c.g]; s != nil && containsNode(s.members(s.index[c.g]), from) {
+		if s, gi := n.shardIndex(c.g); s != nil && containsNode(s.members(gi), from) {
 			n.noteHint(c.g, from, c.term, true, now)
-		} else if s != nil && c.g == config.PlacementName {
+		} else if c.g == config.PlacementName && n.groupOf[c.g] != nil {
 			n.notePlacementClaim(from, c.term, now) // placemembers.go: a target of last resort
 		}
 	}

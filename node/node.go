@@ -838,22 +838,22 @@ func (n *Node) do(ctx context.Context, ns string, req automaton.Request) (automa
 	// client request of a shard group then runs guarded by its slots'
 	// states in the group's log (slotmap.go); the node's own requests
 	// (internal) skip both.
-	if len(n.groupOf) > 0 && n.groupOf[ns] != nil && !isInternal(ctx) {
+	if s := n.shardOfLoop(ns); s != nil && !isInternal(ctx) {
 		if !req.Checked {
 			if err := automaton.ValidateRequest(l.svc, req); err != nil {
 				return automaton.Response{ID: req.ID, Result: service.Fail(synoderr.Invalid, "%v", err)}, nil
 			}
 			req.Checked = true
 		}
-		epoch := n.groupOf[ns].view().epoch
+		epoch := s.view().epoch
 		res, refused := n.refuseUnowned(ctx, ns, req) // shard.go
-		if refused && isMoved(res) && n.consultPlacement(ctx, n.groupOf[ns], epoch) {
+		if refused && isMoved(res) && n.consultPlacement(ctx, s, epoch) {
 			res, refused = n.refuseUnowned(ctx, ns, req) // by the newest map (slotmap.go)
 		}
 		if refused {
 			return automaton.Response{ID: req.ID, Result: res}, nil
 		}
-		return n.doGuarded(ctx, n.groupOf[ns], ns, req) // slotmap.go
+		return n.doGuarded(ctx, s, ns, req) // slotmap.go
 	}
 	req, refused, ok := n.admit(l, req)
 	if !ok {
@@ -929,7 +929,7 @@ var _ gateway.SubmitBackend = (*Node)(nil)
 // submissions is kept all the same.
 func (n *Node) Submit(ctx context.Context, ns string, req automaton.Request) func() (automaton.Response, error) {
 	l := n.loop(ns)
-	if l == nil || (len(n.groupOf) > 0 && n.groupOf[ns] != nil) {
+	if l == nil || n.shardOfLoop(ns) != nil {
 		r, err := n.do(ctx, ns, req)
 		return func() (automaton.Response, error) { return r, err }
 	}
@@ -970,7 +970,7 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	out := make([]automaton.Response, len(reqs))
 	errs := make([]error, len(reqs))
 	l := n.loop(ns)
-	if l == nil || !l.batches || n.groupOf[ns] != nil { // a shard group's requests are guarded one by one (do)
+	if l == nil || !l.batches || n.shardOfLoop(ns) != nil { // a shard group's requests are guarded one by one (do)
 		for i, req := range reqs {
 			out[i], errs[i] = n.Do(ctx, ns, req)
 		}

@@ -112,6 +112,7 @@ func (n *Node) openPlacementMembers() error {
 		v.members, v.hosts, v.former, v.leaving = mr.members, mr.hosts, mr.former, mr.leaving
 		if s.ns.Name != config.PlacementName {
 			v.boot = mr.boot
+			v.setInc(s.groups, mr.inc)
 		}
 		s.cur.Store(&v)
 		n.log.Info("members from the data directory", "namespace", s.ns.Name, "record", string(text))
@@ -195,7 +196,7 @@ func (l *nsLoop) noteOwnMembership(self automaton.NodeID, o automaton.Members) {
 			in = true
 		}
 	}
-	if l.outside.Swap(!in) != !in && l.n.groupOf[l.ns.Name] != nil {
+	if l.outside.Swap(!in) != !in && l.n.shardOf(l.ns.Name) != nil {
 		l.n.log.Info("this node's replica is outside the group's configuration", "group", l.ns.Name, "outside", !in)
 	}
 }

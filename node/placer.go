@@ -301,7 +301,10 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	}
 	in := shard.PlaceInput{Map: shard.Placement{Epoch: view.epoch, Groups: view.groups}, Nodes: nodes, Migrating: view.active(), SinceMove: -1}
 	for gi, g := range s.groups {
-		gr := shard.GroupReport{Name: g.Namespace.Name, Ops: p.ops[gi], Bytes: -1}
+		gr := shard.GroupReport{Name: s.nameIn(view, gi), Ops: p.ops[gi], Bytes: -1, Created: len(g.Nodes) == 0}
+		if view.inc != nil {
+			gr.Inc = view.inc[gi] // placer_retire.go
+		}
 		for _, id := range s.membersIn(view, gi) {
 			gr.Members = append(gr.Members, string(id))
 		}
@@ -310,8 +313,8 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 				gr.Former = append(gr.Former, string(id))
 			}
 		}
-		gr.Leader = string(n.hintOf(g.Namespace.Name))
-		if l := n.loop(g.Namespace.Name); l != nil {
+		gr.Leader = string(n.hintOf(gr.Name))
+		if l := n.loop(gr.Name); l != nil {
 			if ld := l.leader.Load(); ld != nil {
 				gr.Leader = string(*ld)
 			}
@@ -398,6 +401,12 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		p.replacing.Store(true)
 		n.bg.Add(1)
 		go n.replace(s, d, view) // replace.go
+	case shard.DecRetire:
+		action = "retired"
+		if err := n.retireGroup(ctx, s, d, view); err != nil { // placer_retire.go
+			action = "refused: " + err.Error()
+			p.last = "" // decide it again next time
+		}
 	case shard.DecLeader:
 		action = "leadership transfer requested"
 		if err := n.transferLeader(ctx, s, d); err != nil {
@@ -613,9 +622,11 @@ const createWait = 30 * time.Second
 //     after the source froze the slots and handed them over.
 //
 // Cut short after step 1 (the placement leader died, a step failed), the
-// group stays created, with members and no slots: a spare, which the next
-// split takes (Decide prefers a spare). A record naming members for the
-// group already is not overwritten.
+// group stays created, with members and no slots, until the next decision
+// retires it (session 49: a created group that owns nothing is retired,
+// placer_retire.go) and a later split creates its next incarnation. A
+// record naming members for the group already is not overwritten. The
+// group is created at the record's incarnation for it (groups.go).
 func (n *Node) createSplit(s *shardedNS, d shard.Decision, params shard.PlaceParams) {
 	defer n.bg.Done()
 	p := n.placerFor(s.ns.Name)
@@ -638,6 +649,7 @@ func (n *Node) createSteps(ctx context.Context, s *shardedNS, d shard.Decision, 
 		return err
 	}
 	v := s.view()
+	name = s.nameIn(v, gi) // its incarnation's name (groups.go)
 	if !v.memRead {
 		return fmt.Errorf("group %s: the members record was not read", name)
 	}
@@ -659,7 +671,7 @@ func (n *Node) createSteps(ctx context.Context, s *shardedNS, d shard.Decision, 
 		if v.former != nil {
 			former = v.former
 		}
-		rec := formatMembersRecord(mem, nil, v.leaving, former, boot)
+		rec := formatMembersRecord(mem, nil, v.leaving, former, boot, v.inc)
 		if _, err := n.writeMembers(ctx, s, v.memVer, rec); err != nil {
 			return fmt.Errorf("recording group %s's members: %w", name, err)
 		}

@@ -98,16 +98,22 @@ type splitCluster struct {
 	nodes        []*Node
 	addrs        []string
 	plain, admin *redis.Client
+	cfg          *config.Cluster
 }
 
 func startSplitCluster(t *testing.T, pl *config.Placement) *splitCluster {
+	return startSplitClusterIn(t, pl, config.Memory)
+}
+
+// startSplitClusterIn is startSplitCluster with durability dur.
+func startSplitClusterIn(t *testing.T, pl *config.Placement, dur string) *splitCluster {
 	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
 		{Name: "s0", Slots: "0-1023", Nodes: []string{"n1", "n2", "n3"}},
 		{Name: "s1", Slots: "1024-16383", Nodes: []string{"n4", "n5", "n6"}},
 		{Name: "s2", Slots: ""},
 	}, Placement: pl}
-	cfg, ls := mkCluster(t, 6, config.Memory, ns)
-	c := &splitCluster{}
+	cfg, ls := mkCluster(t, 6, dur, ns)
+	c := &splitCluster{cfg: cfg}
 	for i, l := range ls {
 		c.nodes = append(c.nodes, startNode(t, cfg, fmt.Sprintf("n%d", i+1), l, Options{}))
 		c.addrs = append(c.addrs, cfg.Nodes[i].Client)

@@ -122,7 +122,7 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision,
 	joining[gi] = []automaton.NodeID{y}
 	leaving := make([]automaton.NodeID, len(s.groups))
 	leaving[gi] = x
-	ver, err := n.writeMembers(ctx, s, v.memVer, formatMembersRecord(mem, joining, leaving, former, v.boot))
+	ver, err := n.writeMembers(ctx, s, v.memVer, formatMembersRecord(mem, joining, leaving, former, v.boot, v.inc))
 	if err != nil {
 		return fmt.Errorf("recording %s as joining: %w", y, err)
 	}
@@ -153,7 +153,7 @@ func (n *Node) replaceSteps(ctx context.Context, s *shardedNS, d shard.Decision,
 	if !slices.Contains(former[gi], x) {
 		former[gi] = append(former[gi], x)
 	}
-	rec := formatMembersRecord(mem, nil, nil, former, v.boot)
+	rec := formatMembersRecord(mem, nil, nil, former, v.boot, v.inc)
 	if _, err := n.writeMembers(ctx, s, ver, rec); err != nil {
 		return fmt.Errorf("recording the members: %w", err)
 	}

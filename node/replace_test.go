@@ -126,7 +126,7 @@ func TestMembersRecord(t *testing.T) {
 	mem := [][]automaton.NodeID{{"n1", "n2", "n3"}, {"n4", "n6"}}
 	join := [][]automaton.NodeID{nil, {"n7"}}
 	former := [][]automaton.NodeID{nil, {"n5"}}
-	text := formatMembersRecord(mem, join, []automaton.NodeID{"", "n6"}, former, nil)
+	text := formatMembersRecord(mem, join, []automaton.NodeID{"", "n6"}, former, nil, nil)
 	if text != "0:n1,n2,n3 1:n4,n6/n7>n6!n5" {
 		t.Fatalf("record %q", text)
 	}

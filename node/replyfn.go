@@ -33,7 +33,7 @@ var _ gateway.ReplyBackend = (*Node)(nil)
 // the goroutine that responds.
 func (n *Node) SubmitReply(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool {
 	l := n.loop(ns)
-	if l == nil || n.opts.noReplyFn || (len(n.groupOf) > 0 && n.groupOf[ns] != nil) || n.open() != nil {
+	if l == nil || n.opts.noReplyFn || n.shardOfLoop(ns) != nil || n.open() != nil {
 		return false
 	}
 	req, refused, ok := n.admitOwned(l, req, true)

@@ -204,16 +204,23 @@ func (s *shardedNS) routeSlots(req automaton.Request, asking bool, sb *slotBuf) 
 // before the group's automaton sees it. So no group accepts a write to a
 // slot it does not own, whatever routed it there.
 func (n *Node) refuseUnowned(ctx context.Context, gname string, req automaton.Request) (service.Result, bool) {
-	s := n.groupOf[gname]
+	s := n.shardOf(gname)
 	if s == nil {
 		return service.Result{}, false
 	}
 	v := s.view()
+	base, _ := config.SplitIncarnation(gname)
+	own := s.index[base]
+	if s.nameIn(v, own) != gname {
+		// An incarnation this node's view does not have (an earlier
+		// one, retired; or a later one not read yet): it owns nothing.
+		own = -1
+	}
 	gi, res, ok := s.route(req, gateway.ClusterModeOf(ctx).Asking)
 	if !ok {
 		return res, true
 	}
-	if gi != s.index[gname] {
+	if gi != own {
 		ops := req.Ops
 		if len(ops) == 0 {
 			ops = []service.Op{req.Op}
@@ -221,7 +228,7 @@ func (n *Node) refuseUnowned(ctx context.Context, gname string, req automaton.Re
 		slot := 0
 		for _, op := range ops {
 			for _, k := range opKeys(s.svc, op) {
-				if v.m.Group(k) != s.index[gname] {
+				if v.m.Group(k) != own {
 					slot = shard.KeySlot(k)
 				}
 			}
@@ -289,7 +296,7 @@ func (n *Node) routeOnce(ctx context.Context, s *shardedNS, req automaton.Reques
 	}
 	s.countOps(gi)    // placer.go
 	s.countSlots(&sb) // slotload.go
-	g := s.groups[gi]
+	g := s.group(gi)  // its incarnated name (groups.go)
 	if n.serves(g.Namespace.Name) {
 		return n.do(ctx, g.Namespace.Name, req)
 	}
@@ -323,8 +330,9 @@ const (
 // its connection does, before any forwarded request times out on it).
 func (n *Node) targets(g config.Group) []automaton.NodeID {
 	nodes := g.Nodes
-	if s := n.groupOf[g.Namespace.Name]; s != nil {
-		nodes = s.members(s.index[g.Namespace.Name]) // the placement record's (groups.go)
+	if s := n.shardOf(g.Namespace.Name); s != nil {
+		base, _ := config.SplitIncarnation(g.Namespace.Name)
+		nodes = s.members(s.index[base]) // the placement record's (groups.go)
 	}
 	h := n.hintOf(g.Namespace.Name)
 	var st map[automaton.NodeID]transport.PeerStats
@@ -625,7 +633,8 @@ func (n *Node) ClusterShards(ns string) ([]gateway.ClusterShard, bool) {
 	}
 	out := make([]gateway.ClusterShard, 0, len(s.groups))
 	v := s.view()
-	for gi, g := range s.groups {
+	for gi := range s.groups {
+		g := s.group(gi)
 		// Live nodes first, the leader before them: a local group's
 		// leader hint, or the leader a remote group's last answer named.
 		ids := n.targets(g)
@@ -670,7 +679,7 @@ func (n *Node) SlotLocal(ns string, slot int) (bool, string) {
 	if gi < 0 {
 		return true, "" // refused when it runs (CLUSTERDOWN)
 	}
-	g := s.groups[gi]
+	g := s.group(gi)
 	if n.serves(g.Namespace.Name) {
 		return true, ""
 	}
@@ -698,7 +707,8 @@ func (n *Node) shardsInfo() map[string]string {
 	out := map[string]string{}
 	for _, s := range n.shards {
 		v := s.view()
-		for gi, g := range s.groups {
+		for gi := range s.groups {
+			g := s.group(gi)
 			mem := s.members(gi)
 			ids := make([]string, len(mem))
 			for i, id := range mem {

@@ -63,6 +63,11 @@ type slotView struct {
 	former         [][]automaton.NodeID // nodes a replacement removed, by group
 	boot           [][]automaton.NodeID // groups created at run time: their bootstrap configuration
 	leaving        []automaton.NodeID   // the node a replacement under way removes, by group
+	// inc is each group's incarnation (groups.go; nil: every group's is
+	// 0) and names the groups' incarnated names (nil: the plain names):
+	// the names of their loops, stores and messages (config.IncSep).
+	inc   []uint64
+	names []string
 	// memRead: members, hosts, former, leaving and boot are a read of
 	// mem/<ns> from the placement namespace, whose KV version was then
 	// memVer (false: the cluster file's lists, or the node's stored copy,
@@ -169,6 +174,7 @@ func (n *Node) pollPlacement(ctx context.Context, s *shardedNS) error {
 		// installed over it.)
 		if mr != nil {
 			v.members, v.hosts, v.former, v.leaving, v.boot = mr.members, mr.hosts, mr.former, mr.leaving, mr.boot
+			v.setInc(s.groups, mr.inc)
 		}
 		v.memRead, v.memVer = true, ver
 	}
@@ -422,7 +428,7 @@ func (n *Node) groupAddr(s *shardedNS, gi int) string {
 	if gi < 0 || gi >= len(s.groups) {
 		return ""
 	}
-	to := n.targets(s.groups[gi])[0]
+	to := n.targets(s.group(gi))[0]
 	for _, m := range n.cfg.Nodes {
 		if m.ID == string(to) {
 			return m.Client

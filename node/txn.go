@@ -461,7 +461,7 @@ func readOnlyParts(svc service.Service, parts []txn.Part) bool {
 // groupRun runs the node's own atomic group ops on group gi (here or
 // forwarded) and returns every result, failed guards included.
 func (n *Node) groupRun(ctx context.Context, s *shardedNS, gi int, ops []service.Op) ([]service.Result, error) {
-	g := s.groups[gi]
+	g := s.group(gi) // its incarnated name (groups.go)
 	req := automaton.Request{ID: n.nextInternalID(), Ops: ops}
 	ctx = internalCtx(ctx)
 	var resp automaton.Response
@@ -505,7 +505,8 @@ func (n *Node) resolveTxns() {
 			if s.ns.Name == config.PlacementName || !automaton.TransactionsOf(s.ns.Protocol).Atomic {
 				continue
 			}
-			for gi, g := range s.groups {
+			for gi := range s.groups {
+				g := s.group(gi)
 				l := n.loop(g.Namespace.Name)
 				if l == nil {
 					continue

@@ -23,6 +23,12 @@ import (
 //  1. Nothing while a migration runs: one migration at a time per
 //     namespace, and the reports of the groups it moves between are in
 //     flux.
+//  1b. Retire (session 49, retire.go): a group created by a split that
+//     owns no slots (a merge emptied it, or its split's migration never
+//     flipped) and still has members. Its name becomes unplaced, at the
+//     next incarnation (Decision.Inc); the runtime stops every replica of
+//     the old incarnation and removes its records. Before a replacement:
+//     a group that holds nothing needs no replica rebuilt.
 //  2. Replace: a node down for more than DeadAfter seconds that is a member
 //     of a group. Its replica is to be rebuilt on a live node that is in
 //     no more groups than any other candidate and not in the group. First
@@ -59,23 +65,11 @@ import (
 //     split back), while more than MinShards groups own slots. The colder
 //     group's slots all move to the other (preferring one whose slots are
 //     adjacent, so ranges stay few); the colder group becomes a spare.
-//     A merge leaves a spare (split46, session 46), also when the group
-//     emptied was created by a split: its name does not become an
-//     unplaced one again, and the next split takes it as a spare (first,
-//     creating nothing) on the nodes it runs on. Why not free the name: a
-//     group is its name (its log, its storage, its members' numbers, the
-//     messages in flight to it), so founding it a second time with a fresh
-//     bootstrap configuration on nodes that still hold the first
-//     incarnation's log would mix two histories under one name, unless
-//     every replica of the first were retired and its storage removed
-//     first, on every node, including one that is down at the time (it
-//     would come back with the old log); that needs an incarnation number
-//     in the group's identity, which nothing has yet. The spare costs next
-//     to nothing (an idle group: coalesced heartbeats, no goroutines), is
-//     kept whole (a dead member is replaced like any group's), and count
-//     balance moves its replicas like any; what is given up is choosing
-//     its nodes afresh at the next split. With a spare not all up, a split
-//     takes an unplaced name if one is left.
+//     A merge leaves a spare (split46, session 46). A group the cluster
+//     file declares stays one. A group a split created (GroupReport.
+//     Created) is retired instead once it owns nothing (session 49,
+//     retire.go: decision 1b), and its name is an unplaced one again at
+//     the next incarnation, so the next split chooses its nodes afresh.
 //  5. Replica balance by count: a node hosting 2+ more replicas than
 //     another (decideBalance).
 //  6. Leader balance by count: a node leading at least two more groups
@@ -162,6 +156,10 @@ type GroupReport struct {
 	Ops     float64 // client requests per second, over the last window
 	Known   bool    // Keys/Bytes/Ops were reported (false: no decision uses them)
 	ColdFor float64 // seconds it has been Cold without a break (the runtime keeps it)
+	// Created: the group was created by a split at run time (a name the
+	// namespace reserves for splits), at incarnation Inc (retire.go).
+	Created bool
+	Inc     uint64
 }
 
 // NodeReport is one node's liveness as the placement leader sees it.
@@ -198,9 +196,10 @@ const (
 	DecReplace                     // replace Node's replica of group From by one on With
 	DecLeader                      // move group From's leadership from Node to With (a leadership transfer)
 	DecBalance                     // move live Node's replica of group From to With (replica balance), as a replacement
+	DecRetire                      // retire created group From, emptied: its name is unplaced again at incarnation Inc (retire.go)
 )
 
-var decNames = []string{"none", "split", "merge", "replace", "leader", "balance"}
+var decNames = []string{"none", "split", "merge", "replace", "leader", "balance", "retire"}
 
 func (k DecisionKind) String() string { return decNames[k] }
 
@@ -213,6 +212,8 @@ type Decision struct {
 	// Create: a split into a new group (To is an unplaced group) names the
 	// nodes it is to be created on.
 	Create []string
+	// Inc: a retirement's next incarnation of group From (retire.go).
+	Inc    uint64
 	Reason string // why, in words
 	Inputs string // the figures it was decided from
 }
@@ -230,6 +231,8 @@ func (d Decision) String() string {
 		}
 	case DecReplace, DecLeader, DecBalance:
 		fmt.Fprintf(&b, " group=%d node=%s with=%s", d.From, d.Node, d.With)
+	case DecRetire:
+		fmt.Fprintf(&b, " group=%d incarnation=%d", d.From, d.Inc)
 	}
 	fmt.Fprintf(&b, " reason=%q inputs=%q", d.Reason, d.Inputs)
 	return b.String()
@@ -250,6 +253,9 @@ var brokenSplitCut = false
 func Decide(in PlaceInput, p PlaceParams) Decision {
 	if in.Migrating {
 		return Decision{Kind: DecNone, Reason: "a migration is under way"}
+	}
+	if d, ok := decideRetire(in); ok {
+		return d
 	}
 	if d, ok := decideReplace(in, p); ok {
 		return d

@@ -254,70 +254,85 @@ func loadCycles(t *testing.T, p PlaceParams, runs int) (string, map[string]int) 
 	return "", moves
 }
 
-// TestDecideMergedNewGroupReused (split46): a group a split created, once a
-// merge has moved all its slots away, is a spare (its members kept, its
-// replicas running), not an unplaced name again: the next split takes it
-// without creating anything (Create empty), on the nodes it was created
-// on; a dead member of it is replaced first, like any group's; and the
-// names left unplaced are still created on the least loaded nodes when
-// the spare cannot serve (a member down). Decided in the package doc
-// ("a merge leaves a spare"): making the name unplaced again would found a
-// second group under the same name on nodes whose first incarnation's log
-// and storage are still there.
+// TestDecideMergedNewGroupReused: created s2 -> merged away -> retired
+// (session 49: its name unplaced again at incarnation 1) -> the next split
+// creates s2@1 on nodes chosen afresh. A group the cluster file declares
+// (not Created) stays a spare when emptied, and the next split reuses it
+// creating nothing (split46's behaviour); a dead member of such a spare
+// is replaced first, and with one of its members down (not yet dead) the
+// split creates the unplaced s3.
 func TestDecideMergedNewGroupReused(t *testing.T) {
-	in := placeIn(t, []string{"s0:0-8191:n1,n2,n3:n1:500:150", "s1:8192-16383:n3,n4,n5:n4:500:50"})
-	for _, id := range []string{"n6", "n7"} {
-		in.Nodes = append(in.Nodes, NodeReport{ID: id})
-	}
-	in.Map.Groups = append(in.Map.Groups, nil, nil)
-	in.Groups = append(in.Groups, GroupReport{Name: "s2", Bytes: -1}, GroupReport{Name: "s3", Bytes: -1})
-	// 1. s0 is hot: created s2.
-	d := Decide(in, testParams)
-	if d.Kind != DecSplit || d.To != 2 || len(d.Create) != 3 {
-		t.Fatalf("first split: %s", d)
-	}
-	created := d.Create
-	in.Map = in.Map.Move(d.Slots, d.To)
-	in.Groups[2].Members, in.Groups[2].Leader, in.Groups[2].Known = created, created[0], true
-	// 2. Everything cold: s2 (the coldest, fewest keys) merges away.
-	for i := range in.Groups[:3] {
-		in.Groups[i].Ops, in.Groups[i].Keys, in.Groups[i].ColdFor = 1, int64(30-10*i), 100
-	}
-	d = Decide(in, testParams)
-	if d.Kind != DecMerge || d.From != 2 {
-		t.Fatalf("merge: %s", d)
-	}
-	in.Map = in.Map.Move(d.Slots, d.To)
-	if owned(in.Map.Groups[2]) != 0 {
-		t.Fatalf("s2 still owns %v after the merge", in.Map.Groups[2])
-	}
-	// 3. The merged-into group is hot again: the split reuses s2 as it
-	// stands, creating nothing, and leaves s3 unplaced.
-	hot := d.To
-	in.Groups[hot].Ops, in.Groups[hot].ColdFor = 500, 0
-	d = Decide(in, testParams)
-	if d.Kind != DecSplit || d.From != hot || d.To != 2 || d.Create != nil || !strings.Contains(d.Reason, "spare group s2") {
-		t.Fatalf("split after the merge: %s", d)
-	}
-	// 4. With one of s2's members dead: replaced first (a spare is kept
-	// whole); not yet past DeadAfter, the split goes to the unplaced s3.
-	dead := in
-	dead.Nodes = append([]NodeReport(nil), in.Nodes...)
-	for i := range dead.Nodes {
-		if dead.Nodes[i].ID == created[1] {
-			dead.Nodes[i].DownFor = 10
+	for _, created := range []bool{true, false} {
+		in := placeIn(t, []string{"s0:0-8191:n1,n2,n3:n1:500:150", "s1:8192-16383:n3,n4,n5:n4:500:50"})
+		for _, id := range []string{"n6", "n7"} {
+			in.Nodes = append(in.Nodes, NodeReport{ID: id})
 		}
-	}
-	if d := Decide(dead, testParams); d.Kind != DecReplace || d.Node != created[1] {
-		t.Fatalf("a spare's dead member: %s", d)
-	}
-	for i := range dead.Nodes {
-		if dead.Nodes[i].ID == created[1] {
-			dead.Nodes[i].DownFor = 1
+		in.Map.Groups = append(in.Map.Groups, nil, nil)
+		in.Groups = append(in.Groups, GroupReport{Name: "s2", Bytes: -1}, GroupReport{Name: "s3", Bytes: -1})
+		// 1. s0 is hot: created s2.
+		d := Decide(in, testParams)
+		if d.Kind != DecSplit || d.To != 2 || len(d.Create) != 3 {
+			t.Fatalf("first split: %s", d)
 		}
-	}
-	if d := Decide(dead, testParams); d.Kind != DecSplit || d.To != 3 || len(d.Create) != 3 || slicesContain(d.Create, created[1]) {
-		t.Fatalf("split with the spare's member down: %s", d)
+		first := d.Create
+		in.Map = in.Map.Move(d.Slots, d.To)
+		in.Groups[2].Members, in.Groups[2].Leader, in.Groups[2].Known, in.Groups[2].Created = first, first[0], true, created
+		// 2. Everything cold: s2 (the coldest, fewest keys) merges away.
+		for i := range in.Groups[:3] {
+			in.Groups[i].Ops, in.Groups[i].Keys, in.Groups[i].ColdFor = 1, int64(30-10*i), 100
+		}
+		d = Decide(in, testParams)
+		if d.Kind != DecMerge || d.From != 2 {
+			t.Fatalf("merge: %s", d)
+		}
+		in.Map = in.Map.Move(d.Slots, d.To)
+		if owned(in.Map.Groups[2]) != 0 {
+			t.Fatalf("s2 still owns %v after the merge", in.Map.Groups[2])
+		}
+		hot := d.To
+		in.Groups[hot].Ops, in.Groups[hot].ColdFor = 500, 0
+		if created {
+			// 3. The emptied created group is retired first, whatever
+			// else is due: its name unplaced at incarnation 1.
+			d = Decide(in, testParams)
+			if d.Kind != DecRetire || d.From != 2 || d.Inc != 1 {
+				t.Fatalf("after the merge of a created group: %s, want retire group=2 incarnation=1", d)
+			}
+			in.Groups[2] = GroupReport{Name: "s2@1", Bytes: -1, Created: true, Inc: 1}
+			// 4. The split creates s2's next incarnation on the least
+			// loaded nodes, a fresh group, not the old members as a spare.
+			d = Decide(in, testParams)
+			if d.Kind != DecSplit || d.From != hot || d.To != 2 || len(d.Create) != 3 || !strings.Contains(d.Reason, "new group s2@1") {
+				t.Fatalf("split after the retirement: %s", d)
+			}
+			continue
+		}
+		// 3. A declared spare: the split reuses s2 as it stands, creating
+		// nothing, and leaves s3 unplaced.
+		d = Decide(in, testParams)
+		if d.Kind != DecSplit || d.From != hot || d.To != 2 || d.Create != nil || !strings.Contains(d.Reason, "spare group s2") {
+			t.Fatalf("split after the merge: %s", d)
+		}
+		// 4. With one of s2's members dead: replaced first (a spare is kept
+		// whole); not yet past DeadAfter, the split goes to the unplaced s3.
+		dead := in
+		dead.Nodes = append([]NodeReport(nil), in.Nodes...)
+		for i := range dead.Nodes {
+			if dead.Nodes[i].ID == first[1] {
+				dead.Nodes[i].DownFor = 10
+			}
+		}
+		if d := Decide(dead, testParams); d.Kind != DecReplace || d.Node != first[1] {
+			t.Fatalf("a spare's dead member: %s", d)
+		}
+		for i := range dead.Nodes {
+			if dead.Nodes[i].ID == first[1] {
+				dead.Nodes[i].DownFor = 1
+			}
+		}
+		if d := Decide(dead, testParams); d.Kind != DecSplit || d.To != 3 || len(d.Create) != 3 || slicesContain(d.Create, first[1]) {
+			t.Fatalf("split with the spare's member down: %s", d)
+		}
 	}
 }
 
