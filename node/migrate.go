@@ -349,11 +349,21 @@ func (n *Node) startMigration(ctx context.Context, s *shardedNS, prev *shard.Mig
 		rec.ID = 1
 	}
 	key := "mig/" + s.ns.Name
-	rs, err := n.placementDo(ctx, kvOp(service.GuardKind, key, "version", strconv.FormatUint(ver, 10)), kvOp("set", key, rec.Encode()), kvOp("set", "ctl/"+s.ns.Name, shard.EncodeControl(ctl)))
+	ops := []service.Op{kvOp(service.GuardKind, key, "version", strconv.FormatUint(ver, 10)), kvOp("set", key, rec.Encode()), kvOp("set", "ctl/"+s.ns.Name, shard.EncodeControl(ctl))}
+	if v.memRead {
+		// Also on the members record read (session 49): a created group
+		// retired since (placer_retire.go, which guards on mig/<ns> in
+		// turn) is not migrated into.
+		ops = append([]service.Op{kvOp(service.GuardKind, "mem/"+s.ns.Name, "version", strconv.FormatUint(v.memVer, 10))}, ops...)
+	}
+	rs, err := n.placementDo(ctx, ops...)
 	if err != nil {
 		return "", err
 	}
-	if service.IsGuardFailure(rs[0]) {
+	if v.memRead && service.IsGuardFailure(rs[0]) {
+		return "", errors.New("the members record changed since it was read")
+	}
+	if service.IsGuardFailure(rs[len(ops)-3]) {
 		return "", errors.New("another migration was started meanwhile")
 	}
 	n.nudgePlacement()

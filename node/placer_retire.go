@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/shard"
 )
 
@@ -45,8 +47,20 @@ func (n *Node) retireGroup(ctx context.Context, s *shardedNS, d shard.Decision, 
 	}
 	mem[gi], boot[gi], former[gi], inc[gi] = nil, nil, nil, d.Inc
 	rec := formatMembersRecord(mem, nil, nil, former, boot, inc)
-	if _, err := n.writeMembers(ctx, s, v.memVer, rec); err != nil {
+	// Conditional on both records read: the members record (as every
+	// members write, writeMembers) and the migration record, so that a
+	// migration into the group started since the read (a creation by a
+	// deposed placement leader still running its createSplit, or an
+	// operator's CLUSTER MIGRATION START) and the retirement cannot both
+	// happen; startMigration guards on the members record in turn.
+	key := "mem/" + s.ns.Name
+	rs, err := n.placementDo(ctx, kvOp(service.GuardKind, "mig/"+s.ns.Name, "version", strconv.FormatUint(v.migVer, 10)),
+		kvOp(service.GuardKind, key, "version", strconv.FormatUint(v.memVer, 10)), kvOp("set", key, rec))
+	if err != nil {
 		return fmt.Errorf("recording group %s retired: %w", s.nameIn(v, gi), err)
+	}
+	if service.IsGuardFailure(rs[0]) || service.IsGuardFailure(rs[1]) {
+		return fmt.Errorf("recording group %s retired: the migration or members record changed since it was read", s.nameIn(v, gi))
 	}
 	n.log.Info("placement retired a group", "namespace", s.ns.Name, "group", s.nameIn(v, gi), "incarnation", d.Inc, "members", rec)
 	n.nudgePlacement()
