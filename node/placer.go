@@ -301,10 +301,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	}
 	in := shard.PlaceInput{Map: shard.Placement{Epoch: view.epoch, Groups: view.groups}, Nodes: nodes, Migrating: view.active(), SinceMove: -1}
 	for gi, g := range s.groups {
-		gr := shard.GroupReport{Name: s.nameIn(view, gi), Ops: p.ops[gi], Bytes: -1, Created: len(g.Nodes) == 0}
-		if view.inc != nil {
-			gr.Inc = view.inc[gi] // placer_retire.go
-		}
+		gr := shard.GroupReport{Name: g.Namespace.Name, Ops: p.ops[gi], Bytes: -1}
 		for _, id := range s.membersIn(view, gi) {
 			gr.Members = append(gr.Members, string(id))
 		}
@@ -312,6 +309,11 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 			for _, id := range view.former[gi] {
 				gr.Former = append(gr.Former, string(id))
 			}
+		}
+		// A group a split created, at its incarnation (placer_retire.go).
+		gr.Name, gr.Created = s.nameIn(view, gi), len(g.Nodes) == 0
+		if view.inc != nil {
+			gr.Inc = view.inc[gi]
 		}
 		gr.Leader = string(n.hintOf(gr.Name))
 		if l := n.loop(gr.Name); l != nil {

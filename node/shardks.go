@@ -135,8 +135,8 @@ func (n *Node) wholeKeyspace(ctx context.Context, s *shardedNS, req automaton.Re
 // every key; a spare declared without nodes holds none).
 func (n *Node) keyGroups(s *shardedNS) []int {
 	var out []int
-	for gi, g := range s.groups {
-		if len(n.targets(g)) > 0 {
+	for gi := range s.groups {
+		if len(n.targets(s.group(gi))) > 0 { // its incarnated name (groups.go)
 			out = append(out, gi)
 		}
 	}
@@ -146,7 +146,7 @@ func (n *Node) keyGroups(s *shardedNS) []int {
 // groupOne runs one operation of the node's own on group gi, here or
 // forwarded; no slot check (internal: the operation names no key).
 func (n *Node) groupOne(ctx context.Context, s *shardedNS, gi int, op service.Op, opts automaton.Options) (service.Result, error) {
-	g := s.groups[gi]
+	g := s.group(gi) // its incarnated name (groups.go)
 	req := automaton.Request{ID: n.nextInternalID(), Op: op, Opts: opts, Checked: true}
 	ctx = internalCtx(ctx)
 	var resp automaton.Response

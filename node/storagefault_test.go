@@ -49,6 +49,14 @@ func runFaultNode(t *testing.T, cfg *config.Cluster, id string, l lns, e storage
 // restart on the same addresses).
 func relisten(t *testing.T, cfg *config.Cluster, id string) lns {
 	t.Helper()
+	return listenAgain(t, cfg, id, 100, 10*time.Millisecond, false)
+}
+
+// listenAgain is relisten, trying each address tries times wait apart;
+// then it fails the test, or skips it when skip (the port is another
+// process's).
+func listenAgain(t *testing.T, cfg *config.Cluster, id string, tries int, wait time.Duration, skip bool) lns {
+	t.Helper()
 	self, err := cfg.Node(id)
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +67,16 @@ func relisten(t *testing.T, cfg *config.Cluster, id string) lns {
 			if out[i], err = net.Listen("tcp", addr); err == nil {
 				break
 			}
-			if try == 100 {
+			if try == tries {
+				for _, l := range out[:i] {
+					l.Close()
+				}
+				if skip {
+					t.Skipf("listen on %s again: %v (taken by another process)", addr, err)
+				}
 				t.Fatalf("listen on %s again: %v", addr, err)
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(wait)
 		}
 	}
 	return lns{out[0], out[1], out[2]}

@@ -65,11 +65,15 @@ import (
 //     split back), while more than MinShards groups own slots. The colder
 //     group's slots all move to the other (preferring one whose slots are
 //     adjacent, so ranges stay few); the colder group becomes a spare.
-//     A merge leaves a spare (split46, session 46). A group the cluster
-//     file declares stays one. A group a split created (GroupReport.
-//     Created) is retired instead once it owns nothing (session 49,
-//     retire.go: decision 1b), and its name is an unplaced one again at
-//     the next incarnation, so the next split chooses its nodes afresh.
+//     A merge leaves a spare (split46, session 46), also when the group
+//     emptied was created by a split: its name does not become an
+//     unplaced one again, and the next split takes it as a spare (first,
+//     creating nothing) on the nodes it runs on: so it was until session
+//     49. Now only a group the cluster file declares stays a spare; a
+//     group a split created (GroupReport.Created) is retired once it owns
+//     nothing (retire.go, decision 1b), its name an unplaced one again at
+//     the next incarnation, so that the next split chooses its nodes
+//     afresh.
 //  5. Replica balance by count: a node hosting 2+ more replicas than
 //     another (decideBalance).
 //  6. Leader balance by count: a node leading at least two more groups

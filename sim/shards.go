@@ -157,8 +157,12 @@ type ShardsConfig struct {
 	// "placer-overreach" (the placer's decided slots run one slot past
 	// the decision, into the next group's); the membership variants
 	// memberVariants (shards_members.go).
-	Broken  string
-	NoCheck bool
+	Broken string
+	// Incarnations: a created group that owns nothing is retired (shard's
+	// decision retire) and its name created again at the next incarnation
+	// (shards_inc.go; needs NewGroups, without PlaceReplicas).
+	Incarnations bool
+	NoCheck      bool
 	// NoInvariants skips the step checks (to show the history check
 	// alone catches a broken variant).
 	NoInvariants bool
@@ -186,6 +190,7 @@ type ShardsStats struct {
 	MembersRefused                                          int // members writes refused by their version guard (a stale view)
 	Created                                                 int // groups created by splits (NewGroups)
 	Reused                                                  int // splits into a group a split created, emptied since (a spare: nothing created)
+	Retired, Incarnated, StaleBooted                        int // created groups retired; created again at incarnation > 0; old replicas booted after a retirement (shards_inc.go)
 	Txns, TxnEarly, TxnRetries                              int // cross-shard transaction attempts, answered before their last step, retries
 	TxnEvaluated                                            int // writing ones answered at the decision from their prepares' evaluation
 	TxnCoordDeaths, TxnResolved                             int
@@ -194,8 +199,8 @@ type ShardsStats struct {
 }
 
 func (s ShardsStats) String() string {
-	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d place-replaced=%d members-refused=%d created=%d reused=%d",
-		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites, s.PlaceReplaced, s.MembersRefused, s.Created, s.Reused)
+	return fmt.Sprintf("events=%d steps=%d msgs=%d dropped=%d fsyncs=%d crashes=%d power=%d partitions=%d pauses=%d windows=%d reorder-windows=%d driver-deaths=%d migrations=%d flips=%d epoch=%d moved=%d ask=%d tryagain=%d forwarded=%d retries=%d completed=%d unknown=%d dead=%d replaced=%d balanced=%d leader-moves=%d confs=%d change-deaths=%d place-leaders=%d place-failovers=%d place-resumed=%d place-writes=%d place-replaced=%d members-refused=%d created=%d reused=%d retired=%d incarnated=%d stale-booted=%d",
+		s.Events, s.Steps, s.Msgs, s.Dropped, s.Fsyncs, s.Crashes, s.PowerLosses, s.Partitions, s.Pauses, s.Windows, s.Reorders, s.DriverDeaths, s.Migrations, s.Flips, s.Epoch, s.Moved, s.Asked, s.TryAgain, s.Forwarded, s.Retries, s.Completed, s.Unknown, s.Dead, s.Replaced, s.Balanced, s.LeaderMoves, s.Confs, s.ChangeDeaths, s.PlaceLeaders, s.PlaceFailovers, s.PlaceResumed, s.PlaceWrites, s.PlaceReplaced, s.MembersRefused, s.Created, s.Reused, s.Retired, s.Incarnated, s.StaleBooted)
 }
 
 // ShardsResult is the outcome of a sharded run.
@@ -264,6 +269,9 @@ func ShardsReplay(cfg ShardsConfig, seed int64) string {
 	}
 	if cfg.CutByLoad {
 		c += " --cut-by-load"
+	}
+	if cfg.Incarnations {
+		c += " --incarnations"
 	}
 	if cfg.TxnClients > 0 {
 		c += fmt.Sprintf(" --txn-clients %d", cfg.TxnClients)
@@ -335,6 +343,7 @@ const (
 	shChangeResume
 	shPlaceCallTimeout
 	shPlaceCallAnswer
+	shRetireStale // shards_inc.go
 )
 
 type shEvent struct {
@@ -344,6 +353,7 @@ type shEvent struct {
 
 	mach, from, group int
 	inc               uint64
+	ginc              uint64 // shPeer, shTimer: the sending (setting) replica's group incarnation (shards_inc.go)
 	msg               []byte
 	timer             automaton.TimerID
 	gen               uint64
@@ -431,6 +441,7 @@ type shGroup struct {
 	joining, leaving automaton.NodeID
 	former           []string
 	chain            [][]automaton.NodeID
+	incarn           uint64 // its incarnation (shards_inc.go)
 }
 
 type shReplica struct {
@@ -454,6 +465,14 @@ type shReplica struct {
 	// reported last.
 	fresh  []automaton.NodeID
 	confAt int
+	// incarn is the group incarnation the replica belongs to; stale: a
+	// replica of an earlier one, on a machine that was down when the
+	// group was retired, booted from staleNodes/staleParams until it
+	// retires it (shards_inc.go).
+	incarn      uint64
+	stale       bool
+	staleNodes  []automaton.NodeID
+	staleParams map[string]string
 }
 
 type shWorld struct {

@@ -509,6 +509,7 @@ func (w *shWorld) restart(m *shMachine, inc uint64) {
 	for _, r := range m.reps {
 		w.boot(r)
 	}
+	w.staleBooted(m) // shards_inc.go
 }
 
 // pause stops m's process (the pause fault).

@@ -313,7 +313,7 @@ func (w *shWorld) machineByID(id automaton.NodeID) *shMachine {
 
 // addReplica starts an empty replica of g on m (a joining member).
 func (w *shWorld) addReplica(g *shGroup, m *shMachine) {
-	r := &shReplica{w: w, g: g, m: m, durable: map[string][]byte{}, taken: map[int]string{}}
+	r := &shReplica{w: w, g: g, m: m, durable: map[string][]byte{}, taken: map[int]string{}, incarn: g.incarn}
 	r.rel = release.New(release.Config{Self: m.id, Known: g.known})
 	if w.cfg.Broken == "member-bootstrap" && !slices.Contains(g.boot, m.id) {
 		// Broken: a founding member of the new configuration.
@@ -359,6 +359,9 @@ func (w *shWorld) dropReplica(g *shGroup, id automaton.NodeID) {
 // nodes (paxos doc, "Membership changes").
 func (w *shWorld) bootConfig(r *shReplica) ([]automaton.NodeID, map[string]string) {
 	g := r.g
+	if r.stale {
+		return slices.Clone(r.staleNodes), r.staleParams // an earlier incarnation's (shards_inc.go)
+	}
 	if r.fresh != nil {
 		return slices.Clone(r.fresh), nil
 	}
@@ -384,6 +387,9 @@ func sortedIDs(ids []automaton.NodeID) []automaton.NodeID {
 // member (then the chain grows).
 func (w *shWorld) observeConf(r *shReplica, o automaton.Members) {
 	g := r.g
+	if r.incarn != g.incarn {
+		return // an earlier incarnation's replica: not of the group's chain (shards_inc.go)
+	}
 	var v []automaton.NodeID
 	for _, m := range o.Members {
 		if m.Voting {

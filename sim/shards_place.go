@@ -197,6 +197,10 @@ func (w *shWorld) onPlaceTick() {
 	}
 	for gi, g := range w.groups {
 		gr := shard.GroupReport{Name: g.name, Ops: p.ops[gi], Keys: p.keys[gi], Bytes: p.bytes[gi], Known: p.known[gi], Former: g.former}
+		if w.cfg.Incarnations && g.born {
+			gr.Created, gr.Inc = true, g.incarn // shards_inc.go
+			gr.Name = g.incName()
+		}
 		for _, id := range g.members {
 			gr.Members = append(gr.Members, string(id))
 		}
@@ -262,6 +266,11 @@ func (w *shWorld) onPlaceTick() {
 	p.last = id
 	p.decisions[d.Kind.String()]++
 	w.tracef("placement decision: %s", d)
+	if d.Kind == shard.DecRetire {
+		p.carried++
+		w.retireGroup(w.groups[d.From], d.Inc) // shards_inc.go
+		return
+	}
 	if (d.Kind == shard.DecSplit || d.Kind == shard.DecMerge) && w.migsLeft > 0 && w.drv == nil && !w.mig.active {
 		slots := d.Slots
 		if w.cfg.Broken == "placer-overreach" {
@@ -536,7 +545,10 @@ func (w *shWorld) found(g *shGroup, ids []automaton.NodeID) {
 	}
 	g.chain = [][]automaton.NodeID{sortedIDs(ids)}
 	w.stats.Created++
-	w.tracef("placement: group %s created on %s", g.name, joinIDs(ids))
+	if g.incarn > 0 {
+		w.stats.Incarnated++
+	}
+	w.tracef("placement: group %s created on %s", g.incName(), joinIDs(ids))
 	for _, id := range ids {
 		w.addReplica(g, w.machineByID(id))
 	}

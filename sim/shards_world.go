@@ -112,6 +112,10 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 	switch {
 	case c.NewGroups < 0 || c.NewGroups > 0 && c.Plan != "decide":
 		return c, fmt.Errorf("sim: --new-groups needs --plan decide")
+	case c.Incarnations && (c.NewGroups == 0 || c.PlaceReplicas > 0):
+		return c, fmt.Errorf("sim: --incarnations needs --new-groups, without --place-replicas")
+	case c.Broken == "reuse-name" && !c.Incarnations:
+		return c, fmt.Errorf("sim: reuse-name needs --incarnations")
 	case c.Broken == "split-publish-early" && c.NewGroups == 0:
 		return c, fmt.Errorf("sim: split-publish-early needs --new-groups")
 	case c.Shards < 1 || c.Spares < 0:
@@ -126,8 +130,8 @@ func (c ShardsConfig) withDefaults() (ShardsConfig, error) {
 		return c, fmt.Errorf("sim: unknown plan %q (want decide or rotation)", c.Plan)
 	case c.Hot < 0 || c.Hot > 1 || c.HotKeys < 1 || c.HotKeys > c.Keys:
 		return c, fmt.Errorf("sim: hot fraction must be within [0, 1], hot keys within [1, keys]")
-	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && c.Broken != "place-no-guard" && c.Broken != "members-no-guard" && c.Broken != "split-publish-early" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
-		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, place-no-guard, members-no-guard, split-publish-early, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
+	case c.Broken != "" && c.Broken != "keep-accepting" && c.Broken != "placer-overreach" && c.Broken != "txn-no-dirty" && c.Broken != "place-no-guard" && c.Broken != "members-no-guard" && c.Broken != "split-publish-early" && c.Broken != "reuse-name" && !strings.HasPrefix(c.Broken, "txn:") && !slices.Contains(memberVariants, c.Broken):
+		return c, fmt.Errorf("sim: unknown broken variant %q (want keep-accepting, placer-overreach, txn-no-dirty, place-no-guard, members-no-guard, split-publish-early, reuse-name, %s or txn:<a shard/txn Coordinator variant>)", c.Broken, strings.Join(memberVariants, ", "))
 	case slices.Contains(memberVariants, c.Broken) && c.Plan != "decide":
 		return c, fmt.Errorf("sim: %s needs --plan decide", c.Broken)
 	case (strings.HasPrefix(c.Broken, "txn:") || c.Broken == "txn-no-dirty") && c.TxnClients == 0:
@@ -438,6 +442,8 @@ func (w *shWorld) handle(e *shEvent) {
 		w.onPlaceCall(e)
 	case shDrainEnd:
 		w.finished = true
+	case shRetireStale:
+		w.retireStale(w.machines[e.mach], e.inc) // shards_inc.go
 	}
 }
 
@@ -478,7 +484,7 @@ func (io shIO) SetTimer(o automaton.SetTimer) {
 	r := io.r
 	r.timerGen++
 	r.timers[o.ID] = r.timerGen
-	r.w.after(o.After, &shEvent{kind: shTimer, mach: r.m.idx, group: r.g.idx, inc: r.m.inc, timer: o.ID, gen: r.timerGen})
+	r.w.after(o.After, &shEvent{kind: shTimer, mach: r.m.idx, group: r.g.idx, inc: r.m.inc, ginc: r.incarn, timer: o.ID, gen: r.timerGen})
 }
 
 func (io shIO) CancelTimer(id automaton.TimerID) { delete(io.r.timers, id) }
@@ -529,6 +535,11 @@ func (w *shWorld) deliver(e *shEvent) {
 		return
 	}
 	r := w.replicaOn(m, e.group)
+	if e.kind == shPeer || e.kind == shTimer {
+		if r = w.replicaFor(m, e); r == nil {
+			return // its incarnation does not run here (shards_inc.go)
+		}
+	}
 	if r == nil || r.a == nil {
 		return
 	}
@@ -597,9 +608,10 @@ func (w *shWorld) onCPUDone(m *shMachine) {
 	}
 }
 
+// replicaOn is m's replica of group's current incarnation (nil: none).
 func (w *shWorld) replicaOn(m *shMachine, group int) *shReplica {
 	for _, r := range m.reps {
-		if r.g.idx == group {
+		if r.g.idx == group && r.incarn == r.g.incarn {
 			return r
 		}
 	}
@@ -698,7 +710,7 @@ func (w *shWorld) send(r *shReplica, o automaton.Send) {
 		if w.reorder > 0 && w.rngNet.Float64() < w.reorder {
 			d += w.reorderDelay.Sample(w.rngNet)
 		}
-		w.after(d, &shEvent{kind: shPeer, mach: dst.idx, from: r.m.idx, group: r.g.idx, inc: dst.inc, msg: append([]byte(nil), o.Msg...)})
+		w.after(d, &shEvent{kind: shPeer, mach: dst.idx, from: r.m.idx, group: r.g.idx, inc: dst.inc, ginc: r.incarn, msg: append([]byte(nil), o.Msg...)})
 	}
 }
 
