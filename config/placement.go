@@ -42,6 +42,11 @@ type Placement struct {
 	// (hysteresis; 0: 0.25).
 	BalanceOps    float64 `yaml:"balance_ops,omitempty"`
 	BalanceMargin float64 `yaml:"balance_margin,omitempty"`
+	// BalanceBytes: a node holding more than this many bytes (the data
+	// of the groups it hosts) has a replica moved to a node holding less
+	// (0: shard.DefaultPlaceParams' 64 MiB; negative: no balance by data
+	// size); the move takes BalanceMargin off as a load move does.
+	BalanceBytes int64 `yaml:"balance_bytes,omitempty"`
 	// Rate is the keys per second of the migrations it starts (0: the
 	// default, 2,000: docs/SHARDING.md, an unlimited copy stalls the load).
 	Rate float64 `yaml:"rate,omitempty"`
@@ -82,6 +87,11 @@ func (p *Placement) Params() (shard.PlaceParams, error) {
 	}
 	if p.BalanceMargin > 0 {
 		d.BalanceMargin = p.BalanceMargin
+	}
+	if p.BalanceBytes > 0 {
+		d.BalanceBytes = p.BalanceBytes
+	} else if p.BalanceBytes < 0 {
+		d.BalanceBytes = 0
 	}
 	if p.NoMerge {
 		d.MergeKeys, d.MergeBytes, d.MergeOps = 0, 0, 0

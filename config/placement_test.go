@@ -33,11 +33,12 @@ func TestPlacementConfig(t *testing.T) {
 
 // An unplaced shard (no nodes, no slots: a split creates it) is valid in a
 // namespace with a placement block and a protocol with membership changes;
-// refused without a placement block, and with slots. balance_ops: a
-// negative value turns balance by load off.
+// refused without a placement block, and with slots. balance_ops and
+// balance_bytes: a negative value turns balance by load (by data size)
+// off; balance_bytes absent is 64 MiB.
 func TestPlacementUnplacedShard(t *testing.T) {
 	withPlace := func(f string) string {
-		return strings.Replace(f, "  - name: plain", "    placement: {split_ops: 100, balance_ops: -1}\n  - name: plain", 1)
+		return strings.Replace(f, "  - name: plain", "    placement: {split_ops: 100, balance_ops: -1, balance_bytes: -1}\n  - name: plain", 1)
 	}
 	c, err := Parse([]byte(withPlace(sharded("0-16383", `""`, "[]"))))
 	if err != nil {
@@ -46,8 +47,11 @@ func TestPlacementUnplacedShard(t *testing.T) {
 	if gs := c.ShardGroups(c.Namespaces[0]); len(gs[1].Nodes) != 0 || len(gs[1].Slots) != 0 {
 		t.Fatalf("the unplaced shard: %+v", gs[1])
 	}
-	if p, _ := c.Namespaces[0].Placement.Params(); p.BalanceOps != 0 {
-		t.Fatalf("balance_ops -1: %v", p.BalanceOps)
+	if p, _ := c.Namespaces[0].Placement.Params(); p.BalanceOps != 0 || p.BalanceBytes != 0 {
+		t.Fatalf("balance_ops -1, balance_bytes -1: %v %v", p.BalanceOps, p.BalanceBytes)
+	}
+	if p, _ := (&Placement{}).Params(); p.BalanceBytes != 64<<20 {
+		t.Fatalf("balance_bytes absent: %v", p.BalanceBytes)
 	}
 	if _, err := Parse([]byte(sharded("0-16383", `""`, "[]"))); err == nil || !strings.Contains(err.Error(), "unplaced") {
 		t.Fatalf("an unplaced shard without a placement block: %v", err)

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,6 +95,17 @@ import (
 //     (the reverse of a move is never made), and a count balance never
 //     undoes one. TiKV's placement driver
 //     likewise balances leaders and regions by a score with a tolerance.
+//  8. Balance by data size (session 49, with BalanceBytes > 0): a
+//     replica moves from the node holding the most bytes (the Bytes of the
+//     groups it hosts, summed: each replica holds its group's data) to
+//     the node that leaves the higher of the two lowest (decideBytes), with
+//     balance by load's hysteresis and BalanceMargin, only while every
+//     group with members has reported its bytes, and only when neither
+//     the state before nor the one after asks a count, leader or load
+//     move: load comes first (it is what the clients wait on), and a byte
+//     move never undoes a load move nor invites one. TiKV's region score
+//     weighs sizes likewise; CockroachDB rebalances by range count and
+//     by disk fullness.
 //
 // After a split or a merge the runtime waits Cooldown seconds before the
 // next one, so that the reports describe the new map.
@@ -116,6 +128,10 @@ type PlaceParams struct {
 	// the highest node load by at least BalanceMargin of it (0: 0.25).
 	BalanceOps    float64
 	BalanceMargin float64
+	// Balance by data size (decideBytes, session 49): the node holding
+	// the most bytes (its groups' Bytes summed) must hold more than
+	// BalanceBytes (0: no balance by data size); BalanceMargin as above.
+	BalanceBytes int64
 }
 
 // DefaultPlaceParams are the defaults, with their reasons:
@@ -132,6 +148,9 @@ type PlaceParams struct {
 //     _dead); a minute is long against a restart of a killed process and
 //     short against an operator's reaction.
 //   - Cooldown 30 s: several reports (every second) of the new map.
+//   - BalanceBytes 64 MiB (the merge threshold): a replica move copies a
+//     whole group to the receiving node, not worth it while the fullest
+//     node holds less than a group the placement would merge away.
 //   - BalanceOps 1,000, BalanceMargin 0.25: a node leading under 1,000
 //     requests/s is not worth a move (the merge threshold's order); a
 //     move must lower the highest load by a quarter, well above the
@@ -141,7 +160,7 @@ var DefaultPlaceParams = PlaceParams{
 	SplitKeys: 4_000_000, SplitBytes: 512 << 20, SplitOps: 2500,
 	MergeKeys: 500_000, MergeBytes: 64 << 20, MergeOps: 300,
 	MinShards: 1, MergeDelay: 300, DeadAfter: 60, Cooldown: 30,
-	BalanceOps: 1000, BalanceMargin: 0.25,
+	BalanceOps: 1000, BalanceMargin: 0.25, BalanceBytes: 64 << 20,
 }
 
 // GroupReport is what the placement leader knows of one group.
@@ -248,6 +267,11 @@ func (d Decision) String() string {
 // lands.
 var brokenLoadFlap = false
 
+// brokenBytesQuiet is the broken variant of balance by data size
+// (TestDecideBytesNoFlap shows it caught): a byte move is made even when
+// the state after it asks a balance by load.
+var brokenBytesQuiet = false
+
 // brokenSplitCut is the broken variant the tests show caught: the split's
 // slots run one past the cut group's last slot (an off-by-one), so the
 // split moves a slot of another group.
@@ -281,6 +305,9 @@ func Decide(in PlaceInput, p PlaceParams) Decision {
 		return d
 	}
 	if d, ok := decideLoad(in, p); ok {
+		return d
+	}
+	if d, ok := decideBytes(in, p); ok {
 		return d
 	}
 	return Decision{Kind: DecNone}
@@ -780,6 +807,12 @@ func decideLoad(in PlaceInput, p PlaceParams) (Decision, bool) {
 // loads sums each node's load: with leaders, over the groups it leads;
 // else over the groups it hosts.
 func loads(in PlaceInput, ids []string, leaders bool) map[string]float64 {
+	return weigh(in, ids, leaders, groupOps)
+}
+
+// weigh sums each node's weight (w: a group's): with leaders, over the
+// groups it leads; else over the groups it hosts.
+func weigh(in PlaceInput, ids []string, leaders bool, w func(GroupReport) float64) map[string]float64 {
 	l := map[string]float64{}
 	for _, id := range ids {
 		l[id] = 0
@@ -787,12 +820,12 @@ func loads(in PlaceInput, ids []string, leaders bool) map[string]float64 {
 	for _, g := range in.Groups {
 		if leaders {
 			if g.Leader != "" {
-				l[g.Leader] += g.Ops
+				l[g.Leader] += w(g)
 			}
 			continue
 		}
 		for _, m := range g.Members {
-			l[m] += g.Ops
+			l[m] += w(g)
 		}
 	}
 	return l
@@ -876,19 +909,50 @@ func loadReplica(in PlaceInput, p PlaceParams, margin float64, ids []string, up 
 	if high <= p.BalanceOps {
 		return Decision{}, false
 	}
-	var best Decision
-	bestMax := high * (1 - margin)
+	settle := func(next PlaceInput, _ int, _ string, after float64) (float64, bool) {
+		_, again := decideBalance(next)
+		return after, !again
+	}
+	m, ok := replicaMove(in, ids, up, l, top, high*(1-margin), groupOps, settle)
+	if !ok {
+		return Decision{}, false
+	}
+	g := in.Groups[m.gi]
+	return Decision{Kind: DecBalance, From: m.gi, To: m.gi, Node: top, With: m.to,
+		Reason: fmt.Sprintf("by load: %s hosts %.0f requests/s (over %.0f); its replica of %s (%.0f/s) moves to %s, both then host at most %.0f (at most %.0f%% of %.0f)", top, high, p.BalanceOps, g.Name, g.Ops, m.to, m.after, 100*(1-margin), high),
+		Inputs: "replica load " + loadFigures(l, ids)}, true
+}
+
+func groupOps(g GroupReport) float64 { return g.Ops }
+
+func groupBytes(g GroupReport) float64 { return float64(g.Bytes) }
+
+// move is a replica move replicaMove found: group gi's replica on the
+// busiest node goes to node to, leaving both at most after.
+type move struct {
+	gi    int
+	to    string
+	after float64
+}
+
+// replicaMove finds the replica move off node top (weights l) that leaves
+// the higher of the two nodes' weights lowest, at most bound, among the
+// moves to a live node outside the group (never a former member) that
+// settle allows; w is a group's weight. settle is given the state after
+// the move (the group's members with x for top, top a former member, its
+// leader unknown if it was top) and the two nodes' higher weight after
+// it; it answers that weight as the move's outcome (it may change it: a
+// move that a count balance completes, decideBytes) and whether the move
+// may be made.
+func replicaMove(in PlaceInput, ids []string, up map[string]bool, l map[string]float64, top string, bound float64, w func(GroupReport) float64, settle func(next PlaceInput, gi int, x string, after float64) (float64, bool)) (move, bool) {
+	var best move
 	found := false
 	for gi, g := range in.Groups {
-		if !contains(g.Members, top) || g.Ops <= 0 {
+		if !contains(g.Members, top) || w(g) <= 0 {
 			continue
 		}
 		for _, x := range ids {
 			if !up[x] || contains(g.Members, x) || contains(g.Former, x) {
-				continue
-			}
-			after := loadAfter(high, g.Ops, l[x])
-			if after > bestMax || found && after == bestMax {
 				continue
 			}
 			next := in
@@ -900,17 +964,129 @@ func loadReplica(in PlaceInput, p PlaceParams, margin float64, ids []string, up 
 				}
 			}
 			next.Groups[gi].Members = ms
+			next.Groups[gi].Former = append(append([]string(nil), g.Former...), top)
 			if next.Groups[gi].Leader == top {
 				next.Groups[gi].Leader = ""
 			}
-			if _, again := decideBalance(next); again {
+			after, ok := settle(next, gi, x, loadAfter(l[top], w(g), l[x]))
+			if !ok || after > bound || found && after == bound {
 				continue
 			}
-			found, bestMax = true, after
-			best = Decision{Kind: DecBalance, From: gi, To: gi, Node: top, With: x,
-				Reason: fmt.Sprintf("by load: %s hosts %.0f requests/s (over %.0f); its replica of %s (%.0f/s) moves to %s, both then host at most %.0f (at most %.0f%% of %.0f)", top, high, p.BalanceOps, g.Name, g.Ops, x, after, 100*(1-margin), high),
-				Inputs: "replica load " + loadFigures(l, ids)}
+			found, bound, best = true, after, move{gi, x, after}
 		}
 	}
 	return best, found
 }
+
+// decideBytes is the balance by data size (Decide's step 8, session 49,
+// with BalanceBytes > 0): a replica moves from the node holding the most
+// bytes (the sum of the Bytes of the groups it hosts: each replica holds
+// its group's whole data) to the live node outside the group that leaves
+// the higher of the two lowest, with balance by load's hysteresis (over
+// BalanceBytes, both at most 1-BalanceMargin of the highest after the
+// move). It is considered only while every node is up, every group with
+// members has reported its bytes (a node's sum with an unknown term is
+// not comparable), and no balance by count, leaders or load asks a move;
+// and a move is made only if the state after it asks none of them either.
+// So, with fixed sizes and loads: once a byte move is made no load, count
+// or leader move follows it, and every byte move lowers the sum of the
+// squared node bytes (as a load move does the loads'), so byte moves end;
+// and a load move is never undone by a byte move (the state after a byte
+// move is one balance by load leaves alone).
+func decideBytes(in PlaceInput, p PlaceParams) (Decision, bool) {
+	if p.BalanceBytes <= 0 {
+		return Decision{}, false
+	}
+	margin := p.BalanceMargin
+	if margin <= 0 {
+		margin = 0.25
+	}
+	up := map[string]bool{}
+	var ids []string
+	for _, n := range in.Nodes {
+		if n.DownFor > 0 {
+			return Decision{}, false
+		}
+		up[n.ID] = true
+		ids = append(ids, n.ID)
+	}
+	for _, g := range in.Groups {
+		if len(g.Members) > 0 && (!g.Known || g.Bytes < 0) {
+			return Decision{}, false
+		}
+	}
+	sort.Strings(ids)
+	l := weigh(in, ids, false, groupBytes)
+	top, high := maxLoad(l, ids)
+	if high <= float64(p.BalanceBytes) {
+		return Decision{}, false
+	}
+	quiet := func(next PlaceInput) bool {
+		if _, again := decideBalance(next); again {
+			return false
+		}
+		if _, again := decideLeader(next); again {
+			return false
+		}
+		if brokenBytesQuiet {
+			return true
+		}
+		_, again := decideLoad(next, p)
+		return !again
+	}
+	back := map[int]string{} // the count balance a move asks, by group moved
+	settle := func(next PlaceInput, gi int, x string, after float64) (float64, bool) {
+		if in.Groups[gi].Leader == top {
+			// A leader's replica is not moved for size: its group would
+			// elect anew, and where its load then lands is unknown.
+			return 0, false
+		}
+		d, again := decideBalance(next)
+		if !again {
+			return after, quiet(next)
+		}
+		// With every node hosting as many replicas as it may, a move
+		// asks a count balance back: x then hosts the most, top the
+		// fewest. Allowed when that balance (decided as decideBalance
+		// will decide it next) moves one of x's other replicas to top,
+		// the two moves being a swap that leaves both nodes under the
+		// bound and the state quiet.
+		if d.Node != x || d.With != top || d.From == gi || next.Groups[d.From].Leader == x {
+			return 0, false
+		}
+		g2 := next.Groups[d.From]
+		ms := append([]string(nil), g2.Members...)
+		for i := range ms {
+			if ms[i] == x {
+				ms[i] = top
+			}
+		}
+		next.Groups = append([]GroupReport(nil), next.Groups...)
+		next.Groups[d.From].Members = ms
+		next.Groups[d.From].Former = append(append([]string(nil), g2.Former...), x)
+		if next.Groups[d.From].Leader == x {
+			next.Groups[d.From].Leader = ""
+		}
+		moved := float64(in.Groups[gi].Bytes - g2.Bytes)
+		if moved <= 0 {
+			return 0, false
+		}
+		back[gi*len(ids)+slices.Index(ids, x)] = g2.Name
+		return max(l[top]-moved, l[x]+moved), quiet(next)
+	}
+	m, ok := replicaMove(in, ids, up, l, top, high*(1-margin), groupBytes, settle)
+	if !ok {
+		return Decision{}, false
+	}
+	g := in.Groups[m.gi]
+	swap := ""
+	if b, ok := back[m.gi*len(ids)+slices.Index(ids, m.to)]; ok {
+		swap = fmt.Sprintf(" (then, a replica count balance: %s's replica of %s moves to %s)", m.to, b, top)
+	}
+	return Decision{Kind: DecBalance, From: m.gi, To: m.gi, Node: top, With: m.to,
+		Reason: fmt.Sprintf("by data: %s holds %s (over %s); its replica of %s (%s) moves to %s%s, both then hold at most %s (at most %.0f%% of %s)", top, mib(high), mib(float64(p.BalanceBytes)), g.Name, mib(float64(g.Bytes)), m.to, swap, mib(m.after), 100*(1-margin), mib(high)),
+		Inputs: "replica bytes " + loadFigures(l, ids)}, true
+}
+
+// mib writes a byte count in MiB, two decimals.
+func mib(b float64) string { return fmt.Sprintf("%.2f MiB", b/(1<<20)) }

@@ -170,7 +170,7 @@ func TestDecideLoadLeader(t *testing.T) {
 // placement it left (the hysteresis). The broken variant brokenLoadFlap
 // (no hysteresis) is shown caught: a placement recurs.
 func TestDecideLoadNoFlap(t *testing.T) {
-	cyc, moves := loadCycles(t, loadParams, 300)
+	cyc, moves := loadCycles(t, loadParams, 300, false)
 	if cyc != "" {
 		t.Fatal(cyc)
 	}
@@ -183,14 +183,23 @@ func TestDecideLoadNoFlap(t *testing.T) {
 	// hysteresis): the check must find a cycle.
 	brokenLoadFlap = true
 	defer func() { brokenLoadFlap = false }()
-	if cyc, _ := loadCycles(t, loadParams, 300); cyc == "" {
+	if cyc, _ := loadCycles(t, loadParams, 300, false); cyc == "" {
 		t.Fatal("a balance without hysteresis was not caught flapping")
 	} else {
 		t.Logf("caught without hysteresis: %s", cyc)
 	}
 }
 
-func loadCycles(t *testing.T, p PlaceParams, runs int) (string, map[string]int) {
+// loadCycles applies Decide's leader and balance decisions to random
+// clusters of 6 groups on 4-7 nodes with random loads (and, with sizes,
+// random bytes up to 1,000 MiB a group) for up to 60 steps each, and
+// returns the first placement that recurs ("" when none) and the moves
+// made by kind ("load", "data": balance by load, by data size). With
+// sizes it also returns the first breach of decideBytes' two claims: no
+// load move follows a data move, and the sum of the squared node bytes
+// falls from each data move to the next (and to the run's end: a data
+// move's count balance completing a swap comes between).
+func loadCycles(t *testing.T, p PlaceParams, runs int, sizes bool) (string, map[string]int) {
 	moves := map[string]int{}
 	rng := rand.New(rand.NewSource(7))
 	for run := 0; run < runs; run++ {
@@ -212,8 +221,23 @@ func loadCycles(t *testing.T, p PlaceParams, runs int) (string, map[string]int) 
 		in := placeIn(t, groups)
 		for i := range in.Groups {
 			in.Groups[i].ColdFor = 0
+			if sizes {
+				in.Groups[i].Bytes = rng.Int63n(1000) << 20
+			}
 		}
 		seen := map[string]int{}
+		dataAt, lastSq := -1, 0.0
+		sq := func() float64 {
+			var ids []string
+			for _, n := range in.Nodes {
+				ids = append(ids, n.ID)
+			}
+			x := 0.0
+			for _, v := range weigh(in, ids, false, groupBytes) {
+				x += v * v
+			}
+			return x
+		}
 		for step := 0; step < 60; step++ {
 			var b strings.Builder
 			for _, g := range in.Groups {
@@ -225,10 +249,26 @@ func loadCycles(t *testing.T, p PlaceParams, runs int) (string, map[string]int) 
 			}
 			seen[key] = step
 			d := Decide(in, p)
+			if sizes && dataAt >= 0 {
+				if strings.HasPrefix(d.Reason, "by load") {
+					return fmt.Sprintf("run %d: a load move at step %d after the data move at step %d: %s", run, step, dataAt, d), moves
+				}
+				if d.Kind == DecNone || strings.HasPrefix(d.Reason, "by data") {
+					if now := sq(); now >= lastSq {
+						return fmt.Sprintf("run %d: the squared node bytes went from %.4g at the data move of step %d to %.4g at step %d", run, lastSq, dataAt, now, step), moves
+					}
+				}
+			}
+			if strings.HasPrefix(d.Reason, "by data") {
+				dataAt, lastSq = step, sq()
+			}
 			if d.Kind == DecLeader || d.Kind == DecBalance {
 				moves[d.Kind.String()]++
 				if strings.HasPrefix(d.Reason, "by load") {
 					moves["load"]++
+				}
+				if strings.HasPrefix(d.Reason, "by data") {
+					moves["data"]++
 				}
 			}
 			switch d.Kind {
@@ -243,6 +283,12 @@ func loadCycles(t *testing.T, p PlaceParams, runs int) (string, map[string]int) 
 					}
 				}
 				g.Members = ms
+				if sizes {
+					// As node/replace.go records it; decideBytes' swap
+					// relies on it (the count balance cannot move the
+					// same replica back).
+					g.Former = append(g.Former, d.Node)
+				}
 				if g.Leader == d.Node {
 					g.Leader = ms[0]
 				}
