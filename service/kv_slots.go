@@ -2,9 +2,12 @@ package service
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"strconv"
 
 	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/wire"
 )
 
 // Slot migration's part of KV (issue 33; package shard, "Online slot
@@ -78,9 +81,14 @@ const slotStatsSample = 1 << 15
 
 // opSlotStats is a group's size for the placement service's decisions
 // (shard.Decide): its live keys and their bytes, reserved keys (slot
-// states, dirty sets) left out. Bytes are the key's length plus a string's
-// value length, or plus 32 bytes per element of a collection (an estimate:
-// the exact serialized size would cost a DUMP per key).
+// states, dirty sets) left out. A key's bytes are its serialized size:
+// the length of its entry in the state's snapshot (the key, its
+// generation and deadline, its value's canonical encoding: what a
+// replica's snapshot, a catch-up and a restart's load carry for it),
+// computed without encoding it (entrySize; session 49: before, the key's
+// length plus a string's length or 32 bytes per element of a collection,
+// an estimate off by the encoding's prefixes for small values and by any
+// factor for collections).
 //
 // "slotstats slots" (split47, session 47) adds a third element, the same
 // figures per hash slot, for a split by size to cut where the keys (or
@@ -108,12 +116,7 @@ func (s *KVState) opSlotStats(op Op) Result {
 		if e.exp != 0 && e.exp <= s.now || shard.Reserved(k) {
 			continue
 		}
-		b := int64(len(k))
-		if e.c == nil {
-			b += int64(len(e.v))
-		} else {
-			b += 32 * int64(e.c.size())
-		}
+		b := int64(entrySize(k, e))
 		keys++
 		bytes += b
 		if per != nil && seen%stride == 0 {
@@ -149,3 +152,58 @@ func checkSlotStats(op Op) error {
 	}
 	return nil
 }
+
+// entrySize is the length of key k's entry in a snapshot (encodeEntries:
+// the key, its generation, its deadline, its value's encode), computed
+// from the lengths alone: O(1) for a string, O(elements) for a collection
+// (the walk visits no more than a snapshot's encoding would), encoded
+// into a scratch buffer only for a stream (TestEntrySize checks every
+// type against the encoding).
+func entrySize(k string, e kvEntry) int {
+	return strLen(len(k)) + uvarintLen(e.gen) + varintLen(e.exp) + e.encodedLen()
+}
+
+// encodedLen is the length of e.encode's output.
+func (e kvEntry) encodedLen() int {
+	n := 1 // the type
+	if e.c == nil {
+		return n + strLen(len(e.v))
+	}
+	c := e.c
+	switch c.t {
+	case tHash:
+		n += uvarintLen(uint64(len(c.h)))
+		for f, v := range c.h {
+			n += strLen(len(f)) + strLen(len(v))
+		}
+	case tList:
+		n += uvarintLen(uint64(len(c.l)))
+		for _, x := range c.l {
+			n += strLen(len(x))
+		}
+	case tSet:
+		n += uvarintLen(uint64(len(c.set)))
+		for m := range c.set {
+			n += strLen(len(m))
+		}
+	case tZSet:
+		n += uvarintLen(uint64(len(c.zs)))
+		for _, z := range c.zs {
+			n += strLen(len(z.m)) + uvarintLen(math.Float64bits(z.score))
+		}
+	case tStream:
+		var w wire.Encoder
+		c.st.encode(&w)
+		n += len(w.B)
+	}
+	return n
+}
+
+// strLen is the length of a length-prefixed string of n bytes.
+func strLen(n int) int { return uvarintLen(uint64(n)) + n }
+
+// uvarintLen is the length of v as an unsigned varint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// varintLen is the length of v as a zig-zag signed varint.
+func varintLen(v int64) int { return uvarintLen(uint64(v)<<1 ^ uint64(v>>63)) }

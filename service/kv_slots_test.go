@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	"github.com/synod-dev/synod/shard"
+	"github.com/synod-dev/synod/wire"
 )
 
 // "slotstats slots" gives each slot's keys and bytes (split47): the sums
-// are the plain form's, a collection counts 32 bytes an element, expired
-// and reserved keys are left out, and only slots holding a key appear.
+// are the plain form's, a key's bytes are its snapshot entry's length
+// (session 49), expired and reserved keys are left out, and only slots
+// holding a key appear.
 func TestSlotStatsPerSlot(t *testing.T) {
 	s := newKVState()
 	s.Apply(Op{Kind: "set", Key: "a{x}", Args: [][]byte{[]byte("12345")}})
@@ -23,7 +25,7 @@ func TestSlotStatsPerSlot(t *testing.T) {
 		t.Fatalf("plain %v, per slot %v", plain, per)
 	}
 	x, c := shard.KeySlot("{x}"), shard.KeySlot("c")
-	want := []string{fmt.Sprintf("%d:2:%d", x, 4+5+4+1), fmt.Sprintf("%d:1:%d", c, 1+64)}
+	want := []string{fmt.Sprintf("%d:2:%d", x, encodedEntryLen(s, "a{x}")+encodedEntryLen(s, "b{x}")), fmt.Sprintf("%d:1:%d", c, encodedEntryLen(s, "c"))}
 	if x > c {
 		want[0], want[1] = want[1], want[0]
 	}
@@ -94,4 +96,53 @@ func TestSlotStatsSampled(t *testing.T) {
 		t.Fatalf("the first half of the slots: %d sampled, %d true (%.1f%%)", low, half, 100*d)
 	}
 	t.Logf("per-slot sum %d of %d keys; the first half of the slots %d sampled, %d true (%+.2f%%)", sum, n, low, half, 100*d)
+}
+
+// encodedEntryLen is the length of key k's entry as a snapshot encodes it
+// (encodeEntries), by encoding it.
+func encodedEntryLen(s *KVState, k string) int {
+	var w wire.Encoder
+	x := s.m[k]
+	w.String(k)
+	w.Uvarint(x.gen)
+	w.Varint(x.exp)
+	x.encode(&w)
+	return len(w.B)
+}
+
+// TestEntrySize (session 49): slotstats counts each key's serialized size,
+// its snapshot entry's length, computed without encoding it: equal to the
+// encoding's for every value type, small and large (varint prefixes of 1
+// and 2+ bytes), with and without a deadline; the walk's total is their
+// sum. With the estimate it replaced (key + string, or 32 bytes an
+// element) the strings were each 5-8 bytes under and the collections off
+// by any factor.
+func TestEntrySize(t *testing.T) {
+	s := KV{}.NewState().(*KVState)
+	big := strings.Repeat("x", 300)
+	var ops []Op
+	ops = append(ops, Op{Kind: "set", Key: "s1", Args: [][]byte{[]byte("v")}}, Op{Kind: "set", Key: "s2", Args: [][]byte{[]byte(big)}},
+		Op{Kind: "set", Key: strings.Repeat("k", 200), Args: [][]byte{[]byte("")}}, Op{Kind: "pexpire", Key: "s2", Args: [][]byte{[]byte("100000")}})
+	for i := 0; i < 200; i++ {
+		f := []byte(fmt.Sprint(i))
+		ops = append(ops, Op{Kind: "hset", Key: "h", Args: [][]byte{f, []byte(big[:i])}}, Op{Kind: "rpush", Key: "l", Args: [][]byte{[]byte(big[:i])}},
+			Op{Kind: "sadd", Key: "set", Args: [][]byte{f}}, Op{Kind: "zadd", Key: "z", Args: [][]byte{[]byte(fmt.Sprint(float64(i) / 7)), f}},
+			Op{Kind: "xadd", Key: "x", Args: [][]byte{[]byte("100"), []byte("4096"), []byte("*"), []byte("f"), f}})
+	}
+	for i, op := range ops {
+		if r := ApplyEnv(s, op, Env{Time: int64(i+1) * 1e6}); r.Err != "" {
+			t.Fatalf("%v: %v", op, r.Err)
+		}
+	}
+	sum := 0
+	for k, e := range s.m {
+		want := encodedEntryLen(s, k)
+		if got := entrySize(k, e); got != want {
+			t.Fatalf("%s (%v): entrySize %d, encoded %d", k[:min(len(k), 8)], e.typ(), got, want)
+		}
+		sum += want
+	}
+	if r := s.Apply(Op{Kind: "slotstats"}); r.Elems[1].Int != int64(sum) || r.Elems[0].Int != int64(len(s.m)) {
+		t.Fatalf("slotstats %v, want %d keys, %d bytes", r, len(s.m), sum)
+	}
 }
