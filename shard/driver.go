@@ -77,10 +77,16 @@ type Outcome struct {
 
 // Machine drives one migration.
 type Machine struct {
-	Rec       Migration
-	Batch     int // keys per copy batch
-	FreezeAt  int // freeze when a dirty pass takes at most this many keys
-	MaxPasses int // or after this many passes
+	Rec   Migration
+	Batch int // keys per copy batch, at most
+	// BatchBytes bounds a copy batch's bytes (session 49; 0: keys only):
+	// an import carries the items in hand up to BatchBytes (one at least,
+	// however big), and a dump asks for as many keys as BatchBytes holds
+	// at the mean size copied so far (Batch at most, one at least;
+	// probeKeys before anything was copied).
+	BatchBytes int
+	FreezeAt   int // freeze when a dirty pass takes at most this many keys
+	MaxPasses  int // or after this many passes
 
 	last     Action
 	reclaim  int // 0: save the bumped token; 1: B's state; 2: A's state; 3: done
@@ -100,8 +106,25 @@ type Machine struct {
 func NewMachine(rec Migration) *Machine {
 	rec.Token++
 	rec.Err = ""
-	return &Machine{Rec: rec, Batch: 100, FreezeAt: 100, MaxPasses: 8}
+	return &Machine{Rec: rec, Batch: 100, BatchBytes: DefaultBatchBytes, FreezeAt: 100, MaxPasses: 8}
 }
+
+// DefaultBatchBytes is a copy batch's byte bound (Machine.BatchBytes). A
+// batch is one entry in each group's log, replicated and synced before
+// the group's next clients' entries: 100 keys of 4 KiB made 400 KiB
+// entries, and the load's p99 during an unlimited copy rose to seconds
+// (docs/SHARDING.md, "Online slot migration"). 64 KiB is about what a
+// group's log takes from a burst of 64 clients' 1 KiB writes; CockroachDB
+// and TiKV likewise send snapshots in chunks (of 256 KiB and 1 MiB, over
+// a stream rather than through the log).
+const DefaultBatchBytes = 64 << 10
+
+// probeKeys is the first dump's keys, before any size is known (a
+// driver taking over knows the record's mean size).
+const probeKeys = 10
+
+// itemBytes is an item's bytes as the migration counts them.
+func itemBytes(it Item) int { return len(it.Key) + len(it.Value) }
 
 // Stopped is why the machine stopped ("" while it runs).
 func (m *Machine) Stopped() string { return m.stopped }
@@ -252,10 +275,20 @@ func (m *Machine) next1(ctl Control) Action {
 func (m *Machine) copyStep() (Action, bool) {
 	r := &m.Rec
 	if len(m.items) > 0 {
-		return Action{Kind: ActImport, Group: r.To, Items: m.items, Token: r.Token, Slots: r.Slots}, true
+		n, b := 1, itemBytes(m.items[0])
+		for n < len(m.items) && (m.BatchBytes <= 0 || b+itemBytes(m.items[n]) <= m.BatchBytes) {
+			b += itemBytes(m.items[n])
+			n++
+		}
+		return Action{Kind: ActImport, Group: r.To, Items: m.items[:n], Token: r.Token, Slots: r.Slots}, true
 	}
 	if len(m.keys) > 0 {
 		n := min(len(m.keys), m.Batch)
+		if m.BatchBytes > 0 && r.Keys > 0 {
+			n = min(n, max(1, int(int64(m.BatchBytes)*r.Keys/max(r.Bytes, 1))))
+		} else if m.BatchBytes > 0 {
+			n = min(n, probeKeys) // no size known yet
+		}
 		return Action{Kind: ActDump, Group: r.From, Keys: m.keys[:n], Token: r.Token, Slots: r.Slots}, true
 	}
 	return Action{}, false
@@ -315,15 +348,15 @@ func (m *Machine) Apply(o Outcome) {
 		m.items = o.Items
 		m.keys = m.keys[len(a.Keys):]
 	case ActImport:
-		for _, it := range m.items {
+		for _, it := range a.Items {
 			r.Keys++
-			r.Bytes += int64(len(it.Key) + len(it.Value))
+			r.Bytes += int64(itemBytes(it))
 		}
 		if m.rate > 0 {
-			m.wait = float64(len(m.items)) / m.rate
+			m.wait = float64(len(a.Items)) / m.rate
 		}
-		m.items = nil
-		if len(m.keys) == 0 && r.Phase == PhCopy {
+		m.items = m.items[len(a.Items):]
+		if len(m.items) == 0 && len(m.keys) == 0 && r.Phase == PhCopy {
 			r.Cursor = m.next
 			m.save = true
 		}

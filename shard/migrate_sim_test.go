@@ -207,6 +207,13 @@ func (w *simWorld) do(d *simDriver, a Action) Outcome {
 		if fenced(a.Group) {
 			return Outcome{Err: "fenced"}
 		}
+		b := 0
+		for _, it := range a.Items {
+			b += itemBytes(it)
+		}
+		if len(a.Items) > 1 && b > d.m.BatchBytes {
+			panic(fmt.Sprintf("an import of %d items, %d bytes, over the batch's %d", len(a.Items), b, d.m.BatchBytes))
+		}
 		for _, it := range a.Items {
 			if it.Absent {
 				delete(w.groups[a.Group].kv, it.Key)
@@ -323,6 +330,7 @@ func runSim(fatal func(string, ...any), seed int64, cancel bool, set func(*simWo
 	newDriver := func() *simDriver {
 		m := NewMachine(w.rec)
 		m.Batch, m.FreezeAt = 1+rnd.Intn(40), rnd.Intn(20)
+		m.BatchBytes = 8 * m.Batch // binds about half the time (items of 6-15 bytes)
 		return &simDriver{m: m, ver: w.recVer}
 	}
 	d := newDriver()
