@@ -108,6 +108,7 @@ type nsPlacer struct {
 	last    string    // the last decision logged (its identity)
 	moveAt  time.Time // a split or merge started or ended (zero: none)
 	wasMig  bool
+	pairs   pairRates // requests spanning two groups, per second (placer_pairs.go)
 	// replacing: a replacement is being carried out (replace.go); no
 	// decision is taken meanwhile.
 	replacing atomic.Bool
@@ -219,7 +220,7 @@ func (n *Node) reportLoad(ctx context.Context, s *shardedNS) {
 	for i := range s.ops {
 		cs[i] = strconv.FormatUint(s.ops[i].Load(), 10)
 	}
-	v := strings.Join(cs, " ")
+	v := strings.Join(cs, " ") + s.crossReport() // placer_pairs.go
 	if v == p.reported {
 		return
 	}
@@ -248,15 +249,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 	if err != nil {
 		return
 	}
-	cur := map[string][]uint64{}
-	for i := 0; i+1 < len(rs[0].Elems); i += 2 {
-		var cs []uint64
-		for _, f := range strings.Fields(string(rs[0].Elems[i+1].Bytes)) {
-			c, _ := strconv.ParseUint(f, 10, 64)
-			cs = append(cs, c)
-		}
-		cur[string(rs[0].Elems[i].Bytes)] = cs
-	}
+	cur, pairCounts := parseLoad(rs[0].Elems, len(s.groups)) // placer_pairs.go
 	if p.prev != nil {
 		dt := now.Sub(p.prevAt).Seconds()
 		rate := make([]float64, len(s.groups))
@@ -300,6 +293,7 @@ func (n *Node) decide(ctx context.Context, s *shardedNS) {
 		return
 	}
 	in := shard.PlaceInput{Map: shard.Placement{Epoch: view.epoch, Groups: view.groups}, Nodes: nodes, Migrating: view.active(), SinceMove: -1}
+	in.Pairs = p.pairs.update(pairCounts, now, len(s.groups)) // placer_pairs.go
 	for gi, g := range s.groups {
 		gr := shard.GroupReport{Name: g.Namespace.Name, Ops: p.ops[gi], Bytes: -1}
 		for _, id := range s.membersIn(view, gi) {

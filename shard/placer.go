@@ -64,8 +64,11 @@ import (
 //     a group just split off; CockroachDB's by_load_merge_delay), whose sum stays
 //     under half of each split threshold (so a merge never invites a
 //     split back), while more than MinShards groups own slots. The colder
-//     group's slots all move to the other (preferring one whose slots are
-//     adjacent, so ranges stay few); the colder group becomes a spare.
+//     group's slots all move to the other (preferring the one it shares
+//     the most requests spanning both with, PlaceInput.Pairs, session 49:
+//     merged, those are one group's requests, no two-phase commit; then
+//     one whose slots are adjacent, so ranges stay few); the colder group
+//     becomes a spare.
 //     A merge leaves a spare (split46, session 46), also when the group
 //     emptied was created by a split: its name does not become an
 //     unplaced one again, and the next split takes it as a spare (first,
@@ -206,6 +209,22 @@ type PlaceInput struct {
 	// count), keys and bytes. A split by load cuts by SlotOps, one by
 	// keys by SlotKeys, one by bytes by SlotBytes (SlotKeys without it).
 	SlotOps, SlotKeys, SlotBytes []float64
+	// Pairs, when not nil, are the requests per second spanning two
+	// groups (cross-shard transactions), at [i*len(Groups)+j], i < j
+	// (node/placer_pairs.go): a merge prefers the partner the colder
+	// group shares the most with.
+	Pairs []float64
+}
+
+// Pair is the requests per second spanning groups i and j (0 unknown).
+func (in PlaceInput) Pair(i, j int) float64 {
+	if i > j {
+		i, j = j, i
+	}
+	if ng := len(in.Groups); in.Pairs == nil || i == j || j >= ng || i*ng+j >= len(in.Pairs) {
+		return 0
+	}
+	return in.Pairs[i*len(in.Groups)+j]
 }
 
 // DecisionKind is the kind of a placement decision.
@@ -271,6 +290,10 @@ var brokenLoadFlap = false
 // (TestDecideBytesNoFlap shows it caught): a byte move is made even when
 // the state after it asks a balance by load.
 var brokenBytesQuiet = false
+
+// brokenMergePairs is the placement before session 49 (a merge's partner
+// chosen by adjacency alone), for TestDecideMergePrefersPairs.
+var brokenMergePairs = false
 
 // brokenSplitCut is the broken variant the tests show caught: the split's
 // slots run one past the cut group's last slot (an off-by-one), so the
@@ -719,18 +742,34 @@ func decideMerge(in PlaceInput, p PlaceParams) (Decision, bool) {
 			if w, _ := over(sum, PlaceParams{SplitKeys: p.SplitKeys / 2, SplitBytes: p.SplitBytes / 2, SplitOps: p.SplitOps / 2}); w != "" {
 				continue
 			}
-			if to < 0 || adjacent(in.Map.Groups[from], in.Map.Groups[gi]) && !adjacent(in.Map.Groups[from], in.Map.Groups[to]) {
+			if to < 0 || mergeBetter(in, from, gi, to) {
 				to = gi
 			}
 		}
 		if to < 0 {
 			continue
 		}
+		why := ""
+		if x := in.Pair(from, to); x > 0 {
+			why = fmt.Sprintf("; %s shares the most requests spanning groups with %s (%.2f/s), which the merge makes one group's", f.Name, in.Groups[to].Name, x)
+		}
 		return Decision{Kind: DecMerge, From: from, To: to, Slots: append([]Range(nil), in.Map.Groups[from]...),
-			Reason: fmt.Sprintf("%s and %s are both cold (under keys %d, bytes %d, ops/s %.0f): %s's slots move to %s, which becomes a spare", f.Name, in.Groups[to].Name, p.MergeKeys, p.MergeBytes, p.MergeOps, f.Name, in.Groups[to].Name),
+			Reason: fmt.Sprintf("%s and %s are both cold (under keys %d, bytes %d, ops/s %.0f): %s's slots move to %s, which becomes a spare%s", f.Name, in.Groups[to].Name, p.MergeKeys, p.MergeBytes, p.MergeOps, f.Name, in.Groups[to].Name, why),
 			Inputs: f.figures() + "; " + in.Groups[to].figures()}, true
 	}
 	return Decision{}, false
+}
+
+// mergeBetter says whether group gi is a better merge partner for from
+// than the one chosen so far (to): the one from shares more requests
+// spanning both with (session 49: merged, each such request is one
+// group's, no two-phase commit), then an adjacent one (fewer ranges).
+// brokenMergePairs forgets the pairs.
+func mergeBetter(in PlaceInput, from, gi, to int) bool {
+	if a, b := in.Pair(from, gi), in.Pair(from, to); a != b && !brokenMergePairs {
+		return a > b
+	}
+	return adjacent(in.Map.Groups[from], in.Map.Groups[gi]) && !adjacent(in.Map.Groups[from], in.Map.Groups[to])
 }
 
 func decideLeader(in PlaceInput) (Decision, bool) {

@@ -135,3 +135,43 @@ func TestDecideBytesNoFlap(t *testing.T) {
 		t.Logf("caught: %s", cyc)
 	}
 }
+
+// TestDecideMergePrefersPairs (session 49): three cold groups; s0, the
+// coldest, merges. By adjacency alone it would go to s1 (its neighbour);
+// s0 and s2 share 4 requests/s spanning both (cross-shard transactions),
+// s0 and s1 none, so it goes to s2, and the reason says why. With equal
+// pairs adjacency decides as before; brokenMergePairs (the code before
+// session 49) picks s1.
+func TestDecideMergePrefersPairs(t *testing.T) {
+	in := placeIn(t, []string{
+		"s0:0-5460:n1,n2,n3:n1:10:1",
+		"s1:5461-10922:n1,n2,n3:n2:20:2",
+		"s2:10923-16383:n1,n2,n3:n3:30:3",
+	})
+	in.Pairs = make([]float64, 9)
+	in.Pairs[0*3+2] = 4 // s0+s2
+	in.Pairs[1*3+2] = 9 // s1+s2: not s0's, no matter
+	d := Decide(in, testParams)
+	if d.Kind != DecMerge || d.From != 0 || d.To != 2 || !strings.Contains(d.Reason, "s0 shares the most requests spanning groups with s2 (4.00/s)") {
+		t.Fatalf("decision %s", d)
+	}
+	t.Logf("decided %s", d)
+	if got := in.Pair(2, 0); got != 4 {
+		t.Fatalf("Pair(2, 0) = %v", got)
+	}
+	in.Pairs[0*3+1] = 4 // s0+s1 as much: adjacency
+	if d := Decide(in, testParams); d.Kind != DecMerge || d.To != 1 || strings.Contains(d.Reason, "spanning") == false {
+		t.Fatalf("equal pairs: %s", d)
+	}
+	in.Pairs = nil
+	if d := Decide(in, testParams); d.Kind != DecMerge || d.To != 1 || strings.Contains(d.Reason, "spanning") {
+		t.Fatalf("no pairs: %s", d)
+	}
+	in.Pairs = make([]float64, 9)
+	in.Pairs[0*3+2] = 4
+	brokenMergePairs = true
+	defer func() { brokenMergePairs = false }()
+	if d := Decide(in, testParams); d.To != 1 {
+		t.Fatalf("brokenMergePairs: %s", d)
+	}
+}
