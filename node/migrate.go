@@ -139,15 +139,19 @@ func (n *Node) runMachine(ctx context.Context, s *shardedNS, rec shard.Migration
 		}
 		if a.Kind == shard.ActStop {
 			if m.Rec.Phase.Finished() {
-				n.log.Info("migration ended", "namespace", s.ns.Name, "id", m.Rec.ID, "phase", m.Rec.Phase, "keys", m.Rec.Keys, "bytes", m.Rec.Bytes)
+				n.log.Info("migration ended", "namespace", s.ns.Name, "id", m.Rec.ID, "phase", m.Rec.Phase, "keys", m.Rec.Keys, "bytes", m.Rec.Bytes, "backoffs", m.Backoffs, "backoff_s", m.BackoffWait)
 				n.nudgePlacement()
 				return nil
 			}
 			return errors.New(a.Reason)
 		}
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		t0 := time.Now()
 		o := n.act(c, s, a, &ver)
 		cancel()
+		if a.Kind == shard.ActImport {
+			o.Took = time.Since(t0).Seconds() // the copy's back-off (shard.Machine.Backoff)
+		}
 		m.Apply(o)
 		if a.Kind == shard.ActSave || a.Kind == shard.ActFlip {
 			n.nudgePlacement()

@@ -73,6 +73,10 @@ type Outcome struct {
 	Keys   []string
 	Cursor uint64
 	Items  []Item
+	// Took is how long the action took, in seconds (the runtime measures
+	// an import's; 0: not measured), by which the copy backs off
+	// (Machine.Backoff).
+	Took float64
 }
 
 // Machine drives one migration.
@@ -87,8 +91,18 @@ type Machine struct {
 	BatchBytes int
 	FreezeAt   int // freeze when a dirty pass takes at most this many keys
 	MaxPasses  int // or after this many passes
+	// Backoff (session 49): after an import that took more than
+	// backoffOver times the fastest import this driver has seen, the copy
+	// waits the excess (at most backoffMax): see backoff.
+	Backoff bool
+	// Backoffs counts the waits backoff asked, BackoffWait their sum in
+	// seconds.
+	Backoffs    int
+	BackoffWait float64
 
 	last     Action
+	base     float64 // the fastest import seen, seconds (0: none yet)
+	waitWhy  string
 	reclaim  int // 0: save the bumped token; 1: B's state; 2: A's state; 3: done
 	keys     []string
 	items    []Item
@@ -106,7 +120,42 @@ type Machine struct {
 func NewMachine(rec Migration) *Machine {
 	rec.Token++
 	rec.Err = ""
-	return &Machine{Rec: rec, Batch: 100, BatchBytes: DefaultBatchBytes, FreezeAt: 100, MaxPasses: 8}
+	return &Machine{Rec: rec, Batch: 100, BatchBytes: DefaultBatchBytes, FreezeAt: 100, MaxPasses: 8, Backoff: true}
+}
+
+// The copy's back-off (session 49): an import is a write in the
+// destination's log, queued behind its clients' writes and synced with
+// them, so the time it takes, above the fastest this driver has seen
+// (the log idle but for the copy), is the queueing the clients' writes
+// meet too. When an import takes more than backoffOver times the fastest,
+// the driver waits the excess before the next batch (at most
+// backoffMax, and beside any rate limit's wait, the longer of the two):
+// the busier the group's log, the less of it the copy takes (about half
+// of it once the queueing dominates), and an idle log sees no wait. A
+// delay-based control (TCP Vegas's, against the smallest round trip)
+// rather than a fixed rate: it needs no threshold in milliseconds, which
+// would differ between a disk with fsync and memory. CockroachDB limits
+// snapshots by a fixed rate; TiKV's flow control measures its own write
+// stalls.
+const (
+	backoffOver  = 2.0
+	backoffFloor = 0.001 // seconds: a fastest import under this counts as this
+	backoffMax   = 1.0   // seconds
+)
+
+// backoff is the wait after an import that took took seconds (0: none).
+func (m *Machine) backoff(took float64) float64 {
+	if !m.Backoff || took <= 0 {
+		return 0
+	}
+	if m.base == 0 || took < m.base {
+		m.base = took
+	}
+	ex := took - backoffOver*max(m.base, backoffFloor)
+	if ex <= 0 {
+		return 0
+	}
+	return min(ex, backoffMax)
 }
 
 // DefaultBatchBytes is a copy batch's byte bound (Machine.BatchBytes). A
@@ -201,7 +250,7 @@ func (m *Machine) next1(ctl Control) Action {
 	if m.wait > 0 {
 		w := m.wait
 		m.wait = 0
-		return Action{Kind: ActWait, Wait: w, Reason: "rate"}
+		return Action{Kind: ActWait, Wait: w, Reason: m.waitWhy}
 	}
 	if ctl.Cancel && r.Phase < PhHand {
 		m.enter(PhCancelA)
@@ -352,8 +401,19 @@ func (m *Machine) Apply(o Outcome) {
 			r.Keys++
 			r.Bytes += int64(itemBytes(it))
 		}
+		m.wait, m.waitWhy = 0, "rate"
 		if m.rate > 0 {
-			m.wait = float64(len(a.Items)) / m.rate
+			// The batch's share of a second at the rate, less the time
+			// its import took (when measured): a rate, not a pause after
+			// each batch (with 64 KiB batches of 4 KiB values, 16 keys, a
+			// pause of 8 ms beside imports of ~20 ms held 2,000 keys/s to
+			// 800).
+			m.wait = max(0, float64(len(a.Items))/m.rate-o.Took)
+		}
+		if b := m.backoff(o.Took); b > m.wait {
+			m.wait, m.waitWhy = b, "backoff"
+			m.Backoffs++
+			m.BackoffWait += b
 		}
 		m.items = m.items[len(a.Items):]
 		if len(m.items) == 0 && len(m.keys) == 0 && r.Phase == PhCopy {

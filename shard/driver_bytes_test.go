@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -73,4 +74,56 @@ func TestCopyBatchBytes(t *testing.T) {
 		t.Fatalf("largest dump after the first %d keys, want 6", maxDump)
 	}
 	t.Logf("%d imports, the largest %d bytes; the largest dump %d keys", imports, maxImport, maxDump)
+}
+
+// TestCopyBackoff (session 49): imports taking 10 ms ask no wait; one
+// taking 100 ms (the destination's log busy) asks a back-off wait of the
+// excess over twice the fastest, 80 ms; 10 ms again, none; 3 s is capped
+// at 1 s; with a rate limit the longer wait wins, the rate's being the
+// batch's share of a second less the import's time. With Backoff off
+// (the copy before session 49) no import asks a wait.
+func TestCopyBackoff(t *testing.T) {
+	run := func(backoff bool, rate float64, took []float64) []Action {
+		var keys []string
+		for i := 0; i < 40; i++ {
+			keys = append(keys, fmt.Sprintf("k%d", i))
+		}
+		m := NewMachine(Migration{ID: 1, From: 0, To: 1, FromName: "s0", ToName: "s1", Slots: []Range{{0, 16383}}, Phase: PhCopy})
+		m.Backoff, m.Batch, m.BatchBytes = backoff, 10, 0
+		var waits []Action
+		imports := 0
+		for step := 0; step < 1000 && m.Rec.Phase == PhCopy; step++ {
+			a := m.Next(Control{Rate: rate})
+			var o Outcome
+			switch a.Kind {
+			case ActScan:
+				o.Keys = keys
+			case ActDump:
+				for _, k := range a.Keys {
+					o.Items = append(o.Items, Item{Key: k, Value: []byte("v")})
+				}
+			case ActImport:
+				o.Took = took[imports]
+				imports++
+			case ActWait:
+				waits = append(waits, a)
+			}
+			m.Apply(o)
+		}
+		return waits
+	}
+	waits := run(true, 0, []float64{0.010, 0.100, 0.010, 3})
+	if len(waits) != 2 || waits[0].Reason != "backoff" || math.Abs(waits[0].Wait-0.080) > 1e-9 || waits[1].Wait != backoffMax {
+		t.Fatalf("waits %+v", waits)
+	}
+	// A rate of 100 keys/s gives a 10-key import 0.1 s, less the time it
+	// took: 90 ms after a 10 ms import; nothing after a 100 ms one, which
+	// asks its 80 ms back-off instead.
+	waits = run(true, 100, []float64{0.010, 0.100, 0.010, 3})
+	if len(waits) != 4 || waits[0].Reason != "rate" || math.Abs(waits[0].Wait-0.090) > 1e-9 || waits[1].Reason != "backoff" || waits[3].Reason != "backoff" {
+		t.Fatalf("with a rate: %+v", waits)
+	}
+	if waits := run(false, 0, []float64{0.010, 0.100, 0.010, 3}); len(waits) != 0 {
+		t.Fatalf("without back-off: %+v", waits)
+	}
 }
