@@ -816,6 +816,7 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 		err = w.appendTail(f, tail[done:])
 	}
 	w.mu.Lock()
+	dualFrames := w.frames // the frames written to both files: each paid two fdatasyncs
 	switch {
 	case err == nil && !gone:
 		w.dual, w.dualOff = f, int64(len(snap)+len(tail))
@@ -855,7 +856,7 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 		end := w.dualOff
 		w.f, w.off, w.alloc = w.dual, end, end
 		w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", end,
-			"tail_bytes", len(tail), "took", time.Since(t0), "held", held, "held_end", time.Since(t2))
+			"tail_bytes", len(tail), "took", time.Since(t0), "held", held, "held_end", time.Since(t2), "dual_frames", w.frames-dualFrames)
 	}
 	w.dual = nil
 	w.compacting, w.tail = false, nil
