@@ -94,7 +94,7 @@ func (a *Paxos) onSnapshot(from int, m *message) {
 		a.maxInst = idx
 	}
 	a.executed, a.snapIndex = idx, idx
-	a.sinceSnap = 0
+	a.sinceSnap, a.sinceBytes, a.snapLen = 0, 0, len(m.Data)
 	if a.chosenUpTo < idx {
 		a.chosenUpTo = idx
 	}

@@ -317,10 +317,15 @@
 // state machine instead (service Snapshot plus the dedup table). Once
 // "snapshot_every" commands executed since the last snapshot (counted in
 // commands, not instances: a snapshot costs the whole state, so it is
-// amortised over the work done, whatever the batch sizes), a replica
-// persists a snapshot and deletes the log behind the previous one (memory
-// and records): the log holds at most about 2 x snapshot_every commands,
-// the disk one snapshot.
+// amortised over the work done, whatever the batch sizes), or once the
+// values of the instances executed since then reach "snapshot_bytes" (and
+// at least 4 x the last snapshot's size, so that snapshots cost at most a
+// quarter of the log's bytes; a pipelined client's batch is one command,
+// and 20000 of them made a 40-50 MB log for one key: execute.go,
+// snapshotBytesFactor), a replica persists a snapshot and deletes the log
+// behind the previous one (memory and records): the log holds at most
+// about 2 x snapshot_every commands or 2 x that many bytes, the disk one
+// snapshot.
 //
 // # Reads (automaton.Options.Read)
 //
@@ -404,20 +409,21 @@
 //
 // # Parameters
 //
-//	heartbeat         positive duration          50ms    leader heartbeat and retransmission interval
-//	election_timeout  positive duration          500ms   silence before an election; at least 3 heartbeats
-//	op_timeout        positive duration          5s      a request's time limit at a node
-//	window            positive integer           8       instances in phase 2 at once
-//	batch             positive integer           256     commands per instance (at most)
-//	snapshot_every    positive integer           20000   executed commands between snapshots
-//	lease_drift       number in [0, 1)           0.1     clock rate bound for leases
-//	lease_margin      non-negative duration      50ms    subtracted from the lease (absent: the heartbeat)
-//	dedup_clients     positive integer           100000  rows of the deduplication table
-//	expiry_period     positive duration          100ms   leader proposes removing expired keys (expiry.go)
-//	read              one of quorum, log, lease  quorum  what the default linearizable read is
-//	read_round        one of all, majority       all     who a read's confirmation round goes to
-//	members           comma-separated list       -       bootstrap configuration, in numbering order (absent: Config.Nodes)
-//	observe           string                     -       the name of a Recorder (NewRecorder, observe.go) told each instance learned (experiments; absent: none)
+//	heartbeat         positive duration          50ms     leader heartbeat and retransmission interval
+//	election_timeout  positive duration          500ms    silence before an election; at least 3 heartbeats
+//	op_timeout        positive duration          5s       a request's time limit at a node
+//	window            positive integer           8        instances in phase 2 at once
+//	batch             positive integer           256      commands per instance (at most)
+//	snapshot_every    positive integer           20000    executed commands between snapshots
+//	snapshot_bytes    positive integer           8388608  executed instances' bytes between snapshots (at least 4 x the last snapshot's size)
+//	lease_drift       number in [0, 1)           0.1      clock rate bound for leases
+//	lease_margin      non-negative duration      50ms     subtracted from the lease (absent: the heartbeat)
+//	dedup_clients     positive integer           100000   rows of the deduplication table
+//	expiry_period     positive duration          100ms    leader proposes removing expired keys (expiry.go)
+//	read              one of quorum, log, lease  quorum   what the default linearizable read is
+//	read_round        one of all, majority       all      who a read's confirmation round goes to
+//	members           comma-separated list       -        bootstrap configuration, in numbering order (absent: Config.Nodes)
+//	observe           string                     -        the name of a Recorder (NewRecorder, observe.go) told each instance learned (experiments; absent: none)
 //
 // Unknown parameters are errors. The table is generated from the parser's
 // (paxos.go, params; protocol/proto.Spec.Doc) and TestParamDoc keeps it so.

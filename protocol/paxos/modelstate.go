@@ -117,6 +117,7 @@ func (a *Paxos) AppendModelState(b []byte, rename func(automaton.RequestID) auto
 
 	// Learner and state machine.
 	b = u(u(u(u(b, a.chosenUpTo), a.executed), a.snapIndex), uint64(a.sinceSnap))
+	b = u(u(b, uint64(a.sinceBytes)), uint64(a.snapLen))
 	b = u(b, a.savedC)
 	b = a.sm.appendModelState(b, rename)
 

@@ -75,6 +75,7 @@ const (
 	DefaultWindow          = 8
 	DefaultBatch           = 256
 	DefaultSnapshotEvery   = 20000
+	DefaultSnapshotBytes   = 8 << 20
 	DefaultLeaseDrift      = 0.1
 	DefaultDedupClients    = 100000
 	DefaultExpiryPeriod    = 100 * time.Millisecond
@@ -88,6 +89,10 @@ type Params struct {
 	Heartbeat, ElectionTimeout, OpTimeout, LeaseMargin time.Duration
 	Window, Batch, SnapshotEvery, DedupClients         int
 	LeaseDrift                                         float64
+	// SnapshotBytes: a snapshot is also taken once the values of the
+	// instances executed since the last one reach max(SnapshotBytes,
+	// snapshotBytesFactor x that snapshot's size) (execute.go).
+	SnapshotBytes int
 	// Read is the mode a request asking for the default linearizable read
 	// gets: ReadQuorum (the default), ReadLog or ReadLease.
 	Read automaton.ReadMode
@@ -123,6 +128,8 @@ var params = proto.NewSpec(
 		Doc: "commands per instance (at most)"},
 	proto.Param{Name: "snapshot_every", Kind: proto.Int, Default: strconv.Itoa(DefaultSnapshotEvery), Min: "1",
 		Doc: "executed commands between snapshots"},
+	proto.Param{Name: "snapshot_bytes", Kind: proto.Int, Default: strconv.Itoa(DefaultSnapshotBytes), Min: "1",
+		Doc: "executed instances' bytes between snapshots (at least 4 x the last snapshot's size)"},
 	proto.Param{Name: "lease_drift", Kind: proto.Float, Default: strconv.FormatFloat(DefaultLeaseDrift, 'g', -1, 64), Min: "0", Max: "1", MaxOpen: true,
 		Doc: "clock rate bound for leases"},
 	proto.Param{Name: "lease_margin", Kind: proto.Duration, Default: DefaultHeartbeat.String(), Min: "0",
@@ -163,7 +170,7 @@ func parseParams(m map[string]string) (Params, []automaton.NodeID, error) {
 		Window: v.Int("window"), Batch: v.Int("batch"), SnapshotEvery: v.Int("snapshot_every"),
 		LeaseDrift: v.Float("lease_drift"), DedupClients: v.Int("dedup_clients"), LeaseMargin: v.Duration("lease_margin"),
 		Read: readModes[v.String("read")], ExpiryPeriod: v.Duration("expiry_period"), Observe: v.String("observe"),
-		ReadRoundMajority: v.String("read_round") == "majority",
+		ReadRoundMajority: v.String("read_round") == "majority", SnapshotBytes: v.Int("snapshot_bytes"),
 	}
 	if !v.Given("lease_margin") {
 		p.LeaseMargin = p.Heartbeat
@@ -318,6 +325,8 @@ type Paxos struct {
 	answerAt   uint64 // the instance being executed (advance), else 0: what reply positions an answer at
 	snapIndex  uint64 // instance of the last persisted snapshot
 	sinceSnap  int    // commands executed since that snapshot
+	sinceBytes int    // bytes of the values of the instances executed since that snapshot
+	snapLen    int    // size of that snapshot's record (0: none)
 	savedC     uint64 // commit index last persisted
 	sm         *machine
 	tok        *ownerToken // owns sm when sm.owner is tok (ownMachine)
@@ -390,7 +399,7 @@ func (a *Paxos) reset() {
 	a.log = map[uint64]*slot{}
 	a.logStart, a.maxInst = 1, 0
 	a.chosenUpTo, a.executed, a.snapIndex, a.savedC = 0, 0, 0, 0
-	a.sinceSnap = 0
+	a.sinceSnap, a.sinceBytes, a.snapLen = 0, 0, 0
 	a.sm = newMachine(a.cfg.Service, a.prm.DedupClients, a.boot)
 	if a.tok == nil {
 		a.tok = new(ownerToken)

@@ -594,3 +594,48 @@ func BenchmarkMachineApply(b *testing.B) {
 		m.apply(c, uint64(i/8+1))
 	}
 }
+
+// snapshot_bytes: a snapshot is taken once the executed instances' values
+// since the last one reach max(snapshot_bytes, 4 x that snapshot's size),
+// not before, and at the instance that crosses it, whatever snapshot_every
+// (left at its default, 20000 commands, which 300 writes never reach). Two
+// runs: a floor of 12 KiB over 4 keys of 200 bytes (a snapshot of ~1.5 KB:
+// the floor decides), and a floor of 1 over 40 keys (the factor decides). Fails
+// without the byte rule (no snapshot) and with the factor left out (the
+// snapshots of the second run come after every instance; both verified).
+func TestSnapshotBytes(t *testing.T) {
+	for _, tc := range []struct{ floor, keys int }{{12 << 10, 4}, {1, 40}} {
+		floor := tc.floor
+		t.Run(fmt.Sprint(floor), func(t *testing.T) {
+			c := newCluster(t, 3, "kv", map[string]string{"snapshot_bytes": fmt.Sprint(floor), "batch": "1"})
+			c.elect("n1")
+			a := c.node("n1")
+			snaps, prevLen := 0, 0
+			for i := 0; i < 300; i++ {
+				oldSnap := a.snapIndex
+				id := automaton.RequestID{Client: 9, Seq: uint64(i + 1)}
+				if r, ok := c.do("n1", id, set(fmt.Sprintf("k%d", i%tc.keys), strings.Repeat(fmt.Sprint(i%10), 200)), 0); !ok || r.IsErr() {
+					t.Fatalf("write %d: %v %v", i, r, ok)
+				}
+				if a.snapIndex == oldSnap {
+					continue
+				}
+				snaps++
+				bytes, last := 0, 0
+				for j := oldSnap + 1; j <= a.snapIndex; j++ {
+					last = len(a.log[j].val)
+					bytes += last
+				}
+				if want := max(floor, snapshotBytesFactor*prevLen); bytes < want || bytes-last >= want {
+					t.Fatalf("snapshot %d at instance %d after %d bytes of instances (the last %d), want the instance that reaches %d (floor %d, 4 x %d)",
+						snaps, a.snapIndex, bytes, last, want, floor, prevLen)
+				}
+				prevLen = len(c.Disk("n1")[recSnapshot])
+			}
+			if snaps < 3 {
+				t.Fatalf("%d snapshots in 300 writes of 200 bytes with snapshot_bytes=%d", snaps, floor)
+			}
+			t.Logf("%d snapshots, the last %d bytes", snaps, prevLen)
+		})
+	}
+}

@@ -29,6 +29,7 @@ func (a *Paxos) OnStart(s automaton.Start) {
 			panic(fmt.Sprintf("paxos: corrupt snapshot record: %v", err))
 		}
 		a.snapIndex, a.executed, a.chosenUpTo = idx, idx, idx
+		a.snapLen = len(v)
 		a.logStart = idx + 1
 		a.noteConf(a.sm.conf)
 	}
