@@ -125,10 +125,11 @@
 // encodes the live records, taking the WAL's lock a 256 KiB chunk at a
 // time, writes them to synod.wal.tmp, fsyncs it and the directory, and
 // appends the tail so far to it and fsyncs it, while commits go on
-// appending frames to synod.wal. Then it takes the committer's role
-// (commits queue behind it for this step only), appends the last of the
-// tail (less than 64 KiB) and fsyncs it, and from then on each frame is
-// written and fdatasynced in both files; beside the commits it renames
+// appending frames to synod.wal. Then, waiting only for a frame in
+// progress, it makes the committers write and fdatasync each frame in
+// both files, the first one preceded in the new file by the last of the
+// tail (less than 64 KiB; the compaction writes it itself if no commit
+// comes first); beside the commits it renames
 // synod.wal.tmp over synod.wal and fsyncs the directory, and only then do
 // commits append to the new file alone. A crash before the rename leaves
 // the old log complete (OpenWAL deletes synod.wal.tmp); after it, the new

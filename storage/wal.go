@@ -112,6 +112,11 @@ type WAL struct {
 	// holds the writer's role).
 	dual    File
 	dualOff int64
+	// dualPre, set at the switch, is the last of the tail, which the new
+	// file lacks: the next frame's writer writes it at dualOff ahead of
+	// its frame (prefixDurable writes it when no commit comes first);
+	// cleared under w.mu once synced.
+	dualPre []byte
 }
 
 // OpenWAL opens (creating if needed) the log in dir and replays it.
@@ -471,7 +476,7 @@ func (w *WAL) commit(ns string, batch []automaton.Persist) error {
 			if w.compacting && w.dual == nil {
 				w.tail = append(w.tail, frame...)
 			} else if w.compacting {
-				// Written to both files: nothing to keep.
+				w.dualPre = nil // written ahead of the frame, in both files' sync
 			} else if w.off > max(w.opts.CompactMin, 2*w.live) {
 				w.compact()
 			}
@@ -501,8 +506,14 @@ func (w *WAL) writeFrame(buf []byte) ([]byte, error) {
 	if _, err := w.f.WriteAt(buf, w.off); err != nil {
 		return nil, failure("write", w.f.Name(), err)
 	}
+	pre := int64(len(w.dualPre))
+	if w.dual != nil && pre > 0 {
+		if _, err := w.dual.WriteAt(w.dualPre, w.dualOff); err != nil {
+			return nil, failure("write", w.dual.Name(), err)
+		}
+	}
 	if w.dual != nil {
-		if _, err := w.dual.WriteAt(buf, w.dualOff); err != nil {
+		if _, err := w.dual.WriteAt(buf, w.dualOff+pre); err != nil {
 			return nil, failure("write", w.dual.Name(), err)
 		}
 	}
@@ -511,14 +522,14 @@ func (w *WAL) writeFrame(buf []byte) ([]byte, error) {
 			return nil, failure("fdatasync", w.f.Name(), err)
 		}
 		if w.dual != nil {
-			if err := w.datasync(w.dual, len(buf)); err != nil {
+			if err := w.datasync(w.dual, int(pre)+len(buf)); err != nil {
 				return nil, failure("fdatasync", w.dual.Name(), err)
 			}
 		}
 	}
 	w.off += int64(len(buf))
 	if w.dual != nil {
-		w.dualOff += int64(len(buf))
+		w.dualOff += pre + int64(len(buf))
 	}
 	return buf, nil
 }
@@ -671,11 +682,13 @@ var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 // (encodeLive, taking w.mu only a chunk at a time), writes them to a
 // temporary file, fsyncs it and the directory, and appends the frames
 // written meanwhile (w.tail) and fsyncs them, all while commits go on
-// appending to the log; then it takes the writer's role only to append and
-// fsync the last of the tail (less than walCatchUp) and to make the writer
-// write every later frame to both files (w.dual); beside the commits again
-// it renames the file over the log and fsyncs the directory, and then
-// (waiting only for a frame in progress) makes the new file the log. Until
+// appending to the log; then, waiting only for a frame in progress, it
+// makes the writer write every later frame to both files (w.dual), the
+// first of them preceded in the new file by the last of the tail (less
+// than walCatchUp: w.dualPre, written by the compaction itself if no
+// commit comes); beside the commits again it renames the file over the
+// log and fsyncs the directory, and then (waiting only for a frame in
+// progress) makes the new file the log. Until
 // the rename the old log is complete by itself; from the switch on the new
 // file holds the snapshot, then every frame written since the compaction
 // started, and every frame is synced in both files until the rename is
@@ -689,7 +702,8 @@ var errWALCrash = errors.New("compaction stopped by test (simulated crash)")
 // compaction with that live set at load 22-25, every ~8 s on each node,
 // and the switch (the whole tail, two directory syncs) 48-208 ms more
 // (docs/COSTS.md, pxs48); the rename's directory sync in the writer's role
-// (until session 49) still held them 58-400 ms at load 34-41 (pxs48).
+// (until session 49) still held them 58-400 ms at load 34-41 (pxs48), and
+// the last of the tail's fsync there up to 95 ms at load 31 (pxs49).
 func (w *WAL) compact() {
 	w.compacting, w.tail = true, nil
 	go w.compactFiles(w.off, time.Now())
@@ -799,8 +813,10 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 		err = w.appendTail(f, more)
 		done += len(more)
 	}
-	// Switch: the writer's role only for the last of the tail (less than
-	// walCatchUp); from then on the writer writes every frame to both files
+	// Switch, without the writer's role: the last of the tail (less than
+	// walCatchUp) becomes the new file's pending prefix (w.dualPre), which
+	// the next frame's writer writes ahead of that frame, under the same
+	// fdatasync; from then on the writer writes every frame to both files
 	// (w.dual), and the rename and its directory sync run beside the
 	// commits.
 	w.mu.Lock()
@@ -808,26 +824,28 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 	for w.writing {
 		w.cond.Wait()
 	}
-	t1 := time.Now()
-	w.writing, w.switching = true, false // the log's file and offsets are ours until the switch
 	tail, gone := w.tail, w.err != nil
-	w.mu.Unlock()
-	if err == nil && !gone && len(tail) > done {
-		err = w.appendTail(f, tail[done:])
-	}
-	w.mu.Lock()
 	dualFrames := w.frames // the frames written to both files: each paid two fdatasyncs
 	switch {
 	case err == nil && !gone:
-		w.dual, w.dualOff = f, int64(len(snap)+len(tail))
+		w.dual, w.dualOff = f, int64(len(snap)+done)
+		if len(tail) > done {
+			w.dualPre = tail[done:]
+		}
 		w.tail = nil
 	case err == nil:
 		f.Close() // the engine failed meanwhile: the log stays as it is
 	}
-	held := time.Since(t1)
-	w.writing = false
+	w.switching = false
 	w.cond.Broadcast()
 	w.mu.Unlock()
+	var held time.Duration
+	if err == nil && !gone && w.stop("switch") {
+		err = errWALCrash
+	}
+	if err == nil && !gone {
+		held, err = w.prefixDurable()
+	}
 	if err == nil && !gone {
 		err = w.renameLog()
 	}
@@ -848,6 +866,7 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 		if w.err == nil {
 			w.fail(err) // cuts the new file back too while it is w.dual
 		}
+		w.dualPre = nil
 	case gone || w.err != nil:
 		// The engine failed meanwhile (a frame's write or sync): the writer
 		// that failed it cut both files back.
@@ -858,7 +877,7 @@ func (w *WAL) compactFiles(old int64, t0 time.Time) {
 		w.lg.Info("storage: wal: compacted the log", "dir", w.dir, "from_bytes", old, "to_bytes", end,
 			"tail_bytes", len(tail), "took", time.Since(t0), "held", held, "held_end", time.Since(t2), "dual_frames", w.frames-dualFrames)
 	}
-	w.dual = nil
+	w.dual, w.dualPre = nil, nil
 	w.compacting, w.tail = false, nil
 	w.switching = false
 	w.cond.Broadcast()
@@ -893,6 +912,42 @@ func (w *WAL) writeSnapshot(snap []byte) (File, error) {
 		return nil, w.compactionStepFailed(f, errWALCrash)
 	}
 	return f, nil
+}
+
+// prefixDurable waits until the new file's pending prefix (w.dualPre, the
+// last of the tail) is written and synced there: by the next frame's
+// writer, or, when no commit takes the writer's role first, by the
+// compaction itself, which then holds the role for that write and sync
+// (held). It returns at once if the engine failed meanwhile (compactFiles
+// sees w.err).
+func (w *WAL) prefixDurable() (held time.Duration, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.dualPre != nil && w.err == nil {
+		if w.writing || w.switching {
+			w.cond.Wait()
+			continue
+		}
+		w.writing = true
+		t, pre, off := time.Now(), w.dualPre, w.dualOff
+		w.mu.Unlock()
+		if _, err = w.dual.WriteAt(pre, off); err != nil {
+			err = failure("write", w.dual.Name(), err)
+		} else if w.opts.Sync && !w.opts.DSync {
+			if err = w.datasync(w.dual, len(pre)); err != nil {
+				err = failure("fdatasync", w.dual.Name(), err)
+			}
+		}
+		w.mu.Lock()
+		if err == nil {
+			w.dualOff += int64(len(pre))
+			w.dualPre = nil
+		}
+		w.writing = false
+		w.cond.Broadcast()
+		return time.Since(t), err
+	}
+	return 0, nil
 }
 
 // renameLog renames the compaction's new file over the log and makes the

@@ -239,7 +239,7 @@ func TestWALCompaction(t *testing.T) {
 // crash would) and reopens: every record committed is there, nothing else,
 // and the leftover temporary file is gone.
 func TestWALCompactionCrash(t *testing.T) {
-	for _, step := range []string{"write", "sync", "syncdir", "dual", "rename", "syncdir2"} {
+	for _, step := range []string{"write", "sync", "syncdir", "switch", "dual", "rename", "syncdir2"} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			stopped := false
@@ -420,15 +420,18 @@ func TestGroupCommitAcrossNamespaces(t *testing.T) {
 
 // TestWALCommitsDuringCompaction: while a compaction's snapshot is being
 // encoded or written (held here after its first "encode" chunk, or at its
-// "write" step), or just before its new file is renamed over the log
-// ("dual"; after the rename: TestWALCompactionRenameNotDurable), commits
-// go on and return, and the frames they wrote are in the new log: after
-// the compaction and a reopen every record is there. Fails when the
-// compaction holds the commits (they never return while it is held: the
-// snapshot encoded by the writer, as until session 48, verified) and when
-// the frames written meanwhile are left out of the new log.
+// "write" step), at its switch to writing both files, before the last of
+// its tail is in the new file ("switch": the next frame carries it), or
+// just before its new file is renamed over the log ("dual"; after the
+// rename: TestWALCompactionRenameNotDurable), commits go on and return,
+// and the frames they wrote are in the new log: after the compaction and
+// a reopen every record is there. Fails when the compaction holds the
+// commits (they never return while it is held: the snapshot encoded by the
+// writer, as until session 48, and the last of the tail appended in the
+// writer's role, as until session 49, both verified) and when the frames
+// written meanwhile, or the last of the tail, are left out of the new log.
 func TestWALCommitsDuringCompaction(t *testing.T) {
-	for _, step := range []string{"encode", "write", "dual"} {
+	for _, step := range []string{"encode", "write", "switch", "dual"} {
 		t.Run(step, func(t *testing.T) { testCommitsDuringCompaction(t, step) })
 	}
 }
