@@ -108,8 +108,8 @@ type WAL struct {
 	// (dual at dualOff), and synced in both: whichever of them the name
 	// synod.wal leads to after a crash holds every acknowledged frame, so
 	// the commits never wait for the rename's directory sync. The writer
-	// owns dual and dualOff (set and cleared by compactFiles while it
-	// holds the writer's role).
+	// owns dual and dualOff (set and cleared by compactFiles under w.mu
+	// while no frame is in progress: the switching gate).
 	dual    File
 	dualOff int64
 	// dualPre, set at the switch, is the last of the tail, which the new
