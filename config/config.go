@@ -146,9 +146,10 @@ type Cluster struct {
 	MetricsToken string `yaml:"metrics_token,omitempty"`
 	// Limits bound what a node accepts from its clients (limits.go).
 	Limits *Limits `yaml:"limits,omitempty"`
-	// GRPCServer is the gRPC API's server transport: "grpc-go" (grpc-go's
-	// server) or "direct" (gateway/grpcserver's own HTTP/2 server); ""
-	// is the server's default (grpcserver.DefaultTransport).
+	// GRPCServer is the gRPC API's server transport: "direct"
+	// (gateway/grpcserver's own HTTP/2 server) or "grpc-go" (grpc-go's
+	// server); "" is the server's default (grpcserver.DefaultTransport:
+	// direct).
 	GRPCServer string `yaml:"grpc_server,omitempty"`
 	// AllowBroken admits the deliberately broken protocol variants
 	// (automaton.RegisterBroken), which exist to show that checkers catch

@@ -68,12 +68,14 @@ const (
 
 // DefaultTransport is the transport of a Server whose Options.Transport is
 // empty: SYNOD_GRPC_SERVER from the environment (for tests and benchmark
-// drivers), else TransportGRPCGo.
+// drivers), else TransportDirect (session 49: docs/COSTS.md, "grpc49";
+// grpc-go's server stays selectable: grpc_server: grpc-go in the cluster
+// file, or SYNOD_GRPC_SERVER=grpc-go).
 var DefaultTransport = func() string {
 	if t := os.Getenv("SYNOD_GRPC_SERVER"); t != "" {
 		return t
 	}
-	return TransportGRPCGo
+	return TransportDirect
 }()
 
 // maxStreams bounds a connection's concurrent streams (grpc-go's server:

@@ -72,10 +72,10 @@
 //     with silent set and no result (its options are still echoed).
 //     Namespace.client_fanout and has_leader tell clients which to use.
 //   - Size limits: messages up to synodpb.MaxMessageSize in both directions.
-//   - Transports: grpc-go's server (the default) or this package's own
-//     HTTP/2 server (Options.Transport, the cluster file's grpc_server;
-//     h2server.go says what it serves and what it refuses). Both serve the
-//     same service, interceptors and reflection.
+//   - Transports: this package's own HTTP/2 server (the default) or
+//     grpc-go's (Options.Transport, the cluster file's grpc_server;
+//     h2server.go says what the own one serves and what it refuses). Both
+//     serve the same service, interceptors and reflection.
 //   - Users: the cluster file's password and users, as on the Redis port,
 //     with the password in metadata or a client certificate naming the user
 //     (auth.go). Without Options.TLS, like Redis AUTH, the password crosses
