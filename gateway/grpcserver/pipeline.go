@@ -1069,9 +1069,13 @@ func (p *pipe) submitLone(c *synodpb.Call, named automaton.RequestID) bool {
 func (p *pipe) answerLone(r *synodpb.CallReply) {
 	p.rmu.Lock()
 	if p.writing {
+		// Given up before the writer can take the reply (rmu held: the
+		// writer drains under it), so the caller's next message, sent once
+		// it has this reply, finds the stream idle. Lock order rmu, wmu:
+		// nobody takes rmu holding wmu.
 		p.queued = append(p.queued, r)
-		p.rmu.Unlock()
 		p.doneExecuting()
+		p.rmu.Unlock()
 		return
 	}
 	if !p.smu.TryLock() {
