@@ -239,7 +239,8 @@ type Send struct {
 	// between its release and the fsync of the later records loses those
 	// records but not the message (the simulator models exactly that).
 	// Effect has no such flag; a Respond may narrow what it waits for to
-	// positioned records (Respond.UpTo), but never to nothing.
+	// positioned records (Respond.UpTo), or to nothing when it relays
+	// another node's answer (Respond.Relayed).
 	//
 	// What a protocol must guarantee to set it: nothing the message
 	// carries reveals state resting on a record emitted after that last
@@ -274,9 +275,25 @@ type Send struct {
 // commands of instance i with UpTo = i: the answer rests on instances 1..i
 // being chosen, and the node's own part in that is its acceptance records
 // of those instances (protocol/paxos, package doc, "Positioned answers").
+//
+// Relayed marks an answer that relays another node's answer (a relayed
+// answer; package release): it waits for no record of this node, and a
+// runtime releases it at once, possibly before outputs emitted earlier
+// that still wait. For any Early Send emitted after it, it counts as an
+// output that waits for everything before it (the Early rule is
+// unchanged). What a protocol must guarantee to set it: the answer states
+// only what the other node stated, and that node stated it under the
+// durability rule there, so a crash of this node that loses every record
+// it has not synced leaves the answer true. Multi-Paxos's follower relays
+// its leader's ForwardReply this way (protocol/paxos, package doc,
+// "Positioned answers"); its own acceptance of the instance, still
+// syncing, is not what made it chosen when the leader heard another
+// follower first (paxos-broken-relayall marks every answer relayed and is
+// caught).
 type Respond struct {
-	Resp Response
-	UpTo uint64
+	Resp    Response
+	UpTo    uint64
+	Relayed bool
 }
 
 // Persist writes Value under Key, or removes Key when Delete is set.

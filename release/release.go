@@ -67,6 +67,19 @@
 // protocol states what an answer rests on; the interpreter, shared by
 // every runtime, enforces it.
 //
+// # Relayed answers
+//
+// A Respond with Relayed set (automaton.Respond) relays another node's
+// answer: its requirement is 0 (it rests on no record of this node), so
+// it leaves at once, held apart like a positioned answer and overtaking
+// held outputs emitted before it; for an Early Send emitted after it, it
+// counts as an output that waits for every record before it. Multi-Paxos's
+// follower answering with its leader's ForwardReply is the case: the
+// leader sent it under the full rule, after the instance was chosen by
+// durable acceptances, and the follower's own acceptance record of that
+// instance, still syncing, is not needed for it (issue 28: one client's
+// put through a follower waited for that sync).
+//
 // Timers and membership carry no durability requirement: SetTimer,
 // CancelTimer and Members go to the runtime at once.
 //
@@ -229,11 +242,15 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 			r.offer(o, r.durable, rt) // wrong: the answer waits only for what is durable already
 			return nil
 		}
-		if v.UpTo > 0 {
-			// A positioned answer: an Early Send after it waits for every
-			// record before it, as after any waiting output.
+		if v.UpTo > 0 || v.Relayed {
+			// A positioned or relayed answer: an Early Send after it waits
+			// for every record before it, as after any waiting output.
+			need := uint64(0) // relayed: no record of this node
+			if !v.Relayed {
+				need = r.needUpTo(v.UpTo)
+			}
 			r.need, r.tailLoose = r.seq, true
-			r.offerLoose(o, r.needUpTo(v.UpTo), rt)
+			r.offerLoose(o, need, rt)
 			return nil
 		}
 		r.waitAll(o, rt)

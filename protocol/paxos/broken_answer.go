@@ -6,8 +6,13 @@ import "github.com/synod-dev/synod/automaton"
 // not wait for the leader's own acceptances.
 const BrokenAnswerEarly = "paxos-broken-answerearly"
 
+// BrokenRelayAll is the name of the broken variant that marks every answer
+// relayed (automaton.Respond.Relayed), the leader's own too.
+const BrokenRelayAll = "paxos-broken-relayall"
+
 func init() {
 	automaton.RegisterBroken("paxos", brokenAnswerEarly{protocol{Capabilities: capabilities(BrokenAnswerEarly, "")}})
+	automaton.RegisterBroken("paxos", brokenRelayAll{protocol{Capabilities: capabilities(BrokenRelayAll, "")}})
 }
 
 // brokenAnswerEarly is Multi-Paxos that misuses positioned answers
@@ -42,12 +47,45 @@ func (brokenAnswerEarly) Scenarios() []automaton.Scenario {
 
 // The scenario's flags and pinned seeds: `synod-lab sim --protocol
 // paxos-broken-answerearly --nodes 3 --clients 8 --ops 500 --faults crash
-// --fsync uniform:20ms:80ms --seeds 1-200` fails seeds 61 and 62 (an
-// acknowledged SET lost; seeds 39 and 155 before a follower stopped
-// re-arming its election timer per message, session 49); paxos passes
-// both runs. The loss needs the leader to crash between its answer
+// --fsync uniform:20ms:80ms --seeds 1-300` fails seed 290 (an
+// acknowledged SET lost; seeds 39 and 155 of 1-200 before session 49,
+// whose changes (a follower's timers, relayed answers) moved the
+// schedules); paxos passes the run. The loss needs the leader to crash between its answer
 // and its fsync and the next leader to be elected without the acceptor
 // that completed the majority, hence about one seed in 100.
 var brokenAnswerArgs = []string{"--nodes", "3", "--clients", "8", "--ops", "500", "--faults", "crash", "--fsync", "uniform:20ms:80ms"}
 
-const brokenAnswerSeeds = "61,62"
+const brokenAnswerSeeds = "290"
+
+// brokenRelayAll is Multi-Paxos that misuses relayed answers
+// (automaton.Respond.Relayed, package doc "Positioned answers"): every
+// answer is marked relayed, the leader's answers to its own clients too,
+// so they wait for none of the leader's records and leave as soon as a
+// follower's Accepted completes the majority, before the leader's own
+// acceptance is durable: the loss paxos-broken-answerearly shows. Only an
+// answer that relays the leader's ForwardReply may be marked.
+type brokenRelayAll struct{ protocol }
+
+var (
+	_ automaton.Describer        = brokenRelayAll{}
+	_ automaton.ScenarioDeclarer = brokenRelayAll{}
+)
+
+// Describe implements automaton.Describer.
+func (brokenRelayAll) Describe() string {
+	return "every answer is marked relayed (it waits for none of the node's records), the leader's own too, so an answer leaves before the leader's acceptance is durable; a crash erases the vote and a later leader chooses another value: caught under crashes with slow fsyncs by the linearizability check"
+}
+
+// Scenarios implements automaton.ScenarioDeclarer: pinned seeds on which
+// the simulator catches the lost write (broken_answer_test.go), with
+// paxos-broken-answerearly's flags: `synod-lab sim --protocol
+// paxos-broken-relayall --nodes 3 --clients 8 --ops 500 --faults crash
+// --fsync uniform:20ms:80ms --seeds 1-200` fails seeds 64, 130 and 193
+// (an acknowledged SET lost); paxos passes them.
+func (brokenRelayAll) Scenarios() []automaton.Scenario {
+	return []automaton.Scenario{{Name: "crashes",
+		Args:  brokenAnswerArgs,
+		Seeds: brokenRelaySeeds}}
+}
+
+const brokenRelaySeeds = "64,130"

@@ -212,7 +212,9 @@ func (a *Paxos) onForward(from int, m *message) {
 
 func (a *Paxos) onForwardReply(m *message) {
 	if a.pending[m.Req.ID] != nil {
+		a.relaying = true // the local answer relays the leader's (reply)
 		a.answer(m.Req.ID, outcome{res: m.Result, results: m.Results})
+		a.relaying = false
 	}
 }
 
@@ -248,10 +250,13 @@ func (a *Paxos) answer(id automaton.RequestID, o outcome) {
 // reply answers a local client. The answer to a command that instance i's
 // execution completed is positioned at i (automaton.Respond.UpTo): it waits
 // for this node's slot records up to i, not for its later ones (package
-// doc, "Positioned answers"); every other answer waits for every record
+// doc, "Positioned answers"); an answer relayed from the leader's
+// ForwardReply waits for none of this node's records
+// (automaton.Respond.Relayed); every other answer waits for every record
 // before it.
 func (a *Paxos) reply(id automaton.RequestID, o outcome) {
-	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}, UpTo: a.answerAt})
+	relayed := a.relaying || a.proto.Protocol == BrokenRelayAll
+	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}, UpTo: a.answerAt, Relayed: relayed})
 }
 
 // isMemberReq reports whether req is a membership change (a single

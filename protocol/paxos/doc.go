@@ -292,9 +292,19 @@
 // after it, a positioned answer counts as an output that waits for every
 // record before it (package release), so checkChosen's "a choice is
 // followed by an answer or a heartbeat" still covers the commit notices
-// that later Early Accepts carry. Other answers (reads, errors, answers
-// relayed from the leader, the leader's ForwardReply to a follower) keep
-// the full rule. This is what etcd-io/raft's asynchronous storage writes
+// that later Early Accepts carry. Other answers (reads, errors, the
+// leader's ForwardReply to a follower) keep the full rule, except an
+// answer a follower relays from its leader's ForwardReply: it waits for
+// none of the follower's records (automaton.Respond.Relayed). The leader
+// sent the ForwardReply under the full rule, once the instance was chosen
+// by acceptances that survive any crash (its own, waited for, and a
+// follower's, sent after its record was durable), so the answer rests on
+// nothing the follower persisted; its own acceptance of the instance, if
+// still syncing, is not what made it chosen when the leader heard the other
+// follower first (session 49: one client's put through a follower waited
+// for that sync). "paxos-broken-relayall" marks every answer relayed, the
+// leader's too, and the simulator catches the lost write
+// (TestBrokenRelayAllCaught). This is what etcd-io/raft's asynchronous storage writes
 // gain for a leader's answer (the leader's append acknowledges itself after
 // its fsync, and entries apply once a quorum's appends are durable, not
 // once the leader's later appends are), without turning the runtime's
@@ -305,7 +315,7 @@
 // the simulator catches the lost write (broken_answer.go,
 // TestBrokenAnswerEarlyCaught: `synod-lab sim --protocol
 // paxos-broken-answerearly --nodes 3 --clients 8 --ops 500 --faults crash
-// --fsync uniform:20ms:80ms --seeds 61`), and so does the model checker
+// --fsync uniform:20ms:80ms --seeds 290`), and so does the model checker
 // (AnswerEarlyModel), whose crashes before an fsync follow the positioned
 // rule across steps (mc/unsynced.go).
 //

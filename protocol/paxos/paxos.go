@@ -323,6 +323,7 @@ type Paxos struct {
 	chosenUpTo uint64 // every instance up to it is chosen (and here)
 	executed   uint64
 	answerAt   uint64 // the instance being executed (advance), else 0: what reply positions an answer at
+	relaying   bool   // a ForwardReply is being relayed (onForwardReply): reply marks the answer Relayed
 	snapIndex  uint64 // instance of the last persisted snapshot
 	sinceSnap  int    // commands executed since that snapshot
 	sinceBytes int    // bytes of the values of the instances executed since that snapshot
