@@ -37,7 +37,8 @@ import (
 // p50/p99, the CPU the node processes used per acknowledged write (their
 // utime+stime from /proc/PID/stat, summed) and the client's, the data
 // each node holds (keys: DBSIZE on the unsharded cluster; on the sharded
-// one, where DBSIZE is refused, the acknowledged keys of the node's shard;
+// one, where DBSIZE answers for the whole namespace at every node, the
+// acknowledged keys of the node's shard;
 // bytes: the node's data directory on disk) and the totals, with the load
 // average. Each cluster is stopped (by PID, cluster.Down) before the next
 // starts.
@@ -200,8 +201,8 @@ func benchShardScale(b *testing.B, nodes, shards int, d time.Duration, workerRun
 	}
 
 	// The data each node holds: the acknowledged keys of its group (every
-	// key when unsharded; DBSIZE checks that count there, and is refused
-	// in a sharded namespace), their bytes (key + value), and its data
+	// key when unsharded; DBSIZE checks that count there, and answers for
+	// the whole namespace in a sharded one), their bytes (key + value), and its data
 	// directory on disk (the WAL, in preallocated segments of about 4 MB).
 	perNode := make(map[string][2]int64)
 	slots := config.SlotMap(ns)
