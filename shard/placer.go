@@ -814,6 +814,29 @@ func leaderCounts(m map[string]int) string {
 	return b.String()
 }
 
+// margin is BalanceMargin, 0.25 when unset.
+func (p PlaceParams) margin() float64 {
+	if p.BalanceMargin <= 0 {
+		return 0.25
+	}
+	return p.BalanceMargin
+}
+
+// nodesUp is the set and the sorted IDs of the input's nodes, and whether
+// every one of them is up (the balances by load and by bytes act only then).
+func nodesUp(in PlaceInput) (up map[string]bool, ids []string, all bool) {
+	up = map[string]bool{}
+	for _, n := range in.Nodes {
+		if n.DownFor > 0 {
+			return nil, nil, false
+		}
+		up[n.ID] = true
+		ids = append(ids, n.ID)
+	}
+	sort.Strings(ids)
+	return up, ids, true
+}
+
 // decideLoad is the balance by load (Decide's step 7, hysteresis there):
 // leaders first (the sum of the led groups' requests per second), then
 // replicas (the sum over hosted groups). It considers live nodes only,
@@ -823,20 +846,11 @@ func decideLoad(in PlaceInput, p PlaceParams) (Decision, bool) {
 	if p.BalanceOps <= 0 {
 		return Decision{}, false
 	}
-	margin := p.BalanceMargin
-	if margin <= 0 {
-		margin = 0.25
+	margin := p.margin()
+	up, ids, all := nodesUp(in)
+	if !all {
+		return Decision{}, false
 	}
-	up := map[string]bool{}
-	var ids []string
-	for _, n := range in.Nodes {
-		if n.DownFor > 0 {
-			return Decision{}, false
-		}
-		up[n.ID] = true
-		ids = append(ids, n.ID)
-	}
-	sort.Strings(ids)
 	if d, ok := loadLeader(in, p, margin, ids, up); ok {
 		return d, true
 	}
@@ -1036,25 +1050,16 @@ func decideBytes(in PlaceInput, p PlaceParams) (Decision, bool) {
 	if p.BalanceBytes <= 0 {
 		return Decision{}, false
 	}
-	margin := p.BalanceMargin
-	if margin <= 0 {
-		margin = 0.25
-	}
-	up := map[string]bool{}
-	var ids []string
-	for _, n := range in.Nodes {
-		if n.DownFor > 0 {
-			return Decision{}, false
-		}
-		up[n.ID] = true
-		ids = append(ids, n.ID)
+	margin := p.margin()
+	up, ids, all := nodesUp(in)
+	if !all {
+		return Decision{}, false
 	}
 	for _, g := range in.Groups {
 		if len(g.Members) > 0 && (!g.Known || g.Bytes < 0) {
 			return Decision{}, false
 		}
 	}
-	sort.Strings(ids)
 	l := weigh(in, ids, false, groupBytes)
 	top, high := maxLoad(l, ids)
 	if high <= float64(p.BalanceBytes) {
