@@ -260,6 +260,31 @@ func checkScan(op Op) error {
 	return err
 }
 
+// pk is a key with its scan position (scanPos, or the slot-ordered
+// position of a served scan): a SCAN page is a prefix of these in order.
+type pk struct {
+	p uint64
+	k string
+}
+
+// scanPageLen sorts cand by position (then key) and returns how many of
+// them make the page: at least count, extended so that keys sharing the
+// last position are never split across two pages (the next cursor is that
+// position + 1).
+func scanPageLen(cand []pk, count int) int {
+	slices.SortFunc(cand, func(x, y pk) int {
+		if x.p != y.p {
+			return cmp.Compare(x.p, y.p)
+		}
+		return strings.Compare(x.k, y.k)
+	})
+	n := min(count, len(cand))
+	for n < len(cand) && n > 0 && cand[n].p == cand[n-1].p {
+		n++
+	}
+	return n
+}
+
 // opScan answers one SCAN page: the keys at positions from the cursor on,
 // COUNT of them and every key sharing the last one's position, filtered by
 // MATCH and TYPE, and the next cursor (0 at the end).
@@ -267,10 +292,6 @@ func (s *KVState) opScan(op Op) Result {
 	a, _ := parseScan(op)
 	if a.slots {
 		return s.scanSlots(a) // kv_served.go
-	}
-	type pk struct {
-		p uint64
-		k string
 	}
 	var cand []pk
 	for k, e := range s.m {
@@ -281,16 +302,7 @@ func (s *KVState) opScan(op Op) Result {
 			cand = append(cand, pk{p, k})
 		}
 	}
-	slices.SortFunc(cand, func(x, y pk) int {
-		if x.p != y.p {
-			return cmp.Compare(x.p, y.p)
-		}
-		return strings.Compare(x.k, y.k)
-	})
-	n := min(a.count, len(cand))
-	for n < len(cand) && n > 0 && cand[n].p == cand[n-1].p {
-		n++
-	}
+	n := scanPageLen(cand, a.count)
 	next := uint64(0)
 	if n < len(cand) {
 		next = cand[n-1].p + 1

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -179,10 +178,6 @@ func clusterPos(key string) uint64 {
 // it). A node whose map is older than the group's states so never skips
 // a slot's keys.
 func (s *KVState) scanSlots(a scanArgs) Result {
-	type pk struct {
-		p uint64
-		k string
-	}
 	var cand []pk
 	st := s.walk(func(k string, e kvEntry) {
 		if !s.alive(e) {
@@ -212,16 +207,7 @@ func (s *KVState) scanSlots(a scanArgs) Result {
 		}
 		cand = slices.DeleteFunc(cand, func(c pk) bool { return int(c.p>>ClusterCursorBits) > a.last })
 	}
-	slices.SortFunc(cand, func(x, y pk) int {
-		if x.p != y.p {
-			return cmp.Compare(x.p, y.p)
-		}
-		return strings.Compare(x.k, y.k)
-	})
-	n := min(a.count, len(cand))
-	for n < len(cand) && n > 0 && cand[n].p == cand[n-1].p {
-		n++
-	}
+	n := scanPageLen(cand, a.count)
 	next := uint64(0)
 	switch {
 	case n < len(cand):
