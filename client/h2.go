@@ -304,6 +304,9 @@ type h2conn struct {
 	rbuf        []byte
 	rs, re      int // rbuf[rs:re] is read and not yet parsed
 	src         frameSource
+	pollRead    func(fd uintptr) bool // poll's non-blocking read, made once
+	pollN       int                   // its result (the caller holds the turn)
+	pollErr     error
 	fr          *http2.Framer
 	hdec        *hpack.Decoder
 	block       []byte // header block being assembled (HEADERS + CONTINUATION)
@@ -351,6 +354,11 @@ func dialH2(ctx context.Context, addr string, timeout time.Duration) (*h2conn, e
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.src = frameSource{c}
 	c.fr = http2.NewFramer(nil, c.src)
+	c.fr.SetReuseFrames() // every frame is handled before the next is read
+	c.pollRead = func(fd uintptr) bool {
+		c.pollN, c.pollErr = syscall.Read(int(fd), c.rbuf[c.re:])
+		return true
+	}
 	c.hdec = hpack.NewDecoder(4096, nil)
 	// The preface, our settings (the stream window; the rest default), the
 	// connection window; then the node's SETTINGS, which every HTTP/2
@@ -424,12 +432,8 @@ func (c *h2conn) pollIdle() {
 func (c *h2conn) poll() error {
 	for {
 		c.compact()
-		var n int
-		var rerr error
-		err := c.raw.Read(func(fd uintptr) bool {
-			n, rerr = syscall.Read(int(fd), c.rbuf[c.re:])
-			return true
-		})
+		err := c.raw.Read(c.pollRead)
+		n, rerr := c.pollN, c.pollErr
 		switch {
 		case err != nil:
 			return err
@@ -1281,7 +1285,11 @@ func (s *h2stream) RecvMsg(m any) error {
 	if len(s.msgs) > 0 {
 		b := s.msgs[0]
 		s.msgs[0] = nil
-		s.msgs = s.msgs[1:]
+		if len(s.msgs) == 1 {
+			s.msgs = s.msgs[:0] // its array kept for the next message
+		} else {
+			s.msgs = s.msgs[1:]
+		}
 		c.mu.Unlock()
 		return synodpb.UnmarshalMessage(b, m)
 	}

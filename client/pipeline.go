@@ -351,6 +351,21 @@ type gstream struct {
 	leave   error             // set when solo's caller must stop reading (its context ended)
 	cut     bool              // the stream was cancelled for solo's caller
 	err     error             // set once the stream failed
+
+	// one: the message of one plain call (messages), reused by the one
+	// goroutine sending (writing) once the message was sent: Send
+	// marshals it before it returns, on both transports.
+	one     synodpb.PipelineRequest
+	oneCall synodpb.Call
+	oneMsgs [1]*synodpb.PipelineRequest
+	oneRefs [1]*synodpb.Call
+
+	// soloTimer ends a solo caller's read at its timeout (readOwn): one
+	// timer per stream, re-armed per solo call (one at a time); soloEnd
+	// is the current solo call's timeout (under mu), so that a late firing
+	// for an earlier call leaves the current one alone.
+	soloTimer *time.Timer
+	soloEnd   time.Time
 }
 
 // readTurn is who reads a stream's replies (gstream's doc).
@@ -703,6 +718,7 @@ func (st *gstream) flush() {
 			}
 		}
 		st.mu.Lock()
+		st.oneCall.Request = nil // sent (or failed): not kept
 	}
 	st.writing = false
 	st.mu.Unlock()
@@ -737,6 +753,17 @@ func (st *gstream) unsent(msgs []*synodpb.PipelineRequest) {
 func (st *gstream) messages() []*synodpb.PipelineRequest {
 	q := st.queue
 	st.queue = nil
+	if len(q) == 1 && !q[0].named {
+		// One plain call (a lone caller's): the stream's reused message.
+		sc := q[0]
+		sc.sent = true
+		st.pending[sc.id] = sc
+		st.oneCall = synodpb.Call{Id: sc.id, Request: sc.req}
+		st.oneRefs[0] = &st.oneCall
+		st.one = synodpb.PipelineRequest{Calls: st.oneRefs[:]}
+		st.oneMsgs[0] = &st.one
+		return st.oneMsgs[:]
+	}
 	var msgs []*synodpb.PipelineRequest
 	var msg *synodpb.PipelineRequest
 	var m *nmsg // msg's named message, nil for a plain one
@@ -841,19 +868,20 @@ func (st *gstream) deliver(m *synodpb.PipelineResponse) {
 // (gstream's doc: the stream is then cut, unless another sent call awaits
 // a reply), and returns what wait would.
 func (st *gstream) readOwn(ctx context.Context, sc *scall, timeout time.Duration) (*synodpb.Response, service.Result, bool, error) {
-	out := func(cause error) {
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { st.leaveSolo(sc, ctx.Err()) })
+		defer stop()
+	}
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
 		st.mu.Lock()
-		if st.solo == sc && st.leave == nil {
-			st.leave = cause
-			st.cutIfAlone()
+		st.soloEnd = time.Now().Add(timeout) // zero again when sc leaves
+		if st.soloTimer == nil {
+			st.soloTimer = time.AfterFunc(timeout, st.soloExpired)
+		} else {
+			st.soloTimer.Reset(timeout)
 		}
 		st.mu.Unlock()
-	}
-	stop := context.AfterFunc(ctx, func() { out(ctx.Err()) })
-	defer stop()
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
-		tm := time.AfterFunc(timeout, func() { out(context.DeadlineExceeded) })
-		defer tm.Stop()
+		defer st.soloTimer.Stop()
 	}
 	for {
 		select {
@@ -878,7 +906,7 @@ func (st *gstream) readOwn(ctx context.Context, sc *scall, timeout time.Duration
 	// await replies; wake the writer for calls queued meanwhile.
 	st.mu.Lock()
 	cause := st.leave
-	st.solo, st.leave = nil, nil
+	st.solo, st.leave, st.soloEnd = nil, nil, time.Time{}
 	kickR, kickW := false, false
 	if st.turn == byCaller {
 		st.turn = byNobody
@@ -910,6 +938,29 @@ func (st *gstream) readOwn(ctx context.Context, sc *scall, timeout time.Duration
 		st.mu.Unlock()
 	}
 	return st.finish(ctx, sc, cause) // its reply is ignored when it comes
+}
+
+// leaveSolo makes sc's caller stop reading for cause, if sc is still the
+// solo call.
+func (st *gstream) leaveSolo(sc *scall, cause error) {
+	st.mu.Lock()
+	if st.solo == sc && st.leave == nil {
+		st.leave = cause
+		st.cutIfAlone()
+	}
+	st.mu.Unlock()
+}
+
+// soloExpired is soloTimer's: the solo call's timeout passed, unless the
+// timer fired for an earlier solo call (soloEnd is then later, or zero
+// while the current call has no timeout of its own).
+func (st *gstream) soloExpired() {
+	st.mu.Lock()
+	if st.solo != nil && st.leave == nil && !st.soloEnd.IsZero() && !time.Now().Before(st.soloEnd) {
+		st.leave = context.DeadlineExceeded
+		st.cutIfAlone()
+	}
+	st.mu.Unlock()
 }
 
 // testDeliver, when set (tests only), is called by the goroutine that

@@ -20,19 +20,32 @@ import (
 // FrameMessage marshals m behind gRPC's message prefix (uncompressed,
 // length), refusing messages over MaxMessageSize.
 func FrameMessage(m any) ([]byte, error) {
+	var b []byte
+	if pm, ok := m.(proto.Message); ok {
+		b = make([]byte, 0, 5+proto.Size(pm))
+	}
+	return AppendFrame(b, m)
+}
+
+// AppendFrame is FrameMessage appending to b (b[:0] reuses b's array: a
+// sender that writes the frame before it frames the next one).
+func AppendFrame(b []byte, m any) ([]byte, error) {
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return nil, status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", m)
 	}
-	b := make([]byte, 5, 5+proto.Size(pm))
+	at := len(b)
+	b = append(b, 0, 0, 0, 0, 0)
 	b, err := proto.MarshalOptions{}.MarshalAppend(b, pm)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
 	}
-	if len(b)-5 > MaxMessageSize {
-		return nil, status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", len(b)-5, MaxMessageSize)
+	n := len(b) - at - 5
+	if n > MaxMessageSize {
+		return nil, status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", n, MaxMessageSize)
 	}
-	binary.BigEndian.PutUint32(b[1:5], uint32(len(b)-5))
+	b[at] = 0
+	binary.BigEndian.PutUint32(b[at+1:at+5], uint32(n))
 	return b, nil
 }
 

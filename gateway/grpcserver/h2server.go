@@ -349,6 +349,7 @@ func (h *h2server) serveConn(nc net.Conn) {
 	c.ctlFr = http2.NewFramer(&c.ctl, nil)
 	c.br = bufio.NewReaderSize(nc, 64<<10)
 	c.fr = http2.NewFramer(nil, c.br)
+	c.fr.SetReuseFrames() // every frame is handled before the next is read (readFrame)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = 16 << 20
 	c.fr.SetMaxReadFrameSize(16384)
@@ -1466,7 +1467,11 @@ func (s *h2sstream) RecvMsg(m any) error {
 		if len(s.msgs) > 0 {
 			b := s.msgs[0]
 			s.msgs[0] = nil
-			s.msgs = s.msgs[1:]
+			if len(s.msgs) == 1 {
+				s.msgs = s.msgs[:0] // its array kept for the next message
+			} else {
+				s.msgs = s.msgs[1:]
+			}
 			s.queued -= len(b)
 			var inc uint32
 			if !s.done && !s.recvDone && s.unacked >= synodpb.StreamWindow/4 && s.queued < synodpb.StreamWindow {
