@@ -242,3 +242,77 @@ func TestDirectLonePipelineCallHoldsLaterCalls(t *testing.T) {
 		t.Fatalf("stream end %v", err)
 	}
 }
+
+// A lone Pipeline call's RequestTimeout (submitLone's loneCtx, one per
+// stream, re-armed per call): lone calls each held for less than the
+// timeout but together for longer all succeed (each call's timeout starts
+// with it); a call held past the timeout is withdrawn (Abandon) and
+// answered DEADLINE_EXCEEDED on the live stream; the next call, on a fresh
+// context, succeeds. Fails when arm does not re-arm the timer (the held
+// call is never answered: the 20 s bound below).
+func TestDirectLonePipelineCallRequestTimeout(t *testing.T) {
+	b := newAnswerer()
+	_, c := startWith(t, b, Options{Transport: TransportDirect, RequestTimeout: time.Second})
+	x, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := c.Pipeline(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id uint64, hold time.Duration) *synodpb.CallReply {
+		t.Helper()
+		if err := s.Send(&synodpb.PipelineRequest{Calls: []*synodpb.Call{{Id: id, Request: &synodpb.Request{Op: op("set", "k", fmt.Sprint(id))}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if hold > 0 {
+			waitFor(t, "the lone call held", func() bool { return b.Held() == 1 })
+			time.Sleep(hold)
+			b.Release() // nothing if it was withdrawn meanwhile
+		}
+		type rr struct {
+			r   *synodpb.PipelineResponse
+			err error
+		}
+		got := make(chan rr, 1)
+		go func() {
+			r, err := s.Recv()
+			got <- rr{r, err}
+		}()
+		select {
+		case g := <-got:
+			if g.err != nil || len(g.r.GetReplies()) != 1 || g.r.GetReplies()[0].GetId() != id {
+				t.Fatalf("call %d: %v %v", id, g.r, g.err)
+			}
+			return g.r.GetReplies()[0]
+		case <-time.After(20 * time.Second):
+			t.Fatalf("call %d: no reply in 20 s", id)
+		}
+		return nil
+	}
+	b.Hold.Store(true)
+	for i := range 4 { // 4 x 0.3 s held: 1.2 s, past one timeout
+		if r := call(uint64(i+1), 300*time.Millisecond); r.GetCode() != 0 {
+			t.Fatalf("call %d held 0.3 s of its 1 s: %v", i+1, r)
+		}
+	}
+	if n := b.Abandoned.Load(); n != 0 {
+		t.Fatalf("%d calls withdrawn, want 0", n)
+	}
+	if r := call(10, 0); codes.Code(r.GetCode()) != codes.DeadlineExceeded {
+		t.Fatalf("a call held past its 1 s: %v, want DEADLINE_EXCEEDED", r)
+	}
+	if n := b.Abandoned.Load(); n != 1 {
+		t.Fatalf("%d calls withdrawn, want 1", n)
+	}
+	b.Hold.Store(false)
+	if r := call(11, 0); r.GetCode() != 0 {
+		t.Fatalf("the call after a timed-out one: %v", r)
+	}
+	if n := b.Submitted.Load(); n != 6 {
+		t.Fatalf("%d lone calls through SubmitReply, want 6", n)
+	}
+	s.CloseSend()
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatalf("stream end %v", err)
+	}
+}
