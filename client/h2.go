@@ -1121,6 +1121,7 @@ type h2stream struct {
 	sentEnd     bool
 	recvUnacked int
 	wmuSend     sync.Mutex // serialises SendMsg/CloseSend (a stream's sending side is one goroutine's, but be safe)
+	sbuf        []byte     // SendMsg's frame, reused (under wmuSend)
 }
 
 // h2Wakes counts callers woken by another goroutine (hand-offs), for
@@ -1230,12 +1231,17 @@ func (s *h2stream) Context() context.Context { return s.ctx }
 // SendMsg implements grpc.ClientStream. An error means m was not sent:
 // io.EOF when the stream had ended (RecvMsg says how).
 func (s *h2stream) SendMsg(m any) error {
-	body, err := synodpb.FrameMessage(m)
+	s.wmuSend.Lock()
+	defer s.wmuSend.Unlock()
+	// Framed into the stream's buffer: written (copied to the connection's
+	// buffer, or sent) before SendMsg returns.
+	body, err := synodpb.AppendFrame(s.sbuf[:0], m)
 	if err != nil {
 		return err
 	}
-	s.wmuSend.Lock()
-	defer s.wmuSend.Unlock()
+	if cap(body) <= maxKeptFrame {
+		s.sbuf = body[:0]
+	}
 	c := s.c
 	c.pollIdle() // an end of the stream (or connection) while nobody read
 	c.mu.Lock()
@@ -1257,6 +1263,10 @@ func (s *h2stream) SendMsg(m any) error {
 	}
 	return nil
 }
+
+// maxKeptFrame bounds the frame buffer a stream keeps for its next
+// message (SendMsg).
+const maxKeptFrame = 64 << 10
 
 // CloseSend implements grpc.ClientStream.
 func (s *h2stream) CloseSend() error {

@@ -756,6 +756,8 @@ func (st *gstream) messages() []*synodpb.PipelineRequest {
 	if len(q) == 1 && !q[0].named {
 		// One plain call (a lone caller's): the stream's reused message.
 		sc := q[0]
+		q[0] = nil
+		st.queue = q[:0] // its array kept for the next call
 		sc.sent = true
 		st.pending[sc.id] = sc
 		st.oneCall = synodpb.Call{Id: sc.id, Request: sc.req}
