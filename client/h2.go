@@ -59,6 +59,9 @@ import (
 //     connection the node closed or shut down (GOAWAY) while idle is
 //     replaced before anything is sent on it, so the call is certainly not
 //     sent there (grpc-go's reader goroutine notices the same at once).
+//     It is the one read system call a call makes beyond a RESP command on
+//     a connection that is not checked (strace, docs/costs/s50-grpc50.md);
+//     the RESP pool's connCheck makes it too.
 //   - Cancellation. A stream's context ending (context.AfterFunc) fails
 //     it with CANCELED or DEADLINE_EXCEEDED, sends RST_STREAM(CANCEL) and,
 //     if its caller is the one reading, interrupts the read with a past

@@ -98,7 +98,12 @@ import (
 //     role up, starting an executor for what was queued meanwhile
 //     (submitLone, answerLone). So a lone Pipeline call, as a lone Do
 //     (doreply.go), wakes no worker and parks no executor; messages that
-//     arrive meanwhile wait for it as they wait for a batch.
+//     arrive meanwhile wait for it as they wait for a batch. Its context is
+//     the stream's, ended also by RequestTimeout; since one lone call at a
+//     time holds the role, one such context per stream serves them all,
+//     re-armed per call (loneCtx), and its reply's message and frame are
+//     the stream's, reused: a lone call allocates no timer, context or
+//     closure of its own (branch grpc50, docs/costs/s50-grpc50.md).
 //   - Flow control. The receiver queues at most maxQueued messages; then it
 //     stops reading and HTTP/2 flow control holds the caller back, as a
 //     Redis connection stops being read.
@@ -1033,11 +1038,16 @@ func (p *pipe) submitLone(c *synodpb.Call, named automaton.RequestID) bool {
 		return true
 	}
 	lc := p.lone
-	if lc == nil || lc.Err() != nil {
+	if lc == nil || !lc.arm(id, ns.Name, req, in.GetTerse()) {
 		lc = newLoneCtx(p)
 		p.lone = lc
+		if !lc.arm(id, ns.Name, req, in.GetTerse()) {
+			// The stream ended (its context's AfterFunc ran first): not
+			// handed over, answered as a withdrawn call is.
+			lc.answer(automaton.Response{}, lc.Err())
+			return true
+		}
 	}
-	lc.arm(id, ns.Name, req, in.GetTerse())
 	if !lc.rb.SubmitReply(lc, ns.Name, req, lc.answerFn) {
 		go func() {
 			res, err := p.s.b.Do(lc, ns.Name, req)
@@ -1085,17 +1095,24 @@ func newLoneCtx(p *pipe) *loneCtx {
 	return lc
 }
 
-// arm makes lc the context of a new lone call.
-func (lc *loneCtx) arm(id uint64, ns string, req automaton.Request, terse bool) {
+// arm makes lc the context of a new lone call, unless lc ended (false:
+// the call is recorded, not live; a call made live is withdrawn by end).
+func (lc *loneCtx) arm(id uint64, ns string, req automaton.Request, terse bool) bool {
 	d := lc.p.s.opts.RequestTimeout
 	lc.mu.Lock()
+	lc.id, lc.ns, lc.req, lc.terse = id, ns, req, terse
+	if lc.err != nil {
+		lc.mu.Unlock()
+		return false
+	}
 	lc.deadline = time.Now().Add(d)
 	if pd, ok := lc.p.ctx.Deadline(); ok && pd.Before(lc.deadline) {
 		lc.deadline = pd // the stream's end comes first (stop)
 	}
-	lc.live, lc.id, lc.ns, lc.req, lc.terse = true, id, ns, req, terse
+	lc.live = true
 	lc.mu.Unlock()
 	lc.timer.Reset(d)
+	return true
 }
 
 // end ends lc with err (the timer's: only once the current call's deadline
