@@ -582,3 +582,44 @@ func TestPipelineSoloCancelSparesOthers(t *testing.T) {
 		t.Error("the stream was replaced")
 	}
 }
+
+// A solo call's timeout (Options.Timeout, readOwn) is a timer of the
+// stream's, re-armed per solo call: solo calls each held for 0.3 s of a
+// 1 s timeout succeed though together they take longer than one timeout;
+// a call held past it fails with the client's own deadline (not the
+// node's later RequestTimeout reply), and the next call succeeds. Fails
+// when the timer is not re-armed per call (the held call then gets the
+// node's answer after 20 s).
+func TestPipelineSoloTimeoutPerCall(t *testing.T) {
+	mem := kvNS("memory")
+	mem.SetHook(func(ctx context.Context, ns string, req automaton.Request) error {
+		switch {
+		case strings.HasPrefix(req.Op.Key, "slow"):
+			time.Sleep(300 * time.Millisecond)
+		case req.Op.Key == "hang":
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	})
+	n := startGRPC(t, mem, grpcserver.Options{RequestTimeout: 20 * time.Second})
+	c := newGRPC(t, []string{n.addr}, Options{Pipeline: true, Timeout: time.Second})
+	x := context.Background() // no deadline: the client's Timeout bounds each call
+	if err := c.Set(x, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := c.Set(x, fmt.Sprintf("slow%d", i), []byte("v")); err != nil {
+			t.Fatalf("solo call %d, held 0.3 s of its 1 s: %v", i, err)
+		}
+	}
+	err := c.Set(x, "hang", []byte("v"))
+	// The node's RequestTimeout answer says "timed out"; the client's own
+	// deadline "context deadline exceeded".
+	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("a call held past the client's timeout: %v, want the client's deadline", err)
+	}
+	if err := c.Set(x, "after", []byte("v")); err != nil {
+		t.Fatalf("the call after a timed-out one: %v", err)
+	}
+}
