@@ -78,6 +78,8 @@ var params = proto.NewSpec(
 		Doc: "round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)"},
 	proto.Param{Name: "gather", Kind: proto.Duration, Default: "0s", Min: "0",
 		Doc: "after a round group of several requests ends, hold the requests that arrive until as many as it answered have come back, or this long (0: off)"},
+	proto.Param{Name: "peer_pipeline", Kind: proto.Bool, Default: "false",
+		Doc: "while several round groups are in flight, a peer that has not answered the phase messages sent to it gets the next ones when it answers or with the next message to it (one batch message in flight per peer); false: a step's phase messages leave at once"},
 	proto.Param{Name: "thrifty", Kind: proto.Bool, Default: "false",
 		Doc: "a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed"},
 )
@@ -110,6 +112,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		opTimeout:  prm.Duration("op_timeout"),
 		window:     prm.Int("window"),
 		thrifty:    prm.Bool("thrifty"),
+		peerPipe:   prm.Bool("peer_pipeline"),
 		gather:     prm.Duration("gather"),
 		groupReqs:  map[uint64]int{},
 		silent:     make([]bool, len(cfg.Nodes)),
@@ -118,6 +121,9 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	}
 	a.sends.Reset()
 	a.replies = []byte{}
+	if a.peerPipe {
+		a.pipeInit()
+	}
 	return a, nil
 }
 
@@ -173,6 +179,19 @@ type ABD struct {
 	backCap   int
 	gathering bool
 	groupReqs map[uint64]int
+	// peer_pipeline (pipeline.go), per replica position: owed (phase
+	// messages sent in an earlier step, no answer since), held (phase
+	// messages waiting for its answer; heldBytes, nHeld: their sizes and
+	// count), and this step's sends (sentNow, phaseNow; touched lists
+	// the positions to reset).
+	peerPipe  bool
+	owed      []bool
+	sentNow   []bool
+	phaseNow  []bool
+	held      [][][]byte
+	heldBytes []int
+	nHeld     int
+	touched   []int
 	// rounds counts the groups begun, for the runtime's metrics
 	// (automaton.RoundReporter); nothing reads it in a step.
 	rounds automaton.RoundGroups
@@ -224,6 +243,9 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	a.sends.Reset()
 	a.stepStores, a.stepDone = a.stepStores[:0], a.stepDone[:0]
 	proto.Dispatch(a, in) // a ClientBatch: OnBatch, batch.go
+	if a.peerPipe {
+		a.pipeEnd()
+	}
 	// One step's messages to one peer (a batch's queries or stores, a
 	// replica's answers to a batch message) leave as one batch message,
 	// placed as Header.Coalesce places it.
@@ -249,6 +271,9 @@ func (a *ABD) reply(to automaton.NodeID, from int) {
 // OnStart restores the replica's registers and starts a new incarnation.
 func (a *ABD) OnStart(s automaton.Start) {
 	a.store = map[string]*entry{}
+	if a.peerPipe {
+		a.pipeInit() // nothing sent before the restart is owed
+	}
 	a.fresh = len(s.Records) == 0
 	for k, v := range s.Records {
 		if key, ok := registerKey(k); ok {
@@ -390,7 +415,7 @@ func (a *ABD) broadcast(o *op) {
 		return
 	}
 	at := -1
-	for i, n := range a.cfg.Nodes {
+	for i := range a.cfg.Nodes {
 		if o.replied[i] {
 			continue
 		}
@@ -398,7 +423,7 @@ func (a *ABD) broadcast(o *op) {
 			at = len(a.replies)
 			a.replies = appendPhase(a.replies, o)
 		}
-		a.reply(n, at)
+		a.phaseTo(i, at)
 	}
 }
 
@@ -430,7 +455,7 @@ func (a *ABD) thriftyPeers(o *op) {
 				at = len(a.replies)
 				a.replies = appendPhase(a.replies, o)
 			}
-			a.reply(a.cfg.Nodes[i], at)
+			a.phaseTo(i, at)
 			need--
 		}
 	}
@@ -501,15 +526,23 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		}
 		n := len(a.replies)
 		a.replies = appendRegister(a.replies, kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)
+		if a.peerPipe {
+			a.touch(i) // held messages for from ride with the answer
+		}
 		a.reply(from, n)
 	case kindStore: // replica (the ABD report §3.1.1, PUT)
 		a.applyStore("", f.Key, f.tag(a.cfg.Nodes), f.Tomb, f.Value)
 		n := len(a.replies)
 		a.replies = appendStoreAck(a.replies, f.Op)
+		if a.peerPipe {
+			a.touch(i)
+		}
 		a.reply(from, n)
 	case kindQueryReply:
+		a.answered(i)
 		a.onQueryReply(i, f.Op, entry{Tag: f.tag(a.cfg.Nodes), Tomb: f.Tomb, Value: f.Value}, false)
 	case kindStoreAck:
+		a.answered(i)
 		a.onStoreAck(i, f.Op)
 	}
 }
@@ -658,6 +691,9 @@ func (a *ABD) OnTimer(t automaton.TimerID) {
 	o := a.ops[id]
 	if o == nil {
 		return
+	}
+	if a.peerPipe {
+		a.flushAll() // something is slow: nothing waits any more
 	}
 	o.elapsed += a.retransmit
 	if o.elapsed >= a.opTimeout {

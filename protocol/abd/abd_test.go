@@ -411,8 +411,8 @@ func TestRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := automaton.DefaultParams("abd")
-	if len(params) != 5 {
-		t.Fatalf("default params %v, want retransmit, op_timeout, window, gather and thrifty", params)
+	if len(params) != 6 {
+		t.Fatalf("default params %v, want retransmit, op_timeout, window, gather, peer_pipeline and thrifty", params)
 	}
 	a, err := p.New(automaton.Config{Self: "n1", Nodes: []automaton.NodeID{"n1"}, Service: service.KV{}, Params: params, Rand: rand.New(rand.NewSource(1))})
 	if err != nil {

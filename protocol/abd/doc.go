@@ -145,6 +145,13 @@
 // group of several requests ends, the requests arriving next wait until
 // as many have come back or gather has passed, so that a group's first
 // client back does not begin a group of its own (batch.go, "Cohorts").
+// With parameter peer_pipeline (off by default), while several round
+// groups are in flight a peer that owes an answer to the phase messages
+// sent to it gets the next ones with its answer's step or the next
+// message to it anyway, so that the cohorts' groups share batch messages
+// instead of paying one each per phase (pipeline.go: a held message is a
+// delayed one, which the ABD paper's model allows, §3; a lone group never
+// holds).
 // batch.go gives the rules and the linearizability argument. The seed has one operation per message and per tag (§3.1); a
 // run's writes other than its last are never installed, which only the
 // run's own later reads could observe.
@@ -185,11 +192,12 @@
 //
 // # Parameters
 //
-//	retransmit  positive duration      50ms   a phase's resend interval to replicas that have not answered
-//	op_timeout  positive duration      5s     a request's time limit at its coordinator
-//	window      non-negative integer   2      round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)
-//	gather      non-negative duration  0s     after a round group of several requests ends, hold the requests that arrive until as many as it answered have come back, or this long (0: off)
-//	thrifty     true or false          false  a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed
+//	retransmit     positive duration      50ms   a phase's resend interval to replicas that have not answered
+//	op_timeout     positive duration      5s     a request's time limit at its coordinator
+//	window         non-negative integer   2      round groups a coordinator has in flight; requests arriving meanwhile wait and start together as the next group (0: no limit)
+//	gather         non-negative duration  0s     after a round group of several requests ends, hold the requests that arrive until as many as it answered have come back, or this long (0: off)
+//	peer_pipeline  true or false          false  while several round groups are in flight, a peer that has not answered the phase messages sent to it gets the next ones when it answers or with the next message to it (one batch message in flight per peer); false: a step's phase messages leave at once
+//	thrifty        true or false          false  a query phase asks a majority first (this replica and peers taken round robin by round group), the others when it retransmits; false: every replica at once, as the seed
 //
 // Unknown parameters are errors. The table is generated from the
 // parser's (protocol/proto.Spec.Doc) and TestParamDoc keeps it so.

@@ -118,6 +118,14 @@ func (a *ABD) CloneModel() automaton.Automaton {
 	c.byReq = maps.Clone(a.byReq)
 	c.groupLeft, c.queued, c.queue = maps.Clone(a.groupLeft), maps.Clone(a.queued), slices.Clone(a.queue)
 	c.groupReqs = maps.Clone(a.groupReqs)
+	if a.peerPipe { // pipeline.go (the model runs without it: model.go)
+		c.owed, c.sentNow, c.phaseNow = slices.Clone(a.owed), slices.Clone(a.sentNow), slices.Clone(a.phaseNow)
+		c.heldBytes, c.touched = slices.Clone(a.heldBytes), slices.Clone(a.touched)
+		c.held = make([][][]byte, len(a.held))
+		for i, h := range a.held {
+			c.held[i] = slices.Clone(h)
+		}
+	}
 	c.done = maps.Clone(a.done)
 	c.doneOrder = slices.Clone(a.doneOrder)
 	c.stepStores = slices.Clone(a.stepStores)
