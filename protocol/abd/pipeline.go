@@ -36,12 +36,18 @@ import (
 // operations send exactly what they send without it
 // (TestPeerPipelineLoneClientUnchanged).
 //
-// Safety: holding a message is delaying it, and ABD's argument (the ABD
-// paper §3, "Sharing memory robustly", whose system model lets the
-// network delay any message for any finite time; the ABD report §3.1.2)
-// holds under any delays: which replicas answer a phase, and when, is
-// all the adversary chooses, and the operations still complete only on a
-// majority's answers. Held messages leave within one retransmission
+// Safety: holding a message is delaying it. The seed is silent on when
+// a coordinator's phase messages leave (the ABD report §3.1.2 launches
+// one thread per server at once); it says that messages reaching some
+// servers late leave the system correct as long as a majority answers
+// (§4.4.2, "Slow clients"), and the ABD paper's argument ("Sharing
+// memory robustly", whose asynchronous model lets the network delay any
+// message for a finite time) holds under any delays: which replicas
+// answer a phase, and when, is all the adversary chooses, and an
+// operation still completes only on a majority's answers, with the
+// same query and propagate phases. Decision (issue 28, session 50): a
+// coordinator may delay a phase message to a replica, as here, because
+// the seed's and the paper's argument never depends on when it leaves. Held messages leave within one retransmission
 // interval (any operation's timer flushes them), and an operation whose
 // message is held retransmits as before. The model checker runs
 // peer_pipeline=false (model.go): a run with holds is a run of the
