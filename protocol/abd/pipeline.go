@@ -47,9 +47,13 @@ import (
 // operation still completes only on a majority's answers, with the
 // same query and propagate phases. Decision (issue 28, session 50): a
 // coordinator may delay a phase message to a replica, as here, because
-// the seed's and the paper's argument never depends on when it leaves. Held messages leave within one retransmission
-// interval (any operation's timer flushes them), and an operation whose
-// message is held retransmits as before. The model checker runs
+// the seed's and the paper's argument never depends on when it leaves.
+// Liveness: an operation whose held message it needs for a majority
+// keeps its retransmission timer, and any timer that fires sends every
+// held message; a held message no operation needs (its operation had
+// a majority without it: a peer down, say) waits until that peer sends
+// anything or 1 MiB is held for it, so the memory it takes is bounded.
+// The model checker runs
 // peer_pipeline=false (model.go): a run with holds is a run of the
 // protocol without them whose messages the network delayed, and the
 // checker delivers messages in every order.
