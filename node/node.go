@@ -898,7 +898,7 @@ func (n *Node) handOverTo(ctx context.Context, l *nsLoop, req automaton.Request,
 	}
 	switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
 	case -1:
-		if !l.inlinePass() { // sched.go; else stepped here
+		if !l.inlinePassCommit(l.callerCommits(fn)) { // sched.go; else stepped here
 			l.noteRequest()
 			n.handoff(1)
 		}

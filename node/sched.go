@@ -177,11 +177,23 @@ func (p *stepPool) worker() {
 // a pass already is left to it: under load the request joins the next
 // pass as before, so what a pass gathers does not shrink where inputs
 // accumulate. It reports whether it ran the pass.
-func (l *nsLoop) inlinePass() bool {
+func (l *nsLoop) inlinePass() bool { return l.inlinePassCommit(false) }
+
+// inlinePassCommit is inlinePass; with commit (a lone callback request
+// with fsync and no committer running: callerCommits), the pass's records
+// are committed on the calling goroutine too (passHereCommit), as a direct
+// pass's are for ESDS and ABD. A Multi-Paxos leader's lone put: the
+// connection's goroutine steps the request, writes the Early Accepts, then
+// writes and syncs the leader's own acceptance itself, instead of starting
+// a committer goroutine for it (a wake-up, often another thread's futex,
+// between the Accepts' writes and the leader's fdatasync); the reply is
+// written by whoever releases it last, the reader that steps the first
+// Accepted or this goroutine after its sync (runAside's lone call).
+func (l *nsLoop) inlinePassCommit(commit bool) bool {
 	if l.direct || l.n.opts.noDirect || l.n.opts.unserialized || l.park.Load() == parkWaiting {
 		return false
 	}
-	return l.passHere()
+	return l.passHereCommit(commit)
 }
 
 // passHere runs the pool's pass of l on the calling goroutine if l is idle
