@@ -279,9 +279,134 @@ func BenchmarkPutStages(b *testing.B) {
 				b.StopTimer()
 				// One put of median latency, stage by stage.
 				one := reportMedianRun(b, puts, ats, ends)
-				b.Logf("one client's put at the %s via %s, fsync on, %d puts:\n%s\na put of median latency:\n%s",
-					at, via, b.N, stageTable(puts, ats), one)
+				b.Logf("one client's put at the %s via %s, fsync on, %d puts:\n%s\na put of median latency:\n%s\nthe path, put by put:\n%s",
+					at, via, b.N, stageTable(puts, ats), one, pathTable(puts, ats, at == "follower"))
 			})
 		}
 	}
+}
+
+// pathTable splits each put into the segments of its critical path and
+// prints their medians (µs) and what share of the put's median they are,
+// beside the physical floor (one fdatasync, the answering follower's here,
+// and the hops): the entry's own stages; the leader's Accept to the
+// follower whose Accepted the leader stepped first ("the answering
+// follower"), its read (hop), its step and the start of its commit
+// (pre-sync), the commit (its fdatasync), the Accepted's way back (hop) and
+// the leader's step of it; then the respond and the client's read. It
+// also counts the puts whose answer waited for the leader's own commit
+// (it ended after the answering follower's Accepted was stepped) and those
+// whose leader's commit ended after the second follower's Accepted too:
+// only those would gain from answering on the two followers' durable
+// acceptances without the leader's own (protocol/paxos's package doc,
+// "Why the leader may send before its own fsync").
+func pathTable(puts [][]string, ats [][]time.Duration, viaFollower bool) string {
+	type seg struct {
+		name string
+		ds   []time.Duration
+	}
+	names := []string{"request to the leader's step", "step to the Accept's write", "hop: the answering follower reads it",
+		"its step and commit start (pre-sync)", "its commit (WAL write + fdatasync)", "hop: its Accepted stepped by the leader",
+		"the leader's respond after it", "the entry's answer to the client's read"}
+	segs := make([]seg, len(names))
+	for i, n := range names {
+		segs[i].name = n
+	}
+	var leaderLast, leaderAfterBoth, counted int
+	var lsync, lwait []time.Duration
+	for i, ls := range puts {
+		// find: the first stage at or after from that pred accepts.
+		var from time.Duration
+		find := func(pred func(string) bool) (string, time.Duration, bool) {
+			for j, l := range ls {
+				if ats[i][j] >= from && pred(l) {
+					return l, ats[i][j], true
+				}
+			}
+			return "", 0, false
+		}
+		_, tStep, ok1 := find(func(l string) bool {
+			return l == "L step-request" || strings.HasPrefix(l, "L step-msg Forward from")
+		})
+		from = tStep
+		// The answering follower: of the followers the leader sent this
+		// put's Accept to, the one whose Accepted, after its read of the
+		// Accept and its commit, the leader stepped first (an earlier put's
+		// late Accepted may come first in the window, so the chain is
+		// followed per follower).
+		var f, acc string
+		var tSend, tDel, tCS, tCE, tAcc time.Duration
+		for _, l := range ls {
+			to, ok := strings.CutPrefix(l, "L send Accept to ")
+			if !ok {
+				continue
+			}
+			to = strings.Fields(to)[0]
+			from = tStep
+			_, s1, ok2 := find(func(l string) bool { return strings.HasPrefix(l, "L send Accept to "+to) })
+			_, d1, ok3 := find(func(l string) bool { return strings.HasPrefix(l, to+" deliver Accept from L") })
+			from = d1
+			_, c1, ok4 := find(func(l string) bool { return strings.HasPrefix(l, to+" commit-start") })
+			from = c1
+			_, e1, ok5 := find(func(l string) bool { return strings.HasPrefix(l, to+" commit-end") })
+			from = e1
+			_, a1, ok6 := find(func(l string) bool { return strings.HasPrefix(l, "L step-msg Accepted from "+to) })
+			if ok2 && ok3 && ok4 && ok5 && ok6 && (f == "" || a1 < tAcc) {
+				f, acc = to, "L step-msg Accepted from "+to
+				tSend, tDel, tCS, tCE, tAcc = s1, d1, c1, e1, a1
+			}
+		}
+		from = tAcc
+		_, tResp, ok6 := find(func(l string) bool { return strings.HasPrefix(l, "E respond") || !viaFollower && l == "L respond" })
+		_, tEnd, ok7 := find(func(l string) bool { return l == "client answer" })
+		from = 0
+		if !ok1 || f == "" || !ok6 || !ok7 {
+			continue // not traced within the put's window
+		}
+		counted++
+		for k, d := range []time.Duration{tStep, tSend - tStep, tDel - tSend, tCS - tDel, tCE - tCS, tAcc - tCE, tResp - tAcc, tEnd - tResp} {
+			segs[k].ds = append(segs[k].ds, d)
+		}
+		from = tStep
+		_, lcs, okS := find(func(l string) bool { return l == "L commit-start" })
+		from = lcs
+		_, lce, okE := find(func(l string) bool { return l == "L commit-end" })
+		from = 0
+		if okS && okE {
+			lsync = append(lsync, lce-lcs)
+			if lce > tAcc {
+				leaderLast++
+				lwait = append(lwait, lce-tAcc)
+				from = tStep
+				_, tAcc2, ok := find(func(l string) bool {
+					return strings.HasPrefix(l, "L step-msg Accepted from ") && !strings.HasPrefix(l, acc)
+				})
+				from = 0
+				if ok && tAcc2 < lce {
+					leaderAfterBoth++
+				}
+			}
+		}
+	}
+	med := func(ds []time.Duration) time.Duration {
+		if len(ds) == 0 {
+			return 0
+		}
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	var b strings.Builder
+	var total time.Duration
+	for _, sg := range segs {
+		total += med(sg.ds)
+	}
+	fmt.Fprintf(&b, "%-44s %10s %6s\n", "segment (medians over "+fmt.Sprint(counted)+" puts)", "us", "share")
+	for _, sg := range segs {
+		fmt.Fprintf(&b, "%-44s %10.1f %5.0f%%\n", sg.name, us(med(sg.ds)), 100*float64(med(sg.ds))/float64(total))
+	}
+	fmt.Fprintf(&b, "%-44s %10.1f\n", "sum of the medians", us(total))
+	fmt.Fprintf(&b, "the leader's own commit: median %.1f us; it ended after the answering follower's Accepted was stepped in %d of %d puts (by %.1f us, median), after both followers' Accepteds in %d\n",
+		us(med(lsync)), leaderLast, counted, us(med(lwait)), leaderAfterBoth)
+	return b.String()
 }
