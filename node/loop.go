@@ -140,9 +140,11 @@ type nsLoop struct {
 	// returned (committer only); holding: held is not empty.
 	held    []*batch
 	holding atomic.Bool
-	needed  chan struct{} // offer's wake-up of a committer holding records nobody waits for
-	free    chan *batch   // recycled batches
-	failed  atomic.Bool   // a Commit failed (any namespace's): release nothing any more
+	// loopHolds counts the batches flush held itself (holdInLoop).
+	loopHolds atomic.Uint64
+	needed    chan struct{} // offer's wake-up of a committer holding records nobody waits for
+	free      chan *batch   // recycled batches
+	failed    atomic.Bool   // a Commit failed (any namespace's): release nothing any more
 	// eager is the number of the last record of a batch that offered an
 	// Early Send: the committer commits it without waiting for an output
 	// to need it (lazy commit would start the leader's fsync only when
@@ -834,6 +836,9 @@ func (l *nsLoop) flush() bool {
 	if l.early {
 		l.eager.Store(b.last)
 		l.early = false
+	} else if l.holdInLoop(b) {
+		l.nextBatch()
+		return true
 	}
 	// A queue with room takes the batch even when the node is stopping: an
 	// output released before its step's records (a Respond emitted before a
@@ -857,10 +862,45 @@ func (l *nsLoop) flush() bool {
 	if !l.deferred {
 		l.n.handoff(1) // else counted if the caller does not commit it (commitOnCaller)
 	}
+	l.nextBatch()
+	return true
+}
+
+func (l *nsLoop) nextBatch() {
 	select {
 	case l.cur = <-l.free:
 	default:
 		l.cur = &batch{}
+	}
+}
+
+// holdInLoop parks batch b with the records held for lazy commit (held,
+// commitLoop) when no committer runs and nothing needs b committed yet:
+// no released output waits, no Early Send's batch is uncommitted, and the
+// held batches stay below commitQueueLen. That is what a committer started
+// for b would do on taking it (commitLoop's lazy commit): hold it, park it
+// in the loop and return. A Multi-Paxos leader's "c" record after the
+// answer it follows, once per put at one client, started a committer
+// goroutine (a wake-up, often another thread's futex) only for that.
+// Everything else is the lazy commit's: a step whose output needs the held
+// records starts a committer (holding, step), so does the next batch that
+// cannot be held, and the loop's end commits them. Under pass.
+func (l *nsLoop) holdInLoop(b *batch) bool {
+	if l.n.opts.noLoopHold || len(l.commitQ) > 0 || !l.committing.CompareAndSwap(false, true) {
+		return false
+	}
+	// No committer runs, and none starts while committing is set: held is
+	// this goroutine's until it clears committing.
+	if len(l.held)+1 >= commitQueueLen || l.outputsWait() || l.eager.Load() > l.committed {
+		l.committing.Store(false)
+		return false
+	}
+	l.held = append(l.held, b)
+	l.holding.Store(true)
+	l.loopHolds.Add(1)
+	l.committing.Store(false)
+	if len(l.commitQ) > 0 || len(l.needed) > 0 {
+		l.ensureCommitter() // as a committer parking them checks again
 	}
 	return true
 }

@@ -169,6 +169,10 @@ type Options struct {
 	// goroutine's release runs on a goroutine of its own, as before
 	// runAside ran it on the committer (tests' and benchmarks' "before").
 	noCommitterReply bool
+	// noLoopHold: a batch that nothing needs committed yet goes to a
+	// committer goroutine, which holds it (lazy commit), as before flush
+	// held it itself (loop.go, holdInLoop; tests' and benchmarks' "before").
+	noLoopHold bool
 	// readerCommit: a TCP reader's pass of a lone message commits its
 	// records on the reader (sched.go, readerCommitPass). Off by default
 	// (docs/COSTS.md, lat46: one client's put p99 rose with it on this
