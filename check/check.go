@@ -94,6 +94,10 @@ type Options struct {
 	// MaxStates bounds the configurations Sequential explores (0 means
 	// DefaultMaxStates); Linearizable ignores it.
 	MaxStates int
+	// MaxSteps bounds the specification steps the Matchmaker check takes
+	// (0 means DefaultMatchmakerSteps): a budget that, unlike Timeout,
+	// decides the same whatever the machine's speed or load.
+	MaxSteps int
 }
 
 // Consistency guarantees a Report judges against (Report.Guarantee).
@@ -110,7 +114,7 @@ type Report struct {
 	// Sequential).
 	Guarantee string
 	// States counts the configurations Sequential explored.
-	States int
+	States int // (and the specification steps the Matchmaker check took)
 
 	Ops          int // operations checked (including MaybeApplied)
 	MaybeApplied int // writes modelled as maybe applied (Unknown, or error replies)

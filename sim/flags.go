@@ -68,7 +68,7 @@ func (v *Flags) Register(f *pflag.FlagSet) {
 	f.StringArrayVar(&v.Params, "param", nil, "protocol parameter key=value (repeatable)")
 	f.DurationVar(&cfg.Liveness, "liveness", 0, "liveness mode: heal every fault at this virtual time while clients continue, then require every operation invoked after it plus --liveness-bound to complete within the bound")
 	f.DurationVar(&cfg.LivenessBound, "liveness-bound", DefaultLivenessBound, "liveness mode: the time progress may take to resume, and the latency bound after it")
-	f.DurationVar(&cfg.CheckTimeout, "check-timeout", DefaultCheckTimeout, "time limit of each linearizability check (real time)")
+	f.DurationVar(&cfg.CheckTimeout, "check-timeout", DefaultCheckTimeout, "time limit of each linearizability check (real time; the matchmaker check is bounded by specification steps instead: check.DefaultMatchmakerSteps)")
 	f.StringVar(&v.SaveDir, "save-failing", "sim-failures", "directory for the histories and HTML views of failing seeds")
 	f.IntVar(&v.Workers, "workers", runtime.GOMAXPROCS(0), "seeds simulated in parallel")
 	f.StringVar(&v.MembershipSpec, "membership", "", `membership changes (protocols that support them), e.g. "add@2s,remove:n1@4s": add a fresh node / remove a node at that virtual time`)
