@@ -7,9 +7,9 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
 )
 
 // The client event loop (issue 28; branch evloop48, session 48).
@@ -52,12 +52,13 @@ import (
 // (a RESP array, nothing read behind it), a data command (a plan, not a
 // blocking form) that replyFirst admits (the default user, replies on, no
 // MULTI/WATCH, no transaction, no subscription, no request options, not in
-// cluster mode), with no client blocked on a key and the arrival-order
-// step (order.go) not armed on this server, and the output buffer empty.
-// Anything else, and anything the loop cannot finish without waiting (a
-// partial write, a full output buffer, a read error, a protocol error, a
-// plan replyAsync would run and wait for: keyspace notifications, a
-// script, a sharded namespace, a Backend that took nothing), goes to the
+// cluster mode), and the output buffer empty. Anything else, and anything
+// the loop cannot finish without waiting (a partial write, a full output
+// buffer, a read error, a protocol error, a plan replyAsync would run and
+// wait for: keyspace notifications, a script, a sharded namespace, a
+// Backend that took nothing; a write the arrival-order step would hold
+// for another connection's ordered command, or one to a key a blocked
+// client waits on: loopMayWrite), goes to the
 // connection's goroutine (serveFrom) with the command already read, or
 // the work exec left (detour), and the goroutine serves as before; at the
 // top of its loop, when the connection is back in the state above, it
@@ -185,15 +186,39 @@ func (c *conn) evSource(nc net.Conn) io.Reader {
 	return &c.ev.rd
 }
 
-// evQuiet reports whether no client is blocked on a key and the
-// arrival-order step is not armed (order.go): the loop must never wait
-// in either.
-func (s *Server) evQuiet() bool {
-	if s.blk.blocked.Load() != 0 {
+// loopMayWrite reports whether the loop may hand op, replyAsync's one
+// operation, to the Backend itself, which it may unless that would wait
+// (the loop never waits): when the arrival-order step (order.go) is armed,
+// op writes, and another connection holds an ordered command that arrived
+// first (orderAheadOf); or when a client is blocked on a key op writes
+// (blocking.go's writeGate holds such a write while a round of attempts
+// runs). Such a command goes to the connection's goroutine, which waits
+// as before. Every other command is served by the loop while clients are
+// blocked and while the step is armed (evloop50, session 50: before, the
+// loop gave every connection to its goroutine for as long as any client
+// was blocked or for the 60 s the step stays armed after a BLPOP, so any
+// workload with a blocking command ran without the loop).
+func (c *conn) loopMayWrite(op service.Op) bool {
+	return !c.orderAheadOf(op) && !c.s.blk.waitedBy(c, op)
+}
+
+// waitedBy reports whether a write of op through c names a key a blocked
+// client waits on (writeGate's test, which then may wait for a round).
+func (b *blockReg) waitedBy(c *conn, op service.Op) bool {
+	if b.blocked.Load() == 0 || c.blk.quiet.Load() || c.svc == nil || op.Kind == "" || c.svc.IsRead(op) {
 		return false
 	}
-	u := s.ord.armedUntil.Load()
-	return u == 0 || time.Now().UnixNano() > u
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.waited(op.Key) {
+		return true
+	}
+	for _, a := range op.Args {
+		if b.waited(string(a)) {
+			return true
+		}
+	}
+	return false
 }
 
 // idle reports whether the buffer holds nothing unwritten and is open.
@@ -220,7 +245,7 @@ func (c *conn) evFast(args [][]byte) bool {
 // mayHandBack reports whether c's goroutine may give c to the loop.
 func (c *conn) mayHandBack() bool {
 	return c.ev.on && !c.ev.closed.Load() && c.as.err == nil && c.owed == 0 &&
-		c.authed && c.replyFirst() && c.s.evQuiet() && c.out.idle() && c.s.testBeforeRead.Load() == nil
+		c.authed && c.replyFirst() && c.out.idle() && c.s.testBeforeRead.Load() == nil
 }
 
 // evStep serves what the loop found for c (read: its socket is readable;
@@ -242,7 +267,7 @@ func (c *conn) evStep(read bool) (evResume, bool) {
 	}
 	s := c.s
 	for c.br.Buffered() > 0 {
-		if s.testBeforeRead.Load() != nil || !s.evQuiet() {
+		if s.testBeforeRead.Load() != nil {
 			return evResume{}, false
 		}
 		switch c.as.state.Load() {

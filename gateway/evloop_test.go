@@ -109,8 +109,8 @@ func TestEvLoopCloseAndKill(t *testing.T) {
 }
 
 // TestEvLoopBlocking: a client blocked in BLPOP (its goroutine's) is
-// woken by another client's LPUSH while the loop serves that client; the
-// loop hands it to its goroutine while a client is blocked.
+// woken by another client's LPUSH (which the loop gives to that client's
+// goroutine: the key is waited on).
 func TestEvLoopBlocking(t *testing.T) {
 	b := newReplyBackend()
 	_, addr := startServer(t, b, ServerOptions{EventLoop: true})
@@ -127,6 +127,87 @@ func TestEvLoopBlocking(t *testing.T) {
 	}
 	if got := p.do("GET", "x"); got != `"1"` {
 		t.Fatalf("GET: %q", got)
+	}
+}
+
+// TestEvLoopServesWhileBlocked: while a client is blocked in BLPOP (and
+// the arrival-order step is armed, order.go), the loop still serves the
+// other clients' commands itself (evloop50: before, the loop gave each
+// command to the connection's goroutine while any client was blocked and
+// for the 60 s the step stays armed: 200 hand-offs here); a write to the
+// key the client waits on goes to its goroutine (it may wait: writeGate,
+// blockReg.touched) and unblocks the client with the element.
+func TestEvLoopServesWhileBlocked(t *testing.T) {
+	b := newReplyBackend()
+	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	a, p := dial(t, addr), dial(t, addr)
+	p.do("SET", "x", "0")
+	a.send("BLPOP", "list", "0")
+	a.w.Flush()
+	waitReplyFn(t, "the client blocked", func() bool { return s.blk.blocked.Load() == 1 })
+	if s.ord.armedUntil.Load() == 0 {
+		t.Fatal("BLPOP did not arm the order step")
+	}
+	// p's goroutine hands p back once it has served a command.
+	p.do("SET", "x", "1")
+	steps, handoffs := s.ev.steps.Load(), s.ev.handoffs.Load()
+	const n = 100
+	for i := range n {
+		if got := p.do("SET", "x", fmt.Sprint(i)); got != "OK" {
+			t.Fatalf("SET: %q", got)
+		}
+		if got := p.do("GET", "x"); got != fmt.Sprintf("%q", fmt.Sprint(i)) {
+			t.Fatalf("GET: %q", got)
+		}
+	}
+	if got := s.ev.steps.Load() - steps; got < 2*n {
+		t.Errorf("%d loop steps for %d commands while a client was blocked", got, 2*n)
+	}
+	if got := s.ev.handoffs.Load() - handoffs; got > 1 { // one: the loop may read SET x 1 before its goroutine is done
+		t.Errorf("%d hand-offs to a goroutine for %d commands while a client was blocked, want none", got, 2*n)
+	}
+	if got := p.do("LPUSH", "list", "e"); got != "(integer) 1" && got != "(integer) 0" {
+		t.Fatalf("LPUSH: %q", got)
+	}
+	if got := a.reply().String(); !strings.Contains(got, "list") || !strings.Contains(got, "e") {
+		t.Fatalf("BLPOP answered %q", got)
+	}
+	if got := p.do("LLEN", "list"); got != "(integer) 0" {
+		t.Fatalf("LLEN after the pop: %q", got)
+	}
+}
+
+// TestEvLoopOrderBlockedThenWrite: with the loop on and the order step
+// armed, an XREADGROUP BLOCK that arrived before a DEL on another
+// connection blocks first, and the DEL unblocks it with Redis's error
+// (order.go's TestOrderBlockedThenWrite with both connections the loop's:
+// the loop hands the XREADGROUP to its goroutine, and the DEL, which
+// would have to wait for it, to its own).
+func TestEvLoopOrderBlockedThenWrite(t *testing.T) {
+	b := newReplyBackend()
+	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	c, a := dial(t, addr), dial(t, addr)
+	run(t, c, []step{
+		cmd("XADD mystream 666 f v", `"666-0"`),
+		cmd("XGROUP CREATE mystream mygroup $", "OK"),
+		cmd("BLPOP nolist 0.01", "(nil)"), // arms the step
+	})
+	a.do("SET", "y", "1")
+	c.do("SET", "y", "2")
+	waitReplyFn(t, "both connections with the loop", func() bool {
+		s.ev.mu.Lock()
+		defer s.ev.mu.Unlock()
+		return len(s.ev.conns) == 2
+	})
+	a.send("XREADGROUP", "GROUP", "mygroup", "Alice", "BLOCK", "0", "STREAMS", "mystream", ">")
+	a.w.Flush()
+	c.send("DEL", "mystream")
+	c.w.Flush()
+	if got := c.reply().String(); got != "(integer) 1" {
+		t.Fatalf("DEL: %s", got)
+	}
+	if got := a.reply().String(); got != "(error) UNBLOCKED the stream key no longer exists" {
+		t.Fatalf("XREADGROUP BLOCK that arrived before the DEL: %s", got)
 	}
 }
 
@@ -354,4 +435,55 @@ func heldClient(addr string, id, n int) error {
 		}
 	}
 	return nil
+}
+
+// BenchmarkEvLoopLone: one client that waits for each reply (SET and GET
+// of 100-byte values), loop on and off, the Backend answering inline (as
+// the node's inline pass answers a leader's read) or on a goroutine of its
+// own (as a committer or a peer reader answers a replicated write).
+func BenchmarkEvLoopLone(b *testing.B) {
+	for _, inline := range []bool{true, false} {
+		for _, ev := range []bool{false, true} {
+			b.Run(fmt.Sprintf("inline=%v/loop=%v", inline, ev), func(b *testing.B) {
+				rb := newReplyBackend()
+				rb.Inline.Store(inline)
+				s := NewServer(rb, ServerOptions{EventLoop: ev})
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					b.Fatal(err)
+				}
+				go s.Serve(l)
+				defer s.Close()
+				nc, err := net.Dial("tcp", l.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer nc.Close()
+				val := strings.Repeat("v", 100)
+				set := fmt.Appendf(nil, "*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$%d\r\n%s\r\n", len(val), val)
+				get := []byte("*2\r\n$3\r\nGET\r\n$5\r\nkey:1\r\n")
+				r := resp.NewReader(bufio.NewReader(nc), resp.Limits{})
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					cmd := set
+					if i%2 == 1 {
+						cmd = get
+					}
+					if _, err := nc.Write(cmd); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := r.ReadReply(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if ev {
+					st := s.EventLoopStats()
+					b.ReportMetric(float64(st.Steps)/float64(b.N), "steps/op")
+					b.ReportMetric(float64(st.Waits)/float64(b.N), "waits/op")
+				}
+			})
+		}
+	}
 }

@@ -113,7 +113,8 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 	c.mu.Lock()
 	ns, svc, read := c.ns, c.svc, c.read
 	c.mu.Unlock()
-	if !p.concurrent() || p.note != nil || p.ops[0].Kind == "eval" || svc == nil || len(ns.Shards) > 0 {
+	if !p.concurrent() || p.note != nil || p.ops[0].Kind == "eval" || svc == nil || len(ns.Shards) > 0 ||
+		(c.as.loop && !c.loopMayWrite(p.ops[0])) { // evloop.go: the loop never waits
 		c.runCheckedOff(name, p, start, errs)
 		return
 	}

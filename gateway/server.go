@@ -389,7 +389,7 @@ func (c *conn) serveFrom(r evResume) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 		s.ord.conns.Add(-1)
-		c.endCommand(false) // nobody waits for a connection that ended (order.go)
+		c.endOrdered() // nobody waits for a connection that ended (order.go)
 		s.wg.Done()
 	}()
 	remote := c.nc.RemoteAddr().String()
