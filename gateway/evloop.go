@@ -244,9 +244,35 @@ func (c *conn) evFast(args [][]byte) bool {
 
 // mayHandBack reports whether c's goroutine may give c to the loop.
 func (c *conn) mayHandBack() bool {
-	return c.ev.on && !c.ev.closed.Load() && c.as.err == nil && c.owed == 0 &&
+	return c.ev.on && !c.ev.closed.Load() && c.as.err == nil && c.owed == 0 && !c.s.evAlone() &&
 		c.authed && c.replyFirst() && c.out.idle() && c.s.testBeforeRead.Load() == nil
 }
+
+// evAlone reports whether the server has one client connection (or
+// none): the loop then leaves it to its goroutine (evloop50, session 50).
+//
+// Why: one client's paxos put and get at the leader were 7-15 % slower
+// through the loop on the quiet machine (put p50 0.479 -> 0.547 ms, get
+// 0.144 -> 0.171, session 50's opening probe) though the system calls per
+// command were level within 0.4 (the loop's read and its zero-timeout
+// epoll_wait against the goroutine's read and EAGAIN read: +1.2
+// epoll_pwait, -0.85 read per SET at the leader) and CPU per command
+// level at load 15-23. What differs is the wake-up: a goroutine's socket
+// is in Go's epoll set and the client's write wakes the thread waiting
+// there directly, as a synchronous wake-up (the waker is about to sleep
+// for the reply: the kernel runs the woken thread on the waker's CPU);
+// the loop's socket is in the loop's epoll set, itself in Go's, and the
+// nested set passes the wake-up on as an ordinary one (fs/eventpoll.c's
+// ep_poll_safewake), which on an idle machine goes to the other, idle
+// CPU. That is the likely cause, not shown: on this loaded machine no
+// count separates it. Alone, a client gains nothing from the loop (one
+// socket: nothing to read in one turn with others), so it is not taken:
+// the connection's goroutine reads it through its Go connection
+// (evconn_linux.go), the same system calls and wake-ups as with the loop
+// off. A second connection makes the first go to the loop at its next
+// command (handBack); the loop's last connection goes back to its
+// goroutine after its next command once it is alone (serve).
+func (s *Server) evAlone() bool { return s.ord.conns.Load() <= 1 }
 
 // evStep serves what the loop found for c (read: its socket is readable;
 // else its previous reply was written). It returns false with where the

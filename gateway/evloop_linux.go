@@ -388,9 +388,12 @@ func (l *evLoop) check(fd uintptr) bool {
 	return w.n > 0 || (w.err != nil && w.err != syscall.EINTR)
 }
 
-// serve runs c's step and gives c to a goroutine when the step says so.
+// serve runs c's step and gives c to a goroutine when the step says so,
+// or when c is the server's only connection (evAlone).
 func (l *evLoop) serve(c *conn, read bool) {
 	if r, stay := c.evStep(read); !stay {
 		l.handoff(c, r)
+	} else if l.s.evAlone() {
+		l.handoff(c, evResume{})
 	}
 }

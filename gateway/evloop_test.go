@@ -31,6 +31,8 @@ func TestEvLoopServesLoneCommands(t *testing.T) {
 	if s.ev == nil {
 		t.Fatal("event loop off")
 	}
+	dial(t, addr) // another connection: the loop leaves a client alone on the server to its goroutine (evAlone)
+	waitReplyFn(t, "the idle connection", func() bool { return s.ord.conns.Load() == 1 })
 	c := dial(t, addr)
 	const n = 200
 	for i := range n {
@@ -61,6 +63,52 @@ func TestEvLoopServesLoneCommands(t *testing.T) {
 	t.Logf("steps %d, of which without an epoll_wait %d", s.ev.steps.Load(), s.ev.singles.Load())
 }
 
+// TestEvLoopLeavesLoneClient: a client alone on the server is served by
+// its goroutine, not the loop (evAlone: one client's wake-up through the
+// loop's nested epoll set made its paxos put slower); with a second
+// connection open it goes to the loop at its next command, and when it
+// is alone again it goes back to its goroutine after one more. Fails
+// without evAlone (400 steps for the lone client's commands).
+func TestEvLoopLeavesLoneClient(t *testing.T) {
+	b := newReplyBackend()
+	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	a := dial(t, addr)
+	burst := func(what string) {
+		t.Helper()
+		for i := range 100 {
+			if got := a.do("SET", "k", fmt.Sprint(i)); got != "OK" {
+				t.Fatalf("%s: SET: %q", what, got)
+			}
+			if got := a.do("GET", "k"); got != fmt.Sprintf("%q", fmt.Sprint(i)) {
+				t.Fatalf("%s: GET: %q", what, got)
+			}
+		}
+	}
+	burst("alone")
+	if st := s.ev.steps.Load(); st != 0 {
+		t.Errorf("alone: %d loop steps, want 0", st)
+	}
+	p := dial(t, addr)
+	p.do("SET", "x", "1")
+	a.do("SET", "k", "x") // a's goroutine hands a to the loop after it
+	st0 := s.ev.steps.Load()
+	burst("with another connection")
+	if st := s.ev.steps.Load() - st0; st < 200 {
+		t.Errorf("with another connection: %d loop steps for 200 commands", st)
+	}
+	p.nc.Close()
+	waitReplyFn(t, "the other connection gone", func() bool { return s.ord.conns.Load() == 1 })
+	a.do("SET", "k", "x") // the loop serves it, then gives a to its goroutine
+	st0, h0 := s.ev.steps.Load(), s.ev.handoffs.Load()
+	burst("alone again")
+	if st := s.ev.steps.Load() - st0; st != 0 {
+		t.Errorf("alone again: %d loop steps, want 0", st)
+	}
+	if h := s.ev.handoffs.Load() - h0; h != 0 {
+		t.Errorf("alone again: %d hand-offs, want 0", h)
+	}
+}
+
 // TestEvLoopMix is TestReplyFnMix's client (lone commands, commands sent
 // while a reply is pending, pipelined bursts, MULTI, errors) with the
 // event loop on: replies stay the model's, in order, and the connection
@@ -68,6 +116,8 @@ func TestEvLoopServesLoneCommands(t *testing.T) {
 func TestEvLoopMix(t *testing.T) {
 	b := newReplyBackend()
 	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	dial(t, addr) // not alone (evAlone)
+	waitReplyFn(t, "the idle connection", func() bool { return s.ord.conns.Load() == 1 })
 	c := dial(t, addr)
 	runReplyMix(t, c, b)
 	if s.ev.handoffs.Load() == 0 || s.ev.backs.Load() < 2 {
@@ -83,6 +133,8 @@ func TestEvLoopMix(t *testing.T) {
 func TestEvLoopCloseAndKill(t *testing.T) {
 	b := newReplyBackend()
 	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	idle := dial(t, addr) // not alone (evAlone)
+	waitReplyFn(t, "the idle connection", func() bool { return s.ord.conns.Load() == 1 })
 	victim := dial(t, addr)
 	if got := victim.do("SET", "k", "v"); got != "OK" {
 		t.Fatal(got)
@@ -101,8 +153,9 @@ func TestEvLoopCloseAndKill(t *testing.T) {
 	waitReplyFn(t, "the killed connection gone", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.conns) == 1
+		return len(s.conns) == 2
 	})
+	idle.nc.Close()
 	if got := killer.do("GET", "k"); got != `"v"` {
 		t.Fatalf("GET after the kill: %q", got)
 	}
@@ -253,6 +306,8 @@ func TestRespComplete(t *testing.T) {
 func TestEvLoopOwnsSocket(t *testing.T) {
 	b := newReplyBackend()
 	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	dial(t, addr) // not alone (evAlone): a and p go to the loop at once
+	waitReplyFn(t, "the idle connection", func() bool { return s.ord.conns.Load() == 1 })
 	a, p := dial(t, addr), dial(t, addr)
 	for _, cl := range []*tconn{a, p} {
 		if got := cl.do("SET", "x", "1"); got != "OK" {
@@ -263,7 +318,7 @@ func TestEvLoopOwnsSocket(t *testing.T) {
 	var ea *evNetConn
 	s.mu.Lock()
 	for c := range s.conns {
-		if e, ok := c.nc.(*evNetConn); ok && ea == nil && c.id == 1 {
+		if e, ok := c.nc.(*evNetConn); ok && ea == nil && c.id == 2 {
 			ea = e
 		}
 	}
@@ -301,6 +356,10 @@ func TestEvLoopOwnsSocket(t *testing.T) {
 		defer ea.gmu.Unlock()
 		return ea.gc == nil
 	})
+	// The hand-back closes the Go connection and then adds the socket to
+	// the loop's set: wait for the add (asserted at once, this failed 1
+	// run in 200 under load: 0 sets), then for no second set.
+	waitReplyFn(t, "the socket in the loop's set", func() bool { return epollSets(t, fd) >= 1 })
 	if n := epollSets(t, fd); n != 1 {
 		t.Errorf("handed back: the socket is in %d epoll sets, want 1", n)
 	}
