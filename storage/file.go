@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -61,6 +62,9 @@ type osFile struct {
 	bulkRun  int   // bulk mode: DatasyncBulk calls in a row (at most ringOpenAfter)
 	plainRun int   // bulk mode, ring open: Datasync calls in a row
 	noRing   bool  // bulk mode: making a ring failed; not tried again
+	// heldSkip: bulk syncs left that take the ordinary fdatasync after a
+	// slow held one (heldsync_linux.go).
+	heldSkip atomic.Int64
 }
 
 // The lazy ring's hysteresis (SYNOD_WAL_IOURING=bulk; branch pxs47,
@@ -95,10 +99,16 @@ func (f *osFile) Datasync() error {
 
 // DatasyncBulk implements bulkSyncer.
 func (f *osFile) DatasyncBulk() error {
-	if ringMode == ringBulk {
+	switch ringMode {
+	case ringBulk:
 		return f.lazySync(true)
+	case ringAll:
+		return f.datasync(true)
 	}
-	return f.datasync(ringMode != ringOff)
+	if held, err := f.heldDatasync(); held { // heldsync_linux.go
+		return err
+	}
+	return f.datasync(false)
 }
 
 func (f *osFile) datasync(useRing bool) error {

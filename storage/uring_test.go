@@ -53,6 +53,7 @@ func TestRingOffByDefault(t *testing.T) {
 	if os.Getenv("SYNOD_WAL_IOURING") != "" {
 		t.Skip("SYNOD_WAL_IOURING is set")
 	}
+	heldTurnedOff(t) // TestHeldSync covers the held path
 	f := openOSFile(t)
 	r0, p0 := ringSyncs.Load(), plainSyncs.Load()
 	if err := f.Datasync(); err != nil {
@@ -327,7 +328,10 @@ func TestRingHeldWaitYieldsToStopTheWorld(t *testing.T) {
 // The WAL syncs a frame of at least walBulkFrame bytes (a loaded node's
 // group commit) through DatasyncBulk and a smaller one (a lone writer's)
 // through Datasync: with SYNOD_WAL_IOURING=bulk the first takes the ring,
-// the second fdatasync; with the ring refused or off both take fdatasync; in every case the records commit and come back on reopening.
+// the second fdatasync; with the ring off the first is a held fdatasync
+// (heldsync_linux.go; fdatasync with SYNOD_WAL_HELDSYNC=0), with the ring
+// refused both take fdatasync; in every case the records commit and come
+// back on reopening.
 // A WAL that ignored the frame's size (every sync one way) fails this test.
 func TestWALBulkFrameSync(t *testing.T) {
 	ringUp, _ := RingStatus()
@@ -335,10 +339,11 @@ func TestWALBulkFrameSync(t *testing.T) {
 		name       string
 		mode       int
 		refuse     bool
-		bigThrough string // "ring" or "fdatasync"
+		bigThrough string // "ring", "held" or "fdatasync"
 	}{
 		{"bulk", ringBulk, false, "ring"},
-		{"off", ringOff, false, "fdatasync"},
+		{"off", ringOff, false, "held"}, // heldsync_linux.go
+		{"off, held off", ringOff, false, "fdatasync"},
 		{"refused", ringBulk, true, "fdatasync"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -349,6 +354,10 @@ func TestWALBulkFrameSync(t *testing.T) {
 			if c.refuse {
 				refuseRing(t, syscall.EPERM)
 			}
+			if c.name == "off, held off" {
+				heldTurnedOff(t)
+			}
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // held syncs need 2 Ps
 			dir := t.TempDir()
 			w, err := OpenWAL(dir, WALOptions{Sync: true})
 			if err != nil {
@@ -360,12 +369,13 @@ func TestWALBulkFrameSync(t *testing.T) {
 			}
 			syncs := func(batch []automaton.Persist) (ring, plain uint64) {
 				t.Helper()
-				r0, p0 := ringSyncs.Load(), plainSyncs.Load()
+				r0, p0, h0 := ringSyncs.Load(), plainSyncs.Load(), heldSyncs.Load()
 				if err := s.Commit(batch); err != nil {
 					t.Fatal(err)
 				}
-				return ringSyncs.Load() - r0, plainSyncs.Load() - p0
+				return ringSyncs.Load() - r0, plainSyncs.Load() - p0 + heldSyncs.Load() - h0
 			}
+			held := func() uint64 { return heldSyncs.Load() }
 			val := make([]byte, 100)
 			small := []automaton.Persist{{Key: "lone", Value: val}}
 			var big []automaton.Persist
@@ -384,9 +394,13 @@ func TestWALBulkFrameSync(t *testing.T) {
 					}
 				}
 			}
+			h0 := held()
 			r, p := syncs(big)
-			if want := map[string][2]uint64{"ring": {1, 0}, "fdatasync": {0, 1}}[c.bigThrough]; r != want[0] || p != want[1] {
+			if want := map[string][2]uint64{"ring": {1, 0}, "fdatasync": {0, 1}, "held": {0, 1}}[c.bigThrough]; r != want[0] || p != want[1] {
 				t.Fatalf("a frame of %d records: %d syncs through the ring, %d fdatasync; want %d and %d", len(big), r, p, want[0], want[1])
+			}
+			if h, want := held()-h0, map[bool]uint64{true: 1}[c.bigThrough == "held"]; h != want {
+				t.Fatalf("a frame of %d records: %d held fdatasyncs, want %d", len(big), h, want)
 			}
 			w.Close()
 			w, err = OpenWAL(dir, WALOptions{Sync: true})
