@@ -38,15 +38,18 @@ import (
 //   - a held flush that took longer than heldMaxWait (a stalled disk)
 //     makes the file's next heldBackoff bulk syncs ordinary ones, so a
 //     stalled disk does not keep holding a P or delaying GC pauses;
-//   - SYNOD_WAL_HELDSYNC=0 in a node's environment turns it off (the
-//     ordinary fdatasync for every frame, as before session 50).
+//   - it is OFF by default: SYNOD_WAL_HELDSYNC=1 in a node's environment
+//     turns it on. It lowered CPU and context switches per SET but also
+//     the SET rate, in 7 of 8 alternated rounds at load 16-23 (while the
+//     flush holds the P, the goroutines it readied wait unless the other P
+//     is free to steal them): docs/costs/s50-pxs50.md.
 //
 // io_uring's held wait (SYNOD_WAL_IOURING, uring_linux.go) keeps the P
 // too, interruptibly, but wakes an io-wq worker thread per sync; where a
 // ring mode is set, it is used instead of this.
 
-// heldOn is SYNOD_WAL_HELDSYNC, read at start: held syncs unless "0".
-var heldOn = os.Getenv("SYNOD_WAL_HELDSYNC") != "0"
+// heldOn is SYNOD_WAL_HELDSYNC, read at start: held syncs only with "1".
+var heldOn = os.Getenv("SYNOD_WAL_HELDSYNC") == "1"
 
 // heldMaxWait and heldBackoff: see above. A stall, not a busy disk: on
 // the shared 2-core machine at load 25-30 (three nodes and other builds on

@@ -71,11 +71,12 @@
 // default) the fdatasync is an io_uring IORING_OP_FSYNC (DATASYNC) waited for
 // without Go's scheduler seeing a blocking system call, where the kernel
 // allows io_uring (uring_linux.go says why, what it measured and why it is
-// off; OpenWAL logs a fallback to the system call). Without it, a frame of
-// at least 1 KiB (a loaded node's group commit) is synced with a "held"
-// fdatasync (RawSyscall: its P is not handed over, so Go's sysmon does not
-// wake every 20 µs to retake it; heldsync_linux.go says what it saves and
-// its limits; SYNOD_WAL_HELDSYNC=0 turns it off). Concurrent commits of different namespaces therefore share
+// off; OpenWAL logs a fallback to the system call). With
+// SYNOD_WAL_HELDSYNC=1 instead (also off by default), a frame of at least
+// 1 KiB (a loaded node's group commit) is synced with a "held" fdatasync
+// (RawSyscall: its P is not handed over, so Go's sysmon does not wake every
+// 20 µs to retake it; heldsync_linux.go says what it saves, what it costs
+// and why it is off). Concurrent commits of different namespaces therefore share
 // one write and one sync (group commit), and a frame holds whole batches, so
 // a batch is atomic. A failed write or sync fails the engine for good (see
 // "Storage faults" below).

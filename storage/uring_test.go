@@ -328,8 +328,8 @@ func TestRingHeldWaitYieldsToStopTheWorld(t *testing.T) {
 // The WAL syncs a frame of at least walBulkFrame bytes (a loaded node's
 // group commit) through DatasyncBulk and a smaller one (a lone writer's)
 // through Datasync: with SYNOD_WAL_IOURING=bulk the first takes the ring,
-// the second fdatasync; with the ring off the first is a held fdatasync
-// (heldsync_linux.go; fdatasync with SYNOD_WAL_HELDSYNC=0), with the ring
+// the second fdatasync; with the ring off both take fdatasync, the first a
+// held one with SYNOD_WAL_HELDSYNC=1 (heldsync_linux.go); with the ring
 // refused both take fdatasync; in every case the records commit and come
 // back on reopening.
 // A WAL that ignored the frame's size (every sync one way) fails this test.
@@ -342,8 +342,8 @@ func TestWALBulkFrameSync(t *testing.T) {
 		bigThrough string // "ring", "held" or "fdatasync"
 	}{
 		{"bulk", ringBulk, false, "ring"},
-		{"off", ringOff, false, "held"}, // heldsync_linux.go
-		{"off, held off", ringOff, false, "fdatasync"},
+		{"off", ringOff, false, "fdatasync"},
+		{"off, held on", ringOff, false, "held"}, // heldsync_linux.go
 		{"refused", ringBulk, true, "fdatasync"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -354,7 +354,9 @@ func TestWALBulkFrameSync(t *testing.T) {
 			if c.refuse {
 				refuseRing(t, syscall.EPERM)
 			}
-			if c.name == "off, held off" {
+			if c.name == "off, held on" {
+				heldTurnedOn(t)
+			} else {
 				heldTurnedOff(t)
 			}
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // held syncs need 2 Ps
