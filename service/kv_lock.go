@@ -8,9 +8,16 @@ package service
 // besides, SORT with BY or GET patterns, locks both): under T-Paxos
 // it is not isolated from a transaction's per-key locks (documented
 // limitation: run it outside transactions).
-func (KV) Locks(op Op) []Lock {
+func (KV) Locks(op Op) []Lock { return (KV{}).AppendLocks(nil, op) }
+
+// AppendLocks appends Locks(op) to dst and returns the extended slice: no
+// allocation when dst has room (protocol/esds keeps a key-local
+// operation's one lock in the operation itself, and takes a read's in a
+// scratch array: an allocation per put and per get per replica before).
+func (KV) AppendLocks(dst []Lock, op Op) []Lock {
 	write := !(KV{}).IsRead(op)
-	out := []Lock{{Key: op.Key, Write: write}}
+	out := append(dst, Lock{Key: op.Key, Write: write})
+	n := len(dst)
 	o := kvOps[op.Kind]
 	var more []string
 	switch {
@@ -27,7 +34,7 @@ func (KV) Locks(op Op) []Lock {
 	}
 	for _, k := range more {
 		dup := false
-		for _, l := range out {
+		for _, l := range out[n:] {
 			dup = dup || l.Key == k
 		}
 		if !dup {

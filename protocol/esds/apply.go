@@ -241,7 +241,7 @@ func (a *ESDS) readValue(sop service.Op) service.Result {
 		return a.tent.Apply(sop)
 	}
 	if ks, ok := a.keyed(); ok && ks.KeyLocal(sop) {
-		locks := ks.Locks(sop)
+		locks := a.readLocks(ks, sop)
 		if a.tent != nil && !a.pendAll && !slices.ContainsFunc(locks, func(l service.Lock) bool { return a.pendKeys[l.Key] }) {
 			return a.tent.Apply(sop)
 		}
@@ -474,9 +474,32 @@ func (a *ESDS) tentApply(o *op) {
 // never changes; the service's Locks allocates its answer at every call).
 func opLocks(ks keyedService, o *op) []service.Lock {
 	if o.locks == nil {
-		o.locks = ks.Locks(o.sop)
+		o.locks = appendLocks(ks, o.lock0[:0], o.sop)
 	}
 	return o.locks
+}
+
+// lockAppender is a keyed service that appends an operation's locks to a
+// slice (service.KV.AppendLocks): a key-local operation's one lock then
+// goes into the operation's own array (opLocks), a local read's into the
+// replica's scratch array (readLocks), without an allocation each.
+type lockAppender interface {
+	AppendLocks(dst []service.Lock, op service.Op) []service.Lock
+}
+
+// appendLocks is ks's Locks(sop) appended to dst.
+func appendLocks(ks keyedService, dst []service.Lock, sop service.Op) []service.Lock {
+	if la, ok := ks.(lockAppender); ok {
+		return la.AppendLocks(dst, sop)
+	}
+	return append(dst, ks.Locks(sop)...)
+}
+
+// readLocks is ks's Locks(sop) in the replica's scratch array: valid until
+// the next call (a read's locks, looked at and dropped in one step).
+func (a *ESDS) readLocks(ks keyedService, sop service.Op) []service.Lock {
+	a.lockBuf = appendLocks(ks, a.lockBuf[:0], sop)
+	return a.lockBuf
 }
 
 // keyedService is a service that names the keys each operation reads and

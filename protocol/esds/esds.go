@@ -338,10 +338,16 @@ type ESDS struct {
 	// gcCursor: where in appliedLive the next incremental collection
 	// starts examining (gc.go collectEveryTick).
 	gcCursor int
-	// uncompacted: the collected operations whose records are kept for
-	// record "g" (gc.go collectDelta) until the next "s"; deltaWritten:
+	// uncompacted: the record keys (recOp+id, op.recKey) of the collected
+	// operations whose records are kept for record "g" (gc.go
+	// collectDelta) until the next "s"; deltaWritten:
 	// a "g" was written since the last "s".
-	uncompacted  []string
+	uncompacted []string
+	// lockBuf: readLocks's scratch array.
+	lockBuf []service.Lock
+	// flushBuf: flushDirty's list of the step's dirty operations, kept
+	// empty between steps for its capacity.
+	flushBuf     []*op
 	deltaWritten bool
 	// stableOrder keeps the stable state's sorted keys between its
 	// snapshots (service.KeyOrder), when the state is a KV.
@@ -356,9 +362,9 @@ type ESDS struct {
 	// position) waiting for this replica's response.
 	pending map[string]uint64
 
-	// Front end (frontend.go): wait_f, rept_f, the send policy.
+	// Front end (frontend.go): wait_f, the send policy (rept_f is empty
+	// between steps: receiveResponse).
 	wait                         map[string]*feOp
-	rept                         map[string][]service.Result
 	sendN, resendTicks, maxSends int
 	prevTicks                    int // prev_timeout in gossip ticks
 	feSends                      uint64
@@ -423,6 +429,7 @@ type op struct {
 	// opLocks): notePending, keyIndex, noteTouch, tentInsert and
 	// staleAppend each asked for them, an allocation each.
 	locks []service.Lock
+	lock0 [1]service.Lock // locks' array for one lock (opLocks)
 }
 
 func (a *ESDS) members() uint64 { return a.all &^ a.removed }
@@ -463,7 +470,13 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 		}
 		a.flushDirty()
 	}
-	out := append(a.persists, a.Out...)
+	// The records first, then the sends and responses. A step without
+	// records returns the outbox itself, and flushDirty sized the
+	// records' slice for the outbox too: no copy of a grown slice.
+	out := a.Out
+	if len(a.persists) > 0 {
+		out = append(a.persists, a.Out...)
+	}
 	a.persists, a.Out = nil, nil
 	if batch {
 		// A batch's messages to one peer leave as one (only in batch
@@ -513,7 +526,6 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.sp, a.spOp, a.spRec = Label{}, nil, Label{}
 	a.pending = map[string]uint64{}
 	a.wait = map[string]*feOp{}
-	a.rept = map[string][]service.Result{}
 	a.results = map[string]service.Result{}
 	a.resultQ = nil
 	a.gcd = idSummary{}

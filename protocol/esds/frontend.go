@@ -140,7 +140,6 @@ func (a *ESDS) expirePrevWaits() {
 			a.Respond(r, res)
 		}
 		delete(a.wait, id)
-		delete(a.rept, id)
 	}
 }
 
@@ -194,29 +193,22 @@ func (a *ESDS) prevCycle(x entry) (string, bool) {
 
 // receiveResponse is receive_{r,f}("response", x, v) (Fig. 4.1): kept in
 // rept_f only while x is waiting; then response_c(x, v) is enabled and
-// taken at once.
+// taken at once, in the same step.
+//
+// rept_f is therefore empty between steps, and is not stored: the value
+// received is the first (response_c answers with it every client request
+// waiting for x; x leaves wait_f and, with it, every value of x would
+// leave rept_f). A map entry and a one-value list per put were written
+// and deleted here in the same step before (issue 28, session 50).
 func (a *ESDS) receiveResponse(id string, v service.Result) {
-	if a.wait[id] == nil {
+	f := a.wait[id]
+	if f == nil {
 		return // no longer waiting: ignored
 	}
-	a.rept[id] = append(a.rept[id], v)
-	a.responseC(id)
-}
-
-// responseC is response_c(x, v) (Fig. 4.1): any one received value (the
-// first) answers every client request waiting for x; x leaves wait_f and
-// every stored response for x leaves rept_f.
-func (a *ESDS) responseC(id string) {
-	vs := a.rept[id]
-	f := a.wait[id]
-	if len(vs) == 0 || f == nil {
-		return
-	}
 	for _, r := range f.reqs {
-		a.Respond(r, vs[0])
+		a.Respond(r, v)
 	}
 	delete(a.wait, id)
-	delete(a.rept, id)
 }
 
 // replicaRequest is the replica's receive_{f,r}("request", x) (Figs. 4.2,

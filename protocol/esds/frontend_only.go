@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/synod-dev/synod/automaton"
-	"github.com/synod-dev/synod/service"
 )
 
 // Front-end-only nodes (the ESDS thesis §4.2.4, Fig. 4.1; issue 21 item 1).
@@ -49,12 +48,11 @@ func (a *ESDS) isReplica(j int) bool { return a.all&(1<<j) != 0 }
 // replicas for their final order.
 func (a *ESDS) IsReplica() bool { return !a.feOnly }
 
-// startFrontEndOnly starts a front-end-only node: empty wait_f and rept_f,
+// startFrontEndOnly starts a front-end-only node: empty wait_f (and rept_f),
 // a new incarnation, and the tick that drives resends. Persisted records
 // (there are none of ours) are ignored.
 func (a *ESDS) startFrontEndOnly() {
 	a.wait = map[string]*feOp{}
-	a.rept = map[string][]service.Result{}
 	a.removed = a.removedParam
 	a.inc = a.cfg.Rand.Uint64() | 1
 	a.Emit(automaton.SetTimer{ID: timerGossip, After: a.gossipIvl})

@@ -75,7 +75,7 @@ func TestFrontEndOnlyNode(t *testing.T) {
 		if d := c.Disk(id); len(d) != 0 {
 			t.Errorf("%s persisted %v", id, d)
 		}
-		if e.ops != nil || len(e.FinalOrder()) != 0 || len(e.wait) != 0 || len(e.rept) != 0 {
+		if e.ops != nil || len(e.FinalOrder()) != 0 || len(e.wait) != 0 {
 			t.Errorf("%s holds replica state or waits: ops=%v wait=%v", id, e.ops, e.wait)
 		}
 	}

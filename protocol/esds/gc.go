@@ -1,6 +1,7 @@
 package esds
 
 import (
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -88,16 +89,19 @@ func (a *ESDS) collect() {
 		// operation records kept since (store.go restore).
 		a.persists = append(a.persists, automaton.Persist{Key: recStableDelta, Value: a.marshalStable(false)})
 		for _, o := range gone {
-			a.uncompacted = append(a.uncompacted, o.id)
+			a.uncompacted = append(a.uncompacted, o.recKey())
 		}
 		return
 	}
 	a.persists = append(a.persists, automaton.Persist{Key: recStable, Value: a.marshalStable(true)})
+	// The record keys made when the records were written (recKey), not
+	// recOp+id again: one allocation fewer per operation collected.
+	a.persists = slices.Grow(a.persists, len(gone)+len(a.uncompacted)+1)
 	for _, o := range gone {
-		a.persists = append(a.persists, automaton.Persist{Key: recOp + o.id, Delete: true})
+		a.persists = append(a.persists, automaton.Persist{Key: o.recKey(), Delete: true})
 	}
-	for _, id := range a.uncompacted {
-		a.persists = append(a.persists, automaton.Persist{Key: recOp + id, Delete: true})
+	for _, k := range a.uncompacted {
+		a.persists = append(a.persists, automaton.Persist{Key: k, Delete: true})
 	}
 	if a.deltaWritten || len(a.uncompacted) > 0 {
 		a.persists = append(a.persists, automaton.Persist{Key: recStableDelta, Delete: true})

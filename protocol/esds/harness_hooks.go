@@ -114,7 +114,8 @@ func (a *ESDS) Dump() string {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.wait)) {
-		fmt.Fprintf(&b, "\n  front end: %s waits, sent %v, %d responses kept", id, a.wait[id].sent, len(a.rept[id]))
+		// rept_f is empty between steps (receiveResponse).
+		fmt.Fprintf(&b, "\n  front end: %s waits, sent %v, 0 responses kept", id, a.wait[id].sent)
 	}
 	if r := a.resv; r != nil {
 		fmt.Fprintf(&b, "\n  reservation: %s", r.status)

@@ -252,7 +252,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		}
 		if a.gcd.has(x.ID) {
 			if !base.Set || base.Less(o.label) {
-				a.uncompacted = append(a.uncompacted, x.ID) // kept for "g"
+				a.uncompacted = append(a.uncompacted, k) // kept for "g"
 			}
 			continue // collected (since "s", or its delete was lost with a crash)
 		}
@@ -274,9 +274,9 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		o.pOK, o.pFlags, o.pLabel = true, x.Flags, x.Label
 	}
 	// The operations collected since "s" ("g"): every peer is told again.
-	for _, id := range a.uncompacted {
+	for _, k := range a.uncompacted {
 		if !a.goneless() {
-			a.goneQ[id] = a.all &^ a.bit()
+			a.goneQ[k[len(recOp):]] = a.all &^ a.bit()
 		}
 	}
 	// The stable state from "s"'s snapshot to "g"'s label.
@@ -453,13 +453,17 @@ func (a *ESDS) flushDirty() {
 	if len(a.dirtyOps) == 0 {
 		return
 	}
-	dirty := make([]*op, 0, len(a.dirtyOps))
+	dirty := a.flushBuf[:0] // reused step to step (cleared below)
 	for _, o := range a.dirtyOps {
 		if o.dirty && o.label.Set {
 			dirty = append(dirty, o)
 		}
 	}
 	slices.SortFunc(dirty, func(x, y *op) int { return strings.Compare(x.id, y.id) })
+	// Room for every record below, "p" and the step's sends and
+	// responses (Step appends them): one allocation, not a slice grown
+	// record by record and copied once more in Step.
+	a.persists = slices.Grow(a.persists, len(dirty)+1+len(a.Out))
 	// Under stability=prefix (goneless) a record is not rewritten for
 	// stable everywhere (the peers' stamps teach it again after a
 	// restart), nor for stable here at or below the stable prefix, which
@@ -494,6 +498,8 @@ func (a *ESDS) flushDirty() {
 		a.spRec = sp
 		a.persists = append(a.persists, automaton.Persist{Key: recPrefix, Value: labelBytes(sp)})
 	}
+	clear(dirty)
+	a.flushBuf = dirty[:0]
 }
 
 // brokenPrefixRec (tests only, TestBrokenPrefixRecordCaught): 1 leaves a
