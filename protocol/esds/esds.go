@@ -385,6 +385,10 @@ type ESDS struct {
 	seen         map[string]bool    // sendStream's scratch
 	proto.Outbox                    // sends and responses, released after persists
 	persists     []automaton.Output // persists of this step
+	// spareOp: the replica's operation allocated with the front end's
+	// (requestC, feAndOp), for replicaRequest in the same call; nil
+	// otherwise.
+	spareOp *op
 }
 
 // op is one operation object (the ESDS thesis §4.2.2): the descriptor plus this

@@ -47,7 +47,18 @@ func (a *ESDS) requestC(id automaton.RequestID, x entry) {
 		return
 	}
 	start := a.firstReplica()
-	f := &feOp{x: x, cursor: start}
+	var f *feOp
+	if start == a.self && !a.feOnly && a.ops[x.ID] == nil && !(a.readsLocal && a.svc.IsRead(x.Op)) {
+		// The first send is to this node's replica, which does not have
+		// x yet and will receive it (a write, or a read it orders): the
+		// front end's operation and the replica's in one allocation
+		// (replicaRequest takes spareOp), not two per put.
+		p := &feAndOp{}
+		f, a.spareOp = &p.f, &p.o
+	} else {
+		f = new(feOp)
+	}
+	f.x, f.cursor = x, start
 	f.req0[0] = id
 	f.reqs = f.req0[:1:1]
 	if n := len(a.cfg.Nodes); n <= len(f.sent0) {
@@ -67,6 +78,16 @@ func (a *ESDS) requestC(id automaton.RequestID, x entry) {
 		a.sendRequest(f, j)
 		n--
 	}
+	a.spareOp = nil // not taken (a read answered locally, a replica removed): dropped
+}
+
+// feAndOp is a front end's operation and its own replica's, allocated
+// together (requestC): the replica's outlives the front end's (it is kept
+// until collected), so the pair is, a few hundred bytes per operation not
+// yet collected.
+type feAndOp struct {
+	f feOp
+	o op
 }
 
 // sendRequest is send_{f,r}("request", x): to the local replica directly
@@ -229,7 +250,12 @@ func (a *ESDS) replicaRequest(fe int, x entry) {
 		return
 	}
 	if a.ops[x.ID] == nil {
-		a.receive(&op{id: x.ID, rkey: x.rkey, prev: append([]string(nil), x.Prev...), strict: x.Strict, sop: x.Op})
+		o := a.spareOp
+		if a.spareOp = nil; o == nil {
+			o = new(op)
+		}
+		*o = op{id: x.ID, rkey: x.rkey, prev: append([]string(nil), x.Prev...), strict: x.Strict, sop: x.Op}
+		a.receive(o)
 	}
 	a.pending[x.ID] |= 1 << fe
 }
