@@ -343,6 +343,10 @@ type ESDS struct {
 	// collectDelta) until the next "s"; deltaWritten:
 	// a "g" was written since the last "s".
 	uncompacted []string
+	// stale: keys of records "s" stands for, to delete at most gcPerTick
+	// a tick (gc.go dropStale): a large state's collection that rewrites
+	// "s" no longer deletes tens of thousands in its step.
+	stale []string
 	// lockBuf: readLocks's scratch array.
 	lockBuf []service.Lock
 	// flushBuf: flushDirty's list of the step's dirty operations, kept
@@ -534,7 +538,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.resultQ = nil
 	a.gcd = idSummary{}
 	a.reads = idSummary{}
-	a.uncompacted, a.deltaWritten = nil, false
+	a.uncompacted, a.deltaWritten, a.stale = nil, false, nil
 	a.goneQ = map[string]uint64{}
 	a.stable = a.svc.NewState()
 	a.stableMax = Label{}

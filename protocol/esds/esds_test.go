@@ -29,6 +29,8 @@ type cluster struct {
 	rng         *rand.Rand
 	invErr      error
 	tolerateInv bool
+	// afterStep, when set, runs after every step (after checkIndexes).
+	afterStep func(a *ESDS)
 }
 
 func newCluster(t *testing.T, proto string, n int, svc service.Service, params map[string]string) *cluster {
@@ -48,7 +50,11 @@ func newClusterOpts(t *testing.T, o harness.Options) *cluster {
 	o.AfterStep = func(_ automaton.NodeID, a automaton.Automaton) error {
 		// (esds-broken-duplabel's equal labels leave the label order of its
 		// index undecided: the scan may sort ties either way.)
-		if e := a.(*ESDS); !e.proto.dupLabel {
+		e := a.(*ESDS)
+		if c.afterStep != nil {
+			defer c.afterStep(e)
+		}
+		if !e.proto.dupLabel {
 			return e.checkIndexes()
 		}
 		return nil

@@ -178,6 +178,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 	// "g", its fields, and the operations between the two labels, which
 	// "g" stands for with their records (applied below, in label order).
 	var base Label // the label of the last operation in "s"'s snapshot
+	snapN := 0     // its size
 	for _, k := range []string{recStable, recStableDelta} {
 		b, ok := recs[k]
 		if !ok {
@@ -192,6 +193,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 			deltaUse.restores.Add(1)
 		}
 		if k == recStable {
+			snapN = len(r.snap)
 			if err := a.stable.Restore(r.snap); err != nil {
 				return fmt.Errorf("record %q: %w", k, err)
 			}
@@ -253,6 +255,11 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		if a.gcd.has(x.ID) {
 			if !base.Set || base.Less(o.label) {
 				a.uncompacted = append(a.uncompacted, k) // kept for "g"
+			} else if snapN >= deltaMin {
+				// "s" stands for it: its delete was queued (dropStale)
+				// or lost with a crash. Queued again (large states only:
+				// small ones' collections are as before).
+				a.stale = append(a.stale, k)
 			}
 			continue // collected (since "s", or its delete was lost with a crash)
 		}
