@@ -71,8 +71,11 @@ type BatchBackend interface {
 // is the Backend's once Submit is called: the caller neither changes nor
 // reuses it, and reads it only (the Backend may replace its operations'
 // argument slices with copies of the same bytes before Submit returns);
-// the argument bytes stay the caller's, as for Do. Where the
-// namespace's protocol applies atomic groups, a connection's pipeline
+// the argument bytes stay the caller's, as for Do. req.Opts.Ext, the map
+// and its value lists, is the Backend's likewise: the caller does not
+// change it once Submit is called (it may keep reading it; the Backend
+// does not change it either: Options are copied on write, Options.Set).
+// Where the namespace's protocol applies atomic groups, a connection's pipeline
 // batches then go in flight together, same-key batches one after another
 // (gateway/pipeline.go, "Batches in flight").
 type SubmitBackend interface {

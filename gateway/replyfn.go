@@ -149,23 +149,35 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 		a.release()
 		end()
 		c.wmu.Lock()
-		run := func() {
-			a.rs[0] = c.submit(ns.Name, req)
-			c.writeResult(p.render(a.rs[:]))
-			a.p, a.rs = plan{}, [1]service.Result{}
-		}
-		if a.loop { // evloop.go: c.submit waits
-			a.detour = func() {
-				run()
-				c.s.cmds.called(name, time.Since(start), c.errReplies > errs)
-			}
-			return
-		}
-		run()
+		c.submitOff(ns.Name, req, name, p, start, errs)
 		return
 	}
 	a.submitted = true
 	cc.setAfter(a.cancel) // deadline.go: the timer, the server's stop
+}
+
+// submitOff runs request req of plan p (command name, started at start
+// with errs error replies) through c.submit when SubmitReply did not take
+// it: here, or left in detour on the event loop (c.submit waits). wmu is
+// held. It is replyAsync's fallback in a function of its own because its
+// closures capture p and req: in replyAsync they moved both to the heap
+// on every call, two allocations per command on the path that never
+// runs them (go build -gcflags=-m: "moved to heap: p", "moved to heap: req").
+func (c *conn) submitOff(ns string, req automaton.Request, name string, p plan, start time.Time, errs int) {
+	a := &c.as
+	run := func() {
+		a.rs[0] = c.submit(ns, req)
+		c.writeResult(p.render(a.rs[:]))
+		a.p, a.rs = plan{}, [1]service.Result{}
+	}
+	if a.loop { // evloop.go: c.submit waits
+		a.detour = func() {
+			run()
+			c.s.cmds.called(name, time.Since(start), c.errReplies > errs)
+		}
+		return
+	}
+	run()
 }
 
 // runCheckedOff is runChecked(name, p), left for a goroutine when exec

@@ -395,7 +395,11 @@ func (l *nsLoop) endPass() bool {
 // whether it stepped ev; with commit, the pass's flush queues its batch
 // without starting a committer, and deferred reports that it did: the
 // caller then commits it (commitOnCaller; replyfn.go, callerCommits).
-func (l *nsLoop) directPass(ev event, commit bool) (stepped, deferred bool) {
+// The requests come as themselves, not as an event: a direct pass only
+// runs where the loop batches (direct implies batches), where take would
+// unwrap an event's ClientRequest into reqs at once, so boxing it into the
+// event's interface was an allocation per request for nothing.
+func (l *nsLoop) directPass(commit bool, reqs ...automaton.Request) (stepped, deferred bool) {
 	if !l.direct || !l.pass.TryLock() {
 		return false, false
 	}
@@ -419,7 +423,8 @@ func (l *nsLoop) directPass(ev event, commit bool) (stepped, deferred bool) {
 		}
 		l.take(q)
 	}
-	l.take(ev)
+	// take's ClientRequest and ClientBatch case
+	l.reqs = append(l.reqs, reqs...)
 	l.drain(nil) // a direct pass leaves the inbox to the pool's pass
 	if !l.endPass() {
 		l.live = false

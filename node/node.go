@@ -891,8 +891,7 @@ func (n *Node) handOverTo(ctx context.Context, l *nsLoop, req automaton.Request,
 		ch = respChans.Get().(chan automaton.Response)
 		l.addWaiter(req.ID, ch)
 	}
-	ev := event{in: automaton.ClientRequest{Req: req}}
-	if ok, deferred := l.directPass(ev, l.callerCommits(fn)); ok { // loop.go
+	if ok, deferred := l.directPass(l.callerCommits(fn), req); ok { // loop.go
 		l.requests.Add(1)
 		l.mRequests.Inc()
 		if deferred {
@@ -900,7 +899,7 @@ func (n *Node) handOverTo(ctx context.Context, l *nsLoop, req automaton.Request,
 		}
 		return ch, t0, nil
 	}
-	switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
+	switch l.requestQueue().put(event{in: automaton.ClientRequest{Req: req}}, ctx.Done(), n.stopping, n.sf.ch) {
 	case -1:
 		if !l.inlinePassCommit(l.callerCommits(fn)) { // sched.go; else stepped here
 			l.noteRequest()
@@ -1014,9 +1013,8 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 	}
 	t0 := time.Now()
 	var err error
-	ev := event{in: automaton.ClientBatch{Reqs: batch}}
-	if ok, _ := l.directPass(ev, false); !ok { // loop.go; else stepped here
-		switch l.requestQueue().put(ev, ctx.Done(), n.stopping, n.sf.ch) {
+	if ok, _ := l.directPass(false, batch...); !ok { // loop.go; else stepped here
+		switch l.requestQueue().put(event{in: automaton.ClientBatch{Reqs: batch}}, ctx.Done(), n.stopping, n.sf.ch) {
 		case -1:
 			l.noteRequest()
 			n.handoff(1)
@@ -1052,9 +1050,12 @@ func (n *Node) admit(l *nsLoop, req automaton.Request) (_ automaton.Request, ref
 }
 
 // admitOwned is admit; ownOps says req.Ops (the list, not the arguments
-// its operations point to) is already the node's (Submit's contract): the
-// operations' arguments are then copied into it in place instead of into
-// a new list (one list of a batch's operations fewer per pipelined batch).
+// its operations point to) and req.Opts.Ext (the map and its value lists)
+// are already the node's (Submit's contract): the operations' arguments
+// are then copied into it in place instead of into a new list (one list
+// of a batch's operations fewer per pipelined batch), and the options are
+// not copied (a map and its lists, three allocations per ESDS request,
+// whose gateway assigns every request an option of its own).
 func (n *Node) admitOwned(l *nsLoop, req automaton.Request, ownOps bool) (_ automaton.Request, refused automaton.Response, ok bool) {
 	// A transaction shape the protocol cannot honour is refused here, before
 	// anything is applied (automaton/txn.go). Only groups and transaction
@@ -1078,7 +1079,7 @@ func (n *Node) admitOwned(l *nsLoop, req automaton.Request, ownOps bool) (_ auto
 		}
 		req.Ops = ops
 	}
-	if req.Opts.Ext != nil {
+	if req.Opts.Ext != nil && !ownOps { // owned: the map is the node's too (gateway.SubmitBackend)
 		ext := make(map[string][]string, len(req.Opts.Ext))
 		for k, v := range req.Opts.Ext {
 			ext[k] = append([]string(nil), v...)
