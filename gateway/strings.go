@@ -123,7 +123,7 @@ func planGet(c *conn, args [][]byte) plan {
 	if p, ok := c.kvOnly("get"); !ok {
 		return p
 	}
-	return opPlan(kvOp("get", args[1]), nil)
+	return plan{ops: c.oneOp(kvOp("get", args[1])), reply: firstResult} // as SET's: no list of one per GET
 }
 
 func planSetNX(c *conn, args [][]byte) plan {

@@ -118,6 +118,10 @@ type nsLoop struct {
 	// client requests not yet stepped (take, stepReqs).
 	batches bool
 	reqs    []automaton.Request
+	// reqEv: the event take unwrapped reqs[0] from when it was a lone
+	// ClientRequest that came through the queue, so that stepReqs steps
+	// a lone request in the box it came in instead of boxing it again.
+	reqEv event
 
 	// Pipeline between the loop and its committer goroutine, which runs
 	// only while batches wait (ensureCommitter; committing: it runs, cwg:
@@ -527,6 +531,9 @@ func (l *nsLoop) take(ev event) {
 	if l.batches {
 		switch in := ev.in.(type) {
 		case automaton.ClientRequest:
+			if len(l.reqs) == 0 {
+				l.reqEv = ev
+			}
 			l.reqs = append(l.reqs, in.Req)
 			return
 		case automaton.ClientBatch: // Node.DoBatch: in order, together
@@ -591,13 +598,17 @@ func (l *nsLoop) stepReqs() {
 	case 0:
 		return
 	case 1:
-		l.step(event{in: automaton.ClientRequest{Req: l.reqs[0]}})
+		ev := l.reqEv // reqs[0]'s own box, when it came in one (take)
+		if ev.in == nil {
+			ev = event{in: automaton.ClientRequest{Req: l.reqs[0]}}
+		}
+		l.step(ev)
 	default:
 		l.step(event{in: automaton.ClientBatch{Reqs: l.reqs}})
 		l.steps += len(l.reqs) - 1 // inputs, for BatchLimit and the batch metric
 	}
 	clear(l.reqs)
-	l.reqs = l.reqs[:0]
+	l.reqs, l.reqEv = l.reqs[:0], event{}
 }
 
 func (l *nsLoop) step(ev event) {
