@@ -319,6 +319,64 @@
 // (AnswerEarlyModel), whose crashes before an fsync follow the positioned
 // rule across steps (mc/unsynced.go).
 //
+// # The leader's own acceptance against the followers' (session 50)
+//
+// Two questions of one client's put that the seed leaves open (the Grid
+// Services thesis, ch. V, counts a value chosen once t+1 acceptors accepted
+// it and times a learner's learning, not stable storage; its prototype
+// wrote nothing to disk). Our decisions, with the figures of
+// docs/costs/s50-lat50.md:
+//
+//   - The Accepts leave before the leader's own acceptance is written. The
+//     step that proposes emits the Persist of a/<i> and then the Early
+//     Accepts; the runtime writes the Accepts at the end of the pass and
+//     starts the commit after that (for one client's put on the
+//     connection's goroutine, node/sched.go inlinePassCommit). A follower's acceptance is the later
+//     one in most puts (in process, the leader's commit ended after the
+//     first follower's Accepted was stepped in 267 of 1,000; live 22-34 %),
+//     so writing the record first would lengthen the common case by the
+//     WAL write to shorten the rarer one.
+//   - The leader does not answer on two followers' acceptances while its
+//     own is still being written. It would be safe: each follower's
+//     Accepted left after its record was durable, two of three acceptors
+//     are a majority, and a value accepted by a majority under one ballot is
+//     chosen whatever becomes of the leader's record (Paxos Made Simple
+//     §2.2; the ballot rests on the promise, durable before any Prepare
+//     left). The answer at i also states instances 1..i-1, so it would
+//     still wait for the leader's records up to the last instance below i
+//     whose choice counted the leader's own vote. It is not built because
+//     the answer is emitted, positioned at i, in the step of the first
+//     follower's Accepted (the choice counts the leader's vote at once), and
+//     the automaton never sees its records become durable: answering
+//     earlier takes a second emission of the same answer on the second
+//     follower's Accepted, a kept copy of every such instance's answers
+//     until then, and a runtime that drops whichever copy comes second. The
+//     gain does not pay for that: in process 118 of 1,000 one-client puts
+//     had both followers' Accepteds stepped before the leader's commit
+//     ended, and answering those then would move the p50 from 459.8 to
+//     447.7 µs (an estimate from the stage trace; BenchmarkPutStages' path
+//     table in node/stages_test.go).
+//   - Through a follower, the seed's message flow (ch. V: proposer ->
+//     leader -> acceptors -> learners; "a learner accepts a value when it
+//     receives a message from a quorum of acceptors") would let the entry
+//     learn the choice from the other follower's Accepted and its own
+//     acceptance, one hop fewer than the leader's ForwardReply. Not built:
+//     the Accept would have to name the entries to send Accepteds to (a
+//     wire change), and the entry's answer would count its own vote the way
+//     the leader's does (positioned at i).
+//   - A follower's Forward waits, like every Send that is not Early, for
+//     all of the follower's earlier records, though it rests on none of
+//     them (it carries the client's request): one client's next put
+//     through a follower waits for the follower's sync of the previous
+//     put's acceptance, which the relayed answer no longer waits for (in
+//     process 49-105 µs between the entry's step and its Forward). A relayed
+//     Send (requirement 0, as a relayed answer) cut that to 9 µs, but in
+//     one in-process run the three nodes' fsyncs then overlapped more on
+//     this machine's one disk (the answering follower's commit 192 -> 270
+//     µs) and the p50 rose 569 -> 658 µs; it also moved pinned seeds in
+//     sim and conformance, sharded ones among them. Not landed:
+//     /work/notes/lat50-relayed-forward.patch and docs/costs/s50-lat50.md.
+//
 // # Catch-up, snapshots, compaction
 //
 // A replica that learns it is behind asks a peer for the chosen range
