@@ -173,6 +173,15 @@ type Options struct {
 	// committer goroutine, which holds it (lazy commit), as before flush
 	// held it itself (loop.go, holdInLoop; tests' and benchmarks' "before").
 	noLoopHold bool
+	// noInlineCommit: the inline pass of a lone callback request (a loop
+	// without direct passes: a Multi-Paxos leader's one-client put) hands
+	// its records to a committer goroutine, as before session 50
+	// (sched.go, inlinePassCommit); the direct passes' caller commit is
+	// kept. SYNOD_INLINE_COMMIT=0 in a node's environment sets it and
+	// SYNOD_LOOP_HOLD=0 sets noLoopHold (New), for a quiet A/B of one
+	// binary: one client's put p99 was higher with both on in 15 of 18
+	// alternated rounds on the loaded machine (docs/costs/s50-lat50.md).
+	noInlineCommit bool
 	// readerCommit: a TCP reader's pass of a lone message commits its
 	// records on the reader (sched.go, readerCommitPass). Off by default
 	// (docs/COSTS.md, lat46: one client's put p99 rose with it on this
@@ -324,6 +333,12 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 	}
 	if os.Getenv("SYNOD_READER_COMMIT") == "1" {
 		opts.readerCommit = true
+	}
+	if os.Getenv("SYNOD_INLINE_COMMIT") == "0" {
+		opts.noInlineCommit = true
+	}
+	if os.Getenv("SYNOD_LOOP_HOLD") == "0" {
+		opts.noLoopHold = true
 	}
 	if opts.InboxLen <= 0 {
 		opts.InboxLen = 4096
@@ -901,7 +916,7 @@ func (n *Node) handOverTo(ctx context.Context, l *nsLoop, req automaton.Request,
 	}
 	switch l.requestQueue().put(event{in: automaton.ClientRequest{Req: req}}, ctx.Done(), n.stopping, n.sf.ch) {
 	case -1:
-		if !l.inlinePassCommit(l.callerCommits(fn)) { // sched.go; else stepped here
+		if !l.inlinePassCommit(!n.opts.noInlineCommit && l.callerCommits(fn)) { // sched.go; else stepped here
 			l.noteRequest()
 			n.handoff(1)
 		}

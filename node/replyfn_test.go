@@ -449,3 +449,33 @@ func TestLoopHold(t *testing.T) {
 		})
 	}
 }
+
+// TestInlineCommitEnv: SYNOD_INLINE_COMMIT=0 and SYNOD_LOOP_HOLD=0 in the
+// node's environment turn off the leader's commit on the connection's
+// goroutine and the loop's hold (for a quiet A/B of one binary): no commit
+// in SubmitReply and no batch held by the loop over 30 lone SETs at a
+// Multi-Paxos leader (with them on, TestCallerCommit and TestLoopHold see
+// most of them).
+func TestInlineCommitEnv(t *testing.T) {
+	t.Setenv("SYNOD_INLINE_COMMIT", "0")
+	t.Setenv("SYNOD_LOOP_HOLD", "0")
+	var onCaller atomic.Int64
+	_, leader := paxosCluster(t, config.Fsync, func(string) Options {
+		return Options{trace: func(stage string, _ automaton.NodeID, _ byte) {
+			if stage == stageCommitStart && inFunc(".(*Node).SubmitReply") >= 0 {
+				onCaller.Add(1)
+			}
+		}}
+	})
+	cl := dialReplyClient(t, leader.ClientAddr().String())
+	l := leader.loop("default")
+	h0 := l.loopHolds.Load()
+	for i := range 30 {
+		if got := cl.do(t, "SET", fmt.Sprintf("k%d", i), "v"); got != "OK" {
+			t.Fatalf("SET: %s", got)
+		}
+	}
+	if oc, held := onCaller.Load(), l.loopHolds.Load()-h0; oc != 0 || held != 0 {
+		t.Errorf("with SYNOD_INLINE_COMMIT=0 SYNOD_LOOP_HOLD=0: %d commits on the connection's goroutine, %d batches held by the loop; want 0 and 0", oc, held)
+	}
+}
