@@ -39,15 +39,19 @@ func checkFloat(i int) func(Op) error {
 	}
 }
 
-// strOrAnswer returns key's string, or the answer when there is none:
-// WRONGTYPE for another type, nil without a key.
-func (s *KVState) strOrAnswer(key string) (kvEntry, *Result) {
+// strOrAnswer returns key's string (ok), or the answer when there is
+// none: WRONGTYPE for another type, nil without a key. The answer is a
+// value, not a pointer: a pointer to a nil answer made by each call
+// escaped, one allocation per GET of a missing key.
+func (s *KVState) strOrAnswer(key string) (_ kvEntry, answer Result, ok bool) {
 	e, ok, bad := s.str(key)
-	if bad == nil && !ok {
-		r := Nil()
-		bad = &r
+	switch {
+	case bad != nil:
+		return e, *bad, false
+	case !ok:
+		return e, Nil(), false
 	}
-	return e, bad
+	return e, Result{}, true
 }
 
 // str returns key's string: ok false without a key, bad set for another
@@ -62,9 +66,9 @@ func (s *KVState) str(key string) (e kvEntry, ok bool, bad *Result) {
 }
 
 func (s *KVState) opGet(op Op) Result {
-	e, none := s.strOrAnswer(op.Key)
-	if none != nil {
-		return *none
+	e, none, ok := s.strOrAnswer(op.Key)
+	if !ok {
+		return none
 	}
 	return Bytes(e.v)
 }
@@ -169,9 +173,9 @@ func (s *KVState) opGetSet(op Op) Result {
 }
 
 func (s *KVState) opGetDel(op Op) Result {
-	e, none := s.strOrAnswer(op.Key)
-	if none != nil {
-		return *none
+	e, none, ok := s.strOrAnswer(op.Key)
+	if !ok {
+		return none
 	}
 	s.del(op.Key)
 	return Bytes(e.v)
@@ -199,9 +203,9 @@ func (s *KVState) opGetEx(op Op) Result {
 	if len(op.Args) == 2 && !s.timed {
 		return Errorf(errNoTime)
 	}
-	e, none := s.strOrAnswer(op.Key)
-	if none != nil {
-		return *none
+	e, none, ok := s.strOrAnswer(op.Key)
+	if !ok {
+		return none
 	}
 	var ttl *ttlArg
 	if len(op.Args) == 2 {
