@@ -26,7 +26,9 @@
 // the operation's per-replica send counter (§4.2.4); the local replica is
 // reached without a network hop. receive_{r,f}("response", x, v) keeps v in
 // rept_f only while x is waiting, and response_c(x, v) answers with the first
-// value received, dropping x from wait_f and every value of x from rept_f. A
+// value received, dropping x from wait_f and every value of x from rept_f
+// (response_c is taken in the step that receives the first value, so rept_f
+// is empty between steps and is not stored: frontend.go receiveResponse). A
 // retry at another node is another front end submitting the same operation.
 // The replica's pending_r records, per operation, which front ends (a bit per
 // node) wait for its response.
