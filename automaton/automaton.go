@@ -163,6 +163,13 @@ type Request struct {
 	// again (proto.Validating). Never on the wire: a request that crosses
 	// it is a peer's forward, which protocols trust, or is checked again.
 	Checked bool
+	// Unanswered is the lowest sequence number among the client's requests
+	// not yet answered to it (its own Seq at most; 0: not told). The
+	// client never asks again for the outcome of an id below it, so a
+	// protocol's table of outcomes may forget those (the Raft thesis §6.3;
+	// Dragonboat's RespondedTo). The gateway knows it per connection, a
+	// closed-loop client is its current request.
+	Unanswered uint64
 }
 
 // Response answers a Request.

@@ -202,6 +202,13 @@ func SupportsMembership(name string) bool {
 	return err == nil && c.Membership
 }
 
+// SupportsSessions reports whether the named protocol reads
+// Request.Unanswered and takes SessionEnd requests (Capabilities.Sessions).
+func SupportsSessions(name string) bool {
+	c, err := capsOf(name)
+	return err == nil && c.Sessions
+}
+
 // --- parameters ---
 
 // ParamDefaulter is implemented by protocols with namespace parameters: the

@@ -61,6 +61,10 @@ type Capabilities struct {
 	// NestedWindow > 0: serves nested requests, answering that many per
 	// client from its cache (NestedCallee).
 	NestedWindow int
+	// Sessions: the protocol reads Request.Unanswered and takes a
+	// SessionEnd request (session.go): its table of outcomes forgets what
+	// no client can ask for again, deterministically on every replica.
+	Sessions bool
 	// NestedRefusal, for a protocol that does not serve nested requests
 	// (NestedWindow 0): why, in one sentence; configuration validation
 	// gives it when a cluster file names such a namespace as a callee.

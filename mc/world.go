@@ -144,6 +144,9 @@ type world struct {
 	// (symmetry.go). Both fixed at the start, shared by every state.
 	fanout bool
 	groups [][]int
+	// sessions: the protocol reads Request.Unanswered
+	// (automaton.SupportsSessions); fixed at the start.
+	sessions bool
 	// coordinator: the protocol's, in a client-driven model
 	// (clientdriven.go); nil otherwise.
 	coordinator automaton.ClientCoordinator
@@ -178,7 +181,7 @@ func newWorld(cfg *Config) (*world, error) {
 	if err := automaton.CheckService(cfg.Protocol, svc); err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, proto: p, svc: svc, index: map[automaton.NodeID]int{}}
+	w := &world{cfg: cfg, proto: p, svc: svc, index: map[automaton.NodeID]int{}, sessions: automaton.SupportsSessions(cfg.Protocol)}
 	for i := 1; i <= cfg.Model.Nodes; i++ {
 		id := automaton.NodeID(fmt.Sprintf("n%d", i))
 		w.index[id] = len(w.ids)
@@ -266,7 +269,14 @@ func (w *world) request(c, i int) automaton.Request {
 		r = automaton.Request{Op: op}
 	}
 	r.ID = automaton.RequestID{Client: uint64(c + 1), Seq: uint64(i + 1)}
-	return w.workloadRequest(c, i, r)
+	r = w.workloadRequest(c, i, r)
+	if w.sessions && !r.Nested {
+		// A closed-loop client waits for this request only
+		// (automaton.Request.Unanswered); a resend's copy carries its
+		// original's, lower than the client's: a stale bound is safe.
+		r.Unanswered = r.ID.Seq
+	}
+	return r
 }
 
 // step hands node i one input and applies its outputs.

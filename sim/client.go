@@ -61,6 +61,13 @@ func (s *simulator) onClientNext(c *client) {
 	c.seq++
 	c.ops++
 	c.req = automaton.Request{ID: automaton.RequestID{Client: c.id, Seq: c.seq}, Op: op}
+	if s.sessions && !s.cfg.Nested {
+		// One request at a time: every earlier one was answered (or given
+		// up on), so this one is the lowest the client still waits for.
+		// Not for nested requests: another caller replica may send a copy
+		// of an earlier id, which must get the first answer (callee.go).
+		c.req.Unanswered = c.seq
+	}
 	if s.cfg.Txns > 0 && s.rngTxn.Float64() < s.cfg.Txns {
 		s.beginTxn(c, op)
 	} else if s.cfg.Groups > 0 && s.rngGroup.Float64() < s.cfg.Groups {

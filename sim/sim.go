@@ -445,6 +445,7 @@ type simulator struct {
 
 	// ESDS: the protocol is eventually serializable; ids of completed operations.
 	esds         bool
+	sessions     bool // the protocol reads Request.Unanswered (automaton.SupportsSessions)
 	completedIDs []string
 
 	mem *membership // nil without Config.Membership
@@ -584,6 +585,7 @@ func newSimulator(cfg Config) (*simulator, error) {
 	}
 	s.fanout = automaton.ClientFanoutOf(cfg.Protocol) && !cfg.NoFanout
 	s.esds = esdsMode(cfg.Protocol)
+	s.sessions = automaton.SupportsSessions(cfg.Protocol)
 	if s.svc, err = service.Lookup(cfg.Service); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 // service sees it (at a non-member, a transaction step) and a membership
 // change (parsed by onMemberRequest) are not validated against the service.
 func (a *Paxos) Validator(req automaton.Request) service.Service {
-	if !a.isMember() || req.Txn != nil || isMemberReq(req) {
+	if !a.isMember() || req.Txn != nil || isMemberReq(req) || isSessionEnd(req) {
 		return nil
 	}
 	return a.cfg.Service
@@ -257,6 +257,12 @@ func (a *Paxos) answer(id automaton.RequestID, o outcome) {
 func (a *Paxos) reply(id automaton.RequestID, o outcome) {
 	relayed := a.relaying || a.proto.Protocol == BrokenRelayAll
 	a.Emit(automaton.Respond{Resp: automaton.Response{ID: id, Result: o.res, Results: o.results}, UpTo: a.answerAt, Relayed: relayed})
+}
+
+// isSessionEnd reports whether req ends its client's session
+// (automaton.SessionEnd): ordered like a write, answered OK.
+func isSessionEnd(req automaton.Request) bool {
+	return len(req.Ops) == 0 && req.Txn == nil && automaton.IsSessionEnd(req.Op)
 }
 
 // isMemberReq reports whether req is a membership change (a single

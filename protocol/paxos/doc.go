@@ -475,6 +475,49 @@
 // (by instance) when full, deterministically on every replica. Requests not
 // done within "op_timeout" are answered TRYAGAIN (outcome unknown).
 //
+// # Client sessions (machine.go; session 50)
+//
+// The table keeps only what a retry can still ask for, and forgets a
+// client that is gone, both through the log, as the Raft thesis §6.3
+// ("Implementing linearizable semantics": a client's session, its
+// requests' serial numbers, the results it has not yet acknowledged, and
+// the expiry of a session agreed through the log, never by a replica's own
+// clock) and Dragonboat's session manager (internal/rsm: RespondedTo,
+// unregistered sessions) do:
+//
+//   - A request carries the client's lowest unanswered sequence number
+//     (automaton.Request.Unanswered; Dragonboat's RespondedTo + 1): in the
+//     forward (flag 8 of the trailer, as Seq minus it) and beside its
+//     command in the log (flag 16 of a version 3 command). Executing it,
+//     every replica drops that client's outcomes below it and raises the
+//     row's floor to it (proto.Session.ForgetBelow). A -P 16 client's row
+//     so holds its 16 requests in flight, not the last 64 (dedupWindow); a
+//     request that does not tell (0: a client of the previous release, a
+//     nested request, whose copies come from other caller replicas) keeps
+//     the window of 64.
+//   - A client's session ends by a command: the runtime submits
+//     automaton.SessionEnd under the client's id when its connection
+//     closes; ordered like a write, it removes the row at the same
+//     instance on every replica and leaves a tombstone (client id and
+//     instance, about 10 bytes in a snapshot), at most "dedup_clients" of
+//     them, the earliest forgotten first.
+//   - What a retry of a forgotten id gets (our decision): an error, and
+//     the command is not executed, never a second execution. Dragonboat
+//     ignores a proposal below RespondedTo ("the client is expected to
+//     time out") and rejects one of an unregistered session; the Raft
+//     thesis answers a request of an expired session with an error. Here a
+//     write below the floor is answered "its outcome is forgotten and it
+//     was not executed", a write of an ended session "its client's session
+//     ended; it was not executed". Only a copy nobody waits for can hit
+//     either (the client had its answer, or is gone), so no client sees
+//     them but one that reuses an ended id. A tombstone evicted past the
+//     bound, like a row evicted from a full table, lets a copy delayed past
+//     100,000 later session ends run again: the documented limit.
+//   - A snapshot holds the rows (floors and outcomes) as before and, after
+//     the configuration, the tombstones; without tombstones it is byte for
+//     byte as before. "paxos-broken-dropearly" takes the bound as
+//     inclusive and is caught by the simulator (broken_dropearly.go).
+//
 // # Parameters
 //
 //	heartbeat         positive duration          50ms     leader heartbeat and retransmission interval

@@ -2,6 +2,7 @@ package paxos
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
@@ -33,6 +34,13 @@ type machine struct {
 	st         service.State
 	clients    proto.Sessions[outcome]
 	maxClients int
+	// closed: the clients whose session ended (automaton.SessionEnd), by
+	// id, with the instance it ended at; a later write under the id is
+	// refused, never executed. At most maxClients, the oldest forgotten
+	// first (evictClosed).
+	closed map[uint64]uint64
+	// dropEarly: paxos-broken-dropearly (broken_dropearly.go).
+	dropEarly bool
 	// conf is the configuration after the executed prefix (membership.go).
 	conf *conf
 	// parts: the results so far of groups executed part by part
@@ -80,7 +88,7 @@ func (m *machine) reads(c cmd) bool {
 		}
 		return true
 	}
-	return !automaton.IsMemberOp(c.Op) && m.svc.IsRead(c.Op)
+	return !automaton.IsMemberOp(c.Op) && !automaton.IsSessionEnd(c.Op) && m.svc.IsRead(c.Op)
 }
 
 // run applies c's operations to the service state in c's environment: an
@@ -95,27 +103,39 @@ func (m *machine) run(c cmd) outcome {
 
 // apply executes one command of instance i exactly once: a write (or a
 // group that writes) already in the table returns its first outcome; a
-// write older than the client's window is refused (its outcome is unknown to
-// the caller, and it is not applied). Reads are not recorded: running one
-// twice has no effect; except a nested read (the Eve/Adam thesis §3), recorded like a
-// write so that every copy of its id gets the first answer. done is false only for a part of a group that
-// paxos-broken-splitgroup executes part by part, before its last part.
+// write the table forgot (below the client's lowest unanswered request, or
+// older than its window) or of a client whose session ended is refused
+// with an error and not applied (package doc, "Client sessions"). Reads
+// are not recorded: running one twice has no effect; except a nested read
+// (the Eve/Adam thesis §3), recorded like a write so that every copy of
+// its id gets the first answer. done is false only for a part of a group
+// that paxos-broken-splitgroup executes part by part, before its last
+// part.
 func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {
 	if c.parts > 0 {
 		return m.applyPart(c, i)
 	}
+	if automaton.IsSessionEnd(c.Op) && len(c.Ops) == 0 {
+		return m.endSession(c.ID.Client, i), true
+	}
+	s := m.clients[c.ID.Client]
+	if s != nil && c.low > 0 {
+		m.forget(s, min(c.low, c.ID.Seq)) // a request waits for itself
+	}
 	if m.reads(c) && !c.nested {
 		return m.run(c), true
 	}
-	s := m.clients[c.ID.Client]
 	if s != nil {
 		if r, ok := s.Get(c.ID.Seq); ok {
 			return r, true
 		}
 		if s.Forgotten(c.ID.Seq) {
-			return outcome{res: service.Errorf("ERR request %v is older than this client's deduplication window (%d writes); its outcome is unknown", c.ID, dedupWindow)}, true
+			return outcome{res: service.Errorf("ERR request %v is below what its client still waits for, or older than its deduplication window (%d writes): its outcome is forgotten and it was not executed", c.ID, dedupWindow)}, true
 		}
 	} else {
+		if _, gone := m.closed[c.ID.Client]; gone {
+			return outcome{res: service.Errorf("ERR request %v: its client's session ended; it was not executed", c.ID)}, true
+		}
 		s = m.newSession(c.ID.Client)
 	}
 	if automaton.IsMemberOp(c.Op) && len(c.Ops) == 0 {
@@ -125,6 +145,62 @@ func (m *machine) apply(c cmd, i uint64) (r outcome, done bool) {
 	}
 	m.record(s, c.ID.Seq, r, i)
 	return r, true
+}
+
+// forget drops the outcomes of client s's writes below low, its lowest
+// unanswered request (automaton.Request.Unanswered): the client asks for
+// none of them again (Dragonboat's RespondedTo). A copy of one still in
+// flight is then refused, not executed (Forgotten).
+func (m *machine) forget(s *session, low uint64) {
+	if m.dropEarly {
+		// The bug: the bound taken as inclusive, and the floor left at it,
+		// so that the lowest unanswered request's own outcome is dropped
+		// and a retry of it runs again.
+		s.ForgetBelow(low + 1)
+		s.Floor = min(s.Floor, low)
+		return
+	}
+	s.ForgetBelow(low)
+}
+
+// endSession executes automaton.SessionEnd of client at instance i: its
+// row goes, and a tombstone stays so that no later copy of one of its
+// writes executes (it is refused: the Raft thesis §6.3's expired session).
+// Tombstones are bounded like rows (evictClosed).
+func (m *machine) endSession(client uint64, i uint64) outcome {
+	delete(m.clients, client)
+	if m.closed == nil {
+		m.closed = map[uint64]uint64{}
+	}
+	if _, ok := m.closed[client]; !ok {
+		m.closed[client] = i
+		m.evictClosed()
+	}
+	return outcome{res: service.OK()}
+}
+
+// evictClosed keeps at most maxClients tombstones: past it, the tenth
+// ended earliest (by instance, then id) is forgotten, on every replica
+// alike. A write of such a client delayed past that many later session
+// ends would run again: the documented bound, as for rows (evict).
+func (m *machine) evictClosed() {
+	if len(m.closed) <= m.maxClients {
+		return
+	}
+	type tomb struct{ id, at uint64 }
+	ts := make([]tomb, 0, len(m.closed))
+	for id, at := range m.closed {
+		ts = append(ts, tomb{id, at})
+	}
+	sort.Slice(ts, func(a, b int) bool {
+		if ts[a].at != ts[b].at {
+			return ts[a].at < ts[b].at
+		}
+		return ts[a].id < ts[b].id
+	})
+	for _, t := range ts[:len(m.closed)-m.maxClients+m.maxClients/10] {
+		delete(m.closed, t.id)
+	}
 }
 
 func (m *machine) newSession(client uint64) *session {
@@ -246,6 +322,20 @@ func (m *machine) snapshot(index uint64) []byte {
 		}
 	}
 	encodeConf(&e, m.conf)
+	if len(m.closed) > 0 {
+		// Ended sessions, after the configuration: a snapshot without
+		// them is byte for byte as before sessions ended.
+		ids := make([]uint64, 0, len(m.closed))
+		for id := range m.closed {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+		e.Uvarint(uint64(len(ids)))
+		for _, id := range ids {
+			e.Uvarint(id)
+			e.Uvarint(m.closed[id])
+		}
+	}
 	return e.B
 }
 
@@ -289,6 +379,15 @@ func (m *machine) restore(b []byte) (uint64, error) {
 	if d.Err() == nil && len(d.B) > 0 {
 		cf = decodeConf(d) // snapshots from before membership changes have none
 	}
+	var closed map[uint64]uint64
+	if d.Err() == nil && len(d.B) > 0 {
+		k := d.Count(1<<30, 2)
+		closed = make(map[uint64]uint64, k)
+		for j := 0; j < k && d.Err() == nil; j++ {
+			id := d.Uvarint()
+			closed[id] = d.Uvarint()
+		}
+	}
 	if err := d.Done(); err != nil {
 		return 0, fmt.Errorf("paxos: bad snapshot: %w", err)
 	}
@@ -296,6 +395,6 @@ func (m *machine) restore(b []byte) (uint64, error) {
 	if err := st.Restore(svc); err != nil {
 		return 0, err
 	}
-	m.st, m.clients, m.conf = st, clients, cf
+	m.st, m.clients, m.conf, m.closed = st, clients, cf, closed
 	return index, nil
 }

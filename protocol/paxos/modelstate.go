@@ -216,6 +216,9 @@ func (m *machine) appendModelState(b []byte, rename func(automaton.RequestID) au
 		return automaton.AppendModelSlice(b, s.Seqs, automaton.AppendModelUint)
 	})
 	b = appendConf(b, m.conf)
+	b = appendSorted(b, m.closed, cmp.Compare[uint64], func(b []byte, c uint64, at uint64) []byte {
+		return automaton.AppendModelUint(automaton.AppendModelUint(b, c), at)
+	})
 	return appendByID(b, m.parts, rename, func(b []byte, rs []service.Result) []byte {
 		return automaton.AppendModelSlice(b, rs, automaton.AppendModelResult)
 	})
@@ -302,6 +305,7 @@ func (m *machine) cloneModel() *machine {
 		x.Seqs = slices.Clone(s.Seqs)
 		c.clients[id] = &x
 	}
+	c.closed = maps.Clone(m.closed)
 	if m.parts != nil {
 		c.parts = make(map[automaton.RequestID][]service.Result, len(m.parts))
 		for id, rs := range m.parts {

@@ -89,6 +89,8 @@ const (
 	// fwdNested marks a nested request (automaton.Request.Nested, seed
 	// 003 §3): the leader orders and caches it even when it only reads.
 	fwdNested = 1 << 2
+	// fwdLow carries automaton.Request.Unanswered, as Seq minus it.
+	fwdLow = 1 << 3
 )
 
 func (m *message) marshal() []byte {
@@ -167,8 +169,14 @@ func (m *message) marshal() []byte {
 		if m.Req.Nested {
 			flags |= fwdNested
 		}
+		if m.Req.Unanswered > 0 {
+			flags |= fwdLow
+		}
 		if flags != 0 {
 			e.Uvarint(flags)
+			if flags&fwdLow != 0 {
+				e.Uvarint(m.Req.ID.Seq - min(m.Req.Unanswered, m.Req.ID.Seq))
+			}
 			if flags&fwdEnv != 0 {
 				service.EncodeEnv(&e, m.Req.Env)
 			}
@@ -255,10 +263,13 @@ func unmarshal(b []byte) (*message, error) {
 		m.Req.Op = service.DecodeOp(d)
 		if d.Err() == nil && len(d.B) > 0 {
 			flags := d.Uvarint()
-			if flags&^(fwdEnv|fwdGroup|fwdNested) != 0 {
+			if flags&^(fwdEnv|fwdGroup|fwdNested|fwdLow) != 0 {
 				d.Fail(fmt.Errorf("paxos: forward flags %x", flags))
 			}
 			m.Req.Nested = flags&fwdNested != 0
+			if flags&fwdLow != 0 {
+				m.Req.Unanswered = m.Req.ID.Seq - min(d.Uvarint(), m.Req.ID.Seq)
+			}
 			if flags&fwdEnv != 0 {
 				m.Req.Env = service.DecodeEnv(d)
 			}
@@ -305,6 +316,9 @@ type cmd struct {
 	// nested: a nested request (automaton.Request.Nested): its outcome is
 	// recorded in the deduplication table even when it only reads.
 	nested bool
+	// low: the client's lowest unanswered sequence number
+	// (automaton.Request.Unanswered, at most ID.Seq; 0: not told).
+	low uint64
 }
 
 // Batch versions. Version 1 is the batch of plain commands (client, seq,
@@ -321,6 +335,7 @@ const (
 	cmdGroup  = 1 << 1
 	cmdPart   = 1 << 2
 	cmdNested = 1 << 3
+	cmdLow    = 1 << 4 // low, encoded as ID.Seq minus it
 )
 
 // A log value is a batch of commands; the empty batch is the no-op that fills
@@ -329,7 +344,7 @@ func encodeBatch(cmds []cmd) []byte {
 	plain := true
 	size := 16
 	for _, c := range cmds {
-		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0 && !c.nested
+		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0 && !c.nested && c.low == 0
 		size += 48 + opSize(c.Op)
 		for _, op := range c.Ops {
 			size += opSize(op)
@@ -364,7 +379,13 @@ func encodeBatch(cmds []cmd) []byte {
 		if c.nested {
 			flags |= cmdNested
 		}
+		if c.low > 0 {
+			flags |= cmdLow
+		}
 		e.Uvarint(flags)
+		if flags&cmdLow != 0 {
+			e.Uvarint(c.ID.Seq - min(c.low, c.ID.Seq))
+		}
 		if flags&cmdEnv != 0 {
 			service.EncodeEnv(&e, c.Env)
 		}
@@ -423,10 +444,13 @@ func decodeBatch(b []byte) ([]cmd, error) {
 			continue
 		}
 		flags := d.Uvarint()
-		if flags&^(cmdEnv|cmdGroup|cmdPart|cmdNested) != 0 || flags&(cmdGroup|cmdPart) == cmdGroup|cmdPart {
+		if flags&^(cmdEnv|cmdGroup|cmdPart|cmdNested|cmdLow) != 0 || flags&(cmdGroup|cmdPart) == cmdGroup|cmdPart {
 			d.Fail(fmt.Errorf("paxos: command flags %x", flags))
 		}
 		c.nested = flags&cmdNested != 0
+		if flags&cmdLow != 0 {
+			c.low = c.ID.Seq - min(d.Uvarint(), c.ID.Seq)
+		}
 		if flags&cmdEnv != 0 {
 			c.Env = service.DecodeEnv(d)
 		}

@@ -52,6 +52,9 @@ func capabilities(name, doc string) automaton.Capabilities {
 		// Nested requests are answered from the table of outcomes, which
 		// keeps dedupWindow per client id (nested.go).
 		NestedWindow: dedupWindow,
+		// Requests carry the client's lowest unanswered id and a closed
+		// connection's session is ended through the log (machine.go).
+		Sessions: true,
 	}
 }
 
@@ -65,6 +68,7 @@ type protocol struct {
 	splitGroups         bool // an atomic group's operations become separate commands
 	nestedRead          bool // a nested read is served as a plain read, not cached (nested.go)
 	transferSkipsPhase1 bool // a transfer's target leads under the old ballot, without phase 1 (broken_transfer.go)
+	dropEarly           bool // the table drops the lowest unanswered request's outcome too (broken_dropearly.go)
 }
 
 // Defaults of the parameters (see the package doc).
@@ -402,6 +406,7 @@ func (a *Paxos) reset() {
 	a.chosenUpTo, a.executed, a.snapIndex, a.savedC = 0, 0, 0, 0
 	a.sinceSnap, a.sinceBytes, a.snapLen = 0, 0, 0
 	a.sm = newMachine(a.cfg.Service, a.prm.DedupClients, a.boot)
+	a.sm.dropEarly = a.proto.dropEarly
 	if a.tok == nil {
 		a.tok = new(ownerToken)
 	}
@@ -595,6 +600,9 @@ type Status struct {
 	Members   []automaton.NodeID
 	ConfEpoch uint64
 	Member    bool
+	// Sessions is the deduplication table's rows, Outcomes the outcomes
+	// they hold, Ended the ended sessions' tombstones (machine.go).
+	Sessions, Outcomes, Ended int
 }
 
 // Status reports the replica's state.
@@ -610,5 +618,9 @@ func (a *Paxos) Status() Status {
 		s.Members = append(s.Members, m.ID)
 	}
 	s.ConfEpoch = a.sm.conf.epoch
+	s.Sessions, s.Ended = len(a.sm.clients), len(a.sm.closed)
+	for _, r := range a.sm.clients {
+		s.Outcomes += len(r.Seqs)
+	}
 	return s
 }

@@ -282,7 +282,7 @@ func (a *Paxos) earlyAccept() (commit uint64, early bool) {
 // executes with this one chosen environment (package doc, "Nondeterministic
 // services").
 func (a *Paxos) command(req automaton.Request) cmd {
-	c := cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, nested: a.nested(req)}
+	c := cmd{ID: req.ID, Op: req.Op, Ops: req.Ops, nested: a.nested(req), low: min(req.Unanswered, req.ID.Seq)}
 	if service.UsesEnv(a.cfg.Service) {
 		c.Env = a.logEnv(req) // a zero Env is encoded as none, and decoded as zero
 	}

@@ -140,5 +140,5 @@ func (a *Paxos) readNow(req automaton.Request) outcome {
 // nested request never does (nested.go): it is ordered and cached like a
 // write, reads included.
 func (a *Paxos) isRead(req automaton.Request) bool {
-	return !a.nested(req) && !isMemberReq(req) && automaton.IsReadRequest(a.cfg.Service, req)
+	return !a.nested(req) && !isMemberReq(req) && !isSessionEnd(req) && automaton.IsReadRequest(a.cfg.Service, req)
 }

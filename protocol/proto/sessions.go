@@ -52,6 +52,24 @@ func (s *Session[R]) Get(seq uint64) (R, bool) {
 // Forgotten reports whether write seq is below the row's window.
 func (s *Session[R]) Forgotten(seq uint64) bool { return seq < s.Floor }
 
+// ForgetBelow drops the outcomes of writes below low and raises Floor to
+// it: the client will not ask for them again (it has its answers: the
+// lowest sequence number it still waits for is low). Seqs is ascending, so
+// this cuts a prefix.
+func (s *Session[R]) ForgetBelow(low uint64) {
+	if low <= s.Floor {
+		return
+	}
+	k := sort.Search(len(s.Seqs), func(j int) bool { return s.Seqs[j] >= low })
+	for _, q := range s.Seqs[:k] {
+		delete(s.Res, q)
+	}
+	if k > 0 {
+		s.Seqs = append(s.Seqs[:0], s.Seqs[k:]...)
+	}
+	s.Floor = low
+}
+
 // Add records the outcome of write seq, which the caller checked is new,
 // keeping Seqs ascending. Sequence numbers mostly arrive in order, so this
 // is an append. It does not trim the window (Record does).
