@@ -251,7 +251,7 @@ func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 	if svc == nil {
 		return errResult("ERR this node serves no namespace")
 	}
-	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep(), Checked: true})
+	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep(), Checked: true, Unanswered: id.Seq})
 }
 
 // submit hands req to the Backend and returns its result, every failure as
@@ -322,7 +322,7 @@ func (c *conn) runOrdered(bb BatchBackend, ops []service.Op) []service.Result {
 			continue
 		}
 		id := c.laneID(c.lanes[i], i == len(ops)-1)
-		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Checked: true}
+		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Checked: true, Unanswered: id.Seq}
 		if msg := c.permit(ns.Name, req); msg != "" {
 			out[i] = errResult("%s", msg)
 			continue
@@ -1306,6 +1306,7 @@ func synodOp(args [][]byte) service.Op {
 
 func (c *conn) setNamespace(ns config.Namespace, svc service.Service) {
 	c.mu.Lock()
+	c.noteNamespace(c.ns) // its sessions end with the connection (sessions.go)
 	c.ns, c.svc = ns, svc
 	c.mu.Unlock()
 }

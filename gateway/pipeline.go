@@ -351,7 +351,7 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 		return next, rerr
 	}
 	id := c.laneID(l, true)
-	req := automaton.Request{ID: id, Opts: c.requestOptions(read, id), Checked: true} // validated in check
+	req := automaton.Request{ID: id, Opts: c.requestOptions(read, id), Checked: true, Unanswered: id.Seq} // validated in check
 	if len(ops) == 1 {
 		req.Op = ops[0]
 	} else {

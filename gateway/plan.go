@@ -304,7 +304,7 @@ func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, int, servic
 	c.mu.Unlock()
 	all := append(append([]service.Op(nil), guards...), ops...)
 	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
-	res, results := c.submitGroup(ns.Name, automaton.Request{ID: id, Ops: all, Opts: c.requestOptions(read, id), Checked: true}) // validated in check
+	res, results := c.submitGroup(ns.Name, automaton.Request{ID: id, Ops: all, Opts: c.requestOptions(read, id), Checked: true, Unanswered: id.Seq}) // validated in check
 	if res.Type == service.ResultErr {
 		return nil, -1, res
 	}

@@ -791,7 +791,7 @@ func (c *conn) readLocal(op service.Op) service.Result {
 	ns := c.ns
 	c.mu.Unlock()
 	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
-	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(automaton.ReadLocal, id), Checked: true})
+	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(automaton.ReadLocal, id), Checked: true, Unanswered: id.Seq})
 }
 
 // runningStats is FUNCTION STATS while run is busy: the running script (a

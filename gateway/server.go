@@ -293,6 +293,7 @@ type conn struct {
 	errReplies int     // error replies written (writeError): a command that wrote one failed (INFO commandstats)
 	lanes      []*lane // client ids of a multi-key command's concurrent requests (runAll)
 	created    time.Time
+	usedNS     []config.Namespace
 	authed     bool
 	user       *aclUser // nil: the default user, who may do everything (acl.go)
 	quit       bool
@@ -385,6 +386,7 @@ func (c *conn) serveFrom(r evResume) {
 		s.release()
 		c.unsubscribeAll()
 		c.abortOnClose()
+		c.endSessions() // sessions.go
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()

@@ -211,6 +211,13 @@ func (b *AutomatonBackend) Namespaces() []config.Namespace { return []config.Nam
 // Info implements gateway.Backend.
 func (b *AutomatonBackend) Info() map[string]map[string]string { return nil }
 
+// Inspect calls f with the automaton, under the backend's lock.
+func (b *AutomatonBackend) Inspect(f func(automaton.Automaton)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f(b.a)
+}
+
 // Log returns the requests received so far, in order.
 func (b *AutomatonBackend) Log() []automaton.Request {
 	b.mu.Lock()
