@@ -499,8 +499,8 @@
 //     automaton.SessionEnd under the client's id when its connection
 //     closes; ordered like a write, it removes the row at the same
 //     instance on every replica and leaves a tombstone (client id and
-//     instance, about 10 bytes in a snapshot), at most "dedup_clients" of
-//     them, the earliest forgotten first.
+//     instance: two varints, at most 15 bytes in a snapshot), at most
+//     "dedup_clients" of them, the earliest forgotten first.
 //   - What a retry of a forgotten id gets (our decision): an error, and
 //     the command is not executed, never a second execution. Dragonboat
 //     ignores a proposal below RespondedTo ("the client is expected to
