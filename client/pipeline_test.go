@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -293,22 +292,49 @@ func TestPipelineServerRestart(t *testing.T) {
 	s := grpcserver.New(memA, grpcserver.Options{})
 	go s.Serve(l)
 	defer s.Close()
-	b.stop()
-	// Until gRPC has seen node b's stream end, a write may still go out
-	// on it and then fail with an unknown outcome (EOF), which is right
-	// for a write on a stream that breaks: wait for that first. (-count=50
-	// failed once: "write 0 after the restart: ... pipeline stream failed:
-	// EOF: outcome unknown".) An idle stream is not read (gstream's read
-	// turn), so the sign is the connection's end, which gRPC's reader
-	// meets after the stream's trailers; a write on the ended stream then
-	// fails unsent and goes elsewhere.
-	waitFor(t, "the client sees node b's connection end", func() bool {
-		g := c.conns[1]
-		if g.h2 != nil { // the direct transport: polled before sending
-			return g.live() == nil || !g.h2.alive()
+	// The streams the client holds now are old ones (node a's, node b's,
+	// or one opened at node a while it shut down): no call is in flight,
+	// so no new stream opens until the writes below.
+	var old []*gstream
+	for _, g := range c.conns {
+		g.smu.Lock()
+		if g.st != nil {
+			old = append(old, g.st)
 		}
-		return g.live() == nil || g.cc.GetState() != connectivity.Ready
-	})
+		g.smu.Unlock()
+	}
+	b.stop()
+	// Until the client has seen an old stream end, a write may still go
+	// out on it and then fail with an unknown outcome: the stopping node
+	// ended the stream with "node is shutting down; calls without a reply
+	// have an unknown outcome", and the client cannot tell whether the
+	// node read the write before that (right for a write on a stream that
+	// breaks). Wait for what the writes need: every old stream ended as
+	// the client sees it (its state, st.err). An idle stream is not read
+	// (gstream's read turn), so its reader is given the turn here to read
+	// the stream's end. grpc-go's connectivity state is no such sign: the
+	// ClientConn leaves Ready at GOAWAY, before the stream's trailers are
+	// read (the earlier wait on it failed 16 of 150 runs, two at once,
+	// under -race at load 11-21: "write 0 after the restart ... failed
+	// after it was sent: TRYAGAIN node is shutting down"). On the direct
+	// transport the connection is polled before sending (h2.go).
+	if g := c.conns[1]; g.h2 != nil {
+		waitFor(t, "the client sees node b's connection end", func() bool {
+			return g.live() == nil || !g.h2.alive()
+		})
+	}
+	for _, st := range old {
+		st.mu.Lock()
+		if st.err == nil && st.turn == byNobody {
+			st.turn = byReader
+			select {
+			case st.rkick <- struct{}{}:
+			default:
+			}
+		}
+		st.mu.Unlock()
+		waitFor(t, "the client sees an old stream end", func() bool { return !st.alive() })
+	}
 	// Node a's old stream may still look alive (its calls were answered
 	// TRYAGAIN as it shut down, and the client reads the close later): the
 	// write then finds it dead before sending and tries a new stream to a
