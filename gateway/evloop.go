@@ -21,8 +21,9 @@ import (
 // readability without reading), plus the futex wake-ups between it and the
 // namespace loop. Redis's ae loop pays one epoll_wait for many clients and
 // one read per command. With the event loop on (ServerOptions.EventLoop,
-// or SYNOD_GATEWAY_EVLOOP=1; Linux only) plaintext connections are served
-// that way: one goroutine waits on an epoll set (level-triggered) of the
+// which the node sets since session 50, or SYNOD_GATEWAY_EVLOOP=1;
+// SYNOD_GATEWAY_EVLOOP=0 turns it off; Linux only) plaintext connections
+// are served that way: one goroutine waits on an epoll set (level-triggered) of the
 // connections it owns, reads each ready socket once, parses, and hands a
 // plain data command to the namespace with SubmitReply (replyfn.go), whose
 // completing goroutine writes the reply with the direct write. Nothing

@@ -93,8 +93,9 @@ type ServerOptions struct {
 	// RequestTimeout bounds each Backend.Do call (default 10 s).
 	RequestTimeout time.Duration
 	// EventLoop serves plaintext connections' plain data commands from one
-	// epoll loop instead of a goroutine per connection (evloop.go); also
-	// on when SYNOD_GATEWAY_EVLOOP=1. Linux only; off by default.
+	// epoll loop instead of a goroutine per connection (evloop.go); the
+	// node sets it (since session 50). SYNOD_GATEWAY_EVLOOP=0 turns it off
+	// and =1 on, whatever this says. Linux only.
 	EventLoop bool
 }
 

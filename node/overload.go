@@ -47,6 +47,7 @@ func (n *Node) gatewayOptions() gateway.ServerOptions {
 		OutputBufferLimit: int64(l.ClientOutputBufferLimit),
 		ProtoMaxBulkLen:   int(l.ProtoMaxBulkLen),
 		MaxPipeline:       l.MaxPipeline,
+		EventLoop:         true, // SYNOD_GATEWAY_EVLOOP=0 turns it off (gateway/evloop.go)
 	}
 }
 
@@ -75,7 +76,7 @@ func (m *metrics) registerOverload(id string, gw *gateway.Server) {
 	}
 	m.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "gateway_evloop_steps_total",
-			Help: "Readable client sockets the gateway's event loop served (SYNOD_GATEWAY_EVLOOP=1).", ConstLabels: cl},
+			Help: "Readable client sockets the gateway's event loop served (on unless SYNOD_GATEWAY_EVLOOP=0).", ConstLabels: cl},
 			ev(func(s gateway.EventLoopStats) int64 { return s.Steps })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "synod", Name: "gateway_evloop_handoffs_total",
 			Help: "Client connections the event loop gave to a goroutine (a command it does not serve).", ConstLabels: cl},

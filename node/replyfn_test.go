@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -477,5 +479,28 @@ func TestInlineCommitEnv(t *testing.T) {
 	}
 	if oc, held := onCaller.Load(), l.loopHolds.Load()-h0; oc != 0 || held != 0 {
 		t.Errorf("with SYNOD_INLINE_COMMIT=0 SYNOD_LOOP_HOLD=0: %d commits on the connection's goroutine, %d batches held by the loop; want 0 and 0", oc, held)
+	}
+}
+
+// TestGatewayEventLoopDefault: a node serves its RESP clients from the
+// gateway's event loop by default (evloop50, session 50): two clients'
+// commands are steps of the loop. Fails with EventLoop left unset in
+// gatewayOptions. Skipped where the loop does not run (not Linux,
+// SYNOD_GATEWAY_EVLOOP=0).
+func TestGatewayEventLoopDefault(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Getenv("SYNOD_GATEWAY_EVLOOP") == "0" {
+		t.Skip("the event loop is off here")
+	}
+	ns := config.Namespace{Name: "default", Protocol: "unreplicated", Service: "kv"}
+	cfg, ls := mkCluster(t, 1, config.Memory, ns)
+	n := startNode(t, cfg, cfg.Nodes[0].ID, ls[0], Options{})
+	addr := ls[0].client.Addr().String()
+	a, b := dialReplyClient(t, addr), dialReplyClient(t, addr)
+	for range 20 {
+		a.do(t, "SET", "k", "a")
+		b.do(t, "SET", "k", "b")
+	}
+	if st := n.gw.EventLoopStats(); st.Steps == 0 {
+		t.Fatalf("no command served by the event loop: %+v", st)
 	}
 }
