@@ -130,7 +130,11 @@ type nsLoop struct {
 	commitQ    chan *batch // batches waiting for (or in) a commit, in order
 	committing atomic.Bool
 	cwg        sync.WaitGroup
-	committed  uint64
+	// cwgMu orders a caller's commit (commitOnCaller) against end's
+	// cwg.Wait: once ended is set no caller adds to cwg (sched.go).
+	cwgMu     sync.Mutex
+	cwgEnded  bool
+	committed uint64
 	// commitHere (loop only): the pass's caller commits its batch
 	// (sched.go, passHereCommit): flush queues it without starting a
 	// committer and sets deferred.
@@ -333,6 +337,9 @@ func (l *nsLoop) end() {
 			l.cwg.Add(1)
 			l.committer() // drains what is queued, if anything
 		}
+		l.cwgMu.Lock()
+		l.cwgEnded = true // no caller commits from here (commitOnCaller)
+		l.cwgMu.Unlock()
 		l.cwg.Wait()
 		// A running committer that had found the queue open and empty may
 		// have parked its held records (lazy commit) after the close,

@@ -253,11 +253,26 @@ func (l *nsLoop) readerCommitPass() bool {
 
 // commitOnCaller runs the committer on the calling goroutine for one
 // commit unless a committer runs (which then takes the queued batch).
+//
+// The caller is counted in cwg before it takes the committer's role, and
+// only while end has not begun its cwg.Wait (cwgMu, cwgEnded): taking the
+// role first and adding after let end's Wait, which found the role taken,
+// return while the caller's commit was still to run (a WaitGroup Add
+// concurrent with its Wait; -race caught it in TestReaderCommit). Once
+// end waits, the queued batch is end's committer's (it drains commitQ).
 func (l *nsLoop) commitOnCaller() {
-	if l.committing.CompareAndSwap(false, true) {
+	l.cwgMu.Lock()
+	counted := !l.cwgEnded
+	if counted {
 		l.cwg.Add(1)
-		l.commitLoop(true)
-		return
+	}
+	l.cwgMu.Unlock()
+	if counted {
+		if l.committing.CompareAndSwap(false, true) {
+			l.commitLoop(true) // its deferred cwg.Done ends this count
+			return
+		}
+		l.cwg.Done()
 	}
 	l.n.handoff(1) // the running committer takes the batch
 }
