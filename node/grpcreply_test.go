@@ -58,16 +58,7 @@ func benchParity(b *testing.B, proto, kind, path string) {
 	}
 	at := 0
 	if proto == "paxos" {
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if id, _, err := nodes[0].Leader("default"); err == nil && id != "" {
-				fmt.Sscanf(string(id), "n%d", &at)
-				at--
-				break
-			}
-			if time.Now().After(end) {
-				b.Fatal("no leader")
-			}
-		}
+		at = leaderIndex(b, nodes)
 	}
 	val := string(make([]byte, 100))
 	var do func(k string) error

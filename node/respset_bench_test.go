@@ -46,16 +46,7 @@ func benchRESPSet(b *testing.B, proto string, clients int) {
 	}
 	at := 0
 	if proto == "paxos" {
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if id, _, err := nodes[0].Leader("default"); err == nil && id != "" {
-				fmt.Sscanf(string(id), "n%d", &at)
-				at--
-				break
-			}
-			if time.Now().After(end) {
-				b.Fatal("no leader")
-			}
-		}
+		at = leaderIndex(b, nodes)
 	}
 	val := make([]byte, 100)
 	for i := range val {
@@ -124,4 +115,20 @@ func benchRESPSet(b *testing.B, proto string, clients int) {
 	wg.Wait()
 	b.StopTimer()
 	p0.report(b, nodes, float64(b.N))
+}
+
+// leaderIndex waits (at most 30 s) for nodes[0] to know the default
+// namespace's leader and returns its index in nodes (node IDs n1, n2, ...).
+func leaderIndex(b *testing.B, nodes []*Node) int {
+	b.Helper()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if id, _, err := nodes[0].Leader("default"); err == nil && id != "" {
+			at := 0
+			fmt.Sscanf(string(id), "n%d", &at)
+			return at - 1
+		}
+		if time.Now().After(end) {
+			b.Fatal("no leader")
+		}
+	}
 }

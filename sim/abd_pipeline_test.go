@@ -23,19 +23,7 @@ func TestABDPeerPipelineUnderFaults(t *testing.T) {
 	for seed := int64(1); seed <= seeds; seed++ {
 		cfg := sim.Config{Protocol: "abd", Nodes: 5, Clients: 24, Ops: 400, Seed: seed, Faults: "all",
 			Keys: 4, BatchWindow: 2 * time.Millisecond, Params: pipe}
-		r, err := sim.Run(cfg)
-		if err != nil {
-			t.Fatalf("%v\nreplay: %s", err, cfg.Command())
-		}
-		if r.Violation || r.Check.Result != "ok" {
-			t.Errorf("seed %d: %s\nreplay: %s", seed, r.Check, cfg.Command())
-		}
-		if r.Invariant != "" {
-			t.Errorf("seed %d: invariant: %s\nreplay: %s", seed, r.Invariant, cfg.Command())
-		}
-		if r.Completed < 300 {
-			t.Errorf("seed %d: %d of %d completed\nreplay: %s", seed, r.Completed, r.Ops, cfg.Command())
-		}
+		runABDUnderFaults(t, cfg)
 	}
 
 	per := func(on bool) float64 {

@@ -25,19 +25,7 @@ func TestABDBatchesLinearizableUnderFaults(t *testing.T) {
 	for seed := int64(1); seed <= seeds; seed++ {
 		cfg := sim.Config{Protocol: "abd", Nodes: 5, Clients: 24, Ops: 400, Seed: seed, Faults: "all",
 			Keys: 4, BatchWindow: 2 * time.Millisecond}
-		r, err := sim.Run(cfg)
-		if err != nil {
-			t.Fatalf("%v\nreplay: %s", err, cfg.Command())
-		}
-		if r.Violation || r.Check.Result != "ok" {
-			t.Errorf("seed %d: %s\nreplay: %s", seed, r.Check, cfg.Command())
-		}
-		if r.Invariant != "" {
-			t.Errorf("seed %d: invariant: %s\nreplay: %s", seed, r.Invariant, cfg.Command())
-		}
-		if r.Completed < 300 {
-			t.Errorf("seed %d: %d of %d completed\nreplay: %s", seed, r.Completed, r.Ops, cfg.Command())
-		}
+		r := runABDUnderFaults(t, cfg)
 		batches += r.Stats.ClientBatches
 	}
 	if batches == 0 {
@@ -106,4 +94,26 @@ func TestBatchWindowCommand(t *testing.T) {
 	if _, err := sim.Run(cfg); err == nil || !strings.Contains(err.Error(), "batch") {
 		t.Errorf("paxos with a batch window: %v", err)
 	}
+}
+
+// runABDUnderFaults runs one seed of the ABD fault workload (5 nodes, 24
+// clients, 400 operations, every fault) and fails the test unless its
+// history is linearizable, no invariant broke and at least 300 operations
+// completed; every failure prints the replay command.
+func runABDUnderFaults(t *testing.T, cfg sim.Config) *sim.Result {
+	t.Helper()
+	r, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatalf("%v\nreplay: %s", err, cfg.Command())
+	}
+	if r.Violation || r.Check.Result != "ok" {
+		t.Errorf("seed %d: %s\nreplay: %s", cfg.Seed, r.Check, cfg.Command())
+	}
+	if r.Invariant != "" {
+		t.Errorf("seed %d: invariant: %s\nreplay: %s", cfg.Seed, r.Invariant, cfg.Command())
+	}
+	if r.Completed < 300 {
+		t.Errorf("seed %d: %d of %d completed\nreplay: %s", cfg.Seed, r.Completed, r.Ops, cfg.Command())
+	}
+	return r
 }
