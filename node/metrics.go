@@ -226,7 +226,12 @@ func (m *metrics) walWrites(node string, w *storage.WAL) {
 // records passed to the committer. Each is a channel send that wakes (or
 // finds awake) another goroutine. The transport counts its own, to a
 // peer's writer goroutine (transport.PeerStats.Queued); Handoffs adds them.
-func (n *Node) handoff(k int) { n.handoffs.Add(uint64(k)) }
+func (n *Node) handoff(k int) {
+	n.handoffs.Add(uint64(k))
+	if f := n.opts.onHandoff; f != nil {
+		f(k)
+	}
+}
 
 // Handoffs is the node's hand-offs between goroutines so far: the node's
 // (handoff) and its TCP transport's to peer writers. A gRPC peer

@@ -203,6 +203,10 @@ type Options struct {
 	// onStep, when set, is called before (enter) and after each
 	// automaton step (tests: TestGroupStepsSerial).
 	onStep func(l *nsLoop, enter bool)
+	// onHandoff, when set, is called with every hand-off the node counts
+	// (handoff), on the goroutine that counts it (tests: TestReaderCommit
+	// tells the commit path's hand-offs from a timer's or a wake-up's).
+	onHandoff func(k int)
 	// unserialized: the step pool's broken variant (sched.go): wake
 	// queues a loop whatever its state and a pool pass takes no pass
 	// lock, so a group may be stepped by two goroutines at once
