@@ -48,6 +48,22 @@ func benchRESPSet(b *testing.B, proto string, clients int) {
 	if proto == "paxos" {
 		at = leaderIndex(b, nodes)
 	}
+	run := respSets(b, cfg.Nodes[at].Client, clients)
+	b.ReportAllocs()
+	p0 := takeProcCounts(nodes)
+	b.ResetTimer()
+	run()
+	b.StopTimer()
+	p0.report(b, nodes, float64(b.N))
+}
+
+// respSets dials clients RESP connections to addr, each with its own
+// preencoded SETs of 100-byte values on 10,000 keys, and sets every one
+// of its keys once (the connections' buffers grown, the keys set); run
+// then sends b.N SETs over the connections, closed-loop, one in flight
+// on each, and returns when all are answered.
+func respSets(b *testing.B, addr string, clients int) (run func()) {
+	b.Helper()
 	val := make([]byte, 100)
 	for i := range val {
 		val[i] = 'v'
@@ -60,7 +76,7 @@ func benchRESPSet(b *testing.B, proto string, clients int) {
 	const keys, perClient = 10000, 64
 	cs := make([]*client, clients)
 	for i := range cs {
-		nc, err := net.Dial("tcp", cfg.Nodes[at].Client)
+		nc, err := net.Dial("tcp", addr)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,36 +101,33 @@ func benchRESPSet(b *testing.B, proto string, clients int) {
 		}
 		return nil
 	}
-	for _, c := range cs { // warm: the connections' buffers grown, keys set
+	for _, c := range cs {
 		for j := range perClient {
 			if err := set(c, j); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	b.ReportAllocs()
-	p0 := takeProcCounts(nodes)
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for i, c := range cs {
-		n := b.N / clients
-		if i < b.N%clients {
-			n++
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range n {
-				if err := set(c, j); err != nil {
-					b.Error(err)
-					return
-				}
+	return func() {
+		var wg sync.WaitGroup
+		for i, c := range cs {
+			n := b.N / clients
+			if i < b.N%clients {
+				n++
 			}
-		}()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range n {
+					if err := set(c, j); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	b.StopTimer()
-	p0.report(b, nodes, float64(b.N))
 }
 
 // leaderIndex waits (at most 30 s) for nodes[0] to know the default
