@@ -278,7 +278,7 @@ func (n *Node) Kick(ns string) {
 	if l == nil {
 		return
 	}
-	if n.opts.noDirect || n.opts.unserialized || l.park.Load() == parkWaiting || !l.passHere() {
+	if n.opts.noDirect || n.opts.unserialized || l.park.Load() == parkWaiting || !l.passHereCommit(l.turnCommits()) { // sched.go
 		l.noteRequest()
 		n.handoff(1)
 	}

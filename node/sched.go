@@ -223,6 +223,25 @@ func (l *nsLoop) passHereCommit(commit bool) bool {
 	return true
 }
 
+// turnCommits reports whether the pass that Kick runs for the requests an
+// event-loop turn of the gateway held (several clients' commands read in
+// one turn) commits its records on the calling goroutine, the gateway's
+// event loop (passHereCommit), as a turn with one client's command does
+// (its direct pass's callerCommits), instead of handing them to a
+// committer goroutine: Redis's rule with appendfsync always, one fsync
+// per turn, written before the loop reads again, so that the commands that
+// come meanwhile wait in their sockets and make the next turn's one
+// batch. Only in loops with direct passes (ESDS, ABD), with fsync, when
+// no committer runs, and only with SYNOD_TURN_COMMIT=1 in the node's
+// environment (New): at 64 ESDS clients on the loaded machine it took
+// 21-39 % of the entry node's hand-offs away in 3 of 3 rounds, but moved
+// neither its fsyncs nor the rate there (docs/costs/s51-tail51.md); the
+// quiet A/B decides. One client's put never takes this path (its turns
+// have one command, served by SubmitReply).
+func (l *nsLoop) turnCommits() bool {
+	return l.n.opts.turnCommit && l.direct && l.n.durable && !l.n.opts.noCallerCommit && !l.committing.Load()
+}
+
 // readerCommitPass is readerPass for a TCP reader that read one lone
 // message for l (readerIdle), such as a one-client put's Accept at a
 // follower: for a loop without direct passes (Multi-Paxos and the other
