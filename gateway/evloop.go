@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/service"
@@ -45,11 +46,15 @@ import (
 // connection back: a socket is in exactly one epoll set at a time, and
 // exactly one owner reads it (evOwner): the loop removes the socket from
 // its epoll set before a goroutine takes it, and the goroutine adds it
-// back when it hands the connection back. A pipelining client stays with
-// its goroutine for evStayPipelined commands (a Go connection costs a
-// dozen system calls to make).
+// back when it hands the connection back. A pipelining client whose
+// batches the loop does not serve (below: protocols without atomic
+// groups, a client pipelining ahead of its replies, ...) stays with its
+// goroutine for evStayPipelined commands (a Go connection costs a dozen
+// system calls to make).
 
-// What the loop serves itself: a command that arrives alone and complete
+// What the loop serves itself: a pipeline batch whose batches go in
+// flight (evBatch, "Pipelined batches on the loop" below), and a command
+// that arrives alone and complete
 // (a RESP array, nothing read behind it), a data command (a plan, not a
 // blocking form) that replyFirst admits (the default user, replies on, no
 // MULTI/WATCH, no transaction, no subscription, no request options, not in
@@ -72,8 +77,14 @@ import (
 type evResume struct {
 	held    [][]byte // a command read, not yet served
 	heldErr error    // a read's error, not yet met
-	detour  func()   // exec's work left for a goroutine (replyAsync); wmu held
-	failed  bool     // the connection failed: end it
+	// heldCmd and heldPlan: held's command and checked plan, made by the
+	// loop's pipelineRule (which noted the command: CLIENT LIST, the
+	// access table, MONITOR), so the goroutine serves held as pipelined
+	// without making them again (evBatch).
+	heldCmd  *command
+	heldPlan plan
+	detour   func() // exec's work left for a goroutine (replyAsync); wmu held
+	failed   bool   // the connection failed: end it
 }
 
 const (
@@ -89,6 +100,10 @@ type evConnState struct {
 	closed atomic.Bool  // Close was called (evNetConn)
 	rd     evReader
 	stay   int // commands its goroutine serves before it may hand c back (a pipelining client)
+	// parked: the loop holds c's next command until c's last pipeline
+	// batch is answered (evBatchWait); the batch's writer hands c back
+	// (writeBatch: evUnpark).
+	parked atomic.Bool
 }
 
 // evStayPipelined is how many commands a pipelining client's goroutine
@@ -306,14 +321,20 @@ func (c *conn) evStep(read bool) (evResume, bool) {
 		case replyLoopWaited:
 			return evResume{}, true
 		}
-		if c.as.err != nil || !c.out.idle() {
+		if c.as.err != nil {
 			return evResume{}, false
 		}
 		b, _ := c.br.Peek(c.br.Buffered())
-		switch respComplete(b) {
-		case evIncomplete:
+		whole := respComplete(b)
+		if whole == evIncomplete {
 			return evResume{}, true
-		case evUnsure:
+		}
+		if wait, ok := c.evBatchWait(); !ok {
+			return evResume{}, false
+		} else if wait {
+			return evResume{}, true // writeBatch hands c back (ready)
+		}
+		if whole == evUnsure || !c.out.idle() {
 			return evResume{}, false
 		}
 		c.endCommand(true)
@@ -323,10 +344,18 @@ func (c *conn) evStep(read bool) (evResume, bool) {
 		}
 		s.totalCommands.Add(1)
 		if !c.evFast(args) {
-			if c.r.Buffered() > 0 { // a pipelining client: its goroutine keeps it a while
-				c.ev.stay = evStayPipelined
+			if c.r.Buffered() == 0 {
+				return evResume{held: args}, false
 			}
-			return evResume{held: args}, false
+			r, handed := c.evBatch(args)
+			if !handed {
+				c.ev.stay = evStayPipelined // a pipelining client: its goroutine keeps it a while
+				return r, false
+			}
+			if r.held != nil || r.heldErr != nil {
+				return r, false // the command that ended the batch: the goroutine's
+			}
+			continue
 		}
 		c.beginCommand(args)
 		c.wmu.Lock()
@@ -418,6 +447,126 @@ func respLen(b []byte, i int) (int, int, int) {
 	return 0, 0, evIncomplete
 }
 
+// Pipelined batches on the loop (branch pipe51, session 51).
+//
+// A client that pipelines (redis-benchmark -P 16: sixteen commands, then
+// it waits for their sixteen replies) used to leave the loop at its
+// first batch and never come back: its goroutine always had a batch in
+// flight at the top of its loop (mayHandBack), and it paid, per batch,
+// the read, the EAGAIN read after it (Go's net.Conn cannot wait for
+// readability without reading) and a park and wake in Go's netpoller.
+// Now the loop serves such a batch itself, as the goroutine would
+// (serveFrom: pipelineable, then batchAsync): it reads what the socket
+// holds (one read), gathers the whole commands into one batch (gather,
+// which on the loop stops before a command not wholly read: the rest
+// comes with the next readable event), hands the batch over in one
+// request (SubmitReply, or held for the turn's one pass: submitReplyTo),
+// and the batch's callback writes its replies in one write (writeBatch),
+// as on the goroutine path. The socket stays in the loop's epoll set:
+// its level-triggered readiness says when the next batch came.
+//
+// What the loop takes (evBatch), checked before the command is noted: a
+// connection whose batches go in flight (batchMode with a SubmitBackend:
+// protocols with atomic groups), replies on, no serial reply unflushed,
+// nothing pipelined in flight, no client blocked and the arrival-order
+// step not armed (then orderWrite and writeGate cannot wait), and a
+// command pipelineRule admits; a plan that is not concurrent goes to the
+// goroutine with the plan made (evResume.heldCmd: not noted twice), and
+// so does the command that ended the batch (gather's next) or a read
+// error (heldErr), after the batch is handed over: the goroutine's path
+// drains it first, as always. Everything else goes where it went.
+//
+// The loop keeps at most one batch of a connection in flight, so it
+// never waits for a lane or for an earlier batch on the same keys
+// (awaitKeys). When the next command arrives while the last batch is in
+// flight (evBatchWait): if the batch's replies are being flushed (a
+// client that waited for them sent the next batch; writeBatch sets the
+// flag before its flush, which never waits, and closes written right
+// after), the loop
+// parks the connection and the batch's writer hands it back (ready);
+// otherwise the client pipelines ahead of its replies, and the
+// connection goes to its goroutine, which keeps up to maxBatchesInFlight
+// batches in flight as before. Order is the goroutine path's: a batch is
+// handed over only once the previous one is answered, a lone command
+// only once nothing is in flight (replyFirst), and anything else goes to
+// the goroutine, which drains what is in flight first.
+
+// evBatch serves pipelined command args (commands are buffered behind
+// it) on the loop, as serveFrom would: true when the batch it starts was
+// handed over, with the command or read error that ended it, if any, for
+// the goroutine; false with where the goroutine starts.
+func (c *conn) evBatch(args [][]byte) (evResume, bool) {
+	s := c.s
+	if c.reply != replyOn || c.owed > 0 || c.pl.inFlight() || s.blk.blocked.Load() != 0 || s.ord.armed() ||
+		!c.batchMode() || !c.bat.async {
+		return evResume{held: args}, false
+	}
+	cmd, p, ok := c.pipelineRule(args)
+	if !ok {
+		return evResume{held: args}, false
+	}
+	if !p.concurrent() {
+		return evResume{held: args, heldCmd: cmd, heldPlan: p}, false
+	}
+	c.beginCommand(args)
+	c.as.loop = true
+	next, rerr := c.batchAsync(p)
+	c.as.loop = false
+	c.endCommand(next != nil || c.br.Buffered() > 0)
+	return evResume{held: next, heldErr: rerr}, true
+}
+
+// evBatchWait tells what the loop does with c's next command while c's
+// last pipeline batch may be in flight (see above): wait (the batch's
+// writer hands c back), go on (nothing in flight), or ok false: c goes to
+// its goroutine.
+func (c *conn) evBatchWait() (wait, ok bool) {
+	b := c.pl.lastBatch
+	if b == nil || b.answered() {
+		return false, true
+	}
+	if !b.flushed.Load() {
+		return false, false
+	}
+	c.ev.parked.Store(true)
+	if !b.answered() {
+		return true, true
+	}
+	// Answered meanwhile: go on, unless its writer took c's parking (it
+	// then hands c back).
+	return !c.ev.parked.CompareAndSwap(true, false), true
+}
+
+// evUnpark hands c back to the loop if the loop parked it for a batch
+// (evBatchWait); writeBatch calls it once the batch is answered.
+func (c *conn) evUnpark() {
+	if c.ev.parked.Load() && c.ev.parked.CompareAndSwap(true, false) {
+		c.s.ev.ready(c)
+	}
+}
+
+// evWhole reports whether the next buffered command is wholly read (a
+// RESP array of bulk strings), so that parsing it cannot read: the loop's
+// gather stops before one that is not.
+func (c *conn) evWhole() bool {
+	b, _ := c.br.Peek(c.br.Buffered())
+	return respComplete(b) == evComplete
+}
+
+// armed reports whether writes take the arrival-order step now
+// (orderStep's test).
+func (o *orderReg) armed() bool {
+	until := o.armedUntil.Load()
+	if until == 0 {
+		return false
+	}
+	if time.Now().UnixNano() > until {
+		o.armedUntil.CompareAndSwap(until, 0)
+		return false
+	}
+	return true
+}
+
 // handBack gives c to the loop when it may serve c's next command (top of
 // serveFrom's loop); true: the goroutine ends, owning nothing.
 func (c *conn) handBack() bool {
@@ -445,14 +594,20 @@ func (c *conn) handBack() bool {
 // request's pass ran on the loop's goroutine before the next client's
 // command was read, one request per pass (docs/COSTS.md, evloop49).
 func (c *conn) submitReply(ctx context.Context, ns string, req automaton.Request) bool {
+	return c.submitReplyTo(ctx, ns, req, c.as.done)
+}
+
+// submitReplyTo is submitReply with done for the answer (a pipeline
+// batch's callback: batchReply).
+func (c *conn) submitReplyTo(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool {
 	if c.as.loop && c.s.ev.holding() {
 		if tb, ok := c.s.b.(TurnBackend); ok {
-			if !tb.SubmitReplyHeld(ctx, ns, req, c.as.done) {
+			if !tb.SubmitReplyHeld(ctx, ns, req, done) {
 				return false
 			}
 			c.s.ev.held(ns)
 			return true
 		}
 	}
-	return c.s.b.(ReplyBackend).SubmitReply(ctx, ns, req, c.as.done)
+	return c.s.b.(ReplyBackend).SubmitReply(ctx, ns, req, done)
 }

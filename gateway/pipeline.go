@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synod-dev/synod/automaton"
@@ -262,6 +263,9 @@ func (c *conn) gather(plans []plan) (_ []plan, next [][]byte, rerr error) {
 	size := opBytes(first.ops)
 	var clk batchClock
 	for len(plans) < limit && size < maxBatchBytes && c.r.Buffered() > 0 {
+		if c.as.loop && !c.evWhole() {
+			break // the event loop reads the rest later; it never waits (evloop.go, evBatch)
+		}
 		args, err := c.r.ReadCommand()
 		if err != nil {
 			rerr = err
@@ -412,7 +416,7 @@ func (c *conn) batchReply(ctx context.Context, bc *batchCall) bool {
 	if !ok || !slot || c.s.noReplyFn {
 		return false
 	}
-	if !rb.SubmitReply(ctx, bc.ns, bc.req, bc.done) {
+	if !c.submitReplyTo(ctx, bc.ns, bc.req, bc.done) { // evloop.go: held for the turn's pass on the event loop
 		return false
 	}
 	id := bc.req.ID
@@ -486,6 +490,7 @@ func (c *conn) awaitKeys(ops []service.Op, b *batchSlot) {
 // batchSlot is a batch in flight (batchAsync).
 type batchSlot struct {
 	written chan struct{} // closed once its replies are written and flushed
+	flushed atomic.Bool   // its replies are being flushed (written follows at once; evloop.go's evBatchWait)
 	lane    *lane
 	prev    *batchSlot // the connection's previous batch, nil once written
 	pb      *planBuf   // the pooled list the batch's plans were gathered into
@@ -561,13 +566,15 @@ func (c *conn) writeBatch(b *batchSlot, plans []plan, rs []service.Result, fail 
 			c.writeResult(renderNext(plans[i], rs, &k, fail))
 		}
 	}
-	c.w.Flush() // a failure fails out; the reader then ends the connection
+	b.flushed.Store(true) // before the flush: a client may answer its replies at once
+	c.w.Flush()           // a failure fails out; the reader then ends the connection
 	c.out.addReplies(len(plans))
 	c.wmu.Unlock()
 	recyclePlans(b.pb, plans)
 	b.pb = nil
 	c.pl.free <- b.lane
 	close(b.written)
+	c.evUnpark() // evloop.go: the loop holds the next command for this batch
 }
 
 // maxPipelined bounds a connection's pipelined commands in flight.

@@ -410,6 +410,7 @@ func (c *conn) serveFrom(r evResume) {
 	// (pipeline.go, batch), or one the event loop read: the next iteration
 	// serves it without reading.
 	held, heldErr := r.held, r.heldErr
+	heldCmd, heldPlan := r.heldCmd, r.heldPlan // held's plan, made by the event loop (evBatch)
 	for first := true; ; first = false {
 		// Back to the event loop once a command was served here (the one
 		// that brought the connection here first: a read error, a command
@@ -458,7 +459,14 @@ func (c *conn) serveFrom(r evResume) {
 			}
 			return
 		}
-		cmd, p, pipelined := c.pipelineable(args)
+		var cmd *command
+		var p plan
+		var pipelined bool
+		if heldCmd != nil { // made and noted by the loop's pipelineRule: not again
+			cmd, p, pipelined, heldCmd, heldPlan = heldCmd, heldPlan, true, nil, plan{}
+		} else {
+			cmd, p, pipelined = c.pipelineable(args)
+		}
 		if c.reply != replyOn {
 			pipelined = false // silenced replies: one command at a time (replymode.go)
 		}
