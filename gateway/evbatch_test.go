@@ -245,3 +245,36 @@ func TestEvLoopBatchPlanOnce(t *testing.T) {
 		t.Fatalf("the monitor saw SET k v EX x %d times, want 1: %q", n, lines)
 	}
 }
+
+// TestEvLoopCloseNoGoConn: a connection the loop owns whose client
+// closes is ended with the error the loop's read met, without a Go
+// connection made for its goroutine to read the end again (a dozen system
+// calls per closed connection: dup, net.FileConn's getsockopt,
+// getsockname, getpeername, epoll_ctl, then two closes). Fails when the
+// loop leaves the error for the goroutine's read (1 Go connection).
+func TestEvLoopCloseNoGoConn(t *testing.T) {
+	b := newReplyBackend()
+	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	dial(t, addr) // not alone (evAlone)
+	waitReplyFn(t, "the idle connection", func() bool { return s.ord.conns.Load() == 1 })
+	c := dial(t, addr)
+	if got := c.do("SET", "k", "v"); got != "OK" {
+		t.Fatal(got)
+	}
+	var e *evNetConn
+	s.mu.Lock()
+	for sc := range s.conns {
+		if en, ok := sc.nc.(*evNetConn); ok && sc.id == 2 {
+			e = en
+		}
+	}
+	s.mu.Unlock()
+	if e == nil {
+		t.Fatal("the connection is not the loop's")
+	}
+	c.nc.Close()
+	waitReplyFn(t, "the connection ended", func() bool { return s.ord.conns.Load() == 1 })
+	if g := e.gcs.Load(); g != 0 {
+		t.Errorf("%d Go connections made to end a closed connection, want 0", g)
+	}
+}

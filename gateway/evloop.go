@@ -302,8 +302,16 @@ func (c *conn) evStep(read bool) (evResume, bool) {
 		_, err := c.br.Peek(c.br.Buffered() + 1)
 		c.ev.rd.mode = evSpent
 		if err != nil && err != errEvAgain {
-			// EOF, a failure, or a command larger than the buffer: the
-			// goroutine's read meets it.
+			if c.br.Buffered() == 0 {
+				// The client closed (EOF) or the socket failed, nothing
+				// read before it: the goroutine ends the connection
+				// with this error, without a read of its own (which
+				// would first make a Go connection: a dozen system
+				// calls per closed connection, evconn_linux.go).
+				return evResume{heldErr: err}, false
+			}
+			// Commands read before it, or a command larger than the
+			// buffer: the goroutine's read meets it.
 			return evResume{}, false
 		}
 	}
