@@ -96,21 +96,34 @@ func (s *Server) login(ctx context.Context, method string) (*gateway.User, error
 	// The two keys only: FromIncomingContext would copy the whole
 	// metadata (five allocations per call).
 	pws, names := metadata.ValueFromIncomingContext(ctx, synodpb.PasswordKey), metadata.ValueFromIncomingContext(ctx, synodpb.UserKey)
-	if len(pws) > 1 || len(names) > 1 {
-		return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "%q and %q may be given once each", synodpb.PasswordKey, synodpb.UserKey), "method", method)
+	pw, name := "", ""
+	if len(pws) > 0 {
+		pw = pws[0]
 	}
-	name := ""
-	if len(names) == 1 {
+	if len(names) > 0 {
 		name = names[0]
 	}
-	if len(pws) == 1 {
-		u, ok := s.users.Login(name, pws[0])
+	return s.loginWith(ctx, method, pw, len(pws), name, len(names))
+}
+
+// loginWith is login given the password metadata's first value and
+// number of values (npw), and the user's (a unary call's own headers:
+// doReply).
+func (s *Server) loginWith(ctx context.Context, method, pw string, npw int, name string, nname int) (*gateway.User, error) {
+	if npw > 1 || nname > 1 {
+		return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "%q and %q may be given once each", synodpb.PasswordKey, synodpb.UserKey), "method", method)
+	}
+	if nname == 0 {
+		name = ""
+	}
+	if npw == 1 {
+		u, ok := s.users.Login(name, pw)
 		if !ok {
 			return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "%s", "WRONGPASS invalid username-password pair or user is disabled"), "method", method, "user", orDefault(name))
 		}
 		return u, nil
 	}
-	if len(names) == 1 {
+	if nname == 1 {
 		return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "user %q given without a password (%q)", name, synodpb.PasswordKey), "method", method)
 	}
 	if cert := verifiedCert(ctx); cert != nil {
@@ -127,7 +140,7 @@ func (s *Server) login(ctx context.Context, method string) (*gateway.User, error
 	if s.users.Required() {
 		return nil, s.refused(ctx, "auth", kindStatus(synoderr.NoAuth, "authentication required: send a password in the %q metadata (and a user in %q), or a client certificate naming a user", synodpb.PasswordKey, synodpb.UserKey), "method", method)
 	}
-	return s.users.Default(), nil
+	return s.defUser, nil
 }
 
 func orDefault(name string) string {

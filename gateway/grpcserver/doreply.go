@@ -1,8 +1,10 @@
 package grpcserver
 
 import (
-	"context"
-	"time"
+	"encoding/binary"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
@@ -40,52 +42,75 @@ import (
 //
 // Refusals (login, namespace, validation) are answered by the reader as
 // the handler would answer them.
-func (s *Server) doReply(ctx context.Context, dec func(any) error, done func(any, error)) {
-	in := &synodpb.Request{}
-	if err := dec(in); err != nil {
-		done(nil, err)
-		return
-	}
-	u, err := s.login(ctx, synodpb.Synod_Do_FullMethodName)
+func (s *Server) doReply(st *h2sstream, msg []byte) {
+	in, err := decodeRequest(msg, s.nsNames) // reqcodec.go
 	if err != nil {
-		done(nil, err)
+		st.replied(nil, err)
 		return
 	}
-	ctx = context.WithValue(ctx, userKey{}, u)
-	ns, req, err := s.prepareDo(ctx, in)
+	pw, npw := st.uctx.h.value(synodpb.PasswordKey)
+	name, nname := st.uctx.h.value(synodpb.UserKey)
+	u, err := s.loginWith(st, synodpb.Synod_Do_FullMethodName, pw, npw, name, nname)
 	if err != nil {
-		done(nil, err)
+		st.replied(nil, err)
 		return
 	}
-	rb, terse := s.b.(gateway.ReplyBackend), in.GetTerse()
-	// ctx ends when the caller's deadline passes, the caller cancels, the
-	// connection ends or the server closes (h2server.close cancels the
-	// async calls' contexts): a timer of its own only when RequestTimeout
-	// is earlier than the caller's deadline.
-	rctx, cancel := ctx, context.CancelFunc(nil)
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.opts.RequestTimeout {
-		rctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+	st.uctx.user = u // st's Value(userKey{}) from now on
+	ns, req, err := s.prepareDo(st, in)
+	if err != nil {
+		st.replied(nil, err)
+		return
 	}
-	var abandon func() bool
-	answer := func(res automaton.Response, err error) {
-		abandon()
-		out, err := s.response(ctx, rctx, req, res, err, terse)
-		if cancel != nil {
-			cancel()
-		}
-		done(out, err)
-	}
-	// Registered before the request is handed over: answer runs after
+	rb := s.b.(gateway.ReplyBackend)
+	st.do = doCall{srv: s, rb: rb, ns: ns, req: req, terse: in.GetTerse()}
+	// st ends when the caller's deadline or RequestTimeout passes, the
+	// caller cancels, the connection ends or the server closes
+	// (h2server.close cancels the async calls' contexts); then the
+	// request is withdrawn (abandonDo), unless answered.
+	st.limit(s.opts.RequestTimeout)
+	st.arm()
+	// Marked before the request is handed over: the answer runs after
 	// SubmitReply took it (the Backend's lock orders the two).
-	abandon = context.AfterFunc(rctx, func() {
-		if rb.Abandon(ns, req.ID) {
-			answer(automaton.Response{}, rctx.Err())
-		}
-	})
-	if !rb.SubmitReply(rctx, ns, req, answer) {
+	st.hold()
+	if !rb.SubmitReply(st, ns, req, st.answerDo) {
 		go func() {
-			res, err := s.b.Do(rctx, ns, req)
-			answer(res, err)
+			res, err := s.b.Do(st, ns, req)
+			st.answerDo(res, err)
 		}()
+	}
+}
+
+// answerDo is a Do's answer (the Backend's callback, or abandonDo's):
+// converted and written (replied).
+func (st *h2sstream) answerDo(res automaton.Response, err error) {
+	st.answered()
+	d := &st.do
+	if err != nil {
+		_, err = d.srv.response(st, st, d.req, res, err, d.terse)
+		st.replied(nil, err)
+		return
+	}
+	// The Response written as it would be marshalled, without making it
+	// (replycodec.go).
+	buf := replyBufs.Get().(*[]byte)
+	b := append((*buf)[:0], 0, 0, 0, 0, 0)
+	b = appendResponse(b, d.req, res, d.terse)
+	n := len(b) - 5
+	if n > synodpb.MaxMessageSize {
+		putReplyBuf(buf, b)
+		st.replied(nil, status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", n, synodpb.MaxMessageSize))
+		return
+	}
+	binary.BigEndian.PutUint32(b[1:5], uint32(n))
+	st.send(buf, b, statusOK)
+}
+
+// abandonDo withdraws a Do whose context ended before its answer, and
+// answers it with the context's error if it did (else its answer is on
+// its way).
+func (st *h2sstream) abandonDo() {
+	d := &st.do
+	if d.rb.Abandon(d.ns, d.req.ID) {
+		st.answerDo(automaton.Response{}, st.Err())
 	}
 }

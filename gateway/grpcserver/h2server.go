@@ -124,10 +124,11 @@ type h2method struct {
 	// keepReading before it stops receiving for a while.
 	turn bool
 	// async, when set, serves the unary method without waiting for its
-	// answer (Server.doReply): it decodes the request and hands it over;
-	// done is called once, on whatever goroutine has the answer, and must
-	// not block (it may run on a node loop's goroutine).
-	async func(ctx context.Context, dec func(any) error, done func(reply any, err error))
+	// answer (Server.doReply): it decodes the call's message msg and hands
+	// the request over; s.replied is called once, on whatever goroutine
+	// has the answer, and must not block (it may run on a node loop's
+	// goroutine). s is the call's context.
+	async func(s *h2sstream, msg []byte)
 }
 
 func newH2Server(tc *tls.Config, ui grpc.UnaryServerInterceptor, si grpc.StreamServerInterceptor, log *slog.Logger) *h2server {
@@ -308,6 +309,7 @@ type h2sconn struct {
 	fr          *http2.Framer
 	recvUnacked int
 	delivered   *h2sstream // a turn stream handleData gave a message to (read's yield)
+	hb          headerBlock
 }
 
 func (h *h2server) serveConn(nc net.Conn) {
@@ -350,9 +352,8 @@ func (h *h2server) serveConn(nc net.Conn) {
 	c.br = bufio.NewReaderSize(nc, 64<<10)
 	c.fr = http2.NewFramer(nil, c.br)
 	c.fr.SetReuseFrames() // every frame is handled before the next is read (readFrame)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = 16 << 20
 	c.fr.SetMaxReadFrameSize(16384)
+	c.hb.init()
 
 	h.mu.Lock()
 	if h.closing {
@@ -548,7 +549,7 @@ func (c *h2sconn) cancelAsync() {
 	defer c.mu.Unlock()
 	for _, s := range c.streams {
 		if s.m != nil && s.m.async != nil {
-			s.cancel()
+			s.stop()
 		}
 	}
 }
@@ -734,8 +735,16 @@ func keepReading(ctx context.Context) {
 // connection error.
 func (c *h2sconn) handle(f http2.Frame) (*h2sstream, error) {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
-		return c.handleHeaders(f)
+	case *http2.HeadersFrame:
+		if !c.hb.start(f) {
+			return nil, nil
+		}
+		return c.headerBlock()
+	case *http2.ContinuationFrame:
+		if !c.hb.add(f) {
+			return nil, nil
+		}
+		return c.headerBlock()
 	case *http2.DataFrame:
 		return c.handleData(f)
 	case *http2.RSTStreamFrame:
@@ -801,9 +810,14 @@ type h2sstream struct {
 	c      *h2sconn
 	id     uint32
 	m      *h2method
-	ctx    context.Context
-	cancel context.CancelFunc
-	ch     chan struct{} // a message arrived or the stream ended (streams)
+	ctx    context.Context    // a unary call's is s itself (h2ctx.go)
+	cancel context.CancelFunc // streams' (nil: a unary call's, stop)
+	ch     chan struct{}      // a message arrived or the stream ended (streams)
+
+	// A unary call's context and metadata (h2ctx.go), and a Do's request
+	// handed over (doreply.go).
+	uctx unaryCtx
+	do   doCall
 
 	// Under c.mu.
 	sendWin  int64
@@ -825,13 +839,43 @@ type h2sstream struct {
 	trailer    metadata.MD
 }
 
-func (c *h2sconn) handleHeaders(f *http2.MetaHeadersFrame) (*h2sstream, error) {
-	id := f.StreamID
+// headerBlock decodes the header block just completed and acts on it
+// (handleHeaders): a malformed one (hpack) ends the connection, one with
+// invalid fields resets its stream (PROTOCOL_ERROR), as x/net's server.
+func (c *h2sconn) headerBlock() (*h2sstream, error) {
+	fields, err := c.hb.decode()
+	if err != nil {
+		return nil, err
+	}
+	if c.hb.bad != nil {
+		id := c.hb.sid
+		c.mu.Lock()
+		s := c.streams[id]
+		if s != nil {
+			s.reset = true
+			s.endLocked()
+		} else if id > c.lastID && id%2 == 1 {
+			c.lastID = id
+		}
+		c.mu.Unlock()
+		if id%2 == 0 && s == nil {
+			return nil, fmt.Errorf("client opened even stream %d", id)
+		}
+		c.sendCtl(func(fr *http2.Framer) error { return fr.WriteRSTStream(id, http2.ErrCodeProtocol) })
+		return nil, nil
+	}
+	return c.handleHeaders(c.hb.sid, c.hb.end, fields)
+}
+
+// handleHeaders acts on a decoded header block of stream id (end: the
+// HEADERS frame ended the stream). fields are the connection's, valid
+// until the next block.
+func (c *h2sconn) handleHeaders(id uint32, end bool, fields []hpack.HeaderField) (*h2sstream, error) {
 	c.mu.Lock()
 	if s := c.streams[id]; s != nil {
 		// Trailers from the client: only END_STREAM matters.
 		var ready *h2sstream
-		if f.StreamEnded() {
+		if end {
 			ready = s.recvEnd()
 		}
 		c.mu.Unlock()
@@ -851,21 +895,23 @@ func (c *h2sconn) handleHeaders(f *http2.MetaHeadersFrame) (*h2sstream, error) {
 		c.sendCtl(func(fr *http2.Framer) error { return fr.WriteRSTStream(id, http2.ErrCodeRefusedStream) })
 		return nil, nil
 	}
-	var path, method, ctype string
-	md := metadata.MD{}
+	var path, method string
+	var h callHeaders
 	var timeout time.Duration
 	var terr error
-	for _, hf := range f.Fields {
+	nmd := 0 // fields[:nmd]: the metadata beyond callHeaders' own
+	for _, hf := range fields {
 		switch hf.Name {
 		case ":path":
 			path = hf.Value
 		case ":method":
 			method = hf.Value
 		case ":authority":
-			md.Append(":authority", hf.Value)
+			h.authority, h.hasAuthority = hf.Value, true
 		case "content-type":
-			ctype = hf.Value
-			md.Append("content-type", hf.Value)
+			h.ctype = hf.Value
+		case "user-agent":
+			h.ua, h.hasUA = hf.Value, true
 		case "grpc-timeout":
 			timeout, terr = synodpb.DecodeTimeout(hf.Value)
 		case "grpc-encoding", "grpc-accept-encoding", "te", "connection", "grpc-message-type":
@@ -882,9 +928,11 @@ func (c *h2sconn) handleHeaders(f *http2.MetaHeadersFrame) (*h2sstream, error) {
 				}
 				v = string(b)
 			}
-			md.Append(hf.Name, v)
+			fields[nmd] = hpack.HeaderField{Name: hf.Name, Value: v} // nmd <= this field's index
+			nmd++
 		}
 	}
+	ctype := h.ctype
 	if method != "POST" || !isGRPC(ctype) {
 		c.write(func() error {
 			return c.writeHeaderFields(id, true, hpack.HeaderField{Name: ":status", Value: "415"},
@@ -895,15 +943,29 @@ func (c *h2sconn) handleHeaders(f *http2.MetaHeadersFrame) (*h2sstream, error) {
 		return nil, nil
 	}
 	m := c.srv.methods[path]
-	s := &h2sstream{c: c, id: id, m: m, ch: make(chan struct{}, 1)}
-	ctx := metadata.NewIncomingContext(c.ctx, md)
-	if m != nil && m.turn {
-		ctx = context.WithValue(ctx, h2streamKey{}, s) // the pipe's sendNow
-	}
-	if timeout > 0 {
-		s.ctx, s.cancel = context.WithTimeout(ctx, timeout)
+	s := &h2sstream{c: c, id: id, m: m}
+	if m != nil && m.stream != nil {
+		s.ch = make(chan struct{}, 1)
+		ctx := metadata.NewIncomingContext(c.ctx, h.md(fields[:nmd]))
+		if m.turn {
+			ctx = context.WithValue(ctx, h2streamKey{}, s) // the pipe's sendNow
+		}
+		if timeout > 0 {
+			s.ctx, s.cancel = context.WithTimeout(ctx, timeout)
+		} else {
+			s.ctx, s.cancel = context.WithCancel(ctx)
+		}
 	} else {
-		s.ctx, s.cancel = context.WithCancel(ctx)
+		// A unary call (or a refused one): its context is the stream
+		// itself, its metadata made only if asked for (h2ctx.go).
+		if nmd > 0 {
+			h.extra = slices.Clone(fields[:nmd])
+		}
+		s.uctx.h = h
+		if timeout > 0 {
+			s.uctx.deadline = time.Now().Add(timeout)
+		}
+		s.ctx = s
 	}
 	switch {
 	case terr != nil:
@@ -919,7 +981,7 @@ func (c *h2sconn) handleHeaders(f *http2.MetaHeadersFrame) (*h2sstream, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		s.cancel()
+		s.stop()
 		return nil, nil
 	}
 	s.sendWin = c.streamWin
@@ -928,7 +990,7 @@ func (c *h2sconn) handleHeaders(f *http2.MetaHeadersFrame) (*h2sstream, error) {
 	switch {
 	case s.bad != nil:
 		ready = s.dispatch() // answered at once
-	case f.StreamEnded():
+	case end:
 		ready = s.recvEnd()
 	}
 	c.mu.Unlock()
@@ -1047,6 +1109,9 @@ func (c *h2sconn) handleData(f *http2.DataFrame) (*h2sstream, error) {
 }
 
 func (s *h2sstream) notify() {
+	if s.ch == nil {
+		return // a unary call: nobody waits
+	}
 	select {
 	case s.ch <- struct{}{}:
 	default:
@@ -1061,7 +1126,7 @@ func (s *h2sstream) endLocked() {
 	}
 	s.done = true
 	delete(s.c.streams, s.id)
-	s.cancel()
+	s.stop()
 	s.notify()
 }
 
@@ -1093,7 +1158,7 @@ func (s *h2sstream) runAsync() bool {
 	s.msgs = nil
 	c.mu.Unlock()
 	h2Inline.Add(1)
-	s.m.async(s.ctx, decoder(msg), s.replied)
+	s.m.async(s, msg)
 	return true
 }
 
@@ -1101,17 +1166,43 @@ func (s *h2sstream) runAsync() bool {
 // (finishNow), else by a goroutine of its own.
 func (s *h2sstream) replied(reply any, err error) {
 	var out []byte
+	var buf *[]byte
 	if err == nil {
-		out, err = synodpb.FrameMessage(reply)
+		buf = replyBufs.Get().(*[]byte)
+		out, err = synodpb.AppendFrame((*buf)[:0], reply)
 	}
-	st := statusOf(err)
+	s.send(buf, out, statusOf(err))
+}
+
+// send is replied's end: the reply msg (a framed message in buf, from
+// replyBufs, or nil) and the trailers with st.
+func (s *h2sstream) send(buf *[]byte, out []byte, st *status.Status) {
 	if s.finishNow(out, st) {
+		putReplyBuf(buf, out)
 		return
 	}
 	go func() {
 		defer s.c.srv.callDone()
 		s.finish(out, st)
+		putReplyBuf(buf, out)
 	}()
+}
+
+// replyBufs hold the buffers async replies are framed in: a reply is
+// copied to the connection's buffer (or the socket) before finish or
+// finishNow returns.
+var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putReplyBuf returns buf (out, if framed there, grew it) to replyBufs.
+func putReplyBuf(buf *[]byte, out []byte) {
+	if buf == nil {
+		return
+	}
+	if cap(out) > 64<<10 {
+		out = nil // a rare large reply's buffer is not kept
+	}
+	*buf = out[:0]
+	replyBufs.Put(buf)
 }
 
 // finishNow writes the reply (msg, a framed message or nil, then the
@@ -1195,6 +1286,7 @@ func (s *h2sstream) runUnary() {
 		s.finish(nil, status.Newf(codes.Internal, "grpc: a unary call sent %d messages, want 1", len(msgs)))
 		return
 	}
+	s.arm()
 	reply, err := s.m.unary(s.m.impl, s.ctx, decoder(msgs[0]), c.srv.unaryInt)
 	var out []byte
 	if err == nil {

@@ -142,11 +142,13 @@ type Server struct {
 	g    *grpc.Server // TransportGRPCGo
 	h    *h2server    // TransportDirect
 
-	nss  []config.Namespace
-	svcs map[string]service.Service
+	nss     []config.Namespace
+	nsNames []string // nss' names (reqcodec.go)
+	svcs    map[string]service.Service
 
-	users *gateway.Users
-	lim   *ratelog.Limiter // refusals (auth.go)
+	users   *gateway.Users
+	defUser *gateway.User    // users.Default(), made once (a User does not change)
+	lim     *ratelog.Limiter // refusals (auth.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -173,13 +175,14 @@ func New(b gateway.Backend, opts Options) *Server {
 		// its user out rather than the server.
 		log.Error("gRPC users refused", "err", err)
 	}
-	s.users = users
+	s.users, s.defUser = users, users.Default()
 	for _, ns := range b.Namespaces() {
 		svc, err := service.Lookup(ns.Service)
 		if err != nil {
 			log.Error("namespace has an unknown service; its requests will be refused", "namespace", ns.Name, "err", err)
 		}
 		s.nss = append(s.nss, ns)
+		s.nsNames = append(s.nsNames, ns.Name)
 		s.svcs[ns.Name] = svc
 	}
 	sopts := []grpc.ServerOption{

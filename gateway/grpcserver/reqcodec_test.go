@@ -1,0 +1,95 @@
+package grpcserver
+
+import (
+	"math/rand"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/synod-dev/synod/api/synodpb"
+)
+
+// decodeRequest agrees with proto.Unmarshal: on requests of every field
+// (the hand decoder's and the ones it leaves to proto.Unmarshal), on
+// repeated fields, on strings that are not UTF-8, on truncations and on
+// random bytes: the same message, or an error from both. And it decodes
+// the common requests itself (the ones it must not leave to
+// proto.Unmarshal), with interned kinds and namespaces.
+func TestDecodeRequest(t *testing.T) {
+	names := []string{"default", "hits"}
+	reqs := []*synodpb.Request{
+		{},
+		{Op: &synodpb.Op{Kind: "get", Key: "k"}},
+		{Namespace: "hits", ClientId: 7, Seq: 9, Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v"), {}, []byte("nx")}}, Read: synodpb.ReadMode(3), Terse: true, Fanout: true, Strict: true},
+		{Namespace: "other", Op: &synodpb.Op{Kind: "weird", Key: "ключ"}},
+		{Op: &synodpb.Op{}},
+		{OpId: "x", Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}},
+		{Prev: []string{"a"}, Options: map[string]*synodpb.OptionValues{"strict": {Values: []string{"1"}}}},
+		{Ops: []*synodpb.Op{{Kind: "get", Key: "a"}, {Kind: "get", Key: "b"}}},
+		{Txn: &synodpb.TxnStep{Action: synodpb.TxnStep_BEGIN}, ClientId: 1, Seq: 1},
+	}
+	var corpus [][]byte
+	for _, r := range reqs {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, b)
+	}
+	// Fields the generated code never writes twice, an unknown field,
+	// strings that are not UTF-8.
+	op1, _ := proto.Marshal(&synodpb.Op{Kind: "get", Key: "a"})
+	op2, _ := proto.Marshal(&synodpb.Op{Key: "b", Args: [][]byte{[]byte("x")}})
+	twice := protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), op1)
+	twice = protowire.AppendBytes(protowire.AppendTag(twice, 4, protowire.BytesType), op2)
+	corpus = append(corpus, twice,
+		protowire.AppendVarint(protowire.AppendTag(corpus[2], 99, protowire.VarintType), 1),
+		protowire.AppendVarint(protowire.AppendTag(corpus[2], 2, protowire.VarintType), 5), // client_id again: the last wins
+		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff, 0xfe}),
+		protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte{0xc0})),
+		protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 3)),
+	)
+	rnd := rand.New(rand.NewSource(1))
+	for _, b := range corpus[1:4] {
+		for i := range len(b) {
+			corpus = append(corpus, b[:i]) // truncated
+		}
+		for range 200 {
+			c := append([]byte(nil), b...)
+			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
+			corpus = append(corpus, c)
+		}
+	}
+	for range 2000 {
+		c := make([]byte, rnd.Intn(40))
+		rnd.Read(c)
+		corpus = append(corpus, c)
+	}
+	for i, b := range corpus {
+		want := &synodpb.Request{}
+		werr := proto.Unmarshal(b, want)
+		got, gerr := decodeRequest(append([]byte(nil), b...), names)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("case %d (%x): proto.Unmarshal %v, decodeRequest %v", i, b, werr, gerr)
+		}
+		if werr == nil && !proto.Equal(got, want) {
+			t.Fatalf("case %d (%x):\n got  %v\n want %v", i, b, got, want)
+		}
+	}
+	for _, i := range []int{0, 1, 2, 3, 4} {
+		if decodeCommon(corpus[i], names) == nil {
+			t.Fatalf("request %v was left to proto.Unmarshal", reqs[i])
+		}
+	}
+	for _, i := range []int{5, 6, 7, 8, 9} {
+		if decodeCommon(corpus[i], names) != nil {
+			t.Fatalf("case %d was decoded by hand; want it left to proto.Unmarshal", i)
+		}
+	}
+	m := decodeCommon(corpus[2], names)
+	if m.r.Namespace != "hits" || m.op.Kind != "set" {
+		t.Fatal(m.r.Namespace, m.op.Kind)
+	}
+	t.Logf("%d messages compared", len(corpus))
+}
