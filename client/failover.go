@@ -221,12 +221,26 @@ func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what reqNam
 	first, maySent := -1, false
 	var errs []error
 	if target, epoch := st.targetEpoch(); target >= 0 {
-		actx, acancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(epoch, acancel)
-		resp, res, sent, err := c.attempt(actx, c.conns[target], req)
-		changed := !stop() || epoch.Err() != nil
-		acancel()
 		g := c.conns[target]
+		var resp *synodpb.Response
+		var res service.Result
+		var sent, changed bool
+		var err error
+		if g.h2 != nil {
+			// The direct transport ends the call when epoch ends itself:
+			// no context of the attempt's own.
+			if testHookAttempt != nil {
+				testHookAttempt()
+			}
+			resp, res, sent, err = c.attemptDirect(ctx, g, req, epoch)
+			changed = epoch.Err() != nil
+		} else {
+			actx, acancel := context.WithCancel(ctx)
+			stop := context.AfterFunc(epoch, acancel)
+			resp, res, sent, err = c.attempt(actx, g, req)
+			changed = !stop() || epoch.Err() != nil
+			acancel()
+		}
 		if err == nil {
 			e := replyError(res.Err)
 			if res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -133,8 +134,9 @@ type GRPC struct {
 	conns  []*gconn
 	client uint64
 	seq    atomic.Uint64
-	lanes  lanes // client ids of concurrent requests (lanes.go)
-	glanes lanes // identities of named pipeline messages (pipeline.go)
+	lanes  lanes               // client ids of concurrent requests (lanes.go)
+	auth   []hpack.HeaderField // the direct transport's password metadata (authFields)
+	glanes lanes               // identities of named pipeline messages (pipeline.go)
 
 	mu      sync.Mutex
 	cur     int
@@ -262,7 +264,7 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 		return nil, err
 	}
 	var b [8]byte
-	c := &GRPC{opts: opts, nodeIDs: make([]string, len(addrs))}
+	c := &GRPC{opts: opts, nodeIDs: make([]string, len(addrs)), auth: authFields(opts)}
 	c.glanes.init = true // no own lane: every named message has a client id of its own
 	c.life, c.lifeCancel = context.WithCancel(context.Background())
 	for c.client == 0 {
@@ -327,6 +329,19 @@ func (c *GRPC) Close() error {
 		}
 	}
 	return nil
+}
+
+// authFields are the password (and user) metadata as the direct
+// transport sends them (GRPC.auth): as withAuth's.
+func authFields(o Options) []hpack.HeaderField {
+	if o.Password == "" {
+		return nil
+	}
+	fs := []hpack.HeaderField{{Name: synodpb.PasswordKey, Value: o.Password, Sensitive: true}}
+	if o.User != "" {
+		fs = append(fs, hpack.HeaderField{Name: synodpb.UserKey, Value: o.User, Sensitive: true})
+	}
+	return fs
 }
 
 func (c *GRPC) withAuth(ctx context.Context) context.Context {
@@ -825,6 +840,9 @@ func (c *GRPC) attempt(ctx context.Context, g *gconn, req *synodpb.Request) (*sy
 	if testHookAttempt != nil {
 		testHookAttempt()
 	}
+	if g.h2 != nil {
+		return c.attemptDirect(ctx, g, req, nil)
+	}
 	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	if err := g.ready(actx); err != nil {
@@ -835,6 +853,37 @@ func (c *GRPC) attempt(ctx context.Context, g *gconn, req *synodpb.Request) (*sy
 	if err != nil {
 		return nil, service.Result{}, pr.Addr != nil, statusError(err)
 	}
+	return attempted(resp)
+}
+
+// attemptDirect is attempt on the direct transport: the call's time limit
+// is a deadline the transport enforces (a timer of the call's), not a
+// context of its own, and the call goes to the transport without the
+// generated stub and grpc's call options (issue 28 item 6; docs/costs/
+// s51-grpc51.md). It also ends, CANCELED, when also (if not nil) ends.
+func (c *GRPC) attemptDirect(ctx context.Context, g *gconn, req *synodpb.Request, also context.Context) (*synodpb.Response, service.Result, bool, error) {
+	deadline := time.Now().Add(c.opts.Timeout)
+	if !g.h2.up() {
+		actx, cancel := context.WithDeadline(ctx, deadline)
+		err := g.ready(actx)
+		cancel()
+		if err != nil {
+			return nil, service.Result{}, false, err
+		}
+	}
+	msg, sent, err := g.h2.unary(ctx, deadline, also, synodpb.Synod_Do_FullMethodName, req, c.auth)
+	var resp *synodpb.Response
+	if err == nil {
+		resp, err = decodeResponse(msg) // respcodec.go
+	}
+	if err != nil {
+		return nil, service.Result{}, sent, statusError(err)
+	}
+	return attempted(resp)
+}
+
+// attempted is an attempt's outcome for the response resp.
+func attempted(resp *synodpb.Response) (*synodpb.Response, service.Result, bool, error) {
 	if resp.GetSilent() {
 		return resp, service.Result{}, true, nil // a fanout's "not mine to answer"
 	}

@@ -221,7 +221,7 @@ func (h *h2client) Invoke(ctx context.Context, method string, args, reply any, o
 	if err != nil {
 		return err
 	}
-	s, err := c.open(ctx, method, args, true)
+	s, err := c.open(ctx, time.Time{}, method, args, true, nil)
 	if err != nil {
 		return err
 	}
@@ -251,12 +251,56 @@ func (h *h2client) NewStream(ctx context.Context, desc *grpc.StreamDesc, method 
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.open(ctx, method, nil, false)
+	s, err := c.open(ctx, time.Time{}, method, nil, false, nil)
 	if err != nil {
 		return nil, err
 	}
 	setPeer(opts, c)
 	return s, nil
+}
+
+// unary is one unary call of method (Invoke without grpc's call options,
+// the generated stub's option list and contexts of the caller's own for
+// its time limit and its other end): the call ends by deadline, when ctx
+// ends or when also (if not nil) ends (CANCELED), whichever is first;
+// extra are metadata fields sent besides ctx's (the client's password).
+// It returns the reply's message (the stream's own copy); sent reports
+// whether the call may have reached the node (it was put on a connection
+// and not refused).
+func (h *h2client) unary(ctx context.Context, deadline time.Time, also context.Context, method string, args any, extra []hpack.HeaderField) (msg []byte, sent bool, err error) {
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	s, err := c.open(ctx, deadline, method, args, true, extra)
+	if err != nil {
+		return nil, false, err
+	}
+	if also != nil && also.Done() != nil {
+		s.stopAlso = context.AfterFunc(also, s.cancelAlso)
+	}
+	defer s.release()
+	err = c.await(s, s.finished)
+	c.mu.Lock()
+	st, msgs, refused := s.st, s.msgs, s.refused
+	c.mu.Unlock()
+	if err != nil {
+		return nil, !refused, err
+	}
+	if st.Code() != codes.OK {
+		return nil, !refused, st.Err()
+	}
+	if len(msgs) != 1 {
+		return nil, true, status.Errorf(codes.Internal, "grpc: unary call %s answered with %d messages", method, len(msgs))
+	}
+	return msgs[0], true, nil
+}
+
+// up reports whether h has a connection (which the next call polls).
+func (h *h2client) up() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur != nil && !h.closed
 }
 
 func setPeer(opts []grpc.CallOption, c *h2conn) {
@@ -284,6 +328,10 @@ type h2conn struct {
 	// and the encoder has not yet taken it (-1: none): the reader sets it,
 	// the next writer applies it.
 	tableSize atomic.Int64
+	// toMS and to are the last grpc-timeout sent in milliseconds and its
+	// value (timeoutValue).
+	toMS int64
+	to   string
 
 	// Shared state: under mu.
 	mu        sync.Mutex
@@ -312,7 +360,8 @@ type h2conn struct {
 	pollErr     error
 	fr          *http2.Framer
 	hdec        *hpack.Decoder
-	block       []byte // header block being assembled (HEADERS + CONTINUATION)
+	hfields     []hpack.HeaderField // the block's fields (emitHeader), valid until the next block
+	block       []byte              // header block being assembled (HEADERS + CONTINUATION)
 	blockSID    uint32
 	blockEnd    bool // the HEADERS frame ended the stream
 	recvUnacked int  // connection-level bytes read and not yet granted back
@@ -362,7 +411,7 @@ func dialH2(ctx context.Context, addr string, timeout time.Duration) (*h2conn, e
 		c.pollN, c.pollErr = syscall.Read(int(fd), c.rbuf[c.re:])
 		return true
 	}
-	c.hdec = hpack.NewDecoder(4096, nil)
+	c.hdec = hpack.NewDecoder(4096, c.emitHeader)
 	// The preface, our settings (the stream window; the rest default), the
 	// connection window; then the node's SETTINGS, which every HTTP/2
 	// server sends first.
@@ -508,17 +557,28 @@ func (c *h2conn) readFrame(handshake bool) (http2.Frame, error) {
 }
 
 // open starts a stream of method; for a unary call it also sends msg and
-// ends the stream's sending side. An error means nothing was sent.
-func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (*h2stream, error) {
+// ends the stream's sending side. The stream ends when ctx does or, if
+// deadline is set, then (DEADLINE_EXCEEDED); extra are metadata fields
+// sent besides ctx's. An error means nothing was sent.
+func (c *h2conn) open(ctx context.Context, deadline time.Time, method string, msg any, unary bool, extra []hpack.HeaderField) (*h2stream, error) {
 	var body []byte
+	var buf *[]byte
 	if unary {
 		var err error
-		if body, err = synodpb.FrameMessage(msg); err != nil {
+		buf = frameBufs.Get().(*[]byte)
+		if body, err = synodpb.AppendFrame((*buf)[:0], msg); err != nil {
+			frameBufs.Put(buf)
 			return nil, err
 		}
+		// Written (copied to the connection's buffer, or sent) before
+		// open returns.
+		defer putFrameBuf(buf, body)
 	}
-	hdrs := c.headers(ctx, method)
-	s := &h2stream{c: c, ctx: ctx, method: method, ch: make(chan struct{}, 1), unary: unary}
+	timed := !deadline.IsZero() // a timer of the stream's own, unless ctx ends first anyway
+	if dl, ok := ctx.Deadline(); ok && (!timed || !dl.After(deadline)) {
+		deadline, timed = dl, false
+	}
+	s := &h2stream{c: c, ctx: ctx, method: method, unary: unary}
 	c.wmu.Lock()
 	c.mu.Lock()
 	if err := c.err; err != nil || c.goaway {
@@ -534,7 +594,7 @@ func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (
 	s.sendWin = c.streamWin
 	c.streams[s.id] = s
 	c.mu.Unlock()
-	err := c.writeHeaders(s.id, hdrs, false)
+	err := c.writeRequestHeaders(s.id, ctx, method, deadline, extra)
 	end := false
 	if err == nil && unary {
 		end, err = c.writeSome(s, body, true)
@@ -542,6 +602,9 @@ func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (
 	err = c.unlockW(err)
 	if ctx.Done() != nil {
 		s.stop = context.AfterFunc(ctx, s.abort)
+	}
+	if timed {
+		s.timer = time.AfterFunc(time.Until(deadline), s.expire)
 	}
 	if err == nil && unary && !end {
 		err = c.sendRest(s, body, true)
@@ -551,20 +614,30 @@ func (c *h2conn) open(ctx context.Context, method string, msg any, unary bool) (
 	return s, nil
 }
 
-// headers returns the request's header fields: gRPC's, the deadline as
-// grpc-timeout, and the outgoing metadata.
-func (c *h2conn) headers(ctx context.Context, method string) []hpack.HeaderField {
-	h := make([]hpack.HeaderField, 0, 10)
-	h = append(h,
-		hpack.HeaderField{Name: ":method", Value: "POST"},
-		hpack.HeaderField{Name: ":scheme", Value: "http"},
-		hpack.HeaderField{Name: ":path", Value: method},
-		hpack.HeaderField{Name: ":authority", Value: c.authority},
-		hpack.HeaderField{Name: "content-type", Value: "application/grpc"},
-		hpack.HeaderField{Name: "user-agent", Value: "synod-go-direct"},
-		hpack.HeaderField{Name: "te", Value: "trailers"})
-	if dl, ok := ctx.Deadline(); ok {
-		h = append(h, hpack.HeaderField{Name: "grpc-timeout", Value: synodpb.EncodeTimeout(time.Until(dl)), Sensitive: true})
+// writeRequestHeaders writes the request's header block: gRPC's fields,
+// the deadline as grpc-timeout, extra and ctx's outgoing metadata. The
+// caller holds wmu.
+func (c *h2conn) writeRequestHeaders(sid uint32, ctx context.Context, method string, deadline time.Time, extra []hpack.HeaderField) error {
+	if ts := c.tableSize.Swap(-1); ts >= 0 {
+		c.henc.SetMaxDynamicTableSizeLimit(uint32(ts))
+	}
+	c.hbuf.Reset()
+	e := c.henc
+	e.WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
+	e.WriteField(hpack.HeaderField{Name: ":scheme", Value: "http"})
+	e.WriteField(hpack.HeaderField{Name: ":path", Value: method})
+	e.WriteField(hpack.HeaderField{Name: ":authority", Value: c.authority})
+	e.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/grpc"})
+	e.WriteField(hpack.HeaderField{Name: "user-agent", Value: "synod-go-direct"})
+	e.WriteField(hpack.HeaderField{Name: "te", Value: "trailers"})
+	if !deadline.IsZero() {
+		v, same := c.timeoutValue(time.Until(deadline))
+		// A value sent before goes into the header table (the calls of one
+		// client mostly have the same time limit); others are not kept.
+		e.WriteField(hpack.HeaderField{Name: "grpc-timeout", Value: v, Sensitive: !same})
+	}
+	for _, f := range extra {
+		e.WriteField(f)
 	}
 	if md, ok := metadata.FromOutgoingContext(ctx); ok {
 		for k, vs := range md {
@@ -575,25 +648,33 @@ func (c *h2conn) headers(ctx context.Context, method string) []hpack.HeaderField
 				if strings.HasSuffix(k, "-bin") {
 					v = base64.RawStdEncoding.EncodeToString([]byte(v))
 				}
-				h = append(h, hpack.HeaderField{Name: k, Value: v, Sensitive: true})
+				e.WriteField(hpack.HeaderField{Name: k, Value: v, Sensitive: true})
 			}
 		}
 	}
-	return h
+	return c.writeBlock(sid, false)
 }
 
-// writeHeaders writes a header block (HEADERS, CONTINUATION as needed).
-// The caller holds wmu.
-func (c *h2conn) writeHeaders(sid uint32, hdrs []hpack.HeaderField, end bool) error {
-	if ts := c.tableSize.Swap(-1); ts >= 0 {
-		c.henc.SetMaxDynamicTableSizeLimit(uint32(ts))
+// timeoutValue is grpc-timeout's value for d, and whether it is the value
+// the connection sent last: time limits of a second or more in whole
+// milliseconds, rounded up (the node's deadline at most a millisecond
+// later than the caller's, which ends the call first), so that one
+// client's calls send the same value. The caller holds wmu.
+func (c *h2conn) timeoutValue(d time.Duration) (string, bool) {
+	if d < time.Second {
+		return synodpb.EncodeTimeout(d), false
 	}
-	c.hbuf.Reset()
-	for _, f := range hdrs {
-		if err := c.henc.WriteField(f); err != nil {
-			return err
-		}
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	if ms == c.toMS && c.to != "" {
+		return c.to, true
 	}
+	c.toMS, c.to = ms, strconv.FormatInt(ms, 10)+"m"
+	return c.to, false
+}
+
+// writeBlock writes the header block in hbuf (HEADERS, CONTINUATION as
+// needed). The caller holds wmu.
+func (c *h2conn) writeBlock(sid uint32, end bool) error {
 	block := c.hbuf.Bytes()
 	first := true
 	for first || len(block) > 0 {
@@ -611,6 +692,19 @@ func (c *h2conn) writeHeaders(sid uint32, hdrs []hpack.HeaderField, end bool) er
 		block, first = block[n:], false
 	}
 	return nil
+}
+
+// frameBufs hold the buffers unary calls' messages are framed in (open).
+var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putFrameBuf returns buf, which body (framed there) may have grown, to
+// frameBufs.
+func putFrameBuf(buf *[]byte, body []byte) {
+	if cap(body) > maxKeptFrame {
+		body = nil // a rare large message's buffer is not kept
+	}
+	*buf = body[:0]
+	frameBufs.Put(buf)
 }
 
 // writeSome writes as much of body as the send windows allow, moving
@@ -766,6 +860,9 @@ func (c *h2conn) await(s *h2stream, cond func() bool) error {
 			continue
 		}
 		s.waiting = true
+		if s.ch == nil {
+			s.ch = make(chan struct{}, 1) // a caller that reads its own reply never waits
+		}
 		c.waiters = append(c.waiters, s)
 		c.mu.Unlock()
 		<-s.ch // woken for data, the stream's end, window or the turn
@@ -956,6 +1053,9 @@ func (c *h2conn) handleData(f *http2.DataFrame) error {
 			if len(s.partial) < 5+l {
 				break
 			}
+			if s.msgs == nil {
+				s.msgs = s.msgs0[:0] // a unary call's one message: no list of its own
+			}
 			s.msgs = append(s.msgs, s.partial[5:5+l:5+l])
 			s.partial = s.partial[5+l:]
 			if len(s.partial) == 0 {
@@ -989,17 +1089,22 @@ func (c *h2conn) handleData(f *http2.DataFrame) error {
 // handleHeaders decodes a complete header block: a response's headers, or
 // its trailers (or both at once: trailers-only).
 func (c *h2conn) handleHeaders() error {
-	fields, err := c.hdec.DecodeFull(c.block)
+	c.hfields = c.hfields[:0]
+	_, err := c.hdec.Write(c.block)
+	if err == nil {
+		err = c.hdec.Close()
+	}
 	if err != nil {
 		return fmt.Errorf("http2: header block: %w", err)
 	}
+	fields := c.hfields
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.streams[c.blockSID]
 	if s == nil || s.done {
 		return nil
 	}
-	md := metadata.MD{}
+	var md metadata.MD // made for the first field of metadata
 	httpStatus, ctype := "", ""
 	grpcStatus, grpcMsg := "", ""
 	for _, f := range fields {
@@ -1021,6 +1126,9 @@ func (c *h2conn) handleHeaders() error {
 				if b, err := synodpb.DecodeBinaryHeader(v); err == nil {
 					v = string(b)
 				}
+			}
+			if md == nil {
+				md = metadata.MD{}
 			}
 			md[f.Name] = append(md[f.Name], v)
 		}
@@ -1051,9 +1159,20 @@ func (c *h2conn) handleHeaders() error {
 		s.end(status.Newf(codes.Internal, "malformed grpc-status %q", grpcStatus))
 		return nil
 	}
+	if code == 0 && grpcMsg == "" {
+		s.end(statusOK)
+		return nil
+	}
 	s.end(status.New(codes.Code(code), grpcMsg))
 	return nil
 }
+
+// statusOK is every call's OK status (a Status is not changed once made).
+var statusOK = status.New(codes.OK, "")
+
+// emitHeader is the header decoder's: one field of the block being
+// decoded (handleHeaders).
+func (c *h2conn) emitHeader(f hpack.HeaderField) { c.hfields = append(c.hfields, f) }
 
 func httpCode(s string) codes.Code {
 	switch s {
@@ -1105,7 +1224,10 @@ type h2stream struct {
 	method string
 	unary  bool
 	stop   func() bool // stops the context's AfterFunc
-	ch     chan struct{}
+	timer  *time.Timer // the deadline's (open's deadline), or nil
+	// stopAlso stops the AfterFunc of unary's other context (cancelAlso).
+	stopAlso func() bool
+	ch       chan struct{} // made when the caller first waits (await)
 
 	// Under c.mu.
 	sendWin     int64
@@ -1118,6 +1240,7 @@ type h2stream struct {
 	header      metadata.MD
 	trailer     metadata.MD
 	msgs        [][]byte
+	msgs0       [1][]byte // msgs' array for the first message
 	partial     []byte
 	done        bool
 	st          *status.Status
@@ -1177,14 +1300,22 @@ func (s *h2stream) finished() bool { return s.done }
 
 // abort ends s when its context ends: RST_STREAM(CANCEL) to the node, and
 // an interrupted read if its caller reads.
-func (s *h2stream) abort() {
+func (s *h2stream) abort() { s.abortWith(s.ctx.Err()) }
+
+// expire ends s at its deadline, as abort (DEADLINE_EXCEEDED).
+func (s *h2stream) expire() { s.abortWith(context.DeadlineExceeded) }
+
+// cancelAlso ends s when unary's other context ends, as abort (CANCELED).
+func (s *h2stream) cancelAlso() { s.abortWith(context.Canceled) }
+
+func (s *h2stream) abortWith(cause error) {
 	c := s.c
 	c.mu.Lock()
 	if s.done {
 		c.mu.Unlock()
 		return
 	}
-	s.end(status.FromContextError(s.ctx.Err()))
+	s.end(status.FromContextError(cause))
 	if c.reader == s {
 		c.nc.SetReadDeadline(time.Unix(1, 0))
 	}
@@ -1195,10 +1326,17 @@ func (s *h2stream) abort() {
 	}
 }
 
-// release ends a finished unary call: the context's AfterFunc stops.
+// release ends a finished unary call: the context's AfterFunc and the
+// deadline's timer stop.
 func (s *h2stream) release() {
 	if s.stop != nil {
 		s.stop()
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if s.stopAlso != nil {
+		s.stopAlso()
 	}
 	c := s.c
 	c.mu.Lock()

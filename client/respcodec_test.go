@@ -1,0 +1,82 @@
+package client
+
+import (
+	"math/rand"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/synod-dev/synod/api/synodpb"
+)
+
+// decodeResponse agrees with proto.Unmarshal: on replies of every kind
+// (the common ones it decodes, the others it leaves to proto.Unmarshal),
+// on repeated fields, truncations and random bytes: the same message, or
+// an error from both. And it decodes the common replies itself.
+func TestDecodeResponse(t *testing.T) {
+	resps := []*synodpb.Response{
+		{},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Nil{Nil: &synodpb.Empty{}}}},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Ok{Ok: &synodpb.Empty{}}}},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Bytes{Bytes: []byte("value")}}},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Bytes{Bytes: []byte{}}}},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Int{Int: -42}}},
+		{Result: &synodpb.Result{}},
+		{Silent: true},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Err{Err: "ERR x"}}},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Array{Array: &synodpb.ResultArray{Elems: []*synodpb.Result{{Value: &synodpb.Result_Int{Int: 1}}}}}}},
+		{OpId: "a-1", Options: map[string]*synodpb.OptionValues{"opid": {Values: []string{"a-1"}}}, Result: &synodpb.Result{Value: &synodpb.Result_Ok{Ok: &synodpb.Empty{}}}},
+		{Result: &synodpb.Result{Value: &synodpb.Result_Ok{Ok: &synodpb.Empty{}}}, Results: []*synodpb.Result{{Value: &synodpb.Result_Int{Int: 1}}}},
+	}
+	var corpus [][]byte
+	for _, r := range resps {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, b)
+	}
+	common := len(corpus[:8])
+	// A result given twice (merged by proto.Unmarshal), a Result with two
+	// values (the last wins), an unknown field, a non-empty Empty.
+	twice := append(append([]byte(nil), corpus[3]...), corpus[5]...)
+	two := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType),
+		protowire.AppendVarint(protowire.AppendTag(protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), []byte("x")), 4, protowire.VarintType), 2))
+	full := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType),
+		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.VarintType), 1)))
+	corpus = append(corpus, twice, two, full, protowire.AppendVarint(protowire.AppendTag(corpus[3], 9, protowire.VarintType), 1))
+	rnd := rand.New(rand.NewSource(1))
+	for _, b := range corpus[1:6] {
+		for i := range len(b) {
+			corpus = append(corpus, b[:i])
+		}
+		for range 200 {
+			c := append([]byte(nil), b...)
+			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
+			corpus = append(corpus, c)
+		}
+	}
+	for range 2000 {
+		c := make([]byte, rnd.Intn(30))
+		rnd.Read(c)
+		corpus = append(corpus, c)
+	}
+	for i, b := range corpus {
+		want := &synodpb.Response{}
+		werr := proto.Unmarshal(b, want)
+		got, gerr := decodeResponse(append([]byte(nil), b...))
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("case %d (%x): proto.Unmarshal %v, decodeResponse %v", i, b, werr, gerr)
+		}
+		if werr == nil && !proto.Equal(got, want) {
+			t.Fatalf("case %d (%x):\n got  %v\n want %v", i, b, got, want)
+		}
+	}
+	for i := range common {
+		if decodeCommonResponse(corpus[i]) == nil {
+			t.Fatalf("reply %v was left to proto.Unmarshal", resps[i])
+		}
+	}
+	t.Logf("%d messages compared", len(corpus))
+}
