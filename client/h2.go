@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/internal/h2util"
 )
 
 // The direct gRPC transport (Options.GRPCTransport = TransportDirect).
@@ -351,6 +352,8 @@ type h2conn struct {
 	ctl   bytes.Buffer
 	ctlFr *http2.Framer
 
+	deadlines h2util.Queue // the unary calls' deadlines (open's)
+
 	// Reading: by the turn's holder only.
 	rbuf        []byte
 	rs, re      int // rbuf[rs:re] is read and not yet parsed
@@ -364,6 +367,7 @@ type h2conn struct {
 	block       []byte              // header block being assembled (HEADERS + CONTINUATION)
 	blockSID    uint32
 	blockEnd    bool // the HEADERS frame ended the stream
+	inBlock     bool // CONTINUATION frames of the block are to come
 	recvUnacked int  // connection-level bytes read and not yet granted back
 }
 
@@ -498,7 +502,7 @@ func (c *h2conn) poll() error {
 		}
 		c.re += n
 		for c.complete() {
-			f, err := c.fr.ReadFrame()
+			f, err := c.frame()
 			if err != nil {
 				return err
 			}
@@ -553,7 +557,30 @@ func (c *h2conn) readFrame(handshake bool) (http2.Frame, error) {
 			return nil, err
 		}
 	}
-	return c.fr.ReadFrame()
+	return c.frame()
+}
+
+// frame returns rbuf's next frame (a complete one). A HEADERS frame that
+// is a whole header block is handled here (a nil frame returned: handle
+// ignores it), parsed in rbuf: the Framer would make a HeadersFrame for
+// it, two per call (headers and trailers). The others, and a HEADERS
+// frame that CONTINUATION frames follow, are the Framer's (which checks
+// their order).
+func (c *h2conn) frame() (http2.Frame, error) {
+	b := c.rbuf[c.rs:c.re]
+	if http2.FrameType(b[3]) != http2.FrameHeaders || c.inBlock || b[4]&byte(http2.FlagHeadersEndHeaders) == 0 {
+		return c.fr.ReadFrame()
+	}
+	n := int(uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]))
+	fh := http2.FrameHeader{Type: http2.FrameHeaders, Flags: http2.Flags(b[4]), Length: uint32(n), StreamID: binary.BigEndian.Uint32(b[5:9]) & (1<<31 - 1)}
+	frag, err := h2util.HeadersFragment(fh, b[9:9+n])
+	if err != nil {
+		return nil, err
+	}
+	c.rs += 9 + n
+	c.block = append(c.block[:0], frag...)
+	c.blockSID, c.blockEnd = fh.StreamID, fh.Flags.Has(http2.FlagHeadersEndStream)
+	return nil, c.handleHeaders()
 }
 
 // open starts a stream of method; for a unary call it also sends msg and
@@ -604,7 +631,8 @@ func (c *h2conn) open(ctx context.Context, deadline time.Time, method string, ms
 		s.stop = context.AfterFunc(ctx, s.abort)
 	}
 	if timed {
-		s.timer = time.AfterFunc(time.Until(deadline), s.expire)
+		s.queued = true
+		c.deadlines.Add(&s.dl, deadline, s)
 	}
 	if err == nil && unary && !end {
 		err = c.sendRest(s, body, true)
@@ -936,6 +964,7 @@ func (c *h2conn) handle(f http2.Frame) error {
 	case *http2.HeadersFrame:
 		c.block = append(c.block[:0], f.HeaderBlockFragment()...)
 		c.blockSID, c.blockEnd = f.StreamID, f.StreamEnded()
+		c.inBlock = !f.HeadersEnded()
 		if f.HeadersEnded() {
 			return c.handleHeaders()
 		}
@@ -945,6 +974,7 @@ func (c *h2conn) handle(f http2.Frame) error {
 		}
 		c.block = append(c.block, f.HeaderBlockFragment()...)
 		if f.HeadersEnded() {
+			c.inBlock = false
 			return c.handleHeaders()
 		}
 	case *http2.RSTStreamFrame:
@@ -1213,6 +1243,7 @@ func (c *h2conn) fail(err error) {
 	}
 	c.waiters = nil
 	c.mu.Unlock()
+	c.deadlines.Stop()
 	c.nc.Close()
 }
 
@@ -1224,7 +1255,10 @@ type h2stream struct {
 	method string
 	unary  bool
 	stop   func() bool // stops the context's AfterFunc
-	timer  *time.Timer // the deadline's (open's deadline), or nil
+	// dl is open's deadline in the connection's deadlines (queued: it was
+	// added), one timer for all the connection's calls.
+	dl     h2util.Entry
+	queued bool
 	// stopAlso stops the AfterFunc of unary's other context (cancelAlso).
 	stopAlso func() bool
 	ch       chan struct{} // made when the caller first waits (await)
@@ -1302,8 +1336,9 @@ func (s *h2stream) finished() bool { return s.done }
 // an interrupted read if its caller reads.
 func (s *h2stream) abort() { s.abortWith(s.ctx.Err()) }
 
-// expire ends s at its deadline, as abort (DEADLINE_EXCEEDED).
-func (s *h2stream) expire() { s.abortWith(context.DeadlineExceeded) }
+// Expire ends s at its deadline, as abort (DEADLINE_EXCEEDED): the
+// connection's deadlines (h2util.Queue) call it.
+func (s *h2stream) Expire() { s.abortWith(context.DeadlineExceeded) }
 
 // cancelAlso ends s when unary's other context ends, as abort (CANCELED).
 func (s *h2stream) cancelAlso() { s.abortWith(context.Canceled) }
@@ -1326,14 +1361,14 @@ func (s *h2stream) abortWith(cause error) {
 	}
 }
 
-// release ends a finished unary call: the context's AfterFunc and the
-// deadline's timer stop.
+// release ends a finished unary call: the context's AfterFunc stops, the
+// deadline leaves the connection's deadlines.
 func (s *h2stream) release() {
 	if s.stop != nil {
 		s.stop()
 	}
-	if s.timer != nil {
-		s.timer.Stop()
+	if s.queued {
+		s.c.deadlines.Remove(&s.dl)
 	}
 	if s.stopAlso != nil {
 		s.stopAlso()

@@ -73,11 +73,16 @@ func (s *Server) doReply(st *h2sstream, msg []byte) {
 	// SubmitReply took it (the Backend's lock orders the two).
 	st.hold()
 	if !rb.SubmitReply(st, ns, req, st.answerDo) {
-		go func() {
-			res, err := s.b.Do(st, ns, req)
-			st.answerDo(res, err)
-		}()
+		go st.doAnswer() // st.do, not req: a closure taking req would move it to the heap on every call
 	}
+}
+
+// doAnswer runs a Do the Backend did not take (SubmitReply false) and
+// answers it.
+func (st *h2sstream) doAnswer() {
+	d := &st.do
+	res, err := d.srv.b.Do(st, d.ns, d.req)
+	st.answerDo(res, err)
 }
 
 // answerDo is a Do's answer (the Backend's callback, or abandonDo's):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/internal/h2util"
 )
 
 // A unary call's context is its stream (issue 28 item 6, branch grpc51,
@@ -31,8 +32,9 @@ import (
 //     (cancelAsync: Canceled; the Server's own context tells doError it
 //     is a shutdown). Err says which, as a context's.
 //   - Deadline is the caller's grpc-timeout, bounded for a Do handed over
-//     by RequestTimeout (limit); one timer per call, armed when the call
-//     runs (arm) and stopped at its end.
+//     by RequestTimeout (limit), queued when the call runs (arm) in the
+//     connection's deadlines, one timer for all its calls (h2util.Queue),
+//     and taken out at its end.
 //   - Value answers the call's user (doReply's login), then the
 //     connection's context (the peer, the connection for keepReading),
 //     then the incoming metadata, made into grpc's metadata context only
@@ -97,7 +99,8 @@ type unaryCtx struct {
 	mu      sync.Mutex
 	done    chan struct{} // made by Done, closed at the end
 	err     error         // set at the end
-	timer   *time.Timer
+	queued  bool          // dl is in the connection's deadlines (arm)
+	dl      h2util.Entry
 	mdCtx   context.Context // the metadata's context, once asked for
 	afters  []func()        // AfterFunc's, run at the end (nil: stopped)
 	pending bool            // a Do handed over may be withdrawn (abandonDo at the end)
@@ -214,8 +217,9 @@ func (s *h2sstream) stop() {
 	s.endCtx(context.Canceled)
 }
 
-// expire ends the call's context at its deadline (arm's timer).
-func (s *h2sstream) expire() { s.endCtx(context.DeadlineExceeded) }
+// Expire ends the call's context at its deadline (the connection's
+// deadlines, arm).
+func (s *h2sstream) Expire() { s.endCtx(context.DeadlineExceeded) }
 
 // endCtx ends a unary call's context with err, unless it ended: Done
 // closed, the timer stopped, AfterFunc's functions and a pending Do's
@@ -231,12 +235,13 @@ func (s *h2sstream) endCtx(err error) {
 	if u.done != nil {
 		close(u.done)
 	}
-	t, afters, pending := u.timer, u.afters, u.pending
-	u.timer, u.afters, u.pending = nil, nil, false
-	u.mu.Unlock()
-	if t != nil {
-		t.Stop()
+	if u.queued {
+		s.c.deadlines.Remove(&u.dl)
+		u.queued = false
 	}
+	afters, pending := u.afters, u.pending
+	u.afters, u.pending = nil, false
+	u.mu.Unlock()
 	for _, f := range afters {
 		if f != nil {
 			go f()
@@ -254,28 +259,24 @@ func (s *h2sstream) limit(d time.Duration) {
 	}
 }
 
-// arm starts the timer of a unary call's deadline, if it has one; a
-// deadline passed ends the context now.
+// arm queues a unary call's deadline, if it has one, in the connection's
+// deadlines (one timer for all its calls: h2util.Queue); a deadline passed
+// ends the context now.
 func (s *h2sstream) arm() {
 	if s.cancel != nil || s.uctx.deadline.IsZero() {
 		return
 	}
-	d := time.Until(s.uctx.deadline)
-	if d <= 0 {
-		s.expire()
+	if time.Until(s.uctx.deadline) <= 0 {
+		s.Expire()
 		return
 	}
-	t := time.AfterFunc(d, s.expire)
 	u := &s.uctx
 	u.mu.Lock()
-	ended := u.err != nil
-	if !ended {
-		u.timer = t
+	if u.err == nil {
+		u.queued = true
+		s.c.deadlines.Add(&u.dl, u.deadline, s)
 	}
 	u.mu.Unlock()
-	if ended {
-		t.Stop()
-	}
 }
 
 // hold marks a Do handed over (or about to be) as one to withdraw if the

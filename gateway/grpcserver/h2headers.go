@@ -3,11 +3,14 @@ package grpcserver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/synod-dev/synod/internal/h2util"
 )
 
 // Header blocks read by the direct transport's reader (issue 28 item 6,
@@ -38,6 +41,7 @@ const maxHeaderList = 16 << 20
 // headerBlock is the reader's header block being assembled and decoded.
 type headerBlock struct {
 	dec    *hpack.Decoder
+	raw    []byte // a HEADERS frame's payload (nextFrame)
 	block  []byte
 	sid    uint32
 	end    bool // the HEADERS frame ended the stream
@@ -55,9 +59,45 @@ func (h *headerBlock) init() {
 // start begins a block with a HEADERS frame and reports whether it is
 // complete.
 func (h *headerBlock) start(f *http2.HeadersFrame) bool {
-	h.block = append(h.block[:0], f.HeaderBlockFragment()...)
-	h.sid, h.end = f.StreamID, f.StreamEnded()
-	return f.HeadersEnded()
+	return h.startRaw(f.StreamID, f.StreamEnded(), f.HeadersEnded(), f.HeaderBlockFragment())
+}
+
+// startRaw is start for a HEADERS frame the reader parsed itself
+// (nextFrame).
+func (h *headerBlock) startRaw(sid uint32, end, ended bool, frag []byte) bool {
+	h.block = append(h.block[:0], frag...)
+	h.sid, h.end = sid, end
+	return ended
+}
+
+// nextFrame reads the next frame: a HEADERS frame is parsed here, its
+// payload read into the block's buffer, and acted on (nil frame), so the
+// Framer does not make a HeadersFrame for it (one allocation per call);
+// the others are the Framer's.
+func (c *h2sconn) nextFrame() (http2.Frame, error) {
+	fh, err := c.fr.ReadFrameHeader() // checks the frame's size and order
+	if err != nil {
+		return nil, err
+	}
+	if fh.Type != http2.FrameHeaders {
+		return c.fr.ReadFrameForHeader(fh)
+	}
+	h := &c.hb
+	if cap(h.raw) < int(fh.Length) {
+		h.raw = make([]byte, fh.Length)
+	}
+	p := h.raw[:fh.Length]
+	if _, err := io.ReadFull(c.br, p); err != nil {
+		return nil, err
+	}
+	frag, err := h2util.HeadersFragment(fh, p)
+	if err != nil {
+		return nil, err
+	}
+	if h.startRaw(fh.StreamID, fh.Flags.Has(http2.FlagHeadersEndStream), fh.Flags.Has(http2.FlagHeadersEndHeaders), frag) {
+		c.rawBlock = true
+	}
+	return nil, nil
 }
 
 // add appends a CONTINUATION frame (the Framer checked that it continues

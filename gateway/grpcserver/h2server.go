@@ -33,6 +33,7 @@ import (
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/gateway"
+	"github.com/synod-dev/synod/internal/h2util"
 )
 
 // The server's transports (Options.Transport).
@@ -310,6 +311,9 @@ type h2sconn struct {
 	recvUnacked int
 	delivered   *h2sstream // a turn stream handleData gave a message to (read's yield)
 	hb          headerBlock
+	rawBlock    bool // nextFrame completed a header block (readFrame decodes it)
+
+	deadlines h2util.Queue // the unary calls' deadlines (h2ctx.go)
 }
 
 func (h *h2server) serveConn(nc net.Conn) {
@@ -510,6 +514,7 @@ func (c *h2sconn) fail(err error) {
 	}
 	c.window.Broadcast()
 	c.mu.Unlock()
+	c.deadlines.Stop()
 	c.stop()
 	c.nc.Close()
 	c.srv.mu.Lock()
@@ -600,7 +605,7 @@ func (c *h2sconn) read() {
 // false when the connection failed.
 func (c *h2sconn) readFrame() (*h2sstream, bool) {
 	c.delivered = nil
-	f, err := c.fr.ReadFrame()
+	f, err := c.nextFrame()
 	if err != nil {
 		if ce, ok := err.(http2.ConnectionError); ok {
 			c.write(func() error { return c.fw.WriteGoAway(c.lastID, http2.ErrCode(ce), nil) })
@@ -608,9 +613,20 @@ func (c *h2sconn) readFrame() (*h2sstream, bool) {
 		c.fail(err)
 		return nil, false
 	}
-	s, err := c.handle(f)
+	var s *h2sstream
+	switch {
+	case f != nil:
+		s, err = c.handle(f)
+	case c.rawBlock: // a header block nextFrame completed
+		c.rawBlock = false
+		s, err = c.headerBlock()
+	}
 	if err != nil {
-		c.write(func() error { return c.fw.WriteGoAway(c.lastID, http2.ErrCodeProtocol, []byte(err.Error())) })
+		code := http2.ErrCodeProtocol
+		if ce, ok := err.(http2.ConnectionError); ok {
+			code = http2.ErrCode(ce)
+		}
+		c.write(func() error { return c.fw.WriteGoAway(c.lastID, code, []byte(err.Error())) })
 		c.fail(err)
 		return nil, false
 	}
@@ -821,15 +837,16 @@ type h2sstream struct {
 
 	// Under c.mu.
 	sendWin  int64
-	body     []byte   // bytes received, not yet made messages
-	msgs     [][]byte // whole messages not yet received by the handler
-	queued   int      // bytes in msgs
-	unacked  int      // stream-level bytes received and not yet granted back
-	recvDone bool     // END_STREAM received
-	waiting  bool     // a RecvMsg waits for a message (read's yield)
-	started  bool     // the call runs (unary: dispatch)
-	done     bool     // the stream ended (reply written, reset, or the connection failed)
-	reset    bool     // the client reset it
+	body     []byte    // bytes received, not yet made messages
+	msgs     [][]byte  // whole messages not yet received by the handler
+	msgs0    [1][]byte // msgs' array for a unary call's one message
+	queued   int       // bytes in msgs
+	unacked  int       // stream-level bytes received and not yet granted back
+	recvDone bool      // END_STREAM received
+	waiting  bool      // a RecvMsg waits for a message (read's yield)
+	started  bool      // the call runs (unary: dispatch)
+	done     bool      // the stream ended (reply written, reset, or the connection failed)
+	reset    bool      // the client reset it
 	bad      *status.Status
 
 	// By the handler's goroutine.
@@ -1065,6 +1082,9 @@ func (c *h2sconn) handleData(f *http2.DataFrame) (*h2sstream, error) {
 			}
 			if len(s.body) < 5+l {
 				break
+			}
+			if s.msgs == nil {
+				s.msgs = s.msgs0[:0]
 			}
 			s.msgs = append(s.msgs, s.body[5:5+l:5+l])
 			s.queued += l
