@@ -1573,6 +1573,16 @@ func (s *h2sstream) SendMsg(m any) error {
 
 // RecvMsg implements grpc.ServerStream.
 func (s *h2sstream) RecvMsg(m any) error {
+	b, err := s.recvBytes()
+	if err != nil {
+		return err
+	}
+	return decode(b, m)
+}
+
+// recvBytes is RecvMsg without the decoding: the message's bytes (the
+// stream's own copy, kept by nobody else).
+func (s *h2sstream) recvBytes() ([]byte, error) {
 	c := s.c
 	for {
 		c.mu.Lock()
@@ -1593,7 +1603,7 @@ func (s *h2sstream) RecvMsg(m any) error {
 			if inc > 0 {
 				c.sendCtl(func(fr *http2.Framer) error { return fr.WriteWindowUpdate(s.id, inc) })
 			}
-			return decode(b, m)
+			return b, nil
 		}
 		bad, recvDone, done := s.bad, s.recvDone, s.done
 		turn := !c.reading && s.m.turn && bad == nil && !recvDone && !done && c.err == nil
@@ -1602,14 +1612,14 @@ func (s *h2sstream) RecvMsg(m any) error {
 		c.mu.Unlock()
 		switch {
 		case bad != nil:
-			return bad.Err()
+			return nil, bad.Err()
 		case recvDone:
-			return io.EOF
+			return nil, io.EOF
 		case done:
 			if err := s.ctx.Err(); err != nil {
-				return status.FromContextError(err).Err()
+				return nil, status.FromContextError(err).Err()
 			}
-			return status.Error(codes.Canceled, "the stream ended")
+			return nil, status.Error(codes.Canceled, "the stream ended")
 		case turn:
 			s.readOwn()
 			continue
@@ -1622,7 +1632,7 @@ func (s *h2sstream) RecvMsg(m any) error {
 			more := len(s.msgs) > 0
 			c.mu.Unlock()
 			if !more {
-				return status.FromContextError(s.ctx.Err()).Err()
+				return nil, status.FromContextError(s.ctx.Err()).Err()
 			}
 		}
 		c.mu.Lock()

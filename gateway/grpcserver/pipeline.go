@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/synod-dev/synod/api/synodpb"
@@ -127,6 +130,34 @@ const (
 	maxReplyBytes = 1 << 20
 )
 
+// rawStream is the direct transport's stream under a Pipeline stream
+// (the generated wrapper over the interceptor's), or nil.
+func rawStream(stream synodpb.Synod_PipelineServer) *h2sstream {
+	gs, ok := stream.(*grpc.GenericServerStream[synodpb.PipelineRequest, synodpb.PipelineResponse])
+	if !ok {
+		return nil
+	}
+	ss := gs.ServerStream
+	if us, ok := ss.(*userStream); ok {
+		ss = us.ServerStream
+	}
+	h, _ := ss.(*h2sstream)
+	return h
+}
+
+// recv receives the stream's next message: on the direct transport its
+// bytes, decoded by hand when it is one common call (reqcodec.go).
+func (p *pipe) recv() (*synodpb.PipelineRequest, error) {
+	if p.raw == nil {
+		return p.stream.Recv()
+	}
+	b, err := p.raw.recvBytes()
+	if err != nil {
+		return nil, err
+	}
+	return decodePipelineRequest(b, p.s.nsNames)
+}
+
 // Pipeline implements synod.v1.Synod.
 func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
@@ -149,6 +180,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	})
 	defer stopWake()
 	p.client = randomClient()
+	p.raw = rawStream(stream)
 	p.batcher, _ = s.b.(gateway.BatchBackend)
 	if _, ok := s.b.(gateway.ReplyBackend); ok {
 		p.sendNow = sendNowOf(stream.Context())
@@ -204,6 +236,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 type pipe struct {
 	s      *Server
 	stream synodpb.Synod_PipelineServer
+	raw    *h2sstream      // stream's direct-transport stream (nil: grpc-go's): recv
 	ctx    context.Context // the stream's, also ended by Server.Close
 	cancel context.CancelFunc
 
@@ -241,6 +274,7 @@ type pipe struct {
 	oneResp    synodpb.PipelineResponse
 	oneReplies [1]*synodpb.CallReply
 	oneFrame   []byte
+	oneWire    []byte // a Response's wire form (loneReply.appendFrame)
 
 	// The executor's own (one worker at a time: the role passes under wmu).
 	client uint64 // the stream's client id (batches and calls run alone)
@@ -332,7 +366,7 @@ func (p *pipe) worker() {
 // failed or ended.
 func (p *pipe) receive() bool {
 	for {
-		m, err := p.stream.Recv()
+		m, err := p.recv()
 		if err != nil {
 			if err != io.EOF {
 				p.fail(err)
@@ -1034,7 +1068,7 @@ func (p *pipe) submitLone(c *synodpb.Call, named automaton.RequestID) bool {
 		req.Opts = automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), rid, automaton.Options{Read: req.Opts.Read})
 	}
 	if err != nil {
-		p.answerLone(failed(id, err))
+		p.answerLone(loneReply{r: failed(id, err)})
 		return true
 	}
 	lc := p.lone
@@ -1144,12 +1178,73 @@ func (lc *loneCtx) answer(res automaton.Response, err error) {
 	lc.mu.Unlock()
 	lc.timer.Stop() // before the role is given up (answerLone): the next call re-arms it
 	p := lc.p
-	out, err := p.s.response(p.ctx, lc, req, res, err, terse)
-	r := &synodpb.CallReply{Id: id, Response: out}
 	if err != nil {
-		r = failed(id, err)
+		_, err = p.s.response(p.ctx, lc, req, res, err, terse)
+		p.answerLone(loneReply{r: failed(id, err)})
+		return
 	}
-	p.answerLone(r)
+	p.answerLone(loneReply{id: id, req: req, res: res, terse: terse})
+}
+
+// loneReply is a lone call's reply: r, or (r nil) the answer res to req,
+// written by hand where answerLone writes it at once (appendFrame:
+// replycodec.go) and made a message only where it is queued or sent as one
+// (msg): three or four allocations fewer per lone call.
+type loneReply struct {
+	r     *synodpb.CallReply
+	id    uint64
+	req   automaton.Request
+	res   automaton.Response
+	terse bool
+}
+
+// msg is the reply as a message.
+func (lr loneReply) msg(s *Server) *synodpb.CallReply {
+	if lr.r != nil {
+		return lr.r
+	}
+	out, err := s.response(context.Background(), context.Background(), lr.req, lr.res, nil, lr.terse)
+	if err != nil {
+		return failed(lr.id, err)
+	}
+	return &synodpb.CallReply{Id: lr.id, Response: out}
+}
+
+// appendFrame appends the framed PipelineResponse of the one reply,
+// using p's buffers (the caller holds smu).
+func (lr loneReply) appendFrame(p *pipe, b []byte) ([]byte, error) {
+	if lr.r != nil {
+		p.oneReplies[0] = lr.r
+		p.oneResp = synodpb.PipelineResponse{Replies: p.oneReplies[:]}
+		b, err := synodpb.AppendFrame(b, &p.oneResp)
+		p.oneReplies[0] = nil
+		return b, err
+	}
+	resp := appendResponse(p.oneWire[:0], lr.req, lr.res, lr.terse)
+	if cap(resp) <= maxKeptFrame {
+		p.oneWire = resp[:0]
+	}
+	// PipelineResponse{replies = 1: CallReply{id = 1, response = 4}}.
+	cr := protowire.SizeTag(4) + protowire.SizeBytes(len(resp))
+	if lr.id != 0 {
+		cr += protowire.SizeTag(1) + protowire.SizeVarint(lr.id)
+	}
+	at := len(b)
+	b = append(b, 0, 0, 0, 0, 0)
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(cr))
+	if lr.id != 0 {
+		b = protowire.AppendTag(b, 1, protowire.VarintType)
+		b = protowire.AppendVarint(b, lr.id)
+	}
+	b = protowire.AppendTag(b, 4, protowire.BytesType)
+	b = protowire.AppendBytes(b, resp)
+	n := len(b) - at - 5
+	if n > synodpb.MaxMessageSize {
+		return nil, status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", n, synodpb.MaxMessageSize)
+	}
+	binary.BigEndian.PutUint32(b[at+1:at+5], uint32(n))
+	return b, nil
 }
 
 // Deadline implements context.Context.
@@ -1186,38 +1281,34 @@ func (lc *loneCtx) Value(key any) any { return lc.p.ctx.Value(key) }
 // finishing), the reply is queued for that writer, which writes it
 // before it ends, and the role is given up at once: so the caller's
 // next message, sent once it has this reply, finds the stream idle.
-func (p *pipe) answerLone(r *synodpb.CallReply) {
+func (p *pipe) answerLone(lr loneReply) {
 	p.rmu.Lock()
 	if p.writing {
 		// Given up before the writer can take the reply (rmu held: the
 		// writer drains under it), so the caller's next message, sent once
 		// it has this reply, finds the stream idle. Lock order rmu, wmu:
 		// nobody takes rmu holding wmu.
-		p.queued = append(p.queued, r)
+		p.queued = append(p.queued, lr.msg(p.s))
 		p.doneExecuting()
 		p.rmu.Unlock()
 		return
 	}
 	if !p.smu.TryLock() {
 		p.rmu.Unlock()
-		p.answerLater(r)
+		p.answerLater(lr.msg(p.s))
 		return
 	}
 	p.writing = true
 	p.rmu.Unlock()
-	// The message and its frame are the pipe's, reused under smu (sendNow
-	// copies the frame into the connection's buffer; Send marshals msg).
-	p.oneReplies[0] = r
-	p.oneResp = synodpb.PipelineResponse{Replies: p.oneReplies[:]}
-	msg := &p.oneResp
-	b, err := synodpb.AppendFrame(p.oneFrame[:0], msg)
+	// The frame is the pipe's, reused under smu (sendNow copies it into
+	// the connection's buffer).
+	b, err := lr.appendFrame(p, p.oneFrame[:0])
 	if cap(b) <= maxKeptFrame {
 		p.oneFrame = b[:0]
 	}
 	p.wg.Add(1)
 	p.doneExecuting()
 	if err == nil && !p.sendFailed && p.sendNow(b) {
-		p.oneReplies[0] = nil
 		p.smu.Unlock()
 		p.rmu.Lock()
 		if len(p.queued) == 0 {
@@ -1233,10 +1324,15 @@ func (p *pipe) answerLone(r *synodpb.CallReply) {
 		}()
 		return
 	}
+	// The message is the pipe's, reused under smu (Send marshals it); made
+	// here, so that the goroutine does not take lr (which would move it to
+	// the heap on every call).
+	p.oneReplies[0] = lr.msg(p.s)
+	p.oneResp = synodpb.PipelineResponse{Replies: p.oneReplies[:]}
 	go func() {
 		defer p.wg.Done()
 		if !p.sendFailed {
-			if err := p.stream.Send(msg); err != nil {
+			if err := p.stream.Send(&p.oneResp); err != nil {
 				p.sendFailed = true
 				p.fail(err)
 			}

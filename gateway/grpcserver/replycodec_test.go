@@ -68,3 +68,39 @@ func TestAppendResponse(t *testing.T) {
 	}
 	t.Logf("%d responses compared", n)
 }
+
+// A lone Pipeline call's reply written by hand (loneReply.appendFrame) is
+// the framed PipelineResponse of the reply message it stands for (msg),
+// for answers of each kind, ids 0 and not, terse or not; a reply that is
+// a message (a status) is framed as one.
+func TestLoneReplyFrame(t *testing.T) {
+	s := New(kvBackend(), Options{Transport: TransportDirect})
+	defer s.Close()
+	p := &pipe{s: s}
+	req := automaton.Request{ID: automaton.RequestID{Client: 1, Seq: 2}, Opts: automaton.Options{Ext: map[string][]string{automaton.OptOpID: {"x-1"}}}}
+	lrs := []loneReply{{r: failed(5, fmt.Errorf("boom"))}}
+	for _, id := range []uint64{0, 1, 1 << 40} {
+		for _, terse := range []bool{false, true} {
+			for _, r := range []service.Result{{Type: service.ResultNil}, {Type: service.ResultBytes, Bytes: make([]byte, 200)}, {Type: service.ResultErr, Err: "x"}} {
+				lrs = append(lrs, loneReply{id: id, req: req, res: automaton.Response{Result: r}, terse: terse})
+			}
+		}
+	}
+	for i, lr := range lrs {
+		b, err := lr.appendFrame(p, []byte("prefix"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b[:6]) != "prefix" || int(b[7])<<24|int(b[8])<<16|int(b[9])<<8|int(b[10]) != len(b)-11 || b[6] != 0 {
+			t.Fatalf("case %d: bad frame prefix %x", i, b[:11])
+		}
+		var got synodpb.PipelineResponse
+		if err := proto.Unmarshal(b[11:], &got); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		want := &synodpb.PipelineResponse{Replies: []*synodpb.CallReply{lr.msg(s)}}
+		if !proto.Equal(&got, want) {
+			t.Fatalf("case %d:\n got  %v\n want %v", i, &got, want)
+		}
+	}
+}

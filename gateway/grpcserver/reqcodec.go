@@ -52,24 +52,33 @@ func decodeRequest(msg []byte, names []string) (*synodpb.Request, error) {
 // not a common one (or malformed).
 func decodeCommon(b []byte, names []string) *reqMsg {
 	m := &reqMsg{}
+	if !decodeCommonInto(b, names, m) {
+		return nil
+	}
+	return m
+}
+
+// decodeCommonInto is decodeCommon into m, reporting whether the request
+// was a common one.
+func decodeCommonInto(b []byte, names []string, m *reqMsg) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil
+			return false
 		}
 		b = b[n:]
 		switch {
 		case num == 1 && typ == protowire.BytesType: // namespace
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 || !utf8.Valid(v) {
-				return nil
+				return false
 			}
 			m.r.Namespace = intern(v, names)
 			b = b[n:]
 		case (num == 2 || num == 3 || num == 5 || num == 8 || num == 12 || num == 13) && typ == protowire.VarintType:
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return nil
+				return false
 			}
 			b = b[n:]
 			switch num {
@@ -89,15 +98,15 @@ func decodeCommon(b []byte, names []string) *reqMsg {
 		case num == 4 && typ == protowire.BytesType: // op
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 || m.r.Op != nil || !decodeOp(v, &m.op) {
-				return nil // a second op merges into the first: proto.Unmarshal's
+				return false // a second op merges into the first: proto.Unmarshal's
 			}
 			m.r.Op = &m.op
 			b = b[n:]
 		default:
-			return nil
+			return false
 		}
 	}
-	return m
+	return true
 }
 
 // decodeOp decodes an Op into op, reporting whether it was a plain one.
@@ -155,4 +164,97 @@ func intern(v []byte, known []string) string {
 		}
 	}
 	return string(v)
+}
+
+// pipeReq is a PipelineRequest of one call, with its Request, in one
+// allocation.
+type pipeReq struct {
+	pr   synodpb.PipelineRequest
+	refs [1]*synodpb.Call
+	call synodpb.Call
+	req  reqMsg
+}
+
+// decodePipelineRequest decodes msg (a Pipeline stream's message): by
+// hand when it is one call (a lone call's, named or not) of a common
+// request, else with proto.Unmarshal.
+func decodePipelineRequest(msg []byte, names []string) (*synodpb.PipelineRequest, error) {
+	if m := decodeLoneCall(msg, names); m != nil {
+		return &m.pr, nil
+	}
+	pr := &synodpb.PipelineRequest{}
+	if err := decode(msg, pr); err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// decodeLoneCall is decodePipelineRequest's hand decoder: nil when msg is
+// not one call of a common request (or is malformed).
+func decodeLoneCall(b []byte, names []string) *pipeReq {
+	var call []byte
+	m := &pipeReq{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.BytesType && call == nil: // calls: exactly one
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil
+			}
+			call = v
+			if call == nil {
+				call = []byte{}
+			}
+			b = b[n:]
+		case (num == 2 || num == 3) && typ == protowire.VarintType: // client_id, seq
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return nil
+			}
+			if num == 2 {
+				m.pr.ClientId = v
+			} else {
+				m.pr.Seq = v
+			}
+			b = b[n:]
+		default:
+			return nil
+		}
+	}
+	if call == nil {
+		return nil
+	}
+	for len(call) > 0 {
+		num, typ, n := protowire.ConsumeTag(call)
+		if n < 0 {
+			return nil
+		}
+		call = call[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType: // id
+			v, n := protowire.ConsumeVarint(call)
+			if n < 0 {
+				return nil
+			}
+			m.call.Id = v
+			call = call[n:]
+		case num == 2 && typ == protowire.BytesType: // request
+			v, n := protowire.ConsumeBytes(call)
+			if n < 0 || m.call.Request != nil || !decodeCommonInto(v, names, &m.req) {
+				return nil
+			}
+			m.call.Request = &m.req.r
+			call = call[n:]
+		default:
+			return nil
+		}
+	}
+	m.refs[0] = &m.call
+	m.pr.Calls = m.refs[:]
+	return m
 }

@@ -93,3 +93,62 @@ func TestDecodeRequest(t *testing.T) {
 	}
 	t.Logf("%d messages compared", len(corpus))
 }
+
+// decodePipelineRequest agrees with proto.Unmarshal on Pipeline messages:
+// one call of a common request, named (its own client_id and seq) or not
+// (decoded by hand), several calls, a call of another request,
+// truncations and bit flips.
+func TestDecodePipelineRequest(t *testing.T) {
+	names := []string{"default"}
+	get := &synodpb.Request{Op: &synodpb.Op{Kind: "get", Key: "k"}}
+	set := &synodpb.Request{Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}, Terse: true}
+	msgs := []*synodpb.PipelineRequest{
+		{Calls: []*synodpb.Call{{Id: 1, Request: get}}},
+		{Calls: []*synodpb.Call{{Id: 0, Request: set}}},
+		{Calls: []*synodpb.Call{{Id: 3}}},
+		{Calls: []*synodpb.Call{{Id: 1, Request: get}}, ClientId: 5, Seq: 6},
+		{Calls: []*synodpb.Call{{Id: 1, Request: get}, {Id: 2, Request: set}}},
+		{Calls: []*synodpb.Call{{Id: 1, Request: &synodpb.Request{OpId: "x", Op: get.Op}}}},
+		{},
+	}
+	var corpus [][]byte
+	for _, m := range msgs {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, b)
+	}
+	for i := range 4 {
+		if decodeLoneCall(corpus[i], names) == nil {
+			t.Fatalf("message %d was left to proto.Unmarshal", i)
+		}
+	}
+	for i := 4; i < 6; i++ {
+		if decodeLoneCall(corpus[i], names) != nil {
+			t.Fatalf("message %d was decoded by hand", i)
+		}
+	}
+	rnd := rand.New(rand.NewSource(3))
+	for _, b := range corpus[:6] {
+		for i := range len(b) {
+			corpus = append(corpus, b[:i])
+		}
+		for range 200 {
+			c := append([]byte(nil), b...)
+			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
+			corpus = append(corpus, c)
+		}
+	}
+	for i, b := range corpus {
+		want := &synodpb.PipelineRequest{}
+		werr := proto.Unmarshal(b, want)
+		got, gerr := decodePipelineRequest(append([]byte(nil), b...), names)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("case %d (%x): proto.Unmarshal %v, decodePipelineRequest %v", i, b, werr, gerr)
+		}
+		if werr == nil && !proto.Equal(got, want) {
+			t.Fatalf("case %d (%x):\n got  %v\n want %v", i, b, got, want)
+		}
+	}
+}
