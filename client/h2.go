@@ -1463,9 +1463,19 @@ func (s *h2stream) CloseSend() error {
 // RecvMsg implements grpc.ClientStream: the next message, or io.EOF when
 // the stream ended with OK, or the stream's status.
 func (s *h2stream) RecvMsg(m any) error {
+	b, err := s.recvBytes()
+	if err != nil {
+		return err
+	}
+	return synodpb.UnmarshalMessage(b, m)
+}
+
+// recvBytes is RecvMsg without the unmarshalling: the message's bytes
+// (the stream's own copy, kept by nobody else).
+func (s *h2stream) recvBytes() ([]byte, error) {
 	c := s.c
 	if err := c.await(s, func() bool { return len(s.msgs) > 0 || s.done }); err != nil {
-		return err
+		return nil, err
 	}
 	c.mu.Lock()
 	if len(s.msgs) > 0 {
@@ -1477,7 +1487,7 @@ func (s *h2stream) RecvMsg(m any) error {
 			s.msgs = s.msgs[1:]
 		}
 		c.mu.Unlock()
-		return synodpb.UnmarshalMessage(b, m)
+		return b, nil
 	}
 	st := s.st
 	c.mu.Unlock()
@@ -1485,7 +1495,7 @@ func (s *h2stream) RecvMsg(m any) error {
 		s.stop()
 	}
 	if st.Code() == codes.OK {
-		return io.EOF
+		return nil, io.EOF
 	}
-	return st.Err()
+	return nil, st.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -336,6 +337,7 @@ func (c *GRPC) sendPiped(ctx context.Context, req *synodpb.Request, kind string,
 type gstream struct {
 	c      *GRPC
 	s      synodpb.Synod_PipelineClient
+	raw    *h2stream // s's direct-transport stream (nil: grpc-go's): recv
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes the writer (capacity 1)
 	rkick  chan struct{} // wakes the reader goroutine to its turn (capacity 1)
@@ -429,12 +431,13 @@ const maxNamedInFlight = 1
 // nmsg is a named message: its calls are one atomic group under its
 // lane's identity (client id, seq).
 type nmsg struct {
-	c     *GRPC
-	lane  *lane
-	seq   uint64
-	calls []*scall
-	size  int
-	left  atomic.Int32 // calls not yet finished (finish)
+	c      *GRPC
+	lane   *lane
+	seq    uint64
+	calls  []*scall
+	calls0 [1]*scall // calls' array for a message of one call
+	size   int
+	left   atomic.Int32 // calls not yet finished (finish)
 	// unanswered counts calls without a reply (under its stream's mu).
 	unanswered int
 	drop       atomic.Bool // a call was abandoned: the lane is not reused
@@ -600,6 +603,9 @@ func (c *GRPC) stream(ctx context.Context, g *gconn) (*gstream, error) {
 		return nil, err
 	}
 	st = &gstream{c: c, s: s, cancel: cancel, kick: make(chan struct{}, 1), rkick: make(chan struct{}, 1), pending: map[uint64]*scall{}}
+	if gs, ok := s.(*grpc.GenericClientStream[synodpb.PipelineRequest, synodpb.PipelineResponse]); ok {
+		st.raw, _ = gs.ClientStream.(*h2stream) // the direct transport's: replies decoded by hand (recv)
+	}
 	go st.writer()
 	go st.reader()
 	g.st = st
@@ -766,6 +772,30 @@ func (st *gstream) messages() []*synodpb.PipelineRequest {
 		st.oneMsgs[0] = &st.one
 		return st.oneMsgs[:]
 	}
+	if len(q) == 1 && st.named < maxNamedInFlight {
+		// One named call (a lone caller's on a namespace with atomic
+		// groups): a named message of its own, in the stream's reused
+		// message as a plain call's.
+		sc := q[0]
+		q[0] = nil
+		st.queue = q[:0]
+		sc.sent = true
+		st.pending[sc.id] = sc
+		l := st.c.glanes.get()
+		l.seq++
+		m := &nmsg{c: st.c, lane: l, seq: l.seq, done: make(chan struct{})}
+		st.named++
+		m.calls = append(m.calls0[:0], sc)
+		m.size = callBytes(sc.req)
+		m.left.Add(1)
+		m.unanswered++
+		sc.msg = m
+		st.oneCall = synodpb.Call{Id: sc.id, Request: sc.req}
+		st.oneRefs[0] = &st.oneCall
+		st.one = synodpb.PipelineRequest{Calls: st.oneRefs[:], ClientId: l.client, Seq: l.seq}
+		st.oneMsgs[0] = &st.one
+		return st.oneMsgs[:]
+	}
 	var msgs []*synodpb.PipelineRequest
 	var msg *synodpb.PipelineRequest
 	var m *nmsg // msg's named message, nil for a plain one
@@ -823,7 +853,7 @@ func (st *gstream) reader() {
 		mine := st.turn == byReader
 		st.mu.Unlock()
 		for mine {
-			m, err := st.s.Recv()
+			m, err := st.recv()
 			if err != nil {
 				st.fail(err)
 				return
@@ -836,6 +866,19 @@ func (st *gstream) reader() {
 			st.mu.Unlock()
 		}
 	}
+}
+
+// recv receives the stream's next message: on the direct transport its
+// bytes, decoded by hand when it is a common lone reply (respcodec.go).
+func (st *gstream) recv() (*synodpb.PipelineResponse, error) {
+	if st.raw == nil {
+		return st.s.Recv()
+	}
+	b, err := st.raw.recvBytes()
+	if err != nil {
+		return nil, err
+	}
+	return decodePipelineResponse(b)
 }
 
 // deliver completes the calls m answers.
@@ -893,7 +936,7 @@ func (st *gstream) readOwn(ctx context.Context, sc *scall, timeout time.Duration
 			leave := st.leave
 			st.mu.Unlock()
 			if leave == nil {
-				m, err := st.s.Recv()
+				m, err := st.recv()
 				if err != nil {
 					st.fail(err)
 				} else {

@@ -48,32 +48,41 @@ func decodeResponse(msg []byte) (*synodpb.Response, error) {
 // reply is not a common one (or malformed).
 func decodeCommonResponse(b []byte) *respMsg {
 	m := &respMsg{}
+	if !decodeCommonResponseInto(b, m) {
+		return nil
+	}
+	return m
+}
+
+// decodeCommonResponseInto is decodeCommonResponse into m, reporting
+// whether the reply was a common one.
+func decodeCommonResponseInto(b []byte, m *respMsg) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil
+			return false
 		}
 		b = b[n:]
 		switch {
 		case num == 1 && typ == protowire.BytesType: // result
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 || m.r.Result != nil || !decodeResult(v, m) {
-				return nil
+				return false
 			}
 			m.r.Result = &m.res
 			b = b[n:]
 		case num == 5 && typ == protowire.VarintType: // silent
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return nil
+				return false
 			}
 			m.r.Silent = v != 0
 			b = b[n:]
 		default:
-			return nil
+			return false
 		}
 	}
-	return m
+	return true
 }
 
 // decodeResult decodes a Result of one field (nil, ok, bytes or int) into
@@ -118,4 +127,69 @@ func decodeResult(b []byte, m *respMsg) bool {
 		return false
 	}
 	return true
+}
+
+// pipeMsg is a PipelineResponse of one reply, with its Response, in one
+// allocation.
+type pipeMsg struct {
+	pr   synodpb.PipelineResponse
+	refs [1]*synodpb.CallReply
+	cr   synodpb.CallReply
+	resp respMsg
+}
+
+// decodePipelineResponse decodes msg (a Pipeline stream's message): by
+// hand when it is one reply (a lone call's) of status OK with a common
+// Response, else with proto.Unmarshal.
+func decodePipelineResponse(msg []byte) (*synodpb.PipelineResponse, error) {
+	if m := decodeLoneReply(msg); m != nil {
+		return &m.pr, nil
+	}
+	pr := &synodpb.PipelineResponse{}
+	if err := synodpb.UnmarshalMessage(msg, pr); err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// decodeLoneReply is decodePipelineResponse's hand decoder: nil when msg
+// is not a lone OK reply with a common Response (or is malformed).
+func decodeLoneReply(b []byte) *pipeMsg {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return nil
+	}
+	cr, n2 := protowire.ConsumeBytes(b[n:])
+	if n2 < 0 || n+n2 != len(b) {
+		return nil // not exactly one reply
+	}
+	m := &pipeMsg{}
+	for len(cr) > 0 {
+		num, typ, n := protowire.ConsumeTag(cr)
+		if n < 0 {
+			return nil
+		}
+		cr = cr[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType: // id
+			v, n := protowire.ConsumeVarint(cr)
+			if n < 0 {
+				return nil
+			}
+			m.cr.Id = v
+			cr = cr[n:]
+		case num == 4 && typ == protowire.BytesType: // response
+			v, n := protowire.ConsumeBytes(cr)
+			if n < 0 || m.cr.Response != nil || !decodeCommonResponseInto(v, &m.resp) {
+				return nil
+			}
+			m.cr.Response = &m.resp.r
+			cr = cr[n:]
+		default:
+			return nil // a status (code, message), or a field not known here
+		}
+	}
+	m.refs[0] = &m.cr
+	m.pr.Replies = m.refs[:]
+	return m
 }

@@ -80,3 +80,51 @@ func TestDecodeResponse(t *testing.T) {
 	}
 	t.Logf("%d messages compared", len(corpus))
 }
+
+// decodePipelineResponse agrees with proto.Unmarshal on Pipeline messages:
+// a lone OK reply (decoded by hand), replies with a status, several
+// replies, an empty message, truncations and bit flips.
+func TestDecodePipelineResponse(t *testing.T) {
+	ok := &synodpb.Response{Result: &synodpb.Result{Value: &synodpb.Result_Bytes{Bytes: []byte("v")}}}
+	msgs := []*synodpb.PipelineResponse{
+		{Replies: []*synodpb.CallReply{{Id: 7, Response: ok}}},
+		{Replies: []*synodpb.CallReply{{Id: 1}}},
+		{Replies: []*synodpb.CallReply{{Id: 2, Code: 4, Message: "deadline"}}},
+		{Replies: []*synodpb.CallReply{{Id: 1, Response: ok}, {Id: 2, Response: ok}}},
+		{Replies: []*synodpb.CallReply{{Id: 3, Response: &synodpb.Response{OpId: "x", Result: ok.Result}}}},
+		{},
+	}
+	var corpus [][]byte
+	for _, m := range msgs {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, b)
+	}
+	if decodeLoneReply(corpus[0]) == nil || decodeLoneReply(corpus[1]) == nil {
+		t.Fatal("a lone OK reply was left to proto.Unmarshal")
+	}
+	rnd := rand.New(rand.NewSource(2))
+	for _, b := range corpus[:5] {
+		for i := range len(b) {
+			corpus = append(corpus, b[:i])
+		}
+		for range 200 {
+			c := append([]byte(nil), b...)
+			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
+			corpus = append(corpus, c)
+		}
+	}
+	for i, b := range corpus {
+		want := &synodpb.PipelineResponse{}
+		werr := proto.Unmarshal(b, want)
+		got, gerr := decodePipelineResponse(append([]byte(nil), b...))
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("case %d (%x): proto.Unmarshal %v, decodePipelineResponse %v", i, b, werr, gerr)
+		}
+		if werr == nil && !proto.Equal(got, want) {
+			t.Fatalf("case %d (%x):\n got  %v\n want %v", i, b, got, want)
+		}
+	}
+}
