@@ -100,6 +100,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		// A step's usual outputs: at most a timer, a record and a send to
 		// each peer, allocated at once.
 		Outbox:     proto.Outbox{Self: cfg.Self, Size: 2 + len(cfg.Nodes)},
+		baseSize:   2 + len(cfg.Nodes),
 		proto:      p,
 		cfg:        cfg,
 		index:      index,
@@ -121,6 +122,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 	}
 	a.sends.Reset()
 	a.replies = []byte{}
+	a.batchReqs, a.batchSeen, a.groupRuns = []automaton.Request{}, map[automaton.RequestID]bool{}, map[string]*op{}
 	if a.peerPipe {
 		a.pipeInit()
 	}
@@ -131,6 +133,16 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 type ABD struct {
 	proto.Outbox
 	sends proto.Sends // this step's Sends (send)
+	// baseSize is Outbox.Size between steps; a step sets Size from its
+	// input (outSize).
+	baseSize int
+	// batchReqs, batchSeen and groupRuns are OnBatch's and beginGroup's
+	// scratch (batch.go), empty between steps: a group's admitted
+	// requests, their ids, and its key runs, kept so that a client batch
+	// allocates none of them once they have grown.
+	batchReqs []automaton.Request
+	batchSeen map[automaton.RequestID]bool
+	groupRuns map[string]*op
 	// replies holds this step's answers to peers (reply); never nil, so
 	// that it looks the same after every step (as sends).
 	replies []byte
@@ -242,7 +254,9 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	a.Begin()
 	a.sends.Reset()
 	a.stepStores, a.stepDone = a.stepStores[:0], a.stepDone[:0]
+	a.Size = a.outSize(in)
 	proto.Dispatch(a, in) // a ClientBatch: OnBatch, batch.go
+	a.Size = a.baseSize   // capacity only, and the same between steps (the model's state)
 	if a.peerPipe {
 		a.pipeEnd()
 	}
@@ -253,6 +267,31 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 	a.sends.Reset() // placed: nothing of this step's Sends stays in the state
 	a.replies = a.replies[:0]
 	return out
+}
+
+// outSize is the room a step's first Emit makes for its outputs: a
+// step's usual outputs (baseSize: a timer, a record, a send to each
+// peer), and two for each request of a client batch or message of a
+// batch message beyond the first (an operation's timer and its first
+// send's place; a store's record and its acknowledgement's place; an
+// answer's Respond and CancelTimer, or its next phase's record). Grown
+// by append from baseSize, a step of a 16-request group's answers (16
+// Responds and 16 CancelTimers) reallocated its list three times
+// (TestAllocationsPerBatchedOperation). The count is read from the
+// batch's header only (SplitBatch checks it when the step reads it).
+func (a *ABD) outSize(in automaton.Input) int {
+	n := 1
+	switch in := in.(type) {
+	case automaton.ClientBatch:
+		n = len(in.Reqs)
+	case automaton.PeerMessage:
+		if b := in.Msg; len(b) > 2 && b[1] == kindBatch {
+			if c, k := binary.Uvarint(b[2:]); k > 0 && c < 1<<12 {
+				n = int(c)
+			}
+		}
+	}
+	return a.baseSize + 2*(max(n, 1)-1)
 }
 
 // send sends msg to a peer: kept aside with its place among the step's

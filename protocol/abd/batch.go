@@ -98,15 +98,17 @@ func (a *ABD) OnBatch(reqs []automaton.Request) {
 		a.OnRequest(reqs[0])
 		return
 	}
-	ok := make([]automaton.Request, 0, len(reqs))
-	seen := make(map[automaton.RequestID]bool, len(reqs))
+	ok, seen := a.batchReqs[:0], a.batchSeen
 	for _, req := range reqs {
 		if !seen[req.ID] && a.admit(req) { // a retry in the same batch joins the first
 			seen[req.ID] = true
 			ok = append(ok, req)
 		}
 	}
-	a.start(ok, false)
+	clear(seen)
+	a.start(ok, false) // copies what it keeps (queue, ops, runs)
+	clear(ok)          // the requests' arguments are not kept beyond the step
+	a.batchReqs = ok[:0]
 }
 
 // start begins admitted requests as one round group, or queues them
@@ -184,7 +186,11 @@ func (a *ABD) leave(g uint64) {
 // beginGroup begins reqs in group g, the ones on a key already begun in
 // the group joining its key run.
 func (a *ABD) beginGroup(reqs []automaton.Request, g uint64) {
-	var runs map[string]*op
+	// The scratch map, taken while in use (a group begun inside this
+	// one's beginning, which start's hold rules out, would make its own).
+	runs := a.groupRuns
+	a.groupRuns = nil
+	defer func() { clear(runs); a.groupRuns = runs }()
 	for _, req := range reqs {
 		joins := req.Opts.Read != automaton.ReadRegular
 		if o := runs[req.Op.Key]; joins && o != nil && a.ops[o.id] == o && o.phase == 1 && o.count < a.quorum() {

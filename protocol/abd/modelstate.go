@@ -85,6 +85,8 @@ func (a *ABD) CloneModel() automaton.Automaton {
 	c.sends = proto.Sends{} // a step's scratch, not shared with the copy
 	c.sends.Reset()
 	c.replies = []byte{}
+	// OnBatch's and beginGroup's scratch, empty between steps: the copy's own.
+	c.batchReqs, c.batchSeen, c.groupRuns = []automaton.Request{}, map[automaton.RequestID]bool{}, map[string]*op{}
 	// The entries, the operations and their replies are each copied into
 	// one array (a few allocations per copy instead of one per element).
 	c.store = make(map[string]*entry, len(a.store))
