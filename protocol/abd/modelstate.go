@@ -86,7 +86,7 @@ func (a *ABD) CloneModel() automaton.Automaton {
 	c.sends.Reset()
 	c.replies = []byte{}
 	// OnBatch's and beginGroup's scratch, empty between steps: the copy's own.
-	c.batchReqs, c.batchSeen, c.groupRuns = []automaton.Request{}, map[automaton.RequestID]bool{}, map[string]*op{}
+	c.batchReqs, c.batchSeen, c.groupRuns, c.peerMsgs = []automaton.Request{}, map[automaton.RequestID]bool{}, map[string]*op{}, [][]byte{}
 	// The entries, the operations and their replies are each copied into
 	// one array (a few allocations per copy instead of one per element).
 	c.store = make(map[string]*entry, len(a.store))

@@ -111,6 +111,14 @@ const maxBatchMsgs = 1 << 16
 // (Coalesce), aliasing b. A corrupt batch is an error; so is a batch
 // inside a batch.
 func (h Header) SplitBatch(b []byte, kind byte) ([][]byte, error) {
+	return h.AppendBatch(nil, b, kind)
+}
+
+// AppendBatch is SplitBatch appending the messages to dst: a caller that
+// keeps dst as scratch between messages reads a batch without allocating
+// once dst has grown (ABD's replicas and coordinators read one per peer
+// per step). On an error it returns nil.
+func (h Header) AppendBatch(dst [][]byte, b []byte, kind byte) ([][]byte, error) {
 	k, err := h.MessageKind(b)
 	if err != nil {
 		return nil, err
@@ -120,7 +128,7 @@ func (h Header) SplitBatch(b []byte, kind byte) ([][]byte, error) {
 	}
 	d := &wire.Decoder{B: b[2:]}
 	n := d.Count(maxBatchMsgs, 1)
-	msgs := make([][]byte, 0, n)
+	msgs := slices.Grow(dst, n)
 	for range n {
 		m := d.Bytes()
 		if d.Err() != nil {
