@@ -277,27 +277,40 @@ func (a *ABD) Step(in automaton.Input) []automaton.Output {
 
 // outSize is the room a step's first Emit makes for its outputs: a
 // step's usual outputs (baseSize: a timer, a record, a send to each
-// peer), and two for each request of a client batch or message of a
-// batch message beyond the first (an operation's timer and its first
-// send's place; a store's record and its acknowledgement's place; an
-// answer's Respond and CancelTimer, or its next phase's record). Grown
-// by append from baseSize, a step of a 16-request group's answers (16
-// Responds and 16 CancelTimers) reallocated its list three times
-// (TestAllocationsPerBatchedOperation). The count is read from the
-// batch's header only (SplitBatch checks it when the step reads it).
+// peer) and, per request of a client batch or message of a batch message
+// beyond the first, what it usually adds: an operation's timer (a client
+// request), a record (a store), a Respond and a CancelTimer, or the next
+// phase's record (an answer); a query adds nothing (its answer is a
+// Send, placed with the step's others). Grown by append from baseSize, a
+// step of a 16-request group's answers (16 Responds and 16 CancelTimers)
+// reallocated its list three times (TestAllocationsPerBatchedOperation).
+// The count and the first message's kind are read from the batch's
+// header (SplitBatch checks them when the step reads it).
 func (a *ABD) outSize(in automaton.Input) int {
-	n := 1
+	n, per := 1, 0
 	switch in := in.(type) {
 	case automaton.ClientBatch:
-		n = len(in.Reqs)
+		n, per = len(in.Reqs), 1
 	case automaton.PeerMessage:
-		if b := in.Msg; len(b) > 2 && b[1] == kindBatch {
-			if c, k := binary.Uvarint(b[2:]); k > 0 && c < 1<<12 {
-				n = int(c)
+		b := in.Msg
+		if len(b) <= 2 || b[1] != kindBatch {
+			break
+		}
+		c, k := binary.Uvarint(b[2:])
+		if k <= 0 || c >= 1<<12 {
+			break
+		}
+		n = int(c)
+		if l, j := binary.Uvarint(b[2+k:]); j > 0 && l >= 2 && len(b) > 2+k+j+1 {
+			switch b[2+k+j+1] { // the first message's kind
+			case kindStore:
+				per = 1
+			case kindQueryReply, kindStoreAck:
+				per = 2
 			}
 		}
 	}
-	return a.baseSize + 2*(max(n, 1)-1)
+	return a.baseSize + per*(max(n, 1)-1)
 }
 
 // send sends msg to a peer: kept aside with its place among the step's
