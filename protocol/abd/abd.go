@@ -562,7 +562,8 @@ func (a *ABD) OnMessage(from automaton.NodeID, b []byte) {
 	}
 	msgs, err := header.AppendBatch(a.peerMsgs[:0], b, kindBatch)
 	if err != nil {
-		return // corrupt message: drop (the sender retransmits)
+		clear(a.peerMsgs[:cap(a.peerMsgs)]) // what it read before the error aliases the input
+		return                              // corrupt message: drop (the sender retransmits)
 	}
 	for _, m := range msgs {
 		a.onMessage1(from, i, m)

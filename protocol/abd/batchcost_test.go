@@ -148,3 +148,28 @@ func TestDoneCacheKeepsTheLastAnswers(t *testing.T) {
 		t.Errorf("a retry of the first answer, forgotten, sent nothing")
 	}
 }
+
+// TestCorruptBatchLeavesNoAlias: a batch message whose second message is
+// cut off is dropped, and OnMessage's scratch keeps no slice of it (the
+// first message, read before the error, aliased the input buffer, which
+// the runtime reuses after the step).
+func TestCorruptBatchLeavesNoAlias(t *testing.T) {
+	c := newStepCluster(t)
+	n2 := abdOf(c, "n2")
+	c.doBatch([]automaton.Request{ // n2's scratch grows to two messages
+		{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: set("a", "1")},
+		{ID: automaton.RequestID{Client: 1, Seq: 2}, Op: set("b", "2")},
+	})
+	q1 := (&message{Kind: kindQuery, Op: 1, Key: "a"}).marshal()
+	q2 := (&message{Kind: kindQuery, Op: 2, Key: "b"}).marshal()
+	b := header.Coalesce([]automaton.Output{automaton.Send{To: "n2", Msg: q1}, automaton.Send{To: "n2", Msg: q2}}, kindBatch)[0].(automaton.Send).Msg
+	b = b[:len(b)-1] // the second message cut short
+	if outs := n2.Step(automaton.PeerMessage{From: "n1", Msg: b}); len(outs) != 0 {
+		t.Fatalf("a corrupt batch answered: %v", outs)
+	}
+	for i, m := range n2.peerMsgs[:cap(n2.peerMsgs)] {
+		if m != nil {
+			t.Errorf("OnMessage's scratch keeps a slice of a dropped batch at %d: %q", i, m)
+		}
+	}
+}
