@@ -251,6 +251,9 @@ func (c *conn) runID(op service.Op, id automaton.RequestID) service.Result {
 	if svc == nil {
 		return errResult("ERR this node serves no namespace")
 	}
+	if id.Client == c.client { // a lane's is noted where it is taken
+		c.noteOwn(svc, op, nil) // sessions.go
+	}
 	return c.submit(ns.Name, automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Txn: c.txnStep(), Checked: true, Unanswered: id.Seq})
 }
 
@@ -322,6 +325,7 @@ func (c *conn) runOrdered(bb BatchBackend, ops []service.Op) []service.Result {
 			continue
 		}
 		id := c.laneID(c.lanes[i], i == len(ops)-1)
+		c.lanes[i].note(svc, op, nil) // sessions.go
 		req := automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Checked: true, Unanswered: id.Seq}
 		if msg := c.permit(ns.Name, req); msg != "" {
 			out[i] = errResult("%s", msg)
@@ -375,6 +379,7 @@ func (c *conn) runAll(ops []service.Op) []service.Result {
 	for i, op := range ops {
 		l := <-free
 		id := c.laneID(l, i == len(ops)-1)
+		l.note(c.svc, op, nil) // sessions.go
 		wg.Add(1)
 		go func() {
 			defer func() { free <- l; wg.Done() }()
@@ -410,6 +415,7 @@ const maxLanes = 32
 // connection keeps its lanes, so it uses at most maxLanes+1 client ids.
 type lane struct {
 	client, seq uint64
+	wrote       bool // sent a request that may write (sessions.go)
 }
 
 func (c *conn) writeResult(r service.Result) {

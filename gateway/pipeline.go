@@ -355,6 +355,7 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 		return next, rerr
 	}
 	id := c.laneID(l, true)
+	l.note(svc, service.Op{}, ops)
 	req := automaton.Request{ID: id, Opts: c.requestOptions(read, id), Checked: true, Unanswered: id.Seq} // validated in check
 	if len(ops) == 1 {
 		req.Op = ops[0]
@@ -671,6 +672,7 @@ func (p plan) concurrent() bool { return len(p.ops) == 1 && len(p.guards) == 0 &
 func (c *conn) pipeline(p plan) {
 	l := c.takeLane()
 	l.seq++
+	l.note(c.svc, p.ops[0], nil) // sessions.go
 	id := automaton.RequestID{Client: l.client, Seq: l.seq}
 	c.mu.Lock()
 	c.opts.lastLane = id // LASTOPT names the last command's operation (options.go)

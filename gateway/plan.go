@@ -300,10 +300,11 @@ func (c *conn) sendPlan(name string, p plan) service.Result {
 // failed as a whole.
 func (c *conn) runGroup(guards, ops []service.Op) ([]service.Result, int, service.Result) {
 	c.mu.Lock()
-	ns, read := c.ns, c.read
+	ns, svc, read := c.ns, c.svc, c.read
 	c.mu.Unlock()
 	all := append(append([]service.Op(nil), guards...), ops...)
 	id := automaton.RequestID{Client: c.client, Seq: c.nextSeq()}
+	c.noteOwn(svc, service.Op{}, all)
 	res, results := c.submitGroup(ns.Name, automaton.Request{ID: id, Ops: all, Opts: c.requestOptions(read, id), Checked: true, Unanswered: id.Seq}) // validated in check
 	if res.Type == service.ResultErr {
 		return nil, -1, res

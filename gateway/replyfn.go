@@ -136,6 +136,7 @@ func (c *conn) replyAsync(name string, p plan, start time.Time, errs int) {
 		c.owed = 0
 	}
 	req.Unanswered = id.Seq // its client id's only request in flight (sessions.go)
+	c.noteOwn(svc, req.Op, nil)
 	cc := ctx.(*cmdCtx)
 	a.mu.Lock()
 	a.ctx, a.gen, a.ns, a.req = cc, cc.gen, ns.Name, req

@@ -294,6 +294,7 @@ type conn struct {
 	errReplies int     // error replies written (writeError): a command that wrote one failed (INFO commandstats)
 	lanes      []*lane // client ids of a multi-key command's concurrent requests (runAll)
 	created    time.Time
+	ownWrote   atomic.Bool // sessions.go
 	usedNS     []config.Namespace
 	authed     bool
 	user       *aclUser // nil: the default user, who may do everything (acl.go)
