@@ -260,6 +260,9 @@ func (n *Node) doSharded(ctx context.Context, ns string, req automaton.Request) 
 	if len(req.Ops) == 0 && keyspaceKinds[req.Op.Kind] && s.ns.Name != config.PlacementName {
 		return n.wholeKeyspace(ctx, s, req) // shardks.go
 	}
+	if len(req.Ops) == 0 && req.Txn == nil && automaton.IsSessionEnd(req.Op) {
+		return n.endSessionSharded(ctx, s, req) // shardsession.go: every group
+	}
 	epoch := s.view().epoch
 	resp, err := n.routeOnce(ctx, s, req)
 	if err == nil && isMoved(resp.Result) && n.consultPlacement(ctx, s, epoch) {
