@@ -316,8 +316,12 @@ func (c *GRPC) ClientID() uint64 { return c.client }
 // Close closes the connections; requests in flight fail.
 func (c *GRPC) Close() error {
 	c.mu.Lock()
+	was := c.closed
 	c.closed = true
 	c.mu.Unlock()
+	if !was {
+		c.endSessions() // sessions.go
+	}
 	c.lifeCancel()
 	for _, g := range c.conns {
 		if g.cc != nil {
@@ -418,6 +422,7 @@ type nsProps struct {
 	fanout     bool   // clients send to every node (fanout.go)
 	hasLeader  bool   // the protocol has a leader to watch (failover.go)
 	atomic     bool   // the protocol applies atomic groups
+	sessions   bool   // the protocol keeps client sessions (sessions.go)
 }
 
 // nsProps returns namespace ns's properties for a request of ops. Unknown
@@ -430,7 +435,7 @@ func (c *GRPC) nsProps(ctx context.Context, ns string, ops ...service.Op) (nsPro
 	}
 	for i, n := range nss {
 		if n.GetName() == ns || (ns == "" && i == 0) {
-			p := nsProps{name: n.GetName(), idempotent: n.GetIdempotentRetry(), fanout: n.GetClientFanout(), hasLeader: n.GetHasLeader(), atomic: n.GetAtomicGroups()}
+			p := nsProps{name: n.GetName(), idempotent: n.GetIdempotentRetry(), fanout: n.GetClientFanout(), hasLeader: n.GetHasLeader(), atomic: n.GetAtomicGroups(), sessions: n.GetSessions()}
 			if svc, err := service.Lookup(n.GetService()); err == nil {
 				p.read = true
 				for _, op := range ops {
@@ -533,6 +538,9 @@ func (c *GRPC) send(ctx context.Context, req *synodpb.Request, kind string, ops 
 	}
 	l := c.takeLane(req)
 	defer c.lanes.put(l)
+	if p.sessions {
+		l.session(req, p.name, isRead) // sessions.go
+	}
 	what := reqName{kind: kind, req: req}
 	switch {
 	case p.fanout:

@@ -23,7 +23,8 @@ import (
 
 type lane struct {
 	client, seq uint64
-	own         bool // the client's own id (GRPC.client, seq GRPC.seq)
+	own         bool     // the client's own id (GRPC.client, seq GRPC.seq)
+	wrote       []string // namespaces with sessions it wrote to (sessions.go)
 }
 
 // lanes are the idle lanes, the own one last when idle (taken first).

@@ -945,7 +945,27 @@ type Request struct {
 	// reads only the result (the Go client's client-driven ABD phases set it;
 	// encoding and decoding the options map costs a reflection pass per
 	// entry each way). Nothing else changes.
-	Terse         bool `protobuf:"varint,13,opt,name=terse,proto3" json:"terse,omitempty"`
+	Terse bool `protobuf:"varint,13,opt,name=terse,proto3" json:"terse,omitempty"`
+	// Client sessions (Namespace.sessions; protocol/paxos "Client sessions",
+	// the Raft thesis §6.3). unanswered is the lowest seq among this
+	// client_id's requests whose answer the client still waits for (a client
+	// with one request in flight per client_id: this request's own seq): the
+	// namespace may forget the outcomes of the client's requests below it,
+	// and a later copy or retry of one of them is refused ("... its outcome
+	// is forgotten and it was not executed"), never executed twice. 0: not
+	// told; the namespace keeps the outcomes of the client's last 64 writes,
+	// as before. It needs client_id and may not exceed seq
+	// (INVALID_ARGUMENT); a pipelined call carries none.
+	Unanswered uint64 `protobuf:"varint,14,opt,name=unanswered,proto3" json:"unanswered,omitempty"`
+	// end_session ends client_id's session in the namespace: the client is
+	// done with that id, and the namespace forgets its outcomes through its
+	// log, on every replica (every group of a sharded namespace); a later
+	// request under that client_id is refused, never executed. It needs
+	// client_id and seq (seq: any, say the next unused one), and op, ops,
+	// txn and options unset (INVALID_ARGUMENT otherwise); only Do takes it.
+	// Answered ok; a namespace whose protocol keeps no sessions
+	// (Namespace.sessions false) refuses it with FAILED_PRECONDITION.
+	EndSession    bool `protobuf:"varint,15,opt,name=end_session,json=endSession,proto3" json:"end_session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1067,6 +1087,20 @@ func (x *Request) GetFanout() bool {
 func (x *Request) GetTerse() bool {
 	if x != nil {
 		return x.Terse
+	}
+	return false
+}
+
+func (x *Request) GetUnanswered() uint64 {
+	if x != nil {
+		return x.Unanswered
+	}
+	return 0
+}
+
+func (x *Request) GetEndSession() bool {
+	if x != nil {
+		return x.EndSession
 	}
 	return false
 }
@@ -1557,7 +1591,13 @@ type Namespace struct {
 	ClientFanout bool `protobuf:"varint,9,opt,name=client_fanout,json=clientFanout,proto3" json:"client_fanout,omitempty"`
 	// Whether the protocol has a leader that this node reports (WatchLeader
 	// then streams it; automaton.LeaderReporter).
-	HasLeader     bool `protobuf:"varint,10,opt,name=has_leader,json=hasLeader,proto3" json:"has_leader,omitempty"`
+	HasLeader bool `protobuf:"varint,10,opt,name=has_leader,json=hasLeader,proto3" json:"has_leader,omitempty"`
+	// Whether the protocol keeps client sessions (automaton.SupportsSessions):
+	// Request.unanswered bounds what it keeps of a client, and
+	// Request.end_session ends a client's session. Without them, it keeps
+	// what it keeps (for paxos: the outcomes of a client's last 64 writes)
+	// until the table's own bound evicts it.
+	Sessions      bool `protobuf:"varint,11,opt,name=sessions,proto3" json:"sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1658,6 +1698,13 @@ func (x *Namespace) GetClientFanout() bool {
 func (x *Namespace) GetHasLeader() bool {
 	if x != nil {
 		return x.HasLeader
+	}
+	return false
+}
+
+func (x *Namespace) GetSessions() bool {
+	if x != nil {
+		return x.Sessions
 	}
 	return false
 }
@@ -1956,7 +2003,7 @@ const file_synod_proto_rawDesc = "" +
 	"\x02Op\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
-	"\x04args\x18\x03 \x03(\fR\x04args\"\xde\x03\n" +
+	"\x04args\x18\x03 \x03(\fR\x04args\"\x9f\x04\n" +
 	"\aRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\x04R\bclientId\x12\x10\n" +
@@ -1971,7 +2018,12 @@ const file_synod_proto_rawDesc = "" +
 	" \x03(\v2\f.synod.v1.OpR\x03ops\x12#\n" +
 	"\x03txn\x18\v \x01(\v2\x11.synod.v1.TxnStepR\x03txn\x12\x16\n" +
 	"\x06fanout\x18\f \x01(\bR\x06fanout\x12\x14\n" +
-	"\x05terse\x18\r \x01(\bR\x05terse\x1aR\n" +
+	"\x05terse\x18\r \x01(\bR\x05terse\x12\x1e\n" +
+	"\n" +
+	"unanswered\x18\x0e \x01(\x04R\n" +
+	"unanswered\x12\x1f\n" +
+	"\vend_session\x18\x0f \x01(\bR\n" +
+	"endSession\x1aR\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\xbf\x01\n" +
@@ -2009,7 +2061,7 @@ const file_synod_proto_rawDesc = "" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.synod.v1.OptionValuesR\x05value:\x028\x01\"\x13\n" +
-	"\x11NamespacesRequest\"\xf6\x02\n" +
+	"\x11NamespacesRequest\"\x92\x03\n" +
 	"\tNamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x18\n" +
@@ -2022,7 +2074,8 @@ const file_synod_proto_rawDesc = "" +
 	"\rclient_fanout\x18\t \x01(\bR\fclientFanout\x12\x1d\n" +
 	"\n" +
 	"has_leader\x18\n" +
-	" \x01(\bR\thasLeader\"^\n" +
+	" \x01(\bR\thasLeader\x12\x1a\n" +
+	"\bsessions\x18\v \x01(\bR\bsessions\"^\n" +
 	"\n" +
 	"OptionSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +

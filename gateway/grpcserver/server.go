@@ -293,6 +293,10 @@ func (s *Server) prepareDo(ctx context.Context, in *synodpb.Request) (string, au
 	if err != nil {
 		return "", automaton.Request{}, err
 	}
+	if in.GetEndSession() {
+		req, err := s.endSession(ctx, ns, in) // sessions.go
+		return ns.Name, req, err
+	}
 	id, err := requestID(in)
 	if err != nil {
 		return "", automaton.Request{}, err
@@ -311,6 +315,11 @@ func (s *Server) prepare(ctx context.Context, ns config.Namespace, id automaton.
 	}
 	var err error
 	req := automaton.Request{ID: id, Fanout: in.GetFanout()}
+	if in.GetUnanswered() != 0 || in.GetEndSession() {
+		if err := sessionFields(in, id, &req); err != nil { // sessions.go
+			return req, err
+		}
+	}
 	if req.Txn, err = synodpb.ToTxnStep(in.GetTxn(), id); err != nil {
 		return req, refusal(synoderr.Invalid, "%s", err.Error())
 	}
@@ -528,6 +537,7 @@ func (s *Server) Namespaces(ctx context.Context, _ *synodpb.NamespacesRequest) (
 			AtomicGroups:            automaton.TransactionsOf(ns.Protocol).Atomic,
 			InteractiveTransactions: gateway.InteractiveTransactions(ns),
 			ClientFanout:            automaton.ClientFanoutOf(ns.Protocol),
+			Sessions:                automaton.SupportsSessions(ns.Protocol),
 		}
 		if lw, ok := s.b.(gateway.LeaderWatcher); ok {
 			m.HasLeader = lw.HasLeader(ns.Name)
