@@ -517,6 +517,16 @@
 //     the configuration, the tombstones; without tombstones it is byte for
 //     byte as before. "paxos-broken-dropearly" takes the bound as
 //     inclusive and is caught by the simulator (broken_dropearly.go).
+//   - Who tells the table (session 51): the RESP gateway stamps its own
+//     client ids (one request in flight per id) and, when a connection
+//     closes, ends only the ids that sent a request which may write (an
+//     id that only read has no row: a read-only connection's close costs
+//     no write); a gRPC client picks its own ids and tells both itself
+//     (api/synod.proto Request.unanswered and end_session; the Go client
+//     does: client/sessions.go), a client that tells nothing keeping the
+//     window of 64; in a sharded namespace a session end goes to every
+//     group (node/shardsession.go), since the client's rows are in every
+//     group it wrote to.
 //
 // # Parameters
 //
