@@ -347,12 +347,32 @@ type Announce struct {
 	Result service.Result
 }
 
+// Unpin tells the runtime that this node's records positioned at Pos
+// (Persist.Pos) are no longer needed by its positioned answers at Pos
+// (Respond.UpTo == Pos), those held now and those emitted later: such an
+// answer waits only for the positioned records in [1, Pos-1] emitted
+// before it (and, records being durable in emission order, everything
+// emitted before the last of those), or for what it waited for already if
+// that is less (package release, "Unpinned positions"). It carries no
+// durability requirement and nothing leaves the node for it.
+//
+// What a protocol must guarantee to emit it: what the answers at Pos state
+// about position Pos holds whatever a crash does to this node's records
+// there. For a Multi-Paxos leader that is: acceptors other than itself
+// that form a majority have durably accepted instance Pos under its ballot
+// (each Accepted left after its record was durable), so the instance is
+// chosen without the leader's own vote, the Classic Paxos quorum rule, t+1
+// of 2t+1 acceptors; one follower's acceptance with the leader's own
+// still unsynced is not enough.
+type Unpin struct{ Pos uint64 }
+
 func (Send) isOutput()        {}
 func (Respond) isOutput()     {}
 func (Persist) isOutput()     {}
 func (SetTimer) isOutput()    {}
 func (CancelTimer) isOutput() {}
 func (Announce) isOutput()    {}
+func (Unpin) isOutput()       {}
 
 // Automaton is one role instance of one namespace on one node.
 type Automaton interface {

@@ -285,6 +285,8 @@ func describeOutput(d automaton.Automaton, o automaton.Output) string {
 		return "members " + describeMembers(o.Members)
 	case automaton.Effect:
 		return fmt.Sprintf("effect %d %s", o.ID, o.Kind)
+	case automaton.Unpin:
+		return fmt.Sprintf("unpin %d", o.Pos)
 	}
 	return fmt.Sprintf("%T", o)
 }

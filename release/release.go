@@ -80,6 +80,24 @@
 // instance, still syncing, is not needed for it (issue 28: one client's
 // put through a follower waited for that sync).
 //
+// # Unpinned positions
+//
+// An Unpin output (automaton.Unpin) with Pos p says this node's records
+// positioned at p are no longer needed by its positioned answers at p: a
+// positioned answer with UpTo == p, held now or emitted later, requires
+// only the last Persist emitted before it whose Pos is in [1, p-1] (or
+// what it required already, if that is less), and leaves as soon as that
+// is durable. Nothing else changes: answers at other positions, and the
+// Early rule (an Early Send emitted after such an answer still waits for
+// every record before the answer). A Multi-Paxos leader may emit it once
+// a majority of acceptors other than itself durably accepted instance p,
+// so that its answer leaves on whichever quorum is durable first: its own
+// vote with one follower's, or two followers' without its own. The
+// interpreter remembers the last few positions unpinned (an answer emitted
+// after them is positioned at one of them only when its instance executed
+// late); forgetting one only makes an answer wait for what it waited for
+// before.
+//
 // Timers and membership carry no durability requirement: SetTimer,
 // CancelTimer and Members go to the runtime at once.
 //
@@ -172,8 +190,14 @@ type Interp struct {
 	// dropped from its front once durable (needUpTo).
 	pos      []posSeq
 	posFloor uint64
-	// offered is the highest requirement of an output offered (Exposed).
-	offered uint64
+	// offered is the highest requirement of an output offered in the
+	// emission-order queue, offeredLoose of a positioned or relayed answer
+	// released (Exposed: the answers still held count at their current
+	// requirement, which an Unpin may have lowered).
+	offered, offeredLoose uint64
+	// unpinned holds the last positions unpinned (Unpin), oldest first, at
+	// most maxUnpinned.
+	unpinned []uint64
 	// early: an Early Send was offered since the last TakeEarly.
 	// tailLoose: an Early Send or a positioned answer was offered after
 	// the last output that waits for every record before it (Exposed).
@@ -248,6 +272,9 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 			need := uint64(0) // relayed: no record of this node
 			if !v.Relayed {
 				need = r.needUpTo(v.UpTo)
+				if len(r.unpinned) > 0 && slices.Contains(r.unpinned, v.UpTo) {
+					need = min(need, r.needUpTo(v.UpTo-1))
+				}
 			}
 			r.need, r.tailLoose = r.seq, true
 			r.offerLoose(o, need, rt)
@@ -256,6 +283,8 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 		r.waitAll(o, rt)
 	case automaton.Effect, automaton.Announce:
 		r.waitAll(o, rt)
+	case automaton.Unpin:
+		r.unpin(v.Pos, rt)
 	case automaton.SetTimer:
 		if v.After < 0 {
 			return violation(o, "set timer %d with negative duration %v", v.ID, v.After)
@@ -295,12 +324,60 @@ func (r *Interp) offer(o automaton.Output, need uint64, rt Runtime) {
 // durable, whatever waits before it, and otherwise holds it apart.
 func (r *Interp) offerLoose(o automaton.Output, need uint64, rt Runtime) {
 	r.at++
-	r.offered = max(r.offered, need)
 	if need <= r.durable && !r.failed {
+		r.offeredLoose = max(r.offeredLoose, need)
 		rt.Release(o)
 		return
 	}
 	r.loose = append(r.loose, held{o: o, need: need, at: r.at})
+}
+
+// maxUnpinned bounds the positions unpinned that the interpreter
+// remembers for answers emitted after their Unpin.
+const maxUnpinned = 8
+
+// unpin applies an Unpin of position p: the positioned answers at p held
+// now wait only for the positioned records up to p-1 (if that is less),
+// and leave if those are durable; p is remembered for answers at p
+// emitted later.
+func (r *Interp) unpin(p uint64, rt Runtime) {
+	if p == 0 {
+		return
+	}
+	if len(r.unpinned) == maxUnpinned {
+		r.unpinned = append(r.unpinned[:0], r.unpinned[1:]...)
+	}
+	r.unpinned = append(r.unpinned, p)
+	if len(r.loose) == 0 {
+		return
+	}
+	need := r.needUpTo(p - 1)
+	for k := range r.loose {
+		h := &r.loose[k]
+		if a, ok := h.o.(automaton.Respond); ok && a.UpTo == p && !a.Relayed && need < h.need {
+			h.need = need
+		}
+	}
+	if !r.failed {
+		r.releaseLoose(rt)
+	}
+}
+
+// releaseLoose releases, in emission order, the positioned and relayed
+// answers held whose requirement is durable.
+func (r *Interp) releaseLoose(rt Runtime) {
+	k := 0
+	for _, h := range r.loose {
+		if h.need <= r.durable {
+			r.offeredLoose = max(r.offeredLoose, h.need)
+			rt.Release(h.o)
+			continue
+		}
+		r.loose[k] = h
+		k++
+	}
+	clear(r.loose[k:])
+	r.loose = r.loose[:k]
 }
 
 // notePos adds the positioned record seq at position p to the frontier:
@@ -370,17 +447,7 @@ func (r *Interp) ReleaseReady(rt Runtime) {
 		rt.Release(h.o)
 	}
 	if len(r.loose) > 0 {
-		k := 0
-		for _, h := range r.loose {
-			if h.need <= r.durable {
-				rt.Release(h.o)
-				continue
-			}
-			r.loose[k] = h
-			k++
-		}
-		clear(r.loose[k:])
-		r.loose = r.loose[:k]
+		r.releaseLoose(rt)
 	}
 	if len(r.pos) >= 1024 && r.pos[len(r.pos)/2].seq <= r.durable {
 		// Bound the frontier: its durable front half answers as posFloor.
@@ -475,9 +542,13 @@ func (r *Interp) TakeEarly() bool {
 // and the fsync of the records it does not wait for could lose while that
 // output is out: when such an output was offered after the last output
 // that waits for every record before it, ok is true, last is the highest
-// requirement of the outputs offered, and the records numbered after
-// last are exactly those (the model checker makes them its
-// crash-before-fsync event, mc/unsynced.go).
+// requirement of the outputs offered (a positioned answer's as an Unpin
+// left it), and the records numbered after last are exactly those (the
+// model checker makes them its crash-before-fsync event, mc/unsynced.go).
 func (r *Interp) Exposed() (last uint64, ok bool) {
-	return r.offered, r.tailLoose && r.seq > r.offered
+	last = max(r.offered, r.offeredLoose)
+	for _, h := range r.loose {
+		last = max(last, h.need)
+	}
+	return last, r.tailLoose && r.seq > last
 }
