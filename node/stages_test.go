@@ -312,7 +312,7 @@ func pathTable(puts [][]string, ats [][]time.Duration, viaFollower bool) string 
 	for i, n := range names {
 		segs[i].name = n
 	}
-	var leaderLast, leaderAfterBoth, counted int
+	var leaderLast, leaderAfterBoth, beforeOwn, counted int
 	var lsync, lwait, ends, twoF []time.Duration
 	for i, ls := range puts {
 		// find: the first stage at or after from that pred accepts.
@@ -334,8 +334,9 @@ func pathTable(puts [][]string, ats [][]time.Duration, viaFollower bool) string 
 		// Accept and its commit, the leader stepped first (an earlier put's
 		// late Accepted may come first in the window, so the chain is
 		// followed per follower).
-		var f, acc string
+		var f string
 		var tSend, tDel, tCS, tCE, tAcc time.Duration
+		var chained []time.Duration // each follower's Accepted of this put's Accept, stepped
 		for _, l := range ls {
 			to, ok := strings.CutPrefix(l, "L send Accept to ")
 			if !ok {
@@ -351,8 +352,11 @@ func pathTable(puts [][]string, ats [][]time.Duration, viaFollower bool) string 
 			_, e1, ok5 := find(func(l string) bool { return strings.HasPrefix(l, to+" commit-end") })
 			from = e1
 			_, a1, ok6 := find(func(l string) bool { return strings.HasPrefix(l, "L step-msg Accepted from "+to) })
+			if ok2 && ok3 && ok4 && ok5 && ok6 {
+				chained = append(chained, a1)
+			}
 			if ok2 && ok3 && ok4 && ok5 && ok6 && (f == "" || a1 < tAcc) {
-				f, acc = to, "L step-msg Accepted from "+to
+				f = to
 				tSend, tDel, tCS, tCE, tAcc = s1, d1, c1, e1, a1
 			}
 		}
@@ -374,15 +378,23 @@ func pathTable(puts [][]string, ats [][]time.Duration, viaFollower bool) string 
 		_, lce, okE := find(func(l string) bool { return l == "L commit-end" })
 		from = 0
 		if okS && okE {
+			if tResp < lce {
+				beforeOwn++ // answered on the followers' acceptances (automaton.Unpin)
+			}
 			lsync = append(lsync, lce-lcs)
 			if lce > tAcc {
 				leaderLast++
 				lwait = append(lwait, lce-tAcc)
-				from = tStep
-				_, tAcc2, ok := find(func(l string) bool {
-					return strings.HasPrefix(l, "L step-msg Accepted from ") && !strings.HasPrefix(l, acc)
-				})
-				from = 0
+				// The other follower's Accepted of this put's Accept (its
+				// chain: deliver, commit, Accepted), not an earlier put's
+				// late one: session 50's estimate took the first Accepted
+				// stepped from the other follower, often the previous put's.
+				tAcc2, ok := time.Duration(0), false
+				for _, a1 := range chained {
+					if a1 > tAcc && (!ok || a1 < tAcc2) {
+						tAcc2, ok = a1, true
+					}
+				}
 				if ok && tAcc2 < lce {
 					leaderAfterBoth++
 					gain = lce - tAcc2 // answered on the followers' acceptances alone
@@ -411,6 +423,7 @@ func pathTable(puts [][]string, ats [][]time.Duration, viaFollower bool) string 
 	fmt.Fprintf(&b, "%-44s %10.1f\n", "sum of the medians", us(total))
 	fmt.Fprintf(&b, "the leader's own commit: median %.1f us; it ended after the answering follower's Accepted was stepped in %d of %d puts (by %.1f us, median), after both followers' Accepteds in %d\n",
 		us(med(lsync)), leaderLast, counted, us(med(lwait)), leaderAfterBoth)
+	fmt.Fprintf(&b, "answered before the leader's own commit ended (on two followers' durable acceptances, automaton.Unpin): %d of %d puts\n", beforeOwn, counted)
 	pct := func(ds []time.Duration, q int) float64 {
 		ds = slices.Clone(ds)
 		slices.Sort(ds)
