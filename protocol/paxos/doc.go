@@ -351,11 +351,12 @@
 //     earlier takes a second emission of the same answer on the second
 //     follower's Accepted, a kept copy of every such instance's answers
 //     until then, and a runtime that drops whichever copy comes second. The
-//     gain does not pay for that: in process 118 of 1,000 one-client puts
-//     had both followers' Accepteds stepped before the leader's commit
-//     ended, and answering those then would move the p50 from 459.8 to
-//     447.7 µs (an estimate from the stage trace; BenchmarkPutStages' path
-//     table in node/stages_test.go).
+//     gain does not pay for that: in process 17-26 of 1,000 one-client puts
+//     had both followers' Accepteds of the put stepped before the leader's
+//     commit ended, and answering those then would move the p50 by 0.3-2 µs
+//     (an estimate from the stage trace, BenchmarkPutStages' path table in
+//     node/stages_test.go; session 50's 118 of 1,000 and 12 µs counted the
+//     previous put's late Accepted: docs/costs/s51-lat51.md).
 //   - Through a follower, the seed's message flow (ch. V: proposer ->
 //     leader -> acceptors -> learners; "a learner accepts a value when it
 //     receives a message from a quorum of acceptors") would let the entry
