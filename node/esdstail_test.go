@@ -258,12 +258,28 @@ func BenchmarkESDSTail(b *testing.B) {
 			td = append(td, st.to-st.from)
 		}
 	}
+	// How often a step of n1 takes longer than 5 ms (wall, and thread
+	// CPU), by kind: the steps a put arriving meanwhile waits behind.
+	var long, longCPU [3]int
+	for _, st := range steps {
+		if st.to-st.from > 5*time.Millisecond {
+			long[st.kind]++
+		}
+		if st.cpu > 5*time.Millisecond {
+			longCPU[st.kind]++
+		}
+	}
+	b.Logf("n1 steps over 5 ms, of %d: wall timer %d, request %d, message %d; thread CPU timer %d, request %d, message %d",
+		len(steps), long[0], long[1], long[2], longCPU[0], longCPU[1], longCPU[2])
+	b.ReportMetric(float64(long[0]+long[1]+long[2]), "steps>5ms")
+	b.ReportMetric(float64(longCPU[0]+longCPU[1]+longCPU[2]), "cpusteps>5ms")
 	for k, name := range []string{"timer", "request", "message"} {
 		slices.Sort(cpus[k])
 		var sum time.Duration
 		for _, d := range cpus[k] {
 			sum += d
 		}
+		b.ReportMetric(pctMax(cpus[k]), name+"-maxcpu-us")
 		b.Logf("n1 %s steps: %d timed, thread CPU p50 %.0f, p99 %.0f, max %.0f us, %.1f us per put",
 			name, len(cpus[k]), pct(cpus[k], 50), pct(cpus[k], 99), pctMax(cpus[k]), us(sum)/float64(b.N))
 	}

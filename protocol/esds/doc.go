@@ -687,6 +687,24 @@
 //     else is answered: the next suspect for ESDS's put p99); now once
 //     per 80,000 or so collected operations. Collections are then due
 //     every gcEveryTicks again (collectDue): a "g" costs what it discards.
+//     The rewrite of "s" on that path is paced (rewrite.go, issue 28,
+//     session 51): its snapshot's encoding, 8-15 ms of one step in
+//     process at 10,000 keys (~7 ms live), was the longest ESDS step at
+//     64 clients. For a KV state the collection that would rewrite "s"
+//     takes a copy of the stable state (its key map; values shared) and
+//     writes "g" instead; each later tick encodes about 64 KiB of the
+//     copy's snapshot; the tick that encodes the last part writes "s"
+//     (the copy's snapshot with the fields as they were at the copy:
+//     stableMax, counter, id summary) and then "g" (the fields now) in
+//     one step, and only then queues the deletes of the kept records with
+//     labels at most the copy's; the ones collected since stay kept. A
+//     crash before that step finds the old "s", "g" and kept records; one
+//     after it finds the new "s", "g" and the records above "s"'s label:
+//     restore is unchanged, and so is every record's format
+//     (TestPacedRewriteLosesNoRecord restores each replica from its disk
+//     after every step, mid-rewrite included, and compares the stable
+//     state with the replay of its restored order; it fails when the end
+//     of a rewrite drops the records collected after the copy).
 //   - Incremental collection (gc.go collectEveryTick, issue 28): once
 //     "g" is in use, collection runs at every tick instead of every
 //     gcEveryTicks, and each tick examines at most gcScanPerTick (8,192)

@@ -338,11 +338,14 @@ type ESDS struct {
 	// gcCursor: where in appliedLive the next incremental collection
 	// starts examining (gc.go collectEveryTick).
 	gcCursor int
-	// uncompacted: the record keys (recOp+id, op.recKey) of the collected
-	// operations whose records are kept for record "g" (gc.go
-	// collectDelta) until the next "s"; deltaWritten:
-	// a "g" was written since the last "s".
-	uncompacted []string
+	// uncompacted: the record keys (recOp+id, op.recKey) and labels of
+	// the collected operations whose records are kept for record "g"
+	// (gc.go collectDelta) until an "s" whose snapshot holds them;
+	// deltaWritten: a "g" was written since the last "s".
+	uncompacted []keptRec
+	// rw: the rewrite of "s" under way, its snapshot encoded a part a
+	// tick from a copy of the stable state (gc.go pacedRewrite).
+	rw *rewrite
 	// stale: keys of records "s" stands for, to delete at most gcPerTick
 	// a tick (gc.go dropStale): a large state's collection that rewrites
 	// "s" no longer deletes tens of thousands in its step.
@@ -538,7 +541,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.resultQ = nil
 	a.gcd = idSummary{}
 	a.reads = idSummary{}
-	a.uncompacted, a.deltaWritten, a.stale = nil, false, nil
+	a.uncompacted, a.deltaWritten, a.stale, a.rw = nil, false, nil, nil
 	a.goneQ = map[string]uint64{}
 	a.stable = a.svc.NewState()
 	a.stableMax = Label{}

@@ -19,6 +19,9 @@ func (a *ESDS) collect() {
 	m := a.members()
 	if a.collectEveryTick() {
 		a.dropStale()
+		if a.rw != nil {
+			a.rewriteStep()
+		}
 	}
 	if !a.collectDue(m) {
 		return
@@ -87,12 +90,14 @@ func (a *ESDS) collect() {
 			}
 		}
 	}
-	if a.collectDelta(len(gone)) {
+	if a.collectDelta(len(gone)) || a.collectEveryTick() && a.startRewrite() {
 		// Record "g": the stable state is "s"'s snapshot plus the
-		// operation records kept since (store.go restore).
+		// operation records kept since (store.go restore); also while
+		// the next "s" is being encoded (startRewrite).
 		a.persists = append(a.persists, automaton.Persist{Key: recStableDelta, Value: a.marshalStable(false)})
+		a.deltaWritten = true
 		for _, o := range gone {
-			a.uncompacted = append(a.uncompacted, o.recKey())
+			a.uncompacted = append(a.uncompacted, keptRec{o.recKey(), o.label})
 		}
 		return
 	}
@@ -110,7 +115,9 @@ func (a *ESDS) collect() {
 		for _, o := range gone {
 			a.stale = append(a.stale, o.recKey())
 		}
-		a.stale = append(a.stale, a.uncompacted...)
+		for _, k := range a.uncompacted {
+			a.stale = append(a.stale, k.key)
+		}
 		a.uncompacted, a.deltaWritten = nil, false
 		return
 	}
@@ -121,7 +128,7 @@ func (a *ESDS) collect() {
 		a.persists = append(a.persists, automaton.Persist{Key: o.recKey(), Delete: true})
 	}
 	for _, k := range a.uncompacted {
-		a.persists = append(a.persists, automaton.Persist{Key: k, Delete: true})
+		a.persists = append(a.persists, automaton.Persist{Key: k.key, Delete: true})
 	}
 	a.dropStaleAll()
 	a.uncompacted, a.deltaWritten = nil, false
@@ -187,10 +194,9 @@ func (a *ESDS) collectDelta(n int) bool {
 	if a.snapLen < deltaMin {
 		return false
 	}
-	if (len(a.uncompacted)+n)*gcOpBytes >= deltaFactor*a.snapLen {
+	if a.rw == nil && (len(a.uncompacted)+n)*gcOpBytes >= deltaFactor*a.snapLen {
 		return false
 	}
-	a.deltaWritten = true
 	deltaUse.writes.Add(1)
 	return true
 }
@@ -202,7 +208,12 @@ func (a *ESDS) collectDelta(n int) bool {
 var (
 	deltaMin    = 64 << 10
 	deltaFactor = 8
-	deltaUse    struct{ writes, restores, bounded atomic.Int64 }
+	deltaUse    struct {
+		writes, restores, bounded atomic.Int64
+		// paced rewrites of "s" started and ended, and the parts
+		// encoded before the last (rewrite.go)
+		pacedStarts, pacedEnds, pacedParts atomic.Int64
+	}
 )
 
 // collectDue reports whether a collection is worth its cost now. Each one

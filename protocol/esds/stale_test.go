@@ -67,7 +67,7 @@ func TestStaleDeletesBounded(t *testing.T) {
 		a := c.esds(id)
 		kept := map[string]bool{}
 		for _, k := range a.uncompacted {
-			kept[k] = true
+			kept[k.key] = true
 		}
 		for k := range c.Disk(id) {
 			if strings.HasPrefix(k, recOp) && a.ops[k[len(recOp):]] == nil && !kept[k] {

@@ -93,15 +93,29 @@ func (a *ESDS) marshalStable(snap bool) []byte {
 	// record by appends copies it more than once.
 	e := stableHeader.Record(len(b) + 32*len(a.goneQ) + 256)
 	e.Bytes(b)
+	a.encodeStableFields(&e)
+	a.encodeGone(&e, snap)
+	return e.B
+}
+
+// encodeStableFields appends what records "s" and "g" hold after the
+// snapshot and before the gone ids: the label of the last operation in
+// the stable state, the label counter, the id summary and the order log.
+func (a *ESDS) encodeStableFields(e *wire.Encoder) {
 	e.Bool(a.stableMax.Set)
 	e.Uvarint(a.stableMax.C)
 	e.Uvarint(uint64(a.stableMax.R))
 	e.Uvarint(a.counter)
-	a.gcd.encode(&e)
+	a.gcd.encode(e)
 	e.Uvarint(uint64(len(a.orderLog)))
 	for _, id := range a.orderLog {
 		e.String(id)
 	}
+}
+
+// encodeGone appends the gone ids: the collected operations some peer
+// has not acknowledged yet, in "s" (snap) only.
+func (a *ESDS) encodeGone(e *wire.Encoder, snap bool) {
 	// The gone ids go in "s" only: "g" stands for them with the kept
 	// records of the operations collected since "s" (restore tells the
 	// peers of those again). Under load the peers' acknowledgements lag,
@@ -117,7 +131,6 @@ func (a *ESDS) marshalStable(snap bool) []byte {
 	for _, id := range gone {
 		e.String(id)
 	}
-	return e.B
 }
 
 // stableRec is a decoded record "s" or "g".
@@ -254,7 +267,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		}
 		if a.gcd.has(x.ID) {
 			if !base.Set || base.Less(o.label) {
-				a.uncompacted = append(a.uncompacted, k) // kept for "g"
+				a.uncompacted = append(a.uncompacted, keptRec{k, o.label}) // kept for "g"
 			} else if snapN >= deltaMin {
 				// "s" stands for it: its delete was queued (dropStale)
 				// or lost with a crash. Queued again (large states only:
@@ -283,7 +296,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 	// The operations collected since "s" ("g"): every peer is told again.
 	for _, k := range a.uncompacted {
 		if !a.goneless() {
-			a.goneQ[k[len(recOp):]] = a.all &^ a.bit()
+			a.goneQ[k.key[len(recOp):]] = a.all &^ a.bit()
 		}
 	}
 	// The stable state from "s"'s snapshot to "g"'s label.
