@@ -18,19 +18,24 @@ type SnapshotWriter struct {
 	s    *KVState
 	o    *KeyOrder
 	e    wire.Encoder
+	at   int // where the snapshot starts (after dst)
 	mark int // where the key count starts
 	next int // the next key (o.keys) to encode
 	done bool
 }
 
-// SnapshotWriter starts a snapshot of s through o's kept key order (as
+// SnapshotWriter starts a snapshot of s, appended to dst (a caller's
+// room for what goes before it: the snapshot is encoded in place, not
+// copied into a record afterwards), through o's kept key order (as
 // SnapshotOrdered: the keys are sorted again only when s's key set is not
 // o's, here or at the first key of o's that s no longer holds).
-func (s *KVState) SnapshotWriter(o *KeyOrder) *SnapshotWriter {
-	w := &SnapshotWriter{s: s, o: o, e: wire.Encoder{B: append(make([]byte, 0, o.size+o.size/8+1), kvSnapVersion)}}
+func (s *KVState) SnapshotWriter(o *KeyOrder, dst []byte) *SnapshotWriter {
+	at := len(dst)
+	w := &SnapshotWriter{s: s, o: o, e: wire.Encoder{B: append(slices.Grow(dst, o.size+o.size/8+1), kvSnapVersion)}}
 	if len(s.libs) > 0 {
-		w.e.B[0] = kvSnapLibs
+		w.e.B[at] = kvSnapLibs
 	}
+	w.at = at
 	w.e.Uvarint(s.version)
 	w.e.Varint(s.clock)
 	w.e.Uvarint(s.gone)
@@ -77,12 +82,13 @@ func (w *SnapshotWriter) Next(budget int) bool {
 	if len(s.libs) > 0 {
 		s.encodeLibs(e)
 	}
-	w.o.size = len(e.B)
+	w.o.size = len(e.B) - w.at
 	w.done = true
 	return true
 }
 
-// Bytes is the snapshot, once Next has reported it complete.
+// Bytes is dst followed by the snapshot, once Next has reported it
+// complete (nil before).
 func (w *SnapshotWriter) Bytes() []byte {
 	if !w.done {
 		return nil

@@ -7,8 +7,8 @@ import (
 )
 
 // TestKVSnapshotWriterMatchesSnapshot: a snapshot written a part at a
-// time (SnapshotWriter, parts of a random byte budget) through a kept key
-// order is byte for byte Snapshot's, after every operation of random typed
+// time (SnapshotWriter, parts of a random byte budget, after 0-4 bytes of
+// the caller's) through a kept key order is byte for byte Snapshot's, after every operation of random typed
 // runs (renames, deletes and expiries change the key set, sometimes
 // keeping its size, so the kept order sometimes names a key the state no
 // longer holds), and it takes several parts. A writer that kept a stale
@@ -25,7 +25,8 @@ func TestKVSnapshotWriterMatchesSnapshot(t *testing.T) {
 			now += int64(r.IntN(20))
 			s.ApplyEnv(randomTypedOp(r, 6+int(seed%7)), Env{Time: now * 1e6, Seed: uint64(i)})
 			view := s.Clone().(*KVState)
-			w := view.SnapshotWriter(&o)
+			head := []byte("head")[:r.IntN(5)] // a caller's room before the snapshot
+			w := view.SnapshotWriter(&o, head)
 			budget := 1 + r.IntN(40)
 			parts := 1
 			for !w.Next(budget) {
@@ -37,10 +38,10 @@ func TestKVSnapshotWriterMatchesSnapshot(t *testing.T) {
 			if parts > 1 {
 				multi++
 			}
-			if want := s.Snapshot(); !bytes.Equal(w.Bytes(), want) {
+			if want := append([]byte("head")[:len(head):len(head)], s.Snapshot()...); !bytes.Equal(w.Bytes(), want) {
 				t.Fatalf("seed %d op %d: snapshot written in %d parts of %d bytes differs from Snapshot's", seed, i, parts, budget)
 			}
-			if !w.Next(budget) || !bytes.Equal(w.Bytes(), s.Snapshot()) {
+			if !w.Next(budget) || !bytes.Equal(w.Bytes()[len(head):], s.Snapshot()) {
 				t.Fatalf("seed %d op %d: Next after the end changed the snapshot", seed, i)
 			}
 		}

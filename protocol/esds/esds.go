@@ -344,12 +344,15 @@ type ESDS struct {
 	// deltaWritten: a "g" was written since the last "s".
 	uncompacted []keptRec
 	// rw: the rewrite of "s" under way, its snapshot encoded a part a
-	// tick from a copy of the stable state (gc.go pacedRewrite).
+	// tick from a copy of the stable state (rewrite.go).
 	rw *rewrite
-	// stale: keys of records "s" stands for, to delete at most gcPerTick
-	// a tick (gc.go dropStale): a large state's collection that rewrites
-	// "s" no longer deletes tens of thousands in its step.
-	stale []string
+	// stale: the records "s" stands for, in segments (queueStale), to
+	// delete at most gcPerTick a tick (gc.go dropStale): a large state's
+	// collection that rewrites "s" no longer deletes tens of thousands in
+	// its step, nor copies their keys into one queue.
+	stale [][]keptRec
+	// staleN: the records in stale.
+	staleN int
 	// lockBuf: readLocks's scratch array.
 	lockBuf []service.Lock
 	// flushBuf: flushDirty's list of the step's dirty operations, kept
@@ -541,7 +544,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.resultQ = nil
 	a.gcd = idSummary{}
 	a.reads = idSummary{}
-	a.uncompacted, a.deltaWritten, a.stale, a.rw = nil, false, nil, nil
+	a.uncompacted, a.deltaWritten, a.stale, a.staleN, a.rw = nil, false, nil, 0, nil
 	a.goneQ = map[string]uint64{}
 	a.stable = a.svc.NewState()
 	a.stableMax = Label{}

@@ -112,18 +112,18 @@ func (a *ESDS) collect() {
 		// this step: 76,000 of them made this step 94-116 ms of CPU (in
 		// process, 10,000 keys, ~25k puts/s), in which this replica
 		// answered nothing (issue 28, session 50: the put p99).
+		seg := make([]keptRec, 0, len(gone))
 		for _, o := range gone {
-			a.stale = append(a.stale, o.recKey())
+			seg = append(seg, keptRec{o.recKey(), o.label})
 		}
-		for _, k := range a.uncompacted {
-			a.stale = append(a.stale, k.key)
-		}
+		a.queueStale(seg)
+		a.queueStale(a.uncompacted)
 		a.uncompacted, a.deltaWritten = nil, false
 		return
 	}
 	// The record keys made when the records were written (recKey), not
 	// recOp+id again: one allocation fewer per operation collected.
-	a.persists = slices.Grow(a.persists, len(gone)+len(a.uncompacted)+len(a.stale))
+	a.persists = slices.Grow(a.persists, len(gone)+len(a.uncompacted)+a.staleN)
 	for _, o := range gone {
 		a.persists = append(a.persists, automaton.Persist{Key: o.recKey(), Delete: true})
 	}
@@ -141,18 +141,37 @@ func (a *ESDS) collect() {
 // queues here again; none of them can be written again (a collected
 // operation is never received again: replicaRequest, receiveGossip).
 func (a *ESDS) dropStale() {
-	n := min(len(a.stale), gcPerTick)
+	n := min(a.staleN, gcPerTick)
 	if n == 0 {
 		return
 	}
 	a.persists = slices.Grow(a.persists, n)
-	for _, k := range a.stale[:n] {
-		a.persists = append(a.persists, automaton.Persist{Key: k, Delete: true})
+	a.staleN -= n
+	for n > 0 {
+		seg := a.stale[0]
+		k := min(n, len(seg))
+		for _, r := range seg[:k] {
+			a.persists = append(a.persists, automaton.Persist{Key: r.key, Delete: true})
+		}
+		n -= k
+		if k < len(seg) {
+			a.stale[0] = seg[k:]
+			continue
+		}
+		a.stale[0] = nil
+		a.stale = a.stale[1:]
 	}
-	clear(a.stale[:n])
-	a.stale = a.stale[n:]
-	if len(a.stale) == 0 {
+	if a.staleN == 0 {
 		a.stale = nil
+	}
+}
+
+// queueStale queues the deletes of the records seg names (dropStale),
+// after those queued before; seg is the queue's from now on.
+func (a *ESDS) queueStale(seg []keptRec) {
+	if len(seg) > 0 {
+		a.stale = append(a.stale, seg)
+		a.staleN += len(seg)
 	}
 }
 
@@ -160,10 +179,12 @@ func (a *ESDS) dropStale() {
 // rewrites "s" with its deletes in the step: small states, or a large one
 // restored before its first "s" here).
 func (a *ESDS) dropStaleAll() {
-	for _, k := range a.stale {
-		a.persists = append(a.persists, automaton.Persist{Key: k, Delete: true})
+	for _, seg := range a.stale {
+		for _, r := range seg {
+			a.persists = append(a.persists, automaton.Persist{Key: r.key, Delete: true})
+		}
 	}
-	a.stale = nil
+	a.stale, a.staleN = nil, 0
 }
 
 // goneless reports whether collection queues no "gone" positions: under

@@ -35,7 +35,15 @@ type rewrite struct {
 	// then (encodeStableFields).
 	base   Label
 	fields []byte
+	// idx: how many records were kept (uncompacted) when the copy was
+	// taken; they were all collected before it.
+	idx int
 }
+
+// recHead is the room a paced snapshot is encoded after: record "s"'s
+// header (stableHeader.Record, one byte) and the snapshot's length (a
+// uvarint, at most 10 bytes).
+const recHead = 11
 
 // keptRec is a record kept for "g" (uncompacted): its key and its
 // operation's label, which decides whether a new "s" holds it.
@@ -61,7 +69,10 @@ func (a *ESDS) startRewrite() bool {
 		return false
 	}
 	view := kv.Clone().(*service.KVState)
-	rw := &rewrite{w: view.SnapshotWriter(&a.stableOrder), base: a.stableMax}
+	// The snapshot is encoded after room for the record's header and its
+	// length (rewriteStep): record "s" is then the writer's buffer, not
+	// a 1.3 MB copy of it.
+	rw := &rewrite{w: view.SnapshotWriter(&a.stableOrder, make([]byte, recHead)), base: a.stableMax, idx: len(a.uncompacted)}
 	var e wire.Encoder
 	a.encodeStableFields(&e)
 	rw.fields = e.B
@@ -79,25 +90,40 @@ func (a *ESDS) rewriteStep() {
 		deltaUse.pacedParts.Add(1)
 		return
 	}
-	snap := rw.w.Bytes()
+	buf := rw.w.Bytes()
+	snap := buf[recHead:]
 	a.snapLen = len(snap)
-	e := stableHeader.Record(len(snap) + len(rw.fields) + 32*len(a.goneQ) + 16)
-	e.Bytes(snap)
-	e.B = append(e.B, rw.fields...)
+	// Record "s" as marshalStable writes it: the header and the
+	// snapshot's length, right before the snapshot, then the fields.
+	h := stableHeader.Record(recHead)
+	h.Uvarint(uint64(len(snap)))
+	start := recHead - len(h.B)
+	copy(buf[start:], h.B)
+	e := wire.Encoder{B: append(buf[start:], rw.fields...)}
 	a.encodeGone(&e, true)
 	a.persists = append(a.persists,
 		automaton.Persist{Key: recStable, Value: e.B},
 		automaton.Persist{Key: recStableDelta, Value: a.marshalStable(false)})
 	a.deltaWritten = true
-	keep := a.uncompacted[:0]
-	for _, k := range a.uncompacted {
-		if (!rw.base.Set || rw.base.Less(k.label)) && brokenPacedKeep != 1 {
-			keep = append(keep, k) // collected after the copy: not in "s"
-			continue
-		}
-		a.stale = append(a.stale, k.key)
+	// The records kept when the copy was taken were collected before it:
+	// "s" holds them (labels at most base), and they go to the stale
+	// queue whole, as one segment. Of those collected since, the ones
+	// labelled at most base were applied before the copy: "s" holds them
+	// too; the others stay kept for "g".
+	old, since := a.uncompacted[:rw.idx:rw.idx], a.uncompacted[rw.idx:]
+	if brokenPacedKeep == 1 {
+		old, since = a.uncompacted, nil
 	}
-	clear(a.uncompacted[len(keep):])
+	var keep, drop []keptRec
+	for _, k := range since {
+		if !rw.base.Set || rw.base.Less(k.label) {
+			keep = append(keep, k) // collected after the copy: not in "s"
+		} else {
+			drop = append(drop, k)
+		}
+	}
+	a.queueStale(old)
+	a.queueStale(drop)
 	a.uncompacted = keep
 	a.rw = nil
 	deltaUse.pacedEnds.Add(1)

@@ -71,7 +71,7 @@ func TestStaleDeletesBounded(t *testing.T) {
 		}
 		for k := range c.Disk(id) {
 			if strings.HasPrefix(k, recOp) && a.ops[k[len(recOp):]] == nil && !kept[k] {
-				t.Errorf("%s: record %q of a collected operation left on disk (stale queue %d)", id, k, len(a.stale))
+				t.Errorf("%s: record %q of a collected operation left on disk (stale queue %d)", id, k, a.staleN)
 				break
 			}
 		}

@@ -249,6 +249,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 	}
 	sort.Strings(keys)
 	var above []*op
+	var stale []keptRec
 	for _, k := range keys {
 		d, err := recHeader.OpenRecord(recs[k], "operation")
 		if err != nil {
@@ -272,7 +273,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 				// "s" stands for it: its delete was queued (dropStale)
 				// or lost with a crash. Queued again (large states only:
 				// small ones' collections are as before).
-				a.stale = append(a.stale, k)
+				stale = append(stale, keptRec{k, o.label})
 			}
 			continue // collected (since "s", or its delete was lost with a crash)
 		}
@@ -293,6 +294,7 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		a.ops[o.id] = o
 		o.pOK, o.pFlags, o.pLabel = true, x.Flags, x.Label
 	}
+	a.queueStale(stale)
 	// The operations collected since "s" ("g"): every peer is told again.
 	for _, k := range a.uncompacted {
 		if !a.goneless() {
