@@ -178,6 +178,7 @@ type Transport struct {
 	closed bool
 
 	srvTLS *tls.Config      // acceptor's TLS configuration, nil without TLS (tls.go)
+	rawIO  bool             // plaintext sockets by raw read(2)/write(2) (rawio.go), from rawIO at New
 	limit  *ratelog.Limiter // refusals and garbage (auth.go)
 	nonces *nonceCache      // dialer nonces seen (auth.go)
 }
@@ -256,7 +257,7 @@ func New(o Options) (*Transport, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	t := &Transport{o: o, log: lg.With("component", "transport"), peers: map[automaton.NodeID]*peer{}, conns: map[net.Conn]struct{}{},
-		limit: ratelog.New(o.LogEvery), nonces: newNonceCache(1 << 14)}
+		limit: ratelog.New(o.LogEvery), nonces: newNonceCache(1 << 14), rawIO: rawIO}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if err := t.tlsConfigs(); err != nil {
 		t.cancel()
@@ -599,7 +600,8 @@ func (t *Transport) serve(raw net.Conn) {
 		}
 		c, peerCert = tc, tc.ConnectionState().PeerCertificates[0]
 	}
-	br := bufio.NewReaderSize(c, 64<<10)
+	sr := &sockReader{c: c}
+	br := bufio.NewReaderSize(sr, 64<<10)
 	h, err := ReadHandshake(br)
 	if err != nil {
 		if t.ctx.Err() == nil {
@@ -639,6 +641,9 @@ func (t *Transport) serve(raw net.Conn) {
 	if !ok {
 		return // removed meanwhile
 	}
+	if t.srvTLS == nil {
+		sr.raw(t.rawConnOf(c)) // frames by raw read(2): rawio.go
+	}
 	t.log.Debug("peer connected", "peer", h.From, "remote", remote)
 	if t.o.Idle != nil {
 		defer t.o.Idle(p.id)
@@ -676,8 +681,17 @@ func (t *Transport) serve(raw net.Conn) {
 }
 
 // writeOnce is write(2) of p.iwB on the non-blocking descriptor, retried
-// after EINTR only: it never waits for the socket. Under wmu.
+// after EINTR only: it never waits for the socket. Under wmu. With raw
+// I/O (rawio.go) it is made by RawSyscall.
 func (p *peer) writeOnce(fd uintptr) bool {
+	if p.t.rawIO {
+		n, e := rawWrite(fd, p.iwB)
+		p.iwN, p.iwErr = n, nil
+		if e != 0 {
+			p.iwN, p.iwErr = -1, e
+		}
+		return true
+	}
 	for {
 		p.iwN, p.iwErr = syscall.Write(int(fd), p.iwB)
 		if p.iwErr != syscall.EINTR {
@@ -805,6 +819,9 @@ func (p *peer) pump(c net.Conn) error {
 	var raw syscall.RawConn
 	if sc, ok := c.(syscall.Conn); ok && t.o.TLS == nil {
 		raw, _ = sc.SyscallConn()
+	}
+	if rc := t.rawConnOf(c); rc != nil && t.o.TLS == nil {
+		bw = bufio.NewWriterSize(newSockWriter(rc), 64<<10) // rawio.go
 	}
 	p.wmu.Lock()
 	p.raw = raw
