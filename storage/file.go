@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -65,6 +66,11 @@ type osFile struct {
 	// heldSkip: bulk syncs left that take the ordinary fdatasync after a
 	// slow held one (heldsync_linux.go).
 	heldSkip atomic.Int64
+	// rawSkip: frame writes left that take os.File's pwrite after a slow
+	// raw one (rawwrite_linux.go).
+	rawSkip atomic.Int64
+	// idleSample: procsIdle's runtime/metrics samples (heldsync_linux.go).
+	idleSample [2]metrics.Sample
 }
 
 // The lazy ring's hysteresis (SYNOD_WAL_IOURING=bulk; branch pxs47,

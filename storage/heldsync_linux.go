@@ -3,6 +3,7 @@ package storage
 import (
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -38,18 +39,33 @@ import (
 //   - a held flush that took longer than heldMaxWait (a stalled disk)
 //     makes the file's next heldBackoff bulk syncs ordinary ones, so a
 //     stalled disk does not keep holding a P or delaying GC pauses;
-//   - it is OFF by default: SYNOD_WAL_HELDSYNC=1 in a node's environment
-//     turns it on. It lowered CPU and context switches per SET but also
-//     the SET rate, in 7 of 8 alternated rounds at load 16-23 (while the
-//     flush holds the P, the goroutines it readied wait unless the other P
-//     is free to steal them): docs/costs/s50-pxs50.md.
+//   - by default (since session 51) a bulk sync is held only when no
+//     other goroutine runs or waits to run (procsIdle): a follower
+//     between two Accepts, not a loaded leader. Holding every bulk sync
+//     (SYNOD_WAL_HELDSYNC=1, session 50's mode) lowered CPU and context
+//     switches per SET but also the SET rate, in 7 of 8 alternated rounds
+//     at load 16-23 (while the flush holds the P, the goroutines it
+//     readied wait unless the other P is free to steal them):
+//     docs/costs/s50-pxs50.md. Held only when idle, nothing waits for the
+//     P; and an idle process's sysmon is in its deep sleep, which the
+//     ordinary fdatasync's entersyscall would end and reset to 20 µs
+//     polling for the whole flush (with the transport's raw socket I/O,
+//     transport/rawio.go, and the WAL's raw pwrite, rawwrite_linux.go, a
+//     follower's Accept then makes no system call the scheduler sees):
+//     docs/costs/s51-smon51.md. SYNOD_WAL_HELDSYNC=0 holds none.
 //
 // io_uring's held wait (SYNOD_WAL_IOURING, uring_linux.go) keeps the P
 // too, interruptibly, but wakes an io-wq worker thread per sync; where a
 // ring mode is set, it is used instead of this.
 
-// heldOn is SYNOD_WAL_HELDSYNC, read at start: held syncs only with "1".
-var heldOn = os.Getenv("SYNOD_WAL_HELDSYNC") == "1"
+// heldOn and heldIdleOnly are SYNOD_WAL_HELDSYNC, read at start: unset
+// (the default since session 51) holds a bulk sync only when the process
+// has nothing else to run (heldIdleOnly, procsIdle); "1" holds every bulk
+// sync (session 50's mode); "0" holds none.
+var (
+	heldOn       = os.Getenv("SYNOD_WAL_HELDSYNC") != "0"
+	heldIdleOnly = os.Getenv("SYNOD_WAL_HELDSYNC") != "1"
+)
 
 // heldMaxWait and heldBackoff: see above. A stall, not a busy disk: on
 // the shared 2-core machine at load 25-30 (three nodes and other builds on
@@ -62,8 +78,29 @@ var (
 	heldBackoff = int64(64)
 )
 
-// heldSyncs counts held fdatasyncs (tests and figures).
-var heldSyncs atomic.Uint64
+// heldSyncs counts held fdatasyncs (tests and figures); heldBusy the bulk
+// syncs that heldIdleOnly left ordinary because the process had other work.
+var heldSyncs, heldBusy atomic.Uint64
+
+// procsIdle reports whether no other goroutine runs or waits to run (Go's
+// runtime/metrics: the running goroutines, this one included, and the
+// runnable ones): then a held flush keeps a P that nothing wants, and
+// sysmon, had the flush been an ordinary system call, would not have
+// retaken it either (it retakes a P in a system call only for queued work
+// or when no other P is idle). One reader at a time per file (the WAL's
+// writer).
+func (f *osFile) procsIdle() bool {
+	s := &f.idleSample
+	if s[0].Name == "" {
+		s[0].Name = "/sched/goroutines/running:goroutines"
+		s[1].Name = "/sched/goroutines/runnable:goroutines"
+	}
+	metrics.Read(s[:])
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return false
+	}
+	return s[0].Value.Uint64() <= 1 && s[1].Value.Uint64() == 0
+}
 
 // heldDatasync syncs f with a held fdatasync and reports true, or reports
 // false without syncing where a held sync is not to be used (see above):
@@ -74,6 +111,10 @@ func (f *osFile) heldDatasync() (bool, error) {
 	}
 	if f.heldSkip.Load() > 0 {
 		f.heldSkip.Add(-1)
+		return false, nil
+	}
+	if heldIdleOnly && !f.procsIdle() {
+		heldBusy.Add(1)
 		return false, nil
 	}
 	fd := f.Fd()
