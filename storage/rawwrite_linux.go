@@ -23,6 +23,14 @@ import (
 // durable). Limits: a write slower than rawWriteMaxWait (page-cache
 // throttling, a journal stall) makes the file's next rawWriteBackoff
 // writes ordinary ones, so a stalled disk does not keep holding a P.
+//
+// Only frames of at least walBulkFrame bytes (a loaded node's group
+// commits, like the held fdatasync) are written raw: a lone writer's frame
+// keeps os.File's pwrite. With every frame raw, one paxos client's put p50
+// was above main's range in 5 of 6 alternated rounds (load 40-55); with
+// the peer sockets raw and the pwrite ordinary it was inside or below in 6
+// of 6 (0.655 -> 0.557 ms median, CPU per put 660 -> 558 µs, load 30-37):
+// docs/costs/s51-smon51.md.
 
 // rawWriteOn is SYNOD_WAL_RAWWRITE, read at start: on unless "0".
 var rawWriteOn = os.Getenv("SYNOD_WAL_RAWWRITE") != "0"
@@ -38,10 +46,11 @@ var rawWrites atomic.Uint64
 // WriteAt is pwrite(2) of p at off: by RawSyscall where the raw write is on
 // (above), else os.File's.
 func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
-	if !rawWriteOn || len(p) == 0 || f.rawSkip.Load() > 0 {
-		if rawWriteOn && len(p) > 0 {
-			f.rawSkip.Add(-1)
-		}
+	if !rawWriteOn || len(p) < walBulkFrame {
+		return f.File.WriteAt(p, off)
+	}
+	if f.rawSkip.Load() > 0 {
+		f.rawSkip.Add(-1)
 		return f.File.WriteAt(p, off)
 	}
 	fd := f.Fd()

@@ -75,18 +75,21 @@ func TestHeldSyncOnlyWhenIdle(t *testing.T) {
 	}
 }
 
-// A WAL's frames are written by raw pwrite(2) (rawwrite_linux.go) by
-// default and reopen intact; with SYNOD_WAL_RAWWRITE=0 they go through
+// A WAL's bulk frames (>= walBulkFrame) are written by raw pwrite(2)
+// (rawwrite_linux.go) by default and reopen intact, a lone writer's small
+// frames by os.File; with SYNOD_WAL_RAWWRITE=0 every frame goes through
 // os.File; after a raw write slower than rawWriteMaxWait the file's next
 // rawWriteBackoff writes go through os.File, then raw again. Fails with
-// the raw write left out, with a backoff that never ends or never starts.
+// the raw write left out, with small frames written raw, with a backoff
+// that never ends or never starts.
 func TestWALRawWrite(t *testing.T) {
 	if os.Getenv("SYNOD_WAL_RAWWRITE") != "" {
 		t.Skip("SYNOD_WAL_RAWWRITE is set")
 	}
+	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 100+i*40) } // frames of ~150 B to ~2.1 KB
 	commit := func(t *testing.T, s Store, i int) {
 		t.Helper()
-		v := bytes.Repeat([]byte{byte(i)}, 100+i)
+		v := val(i)
 		if err := s.Commit([]automaton.Persist{{Key: fmt.Sprint("k", i), Value: v}}); err != nil {
 			t.Fatal(err)
 		}
@@ -107,12 +110,15 @@ func TestWALRawWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r0 := rawWrites.Load()
 			for i := range 50 {
+				r0 := rawWrites.Load()
 				commit(t, s, i)
-			}
-			if got := rawWrites.Load() - r0; (on && got < 50) || (!on && got != 0) {
-				t.Fatalf("raw=%v: %d raw writes for 50 frames", on, got)
+				bulk := 100+i*40 >= walBulkFrame // the frame is larger still
+				if got := rawWrites.Load() - r0; got != 0 && (!on || 100+i*40 < walBulkFrame-100) {
+					t.Fatalf("raw=%v: frame %d (value of %d bytes) written raw", on, i, 100+i*40)
+				} else if got == 0 && on && bulk {
+					t.Fatalf("raw=%v: frame %d (value of %d bytes) not written raw", on, i, 100+i*40)
+				}
 			}
 			w.Close()
 			w, err = OpenWAL(dir, WALOptions{Sync: true})
@@ -129,7 +135,7 @@ func TestWALRawWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 50 {
-				if v, ok := m[fmt.Sprint("k", i)]; !ok || !bytes.Equal(v, bytes.Repeat([]byte{byte(i)}, 100+i)) {
+				if v, ok := m[fmt.Sprint("k", i)]; !ok || !bytes.Equal(v, val(i)) {
 					t.Fatalf("k%d after reopen: %d bytes, %v", i, len(v), ok)
 				}
 			}
@@ -141,14 +147,18 @@ func TestWALRawWrite(t *testing.T) {
 		wait, back := rawWriteMaxWait, rawWriteBackoff
 		defer func() { rawWriteMaxWait, rawWriteBackoff = wait, back }()
 		rawWriteMaxWait, rawWriteBackoff = -time.Second, 3 // every raw write counts as slow
-		f := openOSFile(t)                                 // made with one write: a slow raw one
+		f := openOSFile(t)
+		frame := make([]byte, walBulkFrame)
 		raws := func() uint64 {
 			t.Helper()
 			r0 := rawWrites.Load()
-			if _, err := f.WriteAt([]byte("frame"), 8); err != nil {
+			if _, err := f.WriteAt(frame, 8); err != nil {
 				t.Fatal(err)
 			}
 			return rawWrites.Load() - r0
+		}
+		if n := raws(); n != 1 { // a slow raw one
+			t.Fatal("a bulk write was not raw")
 		}
 		for i := range 3 {
 			if n := raws(); n != 0 {
