@@ -38,12 +38,15 @@ import (
 // whole TLS record layer's error and deadline handling on this file for a
 // mode whose cost is dominated by the cipher, not by sysmon. A connection
 // that is not a *net.TCPConn (the gRPC split listener's prefixConn) keeps
-// net.Conn too. SYNOD_PEER_RAWIO=0 in a node's environment turns the raw
-// path off (an A/B of one binary).
+// net.Conn too. Off by default for now: SYNOD_PEER_RAWIO=1 in a node's
+// environment turns it on (an A/B of one binary). Why off: with it on,
+// node's TestShardedWholeKeyspace under -race failed 2 of 3 runs at load
+// ~50 (a migration that never finished; main and the switch off passed),
+// not explained yet: docs/costs/s51-smon51.md.
 
-// rawIO is SYNOD_PEER_RAWIO, read at start: raw socket I/O unless "0".
+// rawIO is SYNOD_PEER_RAWIO, read at start: raw socket I/O only with "1".
 // New copies it into the Transport.
-var rawIO = os.Getenv("SYNOD_PEER_RAWIO") != "0"
+var rawIO = os.Getenv("SYNOD_PEER_RAWIO") == "1"
 
 // rawReads and rawWrites count read(2) and write(2) calls made on the raw
 // path (tests and figures).
