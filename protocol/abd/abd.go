@@ -522,8 +522,8 @@ func (a *ABD) thriftyPeers(o *op) {
 // appendPhase appends o's current phase message to b: a query (phase 1)
 // or a store of o.put (phase 2), as message.marshal encodes them.
 func appendPhase(b []byte, o *op) []byte {
-	if o.phase == 1 {
-		return appendQuery(b, o.id, o.req.Op.Key)
+	if o.phase == 1 { // a query-above: o.max is this replica's answer or higher, held
+		return appendQueryAbove(b, o.id, o.req.Op.Key, o.max.Tag, o.write)
 	}
 	return appendRegister(b, kindStore, o.id, o.req.Op.Key, o.put.Tag, o.put.Tomb, o.put.Value)
 }
@@ -580,10 +580,13 @@ func (a *ABD) onMessage1(from automaton.NodeID, i int, b []byte) {
 		return // corrupt message: drop (the sender retransmits)
 	}
 	switch f.Kind {
-	case kindQuery: // replica (the ABD report §3.1.1, GET)
+	case kindQuery, kindQueryAbove: // replica (the ABD report §3.1.1, GET)
 		var e entry
 		if p := a.store[string(f.Key)]; p != nil {
 			e = *p
+		}
+		if f.Kind == kindQueryAbove && (f.Writes || !f.below(e.Tag)) {
+			e.Value = nil // the coordinator holds it, or writes (see appendPhase)
 		}
 		n := len(a.replies)
 		a.replies = appendRegister(a.replies, kindQueryReply, f.Op, f.Key, e.Tag, e.Tomb, e.Value)

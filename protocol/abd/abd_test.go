@@ -482,8 +482,9 @@ func TestInvariantsCatchTamperedState(t *testing.T) {
 // encoded into the step's scratch buffer (appendPhase), to the encoding
 // of message.marshal, which peers and the golden files read.
 func TestAppendPhaseIsMarshal(t *testing.T) {
-	o := &op{id: 1<<40 | 7, req: automaton.Request{Op: service.Op{Kind: "set", Key: "key", Args: [][]byte{[]byte("v")}}}, phase: 1}
-	if got, want := appendPhase([]byte("xx"), o), (&message{Kind: kindQuery, Op: o.id, Key: "key"}).marshal(); !bytes.Equal(got[2:], want) {
+	o := &op{id: 1<<40 | 7, req: automaton.Request{Op: service.Op{Kind: "set", Key: "key", Args: [][]byte{[]byte("v")}}}, phase: 1,
+		write: true, max: entry{Tag: Tag{TS: 2, Node: "n3", Seq: 5}, Value: []byte("old")}}
+	if got, want := appendPhase([]byte("xx"), o), (&message{Kind: kindQueryAbove, Op: o.id, Key: "key", Tag: o.max.Tag, Writes: true}).marshal(); !bytes.Equal(got[2:], want) {
 		t.Fatalf("query %x, want %x", got[2:], want)
 	}
 	for _, put := range []entry{{Tag: Tag{TS: 3, Node: "n2", Seq: 9}, Value: []byte("value")}, {Tag: Tag{TS: 4, Node: "n1", Seq: 1}, Tomb: true}} {

@@ -162,7 +162,7 @@ func TestKeyRunSerialResults(t *testing.T) {
 				got[o.Resp.ID] = o.Resp.Result.String()
 			case automaton.Send:
 				switch o.Msg[1] {
-				case kindQuery:
+				case kindQuery, kindQueryAbove:
 					queries++
 				case kindStore:
 					stores++

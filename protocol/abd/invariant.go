@@ -166,6 +166,12 @@ func (a *ABD) DescribeMessage(b []byte) string {
 	switch m.Kind {
 	case kindQuery:
 		return fmt.Sprintf("query op=%s key=%s", op, m.Key)
+	case kindQueryAbove:
+		w := ""
+		if m.Writes {
+			w = " writes"
+		}
+		return fmt.Sprintf("query op=%s key=%s above=%s%s", op, m.Key, showTag(m.Tag), w)
 	case kindQueryReply:
 		return fmt.Sprintf("query-reply op=%s key=%s tag=%s %s", op, m.Key, showTag(m.Tag), showValue(m.Tomb, m.Value))
 	case kindStore:

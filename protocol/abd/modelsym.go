@@ -52,11 +52,11 @@ func (protocol) ModelNodeGroups(nodes []automaton.NodeID, entry []bool) [][]int 
 	return [][]int{g}
 }
 
-// RenameModelMessage implements automaton.ModelNodeRenamer: a query reply
-// and a store carry a tag, whose writer is renamed.
+// RenameModelMessage implements automaton.ModelNodeRenamer: a query reply,
+// a store and a query-above carry a tag, whose writer is renamed.
 func (a *ABD) RenameModelMessage(msg []byte, node *automaton.NodeRenaming) []byte {
 	m, err := unmarshal(msg)
-	if err != nil || m.Kind != kindQueryReply && m.Kind != kindStore {
+	if err != nil || m.Kind != kindQueryReply && m.Kind != kindStore && m.Kind != kindQueryAbove {
 		return msg
 	}
 	if r := node.Name(m.Tag.Node); r != m.Tag.Node {

@@ -42,19 +42,27 @@ const (
 	// (Header.Coalesce, SplitBatch). Added after version 1's four kinds,
 	// whose encodings are unchanged.
 	kindBatch = 5
+	// kindQueryAbove is a query that names the coordinator's highest tag
+	// for the key and whether the operation writes: the replica leaves its
+	// value out of the answer (a query-reply, kindQueryReply) where the
+	// coordinator cannot use it (abd.go, "Values the coordinator holds").
+	// Added after kindBatch; kindQuery is still answered with the value.
+	kindQueryAbove = 6
 )
 
 // header is the messages' and records' version 1 header.
-var header = proto.Header{Protocol: "abd", Version: 1, Kinds: []string{"query", "query-reply", "store", "store-ack", "batch"}}
+var header = proto.Header{Protocol: "abd", Version: 1, Kinds: []string{"query", "query-reply", "store", "store-ack", "batch", "query-above"}}
 
-// message is the union of ABD's four messages.
+// message is the union of ABD's messages.
 type message struct {
 	Kind  byte
 	Op    uint64 // coordinator operation id the message belongs to
 	Key   string
-	Tag   Tag
+	Tag   Tag // a query-above's: the coordinator's highest tag
 	Tomb  bool
 	Value []byte
+	// Writes: a query-above's operation writes (it needs no value).
+	Writes bool
 }
 
 func encodeTag(e *wire.Encoder, t Tag) {
@@ -86,10 +94,25 @@ func appendQuery(b []byte, op uint64, key string) []byte {
 	return e.B
 }
 
+// appendQueryAbove appends a query-above message for op on key to b:
+// the coordinator's highest tag t and whether the operation writes.
+func appendQueryAbove(b []byte, op uint64, key string, t Tag, writes bool) []byte {
+	e := wire.Encoder{B: b}
+	e.Byte(header.Version)
+	e.Byte(kindQueryAbove)
+	e.Uvarint(op)
+	e.String(key)
+	encodeTag(&e, t)
+	e.Bool(writes)
+	return e.B
+}
+
 func (m *message) marshal() []byte {
 	switch m.Kind {
 	case kindQueryReply, kindStore:
 		return marshalRegister(m.Kind, m.Op, m.Key, m.Tag, m.Tomb, m.Value)
+	case kindQueryAbove:
+		return appendQueryAbove(make([]byte, 0, 32+len(m.Key)+len(m.Tag.Node)), m.Op, m.Key, m.Tag, m.Writes)
 	}
 	e := header.Message(m.Kind, 32+len(m.Key))
 	e.Uvarint(m.Op)
@@ -125,14 +148,15 @@ func appendRegister[K string | []byte](b []byte, kind byte, op uint64, key K, t 
 // copying and copies only what it keeps: the automaton contract forbids
 // keeping an input's bytes beyond the step.
 type frame struct {
-	Kind  byte
-	Op    uint64
-	Key   []byte
-	TS    uint64
-	Node  []byte
-	Seq   uint64
-	Tomb  bool
-	Value []byte
+	Kind   byte
+	Op     uint64
+	Key    []byte
+	TS     uint64
+	Node   []byte
+	Seq    uint64
+	Tomb   bool
+	Value  []byte
+	Writes bool // a query-above's
 }
 
 func decodeFrame(b []byte) (frame, error) {
@@ -154,8 +178,24 @@ func decodeFrame(b []byte) (frame, error) {
 		f.TS, f.Node, f.Seq = d.Uvarint(), d.Bytes(), d.Uvarint()
 		f.Tomb = d.Bool()
 		f.Value = d.Bytes()
+	case kindQueryAbove:
+		f.Key = d.Bytes()
+		f.TS, f.Node, f.Seq = d.Uvarint(), d.Bytes(), d.Uvarint()
+		f.Writes = d.Bool()
 	}
 	return f, d.Done()
+}
+
+// below reports whether the frame's tag orders before t (Tag.Less, the
+// writer compared as bytes: nothing is made a string).
+func (f *frame) below(t Tag) bool {
+	if f.TS != t.TS {
+		return f.TS < t.TS
+	}
+	if string(f.Node) != t.Node {
+		return string(f.Node) < t.Node
+	}
+	return f.Seq < t.Seq
 }
 
 // tag is the frame's tag, its writer's name taken from nodes when it is
@@ -178,7 +218,7 @@ func unmarshal(b []byte) (message, error) {
 	if err != nil {
 		return message{}, err
 	}
-	return message{Kind: f.Kind, Op: f.Op, Key: string(f.Key), Tag: f.tag(nil), Tomb: f.Tomb, Value: copyBytes(f.Value)}, nil
+	return message{Kind: f.Kind, Op: f.Op, Key: string(f.Key), Tag: f.tag(nil), Tomb: f.Tomb, Value: copyBytes(f.Value), Writes: f.Writes}, nil
 }
 
 // copyBytes copies b into fresh memory (nil for an empty b, as

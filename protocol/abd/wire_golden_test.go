@@ -59,5 +59,8 @@ func TestWireGolden(t *testing.T) {
 		// above are unchanged): a query and a store-ack to one peer.
 		fuzzcheck.Pin("batch", "batch", []message{query, storeAck}),
 		fuzzcheck.Pin("entry-record", "entry-record", entry{Tag: tag, Value: []byte("value")}),
+		// kindQueryAbove (added after kindBatch; the bytes above are
+		// unchanged): the coordinator's highest tag, and a write's flag.
+		msg("query-above", message{Kind: kindQueryAbove, Op: 4, Key: "k", Tag: tag, Writes: true}),
 	})
 }
