@@ -522,8 +522,11 @@ func (a *ABD) thriftyPeers(o *op) {
 // appendPhase appends o's current phase message to b: a query (phase 1)
 // or a store of o.put (phase 2), as message.marshal encodes them.
 func appendPhase(b []byte, o *op) []byte {
-	if o.phase == 1 { // a query-above: o.max is this replica's answer or higher, held
+	if o.phase == 1 && o.elapsed == 0 { // a query-above: o.max is this replica's answer or higher, held
 		return appendQueryAbove(b, o.id, o.req.Op.Key, o.max.Tag, o.write)
+	}
+	if o.phase == 1 { // a retransmission: the plain query, which a node older than query-above answers
+		return appendQuery(b, o.id, o.req.Op.Key)
 	}
 	return appendRegister(b, kindStore, o.id, o.req.Op.Key, o.put.Tag, o.put.Tomb, o.put.Value)
 }

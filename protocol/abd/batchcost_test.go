@@ -217,3 +217,32 @@ func TestQueryAnswersOmitHeldValues(t *testing.T) {
 		t.Errorf("a read whose coordinator holds an older tag: %d answers with the value, %d without, answered %v; want 2, 0, v3", w, wo, c.last)
 	}
 }
+
+// TestQueryRetransmitsPlain: a query's retransmission is the plain query
+// (kindQuery), which a node older than query-above answers, so that a
+// coordinator keeps a majority while its peers run the older version.
+func TestQueryRetransmitsPlain(t *testing.T) {
+	c := newStepCluster(t)
+	n1 := abdOf(c, "n1")
+	kinds := func(outs []automaton.Output) (k []byte) {
+		for _, o := range outs {
+			if s, ok := o.(automaton.Send); ok {
+				k = append(k, s.Msg[1])
+			}
+		}
+		return k
+	}
+	outs := n1.Step(automaton.ClientRequest{Req: automaton.Request{ID: automaton.RequestID{Client: 1, Seq: 1}, Op: set("k", "v")}})
+	if got := kinds(outs); string(got) != string([]byte{kindQueryAbove, kindQueryAbove}) {
+		t.Fatalf("first sending: kinds %v, want two query-above", got)
+	}
+	var timer automaton.TimerID
+	for _, o := range outs {
+		if st, ok := o.(automaton.SetTimer); ok {
+			timer = st.ID
+		}
+	}
+	if got := kinds(n1.Step(automaton.TimerFired{ID: timer})); string(got) != string([]byte{kindQuery, kindQuery}) {
+		t.Fatalf("retransmission: kinds %v, want two plain queries", got)
+	}
+}
