@@ -81,6 +81,26 @@
 //     thrifty=false (model.go says why that covers thrifty runs); the
 //     simulator runs the default, and thrifty runs with --param
 //     thrifty=true.
+//   - Values the coordinator holds (issue 28, branch abd51, session 51;
+//     the seed's replica returns its entry whole, §3.1.1): a query's
+//     first sending is a query-above, naming the coordinator's highest
+//     tag for the key (its own register's, which it counts first) and
+//     whether the operation writes. A replica answers with its tag and
+//     tombstone flag, and leaves its value out when the operation writes
+//     (a write's query phase uses only the highest tag and whether it
+//     held a value, §3.1.2) or when its tag is not above the named one
+//     (equal: one tag names one value, and the coordinator holds it;
+//     lower: not the highest). A tag above carries its value. Which
+//     answers a phase counts, and what it decides, are the seed's: only
+//     bytes the coordinator would drop are not sent (in batches of 16,
+//     8 % of the bytes the three automatons allocate per put, 15 % per
+//     get: docs/costs/s51-abd51.md). A key run
+//     whose first request writes needs no value either (its reads after
+//     the write read the run's own). A retransmission is the plain query,
+//     answered with the value, which a node of an earlier version also
+//     answers: in a cluster upgraded node by node, a coordinator whose
+//     majority needs an older node completes one retransmission interval
+//     later (an older node drops a query-above as an unknown kind).
 //   - Delete, absent from the seed's ABD, is a write of a tagged tombstone.
 //     Tombstones are kept (they carry the tag that orders later writes).
 //   - PUT/INSERT distinctions of the seed's Lab-2 store are dropped: set writes

@@ -45,7 +45,8 @@ const (
 	// kindQueryAbove is a query that names the coordinator's highest tag
 	// for the key and whether the operation writes: the replica leaves its
 	// value out of the answer (a query-reply, kindQueryReply) where the
-	// coordinator cannot use it (abd.go, "Values the coordinator holds").
+	// coordinator cannot use it (the package doc, "Values the coordinator
+	// holds").
 	// Added after kindBatch; kindQuery is still answered with the value.
 	kindQueryAbove = 6
 )
