@@ -242,8 +242,12 @@ func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what reqNam
 			acancel()
 		}
 		if err == nil {
+			if res.Type != service.ResultErr {
+				c.prefer(target)
+				return resp, res, nil // no error to parse (2 allocations per call)
+			}
 			e := replyError(res.Err)
-			if res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
+			if e.Kind != synoderr.TryAgain {
 				c.prefer(target)
 				return resp, res, nil
 			}
@@ -313,8 +317,12 @@ func (c *GRPC) sendLeader(ctx context.Context, req *synodpb.Request, what reqNam
 			inflight[r.idx] = false
 			g := c.conns[r.idx]
 			if r.err == nil {
+				if r.res.Type != service.ResultErr {
+					c.prefer(r.idx)
+					return r.resp, r.res, nil
+				}
 				e := replyError(r.res.Err)
-				if r.res.Type != service.ResultErr || e.Kind != synoderr.TryAgain {
+				if e.Kind != synoderr.TryAgain {
 					c.prefer(r.idx)
 					return r.resp, r.res, nil
 				}

@@ -56,11 +56,10 @@ func (ls *lanes) get() *lane {
 func (ls *lanes) put(l *lane) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if l.own {
-		ls.free = append(ls.free, l)
-		return
+	ls.free = append(ls.free, l)
+	if n := len(ls.free); !l.own && n >= 2 && ls.free[n-2].own {
+		ls.free[n-2], ls.free[n-1] = l, ls.free[n-2] // the own lane stays last
 	}
-	ls.free = append([]*lane{l}, ls.free...)
 }
 
 // takeLane takes an idle lane for req and gives req its RequestID: on the
