@@ -47,16 +47,7 @@ func TestDecodeResponse(t *testing.T) {
 		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.VarintType), 1)))
 	corpus = append(corpus, twice, two, full, protowire.AppendVarint(protowire.AppendTag(corpus[3], 9, protowire.VarintType), 1))
 	rnd := rand.New(rand.NewSource(1))
-	for _, b := range corpus[1:6] {
-		for i := range len(b) {
-			corpus = append(corpus, b[:i])
-		}
-		for range 200 {
-			c := append([]byte(nil), b...)
-			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
-			corpus = append(corpus, c)
-		}
-	}
+	corpus = append(corpus, variants(rnd, corpus[1:6])...)
 	for range 2000 {
 		c := make([]byte, rnd.Intn(30))
 		rnd.Read(c)
@@ -106,16 +97,7 @@ func TestDecodePipelineResponse(t *testing.T) {
 		t.Fatal("a lone OK reply was left to proto.Unmarshal")
 	}
 	rnd := rand.New(rand.NewSource(2))
-	for _, b := range corpus[:5] {
-		for i := range len(b) {
-			corpus = append(corpus, b[:i])
-		}
-		for range 200 {
-			c := append([]byte(nil), b...)
-			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
-			corpus = append(corpus, c)
-		}
-	}
+	corpus = append(corpus, variants(rnd, corpus[:5])...)
 	for i, b := range corpus {
 		want := &synodpb.PipelineResponse{}
 		werr := proto.Unmarshal(b, want)
@@ -127,4 +109,21 @@ func TestDecodePipelineResponse(t *testing.T) {
 			t.Fatalf("case %d (%x):\n got  %v\n want %v", i, b, got, want)
 		}
 	}
+}
+
+// variants are every truncation of each message of ms and 200 copies of
+// it with one bit flipped, for a codec's agreement with proto.
+func variants(rnd *rand.Rand, ms [][]byte) [][]byte {
+	var out [][]byte
+	for _, b := range ms {
+		for i := range len(b) {
+			out = append(out, b[:i])
+		}
+		for range 200 {
+			c := append([]byte(nil), b...)
+			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -51,16 +51,7 @@ func TestDecodeRequest(t *testing.T) {
 		protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 3)),
 	)
 	rnd := rand.New(rand.NewSource(1))
-	for _, b := range corpus[1:4] {
-		for i := range len(b) {
-			corpus = append(corpus, b[:i]) // truncated
-		}
-		for range 200 {
-			c := append([]byte(nil), b...)
-			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
-			corpus = append(corpus, c)
-		}
-	}
+	corpus = append(corpus, variants(rnd, corpus[1:4])...)
 	for range 2000 {
 		c := make([]byte, rnd.Intn(40))
 		rnd.Read(c)
@@ -130,16 +121,7 @@ func TestDecodePipelineRequest(t *testing.T) {
 		}
 	}
 	rnd := rand.New(rand.NewSource(3))
-	for _, b := range corpus[:6] {
-		for i := range len(b) {
-			corpus = append(corpus, b[:i])
-		}
-		for range 200 {
-			c := append([]byte(nil), b...)
-			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
-			corpus = append(corpus, c)
-		}
-	}
+	corpus = append(corpus, variants(rnd, corpus[:6])...)
 	for i, b := range corpus {
 		want := &synodpb.PipelineRequest{}
 		werr := proto.Unmarshal(b, want)
@@ -151,4 +133,21 @@ func TestDecodePipelineRequest(t *testing.T) {
 			t.Fatalf("case %d (%x):\n got  %v\n want %v", i, b, got, want)
 		}
 	}
+}
+
+// variants are every truncation of each message of ms and 200 copies of
+// it with one bit flipped, for a codec's agreement with proto.
+func variants(rnd *rand.Rand, ms [][]byte) [][]byte {
+	var out [][]byte
+	for _, b := range ms {
+		for i := range len(b) {
+			out = append(out, b[:i])
+		}
+		for range 200 {
+			c := append([]byte(nil), b...)
+			c[rnd.Intn(len(c))] ^= byte(1 << rnd.Intn(8))
+			out = append(out, c)
+		}
+	}
+	return out
 }
