@@ -14,7 +14,8 @@ import (
 // proto.Unmarshal makes a Request, its Op, a string for the kind, one for
 // the key, the args' list and a copy of each arg: six allocations for a
 // SET. decodeRequest reads the common request (namespace, identity, one
-// op, read mode, strict, fanout, terse) into one allocation holding the
+// op, read mode, strict, fanout, terse, the session's unanswered and
+// end_session) into one allocation holding the
 // Request and its Op, with the kind and the namespace taken from the
 // strings the server knows when they match (a kind the service knows, a
 // namespace of the node's), the key's string made, and the args slices
@@ -75,7 +76,7 @@ func decodeCommonInto(b []byte, names []string, m *reqMsg) bool {
 			}
 			m.r.Namespace = intern(v, names)
 			b = b[n:]
-		case (num == 2 || num == 3 || num == 5 || num == 8 || num == 12 || num == 13) && typ == protowire.VarintType:
+		case (num == 2 || num == 3 || num == 5 || num == 8 || num == 12 || num == 13 || num == 14 || num == 15) && typ == protowire.VarintType:
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
 				return false
@@ -94,6 +95,10 @@ func decodeCommonInto(b []byte, names []string, m *reqMsg) bool {
 				m.r.Fanout = v != 0
 			case 13:
 				m.r.Terse = v != 0
+			case 14:
+				m.r.Unanswered = v
+			case 15:
+				m.r.EndSession = v != 0
 			}
 		case num == 4 && typ == protowire.BytesType: // op
 			v, n := protowire.ConsumeBytes(b)

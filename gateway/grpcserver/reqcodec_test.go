@@ -21,7 +21,7 @@ func TestDecodeRequest(t *testing.T) {
 	reqs := []*synodpb.Request{
 		{},
 		{Op: &synodpb.Op{Kind: "get", Key: "k"}},
-		{Namespace: "hits", ClientId: 7, Seq: 9, Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v"), {}, []byte("nx")}}, Read: synodpb.ReadMode(3), Terse: true, Fanout: true, Strict: true},
+		{Namespace: "hits", ClientId: 7, Seq: 9, Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v"), {}, []byte("nx")}}, Read: synodpb.ReadMode(3), Terse: true, Fanout: true, Strict: true, Unanswered: 8, EndSession: true},
 		{Namespace: "other", Op: &synodpb.Op{Kind: "weird", Key: "ключ"}},
 		{Op: &synodpb.Op{}},
 		{OpId: "x", Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}},
