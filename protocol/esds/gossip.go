@@ -44,7 +44,7 @@ func (a *ESDS) OnMessage(from automaton.NodeID, b []byte) {
 
 // onMessage1 handles one message from member j.
 func (a *ESDS) onMessage1(j int, b []byte) {
-	m, err := unmarshal(b)
+	m, err := unmarshalKnown(b, a.ops) // (descriptors of operations held here not decoded)
 	if err != nil {
 		return // corrupt: drop (gossip is retransmitted)
 	}
