@@ -704,7 +704,11 @@
 //     (TestPacedRewriteLosesNoRecord restores each replica from its disk
 //     after every step, mid-rewrite included, and compares the stable
 //     state with the replay of its restored order; it fails when the end
-//     of a rewrite drops the records collected after the copy).
+//     of a rewrite drops the records collected after the copy). A
+//     replica restarted with a large "s" stays on that path from its
+//     first tick (restore sets the snapshot's size): before, its first
+//     collection examined every applied operation and rewrote "s" whole
+//     in one step (TestRestartKeepsPacedRewrite).
 //   - Incremental collection (gc.go collectEveryTick, issue 28): once
 //     "g" is in use, collection runs at every tick instead of every
 //     gcEveryTicks, and each tick examines at most gcScanPerTick (8,192)

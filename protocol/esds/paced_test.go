@@ -213,3 +213,56 @@ func TestPacedRewriteSim(t *testing.T) {
 		t.Fatal("the paced rewrite was not exercised")
 	}
 }
+
+// TestRestartKeepsPacedRewrite: a replica restarted with a large "s"
+// (here: deltaMin 1) stays on the delta path, so every "s" it writes
+// after the restart is the end of a paced rewrite. Before, its first
+// collection after a restart rewrote "s" whole in one step (snapLen was
+// 0 until then): fails there.
+func TestRestartKeepsPacedRewrite(t *testing.T) {
+	pace(t)
+	c := newCluster(t, "esds", 3, service.KV{}, nil)
+	ids := c.IDs()
+	put := func(i int) {
+		c.Request(ids[i%3], service.Op{Kind: "set", Key: fmt.Sprintf("k%d", i%20), Args: [][]byte{[]byte(fmt.Sprint(i))}}, opts(fmt.Sprintf("w%d", i), false))
+	}
+	for i := range 300 {
+		put(i)
+		if i%10 == 9 {
+			c.settle(1)
+		}
+	}
+	c.Crash(ids[1])
+	c.Restart(ids[1])
+	if !c.esds(ids[1]).collectEveryTick() {
+		t.Fatal("restarted with a large \"s\" off the delta path")
+	}
+	// Outputs are observed after their step: an "s" of n2's is the end
+	// of a paced rewrite iff pacedEnds grew in that step.
+	sRecs, last := 0, deltaUse.pacedEnds.Load()
+	var bad error
+	c.Observe(func(id automaton.NodeID, o automaton.Output) {
+		if p, ok := o.(automaton.Persist); ok && id == ids[1] && p.Key == recStable && !p.Delete {
+			sRecs++
+			if deltaUse.pacedEnds.Load() == last && bad == nil {
+				bad = fmt.Errorf("%s wrote \"s\" after its restart in a step that ended no paced rewrite (step %d)", id, c.Steps())
+			}
+		}
+	})
+	c.afterStep = func(a *ESDS) { last = deltaUse.pacedEnds.Load() }
+	e0 := deltaUse.pacedEnds.Load()
+	for i := 300; i < 600; i++ {
+		put(i)
+		if i%10 == 9 {
+			c.settle(1)
+		}
+	}
+	c.settle(50)
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	if sRecs == 0 || deltaUse.pacedEnds.Load() == e0 {
+		t.Fatal("no \"s\" written after the restart: the test exercises nothing")
+	}
+	t.Logf("%d \"s\" written by %s after its restart", sRecs, ids[1])
+}

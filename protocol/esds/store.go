@@ -295,6 +295,14 @@ func (a *ESDS) restore(recs map[string][]byte) error {
 		o.pOK, o.pFlags, o.pLabel = true, x.Flags, x.Label
 	}
 	a.queueStale(stale)
+	if snapN >= deltaMin {
+		// A large state stays on the delta path (collectEveryTick) from
+		// its first tick: with snapLen 0 its first collection examined
+		// every applied operation and rewrote "s" whole in one step
+		// (10,000 keys: 8-15 ms), the step rewrite.go paces. Small states
+		// (every simulation) restart as before.
+		a.snapLen = snapN
+	}
 	// The operations collected since "s" ("g"): every peer is told again.
 	for _, k := range a.uncompacted {
 		if !a.goneless() {
