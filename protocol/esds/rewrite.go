@@ -56,7 +56,7 @@ type keptRec struct {
 // the tests that pace small states).
 var snapChunk = 64 << 10
 
-// brokenPacedKeep (tests only, TestPacedRewriteLosesNoRecord): 1 drops,
+// brokenPacedKeep (tests only, TestBrokenPacedKeepCaught): 1 drops,
 // at the end of a paced rewrite, every kept record, also those collected
 // after the copy was taken, which the new "s" does not hold.
 var brokenPacedKeep int
