@@ -39,9 +39,8 @@ import (
 //   - a held flush that took longer than heldMaxWait (a stalled disk)
 //     makes the file's next heldBackoff bulk syncs ordinary ones, so a
 //     stalled disk does not keep holding a P or delaying GC pauses;
-//   - with SYNOD_WAL_HELDSYNC=idle (session 51; off by default, like the
-//     peer sockets' raw I/O it pairs with, transport/rawio.go) a bulk
-//     sync is held only when no
+//   - by default (session 51, with the peer sockets' raw I/O it pairs
+//     with, transport/rawio.go) a bulk sync is held only when no
 //     other goroutine runs or waits to run (procsIdle): a follower
 //     between two Accepts, not a loaded leader. Holding every bulk sync
 //     (SYNOD_WAL_HELDSYNC=1, session 50's mode) lowered CPU and context
@@ -54,18 +53,18 @@ import (
 //     polling for the whole flush (with the transport's raw socket I/O,
 //     transport/rawio.go, and the WAL's raw pwrite, rawwrite_linux.go, a
 //     follower's Accept then makes no system call the scheduler sees):
-//     docs/costs/s51-smon51.md. Unset or SYNOD_WAL_HELDSYNC=0 holds none.
+//     docs/costs/s51-smon51.md. SYNOD_WAL_HELDSYNC=0 holds none.
 //
 // io_uring's held wait (SYNOD_WAL_IOURING, uring_linux.go) keeps the P
 // too, interruptibly, but wakes an io-wq worker thread per sync; where a
 // ring mode is set, it is used instead of this.
 
-// heldOn and heldIdleOnly are SYNOD_WAL_HELDSYNC, read at start: "idle"
-// holds a bulk sync only when the process has nothing else to run
-// (heldIdleOnly, procsIdle); "1" holds every bulk sync (session 50's
-// mode); unset or "0" holds none (the default).
+// heldOn and heldIdleOnly are SYNOD_WAL_HELDSYNC, read at start: unset
+// or "idle" (the default) holds a bulk sync only when the process has
+// nothing else to run (heldIdleOnly, procsIdle); "1" holds every bulk
+// sync (session 50's mode); "0" holds none.
 var (
-	heldOn       = os.Getenv("SYNOD_WAL_HELDSYNC") == "1" || os.Getenv("SYNOD_WAL_HELDSYNC") == "idle"
+	heldOn       = os.Getenv("SYNOD_WAL_HELDSYNC") != "0"
 	heldIdleOnly = os.Getenv("SYNOD_WAL_HELDSYNC") != "1"
 )
 

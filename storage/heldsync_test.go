@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// heldTurnedOff turns held syncs off for the test (the default).
+// heldTurnedOff turns held syncs off for the test (SYNOD_WAL_HELDSYNC=0).
 func heldTurnedOff(t *testing.T) { heldTurned(t, false) }
 
 // heldTurnedOn turns held syncs on for the test (SYNOD_WAL_HELDSYNC=1).
@@ -21,7 +21,7 @@ func heldTurned(t *testing.T, on bool) {
 }
 
 // With SYNOD_WAL_HELDSYNC=1 a bulk sync is held (heldsync_linux.go) with
-// GOMAXPROCS 2 or more, never with GOMAXPROCS 1 nor by default, and a plain
+// GOMAXPROCS 2 or more, never with GOMAXPROCS 1 nor with =0, and a plain
 // Datasync (a lone writer's frame) never is; after a held sync slower than
 // heldMaxWait the file's next heldBackoff bulk syncs are ordinary ones,
 // and then held again. Fails with held syncs taken at GOMAXPROCS 1 (a
@@ -62,7 +62,7 @@ func TestHeldSync(t *testing.T) {
 	t.Run("off", func(t *testing.T) {
 		heldTurnedOff(t)
 		if h, p := counts(bulk.DatasyncBulk); h != 0 || p != 1 {
-			t.Fatalf("DatasyncBulk by default (SYNOD_WAL_HELDSYNC unset): %d held, %d fdatasync; want 0 and 1", h, p)
+			t.Fatalf("DatasyncBulk with SYNOD_WAL_HELDSYNC=0: %d held, %d fdatasync; want 0 and 1", h, p)
 		}
 	})
 	t.Run("slow", func(t *testing.T) {

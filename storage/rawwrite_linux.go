@@ -9,8 +9,8 @@ import (
 )
 
 // The WAL's frame write by RawSyscall (issue 28, branch smon51, session
-// 51; off by default for now, SYNOD_WAL_RAWWRITE=1 in a node's environment
-// turns it on: see transport/rawio.go for why the set is off).
+// 51; on by default, SYNOD_WAL_RAWWRITE=0 in a node's environment turns it
+// off).
 //
 // A pwrite(2) of a frame into the page cache takes microseconds; made
 // through syscall.Syscall (os.File.WriteAt) it tells the scheduler the
@@ -33,8 +33,8 @@ import (
 // of 6 (0.655 -> 0.557 ms median, CPU per put 660 -> 558 µs, load 30-37):
 // docs/costs/s51-smon51.md.
 
-// rawWriteOn is SYNOD_WAL_RAWWRITE, read at start: on only with "1".
-var rawWriteOn = os.Getenv("SYNOD_WAL_RAWWRITE") == "1"
+// rawWriteOn is SYNOD_WAL_RAWWRITE, read at start: on unless "0".
+var rawWriteOn = os.Getenv("SYNOD_WAL_RAWWRITE") != "0"
 
 var (
 	rawWriteMaxWait = 5 * time.Millisecond

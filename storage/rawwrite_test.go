@@ -13,8 +13,9 @@ import (
 	"github.com/synod-dev/synod/automaton"
 )
 
-// SYNOD_WAL_HELDSYNC=idle (heldsync_linux.go) holds a bulk sync only
-// when no other goroutine runs or waits to run:
+// The default held mode (SYNOD_WAL_HELDSYNC unset or "idle",
+// heldsync_linux.go) holds a bulk sync only when no other goroutine runs
+// or waits to run:
 // while two goroutines spin on GOMAXPROCS 2 no sync is held; with nothing
 // else to run, syncs are held. Fails when the idle rule is left out (the
 // spinners' syncs held) and when procsIdle never finds the process idle.
@@ -75,9 +76,9 @@ func TestHeldSyncOnlyWhenIdle(t *testing.T) {
 	}
 }
 
-// With SYNOD_WAL_RAWWRITE=1 a WAL's bulk frames (>= walBulkFrame) are
-// written by raw pwrite(2) (rawwrite_linux.go) and reopen intact, a lone
-// writer's small frames by os.File; by default every frame goes through
+// By default a WAL's bulk frames (>= walBulkFrame) are written by raw
+// pwrite(2) (rawwrite_linux.go) and reopen intact, a lone writer's small
+// frames by os.File; with SYNOD_WAL_RAWWRITE=0 every frame goes through
 // os.File; after a raw write slower than rawWriteMaxWait the file's next
 // rawWriteBackoff writes go through os.File, then raw again. Fails with
 // the raw write left out, with small frames written raw, with a backoff

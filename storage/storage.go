@@ -71,14 +71,14 @@
 // default) the fdatasync is an io_uring IORING_OP_FSYNC (DATASYNC) waited for
 // without Go's scheduler seeing a blocking system call, where the kernel
 // allows io_uring (uring_linux.go says why, what it measured and why it is
-// off; OpenWAL logs a fallback to the system call). With
-// SYNOD_WAL_HELDSYNC=1 instead (also off by default), a frame of at least
-// 1 KiB (a loaded node's group commit) is synced with a "held" fdatasync
-// (RawSyscall: its P is not handed over, so Go's sysmon does not wake every
-// 20 µs to retake it); with =idle only when the process has nothing else
-// to run (heldsync_linux.go says what it saves, what it costs and why it
-// is off), and SYNOD_WAL_RAWWRITE=1 writes such a frame with a pwrite made
-// with RawSyscall too (rawwrite_linux.go). Concurrent commits of different namespaces therefore share
+// off; OpenWAL logs a fallback to the system call). Otherwise a frame of
+// at least 1 KiB (a loaded node's group commit) is synced with a "held"
+// fdatasync (RawSyscall: its P is not handed over and Go's sysmon is not
+// woken) when the process has nothing else to run, else with fdatasync
+// (SYNOD_WAL_HELDSYNC=1 holds every such sync, =0 none; heldsync_linux.go
+// says what it saves, what it costs and why only when idle), and such a
+// frame's write is a pwrite made with RawSyscall too
+// (SYNOD_WAL_RAWWRITE=0 turns that off; rawwrite_linux.go). Concurrent commits of different namespaces therefore share
 // one write and one sync (group commit), and a frame holds whole batches, so
 // a batch is atomic. A failed write or sync fails the engine for good (see
 // "Storage faults" below).

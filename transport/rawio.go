@@ -38,15 +38,15 @@ import (
 // whole TLS record layer's error and deadline handling on this file for a
 // mode whose cost is dominated by the cipher, not by sysmon. A connection
 // that is not a *net.TCPConn (the gRPC split listener's prefixConn) keeps
-// net.Conn too. Off by default for now: SYNOD_PEER_RAWIO=1 in a node's
-// environment turns it on (an A/B of one binary). Why off: with it on,
-// node's TestShardedWholeKeyspace under -race failed 2 of 3 runs at load
-// ~50 (a migration that never finished; main and the switch off passed),
-// not explained yet: docs/costs/s51-smon51.md.
+// net.Conn too. On by default (with the WAL's raw bulk pwrite and the
+// held-when-idle fdatasync, storage/): SYNOD_PEER_RAWIO=0 in a node's
+// environment turns it off (an A/B of one binary). Figures, and the -race
+// test failures that kept it off in session 51's first batch:
+// docs/costs/s51-smon51.md.
 
-// rawIO is SYNOD_PEER_RAWIO, read at start: raw socket I/O only with "1".
+// rawIO is SYNOD_PEER_RAWIO, read at start: raw socket I/O unless "0".
 // New copies it into the Transport.
-var rawIO = os.Getenv("SYNOD_PEER_RAWIO") == "1"
+var rawIO = os.Getenv("SYNOD_PEER_RAWIO") != "0"
 
 // rawReads and rawWrites count read(2) and write(2) calls made on the raw
 // path (tests and figures).

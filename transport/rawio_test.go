@@ -50,8 +50,9 @@ func plainPair(t *testing.T) (t1, t2 *Transport, in1, in2 *inbox, log2 *logBuf) 
 // A plaintext peer connection is read and written by raw read(2) and
 // write(2) (rawio.go), both the inline writes and the writer goroutine's
 // batches; frames arrive whole and in order, a 300 KB one included.
-// Without SYNOD_PEER_RAWIO=1 (rawIO false) the net.Conn path: no raw call.
+// With SYNOD_PEER_RAWIO=0 (rawIO false) the net.Conn path: no raw call.
 func TestPlaintextPeersUseRawIO(t *testing.T) {
+	defer func(old bool) { rawIO = old }(rawIO)
 	rawIO = true // read by New only
 	t1, t2, in1, in2, _ := plainPair(t)
 	rawIO = false
@@ -91,10 +92,10 @@ func TestTLSPeersKeepNetConn(t *testing.T) {
 	l1, l2 := listen(t), listen(t)
 	peers := map[automaton.NodeID]string{"n1": l1.Addr().String(), "n2": l2.Addr().String()}
 	in1, in2 := newInbox(), newInbox()
+	defer func(old bool) { rawIO = old }(rawIO)
 	rawIO = true // read by New only: on, and still no raw call with TLS
 	t1 := startWith(t, Options{Cluster: "c", Self: "n1", Peers: peers, Listener: l1, TLS: ca.config("c", "node", "n1"), Handler: in1.handler})
 	t2 := startWith(t, Options{Cluster: "c", Self: "n2", Peers: peers, Listener: l2, TLS: ca.config("c", "node", "n2"), Handler: in2.handler})
-	rawIO = false
 	if reads, writes := rawExchange(t, t1, t2, in1, in2); reads != 0 || writes != 0 {
 		t.Fatalf("TLS peers made %d raw reads, %d raw writes", reads, writes)
 	}
@@ -104,9 +105,9 @@ func TestTLSPeersKeepNetConn(t *testing.T) {
 // returning 0 is io.EOF): the acceptor drops the connection and logs no
 // bad frame.
 func TestRawReaderSeesPeerClose(t *testing.T) {
+	defer func(old bool) { rawIO = old }(rawIO)
 	rawIO = true // read by New only
 	t1, t2, in1, in2, log2 := plainPair(t)
-	rawIO = false
 	waitInline(t, t1, "n2")
 	waitInline(t, t2, "n1")
 	rawExchange(t, t1, t2, in1, in2)
