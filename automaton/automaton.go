@@ -262,6 +262,20 @@ type Send struct {
 	// rests on). An acceptor's 2b must never be early: it reports a vote
 	// whose record a crash would erase (paxos-broken-earlyack).
 	Early bool
+	// Relayed marks a message that relays what another party gave this
+	// node and rests on no record of it (package release: its requirement
+	// is 0, it is held apart and may leave before outputs emitted earlier
+	// that still wait; for an Early Send emitted after it, it counts as an
+	// output that waits for everything before it, as a relayed Respond
+	// does). What a protocol must guarantee to set it: nothing the message
+	// carries depends on a record of this node, durable or not, so a crash
+	// that loses every unsynced record leaves it true. Multi-Paxos's
+	// follower forwards its client's request to the leader this way
+	// (protocol/paxos, package doc, "Clients, forwarding, exactly-once"):
+	// it carried the request only after the follower's own earlier records
+	// were durable, so one client's next put through a follower waited for
+	// the follower's sync of the previous put's acceptance (until session 51).
+	Relayed bool
 }
 
 // Respond answers a client request.

@@ -80,6 +80,10 @@
 // instance, still syncing, is not needed for it (issue 28: one client's
 // put through a follower waited for that sync).
 //
+// A Send with Relayed set (automaton.Send) is held the same way: it relays
+// what another party gave this node (Multi-Paxos's follower forwarding its
+// client's request to the leader) and rests on no record of this node.
+//
 // # Unpinned positions
 //
 // An Unpin output (automaton.Unpin) with Pos p says this node's records
@@ -254,6 +258,12 @@ func (r *Interp) Output(o automaton.Output, rt Runtime) error {
 		}
 		if r.cfg.Known != nil && !r.cfg.Known(v.To) {
 			return violation(o, "sent to unknown node %q", v.To)
+		}
+		if v.Relayed {
+			// Rests on no record of this node: as a relayed answer.
+			r.need, r.tailLoose = r.seq, true
+			r.offerLoose(o, 0, rt)
+			return nil
 		}
 		if v.Early {
 			r.early, r.tailLoose = true, true

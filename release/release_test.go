@@ -430,3 +430,47 @@ func TestRelayed(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayedSend: a relayed Send (automaton.Send.Relayed, a Multi-Paxos
+// follower's Forward) waits for no record: it leaves at once, before the
+// records and the waiting send emitted earlier, and the records it skips
+// are exposed (when no earlier output waits for them); an Early Send after
+// it waits for every record before it. Without the flag (the interpreter's case removed, or the flag unset) it
+// waits behind the earlier send for record 1: "persist 1 p; send w1".
+func TestRelayedSend(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		r := New(Config{Self: "n1"})
+		rt := &rec{}
+		fwd := automaton.Send{To: "n2", Msg: []byte("f"), Relayed: on}
+		_ = r.Step([]automaton.Output{put("p"), send("w1")}, rt) // w1 waits for record 1
+		_ = r.Step([]automaton.Output{fwd}, rt)
+		got := strings.Join(rt.log, "; ")
+		want := "persist 1 p"
+		if on {
+			want = "persist 1 p; send f"
+		}
+		if got != want {
+			t.Fatalf("relayed=%v: before the record is durable: %q, want %q", on, got, want)
+		}
+		_ = r.Step([]automaton.Output{early("e")}, rt) // waits for record 1 either way
+		if got := strings.Join(rt.log, "; "); got != want {
+			t.Fatalf("relayed=%v: an Early Send after it: %q, want %q", on, got, want)
+		}
+		// Alone after a record, it exposes that record (a crash before its
+		// fsync is a crash after the send: the model checker explores it).
+		r2 := New(Config{Self: "n1"})
+		_ = r2.Step([]automaton.Output{put("p"), fwd}, &rec{})
+		if last, ok := r2.Exposed(); ok != on || on && last != 0 {
+			t.Fatalf("relayed=%v: Exposed = %d, %v; want record 1 exposed only when relayed", on, last, ok)
+		}
+		r.Durable(1, rt)
+		got = strings.Join(rt.log, "; ")
+		want = "persist 1 p; send w1; send f; send e"
+		if on {
+			want = "persist 1 p; send f; send w1; send e"
+		}
+		if got != want {
+			t.Fatalf("relayed=%v: after the record is durable: %q, want %q", on, got, want)
+		}
+	}
+}

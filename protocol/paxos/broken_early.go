@@ -40,9 +40,10 @@ func (brokenEarlyAck) Describe() string {
 // the simulator catches the erased vote, with fsyncs slow enough that
 // crashes often fall between an Early Accepted and its record's fsync:
 // `synod-lab sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
-// 300 --faults crash --fsync uniform:5ms:40ms --seeds 1-100` fails 8
-// seeds (31 and 64 pinned); paxos passes all of 1-300. (Before session
-// 49's changes (a follower's timers, relayed answers) it failed 33 of
+// 300 --faults crash --fsync uniform:5ms:40ms --seeds 1-300` fails 35
+// seeds (6 and 64 pinned); paxos passes all of 1-300. (Before session
+// 51's relayed Forward it failed 8 of 1-100, 31 and 64 pinned; before
+// session 49's changes (a follower's timers, relayed answers) it failed 33 of
 // 1-300, seeds 3 and 31: a promise below one a candidate holds the answer
 // for, the promise record having been lost with the vote; before reads'
 // confirmation rounds were sent once per step, 2026-11-29, 44, seeds 7 and
@@ -50,5 +51,5 @@ func (brokenEarlyAck) Describe() string {
 func (brokenEarlyAck) Scenarios() []automaton.Scenario {
 	return []automaton.Scenario{{Name: "crashes",
 		Args:  []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "crash", "--fsync", "uniform:5ms:40ms"},
-		Seeds: "31,64"}}
+		Seeds: "6,64"}}
 }

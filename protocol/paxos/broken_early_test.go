@@ -33,7 +33,7 @@ func runEarly(t *testing.T, proto string, seed int64) (bool, string) {
 // catches it on the pinned seeds, and paxos, whose leader sends only its
 // 2a early, passes the same runs.
 func TestBrokenEarlyAckCaught(t *testing.T) {
-	for _, seed := range []int64{31, 64} {
+	for _, seed := range []int64{6, 64} {
 		if failed, how := runEarly(t, paxos.BrokenEarlyAck, seed); !failed {
 			t.Errorf("%s passed seed %d: nothing catches it any more\nreplay: %s", paxos.BrokenEarlyAck, seed, how)
 		} else {

@@ -156,7 +156,11 @@ func (a *Paxos) forwardPending() {
 		if !service.UsesEnv(a.cfg.Service) {
 			req.Env = service.Env{} // nobody reads it: not sent
 		}
-		a.send(to, &message{Kind: kindForward, Req: req})
+		// Relayed (automaton.Send.Relayed): the request is the client's and
+		// rests on no record of this node, so it does not wait for this
+		// node's earlier records (package doc, "Clients, forwarding,
+		// exactly-once").
+		a.Emit(automaton.Send{To: a.nodes[to], Msg: (&message{Kind: kindForward, Req: req}).marshal(), Relayed: true})
 	}
 }
 

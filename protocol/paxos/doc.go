@@ -219,7 +219,7 @@
 // "paxos-broken-earlyack" does exactly that and the simulator catches it
 // under crashes with slow fsyncs (broken_early.go, TestBrokenEarlyAckCaught:
 // `synod-lab sim --protocol paxos-broken-earlyack --nodes 3 --clients 4 --ops
-// 300 --faults crash --fsync uniform:5ms:40ms --seeds 31`).
+// 300 --faults crash --fsync uniform:5ms:40ms --seeds 6`).
 //
 // The seeds are silent on durability timing; these are our decisions, as is
 // the heartbeat after a choice that no answer follows (a no-op, an expiry),
@@ -315,7 +315,7 @@
 // the simulator catches the lost write (broken_answer.go,
 // TestBrokenAnswerEarlyCaught: `synod-lab sim --protocol
 // paxos-broken-answerearly --nodes 3 --clients 8 --ops 500 --faults crash
-// --fsync uniform:20ms:80ms --seeds 290`), and so does the model checker
+// --fsync uniform:20ms:80ms --seeds 90`), and so does the model checker
 // (AnswerEarlyModel), whose crashes before an fsync follow the positioned
 // rule across steps (mc/unsynced.go).
 //
@@ -365,18 +365,15 @@
 //     the Accept would have to name the entries to send Accepteds to (a
 //     wire change), and the entry's answer would count its own vote the way
 //     the leader's does (positioned at i).
-//   - A follower's Forward waits, like every Send that is not Early, for
-//     all of the follower's earlier records, though it rests on none of
-//     them (it carries the client's request): one client's next put
-//     through a follower waits for the follower's sync of the previous
-//     put's acceptance, which the relayed answer no longer waits for (in
-//     process 49-105 µs between the entry's step and its Forward). A relayed
-//     Send (requirement 0, as a relayed answer) cut that to 9 µs, but in
-//     one in-process run the three nodes' fsyncs then overlapped more on
-//     this machine's one disk (the answering follower's commit 192 -> 270
-//     µs) and the p50 rose 569 -> 658 µs; it also moved pinned seeds in
-//     sim and conformance, sharded ones among them. Not landed:
-//     /work/notes/lat50-relayed-forward.patch and docs/costs/s50-lat50.md.
+//   - A follower's Forward is a relayed Send (session 51; "Clients,
+//     forwarding, exactly-once"): it rests on none of the follower's
+//     records (it carries the client's request), and as a Send that is not
+//     Early it waited for all of them: one client's next put through a
+//     follower waited for the follower's sync of the previous put's
+//     acceptance, which the relayed answer no longer waits for. In process
+//     the Forward now leaves 11-14 µs after the entry's step instead of
+//     40-51 µs, and the answering follower's commit did not get longer
+//     (figures: docs/costs/s51-lat51.md).
 //
 // # Catch-up, snapshots, compaction
 //
@@ -475,6 +472,18 @@
 // most "dedup_clients" clients, evicting the least recently active tenth
 // (by instance) when full, deterministically on every replica. Requests not
 // done within "op_timeout" are answered TRYAGAIN (outcome unknown).
+//
+// A Forward is a relayed Send (automaton.Send.Relayed): it carries the
+// client's request (and, for a service that reads it, the forwarder's
+// arrival time, observed, not persisted) and rests on no record of the
+// forwarder, so it leaves at once instead of after the forwarder's earlier
+// records are durable. A crash that loses those records loses nothing the
+// Forward stated; the leader proposes the request as it would a retry's,
+// and deduplication keeps it exactly-once. Until session 51 one client's
+// next put through a follower waited for that follower's fsync of the
+// previous put's acceptance, which the relayed answer (below, "Positioned
+// answers") no longer waited for: in process a median 40-51 µs between
+// the entry's step of the request and its Forward, 11-14 µs since.
 //
 // # Client sessions (machine.go; session 50)
 //
