@@ -372,12 +372,14 @@ type Announce struct {
 //
 // What a protocol must guarantee to emit it: what the answers at Pos state
 // about position Pos holds whatever a crash does to this node's records
-// there. For a Multi-Paxos leader that is: acceptors other than itself
+// there. Multi-Paxos's leader emits it once acceptors other than itself
 // that form a majority have durably accepted instance Pos under its ballot
 // (each Accepted left after its record was durable), so the instance is
-// chosen without the leader's own vote, the Classic Paxos quorum rule, t+1
-// of 2t+1 acceptors; one follower's acceptance with the leader's own
-// still unsynced is not enough.
+// chosen without the leader's own vote: the Classic Paxos quorum rule, t+1
+// of 2t+1 acceptors (protocol/paxos, package doc, "The leader's own
+// acceptance against the followers'"). paxos-broken-unpinone emits it on
+// one follower's acceptance, with the leader's own still unsynced, and is
+// caught.
 type Unpin struct{ Pos uint64 }
 
 func (Send) isOutput()        {}

@@ -42,7 +42,7 @@ var notYetCaught = map[string]string{
 	// forwarded write re-forwarded to a new leader, or a client's retry at
 	// another node, which mc's closed-loop clients never make), beyond the
 	// default model's depth.
-	"paxos-broken-dropearly":     "its second execution needs two copies of one request in the log (a retry or a re-forward across a leader change), beyond the bounded model; caught in simulation by the linearizability checker (conformance scenario \"retries and duplicates, appends\", seeds 3-5)",
+	"paxos-broken-dropearly":     "its second execution needs two copies of one request in the log (a retry or a re-forward across a leader change), beyond the bounded model; caught in simulation by the linearizability checker (conformance scenario \"retries and duplicates, appends\", seeds 9-11)",
 	"pbpaxos-broken-replayorder": "its backups reorder the commands of a replayed batch; the model's instances hold one command each; caught in simulation by the state comparison (conformance scenario \"caught by the convergence check (replayed batches)\")",
 }
 

@@ -93,10 +93,11 @@
 // what it required already, if that is less), and leaves as soon as that
 // is durable. Nothing else changes: answers at other positions, and the
 // Early rule (an Early Send emitted after such an answer still waits for
-// every record before the answer). A Multi-Paxos leader may emit it once
-// a majority of acceptors other than itself durably accepted instance p,
-// so that its answer leaves on whichever quorum is durable first: its own
-// vote with one follower's, or two followers' without its own. The
+// every record before the answer). Multi-Paxos's leader emits it once a
+// majority of acceptors other than itself durably accepted instance p, so
+// its answer leaves on whichever quorum is durable first: its own vote
+// with one follower's, or two followers' without its own (protocol/paxos,
+// package doc, "The leader's own acceptance against the followers'"). The
 // interpreter remembers the last few positions unpinned (an answer emitted
 // after them is positioned at one of them only when its instance executed
 // late); forgetting one only makes an answer wait for what it waited for

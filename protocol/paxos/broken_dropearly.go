@@ -34,8 +34,10 @@ func (brokenDropEarly) Describe() string {
 // Scenarios implements automaton.ScenarioDeclarer: pinned seeds on which
 // the simulator catches the second execution (`synod-lab sim --protocol
 // paxos-broken-dropearly --nodes 3 --clients 4 --ops 300 --faults all
-// --service string --seeds 1-40` fails 16 of 40, seeds 3, 4 and 5 among
-// them: an append applied twice; paxos passes all 40).
+// --service string --seeds 1-30` fails 14 of 30, seeds 9, 10 and 11 among
+// them: an append applied twice; paxos passes them; 3-5 of 16 failing in
+// 1-40 before session 51's relayed Forward and unpinned answers moved the
+// schedules).
 func (brokenDropEarly) Scenarios() []automaton.Scenario {
 	return []automaton.Scenario{{Name: "retries and duplicates, appends",
 		Args:  brokenDropEarlyArgs,
@@ -44,4 +46,4 @@ func (brokenDropEarly) Scenarios() []automaton.Scenario {
 
 var brokenDropEarlyArgs = []string{"--nodes", "3", "--clients", "4", "--ops", "300", "--faults", "all", "--service", "string"}
 
-const brokenDropEarlySeeds = "3-5"
+const brokenDropEarlySeeds = "9-11"

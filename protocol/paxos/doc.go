@@ -319,7 +319,7 @@
 // (AnswerEarlyModel), whose crashes before an fsync follow the positioned
 // rule across steps (mc/unsynced.go).
 //
-// # The leader's own acceptance against the followers' (session 50)
+// # The leader's own acceptance against the followers' (sessions 50-51)
 //
 // Two questions of one client's put that the seed leaves open (the Grid
 // Services thesis, ch. V, counts a value chosen once t+1 acceptors accepted
@@ -336,27 +336,43 @@
 //     first follower's Accepted was stepped in 267 of 1,000; live 22-34 %),
 //     so writing the record first would lengthen the common case by the
 //     WAL write to shorten the rarer one.
-//   - The leader does not answer on two followers' acceptances while its
-//     own is still being written. It would be safe: each follower's
-//     Accepted left after its record was durable, two of three acceptors
-//     are a majority, and a value accepted by a majority under one ballot is
-//     chosen whatever becomes of the leader's record (Paxos Made Simple
-//     §2.2; the ballot rests on the promise, durable before any Prepare
-//     left). The answer at i also states instances 1..i-1, so it would
-//     still wait for the leader's records up to the last instance below i
-//     whose choice counted the leader's own vote. It is not built because
-//     the answer is emitted, positioned at i, in the step of the first
-//     follower's Accepted (the choice counts the leader's vote at once), and
-//     the automaton never sees its records become durable: answering
-//     earlier takes a second emission of the same answer on the second
-//     follower's Accepted, a kept copy of every such instance's answers
-//     until then, and a runtime that drops whichever copy comes second. The
-//     gain does not pay for that: in process 17-26 of 1,000 one-client puts
-//     had both followers' Accepteds of the put stepped before the leader's
-//     commit ended, and answering those then would move the p50 by 0.3-2 µs
-//     (an estimate from the stage trace, BenchmarkPutStages' path table in
-//     node/stages_test.go; session 50's 118 of 1,000 and 12 µs counted the
-//     previous put's late Accepted: docs/costs/s51-lat51.md).
+//   - The leader answers on whichever quorum of durable acceptances comes
+//     first (session 51): its own vote with one follower's, or two
+//     followers' while its own record is still being written. The seed
+//     decides it: a value is chosen once t+1 of the 2t+1 acceptors accepted
+//     it (ch. V.A, Table V.1: Classic Paxos's quorum is t+1), and the proof
+//     of PB-Paxos (ch. VI.B, Protocol 1: "the leader responds to the client
+//     process if and only if the proposal has been accepted by the majority
+//     of the replicas"; Theorem 1, steps 1-4) needs only that more than half
+//     of the replicas sent phase 2b messages, so that the next primary's
+//     phase-1b majority meets one of them; nothing in it needs the leader
+//     among them. Durability is ours (the seed's prototype wrote nothing):
+//     a follower's Accepted leaves after its record is durable (never
+//     Early; paxos-broken-earlyack), so two followers' Accepteds are t+1
+//     durable acceptances under one ballot, and the ballot rests on the
+//     leader's promise, durable before any Prepare left. The answer at i
+//     also states instances 1..i-1, so it still waits for the leader's
+//     records positioned below i. How: the choice counts the leader's vote
+//     at once, so the answer is emitted, positioned at i, in the step of
+//     the first follower's Accepted; the leader keeps each instance whose
+//     choice counted its vote (keepOwnChosen, at most 2 x window) and, on
+//     the Accepted that makes the other acceptors' acceptances a majority,
+//     emits automaton.Unpin{Pos: i}: the interpreter (package release,
+//     "Unpinned positions") then lets the answers at i wait only for the
+//     positioned records up to i-1, so the answer leaves at once if the
+//     leader's own commit is still running, and nothing changes if it
+//     ended first (no second copy of the answer, no kept answers). An
+//     instance chosen without the leader's vote (the leader no member of
+//     its configuration) is unpinned before its answers. On this machine
+//     it changes little: in process the second follower's Accepted of a
+//     one-client put reached the leader before its own commit ended in
+//     17-26 of 1,000 puts, and 2-4 of 1,000 were answered that way (session
+//     50's 118 of 1,000 counted the previous put's late Accepted; figures:
+//     docs/costs/s51-lat51.md); it is for a leader whose disk is slower than
+//     its followers'. "paxos-broken-unpinone" unpins on one follower's
+//     acceptance and the leader's unsynced vote (not a quorum of durable
+//     acceptances) and is caught, by the simulator and the model checker
+//     (broken_unpin.go).
 //   - Through a follower, the seed's message flow (ch. V: proposer ->
 //     leader -> acceptors -> learners; "a learner accepts a value when it
 //     receives a message from a quorum of acceptors") would let the entry

@@ -82,6 +82,7 @@ func (a *Paxos) stepDown() {
 	a.ready = false
 	a.promises = nil
 	a.inflight = map[uint64]*flight{}
+	a.ownChosen = nil
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.queue = nil
 	a.changes = nil

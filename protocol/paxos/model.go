@@ -12,8 +12,8 @@ import (
 // only across a leader change after an accepted value, so its model is
 // LeaderChangeModel: the checker finds the lost write (invariant "one
 // value chosen per instance") in 21 events; paxos-broken-earlyack
-// declares CrashBeforeFsyncModel, paxos-broken-answerearly and
-// paxos-broken-relayall AnswerEarlyModel, paxos-broken-stickyleader
+// declares CrashBeforeFsyncModel, paxos-broken-answerearly,
+// paxos-broken-relayall and paxos-broken-unpinone AnswerEarlyModel, paxos-broken-stickyleader
 // DeadLeaderModel, paxos-broken-nestedread NestedReadModel and
 // paxos-broken-splitgroup GroupModel (model_workload.go),
 // paxos-broken-bootquorum MemberModel (model_member.go).
@@ -23,8 +23,8 @@ func (p protocol) Model() automaton.ModelConfig {
 		return LeaderChangeModel()
 	case p.Protocol == BrokenEarlyAck:
 		return CrashBeforeFsyncModel()
-	case p.Protocol == BrokenAnswerEarly, p.Protocol == BrokenRelayAll:
-		return AnswerEarlyModel() // relayall's answers leave before the leader's vote is durable too
+	case p.Protocol == BrokenAnswerEarly, p.Protocol == BrokenRelayAll, p.Protocol == BrokenUnpinOne:
+		return AnswerEarlyModel() // relayall's and unpinone's answers leave before the leader's vote is durable too
 	case p.stickyLeader:
 		return DeadLeaderModel()
 	case p.nestedRead:

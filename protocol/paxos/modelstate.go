@@ -147,6 +147,9 @@ func (a *Paxos) AppendModelState(b []byte, rename func(automaton.RequestID) auto
 		b = automaton.AppendModelSlice(b, []uint64(f.acks), automaton.AppendModelUint)
 		return u(appendConf(b, f.conf), f.sent)
 	})
+	b = automaton.AppendModelSlice(b, a.ownChosen, func(b []byte, o ownChoice) []byte {
+		return automaton.AppendModelSlice(u(b, o.i), []uint64(o.f.acks), automaton.AppendModelUint)
+	})
 	b = appendIDs(b, a.queue, rename)
 	b = u(u(b, a.tick), a.hbRound)
 	b = appendIntMap(b, a.ackRound)
@@ -244,6 +247,12 @@ func (a *Paxos) CloneModel() automaton.Automaton {
 		x := *f
 		x.acks = slices.Clone(f.acks)
 		c.inflight[i] = &x
+	}
+	c.ownChosen = slices.Clone(a.ownChosen)
+	for k, o := range c.ownChosen {
+		x := *o.f
+		x.acks = slices.Clone(o.f.acks)
+		c.ownChosen[k].f = &x
 	}
 	c.queue = slices.Clone(a.queue)
 	c.ackRound = maps.Clone(a.ackRound)

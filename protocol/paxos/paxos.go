@@ -352,6 +352,7 @@ type Paxos struct {
 	ready       bool
 	next        uint64
 	inflight    map[uint64]*flight
+	ownChosen   []ownChoice // instances chosen counting the leader's own vote, ascending (phase2.go, keepOwnChosen)
 	queue       []automaton.RequestID
 	tick        uint64
 	hbRound     uint64
@@ -425,6 +426,7 @@ func (a *Paxos) reset() {
 	a.fwdQ, a.fwdHint = nil, -1
 	a.settling = nil
 	a.inflight = map[uint64]*flight{}
+	a.ownChosen = nil
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.ackRound = map[int]uint64{}
 	a.acked = map[int]uint64{}

@@ -308,6 +308,7 @@ func (a *Paxos) becomeLeader(segs []confSeg) {
 	a.promises = nil
 	a.p1Confs = nil
 	a.inflight = map[uint64]*flight{}
+	a.ownChosen = nil
 	a.inLog = map[automaton.RequestID]uint64{}
 	a.ackRound = map[int]uint64{}
 	a.acked = map[int]uint64{}

@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/synod-dev/synod/automaton"
@@ -333,6 +334,8 @@ func (a *Paxos) onAccepted(from int, m *message) {
 	for _, i := range m.Acks {
 		if f := a.inflight[i]; f != nil {
 			f.acks.add(from)
+		} else if len(a.ownChosen) > 0 {
+			a.ackOwnChosen(i, from)
 		}
 		top = max(top, i)
 	}
@@ -346,9 +349,17 @@ func (a *Paxos) onAccepted(from int, m *message) {
 // choice no answer follows: a no-op, an expiry). So the votes behind the
 // chosen prefix known at the end of a step, the leader's own included,
 // are durable before any Early Accept emitted later leaves (earlyAccept).
+//
+// An instance chosen without the leader's own vote (acceptors other than
+// the leader form a majority of its acks: the leader is no member of its
+// configuration) is unpinned before its answers are emitted
+// (automaton.Unpin); one whose choice counted the leader's vote is kept
+// (keepOwnChosen) until the other acceptors' acks alone are a majority.
 func (a *Paxos) checkChosen() {
 	n0 := len(a.Out)
 	any := false
+	var ub [4]uint64
+	unpin := ub[:0]
 	for i, f := range a.inflight {
 		if a.chosenBy(f) {
 			if s := a.log[i]; s != nil {
@@ -356,16 +367,92 @@ func (a *Paxos) checkChosen() {
 				a.observe(i, ByQuorum, s.val)
 			}
 			delete(a.inflight, i)
+			if a.chosenByOthers(f) || a.proto.Protocol == BrokenUnpinOne {
+				// BrokenUnpinOne: broken on purpose (broken_unpin.go), it
+				// unpins on the leader's unsynced vote and one follower's.
+				unpin = append(unpin, i)
+			} else {
+				a.keepOwnChosen(i, f)
+			}
 			any = true
 		}
 	}
 	if any {
+		slices.Sort(unpin) // the map's order is random; the outputs' must not be
+		for _, i := range unpin {
+			a.Emit(automaton.Unpin{Pos: i})
+		}
 		a.advance(true)
 		if waitingOutput(a.Out[n0:]) < 0 {
 			a.sendHeartbeat()
 		}
 		a.propose()
 	}
+}
+
+// ownChoice is an instance chosen by a majority that counted the leader's
+// own vote, and its acks (ownChosen).
+type ownChoice struct {
+	i uint64
+	f *flight
+}
+
+// keepOwnChosen keeps instance i, just chosen with the leader's own vote
+// in f's acks, until the other acceptors' acks alone are a majority
+// (ackOwnChosen): then the instance is chosen whatever becomes of the
+// leader's record of it, and the leader unpins it (automaton.Unpin), so
+// that its answers leave on whichever quorum is durable first (package
+// doc, "The leader's own acceptance against the followers'"). At most
+// 2 x window instances are kept, the lowest dropped first: a follower
+// down keeps none longer, and a dropped one only waits for the leader's
+// own record, as before.
+func (a *Paxos) keepOwnChosen(i uint64, f *flight) {
+	if !f.acks.has(a.self) || len(f.conf.members)-1 < f.conf.majority() {
+		return // the others can never be a majority (one or two members)
+	}
+	k := len(a.ownChosen)
+	for k > 0 && a.ownChosen[k-1].i > i {
+		k--
+	}
+	a.ownChosen = slices.Insert(a.ownChosen, k, ownChoice{i, f})
+	if n := len(a.ownChosen) - 2*max(a.prm.Window, 1); n > 0 {
+		clear(a.ownChosen[:n])
+		a.ownChosen = slices.Delete(a.ownChosen, 0, n)
+	}
+}
+
+// ackOwnChosen counts peer from's acceptance of instance i if i is kept
+// (keepOwnChosen), and unpins i once the acceptances other than the
+// leader's are a majority: each left its node after its record was
+// durable (an Accepted is never Early), so t+1 of 2t+1 acceptors durably
+// accepted i under this ballot, the Classic Paxos quorum (the seed's
+// ch. V.A), without the leader's own vote.
+func (a *Paxos) ackOwnChosen(i uint64, from int) {
+	for k := range a.ownChosen {
+		o := &a.ownChosen[k]
+		if o.i != i {
+			continue
+		}
+		o.f.acks.add(from)
+		if a.chosenByOthers(o.f) {
+			a.Emit(automaton.Unpin{Pos: i})
+			a.ownChosen = slices.Delete(a.ownChosen, k, k+1)
+		}
+		return
+	}
+}
+
+// chosenByOthers reports whether the acks in f other than the leader's
+// own are a majority of f's configuration.
+func (a *Paxos) chosenByOthers(f *flight) bool {
+	c := f.conf
+	n := 0
+	for _, m := range c.members {
+		if h, ok := a.index[m.ID]; ok && h != a.self && f.acks.has(h) {
+			n++
+		}
+	}
+	return n >= c.majority()
 }
 
 // waitingOutput returns the index in outs of the last output that waits for
