@@ -250,10 +250,12 @@ func catchTxnVariant(t *testing.T, broken string, txnClients int, faults string,
 // under way does not copy them again) is caught by the strict-
 // serializability checker: the destination serves an older balance.
 func TestShardsSimTxnCatchesNoDirty(t *testing.T) {
-	// Seed 8 catches it since session 44 (the replicated placement
-	// namespace by default, transfers answered at the decision); seeds 1-7
-	// pass.
-	catchTxnVariant(t, "txn-no-dirty", 8, "none", []int64{8, 2, 1, 3, 4, 5, 6})
+	// Seeds 18, 23, 27, 45, 47 and 82 of 9-27, 41-48 and 81-84 catch it
+	// since session 51 (a follower's relayed Forward and the leader's
+	// unpinned answers moved the groups' schedules; the correct code passes
+	// 18, 23, 45, 47 and 82); seed 8 did since session 44 (the replicated placement
+	// namespace by default, transfers answered at the decision), 1-7 not.
+	catchTxnVariant(t, "txn-no-dirty", 8, "none", []int64{18, 23, 27, 45, 8})
 }
 
 // A broken variant of the Coordinator itself, read-only-without-locks
