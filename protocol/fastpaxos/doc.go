@@ -143,6 +143,26 @@
 // anything is voted). IdempotentRetry is true within a client's window of
 // 64 writes, as in protocol/paxos.
 //
+// # Client sessions (machine.go; session 51)
+//
+// As protocol/paxos's table ("Client sessions"; the Raft thesis §6.3),
+// and for the same reason: before, a client's row kept its last 64
+// outcomes for good, and Fast Paxos never evicts a row, so every client id
+// ever seen stayed in every replica's memory. Now a request carries its
+// client's lowest unanswered seq (automaton.Request.Unanswered, flagged in
+// the value's read-mode byte and sent as Seq minus it: a request without
+// it is encoded as before, and old records decode unchanged); executing
+// it, every replica drops that client's outcomes below it. A client's
+// session ends by automaton.SessionEnd (the runtime's, when a RESP
+// connection closes, or a gRPC client's end_session), chosen and executed
+// like a write: the row goes, a tombstone (client id, instance) stays. A
+// write below the floor or of an ended session is refused and not
+// executed, never a second execution; a proposer answers such a request at
+// once from its table (the acceptors never vote again for a request chosen
+// before). Rows are still never evicted and tombstones neither: the table
+// grows with the clients still connected and one tombstone per closed
+// client, instead of a row of up to 64 outcomes per client ever seen.
+//
 // # Statistics
 //
 // (*FastPaxos).Stats returns per-node counters for experiments:

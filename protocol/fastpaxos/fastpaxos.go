@@ -62,7 +62,10 @@ func capabilities(name, doc string) automaton.Capabilities {
 		// Clients are the proposers and send each request to every
 		// acceptor (the Grid Services thesis V.A, V.C).
 		ClientFanout: true,
-		Params:       params.Defaults(),
+		// Client sessions (machine.go): a request's bound drops outcomes,
+		// SessionEnd removes a closed client's row.
+		Sessions: true,
+		Params:   params.Defaults(),
 	}
 }
 

@@ -139,19 +139,38 @@ func decodeVotes(d *wire.Decoder) []entry {
 // encodeRequest writes a request's id and operation (groups, transactions
 // and environments never reach the wire: New refuses nondeterministic
 // services, the edge refuses groups).
+// reqLow flags, in a request's read-mode byte, that the client's lowest
+// unanswered seq (automaton.Request.Unanswered; machine.go, session 51)
+// follows the operation, as Seq minus it: a request without it is encoded
+// byte for byte as before (and old records decode unchanged).
+const reqLow = 0x80
+
 func encodeRequest(e *wire.Encoder, r automaton.Request) {
 	e.Uvarint(r.ID.Client)
 	e.Uvarint(r.ID.Seq)
-	e.Byte(byte(r.Opts.Read))
+	rb := byte(r.Opts.Read)
+	if r.Unanswered > 0 {
+		rb |= reqLow
+	}
+	e.Byte(rb)
 	service.EncodeOp(e, r.Op)
+	if r.Unanswered > 0 {
+		e.Uvarint(r.ID.Seq - min(r.Unanswered, r.ID.Seq)) // a request waits for itself
+	}
 }
 
 func decodeRequest(d *wire.Decoder) automaton.Request {
 	var r automaton.Request
 	r.ID.Client = d.Uvarint()
 	r.ID.Seq = d.Uvarint()
-	r.Opts.Read = automaton.ReadMode(d.Byte())
+	rb := d.Byte()
+	r.Opts.Read = automaton.ReadMode(rb &^ reqLow)
 	r.Op = service.DecodeOp(d)
+	if rb&reqLow != 0 {
+		if back := d.Uvarint(); back < r.ID.Seq {
+			r.Unanswered = r.ID.Seq - back
+		}
+	}
 	return r
 }
 

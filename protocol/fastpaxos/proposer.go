@@ -13,8 +13,14 @@ import (
 // node its proposer: it sends the request to every acceptor on the
 // client's behalf and answers the client itself.
 
-// Validator implements proto.Validating.
-func (a *FastPaxos) Validator(automaton.Request) service.Service { return a.cfg.Service }
+// Validator implements proto.Validating: a session end (machine.go) is
+// the runtime's, which no service lists.
+func (a *FastPaxos) Validator(req automaton.Request) service.Service {
+	if automaton.IsSessionEnd(req.Op) {
+		return nil
+	}
+	return a.cfg.Service
+}
 
 // Invalid implements proto.Validating.
 func (a *FastPaxos) Invalid(req automaton.Request, r service.Result) {
@@ -33,6 +39,10 @@ func (a *FastPaxos) OnRequest(req automaton.Request) {
 	}
 	if res, ok := a.sm.lookup(req.ID); ok {
 		a.respond(automaton.Response{ID: req.ID, Result: res}) // executed already (a retry)
+		return
+	}
+	if res, refused := a.sm.refused(req); refused {
+		a.respond(automaton.Response{ID: req.ID, Result: res}) // forgotten, or its session ended
 		return
 	}
 	req.Env = service.Env{} // deterministic services only (New)
