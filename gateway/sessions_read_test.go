@@ -6,6 +6,7 @@ import (
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
+	"github.com/synod-dev/synod/protocol/fastpaxos"
 	"github.com/synod-dev/synod/protocol/paxos"
 )
 
@@ -80,4 +81,27 @@ func TestReadOnlyConnectionsEndNoSessions(t *testing.T) {
 	// A connection that wrote ends its own session.
 	w.nc.Close()
 	waitSessions(t, "the writing connection's session ended", func() bool { st := status(); return st.Ended == 1 && st.Sessions == 0 })
+}
+
+// Fast Paxos keeps sessions too (protocol/fastpaxos "Client sessions"):
+// connections that wrote and closed leave no row on it either. Fails
+// before session 51 (fastpaxos declared no sessions: 20 rows stayed).
+func TestClosedConnectionsLeaveNoFastPaxosRows(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, "fastpaxos", "kv")
+	_, addr := startServer(t, b, ServerOptions{})
+	rows := func() (n, ended int) {
+		b.Inspect(func(a automaton.Automaton) { n, ended = a.(*fastpaxos.FastPaxos).SessionCounts() })
+		return
+	}
+	for i := 0; i < 20; i++ {
+		c := dial(t, addr)
+		for k := 0; k < 3; k++ {
+			c.send("SET", fmt.Sprintf("k%d", i), fmt.Sprint(k))
+			if r := c.reply(); string(r.Str) != "OK" {
+				t.Fatalf("SET: %+v", r)
+			}
+		}
+		c.nc.Close()
+	}
+	waitSessions(t, "the closed connections' sessions ended", func() bool { n, ended := rows(); return n == 0 && ended == 20 })
 }

@@ -442,6 +442,10 @@ func (a *FastPaxos) Leader() automaton.NodeID {
 // Stats returns the node's counters (package doc, "Statistics").
 func (a *FastPaxos) Stats() Stats { return a.stats }
 
+// SessionCounts reports the deduplication table's rows and the ended
+// sessions' tombstones (machine.go).
+func (a *FastPaxos) SessionCounts() (rows, ended int) { return len(a.sm.clients), len(a.sm.closed) }
+
 // ServiceState implements automaton.StateReporter: instances executed (the
 // no-op counts) and the state after them.
 func (a *FastPaxos) ServiceState() (uint64, service.State) {
