@@ -82,6 +82,21 @@ func TestDecodeRequest(t *testing.T) {
 	if m.r.Namespace != "hits" || m.op.Kind != "set" {
 		t.Fatal(m.r.Namespace, m.op.Kind)
 	}
+	// The session fields (sessions.go): the Go client sends unanswered
+	// with every request on a namespace with sessions, so they are common.
+	for _, r := range []*synodpb.Request{
+		{ClientId: 7, Seq: 9, Unanswered: 9, Op: &synodpb.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}},
+		{ClientId: 7, Seq: 10, EndSession: true},
+	} {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := decodeCommon(b, names)
+		if m == nil || !proto.Equal(&m.r, r) {
+			t.Fatalf("%v decoded by hand as %v", r, m)
+		}
+	}
 	t.Logf("%d messages compared", len(corpus))
 }
 
