@@ -151,10 +151,11 @@ func TestShardsSimSplitsBySize(t *testing.T) {
 // the next group's) is caught by the decision invariant: a split or merge
 // moves only slots its source owns.
 func TestShardsSimCatchesPlacerOverreach(t *testing.T) {
-	// Seeds 1, 3 and 10 of 1-10 catch it with the replicated placement
-	// namespace (the default since session 44; 2 and 5 did with
-	// registers).
-	seeds := []int64{1, 3}
+	// Seeds 3, 6 and 15 of 1-16 catch it with the replicated placement
+	// namespace since session 51's paxos changes (the relayed Forward and
+	// the unpinned answer move the placement group's timings; 1, 3 and 10
+	// did before, 2 and 5 with registers).
+	seeds := []int64{6, 3}
 	if testing.Short() {
 		seeds = seeds[1:]
 	}
