@@ -21,10 +21,7 @@ import (
 func TestReadOnlyConnectionsEndNoSessions(t *testing.T) {
 	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
 	srv, addr := startServer(t, b, ServerOptions{})
-	status := func() (st paxos.Status) {
-		b.Inspect(func(a automaton.Automaton) { st = a.(*paxos.Paxos).Status() })
-		return st
-	}
+	status := func() paxos.Status { return paxosStatus(b) }
 	open := func() int {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()

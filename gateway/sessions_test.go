@@ -21,10 +21,7 @@ import (
 func TestClosedConnectionsLeaveNoSessions(t *testing.T) {
 	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
 	_, addr := startServer(t, b, ServerOptions{})
-	status := func() (st paxos.Status) {
-		b.Inspect(func(a automaton.Automaton) { st = a.(*paxos.Paxos).Status() })
-		return st
-	}
+	status := func() paxos.Status { return paxosStatus(b) }
 	const n = 20
 	for i := 0; i < n; i++ {
 		c := dial(t, addr)
@@ -69,4 +66,11 @@ func waitSessions(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within a minute", what)
 		}
 	}
+}
+
+// paxosStatus is the paxos automaton's Status, read on its backend's
+// goroutine (the session tests' table counts).
+func paxosStatus(b *gatewaytest.AutomatonBackend) (st paxos.Status) {
+	b.Inspect(func(a automaton.Automaton) { st = a.(*paxos.Paxos).Status() })
+	return st
 }
