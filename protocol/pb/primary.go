@@ -205,8 +205,15 @@ func (a *PB) onAck(from automaton.NodeID, m message) {
 		p.fresh = false
 		a.resend(from, p)
 	}
-	if !p.member && m.Joined && p.acked >= a.committed {
+	if !p.member && m.Joined && m.Index >= a.committed {
 		// A joiner that installed the state and holds everything committed.
+		// Its acked becomes what it applied (m.Index): a joiner's earlier
+		// acks count updates received in order and held in memory, not
+		// applied, and a member's acked must be what it holds durably
+		// (the invariant reply-after-acks; pb seed 18 of the chunked-join
+		// scenario's flags at 9cd4774 answered entry 46 with the new
+		// member at 45).
+		p.acked = m.Index
 		p.member, p.nonce, p.xfer = true, p.xfer.nonce, nil
 		a.members = append(a.members, from)
 		a.epoch++
