@@ -3,7 +3,7 @@ package automaton
 import "github.com/synod-dev/synod/service"
 
 // Client sessions (protocols whose Capabilities.Sessions is set: paxos,
-// fastpaxos).
+// fastpaxos, pb).
 //
 // A protocol that keeps a table of outcomes per client id (exactly-once:
 // a retried write gets its first outcome) is told when a client is gone:

@@ -2,7 +2,6 @@ package paxos
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/protocol/proto"
@@ -183,25 +182,7 @@ func (m *machine) endSession(client uint64, i uint64) outcome {
 // ended earliest (by instance, then id) is forgotten, on every replica
 // alike. A write of such a client delayed past that many later session
 // ends would run again: the documented bound, as for rows (evict).
-func (m *machine) evictClosed() {
-	if len(m.closed) <= m.maxClients {
-		return
-	}
-	type tomb struct{ id, at uint64 }
-	ts := make([]tomb, 0, len(m.closed))
-	for id, at := range m.closed {
-		ts = append(ts, tomb{id, at})
-	}
-	sort.Slice(ts, func(a, b int) bool {
-		if ts[a].at != ts[b].at {
-			return ts[a].at < ts[b].at
-		}
-		return ts[a].id < ts[b].id
-	})
-	for _, t := range ts[:len(m.closed)-m.maxClients+m.maxClients/10] {
-		delete(m.closed, t.id)
-	}
-}
+func (m *machine) evictClosed() { proto.EvictTombstones(m.closed, m.maxClients) }
 
 func (m *machine) newSession(client uint64) *session {
 	s, _ := m.clients.Row(client, dedupWindow)
@@ -322,20 +303,9 @@ func (m *machine) snapshot(index uint64) []byte {
 		}
 	}
 	encodeConf(&e, m.conf)
-	if len(m.closed) > 0 {
-		// Ended sessions, after the configuration: a snapshot without
-		// them is byte for byte as before sessions ended.
-		ids := make([]uint64, 0, len(m.closed))
-		for id := range m.closed {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-		e.Uvarint(uint64(len(ids)))
-		for _, id := range ids {
-			e.Uvarint(id)
-			e.Uvarint(m.closed[id])
-		}
-	}
+	// Ended sessions, after the configuration: a snapshot without them is
+	// byte for byte as before sessions ended.
+	proto.EncodeTombstones(&e, m.closed)
 	return e.B
 }
 
@@ -379,15 +349,7 @@ func (m *machine) restore(b []byte) (uint64, error) {
 	if d.Err() == nil && len(d.B) > 0 {
 		cf = decodeConf(d) // snapshots from before membership changes have none
 	}
-	var closed map[uint64]uint64
-	if d.Err() == nil && len(d.B) > 0 {
-		k := d.Count(1<<30, 2)
-		closed = make(map[uint64]uint64, k)
-		for j := 0; j < k && d.Err() == nil; j++ {
-			id := d.Uvarint()
-			closed[id] = d.Uvarint()
-		}
-	}
+	closed := proto.DecodeTombstones(d)
 	if err := d.Done(); err != nil {
 		return 0, fmt.Errorf("paxos: bad snapshot: %w", err)
 	}

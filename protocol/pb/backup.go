@@ -21,7 +21,7 @@ func (a *PB) onUpdate(from automaton.NodeID, m message) {
 	if from != a.primary() {
 		return
 	}
-	e := entry{index: m.Index, id: m.ID, full: m.Full, payload: m.Payload, out: m.Out}
+	e := entry{index: m.Index, id: m.ID, full: m.Full, payload: m.Payload, out: m.Out, low: m.Low, end: m.End}
 	switch a.role {
 	case roleJoining:
 		a.joinerUpdate(e)

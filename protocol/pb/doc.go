@@ -309,6 +309,30 @@
 //     forwards again (the stub's FAILURE_HANDLER, run on its behalf).
 //   - The Handle Resolution Service the seed bypasses has no counterpart.
 //
+// # Client sessions (machine.go; session 52)
+//
+// As protocol/paxos's and protocol/fastpaxos's tables ("Client
+// sessions"; the Raft thesis §6.3): a request carries its client's lowest
+// unanswered seq (automaton.Request.Unanswered); the primary puts it in
+// the write's entry, and every replica, applying the entry, drops that
+// client's outcomes below it (before: the last 64 per client id, until
+// the least recently active tenth was evicted past 100,000 rows). A
+// client's session ends by automaton.SessionEnd (the gateway's, when a
+// RESP connection closes; a gRPC client's end_session): the primary makes
+// it an entry that changes no state, and every replica applying it
+// removes the client's row and keeps a tombstone (client id, entry
+// index). A write below its client's floor or of an ended session is
+// refused, never executed. The tombstones are bounded as the rows are
+// (beyond 100,000 the oldest tenth goes: a late copy of an evicted
+// client's write runs again, the documented limit of an evicted row).
+// Encoding: the bound and the session end travel after an entry's
+// outcome (its record, the update message) and the bound after a
+// forwarded request, only when set, and the tombstones after the state
+// image's snapshot, only when there are any: without them every encoding
+// is byte for byte as before, so old records decode unchanged. A node of
+// an earlier build refuses an update or forward carrying them (trailing
+// bytes), which needs a gateway of this build to send.
+//
 // # Invariants (invariant.go)
 //
 // One primary per view; a node's view never goes back; a backup in the

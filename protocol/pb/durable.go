@@ -85,6 +85,7 @@ func marshalEntry(e entry) []byte {
 	w.Bool(e.full)
 	w.Bytes(e.payload)
 	encodeOutcome(&w, e.out)
+	encodeSession(&w, e.low, e.end)
 	return w.B
 }
 
@@ -99,6 +100,7 @@ func unmarshalEntry(b []byte) (entry, error) {
 	e.full = d.Bool()
 	e.payload = d.BytesCopy()
 	e.out = decodeOutcome(d)
+	e.low, e.end = decodeSession(d)
 	return e, d.Done()
 }
 

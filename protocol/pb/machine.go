@@ -41,10 +41,15 @@ type machine struct {
 	applied uint64 // entries applied
 	chain   uint64 // digest chain over entries 1..applied
 	clients proto.Sessions[recorded]
+	// closed: the clients whose session ended (automaton.SessionEnd), by
+	// id, with the index of the entry that ended it; a later write under
+	// the id is refused, never executed (package doc, "Client sessions").
+	// Bounded as the rows are: beyond dedupClients the oldest tenth goes.
+	closed map[uint64]uint64
 }
 
 func newMachine(svc service.Service) *machine {
-	return &machine{svc: svc, st: svc.NewState(), clients: proto.Sessions[recorded]{}}
+	return &machine{svc: svc, st: svc.NewState(), clients: proto.Sessions[recorded]{}, closed: map[uint64]uint64{}}
 }
 
 // lookup returns the recorded outcome of write id.
@@ -52,19 +57,41 @@ func (m *machine) lookup(id automaton.RequestID) (recorded, bool) {
 	return m.clients.Lookup(id)
 }
 
-// forgotten reports whether id is below its client's window.
-func (m *machine) forgotten(id automaton.RequestID) bool {
-	return m.clients.Forgotten(id)
+// refused answers a write the table can no longer run: one below its
+// client's window or bound (its outcome forgotten), or of a client whose
+// session ended. It is answered with an error, never executed.
+func (m *machine) refused(id automaton.RequestID) (service.Result, bool) {
+	if m.clients.Forgotten(id) {
+		return service.Errorf("ERR request %v is below what its client still waits for, or older than its duplicate window (%d writes): its outcome is forgotten and it was not executed", id, dedupWindow), true
+	}
+	if _, gone := m.closed[id.Client]; gone && m.clients[id.Client] == nil {
+		return service.Errorf("ERR request %v: its client's session ended; it was not executed", id), true
+	}
+	return service.Result{}, false
 }
 
-// record notes write id's outcome at entry index (the same on every replica:
-// it is part of the entry).
-func (m *machine) record(id automaton.RequestID, out outcome, index uint64) {
+// record notes entry e's write in the table (the same on every replica:
+// the request's bound and a session end are part of the entry): a
+// session end removes the client's row and leaves a tombstone; a write
+// drops its client's outcomes below the bound, then records its own.
+func (m *machine) record(e entry) {
+	id := e.id
+	if e.end {
+		delete(m.clients, id.Client)
+		if _, ok := m.closed[id.Client]; !ok {
+			m.closed[id.Client] = e.index
+			m.evictClosed()
+		}
+		return
+	}
 	s, created := m.clients.Row(id.Client, dedupWindow)
 	if created {
 		m.evict()
 	}
-	s.Record(id.Seq, recorded{out: out, index: index}, index, dedupWindow)
+	if e.low > 0 {
+		s.ForgetBelow(min(e.low, id.Seq)) // a request waits for itself
+	}
+	s.Record(id.Seq, recorded{out: e.out, index: e.index}, e.index, dedupWindow)
 }
 
 func (m *machine) evict() {
@@ -74,6 +101,10 @@ func (m *machine) evict() {
 	m.clients.EvictIdle(len(m.clients) / 10)
 }
 
+// evictClosed keeps the tombstones within dedupClients
+// (proto.EvictTombstones).
+func (m *machine) evictClosed() { proto.EvictTombstones(m.closed, dedupClients) }
+
 // entry is one state update: the change one write made at the primary.
 type entry struct {
 	index   uint64
@@ -82,6 +113,29 @@ type entry struct {
 	payload []byte // delta or snapshot
 	out     outcome
 	chain   uint64 // the digest chain after it (local, not sent)
+	// Client sessions (package doc): low is the request's
+	// automaton.Request.Unanswered (0: not told), end marks a session end
+	// (no state change: payload empty). Both travel after the outcome,
+	// only when set, so an entry without them is encoded as before.
+	low uint64
+	end bool
+}
+
+// encodeSession appends an entry's session fields when set (encodeEntry's
+// and the update message's tail).
+func encodeSession(w *wire.Encoder, low uint64, end bool) {
+	if low > 0 || end {
+		w.Uvarint(low)
+		w.Bool(end)
+	}
+}
+
+// decodeSession reads what encodeSession wrote, if anything is left.
+func decodeSession(d *wire.Decoder) (low uint64, end bool) {
+	if d.Err() == nil && len(d.B) > 0 {
+		return d.Uvarint(), d.Bool()
+	}
+	return 0, false
 }
 
 // digest chains entry e onto chain c: the index, the request, the payload
@@ -97,6 +151,7 @@ func digest(c uint64, e entry) uint64 {
 	w.Bool(e.full)
 	w.Bytes(e.payload)
 	encodeOutcome(&w, e.out)
+	encodeSession(&w, e.low, e.end)
 	h.Write(w.B)
 	return h.Sum64()
 }
@@ -107,6 +162,9 @@ func digest(c uint64, e entry) uint64 {
 // for services without deltas, the whole resulting state. It returns the
 // entry, not yet applied to the chain or the table (apply does that).
 func (m *machine) execute(req automaton.Request) entry {
+	if automaton.IsSessionEnd(req.Op) && len(req.Ops) == 0 {
+		return entry{index: m.applied + 1, id: req.ID, out: outcome{res: service.OK()}, end: true}
+	}
 	var since uint64
 	ds, delta := m.st.(service.DeltaState)
 	if delta {
@@ -118,7 +176,7 @@ func (m *machine) execute(req automaton.Request) entry {
 	} else {
 		out = outcome{res: service.ApplyEnv(m.st, req.Op, req.Env)}
 	}
-	e := entry{index: m.applied + 1, id: req.ID, out: out}
+	e := entry{index: m.applied + 1, id: req.ID, out: out, low: req.Unanswered}
 	if delta {
 		if d, err := ds.Delta(since); err == nil {
 			e.payload = d
@@ -133,7 +191,7 @@ func (m *machine) execute(req automaton.Request) entry {
 func (m *machine) commitLocal(e entry) {
 	m.applied = e.index
 	m.chain = digest(m.chain, e)
-	m.record(e.id, e.out, e.index)
+	m.record(e)
 }
 
 // inject applies an entry made by the primary (the Grid Services thesis III.B,
@@ -145,7 +203,9 @@ func (m *machine) inject(e entry) error {
 		return fmt.Errorf("entry %d on a state at %d", e.index, m.applied)
 	}
 	var err error
-	if e.full {
+	if e.end {
+		// a session end changes no state
+	} else if e.full {
 		err = m.st.Restore(e.payload)
 	} else if ds, ok := m.st.(service.DeltaState); ok {
 		err = ds.ApplyDelta(e.payload)
@@ -190,6 +250,9 @@ func (m *machine) encode() []byte {
 		}
 	}
 	e.Bytes(snap)
+	// The tombstones (client sessions), after the snapshot and only when
+	// there are any: an image without them is encoded as before.
+	proto.EncodeTombstones(&e, m.closed)
 	return e.B
 }
 
@@ -217,6 +280,9 @@ func decodeMachine(svc service.Service, b []byte) (*machine, error) {
 		m.clients[id] = s
 	}
 	snap := d.Bytes()
+	if closed := proto.DecodeTombstones(d); closed != nil {
+		m.closed = closed
+	}
 	if err := d.Done(); err != nil {
 		return nil, err
 	}

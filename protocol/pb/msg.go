@@ -93,6 +93,8 @@ type message struct {
 	Full    bool   // Payload is a snapshot, not a delta
 	Payload []byte // service.DeltaState delta, or snapshot
 	Out     outcome
+	Low     uint64 // the entry's session fields (machine.go entry)
+	End     bool
 	// ack: the sender has installed a transferred state and asks to be a member.
 	Joined bool
 	// chunk, chunk-ack, and a joiner's ack: the transfer session.
@@ -159,6 +161,7 @@ func (m *message) marshal() []byte {
 		e.Bool(m.Full)
 		e.Bytes(m.Payload)
 		encodeOutcome(&e, m.Out)
+		encodeSession(&e, m.Low, m.End)
 	case kindAck:
 		m.View.Encode(&e)
 		e.Uvarint(m.Index)
@@ -205,6 +208,9 @@ func (m *message) marshal() []byte {
 		encodeOps(&e, m.Req.Op, m.Req.Ops)
 		service.EncodeEnv(&e, m.Req.Env)
 		e.Byte(byte(m.Req.Opts.Read))
+		if m.Req.Unanswered > 0 { // client sessions: only when told, so as before without
+			e.Uvarint(m.Req.Unanswered)
+		}
 	case kindReply:
 		e.Uvarint(m.ID.Client)
 		e.Uvarint(m.ID.Seq)
@@ -230,6 +236,7 @@ func unmarshal(b []byte) (message, error) {
 		m.Full = d.Bool()
 		m.Payload = d.BytesCopy()
 		m.Out = decodeOutcome(d)
+		m.Low, m.End = decodeSession(d)
 	case kindAck:
 		m.View = ballot()
 		m.Index = d.Uvarint()
@@ -275,6 +282,9 @@ func unmarshal(b []byte) (message, error) {
 		m.Req.Op, m.Req.Ops = decodeOps(d)
 		m.Req.Env = service.DecodeEnv(d)
 		m.Req.Opts.Read = automaton.ReadMode(d.Byte())
+		if d.Err() == nil && len(d.B) > 0 {
+			m.Req.Unanswered = d.Uvarint()
+		}
 	case kindReply:
 		m.ID = automaton.RequestID{Client: d.Uvarint(), Seq: d.Uvarint()}
 		m.Out = decodeOutcome(d)

@@ -41,7 +41,11 @@ func capabilities(name string, dedup bool, doc string) automaton.Capabilities {
 		// resubmitted at another node (and forwarded to the primary of the
 		// moment) takes effect once.
 		Idempotent: dedup,
-		Params:     params.Defaults(),
+		// Client sessions (machine.go, package doc): a request's bound
+		// drops its client's outcomes, SessionEnd removes a closed
+		// client's row (the variant without the table keeps none).
+		Sessions: dedup,
+		Params:   params.Defaults(),
 		// Only the primary executes, with the request's Env, and the
 		// backups install the resulting state change.
 		Nondeterminism: true,
@@ -411,7 +415,8 @@ func (a *PB) OnMessage(from automaton.NodeID, b []byte) {
 // Validator implements proto.Validating: a membership change is refused
 // unvalidated (OnRequest).
 func (a *PB) Validator(req automaton.Request) service.Service {
-	if automaton.IsMemberOp(req.Op) && len(req.Ops) == 0 {
+	if (automaton.IsMemberOp(req.Op) || automaton.IsSessionEnd(req.Op)) && len(req.Ops) == 0 {
+		// a session end (machine.go) is the runtime's, which no service lists
 		return nil
 	}
 	return a.cfg.Service
@@ -438,7 +443,7 @@ func (a *PB) OnRequest(req automaton.Request) {
 		return
 	}
 	local := req.Opts.Read == automaton.ReadLocal || req.Opts.Read == automaton.ReadRegular
-	if local && a.m != nil && automaton.IsReadRequest(a.cfg.Service, req) {
+	if local && a.m != nil && !automaton.IsSessionEnd(req.Op) && automaton.IsReadRequest(a.cfg.Service, req) {
 		a.respond(req.ID, a.m.read(req))
 		return
 	}

@@ -26,7 +26,8 @@ func (a *PB) initPrimary() {
 // check_previous_requests, service.op, extract_state, then
 // notify_change_with_ack, whose wait is the waiter released by advance.
 func (a *PB) serve(req automaton.Request, from automaton.NodeID) {
-	read := automaton.IsReadRequest(a.cfg.Service, req)
+	end := automaton.IsSessionEnd(req.Op) && len(req.Ops) == 0
+	read := !end && automaton.IsReadRequest(a.cfg.Service, req)
 	if !read && !a.proto.noDedup {
 		if w := a.inflight[req.ID]; w != nil {
 			w.join(req, from) // a resubmission of a request under way
@@ -38,8 +39,12 @@ func (a *PB) serve(req automaton.Request, from automaton.NodeID) {
 			a.wait(&waiter{index: r.index, out: r.out, write: true}, req, from)
 			return
 		}
-		if a.m.forgotten(req.ID) {
-			a.answer(&waiter{out: outcome{res: service.Errorf("ERR request %v is older than this client's duplicate window (%d writes); its outcome is unknown", req.ID, dedupWindow)}}, req, from)
+		if _, gone := a.m.closed[req.ID.Client]; end && gone && a.m.clients[req.ID.Client] == nil {
+			a.answer(&waiter{out: outcome{res: service.OK()}}, req, from) // ended before
+			return
+		}
+		if res, refused := a.m.refused(req.ID); refused {
+			a.answer(&waiter{out: outcome{res: res}}, req, from) // forgotten, or its session ended
 			return
 		}
 	}
@@ -71,7 +76,7 @@ func (a *PB) serve(req automaton.Request, from automaton.NodeID) {
 
 func (a *PB) updateMsg(e entry) message {
 	return message{Kind: kindUpdate, View: a.view, Index: e.index, Stable: a.committed,
-		ID: e.id, Full: e.full, Payload: e.payload, Out: e.out}
+		ID: e.id, Full: e.full, Payload: e.payload, Out: e.out, Low: e.low, End: e.end}
 }
 
 // appendEntry counts an entry in the state (already changed by execute or

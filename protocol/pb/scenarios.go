@@ -58,6 +58,10 @@ func (p protocol) Scenarios() []automaton.Scenario {
 //     1000000, 10 of 10 were not linearizable. Since the take-over rules
 //     (takeover.go) the scenario's flags fail 8 of seeds 1-40 (3, 4, 6,
 //     19, 27, 31, 33, 34; not linearizable), with the checks off too.
+//     Since client sessions (session 52: the simulator's clients tell
+//     their bound, so forwards grew and the schedules moved) they fail 10
+//     of seeds 1-40 (1, 10, 17, 24, 31, 33, 34, 37, 38, 40), with the
+//     checks off too; 3 and 4 pass, so the pin is 33-34.
 //   - replyFirstSeeds: `--faults crash,loss --no-invariants --seeds 1-20`
 //     failed seeds 1, 4, 5, 6, ...; pb itself passes crash,loss on 1-100.
 //   - noDedupSeeds: `--faults dup --no-invariants --seeds 1-10` failed 5.
@@ -72,7 +76,7 @@ const (
 	// pb-broken-takeover loses acknowledged writes (TestTakeOverSlowDisk
 	// and the conformance suite's broken-variant catch share them).
 	TakeOverSeeds   = "13,83"
-	partitionSeeds  = "3-4"
+	partitionSeeds  = "33-34"
 	replyFirstSeeds = "1,4"
 	noDedupSeeds    = "5"
 )

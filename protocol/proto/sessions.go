@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/wire"
 )
 
 // The exactly-once table (issue 32 item 1): the client sessions a
@@ -166,4 +167,63 @@ func (t Sessions[R]) EvictIdle(drop int) {
 	for _, r := range rows[:min(drop, len(rows))] {
 		delete(t, r.id)
 	}
+}
+
+// EvictTombstones keeps at most max of an exactly-once table's tombstones
+// (ended sessions: client id -> the position that ended it): past it, the
+// tenth ended earliest (by position, then id) is forgotten, on every
+// replica alike. A write of such a client delayed past that many later
+// session ends would run again: the documented bound, as for rows.
+func EvictTombstones(closed map[uint64]uint64, max int) {
+	if len(closed) <= max {
+		return
+	}
+	type tomb struct{ id, at uint64 }
+	ts := make([]tomb, 0, len(closed))
+	for id, at := range closed {
+		ts = append(ts, tomb{id, at})
+	}
+	sort.Slice(ts, func(a, b int) bool {
+		if ts[a].at != ts[b].at {
+			return ts[a].at < ts[b].at
+		}
+		return ts[a].id < ts[b].id
+	})
+	for _, t := range ts[:len(closed)-max+max/10] {
+		delete(closed, t.id)
+	}
+}
+
+// EncodeTombstones appends the tombstones (count, then id and position by
+// id ascending) when there are any; nothing otherwise, so that a snapshot
+// or image without them is encoded as before sessions ended.
+func EncodeTombstones(e *wire.Encoder, closed map[uint64]uint64) {
+	if len(closed) == 0 {
+		return
+	}
+	ids := make([]uint64, 0, len(closed))
+	for id := range closed {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	e.Uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		e.Uvarint(id)
+		e.Uvarint(closed[id])
+	}
+}
+
+// DecodeTombstones reads what EncodeTombstones wrote, if anything is left
+// (nil when nothing is).
+func DecodeTombstones(d *wire.Decoder) map[uint64]uint64 {
+	if d.Err() != nil || len(d.B) == 0 {
+		return nil
+	}
+	k := d.Count(1<<30, 2)
+	closed := make(map[uint64]uint64, k)
+	for j := 0; j < k && d.Err() == nil; j++ {
+		id := d.Uvarint()
+		closed[id] = d.Uvarint()
+	}
+	return closed
 }
