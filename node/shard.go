@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -546,6 +547,15 @@ func encodeReply(id uint64, r fwdReply) []byte {
 // encodeRequest writes what a forwarded request needs: its id, operation
 // or atomic group, read mode and protocol options (the Env is observed
 // again where it runs; transactions and fan-out are not forwarded).
+//
+// The client's bound (automaton.Request.Unanswered, client sessions) rides
+// in the options list under fwdUnanswered (its decimal value), only when
+// set: a request without it is encoded byte for byte as before, and a node
+// of an earlier build, which has no other extensible field in this frame
+// (a trailing field or a new frame kind it drops without a reply, and the
+// forwarder would wait for its time limit), still reads the frame and
+// serves the request without the bound, as before. decodeRequest takes
+// the entry out again, so that no protocol sees it.
 func encodeRequest(e *wire.Encoder, r automaton.Request) {
 	e.Uvarint(r.ID.Client)
 	e.Uvarint(r.ID.Seq)
@@ -557,20 +567,35 @@ func encodeRequest(e *wire.Encoder, r automaton.Request) {
 	if len(r.Ops) == 0 {
 		service.EncodeOp(e, r.Op)
 	}
-	keys := make([]string, 0, len(r.Opts.Ext))
+	keys := make([]string, 0, len(r.Opts.Ext)+1)
 	for k := range r.Opts.Ext {
-		keys = append(keys, k)
+		if k != fwdUnanswered {
+			keys = append(keys, k)
+		}
+	}
+	if r.Unanswered > 0 {
+		keys = append(keys, fwdUnanswered)
 	}
 	sort.Strings(keys)
 	e.Uvarint(uint64(len(keys)))
 	for _, k := range keys {
 		e.String(k)
+		if k == fwdUnanswered {
+			e.Uvarint(1)
+			e.String(strconv.FormatUint(r.Unanswered, 10))
+			continue
+		}
 		e.Uvarint(uint64(len(r.Opts.Ext[k])))
 		for _, v := range r.Opts.Ext[k] {
 			e.String(v)
 		}
 	}
 }
+
+// fwdUnanswered is the options entry that carries a forwarded request's
+// bound (encodeRequest). No protocol declares an option of this name (the
+// "synod." prefix is the runtime's, as automaton.SessionOpKind).
+const fwdUnanswered = "synod.unanswered"
 
 const maxForwardOps = 1 << 16
 
@@ -595,7 +620,20 @@ func decodeRequest(d *wire.Decoder) automaton.Request {
 		if r.Opts.Ext == nil {
 			r.Opts.Ext = map[string][]string{}
 		}
+		if name == fwdUnanswered {
+			if len(vs) == 1 {
+				if u, err := strconv.ParseUint(vs[0], 10, 64); err == nil {
+					r.Unanswered = u
+					continue
+				}
+			}
+			d.Fail(fmt.Errorf("a forwarded request's bound %q", vs))
+			continue
+		}
 		r.Opts.Ext[name] = vs
+	}
+	if len(r.Opts.Ext) == 0 {
+		r.Opts.Ext = nil
 	}
 	return r
 }
