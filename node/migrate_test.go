@@ -24,7 +24,13 @@ import (
 // "default": s0 (slots 0-8191) on n1-n3, s1 on n4-n6 (opts[0], when
 // given, are every node's options).
 func migrationCluster(t *testing.T, opts ...Options) (*config.Cluster, []*Node, []string) {
-	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Shards: []config.Shard{
+	return migrationClusterParams(t, nil, opts...)
+}
+
+// migrationClusterParams is migrationCluster with the groups' protocol
+// parameters.
+func migrationClusterParams(t *testing.T, params map[string]string, opts ...Options) (*config.Cluster, []*Node, []string) {
+	ns := config.Namespace{Name: "default", Protocol: "paxos", Service: "kv", Params: params, Shards: []config.Shard{
 		{Name: "s0", Slots: "0-8191", Nodes: []string{"n1", "n2", "n3"}},
 		{Name: "s1", Slots: "8192-16383", Nodes: []string{"n4", "n5", "n6"}},
 	}}
