@@ -18,11 +18,26 @@ import (
 // so that the others confirm.
 
 // confirmSet: the confirms a node received for one read.
+//
+// A read the leader answered on a majority still has confirms on their
+// way (with 3 nodes, the second follower's). Its set is kept, marked
+// answered, until every other node's confirm arrived or answeredTicks
+// ticks passed: deleted at the answer, each late confirm made a new set
+// that lived op_timeout (5 s), and one client at the leader reading at
+// more than maxConfirms / 5 s (3,277 reads/s) filled the map, after which
+// every confirm was dropped and reads hung until the sets aged out
+// (bench-latency13's one pbpaxos error per run: a get after the 16,384th).
 type confirmSet struct {
-	bal  Ballot
-	from map[automaton.NodeID]bool
-	age  int
+	bal      Ballot
+	from     map[automaton.NodeID]bool
+	age      int
+	answered bool
 }
+
+// answeredTicks: how long an answered read's set waits for its late
+// confirms (a confirm later than that makes a set that ages out after
+// op_timeout, as any confirm for a read this node has not seen).
+const answeredTicks = 2
 
 // confirmRead is a non-leader's part of a read: confirm it to the owner of
 // the highest ballot this node accepted.
@@ -76,6 +91,7 @@ func (a *PBPaxos) leadRead(p *pend) {
 		return
 	}
 	p.state = pRead
+	a.freshConfirms(p.req.ID)
 	if !p.req.Fanout && !p.relayed && !p.asked {
 		p.asked = true
 		// Only the leader has it: ask the others to confirm.
@@ -88,11 +104,19 @@ func (a *PBPaxos) leadRead(p *pend) {
 	a.checkRead(p)
 }
 
+// freshConfirms drops what is left of an earlier answer's set for id (a
+// read retried under its ID): its confirms are not this read's.
+func (a *PBPaxos) freshConfirms(id automaton.RequestID) {
+	if c := a.confirms[id]; c != nil && c.answered {
+		delete(a.confirms, id)
+	}
+}
+
 // confirmed counts the confirms for id under the leader's ballot, its own
 // included.
 func (a *PBPaxos) confirmed(id automaton.RequestID) int {
 	n := 1
-	if c := a.confirms[id]; c != nil && c.bal == a.ballot {
+	if c := a.confirms[id]; c != nil && c.bal == a.ballot && !c.answered {
 		n += len(c.from)
 	}
 	return n
@@ -108,8 +132,29 @@ func (a *PBPaxos) checkRead(p *pend) {
 		return
 	}
 	a.served = append(a.served, served{read: true, confirms: n, newReq: true, early: a.applied < a.batchTop})
-	delete(a.confirms, p.req.ID)
+	a.doneConfirms(p.req.ID)
 	a.answer(p.req.ID, p.res, p.results)
+}
+
+// doneConfirms: the read id is answered; keep its set for the confirms
+// still on their way (confirmSet), or drop it if none is.
+func (a *PBPaxos) doneConfirms(id automaton.RequestID) {
+	c := a.confirms[id]
+	if c == nil {
+		if len(a.confirms) >= maxConfirms {
+			return
+		}
+		c = &confirmSet{bal: a.ballot, from: map[automaton.NodeID]bool{}}
+		a.confirms[id] = c
+	}
+	if c.bal != a.ballot || len(c.from) >= len(a.cfg.Nodes)-1 {
+		delete(a.confirms, id)
+		return
+	}
+	c.answered = true
+	if c.age < a.ticksOf(a.prm.opTimeout)-answeredTicks {
+		c.age = a.ticksOf(a.prm.opTimeout) - answeredTicks
+	}
 }
 
 func (a *PBPaxos) onConfirm(from automaton.NodeID, m *message) {
@@ -128,6 +173,12 @@ func (a *PBPaxos) onConfirm(from automaton.NodeID, m *message) {
 		return
 	}
 	c.from[from] = true
+	if c.answered {
+		if len(c.from) >= len(a.cfg.Nodes)-1 {
+			delete(a.confirms, m.ID) // the last late confirm
+		}
+		return
+	}
 	if p := a.pending[m.ID]; p != nil && p.state == pRead {
 		a.checkRead(p)
 	}

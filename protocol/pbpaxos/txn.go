@@ -114,6 +114,7 @@ func (a *PBPaxos) leadTxn(p *pend) {
 // confirms travel while the step executes, as for a read.
 func (a *PBPaxos) answerConfirmed(p *pend, res service.Result) {
 	p.state = pRead
+	a.freshConfirms(p.req.ID)
 	if !p.req.Fanout && !p.asked {
 		p.asked = true
 		a.broadcast(&message{Kind: kindRead, Req: wireRequest(a.cfg.Service, p.req), Origin: a.cfg.Self})
