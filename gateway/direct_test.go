@@ -171,3 +171,45 @@ func TestWaitRoomWakesAfterADirectWrite(t *testing.T) {
 		t.Fatal("waitRoom still paused after the direct write took everything")
 	}
 }
+
+// One client reading each reply: every reply goes straight to the socket,
+// and the writer goroutine, waiting for buffered bytes, is not woken for
+// it. It was, once per reply (the direct write's Broadcast), and each
+// wake-up started a thread for a writer that found nothing to write: one
+// hand-off per put at a paxos leader (futex wake-ups per put 3.1-3.5 ->
+// 2.1-2.3, perf stat, docs/costs/s52-lat.md).
+func TestDirectWriteLeavesWriterAsleep(t *testing.T) {
+	c, cl := tcpPair(t, ServerOptions{})
+	if c.out.raw == nil {
+		t.Skip("no direct writes on this platform")
+	}
+	go c.out.writer()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c.out.mu.Lock()
+		waits := c.out.writerWaits
+		c.out.mu.Unlock()
+		if waits {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer goroutine never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 50 {
+		if _, err := c.out.Write([]byte("+OK\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 5)
+		if _, err := io.ReadFull(cl, got); err != nil || string(got) != "+OK\r\n" {
+			t.Fatalf("reply %d: read %q, %v", i, got, err)
+		}
+	}
+	c.out.mu.Lock()
+	wakes, buffered := c.out.writerWakes, len(c.out.buf)
+	c.out.mu.Unlock()
+	if wakes != 0 || buffered != 0 {
+		t.Fatalf("50 direct replies woke the waiting writer %d times (%d bytes buffered), want 0", wakes, buffered)
+	}
+	c.out.finish()
+}

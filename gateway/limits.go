@@ -249,6 +249,9 @@ type outBuf struct {
 	writing           int
 	replies, wreplies int
 	direct            bool      // a direct write is under way: the writer waits
+	paused            int       // readers waiting in waitRoom
+	writerWaits       bool      // the writer waits in its cond.Wait
+	writerWakes       uint64    // Write's wake-ups of a waiting writer (tests)
 	raw               nowWriter // the socket for direct writes; nil: none
 	closing           bool      // no more appends; the writer drains and ends
 	err               error     // the first failure: nothing more is written
@@ -307,17 +310,30 @@ func (o *outBuf) Write(p []byte) (int, error) {
 			// The rest goes before whatever was appended meanwhile.
 			o.buf = append(append(make([]byte, 0, len(rest)+len(o.buf)), rest...), o.buf...)
 		}
-		// Always: the writer waited for the direct write, and a reader in
-		// waitRoom may have paused on its bytes (o.writing), which are now
-		// gone even if nothing is left to write.
-		o.cond.Broadcast()
+		// Wake the writer only for what it has to do (bytes appended or
+		// left over, a close or a failure), and a reader paused in waitRoom
+		// (its bytes, o.writing, are gone now even if nothing is left to
+		// write). An idle writer woken for nothing was one hand-off per
+		// reply: a new thread started for it (wakep), its wait again.
+		if len(o.buf) > 0 || o.closing || o.err != nil || o.paused > 0 {
+			o.wakeAll()
+		}
 		o.mu.Unlock()
 		return len(p), nil
 	}
 	o.buf = append(o.buf, p...)
-	o.cond.Broadcast()
+	o.wakeAll()
 	o.mu.Unlock()
 	return len(p), nil
+}
+
+// wakeAll is Write's cond.Broadcast, counting the wake-ups of a waiting
+// writer (o.mu held).
+func (o *outBuf) wakeAll() {
+	if o.writerWaits {
+		o.writerWakes++
+	}
+	o.cond.Broadcast()
 }
 
 // addReplies counts n replies among the bytes appended so far: with those
@@ -346,7 +362,9 @@ func (o *outBuf) waitRoom(maxPipeline int) bool {
 			paused = true
 			o.c.s.ov.backpressure.Add(1)
 		}
+		o.paused++
 		o.cond.Wait()
+		o.paused--
 	}
 	return o.err == nil && !o.closing
 }
@@ -387,7 +405,9 @@ func (o *outBuf) writer() {
 	for {
 		o.mu.Lock()
 		for o.err == nil && (o.direct || len(o.buf) == 0 && !o.closing) {
+			o.writerWaits = true
 			o.cond.Wait()
+			o.writerWaits = false
 		}
 		if o.err != nil || len(o.buf) == 0 {
 			o.mu.Unlock()
