@@ -182,11 +182,12 @@ type Options struct {
 	// binary: one client's put p99 was higher with both on in 15 of 18
 	// alternated rounds on the loaded machine (docs/costs/s50-lat50.md).
 	noInlineCommit bool
-	// turnCommit: the pass Kick runs for an event-loop turn's held
-	// requests commits on the event loop's goroutine (sched.go,
-	// turnCommits). Off by default; SYNOD_TURN_COMMIT=1 in a node's
-	// environment turns it on (New), for a quiet A/B of one binary.
-	turnCommit bool
+	// noTurnCommit: the pass Kick runs for an event-loop turn's held
+	// requests hands its records to a committer goroutine instead of
+	// committing them on the event loop's goroutine (sched.go,
+	// turnCommits, on by default since session 52). SYNOD_TURN_COMMIT=0
+	// in a node's environment sets it (New), for an A/B of one binary.
+	noTurnCommit bool
 	// readerCommit: a TCP reader's pass of a lone message commits its
 	// records on the reader (sched.go, readerCommitPass). Off by default
 	// (docs/COSTS.md, lat46: one client's put p99 rose with it on this
@@ -346,8 +347,8 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 	if os.Getenv("SYNOD_INLINE_COMMIT") == "0" {
 		opts.noInlineCommit = true
 	}
-	if os.Getenv("SYNOD_TURN_COMMIT") == "1" {
-		opts.turnCommit = true
+	if os.Getenv("SYNOD_TURN_COMMIT") == "0" {
+		opts.noTurnCommit = true
 	}
 	if os.Getenv("SYNOD_LOOP_HOLD") == "0" {
 		opts.noLoopHold = true

@@ -232,14 +232,19 @@ func (l *nsLoop) passHereCommit(commit bool) bool {
 // per turn, written before the loop reads again, so that the commands that
 // come meanwhile wait in their sockets and make the next turn's one
 // batch. Only in loops with direct passes (ESDS, ABD), with fsync, when
-// no committer runs, and only with SYNOD_TURN_COMMIT=1 in the node's
-// environment (New): at 64 ESDS clients on the loaded machine it took
-// 21-39 % of the entry node's hand-offs away in 3 of 3 rounds, but moved
-// neither its fsyncs nor the rate there (docs/costs/s51-tail51.md); the
-// quiet A/B decides. One client's put never takes this path (its turns
-// have one command, served by SubmitReply).
+// no committer runs; on by default since session 52, SYNOD_TURN_COMMIT=0
+// in the node's environment turns it off (New). At 64 ESDS clients
+// (reads=local, redis-benchmark -r 10000) it took a third of the nodes'
+// hand-offs per SET away in 6 of 6 alternated rounds on the quiet
+// machine (session 51, docs/costs/s51-quiet.md) and 6 of 6 again on the
+// loaded one (0.13-0.15 against 0.18-0.22, docs/costs/s52-esds.md), with
+// fewer sysmon wake-ups 6 of 6 and CPU per SET lower 5 of 6 and 4 of 6;
+// one client's put p50 medians over 4 alternated rounds were not higher
+// for esds, paxos and pb and within 2 % for abd (s52-esds.md). One
+// client's put never takes this path (its turns have one command, served
+// by SubmitReply).
 func (l *nsLoop) turnCommits() bool {
-	return l.n.opts.turnCommit && l.direct && l.n.durable && !l.n.opts.noCallerCommit && !l.committing.Load()
+	return !l.n.opts.noTurnCommit && l.direct && l.n.durable && !l.n.opts.noCallerCommit && !l.committing.Load()
 }
 
 // readerCommitPass is readerPass for a TCP reader that read one lone

@@ -11,12 +11,12 @@ import (
 	"github.com/synod-dev/synod/config"
 )
 
-// TestTurnCommit: with turnCommit (SYNOD_TURN_COMMIT=1), the pass Kick
-// runs for the requests an event-loop turn held (SubmitReplyHeld) commits
-// their records on Kick's goroutine, the gateway's event loop (sched.go,
+// TestTurnCommit: with turn commits (the default; SYNOD_TURN_COMMIT=0
+// turns them off), the pass Kick runs for the requests an event-loop turn
+// held (SubmitReplyHeld) commits their records on Kick's goroutine, the gateway's event loop (sched.go,
 // turnCommits), when no committer runs; the replies follow that commit
 // (package release decides what leaves: here, each reply comes after a
-// commit that ended on Kick's goroutine). Without it (the default) Kick's
+// commit that ended on Kick's goroutine). Without it (noTurnCommit) Kick's
 // pass hands the records to a committer goroutine and no commit runs on
 // Kick's goroutine. ESDS with fsync at n1 of three nodes: each turn holds
 // four SETs.
@@ -28,7 +28,7 @@ func TestTurnCommit(t *testing.T) {
 			var commits, onKick, endedOnKick atomic.Int64
 			var nodes []*Node
 			for i, nc := range cfg.Nodes {
-				o := Options{turnCommit: on}
+				o := Options{noTurnCommit: !on}
 				if i == 0 {
 					o.trace = func(stage string, _ automaton.NodeID, _ byte) {
 						switch stage {
