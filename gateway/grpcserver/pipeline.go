@@ -204,6 +204,7 @@ func (s *Server) Pipeline(stream synodpb.Synod_PipelineServer) error {
 	p.wmu.Unlock()
 	close(p.end)
 	p.wg.Wait()
+	p.endSessions() // sessions.go
 	if err := stream.Context().Err(); err != nil {
 		// The stream's deadline passed or the caller cancelled: its
 		// status, though the receiver may not have seen it (on the
@@ -279,6 +280,8 @@ type pipe struct {
 	// The executor's own (one worker at a time: the role passes under wmu).
 	client uint64 // the stream's client id (batches and calls run alone)
 	seq    uint64
+	wrote  bool                      // the stream's client id sent a request that may write (sessions.go)
+	usedNS []config.Namespace        // the namespaces of its own ids' requests (sessions.go)
 	made   int                       // lanes created
 	lanes  chan *pipeLane            // idle lanes
 	wg     sync.WaitGroup            // concurrent calls in flight
@@ -293,7 +296,10 @@ type inMsg struct {
 }
 
 // pipeLane is the identity of a concurrent call.
-type pipeLane struct{ client, seq uint64 }
+type pipeLane struct {
+	client, seq uint64
+	wrote       bool // sent a request that may write (sessions.go)
+}
 
 // laneKey names a key of a namespace (the conflict rule).
 type laneKey struct{ ns, key string }
@@ -660,7 +666,7 @@ func (p *pipe) runNamed(m inMsg) {
 		batch = append(batch, pcall{id: c.GetId(), ns: ns, req: req, terse: in.GetTerse()})
 	}
 	p.barrier()
-	p.runBatchAs(batch, m.id)
+	p.runBatchAs(batch, m.id, false)
 }
 
 // pcall is a checked call.
@@ -788,6 +794,8 @@ func (p *pipe) runCalls(calls []*synodpb.Call, last bool) (tail func()) {
 				p.reply(failed(c.GetId(), err))
 				continue
 			}
+			req.Unanswered = l.seq // the lane's only request in flight (sessions.go)
+			p.noteOwn(ns, req, l)
 			group = append(group, pcall{id: c.GetId(), ns: ns, req: req, lane: l, terse: in.GetTerse()})
 		default:
 			flush()
@@ -798,6 +806,8 @@ func (p *pipe) runCalls(calls []*synodpb.Call, last bool) (tail func()) {
 				p.reply(failed(c.GetId(), err))
 				continue
 			}
+			req.Unanswered = p.seq // the stream's only request in flight (sessions.go)
+			p.noteOwn(ns, req, nil)
 			p.write([]*synodpb.CallReply{p.runOne(c.GetId(), ns.Name, req, in.GetTerse())})
 		}
 	}
@@ -897,24 +907,35 @@ func (p *pipe) runOne(id uint64, ns string, req automaton.Request, terse bool) *
 // as itself) under the stream's next seq, and answers each.
 func (p *pipe) runBatch(batch []pcall) {
 	p.seq++
-	p.runBatchAs(batch, automaton.RequestID{Client: p.client, Seq: p.seq})
+	p.runBatchAs(batch, automaton.RequestID{Client: p.client, Seq: p.seq}, true)
 }
 
 // runBatchAs runs a batch's calls as one atomic group (one operation alone
 // as itself) with request id id, and answers each: the request Do makes of
-// the same ops with that id.
-func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID) {
+// the same ops with that id. own: id is the stream's own (runBatch), not
+// a named message's (sessions.go).
+func (p *pipe) runBatchAs(batch []pcall, id automaton.RequestID, own bool) {
 	ns := batch[0].ns
 	opts := automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), id, automaton.Options{Read: batch[0].req.Opts.Read})
+	var unanswered uint64
+	if own {
+		unanswered = id.Seq // the stream's only request in flight (sessions.go); a named group's identity is the caller's
+	}
 	if len(batch) == 1 {
 		req := batch[0].req
-		req.ID, req.Opts = id, opts
+		req.ID, req.Opts, req.Unanswered = id, opts, unanswered
+		if own {
+			p.noteOwn(ns, req, nil)
+		}
 		p.write([]*synodpb.CallReply{p.runOne(batch[0].id, ns.Name, req, batch[0].terse)})
 		return
 	}
-	req := automaton.Request{ID: id, Opts: opts, Ops: make([]service.Op, len(batch)), Checked: true} // each call's op was (prepare)
+	req := automaton.Request{ID: id, Opts: opts, Ops: make([]service.Op, len(batch)), Checked: true, Unanswered: unanswered} // each call's op was (prepare)
 	for i, c := range batch {
 		req.Ops[i] = c.req.Op
+	}
+	if own {
+		p.noteOwn(ns, req, nil)
 	}
 	resp, err := p.s.runWithin(p.ctx, ns.Name, req, false)
 	out := make([]*synodpb.CallReply, len(batch))
@@ -963,6 +984,8 @@ func (p *pipe) startConcurrent(id uint64, ns config.Namespace, in *synodpb.Reque
 		p.reply(failed(id, err))
 		return
 	}
+	req.Unanswered = l.seq // the lane's only request in flight (sessions.go)
+	p.noteOwn(ns, req, l)
 	run := p.startOn(id, ns, req, l, terse)
 	go run()
 }
@@ -1066,6 +1089,10 @@ func (p *pipe) submitLone(c *synodpb.Call, named automaton.RequestID) bool {
 	if err == nil && k == joinBatch {
 		// A batch of one, as runBatchAs makes it.
 		req.Opts = automaton.AssignOptions(gateway.RequestOptionSpecs(ns.Protocol), rid, automaton.Options{Read: req.Opts.Read})
+	}
+	if err == nil && !isNamed {
+		req.Unanswered = rid.Seq // the stream's only request in flight (sessions.go)
+		p.noteOwn(ns, req, nil)
 	}
 	if err != nil {
 		p.answerLone(loneReply{r: failed(id, err)})

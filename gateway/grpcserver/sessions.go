@@ -2,10 +2,14 @@ package grpcserver
 
 import (
 	"context"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/config"
+	"github.com/synod-dev/synod/service"
 	"github.com/synod-dev/synod/synoderr"
 )
 
@@ -68,3 +72,95 @@ func (s *Server) endSession(ctx context.Context, ns config.Namespace, in *synodp
 	}
 	return automaton.Request{ID: automaton.RequestID{Client: in.GetClientId(), Seq: in.GetSeq()}, Op: automaton.SessionEnd(), Checked: true}, nil
 }
+
+// The Pipeline stream's own identities (pipeline.go "Identity": the
+// stream's client id and its lanes', chosen by the server as the RESP
+// gateway chooses a connection's; session 52) are bounded and ended as the
+// RESP gateway's are (gateway/sessions.go):
+//
+//   - each has at most one request in flight (the executor runs one batch
+//     or one call alone at a time, a lone call holds the executor's role
+//     until it is answered, a lane is held for its call), so each request
+//     tells its own seq as its lowest unanswered (Unanswered): the
+//     protocol keeps one outcome per id, not the window of 64;
+//   - when the stream ends, its ids that sent a request which may write
+//     (a read enters no table) end their sessions (automaton.SessionEnd,
+//     ordered through the log) in every namespace the stream used whose
+//     protocol keeps sessions, best effort, bounded by a second, on a
+//     goroutine of their own: the stream's status does not wait for them.
+//
+// A named message's identity is the caller's (PipelineRequest.client_id):
+// neither applies to it (it has no bound field of its own).
+
+// noteOwn notes a request of the stream's own client id (or, with l, of
+// lane l's) in namespace ns: the namespace among those the stream used,
+// and whether the id may have written. Called by the executor (or the
+// receiver holding its role, submitLone).
+func (p *pipe) noteOwn(ns config.Namespace, req automaton.Request, l *pipeLane) {
+	if !slices.ContainsFunc(p.usedNS, func(u config.Namespace) bool { return u.Name == ns.Name }) {
+		p.usedNS = append(p.usedNS, ns)
+	}
+	wrote := &p.wrote
+	if l != nil {
+		wrote = &l.wrote
+	}
+	if !*wrote && mayWrite(p.s.svcs[ns.Name], req) {
+		*wrote = true
+	}
+}
+
+// mayWrite reports whether req under svc may enter a protocol's
+// deduplication table: everything but reads (an unknown service: yes).
+func mayWrite(svc service.Service, req automaton.Request) bool {
+	if svc == nil {
+		return true
+	}
+	if len(req.Ops) == 0 {
+		return !svc.IsRead(req.Op)
+	}
+	return slices.ContainsFunc(req.Ops, func(o service.Op) bool { return !svc.IsRead(o) })
+}
+
+// endSessions ends the sessions of the stream's own ids that may have
+// written, once Pipeline's goroutines are done (the executor's state is
+// final and every lane is back), on a goroutine of its own.
+func (p *pipe) endSessions() {
+	var ids []automaton.RequestID
+	if p.seq > 0 && p.wrote {
+		ids = append(ids, automaton.RequestID{Client: p.client, Seq: p.seq + 1})
+	}
+	for len(p.lanes) > 0 {
+		if l := <-p.lanes; l.seq > 0 && l.wrote {
+			ids = append(ids, automaton.RequestID{Client: l.client, Seq: l.seq + 1})
+		}
+	}
+	var nss []string
+	for _, ns := range p.usedNS {
+		if automaton.SupportsSessions(ns.Protocol) {
+			nss = append(nss, ns.Name)
+		}
+	}
+	if len(ids) == 0 || len(nss) == 0 {
+		return
+	}
+	s := p.s
+	go func() {
+		ctx, cancel := context.WithTimeout(s.ctx, min(endSessionsTimeout, s.opts.RequestTimeout))
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, ns := range nss {
+			for _, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s.b.Do(ctx, ns, automaton.Request{ID: id, Op: automaton.SessionEnd(), Checked: true}) // best effort: a row left stays bounded
+				}()
+			}
+		}
+		wg.Wait()
+	}()
+}
+
+// endSessionsTimeout bounds a stream's endSessions (the RESP gateway's
+// abortOnCloseTimeout).
+const endSessionsTimeout = time.Second

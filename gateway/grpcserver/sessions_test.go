@@ -130,3 +130,74 @@ func TestGRPCSessionFieldsChecked(t *testing.T) {
 		t.Fatalf("end_session on memory submitted %d requests", n)
 	}
 }
+
+// TestPipelineStreamsLeaveNoSessions: a Pipeline stream's own identities
+// (the stream's client id, chosen by the server) are bounded and ended as
+// a RESP connection's are (sessions.go): streams that wrote and ended
+// leave no row in paxos's table, a stream that only read ends nothing (no
+// write to the log), and an open stream's id holds one outcome, not one
+// per batch. Fails without endSessions (no session ends: before session
+// 52 a stream's id stayed until the table's bound evicted it) and without
+// Unanswered (the open stream's row keeps its 10 batches' outcomes).
+func TestPipelineStreamsLeaveNoSessions(t *testing.T) {
+	b := gatewaytest.MustAutomaton(t, "paxos", "kv")
+	_, c := start(t, b, Options{})
+	st := func() (s paxos.Status) {
+		b.Inspect(func(a automaton.Automaton) { s = a.(*paxos.Paxos).Status() })
+		return s
+	}
+	calls := func(round int, kind string) *synodpb.PipelineRequest {
+		m := &synodpb.PipelineRequest{}
+		for k := range 16 {
+			args := []string{fmt.Sprint(round)}
+			if kind == "get" {
+				args = nil
+			}
+			m.Calls = append(m.Calls, &synodpb.Call{Id: uint64(round*16 + k), Request: &synodpb.Request{Op: op(kind, fmt.Sprintf("k%d", k), args...)}})
+		}
+		return m
+	}
+	const n = 10
+	for i := range n {
+		got := exchange(t, c, calls(0, "set"), calls(1, "set"), calls(2, "set"))
+		if len(got) != 48 {
+			t.Fatalf("stream %d: %d replies to 48 calls", i, len(got))
+		}
+	}
+	if got := exchange(t, c, calls(0, "get"), calls(1, "get")); len(got) != 32 {
+		t.Fatalf("a reading stream: %d replies to 32 calls", len(got))
+	}
+	// An open stream: 10 rounds of 16 sets, each answered before the next.
+	s, err := c.Pipeline(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 10 {
+		if err := s.Send(calls(round, "set")); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < 16; {
+			m, err := s.Recv()
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			for _, r := range m.GetReplies() {
+				if r.GetResponse().GetResult().GetOk() == nil {
+					t.Fatalf("round %d: %v", round, r)
+				}
+			}
+			got += len(m.GetReplies())
+		}
+	}
+	waitFor(t, "the ended streams' sessions ended", func() bool { return st().Ended >= n })
+	sn := st()
+	t.Logf("open stream: %d rows, %d outcomes; %d ended sessions", sn.Sessions, sn.Outcomes, sn.Ended)
+	if sn.Ended != n || sn.Sessions != 1 || sn.Outcomes != 1 {
+		t.Fatalf("%d rows holding %d outcomes, %d ended sessions: want the open stream's row alone, one outcome, and %d ended (the reading stream ends none)", sn.Sessions, sn.Outcomes, sn.Ended, n)
+	}
+	s.CloseSend()
+	if _, err := collect(t, s); err != nil {
+		t.Fatalf("the open stream ended with %v", err)
+	}
+	waitFor(t, "the open stream's session ended", func() bool { return st().Sessions == 0 })
+}
