@@ -28,7 +28,7 @@ import (
 //
 //	go test ./client -run '^$' -bench Parity -benchmem -benchtime 5000x
 func BenchmarkParity(b *testing.B) {
-	for _, proto := range []string{"abd", "paxos"} {
+	for _, proto := range []string{"abd", "paxos", "esds"} {
 		for _, kind := range []string{"get", "set"} {
 			for _, path := range []string{"resp", "do", "stream"} {
 				b.Run(fmt.Sprintf("%s/%s/%s", proto, kind, path), func(b *testing.B) {

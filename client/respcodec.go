@@ -1,9 +1,13 @@
 package client
 
 import (
+	"unicode/utf8"
+	"unsafe"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/automaton"
 )
 
 // A Do's reply decoded by hand (issue 28 item 6, branch grpc51, session
@@ -19,6 +23,16 @@ import (
 // options, a group's results, an array, a field this client does not
 // know, a repeated result) or anything malformed falls back to
 // proto.Unmarshal, which decides. TestDecodeResponse checks both agree.
+//
+// An ESDS reply carries its op id twice, as op_id and as the options
+// entry opid (gateway/grpcserver Server.response): proto.Unmarshal made
+// of them eleven or twelve allocations per call (the map by reflection,
+// its entry, the OptionValues, the list, three strings; branch grpc52,
+// session 52). The hand decoder takes op_id and one options entry of one
+// value: the strings are msg's bytes (msg is never written again: see
+// above), the OptionValues and its list are respMsg's, the map is the one
+// allocation left; anything else (two entries, several values, invalid
+// UTF-8, which proto.Unmarshal refuses) falls back.
 
 // respMsg is a Response, its Result and the Result's value in one
 // allocation (one of the wrappers is used).
@@ -30,6 +44,8 @@ type respMsg struct {
 	okv    synodpb.Result_Ok
 	bytesv synodpb.Result_Bytes
 	intv   synodpb.Result_Int
+	optv   synodpb.OptionValues // the one options entry's value
+	optval [1]string            // its one value
 }
 
 // decodeResponse decodes msg (a Do's reply) into a Response.
@@ -78,11 +94,81 @@ func decodeCommonResponseInto(b []byte, m *respMsg) bool {
 			}
 			m.r.Silent = v != 0
 			b = b[n:]
+		case num == 2 && typ == protowire.BytesType: // op_id
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 || m.r.OpId != "" || !utf8.Valid(v) {
+				return false // given twice (the last wins): left to proto
+			}
+			m.r.OpId = bytesString(v)
+			b = b[n:]
+		case num == 3 && typ == protowire.BytesType: // an options entry
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 || m.r.Options != nil || !decodeOptionEntry(v, m) {
+				return false
+			}
+			b = b[n:]
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// decodeOptionEntry decodes an options map entry of a key and one value
+// into m (the key interned when it is automaton.OptOpID), reporting
+// whether it was one.
+func decodeOptionEntry(b []byte, m *respMsg) bool {
+	var key, val []byte
+	haveKey, haveVal := false, false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return false
+		}
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && !haveKey:
+			key, haveKey = v, true
+		case num == 2 && !haveVal:
+			val, haveVal = v, true
+		default:
+			return false
+		}
+	}
+	if !haveKey || !haveVal || !utf8.Valid(key) {
+		return false
+	}
+	// The value, OptionValues: exactly one values field.
+	num, typ, n := protowire.ConsumeTag(val)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return false
+	}
+	v, n2 := protowire.ConsumeBytes(val[n:])
+	if n2 < 0 || n+n2 != len(val) || !utf8.Valid(v) {
+		return false
+	}
+	k := automaton.OptOpID
+	if string(key) != k {
+		k = bytesString(key)
+	}
+	m.optval[0] = bytesString(v)
+	m.optv.Values = m.optval[:]
+	m.r.Options = map[string]*synodpb.OptionValues{k: &m.optv}
+	return true
+}
+
+// bytesString is b as a string without a copy: b is a slice of a
+// received message, which is never written again (decodeResponse).
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // decodeResult decodes a Result of one field (nil, ok, bytes or int) into

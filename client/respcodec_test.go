@@ -46,8 +46,32 @@ func TestDecodeResponse(t *testing.T) {
 	full := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType),
 		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.VarintType), 1)))
 	corpus = append(corpus, twice, two, full, protowire.AppendVarint(protowire.AppendTag(corpus[3], 9, protowire.VarintType), 1))
+	// ESDS's op ids (decoded by hand: esds), and what is left to proto:
+	// two entries, an entry of two values or none, op_id twice (the last
+	// wins), an entry twice (the last wins), invalid UTF-8 (refused).
+	esds := corpus[10]
+	ok := &synodpb.Result{Value: &synodpb.Result_Ok{Ok: &synodpb.Empty{}}}
+	for _, r := range []*synodpb.Response{
+		{OpId: "a-1", Options: map[string]*synodpb.OptionValues{"opid": {Values: []string{"a-1"}}, "x": {Values: []string{"y"}}}, Result: ok},
+		{Options: map[string]*synodpb.OptionValues{"prev": {Values: []string{"a", "b"}}}},
+		{Options: map[string]*synodpb.OptionValues{"prev": {}}},
+		{Options: map[string]*synodpb.OptionValues{"": {Values: []string{""}}}},
+		{OpId: "only"},
+	} {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, b)
+	}
+	opID := func(id string) []byte {
+		return protowire.AppendString(protowire.AppendTag(nil, 2, protowire.BytesType), id)
+	}
+	corpus = append(corpus, append(opID("a"), opID("b")...), append(append([]byte(nil), esds...), esds...),
+		append(append([]byte(nil), esds...), opID("\xff")...), append(opID("ok"), opID("")...))
 	rnd := rand.New(rand.NewSource(1))
 	corpus = append(corpus, variants(rnd, corpus[1:6])...)
+	corpus = append(corpus, variants(rnd, [][]byte{esds})...)
 	for range 2000 {
 		c := make([]byte, rnd.Intn(30))
 		rnd.Read(c)
@@ -69,6 +93,9 @@ func TestDecodeResponse(t *testing.T) {
 			t.Fatalf("reply %v was left to proto.Unmarshal", resps[i])
 		}
 	}
+	if decodeCommonResponse(esds) == nil {
+		t.Fatalf("reply %v (ESDS's op ids) was left to proto.Unmarshal", resps[10])
+	}
 	t.Logf("%d messages compared", len(corpus))
 }
 
@@ -83,6 +110,7 @@ func TestDecodePipelineResponse(t *testing.T) {
 		{Replies: []*synodpb.CallReply{{Id: 2, Code: 4, Message: "deadline"}}},
 		{Replies: []*synodpb.CallReply{{Id: 1, Response: ok}, {Id: 2, Response: ok}}},
 		{Replies: []*synodpb.CallReply{{Id: 3, Response: &synodpb.Response{OpId: "x", Result: ok.Result}}}},
+		{Replies: []*synodpb.CallReply{{Id: 4, Response: &synodpb.Response{OpId: "x", Options: map[string]*synodpb.OptionValues{"opid": {Values: []string{"x"}}}, Result: ok.Result}}}},
 		{},
 	}
 	var corpus [][]byte
@@ -93,11 +121,11 @@ func TestDecodePipelineResponse(t *testing.T) {
 		}
 		corpus = append(corpus, b)
 	}
-	if decodeLoneReply(corpus[0]) == nil || decodeLoneReply(corpus[1]) == nil {
+	if decodeLoneReply(corpus[0]) == nil || decodeLoneReply(corpus[1]) == nil || decodeLoneReply(corpus[4]) == nil || decodeLoneReply(corpus[5]) == nil {
 		t.Fatal("a lone OK reply was left to proto.Unmarshal")
 	}
 	rnd := rand.New(rand.NewSource(2))
-	corpus = append(corpus, variants(rnd, corpus[:5])...)
+	corpus = append(corpus, variants(rnd, corpus[:6])...)
 	for i, b := range corpus {
 		want := &synodpb.PipelineResponse{}
 		werr := proto.Unmarshal(b, want)
