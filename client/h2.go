@@ -99,12 +99,23 @@ const (
 // DefaultGRPCTransport is the transport of a GRPC client whose
 // Options.GRPCTransport is empty: the environment variable
 // SYNOD_GRPC_TRANSPORT when set (so a test run or a bench driver can
-// select one), else TransportGRPCGo.
+// select one; SYNOD_GRPC_TRANSPORT=grpc-go switches back), else
+// TransportDirect.
+//
+// Decided by counts (session 52, docs/costs/s52-grpc.md): against a
+// 3-node cluster, 1 and 16 clients, puts and gets of paxos (fsync), ABD
+// (memory) and ESDS (fsync), 4 rounds alternated (CELLS="resp grpc-do
+// grpc-do-direct grpc-stream grpc-stream-direct" ROUNDS=4
+// scripts/bench-parity "paxos:fsync abd:memory esds:fsync" 3s 16), the
+// driver's CPU per operation was lower on the direct transport in 94 of
+// 96 round pairs (unary Do 48 of 48: medians 12-86 µs against 29-155;
+// Pipeline 46 of 48), the driver's and the nodes' together in 85 of 96.
+// Before, TransportGRPCGo.
 var DefaultGRPCTransport = func() string {
 	if t := os.Getenv("SYNOD_GRPC_TRANSPORT"); t != "" {
 		return t
 	}
-	return TransportGRPCGo
+	return TransportDirect
 }()
 
 func grpcTransport(t string) (string, error) {
