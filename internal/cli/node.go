@@ -34,6 +34,10 @@ a metrics address, Prometheus /metrics and /debug/pprof/.
 process's GOMAXPROCS; 0 keeps Go's default. It is for nodes that share a
 machine: each then runs at most its share of the cores (docs/COSTS.md).
 
+The process runs with GOGC 400 and a soft memory limit of a quarter of the
+machine's memory unless the GOGC or GOMEMLIMIT environment variable is set
+(README, "Garbage collection").
+
 On SIGINT or SIGTERM it stops accepting clients and peers, finishes the batch
 in progress (commit, then release), closes storage and exits 0. A storage
 failure exits 1 without answering the requests of the failed batch.`,
@@ -70,6 +74,9 @@ failure exits 1 without answering the requests of the failed batch.`,
 			if procs > 0 {
 				runtime.GOMAXPROCS(procs)
 			}
+			// GOGC 400 and a soft memory limit unless GOGC or GOMEMLIMIT
+			// is set (daemon.TuneGC; README "Garbage collection").
+			gcPercent, memLimit := daemon.TuneGC(daemon.NodeGCPercent, daemon.MemoryLimit())
 			log := slog.New(h)
 			grpcserver.UseSlog(log) // gRPC's own lines in the node's format
 			n, err := daemon.New(cfg, id, node.Options{Logger: log})
@@ -88,9 +95,10 @@ failure exits 1 without answering the requests of the failed batch.`,
 				if self.Metrics != "" {
 					metrics = ", metrics on " + self.Metrics
 				}
-				log.Info(fmt.Sprintf("synod node %s: clients on %s, peers on %s%s, durability %s, GOMAXPROCS %d",
-					id, n.ClientAddr(), n.PeerAddr(), metrics, n.Durability(), runtime.GOMAXPROCS(0)),
-					"node", id, "clients", n.ClientAddr(), "peers", n.PeerAddr(), "durability", n.Durability(), "gomaxprocs", runtime.GOMAXPROCS(0))
+				log.Info(fmt.Sprintf("synod node %s: clients on %s, peers on %s%s, durability %s, GOMAXPROCS %d, GOGC %d, memory limit %d MiB",
+					id, n.ClientAddr(), n.PeerAddr(), metrics, n.Durability(), runtime.GOMAXPROCS(0), gcPercent, memLimit>>20),
+					"node", id, "clients", n.ClientAddr(), "peers", n.PeerAddr(), "durability", n.Durability(), "gomaxprocs", runtime.GOMAXPROCS(0),
+					"gogc", gcPercent, "memlimit", memLimit)
 			case err := <-errc:
 				return err
 			}
