@@ -26,7 +26,7 @@ func newDirectWriter(raw syscall.RawConn) *directWriter {
 // and after a partial write, until the socket takes no more.
 func (d *directWriter) write(fd uintptr) bool {
 	for d.n < len(d.p) {
-		m, err := syscall.Write(int(fd), d.p[d.n:])
+		m, err := sockWrite(fd, d.p[d.n:]) // raw write(2) unless SYNOD_GATEWAY_RAWIO=0: rawio_linux.go
 		if m > 0 {
 			d.n += m
 		}

@@ -164,7 +164,7 @@ func (r *evReader) dropGo() {
 // read is one read(2) on the non-blocking descriptor (EINTR retried).
 func (r *evReader) read(fd uintptr) bool {
 	for {
-		n, err := syscall.Read(int(fd), r.p)
+		n, err := sockRead(fd, r.p) // raw read(2) unless SYNOD_GATEWAY_RAWIO=0: rawio_linux.go
 		switch {
 		case err == syscall.EINTR:
 			continue

@@ -1,0 +1,74 @@
+//go:build linux
+
+package gateway
+
+import (
+	"os"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// The client sockets' reads and writes without Go's system-call
+// bookkeeping (issue 28, branch gw52, session 52).
+//
+// The event loop's reads of the plaintext client sockets it owns
+// (evReader.read, evloop.go) and the direct reply writes
+// (directWriter.write, direct_unix.go: a reply written at once by the
+// goroutine that has it, loop or not) are read(2) and write(2) on a
+// non-blocking descriptor: each returns at once with data, EAGAIN or an
+// error and never sleeps in the kernel. Made by syscall.Syscall, each told
+// the scheduler the goroutine was in a system call (entersyscall and
+// exitsyscall), which wakes Go's sysmon thread from its idle sleep and
+// resets it to 20 µs polling (runtime/proc.go, sysmon; counted at session
+// 51, docs/costs/s51-smon51.md: with the peer sockets and the WAL raw, the
+// leader's remaining sysmon wakers were the gateway's reads and reply
+// writes). Here they are made by syscall.RawSyscall, as the peer sockets'
+// are (transport/rawio.go): the same bytes, the same results (EINTR
+// retried by the callers, EAGAIN ending the loop's read and the direct
+// write as before, where the writer goroutine or the next epoll wait takes
+// over), no P hand-off and no sysmon wake-up.
+//
+// Decision: TLS connections are not touched (they are not loop
+// connections and have no direct writer). The goroutine path's blocking
+// reads and the writer goroutine's blocking writes stay on net.Conn: they
+// wait in Go's netpoller, which a raw call cannot. SYNOD_GATEWAY_RAWIO=0
+// in a node's environment turns the raw calls off (an A/B of one binary).
+// The eventfd's read and write (evloop_linux.go) stay as they are.
+
+// rawIO is SYNOD_GATEWAY_RAWIO, read at start: raw client socket I/O
+// unless "0".
+var rawIO = os.Getenv("SYNOD_GATEWAY_RAWIO") != "0"
+
+// rawReads and rawWrites count the read(2) and write(2) calls made on the
+// raw path (tests and figures).
+var rawReads, rawWrites atomic.Uint64
+
+// sockRead is one read(2) of fd into p: by RawSyscall when rawIO is on,
+// else syscall.Read. An error is the bare errno (EINTR and EAGAIN compare
+// equal to syscall's); the caller retries EINTR.
+func sockRead(fd uintptr, p []byte) (int, error) {
+	if !rawIO || len(p) == 0 {
+		return syscall.Read(int(fd), p)
+	}
+	rawReads.Add(1)
+	return rawRW(syscall.SYS_READ, fd, p)
+}
+
+// sockWrite is one write(2) of p to fd, as sockRead reads.
+func sockWrite(fd uintptr, p []byte) (int, error) {
+	if !rawIO || len(p) == 0 {
+		return syscall.Write(int(fd), p)
+	}
+	rawWrites.Add(1)
+	return rawRW(syscall.SYS_WRITE, fd, p)
+}
+
+// rawRW is read(2) or write(2) (trap) of p on fd by RawSyscall.
+func rawRW(trap, fd uintptr, p []byte) (int, error) {
+	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
