@@ -52,7 +52,9 @@ func sockRead(fd uintptr, p []byte) (int, error) {
 		return syscall.Read(int(fd), p)
 	}
 	rawReads.Add(1)
-	return rawRW(syscall.SYS_READ, fd, p)
+	n, err := rawRW(syscall.SYS_READ, fd, p)
+	raceAfterRead(fd, p, n)
+	return n, err
 }
 
 // sockWrite is one write(2) of p to fd, as sockRead reads.
@@ -61,6 +63,7 @@ func sockWrite(fd uintptr, p []byte) (int, error) {
 		return syscall.Write(int(fd), p)
 	}
 	rawWrites.Add(1)
+	raceBeforeWrite(fd, p)
 	return rawRW(syscall.SYS_WRITE, fd, p)
 }
 
