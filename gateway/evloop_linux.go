@@ -384,7 +384,7 @@ func (l *evLoop) check(fd uintptr) bool {
 		return true
 	}
 	w.checked = true
-	w.n, w.err = unix.EpollWait(int(fd), w.evs, 0)
+	w.n, w.err = epollPoll(int(fd), w.evs) // raw unless SYNOD_GATEWAY_RAWIO=0: rawio_linux.go
 	return w.n > 0 || (w.err != nil && w.err != syscall.EINTR)
 }
 

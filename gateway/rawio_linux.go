@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The client sockets' reads and writes without Go's system-call
@@ -34,15 +36,18 @@ import (
 // reads and the writer goroutine's blocking writes stay on net.Conn: they
 // wait in Go's netpoller, which a raw call cannot. SYNOD_GATEWAY_RAWIO=0
 // in a node's environment turns the raw calls off (an A/B of one binary).
-// The eventfd's read and write (evloop_linux.go) stay as they are.
+// The loop's readiness check (evLoop.check, evloop_linux.go: a
+// zero-timeout epoll_wait, which never sleeps either) is made raw too. The
+// eventfd's read and write and the blocking epoll_wait of a loop outside
+// Go's netpoller stay as they are.
 
 // rawIO is SYNOD_GATEWAY_RAWIO, read at start: raw client socket I/O
 // unless "0".
 var rawIO = os.Getenv("SYNOD_GATEWAY_RAWIO") != "0"
 
 // rawReads and rawWrites count the read(2) and write(2) calls made on the
-// raw path (tests and figures).
-var rawReads, rawWrites atomic.Uint64
+// raw path, and rawPolls the zero-timeout epoll_waits (tests and figures).
+var rawReads, rawWrites, rawPolls atomic.Uint64
 
 // sockRead is one read(2) of fd into p: by RawSyscall when rawIO is on,
 // else syscall.Read. An error is the bare errno (EINTR and EAGAIN compare
@@ -70,6 +75,21 @@ func sockWrite(fd uintptr, p []byte) (int, error) {
 // rawRW is read(2) or write(2) (trap) of p on fd by RawSyscall.
 func rawRW(trap, fd uintptr, p []byte) (int, error) {
 	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// epollPoll is epoll_wait(epfd, evs, 0), which returns at once: by
+// RawSyscall6 (epoll_pwait with no signal mask, as unix.EpollWait on
+// arm64) when rawIO is on, else unix.EpollWait. An error returns 0 events.
+func epollPoll(epfd int, evs []unix.EpollEvent) (int, error) {
+	if !rawIO || len(evs) == 0 {
+		return unix.EpollWait(epfd, evs, 0)
+	}
+	rawPolls.Add(1)
+	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}

@@ -17,7 +17,8 @@ import (
 // loop's first read takes half of it) and a closed peer (the loop's read
 // meets EOF and the connection ends) all behave as with syscall.Read and
 // syscall.Write. Fails when the loop's read or the direct write does not
-// take the raw path (the counts stay still), e.g. with rawIO false.
+// take the raw path (the counts stay still), e.g. with rawIO false, and
+// when the loop's zero-timeout epoll_wait is not raw.
 func TestRawIOLoopConnection(t *testing.T) {
 	if !rawIO {
 		t.Skip("SYNOD_GATEWAY_RAWIO=0")
@@ -27,7 +28,7 @@ func TestRawIOLoopConnection(t *testing.T) {
 	dial(t, addr) // not alone (evAlone): the loop serves the other client
 	waitReplyFn(t, "the idle connection", func() bool { return s.ord.conns.Load() == 1 })
 	c := dial(t, addr)
-	r0, w0 := rawReads.Load(), rawWrites.Load()
+	r0, w0, p0 := rawReads.Load(), rawWrites.Load(), rawPolls.Load()
 
 	// A pipelined batch, one write.
 	const n = 40
@@ -62,6 +63,9 @@ func TestRawIOLoopConnection(t *testing.T) {
 	}
 	if r, w := rawReads.Load()-r0, rawWrites.Load()-w0; r < 3 || w < 3 {
 		t.Errorf("raw reads %d, raw writes %d: want the loop's reads and the replies' writes raw", r, w)
+	}
+	if p := rawPolls.Load() - p0; p == 0 {
+		t.Error("no raw epoll_wait: the loop's readiness check is not raw")
 	}
 	if h := s.ev.handoffs.Load(); h != 0 {
 		t.Logf("%d hand-offs (a batch may go to a goroutine)", h)
