@@ -109,3 +109,19 @@ type TurnBackend interface {
 	SubmitReplyHeld(ctx context.Context, ns string, req automaton.Request, done func(automaton.Response, error)) bool
 	Kick(ns string)
 }
+
+// BatchReplyBackend is a ReplyBackend that can also hand several
+// independent requests of one namespace to its loop at once, in order,
+// as BatchBackend's DoBatch does, each answered through a callback
+// (node.Node): the event loop hands an ABD or ESDS pipeline batch over so
+// without waiting (pipeline.go, "Independent batches in flight").
+// SubmitReplyBatch returns false, having handed nothing over, when it
+// cannot take reqs so; else done(i, ...) is called exactly once for each
+// reqs[i] (on the calling goroutine or the one that completes it), unless
+// Abandon withdraws reqs[i] first. held: the batch may wait in the queue
+// for Kick (TurnBackend's SubmitReplyHeld). done must not block. Each
+// reqs[i].Ops follows Submit's contract.
+type BatchReplyBackend interface {
+	ReplyBackend
+	SubmitReplyBatch(ctx context.Context, ns string, reqs []automaton.Request, held bool, done func(int, automaton.Response, error)) bool
+}

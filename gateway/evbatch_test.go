@@ -41,17 +41,7 @@ func batchRounds(t *testing.T, ns config.Namespace, rounds int) (script [][][]st
 		}
 		script = append(script, round)
 	}
-	_, saddr := startServer(t, gatewaytest.New(ns), ServerOptions{})
-	sc := dial(t, saddr)
-	sc.do(setup...)
-	for _, round := range script {
-		var w []string
-		for _, args := range round {
-			w = append(w, sc.do(args...))
-		}
-		want = append(want, w)
-	}
-	return script, want
+	return script, serialReplies(t, gatewaytest.New(ns), append([][][]string{{setup}}, script...))[1:]
 }
 
 // writeRound writes a round's commands in one write.

@@ -506,7 +506,7 @@ func respLen(b []byte, i int) (int, int, int) {
 func (c *conn) evBatch(args [][]byte) (evResume, bool) {
 	s := c.s
 	if c.reply != replyOn || c.owed > 0 || c.pl.inFlight() || s.blk.blocked.Load() != 0 || s.ord.armed() ||
-		!c.batchMode() || !c.bat.async {
+		!c.batchMode() || !(c.bat.async || c.bat.replyIndep) {
 		return evResume{held: args}, false
 	}
 	cmd, p, ok := c.pipelineRule(args)
@@ -521,6 +521,13 @@ func (c *conn) evBatch(args [][]byte) (evResume, bool) {
 	next, rerr := c.batchAsync(p)
 	c.as.loop = false
 	c.endCommand(next != nil || c.br.Buffered() > 0)
+	if next != nil && c.bat.indep {
+		// A command that could not join an independent batch (ESDS: the
+		// same key again) goes to the goroutine, which waits for the
+		// batch (awaitIndepBatch): it keeps such a client a while, as it
+		// kept it before the loop served these batches.
+		c.ev.stay = evStayPipelined
+	}
 	return evResume{held: next, heldErr: rerr}, true
 }
 

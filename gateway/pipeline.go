@@ -128,9 +128,13 @@ type batchConn struct {
 	// async: atomic, and the Backend hands a request over without
 	// waiting (SubmitBackend): batches go in flight together (batchAsync).
 	async bool
-	plans []plan // reused across batches
-	ops   []service.Op
-	keys  map[string]struct{} // an independent batch's keys
+	// replyIndep: indep, and the Backend hands an independent batch over
+	// with callbacks (BatchReplyBackend): the event loop serves such
+	// batches (batchIndep).
+	replyIndep bool
+	plans      []plan // reused across batches
+	ops        []service.Op
+	keys       map[string]struct{} // an independent batch's keys
 }
 
 // groupsPipelines reports whether the connection's pipelines go to the
@@ -154,6 +158,8 @@ func (c *conn) batchMode() bool {
 		b.ordered = b.indep && bb && automaton.OrdersKeyRuns(proto)
 		_, sb := c.s.b.(SubmitBackend)
 		b.async = b.atomic && sb
+		_, rb := c.s.b.(BatchReplyBackend)
+		b.replyIndep = b.indep && rb && !c.s.noReplyFn
 	}
 	return b.atomic || b.indep
 }
@@ -343,7 +349,7 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	ns, svc, read := c.ns, c.svc, c.read
 	c.mu.Unlock()
 	l := c.takeLaneOf(maxBatchesInFlight)
-	b := &batchSlot{written: make(chan struct{}), lane: l, prev: c.pl.lastBatch, pb: pb}
+	b := &batchSlot{written: make(chan struct{}), lane: l, prev: c.pl.lastBatch, pb: pb, indep: !c.bat.atomic && c.bat.replyIndep}
 	c.pl.lastBatch = b
 	c.awaitKeys(ops, b)
 	if len(ops) == 0 || svc == nil {
@@ -352,6 +358,10 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 			fail = errResult("ERR this node serves no namespace")
 		}
 		go c.writeBatch(b, plans, nil, fail)
+		return next, rerr
+	}
+	if b.indep {
+		c.batchIndep(b, plans, ops, ns.Name, svc, read)
 		return next, rerr
 	}
 	id := c.laneID(l, true)
@@ -375,6 +385,131 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 		bc.finish(res, err)
 	}()
 	return next, rerr
+}
+
+// Independent batches in flight (branch pipe52, session 52; issue 28
+// item 2).
+//
+// Where the protocol steps client batches without atomic groups (ABD,
+// ESDS) and the Backend hands an independent batch over with callbacks
+// (BatchReplyBackend: the node), the event loop serves a pipelined read
+// as it serves an atomic one (evBatch): the batch's commands, gathered as
+// batch gathers them (one per key, or same-key runs where the protocol
+// orders them: gather), go to the namespace loop as one hand-off, one
+// automaton.ClientBatch of independent requests on the connection's lanes
+// (c.lanes, one client id each, as runOrdered's), held for the turn's one
+// pass with the other sockets' requests where the loop holds; each
+// request's callback notes its answer, and the last one writes the
+// batch's replies in one write (writeBatch). Each command answers its own
+// result, as with runOrdered. Only the loop takes this path, with at most
+// one batch of the connection in flight (evBatchWait), so the lanes are
+// free when it starts; a goroutine that takes the connection while such a
+// batch is in flight waits for its replies before it serves anything
+// (serveFrom: awaitIndepBatch), so that the next command observes the
+// batch, as after runOrdered. Without a free deadline slot, or when the
+// Backend takes nothing (SubmitReplyBatch false), a goroutine runs the
+// batch with DoBatch (or Do each) and writes its replies.
+
+// indepCall is an independent batch in flight and what its answers need.
+type indepCall struct {
+	c     *conn
+	b     *batchSlot
+	plans []plan
+	reqs  []automaton.Request
+	resps []automaton.Response // the answers, in op order
+	errs  []error
+	left  atomic.Int32 // answers still to come
+	ns    string
+	end   func() // the deadline
+}
+
+// batchIndep hands batch b (plans, whose operations are ops) over as
+// independent requests (see above); its answers write its replies.
+func (c *conn) batchIndep(b *batchSlot, plans []plan, ops []service.Op, ns string, svc service.Service, read automaton.ReadMode) {
+	for len(c.lanes) < len(ops) {
+		c.lanes = append(c.lanes, &lane{client: randomClientID()})
+	}
+	reqs := make([]automaton.Request, len(ops))
+	for i, op := range ops {
+		id := c.laneID(c.lanes[i], i == len(ops)-1)
+		c.lanes[i].note(svc, op, nil) // sessions.go
+		reqs[i] = automaton.Request{ID: id, Op: op, Opts: c.requestOptions(read, id), Checked: true, Unanswered: id.Seq}
+	}
+	ctx, cancel := c.batchDeadline() // deadline.go
+	ic := &indepCall{c: c, b: b, plans: plans, reqs: reqs, resps: make([]automaton.Response, len(ops)), errs: make([]error, len(ops)), ns: ns, end: cancel}
+	ic.left.Store(int32(len(ops)))
+	// evBatch takes the batch only with no client blocked and the
+	// arrival-order step not armed: orderWrite and writeGate would pass.
+	rb := c.s.b.(BatchReplyBackend)
+	cc, slot := ctx.(*cmdCtx)
+	held := false
+	if c.as.loop && c.s.ev.holding() {
+		_, held = c.s.b.(TurnBackend)
+	}
+	if slot && rb.SubmitReplyBatch(ctx, ns, reqs, held, ic.done) {
+		if held {
+			c.s.ev.held(ns)
+		}
+		cc.setAfter(func(_ *cmdCtx, _ uint64, err error) { // the deadline passed, or the server stops
+			for i, req := range ic.reqs {
+				if rb.Abandon(ns, req.ID) {
+					ic.done(i, automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", req.ID, err))
+				}
+			}
+		})
+		return
+	}
+	go func() {
+		if bb, ok := c.s.b.(BatchBackend); ok {
+			resps, errs := bb.DoBatch(ctx, ns, reqs)
+			for i := range reqs {
+				ic.done(i, resps[i], errs[i])
+			}
+			return
+		}
+		for i, req := range reqs {
+			r, err := c.s.b.Do(ctx, ns, req)
+			ic.done(i, r, err)
+		}
+	}()
+}
+
+// done is request i's answer; the last one writes the batch's replies,
+// here when that cannot block, else on a goroutine of their own (as
+// batchCall.done).
+func (ic *indepCall) done(i int, res automaton.Response, err error) {
+	c := ic.c
+	ic.resps[i], ic.errs[i] = res, err
+	if ic.left.Add(-1) != 0 {
+		return
+	}
+	if c.s.blk.blocked.Load() != 0 || (ic.b.prev != nil && !ic.b.prev.answered()) ||
+		!c.out.hasRoom(int(c.s.lim.pipeline.Load())) {
+		go ic.finish()
+		return
+	}
+	ic.finish()
+}
+
+// finish ends the batch's deadline and writes its replies.
+func (ic *indepCall) finish() {
+	ic.end()
+	c := ic.c
+	rs := make([]service.Result, len(ic.reqs))
+	for i, req := range ic.reqs {
+		rs[i], _ = c.answered(req, ic.resps[i], ic.errs[i]) // wakes blocked clients (blocking.go)
+	}
+	c.writeBatch(ic.b, ic.plans, rs, service.Result{})
+}
+
+// awaitIndepBatch waits until an independent batch the event loop
+// handed over (batchIndep) is answered: the connection's goroutine then
+// serves its next command after it (see above).
+func (c *conn) awaitIndepBatch() {
+	if b := c.pl.lastBatch; b != nil && b.indep {
+		<-b.written
+		c.pl.lastBatch = nil
+	}
 }
 
 // Batch replies by callback (branch pxs47, session 47).
@@ -491,6 +626,7 @@ func (c *conn) awaitKeys(ops []service.Op, b *batchSlot) {
 // batchSlot is a batch in flight (batchAsync).
 type batchSlot struct {
 	written chan struct{} // closed once its replies are written and flushed
+	indep   bool          // independent requests (batchIndep), handed over by the event loop
 	flushed atomic.Bool   // its replies are being flushed (written follows at once; evloop.go's evBatchWait)
 	lane    *lane
 	prev    *batchSlot // the connection's previous batch, nil once written

@@ -471,6 +471,7 @@ func (c *conn) serveFrom(r evResume) {
 		if c.reply != replyOn {
 			pipelined = false // silenced replies: one command at a time (replymode.go)
 		}
+		c.awaitIndepBatch() // the loop's batch in flight first (pipeline.go)
 		if pipelined && p.concurrent() && c.batchesInFlight() {
 			// Batches go in flight one after another (pipeline.go): a
 			// serial command's reply goes out before the replier's.

@@ -1040,21 +1040,7 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 		}
 	}
 	t0 := time.Now()
-	var err error
-	if ok, _ := l.directPass(false, batch...); !ok { // loop.go; else stepped here
-		switch l.requestQueue().put(event{in: automaton.ClientBatch{Reqs: batch}}, ctx.Done(), n.stopping, n.sf.ch) {
-		case -1:
-			l.noteRequest()
-			n.handoff(1)
-		case 0:
-			err = ctx.Err()
-		case 1:
-			err = gateway.ErrShuttingDown
-		default:
-			err = n.StorageErr()
-		}
-	}
-	if err != nil {
+	if err := n.handOverBatch(ctx, l, batch); err != nil {
 		for _, s := range subs {
 			l.removeWaiter(s.id, s.ch)
 			errs[s.i] = fmt.Errorf("request %s not submitted: %w", s.id, err)
@@ -1067,6 +1053,27 @@ func (n *Node) DoBatch(ctx context.Context, ns string, reqs []automaton.Request)
 		out[s.i], errs[s.i] = n.await(ctx, l, s.id, s.ch, t0)
 	}
 	return out, errs
+}
+
+// handOverBatch steps batch, admitted requests with their waiters, on
+// this goroutine (a direct pass) or puts it in loop l's inbox as one
+// ClientBatch, in order; an error: nothing was handed over.
+func (n *Node) handOverBatch(ctx context.Context, l *nsLoop, batch []automaton.Request) error {
+	if ok, _ := l.directPass(false, batch...); ok { // loop.go
+		return nil
+	}
+	switch l.requestQueue().put(event{in: automaton.ClientBatch{Reqs: batch}}, ctx.Done(), n.stopping, n.sf.ch) {
+	case -1:
+		l.noteRequest()
+		n.handoff(1)
+		return nil
+	case 0:
+		return ctx.Err()
+	case 1:
+		return gateway.ErrShuttingDown
+	default:
+		return n.StorageErr()
+	}
 }
 
 // admit checks req for namespace ns (loop l) as Do does and gives the

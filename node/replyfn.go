@@ -283,3 +283,70 @@ func (n *Node) Kick(ns string) {
 		n.handoff(1)
 	}
 }
+
+// Batches answered by callback (gateway.BatchReplyBackend; branch pipe52,
+// session 52, issue 28 item 2): a pipelined read's independent requests
+// (ABD, ESDS) go to the loop in one hand-off, one ClientBatch, as DoBatch
+// hands them over, but each with a callback for a waiter (SubmitReply's)
+// instead of a channel that the connection's goroutine waits on, so the
+// event loop hands the batch over without waiting and the goroutines that
+// complete its requests answer them.
+
+var _ gateway.BatchReplyBackend = (*Node)(nil)
+
+// SubmitReplyBatch implements gateway.BatchReplyBackend. It returns
+// false, having handed nothing over, where DoBatch would not hand reqs
+// over as one batch (a protocol that does not step client batches, a
+// shard group, a sharded namespace) or the node takes no request now.
+// Else done(i, ...) is called exactly once for each reqs[i], unless
+// Abandon withdraws reqs[i] first; held: as SubmitReplyHeld, the batch
+// waits in the queue for Kick (a full queue: handed over as without).
+// reqs[i].Ops is the node's once called (Submit's contract).
+func (n *Node) SubmitReplyBatch(ctx context.Context, ns string, reqs []automaton.Request, held bool, done func(int, automaton.Response, error)) bool {
+	l := n.loop(ns)
+	if l == nil || !l.batches || n.opts.noReplyFn || n.shardOfLoop(ns) != nil || (len(n.groupOf) > 0 && n.groupOf[ns] != nil) || n.open() != nil {
+		return false
+	}
+	batch := make([]automaton.Request, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	t0 := time.Now()
+	for i, req := range reqs {
+		req, refused, ok := n.admitOwned(l, req, true)
+		if !ok {
+			done(i, refused, nil)
+			continue
+		}
+		fn := func(r automaton.Response, err error) { done(i, r, err) }
+		l.addCallback(req.ID, fn, t0)
+		batch = append(batch, req)
+		idx = append(idx, i)
+	}
+	if len(batch) == 0 {
+		return true
+	}
+	if tr := n.opts.trace; tr != nil {
+		for range batch {
+			tr(stageDo, "", 0)
+		}
+	}
+	ev := event{in: automaton.ClientBatch{Reqs: batch}}
+	count := func() {
+		l.requests.Add(uint64(len(batch)))
+		l.mRequests.Add(float64(len(batch)))
+	}
+	if held && l.requestQueue().tryPut(ev) == nil {
+		count()
+		return true
+	}
+	err := n.handOverBatch(ctx, l, batch)
+	if err != nil {
+		for k, req := range batch {
+			if l.removeCallback(req.ID) {
+				done(idx[k], automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, err))
+			}
+		}
+		return true
+	}
+	count()
+	return true
+}
