@@ -47,8 +47,8 @@ import (
 // exactly one owner reads it (evOwner): the loop removes the socket from
 // its epoll set before a goroutine takes it, and the goroutine adds it
 // back when it hands the connection back. A pipelining client whose
-// batches the loop does not serve (below: protocols without atomic
-// groups, a client pipelining ahead of its replies, ...) stays with its
+// batches the loop does not serve (below: protocols with neither atomic
+// groups nor client batches, a client pipelining ahead of its replies, ...) stays with its
 // goroutine for evStayPipelined commands (a Go connection costs a dozen
 // system calls to make).
 
@@ -475,7 +475,9 @@ func respLen(b []byte, i int) (int, int, int) {
 //
 // What the loop takes (evBatch), checked before the command is noted: a
 // connection whose batches go in flight (batchMode with a SubmitBackend:
-// protocols with atomic groups), replies on, no serial reply unflushed,
+// protocols with atomic groups; or, since pipe52, with a
+// BatchReplyBackend: protocols that step client batches, ABD and ESDS,
+// whose batch goes as independent requests in one hand-off, batchIndep), replies on, no serial reply unflushed,
 // nothing pipelined in flight, no client blocked and the arrival-order
 // step not armed (then orderWrite and writeGate cannot wait), and a
 // command pipelineRule admits; a plan that is not concurrent goes to the

@@ -92,6 +92,8 @@ import (
 // pipelined SET k a; GET k; SET k b; GET k shares one round and still
 // answers a, b; not for a connection whose reads are not linearizable
 // (SYNOD READ regular or local: such a read does not join its key's run).
+// On the event loop such a batch goes without a goroutine that waits for
+// it (batchIndep, "Independent batches in flight" below).
 
 // maxBatch bounds the commands of one batch, and maxBatchBytes the
 // arguments of its operations: a batch becomes one request, one log
