@@ -1261,6 +1261,10 @@ type waiterSet struct {
 	// respond on the goroutine that responds; t0 its submission time.
 	fn func(automaton.Response, error)
 	t0 time.Time
+	// bfn, with fn batchCallback: a batch's callback (SubmitReplyBatch),
+	// answering its request bi; no closure per request.
+	bfn func(int, automaton.Response, error)
+	bi  int
 }
 
 func (w waiterSet) len() int {

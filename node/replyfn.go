@@ -65,7 +65,7 @@ func (n *Node) Abandon(ns string, id automaton.RequestID) bool {
 func (l *nsLoop) addCallback(id automaton.RequestID, fn func(automaton.Response, error), t0 time.Time) {
 	l.wmu.Lock()
 	ws := l.waiters[id]
-	ws.fn, ws.t0 = fn, t0
+	ws.fn, ws.bfn, ws.t0 = fn, nil, t0
 	l.waiters[id] = ws
 	l.wmu.Unlock()
 }
@@ -78,7 +78,7 @@ func (l *nsLoop) removeCallback(id automaton.RequestID) bool {
 	if !ok || ws.fn == nil {
 		return false
 	}
-	ws.fn = nil
+	ws.fn, ws.bfn = nil, nil
 	if ws.first == nil {
 		delete(l.waiters, id)
 	} else {
@@ -101,8 +101,21 @@ func (l *nsLoop) called(ws waiterSet, r automaton.Response) {
 	if tr := l.n.opts.trace; tr != nil {
 		tr(stageDoDone, "", 0)
 	}
-	ws.fn(r, nil)
+	ws.answer(r, nil)
 }
+
+// answer runs ws's callback (fn, or a batch's bfn) with r, err.
+func (ws waiterSet) answer(r automaton.Response, err error) {
+	if ws.bfn != nil {
+		ws.bfn(ws.bi, r, err)
+		return
+	}
+	ws.fn(r, err)
+}
+
+// batchCallback marks a waiterSet whose callback is bfn (fn not nil
+// keeps every "has a callback" test as it was); it is never called.
+func batchCallback(automaton.Response, error) { panic("node: batchCallback called") }
 
 // failCallbacks answers every callback still waiting with errOf(its
 // request), as await answers its channel waiters when storage fails
@@ -111,12 +124,12 @@ func (l *nsLoop) called(ws waiterSet, r automaton.Response) {
 func (n *Node) failCallbacks(errOf func(automaton.RequestID) error) {
 	for _, l := range n.loopList() {
 		l.wmu.Lock()
-		var fns []func(automaton.Response, error)
+		var fns []waiterSet
 		var ids []automaton.RequestID
 		for id, ws := range l.waiters {
 			if ws.fn != nil {
-				fns, ids = append(fns, ws.fn), append(ids, id)
-				ws.fn = nil
+				fns, ids = append(fns, ws), append(ids, id)
+				ws.fn, ws.bfn = nil, nil
 				if ws.first == nil {
 					delete(l.waiters, id)
 				} else {
@@ -125,8 +138,8 @@ func (n *Node) failCallbacks(errOf func(automaton.RequestID) error) {
 			}
 		}
 		l.wmu.Unlock()
-		for i, fn := range fns {
-			fn(automaton.Response{}, errOf(ids[i]))
+		for i, ws := range fns {
+			ws.answer(automaton.Response{}, errOf(ids[i]))
 		}
 	}
 }
@@ -316,8 +329,11 @@ func (n *Node) SubmitReplyBatch(ctx context.Context, ns string, reqs []automaton
 			done(i, refused, nil)
 			continue
 		}
-		fn := func(r automaton.Response, err error) { done(i, r, err) }
-		l.addCallback(req.ID, fn, t0)
+		l.wmu.Lock() // addCallback's, with the batch's callback and i: no closure per request
+		ws := l.waiters[req.ID]
+		ws.fn, ws.bfn, ws.bi, ws.t0 = batchCallback, done, i, t0
+		l.waiters[req.ID] = ws
+		l.wmu.Unlock()
 		batch = append(batch, req)
 		idx = append(idx, i)
 	}
