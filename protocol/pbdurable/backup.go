@@ -53,6 +53,10 @@ func (a *PBD) onUpdate(from automaton.NodeID, m msg) {
 			break
 		}
 		a.index++
+		if a.batching {
+			a.ackTo = from // one cumulative acknowledgement at the batch's end
+			continue
+		}
 		a.send(from, msg{kind: kindAck, view: a.view, index: a.index})
 	}
 	a.learnCommit(m.commit)

@@ -405,14 +405,25 @@
 //
 // # Message versions
 //
-// Messages carry version 4 (the promise, session 43, made a version 3
-// node a silent non-participant: it drops promises as an unknown kind
-// and never sends one, so its new primary would wait for ever); each
-// version refuses the other's messages (proto.ErrBadVersion). The
+// Messages carry version 5 since session 54 (the batch message,
+// batch.go: a version 4 node would drop a batch of update buffers or
+// forwards as an unknown kind). Version 4 (the promise, session 43) made
+// a version 3 node a silent non-participant: it drops promises as an
+// unknown kind and never sends one, so its new primary would wait for
+// ever. Each version refuses the other's messages (proto.ErrBadVersion). The
 // records that are message encodings (the state image, the update
 // buffers) keep version 3 framing (recordHeader), and the view records
 // version 1: their formats did not change, so a node restarts on the
 // earlier version's data directory.
+//
+// # Client batches and group commit (batch.go)
+//
+// The runtime hands the node the client requests of one pass as a
+// ClientBatch; the primary executes them in order and commits the
+// statements of up to 256 requests in one database transaction (one
+// fsync), answering each once that transaction committed and its buffer
+// is held where the mapping requires, as for a request alone. A batch's
+// messages to one peer leave as one batch message.
 //
 // # Invariants (invariant.go)
 //

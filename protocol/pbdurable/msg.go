@@ -21,21 +21,27 @@ const (
 	kindReply     = 7 // primary -> forwarder: its answer
 	kindReport    = 8 // restarted node -> every node: its durable views (durable.go)
 	kindPromise   = 9 // node that adopted a new view -> its primary: the state it holds (takeover.go)
+	// kindBatch carries several of the above to one peer, from a batch
+	// step (batch.go; proto.Header.Coalesce).
+	kindBatch = 10
 )
 
 // header is the messages' header. Version 4 (session 44): the take-over
 // rules (takeover.go, 9886577) added the promise, and a new primary waits
 // for every other node's: a version 3 node drops it as an unknown kind
 // and never sends one, so a mixed cluster would stall without a word.
-// Each version refuses the other's messages (proto.ErrBadVersion).
-var header = proto.Header{Protocol: "pbdurable", Version: 4, Kinds: []string{
-	"heartbeat", "update", "ack", "state", "join", "forward", "reply", "report", "promise"}}
+// Version 5 (session 54): the batch message (batch.go), which a version 4
+// node would drop as an unknown kind, losing a batch's update buffers
+// and forwards. Each version refuses the other's messages
+// (proto.ErrBadVersion).
+var header = proto.Header{Protocol: "pbdurable", Version: 5, Kinds: []string{
+	"heartbeat", "update", "ack", "state", "join", "forward", "reply", "report", "promise", "batch"}}
 
 // recordHeader frames the records that are message encodings (the state
 // image, a kindState, and the update buffers, kindUpdate: durable.go):
 // version 3, as before the messages' version 4, since their format did
 // not change; a data directory of the earlier version is read as it is.
-var recordHeader = proto.Header{Protocol: "pbdurable", Version: 3, Kinds: header.Kinds}
+var recordHeader = proto.Header{Protocol: "pbdurable", Version: 3, Kinds: header.Kinds[:kindPromise]}
 
 const maxNode = 1 << 12
 
@@ -132,6 +138,17 @@ func decodeAs(h proto.Header, b []byte) (msg, error) {
 // DescribeMessage implements harness.MessageDescriber: the kind and the
 // fields it uses, and an update buffer's method calls.
 func (a *PBD) DescribeMessage(b []byte) string {
+	if len(b) > 1 && b[1] == kindBatch {
+		msgs, err := header.SplitBatch(b, kindBatch)
+		if err != nil {
+			return fmt.Sprintf("undecodable batch (%v)", err)
+		}
+		parts := make([]string, len(msgs))
+		for i, m := range msgs {
+			parts[i] = a.DescribeMessage(m)
+		}
+		return fmt.Sprintf("batch of %d: %s", len(msgs), strings.Join(parts, "; "))
+	}
 	m, err := decode(b)
 	if err != nil {
 		return fmt.Sprintf("undecodable (%v)", err)

@@ -155,12 +155,19 @@ type PBD struct {
 	primary    bool
 	ready      bool // every state object restored
 	members    map[automaton.NodeID]*member
-	queue      []*pending // answers in execution order
-	waiting    []waitReq  // requests that arrived before ready
-	effects    map[automaton.EffectID]*pending
+	queue      []*pending                        // answers in execution order
+	queued     map[automaton.RequestID]*pending  // queue by request
+	waiting    []waitReq                         // requests that arrived before ready
+	effects    map[automaton.EffectID][]*pending // a transaction's group (issue)
 	recoverFx  automaton.EffectID
 	nextEffect automaton.EffectID
 	inflight   bool
+	// batching: the requests of a client batch (or a batch message) are
+	// executing; issue and release wait for the batch's end (batch.go).
+	batching bool
+	// ackTo: the primary a batch of update buffers came from, owed one
+	// acknowledgement at the batch's end ("" when none).
+	ackTo automaton.NodeID
 
 	done      map[automaton.RequestID]service.Result
 	doneOrder []automaton.RequestID
@@ -267,6 +274,11 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 	a.Begin()
 	a.released, a.recovered = nil, nil
 	proto.Dispatch(a, in)
+	if isBatchStep(in) {
+		// A batch's messages to one peer leave as one (batch.go); other
+		// steps' outputs stay as they were.
+		a.Out = header.Coalesce(a.Out, kindBatch)
+	}
 	return a.Out
 }
 
@@ -290,7 +302,8 @@ func (a *PBD) Invalid(req automaton.Request, r service.Result) { a.answerTo("", 
 // of its durable view (durable.go); one with replicated objects lost its
 // memory: it joins (package doc).
 func (a *PBD) OnStart(in automaton.Start) {
-	a.members, a.effects = map[automaton.NodeID]*member{}, map[automaton.EffectID]*pending{}
+	a.members, a.effects = map[automaton.NodeID]*member{}, map[automaton.EffectID][]*pending{}
+	a.queued = map[automaton.RequestID]*pending{}
 	a.held, a.fwd = map[uint64]prepared{}, map[automaton.RequestID]*forward{}
 	a.Emit(automaton.SetTimer{ID: timerCheck, After: a.checking})
 	if a.restartDurable(in) || a.restartReplicated(in) {
@@ -337,10 +350,19 @@ func (a *PBD) sendJoin() {
 
 // OnMessage: a peer's message, decoded and handed to its handler.
 func (a *PBD) OnMessage(from automaton.NodeID, raw []byte) {
+	if len(raw) > 1 && raw[1] == kindBatch {
+		a.onBatchMessage(from, raw)
+		return
+	}
 	m, err := decode(raw)
 	if err != nil {
 		return
 	}
+	a.onMsg(from, m)
+}
+
+// onMsg hands a decoded message to its handler.
+func (a *PBD) onMsg(from automaton.NodeID, m msg) {
 	switch m.kind {
 	case kindHeartbeat:
 		a.onHeartbeat(from, m)
@@ -384,6 +406,7 @@ func (a *PBD) adopt(v proto.Ballot) {
 			}
 		}
 		a.queue, a.waiting = nil, nil
+		clear(a.queued)
 	}
 	a.svc.set().SetRole(durability.Backup)
 	a.collecting, a.promised = false, false

@@ -190,23 +190,27 @@ func (a *PBD) finishTakeOver() {
 	a.resume()
 }
 
-// onTxDone: a request's transaction committed (or failed).
+// onTxDone: a group's transaction committed (or failed).
 func (a *PBD) onTxDone(d automaton.EffectDone) {
-	p := a.effects[d.ID]
-	if p == nil {
+	group := a.effects[d.ID]
+	if group == nil {
 		return
 	}
 	delete(a.effects, d.ID)
 	if d.Err != nil {
-		// The transaction did not commit, but the request's changes are in
+		// The transaction did not commit, but the requests' changes are in
 		// this primary's objects and prepared at the backups: run it again
 		// one checking period later (inflight holds the later ones back).
-		p.fx = 0
+		for _, p := range group {
+			p.fx = 0
+		}
 		a.Emit(automaton.SetTimer{ID: timerRetryTx, After: a.checking})
 		return
 	}
 	a.inflight = false
-	p.dbDone = true
+	for _, p := range group {
+		p.dbDone = true
+	}
 	a.issue()
 	a.release()
 	a.sendStates()
@@ -234,13 +238,11 @@ func (a *PBD) serve(from automaton.NodeID, req automaton.Request) {
 // durability.sql effect (startA/commitA as BEGIN/COMMIT), its replicated
 // objects' update buffer goes to every member; the answer waits for both.
 func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
-	for _, p := range a.queue {
-		if p.id == req.ID {
-			if from != "" {
-				p.from = from
-			}
-			return // a duplicate of a request in progress
+	if p := a.queued[req.ID]; p != nil {
+		if from != "" {
+			p.from = from
 		}
+		return // a duplicate of a request in progress
 	}
 	if res, ok := a.done[req.ID]; ok {
 		a.answerTo(from, req.ID, res) // a duplicated forward of an answered request
@@ -275,6 +277,10 @@ func (a *PBD) execute(from automaton.NodeID, req automaton.Request) {
 		}
 	}
 	a.queue = append(a.queue, p)
+	a.queued[p.id] = p
+	if a.batching {
+		return // the batch's end issues and releases (OnBatch)
+	}
 	a.issue()
 	a.release()
 }
@@ -296,27 +302,63 @@ func (a *PBD) prepared(p *pending) bool {
 	return a.heldByBackup(p)
 }
 
-// issue sends the next request's transaction when none is in flight:
-// transactions commit in execution order, and a request's only once
-// every member prepared its update buffer (commit.go).
+// issue sends the next transaction when none is in flight: transactions
+// commit in execution order, and a request's only once every member
+// prepared its update buffer (commit.go).
+//
+// Group commit (issue 28, session 54): the transaction holds the
+// statements of up to maxGroup requests, consecutive in execution order
+// among those with statements, each prepared: one commit (one fsync)
+// for all of them. A request is answered only once the whole
+// transaction committed (release), so a crash before the commit loses
+// only unanswered requests, all of the group's or none (the database
+// applies the transaction whole). The statements run in execution order
+// (a later request's upsert of a row comes after an earlier one's), the
+// view check once, first.
 func (a *PBD) issue() {
-	if a.inflight {
+	if a.inflight || a.batching {
 		return
 	}
+	var group []*pending
+	n := 0
 	for _, p := range a.queue {
-		if p.fx == 0 && !p.dbDone {
-			if p.ship > 0 && !a.prepared(p) {
-				return
-			}
-			a.nextEffect++
-			p.fx = a.nextEffect
-			a.effects[p.fx] = p
-			a.inflight = true
-			a.Emit(automaton.Effect{ID: p.fx, Kind: sqlstore.EffectKind, Payload: &sqlstore.Payload{Stmts: a.fenced(p.stmts)}})
-			return
+		if p.fx != 0 || p.dbDone {
+			continue
+		}
+		if p.ship > 0 && !a.prepared(p) {
+			break
+		}
+		group = append(group, p)
+		n += len(p.stmts)
+		if len(group) == maxGroup {
+			break
 		}
 	}
+	if len(group) == 0 {
+		return
+	}
+	a.nextEffect++
+	fx := a.nextEffect
+	var stmts []durability.Stmt
+	if len(group) == 1 {
+		stmts = a.fenced(group[0].stmts)
+	} else {
+		stmts = make([]durability.Stmt, 0, n+1)
+		stmts = append(stmts, fence(a.view))
+		for _, p := range group {
+			stmts = append(stmts, p.stmts...)
+		}
+	}
+	for _, p := range group {
+		p.fx = fx
+	}
+	a.effects[fx] = group
+	a.inflight = true
+	a.Emit(automaton.Effect{ID: fx, Kind: sqlstore.EffectKind, Payload: &sqlstore.Payload{Stmts: stmts}})
 }
+
+// maxGroup bounds the requests of one group-committed transaction.
+const maxGroup = 256
 
 // durable reports whether p's effects are where its mechanisms keep them.
 func (a *PBD) durable(p *pending) bool {
@@ -340,6 +382,7 @@ func (a *PBD) release() {
 	for len(a.queue) > 0 && a.durable(a.queue[0]) {
 		p := a.queue[0]
 		a.queue = a.queue[1:]
+		delete(a.queued, p.id)
 		if p.ship > 0 {
 			a.commit = p.ship
 		}

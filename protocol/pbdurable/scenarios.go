@@ -5,6 +5,11 @@ import "github.com/synod-dev/synod/automaton"
 // Scenarios implements automaton.ScenarioDeclarer: the conformance suite
 // runs the standard ones (kv under the default mapping) besides these.
 //
+// Session 54's client batches (batch.go) changed the simulated traces:
+// the broken take-over under pbdb is caught on seeds 11, 15 and 30 of
+// 1-40 (not 3 any more), and gridmatchmaker's reconstructible loss on 9,
+// 11, 13, 16 and 18 of 1-20 (not 3).
+//
 // The seed's Matchmaker (service gridmatchmaker, IV.D.2) runs under
 // mapping pbdb, its Figs. IV.4/IV.5 configuration (MachineQueue replicated,
 // AccountSet in the database: a submit writes both), with crashes; the
@@ -28,7 +33,7 @@ func (p protocol) Scenarios() []automaton.Scenario {
 			{Name: "caught by the linearizability checker (slow disks: a backup takes over from a live primary, which answers alone)",
 				Args: slowDisk, Seeds: TakeOverSeeds},
 			{Name: "caught by the invariant all-or-nothing (slow disks, mapping pbdb: a dropped backup takes over short of the database's commit index)",
-				Args: slowDiskPBDB, Seeds: "3"},
+				Args: slowDiskPBDB, Seeds: "11"},
 		}
 	case p.replyBeforeDB:
 		return []automaton.Scenario{
@@ -64,7 +69,7 @@ func (p protocol) Scenarios() []automaton.Scenario {
 		{Name: "gridmatchmaker queue replicated, accounts in the database (PB+DB, Figs. IV.4-5) under crashes",
 			Args: with(grid, "--param", "mapping=pbdb"), Seeds: "1-3"},
 		{Name: "gridmatchmaker queue reconstructible: a fail-over loses the machines (documented loss, seen by the checker)",
-			Args: with(grid, "--param", "mapping=reconstructible"), Seeds: "3", ExpectViolation: true},
+			Args: with(grid, "--param", "mapping=reconstructible"), Seeds: "9", ExpectViolation: true},
 	}
 }
 
