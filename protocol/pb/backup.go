@@ -45,7 +45,13 @@ func (a *PB) onUpdate(from automaton.NodeID, m message) {
 	if !a.drain() {
 		return
 	}
-	a.send(from, a.ackMsg())
+	if a.batching {
+		// One cumulative acknowledgement after the batch message's last
+		// message (batch.go).
+		a.ackTo, a.ackView = from, a.view
+	} else {
+		a.send(from, a.ackMsg())
+	}
 	a.prune()
 }
 

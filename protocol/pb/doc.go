@@ -357,7 +357,10 @@
 //
 // # Message versions (msg.go)
 //
-// Messages carry version 2 since session 44: the take-over rules
+// Messages carry version 3 since session 54: the batch message (batch.go:
+// a client batch's entries to a backup, or a forwarder's forwards, in
+// one), which a version 2 node would drop as an unknown kind. Version 2
+// (session 44): the take-over rules
 // (takeover.go, session 43) added the promise, the report's state view
 // and acknowledgements that always name the transfer the member joined
 // by, which a version 1 node would drop or misread without a word (a new

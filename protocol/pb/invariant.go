@@ -135,6 +135,17 @@ func (a *PB) Dump() string {
 
 // DescribeMessage renders a peer message in one line (test traces).
 func (a *PB) DescribeMessage(b []byte) string {
+	if len(b) > 1 && b[1] == kindBatch {
+		msgs, err := header.SplitBatch(b, kindBatch)
+		if err != nil {
+			return fmt.Sprintf("corrupt batch (%v)", err)
+		}
+		parts := make([]string, len(msgs))
+		for i, m := range msgs {
+			parts[i] = a.DescribeMessage(m)
+		}
+		return fmt.Sprintf("batch of %d: %s", len(msgs), strings.Join(parts, "; "))
+	}
 	m, err := unmarshal(b)
 	if err != nil {
 		return fmt.Sprintf("corrupt message (%v)", err)

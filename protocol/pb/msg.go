@@ -24,15 +24,18 @@ const (
 	kindReply     = 10 // primary -> forwarder: its answer
 	kindReport    = 11 // restarted node -> every node: its durable view (durable.go)
 	kindPromise   = 12 // node -> collecting new primary: the state it holds (takeover.go)
+	kindBatch     = 13 // several of the above to one peer, from a batch step (batch.go)
 )
 
 // header is the messages' header. Version 2 (session 44): the take-over
 // rules (takeover.go) added the promise, the report's state view, and
 // acknowledgements that always name the transfer the member joined by;
 // a version 1 node would misread or drop them without a word, so each
-// version refuses the other's messages (proto.ErrBadVersion).
-var header = proto.Header{Protocol: "pb", Version: 2, Kinds: []string{
-	"update", "ack", "heartbeat", "newview", "stale", "join", "chunk", "chunk-ack", "forward", "reply", "report", "promise"}}
+// version refuses the other's messages (proto.ErrBadVersion). Version 3
+// (session 54): the batch message (batch.go), which a version 2 node
+// would drop as an unknown kind, losing a batch's entries and forwards.
+var header = proto.Header{Protocol: "pb", Version: 3, Kinds: []string{
+	"update", "ack", "heartbeat", "newview", "stale", "join", "chunk", "chunk-ack", "forward", "reply", "report", "promise", "batch"}}
 
 // recordHeader is the records' header, version 1: their formats did not
 // change with the messages' (a view record without the state view, from

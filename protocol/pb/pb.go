@@ -221,6 +221,13 @@ type PB struct {
 	suspect     automaton.NodeID
 	waiting     bool
 	promiseSent bool
+
+	// Batch messages (batch.go): handling one; the primary its update
+	// entries came from, owed one acknowledgement at its end ("" when
+	// none), and the view they were acknowledged in.
+	batching bool
+	ackTo    automaton.NodeID
+	ackView  proto.Ballot
 }
 
 // peer is the primary's view of a backup or a joining node.
@@ -288,6 +295,11 @@ func (a *PB) Step(in automaton.Input) []automaton.Output {
 	a.stepExec = a.stepExec[:0]
 	proto.Dispatch(a, in)
 	a.saveView()
+	if isBatchStep(in) {
+		// A batch's messages to one peer leave as one (batch.go); other
+		// steps' outputs stay as they were.
+		a.Out = header.Coalesce(a.Out, kindBatch)
+	}
 	return a.Out
 }
 
@@ -384,10 +396,19 @@ func (a *PB) OnMessage(from automaton.NodeID, b []byte) {
 	if from == a.cfg.Self {
 		return
 	}
+	if len(b) > 1 && b[1] == kindBatch {
+		a.onBatchMessage(from, b)
+		return
+	}
 	m, err := unmarshal(b)
 	if err != nil {
 		return // corrupt: dropped, as a lost message
 	}
+	a.onMsg(from, m)
+}
+
+// onMsg hands a decoded message to its handler.
+func (a *PB) onMsg(from automaton.NodeID, m message) {
 	switch m.Kind {
 	case kindUpdate:
 		a.onUpdate(from, m)

@@ -21,7 +21,32 @@ var wireCodecs = fuzzcheck.Wire{Golden: "golden/wire.txt", Codecs: []fuzzcheck.C
 	fuzzcheck.New("view-record", func(b []byte) (any, error) { return unmarshalViewRecord(b) }, func(x any) []byte { return x.(viewRecord).marshal() }),
 	fuzzcheck.New("entry-record", func(b []byte) (any, error) { return unmarshalEntry(b) }, func(x any) []byte { return marshalEntry(x.(entry)) }),
 	fuzzcheck.New("boot-record", func(b []byte) (any, error) { return unmarshalBoot(b) }, func(x any) []byte { return marshalBoot(x.(proto.Ballot)) }),
+	fuzzcheck.New("batch", decodeBatch, encodeBatch),
 }}
+
+// decodeBatch decodes a batch message (batch.go) and each message in it.
+func decodeBatch(b []byte) (any, error) {
+	raw, err := header.SplitBatch(b, kindBatch)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]message, len(raw))
+	for i, r := range raw {
+		if ms[i], err = unmarshal(r); err != nil {
+			return nil, err
+		}
+	}
+	return ms, nil
+}
+
+// encodeBatch is a batch step's coalescing of the messages to one peer.
+func encodeBatch(x any) []byte {
+	var outs []automaton.Output
+	for _, m := range x.([]message) {
+		outs = append(outs, automaton.Send{To: "n2", Msg: m.marshal()})
+	}
+	return header.Coalesce(outs, kindBatch)[0].(automaton.Send).Msg
+}
 
 // FuzzCodecs fuzzes every message and record decoder of the package (see
 // fuzzcheck.Check), seeded with the encodings in golden/wire.txt.
@@ -54,6 +79,10 @@ func TestWireGolden(t *testing.T) {
 			SV: proto.Ballot{Round: 2, Node: 1}}),
 		msg("promise", message{Kind: kindPromise, View: v, SV: proto.Ballot{Round: 2, Node: 1}, Index: 9, Joined: true, Data: []byte("image")}),
 		msg("promise-none", message{Kind: kindPromise, View: v}),
+		fuzzcheck.Pin("batch", "batch", []message{
+			{Kind: kindUpdate, View: v, Index: 7, Stable: 6, ID: id, Payload: []byte("delta"), Out: outcome{res: service.OK()}},
+			{Kind: kindUpdate, View: v, Index: 8, Stable: 6, ID: id, Payload: []byte("delta"), Out: outcome{res: service.OK()}},
+			{Kind: kindForward, Req: automaton.Request{ID: id, Op: op}}}),
 		fuzzcheck.Pin("boot-record", "boot-record", proto.Ballot{Round: 1, Node: 1}),
 		fuzzcheck.Pin("view-record", "view-record", viewRecord{view: v, prev: proto.Ballot{Round: 2, Node: 1}, base: 5, epoch: 1, members: members, hasState: true,
 			sv: proto.Ballot{Round: 2, Node: 1}}),
@@ -82,6 +111,9 @@ func TestMessageVersion(t *testing.T) {
 		"ack-joined": "0102030209014d",
 		"report":     "010b03020201050102026e32026e33090101",
 		"heartbeat":  "010303020201050102026e32026e330908",
+		// Version 2 (before the batch message, session 54): refused too.
+		"v2 update":  "020103020706ef9baf0509000564656c74610100",
+		"v2 forward": "0209ef9baf05090003736574016b01017680c49fd50c2a00",
 	} {
 		b, _ := hex.DecodeString(h)
 		if _, err := unmarshal(b); !errors.Is(err, proto.ErrBadVersion) {
