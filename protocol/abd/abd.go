@@ -110,8 +110,7 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		self:       self,
 		store:      map[string]*entry{},
 		ops:        map[uint64]*op{},
-		byReq:      map[automaton.RequestID]uint64{},
-		done:       map[automaton.RequestID]service.Result{},
+		reqs:       map[automaton.RequestID]reqState{},
 		retransmit: prm.Duration("retransmit"),
 		opTimeout:  prm.Duration("op_timeout"),
 		window:     prm.Int("window"),
@@ -121,7 +120,6 @@ func (p protocol) New(cfg automaton.Config) (automaton.Automaton, error) {
 		groupReqs:  map[uint64]int{},
 		silent:     make([]bool, len(cfg.Nodes)),
 		groupLeft:  map[uint64]int{},
-		queued:     map[automaton.RequestID]bool{},
 	}
 	a.sends.Reset()
 	a.replies = []byte{}
@@ -174,9 +172,15 @@ type ABD struct {
 	fresh       bool // started without records (first boot, or a wiped disk)
 	counter     uint64
 	ops         map[uint64]*op
-	byReq       map[automaton.RequestID]uint64
-	done        map[automaton.RequestID]service.Result
-	doneOrder   []automaton.RequestID
+	// reqs: every client request this coordinator knows of, by id, in one
+	// table (reqState): queued for a round group, coordinated by an
+	// operation in flight, or answered (the answer remembered for a
+	// retry; doneOrder, oldest first, bounds how many). One table instead
+	// of three maps (byReq, queued, done) costs a request one lookup in
+	// admit instead of three, and one write per state change: Go's hash
+	// maps were ~9 % of a coordinator's CPU at 64 clients (session 53).
+	reqs      map[automaton.RequestID]reqState
+	doneOrder []automaton.RequestID
 
 	// Round groups (batch.go): the requests begun together, their
 	// operations not yet finished per group, the next group's id, and the
@@ -186,7 +190,6 @@ type ABD struct {
 	groupLeft map[uint64]int
 	groupSeq  uint64
 	queue     []automaton.Request
-	queued    map[automaton.RequestID]bool
 	// gather (parameter gather, batch.go): after a group of expect > 1
 	// requests ended, arrivals wait in the queue until expect of them are
 	// queued or the gather timer (armed: gathering) fires; backCap bounds
@@ -219,6 +222,21 @@ type ABD struct {
 	stepStores []keyTag
 	stepDone   []keyTag
 }
+
+// reqState is one client request's entry in ABD.reqs.
+type reqState struct {
+	state reqStage
+	op    uint64         // reqBusy: the operation coordinating it
+	res   service.Result // reqDone: its answer
+}
+
+type reqStage uint8
+
+const (
+	reqQueued reqStage = iota + 1 // waiting in the queue for a round group (batch.go)
+	reqBusy                       // coordinated by operation op (or its key run)
+	reqDone                       // answered with res, remembered for a retry
+)
 
 type keyTag struct {
 	key string
@@ -397,11 +415,11 @@ func (a *ABD) admit(req automaton.Request) bool {
 		a.onPhase(req, phase) // client-driven mode (direct.go)
 		return false
 	}
-	if id, busy := a.byReq[req.ID]; (busy && a.ops[id] != nil) || a.queued[req.ID] {
+	switch st := a.reqs[req.ID]; {
+	case st.state == reqQueued || (st.state == reqBusy && a.ops[st.op] != nil):
 		return false // a retry of a request in flight: it is answered when that completes
-	}
-	if res, ok := a.done[req.ID]; ok {
-		a.Respond(req.ID, res)
+	case st.state == reqDone:
+		a.Respond(req.ID, st.res)
 		return false
 	}
 	o := req.Op
@@ -439,7 +457,7 @@ func (a *ABD) begin(req automaton.Request, group uint64) *op {
 		o.replied = make([]bool, n)
 	}
 	a.ops[o.id] = o
-	a.byReq[req.ID] = o.id
+	a.reqs[req.ID] = reqState{state: reqBusy, op: o.id}
 	a.Emit(automaton.SetTimer{ID: automaton.TimerID(o.id), After: a.retransmit})
 	a.broadcast(o)
 	return o
@@ -792,12 +810,13 @@ func (a *ABD) finish(o *op, res service.Result) {
 // answer answers request id with res, remembered for a retry unless it
 // is an error.
 func (a *ABD) answer(id automaton.RequestID, res service.Result) {
-	delete(a.byReq, id)
-	if !res.IsErr() {
+	if res.IsErr() {
+		delete(a.reqs, id)
+	} else {
 		if len(a.doneOrder) >= doneCacheSize+doneEvict {
 			a.forgetOldest()
 		}
-		a.done[id] = res
+		a.reqs[id] = reqState{state: reqDone, res: res}
 		a.doneOrder = append(a.doneOrder, id)
 	}
 	a.Respond(id, res)
@@ -813,7 +832,7 @@ func (a *ABD) answer(id automaton.RequestID, res service.Result) {
 // before.
 func (a *ABD) forgetOldest() {
 	for _, id := range a.doneOrder[:doneEvict] {
-		delete(a.done, id)
+		delete(a.reqs, id) // answered, so never begun again while remembered
 	}
 	n := copy(a.doneOrder, a.doneOrder[doneEvict:])
 	clear(a.doneOrder[n:])

@@ -471,7 +471,7 @@ func TestInvariantsCatchTamperedState(t *testing.T) {
 	id := c.Request("n1", set("a", "1"), automaton.Options{})
 	c.DeliverAll()
 	for _, n := range []automaton.NodeID{"n2", "n3"} { // acknowledge without storing
-		c.Step("n1", automaton.PeerMessage{From: n, Msg: (&message{Kind: kindStoreAck, Op: abd(c, "n1").byReq[id]}).marshal()})
+		c.Step("n1", automaton.PeerMessage{From: n, Msg: (&message{Kind: kindStoreAck, Op: abd(c, "n1").reqs[id].op}).marshal()})
 	}
 	if len(got) != 1 || !strings.HasPrefix(got[0], "majority-holds") {
 		t.Fatalf("violations %q, want majority-holds", got)

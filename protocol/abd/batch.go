@@ -120,7 +120,7 @@ func (a *ABD) start(reqs []automaton.Request, fromQueue bool) {
 	}
 	if (a.window > 0 && len(a.groupLeft) >= a.window) || (!fromQueue && a.holding(len(reqs))) {
 		for _, r := range reqs {
-			a.queued[r.ID] = true
+			a.reqs[r.ID] = reqState{state: reqQueued}
 		}
 		a.queue = append(a.queue, reqs...)
 		return
@@ -128,7 +128,6 @@ func (a *ABD) start(reqs []automaton.Request, fromQueue bool) {
 	if !fromQueue && len(a.queue) > 0 { // a gather's last arrival: the queue goes with it
 		reqs = append(a.queue, reqs...)
 		a.queue = nil
-		clear(a.queued)
 		a.backCap = 0 // they all came back
 	}
 	if a.gathering {
@@ -179,7 +178,6 @@ func (a *ABD) leave(g uint64) {
 	}
 	q := a.queue
 	a.queue = nil
-	clear(a.queued)
 	a.start(q, true)
 }
 
@@ -195,7 +193,7 @@ func (a *ABD) beginGroup(reqs []automaton.Request, g uint64) {
 		joins := req.Opts.Read != automaton.ReadRegular
 		if o := runs[req.Op.Key]; joins && o != nil && a.ops[o.id] == o && o.phase == 1 && o.count < a.quorum() {
 			o.run = append(o.run, req)
-			a.byReq[req.ID] = o.id
+			a.reqs[req.ID] = reqState{state: reqBusy, op: o.id}
 			continue
 		}
 		o := a.begin(req, g)
@@ -313,6 +311,5 @@ func (a *ABD) gathered() {
 	}
 	q := a.queue
 	a.queue = nil
-	clear(a.queued)
 	a.start(q, true)
 }

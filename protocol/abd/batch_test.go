@@ -248,6 +248,17 @@ func TestWindowQueuesIntoOneGroup(t *testing.T) {
 	if a := n1.(*ABD); len(a.queue) != 6 || len(a.groupLeft) != 2 {
 		t.Fatalf("queue %d, groups %d; want 6 waiting behind 2", len(a.queue), len(a.groupLeft))
 	}
+	// A retry of a waiting request (its client's timeout) is neither
+	// answered nor queued again: it is answered when the first begins
+	// and completes (the request table's queued stage).
+	for _, o := range n1.Step(automaton.ClientRequest{Req: req(4, "k1")}) {
+		if _, ok := o.(automaton.Respond); ok {
+			t.Fatalf("a retry of a waiting request was answered: %v", o)
+		}
+	}
+	if a := n1.(*ABD); len(a.queue) != 6 {
+		t.Fatalf("queue %d after a retry of a waiting request, want 6", len(a.queue))
+	}
 	// Finish the first group: deliver its query to n2 and the answer back.
 	var next []automaton.Output
 	for _, o := range held[:len(held)/2] {

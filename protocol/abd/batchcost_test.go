@@ -124,8 +124,8 @@ func TestDoneCacheKeepsTheLastAnswers(t *testing.T) {
 			arr = &n1.doneOrder[0]
 		}
 	}
-	if got, want := len(n1.doneOrder), doneCacheSize+300; got != want || len(n1.done) != want {
-		t.Fatalf("%d answers in order, %d remembered, want %d", got, len(n1.done), want)
+	if got, want := len(n1.doneOrder), doneCacheSize+300; got != want || len(n1.reqs) != want {
+		t.Fatalf("%d answers in order, %d remembered, want %d", got, len(n1.reqs), want)
 	}
 	if &n1.doneOrder[0] != arr {
 		t.Errorf("doneOrder moved to a new array after it was full")
@@ -146,6 +146,37 @@ func TestDoneCacheKeepsTheLastAnswers(t *testing.T) {
 	}
 	if p := retry(1); p == 0 {
 		t.Errorf("a retry of the first answer, forgotten, sent nothing")
+	}
+}
+
+// TestDoneCacheAnswersItsOwn: a retry of a remembered answer gets that
+// answer, also after older ones were forgotten (the request table holds
+// it with the request's id, evicted in doneOrder's order).
+func TestDoneCacheAnswersItsOwn(t *testing.T) {
+	c := newStepCluster(t)
+	n1 := abdOf(c, "n1")
+	for i := range 10 {
+		c.do(automaton.Request{ID: automaton.RequestID{Client: 8, Seq: uint64(i + 1)}, Op: set(fmt.Sprint("g", i), fmt.Sprint("v", i))})
+	}
+	id := func(seq int) automaton.RequestID { return automaton.RequestID{Client: 7, Seq: uint64(seq)} }
+	total := 2*(doneCacheSize+doneEvict) + 77
+	for seq := 1; seq <= total; seq++ {
+		c.do(automaton.Request{ID: id(seq), Op: get(fmt.Sprint("g", seq%10))})
+	}
+	for _, seq := range []int{total, total - 1, total - 5, total - doneCacheSize + 1} {
+		outs := n1.Step(automaton.ClientRequest{Req: automaton.Request{ID: id(seq), Op: get("g0")}})
+		var got []string
+		for _, o := range outs {
+			switch o := o.(type) {
+			case automaton.Send:
+				t.Fatalf("a retry of answer %d began an operation", seq)
+			case automaton.Respond:
+				got = append(got, string(o.Resp.Result.Bytes))
+			}
+		}
+		if want := fmt.Sprint("v", seq%10); len(got) != 1 || got[0] != want {
+			t.Errorf("retry of get %d answered %q, want [%s]", seq, got, want)
+		}
 	}
 }
 

@@ -53,16 +53,29 @@ func (a *ABD) AppendRenamedModelState(b []byte, rename func(automaton.RequestID)
 	for _, id := range ids {
 		b = appendOp(automaton.AppendModelUint(b, id), a.ops[id], rename, node)
 	}
+	// The request table (reqs) as the two maps it replaced were encoded:
+	// the requests in flight with their operations, then the answered
+	// ones with their answers (queued ones are the queue, below), so
+	// that a state's encoding is unchanged.
 	var rb [8]automaton.RenamedID
-	reqs := automaton.AppendModelRenamedKeys(rb[:0], a.byReq, rename)
-	b = automaton.AppendModelUint(b, uint64(len(reqs)))
-	for _, r := range reqs {
-		b = automaton.AppendModelUint(automaton.AppendModelID(b, r.Renamed, nil), a.byReq[r.ID])
-	}
-	done := automaton.AppendModelRenamedKeys(reqs[:0], a.done, rename)
-	b = automaton.AppendModelUint(b, uint64(len(done)))
-	for _, r := range done {
-		b = automaton.AppendModelResult(automaton.AppendModelID(b, r.Renamed, nil), a.done[r.ID])
+	rids := automaton.AppendModelRenamedKeys(rb[:0], a.reqs, rename) // sorted: so is each stage's part
+	for _, st := range [...]reqStage{reqBusy, reqDone} {
+		n := 0
+		for _, r := range rids {
+			if a.reqs[r.ID].state == st {
+				n++
+			}
+		}
+		b = automaton.AppendModelUint(b, uint64(n))
+		for _, r := range rids {
+			switch s := a.reqs[r.ID]; {
+			case s.state != st:
+			case st == reqBusy:
+				b = automaton.AppendModelUint(automaton.AppendModelID(b, r.Renamed, nil), s.op)
+			default:
+				b = automaton.AppendModelResult(automaton.AppendModelID(b, r.Renamed, nil), s.res)
+			}
+		}
 	}
 	b = automaton.AppendModelSlice(b, a.doneOrder, func(b []byte, id automaton.RequestID) []byte {
 		return automaton.AppendModelID(b, id, rename)
@@ -117,8 +130,8 @@ func (a *ABD) CloneModel() automaton.Automaton {
 			j++
 		}
 	}
-	c.byReq = maps.Clone(a.byReq)
-	c.groupLeft, c.queued, c.queue = maps.Clone(a.groupLeft), maps.Clone(a.queued), slices.Clone(a.queue)
+	c.reqs = maps.Clone(a.reqs)
+	c.groupLeft, c.queue = maps.Clone(a.groupLeft), slices.Clone(a.queue)
 	c.groupReqs = maps.Clone(a.groupReqs)
 	if a.peerPipe { // pipeline.go (the model runs without it: model.go)
 		c.owed, c.sentNow, c.phaseNow = slices.Clone(a.owed), slices.Clone(a.sentNow), slices.Clone(a.phaseNow)
@@ -128,7 +141,6 @@ func (a *ABD) CloneModel() automaton.Automaton {
 			c.held[i] = slices.Clone(h)
 		}
 	}
-	c.done = maps.Clone(a.done)
 	c.doneOrder = slices.Clone(a.doneOrder)
 	c.stepStores = slices.Clone(a.stepStores)
 	c.stepDone = slices.Clone(a.stepDone)
