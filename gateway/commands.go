@@ -129,6 +129,31 @@ func lookupCommand(name []byte) (*command, bool) {
 	return cmd, ok
 }
 
+// cmdCache is a connection's last command name as its client spelled it
+// and the command it names: a pipeline repeats one name (SET SET SET ...),
+// and comparing the name's bytes costs less than lowering it and hashing
+// it into commands (lookupCommand) for every command of a batch. The
+// table does not change after init, so a cached entry never goes stale.
+// Only the goroutine or event loop serving the connection uses it.
+type cmdCache struct {
+	n    int
+	name [16]byte
+	cmd  *command
+}
+
+// lookup is lookupCommand(name), through the cache.
+func (k *cmdCache) lookup(name []byte) (*command, bool) {
+	if k.cmd != nil && len(name) == k.n && string(name) == string(k.name[:k.n]) {
+		return k.cmd, true
+	}
+	cmd, ok := lookupCommand(name)
+	if ok && len(name) <= len(k.name) {
+		k.n = copy(k.name[:], name)
+		k.cmd = cmd
+	}
+	return cmd, ok
+}
+
 // exec runs one command and writes its reply.
 func (c *conn) exec(args [][]byte) {
 	may := c.as.may // replyfn.go: this top-level command only

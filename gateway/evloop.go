@@ -250,7 +250,7 @@ func (c *conn) evFast(args [][]byte) bool {
 	if c.r.Buffered() != 0 || !c.authed || orderedCommand(args) {
 		return false
 	}
-	cmd, ok := lookupCommand(args[0])
+	cmd, ok := c.cmds.lookup(args[0])
 	if !ok || cmd.plan == nil || cmd.block != nil ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		return false

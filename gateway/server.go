@@ -289,10 +289,11 @@ type conn struct {
 	out        *outBuf       // the output buffer and its writer (limits.go)
 	owed       int           // replies written to w since the last flush to out
 	id         int64
-	client     uint64  // RequestID.Client
-	seq        uint64  // last RequestID.Seq used
-	errReplies int     // error replies written (writeError): a command that wrote one failed (INFO commandstats)
-	lanes      []*lane // client ids of a multi-key command's concurrent requests (runAll)
+	client     uint64   // RequestID.Client
+	seq        uint64   // last RequestID.Seq used
+	errReplies int      // error replies written (writeError): a command that wrote one failed (INFO commandstats)
+	lanes      []*lane  // client ids of a multi-key command's concurrent requests (runAll)
+	cmds       cmdCache // the last command name read (commands.go)
 	created    time.Time
 	ownWrote   atomic.Bool // sessions.go
 	usedNS     []config.Namespace
