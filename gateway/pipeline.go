@@ -351,7 +351,16 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	ns, svc, read := c.ns, c.svc, c.read
 	c.mu.Unlock()
 	l := c.takeLaneOf(maxBatchesInFlight)
-	b := &batchSlot{written: make(chan struct{}), lane: l, prev: c.pl.lastBatch, pb: pb, indep: !c.bat.atomic && c.bat.replyIndep}
+	indep := !c.bat.atomic && c.bat.replyIndep
+	var bc *batchCall
+	var b *batchSlot
+	if len(ops) == 0 || svc == nil || indep {
+		b = new(batchSlot)
+	} else {
+		bc = new(batchCall) // the batch's slot in the same allocation (batchCall.slot)
+		b = &bc.slot
+	}
+	*b = batchSlot{written: make(chan struct{}), lane: l, prev: c.pl.lastBatch, pb: pb, indep: indep}
 	c.pl.lastBatch = b
 	c.awaitKeys(ops, b)
 	if len(ops) == 0 || svc == nil {
@@ -377,7 +386,7 @@ func (c *conn) batchAsync(first plan) (next [][]byte, rerr error) {
 	ctx, cancel := c.batchDeadline()                 // deadline.go
 	c.orderWrite(req.Op, req.Ops)                    // arrived ordered commands first (order.go)
 	release := c.s.blk.writeGate(c, req.Op, req.Ops) // no write to a waited key during a round (blocking.go)
-	bc := &batchCall{c: c, b: b, plans: plans, n: len(ops), req: req, ns: ns.Name, release: release, end: cancel}
+	bc.c, bc.b, bc.plans, bc.n, bc.req, bc.ns, bc.release, bc.end = c, b, plans, len(ops), req, ns.Name, release, cancel
 	if c.batchReply(ctx, bc) {
 		return next, rerr
 	}
@@ -536,7 +545,8 @@ func (c *conn) awaitIndepBatch() {
 // batchCall is one batch in flight and what its answer needs.
 type batchCall struct {
 	c       *conn
-	b       *batchSlot
+	b       *batchSlot // &slot
+	slot    batchSlot  // b, allocated with the call: one allocation per batch instead of two
 	plans   []plan
 	n       int // the batch's operations
 	req     automaton.Request
@@ -554,10 +564,12 @@ func (c *conn) batchReply(ctx context.Context, bc *batchCall) bool {
 	if !ok || !slot || c.s.noReplyFn {
 		return false
 	}
+	// Read before the hand-over: bc.done may run, and finish clear bc.req,
+	// before submitReplyTo returns.
+	id := bc.req.ID
 	if !c.submitReplyTo(ctx, bc.ns, bc.req, bc.done) { // evloop.go: held for the turn's pass on the event loop
 		return false
 	}
-	id := bc.req.ID
 	cc.setAfter(func(_ *cmdCtx, _ uint64, err error) { // the deadline passed, or the server stops
 		if rb.Abandon(bc.ns, id) {
 			bc.done(automaton.Response{}, fmt.Errorf("request %s: outcome unknown: %w", id, err))
@@ -601,6 +613,9 @@ func (bc *batchCall) finish(res automaton.Response, err error) {
 		}
 		c.writeBatch(bc.b, bc.plans, results, service.Result{})
 	}
+	// The slot stays reachable (c.pl.batchKeys, until pruned) and holds
+	// the call with it: drop the batch's operations and plans.
+	bc.req, bc.plans = automaton.Request{}, nil
 }
 
 // awaitKeys waits until every earlier batch in flight that names one of
@@ -776,7 +791,7 @@ type batchClock struct {
 }
 
 func (c *conn) pipelineRuleAt(args [][]byte, clk batchClock) (cmd *command, p plan, ok bool) {
-	cmd, found := lookupCommand(args[0])
+	cmd, found := c.cmds.lookup(args[0])
 	if !found || cmd.plan == nil || cmd.first != 1 || cmd.last != 1 || !c.authed ||
 		(cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) ||
 		c.multi.open || len(c.multi.watch) > 0 || c.txn.open || c.sub.count() > 0 ||
