@@ -491,7 +491,21 @@ const (
 	recSlotPfx  = "a/"
 )
 
-func slotKey(i uint64) string { return fmt.Sprintf("%s%016x", recSlotPfx, i) }
+// slotKey is instance i's slot record key: recSlotPfx and i in 16
+// lower-case hexadecimal digits (the stored format, fmt's "%s%016x"), built
+// by hand: one allocation, the string, where fmt.Sprintf took two and ~10 %
+// of a follower's allocations under pipelined SETs (one key per instance
+// persisted, on every node).
+func slotKey(i uint64) string {
+	const digits = "0123456789abcdef"
+	var b [len(recSlotPfx) + 16]byte
+	copy(b[:], recSlotPfx)
+	for k := len(b) - 1; k >= len(recSlotPfx); k-- {
+		b[k] = digits[i&0xf]
+		i >>= 4
+	}
+	return string(b[:])
+}
 
 // slotOfKey is the instance of slot record key k; false if k is not one.
 func slotOfKey(k string) (uint64, bool) {
