@@ -364,9 +364,10 @@ type ESDS struct {
 	stableOrder service.KeyOrder
 	// goneQ: collected operations whose "gone" entry some peers (bits) have
 	// not acknowledged yet.
-	goneQ   map[string]uint64
-	results map[string]service.Result // values of garbage-collected operations
-	resultQ []string
+	goneQ      map[string]uint64
+	results    map[string]service.Result // values of garbage-collected operations
+	resultQ    []string                  // the ids in results (keepResult's ring)
+	resultHead int                       // resultQ's oldest once full
 
 	// pending_r: for each operation, the front ends (a bit per node
 	// position) waiting for this replica's response.
@@ -393,6 +394,7 @@ type ESDS struct {
 	dirtyOps     []*op
 	membersDirty bool
 	seen         map[string]bool    // sendStream's scratch
+	entBuf       []entry            // sendStream's entries, reused once encoded
 	proto.Outbox                    // sends and responses, released after persists
 	persists     []automaton.Output // persists of this step
 	// spareOp: the replica's operation allocated with the front end's
@@ -541,7 +543,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.pending = map[string]uint64{}
 	a.wait = map[string]*feOp{}
 	a.results = map[string]service.Result{}
-	a.resultQ = nil
+	a.resultQ, a.resultHead = nil, 0
 	a.gcd = idSummary{}
 	a.reads = idSummary{}
 	a.uncompacted, a.deltaWritten, a.stale, a.staleN, a.rw = nil, false, nil, 0, nil

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/synod-dev/synod/automaton"
+	"github.com/synod-dev/synod/service"
 )
 
 // Garbage collection (the ESDS thesis §4.3.1's remark on memoised stable state,
@@ -66,12 +67,7 @@ func (a *ESDS) collect() {
 	for _, o := range gone {
 		a.gcd.add(o.id)
 		if o.svalOK {
-			a.results[o.id] = o.sval
-			a.resultQ = append(a.resultQ, o.id)
-			if len(a.resultQ) > resultCacheSize {
-				delete(a.results, a.resultQ[0])
-				a.resultQ = a.resultQ[1:]
-			}
+			a.keepResult(o.id, o.sval)
 		}
 		delete(a.ops, o.id)
 		o.gone = true   // its queued stream positions now say "gone"
@@ -301,3 +297,19 @@ var (
 	gcPerTick     = 2048
 	gcScanPerTick = 8192
 )
+
+// keepResult keeps the value of id, just collected, for a late retry
+// (frontend.go), evicting the oldest kept beyond resultCacheSize. resultQ
+// is a ring of the kept ids, oldest at resultHead once full: cut from the
+// front and appended at the back, it was copied into a new array every
+// few hundred collections (issue 28, session 54).
+func (a *ESDS) keepResult(id string, v service.Result) {
+	a.results[id] = v
+	if len(a.resultQ) < resultCacheSize {
+		a.resultQ = append(a.resultQ, id)
+		return
+	}
+	delete(a.results, a.resultQ[a.resultHead])
+	a.resultQ[a.resultHead] = id
+	a.resultHead = (a.resultHead + 1) % len(a.resultQ)
+}

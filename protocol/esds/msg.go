@@ -1,6 +1,7 @@
 package esds
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -174,6 +175,26 @@ func encodeEntry(e *wire.Encoder, x *entry) {
 	}
 }
 
+// entrySize bounds the bytes encodeEntry writes for x, so that a message
+// is encoded into one buffer of its size (issue 28, session 54: sized at
+// 48 bytes an entry, a stream message of descriptors with 100-byte values
+// grew its buffer by doubling, about half of the bytes an ESDS put
+// allocated in marshal at 64 clients).
+func entrySize(x *entry) int {
+	const uv = binary.MaxVarintLen64
+	n := uv + len(x.ID) + 1 + 2*uv
+	if x.Flags&(flagGone|flagBare) == 0 {
+		n += uv + 1 + 3*uv + len(x.Op.Kind) + len(x.Op.Key)
+		for _, p := range x.Prev {
+			n += uv + len(p)
+		}
+		for _, b := range x.Op.Args {
+			n += uv + len(b)
+		}
+	}
+	return n
+}
+
 // decodeEntry reads an entry; od decodes its operation (shared by a
 // message's entries: their argument lists come from one array, an
 // allocation per message instead of one per operation; service.OpDecoder)
@@ -235,7 +256,11 @@ func decodeEntryKnown(d *wire.Decoder, od *service.OpDecoder, more int, known ma
 }
 
 func (m *message) marshal() []byte {
-	e := header.Message(m.Kind, 64+48*len(m.Entries))
+	n := 64 + len(m.Inner) + len(m.Value.Bytes) + len(m.Value.Err)
+	for i := range m.Entries {
+		n += entrySize(&m.Entries[i])
+	}
+	e := header.Message(m.Kind, n)
 	e.Uvarint(m.Inc)
 	e.Uvarint(m.Removed)
 	if m.Kind == kindStream {

@@ -48,8 +48,11 @@ func (q *qent) live() *op {
 // peer is the gossip stream state towards (and from) one other replica.
 type peer struct {
 	// Outgoing stream (optimised variant).
-	stream   uint64
-	queue    []qent // queue[k] has sequence number acked+1+k
+	stream uint64
+	queue  []qent // queue[k] has sequence number acked+1+k
+	// qbase is queue's backing array from its first slot (push): the
+	// acknowledged head leaves room there, which push reuses.
+	qbase    []qent
 	acked    uint64
 	sentUpTo uint64 // next to send is sentUpTo+1 (back to acked on retransmission)
 	hiSent   uint64 // highest position ever sent on this stream
@@ -125,14 +128,34 @@ func (a *ESDS) enqueueOp(j int, id string, o *op) {
 		p.queue[n-1] = q
 		return
 	}
+	p.push(q)
+}
+
+// push appends q to the queue. The acknowledged head is cut off the
+// front (acknowledged), so a queue that is never empty under load used to
+// reach its array's end and be copied into a new, larger one again and
+// again (issue 28, session 54: a tenth of the bytes an ESDS put
+// allocated at 64 clients). When half of the array or more lies free
+// before the queue, the queue moves down to its start instead.
+func (p *peer) push(q qent) {
+	if n := len(p.queue); n == cap(p.queue) && 2*n <= len(p.qbase) {
+		b := p.qbase[:n]
+		copy(b, p.queue)
+		clear(p.qbase[n:]) // no stale entry keeps an operation alive
+		p.queue = b
+	}
+	c := cap(p.queue)
 	p.queue = append(p.queue, q)
+	if cap(p.queue) != c {
+		p.qbase = p.queue[:cap(p.queue)] // a new array
+	}
 }
 
 // resetStream starts a new stream to peer j carrying every operation.
 func (a *ESDS) resetStream(j int) {
 	p := &a.peers[j]
 	p.stream = a.cfg.Rand.Uint64() | 1
-	p.queue, p.acked, p.sentUpTo, p.hiSent, p.lastRetx = nil, 0, 0, 0, a.tick
+	p.queue, p.qbase, p.acked, p.sentUpTo, p.hiSent, p.lastRetx = nil, nil, 0, 0, 0, a.tick
 	p.spSent = Label{}
 	for _, o := range a.ops {
 		o.has &^= 1 << j
@@ -175,7 +198,7 @@ func (a *ESDS) sendStream(j int) {
 		return
 	}
 	m := message{Kind: kindStream, Inc: a.inc, Removed: a.removed, Stream: p.stream,
-		From: p.sentUpTo + 1, To: p.sentUpTo, AckStream: p.inStream}
+		From: p.sentUpTo + 1, To: p.sentUpTo, AckStream: p.inStream, Entries: a.entBuf[:0]}
 	if p.inNext > 0 {
 		m.AckSeq = p.inNext - 1
 	}
@@ -220,6 +243,11 @@ func (a *ESDS) sendStream(j int) {
 	}
 	p.ackDue, p.fullIn = false, false
 	a.send(j, m.marshal())
+	// The entries are encoded: their slice is the next message's
+	// (grown entry by entry from nil, it was a tenth of the bytes an
+	// ESDS put allocated at 64 clients; issue 28, session 54).
+	clear(m.Entries)
+	a.entBuf = m.Entries[:0]
 }
 
 // The stream's cadence (parameter drain; package doc, Stream cadence). A

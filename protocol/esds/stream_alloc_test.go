@@ -1,0 +1,141 @@
+package esds
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/synod-dev/synod/service"
+)
+
+// TestStreamQueueReusesArray: a stream whose queue never empties (positions
+// queued and acknowledged at the same rate, as at 64 clients) keeps its
+// queue in one array: push moves the queue down to the array's start
+// instead of copying it into a new array each time the acknowledged head
+// has used up the room at the end (issue 28, session 54). The positions
+// keep their sequence numbers and entries throughout, and the slots the
+// queue left hold no operation.
+func TestStreamQueueReusesArray(t *testing.T) {
+	a := &ESDS{peers: make([]peer, 2)}
+	a.peers[1].stream = 7
+	ops := make([]*op, 64)
+	for i := range ops {
+		ops[i] = &op{id: fmt.Sprintf("op%d", i)}
+	}
+	next := 0 // the next operation to queue
+	queue := func(n int) {
+		for range n {
+			o := ops[next%len(ops)]
+			a.enqueueOp(1, o.id, o)
+			next++
+		}
+	}
+	check := func() {
+		p := &a.peers[1]
+		for k, q := range p.queue {
+			if want := ops[(int(p.acked)+k)%len(ops)]; q.o != want || q.id != want.id {
+				t.Fatalf("position %d holds %q, want %q", p.acked+1+uint64(k), q.id, want.id)
+			}
+		}
+		for _, q := range p.qbase[len(p.queue):cap(p.qbase)] {
+			if q.o != nil && !inQueue(p.queue, q.o) {
+				t.Fatalf("a slot outside the queue keeps %q alive", q.id)
+			}
+		}
+	}
+	queue(40)
+	for range 50 { // warm up: the array reaches its size
+		queue(10)
+		a.acknowledged(1, 7, a.peers[1].acked+10)
+		check()
+	}
+	// (AllocsPerRun truncates its average: 100 rounds a run.)
+	allocs := testing.AllocsPerRun(20, func() {
+		for range 100 {
+			queue(10)
+			a.acknowledged(1, 7, a.peers[1].acked+10)
+		}
+	})
+	check()
+	if allocs != 0 {
+		t.Errorf("queue 10, acknowledge 10 with 40 outstanding: %v allocations per 100 rounds, want 0", allocs)
+	}
+	if got := len(a.peers[1].queue); got != 40 {
+		t.Fatalf("queue holds %d positions, want 40", got)
+	}
+}
+
+func inQueue(q []qent, o *op) bool {
+	for i := range q {
+		if q[i].o == o {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMarshalOneBuffer: a stream message of descriptors with 100-byte
+// values is encoded into one buffer of its size (entrySize), not grown by
+// doubling from 48 bytes an entry (issue 28, session 54), and entrySize
+// bounds each kind of entry's encoding.
+func TestMarshalOneBuffer(t *testing.T) {
+	val := make([]byte, 100)
+	var m message
+	m.Kind = kindStream
+	for i := range 64 {
+		x := entry{ID: fmt.Sprintf("%016x-%d", i*7919, i), Prev: []string{"p1", "p2"},
+			Op: service.Op{Kind: "set", Key: fmt.Sprintf("key:%012d", i), Args: [][]byte{val}}}
+		switch i % 4 {
+		case 1:
+			x.Flags = flagDone
+			x.Label = Label{C: 1 << 40, R: 2, Set: true}
+		case 2:
+			x.Flags = flagDone | flagBare
+			x.Label = Label{C: 99, R: 1, Set: true}
+		case 3:
+			x.Flags = flagGone
+		}
+		one := message{Kind: kindStream, Entries: []entry{x}}
+		b := one.marshal()
+		empty := message{Kind: kindStream}
+		if got, bound := len(b)-len(empty.marshal()), entrySize(&x); got > bound {
+			t.Fatalf("entry %d (flags %#x) encodes to %d bytes, entrySize says at most %d", i, x.Flags, got, bound)
+		}
+		m.Entries = append(m.Entries, x)
+	}
+	if n := testing.AllocsPerRun(20, func() { _ = m.marshal() }); n != 1 {
+		t.Errorf("marshal of 64 entries: %v allocations, want 1", n)
+	}
+}
+
+// TestResultCacheRing: the values of collected operations are kept for the
+// last resultCacheSize of them, the oldest evicted first, in a ring that
+// keeps its one array (keepResult; issue 28, session 54: cut from the
+// front, the id queue was copied into a new array every few hundred
+// collections).
+func TestResultCacheRing(t *testing.T) {
+	a := &ESDS{results: map[string]service.Result{}}
+	id := func(i int) string { return fmt.Sprintf("op%d", i) }
+	var arr *string
+	const total = 3*resultCacheSize + 17
+	for i := range total {
+		a.keepResult(id(i), service.Int(int64(i)))
+		if i == resultCacheSize {
+			arr = &a.resultQ[0]
+		}
+		if i > resultCacheSize && &a.resultQ[0] != arr {
+			t.Fatalf("after %d results the ring moved to a new array", i+1)
+		}
+	}
+	if len(a.results) != resultCacheSize {
+		t.Fatalf("%d results kept, want %d", len(a.results), resultCacheSize)
+	}
+	for i := range total {
+		v, ok := a.results[id(i)]
+		if want := i >= total-resultCacheSize; ok != want {
+			t.Fatalf("result of %s kept = %v, want %v", id(i), ok, want)
+		}
+		if ok && v.Int != int64(i) {
+			t.Fatalf("result of %s = %d, want %d", id(i), v.Int, i)
+		}
+	}
+}
