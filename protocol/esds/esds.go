@@ -395,6 +395,7 @@ type ESDS struct {
 	membersDirty bool
 	seen         map[string]bool    // sendStream's scratch
 	entBuf       []entry            // sendStream's entries, reused once encoded
+	recvBuf      []entry            // onMessage1's decoded entries, reused once merged
 	proto.Outbox                    // sends and responses, released after persists
 	persists     []automaton.Output // persists of this step
 	// spareOp: the replica's operation allocated with the front end's

@@ -44,7 +44,9 @@ func (a *ESDS) OnMessage(from automaton.NodeID, b []byte) {
 
 // onMessage1 handles one message from member j.
 func (a *ESDS) onMessage1(j int, b []byte) {
-	m, err := unmarshalKnown(b, a.ops) // (descriptors of operations held here not decoded)
+	buf := a.recvBuf
+	a.recvBuf = nil
+	m, err := unmarshalInto(b, a.ops, buf) // (descriptors of operations held here not decoded)
 	if err != nil {
 		return // corrupt: drop (gossip is retransmitted)
 	}
@@ -64,6 +66,12 @@ func (a *ESDS) onMessage1(j int, b []byte) {
 		return
 	}
 	a.receiveGossipMessage(j, m)
+	if m.Kind == kindStream || m.Kind == kindFull {
+		// Merged: nothing keeps the entries (an operation made from one
+		// copies its fields), so their array decodes the next message.
+		clear(m.Entries)
+		a.recvBuf = m.Entries[:0]
+	}
 }
 
 // receiveGossipMessage takes a gossip message from replica j, off the

@@ -306,6 +306,14 @@ func unmarshal(b []byte) (message, error) { return unmarshalKnown(b, nil) }
 // third, and each decode made the key's string and the arguments' buffer
 // (BenchmarkPutSteps: 8 of 48 allocations per SET in process).
 func unmarshalKnown(b []byte, known map[string]*op) (message, error) {
+	return unmarshalInto(b, known, nil)
+}
+
+// unmarshalInto is unmarshalKnown decoding the entries into buf's array
+// when it has the room (onMessage1 hands back the last gossip message's,
+// its entries merged: issue 28, session 54, one array of ~170 bytes an
+// entry per message at every replica).
+func unmarshalInto(b []byte, known map[string]*op, buf []entry) (message, error) {
 	var m message
 	d, kind, err := header.OpenMessage(b)
 	if err != nil {
@@ -345,7 +353,11 @@ func unmarshalKnown(b []byte, known map[string]*op) (message, error) {
 	}
 	// An entry takes at least 2 bytes: its id's length and its flags.
 	if n := d.Count(maxEntries, 2); n > 0 {
-		m.Entries = make([]entry, n)
+		if cap(buf) >= n {
+			m.Entries = buf[:n]
+		} else {
+			m.Entries = make([]entry, n)
+		}
 		var od service.OpDecoder
 		if m.Kind != kindStream && m.Kind != kindFull {
 			known = nil // a request's, a response's: whole

@@ -139,3 +139,45 @@ func TestResultCacheRing(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmarshalIntoBuffer: a gossip message decoded into the array of the
+// previous one's entries (onMessage1's recvBuf; issue 28, session 54) is
+// the message a fresh decode gives, whatever the array held, and its
+// decode takes one allocation fewer.
+func TestUnmarshalIntoBuffer(t *testing.T) {
+	val := make([]byte, 100)
+	mk := func(base, n int) []byte {
+		m := message{Kind: kindStream, Inc: 3, Stream: 9, From: 1, To: uint64(n)}
+		for i := range n {
+			x := entry{ID: fmt.Sprintf("%016x-%d", base, i), Prev: []string{"p"},
+				Op: service.Op{Kind: "set", Key: fmt.Sprintf("k%d", base+i), Args: [][]byte{val}}}
+			if i%2 == 1 {
+				x.Flags, x.Label = flagDone, Label{C: uint64(base + i), R: 1, Set: true}
+			}
+			m.Entries = append(m.Entries, x)
+		}
+		return m.marshal()
+	}
+	first, second := mk(1, 12), mk(2, 8)
+	m1, err := unmarshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := unmarshal(second)
+	got, err := unmarshalInto(second, nil, m1.Entries[:0]) // the array still holds first's entries
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &got.Entries[0] != &m1.Entries[0] {
+		t.Fatal("the entries were not decoded into the buffer's array")
+	}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("decoded into the buffer:\n%+v\nwant\n%+v", got, want)
+	}
+	buf := make([]entry, 0, 16)
+	fresh := testing.AllocsPerRun(100, func() { _, _ = unmarshalInto(second, nil, nil) })
+	reused := testing.AllocsPerRun(100, func() { _, _ = unmarshalInto(second, nil, buf) })
+	if reused != fresh-1 {
+		t.Errorf("decode into a buffer: %v allocations, fresh %v; want one fewer", reused, fresh)
+	}
+}
