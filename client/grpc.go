@@ -156,11 +156,19 @@ type gconn struct {
 	addr string
 	cc   *grpc.ClientConn    // TransportGRPCGo
 	h2   *h2client           // TransportDirect: calls and Pipeline streams
-	side *h2client           // TransportDirect: WatchLeader and Phases streams (h2.go)
+	side *h2client           // WatchLeader (TransportDirect) and Phases streams (h2.go)
 	stub synodpb.SynodClient // over cc or h2
 	// sideStub is the stub for streams whose reader waits while idle:
 	// stub's over grpc-go, side's over the direct transport.
 	sideStub synodpb.SynodClient
+	// phaseStub is the stub for Phases streams (client-driven ABD,
+	// phases.go): side's, over the direct transport, whichever transport
+	// the calls use. The direct transport costs the client about half the
+	// CPU per phase of grpc-go's (docs/costs/s52-grpc.md, s54-cabd54.md);
+	// grpc-go's stays the default for calls because of fail-over to a
+	// leader whose address vanished, which phases do not do (a phase
+	// hedges to the other replicas, abd.go).
+	phaseStub synodpb.SynodClient
 
 	smu sync.Mutex
 	st  *gstream // the Pipeline stream (pipeline.go), nil until first used
@@ -283,6 +291,7 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 			g.h2 = &h2client{addr: a, timeout: opts.Timeout}
 			g.side = &h2client{addr: a, timeout: opts.Timeout}
 			g.stub, g.sideStub = synodpb.NewSynodClient(g.h2), synodpb.NewSynodClient(g.side)
+			g.phaseStub = g.sideStub
 			c.conns = append(c.conns, g)
 			continue
 		}
@@ -304,6 +313,8 @@ func NewGRPC(addrs []string, opts Options) (*GRPC, error) {
 		}
 		g.cc, g.stub = cc, synodpb.NewSynodClient(cc)
 		g.sideStub = g.stub
+		g.side = &h2client{addr: a, timeout: opts.Timeout} // Phases only; dials on first use
+		g.phaseStub = synodpb.NewSynodClient(g.side)
 		c.conns = append(c.conns, g)
 	}
 	return c, nil
@@ -329,6 +340,8 @@ func (c *GRPC) Close() error {
 		}
 		if g.h2 != nil {
 			g.h2.close()
+		}
+		if g.side != nil {
 			g.side.close()
 		}
 	}

@@ -106,7 +106,7 @@ func (c *GRPC) phases(ctx context.Context, g *gconn) (*pstream, error) {
 	if ps := g.livePhases(); ps != nil {
 		return ps, nil
 	}
-	if err := g.ready(ctx); err != nil {
+	if err := g.side.ready(ctx); err != nil { // Phases go over side (gconn.phaseStub)
 		return nil, err
 	}
 	g.smu.Lock()
@@ -115,7 +115,7 @@ func (c *GRPC) phases(ctx context.Context, g *gconn) (*pstream, error) {
 		return g.ps, nil
 	}
 	sctx, cancel := context.WithCancel(c.life)
-	s, err := g.sideStub.Phases(c.withAuth(sctx))
+	s, err := g.phaseStub.Phases(c.withAuth(sctx))
 	if err != nil {
 		cancel()
 		return nil, err

@@ -140,3 +140,41 @@ func TestABDClientPhasesAndOlderNodes(t *testing.T) {
 		t.Errorf("phases run: %d and %d, want every one of the 30 phases at both live replicas", len(curB.Log()), len(oldB.Log()))
 	}
 }
+
+// Phases streams go over the direct transport (gconn.phaseStub) even when
+// the client's calls use grpc-go's, and client-driven ABD works over them.
+func TestABDPhasesDirectUnderGRPCGo(t *testing.T) {
+	cur, _, curAddr := startCounter(t, false)
+	_, _, addrs := abdReplicas(t, 1) // 2 replicas: every phase needs both
+	c := newGRPC(t, append([]string{curAddr}, addrs...), Options{GRPCTransport: TransportGRPCGo})
+	a := c.ABD("")
+	ctx := tctx(t)
+	for i := range 5 {
+		want := fmt.Sprintf("v%d", i)
+		if err := a.Set(ctx, "k", []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok, err := a.Get(ctx, "k"); err != nil || !ok || string(v) != want {
+			t.Fatalf("get k after set %s: %q %v %v", want, v, ok, err)
+		}
+	}
+	if cur.phases.Load() == 0 {
+		t.Fatal("no Phases stream at the counting node")
+	}
+	for _, g := range c.conns {
+		if g.cc == nil {
+			t.Fatalf("%s: calls not on grpc-go's transport", g.addr)
+		}
+		ps := g.livePhases()
+		if ps == nil {
+			t.Fatalf("%s: no live Phases stream", g.addr)
+		}
+		gs, ok := ps.s.(*grpc.GenericClientStream[synodpb.PhaseRequest, synodpb.PhaseResponse])
+		if !ok {
+			t.Fatalf("%s: Phases stream is a %T", g.addr, ps.s)
+		}
+		if _, ok := gs.ClientStream.(*h2stream); !ok {
+			t.Errorf("%s: Phases stream over %T, want the direct transport's *h2stream", g.addr, gs.ClientStream)
+		}
+	}
+}
