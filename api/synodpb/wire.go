@@ -52,6 +52,18 @@ func AppendFrame(b []byte, m any) ([]byte, error) {
 // UnmarshalMessage unmarshals a received message (without its prefix)
 // into m.
 func UnmarshalMessage(b []byte, m any) error {
+	switch m := m.(type) { // hand decoders (phasecodec.go); proto's on anything else
+	case *PhaseRequest:
+		if DecodePhaseRequest(b, m) {
+			return nil
+		}
+		proto.Reset(m)
+	case *PhaseResponse:
+		if DecodePhaseResponse(b, m) {
+			return nil
+		}
+		proto.Reset(m)
+	}
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return status.Errorf(codes.Internal, "grpc: %T is not a protobuf message", m)
