@@ -213,8 +213,8 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	if hedging {
 		first = min(a.hedge(), timeout)
 	}
-	tick := time.NewTimer(first)
-	defer tick.Stop()
+	tick := a.c.phaseTimer(first)
+	defer a.c.putPhaseTimer(tick)
 	var pctx context.Context
 	sub := func() context.Context {
 		if pctx == nil {
@@ -235,8 +235,12 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	done := make(chan *pcall, n)
 	calls := make([]*pcall, n) // each replica's phase in flight
 	asked := make([]bool, n)   // replicas asked at least once
-	pauses := make([]time.Duration, n)
-	again := make(chan int, n) // replicas whose pause is over
+	// Made on a replica's first failure (most phases have none): pauses,
+	// again (replicas whose pause is over; nil blocks) and last (each
+	// replica's last failure).
+	var pauses []time.Duration
+	var again chan int
+	var last []error
 	var timers []*time.Timer
 	defer func() {
 		for _, t := range timers {
@@ -334,7 +338,6 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		}
 	}
 	got := 0
-	last := make([]error, n) // each replica's last failure
 	for {
 		select {
 		case pc := <-done:
@@ -371,6 +374,9 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			case err == nil:
 				err = replyError(res.Err)
 			}
+			if last == nil {
+				pauses, again, last = make([]time.Duration, n), make(chan int, n), make([]error, n)
+			}
 			last[i] = fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
 			a.c.conns[i].suspect()
 			if err := askRest(); err != nil { // the majority asked may no longer answer
@@ -378,7 +384,8 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			}
 			// Ask again after a pause, doubling up to abdMaxPause.
 			pauses[i] = min(max(2*pauses[i], abdFirstPause), abdMaxPause)
-			timers = append(timers, time.AfterFunc(pauses[i], func() { again <- i }))
+			ch := again
+			timers = append(timers, time.AfterFunc(pauses[i], func() { ch <- i }))
 		case <-tick.C:
 			if !hedging || first >= timeout {
 				return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, context.DeadlineExceeded)...))
@@ -401,6 +408,23 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			return fmt.Errorf("%d of %d replicas answered, fewer than a majority (%d): %w", got, n, automaton.Majority(n), errors.Join(append(last, ctx.Err())...))
 		}
 	}
+}
+
+// phaseTimer is a stopped timer of the client's reset to d: phases take
+// one each (a timer and its channel were a phase's largest allocation;
+// since Go 1.23 a timer stopped or reset delivers nothing stale).
+func (c *GRPC) phaseTimer(d time.Duration) *time.Timer {
+	if t, _ := c.timers.Get().(*time.Timer); t != nil {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putPhaseTimer stops t and keeps it for another phase.
+func (c *GRPC) putPhaseTimer(t *time.Timer) {
+	t.Stop()
+	c.timers.Put(t)
 }
 
 // majority picks the replicas a phase asks first: a majority, taken round

@@ -349,3 +349,28 @@ func TestABDClientHedgeFollowsPhases(t *testing.T) {
 		t.Fatalf("hedge after fast phases again %v, want %v", h, abdHedge)
 	}
 }
+
+// A phase's timer comes from the client's pool: one that fired unread
+// before it went back delivers nothing to the next phase that takes it
+// (a stale hedge or time limit would end that phase early).
+func TestABDPhaseTimerNoStaleFire(t *testing.T) {
+	c := &GRPC{}
+	for range 20 {
+		tm := c.phaseTimer(time.Millisecond)
+		time.Sleep(3 * time.Millisecond) // fired, never read
+		c.putPhaseTimer(tm)
+		next := c.phaseTimer(time.Hour)
+		select {
+		case <-next.C:
+			t.Fatal("a pooled timer delivered a stale fire")
+		case <-time.After(2 * time.Millisecond):
+		}
+		c.putPhaseTimer(next)
+	}
+	tm := c.phaseTimer(5 * time.Millisecond)
+	select {
+	case <-tm.C:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a pooled timer reset to 5ms did not fire")
+	}
+}

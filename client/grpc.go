@@ -150,6 +150,7 @@ type GRPC struct {
 
 	abdNext  atomic.Uint64 // where client-driven ABD's next majority starts (abd.go)
 	abdPhase atomic.Int64  // client-driven ABD's recent phase time, ns (abd.go hedge)
+	timers   sync.Pool     // client-driven ABD's phase timers, stopped (abd.go phaseTimer)
 }
 
 type gconn struct {
