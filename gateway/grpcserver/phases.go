@@ -221,8 +221,9 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 	ph.mu.Unlock()
 	reqs := make([]automaton.Request, 0, len(phases))
 	idx := make([]int, 0, len(phases)) // reqs[k] answers phases[idx[k]]
+	sl := newPhaseSlabs(len(phases))
 	for i, p := range phases {
-		req, err := ph.request(ns, svc, tagSpec, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p)
+		req, err := ph.request(ns, svc, tagSpec, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p, sl.at(i))
 		if err != nil {
 			st := status.Convert(err)
 			out[i] = &synodpb.PhaseReply{Id: p.GetId(), Code: uint32(st.Code()), Message: st.Message()}
@@ -253,27 +254,54 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 
 // Query and store phases' options (shared: the node gives the automaton
 // its own copy of a request's options, node.admit).
-var queryExt = map[string][]string{optPhase: {phaseQuery}}
+var (
+	queryExt   = map[string][]string{optPhase: {phaseQuery}}
+	storeValue = []string{phaseStore}
+)
+
+// phaseSlabs are a message's per-phase slices in one array each (a store
+// phase's tag option and its set's argument), so that a phase takes a
+// place instead of allocating them.
+type phaseSlabs struct {
+	tags []string
+	args [][]byte
+}
+
+// phaseSlab is one phase's places in its message's phaseSlabs.
+type phaseSlab struct {
+	tag  []string // length 1, capacity 1
+	args [][]byte // length 1, capacity 1
+}
+
+func newPhaseSlabs(n int) *phaseSlabs {
+	return &phaseSlabs{tags: make([]string, n), args: make([][]byte, n)}
+}
+
+func (s *phaseSlabs) at(i int) phaseSlab {
+	return phaseSlab{tag: s.tags[i : i+1 : i+1], args: s.args[i : i+1 : i+1]}
+}
 
 // request checks phase p of namespace ns as Do checks the request it
 // stands for (its tag with tagSpec, the protocol's), and makes that
 // request, identified as id.
-func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec automaton.OptionSpec, id automaton.RequestID, p *synodpb.Phase) (automaton.Request, error) {
+func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec automaton.OptionSpec, id automaton.RequestID, p *synodpb.Phase, sl phaseSlab) (automaton.Request, error) {
 	req := automaton.Request{ID: id, Checked: true}
 	switch {
 	case p.GetTag() == "":
 		req.Op = service.Op{Kind: "get", Key: p.GetKey()}
 		req.Opts.Ext = queryExt
 	default:
-		tag, err := tagSpec.Parse([]string{p.GetTag()})
+		sl.tag[0] = p.GetTag()
+		tag, err := tagSpec.Parse(sl.tag)
 		if err != nil {
 			return req, refusal(synoderr.Invalid, "namespace %q: phase %d: %v", ns.Name, p.GetId(), err)
 		}
-		req.Op = service.Op{Kind: "set", Key: p.GetKey(), Args: [][]byte{p.GetValue()}}
+		sl.args[0] = p.GetValue()
+		req.Op = service.Op{Kind: "set", Key: p.GetKey(), Args: sl.args}
 		if p.GetTomb() {
 			req.Op = service.Op{Kind: "del", Key: p.GetKey()}
 		}
-		req.Opts.Ext = map[string][]string{optPhase: {phaseStore}, optTag: tag}
+		req.Opts.Ext = map[string][]string{optPhase: storeValue, optTag: tag}
 	}
 	if err := ph.s.permit(ph.ctx, ns.Name, req); err != nil {
 		return req, err
