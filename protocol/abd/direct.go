@@ -63,16 +63,19 @@ func ParseTag(s string) (Tag, error) {
 	if s == "" {
 		return Tag{}, nil
 	}
-	parts := strings.SplitN(s, ":", 3)
-	if len(parts) != 3 || parts[2] == "" {
+	// strings.Cut, not SplitN: no list (a client-driven put parses about
+	// seven tags, client and replicas; s52-grpc.md).
+	tsText, rest, ok1 := strings.Cut(s, ":")
+	seqText, writer, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 || writer == "" {
 		return Tag{}, fmt.Errorf("tag %q is not TS:SEQ:WRITER", s)
 	}
-	ts, err1 := strconv.ParseUint(parts[0], 10, 64)
-	seq, err2 := strconv.ParseUint(parts[1], 10, 64)
+	ts, err1 := strconv.ParseUint(tsText, 10, 64)
+	seq, err2 := strconv.ParseUint(seqText, 10, 64)
 	if err1 != nil || err2 != nil {
 		return Tag{}, fmt.Errorf("tag %q is not TS:SEQ:WRITER with decimal TS and SEQ", s)
 	}
-	return Tag{TS: ts, Node: parts[2], Seq: seq}, nil
+	return Tag{TS: ts, Node: writer, Seq: seq}, nil
 }
 
 // ClientWriter is the writer id a client-driven writer puts in its tags.

@@ -259,3 +259,20 @@ func TestTagSpelling(t *testing.T) {
 		}
 	}
 }
+
+// ParseTag refuses what is not TS:SEQ:WRITER, and parses without
+// allocating (a client-driven put parses several tags per replica).
+func TestParseTagRefusalsAndAllocations(t *testing.T) {
+	for _, s := range []string{"1", "1:2", "1:2:", ":2:w", "1::w", "x:2:w", "1:y:w", "-1:2:w", "18446744073709551616:1:w"} {
+		if tag, err := ParseTag(s); err == nil {
+			t.Errorf("ParseTag(%q) = %v, want an error", s, tag)
+		}
+	}
+	if tag, err := ParseTag("3:4:a:b"); err != nil || tag != (Tag{TS: 3, Seq: 4, Node: "a:b"}) {
+		t.Errorf("ParseTag(3:4:a:b) = %v, %v", tag, err)
+	}
+	s := FormatTag(Tag{TS: 12, Seq: 34, Node: "client/00000000000000ff"})
+	if n := testing.AllocsPerRun(100, func() { ParseTag(s) }); n != 0 {
+		t.Errorf("ParseTag allocates %.0f times, want 0", n)
+	}
+}
