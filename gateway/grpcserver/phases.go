@@ -244,8 +244,10 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 				resps[k], errs[k] = ph.s.b.Do(rctx, ns.Name, req)
 			}
 		}
+		replies := make([]synodpb.PhaseReply, len(idx)) // one array for the message's replies
 		for k, i := range idx {
-			out[i] = ph.reply(phases[i].GetId(), rctx, reqs[k], resps[k], errs[k])
+			out[i] = &replies[k]
+			ph.reply(out[i], phases[i].GetId(), rctx, reqs[k], resps[k], errs[k])
 		}
 		cancel()
 	}
@@ -312,28 +314,29 @@ func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec auto
 	return req, nil
 }
 
-// reply converts the Backend's answer to a phase (res, or err made within
-// rctx) to its PhaseReply.
-func (ph *phaser) reply(id uint64, rctx context.Context, req automaton.Request, res automaton.Response, err error) *synodpb.PhaseReply {
+// reply sets out (a zero PhaseReply) to the Backend's answer to a phase
+// (res, or err made within rctx).
+func (ph *phaser) reply(out *synodpb.PhaseReply, id uint64, rctx context.Context, req automaton.Request, res automaton.Response, err error) {
+	out.Id = id
 	if err != nil {
 		st := status.Convert(ph.s.doError(ph.ctx, rctx, req.ID, err))
-		return &synodpb.PhaseReply{Id: id, Code: uint32(st.Code()), Message: st.Message()}
+		out.Code, out.Message = uint32(st.Code()), st.Message()
+		return
 	}
 	r := res.Result
 	switch {
 	case r.Type == service.ResultErr:
-		return &synodpb.PhaseReply{Id: id, Err: synoderr.Text(r.Err)}
+		out.Err = synoderr.Text(r.Err)
 	case r.Type == service.ResultArray && len(r.Elems) == 2 && r.Elems[0].Type == service.ResultBytes:
 		// A query's [tag, value] (protocol/abd queryResult).
-		out := &synodpb.PhaseReply{Id: id, Tag: string(r.Elems[0].Bytes)}
+		out.Tag = string(r.Elems[0].Bytes)
 		if v := r.Elems[1]; v.Type == service.ResultBytes {
 			out.Value, out.Present = v.Bytes, true
 		}
-		return out
 	case r.Type == service.ResultOK:
-		return &synodpb.PhaseReply{Id: id}
+	default:
+		out.Err = "ERR internal error: a phase answered " + r.String()
 	}
-	return &synodpb.PhaseReply{Id: id, Err: "ERR internal error: a phase answered " + r.String()}
 }
 
 // send writes a message's replies, in messages of at most about
