@@ -2,6 +2,7 @@ package abd
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,20 @@ func FormatTag(t Tag) string {
 	return strconv.FormatUint(t.TS, 10) + ":" + strconv.FormatUint(t.Seq, 10) + ":" + t.Node
 }
 
+// appendTagText appends FormatTag(t) to b, growing it once (a query's answer
+// spells its tag this way, one allocation).
+func appendTagText(b []byte, t Tag) []byte {
+	if t == (Tag{}) {
+		return b
+	}
+	b = slices.Grow(b, 2*20+2+len(t.Node))
+	b = strconv.AppendUint(b, t.TS, 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, t.Seq, 10)
+	b = append(b, ':')
+	return append(b, t.Node...)
+}
+
 // ParseTag parses FormatTag's spelling ("" is the zero tag).
 func ParseTag(s string) (Tag, error) {
 	if s == "" {
@@ -99,7 +114,7 @@ func queryResult(e entry) service.Result {
 	if e.present() {
 		val = service.Bytes(e.Value)
 	}
-	return service.Array(service.Bytes([]byte(FormatTag(e.Tag))), val)
+	return service.Array(service.Bytes(appendTagText([]byte{}, e.Tag)), val)
 }
 
 // ParseQueryAnswer reads a query phase's answer.

@@ -276,3 +276,20 @@ func TestParseTagRefusalsAndAllocations(t *testing.T) {
 		t.Errorf("ParseTag allocates %.0f times, want 0", n)
 	}
 }
+
+// A query's answer spells its tag as FormatTag does, in one allocation.
+func TestQueryResultTag(t *testing.T) {
+	for _, tag := range []Tag{{}, {TS: 1, Seq: 2, Node: "n1"}, {TS: 1 << 40, Seq: 1<<64 - 1, Node: "client/00000000000000ff"}} {
+		e := entry{Tag: tag, Value: []byte("v")}
+		r := queryResult(e)
+		if got := string(r.Elems[0].Bytes); got != FormatTag(tag) || r.Elems[0].Bytes == nil {
+			t.Errorf("queryResult's tag %q (nil %v), want %q", got, r.Elems[0].Bytes == nil, FormatTag(tag))
+		}
+		if q, err := ParseQueryAnswer(r); err != nil || q.Tag != tag {
+			t.Errorf("query answer of %v parsed as %v, %v", tag, q, err)
+		}
+		if n := testing.AllocsPerRun(100, func() { appendTagText([]byte{}, tag) }); n > 1 {
+			t.Errorf("spelling %v: %.0f allocations, want at most 1", tag, n)
+		}
+	}
+}
