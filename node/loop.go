@@ -150,9 +150,12 @@ type nsLoop struct {
 	holding atomic.Bool
 	// loopHolds counts the batches flush held itself (holdInLoop).
 	loopHolds atomic.Uint64
-	needed    chan struct{} // offer's wake-up of a committer holding records nobody waits for
-	free      chan *batch   // recycled batches
-	failed    atomic.Bool   // a Commit failed (any namespace's): release nothing any more
+	// idleCommitters counts the committer goroutines that returned
+	// without a commit (they only parked held records, or found nothing).
+	idleCommitters atomic.Uint64
+	needed         chan struct{} // offer's wake-up of a committer holding records nobody waits for
+	free           chan *batch   // recycled batches
+	failed         atomic.Bool   // a Commit failed (any namespace's): release nothing any more
 	// eager is the number of the last record of a batch that offered an
 	// Early Send: the committer commits it without waiting for an output
 	// to need it (lazy commit would start the leader's fsync only when
@@ -1020,10 +1023,21 @@ func (l *nsLoop) commitInline(b *batch) bool {
 func (l *nsLoop) committer() { l.commitLoop(false) }
 
 // commitLoop is the committer; once (a caller's commit, commitOnCaller):
-// it returns after its first commit, handing what was queued meanwhile to
-// a committer goroutine.
+// after its first commit it goes on only as far as a committer goes
+// without committing: what was queued meanwhile is held and parked in the
+// loop if no output needs it yet (lazy commit), and handed to a committer
+// goroutine only if it is to be committed. A Multi-Paxos leader's "c"
+// record, stepped while the caller's fsync ran (the first Accepted came
+// before it ended), used to start a goroutine that only parked it (a
+// goroutine start, often another thread's futex wake).
 func (l *nsLoop) commitLoop(once bool) {
 	defer l.cwg.Done()
+	commits := 0
+	defer func() {
+		if !once && commits == 0 {
+			l.idleCommitters.Add(1)
+		}
+	}()
 	var reply []asideCall // kept by setDurable: run when this committer leaves (keepAside)
 	defer func() { l.runAside(reply, true) }()
 	group := l.held // parked by the previous committer, or nil
@@ -1032,6 +1046,7 @@ func (l *nsLoop) commitLoop(once bool) {
 	var recs []automaton.Persist
 	committed := l.committed // the last record committed
 	closed := false
+	handed := false // once: the caller's commit is done, the next one is a goroutine's
 	for !closed {
 		if len(group) == 0 {
 			var b *batch
@@ -1099,6 +1114,15 @@ func (l *nsLoop) commitLoop(once bool) {
 			l.holding.Store(false)
 			continue
 		}
+		if handed {
+			// A caller's commit is done (once): what came meanwhile
+			// needs a commit, which is a committer goroutine's. It
+			// takes the group back as a committer takes held records.
+			l.held, l.committed = group, committed
+			l.cwg.Add(1)
+			go l.committer()
+			return
+		}
 		select { // the commit below covers whatever the token asked for
 		case <-l.needed:
 		default:
@@ -1111,6 +1135,7 @@ func (l *nsLoop) commitLoop(once bool) {
 		l.runAside(reply, false) // more to commit: the reply does not wait for it
 		reply = nil
 		ok := l.commit(recs)
+		commits++
 		clear(recs)
 		l.recycle(group)
 		group = group[:0]
@@ -1122,17 +1147,14 @@ func (l *nsLoop) commitLoop(once bool) {
 		}
 		committed = last
 		reply = l.setDurable(last, true, once) // once: replyfn.go, runAside
-		if once && !closed {
-			// Leave as an idle committer leaves; what came meanwhile
-			// goes to a committer goroutine.
-			l.committed = committed
-			l.committing.Store(false)
-			if len(l.commitQ) == 0 || !l.committing.CompareAndSwap(false, true) {
-				return
-			}
-			l.cwg.Add(1)
-			go l.committer()
-			return
+		if once {
+			// The caller's one commit is done. What came meanwhile is
+			// looked at here, as a committer would: records no output
+			// waits for yet (a Multi-Paxos leader's "c" record stepped
+			// during its fsync) are held and parked in the loop without
+			// a goroutine; anything to commit goes to a committer
+			// goroutine (handed, above).
+			handed = true
 		}
 	}
 	if len(group) > 0 && !l.failed.Load() {
