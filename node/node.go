@@ -194,6 +194,10 @@ type Options struct {
 	// loaded machine); SYNOD_READER_COMMIT=1 in a node's environment turns
 	// it on (New), for a quiet A/B.
 	readerCommit bool
+	// readerCommitIdle: readerCommit only in a loop with no client
+	// waiting on this node (sched.go, readerCommitPass);
+	// SYNOD_READER_COMMIT=2 sets both.
+	readerCommitIdle bool
 	// reqNoted, when set, is called by a pool worker when it runs a
 	// pass with queued client requests, before the pass: a test widens
 	// that window (TestSubmitKeepsOrderDirect).
@@ -341,8 +345,11 @@ func New(cfg *config.Cluster, id string, opts Options) (*Node, error) {
 	if opts.BatchLimit <= 0 {
 		opts.BatchLimit = 1024
 	}
-	if os.Getenv("SYNOD_READER_COMMIT") == "1" {
+	switch os.Getenv("SYNOD_READER_COMMIT") {
+	case "1":
 		opts.readerCommit = true
+	case "2":
+		opts.readerCommit, opts.readerCommitIdle = true, true
 	}
 	if os.Getenv("SYNOD_INLINE_COMMIT") == "0" {
 		opts.noInlineCommit = true

@@ -266,7 +266,8 @@ func (l *nsLoop) turnCommits() bool {
 // (committer, once: what is queued meanwhile goes to a committer
 // goroutine).
 func (l *nsLoop) readerCommitPass() bool {
-	if l.direct || !l.n.durable || !l.n.opts.readerCommit || l.committing.Load() {
+	if l.direct || !l.n.durable || !l.n.opts.readerCommit || l.committing.Load() ||
+		l.n.opts.readerCommitIdle && l.waiting() > 0 {
 		return l.readerPass()
 	}
 	if l.n.opts.noDirect || l.n.opts.unserialized || l.park.Load() == parkWaiting {
