@@ -472,13 +472,7 @@ func (a *ESDS) Step(in automaton.Input) []automaton.Output {
 	}
 	clear(a.dirtyOps)
 	a.dirtyOps = a.dirtyOps[:0]
-	batch := false
-	switch in := in.(type) {
-	case automaton.ClientBatch:
-		batch = true // its requests one by one (OnRequest)
-	case automaton.PeerMessage:
-		batch = len(in.Msg) > 1 && in.Msg[1] == kindBatch
-	}
+	batch := proto.BatchStep(in, kindBatch) // a ClientBatch's requests step one by one (OnRequest)
 	proto.Dispatch(a, in)
 	if a.ops != nil {
 		a.progress()

@@ -33,18 +33,6 @@ func (p protocol) StepsClientBatches() bool { return true }
 // than proto.MaxBatchBytes leaves as several messages.)
 func (p protocol) OrdersKeyRuns() bool { return true }
 
-// isBatchStep reports whether in is a batch: its step's messages to one
-// peer are coalesced.
-func isBatchStep(in automaton.Input) bool {
-	switch in := in.(type) {
-	case automaton.ClientBatch:
-		return true
-	case automaton.PeerMessage:
-		return len(in.Msg) > 1 && in.Msg[1] == kindBatch
-	}
-	return false
-}
-
 // onBatchMessage handles a batch message's messages in order, and sends
 // the one acknowledgement its update entries earned.
 func (a *PB) onBatchMessage(from automaton.NodeID, b []byte) {

@@ -295,7 +295,7 @@ func (a *PB) Step(in automaton.Input) []automaton.Output {
 	a.stepExec = a.stepExec[:0]
 	proto.Dispatch(a, in)
 	a.saveView()
-	if isBatchStep(in) {
+	if proto.BatchStep(in, kindBatch) {
 		// A batch's messages to one peer leave as one (batch.go); other
 		// steps' outputs stay as they were.
 		a.Out = header.Coalesce(a.Out, kindBatch)

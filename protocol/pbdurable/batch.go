@@ -82,15 +82,3 @@ func (a *PBD) onBatchMessage(from automaton.NodeID, raw []byte) {
 	}
 	a.endBatch()
 }
-
-// isBatchStep reports whether in is a batch: its step's messages to one
-// peer are coalesced.
-func isBatchStep(in automaton.Input) bool {
-	switch in := in.(type) {
-	case automaton.ClientBatch:
-		return true
-	case automaton.PeerMessage:
-		return len(in.Msg) > 1 && in.Msg[1] == kindBatch
-	}
-	return false
-}

@@ -274,7 +274,7 @@ func (a *PBD) Step(in automaton.Input) []automaton.Output {
 	a.Begin()
 	a.released, a.recovered = nil, nil
 	proto.Dispatch(a, in)
-	if isBatchStep(in) {
+	if proto.BatchStep(in, kindBatch) {
 		// A batch's messages to one peer leave as one (batch.go); other
 		// steps' outputs stay as they were.
 		a.Out = header.Coalesce(a.Out, kindBatch)

@@ -26,6 +26,20 @@ import (
 // does not hold a peer's link for long.
 const MaxBatchBytes = 1 << 20
 
+// BatchStep reports whether in is a batch step of a protocol whose batch
+// messages are of kind kind: a ClientBatch, or a peer message of that kind
+// (byte 1 of a message is its kind, byte 0 its version). In such a step a
+// protocol coalesces its messages to one peer (Coalesce).
+func BatchStep(in automaton.Input, kind byte) bool {
+	switch in := in.(type) {
+	case automaton.ClientBatch:
+		return true
+	case automaton.PeerMessage:
+		return len(in.Msg) > 1 && in.Msg[1] == kind
+	}
+	return false
+}
+
 // Coalesce rewrites outs, a step's outputs, so that the Sends to one peer
 // leave as batch messages of kind kind (see above): each batch takes the
 // place of its last message in outs, so it waits for every record that

@@ -158,3 +158,25 @@ func TestPlaceIsCoalesce(t *testing.T) {
 		}
 	}
 }
+
+// BatchStep: a ClientBatch and a peer message of the batch kind are batch
+// steps; a lone request, a message of another kind, a truncated message
+// and a timer are not.
+func TestBatchStep(t *testing.T) {
+	batch := bh.batch(2, [][]byte{msg(1, 3), msg(2, 3)}, 0)
+	for _, c := range []struct {
+		in   automaton.Input
+		want bool
+	}{
+		{automaton.ClientBatch{}, true},
+		{automaton.PeerMessage{From: "a", Msg: batch}, true},
+		{automaton.PeerMessage{From: "a", Msg: msg(1, 3)}, false},
+		{automaton.PeerMessage{From: "a", Msg: batch[:1]}, false},
+		{automaton.ClientRequest{}, false},
+		{automaton.TimerFired{}, false},
+	} {
+		if got := BatchStep(c.in, 2); got != c.want {
+			t.Errorf("BatchStep(%T %v) = %v, want %v", c.in, c.in, got, c.want)
+		}
+	}
+}
