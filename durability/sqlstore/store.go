@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	_ "modernc.org/sqlite"             // driver "sqlite"
@@ -40,10 +41,23 @@ type Config struct {
 }
 
 // Store is an open database.
+//
+// A store prepares each distinct statement that has arguments once and
+// keeps it (at most maxPrepared of them): the database proxies send the
+// same few statements with new arguments for every request, and a
+// prepared statement saves the database's parse and plan of each. DDL and
+// statements without arguments (init, recovery) run unprepared.
 type Store struct {
 	cfg Config
 	db  *sql.DB
+
+	mu       sync.Mutex
+	prepared map[string]*sql.Stmt // by dialect-translated SQL text
 }
+
+// maxPrepared bounds the prepared statements a store keeps: a workload
+// that sends more distinct statements than this runs the rest unprepared.
+const maxPrepared = 256
 
 // Open connects to the database and applies the sync setting.
 func Open(cfg Config) (*Store, error) {
@@ -98,14 +112,54 @@ func Open(cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: %s: %w", cfg.Driver, err)
 	}
-	return &Store{cfg: cfg, db: db}, nil
+	return &Store{cfg: cfg, db: db, prepared: map[string]*sql.Stmt{}}, nil
 }
 
 // Config returns the store's configuration.
 func (s *Store) Config() Config { return s.cfg }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the prepared statements and the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	for q, st := range s.prepared {
+		st.Close()
+		delete(s.prepared, q)
+	}
+	s.mu.Unlock()
+	return s.db.Close()
+}
+
+// Prepared is the number of statements the store holds prepared.
+func (s *Store) Prepared() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.prepared)
+}
+
+// prepare returns the kept prepared statement of q, preparing it on first
+// use, or nil when q is not kept (no arguments, the cache is full, or the
+// database refused to prepare it: the statement then runs unprepared and
+// reports its own error). It runs before BEGIN: an SQLite store has one
+// connection, which the transaction would hold.
+func (s *Store) prepare(ctx context.Context, q string, args int) *sql.Stmt {
+	if args == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.prepared[q]; st != nil {
+		return st
+	}
+	if len(s.prepared) >= maxPrepared {
+		return nil
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	s.prepared[q] = st
+	return st
+}
 
 // DB is the underlying handle (tests inspect tables with it).
 func (s *Store) DB() *sql.DB { return s.db }
@@ -118,12 +172,27 @@ func (s *Store) Exec(ctx context.Context, stmts []durability.Stmt) error {
 	if len(stmts) == 0 {
 		return nil
 	}
+	texts := make([]string, len(stmts))
+	prep := make([]*sql.Stmt, len(stmts))
+	for i, st := range stmts {
+		texts[i] = durability.Dialect(s.cfg.Driver, st.SQL)
+		prep[i] = s.prepare(ctx, texts[i], len(st.Args))
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	for _, st := range stmts {
-		r, err := tx.ExecContext(ctx, durability.Dialect(s.cfg.Driver, st.SQL), st.Args...)
+	for i, st := range stmts {
+		var r sql.Result
+		var err error
+		if prep[i] != nil {
+			// The transaction's copy of the kept statement: database/sql
+			// reuses the prepared one when the transaction runs on the
+			// connection it was prepared on (always, with one connection).
+			r, err = tx.StmtContext(ctx, prep[i]).ExecContext(ctx, st.Args...)
+		} else {
+			r, err = tx.ExecContext(ctx, texts[i], st.Args...)
+		}
 		if err != nil {
 			_ = tx.Rollback()
 			return fmt.Errorf("%s: %s: %w", st.Object, st.SQL, err)

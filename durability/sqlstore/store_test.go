@@ -190,3 +190,71 @@ func TestMatchmakerAllOrNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestPreparedStatementsReused: a statement with arguments is prepared
+// once and reused by every later transaction that sends it; statements
+// without arguments are not kept; a failing transaction that used a kept
+// statement rolls back all of its statements and leaves the statement
+// usable; Close releases them.
+func TestPreparedStatementsReused(t *testing.T) {
+	stores(t, func(t *testing.T, open func() *sqlstore.Store) {
+		s := open()
+		ddl := []durability.Stmt{{Object: "kv", SQL: "CREATE TABLE kv (k TEXT PRIMARY KEY, v INT NOT NULL)"}}
+		if err := s.Exec(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Prepared(); n != 0 {
+			t.Fatalf("after DDL without arguments: %d prepared, want 0", n)
+		}
+		ins := "INSERT INTO kv (k, v) VALUES (?, ?)"
+		upd := "UPDATE kv SET v = v + ? WHERE k = ?"
+		for i := 0; i < 20; i++ {
+			k := fmt.Sprintf("k%d", i%5)
+			var w []durability.Stmt
+			if i < 5 {
+				w = append(w, durability.Stmt{Object: "kv", SQL: ins, Args: []any{k, 0}})
+			}
+			w = append(w, durability.Stmt{Object: "kv", SQL: upd, Args: []any{1, k}, Fence: true})
+			if err := s.Exec(ctx, w); err != nil {
+				t.Fatalf("transaction %d: %v", i, err)
+			}
+			if n := s.Prepared(); n != 2 {
+				t.Fatalf("after transaction %d: %d prepared, want 2 (insert and update)", i, n)
+			}
+		}
+		// A duplicate insert fails: the update before it in the same
+		// transaction must not stay applied.
+		bad := []durability.Stmt{
+			{Object: "kv", SQL: upd, Args: []any{100, "k0"}, Fence: true},
+			{Object: "kv", SQL: ins, Args: []any{"k1", 7}},
+		}
+		if err := s.Exec(ctx, bad); err == nil {
+			t.Fatal("duplicate insert: no error")
+		}
+		// A fenced update that matches no row fails the same way.
+		fenced := []durability.Stmt{{Object: "kv", SQL: upd, Args: []any{1, "nope"}, Fence: true}}
+		if err := s.Exec(ctx, fenced); !errors.Is(err, durability.ErrFenced) {
+			t.Fatalf("fenced update of a missing row: %v, want ErrFenced", err)
+		}
+		if err := s.Exec(ctx, []durability.Stmt{{Object: "kv", SQL: upd, Args: []any{1, "k0"}, Fence: true}}); err != nil {
+			t.Fatalf("kept statement after a rolled-back transaction: %v", err)
+		}
+		rows, err := s.Query(ctx, durability.Query{Object: "kv", SQL: "SELECT k, v FROM kv ORDER BY k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][]durability.Value{{"k0", int64(5)}, {"k1", int64(4)}, {"k2", int64(4)}, {"k3", int64(4)}, {"k4", int64(4)}}
+		if !reflect.DeepEqual(rows, want) {
+			t.Fatalf("rows %v, want %v", rows, want)
+		}
+		if n := s.Prepared(); n != 2 {
+			t.Fatalf("at the end: %d prepared, want 2", n)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Prepared(); n != 0 {
+			t.Fatalf("after Close: %d prepared, want 0", n)
+		}
+	})
+}
