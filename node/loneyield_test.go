@@ -40,9 +40,9 @@ func primaryCluster(t testing.TB, proto string, opts Options) (nodes []*Node, at
 // protocol that steps client batches, so each GET is a lone request on a
 // direct pass) do not yield before they are stepped (yieldForRequests:
 // runtime.Gosched wakes an idle P, 1.7 context switches more per get on a
-// live cluster), while a batch of requests, and a lone request right after
-// a batch, still yield so that concurrent requests join the pass. With
-// loneYield (before session 56) every lone GET yields.
+// live cluster), while a lone write, a batch of requests, and a lone
+// request right after a batch still yield. With loneYield (before
+// session 56) every lone GET yields.
 func TestLoneRequestNoYield(t *testing.T) {
 	const gets = 50
 	for _, loneYield := range []bool{false, true} {
@@ -70,8 +70,16 @@ func TestLoneRequestNoYield(t *testing.T) {
 			if loneYield && y < gets {
 				t.Errorf("loneYield: %d lone GETs yielded %d times, want %d", gets, y, gets)
 			}
-			// A batch yields for requests that may join it; so does the
-			// lone request after it.
+			// A lone write yields as before (its step hands work to other
+			// goroutines: pbdurable's Effect); so does a batch, for the
+			// requests that may join it, and the lone request after it.
+			y0 = l.yields.Load()
+			if got := cl.do(t, "SET", "k", "w"); got != "OK" {
+				t.Fatalf("SET k: %s", got)
+			}
+			if y := l.yields.Load() - y0; y != 1 {
+				t.Errorf("a lone SET yielded %d times, want 1", y)
+			}
 			y0 = l.yields.Load()
 			rs := []automaton.Request{req("set", "b", "1"), req("get", "b"), req("set", "b", "2"), req("get", "b")}
 			out, errs := at.DoBatch(context.Background(), "default", rs)

@@ -150,7 +150,7 @@ type Options struct {
 	// noYield: the loop does not yield before stepping a pass's client
 	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
 	noYield bool
-	// loneYield: the loop yields for a lone request after a lone one too
+	// loneYield: the loop yields for a lone read after a lone request too
 	// (yieldForRequests), as before session 56: tests' and benchmarks'
 	// "before" variant.
 	loneYield bool
