@@ -606,12 +606,12 @@ func (l *nsLoop) drain(inbox *inQueue) {
 // and sleeps again. A pb GET at its primary, a lone request on a direct
 // pass since pb steps client batches (session 54, pipe54), cost 1.7
 // context switches and 6-10 µs of CPU more per get with it
-// (docs/COSTS.md, s56-lat56), and nothing could join the batch: the
+// (docs/costs/s56-lat56.md), and nothing could join the batch: the
 // request that came in alone had no other queued with it. A lone write
 // still yields: its step hands work to other goroutines (pbdurable's
 // database transaction runs on an Effect's goroutine), and one client's
 // pbdurable put without the yield had more context switches in 7 of 7
-// alternated rounds and a higher p50 in 6 of 7 (s56-lat56; not
+// alternated rounds and a higher p50 in 6 of 7 (same file; not
 // understood: the P the yield wakes may be the one that runs the
 // Effect). Once requests come together (a pass with two or more, or one
 // after a batch) the loop yields as before, so a loaded loop's batches
