@@ -105,6 +105,7 @@ type nsLoop struct {
 	direct  bool
 	directs atomic.Uint64 // direct passes run
 	inlines atomic.Uint64 // inline passes run (sched.go, inlinePass)
+	yields  atomic.Uint64 // drains that yielded for requests (yieldForRequests)
 
 	// loop only
 	timers     map[automaton.TimerID]*timerEntry
@@ -122,6 +123,10 @@ type nsLoop struct {
 	// ClientRequest that came through the queue, so that stepReqs steps
 	// a lone request in the box it came in instead of boxing it again.
 	reqEv event
+	// lastReqs: the client requests the last pass that stepped any
+	// stepped (stepReqs); yieldForRequests does not yield for a lone
+	// read after a lone request.
+	lastReqs int
 
 	// Pipeline between the loop and its committer goroutine, which runs
 	// only while batches wait (ensureCommitter; committing: it runs, cwg:
@@ -590,20 +595,62 @@ func (l *nsLoop) drain(inbox *inQueue) {
 // request read but not yet handed over then hand it to this pass, and it
 // joins the batch, so one round of peer messages (one frame and write
 // per peer) serves more requests (issue 28 item 3: "the loop drains what
-// is ready before it steps"). runtime.Gosched returns at once when
-// nothing else is ready to run (one client: no wait); it reports whether
-// the loop yielded.
+// is ready before it steps"). It reports whether the loop yielded.
+//
+// Not for a lone read after a lone request (the pass holds one request
+// whose operations all read, and the last pass that stepped requests
+// stepped one): one client's gets, one at a time. runtime.Gosched does
+// not return at once there, as was thought: it puts the goroutine on the
+// global run queue and wakes an idle P (wakep, a futex wake of another
+// thread), which spins, finds nothing or takes the yielding goroutine,
+// and sleeps again. A pb GET at its primary, a lone request on a direct
+// pass since pb steps client batches (session 54, pipe54), cost 1.7
+// context switches and 6-10 µs of CPU more per get with it
+// (docs/costs/s56-lat56.md), and nothing could join the batch: the
+// request that came in alone had no other queued with it. A lone write
+// still yields: its step hands work to other goroutines (pbdurable's
+// database transaction runs on an Effect's goroutine), and one client's
+// pbdurable put without the yield had more context switches in 7 of 7
+// alternated rounds and a higher p50 in 6 of 7 (same file; not
+// understood: the P the yield wakes may be the one that runs the
+// Effect). Once requests come together (a pass with two or more, or one
+// after a batch) the loop yields as before, so a loaded loop's batches
+// gather as they did.
 func (l *nsLoop) yieldForRequests(yielded bool) bool {
 	if yielded || len(l.reqs) == 0 || l.n.opts.noYield {
 		return false
 	}
+	if len(l.reqs) == 1 && l.lastReqs <= 1 && !l.n.opts.loneYield && l.reads(l.reqs[0]) {
+		return false
+	}
+	l.yields.Add(1)
 	runtime.Gosched()
+	return true
+}
+
+// reads reports whether request r only reads (every operation, by the
+// namespace's service); a transaction's step never counts as a read.
+func (l *nsLoop) reads(r automaton.Request) bool {
+	if l.svc == nil || r.Txn != nil {
+		return false
+	}
+	if len(r.Ops) == 0 {
+		return l.svc.IsRead(r.Op)
+	}
+	for _, op := range r.Ops {
+		if !l.svc.IsRead(op) {
+			return false
+		}
+	}
 	return true
 }
 
 // stepReqs steps the client requests take held: one as a ClientRequest,
 // several as one ClientBatch.
 func (l *nsLoop) stepReqs() {
+	if len(l.reqs) > 0 {
+		l.lastReqs = len(l.reqs)
+	}
 	switch len(l.reqs) {
 	case 0:
 		return

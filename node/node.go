@@ -150,6 +150,10 @@ type Options struct {
 	// noYield: the loop does not yield before stepping a pass's client
 	// batch (loop.go, yieldForRequests): benchmarks' "before" variant.
 	noYield bool
+	// loneYield: the loop yields for a lone read after a lone request too
+	// (yieldForRequests), as before session 56: tests' and benchmarks'
+	// "before" variant.
+	loneYield bool
 	// noDirect: no direct passes (nsLoop.directPass) and no inline
 	// passes (nsLoop.inlinePass): every input goes through the pool's
 	// passes (benchmarks' and tests' before/after).
