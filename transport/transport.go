@@ -71,6 +71,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/bits"
 	"math/rand/v2"
 	"net"
 	"sort"
@@ -468,7 +469,7 @@ func (p *peer) tryInline(f *frame) bool {
 }
 
 // frame is one encoded frame queued for a peer, or n consecutive frames
-// (SendFrames). Frames are recycled through framePool once the writer has
+// (SendFrames). Frames are recycled through framePools once the writer has
 // copied them into its buffer, so a peer message costs no allocation in the
 // steady state (issue 18).
 type frame struct {
@@ -476,27 +477,60 @@ type frame struct {
 	n int // the messages in b
 }
 
-// maxPooledFrame bounds the frames kept for reuse: a rare huge message
-// (a snapshot in a catch-up) is left to the garbage collector.
-const maxPooledFrame = 64 << 10
+// Frame buffers are pooled by size class: class k holds frames whose
+// buffer has room for at least minPooledFrame<<k bytes, so a frame taken
+// from class k fits any message of up to that size. A pipelined Multi-Paxos
+// leader's Accepts carry several instances, 50-100 KiB each; with one pool
+// of every size they were allocated afresh (and zeroed) each time: a pool's
+// frame was too small, or too large to be kept (session 56, issue 28).
+// maxPooledFrame bounds the frames kept for reuse: a rare huge message (a
+// snapshot in a catch-up) is left to the garbage collector. The pools hold
+// only what the garbage collector leaves them (sync.Pool), so frames kept
+// for a burst are freed after it.
+const (
+	minPooledFrame = 512
+	maxPooledFrame = 1 << 20
+	frameClasses   = 12 // minPooledFrame<<(frameClasses-1) == maxPooledFrame
+)
 
-var framePool = sync.Pool{New: func() any { return new(frame) }}
+var framePools [frameClasses]sync.Pool
 
+// frameClass is the class a new frame of size bytes comes from: the
+// smallest whose frames all have room for it; frameClasses: none.
+func frameClass(size int) int {
+	if size <= minPooledFrame {
+		return 0
+	}
+	return bits.Len(uint(size-1)) - bits.Len(minPooledFrame-1)
+}
+
+// newFrame returns a frame with room for size bytes, empty, one message.
 func newFrame(size int) *frame {
-	f := framePool.Get().(*frame)
-	if cap(f.b) < size {
-		f.b = make([]byte, 0, max(size, 512))
+	k := frameClass(size)
+	var f *frame
+	if k < frameClasses {
+		f, _ = framePools[k].Get().(*frame)
+	}
+	if f == nil {
+		f = new(frame)
+		if k < frameClasses {
+			size = minPooledFrame << k // a whole class: any frame of it fits
+		}
+		f.b = make([]byte, 0, size)
 	}
 	f.b = f.b[:0]
 	f.n = 1
 	return f
 }
 
+// free returns f to the pool of the largest class its buffer fills.
 func (f *frame) free() {
-	if cap(f.b) > maxPooledFrame {
+	c := cap(f.b)
+	if c < minPooledFrame || c > maxPooledFrame {
 		return
 	}
-	framePool.Put(f)
+	k := bits.Len(uint(c)) - bits.Len(minPooledFrame) // minPooledFrame<<k <= c
+	framePools[k].Put(f)
 }
 
 // Stats returns per-peer counters.
