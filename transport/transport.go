@@ -402,9 +402,10 @@ func (t *Transport) checkFrames(to automaton.NodeID, frames []byte, n int) (*pee
 
 // SendFramesOwned is SendFrames that takes frames over instead of copying
 // it: the caller gives up frames (it must not read or write it after the
-// call) and gets back spare, an empty buffer (nil when none was pooled) to
-// append its next frames to. spare is a buffer some earlier frame of about
-// frames' size left behind once written (framePools), so a sender that
+// call) and gets back spare, an empty buffer with room for at least as
+// many bytes (and minPooledFrame) to append its next frames to. spare is
+// a buffer some earlier frame of about frames' size left behind once
+// written (framePools; allocated when there is none), so a sender that
 // swaps its buffer for spare at every send copies nothing and, in the
 // steady state, allocates nothing, however large its frames: a pipelined
 // Multi-Paxos leader's per-turn Accept frames were copied once more per
@@ -417,15 +418,8 @@ func (t *Transport) SendFramesOwned(to automaton.NodeID, frames []byte, n int) (
 	if err != nil {
 		return frames[:0], err
 	}
-	var f *frame
-	if c := cap(frames); c >= minPooledFrame && c <= maxPooledFrame {
-		f, _ = framePools[fullClass(c)].Get().(*frame)
-	}
-	if f != nil {
-		spare = f.b[:0]
-	} else {
-		f = new(frame)
-	}
+	f := newFrame(len(frames)) // its buffer is the spare; the frame carries frames
+	spare = f.b
 	f.b, f.n = frames, n
 	return spare, p.enqueue(f, true)
 }
