@@ -402,24 +402,32 @@ func (t *Transport) checkFrames(to automaton.NodeID, frames []byte, n int) (*pee
 
 // SendFramesOwned is SendFrames that takes frames over instead of copying
 // it: the caller gives up frames (it must not read or write it after the
-// call) and gets back spare, an empty buffer with room for at least as
-// many bytes (and minPooledFrame) to append its next frames to. spare is
-// a buffer some earlier frame of about frames' size left behind once
-// written (framePools; allocated when there is none), so a sender that
-// swaps its buffer for spare at every send copies nothing and, in the
-// steady state, allocates nothing, however large its frames: a pipelined
+// call) and gets back spare, an empty buffer to append its next frames to.
+// spare comes from the pool that frames' buffer returns to once written
+// (framePools: its capacity class, of at least half its capacity), so that
+// a sender that swaps its buffer for spare at every send takes from a
+// class what it gives back to it: it copies nothing and, in the steady
+// state, allocates nothing, however large its frames (a pipelined
 // Multi-Paxos leader's per-turn Accept frames were copied once more per
-// peer and, over 64 KiB, allocated afresh (session 56, issue 28). When
-// the frames are refused before being taken (an unknown peer, a frame over
-// MaxFrame, a closed transport), spare is frames emptied: the caller keeps
-// its buffer.
+// peer and, over 64 KiB, allocated afresh: session 56, issue 28). With
+// none pooled (the first sends, or frames still being written), spare is
+// a new buffer with room for as many bytes as frames holds, and at least
+// minPooledFrame. When the frames are refused before being taken (an
+// unknown peer, a frame over MaxFrame, a closed transport), spare is
+// frames emptied: the caller keeps its buffer.
 func (t *Transport) SendFramesOwned(to automaton.NodeID, frames []byte, n int) (spare []byte, err error) {
 	p, err := t.checkFrames(to, frames, n)
 	if err != nil {
 		return frames[:0], err
 	}
-	f := newFrame(len(frames)) // its buffer is the spare; the frame carries frames
-	spare = f.b
+	var f *frame
+	if c := cap(frames); c >= minPooledFrame && c <= maxPooledFrame {
+		f, _ = framePools[fullClass(c)].Get().(*frame)
+	}
+	if f == nil {
+		f = newFrame(len(frames))
+	}
+	spare = f.b[:0] // f, emptied of its buffer, carries frames
 	f.b, f.n = frames, n
 	return spare, p.enqueue(f, true)
 }
