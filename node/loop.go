@@ -197,6 +197,9 @@ type nsLoop struct {
 	turn    bool
 	turnOut []turnPeer
 	fs      transport.FrameSender
+	// ofs: fs's OwnedFrameSender form (nil otherwise): a destination's
+	// buffer is handed over, not copied, and swapped for a spare one.
+	ofs transport.OwnedFrameSender
 
 	wmu     sync.Mutex
 	waiters map[automaton.RequestID]waiterSet
@@ -309,6 +312,7 @@ func (l *nsLoop) requestQueue() *inQueue {
 // that makes its requirement durable.
 func (l *nsLoop) start(st automaton.Start) {
 	l.fs, _ = l.out.(transport.FrameSender)
+	l.ofs, _ = l.out.(transport.OwnedFrameSender)
 	l.pass.Lock()
 	l.startEv = &st
 	l.pass.Unlock()
@@ -519,7 +523,13 @@ func (l *nsLoop) sendTurn() {
 }
 
 func (l *nsLoop) sendFrames(tp *turnPeer) {
-	if err := l.fs.SendFrames(tp.to, tp.frames, tp.n); err != nil {
+	var err error
+	if l.ofs != nil { // the buffer is the transport's now: its spare replaces it
+		tp.frames, err = l.ofs.SendFramesOwned(tp.to, tp.frames, tp.n)
+	} else {
+		err = l.fs.SendFrames(tp.to, tp.frames, tp.n)
+	}
+	if err != nil {
 		if l.badSends.Add(1) <= 10 {
 			l.log.Debug("peer send failed", "to", tp.to, "messages", tp.n, "err", err)
 		}

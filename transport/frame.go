@@ -241,22 +241,36 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
+// exactFrame bounds the frames ReadFrame reads into a buffer of their
+// declared length, allocated before their bytes arrive: at most this much
+// per connection for a length that is not followed by its bytes. It was
+// 64 KiB, and a pipelined leader's Accepts (50-100 KiB, issue 28) each
+// cost a follower a 64 KiB buffer, a second one of 128 KiB and a copy of
+// the first into it (session 56).
+const exactFrame = 1 << 20
+
 // ErrFrameTooLarge is returned for a frame whose declared length exceeds the limit.
 var ErrFrameTooLarge = errors.New("transport: frame too large")
 
 // ReadFrame reads one frame's payload into fresh memory that the caller owns.
 // A declared length above max is an error before anything is allocated, and a
-// large frame's buffer grows only as its bytes actually arrive.
+// frame over exactFrame grows its buffer only as its bytes actually arrive.
 func ReadFrame(r *bufio.Reader, max int) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	// The length read in place (Peek): an array given to io.ReadFull
+	// escapes, an allocation per frame.
+	hdr, err := r.Peek(4)
+	if len(hdr) < 4 {
+		if len(hdr) > 0 && err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err // io.EOF here is a clean end between frames
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
+	n := binary.BigEndian.Uint32(hdr)
+	r.Discard(4)
 	if uint64(n) > uint64(max) {
 		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, max)
 	}
-	if n <= 64<<10 {
+	if n <= exactFrame {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r, b); err != nil {
 			return nil, truncated(err)

@@ -159,23 +159,30 @@ type chunkReader struct {
 
 func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
 
-// TestFrameLarge: frames above 64 KB (read into a buffer that doubles as
+// TestFrameLarge: frames up to exactFrame (read into a buffer of their
+// length: one allocation, none for the length) and above it (read into a buffer that doubles as
 // their bytes arrive) round-trip whole at and around the doubling
 // boundaries, arriving in socket-sized pieces; a large frame cut short is
 // ErrUnexpectedEOF; and a forged huge length followed by 200 KB allocates
 // about what arrived, not what was declared.
 func TestFrameLarge(t *testing.T) {
-	for _, size := range []int{64<<10 + 1, 128 << 10, 128<<10 + 1, 300000, 1<<20 + 3} {
+	for _, size := range []int{64<<10 + 1, 128 << 10, 128<<10 + 1, 300000, exactFrame - 20, exactFrame + 1, 1<<20 + 3, 2<<20 + 5} {
 		msg := make([]byte, size)
 		for i := range msg {
 			msg[i] = byte(i * 7)
 		}
 		stream := AppendFrame(nil, "default", msg)
 		stream = AppendFrame(stream, "next", []byte("after"))
-		r := bufio.NewReader(chunkReader{bytes.NewReader(stream), 4000})
-		p, err := ReadFrame(r, DefaultMaxFrame)
+		// The frame twice: AllocsPerRun reads it once before it counts.
+		r := bufio.NewReader(chunkReader{bytes.NewReader(append(AppendFrame(nil, "default", msg), stream...)), 4000})
+		var p []byte
+		var err error
+		allocs := testing.AllocsPerRun(1, func() { p, err = ReadFrame(r, DefaultMaxFrame) })
 		if err != nil {
 			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if FrameSize("default", msg)-4 <= exactFrame && allocs != 1 {
+			t.Fatalf("%d bytes: %.0f allocations, want 1 (a buffer of the frame's length)", size, allocs)
 		}
 		if ns, got, err := DecodePayload(p); err != nil || ns != "default" || !bytes.Equal(got, msg) {
 			t.Fatalf("%d bytes: got %q %d bytes %v", size, ns, len(got), err)

@@ -37,3 +37,13 @@ type FrameSender interface {
 }
 
 var _ FrameSender = (*Transport)(nil)
+
+// OwnedFrameSender is a FrameSender that can also take the caller's frames
+// buffer over instead of copying it, handing back a spare buffer for the
+// next ones (Transport.SendFramesOwned).
+type OwnedFrameSender interface {
+	FrameSender
+	SendFramesOwned(to automaton.NodeID, frames []byte, n int) (spare []byte, err error)
+}
+
+var _ OwnedFrameSender = (*Transport)(nil)

@@ -71,6 +71,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/bits"
 	"math/rand/v2"
 	"net"
 	"sort"
@@ -364,28 +365,71 @@ func (t *Transport) send(to automaton.NodeID, ns string, msg []byte, inline bool
 // MaxFrame refuses the whole batch (ErrFrameTooLarge, counted as n drops);
 // a full queue drops it whole (ErrDropped).
 func (t *Transport) SendFrames(to automaton.NodeID, frames []byte, n int) error {
-	p, ok := t.peer(to)
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownPeer, to)
-	}
-	for rest := frames; len(rest) > 0; {
-		if len(rest) < 4 {
-			return fmt.Errorf("transport: SendFrames: truncated frame")
-		}
-		size := int(binary.BigEndian.Uint32(rest))
-		if size > t.o.MaxFrame || size > len(rest)-4 {
-			p.dropped.Add(uint64(n))
-			return fmt.Errorf("%w: frame of %d bytes to %s (limit %d)", ErrFrameTooLarge, size, to, t.o.MaxFrame)
-		}
-		rest = rest[4+size:]
-	}
-	if t.ctx.Err() != nil {
-		return ErrClosed
+	p, err := t.checkFrames(to, frames, n)
+	if err != nil {
+		return err
 	}
 	f := newFrame(len(frames))
 	f.b = append(f.b, frames...)
 	f.n = n
 	return p.enqueue(f, true)
+}
+
+// checkFrames checks SendFrames' arguments and returns the peer: a known
+// peer, whole frames none over MaxFrame (else n drops counted), an open
+// transport.
+func (t *Transport) checkFrames(to automaton.NodeID, frames []byte, n int) (*peer, error) {
+	p, ok := t.peer(to)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPeer, to)
+	}
+	for rest := frames; len(rest) > 0; {
+		if len(rest) < 4 {
+			return nil, fmt.Errorf("transport: SendFrames: truncated frame")
+		}
+		size := int(binary.BigEndian.Uint32(rest))
+		if size > t.o.MaxFrame || size > len(rest)-4 {
+			p.dropped.Add(uint64(n))
+			return nil, fmt.Errorf("%w: frame of %d bytes to %s (limit %d)", ErrFrameTooLarge, size, to, t.o.MaxFrame)
+		}
+		rest = rest[4+size:]
+	}
+	if t.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	return p, nil
+}
+
+// SendFramesOwned is SendFrames that takes frames over instead of copying
+// it: the caller gives up frames (it must not read or write it after the
+// call) and gets back spare, an empty buffer to append its next frames to.
+// spare comes from the pool that frames' buffer returns to once written
+// (framePools: its capacity class, of at least half its capacity), so that
+// a sender that swaps its buffer for spare at every send takes from a
+// class what it gives back to it: it copies nothing and, in the steady
+// state, allocates nothing, however large its frames (a pipelined
+// Multi-Paxos leader's per-turn Accept frames were copied once more per
+// peer and, over 64 KiB, allocated afresh: session 56, issue 28). With
+// none pooled (the first sends, or frames still being written), spare is
+// a new buffer with room for as many bytes as frames holds, and at least
+// minPooledFrame. When the frames are refused before being taken (an
+// unknown peer, a frame over MaxFrame, a closed transport), spare is
+// frames emptied: the caller keeps its buffer.
+func (t *Transport) SendFramesOwned(to automaton.NodeID, frames []byte, n int) (spare []byte, err error) {
+	p, err := t.checkFrames(to, frames, n)
+	if err != nil {
+		return frames[:0], err
+	}
+	var f *frame
+	if c := cap(frames); c >= minPooledFrame && c <= maxPooledFrame {
+		f, _ = framePools[fullClass(c)].Get().(*frame)
+	}
+	if f == nil {
+		f = newFrame(len(frames))
+	}
+	spare = f.b[:0] // f, emptied of its buffer, carries frames
+	f.b, f.n = frames, n
+	return spare, p.enqueue(f, true)
 }
 
 // enqueue writes f inline when inline and the connection is idle, else
@@ -468,7 +512,7 @@ func (p *peer) tryInline(f *frame) bool {
 }
 
 // frame is one encoded frame queued for a peer, or n consecutive frames
-// (SendFrames). Frames are recycled through framePool once the writer has
+// (SendFrames). Frames are recycled through framePools once the writer has
 // copied them into its buffer, so a peer message costs no allocation in the
 // steady state (issue 18).
 type frame struct {
@@ -476,27 +520,63 @@ type frame struct {
 	n int // the messages in b
 }
 
-// maxPooledFrame bounds the frames kept for reuse: a rare huge message
-// (a snapshot in a catch-up) is left to the garbage collector.
-const maxPooledFrame = 64 << 10
+// Frame buffers are pooled by size class: class k holds frames whose
+// buffer has room for at least minPooledFrame<<k bytes, so a frame taken
+// from class k fits any message of up to that size. A pipelined Multi-Paxos
+// leader's Accepts carry several instances, 50-100 KiB each; with one pool
+// of every size they were allocated afresh (and zeroed) each time: a pool's
+// frame was too small, or too large to be kept (session 56, issue 28).
+// maxPooledFrame bounds the frames kept for reuse: a rare huge message (a
+// snapshot in a catch-up) is left to the garbage collector. The pools hold
+// only what the garbage collector leaves them (sync.Pool), so frames kept
+// for a burst are freed after it.
+const (
+	minPooledFrame = 512
+	maxPooledFrame = 1 << 20
+	frameClasses   = 12 // minPooledFrame<<(frameClasses-1) == maxPooledFrame
+)
 
-var framePool = sync.Pool{New: func() any { return new(frame) }}
+var framePools [frameClasses]sync.Pool
 
+// frameClass is the class a new frame of size bytes comes from: the
+// smallest whose frames all have room for it; frameClasses: none.
+func frameClass(size int) int {
+	if size <= minPooledFrame {
+		return 0
+	}
+	return bits.Len(uint(size-1)) - bits.Len(minPooledFrame-1)
+}
+
+// fullClass is the largest class whose every size a buffer of capacity c
+// (minPooledFrame..maxPooledFrame) holds: minPooledFrame<<k <= c.
+func fullClass(c int) int { return bits.Len(uint(c)) - bits.Len(minPooledFrame) }
+
+// newFrame returns a frame with room for size bytes, empty, one message.
 func newFrame(size int) *frame {
-	f := framePool.Get().(*frame)
-	if cap(f.b) < size {
-		f.b = make([]byte, 0, max(size, 512))
+	k := frameClass(size)
+	var f *frame
+	if k < frameClasses {
+		f, _ = framePools[k].Get().(*frame)
+	}
+	if f == nil {
+		f = new(frame)
+		if k < frameClasses {
+			size = minPooledFrame << k // a whole class: any frame of it fits
+		}
+		f.b = make([]byte, 0, size)
 	}
 	f.b = f.b[:0]
 	f.n = 1
 	return f
 }
 
+// free returns f to the pool of the largest class its buffer fills.
 func (f *frame) free() {
-	if cap(f.b) > maxPooledFrame {
+	c := cap(f.b)
+	if c < minPooledFrame || c > maxPooledFrame {
 		return
 	}
-	framePool.Put(f)
+	framePools[fullClass(c)].Put(f)
 }
 
 // Stats returns per-peer counters.

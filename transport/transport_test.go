@@ -378,17 +378,17 @@ func TestQueueBytesDrops(t *testing.T) {
 	}
 }
 
-// Frames are recycled once written (framePool) and a reader reuses the
-// previous frame's namespace name: a burst of messages of mixed sizes (some
-// above the pooled limit) to alternating namespaces arrives intact, in
-// order, each under its own namespace.
+// Frames are recycled once written (framePools) and a reader reuses the
+// previous frame's namespace name: a burst of messages of mixed sizes (of
+// several size classes, some above the pooled limit) to alternating
+// namespaces arrives intact, in order, each under its own namespace.
 func TestRecycledFramesArriveIntact(t *testing.T) {
 	l1, l2 := listen(t), listen(t)
 	peers := map[automaton.NodeID]string{"n1": l1.Addr().String(), "n2": l2.Addr().String()}
 	in2 := newInbox()
 	t1 := start(t, "c", "n1", l1, peers, func(automaton.NodeID, string, []byte) {}, nil)
 	start(t, "c", "n2", l2, peers, in2.handler, nil)
-	sizes := []int{1, 700, 3, maxPooledFrame + 10, 40, 5000}
+	sizes := []int{1, 700, 3, maxPooledFrame + 10, 40, 5000, 90 << 10, 600}
 	msg := func(i int) string {
 		return strings.Repeat(string(rune('a'+i%26)), sizes[i%len(sizes)])
 	}
@@ -455,5 +455,50 @@ func TestPeerAlreadyDialingWhenTransportStarts(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Frame buffers of every size up to maxPooledFrame are reused: a frame
+// freed is what the next frame of its size class gets, with room for the
+// message, so a steady stream of large frames (a pipelined leader's
+// Accepts, 50-100 KiB) allocates nothing. A frame goes back only to a class
+// whose every size it holds, and a buffer over the bound is not kept.
+func TestFramePoolsBySize(t *testing.T) {
+	for _, size := range []int{1, minPooledFrame, minPooledFrame + 1, 5000, 64 << 10, 64<<10 + 1, 90 << 10, maxPooledFrame} {
+		newFrame(size).free() // the class's first frame
+		allocs := testing.AllocsPerRun(100, func() {
+			f := newFrame(size)
+			if cap(f.b) < size || len(f.b) != 0 || f.n != 1 {
+				t.Fatalf("newFrame(%d): len %d cap %d n %d", size, len(f.b), cap(f.b), f.n)
+			}
+			f.b = append(f.b, make([]byte, size)...)
+			f.n = 3
+			f.free()
+		})
+		if allocs != 0 && !raceDetector {
+			t.Errorf("frame of %d bytes: %.1f allocations per frame, want 0 (pooled)", size, allocs)
+		}
+	}
+	for _, c := range []int{minPooledFrame, 700, 1023, 1024, 3000, 100 << 10, maxPooledFrame} {
+		f := &frame{b: make([]byte, 0, c)}
+		f.free()
+		k := frameClass(c + 1)
+		if minPooledFrame<<k <= c {
+			t.Fatalf("frameClass(%d) = %d, whose frames may hold only %d bytes", c+1, k, minPooledFrame<<k)
+		}
+		// Every size the class of f's buffer promises fits in it.
+		for size := 1; size <= c; size = size*2 + 1 {
+			if g := newFrame(size); cap(g.b) < size {
+				t.Fatalf("newFrame(%d) after a free of cap %d: cap %d", size, c, cap(g.b))
+			}
+		}
+	}
+	if k := frameClass(maxPooledFrame + 1); k < frameClasses {
+		t.Fatalf("frameClass(maxPooledFrame+1) = %d, want none", k)
+	}
+	big := &frame{b: make([]byte, 0, maxPooledFrame+1)}
+	big.free()
+	if f := newFrame(maxPooledFrame); cap(f.b) > maxPooledFrame {
+		t.Fatalf("a buffer of %d bytes was kept", cap(f.b))
 	}
 }

@@ -1,7 +1,9 @@
 package paxos
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -341,25 +343,39 @@ const (
 // A log value is a batch of commands; the empty batch is the no-op that fills
 // gaps after a leader change.
 func encodeBatch(cmds []cmd) []byte {
-	plain := true
+	e := wire.Encoder{B: make([]byte, 0, batchBound(cmds))}
+	appendBatch(&e, cmds)
+	return e.B
+}
+
+// batchBound bounds encodeBatch(cmds)'s length from above, so that its
+// buffer is allocated once.
+func batchBound(cmds []cmd) int {
 	size := 16
 	for _, c := range cmds {
-		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0 && !c.nested && c.low == 0
 		size += 48 + opSize(c.Op)
 		for _, op := range c.Ops {
 			size += opSize(op)
 		}
 	}
-	e := wire.Encoder{B: make([]byte, 0, size)}
+	return size
+}
+
+// appendBatch appends encodeBatch(cmds) to e.
+func appendBatch(e *wire.Encoder, cmds []cmd) {
+	plain := true
+	for _, c := range cmds {
+		plain = plain && c.Env == (service.Env{}) && len(c.Ops) == 0 && c.parts == 0 && !c.nested && c.low == 0
+	}
 	if plain {
 		e.Byte(msgVersion)
 		e.Uvarint(uint64(len(cmds)))
 		for _, c := range cmds {
 			e.Uvarint(c.ID.Client)
 			e.Uvarint(c.ID.Seq)
-			service.EncodeOp(&e, c.Op)
+			service.EncodeOp(e, c.Op)
 		}
-		return e.B
+		return
 	}
 	e.Byte(batchVersion3)
 	e.Uvarint(uint64(len(cmds)))
@@ -387,7 +403,7 @@ func encodeBatch(cmds []cmd) []byte {
 			e.Uvarint(c.ID.Seq - min(c.low, c.ID.Seq))
 		}
 		if flags&cmdEnv != 0 {
-			service.EncodeEnv(&e, c.Env)
+			service.EncodeEnv(e, c.Env)
 		}
 		if flags&cmdPart != 0 {
 			e.Uvarint(uint64(c.part))
@@ -396,14 +412,60 @@ func encodeBatch(cmds []cmd) []byte {
 		if flags&cmdGroup != 0 {
 			e.Uvarint(uint64(len(c.Ops)))
 			for _, op := range c.Ops {
-				service.EncodeOp(&e, op)
+				service.EncodeOp(e, op)
 			}
 		} else {
-			service.EncodeOp(&e, c.Op)
+			service.EncodeOp(e, c.Op)
 		}
+	}
+}
+
+// marshalAccept is m.marshal() for an Accept whose entries k with
+// batches[k] != nil are the values encodeBatch(batches[k]) not yet
+// encoded: each is encoded straight into the message, where marshal would
+// copy it, and the entry's Value is set to its bytes there (capped), the
+// value the leader keeps in its slot. The message is then the value's
+// buffer: what the slot keeps alive with it is the Accept's other values
+// and a few bytes of header. The bytes are marshal's, byte for byte
+// (TestMarshalAccept): a value's length is written in its shortest form,
+// the value moved down when its bound's form was longer.
+func marshalAccept(m *message, batches [][]cmd) []byte {
+	size := 48
+	for k, en := range m.Entries {
+		if batches[k] != nil {
+			size += 16 + batchBound(batches[k])
+		} else {
+			size += 16 + len(en.Value)
+		}
+	}
+	e := header.Message(kindAccept, size)
+	encodeBallot(&e, m.Ballot)
+	e.Uvarint(m.Commit)
+	e.Uvarint(uint64(len(m.Entries)))
+	for k := range m.Entries {
+		en := &m.Entries[k]
+		e.Uvarint(en.I)
+		if batches[k] == nil {
+			e.Bytes(en.Value)
+			continue
+		}
+		w := uvarintLen(uint64(batchBound(batches[k])))
+		at := len(e.B)
+		e.B = append(e.B, make([]byte, w)...) // the length's room, filled below
+		appendBatch(&e, batches[k])
+		n := len(e.B) - at - w
+		if nw := uvarintLen(uint64(n)); nw < w {
+			copy(e.B[at+nw:], e.B[at+w:])
+			e.B, w = e.B[:at+nw+n], nw
+		}
+		binary.PutUvarint(e.B[at:at+w], uint64(n))
+		en.Value = e.B[at+w : at+w+n : at+w+n]
 	}
 	return e.B
 }
+
+// uvarintLen is the length of v's shortest uvarint form.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 var noop = encodeBatch(nil)
 
