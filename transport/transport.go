@@ -881,6 +881,10 @@ func (p *peer) pump(c net.Conn) error {
 		if err := bw.Flush(); err != nil {
 			return fail(err)
 		}
+		// The deadline bounds this write only. Left set, it would pass
+		// while the connection idles, and the next inline write
+		// (tryInline, the same descriptor) would fail with it.
+		c.SetWriteDeadline(time.Time{})
 		p.writes.Add(1)
 		p.sent.Add(pending)
 		return nil
