@@ -265,14 +265,15 @@ func TestCarryOfAnAddedPeerIsWritten(t *testing.T) {
 }
 
 // After the writer goroutine has written (a queued frame), its write
-// deadline must not outlive the write: an inline write made once the
-// deadline has passed (the connection idle for WriteTimeout) used to fail
-// with the deadline's error, which tryInline took for a failed connection:
+// deadline stays set and lapses while the connection idles: an inline
+// write made once it has passed (WriteTimeout) used to fail with the
+// deadline's error, which tryInline took for a failed connection:
 // the frame was dropped and the connection's inline writes turned off
 // until it reconnected, so that every later message went through the
 // writer goroutine (a hand-off each; live, every Accept of a Multi-Paxos
-// leader that had idled for 10 s, session 56). Fails with "dropped" or
-// with the later sends queued.
+// leader that had idled for 10 s, session 56). tryInline now clears the
+// lapsed deadline and writes. Fails with the first Send lost or with the
+// later sends queued.
 func TestInlineWriteAfterTheWriterIdled(t *testing.T) {
 	la, lb := listen(t), listen(t)
 	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}

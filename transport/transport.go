@@ -73,6 +73,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -203,6 +204,7 @@ type peer struct {
 	// means nothing waits to be written before a new frame.
 	wmu    sync.Mutex
 	raw    syscall.RawConn // under wmu: the connection, for inline writes; nil when down or TLS
+	wconn  net.Conn        // under wmu: raw's connection (tryInline clears the writer's stale deadline on it)
 	carry  *frame          // under wmu: the rest of a frame an inline write began; written first
 	kick   chan struct{}   // wakes the writer for carry
 	queued atomic.Int64
@@ -435,7 +437,21 @@ func (p *peer) tryInline(f *frame) bool {
 	if p.iwFn == nil {
 		p.iwFn = p.writeOnce
 	}
-	if err := p.raw.Write(p.iwFn); err != nil {
+	err := p.raw.Write(p.iwFn)
+	if err != nil && p.iwN == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		// The writer's deadline, set for its last write and left to
+		// lapse (clearing it after each write would take the runtime
+		// timer out of its heap, and the next write's deadline would put
+		// it back and wake an idle thread for the netpoller: a wake-up
+		// per writer write). RawConn.Write refuses to write past it, and
+		// this used to be taken for a failed connection: the frame
+		// dropped and inline writes off until a reconnect, every later
+		// message through the writer (session 56). Nothing was written:
+		// clear it (the writer is not writing: wmu) and write.
+		p.wconn.SetWriteDeadline(time.Time{})
+		err = p.raw.Write(p.iwFn)
+	}
+	if err != nil {
 		p.iwErr = err
 	}
 	p.writes.Add(1)
@@ -824,11 +840,11 @@ func (p *peer) pump(c net.Conn) error {
 		bw = bufio.NewWriterSize(newSockWriter(rc), 64<<10) // rawio.go
 	}
 	p.wmu.Lock()
-	p.raw = raw
+	p.raw, p.wconn = raw, c
 	p.wmu.Unlock()
 	defer func() {
 		p.wmu.Lock()
-		p.raw = nil
+		p.raw, p.wconn = nil, nil
 		if p.carry != nil { // a frame begun on this connection ends with it
 			p.dropped.Add(uint64(p.carry.n))
 			p.carry.free()
@@ -881,10 +897,6 @@ func (p *peer) pump(c net.Conn) error {
 		if err := bw.Flush(); err != nil {
 			return fail(err)
 		}
-		// The deadline bounds this write only. Left set, it would pass
-		// while the connection idles, and the next inline write
-		// (tryInline, the same descriptor) would fail with it.
-		c.SetWriteDeadline(time.Time{})
 		p.writes.Add(1)
 		p.sent.Add(pending)
 		return nil
