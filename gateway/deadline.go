@@ -51,9 +51,40 @@ import (
 type deadlines struct {
 	busy  atomic.Bool
 	cur   atomic.Pointer[cmdCtx]
-	timer *time.Timer // created on first use; owned by the slot's holder
+	timer *time.Timer // created on first use
 	end   func()      // ends the current command (d.endCur), bound once
 	own   cmdCtx      // the reused context of tryAcquire's reuse form
+	// The timer stays armed across commands (session 56): tm guards
+	// armed (a firing is pending) and armedAt (when, at the latest).
+	// A command whose deadline is no earlier than armedAt leaves the
+	// timer alone; the firing then finds it current and re-arms for its
+	// deadline (fire). arms counts the timer's settings (tests).
+	tm      sync.Mutex
+	armed   bool
+	armedAt time.Time
+	arms    atomic.Uint64
+}
+
+// The timer used to be stopped at each command's end and set again at the
+// next command's start. A stopped timer leaves the runtime's timer heap,
+// and setting it again adds it back, which, when no thread waits in the
+// network poller (a busy node), wakes an idle thread for the poller
+// (runtime wakeNetPoller, wakep): a futex wake-up and a thread that spins
+// and parks again, once per command on the command's own path. Counted at
+// a Multi-Paxos leader serving one client's puts, 11 % of its futex calls
+// (docs/costs/s56-plat56.md). Now one setting serves every command that
+// begins before it fires: with a constant timeout about one firing, and
+// one re-arm, per timeout period instead of a stop and a set per command.
+
+// arm makes sure a firing is due no later than deadline (d.timer exists).
+func (d *deadlines) arm(deadline time.Time) {
+	d.tm.Lock()
+	if !d.armed || d.armedAt.After(deadline) {
+		d.armed, d.armedAt = true, deadline
+		d.arms.Add(1)
+		d.timer.Reset(max(time.Until(deadline), 0))
+	}
+	d.tm.Unlock()
 }
 
 // acquire returns a context for one request bounded by timeout with
@@ -91,10 +122,14 @@ func (d *deadlines) tryAcquire(s *Server, parent context.Context, timeout time.D
 	}
 	d.cur.Store(c)
 	if d.timer == nil {
+		d.tm.Lock()
+		d.armed, d.armedAt = true, deadline
+		d.arms.Add(1)
 		d.timer = time.AfterFunc(timeout, d.fire)
 		d.end = d.endCur
+		d.tm.Unlock()
 	} else {
-		d.timer.Reset(timeout)
+		d.arm(deadline) // after publishing c: a firing that missed c leaves armed false
 	}
 	// After publishing c: a Close that cancelled s.ctx before this load
 	// sees c in its sweep or c sees its error here (both atomics).
@@ -126,8 +161,7 @@ func (c *conn) batchDeadline() (context.Context, func()) {
 // release ends c (context.Canceled, as a cancel func would) and frees
 // the slot.
 func (d *deadlines) release(c *cmdCtx) {
-	d.timer.Stop()
-	d.cur.Store(nil)
+	d.cur.Store(nil) // the timer stays armed for the next command (arm)
 	if c.reused {
 		c.end()
 	} else {
@@ -141,9 +175,25 @@ func (d *deadlines) release(c *cmdCtx) {
 // check and the cancel are one step under the context's lock, so a
 // reused context's next command is never ended by this one's deadline).
 func (d *deadlines) fire() {
+	d.tm.Lock()
+	d.armed = false // before loading cur: a command published after this load arms the timer itself
+	d.tm.Unlock()
 	if c := d.cur.Load(); c != nil {
-		c.expire()
+		if at, pending := c.expire(); pending {
+			d.arm(at) // the command began after the firing was set: its own deadline
+		}
 	}
+}
+
+// close stops the timer of a connection that ended, so that it does not
+// hold the connection until its last firing.
+func (d *deadlines) close() {
+	d.tm.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.armed = false
+	d.tm.Unlock()
 }
 
 // stop cancels the current command (the server is stopping).
@@ -202,13 +252,19 @@ func (c *cmdCtx) cancelLocked(err error) {
 }
 
 // expire cancels c if its deadline has passed (deadlines.fire).
-func (c *cmdCtx) expire() {
+func (c *cmdCtx) expire() (deadline time.Time, pending bool) {
 	c.mu.Lock()
-	if c.err != nil || time.Now().Before(c.deadline) {
+	if c.err != nil {
 		c.mu.Unlock()
-		return
+		return time.Time{}, false
+	}
+	if time.Now().Before(c.deadline) {
+		deadline = c.deadline
+		c.mu.Unlock()
+		return deadline, true // not yet: the slot's timer is armed for it again
 	}
 	c.cancelLocked(context.DeadlineExceeded)
+	return time.Time{}, false
 }
 
 // end is a reused context's end: Canceled from now on, and no after-hook;

@@ -217,3 +217,76 @@ func TestDeadlineSlotReused(t *testing.T) {
 	}
 	end4()
 }
+
+// The slot's timer stays armed across commands (deadline.go, arm): a
+// command that begins while a firing is due no later than its own deadline
+// leaves the timer alone, so 200 commands of a connection set it once, not
+// once each (a stopped timer set again is added back to the runtime's
+// timer heap, which wakes an idle thread for the network poller on a busy
+// process: a futex wake-up per command). A command is still ended at its
+// own deadline: the firing due for an earlier command finds it current
+// and re-arms for it, and a command with a shorter timeout than the
+// pending firing's sets the timer earlier. Fails with the timer stopped
+// and set per command ("timer set 200 times for 200 commands") and with a
+// firing that does not re-arm (the second command never ends).
+func TestDeadlineTimerStaysArmed(t *testing.T) {
+	s, c := slotTestConn(t)
+	d := &c.dl
+	for i := range 200 {
+		ctx, end, ok := d.tryAcquire(s, s.ctx, time.Hour, i%2 == 0)
+		if !ok {
+			t.Fatal("the slot was taken")
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("command %d ended at its start: %v", i, ctx.Err())
+		}
+		end()
+	}
+	if n := d.arms.Load(); n > 2 {
+		t.Fatalf("timer set %d times for 200 commands, want 1", n)
+	}
+
+	// A shorter timeout than the pending firing's: the timer is set earlier.
+	t0 := time.Now()
+	ctx, end := d.acquire(s, s.ctx, 50*time.Millisecond)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a command with a shorter timeout than the pending firing's did not end at its deadline")
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || time.Since(t0) < 50*time.Millisecond {
+		t.Fatalf("ended after %v with %v, want DeadlineExceeded after 50ms", time.Since(t0), ctx.Err())
+	}
+	end()
+
+	// A command that begins while the firing set for an earlier one is
+	// due: that firing re-arms for it, and it ends at its own deadline.
+	ctx, end = d.acquire(s, s.ctx, 100*time.Millisecond)
+	end() // a firing stays due at about +100ms
+	time.Sleep(40 * time.Millisecond)
+	t1 := time.Now()
+	arms := d.arms.Load()
+	ctx, end = d.acquire(s, s.ctx, 100*time.Millisecond) // its deadline: t1+100ms
+	if d.arms.Load() != arms {
+		t.Errorf("a command whose deadline is after the pending firing's set the timer")
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command that began while a firing was due never ended: the firing did not re-arm for it")
+	}
+	if el := time.Since(t1); !errors.Is(ctx.Err(), context.DeadlineExceeded) || el < 100*time.Millisecond {
+		t.Fatalf("ended %v after its start with %v, want DeadlineExceeded after 100ms (not at the earlier command's firing)", el, ctx.Err())
+	}
+	end()
+}
+
+// slotTestConn is a server and one of its connections (over a pipe), both
+// closed at the test's end.
+func slotTestConn(t *testing.T) (*Server, *conn) {
+	s := NewServer(gatewaytest.KV(), ServerOptions{})
+	t.Cleanup(func() { s.Close() })
+	nc, peer := net.Pipe()
+	t.Cleanup(func() { peer.Close() })
+	return s, s.newConn(nc, 1)
+}

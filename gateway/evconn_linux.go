@@ -46,6 +46,16 @@ type evNetConn struct {
 	wdl    time.Time
 
 	gcs atomic.Int64 // Go connections made (tests, counts)
+
+	// The owning goroutine's raw read of gc (goRead; that goroutine
+	// only): gc's RawConn, made once per Go connection, and the read in
+	// progress (rawReadOnce, bound once: a read allocates nothing).
+	rgc  net.Conn
+	rrc  syscall.RawConn
+	rfn  func(fd uintptr) bool
+	rp   []byte
+	rn   int
+	rerr error
 }
 
 // own returns nc's socket as a loop connection's (evNetConn): its
@@ -148,7 +158,54 @@ func (e *evNetConn) goRead(p []byte, held *bool) (int, error) {
 	if gc == nil {
 		return 0, errEvClosed
 	}
+	if rc := e.rawOf(gc); rc != nil && len(p) > 0 {
+		e.rp, e.rn, e.rerr = p, 0, nil
+		err := rc.Read(e.rfn)
+		n, rerr := e.rn, e.rerr
+		e.rp, e.rerr = nil, nil
+		if err != nil {
+			return 0, err
+		}
+		return n, rerr
+	}
 	return gc.Read(p)
+}
+
+// The goroutine's read of a connection it owns (goRead), like the loop's,
+// by raw read(2) (rawio_linux.go; session 56): a read that finds no data
+// waits in Go's netpoller as net.Conn's does (RawConn.Read: deadlines
+// included), but neither read is a system call the scheduler sees. Through
+// net.Conn each was one (entersyscall), which woke an idle process's
+// sysmon: a Multi-Paxos leader serving one client's puts had 20 % of its
+// futex calls there (docs/costs/s56-plat56.md).
+
+// rawOf returns gc's RawConn for raw reads (nil: read through gc), made
+// once per Go connection.
+func (e *evNetConn) rawOf(gc net.Conn) syscall.RawConn {
+	if !rawIO {
+		return nil
+	}
+	if e.rgc != gc {
+		e.rgc, e.rrc = gc, nil
+		if sc, ok := gc.(syscall.Conn); ok {
+			e.rrc, _ = sc.SyscallConn()
+		}
+		if e.rfn == nil {
+			e.rfn = e.rawReadOnce
+		}
+	}
+	return e.rrc
+}
+
+// rawReadOnce is one read(2) of e.rp: false (EAGAIN) makes RawConn.Read
+// wait until the socket is readable and call it again.
+func (e *evNetConn) rawReadOnce(fd uintptr) bool {
+	n, err := sockReadOnce(fd, e.rp)
+	if err == syscall.EAGAIN {
+		return false
+	}
+	e.rn, e.rerr = max(n, 0), err
+	return true
 }
 
 // Read is the owning goroutine's read when nothing else reads through

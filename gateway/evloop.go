@@ -163,21 +163,31 @@ func (r *evReader) dropGo() {
 
 // read is one read(2) on the non-blocking descriptor (EINTR retried).
 func (r *evReader) read(fd uintptr) bool {
+	n, err := sockReadOnce(fd, r.p)
+	switch {
+	case err == syscall.EAGAIN:
+		r.err = errEvAgain
+	case err != nil:
+		r.err = err
+	default:
+		r.n = n
+	}
+	return true // never wait for the socket
+}
+
+// sockReadOnce is one read(2) of fd into p (raw unless
+// SYNOD_GATEWAY_RAWIO=0: rawio_linux.go), EINTR retried, end of stream as
+// io.EOF; EAGAIN is returned as it is.
+func sockReadOnce(fd uintptr, p []byte) (int, error) {
 	for {
-		n, err := sockRead(fd, r.p) // raw read(2) unless SYNOD_GATEWAY_RAWIO=0: rawio_linux.go
+		n, err := sockRead(fd, p)
 		switch {
 		case err == syscall.EINTR:
 			continue
-		case err == syscall.EAGAIN:
-			r.err = errEvAgain
-		case err != nil:
-			r.err = err
-		case n == 0:
-			r.err = io.EOF
-		default:
-			r.n = n
+		case err == nil && n == 0:
+			return 0, io.EOF
 		}
-		return true // never wait for the socket
+		return n, err
 	}
 }
 

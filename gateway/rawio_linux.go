@@ -32,9 +32,10 @@ import (
 // over), no P hand-off and no sysmon wake-up.
 //
 // Decision: TLS connections are not touched (they are not loop
-// connections and have no direct writer). The goroutine path's blocking
-// reads and the writer goroutine's blocking writes stay on net.Conn: they
-// wait in Go's netpoller, which a raw call cannot. SYNOD_GATEWAY_RAWIO=0
+// connections and have no direct writer). The writer goroutine's blocking
+// writes stay on net.Conn. The goroutine path's reads (goRead,
+// evconn_linux.go) are raw too since session 56: through RawConn.Read,
+// which waits in Go's netpoller between them. SYNOD_GATEWAY_RAWIO=0
 // in a node's environment turns the raw calls off (an A/B of one binary).
 // The loop's readiness check (evLoop.check, evloop_linux.go: a
 // zero-timeout epoll_wait, which never sleeps either) is made raw too. The

@@ -163,3 +163,55 @@ func TestRawIOLargeReply(t *testing.T) {
 		t.Fatalf("GET after the large reply: %q", got)
 	}
 }
+
+// TestRawIOGoroutineRead: a lone client's connection is read by its
+// goroutine (evAlone: the loop hands it over, goRead), and that read is
+// raw too (evconn_linux.go, rawOf): each command's read(2), the one that
+// finds it and the one that finds the socket empty and waits in the
+// netpoller, is made by RawSyscall, which the scheduler does not see (an
+// idle process's sysmon is not woken). Commands, a pipelined pair and the
+// peer's close behave as through net.Conn. Fails with the goroutine's
+// reads through net.Conn (the raw count stays still while the Go
+// connection serves the commands).
+func TestRawIOGoroutineRead(t *testing.T) {
+	if !rawIO {
+		t.Skip("SYNOD_GATEWAY_RAWIO=0")
+	}
+	b := newReplyBackend()
+	s, addr := startServer(t, b, ServerOptions{EventLoop: true})
+	c := dial(t, addr)
+	if got := c.do("SET", "k", "v0"); got != "OK" { // the connection is the goroutine's from here
+		t.Fatalf("SET: %q", got)
+	}
+	var e *evNetConn
+	s.mu.Lock()
+	for sc := range s.conns {
+		e, _ = sc.nc.(*evNetConn)
+	}
+	s.mu.Unlock()
+	if e == nil {
+		t.Skip("the connection is not an event-loop connection here")
+	}
+	r0, g0 := rawReads.Load(), e.gcs.Load()
+	const n = 20
+	for i := range n {
+		if got := c.do("SET", "k", fmt.Sprint(i)); got != "OK" {
+			t.Fatalf("SET %d: %q", i, got)
+		}
+	}
+	c.send("GET", "k")
+	c.send("GET", "k")
+	for range 2 {
+		if got := c.reply().String(); got != fmt.Sprintf("%q", fmt.Sprint(n-1)) {
+			t.Fatalf("pipelined GET: %q", got)
+		}
+	}
+	if e.gcs.Load() == 0 {
+		t.Skip("the loop read every command: no goroutine read to check")
+	}
+	if r := rawReads.Load() - r0; r < n {
+		t.Errorf("%d raw reads for %d commands read by the connection's goroutine (%d Go connections), want at least one each", r, n, e.gcs.Load()-g0)
+	}
+	c.nc.Close()
+	waitReplyFn(t, "the closed client's connection gone", func() bool { return s.ord.conns.Load() == 0 })
+}

@@ -390,6 +390,10 @@ func (c *conn) serveFrom(r evResume) {
 		c.unsubscribeAll()
 		c.abortOnClose()
 		c.endSessions() // sessions.go
+		c.dl.close()    // deadline.go: the slots' timers
+		for i := range c.bdl {
+			c.bdl[i].close()
+		}
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()

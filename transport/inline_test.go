@@ -399,3 +399,42 @@ func TestCarryOfAnAddedPeerIsWritten(t *testing.T) {
 		}
 	}
 }
+
+// After the writer goroutine has written (a queued frame), its write
+// deadline stays set and lapses while the connection idles: an inline
+// write made once it has passed (WriteTimeout) used to fail with the
+// deadline's error, which tryInline took for a failed connection:
+// the frame was dropped and the connection's inline writes turned off
+// until it reconnected, so that every later message went through the
+// writer goroutine (a hand-off each; live, every Accept of a Multi-Paxos
+// leader that had idled for 10 s, session 56). tryInline now clears the
+// lapsed deadline and writes. Fails with the first Send lost or with the
+// later sends queued.
+func TestInlineWriteAfterTheWriterIdled(t *testing.T) {
+	la, lb := listen(t), listen(t)
+	peers := map[automaton.NodeID]string{"a": la.Addr().String(), "b": lb.Addr().String()}
+	in := newInbox()
+	const timeout = 50 * time.Millisecond
+	a := startWith(t, Options{Cluster: "c", Self: "a", Peers: peers, Listener: la, WriteTimeout: timeout})
+	startWith(t, Options{Cluster: "c", Self: "b", Peers: peers, Listener: lb, Handler: in.handler, WriteTimeout: timeout})
+	waitInline(t, a, "b")
+	if err := a.SendQueued("b", "ns", []byte("queued")); err != nil { // the writer writes, with its deadline
+		t.Fatal(err)
+	}
+	in.expect(t, got{"a", "ns", "queued"})
+	time.Sleep(4 * timeout) // the writer's deadline passes
+	st0 := a.Stats()["b"]
+	for _, m := range []string{"one", "two", "three"} {
+		if err := a.Send("b", "ns", []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		in.expect(t, got{"a", "ns", m})
+	}
+	st := a.Stats()["b"]
+	if st.Dropped != st0.Dropped {
+		t.Fatalf("%d messages dropped by Sends after the writer's deadline passed, want 0", st.Dropped-st0.Dropped)
+	}
+	if st.Queued != st0.Queued {
+		t.Fatalf("%d of 3 Sends to an idle peer went through the writer goroutine after its deadline passed, want 0 (inline)", st.Queued-st0.Queued)
+	}
+}

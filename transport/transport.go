@@ -74,6 +74,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -204,6 +205,7 @@ type peer struct {
 	// means nothing waits to be written before a new frame.
 	wmu    sync.Mutex
 	raw    syscall.RawConn // under wmu: the connection, for inline writes; nil when down or TLS
+	wconn  net.Conn        // under wmu: raw's connection (tryInline clears the writer's stale deadline on it)
 	carry  *frame          // under wmu: the rest of a frame an inline write began; written first
 	kick   chan struct{}   // wakes the writer for carry
 	queued atomic.Int64
@@ -479,7 +481,21 @@ func (p *peer) tryInline(f *frame) bool {
 	if p.iwFn == nil {
 		p.iwFn = p.writeOnce
 	}
-	if err := p.raw.Write(p.iwFn); err != nil {
+	err := p.raw.Write(p.iwFn)
+	if err != nil && p.iwN == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		// The writer's deadline, set for its last write and left to
+		// lapse (clearing it after each write would take the runtime
+		// timer out of its heap, and the next write's deadline would put
+		// it back and wake an idle thread for the netpoller: a wake-up
+		// per writer write). RawConn.Write refuses to write past it, and
+		// this used to be taken for a failed connection: the frame
+		// dropped and inline writes off until a reconnect, every later
+		// message through the writer (session 56). Nothing was written:
+		// clear it (the writer is not writing: wmu) and write.
+		p.wconn.SetWriteDeadline(time.Time{})
+		err = p.raw.Write(p.iwFn)
+	}
+	if err != nil {
 		p.iwErr = err
 	}
 	p.writes.Add(1)
@@ -904,11 +920,11 @@ func (p *peer) pump(c net.Conn) error {
 		bw = bufio.NewWriterSize(newSockWriter(rc), 64<<10) // rawio.go
 	}
 	p.wmu.Lock()
-	p.raw = raw
+	p.raw, p.wconn = raw, c
 	p.wmu.Unlock()
 	defer func() {
 		p.wmu.Lock()
-		p.raw = nil
+		p.raw, p.wconn = nil, nil
 		if p.carry != nil { // a frame begun on this connection ends with it
 			p.dropped.Add(uint64(p.carry.n))
 			p.carry.free()
