@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/synod-dev/synod/automaton"
+)
+
+// recFS records, in order, every WriteAt and Datasync on the files it opens
+// (each file by the order it was opened: a compaction's new file is another).
+type recFS struct {
+	mu    sync.Mutex
+	files int
+	ev    []recEv
+}
+
+type recEv struct {
+	file      int
+	zero      bool // a write of zeros only (a fill's; a frame's header is never zero)
+	sync      bool
+	off, end  int64
+	afterSync int // for a write: how many syncs of its file preceded it
+}
+
+type recFile struct {
+	File
+	fs *recFS
+	id int
+}
+
+func (fs *recFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := OSFS{}.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.files++
+	return &recFile{File: f, fs: fs, id: fs.files}, nil
+}
+
+func (f *recFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	f.fs.mu.Lock()
+	f.fs.ev = append(f.fs.ev, recEv{file: f.id, zero: allZero(p), off: off, end: off + int64(len(p))})
+	f.fs.mu.Unlock()
+	return n, err
+}
+
+func (f *recFile) Datasync() error {
+	err := f.File.Datasync()
+	f.fs.mu.Lock()
+	f.fs.ev = append(f.fs.ev, recEv{file: f.id, sync: true})
+	f.fs.mu.Unlock()
+	return err
+}
+
+// TestWALZeroFill commits frames with ZeroFill and a small chunk, with
+// compactions switching files, and checks from the file operations that
+// (1) no zeros were ever written over a frame's bytes (the fill stays ahead
+// of the writer), (2) almost every frame was written over zeros that were
+// written and synced before it (the fill works: without it none is), and
+// (3) the log reopens with every record committed.
+func TestWALZeroFill(t *testing.T) {
+	dir := t.TempDir()
+	fs := &recFS{}
+	o := WALOptions{ZeroFill: true, Chunk: 64 << 10, CompactMin: 256 << 10, FS: fs}
+	w := openWAL(t, dir, o)
+	s := mustNS(t, w, "a")
+	rng := rand.New(rand.NewSource(1))
+	m := model{}
+	for i := range 1500 {
+		var b []automaton.Persist
+		for range 1 + rng.Intn(8) {
+			b = append(b, put(fmt.Sprintf("k%d", rng.Intn(200)), strings.Repeat(fmt.Sprint(i%10), 50+rng.Intn(200))))
+		}
+		if err := s.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		m.apply("a", b)
+	}
+	s.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	fs.mu.Lock()
+	ev := fs.ev
+	fs.mu.Unlock()
+	type span struct{ off, end int64 }
+	frames := map[int][]span{}   // per file: frame writes so far
+	zeros := map[int][]span{}    // per file: zero writes synced
+	pendingZ := map[int][]span{} // per file: zero writes not yet synced
+	var nframes, onZeros, files int
+	for _, e := range ev {
+		switch {
+		case e.sync:
+			zeros[e.file] = append(zeros[e.file], pendingZ[e.file]...)
+			pendingZ[e.file] = nil
+		case e.zero:
+			for _, f := range frames[e.file] {
+				if e.off < f.end && f.off < e.end {
+					t.Fatalf("file %d: zeros written at [%d, %d) over a frame at [%d, %d)", e.file, e.off, e.end, f.off, f.end)
+				}
+			}
+			pendingZ[e.file] = append(pendingZ[e.file], span{e.off, e.end})
+		default:
+			if files < e.file {
+				files = e.file
+			}
+			nframes++
+			frames[e.file] = append(frames[e.file], span{e.off, e.end})
+			for _, z := range zeros[e.file] {
+				if z.off <= e.off && e.end <= z.end {
+					onZeros++
+					break
+				}
+			}
+		}
+	}
+	// The snapshot and tail writes of compactions are frames here too, and
+	// the first frames of each file precede its first fill.
+	if files < 3 {
+		t.Fatalf("%d files written: the test wants compactions", files)
+	}
+	if onZeros < nframes*8/10 {
+		t.Fatalf("%d of %d frame writes landed on zeros written and synced before them, want most", onZeros, nframes)
+	}
+	t.Logf("%d of %d frame writes on zero-filled space, %d files", onZeros, nframes, files)
+
+	w2 := openWAL(t, dir, WALOptions{})
+	defer w2.Close()
+	m.check(t, w2, "a")
+}
