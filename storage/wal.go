@@ -74,6 +74,8 @@ type WALOptions struct {
 	crashAfter func(step string) bool
 	// encodeChunk, when positive (tests), replaces walEncodeChunk.
 	encodeChunk int
+	// fillPiece, when positive (tests), replaces walFillPiece.
+	fillPiece int64
 }
 
 // WAL is the append-only log engine: one log file per node holding the
@@ -107,8 +109,10 @@ type WAL struct {
 	// beyond filled meanwhile. A frame that ends at or below filled lands
 	// on zeros written and synced (if it starts at or above the fill's
 	// start: fillFrom). fillOff: a fill failed on this file, none again.
+	// fillWaits counts the frames that caught up with a fill (tests).
 	filled, fillFrom, fillEnd int64
 	filling, fillOff          bool
+	fillWaits                 int
 	closing                   bool // Close waits: a fill stops at its next piece
 
 	// A compaction in progress (compact, finishCompaction): its snapshot
@@ -582,9 +586,13 @@ func (w *WAL) datasync(f File, n int) error {
 // into fallocated space, 151-278 µs and 0.32-2.6 ms into zero-filled
 // space, lower in 6 of 6 alternated rounds (docs/costs/s56-esds56.md;
 // PostgreSQL zero-fills its WAL segments for this reason). The writer
-// waits only if it catches up with a fill (a fill's piece is walFillPiece
-// bytes). A frame beyond the filled space (the first after opening, or
-// after a compaction's switch) is preallocated with fallocate as before.
+// never writes where a fill may still write zeros: a frame that catches up
+// with a fill (the log outruns the zeros) stops it after its piece in
+// flight (walFillPiece bytes), waits for that piece only, and the next fill
+// starts half a chunk past the frame, so that the log does not wait for
+// the zeros piece by piece; the frames in between, like the first ones
+// after opening or after a compaction's switch, are preallocated with
+// fallocate as before.
 func (w *WAL) prealloc(n int64) error {
 	if w.opts.Chunk < 0 {
 		return nil
@@ -592,18 +600,24 @@ func (w *WAL) prealloc(n int64) error {
 	if w.opts.ZeroFill && w.opts.Sync && !w.opts.DSync {
 		end := w.off + n
 		w.mu.Lock()
-		for w.filling && end > w.filled {
-			w.cond.Wait() // the fill may still write zeros there
+		behind := w.filling && end > w.filled
+		if behind {
+			w.fillWaits++
+			w.fillEnd = min(w.fillEnd, w.filled+w.fillPiece())
+			for w.filling {
+				w.cond.Wait() // the piece in flight may write zeros where this frame goes
+			}
 		}
 		filled := w.off >= w.fillFrom && end <= w.filled
 		if !w.filling && !w.fillOff && w.dual == nil && end+w.opts.Chunk/2 > w.filled {
-			if w.filled < end {
-				// A gap (the first fill of this file, or the frames
-				// overtook a fill that stopped): fill from past this frame.
-				w.fillFrom, w.filled = end, end
+			if behind || w.filled < end {
+				// A gap (the first fill of this file, or the log caught
+				// up with the last): fill from half a chunk past this frame.
+				w.fillFrom = max(w.filled, end) + w.opts.Chunk/2
+				w.filled = w.fillFrom
 			}
 			w.filling, w.fillEnd = true, w.filled+w.opts.Chunk
-			go w.fill(w.f, w.filled, w.fillEnd)
+			go w.fill(w.f, w.filled)
 		}
 		w.mu.Unlock()
 		if filled {
@@ -632,22 +646,30 @@ const walFillPiece = 256 << 10
 
 var walZeros [walFillPiece]byte
 
-// fill writes zeros to f's [from, to) and syncs them, a piece at a time,
-// advancing w.filled after each synced piece (see prealloc). It stops early
-// when the engine closes, fails, or a compaction switches files; a failed
+func (w *WAL) fillPiece() int64 {
+	if w.opts.fillPiece > 0 {
+		return min(w.opts.fillPiece, walFillPiece)
+	}
+	return walFillPiece
+}
+
+// fill writes zeros to f's [from, w.fillEnd) and syncs them, a piece at a
+// time, advancing w.filled after each synced piece (see prealloc). It stops
+// early when a frame cuts w.fillEnd, the engine closes or fails, or a
+// compaction switches files; a failed
 // write or sync ends it and the fills of this file (the frames go on with
 // fallocate, which reports a full disk as before). Zeros past the last
 // frame are what recovery takes for preallocated space.
-func (w *WAL) fill(f File, from, to int64) {
+func (w *WAL) fill(f File, from int64) {
 	off := from
-	for off < to {
+	for {
 		w.mu.Lock()
-		stop := w.closing || w.err != nil || w.switching || w.f != f
+		n := min(w.fillPiece(), w.fillEnd-off)
+		stop := n <= 0 || w.closing || w.err != nil || w.switching || w.f != f
 		w.mu.Unlock()
 		if stop {
 			break
 		}
-		n := min(int64(walFillPiece), to-off)
 		_, err := f.WriteAt(walZeros[:n], off)
 		if err == nil {
 			err = f.Datasync()
