@@ -590,9 +590,9 @@ func (w *WAL) datasync(f File, n int) error {
 // with a fill (the log outruns the zeros) stops it after its piece in
 // flight (walFillPiece bytes), waits for that piece only, and the next fill
 // starts half a chunk past the frame, so that the log does not wait for
-// the zeros piece by piece; the frames in between, like the first ones
-// after opening or after a compaction's switch, are preallocated with
-// fallocate as before.
+// the zeros piece by piece; the frames in between, like the first piece's
+// worth after opening or after a compaction's switch (the first fill
+// starts a piece ahead), are preallocated with fallocate as before.
 func (w *WAL) prealloc(n int64) error {
 	if w.opts.Chunk < 0 {
 		return nil
@@ -611,9 +611,16 @@ func (w *WAL) prealloc(n int64) error {
 		filled := w.off >= w.fillFrom && end <= w.filled
 		if !w.filling && !w.fillOff && w.dual == nil && end+w.opts.Chunk/2 > w.filled {
 			if behind || w.filled < end {
-				// A gap (the first fill of this file, or the log caught
-				// up with the last): fill from half a chunk past this frame.
-				w.fillFrom = max(w.filled, end) + w.opts.Chunk/2
+				// A gap: the first fill of this file starts a piece (at
+				// most half a chunk) past this frame, so that a lone
+				// writer's frames land on zeros soon after opening (the
+				// frames before are fallocated); one after the log caught
+				// up with the last fill starts half a chunk past it.
+				lead := min(w.fillPiece(), w.opts.Chunk/2)
+				if behind {
+					lead = w.opts.Chunk / 2
+				}
+				w.fillFrom = max(w.filled, end) + lead
 				w.filled = w.fillFrom
 			}
 			w.filling, w.fillEnd = true, w.filled+w.opts.Chunk

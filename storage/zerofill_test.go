@@ -15,10 +15,11 @@ import (
 // recFS records, in order, every WriteAt and Datasync on the files it opens
 // (each file by the order it was opened: a compaction's new file is another).
 type recFS struct {
-	mu        sync.Mutex
-	files     int
-	ev        []recEv
-	zeroDelay time.Duration // each write of zeros (a fill's piece) takes this much longer
+	mu         sync.Mutex
+	files      int
+	ev         []recEv
+	zeroDelay  time.Duration // each write of zeros (a fill's piece) takes this much longer
+	frameDelay time.Duration // and each other write
 }
 
 type recEv struct {
@@ -47,8 +48,10 @@ func (fs *recFS) OpenFile(name string, flag int, perm os.FileMode) (File, error)
 }
 
 func (f *recFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.fs.zeroDelay > 0 && allZero(p) {
+	if allZero(p) {
 		time.Sleep(f.fs.zeroDelay)
+	} else {
+		time.Sleep(f.fs.frameDelay)
 	}
 	n, err := f.File.WriteAt(p, off)
 	f.fs.mu.Lock()
@@ -99,6 +102,20 @@ func TestWALZeroFillSlow(t *testing.T) {
 		t.Fatalf("%d of %d frames waited for a fill's zeros, want few", waits, frames)
 	}
 	t.Logf("%d of %d frames waited for a fill", waits, frames)
+}
+
+// TestWALZeroFillSoon: a lone writer (each frame 3 ms slower, as a client's
+// round trip would make it) writes 40 frames of ~1 KiB after opening, less
+// than half a chunk: the first fill starts a piece (4 KiB here) past the
+// first frame, so most of them land on zeros; a fill started half a chunk
+// ahead (32 KiB) would leave every one of them on fallocated space.
+func TestWALZeroFillSoon(t *testing.T) {
+	fs := &recFS{frameDelay: 3 * time.Millisecond}
+	nframes, onZeros, _, _ := zeroFillRun(t, fs, WALOptions{ZeroFill: true, Chunk: 64 << 10, fillPiece: 4 << 10}, 40)
+	if onZeros < nframes/2 {
+		t.Fatalf("%d of %d frame writes landed on zeros written and synced before them, want most", onZeros, nframes)
+	}
+	t.Logf("%d of %d frame writes on zero-filled space", onZeros, nframes)
 }
 
 // zeroFillRun commits n random batches to a WAL on fs with options o (Sync
