@@ -242,7 +242,15 @@ func killPrimaryUnder(t *testing.T, c *cluster.Cluster, m string, onFail func(),
 		t.Fatalf("kill %s: %v", id, err)
 	}
 	killed := time.Now()
-	for count() <= before+1 {
+	// Kill returns once the process is gone, but the primary kept
+	// acknowledging writes until then (a lone write takes well under a
+	// millisecond): count from after the kill. count waits for the write
+	// in flight, so every write counted from here on was sent to a cluster
+	// without the old primary (CI under load: counting from before the
+	// kill took n1's last acknowledgements for the new primary's, and the
+	// check read before any node had taken over).
+	gone := count()
+	for count() <= gone {
 		if time.Since(killed) > 15*time.Second {
 			stopWriter()
 			t.Fatalf("no write acknowledged within 15s after kill -9 of the primary %s", id)
