@@ -638,21 +638,10 @@ func (l *nsLoop) yieldForRequests(yielded bool) bool {
 	return true
 }
 
-// reads reports whether request r only reads (every operation, by the
-// namespace's service); a transaction's step never counts as a read.
+// reads reports whether request r only reads (automaton.IsReadRequest,
+// by the namespace's service); a transaction's step never counts as a read.
 func (l *nsLoop) reads(r automaton.Request) bool {
-	if l.svc == nil || r.Txn != nil {
-		return false
-	}
-	if len(r.Ops) == 0 {
-		return l.svc.IsRead(r.Op)
-	}
-	for _, op := range r.Ops {
-		if !l.svc.IsRead(op) {
-			return false
-		}
-	}
-	return true
+	return l.svc != nil && r.Txn == nil && automaton.IsReadRequest(l.svc, r)
 }
 
 // stepReqs steps the client requests take held: one as a ClientRequest,

@@ -114,7 +114,7 @@
 // goroutine beside the commits writes zeros over the next chunk past the
 // log's end and syncs them, so frames overwrite written blocks and their
 // fdatasync journals no unwritten-extent conversion (fdatasync mean and p99
-// lower in 6 of 6 alternated rounds of a 1.5 KB write + fdatasync loop on
+// lower in 8 of 8 alternated rounds of a 1.5 KB write + fdatasync loop on
 // this machine; WAL.prealloc, docs/costs/s56-esds56.md). Fallocate still
 // covers whatever the fill has not reached.
 //

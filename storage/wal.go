@@ -582,9 +582,9 @@ func (w *WAL) datasync(f File, n int) error {
 // fallocate and its fdatasync flushes data only. On ext4 a write into
 // fallocate's unwritten extents converts them, a metadata change that the
 // frame's fdatasync must journal: 2,000 fdatasyncs after 1.5 KB writes on
-// this machine's disk took a mean of 176-472 µs and a p99 of 0.35-6.3 ms
-// into fallocated space, 151-278 µs and 0.32-2.6 ms into zero-filled
-// space, lower in 6 of 6 alternated rounds (docs/costs/s56-esds56.md;
+// this machine's disk took a mean of 110-472 µs and a p99 of 0.22-6.3 ms
+// into fallocated space, 99-278 µs and 0.16-2.6 ms into zero-filled
+// space, lower in 8 of 8 alternated rounds (docs/costs/s56-esds56.md;
 // PostgreSQL zero-fills its WAL segments for this reason). The writer
 // never writes where a fill may still write zeros: a frame that catches up
 // with a fill (the log outruns the zeros) stops it after its piece in
