@@ -205,6 +205,7 @@ func (a *ESDS) overKeys(ks keyedService, sop service.Op, upTo Label) (service.Re
 	if !ok {
 		return service.Result{}, false
 	}
+	a.keyIndexOn()
 	locks := ks.Locks(sop)
 	keys := make([]string, len(locks))
 	var ops []*op

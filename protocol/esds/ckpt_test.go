@@ -23,43 +23,24 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 	for i := len(keys); i < ckptKeys; i++ {
 		keys = append(keys, fmt.Sprint("k", i))
 	}
-	rids := map[string]automaton.RequestID{}
-	for i := range 700 {
-		n := c.IDs()[c.rng.Intn(len(c.IDs()))]
-		id := fmt.Sprintf("op%d", i)
+	out := kvAnswers(c, 700, 6, func(i int) service.Op {
 		k := []byte(keys[c.rng.Intn(len(keys))])
-		var o service.Op
 		kinds := 4
 		if ckptKeys > 4 {
 			kinds = 5 // and deletes, which are not key-local (commuting insertions)
 		}
 		switch c.rng.Intn(kinds) {
 		case 0:
-			o = service.Op{Kind: "set", Key: string(k), Args: [][]byte{[]byte(fmt.Sprint(i))}}
+			return service.Op{Kind: "set", Key: string(k), Args: [][]byte{[]byte(fmt.Sprint(i))}}
 		case 1:
-			o = service.Op{Kind: "get", Key: string(k)}
+			return service.Op{Kind: "get", Key: string(k)}
 		case 2:
-			o = service.Op{Kind: "incr", Key: string(k), Args: [][]byte{[]byte("1")}}
+			return service.Op{Kind: "incr", Key: string(k), Args: [][]byte{[]byte("1")}}
 		case 3:
-			o = service.Op{Kind: "append", Key: string(k), Args: [][]byte{[]byte("x")}}
-		default:
-			o = service.Op{Kind: "del", Key: string(k)}
+			return service.Op{Kind: "append", Key: string(k), Args: [][]byte{[]byte("x")}}
 		}
-		rids[id] = c.Request(n, o, opts(id, c.rng.Intn(5) == 0))
-		if c.rng.Intn(6) == 0 {
-			c.tick()
-		}
-		if c.rng.Intn(3) == 0 {
-			c.deliver(0.1, 0.1, 0.5)
-		}
-	}
-	c.settle(40)
-	out := map[string]string{}
-	for id, r := range rids {
-		if res, ok := c.answer(r); ok {
-			out[id] = res.String()
-		}
-	}
+		return service.Op{Kind: "del", Key: string(k)}
+	})
 	var n ckptCounts
 	for _, id := range c.IDs() {
 		a := c.esds(id)
@@ -73,6 +54,34 @@ func ckptRun(t *testing.T, tail, gap int, frontier bool) (map[string]string, ckp
 		n.keyed += a.keyAnswers
 	}
 	return out, n
+}
+
+// kvAnswers submits n operations made by next (op0, op1, ...) at random
+// replicas, a fifth strict, with a gossip tick before one in tickOdds on
+// average and a faulty delivery one in three, settles the cluster and
+// returns every answer by operation id.
+func kvAnswers(c *cluster, n, tickOdds int, next func(i int) service.Op) map[string]string {
+	rids := map[string]automaton.RequestID{}
+	for i := range n {
+		node := c.IDs()[c.rng.Intn(len(c.IDs()))]
+		id := fmt.Sprintf("op%d", i)
+		o := next(i)
+		rids[id] = c.Request(node, o, opts(id, c.rng.Intn(5) == 0))
+		if c.rng.Intn(tickOdds) == 0 {
+			c.tick()
+		}
+		if c.rng.Intn(3) == 0 {
+			c.deliver(0.1, 0.1, 0.5)
+		}
+	}
+	c.settle(40)
+	out := map[string]string{}
+	for id, r := range rids {
+		if res, ok := c.answer(r); ok {
+			out[id] = res.String()
+		}
+	}
+	return out
 }
 
 // ckptCounts: rebuilds started from a checkpoint, from one at the final

@@ -329,6 +329,12 @@ type ESDS struct {
 	byKeyFree   [][]*op // emptied byKey lists, for reuse (index.go keyIndex)
 	maxSolid    Label
 	appliedLive []*op
+	// byKeyOn: byKey is kept (built when overKeys first needs it);
+	// byKeyUsed: overKeys read it since the last gossip tick, which
+	// drops it otherwise (index.go keyIndexOn, keyIndexIdle); the
+	// builds and drops so far (tests).
+	byKeyOn, byKeyUsed            bool
+	keyIndexBuilds, keyIndexDrops int
 
 	gcd idSummary
 	// snapLen: the size of the stable state's last snapshot (record "s");
@@ -550,7 +556,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.ckpts, a.tentLow = nil, Label{}
 	a.touch, a.touchAll = nil, Label{}
 	a.tent, a.pendKeys, a.pendAll = nil, nil, false
-	a.byKey, a.pendNonLocal = nil, false
+	a.byKey, a.byKeyOn, a.byKeyUsed, a.pendNonLocal = nil, false, false, false
 	a.heard = make([]Label, len(a.cfg.Nodes))
 	a.removed = a.removedParam
 	a.counter = 0
@@ -599,6 +605,7 @@ func (a *ESDS) onTick() {
 	}
 	a.resendWaiting()
 	a.expirePrevWaits()
+	a.keyIndexIdle()
 	if !a.unopt && (a.tick%gcEveryTicks == 0 || a.collectEveryTick()) {
 		a.collect() // gc.go (collectEveryTick: incremental once the state is large)
 	}

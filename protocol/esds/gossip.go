@@ -285,18 +285,26 @@ func (a *ESDS) checkSolid(o *op) {
 }
 
 func (a *ESDS) entryOf(o *op) entry {
-	x := entry{ID: o.id, Prev: o.prev, Strict: o.strict, Op: o.sop}
+	x := entry{ID: o.id, Prev: o.prev, Strict: o.strict, Op: o.sop, Flags: a.flagsOf(o)}
 	if o.label.Set {
-		x.Flags |= flagDone
 		x.Label = o.label
 	}
+	return x
+}
+
+// flagsOf is the flags of o's entry (entryOf) without the rest of it.
+func (a *ESDS) flagsOf(o *op) byte {
+	var f byte
+	if o.label.Set {
+		f |= flagDone
+	}
 	if o.solid&a.bit() != 0 {
-		x.Flags |= flagSolid
+		f |= flagSolid
 	}
 	if m := a.members(); o.label.Set && o.solid&m == m {
-		x.Flags |= flagAll
+		f |= flagAll
 	}
-	return x
+	return f
 }
 
 // sendGossip is send_{r,r'}("gossip", R, D, L, S) to replica j: the whole

@@ -1,6 +1,7 @@
 package esds
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/synod-dev/synod/service"
@@ -20,7 +21,11 @@ import (
 //   - appliedLive: the applied operations not yet garbage-collected, the only
 //     candidates for collection.
 //   - byKey: per key, the done, non-applied key-local writes naming it
-//     (apply.go keyValue), in no order.
+//     (apply.go keyValue), in no order. Only answers over keys read it, so
+//     it is kept only while they do: built from dna when one first needs
+//     it and dropped at a gossip tick when none has since the last (under
+//     puts alone, indexing and unindexing every write was a tenth of a
+//     replica's step CPU in process, issue 28).
 
 // dnaPos is the position of the first operation of dna whose label is not
 // below l.
@@ -45,26 +50,39 @@ func (a *ESDS) dnaInsert(o *op) {
 }
 
 // dnaSettle merges dnaNew into dna: O(len(dna) + k log k) for k arrivals,
-// where inserting them one by one would move dna k times.
+// where inserting them one by one would move dna k times. The merge runs
+// from the back, in dna's own array (grown when it has no room): only the
+// operations above the lowest arrival move, and no new array is made per
+// merge.
 func (a *ESDS) dnaSettle() {
-	if len(a.dnaNew) == 0 {
+	k := len(a.dnaNew)
+	if k == 0 {
 		return
 	}
-	sort.Slice(a.dnaNew, func(i, j int) bool { return a.dnaNew[i].label.Less(a.dnaNew[j].label) })
-	old := a.dna
-	merged := make([]*op, 0, len(old)+len(a.dnaNew)+len(old)/4)
-	i, j := 0, 0
-	for i < len(old) && j < len(a.dnaNew) {
-		if a.dnaNew[j].label.Less(old[i].label) {
-			merged = append(merged, a.dnaNew[j])
-			j++
+	if k > 1 {
+		slices.SortFunc(a.dnaNew, func(x, y *op) int {
+			if x.label.Less(y.label) {
+				return -1
+			}
+			if y.label.Less(x.label) {
+				return 1
+			}
+			return 0
+		})
+	}
+	n := len(a.dna)
+	a.dna = slices.Grow(a.dna, k)[:n+k]
+	d, nw := a.dna, a.dnaNew
+	i, j := n-1, k-1
+	for w := n + k - 1; j >= 0; w-- {
+		if i >= 0 && nw[j].label.Less(d[i].label) {
+			d[w] = d[i]
+			i--
 		} else {
-			merged = append(merged, old[i])
-			i++
+			d[w] = nw[j]
+			j--
 		}
 	}
-	merged = append(append(merged, old[i:]...), a.dnaNew[j:]...)
-	a.dna = merged
 	clear(a.dnaNew)
 	a.dnaNew = a.dnaNew[:0]
 }
@@ -125,11 +143,59 @@ func (a *ESDS) copyStable() service.State {
 	return s
 }
 
+// keyIndexOn makes byKey hold every done, non-applied key-local write
+// (those in dna), building it when it was dropped (keyIndexIdle), and
+// notes that it was used.
+func (a *ESDS) keyIndexOn() {
+	a.byKeyUsed = true
+	if a.byKeyOn {
+		return
+	}
+	a.byKeyOn = true
+	a.keyIndexBuilds++
+	for _, o := range a.dna {
+		a.keyIndex(o)
+	}
+	for _, o := range a.dnaNew {
+		a.keyIndex(o)
+	}
+}
+
+// keyIndexIdle drops byKey (at a gossip tick) when nothing read it since
+// the last tick: the writes it holds leave it and later ones do not
+// enter it until keyIndexOn rebuilds it. Dropping and rebuilding it
+// changes no value (TestKeyIndexDropsChangeNoValue): overKeys orders what
+// it finds by label.
+func (a *ESDS) keyIndexIdle() {
+	used := a.byKeyUsed
+	a.byKeyUsed = false
+	if used || !a.byKeyOn || keyIndexKeep {
+		return
+	}
+	a.byKeyOn = false
+	a.keyIndexDrops++
+	for k, q := range a.byKey {
+		for _, o := range q {
+			o.inKeys = false
+		}
+		delete(a.byKey, k)
+		if clear(q); cap(q) <= 4 && len(a.byKeyFree) < byKeyFreeMax {
+			a.byKeyFree = append(a.byKeyFree, q[:0])
+		}
+	}
+	a.byKey = nil
+}
+
+// keyIndexKeep (tests only, TestKeyIndexDropsChangeNoValue) keeps byKey
+// once built, as before it was dropped when idle.
+var keyIndexKeep bool
+
 // keyIndex adds o, done and not applied, to byKey when it is a key-local
-// write of a keyed service (apply.go keyed); it stays there across
-// relabellings until applied (keyUnindex).
+// write of a keyed service (apply.go keyed) and byKey is kept
+// (keyIndexOn); it stays there across relabellings until applied
+// (keyUnindex).
 func (a *ESDS) keyIndex(o *op) {
-	if o.inKeys {
+	if o.inKeys || !a.byKeyOn {
 		return
 	}
 	ks, ok := a.keyed()

@@ -60,7 +60,13 @@ func (a *ESDS) checkIndexes() error {
 			if ks.KeyLocal(o.sop) && !a.svc.IsRead(o.sop) {
 				wantKeyed++
 			}
+			if o.inKeys != a.byKeyOn && ks.KeyLocal(o.sop) && !a.svc.IsRead(o.sop) {
+				return fmt.Errorf("%s: %s in the key index: %v, the index kept: %v", a.cfg.Self, o.id, o.inKeys, a.byKeyOn)
+			}
 		}
+	}
+	if !a.byKeyOn {
+		wantKeyed = 0 // dropped while nothing reads it (keyIndexIdle)
 	}
 	if keyed != wantKeyed {
 		return fmt.Errorf("%s: key index holds %d operations, the scan %d", a.cfg.Self, keyed, wantKeyed)
@@ -265,4 +271,53 @@ func TestStreamNewsAfterSentPositionIsNotLost(t *testing.T) {
 	if got := c.esds("n2").ops["x"]; got == nil || got.solid&1 == 0 {
 		t.Fatal("n2 did not learn that x is stable at n1")
 	}
+}
+
+// TestKeyIndexDropsChangeNoValue: dropping the key index while nothing
+// reads it and rebuilding it from the done index when an answer over keys
+// needs it (index.go keyIndexOn, keyIndexIdle) answers every operation as
+// keeping it does, in a load of writes with a read now and then across
+// gossip ticks (so it is dropped and rebuilt many times) on a faulty
+// network; the cluster checks the indexes after every step.
+func TestKeyIndexDropsChangeNoValue(t *testing.T) {
+	defer func(k bool) { keyIndexKeep = k }(keyIndexKeep)
+	run := func(keep bool) (map[string]string, [3]int) {
+		keyIndexKeep = keep
+		c := newCluster(t, "esds", 3, service.KV{}, nil)
+		c.rng = rand.New(rand.NewSource(58))
+		keys := []string{"a", "b", "c", "d", "e", "f"}
+		out := kvAnswers(c, 900, 4, func(i int) service.Op {
+			k := keys[c.rng.Intn(len(keys))]
+			switch r := c.rng.Intn(20); {
+			case r == 0:
+				return service.Op{Kind: "get", Key: k}
+			case r < 8:
+				return service.Op{Kind: "incr", Key: k, Args: [][]byte{[]byte("1")}}
+			case r < 14:
+				return service.Op{Kind: "append", Key: k, Args: [][]byte{[]byte(fmt.Sprint(i))}}
+			}
+			return service.Op{Kind: "set", Key: k, Args: [][]byte{[]byte(fmt.Sprint(i))}}
+		})
+		var n [3]int // builds, drops, answers over keys
+		for _, id := range c.IDs() {
+			a := c.esds(id)
+			n[0] += a.keyIndexBuilds
+			n[1] += a.keyIndexDrops
+			n[2] += a.keyAnswers
+		}
+		return out, n
+	}
+	kept, k := run(true)
+	dropped, d := run(false)
+	if k[1] != 0 {
+		t.Fatalf("kept: %d drops", k[1])
+	}
+	if d[1] < 10 || d[0] < 10 || d[2] == 0 {
+		t.Fatalf("builds %d, drops %d, answers over keys %d: the test exercises nothing", d[0], d[1], d[2])
+	}
+	if len(kept) < 800 {
+		t.Fatalf("%d answers of 900", len(kept))
+	}
+	sameAnswers(t, "with the key index dropped when idle", dropped, kept)
+	t.Logf("%d answers; dropped: %d builds, %d drops, %d answers over keys (kept: %d builds, %d answers over keys)", len(dropped), d[0], d[1], d[2], k[0], k[2])
 }

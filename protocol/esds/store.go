@@ -483,29 +483,24 @@ func (a *ESDS) flushDirty() {
 	if len(a.dirtyOps) == 0 {
 		return
 	}
-	dirty := a.flushBuf[:0] // reused step to step (cleared below)
-	for _, o := range a.dirtyOps {
-		if o.dirty && o.label.Set {
-			dirty = append(dirty, o)
-		}
-	}
-	slices.SortFunc(dirty, func(x, y *op) int { return strings.Compare(x.id, y.id) })
-	// Room for every record below, "p" and the step's sends and
-	// responses (Step appends them): one allocation, not a slice grown
-	// record by record and copied once more in Step.
-	a.persists = slices.Grow(a.persists, len(dirty)+1+len(a.Out))
 	// Under stability=prefix (goneless) a record is not rewritten for
 	// stable everywhere (the peers' stamps teach it again after a
 	// restart), nor for stable here at or below the stable prefix, which
 	// record "p" then says once for all of them, after this step's
-	// records (package doc, "Records at stability").
+	// records (package doc, "Records at stability"). The operations whose
+	// record already says what it would say are left out before the sort,
+	// which orders only the records written (issue 28).
 	var sp Label
 	if a.goneless() {
 		sp = a.solidPrefix()
 	}
 	needP := false
-	for _, o := range dirty {
-		f := a.entryOf(o).Flags
+	dirty := a.flushBuf[:0] // reused step to step (cleared below)
+	for _, o := range a.dirtyOps {
+		if !o.dirty || !o.label.Set {
+			continue
+		}
+		f := a.flagsOf(o)
 		if o.pOK && o.pLabel == o.label {
 			if o.pFlags == f {
 				continue // the record already says this
@@ -521,7 +516,15 @@ func (a *ESDS) flushDirty() {
 				}
 			}
 		}
-		o.pOK, o.pFlags, o.pLabel = true, f, o.label
+		dirty = append(dirty, o)
+	}
+	slices.SortFunc(dirty, func(x, y *op) int { return strings.Compare(x.id, y.id) })
+	// Room for every record below, "p" and the step's sends and
+	// responses (Step appends them): one allocation, not a slice grown
+	// record by record and copied once more in Step.
+	a.persists = slices.Grow(a.persists, len(dirty)+1+len(a.Out))
+	for _, o := range dirty {
+		o.pOK, o.pFlags, o.pLabel = true, a.flagsOf(o), o.label
 		a.persists = append(a.persists, automaton.Persist{Key: o.recKey(), Value: a.marshalOp(o)})
 	}
 	if needP && (!a.spRec.Set || a.spRec.Less(sp)) {

@@ -90,7 +90,7 @@ func (a *ESDS) newInfo(o *op) {
 		a.held = append(a.held, o)
 		return
 	}
-	f := a.entryOf(o).Flags &^ flagAll
+	f := a.flagsOf(o) &^ flagAll
 	if a.spPrefix {
 		// Stable here travels as the messages' stamp (stable_prefix.go);
 		// a position's flagSolid still says it when set at queueing.
