@@ -118,8 +118,10 @@ func (a *ESDS) enqueueOp(j int, id string, o *op) {
 	p := &a.peers[j]
 	q := qent{id: id, flags: flagGone}
 	if o != nil {
-		x := a.entryOf(o)
-		q.flags, q.label, q.o = x.Flags, x.Label, o
+		q.flags, q.o = a.flagsOf(o), o // entryOf's flags and label, without the descriptor
+		if o.label.Set {
+			q.label = o.label
+		}
 	}
 	if a.spPrefix {
 		q.sp = a.stampFor(o, q.label)
