@@ -332,6 +332,12 @@ func (a *ESDS) notePending(o *op, wasDone bool) {
 		a.pendAll = true
 		return
 	}
+	if a.pendAll {
+		// Every key is pending already: the keys are read only while
+		// pendAll is false (readValue, staleAppend), and the rebuild that
+		// clears pendAll clears them (recomputeTent).
+		return
+	}
 	if a.pendKeys == nil {
 		a.pendKeys = map[string]bool{}
 	}

@@ -1,7 +1,7 @@
 package esds
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/synod-dev/synod/automaton"
 )
@@ -213,12 +213,20 @@ func (a *ESDS) queueMerged() {
 	a.merging = false
 	held := a.held
 	a.held = nil
-	sort.SliceStable(held, func(x, y int) bool {
-		lx, ly := held[x].label, held[y].label
-		if lx.Set != ly.Set {
-			return !lx.Set
+	slices.SortStableFunc(held, func(x, y *op) int {
+		lx, ly := x.label, y.label
+		switch {
+		case lx.Set != ly.Set:
+			if !lx.Set {
+				return -1
+			}
+			return 1
+		case lx.Less(ly):
+			return -1
+		case ly.Less(lx):
+			return 1
 		}
-		return lx.Less(ly)
+		return 0
 	})
 	for _, o := range held {
 		a.newInfo(o)
