@@ -338,6 +338,13 @@ func (a *ESDS) notePending(o *op, wasDone bool) {
 		// clears pendAll clears them (recomputeTent).
 		return
 	}
+	if a.tent == nil {
+		// No tentative state yet (a replica no value was asked of):
+		// the keys are read only beside one (readValue, staleAppend),
+		// and the rebuild that makes it clears them. A replica that
+		// only merges gossip added every write's key here.
+		return
+	}
 	if a.pendKeys == nil {
 		a.pendKeys = map[string]bool{}
 	}
