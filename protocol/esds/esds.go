@@ -371,9 +371,8 @@ type ESDS struct {
 	// goneQ: collected operations whose "gone" entry some peers (bits) have
 	// not acknowledged yet.
 	goneQ      map[string]uint64
-	results    map[string]service.Result // values of garbage-collected operations
-	resultQ    []string                  // the ids in results (keepResult's ring)
-	resultHead int                       // resultQ's oldest once full
+	results    []resultEntry // values of garbage-collected operations (gc.go keepResult's ring)
+	resultHead int           // results' oldest once full
 
 	// pending_r: for each operation, the front ends (a bit per node
 	// position) waiting for this replica's response.
@@ -543,8 +542,7 @@ func (a *ESDS) OnStart(s automaton.Start) {
 	a.sp, a.spOp, a.spRec = Label{}, nil, Label{}
 	a.pending = map[string]uint64{}
 	a.wait = map[string]*feOp{}
-	a.results = map[string]service.Result{}
-	a.resultQ, a.resultHead = nil, 0
+	a.results, a.resultHead = nil, 0
 	a.gcd = idSummary{}
 	a.reads = idSummary{}
 	a.uncompacted, a.deltaWritten, a.stale, a.staleN, a.rw = nil, false, nil, 0, nil

@@ -242,7 +242,7 @@ func (a *ESDS) replicaRequest(fe int, x entry) {
 		return
 	}
 	if a.ops[x.ID] == nil && a.gcd.has(x.ID) {
-		res, ok := a.results[x.ID]
+		res, ok := a.keptResult(x.ID)
 		if !ok {
 			res = service.Errorf("ERR operation %q is stable and its value is no longer kept", x.ID)
 		}

@@ -113,30 +113,37 @@ func TestMarshalOneBuffer(t *testing.T) {
 // front, the id queue was copied into a new array every few hundred
 // collections).
 func TestResultCacheRing(t *testing.T) {
-	a := &ESDS{results: map[string]service.Result{}}
+	a := &ESDS{}
 	id := func(i int) string { return fmt.Sprintf("op%d", i) }
-	var arr *string
+	var arr *resultEntry
 	const total = 3*resultCacheSize + 17
 	for i := range total {
 		a.keepResult(id(i), service.Int(int64(i)))
 		if i == resultCacheSize {
-			arr = &a.resultQ[0]
+			arr = &a.results[0]
 		}
-		if i > resultCacheSize && &a.resultQ[0] != arr {
+		if i > resultCacheSize && &a.results[0] != arr {
 			t.Fatalf("after %d results the ring moved to a new array", i+1)
+		}
+		if v, ok := a.keptResult(id(i)); !ok || v.Int != int64(i) {
+			t.Fatalf("just kept %s: %v, %v", id(i), v, ok)
 		}
 	}
 	if len(a.results) != resultCacheSize {
 		t.Fatalf("%d results kept, want %d", len(a.results), resultCacheSize)
 	}
 	for i := range total {
-		v, ok := a.results[id(i)]
+		v, ok := a.keptResult(id(i))
 		if want := i >= total-resultCacheSize; ok != want {
 			t.Fatalf("result of %s kept = %v, want %v", id(i), ok, want)
 		}
 		if ok && v.Int != int64(i) {
 			t.Fatalf("result of %s = %d, want %d", id(i), v.Int, i)
 		}
+	}
+	again := id(0)
+	if n := testing.AllocsPerRun(100, func() { a.keepResult(again, service.OK()) }); n != 0 {
+		t.Fatalf("keepResult on a full ring: %v allocations, want 0", n)
 	}
 }
 
