@@ -1,6 +1,7 @@
 package esds
 
 import (
+	"math/rand"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,28 +105,72 @@ func TestIDSummary(t *testing.T) {
 	// Only the canonical spelling parses (anything else is an id of its
 	// own, kept one by one): the rule of the version that parsed, then
 	// compared the lower-cased and re-formatted parts.
-	canonical := func(id string) (uint64, uint64, bool) {
-		c, q, found := strings.Cut(id, "-")
-		if !found || len(c) != 16 {
-			return 0, 0, false
-		}
-		cv, err1 := strconv.ParseUint(c, 16, 64)
-		sv, err2 := strconv.ParseUint(q, 10, 64)
-		if err1 != nil || err2 != nil || strings.ToLower(c) != c || strconv.FormatUint(sv, 10) != q {
-			return 0, 0, false
-		}
-		return cv, sv, true
-	}
 	for _, id := range []string{"00000000000000ab-1", "00000000000000ab-0", "00000000000000ab-00", "00000000000000ab-01",
 		"00000000000000AB-1", "00000000000000ab-", "00000000000000ab-+1", "00000000000000ab--1", "0x000000000000ab-1",
 		"00000000000000ab-1-2", "ffffffffffffffff-18446744073709551615", "ffffffffffffffff-18446744073709551616",
 		"0000000000000ab-1", "000000000000000ab-1", "00000000000000ag-1", "00000000000000ab-1a", "-1", "", "custom-id",
 		"00000000000000ab-" + strings.Repeat("9", 25), "0000000000_000ab-1"} {
 		c1, q1, ok1 := parseDerived(id)
-		c2, q2, ok2 := canonical(id)
+		c2, q2, ok2 := canonicalDerived(id)
 		if c1 != c2 || q1 != q2 || ok1 != ok2 {
 			t.Errorf("parseDerived(%q) = %x, %d, %v; the canonical rule says %x, %d, %v", id, c1, q1, ok1, c2, q2, ok2)
 		}
+	}
+}
+
+// canonicalDerived is the rule parseDerived implements, with strconv.
+func canonicalDerived(id string) (uint64, uint64, bool) {
+	c, q, found := strings.Cut(id, "-")
+	if !found || len(c) != 16 {
+		return 0, 0, false
+	}
+	cv, err1 := strconv.ParseUint(c, 16, 64)
+	sv, err2 := strconv.ParseUint(q, 10, 64)
+	if err1 != nil || err2 != nil || strings.ToLower(c) != c || strconv.FormatUint(sv, 10) != q {
+		return 0, 0, false
+	}
+	return cv, sv, true
+}
+
+// TestParseDerivedAsStrconv: parseDerived's one pass over the bytes reads
+// what strconv reads under the canonical rule, over 200,000 random ids
+// near the form (hex and decimal digits, capitals, signs, dashes, lengths
+// around 16 and around the uint64 limit), and allocates nothing.
+func TestParseDerivedAsStrconv(t *testing.T) {
+	rng := rand.New(rand.NewSource(58))
+	const alphabet = "0123456789abcdefABG-+_ "
+	pick := func(n int, digits string) string {
+		b := make([]byte, n)
+		for i := range b {
+			if rng.Intn(40) == 0 {
+				b[i] = alphabet[rng.Intn(len(alphabet))]
+			} else {
+				b[i] = digits[rng.Intn(len(digits))]
+			}
+		}
+		return string(b)
+	}
+	ok := 0
+	for range 200000 {
+		id := pick(14+rng.Intn(5), "0123456789abcdef") + "-" + pick(rng.Intn(22), "0123456789")
+		if rng.Intn(10) == 0 {
+			id = pick(16, "0123456789abcdef") + "-" + "1844674407370955" + pick(4, "0123456789")
+		}
+		c1, q1, ok1 := parseDerived(id)
+		c2, q2, ok2 := canonicalDerived(id)
+		if c1 != c2 || q1 != q2 || ok1 != ok2 {
+			t.Fatalf("parseDerived(%q) = %x, %d, %v; strconv says %x, %d, %v", id, c1, q1, ok1, c2, q2, ok2)
+		}
+		if ok1 {
+			ok++
+		}
+	}
+	if ok < 10000 {
+		t.Fatalf("only %d of the ids parse: the test exercises little", ok)
+	}
+	id := "00000000000000ab-12345"
+	if n := testing.AllocsPerRun(100, func() { parseDerived(id) }); n != 0 {
+		t.Fatalf("parseDerived: %v allocations", n)
 	}
 }
 
