@@ -336,7 +336,9 @@
 //     28): when the tentative state is stale, a key-local operation (KV's
 //     GET, SET, APPEND, INCR, STRLEN) whose value is needed is computed
 //     from the stable state's entries for its keys (KVState.KeysState)
-//     plus the done, non-stable writes naming them (byKey), in label
+//     plus the done, non-stable writes naming them (byKey, built from the
+//     done operations when first needed and dropped at a gossip tick while
+//     nothing reads it: index.go keyIndexOn, keyIndexIdle), in label
 //     order up to its own label, instead of rebuilding the whole state.
 //     That is val_r(x) of the ESDS thesis Fig. 4.2 exactly (a key-local
 //     operation depends on and changes its keys only); the seed is silent
