@@ -258,3 +258,132 @@ func TestPreparedStatementsReused(t *testing.T) {
 		}
 	})
 }
+
+// TestStatementsKeptBounded: a store keeps at most MaxPrepared statements
+// (translation and prepared statement, by the proxy's text); the
+// statements past the bound still run, translated and unprepared, with the
+// same results as kept ones; kept statements are reused, not kept twice;
+// transactions from several goroutines share the kept statements (go test
+// -race); Close releases them.
+func TestStatementsKeptBounded(t *testing.T) {
+	stores(t, func(t *testing.T, open func() *sqlstore.Store) {
+		s := open()
+		if err := s.Exec(ctx, []durability.Stmt{{Object: "kv", SQL: "CREATE TABLE kv (k TEXT PRIMARY KEY, v INT NOT NULL)"}}); err != nil {
+			t.Fatal(err)
+		}
+		// One distinct text per key, more than the bound: the text holds
+		// the key's number, and a quoted '?' that is no placeholder.
+		n := sqlstore.MaxPrepared + 20
+		ins := func(i int) durability.Stmt {
+			return durability.Stmt{Object: "kv", SQL: fmt.Sprintf("INSERT INTO kv (k, v) VALUES (? || '?%d', ? + %d)", i, i), Args: []any{"k", 1}}
+		}
+		for i := 0; i < n; i += 2 {
+			if err := s.Exec(ctx, []durability.Stmt{ins(i), ins(i + 1)}); err != nil {
+				t.Fatalf("insert %d: %v", i, err)
+			}
+			want := min(i+2, sqlstore.MaxPrepared)
+			if got := s.Prepared(); got != want {
+				t.Fatalf("after %d inserts: %d kept, want %d", i+2, got, want)
+			}
+		}
+		// Every key, kept statement or not, updated by the same
+		// statement from several goroutines at once.
+		upd := "UPDATE kv SET v = v + ? WHERE k = ?"
+		const workers, rounds = 4, 10
+		errs := make(chan error, workers)
+		for w := 0; w < workers; w++ {
+			go func() {
+				for r := 0; r < rounds; r++ {
+					var tx []durability.Stmt
+					for _, i := range []int{0, sqlstore.MaxPrepared - 1, sqlstore.MaxPrepared, n - 1} {
+						tx = append(tx, durability.Stmt{Object: "kv", SQL: upd, Args: []any{1, fmt.Sprintf("k?%d", i)}, Fence: true})
+					}
+					if err := s.Exec(ctx, tx); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for w := 0; w < workers; w++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := s.Prepared(); got != sqlstore.MaxPrepared {
+			t.Fatalf("after the updates: %d kept, want %d (the bound)", got, sqlstore.MaxPrepared)
+		}
+		rows, err := s.Query(ctx, durability.Query{Object: "kv", SQL: "SELECT k, v FROM kv"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != n {
+			t.Fatalf("%d rows, want %d", len(rows), n)
+		}
+		got := map[string]int64{}
+		for _, r := range rows {
+			got[r[0].(string)] = r[1].(int64)
+		}
+		for i := 0; i < n; i++ {
+			want := int64(1 + i)
+			if i == 0 || i == sqlstore.MaxPrepared-1 || i == sqlstore.MaxPrepared || i == n-1 {
+				want += workers * rounds
+			}
+			if k := fmt.Sprintf("k?%d", i); got[k] != want {
+				t.Fatalf("%s = %d, want %d", k, got[k], want)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Prepared(); got != 0 {
+			t.Fatalf("after Close: %d kept, want 0", got)
+		}
+	})
+}
+
+// BenchmarkExecKept: a transaction of two kept statements with arguments
+// (a fenced update and an update, as a pbdurable request's), the store's
+// in-process cost per transaction (allocations exact; time includes the
+// database's own work and, with Sync, its fsync).
+func BenchmarkExecKept(b *testing.B) {
+	for _, driver := range []string{sqlstore.SQLite, sqlstore.Postgres} {
+		b.Run(driver, func(b *testing.B) {
+			cfg := sqlstore.Config{Driver: driver, DSN: filepath.Join(b.TempDir(), "state.db")}
+			if driver == sqlstore.Postgres {
+				if pgErr != nil {
+					b.Skip(pgErr)
+				}
+				pgDBs++
+				dsn, err := pg.CreateDB(fmt.Sprintf("b%d", pgDBs))
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.DSN = dsn
+			}
+			s, err := sqlstore.Open(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Exec(ctx, []durability.Stmt{
+				{Object: "kv", SQL: "CREATE TABLE kv (k TEXT PRIMARY KEY, v INT NOT NULL)"},
+				{Object: "kv", SQL: "INSERT INTO kv (k, v) VALUES ('a', 0), ('b', 0)"},
+			}); err != nil {
+				b.Fatal(err)
+			}
+			tx := []durability.Stmt{
+				{Object: "kv", SQL: "UPDATE kv SET v = v + ? WHERE k = ? AND v >= ?", Args: []any{1, "a", 0}, Fence: true},
+				{Object: "kv", SQL: "UPDATE kv SET v = ? WHERE k = ?", Args: []any{7, "b"}},
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := s.Exec(ctx, tx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -585,6 +585,34 @@
 // smaller instances (the records per fdatasync grow with it, puts/s does
 // not), and 256 clients over 8 instances never fill a batch of 256.
 //
+// Session 58 swept window 1, 2, 4 and 8 again (docs/costs/s58-misc58.md;
+// fsync on, 3 nodes, a machine at load 7-14 on 2 cores) and kept 8:
+//
+//   - redis-benchmark -c 50 -P 16 SET (`scripts/bench-ab paxos fsync 8
+//     150000 16` with +window=1, 2, 4, 8, then 6 rounds in the reverse
+//     order): allocations per SET fall with the window (medians 5.50 at 8,
+//     5.06 at 4, 4.80 at 2, 4.66 at 1; lower in 14 of 14 rounds for each),
+//     and so do peer messages per SET (0.06-0.07 at 8, 0.01-0.02 at 1):
+//     fewer, larger instances. Node CPU per SET was lower than 8's in 11 (1),
+//     9 (2) and 9 (4) of 14 rounds, medians 13.30/14.07/14.66 against 14.30
+//     µs; SET/s had no direction (higher than 8's in 6, 7 and 8 of 14).
+//     The ratio to Redis (`PIPES=16 PARAMS=window=N
+//     scripts/bench-redis-benchmark paxos fsync 200000`, 4 rounds each) moved
+//     with redis-server's own cell (54k-238k SET/s) and says nothing here.
+//   - 256 closed-loop clients, one connection each (`synod-lab compare
+//     --systems synod --clients 1,256 --conns "" --pipeline "" --duration 5s
+//     --param window=N`, 4 rounds, order rotated): puts/s medians 6.7k (1),
+//     8.7k (2), 7.9k (4), 9.8k (8); window 1 fewer puts than 8 in 4 of 4
+//     rounds and a higher p50 in 4 of 4, window 2 and 4 higher in 2 and 0 of 4.
+//     A window of 1 or 2 leaves 256 clients' commands waiting for an
+//     instance slot behind one fsync round.
+//   - One client: put p50 0.79 (1), 0.88 (2), 0.81 (4), 0.79 (8) ms
+//     medians, no direction (one command is outstanding: the window is
+//     never full).
+//
+// A smaller window saves allocations and messages under pipelining but
+// costs puts at 256 clients, so the default stays 8.
+//
 // # Membership changes (membership.go, reconfig.go)
 //
 // The configuration (members with their ballot numbers and addresses) is
