@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -75,9 +76,13 @@ func TestDieWithParent(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			line, _ := bufio.NewReader(out).ReadString('\n')
+			r := bufio.NewReader(out)
+			line, _ := r.ReadString('\n')
 			if strings.TrimSpace(line) != "ready" {
-				t.Fatalf("child: %q", line)
+				// The child's error spans lines (Up's error ends with the
+				// node's log); it exits after printing it.
+				rest, _ := io.ReadAll(r)
+				t.Fatalf("child: %s%s", line, rest)
 			}
 			pids := []int{pidFromFile(t, dir, "n1"), pidFromFile(t, dir, "n2")}
 			if !die {
