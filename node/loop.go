@@ -415,9 +415,11 @@ func (l *nsLoop) endPass() bool {
 // (readerpass.go). Multi-Paxos
 // and the other protocols keep the pool's passes (their
 // batching depends on inputs accumulating in the inbox). It reports
-// whether it stepped ev; with commit, the pass's flush queues its batch
-// without starting a committer, and deferred reports that it did: the
-// caller then commits it (commitOnCaller; replyfn.go, callerCommits).
+// whether it stepped reqs (not when the pass filled up on queued requests
+// with more still queued: the caller queues reqs); with commit, the pass's
+// flush queues its batch without starting a committer, and deferred
+// reports that it did, stepped or not: the caller then commits it
+// (commitOnCaller; replyfn.go, callerCommits).
 // The requests come as themselves, not as an event: a direct pass only
 // runs where the loop batches (direct implies batches), where take would
 // unwrap an event's ClientRequest into reqs at once, so boxing it into the
@@ -446,15 +448,23 @@ func (l *nsLoop) directPass(commit bool, reqs ...automaton.Request) (stepped, de
 		}
 		l.take(q)
 	}
-	// take's ClientRequest and ClientBatch case
-	l.reqs = append(l.reqs, reqs...)
+	// The pass is full and requests are still queued: they may include
+	// ones this goroutine handed over before reqs, which reqs must not
+	// overtake (TestSubmitKeepsOrderDirectFullPass; session 58: reqs were
+	// stepped here all the same). The pass steps the queued ones it took;
+	// the caller queues reqs behind the rest (stepped false).
+	behind := l.steps+len(l.reqs) >= l.n.opts.BatchLimit && l.reqIn.len() > 0
+	if !behind {
+		// take's ClientRequest and ClientBatch case
+		l.reqs = append(l.reqs, reqs...)
+	}
 	l.drain(nil) // a direct pass leaves the inbox to the pool's pass
 	if !l.endPass() {
 		l.live = false
 		go l.end()
 	}
 	l.renote()
-	return true, false
+	return !behind, false
 }
 
 // turnPeer is one destination's messages of a pass, encoded as frames

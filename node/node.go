@@ -937,6 +937,8 @@ func (n *Node) handOverTo(ctx context.Context, l *nsLoop, req automaton.Request,
 			l.commitOnCaller() // replyfn.go, callerCommits
 		}
 		return ch, t0, nil
+	} else if deferred {
+		l.commitOnCaller() // the pass stepped queued requests only; req is queued below
 	}
 	switch l.requestQueue().put(event{in: automaton.ClientRequest{Req: req}}, ctx.Done(), n.stopping, n.sf.ch) {
 	case -1:

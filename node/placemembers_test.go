@@ -120,8 +120,9 @@ func TestPlacementFoundAfterEveryMemberReplaced(t *testing.T) {
 // stops and is replaced while down (by n7), so its own view (the
 // cluster file's) names it a member of #placement; the others' stored
 // record names it a former member. Then every node but n8 stops, and
-// they come back in the worst order for n1: n1 alone first, then the
-// nodes that are no member, then the current members one at a time. The
+// they come back (with dead_after 60 s: no member is replaced again) in
+// the worst order for n1: n1 alone first, then the nodes that are no
+// member, then the current members one at a time, the last one late. The
 // namespace must take writes again through every node, n1 included; n1
 // must come to route by the current members and stop its replica (the
 // record names it a former member); and the members record must be the
@@ -193,6 +194,19 @@ func TestPlacementStaleFirstBackAfterWholeStop(t *testing.T) {
 	for _, id := range ids[1:] {
 		nodes[id].Close()
 	}
+	// Every node restarts with dead_after 60 s instead of 1 s (the same
+	// cluster file otherwise). The placement leader elected after the
+	// restart counts a member down from its first tick as leader
+	// (placer.go liveness) and replaces one down longer than dead_after
+	// (decidePlacementGroup): with 1 s, the member restarted last (n7, a
+	// second after the others, and seen only once the leader's redial,
+	// backed off up to 2 s, reaches it) is replaced by design, by n2 (a
+	// live node outside the group in the fewest groups), and the members
+	// this test pins are no longer the current ones (CI of session 58:
+	// "n1 routes #placement to [n3 n6 n2], want [n3 n6 n7]", every node
+	// routing by the new record). The members restarted late below must
+	// not be replaced: nothing here is down for a minute.
+	cfg = restartConfig(cfg, "60s")
 	// n1 first, alone: its view (the cluster file's) names it a member.
 	nodes["n1"] = startNode(t, cfg, "n1", relisten(t, cfg, "n1"), Options{})
 	if m := membersAt(nodes["n1"]); !slices.Contains(m, "n1") {
@@ -206,7 +220,14 @@ func TestPlacementStaleFirstBackAfterWholeStop(t *testing.T) {
 		}
 	}
 	time.Sleep(2 * time.Second)
-	for _, id := range members {
+	for i, id := range members {
+		if i == len(members)-1 {
+			// The last one 4 s after the one before: longer than the
+			// 1 s dead_after of before the stop plus the leader's
+			// redial backoff (2 s at most), so that with 1 s it would be
+			// replaced (every run), with 60 s it must not be.
+			time.Sleep(3 * time.Second)
+		}
 		nodes[id] = startNode(t, cfg, string(id), relisten(t, cfg, string(id)), Options{})
 		time.Sleep(time.Second)
 	}
@@ -219,7 +240,7 @@ func TestPlacementStaleFirstBackAfterWholeStop(t *testing.T) {
 	eventually("every node routes by the current members", 30*time.Second, func() error {
 		for _, id := range ids {
 			if m := membersAt(nodes[id]); !slices.Equal(m, members) {
-				return fmt.Errorf("%s routes #placement to %v, want %v", id, m, members)
+				return fmt.Errorf("%s routes #placement to %v, want %v (placement group decisions: %s)", id, m, members, pp.decisions(nodes["n3"]))
 			}
 		}
 		return nil
@@ -296,6 +317,38 @@ func (p placeProbe) write(via *Node, v string) error {
 		err = fmt.Errorf("read back %q, want %q", rs[0].Bytes, v)
 	}
 	return err
+}
+
+// decisions is the placement namespace's own decision log, read through
+// via (dec/#placement: the replacements its leader decided and their
+// steps), for a failure's message.
+func (p placeProbe) decisions(via *Node) string {
+	wctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	rs, err := via.placementDo(wctx, kvOp("lrange", "dec/"+config.PlacementName, "0", "-1"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range rs[0].Elems {
+		out = append(out, fmt.Sprintf("%q", e.Bytes))
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// restartConfig is cfg with every placement block's dead_after set to
+// deadAfter (a copy: the nodes already started keep cfg).
+func restartConfig(cfg *config.Cluster, deadAfter string) *config.Cluster {
+	c := *cfg
+	c.Namespaces = slices.Clone(cfg.Namespaces)
+	for i, ns := range c.Namespaces {
+		if ns.Placement != nil {
+			pl := *ns.Placement
+			pl.DeadAfter = deadAfter
+			c.Namespaces[i].Placement = &pl
+		}
+	}
+	return &c
 }
 
 // eventually runs f every 200 ms until it succeeds; the test fails with

@@ -106,10 +106,21 @@ func TestSubmitKeepsWriteOrder(t *testing.T) {
 // woken for them, before its pass): a request stepped directly on the
 // submitting goroutine must not overtake one submitted before it, nor
 // may passes reading the queued requests step them out of order.
-func TestSubmitKeepsOrderDirect(t *testing.T) {
+func TestSubmitKeepsOrderDirect(t *testing.T) { submitKeepsOrderDirect(t, 0) }
+
+// TestSubmitKeepsOrderDirectFullPass is TestSubmitKeepsOrderDirect with
+// passes of 16 inputs at most (Options.BatchLimit), so that a direct pass
+// often fills up on queued requests while more of them, submitted before
+// its own, are still queued: its own must then wait behind them (session
+// 58: it was stepped at once, ahead of them; the 1,024 default showed it
+// about once in 300 runs of TestSubmitKeepsOrderDirect on a loaded
+// machine).
+func TestSubmitKeepsOrderDirectFullPass(t *testing.T) { submitKeepsOrderDirect(t, 16) }
+
+func submitKeepsOrderDirect(t *testing.T, batchLimit int) {
 	ns := config.Namespace{Name: "default", Protocol: "nodetest-order", Service: "kv"}
 	cfg, ls := mkCluster(t, 1, config.Memory, ns)
-	n := startNode(t, cfg, "n1", ls[0], Options{reqNoted: func() { time.Sleep(50 * time.Microsecond) }})
+	n := startNode(t, cfg, "n1", ls[0], Options{BatchLimit: batchLimit, reqNoted: func() { time.Sleep(50 * time.Microsecond) }})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	stop := make(chan struct{})
