@@ -215,18 +215,13 @@ func (a *ESDS) queueMerged() {
 	a.held = nil
 	slices.SortStableFunc(held, func(x, y *op) int {
 		lx, ly := x.label, y.label
-		switch {
-		case lx.Set != ly.Set:
+		if lx.Set != ly.Set {
 			if !lx.Set {
 				return -1
 			}
 			return 1
-		case lx.Less(ly):
-			return -1
-		case ly.Less(lx):
-			return 1
 		}
-		return 0
+		return lx.Compare(ly)
 	})
 	for _, o := range held {
 		a.newInfo(o)

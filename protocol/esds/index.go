@@ -60,15 +60,7 @@ func (a *ESDS) dnaSettle() {
 		return
 	}
 	if k > 1 {
-		slices.SortFunc(a.dnaNew, func(x, y *op) int {
-			if x.label.Less(y.label) {
-				return -1
-			}
-			if y.label.Less(x.label) {
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(a.dnaNew, func(x, y *op) int { return x.label.Compare(y.label) })
 	}
 	n := len(a.dna)
 	a.dna = slices.Grow(a.dna, k)[:n+k]

@@ -32,6 +32,17 @@ func (l Label) Less(m Label) bool {
 	return l.R < m.R
 }
 
+// Compare is Less as a three-way comparison (-1, 0, +1), for slices.SortFunc.
+func (l Label) Compare(m Label) int {
+	switch {
+	case l.Less(m):
+		return -1
+	case m.Less(l):
+		return 1
+	}
+	return 0
+}
+
 func (l Label) String() string {
 	if !l.Set {
 		return "∞"
