@@ -65,8 +65,14 @@ func (o *op) recKey() string {
 }
 
 func (a *ESDS) marshalOp(o *op) []byte {
-	// Sized for the whole entry (a merge writes hundreds of these): grown
-	// from 64 bytes, a 100-byte value's record was copied twice.
+	b, _ := a.marshalOpInto(o, nil)
+	return b
+}
+
+// opRecordSize is the room marshalOp gives o's record: sized for the
+// whole entry (a merge writes hundreds of these): grown from 64 bytes, a
+// 100-byte value's record was copied twice.
+func opRecordSize(o *op) int {
 	n := 64 + len(o.id) + len(o.sop.Kind) + len(o.sop.Key)
 	for _, b := range o.sop.Args {
 		n += 4 + len(b)
@@ -74,10 +80,31 @@ func (a *ESDS) marshalOp(o *op) []byte {
 	for _, p := range o.prev {
 		n += 4 + len(p)
 	}
-	e := recHeader.Record(n)
+	return n
+}
+
+// marshalOpInto encodes o's record at the end of slab when it has
+// opRecordSize(o) bytes of room there, else into a new array: it returns
+// the record, capacity-limited (an append to it copies; nothing shares
+// its bytes past its end), and slab extended by the record's bytes when
+// they went there (flushDirty: one array for a step's records, not one
+// each; issue 28, session 59).
+func (a *ESDS) marshalOpInto(o *op, slab []byte) (rec, rest []byte) {
+	n := opRecordSize(o)
+	var e wire.Encoder
+	if cap(slab)-len(slab) >= n {
+		e.B = slab[len(slab) : len(slab) : len(slab)+n]
+		e.Byte(recHeader.Version)
+	} else {
+		e = recHeader.Record(n)
+	}
 	x := a.entryOf(o)
 	encodeEntry(&e, &x)
-	return e.B
+	rec = e.B[:len(e.B):len(e.B)]
+	if len(rec) > 0 && cap(slab) > len(slab) && &rec[0] == &slab[:len(slab)+1][len(slab)] {
+		slab = slab[:len(slab)+len(rec)]
+	}
+	return rec, slab
 }
 
 // marshalStable encodes the stable state, the label of the last operation in
@@ -537,9 +564,22 @@ func (a *ESDS) flushDirty() {
 	// responses (Step appends them): one allocation, not a slice grown
 	// record by record and copied once more in Step.
 	a.persists = slices.Grow(a.persists, len(dirty)+1+len(a.Out))
+	// The step's records share one array (marshalOpInto), sized for all
+	// of them: one allocation per step, where each record was one (every
+	// replica writes every operation's record: ~3 allocations of the ~28
+	// of a put over a 3-node cluster). The runtimes copy what they keep
+	// (the WAL's live records, the memory store, the harness's disk), so
+	// the array is garbage once the step's batch is committed.
+	size := 0
+	for _, o := range dirty {
+		size += opRecordSize(o)
+	}
+	slab := make([]byte, 0, size)
 	for _, o := range dirty {
 		o.pOK, o.pFlags, o.pLabel = true, a.flagsOf(o), o.label
-		a.persists = append(a.persists, automaton.Persist{Key: o.recKey(), Value: a.marshalOp(o)})
+		var rec []byte
+		rec, slab = a.marshalOpInto(o, slab)
+		a.persists = append(a.persists, automaton.Persist{Key: o.recKey(), Value: rec})
 	}
 	if needP && (!a.spRec.Set || a.spRec.Less(sp)) {
 		a.spRec = sp

@@ -1,6 +1,7 @@
 package esds
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -186,5 +187,58 @@ func TestUnmarshalIntoBuffer(t *testing.T) {
 	reused := testing.AllocsPerRun(100, func() { _, _ = unmarshalInto(second, nil, buf) })
 	if reused != fresh-1 {
 		t.Errorf("decode into a buffer: %v allocations, fresh %v; want one fewer", reused, fresh)
+	}
+}
+
+// TestMarshalOpInto: flushDirty's records share one array (marshalOpInto);
+// each must be the bytes marshalOp makes, end at its own length (an append
+// to one must not write into the next), and lie in the array when it has
+// room, else in an array of its own with the slab left as it was.
+func TestMarshalOpInto(t *testing.T) {
+	a := &ESDS{}
+	var ops []*op
+	for i := range 6 {
+		o := &op{id: fmt.Sprintf("c%d.%d", i, 10*i), sop: service.Op{Kind: "set", Key: fmt.Sprintf("key:%04d", i),
+			Args: [][]byte{make([]byte, 20*i)}}, label: Label{Set: true, C: uint64(i + 1), R: 1}}
+		for j := range i % 3 {
+			o.prev = append(o.prev, fmt.Sprintf("p%d", j))
+		}
+		ops = append(ops, o)
+	}
+	size := 0
+	for _, o := range ops {
+		size += opRecordSize(o)
+	}
+	slab := make([]byte, 0, size)
+	base := &slab[:1][0]
+	var recs [][]byte
+	for _, o := range ops {
+		var rec []byte
+		before := len(slab)
+		rec, slab = a.marshalOpInto(o, slab)
+		if !bytes.Equal(rec, a.marshalOp(o)) {
+			t.Fatalf("%s: record %x, marshalOp %x", o.id, rec, a.marshalOp(o))
+		}
+		if cap(rec) != len(rec) {
+			t.Fatalf("%s: record of %d bytes has capacity %d", o.id, len(rec), cap(rec))
+		}
+		if len(slab) != before+len(rec) || &slab[:before+1][before] != &rec[0] {
+			t.Fatalf("%s: record not at the slab's end (slab %d -> %d bytes, record %d)", o.id, before, len(slab), len(rec))
+		}
+		recs = append(recs, rec)
+	}
+	if &slab[:1][0] != base {
+		t.Fatal("the slab moved")
+	}
+	want := bytes.Clone(recs[1])
+	_ = append(recs[0], 0xff, 0xff, 0xff)
+	if !bytes.Equal(recs[1], want) {
+		t.Fatal("an append to one record wrote into the next")
+	}
+	// No room: a record of its own, the slab unchanged.
+	small := make([]byte, 0, 8)
+	rec, rest := a.marshalOpInto(ops[5], small)
+	if !bytes.Equal(rec, a.marshalOp(ops[5])) || len(rest) != 0 || cap(rest) != 8 {
+		t.Fatalf("without room: record %x (want %x), slab %d/%d", rec, a.marshalOp(ops[5]), len(rest), cap(rest))
 	}
 }
