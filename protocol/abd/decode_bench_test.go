@@ -33,7 +33,9 @@ func BenchmarkDecodeFrame(b *testing.B) {
 }
 
 // refDecodeFrame is decodeFrame with every field read by wire.Decoder's
-// own methods (before shortUvarint and shortBytes).
+// own methods (before shortUvarint and shortBytes), the fields of each
+// kind spelled as a string: k key, t timestamp, n writer, s sequence,
+// d tomb, v value, w writes.
 func refDecodeFrame(b []byte) (frame, error) {
 	var f frame
 	k, err := header.MessageKind(b)
@@ -43,18 +45,18 @@ func refDecodeFrame(b []byte) (frame, error) {
 	f.Kind = k
 	d := &wire.Decoder{B: b[2:]}
 	f.Op = d.Uvarint()
-	switch f.Kind {
-	case kindQuery:
-		f.Key = d.Bytes()
-	case kindQueryReply, kindStore:
-		f.Key = d.Bytes()
-		f.TS, f.Node, f.Seq = d.Uvarint(), d.Bytes(), d.Uvarint()
-		f.Tomb = d.Bool()
-		f.Value = d.Bytes()
-	case kindQueryAbove:
-		f.Key = d.Bytes()
-		f.TS, f.Node, f.Seq = d.Uvarint(), d.Bytes(), d.Uvarint()
-		f.Writes = d.Bool()
+	fields := map[byte]string{kindQuery: "k", kindQueryReply: "ktnsdv", kindStore: "ktnsdv", kindQueryAbove: "ktnsw"}
+	bytesAt := map[rune]*[]byte{'k': &f.Key, 'n': &f.Node, 'v': &f.Value}
+	uintAt := map[rune]*uint64{'t': &f.TS, 's': &f.Seq}
+	boolAt := map[rune]*bool{'d': &f.Tomb, 'w': &f.Writes}
+	for _, c := range fields[k] {
+		if p, ok := bytesAt[c]; ok {
+			*p = d.Bytes()
+		} else if p, ok := uintAt[c]; ok {
+			*p = d.Uvarint()
+		} else {
+			*boolAt[c] = d.Bool()
+		}
 	}
 	return f, d.Done()
 }
