@@ -183,14 +183,7 @@ func BenchmarkStep(b *testing.B) {
 	for _, kind := range []string{"set", "get"} {
 		b.Run(kind, func(b *testing.B) {
 			c := newStepCluster(b)
-			keys := make([]string, 10000)
-			for i := range keys {
-				keys[i] = fmt.Sprintf("key:%06d", i)
-			}
-			val := make([]byte, 100)
-			for i, k := range keys { // every key written once
-				c.do(automaton.Request{ID: automaton.RequestID{Client: 1, Seq: uint64(i + 1)}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{val}}})
-			}
+			keys, val := preloaded(c)
 			seq := uint64(len(keys))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -208,6 +201,20 @@ func BenchmarkStep(b *testing.B) {
 			}
 		})
 	}
+}
+
+// preloaded writes c's 10,000 keys once each (100-byte values) and
+// returns the keys and the value.
+func preloaded(c *stepCluster) ([]string, []byte) {
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key:%06d", i)
+	}
+	val := make([]byte, 100)
+	for i, k := range keys {
+		c.do(automaton.Request{ID: automaton.RequestID{Client: 1, Seq: uint64(i + 1)}, Op: service.Op{Kind: "set", Key: k, Args: [][]byte{val}}})
+	}
+	return keys, val
 }
 
 // sendsOf counts outs' sends per destination.
