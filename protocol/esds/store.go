@@ -91,17 +91,19 @@ func opRecordSize(o *op) int {
 // each; issue 28, session 59).
 func (a *ESDS) marshalOpInto(o *op, slab []byte) (rec, rest []byte) {
 	n := opRecordSize(o)
+	inSlab := cap(slab)-len(slab) >= n
 	var e wire.Encoder
-	if cap(slab)-len(slab) >= n {
-		e.B = slab[len(slab) : len(slab) : len(slab)+n]
-		e.Byte(recHeader.Version)
+	if inSlab {
+		e = recHeader.RecordIn(slab[len(slab) : len(slab) : len(slab)+n])
 	} else {
 		e = recHeader.Record(n)
 	}
 	x := a.entryOf(o)
 	encodeEntry(&e, &x)
 	rec = e.B[:len(e.B):len(e.B)]
-	if len(rec) > 0 && cap(slab) > len(slab) && &rec[0] == &slab[:len(slab)+1][len(slab)] {
+	// Still in slab unless an append outgrew the n bytes of room (it
+	// would have moved e.B to a new array of a larger capacity).
+	if inSlab && cap(e.B) == n {
 		slab = slab[:len(slab)+len(rec)]
 	}
 	return rec, slab

@@ -31,8 +31,12 @@ func (h Header) Message(k byte, size int) wire.Encoder {
 }
 
 // Record starts encoding a record, with room for size bytes.
-func (h Header) Record(size int) wire.Encoder {
-	e := wire.Encoder{B: make([]byte, 0, size)}
+func (h Header) Record(size int) wire.Encoder { return h.RecordIn(make([]byte, 0, size)) }
+
+// RecordIn starts encoding a record at the start of buf (its length is
+// ignored; its capacity is the record's room before an append copies).
+func (h Header) RecordIn(buf []byte) wire.Encoder {
+	e := wire.Encoder{B: buf[:0]}
 	e.Byte(h.Version)
 	return e
 }
