@@ -62,17 +62,26 @@ func TestHeldSyncOnlyWhenIdle(t *testing.T) {
 		t.Fatalf("while two goroutines spin: %d held, %d fdatasync; want 0 and 20", h, p)
 	}
 	// Nothing else to run: held. A loaded machine's runtime may have a
-	// goroutine runnable at a given instant (a GC worker, a spinner not
-	// yet gone), so some of them, not all: the first held one ends the
-	// loop (500 syncs is the bound past which the test fails; at load 50
-	// a 50-sync bound failed 1 run in 200).
+	// goroutine runnable at a given instant (a GC mark worker, a spinner
+	// not yet gone, another test's goroutine finishing), so some of them,
+	// not all: the first held one ends the loop. The bound is time, not a
+	// count: where fdatasync is fast (CI's stop 59 run on a clean clone)
+	// 500 attempts took under 90 ms, inside one GC cycle's mark phase,
+	// and the test failed; so the cycle is finished first (runtime.GC)
+	// and each attempt after the first 50 sleeps a millisecond, for up to
+	// 10 s, past which the test fails.
+	runtime.GC()
 	held := uint64(0)
-	for i := 0; i < 500 && held == 0; i++ {
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; held == 0 && time.Now().Before(deadline); i++ {
+		if i >= 50 {
+			time.Sleep(time.Millisecond)
+		}
 		runtime.Gosched()
 		held, _ = counts(1)
 	}
 	if held == 0 {
-		t.Fatal("no sync held with nothing else to run")
+		t.Fatal("no sync held with nothing else to run, in 10 s of attempts")
 	}
 }
 

@@ -254,7 +254,16 @@ func TestWALCompactionCrash(t *testing.T) {
 			s := mustNS(t, w, "a")
 			m := model{}
 			var err error
-			for i := 0; i < 1000 && err == nil; i++ {
+			// The compaction runs beside the writer: on a loaded machine
+			// with a fast file system (tmpfs, no fsync) 1000 commits can
+			// end before it reaches its step (CI, session 60), so after
+			// them the test goes on committing, a millisecond apart, for
+			// up to 10 s, past which it fails.
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; err == nil && (i < 1000 || time.Now().Before(deadline)); i++ {
+				if i >= 1000 {
+					time.Sleep(time.Millisecond)
+				}
 				b := []automaton.Persist{put(fmt.Sprintf("k%d", i%10), strings.Repeat("x", i%50)), del(fmt.Sprintf("k%d", (i+5)%10))}
 				// The batch that triggers the compaction is written before
 				// it and succeeds; the next commit reports the failure.
@@ -501,6 +510,20 @@ func TestWALFuzzySnapshot(t *testing.T) {
 	w := openWAL(t, dir, o)
 	s = mustNS(t, w, "a")
 	for range 3000 {
+		commit()
+	}
+	// The compaction runs beside the writer: on a loaded machine with a
+	// fast file system (tmpfs) 3000 commits can end before it encodes a
+	// chunk (session 60), so the test goes on committing, a millisecond
+	// apart, until 20 chunks have had commits between them or 10 s pass.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		mu.Lock()
+		enough := during >= 20
+		mu.Unlock()
+		if enough {
+			break
+		}
+		time.Sleep(time.Millisecond)
 		commit()
 	}
 	mu.Lock()
