@@ -153,6 +153,13 @@ type nsLoop struct {
 	// returned (committer only); holding: held is not empty.
 	held    []*batch
 	holding atomic.Bool
+	// commitRecs (committer only, like held): the buffer a commit of
+	// several batches lists their records in (groupRecs, keepRecs).
+	commitRecs []automaton.Persist
+	// groupBuf (committer only): the empty group list the last committer
+	// left when it returned, reused by the next one (not held's: a list
+	// parked in held is the next committer's group itself).
+	groupBuf []*batch
 	// loopHolds counts the batches flush held itself (holdInLoop).
 	loopHolds atomic.Uint64
 	// idleCommitters counts the committer goroutines that returned
@@ -1097,9 +1104,11 @@ func (l *nsLoop) commitLoop(once bool) {
 	var reply []asideCall // kept by setDurable: run when this committer leaves (keepAside)
 	defer func() { l.runAside(reply, true) }()
 	group := l.held // parked by the previous committer, or nil
+	if group == nil {
+		group = l.groupBuf // the last committer's list, empty
+	}
 	l.held = nil
 	l.holding.Store(false)
-	var recs []automaton.Persist
 	committed := l.committed // the last record committed
 	closed := false
 	handed := false // once: the caller's commit is done, the next one is a goroutine's
@@ -1113,6 +1122,7 @@ func (l *nsLoop) commitLoop(once bool) {
 				// Nothing to do: return, unless a batch came after the
 				// check and its flush saw this committer running.
 				l.committed = committed
+				l.groupBuf = group[:0] // empty: the next committer's list
 				l.committing.Store(false)
 				if len(l.commitQ) == 0 || !l.committing.CompareAndSwap(false, true) {
 					return
@@ -1183,16 +1193,13 @@ func (l *nsLoop) commitLoop(once bool) {
 		case <-l.needed:
 		default:
 		}
-		recs = recs[:0]
-		for _, g := range group {
-			recs = append(recs, g.persists...)
-		}
+		recs := l.groupRecs(group)
 		last := group[len(group)-1].last
 		l.runAside(reply, false) // more to commit: the reply does not wait for it
 		reply = nil
 		ok := l.commit(recs)
 		commits++
-		clear(recs)
+		l.keepRecs(recs, group)
 		l.recycle(group)
 		group = group[:0]
 		if !ok {
@@ -1216,10 +1223,7 @@ func (l *nsLoop) commitLoop(once bool) {
 	if len(group) > 0 && !l.failed.Load() {
 		// The loop ended: commit what is held (a clean shutdown loses
 		// nothing the automaton persisted).
-		recs = recs[:0]
-		for _, g := range group {
-			recs = append(recs, g.persists...)
-		}
+		recs := l.groupRecs(group)
 		l.runAside(reply, false)
 		reply = nil
 		if l.commit(recs) {
@@ -1227,7 +1231,45 @@ func (l *nsLoop) commitLoop(once bool) {
 		} else {
 			l.failed.Store(true)
 		}
+		l.keepRecs(recs, group)
 		l.recycle(group)
+	}
+}
+
+// maxCommitRecs bounds the capacity of the records buffer the committer
+// keeps between commits (commitRecs): a commit of more records allocates
+// its own, as every commit of several batches did before.
+const maxCommitRecs = 4096
+
+// groupRecs returns the records of a group of batches in order, for one
+// Commit: a lone batch's own records, else the group's records copied into
+// the committer's buffer (commitRecs), kept across commits and committer
+// goroutines so that a group commit allocates nothing for its record list
+// (session 60: a fresh list grown by append was ~5 % of an ESDS node's
+// allocations at 64 clients with fsync). Committer only: whoever holds
+// committing (a committer goroutine, or a caller's commit) owns commitRecs.
+func (l *nsLoop) groupRecs(group []*batch) []automaton.Persist {
+	if len(group) == 1 {
+		return group[0].persists
+	}
+	recs := l.commitRecs[:0]
+	for _, g := range group {
+		recs = append(recs, g.persists...)
+	}
+	return recs
+}
+
+// keepRecs is groupRecs's other half, after the Commit: the store keeps no
+// reference to recs (it copies what it keeps), so a list that was the
+// committer's buffer is cleared and kept for the next group (unless it
+// grew beyond maxCommitRecs); a lone batch's records are recycle's.
+func (l *nsLoop) keepRecs(recs []automaton.Persist, group []*batch) {
+	if len(group) == 1 {
+		return
+	}
+	clear(recs)
+	if cap(recs) <= maxCommitRecs {
+		l.commitRecs = recs[:0]
 	}
 }
 
