@@ -395,12 +395,7 @@ func measured(ctx context.Context, o costsOptions, cfg bench.Config, s sampler, 
 }
 
 // procsOf is the nodes' GOMAXPROCS for --procs p (cluster.UpOptions.Procs).
-func procsOf(p int) int {
-	if p == cluster.ProcsAuto {
-		return cluster.AutoProcs(compare.Members)
-	}
-	return p
-}
+func procsOf(p int) int { return compare.MembersProcs(p) }
 
 // measureNodes runs protocol on a fresh 3-node cluster.
 func measureNodes(ctx context.Context, o costsOptions, protocol string, clients int) bench.CostRun {
