@@ -193,8 +193,8 @@ func SynodSystem(protocol, binary, durability string) System {
 
 // SynodSystemParams is SynodSystem with the namespace's protocol
 // parameters (for example esds reads=local) and the nodes' GOMAXPROCS
-// (cluster.UpOptions.Procs: 0 Go's default, cluster.ProcsAuto each
-// co-located node's share of the cores).
+// (cluster.UpOptions.Procs: 0 or cluster.ProcsGo Go's default,
+// cluster.ProcsAuto each co-located node's share of the cores, or a count).
 func SynodSystemParams(protocol, binary, durability string, params map[string]string, procs int) System {
 	if durability == "" {
 		durability = "fsync"
@@ -278,9 +278,7 @@ func EtcdSystem() System {
 }
 
 // EtcdSystemProcs is EtcdSystem with every member's GOMAXPROCS set as
-// SynodSystemParams sets Synod's nodes' (cluster.UpOptions.Procs: 0 Go's
-// default, cluster.ProcsAuto each of the Members co-located members' share
-// of the cores, or a count): etcd is a Go program and its three members
+// SynodSystemParams sets Synod's nodes' (MembersProcs): etcd is a Go program and its three members
 // share this machine's cores as Synod's three nodes do, so a comparison
 // that gives one side fewer Ps gives the other the same. The count is
 // passed in each member's environment (GOMAXPROCS=N) and named in the
@@ -300,13 +298,17 @@ func EtcdSystemProcs(procs int) System {
 }
 
 // MembersProcs is the GOMAXPROCS each of a comparison's Members co-located
-// processes runs with for a cluster.UpOptions.Procs value p: 0 (Go's
-// default), cluster.AutoProcs(Members) for cluster.ProcsAuto, else p.
+// processes runs with for a cluster.UpOptions.Procs value p:
+// cluster.AutoProcs(Members) for cluster.ProcsAuto, p for a count, else 0
+// (Go's default: 0 or cluster.ProcsGo).
 func MembersProcs(p int) int {
-	if p == cluster.ProcsAuto {
+	switch {
+	case p == cluster.ProcsAuto:
 		return cluster.AutoProcs(Members)
+	case p > 0:
+		return p
 	}
-	return p
+	return 0
 }
 
 // procsLabel is the version line's note of a GOMAXPROCS set by --procs

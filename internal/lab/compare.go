@@ -122,7 +122,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 			res, err := compare.Run(ctx, o, sys, cmd.OutOrStdout(), os.Stderr)
 			if res != nil && (len(res.Cells) > 0 || err == nil) {
 				fmt.Fprintln(cmd.OutOrStdout())
-				if nprocs != 0 {
+				if procsOf(nprocs) > 0 {
 					// A co-location setting: said beside the figures it affects.
 					fmt.Fprintf(cmd.OutOrStdout(), "Synod's nodes and etcd's members ran GOMAXPROCS %d each (--procs), not Go's default\n", procsOf(nprocs))
 				}

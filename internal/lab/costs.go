@@ -202,7 +202,7 @@ func measureCosts(ctx context.Context, o costsOptions, out, progress io.Writer) 
 			fmt.Fprintf(progress, "measuring %s (3 nodes, %s, %d clients, %v)\n", p, o.durability, clients, o.duration)
 			r := measureNodes(ctx, o, p, clients)
 			rep.Runs = append(rep.Runs, r)
-			if o.procs != 0 {
+			if procsOf(o.procs) > 0 {
 				// A co-location setting: said beside the figures it affects.
 				fmt.Fprintf(out, "  (nodes ran GOMAXPROCS %d: --procs, not Go's default)\n", procsOf(o.procs))
 			}
