@@ -144,16 +144,23 @@ type UpOptions struct {
 	// WALCompactMin is the cluster file's wal_compact_min: the WAL log
 	// size below which a node never compacts (0: the default, 64 MiB).
 	WALCompactMin int64
-	// Procs is every node's GOMAXPROCS (the cluster file's procs): 0
-	// leaves Go's default, ProcsAuto gives each node its share of this
-	// machine's cores, AutoProcs(Nodes). All the nodes of a local cluster
-	// share one machine. A resumed cluster keeps its file's procs unless
-	// Procs is set.
+	// Procs is every node's GOMAXPROCS (the cluster file's procs): a
+	// count, ProcsAuto (each node its share of this machine's cores,
+	// AutoProcs(Nodes): all the nodes of a local cluster share one
+	// machine) or ProcsGo (Go's default, written as 0). 0 means unset: a
+	// new cluster gets Go's default and a resumed one keeps its file's
+	// procs (any other value replaces the file's). `synod cluster up
+	// --procs go` passes ProcsGo; without --procs, 0 (docs/COSTS.md
+	// "GOMAXPROCS for co-located nodes": Go's default stays).
 	Procs int
 }
 
 // ProcsAuto asks Up for AutoProcs(Nodes) as every node's GOMAXPROCS.
 const ProcsAuto = -1
+
+// ProcsGo asks Up for Go's default GOMAXPROCS (procs 0 in the cluster
+// file), also for a resumed cluster whose file says otherwise.
+const ProcsGo = -2
 
 // AutoProcs is the GOMAXPROCS for each of nodes node processes sharing
 // this machine: ceil(cores / nodes), where cores is what Go would give
@@ -166,12 +173,14 @@ func AutoProcs(nodes int) int {
 	return (cores + nodes - 1) / nodes
 }
 
-// ParseProcs reads a --procs value: "go" (or "0", or "") for Go's default,
-// "auto" for ProcsAuto, or a count.
+// ParseProcs reads a --procs value: "go" (or "0") for ProcsGo, "auto" for
+// ProcsAuto, a count, or "" for 0 (unset).
 func ParseProcs(s string) (int, error) {
 	switch s {
-	case "", "go", "0":
+	case "":
 		return 0, nil
+	case "go", "0":
+		return ProcsGo, nil
 	case "auto":
 		return ProcsAuto, nil
 	}
@@ -241,10 +250,16 @@ func Up(opts UpOptions) (*Cluster, error) {
 	if opts.Durability == "" {
 		opts.Durability = config.Fsync
 	}
-	if opts.Procs == ProcsAuto {
+	// setProcs: the file's procs is to be replaced (by opts.Procs, 0 for
+	// Go's default) when the cluster is resumed.
+	setProcs := opts.Procs != 0
+	switch {
+	case opts.Procs == ProcsAuto:
 		opts.Procs = AutoProcs(opts.Nodes)
-	} else if opts.Procs < 0 {
-		return nil, fmt.Errorf("cluster: --procs %d: want 0 (Go's default), a count, or auto", opts.Procs)
+	case opts.Procs == ProcsGo:
+		opts.Procs = 0
+	case opts.Procs < 0:
+		return nil, fmt.Errorf("cluster: --procs %d: want a count, ProcsAuto or ProcsGo", opts.Procs)
 	}
 	if opts.BasePort < 0 || (opts.BasePort > 0 && opts.BasePort+300+opts.Nodes > 65535) {
 		return nil, fmt.Errorf("cluster: --base-port %d: ports %d-%d must lie in 1-65535", opts.BasePort, opts.BasePort, opts.BasePort+300+opts.Nodes)
@@ -301,7 +316,7 @@ func Up(opts UpOptions) (*Cluster, error) {
 				return nil, fmt.Errorf("cluster: %w", err)
 			}
 		}
-		if opts.Procs > 0 && cfg.Nodes[0].Procs != opts.Procs {
+		if setProcs && cfg.Nodes[0].Procs != opts.Procs {
 			for i := range cfg.Nodes {
 				cfg.Nodes[i].Procs = opts.Procs
 			}

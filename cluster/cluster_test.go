@@ -437,8 +437,45 @@ func TestProcs(t *testing.T) {
 	}
 }
 
+// A resumed cluster keeps its file's procs when Procs is 0 (unset, as
+// `synod cluster up` without --procs passes), whatever the file says;
+// ProcsGo (--procs go) writes 0, also over a file's count (before ProcsGo
+// a resumed cluster could not be given Go's default back); ProcsAuto
+// writes AutoProcs(nodes).
+func TestProcsResumed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	auto := AutoProcs(2)
+	upDown := func(procs int, want int) {
+		t.Helper()
+		c, err := Up(UpOptions{Dir: dir, Nodes: 2, Durability: "memory", Binary: synodBin, DieWithParent: true, Procs: procs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Down(c.Dir, false); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadConfig(c.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cfg.Nodes {
+			if n.Procs != want {
+				t.Fatalf("Up(Procs %d): %s gives %s procs %d, want %d", procs, ConfigFile, n.ID, n.Procs, want)
+			}
+		}
+	}
+	t.Cleanup(func() { Down(dir, true) })
+	upDown(0, 0)
+	upDown(ProcsAuto, auto)
+	upDown(0, auto)
+	upDown(ProcsGo, 0)
+	upDown(0, 0)
+	upDown(3, 3)
+	upDown(ProcsGo, 0)
+}
+
 func TestParseProcs(t *testing.T) {
-	for s, want := range map[string]int{"": 0, "go": 0, "0": 0, "auto": ProcsAuto, "1": 1, "4": 4} {
+	for s, want := range map[string]int{"": 0, "go": ProcsGo, "0": ProcsGo, "auto": ProcsAuto, "1": 1, "4": 4} {
 		if got, err := ParseProcs(s); err != nil || got != want {
 			t.Errorf("ParseProcs(%q) = %d, %v; want %d", s, got, err, want)
 		}

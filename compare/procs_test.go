@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synod-dev/synod/cluster"
 )
 
 // helperEnv selects a helper mode when the test binary is re-executed.
@@ -210,5 +212,27 @@ func TestFreePorts(t *testing.T) {
 			t.Fatalf("bad or repeated port %d in %v", p, ps)
 		}
 		seen[p] = true
+	}
+}
+
+// etcdEnv drops ETCD_* (etcd refuses flags and variables together) and any
+// inherited GOMAXPROCS, and adds GOMAXPROCS=n only when n is set; and
+// MembersProcs resolves auto to each member's share of the cores.
+func TestEtcdEnv(t *testing.T) {
+	in := []string{"PATH=/bin", "ETCD_NAME=x", "GOMAXPROCS=7", "HOME=/root"}
+	if got, want := strings.Join(etcdEnv(in, 0), " "), "PATH=/bin HOME=/root"; got != want {
+		t.Errorf("etcdEnv(procs 0) = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(etcdEnv(in, 1), " "), "PATH=/bin HOME=/root GOMAXPROCS=1"; got != want {
+		t.Errorf("etcdEnv(procs 1) = %q, want %q", got, want)
+	}
+	if got, want := MembersProcs(cluster.ProcsAuto), cluster.AutoProcs(Members); got != want || got < 1 {
+		t.Errorf("MembersProcs(auto) = %d, want %d", got, want)
+	}
+	if MembersProcs(0) != 0 || MembersProcs(2) != 2 {
+		t.Errorf("MembersProcs(0), (2) = %d, %d; want 0, 2", MembersProcs(0), MembersProcs(2))
+	}
+	if procsLabel(0, "member") != "" || procsLabel(1, "member") != ", GOMAXPROCS 1 per member" {
+		t.Errorf("procsLabel: %q %q", procsLabel(0, "member"), procsLabel(1, "member"))
 	}
 }

@@ -3,10 +3,13 @@ package compare
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/synod-dev/synod/bench"
+	"github.com/synod-dev/synod/cluster"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -143,4 +146,33 @@ func TestRealEtcd(t *testing.T) {
 func TestRealZooKeeper(t *testing.T) {
 	inst := startReal(t, ZooKeeperSystem())
 	exerciseAdapter(t, inst, 5*time.Second)
+}
+
+// EtcdSystemProcs gives every etcd member the GOMAXPROCS Synod's nodes get
+// (--procs): each member process's environment carries it, once, whatever
+// the parent's environment held, and the report's version line names it.
+// Without it a comparison at --procs auto tunes Synod's side only.
+func TestRealEtcdProcs(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "7") // the parent's value must not reach the members
+	inst := startReal(t, EtcdSystemProcs(cluster.ProcsAuto))
+	want := cluster.AutoProcs(Members)
+	for _, pid := range inst.PIDs() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, kv := range strings.Split(string(b), "\x00") {
+			if strings.HasPrefix(kv, "GOMAXPROCS=") {
+				got = append(got, kv)
+			}
+		}
+		if len(got) != 1 || got[0] != fmt.Sprintf("GOMAXPROCS=%d", want) {
+			t.Fatalf("etcd member pid %d: environment has %q, want [GOMAXPROCS=%d]", pid, got, want)
+		}
+	}
+	if !strings.HasSuffix(inst.Version, fmt.Sprintf(", GOMAXPROCS %d per member", want)) {
+		t.Fatalf("version %q does not name the members' GOMAXPROCS %d", inst.Version, want)
+	}
+	exerciseAdapter(t, inst, 0)
 }

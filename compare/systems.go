@@ -193,8 +193,8 @@ func SynodSystem(protocol, binary, durability string) System {
 
 // SynodSystemParams is SynodSystem with the namespace's protocol
 // parameters (for example esds reads=local) and the nodes' GOMAXPROCS
-// (cluster.UpOptions.Procs: 0 Go's default, cluster.ProcsAuto each
-// co-located node's share of the cores).
+// (cluster.UpOptions.Procs: 0 or cluster.ProcsGo Go's default,
+// cluster.ProcsAuto each co-located node's share of the cores, or a count).
 func SynodSystemParams(protocol, binary, durability string, params map[string]string, procs int) System {
 	if durability == "" {
 		durability = "fsync"
@@ -229,7 +229,7 @@ func SynodSystemParams(protocol, binary, durability string, params map[string]st
 				Follower:   bench.FollowerRedisFactory(ro, c.ClientAddrs()),
 				Durability: "fsync: records on disk (WAL engine, fdatasync, group commit) before a reply",
 				Fsync:      "fsync on",
-				Version:    "synod, protocol " + protocol,
+				Version:    "synod, protocol " + protocol + procsLabel(c.Config.Nodes[0].Procs, "node"),
 				Stop: func() error {
 					_, err := cluster.Down(c.Dir, false)
 					return err
@@ -271,8 +271,20 @@ func eachNode(c *cluster.Cluster, f func(dir, id string) error) error {
 // EtcdSystem runs 3 etcd members (Debian's etcd-server) on free ports.
 // etcd's defaults are kept: its WAL is fsynced before an entry counts as
 // persisted, so a put is acknowledged after a majority fsynced it. Clients use
-// the v3 API (peers.EtcdTarget): puts and linearizable gets.
+// the v3 API (peers.EtcdTarget): puts and linearizable gets. The members run
+// with Go's default GOMAXPROCS (EtcdSystemProcs sets it).
 func EtcdSystem() System {
+	return EtcdSystemProcs(0)
+}
+
+// EtcdSystemProcs is EtcdSystem with every member's GOMAXPROCS set as
+// SynodSystemParams sets Synod's nodes' (MembersProcs): etcd is a Go program and its three members
+// share this machine's cores as Synod's three nodes do, so a comparison
+// that gives one side fewer Ps gives the other the same. The count is
+// passed in each member's environment (GOMAXPROCS=N) and named in the
+// report's version line.
+func EtcdSystemProcs(procs int) System {
+	n := MembersProcs(procs)
 	return System{
 		Name: "etcd",
 		Missing: func() string {
@@ -281,11 +293,51 @@ func EtcdSystem() System {
 			}
 			return ""
 		},
-		Start: startEtcd,
+		Start: func(ctx context.Context, env *Env) (*Instance, error) { return startEtcd(ctx, env, n) },
 	}
 }
 
-func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
+// MembersProcs is the GOMAXPROCS each of a comparison's Members co-located
+// processes runs with for a cluster.UpOptions.Procs value p:
+// cluster.AutoProcs(Members) for cluster.ProcsAuto, p for a count, else 0
+// (Go's default: 0 or cluster.ProcsGo).
+func MembersProcs(p int) int {
+	switch {
+	case p == cluster.ProcsAuto:
+		return cluster.AutoProcs(Members)
+	case p > 0:
+		return p
+	}
+	return 0
+}
+
+// procsLabel is the version line's note of a GOMAXPROCS set by --procs
+// ("" for Go's default).
+func procsLabel(n int, per string) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", GOMAXPROCS %d per %s", n, per)
+}
+
+// etcdEnv is an etcd member's environment: environ without ETCD_*
+// variables (they would conflict with the flags: etcd refuses to start)
+// and without GOMAXPROCS, then GOMAXPROCS=procs when procs is above 0.
+func etcdEnv(environ []string, procs int) []string {
+	var env []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "ETCD_") || strings.HasPrefix(kv, "GOMAXPROCS=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	if procs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
+	}
+	return env
+}
+
+func startEtcd(ctx context.Context, env *Env, nprocs int) (*Instance, error) {
 	ports, err := freePorts(2 * Members)
 	if err != nil {
 		return nil, err
@@ -296,13 +348,7 @@ func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
 		initial = append(initial, fmt.Sprintf("e%d=%s", i+1, url(ports[2*i+1])))
 	}
 	token := fmt.Sprintf("synod-compare-%d-%d", os.Getpid(), time.Now().UnixNano())
-	// ETCD_* variables would conflict with the flags (etcd refuses to start).
-	var childEnv []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCD_") {
-			childEnv = append(childEnv, kv)
-		}
-	}
+	childEnv := etcdEnv(os.Environ(), nprocs)
 	var procs []*proc
 	var addrs []string
 	for i := 0; i < Members; i++ {
@@ -348,7 +394,7 @@ func startEtcd(ctx context.Context, env *Env) (*Instance, error) {
 		PIDs:       pids,
 		Durability: "fsync: WAL fsynced before a put is acknowledged (etcd default)",
 		Fsync:      "fsync on",
-		Version:    strings.Replace(commandVersion(EtcdBinary, "--version"), "etcd Version:", "etcd", 1),
+		Version:    strings.Replace(commandVersion(EtcdBinary, "--version"), "etcd Version:", "etcd", 1) + procsLabel(nprocs, "member"),
 	}, nil
 }
 

@@ -43,8 +43,12 @@ with "synod cluster down".`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			up.Dir = dir
 			var err error
-			if up.Procs, err = cluster.ParseProcs(upProcs); err != nil {
-				return err
+			// Unset, a resumed cluster keeps its file's procs (a new one: Go's
+			// default); --procs go gives a resumed one Go's default back.
+			if cmd.Flags().Changed("procs") {
+				if up.Procs, err = cluster.ParseProcs(upProcs); err != nil {
+					return err
+				}
 			}
 			if placement {
 				up.Placement = &config.Placement{}
@@ -131,7 +135,7 @@ with "synod cluster down".`,
 	f.IntVar(&up.Replicas, "replicas", 0, "nodes per shard with --shards (default 3, or every node when fewer)")
 	f.IntVar(&up.Spares, "spare-shards", 0, "with --shards: this many more shards owning no slots, for the placement service's splits")
 	f.BoolVar(&placement, "placement", false, "with --shards: the placement service splits hot or big shards into spares, merges cold ones and logs each decision (docs/SHARDING.md)")
-	f.StringVar(&upProcs, "procs", "go", "GOMAXPROCS of each node (the cluster file's procs): go (Go's default), auto (ceil(cores / nodes): each co-located node its share of this machine) or a count")
+	f.StringVar(&upProcs, "procs", "go", "GOMAXPROCS of each node (the cluster file's procs): go (Go's default), auto (ceil(cores / nodes): each co-located node its share of this machine) or a count; unset, a resumed cluster keeps its file's")
 	f.BoolVar(&upTLS, "tls", false, "generate certificates and a secret into DIR/tls: peers use mutual TLS, clients must use TLS (docs/SECURITY.md)")
 
 	statusCmd := &cobra.Command{

@@ -101,7 +101,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 				case "synod":
 					sys = append(sys, compare.SynodSystemParams(protocol, "", durability, params, nprocs))
 				case "etcd":
-					sys = append(sys, compare.EtcdSystem())
+					sys = append(sys, compare.EtcdSystemProcs(nprocs))
 				case "zookeeper":
 					sys = append(sys, compare.ZooKeeperSystem())
 				case "redis":
@@ -122,9 +122,9 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 			res, err := compare.Run(ctx, o, sys, cmd.OutOrStdout(), os.Stderr)
 			if res != nil && (len(res.Cells) > 0 || err == nil) {
 				fmt.Fprintln(cmd.OutOrStdout())
-				if nprocs != 0 {
+				if procsOf(nprocs) > 0 {
 					// A co-location setting: said beside the figures it affects.
-					fmt.Fprintf(cmd.OutOrStdout(), "Synod's nodes ran GOMAXPROCS %d (--procs), not Go's default\n", procsOf(nprocs))
+					fmt.Fprintf(cmd.OutOrStdout(), "Synod's nodes and etcd's members ran GOMAXPROCS %d each (--procs), not Go's default\n", procsOf(nprocs))
 				}
 				res.Print(cmd.OutOrStdout())
 				if jsonPath != "" {
@@ -154,7 +154,7 @@ etcd is Debian's etcd-server (/usr/bin/etcd); ZooKeeper is Debian's zookeeperd
 	f.IntVar(&valueSize, "value-size", def.ValueSize, "bytes per value")
 	f.StringToStringVar(&params, "param", nil, "protocol parameters of Synod's namespace, key=value[,key=value] (repeatable; for example esds reads=local)")
 	f.StringVar(&systems, "systems", "synod,etcd,zookeeper", "systems to run, comma-separated: synod, etcd, zookeeper, redis (no persistence), redis-aof (appendfsync always); synod is the one the ratios divide")
-	f.StringVar(&procs, "procs", "go", "GOMAXPROCS of each Synod node (all share this machine): go (Go's default), auto (ceil(cores / nodes)) or a count")
+	f.StringVar(&procs, "procs", "go", "GOMAXPROCS of each Synod node and each etcd member (all share this machine): go (Go's default), auto (ceil(cores / members)) or a count")
 	f.StringVar(&durability, "durability", "fsync", "Synod's durability: fsync or memory (compare memory with redis, fsync with the others)")
 	f.StringVar(&conns, "conns", "1,16", "shared connection counts swept beside one per client (etcd, ZooKeeper, Synod's gRPC client); empty: none")
 	f.StringVar(&depths, "pipeline", "16,64", "pipelining depths swept beside one connection per client, comma-separated (RESP: Synod, Redis; Synod's gRPC Pipeline streams); 0 or empty: none")

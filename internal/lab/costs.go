@@ -202,7 +202,7 @@ func measureCosts(ctx context.Context, o costsOptions, out, progress io.Writer) 
 			fmt.Fprintf(progress, "measuring %s (3 nodes, %s, %d clients, %v)\n", p, o.durability, clients, o.duration)
 			r := measureNodes(ctx, o, p, clients)
 			rep.Runs = append(rep.Runs, r)
-			if o.procs != 0 {
+			if procsOf(o.procs) > 0 {
 				// A co-location setting: said beside the figures it affects.
 				fmt.Fprintf(out, "  (nodes ran GOMAXPROCS %d: --procs, not Go's default)\n", procsOf(o.procs))
 			}
@@ -395,12 +395,7 @@ func measured(ctx context.Context, o costsOptions, cfg bench.Config, s sampler, 
 }
 
 // procsOf is the nodes' GOMAXPROCS for --procs p (cluster.UpOptions.Procs).
-func procsOf(p int) int {
-	if p == cluster.ProcsAuto {
-		return cluster.AutoProcs(compare.Members)
-	}
-	return p
-}
+func procsOf(p int) int { return compare.MembersProcs(p) }
 
 // measureNodes runs protocol on a fresh 3-node cluster.
 func measureNodes(ctx context.Context, o costsOptions, protocol string, clients int) bench.CostRun {
