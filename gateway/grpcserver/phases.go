@@ -84,6 +84,7 @@ func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
 	defer stop()
 	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(), received: make(chan struct{})}
 	ph.batcher, _ = s.b.(gateway.BatchBackend)
+	ph.replier, _ = s.b.(gateway.BatchReplyBackend)
 	ph.workers.Store(maxPhaseMsgs)
 	for range maxPhaseMsgs {
 		go ph.work()
@@ -113,6 +114,7 @@ type phaser struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	batcher  gateway.BatchBackend
+	replier  gateway.BatchReplyBackend // the Backend's, when it answers batches through callbacks (runReply)
 	client   uint64
 	workers  atomic.Int32  // workers not yet returned
 	received chan struct{} // closed when every worker returned
@@ -234,6 +236,11 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 	}
 	if len(reqs) > 0 {
 		rctx, cancel := context.WithTimeout(ph.ctx, ph.s.opts.RequestTimeout)
+		if ph.replier != nil && ph.runReply(rctx, ns.Name, reqs, idx, phases, out) {
+			cancel()
+			ph.send(out)
+			return
+		}
 		var resps []automaton.Response
 		var errs []error
 		if ph.batcher != nil {
@@ -252,6 +259,55 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 		cancel()
 	}
 	ph.send(out)
+}
+
+// runReply hands reqs (the phases at idx of phases) to the loop in one
+// batch with the Backend's callbacks (gateway.BatchReplyBackend: the node)
+// and waits until every one is answered into out; false, having handed
+// nothing over, when the Backend does not take them so (then DoBatch).
+// Over DoBatch it spares per phase the node's copy of the options (a map
+// and its lists: the requests are the Backend's from now on, Submit's
+// contract, and nothing here changes them), a response channel and its
+// waiter, and the worker's wake per answer: the goroutine that completes
+// a phase fills its reply, and the last one wakes the worker once. When
+// rctx ends first, the phases still held are withdrawn (Abandon) and
+// answered with its error, as DoBatch's await answers them.
+func (ph *phaser) runReply(rctx context.Context, ns string, reqs []automaton.Request, idx []int, phases []*synodpb.Phase, out []*synodpb.PhaseReply) bool {
+	replies := make([]synodpb.PhaseReply, len(idx)) // one array for the message's replies
+	w := &phaseWait{left: len(reqs), done: make(chan struct{})}
+	answer := func(k int, res automaton.Response, err error) {
+		i := idx[k]
+		ph.reply(&replies[k], phases[i].GetId(), rctx, reqs[k], res, err)
+		w.mu.Lock()
+		out[i] = &replies[k]
+		w.left--
+		last := w.left == 0
+		w.mu.Unlock()
+		if last {
+			close(w.done)
+		}
+	}
+	if !ph.replier.SubmitReplyBatch(rctx, ns, reqs, false, answer) {
+		return false
+	}
+	select {
+	case <-w.done:
+	case <-rctx.Done():
+		for k, req := range reqs {
+			if ph.replier.Abandon(ns, req.ID) {
+				answer(k, automaton.Response{}, rctx.Err())
+			}
+		}
+		<-w.done
+	}
+	return true
+}
+
+// phaseWait counts a message's phases not yet answered (runReply).
+type phaseWait struct {
+	mu   sync.Mutex
+	left int
+	done chan struct{} // closed by the last answer
 }
 
 // Query and store phases' options (shared: the node gives the automaton
