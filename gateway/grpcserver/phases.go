@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -350,7 +351,7 @@ func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec auto
 		req.Opts.Ext = queryExt
 	default:
 		sl.tag[0] = p.GetTag()
-		tag, err := tagSpec.Parse(sl.tag)
+		tag, err := parseTag(tagSpec, sl.tag)
 		if err != nil {
 			return req, refusal(synoderr.Invalid, "namespace %q: phase %d: %v", ns.Name, p.GetId(), err)
 		}
@@ -368,6 +369,22 @@ func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec auto
 		return req, refusal(synoderr.Invalid, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
 	}
 	return req, nil
+}
+
+// parseTag is tagSpec.Parse(tag) for a tag of one value (a phase's):
+// Parse's checks (its size, the protocol's Validate), without Parse's
+// copy of the list, which is the message's slab place already (a store
+// phase allocated it once per phase).
+func parseTag(tagSpec automaton.OptionSpec, tag []string) ([]string, error) {
+	if tagSpec.Type != automaton.OptString || len(tag) != 1 || len(tag[0]) > automaton.MaxOptionBytes {
+		return tagSpec.Parse(tag)
+	}
+	if tagSpec.Validate != nil {
+		if err := tagSpec.Validate(tag); err != nil {
+			return nil, fmt.Errorf("option %s: %w", tagSpec.Name, err)
+		}
+	}
+	return tag, nil
 }
 
 // reply sets out (a zero PhaseReply) to the Backend's answer to a phase

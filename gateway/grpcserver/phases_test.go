@@ -3,6 +3,8 @@ package grpcserver
 import (
 	"context"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,5 +226,21 @@ func TestPhasesReplyBackend(t *testing.T) {
 	defer b.mu.Unlock()
 	if len(b.abandoned) != 2 || len(b.held) != 0 {
 		t.Errorf("withdrew %v, still held %v: want both phases withdrawn", b.abandoned, b.held)
+	}
+}
+
+// parseTag answers as the tag spec's Parse does: the same list or the
+// same refusal, for good, bad and oversized tags.
+func TestPhaseParseTagAsParse(t *testing.T) {
+	spec, err := automaton.FindOption("abd", optTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1:2:client/x", "0:1:client/x", "no-tag", "", "1:2:" + strings.Repeat("w", automaton.MaxOptionBytes)} {
+		got, gerr := parseTag(spec, []string{v})
+		want, werr := spec.Parse([]string{v})
+		if !slices.Equal(got, want) || (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Errorf("tag %.40q: parseTag %q %v, Parse %q %v", v, got, gerr, want, werr)
+		}
 	}
 }
