@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/status"
 
@@ -153,6 +154,7 @@ func (ph *phaser) work() {
 			close(ph.received)
 		}
 	}()
+	var wk *phaseWorker // made on the first message, when the Backend answers through callbacks
 	for {
 		ph.rmu.Lock()
 		var m *synodpb.PhaseRequest
@@ -179,16 +181,25 @@ func (ph *phaser) work() {
 		if !ok {
 			return
 		}
-		ph.run(m)
+		if wk == nil && ph.replier != nil {
+			wk = newPhaseWorker(ph)
+		}
+		ph.run(m, wk)
 		ph.running.Done()
 	}
 }
 
 // run checks and runs a message's phases as one batch and sends their
-// replies.
-func (ph *phaser) run(m *synodpb.PhaseRequest) {
+// replies; wk, the worker's scratch, when the Backend answers through
+// callbacks (runReply).
+func (ph *phaser) run(m *synodpb.PhaseRequest, wk *phaseWorker) {
 	phases := m.GetPhases()
-	out := make([]*synodpb.PhaseReply, len(phases))
+	var out []*synodpb.PhaseReply
+	if wk != nil {
+		out = wk.take(len(phases))
+	} else {
+		out = make([]*synodpb.PhaseReply, len(phases))
+	}
 	refuseAll := func(err error) {
 		st := status.Convert(err)
 		for i, p := range phases {
@@ -222,8 +233,13 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 	seq := ph.seq
 	ph.seq += uint64(len(phases))
 	ph.mu.Unlock()
-	reqs := make([]automaton.Request, 0, len(phases))
-	idx := make([]int, 0, len(phases)) // reqs[k] answers phases[idx[k]]
+	var reqs []automaton.Request
+	var idx []int // reqs[k] answers phases[idx[k]]
+	if wk != nil {
+		reqs, idx = wk.reqs[:0], wk.idx[:0]
+	} else {
+		reqs, idx = make([]automaton.Request, 0, len(phases)), make([]int, 0, len(phases))
+	}
 	sl := newPhaseSlabs(len(phases))
 	for i, p := range phases {
 		req, err := ph.request(ns, svc, tagSpec, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p, sl.at(i))
@@ -235,13 +251,16 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 		reqs = append(reqs, req)
 		idx = append(idx, i)
 	}
+	if wk != nil {
+		wk.reqs, wk.idx = reqs, idx // grown: kept for the next message
+	}
+	if len(reqs) > 0 && wk != nil && wk.run(ns.Name, reqs, idx, phases, out) {
+		ph.send(out)
+		wk.done()
+		return
+	}
 	if len(reqs) > 0 {
 		rctx, cancel := context.WithTimeout(ph.ctx, ph.s.opts.RequestTimeout)
-		if ph.replier != nil && ph.runReply(rctx, ns.Name, reqs, idx, phases, out) {
-			cancel()
-			ph.send(out)
-			return
-		}
 		var resps []automaton.Response
 		var errs []error
 		if ph.batcher != nil {
@@ -260,55 +279,114 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 		cancel()
 	}
 	ph.send(out)
+	if wk != nil {
+		wk.done()
+	}
 }
 
-// runReply hands reqs (the phases at idx of phases) to the loop in one
-// batch with the Backend's callbacks (gateway.BatchReplyBackend: the node)
-// and waits until every one is answered into out; false, having handed
-// nothing over, when the Backend does not take them so (then DoBatch).
-// Over DoBatch it spares per phase the node's copy of the options (a map
-// and its lists: the requests are the Backend's from now on, Submit's
-// contract, and nothing here changes them), a response channel and its
-// waiter, and the worker's wake per answer: the goroutine that completes
-// a phase fills its reply, and the last one wakes the worker once. When
-// rctx ends first, the phases still held are withdrawn (Abandon) and
-// answered with its error, as DoBatch's await answers them.
-func (ph *phaser) runReply(rctx context.Context, ns string, reqs []automaton.Request, idx []int, phases []*synodpb.Phase, out []*synodpb.PhaseReply) bool {
-	replies := make([]synodpb.PhaseReply, len(idx)) // one array for the message's replies
-	w := &phaseWait{left: len(reqs), done: make(chan struct{})}
-	answer := func(k int, res automaton.Response, err error) {
-		i := idx[k]
-		ph.reply(&replies[k], phases[i].GetId(), rctx, reqs[k], res, err)
-		w.mu.Lock()
-		out[i] = &replies[k]
-		w.left--
-		last := w.left == 0
-		w.mu.Unlock()
-		if last {
-			close(w.done)
-		}
+// phaseWorker is a worker's scratch, when the Backend answers through
+// callbacks (gateway.BatchReplyBackend: the node), reused message after
+// message: its run hands a message's phases to the loop in one batch with
+// SubmitReplyBatch and waits until every one is answered. Over DoBatch it
+// spares per phase the node's copy of the options (a map and its lists:
+// the requests are the Backend's from now on, Submit's contract, and
+// nothing here changes them), a response channel and its waiter, and the
+// worker's wake per answer (the goroutine that completes a phase fills its
+// reply, and the last one wakes the worker once); per message, the
+// context and timer of RequestTimeout (one timer per worker, reset), the
+// callback (made once) and the lists of the message's requests and
+// replies. When RequestTimeout passes or the stream ends first, the phases
+// still held are withdrawn (Abandon) and answered as DoBatch's await
+// answers them (DEADLINE_EXCEEDED, CANCELED).
+type phaseWorker struct {
+	ph     *phaser
+	timer  *time.Timer
+	signal chan struct{}                        // capacity 1: the message's last answer
+	answer func(int, automaton.Response, error) // answered, made once
+
+	// The message running (set before SubmitReplyBatch, read by the
+	// callbacks; the worker reads out and replies after signal).
+	reqs    []automaton.Request
+	idx     []int
+	phases  []*synodpb.Phase
+	out     []*synodpb.PhaseReply
+	replies []synodpb.PhaseReply
+
+	mu   sync.Mutex
+	left int // phases not yet answered
+}
+
+func newPhaseWorker(ph *phaser) *phaseWorker {
+	wk := &phaseWorker{ph: ph, signal: make(chan struct{}, 1)}
+	wk.answer = wk.answered
+	wk.timer = time.NewTimer(time.Hour)
+	wk.timer.Stop()
+	return wk
+}
+
+// take returns the out list for a message of n phases (all nil: a
+// message refused whole leaves its replies in it).
+func (wk *phaseWorker) take(n int) []*synodpb.PhaseReply {
+	if cap(wk.out) < n {
+		wk.out = make([]*synodpb.PhaseReply, n)
 	}
-	if !ph.replier.SubmitReplyBatch(rctx, ns, reqs, false, answer) {
+	out := wk.out[:n]
+	clear(out)
+	return out
+}
+
+// done drops the finished message's references (its replies were sent).
+func (wk *phaseWorker) done() {
+	clear(wk.out)
+	clear(wk.reqs[:cap(wk.reqs)])
+	wk.phases, wk.replies = nil, nil
+}
+
+// run hands reqs (the phases at idx of phases) to the loop and waits
+// until each is answered into out; false, having handed nothing over,
+// when the Backend does not take them so (then DoBatch).
+func (wk *phaseWorker) run(ns string, reqs []automaton.Request, idx []int, phases []*synodpb.Phase, out []*synodpb.PhaseReply) bool {
+	ph := wk.ph
+	wk.reqs, wk.idx, wk.phases, wk.out = reqs, idx, phases, out
+	wk.replies = make([]synodpb.PhaseReply, len(reqs)) // one array for the message's replies
+	wk.left = len(reqs)
+	if !ph.replier.SubmitReplyBatch(ph.ctx, ns, reqs, false, wk.answer) {
 		return false
 	}
+	wk.timer.Reset(ph.s.opts.RequestTimeout)
+	var err error
 	select {
-	case <-w.done:
-	case <-rctx.Done():
-		for k, req := range reqs {
-			if ph.replier.Abandon(ns, req.ID) {
-				answer(k, automaton.Response{}, rctx.Err())
-			}
-		}
-		<-w.done
+	case <-wk.signal:
+		wk.timer.Stop()
+		return true
+	case <-wk.timer.C:
+		err = context.DeadlineExceeded
+	case <-ph.ctx.Done():
+		wk.timer.Stop()
+		err = ph.ctx.Err()
 	}
+	for k, req := range reqs {
+		if ph.replier.Abandon(ns, req.ID) {
+			wk.answered(k, automaton.Response{}, err)
+		}
+	}
+	<-wk.signal
 	return true
 }
 
-// phaseWait counts a message's phases not yet answered (runReply).
-type phaseWait struct {
-	mu   sync.Mutex
-	left int
-	done chan struct{} // closed by the last answer
+// answered is the Backend's callback: reqs[k]'s answer.
+func (wk *phaseWorker) answered(k int, res automaton.Response, err error) {
+	i := wk.idx[k]
+	r := &wk.replies[k]
+	wk.ph.reply(r, wk.phases[i].GetId(), wk.ph.ctx, wk.reqs[k], res, err)
+	wk.mu.Lock()
+	wk.out[i] = r
+	wk.left--
+	last := wk.left == 0
+	wk.mu.Unlock()
+	if last {
+		wk.signal <- struct{}{}
+	}
 }
 
 // Query and store phases' options (shared: the node gives the automaton

@@ -208,7 +208,6 @@ func TestPhasesReplyBackend(t *testing.T) {
 	}
 	b.mu.Lock()
 	n := b.submitted
-	b.hold = true
 	b.mu.Unlock()
 	if n != 2 {
 		t.Fatalf("SubmitReplyBatch took %d batches, want 2 (one per message)", n)
@@ -216,6 +215,37 @@ func TestPhasesReplyBackend(t *testing.T) {
 	if bs := b.Batches(); len(bs) != 2 || bs[0] != 1 || bs[1] != 2 {
 		t.Errorf("batches stepped %v, want [1 2]", bs)
 	}
+	// The workers' scratch, reused message after message on one stream:
+	// messages refused whole between messages that run, of varied sizes.
+	var msgs []*synodpb.PhaseRequest
+	id := uint64(100)
+	for r := range 12 {
+		m := &synodpb.PhaseRequest{}
+		if r%3 == 1 {
+			m.Namespace = "nope"
+		}
+		for range 1 + r%4 {
+			id++
+			m.Phases = append(m.Phases, &synodpb.Phase{Id: id, Key: "a"})
+		}
+		msgs = append(msgs, m)
+	}
+	got = phaseExchange(t, c, msgs...)
+	for _, m := range msgs {
+		for _, p := range m.GetPhases() {
+			r := got[p.GetId()]
+			if m.GetNamespace() == "nope" {
+				if codes.Code(r.GetCode()) != codes.NotFound {
+					t.Errorf("phase %d on an unknown namespace: %v, want NOT_FOUND", p.GetId(), r)
+				}
+			} else if r.GetCode() != 0 || r.GetTag() != "2:1:client/x" || string(r.GetValue()) != "va" {
+				t.Errorf("query %d: %v, want 2:1:client/x va", p.GetId(), r)
+			}
+		}
+	}
+	b.mu.Lock()
+	b.hold = true
+	b.mu.Unlock()
 	got = phaseExchange(t, c, &synodpb.PhaseRequest{Phases: []*synodpb.Phase{{Id: 5, Key: "a"}, {Id: 6, Key: "c", Tag: "1:1:client/x", Value: []byte("vc")}}})
 	for _, id := range []uint64{5, 6} {
 		if r := got[id]; codes.Code(r.GetCode()) != codes.DeadlineExceeded {
