@@ -132,6 +132,7 @@ type phaser struct {
 
 	smu        sync.Mutex // held while sending
 	sendFailed bool
+	msg        synodpb.PhaseResponse // the message being sent (under smu; Send marshals it before returning)
 }
 
 // fail records the stream's first failure and ends the stream.
@@ -495,11 +496,27 @@ func (ph *phaser) reply(out *synodpb.PhaseReply, id uint64, rctx context.Context
 func (ph *phaser) send(rs []*synodpb.PhaseReply) {
 	ph.smu.Lock()
 	defer ph.smu.Unlock()
-	var msg synodpb.PhaseResponse
+	msg := &ph.msg
+	defer func() { msg.Replies = nil }()
 	size := 0
+	for _, r := range rs {
+		size += 64 + len(r.GetMessage()) + len(r.GetErr()) + len(r.GetTag()) + len(r.GetValue())
+	}
+	if size <= maxReplyBytes {
+		// One message (the usual case): rs as it is, no list made.
+		if len(rs) > 0 && !ph.sendFailed {
+			msg.Replies = rs
+			if err := ph.stream.Send(msg); err != nil {
+				ph.sendFailed = true
+				ph.fail(err)
+			}
+		}
+		return
+	}
+	size = 0
 	flush := func() {
 		if len(msg.Replies) > 0 && !ph.sendFailed {
-			if err := ph.stream.Send(&msg); err != nil {
+			if err := ph.stream.Send(msg); err != nil {
 				ph.sendFailed = true
 				ph.fail(err)
 			}
