@@ -184,9 +184,11 @@ func (b *replyBackend) Abandon(_ string, id automaton.RequestID) bool {
 // message's phases go over in one SubmitReplyBatch and are answered as
 // over DoBatch; a batch not answered within RequestTimeout is withdrawn
 // (Abandon, each phase) and its phases answered DEADLINE_EXCEEDED.
+// RequestTimeout is 3 s, so that a loaded machine does not time out the
+// phases that run (the held ones wait for it).
 func TestPhasesReplyBackend(t *testing.T) {
 	b := &replyBackend{AutomatonBackend: gatewaytest.MustAutomaton(t, "abd", "kv"), held: map[automaton.RequestID]bool{}}
-	_, c := start(t, b, Options{RequestTimeout: 300 * time.Millisecond})
+	_, c := start(t, b, Options{RequestTimeout: 3 * time.Second})
 	got := phaseExchange(t, c,
 		&synodpb.PhaseRequest{Phases: []*synodpb.Phase{
 			{Id: 1, Key: "a", Tag: "2:1:client/x", Value: []byte("va")},
