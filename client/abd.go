@@ -235,16 +235,8 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	// done hears of every phase sent once it completed; one is in flight
 	// at most per replica, so n places never block a stream.
 	done := make(chan *pcall, n)
-	// calls: each replica's phase in flight; asked: replicas asked at
-	// least once (on the stack up to 8 replicas).
-	var callsBuf [8]*pcall
-	var askedBuf [8]bool
-	calls, asked := callsBuf[:0], askedBuf[:0]
-	if n <= len(callsBuf) {
-		calls, asked = callsBuf[:n], askedBuf[:n]
-	} else {
-		calls, asked = make([]*pcall, n), make([]bool, n)
-	}
+	calls := make([]*pcall, n) // each replica's phase in flight
+	asked := make([]bool, n)   // replicas asked at least once
 	// Made on a replica's first failure (most phases have none): pauses,
 	// again (replicas whose pause is over; nil blocks) and last (each
 	// replica's last failure).

@@ -125,10 +125,6 @@ type pstream struct {
 	pending  map[uint64]*pcall
 	inflight int   // messages without all replies
 	err      error // set once the stream failed
-
-	// The writer's message, reused: Send marshals it before returning
-	// (writer and message only).
-	out synodpb.PhaseRequest
 }
 
 // phases returns g's live Phases stream, opening one when there is none
@@ -236,10 +232,7 @@ func (ps *pstream) writer() {
 			if msg == nil {
 				break
 			}
-			err := ps.s.Send(msg)
-			clear(msg.Phases) // kept for the next message, without the phases
-			msg.Phases = msg.Phases[:0]
-			if err != nil {
+			if err := ps.s.Send(msg); err != nil {
 				if err != io.EOF { // io.EOF: the stream ended; the reader's Recv says why
 					ps.fail(err)
 				}
@@ -251,15 +244,13 @@ func (ps *pstream) writer() {
 
 // message takes the next message's phases from the queue (under ps.mu):
 // the queued phases of the first one's namespace, within maxPhasesMsg and
-// about maxCallBytes, in the writer's message (ps.out); nil when the queue
-// is empty or the window full.
+// about maxCallBytes; nil when the queue is empty or the window full.
 func (ps *pstream) message() *synodpb.PhaseRequest {
 	if len(ps.queue) == 0 || ps.inflight >= phaseWindow {
 		return nil
 	}
 	ns := ps.queue[0].ns
-	msg := &ps.out
-	msg.Namespace, msg.Phases = ns, msg.Phases[:0]
+	msg := &synodpb.PhaseRequest{Namespace: ns}
 	m := &pmsg{}
 	size := 0
 	rest := ps.queue[:0]
@@ -284,30 +275,27 @@ func (ps *pstream) message() *synodpb.PhaseRequest {
 
 // reader completes phases with their replies.
 func (ps *pstream) reader() {
-	var done []*pcall // reused message after message
 	for {
 		m, err := ps.s.Recv()
 		if err != nil {
 			ps.fail(err)
 			return
 		}
-		var wake bool
-		done, wake = ps.answered(m.GetReplies(), done[:0])
+		done, wake := ps.answered(m.GetReplies())
 		if wake {
 			ps.wake()
 		}
 		for _, pc := range done {
 			pc.complete()
 		}
-		clear(done)
 	}
 }
 
 // answered takes replies: it returns the phases they complete (abandoned
-// ones included: their phase drops them), appended to done, and whether a
-// message's last reply freed a place in the window while phases are
-// queued (the writer is then to be woken).
-func (ps *pstream) answered(replies []*synodpb.PhaseReply, done []*pcall) (_ []*pcall, wake bool) {
+// ones included: their phase drops them) and whether a message's last
+// reply freed a place in the window while phases are queued (the writer
+// is then to be woken).
+func (ps *pstream) answered(replies []*synodpb.PhaseReply) (done []*pcall, wake bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, r := range replies {
