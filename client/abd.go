@@ -188,8 +188,10 @@ func (a *ABD) Do(ctx context.Context, op service.Op) (service.Result, error) {
 func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 	ph := co.Phase()
 	ns := a.c.nsName(a.ns)
-	compact := func() *synodpb.Phase {
-		p := &synodpb.Phase{Key: ph.Op.Key}
+	// compact fills a call's phase (pcall.ph: one allocation for both).
+	compact := func(pc *pcall) {
+		p := &pc.ph
+		p.Key = ph.Op.Key
 		if t := ph.Ext[abd.OptTag]; len(t) > 0 {
 			p.Tag = t[0]
 			switch ph.Op.Kind {
@@ -199,7 +201,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 				p.Value = ph.Op.Args[0]
 			}
 		}
-		return p
+		pc.phase = p
 	}
 	var req *synodpb.Request // the phase as a Pipeline call (made when needed)
 	var subCancel context.CancelFunc
@@ -296,7 +298,7 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			}()
 			return nil
 		}
-		pc.phase = compact()
+		compact(pc)
 		if ps := g.livePhases(); ps != nil && ps.enqueue(pc) == nil {
 			return nil
 		}
@@ -326,7 +328,8 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		}
 		return nil
 	}
-	for _, i := range a.majority(n) {
+	var pick [8]int
+	for _, i := range a.majority(n, pick[:0]) {
 		if err := start(i); err != nil {
 			return err
 		}
@@ -346,6 +349,23 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 				continue
 			}
 			calls[i] = nil
+			if q, ok, err := pc.queryAnswer(); ok {
+				// A query's answer, read from the reply as it is.
+				if err != nil {
+					return fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
+				}
+				a.c.conns[i].abdSuspect.Store(0)
+				advanced, err := co.AnswerQuery(i, q)
+				if err != nil {
+					return fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
+				}
+				got++
+				if advanced {
+					a.took(time.Since(began))
+					return nil
+				}
+				continue
+			}
 			res, err := pc.result()
 			switch {
 			case err != nil && pc.via == nil && status.Code(err) == codes.Unimplemented:
@@ -430,12 +450,12 @@ func (c *GRPC) putPhaseTimer(t *time.Timer) {
 // majority picks the replicas a phase asks first: a majority, taken round
 // robin over the replicas (so that each carries its share of the phases),
 // those not suspected first (a replica is suspected for abdSuspectFor after
-// a failed call or a call slower than abdHedge, until it answers).
-func (a *ABD) majority(n int) []int {
+// a failed call or a call slower than abdHedge, until it answers),
+// appended to pick.
+func (a *ABD) majority(n int, pick []int) []int {
 	q := automaton.Majority(n)
 	off := int(a.c.abdNext.Add(1) % uint64(n))
 	now := time.Now().UnixNano()
-	pick := make([]int, 0, n)
 	for pass := range 2 {
 		for k := range n {
 			i := (off + k) % n

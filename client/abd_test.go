@@ -246,7 +246,7 @@ func TestABDMajorityRoundRobin(t *testing.T) {
 	count := func() []int {
 		n := make([]int, 3)
 		for range 30 {
-			p := a.majority(3)
+			p := a.majority(3, nil)
 			if len(p) != 2 || p[0] == p[1] {
 				t.Fatalf("majority of 3: %v", p)
 			}

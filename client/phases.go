@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/protocol/abd"
 	"github.com/synod-dev/synod/service"
 )
 
@@ -40,7 +42,8 @@ const (
 type pcall struct {
 	id    uint64
 	ns    string
-	phase *synodpb.Phase
+	phase *synodpb.Phase // &ph (the phase in the same allocation as its call)
+	ph    synodpb.Phase
 	msg   *pmsg // its message once sent (under the stream's mu)
 	// notify receives the call once it completed; its capacity must hold
 	// every call that names it, so the stream never blocks on it.
@@ -83,6 +86,30 @@ func (pc *pcall) result() (service.Result, error) {
 		val = service.Bytes(r.GetValue())
 	}
 	return service.Array(service.Bytes([]byte(r.GetTag())), val), nil
+}
+
+// queryAnswer reads a completed query phase's reply as protocol/abd's
+// QueryAnswer, without making the [tag, value] result that result makes
+// and ParseQueryAnswer reads (three allocations per reply); ok false for
+// anything else (a store, a failure, an error result, a phase asked
+// through Pipeline): result then says what it was. err: the tag does not
+// parse (as ParseQueryAnswer would refuse it).
+func (pc *pcall) queryAnswer() (q abd.QueryAnswer, ok bool, err error) {
+	r := pc.reply
+	if pc.via != nil || pc.err != nil || pc.phase.GetTag() != "" || r.GetCode() != 0 || r.GetErr() != "" {
+		return q, false, nil
+	}
+	t, err := abd.ParseTag(r.GetTag())
+	if err != nil {
+		return q, true, fmt.Errorf("abd: query answer: %w", err)
+	}
+	q.Tag = t
+	if r.GetPresent() {
+		q.Value = r.GetValue()
+	} else {
+		q.Tomb = t != (abd.Tag{})
+	}
+	return q, true, nil
 }
 
 // pstream is a Phases stream on one connection.

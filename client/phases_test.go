@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/synod-dev/synod/api/synodpb"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/gateway/grpcserver"
+	"github.com/synod-dev/synod/protocol/abd"
 )
 
 // A stream's window (phases.go): the phases queued while phaseWindow
@@ -175,6 +177,52 @@ func TestABDPhasesDirectUnderGRPCGo(t *testing.T) {
 		}
 		if _, ok := gs.ClientStream.(*h2stream); !ok {
 			t.Errorf("%s: Phases stream over %T, want the direct transport's *h2stream", g.addr, gs.ClientStream)
+		}
+	}
+}
+
+// A query phase's reply is read as protocol/abd's QueryAnswer directly
+// (queryAnswer) exactly as result's [tag, value] reads through
+// ParseQueryAnswer: a value, a tombstone, a register never written, a tag
+// that does not parse; a store's reply, a failure or an error result is
+// left to result.
+func TestPhaseQueryAnswerAsResult(t *testing.T) {
+	query := func(r *synodpb.PhaseReply) *pcall {
+		pc := &pcall{reply: r}
+		pc.phase = &pc.ph
+		pc.ph.Key = "k"
+		return pc
+	}
+	for _, r := range []*synodpb.PhaseReply{
+		{Tag: "3:7:client/x", Value: []byte("v"), Present: true},
+		{Tag: "3:7:client/x", Present: true}, // present and empty
+		{Tag: "2:1:n1"},                      // a tombstone
+		{},                                   // never written
+	} {
+		pc := query(r)
+		q, ok, err := pc.queryAnswer()
+		res, rerr := pc.result()
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		want, werr := abd.ParseQueryAnswer(res)
+		if !ok || err != nil || werr != nil || q.Tag != want.Tag || q.Tomb != want.Tomb || string(q.Value) != string(want.Value) || q.Present() != want.Present() {
+			t.Errorf("reply %v: queryAnswer %+v %v %v, ParseQueryAnswer %+v %v", r, q, ok, err, want, werr)
+		}
+	}
+	if _, ok, err := query(&synodpb.PhaseReply{Tag: "x"}).queryAnswer(); !ok || err == nil {
+		t.Errorf("a tag that does not parse: ok %v err %v, want refused", ok, err)
+	}
+	store := query(&synodpb.PhaseReply{})
+	store.ph.Tag = "1:1:client/x"
+	for name, pc := range map[string]*pcall{
+		"store":  store,
+		"failed": {err: errors.New("x"), phase: &synodpb.Phase{}},
+		"code":   query(&synodpb.PhaseReply{Code: 14}),
+		"error":  query(&synodpb.PhaseReply{Err: "ERR x"}),
+	} {
+		if _, ok, _ := pc.queryAnswer(); ok {
+			t.Errorf("%s: read as a query's answer", name)
 		}
 	}
 }

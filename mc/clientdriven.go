@@ -81,7 +81,7 @@ func (w *world) sendPhase(c int) {
 	cl.phaseSeq++
 	ph := cl.coord.Phase()
 	req := &automaton.Request{ID: automaton.RequestID{Client: uint64(c + 1), Seq: cl.phaseSeq}, Op: ph.Op}
-	req.Opts.Ext = ph.Ext // never changed: a coordination starts a new map per phase
+	req.Opts.Ext = ph.Ext // never changed (a phase's options are read only: protocol/abd shares its query phases')
 	for i := range w.nodes {
 		w.send(message{from: -1 - c, to: i, req: req})
 	}

@@ -2,10 +2,12 @@ package grpcserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/status"
 
@@ -84,6 +86,7 @@ func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
 	defer stop()
 	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(), received: make(chan struct{})}
 	ph.batcher, _ = s.b.(gateway.BatchBackend)
+	ph.replier, _ = s.b.(gateway.BatchReplyBackend)
 	ph.workers.Store(maxPhaseMsgs)
 	for range maxPhaseMsgs {
 		go ph.work()
@@ -113,6 +116,7 @@ type phaser struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	batcher  gateway.BatchBackend
+	replier  gateway.BatchReplyBackend // the Backend's, when it answers batches through callbacks (runReply)
 	client   uint64
 	workers  atomic.Int32  // workers not yet returned
 	received chan struct{} // closed when every worker returned
@@ -128,6 +132,7 @@ type phaser struct {
 
 	smu        sync.Mutex // held while sending
 	sendFailed bool
+	msg        synodpb.PhaseResponse // the message being sent (under smu; Send marshals it before returning)
 }
 
 // fail records the stream's first failure and ends the stream.
@@ -150,6 +155,7 @@ func (ph *phaser) work() {
 			close(ph.received)
 		}
 	}()
+	var wk *phaseWorker // made on the first message, when the Backend answers through callbacks
 	for {
 		ph.rmu.Lock()
 		var m *synodpb.PhaseRequest
@@ -176,16 +182,25 @@ func (ph *phaser) work() {
 		if !ok {
 			return
 		}
-		ph.run(m)
+		if wk == nil && ph.replier != nil {
+			wk = newPhaseWorker(ph)
+		}
+		ph.run(m, wk)
 		ph.running.Done()
 	}
 }
 
 // run checks and runs a message's phases as one batch and sends their
-// replies.
-func (ph *phaser) run(m *synodpb.PhaseRequest) {
+// replies; wk, the worker's scratch, when the Backend answers through
+// callbacks (runReply).
+func (ph *phaser) run(m *synodpb.PhaseRequest, wk *phaseWorker) {
 	phases := m.GetPhases()
-	out := make([]*synodpb.PhaseReply, len(phases))
+	var out []*synodpb.PhaseReply
+	if wk != nil {
+		out = wk.take(len(phases))
+	} else {
+		out = make([]*synodpb.PhaseReply, len(phases))
+	}
 	refuseAll := func(err error) {
 		st := status.Convert(err)
 		for i, p := range phases {
@@ -219,8 +234,13 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 	seq := ph.seq
 	ph.seq += uint64(len(phases))
 	ph.mu.Unlock()
-	reqs := make([]automaton.Request, 0, len(phases))
-	idx := make([]int, 0, len(phases)) // reqs[k] answers phases[idx[k]]
+	var reqs []automaton.Request
+	var idx []int // reqs[k] answers phases[idx[k]]
+	if wk != nil {
+		reqs, idx = wk.reqs[:0], wk.idx[:0]
+	} else {
+		reqs, idx = make([]automaton.Request, 0, len(phases)), make([]int, 0, len(phases))
+	}
 	sl := newPhaseSlabs(len(phases))
 	for i, p := range phases {
 		req, err := ph.request(ns, svc, tagSpec, automaton.RequestID{Client: ph.client, Seq: seq + uint64(i) + 1}, p, sl.at(i))
@@ -231,6 +251,14 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 		}
 		reqs = append(reqs, req)
 		idx = append(idx, i)
+	}
+	if wk != nil {
+		wk.reqs, wk.idx = reqs, idx // grown: kept for the next message
+	}
+	if len(reqs) > 0 && wk != nil && wk.run(ns.Name, reqs, idx, phases, out) {
+		ph.send(out)
+		wk.done()
+		return
 	}
 	if len(reqs) > 0 {
 		rctx, cancel := context.WithTimeout(ph.ctx, ph.s.opts.RequestTimeout)
@@ -252,6 +280,114 @@ func (ph *phaser) run(m *synodpb.PhaseRequest) {
 		cancel()
 	}
 	ph.send(out)
+	if wk != nil {
+		wk.done()
+	}
+}
+
+// phaseWorker is a worker's scratch, when the Backend answers through
+// callbacks (gateway.BatchReplyBackend: the node), reused message after
+// message: its run hands a message's phases to the loop in one batch with
+// SubmitReplyBatch and waits until every one is answered. Over DoBatch it
+// spares per phase the node's copy of the options (a map and its lists:
+// the requests are the Backend's from now on, Submit's contract, and
+// nothing here changes them), a response channel and its waiter, and the
+// worker's wake per answer (the goroutine that completes a phase fills its
+// reply, and the last one wakes the worker once); per message, the
+// context and timer of RequestTimeout (one timer per worker, reset), the
+// callback (made once) and the lists of the message's requests and
+// replies. When RequestTimeout passes or the stream ends first, the phases
+// still held are withdrawn (Abandon) and answered as DoBatch's await
+// answers them (DEADLINE_EXCEEDED, CANCELED).
+type phaseWorker struct {
+	ph     *phaser
+	timer  *time.Timer
+	signal chan struct{}                        // capacity 1: the message's last answer
+	answer func(int, automaton.Response, error) // answered, made once
+
+	// The message running (set before SubmitReplyBatch, read by the
+	// callbacks; the worker reads out and replies after signal).
+	reqs    []automaton.Request
+	idx     []int
+	phases  []*synodpb.Phase
+	out     []*synodpb.PhaseReply
+	replies []synodpb.PhaseReply
+
+	mu   sync.Mutex
+	left int // phases not yet answered
+}
+
+func newPhaseWorker(ph *phaser) *phaseWorker {
+	wk := &phaseWorker{ph: ph, signal: make(chan struct{}, 1)}
+	wk.answer = wk.answered
+	wk.timer = time.NewTimer(time.Hour)
+	wk.timer.Stop()
+	return wk
+}
+
+// take returns the out list for a message of n phases (all nil: a
+// message refused whole leaves its replies in it).
+func (wk *phaseWorker) take(n int) []*synodpb.PhaseReply {
+	if cap(wk.out) < n {
+		wk.out = make([]*synodpb.PhaseReply, n)
+	}
+	out := wk.out[:n]
+	clear(out)
+	return out
+}
+
+// done drops the finished message's references (its replies were sent).
+func (wk *phaseWorker) done() {
+	clear(wk.out)
+	clear(wk.reqs[:cap(wk.reqs)])
+	wk.phases, wk.replies = nil, nil
+}
+
+// run hands reqs (the phases at idx of phases) to the loop and waits
+// until each is answered into out; false, having handed nothing over,
+// when the Backend does not take them so (then DoBatch).
+func (wk *phaseWorker) run(ns string, reqs []automaton.Request, idx []int, phases []*synodpb.Phase, out []*synodpb.PhaseReply) bool {
+	ph := wk.ph
+	wk.reqs, wk.idx, wk.phases, wk.out = reqs, idx, phases, out
+	wk.replies = make([]synodpb.PhaseReply, len(reqs)) // one array for the message's replies
+	wk.left = len(reqs)
+	if !ph.replier.SubmitReplyBatch(ph.ctx, ns, reqs, false, wk.answer) {
+		return false
+	}
+	wk.timer.Reset(ph.s.opts.RequestTimeout)
+	var err error
+	select {
+	case <-wk.signal:
+		wk.timer.Stop()
+		return true
+	case <-wk.timer.C:
+		err = context.DeadlineExceeded
+	case <-ph.ctx.Done():
+		wk.timer.Stop()
+		err = ph.ctx.Err()
+	}
+	for k, req := range reqs {
+		if ph.replier.Abandon(ns, req.ID) {
+			wk.answered(k, automaton.Response{}, err)
+		}
+	}
+	<-wk.signal
+	return true
+}
+
+// answered is the Backend's callback: reqs[k]'s answer.
+func (wk *phaseWorker) answered(k int, res automaton.Response, err error) {
+	i := wk.idx[k]
+	r := &wk.replies[k]
+	wk.ph.reply(r, wk.phases[i].GetId(), wk.ph.ctx, wk.reqs[k], res, err)
+	wk.mu.Lock()
+	wk.out[i] = r
+	wk.left--
+	last := wk.left == 0
+	wk.mu.Unlock()
+	if last {
+		wk.signal <- struct{}{}
+	}
 }
 
 // Query and store phases' options (shared: the node gives the automaton
@@ -294,7 +430,7 @@ func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec auto
 		req.Opts.Ext = queryExt
 	default:
 		sl.tag[0] = p.GetTag()
-		tag, err := tagSpec.Parse(sl.tag)
+		tag, err := parseTag(tagSpec, sl.tag)
 		if err != nil {
 			return req, refusal(synoderr.Invalid, "namespace %q: phase %d: %v", ns.Name, p.GetId(), err)
 		}
@@ -312,6 +448,22 @@ func (ph *phaser) request(ns config.Namespace, svc service.Service, tagSpec auto
 		return req, refusal(synoderr.Invalid, "namespace %q (service %s): %v", ns.Name, ns.Service, err)
 	}
 	return req, nil
+}
+
+// parseTag is tagSpec.Parse(tag) for a tag of one value (a phase's):
+// Parse's checks (its size, the protocol's Validate), without Parse's
+// copy of the list, which is the message's slab place already (a store
+// phase allocated it once per phase).
+func parseTag(tagSpec automaton.OptionSpec, tag []string) ([]string, error) {
+	if tagSpec.Type != automaton.OptString || len(tag) != 1 || len(tag[0]) > automaton.MaxOptionBytes {
+		return tagSpec.Parse(tag)
+	}
+	if tagSpec.Validate != nil {
+		if err := tagSpec.Validate(tag); err != nil {
+			return nil, fmt.Errorf("option %s: %w", tagSpec.Name, err)
+		}
+	}
+	return tag, nil
 }
 
 // reply sets out (a zero PhaseReply) to the Backend's answer to a phase
@@ -344,11 +496,27 @@ func (ph *phaser) reply(out *synodpb.PhaseReply, id uint64, rctx context.Context
 func (ph *phaser) send(rs []*synodpb.PhaseReply) {
 	ph.smu.Lock()
 	defer ph.smu.Unlock()
-	var msg synodpb.PhaseResponse
+	msg := &ph.msg
+	defer func() { msg.Replies = nil }()
 	size := 0
+	for _, r := range rs {
+		size += 64 + len(r.GetMessage()) + len(r.GetErr()) + len(r.GetTag()) + len(r.GetValue())
+	}
+	if size <= maxReplyBytes {
+		// One message (the usual case): rs as it is, no list made.
+		if len(rs) > 0 && !ph.sendFailed {
+			msg.Replies = rs
+			if err := ph.stream.Send(msg); err != nil {
+				ph.sendFailed = true
+				ph.fail(err)
+			}
+		}
+		return
+	}
+	size = 0
 	flush := func() {
 		if len(msg.Replies) > 0 && !ph.sendFailed {
-			if err := ph.stream.Send(&msg); err != nil {
+			if err := ph.stream.Send(msg); err != nil {
 				ph.sendFailed = true
 				ph.fail(err)
 			}

@@ -1,12 +1,18 @@
 package grpcserver
 
 import (
+	"context"
 	"io"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/synod-dev/synod/api/synodpb"
+	"github.com/synod-dev/synod/automaton"
 	"github.com/synod-dev/synod/gateway/gatewaytest"
 	"github.com/synod-dev/synod/protocol/abd"
 )
@@ -119,5 +125,154 @@ func TestPhases(t *testing.T) {
 func TestPhaseOptionNames(t *testing.T) {
 	if optPhase != abd.OptPhase || optTag != abd.OptTag || phaseQuery != abd.PhaseQuery || phaseStore != abd.PhaseStore {
 		t.Fatalf("gateway's %q %q %q %q, protocol/abd's %q %q %q %q", optPhase, optTag, phaseQuery, phaseStore, abd.OptPhase, abd.OptTag, abd.PhaseQuery, abd.PhaseStore)
+	}
+}
+
+// replyBackend is an AutomatonBackend that also answers batches through
+// callbacks (gateway.BatchReplyBackend, as node.Node does): a batch runs
+// through the inner DoBatch on a goroutine of its own, or, while hold is
+// set, is held unanswered until Abandon withdraws its requests.
+type replyBackend struct {
+	*gatewaytest.AutomatonBackend
+	mu        sync.Mutex
+	hold      bool
+	submitted int                          // batches SubmitReplyBatch took
+	held      map[automaton.RequestID]bool // held, not yet withdrawn
+	abandoned []automaton.RequestID        // withdrawn by Abandon
+}
+
+func (b *replyBackend) Submit(ctx context.Context, ns string, req automaton.Request) func() (automaton.Response, error) {
+	r, err := b.Do(ctx, ns, req)
+	return func() (automaton.Response, error) { return r, err }
+}
+
+func (b *replyBackend) SubmitReply(context.Context, string, automaton.Request, func(automaton.Response, error)) bool {
+	return false
+}
+
+func (b *replyBackend) SubmitReplyBatch(ctx context.Context, ns string, reqs []automaton.Request, _ bool, done func(int, automaton.Response, error)) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.submitted++
+	if b.hold {
+		for _, r := range reqs {
+			b.held[r.ID] = true
+		}
+		return true
+	}
+	go func() {
+		resps, errs := b.DoBatch(ctx, ns, reqs)
+		for i := range reqs {
+			done(i, resps[i], errs[i])
+		}
+	}()
+	return true
+}
+
+func (b *replyBackend) Abandon(_ string, id automaton.RequestID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.held[id] {
+		return false
+	}
+	delete(b.held, id)
+	b.abandoned = append(b.abandoned, id)
+	return true
+}
+
+// Where the Backend answers batches through callbacks (the node), a
+// message's phases go over in one SubmitReplyBatch and are answered as
+// over DoBatch; a batch not answered within RequestTimeout is withdrawn
+// (Abandon, each phase) and its phases answered DEADLINE_EXCEEDED.
+// RequestTimeout is 3 s, so that a loaded machine does not time out the
+// phases that run (the held ones wait for it).
+func TestPhasesReplyBackend(t *testing.T) {
+	b := &replyBackend{AutomatonBackend: gatewaytest.MustAutomaton(t, "abd", "kv"), held: map[automaton.RequestID]bool{}}
+	_, c := start(t, b, Options{RequestTimeout: 3 * time.Second})
+	got := phaseExchange(t, c,
+		&synodpb.PhaseRequest{Phases: []*synodpb.Phase{
+			{Id: 1, Key: "a", Tag: "2:1:client/x", Value: []byte("va")},
+			{Id: 2, Key: "b", Tag: "0:1:client/x", Value: []byte("vb")}, // TS 0: refused, not handed over
+		}},
+		&synodpb.PhaseRequest{Phases: []*synodpb.Phase{{Id: 3, Key: "a"}, {Id: 4, Key: "b"}}},
+	)
+	if r := got[1]; r.GetCode() != 0 || r.GetErr() != "" {
+		t.Errorf("store 1: %v, want a bare acknowledgement", r)
+	}
+	if r := got[2]; codes.Code(r.GetCode()) != codes.InvalidArgument {
+		t.Errorf("store 2 with TS 0: %v, want INVALID_ARGUMENT", r)
+	}
+	if r := got[3]; r.GetCode() != 0 || r.GetTag() != "2:1:client/x" || string(r.GetValue()) != "va" || !r.GetPresent() {
+		t.Errorf("query 3: %v, want 2:1:client/x va", r)
+	}
+	if r := got[4]; r.GetCode() != 0 || r.GetTag() != "" || r.GetPresent() {
+		t.Errorf("query 4: %v, want a register never written", r)
+	}
+	b.mu.Lock()
+	n := b.submitted
+	b.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("SubmitReplyBatch took %d batches, want 2 (one per message)", n)
+	}
+	if bs := b.Batches(); len(bs) != 2 || bs[0] != 1 || bs[1] != 2 {
+		t.Errorf("batches stepped %v, want [1 2]", bs)
+	}
+	// The workers' scratch, reused message after message on one stream:
+	// messages refused whole between messages that run, of varied sizes.
+	var msgs []*synodpb.PhaseRequest
+	id := uint64(100)
+	for r := range 12 {
+		m := &synodpb.PhaseRequest{}
+		if r%3 == 1 {
+			m.Namespace = "nope"
+		}
+		for range 1 + r%4 {
+			id++
+			m.Phases = append(m.Phases, &synodpb.Phase{Id: id, Key: "a"})
+		}
+		msgs = append(msgs, m)
+	}
+	got = phaseExchange(t, c, msgs...)
+	for _, m := range msgs {
+		for _, p := range m.GetPhases() {
+			r := got[p.GetId()]
+			if m.GetNamespace() == "nope" {
+				if codes.Code(r.GetCode()) != codes.NotFound {
+					t.Errorf("phase %d on an unknown namespace: %v, want NOT_FOUND", p.GetId(), r)
+				}
+			} else if r.GetCode() != 0 || r.GetTag() != "2:1:client/x" || string(r.GetValue()) != "va" {
+				t.Errorf("query %d: %v, want 2:1:client/x va", p.GetId(), r)
+			}
+		}
+	}
+	b.mu.Lock()
+	b.hold = true
+	b.mu.Unlock()
+	got = phaseExchange(t, c, &synodpb.PhaseRequest{Phases: []*synodpb.Phase{{Id: 5, Key: "a"}, {Id: 6, Key: "c", Tag: "1:1:client/x", Value: []byte("vc")}}})
+	for _, id := range []uint64{5, 6} {
+		if r := got[id]; codes.Code(r.GetCode()) != codes.DeadlineExceeded {
+			t.Errorf("held phase %d: %v, want DEADLINE_EXCEEDED", id, r)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.abandoned) != 2 || len(b.held) != 0 {
+		t.Errorf("withdrew %v, still held %v: want both phases withdrawn", b.abandoned, b.held)
+	}
+}
+
+// parseTag answers as the tag spec's Parse does: the same list or the
+// same refusal, for good, bad and oversized tags.
+func TestPhaseParseTagAsParse(t *testing.T) {
+	spec, err := automaton.FindOption("abd", optTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1:2:client/x", "0:1:client/x", "no-tag", "", "1:2:" + strings.Repeat("w", automaton.MaxOptionBytes)} {
+		got, gerr := parseTag(spec, []string{v})
+		want, werr := spec.Parse([]string{v})
+		if !slices.Equal(got, want) || (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Errorf("tag %.40q: parseTag %q %v, Parse %q %v", v, got, gerr, want, werr)
+		}
 	}
 }

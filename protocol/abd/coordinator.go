@@ -44,7 +44,7 @@ type Coordinator struct {
 	storing  bool // the current phase is a store
 	done     bool
 	result   service.Result
-	answered []bool
+	answered []bool // n places, cleared per phase
 	got      int
 	// The query phase's highest answer and how many answers carry its tag.
 	max  QueryAnswer
@@ -67,10 +67,19 @@ func NewCoordinator(op service.Op, writer string, seq uint64, n int, noWriteBack
 	if n < 1 {
 		return nil, fmt.Errorf("abd: client-driven ABD needs at least one replica, got %d", n)
 	}
-	c.startPhase(automaton.CoordPhase{Name: PhaseQuery, Op: service.Op{Kind: "get", Key: op.Key},
-		Ext: map[string][]string{OptPhase: {PhaseQuery}}})
+	c.answered = make([]bool, n)
+	c.startPhase(automaton.CoordPhase{Name: PhaseQuery, Op: service.Op{Kind: "get", Key: op.Key}, Ext: queryPhaseExt})
 	return c, nil
 }
+
+// A query phase's options, shared by every coordinator, and a store
+// phase's abd.phase list: a phase's Ext is read, never changed, by its
+// users (the Go client, the simulator; automaton.Options are copied on
+// write), so a put makes one options map (its store's) instead of two.
+var (
+	queryPhaseExt = map[string][]string{OptPhase: {PhaseQuery}}
+	storePhase    = []string{PhaseStore}
+)
 
 // Phase implements automaton.Coordination.
 func (c *Coordinator) Phase() automaton.CoordPhase { return c.phase }
@@ -91,7 +100,7 @@ func (c *Coordinator) Storing() bool { return c.storing }
 func (c *Coordinator) startPhase(p automaton.CoordPhase) {
 	c.phase = p
 	c.storing = p.Ext[OptPhase][0] == PhaseStore
-	c.answered = make([]bool, c.n)
+	clear(c.answered)
 	c.got = 0
 }
 
@@ -107,29 +116,48 @@ func (c *Coordinator) Answer(replica int, res service.Result) (bool, error) {
 		if res.Type != service.ResultOK {
 			return false, fmt.Errorf("abd: replica %d acknowledged a store with %v", replica, res)
 		}
-	} else {
-		q, err := ParseQueryAnswer(res)
-		if err != nil {
-			return false, fmt.Errorf("abd: replica %d: %w", replica, err)
-		}
-		switch {
-		case c.got == 0 || c.max.Tag.Less(q.Tag, false):
-			c.max, c.nMax = q, 1
-		case q.Tag == c.max.Tag:
-			c.nMax++
-		}
+		return c.counted(replica), nil
 	}
-	c.answered[replica] = true
-	c.got++
-	if c.got < c.quorum {
+	q, err := ParseQueryAnswer(res)
+	if err != nil {
+		return false, fmt.Errorf("abd: replica %d: %w", replica, err)
+	}
+	return c.AnswerQuery(replica, q)
+}
+
+// AnswerQuery is Answer with a query phase's answer already read (the Go
+// client reads its replies' tag and value without making the [tag, value]
+// result ParseQueryAnswer reads): the coordinator keeps q.Value.
+func (c *Coordinator) AnswerQuery(replica int, q QueryAnswer) (bool, error) {
+	if c.done || replica < 0 || replica >= c.n || c.answered[replica] {
 		return false, nil
 	}
 	if c.storing {
+		return false, fmt.Errorf("abd: replica %d answered the %s phase with a query's answer", replica, c.phase.Name)
+	}
+	switch {
+	case c.got == 0 || c.max.Tag.Less(q.Tag, false):
+		c.max, c.nMax = q, 1
+	case q.Tag == c.max.Tag:
+		c.nMax++
+	}
+	return c.counted(replica), nil
+}
+
+// counted counts replica's answer to the current phase and reports
+// whether it ended the phase (a majority).
+func (c *Coordinator) counted(replica int) bool {
+	c.answered[replica] = true
+	c.got++
+	if c.got < c.quorum {
+		return false
+	}
+	if c.storing {
 		c.finish()
-		return true, nil
+		return true
 	}
 	c.queried()
-	return true, nil
+	return true
 }
 
 // queried ends the query phase with a majority's answers (the ABD report
@@ -161,7 +189,7 @@ func (c *Coordinator) startStore(tag Tag, tomb bool, value []byte) {
 		op = service.Op{Kind: "del", Key: c.op.Key}
 	}
 	c.startPhase(automaton.CoordPhase{Name: PhaseStore, Op: op,
-		Ext: map[string][]string{OptPhase: {PhaseStore}, OptTag: {FormatTag(tag)}}})
+		Ext: map[string][]string{OptPhase: storePhase, OptTag: {FormatTag(tag)}}})
 }
 
 // finish sets the operation's answer from the query phase's highest tag.

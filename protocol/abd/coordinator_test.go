@@ -107,3 +107,34 @@ func TestCoordinatorDelAndErrors(t *testing.T) {
 		t.Fatal("incr was accepted")
 	}
 }
+
+// AnswerQuery counts a query's answer as Answer counts the same [tag,
+// value] result, once per replica, and refuses one in a store phase; the
+// query phases of two coordinators share their options (read only).
+func TestCoordinatorAnswerQuery(t *testing.T) {
+	c, err := NewCoordinator(service.Op{Kind: "set", Key: "k", Args: [][]byte{[]byte("v")}}, "client/w", 4, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := NewCoordinator(service.Op{Kind: "get", Key: "k"}, "client/w", 5, 3, false)
+	if c.Phase().Ext[OptPhase][0] != PhaseQuery || d.Phase().Ext[OptPhase][0] != PhaseQuery {
+		t.Fatalf("query phases' options %v %v", c.Phase().Ext, d.Phase().Ext)
+	}
+	q := QueryAnswer{Tag: Tag{TS: 5, Node: "n1", Seq: 2}, Value: []byte("old")}
+	if adv, err := c.AnswerQuery(0, q); adv || err != nil {
+		t.Fatalf("first answer: %v %v", adv, err)
+	}
+	if adv, err := c.AnswerQuery(0, q); adv || err != nil {
+		t.Fatalf("a replica's second answer: %v %v, want ignored", adv, err)
+	}
+	if adv, err := c.AnswerQuery(2, QueryAnswer{}); !adv || err != nil {
+		t.Fatalf("a majority's answer: %v %v, want the store phase next", adv, err)
+	}
+	ph := c.Phase()
+	if want := FormatTag(Tag{TS: 6, Node: "client/w", Seq: 4}); !c.Storing() || ph.Ext[OptTag][0] != want {
+		t.Fatalf("after the query: storing %v, options %v, want tag %s", c.Storing(), ph.Ext, want)
+	}
+	if _, err := c.AnswerQuery(1, q); err == nil {
+		t.Fatal("a query's answer in the store phase: accepted")
+	}
+}
