@@ -341,6 +341,18 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 		}
 	}
 	got := 0
+	// accepted counts replica i's answer (co.Answer's or co.AnswerQuery's
+	// outcome): ended once it completed this phase (a majority answered).
+	accepted := func(i int, advanced bool, err error) (ended bool, _ error) {
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
+		}
+		got++
+		if advanced {
+			a.took(time.Since(began))
+		}
+		return advanced, nil
+	}
 	for {
 		select {
 		case pc := <-done:
@@ -356,13 +368,8 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 				}
 				a.c.conns[i].abdSuspect.Store(0)
 				advanced, err := co.AnswerQuery(i, q)
-				if err != nil {
-					return fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
-				}
-				got++
-				if advanced {
-					a.took(time.Since(began))
-					return nil
+				if ended, err := accepted(i, advanced, err); ended || err != nil {
+					return err
 				}
 				continue
 			}
@@ -382,13 +389,8 @@ func (a *ABD) phase(ctx context.Context, co *abd.Coordinator) error {
 			case err == nil && !res.IsErr():
 				a.c.conns[i].abdSuspect.Store(0)
 				advanced, err := co.Answer(i, res)
-				if err != nil {
-					return fmt.Errorf("%s: %w", a.c.conns[i].addr, err)
-				}
-				got++
-				if advanced {
-					a.took(time.Since(began))
-					return nil
+				if ended, err := accepted(i, advanced, err); ended || err != nil {
+					return err
 				}
 				continue
 			case err == nil:

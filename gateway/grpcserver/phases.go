@@ -497,23 +497,7 @@ func (ph *phaser) send(rs []*synodpb.PhaseReply) {
 	ph.smu.Lock()
 	defer ph.smu.Unlock()
 	msg := &ph.msg
-	defer func() { msg.Replies = nil }()
 	size := 0
-	for _, r := range rs {
-		size += 64 + len(r.GetMessage()) + len(r.GetErr()) + len(r.GetTag()) + len(r.GetValue())
-	}
-	if size <= maxReplyBytes {
-		// One message (the usual case): rs as it is, no list made.
-		if len(rs) > 0 && !ph.sendFailed {
-			msg.Replies = rs
-			if err := ph.stream.Send(msg); err != nil {
-				ph.sendFailed = true
-				ph.fail(err)
-			}
-		}
-		return
-	}
-	size = 0
 	flush := func() {
 		if len(msg.Replies) > 0 && !ph.sendFailed {
 			if err := ph.stream.Send(msg); err != nil {
@@ -524,7 +508,17 @@ func (ph *phaser) send(rs []*synodpb.PhaseReply) {
 		msg.Replies, size = nil, 0
 	}
 	for _, r := range rs {
-		n := 64 + len(r.GetMessage()) + len(r.GetErr()) + len(r.GetTag()) + len(r.GetValue())
+		size += replySize(r)
+	}
+	if size <= maxReplyBytes {
+		// One message (the usual case): rs as it is, no list made.
+		msg.Replies = rs
+		flush()
+		return
+	}
+	size = 0
+	for _, r := range rs {
+		n := replySize(r)
 		if size > 0 && size+n > maxReplyBytes {
 			flush()
 		}
@@ -532,4 +526,9 @@ func (ph *phaser) send(rs []*synodpb.PhaseReply) {
 		size += n
 	}
 	flush()
+}
+
+// replySize is about the bytes r takes in a PhaseResponse (send's bound).
+func replySize(r *synodpb.PhaseReply) int {
+	return 64 + len(r.GetMessage()) + len(r.GetErr()) + len(r.GetTag()) + len(r.GetValue())
 }
