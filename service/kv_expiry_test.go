@@ -147,4 +147,12 @@ func TestKVActiveExpire(t *testing.T) {
 	if d, ok := a.NextDeadline(); !ok || d != 1500 {
 		t.Fatalf("next deadline %d %v", d, ok)
 	}
+	// A negative limit is refused, not applied (it panicked every
+	// replica); zero removes nothing.
+	if got := a.ApplyEnv(ActiveExpire(-1), Env{Time: 2000e6}); !got.IsErr() {
+		t.Fatalf("activeexpire -1 answered %v, want an error", got)
+	}
+	if got := a.ApplyEnv(ActiveExpire(0), Env{Time: 2000e6}); !got.Equal(Array()) || a.Len() != 2 {
+		t.Fatalf("activeexpire 0 answered %v, left %d keys", got, a.Len())
+	}
 }
