@@ -233,17 +233,9 @@ func (s *KVState) runOp(o kvOp, op Op) Result {
 // carries): a new version, the key's last-change version, its deadline,
 // the journal and, when hashed, the key's leaf.
 func (s *KVState) put(key string, e kvEntry) {
-	old, ok := s.m[key]
-	s.putOver(key, e, old, ok)
-}
-
-// putOver is put when the caller has already looked key up: old and ok
-// are s.m[key] (the raw entry, expired or not). A probe of a large key map
-// is a likely cache miss, and SET would make it twice (issue 28).
-func (s *KVState) putOver(key string, e kvEntry, old kvEntry, ok bool) {
 	s.version++
 	e.at = s.version
-	if ok {
+	if old, ok := s.m[key]; ok {
 		e.gen = old.gen + 1
 	} else {
 		e.gen = s.absentVersion(key) + 1

@@ -159,8 +159,7 @@ func TestKVActiveExpire(t *testing.T) {
 
 // TestKVDeadlineMap: after every way a deadline is set, kept, moved,
 // changed or dropped, the deadline map holds exactly the keys with
-// deadlines (checkExps), and a write reaps an expired key through it
-// (reap asks that map alone).
+// deadlines (checkExps), and a write reaps an expired key.
 func TestKVDeadlineMap(t *testing.T) {
 	s := newKVState()
 	at := int64(1000)

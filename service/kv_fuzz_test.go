@@ -107,8 +107,8 @@ func FuzzKVApply(f *testing.F) {
 }
 
 // checkExps checks the deadline map against the keys: every key with a
-// deadline is in it with that deadline, and it holds no other key. reap
-// asks it alone whether a key has expired.
+// deadline is in it with that deadline, and it holds no other key (what
+// active expiry and a reap that asked that map alone would rely on).
 func checkExps(st *KVState) error {
 	n := 0
 	for k, e := range st.m {

@@ -58,17 +58,11 @@ func (s *KVState) strOrAnswer(key string) (_ kvEntry, answer Result, ok bool) {
 // type.
 func (s *KVState) str(key string) (e kvEntry, ok bool, bad *Result) {
 	e, ok = s.live(key)
-	return e, ok, wrongTypeOf(e, ok)
-}
-
-// wrongTypeOf is str's WRONGTYPE error for a live entry e that is not a
-// string (nil when it is one, or absent).
-func wrongTypeOf(e kvEntry, ok bool) *Result {
 	if ok && e.c != nil {
 		r := wrongType()
-		return &r
+		return e, true, &r
 	}
-	return nil
+	return e, ok, nil
 }
 
 func (s *KVState) opGet(op Op) Result {
@@ -144,9 +138,7 @@ func (s *KVState) opSet(op Op) Result {
 	if o.ttl != nil && !s.timed {
 		return Errorf(errNoTime)
 	}
-	raw, had := s.m[op.Key] // the one probe of the key map (putOver)
-	old, ok := s.liveEntry(raw, had)
-	bad := wrongTypeOf(old, ok)
+	old, ok, bad := s.str(op.Key)
 	if bad != nil && o.get {
 		return *bad
 	}
@@ -168,7 +160,7 @@ func (s *KVState) opSet(op Op) Result {
 		}
 		exp = d
 	}
-	s.putOver(op.Key, kvEntry{v: op.Args[0], exp: exp}, raw, had)
+	s.putString(op.Key, op.Args[0], exp)
 	s.expireIfDue(op.Key)
 	if o.get {
 		return prev

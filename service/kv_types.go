@@ -135,11 +135,6 @@ func (c *coll) size() int {
 // operation's time.
 func (s *KVState) live(key string) (kvEntry, bool) {
 	e, ok := s.m[key]
-	return s.liveEntry(e, ok)
-}
-
-// liveEntry is live for an entry already looked up: e and ok are s.m[key].
-func (s *KVState) liveEntry(e kvEntry, ok bool) (kvEntry, bool) {
 	if !ok || (e.exp != 0 && e.exp <= s.now) {
 		return kvEntry{}, false
 	}

@@ -241,8 +241,7 @@ func (a *ESDS) replicaRequest(fe int, x entry) {
 	if a.localRead(fe, x) {
 		return
 	}
-	known := a.ops[x.ID] != nil // one probe of the operations map, not two
-	if !known && a.gcd.has(x.ID) {
+	if a.ops[x.ID] == nil && a.gcd.has(x.ID) {
 		res, ok := a.keptResult(x.ID)
 		if !ok {
 			res = service.Errorf("ERR operation %q is stable and its value is no longer kept", x.ID)
@@ -250,7 +249,7 @@ func (a *ESDS) replicaRequest(fe int, x entry) {
 		a.sendResponse(fe, x.ID, res)
 		return
 	}
-	if !known {
+	if a.ops[x.ID] == nil {
 		o := a.spareOp
 		if a.spareOp = nil; o == nil {
 			o = new(op)
@@ -273,9 +272,7 @@ func (a *ESDS) replicaRequest(fe int, x entry) {
 // is kept in reads, so that a later operation naming it in prev is done
 // here without waiting for it. It reports whether it answered.
 func (a *ESDS) localRead(fe int, x entry) bool {
-	// A write (every put) is turned away before the operations map is
-	// probed: a miss of that large map, for an id it does not hold yet.
-	if !a.readsLocal || x.Strict || a.unopt || a.recompute || !a.svc.IsRead(x.Op) || a.ops[x.ID] != nil {
+	if !a.readsLocal || x.Strict || a.unopt || a.recompute || a.ops[x.ID] != nil || !a.svc.IsRead(x.Op) {
 		return false
 	}
 	if !a.proto.readNoPrev && len(a.missingPrev(x.Prev)) > 0 {
