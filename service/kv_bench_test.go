@@ -3,7 +3,10 @@ package service
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
+
+	"github.com/synod-dev/synod/automaton/cpuwork"
 )
 
 // BenchmarkKVTypedWrites measures one write to a collection of the given
@@ -79,6 +82,46 @@ func BenchmarkKVSnapshot10k(b *testing.B) {
 					s.Snapshot()
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkKVSetKeys is a plain SET of a 100-byte value to a key drawn
+// (pseudo-randomly, the same sequence every run) from n keys that all
+// exist, the ESDS benchmarks' put (redis-benchmark -t set -r 10000):
+// every probe of the key map is a likely cache miss once the map
+// outgrows the cache. Beside wall time it reports the benchmark thread's
+// CPU per SET (cpu-ns/op), which a loaded machine's descheduling does not
+// inflate.
+//
+//	go test ./service -run '^$' -bench KVSetKeys
+func BenchmarkKVSetKeys(b *testing.B) {
+	for _, n := range []int{10000, 1000000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			s := newKVState()
+			v := bytes.Repeat([]byte("v"), 100)
+			ops := make([]Op, n)
+			for i := range ops {
+				ops[i] = Op{Kind: "set", Key: fmt.Sprintf("key:%012d", i), Args: [][]byte{v}}
+				s.Apply(ops[i])
+			}
+			order := make([]int32, 1<<16)
+			x := uint32(1)
+			for i := range order {
+				x ^= x << 13
+				x ^= x >> 17
+				x ^= x << 5
+				order[i] = int32(x % uint32(n))
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			c0, _ := cpuwork.ThreadCPU()
+			for i := 0; i < b.N; i++ {
+				s.Apply(ops[order[i&(len(order)-1)]])
+			}
+			c1, _ := cpuwork.ThreadCPU()
+			b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -147,4 +147,62 @@ func TestKVActiveExpire(t *testing.T) {
 	if d, ok := a.NextDeadline(); !ok || d != 1500 {
 		t.Fatalf("next deadline %d %v", d, ok)
 	}
+	// A negative limit is refused, not applied (it panicked every
+	// replica); zero removes nothing.
+	if got := a.ApplyEnv(ActiveExpire(-1), Env{Time: 2000e6}); !got.IsErr() {
+		t.Fatalf("activeexpire -1 answered %v, want an error", got)
+	}
+	if got := a.ApplyEnv(ActiveExpire(0), Env{Time: 2000e6}); !got.Equal(Array()) || a.Len() != 2 {
+		t.Fatalf("activeexpire 0 answered %v, left %d keys", got, a.Len())
+	}
+}
+
+// TestKVDeadlineMap: after every way a deadline is set, kept, moved,
+// changed or dropped, the deadline map holds exactly the keys with
+// deadlines (checkExps), and a write reaps an expired key.
+func TestKVDeadlineMap(t *testing.T) {
+	s := newKVState()
+	at := int64(1000)
+	steps := []Op{
+		op("set", "a", "v", "ex", "10"),
+		op("set", "b", "v", "px", "101"),
+		op("set", "c", "v"),
+		op("expire", "c", "7"),
+		op("pexpire", "c", "7001", "gt"),
+		op("set", "a", "w", "keepttl"),
+		op("set", "b", "w"), // drops b's deadline
+		op("getex", "c", "persist"),
+		op("getex", "c", "px", "55"),
+		op("rename", "c", "d"),
+		op("copy", "d", "e"),
+		op("persist", "e"),
+		op("set", "f", "v", "pxat", "1"), // already past: deleted at once
+		op("del", "a"),
+		op("set", "g", "v", "px", "5"),
+	}
+	for _, o := range steps {
+		s.ApplyEnv(o, Env{Time: at * 1e6})
+		if err := checkExps(s); err != nil {
+			t.Fatalf("after %v: %v", o, err)
+		}
+	}
+	// d expires at 1055 and g at 1005: a write to g at 1100 reaps g;
+	// d stays in the map until a write or activeexpire removes it.
+	s.ApplyEnv(op("append", "g", "x"), Env{Time: 1100e6})
+	if got := s.ApplyEnv(op("strlen", "g"), Env{Time: 1100e6}); !got.Equal(Int(1)) {
+		t.Fatalf("g was not reaped before the append: strlen %v", got)
+	}
+	if err := checkExps(s); err != nil {
+		t.Fatal(err)
+	}
+	again := newKVState()
+	if err := again.Restore(s.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkExps(again); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+	if len(again.exps) != 1 {
+		t.Fatalf("restored deadline map %v, want d's alone", again.exps)
+	}
 }

@@ -85,6 +85,9 @@ func FuzzKVApply(f *testing.F) {
 					t.Fatalf("read %v changed the state", op)
 				}
 				res = append(res, r)
+				if err := checkExps(st); err != nil {
+					t.Fatalf("after %v: %v", op, err)
+				}
 			}
 			return st, res
 		}
@@ -101,6 +104,26 @@ func FuzzKVApply(f *testing.F) {
 			t.Fatal("the final snapshot restores to another state")
 		}
 	})
+}
+
+// checkExps checks the deadline map against the keys: every key with a
+// deadline is in it with that deadline, and it holds no other key (what
+// active expiry and a reap that asked that map alone would rely on).
+func checkExps(st *KVState) error {
+	n := 0
+	for k, e := range st.m {
+		if e.exp == 0 {
+			continue
+		}
+		n++
+		if d, ok := st.exps[k]; !ok || d != e.exp {
+			return fmt.Errorf("key %q has deadline %d, the deadline map %d (%v)", k, e.exp, d, ok)
+		}
+	}
+	if n != len(st.exps) {
+		return fmt.Errorf("%d keys have deadlines, the deadline map holds %d", n, len(st.exps))
+	}
+	return nil
 }
 
 // TestSetRangeHugeOffset: SETRANGE with an offset near 2^63 is refused.
