@@ -87,6 +87,7 @@ func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
 	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(), received: make(chan struct{})}
 	ph.batcher, _ = s.b.(gateway.BatchBackend)
 	ph.replier, _ = s.b.(gateway.BatchReplyBackend)
+	ph.owner, _ = s.b.(ownedArgsReplier)
 	ph.workers.Store(maxPhaseMsgs)
 	for range maxPhaseMsgs {
 		go ph.work()
@@ -117,6 +118,7 @@ type phaser struct {
 	cancel   context.CancelFunc
 	batcher  gateway.BatchBackend
 	replier  gateway.BatchReplyBackend // the Backend's, when it answers batches through callbacks (runReply)
+	owner    ownedArgsReplier          // the Backend's, when it also takes the phases' values without copying them
 	client   uint64
 	workers  atomic.Int32  // workers not yet returned
 	received chan struct{} // closed when every worker returned
@@ -351,7 +353,13 @@ func (wk *phaseWorker) run(ns string, reqs []automaton.Request, idx []int, phase
 	wk.reqs, wk.idx, wk.phases, wk.out = reqs, idx, phases, out
 	wk.replies = make([]synodpb.PhaseReply, len(reqs)) // one array for the message's replies
 	wk.left = len(reqs)
-	if !ph.replier.SubmitReplyBatch(ph.ctx, ns, reqs, false, wk.answer) {
+	var taken bool
+	if ph.owner != nil {
+		taken = ph.owner.SubmitReplyBatchOwned(ph.ctx, ns, reqs, false, wk.answer)
+	} else {
+		taken = ph.replier.SubmitReplyBatch(ph.ctx, ns, reqs, false, wk.answer)
+	}
+	if !taken {
 		return false
 	}
 	wk.timer.Reset(ph.s.opts.RequestTimeout)
@@ -373,6 +381,15 @@ func (wk *phaseWorker) run(ns string, reqs []automaton.Request, idx []int, phase
 	}
 	<-wk.signal
 	return true
+}
+
+// ownedArgsReplier is a BatchReplyBackend that also takes requests whose
+// arguments are its own from then on (node.Node): a store phase's value
+// is the decoder's copy (synodpb's hand decoder, or proto.Unmarshal's)
+// and its argument list the message's phaseSlabs, made for it and never
+// read or changed after, so the node need not copy them again.
+type ownedArgsReplier interface {
+	SubmitReplyBatchOwned(ctx context.Context, ns string, reqs []automaton.Request, held bool, done func(int, automaton.Response, error)) bool
 }
 
 // answered is the Backend's callback: reqs[k]'s answer.
@@ -397,12 +414,14 @@ var (
 	storeValue = []string{phaseStore}
 )
 
-// phaseSlabs are a message's per-phase slices in one array each (a store
+// phaseSlabs are a message's per-phase slices in one array (a store
 // phase's tag option and its set's argument), so that a phase takes a
-// place instead of allocating them.
-type phaseSlabs struct {
-	tags []string
-	args [][]byte
+// place instead of allocating them: one allocation per message.
+type phaseSlabs []phaseSlot
+
+type phaseSlot struct {
+	tag [1]string
+	arg [1][]byte
 }
 
 // phaseSlab is one phase's places in its message's phaseSlabs.
@@ -411,12 +430,10 @@ type phaseSlab struct {
 	args [][]byte // length 1, capacity 1
 }
 
-func newPhaseSlabs(n int) *phaseSlabs {
-	return &phaseSlabs{tags: make([]string, n), args: make([][]byte, n)}
-}
+func newPhaseSlabs(n int) phaseSlabs { return make(phaseSlabs, n) }
 
-func (s *phaseSlabs) at(i int) phaseSlab {
-	return phaseSlab{tag: s.tags[i : i+1 : i+1], args: s.args[i : i+1 : i+1]}
+func (s phaseSlabs) at(i int) phaseSlab {
+	return phaseSlab{tag: s[i].tag[:], args: s[i].arg[:]}
 }
 
 // request checks phase p of namespace ns as Do checks the request it
