@@ -250,7 +250,9 @@ func (ps *pstream) message() *synodpb.PhaseRequest {
 		return nil
 	}
 	ns := ps.queue[0].ns
-	msg := &synodpb.PhaseRequest{Namespace: ns}
+	// The list at its largest at once (appending from nil grew it about
+	// log2(n) times per message).
+	msg := &synodpb.PhaseRequest{Namespace: ns, Phases: make([]*synodpb.Phase, 0, min(len(ps.queue), maxPhasesMsg))}
 	m := &pmsg{}
 	size := 0
 	rest := ps.queue[:0]
@@ -296,6 +298,7 @@ func (ps *pstream) reader() {
 // reply freed a place in the window while phases are queued (the writer
 // is then to be woken).
 func (ps *pstream) answered(replies []*synodpb.PhaseReply) (done []*pcall, wake bool) {
+	done = make([]*pcall, 0, len(replies)) // at its largest at once, as message's list
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, r := range replies {

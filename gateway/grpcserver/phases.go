@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"google.golang.org/grpc/status"
 
@@ -497,8 +498,11 @@ func (ph *phaser) reply(out *synodpb.PhaseReply, id uint64, rctx context.Context
 	case r.Type == service.ResultErr:
 		out.Err = synoderr.Text(r.Err)
 	case r.Type == service.ResultArray && len(r.Elems) == 2 && r.Elems[0].Type == service.ResultBytes:
-		// A query's [tag, value] (protocol/abd queryResult).
-		out.Tag = string(r.Elems[0].Bytes)
+		// A query's [tag, value] (protocol/abd queryResult). The tag's
+		// bytes are the answer's, which nothing changes once answered
+		// (queryResult makes them for it): out, marshalled by send and
+		// then dropped, reads them in place instead of a copy.
+		out.Tag = bytesString(r.Elems[0].Bytes)
 		if v := r.Elems[1]; v.Type == service.ResultBytes {
 			out.Value, out.Present = v.Bytes, true
 		}
@@ -506,6 +510,15 @@ func (ph *phaser) reply(out *synodpb.PhaseReply, id uint64, rctx context.Context
 	default:
 		out.Err = "ERR internal error: a phase answered " + r.String()
 	}
+}
+
+// bytesString is b as a string, without a copy: b must not change while
+// the string is in use.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // send writes a message's replies, in messages of at most about
