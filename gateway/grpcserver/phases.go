@@ -43,7 +43,9 @@ import (
 //     (client/phases.go), so the batches grow with the load.
 //   - Concurrency. A stream has maxPhaseMsgs workers; they take turns
 //     receiving, and the one that received a message runs it (no hand-off
-//     between receiving a message and handing it to the loop), so at most
+//     between receiving a message and handing it to the loop; over the
+//     direct transport the receiving worker reads the connection itself,
+//     the read turn of h2server.go, as Pipeline's receiver), so at most
 //     maxPhaseMsgs messages of a stream run at once; then the stream stops
 //     reading and HTTP/2 flow control holds the caller back. The phases of a message and of
 //     different messages are independent (ABD needs no order: a query has
@@ -90,6 +92,7 @@ func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
 	ph.replier, _ = s.b.(gateway.BatchReplyBackend)
 	ph.owner, _ = s.b.(ownedArgsReplier)
 	ph.workers.Store(maxPhaseMsgs)
+	ph.free.Store(maxPhaseMsgs)
 	for range maxPhaseMsgs {
 		go ph.work()
 	}
@@ -122,6 +125,7 @@ type phaser struct {
 	owner    ownedArgsReplier          // the Backend's, when it also takes the phases' values without copying them
 	client   uint64
 	workers  atomic.Int32  // workers not yet returned
+	free     atomic.Int32  // workers not running a message (one of them receives next)
 	received chan struct{} // closed when every worker returned
 	running  sync.WaitGroup
 
@@ -188,7 +192,16 @@ func (ph *phaser) work() {
 		if wk == nil && ph.replier != nil {
 			wk = newPhaseWorker(ph)
 		}
+		// The direct transport's read turn (h2server.go): the stream's
+		// receiver reads the connection itself, so a free worker's Recv
+		// reads the next message as soon as this one is received. When
+		// every worker is running a message nobody receives for a while:
+		// the connection is read on meanwhile (the turn's promise).
+		if ph.free.Add(-1) == 0 {
+			keepReading(ph.ctx)
+		}
 		ph.run(m, wk)
+		ph.free.Add(1)
 		ph.running.Done()
 	}
 }
