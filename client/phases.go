@@ -31,8 +31,12 @@ import (
 // UNIMPLEMENTED) is asked through its Pipeline stream instead (abd.go).
 
 const (
-	// phaseWindow bounds a stream's messages without all their replies.
-	phaseWindow = 2
+	// phaseWindow bounds a stream's messages without all their replies:
+	// one, so that the phases queued during a round trip leave in one
+	// message (with 2, as before session 61, a loaded client sent about
+	// 1.2x the messages per operation, each a write, a read and a wake on
+	// both sides; docs/costs/s61-cabd61.md).
+	phaseWindow = 1
 	// maxPhasesMsg bounds a message's phases (the server's bound,
 	// grpcserver maxPhases).
 	maxPhasesMsg = 1024
