@@ -31,8 +31,12 @@ import (
 // UNIMPLEMENTED) is asked through its Pipeline stream instead (abd.go).
 
 const (
-	// phaseWindow bounds a stream's messages without all their replies.
-	phaseWindow = 2
+	// phaseWindow bounds a stream's messages without all their replies:
+	// one, so that the phases queued during a round trip leave in one
+	// message (with 2, as before session 61, a loaded client sent about
+	// 1.2x the messages per operation, each a write, a read and a wake on
+	// both sides; docs/costs/s61-cabd61.md).
+	phaseWindow = 1
 	// maxPhasesMsg bounds a message's phases (the server's bound,
 	// grpcserver maxPhases).
 	maxPhasesMsg = 1024
@@ -250,7 +254,9 @@ func (ps *pstream) message() *synodpb.PhaseRequest {
 		return nil
 	}
 	ns := ps.queue[0].ns
-	msg := &synodpb.PhaseRequest{Namespace: ns}
+	// The list at its largest at once (appending from nil grew it about
+	// log2(n) times per message).
+	msg := &synodpb.PhaseRequest{Namespace: ns, Phases: make([]*synodpb.Phase, 0, min(len(ps.queue), maxPhasesMsg))}
 	m := &pmsg{}
 	size := 0
 	rest := ps.queue[:0]
@@ -296,6 +302,7 @@ func (ps *pstream) reader() {
 // reply freed a place in the window while phases are queued (the writer
 // is then to be woken).
 func (ps *pstream) answered(replies []*synodpb.PhaseReply) (done []*pcall, wake bool) {
+	done = make([]*pcall, 0, len(replies)) // at its largest at once, as message's list
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, r := range replies {

@@ -1105,6 +1105,13 @@ func (n *Node) admit(l *nsLoop, req automaton.Request) (_ automaton.Request, ref
 // not copied (a map and its lists, three allocations per ESDS request,
 // whose gateway assigns every request an option of its own).
 func (n *Node) admitOwned(l *nsLoop, req automaton.Request, ownOps bool) (_ automaton.Request, refused automaton.Response, ok bool) {
+	return n.admitArgs(l, req, ownOps, false)
+}
+
+// admitArgs is admitOwned; ownArgs says req.Op's arguments (the list and
+// the bytes it points to) are the node's too (SubmitReplyBatchOwned's
+// contract): they are then not copied.
+func (n *Node) admitArgs(l *nsLoop, req automaton.Request, ownOps, ownArgs bool) (_ automaton.Request, refused automaton.Response, ok bool) {
 	// A transaction shape the protocol cannot honour is refused here, before
 	// anything is applied (automaton/txn.go). Only groups and transaction
 	// steps can be refused, so a plain request skips the registry lookup
@@ -1116,7 +1123,9 @@ func (n *Node) admitOwned(l *nsLoop, req automaton.Request, ownOps bool) (_ auto
 	}
 	// The request may sit in the inbox after Do returns (context ended); the
 	// caller may then reuse its buffers, so the automaton gets its own copy.
-	req.Op.Args = cloneArgs(req.Op.Args)
+	if !ownArgs {
+		req.Op.Args = cloneArgs(req.Op.Args)
+	}
 	if ownOps {
 		cloneGroupArgs(req.Ops)
 	} else if req.Ops != nil {

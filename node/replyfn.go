@@ -316,16 +316,36 @@ var _ gateway.BatchReplyBackend = (*Node)(nil)
 // waits in the queue for Kick (a full queue: handed over as without).
 // reqs[i].Ops is the node's once called (Submit's contract).
 func (n *Node) SubmitReplyBatch(ctx context.Context, ns string, reqs []automaton.Request, held bool, done func(int, automaton.Response, error)) bool {
+	return n.submitReplyBatch(ctx, ns, reqs, held, false, done)
+}
+
+// SubmitReplyBatchOwned is SubmitReplyBatch for requests whose operation's
+// arguments (req.Op.Args, the list and the bytes its entries point to) are
+// the node's too once called: the caller neither reads nor changes them
+// after, so the node keeps them instead of copying them (admit's copy: a
+// list and a buffer per request). gRPC's Phases (gateway/grpcserver) hands
+// over so the values it decoded into buffers of their own.
+func (n *Node) SubmitReplyBatchOwned(ctx context.Context, ns string, reqs []automaton.Request, held bool, done func(int, automaton.Response, error)) bool {
+	return n.submitReplyBatch(ctx, ns, reqs, held, true, done)
+}
+
+func (n *Node) submitReplyBatch(ctx context.Context, ns string, reqs []automaton.Request, held, ownArgs bool, done func(int, automaton.Response, error)) bool {
 	l := n.loop(ns)
 	if l == nil || !l.batches || n.opts.noReplyFn || n.shardOfLoop(ns) != nil || (len(n.groupOf) > 0 && n.groupOf[ns] != nil) || n.open() != nil {
 		return false
 	}
 	batch := make([]automaton.Request, 0, len(reqs))
-	idx := make([]int, 0, len(reqs))
+	var idx []int // batch[k] is reqs[idx[k]]; nil while that is reqs[k] (nothing refused)
 	t0 := time.Now()
 	for i, req := range reqs {
-		req, refused, ok := n.admitOwned(l, req, true)
+		req, refused, ok := n.admitArgs(l, req, true, ownArgs)
 		if !ok {
+			if idx == nil {
+				idx = make([]int, len(batch), len(reqs))
+				for k := range idx {
+					idx[k] = k
+				}
+			}
 			done(i, refused, nil)
 			continue
 		}
@@ -335,7 +355,9 @@ func (n *Node) SubmitReplyBatch(ctx context.Context, ns string, reqs []automaton
 		l.waiters[req.ID] = ws
 		l.wmu.Unlock()
 		batch = append(batch, req)
-		idx = append(idx, i)
+		if idx != nil {
+			idx = append(idx, i)
+		}
 	}
 	if len(batch) == 0 {
 		return true
@@ -357,8 +379,11 @@ func (n *Node) SubmitReplyBatch(ctx context.Context, ns string, reqs []automaton
 	err := n.handOverBatch(ctx, l, batch)
 	if err != nil {
 		for k, req := range batch {
+			if idx != nil {
+				k = idx[k]
+			}
 			if l.removeCallback(req.ID) {
-				done(idx[k], automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, err))
+				done(k, automaton.Response{}, fmt.Errorf("request %s not submitted: %w", req.ID, err))
 			}
 		}
 		return true

@@ -2,6 +2,7 @@ package synodpb
 
 import (
 	"unicode/utf8"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -15,7 +16,10 @@ import (
 // well-formed varints and lengths; UnmarshalMessage then decodes with
 // proto.Unmarshal, so what is accepted and how it reads are proto's.
 // Bytes fields are copied, as proto.Unmarshal copies them: a replica keeps
-// a store's value, which must not hold the received message.
+// a store's value, which must not hold the received message. A phase's (or
+// a reply's) string and bytes fields are copied into one buffer of its
+// own (fieldBuf), one allocation per phase instead of one per field: a
+// field kept keeps only its own phase's other fields, never the message.
 
 // DecodePhaseRequest decodes b into m (a zero PhaseRequest) by hand.
 func DecodePhaseRequest(b []byte, m *PhaseRequest) bool {
@@ -65,6 +69,7 @@ func DecodePhaseRequest(b []byte, m *PhaseRequest) bool {
 }
 
 func decodePhase(b []byte, p *Phase) bool {
+	fb := fieldBuf{size: len(b)}
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
 		if k < 0 {
@@ -95,18 +100,52 @@ func decodePhase(b []byte, p *Phase) bool {
 					return false
 				}
 				if num == 2 {
-					p.Key = string(v)
+					p.Key = fb.str(v)
 				} else {
-					p.Tag = string(v)
+					p.Tag = fb.str(v)
 				}
 			case 4:
-				p.Value = append(emptyBytes(), v...)
+				p.Value = fb.bytes(v)
 			}
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// fieldBuf copies one encoded phase's (or reply's) fields into one buffer
+// of the encoding's size, made on the first non-empty field: the fields'
+// contents together are never longer than their encoding, so the buffer
+// is never outgrown and no field moves. Each field is handed out once and
+// never written again (a bytes field is capped at its length: an append
+// to it copies), so the strings over it are immutable.
+type fieldBuf struct {
+	size int
+	buf  []byte
+}
+
+// bytes returns a copy of v (a non-nil empty slice when v is empty, as
+// proto.Unmarshal leaves it).
+func (f *fieldBuf) bytes(v []byte) []byte {
+	if len(v) == 0 {
+		return emptyBytes()
+	}
+	if f.buf == nil {
+		f.buf = make([]byte, 0, max(f.size, len(v)))
+	}
+	off := len(f.buf)
+	f.buf = append(f.buf, v...)
+	return f.buf[off:len(f.buf):len(f.buf)]
+}
+
+// str returns v as a string, copied.
+func (f *fieldBuf) str(v []byte) string {
+	if len(v) == 0 {
+		return ""
+	}
+	c := f.bytes(v)
+	return unsafe.String(unsafe.SliceData(c), len(c))
 }
 
 // emptyBytes is what proto.Unmarshal leaves in a bytes field it read empty:
@@ -148,6 +187,7 @@ func DecodePhaseResponse(b []byte, m *PhaseResponse) bool {
 }
 
 func decodePhaseReply(b []byte, r *PhaseReply) bool {
+	fb := fieldBuf{size: len(b)}
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
 		if k < 0 {
@@ -176,7 +216,7 @@ func decodePhaseReply(b []byte, r *PhaseReply) bool {
 			}
 			b = b[k:]
 			if num == 6 {
-				r.Value = append(emptyBytes(), v...)
+				r.Value = fb.bytes(v)
 				continue
 			}
 			if !utf8.Valid(v) {
@@ -184,11 +224,11 @@ func decodePhaseReply(b []byte, r *PhaseReply) bool {
 			}
 			switch num {
 			case 3:
-				r.Message = string(v)
+				r.Message = fb.str(v)
 			case 4:
-				r.Err = string(v)
+				r.Err = fb.str(v)
 			case 5:
-				r.Tag = string(v)
+				r.Tag = fb.str(v)
 			}
 		default:
 			return false

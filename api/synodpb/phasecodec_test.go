@@ -160,3 +160,39 @@ func BenchmarkPhaseDecode(b *testing.B) {
 		}
 	})
 }
+
+// A phase's (a reply's) fields are copied into one buffer of its own: one
+// allocation per phase with fields, whatever their number, and none of
+// them shares memory with the message or with another field (writing to
+// or appending to a value changes no string).
+func TestPhaseFieldsOneBuffer(t *testing.T) {
+	store := &Phase{Id: 9, Key: "key:000001", Tag: "3:1:client/00ff", Value: []byte("value one")}
+	qb, _ := proto.Marshal(&PhaseRequest{Namespace: "ns", Phases: []*Phase{store, store, store}})
+	// The namespace, the phases' array and list, one buffer per phase.
+	if got := testing.AllocsPerRun(100, func() { DecodePhaseRequest(qb, &PhaseRequest{}) }); got != 6 {
+		t.Errorf("decoding 3 store phases: %.0f allocations, want 6", got)
+	}
+	rb, _ := proto.Marshal(&PhaseResponse{Replies: []*PhaseReply{{Id: 1, Tag: "3:1:client/00ff", Value: []byte("v"), Present: true}, {Id: 2, Err: "ERR x", Message: "m"}}})
+	if got := testing.AllocsPerRun(100, func() { DecodePhaseResponse(rb, &PhaseResponse{}) }); got != 4 {
+		t.Errorf("decoding 2 replies with fields: %.0f allocations, want 4", got)
+	}
+	var m PhaseRequest
+	if !DecodePhaseRequest(qb, &m) {
+		t.Fatal("not decoded by hand")
+	}
+	p := m.Phases[1]
+	clear(qb) // the message's buffer is not referenced
+	p.Value[0] = 'V'
+	p.Value = append(p.Value, "tail"...)
+	if p.Key != store.Key || p.Tag != store.Tag || m.Phases[0].Key != store.Key || string(m.Phases[0].Value) != "value one" || string(p.Value) != "Value onetail" {
+		t.Errorf("fields share memory: key %q tag %q value %q, other phase %q %q", p.Key, p.Tag, p.Value, m.Phases[0].Key, m.Phases[0].Value)
+	}
+	var r PhaseResponse
+	if !DecodePhaseResponse(rb, &r) {
+		t.Fatal("reply not decoded by hand")
+	}
+	r.Replies[0].Value = append(r.Replies[0].Value, "x"...)
+	if r.Replies[0].Tag != "3:1:client/00ff" || r.Replies[1].Err != "ERR x" || r.Replies[1].Message != "m" {
+		t.Errorf("reply fields share memory: %v", &r)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"google.golang.org/grpc/status"
 
@@ -42,7 +43,9 @@ import (
 //     (client/phases.go), so the batches grow with the load.
 //   - Concurrency. A stream has maxPhaseMsgs workers; they take turns
 //     receiving, and the one that received a message runs it (no hand-off
-//     between receiving a message and handing it to the loop), so at most
+//     between receiving a message and handing it to the loop; over the
+//     direct transport the receiving worker reads the connection itself,
+//     the read turn of h2server.go, as Pipeline's receiver), so at most
 //     maxPhaseMsgs messages of a stream run at once; then the stream stops
 //     reading and HTTP/2 flow control holds the caller back. The phases of a message and of
 //     different messages are independent (ABD needs no order: a query has
@@ -87,7 +90,9 @@ func (s *Server) Phases(stream synodpb.Synod_PhasesServer) error {
 	ph := &phaser{s: s, stream: stream, ctx: ctx, cancel: cancel, client: randomClient(), received: make(chan struct{})}
 	ph.batcher, _ = s.b.(gateway.BatchBackend)
 	ph.replier, _ = s.b.(gateway.BatchReplyBackend)
+	ph.owner, _ = s.b.(ownedArgsReplier)
 	ph.workers.Store(maxPhaseMsgs)
+	ph.free.Store(maxPhaseMsgs)
 	for range maxPhaseMsgs {
 		go ph.work()
 	}
@@ -117,8 +122,10 @@ type phaser struct {
 	cancel   context.CancelFunc
 	batcher  gateway.BatchBackend
 	replier  gateway.BatchReplyBackend // the Backend's, when it answers batches through callbacks (runReply)
+	owner    ownedArgsReplier          // the Backend's, when it also takes the phases' values without copying them
 	client   uint64
 	workers  atomic.Int32  // workers not yet returned
+	free     atomic.Int32  // workers not running a message (one of them receives next)
 	received chan struct{} // closed when every worker returned
 	running  sync.WaitGroup
 
@@ -185,7 +192,16 @@ func (ph *phaser) work() {
 		if wk == nil && ph.replier != nil {
 			wk = newPhaseWorker(ph)
 		}
+		// The direct transport's read turn (h2server.go): the stream's
+		// receiver reads the connection itself, so a free worker's Recv
+		// reads the next message as soon as this one is received. When
+		// every worker is running a message nobody receives for a while:
+		// the connection is read on meanwhile (the turn's promise).
+		if ph.free.Add(-1) == 0 {
+			keepReading(ph.ctx)
+		}
 		ph.run(m, wk)
+		ph.free.Add(1)
 		ph.running.Done()
 	}
 }
@@ -351,7 +367,13 @@ func (wk *phaseWorker) run(ns string, reqs []automaton.Request, idx []int, phase
 	wk.reqs, wk.idx, wk.phases, wk.out = reqs, idx, phases, out
 	wk.replies = make([]synodpb.PhaseReply, len(reqs)) // one array for the message's replies
 	wk.left = len(reqs)
-	if !ph.replier.SubmitReplyBatch(ph.ctx, ns, reqs, false, wk.answer) {
+	var taken bool
+	if ph.owner != nil {
+		taken = ph.owner.SubmitReplyBatchOwned(ph.ctx, ns, reqs, false, wk.answer)
+	} else {
+		taken = ph.replier.SubmitReplyBatch(ph.ctx, ns, reqs, false, wk.answer)
+	}
+	if !taken {
 		return false
 	}
 	wk.timer.Reset(ph.s.opts.RequestTimeout)
@@ -373,6 +395,15 @@ func (wk *phaseWorker) run(ns string, reqs []automaton.Request, idx []int, phase
 	}
 	<-wk.signal
 	return true
+}
+
+// ownedArgsReplier is a BatchReplyBackend that also takes requests whose
+// arguments are its own from then on (node.Node): a store phase's value
+// is the decoder's copy (synodpb's hand decoder, or proto.Unmarshal's)
+// and its argument list the message's phaseSlabs, made for it and never
+// read or changed after, so the node need not copy them again.
+type ownedArgsReplier interface {
+	SubmitReplyBatchOwned(ctx context.Context, ns string, reqs []automaton.Request, held bool, done func(int, automaton.Response, error)) bool
 }
 
 // answered is the Backend's callback: reqs[k]'s answer.
@@ -397,12 +428,14 @@ var (
 	storeValue = []string{phaseStore}
 )
 
-// phaseSlabs are a message's per-phase slices in one array each (a store
+// phaseSlabs are a message's per-phase slices in one array (a store
 // phase's tag option and its set's argument), so that a phase takes a
-// place instead of allocating them.
-type phaseSlabs struct {
-	tags []string
-	args [][]byte
+// place instead of allocating them: one allocation per message.
+type phaseSlabs []phaseSlot
+
+type phaseSlot struct {
+	tag [1]string
+	arg [1][]byte
 }
 
 // phaseSlab is one phase's places in its message's phaseSlabs.
@@ -411,12 +444,10 @@ type phaseSlab struct {
 	args [][]byte // length 1, capacity 1
 }
 
-func newPhaseSlabs(n int) *phaseSlabs {
-	return &phaseSlabs{tags: make([]string, n), args: make([][]byte, n)}
-}
+func newPhaseSlabs(n int) phaseSlabs { return make(phaseSlabs, n) }
 
-func (s *phaseSlabs) at(i int) phaseSlab {
-	return phaseSlab{tag: s.tags[i : i+1 : i+1], args: s.args[i : i+1 : i+1]}
+func (s phaseSlabs) at(i int) phaseSlab {
+	return phaseSlab{tag: s[i].tag[:], args: s[i].arg[:]}
 }
 
 // request checks phase p of namespace ns as Do checks the request it
@@ -480,8 +511,11 @@ func (ph *phaser) reply(out *synodpb.PhaseReply, id uint64, rctx context.Context
 	case r.Type == service.ResultErr:
 		out.Err = synoderr.Text(r.Err)
 	case r.Type == service.ResultArray && len(r.Elems) == 2 && r.Elems[0].Type == service.ResultBytes:
-		// A query's [tag, value] (protocol/abd queryResult).
-		out.Tag = string(r.Elems[0].Bytes)
+		// A query's [tag, value] (protocol/abd queryResult). The tag's
+		// bytes are the answer's, which nothing changes once answered
+		// (queryResult makes them for it): out, marshalled by send and
+		// then dropped, reads them in place instead of a copy.
+		out.Tag = bytesString(r.Elems[0].Bytes)
 		if v := r.Elems[1]; v.Type == service.ResultBytes {
 			out.Value, out.Present = v.Bytes, true
 		}
@@ -489,6 +523,15 @@ func (ph *phaser) reply(out *synodpb.PhaseReply, id uint64, rctx context.Context
 	default:
 		out.Err = "ERR internal error: a phase answered " + r.String()
 	}
+}
+
+// bytesString is b as a string, without a copy: b must not change while
+// the string is in use.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // send writes a message's replies, in messages of at most about

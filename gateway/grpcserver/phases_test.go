@@ -276,3 +276,43 @@ func TestPhaseParseTagAsParse(t *testing.T) {
 		}
 	}
 }
+
+// The direct transport's read turn (h2server.go) lets a Phases stream's
+// receiving worker read the connection itself; when every worker is
+// running a held message nobody receives, and the connection must still
+// be read (phaser.work's keepReading): here the caller's cancellation,
+// which withdraws the held phases (Abandon) long before RequestTimeout.
+// Fails (the phases stay held until the deadline) when the workers keep
+// the turn without the promise.
+func TestPhasesAllWorkersBusy(t *testing.T) {
+	b := &replyBackend{AutomatonBackend: gatewaytest.MustAutomaton(t, "abd", "kv"), held: map[automaton.RequestID]bool{}, hold: true}
+	_, c := start(t, b, Options{RequestTimeout: time.Minute})
+	sctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	s, err := c.Phases(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxPhaseMsgs {
+		if err := s.Send(&synodpb.PhaseRequest{Phases: []*synodpb.Phase{{Id: uint64(i + 1), Key: "a"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			b.mu.Lock()
+			done := ok()
+			b.mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s: %s (submitted %d, held %d, withdrawn %d)", what, b.submitted, len(b.held), len(b.abandoned))
+			}
+		}
+	}
+	wait("not every worker running a held message", func() bool { return b.submitted == maxPhaseMsgs })
+	cancel()
+	wait("the held phases not withdrawn after the caller cancelled", func() bool { return len(b.abandoned) == maxPhaseMsgs })
+}

@@ -217,6 +217,8 @@ func New(b gateway.Backend, opts Options) *Server {
 		// A lone Pipeline message is read by the stream's receiver (h2sconn's
 		// Read turn); the pipe keeps its promise (pipe.receive).
 		s.h.methods[synodpb.Synod_Pipeline_FullMethodName].turn = true
+		// So is a Phases message (phases.go, phaser.work keeps the promise).
+		s.h.methods[synodpb.Synod_Phases_FullMethodName].turn = true
 	}
 	// Server reflection, so that grpcurl and GUI clients list and call the
 	// API without the .proto file (behind the same authentication).
