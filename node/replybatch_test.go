@@ -82,11 +82,7 @@ func TestSubmitReplyBatch(t *testing.T) {
 func TestSubmitReplyBatchOwned(t *testing.T) {
 	ns := config.Namespace{Name: "default", Protocol: "abd", Service: "kv"}
 	cfg, ls := mkCluster(t, 3, config.Memory, ns)
-	var nodes []*Node
-	for i, n := range cfg.Nodes {
-		nodes = append(nodes, startNode(t, cfg, n.ID, ls[i], Options{}))
-	}
-	c := nodes[0]
+	c := startNodes(t, cfg, ls)["n1"]
 	group := req("set", "g", "1")
 	group.Ops = []service.Op{{Kind: "set", Key: "g", Args: [][]byte{[]byte("1")}}, {Kind: "get", Key: "g"}}
 	rs := []automaton.Request{req("set", "b", "2"), group, req("get", "b"), req("set", "a", "3"), req("get", "a")}
